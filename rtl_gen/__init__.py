@@ -1,0 +1,1 @@
+"""Amaranth generators for the RL accelerator blocks (see README)."""

@@ -1,0 +1,96 @@
+"""Registry of generatable blocks and of the configurations shipped in ``hdl/``.
+
+A block entry ties a config dataclass to the component built from it. The CLI, the Makefile
+(through the CLI) and the tests all go through :func:`emit`, so what is shipped is what is tested.
+"""
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from amaranth.back import verilog
+from amaranth.hdl import Shape
+from amaranth.lib import data, wiring
+
+from .gae import GaePeConfig, GaeProcessingElement
+
+__all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table"]
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str            # CLI name
+    module: str          # default Verilog module name
+    config_cls: type
+    build: Callable      # config -> wiring.Component
+    summary: str
+
+
+BLOCKS = {
+    "gae-pe": Block("gae-pe", "gae_pe", GaePeConfig, GaeProcessingElement,
+                    "GAE processing element (HEPPO), one element per cycle"),
+}
+
+#: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
+SHIPPED = [
+    ("gae_pe_k1", "gae-pe", {"k": 1}),
+    ("gae_pe_k2", "gae-pe", {"k": 2}),          # the default, HEPPO's choice
+    ("gae_pe_k3", "gae-pe", {"k": 3}),
+    ("gae_pe_il4", "gae-pe", {"k": 4, "mode": "interleaved"}),
+]
+
+
+def _layout_fields(shape):
+    if isinstance(shape, data.StructLayout):
+        return {name: {"offset": f.offset, "width": Shape.cast(f.shape).width,
+                       "signed": Shape.cast(f.shape).signed} for name, f in shape}
+    return None
+
+
+def port_table(component: wiring.Component):
+    """Flat Verilog ports of a component: name, direction, width, payload fields."""
+    ports = []
+    for path, member, _ in component.signature.flatten(component):
+        name = "__".join(str(p) for p in path)
+        shape = member.shape
+        entry = {"name": name, "dir": "input" if member.flow == wiring.In else "output",
+                 "width": Shape.cast(shape).width}
+        fields = _layout_fields(shape)
+        if fields:
+            entry["fields"] = fields
+        ports.append(entry)
+    return ports
+
+
+def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -> dict:
+    """Elaborate a block, write ``<module>.v`` and ``<module>.json`` (manifest) to ``out_dir``.
+
+    Raises ``ValueError`` for unknown blocks or invalid parameters (message names the parameter).
+    Returns the manifest.
+    """
+    if block_name not in BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(BLOCKS)}, not {block_name!r}")
+    block = BLOCKS[block_name]
+    config = block.config_cls.from_dict(params)
+    component = block.build(config)
+    module = module or block.module
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = verilog.convert(component, name=module, emit_src=False)
+    (out_dir / f"{module}.v").write_text(text)
+    manifest = {
+        "block": block.name,
+        "module": module,
+        "summary": block.summary,
+        "config": dataclasses.asdict(config),
+        "latency_cycles": getattr(component, "latency", None),
+        "throughput_per_cycle": 1,
+        "formats": {name: getattr(config, name).to_dict()
+                    for name in ("data_format", "coef_format") if hasattr(config, name)},
+        "ports": port_table(component),
+        "verilog": f"{module}.v",
+    }
+    (out_dir / f"{module}.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest

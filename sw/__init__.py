@@ -1,0 +1,1 @@
+"""Host side: golden models, drivers and RL programs."""

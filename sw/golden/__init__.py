@@ -1,0 +1,1 @@
+"""numpy golden models, bit-exact with the RTL, and float references."""
