@@ -263,17 +263,22 @@ def gather_stream(out: dict, position, T, N):
     return res[0], res[1], res[2].astype(bool)
 
 
-def gae_error_bound(rewards, values, last_values, gamma, lam, config: GaePeConfig):
+def gae_error_bound(rewards, values, dones, last_values, gamma, lam, config: GaePeConfig):
     """Worst-case |fixed - float| of advantages and returns, for inputs that do not saturate.
 
     Sources: quantising r, V (1/2 ulp each), gamma and gamma*lambda (1/2 coefficient ulp), the
     rounding of gamma*V, of each power of gamma*lambda and of each advantage (rounding error
-    ``e_r``: 1/2 ulp to nearest, 1 ulp for floor). One look-ahead block of k steps adds at most
-    ``e_blk``; errors then decay by ``C^k`` per block, so::
+    ``e_r``: 1/2 ulp to nearest, 1 ulp for floor). One look-ahead block of k steps adds at most::
+
+        e_blk = sum_{i<k} C^i e_delta + sum_{0<i<k} e_pow(i) max|delta| + e_pow(k) max|A| + e_r
+
+    with ``e_delta = u/2 + u/2 + gamma u/2 + max|V| q/2 + e_r`` and ``e_pow(i) = i (q/2 + e_rq)``
+    (u, q: data and coefficient ulps); errors then decay by ``C^k`` per block, so::
 
         e_A <= e_blk * min(ceil(T / k), 1 / (1 - C^k))
 
-    Magnitudes of delta and A are bounded from the inputs. Returns ``(bound_adv, bound_rtg)``.
+    ``max|delta|`` and ``max|A|`` are those of the float reference on the same data (plus 1%),
+    so the bound is first-order exact for the given inputs. Returns ``(bound_adv, bound_rtg)``.
     """
     rewards = np.asarray(rewards, np.float64)
     values = np.asarray(values, np.float64)
@@ -284,14 +289,16 @@ def gae_error_bound(rewards, values, last_values, gamma, lam, config: GaePeConfi
     rq = q if config.rounding == "floor" else q / 2
     k = config.lookahead_steps
     C = gamma * lam
+    adv_ref, _ = gae_reference(rewards, values, dones, last_values, gamma, 0.0)
+    delta_max = np.abs(adv_ref).max(initial=0) * 1.01 + u      # lambda = 0 gives A = delta
+    adv_ref, _ = gae_reference(rewards, values, dones, last_values, gamma, lam)
+    adv_max = np.abs(adv_ref).max(initial=0) * 1.01 + u
     vmax = max(np.abs(values).max(initial=0), np.abs(last_values).max(initial=0))
-    dmax = np.abs(rewards).max(initial=0) + (1 + gamma) * vmax      # bounds |delta|
-    amax = dmax * (min(T, 1 / (1 - C)) if C < 1 else T)               # bounds |A|
     e_delta = u / 2 + u / 2 + (gamma + q) * u / 2 + vmax * q / 2 + ru
     e_pow = [i * (q / 2 + rq) for i in range(k + 1)]
     e_blk = (sum(C ** i for i in range(k)) * e_delta
-             + sum(e_pow[i] * dmax for i in range(1, k))
-             + e_pow[k] * amax + ru)
+             + sum(e_pow[i] * delta_max for i in range(1, k))
+             + e_pow[k] * adv_max + ru)
     blocks = math.ceil(T / k)
     if C < 1:
         blocks = min(blocks, 1 / (1 - C ** k))

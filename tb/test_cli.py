@@ -1,0 +1,64 @@
+"""The generator CLI: emits Verilog and a manifest, rejects bad parameters with clear errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rtl_gen.__main__ import main
+from rtl_gen.blocks import SHIPPED
+
+
+def test_emit_with_flags(tmp_path, capsys):
+    assert main(["gae-pe", "--k", "3", "--mode", "interleaved", "--out", str(tmp_path)]) == 0
+    manifest = json.loads((tmp_path / "gae_pe.json").read_text())
+    assert manifest["config"]["k"] == 3 and manifest["config"]["mode"] == "interleaved"
+    assert manifest["latency_cycles"] == 3 + 4
+    text = (tmp_path / "gae_pe.v").read_text()
+    assert "module gae_pe(" in text
+    ports = {p["name"]: p for p in manifest["ports"]}
+    assert ports["i__payload"]["fields"]["reward"] == {"offset": 0, "width": 32, "signed": True}
+    assert ports["gamma"]["width"] == 18 and ports["o__valid"]["dir"] == "output"
+    assert "latency 7 cycles" in capsys.readouterr().out
+
+
+def test_emit_from_config_file_with_override(tmp_path):
+    cfg = tmp_path / "pe.json"
+    cfg.write_text(json.dumps({"k": 4, "data_width": 24, "data_frac": 8}))
+    assert main(["gae-pe", "--config", str(cfg), "--k", "2", "--name", "my_pe",
+                 "--out", str(tmp_path / "o")]) == 0
+    manifest = json.loads((tmp_path / "o" / "my_pe.json").read_text())
+    assert manifest["config"]["k"] == 2 and manifest["config"]["data_width"] == 24
+    assert "module my_pe(" in (tmp_path / "o" / "my_pe.v").read_text()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--k", "0"], "error: k must be an integer in 1..16, not 0"),
+    (["--k", "two"], "error: k must be an integer, not 'two'"),
+    (["--data-width", "64"], "error: data_width must be an integer in 8..32, not 64"),
+    (["--mode", "fast"], "error: mode must be one of lookahead, interleaved, not 'fast'"),
+])
+def test_bad_parameters_exit_nonzero_naming_the_parameter(tmp_path, capsys, args, message):
+    assert main(["gae-pe", *args, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_unknown_parameter_in_config_file(tmp_path, capsys):
+    cfg = tmp_path / "pe.json"
+    cfg.write_text(json.dumps({"kk": 3}))
+    assert main(["gae-pe", "--config", str(cfg), "--out", str(tmp_path)]) == 2
+    assert "unknown GAE PE parameter(s): kk" in capsys.readouterr().err
+
+
+def test_module_entry_point_and_list():
+    out = subprocess.run([sys.executable, "-m", "rtl_gen", "list"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "gae-pe" in out and "--coef-width" in out
+
+
+def test_shipped_configurations_are_valid(tmp_path):
+    assert main(["shipped", "--out", str(tmp_path)]) == 0
+    for module, _, _ in SHIPPED:
+        assert (tmp_path / module / f"{module}.v").exists()

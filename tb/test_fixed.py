@@ -1,0 +1,115 @@
+"""The fixed-point module: the Amaranth and numpy halves agree bit for bit."""
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, Signal, signed, unsigned
+from amaranth.lib import data
+from amaranth.sim import Simulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rtl_gen.fixed import ROUNDING_MODES, FixedFormat, pack, rshift_round, saturate, unpack
+
+
+def comb_eval(m, inp, outs, values):
+    """Drive ``inp`` with each of ``values``, return the settled ``outs``."""
+    results = []
+
+    async def bench(ctx):
+        for v in values:
+            ctx.set(inp, int(v))
+            await ctx.delay(1e-9)
+            results.append([ctx.get(o) for o in outs])
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    return np.array(results, dtype=np.int64)
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("is_signed", [True, False])
+def test_rshift_round_and_saturate_match_numpy(rounding, is_signed):
+    width, shift = 14, 5
+    out_fmt = FixedFormat(6, 0, is_signed, rounding)
+    m = Module()
+    x = Signal(signed(width) if is_signed else unsigned(width))
+    rounded = rshift_round(x, shift, rounding)
+    r = Signal(rounded.shape())
+    m.d.comb += r.eq(rounded)
+    sat, ovf = saturate(m, r, out_fmt, name="sat")
+    lo, hi = (-(1 << (width - 1)), 1 << (width - 1)) if is_signed else (0, 1 << width)
+    values = np.arange(lo, hi, 7)
+    got = comb_eval(m, x, [r, sat, ovf], values)
+    ref_r = out_fmt.rshift_round(values, shift)
+    ref_sat, ref_ovf = out_fmt.saturate(ref_r)
+    np.testing.assert_array_equal(got[:, 0], ref_r)
+    np.testing.assert_array_equal(got[:, 1], ref_sat)
+    np.testing.assert_array_equal(got[:, 2], ref_ovf)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.integers(-(1 << 40), 1 << 40), shift=st.integers(1, 20))
+def test_rounding_modes_definitions(x, shift):
+    exact = x / (1 << shift)
+    f = {m: int(FixedFormat(8, 0, True, m).rshift_round(x, shift)) for m in ROUNDING_MODES}
+    assert f["floor"] == np.floor(exact)
+    assert f["half_up"] == np.floor(exact + 0.5)
+    frac = exact - np.floor(exact)
+    if frac != 0.5:
+        assert f["half_even"] == f["half_up"]
+    else:
+        assert f["half_even"] % 2 == 0 and abs(f["half_even"] - exact) == 0.5
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(-1e4, 1e4, allow_nan=False), rounding=st.sampled_from(ROUNDING_MODES))
+def test_quantize_is_rshift_round_of_exact_value(x, rounding):
+    """quantize(x) equals rounding the exact binary value of x with the same mode."""
+    fmt = FixedFormat(24, 8, True, rounding)
+    mant, exp = np.frexp(x)
+    big = int(np.ldexp(mant, 53))             # x = big * 2**(exp - 53), exactly
+    shift = 53 - exp - fmt.frac
+    if shift > 0:
+        expect = int(fmt.rshift_round(big, shift)) if shift < 62 else (
+            -1 if (x < 0 and rounding == "floor") else 0)
+    else:
+        expect = big << -shift
+    expect = int(np.clip(expect, fmt.min_raw, fmt.max_raw))
+    assert int(fmt.quantize(x)) == expect
+
+
+def test_quantize_saturates_and_flags():
+    fmt = FixedFormat(8, 4)
+    raw, over = fmt.quantize([100.0, -100.0, 1.5], return_overflow=True)
+    assert raw.tolist() == [127, -128, 24] and over.tolist() == [True, True, False]
+    assert fmt.max_value == 127 / 16 and fmt.min_value == -8.0
+    with pytest.raises(ValueError, match="NaN"):
+        fmt.quantize([np.nan])
+    with pytest.raises(ValueError, match=r"x must be raw sQ4\.4/half_up integers in -128\.\.127"):
+        fmt.check_raw([200], "x")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"width": 0, "frac": 0}, r"width must be an integer in 1\.\.62, not 0"),
+    ({"width": 8, "frac": 9}, r"frac must be an integer in 0\.\.width \(8\), not 9"),
+    ({"width": 8, "frac": 2, "rounding": "ceil"}, "rounding must be one of"),
+])
+def test_format_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        FixedFormat(**kwargs)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=st.integers(-8, 7), b=st.integers(0, 1), c=st.integers(0, 1000))
+def test_pack_unpack_roundtrip(a, b, c):
+    layout = data.StructLayout({"a": signed(4), "b": 1, "c": unsigned(10)})
+    word = pack(layout, {"a": a, "b": b, "c": c})
+    assert 0 <= word < 1 << 15
+    assert unpack(layout, word) == {"a": a, "b": b, "c": c}
+
+
+def test_pack_rejects_out_of_range():
+    layout = data.StructLayout({"a": signed(4)})
+    with pytest.raises(ValueError, match="field 'a' = 8 does not fit"):
+        pack(layout, {"a": 8})
