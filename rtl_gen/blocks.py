@@ -89,6 +89,8 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -
         "throughput_per_cycle": 1,
         "formats": {name: getattr(config, name).to_dict()
                     for name in ("data_format", "coef_format") if hasattr(config, name)},
+        "clock": "clk (rising edge)",
+        "reset": "rst (active high, synchronous)",
         "ports": port_table(component),
         "verilog": f"{module}.v",
     }
