@@ -418,7 +418,7 @@ class SumTree:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=self._dtype)
         hi_ok = (t < total) if self._exact else (t <= total)
         if t.size and (t.min() < 0 or not np.all(hi_ok)):
-            raise ValueError(f"targets must be in [0, total) = [0, {total!r})")
+            raise ValueError(f"targets must be in [0, total) = [0, {total.item()!r})")
         return self._descend(t)
 
     def sample(self, x):
