@@ -1,0 +1,677 @@
+"""Host half of the HEPPO GAE accelerator: standardization and b-bit quantization of its inputs.
+
+The accelerator keeps rewards and values in BRAM as b-bit codes (default 8) and dequantizes each
+stream on the fly with one affine map, ``real = code * scale + offset``, whose ``scale`` and
+``offset`` the host writes as fixed-point registers. This module computes the codes and those
+registers, and models the dequantization bit-exactly (:func:`dequantize`), following HEPPO
+(Taha et al., section II; eq. numbers below refer to it):
+
+Rewards -- dynamic standardization (section II-A)
+    A running mean and standard deviation over *every reward seen since training started*
+    (:class:`RunningMeanStd`, eqs. 6-9) are updated with the new batch, then each reward of the
+    batch is standardized: ``r~ = (r - mean) / std``. The mean **is** subtracted: section II-C1
+    says the standardized rewards are "centered around zero with a unit standard deviation", unlike
+    Stable-Baselines3's ``VecNormalize``, which only divides by the std of discounted returns.
+    Rewards stay standardized in the accelerator (HEPPO keeps them so; it reports ~1.5x higher
+    returns for that, sections II-C1 and V-A), so the reward registers are ``scale = step``,
+    ``offset = 0``.
+
+Values -- block standardization (section II-B)
+    Mean and standard deviation of *this batch's* values, bootstrap values ``V(s_T)`` included,
+    standardize the values before quantization and are kept to undo it. The de-standardization
+    ``x * std + mean`` folds into the same multiply-add: ``scale = step * std``, ``offset = mean``,
+    so the processing element receives values in the critic's own units.
+
+What the caller gets back from the accelerator
+    Advantages ``A = sum_l (gamma*lambda)^l (r~ + gamma V' - V)`` are in *standardized-reward
+    units*, and so are the rewards-to-go ``A + V`` that become the critic's targets. That is only
+    consistent if the critic is trained on those targets, i.e. predicts returns of the
+    standardized rewards (what HEPPO does); a critic trained on raw returns mixes units. Only
+    the scale can be undone afterwards (multiply by the reward std); the subtracted mean cannot,
+    because its contribution to a return depends on where episodes end. In environments with a
+    constant per-step reward (CartPole-v1's +1, MountainCar's -1) centering makes every
+    standardized reward exactly 0, i.e. it removes the survival signal: use a shaped reward there.
+
+Quantization (section II-C)
+    :class:`UniformQuantizer`: symmetric, mid-tread, *signed* codes in ``-qmax..qmax`` with
+    ``qmax = 2**(bits-1) - 1`` (code ``-2**(bits-1)`` is never produced), step ``clip / qmax``,
+    standardized data clipped to ``[-clip, clip]``. Signed codes make 0 (the mean) exact, make the
+    rounding error symmetric, and give the reward stream a zero offset. HEPPO states neither its
+    clipping ranges nor its rounding; :data:`DEFAULT_REWARD_CLIP` and :data:`DEFAULT_VALUE_CLIP`
+    explain ours.
+
+Reward rounding: error feedback (a deviation from a plain reading of HEPPO, host side only)
+    Rounding each reward to the nearest code is what HEPPO describes, but rewards often take a
+    few discrete values (CartPole: two), so the rounding error is the *same* at every step and
+    the GAE sum turns it into a bias of up to ``step / 2 / (1 - gamma*lambda)`` (8.4 steps for
+    gamma*lambda = 0.94). :class:`GaeQuantizationPipeline` therefore quantizes rewards by default
+    with error feedback along time, processed in reverse (the order GAE sums in): each reward is
+    rounded together with the rounding error left over by its successor. Every suffix sum of
+    the reconstructed rewards is then within ``step / 2`` of the true one, so the reward part of
+    any advantage is within one ``step`` for every gamma, lambda and episode boundary (the
+    discount weights are positive and decreasing). The codes and the dequantization are
+    unchanged, so the accelerator does not know the difference; ``reward_rounding="nearest"``
+    restores per-element rounding.
+
+    Measured on CartPole-v1 with the Sutton-Barto reward (tb/gae_quant, 8 bits, 8 x 256 steps,
+    gamma 0.99, lambda 0.95, through the bit-exact PE model), relative RMS error of advantages /
+    rewards-to-go against float GAE on unquantized data: 1.2 % / 0.9 % with error feedback,
+    12 % / 9.5 % with nearest rounding. The nearest-rounding bias is mostly a common shift, which
+    PPO's per-batch advantage normalization removes (1.9 % against 1.2 % after it), but the
+    rewards-to-go, the critic's targets, keep it.
+"""
+
+import math
+
+import numpy as np
+
+from rtl_gen.fixed import MAX_INTERMEDIATE_BITS, FixedFormat
+
+__all__ = [
+    "DEFAULT_REWARD_CLIP", "DEFAULT_VALUE_CLIP", "DEFAULT_MIN_STD", "BITS_RANGE",
+    "REWARD_ROUNDINGS",
+    "RunningMeanStd", "DynamicRewardStandardizer", "block_standardize",
+    "UniformQuantizer", "dequantize", "GaeQuantizationPipeline",
+]
+
+#: Default clipping range of standardized rewards, in standard deviations. HEPPO gives none.
+#: Rewards are often sparse: a reward of probability p standardizes to about
+#: ``sqrt((1 - p) / p)`` (CartPole's terminal reward, p ~ 1/22: -4.66), and clipping it biases
+#: every advantage of its episode (measured on CartPole, clip 4: 22 % relative RMS error). +-8
+#: keeps such rewards down to p ~ 1/65 for a step of 8/127 = 0.063 at 8 bits.
+DEFAULT_REWARD_CLIP = 8.0
+
+#: Default clipping range of block-standardized values. Values are smooth critic outputs: the
+#: uniform quantizer of least mean squared error for a unit Gaussian spans about +-3.9 at 8 bits
+#: (Max, 1960); at least 15/16 of any block lies within +-4 (Chebyshev). On CartPole the
+#: standardized values span -2.8..3.2 and the value part of the advantage error is 0.18 % with
+#: +-4 against 0.36 % with +-8. Also the default of :class:`UniformQuantizer`.
+DEFAULT_VALUE_CLIP = 4.0
+
+#: Floor of the standard deviations used to standardize (a constant stream has std 0).
+DEFAULT_MIN_STD = 1e-8
+
+#: Accepted code widths.
+BITS_RANGE = (2, 16)
+
+#: Ways of rounding rewards to codes in :class:`GaeQuantizationPipeline`.
+REWARD_ROUNDINGS = ("error_feedback", "nearest")
+
+
+# -- validation helpers -----------------------------------------------------------------------
+def _finite_array(x, name, *, ndim=None):
+    """``x`` as a float64 array; ``ValueError`` naming ``name`` if not numeric, finite, ndim."""
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of real numbers") from None
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, not shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return a
+
+
+def _check_min_std(min_std):
+    if (isinstance(min_std, bool) or not isinstance(min_std, (int, float))
+            or not math.isfinite(min_std) or min_std <= 0):
+        raise ValueError(f"min_std must be a positive finite number, not {min_std!r}")
+    return float(min_std)
+
+
+def _check_format(fmt, name):
+    if not isinstance(fmt, FixedFormat):
+        raise ValueError(f"{name} must be a FixedFormat, not {fmt!r}")
+    return fmt
+
+
+# -- running statistics ------------------------------------------------------------------------
+class RunningMeanStd:
+    """Running mean and (population) variance of a stream of numbers, in float64.
+
+    Equivalent to HEPPO's per-element Welford recurrence (eqs. 6-9)::
+
+        M_n = M_{n-1} + (x_n - M_{n-1}) / n
+        S_n = S_{n-1} + (x_n - M_{n-1}) * (x_n - M_n)
+        std_n = sqrt(S_n / n)
+
+    but updated a batch at a time with the parallel merge of Chan, Golub and LeVeque (1979): the
+    batch's own mean and sum of squared deviations (two passes, so a large common offset does not
+    cancel catastrophically), merged into the running ``(n, M, S)``. The variance is the
+    population variance ``S / n`` (``ddof=0``, eq. 9), 0 before any data.
+
+    Members
+    -------
+    count : int
+        Number of elements seen.
+    mean, var, std : float
+        Running statistics (0 when ``count == 0``).
+    m2 : float
+        ``S_n``, the sum of squared deviations from the mean.
+    """
+
+    def __init__(self):
+        self._count = 0
+        self._mean = 0.0
+        self._m2 = 0.0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def mean(self) -> float:
+        return self._mean
+
+    @property
+    def m2(self) -> float:
+        return self._m2
+
+    @property
+    def var(self) -> float:
+        return self._m2 / self._count if self._count else 0.0
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.var)
+
+    def _merge(self, n, mean, m2):
+        if n == 0:
+            return
+        total = self._count + n
+        delta = mean - self._mean
+        self._mean += delta * (n / total)
+        self._m2 += m2 + delta * delta * (self._count * n / total)
+        self._count = total
+
+    def update(self, batch):
+        """Add every element of ``batch`` (any shape, finite). Returns ``self``.
+
+        Raises
+        ------
+        ValueError
+            If ``batch`` is not numeric or holds NaN or infinity.
+        """
+        x = _finite_array(batch, "batch").ravel()
+        if x.size:
+            mean = float(x.mean())
+            self._merge(int(x.size), mean, float(np.sum(np.square(x - mean))))
+        return self
+
+    def merge(self, other: "RunningMeanStd"):
+        """Add the statistics of another :class:`RunningMeanStd` (e.g. another worker's)."""
+        if not isinstance(other, RunningMeanStd):
+            raise ValueError(f"other must be a RunningMeanStd, not {other!r}")
+        self._merge(other.count, other.mean, other.m2)
+        return self
+
+    def state_dict(self) -> dict:
+        """The state as plain Python numbers: ``{"count", "mean", "m2"}``."""
+        return {"count": self._count, "mean": self._mean, "m2": self._m2}
+
+    def load_state_dict(self, state: dict):
+        """Restore a state saved by :meth:`state_dict`. Returns ``self``."""
+        if not isinstance(state, dict) or set(state) != {"count", "mean", "m2"}:
+            raise ValueError("state must be a dict with keys 'count', 'mean', 'm2', "
+                             f"not {state!r}")
+        count, mean, m2 = state["count"], state["mean"], state["m2"]
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ValueError(f"state['count'] must be a non-negative integer, not {count!r}")
+        if not (math.isfinite(mean) and math.isfinite(m2)) or m2 < 0:
+            raise ValueError(f"state['mean'] and state['m2'] must be finite, m2 >= 0; "
+                             f"got {mean!r}, {m2!r}")
+        if count == 0 and (mean != 0 or m2 != 0):
+            raise ValueError("state with count 0 must have mean 0 and m2 0")
+        self._count, self._mean, self._m2 = int(count), float(mean), float(m2)
+        return self
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "RunningMeanStd":
+        return cls().load_state_dict(state)
+
+    def __repr__(self):
+        return f"RunningMeanStd(count={self._count}, mean={self._mean!r}, std={self.std!r})"
+
+
+class DynamicRewardStandardizer:
+    """HEPPO dynamic standardization of rewards (section II-A).
+
+    Each call updates the running statistics with the batch, then returns
+    ``(rewards - mean) / max(std, min_std)`` with the statistics of every reward seen so far,
+    this batch included. See the module docstring for what the mean subtraction implies.
+
+    Parameters
+    ----------
+    min_std : float
+        Floor of the standard deviation (a stream of identical rewards has std 0; they then
+        standardize to exactly 0).
+
+    Members
+    -------
+    stats : RunningMeanStd
+        The running statistics (save them with ``stats.state_dict()``).
+    """
+
+    def __init__(self, *, min_std=DEFAULT_MIN_STD):
+        self._min_std = _check_min_std(min_std)
+        self.stats = RunningMeanStd()
+
+    @property
+    def min_std(self) -> float:
+        return self._min_std
+
+    def standardize(self, rewards):
+        """Standardize with the current statistics, without updating them.
+
+        Returns ``(standardized, mean, std)`` where ``std`` is the floored std actually used.
+        """
+        r = _finite_array(rewards, "rewards")
+        mean, std = self.stats.mean, max(self.stats.std, self._min_std)
+        return (r - mean) / std, mean, std
+
+    def __call__(self, rewards):
+        """Update with ``rewards``, then standardize them. Returns ``(standardized, mean, std)``."""
+        r = _finite_array(rewards, "rewards")
+        self.stats.update(r)
+        return self.standardize(r)
+
+
+def block_standardize(values, last_values, *, min_std=DEFAULT_MIN_STD):
+    """HEPPO block standardization of one batch of values (section II-B).
+
+    Parameters
+    ----------
+    values : array [T, N]
+        Critic values of the batch.
+    last_values : array [N]
+        Bootstrap values ``V(s_T)``; part of the block, so they share its statistics.
+    min_std : float
+        Floor of the standard deviation.
+
+    Returns
+    -------
+    (z_values, z_last, mean, std)
+        Standardized arrays and the statistics (population std, floored) that undo it:
+        ``values = z_values * std + mean``.
+    """
+    v = _finite_array(values, "values", ndim=2)
+    last = _finite_array(last_values, "last_values", ndim=1)
+    if last.shape != v.shape[1:]:
+        raise ValueError(f"last_values must have shape ({v.shape[1]},), not {last.shape}")
+    min_std = _check_min_std(min_std)
+    stats = RunningMeanStd().update(v).update(last)
+    mean, std = stats.mean, max(stats.std, min_std)
+    return (v - mean) / std, (last - mean) / std, mean, std
+
+
+# -- quantization -------------------------------------------------------------------------------
+def dequantize(codes, scale_raw, offset_raw, fmt: FixedFormat, out_fmt: FixedFormat):
+    """Bit-exact model of the accelerator's dequantizer: ``code * scale + offset``.
+
+    The hardware multiplies the signed code by the ``scale`` register and adds the ``offset``
+    register (both raw integers of ``fmt``, so the sum is exact with ``fmt.frac`` fraction bits),
+    then converts to ``out_fmt`` (the processing element's data format): fraction bits dropped
+    with ``out_fmt``'s rounding (:meth:`FixedFormat.rshift_round` of ``out_fmt``) or appended as
+    zeros, then saturation to ``out_fmt``'s range (:meth:`FixedFormat.saturate`).
+
+    Parameters
+    ----------
+    codes : integer array
+        Codes of at most 16 bits (signed ``-32768..32767``).
+    scale_raw, offset_raw : int
+        Register contents, raw integers of ``fmt``.
+    fmt : FixedFormat
+        Format of the scale and offset registers.
+    out_fmt : FixedFormat
+        Format of the result.
+
+    Returns
+    -------
+    (raw, overflow)
+        int64 raw integers of ``out_fmt`` and a bool array, true where saturation changed the
+        value; both shaped like ``codes``.
+
+    Raises
+    ------
+    ValueError
+        If codes are not integers of at most 16 bits, a register does not fit ``fmt``, or the
+        intermediate would not fit int64.
+    """
+    fmt = _check_format(fmt, "fmt")
+    out_fmt = _check_format(out_fmt, "out_fmt")
+    c = np.asarray(codes)
+    if not np.issubdtype(c.dtype, np.integer):
+        raise ValueError(f"codes must be an integer array, not dtype {c.dtype}")
+    if c.size and (c.min() < -(1 << 15) or c.max() > (1 << 15) - 1):
+        raise ValueError("codes must be integers of at most 16 bits (-32768..32767)")
+    for name, reg in (("scale_raw", scale_raw), ("offset_raw", offset_raw)):
+        if isinstance(reg, bool) or not isinstance(reg, (int, np.integer)):
+            raise ValueError(f"{name} must be an integer, not {reg!r}")
+        fmt.check_raw(np.array([int(reg)]), name)
+    shift = fmt.frac - out_fmt.frac
+    # code (16 bits) * scale (fmt.width) + offset: fmt.width + 17 bits, then any left shift.
+    if fmt.width + 17 + max(0, -shift) > MAX_INTERMEDIATE_BITS:
+        raise ValueError(f"fmt ({fmt}) and out_fmt ({out_fmt}) give an intermediate wider than "
+                         f"{MAX_INTERMEDIATE_BITS} bits")
+    acc = c.astype(np.int64) * np.int64(scale_raw) + np.int64(offset_raw)
+    if shift >= 0:
+        acc = out_fmt.rshift_round(acc, shift)
+    else:
+        acc = acc << np.int64(-shift)
+    return out_fmt.saturate(acc)
+
+
+class UniformQuantizer:
+    """Uniform b-bit quantizer of standardized data, with clipping (HEPPO section II-C).
+
+    Symmetric mid-tread with signed codes: ``code = round(clip(x, -clip, clip) / step)``, ties
+    to even, ``step = clip / qmax``, ``qmax = 2**(bits-1) - 1``; codes lie in ``-qmax..qmax``.
+    Inside the clipping range the reconstruction ``code * step`` is within ``step / 2`` of ``x``.
+
+    Parameters
+    ----------
+    bits : int
+        Code width, 2..16. HEPPO found 8 bits and more stable (section V-B).
+    clip : float
+        Clipping range in units of standardized data (see :data:`DEFAULT_VALUE_CLIP` and
+        :data:`DEFAULT_REWARD_CLIP`).
+
+    Members
+    -------
+    qmax : int
+        Largest code magnitude.
+    step : float
+        Quantization step, in standardized units.
+    dtype : numpy dtype
+        ``int8`` for up to 8 bits, ``int16`` above.
+    """
+
+    def __init__(self, *, bits=8, clip=DEFAULT_VALUE_CLIP):
+        lo, hi = BITS_RANGE
+        if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not (
+                lo <= bits <= hi):
+            raise ValueError(f"bits must be an integer in {lo}..{hi}, not {bits!r}")
+        if (isinstance(clip, bool) or not isinstance(clip, (int, float, np.floating))
+                or not math.isfinite(clip) or clip <= 0):
+            raise ValueError(f"clip must be a positive finite number, not {clip!r}")
+        self._bits = int(bits)
+        self._clip = float(clip)
+
+    bits = property(lambda self: self._bits)
+    clip = property(lambda self: self._clip)
+
+    @property
+    def qmax(self) -> int:
+        return (1 << (self._bits - 1)) - 1
+
+    @property
+    def step(self) -> float:
+        return self._clip / self.qmax
+
+    @property
+    def dtype(self):
+        return np.dtype(np.int8) if self._bits <= 8 else np.dtype(np.int16)
+
+    def quantize(self, x, *, name="x", error_feedback=False):
+        """Codes of the (standardized) real numbers ``x``, as :attr:`dtype`, shaped like ``x``.
+
+        Parameters
+        ----------
+        x : array
+            Data to quantize; clipped to ``[-clip, clip]`` first.
+        name : str
+            Name of ``x`` in error messages.
+        error_feedback : bool
+            If false, each element is rounded to the nearest code (error <= ``step / 2``). If
+            true, ``x`` is a time-major array (axis 0 is time) and the elements are rounded from
+            the last time step to the first, each together with the rounding error carried from
+            the step after it (first-order error feedback, independently along every other
+            index). The carry stays within ``step / 2``, so for every t every suffix sum
+            ``sum(x[t:]) - sum(codes[t:] * step)`` of the clipped data is within ``step / 2``;
+            a single element may be off by up to ``step``.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` holds NaN or infinity, or is 0-D with ``error_feedback`` (messages name
+            ``name``).
+        """
+        a = np.clip(_finite_array(x, name), -self._clip, self._clip)
+        if not error_feedback:
+            return np.clip(np.rint(a / self.step), -self.qmax, self.qmax).astype(self.dtype)
+        if a.ndim == 0:
+            raise ValueError(f"{name} must have a time axis (axis 0) for error feedback")
+        codes = np.empty(a.shape, dtype=self.dtype)
+        carry = np.zeros(a.shape[1:])
+        for t in range(a.shape[0] - 1, -1, -1):
+            u = a[t] + carry
+            c = np.clip(np.rint(u / self.step), -self.qmax, self.qmax)
+            codes[t] = c
+            carry = u - c * self.step
+        return codes
+
+    def clipped_fraction(self, x) -> float:
+        """Fraction of the elements of ``x`` outside ``[-clip, clip]``."""
+        a = _finite_array(x, "x")
+        return float(np.mean(np.abs(a) > self._clip)) if a.size else 0.0
+
+    def to_float(self, codes):
+        """Ideal (float64) reconstruction ``codes * step``, in standardized units."""
+        return np.asarray(codes, dtype=np.float64) * self.step
+
+    def dequantize_params(self, fmt: FixedFormat, *, std=1.0, mean=0.0):
+        """Registers of the affine map ``real = code * scale + offset``, folding ``* std + mean``.
+
+        ``scale = step * std`` and ``offset = mean``, each rounded once to ``fmt`` with its
+        rounding mode. Rewards (kept standardized) use the defaults; values pass their block
+        statistics. The rounding of ``scale`` adds at most ``qmax * fmt.ulp / 2`` to the error
+        of a reconstructed element.
+
+        Parameters
+        ----------
+        fmt : FixedFormat
+            Format of the scale and offset registers, e.g. ``FixedFormat(32, 16)``.
+        std : float
+            Positive standard deviation to fold in.
+        mean : float
+            Mean to fold in.
+
+        Returns
+        -------
+        (scale_raw, offset_raw) : (int, int)
+
+        Raises
+        ------
+        ValueError
+            If ``std`` is not positive and finite, ``mean`` not finite, or either register would
+            saturate ``fmt``.
+        """
+        fmt = _check_format(fmt, "fmt")
+        if not (isinstance(std, (int, float, np.floating)) and math.isfinite(std) and std > 0):
+            raise ValueError(f"std must be a positive finite number, not {std!r}")
+        if not (isinstance(mean, (int, float, np.floating)) and math.isfinite(mean)):
+            raise ValueError(f"mean must be a finite number, not {mean!r}")
+        out = []
+        for name, real in (("scale", self.step * std), ("offset", mean)):
+            raw, over = fmt.quantize(real, return_overflow=True)
+            if over:
+                raise ValueError(f"{name} = {real!r} does not fit the register format {fmt} "
+                                 f"({fmt.min_value}..{fmt.max_value})")
+            out.append(int(raw))
+        return out[0], out[1]
+
+    dequantize = staticmethod(dequantize)
+
+    def __repr__(self):
+        return f"UniformQuantizer(bits={self._bits}, clip={self._clip!r})"
+
+
+# -- pipeline -----------------------------------------------------------------------------------
+class GaeQuantizationPipeline:
+    """Everything the host computes before starting the GAE accelerator on one batch.
+
+    Rewards: dynamic standardization (running statistics kept across calls), then quantization
+    (error feedback along time by default, see the module docstring); registers
+    ``scale = step_r``, ``offset = 0``. Values and bootstrap values: block standardization, then
+    quantization to the nearest code; registers ``scale = step_v * std_v``, ``offset = mean_v``.
+
+    Parameters
+    ----------
+    bits : int
+        Code width of both streams, 2..16.
+    reward_clip, value_clip : float
+        Clipping ranges of standardized rewards and values.
+    reward_rounding : str
+        ``"error_feedback"`` or ``"nearest"`` (:data:`REWARD_ROUNDINGS`).
+    reg_format : FixedFormat
+        Format of the scale and offset registers.
+    min_std : float
+        Floor of both standard deviations.
+
+    Members
+    -------
+    reward_quantizer, value_quantizer : UniformQuantizer
+    rewards : DynamicRewardStandardizer
+        Holds the running reward statistics (:meth:`state_dict` saves them).
+    """
+
+    def __init__(self, *, bits=8, reward_clip=DEFAULT_REWARD_CLIP, value_clip=DEFAULT_VALUE_CLIP,
+                 reward_rounding="error_feedback", reg_format=FixedFormat(32, 16),
+                 min_std=DEFAULT_MIN_STD):
+        self.reward_quantizer = UniformQuantizer(bits=bits, clip=reward_clip)
+        self.value_quantizer = UniformQuantizer(bits=bits, clip=value_clip)
+        if reward_rounding not in REWARD_ROUNDINGS:
+            raise ValueError(f"reward_rounding must be one of {', '.join(REWARD_ROUNDINGS)}, "
+                             f"not {reward_rounding!r}")
+        self._reward_rounding = reward_rounding
+        self._reg_format = _check_format(reg_format, "reg_format")
+        self._min_std = _check_min_std(min_std)
+        self.rewards = DynamicRewardStandardizer(min_std=min_std)
+
+    @property
+    def bits(self) -> int:
+        return self.reward_quantizer.bits
+
+    @property
+    def reward_rounding(self) -> str:
+        return self._reward_rounding
+
+    @property
+    def reg_format(self) -> FixedFormat:
+        return self._reg_format
+
+    def prepare(self, rewards, values, last_values) -> dict:
+        """Standardize and quantize one batch; updates the running reward statistics.
+
+        Parameters
+        ----------
+        rewards, values : array [T, N]
+            Raw rewards and critic values, time-major (CleanRL / SB3 layout).
+        last_values : array [N]
+            Bootstrap values ``V(s_T)``.
+
+        Returns
+        -------
+        dict
+            ``reward_codes``, ``value_codes`` ([T, N]) and ``bootstrap_codes`` ([N]) as the
+            quantizers' dtype; registers ``reward_scale_raw``, ``reward_offset_raw``,
+            ``value_scale_raw``, ``value_offset_raw`` (ints of :attr:`reg_format`); the statistics
+            used, ``reward_mean``, ``reward_std``, ``reward_count`` (running) and ``value_mean``,
+            ``value_std`` (block); ``standardized_rewards`` (float64 [T, N], the unquantized
+            input of a float reference); ``reward_clipped``, ``value_clipped`` (fractions of
+            elements outside the clipping ranges).
+
+        Raises
+        ------
+        ValueError
+            On wrong shapes or non-finite inputs (the running statistics are then unchanged), or
+            if a register does not fit :attr:`reg_format`.
+        """
+        r = _finite_array(rewards, "rewards", ndim=2)
+        v = _finite_array(values, "values", ndim=2)
+        last = _finite_array(last_values, "last_values", ndim=1)
+        if v.shape != r.shape:
+            raise ValueError(f"values must have the shape of rewards {r.shape}, not {v.shape}")
+        zv, zlast, vmean, vstd = block_standardize(v, last, min_std=self._min_std)
+        # Registers are computed before the running reward statistics change, so a failure
+        # leaves the pipeline as it was.
+        qr, qv, fmt = self.reward_quantizer, self.value_quantizer, self._reg_format
+        v_scale, v_offset = qv.dequantize_params(fmt, std=vstd, mean=vmean)
+        r_scale, r_offset = qr.dequantize_params(fmt)
+        zr, rmean, rstd = self.rewards(r)
+        feedback = self._reward_rounding == "error_feedback"
+        return {
+            "reward_codes": qr.quantize(zr, name="rewards", error_feedback=feedback),
+            "value_codes": qv.quantize(zv, name="values"),
+            "bootstrap_codes": qv.quantize(zlast, name="last_values"),
+            "reward_scale_raw": r_scale, "reward_offset_raw": r_offset,
+            "value_scale_raw": v_scale, "value_offset_raw": v_offset,
+            "reward_mean": rmean, "reward_std": rstd, "reward_count": self.rewards.stats.count,
+            "value_mean": vmean, "value_std": vstd,
+            "standardized_rewards": zr,
+            "reward_clipped": qr.clipped_fraction(zr),
+            "value_clipped": qv.clipped_fraction(np.concatenate([zv.ravel(), zlast])),
+        }
+
+    def dequantize(self, prepared: dict, out_fmt: FixedFormat) -> dict:
+        """What the accelerator feeds its processing elements, bit-exactly (:func:`dequantize`).
+
+        Returns a dict of raw ``out_fmt`` integers ``rewards``, ``values`` ([T, N]),
+        ``last_values`` ([N]) and ``overflow`` (true if any element saturated).
+        """
+        fmt = self._reg_format
+        out, over = {}, False
+        for key, codes, stream in (("rewards", "reward_codes", "reward"),
+                                   ("values", "value_codes", "value"),
+                                   ("last_values", "bootstrap_codes", "value")):
+            out[key], o = dequantize(prepared[codes], prepared[f"{stream}_scale_raw"],
+                                     prepared[f"{stream}_offset_raw"], fmt, out_fmt)
+            over = over or bool(np.any(o))
+        out["overflow"] = over
+        return out
+
+    def bytes_per_timestep(self, N, result_format: FixedFormat) -> dict:
+        """BRAM bytes per time step of a batch of ``N`` trajectories.
+
+        Codes of one time step are assumed packed densely (BRAM port widths are configurable),
+        two streams (reward and value) per trajectory.
+
+        Returns
+        -------
+        dict
+            ``in_place_codes``: rewards and values as b-bit codes, overwritten in place by
+            advantages and rewards-to-go that are themselves b-bit codes (HEPPO section V-D2:
+            128 bytes for N = 64, b = 8). ``codes_plus_results``: the codes plus a separate
+            buffer of full-precision advantages and rewards-to-go in ``result_format``.
+            ``float32_inputs``: the unquantized float32 inputs (HEPPO section IV: 512 bytes
+            for N = 64).
+        """
+        if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
+            raise ValueError(f"N must be a positive integer, not {N!r}")
+        result_format = _check_format(result_format, "result_format")
+        code_bits = 2 * N * self.bits
+        return {
+            "in_place_codes": -(-code_bits // 8),
+            "codes_plus_results": -(-code_bits // 8) + -(-(2 * N * result_format.width) // 8),
+            "float32_inputs": 2 * N * 4,
+        }
+
+    def state_dict(self) -> dict:
+        """Configuration and running reward statistics, as plain Python values."""
+        return {"bits": self.bits, "reward_clip": self.reward_quantizer.clip,
+                "value_clip": self.value_quantizer.clip, "reward_rounding": self._reward_rounding,
+                "reg_format": self._reg_format.to_dict(), "min_std": self._min_std,
+                "reward_stats": self.rewards.stats.state_dict()}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "GaeQuantizationPipeline":
+        """Rebuild a pipeline saved by :meth:`state_dict`."""
+        keys = {"bits", "reward_clip", "value_clip", "reward_rounding", "reg_format", "min_std",
+                "reward_stats"}
+        if not isinstance(state, dict) or set(state) != keys:
+            raise ValueError(f"state must be a dict with keys {', '.join(sorted(keys))}")
+        pipe = cls(bits=state["bits"], reward_clip=state["reward_clip"],
+                   value_clip=state["value_clip"], reward_rounding=state["reward_rounding"],
+                   reg_format=FixedFormat(**state["reg_format"]), min_std=state["min_std"])
+        pipe.rewards.stats.load_state_dict(state["reward_stats"])
+        return pipe

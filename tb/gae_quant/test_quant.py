@@ -1,0 +1,565 @@
+"""Host-side standardization and quantization of the GAE accelerator's inputs (sw.gae.quant).
+
+Fast tier only (no RTL): running statistics against numpy, the quantizer's error bounds, the
+dequantizer bit-exactly against exact rational arithmetic, argument checking, and the headline
+end-to-end check on real CartPole trajectories: dynamic standardization -> 8-bit codes ->
+dequantization to the PE's data format -> bit-exact PE model (``gae_fixed``), compared with float
+GAE on the unquantized data, against an error bound derived term by term.
+"""
+
+import copy
+import math
+from fractions import Fraction
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from rtl_gen.fixed import FixedFormat
+from rtl_gen.gae.config import GaePeConfig
+from sw.gae.quant import (DEFAULT_REWARD_CLIP, DEFAULT_VALUE_CLIP, DynamicRewardStandardizer,
+                          GaeQuantizationPipeline, RunningMeanStd, UniformQuantizer,
+                          block_standardize, dequantize)
+from sw.golden.gae import gae_error_bound, gae_fixed, gae_reference, quantize_coefs
+from sw.rollouts import collect
+
+SEED = 20261122
+REG = FixedFormat(32, 16)
+HYPO = settings(max_examples=60, deadline=None)
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+# -- RunningMeanStd ---------------------------------------------------------------------------
+def welford_eqs(xs):
+    """HEPPO eqs. 6-9, one element at a time (the definition the batch merge must match)."""
+    m = s = 0.0
+    for n, x in enumerate(xs, 1):
+        m_new = m + (x - m) / n
+        s += (x - m) * (x - m_new)
+        m = m_new
+    return m, s / len(xs)
+
+
+@seed(SEED)
+@HYPO
+@given(st.lists(st.lists(finite, min_size=0, max_size=20), min_size=1, max_size=40))
+def test_running_stats_match_numpy(batches):
+    rms = RunningMeanStd()
+    for b in batches:
+        rms.update(np.array(b))
+    allx = np.concatenate([np.array(b, float) for b in batches])
+    assert rms.count == allx.size
+    if allx.size == 0:
+        assert (rms.mean, rms.var, rms.std) == (0.0, 0.0, 0.0)
+        return
+    scale = max(1.0, float(np.abs(allx).max()))
+    assert rms.mean == pytest.approx(np.mean(allx), rel=1e-12, abs=1e-12 * scale)
+    assert rms.var == pytest.approx(np.var(allx), rel=1e-9, abs=1e-12 * scale ** 2)
+    m, v = welford_eqs(allx.tolist())
+    assert rms.mean == pytest.approx(m, rel=1e-12, abs=1e-12 * scale)
+    assert rms.var == pytest.approx(v, rel=1e-9, abs=1e-12 * scale ** 2)
+
+
+@seed(SEED)
+@HYPO
+@given(st.lists(st.lists(finite, min_size=1, max_size=10), min_size=2, max_size=10))
+def test_running_stats_merge(batches):
+    """Statistics of workers merged together equal those of one stream of all their data."""
+    workers = [RunningMeanStd().update(b) for b in batches]
+    total = RunningMeanStd()
+    for w in workers:
+        total.merge(w)
+    one = RunningMeanStd().update(np.concatenate([np.array(b, float) for b in batches]))
+    assert total.count == one.count
+    scale = max(1.0, max(abs(x) for b in batches for x in b))
+    assert total.mean == pytest.approx(one.mean, rel=1e-12, abs=1e-12 * scale)
+    assert total.var == pytest.approx(one.var, rel=1e-9, abs=1e-12 * scale ** 2)
+
+
+def test_running_stats_stable_with_large_offset():
+    """1e9 + N(0, 1) in 1000 batches of 10: E[x^2] - E[x]^2 would lose every digit."""
+    rng = np.random.default_rng(SEED)
+    x = 1e9 + rng.normal(size=10_000)
+    rms = RunningMeanStd()
+    for b in x.reshape(1000, 10):
+        rms.update(b)
+    assert rms.mean == pytest.approx(np.mean(x), rel=1e-15)
+    assert rms.var == pytest.approx(np.var(x - 1e9), rel=1e-6)
+
+
+def test_running_stats_state_round_trip():
+    rng = np.random.default_rng(SEED)
+    a, b = rng.normal(3, 2, 100), rng.normal(-1, 5, 57)
+    saved = RunningMeanStd().update(a).state_dict()
+    assert all(type(v) in (int, float) for v in saved.values())
+    resumed = RunningMeanStd.from_state_dict(saved).update(b)
+    straight = RunningMeanStd().update(a).update(b)
+    assert resumed.state_dict() == straight.state_dict()
+    for bad, match in (({"count": 1}, "keys"), ({"count": -1, "mean": 0.0, "m2": 0.0}, "count"),
+                       ({"count": 2, "mean": 0.0, "m2": -1.0}, "m2"),
+                       ({"count": 2, "mean": math.nan, "m2": 0.0}, "mean"),
+                       ({"count": 0, "mean": 1.0, "m2": 0.0}, "count 0")):
+        with pytest.raises(ValueError, match=match):
+            RunningMeanStd().load_state_dict(bad)
+
+
+# -- standardization --------------------------------------------------------------------------
+def test_dynamic_standardization_uses_all_rewards_seen():
+    """Update with the batch, then standardize with the statistics of every reward so far."""
+    rng = np.random.default_rng(SEED)
+    b1, b2 = rng.normal(5, 3, (16, 4)), rng.normal(2, 1, (16, 4))
+    std = DynamicRewardStandardizer()
+    z1, m1, s1 = std(b1)
+    np.testing.assert_allclose(z1, (b1 - b1.mean()) / b1.std(), rtol=1e-12)
+    z2, m2, s2 = std(b2)
+    both = np.concatenate([b1, b2])
+    assert (m2, s2) == (pytest.approx(both.mean(), rel=1e-12), pytest.approx(both.std()))
+    np.testing.assert_allclose(z2, (b2 - both.mean()) / both.std(), rtol=1e-10)
+    assert std.stats.count == both.size
+
+
+def test_constant_rewards_standardize_to_zero():
+    """HEPPO subtracts the mean: a constant reward (CartPole-v1's +1) becomes exactly 0."""
+    std = DynamicRewardStandardizer()
+    for _ in range(3):
+        z, mean, s = std(np.ones((8, 4)))
+        assert mean == 1.0 and s == std.min_std and not z.any()
+
+
+def test_block_standardization_includes_bootstrap_values():
+    rng = np.random.default_rng(SEED)
+    v, last = rng.normal(10, 4, (32, 8)), rng.normal(10, 4, 8)
+    zv, zl, mean, sd = block_standardize(v, last)
+    allv = np.concatenate([v.ravel(), last])
+    assert mean == pytest.approx(allv.mean()) and sd == pytest.approx(allv.std())
+    z = np.concatenate([zv.ravel(), zl])
+    assert z.mean() == pytest.approx(0, abs=1e-12) and z.std() == pytest.approx(1)
+    np.testing.assert_allclose(zv * sd + mean, v, rtol=1e-12)
+
+
+# -- quantizer ----------------------------------------------------------------------------------
+bits_st = st.integers(2, 16)
+clip_st = st.floats(0.25, 16.0)
+
+
+@seed(SEED)
+@HYPO
+@given(bits_st, clip_st, st.data())
+def test_round_trip_within_half_step(bits, clip, data):
+    q = UniformQuantizer(bits=bits, clip=clip)
+    x = data.draw(hnp.arrays(np.float64, st.integers(1, 50), elements=st.floats(-clip, clip)))
+    codes = q.quantize(x)
+    assert codes.dtype == (np.int8 if bits <= 8 else np.int16)
+    assert codes.shape == x.shape
+    assert np.abs(codes.astype(int)).max() <= q.qmax == 2 ** (bits - 1) - 1
+    assert np.all(np.abs(q.to_float(codes) - x) <= q.step / 2 * (1 + 1e-9))
+
+
+@seed(SEED)
+@HYPO
+@given(bits_st, clip_st, st.data())
+def test_clipping(bits, clip, data):
+    q = UniformQuantizer(bits=bits, clip=clip)
+    big = data.draw(hnp.arrays(np.float64, st.integers(1, 20), elements=st.floats(1.0, 1e9)))
+    np.testing.assert_array_equal(q.quantize(clip * big), q.qmax)
+    np.testing.assert_array_equal(q.quantize(-clip * big), -q.qmax)
+    x = np.array([-2 * clip, -clip, 0.0, clip, 3 * clip])
+    assert q.clipped_fraction(x) == pytest.approx(2 / 5)
+
+
+@seed(SEED)
+@HYPO
+@given(bits_st, clip_st, st.data())
+def test_error_feedback_bounds_suffix_sums(bits, clip, data):
+    """Error feedback in reverse time: every suffix sum within step/2, elements within a step."""
+    q = UniformQuantizer(bits=bits, clip=clip)
+    x = data.draw(hnp.arrays(np.float64, st.tuples(st.integers(1, 60), st.integers(1, 4)),
+                             elements=st.floats(-2 * clip, 2 * clip)))
+    codes = q.quantize(x, error_feedback=True)
+    assert codes.dtype == q.dtype and np.abs(codes.astype(int)).max() <= q.qmax
+    xc = np.clip(x, -clip, clip)
+    err = xc - q.to_float(codes)
+    suffix = np.cumsum(err[::-1], axis=0)[::-1]
+    tol = q.step / 2 * (1 + 1e-9) + 1e-12 * clip * len(x)
+    assert np.all(np.abs(suffix) <= tol)
+    assert np.all(np.abs(err) <= q.step * (1 + 1e-9))
+
+
+def test_error_feedback_removes_bias_of_a_repeated_value():
+    q = UniformQuantizer(bits=8, clip=8.0)
+    x = np.full((1000, 1), 0.2144)         # CartPole's standardized per-step reward
+    near = q.to_float(q.quantize(x)).sum() - x.sum()
+    fb = q.to_float(q.quantize(x, error_feedback=True)).sum() - x.sum()
+    assert abs(near) > 20 and abs(fb) <= q.step / 2
+
+
+# -- dequantizer ----------------------------------------------------------------------------------
+def exact_dequantize(code, scale_raw, offset_raw, fmt, out_fmt):
+    """Independent reference: exact rational value, then out_fmt's rounding and saturation."""
+    real = code * Fraction(scale_raw, 2 ** fmt.frac) + Fraction(offset_raw, 2 ** fmt.frac)
+    y = real * 2 ** out_fmt.frac
+    if out_fmt.rounding == "floor":
+        r = math.floor(y)
+    elif out_fmt.rounding == "half_up":
+        r = math.floor(y + Fraction(1, 2))
+    else:
+        r = round(y)                        # Fraction rounds ties to even
+    return min(max(r, out_fmt.min_raw), out_fmt.max_raw), not out_fmt.min_raw <= r <= (
+        out_fmt.max_raw)
+
+
+FORMAT_PAIRS = [
+    (FixedFormat(32, 16), FixedFormat(32, 16)),
+    (FixedFormat(32, 24), FixedFormat(32, 16)),
+    (FixedFormat(24, 20), FixedFormat(16, 8)),
+    (FixedFormat(18, 8), FixedFormat(24, 12)),      # out has more fraction bits: left shift
+    (FixedFormat(32, 30), FixedFormat(12, 4)),      # narrow output: saturation
+    (FixedFormat(20, 18, signed=False), FixedFormat(20, 10)),
+]
+
+
+@pytest.mark.parametrize("rounding", ["half_up", "half_even", "floor"])
+@pytest.mark.parametrize("fmts", FORMAT_PAIRS, ids=lambda f: f"{f[0]}->{f[1]}")
+def test_dequantize_bit_exact(fmts, rounding):
+    fmt, out = fmts[0], FixedFormat(fmts[1].width, fmts[1].frac, True, rounding)
+    rng = np.random.default_rng(SEED)
+    codes = np.concatenate([np.arange(-32768, 32768, 97), [-32768, 32767, -1, 0, 1]])
+    codes = codes.astype(np.int16)
+    regs = [(fmt.min_raw, fmt.max_raw), (fmt.max_raw, fmt.min_raw), (1, 0), (0, 0)]
+    regs += [tuple(int(v) for v in rng.integers(fmt.min_raw, fmt.max_raw, 2, endpoint=True))
+             for _ in range(6)]
+    # Ties: scale of half an output ulp puts odd codes exactly halfway.
+    if fmt.frac > out.frac:
+        regs.append((1 << (fmt.frac - out.frac - 1), 0))
+    for scale, offset in regs:
+        raw, ovf = dequantize(codes, scale, offset, fmt, out)
+        ref = [exact_dequantize(int(c), scale, offset, fmt, out) for c in codes]
+        np.testing.assert_array_equal(raw, [r for r, _ in ref])
+        np.testing.assert_array_equal(ovf, [o for _, o in ref])
+        assert raw.dtype == np.int64 and raw.shape == codes.shape
+
+
+def test_dequantize_params_round_once():
+    q = UniformQuantizer(bits=8, clip=4.0)
+    scale, offset = q.dequantize_params(REG, std=2.5, mean=-3.2)
+    assert scale == round(q.step * 2.5 * 2 ** 16) and offset == round(-3.2 * 2 ** 16)
+    assert q.dequantize_params(REG) == (round(q.step * 2 ** 16), 0)
+    with pytest.raises(ValueError, match="offset .* does not fit"):
+        q.dequantize_params(REG, mean=40_000.0)
+    with pytest.raises(ValueError, match="scale .* does not fit"):
+        q.dequantize_params(FixedFormat(16, 14), std=100.0)
+    with pytest.raises(ValueError, match="offset"):
+        q.dequantize_params(FixedFormat(16, 8, signed=False), mean=-1.0)
+
+
+@pytest.mark.parametrize("out", [FixedFormat(32, 16), FixedFormat(24, 10, rounding="floor")],
+                         ids=str)
+def test_destandardization_folds_into_scale_and_offset(out):
+    """code * (step*std) + mean in one multiply-add = values within the derived error."""
+    rng = np.random.default_rng(SEED)
+    v, last = rng.normal(-37.0, 6.0, (64, 16)), rng.normal(-37.0, 6.0, 16)
+    zv, zl, mean, sd = block_standardize(v, last)
+    q = UniformQuantizer(bits=8, clip=DEFAULT_VALUE_CLIP)
+    codes = q.quantize(zv)
+    scale, offset = q.dequantize_params(REG, std=sd, mean=mean)
+    raw, ovf = dequantize(codes, scale, offset, REG, out)
+    assert not ovf.any()
+    got = out.to_float(raw)
+    # Float path: dequantize in standardized units, then de-standardize.
+    ideal = q.to_float(codes) * sd + mean
+    ulp_out_round = 0 if out.frac >= REG.frac else (out.ulp if out.rounding == "floor"
+                                                   else out.ulp / 2)
+    reg_err = q.qmax * REG.ulp / 2 + REG.ulp / 2
+    assert np.abs(got - ideal).max() <= reg_err + ulp_out_round
+    inside = np.abs(zv) <= q.clip
+    assert inside.mean() > 0.99
+    assert np.abs(got - v)[inside].max() <= sd * q.step / 2 + reg_err + ulp_out_round
+
+
+# -- argument checking ----------------------------------------------------------------------
+@pytest.mark.parametrize("bits", [1, 17, 0, 8.0, True, "8"])
+def test_bad_bits(bits):
+    with pytest.raises(ValueError, match="bits must be an integer in 2..16"):
+        UniformQuantizer(bits=bits)
+    with pytest.raises(ValueError, match="bits"):
+        GaeQuantizationPipeline(bits=bits)
+
+
+@pytest.mark.parametrize("clip", [0.0, -1.0, math.nan, math.inf, None])
+def test_bad_clip(clip):
+    with pytest.raises(ValueError, match="clip must be a positive finite number"):
+        UniformQuantizer(clip=clip)
+    with pytest.raises(ValueError, match="clip"):
+        GaeQuantizationPipeline(value_clip=clip)
+
+
+def _batch(T=6, N=3):
+    rng = np.random.default_rng(SEED)
+    return rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.normal(size=N)
+
+
+@pytest.mark.parametrize("case, match", [
+    (lambda r, v, l: (r[:, 0], v, l), r"rewards must be a 2-D array"),
+    (lambda r, v, l: (r, v[:-1], l), r"values must have the shape of rewards"),
+    (lambda r, v, l: (r, v[:, :, None], l), r"values must be a 2-D array"),
+    (lambda r, v, l: (r, v, l[:-1]), r"last_values must have shape \(3,\)"),
+    (lambda r, v, l: (r, v, l[None]), r"last_values must be a 1-D array"),
+    (lambda r, v, l: (np.where(r > 0, np.nan, r), v, l), r"rewards must be finite"),
+    (lambda r, v, l: (r, np.where(v > 0, np.inf, v), l), r"values must be finite"),
+    (lambda r, v, l: (r, v, l * np.nan), r"last_values must be finite"),
+    (lambda r, v, l: (r.astype(str).astype(object) + "x", v, l), r"rewards must be an array"),
+])
+def test_prepare_rejects_bad_inputs_and_keeps_state(case, match):
+    pipe = GaeQuantizationPipeline()
+    pipe.prepare(*_batch())
+    before = pipe.state_dict()
+    with pytest.raises(ValueError, match=match):
+        pipe.prepare(*case(*_batch()))
+    assert pipe.state_dict() == before
+
+
+def test_other_bad_arguments():
+    q = UniformQuantizer()
+    with pytest.raises(ValueError, match="x must be finite"):
+        q.quantize([0.0, math.nan])
+    with pytest.raises(ValueError, match="rewards must have a time axis"):
+        q.quantize(1.0, name="rewards", error_feedback=True)
+    with pytest.raises(ValueError, match="batch must be finite"):
+        RunningMeanStd().update([1.0, math.inf])
+    with pytest.raises(ValueError, match="codes must be an integer array"):
+        dequantize(np.zeros(3), 1, 0, REG, REG)
+    with pytest.raises(ValueError, match="codes must be integers of at most 16 bits"):
+        dequantize(np.array([1 << 15]), 1, 0, REG, REG)
+    with pytest.raises(ValueError, match="scale_raw must be raw"):
+        dequantize(np.zeros(3, np.int8), 1 << 31, 0, REG, REG)
+    with pytest.raises(ValueError, match="offset_raw must be an integer"):
+        dequantize(np.zeros(3, np.int8), 1, 0.5, REG, REG)
+    with pytest.raises(ValueError, match="out_fmt must be a FixedFormat"):
+        dequantize(np.zeros(3, np.int8), 1, 0, REG, "Q16.16")
+    with pytest.raises(ValueError, match="intermediate wider than 62 bits"):
+        dequantize(np.zeros(3, np.int8), 1, 0, FixedFormat(48, 0), FixedFormat(32, 4))
+    with pytest.raises(ValueError, match="std must be a positive finite number"):
+        q.dequantize_params(REG, std=0.0)
+    with pytest.raises(ValueError, match="mean must be a finite number"):
+        q.dequantize_params(REG, mean=math.nan)
+    with pytest.raises(ValueError, match="reward_rounding must be one of"):
+        GaeQuantizationPipeline(reward_rounding="stochastic")
+    with pytest.raises(ValueError, match="reg_format must be a FixedFormat"):
+        GaeQuantizationPipeline(reg_format=(32, 16))
+    with pytest.raises(ValueError, match="min_std must be a positive finite number"):
+        GaeQuantizationPipeline(min_std=0)
+    with pytest.raises(ValueError, match="N must be a positive integer"):
+        GaeQuantizationPipeline().bytes_per_timestep(0, REG)
+    with pytest.raises(ValueError, match="result_format must be a FixedFormat"):
+        GaeQuantizationPipeline().bytes_per_timestep(64, 32)
+    with pytest.raises(ValueError, match="state must be a dict with keys"):
+        GaeQuantizationPipeline.from_state_dict({"bits": 8})
+
+
+# -- pipeline ---------------------------------------------------------------------------------
+def test_pipeline_outputs_and_state():
+    rng = np.random.default_rng(SEED)
+    batches = [(rng.normal(1, 2, (32, 4)), rng.normal(5, 3, (32, 4)), rng.normal(5, 3, 4))
+               for _ in range(3)]
+    pipe = GaeQuantizationPipeline(bits=6)
+    out = pipe.prepare(*batches[0])
+    assert out["reward_codes"].shape == out["value_codes"].shape == (32, 4)
+    assert out["bootstrap_codes"].shape == (4,)
+    assert {out[k].dtype for k in ("reward_codes", "value_codes", "bootstrap_codes")} == {
+        np.dtype(np.int8)}
+    assert out["reward_offset_raw"] == 0
+    assert out["reward_scale_raw"] == round(DEFAULT_REWARD_CLIP / 31 * 2 ** 16)
+    assert out["value_offset_raw"] == round(out["value_mean"] * 2 ** 16)
+    assert out["value_scale_raw"] == round(DEFAULT_VALUE_CLIP / 31 * out["value_std"] * 2 ** 16)
+    assert out["reward_count"] == 128
+    # Saving after the first batch and resuming gives what an uninterrupted pipeline gives.
+    resumed = GaeQuantizationPipeline.from_state_dict(pipe.state_dict())
+    for b in batches[1:]:
+        a, c = pipe.prepare(*b), resumed.prepare(*b)
+        assert a.keys() == c.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], c[k])
+    assert pipe.rewards.stats.count == 3 * 128
+
+
+def test_bytes_per_timestep():
+    pipe = GaeQuantizationPipeline()
+    # HEPPO V-D2: 64 trajectories, 8-bit codes overwritten in place: 128 bytes per time step;
+    # section IV: 512 bytes for float32 rewards and values.
+    assert pipe.bytes_per_timestep(64, FixedFormat(32, 16)) == {
+        "in_place_codes": 128, "codes_plus_results": 128 + 512, "float32_inputs": 512}
+    assert GaeQuantizationPipeline(bits=6).bytes_per_timestep(5, FixedFormat(20, 10)) == {
+        "in_place_codes": 8, "codes_plus_results": 8 + 25, "float32_inputs": 40}
+
+
+# -- headline: real CartPole trajectories ---------------------------------------------------------
+# CartPole-v1's default reward (+1 per step) standardizes to exactly 0 (see
+# test_cartpole_default_reward_vanishes), which would leave the reward stream untested. The
+# Sutton-Barto reward of the same environment (0 per step, -1 on termination) is sparse, so its
+# standardized values (+0.21, -4.66) exercise both the clipping range and the rounding bias.
+CARTPOLE_SB = "tb_gae_quant/CartPoleSuttonBarto-v1"
+if CARTPOLE_SB not in gym.registry:
+    gym.register(CARTPOLE_SB, entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+                 kwargs={"sutton_barto_reward": True}, max_episode_steps=500)
+
+GAMMA, LAM = 0.99, 0.95
+T, N = 256, 8
+
+
+def linear_critic(observations, rewards, dones, last_obs):
+    """Least-squares linear fit of the Monte-Carlo returns of ``rewards`` (tail bootstrapped
+    with 0) on the observations; values in the units of ``rewards``. Returns ``(V, V(s_T))``."""
+    mc, nxt = np.zeros_like(rewards), np.zeros(rewards.shape[1])
+    for t in reversed(range(len(rewards))):
+        nxt = rewards[t] + GAMMA * nxt * (1.0 - dones[t])
+        mc[t] = nxt
+
+    def features(o):
+        return np.concatenate([o, np.ones(o.shape[:-1] + (1,))], axis=-1)
+
+    X = features(observations)
+    w, *_ = np.linalg.lstsq(X.reshape(-1, X.shape[-1]), mc.ravel(), rcond=None)
+    return X @ w, features(last_obs) @ w
+
+
+@pytest.fixture(scope="module")
+def cartpole():
+    """A warm-up batch (seed 1), then the measured batch (seed 2), 8 envs x 256 steps each.
+
+    The measured batch is collected for 257 steps so that observation 256 gives V(s_T).
+    """
+    warm = collect(CARTPOLE_SB, num_envs=N, num_steps=T, gamma=GAMMA, seed=1)
+    ro = collect(CARTPOLE_SB, num_envs=N, num_steps=T + 1, gamma=GAMMA, seed=2)
+    return warm, ro.observations[:T], ro.rewards[:T], ro.dones[:T], ro.observations[T]
+
+
+def run_cartpole(cartpole, reward_rounding, **kwargs):
+    warm, obs, rewards, dones, last_obs = cartpole
+    pipe = GaeQuantizationPipeline(reward_rounding=reward_rounding, reg_format=REG, **kwargs)
+    pipe.prepare(warm.rewards, warm.values, warm.last_values)     # running reward statistics
+    # The critic predicts returns of the standardized rewards, as one trained on the RTGs the
+    # accelerator writes back would (HEPPO); standardized with the statistics prepare will use.
+    zr_preview = copy.deepcopy(pipe.rewards)(rewards)[0]
+    values, last_values = linear_critic(obs, zr_preview, dones, last_obs)
+    prep = pipe.prepare(rewards, values, last_values)
+    zr = prep["standardized_rewards"]
+    np.testing.assert_array_equal(zr, zr_preview)
+
+    cfg = GaePeConfig()
+    deq = pipe.dequantize(prep, cfg.data_format)
+    assert not deq["overflow"]
+    g, gl = quantize_coefs(GAMMA, LAM, cfg)
+    adv_q, rtg_q, ovf = gae_fixed(deq["rewards"], deq["values"], dones, deq["last_values"],
+                                  g, gl, cfg)
+    assert not ovf.any()
+    to_f = cfg.data_format.to_float
+    r_d, v_d, l_d = to_f(deq["rewards"]), to_f(deq["values"]), to_f(deq["last_values"])
+    return {
+        "prep": prep, "pipe": pipe, "cfg": cfg, "values": values, "last_values": last_values,
+        "dones": dones, "zr": zr, "r_d": r_d, "v_d": v_d, "l_d": l_d,
+        "adv_q": to_f(adv_q), "rtg_q": to_f(rtg_q),
+        "ref": gae_reference(zr, values, dones, last_values, GAMMA, LAM),
+        "ref_d": gae_reference(r_d, v_d, dones, l_d, GAMMA, LAM),
+    }
+
+
+def error_bound(run):
+    """Worst-case |A_fixed - A_float| derived from the pipeline's parameters, term by term.
+
+    Returns ``(bound_adv, bound_rtg, e_v)``. With C = gamma*lambda:
+
+    * rewards: error feedback keeps every suffix sum of (dequantized - standardized) rewards
+      within step_r/2; GAE weights C^l are positive and decreasing, so by summation by parts
+      the advantage moves by at most step_r (step_r/2 / (1 - C) with nearest rounding). The
+      scale register's rounding ds_r adds |code| * |ds_r| <= qmax * |ds_r| per element, a
+      bias: qmax * |ds_r| / (1 - C).
+    * values: each dequantized value is within e_v = std_v * step_v / 2 + qmax * |ds_v| + |do_v|
+      of the critic's; V_t enters A_t with weight -1 and later values with weights summing to
+      at most gamma, so A moves by at most (1 + gamma) * e_v, RTG = A + V by e_v more.
+    * the PE's own arithmetic on its exact inputs: ``gae_error_bound``.
+    """
+    prep, q_r, q_v = run["prep"], run["pipe"].reward_quantizer, run["pipe"].value_quantizer
+    C = GAMMA * LAM
+    ds_r = abs(prep["reward_scale_raw"] * REG.ulp - q_r.step)
+    ds_v = abs(prep["value_scale_raw"] * REG.ulp - q_v.step * prep["value_std"])
+    do_v = abs(prep["value_offset_raw"] * REG.ulp - prep["value_mean"])
+    e_v = prep["value_std"] * q_v.step / 2 + q_v.qmax * ds_v + do_v
+    if run["pipe"].reward_rounding == "error_feedback":
+        e_r = q_r.step
+    else:
+        e_r = q_r.step / 2 / (1 - C)
+    e_r += q_r.qmax * ds_r / (1 - C)
+    pe_adv, pe_rtg = gae_error_bound(run["r_d"], run["v_d"], run["dones"], run["l_d"],
+                                     GAMMA, LAM, run["cfg"])
+    return e_r + (1 + GAMMA) * e_v + pe_adv, e_r + (2 + GAMMA) * e_v + pe_rtg, e_v
+
+
+def rel_rms(err, ref):
+    return float(np.sqrt(np.mean(err ** 2)) / np.sqrt(np.mean(ref ** 2)))
+
+
+@pytest.mark.parametrize("reward_rounding", ["error_feedback", "nearest"])
+def test_cartpole_quantized_gae_within_derived_bound(cartpole, reward_rounding):
+    """8-bit codes through the bit-exact PE model vs float GAE on unquantized data.
+
+    Measured (seed 1 warm-up, seed 2 batch, 8 x 256 steps, 94 episodes in the batch): rewards
+    standardize to +0.214 / -4.664 with the running statistics of 4096 rewards, values span
+    -2.8..3.2 standard deviations, nothing is clipped; RMS of the float advantages 1.77.
+
+    ================  ==================  ===============  =================  ============
+    reward rounding   rel. RMS err. of A  max |dA|         derived bound      rel. RMS RTG
+    ================  ==================  ===============  =================  ============
+    error feedback    1.22 %              0.064            0.084              0.94 %
+    nearest           12.3 %              0.41             0.55               9.5 %
+    ================  ==================  ===============  =================  ============
+
+    With nearest rounding the per-step reward 0.214 becomes 3 steps = 0.189 every time and GAE
+    accumulates the difference. The PE's own arithmetic contributes at most 1e-4.
+    """
+    run = run_cartpole(cartpole, reward_rounding)
+    prep = run["prep"]
+    assert prep["reward_clipped"] == 0 and prep["value_clipped"] == 0   # bounds assume it
+    assert set(np.unique(run["zr"]).round(3)) == {0.214, -4.664}
+    bound_adv, bound_rtg, e_v = error_bound(run)
+    adv_f, rtg_f = run["ref"]
+    # Inputs: each dequantized value within e_v of the critic's.
+    assert np.abs(np.concatenate([(run["v_d"] - run["values"]).ravel(),
+                                  run["l_d"] - run["last_values"]])).max() <= e_v
+    # The PE alone is within its own bound of float GAE on what it received.
+    pe_adv, _ = gae_error_bound(run["r_d"], run["v_d"], run["dones"], run["l_d"], GAMMA, LAM,
+                                run["cfg"])
+    assert np.abs(run["adv_q"] - run["ref_d"][0]).max() <= pe_adv
+    # End to end.
+    err_adv, err_rtg = run["adv_q"] - adv_f, run["rtg_q"] - rtg_f
+    assert np.abs(err_adv).max() <= bound_adv
+    assert np.abs(err_rtg).max() <= bound_rtg
+    rel = rel_rms(err_adv, adv_f)
+    print(f"{reward_rounding}: rel RMS adv {rel:.4f}, rtg {rel_rms(err_rtg, rtg_f):.4f}, "
+          f"max |dA| {np.abs(err_adv).max():.4f} <= bound {bound_adv:.4f}, "
+          f"rms A {np.sqrt(np.mean(adv_f ** 2)):.3f}")
+    if reward_rounding == "error_feedback":
+        # The derived bound alone allows 0.084 / 1.77 = 4.7 %; the measured 1.22 % is guarded
+        # at 1.5 % so that a drift towards nearest-rounding behaviour (12 %) cannot pass.
+        assert rel < 0.015
+    else:
+        assert rel > 0.05                   # the documented bias, if this fails update the docs
+
+
+def test_cartpole_clip_4_would_clip_the_terminal_reward(cartpole):
+    """Why the default reward clip is 8, not the Gaussian-optimal ~4: the terminal reward
+    (-4.66, 4.6 % of the rewards) would be clipped in every episode. Measured: 22 % relative
+    RMS error of the advantages, against 1.22 % with the default."""
+    run = run_cartpole(cartpole, "error_feedback", reward_clip=4.0)
+    assert run["prep"]["reward_clipped"] == pytest.approx(np.mean(run["dones"]))
+    assert rel_rms(run["adv_q"] - run["ref"][0], run["ref"][0]) > 0.15
+
+
+def test_cartpole_default_reward_vanishes():
+    """CartPole-v1's +1 per step standardizes to 0: the pipeline sends all-zero reward codes."""
+    ro = collect("CartPole-v1", num_envs=2, num_steps=64, seed=3)
+    prep = GaeQuantizationPipeline().prepare(ro.rewards, ro.values, ro.last_values)
+    assert prep["reward_mean"] == 1.0 and not prep["reward_codes"].any()
