@@ -335,31 +335,31 @@ class SumTree:
 
     def update(self, indices, priorities):
         """Set leaf priorities; a batch acts as sequential updates (last write wins)."""
+        self.propagate(self.write_leaves(indices, priorities))
+
+    def write_leaves(self, indices, priorities) -> np.ndarray:
+        """First half of :meth:`update`: check, write the leaves and the maximum-priority
+        register, leave the ancestors stale. Returns the sorted distinct indices written, for
+        :meth:`propagate`. Split so a thread-safe caller can hold a leaf lock for this half only
+        (PAAL Alg. 3)."""
         idx = self._check_indices(indices)
         vals = self._check_values(priorities)
         if vals.shape != idx.shape:
             raise ValueError(f"indices and priorities must have one length, not {idx.size} "
                              f"and {vals.size}")
-        self._write(idx, vals)
+        return self._store(idx, vals)
 
-    def _write(self, idx, vals):
+    def _store(self, idx, vals):
         if idx.size:
             self._max = max(self._max, vals.max())
-        idx, vals = self.write_leaves(idx, vals)
-        self.propagate(idx)
-
-    def write_leaves(self, idx, vals):
-        """Write leaves only (no ancestor changes); returns the sorted distinct indices written
-        and their final values. Last write wins for repeated indices. The first half of an
-        update, separated for PAAL Alg. 3's two-lock scheme."""
         rev = idx[::-1]
         uniq, first = np.unique(rev, return_index=True)     # first in reverse = last written
-        vals = vals[::-1][first]
-        self._levels[-1][uniq] = vals
-        return uniq, vals
+        self._levels[-1][uniq] = vals[::-1][first]
+        return uniq
 
     def propagate(self, idx):
-        """Recompute the ancestors of sorted distinct leaves ``idx``, level by level."""
+        """Second half of :meth:`update`: recompute the ancestors of sorted distinct leaves
+        ``idx``, level by level."""
         nodes = np.asarray(idx, dtype=np.int64)
         for l in range(self._nlevels, 0, -1):
             if not nodes.size:
@@ -403,7 +403,7 @@ class SumTree:
         slots = (self._ptr + np.arange(vals.size, dtype=np.int64)) % self._n
         self._ptr = int((self._ptr + vals.size) % self._n)
         self._size = min(self._n, self._size + vals.size)
-        self._write(slots, vals)
+        self.propagate(self._store(slots, vals))
         return slots
 
     def find(self, targets):
@@ -502,10 +502,10 @@ class FixedSumTree(SumTree):
         if n > self.config.max_batch:
             raise ValueError(f"{what} batch of {n} exceeds max_batch {self.config.max_batch}")
 
-    def update(self, indices, priorities):
+    def write_leaves(self, indices, priorities):
         """Set raw leaf priorities (saturating); see :meth:`SumTree.update`."""
         self._check_batch(np.size(indices), "update")
-        super().update(indices, priorities)
+        return super().write_leaves(indices, priorities)
 
     def check_invariants(self):
         super().check_invariants()
