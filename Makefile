@@ -43,7 +43,7 @@ lint: hdl
 	done
 
 estimate: hdl
-	$(PY) scripts/estimate.py $(HDL)/*/*.v
+	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
 
 clean:
 	rm -rf build sim_build .pytest_cache

