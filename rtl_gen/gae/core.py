@@ -1,0 +1,417 @@
+"""HEPPO GAE accelerator core: BRAM stack memory, dequantizers, N PEs, in-place write-back."""
+
+from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..fixed import rshift_round, saturate
+from .config import GaeCoreConfig
+from .pe import GaeProcessingElement, _select
+
+__all__ = ["GaeCore", "GAE_CORE_ARGS", "GAE_CORE_ERRORS"]
+
+#: Error codes (STATUS.ERROR); the numbers are shared with :mod:`sw.golden.gae_core`.
+GAE_CORE_ERRORS = {"ok": 0, "no_timesteps": 1, "no_trajectories": 2, "capacity": 3,
+                   "coefficient": 4}
+
+
+def GAE_CORE_ARGS(config: GaeCoreConfig) -> dict:
+    """Argument ports of the core: name -> (width, signed)."""
+    cw, rw = config.pe.coef_width, config.reg_width
+    args = {
+        "num_timesteps": (32, False), "num_trajectories": (32, False),
+        "gamma": (cw, False), "gamma_lambda": (cw, False),
+        "reward_scale": (rw, True), "reward_offset": (rw, True),
+        "value_scale": (rw, True), "value_offset": (rw, True),
+    }
+    if config.results == "inplace":
+        args.update({"adv_scale": (rw, True), "adv_offset": (rw, True),
+                     "rtg_scale": (rw, True), "rtg_offset": (rw, True)})
+    return args
+
+
+class GaeCore(wiring.Component):
+    """The GAE accelerator's datapath and control, without the bus adapters.
+
+    Memories (one simple dual-port BRAM array each, ``config.depth`` words): ``rewards`` and
+    ``values`` (``n_pe`` codes per word), ``dones`` (``n_pe`` bits), and with
+    ``results="full"`` ``adv`` and ``rtg`` (``n_pe`` data-format words). Word ``t*G + g`` holds
+    time step t of trajectory group g (see :mod:`sw.gae.layout`).
+
+    A run, started by ``start`` while idle:
+
+    1. setup: ``G = ceil(M / n_pe)`` and the capacity check by repeated subtraction
+       (``G`` cycles); invalid arguments end the run at once with ``error`` set and memory
+       untouched;
+    2. for each group of L words (L = k in interleaved mode, else 1): L cycles reading the
+       bootstrap row, then ``T * L`` cycles reading rows T-1 .. 0, one word per cycle; the codes
+       are dequantized (``code * scale + offset``) and fed to the N PEs, one element per PE per
+       cycle;
+    3. the PEs' results are requantized to codes (``"inplace"``) and written over the rewards
+       and values, or written at full precision (``"full"``), through the memories' second
+       port, ``latency`` cycles behind the reads.
+
+    Cycles of a run: ``1 + G + 1 + ceil(G / L) * L * (T + 1) + drain``, ``drain = pe.latency + 3``
+    (start accepted, setup, group start, reads, drain).
+    While busy the host port is disabled (``host_enable`` = 0). Sticky flags (cleared at each
+    start): ``dequant_overflow``, ``pe_overflow``, ``requant_overflow``.
+
+    Host port: word address in units of ``axi_data_width`` bits over all regions; read data one
+    cycle after ``host_re``; ``host_we`` are byte enables.
+    """
+
+    def __init__(self, config: GaeCoreConfig):
+        if not isinstance(config, GaeCoreConfig):
+            raise TypeError(f"config must be a GaeCoreConfig, not {config!r}")
+        self._config = config
+        D = config.axi_data_width
+        host_addr_bits = config.mem_addr_bits - (D // 8 - 1).bit_length()
+        ports = {
+            "start": In(1), "busy": Out(1), "ready": Out(1), "done": Out(1),
+            "error": Out(3), "cycles": Out(32),
+            "dequant_overflow": Out(1), "pe_overflow": Out(1), "requant_overflow": Out(1),
+            "host_enable": Out(1),
+            "host_addr": In(host_addr_bits), "host_re": In(1), "host_rdata": Out(D),
+            "host_we": In(D // 8), "host_wdata": In(D),
+        }
+        for name, (width, is_signed) in GAE_CORE_ARGS(config).items():
+            ports[name] = In(signed(width) if is_signed else unsigned(width))
+        super().__init__(ports)
+
+    @property
+    def config(self) -> GaeCoreConfig:
+        return self._config
+
+    @property
+    def drain(self) -> int:
+        return self._config.pe.latency + 2
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        pe_cfg = cfg.pe
+        N, b, W = cfg.n_pe, cfg.code_bits, pe_cfg.data_width
+        L = pe_cfg.k if pe_cfg.mode == "interleaved" else 1
+        depth, ab = cfg.depth, cfg.addr_bits
+        dfmt, rfmt = pe_cfg.data_format, cfg.reg_format
+        D = cfg.axi_data_width
+        args = GAE_CORE_ARGS(cfg)
+
+        # -- memories -----------------------------------------------------------------------
+        mems, rports, wports = {}, {}, {}
+        for name in cfg.regions:
+            width = cfg.region_word_bits(name)
+            mem = memory.Memory(shape=unsigned(width), depth=depth, init=[])
+            m.submodules[f"mem_{name}"] = mem
+            mems[name] = mem
+            rports[name] = mem.read_port()
+            wports[name] = mem.write_port(granularity=8)
+
+        # -- run arguments, latched at start --------------------------------------------------
+        a = {name: Signal(signed(w) if s else unsigned(w), name=f"arg_{name}")
+             for name, (w, s) in args.items()}
+        T = Signal(ab + 1)          # time steps
+        M = Signal(13)              # trajectories (<= 4096)
+        G = Signal(13)              # groups of n_pe trajectories
+        rem = Signal(signed(14))    # trajectories left while dividing; then lanes of last group
+        rows = Signal(ab + 2)       # (T + 1) * G accumulated during the division
+        last_lanes = Signal(range(N + 1))
+
+        busy = Signal()
+        err = Signal(3)
+        cycles = Signal(32)
+        m.d.comb += [self.busy.eq(busy), self.error.eq(err), self.cycles.eq(cycles),
+                     self.host_enable.eq(~busy)]
+        with m.If(busy):
+            m.d.sync += cycles.eq(cycles + 1)
+
+        # -- read sequencing -------------------------------------------------------------------
+        row_base = Signal(ab + 2)    # t * G
+        grp_base = Signal(14)        # first group of the current super-group
+        lane = Signal(range(max(L, 2)))
+        t = Signal(ab + 1)
+        boot = Signal()              # reading bootstrap rows
+        issue = Signal()             # a read is issued this cycle
+        drain = Signal(range(self.drain + 1))
+        one = 1 << pe_cfg.coef_frac
+
+        m.d.sync += [self.ready.eq(0), self.done.eq(0)]
+        rd_addr = Signal(ab + 2)
+        m.d.comb += rd_addr.eq(row_base + grp_base + lane)
+
+        with m.FSM(name="ctrl"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [self.ready.eq(1), cycles.eq(0), err.eq(0)]
+                    for name, sig in a.items():
+                        m.d.sync += sig.eq(getattr(self, name))
+                    m.d.sync += [
+                        T.eq(self.num_timesteps), M.eq(self.num_trajectories),
+                        rem.eq(self.num_trajectories), G.eq(0), rows.eq(0),
+                    ]
+                    too_big = ((self.num_timesteps >= depth) | (self.num_trajectories > 4096))
+                    with m.If(self.num_timesteps == 0):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]), self.done.eq(1)]
+                    with m.Elif(self.num_trajectories == 0):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_trajectories"]),
+                                     self.done.eq(1)]
+                    with m.Elif(too_big):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), self.done.eq(1)]
+                    with m.Elif((self.gamma > one) | (self.gamma_lambda > one)):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]), self.done.eq(1)]
+                    with m.Else():
+                        m.d.sync += busy.eq(1)
+                        m.next = "SETUP"
+            with m.State("SETUP"):
+                # One group per cycle: G += 1, rem -= N, rows += T + 1.
+                nxt_rows = rows + T + 1
+                with m.If(nxt_rows > depth):
+                    m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), busy.eq(0),
+                                 self.done.eq(1)]
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.sync += [G.eq(G + 1), rem.eq(rem - N), rows.eq(nxt_rows)]
+                    with m.If(rem <= N):
+                        m.d.sync += last_lanes.eq(rem)
+                        m.next = "START_GROUPS"
+            with m.State("START_GROUPS"):
+                # rows = (T + 1) * G, so T * G = rows - G: the bootstrap row.
+                m.d.sync += [row_base.eq(rows - G), grp_base.eq(0), lane.eq(0), boot.eq(1),
+                             t.eq(T)]
+                m.next = "READ"
+            with m.State("READ"):
+                # Row by row: the bootstrap row T, then rows T-1 .. 0; L words per row.
+                m.d.comb += issue.eq(1)
+                with m.If(lane == L - 1):
+                    m.d.sync += lane.eq(0)
+                    with m.If(boot):
+                        m.d.sync += [boot.eq(0), t.eq(t - 1), row_base.eq(row_base - G)]
+                    with m.Elif(t == 0):
+                        with m.If(grp_base + L >= G):
+                            m.d.sync += drain.eq(self.drain)
+                            m.next = "DRAIN"
+                        with m.Else():
+                            m.d.sync += [grp_base.eq(grp_base + L), row_base.eq(rows - G),
+                                         t.eq(T), boot.eq(1)]
+                    with m.Else():
+                        m.d.sync += [t.eq(t - 1), row_base.eq(row_base - G)]
+                with m.Else():
+                    m.d.sync += lane.eq(lane + 1)
+            with m.State("DRAIN"):
+                m.d.sync += drain.eq(drain - 1)
+                with m.If(drain == 0):
+                    m.d.sync += [busy.eq(0), self.done.eq(1)]
+                    m.next = "IDLE"
+
+        # Lanes of the group read this cycle that hold real trajectories.
+        grp = Signal(14)
+        m.d.comb += grp.eq(grp_base + lane)
+        nvalid = Signal(range(N + 1))
+        m.d.comb += nvalid.eq(Mux(grp < G - 1, N, Mux(grp == G - 1, last_lanes, 0)))
+
+        # -- memory read ports: the loader while busy, the host while idle --------------------
+        D_bytes = D // 8
+        word_sel_bits = (cfg.region_bytes // D_bytes - 1).bit_length()
+        host_region = Signal(range(max(2, len(cfg.regions))))
+        host_word = Signal(word_sel_bits)
+        m.d.comb += [host_word.eq(self.host_addr[:word_sel_bits]),
+                     host_region.eq(self.host_addr[word_sel_bits:])]
+        host_sub, host_row = {}, {}
+        for name in cfg.regions:
+            sub_bits = (cfg.region_sub_words(name) - 1).bit_length()
+            host_sub[name] = host_word[:sub_bits] if sub_bits else Const(0, 1)
+            host_row[name] = host_word[sub_bits:]
+        for name in cfg.regions:
+            rp = rports[name]
+            with m.If(busy):
+                m.d.comb += [rp.addr.eq(rd_addr), rp.en.eq(issue)]
+            with m.Else():
+                m.d.comb += [rp.addr.eq(host_row[name]),
+                             rp.en.eq(self.host_re & (host_region == cfg.regions.index(name)))]
+        # Host read data: select region and sub-word one cycle later.
+        h_region_q = Signal.like(host_region)
+        h_word_q = Signal.like(host_word)
+        m.d.sync += [h_region_q.eq(host_region), h_word_q.eq(host_word)]
+        with m.Switch(h_region_q):
+            for idx, name in enumerate(cfg.regions):
+                with m.Case(idx):
+                    subs = cfg.region_sub_words(name)
+                    width = cfg.region_word_bits(name)
+                    data = rports[name].data
+                    words = [data[i * D:min((i + 1) * D, width)] for i in range(subs)
+                             if i * D < width]
+                    words += [Const(0, D)] * (subs - len(words))
+                    sub_bits = (subs - 1).bit_length()
+                    sel = h_word_q[:sub_bits] if sub_bits else Const(0, 1)
+                    m.d.comb += self.host_rdata.eq(_select(words, sel) if subs > 1 else words[0])
+
+        # -- stage 1: read data arrives; dequantize ---------------------------------------------
+        s1_valid, s1_boot, s1_first, s1_lane = Signal(), Signal(), Signal(), Signal.like(lane)
+        s1_addr, s1_nvalid = Signal(ab + 2), Signal.like(nvalid)
+        m.d.sync += [
+            s1_valid.eq(issue), s1_boot.eq(boot), s1_first.eq(~boot & (t == T - 1)),
+            s1_lane.eq(lane), s1_addr.eq(rd_addr), s1_nvalid.eq(nvalid),
+        ]
+
+        shift = rfmt.frac - dfmt.frac
+
+        def dequant(code, scale, offset, name):
+            acc = code * scale + offset
+            if shift >= 0:
+                acc = rshift_round(acc, shift, dfmt.rounding)
+            else:
+                acc = acc << -shift
+            return saturate(m, acc, dfmt, name=name)
+
+        s2_valid, s2_boot, s2_first = Signal(), Signal(), Signal()
+        s2_lane, s2_addr, s2_nvalid = Signal.like(lane), Signal(ab + 2), Signal.like(nvalid)
+        m.d.sync += [s2_valid.eq(s1_valid), s2_boot.eq(s1_boot), s2_first.eq(s1_first),
+                     s2_lane.eq(s1_lane), s2_addr.eq(s1_addr), s2_nvalid.eq(s1_nvalid)]
+        s2_r = [Signal(signed(W), name=f"s2_r{p}") for p in range(N)]
+        s2_v = [Signal(signed(W), name=f"s2_v{p}") for p in range(N)]
+        s2_d = Signal(N)
+        deq_ovf = []
+        rdata_r = rports["rewards"].data
+        rdata_v = rports["values"].data
+        rdata_d = rports["dones"].data
+        for p in range(N):
+            code_r = rdata_r[p * b:(p + 1) * b].as_signed()
+            code_v = rdata_v[p * b:(p + 1) * b].as_signed()
+            r, o_r = dequant(code_r, a["reward_scale"], a["reward_offset"], f"deq_r{p}")
+            v, o_v = dequant(code_v, a["value_scale"], a["value_offset"], f"deq_v{p}")
+            m.d.sync += [s2_r[p].eq(r), s2_v[p].eq(v)]
+            # Rewards of the bootstrap row and lanes past the last trajectory hold no data.
+            deq_ovf.append(((o_r & ~s1_boot) | o_v) & (p < s1_nvalid))
+        m.d.sync += s2_d.eq(rdata_d[:N])
+        any_deq_ovf = Signal()
+        m.d.sync += any_deq_ovf.eq(s1_valid & _or_all(deq_ovf))
+
+        # Bootstrap values per lane (interleaved: one set per lane of the super-group).
+        boot_regs = [[Signal(signed(W), name=f"boot{j}_{p}") for p in range(N)]
+                     for j in range(L)]
+        for j in range(L):
+            with m.If(s2_valid & s2_boot & ((s2_lane == j) if L > 1 else 1)):
+                m.d.sync += [boot_regs[j][p].eq(s2_v[p]) for p in range(N)]
+
+        # -- processing elements ----------------------------------------------------------------
+        pe_in_valid = Signal()
+        m.d.comb += pe_in_valid.eq(s2_valid & ~s2_boot)
+        pe_ovf = []
+        pes = []
+        for p in range(N):
+            pe = GaeProcessingElement(pe_cfg)
+            m.submodules[f"pe{p}"] = pe
+            pes.append(pe)
+            boot_val = _select([boot_regs[j][p] for j in range(L)], s2_lane) if L > 1 \
+                else boot_regs[0][p]
+            m.d.comb += [
+                pe.i.valid.eq(pe_in_valid),
+                pe.i.payload.reward.eq(s2_r[p]),
+                pe.i.payload.value.eq(s2_v[p]),
+                pe.i.payload.bootstrap.eq(boot_val),
+                pe.i.payload.done.eq(s2_d[p]),
+                pe.i.payload.first.eq(s2_first),
+                pe.i.payload.timestep.eq(s2_addr),
+                pe.i.payload.trajectory.eq(s2_nvalid),
+                pe.o.ready.eq(1),
+                pe.gamma.eq(a["gamma"]),
+                pe.gamma_lambda.eq(a["gamma_lambda"]),
+            ]
+            pe_ovf.append(pe.o.payload.overflow & (p < pes[0].o.payload.trajectory))
+
+        # -- write-back ----------------------------------------------------------------------
+        out0 = pes[0].o
+        w_valid = Signal()
+        w_addr = Signal(ab)
+        w_lanes = Signal(range(N + 1))
+        m.d.sync += [w_valid.eq(out0.valid), w_addr.eq(out0.payload.timestep),
+                     w_lanes.eq(out0.payload.trajectory)]
+        req_ovf = []
+        if cfg.results == "inplace":
+            qmax = cfg.code_max
+            w_adv = [Signal(signed(b), name=f"w_adv{p}") for p in range(N)]
+            w_rtg = [Signal(signed(b), name=f"w_rtg{p}") for p in range(N)]
+
+            def requant(x, scale, offset, name):
+                acc = x * scale + (offset << dfmt.frac)
+                code = Signal(signed(W + cfg.reg_width + 2), name=f"{name}_code")
+                m.d.comb += code.eq(rshift_round(acc, dfmt.frac + rfmt.frac, dfmt.rounding))
+                hi, lo = code > qmax, code < -qmax
+                return Mux(hi, qmax, Mux(lo, -qmax, code[:b])), hi | lo
+
+            for p in range(N):
+                ca, oa = requant(pes[p].o.payload.advantage, a["adv_scale"], a["adv_offset"],
+                                 f"rq_a{p}")
+                cr, orr = requant(pes[p].o.payload.rtg, a["rtg_scale"], a["rtg_offset"],
+                                  f"rq_g{p}")
+                m.d.sync += [w_adv[p].eq(ca), w_rtg[p].eq(cr)]
+                req_ovf.append((oa | orr) & (p < out0.payload.trajectory))
+            results = {"rewards": w_adv, "values": w_rtg}
+        else:
+            w_adv = [Signal(signed(W), name=f"w_adv{p}") for p in range(N)]
+            w_rtg = [Signal(signed(W), name=f"w_rtg{p}") for p in range(N)]
+            for p in range(N):
+                m.d.sync += [w_adv[p].eq(pes[p].o.payload.advantage),
+                             w_rtg[p].eq(pes[p].o.payload.rtg)]
+            results = {"adv": w_adv, "rtg": w_rtg}
+        any_req_ovf = Signal()
+        m.d.sync += any_req_ovf.eq(out0.valid & _or_all(req_ovf) if req_ovf else 0)
+
+        # Lane byte enables: lane p is written iff p < w_lanes.
+        for name in cfg.regions:
+            wp = wports[name]
+            width = cfg.region_word_bits(name)
+            nbytes = width // 8
+            if name in results:
+                lane_bits = width // N
+                data = Signal(width, name=f"wdata_{name}")
+                m.d.comb += data.eq(_cat([r[:lane_bits] for r in results[name]]))
+                core_en = Signal(nbytes, name=f"wen_{name}")
+                m.d.comb += core_en.eq(_cat([
+                    _repeat(w_valid & (p < w_lanes), lane_bits // 8) for p in range(N)]))
+            else:
+                data, core_en = Const(0, width), Const(0, nbytes)
+            # Host writes: place the AXI word into its slot of the memory word.
+            subs = cfg.region_sub_words(name)
+            sub_bits = (subs - 1).bit_length()
+            sel = host_sub[name] if sub_bits else Const(0, 1)
+            host_data = _cat([self.host_wdata] * subs)[:width]
+            host_en_full = Signal(subs * D_bytes, name=f"host_en_{name}")
+            hit = self.host_we.any() & (host_region == cfg.regions.index(name))
+            m.d.comb += host_en_full.eq(Mux(hit, self.host_we, 0) << (sel * D_bytes))
+            with m.If(busy):
+                m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(data), wp.en.eq(core_en)]
+            with m.Else():
+                m.d.comb += [wp.addr.eq(host_row[name]), wp.data.eq(host_data),
+                             wp.en.eq(host_en_full[:nbytes])]
+
+        # -- sticky flags ----------------------------------------------------------------------
+        any_pe_ovf = Signal()
+        m.d.sync += any_pe_ovf.eq(out0.valid & _or_all(pe_ovf))
+        flags = {"dequant_overflow": any_deq_ovf, "requant_overflow": any_req_ovf,
+                 "pe_overflow": any_pe_ovf}
+        for name, src in flags.items():
+            reg = Signal(name=f"flag_{name}")
+            with m.If(self.start & ~busy):
+                m.d.sync += reg.eq(0)
+            with m.Elif(src):
+                m.d.sync += reg.eq(1)
+            m.d.comb += getattr(self, name).eq(reg)
+        return m
+
+
+def _or_all(bits):
+    out = Const(0, 1)
+    for x in bits:
+        out = out | x
+    return out
+
+
+def _cat(values):
+    from amaranth.hdl import Cat
+    return Cat(*values)
+
+
+def _repeat(bit, n):
+    from amaranth.hdl import Cat
+    return Cat(*([bit] * n))

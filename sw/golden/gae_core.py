@@ -1,0 +1,105 @@
+"""Bit-exact golden model of the GAE accelerator (:class:`rtl_gen.gae.core.GaeCore`).
+
+The accelerator is: dequantize each stored code (:func:`sw.gae.quant.dequantize`), run the
+processing elements (:func:`sw.golden.gae.gae_fixed`), and either requantize the results into
+codes written in place (:func:`requantize`) or write them at full precision. Trajectories are
+independent in every PE mode, so the model works on whole ``[T, M]`` arrays.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rtl_gen.fixed import FixedFormat
+from rtl_gen.gae.config import GaeCoreConfig
+from sw.gae.quant import dequantize
+from sw.golden.gae import gae_fixed
+
+__all__ = ["GaeCoreArgs", "requantize", "gae_core", "ERRORS", "check_args"]
+
+#: Error codes of the STATUS register's ERROR field (the run is refused, memory untouched).
+ERRORS = {
+    0: "ok",
+    1: "num_timesteps is 0",
+    2: "num_trajectories is 0",
+    3: "(num_timesteps + 1) * ceil(num_trajectories / n_pe) exceeds the memory depth",
+    4: "gamma or gamma_lambda above 1.0",
+}
+
+
+@dataclass
+class GaeCoreArgs:
+    """Argument registers of one run (raw integers as written over AXI4-Lite)."""
+    num_timesteps: int
+    num_trajectories: int
+    gamma: int
+    gamma_lambda: int
+    reward_scale: int
+    reward_offset: int
+    value_scale: int
+    value_offset: int
+    adv_scale: int = 0
+    adv_offset: int = 0
+    rtg_scale: int = 0
+    rtg_offset: int = 0
+
+
+def check_args(args: GaeCoreArgs, config: GaeCoreConfig) -> int:
+    """The ERROR code the accelerator reports for these arguments (0: the run starts)."""
+    if args.num_timesteps == 0:
+        return 1
+    if args.num_trajectories == 0:
+        return 2
+    groups = -(-args.num_trajectories // config.n_pe)
+    if (args.num_timesteps + 1) * groups > config.depth:
+        return 3
+    one = 1 << config.pe.coef_frac
+    if args.gamma > one or args.gamma_lambda > one:
+        return 4
+    return 0
+
+
+def requantize(x_raw, scale_raw, offset_raw, data_fmt: FixedFormat, reg_fmt: FixedFormat,
+               code_bits: int):
+    """Result codes written in place: ``code = round(x * scale + offset)``, saturated.
+
+    ``x_raw`` are raw ``data_fmt`` integers, ``scale_raw`` and ``offset_raw`` raw ``reg_fmt``
+    integers. Computed exactly as ``x_raw * scale_raw + (offset_raw << data_fmt.frac)``, then
+    ``data_fmt.frac + reg_fmt.frac`` bits are dropped with ``data_fmt``'s rounding and the result
+    saturates to the symmetric code range ``-(2^(b-1) - 1)..2^(b-1) - 1``.
+    Returns ``(codes, overflow)``.
+    """
+    x = np.asarray(x_raw, np.int64)
+    acc = x * np.int64(scale_raw) + (np.int64(offset_raw) << np.int64(data_fmt.frac))
+    code = data_fmt.rshift_round(acc, data_fmt.frac + reg_fmt.frac)
+    qmax = (1 << (code_bits - 1)) - 1
+    over = (code > qmax) | (code < -qmax)
+    return np.clip(code, -qmax, qmax), over
+
+
+def gae_core(reward_codes, value_codes, bootstrap_codes, dones, args: GaeCoreArgs,
+             config: GaeCoreConfig) -> dict:
+    """What one run of the accelerator computes.
+
+    Returns a dict with ``error`` (see :data:`ERRORS`); when 0 also ``adv`` and ``rtg`` (codes
+    in ``"inplace"`` mode, raw data-format integers in ``"full"`` mode, ``[T, M]``) and the
+    sticky flags ``dequant_overflow``, ``pe_overflow``, ``requant_overflow``.
+    """
+    error = check_args(args, config)
+    if error:
+        return {"error": error}
+    reg, data = config.reg_format, config.pe.data_format
+    r, o_r = dequantize(np.asarray(reward_codes), args.reward_scale, args.reward_offset, reg, data)
+    v, o_v = dequantize(np.asarray(value_codes), args.value_scale, args.value_offset, reg, data)
+    lv, o_l = dequantize(np.asarray(bootstrap_codes), args.value_scale, args.value_offset, reg,
+                         data)
+    adv, rtg, o_pe = gae_fixed(r, v, np.asarray(dones, bool), lv, args.gamma, args.gamma_lambda,
+                               config.pe)
+    out = {"error": 0, "dequant_overflow": bool(o_r.any() or o_v.any() or o_l.any()),
+           "pe_overflow": bool(o_pe.any()), "requant_overflow": False}
+    if config.results == "inplace":
+        adv, o_a = requantize(adv, args.adv_scale, args.adv_offset, data, reg, config.code_bits)
+        rtg, o_g = requantize(rtg, args.rtg_scale, args.rtg_offset, data, reg, config.code_bits)
+        out["requant_overflow"] = bool(o_a.any() or o_g.any())
+    out["adv"], out["rtg"] = adv, rtg
+    return out
