@@ -19,7 +19,7 @@ def test_emit_with_flags(tmp_path, capsys):
     assert "module gae_pe(" in text
     ports = {p["name"]: p for p in manifest["ports"]}
     assert ports["i__payload"]["fields"]["reward"] == {"offset": 0, "width": 32, "signed": True}
-    assert ports["gamma"]["width"] == 18 and ports["o__valid"]["dir"] == "output"
+    assert ports["gamma"]["width"] == 17 and ports["o__valid"]["dir"] == "output"
     assert "latency 7 cycles" in capsys.readouterr().out
 
 

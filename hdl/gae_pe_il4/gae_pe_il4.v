@@ -6,16 +6,18 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire \$1 ;
   wire [62:0] \$10 ;
+  reg [31:0] \$100 ;
+  reg \$101 ;
   reg [31:0] \$11 ;
-  wire [49:0] \$12 ;
-  wire [55:0] \$13 ;
-  wire [56:0] \$14 ;
+  wire [48:0] \$12 ;
+  wire [54:0] \$13 ;
+  wire [55:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
   wire [32:0] \$19 ;
-  wire [51:0] \$2 ;
+  wire [50:0] \$2 ;
   wire [32:0] \$20 ;
   wire \$21 ;
   wire \$22 ;
@@ -43,8 +45,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire \$42 ;
   reg [31:0] \$43 ;
   wire [31:0] \$44 ;
-  wire [17:0] \$45 ;
-  wire [49:0] \$46 ;
+  wire [16:0] \$45 ;
+  wire [48:0] \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
@@ -64,45 +66,45 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  reg [1:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
+  reg [16:0] \$64 ;
+  reg [16:0] \$65 ;
+  reg [1:0] \$66 ;
   reg [31:0] \$67 ;
   reg [31:0] \$68 ;
-  reg [59:0] \$69 ;
+  reg [31:0] \$69 ;
   wire \$7 ;
   reg [31:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [59:0] \$74 ;
-  reg [50:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg \$77 ;
-  reg [59:0] \$78 ;
-  reg [31:0] \$79 ;
+  reg [59:0] \$71 ;
+  reg [31:0] \$72 ;
+  reg [31:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg [59:0] \$76 ;
+  reg [49:0] \$77 ;
+  reg [31:0] \$78 ;
+  reg \$79 ;
   wire [32:0] \$8 ;
-  reg \$80 ;
-  reg [59:0] \$81 ;
-  reg [54:0] \$82 ;
-  reg [50:0] \$83 ;
-  reg [59:0] \$84 ;
-  reg [54:0] \$85 ;
-  reg [50:0] \$86 ;
-  reg [59:0] \$87 ;
-  reg [54:0] \$88 ;
-  reg [50:0] \$89 ;
+  reg [59:0] \$80 ;
+  reg [31:0] \$81 ;
+  reg \$82 ;
+  reg [59:0] \$83 ;
+  reg [53:0] \$84 ;
+  reg [49:0] \$85 ;
+  reg [59:0] \$86 ;
+  reg [53:0] \$87 ;
+  reg [49:0] \$88 ;
+  reg [59:0] \$89 ;
   wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [31:0] \$91 ;
+  reg [53:0] \$90 ;
+  reg [49:0] \$91 ;
   reg [31:0] \$92 ;
   reg [31:0] \$93 ;
-  reg [59:0] \$94 ;
+  reg [31:0] \$94 ;
   reg [31:0] \$95 ;
   reg [59:0] \$96 ;
   reg [31:0] \$97 ;
-  reg [31:0] \$98 ;
-  reg \$99 ;
+  reg [59:0] \$98 ;
+  reg [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   reg [31:0] a_lane2 = 32'd0;
@@ -118,10 +120,12 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire [36:0] delta_full;
   wire delta_ovf;
   wire en;
-  input [17:0] gamma;
-  wire [17:0] gamma;
-  input [17:0] gamma_lambda;
-  wire [17:0] gamma_lambda;
+  input [16:0] gamma;
+  wire [16:0] gamma;
+  reg [16:0] \gamma$44  = 17'h00000;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
+  reg [16:0] \gamma_lambda$24  = 17'h00000;
   input [121:0] i__payload;
   wire [121:0] i__payload;
   wire [31:0] \i__payload.bootstrap ;
@@ -143,8 +147,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire [7:0] \loop1.trajectory ;
   wire \loop1.valid ;
   wire [31:0] \loop1.value ;
-  reg [54:0] loop1_g = 55'h00000000000000;
-  reg [50:0] loop1_prod = 51'h0000000000000;
+  reg [53:0] loop1_g = 54'h00000000000000;
+  reg [49:0] loop1_prod = 50'h0000000000000;
   reg [59:0] loop2 = 60'h000000000000000;
   wire [1:0] \loop2.lane ;
   wire \loop2.overflow ;
@@ -152,8 +156,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire [7:0] \loop2.trajectory ;
   wire \loop2.valid ;
   wire [31:0] \loop2.value ;
-  reg [54:0] loop2_g = 55'h00000000000000;
-  reg [50:0] loop2_prod = 51'h0000000000000;
+  reg [53:0] loop2_g = 54'h00000000000000;
+  reg [49:0] loop2_prod = 50'h0000000000000;
   reg [59:0] loop3 = 60'h000000000000000;
   wire [1:0] \loop3.lane ;
   wire \loop3.overflow ;
@@ -161,10 +165,10 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire [7:0] \loop3.trajectory ;
   wire \loop3.valid ;
   wire [31:0] \loop3.value ;
-  reg [54:0] loop3_g = 55'h00000000000000;
-  reg [50:0] loop3_prod = 51'h0000000000000;
-  wire [54:0] loop_g;
-  wire [17:0] loop_p;
+  reg [53:0] loop3_g = 54'h00000000000000;
+  reg [49:0] loop3_prod = 50'h0000000000000;
+  wire [53:0] loop_g;
+  wire [16:0] loop_p;
   reg [59:0] o1 = 60'h000000000000000;
   wire [1:0] \o1.lane ;
   wire \o1.overflow ;
@@ -196,7 +200,7 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire o_valid;
   output overflow;
   reg overflow = 1'h0;
-  wire [50:0] prod;
+  wire [49:0] prod;
   input rst;
   wire rst;
   wire [31:0] rtg;
@@ -221,7 +225,7 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [50:0] s1_prod = 51'h0000000000000;
+  reg [49:0] s1_prod = 50'h0000000000000;
   reg [31:0] s1_reward = 32'd0;
   reg [59:0] s2 = 60'h000000000000000;
   wire [1:0] \s2.lane ;
@@ -238,8 +242,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   reg [31:0] vprev3 = 32'd0;
   assign \$1  = ~ o2[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(18'h10000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [51:17]);
+  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
   assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
   assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
   assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
@@ -248,16 +252,16 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign loop_p = s2_brk ? 18'h00000 : gamma_lambda;
+  assign loop_p = s2_brk ? 17'h00000 : \gamma_lambda$24 ;
   assign \$12  = $signed({ 1'h0, loop_p }) * $signed(\$11 );
   assign \$13  = $signed(loop3_g) + $signed(loop3_prod);
-  assign \$14  = $signed(\$13 ) + $signed(18'h10000);
-  assign \$15  = $signed(\$14 [56:17]) > $signed(32'd2147483647);
-  assign \$16  = $signed(\$14 [56:17]) < $signed(32'd2147483648);
+  assign \$14  = $signed(\$13 ) + $signed(17'h08000);
+  assign \$15  = $signed(\$14 [55:16]) > $signed(32'd2147483647);
+  assign \$16  = $signed(\$14 [55:16]) < $signed(32'd2147483648);
   assign adv_ovf = \$15  | \$16 ;
-  assign \$17  = $signed(\$14 [56:17]) > $signed(32'd2147483647);
-  assign \$18  = $signed(\$14 [56:17]) < $signed(32'd2147483648);
-  assign \$19  = \$18  ? 33'h180000000 : { 1'h0, \$14 [48:17] };
+  assign \$17  = $signed(\$14 [55:16]) > $signed(32'd2147483647);
+  assign \$18  = $signed(\$14 [55:16]) < $signed(32'd2147483648);
+  assign \$19  = \$18  ? 33'h180000000 : { 1'h0, \$14 [47:16] };
   assign \$20  = \$17  ? 33'h07fffffff : \$19 ;
   assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
   assign \$21  = $signed(rtg_full) > $signed(32'd2147483647);
@@ -284,7 +288,7 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \$41  = lane_in == 2'h3;
   assign \$42  = \$40  & \$41 ;
   assign \$44  = i__payload[97] ? i__payload[95:64] : \$43 ;
-  assign \$45  = s0_done ? 18'h00000 : gamma;
+  assign \$45  = s0_done ? 17'h00000 : \gamma$44 ;
   assign \$46  = $signed(s0_vnext) * $signed({ 1'h0, \$45  });
   assign \$47  = s0_done | s0_first;
   assign \$48  = i__ready & loop3[0];
@@ -304,77 +308,81 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \$62  = o2[0] & o__ready;
   assign \$63  = \$62  & o2[33];
   always @(posedge clk)
-    lane_in <= \$64 ;
+    \gamma$44  <= \$64 ;
   always @(posedge clk)
-    vprev0 <= \$65 ;
+    \gamma_lambda$24  <= \$65 ;
   always @(posedge clk)
-    vprev1 <= \$66 ;
+    lane_in <= \$66 ;
   always @(posedge clk)
-    vprev2 <= \$67 ;
+    vprev0 <= \$67 ;
   always @(posedge clk)
-    vprev3 <= \$68 ;
+    vprev1 <= \$68 ;
   always @(posedge clk)
-    s0 <= \$69 ;
+    vprev2 <= \$69 ;
   always @(posedge clk)
-    s0_reward <= \$70 ;
+    vprev3 <= \$70 ;
   always @(posedge clk)
-    s0_vnext <= \$71 ;
+    s0 <= \$71 ;
   always @(posedge clk)
-    s0_done <= \$72 ;
+    s0_reward <= \$72 ;
   always @(posedge clk)
-    s0_first <= \$73 ;
+    s0_vnext <= \$73 ;
   always @(posedge clk)
-    s1 <= \$74 ;
+    s0_done <= \$74 ;
   always @(posedge clk)
-    s1_prod <= \$75 ;
+    s0_first <= \$75 ;
   always @(posedge clk)
-    s1_reward <= \$76 ;
+    s1 <= \$76 ;
   always @(posedge clk)
-    s1_brk <= \$77 ;
+    s1_prod <= \$77 ;
   always @(posedge clk)
-    s2 <= \$78 ;
+    s1_reward <= \$78 ;
   always @(posedge clk)
-    s2_delta <= \$79 ;
+    s1_brk <= \$79 ;
   always @(posedge clk)
-    s2_brk <= \$80 ;
+    s2 <= \$80 ;
   always @(posedge clk)
-    loop1 <= \$81 ;
+    s2_delta <= \$81 ;
   always @(posedge clk)
-    loop1_g <= \$82 ;
+    s2_brk <= \$82 ;
   always @(posedge clk)
-    loop1_prod <= \$83 ;
+    loop1 <= \$83 ;
   always @(posedge clk)
-    loop2 <= \$84 ;
+    loop1_g <= \$84 ;
   always @(posedge clk)
-    loop2_g <= \$85 ;
+    loop1_prod <= \$85 ;
   always @(posedge clk)
-    loop2_prod <= \$86 ;
+    loop2 <= \$86 ;
   always @(posedge clk)
-    loop3 <= \$87 ;
+    loop2_g <= \$87 ;
   always @(posedge clk)
-    loop3_g <= \$88 ;
+    loop2_prod <= \$88 ;
   always @(posedge clk)
-    loop3_prod <= \$89 ;
+    loop3 <= \$89 ;
   always @(posedge clk)
-    a_lane0 <= \$90 ;
+    loop3_g <= \$90 ;
   always @(posedge clk)
-    a_lane1 <= \$91 ;
+    loop3_prod <= \$91 ;
   always @(posedge clk)
-    a_lane2 <= \$92 ;
+    a_lane0 <= \$92 ;
   always @(posedge clk)
-    a_lane3 <= \$93 ;
+    a_lane1 <= \$93 ;
   always @(posedge clk)
-    o1 <= \$94 ;
+    a_lane2 <= \$94 ;
   always @(posedge clk)
-    o1_adv <= \$95 ;
+    a_lane3 <= \$95 ;
   always @(posedge clk)
-    o2 <= \$96 ;
+    o1 <= \$96 ;
   always @(posedge clk)
-    o2_adv <= \$97 ;
+    o1_adv <= \$97 ;
   always @(posedge clk)
-    o2_rtg <= \$98 ;
+    o2 <= \$98 ;
   always @(posedge clk)
-    overflow <= \$99 ;
+    o2_adv <= \$99 ;
+  always @(posedge clk)
+    o2_rtg <= \$100 ;
+  always @(posedge clk)
+    overflow <= \$101 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     (* full_case = 32'd1 *)
@@ -405,38 +413,32 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$64  = lane_in;
+    \$64  = gamma;
+    if (rst) begin
+      \$64  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$65  = gamma_lambda;
+    if (rst) begin
+      \$65  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$66  = lane_in;
     if (\$27 ) begin
-      \$64  = \$30 [1:0];
+      \$66  = \$30 [1:0];
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$65  = vprev0;
+    \$67  = vprev0;
     if (\$33 ) begin
-      \$65  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$65  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$66  = vprev1;
-    if (\$36 ) begin
-      \$66  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$66  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$67  = vprev2;
-    if (\$39 ) begin
       \$67  = i__payload[63:32];
     end
     if (rst) begin
@@ -445,8 +447,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$68  = vprev3;
-    if (\$42 ) begin
+    \$68  = vprev1;
+    if (\$36 ) begin
       \$68  = i__payload[63:32];
     end
     if (rst) begin
@@ -455,24 +457,19 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$69  = s0;
-    if (i__ready) begin
-      \$69 [0] = i__valid;
-      \$69 [32:1] = i__payload[63:32];
-      \$69 [33] = 1'h0;
-      \$69 [49:34] = i__payload[113:98];
-      \$69 [57:50] = i__payload[121:114];
-      \$69 [59:58] = lane_in;
+    \$69  = vprev2;
+    if (\$39 ) begin
+      \$69  = i__payload[63:32];
     end
     if (rst) begin
-      \$69  = 60'h000000000000000;
+      \$69  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$70  = s0_reward;
-    if (i__ready) begin
-      \$70  = i__payload[31:0];
+    \$70  = vprev3;
+    if (\$42 ) begin
+      \$70  = i__payload[63:32];
     end
     if (rst) begin
       \$70  = 32'd0;
@@ -480,219 +477,224 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$71  = s0_vnext;
+    \$71  = s0;
     if (i__ready) begin
-      \$71  = \$44 ;
+      \$71 [0] = i__valid;
+      \$71 [32:1] = i__payload[63:32];
+      \$71 [33] = 1'h0;
+      \$71 [49:34] = i__payload[113:98];
+      \$71 [57:50] = i__payload[121:114];
+      \$71 [59:58] = lane_in;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$71  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$72  = s0_done;
+    \$72  = s0_reward;
     if (i__ready) begin
-      \$72  = i__payload[96];
+      \$72  = i__payload[31:0];
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$73  = s0_first;
+    \$73  = s0_vnext;
     if (i__ready) begin
-      \$73  = i__payload[97];
+      \$73  = \$44 ;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = s1;
+    \$74  = s0_done;
     if (i__ready) begin
-      \$74  = s0;
+      \$74  = i__payload[96];
     end
     if (rst) begin
-      \$74  = 60'h000000000000000;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = s1_prod;
+    \$75  = s0_first;
     if (i__ready) begin
-      \$75  = { \$46 [49], \$46  };
+      \$75  = i__payload[97];
     end
     if (rst) begin
-      \$75  = 51'h0000000000000;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = s1_reward;
+    \$76  = s1;
     if (i__ready) begin
-      \$76  = s0_reward;
+      \$76  = s0;
     end
     if (rst) begin
-      \$76  = 32'd0;
+      \$76  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = s1_brk;
+    \$77  = s1_prod;
     if (i__ready) begin
-      \$77  = \$47 ;
+      \$77  = { \$46 [48], \$46  };
     end
     if (rst) begin
-      \$77  = 1'h0;
+      \$77  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = s2;
+    \$78  = s1_reward;
     if (i__ready) begin
-      { \$78 [59:34], \$78 [32:0] } = { s1[59:34], s1[32:0] };
-      \$78 [33] = delta_ovf;
+      \$78  = s0_reward;
     end
     if (rst) begin
-      \$78  = 60'h000000000000000;
+      \$78  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = s2_delta;
+    \$79  = s1_brk;
     if (i__ready) begin
-      \$79  = \$9 [31:0];
+      \$79  = \$47 ;
     end
     if (rst) begin
-      \$79  = 32'd0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = s2_brk;
+    \$80  = s2;
     if (i__ready) begin
-      \$80  = s1_brk;
+      { \$80 [59:34], \$80 [32:0] } = { s1[59:34], s1[32:0] };
+      \$80 [33] = delta_ovf;
     end
     if (rst) begin
-      \$80  = 1'h0;
+      \$80  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = loop1;
+    \$81  = s2_delta;
     if (i__ready) begin
-      \$81  = s2;
+      \$81  = \$9 [31:0];
     end
     if (rst) begin
-      \$81  = 60'h000000000000000;
+      \$81  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = loop1_g;
+    \$82  = s2_brk;
     if (i__ready) begin
-      \$82  = \$10 [54:0];
+      \$82  = s1_brk;
     end
     if (rst) begin
-      \$82  = 55'h00000000000000;
+      \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = loop1_prod;
+    \$83  = loop1;
     if (i__ready) begin
-      \$83  = { \$12 [49], \$12  };
+      \$83  = s2;
     end
     if (rst) begin
-      \$83  = 51'h0000000000000;
+      \$83  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = loop2;
+    \$84  = loop1_g;
     if (i__ready) begin
-      \$84  = loop1;
+      \$84  = \$10 [53:0];
     end
     if (rst) begin
-      \$84  = 60'h000000000000000;
+      \$84  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = loop2_g;
+    \$85  = loop1_prod;
     if (i__ready) begin
-      \$85  = loop1_g;
+      \$85  = { \$12 [48], \$12  };
     end
     if (rst) begin
-      \$85  = 55'h00000000000000;
+      \$85  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = loop2_prod;
+    \$86  = loop2;
     if (i__ready) begin
-      \$86  = loop1_prod;
+      \$86  = loop1;
     end
     if (rst) begin
-      \$86  = 51'h0000000000000;
+      \$86  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = loop3;
+    \$87  = loop2_g;
     if (i__ready) begin
-      \$87  = loop2;
+      \$87  = loop1_g;
     end
     if (rst) begin
-      \$87  = 60'h000000000000000;
+      \$87  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = loop3_g;
+    \$88  = loop2_prod;
     if (i__ready) begin
-      \$88  = loop2_g;
+      \$88  = loop1_prod;
     end
     if (rst) begin
-      \$88  = 55'h00000000000000;
+      \$88  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = loop3_prod;
+    \$89  = loop3;
     if (i__ready) begin
-      \$89  = loop2_prod;
+      \$89  = loop2;
     end
     if (rst) begin
-      \$89  = 51'h0000000000000;
+      \$89  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = a_lane0;
+    \$90  = loop3_g;
+    if (i__ready) begin
+      \$90  = loop2_g;
+    end
+    if (rst) begin
+      \$90  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$91  = loop3_prod;
+    if (i__ready) begin
+      \$91  = loop2_prod;
+    end
+    if (rst) begin
+      \$91  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$92  = a_lane0;
     if (\$50 ) begin
-      \$90  = \$20 [31:0];
-    end
-    if (rst) begin
-      \$90  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = a_lane1;
-    if (\$53 ) begin
-      \$91  = \$20 [31:0];
-    end
-    if (rst) begin
-      \$91  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$92  = a_lane2;
-    if (\$56 ) begin
       \$92  = \$20 [31:0];
     end
     if (rst) begin
@@ -701,8 +703,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$93  = a_lane3;
-    if (\$59 ) begin
+    \$93  = a_lane1;
+    if (\$53 ) begin
       \$93  = \$20 [31:0];
     end
     if (rst) begin
@@ -711,19 +713,18 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$94  = o1;
-    if (i__ready) begin
-      { \$94 [59:34], \$94 [32:0] } = { loop3[59:34], loop3[32:0] };
-      \$94 [33] = \$60 ;
+    \$94  = a_lane2;
+    if (\$56 ) begin
+      \$94  = \$20 [31:0];
     end
     if (rst) begin
-      \$94  = 60'h000000000000000;
+      \$94  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$95  = o1_adv;
-    if (i__ready) begin
+    \$95  = a_lane3;
+    if (\$59 ) begin
       \$95  = \$20 [31:0];
     end
     if (rst) begin
@@ -732,10 +733,10 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$96  = o2;
+    \$96  = o1;
     if (i__ready) begin
-      { \$96 [59:34], \$96 [32:0] } = { o1[59:34], o1[32:0] };
-      \$96 [33] = \$61 ;
+      { \$96 [59:34], \$96 [32:0] } = { loop3[59:34], loop3[32:0] };
+      \$96 [33] = \$60 ;
     end
     if (rst) begin
       \$96  = 60'h000000000000000;
@@ -743,9 +744,9 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$97  = o2_adv;
+    \$97  = o1_adv;
     if (i__ready) begin
-      \$97  = o1_adv;
+      \$97  = \$20 [31:0];
     end
     if (rst) begin
       \$97  = 32'd0;
@@ -753,33 +754,54 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$98  = o2_rtg;
+    \$98  = o2;
     if (i__ready) begin
-      \$98  = \$26 [31:0];
+      { \$98 [59:34], \$98 [32:0] } = { o1[59:34], o1[32:0] };
+      \$98 [33] = \$61 ;
     end
     if (rst) begin
-      \$98  = 32'd0;
+      \$98  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$99  = overflow;
-    if (clear) begin
-      \$99  = 1'h0;
-    end
-    if (\$63 ) begin
-      \$99  = 1'h1;
+    \$99  = o2_adv;
+    if (i__ready) begin
+      \$99  = o1_adv;
     end
     if (rst) begin
-      \$99  = 1'h0;
+      \$99  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$100  = o2_rtg;
+    if (i__ready) begin
+      \$100  = \$26 [31:0];
+    end
+    if (rst) begin
+      \$100  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$101  = overflow;
+    if (clear) begin
+      \$101  = 1'h0;
+    end
+    if (\$63 ) begin
+      \$101  = 1'h1;
+    end
+    if (rst) begin
+      \$101  = 1'h0;
     end
   end
   assign en = i__ready;
   assign o_valid = o2[0];
   assign delta = \$9 [31:0];
-  assign loop_g = \$10 [54:0];
-  assign prod = { \$12 [49], \$12  };
-  assign adv_full = \$14 [56:17];
+  assign loop_g = \$10 [53:0];
+  assign prod = { \$12 [48], \$12  };
+  assign adv_full = \$14 [55:16];
   assign adv = \$20 [31:0];
   assign rtg = \$26 [31:0];
   assign o__valid = o2[0];
@@ -848,5 +870,5 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign o__payload[64] = o2[33];
   assign o__payload[63:32] = o2_rtg;
   assign o__payload[31:0] = o2_adv;
-  assign \$10  = { s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta, 17'h00000 };
+  assign \$10  = { s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta, 16'h0000 };
 endmodule

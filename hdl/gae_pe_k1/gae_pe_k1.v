@@ -6,16 +6,16 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire \$1 ;
   wire [62:0] \$10 ;
-  wire [49:0] \$11 ;
-  wire [53:0] \$12 ;
-  wire [54:0] \$13 ;
+  wire [48:0] \$11 ;
+  wire [52:0] \$12 ;
+  wire [53:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire [32:0] \$18 ;
   wire [32:0] \$19 ;
-  wire [51:0] \$2 ;
+  wire [50:0] \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
@@ -25,9 +25,9 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$26 ;
   wire \$27 ;
   wire [31:0] \$28 ;
-  wire [17:0] \$29 ;
+  wire [16:0] \$29 ;
   wire [35:0] \$3 ;
-  wire [49:0] \$30 ;
+  wire [48:0] \$30 ;
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
@@ -35,28 +35,30 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  reg [31:0] \$38 ;
-  reg [58:0] \$39 ;
+  reg [16:0] \$38 ;
+  reg [16:0] \$39 ;
   wire \$4 ;
   reg [31:0] \$40 ;
-  reg [31:0] \$41 ;
-  reg \$42 ;
-  reg \$43 ;
-  reg [58:0] \$44 ;
-  reg [50:0] \$45 ;
-  reg [31:0] \$46 ;
-  reg \$47 ;
-  reg [58:0] \$48 ;
-  reg [31:0] \$49 ;
+  reg [58:0] \$41 ;
+  reg [31:0] \$42 ;
+  reg [31:0] \$43 ;
+  reg \$44 ;
+  reg \$45 ;
+  reg [58:0] \$46 ;
+  reg [49:0] \$47 ;
+  reg [31:0] \$48 ;
+  reg \$49 ;
   wire \$5 ;
-  reg \$50 ;
+  reg [58:0] \$50 ;
   reg [31:0] \$51 ;
-  reg [58:0] \$52 ;
+  reg \$52 ;
   reg [31:0] \$53 ;
   reg [58:0] \$54 ;
   reg [31:0] \$55 ;
-  reg [31:0] \$56 ;
-  reg \$57 ;
+  reg [58:0] \$56 ;
+  reg [31:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
   wire \$7 ;
   wire [32:0] \$8 ;
@@ -73,10 +75,12 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [36:0] delta_full;
   wire delta_ovf;
   wire en;
-  input [17:0] gamma;
-  wire [17:0] gamma;
-  input [17:0] gamma_lambda;
-  wire [17:0] gamma_lambda;
+  input [16:0] gamma;
+  wire [16:0] gamma;
+  reg [16:0] \gamma$38  = 17'h00000;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
+  reg [16:0] \gamma_lambda$24  = 17'h00000;
   input [121:0] i__payload;
   wire [121:0] i__payload;
   wire [31:0] \i__payload.bootstrap ;
@@ -91,8 +95,8 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   input i__valid;
   wire i__valid;
   wire lane_in;
-  wire [52:0] loop_g;
-  wire [17:0] loop_p;
+  wire [51:0] loop_g;
+  wire [16:0] loop_p;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -124,7 +128,7 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire o_valid;
   output overflow;
   reg overflow = 1'h0;
-  wire [50:0] prod;
+  wire [49:0] prod;
   input rst;
   wire rst;
   wire [31:0] rtg;
@@ -149,7 +153,7 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [50:0] s1_prod = 51'h0000000000000;
+  reg [49:0] s1_prod = 50'h0000000000000;
   reg [31:0] s1_reward = 32'd0;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
@@ -161,52 +165,58 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   reg s2_brk = 1'h0;
   reg [31:0] s2_delta = 32'd0;
   reg [31:0] vprev0 = 32'd0;
+  assign \$34  = s2[33] | adv_ovf;
+  assign \$35  = o1[33] | rtg_ovf;
   assign \$36  = o2[0] & o__ready;
   assign \$37  = \$36  & o2[33];
   always @(posedge clk)
-    vprev0 <= \$38 ;
+    \gamma$38  <= \$38 ;
   always @(posedge clk)
-    s0 <= \$39 ;
+    \gamma_lambda$24  <= \$39 ;
   always @(posedge clk)
-    s0_reward <= \$40 ;
+    vprev0 <= \$40 ;
   always @(posedge clk)
-    s0_vnext <= \$41 ;
+    s0 <= \$41 ;
   always @(posedge clk)
-    s0_done <= \$42 ;
+    s0_reward <= \$42 ;
   always @(posedge clk)
-    s0_first <= \$43 ;
+    s0_vnext <= \$43 ;
   always @(posedge clk)
-    s1 <= \$44 ;
+    s0_done <= \$44 ;
   always @(posedge clk)
-    s1_prod <= \$45 ;
+    s0_first <= \$45 ;
   always @(posedge clk)
-    s1_reward <= \$46 ;
+    s1 <= \$46 ;
   always @(posedge clk)
-    s1_brk <= \$47 ;
+    s1_prod <= \$47 ;
   always @(posedge clk)
-    s2 <= \$48 ;
+    s1_reward <= \$48 ;
   always @(posedge clk)
-    s2_delta <= \$49 ;
+    s1_brk <= \$49 ;
   always @(posedge clk)
-    s2_brk <= \$50 ;
+    s2 <= \$50 ;
   always @(posedge clk)
-    a_lane0 <= \$51 ;
+    s2_delta <= \$51 ;
   always @(posedge clk)
-    o1 <= \$52 ;
+    s2_brk <= \$52 ;
   always @(posedge clk)
-    o1_adv <= \$53 ;
+    a_lane0 <= \$53 ;
   always @(posedge clk)
-    o2 <= \$54 ;
+    o1 <= \$54 ;
   always @(posedge clk)
-    o2_adv <= \$55 ;
+    o1_adv <= \$55 ;
   always @(posedge clk)
-    o2_rtg <= \$56 ;
+    o2 <= \$56 ;
   always @(posedge clk)
-    overflow <= \$57 ;
+    o2_adv <= \$57 ;
+  always @(posedge clk)
+    o2_rtg <= \$58 ;
+  always @(posedge clk)
+    overflow <= \$59 ;
   assign \$1  = ~ o2[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(18'h10000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [51:17]);
+  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
   assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
   assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
   assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
@@ -215,16 +225,16 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign loop_p = s2_brk ? 18'h00000 : gamma_lambda;
+  assign loop_p = s2_brk ? 17'h00000 : \gamma_lambda$24 ;
   assign \$11  = $signed({ 1'h0, loop_p }) * $signed(a_lane0);
-  assign \$12  = $signed(\$10 [52:0]) + $signed(\$11 );
-  assign \$13  = $signed(\$12 ) + $signed(18'h10000);
-  assign \$14  = $signed(\$13 [54:17]) > $signed(32'd2147483647);
-  assign \$15  = $signed(\$13 [54:17]) < $signed(32'd2147483648);
+  assign \$12  = $signed(\$10 [51:0]) + $signed(\$11 );
+  assign \$13  = $signed(\$12 ) + $signed(17'h08000);
+  assign \$14  = $signed(\$13 [53:16]) > $signed(32'd2147483647);
+  assign \$15  = $signed(\$13 [53:16]) < $signed(32'd2147483648);
   assign adv_ovf = \$14  | \$15 ;
-  assign \$16  = $signed(\$13 [54:17]) > $signed(32'd2147483647);
-  assign \$17  = $signed(\$13 [54:17]) < $signed(32'd2147483648);
-  assign \$18  = \$17  ? 33'h180000000 : { 1'h0, \$13 [48:17] };
+  assign \$16  = $signed(\$13 [53:16]) > $signed(32'd2147483647);
+  assign \$17  = $signed(\$13 [53:16]) < $signed(32'd2147483648);
+  assign \$18  = \$17  ? 33'h180000000 : { 1'h0, \$13 [47:16] };
   assign \$19  = \$16  ? 33'h07fffffff : \$18 ;
   assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
   assign \$20  = $signed(rtg_full) > $signed(32'd2147483647);
@@ -236,42 +246,29 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$25  = \$22  ? 33'h07fffffff : \$24 ;
   assign \$26  = i__valid & i__ready;
   assign \$28  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$29  = s0_done ? 18'h00000 : gamma;
+  assign \$29  = s0_done ? 17'h00000 : \gamma$38 ;
   assign \$30  = $signed(s0_vnext) * $signed({ 1'h0, \$29  });
   assign \$31  = s0_done | s0_first;
   assign \$32  = i__ready & s2[0];
-  assign \$34  = s2[33] | adv_ovf;
-  assign \$35  = o1[33] | rtg_ovf;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$38  = vprev0;
+    \$38  = gamma;
+    if (rst) begin
+      \$38  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$39  = gamma_lambda;
+    if (rst) begin
+      \$39  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$40  = vprev0;
     if (\$27 ) begin
-      \$38  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$38  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$39  = s0;
-    if (i__ready) begin
-      \$39 [0] = i__valid;
-      \$39 [32:1] = i__payload[63:32];
-      \$39 [33] = 1'h0;
-      \$39 [49:34] = i__payload[113:98];
-      \$39 [57:50] = i__payload[121:114];
-      \$39 [58] = 1'h0;
-    end
-    if (rst) begin
-      \$39  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$40  = s0_reward;
-    if (i__ready) begin
-      \$40  = i__payload[31:0];
+      \$40  = i__payload[63:32];
     end
     if (rst) begin
       \$40  = 32'd0;
@@ -279,110 +276,115 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$41  = s0_vnext;
+    \$41  = s0;
     if (i__ready) begin
-      \$41  = \$28 ;
+      \$41 [0] = i__valid;
+      \$41 [32:1] = i__payload[63:32];
+      \$41 [33] = 1'h0;
+      \$41 [49:34] = i__payload[113:98];
+      \$41 [57:50] = i__payload[121:114];
+      \$41 [58] = 1'h0;
     end
     if (rst) begin
-      \$41  = 32'd0;
+      \$41  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$42  = s0_done;
+    \$42  = s0_reward;
     if (i__ready) begin
-      \$42  = i__payload[96];
+      \$42  = i__payload[31:0];
     end
     if (rst) begin
-      \$42  = 1'h0;
+      \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$43  = s0_first;
+    \$43  = s0_vnext;
     if (i__ready) begin
-      \$43  = i__payload[97];
+      \$43  = \$28 ;
     end
     if (rst) begin
-      \$43  = 1'h0;
+      \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$44  = s1;
+    \$44  = s0_done;
     if (i__ready) begin
-      \$44  = s0;
+      \$44  = i__payload[96];
     end
     if (rst) begin
-      \$44  = 59'h000000000000000;
+      \$44  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$45  = s1_prod;
+    \$45  = s0_first;
     if (i__ready) begin
-      \$45  = { \$30 [49], \$30  };
+      \$45  = i__payload[97];
     end
     if (rst) begin
-      \$45  = 51'h0000000000000;
+      \$45  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$46  = s1_reward;
+    \$46  = s1;
     if (i__ready) begin
-      \$46  = s0_reward;
+      \$46  = s0;
     end
     if (rst) begin
-      \$46  = 32'd0;
+      \$46  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$47  = s1_brk;
+    \$47  = s1_prod;
     if (i__ready) begin
-      \$47  = \$31 ;
+      \$47  = { \$30 [48], \$30  };
     end
     if (rst) begin
-      \$47  = 1'h0;
+      \$47  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$48  = s2;
+    \$48  = s1_reward;
     if (i__ready) begin
-      { \$48 [58:34], \$48 [32:0] } = { s1[58:34], s1[32:0] };
-      \$48 [33] = delta_ovf;
+      \$48  = s0_reward;
     end
     if (rst) begin
-      \$48  = 59'h000000000000000;
+      \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$49  = s2_delta;
+    \$49  = s1_brk;
     if (i__ready) begin
-      \$49  = \$9 [31:0];
+      \$49  = \$31 ;
     end
     if (rst) begin
-      \$49  = 32'd0;
+      \$49  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$50  = s2_brk;
+    \$50  = s2;
     if (i__ready) begin
-      \$50  = s1_brk;
+      { \$50 [58:34], \$50 [32:0] } = { s1[58:34], s1[32:0] };
+      \$50 [33] = delta_ovf;
     end
     if (rst) begin
-      \$50  = 1'h0;
+      \$50  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$51  = a_lane0;
-    if (\$33 ) begin
-      \$51  = \$19 [31:0];
+    \$51  = s2_delta;
+    if (i__ready) begin
+      \$51  = \$9 [31:0];
     end
     if (rst) begin
       \$51  = 32'd0;
@@ -390,19 +392,18 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$52  = o1;
+    \$52  = s2_brk;
     if (i__ready) begin
-      { \$52 [58:34], \$52 [32:0] } = { s2[58:34], s2[32:0] };
-      \$52 [33] = \$34 ;
+      \$52  = s1_brk;
     end
     if (rst) begin
-      \$52  = 59'h000000000000000;
+      \$52  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$53  = o1_adv;
-    if (i__ready) begin
+    \$53  = a_lane0;
+    if (\$33 ) begin
       \$53  = \$19 [31:0];
     end
     if (rst) begin
@@ -411,10 +412,10 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$54  = o2;
+    \$54  = o1;
     if (i__ready) begin
-      { \$54 [58:34], \$54 [32:0] } = { o1[58:34], o1[32:0] };
-      \$54 [33] = \$35 ;
+      { \$54 [58:34], \$54 [32:0] } = { s2[58:34], s2[32:0] };
+      \$54 [33] = \$34 ;
     end
     if (rst) begin
       \$54  = 59'h000000000000000;
@@ -422,9 +423,9 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$55  = o2_adv;
+    \$55  = o1_adv;
     if (i__ready) begin
-      \$55  = o1_adv;
+      \$55  = \$19 [31:0];
     end
     if (rst) begin
       \$55  = 32'd0;
@@ -432,33 +433,54 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$56  = o2_rtg;
+    \$56  = o2;
     if (i__ready) begin
-      \$56  = \$25 [31:0];
+      { \$56 [58:34], \$56 [32:0] } = { o1[58:34], o1[32:0] };
+      \$56 [33] = \$35 ;
     end
     if (rst) begin
-      \$56  = 32'd0;
+      \$56  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$57  = overflow;
-    if (clear) begin
-      \$57  = 1'h0;
-    end
-    if (\$37 ) begin
-      \$57  = 1'h1;
+    \$57  = o2_adv;
+    if (i__ready) begin
+      \$57  = o1_adv;
     end
     if (rst) begin
-      \$57  = 1'h0;
+      \$57  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$58  = o2_rtg;
+    if (i__ready) begin
+      \$58  = \$25 [31:0];
+    end
+    if (rst) begin
+      \$58  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$59  = overflow;
+    if (clear) begin
+      \$59  = 1'h0;
+    end
+    if (\$37 ) begin
+      \$59  = 1'h1;
+    end
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   assign en = i__ready;
   assign o_valid = o2[0];
   assign delta = \$9 [31:0];
-  assign loop_g = \$10 [52:0];
-  assign prod = { \$11 [49], \$11  };
-  assign adv_full = \$13 [54:17];
+  assign loop_g = \$10 [51:0];
+  assign prod = { \$11 [48], \$11  };
+  assign adv_full = \$13 [53:16];
   assign adv = \$19 [31:0];
   assign rtg = \$25 [31:0];
   assign lane_in = 1'h0;
@@ -510,7 +532,7 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign o__payload[64] = o2[33];
   assign o__payload[63:32] = o2_rtg;
   assign o__payload[31:0] = o2_adv;
-  assign \$10  = { s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta, 17'h00000 };
+  assign \$10  = { s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta, 16'h0000 };
   assign \$27  = \$26 ;
   assign \$33  = \$32 ;
 endmodule

@@ -5,17 +5,17 @@
 module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__ready, o__payload, o__valid, overflow, i__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire \$1 ;
-  wire [35:0] \$10 ;
-  wire [36:0] \$11 ;
+  wire [33:0] \$10 ;
+  wire [34:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [17:0] \$14 ;
+  wire [16:0] \$14 ;
   reg [31:0] \$15 ;
-  wire [49:0] \$16 ;
-  wire [54:0] \$17 ;
-  wire [55:0] \$18 ;
+  wire [48:0] \$16 ;
+  wire [53:0] \$17 ;
+  wire [54:0] \$18 ;
   wire \$19 ;
-  wire [51:0] \$2 ;
+  wire [50:0] \$2 ;
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
@@ -35,17 +35,17 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$35 ;
   wire \$36 ;
   wire [31:0] \$37 ;
-  wire [17:0] \$38 ;
-  wire [49:0] \$39 ;
+  wire [16:0] \$38 ;
+  wire [48:0] \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [17:0] \$44 ;
+  wire [16:0] \$44 ;
   wire \$45 ;
-  wire [17:0] \$46 ;
-  wire [49:0] \$47 ;
+  wire [16:0] \$46 ;
+  wire [48:0] \$47 ;
   wire [62:0] \$48 ;
   wire [63:0] \$49 ;
   wire \$5 ;
@@ -60,44 +60,46 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$58 ;
   wire \$59 ;
   wire \$6 ;
-  reg \$60 ;
-  reg [31:0] \$61 ;
-  reg [58:0] \$62 ;
+  reg [16:0] \$60 ;
+  reg [16:0] \$61 ;
+  reg \$62 ;
   reg [31:0] \$63 ;
-  reg [31:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg [58:0] \$67 ;
-  reg [50:0] \$68 ;
-  reg [31:0] \$69 ;
+  reg [58:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  reg [58:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [58:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg \$73 ;
-  reg [17:0] \$74 ;
-  reg [31:0] \$75 ;
-  reg \$76 ;
-  reg [58:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg [17:0] \$79 ;
+  reg [49:0] \$70 ;
+  reg [31:0] \$71 ;
+  reg \$72 ;
+  reg [58:0] \$73 ;
+  reg [31:0] \$74 ;
+  reg \$75 ;
+  reg [16:0] \$76 ;
+  reg [31:0] \$77 ;
+  reg \$78 ;
+  reg [58:0] \$79 ;
   wire [32:0] \$8 ;
-  reg [50:0] \$80 ;
-  reg [58:0] \$81 ;
-  reg [53:0] \$82 ;
-  reg [17:0] \$83 ;
-  reg [58:0] \$84 ;
-  reg [53:0] \$85 ;
-  reg [50:0] \$86 ;
-  reg [31:0] \$87 ;
-  reg [31:0] \$88 ;
-  reg [58:0] \$89 ;
+  reg [31:0] \$80 ;
+  reg [16:0] \$81 ;
+  reg [49:0] \$82 ;
+  reg [58:0] \$83 ;
+  reg [52:0] \$84 ;
+  reg [16:0] \$85 ;
+  reg [58:0] \$86 ;
+  reg [52:0] \$87 ;
+  reg [49:0] \$88 ;
+  reg [31:0] \$89 ;
   wire [32:0] \$9 ;
   reg [31:0] \$90 ;
   reg [58:0] \$91 ;
   reg [31:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg \$94 ;
+  reg [58:0] \$93 ;
+  reg [31:0] \$94 ;
+  reg [31:0] \$95 ;
+  reg \$96 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
@@ -111,10 +113,12 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [36:0] delta_full;
   wire delta_ovf;
   wire en;
-  input [17:0] gamma;
-  wire [17:0] gamma;
-  input [17:0] gamma_lambda;
-  wire [17:0] gamma_lambda;
+  input [16:0] gamma;
+  wire [16:0] gamma;
+  reg [16:0] \gamma$42  = 17'h00000;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
+  reg [16:0] \gamma_lambda$21  = 17'h00000;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -138,8 +142,8 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \loop1.trajectory ;
   wire \loop1.valid ;
   wire [31:0] \loop1.value ;
-  reg [53:0] loop1_g = 54'h00000000000000;
-  reg [50:0] loop1_prod = 51'h0000000000000;
+  reg [52:0] loop1_g = 53'h00000000000000;
+  reg [49:0] loop1_prod = 50'h0000000000000;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -171,11 +175,11 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire o_valid;
   output overflow;
   reg overflow = 1'h0;
-  reg [17:0] pow2 = 18'h00000;
-  wire [17:0] pow2_next;
-  wire [19:0] pow2_next_full;
+  reg [16:0] pow2 = 17'h00000;
+  wire [16:0] pow2_next;
+  wire [18:0] pow2_next_full;
   wire pow2_next_ovf;
-  wire [50:0] prod;
+  wire [49:0] prod;
   input rst;
   wire rst;
   wire [31:0] rtg;
@@ -200,7 +204,7 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [50:0] s1_prod = 51'h0000000000000;
+  reg [49:0] s1_prod = 50'h0000000000000;
   reg [31:0] s1_reward = 32'd0;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
@@ -219,8 +223,8 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s3.valid ;
   wire [31:0] \s3.value ;
   reg [31:0] s3_delta = 32'd0;
-  reg [17:0] s3_p = 18'h00000;
-  reg [50:0] s3_term1 = 51'h0000000000000;
+  reg [16:0] s3_p = 17'h00000;
+  reg [49:0] s3_term1 = 50'h0000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -228,9 +232,11 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [53:0] s4_g = 54'h00000000000000;
-  reg [17:0] s4_p = 18'h00000;
+  reg [52:0] s4_g = 53'h00000000000000;
+  reg [16:0] s4_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
+  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
+  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
   assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
   assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
   assign delta_ovf = \$4  | \$5 ;
@@ -238,20 +244,20 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda * gamma_lambda;
-  assign \$11  = \$10  + 17'h10000;
-  assign \$12  = \$11 [36:17] > 18'h3ffff;
-  assign \$13  = \$11 [36:17] > 18'h3ffff;
-  assign pow2_next = \$13  ? 18'h3ffff : \$14 ;
+  assign \$10  = \gamma_lambda$21  * \gamma_lambda$21 ;
+  assign \$11  = \$10  + 16'h8000;
+  assign \$12  = \$11 [34:16] > 17'h1ffff;
+  assign \$13  = \$11 [34:16] > 17'h1ffff;
+  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
   assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
   assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(18'h10000);
-  assign \$19  = $signed(\$18 [55:17]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [55:17]) < $signed(32'd2147483648);
+  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
+  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
+  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
   assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [55:17]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [55:17]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [48:17] };
+  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
+  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
+  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
   assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
   assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
   assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
@@ -266,15 +272,15 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$34  = \$32  ? 2'h0 : \$33 ;
   assign \$35  = i__valid & i__ready;
   assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 18'h00000 : gamma;
+  assign \$38  = s0_done ? 17'h00000 : \gamma$42 ;
   assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
   assign \$40  = s0_done | s0_first;
   assign \$41  = i__ready & s2[0];
   assign \$42  = s2_brk | hbrk1;
   assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 18'h00000 : pow2;
+  assign \$44  = \$42  ? 17'h00000 : pow2;
   assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 18'h00000 : gamma_lambda;
+  assign \$46  = s2_brk ? 17'h00000 : \gamma_lambda$21 ;
   assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
   assign \$49  = $signed(\$48 ) + $signed(s3_term1);
   assign \$50  = i__ready & loop1[0];
@@ -287,80 +293,82 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$58  = o2[0] & o__ready;
   assign \$59  = \$58  & o2[33];
   always @(posedge clk)
-    lane_in <= \$60 ;
+    \gamma$42  <= \$60 ;
   always @(posedge clk)
-    vprev0 <= \$61 ;
+    \gamma_lambda$21  <= \$61 ;
   always @(posedge clk)
-    s0 <= \$62 ;
+    lane_in <= \$62 ;
   always @(posedge clk)
-    s0_reward <= \$63 ;
+    vprev0 <= \$63 ;
   always @(posedge clk)
-    s0_vnext <= \$64 ;
+    s0 <= \$64 ;
   always @(posedge clk)
-    s0_done <= \$65 ;
+    s0_reward <= \$65 ;
   always @(posedge clk)
-    s0_first <= \$66 ;
+    s0_vnext <= \$66 ;
   always @(posedge clk)
-    s1 <= \$67 ;
+    s0_done <= \$67 ;
   always @(posedge clk)
-    s1_prod <= \$68 ;
+    s0_first <= \$68 ;
   always @(posedge clk)
-    s1_reward <= \$69 ;
+    s1 <= \$69 ;
   always @(posedge clk)
-    s1_brk <= \$70 ;
+    s1_prod <= \$70 ;
   always @(posedge clk)
-    s2 <= \$71 ;
+    s1_reward <= \$71 ;
   always @(posedge clk)
-    s2_delta <= \$72 ;
+    s1_brk <= \$72 ;
   always @(posedge clk)
-    s2_brk <= \$73 ;
+    s2 <= \$73 ;
   always @(posedge clk)
-    pow2 <= \$74 ;
+    s2_delta <= \$74 ;
   always @(posedge clk)
-    hist1 <= \$75 ;
+    s2_brk <= \$75 ;
   always @(posedge clk)
-    hbrk1 <= \$76 ;
+    pow2 <= \$76 ;
   always @(posedge clk)
-    s3 <= \$77 ;
+    hist1 <= \$77 ;
   always @(posedge clk)
-    s3_delta <= \$78 ;
+    hbrk1 <= \$78 ;
   always @(posedge clk)
-    s3_p <= \$79 ;
+    s3 <= \$79 ;
   always @(posedge clk)
-    s3_term1 <= \$80 ;
+    s3_delta <= \$80 ;
   always @(posedge clk)
-    s4 <= \$81 ;
+    s3_p <= \$81 ;
   always @(posedge clk)
-    s4_g <= \$82 ;
+    s3_term1 <= \$82 ;
   always @(posedge clk)
-    s4_p <= \$83 ;
+    s4 <= \$83 ;
   always @(posedge clk)
-    loop1 <= \$84 ;
+    s4_g <= \$84 ;
   always @(posedge clk)
-    loop1_g <= \$85 ;
+    s4_p <= \$85 ;
   always @(posedge clk)
-    loop1_prod <= \$86 ;
+    loop1 <= \$86 ;
   always @(posedge clk)
-    a_lane0 <= \$87 ;
+    loop1_g <= \$87 ;
   always @(posedge clk)
-    a_lane1 <= \$88 ;
+    loop1_prod <= \$88 ;
   always @(posedge clk)
-    o1 <= \$89 ;
+    a_lane0 <= \$89 ;
   always @(posedge clk)
-    o1_adv <= \$90 ;
+    a_lane1 <= \$90 ;
   always @(posedge clk)
-    o2 <= \$91 ;
+    o1 <= \$91 ;
   always @(posedge clk)
-    o2_adv <= \$92 ;
+    o1_adv <= \$92 ;
   always @(posedge clk)
-    o2_rtg <= \$93 ;
+    o2 <= \$93 ;
   always @(posedge clk)
-    overflow <= \$94 ;
+    o2_adv <= \$94 ;
+  always @(posedge clk)
+    o2_rtg <= \$95 ;
+  always @(posedge clk)
+    overflow <= \$96 ;
   assign \$1  = ~ o2[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(18'h10000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [51:17]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
+  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     (* full_case = 32'd1 *)
@@ -373,44 +381,33 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$60  = lane_in;
+    \$60  = gamma;
+    if (rst) begin
+      \$60  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$61  = gamma_lambda;
+    if (rst) begin
+      \$61  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$62  = lane_in;
     if (\$31 ) begin
-      \$60  = \$34 [0];
+      \$62  = \$34 [0];
     end
     if (rst) begin
-      \$60  = 1'h0;
+      \$62  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$61  = vprev0;
+    \$63  = vprev0;
     if (\$36 ) begin
-      \$61  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$62  = s0;
-    if (i__ready) begin
-      \$62 [0] = i__valid;
-      \$62 [32:1] = i__payload[63:32];
-      \$62 [33] = 1'h0;
-      \$62 [49:34] = i__payload[113:98];
-      \$62 [57:50] = i__payload[121:114];
-      \$62 [58] = lane_in;
-    end
-    if (rst) begin
-      \$62  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$63  = s0_reward;
-    if (i__ready) begin
-      \$63  = i__payload[31:0];
+      \$63  = i__payload[63:32];
     end
     if (rst) begin
       \$63  = 32'd0;
@@ -418,267 +415,271 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$64  = s0_vnext;
+    \$64  = s0;
     if (i__ready) begin
-      \$64  = \$37 ;
+      \$64 [0] = i__valid;
+      \$64 [32:1] = i__payload[63:32];
+      \$64 [33] = 1'h0;
+      \$64 [49:34] = i__payload[113:98];
+      \$64 [57:50] = i__payload[121:114];
+      \$64 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 32'd0;
+      \$64  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$65  = s0_done;
+    \$65  = s0_reward;
     if (i__ready) begin
-      \$65  = i__payload[96];
+      \$65  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 1'h0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$66  = s0_first;
+    \$66  = s0_vnext;
     if (i__ready) begin
-      \$66  = i__payload[97];
+      \$66  = \$37 ;
     end
     if (rst) begin
-      \$66  = 1'h0;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$67  = s1;
+    \$67  = s0_done;
     if (i__ready) begin
-      \$67  = s0;
+      \$67  = i__payload[96];
     end
     if (rst) begin
-      \$67  = 59'h000000000000000;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$68  = s1_prod;
+    \$68  = s0_first;
     if (i__ready) begin
-      \$68  = { \$39 [49], \$39  };
+      \$68  = i__payload[97];
     end
     if (rst) begin
-      \$68  = 51'h0000000000000;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$69  = s1_reward;
+    \$69  = s1;
     if (i__ready) begin
-      \$69  = s0_reward;
+      \$69  = s0;
     end
     if (rst) begin
-      \$69  = 32'd0;
+      \$69  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$70  = s1_brk;
+    \$70  = s1_prod;
     if (i__ready) begin
-      \$70  = \$40 ;
+      \$70  = { \$39 [48], \$39  };
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$70  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$71  = s2;
+    \$71  = s1_reward;
     if (i__ready) begin
-      { \$71 [58:34], \$71 [32:0] } = { s1[58:34], s1[32:0] };
-      \$71 [33] = delta_ovf;
+      \$71  = s0_reward;
     end
     if (rst) begin
-      \$71  = 59'h000000000000000;
+      \$71  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$72  = s2_delta;
+    \$72  = s1_brk;
     if (i__ready) begin
-      \$72  = \$9 [31:0];
+      \$72  = \$40 ;
     end
     if (rst) begin
-      \$72  = 32'd0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$73  = s2_brk;
+    \$73  = s2;
     if (i__ready) begin
-      \$73  = s1_brk;
+      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
+      \$73 [33] = delta_ovf;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$73  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = pow2_next;
+    \$74  = s2_delta;
+    if (i__ready) begin
+      \$74  = \$9 [31:0];
+    end
     if (rst) begin
-      \$74  = 18'h00000;
+      \$74  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = hist1;
+    \$75  = s2_brk;
+    if (i__ready) begin
+      \$75  = s1_brk;
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$76  = pow2_next;
+    if (rst) begin
+      \$76  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$77  = hist1;
     if (\$41 ) begin
-      \$75  = s2_delta;
+      \$77  = s2_delta;
     end
     if (rst) begin
-      \$75  = 32'd0;
+      \$77  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = hbrk1;
+    \$78  = hbrk1;
     if (\$41 ) begin
-      \$76  = s2_brk;
+      \$78  = s2_brk;
     end
     if (rst) begin
-      \$76  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = s3;
+    \$79  = s3;
     if (i__ready) begin
-      \$77  = s2;
+      \$79  = s2;
     end
     if (rst) begin
-      \$77  = 59'h000000000000000;
+      \$79  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = s3_delta;
+    \$80  = s3_delta;
     if (i__ready) begin
-      \$78  = s2_delta;
+      \$80  = s2_delta;
     end
     if (rst) begin
-      \$78  = 32'd0;
+      \$80  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = s3_p;
+    \$81  = s3_p;
     if (i__ready) begin
-      \$79  = \$44 ;
+      \$81  = \$44 ;
     end
     if (rst) begin
-      \$79  = 18'h00000;
+      \$81  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = s3_term1;
+    \$82  = s3_term1;
     if (i__ready) begin
-      \$80  = { \$47 [49], \$47  };
+      \$82  = { \$47 [48], \$47  };
     end
     if (rst) begin
-      \$80  = 51'h0000000000000;
+      \$82  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = s4;
+    \$83  = s4;
     if (i__ready) begin
-      \$81  = s3;
+      \$83  = s3;
     end
     if (rst) begin
-      \$81  = 59'h000000000000000;
+      \$83  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = s4_g;
+    \$84  = s4_g;
     if (i__ready) begin
-      \$82  = \$49 [53:0];
+      \$84  = \$49 [52:0];
     end
     if (rst) begin
-      \$82  = 54'h00000000000000;
+      \$84  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = s4_p;
+    \$85  = s4_p;
     if (i__ready) begin
-      \$83  = s3_p;
+      \$85  = s3_p;
     end
     if (rst) begin
-      \$83  = 18'h00000;
+      \$85  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = loop1;
+    \$86  = loop1;
     if (i__ready) begin
-      \$84  = s4;
+      \$86  = s4;
     end
     if (rst) begin
-      \$84  = 59'h000000000000000;
+      \$86  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = loop1_g;
+    \$87  = loop1_g;
     if (i__ready) begin
-      \$85  = s4_g;
+      \$87  = s4_g;
     end
     if (rst) begin
-      \$85  = 54'h00000000000000;
+      \$87  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = loop1_prod;
+    \$88  = loop1_prod;
     if (i__ready) begin
-      \$86  = { \$16 [49], \$16  };
+      \$88  = { \$16 [48], \$16  };
     end
     if (rst) begin
-      \$86  = 51'h0000000000000;
+      \$88  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = a_lane0;
+    \$89  = a_lane0;
     if (\$52 ) begin
-      \$87  = \$24 [31:0];
+      \$89  = \$24 [31:0];
     end
     if (rst) begin
-      \$87  = 32'd0;
+      \$89  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = a_lane1;
+    \$90  = a_lane1;
     if (\$55 ) begin
-      \$88  = \$24 [31:0];
-    end
-    if (rst) begin
-      \$88  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = o1;
-    if (i__ready) begin
-      { \$89 [58:34], \$89 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$89 [33] = \$56 ;
-    end
-    if (rst) begin
-      \$89  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = o1_adv;
-    if (i__ready) begin
       \$90  = \$24 [31:0];
     end
     if (rst) begin
@@ -687,10 +688,10 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = o2;
+    \$91  = o1;
     if (i__ready) begin
-      { \$91 [58:34], \$91 [32:0] } = { o1[58:34], o1[32:0] };
-      \$91 [33] = \$57 ;
+      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
+      \$91 [33] = \$56 ;
     end
     if (rst) begin
       \$91  = 59'h000000000000000;
@@ -698,9 +699,9 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$92  = o2_adv;
+    \$92  = o1_adv;
     if (i__ready) begin
-      \$92  = o1_adv;
+      \$92  = \$24 [31:0];
     end
     if (rst) begin
       \$92  = 32'd0;
@@ -708,33 +709,54 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$93  = o2_rtg;
+    \$93  = o2;
     if (i__ready) begin
-      \$93  = \$30 [31:0];
+      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
+      \$93 [33] = \$57 ;
     end
     if (rst) begin
-      \$93  = 32'd0;
+      \$93  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$94  = overflow;
-    if (clear) begin
-      \$94  = 1'h0;
-    end
-    if (\$59 ) begin
-      \$94  = 1'h1;
+    \$94  = o2_adv;
+    if (i__ready) begin
+      \$94  = o1_adv;
     end
     if (rst) begin
-      \$94  = 1'h0;
+      \$94  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$95  = o2_rtg;
+    if (i__ready) begin
+      \$95  = \$30 [31:0];
+    end
+    if (rst) begin
+      \$95  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$96  = overflow;
+    if (clear) begin
+      \$96  = 1'h0;
+    end
+    if (\$59 ) begin
+      \$96  = 1'h1;
+    end
+    if (rst) begin
+      \$96  = 1'h0;
     end
   end
   assign en = i__ready;
   assign o_valid = o2[0];
   assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [36:17];
-  assign prod = { \$16 [49], \$16  };
-  assign adv_full = \$18 [55:17];
+  assign pow2_next_full = \$11 [34:16];
+  assign prod = { \$16 [48], \$16  };
+  assign adv_full = \$18 [54:16];
   assign adv = \$24 [31:0];
   assign rtg = \$30 [31:0];
   assign o__valid = o2[0];
@@ -804,9 +826,9 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign o__payload[63:32] = o2_rtg;
   assign o__payload[31:0] = o2_adv;
   assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [34:17];
+  assign \$14  = \$11 [32:16];
   assign \$32  = lane_in;
   assign \$36  = \$35 ;
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 17'h00000 };
+  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
   assign \$54  = loop1[58];
 endmodule

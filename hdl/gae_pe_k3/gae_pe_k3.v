@@ -5,38 +5,40 @@
 module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__ready, o__payload, o__valid, overflow, i__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire \$1 ;
-  wire [35:0] \$10 ;
-  reg [53:0] \$100 ;
-  reg [17:0] \$101 ;
-  reg [59:0] \$102 ;
-  reg [53:0] \$103 ;
-  reg [50:0] \$104 ;
-  reg [59:0] \$105 ;
-  reg [53:0] \$106 ;
-  reg [50:0] \$107 ;
-  reg [31:0] \$108 ;
-  reg [31:0] \$109 ;
-  wire [36:0] \$11 ;
+  wire [33:0] \$10 ;
+  reg [49:0] \$100 ;
+  reg [59:0] \$101 ;
+  reg [52:0] \$102 ;
+  reg [16:0] \$103 ;
+  reg [59:0] \$104 ;
+  reg [52:0] \$105 ;
+  reg [49:0] \$106 ;
+  reg [59:0] \$107 ;
+  reg [52:0] \$108 ;
+  reg [49:0] \$109 ;
+  wire [34:0] \$11 ;
   reg [31:0] \$110 ;
-  reg [59:0] \$111 ;
+  reg [31:0] \$111 ;
   reg [31:0] \$112 ;
   reg [59:0] \$113 ;
   reg [31:0] \$114 ;
-  reg [31:0] \$115 ;
-  reg \$116 ;
+  reg [59:0] \$115 ;
+  reg [31:0] \$116 ;
+  reg [31:0] \$117 ;
+  reg \$118 ;
   wire \$12 ;
   wire \$13 ;
-  wire [17:0] \$14 ;
-  wire [35:0] \$15 ;
-  wire [36:0] \$16 ;
+  wire [16:0] \$14 ;
+  wire [33:0] \$15 ;
+  wire [34:0] \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [17:0] \$19 ;
-  wire [51:0] \$2 ;
+  wire [16:0] \$19 ;
+  wire [50:0] \$2 ;
   reg [31:0] \$20 ;
-  wire [49:0] \$21 ;
-  wire [54:0] \$22 ;
-  wire [55:0] \$23 ;
+  wire [48:0] \$21 ;
+  wire [53:0] \$22 ;
+  wire [54:0] \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
@@ -58,22 +60,22 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$40 ;
   wire \$41 ;
   wire [31:0] \$42 ;
-  wire [17:0] \$43 ;
-  wire [49:0] \$44 ;
+  wire [16:0] \$43 ;
+  wire [48:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
+  wire [16:0] \$50 ;
   wire \$51 ;
-  wire [17:0] \$52 ;
-  wire [49:0] \$53 ;
+  wire [16:0] \$52 ;
+  wire [48:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [17:0] \$56 ;
-  wire [49:0] \$57 ;
+  wire [16:0] \$56 ;
+  wire [48:0] \$57 ;
   wire [62:0] \$58 ;
   wire [63:0] \$59 ;
   wire \$6 ;
@@ -92,34 +94,34 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  reg [1:0] \$74 ;
-  reg [31:0] \$75 ;
-  reg [59:0] \$76 ;
+  reg [16:0] \$74 ;
+  reg [16:0] \$75 ;
+  reg [1:0] \$76 ;
   reg [31:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg \$79 ;
+  reg [59:0] \$78 ;
+  reg [31:0] \$79 ;
   wire [32:0] \$8 ;
-  reg \$80 ;
-  reg [59:0] \$81 ;
-  reg [50:0] \$82 ;
-  reg [31:0] \$83 ;
-  reg \$84 ;
-  reg [59:0] \$85 ;
-  reg [31:0] \$86 ;
-  reg \$87 ;
-  reg [17:0] \$88 ;
-  reg [17:0] \$89 ;
+  reg [31:0] \$80 ;
+  reg \$81 ;
+  reg \$82 ;
+  reg [59:0] \$83 ;
+  reg [49:0] \$84 ;
+  reg [31:0] \$85 ;
+  reg \$86 ;
+  reg [59:0] \$87 ;
+  reg [31:0] \$88 ;
+  reg \$89 ;
   wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg \$91 ;
+  reg [16:0] \$90 ;
+  reg [16:0] \$91 ;
   reg [31:0] \$92 ;
   reg \$93 ;
-  reg [59:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg [17:0] \$96 ;
-  reg [50:0] \$97 ;
-  reg [50:0] \$98 ;
-  reg [59:0] \$99 ;
+  reg [31:0] \$94 ;
+  reg \$95 ;
+  reg [59:0] \$96 ;
+  reg [31:0] \$97 ;
+  reg [16:0] \$98 ;
+  reg [49:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   reg [31:0] a_lane2 = 32'd0;
@@ -134,10 +136,12 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [36:0] delta_full;
   wire delta_ovf;
   wire en;
-  input [17:0] gamma;
-  wire [17:0] gamma;
-  input [17:0] gamma_lambda;
-  wire [17:0] gamma_lambda;
+  input [16:0] gamma;
+  wire [16:0] gamma;
+  reg [16:0] \gamma$47  = 17'h00000;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
+  reg [16:0] \gamma_lambda$21  = 17'h00000;
   reg hbrk1 = 1'h0;
   reg hbrk2 = 1'h0;
   reg [31:0] hist1 = 32'd0;
@@ -163,8 +167,8 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \loop1.trajectory ;
   wire \loop1.valid ;
   wire [31:0] \loop1.value ;
-  reg [53:0] loop1_g = 54'h00000000000000;
-  reg [50:0] loop1_prod = 51'h0000000000000;
+  reg [52:0] loop1_g = 53'h00000000000000;
+  reg [49:0] loop1_prod = 50'h0000000000000;
   reg [59:0] loop2 = 60'h000000000000000;
   wire [1:0] \loop2.lane ;
   wire \loop2.overflow ;
@@ -172,8 +176,8 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \loop2.trajectory ;
   wire \loop2.valid ;
   wire [31:0] \loop2.value ;
-  reg [53:0] loop2_g = 54'h00000000000000;
-  reg [50:0] loop2_prod = 51'h0000000000000;
+  reg [52:0] loop2_g = 53'h00000000000000;
+  reg [49:0] loop2_prod = 50'h0000000000000;
   reg [59:0] o1 = 60'h000000000000000;
   wire [1:0] \o1.lane ;
   wire \o1.overflow ;
@@ -205,15 +209,15 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire o_valid;
   output overflow;
   reg overflow = 1'h0;
-  reg [17:0] pow2 = 18'h00000;
-  wire [17:0] pow2_next;
-  wire [19:0] pow2_next_full;
+  reg [16:0] pow2 = 17'h00000;
+  wire [16:0] pow2_next;
+  wire [18:0] pow2_next_full;
   wire pow2_next_ovf;
-  reg [17:0] pow3 = 18'h00000;
-  wire [17:0] pow3_next;
-  wire [19:0] pow3_next_full;
+  reg [16:0] pow3 = 17'h00000;
+  wire [16:0] pow3_next;
+  wire [18:0] pow3_next_full;
   wire pow3_next_ovf;
-  wire [50:0] prod;
+  wire [49:0] prod;
   input rst;
   wire rst;
   wire [31:0] rtg;
@@ -238,7 +242,7 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [50:0] s1_prod = 51'h0000000000000;
+  reg [49:0] s1_prod = 50'h0000000000000;
   reg [31:0] s1_reward = 32'd0;
   reg [59:0] s2 = 60'h000000000000000;
   wire [1:0] \s2.lane ;
@@ -257,9 +261,9 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s3.valid ;
   wire [31:0] \s3.value ;
   reg [31:0] s3_delta = 32'd0;
-  reg [17:0] s3_p = 18'h00000;
-  reg [50:0] s3_term1 = 51'h0000000000000;
-  reg [50:0] s3_term2 = 51'h0000000000000;
+  reg [16:0] s3_p = 17'h00000;
+  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg [49:0] s3_term2 = 50'h0000000000000;
   reg [59:0] s4 = 60'h000000000000000;
   wire [1:0] \s4.lane ;
   wire \s4.overflow ;
@@ -267,13 +271,13 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [53:0] s4_g = 54'h00000000000000;
-  reg [17:0] s4_p = 18'h00000;
+  reg [52:0] s4_g = 53'h00000000000000;
+  reg [16:0] s4_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
   assign \$1  = ~ o2[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(18'h10000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [51:17]);
+  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
   assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
   assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
   assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
@@ -282,25 +286,25 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda * gamma_lambda;
-  assign \$11  = \$10  + 17'h10000;
-  assign \$12  = \$11 [36:17] > 18'h3ffff;
-  assign \$13  = \$11 [36:17] > 18'h3ffff;
-  assign pow2_next = \$13  ? 18'h3ffff : \$14 ;
-  assign \$15  = pow2 * gamma_lambda;
-  assign \$16  = \$15  + 17'h10000;
-  assign \$17  = \$16 [36:17] > 18'h3ffff;
-  assign \$18  = \$16 [36:17] > 18'h3ffff;
-  assign pow3_next = \$18  ? 18'h3ffff : \$19 ;
+  assign \$10  = \gamma_lambda$21  * \gamma_lambda$21 ;
+  assign \$11  = \$10  + 16'h8000;
+  assign \$12  = \$11 [34:16] > 17'h1ffff;
+  assign \$13  = \$11 [34:16] > 17'h1ffff;
+  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
+  assign \$15  = pow2 * \gamma_lambda$21 ;
+  assign \$16  = \$15  + 16'h8000;
+  assign \$17  = \$16 [34:16] > 17'h1ffff;
+  assign \$18  = \$16 [34:16] > 17'h1ffff;
+  assign pow3_next = \$18  ? 17'h1ffff : \$19 ;
   assign \$21  = $signed({ 1'h0, s4_p }) * $signed(\$20 );
   assign \$22  = $signed(loop2_g) + $signed(loop2_prod);
-  assign \$23  = $signed(\$22 ) + $signed(18'h10000);
-  assign \$24  = $signed(\$23 [55:17]) > $signed(32'd2147483647);
-  assign \$25  = $signed(\$23 [55:17]) < $signed(32'd2147483648);
+  assign \$23  = $signed(\$22 ) + $signed(17'h08000);
+  assign \$24  = $signed(\$23 [54:16]) > $signed(32'd2147483647);
+  assign \$25  = $signed(\$23 [54:16]) < $signed(32'd2147483648);
   assign adv_ovf = \$24  | \$25 ;
-  assign \$26  = $signed(\$23 [55:17]) > $signed(32'd2147483647);
-  assign \$27  = $signed(\$23 [55:17]) < $signed(32'd2147483648);
-  assign \$28  = \$27  ? 33'h180000000 : { 1'h0, \$23 [48:17] };
+  assign \$26  = $signed(\$23 [54:16]) > $signed(32'd2147483647);
+  assign \$27  = $signed(\$23 [54:16]) < $signed(32'd2147483648);
+  assign \$28  = \$27  ? 33'h180000000 : { 1'h0, \$23 [47:16] };
   assign \$29  = \$26  ? 33'h07fffffff : \$28 ;
   assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
   assign \$30  = $signed(rtg_full) > $signed(32'd2147483647);
@@ -316,20 +320,20 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$39  = \$37  ? 3'h0 : \$38 ;
   assign \$40  = i__valid & i__ready;
   assign \$42  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$43  = s0_done ? 18'h00000 : gamma;
+  assign \$43  = s0_done ? 17'h00000 : \gamma$47 ;
   assign \$44  = $signed(s0_vnext) * $signed({ 1'h0, \$43  });
   assign \$45  = s0_done | s0_first;
   assign \$46  = i__ready & s2[0];
   assign \$47  = s2_brk | hbrk1;
   assign \$48  = \$47  | hbrk2;
   assign \$49  = ~ \$48 ;
-  assign \$50  = \$48  ? 18'h00000 : pow3;
+  assign \$50  = \$48  ? 17'h00000 : pow3;
   assign \$51  = ~ s2_brk;
-  assign \$52  = s2_brk ? 18'h00000 : gamma_lambda;
+  assign \$52  = s2_brk ? 17'h00000 : \gamma_lambda$21 ;
   assign \$53  = $signed({ 1'h0, \$52  }) * $signed(hist1);
   assign \$54  = s2_brk | hbrk1;
   assign \$55  = ~ \$54 ;
-  assign \$56  = \$54  ? 18'h00000 : pow2;
+  assign \$56  = \$54  ? 17'h00000 : pow2;
   assign \$57  = $signed({ 1'h0, \$56  }) * $signed(hist2);
   assign \$59  = $signed(\$58 ) + $signed(s3_term1);
   assign \$60  = $signed(\$59 ) + $signed(s3_term2);
@@ -347,91 +351,95 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$72  = o2[0] & o__ready;
   assign \$73  = \$72  & o2[33];
   always @(posedge clk)
-    lane_in <= \$74 ;
+    \gamma$47  <= \$74 ;
   always @(posedge clk)
-    vprev0 <= \$75 ;
+    \gamma_lambda$21  <= \$75 ;
   always @(posedge clk)
-    s0 <= \$76 ;
+    lane_in <= \$76 ;
   always @(posedge clk)
-    s0_reward <= \$77 ;
+    vprev0 <= \$77 ;
   always @(posedge clk)
-    s0_vnext <= \$78 ;
+    s0 <= \$78 ;
   always @(posedge clk)
-    s0_done <= \$79 ;
+    s0_reward <= \$79 ;
   always @(posedge clk)
-    s0_first <= \$80 ;
+    s0_vnext <= \$80 ;
   always @(posedge clk)
-    s1 <= \$81 ;
+    s0_done <= \$81 ;
   always @(posedge clk)
-    s1_prod <= \$82 ;
+    s0_first <= \$82 ;
   always @(posedge clk)
-    s1_reward <= \$83 ;
+    s1 <= \$83 ;
   always @(posedge clk)
-    s1_brk <= \$84 ;
+    s1_prod <= \$84 ;
   always @(posedge clk)
-    s2 <= \$85 ;
+    s1_reward <= \$85 ;
   always @(posedge clk)
-    s2_delta <= \$86 ;
+    s1_brk <= \$86 ;
   always @(posedge clk)
-    s2_brk <= \$87 ;
+    s2 <= \$87 ;
   always @(posedge clk)
-    pow2 <= \$88 ;
+    s2_delta <= \$88 ;
   always @(posedge clk)
-    pow3 <= \$89 ;
+    s2_brk <= \$89 ;
   always @(posedge clk)
-    hist1 <= \$90 ;
+    pow2 <= \$90 ;
   always @(posedge clk)
-    hbrk1 <= \$91 ;
+    pow3 <= \$91 ;
   always @(posedge clk)
-    hist2 <= \$92 ;
+    hist1 <= \$92 ;
   always @(posedge clk)
-    hbrk2 <= \$93 ;
+    hbrk1 <= \$93 ;
   always @(posedge clk)
-    s3 <= \$94 ;
+    hist2 <= \$94 ;
   always @(posedge clk)
-    s3_delta <= \$95 ;
+    hbrk2 <= \$95 ;
   always @(posedge clk)
-    s3_p <= \$96 ;
+    s3 <= \$96 ;
   always @(posedge clk)
-    s3_term1 <= \$97 ;
+    s3_delta <= \$97 ;
   always @(posedge clk)
-    s3_term2 <= \$98 ;
+    s3_p <= \$98 ;
   always @(posedge clk)
-    s4 <= \$99 ;
+    s3_term1 <= \$99 ;
   always @(posedge clk)
-    s4_g <= \$100 ;
+    s3_term2 <= \$100 ;
   always @(posedge clk)
-    s4_p <= \$101 ;
+    s4 <= \$101 ;
   always @(posedge clk)
-    loop1 <= \$102 ;
+    s4_g <= \$102 ;
   always @(posedge clk)
-    loop1_g <= \$103 ;
+    s4_p <= \$103 ;
   always @(posedge clk)
-    loop1_prod <= \$104 ;
+    loop1 <= \$104 ;
   always @(posedge clk)
-    loop2 <= \$105 ;
+    loop1_g <= \$105 ;
   always @(posedge clk)
-    loop2_g <= \$106 ;
+    loop1_prod <= \$106 ;
   always @(posedge clk)
-    loop2_prod <= \$107 ;
+    loop2 <= \$107 ;
   always @(posedge clk)
-    a_lane0 <= \$108 ;
+    loop2_g <= \$108 ;
   always @(posedge clk)
-    a_lane1 <= \$109 ;
+    loop2_prod <= \$109 ;
   always @(posedge clk)
-    a_lane2 <= \$110 ;
+    a_lane0 <= \$110 ;
   always @(posedge clk)
-    o1 <= \$111 ;
+    a_lane1 <= \$111 ;
   always @(posedge clk)
-    o1_adv <= \$112 ;
+    a_lane2 <= \$112 ;
   always @(posedge clk)
-    o2 <= \$113 ;
+    o1 <= \$113 ;
   always @(posedge clk)
-    o2_adv <= \$114 ;
+    o1_adv <= \$114 ;
   always @(posedge clk)
-    o2_rtg <= \$115 ;
+    o2 <= \$115 ;
   always @(posedge clk)
-    overflow <= \$116 ;
+    o2_adv <= \$116 ;
+  always @(posedge clk)
+    o2_rtg <= \$117 ;
+  always @(posedge clk)
+    overflow <= \$118 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     (* full_case = 32'd1 *)
@@ -448,44 +456,33 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = lane_in;
+    \$74  = gamma;
+    if (rst) begin
+      \$74  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$75  = gamma_lambda;
+    if (rst) begin
+      \$75  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$76  = lane_in;
     if (\$36 ) begin
-      \$74  = \$39 [1:0];
+      \$76  = \$39 [1:0];
     end
     if (rst) begin
-      \$74  = 2'h0;
+      \$76  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = vprev0;
+    \$77  = vprev0;
     if (\$41 ) begin
-      \$75  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$75  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = s0;
-    if (i__ready) begin
-      \$76 [0] = i__valid;
-      \$76 [32:1] = i__payload[63:32];
-      \$76 [33] = 1'h0;
-      \$76 [49:34] = i__payload[113:98];
-      \$76 [57:50] = i__payload[121:114];
-      \$76 [59:58] = lane_in;
-    end
-    if (rst) begin
-      \$76  = 60'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = s0_reward;
-    if (i__ready) begin
-      \$77  = i__payload[31:0];
+      \$77  = i__payload[63:32];
     end
     if (rst) begin
       \$77  = 32'd0;
@@ -493,144 +490,149 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = s0_vnext;
+    \$78  = s0;
     if (i__ready) begin
-      \$78  = \$42 ;
+      \$78 [0] = i__valid;
+      \$78 [32:1] = i__payload[63:32];
+      \$78 [33] = 1'h0;
+      \$78 [49:34] = i__payload[113:98];
+      \$78 [57:50] = i__payload[121:114];
+      \$78 [59:58] = lane_in;
     end
     if (rst) begin
-      \$78  = 32'd0;
+      \$78  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = s0_done;
+    \$79  = s0_reward;
     if (i__ready) begin
-      \$79  = i__payload[96];
+      \$79  = i__payload[31:0];
     end
     if (rst) begin
-      \$79  = 1'h0;
+      \$79  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = s0_first;
+    \$80  = s0_vnext;
     if (i__ready) begin
-      \$80  = i__payload[97];
+      \$80  = \$42 ;
     end
     if (rst) begin
-      \$80  = 1'h0;
+      \$80  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = s1;
+    \$81  = s0_done;
     if (i__ready) begin
-      \$81  = s0;
+      \$81  = i__payload[96];
     end
     if (rst) begin
-      \$81  = 60'h000000000000000;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = s1_prod;
+    \$82  = s0_first;
     if (i__ready) begin
-      \$82  = { \$44 [49], \$44  };
+      \$82  = i__payload[97];
     end
     if (rst) begin
-      \$82  = 51'h0000000000000;
+      \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = s1_reward;
+    \$83  = s1;
     if (i__ready) begin
-      \$83  = s0_reward;
+      \$83  = s0;
     end
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = s1_brk;
+    \$84  = s1_prod;
     if (i__ready) begin
-      \$84  = \$45 ;
+      \$84  = { \$44 [48], \$44  };
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$84  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = s2;
+    \$85  = s1_reward;
     if (i__ready) begin
-      { \$85 [59:34], \$85 [32:0] } = { s1[59:34], s1[32:0] };
-      \$85 [33] = delta_ovf;
+      \$85  = s0_reward;
     end
     if (rst) begin
-      \$85  = 60'h000000000000000;
+      \$85  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = s2_delta;
+    \$86  = s1_brk;
     if (i__ready) begin
-      \$86  = \$9 [31:0];
+      \$86  = \$45 ;
     end
     if (rst) begin
-      \$86  = 32'd0;
+      \$86  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = s2_brk;
+    \$87  = s2;
     if (i__ready) begin
-      \$87  = s1_brk;
+      { \$87 [59:34], \$87 [32:0] } = { s1[59:34], s1[32:0] };
+      \$87 [33] = delta_ovf;
     end
     if (rst) begin
-      \$87  = 1'h0;
+      \$87  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = pow2_next;
+    \$88  = s2_delta;
+    if (i__ready) begin
+      \$88  = \$9 [31:0];
+    end
     if (rst) begin
-      \$88  = 18'h00000;
+      \$88  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = pow3_next;
+    \$89  = s2_brk;
+    if (i__ready) begin
+      \$89  = s1_brk;
+    end
     if (rst) begin
-      \$89  = 18'h00000;
+      \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = hist1;
+    \$90  = pow2_next;
+    if (rst) begin
+      \$90  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$91  = pow3_next;
+    if (rst) begin
+      \$91  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$92  = hist1;
     if (\$46 ) begin
-      \$90  = s2_delta;
-    end
-    if (rst) begin
-      \$90  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = hbrk1;
-    if (\$46 ) begin
-      \$91  = s2_brk;
-    end
-    if (rst) begin
-      \$91  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$92  = hist2;
-    if (\$46 ) begin
-      \$92  = hist1;
+      \$92  = s2_delta;
     end
     if (rst) begin
       \$92  = 32'd0;
@@ -638,9 +640,9 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$93  = hbrk2;
+    \$93  = hbrk1;
     if (\$46 ) begin
-      \$93  = hbrk1;
+      \$93  = s2_brk;
     end
     if (rst) begin
       \$93  = 1'h0;
@@ -648,168 +650,168 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$94  = s3;
-    if (i__ready) begin
-      \$94  = s2;
+    \$94  = hist2;
+    if (\$46 ) begin
+      \$94  = hist1;
     end
     if (rst) begin
-      \$94  = 60'h000000000000000;
+      \$94  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$95  = s3_delta;
-    if (i__ready) begin
-      \$95  = s2_delta;
+    \$95  = hbrk2;
+    if (\$46 ) begin
+      \$95  = hbrk1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$96  = s3_p;
+    \$96  = s3;
     if (i__ready) begin
-      \$96  = \$50 ;
+      \$96  = s2;
     end
     if (rst) begin
-      \$96  = 18'h00000;
+      \$96  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$97  = s3_term1;
+    \$97  = s3_delta;
     if (i__ready) begin
-      \$97  = { \$53 [49], \$53  };
+      \$97  = s2_delta;
     end
     if (rst) begin
-      \$97  = 51'h0000000000000;
+      \$97  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$98  = s3_term2;
+    \$98  = s3_p;
     if (i__ready) begin
-      \$98  = { \$57 [49], \$57  };
+      \$98  = \$50 ;
     end
     if (rst) begin
-      \$98  = 51'h0000000000000;
+      \$98  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$99  = s4;
+    \$99  = s3_term1;
     if (i__ready) begin
-      \$99  = s3;
+      \$99  = { \$53 [48], \$53  };
     end
     if (rst) begin
-      \$99  = 60'h000000000000000;
+      \$99  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$100  = s4_g;
+    \$100  = s3_term2;
     if (i__ready) begin
-      \$100  = \$60 [53:0];
+      \$100  = { \$57 [48], \$57  };
     end
     if (rst) begin
-      \$100  = 54'h00000000000000;
+      \$100  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$101  = s4_p;
+    \$101  = s4;
     if (i__ready) begin
-      \$101  = s3_p;
+      \$101  = s3;
     end
     if (rst) begin
-      \$101  = 18'h00000;
+      \$101  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$102  = loop1;
+    \$102  = s4_g;
     if (i__ready) begin
-      \$102  = s4;
+      \$102  = \$60 [52:0];
     end
     if (rst) begin
-      \$102  = 60'h000000000000000;
+      \$102  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$103  = loop1_g;
+    \$103  = s4_p;
     if (i__ready) begin
-      \$103  = s4_g;
+      \$103  = s3_p;
     end
     if (rst) begin
-      \$103  = 54'h00000000000000;
+      \$103  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$104  = loop1_prod;
+    \$104  = loop1;
     if (i__ready) begin
-      \$104  = { \$21 [49], \$21  };
+      \$104  = s4;
     end
     if (rst) begin
-      \$104  = 51'h0000000000000;
+      \$104  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$105  = loop2;
+    \$105  = loop1_g;
     if (i__ready) begin
-      \$105  = loop1;
+      \$105  = s4_g;
     end
     if (rst) begin
-      \$105  = 60'h000000000000000;
+      \$105  = 53'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$106  = loop2_g;
+    \$106  = loop1_prod;
     if (i__ready) begin
-      \$106  = loop1_g;
+      \$106  = { \$21 [48], \$21  };
     end
     if (rst) begin
-      \$106  = 54'h00000000000000;
+      \$106  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$107  = loop2_prod;
+    \$107  = loop2;
     if (i__ready) begin
-      \$107  = loop1_prod;
+      \$107  = loop1;
     end
     if (rst) begin
-      \$107  = 51'h0000000000000;
+      \$107  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$108  = a_lane0;
+    \$108  = loop2_g;
+    if (i__ready) begin
+      \$108  = loop1_g;
+    end
+    if (rst) begin
+      \$108  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$109  = loop2_prod;
+    if (i__ready) begin
+      \$109  = loop1_prod;
+    end
+    if (rst) begin
+      \$109  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$110  = a_lane0;
     if (\$63 ) begin
-      \$108  = \$29 [31:0];
-    end
-    if (rst) begin
-      \$108  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$109  = a_lane1;
-    if (\$66 ) begin
-      \$109  = \$29 [31:0];
-    end
-    if (rst) begin
-      \$109  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$110  = a_lane2;
-    if (\$69 ) begin
       \$110  = \$29 [31:0];
     end
     if (rst) begin
@@ -818,19 +820,18 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$111  = o1;
-    if (i__ready) begin
-      { \$111 [59:34], \$111 [32:0] } = { loop2[59:34], loop2[32:0] };
-      \$111 [33] = \$70 ;
+    \$111  = a_lane1;
+    if (\$66 ) begin
+      \$111  = \$29 [31:0];
     end
     if (rst) begin
-      \$111  = 60'h000000000000000;
+      \$111  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$112  = o1_adv;
-    if (i__ready) begin
+    \$112  = a_lane2;
+    if (\$69 ) begin
       \$112  = \$29 [31:0];
     end
     if (rst) begin
@@ -839,10 +840,10 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$113  = o2;
+    \$113  = o1;
     if (i__ready) begin
-      { \$113 [59:34], \$113 [32:0] } = { o1[59:34], o1[32:0] };
-      \$113 [33] = \$71 ;
+      { \$113 [59:34], \$113 [32:0] } = { loop2[59:34], loop2[32:0] };
+      \$113 [33] = \$70 ;
     end
     if (rst) begin
       \$113  = 60'h000000000000000;
@@ -850,9 +851,9 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$114  = o2_adv;
+    \$114  = o1_adv;
     if (i__ready) begin
-      \$114  = o1_adv;
+      \$114  = \$29 [31:0];
     end
     if (rst) begin
       \$114  = 32'd0;
@@ -860,34 +861,55 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$115  = o2_rtg;
+    \$115  = o2;
     if (i__ready) begin
-      \$115  = \$35 [31:0];
+      { \$115 [59:34], \$115 [32:0] } = { o1[59:34], o1[32:0] };
+      \$115 [33] = \$71 ;
     end
     if (rst) begin
-      \$115  = 32'd0;
+      \$115  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$116  = overflow;
-    if (clear) begin
-      \$116  = 1'h0;
-    end
-    if (\$73 ) begin
-      \$116  = 1'h1;
+    \$116  = o2_adv;
+    if (i__ready) begin
+      \$116  = o1_adv;
     end
     if (rst) begin
-      \$116  = 1'h0;
+      \$116  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$117  = o2_rtg;
+    if (i__ready) begin
+      \$117  = \$35 [31:0];
+    end
+    if (rst) begin
+      \$117  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$118  = overflow;
+    if (clear) begin
+      \$118  = 1'h0;
+    end
+    if (\$73 ) begin
+      \$118  = 1'h1;
+    end
+    if (rst) begin
+      \$118  = 1'h0;
     end
   end
   assign en = i__ready;
   assign o_valid = o2[0];
   assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [36:17];
-  assign pow3_next_full = \$16 [36:17];
-  assign prod = { \$21 [49], \$21  };
-  assign adv_full = \$23 [55:17];
+  assign pow2_next_full = \$11 [34:16];
+  assign pow3_next_full = \$16 [34:16];
+  assign prod = { \$21 [48], \$21  };
+  assign adv_full = \$23 [54:16];
   assign adv = \$29 [31:0];
   assign rtg = \$35 [31:0];
   assign o__valid = o2[0];
@@ -963,9 +985,9 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign o__payload[63:32] = o2_rtg;
   assign o__payload[31:0] = o2_adv;
   assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [34:17];
+  assign \$14  = \$11 [32:16];
   assign pow3_next_ovf = \$17 ;
-  assign \$19  = \$16 [34:17];
+  assign \$19  = \$16 [32:16];
   assign \$41  = \$40 ;
-  assign \$58  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 17'h00000 };
+  assign \$58  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
 endmodule

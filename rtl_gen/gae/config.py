@@ -36,7 +36,9 @@ class GaePeConfig:
         sign).
     coef_width : int
         Bits of the runtime coefficients gamma and gamma*lambda, 4..24. Unsigned with
-        ``coef_width - 1`` fraction bits, so the range is [0, 2) and 1.0 is exact.
+        ``coef_width - 1`` fraction bits, so the range is [0, 2) and 1.0 is exact. The default
+        17 makes them 18-bit signed multiplier operands, which fit a DSP48E2's B port (18 bits
+        cost twice the DSPs).
     k : int
         Registers in the advantage feedback loop, 1..16. In ``"lookahead"`` mode the loop is
         unrolled k steps (HEPPO's k-step lookahead); in ``"interleaved"`` mode k trajectories
@@ -50,7 +52,7 @@ class GaePeConfig:
     """
     data_width: int = 32
     data_frac: int = 16
-    coef_width: int = 18
+    coef_width: int = 17
     k: int = 2
     mode: str = "lookahead"
     rounding: str = "half_up"

@@ -133,6 +133,12 @@ class GaeCore(wiring.Component):
         boot = Signal()              # reading bootstrap rows
         issue = Signal()             # a read is issued this cycle
         drain = Signal(range(self.drain + 1))
+        # The PEs register the coefficients and compute powers of gamma*lambda in k cycles; the
+        # first element needs them 7 cycles after start at the earliest, so only k > 6 waits.
+        settle_init = max(0, pe_cfg.k - 6)
+        settle = Signal(range(settle_init + 1))
+        with m.If(settle != 0):
+            m.d.sync += settle.eq(settle - 1)
         one = 1 << pe_cfg.coef_frac
 
         m.d.sync += [self.ready.eq(0), self.done.eq(0)]
@@ -142,7 +148,8 @@ class GaeCore(wiring.Component):
         with m.FSM(name="ctrl"):
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [self.ready.eq(1), cycles.eq(0), err.eq(0)]
+                    m.d.sync += [self.ready.eq(1), cycles.eq(0), err.eq(0),
+                                 settle.eq(settle_init)]
                     for name, sig in a.items():
                         m.d.sync += sig.eq(getattr(self, name))
                     m.d.sync += [
@@ -178,7 +185,8 @@ class GaeCore(wiring.Component):
                 # rows = (T + 1) * G, so T * G = rows - G: the bootstrap row.
                 m.d.sync += [row_base.eq(rows - G), grp_base.eq(0), lane.eq(0), boot.eq(1),
                              t.eq(T)]
-                m.next = "READ"
+                with m.If(settle == 0):
+                    m.next = "READ"
             with m.State("READ"):
                 # Row by row: the bootstrap row T, then rows T-1 .. 0; L words per row.
                 m.d.comb += issue.eq(1)

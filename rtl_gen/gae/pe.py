@@ -71,8 +71,8 @@ class GaeProcessingElement(wiring.Component):
     Arithmetic: products are kept at full precision and rounded once with the configured rounding
     mode; every value that reaches the data format saturates and sets the element's ``overflow``
     bit and the sticky ``overflow`` port. ``gamma`` and ``gamma_lambda`` are unsigned with
-    ``coef_width - 1`` fraction bits; change them only while no element is in flight (powers of
-    gamma*lambda take k-1 cycles to settle).
+    ``coef_width - 1`` fraction bits; change them only while no element is in flight: they are
+    registered, and the powers of gamma*lambda take k cycles in all to settle.
 
     Parameters
     ----------
@@ -143,6 +143,11 @@ class GaeProcessingElement(wiring.Component):
         ]
         accept = self.i.valid & en
 
+        # Coefficients are registered once: quasi-static, they need no path from the ports.
+        gamma = Signal(unsigned(Wc))
+        gamma_lambda = Signal(unsigned(Wc))
+        m.d.sync += [gamma.eq(self.gamma), gamma_lambda.eq(self.gamma_lambda)]
+
         # -- input stage: lane counter, V' selection ----------------------------------------------
         lane_in = Signal(carry_layout.members["lane"], name="lane_in")
         if k > 1:
@@ -183,7 +188,7 @@ class GaeProcessingElement(wiring.Component):
         with m.If(en):
             m.d.sync += [
                 s1.eq(s0),
-                s1_prod.eq(s0_vnext * Mux(s0_done, 0, self.gamma)),
+                s1_prod.eq(s0_vnext * Mux(s0_done, 0, gamma)),
                 s1_reward.eq(s0_reward),
                 s1_brk.eq(s0_done | s0_first),
             ]
@@ -209,14 +214,14 @@ class GaeProcessingElement(wiring.Component):
             loop_p = Signal(unsigned(Wc))
             m.d.comb += [
                 loop_g.eq(s2_delta << cf),
-                loop_p.eq(Mux(s2_brk, 0, self.gamma_lambda)),
+                loop_p.eq(Mux(s2_brk, 0, gamma_lambda)),
             ]
         else:
             # Powers of gamma*lambda: a free-running chain, settles k-1 cycles after a change.
-            pows = [None, self.gamma_lambda]
+            pows = [None, gamma_lambda]
             for i in range(2, k + 1):
                 p = Signal(unsigned(Wc), name=f"pow{i}")
-                nxt, _ = saturate(m, rshift_round(pows[i - 1] * self.gamma_lambda, cf, rnd),
+                nxt, _ = saturate(m, rshift_round(pows[i - 1] * gamma_lambda, cf, rnd),
                                   cfmt, name=f"pow{i}_next")
                 m.d.sync += p.eq(nxt)
                 pows.append(p)

@@ -1,0 +1,192 @@
+"""GAE accelerator core in Amaranth's simulator (fast tier): tiny memories, host port, golden model.
+
+The host side loads the memory images of :mod:`sw.gae.layout` through the core's host port, sets
+the arguments, starts, waits for ``done`` and reads the images back; results must equal
+:func:`sw.golden.gae_core.gae_core` bit for bit and the run must take the documented cycles.
+"""
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig
+from rtl_gen.gae.core import GaeCore
+from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
+from sw.golden.gae import quantize_coefs
+from sw.golden.gae_core import GaeCoreArgs, gae_core
+
+
+def random_case(cfg, T, M, rng, *, p_done=0.1, value_scale=0.1):
+    qmax = cfg.code_max
+    codes = {
+        "rewards": rng.integers(-qmax, qmax + 1, (T, M)),
+        "values": rng.integers(-qmax, qmax + 1, (T, M)),
+        "bootstrap": rng.integers(-qmax, qmax + 1, M),
+        "dones": rng.random((T, M)) < p_done,
+    }
+    rf = cfg.reg_format
+    g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
+    q = lambda x: int(rf.quantize(x))  # noqa: E731
+    args = GaeCoreArgs(T, M, g, gl, q(0.05), 0, q(value_scale), q(1.5),
+                       q(8.0), q(0.5), q(4.0), q(-2.0))
+    return codes, args
+
+
+def images(cfg, codes):
+    return {
+        "rewards": pack_rows(cfg, "rewards", codes["rewards"]),
+        "values": pack_rows(cfg, "values", np.vstack([codes["values"], codes["bootstrap"][None]])),
+        "dones": pack_rows(cfg, "dones", codes["dones"]),
+    }
+
+
+def run_core(cfg, codes, args, *, runs=1):
+    """Load, start, wait, read back. Returns (result dict, status dict) of the last run."""
+    dut = GaeCore(cfg)
+    DB = cfg.axi_data_width // 8
+    T, M = codes["rewards"].shape
+    imgs = images(cfg, codes)
+    res = {}
+
+    async def host_write(ctx, name, img):
+        base = region_base(cfg, name) // DB
+        for i in range(len(img) // DB):
+            ctx.set(dut.host_addr, base + i)
+            ctx.set(dut.host_we, (1 << DB) - 1)
+            ctx.set(dut.host_wdata, int.from_bytes(img[i * DB:(i + 1) * DB], "little"))
+            await ctx.tick()
+        ctx.set(dut.host_we, 0)
+
+    async def host_read(ctx, name, nbytes):
+        base = region_base(cfg, name) // DB
+        buf = bytearray()
+        for i in range(nbytes // DB):
+            ctx.set(dut.host_addr, base + i)
+            ctx.set(dut.host_re, 1)
+            await ctx.tick()
+            ctx.set(dut.host_re, 0)
+            buf += ctx.get(dut.host_rdata).to_bytes(DB, "little")
+        return bytes(buf)
+
+    async def bench(ctx):
+        for name, img in imgs.items():
+            await host_write(ctx, name, img)
+        for k, v in vars(args).items():
+            if hasattr(dut, k):
+                ctx.set(getattr(dut, k), v)
+        for _ in range(runs):
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            cycles = 1
+            while not ctx.get(dut.done):
+                assert cycles < 100_000
+                await ctx.tick()
+                cycles += 1
+        res["cycles"] = cycles
+        res["busy_cycles"] = ctx.get(dut.cycles)
+        res["error"] = ctx.get(dut.error)
+        for f in ("dequant_overflow", "pe_overflow", "requant_overflow"):
+            res[f] = bool(ctx.get(getattr(dut, f)))
+        G = -(-M // cfg.n_pe)
+        res["images"] = {name: await host_read(ctx, name, (T + 1) * G * word_bytes(cfg, name))
+                         for name in cfg.regions}
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return res, dut
+
+
+def results_of(cfg, res, T, M):
+    img = res["images"]
+    if cfg.results == "inplace":
+        return (unpack_rows(cfg, "rewards", img["rewards"], T, M),
+                unpack_rows(cfg, "values", img["values"], T, M))
+    return unpack_rows(cfg, "adv", img["adv"], T, M), unpack_rows(cfg, "rtg", img["rtg"], T, M)
+
+
+CASES = [
+    # (n_pe, max_traj, capacity, axi, results, k, mode, T, M)
+    (2, 6, 10, 32, "inplace", 2, "lookahead", 5, 3),
+    (4, 8, 12, 32, "full", 3, "interleaved", 6, 7),
+    (3, 7, 9, 64, "inplace", 1, "lookahead", 9, 7),
+    (1, 2, 6, 32, "full", 4, "lookahead", 1, 1),
+    (8, 8, 6, 32, "inplace", 2, "interleaved", 4, 5),
+    (5, 5, 4, 128, "full", 2, "lookahead", 3, 5),
+]
+
+
+@pytest.mark.parametrize("n_pe,maxt,cap,axi,results,k,mode,T,M", CASES)
+def test_core_matches_golden(n_pe, maxt, cap, axi, results, k, mode, T, M):
+    cfg = GaeCoreConfig(n_pe=n_pe, max_trajectories=maxt, capacity=cap, axi_data_width=axi,
+                        results=results, pe=GaePeConfig(k=k, mode=mode))
+    rng = np.random.default_rng(n_pe * 100 + T)
+    codes, args = random_case(cfg, T, M, rng)
+    exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"],
+                   args, cfg)
+    res, dut = run_core(cfg, codes, args, runs=2)   # a second run on its own results
+    assert res["error"] == 0
+    # Two in-place runs: the second works on the first one's results.
+    if results == "inplace":
+        codes2 = dict(codes, rewards=exp["adv"], values=exp["rtg"])
+        exp = gae_core(codes2["rewards"], codes2["values"], codes2["bootstrap"],
+                       codes2["dones"], args, cfg)
+    adv, rtg = results_of(cfg, res, T, M)
+    np.testing.assert_array_equal(adv, exp["adv"])
+    np.testing.assert_array_equal(rtg, exp["rtg"])
+    for f in ("dequant_overflow", "pe_overflow", "requant_overflow"):
+        assert res[f] == exp[f], f
+    G = -(-M // n_pe)
+    L = k if mode == "interleaved" else 1
+    groups = -(-G // L) * L
+    expect_cycles = 1 + G + 1 + groups * (T + 1) + dut.drain + 1
+    assert res["cycles"] == expect_cycles
+
+
+def test_core_flags_saturation():
+    cfg = GaeCoreConfig(n_pe=2, max_trajectories=4, capacity=8, axi_data_width=32)
+    codes, args = random_case(cfg, 6, 4, np.random.default_rng(3))
+    args.value_scale = int(cfg.reg_format.quantize(100.0))   # values up to 12700: RTG codes clip
+    exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"],
+                   args, cfg)
+    assert exp["requant_overflow"]
+    res, _ = run_core(cfg, codes, args)
+    assert res["requant_overflow"] and not res["dequant_overflow"]
+    adv, rtg = results_of(cfg, res, 6, 4)
+    np.testing.assert_array_equal(rtg, exp["rtg"])
+
+
+@pytest.mark.parametrize("T,M,error", [(0, 3, 1), (3, 0, 2), (9, 4, 3), (4, 9, 3)])
+def test_core_refuses_bad_arguments_without_touching_memory(T, M, error):
+    cfg = GaeCoreConfig(n_pe=2, max_trajectories=4, capacity=8, axi_data_width=32)
+    codes, args = random_case(cfg, 3, 3, np.random.default_rng(4))
+    args.num_timesteps, args.num_trajectories = T, M
+    res, _ = run_core(cfg, codes, args)
+    assert res["error"] == error
+    img = images(cfg, codes)
+    for name in ("rewards", "dones"):
+        assert res["images"][name][:len(img[name])] == img[name]
+    assert res["cycles"] <= 2 + (M + 1) // 2
+
+
+def test_core_refuses_coefficient_above_one():
+    cfg = GaeCoreConfig(n_pe=2, max_trajectories=4, capacity=8, axi_data_width=32)
+    codes, args = random_case(cfg, 3, 3, np.random.default_rng(5))
+    args.gamma = (1 << cfg.pe.coef_frac) + 1
+    res, _ = run_core(cfg, codes, args)
+    assert res["error"] == 4
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"n_pe": 0}, r"n_pe must be an integer in 1\.\.128, not 0"),
+    ({"code_bits": 4}, "code_bits must be 8 or 16, not 4"),
+    ({"results": "both"}, "results must be one of inplace, full, not 'both'"),
+    ({"axi_data_width": 48}, "axi_data_width must be one of 32, 64, 128, 256, 512, not 48"),
+    ({"capacity": 0}, r"capacity must be an integer in 1\.\.65536, not 0"),
+    ({"pe": 3}, "pe must be a GaePeConfig"),
+])
+def test_core_config_rejects_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        GaeCoreConfig(**params)
