@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 _MASK32 = 0xFFFFFFFF
+#: Batches (or groups) from this size on are summed child by child over the whole batch, which
+#: is faster in numpy than a cumulative sum along short rows; the additions are the same.
+_COLUMN_LOOP = 512
 
 
 # -- PRNG -----------------------------------------------------------------------------------------
@@ -316,7 +319,7 @@ class SumTree:
         """Raise ``AssertionError`` unless every node equals the sum of its children (exactly,
         in the tree's summation order) and the unused leaves are zero."""
         for l in range(self._nlevels, 0, -1):
-            sums = np.cumsum(self._groups[l], axis=1)[:, -1]
+            sums = self._group_sums(self._groups[l])
             parent = self._levels[l - 1]
             if np.any(parent[len(sums):] != 0):
                 raise AssertionError(f"a node of level {l - 1} without children is not zero")
@@ -350,12 +353,30 @@ class SumTree:
         return self._store(idx, vals)
 
     def _store(self, idx, vals):
-        if idx.size:
-            self._max = max(self._max, vals.max())
-        rev = idx[::-1]
-        uniq, first = np.unique(rev, return_index=True)     # first in reverse = last written
-        self._levels[-1][uniq] = vals[::-1][first]
+        if not idx.size:
+            return idx
+        self._max = max(self._max, vals.max())
+        # Last write wins: sort (index, position) keys, keep the last position of each index.
+        n = idx.size
+        key = np.sort(idx * n + np.arange(n, dtype=np.int64))
+        uniq = key // n
+        last = np.ones(n, dtype=bool)
+        last[:-1] = uniq[1:] != uniq[:-1]
+        uniq = uniq[last]
+        self._levels[-1][uniq] = vals[key[last] % n]
         return uniq
+
+    def _group_sums(self, groups):
+        """Parent values of sibling groups ``(P, K)``: exact for integers; for floats the
+        left-to-right sum, the order in which :meth:`_descend` accumulates."""
+        if self._exact:
+            return groups.sum(axis=1)
+        if len(groups) < _COLUMN_LOOP:
+            return np.cumsum(groups, axis=1)[:, -1]
+        acc = groups[:, 0].copy()                      # same order, faster for many groups
+        for c in range(1, self._k):
+            acc += groups[:, c]
+        return acc
 
     def propagate(self, idx):
         """Second half of :meth:`update`: recompute the ancestors of sorted distinct leaves
@@ -368,7 +389,7 @@ class SumTree:
             keep = np.ones(parents.size, dtype=bool)
             keep[1:] = parents[1:] != parents[:-1]
             parents = parents[keep]
-            self._levels[l - 1][parents] = np.cumsum(self._groups[l][parents], axis=1)[:, -1]
+            self._levels[l - 1][parents] = self._group_sums(self._groups[l][parents])
             nodes = parents
 
     def update_sequential(self, index: int, priority):
@@ -433,22 +454,45 @@ class SumTree:
         return self.find(np.minimum(x * total, total))
 
     def _descend(self, t):
-        b = np.arange(t.size)
-        node = np.zeros(t.size, dtype=np.int64)
+        """Level-by-level search for the whole batch. Per level and target: the running sums
+        ``c_0, c_0 + c_1, ...`` of the current node's children (one row of ``csz``, which starts
+        with 0), ``j`` = how many are <= t, then ``t -= csz[j]`` and move to child ``j``."""
+        k, n = self._k, t.size
+        rows = np.arange(n)
+        node = np.zeros(n, dtype=np.int64)
         t = t.copy()
         for l in range(1, self._nlevels + 1):
-            g = self._groups[l][node]                               # (B, K) sibling groups
-            cs = np.cumsum(g, axis=1)
-            j = np.count_nonzero(cs <= t[:, None], axis=1)          # first child with cs > t
-            over = j == self._k                                     # float rounding only
-            if over.any():                                          # -> last non-zero child
-                j[over] = self._k - 1 - np.argmax(g[over][:, ::-1] > 0, axis=1)
-            before = np.where(j > 0, cs[b, np.maximum(j - 1, 0)], 0)
+            if l == 1:                                  # one group, shared by every target
+                g = self._groups[1][0]
+                csz = np.concatenate([np.zeros(1, self._dtype), np.cumsum(g)])
+                j = np.searchsorted(csz[1:], t, side="right")
+            elif n < _COLUMN_LOOP:
+                g = self._groups[l][node]               # (B, K) sibling groups, contiguous
+                csz = np.zeros((n, k + 1), dtype=self._dtype)
+                np.cumsum(g, axis=1, out=csz[:, 1:])
+                j = (csz[:, 1:] <= t[:, None]).sum(axis=1)
+            else:                                       # the same sums, child by child
+                g = self._groups[l][node]
+                gt = np.ascontiguousarray(g.T)
+                cst = np.zeros((k + 1, n), dtype=self._dtype)
+                j = np.zeros(n, dtype=np.int64)
+                for c in range(k):
+                    np.add(cst[c], gt[c], out=cst[c + 1])
+                    j += cst[c + 1] <= t
+                csz = cst.T
+            over = None if self._exact else np.flatnonzero(j == k)   # float rounding only
+            if over is not None and over.size:          # past the group: last non-zero child
+                gz = g if l > 1 else np.broadcast_to(g, (n, k))
+                j[over] = k - 1 - np.argmax(gz[over][:, ::-1] > 0, axis=1)
+            if l == 1:
+                before, child = csz[j], g[j]
+            else:
+                before, child = csz[rows, j], g[rows, j]
             t = t - before
-            if over.any():                                          # end of that child
-                t[over] = np.nextafter(g[over, j[over]], 0)
-            node = node * self._k + j
-        return node, self._levels[-1][node].copy()
+            if over is not None and over.size:          # ... and the end of that child
+                t[over] = np.nextafter(child[over], 0)
+            node = node * k + j
+        return node, child
 
 
 class FixedSumTree(SumTree):

@@ -304,6 +304,24 @@ def test_float_overshoot_takes_last_nonzero_child():
     assert f.find([f.total])[0][0] == 2
 
 
+@pytest.mark.parametrize("fanout", [2, 16, 64])
+def test_result_does_not_depend_on_batch_size(fanout):
+    """Large batches take a different (column-wise) code path with the same additions."""
+    rng = np.random.default_rng(SEED)
+    f = SumTree(fanout=fanout, capacity=5000)
+    f.update(np.arange(5000), rng.exponential(1.0, 5000) * (rng.random(5000) < 0.5))
+    f.update(np.arange(0, 5000, 7), rng.random(715) * 1e-12)       # mixed magnitudes
+    t = np.r_[rng.random(1500) * f.total, f.total, np.nextafter(f.total, 0)]
+    idx, pri = f.find(t)
+    parts = [f.find(t[i:i + 100]) for i in range(0, t.size, 100)]
+    assert np.array_equal(idx, np.concatenate([p[0] for p in parts]))
+    assert np.array_equal(pri, np.concatenate([p[1] for p in parts])) and (pri > 0).all()
+    g = SumTree(fanout=fanout, capacity=5000)
+    for i in range(0, 5000, 100):                                   # small update batches
+        g.update(np.arange(i, i + 100), f.leaves[i:i + 100])
+    assert np.array_equal(g.flat, f.flat)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fanout=st.sampled_from([2, 4, 8, 16, 64]), capacity=st.integers(1, 300),
        width=st.integers(2, 24), bits=st.integers(1, 32), data=st.data())
