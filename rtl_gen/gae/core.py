@@ -86,6 +86,21 @@ class GaeCore(wiring.Component):
     def drain(self) -> int:
         return self._config.pe.latency + 2
 
+    @staticmethod
+    def run_cycles(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> int:
+        """Cycles from the edge that samples ``start`` to the edge that raises ``done``.
+
+        Exactly what the RTL takes (asserted by the tests): accept, ``G`` setup cycles, the wait
+        for the coefficient powers when k > 6, one group-start cycle, ``ceil(G/L)*L*(T+1)``
+        reads, ``drain`` cycles.
+        """
+        pe = config.pe
+        G = -(-num_trajectories // config.n_pe)
+        L = pe.k if pe.mode == "interleaved" else 1
+        settle = max(0, pe.k - 6)
+        wait = max(0, settle - G)
+        return 1 + G + 1 + wait + -(-G // L) * L * (num_timesteps + 1) + pe.latency + 2 + 1
+
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
