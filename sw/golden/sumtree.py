@@ -74,21 +74,33 @@ def xorshift32(state: int) -> int:
     return s
 
 
-def _apply(cols, v):
-    """Apply the GF(2)-linear map with column images ``cols`` (32 x uint32) to words ``v``."""
-    out = np.zeros_like(v)
-    for j in range(PRNG_BITS):
-        out ^= cols[j] * ((v >> np.uint32(j)) & np.uint32(1))
-    return out
+def _byte_tables(cols):
+    """Lookup tables of the GF(2)-linear map with column images ``cols`` (32 x uint32):
+    ``tables[b, x]`` is the image of byte value ``x`` in byte position ``b``."""
+    x = np.arange(256, dtype=np.uint32)
+    tables = np.zeros((4, 256), dtype=np.uint32)
+    for b in range(4):
+        for i in range(8):
+            tables[b] ^= cols[8 * b + i] * ((x >> np.uint32(i)) & np.uint32(1))
+    return tables
 
 
-# Columns of M^(2^k), M = one xorshift step (linear over GF(2)); used to jump ahead vectorised.
-_POW = [np.array([xorshift32(1 << j) for j in range(PRNG_BITS)], dtype=np.uint32)]
+def _apply(tables, v):
+    """Apply a linear map, given by :func:`_byte_tables`, to uint32 words ``v``."""
+    return (tables[0][v & 0xFF] ^ tables[1][(v >> np.uint32(8)) & 0xFF]
+            ^ tables[2][(v >> np.uint32(16)) & 0xFF] ^ tables[3][v >> np.uint32(24)])
+
+
+# Tables of M^(2^k), M = one xorshift step (linear over GF(2)): jump ahead 2^k steps at once.
+_POW = [_byte_tables(np.array([xorshift32(1 << j) for j in range(PRNG_BITS)], dtype=np.uint32))]
+#: Up to this many words are generated with scalar steps (cheaper than the vectorised jumps).
+_SCALAR_WORDS = 192
 
 
 def _power(k):
     while len(_POW) <= k:
-        _POW.append(_apply(_POW[-1], _POW[-1]))
+        unit = np.uint32(1) << np.arange(PRNG_BITS, dtype=np.uint32)
+        _POW.append(_byte_tables(_apply(_POW[-1], _apply(_POW[-1], unit))))
     return _POW[k]
 
 
@@ -102,7 +114,8 @@ class Xorshift32:
 
     Each word is the state *after* one :func:`xorshift32` step; sample ``b`` of a batch uses the
     ``b``-th word. :meth:`words` computes ``n`` words with ``log2(n)`` vectorised jumps (the step
-    is linear over GF(2)), bit-identical to ``n`` scalar steps.
+    is linear over GF(2), so ``2**k`` steps are one table lookup per byte), bit-identical to ``n``
+    scalar steps.
     """
 
     def __init__(self, seed: int = 0):
@@ -122,6 +135,13 @@ class Xorshift32:
         """The next ``n`` 32-bit words (uint32), advancing the state by ``n`` steps."""
         if n <= 0:
             return np.zeros(0, dtype=np.uint32)
+        if n <= _SCALAR_WORDS:
+            out, s = [], self._state
+            for _ in range(n):
+                s = xorshift32(s)
+                out.append(s)
+            self._state = s
+            return np.array(out, dtype=np.uint32)
         w = np.array([xorshift32(self._state)], dtype=np.uint32)
         k = 0
         while len(w) < n:
@@ -310,8 +330,15 @@ class SumTree:
         return idx
 
     def _check_values(self, values):
-        v = np.asarray(values, dtype=np.float64).reshape(-1)
-        if not np.all(np.isfinite(v)) or (v.size and v.min() < 0):
+        v = np.asarray(values).reshape(-1)
+        if self._exact:
+            if v.size and v.dtype.kind not in "iu":
+                raise ValueError(f"priorities must be integers, not {v.dtype}")
+        else:
+            v = v.astype(np.float64)
+            if not np.all(np.isfinite(v)):
+                raise ValueError("priorities must be finite and non-negative")
+        if v.size and v.min() < 0:
             raise ValueError("priorities must be finite and non-negative")
         return v.astype(self._dtype)
 

@@ -20,7 +20,7 @@ SEED = 20261122
 SMALL = dict(fanout=4, capacity=1000, priority_width=20, priority_frac=8, input_guard_bits=4)
 
 
-# -- config -----------------------------------------------------------------------------------------
+# -- config ----------------------------------------------------------------------------------------
 def test_config_defaults():
     c = SumTreeConfig()
     assert c.levels == 5 and c.fanout ** c.levels == c.capacity
@@ -90,7 +90,7 @@ def test_config_from_dict_unknown():
         SumTreeConfig.from_dict({"k": 4, "depth": 3})
 
 
-# -- golden model: bad arguments --------------------------------------------------------------------
+# -- golden model: bad arguments -------------------------------------------------------------------
 def test_golden_rejects():
     with pytest.raises(ValueError, match=r"fanout must be a power of two in 2\.\.64, not 5"):
         SumTree(fanout=5, capacity=10)
@@ -126,6 +126,11 @@ def test_golden_rejects():
         t.insert(3, priorities=[1, 2, 3])
     with pytest.raises(ValueError, match=r"seed must be an integer in 0\.\.4294967295, not -1"):
         t.prng.seed(-1)
+    i = SumTree(fanout=4, capacity=10, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"priorities must be integers, not float64"):
+        i.update([0], [1.5])
+    i.update([0, 9], [(1 << 60) + 1, 3])                # integer trees are exact
+    assert i.total == (1 << 60) + 4
     f = SumTree(fanout=4, capacity=10)
     with pytest.raises(ValueError, match=r"priorities must be finite and non-negative"):
         f.update([0], [np.nan])
@@ -135,7 +140,7 @@ def test_golden_rejects():
         f.sample([1.0])
 
 
-# -- layout -----------------------------------------------------------------------------------------
+# -- layout ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fanout", [2, 4, 8, 16, 32, 64])
 def test_cache_aligned_layout(fanout):
     t = SumTree(fanout=fanout, capacity=3000)
@@ -152,7 +157,7 @@ def test_cache_aligned_layout(fanout):
     assert aligned_zeros(5, np.int64, align=128).ctypes.data % 128 == 0
 
 
-# -- PRNG -------------------------------------------------------------------------------------------
+# -- PRNG ------------------------------------------------------------------------------------------
 def test_xorshift32_known_answers():
     # Marsaglia's xorshift32 (13, 17, 5) from state 1.
     s, out = 1, []
@@ -164,7 +169,7 @@ def test_xorshift32_known_answers():
     assert xorshift32(0) == 0                             # why seed 0 is replaced
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 4096])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 192, 193, 1000, 4096])
 def test_xorshift32_vectorised_matches_scalar(n):
     g = Xorshift32(SEED)
     g.words(5)
@@ -182,7 +187,7 @@ def test_xorshift32_vectorised_matches_scalar(n):
         assert x[i] == s >> 20
 
 
-# -- targets ----------------------------------------------------------------------------------------
+# -- targets ---------------------------------------------------------------------------------------
 @settings(max_examples=300, deadline=None)
 @given(root=st.integers(0, (1 << 62) - 1), bits=st.integers(1, 32), data=st.data())
 def test_fixed_targets_exact(root, bits, data):
@@ -193,7 +198,7 @@ def test_fixed_targets_exact(root, bits, data):
         assert (t < root).all()
 
 
-# -- sampling semantics -----------------------------------------------------------------------------
+# -- sampling semantics ----------------------------------------------------------------------------
 def _fixed(**kw):
     return FixedSumTree(SumTreeConfig(**{**SMALL, **kw}), seed=SEED)
 
@@ -397,7 +402,7 @@ def test_fixed_and_float_agree_except_near_boundaries():
     assert np.all(np.abs(cs[lo] - t) <= tol)
 
 
-# -- statistics -------------------------------------------------------------------------------------
+# -- statistics ------------------------------------------------------------------------------------
 def _chi2_critical(df, z=3.09):
     """Wilson-Hilferty approximation of the chi-square quantile (z=3.09: p = 0.001)."""
     return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
@@ -425,7 +430,7 @@ def test_sampled_frequencies_follow_priorities():
     assert float(((uniform[nz] - expected) ** 2 / expected).sum()) > _chi2_critical(df)
 
 
-# -- soak -------------------------------------------------------------------------------------------
+# -- soak ------------------------------------------------------------------------------------------
 def test_soak_million_operations():
     """>= 10**6 random operations (updates with duplicates, inserts, samples, reads) on the fixed
     tree, with the float tree shadowing it, checked against a sequential reference after every

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Benchmark the CPU prioritized replay buffer against cpprb, and sum-tree sampling against K.
+
+Usage::
+
+    .venv/bin/python scripts/bench_replay.py                 # N = 2**20, batches 32/256/4096
+    .venv/bin/python scripts/bench_replay.py --quick         # smaller, for a smoke run
+
+Part 1 fills :class:`sw.replay.PrioritizedReplayBuffer` (float64 tree, K=16; and its bit-exact
+fixed-point backend) and cpprb's ``PrioritizedReplayBuffer`` (C++ binary segment tree) with the
+same N transitions and times ``sample`` (indices, weights and data) and ``update`` for each batch
+size; ratios compare them within the same run. cpprb is optional (``pip install cpprb``):
+without it part 1 times our buffers alone.
+
+Part 2 times the golden :class:`sw.golden.sumtree.SumTree` descent alone for each fanout K:
+``batch 1`` is the per-call latency of one sample (dominated by numpy call overhead per level,
+so it falls with fewer levels), the larger batches the cost per sample when vectorised (PAAL
+Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).
+
+Figures are medians over ``--repeats`` calls. Nothing here is asserted: wall-clock time belongs
+to benchmarks, not tests.
+"""
+
+import argparse
+import platform
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+from rtl_gen.replay import SumTreeConfig
+from sw.golden.sumtree import SumTree
+from sw.replay import PrioritizedReplayBuffer
+
+FIELDS = {"obs": ((4,), np.float32), "act": ((), np.int64), "rew": ((), np.float32),
+          "next_obs": ((4,), np.float32), "done": ((), np.float32)}
+
+
+def _transitions(rng, n):
+    return {"obs": rng.random((n, 4), dtype=np.float32), "act": rng.integers(0, 2, n),
+            "rew": rng.random(n, dtype=np.float32),
+            "next_obs": rng.random((n, 4), dtype=np.float32),
+            "done": (rng.random(n) < 0.01).astype(np.float32)}
+
+
+def _median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+class _Ours:
+    name = "ours"
+
+    def __init__(self, capacity, seed):
+        self.buf = PrioritizedReplayBuffer(capacity, fields=FIELDS, alpha=0.6, fanout=16,
+                                           seed=seed)
+
+    def add(self, rows):
+        self.buf.add(rows)
+
+    def sample(self, batch):
+        idx, w, data = self.buf.sample(batch, beta=0.4)
+        return idx
+
+    def update(self, idx, pri):
+        self.buf.update(idx, pri)
+
+
+class _OursFixed(_Ours):
+    name = "ours, fixed point"
+
+    def __init__(self, capacity, seed):
+        cfg = SumTreeConfig(fanout=16, capacity=capacity, priority_width=32, priority_frac=16)
+        self.buf = PrioritizedReplayBuffer(capacity, fields=FIELDS, alpha=0.6, fanout=16,
+                                           seed=seed, fixed_point=cfg)
+
+
+class _Cpprb:
+    name = "cpprb"
+
+    def __init__(self, capacity, seed):
+        import cpprb
+        np.random.seed(seed)                            # cpprb draws from numpy's global RNG
+        env = {"obs": {"shape": 4}, "act": {"dtype": np.int64}, "rew": {}, "next_obs":
+               {"shape": 4}, "done": {}}
+        self.buf = cpprb.PrioritizedReplayBuffer(capacity, env, alpha=0.6)
+
+    def add(self, rows):
+        self.buf.add(**rows)
+
+    def sample(self, batch):
+        return self.buf.sample(batch, beta=0.4)["indexes"]
+
+    def update(self, idx, pri):
+        self.buf.update_priorities(idx, pri)
+
+
+def bench_buffers(capacity, batches, repeats, seed):
+    rng = np.random.default_rng(seed)
+    impls = [_Ours(capacity, seed)]
+    if capacity <= 1 << 20:
+        impls.append(_OursFixed(capacity, seed))
+    try:
+        impls.append(_Cpprb(capacity, seed))
+    except ImportError:
+        print("cpprb is not installed (pip install cpprb): timing our buffer alone")
+    chunk = 1 << 16
+    with tqdm(total=capacity * len(impls), desc="fill", unit="tr", leave=False) as bar:
+        for start in range(0, capacity, chunk):
+            rows = _transitions(rng, min(chunk, capacity - start))
+            for impl in impls:
+                impl.add(rows)
+                bar.update(len(rows["act"]))
+    results = {}
+    cases = [(b, impl) for b in batches for impl in impls]
+    for batch, impl in tqdm(cases, desc="sample/update", leave=False):
+        sample_t = _median_time(lambda: impl.sample(batch), repeats)
+        idx = impl.sample(batch)
+        pri = rng.random(batch) + 1e-3
+        update_t = _median_time(lambda: impl.update(idx, pri), repeats)
+        results[batch, impl.name] = (sample_t, update_t)
+    print(f"\nReplay buffer, N = {capacity}, median of {repeats} calls, us per call; "
+          f"x cpprb = our time / cpprb's time (< 1: ours is faster)")
+    has_ref = any(impl.name == "cpprb" for impl in impls)
+    head = f"{'batch':>6} {'buffer':<18} | {'sample':>9} {'x cpprb':>8} | " \
+           f"{'update':>9} {'x cpprb':>8}"
+    print(head)
+    print("-" * len(head))
+    for batch in batches:
+        for impl in impls:
+            s_t, u_t = results[batch, impl.name]
+            if has_ref:
+                s_c, u_c = results[batch, "cpprb"]
+                rs, ru = f"{s_t / s_c:>8.2f}", f"{u_t / u_c:>8.2f}"
+            else:
+                rs = ru = f"{'-':>8}"
+            print(f"{batch:>6} {impl.name:<18} | {s_t * 1e6:>9.1f} {rs} | {u_t * 1e6:>9.1f} {ru}")
+    return results
+
+
+def bench_fanout(capacity, fanouts, batches, repeats, seed):
+    rng = np.random.default_rng(seed)
+    pri = rng.random(capacity)
+    results = {}
+    for k in tqdm(fanouts, desc="fanout sweep", leave=False):
+        tree = SumTree(fanout=k, capacity=capacity)
+        tree.update(np.arange(capacity), pri)
+        for batch in batches:
+            x = rng.random(batch)
+            results[k, batch] = _median_time(lambda: tree.sample(x), repeats), tree.n_levels
+    print(f"\nSum tree descent vs fanout K, N = {capacity} (float64, median of {repeats})")
+    head = f"{'K':>3} {'levels':>6} | " + " ".join(
+        f"{'B=' + str(b) + ' us/call' if b == 1 else 'B=' + str(b) + ' ns/sample':>18}"
+        for b in batches)
+    print(head)
+    print("-" * len(head))
+    for k in fanouts:
+        cells = []
+        for b in batches:
+            t, levels = results[k, b]
+            cells.append(f"{t * 1e6:>18.1f}" if b == 1 else f"{t / b * 1e9:>18.1f}")
+        print(f"{k:>3} {results[k, batches[0]][1]:>6} | " + " ".join(cells))
+    for b in batches:
+        best = min(fanouts, key=lambda k: results[k, b][0])
+        print(f"fastest K for batch {b}: {best}")
+    return results
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--capacity", type=int, default=1 << 20)
+    p.add_argument("--batches", type=int, nargs="+", default=[32, 256, 4096])
+    p.add_argument("--fanouts", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64])
+    p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--seed", type=int, default=20261122)
+    p.add_argument("--quick", action="store_true", help="N = 2**16, 10 repeats")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.capacity, args.repeats = 1 << 16, 10
+    print(f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}")
+    bench_buffers(args.capacity, args.batches, args.repeats, args.seed)
+    bench_fanout(args.capacity, args.fanouts, [1] + args.batches, args.repeats, args.seed)
+
+
+if __name__ == "__main__":
+    main()
