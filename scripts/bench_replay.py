@@ -17,8 +17,9 @@ Part 2 times the golden :class:`sw.golden.sumtree.SumTree` descent alone for eac
 so it falls with fewer levels), the larger batches the cost per sample when vectorised (PAAL
 Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).
 
-Figures are medians over ``--repeats`` calls. Nothing here is asserted: wall-clock time belongs
-to benchmarks, not tests.
+Figures are medians over ``--repeats`` rounds; each round calls every contender once, so load
+from other processes affects them alike and the ratios stay meaningful on a shared machine.
+Nothing here is asserted: wall-clock time belongs to benchmarks, not tests.
 """
 
 import argparse
@@ -43,13 +44,16 @@ def _transitions(rng, n):
             "done": (rng.random(n) < 0.01).astype(np.float32)}
 
 
-def _median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+def _interleaved_medians(fns, repeats, desc):
+    """Median time of each callable in ``fns`` (dict), timed in rounds that call each once, so
+    that background load varying over time affects all of them alike."""
+    times = {name: [] for name in fns}
+    for _ in tqdm(range(repeats), desc=desc, leave=False):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 class _Ours:
@@ -116,13 +120,17 @@ def bench_buffers(capacity, batches, repeats, seed):
                 impl.add(rows)
                 bar.update(len(rows["act"]))
     results = {}
-    cases = [(b, impl) for b in batches for impl in impls]
-    for batch, impl in tqdm(cases, desc="sample/update", leave=False):
-        sample_t = _median_time(lambda: impl.sample(batch), repeats)
-        idx = impl.sample(batch)
+    for batch in batches:
         pri = rng.random(batch) + 1e-3
-        update_t = _median_time(lambda: impl.update(idx, pri), repeats)
-        results[batch, impl.name] = (sample_t, update_t)
+        idx = {impl.name: impl.sample(batch) for impl in impls}
+        samples = _interleaved_medians(
+            {impl.name: (lambda impl=impl: impl.sample(batch)) for impl in impls},
+            repeats, f"sample B={batch}")
+        updates = _interleaved_medians(
+            {impl.name: (lambda impl=impl: impl.update(idx[impl.name], pri)) for impl in impls},
+            repeats, f"update B={batch}")
+        for impl in impls:
+            results[batch, impl.name] = samples[impl.name], updates[impl.name]
     print(f"\nReplay buffer, N = {capacity}, median of {repeats} calls, us per call; "
           f"x cpprb = our time / cpprb's time (< 1: ours is faster)")
     has_ref = any(impl.name == "cpprb" for impl in impls)
@@ -145,13 +153,17 @@ def bench_buffers(capacity, batches, repeats, seed):
 def bench_fanout(capacity, fanouts, batches, repeats, seed):
     rng = np.random.default_rng(seed)
     pri = rng.random(capacity)
+    trees = {}
+    for k in tqdm(fanouts, desc="build trees", leave=False):
+        trees[k] = SumTree(fanout=k, capacity=capacity)
+        trees[k].update(np.arange(capacity), pri)
     results = {}
-    for k in tqdm(fanouts, desc="fanout sweep", leave=False):
-        tree = SumTree(fanout=k, capacity=capacity)
-        tree.update(np.arange(capacity), pri)
-        for batch in batches:
-            x = rng.random(batch)
-            results[k, batch] = _median_time(lambda: tree.sample(x), repeats), tree.n_levels
+    for batch in batches:
+        x = rng.random(batch)
+        times = _interleaved_medians({k: (lambda t=t: t.sample(x)) for k, t in trees.items()},
+                                     repeats, f"descent B={batch}")
+        for k in fanouts:
+            results[k, batch] = times[k], trees[k].n_levels
     print(f"\nSum tree descent vs fanout K, N = {capacity} (float64, median of {repeats})")
     head = f"{'K':>3} {'levels':>6} | " + " ".join(
         f"{'B=' + str(b) + ' us/call' if b == 1 else 'B=' + str(b) + ' ns/sample':>18}"

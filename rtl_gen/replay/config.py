@@ -24,7 +24,10 @@ A target fraction ``x`` in [0, 1) is a ``target_bits``-bit unsigned integer ``x_
     ``t = (x_raw * root) >> target_bits``        (floor; one root_width x target_bits multiply)
 
 so ``0 <= t < root`` whenever ``root > 0``. The sampled leaf is the smallest index ``i`` whose
-inclusive prefix sum is *strictly greater* than ``t``; its priority is never zero.
+inclusive prefix sum is *strictly greater* than ``t``; its priority is never zero. During the
+descent the remaining target is below the value of the current node, so at level ``l`` it fits
+in ``level_widths[l - 1]`` bits. With every priority zero nothing is sampled (no PRNG word is
+consumed) and a sticky ``empty`` flag is raised.
 
 On-chip PRNG
 ------------

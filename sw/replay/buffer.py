@@ -105,9 +105,8 @@ class PrioritizedReplayBuffer:
 
     Members
     -------
-    tree : the sum tree (read it only while holding no expectations of consistency, or under
-        :attr:`lock`).
-    lock : the tree lock.
+    tree : the sum tree; hold :attr:`lock` to read it consistently while other threads run.
+    lock : the tree lock (PAAL's ``global_tree_lock``).
     """
 
     def __init__(self, capacity: int, *, fields: dict, alpha: float = 0.6, fanout: int = 16,
