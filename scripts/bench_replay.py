@@ -160,8 +160,8 @@ def bench_fanout(capacity, fanouts, batches, repeats, seed):
     results = {}
     for batch in batches:
         x = rng.random(batch)
-        times = _interleaved_medians({k: (lambda t=t: t.sample(x)) for k, t in trees.items()},
-                                     repeats, f"descent B={batch}")
+        fns = {k: (lambda t=t: t.sample_fractions(x)) for k, t in trees.items()}
+        times = _interleaved_medians(fns, repeats, f"descent B={batch}")
         for k in fanouts:
             results[k, batch] = times[k], trees[k].n_levels
     print(f"\nSum tree descent vs fanout K, N = {capacity} (float64, median of {repeats})")

@@ -216,9 +216,12 @@ class SumTree:
         Leaves in use, >= 1.
     dtype : numpy dtype
         Type of every node (float64 default; int64 for exact integer priorities).
+    seed : int
+        Seed of :attr:`rng` (``np.random.default_rng``), used by :meth:`sample`.
 
     Members
     -------
+    rng : the ``np.random.Generator`` of :meth:`sample`.
     total : root value, the sum of all priorities.
     max_priority : the maximum-priority register (largest value ever written; reset 1.0).
     size : leaves inserted so far, at most ``capacity``.
@@ -226,7 +229,7 @@ class SumTree:
     empty : sticky flag, a sample was requested while every priority was zero.
     """
 
-    def __init__(self, *, fanout: int = 16, capacity: int, dtype=np.float64):
+    def __init__(self, *, fanout: int = 16, capacity: int, dtype=np.float64, seed: int = 0):
         check_fanout(fanout)
         if not isinstance(capacity, (int, np.integer)) or capacity < 1:
             raise ValueError(f"capacity must be a positive integer, not {capacity!r}")
@@ -248,6 +251,7 @@ class SumTree:
         self._ptr = 0
         self._size = 0
         self.empty = False
+        self.rng = np.random.default_rng(seed)
 
     def _one(self):
         return 1.0
@@ -469,7 +473,7 @@ class SumTree:
             raise ValueError(f"targets must be in [0, total) = [0, {total.item()!r})")
         return self._descend(t)
 
-    def sample(self, x):
+    def sample_fractions(self, x):
         """Leaves for target fractions ``x`` in [0, 1) of the total: ``(indices, priorities)``.
 
         ``t = x * total`` in float64; see :meth:`find`.
@@ -479,6 +483,19 @@ class SumTree:
             raise ValueError("x must be in [0, 1)")
         total = self._levels[0][0]
         return self.find(np.minimum(x * total, total))
+
+    def sample(self, batch: int):
+        """Sample ``batch`` leaves with fractions drawn from :attr:`rng` (uniform in [0, 1)).
+
+        Returns ``(indices, priorities)``; empty, with the ``empty`` flag raised and nothing
+        drawn, if every priority is zero.
+        """
+        if not isinstance(batch, (int, np.integer)) or batch < 0:
+            raise ValueError(f"batch must be a non-negative integer, not {batch!r}")
+        if self._levels[0][0] <= 0:
+            self.empty = True
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=self._dtype)
+        return self.sample_fractions(self.rng.random(int(batch)))
 
     def _descend(self, t):
         """Level-by-level search for the whole batch. Per level and target: the running sums
@@ -548,7 +565,8 @@ class FixedSumTree(SumTree):
         if not isinstance(config, SumTreeConfig):
             raise TypeError(f"config must be a SumTreeConfig, not {type(config).__name__}")
         self.config = config
-        super().__init__(fanout=config.fanout, capacity=config.capacity, dtype=np.int64)
+        super().__init__(fanout=config.fanout, capacity=config.capacity, dtype=np.int64,
+                         seed=seed)
         self.saturated = False
         self.prng = Xorshift32(seed)
 

@@ -123,8 +123,7 @@ class PrioritizedReplayBuffer:
         self._storage = {name: np.zeros((self._n,) + shape, dtype=dtype)
                          for name, (shape, dtype) in self._specs.items()}
         if fixed_point is None:
-            self._tree = SumTree(fanout=fanout, capacity=self._n)
-            self._rng = np.random.default_rng(seed)
+            self._tree = SumTree(fanout=fanout, capacity=self._n, seed=seed)
         else:
             if not isinstance(fixed_point, SumTreeConfig):
                 raise ValueError(f"fixed_point must be a SumTreeConfig, not {fixed_point!r}")
@@ -132,7 +131,6 @@ class PrioritizedReplayBuffer:
                 raise ValueError(f"fixed_point has capacity {fixed_point.capacity} and fanout "
                                  f"{fixed_point.fanout}, the buffer {self._n} and {fanout}")
             self._tree = FixedSumTree(fixed_point, seed=seed)
-            self._rng = None
         self._fixed = fixed_point is not None
         self.lock = threading.Lock()                   # PAAL's global tree lock
         self._leaf_lock = threading.Lock()             # PAAL's last-level lock
@@ -279,10 +277,7 @@ class PrioritizedReplayBuffer:
         importance_weights([], beta=beta)                              # check beta first
         for _ in range(_MAX_RETRIES):
             with self.lock:
-                if self._fixed:
-                    indices, pri = self._tree.sample(int(batch_size))
-                else:
-                    indices, pri = self._tree.sample(self._rng.random(int(batch_size)))
+                indices, pri = self._tree.sample(int(batch_size))
                 seq = self._seq[indices]
             if indices.size == 0:
                 raise RuntimeError("cannot sample: every priority is zero (empty buffer?)")

@@ -137,7 +137,7 @@ def test_golden_rejects():
     with pytest.raises(ValueError, match=r"priorities must be finite and non-negative"):
         f.update([0], [-1.0])
     with pytest.raises(ValueError, match=r"x must be in \[0, 1\)"):
-        f.sample([1.0])
+        f.sample_fractions([1.0])
 
 
 # -- layout ----------------------------------------------------------------------------------------
@@ -214,7 +214,17 @@ def test_all_zero_is_flagged_and_draws_nothing():
     t.clear_flags()
     assert not t.empty
     f = SumTree(fanout=4, capacity=10)
-    assert f.sample([0.5])[0].size == 0 and f.empty
+    assert f.sample(3)[0].size == 0 and f.empty
+
+
+def test_float_sample_is_seeded():
+    trees = [SumTree(fanout=8, capacity=100, seed=SEED) for _ in range(2)]
+    for t in trees:
+        t.update(np.arange(100), np.arange(100) % 7)
+    a, b = (t.sample(500) for t in trees)
+    assert np.array_equal(a[0], b[0]) and (a[1] > 0).all()
+    assert np.array_equal(a[0], prefix_sum_index(np.arange(100) % 7, np.random.default_rng(
+        SEED).random(500) * trees[0].total))
 
 
 @pytest.mark.parametrize("capacity, leaf", [(1000, 0), (1000, 999), (1000, 517), (1, 0)])
@@ -226,7 +236,7 @@ def test_single_nonzero_leaf(capacity, leaf):
     assert (idx == leaf).all() and (pri == 1).all()
     f = SumTree(fanout=4, capacity=capacity)
     f.update([leaf], [1e-300])
-    idx, _ = f.sample(np.r_[0.0, 0.5, np.nextafter(1.0, 0)])
+    idx, _ = f.sample_fractions(np.r_[0.0, 0.5, np.nextafter(1.0, 0)])
     assert (idx == leaf).all()
 
 
@@ -366,7 +376,7 @@ def test_float_tree_properties(fanout, capacity, data):
     f.update(np.arange(capacity), vals)
     f.check_invariants()
     xs = data.draw(st.lists(st.floats(0, 1, exclude_max=True), min_size=1, max_size=16))
-    idx, pri = f.sample(xs)
+    idx, pri = f.sample_fractions(xs)
     if f.total == 0:
         assert idx.size == 0
         return
@@ -391,7 +401,7 @@ def test_fixed_and_float_agree_except_near_boundaries():
     fl.update(np.arange(n), p)
     x_raw = fx.prng.fractions(1 << 16)
     i_fx, _ = fx.sample_fractions(x_raw)
-    i_fl, _ = fl.sample(x_raw / 2.0 ** 32)
+    i_fl, _ = fl.sample_fractions(x_raw / 2.0 ** 32)
     diff = np.flatnonzero(i_fx != i_fl)
     assert diff.size < 1e-3 * x_raw.size
     # Quantisation moves each prefix sum by at most n/2 ulp, the target by that plus 1 ulp.
@@ -472,7 +482,7 @@ def test_soak_million_operations():
             assert np.array_equal(idx_s, prefix_sum_index(ref, fixed_targets(
                 x, int(ref.sum()), target_bits=32)))
             assert (pri > 0).all()
-            fi, fp = f.sample(x / 2.0 ** 32)
+            fi, fp = f.sample_fractions(x / 2.0 ** 32)
             assert (fp > 0).all()
         n_get = int(rng.integers(0, 600))
         gi = rng.integers(0, cfg.capacity, n_get)
