@@ -30,7 +30,7 @@ def _buffer(capacity=100, **kw):
     return PrioritizedReplayBuffer(capacity, fields=FIELDS, seed=SEED, **kw)
 
 
-# -- basic behaviour --------------------------------------------------------------------------------
+# -- basic behaviour -------------------------------------------------------------------------------
 def test_add_fifo_and_sample():
     b = _buffer(capacity=10, fanout=4)
     assert len(b) == 0
@@ -244,7 +244,7 @@ def _run_concurrent():
     assert (b.get_priorities(np.arange(512)) > 0).all()
 
 
-# -- fixed-point backend ----------------------------------------------------------------------------
+# -- fixed-point backend ---------------------------------------------------------------------------
 def test_fixed_point_backend_is_bit_exact_with_golden_tree():
     cfg = SumTreeConfig(fanout=4, capacity=200, priority_width=16, priority_frac=8,
                         max_batch=64)
