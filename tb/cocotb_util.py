@@ -2,7 +2,8 @@
 
 Build side (runs in pytest): :func:`run_block` emits the Verilog of one block configuration with
 ``rtl_gen.blocks.emit`` (the code path that writes ``hdl/``), builds it with Verilator once per
-configuration and runs the cocotb tests of a module against it.
+configuration and runs the cocotb tests of a module against it; :func:`run_component` does the
+same for any Amaranth component built in the test (cached per Verilog text).
 
 Simulation side (runs inside cocotb): :func:`load_manifest` reads the configuration back, and
 :class:`StreamTB` drives one input and one output Amaranth stream (``<p>__valid``,
@@ -48,6 +49,57 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
     runner.test(
         test_module=test_path.stem,
         hdl_toplevel=manifest["module"],
+        build_dir=build_dir,
+        test_dir=test_path.parent,
+        testcase=testcase,
+        seed=seed,
+        extra_env=env,
+        results_xml=str(build_dir / "results.xml"),
+    )
+
+
+def run_component(component, module: str, test_file: str, *, manifest=None, vlt="",
+                  testcase=None, seed=None):
+    """Emit an arbitrary Amaranth ``component`` as Verilog ``module``, build it with Verilator
+    (cached per Verilog text) and run the cocotb tests in ``test_file``.
+
+    ``manifest`` (a JSON-able dict) is written next to the Verilog together with the port table
+    and read back in cocotb with :func:`load_manifest`. ``vlt`` is extra Verilator control-file
+    text (``lint_off`` lines) for waivers that belong to one design rather than to Amaranth.
+    """
+    from amaranth.back import verilog
+    from cocotb_tools.runner import VerilatorControlFile, get_runner
+
+    from rtl_gen.blocks import port_table
+
+    text = verilog.convert(component, name=module, emit_src=False)
+    key = hashlib.sha256(json.dumps([text, vlt, manifest], sort_keys=True).encode())
+    build_dir = ROOT / "build" / "sim" / f"{module}-{key.hexdigest()[:12]}"
+    src_dir = build_dir / "src"
+    src_dir.mkdir(parents=True, exist_ok=True)
+    (src_dir / f"{module}.v").write_text(text)
+    full = {"module": module, "ports": port_table(component), **(manifest or {})}
+    (src_dir / f"{module}.json").write_text(json.dumps(full, indent=2) + "\n")
+    sources = [VerilatorControlFile(WAIVERS)]
+    if vlt:
+        (src_dir / "extra.vlt").write_text("`verilator_config\n" + vlt.strip() + "\n")
+        sources.append(VerilatorControlFile(src_dir / "extra.vlt"))
+    runner = get_runner("verilator")
+    runner.build(
+        sources=sources + [src_dir / f"{module}.v"],
+        hdl_toplevel=module,
+        build_dir=build_dir,
+        build_args=["-O2", "--x-assign", "0", "--x-initial", "0"],
+    )
+    test_path = Path(test_file).resolve()
+    env = {
+        MANIFEST_ENV: str(src_dir / f"{module}.json"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tb"),
+                                       os.environ.get("PYTHONPATH", "")]),
+    }
+    runner.test(
+        test_module=test_path.stem,
+        hdl_toplevel=module,
         build_dir=build_dir,
         test_dir=test_path.parent,
         testcase=testcase,
