@@ -132,6 +132,8 @@ class AxiLiteCsr(wiring.Component):
       CTRL one cycle late.
     * Reset (``rst``, synchronous, active high) aborts any transaction: all VALID/READY
       handshake state and all registers return to their reset values.
+    * Every output is a register or a function of registers only: no combinational path from
+      any input (AXI or core side) to any output.
     """
 
     write_latency = 1
