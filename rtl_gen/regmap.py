@@ -56,7 +56,9 @@ interrupt is ``GIER & |ISR`` (an ISR bit set before its IER bit was cleared stil
 until the host clears it). Differences from Vitis: arguments are packed at consecutive words
 (Vitis leaves a reserved word after each scalar argument); CTRL bit 9 (a read-only copy of the
 interrupt line, added in later Vitis versions) is not provided; unmapped addresses answer SLVERR
-(Vitis answers OKAY with data 0).
+(Vitis answers OKAY with data 0); addresses are decoded per word, so a byte address inside a
+register selects it (Vitis compares the whole address); AW and W are accepted in either order
+(Vitis takes W only after AW), see :class:`~rtl_gen.axi.lite_csr.AxiLiteCsr` for the timing.
 """
 
 import json
