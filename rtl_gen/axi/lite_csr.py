@@ -88,6 +88,13 @@ class AxiLiteCsr(wiring.Component):
         Level.
     interrupt : ``Out(1)``
         ``GIER.ENABLE & |IP_ISR``, a function of registers only (glitch-free).
+    auto_restart : ``Out(1)``
+        CTRL.AUTO_RESTART.
+    ap_start_write : ``Out(1)``
+        Pulse in the cycle the host's write of AP_START = 1 becomes visible on ``ap_start``.
+    ap_start_refuse : ``In(1)``
+        Clears AP_START without the ``ap_ready`` handshake (AP_READY and IP_ISR unaffected): a
+        core that refuses a start while busy uses it instead of queueing the start.
 
     and for every field of the other registers, with ``P`` = ``<reg>_<field>`` in lower case,
     or ``<reg>`` for a field named like its register:
@@ -165,7 +172,12 @@ class AxiLiteCsr(wiring.Component):
                      ("ap_done", In, 1, "the core finished (pulse)"),
                      ("ap_ready", In, 1, "the core took its arguments (pulse)"),
                      ("ap_idle", In, 1, "the core is idle (level)"),
-                     ("interrupt", Out, 1, "GIER.ENABLE & |IP_ISR")]
+                     ("interrupt", Out, 1, "GIER.ENABLE & |IP_ISR"),
+                     ("auto_restart", Out, 1, "CTRL.AUTO_RESTART"),
+                     ("ap_start_write", Out, 1,
+                      "the host wrote CTRL with AP_START = 1 (pulse, with the new AP_START)"),
+                     ("ap_start_refuse", In, 1,
+                      "clear AP_START without an ap_ready handshake (a refused start)")]
         for r in regmap.user_registers:
             for f in r.fields:
                 p = r.path(f).lower()
@@ -325,10 +337,14 @@ class AxiLiteCsr(wiring.Component):
             with m.Elif(self.ap_idle):
                 m.d.sync += auto_status.eq(0)
             task_done = (self.ap_done & ~auto_status) | (auto_status & self.ap_idle & ~idle)
-            with m.If(we["CTRL"] & wbits(ctrl.field("AP_START"))[0]):
+            start_write = we["CTRL"] & wbits(ctrl.field("AP_START"))[0]
+            with m.If(start_write):
                 m.d.sync += start.eq(1)
             with m.Elif(self.ap_ready):
                 m.d.sync += start.eq(auto)
+            with m.Elif(self.ap_start_refuse):
+                m.d.sync += start.eq(0)
+            m.d.sync += self.ap_start_write.eq(start_write)
             m.d.sync += [
                 idle.eq(self.ap_idle),
                 done.eq(task_done | (done & ~rd["CTRL"])),
@@ -337,7 +353,7 @@ class AxiLiteCsr(wiring.Component):
             for i, event in enumerate((self.ap_done, self.ap_ready)):
                 tog = Mux(we["IP_ISR"], w_data[i] & w_mask[i], 0)
                 m.d.sync += isr[i].eq((ier[i] & event) | (isr[i] ^ tog))
-            m.d.comb += [self.ap_start.eq(start),
+            m.d.comb += [self.ap_start.eq(start), self.auto_restart.eq(auto),
                          self.interrupt.eq(gie & (isr[0] | isr[1]))]
 
         # Generic fields.
