@@ -18,6 +18,11 @@ from .blocks import BLOCKS, SHIPPED, emit
 
 
 def _parse_value(field, text):
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)       # a nested configuration, e.g. --pe '{"k": 3}'
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{field.name} must be valid JSON: {e}") from None
     if field.type in (int, "int"):
         try:
             return int(text, 0)
@@ -34,8 +39,11 @@ def _block_parser(sub, block):
     p.add_argument("--config", type=Path,
                    help="JSON file of parameters; command-line flags override it")
     for field in dataclasses.fields(block.config_cls):
+        default = field.default
+        if dataclasses.is_dataclass(default):
+            default = dataclasses.asdict(default)
         p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, metavar="V",
-                       help=f"(default {field.default!r})")
+                       help=f"(default {default!r})")
     p.set_defaults(block=block)
     return p
 

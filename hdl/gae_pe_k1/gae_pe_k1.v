@@ -77,10 +77,10 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire en;
   input [16:0] gamma;
   wire [16:0] gamma;
-  reg [16:0] \gamma$38  = 17'h00000;
   input [16:0] gamma_lambda;
   wire [16:0] gamma_lambda;
-  reg [16:0] \gamma_lambda$24  = 17'h00000;
+  reg [16:0] gamma_lambda_q = 17'h00000;
+  reg [16:0] gamma_q = 17'h00000;
   input [121:0] i__payload;
   wire [121:0] i__payload;
   wire [31:0] \i__payload.bootstrap ;
@@ -170,9 +170,9 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$36  = o2[0] & o__ready;
   assign \$37  = \$36  & o2[33];
   always @(posedge clk)
-    \gamma$38  <= \$38 ;
+    gamma_q <= \$38 ;
   always @(posedge clk)
-    \gamma_lambda$24  <= \$39 ;
+    gamma_lambda_q <= \$39 ;
   always @(posedge clk)
     vprev0 <= \$40 ;
   always @(posedge clk)
@@ -225,7 +225,7 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign loop_p = s2_brk ? 17'h00000 : \gamma_lambda$24 ;
+  assign loop_p = s2_brk ? 17'h00000 : gamma_lambda_q;
   assign \$11  = $signed({ 1'h0, loop_p }) * $signed(a_lane0);
   assign \$12  = $signed(\$10 [51:0]) + $signed(\$11 );
   assign \$13  = $signed(\$12 ) + $signed(17'h08000);
@@ -246,7 +246,7 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$25  = \$22  ? 33'h07fffffff : \$24 ;
   assign \$26  = i__valid & i__ready;
   assign \$28  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$29  = s0_done ? 17'h00000 : \gamma$38 ;
+  assign \$29  = s0_done ? 17'h00000 : gamma_q;
   assign \$30  = $signed(s0_vnext) * $signed({ 1'h0, \$29  });
   assign \$31  = s0_done | s0_first;
   assign \$32  = i__ready & s2[0];

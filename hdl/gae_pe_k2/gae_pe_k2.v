@@ -115,10 +115,10 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire en;
   input [16:0] gamma;
   wire [16:0] gamma;
-  reg [16:0] \gamma$42  = 17'h00000;
   input [16:0] gamma_lambda;
   wire [16:0] gamma_lambda;
-  reg [16:0] \gamma_lambda$21  = 17'h00000;
+  reg [16:0] gamma_lambda_q = 17'h00000;
+  reg [16:0] gamma_q = 17'h00000;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -244,7 +244,7 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = \gamma_lambda$21  * \gamma_lambda$21 ;
+  assign \$10  = gamma_lambda_q * gamma_lambda_q;
   assign \$11  = \$10  + 16'h8000;
   assign \$12  = \$11 [34:16] > 17'h1ffff;
   assign \$13  = \$11 [34:16] > 17'h1ffff;
@@ -272,7 +272,7 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$34  = \$32  ? 2'h0 : \$33 ;
   assign \$35  = i__valid & i__ready;
   assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : \gamma$42 ;
+  assign \$38  = s0_done ? 17'h00000 : gamma_q;
   assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
   assign \$40  = s0_done | s0_first;
   assign \$41  = i__ready & s2[0];
@@ -280,7 +280,7 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$43  = ~ \$42 ;
   assign \$44  = \$42  ? 17'h00000 : pow2;
   assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : \gamma_lambda$21 ;
+  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
   assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
   assign \$49  = $signed(\$48 ) + $signed(s3_term1);
   assign \$50  = i__ready & loop1[0];
@@ -293,9 +293,9 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$58  = o2[0] & o__ready;
   assign \$59  = \$58  & o2[33];
   always @(posedge clk)
-    \gamma$42  <= \$60 ;
+    gamma_q <= \$60 ;
   always @(posedge clk)
-    \gamma_lambda$21  <= \$61 ;
+    gamma_lambda_q <= \$61 ;
   always @(posedge clk)
     lane_in <= \$62 ;
   always @(posedge clk)

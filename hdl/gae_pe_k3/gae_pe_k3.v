@@ -138,10 +138,10 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire en;
   input [16:0] gamma;
   wire [16:0] gamma;
-  reg [16:0] \gamma$47  = 17'h00000;
   input [16:0] gamma_lambda;
   wire [16:0] gamma_lambda;
-  reg [16:0] \gamma_lambda$21  = 17'h00000;
+  reg [16:0] gamma_lambda_q = 17'h00000;
+  reg [16:0] gamma_q = 17'h00000;
   reg hbrk1 = 1'h0;
   reg hbrk2 = 1'h0;
   reg [31:0] hist1 = 32'd0;
@@ -286,12 +286,12 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
   assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
   assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = \gamma_lambda$21  * \gamma_lambda$21 ;
+  assign \$10  = gamma_lambda_q * gamma_lambda_q;
   assign \$11  = \$10  + 16'h8000;
   assign \$12  = \$11 [34:16] > 17'h1ffff;
   assign \$13  = \$11 [34:16] > 17'h1ffff;
   assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$15  = pow2 * \gamma_lambda$21 ;
+  assign \$15  = pow2 * gamma_lambda_q;
   assign \$16  = \$15  + 16'h8000;
   assign \$17  = \$16 [34:16] > 17'h1ffff;
   assign \$18  = \$16 [34:16] > 17'h1ffff;
@@ -320,7 +320,7 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$39  = \$37  ? 3'h0 : \$38 ;
   assign \$40  = i__valid & i__ready;
   assign \$42  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$43  = s0_done ? 17'h00000 : \gamma$47 ;
+  assign \$43  = s0_done ? 17'h00000 : gamma_q;
   assign \$44  = $signed(s0_vnext) * $signed({ 1'h0, \$43  });
   assign \$45  = s0_done | s0_first;
   assign \$46  = i__ready & s2[0];
@@ -329,7 +329,7 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$49  = ~ \$48 ;
   assign \$50  = \$48  ? 17'h00000 : pow3;
   assign \$51  = ~ s2_brk;
-  assign \$52  = s2_brk ? 17'h00000 : \gamma_lambda$21 ;
+  assign \$52  = s2_brk ? 17'h00000 : gamma_lambda_q;
   assign \$53  = $signed({ 1'h0, \$52  }) * $signed(hist1);
   assign \$54  = s2_brk | hbrk1;
   assign \$55  = ~ \$54 ;
@@ -351,9 +351,9 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$72  = o2[0] & o__ready;
   assign \$73  = \$72  & o2[33];
   always @(posedge clk)
-    \gamma$47  <= \$74 ;
+    gamma_q <= \$74 ;
   always @(posedge clk)
-    \gamma_lambda$21  <= \$75 ;
+    gamma_lambda_q <= \$75 ;
   always @(posedge clk)
     lane_in <= \$76 ;
   always @(posedge clk)

@@ -151,7 +151,7 @@ class GaeCore(wiring.Component):
         # The PEs register the coefficients and compute powers of gamma*lambda in k cycles; the
         # first element needs them 7 cycles after start at the earliest, so only k > 6 waits.
         settle_init = max(0, pe_cfg.k - 6)
-        settle = Signal(range(settle_init + 1))
+        settle = Signal(range(settle_init + 2))
         with m.If(settle != 0):
             m.d.sync += settle.eq(settle - 1)
         one = 1 << pe_cfg.coef_frac

@@ -144,8 +144,8 @@ class GaeProcessingElement(wiring.Component):
         accept = self.i.valid & en
 
         # Coefficients are registered once: quasi-static, they need no path from the ports.
-        gamma = Signal(unsigned(Wc))
-        gamma_lambda = Signal(unsigned(Wc))
+        gamma = Signal(unsigned(Wc), name="gamma_q")
+        gamma_lambda = Signal(unsigned(Wc), name="gamma_lambda_q")
         m.d.sync += [gamma.eq(self.gamma), gamma_lambda.eq(self.gamma_lambda)]
 
         # -- input stage: lane counter, V' selection ----------------------------------------------

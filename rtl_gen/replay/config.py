@@ -188,6 +188,22 @@ class SumTreeConfig:
         return max(1, (self.capacity - 1).bit_length())
 
     @property
+    def level_groups(self) -> tuple:
+        """Sibling groups per level, root first (``level_depths[l] // fanout``; 1 for the root):
+        the depth of level ``l``'s memory in the RTL, whose words are whole groups."""
+        return (1,) + tuple(d // self.fanout for d in self.level_depths[1:])
+
+    @property
+    def node_index_width(self) -> int:
+        """Bits of a node index on any level, padding words included (``0..leaf_slots-1``)."""
+        return max(1, (self.leaf_slots - 1).bit_length())
+
+    @property
+    def level_select_width(self) -> int:
+        """Bits of a level number (``0..levels``)."""
+        return max(1, self.levels.bit_length())
+
+    @property
     def batch_width(self) -> int:
         """Bits of a batch count (0..max_batch)."""
         return self.max_batch.bit_length()
