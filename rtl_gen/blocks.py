@@ -17,6 +17,7 @@ from amaranth.lib import data, wiring
 from .gae import GaePeConfig, GaeProcessingElement
 from .gae.accelerator import GaeAccelerator
 from .gae.config import GaeCoreConfig
+from .learner import TensorUnit, TensorUnitConfig
 
 __all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table"]
 
@@ -35,6 +36,8 @@ BLOCKS = {
                     "GAE processing element (HEPPO), one element per cycle"),
     "gae-accel": Block("gae-accel", "gae_accel", GaeCoreConfig, GaeAccelerator,
                        "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4"),
+    "tensor-unit": Block("tensor-unit", "tensor_unit", TensorUnitConfig, TensorUnit,
+                         "R x C output-stationary systolic GEMM array (learner tensor unit)"),
 }
 
 #: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
