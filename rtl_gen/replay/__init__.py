@@ -1,4 +1,10 @@
 """Prioritized replay blocks: the K-ary sum tree (CF'22 on-chip replay management)."""
 from .config import PRNG_BITS, XORSHIFT32_SHIFTS, XORSHIFT32_ZERO_SEED, SumTreeConfig
+from .layouts import RESPONDS, SumTreeOp, command_layout, response_layout
+from .level import SumTreeLevel
+from .prng import Xorshift32
+from .sumtree import SumTree
 
-__all__ = ["SumTreeConfig", "XORSHIFT32_SHIFTS", "XORSHIFT32_ZERO_SEED", "PRNG_BITS"]
+__all__ = ["SumTreeConfig", "XORSHIFT32_SHIFTS", "XORSHIFT32_ZERO_SEED", "PRNG_BITS",
+           "SumTree", "SumTreeLevel", "SumTreeOp", "Xorshift32", "RESPONDS", "command_layout",
+           "response_layout"]

@@ -1,0 +1,329 @@
+"""K-ary sum tree for prioritized replay (CF'22 Sec. 3.1): pipelined sampling and updating."""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..fixed import saturate
+from .config import PRNG_BITS, SumTreeConfig
+from .layouts import (RESPONDS, SumTreeOp, command_layout, op_layout, response_layout)
+from .level import SumTreeLevel, sweep_width
+from .prng import Xorshift32
+
+__all__ = ["SumTree"]
+
+#: Operand chunks of the target multiplier: unsigned 26 x 17 bits fits one DSP48E2 (27 x 18
+#: signed), so every partial product is one DSP with its output register.
+_MUL_A_CHUNK = 26
+_MUL_B_CHUNK = 17
+
+
+def _chunks(value, size):
+    return [(value[lo:lo + size], lo) for lo in range(0, len(value), size)]
+
+
+class SumTree(wiring.Component):
+    """K-ary sum tree with one operation per cycle: samples, updates, inserts and reads.
+
+    The tree of :class:`~rtl_gen.replay.config.SumTreeConfig`: the root in a register, level
+    ``l`` (1..``levels``) in its own memory (:class:`~rtl_gen.replay.level.SumTreeLevel`) whose
+    words are whole groups of ``fanout`` siblings, ``fanout * level_widths[l]`` bits, so one read
+    returns all children of a node. Bit-exact with :class:`sw.golden.sumtree.FixedSumTree`.
+
+    Pipeline and ordering
+    ---------------------
+    Every operation takes the same path through one in-order pipeline: ``A`` (command
+    register), ``B`` (old leaf value), ``C`` (root), ``M`` (target product), then the three
+    stages R, P, S of each level from the root's children down to the leaves, then the
+    response. Samples and updates share it: there is no separate sampler and updater pipeline
+    to keep apart. A sample walks root -> leaves, reading one group per level. An update
+    knows its change ``delta = new - old`` after stage B, so it too walks root -> leaves,
+    adding ``delta`` to its ancestor on each level (read-modify-write in stages R and P) and
+    writing the leaf last; this is the memoised path of CF'22 turned around. Each level's
+    memory therefore sees the operations in issue order, one per cycle (one read port, one
+    write port; the leaf level: one read-or-write port and the lookup port of stage B), and
+    the result is exactly that of executing the operations one after another:
+
+    * an operation issued after an update sees it (samples, reads, debug reads, and updates of
+      the same leaf or of any ancestor, back to back: the level read ports are transparent to
+      the write of the operation one stage ahead, and the old leaf value of stage B is
+      forwarded from every write still in flight, youngest first);
+    * an operation issued before an update does not see it.
+
+    No operation ever stalls another; the pipeline holds only while a response is not taken
+    (``rsp.ready`` low with a response waiting) and while the tree is cleared.
+
+    Samples compute ``t = (x_raw * root) >> target_bits`` from the root as stage C sees it and
+    select a child per level with a parallel prefix compare (see
+    :class:`~rtl_gen.replay.level.SumTreeLevel`). A sample while every priority is zero
+    responds with ``empty`` set, raises the sticky ``empty`` flag and draws no PRNG word.
+    ``SAMPLE_PRNG`` draws ``x_raw`` from the :class:`~rtl_gen.replay.prng.Xorshift32` in stage C.
+
+    Operations and flags
+    --------------------
+    See :class:`~rtl_gen.replay.layouts.SumTreeOp` for the operations and their responses.
+    UPDATE and INSERT saturate priorities above the leaf maximum (sticky ``saturated``); the
+    maximum-priority register takes the maximum of every value written (reset 1.0). UPDATE or
+    READ with ``index >= capacity`` and DEBUG with ``level > levels`` or ``index`` beyond the
+    level's words raise the sticky ``invalid`` flag and change nothing; READ and DEBUG still
+    respond, with ``invalid`` set and value 0. RESET waits until the pipeline is empty, then
+    clears like a reset does.
+
+    After reset (and RESET) the tree is cleared by a sweep of ``level_groups[-1]`` cycles that
+    zeroes every level memory (FPGA memories keep their contents through a reset); ``cmd.ready``
+    is low and ``busy`` high meanwhile.
+
+    Parameters
+    ----------
+    config : SumTreeConfig
+
+    Members
+    -------
+    cmd : ``In(stream.Signature(command_layout(config)))``
+        Operations, one per cycle.
+    rsp : ``Out(stream.Signature(response_layout(config)))``
+        One response per SAMPLE, SAMPLE_PRNG, INSERT, INSERT_MAX, READ and DEBUG, in command
+        order (UPDATE and RESET respond with nothing).
+    seed : ``In(32)``, seed_load : ``In(1)``
+        Load the PRNG seed (0 loads ``XORSHIFT32_ZERO_SEED``, also the reset state). The load
+        takes effect at the next edge; load while no ``SAMPLE_PRNG`` is in flight (``busy``
+        low) to fix which samples use the new sequence.
+    clear : ``In(1)``
+        Clear the three sticky flags (an event in the same cycle wins).
+    empty, saturated, invalid : ``Out(1)``
+        Sticky flags.
+    busy : ``Out(1)``
+        An operation is in flight or the tree is being cleared.
+    total : ``Out(root_width)``
+        The root (sum of all priorities), as seen by the next operation in stage C.
+    max_priority : ``Out(priority_width)``
+        The maximum-priority register.
+    write_pointer : ``Out(index_width)``, size : ``Out(bits of capacity)``
+        The slot the next INSERT writes and the number of slots inserted (at most capacity).
+
+    Latency is :attr:`latency` = ``3 * levels + 5`` cycles from a command's transfer to its
+    response's transfer (without back-pressure); throughput one operation per cycle of any
+    kind and mix, so ``B`` operations take ``B + 3 * levels + 5`` cycles. An update's effect
+    is visible to the operation issued right after it.
+    """
+
+    def __init__(self, config: SumTreeConfig):
+        if not isinstance(config, SumTreeConfig):
+            raise TypeError(f"config must be a SumTreeConfig, not {config!r}")
+        self._config = config
+        super().__init__({
+            "cmd":           In(stream.Signature(command_layout(config))),
+            "rsp":           Out(stream.Signature(response_layout(config))),
+            "seed":          In(PRNG_BITS),
+            "seed_load":     In(1),
+            "clear":         In(1),
+            "empty":         Out(1),
+            "saturated":     Out(1),
+            "invalid":       Out(1),
+            "busy":          Out(1),
+            "total":         Out(unsigned(config.root_width)),
+            "max_priority":  Out(unsigned(config.priority_width), init=config.one_raw),
+            "write_pointer": Out(unsigned(config.index_width)),
+            "size":          Out(unsigned(config.capacity.bit_length())),
+        })
+
+    @property
+    def config(self) -> SumTreeConfig:
+        return self._config
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a command's transfer to its response's (``3 * levels + 5``)."""
+        return 3 * self._config.levels + 5
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        k, lk, n_levels, cap = cfg.fanout, cfg.log2_fanout, cfg.levels, cfg.capacity
+        wl, w0, tb = cfg.priority_width, cfg.root_width, cfg.target_bits
+        rec = op_layout(cfg)
+        cmd, rsp = self.cmd, self.rsp
+
+        levels = [SumTreeLevel(cfg, level=l) for l in range(1, n_levels + 1)]
+        for lvl in levels:
+            m.submodules[f"level{lvl.level}"] = lvl
+        leaf = levels[-1]
+        m.submodules.prng = prng = Xorshift32()
+
+        en = Signal()                     # the whole pipeline advances
+        a_valid = Signal()
+        a = Signal(command_layout(cfg), name="a")
+        b = Signal(rec, name="b")
+        c = Signal(rec, name="c")
+        mr = Signal(rec, name="m")
+        r1 = Signal(rec, name="r1")
+        out = leaf.o
+        m.d.comb += levels[0].i.eq(r1)
+        for up, down in zip(levels, levels[1:]):
+            m.d.comb += down.i.eq(up.o)
+
+        root = self.total
+        max_reg = self.max_priority
+        ptr = self.write_pointer
+        size = self.size
+        sweeping = Signal(init=1)
+        sweep_cnt = Signal(sweep_width(cfg))
+        for lvl in levels:
+            m.d.comb += [lvl.en.eq(en), lvl.sweep.eq(sweeping), lvl.sweep_addr.eq(sweep_cnt)]
+
+        # -- handshakes -----------------------------------------------------------------------------
+        stages = [b, c, mr, r1] + [r for lvl in levels for r in (lvl.tap_p, lvl.tap_s, lvl.o)]
+        pipe_busy = Signal()
+        m.d.comb += pipe_busy.eq(a_valid | Cat(r.valid for r in stages).any())
+        rsp_valid = out.valid & out.respond
+        is_reset = cmd.payload.op == SumTreeOp.RESET
+        m.d.comb += [
+            en.eq(~rsp_valid | rsp.ready),
+            cmd.ready.eq(en & ~sweeping & ~(is_reset & pipe_busy)),
+            self.busy.eq(pipe_busy | sweeping),
+            rsp.valid.eq(rsp_valid),
+            rsp.payload.op.eq(out.op),
+            rsp.payload.index.eq(out.index),
+            rsp.payload.value.eq(out.value),
+            rsp.payload.empty.eq(out.empty),
+            rsp.payload.invalid.eq(out.invalid),
+        ]
+        accept = cmd.valid & cmd.ready
+        with m.If(en):
+            m.d.sync += [a_valid.eq(accept & ~is_reset), a.eq(cmd.payload)]
+
+        # -- clearing sweep -------------------------------------------------------------------------
+        last_group = cfg.level_groups[-1] - 1
+        with m.If(sweeping):
+            m.d.sync += sweep_cnt.eq(sweep_cnt + 1)
+            with m.If(sweep_cnt == last_group):
+                m.d.sync += [sweeping.eq(0), sweep_cnt.eq(0)]
+
+        # -- A: decode, saturate, insert slot, maximum register, lookup of the old leaf -------------
+        op = a.op
+        is_sample = a_valid & ((op == SumTreeOp.SAMPLE) | (op == SumTreeOp.SAMPLE_PRNG))
+        is_update = a_valid & (op == SumTreeOp.UPDATE)
+        is_insert = a_valid & ((op == SumTreeOp.INSERT) | (op == SumTreeOp.INSERT_MAX))
+        is_read = a_valid & (op == SumTreeOp.READ)
+        is_debug = a_valid & (op == SumTreeOp.DEBUG)
+        responds = a_valid & Cat(op == o for o in RESPONDS).any()
+        sat, over = saturate(m, a.priority, cfg.priority_format, name="sat")
+        # (comparisons that cannot be true are left out: Verilator's lint flags them)
+        index_top = 1 << cfg.node_index_width
+        leaf_bad = (a.index >= cap) if cap < index_top else Const(0)
+        depths = cfg.level_depths
+        debug_bad = Cat(
+            [(a.level == l) & (a.index >= depths[l]) for l in range(n_levels + 1)
+             if depths[l] < index_top]
+            + ([a.level > n_levels] if (1 << cfg.level_select_width) > n_levels + 1 else [])
+        ).any()
+        new_value = Signal(wl)
+        leaf_index = Signal(cfg.node_index_width)
+        write = Signal()
+        m.d.comb += [
+            new_value.eq(Mux(op == SumTreeOp.INSERT_MAX, max_reg, sat)),
+            leaf_index.eq(Mux(is_insert, ptr, Mux(is_sample, 0, a.index))),
+            write.eq(is_insert | (is_update & ~leaf_bad)),
+            leaf.lookup_addr.eq(leaf_index >> lk),
+            leaf.lookup_en.eq(en),
+        ]
+        invalid_now = ((is_update | is_read) & leaf_bad) | (is_debug & debug_bad)
+        with m.If(en):
+            m.d.sync += [
+                b.valid.eq(a_valid),
+                b.op.eq(op),
+                b.sample.eq(is_sample),
+                b.prng.eq(op == SumTreeOp.SAMPLE_PRNG),
+                b.write.eq(write),
+                b.read.eq(is_read & ~leaf_bad),
+                b.debug.eq(is_debug & ~debug_bad),
+                b.respond.eq(responds),
+                b.empty.eq(0),
+                b.invalid.eq(invalid_now),
+                b.level.eq(a.level),
+                b.index.eq(leaf_index),
+                b.prio.eq(new_value),
+                b.delta.eq(0),
+                b.target.eq(a.target),
+                b.value.eq(Mux(is_insert, new_value, 0)),
+            ]
+            with m.If(is_insert):
+                m.d.sync += [
+                    ptr.eq(Mux(ptr == cap - 1, 0, ptr + 1)),
+                    size.eq(Mux(size == cap, cap, size + 1)),
+                ]
+            with m.If(write & (new_value > max_reg)):
+                m.d.sync += max_reg.eq(new_value)
+
+        # -- B: old leaf value, forwarded from the writes in flight (youngest first) ---------------
+        # The lookup read sees every leaf write up to the previous cycle's; the writes of the
+        # operations from stage C down to the leaf level's P stage are not in it yet.
+        taps = [c, mr, r1]
+        for lvl in levels[:-1]:
+            taps += [lvl.tap_p, lvl.tap_s, lvl.o]
+        taps.append(leaf.tap_p)
+        lanes = [leaf.lookup_data[j * wl:(j + 1) * wl] for j in range(k)]
+        from_mem = Array(lanes)[b.index[:lk]] if k > 1 else lanes[0]
+        younger = Const(0)
+        forwarded = Const(0, wl)
+        for r in taps:
+            hit = r.write & (r.index == b.index)
+            forwarded = forwarded | Mux(hit & ~younger, r.prio, 0)
+            younger = younger | hit
+        old = Signal(wl)
+        m.d.comb += old.eq(Mux(younger, forwarded, from_mem))
+        with m.If(en):
+            m.d.sync += [c.eq(b), c.delta.eq(b.prio - old)]
+            with m.If(b.read):
+                m.d.sync += c.value.eq(old)
+
+        # -- C: root, PRNG, partial products of the target ------------------------------------------
+        root_zero = root == 0
+        empty_now = c.sample & root_zero
+        x = Signal(tb)
+        m.d.comb += [
+            prng.seed.eq(self.seed),
+            prng.load.eq(self.seed_load),
+            prng.step.eq(en & c.sample & c.prng & ~root_zero),
+            x.eq(Mux(c.prng, prng.word[PRNG_BITS - tb:], c.target[:tb])),
+        ]
+        partials = []
+        for xa, sa in _chunks(x, _MUL_B_CHUNK):
+            for ra, sr in _chunks(root, _MUL_A_CHUNK):
+                pp = Signal(len(xa) + len(ra), name=f"pp_{sa}_{sr}")
+                partials.append((pp, sa + sr))
+                with m.If(en):
+                    m.d.sync += pp.eq(xa * ra)
+        with m.If(en):
+            m.d.sync += mr.eq(c)
+            with m.If(c.write):
+                m.d.sync += root.eq((root + c.delta)[:w0])
+            with m.If(empty_now):
+                m.d.sync += [mr.sample.eq(0), mr.empty.eq(1)]
+            with m.If(c.debug & (c.level == 0)):
+                m.d.sync += mr.value.eq(root)
+
+        # -- M: t = (x_raw * root) >> target_bits ----------------------------------------------------
+        product = Signal(tb + w0)
+        m.d.comb += product.eq(sum(pp << s for pp, s in partials))
+        with m.If(en):
+            m.d.sync += r1.eq(mr)
+            with m.If(mr.sample):
+                m.d.sync += r1.target.eq(product[tb:])
+
+        # -- sticky flags, RESET -----------------------------------------------------------------------
+        with m.If(self.clear):
+            m.d.sync += [self.empty.eq(0), self.saturated.eq(0), self.invalid.eq(0)]
+        with m.If(en):
+            with m.If(empty_now):
+                m.d.sync += self.empty.eq(1)
+            with m.If((write & (op != SumTreeOp.INSERT_MAX)) & over):
+                m.d.sync += self.saturated.eq(1)
+            with m.If(invalid_now):
+                m.d.sync += self.invalid.eq(1)
+        with m.If(accept & is_reset):
+            m.d.sync += [
+                sweeping.eq(1), sweep_cnt.eq(0), root.eq(0), ptr.eq(0), size.eq(0),
+                max_reg.eq(cfg.one_raw),
+            ]
+        return m
