@@ -18,6 +18,7 @@ from .gae import GaePeConfig, GaeProcessingElement
 from .gae.accelerator import GaeAccelerator
 from .gae.config import GaeCoreConfig
 from .learner import TensorUnit, TensorUnitConfig
+from .replay import SumTree, SumTreeConfig
 
 __all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table"]
 
@@ -36,6 +37,8 @@ BLOCKS = {
                     "GAE processing element (HEPPO), one element per cycle"),
     "gae-accel": Block("gae-accel", "gae_accel", GaeCoreConfig, GaeAccelerator,
                        "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4"),
+    "sumtree": Block("sumtree", "sumtree", SumTreeConfig, SumTree,
+                     "K-ary sum tree for prioritized replay, one sample or update per cycle"),
     "tensor-unit": Block("tensor-unit", "tensor_unit", TensorUnitConfig, TensorUnit,
                          "R x C output-stationary systolic GEMM array (learner tensor unit)"),
 }
