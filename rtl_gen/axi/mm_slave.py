@@ -76,7 +76,7 @@ class AxiMemorySlave(wiring.Component):
       burst of N beats uses the memory port N cycles, and streams one beat per cycle while
       ``rready`` stays high; an R-channel stall stops the reads with a 2-entry skid buffer, so
       no beat is lost. The next AR is accepted the cycle after the last beat is read from
-      memory: back-to-back N-beat read bursts take N + 1 cycles each.
+      memory: back-to-back N-beat read bursts take N + 1 cycles each (single beats 2).
     * Write: ``wready`` rises the cycle after the AW handshake and stays high for the whole
       burst (one beat per cycle); the memory is written 1 cycle after each W handshake and
       ``bvalid`` rises 2 cycles after the last W handshake (``write_response_latency``). The
