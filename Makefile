@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml
 
 hdl: $(STAMP)
 	$(PY) -m rtl_gen shipped --out $(HDL)
+	$(PY) scripts/update_readme.py
 
 test: $(STAMP)
 	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --durations=15

@@ -2,6 +2,7 @@
 
 import filecmp
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,9 @@ def test_hdl_lint_clean(module):
     res = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS),
                           str(HDL / module / f"{module}.v")], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_readme_tables_are_generated():
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "update_readme.py"), "--check"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
