@@ -28,7 +28,9 @@ drain, ``latency + R``), later items leave every ``T_max`` cycles. CF'22 writes
 ``(PI + n - 1)·T_max``; the two agree for balanced stages in a chain, but here the WA stages
 are branches (WA_l needs only δ_l and the layer's input) and the target FW chain runs beside
 the online FW, so the critical path is FW_1..FW_L, LOSS, BW_L..BW_2, WA_1.
-``T_WU = Σ_l ceil(DP·size(W_l) / u)`` with u update lanes (CF'22's ``r_WU·f``). The DSE searches DP (divisors of B), m, the allocation factor f and u, and gives
+``T_WU = Σ_l ceil(DP·size(W_l) / u)`` with u update lanes (CF'22's ``r_WU·f``).
+
+The DSE searches DP (divisors of B), m, the allocation factor f and u, and gives
 stage i the array from the menu (:data:`ARRAY_MENU`, both orientations) with the fewest cycles
 among those with at most ``max(4, r_i·f)`` cells, ``r_i`` being the stage's multiply-accumulates
 per sample over the smallest stage's (CF'22's proportional allocation). The design with the
@@ -45,8 +47,11 @@ URAM is not used by the model.
 
 The projected gradient steps per second (``--mhz``, default 300 MHz) are printed beside torch
 on this machine's CPU, measured in the same run (float32, the same network and batch, one DQN
-step: online and target FW, loss, backward, SGD), and a plot of the design space is written to
-``build/dse_learner.png``.
+step: online and target FW, loss, backward, SGD; the best of 5 timed rounds, with one thread
+and with torch's default, the faster kept: on a shared machine the best round is the least
+disturbed), and a plot of the design space is written to ``build/dse_learner.png``. The
+projection counts the learner's compute only: no host transfers, replay sampling or clock
+closure (300 MHz is an assumption, not a timing result).
 """
 
 import argparse

@@ -185,7 +185,7 @@ class TensorUnit(wiring.Component):
     for large arrays keep ``o.ready`` high (put a FIFO of at least R beats behind ``o``).
 
     Registers per cell: A and B operands, product, accumulator and its saturation flag, drain
-    register and flag, two control bits; per column a drain-start bit, the output and rounding
+    register and flag, three control bits; per column a drain-start bit, the output and rounding
     registers and ``C - 1 - j`` de-skew stages; input skew ``R(R-1)/2`` and ``C(C-1)/2``
     operand registers. One multiplier per cell (one DSP48E2 for in_width ≤ 18).
     """
