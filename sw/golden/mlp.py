@@ -49,9 +49,9 @@ def init_weights(num: LearnerNumerics, rng, *, scale=1.0):
     biases, quantized to the weight format. Returns a list of raw ``(n_in + 1) × n_out``
     arrays."""
     out = []
-    for n_in, n_out in num.weight_shapes():
-        bound = scale / np.sqrt(n_in - 1)
-        out.append(num.weight_format.quantize(rng.uniform(-bound, bound, (n_in, n_out))))
+    for rows, n_out in num.weight_shapes():          # rows = fan_in + 1 (the bias row)
+        bound = scale / np.sqrt(rows - 1)
+        out.append(num.weight_format.quantize(rng.uniform(-bound, bound, (rows, n_out))))
     return out
 
 
