@@ -48,3 +48,22 @@ estimate: hdl
 
 clean:
 	rm -rf build sim_build .pytest_cache
+
+# Vivado/Vitis flows (scripts/vivado/README.md). `make vivado-scripts` writes the TCL and v++
+# configurations generated from hdl/ into $(VIVADO_OUT)/<accelerator>/; `make vivado
+# BOARD=zcu106|u200|u250|ooc [ACCEL=gae_accel_n8] [PART=...]` writes them and runs vivado/v++
+# in batch mode if they are on PATH, else prints the commands to run and fails.
+BOARD      ?=
+ACCEL      ?= gae_accel_n8
+PART       ?=
+VIVADO_OUT ?= build/vivado
+
+.PHONY: vivado vivado-scripts
+
+vivado-scripts: $(STAMP)
+	$(PY) -m rtl_gen.vivado scripts --hdl $(HDL) --out $(VIVADO_OUT)
+
+vivado: $(STAMP)
+	@test -n "$(BOARD)" || { echo "make vivado: set BOARD=zcu106, u200, u250 or ooc" >&2; exit 2; }
+	$(PY) -m rtl_gen.vivado run --board $(BOARD) --accel $(ACCEL) --hdl $(HDL) \
+	  --out $(VIVADO_OUT) $(if $(PART),--part $(PART))
