@@ -3238,35 +3238,35 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   reg [11:0] \$3499 ;
   wire \$35 ;
   wire \$350 ;
-  reg [12:0] \$3500 ;
-  reg [13:0] \$3501 ;
+  reg [13:0] \$3500 ;
+  reg [12:0] \$3501 ;
   reg [12:0] \$3502 ;
-  reg [12:0] \$3503 ;
-  reg \$3504 ;
-  reg [2:0] \$3505 ;
-  reg [6:0] \$3506 ;
-  reg [12:0] \$3507 ;
-  reg [13:0] \$3508 ;
+  reg \$3503 ;
+  reg [2:0] \$3504 ;
+  reg [6:0] \$3505 ;
+  reg [12:0] \$3506 ;
+  reg [13:0] \$3507 ;
+  reg \$3508 ;
   reg \$3509 ;
   wire [32:0] \$351 ;
-  reg \$3510 ;
-  reg [11:0] \$3511 ;
-  reg [3:0] \$3512 ;
-  reg [1:0] \$3513 ;
-  reg [12:0] \$3514 ;
+  reg [11:0] \$3510 ;
+  reg [3:0] \$3511 ;
+  reg [1:0] \$3512 ;
+  reg [12:0] \$3513 ;
+  reg \$3514 ;
   reg \$3515 ;
   reg \$3516 ;
   reg \$3517 ;
-  reg \$3518 ;
-  reg [12:0] \$3519 ;
+  reg [12:0] \$3518 ;
+  reg [6:0] \$3519 ;
   wire [32:0] \$352 ;
-  reg [6:0] \$3520 ;
+  reg \$3520 ;
   reg \$3521 ;
   reg \$3522 ;
   reg \$3523 ;
-  reg \$3524 ;
-  reg [12:0] \$3525 ;
-  reg [6:0] \$3526 ;
+  reg [12:0] \$3524 ;
+  reg [6:0] \$3525 ;
+  reg [31:0] \$3526 ;
   reg [31:0] \$3527 ;
   reg [31:0] \$3528 ;
   reg [31:0] \$3529 ;
@@ -3408,9 +3408,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   reg [31:0] \$3651 ;
   reg [31:0] \$3652 ;
   reg [31:0] \$3653 ;
-  reg [31:0] \$3654 ;
-  reg [63:0] \$3655 ;
-  reg \$3656 ;
+  reg [63:0] \$3654 ;
+  reg \$3655 ;
+  reg [31:0] \$3656 ;
   reg [31:0] \$3657 ;
   reg [31:0] \$3658 ;
   reg [31:0] \$3659 ;
@@ -3482,10 +3482,10 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   reg [31:0] \$3718 ;
   reg [31:0] \$3719 ;
   wire [32:0] \$372 ;
-  reg [31:0] \$3720 ;
-  reg \$3721 ;
-  reg [10:0] \$3722 ;
-  reg [6:0] \$3723 ;
+  reg \$3720 ;
+  reg [10:0] \$3721 ;
+  reg [6:0] \$3722 ;
+  reg [7:0] \$3723 ;
   reg [7:0] \$3724 ;
   reg [7:0] \$3725 ;
   reg [7:0] \$3726 ;
@@ -3627,12 +3627,11 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   reg [7:0] \$3849 ;
   wire \$385 ;
   reg [7:0] \$3850 ;
-  reg [7:0] \$3851 ;
+  reg \$3851 ;
   reg \$3852 ;
   reg \$3853 ;
   reg \$3854 ;
   reg \$3855 ;
-  reg \$3856 ;
   wire [32:0] \$386 ;
   wire [32:0] \$387 ;
   wire [39:0] \$388 ;
@@ -4315,12 +4314,12 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   wire [63:0] \$998 ;
   wire [62:0] \$999 ;
   reg \$like  = 1'h0;
-  reg \$like$1326  = 1'h0;
+  reg \$like$1325  = 1'h0;
   reg \$signal  = 1'h0;
+  reg \$signal$1319  = 1'h0;
   reg \$signal$1320  = 1'h0;
   reg \$signal$1321  = 1'h0;
-  reg \$signal$1322  = 1'h0;
-  reg [12:0] \$signal$1324  = 13'h0000;
+  reg [12:0] \$signal$1323  = 13'h0000;
   reg \$signal$423  = 1'h0;
   reg [12:0] \$signal$431  = 13'h0000;
   reg [10:0] \$signature__addr ;
@@ -4342,7 +4341,6 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   reg \$signature__en$24 ;
   reg \$signature__en$26 ;
   reg [12:0] G = 13'h0000;
-  reg [12:0] M = 13'h0000;
   reg [11:0] T = 12'h000;
   input [31:0] adv_offset;
   wire [31:0] adv_offset;
@@ -11827,390 +11825,390 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   assign \$1740  = T - 1'h1;
   assign \$1741  = t == \$1740 ;
   assign \$1742  = \$1739  & \$1741 ;
-  assign \$1743  = ~ \$signal$1321 ;
+  assign \$1743  = ~ \$signal$1320 ;
   assign \$1744  = deq_r0_ovf & \$1743 ;
   assign \$1745  = \$1744  | deq_v0_ovf;
   assign \$1746  = s1_nvalid > 1'h0;
   assign \$1747  = \$1745  & \$1746 ;
-  assign \$1749  = ~ \$signal$1321 ;
+  assign \$1749  = ~ \$signal$1320 ;
   assign \$1750  = deq_r1_ovf & \$1749 ;
   assign \$1751  = \$1750  | deq_v1_ovf;
   assign \$1752  = s1_nvalid > 1'h1;
   assign \$1753  = \$1751  & \$1752 ;
   assign \$1754  = \$1748  | \$1753 ;
-  assign \$1755  = ~ \$signal$1321 ;
+  assign \$1755  = ~ \$signal$1320 ;
   assign \$1756  = deq_r2_ovf & \$1755 ;
   assign \$1757  = \$1756  | deq_v2_ovf;
   assign \$1758  = s1_nvalid > 2'h2;
   assign \$1759  = \$1757  & \$1758 ;
   assign \$1760  = \$1754  | \$1759 ;
-  assign \$1761  = ~ \$signal$1321 ;
+  assign \$1761  = ~ \$signal$1320 ;
   assign \$1762  = deq_r3_ovf & \$1761 ;
   assign \$1763  = \$1762  | deq_v3_ovf;
   assign \$1764  = s1_nvalid > 2'h3;
   assign \$1765  = \$1763  & \$1764 ;
   assign \$1766  = \$1760  | \$1765 ;
-  assign \$1767  = ~ \$signal$1321 ;
+  assign \$1767  = ~ \$signal$1320 ;
   assign \$1768  = deq_r4_ovf & \$1767 ;
   assign \$1769  = \$1768  | deq_v4_ovf;
   assign \$1770  = s1_nvalid > 3'h4;
   assign \$1771  = \$1769  & \$1770 ;
   assign \$1772  = \$1766  | \$1771 ;
-  assign \$1773  = ~ \$signal$1321 ;
+  assign \$1773  = ~ \$signal$1320 ;
   assign \$1774  = deq_r5_ovf & \$1773 ;
   assign \$1775  = \$1774  | deq_v5_ovf;
   assign \$1776  = s1_nvalid > 3'h5;
   assign \$1777  = \$1775  & \$1776 ;
   assign \$1778  = \$1772  | \$1777 ;
-  assign \$1779  = ~ \$signal$1321 ;
+  assign \$1779  = ~ \$signal$1320 ;
   assign \$1780  = deq_r6_ovf & \$1779 ;
   assign \$1781  = \$1780  | deq_v6_ovf;
   assign \$1782  = s1_nvalid > 3'h6;
   assign \$1783  = \$1781  & \$1782 ;
   assign \$1784  = \$1778  | \$1783 ;
-  assign \$1785  = ~ \$signal$1321 ;
+  assign \$1785  = ~ \$signal$1320 ;
   assign \$1786  = deq_r7_ovf & \$1785 ;
   assign \$1787  = \$1786  | deq_v7_ovf;
   assign \$1788  = s1_nvalid > 3'h7;
   assign \$1789  = \$1787  & \$1788 ;
   assign \$1790  = \$1784  | \$1789 ;
-  assign \$1791  = ~ \$signal$1321 ;
+  assign \$1791  = ~ \$signal$1320 ;
   assign \$1792  = deq_r8_ovf & \$1791 ;
   assign \$1793  = \$1792  | deq_v8_ovf;
   assign \$1794  = s1_nvalid > 4'h8;
   assign \$1795  = \$1793  & \$1794 ;
   assign \$1796  = \$1790  | \$1795 ;
-  assign \$1797  = ~ \$signal$1321 ;
+  assign \$1797  = ~ \$signal$1320 ;
   assign \$1798  = deq_r9_ovf & \$1797 ;
   assign \$1799  = \$1798  | deq_v9_ovf;
   assign \$1800  = s1_nvalid > 4'h9;
   assign \$1801  = \$1799  & \$1800 ;
   assign \$1802  = \$1796  | \$1801 ;
-  assign \$1803  = ~ \$signal$1321 ;
+  assign \$1803  = ~ \$signal$1320 ;
   assign \$1804  = deq_r10_ovf & \$1803 ;
   assign \$1805  = \$1804  | deq_v10_ovf;
   assign \$1806  = s1_nvalid > 4'ha;
   assign \$1807  = \$1805  & \$1806 ;
   assign \$1808  = \$1802  | \$1807 ;
-  assign \$1809  = ~ \$signal$1321 ;
+  assign \$1809  = ~ \$signal$1320 ;
   assign \$1810  = deq_r11_ovf & \$1809 ;
   assign \$1811  = \$1810  | deq_v11_ovf;
   assign \$1812  = s1_nvalid > 4'hb;
   assign \$1813  = \$1811  & \$1812 ;
   assign \$1814  = \$1808  | \$1813 ;
-  assign \$1815  = ~ \$signal$1321 ;
+  assign \$1815  = ~ \$signal$1320 ;
   assign \$1816  = deq_r12_ovf & \$1815 ;
   assign \$1817  = \$1816  | deq_v12_ovf;
   assign \$1818  = s1_nvalid > 4'hc;
   assign \$1819  = \$1817  & \$1818 ;
   assign \$1820  = \$1814  | \$1819 ;
-  assign \$1821  = ~ \$signal$1321 ;
+  assign \$1821  = ~ \$signal$1320 ;
   assign \$1822  = deq_r13_ovf & \$1821 ;
   assign \$1823  = \$1822  | deq_v13_ovf;
   assign \$1824  = s1_nvalid > 4'hd;
   assign \$1825  = \$1823  & \$1824 ;
   assign \$1826  = \$1820  | \$1825 ;
-  assign \$1827  = ~ \$signal$1321 ;
+  assign \$1827  = ~ \$signal$1320 ;
   assign \$1828  = deq_r14_ovf & \$1827 ;
   assign \$1829  = \$1828  | deq_v14_ovf;
   assign \$1830  = s1_nvalid > 4'he;
   assign \$1831  = \$1829  & \$1830 ;
   assign \$1832  = \$1826  | \$1831 ;
-  assign \$1833  = ~ \$signal$1321 ;
+  assign \$1833  = ~ \$signal$1320 ;
   assign \$1834  = deq_r15_ovf & \$1833 ;
   assign \$1835  = \$1834  | deq_v15_ovf;
   assign \$1836  = s1_nvalid > 4'hf;
   assign \$1837  = \$1835  & \$1836 ;
   assign \$1838  = \$1832  | \$1837 ;
-  assign \$1839  = ~ \$signal$1321 ;
+  assign \$1839  = ~ \$signal$1320 ;
   assign \$1840  = deq_r16_ovf & \$1839 ;
   assign \$1841  = \$1840  | deq_v16_ovf;
   assign \$1842  = s1_nvalid > 5'h10;
   assign \$1843  = \$1841  & \$1842 ;
   assign \$1844  = \$1838  | \$1843 ;
-  assign \$1845  = ~ \$signal$1321 ;
+  assign \$1845  = ~ \$signal$1320 ;
   assign \$1846  = deq_r17_ovf & \$1845 ;
   assign \$1847  = \$1846  | deq_v17_ovf;
   assign \$1848  = s1_nvalid > 5'h11;
   assign \$1849  = \$1847  & \$1848 ;
   assign \$1850  = \$1844  | \$1849 ;
-  assign \$1851  = ~ \$signal$1321 ;
+  assign \$1851  = ~ \$signal$1320 ;
   assign \$1852  = deq_r18_ovf & \$1851 ;
   assign \$1853  = \$1852  | deq_v18_ovf;
   assign \$1854  = s1_nvalid > 5'h12;
   assign \$1855  = \$1853  & \$1854 ;
   assign \$1856  = \$1850  | \$1855 ;
-  assign \$1857  = ~ \$signal$1321 ;
+  assign \$1857  = ~ \$signal$1320 ;
   assign \$1858  = deq_r19_ovf & \$1857 ;
   assign \$1859  = \$1858  | deq_v19_ovf;
   assign \$1860  = s1_nvalid > 5'h13;
   assign \$1861  = \$1859  & \$1860 ;
   assign \$1862  = \$1856  | \$1861 ;
-  assign \$1863  = ~ \$signal$1321 ;
+  assign \$1863  = ~ \$signal$1320 ;
   assign \$1864  = deq_r20_ovf & \$1863 ;
   assign \$1865  = \$1864  | deq_v20_ovf;
   assign \$1866  = s1_nvalid > 5'h14;
   assign \$1867  = \$1865  & \$1866 ;
   assign \$1868  = \$1862  | \$1867 ;
-  assign \$1869  = ~ \$signal$1321 ;
+  assign \$1869  = ~ \$signal$1320 ;
   assign \$1870  = deq_r21_ovf & \$1869 ;
   assign \$1871  = \$1870  | deq_v21_ovf;
   assign \$1872  = s1_nvalid > 5'h15;
   assign \$1873  = \$1871  & \$1872 ;
   assign \$1874  = \$1868  | \$1873 ;
-  assign \$1875  = ~ \$signal$1321 ;
+  assign \$1875  = ~ \$signal$1320 ;
   assign \$1876  = deq_r22_ovf & \$1875 ;
   assign \$1877  = \$1876  | deq_v22_ovf;
   assign \$1878  = s1_nvalid > 5'h16;
   assign \$1879  = \$1877  & \$1878 ;
   assign \$1880  = \$1874  | \$1879 ;
-  assign \$1881  = ~ \$signal$1321 ;
+  assign \$1881  = ~ \$signal$1320 ;
   assign \$1882  = deq_r23_ovf & \$1881 ;
   assign \$1883  = \$1882  | deq_v23_ovf;
   assign \$1884  = s1_nvalid > 5'h17;
   assign \$1885  = \$1883  & \$1884 ;
   assign \$1886  = \$1880  | \$1885 ;
-  assign \$1887  = ~ \$signal$1321 ;
+  assign \$1887  = ~ \$signal$1320 ;
   assign \$1888  = deq_r24_ovf & \$1887 ;
   assign \$1889  = \$1888  | deq_v24_ovf;
   assign \$1890  = s1_nvalid > 5'h18;
   assign \$1891  = \$1889  & \$1890 ;
   assign \$1892  = \$1886  | \$1891 ;
-  assign \$1893  = ~ \$signal$1321 ;
+  assign \$1893  = ~ \$signal$1320 ;
   assign \$1894  = deq_r25_ovf & \$1893 ;
   assign \$1895  = \$1894  | deq_v25_ovf;
   assign \$1896  = s1_nvalid > 5'h19;
   assign \$1897  = \$1895  & \$1896 ;
   assign \$1898  = \$1892  | \$1897 ;
-  assign \$1899  = ~ \$signal$1321 ;
+  assign \$1899  = ~ \$signal$1320 ;
   assign \$1900  = deq_r26_ovf & \$1899 ;
   assign \$1901  = \$1900  | deq_v26_ovf;
   assign \$1902  = s1_nvalid > 5'h1a;
   assign \$1903  = \$1901  & \$1902 ;
   assign \$1904  = \$1898  | \$1903 ;
-  assign \$1905  = ~ \$signal$1321 ;
+  assign \$1905  = ~ \$signal$1320 ;
   assign \$1906  = deq_r27_ovf & \$1905 ;
   assign \$1907  = \$1906  | deq_v27_ovf;
   assign \$1908  = s1_nvalid > 5'h1b;
   assign \$1909  = \$1907  & \$1908 ;
   assign \$1910  = \$1904  | \$1909 ;
-  assign \$1911  = ~ \$signal$1321 ;
+  assign \$1911  = ~ \$signal$1320 ;
   assign \$1912  = deq_r28_ovf & \$1911 ;
   assign \$1913  = \$1912  | deq_v28_ovf;
   assign \$1914  = s1_nvalid > 5'h1c;
   assign \$1915  = \$1913  & \$1914 ;
   assign \$1916  = \$1910  | \$1915 ;
-  assign \$1917  = ~ \$signal$1321 ;
+  assign \$1917  = ~ \$signal$1320 ;
   assign \$1918  = deq_r29_ovf & \$1917 ;
   assign \$1919  = \$1918  | deq_v29_ovf;
   assign \$1920  = s1_nvalid > 5'h1d;
   assign \$1921  = \$1919  & \$1920 ;
   assign \$1922  = \$1916  | \$1921 ;
-  assign \$1923  = ~ \$signal$1321 ;
+  assign \$1923  = ~ \$signal$1320 ;
   assign \$1924  = deq_r30_ovf & \$1923 ;
   assign \$1925  = \$1924  | deq_v30_ovf;
   assign \$1926  = s1_nvalid > 5'h1e;
   assign \$1927  = \$1925  & \$1926 ;
   assign \$1928  = \$1922  | \$1927 ;
-  assign \$1929  = ~ \$signal$1321 ;
+  assign \$1929  = ~ \$signal$1320 ;
   assign \$1930  = deq_r31_ovf & \$1929 ;
   assign \$1931  = \$1930  | deq_v31_ovf;
   assign \$1932  = s1_nvalid > 5'h1f;
   assign \$1933  = \$1931  & \$1932 ;
   assign \$1934  = \$1928  | \$1933 ;
-  assign \$1935  = ~ \$signal$1321 ;
+  assign \$1935  = ~ \$signal$1320 ;
   assign \$1936  = deq_r32_ovf & \$1935 ;
   assign \$1937  = \$1936  | deq_v32_ovf;
   assign \$1938  = s1_nvalid > 6'h20;
   assign \$1939  = \$1937  & \$1938 ;
   assign \$1940  = \$1934  | \$1939 ;
-  assign \$1941  = ~ \$signal$1321 ;
+  assign \$1941  = ~ \$signal$1320 ;
   assign \$1942  = deq_r33_ovf & \$1941 ;
   assign \$1943  = \$1942  | deq_v33_ovf;
   assign \$1944  = s1_nvalid > 6'h21;
   assign \$1945  = \$1943  & \$1944 ;
   assign \$1946  = \$1940  | \$1945 ;
-  assign \$1947  = ~ \$signal$1321 ;
+  assign \$1947  = ~ \$signal$1320 ;
   assign \$1948  = deq_r34_ovf & \$1947 ;
   assign \$1949  = \$1948  | deq_v34_ovf;
   assign \$1950  = s1_nvalid > 6'h22;
   assign \$1951  = \$1949  & \$1950 ;
   assign \$1952  = \$1946  | \$1951 ;
-  assign \$1953  = ~ \$signal$1321 ;
+  assign \$1953  = ~ \$signal$1320 ;
   assign \$1954  = deq_r35_ovf & \$1953 ;
   assign \$1955  = \$1954  | deq_v35_ovf;
   assign \$1956  = s1_nvalid > 6'h23;
   assign \$1957  = \$1955  & \$1956 ;
   assign \$1958  = \$1952  | \$1957 ;
-  assign \$1959  = ~ \$signal$1321 ;
+  assign \$1959  = ~ \$signal$1320 ;
   assign \$1960  = deq_r36_ovf & \$1959 ;
   assign \$1961  = \$1960  | deq_v36_ovf;
   assign \$1962  = s1_nvalid > 6'h24;
   assign \$1963  = \$1961  & \$1962 ;
   assign \$1964  = \$1958  | \$1963 ;
-  assign \$1965  = ~ \$signal$1321 ;
+  assign \$1965  = ~ \$signal$1320 ;
   assign \$1966  = deq_r37_ovf & \$1965 ;
   assign \$1967  = \$1966  | deq_v37_ovf;
   assign \$1968  = s1_nvalid > 6'h25;
   assign \$1969  = \$1967  & \$1968 ;
   assign \$1970  = \$1964  | \$1969 ;
-  assign \$1971  = ~ \$signal$1321 ;
+  assign \$1971  = ~ \$signal$1320 ;
   assign \$1972  = deq_r38_ovf & \$1971 ;
   assign \$1973  = \$1972  | deq_v38_ovf;
   assign \$1974  = s1_nvalid > 6'h26;
   assign \$1975  = \$1973  & \$1974 ;
   assign \$1976  = \$1970  | \$1975 ;
-  assign \$1977  = ~ \$signal$1321 ;
+  assign \$1977  = ~ \$signal$1320 ;
   assign \$1978  = deq_r39_ovf & \$1977 ;
   assign \$1979  = \$1978  | deq_v39_ovf;
   assign \$1980  = s1_nvalid > 6'h27;
   assign \$1981  = \$1979  & \$1980 ;
   assign \$1982  = \$1976  | \$1981 ;
-  assign \$1983  = ~ \$signal$1321 ;
+  assign \$1983  = ~ \$signal$1320 ;
   assign \$1984  = deq_r40_ovf & \$1983 ;
   assign \$1985  = \$1984  | deq_v40_ovf;
   assign \$1986  = s1_nvalid > 6'h28;
   assign \$1987  = \$1985  & \$1986 ;
   assign \$1988  = \$1982  | \$1987 ;
-  assign \$1989  = ~ \$signal$1321 ;
+  assign \$1989  = ~ \$signal$1320 ;
   assign \$1990  = deq_r41_ovf & \$1989 ;
   assign \$1991  = \$1990  | deq_v41_ovf;
   assign \$1992  = s1_nvalid > 6'h29;
   assign \$1993  = \$1991  & \$1992 ;
   assign \$1994  = \$1988  | \$1993 ;
-  assign \$1995  = ~ \$signal$1321 ;
+  assign \$1995  = ~ \$signal$1320 ;
   assign \$1996  = deq_r42_ovf & \$1995 ;
   assign \$1997  = \$1996  | deq_v42_ovf;
   assign \$1998  = s1_nvalid > 6'h2a;
   assign \$1999  = \$1997  & \$1998 ;
   assign \$2000  = \$1994  | \$1999 ;
-  assign \$2001  = ~ \$signal$1321 ;
+  assign \$2001  = ~ \$signal$1320 ;
   assign \$2002  = deq_r43_ovf & \$2001 ;
   assign \$2003  = \$2002  | deq_v43_ovf;
   assign \$2004  = s1_nvalid > 6'h2b;
   assign \$2005  = \$2003  & \$2004 ;
   assign \$2006  = \$2000  | \$2005 ;
-  assign \$2007  = ~ \$signal$1321 ;
+  assign \$2007  = ~ \$signal$1320 ;
   assign \$2008  = deq_r44_ovf & \$2007 ;
   assign \$2009  = \$2008  | deq_v44_ovf;
   assign \$2010  = s1_nvalid > 6'h2c;
   assign \$2011  = \$2009  & \$2010 ;
   assign \$2012  = \$2006  | \$2011 ;
-  assign \$2013  = ~ \$signal$1321 ;
+  assign \$2013  = ~ \$signal$1320 ;
   assign \$2014  = deq_r45_ovf & \$2013 ;
   assign \$2015  = \$2014  | deq_v45_ovf;
   assign \$2016  = s1_nvalid > 6'h2d;
   assign \$2017  = \$2015  & \$2016 ;
   assign \$2018  = \$2012  | \$2017 ;
-  assign \$2019  = ~ \$signal$1321 ;
+  assign \$2019  = ~ \$signal$1320 ;
   assign \$2020  = deq_r46_ovf & \$2019 ;
   assign \$2021  = \$2020  | deq_v46_ovf;
   assign \$2022  = s1_nvalid > 6'h2e;
   assign \$2023  = \$2021  & \$2022 ;
   assign \$2024  = \$2018  | \$2023 ;
-  assign \$2025  = ~ \$signal$1321 ;
+  assign \$2025  = ~ \$signal$1320 ;
   assign \$2026  = deq_r47_ovf & \$2025 ;
   assign \$2027  = \$2026  | deq_v47_ovf;
   assign \$2028  = s1_nvalid > 6'h2f;
   assign \$2029  = \$2027  & \$2028 ;
   assign \$2030  = \$2024  | \$2029 ;
-  assign \$2031  = ~ \$signal$1321 ;
+  assign \$2031  = ~ \$signal$1320 ;
   assign \$2032  = deq_r48_ovf & \$2031 ;
   assign \$2033  = \$2032  | deq_v48_ovf;
   assign \$2034  = s1_nvalid > 6'h30;
   assign \$2035  = \$2033  & \$2034 ;
   assign \$2036  = \$2030  | \$2035 ;
-  assign \$2037  = ~ \$signal$1321 ;
+  assign \$2037  = ~ \$signal$1320 ;
   assign \$2038  = deq_r49_ovf & \$2037 ;
   assign \$2039  = \$2038  | deq_v49_ovf;
   assign \$2040  = s1_nvalid > 6'h31;
   assign \$2041  = \$2039  & \$2040 ;
   assign \$2042  = \$2036  | \$2041 ;
-  assign \$2043  = ~ \$signal$1321 ;
+  assign \$2043  = ~ \$signal$1320 ;
   assign \$2044  = deq_r50_ovf & \$2043 ;
   assign \$2045  = \$2044  | deq_v50_ovf;
   assign \$2046  = s1_nvalid > 6'h32;
   assign \$2047  = \$2045  & \$2046 ;
   assign \$2048  = \$2042  | \$2047 ;
-  assign \$2049  = ~ \$signal$1321 ;
+  assign \$2049  = ~ \$signal$1320 ;
   assign \$2050  = deq_r51_ovf & \$2049 ;
   assign \$2051  = \$2050  | deq_v51_ovf;
   assign \$2052  = s1_nvalid > 6'h33;
   assign \$2053  = \$2051  & \$2052 ;
   assign \$2054  = \$2048  | \$2053 ;
-  assign \$2055  = ~ \$signal$1321 ;
+  assign \$2055  = ~ \$signal$1320 ;
   assign \$2056  = deq_r52_ovf & \$2055 ;
   assign \$2057  = \$2056  | deq_v52_ovf;
   assign \$2058  = s1_nvalid > 6'h34;
   assign \$2059  = \$2057  & \$2058 ;
   assign \$2060  = \$2054  | \$2059 ;
-  assign \$2061  = ~ \$signal$1321 ;
+  assign \$2061  = ~ \$signal$1320 ;
   assign \$2062  = deq_r53_ovf & \$2061 ;
   assign \$2063  = \$2062  | deq_v53_ovf;
   assign \$2064  = s1_nvalid > 6'h35;
   assign \$2065  = \$2063  & \$2064 ;
   assign \$2066  = \$2060  | \$2065 ;
-  assign \$2067  = ~ \$signal$1321 ;
+  assign \$2067  = ~ \$signal$1320 ;
   assign \$2068  = deq_r54_ovf & \$2067 ;
   assign \$2069  = \$2068  | deq_v54_ovf;
   assign \$2070  = s1_nvalid > 6'h36;
   assign \$2071  = \$2069  & \$2070 ;
   assign \$2072  = \$2066  | \$2071 ;
-  assign \$2073  = ~ \$signal$1321 ;
+  assign \$2073  = ~ \$signal$1320 ;
   assign \$2074  = deq_r55_ovf & \$2073 ;
   assign \$2075  = \$2074  | deq_v55_ovf;
   assign \$2076  = s1_nvalid > 6'h37;
   assign \$2077  = \$2075  & \$2076 ;
   assign \$2078  = \$2072  | \$2077 ;
-  assign \$2079  = ~ \$signal$1321 ;
+  assign \$2079  = ~ \$signal$1320 ;
   assign \$2080  = deq_r56_ovf & \$2079 ;
   assign \$2081  = \$2080  | deq_v56_ovf;
   assign \$2082  = s1_nvalid > 6'h38;
   assign \$2083  = \$2081  & \$2082 ;
   assign \$2084  = \$2078  | \$2083 ;
-  assign \$2085  = ~ \$signal$1321 ;
+  assign \$2085  = ~ \$signal$1320 ;
   assign \$2086  = deq_r57_ovf & \$2085 ;
   assign \$2087  = \$2086  | deq_v57_ovf;
   assign \$2088  = s1_nvalid > 6'h39;
   assign \$2089  = \$2087  & \$2088 ;
   assign \$2090  = \$2084  | \$2089 ;
-  assign \$2091  = ~ \$signal$1321 ;
+  assign \$2091  = ~ \$signal$1320 ;
   assign \$2092  = deq_r58_ovf & \$2091 ;
   assign \$2093  = \$2092  | deq_v58_ovf;
   assign \$2094  = s1_nvalid > 6'h3a;
   assign \$2095  = \$2093  & \$2094 ;
   assign \$2096  = \$2090  | \$2095 ;
-  assign \$2097  = ~ \$signal$1321 ;
+  assign \$2097  = ~ \$signal$1320 ;
   assign \$2098  = deq_r59_ovf & \$2097 ;
   assign \$2099  = \$2098  | deq_v59_ovf;
   assign \$2100  = s1_nvalid > 6'h3b;
   assign \$2101  = \$2099  & \$2100 ;
   assign \$2102  = \$2096  | \$2101 ;
-  assign \$2103  = ~ \$signal$1321 ;
+  assign \$2103  = ~ \$signal$1320 ;
   assign \$2104  = deq_r60_ovf & \$2103 ;
   assign \$2105  = \$2104  | deq_v60_ovf;
   assign \$2106  = s1_nvalid > 6'h3c;
   assign \$2107  = \$2105  & \$2106 ;
   assign \$2108  = \$2102  | \$2107 ;
-  assign \$2109  = ~ \$signal$1321 ;
+  assign \$2109  = ~ \$signal$1320 ;
   assign \$2110  = deq_r61_ovf & \$2109 ;
   assign \$2111  = \$2110  | deq_v61_ovf;
   assign \$2112  = s1_nvalid > 6'h3d;
   assign \$2113  = \$2111  & \$2112 ;
   assign \$2114  = \$2108  | \$2113 ;
-  assign \$2115  = ~ \$signal$1321 ;
+  assign \$2115  = ~ \$signal$1320 ;
   assign \$2116  = deq_r62_ovf & \$2115 ;
   assign \$2117  = \$2116  | deq_v62_ovf;
   assign \$2118  = s1_nvalid > 6'h3e;
   assign \$2119  = \$2117  & \$2118 ;
   assign \$2120  = \$2114  | \$2119 ;
-  assign \$2121  = ~ \$signal$1321 ;
+  assign \$2121  = ~ \$signal$1320 ;
   assign \$2122  = deq_r63_ovf & \$2121 ;
   assign \$2123  = \$2122  | deq_v63_ovf;
   assign \$2124  = s1_nvalid > 6'h3f;
   assign \$2125  = \$2123  & \$2124 ;
   assign \$2126  = \$2120  | \$2125 ;
-  assign \$2127  = \$signal$1320  & \$2126 ;
+  assign \$2127  = \$signal$1319  & \$2126 ;
   assign \$2128  = \$signal  & \$signal$423 ;
   assign \$2130  = $signed(\$917 [65:32]) > $signed(8'h7f);
   assign \$2131  = $signed(\$917 [65:32]) < $signed(8'h81);
@@ -13599,719 +13597,717 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   always @(posedge clk)
     T <= \$3499 ;
   always @(posedge clk)
-    M <= \$3500 ;
+    rem <= \$3500 ;
   always @(posedge clk)
-    rem <= \$3501 ;
+    G <= \$3501 ;
   always @(posedge clk)
-    G <= \$3502 ;
+    rows <= \$3502 ;
   always @(posedge clk)
-    rows <= \$3503 ;
+    busy <= \$3503 ;
   always @(posedge clk)
-    busy <= \$3504 ;
+    ctrl_state <= \$3504 ;
   always @(posedge clk)
-    ctrl_state <= \$3505 ;
+    last_lanes <= \$3505 ;
   always @(posedge clk)
-    last_lanes <= \$3506 ;
+    row_base <= \$3506 ;
   always @(posedge clk)
-    row_base <= \$3507 ;
+    grp_base <= \$3507 ;
   always @(posedge clk)
-    grp_base <= \$3508 ;
+    lane <= \$3508 ;
   always @(posedge clk)
-    lane <= \$3509 ;
+    boot <= \$3509 ;
   always @(posedge clk)
-    boot <= \$3510 ;
+    t <= \$3510 ;
   always @(posedge clk)
-    t <= \$3511 ;
+    drain <= \$3511 ;
   always @(posedge clk)
-    drain <= \$3512 ;
+    h_region_q <= \$3512 ;
   always @(posedge clk)
-    h_region_q <= \$3513 ;
+    h_word_q <= \$3513 ;
   always @(posedge clk)
-    h_word_q <= \$3514 ;
+    \$signal$1319  <= \$3514 ;
   always @(posedge clk)
     \$signal$1320  <= \$3515 ;
   always @(posedge clk)
     \$signal$1321  <= \$3516 ;
   always @(posedge clk)
-    \$signal$1322  <= \$3517 ;
+    \$like  <= \$3517 ;
   always @(posedge clk)
-    \$like  <= \$3518 ;
+    \$signal$1323  <= \$3518 ;
   always @(posedge clk)
-    \$signal$1324  <= \$3519 ;
+    s1_nvalid <= \$3519 ;
   always @(posedge clk)
-    s1_nvalid <= \$3520 ;
+    \$signal  <= \$3520 ;
   always @(posedge clk)
-    \$signal  <= \$3521 ;
+    \$signal$423  <= \$3521 ;
   always @(posedge clk)
-    \$signal$423  <= \$3522 ;
+    s2_first <= \$3522 ;
   always @(posedge clk)
-    s2_first <= \$3523 ;
+    \$like$1325  <= \$3523 ;
   always @(posedge clk)
-    \$like$1326  <= \$3524 ;
+    \$signal$431  <= \$3524 ;
   always @(posedge clk)
-    \$signal$431  <= \$3525 ;
+    s2_nvalid <= \$3525 ;
   always @(posedge clk)
-    s2_nvalid <= \$3526 ;
+    s2_r0 <= \$3526 ;
   always @(posedge clk)
-    s2_r0 <= \$3527 ;
+    s2_v0 <= \$3527 ;
   always @(posedge clk)
-    s2_v0 <= \$3528 ;
+    s2_r1 <= \$3528 ;
   always @(posedge clk)
-    s2_r1 <= \$3529 ;
+    s2_v1 <= \$3529 ;
   always @(posedge clk)
-    s2_v1 <= \$3530 ;
+    s2_r2 <= \$3530 ;
   always @(posedge clk)
-    s2_r2 <= \$3531 ;
+    s2_v2 <= \$3531 ;
   always @(posedge clk)
-    s2_v2 <= \$3532 ;
+    s2_r3 <= \$3532 ;
   always @(posedge clk)
-    s2_r3 <= \$3533 ;
+    s2_v3 <= \$3533 ;
   always @(posedge clk)
-    s2_v3 <= \$3534 ;
+    s2_r4 <= \$3534 ;
   always @(posedge clk)
-    s2_r4 <= \$3535 ;
+    s2_v4 <= \$3535 ;
   always @(posedge clk)
-    s2_v4 <= \$3536 ;
+    s2_r5 <= \$3536 ;
   always @(posedge clk)
-    s2_r5 <= \$3537 ;
+    s2_v5 <= \$3537 ;
   always @(posedge clk)
-    s2_v5 <= \$3538 ;
+    s2_r6 <= \$3538 ;
   always @(posedge clk)
-    s2_r6 <= \$3539 ;
+    s2_v6 <= \$3539 ;
   always @(posedge clk)
-    s2_v6 <= \$3540 ;
+    s2_r7 <= \$3540 ;
   always @(posedge clk)
-    s2_r7 <= \$3541 ;
+    s2_v7 <= \$3541 ;
   always @(posedge clk)
-    s2_v7 <= \$3542 ;
+    s2_r8 <= \$3542 ;
   always @(posedge clk)
-    s2_r8 <= \$3543 ;
+    s2_v8 <= \$3543 ;
   always @(posedge clk)
-    s2_v8 <= \$3544 ;
+    s2_r9 <= \$3544 ;
   always @(posedge clk)
-    s2_r9 <= \$3545 ;
+    s2_v9 <= \$3545 ;
   always @(posedge clk)
-    s2_v9 <= \$3546 ;
+    s2_r10 <= \$3546 ;
   always @(posedge clk)
-    s2_r10 <= \$3547 ;
+    s2_v10 <= \$3547 ;
   always @(posedge clk)
-    s2_v10 <= \$3548 ;
+    s2_r11 <= \$3548 ;
   always @(posedge clk)
-    s2_r11 <= \$3549 ;
+    s2_v11 <= \$3549 ;
   always @(posedge clk)
-    s2_v11 <= \$3550 ;
+    s2_r12 <= \$3550 ;
   always @(posedge clk)
-    s2_r12 <= \$3551 ;
+    s2_v12 <= \$3551 ;
   always @(posedge clk)
-    s2_v12 <= \$3552 ;
+    s2_r13 <= \$3552 ;
   always @(posedge clk)
-    s2_r13 <= \$3553 ;
+    s2_v13 <= \$3553 ;
   always @(posedge clk)
-    s2_v13 <= \$3554 ;
+    s2_r14 <= \$3554 ;
   always @(posedge clk)
-    s2_r14 <= \$3555 ;
+    s2_v14 <= \$3555 ;
   always @(posedge clk)
-    s2_v14 <= \$3556 ;
+    s2_r15 <= \$3556 ;
   always @(posedge clk)
-    s2_r15 <= \$3557 ;
+    s2_v15 <= \$3557 ;
   always @(posedge clk)
-    s2_v15 <= \$3558 ;
+    s2_r16 <= \$3558 ;
   always @(posedge clk)
-    s2_r16 <= \$3559 ;
+    s2_v16 <= \$3559 ;
   always @(posedge clk)
-    s2_v16 <= \$3560 ;
+    s2_r17 <= \$3560 ;
   always @(posedge clk)
-    s2_r17 <= \$3561 ;
+    s2_v17 <= \$3561 ;
   always @(posedge clk)
-    s2_v17 <= \$3562 ;
+    s2_r18 <= \$3562 ;
   always @(posedge clk)
-    s2_r18 <= \$3563 ;
+    s2_v18 <= \$3563 ;
   always @(posedge clk)
-    s2_v18 <= \$3564 ;
+    s2_r19 <= \$3564 ;
   always @(posedge clk)
-    s2_r19 <= \$3565 ;
+    s2_v19 <= \$3565 ;
   always @(posedge clk)
-    s2_v19 <= \$3566 ;
+    s2_r20 <= \$3566 ;
   always @(posedge clk)
-    s2_r20 <= \$3567 ;
+    s2_v20 <= \$3567 ;
   always @(posedge clk)
-    s2_v20 <= \$3568 ;
+    s2_r21 <= \$3568 ;
   always @(posedge clk)
-    s2_r21 <= \$3569 ;
+    s2_v21 <= \$3569 ;
   always @(posedge clk)
-    s2_v21 <= \$3570 ;
+    s2_r22 <= \$3570 ;
   always @(posedge clk)
-    s2_r22 <= \$3571 ;
+    s2_v22 <= \$3571 ;
   always @(posedge clk)
-    s2_v22 <= \$3572 ;
+    s2_r23 <= \$3572 ;
   always @(posedge clk)
-    s2_r23 <= \$3573 ;
+    s2_v23 <= \$3573 ;
   always @(posedge clk)
-    s2_v23 <= \$3574 ;
+    s2_r24 <= \$3574 ;
   always @(posedge clk)
-    s2_r24 <= \$3575 ;
+    s2_v24 <= \$3575 ;
   always @(posedge clk)
-    s2_v24 <= \$3576 ;
+    s2_r25 <= \$3576 ;
   always @(posedge clk)
-    s2_r25 <= \$3577 ;
+    s2_v25 <= \$3577 ;
   always @(posedge clk)
-    s2_v25 <= \$3578 ;
+    s2_r26 <= \$3578 ;
   always @(posedge clk)
-    s2_r26 <= \$3579 ;
+    s2_v26 <= \$3579 ;
   always @(posedge clk)
-    s2_v26 <= \$3580 ;
+    s2_r27 <= \$3580 ;
   always @(posedge clk)
-    s2_r27 <= \$3581 ;
+    s2_v27 <= \$3581 ;
   always @(posedge clk)
-    s2_v27 <= \$3582 ;
+    s2_r28 <= \$3582 ;
   always @(posedge clk)
-    s2_r28 <= \$3583 ;
+    s2_v28 <= \$3583 ;
   always @(posedge clk)
-    s2_v28 <= \$3584 ;
+    s2_r29 <= \$3584 ;
   always @(posedge clk)
-    s2_r29 <= \$3585 ;
+    s2_v29 <= \$3585 ;
   always @(posedge clk)
-    s2_v29 <= \$3586 ;
+    s2_r30 <= \$3586 ;
   always @(posedge clk)
-    s2_r30 <= \$3587 ;
+    s2_v30 <= \$3587 ;
   always @(posedge clk)
-    s2_v30 <= \$3588 ;
+    s2_r31 <= \$3588 ;
   always @(posedge clk)
-    s2_r31 <= \$3589 ;
+    s2_v31 <= \$3589 ;
   always @(posedge clk)
-    s2_v31 <= \$3590 ;
+    s2_r32 <= \$3590 ;
   always @(posedge clk)
-    s2_r32 <= \$3591 ;
+    s2_v32 <= \$3591 ;
   always @(posedge clk)
-    s2_v32 <= \$3592 ;
+    s2_r33 <= \$3592 ;
   always @(posedge clk)
-    s2_r33 <= \$3593 ;
+    s2_v33 <= \$3593 ;
   always @(posedge clk)
-    s2_v33 <= \$3594 ;
+    s2_r34 <= \$3594 ;
   always @(posedge clk)
-    s2_r34 <= \$3595 ;
+    s2_v34 <= \$3595 ;
   always @(posedge clk)
-    s2_v34 <= \$3596 ;
+    s2_r35 <= \$3596 ;
   always @(posedge clk)
-    s2_r35 <= \$3597 ;
+    s2_v35 <= \$3597 ;
   always @(posedge clk)
-    s2_v35 <= \$3598 ;
+    s2_r36 <= \$3598 ;
   always @(posedge clk)
-    s2_r36 <= \$3599 ;
+    s2_v36 <= \$3599 ;
   always @(posedge clk)
-    s2_v36 <= \$3600 ;
+    s2_r37 <= \$3600 ;
   always @(posedge clk)
-    s2_r37 <= \$3601 ;
+    s2_v37 <= \$3601 ;
   always @(posedge clk)
-    s2_v37 <= \$3602 ;
+    s2_r38 <= \$3602 ;
   always @(posedge clk)
-    s2_r38 <= \$3603 ;
+    s2_v38 <= \$3603 ;
   always @(posedge clk)
-    s2_v38 <= \$3604 ;
+    s2_r39 <= \$3604 ;
   always @(posedge clk)
-    s2_r39 <= \$3605 ;
+    s2_v39 <= \$3605 ;
   always @(posedge clk)
-    s2_v39 <= \$3606 ;
+    s2_r40 <= \$3606 ;
   always @(posedge clk)
-    s2_r40 <= \$3607 ;
+    s2_v40 <= \$3607 ;
   always @(posedge clk)
-    s2_v40 <= \$3608 ;
+    s2_r41 <= \$3608 ;
   always @(posedge clk)
-    s2_r41 <= \$3609 ;
+    s2_v41 <= \$3609 ;
   always @(posedge clk)
-    s2_v41 <= \$3610 ;
+    s2_r42 <= \$3610 ;
   always @(posedge clk)
-    s2_r42 <= \$3611 ;
+    s2_v42 <= \$3611 ;
   always @(posedge clk)
-    s2_v42 <= \$3612 ;
+    s2_r43 <= \$3612 ;
   always @(posedge clk)
-    s2_r43 <= \$3613 ;
+    s2_v43 <= \$3613 ;
   always @(posedge clk)
-    s2_v43 <= \$3614 ;
+    s2_r44 <= \$3614 ;
   always @(posedge clk)
-    s2_r44 <= \$3615 ;
+    s2_v44 <= \$3615 ;
   always @(posedge clk)
-    s2_v44 <= \$3616 ;
+    s2_r45 <= \$3616 ;
   always @(posedge clk)
-    s2_r45 <= \$3617 ;
+    s2_v45 <= \$3617 ;
   always @(posedge clk)
-    s2_v45 <= \$3618 ;
+    s2_r46 <= \$3618 ;
   always @(posedge clk)
-    s2_r46 <= \$3619 ;
+    s2_v46 <= \$3619 ;
   always @(posedge clk)
-    s2_v46 <= \$3620 ;
+    s2_r47 <= \$3620 ;
   always @(posedge clk)
-    s2_r47 <= \$3621 ;
+    s2_v47 <= \$3621 ;
   always @(posedge clk)
-    s2_v47 <= \$3622 ;
+    s2_r48 <= \$3622 ;
   always @(posedge clk)
-    s2_r48 <= \$3623 ;
+    s2_v48 <= \$3623 ;
   always @(posedge clk)
-    s2_v48 <= \$3624 ;
+    s2_r49 <= \$3624 ;
   always @(posedge clk)
-    s2_r49 <= \$3625 ;
+    s2_v49 <= \$3625 ;
   always @(posedge clk)
-    s2_v49 <= \$3626 ;
+    s2_r50 <= \$3626 ;
   always @(posedge clk)
-    s2_r50 <= \$3627 ;
+    s2_v50 <= \$3627 ;
   always @(posedge clk)
-    s2_v50 <= \$3628 ;
+    s2_r51 <= \$3628 ;
   always @(posedge clk)
-    s2_r51 <= \$3629 ;
+    s2_v51 <= \$3629 ;
   always @(posedge clk)
-    s2_v51 <= \$3630 ;
+    s2_r52 <= \$3630 ;
   always @(posedge clk)
-    s2_r52 <= \$3631 ;
+    s2_v52 <= \$3631 ;
   always @(posedge clk)
-    s2_v52 <= \$3632 ;
+    s2_r53 <= \$3632 ;
   always @(posedge clk)
-    s2_r53 <= \$3633 ;
+    s2_v53 <= \$3633 ;
   always @(posedge clk)
-    s2_v53 <= \$3634 ;
+    s2_r54 <= \$3634 ;
   always @(posedge clk)
-    s2_r54 <= \$3635 ;
+    s2_v54 <= \$3635 ;
   always @(posedge clk)
-    s2_v54 <= \$3636 ;
+    s2_r55 <= \$3636 ;
   always @(posedge clk)
-    s2_r55 <= \$3637 ;
+    s2_v55 <= \$3637 ;
   always @(posedge clk)
-    s2_v55 <= \$3638 ;
+    s2_r56 <= \$3638 ;
   always @(posedge clk)
-    s2_r56 <= \$3639 ;
+    s2_v56 <= \$3639 ;
   always @(posedge clk)
-    s2_v56 <= \$3640 ;
+    s2_r57 <= \$3640 ;
   always @(posedge clk)
-    s2_r57 <= \$3641 ;
+    s2_v57 <= \$3641 ;
   always @(posedge clk)
-    s2_v57 <= \$3642 ;
+    s2_r58 <= \$3642 ;
   always @(posedge clk)
-    s2_r58 <= \$3643 ;
+    s2_v58 <= \$3643 ;
   always @(posedge clk)
-    s2_v58 <= \$3644 ;
+    s2_r59 <= \$3644 ;
   always @(posedge clk)
-    s2_r59 <= \$3645 ;
+    s2_v59 <= \$3645 ;
   always @(posedge clk)
-    s2_v59 <= \$3646 ;
+    s2_r60 <= \$3646 ;
   always @(posedge clk)
-    s2_r60 <= \$3647 ;
+    s2_v60 <= \$3647 ;
   always @(posedge clk)
-    s2_v60 <= \$3648 ;
+    s2_r61 <= \$3648 ;
   always @(posedge clk)
-    s2_r61 <= \$3649 ;
+    s2_v61 <= \$3649 ;
   always @(posedge clk)
-    s2_v61 <= \$3650 ;
+    s2_r62 <= \$3650 ;
   always @(posedge clk)
-    s2_r62 <= \$3651 ;
+    s2_v62 <= \$3651 ;
   always @(posedge clk)
-    s2_v62 <= \$3652 ;
+    s2_r63 <= \$3652 ;
   always @(posedge clk)
-    s2_r63 <= \$3653 ;
+    s2_v63 <= \$3653 ;
   always @(posedge clk)
-    s2_v63 <= \$3654 ;
+    s2_d <= \$3654 ;
   always @(posedge clk)
-    s2_d <= \$3655 ;
+    any_deq_ovf <= \$3655 ;
   always @(posedge clk)
-    any_deq_ovf <= \$3656 ;
+    boot0_0 <= \$3656 ;
   always @(posedge clk)
-    boot0_0 <= \$3657 ;
+    boot0_1 <= \$3657 ;
   always @(posedge clk)
-    boot0_1 <= \$3658 ;
+    boot0_2 <= \$3658 ;
   always @(posedge clk)
-    boot0_2 <= \$3659 ;
+    boot0_3 <= \$3659 ;
   always @(posedge clk)
-    boot0_3 <= \$3660 ;
+    boot0_4 <= \$3660 ;
   always @(posedge clk)
-    boot0_4 <= \$3661 ;
+    boot0_5 <= \$3661 ;
   always @(posedge clk)
-    boot0_5 <= \$3662 ;
+    boot0_6 <= \$3662 ;
   always @(posedge clk)
-    boot0_6 <= \$3663 ;
+    boot0_7 <= \$3663 ;
   always @(posedge clk)
-    boot0_7 <= \$3664 ;
+    boot0_8 <= \$3664 ;
   always @(posedge clk)
-    boot0_8 <= \$3665 ;
+    boot0_9 <= \$3665 ;
   always @(posedge clk)
-    boot0_9 <= \$3666 ;
+    boot0_10 <= \$3666 ;
   always @(posedge clk)
-    boot0_10 <= \$3667 ;
+    boot0_11 <= \$3667 ;
   always @(posedge clk)
-    boot0_11 <= \$3668 ;
+    boot0_12 <= \$3668 ;
   always @(posedge clk)
-    boot0_12 <= \$3669 ;
+    boot0_13 <= \$3669 ;
   always @(posedge clk)
-    boot0_13 <= \$3670 ;
+    boot0_14 <= \$3670 ;
   always @(posedge clk)
-    boot0_14 <= \$3671 ;
+    boot0_15 <= \$3671 ;
   always @(posedge clk)
-    boot0_15 <= \$3672 ;
+    boot0_16 <= \$3672 ;
   always @(posedge clk)
-    boot0_16 <= \$3673 ;
+    boot0_17 <= \$3673 ;
   always @(posedge clk)
-    boot0_17 <= \$3674 ;
+    boot0_18 <= \$3674 ;
   always @(posedge clk)
-    boot0_18 <= \$3675 ;
+    boot0_19 <= \$3675 ;
   always @(posedge clk)
-    boot0_19 <= \$3676 ;
+    boot0_20 <= \$3676 ;
   always @(posedge clk)
-    boot0_20 <= \$3677 ;
+    boot0_21 <= \$3677 ;
   always @(posedge clk)
-    boot0_21 <= \$3678 ;
+    boot0_22 <= \$3678 ;
   always @(posedge clk)
-    boot0_22 <= \$3679 ;
+    boot0_23 <= \$3679 ;
   always @(posedge clk)
-    boot0_23 <= \$3680 ;
+    boot0_24 <= \$3680 ;
   always @(posedge clk)
-    boot0_24 <= \$3681 ;
+    boot0_25 <= \$3681 ;
   always @(posedge clk)
-    boot0_25 <= \$3682 ;
+    boot0_26 <= \$3682 ;
   always @(posedge clk)
-    boot0_26 <= \$3683 ;
+    boot0_27 <= \$3683 ;
   always @(posedge clk)
-    boot0_27 <= \$3684 ;
+    boot0_28 <= \$3684 ;
   always @(posedge clk)
-    boot0_28 <= \$3685 ;
+    boot0_29 <= \$3685 ;
   always @(posedge clk)
-    boot0_29 <= \$3686 ;
+    boot0_30 <= \$3686 ;
   always @(posedge clk)
-    boot0_30 <= \$3687 ;
+    boot0_31 <= \$3687 ;
   always @(posedge clk)
-    boot0_31 <= \$3688 ;
+    boot0_32 <= \$3688 ;
   always @(posedge clk)
-    boot0_32 <= \$3689 ;
+    boot0_33 <= \$3689 ;
   always @(posedge clk)
-    boot0_33 <= \$3690 ;
+    boot0_34 <= \$3690 ;
   always @(posedge clk)
-    boot0_34 <= \$3691 ;
+    boot0_35 <= \$3691 ;
   always @(posedge clk)
-    boot0_35 <= \$3692 ;
+    boot0_36 <= \$3692 ;
   always @(posedge clk)
-    boot0_36 <= \$3693 ;
+    boot0_37 <= \$3693 ;
   always @(posedge clk)
-    boot0_37 <= \$3694 ;
+    boot0_38 <= \$3694 ;
   always @(posedge clk)
-    boot0_38 <= \$3695 ;
+    boot0_39 <= \$3695 ;
   always @(posedge clk)
-    boot0_39 <= \$3696 ;
+    boot0_40 <= \$3696 ;
   always @(posedge clk)
-    boot0_40 <= \$3697 ;
+    boot0_41 <= \$3697 ;
   always @(posedge clk)
-    boot0_41 <= \$3698 ;
+    boot0_42 <= \$3698 ;
   always @(posedge clk)
-    boot0_42 <= \$3699 ;
+    boot0_43 <= \$3699 ;
   always @(posedge clk)
-    boot0_43 <= \$3700 ;
+    boot0_44 <= \$3700 ;
   always @(posedge clk)
-    boot0_44 <= \$3701 ;
+    boot0_45 <= \$3701 ;
   always @(posedge clk)
-    boot0_45 <= \$3702 ;
+    boot0_46 <= \$3702 ;
   always @(posedge clk)
-    boot0_46 <= \$3703 ;
+    boot0_47 <= \$3703 ;
   always @(posedge clk)
-    boot0_47 <= \$3704 ;
+    boot0_48 <= \$3704 ;
   always @(posedge clk)
-    boot0_48 <= \$3705 ;
+    boot0_49 <= \$3705 ;
   always @(posedge clk)
-    boot0_49 <= \$3706 ;
+    boot0_50 <= \$3706 ;
   always @(posedge clk)
-    boot0_50 <= \$3707 ;
+    boot0_51 <= \$3707 ;
   always @(posedge clk)
-    boot0_51 <= \$3708 ;
+    boot0_52 <= \$3708 ;
   always @(posedge clk)
-    boot0_52 <= \$3709 ;
+    boot0_53 <= \$3709 ;
   always @(posedge clk)
-    boot0_53 <= \$3710 ;
+    boot0_54 <= \$3710 ;
   always @(posedge clk)
-    boot0_54 <= \$3711 ;
+    boot0_55 <= \$3711 ;
   always @(posedge clk)
-    boot0_55 <= \$3712 ;
+    boot0_56 <= \$3712 ;
   always @(posedge clk)
-    boot0_56 <= \$3713 ;
+    boot0_57 <= \$3713 ;
   always @(posedge clk)
-    boot0_57 <= \$3714 ;
+    boot0_58 <= \$3714 ;
   always @(posedge clk)
-    boot0_58 <= \$3715 ;
+    boot0_59 <= \$3715 ;
   always @(posedge clk)
-    boot0_59 <= \$3716 ;
+    boot0_60 <= \$3716 ;
   always @(posedge clk)
-    boot0_60 <= \$3717 ;
+    boot0_61 <= \$3717 ;
   always @(posedge clk)
-    boot0_61 <= \$3718 ;
+    boot0_62 <= \$3718 ;
   always @(posedge clk)
-    boot0_62 <= \$3719 ;
+    boot0_63 <= \$3719 ;
   always @(posedge clk)
-    boot0_63 <= \$3720 ;
+    w_valid <= \$3720 ;
   always @(posedge clk)
-    w_valid <= \$3721 ;
+    w_addr <= \$3721 ;
   always @(posedge clk)
-    w_addr <= \$3722 ;
+    w_lanes <= \$3722 ;
   always @(posedge clk)
-    w_lanes <= \$3723 ;
+    w_adv0 <= \$3723 ;
   always @(posedge clk)
-    w_adv0 <= \$3724 ;
+    w_rtg0 <= \$3724 ;
   always @(posedge clk)
-    w_rtg0 <= \$3725 ;
+    w_adv1 <= \$3725 ;
   always @(posedge clk)
-    w_adv1 <= \$3726 ;
+    w_rtg1 <= \$3726 ;
   always @(posedge clk)
-    w_rtg1 <= \$3727 ;
+    w_adv2 <= \$3727 ;
   always @(posedge clk)
-    w_adv2 <= \$3728 ;
+    w_rtg2 <= \$3728 ;
   always @(posedge clk)
-    w_rtg2 <= \$3729 ;
+    w_adv3 <= \$3729 ;
   always @(posedge clk)
-    w_adv3 <= \$3730 ;
+    w_rtg3 <= \$3730 ;
   always @(posedge clk)
-    w_rtg3 <= \$3731 ;
+    w_adv4 <= \$3731 ;
   always @(posedge clk)
-    w_adv4 <= \$3732 ;
+    w_rtg4 <= \$3732 ;
   always @(posedge clk)
-    w_rtg4 <= \$3733 ;
+    w_adv5 <= \$3733 ;
   always @(posedge clk)
-    w_adv5 <= \$3734 ;
+    w_rtg5 <= \$3734 ;
   always @(posedge clk)
-    w_rtg5 <= \$3735 ;
+    w_adv6 <= \$3735 ;
   always @(posedge clk)
-    w_adv6 <= \$3736 ;
+    w_rtg6 <= \$3736 ;
   always @(posedge clk)
-    w_rtg6 <= \$3737 ;
+    w_adv7 <= \$3737 ;
   always @(posedge clk)
-    w_adv7 <= \$3738 ;
+    w_rtg7 <= \$3738 ;
   always @(posedge clk)
-    w_rtg7 <= \$3739 ;
+    w_adv8 <= \$3739 ;
   always @(posedge clk)
-    w_adv8 <= \$3740 ;
+    w_rtg8 <= \$3740 ;
   always @(posedge clk)
-    w_rtg8 <= \$3741 ;
+    w_adv9 <= \$3741 ;
   always @(posedge clk)
-    w_adv9 <= \$3742 ;
+    w_rtg9 <= \$3742 ;
   always @(posedge clk)
-    w_rtg9 <= \$3743 ;
+    w_adv10 <= \$3743 ;
   always @(posedge clk)
-    w_adv10 <= \$3744 ;
+    w_rtg10 <= \$3744 ;
   always @(posedge clk)
-    w_rtg10 <= \$3745 ;
+    w_adv11 <= \$3745 ;
   always @(posedge clk)
-    w_adv11 <= \$3746 ;
+    w_rtg11 <= \$3746 ;
   always @(posedge clk)
-    w_rtg11 <= \$3747 ;
+    w_adv12 <= \$3747 ;
   always @(posedge clk)
-    w_adv12 <= \$3748 ;
+    w_rtg12 <= \$3748 ;
   always @(posedge clk)
-    w_rtg12 <= \$3749 ;
+    w_adv13 <= \$3749 ;
   always @(posedge clk)
-    w_adv13 <= \$3750 ;
+    w_rtg13 <= \$3750 ;
   always @(posedge clk)
-    w_rtg13 <= \$3751 ;
+    w_adv14 <= \$3751 ;
   always @(posedge clk)
-    w_adv14 <= \$3752 ;
+    w_rtg14 <= \$3752 ;
   always @(posedge clk)
-    w_rtg14 <= \$3753 ;
+    w_adv15 <= \$3753 ;
   always @(posedge clk)
-    w_adv15 <= \$3754 ;
+    w_rtg15 <= \$3754 ;
   always @(posedge clk)
-    w_rtg15 <= \$3755 ;
+    w_adv16 <= \$3755 ;
   always @(posedge clk)
-    w_adv16 <= \$3756 ;
+    w_rtg16 <= \$3756 ;
   always @(posedge clk)
-    w_rtg16 <= \$3757 ;
+    w_adv17 <= \$3757 ;
   always @(posedge clk)
-    w_adv17 <= \$3758 ;
+    w_rtg17 <= \$3758 ;
   always @(posedge clk)
-    w_rtg17 <= \$3759 ;
+    w_adv18 <= \$3759 ;
   always @(posedge clk)
-    w_adv18 <= \$3760 ;
+    w_rtg18 <= \$3760 ;
   always @(posedge clk)
-    w_rtg18 <= \$3761 ;
+    w_adv19 <= \$3761 ;
   always @(posedge clk)
-    w_adv19 <= \$3762 ;
+    w_rtg19 <= \$3762 ;
   always @(posedge clk)
-    w_rtg19 <= \$3763 ;
+    w_adv20 <= \$3763 ;
   always @(posedge clk)
-    w_adv20 <= \$3764 ;
+    w_rtg20 <= \$3764 ;
   always @(posedge clk)
-    w_rtg20 <= \$3765 ;
+    w_adv21 <= \$3765 ;
   always @(posedge clk)
-    w_adv21 <= \$3766 ;
+    w_rtg21 <= \$3766 ;
   always @(posedge clk)
-    w_rtg21 <= \$3767 ;
+    w_adv22 <= \$3767 ;
   always @(posedge clk)
-    w_adv22 <= \$3768 ;
+    w_rtg22 <= \$3768 ;
   always @(posedge clk)
-    w_rtg22 <= \$3769 ;
+    w_adv23 <= \$3769 ;
   always @(posedge clk)
-    w_adv23 <= \$3770 ;
+    w_rtg23 <= \$3770 ;
   always @(posedge clk)
-    w_rtg23 <= \$3771 ;
+    w_adv24 <= \$3771 ;
   always @(posedge clk)
-    w_adv24 <= \$3772 ;
+    w_rtg24 <= \$3772 ;
   always @(posedge clk)
-    w_rtg24 <= \$3773 ;
+    w_adv25 <= \$3773 ;
   always @(posedge clk)
-    w_adv25 <= \$3774 ;
+    w_rtg25 <= \$3774 ;
   always @(posedge clk)
-    w_rtg25 <= \$3775 ;
+    w_adv26 <= \$3775 ;
   always @(posedge clk)
-    w_adv26 <= \$3776 ;
+    w_rtg26 <= \$3776 ;
   always @(posedge clk)
-    w_rtg26 <= \$3777 ;
+    w_adv27 <= \$3777 ;
   always @(posedge clk)
-    w_adv27 <= \$3778 ;
+    w_rtg27 <= \$3778 ;
   always @(posedge clk)
-    w_rtg27 <= \$3779 ;
+    w_adv28 <= \$3779 ;
   always @(posedge clk)
-    w_adv28 <= \$3780 ;
+    w_rtg28 <= \$3780 ;
   always @(posedge clk)
-    w_rtg28 <= \$3781 ;
+    w_adv29 <= \$3781 ;
   always @(posedge clk)
-    w_adv29 <= \$3782 ;
+    w_rtg29 <= \$3782 ;
   always @(posedge clk)
-    w_rtg29 <= \$3783 ;
+    w_adv30 <= \$3783 ;
   always @(posedge clk)
-    w_adv30 <= \$3784 ;
+    w_rtg30 <= \$3784 ;
   always @(posedge clk)
-    w_rtg30 <= \$3785 ;
+    w_adv31 <= \$3785 ;
   always @(posedge clk)
-    w_adv31 <= \$3786 ;
+    w_rtg31 <= \$3786 ;
   always @(posedge clk)
-    w_rtg31 <= \$3787 ;
+    w_adv32 <= \$3787 ;
   always @(posedge clk)
-    w_adv32 <= \$3788 ;
+    w_rtg32 <= \$3788 ;
   always @(posedge clk)
-    w_rtg32 <= \$3789 ;
+    w_adv33 <= \$3789 ;
   always @(posedge clk)
-    w_adv33 <= \$3790 ;
+    w_rtg33 <= \$3790 ;
   always @(posedge clk)
-    w_rtg33 <= \$3791 ;
+    w_adv34 <= \$3791 ;
   always @(posedge clk)
-    w_adv34 <= \$3792 ;
+    w_rtg34 <= \$3792 ;
   always @(posedge clk)
-    w_rtg34 <= \$3793 ;
+    w_adv35 <= \$3793 ;
   always @(posedge clk)
-    w_adv35 <= \$3794 ;
+    w_rtg35 <= \$3794 ;
   always @(posedge clk)
-    w_rtg35 <= \$3795 ;
+    w_adv36 <= \$3795 ;
   always @(posedge clk)
-    w_adv36 <= \$3796 ;
+    w_rtg36 <= \$3796 ;
   always @(posedge clk)
-    w_rtg36 <= \$3797 ;
+    w_adv37 <= \$3797 ;
   always @(posedge clk)
-    w_adv37 <= \$3798 ;
+    w_rtg37 <= \$3798 ;
   always @(posedge clk)
-    w_rtg37 <= \$3799 ;
+    w_adv38 <= \$3799 ;
   always @(posedge clk)
-    w_adv38 <= \$3800 ;
+    w_rtg38 <= \$3800 ;
   always @(posedge clk)
-    w_rtg38 <= \$3801 ;
+    w_adv39 <= \$3801 ;
   always @(posedge clk)
-    w_adv39 <= \$3802 ;
+    w_rtg39 <= \$3802 ;
   always @(posedge clk)
-    w_rtg39 <= \$3803 ;
+    w_adv40 <= \$3803 ;
   always @(posedge clk)
-    w_adv40 <= \$3804 ;
+    w_rtg40 <= \$3804 ;
   always @(posedge clk)
-    w_rtg40 <= \$3805 ;
+    w_adv41 <= \$3805 ;
   always @(posedge clk)
-    w_adv41 <= \$3806 ;
+    w_rtg41 <= \$3806 ;
   always @(posedge clk)
-    w_rtg41 <= \$3807 ;
+    w_adv42 <= \$3807 ;
   always @(posedge clk)
-    w_adv42 <= \$3808 ;
+    w_rtg42 <= \$3808 ;
   always @(posedge clk)
-    w_rtg42 <= \$3809 ;
+    w_adv43 <= \$3809 ;
   always @(posedge clk)
-    w_adv43 <= \$3810 ;
+    w_rtg43 <= \$3810 ;
   always @(posedge clk)
-    w_rtg43 <= \$3811 ;
+    w_adv44 <= \$3811 ;
   always @(posedge clk)
-    w_adv44 <= \$3812 ;
+    w_rtg44 <= \$3812 ;
   always @(posedge clk)
-    w_rtg44 <= \$3813 ;
+    w_adv45 <= \$3813 ;
   always @(posedge clk)
-    w_adv45 <= \$3814 ;
+    w_rtg45 <= \$3814 ;
   always @(posedge clk)
-    w_rtg45 <= \$3815 ;
+    w_adv46 <= \$3815 ;
   always @(posedge clk)
-    w_adv46 <= \$3816 ;
+    w_rtg46 <= \$3816 ;
   always @(posedge clk)
-    w_rtg46 <= \$3817 ;
+    w_adv47 <= \$3817 ;
   always @(posedge clk)
-    w_adv47 <= \$3818 ;
+    w_rtg47 <= \$3818 ;
   always @(posedge clk)
-    w_rtg47 <= \$3819 ;
+    w_adv48 <= \$3819 ;
   always @(posedge clk)
-    w_adv48 <= \$3820 ;
+    w_rtg48 <= \$3820 ;
   always @(posedge clk)
-    w_rtg48 <= \$3821 ;
+    w_adv49 <= \$3821 ;
   always @(posedge clk)
-    w_adv49 <= \$3822 ;
+    w_rtg49 <= \$3822 ;
   always @(posedge clk)
-    w_rtg49 <= \$3823 ;
+    w_adv50 <= \$3823 ;
   always @(posedge clk)
-    w_adv50 <= \$3824 ;
+    w_rtg50 <= \$3824 ;
   always @(posedge clk)
-    w_rtg50 <= \$3825 ;
+    w_adv51 <= \$3825 ;
   always @(posedge clk)
-    w_adv51 <= \$3826 ;
+    w_rtg51 <= \$3826 ;
   always @(posedge clk)
-    w_rtg51 <= \$3827 ;
+    w_adv52 <= \$3827 ;
   always @(posedge clk)
-    w_adv52 <= \$3828 ;
+    w_rtg52 <= \$3828 ;
   always @(posedge clk)
-    w_rtg52 <= \$3829 ;
+    w_adv53 <= \$3829 ;
   always @(posedge clk)
-    w_adv53 <= \$3830 ;
+    w_rtg53 <= \$3830 ;
   always @(posedge clk)
-    w_rtg53 <= \$3831 ;
+    w_adv54 <= \$3831 ;
   always @(posedge clk)
-    w_adv54 <= \$3832 ;
+    w_rtg54 <= \$3832 ;
   always @(posedge clk)
-    w_rtg54 <= \$3833 ;
+    w_adv55 <= \$3833 ;
   always @(posedge clk)
-    w_adv55 <= \$3834 ;
+    w_rtg55 <= \$3834 ;
   always @(posedge clk)
-    w_rtg55 <= \$3835 ;
+    w_adv56 <= \$3835 ;
   always @(posedge clk)
-    w_adv56 <= \$3836 ;
+    w_rtg56 <= \$3836 ;
   always @(posedge clk)
-    w_rtg56 <= \$3837 ;
+    w_adv57 <= \$3837 ;
   always @(posedge clk)
-    w_adv57 <= \$3838 ;
+    w_rtg57 <= \$3838 ;
   always @(posedge clk)
-    w_rtg57 <= \$3839 ;
+    w_adv58 <= \$3839 ;
   always @(posedge clk)
-    w_adv58 <= \$3840 ;
+    w_rtg58 <= \$3840 ;
   always @(posedge clk)
-    w_rtg58 <= \$3841 ;
+    w_adv59 <= \$3841 ;
   always @(posedge clk)
-    w_adv59 <= \$3842 ;
+    w_rtg59 <= \$3842 ;
   always @(posedge clk)
-    w_rtg59 <= \$3843 ;
+    w_adv60 <= \$3843 ;
   always @(posedge clk)
-    w_adv60 <= \$3844 ;
+    w_rtg60 <= \$3844 ;
   always @(posedge clk)
-    w_rtg60 <= \$3845 ;
+    w_adv61 <= \$3845 ;
   always @(posedge clk)
-    w_adv61 <= \$3846 ;
+    w_rtg61 <= \$3846 ;
   always @(posedge clk)
-    w_rtg61 <= \$3847 ;
+    w_adv62 <= \$3847 ;
   always @(posedge clk)
-    w_adv62 <= \$3848 ;
+    w_rtg62 <= \$3848 ;
   always @(posedge clk)
-    w_rtg62 <= \$3849 ;
+    w_adv63 <= \$3849 ;
   always @(posedge clk)
-    w_adv63 <= \$3850 ;
+    w_rtg63 <= \$3850 ;
   always @(posedge clk)
-    w_rtg63 <= \$3851 ;
+    any_req_ovf <= \$3851 ;
   always @(posedge clk)
-    any_req_ovf <= \$3852 ;
+    any_pe_ovf <= \$3852 ;
   always @(posedge clk)
-    any_pe_ovf <= \$3853 ;
+    dequant_overflow <= \$3853 ;
   always @(posedge clk)
-    dequant_overflow <= \$3854 ;
+    requant_overflow <= \$3854 ;
   always @(posedge clk)
-    requant_overflow <= \$3855 ;
-  always @(posedge clk)
-    pe_overflow <= \$3856 ;
+    pe_overflow <= \$3855 ;
   \gae_accel_n64.core.pe0  pe0 (
     .clk(clk),
     .gamma(gamma),
@@ -15353,39 +15349,45 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3500  = M;
+    \$3500  = rem;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$3500  = num_trajectories[12:0];
-          end
-    endcase
-    if (rst) begin
-      \$3500  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3501  = rem;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3501  = num_trajectories[13:0];
+            \$3500  = num_trajectories[13:0];
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (\$1718 ) begin
           end else begin
-            \$3501  = \$1720 [13:0];
+            \$3500  = \$1720 [13:0];
           end
     endcase
     if (rst) begin
-      \$3501  = 14'h0000;
+      \$3500  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3502  = G;
+    \$3501  = G;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3501  = 13'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (\$1718 ) begin
+          end else begin
+            \$3501  = \$1719 [12:0];
+          end
+    endcase
+    if (rst) begin
+      \$3501  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3502  = rows;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -15395,7 +15397,7 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
           (* full_case = 32'd1 *)
           if (\$1718 ) begin
           end else begin
-            \$3502  = \$1719 [12:0];
+            \$3502  = \$1722 [12:0];
           end
     endcase
     if (rst) begin
@@ -15404,26 +15406,7 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3503  = rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3503  = 13'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (\$1718 ) begin
-          end else begin
-            \$3503  = \$1722 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$3503  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3504  = busy;
+    \$3503  = busy;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -15433,12 +15416,12 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
             end else if (\$1712 ) begin
             end else if (\$1715 ) begin
             end else begin
-              \$3504  = 1'h1;
+              \$3503  = 1'h1;
             end
           end
       3'h1:
           if (\$1718 ) begin
-            \$3504  = 1'h0;
+            \$3503  = 1'h0;
           end
       3'h2:
           /* empty */;
@@ -15446,16 +15429,16 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
           /* empty */;
       3'h4:
           if (\$1738 ) begin
-            \$3504  = 1'h0;
+            \$3503  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$3504  = 1'h0;
+      \$3503  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3505  = ctrl_state;
+    \$3504  = ctrl_state;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -15465,43 +15448,43 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
             end else if (\$1712 ) begin
             end else if (\$1715 ) begin
             end else begin
-              \$3505  = 3'h1;
+              \$3504  = 3'h1;
             end
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (\$1718 ) begin
-            \$3505  = 3'h0;
+            \$3504  = 3'h0;
           end else begin
             if (\$1723 ) begin
-              \$3505  = 3'h2;
+              \$3504  = 3'h2;
             end
           end
       3'h2:
           if (\$1725 ) begin
-            \$3505  = 3'h3;
+            \$3504  = 3'h3;
           end
       3'h3:
           if (\$1726 ) begin
             if (boot) begin
             end else if (\$1727 ) begin
               if (\$1731 ) begin
-                \$3505  = 3'h4;
+                \$3504  = 3'h4;
               end
             end
           end
       3'h4:
           if (\$1738 ) begin
-            \$3505  = 3'h0;
+            \$3504  = 3'h0;
           end
     endcase
     if (rst) begin
-      \$3505  = 3'h0;
+      \$3504  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3506  = last_lanes;
+    \$3505  = last_lanes;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -15510,54 +15493,54 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
           if (\$1718 ) begin
           end else begin
             if (\$1723 ) begin
-              \$3506  = rem[6:0];
+              \$3505  = rem[6:0];
             end
           end
     endcase
     if (rst) begin
-      \$3506  = 7'h00;
+      \$3505  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3507  = row_base;
+    \$3506  = row_base;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$3507  = \$1724 [12:0];
+          \$3506  = \$1724 [12:0];
       3'h3:
           if (\$1726 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$3507  = \$1729 [12:0];
+              \$3506  = \$1729 [12:0];
             end else if (\$1727 ) begin
               (* full_case = 32'd1 *)
               if (\$1731 ) begin
               end else begin
-                \$3507  = \$1733 [12:0];
+                \$3506  = \$1733 [12:0];
               end
             end else begin
-              \$3507  = \$1735 [12:0];
+              \$3506  = \$1735 [12:0];
             end
           end
     endcase
     if (rst) begin
-      \$3507  = 13'h0000;
+      \$3506  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3508  = grp_base;
+    \$3507  = grp_base;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$3508  = 14'h0000;
+          \$3507  = 14'h0000;
       3'h3:
           if (\$1726 ) begin
             if (boot) begin
@@ -15565,31 +15548,58 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
               (* full_case = 32'd1 *)
               if (\$1731 ) begin
               end else begin
-                \$3508  = \$1732 [13:0];
+                \$3507  = \$1732 [13:0];
               end
             end
           end
     endcase
     if (rst) begin
-      \$3508  = 14'h0000;
+      \$3507  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3509  = lane;
+    \$3508  = lane;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$3509  = 1'h0;
+          \$3508  = 1'h0;
       3'h3:
           (* full_case = 32'd1 *)
           if (\$1726 ) begin
-            \$3509  = 1'h0;
+            \$3508  = 1'h0;
           end else begin
-            \$3509  = \$1736 [0];
+            \$3508  = \$1736 [0];
+          end
+    endcase
+    if (rst) begin
+      \$3508  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3509  = boot;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$3509  = 1'h1;
+      3'h3:
+          if (\$1726 ) begin
+            if (boot) begin
+              \$3509  = 1'h0;
+            end else if (\$1727 ) begin
+              (* full_case = 32'd1 *)
+              if (\$1731 ) begin
+              end else begin
+                \$3509  = 1'h1;
+              end
+            end
           end
     endcase
     if (rst) begin
@@ -15598,64 +15608,37 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3510  = boot;
+    \$3510  = t;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$3510  = 1'h1;
-      3'h3:
-          if (\$1726 ) begin
-            if (boot) begin
-              \$3510  = 1'h0;
-            end else if (\$1727 ) begin
-              (* full_case = 32'd1 *)
-              if (\$1731 ) begin
-              end else begin
-                \$3510  = 1'h1;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$3510  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3511  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$3511  = T;
+          \$3510  = T;
       3'h3:
           if (\$1726 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$3511  = \$1728 [11:0];
+              \$3510  = \$1728 [11:0];
             end else if (\$1727 ) begin
               (* full_case = 32'd1 *)
               if (\$1731 ) begin
               end else begin
-                \$3511  = T;
+                \$3510  = T;
               end
             end else begin
-              \$3511  = \$1734 [11:0];
+              \$3510  = \$1734 [11:0];
             end
           end
     endcase
     if (rst) begin
-      \$3511  = 12'h000;
+      \$3510  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3512  = drain;
+    \$3511  = drain;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -15668,71 +15651,78 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
             if (boot) begin
             end else if (\$1727 ) begin
               if (\$1731 ) begin
-                \$3512  = 4'ha;
+                \$3511  = 4'ha;
               end
             end
           end
       3'h4:
-          \$3512  = \$1737 [3:0];
+          \$3511  = \$1737 [3:0];
     endcase
     if (rst) begin
-      \$3512  = 4'h0;
+      \$3511  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3513  = host_addr[14:13];
+    \$3512  = host_addr[14:13];
     if (rst) begin
-      \$3513  = 2'h0;
+      \$3512  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3514  = host_addr[12:0];
+    \$3513  = host_addr[12:0];
     if (rst) begin
-      \$3514  = 13'h0000;
+      \$3513  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3515  = issue;
+    \$3514  = issue;
+    if (rst) begin
+      \$3514  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3515  = boot;
     if (rst) begin
       \$3515  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3516  = boot;
+    \$3516  = \$1742 ;
     if (rst) begin
       \$3516  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3517  = \$1742 ;
+    \$3517  = lane;
     if (rst) begin
       \$3517  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3518  = lane;
+    \$3518  = \$2 [12:0];
     if (rst) begin
-      \$3518  = 1'h0;
+      \$3518  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3519  = \$2 [12:0];
+    \$3519  = nvalid;
     if (rst) begin
-      \$3519  = 13'h0000;
+      \$3519  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3520  = nvalid;
+    \$3520  = \$signal$1319 ;
     if (rst) begin
-      \$3520  = 7'h00;
+      \$3520  = 1'h0;
     end
   end
   always @* begin
@@ -15751,947 +15741,950 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3523  = \$signal$1322 ;
+    \$3523  = \$like ;
     if (rst) begin
       \$3523  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3524  = \$like ;
+    \$3524  = \$signal$1323 ;
     if (rst) begin
-      \$3524  = 1'h0;
+      \$3524  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3525  = \$signal$1324 ;
+    \$3525  = s1_nvalid;
     if (rst) begin
-      \$3525  = 13'h0000;
+      \$3525  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3526  = s1_nvalid;
+    \$3526  = \$23 [31:0];
     if (rst) begin
-      \$3526  = 7'h00;
+      \$3526  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3527  = \$23 [31:0];
+    \$3527  = \$30 [31:0];
     if (rst) begin
       \$3527  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3528  = \$30 [31:0];
+    \$3528  = \$37 [31:0];
     if (rst) begin
       \$3528  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3529  = \$37 [31:0];
+    \$3529  = \$44 [31:0];
     if (rst) begin
       \$3529  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3530  = \$44 [31:0];
+    \$3530  = \$51 [31:0];
     if (rst) begin
       \$3530  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3531  = \$51 [31:0];
+    \$3531  = \$58 [31:0];
     if (rst) begin
       \$3531  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3532  = \$58 [31:0];
+    \$3532  = \$65 [31:0];
     if (rst) begin
       \$3532  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3533  = \$65 [31:0];
+    \$3533  = \$72 [31:0];
     if (rst) begin
       \$3533  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3534  = \$72 [31:0];
+    \$3534  = \$79 [31:0];
     if (rst) begin
       \$3534  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3535  = \$79 [31:0];
+    \$3535  = \$86 [31:0];
     if (rst) begin
       \$3535  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3536  = \$86 [31:0];
+    \$3536  = \$93 [31:0];
     if (rst) begin
       \$3536  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3537  = \$93 [31:0];
+    \$3537  = \$100 [31:0];
     if (rst) begin
       \$3537  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3538  = \$100 [31:0];
+    \$3538  = \$107 [31:0];
     if (rst) begin
       \$3538  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3539  = \$107 [31:0];
+    \$3539  = \$114 [31:0];
     if (rst) begin
       \$3539  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3540  = \$114 [31:0];
+    \$3540  = \$121 [31:0];
     if (rst) begin
       \$3540  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3541  = \$121 [31:0];
+    \$3541  = \$128 [31:0];
     if (rst) begin
       \$3541  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3542  = \$128 [31:0];
+    \$3542  = \$135 [31:0];
     if (rst) begin
       \$3542  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3543  = \$135 [31:0];
+    \$3543  = \$142 [31:0];
     if (rst) begin
       \$3543  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3544  = \$142 [31:0];
+    \$3544  = \$149 [31:0];
     if (rst) begin
       \$3544  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3545  = \$149 [31:0];
+    \$3545  = \$156 [31:0];
     if (rst) begin
       \$3545  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3546  = \$156 [31:0];
+    \$3546  = \$163 [31:0];
     if (rst) begin
       \$3546  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3547  = \$163 [31:0];
+    \$3547  = \$170 [31:0];
     if (rst) begin
       \$3547  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3548  = \$170 [31:0];
+    \$3548  = \$177 [31:0];
     if (rst) begin
       \$3548  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3549  = \$177 [31:0];
+    \$3549  = \$184 [31:0];
     if (rst) begin
       \$3549  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3550  = \$184 [31:0];
+    \$3550  = \$191 [31:0];
     if (rst) begin
       \$3550  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3551  = \$191 [31:0];
+    \$3551  = \$198 [31:0];
     if (rst) begin
       \$3551  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3552  = \$198 [31:0];
+    \$3552  = \$205 [31:0];
     if (rst) begin
       \$3552  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3553  = \$205 [31:0];
+    \$3553  = \$212 [31:0];
     if (rst) begin
       \$3553  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3554  = \$212 [31:0];
+    \$3554  = \$219 [31:0];
     if (rst) begin
       \$3554  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3555  = \$219 [31:0];
+    \$3555  = \$226 [31:0];
     if (rst) begin
       \$3555  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3556  = \$226 [31:0];
+    \$3556  = \$233 [31:0];
     if (rst) begin
       \$3556  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3557  = \$233 [31:0];
+    \$3557  = \$240 [31:0];
     if (rst) begin
       \$3557  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3558  = \$240 [31:0];
+    \$3558  = \$247 [31:0];
     if (rst) begin
       \$3558  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3559  = \$247 [31:0];
+    \$3559  = \$254 [31:0];
     if (rst) begin
       \$3559  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3560  = \$254 [31:0];
+    \$3560  = \$261 [31:0];
     if (rst) begin
       \$3560  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3561  = \$261 [31:0];
+    \$3561  = \$268 [31:0];
     if (rst) begin
       \$3561  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3562  = \$268 [31:0];
+    \$3562  = \$275 [31:0];
     if (rst) begin
       \$3562  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3563  = \$275 [31:0];
+    \$3563  = \$282 [31:0];
     if (rst) begin
       \$3563  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3564  = \$282 [31:0];
+    \$3564  = \$289 [31:0];
     if (rst) begin
       \$3564  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3565  = \$289 [31:0];
+    \$3565  = \$296 [31:0];
     if (rst) begin
       \$3565  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3566  = \$296 [31:0];
+    \$3566  = \$303 [31:0];
     if (rst) begin
       \$3566  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3567  = \$303 [31:0];
+    \$3567  = \$310 [31:0];
     if (rst) begin
       \$3567  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3568  = \$310 [31:0];
+    \$3568  = \$317 [31:0];
     if (rst) begin
       \$3568  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3569  = \$317 [31:0];
+    \$3569  = \$324 [31:0];
     if (rst) begin
       \$3569  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3570  = \$324 [31:0];
+    \$3570  = \$331 [31:0];
     if (rst) begin
       \$3570  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3571  = \$331 [31:0];
+    \$3571  = \$338 [31:0];
     if (rst) begin
       \$3571  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3572  = \$338 [31:0];
+    \$3572  = \$345 [31:0];
     if (rst) begin
       \$3572  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3573  = \$345 [31:0];
+    \$3573  = \$352 [31:0];
     if (rst) begin
       \$3573  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3574  = \$352 [31:0];
+    \$3574  = \$359 [31:0];
     if (rst) begin
       \$3574  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3575  = \$359 [31:0];
+    \$3575  = \$366 [31:0];
     if (rst) begin
       \$3575  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3576  = \$366 [31:0];
+    \$3576  = \$373 [31:0];
     if (rst) begin
       \$3576  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3577  = \$373 [31:0];
+    \$3577  = \$380 [31:0];
     if (rst) begin
       \$3577  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3578  = \$380 [31:0];
+    \$3578  = \$387 [31:0];
     if (rst) begin
       \$3578  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3579  = \$387 [31:0];
+    \$3579  = \$394 [31:0];
     if (rst) begin
       \$3579  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3580  = \$394 [31:0];
+    \$3580  = \$401 [31:0];
     if (rst) begin
       \$3580  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3581  = \$401 [31:0];
+    \$3581  = \$408 [31:0];
     if (rst) begin
       \$3581  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3582  = \$408 [31:0];
+    \$3582  = \$415 [31:0];
     if (rst) begin
       \$3582  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3583  = \$415 [31:0];
+    \$3583  = \$422 [31:0];
     if (rst) begin
       \$3583  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3584  = \$422 [31:0];
+    \$3584  = \$429 [31:0];
     if (rst) begin
       \$3584  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3585  = \$429 [31:0];
+    \$3585  = \$436 [31:0];
     if (rst) begin
       \$3585  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3586  = \$436 [31:0];
+    \$3586  = \$443 [31:0];
     if (rst) begin
       \$3586  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3587  = \$443 [31:0];
+    \$3587  = \$450 [31:0];
     if (rst) begin
       \$3587  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3588  = \$450 [31:0];
+    \$3588  = \$457 [31:0];
     if (rst) begin
       \$3588  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3589  = \$457 [31:0];
+    \$3589  = \$464 [31:0];
     if (rst) begin
       \$3589  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3590  = \$464 [31:0];
+    \$3590  = \$471 [31:0];
     if (rst) begin
       \$3590  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3591  = \$471 [31:0];
+    \$3591  = \$478 [31:0];
     if (rst) begin
       \$3591  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3592  = \$478 [31:0];
+    \$3592  = \$485 [31:0];
     if (rst) begin
       \$3592  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3593  = \$485 [31:0];
+    \$3593  = \$492 [31:0];
     if (rst) begin
       \$3593  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3594  = \$492 [31:0];
+    \$3594  = \$499 [31:0];
     if (rst) begin
       \$3594  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3595  = \$499 [31:0];
+    \$3595  = \$506 [31:0];
     if (rst) begin
       \$3595  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3596  = \$506 [31:0];
+    \$3596  = \$513 [31:0];
     if (rst) begin
       \$3596  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3597  = \$513 [31:0];
+    \$3597  = \$520 [31:0];
     if (rst) begin
       \$3597  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3598  = \$520 [31:0];
+    \$3598  = \$527 [31:0];
     if (rst) begin
       \$3598  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3599  = \$527 [31:0];
+    \$3599  = \$534 [31:0];
     if (rst) begin
       \$3599  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3600  = \$534 [31:0];
+    \$3600  = \$541 [31:0];
     if (rst) begin
       \$3600  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3601  = \$541 [31:0];
+    \$3601  = \$548 [31:0];
     if (rst) begin
       \$3601  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3602  = \$548 [31:0];
+    \$3602  = \$555 [31:0];
     if (rst) begin
       \$3602  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3603  = \$555 [31:0];
+    \$3603  = \$562 [31:0];
     if (rst) begin
       \$3603  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3604  = \$562 [31:0];
+    \$3604  = \$569 [31:0];
     if (rst) begin
       \$3604  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3605  = \$569 [31:0];
+    \$3605  = \$576 [31:0];
     if (rst) begin
       \$3605  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3606  = \$576 [31:0];
+    \$3606  = \$583 [31:0];
     if (rst) begin
       \$3606  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3607  = \$583 [31:0];
+    \$3607  = \$590 [31:0];
     if (rst) begin
       \$3607  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3608  = \$590 [31:0];
+    \$3608  = \$597 [31:0];
     if (rst) begin
       \$3608  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3609  = \$597 [31:0];
+    \$3609  = \$604 [31:0];
     if (rst) begin
       \$3609  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3610  = \$604 [31:0];
+    \$3610  = \$611 [31:0];
     if (rst) begin
       \$3610  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3611  = \$611 [31:0];
+    \$3611  = \$618 [31:0];
     if (rst) begin
       \$3611  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3612  = \$618 [31:0];
+    \$3612  = \$625 [31:0];
     if (rst) begin
       \$3612  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3613  = \$625 [31:0];
+    \$3613  = \$632 [31:0];
     if (rst) begin
       \$3613  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3614  = \$632 [31:0];
+    \$3614  = \$639 [31:0];
     if (rst) begin
       \$3614  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3615  = \$639 [31:0];
+    \$3615  = \$646 [31:0];
     if (rst) begin
       \$3615  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3616  = \$646 [31:0];
+    \$3616  = \$653 [31:0];
     if (rst) begin
       \$3616  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3617  = \$653 [31:0];
+    \$3617  = \$660 [31:0];
     if (rst) begin
       \$3617  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3618  = \$660 [31:0];
+    \$3618  = \$667 [31:0];
     if (rst) begin
       \$3618  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3619  = \$667 [31:0];
+    \$3619  = \$674 [31:0];
     if (rst) begin
       \$3619  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3620  = \$674 [31:0];
+    \$3620  = \$681 [31:0];
     if (rst) begin
       \$3620  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3621  = \$681 [31:0];
+    \$3621  = \$688 [31:0];
     if (rst) begin
       \$3621  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3622  = \$688 [31:0];
+    \$3622  = \$695 [31:0];
     if (rst) begin
       \$3622  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3623  = \$695 [31:0];
+    \$3623  = \$702 [31:0];
     if (rst) begin
       \$3623  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3624  = \$702 [31:0];
+    \$3624  = \$709 [31:0];
     if (rst) begin
       \$3624  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3625  = \$709 [31:0];
+    \$3625  = \$716 [31:0];
     if (rst) begin
       \$3625  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3626  = \$716 [31:0];
+    \$3626  = \$723 [31:0];
     if (rst) begin
       \$3626  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3627  = \$723 [31:0];
+    \$3627  = \$730 [31:0];
     if (rst) begin
       \$3627  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3628  = \$730 [31:0];
+    \$3628  = \$737 [31:0];
     if (rst) begin
       \$3628  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3629  = \$737 [31:0];
+    \$3629  = \$744 [31:0];
     if (rst) begin
       \$3629  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3630  = \$744 [31:0];
+    \$3630  = \$751 [31:0];
     if (rst) begin
       \$3630  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3631  = \$751 [31:0];
+    \$3631  = \$758 [31:0];
     if (rst) begin
       \$3631  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3632  = \$758 [31:0];
+    \$3632  = \$765 [31:0];
     if (rst) begin
       \$3632  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3633  = \$765 [31:0];
+    \$3633  = \$772 [31:0];
     if (rst) begin
       \$3633  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3634  = \$772 [31:0];
+    \$3634  = \$779 [31:0];
     if (rst) begin
       \$3634  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3635  = \$779 [31:0];
+    \$3635  = \$786 [31:0];
     if (rst) begin
       \$3635  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3636  = \$786 [31:0];
+    \$3636  = \$793 [31:0];
     if (rst) begin
       \$3636  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3637  = \$793 [31:0];
+    \$3637  = \$800 [31:0];
     if (rst) begin
       \$3637  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3638  = \$800 [31:0];
+    \$3638  = \$807 [31:0];
     if (rst) begin
       \$3638  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3639  = \$807 [31:0];
+    \$3639  = \$814 [31:0];
     if (rst) begin
       \$3639  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3640  = \$814 [31:0];
+    \$3640  = \$821 [31:0];
     if (rst) begin
       \$3640  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3641  = \$821 [31:0];
+    \$3641  = \$828 [31:0];
     if (rst) begin
       \$3641  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3642  = \$828 [31:0];
+    \$3642  = \$835 [31:0];
     if (rst) begin
       \$3642  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3643  = \$835 [31:0];
+    \$3643  = \$842 [31:0];
     if (rst) begin
       \$3643  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3644  = \$842 [31:0];
+    \$3644  = \$849 [31:0];
     if (rst) begin
       \$3644  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3645  = \$849 [31:0];
+    \$3645  = \$856 [31:0];
     if (rst) begin
       \$3645  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3646  = \$856 [31:0];
+    \$3646  = \$863 [31:0];
     if (rst) begin
       \$3646  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3647  = \$863 [31:0];
+    \$3647  = \$870 [31:0];
     if (rst) begin
       \$3647  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3648  = \$870 [31:0];
+    \$3648  = \$877 [31:0];
     if (rst) begin
       \$3648  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3649  = \$877 [31:0];
+    \$3649  = \$884 [31:0];
     if (rst) begin
       \$3649  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3650  = \$884 [31:0];
+    \$3650  = \$891 [31:0];
     if (rst) begin
       \$3650  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3651  = \$891 [31:0];
+    \$3651  = \$898 [31:0];
     if (rst) begin
       \$3651  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3652  = \$898 [31:0];
+    \$3652  = \$905 [31:0];
     if (rst) begin
       \$3652  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3653  = \$905 [31:0];
+    \$3653  = \$912 [31:0];
     if (rst) begin
       \$3653  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3654  = \$912 [31:0];
+    \$3654  = \$signature__data$32 ;
     if (rst) begin
-      \$3654  = 32'd0;
+      \$3654  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3655  = \$signature__data$32 ;
+    \$3655  = \$2127 ;
     if (rst) begin
-      \$3655  = 64'h0000000000000000;
+      \$3655  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3656  = \$2127 ;
-    if (rst) begin
-      \$3656  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3657  = boot0_0;
+    \$3656  = boot0_0;
     if (\$2129 ) begin
-      \$3657  = s2_v0;
+      \$3656  = s2_v0;
+    end
+    if (rst) begin
+      \$3656  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3657  = boot0_1;
+    if (\$2129 ) begin
+      \$3657  = s2_v1;
     end
     if (rst) begin
       \$3657  = 32'd0;
@@ -16699,9 +16692,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3658  = boot0_1;
+    \$3658  = boot0_2;
     if (\$2129 ) begin
-      \$3658  = s2_v1;
+      \$3658  = s2_v2;
     end
     if (rst) begin
       \$3658  = 32'd0;
@@ -16709,9 +16702,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3659  = boot0_2;
+    \$3659  = boot0_3;
     if (\$2129 ) begin
-      \$3659  = s2_v2;
+      \$3659  = s2_v3;
     end
     if (rst) begin
       \$3659  = 32'd0;
@@ -16719,9 +16712,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3660  = boot0_3;
+    \$3660  = boot0_4;
     if (\$2129 ) begin
-      \$3660  = s2_v3;
+      \$3660  = s2_v4;
     end
     if (rst) begin
       \$3660  = 32'd0;
@@ -16729,9 +16722,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3661  = boot0_4;
+    \$3661  = boot0_5;
     if (\$2129 ) begin
-      \$3661  = s2_v4;
+      \$3661  = s2_v5;
     end
     if (rst) begin
       \$3661  = 32'd0;
@@ -16739,9 +16732,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3662  = boot0_5;
+    \$3662  = boot0_6;
     if (\$2129 ) begin
-      \$3662  = s2_v5;
+      \$3662  = s2_v6;
     end
     if (rst) begin
       \$3662  = 32'd0;
@@ -16749,9 +16742,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3663  = boot0_6;
+    \$3663  = boot0_7;
     if (\$2129 ) begin
-      \$3663  = s2_v6;
+      \$3663  = s2_v7;
     end
     if (rst) begin
       \$3663  = 32'd0;
@@ -16759,9 +16752,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3664  = boot0_7;
+    \$3664  = boot0_8;
     if (\$2129 ) begin
-      \$3664  = s2_v7;
+      \$3664  = s2_v8;
     end
     if (rst) begin
       \$3664  = 32'd0;
@@ -16769,9 +16762,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3665  = boot0_8;
+    \$3665  = boot0_9;
     if (\$2129 ) begin
-      \$3665  = s2_v8;
+      \$3665  = s2_v9;
     end
     if (rst) begin
       \$3665  = 32'd0;
@@ -16779,9 +16772,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3666  = boot0_9;
+    \$3666  = boot0_10;
     if (\$2129 ) begin
-      \$3666  = s2_v9;
+      \$3666  = s2_v10;
     end
     if (rst) begin
       \$3666  = 32'd0;
@@ -16789,9 +16782,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3667  = boot0_10;
+    \$3667  = boot0_11;
     if (\$2129 ) begin
-      \$3667  = s2_v10;
+      \$3667  = s2_v11;
     end
     if (rst) begin
       \$3667  = 32'd0;
@@ -16799,9 +16792,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3668  = boot0_11;
+    \$3668  = boot0_12;
     if (\$2129 ) begin
-      \$3668  = s2_v11;
+      \$3668  = s2_v12;
     end
     if (rst) begin
       \$3668  = 32'd0;
@@ -16809,9 +16802,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3669  = boot0_12;
+    \$3669  = boot0_13;
     if (\$2129 ) begin
-      \$3669  = s2_v12;
+      \$3669  = s2_v13;
     end
     if (rst) begin
       \$3669  = 32'd0;
@@ -16819,9 +16812,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3670  = boot0_13;
+    \$3670  = boot0_14;
     if (\$2129 ) begin
-      \$3670  = s2_v13;
+      \$3670  = s2_v14;
     end
     if (rst) begin
       \$3670  = 32'd0;
@@ -16829,9 +16822,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3671  = boot0_14;
+    \$3671  = boot0_15;
     if (\$2129 ) begin
-      \$3671  = s2_v14;
+      \$3671  = s2_v15;
     end
     if (rst) begin
       \$3671  = 32'd0;
@@ -16839,9 +16832,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3672  = boot0_15;
+    \$3672  = boot0_16;
     if (\$2129 ) begin
-      \$3672  = s2_v15;
+      \$3672  = s2_v16;
     end
     if (rst) begin
       \$3672  = 32'd0;
@@ -16849,9 +16842,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3673  = boot0_16;
+    \$3673  = boot0_17;
     if (\$2129 ) begin
-      \$3673  = s2_v16;
+      \$3673  = s2_v17;
     end
     if (rst) begin
       \$3673  = 32'd0;
@@ -16859,9 +16852,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3674  = boot0_17;
+    \$3674  = boot0_18;
     if (\$2129 ) begin
-      \$3674  = s2_v17;
+      \$3674  = s2_v18;
     end
     if (rst) begin
       \$3674  = 32'd0;
@@ -16869,9 +16862,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3675  = boot0_18;
+    \$3675  = boot0_19;
     if (\$2129 ) begin
-      \$3675  = s2_v18;
+      \$3675  = s2_v19;
     end
     if (rst) begin
       \$3675  = 32'd0;
@@ -16879,9 +16872,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3676  = boot0_19;
+    \$3676  = boot0_20;
     if (\$2129 ) begin
-      \$3676  = s2_v19;
+      \$3676  = s2_v20;
     end
     if (rst) begin
       \$3676  = 32'd0;
@@ -16889,9 +16882,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3677  = boot0_20;
+    \$3677  = boot0_21;
     if (\$2129 ) begin
-      \$3677  = s2_v20;
+      \$3677  = s2_v21;
     end
     if (rst) begin
       \$3677  = 32'd0;
@@ -16899,9 +16892,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3678  = boot0_21;
+    \$3678  = boot0_22;
     if (\$2129 ) begin
-      \$3678  = s2_v21;
+      \$3678  = s2_v22;
     end
     if (rst) begin
       \$3678  = 32'd0;
@@ -16909,9 +16902,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3679  = boot0_22;
+    \$3679  = boot0_23;
     if (\$2129 ) begin
-      \$3679  = s2_v22;
+      \$3679  = s2_v23;
     end
     if (rst) begin
       \$3679  = 32'd0;
@@ -16919,9 +16912,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3680  = boot0_23;
+    \$3680  = boot0_24;
     if (\$2129 ) begin
-      \$3680  = s2_v23;
+      \$3680  = s2_v24;
     end
     if (rst) begin
       \$3680  = 32'd0;
@@ -16929,9 +16922,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3681  = boot0_24;
+    \$3681  = boot0_25;
     if (\$2129 ) begin
-      \$3681  = s2_v24;
+      \$3681  = s2_v25;
     end
     if (rst) begin
       \$3681  = 32'd0;
@@ -16939,9 +16932,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3682  = boot0_25;
+    \$3682  = boot0_26;
     if (\$2129 ) begin
-      \$3682  = s2_v25;
+      \$3682  = s2_v26;
     end
     if (rst) begin
       \$3682  = 32'd0;
@@ -16949,9 +16942,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3683  = boot0_26;
+    \$3683  = boot0_27;
     if (\$2129 ) begin
-      \$3683  = s2_v26;
+      \$3683  = s2_v27;
     end
     if (rst) begin
       \$3683  = 32'd0;
@@ -16959,9 +16952,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3684  = boot0_27;
+    \$3684  = boot0_28;
     if (\$2129 ) begin
-      \$3684  = s2_v27;
+      \$3684  = s2_v28;
     end
     if (rst) begin
       \$3684  = 32'd0;
@@ -16969,9 +16962,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3685  = boot0_28;
+    \$3685  = boot0_29;
     if (\$2129 ) begin
-      \$3685  = s2_v28;
+      \$3685  = s2_v29;
     end
     if (rst) begin
       \$3685  = 32'd0;
@@ -16979,9 +16972,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3686  = boot0_29;
+    \$3686  = boot0_30;
     if (\$2129 ) begin
-      \$3686  = s2_v29;
+      \$3686  = s2_v30;
     end
     if (rst) begin
       \$3686  = 32'd0;
@@ -16989,9 +16982,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3687  = boot0_30;
+    \$3687  = boot0_31;
     if (\$2129 ) begin
-      \$3687  = s2_v30;
+      \$3687  = s2_v31;
     end
     if (rst) begin
       \$3687  = 32'd0;
@@ -16999,9 +16992,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3688  = boot0_31;
+    \$3688  = boot0_32;
     if (\$2129 ) begin
-      \$3688  = s2_v31;
+      \$3688  = s2_v32;
     end
     if (rst) begin
       \$3688  = 32'd0;
@@ -17009,9 +17002,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3689  = boot0_32;
+    \$3689  = boot0_33;
     if (\$2129 ) begin
-      \$3689  = s2_v32;
+      \$3689  = s2_v33;
     end
     if (rst) begin
       \$3689  = 32'd0;
@@ -17019,9 +17012,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3690  = boot0_33;
+    \$3690  = boot0_34;
     if (\$2129 ) begin
-      \$3690  = s2_v33;
+      \$3690  = s2_v34;
     end
     if (rst) begin
       \$3690  = 32'd0;
@@ -17029,9 +17022,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3691  = boot0_34;
+    \$3691  = boot0_35;
     if (\$2129 ) begin
-      \$3691  = s2_v34;
+      \$3691  = s2_v35;
     end
     if (rst) begin
       \$3691  = 32'd0;
@@ -17039,9 +17032,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3692  = boot0_35;
+    \$3692  = boot0_36;
     if (\$2129 ) begin
-      \$3692  = s2_v35;
+      \$3692  = s2_v36;
     end
     if (rst) begin
       \$3692  = 32'd0;
@@ -17049,9 +17042,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3693  = boot0_36;
+    \$3693  = boot0_37;
     if (\$2129 ) begin
-      \$3693  = s2_v36;
+      \$3693  = s2_v37;
     end
     if (rst) begin
       \$3693  = 32'd0;
@@ -17059,9 +17052,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3694  = boot0_37;
+    \$3694  = boot0_38;
     if (\$2129 ) begin
-      \$3694  = s2_v37;
+      \$3694  = s2_v38;
     end
     if (rst) begin
       \$3694  = 32'd0;
@@ -17069,9 +17062,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3695  = boot0_38;
+    \$3695  = boot0_39;
     if (\$2129 ) begin
-      \$3695  = s2_v38;
+      \$3695  = s2_v39;
     end
     if (rst) begin
       \$3695  = 32'd0;
@@ -17079,9 +17072,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3696  = boot0_39;
+    \$3696  = boot0_40;
     if (\$2129 ) begin
-      \$3696  = s2_v39;
+      \$3696  = s2_v40;
     end
     if (rst) begin
       \$3696  = 32'd0;
@@ -17089,9 +17082,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3697  = boot0_40;
+    \$3697  = boot0_41;
     if (\$2129 ) begin
-      \$3697  = s2_v40;
+      \$3697  = s2_v41;
     end
     if (rst) begin
       \$3697  = 32'd0;
@@ -17099,9 +17092,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3698  = boot0_41;
+    \$3698  = boot0_42;
     if (\$2129 ) begin
-      \$3698  = s2_v41;
+      \$3698  = s2_v42;
     end
     if (rst) begin
       \$3698  = 32'd0;
@@ -17109,9 +17102,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3699  = boot0_42;
+    \$3699  = boot0_43;
     if (\$2129 ) begin
-      \$3699  = s2_v42;
+      \$3699  = s2_v43;
     end
     if (rst) begin
       \$3699  = 32'd0;
@@ -17119,9 +17112,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3700  = boot0_43;
+    \$3700  = boot0_44;
     if (\$2129 ) begin
-      \$3700  = s2_v43;
+      \$3700  = s2_v44;
     end
     if (rst) begin
       \$3700  = 32'd0;
@@ -17129,9 +17122,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3701  = boot0_44;
+    \$3701  = boot0_45;
     if (\$2129 ) begin
-      \$3701  = s2_v44;
+      \$3701  = s2_v45;
     end
     if (rst) begin
       \$3701  = 32'd0;
@@ -17139,9 +17132,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3702  = boot0_45;
+    \$3702  = boot0_46;
     if (\$2129 ) begin
-      \$3702  = s2_v45;
+      \$3702  = s2_v46;
     end
     if (rst) begin
       \$3702  = 32'd0;
@@ -17149,9 +17142,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3703  = boot0_46;
+    \$3703  = boot0_47;
     if (\$2129 ) begin
-      \$3703  = s2_v46;
+      \$3703  = s2_v47;
     end
     if (rst) begin
       \$3703  = 32'd0;
@@ -17159,9 +17152,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3704  = boot0_47;
+    \$3704  = boot0_48;
     if (\$2129 ) begin
-      \$3704  = s2_v47;
+      \$3704  = s2_v48;
     end
     if (rst) begin
       \$3704  = 32'd0;
@@ -17169,9 +17162,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3705  = boot0_48;
+    \$3705  = boot0_49;
     if (\$2129 ) begin
-      \$3705  = s2_v48;
+      \$3705  = s2_v49;
     end
     if (rst) begin
       \$3705  = 32'd0;
@@ -17179,9 +17172,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3706  = boot0_49;
+    \$3706  = boot0_50;
     if (\$2129 ) begin
-      \$3706  = s2_v49;
+      \$3706  = s2_v50;
     end
     if (rst) begin
       \$3706  = 32'd0;
@@ -17189,9 +17182,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3707  = boot0_50;
+    \$3707  = boot0_51;
     if (\$2129 ) begin
-      \$3707  = s2_v50;
+      \$3707  = s2_v51;
     end
     if (rst) begin
       \$3707  = 32'd0;
@@ -17199,9 +17192,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3708  = boot0_51;
+    \$3708  = boot0_52;
     if (\$2129 ) begin
-      \$3708  = s2_v51;
+      \$3708  = s2_v52;
     end
     if (rst) begin
       \$3708  = 32'd0;
@@ -17209,9 +17202,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3709  = boot0_52;
+    \$3709  = boot0_53;
     if (\$2129 ) begin
-      \$3709  = s2_v52;
+      \$3709  = s2_v53;
     end
     if (rst) begin
       \$3709  = 32'd0;
@@ -17219,9 +17212,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3710  = boot0_53;
+    \$3710  = boot0_54;
     if (\$2129 ) begin
-      \$3710  = s2_v53;
+      \$3710  = s2_v54;
     end
     if (rst) begin
       \$3710  = 32'd0;
@@ -17229,9 +17222,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3711  = boot0_54;
+    \$3711  = boot0_55;
     if (\$2129 ) begin
-      \$3711  = s2_v54;
+      \$3711  = s2_v55;
     end
     if (rst) begin
       \$3711  = 32'd0;
@@ -17239,9 +17232,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3712  = boot0_55;
+    \$3712  = boot0_56;
     if (\$2129 ) begin
-      \$3712  = s2_v55;
+      \$3712  = s2_v56;
     end
     if (rst) begin
       \$3712  = 32'd0;
@@ -17249,9 +17242,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3713  = boot0_56;
+    \$3713  = boot0_57;
     if (\$2129 ) begin
-      \$3713  = s2_v56;
+      \$3713  = s2_v57;
     end
     if (rst) begin
       \$3713  = 32'd0;
@@ -17259,9 +17252,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3714  = boot0_57;
+    \$3714  = boot0_58;
     if (\$2129 ) begin
-      \$3714  = s2_v57;
+      \$3714  = s2_v58;
     end
     if (rst) begin
       \$3714  = 32'd0;
@@ -17269,9 +17262,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3715  = boot0_58;
+    \$3715  = boot0_59;
     if (\$2129 ) begin
-      \$3715  = s2_v58;
+      \$3715  = s2_v59;
     end
     if (rst) begin
       \$3715  = 32'd0;
@@ -17279,9 +17272,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3716  = boot0_59;
+    \$3716  = boot0_60;
     if (\$2129 ) begin
-      \$3716  = s2_v59;
+      \$3716  = s2_v60;
     end
     if (rst) begin
       \$3716  = 32'd0;
@@ -17289,9 +17282,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3717  = boot0_60;
+    \$3717  = boot0_61;
     if (\$2129 ) begin
-      \$3717  = s2_v60;
+      \$3717  = s2_v61;
     end
     if (rst) begin
       \$3717  = 32'd0;
@@ -17299,9 +17292,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3718  = boot0_61;
+    \$3718  = boot0_62;
     if (\$2129 ) begin
-      \$3718  = s2_v61;
+      \$3718  = s2_v62;
     end
     if (rst) begin
       \$3718  = 32'd0;
@@ -17309,9 +17302,9 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3719  = boot0_62;
+    \$3719  = boot0_63;
     if (\$2129 ) begin
-      \$3719  = s2_v62;
+      \$3719  = s2_v63;
     end
     if (rst) begin
       \$3719  = 32'd0;
@@ -17319,951 +17312,953 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3720  = boot0_63;
-    if (\$2129 ) begin
-      \$3720  = s2_v63;
-    end
+    \$3720  = o__valid;
     if (rst) begin
-      \$3720  = 32'd0;
+      \$3720  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3721  = o__valid;
+    \$3721  = o__payload[75:65];
     if (rst) begin
-      \$3721  = 1'h0;
+      \$3721  = 11'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3722  = o__payload[75:65];
+    \$3722  = o__payload[87:81];
     if (rst) begin
-      \$3722  = 11'h000;
+      \$3722  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3723  = o__payload[87:81];
+    \$3723  = \$2133 [7:0];
     if (rst) begin
-      \$3723  = 7'h00;
+      \$3723  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3724  = \$2133 [7:0];
+    \$3724  = \$2137 [7:0];
     if (rst) begin
       \$3724  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3725  = \$2137 [7:0];
+    \$3725  = \$2141 [7:0];
     if (rst) begin
       \$3725  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3726  = \$2141 [7:0];
+    \$3726  = \$2145 [7:0];
     if (rst) begin
       \$3726  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3727  = \$2145 [7:0];
+    \$3727  = \$2149 [7:0];
     if (rst) begin
       \$3727  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3728  = \$2149 [7:0];
+    \$3728  = \$2153 [7:0];
     if (rst) begin
       \$3728  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3729  = \$2153 [7:0];
+    \$3729  = \$2157 [7:0];
     if (rst) begin
       \$3729  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3730  = \$2157 [7:0];
+    \$3730  = \$2161 [7:0];
     if (rst) begin
       \$3730  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3731  = \$2161 [7:0];
+    \$3731  = \$2165 [7:0];
     if (rst) begin
       \$3731  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3732  = \$2165 [7:0];
+    \$3732  = \$2169 [7:0];
     if (rst) begin
       \$3732  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3733  = \$2169 [7:0];
+    \$3733  = \$2173 [7:0];
     if (rst) begin
       \$3733  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3734  = \$2173 [7:0];
+    \$3734  = \$2177 [7:0];
     if (rst) begin
       \$3734  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3735  = \$2177 [7:0];
+    \$3735  = \$2181 [7:0];
     if (rst) begin
       \$3735  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3736  = \$2181 [7:0];
+    \$3736  = \$2185 [7:0];
     if (rst) begin
       \$3736  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3737  = \$2185 [7:0];
+    \$3737  = \$2189 [7:0];
     if (rst) begin
       \$3737  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3738  = \$2189 [7:0];
+    \$3738  = \$2193 [7:0];
     if (rst) begin
       \$3738  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3739  = \$2193 [7:0];
+    \$3739  = \$2197 [7:0];
     if (rst) begin
       \$3739  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3740  = \$2197 [7:0];
+    \$3740  = \$2201 [7:0];
     if (rst) begin
       \$3740  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3741  = \$2201 [7:0];
+    \$3741  = \$2205 [7:0];
     if (rst) begin
       \$3741  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3742  = \$2205 [7:0];
+    \$3742  = \$2209 [7:0];
     if (rst) begin
       \$3742  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3743  = \$2209 [7:0];
+    \$3743  = \$2213 [7:0];
     if (rst) begin
       \$3743  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3744  = \$2213 [7:0];
+    \$3744  = \$2217 [7:0];
     if (rst) begin
       \$3744  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3745  = \$2217 [7:0];
+    \$3745  = \$2221 [7:0];
     if (rst) begin
       \$3745  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3746  = \$2221 [7:0];
+    \$3746  = \$2225 [7:0];
     if (rst) begin
       \$3746  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3747  = \$2225 [7:0];
+    \$3747  = \$2229 [7:0];
     if (rst) begin
       \$3747  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3748  = \$2229 [7:0];
+    \$3748  = \$2233 [7:0];
     if (rst) begin
       \$3748  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3749  = \$2233 [7:0];
+    \$3749  = \$2237 [7:0];
     if (rst) begin
       \$3749  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3750  = \$2237 [7:0];
+    \$3750  = \$2241 [7:0];
     if (rst) begin
       \$3750  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3751  = \$2241 [7:0];
+    \$3751  = \$2245 [7:0];
     if (rst) begin
       \$3751  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3752  = \$2245 [7:0];
+    \$3752  = \$2249 [7:0];
     if (rst) begin
       \$3752  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3753  = \$2249 [7:0];
+    \$3753  = \$2253 [7:0];
     if (rst) begin
       \$3753  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3754  = \$2253 [7:0];
+    \$3754  = \$2257 [7:0];
     if (rst) begin
       \$3754  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3755  = \$2257 [7:0];
+    \$3755  = \$2261 [7:0];
     if (rst) begin
       \$3755  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3756  = \$2261 [7:0];
+    \$3756  = \$2265 [7:0];
     if (rst) begin
       \$3756  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3757  = \$2265 [7:0];
+    \$3757  = \$2269 [7:0];
     if (rst) begin
       \$3757  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3758  = \$2269 [7:0];
+    \$3758  = \$2273 [7:0];
     if (rst) begin
       \$3758  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3759  = \$2273 [7:0];
+    \$3759  = \$2277 [7:0];
     if (rst) begin
       \$3759  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3760  = \$2277 [7:0];
+    \$3760  = \$2281 [7:0];
     if (rst) begin
       \$3760  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3761  = \$2281 [7:0];
+    \$3761  = \$2285 [7:0];
     if (rst) begin
       \$3761  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3762  = \$2285 [7:0];
+    \$3762  = \$2289 [7:0];
     if (rst) begin
       \$3762  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3763  = \$2289 [7:0];
+    \$3763  = \$2293 [7:0];
     if (rst) begin
       \$3763  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3764  = \$2293 [7:0];
+    \$3764  = \$2297 [7:0];
     if (rst) begin
       \$3764  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3765  = \$2297 [7:0];
+    \$3765  = \$2301 [7:0];
     if (rst) begin
       \$3765  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3766  = \$2301 [7:0];
+    \$3766  = \$2305 [7:0];
     if (rst) begin
       \$3766  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3767  = \$2305 [7:0];
+    \$3767  = \$2309 [7:0];
     if (rst) begin
       \$3767  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3768  = \$2309 [7:0];
+    \$3768  = \$2313 [7:0];
     if (rst) begin
       \$3768  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3769  = \$2313 [7:0];
+    \$3769  = \$2317 [7:0];
     if (rst) begin
       \$3769  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3770  = \$2317 [7:0];
+    \$3770  = \$2321 [7:0];
     if (rst) begin
       \$3770  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3771  = \$2321 [7:0];
+    \$3771  = \$2325 [7:0];
     if (rst) begin
       \$3771  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3772  = \$2325 [7:0];
+    \$3772  = \$2329 [7:0];
     if (rst) begin
       \$3772  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3773  = \$2329 [7:0];
+    \$3773  = \$2333 [7:0];
     if (rst) begin
       \$3773  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3774  = \$2333 [7:0];
+    \$3774  = \$2337 [7:0];
     if (rst) begin
       \$3774  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3775  = \$2337 [7:0];
+    \$3775  = \$2341 [7:0];
     if (rst) begin
       \$3775  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3776  = \$2341 [7:0];
+    \$3776  = \$2345 [7:0];
     if (rst) begin
       \$3776  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3777  = \$2345 [7:0];
+    \$3777  = \$2349 [7:0];
     if (rst) begin
       \$3777  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3778  = \$2349 [7:0];
+    \$3778  = \$2353 [7:0];
     if (rst) begin
       \$3778  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3779  = \$2353 [7:0];
+    \$3779  = \$2357 [7:0];
     if (rst) begin
       \$3779  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3780  = \$2357 [7:0];
+    \$3780  = \$2361 [7:0];
     if (rst) begin
       \$3780  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3781  = \$2361 [7:0];
+    \$3781  = \$2365 [7:0];
     if (rst) begin
       \$3781  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3782  = \$2365 [7:0];
+    \$3782  = \$2369 [7:0];
     if (rst) begin
       \$3782  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3783  = \$2369 [7:0];
+    \$3783  = \$2373 [7:0];
     if (rst) begin
       \$3783  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3784  = \$2373 [7:0];
+    \$3784  = \$2377 [7:0];
     if (rst) begin
       \$3784  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3785  = \$2377 [7:0];
+    \$3785  = \$2381 [7:0];
     if (rst) begin
       \$3785  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3786  = \$2381 [7:0];
+    \$3786  = \$2385 [7:0];
     if (rst) begin
       \$3786  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3787  = \$2385 [7:0];
+    \$3787  = \$2389 [7:0];
     if (rst) begin
       \$3787  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3788  = \$2389 [7:0];
+    \$3788  = \$2393 [7:0];
     if (rst) begin
       \$3788  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3789  = \$2393 [7:0];
+    \$3789  = \$2397 [7:0];
     if (rst) begin
       \$3789  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3790  = \$2397 [7:0];
+    \$3790  = \$2401 [7:0];
     if (rst) begin
       \$3790  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3791  = \$2401 [7:0];
+    \$3791  = \$2405 [7:0];
     if (rst) begin
       \$3791  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3792  = \$2405 [7:0];
+    \$3792  = \$2409 [7:0];
     if (rst) begin
       \$3792  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3793  = \$2409 [7:0];
+    \$3793  = \$2413 [7:0];
     if (rst) begin
       \$3793  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3794  = \$2413 [7:0];
+    \$3794  = \$2417 [7:0];
     if (rst) begin
       \$3794  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3795  = \$2417 [7:0];
+    \$3795  = \$2421 [7:0];
     if (rst) begin
       \$3795  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3796  = \$2421 [7:0];
+    \$3796  = \$2425 [7:0];
     if (rst) begin
       \$3796  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3797  = \$2425 [7:0];
+    \$3797  = \$2429 [7:0];
     if (rst) begin
       \$3797  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3798  = \$2429 [7:0];
+    \$3798  = \$2433 [7:0];
     if (rst) begin
       \$3798  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3799  = \$2433 [7:0];
+    \$3799  = \$2437 [7:0];
     if (rst) begin
       \$3799  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3800  = \$2437 [7:0];
+    \$3800  = \$2441 [7:0];
     if (rst) begin
       \$3800  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3801  = \$2441 [7:0];
+    \$3801  = \$2445 [7:0];
     if (rst) begin
       \$3801  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3802  = \$2445 [7:0];
+    \$3802  = \$2449 [7:0];
     if (rst) begin
       \$3802  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3803  = \$2449 [7:0];
+    \$3803  = \$2453 [7:0];
     if (rst) begin
       \$3803  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3804  = \$2453 [7:0];
+    \$3804  = \$2457 [7:0];
     if (rst) begin
       \$3804  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3805  = \$2457 [7:0];
+    \$3805  = \$2461 [7:0];
     if (rst) begin
       \$3805  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3806  = \$2461 [7:0];
+    \$3806  = \$2465 [7:0];
     if (rst) begin
       \$3806  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3807  = \$2465 [7:0];
+    \$3807  = \$2469 [7:0];
     if (rst) begin
       \$3807  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3808  = \$2469 [7:0];
+    \$3808  = \$2473 [7:0];
     if (rst) begin
       \$3808  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3809  = \$2473 [7:0];
+    \$3809  = \$2477 [7:0];
     if (rst) begin
       \$3809  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3810  = \$2477 [7:0];
+    \$3810  = \$2481 [7:0];
     if (rst) begin
       \$3810  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3811  = \$2481 [7:0];
+    \$3811  = \$2485 [7:0];
     if (rst) begin
       \$3811  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3812  = \$2485 [7:0];
+    \$3812  = \$2489 [7:0];
     if (rst) begin
       \$3812  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3813  = \$2489 [7:0];
+    \$3813  = \$2493 [7:0];
     if (rst) begin
       \$3813  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3814  = \$2493 [7:0];
+    \$3814  = \$2497 [7:0];
     if (rst) begin
       \$3814  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3815  = \$2497 [7:0];
+    \$3815  = \$2501 [7:0];
     if (rst) begin
       \$3815  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3816  = \$2501 [7:0];
+    \$3816  = \$2505 [7:0];
     if (rst) begin
       \$3816  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3817  = \$2505 [7:0];
+    \$3817  = \$2509 [7:0];
     if (rst) begin
       \$3817  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3818  = \$2509 [7:0];
+    \$3818  = \$2513 [7:0];
     if (rst) begin
       \$3818  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3819  = \$2513 [7:0];
+    \$3819  = \$2517 [7:0];
     if (rst) begin
       \$3819  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3820  = \$2517 [7:0];
+    \$3820  = \$2521 [7:0];
     if (rst) begin
       \$3820  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3821  = \$2521 [7:0];
+    \$3821  = \$2525 [7:0];
     if (rst) begin
       \$3821  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3822  = \$2525 [7:0];
+    \$3822  = \$2529 [7:0];
     if (rst) begin
       \$3822  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3823  = \$2529 [7:0];
+    \$3823  = \$2533 [7:0];
     if (rst) begin
       \$3823  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3824  = \$2533 [7:0];
+    \$3824  = \$2537 [7:0];
     if (rst) begin
       \$3824  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3825  = \$2537 [7:0];
+    \$3825  = \$2541 [7:0];
     if (rst) begin
       \$3825  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3826  = \$2541 [7:0];
+    \$3826  = \$2545 [7:0];
     if (rst) begin
       \$3826  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3827  = \$2545 [7:0];
+    \$3827  = \$2549 [7:0];
     if (rst) begin
       \$3827  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3828  = \$2549 [7:0];
+    \$3828  = \$2553 [7:0];
     if (rst) begin
       \$3828  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3829  = \$2553 [7:0];
+    \$3829  = \$2557 [7:0];
     if (rst) begin
       \$3829  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3830  = \$2557 [7:0];
+    \$3830  = \$2561 [7:0];
     if (rst) begin
       \$3830  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3831  = \$2561 [7:0];
+    \$3831  = \$2565 [7:0];
     if (rst) begin
       \$3831  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3832  = \$2565 [7:0];
+    \$3832  = \$2569 [7:0];
     if (rst) begin
       \$3832  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3833  = \$2569 [7:0];
+    \$3833  = \$2573 [7:0];
     if (rst) begin
       \$3833  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3834  = \$2573 [7:0];
+    \$3834  = \$2577 [7:0];
     if (rst) begin
       \$3834  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3835  = \$2577 [7:0];
+    \$3835  = \$2581 [7:0];
     if (rst) begin
       \$3835  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3836  = \$2581 [7:0];
+    \$3836  = \$2585 [7:0];
     if (rst) begin
       \$3836  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3837  = \$2585 [7:0];
+    \$3837  = \$2589 [7:0];
     if (rst) begin
       \$3837  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3838  = \$2589 [7:0];
+    \$3838  = \$2593 [7:0];
     if (rst) begin
       \$3838  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3839  = \$2593 [7:0];
+    \$3839  = \$2597 [7:0];
     if (rst) begin
       \$3839  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3840  = \$2597 [7:0];
+    \$3840  = \$2601 [7:0];
     if (rst) begin
       \$3840  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3841  = \$2601 [7:0];
+    \$3841  = \$2605 [7:0];
     if (rst) begin
       \$3841  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3842  = \$2605 [7:0];
+    \$3842  = \$2609 [7:0];
     if (rst) begin
       \$3842  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3843  = \$2609 [7:0];
+    \$3843  = \$2613 [7:0];
     if (rst) begin
       \$3843  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3844  = \$2613 [7:0];
+    \$3844  = \$2617 [7:0];
     if (rst) begin
       \$3844  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3845  = \$2617 [7:0];
+    \$3845  = \$2621 [7:0];
     if (rst) begin
       \$3845  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3846  = \$2621 [7:0];
+    \$3846  = \$2625 [7:0];
     if (rst) begin
       \$3846  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3847  = \$2625 [7:0];
+    \$3847  = \$2629 [7:0];
     if (rst) begin
       \$3847  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3848  = \$2629 [7:0];
+    \$3848  = \$2633 [7:0];
     if (rst) begin
       \$3848  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3849  = \$2633 [7:0];
+    \$3849  = \$2637 [7:0];
     if (rst) begin
       \$3849  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3850  = \$2637 [7:0];
+    \$3850  = \$2641 [7:0];
     if (rst) begin
       \$3850  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3851  = \$2641 [7:0];
+    \$3851  = \$3282 ;
     if (rst) begin
-      \$3851  = 8'h00;
+      \$3851  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3852  = \$3282 ;
+    \$3852  = \$3475 ;
     if (rst) begin
       \$3852  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3853  = \$3475 ;
+    \$3853  = dequant_overflow;
+    if (\$3477 ) begin
+      \$3853  = 1'h0;
+    end else if (any_deq_ovf) begin
+      \$3853  = 1'h1;
+    end
     if (rst) begin
       \$3853  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3854  = dequant_overflow;
-    if (\$3477 ) begin
+    \$3854  = requant_overflow;
+    if (\$3479 ) begin
       \$3854  = 1'h0;
-    end else if (any_deq_ovf) begin
+    end else if (any_req_ovf) begin
       \$3854  = 1'h1;
     end
     if (rst) begin
@@ -18272,26 +18267,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3855  = requant_overflow;
-    if (\$3479 ) begin
+    \$3855  = pe_overflow;
+    if (\$3481 ) begin
       \$3855  = 1'h0;
-    end else if (any_req_ovf) begin
+    end else if (any_pe_ovf) begin
       \$3855  = 1'h1;
     end
     if (rst) begin
       \$3855  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3856  = pe_overflow;
-    if (\$3481 ) begin
-      \$3856  = 1'h0;
-    end else if (any_pe_ovf) begin
-      \$3856  = 1'h1;
-    end
-    if (rst) begin
-      \$3856  = 1'h0;
     end
   end
   assign \busy$1  = busy;

@@ -937,35 +937,35 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [31:0] \$528 ;
   reg [14:0] \$529 ;
   wire \$53 ;
-  reg [12:0] \$530 ;
-  reg [13:0] \$531 ;
-  reg [12:0] \$532 ;
-  reg [15:0] \$533 ;
-  reg \$534 ;
-  reg [2:0] \$535 ;
-  reg [3:0] \$536 ;
-  reg [15:0] \$537 ;
-  reg [13:0] \$538 ;
+  reg [13:0] \$530 ;
+  reg [12:0] \$531 ;
+  reg [15:0] \$532 ;
+  reg \$533 ;
+  reg [2:0] \$534 ;
+  reg [3:0] \$535 ;
+  reg [15:0] \$536 ;
+  reg [13:0] \$537 ;
+  reg \$538 ;
   reg \$539 ;
   wire \$54 ;
-  reg \$540 ;
-  reg [14:0] \$541 ;
-  reg [3:0] \$542 ;
-  reg [1:0] \$543 ;
-  reg [13:0] \$544 ;
+  reg [14:0] \$540 ;
+  reg [3:0] \$541 ;
+  reg [1:0] \$542 ;
+  reg [13:0] \$543 ;
+  reg \$544 ;
   reg \$545 ;
   reg \$546 ;
   reg \$547 ;
-  reg \$548 ;
-  reg [15:0] \$549 ;
+  reg [15:0] \$548 ;
+  reg [3:0] \$549 ;
   wire [32:0] \$55 ;
-  reg [3:0] \$550 ;
+  reg \$550 ;
   reg \$551 ;
   reg \$552 ;
   reg \$553 ;
-  reg \$554 ;
-  reg [15:0] \$555 ;
-  reg [3:0] \$556 ;
+  reg [15:0] \$554 ;
+  reg [3:0] \$555 ;
+  reg [31:0] \$556 ;
   reg [31:0] \$557 ;
   reg [31:0] \$558 ;
   reg [31:0] \$559 ;
@@ -983,9 +983,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [39:0] \$57 ;
   reg [31:0] \$570 ;
   reg [31:0] \$571 ;
-  reg [31:0] \$572 ;
-  reg [7:0] \$573 ;
-  reg \$574 ;
+  reg [7:0] \$572 ;
+  reg \$573 ;
+  reg [31:0] \$574 ;
   reg [31:0] \$575 ;
   reg [31:0] \$576 ;
   reg [31:0] \$577 ;
@@ -994,10 +994,10 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$58 ;
   reg [31:0] \$580 ;
   reg [31:0] \$581 ;
-  reg [31:0] \$582 ;
-  reg \$583 ;
-  reg [13:0] \$584 ;
-  reg [3:0] \$585 ;
+  reg \$582 ;
+  reg [13:0] \$583 ;
+  reg [3:0] \$584 ;
+  reg [7:0] \$585 ;
   reg [7:0] \$586 ;
   reg [7:0] \$587 ;
   reg [7:0] \$588 ;
@@ -1016,12 +1016,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [13:0] \$6 ;
   wire \$60 ;
   reg [7:0] \$600 ;
-  reg [7:0] \$601 ;
+  reg \$601 ;
   reg \$602 ;
   reg \$603 ;
   reg \$604 ;
   reg \$605 ;
-  reg \$606 ;
   wire \$61 ;
   wire [32:0] \$62 ;
   wire [32:0] \$63 ;
@@ -1065,12 +1064,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [32:0] \$98 ;
   wire [39:0] \$99 ;
   reg \$like  = 1'h0;
-  reg \$like$262  = 1'h0;
+  reg \$like$261  = 1'h0;
   reg \$signal  = 1'h0;
+  reg \$signal$255  = 1'h0;
   reg \$signal$256  = 1'h0;
   reg \$signal$257  = 1'h0;
-  reg \$signal$258  = 1'h0;
-  reg [15:0] \$signal$260  = 16'h0000;
+  reg [15:0] \$signal$259  = 16'h0000;
   reg \$signal$86  = 1'h0;
   reg [15:0] \$signal$94  = 16'h0000;
   reg [13:0] \$signature__addr ;
@@ -1092,7 +1091,6 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg \$signature__en$24 ;
   reg \$signature__en$26 ;
   reg [12:0] G = 13'h0000;
-  reg [12:0] M = 13'h0000;
   reg [14:0] T = 15'h0000;
   input [31:0] adv_offset;
   wire [31:0] adv_offset;
@@ -26148,7 +26146,6 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   assign \$signature__data$30  = _2_;
-  assign \$359  = \$356  ? 9'h07f : \$358 ;
   assign \$360  = $signed(\$155 [65:32]) > $signed(8'h7f);
   assign \$361  = $signed(\$155 [65:32]) < $signed(8'h81);
   assign \$362  = \$361  ? 9'h181 : { 1'h0, \$155 [39:32] };
@@ -26336,159 +26333,157 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   always @(posedge clk)
     T <= \$529 ;
   always @(posedge clk)
-    M <= \$530 ;
+    rem <= \$530 ;
   always @(posedge clk)
-    rem <= \$531 ;
+    G <= \$531 ;
   always @(posedge clk)
-    G <= \$532 ;
+    rows <= \$532 ;
   always @(posedge clk)
-    rows <= \$533 ;
+    busy <= \$533 ;
   always @(posedge clk)
-    busy <= \$534 ;
+    ctrl_state <= \$534 ;
   always @(posedge clk)
-    ctrl_state <= \$535 ;
+    last_lanes <= \$535 ;
   always @(posedge clk)
-    last_lanes <= \$536 ;
+    row_base <= \$536 ;
   always @(posedge clk)
-    row_base <= \$537 ;
+    grp_base <= \$537 ;
   always @(posedge clk)
-    grp_base <= \$538 ;
+    lane <= \$538 ;
   always @(posedge clk)
-    lane <= \$539 ;
+    boot <= \$539 ;
   always @(posedge clk)
-    boot <= \$540 ;
+    t <= \$540 ;
   always @(posedge clk)
-    t <= \$541 ;
+    drain <= \$541 ;
   always @(posedge clk)
-    drain <= \$542 ;
+    h_region_q <= \$542 ;
   always @(posedge clk)
-    h_region_q <= \$543 ;
+    h_word_q <= \$543 ;
   always @(posedge clk)
-    h_word_q <= \$544 ;
+    \$signal$255  <= \$544 ;
   always @(posedge clk)
     \$signal$256  <= \$545 ;
   always @(posedge clk)
     \$signal$257  <= \$546 ;
   always @(posedge clk)
-    \$signal$258  <= \$547 ;
+    \$like  <= \$547 ;
   always @(posedge clk)
-    \$like  <= \$548 ;
+    \$signal$259  <= \$548 ;
   always @(posedge clk)
-    \$signal$260  <= \$549 ;
+    s1_nvalid <= \$549 ;
   always @(posedge clk)
-    s1_nvalid <= \$550 ;
+    \$signal  <= \$550 ;
   always @(posedge clk)
-    \$signal  <= \$551 ;
+    \$signal$86  <= \$551 ;
   always @(posedge clk)
-    \$signal$86  <= \$552 ;
+    s2_first <= \$552 ;
   always @(posedge clk)
-    s2_first <= \$553 ;
+    \$like$261  <= \$553 ;
   always @(posedge clk)
-    \$like$262  <= \$554 ;
+    \$signal$94  <= \$554 ;
   always @(posedge clk)
-    \$signal$94  <= \$555 ;
+    s2_nvalid <= \$555 ;
   always @(posedge clk)
-    s2_nvalid <= \$556 ;
+    s2_r0 <= \$556 ;
   always @(posedge clk)
-    s2_r0 <= \$557 ;
+    s2_v0 <= \$557 ;
   always @(posedge clk)
-    s2_v0 <= \$558 ;
+    s2_r1 <= \$558 ;
   always @(posedge clk)
-    s2_r1 <= \$559 ;
+    s2_v1 <= \$559 ;
   always @(posedge clk)
-    s2_v1 <= \$560 ;
+    s2_r2 <= \$560 ;
   always @(posedge clk)
-    s2_r2 <= \$561 ;
+    s2_v2 <= \$561 ;
   always @(posedge clk)
-    s2_v2 <= \$562 ;
+    s2_r3 <= \$562 ;
   always @(posedge clk)
-    s2_r3 <= \$563 ;
+    s2_v3 <= \$563 ;
   always @(posedge clk)
-    s2_v3 <= \$564 ;
+    s2_r4 <= \$564 ;
   always @(posedge clk)
-    s2_r4 <= \$565 ;
+    s2_v4 <= \$565 ;
   always @(posedge clk)
-    s2_v4 <= \$566 ;
+    s2_r5 <= \$566 ;
   always @(posedge clk)
-    s2_r5 <= \$567 ;
+    s2_v5 <= \$567 ;
   always @(posedge clk)
-    s2_v5 <= \$568 ;
+    s2_r6 <= \$568 ;
   always @(posedge clk)
-    s2_r6 <= \$569 ;
+    s2_v6 <= \$569 ;
   always @(posedge clk)
-    s2_v6 <= \$570 ;
+    s2_r7 <= \$570 ;
   always @(posedge clk)
-    s2_r7 <= \$571 ;
+    s2_v7 <= \$571 ;
   always @(posedge clk)
-    s2_v7 <= \$572 ;
+    s2_d <= \$572 ;
   always @(posedge clk)
-    s2_d <= \$573 ;
+    any_deq_ovf <= \$573 ;
   always @(posedge clk)
-    any_deq_ovf <= \$574 ;
+    boot0_0 <= \$574 ;
   always @(posedge clk)
-    boot0_0 <= \$575 ;
+    boot0_1 <= \$575 ;
   always @(posedge clk)
-    boot0_1 <= \$576 ;
+    boot0_2 <= \$576 ;
   always @(posedge clk)
-    boot0_2 <= \$577 ;
+    boot0_3 <= \$577 ;
   always @(posedge clk)
-    boot0_3 <= \$578 ;
+    boot0_4 <= \$578 ;
   always @(posedge clk)
-    boot0_4 <= \$579 ;
+    boot0_5 <= \$579 ;
   always @(posedge clk)
-    boot0_5 <= \$580 ;
+    boot0_6 <= \$580 ;
   always @(posedge clk)
-    boot0_6 <= \$581 ;
+    boot0_7 <= \$581 ;
   always @(posedge clk)
-    boot0_7 <= \$582 ;
+    w_valid <= \$582 ;
   always @(posedge clk)
-    w_valid <= \$583 ;
+    w_addr <= \$583 ;
   always @(posedge clk)
-    w_addr <= \$584 ;
+    w_lanes <= \$584 ;
   always @(posedge clk)
-    w_lanes <= \$585 ;
+    w_adv0 <= \$585 ;
   always @(posedge clk)
-    w_adv0 <= \$586 ;
+    w_rtg0 <= \$586 ;
   always @(posedge clk)
-    w_rtg0 <= \$587 ;
+    w_adv1 <= \$587 ;
   always @(posedge clk)
-    w_adv1 <= \$588 ;
+    w_rtg1 <= \$588 ;
   always @(posedge clk)
-    w_rtg1 <= \$589 ;
+    w_adv2 <= \$589 ;
   always @(posedge clk)
-    w_adv2 <= \$590 ;
+    w_rtg2 <= \$590 ;
   always @(posedge clk)
-    w_rtg2 <= \$591 ;
+    w_adv3 <= \$591 ;
   always @(posedge clk)
-    w_adv3 <= \$592 ;
+    w_rtg3 <= \$592 ;
   always @(posedge clk)
-    w_rtg3 <= \$593 ;
+    w_adv4 <= \$593 ;
   always @(posedge clk)
-    w_adv4 <= \$594 ;
+    w_rtg4 <= \$594 ;
   always @(posedge clk)
-    w_rtg4 <= \$595 ;
+    w_adv5 <= \$595 ;
   always @(posedge clk)
-    w_adv5 <= \$596 ;
+    w_rtg5 <= \$596 ;
   always @(posedge clk)
-    w_rtg5 <= \$597 ;
+    w_adv6 <= \$597 ;
   always @(posedge clk)
-    w_adv6 <= \$598 ;
+    w_rtg6 <= \$598 ;
   always @(posedge clk)
-    w_rtg6 <= \$599 ;
+    w_adv7 <= \$599 ;
   always @(posedge clk)
-    w_adv7 <= \$600 ;
+    w_rtg7 <= \$600 ;
   always @(posedge clk)
-    w_rtg7 <= \$601 ;
+    any_req_ovf <= \$601 ;
   always @(posedge clk)
-    any_req_ovf <= \$602 ;
+    any_pe_ovf <= \$602 ;
   always @(posedge clk)
-    any_pe_ovf <= \$603 ;
+    dequant_overflow <= \$603 ;
   always @(posedge clk)
-    dequant_overflow <= \$604 ;
+    requant_overflow <= \$604 ;
   always @(posedge clk)
-    requant_overflow <= \$605 ;
-  always @(posedge clk)
-    pe_overflow <= \$606 ;
+    pe_overflow <= \$605 ;
   assign host_enable = ~ busy;
   assign \$1  = row_base + grp_base;
   assign \$2  = \$1  + lane;
@@ -26785,54 +26780,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$282  = T - 1'h1;
   assign \$283  = t == \$282 ;
   assign \$284  = \$281  & \$283 ;
-  assign \$285  = ~ \$signal$257 ;
+  assign \$285  = ~ \$signal$256 ;
   assign \$286  = deq_r0_ovf & \$285 ;
   assign \$287  = \$286  | deq_v0_ovf;
   assign \$288  = s1_nvalid > 1'h0;
   assign \$289  = \$287  & \$288 ;
-  assign \$291  = ~ \$signal$257 ;
+  assign \$291  = ~ \$signal$256 ;
   assign \$292  = deq_r1_ovf & \$291 ;
   assign \$293  = \$292  | deq_v1_ovf;
   assign \$294  = s1_nvalid > 1'h1;
   assign \$295  = \$293  & \$294 ;
   assign \$296  = \$290  | \$295 ;
-  assign \$297  = ~ \$signal$257 ;
+  assign \$297  = ~ \$signal$256 ;
   assign \$298  = deq_r2_ovf & \$297 ;
   assign \$299  = \$298  | deq_v2_ovf;
   assign \$300  = s1_nvalid > 2'h2;
   assign \$301  = \$299  & \$300 ;
   assign \$302  = \$296  | \$301 ;
-  assign \$303  = ~ \$signal$257 ;
+  assign \$303  = ~ \$signal$256 ;
   assign \$304  = deq_r3_ovf & \$303 ;
   assign \$305  = \$304  | deq_v3_ovf;
   assign \$306  = s1_nvalid > 2'h3;
   assign \$307  = \$305  & \$306 ;
   assign \$308  = \$302  | \$307 ;
-  assign \$309  = ~ \$signal$257 ;
+  assign \$309  = ~ \$signal$256 ;
   assign \$310  = deq_r4_ovf & \$309 ;
   assign \$311  = \$310  | deq_v4_ovf;
   assign \$312  = s1_nvalid > 3'h4;
   assign \$313  = \$311  & \$312 ;
   assign \$314  = \$308  | \$313 ;
-  assign \$315  = ~ \$signal$257 ;
+  assign \$315  = ~ \$signal$256 ;
   assign \$316  = deq_r5_ovf & \$315 ;
   assign \$317  = \$316  | deq_v5_ovf;
   assign \$318  = s1_nvalid > 3'h5;
   assign \$319  = \$317  & \$318 ;
   assign \$320  = \$314  | \$319 ;
-  assign \$321  = ~ \$signal$257 ;
+  assign \$321  = ~ \$signal$256 ;
   assign \$322  = deq_r6_ovf & \$321 ;
   assign \$323  = \$322  | deq_v6_ovf;
   assign \$324  = s1_nvalid > 3'h6;
   assign \$325  = \$323  & \$324 ;
   assign \$326  = \$320  | \$325 ;
-  assign \$327  = ~ \$signal$257 ;
+  assign \$327  = ~ \$signal$256 ;
   assign \$328  = deq_r7_ovf & \$327 ;
   assign \$329  = \$328  | deq_v7_ovf;
   assign \$330  = s1_nvalid > 3'h7;
   assign \$331  = \$329  & \$330 ;
   assign \$332  = \$326  | \$331 ;
-  assign \$333  = \$signal$256  & \$332 ;
+  assign \$333  = \$signal$255  & \$332 ;
   assign \$334  = \$signal  & \$signal$86 ;
   assign \$336  = $signed(\$131 [65:32]) > $signed(8'h7f);
   assign \$337  = $signed(\$131 [65:32]) < $signed(8'h81);
@@ -26857,6 +26852,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$356  = $signed(\$151 [65:32]) > $signed(8'h7f);
   assign \$357  = $signed(\$151 [65:32]) < $signed(8'h81);
   assign \$358  = \$357  ? 9'h181 : { 1'h0, \$151 [39:32] };
+  assign \$359  = \$356  ? 9'h07f : \$358 ;
   \gae_accel_n8.core.pe0  pe0 (
     .clk(clk),
     .gamma(gamma),
@@ -27366,77 +27362,64 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$530  = M;
+    \$530  = rem;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$530  = num_trajectories[12:0];
-          end
-    endcase
-    if (rst) begin
-      \$530  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$531  = rem;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$531  = num_trajectories[13:0];
+            \$530  = num_trajectories[13:0];
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (\$260 ) begin
           end else begin
-            \$531  = \$262 [13:0];
+            \$530  = \$262 [13:0];
           end
     endcase
     if (rst) begin
-      \$531  = 14'h0000;
+      \$530  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$532  = G;
+    \$531  = G;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$532  = 13'h0000;
+            \$531  = 13'h0000;
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (\$260 ) begin
           end else begin
-            \$532  = \$261 [12:0];
+            \$531  = \$261 [12:0];
           end
     endcase
     if (rst) begin
-      \$532  = 13'h0000;
+      \$531  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$533  = rows;
+    \$532  = rows;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$533  = 16'h0000;
+            \$532  = 16'h0000;
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (\$260 ) begin
           end else begin
-            \$533  = \$264 [15:0];
+            \$532  = \$264 [15:0];
           end
     endcase
     if (rst) begin
-      \$533  = 16'h0000;
+      \$532  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$534  = busy;
+    \$533  = busy;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -27446,12 +27429,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             end else if (\$254 ) begin
             end else if (\$257 ) begin
             end else begin
-              \$534  = 1'h1;
+              \$533  = 1'h1;
             end
           end
       3'h1:
           if (\$260 ) begin
-            \$534  = 1'h0;
+            \$533  = 1'h0;
           end
       3'h2:
           /* empty */;
@@ -27459,16 +27442,16 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           /* empty */;
       3'h4:
           if (\$280 ) begin
-            \$534  = 1'h0;
+            \$533  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$534  = 1'h0;
+      \$533  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$535  = ctrl_state;
+    \$534  = ctrl_state;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -27478,43 +27461,43 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             end else if (\$254 ) begin
             end else if (\$257 ) begin
             end else begin
-              \$535  = 3'h1;
+              \$534  = 3'h1;
             end
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (\$260 ) begin
-            \$535  = 3'h0;
+            \$534  = 3'h0;
           end else begin
             if (\$265 ) begin
-              \$535  = 3'h2;
+              \$534  = 3'h2;
             end
           end
       3'h2:
           if (\$267 ) begin
-            \$535  = 3'h3;
+            \$534  = 3'h3;
           end
       3'h3:
           if (\$268 ) begin
             if (boot) begin
             end else if (\$269 ) begin
               if (\$273 ) begin
-                \$535  = 3'h4;
+                \$534  = 3'h4;
               end
             end
           end
       3'h4:
           if (\$280 ) begin
-            \$535  = 3'h0;
+            \$534  = 3'h0;
           end
     endcase
     if (rst) begin
-      \$535  = 3'h0;
+      \$534  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$536  = last_lanes;
+    \$535  = last_lanes;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -27523,54 +27506,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           if (\$260 ) begin
           end else begin
             if (\$265 ) begin
-              \$536  = rem[3:0];
+              \$535  = rem[3:0];
             end
           end
     endcase
     if (rst) begin
-      \$536  = 4'h0;
+      \$535  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$537  = row_base;
+    \$536  = row_base;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$537  = \$266 [15:0];
+          \$536  = \$266 [15:0];
       3'h3:
           if (\$268 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$537  = \$271 [15:0];
+              \$536  = \$271 [15:0];
             end else if (\$269 ) begin
               (* full_case = 32'd1 *)
               if (\$273 ) begin
               end else begin
-                \$537  = \$275 [15:0];
+                \$536  = \$275 [15:0];
               end
             end else begin
-              \$537  = \$277 [15:0];
+              \$536  = \$277 [15:0];
             end
           end
     endcase
     if (rst) begin
-      \$537  = 16'h0000;
+      \$536  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$538  = grp_base;
+    \$537  = grp_base;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$538  = 14'h0000;
+          \$537  = 14'h0000;
       3'h3:
           if (\$268 ) begin
             if (boot) begin
@@ -27578,31 +27561,58 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
               (* full_case = 32'd1 *)
               if (\$273 ) begin
               end else begin
-                \$538  = \$274 [13:0];
+                \$537  = \$274 [13:0];
               end
             end
           end
     endcase
     if (rst) begin
-      \$538  = 14'h0000;
+      \$537  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$539  = lane;
+    \$538  = lane;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$539  = 1'h0;
+          \$538  = 1'h0;
       3'h3:
           (* full_case = 32'd1 *)
           if (\$268 ) begin
-            \$539  = 1'h0;
+            \$538  = 1'h0;
           end else begin
-            \$539  = \$278 [0];
+            \$538  = \$278 [0];
+          end
+    endcase
+    if (rst) begin
+      \$538  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$539  = boot;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$539  = 1'h1;
+      3'h3:
+          if (\$268 ) begin
+            if (boot) begin
+              \$539  = 1'h0;
+            end else if (\$269 ) begin
+              (* full_case = 32'd1 *)
+              if (\$273 ) begin
+              end else begin
+                \$539  = 1'h1;
+              end
+            end
           end
     endcase
     if (rst) begin
@@ -27611,64 +27621,37 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$540  = boot;
+    \$540  = t;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$540  = 1'h1;
-      3'h3:
-          if (\$268 ) begin
-            if (boot) begin
-              \$540  = 1'h0;
-            end else if (\$269 ) begin
-              (* full_case = 32'd1 *)
-              if (\$273 ) begin
-              end else begin
-                \$540  = 1'h1;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$540  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$541  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$541  = T;
+          \$540  = T;
       3'h3:
           if (\$268 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$541  = \$270 [14:0];
+              \$540  = \$270 [14:0];
             end else if (\$269 ) begin
               (* full_case = 32'd1 *)
               if (\$273 ) begin
               end else begin
-                \$541  = T;
+                \$540  = T;
               end
             end else begin
-              \$541  = \$276 [14:0];
+              \$540  = \$276 [14:0];
             end
           end
     endcase
     if (rst) begin
-      \$541  = 15'h0000;
+      \$540  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$542  = drain;
+    \$541  = drain;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -27681,71 +27664,78 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             if (boot) begin
             end else if (\$269 ) begin
               if (\$273 ) begin
-                \$542  = 4'ha;
+                \$541  = 4'ha;
               end
             end
           end
       3'h4:
-          \$542  = \$279 [3:0];
+          \$541  = \$279 [3:0];
     endcase
     if (rst) begin
-      \$542  = 4'h0;
+      \$541  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$543  = host_addr[15:14];
+    \$542  = host_addr[15:14];
     if (rst) begin
-      \$543  = 2'h0;
+      \$542  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$544  = host_addr[13:0];
+    \$543  = host_addr[13:0];
     if (rst) begin
-      \$544  = 14'h0000;
+      \$543  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$545  = issue;
+    \$544  = issue;
+    if (rst) begin
+      \$544  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$545  = boot;
     if (rst) begin
       \$545  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$546  = boot;
+    \$546  = \$284 ;
     if (rst) begin
       \$546  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$547  = \$284 ;
+    \$547  = lane;
     if (rst) begin
       \$547  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$548  = lane;
+    \$548  = \$2 [15:0];
     if (rst) begin
-      \$548  = 1'h0;
+      \$548  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$549  = \$2 [15:0];
+    \$549  = nvalid;
     if (rst) begin
-      \$549  = 16'h0000;
+      \$549  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$550  = nvalid;
+    \$550  = \$signal$255 ;
     if (rst) begin
-      \$550  = 4'h0;
+      \$550  = 1'h0;
     end
   end
   always @* begin
@@ -27764,163 +27754,166 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$553  = \$signal$258 ;
+    \$553  = \$like ;
     if (rst) begin
       \$553  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$554  = \$like ;
+    \$554  = \$signal$259 ;
     if (rst) begin
-      \$554  = 1'h0;
+      \$554  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$555  = \$signal$260 ;
+    \$555  = s1_nvalid;
     if (rst) begin
-      \$555  = 16'h0000;
+      \$555  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$556  = s1_nvalid;
+    \$556  = \$21 [31:0];
     if (rst) begin
-      \$556  = 4'h0;
+      \$556  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$557  = \$21 [31:0];
+    \$557  = \$28 [31:0];
     if (rst) begin
       \$557  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$558  = \$28 [31:0];
+    \$558  = \$35 [31:0];
     if (rst) begin
       \$558  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$559  = \$35 [31:0];
+    \$559  = \$42 [31:0];
     if (rst) begin
       \$559  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$560  = \$42 [31:0];
+    \$560  = \$49 [31:0];
     if (rst) begin
       \$560  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$561  = \$49 [31:0];
+    \$561  = \$56 [31:0];
     if (rst) begin
       \$561  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$562  = \$56 [31:0];
+    \$562  = \$63 [31:0];
     if (rst) begin
       \$562  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$563  = \$63 [31:0];
+    \$563  = \$70 [31:0];
     if (rst) begin
       \$563  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$564  = \$70 [31:0];
+    \$564  = \$77 [31:0];
     if (rst) begin
       \$564  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$565  = \$77 [31:0];
+    \$565  = \$84 [31:0];
     if (rst) begin
       \$565  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$566  = \$84 [31:0];
+    \$566  = \$91 [31:0];
     if (rst) begin
       \$566  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$567  = \$91 [31:0];
+    \$567  = \$98 [31:0];
     if (rst) begin
       \$567  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$568  = \$98 [31:0];
+    \$568  = \$105 [31:0];
     if (rst) begin
       \$568  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$569  = \$105 [31:0];
+    \$569  = \$112 [31:0];
     if (rst) begin
       \$569  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$570  = \$112 [31:0];
+    \$570  = \$119 [31:0];
     if (rst) begin
       \$570  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$571  = \$119 [31:0];
+    \$571  = \$126 [31:0];
     if (rst) begin
       \$571  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$572  = \$126 [31:0];
+    \$572  = \$signature__data$31 ;
     if (rst) begin
-      \$572  = 32'd0;
+      \$572  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$573  = \$signature__data$31 ;
+    \$573  = \$333 ;
     if (rst) begin
-      \$573  = 8'h00;
+      \$573  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$574  = \$333 ;
-    if (rst) begin
-      \$574  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$575  = boot0_0;
+    \$574  = boot0_0;
     if (\$335 ) begin
-      \$575  = s2_v0;
+      \$574  = s2_v0;
+    end
+    if (rst) begin
+      \$574  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$575  = boot0_1;
+    if (\$335 ) begin
+      \$575  = s2_v1;
     end
     if (rst) begin
       \$575  = 32'd0;
@@ -27928,9 +27921,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$576  = boot0_1;
+    \$576  = boot0_2;
     if (\$335 ) begin
-      \$576  = s2_v1;
+      \$576  = s2_v2;
     end
     if (rst) begin
       \$576  = 32'd0;
@@ -27938,9 +27931,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$577  = boot0_2;
+    \$577  = boot0_3;
     if (\$335 ) begin
-      \$577  = s2_v2;
+      \$577  = s2_v3;
     end
     if (rst) begin
       \$577  = 32'd0;
@@ -27948,9 +27941,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$578  = boot0_3;
+    \$578  = boot0_4;
     if (\$335 ) begin
-      \$578  = s2_v3;
+      \$578  = s2_v4;
     end
     if (rst) begin
       \$578  = 32'd0;
@@ -27958,9 +27951,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$579  = boot0_4;
+    \$579  = boot0_5;
     if (\$335 ) begin
-      \$579  = s2_v4;
+      \$579  = s2_v5;
     end
     if (rst) begin
       \$579  = 32'd0;
@@ -27968,9 +27961,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$580  = boot0_5;
+    \$580  = boot0_6;
     if (\$335 ) begin
-      \$580  = s2_v5;
+      \$580  = s2_v6;
     end
     if (rst) begin
       \$580  = 32'd0;
@@ -27978,9 +27971,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$581  = boot0_6;
+    \$581  = boot0_7;
     if (\$335 ) begin
-      \$581  = s2_v6;
+      \$581  = s2_v7;
     end
     if (rst) begin
       \$581  = 32'd0;
@@ -27988,167 +27981,169 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$582  = boot0_7;
-    if (\$335 ) begin
-      \$582  = s2_v7;
-    end
+    \$582  = o__valid;
     if (rst) begin
-      \$582  = 32'd0;
+      \$582  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$583  = o__valid;
+    \$583  = o__payload[78:65];
     if (rst) begin
-      \$583  = 1'h0;
+      \$583  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$584  = o__payload[78:65];
+    \$584  = o__payload[84:81];
     if (rst) begin
-      \$584  = 14'h0000;
+      \$584  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$585  = o__payload[84:81];
+    \$585  = \$339 [7:0];
     if (rst) begin
-      \$585  = 4'h0;
+      \$585  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$586  = \$339 [7:0];
+    \$586  = \$343 [7:0];
     if (rst) begin
       \$586  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$587  = \$343 [7:0];
+    \$587  = \$347 [7:0];
     if (rst) begin
       \$587  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$588  = \$347 [7:0];
+    \$588  = \$351 [7:0];
     if (rst) begin
       \$588  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$589  = \$351 [7:0];
+    \$589  = \$355 [7:0];
     if (rst) begin
       \$589  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$590  = \$355 [7:0];
+    \$590  = \$359 [7:0];
     if (rst) begin
       \$590  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$591  = \$359 [7:0];
+    \$591  = \$363 [7:0];
     if (rst) begin
       \$591  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$592  = \$363 [7:0];
+    \$592  = \$367 [7:0];
     if (rst) begin
       \$592  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$593  = \$367 [7:0];
+    \$593  = \$371 [7:0];
     if (rst) begin
       \$593  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$594  = \$371 [7:0];
+    \$594  = \$375 [7:0];
     if (rst) begin
       \$594  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$595  = \$375 [7:0];
+    \$595  = \$379 [7:0];
     if (rst) begin
       \$595  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$596  = \$379 [7:0];
+    \$596  = \$383 [7:0];
     if (rst) begin
       \$596  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$597  = \$383 [7:0];
+    \$597  = \$387 [7:0];
     if (rst) begin
       \$597  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$598  = \$387 [7:0];
+    \$598  = \$391 [7:0];
     if (rst) begin
       \$598  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$599  = \$391 [7:0];
+    \$599  = \$395 [7:0];
     if (rst) begin
       \$599  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$600  = \$395 [7:0];
+    \$600  = \$399 [7:0];
     if (rst) begin
       \$600  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$601  = \$399 [7:0];
+    \$601  = \$480 ;
     if (rst) begin
-      \$601  = 8'h00;
+      \$601  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$602  = \$480 ;
+    \$602  = \$505 ;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$603  = \$505 ;
+    \$603  = dequant_overflow;
+    if (\$507 ) begin
+      \$603  = 1'h0;
+    end else if (any_deq_ovf) begin
+      \$603  = 1'h1;
+    end
     if (rst) begin
       \$603  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$604  = dequant_overflow;
-    if (\$507 ) begin
+    \$604  = requant_overflow;
+    if (\$509 ) begin
       \$604  = 1'h0;
-    end else if (any_deq_ovf) begin
+    end else if (any_req_ovf) begin
       \$604  = 1'h1;
     end
     if (rst) begin
@@ -28157,26 +28152,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$605  = requant_overflow;
-    if (\$509 ) begin
+    \$605  = pe_overflow;
+    if (\$511 ) begin
       \$605  = 1'h0;
-    end else if (any_req_ovf) begin
+    end else if (any_pe_ovf) begin
       \$605  = 1'h1;
     end
     if (rst) begin
       \$605  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$606  = pe_overflow;
-    if (\$511 ) begin
-      \$606  = 1'h0;
-    end else if (any_pe_ovf) begin
-      \$606  = 1'h1;
-    end
-    if (rst) begin
-      \$606  = 1'h0;
     end
   end
   assign \busy$1  = busy;

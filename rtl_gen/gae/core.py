@@ -8,7 +8,10 @@ from ..fixed import rshift_round, saturate
 from .config import GaeCoreConfig
 from .pe import GaeProcessingElement, _select
 
-__all__ = ["GaeCore", "GAE_CORE_ARGS", "GAE_CORE_ERRORS"]
+__all__ = ["GaeCore", "GAE_CORE_ARGS", "GAE_CORE_ERRORS", "MAX_RUN_TRAJECTORIES"]
+
+#: Most trajectories of one run (the group counter's range).
+MAX_RUN_TRAJECTORIES = 4096
 
 #: Error codes (STATUS.ERROR); the numbers are shared with :mod:`sw.golden.gae_core`.
 GAE_CORE_ERRORS = {"ok": 0, "no_timesteps": 1, "no_trajectories": 2, "capacity": 3,
@@ -113,12 +116,11 @@ class GaeCore(wiring.Component):
         args = GAE_CORE_ARGS(cfg)
 
         # -- memories -----------------------------------------------------------------------
-        mems, rports, wports = {}, {}, {}
+        rports, wports = {}, {}
         for name in cfg.regions:
             width = cfg.region_word_bits(name)
             mem = memory.Memory(shape=unsigned(width), depth=depth, init=[])
             m.submodules[f"mem_{name}"] = mem
-            mems[name] = mem
             rports[name] = mem.read_port()
             wports[name] = mem.write_port(granularity=8)
 
@@ -126,7 +128,6 @@ class GaeCore(wiring.Component):
         a = {name: Signal(signed(w) if s else unsigned(w), name=f"arg_{name}")
              for name, (w, s) in args.items()}
         T = Signal(ab + 1)          # time steps
-        M = Signal(13)              # trajectories (<= 4096)
         G = Signal(13)              # groups of n_pe trajectories
         rem = Signal(signed(14))    # trajectories left while dividing; then lanes of last group
         rows = Signal(ab + 2)       # (T + 1) * G accumulated during the division
@@ -168,10 +169,11 @@ class GaeCore(wiring.Component):
                     for name, sig in a.items():
                         m.d.sync += sig.eq(getattr(self, name))
                     m.d.sync += [
-                        T.eq(self.num_timesteps), M.eq(self.num_trajectories),
+                        T.eq(self.num_timesteps),
                         rem.eq(self.num_trajectories), G.eq(0), rows.eq(0),
                     ]
-                    too_big = ((self.num_timesteps >= depth) | (self.num_trajectories > 4096))
+                    too_big = ((self.num_timesteps >= depth)
+                               | (self.num_trajectories > MAX_RUN_TRAJECTORIES))
                     with m.If(self.num_timesteps == 0):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]), self.done.eq(1)]
                     with m.Elif(self.num_trajectories == 0):

@@ -12,6 +12,7 @@ import numpy as np
 
 from rtl_gen.fixed import FixedFormat
 from rtl_gen.gae.config import GaeCoreConfig
+from rtl_gen.gae.core import MAX_RUN_TRAJECTORIES
 from sw.gae.quant import dequantize
 from sw.golden.gae import gae_fixed
 
@@ -22,7 +23,8 @@ ERRORS = {
     0: "ok",
     1: "num_timesteps is 0",
     2: "num_trajectories is 0",
-    3: "(num_timesteps + 1) * ceil(num_trajectories / n_pe) exceeds the memory depth",
+    3: "(num_timesteps + 1) * ceil(num_trajectories / n_pe) exceeds the memory depth, "
+       "or num_trajectories exceeds 4096",
     4: "gamma or gamma_lambda above 1.0",
 }
 
@@ -51,7 +53,8 @@ def check_args(args: GaeCoreArgs, config: GaeCoreConfig) -> int:
     if args.num_trajectories == 0:
         return 2
     groups = -(-args.num_trajectories // config.n_pe)
-    if (args.num_timesteps + 1) * groups > config.depth:
+    if (args.num_timesteps + 1) * groups > config.depth \
+            or args.num_trajectories > MAX_RUN_TRAJECTORIES:
         return 3
     one = 1 << config.pe.coef_frac
     if args.gamma > one or args.gamma_lambda > one:

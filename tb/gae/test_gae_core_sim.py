@@ -13,7 +13,7 @@ from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig
 from rtl_gen.gae.core import GaeCore
 from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
 from sw.golden.gae import quantize_coefs
-from sw.golden.gae_core import GaeCoreArgs, gae_core
+from sw.golden.gae_core import GaeCoreArgs, check_args, gae_core
 
 
 def random_case(cfg, T, M, rng, *, p_done=0.1, value_scale=0.1):
@@ -157,17 +157,18 @@ def test_core_flags_saturation():
     np.testing.assert_array_equal(rtg, exp["rtg"])
 
 
-@pytest.mark.parametrize("T,M,error", [(0, 3, 1), (3, 0, 2), (9, 4, 3), (4, 9, 3)])
+@pytest.mark.parametrize("T,M,error", [(0, 3, 1), (3, 0, 2), (9, 4, 3), (4, 9, 3),
+                                       (1, 5000, 3)])
 def test_core_refuses_bad_arguments_without_touching_memory(T, M, error):
     cfg = GaeCoreConfig(n_pe=2, max_trajectories=4, capacity=8, axi_data_width=32)
     codes, args = random_case(cfg, 3, 3, np.random.default_rng(4))
     args.num_timesteps, args.num_trajectories = T, M
     res, _ = run_core(cfg, codes, args)
-    assert res["error"] == error
+    assert res["error"] == error == check_args(args, cfg)
     img = images(cfg, codes)
     for name in ("rewards", "dones"):
         assert res["images"][name][:len(img[name])] == img[name]
-    assert res["cycles"] <= 2 + (M + 1) // 2
+    assert res["cycles"] <= 2 + -(-min(M, 4096) // cfg.n_pe)      # at most the setup loop
 
 
 def test_core_refuses_coefficient_above_one():
