@@ -1,0 +1,33 @@
+"""Host drivers: PYNQ-style register access and the GAE accelerator on any backend.
+
+* :mod:`sw.driver.mmio` -- the bus interfaces (:class:`Mmio`, :class:`MemoryPort`,
+  :class:`Device`);
+* :mod:`sw.driver.regmap` -- :class:`RegisterMapAccess` (``rm.CTRL.AP_START = 1``) from a
+  :class:`~rtl_gen.regmap.RegisterMap`;
+* :mod:`sw.driver.gae` -- :class:`GaeDriver` (``compute(rewards, values, dones, last_values,
+  gamma, lam)``);
+* backends: :class:`GoldenDevice` (pure Python), :class:`SimDevice` (Verilator + cocotb),
+  :class:`PynqDevice` (ZCU106), :class:`XrtDevice` (Alveo). Optional packages (cocotb,
+  cocotbext-axi, pynq, pyxrt) are imported only when their backend is instantiated.
+"""
+
+from .gae import (GAE_KERNEL_NAME, GAE_VLNV, DequantOverflowWarning, GaeBatch, GaeBusyError,
+                  GaeConfigMismatchError, GaeDriver, GaeError, GaeOverflowWarning,
+                  GaeTimeoutError, PeOverflowWarning, RequantOverflowWarning,
+                  StartRefusedWarning, read_hw_config)
+from .golden import GoldenDevice
+from .mmio import BusError, Device, MemoryPort, Mmio
+from .pynq_device import PynqDevice, gae_ip_class
+from .regmap import RegisterAccessError, RegisterMapAccess, load_register_map
+from .sim import SimDevice
+from .xrt_device import XrtDevice
+
+__all__ = [
+    "Mmio", "MemoryPort", "Device", "BusError",
+    "RegisterMapAccess", "RegisterAccessError", "load_register_map",
+    "GaeDriver", "GaeBatch", "read_hw_config", "GAE_VLNV", "GAE_KERNEL_NAME",
+    "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
+    "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
+    "RequantOverflowWarning", "StartRefusedWarning",
+    "GoldenDevice", "SimDevice", "PynqDevice", "XrtDevice", "gae_ip_class",
+]

@@ -1,0 +1,747 @@
+"""Host driver of the HEPPO GAE accelerator: numpy arrays in, advantages and returns out.
+
+:class:`GaeDriver` runs the same code on every :class:`~sw.driver.mmio.Device` (the golden
+model, the Verilated RTL, a PYNQ board, an Alveo card)::
+
+    drv = GaeDriver(device, config)           # or config=None: read back from HW_* registers
+    adv, ret = drv.compute(rewards, values, dones, last_values, 0.99, 0.95)
+
+:meth:`GaeDriver.compute` has the signature of :func:`sw.golden.gae.gae_reference` and does,
+in order:
+
+1. **validation, before any bus access**: shapes (``[T, M]`` and ``[M]``), dtypes (numeric;
+   dones bool or 0/1), finiteness, ``gamma`` and ``lam`` in [0, 1], and capacity
+   (``(T + 1) * ceil(M / n_pe) <= depth``, ``M <= 4096``): ``ValueError`` naming the argument;
+2. **quantization** (:class:`~sw.gae.quant.GaeQuantizationPipeline`, whose running reward
+   statistics persist across calls): rewards dynamically standardized, values block
+   standardized, both to ``code_bits`` codes, plus the dequantizer registers; the
+   in-place requantizer registers (see *Result scale*); ``gamma`` and ``gamma * lam`` rounded
+   once to the coefficient format (:func:`sw.golden.gae.quantize_coefs`);
+3. **run** (:meth:`GaeDriver.run`, also usable on codes directly): the codes into the memory
+   regions of :mod:`sw.gae.layout`, the arguments into their registers, AP_START, then the
+   interrupt (or polling of CTRL.AP_DONE) with a timeout, STATUS: ``ERROR`` raises
+   :class:`GaeError` with the text of :data:`sw.golden.gae_core.ERRORS`, the overflow flags
+   warn with a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
+   :class:`StartRefusedWarning`; the result codes or words read back;
+4. **de-quantization** to float64.
+
+Units of the results (as in :mod:`sw.gae.quant`): advantages are in *standardized-reward
+units* (the rewards after dynamic standardization, mean subtracted), and the returns
+``A + V`` are in the critic's units, which must be those same standardized-reward returns for
+the targets to be consistent. :attr:`GaeDriver.last_batch` keeps the standardized rewards and
+statistics of the last call (e.g. to feed :func:`~sw.golden.gae.gae_reference`).
+
+Result scale (in-place results)
+    The accelerator writes ``code = round(x * scale + offset)``, saturated to ``±qmax``
+    (``qmax = 2**(code_bits-1) - 1``), over the rewards (advantages) and values (returns).
+    The driver picks, from the dequantized inputs it is about to send, the TD errors
+    ``d_t = r_t + gamma V_{t+1} (1 - done_t) - V_t`` and ``H = sum_{l<T} (gamma lambda)^l``,
+    ``H2 = sum_{l<T} (gamma lambda)^(2l)``:
+
+    * the advantage range ``R_A = min(max|d| H, |mean d| H + sigmas * std(d) sqrt(H2))``
+      (``sigmas`` = ``result_sigmas``, default 4): the first term bounds ``|A|`` rigorously,
+      the second is what ``A`` spans if TD errors are uncorrelated (a well-trained critic),
+      ``sigmas`` standard deviations wide; centred on 0;
+    * the return range ``R_G = R_A + max|V - mean V|``, centred on the values' block mean
+      (rigorous given ``|A| <= R_A``).
+
+    ``scale = qmax / R`` (and ``offset = -centre * scale``), rounded to the register format;
+    the de-quantization uses the registers actually written. Inside the range the result error
+    is at most half a code, ``R / (2 qmax)`` (with 8-bit codes and ``R_A = 4 std(A)``: 1.6 % of
+    ``std(A)``, RMS 0.9 %), on top of the input quantization error that
+    :mod:`sw.gae.quant` describes. TD errors are rarely uncorrelated and often heavy-tailed
+    (sparse rewards standardize to large spikes): on synthetic 64 x 19 batches
+    (tb/driver/driver_util.rollout) ``max|A|`` reached 4 to 6 ``std(A)``, and the 4-sigma
+    range saturated in 3 of 6 batches with sparse rewards, 0 of 6 with Gaussian ones. So by
+    default (``on_requant_overflow="retry"``) a run whose STATUS.REQUANT_OVERFLOW
+    is set is repeated with both ranges doubled (up to their rigorous bounds, so it ends
+    without saturation; it costs one more load and run); ``"warn"`` keeps the saturated
+    results and warns (:class:`RequantOverflowWarning`). ``result_range`` overrides the choice.
+    Full-precision results (``results="full"``) are the PE's data format and need none of
+    this.
+"""
+
+import math
+import operator
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig
+from rtl_gen.gae.core import GAE_CORE_ARGS, GaeCore
+from rtl_gen.gae.regs import gae_register_map, hw_info_values
+from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
+from sw.gae.quant import GaeQuantizationPipeline
+from sw.golden.gae import quantize_coefs
+from sw.golden.gae_core import ERRORS, GaeCoreArgs
+
+from .mmio import Device, Mmio
+from .regmap import RegisterMapAccess
+
+__all__ = [
+    "GAE_VLNV", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
+    "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
+    "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
+    "RequantOverflowWarning", "StartRefusedWarning",
+]
+
+#: IP-XACT VLNV of the packaged accelerator. The one place the host names it; it must match
+#: the vendor:library:name:version given to ``ipx::package_project`` by the Vivado packaging
+#: script (scripts/vivado/), or PYNQ will not bind :class:`~sw.driver.pynq_device.GaeIP`.
+GAE_VLNV = "rlk:accel:gae_accel:1.0"
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+#: Kernel / IP instance base name (Vitis kernel name, PYNQ ``<name>_0`` instance).
+GAE_KERNEL_NAME = "gae_accel"
+
+
+# -- errors and warnings ----------------------------------------------------------------------
+class GaeError(RuntimeError):
+    """The accelerator refused a run (STATUS.ERROR != 0). ``code`` and ``reason`` hold the
+    error code and its text (:data:`sw.golden.gae_core.ERRORS`)."""
+
+    def __init__(self, code: int, detail: str = ""):
+        self.code = code
+        self.reason = ERRORS.get(code, "unknown error code")
+        super().__init__(f"GAE accelerator error {code}: {self.reason}{detail}")
+
+
+class GaeBusyError(RuntimeError):
+    """A run is already in progress (CTRL.AP_IDLE = 0); nothing was written."""
+
+
+class GaeTimeoutError(TimeoutError):
+    """The run did not finish within the timeout (on the device's clock)."""
+
+
+class GaeConfigMismatchError(ValueError):
+    """The given configuration does not describe the hardware (HW_* registers)."""
+
+
+class GaeOverflowWarning(RuntimeWarning):
+    """A STATUS overflow flag was set: some results saturated."""
+
+
+class DequantOverflowWarning(GaeOverflowWarning):
+    """STATUS.DEQUANT_OVERFLOW: a dequantized reward or value saturated the PE data format."""
+
+
+class PeOverflowWarning(GaeOverflowWarning):
+    """STATUS.PE_OVERFLOW: a TD error, advantage or return saturated the PE data format."""
+
+
+class RequantOverflowWarning(GaeOverflowWarning):
+    """STATUS.REQUANT_OVERFLOW: an in-place result code saturated (outside the result range)."""
+
+
+class StartRefusedWarning(RuntimeWarning):
+    """STATUS.START_REFUSED: some master wrote AP_START while the run was in progress."""
+
+
+_FLAG_WARNINGS = {
+    "DEQUANT_OVERFLOW": DequantOverflowWarning,
+    "PE_OVERFLOW": PeOverflowWarning,
+    "REQUANT_OVERFLOW": RequantOverflowWarning,
+}
+
+
+# -- reading the configuration back -----------------------------------------------------------
+_HW_REGS = ("HW_N_PE", "HW_DEPTH", "HW_FORMAT", "HW_MODE")
+
+
+def _hw_offsets(results):
+    rm = gae_register_map(GaeCoreConfig(results=results))
+    return rm, [rm.offset(name) for name in _HW_REGS]
+
+
+def _decode_hw(words):
+    """A configuration with these HW_* values, or None if they do not describe one."""
+    n_pe, depth, fmt, mode = words
+    try:
+        pe = GaePeConfig(data_width=fmt & 0xFF, data_frac=fmt >> 8 & 0xFF,
+                         coef_width=fmt >> 16 & 0xFF, k=mode & 0x1F,
+                         mode="interleaved" if mode >> 5 & 1 else "lookahead")
+        common = dict(n_pe=n_pe, code_bits=fmt >> 24 & 0xFF,
+                      results="full" if mode >> 6 & 1 else "inplace",
+                      reg_width=mode >> 8 & 0xFF, reg_frac=mode >> 16 & 0xFF,
+                      axi_data_width=8 * (mode >> 24 & 0xFF), pe=pe)
+        if not 1 <= n_pe <= 128:
+            return None
+        for groups in range(1, 4096 // n_pe + 1):     # any split with the same depth will do
+            if depth % groups == 0 and 2 <= depth // groups <= 65537:
+                cfg = GaeCoreConfig(max_trajectories=groups * n_pe,
+                                    capacity=depth // groups - 1, **common)
+                break
+        else:
+            return None
+    except (ValueError, TypeError):
+        return None
+    if [hw_info_values(cfg)[name] for name in _HW_REGS] != list(words):
+        return None
+    return cfg
+
+
+def read_hw_config(mmio) -> GaeCoreConfig:
+    """The configuration the HW_* registers describe, read without touching unmapped addresses.
+
+    The HW_* registers sit 16 bytes lower in a ``results="full"`` map (4 fewer arguments), and
+    in an in-place map those lower addresses hold RTG_SCALE, RTG_OFFSET, STATUS and CYCLES --
+    registers whose read has no side effect and which can never decode as HW_* values (STATUS
+    bits 31:16 are 0, so "coef_width" would be 0). So the full-map addresses are read first,
+    and the in-place addresses only if those do not decode. Rounding mode and tag widths are
+    not in the registers: the defaults are returned (the driver does not depend on them);
+    ``max_trajectories`` and ``capacity`` are one split of ``depth``.
+
+    Raises
+    ------
+    GaeConfigMismatchError
+        If neither decodes (not a GAE accelerator, or a different register map version).
+    """
+    seen = []
+    for results in ("full", "inplace"):
+        _, offsets = _hw_offsets(results)
+        words = [mmio.read32(off) for off in offsets]
+        seen.append(f"{results}: " + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)))
+        cfg = _decode_hw(words)
+        if cfg is not None and cfg.results == results:
+            return cfg
+    raise GaeConfigMismatchError("the HW_* registers do not describe a GAE accelerator "
+                                 "(read " + "; ".join(seen) + ")")
+
+
+def _check_against(config: GaeCoreConfig, hw: GaeCoreConfig):
+    want, got = hw_info_values(config), hw_info_values(hw)
+    bad = []
+    for reg in _HW_REGS:
+        if want[reg] == got[reg]:
+            continue
+        fields = gae_register_map(config)[reg].fields
+        diffs = [f"{f.name} {f.get(got[reg])} (config: {f.get(want[reg])})" for f in fields
+                 if f.get(got[reg]) != f.get(want[reg])]
+        bad.append(f"{reg}: " + ", ".join(diffs))
+    if bad:
+        raise GaeConfigMismatchError("config does not match the hardware: " + "; ".join(bad))
+
+
+# -- validation ----------------------------------------------------------------------------------
+def _numeric(x, name, *, ndim):
+    try:
+        a = np.asarray(x)
+    except Exception:  # noqa: BLE001 - ragged lists and the like
+        raise ValueError(f"{name} must be a numeric array") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a numeric array (bool, integer or float), "
+                         f"not dtype {a.dtype}")
+    if a.ndim != ndim:
+        shape = "[T, M]" if ndim == 2 else "[M]"
+        raise ValueError(f"{name} must be a {shape} array, not shape {a.shape}")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} must be finite: {int(bad.sum())} NaN or infinite "
+                             f"element(s), the first at {first}")
+    return a
+
+
+def _coefficient(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+        raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
+    return v
+
+
+def _positive(value, name, *, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return float(value)
+
+
+class _ControlOf(Mmio):
+    """``device.control``, looked up at each access (so a wrapper installed later applies)."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def read32(self, offset):
+        return self._device.control.read32(offset)
+
+    def write32(self, offset, value):
+        self._device.control.write32(offset, value)
+
+
+# -- one batch ---------------------------------------------------------------------------------
+@dataclass
+class GaeBatch:
+    """What :meth:`GaeDriver.prepare` computes for one call (no hardware involved).
+
+    Members
+    -------
+    T, M : int
+        Time steps and trajectories.
+    gamma, lam : float
+        As given.
+    codes : dict
+        ``rewards``, ``values`` ([T, M]) and ``bootstrap`` ([M]) codes, ``dones`` (bool).
+    args : GaeCoreArgs
+        The argument registers of the run (raw integers).
+    prepared : dict
+        The output of :meth:`GaeQuantizationPipeline.prepare` (statistics, standardized
+        rewards, clipping fractions).
+    adv_range, rtg_range : float or None
+        Result ranges of in-place results (see the module docstring); None for full results.
+    adv_bound, rtg_bound : float or None
+        Their rigorous upper limits (what ``"retry"`` widens up to).
+    rtg_center : float
+        Centre of the return range (the values' block mean).
+    status : dict
+        STATUS fields and CYCLES of the (last) run.
+    runs : int
+        Runs it took (more than 1 after ``on_requant_overflow="retry"`` widened the ranges).
+    """
+    T: int
+    M: int
+    gamma: float
+    lam: float
+    codes: dict
+    args: GaeCoreArgs
+    prepared: dict
+    adv_range: float | None = None
+    rtg_range: float | None = None
+    adv_bound: float | None = None
+    rtg_bound: float | None = None
+    rtg_center: float = 0.0
+    status: dict = field(default_factory=dict)
+    runs: int = 0
+
+
+class GaeDriver:
+    """The GAE accelerator on any :class:`~sw.driver.mmio.Device`.
+
+    Parameters
+    ----------
+    device : Device
+        Control port, memory port, interrupt, clock.
+    config : GaeCoreConfig, dict or None
+        The accelerator's configuration. It is always checked against the HW_* registers
+        (:func:`read_hw_config`; mismatch: :class:`GaeConfigMismatchError`); None takes the
+        configuration read back.
+    pipeline : GaeQuantizationPipeline or None
+        Standardization and quantization; default one with ``bits = config.code_bits`` and
+        ``reg_format = config.reg_format`` (its running reward statistics live as long as the
+        driver). A given pipeline must have those two.
+    timeout : float
+        Seconds (on the device's clock) a run may take beyond its expected cycle count at
+        ``clock_hz``.
+    clock_hz : float
+        Clock assumed to turn cycles into seconds for the timeout (default 100 MHz).
+    poll_interval : float
+        Seconds between CTRL reads when polling.
+    use_interrupt : bool or None
+        Wait for the interrupt line (GIER/IP_IER enabled, IP_ISR cleared after each run);
+        default ``device.has_interrupt``. Otherwise poll CTRL.AP_DONE (interrupts disabled).
+    result_sigmas : float
+        Width of the automatic in-place advantage range in standard deviations (module doc).
+    result_range : (float, float) or None
+        Fixed ``(R_A, R_G)`` in-place result ranges instead of the automatic choice.
+    on_requant_overflow : str
+        ``"retry"`` (default: widen the in-place result ranges and run again, see the module
+        docstring) or ``"warn"`` (keep the saturated results, warn).
+
+    Members
+    -------
+    config : GaeCoreConfig
+    register_map : RegisterMapAccess
+        PYNQ-style access to every register (``drv.register_map.STATUS.ERROR``).
+    pipeline : GaeQuantizationPipeline
+    last_batch : GaeBatch or None
+        The batch of the last :meth:`compute`.
+    last_status : dict
+        STATUS fields and CYCLES of the last run.
+    """
+
+    def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
+                 clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
+                 result_range=None, on_requant_overflow="retry"):
+        for attr in ("control", "memory", "time", "sleep"):
+            if not hasattr(device, attr):
+                raise TypeError(f"device must be a Device (control, memory, time, sleep), "
+                                f"not {device!r}")
+        if isinstance(config, dict):
+            config = GaeCoreConfig.from_dict(config)
+        if config is not None and not isinstance(config, GaeCoreConfig):
+            raise TypeError(f"config must be a GaeCoreConfig, a dict or None, not {config!r}")
+        self._timeout = _positive(timeout, "timeout")
+        self._clock_hz = _positive(clock_hz, "clock_hz")
+        self._poll = _positive(poll_interval, "poll_interval")
+        self._sigmas = _positive(result_sigmas, "result_sigmas")
+        if result_range is not None:
+            if not (isinstance(result_range, (tuple, list)) and len(result_range) == 2):
+                raise ValueError(f"result_range must be a pair (R_A, R_G) or None, "
+                                 f"not {result_range!r}")
+            result_range = tuple(_positive(r, "result_range") for r in result_range)
+        self._result_range = result_range
+        if on_requant_overflow not in ("warn", "retry"):
+            raise ValueError(f"on_requant_overflow must be 'warn' or 'retry', "
+                             f"not {on_requant_overflow!r}")
+        self._on_requant = on_requant_overflow
+        if use_interrupt is None:
+            use_interrupt = bool(getattr(device, "has_interrupt", False))
+        if not isinstance(use_interrupt, bool):
+            raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
+        if use_interrupt and not getattr(device, "has_interrupt", False):
+            raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
+        self._use_irq = use_interrupt
+        # Nothing above touched the device; now read the hardware's own description.
+        self._device = device
+        hw = read_hw_config(device.control)
+        if config is None:
+            config = hw
+        else:
+            _check_against(config, hw)
+        self._config = config
+        self.register_map = RegisterMapAccess(gae_register_map(config), _ControlOf(device))
+        if pipeline is None:
+            pipeline = GaeQuantizationPipeline(bits=config.code_bits,
+                                               reg_format=config.reg_format)
+        elif not isinstance(pipeline, GaeQuantizationPipeline):
+            raise TypeError(f"pipeline must be a GaeQuantizationPipeline, not {pipeline!r}")
+        rf = pipeline.reg_format
+        if pipeline.bits != config.code_bits or (rf.width, rf.frac, rf.signed) != (
+                config.reg_width, config.reg_frac, True):
+            raise ValueError(f"pipeline must have bits={config.code_bits} and reg_format "
+                             f"{config.reg_format}, not bits={pipeline.bits}, {rf}")
+        self.pipeline = pipeline
+        self.last_batch = None
+        self.last_status = {}
+
+    @property
+    def config(self) -> GaeCoreConfig:
+        return self._config
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    # -- validation and quantization (no bus access) ------------------------------------------
+    def check_shape(self, T: int, M: int):
+        """``ValueError`` unless a run of T steps and M trajectories fits the accelerator."""
+        cfg = self._config
+        if T < 1 or M < 1:
+            raise ValueError(f"need at least one time step and one trajectory, not T={T}, "
+                             f"M={M}")
+        G = -(-M // cfg.n_pe)
+        if M > 4096 or (T + 1) * G > cfg.depth:
+            raise ValueError(
+                f"T={T} steps x M={M} trajectories do not fit: they need (T + 1) * "
+                f"ceil(M / n_pe) = {T + 1} * {G} = {(T + 1) * G} memory words (and M <= 4096), "
+                f"the accelerator has {cfg.depth} (e.g. T <= {cfg.depth // G - 1} for this M)")
+
+    def prepare(self, rewards, values, dones, last_values, gamma, lam) -> GaeBatch:
+        """Validate and quantize one batch; updates the running reward statistics.
+
+        Raises ``ValueError`` (before any bus access and before the statistics change) for any
+        invalid argument; see the module docstring.
+        """
+        r = _numeric(rewards, "rewards", ndim=2)
+        T, M = r.shape
+        v = _numeric(values, "values", ndim=2)
+        if v.shape != r.shape:
+            raise ValueError(f"values must have the shape of rewards {r.shape}, not {v.shape}")
+        d = _numeric(dones, "dones", ndim=2)
+        if d.shape != r.shape:
+            raise ValueError(f"dones must have the shape of rewards {r.shape}, not {d.shape}")
+        if d.dtype.kind != "b":
+            if not np.isin(d, (0, 1)).all():
+                raise ValueError("dones must be bool-like: bool, or numbers that are all "
+                                 "0 or 1")
+        d = d.astype(bool)
+        last = _numeric(last_values, "last_values", ndim=1)
+        if last.shape != (M,):
+            raise ValueError(f"last_values must have shape ({M},), not {last.shape}")
+        gamma = _coefficient(gamma, "gamma")
+        lam = _coefficient(lam, "lam")
+        self.check_shape(T, M)
+        cfg = self._config
+        g_raw, gl_raw = quantize_coefs(gamma, lam, cfg.pe)
+        prep = self.pipeline.prepare(r, v, last)
+        args = GaeCoreArgs(T, M, g_raw, gl_raw, prep["reward_scale_raw"],
+                           prep["reward_offset_raw"], prep["value_scale_raw"],
+                           prep["value_offset_raw"])
+        codes = {"rewards": prep["reward_codes"], "values": prep["value_codes"],
+                 "bootstrap": prep["bootstrap_codes"], "dones": d}
+        batch = GaeBatch(T, M, gamma, lam, codes, args, prep)
+        if cfg.results == "inplace":
+            self._choose_result_scale(batch)
+        return batch
+
+    def _choose_result_scale(self, batch: GaeBatch):
+        cfg, a, c = self._config, batch.args, batch.codes
+        rf = cfg.reg_format
+        cf = 2.0 ** -cfg.pe.coef_frac
+        gamma, gl = a.gamma * cf, a.gamma_lambda * cf
+
+        def deq(codes, scale, offset):
+            return np.asarray(codes, np.float64) * rf.to_float(scale) + rf.to_float(offset)
+
+        r = deq(c["rewards"], a.reward_scale, a.reward_offset)
+        v = deq(c["values"], a.value_scale, a.value_offset)
+        boot = deq(c["bootstrap"], a.value_scale, a.value_offset)
+        v_next = np.concatenate([v[1:], boot[None]], axis=0)
+        delta = r + gamma * v_next * ~c["dones"] - v
+        T = batch.T
+        H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
+        H2 = T if gl == 1.0 else (1.0 - gl ** (2 * T)) / (1.0 - gl * gl)
+        slack = 1.0 + 1e-6
+        ulps = 4 * cfg.pe.data_format.ulp
+        adv_bound = float(np.abs(delta).max()) * H * slack + ulps * H
+        estimate = abs(float(delta.mean())) * H + self._sigmas * float(delta.std()) \
+            * math.sqrt(H2)
+        center = float(batch.prepared["value_mean"])
+        v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
+        rtg_bound = adv_bound + v_dev
+        if self._result_range is not None:
+            adv_range, rtg_range = self._result_range
+        else:
+            adv_range = min(adv_bound, estimate)
+            rtg_range = adv_range + v_dev
+        batch.adv_bound, batch.rtg_bound, batch.rtg_center = adv_bound, rtg_bound, center
+        self._set_result_registers(batch, adv_range, rtg_range)
+
+    def _set_result_registers(self, batch, adv_range, rtg_range):
+        cfg = self._config
+        rf, qmax = cfg.reg_format, cfg.code_max
+
+        def registers(rng, center):
+            # scale = qmax / R must fit the register and be >= 1 ulp; the offset must fit too.
+            rng = max(rng, qmax / rf.max_value, qmax * abs(center) / rf.max_value * 1.001,
+                      qmax * rf.ulp)
+            scale_raw = int(rf.quantize(qmax / rng))
+            offset_raw = int(rf.quantize(-center * rf.to_float(scale_raw)))
+            return qmax / float(rf.to_float(scale_raw)), scale_raw, offset_raw
+
+        batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
+        batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
+            rtg_range, batch.rtg_center)
+
+    def dequantize(self, batch: GaeBatch, adv_raw, rtg_raw):
+        """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
+        cfg = self._config
+        if cfg.results == "full":
+            fmt = cfg.pe.data_format
+            return fmt.to_float(adv_raw), fmt.to_float(rtg_raw)
+        rf, a = cfg.reg_format, batch.args
+        out = []
+        for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
+                                   (rtg_raw, a.rtg_scale, a.rtg_offset)):
+            out.append((np.asarray(raw, np.float64) - rf.to_float(offset)) / rf.to_float(scale))
+        return out[0], out[1]
+
+    # -- the run --------------------------------------------------------------------------------
+    def load(self, reward_codes, value_codes, bootstrap_codes, dones):
+        """Write one batch of codes into the memory regions (the accelerator must be idle).
+
+        ``reward_codes``, ``value_codes``: integer ``[T, M]`` in ``-2**(b-1)..2**(b-1)-1``;
+        ``bootstrap_codes``: ``[M]``; ``dones``: bool-like ``[T, M]``. Checked before any
+        bus access.
+        """
+        cfg = self._config
+        lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
+        arrays = {}
+        for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),
+                              ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
+            a = _numeric(x, name, ndim=ndim)
+            if name == "dones":
+                if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
+                    raise ValueError("dones must be bool-like: bool, or numbers that are all "
+                                     "0 or 1")
+                a = a.astype(bool)
+            else:
+                if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
+                    raise ValueError(f"{name} must be integer codes in {lo}..{hi}")
+                a = a.astype(np.int64)
+            arrays[name] = a
+        T, M = arrays["reward_codes"].shape
+        for name in ("value_codes", "dones"):
+            if arrays[name].shape != (T, M):
+                raise ValueError(f"{name} must have shape {(T, M)}, not {arrays[name].shape}")
+        if arrays["bootstrap_codes"].shape != (M,):
+            raise ValueError(f"bootstrap_codes must have shape ({M},), not "
+                             f"{arrays['bootstrap_codes'].shape}")
+        self.check_shape(T, M)
+        values = np.vstack([arrays["value_codes"], arrays["bootstrap_codes"][None]])
+        mem = self._device.memory
+        for region, rows in (("rewards", arrays["reward_codes"]), ("values", values),
+                             ("dones", arrays["dones"])):
+            mem.write(region_base(cfg, region), pack_rows(cfg, region, rows))
+
+    def start(self, args: GaeCoreArgs):
+        """Write the argument registers and set AP_START (interrupt armed if used).
+
+        Reads CTRL first (which also clears a stale AP_DONE): if AP_IDLE is 0 a run is in
+        progress and :class:`GaeBusyError` is raised before anything is written.
+        """
+        if not isinstance(args, GaeCoreArgs):
+            raise TypeError(f"args must be a GaeCoreArgs, not {args!r}")
+        spec = GAE_CORE_ARGS(self._config)
+        words = {}
+        for name, (width, is_signed) in spec.items():
+            value = getattr(args, name)
+            lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if is_signed \
+                else (0, (1 << width) - 1)
+            try:
+                value = operator.index(value)
+            except TypeError:
+                raise ValueError(f"args.{name} must be an integer, not {value!r}") from None
+            if not lo <= value <= hi:
+                raise ValueError(f"args.{name} must be in {lo}..{hi} ({width}-bit "
+                                 f"{'signed' if is_signed else 'unsigned'}), not {value}")
+            words[name.upper()] = value & ((1 << width) - 1)
+        rm = self.register_map
+        ctrl = rm.CTRL.read()
+        if not ctrl.AP_IDLE:
+            raise GaeBusyError("the accelerator is busy (CTRL.AP_IDLE = 0): a run is in "
+                               "progress")
+        for name, word in words.items():
+            rm[name] = word
+        if self._use_irq:
+            isr = rm.IP_ISR.read()
+            if int(isr):
+                rm.IP_ISR = int(isr)               # toggle-on-write: clears what was seen
+            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
+            rm.GIER.ENABLE = 1
+        else:
+            rm.GIER.ENABLE = 0
+        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+        self._expected_cycles = GaeCore.run_cycles(self._config, max(1, args.num_timesteps),
+                                                   max(1, args.num_trajectories))
+
+    def wait(self, timeout=None) -> dict:
+        """Wait for AP_DONE, then check STATUS. Returns the STATUS fields and ``CYCLES``.
+
+        Raises
+        ------
+        GaeTimeoutError
+            No AP_DONE within ``timeout`` seconds (default: the driver's ``timeout`` plus the
+            expected run time at ``clock_hz``).
+        GaeError
+            STATUS.ERROR is not 0 (the run was refused; memory untouched).
+
+        Warns
+        -----
+        GaeOverflowWarning subclasses for the overflow flags, StartRefusedWarning.
+        """
+        status = self._wait(timeout)
+        self._warn(status)
+        return status
+
+    def _wait(self, timeout):
+        dev, rm = self._device, self.register_map
+        if timeout is None:
+            timeout = self._timeout + getattr(self, "_expected_cycles", 0) / self._clock_hz
+        timeout = _positive(timeout, "timeout")
+        deadline = dev.time() + timeout
+        done = False
+        if self._use_irq:
+            if not dev.wait_interrupt(timeout):
+                raise GaeTimeoutError(f"no interrupt within {timeout:g} s")
+            done = bool(rm.CTRL.read().AP_DONE)
+            rm.IP_ISR.AP_DONE = 1                  # toggle-on-write: clear the done event
+        while not done:
+            if rm.CTRL.read().AP_DONE:
+                break
+            if dev.time() >= deadline:
+                raise GaeTimeoutError(f"CTRL.AP_DONE not set within {timeout:g} s")
+            dev.sleep(self._poll)
+        status = dict(rm.STATUS.read().fields)
+        status["CYCLES"] = int(rm.CYCLES)
+        self.last_status = status
+        if status["ERROR"]:
+            raise GaeError(status["ERROR"])
+        return status
+
+    @staticmethod
+    def _warn(status):
+        # Attribute the warnings to the first caller outside this package.
+        frame, level = sys._getframe(0), 1
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame, level = frame.f_back, level + 1
+        for name, cls in _FLAG_WARNINGS.items():
+            if status[name]:
+                warnings.warn(f"GAE accelerator STATUS.{name}: "
+                              f"{cls.__doc__.split(': ', 1)[1]}", cls, stacklevel=level)
+        if status["START_REFUSED"]:
+            warnings.warn("GAE accelerator STATUS.START_REFUSED: AP_START was written while "
+                          "the run was in progress and was dropped", StartRefusedWarning,
+                          stacklevel=level)
+
+    def read_results(self, T: int, M: int):
+        """The raw results of the last run: ``(adv, rtg)`` ``[T, M]`` int64 arrays (codes in
+        place, data-format words for full results)."""
+        cfg = self._config
+        self.check_shape(T, M)
+        regions = ("rewards", "values") if cfg.results == "inplace" else ("adv", "rtg")
+        G = -(-M // cfg.n_pe)
+        out = []
+        for region in regions:
+            data = self._device.memory.read(region_base(cfg, region),
+                                            T * G * word_bytes(cfg, region))
+            out.append(unpack_rows(cfg, region, bytes(data), T, M))
+        return out[0], out[1]
+
+    def run(self, reward_codes, value_codes, bootstrap_codes, dones, args: GaeCoreArgs, *,
+            timeout=None) -> dict:
+        """Load, start, wait, read back: the code-level run, the same dict as
+        :func:`sw.golden.gae_core.gae_core` (``error`` 0, ``adv``, ``rtg``, the flags) plus
+        ``cycles``. A refused run raises :class:`GaeError` instead of returning its code; the
+        flags also warn (after the results are read)."""
+        out = self._run(reward_codes, value_codes, bootstrap_codes, dones, args, timeout)
+        self._warn(self.last_status)
+        return out
+
+    def _run(self, reward_codes, value_codes, bootstrap_codes, dones, args, timeout=None):
+        self.load(reward_codes, value_codes, bootstrap_codes, dones)
+        self.start(args)
+        status = self._wait(timeout)
+        adv, rtg = self.read_results(args.num_timesteps, args.num_trajectories)
+        return {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
+                **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
+
+    # -- the whole thing -------------------------------------------------------------------------
+    def compute(self, rewards, values, dones, last_values, gamma, lam):
+        """GAE on the accelerator: ``(advantages, returns)``, float64 ``[T, M]``.
+
+        Same signature as :func:`sw.golden.gae.gae_reference`; results in standardized-reward
+        units (module docstring). Raises ``ValueError`` before any bus access for invalid
+        input, :class:`GaeError`, :class:`GaeTimeoutError`, :class:`GaeBusyError` for a failed
+        run; warns :class:`GaeOverflowWarning` subclasses. With
+        ``on_requant_overflow="retry"`` a saturated in-place result reruns the batch with
+        both result ranges doubled (at most up to their rigorous bounds).
+        """
+        batch = self.prepare(rewards, values, dones, last_values, gamma, lam)
+        self.last_batch = batch
+        c = batch.codes
+        batch.runs = 0
+        while True:
+            out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"], batch.args)
+            batch.runs += 1
+            retry = (out["requant_overflow"] and self._on_requant == "retry"
+                     and (batch.adv_range < batch.adv_bound
+                          or batch.rtg_range < batch.rtg_bound))
+            if not retry:
+                break
+            self._set_result_registers(batch, min(2 * batch.adv_range, batch.adv_bound),
+                                       min(2 * batch.rtg_range, batch.rtg_bound))
+        batch.status = dict(self.last_status)
+        self._warn(self.last_status)
+        return self.dequantize(batch, out["adv"], out["rtg"])
