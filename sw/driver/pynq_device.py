@@ -1,0 +1,327 @@
+"""Zynq UltraScale+ boards (ZCU106) with PYNQ: the accelerator in a Vivado block design.
+
+Assumed block design (the Vivado flow lives in scripts/vivado/): the packaged accelerator
+(VLNV :data:`~sw.driver.gae.GAE_VLNV`) with ``s_axi_control`` and ``s_axi_mem`` both behind an
+AXI SmartConnect on a PS master port (M_AXI_HPM0_FPD), ``ap_clk`` from a PL clock, ``ap_rst_n``
+from the matching processor system reset, and ``interrupt`` on an AXI Interrupt Controller
+(or a PS IRQ) for PYNQ's :class:`pynq.Interrupt`. PYNQ's ``.hwh`` parser lists an IP with two
+address ranges as two ``ip_dict`` entries, ``<instance>/s_axi_control`` and
+``<instance>/s_axi_mem``; both are found by VLNV. Without a usable interrupt the driver polls
+CTRL.AP_DONE.
+
+``pynq`` is imported only when a :class:`PynqDevice` is created (or :func:`gae_ip_class` is
+called), so :mod:`sw.driver` works on machines without it.
+
+Caution: on a Zynq an AXI error response to a PS load or store is fatal to the process
+(external abort). The driver never touches the memory window during a run (the accelerator
+answers SLVERR then) nor an unmapped register.
+"""
+
+import asyncio
+import threading
+
+import numpy as np
+
+from .gae import GAE_VLNV
+from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
+
+__all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "find_gae_windows"]
+
+
+def _import_pynq():
+    try:
+        import pynq
+    except ImportError as e:
+        raise ImportError("PynqDevice needs the 'pynq' package (PYNQ 3.x on the board's "
+                          "Linux image)") from e
+    return pynq
+
+
+class PynqMmio(Mmio):
+    """:class:`~sw.driver.mmio.Mmio` over a ``pynq.MMIO``."""
+
+    def __init__(self, mmio):
+        self._mmio = mmio
+
+    def read32(self, offset):
+        return int(self._mmio.read(check_offset(offset))) & 0xFFFF_FFFF
+
+    def write32(self, offset, value):
+        self._mmio.write(check_offset(offset), check_word(value))
+
+
+class PynqMemory(MemoryPort):
+    """:class:`~sw.driver.mmio.MemoryPort` over a ``pynq.MMIO`` of the ``s_axi_mem`` window.
+
+    32-bit accesses, one per word, through ``MMIO.write(offset, bytes)`` and ``MMIO.read``
+    (what PYNQ guarantees on every device). ``bulk=True`` copies through the MMIO's numpy
+    ``array`` view instead (much faster; numpy may use wider loads and stores, which the
+    AXI4 slave accepts but which need the mapping to be aligned).
+    """
+
+    def __init__(self, mmio, *, bulk=False):
+        self._mmio = mmio
+        self._bulk = bool(bulk) and isinstance(getattr(mmio, "array", None), np.ndarray)
+
+    def write(self, offset, data):
+        offset = check_offset(offset)
+        data = bytes(data)
+        if len(data) % 4:
+            raise ValueError(f"data length must be a multiple of 4, not {len(data)}")
+        if self._bulk:
+            self._mmio.array[offset // 4:offset // 4 + len(data) // 4] = \
+                np.frombuffer(data, "<u4")
+        else:
+            self._mmio.write(offset, data)
+
+    def read(self, offset, nbytes):
+        offset = check_offset(offset)
+        nbytes = check_offset(nbytes, what="nbytes")
+        if self._bulk:
+            return np.array(self._mmio.array[offset // 4:(offset + nbytes) // 4],
+                            "<u4").tobytes()
+        words = [int(self._mmio.read(offset + 4 * i)) & 0xFFFF_FFFF for i in range(nbytes // 4)]
+        return np.array(words, "<u4").tobytes()
+
+
+def _vlnv_matches(vlnv, want):
+    return isinstance(vlnv, str) and (vlnv == want or vlnv.rpartition(":")[0]
+                                      == want.rpartition(":")[0])
+
+
+def find_gae_windows(ip_dict: dict, *, name=None, vlnv=GAE_VLNV):
+    """``(instance, control_entry, memory_entry_or_None)`` of the accelerator in an ``ip_dict``.
+
+    Entries are matched by VLNV (any version), or by ``name`` (the instance, or one of its
+    ``<instance>/<interface>`` keys). Raises ``ValueError`` listing what was found otherwise.
+    """
+    groups = {}
+    for key, entry in ip_dict.items():
+        if not isinstance(entry, dict):
+            continue
+        instance, _, intf = key.rpartition("/")
+        if not intf or entry.get("mem_id") != intf:
+            instance = key
+        if name is not None and name not in (key, instance):
+            continue
+        if name is None and not _vlnv_matches(entry.get("type"), vlnv):
+            continue
+        groups.setdefault(instance, []).append(entry)
+    if len(groups) != 1:
+        what = f"named {name!r}" if name is not None else f"with VLNV {vlnv}"
+        raise ValueError(f"expected one accelerator {what} in the overlay, found "
+                         f"{sorted(groups) or 'none'} (IP: {sorted(ip_dict)})")
+    instance, entries = next(iter(groups.items()))
+    control = memory = None
+    for entry in entries:
+        intf = entry.get("mem_id") or ""
+        if intf.endswith("s_axi_mem"):
+            memory = entry
+        elif control is None or intf.endswith("s_axi_control"):
+            control = entry
+    if control is None:
+        raise ValueError(f"accelerator {instance!r}: no s_axi_control address range")
+    return instance, control, memory
+
+
+class _LoopThread:
+    """One asyncio event loop in a daemon thread, for the lifetime of a device.
+
+    PYNQ's ``Interrupt`` keeps an ``asyncio.Event`` and registers the UIO file descriptor
+    with the loop it first runs in, so every wait must use the same loop; a thread of its own
+    also works when the caller already runs a loop (Jupyter).
+    """
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="gae-interrupts",
+                                       daemon=True)
+        self.thread.start()
+
+    def run(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+class PynqDevice(Device):
+    """The GAE accelerator in a PYNQ overlay.
+
+    Parameters
+    ----------
+    bitfile : str or None
+        The overlay's ``.bit`` (with its ``.hwh`` beside it), loaded with ``pynq.Overlay``;
+        or None with ``overlay=``.
+    overlay : pynq.Overlay or None
+        An overlay already loaded.
+    name : str or None
+        The accelerator's instance name in the block design; default: the one IP whose VLNV is
+        ``vlnv``.
+    vlnv : str
+        VLNV to look for (default :data:`~sw.driver.gae.GAE_VLNV`).
+    mem_addr, mem_range : int or None
+        Physical base and size of the ``s_axi_mem`` window, if the ``.hwh`` does not list it.
+    use_interrupt : bool
+        Use ``pynq.Interrupt("<instance>/interrupt")`` if the pin is wired to an interrupt
+        controller (silently polled otherwise).
+    bulk : bool
+        See :class:`PynqMemory`.
+    download : bool
+        Passed to ``pynq.Overlay``.
+
+    Members
+    -------
+    overlay, instance, ip_entry, mem_entry
+    """
+
+    def __init__(self, bitfile=None, *, overlay=None, name=None, vlnv=GAE_VLNV, mem_addr=None,
+                 mem_range=None, use_interrupt=True, bulk=False, download=True):
+        pynq = _import_pynq()
+        gae_ip_class()                      # bind our driver before the overlay is parsed
+        if overlay is None:
+            if bitfile is None:
+                raise ValueError("give bitfile= or overlay=")
+            overlay = pynq.Overlay(bitfile, download=download)
+        self.overlay = overlay
+        instance, control, memory = find_gae_windows(overlay.ip_dict, name=name, vlnv=vlnv)
+        self.instance, self.ip_entry, self.mem_entry = instance, control, memory
+        ctl = pynq.MMIO(control["phys_addr"], control["addr_range"])
+        if mem_addr is None:
+            if memory is None:
+                raise ValueError(f"accelerator {instance!r}: the overlay lists no s_axi_mem "
+                                 f"address range; give mem_addr= and mem_range=")
+            mem_addr, mem_range = memory["phys_addr"], memory["addr_range"]
+        elif mem_range is None:
+            raise ValueError("mem_range must be given with mem_addr")
+        mem = pynq.MMIO(int(mem_addr), int(mem_range))
+        super().__init__(PynqMmio(ctl), PynqMemory(mem, bulk=bulk))
+        self._interrupt = None
+        self._loop = None
+        if use_interrupt:
+            self._interrupt = self._find_interrupt(pynq, instance, control)
+        self.has_interrupt = self._interrupt is not None
+
+    @staticmethod
+    def _find_interrupt(pynq, instance, entry):
+        pins = [d.get("fullpath") for d in (entry.get("interrupts") or {}).values()]
+        pins += [f"{instance}/interrupt"]
+        for pin in pins:
+            if not pin:
+                continue
+            try:
+                return pynq.Interrupt(pin)
+            except (ValueError, KeyError, AttributeError):
+                continue
+        return None
+
+    def wait_interrupt(self, timeout: float) -> bool:
+        if self._interrupt is None:
+            raise NotImplementedError("no interrupt connected; poll CTRL.AP_DONE")
+        if self._loop is None:
+            self._loop = _LoopThread()
+
+        async def wait():
+            await asyncio.wait_for(self._interrupt.wait(), timeout)
+
+        try:
+            self._loop.run(wait())
+        except (asyncio.TimeoutError, TimeoutError):
+            return False
+        return True
+
+    def close(self):
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+_GAE_IP_CLASS = None
+
+
+def gae_ip_class():
+    """The ``pynq.DefaultIP`` subclass bound to :data:`~sw.driver.gae.GAE_VLNV` (created,
+    and so registered with PYNQ, on the first call; needs ``pynq``).
+
+    Instances are what ``overlay.<instance>`` returns for our IP. On the control window they
+    offer ``register_map`` (:class:`~sw.driver.regmap.RegisterMapAccess`, replacing PYNQ's
+    ``.hwh``-derived one), ``driver(config=None, **kwargs)`` (a
+    :class:`~sw.driver.gae.GaeDriver` on a :class:`PynqDevice` for this overlay) and
+    ``compute(...)`` (its :meth:`~sw.driver.gae.GaeDriver.compute`).
+    """
+    global _GAE_IP_CLASS
+    if _GAE_IP_CLASS is not None:
+        return _GAE_IP_CLASS
+    pynq = _import_pynq()
+
+    class GaeIP(pynq.DefaultIP):
+        """PYNQ driver of the HEPPO GAE accelerator (see :func:`gae_ip_class`)."""
+
+        bindto = [GAE_VLNV]
+
+        def __init__(self, description):
+            super().__init__(description)
+            self._description = description
+            self._gae_driver = None
+            self._gae_regs = None
+
+        @property
+        def is_memory_window(self) -> bool:
+            return str(self._description.get("mem_id") or "").endswith("s_axi_mem")
+
+        @property
+        def register_map(self):
+            if self.is_memory_window:
+                raise AttributeError("this is the accelerator's s_axi_mem window; the "
+                                     "registers are on its s_axi_control window")
+            if self._gae_regs is None:
+                from rtl_gen.gae.regs import gae_register_map
+
+                from .gae import read_hw_config
+                from .regmap import RegisterMapAccess
+
+                mmio = PynqMmio(self.mmio)
+                self._gae_regs = RegisterMapAccess(gae_register_map(read_hw_config(mmio)),
+                                                   mmio)
+            return self._gae_regs
+
+        def driver(self, config=None, **kwargs):
+            """A :class:`~sw.driver.gae.GaeDriver` for this accelerator (kept after the first
+            call; keyword arguments go to :class:`PynqDevice` for ``mem_addr``,
+            ``mem_range``, ``use_interrupt``, ``bulk``, the rest to the driver)."""
+            if self._gae_driver is None:
+                from .gae import GaeDriver
+
+                dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
+                dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
+                path = self._description.get("fullpath", "")
+                instance = path.rpartition("/")[0] if self._description.get("mem_id") \
+                    and path.endswith(str(self._description.get("mem_id"))) else path
+                overlay = _ActiveOverlay(pynq)
+                device = PynqDevice(overlay=overlay, name=instance or None, **dev_kw)
+                self._gae_driver = GaeDriver(device, config, **kwargs)
+            return self._gae_driver
+
+        def compute(self, rewards, values, dones, last_values, gamma, lam):
+            """:meth:`GaeDriver.compute <sw.driver.gae.GaeDriver.compute>` on this IP."""
+            return self.driver().compute(rewards, values, dones, last_values, gamma, lam)
+
+    GaeIP.__module__ = __name__
+    _GAE_IP_CLASS = GaeIP
+    return GaeIP
+
+
+class _ActiveOverlay:
+    """The currently loaded overlay's ``ip_dict`` (``pynq.PL``), for :class:`PynqDevice`."""
+
+    def __init__(self, pynq):
+        self.ip_dict = pynq.PL.ip_dict
+
+
+def __getattr__(name):
+    if name == "GaeIP":
+        return gae_ip_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
