@@ -11,8 +11,8 @@
   cocotbext-axi, pynq, pyxrt) are imported only when their backend is instantiated.
 """
 
-from .gae import (GAE_KERNEL_NAME, GAE_VLNV, DequantOverflowWarning, GaeBatch, GaeBusyError,
-                  GaeConfigMismatchError, GaeDriver, GaeError, GaeOverflowWarning,
+from .gae import (GAE_KERNEL_NAME, GAE_VLNV, GAE_VLNVS, DequantOverflowWarning, GaeBatch,
+                  GaeBusyError, GaeConfigMismatchError, GaeDriver, GaeError, GaeOverflowWarning,
                   GaeTimeoutError, PeOverflowWarning, RequantOverflowWarning,
                   StartRefusedWarning, read_hw_config)
 from .golden import GoldenDevice
@@ -25,7 +25,7 @@ from .xrt_device import XrtDevice
 __all__ = [
     "Mmio", "MemoryPort", "Device", "BusError",
     "RegisterMapAccess", "RegisterAccessError", "load_register_map",
-    "GaeDriver", "GaeBatch", "read_hw_config", "GAE_VLNV", "GAE_KERNEL_NAME",
+    "GaeDriver", "GaeBatch", "read_hw_config", "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME",
     "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
     "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
     "RequantOverflowWarning", "StartRefusedWarning",

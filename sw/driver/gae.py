@@ -70,7 +70,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rtl_gen.blocks import SHIPPED
 from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig
+from rtl_gen.vivado import vlnv
 from rtl_gen.gae.core import GAE_CORE_ARGS, GaeCore
 from rtl_gen.gae.regs import gae_register_map, hw_info_values
 from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
@@ -82,16 +84,18 @@ from .mmio import Device, Mmio
 from .regmap import RegisterMapAccess
 
 __all__ = [
-    "GAE_VLNV", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
+    "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
     "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
     "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
     "RequantOverflowWarning", "StartRefusedWarning",
 ]
 
-#: IP-XACT VLNV of the packaged accelerator. The one place the host names it; it must match
-#: the vendor:library:name:version given to ``ipx::package_project`` by the Vivado packaging
-#: script (scripts/vivado/), or PYNQ will not bind :class:`~sw.driver.pynq_device.GaeIP`.
-GAE_VLNV = "rlk:accel:gae_accel:1.0"
+#: IP-XACT VLNV prefix of packaged GAE accelerators: ``rtl_gen.vivado.vlnv(module)`` gives
+#: ``rlk:accel:<module>:1.0`` (the one definition, also used by ``ipx::package_project``), and
+#: every GAE accelerator module's name starts with ``gae_accel`` (``gae_accel_n8``, ...).
+GAE_VLNV = vlnv("gae_accel")
+#: The VLNVs of the shipped GAE accelerators (what PYNQ binds :class:`GaeIP` to).
+GAE_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "gae-accel")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 

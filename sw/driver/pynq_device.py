@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from .gae import GAE_VLNV
+from .gae import GAE_VLNV, GAE_VLNVS
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "find_gae_windows"]
@@ -85,8 +85,13 @@ class PynqMemory(MemoryPort):
 
 
 def _vlnv_matches(vlnv, want):
-    return isinstance(vlnv, str) and (vlnv == want or vlnv.rpartition(":")[0]
-                                      == want.rpartition(":")[0])
+    """Same vendor and library, a name that starts with ``want``'s name, any version (so
+    ``rlk:accel:gae_accel:1.0`` matches ``rlk:accel:gae_accel_n8:1.0``)."""
+    if not isinstance(vlnv, str) or vlnv.count(":") != 3:
+        return False
+    v, lib, name, _ = vlnv.split(":")
+    wv, wlib, wname, _ = want.split(":")
+    return (v, lib) == (wv, wlib) and name.startswith(wname)
 
 
 def find_gae_windows(ip_dict: dict, *, name=None, vlnv=GAE_VLNV):
@@ -259,7 +264,7 @@ def gae_ip_class():
     class GaeIP(pynq.DefaultIP):
         """PYNQ driver of the HEPPO GAE accelerator (see :func:`gae_ip_class`)."""
 
-        bindto = [GAE_VLNV]
+        bindto = list(GAE_VLNVS)
 
         def __init__(self, description):
             super().__init__(description)

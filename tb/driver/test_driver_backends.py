@@ -23,7 +23,9 @@ import pytest
 
 from rtl_gen.gae.config import GaeCoreConfig
 from rtl_gen.gae.regs import gae_register_map
-from sw.driver import GAE_VLNV, GaeDriver, GoldenDevice
+from sw.driver import GAE_VLNVS, GaeDriver, GoldenDevice
+
+GAE_VLNV = GAE_VLNVS[0]      # rlk:accel:gae_accel_n8:1.0, as packaged by rtl_gen.vivado
 from sw.driver import pynq_device as pynq_backend
 from sw.driver.pynq_device import PynqMemory, find_gae_windows
 
@@ -197,7 +199,7 @@ def test_pynq_gae_ip_is_bound_to_the_vlnv_and_offers_the_driver(pynq_env):
     pynq = pynq_env(dev)
     GaeIP = pynq_backend.gae_ip_class()
     assert pynq_backend.gae_ip_class() is GaeIP and pynq_backend.GaeIP is GaeIP
-    assert issubclass(GaeIP, pynq.DefaultIP) and GaeIP.bindto == [GAE_VLNV]
+    assert issubclass(GaeIP, pynq.DefaultIP) and GaeIP.bindto == list(GAE_VLNVS)
     assert pynq._ip_drivers[GAE_VLNV] is GaeIP
     overlay = pynq.Overlay("gae.bit")
     ip = GaeIP(overlay.ip_dict["gae_accel_0/s_axi_control"])
