@@ -220,9 +220,6 @@ class GoldenDevice(Device):
         args = self._args()
         cfg = self._config
         self._error = check_args(args, cfg)
-        # Arguments the RTL also refuses but check_args cannot see (its counters are finite).
-        if not self._error and args.num_trajectories > 4096:
-            self._error = 3
         self._accept_at = at
         self._busy = True
         if self._error:
