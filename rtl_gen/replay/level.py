@@ -20,18 +20,22 @@ def sweep_width(config: SumTreeConfig) -> int:
     return max(1, (config.level_groups[-1] - 1).bit_length())
 
 
-def prefix_sums(values, width: int) -> list:
+def prefix_sums(m, values, width: int, *, name: str = "prefix") -> list:
     """Combinational: inclusive prefix sums of ``values``, each truncated to ``width`` bits.
 
     Sklansky's parallel prefix network: ``ceil(log2 n)`` adders deep, ``n/2`` adders per level.
-    The caller guarantees that no sum exceeds ``width`` bits.
+    Every partial sum is a signal of module ``m`` (so that each adder exists once in the
+    Verilog). The caller guarantees that no sum exceeds ``width`` bits.
     """
     out = [Value.cast(v) for v in values]
     span = 1
     while span < len(out):
-        out = [(out[(i // span) * span - 1] + out[i])[:width] if (i // span) % 2 else out[i]
-               for i in range(len(out))]
-        span *= 2
+        nxt = list(out)
+        for i in range(len(out)):
+            if (i // span) % 2:
+                nxt[i] = Signal(width, name=f"{name}{span}_{i}")
+                m.d.comb += nxt[i].eq(out[(i // span) * span - 1] + out[i])
+        out, span = nxt, span * 2
     return out
 
 
@@ -45,16 +49,21 @@ class SumTreeLevel(wiring.Component):
 
     Storage: one :class:`~amaranth.lib.memory.Memory` of ``config.level_groups[l]`` words; a
     word is one group of ``fanout`` siblings, ``fanout * level_widths[l]`` bits, child ``j`` in
-    bits ``j*w .. (j+1)*w - 1``. The group of node ``n`` of level ``l - 1`` is word ``n``.
+    bits ``j*w .. (j+1)*w - 1``. The group of node ``n`` of level ``l - 1`` is word ``n``. A
+    level of one group (level 1 always) is a register. Internal levels use one read port and
+    one write port (simple dual port); the leaf level one read-or-write port (stage R) and a
+    read-only lookup port for :class:`SumTree`'s stage A (true dual port).
 
     Three pipeline stages, one operation each, in the order the operations were issued:
 
     R (the record at ``i``)
         The group address is presented to the read port (samples: the node reached at level
-        ``l - 1``; writes: the ancestor of the leaf at level ``l - 1``; DEBUG: ``index >> log2 K``).
-        On the leaf level a write stores its new value here instead, through a lane-enabled
-        write port that shares the address (one read-or-write port); leaf writes need no read
-        because :class:`SumTree` already knows the old value.
+        ``l - 1``; writes: the ancestor of the leaf at level ``l - 1``; DEBUG:
+        ``index >> log2 K``). On the leaf level a write stores its new value here instead,
+        through a lane-enabled write port that shares the address; leaf writes need no read
+        because :class:`SumTree` already knows the old value. (So one operation never both
+        reads and writes that port, and the lookup port's collisions with it are covered by
+        :class:`SumTree`'s forwarding: the leaf ports need no transparency.)
     P (``tap_p``)
         The group word is available. Internal levels: a write adds its ``delta`` to its child and
         writes the word back in this cycle (read-modify-write: one adder and a ``fanout``-way
@@ -77,8 +86,6 @@ class SumTreeLevel(wiring.Component):
 
     Members
     -------
-    en : ``In(1)``
-        The pipeline advances (stages hold and the memory is neither read nor written when 0).
     i : ``In(op_layout(config))``
         The operation in stage R (the previous stage's register).
     o : ``Out(op_layout(config))``
@@ -86,16 +93,16 @@ class SumTreeLevel(wiring.Component):
     tap_p, tap_s : ``Out(op_layout(config))``
         The operations in stages P and S (for the leaf-value forwarding of :class:`SumTree`).
     sweep : ``In(1)``
-        Clearing sweep: write zero to word ``sweep_addr`` (if below the depth), whatever the
-        pipeline does. Only used while the pipeline is empty.
+        Clearing sweep: write zero to word ``sweep_addr`` (if below the depth). Only used while
+        the pipeline is empty.
     sweep_addr : ``In(sweep_width(config))``
     lookup_addr : ``In(max(1, ceil_log2(groups)))``, leaf level only
         Second read port of the leaf memory (non-transparent), for the old leaf value of a write.
-    lookup_en : ``In(1)``, leaf level only
     lookup_data : ``Out(fanout * priority_width)``, leaf level only
         The group word, one cycle after ``lookup_addr``.
 
-    Latency 3 cycles, throughput one operation per cycle, for every operation.
+    The stages never hold: latency 3 cycles, throughput one operation per cycle, for every
+    operation.
     """
 
     def __init__(self, config: SumTreeConfig, *, level: int):
@@ -108,7 +115,6 @@ class SumTreeLevel(wiring.Component):
         self._level = level
         rec = op_layout(config)
         members = {
-            "en":         In(1),
             "i":          In(rec),
             "o":          Out(rec),
             "tap_p":      Out(rec),
@@ -120,7 +126,6 @@ class SumTreeLevel(wiring.Component):
             w = config.fanout * config.priority_width
             members.update({
                 "lookup_addr": In(unsigned(max(1, ceil_log2(config.level_groups[level])))),
-                "lookup_en":   In(1),
                 "lookup_data": Out(unsigned(w)),
             })
         super().__init__(members)
@@ -146,11 +151,12 @@ class SumTreeLevel(wiring.Component):
         aw = max(1, ceil_log2(groups))      # a 1-group level keeps a (constant) 1-bit address
         below = lk * (n_levels - l)        # leaf-index bits below a node of this level
         leaf = self.is_leaf
-        en, i = self.en, self.i
+        i = self.i
 
         # Storage ports. A level of one group (always level 1) is a register instead of a
-        # memory, read combinationally: the same values as the synchronous ports below, since
-        # nothing writes it while the pipeline holds.
+        # memory, read combinationally one cycle after the address: the value a synchronous
+        # read port transparent to the write would return (the leaf level's ports need no
+        # transparency, see the class docstring, so they may see it too).
         lanes_en = k if leaf else 1
         wr_addr, rd_addr = Signal(aw, name="wr_addr"), Signal(aw, name="rd_addr")
         wr_data, rd_data = Signal(k * w, name="wr_data"), Signal(k * w, name="rd_data")
@@ -162,14 +168,13 @@ class SumTreeLevel(wiring.Component):
                 wport = mem.write_port(granularity=w)
                 rport = mem.read_port()
                 lport = mem.read_port()
-                m.d.comb += [lport.addr.eq(self.lookup_addr), lport.en.eq(self.lookup_en),
-                             self.lookup_data.eq(lport.data)]
+                m.d.comb += [lport.addr.eq(self.lookup_addr), self.lookup_data.eq(lport.data)]
             else:
                 wport = mem.write_port()
                 rport = mem.read_port(transparent_for=(wport,))
             m.d.comb += [
                 wport.addr.eq(wr_addr), wport.data.eq(wr_data), wport.en.eq(wr_en),
-                rport.addr.eq(rd_addr), rport.en.eq(en), rd_data.eq(rport.data),
+                rport.addr.eq(rd_addr), rd_data.eq(rport.data),
             ]
         else:
             word = Signal(k * w, name="word")
@@ -198,7 +203,7 @@ class SumTreeLevel(wiring.Component):
             sweep_en = self.sweep
         sweep_addr = self.sweep_addr[:aw]
 
-        # -- R: address; the leaf level also writes here ----------------------------------------
+        # -- R: address; the leaf level also writes here ------------------------------------------
         r_addr = Signal(aw, name="r_addr")
         m.d.comb += r_addr.eq(group_addr(i))
         if leaf:
@@ -208,15 +213,14 @@ class SumTreeLevel(wiring.Component):
                 rd_addr.eq(Mux(self.sweep, sweep_addr, r_addr)),
                 wr_addr.eq(rd_addr),
                 wr_data.eq(Mux(self.sweep, 0, Cat(i.prio for _ in range(k)))),
-                wr_en.eq(Mux(sweep_en, (1 << k) - 1, Mux(en & i.write, lane_dec, 0))),
+                wr_en.eq(Mux(sweep_en, (1 << k) - 1, Mux(i.write, lane_dec, 0))),
             ]
         else:
             m.d.comb += rd_addr.eq(r_addr)
 
-        # -- P: the group word is here ----------------------------------------------------------
+        # -- P: the group word is here ------------------------------------------------------------
         p = self.tap_p
-        with m.If(en):
-            m.d.sync += p.eq(i)
+        m.d.sync += p.eq(i)
         children = lanes(rd_data)
         if not leaf:
             lane = (p.index >> below)[:lk] if k > 1 else Const(0, 1)
@@ -227,38 +231,39 @@ class SumTreeLevel(wiring.Component):
             m.d.comb += [
                 wr_addr.eq(Mux(self.sweep, sweep_addr, group_addr(p))),
                 wr_data.eq(Mux(self.sweep, 0, word)),
-                wr_en.eq(sweep_en | (en & p.write)),
+                wr_en.eq(sweep_en | p.write),
             ]
-        sums = prefix_sums(children, wp)
+        sums = prefix_sums(m, children, wp)
         s = self.tap_s
         s_pre = [Signal(wp, name=f"s_pre{j}") for j in range(k - 1)]
         s_child = [Signal(w, name=f"s_child{j}") for j in range(k)] if leaf else []
-        with m.If(en):
-            m.d.sync += s.eq(p)
-            m.d.sync += [a.eq(b) for a, b in zip(s_pre, sums)]
-            m.d.sync += [a.eq(b) for a, b in zip(s_child, children)]
-            with m.If(here(p)):
-                m.d.sync += s.value.eq(Array(children)[p.index[:lk]] if k > 1 else children[0])
+        m.d.sync += s.eq(p)
+        m.d.sync += [a.eq(b) for a, b in zip(s_pre, sums)]
+        m.d.sync += [a.eq(b) for a, b in zip(s_child, children)]
+        with m.If(here(p)):
+            m.d.sync += s.value.eq(Array(children)[p.index[:lk]] if k > 1 else children[0])
 
         # -- S: compare, select, descend ----------------------------------------------------------
         t = s.target[:wp]
         diffs = [Signal(wp + 1, name=f"s_diff{j}") for j in range(k - 1)]
         m.d.comb += [d.eq(t - pj) for d, pj in zip(diffs, s_pre)]
-        le = [~d[wp] for d in diffs]                   # P_j <= t
-        onehot = [~le[0]] + [le[j - 1] & ~le[j] for j in range(1, k - 1)] + [le[k - 2]]
+        le = Signal(k - 1, name="s_le")               # P_j <= t
+        m.d.comb += le.eq(Cat(~d[wp] for d in diffs))
+        onehot = Signal(k, name="s_onehot")           # the child taken
+        m.d.comb += onehot.eq(Cat([~le[0]] + [le[j - 1] & ~le[j] for j in range(1, k - 1)]
+                                  + [le[k - 2]]))
         child_idx = Cat(_any_of([oh for j, oh in enumerate(onehot) if (j >> b) & 1], 1)
                         for b in range(lk))
         t_new = _any_of([Mux(oh, t if j == 0 else diffs[j - 1][:w], 0)
                          for j, oh in enumerate(onehot)], w)
         o = self.o
-        with m.If(en):
-            m.d.sync += o.eq(s)
-            with m.If(s.sample):
-                m.d.sync += [
-                    o.index.eq(Cat(child_idx, s.index)),
-                    o.target.eq(t_new),
-                ]
-                if leaf:
-                    m.d.sync += o.value.eq(_any_of([Mux(oh, c, 0)
-                                                    for oh, c in zip(onehot, s_child)], w))
+        m.d.sync += o.eq(s)
+        with m.If(s.sample):
+            m.d.sync += [
+                o.index.eq(Cat(child_idx, s.index)),
+                o.target.eq(t_new),
+            ]
+            if leaf:
+                m.d.sync += o.value.eq(_any_of([Mux(oh, c, 0) for oh, c in zip(onehot, s_child)],
+                                               w))
         return m

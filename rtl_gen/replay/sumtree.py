@@ -2,6 +2,7 @@
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..fixed import saturate
@@ -35,7 +36,7 @@ class SumTree(wiring.Component):
     Every operation takes the same path through one in-order pipeline: ``A`` (command
     register), ``B`` (old leaf value), ``C`` (root), ``M`` (target product), then the three
     stages R, P, S of each level from the root's children down to the leaves, then the
-    response. Samples and updates share it: there is no separate sampler and updater pipeline
+    response queue. Samples and updates share it: there is no separate sampler and updater pipeline
     to keep apart. A sample walks root -> leaves, reading one group per level. An update
     knows its change ``delta = new - old`` after stage B, so it too walks root -> leaves,
     adding ``delta`` to its ancestor on each level (read-modify-write in stages R and P) and
@@ -50,8 +51,11 @@ class SumTree(wiring.Component):
       forwarded from every write still in flight, youngest first);
     * an operation issued before an update does not see it.
 
-    No operation ever stalls another; the pipeline holds only while a response is not taken
-    (``rsp.ready`` low with a response waiting) and while the tree is cleared.
+    The pipeline never stalls: no operation waits for another, and the stages have no clock
+    enable. Responses go through a queue of :attr:`response_depth` entries, and a command that
+    responds is only accepted while the queue has room for its response counting those in
+    flight (``cmd.ready`` falls when ``rsp.ready`` has been low long enough; UPDATE is still
+    accepted). ``rsp.ready`` thus reaches only the queue and that counter, not the pipeline.
 
     Samples compute ``t = (x_raw * root) >> target_bits`` from the root as stage C sees it and
     select a child per level with a parallel prefix compare (see
@@ -93,7 +97,8 @@ class SumTree(wiring.Component):
     empty, saturated, invalid : ``Out(1)``
         Sticky flags.
     busy : ``Out(1)``
-        An operation is in flight or the tree is being cleared.
+        An operation is in the pipeline (responses waiting in the queue do not count) or the
+        tree is being cleared.
     total : ``Out(root_width)``
         The root (sum of all priorities), as seen by the next operation in stage C.
     max_priority : ``Out(priority_width)``
@@ -101,10 +106,12 @@ class SumTree(wiring.Component):
     write_pointer : ``Out(index_width)``, size : ``Out(bits of capacity)``
         The slot the next INSERT writes and the number of slots inserted (at most capacity).
 
-    Latency is :attr:`latency` = ``3 * levels + 5`` cycles from a command's transfer to its
-    response's transfer (without back-pressure); throughput one operation per cycle of any
-    kind and mix, so ``B`` operations take ``B + 3 * levels + 5`` cycles. An update's effect
-    is visible to the operation issued right after it.
+    Latency is :attr:`latency` = ``3 * levels + 6`` cycles from a command's transfer to its
+    response's transfer (``rsp.ready`` high); throughput one operation per cycle of any kind
+    and mix. ``B`` operations take ``B + 3 * levels + 6`` cycles from the first command to the
+    last response; ``B`` updates have left the pipeline (``busy`` low) after
+    ``B + 3 * levels + 5``. An update's effect is visible to the operation issued right after
+    it, whatever the kinds of the two.
     """
 
     def __init__(self, config: SumTreeConfig):
@@ -133,8 +140,14 @@ class SumTree(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Cycles from a command's transfer to its response's (``3 * levels + 5``)."""
-        return 3 * self._config.levels + 5
+        """Cycles from a command's transfer to its response's (``3 * levels + 6``)."""
+        return 3 * self._config.levels + 6
+
+    @property
+    def response_depth(self) -> int:
+        """Entries of the response queue (``latency + 1``): enough for one response per cycle
+        while ``rsp.ready`` stays high."""
+        return self.latency + 1
 
     def elaborate(self, platform):
         m = Module()
@@ -150,7 +163,6 @@ class SumTree(wiring.Component):
         leaf = levels[-1]
         m.submodules.prng = prng = Xorshift32()
 
-        en = Signal()                     # the whole pipeline advances
         a_valid = Signal()
         a = Signal(command_layout(cfg), name="a")
         b = Signal(rec, name="b")
@@ -169,37 +181,50 @@ class SumTree(wiring.Component):
         sweeping = Signal(init=1)
         sweep_cnt = Signal(sweep_width(cfg))
         for lvl in levels:
-            m.d.comb += [lvl.en.eq(en), lvl.sweep.eq(sweeping), lvl.sweep_addr.eq(sweep_cnt)]
+            m.d.comb += [lvl.sweep.eq(sweeping), lvl.sweep_addr.eq(sweep_cnt)]
 
-        # -- handshakes -----------------------------------------------------------------------------
+        # -- handshakes: the pipeline never stalls; a response is only issued with room for it ----
+        rsp_fifo = SyncFIFO(width=len(rsp.payload.as_value()), depth=self.response_depth)
+        m.submodules.rsp_fifo = rsp_fifo
+        reserved = Signal(range(self.response_depth + 1))   # responses in flight or queued
+        response = Signal(response_layout(cfg))
         stages = [b, c, mr, r1] + [r for lvl in levels for r in (lvl.tap_p, lvl.tap_s, lvl.o)]
         pipe_busy = Signal()
         m.d.comb += pipe_busy.eq(a_valid | Cat(r.valid for r in stages).any())
-        rsp_valid = out.valid & out.respond
         is_reset = cmd.payload.op == SumTreeOp.RESET
+        needs_room = Cat(cmd.payload.op == o for o in RESPONDS).any()
+        room = reserved < self.response_depth
         m.d.comb += [
-            en.eq(~rsp_valid | rsp.ready),
-            cmd.ready.eq(en & ~sweeping & ~(is_reset & pipe_busy)),
+            cmd.ready.eq(~sweeping & ~(is_reset & pipe_busy) & (room | ~needs_room)),
             self.busy.eq(pipe_busy | sweeping),
-            rsp.valid.eq(rsp_valid),
-            rsp.payload.op.eq(out.op),
-            rsp.payload.index.eq(out.index),
-            rsp.payload.value.eq(out.value),
-            rsp.payload.empty.eq(out.empty),
-            rsp.payload.invalid.eq(out.invalid),
+            rsp_fifo.w_en.eq(out.valid & out.respond),
+            response.op.eq(out.op),
+            response.index.eq(out.index),
+            response.value.eq(out.value),
+            response.empty.eq(out.empty),
+            response.invalid.eq(out.invalid),
+            rsp_fifo.w_data.eq(response),
+            rsp.valid.eq(rsp_fifo.r_rdy),
+            rsp.payload.eq(rsp_fifo.r_data),
+            rsp_fifo.r_en.eq(rsp.ready),
         ]
         accept = cmd.valid & cmd.ready
-        with m.If(en):
-            m.d.sync += [a_valid.eq(accept & ~is_reset), a.eq(cmd.payload)]
+        taken = accept & needs_room
+        given = rsp.valid & rsp.ready
+        with m.If(taken & ~given):
+            m.d.sync += reserved.eq(reserved + 1)
+        with m.Elif(given & ~taken):
+            m.d.sync += reserved.eq(reserved - 1)
+        m.d.sync += [a_valid.eq(accept & ~is_reset), a.eq(cmd.payload)]
 
-        # -- clearing sweep -------------------------------------------------------------------------
+        # -- clearing sweep -----------------------------------------------------------------------
         last_group = cfg.level_groups[-1] - 1
         with m.If(sweeping):
             m.d.sync += sweep_cnt.eq(sweep_cnt + 1)
             with m.If(sweep_cnt == last_group):
                 m.d.sync += [sweeping.eq(0), sweep_cnt.eq(0)]
 
-        # -- A: decode, saturate, insert slot, maximum register, lookup of the old leaf -------------
+        # -- A: decode, saturate, insert slot, maximum register, lookup of the old leaf -----------
         op = a.op
         is_sample = a_valid & ((op == SumTreeOp.SAMPLE) | (op == SumTreeOp.SAMPLE_PRNG))
         is_update = a_valid & (op == SumTreeOp.UPDATE)
@@ -225,37 +250,35 @@ class SumTree(wiring.Component):
             leaf_index.eq(Mux(is_insert, ptr, Mux(is_sample, 0, a.index))),
             write.eq(is_insert | (is_update & ~leaf_bad)),
             leaf.lookup_addr.eq(leaf_index >> lk),
-            leaf.lookup_en.eq(en),
         ]
         invalid_now = ((is_update | is_read) & leaf_bad) | (is_debug & debug_bad)
-        with m.If(en):
+        m.d.sync += [
+            b.valid.eq(a_valid),
+            b.op.eq(op),
+            b.sample.eq(is_sample),
+            b.prng.eq(op == SumTreeOp.SAMPLE_PRNG),
+            b.write.eq(write),
+            b.read.eq(is_read & ~leaf_bad),
+            b.debug.eq(is_debug & ~debug_bad),
+            b.respond.eq(responds),
+            b.empty.eq(0),
+            b.invalid.eq(invalid_now),
+            b.level.eq(a.level),
+            b.index.eq(leaf_index),
+            b.prio.eq(new_value),
+            b.delta.eq(0),
+            b.target.eq(a.target),
+            b.value.eq(Mux(is_insert, new_value, 0)),
+        ]
+        with m.If(is_insert):
             m.d.sync += [
-                b.valid.eq(a_valid),
-                b.op.eq(op),
-                b.sample.eq(is_sample),
-                b.prng.eq(op == SumTreeOp.SAMPLE_PRNG),
-                b.write.eq(write),
-                b.read.eq(is_read & ~leaf_bad),
-                b.debug.eq(is_debug & ~debug_bad),
-                b.respond.eq(responds),
-                b.empty.eq(0),
-                b.invalid.eq(invalid_now),
-                b.level.eq(a.level),
-                b.index.eq(leaf_index),
-                b.prio.eq(new_value),
-                b.delta.eq(0),
-                b.target.eq(a.target),
-                b.value.eq(Mux(is_insert, new_value, 0)),
+                ptr.eq(Mux(ptr == cap - 1, 0, ptr + 1)),
+                size.eq(Mux(size == cap, cap, size + 1)),
             ]
-            with m.If(is_insert):
-                m.d.sync += [
-                    ptr.eq(Mux(ptr == cap - 1, 0, ptr + 1)),
-                    size.eq(Mux(size == cap, cap, size + 1)),
-                ]
-            with m.If(write & (new_value > max_reg)):
-                m.d.sync += max_reg.eq(new_value)
+        with m.If(write & (new_value > max_reg)):
+            m.d.sync += max_reg.eq(new_value)
 
-        # -- B: old leaf value, forwarded from the writes in flight (youngest first) ---------------
+        # -- B: old leaf value, forwarded from the writes in flight (youngest first) --------------
         # The lookup read sees every leaf write up to the previous cycle's; the writes of the
         # operations from stage C down to the leaf level's P stage are not in it yet.
         taps = [c, mr, r1]
@@ -264,27 +287,29 @@ class SumTree(wiring.Component):
         taps.append(leaf.tap_p)
         lanes = [leaf.lookup_data[j * wl:(j + 1) * wl] for j in range(k)]
         from_mem = Array(lanes)[b.index[:lk]] if k > 1 else lanes[0]
-        younger = Const(0)
-        forwarded = Const(0, wl)
-        for r in taps:
-            hit = r.write & (r.index == b.index)
-            forwarded = forwarded | Mux(hit & ~younger, r.prio, 0)
-            younger = younger | hit
+        hits = Signal(len(taps))
+        youngest = Signal(len(taps))
+        m.d.comb += [
+            hits.eq(Cat(r.write & (r.index == b.index) for r in taps)),
+            youngest.eq(hits & (~hits + 1)[:len(taps)]),     # lowest set bit: the youngest hit
+        ]
+        forwarded = 0
+        for r, sel in zip(taps, youngest):
+            forwarded = forwarded | Mux(sel, r.prio, 0)
         old = Signal(wl)
-        m.d.comb += old.eq(Mux(younger, forwarded, from_mem))
-        with m.If(en):
-            m.d.sync += [c.eq(b), c.delta.eq(b.prio - old)]
-            with m.If(b.read):
-                m.d.sync += c.value.eq(old)
+        m.d.comb += old.eq(Mux(hits.any(), forwarded, from_mem))
+        m.d.sync += [c.eq(b), c.delta.eq(b.prio - old)]
+        with m.If(b.read):
+            m.d.sync += c.value.eq(old)
 
-        # -- C: root, PRNG, partial products of the target ------------------------------------------
+        # -- C: root, PRNG, partial products of the target ----------------------------------------
         root_zero = root == 0
         empty_now = c.sample & root_zero
         x = Signal(tb)
         m.d.comb += [
             prng.seed.eq(self.seed),
             prng.load.eq(self.seed_load),
-            prng.step.eq(en & c.sample & c.prng & ~root_zero),
+            prng.step.eq(c.sample & c.prng & ~root_zero),
             x.eq(Mux(c.prng, prng.word[PRNG_BITS - tb:], c.target[:tb])),
         ]
         partials = []
@@ -292,35 +317,31 @@ class SumTree(wiring.Component):
             for ra, sr in _chunks(root, _MUL_A_CHUNK):
                 pp = Signal(len(xa) + len(ra), name=f"pp_{sa}_{sr}")
                 partials.append((pp, sa + sr))
-                with m.If(en):
-                    m.d.sync += pp.eq(xa * ra)
-        with m.If(en):
-            m.d.sync += mr.eq(c)
-            with m.If(c.write):
-                m.d.sync += root.eq((root + c.delta)[:w0])
-            with m.If(empty_now):
-                m.d.sync += [mr.sample.eq(0), mr.empty.eq(1)]
-            with m.If(c.debug & (c.level == 0)):
-                m.d.sync += mr.value.eq(root)
+                m.d.sync += pp.eq(xa * ra)
+        m.d.sync += mr.eq(c)
+        with m.If(c.write):
+            m.d.sync += root.eq((root + c.delta)[:w0])
+        with m.If(empty_now):
+            m.d.sync += [mr.sample.eq(0), mr.empty.eq(1)]
+        with m.If(c.debug & (c.level == 0)):
+            m.d.sync += mr.value.eq(root)
 
-        # -- M: t = (x_raw * root) >> target_bits ----------------------------------------------------
+        # -- M: t = (x_raw * root) >> target_bits -------------------------------------------------
         product = Signal(tb + w0)
         m.d.comb += product.eq(sum(pp << s for pp, s in partials))
-        with m.If(en):
-            m.d.sync += r1.eq(mr)
-            with m.If(mr.sample):
-                m.d.sync += r1.target.eq(product[tb:])
+        m.d.sync += r1.eq(mr)
+        with m.If(mr.sample):
+            m.d.sync += r1.target.eq(product[tb:])
 
-        # -- sticky flags, RESET -----------------------------------------------------------------------
+        # -- sticky flags, RESET ------------------------------------------------------------------
         with m.If(self.clear):
             m.d.sync += [self.empty.eq(0), self.saturated.eq(0), self.invalid.eq(0)]
-        with m.If(en):
-            with m.If(empty_now):
-                m.d.sync += self.empty.eq(1)
-            with m.If((write & (op != SumTreeOp.INSERT_MAX)) & over):
-                m.d.sync += self.saturated.eq(1)
-            with m.If(invalid_now):
-                m.d.sync += self.invalid.eq(1)
+        with m.If(empty_now):
+            m.d.sync += self.empty.eq(1)
+        with m.If((write & (op != SumTreeOp.INSERT_MAX)) & over):
+            m.d.sync += self.saturated.eq(1)
+        with m.If(invalid_now):
+            m.d.sync += self.invalid.eq(1)
         with m.If(accept & is_reset):
             m.d.sync += [
                 sweeping.eq(1), sweep_cnt.eq(0), root.eq(0), ptr.eq(0), size.eq(0),
