@@ -12,6 +12,7 @@ implies, so an RTL run is checked with ``assert rtl == reference``.
 
 import numpy as np
 import pytest
+from amaranth.hdl import Shape
 
 from rtl_gen.fixed import pack, unpack
 from rtl_gen.replay import (RESPONDS, SumTreeConfig, SumTreeOp, command_layout,
@@ -60,14 +61,18 @@ def dump(cfg: SumTreeConfig):
     return [debug(l, i) for l, d in enumerate(cfg.level_depths) for i in range(d)]
 
 
+def _width(field):
+    return Shape.cast(field.shape).width
+
+
 class Codec:
     """Packing of commands and unpacking of responses (plain shifts, fast enough for 10^5)."""
 
     def __init__(self, cfg: SumTreeConfig):
         self.cmd_layout = command_layout(cfg)
         self.rsp_layout = response_layout(cfg)
-        self._cmd = [(f.offset, (1 << len_(f)) - 1) for _, f in self.cmd_layout]
-        self._rsp = [(f.offset, (1 << len_(f)) - 1) for _, f in self.rsp_layout]
+        self._cmd = [(f.offset, (1 << _width(f)) - 1) for _, f in self.cmd_layout]
+        self._rsp = [(f.offset, (1 << _width(f)) - 1) for _, f in self.rsp_layout]
         assert [n for n, _ in self.cmd_layout] == ["op", "level", "index", "priority", "target"]
         assert [n for n, _ in self.rsp_layout] == ["op", "index", "value", "empty", "invalid"]
 
@@ -80,11 +85,6 @@ class Codec:
 
     def decode(self, word: int) -> tuple:
         return tuple((word >> off) & mask for off, mask in self._rsp)
-
-
-def len_(field):
-    from amaranth.hdl import Shape
-    return Shape.cast(field.shape).width
 
 
 # -- reference -----------------------------------------------------------------------------------
