@@ -248,6 +248,48 @@ def test_backpressure_loses_nothing():
     check_run(cfg, batches, stall=0.7, idle=0.1, seed=3)
 
 
+def test_response_queue_credits():
+    """With ``rsp.ready`` low, exactly ``response_depth`` responding commands are accepted, an
+    UPDATE still is, the next sample waits; released, the responses come out in order."""
+    cfg = tiny(4, 16)
+    dut = SumTree(cfg)
+    codec = Codec(cfg)
+    depth = dut.response_depth
+    cmds = ([update(i, i + 1) for i in range(16)] + [sample(x) for x in range(0, 4000, 97)][:depth]
+            + [update(3, 50), sample(4000), read(3)])
+    words = [codec.encode(c) for c in cmds]
+    log = {"accepted": [], "responses": []}
+
+    async def bench(ctx):
+        while not ctx.get(dut.cmd.ready):
+            await ctx.tick()
+        ctx.set(dut.rsp.ready, 0)
+        sent = 0
+        for cycle in range(3 * len(cmds) + 100):
+            if cycle == 2 * len(cmds) + 50:
+                ctx.set(dut.rsp.ready, 1)
+            ctx.set(dut.cmd.valid, sent < len(words))
+            if sent < len(words):
+                ctx.set(dut.cmd.payload.as_value(), words[sent])
+            _, _, ready, r_valid, r_ready, payload = await ctx.tick().sample(
+                dut.cmd.ready, dut.rsp.valid, dut.rsp.ready, dut.rsp.payload)
+            if sent < len(words) and ready:
+                log["accepted"].append(cycle)
+                sent += 1
+            if r_valid and r_ready:
+                log["responses"].append(codec.decode(payload.as_value().value))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    acc = log["accepted"]
+    assert len(acc) == len(cmds)
+    n_before = 16 + depth + 1                         # fill, the queue's worth, the UPDATE
+    assert acc[n_before - 1] < 2 * len(cmds) + 50 <= acc[n_before], "credit limit not exact"
+    assert log["responses"] == Reference(cfg).run(cmds)
+
+
 def test_sweep_length():
     cfg = tiny(2, 17)
     got = simulate(cfg, [[read(0)]])
