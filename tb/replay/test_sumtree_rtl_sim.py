@@ -147,6 +147,25 @@ def test_random_ops_match_golden(fanout, capacity):
     check_tree_dump(cfg, got["responses"][-n_dump:], ref)
 
 
+CORNERS = [
+    dict(fanout=2, capacity=5, priority_width=2, priority_frac=1, input_guard_bits=0,
+         target_bits=1),                                  # 1-bit targets, 2-bit leaves
+    dict(fanout=4, capacity=17, priority_width=30, priority_frac=0, input_guard_bits=16,
+         target_bits=32),                                 # full PRNG word, 2 x 2 partial products
+    dict(fanout=4, capacity=4, priority_width=5, priority_frac=2, input_guard_bits=1,
+         target_bits=7, max_batch=3),                     # one level, all leaves in one group
+]
+
+
+@pytest.mark.parametrize("params", CORNERS, ids=["tiny-widths", "wide", "one-level"])
+def test_width_corners(params):
+    cfg = SumTreeConfig(**params)
+    rng = np.random.default_rng(SEED + cfg.priority_width)
+    batches = [random_ops(cfg, rng, 300), dump(cfg)]
+    got, ref = check_run(cfg, batches, prng_seed=int(rng.integers(1 << 32)))
+    check_tree_dump(cfg, got["responses"][-len(dump(cfg)):], ref)
+
+
 def test_back_to_back_hazards():
     """The same leaf, siblings and a shared ancestor updated on consecutive cycles, each
     followed at once by reads and samples: forwarding of the old leaf value and of every
