@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 from ..fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 
-__all__ = ["TensorUnitConfig", "LearnerNumerics", "GEMM_KINDS", "TU_LIMITS"]
+__all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
+           "LOSS_KINDS", "ARRAY_SIZES", "AXI_DATA_WIDTHS"]
 
 #: Accepted ranges of the integer parameters of :class:`TensorUnitConfig`.
 TU_LIMITS = {
@@ -298,6 +299,162 @@ class LearnerNumerics:
 
     @classmethod
     def from_dict(cls, d: dict) -> "LearnerNumerics":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown learner parameter(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+#: Loss functions of the learner pipeline: ``"dqn"`` (TD target from an on-chip target network
+#: FW chain) and ``"mse"`` (targets written by the host).
+LOSS_KINDS = ("dqn", "mse")
+#: Sizes S of the S × S tensor units of the learner pipeline.
+ARRAY_SIZES = (2, 4, 8, 16)
+#: Data widths of the AXI4 memory port.
+AXI_DATA_WIDTHS = (32, 64, 128, 256, 512)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Parameters of the learner pipeline (:class:`~rtl_gen.learner.core.LearnerCore`) and its
+    accelerator top (:class:`~rtl_gen.learner.accelerator.LearnerAccelerator`).
+
+    The fixed-point fields are those of :class:`LearnerNumerics` (see there), flattened so that
+    ``--param width=16`` works on the command line; :attr:`numerics` builds the object.
+
+    Parameters
+    ----------
+    sizes : tuple of int, or str
+        Neurons per layer, input first; ``"4,64,64,2"`` is accepted too. 2..8 entries, each
+        1..1024; with ``loss="dqn"`` the last (the actions) at least 2.
+    array : int
+        S: every tensor unit is an S × S array, S in :data:`ARRAY_SIZES`. The activation,
+        gradient and weight buffers are stored in S × S blocks (one memory word each), so that
+        one read gives a tensor unit S operands in either orientation.
+    max_batch : int
+        Largest batch B a step takes, 1..4096 (sizes the buffers).
+    sub_batch : int
+        Samples per pipeline item, m: the batch streams through the stages as ``ceil(B/m)``
+        sub-batches (CF'22's pipelining; with one pipeline its PI is B). A multiple of
+        ``array``, at most ``max_batch`` rounded up to a multiple of ``array``.
+    loss : str
+        ``"dqn"`` or ``"mse"`` (:data:`LOSS_KINDS`).
+    axi_data_width : int
+        Bits of the host memory port (:data:`AXI_DATA_WIDTHS`).
+    width, act_frac, weight_frac, grad_frac, acc_width, coef_width, lr_width, lr_frac, rounding
+        As in :class:`LearnerNumerics`.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is out of range or the combination is invalid; the message names the
+        parameter.
+    """
+    sizes: tuple = (4, 64, 64, 2)
+    array: int = 8
+    max_batch: int = 64
+    sub_batch: int = 8
+    loss: str = "dqn"
+    axi_data_width: int = 64
+    width: int = 16
+    act_frac: int = 10
+    weight_frac: int = 13
+    grad_frac: int = 11
+    acc_width: int = 32
+    coef_width: int = 17
+    lr_width: int = 24
+    lr_frac: int = 24
+    rounding: str = "half_up"
+
+    def __post_init__(self):
+        sizes = self.sizes
+        if isinstance(sizes, str):
+            try:
+                sizes = tuple(int(x) for x in sizes.replace("-", ",").split(","))
+            except ValueError:
+                raise ValueError(f"sizes must be integers separated by commas, not "
+                                 f"{self.sizes!r}") from None
+        if isinstance(sizes, list):
+            sizes = tuple(sizes)
+        object.__setattr__(self, "sizes", sizes)
+        if (not isinstance(sizes, tuple) or not 2 <= len(sizes) <= 8
+                or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= 1024
+                           for s in sizes)):
+            raise ValueError(f"sizes must be a tuple of 2..8 integers in 1..1024, not {sizes!r}")
+        if self.array not in ARRAY_SIZES:
+            raise ValueError(f"array must be one of {', '.join(map(str, ARRAY_SIZES))}, "
+                             f"not {self.array!r}")
+        _check_int("max_batch", self.max_batch, 1, 4096)
+        top = -(-self.max_batch // self.array) * self.array
+        if (not isinstance(self.sub_batch, int) or isinstance(self.sub_batch, bool)
+                or self.sub_batch < self.array or self.sub_batch % self.array
+                or self.sub_batch > top):
+            raise ValueError(f"sub_batch must be a multiple of array ({self.array}) in "
+                             f"{self.array}..{top}, not {self.sub_batch!r}")
+        if self.loss not in LOSS_KINDS:
+            raise ValueError(f"loss must be one of {', '.join(LOSS_KINDS)}, not {self.loss!r}")
+        if self.loss == "dqn" and sizes[-1] < 2:
+            raise ValueError(f"sizes must end in at least 2 actions for loss='dqn', "
+                             f"not {sizes[-1]}")
+        if self.axi_data_width not in AXI_DATA_WIDTHS:
+            raise ValueError(f"axi_data_width must be one of "
+                             f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not "
+                             f"{self.axi_data_width!r}")
+        num = self.numerics                       # validates the fixed-point fields
+        if (self.array * num.width) % 8:
+            raise ValueError(f"array * width must be a multiple of 8 (byte lanes of the host "
+                             f"port), not {self.array} * {num.width}")
+
+    @property
+    def numerics(self) -> LearnerNumerics:
+        """The fixed-point formats; ``max_k`` covers the longest reduction of any unit."""
+        return LearnerNumerics(
+            sizes=self.sizes, width=self.width, act_frac=self.act_frac,
+            weight_frac=self.weight_frac, grad_frac=self.grad_frac, acc_width=self.acc_width,
+            coef_width=self.coef_width, lr_width=self.lr_width, lr_frac=self.lr_frac,
+            rounding=self.rounding, max_k=max(self.max_batch, max(self.sizes) + 1))
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.sizes) - 1
+
+    @property
+    def n_out(self) -> int:
+        return self.sizes[-1]
+
+    @property
+    def action_bits(self) -> int:
+        """Bits of an action index in the per-sample memory (DQN)."""
+        return max(1, (self.sizes[-1] - 1).bit_length())
+
+    @property
+    def log_array(self) -> int:
+        return self.array.bit_length() - 1
+
+    def groups(self, n: int) -> int:
+        """S-wide groups of n values: ``ceil(n / S)``."""
+        return -(-n // self.array)
+
+    def groups_pow2(self, n: int) -> int:
+        """Column groups of a matrix with n columns as stored: padded to a power of two so that
+        a block address is ``row_group · groups_pow2 + col_group`` by bit fields."""
+        return _pow2_at_least(self.groups(n))
+
+    def tensor_unit(self, kind: str) -> TensorUnitConfig:
+        """The S × S tensor unit of one GEMM kind (``"fw"``, ``"bw"``, ``"wa"``)."""
+        return self.numerics.tensor_unit(kind, rows=self.array, cols=self.array)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["sizes"] = list(self.sizes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LearnerConfig":
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown learner parameter(s): {', '.join(sorted(unknown))}")
