@@ -12,9 +12,14 @@ LOSS
     the actions not taken. The loss is ``(1/B)·Σ δ_L²`` and its gradient ``(2/B)·δ_L``; the
     factor 2/B is folded into the update coefficient η so δ keeps its magnitude in fixed point.
 BW
-    ``δ_{l-1} = (δ_l·W_lᵀ) ⊙ [z_{l-1} > 0]`` (W_l without its bias row; Wᵀ is a read order).
+    ``δ_{l-1} = (δ_l·W_lᵀ) ⊙ [z_{l-1} > 0]`` (W_l without its bias row; Wᵀ is a read
+    order).
 WA
-    ``G_l = [h_{l-1}, 1]ᵀ·δ_l``, read out at accumulator width without rounding.
+    ``G_l = [h_{l-1}, 1]ᵀ·δ_l``, read out at accumulator width without rounding. With
+    ``sub_batch=m`` (the learner pipeline, :class:`rtl_gen.learner.core.LearnerCore`) the
+    reduction over the batch is one GEMM per sub-batch of m samples whose results are added in
+    order into an ``acc_width`` scratchpad with saturation; without saturation this is the same
+    number.
 WU
     ``W_l ← saturate(W_l - rshift_round(η·G_l))`` with ``η = lr·2/B`` quantized.
 
@@ -159,6 +164,9 @@ class StepResult:
     extra : dict
         DQN only: target weights, target network FW (``q_next``, ``next_inputs``,
         ``next_pre``), actions, dones and γ, for the error bound.
+    loss_sum : int
+        ``Σ (Q - y)²`` over the batch in raw units (``2·act_frac`` fraction bits), exact:
+        ``loss = loss_sum · 2**(-2·act_frac) / B``.
     """
     weights: list
     q: np.ndarray
@@ -171,6 +179,7 @@ class StepResult:
     loss: float
     overflow: dict
     extra: dict = field(default_factory=dict)
+    loss_sum: int = 0
 
     @property
     def any_overflow(self) -> bool:
@@ -178,7 +187,8 @@ class StepResult:
 
 
 def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rewards=None,
-               dones=None, next_obs=None, target_weights=None, gamma=None, targets=None):
+               dones=None, next_obs=None, target_weights=None, gamma=None, targets=None,
+               sub_batch=None):
     """One bit-exact SGD step (see the module docstring).
 
     Parameters
@@ -195,6 +205,9 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         observations, target network weights, raw γ in ``num.coef_format``.
     targets : int array, B × n_out, optional
         MSE targets instead of the DQN arguments (raw act format).
+    sub_batch : int, optional
+        Compute WA per sub-batch of this many samples and add the partial gradients with
+        saturation, in order (see the module docstring); default: one reduction.
 
     Returns
     -------
@@ -248,6 +261,7 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         target = act.check_raw(targets, "targets").astype(np.int64)
         diff = q - target
     loss = float(np.sum(act.to_float(diff) ** 2) / B)
+    loss_sum = int(np.sum(diff.astype(object) ** 2))
     delta, o = _convert(diff, num.act_frac, gfmt)
     ovf["delta"] = bool(o.any())
 
@@ -265,14 +279,28 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     grads, new_weights = [], []
     ovf["wa"] = ovf["wu"] = False
     shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
+    if sub_batch is not None and (not isinstance(sub_batch, (int, np.integer))
+                                  or isinstance(sub_batch, bool) or sub_batch < 1):
+        raise ValueError(f"sub_batch must be a positive integer, not {sub_batch!r}")
+    chunk = B if sub_batch is None else int(sub_batch)
+    gfmt_wa = num.wgrad_format
     for l in range(L):
-        g, o = gemm_fixed(inputs[l].T, deltas[l], tu_wa, return_overflow=True)
-        ovf["wa"] |= bool(o.any())
+        g = None
+        for s0 in range(0, B, chunk):
+            part, o = gemm_fixed(inputs[l][s0:s0 + chunk].T, deltas[l][s0:s0 + chunk], tu_wa,
+                                 return_overflow=True)
+            ovf["wa"] |= bool(o.any())
+            if g is None:
+                g = part
+            else:
+                g, o = gfmt_wa.saturate(g + part)
+                ovf["wa"] |= bool(o.any())
         grads.append(g)
         w, o = wfmt.saturate(weights[l] - wfmt.rshift_round(int(lr) * g, shift))
         ovf["wu"] |= bool(o.any())
         new_weights.append(w)
-    return StepResult(new_weights, q, target, inputs, pre, deltas, bw, grads, loss, ovf, extra)
+    return StepResult(new_weights, q, target, inputs, pre, deltas, bw, grads, loss, ovf, extra,
+                      loss_sum)
 
 
 def _fw_bounds(weights, batch, num):
