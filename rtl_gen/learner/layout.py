@@ -1,0 +1,265 @@
+"""Memory layout of the learner: on-chip buffers in S × S blocks and their host address map.
+
+Every matrix the learner keeps on chip (inputs, activations, Q values, errors δ, weights, weight
+gradients) lives in one memory whose word is an S × S *block* of the matrix (S = the tensor
+units' size). Block ``(rg, cg)`` holds rows ``rg·S .. rg·S+S-1`` and columns
+``cg·S .. cg·S+S-1``; inside the word, element ``(i, j)`` of the block is lane ``i·S + j``
+(``lane_bits`` each, little end first). The block address is ``rg · G + cg`` with ``G`` the
+column groups rounded up to a power of two (:meth:`LearnerConfig.groups_pow2`), so addresses
+are bit fields. One read gives a tensor unit S operands in either orientation: a column of
+the block (FW and BW: feature k of S samples; BW: column k of W, i.e. a row of Wᵀ) or a row
+(WA: S features of one sample; FW: row k of W). Transposes are read orders, not copies.
+
+The per-sample DQN data (action, reward, done) is one word per S samples (``"samples"``,
+lane i = sample ``rg·S + i``: reward in bits ``0..width-1``, then the action, then done).
+
+Host address map (byte addresses on the AXI4 memory port, ``axi_data_width`` = D bits): region
+r starts at ``r · region_bytes``; memory word a of a region is ``sub`` consecutive D-bit words
+(``sub`` = the word's D-bit pieces rounded up to a power of two, little end first), so it is at
+``region_base + a · sub · D/8``. :func:`region_base`, :func:`pack_matrix`,
+:func:`unpack_matrix`, :func:`pack_samples` turn numpy arrays into images of these bytes and
+back; the core (:class:`~rtl_gen.learner.core.LearnerCore`) decodes the same fields.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import LearnerConfig, _pow2_at_least
+
+__all__ = ["Region", "regions", "region", "region_index", "sub_words", "region_bytes",
+           "mem_addr_bits", "region_base", "word_bytes", "pack_matrix", "unpack_matrix",
+           "pack_samples", "unpack_samples"]
+
+
+@dataclass(frozen=True)
+class Region:
+    """One host-visible memory of the learner.
+
+    Attributes
+    ----------
+    name : str
+        ``obs``, ``next_obs``, ``samples``, ``targets``, ``h<l>``, ``q``, ``th<l>``, ``tq``,
+        ``delta<l>``, ``w<l>``, ``tw<l>``, ``grad<l>`` (l is the 0-based weight layer, as in
+        :class:`sw.golden.mlp.StepResult`).
+    kind : str
+        ``"matrix"`` (S × S blocks) or ``"samples"`` (S lanes per word).
+    rows, cols : int
+        Largest matrix the region holds.
+    lane_bits : int
+        Bits of one element.
+    signed : bool
+        Elements are two's complement.
+    host_write : bool
+        The host may write it (inputs and weights); the others are results, read-only.
+    doc : str
+    """
+    name: str
+    kind: str
+    rows: int
+    cols: int
+    lane_bits: int
+    signed: bool
+    host_write: bool
+    doc: str
+
+    def row_groups(self, config: LearnerConfig) -> int:
+        return config.groups(self.rows)
+
+    def col_groups(self, config: LearnerConfig) -> int:
+        """Stored column groups (a power of two; 1 for ``samples``)."""
+        return config.groups_pow2(self.cols) if self.kind == "matrix" else 1
+
+    def depth(self, config: LearnerConfig) -> int:
+        """Memory words (blocks)."""
+        return self.row_groups(config) * self.col_groups(config)
+
+    def word_bits(self, config: LearnerConfig) -> int:
+        """Bits of one memory word, a multiple of 8."""
+        S = config.array
+        bits = S * S * self.lane_bits if self.kind == "matrix" else S * self.lane_bits
+        return -(-bits // 8) * 8
+
+
+def regions(config: LearnerConfig) -> tuple:
+    """The host-visible regions, in address order."""
+    if not isinstance(config, LearnerConfig):
+        raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+    num = config.numerics
+    sizes, L, B, w = config.sizes, config.n_layers, config.max_batch, num.width
+    out = [Region("obs", "matrix", B, sizes[0], w, True, True,
+                  "input batch x (act format)")]
+    if config.loss == "dqn":
+        out += [Region("next_obs", "matrix", B, sizes[0], w, True, True,
+                       "next observations s' (act format)"),
+                Region("samples", "samples", B, 1, w + config.action_bits + 1, False, True,
+                       "per sample: reward (act format), action, done")]
+    else:
+        out.append(Region("targets", "matrix", B, sizes[-1], w, True, True,
+                          "MSE targets Y (act format)"))
+    out += [Region(f"h{l}", "matrix", B, sizes[l + 1], w, True, False,
+                   f"activations relu(z) of layer {l}") for l in range(L - 1)]
+    out.append(Region("q", "matrix", B, sizes[-1], w, True, False, "Q values (act format)"))
+    if config.loss == "dqn":
+        out += [Region(f"th{l}", "matrix", B, sizes[l + 1], w, True, False,
+                       f"target network activations of layer {l}") for l in range(L - 1)]
+        out.append(Region("tq", "matrix", B, sizes[-1], w, True, False,
+                          "target network Q values of s'"))
+    out += [Region(f"delta{l}", "matrix", B, sizes[l + 1], w, True, False,
+                   f"errors δ of layer {l}'s output (grad format)") for l in range(L)]
+    out += [Region(f"w{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
+                   f"weights of layer {l}, bias in the last row (weight format)")
+            for l in range(L)]
+    if config.loss == "dqn":
+        out += [Region(f"tw{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
+                       f"target network weights of layer {l}") for l in range(L)]
+    out += [Region(f"grad{l}", "matrix", sizes[l] + 1, sizes[l + 1], num.acc_width, True, False,
+                   f"weight gradients of layer {l} (wgrad format)") for l in range(L)]
+    return tuple(out)
+
+
+def region(config: LearnerConfig, name: str) -> Region:
+    for r in regions(config):
+        if r.name == name:
+            return r
+    raise ValueError(f"no region {name!r} in this learner configuration "
+                     f"(regions: {', '.join(r.name for r in regions(config))})")
+
+
+def region_index(config: LearnerConfig, name: str) -> int:
+    return regions(config).index(region(config, name))
+
+
+def sub_words(config: LearnerConfig, r: Region) -> int:
+    """D-bit host words per memory word (a power of two)."""
+    return _pow2_at_least(-(-r.word_bits(config) // config.axi_data_width))
+
+
+def region_bytes(config: LearnerConfig) -> int:
+    """Host address bytes per region (a power of two, the same for every region)."""
+    D = config.axi_data_width // 8
+    return _pow2_at_least(max(_pow2_at_least(r.depth(config)) * sub_words(config, r) * D
+                              for r in regions(config)))
+
+
+def mem_addr_bits(config: LearnerConfig) -> int:
+    """Byte address bits of the host memory port."""
+    return (_pow2_at_least(len(regions(config))) * region_bytes(config) - 1).bit_length()
+
+
+def region_base(config: LearnerConfig, name: str) -> int:
+    return region_index(config, name) * region_bytes(config)
+
+
+def word_bytes(config: LearnerConfig, name: str) -> int:
+    """Host bytes per memory word of a region (``sub · D/8``)."""
+    return sub_words(config, region(config, name)) * config.axi_data_width // 8
+
+
+def _to_bytes(config, r, words):
+    nb = word_bytes(config, r.name)
+    return b"".join(int(x).to_bytes(nb, "little") for x in words)
+
+
+def _check_rows(config, r, n, what):
+    if not 1 <= n <= r.rows:
+        raise ValueError(f"{what} must have 1..{r.rows} rows for region {r.name!r}, not {n}")
+
+
+def pack_matrix(config: LearnerConfig, name: str, matrix) -> bytes:
+    """Host image of a matrix region, from word 0 up to the last row group of ``matrix``.
+
+    ``matrix`` holds raw integers, ``n × cols`` with n ≤ rows; padding is zero.
+    """
+    r = region(config, name)
+    if r.kind != "matrix":
+        raise ValueError(f"region {name!r} is not a matrix region")
+    x = np.asarray(matrix)
+    if x.ndim != 2 or x.shape[1] != r.cols:
+        raise ValueError(f"matrix must be n × {r.cols} for region {name!r}, not shape {x.shape}")
+    _check_rows(config, r, x.shape[0], "matrix")
+    S, lb = config.array, r.lane_bits
+    lo, hi = (-(1 << (lb - 1)), (1 << (lb - 1)) - 1) if r.signed else (0, (1 << lb) - 1)
+    if x.size and (x.min() < lo or x.max() > hi):
+        raise ValueError(f"values of region {name!r} must be raw {lb}-bit integers in "
+                         f"{lo}..{hi}")
+    rg = config.groups(x.shape[0])
+    G = r.col_groups(config)
+    pad = np.zeros((rg * S, G * S), dtype=object)
+    pad[:x.shape[0], :x.shape[1]] = x.astype(np.int64)
+    mask = (1 << lb) - 1
+    words = []
+    for a in range(rg * G):
+        blk = pad[(a // G) * S:(a // G + 1) * S, (a % G) * S:(a % G + 1) * S].ravel()
+        word = 0
+        for lane, v in enumerate(blk):
+            word |= (int(v) & mask) << (lane * lb)
+        words.append(word)
+    return _to_bytes(config, r, words)
+
+
+def unpack_matrix(config: LearnerConfig, name: str, image: bytes, n_rows: int):
+    """Inverse of :func:`pack_matrix`: the first ``n_rows`` rows (int64) from a host image that
+    starts at word 0 and covers their row groups."""
+    r = region(config, name)
+    _check_rows(config, r, n_rows, "n_rows")
+    S, lb = config.array, r.lane_bits
+    G = r.col_groups(config)
+    nb = word_bytes(config, name)
+    rg = config.groups(n_rows)
+    if len(image) < rg * G * nb:
+        raise ValueError(f"image of region {name!r} must hold {rg * G * nb} bytes for "
+                         f"{n_rows} rows, not {len(image)}")
+    out = np.zeros((rg * S, G * S), dtype=np.int64)
+    mask, sign = (1 << lb) - 1, 1 << (lb - 1)
+    for a in range(rg * G):
+        word = int.from_bytes(image[a * nb:(a + 1) * nb], "little")
+        for lane in range(S * S):
+            v = (word >> (lane * lb)) & mask
+            if r.signed and v & sign:
+                v -= 1 << lb
+            out[(a // G) * S + lane // S, (a % G) * S + lane % S] = v
+    return out[:n_rows, :r.cols]
+
+
+def pack_samples(config: LearnerConfig, actions, rewards, dones) -> bytes:
+    """Host image of the DQN ``samples`` region: B actions, raw rewards (act format), dones."""
+    r = region(config, "samples")
+    a = np.asarray(actions, dtype=np.int64)
+    rw = np.asarray(rewards, dtype=np.int64)
+    d = np.asarray(dones).astype(bool)
+    B = len(a)
+    if rw.shape != (B,) or d.shape != (B,):
+        raise ValueError(f"actions, rewards and dones must have the same length, not "
+                         f"{a.shape}, {rw.shape}, {d.shape}")
+    _check_rows(config, r, B, "the batch")
+    if B and (a.min() < 0 or a.max() >= config.n_out):
+        raise ValueError(f"actions must be in 0..{config.n_out - 1}")
+    config.numerics.act_format.check_raw(rw, "rewards")
+    S, w, ab = config.array, config.width, config.action_bits
+    words = []
+    for g in range(config.groups(B)):
+        word = 0
+        for i in range(S):
+            s = g * S + i
+            if s < B:
+                lane = (int(rw[s]) & ((1 << w) - 1)) | int(a[s]) << w | int(d[s]) << (w + ab)
+                word |= lane << (i * r.lane_bits)
+        words.append(word)
+    return _to_bytes(config, r, words)
+
+
+def unpack_samples(config: LearnerConfig, image: bytes, n: int):
+    """Inverse of :func:`pack_samples`: ``(actions, rewards, dones)``."""
+    r = region(config, "samples")
+    S, w, ab, lb = config.array, config.width, config.action_bits, r.lane_bits
+    nb = word_bytes(config, "samples")
+    acts, rews, dones = [], [], []
+    for s in range(n):
+        word = int.from_bytes(image[(s // S) * nb:(s // S + 1) * nb], "little")
+        lane = (word >> ((s % S) * lb)) & ((1 << lb) - 1)
+        rv = lane & ((1 << w) - 1)
+        rews.append(rv - (1 << w) if rv >> (w - 1) else rv)
+        acts.append((lane >> w) & ((1 << ab) - 1))
+        dones.append(bool(lane >> (w + ab) & 1))
+    return np.array(acts, np.int64), np.array(rews, np.int64), np.array(dones, bool)

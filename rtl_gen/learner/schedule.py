@@ -1,0 +1,157 @@
+"""Stage graph and exact cycle model of a learner training step (pure Python, no Amaranth).
+
+:class:`~rtl_gen.learner.core.LearnerCore` builds one hardware stage per entry of
+:func:`stages` and wires its start condition from the same dependencies; :func:`timeline` replays
+the stages' control rules cycle-exactly, and :func:`step_cycles` is what the ``cycles`` counter
+of the core reads after a step (asserted in the tests).
+
+Stages (``l`` is the 0-based weight layer, L layers):
+
+``fw<l>``, ``tfw<l>``
+    FW of the online and (DQN) target network: ``z = [h, 1]·W`` on an S × S tensor unit,
+    ReLU on hidden layers. Items of ``ceil(cnt/S) · ceil(n_out/S)`` tiles of
+    ``max(n_in + 1, S)`` cycles.
+``loss``
+    DQN: ``y = r + γ(1-d)·max_a Q'``, ``δ = Q[a] - y``; MSE: ``δ = Q - Y``. One sample
+    and output group (S outputs) per cycle: ``cnt · ceil(n_out/S)`` cycles per item.
+``bw<l>`` (l ≥ 1)
+    ``δ_{l-1} = (δ_l · W_lᵀ) ⊙ [h_{l-1} > 0]``: ``ceil(cnt/S) · ceil(n_in/S)`` tiles of
+    ``max(n_out, S)`` cycles.
+``wa<l>``
+    ``G_l += [h_{l-1}, 1]ᵀ · δ_l`` into the gradient scratchpad: ``ceil((n_in+1)/S) ·
+    ceil(n_out/S)`` tiles of ``max(cnt, S)`` cycles.
+``wu<l>``
+    ``W_l -= round(η · G_l)``, S weights per cycle, after ``wa<l>`` (and ``bw<l>``, the other
+    reader of W_l) finished every item: ``ceil((n_in+1)/S) · ceil(n_out/S) · S`` cycles.
+
+Control rules (the RTL's, cycle for cycle): the step's items are sub-batches of
+``m = sub_batch`` samples, ``cnt = min(m, B - p·m)`` in item p. A stage issues one slot per cycle
+(an operand read, or a bubble that keeps a tile at least S cycles long), item after item. It
+starts item p in the first cycle in which its previous item has issued its last slot and every
+producer's *done* count exceeds p (for ``wu``: every producer finished every item); the start
+cycle is the item's first slot. An item is done ``tail`` cycles after its last slot (the
+operand pipeline, the tensor unit, the write-back), and the count shows it from that cycle on.
+Cycle 0 is the cycle in which the core samples ``start``; stages may start in cycle 1. The step
+ends in the first cycle ``E`` in which every ``wu`` stage is done; ``cycles`` reads E and
+``done`` pulses in cycle E + 1.
+"""
+
+from dataclasses import dataclass
+
+from .config import LearnerConfig
+
+__all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "step_cycles",
+           "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL"]
+
+#: Cycles from a GEMM stage's operand read (its slot) to the element entering the tensor unit:
+#: memory read, operand register.
+GEMM_OPERAND_LATENCY = 2
+#: Cycles from an output beat of the tensor unit to its write (mask read / read-modify-write).
+GEMM_WRITE_LATENCY = 1
+#: ``loss`` tail: (slot to done) = 5 + output groups (DQN: read, max, γ product, target and
+#: difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
+LOSS_TAIL = {"dqn": 5, "mse": 3}
+#: ``wu`` tail: read, row select, η product, subtract and saturate, write; done the next cycle.
+WU_TAIL = 5
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage: ``kind`` in fw, tfw, loss, bw, wa, wu; ``deps`` must have finished
+    the same item (``wu``: every item) before this stage starts it."""
+    name: str
+    kind: str
+    layer: int
+    deps: tuple
+
+
+def stages(config: LearnerConfig) -> list:
+    """The stages of the pipeline in a fixed order (the RTL's order of construction)."""
+    if not isinstance(config, LearnerConfig):
+        raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+    L = config.n_layers
+    dqn = config.loss == "dqn"
+    out = [Stage(f"fw{l}", "fw", l, (f"fw{l - 1}",) if l else ()) for l in range(L)]
+    if dqn:
+        out += [Stage(f"tfw{l}", "tfw", l, (f"tfw{l - 1}",) if l else ()) for l in range(L)]
+    out.append(Stage("loss", "loss", L - 1, (f"fw{L - 1}",) + ((f"tfw{L - 1}",) if dqn else ())))
+
+    def src(l):
+        return "loss" if l == L - 1 else f"bw{l + 1}"
+    out += [Stage(f"bw{l}", "bw", l, (src(l),)) for l in range(L - 1, 0, -1)]
+    out += [Stage(f"wa{l}", "wa", l, (src(l),)) for l in range(L)]
+    out += [Stage(f"wu{l}", "wu", l, (f"wa{l}",) + ((f"bw{l}",) if l else ())) for l in range(L)]
+    return out
+
+
+def items(config: LearnerConfig, batch: int) -> list:
+    """Samples of each item (sub-batch) of a step of ``batch`` samples."""
+    if not isinstance(batch, int) or not 1 <= batch <= config.max_batch:
+        raise ValueError(f"batch must be an integer in 1..{config.max_batch}, not {batch!r}")
+    m = config.sub_batch
+    return [min(m, batch - p) for p in range(0, batch, m)]
+
+
+def item_slots(config: LearnerConfig, stage: Stage, cnt: int) -> int:
+    """Slots (cycles of operand issue) of one item of ``cnt`` samples."""
+    S, sizes = config.array, config.sizes
+    g = config.groups
+    n_in, n_out = sizes[stage.layer], sizes[stage.layer + 1]
+    if stage.kind in ("fw", "tfw"):
+        return g(cnt) * g(n_out) * max(n_in + 1, S)
+    if stage.kind == "bw":
+        return g(cnt) * g(n_in) * max(n_out, S)
+    if stage.kind == "wa":
+        return g(n_in + 1) * g(n_out) * max(cnt, S)
+    if stage.kind == "loss":
+        return cnt * g(n_out)
+    if stage.kind == "wu":
+        return g(n_in + 1) * g(n_out) * S
+    raise ValueError(f"unknown stage kind {stage.kind!r}")
+
+
+def stage_tail(config: LearnerConfig, stage: Stage) -> int:
+    """Cycles from an item's last slot to the first cycle its done count shows it."""
+    S = config.array
+    if stage.kind in ("fw", "tfw", "bw", "wa"):
+        tu = config.tensor_unit("fw")
+        # operands -> TU; last tile's first beat after `latency`, its last beat S-1 later;
+        # the write; the count the cycle after.
+        return GEMM_OPERAND_LATENCY + tu.latency + (S - 1) + GEMM_WRITE_LATENCY + 1
+    if stage.kind == "loss":
+        extra = config.groups(config.n_out) if config.loss == "dqn" else 0
+        return LOSS_TAIL[config.loss] + extra
+    if stage.kind == "wu":
+        return WU_TAIL
+    raise ValueError(f"unknown stage kind {stage.kind!r}")
+
+
+def timeline(config: LearnerConfig, batch: int) -> dict:
+    """Per stage, per item: ``(first slot, last slot, done)`` cycles of a step.
+
+    ``wu`` stages have one item (the whole weight tensor).
+    """
+    cnts = items(config, batch)
+    out = {}
+    for st in stages(config):
+        is_wu = st.kind == "wu"
+        its = [None] if is_wu else cnts
+        rows, prev_last = [], 0
+        for p, cnt in enumerate(its):
+            ready = 1
+            for d in st.deps:
+                ready = max(ready, out[d][-1 if is_wu else p][2])
+            first = max(prev_last + 1, ready)
+            slots = item_slots(config, st, 0 if is_wu else cnt)
+            last = first + slots - 1
+            rows.append((first, last, last + stage_tail(config, st)))
+            prev_last = last
+        out[st.name] = rows
+    return out
+
+
+def step_cycles(config: LearnerConfig, batch: int) -> int:
+    """Cycles of one training step: what the core's ``cycles`` counter reads when ``done``
+    pulses (cycle 0 samples ``start``; ``done`` rises one cycle after the value returned)."""
+    tl = timeline(config, batch)
+    return max(rows[-1][2] for name, rows in tl.items() if name.startswith("wu"))
