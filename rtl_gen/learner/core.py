@@ -1,0 +1,981 @@
+"""Learner core: an MLP training step as a pipeline of tensor-unit stages (CF'22 section 3.2)."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..fixed import rshift_round, saturate
+from .config import LearnerConfig
+from .layout import mem_addr_bits, region_bytes, regions, sub_words
+from .schedule import stages, step_cycles
+from .tensor_unit import TensorUnit
+
+__all__ = ["LearnerCore", "LEARNER_ERRORS", "LEARNER_FLAGS"]
+
+#: Error codes (``error``): the batch size register is 0 or above ``max_batch``.
+LEARNER_ERRORS = {"ok": 0, "batch_size": 1}
+
+#: Sticky saturation flags, named as the keys of :attr:`sw.golden.mlp.StepResult.overflow`.
+LEARNER_FLAGS = ("fw", "target_fw", "target", "delta", "bw", "wa", "wu")
+
+
+def _or(values):
+    out = Const(0, 1)
+    for v in values:
+        out = out | v
+    return out
+
+
+def _lanes(value, n, bits):
+    return [value[i * bits:(i + 1) * bits] for i in range(n)]
+
+
+class _ReadPort:
+    """A memory read port shared by users that are never active in the same cycle."""
+
+    def __init__(self, port):
+        self.port = port
+        self.users = []
+
+    @property
+    def data(self):
+        return self.port.data
+
+    def use(self, en, addr):
+        self.users.append((en, addr))
+        return self.port.data
+
+    def connect(self, m):
+        if not self.users:
+            m.d.comb += self.port.en.eq(0)
+            return
+        w = len(self.port.addr)
+        m.d.comb += [
+            self.port.en.eq(_or(en for en, _ in self.users)),
+            self.port.addr.eq(_or(Mux(en, addr, 0)[:w] for en, addr in self.users)),
+        ]
+
+
+class _Buffer:
+    """One on-chip memory of S × S blocks (or sample words), with shared ports."""
+
+    def __init__(self, m, name, *, depth, word_bits, lane_bits, row_lanes, granularity):
+        self.name = name
+        self.depth = depth
+        self.word_bits = word_bits
+        self.lane_bits = lane_bits
+        self.row_bits = row_lanes * lane_bits
+        self.mem = memory.Memory(shape=unsigned(word_bits), depth=max(depth, 2), init=[])
+        m.submodules[f"mem_{name}"] = self.mem
+        self.granularity = granularity
+        self.wp = self.mem.write_port(granularity=granularity)
+        self.ports = []
+        self.writers = []
+
+    def read_port(self, index=0):
+        while len(self.ports) <= index:
+            self.ports.append(_ReadPort(self.mem.read_port()))
+        return self.ports[index]
+
+    def row_enable(self, row_onehot_en):
+        """Write enables of the rows set in ``row_onehot_en`` (one bit per block row)."""
+        per_row = self.row_bits // self.granularity
+        return Cat(*[row_onehot_en[i].replicate(per_row) for i in range(len(row_onehot_en))])
+
+    def write(self, en, addr, data):
+        """Add a writer: ``en`` holds the write port's enables (already gated)."""
+        self.writers.append((en, addr, data))
+
+    def connect(self, m):
+        for p in self.ports:
+            p.connect(m)
+        if not self.writers:
+            m.d.comb += self.wp.en.eq(0)
+            return
+        w = len(self.wp.addr)
+        nen = len(self.wp.en)
+        m.d.comb += [
+            self.wp.en.eq(_or(_widen(en, nen) for en, _, _ in self.writers)),
+            self.wp.addr.eq(_or(Mux(en.any(), addr, 0)[:w] for en, addr, _ in self.writers)),
+            self.wp.data.eq(_or(Mux(en.any(), data, 0) for en, _, data in self.writers)),
+        ]
+
+
+def _widen(v, width):
+    return Cat(v, Const(0, max(0, width - len(v))))[:width]
+
+
+class LearnerCore(wiring.Component):
+    """One SGD step of an MLP on a pipeline of S × S tensor units, without the bus adapters.
+
+    The stages of :func:`rtl_gen.learner.schedule.stages` -- FW of every layer (and of the
+    target network for DQN), LOSS, BW of every layer above the first, WA of every weight tensor,
+    WU of every weight tensor -- each with its own :class:`~rtl_gen.learner.tensor_unit.TensorUnit`
+    (LOSS and WU are element-wise), work on on-chip buffers in the block layout of
+    :mod:`rtl_gen.learner.layout`. The batch streams through them in sub-batches of
+    ``config.sub_batch`` samples: a stage starts sub-batch p as soon as its producers finished
+    it, so FW of one sub-batch overlaps BW and WA of the previous ones (CF'22's pipelining). The
+    "FIFOs" between stages are the buffers themselves: they hold the whole batch, a producer's
+    *done* count is the FIFO's fill level, and a stage never waits for a consumer.
+
+    Arithmetic is that of :func:`sw.golden.mlp.train_step` with ``sub_batch=config.sub_batch``
+    bit for bit: the tensor units of ``config.tensor_unit(kind)``, ReLU masks from the stored
+    activations, the WA partial sums of each sub-batch added into an ``acc_width`` scratchpad
+    with saturation, and ``W ← saturate(W - rshift_round(η·G))``.
+
+    A step, started by ``start`` while idle with ``batch_size`` in 1..``max_batch``:
+    ``ready`` pulses, the stages run, ``done`` pulses when every weight tensor is updated, and
+    ``cycles`` then reads :func:`~rtl_gen.learner.schedule.step_cycles`. A bad batch size ends
+    the start at once with ``error`` = 1 and memory untouched. The sticky flags (cleared at each
+    start) report saturation per :data:`LEARNER_FLAGS`; ``loss_sum`` is ``Σ (Q - y)²`` over the
+    batch (raw, ``2·act_frac`` fraction bits: the loss is ``loss_sum · 2**-2act_frac / B``).
+
+    Host port (only while idle, ``host_enable``): word addresses in ``axi_data_width`` units of
+    the map of :mod:`rtl_gen.learner.layout`; read data one cycle after ``host_re``; ``host_we``
+    are byte enables; writes to result regions and reads or writes outside a region's words are
+    ignored (reads return 0).
+
+    Parameters
+    ----------
+    config : LearnerConfig
+
+    Members
+    -------
+    start : ``In(1)``; busy, ready, done : ``Out(1)``
+    error : ``Out(2)``; cycles : ``Out(32)``
+    batch_size : ``In(13)``; lr : ``In(lr_width)`` (η raw); gamma : ``In(coef_width)``
+    flag_<name> : ``Out(1)`` for each of :data:`LEARNER_FLAGS`
+    loss_sum : ``Out(64)``
+    host_enable : ``Out(1)``; host_addr : ``In``; host_re : ``In(1)``; host_rdata : ``Out(D)``;
+    host_we : ``In(D/8)``; host_wdata : ``In(D)``
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`LearnerConfig`.
+    """
+
+    def __init__(self, config: LearnerConfig):
+        if not isinstance(config, LearnerConfig):
+            self._MustUse__silence = True
+            raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+        self._config = config
+        D = config.axi_data_width
+        host_bits = mem_addr_bits(config) - (D // 8 - 1).bit_length()
+        num = config.numerics
+        ports = {
+            "start": In(1), "busy": Out(1), "ready": Out(1), "done": Out(1),
+            "error": Out(2), "cycles": Out(32),
+            "batch_size": In(13), "lr": In(num.lr_width), "gamma": In(num.coef_width),
+            "loss_sum": Out(64),
+            "host_enable": Out(1), "host_addr": In(host_bits), "host_re": In(1),
+            "host_rdata": Out(D), "host_we": In(D // 8), "host_wdata": In(D),
+        }
+        for f in LEARNER_FLAGS:
+            ports[f"flag_{f}"] = Out(1)
+        super().__init__(ports)
+
+    @property
+    def config(self) -> LearnerConfig:
+        return self._config
+
+    @staticmethod
+    def run_cycles(config: LearnerConfig, batch: int) -> int:
+        """``cycles`` after a step of ``batch`` samples
+        (:func:`~rtl_gen.learner.schedule.step_cycles`)."""
+        return step_cycles(config, batch)
+
+    # -----------------------------------------------------------------------------------------
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        num = cfg.numerics
+        S, sb = cfg.array, cfg.log_array
+        L = cfg.n_layers
+        sizes = cfg.sizes
+        w = num.width
+        act = num.act_format
+        self._m = m
+
+        # -- run control --------------------------------------------------------------------
+        busy = Signal()
+        clear = Signal()          # the cycle a step starts: every stage resets its counters
+        B = Signal(13)
+        eta = Signal(num.lr_width)
+        gamma = Signal(num.coef_width)
+        cycles = Signal(32)
+        err = Signal(2)
+        m.d.comb += [self.busy.eq(busy), self.cycles.eq(cycles), self.error.eq(err),
+                     self.host_enable.eq(~busy)]
+        with m.If(busy):
+            m.d.sync += cycles.eq(cycles + 1)
+        self._busy, self._clear, self._B = busy, clear, B
+        self._eta, self._gamma = eta, gamma
+
+        # -- memories -----------------------------------------------------------------------
+        bufs = {}
+        for r in regions(cfg):
+            row_lanes = S if r.kind == "matrix" else 1
+            gran = 8 if r.host_write else row_lanes * r.lane_bits
+            if r.kind == "samples":
+                gran = 8
+            bufs[r.name] = _Buffer(m, r.name, depth=r.depth(cfg), word_bits=r.word_bits(cfg),
+                                   lane_bits=r.lane_bits, row_lanes=row_lanes, granularity=gran)
+        for l in range(L - 1):                 # ReLU masks of the hidden layers (not mapped)
+            depth = cfg.groups(cfg.max_batch) * cfg.groups_pow2(sizes[l + 1])
+            bufs[f"mask{l}"] = _Buffer(m, f"mask{l}", depth=depth, word_bits=S * S, lane_bits=1,
+                                       row_lanes=S, granularity=S)
+        self._bufs = bufs
+        # Port 0 of each memory is shared with the host; create it first.
+        for r in regions(cfg):
+            bufs[r.name].read_port(0)
+
+        # -- stages -------------------------------------------------------------------------
+        flags = {f: [] for f in LEARNER_FLAGS}
+        self._flags = flags
+        self._stage = {}
+        loss_acc = Signal(64)
+        self._loss_acc = loss_acc
+        for st in stages(cfg):
+            if st.kind in ("fw", "tfw"):
+                self._fw_stage(st)
+            elif st.kind == "bw":
+                self._bw_stage(st)
+            elif st.kind == "wa":
+                self._wa_stage(st)
+            elif st.kind == "loss":
+                self._loss_stage(st)
+            else:
+                self._wu_stage(st)
+        all_done = Const(1, 1)
+        for st in stages(cfg):
+            if st.kind == "wu":
+                all_done = all_done & self._stage[st.name]["all"]
+
+        # -- control FSM --------------------------------------------------------------------
+        m.d.sync += [self.ready.eq(0), self.done.eq(0)]
+        m.d.comb += clear.eq(self.start & ~busy)
+        with m.If(clear):
+            m.d.sync += [self.ready.eq(1), cycles.eq(0), B.eq(self.batch_size), eta.eq(self.lr),
+                         gamma.eq(self.gamma), loss_acc.eq(0)]
+            with m.If((self.batch_size == 0) | (self.batch_size > cfg.max_batch)):
+                m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.done.eq(1)]
+            with m.Else():
+                m.d.sync += [err.eq(0), busy.eq(1)]
+        with m.Elif(busy & all_done):
+            m.d.sync += [busy.eq(0), self.done.eq(1)]
+
+        for name, srcs in flags.items():
+            reg = Signal(name=f"flag_{name}_reg")
+            with m.If(clear):
+                m.d.sync += reg.eq(0)
+            with m.Elif(_or(srcs)):
+                m.d.sync += reg.eq(1)
+            m.d.comb += getattr(self, f"flag_{name}").eq(reg)
+        m.d.comb += self.loss_sum.eq(loss_acc)
+
+        self._host_port()
+        for b in bufs.values():
+            b.connect(m)
+        return m
+
+    # -- shared pieces ----------------------------------------------------------------------------
+    def _item_counter(self, name):
+        """Item bookkeeping: index p, first row group of the item, samples left from it."""
+        m, cfg = self._m, self._config
+        p = Signal(13, name=f"{name}_p")
+        base = Signal(13, name=f"{name}_base")             # first row group of item p
+        rem = Signal(signed(14), name=f"{name}_rem")       # B - p·m
+        cnt = Signal(range(cfg.sub_batch + 1), name=f"{name}_cnt")
+        m.d.comb += cnt.eq(Mux(rem < cfg.sub_batch, rem, cfg.sub_batch))
+
+        def advance():
+            return [p.eq(p + 1), base.eq(base + cfg.sub_batch // cfg.array),
+                    rem.eq(rem - cfg.sub_batch)]
+
+        with m.If(self._clear):
+            m.d.sync += [p.eq(0), base.eq(0), rem.eq(self.batch_size)]
+        return p, base, rem, cnt, advance
+
+    def _deps_ok(self, st, p):
+        ok = Const(1, 1)
+        for d in st.deps:
+            ok = ok & (self._stage[d]["done"] > p)
+        return ok
+
+    def _deps_all(self, st):
+        ok = Const(1, 1)
+        for d in st.deps:
+            ok = ok & self._stage[d]["all"]
+        return ok
+
+    def _done_counter(self, name, event):
+        """Items finished (``event``: the write of an item's last result) and whether that is
+        all of them; both visible the cycle after the write."""
+        m, cfg = self._m, self._config
+        done = Signal(13, name=f"{name}_done")
+        left = Signal(signed(14), name=f"{name}_left")      # B - done·m
+        with m.If(self._clear):
+            m.d.sync += [done.eq(0), left.eq(self.batch_size)]
+        with m.Elif(event):
+            m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch)]
+        all_done = Signal(name=f"{name}_all")
+        m.d.comb += all_done.eq(left <= 0)
+        self._stage[name] = {"done": done, "all": all_done}
+
+    def _tensor_unit(self, name, kind):
+        m = self._m
+        tu = TensorUnit(self._config.tensor_unit(kind))
+        m.submodules[f"tu_{name}"] = tu
+        m.d.comb += [tu.o.ready.eq(1), tu.clear.eq(0)]
+        return tu
+
+    def _gemm_loop(self, st, *, outer, middle, k_len, outer_runtime, k_runtime):
+        """Slot sequencer of a GEMM stage.
+
+        Loops: outer o (``outer`` tiles, or while ``o·S < cnt`` if ``outer_runtime``), middle n
+        (``middle`` tiles), slot t in a tile of ``T = max(K, S)`` slots, the first ``T - K``
+        bubbles, K = ``k_len`` (or ``cnt`` if ``k_runtime``). Returns a dict of signals.
+        """
+        m, cfg = self._m, self._config
+        S = cfg.array
+        name = st.name
+        busy = self._busy
+        p, base, rem, cnt, advance = self._item_counter(name)
+        running = Signal(name=f"{name}_running")
+        kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, S)
+        o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_o")
+        n = Signal(range(middle + 1), name=f"{name}_n")
+        t = Signal(range(kmax + 1), name=f"{name}_t")
+        K = Signal(range(kmax + 1), name=f"{name}_K")
+        pad = Signal(range(S + 1), name=f"{name}_pad")
+        if k_runtime:
+            m.d.comb += [K.eq(cnt), pad.eq(Mux(cnt < S, S - cnt, 0))]
+        else:
+            m.d.comb += [K.eq(k_len), pad.eq(max(0, S - k_len))]
+        go = Signal(name=f"{name}_go")
+        slot = Signal(name=f"{name}_slot")
+        m.d.comb += [
+            go.eq(busy & ~running & (rem > 0) & self._deps_ok(st, p)),
+            slot.eq(go | running),
+        ]
+        k = Signal(range(kmax + 1), name=f"{name}_k")
+        bubble = Signal(name=f"{name}_bubble")
+        m.d.comb += [bubble.eq(t < pad), k.eq(t - pad)]
+        t_last = t == pad + K - 1
+        n_last = n == middle - 1
+        if outer_runtime:
+            o_last = ((o + 1) << cfg.log_array) >= cnt
+        else:
+            o_last = o == outer - 1
+        item_last = t_last & n_last & o_last
+        with m.If(self._clear):
+            m.d.sync += [running.eq(0), o.eq(0), n.eq(0), t.eq(0)]
+        with m.Elif(slot):
+            with m.If(t_last):
+                m.d.sync += t.eq(0)
+                with m.If(n_last):
+                    m.d.sync += n.eq(0)
+                    with m.If(o_last):
+                        m.d.sync += [o.eq(0), running.eq(0)] + advance()
+                    with m.Else():
+                        m.d.sync += [o.eq(o + 1), running.eq(1)]
+                with m.Else():
+                    m.d.sync += [n.eq(n + 1), running.eq(1)]
+            with m.Else():
+                m.d.sync += [t.eq(t + 1), running.eq(1)]
+        elem = Signal(name=f"{name}_elem")
+        m.d.comb += elem.eq(slot & ~bubble)
+        return {"p": p, "base": base, "cnt": cnt, "o": o, "n": n, "k": k, "elem": elem,
+                "last": t_last, "item_last": item_last}
+
+    def _writer_loop(self, name, *, outer, middle, outer_runtime, beat):
+        """Beat counters of a GEMM stage's output: row i, middle n, outer o, item p."""
+        m, cfg = self._m, self._config
+        S = cfg.array
+        p, base, rem, cnt, advance = self._item_counter(f"{name}_w")
+        i = Signal(range(S), name=f"{name}_wi")
+        o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_wo")
+        n = Signal(range(middle + 1), name=f"{name}_wn")
+        i_last = i == S - 1
+        n_last = n == middle - 1
+        o_last = (((o + 1) << cfg.log_array) >= cnt) if outer_runtime else (o == outer - 1)
+        with m.If(self._clear):
+            m.d.sync += [i.eq(0), o.eq(0), n.eq(0)]
+        with m.Elif(beat):
+            m.d.sync += i.eq(i + 1)
+            with m.If(i_last):
+                m.d.sync += i.eq(0)
+                with m.If(n_last):
+                    m.d.sync += n.eq(0)
+                    with m.If(o_last):
+                        m.d.sync += [o.eq(0)] + advance()
+                    with m.Else():
+                        m.d.sync += o.eq(o + 1)
+                with m.Else():
+                    m.d.sync += n.eq(n + 1)
+        return {"p": p, "base": base, "rem": rem, "cnt": cnt, "i": i, "o": o, "n": n,
+                "item_last": i_last & n_last & o_last}
+
+    @staticmethod
+    def _addr(rg, cg, groups_pow2):
+        """Block address ``rg · G + cg`` as bit fields."""
+        gb = (groups_pow2 - 1).bit_length()
+        return Cat(cg[:gb], rg) if gb else rg
+
+    def _block_col(self, word, j, lane_bits):
+        """Column j (runtime) of a block: S values, row i first."""
+        S = self._config.array
+        rows = _lanes(word, S, S * lane_bits)
+        return [r.word_select(j, lane_bits) for r in rows]
+
+    def _block_row(self, word, i, lane_bits):
+        """Row i (runtime) of a block: S values."""
+        S = self._config.array
+        return _lanes(word.word_select(i, S * lane_bits), S, lane_bits)
+
+    def _feed(self, name, tu, loop, a_vals, b_vals):
+        """Register the operands (computed from memory data one cycle after the slot) into the
+        tensor unit's input."""
+        m = self._m
+        S = self._config.array
+        v1 = Signal(name=f"{name}_v1")
+        l1 = Signal(name=f"{name}_l1")
+        m.d.sync += [v1.eq(loop["elem"] & ~self._clear), l1.eq(loop["last"])]
+        v2 = Signal(name=f"{name}_v2")
+        m.d.sync += v2.eq(v1)
+        m.d.comb += tu.i.valid.eq(v2)
+        pa = [Signal(signed(self._config.width), name=f"{name}_a{i}") for i in range(S)]
+        pb = [Signal(signed(self._config.width), name=f"{name}_b{j}") for j in range(S)]
+        pl = Signal(name=f"{name}_last")
+        m.d.sync += [x.eq(v) for x, v in zip(pa, a_vals)]
+        m.d.sync += [x.eq(v) for x, v in zip(pb, b_vals)]
+        m.d.sync += pl.eq(l1)
+        for i in range(S):
+            m.d.comb += [tu.i.payload.a[i].eq(pa[i]), tu.i.payload.b[i].eq(pb[i])]
+        m.d.comb += tu.i.payload.last.eq(pl)
+
+    # -- FW ---------------------------------------------------------------------------------------
+    def _fw_stage(self, st):
+        m, cfg = self._m, self._config
+        num = cfg.numerics
+        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        L = cfg.n_layers
+        l = st.layer
+        target = st.kind == "tfw"
+        n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
+        K = n_in + 1
+        ngo = cfg.groups(n_out)
+        if l == 0:
+            src = "next_obs" if target else "obs"
+        else:
+            src = f"th{l - 1}" if target else f"h{l - 1}"
+        wname = f"tw{l}" if target else f"w{l}"
+        last_layer = l == L - 1
+        dst = ("tq" if target else "q") if last_layer else (f"th{l}" if target else f"h{l}")
+        bufs = self._bufs
+        tu = self._tensor_unit(st.name, "fw")
+        loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngo, k_len=K,
+                               outer_runtime=True, k_runtime=False)
+        o, n, k = loop["o"], loop["n"], loop["k"]
+        kk = Signal(range(K + 1), name=f"{st.name}_kk")
+        m.d.comb += kk.eq(k)
+        bias = kk == n_in
+        en = loop["elem"]
+        # A: column k%S of the input block (samples of row group base + o).
+        x_port = bufs[src].read_port(0)
+        x_cg = Mux(bias, 0, kk >> sb)
+        x_data = x_port.use(en, self._addr(loop["base"] + o, x_cg, cfg.groups_pow2(n_in)))
+        # B: row k%S of weight block (k/S, n).
+        w_port = bufs[wname].read_port(0)
+        w_data = w_port.use(en, self._addr(kk >> sb, n, cfg.groups_pow2(n_out)))
+        # Metadata for the cycle the data arrives.
+        kl1 = Signal(range(S), name=f"{st.name}_kl1")
+        bias1 = Signal(name=f"{st.name}_bias1")
+        svalid1 = Signal(S, name=f"{st.name}_sv1")
+        cvalid1 = Signal(S, name=f"{st.name}_cv1")
+        m.d.sync += [kl1.eq(kk[:sb]), bias1.eq(bias),
+                     svalid1.eq(Cat(*[((o << sb) + i) < loop["cnt"] for i in range(S)])),
+                     cvalid1.eq(Cat(*[((n << sb) + j) < n_out for j in range(S)]))]
+        one = 1 << num.act_frac
+        col = self._block_col(x_data, kl1, w)
+        row = self._block_row(w_data, kl1, w)
+        a_vals = [Mux(svalid1[i], Mux(bias1, one, col[i].as_signed()), 0) for i in range(S)]
+        b_vals = [Mux(cvalid1[j], row[j].as_signed(), 0) for j in range(S)]
+        self._feed(st.name, tu, loop, a_vals, b_vals)
+
+        # Writer: relu (hidden layers) and the mask, one cycle after the beat.
+        beat = tu.o.valid
+        wl = self._writer_loop(st.name, outer=cfg.groups(cfg.sub_batch), middle=ngo,
+                               outer_runtime=True, beat=beat)
+        g_out = cfg.groups_pow2(n_out)
+        r_v = Signal(name=f"{st.name}_rv")
+        r_addr = Signal(24, name=f"{st.name}_raddr")
+        r_row = Signal(range(S), name=f"{st.name}_rrow")
+        r_c = [Signal(signed(w), name=f"{st.name}_rc{j}") for j in range(S)]
+        r_last = Signal(name=f"{st.name}_rlast")
+        m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
+                     r_addr.eq(self._addr(wl["base"] + wl["o"], wl["n"], g_out))]
+        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
+        valid_row = ((wl["o"] << sb) + wl["i"]) < wl["cnt"]
+        self._flags["target_fw" if target else "fw"].append(
+            beat & tu.o.payload.overflow & valid_row)
+        onehot = Signal(S, name=f"{st.name}_onehot")
+        m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
+        vals = r_c if last_layer else [Mux(c > 0, c, 0) for c in r_c]
+        data = Cat(*[v[:w] for v in vals])
+        dbuf = bufs[dst]
+        dbuf.write(dbuf.row_enable(onehot), r_addr, data.replicate(S))
+        if not last_layer and not target:
+            mbuf = bufs[f"mask{l}"]
+            mdata = Cat(*[c > 0 for c in r_c])
+            mbuf.write(mbuf.row_enable(onehot), r_addr, mdata.replicate(S))
+        self._done_counter(st.name, r_v & r_last)
+
+    # -- BW ---------------------------------------------------------------------------------------
+    def _bw_stage(self, st):
+        m, cfg = self._m, self._config
+        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        l = st.layer
+        n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
+        K = n_out
+        ngi = cfg.groups(n_in)
+        bufs = self._bufs
+        tu = self._tensor_unit(st.name, "bw")
+        loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngi, k_len=K,
+                               outer_runtime=True, k_runtime=False)
+        o, n, k = loop["o"], loop["n"], loop["k"]
+        kk = Signal(range(K + 1), name=f"{st.name}_kk")
+        m.d.comb += kk.eq(k)
+        en = loop["elem"]
+        d_port = bufs[f"delta{l}"].read_port(0)
+        d_data = d_port.use(en, self._addr(loop["base"] + o, kk >> sb, cfg.groups_pow2(n_out)))
+        w_port = bufs[f"w{l}"].read_port(1)
+        w_data = w_port.use(en, self._addr(n, kk >> sb, cfg.groups_pow2(n_out)))
+        kl1 = Signal(range(S), name=f"{st.name}_kl1")
+        svalid1 = Signal(S, name=f"{st.name}_sv1")
+        rvalid1 = Signal(S, name=f"{st.name}_rv1")
+        m.d.sync += [kl1.eq(kk[:sb]),
+                     svalid1.eq(Cat(*[((o << sb) + i) < loop["cnt"] for i in range(S)])),
+                     rvalid1.eq(Cat(*[((n << sb) + j) < n_in for j in range(S)]))]
+        dcol = self._block_col(d_data, kl1, w)
+        wcol = self._block_col(w_data, kl1, w)
+        a_vals = [Mux(svalid1[i], dcol[i].as_signed(), 0) for i in range(S)]
+        b_vals = [Mux(rvalid1[j], wcol[j].as_signed(), 0) for j in range(S)]
+        self._feed(st.name, tu, loop, a_vals, b_vals)
+
+        beat = tu.o.valid
+        wl = self._writer_loop(st.name, outer=cfg.groups(cfg.sub_batch), middle=ngi,
+                               outer_runtime=True, beat=beat)
+        g_in = cfg.groups_pow2(n_in)
+        addr = self._addr(wl["base"] + wl["o"], wl["n"], g_in)
+        mport = bufs[f"mask{l - 1}"].read_port(0)
+        mdata = mport.use(beat, addr)
+        r_v = Signal(name=f"{st.name}_rv")
+        r_addr = Signal(24, name=f"{st.name}_raddr")
+        r_row = Signal(range(S), name=f"{st.name}_rrow")
+        r_c = [Signal(signed(w), name=f"{st.name}_rc{j}") for j in range(S)]
+        r_last = Signal(name=f"{st.name}_rlast")
+        m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
+                     r_addr.eq(addr)]
+        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
+        valid_row = ((wl["o"] << sb) + wl["i"]) < wl["cnt"]
+        self._flags["bw"].append(beat & tu.o.payload.overflow & valid_row)
+        mrow = mdata.word_select(r_row, S)
+        vals = [Mux(mrow[j], r_c[j], 0) for j in range(S)]
+        onehot = Signal(S, name=f"{st.name}_onehot")
+        m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
+        dbuf = bufs[f"delta{l - 1}"]
+        dbuf.write(dbuf.row_enable(onehot), r_addr, Cat(*[v[:w] for v in vals]).replicate(S))
+        self._done_counter(st.name, r_v & r_last)
+
+    # -- WA ---------------------------------------------------------------------------------------
+    def _wa_stage(self, st):
+        m, cfg = self._m, self._config
+        num = cfg.numerics
+        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        l = st.layer
+        n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
+        mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
+        bufs = self._bufs
+        src = "obs" if l == 0 else f"h{l - 1}"
+        tu = self._tensor_unit(st.name, "wa")
+        loop = self._gemm_loop(st, outer=mt, middle=ngo, k_len=cfg.sub_batch,
+                               outer_runtime=False, k_runtime=True)
+        o, n, k = loop["o"], loop["n"], loop["k"]
+        en = loop["elem"]
+        rg = loop["base"] + (k >> sb)
+        x_port = bufs[src].read_port(1)
+        x_cg = Mux((o << sb) >= n_in, 0, o)
+        x_data = x_port.use(en, self._addr(rg, x_cg, cfg.groups_pow2(n_in)))
+        d_port = bufs[f"delta{l}"].read_port(1 if l >= 1 else 0)
+        d_data = d_port.use(en, self._addr(rg, n, cfg.groups_pow2(n_out)))
+        kl1 = Signal(range(S), name=f"{st.name}_kl1")
+        o1 = Signal.like(o, name=f"{st.name}_o1")
+        cvalid1 = Signal(S, name=f"{st.name}_cv1")
+        m.d.sync += [kl1.eq(k[:sb]), o1.eq(o),
+                     cvalid1.eq(Cat(*[((n << sb) + j) < n_out for j in range(S)]))]
+        xrow = self._block_row(x_data, kl1, w)
+        drow = self._block_row(d_data, kl1, w)
+        one = 1 << num.act_frac
+        a_vals = []
+        for i in range(S):
+            f = (o1 << sb) + i
+            a_vals.append(Mux(f < n_in, xrow[i].as_signed(), Mux(f == n_in, one, 0)))
+        b_vals = [Mux(cvalid1[j], drow[j].as_signed(), 0) for j in range(S)]
+        self._feed(st.name, tu, loop, a_vals, b_vals)
+
+        # Writer: read-modify-write of the scratchpad (plain write for the first item).
+        beat = tu.o.valid
+        wl = self._writer_loop(st.name, outer=mt, middle=ngo, outer_runtime=False, beat=beat)
+        gbuf = bufs[f"grad{l}"]
+        aw = num.acc_width
+        addr = self._addr(wl["o"], wl["n"], cfg.groups_pow2(n_out))
+        gport = gbuf.read_port(0)
+        gdata = gport.use(beat, addr)
+        r_v = Signal(name=f"{st.name}_rv")
+        r_addr = Signal(24, name=f"{st.name}_raddr")
+        r_row = Signal(range(S), name=f"{st.name}_rrow")
+        r_first = Signal(name=f"{st.name}_rfirst")
+        r_ovf = Signal(name=f"{st.name}_rovf")
+        r_c = [Signal(signed(aw), name=f"{st.name}_rc{j}") for j in range(S)]
+        r_last = Signal(name=f"{st.name}_rlast")
+        m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
+                     r_addr.eq(addr), r_first.eq(wl["p"] == 0),
+                     r_ovf.eq(tu.o.payload.overflow)]
+        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
+        old = self._block_row(gdata, r_row, aw)
+        fmt = num.wgrad_format
+        sums, ovfs = [], []
+        for j in range(S):
+            s, o_ = saturate(m, old[j].as_signed() + r_c[j], fmt, name=f"{st.name}_sum{j}")
+            sums.append(Mux(r_first, r_c[j], s))
+            ovfs.append(~r_first & o_)
+        self._flags["wa"].append(r_v & (r_ovf | _or(ovfs)))
+        onehot = Signal(S, name=f"{st.name}_onehot")
+        m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
+        gbuf.write(gbuf.row_enable(onehot), r_addr, Cat(*[v[:aw] for v in sums]).replicate(S))
+        self._done_counter(st.name, r_v & r_last)
+
+    # -- LOSS -------------------------------------------------------------------------------------
+    def _loss_stage(self, st):
+        m, cfg = self._m, self._config
+        num = cfg.numerics
+        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        act, gfmt = num.act_format, num.grad_format
+        n_out = cfg.n_out
+        G = cfg.groups(n_out)
+        gq = cfg.groups_pow2(n_out)
+        L = cfg.n_layers
+        name = st.name
+        bufs = self._bufs
+        dqn = cfg.loss == "dqn"
+        p, base, rem, cnt, advance = self._item_counter(name)
+        running = Signal(name=f"{name}_running")
+        s = Signal(range(cfg.sub_batch + 1), name=f"{name}_s")
+        g = Signal(range(G + 1), name=f"{name}_g")
+        go = Signal(name=f"{name}_go")
+        slot = Signal(name=f"{name}_slot")
+        m.d.comb += [go.eq(self._busy & ~running & (rem > 0) & self._deps_ok(st, p)),
+                     slot.eq(go | running)]
+        g_last = g == G - 1
+        s_last = s == cnt - 1
+        with m.If(self._clear):
+            m.d.sync += [running.eq(0), s.eq(0), g.eq(0)]
+        with m.Elif(slot):
+            with m.If(g_last):
+                m.d.sync += g.eq(0)
+                with m.If(s_last):
+                    m.d.sync += [s.eq(0), running.eq(0)] + advance()
+                with m.Else():
+                    m.d.sync += [s.eq(s + 1), running.eq(1)]
+            with m.Else():
+                m.d.sync += [g.eq(g + 1), running.eq(1)]
+        rg = base + (s >> sb)
+        addr = self._addr(rg, g, gq)
+        q_data = bufs["q"].read_port(0).use(slot, addr)
+        # Stage 1: the data arrives.
+        v1 = Signal(name=f"{name}_v1")
+        i1 = Signal(range(S), name=f"{name}_i1")
+        g1 = Signal.like(g, name=f"{name}_g1")
+        first1 = Signal(name=f"{name}_first1")
+        last1 = Signal(name=f"{name}_last1")
+        end1 = Signal(name=f"{name}_end1")           # last slot of the item
+        rg1 = Signal(13, name=f"{name}_rg1")
+        m.d.sync += [v1.eq(slot & ~self._clear), i1.eq(s[:sb]), g1.eq(g), first1.eq(g == 0),
+                     last1.eq(g_last), end1.eq(g_last & s_last), rg1.eq(rg)]
+        qrow = [x.as_signed() for x in self._block_row(q_data, i1, w)]
+        lvalid = [((g1 << sb) + j) < n_out for j in range(S)]
+        dbuf = bufs[f"delta{L - 1}"]
+        dw = w + 2
+
+        def convert(x, nm):
+            if gfmt.frac >= act.frac:
+                return saturate(m, x << (gfmt.frac - act.frac), gfmt, name=nm)
+            return saturate(m, rshift_round(x, act.frac - gfmt.frac, gfmt.rounding), gfmt,
+                            name=nm)
+
+        if not dqn:
+            y_data = bufs["targets"].read_port(0).use(slot, addr)
+            yrow = [x.as_signed() for x in self._block_row(y_data, i1, w)]
+            v2 = Signal(name=f"{name}_v2")
+            end2 = Signal(name=f"{name}_end2")
+            i2 = Signal(range(S), name=f"{name}_i2")
+            a2 = Signal(24, name=f"{name}_a2")
+            diff = [Signal(signed(dw), name=f"{name}_diff{j}") for j in range(S)]
+            m.d.sync += [v2.eq(v1 & ~self._clear), end2.eq(end1), i2.eq(i1),
+                         a2.eq(self._addr(rg1, g1, gq))]
+            m.d.sync += [diff[j].eq(Mux(lvalid[j], qrow[j] - yrow[j], 0)) for j in range(S)]
+            deltas, dovf = [], []
+            for j in range(S):
+                dv, do = convert(diff[j], f"{name}_delta{j}")
+                deltas.append(dv)
+                dovf.append(do)
+            self._flags["delta"].append(v2 & _or(dovf))
+            onehot = Signal(S, name=f"{name}_onehot")
+            m.d.comb += onehot.eq(Mux(v2, 1 << i2, 0))
+            dbuf.write(dbuf.row_enable(onehot), a2, Cat(*[d[:w] for d in deltas]).replicate(S))
+            sq = Signal(2 * dw + sb, name=f"{name}_sq")
+            sq_v = Signal(name=f"{name}_sqv")
+            total = diff[0] * diff[0]
+            for j in range(1, S):
+                total = total + diff[j] * diff[j]
+            m.d.sync += [sq.eq(total), sq_v.eq(v2 & ~self._clear)]
+            with m.If(sq_v & ~self._clear):
+                m.d.sync += self._loss_acc.eq(self._loss_acc + sq)
+            self._done_counter(name, v2 & end2)
+            return
+
+        # DQN.
+        t_data = bufs["tq"].read_port(0).use(slot, addr)
+        smp = bufs["samples"].read_port(0).use(slot, rg)
+        trow = [x.as_signed() for x in self._block_row(t_data, i1, w)]
+        lb = w + cfg.action_bits + 1
+        lane = smp.word_select(i1, lb)
+        r1 = lane[:w].as_signed()
+        a1 = lane[w:w + cfg.action_bits]
+        d1 = lane[w + cfg.action_bits]
+        # Max over the valid lanes of this group, then over groups.
+        bmax = None
+        for j in range(S):
+            v = Mux(lvalid[j], trow[j], act.min_raw)
+            if bmax is None:
+                bmax = v
+            else:
+                t = Signal(signed(w), name=f"{name}_max{j}")
+                m.d.comb += t.eq(Mux(v > bmax, v, bmax))
+                bmax = t
+        run_max = Signal(signed(w), name=f"{name}_runmax")
+        run_qa = Signal(signed(w), name=f"{name}_runqa")
+        cur_max = Mux(first1, bmax, Mux(bmax > run_max, bmax, run_max))
+        hit = (a1 >> sb) == g1 if G > 1 else Const(1, 1)
+        cur_qa = Mux(hit, Cat(*qrow).word_select(a1[:sb], w).as_signed(), run_qa)
+        with m.If(v1):
+            m.d.sync += [run_max.eq(cur_max), run_qa.eq(cur_qa)]
+        # Stage 2: one sample's inputs.
+        v2 = Signal(name=f"{name}_v2")
+        end2 = Signal(name=f"{name}_end2")
+        best2 = Signal(signed(w), name=f"{name}_best2")
+        qa2 = Signal(signed(w), name=f"{name}_qa2")
+        r2 = Signal(signed(w), name=f"{name}_r2")
+        d2 = Signal(name=f"{name}_d2")
+        a2 = Signal(cfg.action_bits, name=f"{name}_a2")
+        i2 = Signal(range(S), name=f"{name}_i2")
+        rg2 = Signal(13, name=f"{name}_rg2")
+        m.d.sync += [v2.eq(v1 & last1 & ~self._clear), end2.eq(end1), best2.eq(cur_max),
+                     qa2.eq(cur_qa), r2.eq(r1), d2.eq(d1), a2.eq(a1), i2.eq(i1), rg2.eq(rg1)]
+        # Stage 3: γ·max Q' (0 at episode ends).
+        cw = num.coef_width
+        v3, end3 = Signal(name=f"{name}_v3"), Signal(name=f"{name}_end3")
+        prod3 = Signal(signed(w + cw + 1), name=f"{name}_prod3")
+        qa3, r3 = Signal(signed(w), name=f"{name}_qa3"), Signal(signed(w), name=f"{name}_r3")
+        a3, i3, rg3 = Signal.like(a2, name=f"{name}_a3"), Signal.like(i2, name=f"{name}_i3"), \
+            Signal.like(rg2, name=f"{name}_rg3")
+        m.d.sync += [v3.eq(v2 & ~self._clear), end3.eq(end2),
+                     prod3.eq(Mux(d2, 0, best2 * self._gamma)), qa3.eq(qa2), r3.eq(r2),
+                     a3.eq(a2), i3.eq(i2), rg3.eq(rg2)]
+        # Stage 4: y = saturate(r + round(γ·max)), diff = Q[a] - y.
+        disc = rshift_round(prod3, cw - 1, act.rounding)
+        y, yovf = saturate(m, r3 + disc, act, name=f"{name}_y")
+        self._flags["target"].append(v3 & yovf)
+        v4, end4 = Signal(name=f"{name}_v4"), Signal(name=f"{name}_end4")
+        diff4 = Signal(signed(dw), name=f"{name}_diff4")
+        a4, i4, rg4 = Signal.like(a2, name=f"{name}_a4"), Signal.like(i2, name=f"{name}_i4"), \
+            Signal.like(rg2, name=f"{name}_rg4")
+        m.d.sync += [v4.eq(v3 & ~self._clear), end4.eq(end3), diff4.eq(qa3 - y), a4.eq(a3),
+                     i4.eq(i3), rg4.eq(rg3)]
+        # Stage 5: δ, and the write sequencer (one group per cycle).
+        dv, dovf = convert(diff4, f"{name}_delta")
+        self._flags["delta"].append(v4 & dovf)
+        sq = Signal(2 * dw, name=f"{name}_sq")
+        sq_v = Signal(name=f"{name}_sqv")
+        m.d.sync += [sq.eq(diff4 * diff4), sq_v.eq(v4 & ~self._clear)]
+        with m.If(sq_v & ~self._clear):
+            m.d.sync += self._loss_acc.eq(self._loss_acc + sq)
+        ws_v = Signal(name=f"{name}_wsv")
+        ws_g = Signal(range(G + 1), name=f"{name}_wsg")
+        ws_end = Signal(name=f"{name}_wsend")
+        ws_d = Signal(signed(w), name=f"{name}_wsd")
+        ws_a = Signal.like(a2, name=f"{name}_wsa")
+        ws_i = Signal.like(i2, name=f"{name}_wsi")
+        ws_rg = Signal.like(rg2, name=f"{name}_wsrg")
+        ws_g_last = ws_g == G - 1
+        with m.If(self._clear):
+            m.d.sync += [ws_v.eq(0), ws_g.eq(0)]
+        with m.Elif(v4):
+            m.d.sync += [ws_v.eq(1), ws_g.eq(0), ws_end.eq(end4), ws_d.eq(dv), ws_a.eq(a4),
+                         ws_i.eq(i4), ws_rg.eq(rg4)]
+        with m.Elif(ws_v):
+            with m.If(ws_g_last):
+                m.d.sync += ws_v.eq(0)
+            with m.Else():
+                m.d.sync += ws_g.eq(ws_g + 1)
+        ahit = ((ws_a >> sb) == ws_g) if G > 1 else Const(1, 1)
+        lanes = [Mux(ahit & (ws_a[:sb] == j), ws_d, 0) for j in range(S)] if sb else \
+            [Mux(ahit, ws_d, 0)]
+        onehot = Signal(S, name=f"{name}_onehot")
+        m.d.comb += onehot.eq(Mux(ws_v, 1 << ws_i, 0))
+        dbuf.write(dbuf.row_enable(onehot), self._addr(ws_rg, ws_g, gq),
+                   Cat(*[x[:w] for x in lanes]).replicate(S))
+        self._done_counter(name, ws_v & ws_g_last & ws_end)
+
+    # -- WU ---------------------------------------------------------------------------------------
+    def _wu_stage(self, st):
+        m, cfg = self._m, self._config
+        num = cfg.numerics
+        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        l = st.layer
+        n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
+        mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
+        name = st.name
+        bufs = self._bufs
+        running = Signal(name=f"{name}_running")
+        finished = Signal(name=f"{name}_finished")
+        rg = Signal(range(mt + 1), name=f"{name}_rg")
+        cg = Signal(range(ngo + 1), name=f"{name}_cg")
+        r = Signal(range(S), name=f"{name}_r")
+        go = Signal(name=f"{name}_go")
+        slot = Signal(name=f"{name}_slot")
+        m.d.comb += [go.eq(self._busy & ~running & ~finished & self._deps_all(st)),
+                     slot.eq(go | running)]
+        r_last, cg_last, rg_last = r == S - 1, cg == ngo - 1, rg == mt - 1
+        with m.If(self._clear):
+            m.d.sync += [running.eq(0), finished.eq(0), rg.eq(0), cg.eq(0), r.eq(0)]
+        with m.Elif(slot):
+            m.d.sync += [r.eq(r + 1), running.eq(1)]
+            with m.If(r_last):
+                m.d.sync += r.eq(0)
+                with m.If(cg_last):
+                    m.d.sync += cg.eq(0)
+                    with m.If(rg_last):
+                        m.d.sync += [rg.eq(0), running.eq(0), finished.eq(1)]
+                    with m.Else():
+                        m.d.sync += rg.eq(rg + 1)
+                with m.Else():
+                    m.d.sync += cg.eq(cg + 1)
+        addr = self._addr(rg, cg, cfg.groups_pow2(n_out))
+        wbuf, gbuf = bufs[f"w{l}"], bufs[f"grad{l}"]
+        w_data = wbuf.read_port(0).use(slot, addr)
+        g_data = gbuf.read_port(0).use(slot, addr)
+        aw = num.acc_width
+        v1 = Signal(name=f"{name}_v1")
+        r1 = Signal(range(S), name=f"{name}_r1")
+        a1 = Signal(24, name=f"{name}_a1")
+        e1 = Signal(name=f"{name}_e1")
+        m.d.sync += [v1.eq(slot & ~self._clear), r1.eq(r), a1.eq(addr),
+                     e1.eq(r_last & cg_last & rg_last)]
+        # Stage 2: the row.
+        v2, r2, a2, e2 = (Signal(name=f"{name}_v2"), Signal.like(r1, name=f"{name}_r2"),
+                          Signal.like(a1, name=f"{name}_a2"), Signal(name=f"{name}_e2"))
+        w2 = [Signal(signed(w), name=f"{name}_w2_{j}") for j in range(S)]
+        g2 = [Signal(signed(aw), name=f"{name}_g2_{j}") for j in range(S)]
+        m.d.sync += [v2.eq(v1 & ~self._clear), r2.eq(r1), a2.eq(a1), e2.eq(e1)]
+        m.d.sync += [x.eq(v) for x, v in zip(w2, self._block_row(w_data, r1, w))]
+        m.d.sync += [x.eq(v) for x, v in zip(g2, self._block_row(g_data, r1, aw))]
+        # Stage 3: η·G.
+        v3, r3, a3, e3 = (Signal(name=f"{name}_v3"), Signal.like(r1, name=f"{name}_r3"),
+                          Signal.like(a1, name=f"{name}_a3"), Signal(name=f"{name}_e3"))
+        w3 = [Signal(signed(w), name=f"{name}_w3_{j}") for j in range(S)]
+        p3 = [Signal(signed(aw + num.lr_width + 1), name=f"{name}_p3_{j}") for j in range(S)]
+        m.d.sync += [v3.eq(v2 & ~self._clear), r3.eq(r2), a3.eq(a2), e3.eq(e2)]
+        m.d.sync += [x.eq(v) for x, v in zip(w3, w2)]
+        m.d.sync += [x.eq(g * self._eta) for x, g in zip(p3, g2)]
+        # Stage 4: W - round(η·G), saturated.
+        shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
+        wfmt = num.weight_format
+        v4, r4, a4, e4 = (Signal(name=f"{name}_v4"), Signal.like(r1, name=f"{name}_r4"),
+                          Signal.like(a1, name=f"{name}_a4"), Signal(name=f"{name}_e4"))
+        w4 = [Signal(signed(w), name=f"{name}_w4_{j}") for j in range(S)]
+        ovf4 = Signal(name=f"{name}_ovf4")
+        news, ovfs = [], []
+        for j in range(S):
+            nv, no = saturate(m, w3[j] - rshift_round(p3[j], shift, wfmt.rounding), wfmt,
+                              name=f"{name}_new{j}")
+            news.append(nv)
+            ovfs.append(no)
+        m.d.sync += [v4.eq(v3 & ~self._clear), r4.eq(r3), a4.eq(a3), e4.eq(e3),
+                     ovf4.eq(_or(ovfs))]
+        m.d.sync += [x.eq(v) for x, v in zip(w4, news)]
+        self._flags["wu"].append(v4 & ovf4)
+        onehot = Signal(S, name=f"{name}_onehot")
+        m.d.comb += onehot.eq(Mux(v4, 1 << r4, 0))
+        wbuf.write(wbuf.row_enable(onehot), a4, Cat(*[x[:w] for x in w4]).replicate(S))
+        done = Signal(name=f"{name}_done")
+        with m.If(self._clear):
+            m.d.sync += done.eq(0)
+        with m.Elif(v4 & e4):
+            m.d.sync += done.eq(1)
+        self._stage[name] = {"done": done, "all": done}
+
+    # -- host port --------------------------------------------------------------------------------
+    def _host_port(self):
+        m, cfg = self._m, self._config
+        D = cfg.axi_data_width
+        DB = D // 8
+        local_bits = (region_bytes(cfg) // DB - 1).bit_length()
+        addr = self.host_addr
+        local = addr[:local_bits]
+        reg = addr[local_bits:]
+        idle = ~self._busy
+        rd = []
+        r_reg = Signal(len(reg) if len(reg) else 1, name="host_region_q")
+        r_loc = Signal(max(local_bits, 1), name="host_local_q")
+        r_ok = Signal(name="host_ok_q")
+        m.d.sync += [r_reg.eq(reg), r_loc.eq(local)]
+        oks = []
+        for idx, r in enumerate(regions(cfg)):
+            buf = self._bufs[r.name]
+            sub = sub_words(cfg, r)
+            sbits = (sub - 1).bit_length()
+            blk = local[sbits:]
+            in_range = (reg == idx) & (blk < r.depth(cfg))
+            oks.append(in_range)
+            buf.read_port(0).use(idle & self.host_re & in_range, blk)
+            word = buf.read_port(0).data
+            pieces = [word[i * D:min((i + 1) * D, r.word_bits(cfg))] for i in range(sub)
+                      if i * D < r.word_bits(cfg)]
+            pieces += [Const(0, D)] * (sub - len(pieces))
+            sel = r_loc[:sbits] if sbits else Const(0, 1)
+            rd.append((idx, Cat(*pieces).word_select(sel, D) if sub > 1 else
+                       _widen(pieces[0], D)))
+            if r.host_write:
+                nbytes = r.word_bits(cfg) // 8
+                full = Signal(sub * DB, name=f"host_en_{r.name}")
+                hit = idle & in_range
+                m.d.comb += full.eq(Mux(hit, self.host_we, 0) << (sel_now(local, sbits) * DB))
+                en_bytes = full[:nbytes]
+                gran = buf.granularity
+                if gran == 8:
+                    en = en_bytes
+                else:           # pragma: no cover - host-written regions have byte enables
+                    raise AssertionError(r.name)
+                buf.write(en, blk, Cat(*([self.host_wdata] * sub))[:r.word_bits(cfg)])
+        m.d.sync += r_ok.eq(self.host_re & idle & _or(oks))
+        out = Const(0, D)
+        for idx, data in rd:
+            out = Mux(r_reg == idx, data, out)
+        m.d.comb += self.host_rdata.eq(Mux(r_ok, out, 0))
+
+
+def sel_now(local, sbits):
+    return local[:sbits] if sbits else Const(0, 1)
