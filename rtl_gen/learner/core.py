@@ -347,12 +347,12 @@ class LearnerCore(wiring.Component):
         o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_o")
         n = Signal(range(middle + 1), name=f"{name}_n")
         t = Signal(range(kmax + 1), name=f"{name}_t")
-        K = Signal(range(kmax + 1), name=f"{name}_K")
-        pad = Signal(range(S + 1), name=f"{name}_pad")
         if k_runtime:
+            K = Signal(range(kmax + 1), name=f"{name}_K")
+            pad = Signal(range(S + 1), name=f"{name}_pad")
             m.d.comb += [K.eq(cnt), pad.eq(Mux(cnt < S, S - cnt, 0))]
-        else:
-            m.d.comb += [K.eq(k_len), pad.eq(max(0, S - k_len))]
+        else:                       # constants: no compare against a zero pad
+            K, pad = k_len, max(0, S - k_len)
         go = Signal(name=f"{name}_go")
         slot = Signal(name=f"{name}_slot")
         m.d.comb += [
@@ -361,7 +361,8 @@ class LearnerCore(wiring.Component):
         ]
         k = Signal(range(kmax + 1), name=f"{name}_k")
         bubble = Signal(name=f"{name}_bubble")
-        m.d.comb += [bubble.eq(t < pad), k.eq(t - pad)]
+        m.d.comb += [bubble.eq(t < pad) if not isinstance(pad, int) or pad else bubble.eq(0),
+                     k.eq(t - pad)]
         t_last = t == pad + K - 1
         n_last = n == middle - 1
         if outer_runtime:
