@@ -1,20 +1,32 @@
-"""Learner blocks (CF'22 section 3.2): systolic tensor units for the GEMMs of MLP training.
+"""Learner blocks (CF'22 section 3.2): systolic tensor units and an MLP training pipeline.
 
-What exists: :class:`TensorUnit`, an R × C output-stationary array (one output tile per
-reduction, any K, stream in / stream out, exact cycle model), its configuration
-:class:`TensorUnitConfig`, and :class:`LearnerNumerics`, the fixed-point formats of a training
-step and the tensor-unit configuration of each GEMM kind. Golden models: ``sw.golden.gemm``
-(tensor unit, tiled GEMM, cycles) and ``sw.golden.mlp`` (a bit-exact DQN/MSE training step).
+* :class:`TensorUnit` -- an R × C output-stationary array (one output tile per reduction, any
+  K, stream in / stream out, exact cycle model), configured by :class:`TensorUnitConfig`.
+* :class:`LearnerNumerics` -- the fixed-point formats of a training step and the tensor-unit
+  configuration of each GEMM kind.
+* :class:`LearnerCore` -- one SGD step of an MLP (ReLU hidden layers, linear output; DQN with
+  an on-chip target network, or MSE) as a pipeline of stages, each on its own S × S tensor
+  unit: FW per layer (and target FW), LOSS, BW per layer, WA per weight tensor, WU per weight
+  tensor; sub-batches stream through on-chip block buffers (:mod:`.layout`); exact cycle model
+  in :mod:`.schedule`. Configured by :class:`LearnerConfig`.
+* :class:`LearnerAccelerator` -- the core behind AXI4-Lite (``ap_ctrl_hs`` registers of
+  :func:`learner_register_map`) and AXI4 memory ports.
+
+Golden models: ``sw.golden.gemm`` (tensor unit, tiled GEMM, cycles) and ``sw.golden.mlp``
+(the bit-exact training step; ``sub_batch=`` for the pipeline's WA order).
 ``scripts/dse_learner.py`` sizes a learner (PI, DP, per-stage arrays) from these.
 
-Not generated yet (the golden model defines what they must compute): the learner pipeline
-around the units -- weight and activation buffers with their transposed read orders, the
-FIFOs between stages, ReLU masks, the LOSS unit (TD target and δ), the WA scratchpad adders,
-the DP gradient reduction and weight update (WU), the target-network copy, and the
-control/AXI/driver integration.
+Not generated yet: data parallelism (DP > 1 pipelines and the reduction of their gradient
+scratchpads: the core has one pipeline), per-stage array sizes (every stage has the same
+S × S), a target-network synchronisation module (the host copies ``w<l>`` to ``tw<l>``), and
+actor-critic scheduling.
 """
-from .config import GEMM_KINDS, LearnerNumerics, TensorUnitConfig
+from .accelerator import LearnerAccelerator
+from .config import GEMM_KINDS, LearnerConfig, LearnerNumerics, TensorUnitConfig
+from .core import LearnerCore
+from .regs import learner_register_map
 from .tensor_unit import TensorUnit, pack_elements, tu_input_layout, tu_output_layout, unpack_beats
 
 __all__ = ["GEMM_KINDS", "LearnerNumerics", "TensorUnitConfig", "TensorUnit",
-           "tu_input_layout", "tu_output_layout", "pack_elements", "unpack_beats"]
+           "tu_input_layout", "tu_output_layout", "pack_elements", "unpack_beats",
+           "LearnerConfig", "LearnerCore", "LearnerAccelerator", "learner_register_map"]

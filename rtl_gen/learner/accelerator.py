@@ -1,0 +1,134 @@
+"""The learner as a Vivado/Vitis kernel: core + AXI4-Lite control + AXI4 memory."""
+
+from amaranth.hdl import ClockDomain, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..axi.lite_csr import AxiLiteCsr
+from ..axi.mm_slave import AxiMemorySlave
+from .config import LearnerConfig
+from .core import LearnerCore
+from .layout import mem_addr_bits
+from .regs import LEARNER_ARGS, STATUS_FLAGS, hw_info_values, learner_register_map
+
+__all__ = ["LearnerAccelerator"]
+
+
+class LearnerAccelerator(wiring.Component):
+    """MLP learner with the ports a Vivado block design or a Vitis/XRT kernel expects.
+
+    Ports: ``ap_clk``, ``ap_rst_n`` (active-low synchronous reset), ``s_axi_control_*``
+    (AXI4-Lite, the registers of :func:`~rtl_gen.learner.regs.learner_register_map` in the Vitis
+    HLS ``ap_ctrl_hs`` layout), ``s_axi_mem_*`` (AXI4, the memory regions of
+    :mod:`rtl_gen.learner.layout`, locked with SLVERR during a step) and ``interrupt``.
+
+    A host writes the weights (once; they stay on chip and are updated in place), per step the
+    batch and the arguments (BATCH_SIZE, LR, GAMMA), sets CTRL.AP_START, waits for AP_DONE (or
+    the interrupt) and reads STATUS, LOSS and whatever results it wants (Q values, TD errors
+    δ, gradients, weights). A start with a bad batch size completes at once with STATUS.ERROR
+    set and memory untouched; AP_START written during a step is dropped and sets
+    STATUS.START_REFUSED. Cycles of a step: :func:`rtl_gen.learner.schedule.step_cycles`
+    (also in CYCLES).
+
+    Parameters
+    ----------
+    config : LearnerConfig
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`LearnerConfig`.
+    """
+
+    def __init__(self, config: LearnerConfig):
+        if not isinstance(config, LearnerConfig):
+            self._MustUse__silence = True
+            raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+        self._config = config
+        self._regmap = learner_register_map(config)
+        D = config.axi_data_width
+        abits = mem_addr_bits(config)
+        self._csr = AxiLiteCsr(self._regmap, prefix="s_axi_control")
+        self._mem = AxiMemorySlave(data_width=D, addr_width=abits, id_width=1,
+                                   depth=1 << (abits - (D // 8 - 1).bit_length()),
+                                   prefix="s_axi_mem")
+        members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
+        for bridge, prefix in ((self._csr, "s_axi_control_"), (self._mem, "s_axi_mem_")):
+            for name, member in bridge.signature.members.items():
+                if name.startswith(prefix):
+                    members[name] = member
+        super().__init__(members)
+
+    @property
+    def config(self) -> LearnerConfig:
+        return self._config
+
+    @property
+    def regmap(self):
+        return self._regmap
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        m.domains.sync = cd = ClockDomain("sync", local=True)
+        m.d.comb += [cd.clk.eq(self.ap_clk), cd.rst.eq(~self.ap_rst_n)]
+
+        csr, mem = self._csr, self._mem
+        m.submodules.csr = csr
+        m.submodules.mem = mem
+        m.submodules.core = core = LearnerCore(cfg)
+
+        for bridge, prefix in ((csr, "s_axi_control_"), (mem, "s_axi_mem_")):
+            for name, member in bridge.signature.members.items():
+                if name.startswith(prefix):
+                    outer, inner = getattr(self, name), getattr(bridge, name)
+                    if member.flow == In:
+                        m.d.comb += inner.eq(outer)
+                    else:
+                        m.d.comb += outer.eq(inner)
+
+        # Control: ap_ctrl_hs handshake; a start during a step is refused, not queued.
+        refused = Signal()
+        m.d.comb += [
+            core.start.eq(csr.ap_start),
+            csr.ap_ready.eq(core.ready),
+            csr.ap_done.eq(core.done),
+            csr.ap_idle.eq(~core.busy),
+            self.interrupt.eq(csr.interrupt),
+            refused.eq(csr.ap_start_write & core.busy & ~csr.auto_restart),
+            csr.ap_start_refuse.eq(refused),
+        ]
+        for reg, (port, _) in LEARNER_ARGS.items():
+            m.d.comb += getattr(core, port).eq(getattr(csr, reg.lower()))
+
+        start_refused = Signal()
+        with m.If(core.ready):
+            m.d.sync += start_refused.eq(0)
+        with m.Elif(refused):
+            m.d.sync += start_refused.eq(1)
+        m.d.comb += [
+            csr.status_error.eq(core.error),
+            csr.status_start_refused.eq(start_refused),
+            csr.loss_lo.eq(core.loss_sum[:32]),
+            csr.loss_hi.eq(core.loss_sum[32:]),
+            csr.cycles.eq(core.cycles),
+        ]
+        for name, (_, flag, _) in STATUS_FLAGS.items():
+            if flag:
+                m.d.comb += getattr(csr, f"status_{name.lower()}").eq(
+                    getattr(core, f"flag_{flag}"))
+        for reg, value in hw_info_values(cfg).items():
+            for f in self._regmap[reg].fields:
+                port = f"{reg}_{f.name}".lower() if f.name != reg else reg.lower()
+                m.d.comb += getattr(csr, port).eq(f.get(value))
+
+        # Memory: the host port of the core behind the AXI4 slave, locked during a step.
+        m.d.comb += [
+            mem.enable.eq(core.host_enable),
+            core.host_addr.eq(mem.mem_addr),
+            core.host_re.eq(mem.mem_re),
+            core.host_we.eq(mem.mem_we),
+            core.host_wdata.eq(mem.mem_wdata),
+            mem.mem_rdata.eq(core.host_rdata),
+        ]
+        return m
