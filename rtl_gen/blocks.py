@@ -17,7 +17,7 @@ from amaranth.lib import data, wiring
 from .gae import GaePeConfig, GaeProcessingElement
 from .gae.accelerator import GaeAccelerator
 from .gae.config import GaeCoreConfig
-from .learner import TensorUnit, TensorUnitConfig
+from .learner import LearnerAccelerator, LearnerConfig, TensorUnit, TensorUnitConfig
 from .replay import SumTree, SumTreeConfig
 
 __all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table"]
@@ -41,6 +41,8 @@ BLOCKS = {
                      "K-ary sum tree for prioritized replay, one sample or update per cycle"),
     "tensor-unit": Block("tensor-unit", "tensor_unit", TensorUnitConfig, TensorUnit,
                          "R x C output-stationary systolic GEMM array (learner tensor unit)"),
+    "learner": Block("learner", "learner", LearnerConfig, LearnerAccelerator,
+                     "MLP training step on a pipeline of S x S tensor units, AXI4-Lite + AXI4"),
 }
 
 #: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
