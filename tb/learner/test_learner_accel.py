@@ -1,0 +1,209 @@
+"""The learner accelerator through its AXI ports, as a host uses it (cocotb + Verilator).
+
+The CartPole DQN network 4-64-64-2 on S × S tensor units: the host loads the weights, target
+weights and a batch through the AXI4 memory port, writes BATCH_SIZE, LR and GAMMA through
+AXI4-Lite, sets AP_START, waits for the interrupt and reads STATUS, LOSS, CYCLES and the
+results back. Every step must equal :func:`sw.golden.mlp.train_step` (with the pipeline's
+sub-batches) bit for bit -- Q values, TD errors, gradients, updated weights, saturation flags,
+the loss sum -- and take exactly :func:`rtl_gen.learner.schedule.step_cycles` cycles.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from cocotb_util import load_manifest, run_block
+
+CONFIGS = {
+    # CartPole DQN, 4 x 4 arrays (10 tensor units), batch up to 64 in sub-batches of 8.
+    "cartpole-s4": {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
+                    "axi_data_width": 128},
+}
+if os.environ.get("LEARNER_S8"):           # 8 x 8 arrays: a longer Verilator build
+    CONFIGS["cartpole-s8"] = {"sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64,
+                              "sub_batch": 8, "axi_data_width": 128}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_learner_accel_rtl(name):
+    run_block("learner", CONFIGS[name], __file__, seed=20261123)
+
+
+# -- host side, inside cocotb ---------------------------------------------------------------------
+class Host:
+    """What a driver does, with cocotbext-axi masters on the two AXI ports."""
+
+    def __init__(self, dut):
+        from rtl_gen.learner.config import LearnerConfig
+        from rtl_gen.learner.regs import learner_register_map
+
+        self.dut = dut
+        self.cfg = LearnerConfig.from_dict(load_manifest()["config"])
+        self.regs = learner_register_map(self.cfg)
+
+    async def start(self):
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster
+
+        dut = self.dut
+        cocotb.start_soon(Clock(dut.ap_clk, 4, unit="ns", impl="gpi").start())
+        self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
+                                 dut.ap_rst_n, reset_active_level=False)
+        self.mem = AxiMaster(AxiBus.from_prefix(dut, "s_axi_mem"), dut.ap_clk, dut.ap_rst_n,
+                             reset_active_level=False)
+        from cocotb.triggers import ClockCycles
+        dut.ap_rst_n.value = 0
+        await ClockCycles(dut.ap_clk, 3)
+        dut.ap_rst_n.value = 1
+        await ClockCycles(dut.ap_clk, 2)
+
+    async def rd(self, reg):
+        return await self.ctl.read_dword(self.regs.offset(reg))
+
+    async def wr(self, reg, value):
+        await self.ctl.write_dword(self.regs.offset(reg), int(value) & 0xFFFF_FFFF)
+
+    async def load(self, images):
+        from rtl_gen.learner.layout import region_base
+        for name, img in images.items():
+            await self.mem.write(region_base(self.cfg, name), img)
+
+    async def read_matrix(self, name, rows):
+        from rtl_gen.learner.layout import region, region_base, unpack_matrix, word_bytes
+        cfg = self.cfg
+        n = cfg.groups(rows) * region(cfg, name).col_groups(cfg) * word_bytes(cfg, name)
+        data = await self.mem.read(region_base(cfg, name), n)
+        return unpack_matrix(cfg, name, bytes(data.data), rows)
+
+    async def step(self, case, timeout_cycles=2_000_000):
+        from cocotb.triggers import RisingEdge, Timer, with_timeout
+
+        await self.wr("BATCH_SIZE", case.batch)
+        await self.wr("LR", case.lr)
+        await self.wr("GAMMA", case.gamma)
+        await self.wr("GIER", 1)
+        await self.wr("IP_IER", 1)
+        await self.wr("CTRL", 1)
+        if not int(self.dut.interrupt.value):
+            await with_timeout(RisingEdge(self.dut.interrupt), timeout_cycles * 4, "ns")
+        ctrl = await self.rd("CTRL")
+        assert ctrl & 0b10, f"interrupt without AP_DONE (CTRL={ctrl:#x})"
+        await self.wr("IP_ISR", 1)
+        await Timer(8, "ns")
+        word = await self.rd("STATUS")
+        status = {f.name: f.get(word) for f in self.regs["STATUS"].fields}
+        status["LOSS"] = await self.rd("LOSS_LO") | await self.rd("LOSS_HI") << 32
+        status["CYCLES"] = await self.rd("CYCLES")
+        return status
+
+
+def check_status(cfg, case, status, step):
+    from rtl_gen.learner.regs import STATUS_FLAGS
+    from rtl_gen.learner.schedule import step_cycles
+
+    assert status["ERROR"] == 0, status
+    for name, (_, flag, _) in STATUS_FLAGS.items():
+        if flag:
+            assert bool(status[name]) == bool(step.overflow.get(flag, False)), (name, status)
+    assert status["LOSS"] == step.loss_sum, (status["LOSS"], step.loss_sum)
+    assert status["CYCLES"] == step_cycles(cfg, case.batch), \
+        (status["CYCLES"], step_cycles(cfg, case.batch))
+
+
+async def check_regions(host, case, step, names):
+    from learner_cases import expected_regions, region_rows
+
+    exp = expected_regions(host.cfg, step)
+    for name in names:
+        got = await host.read_matrix(name, region_rows(host.cfg, name, case.batch))
+        bad = np.argwhere(got != exp[name])
+        assert bad.size == 0, f"{name}: {len(bad)} differ, first at {bad[0]}: " \
+                              f"{got[tuple(bad[0])]} vs {exp[name][tuple(bad[0])]}"
+
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def cartpole_steps_bit_exact(dut):
+        """B = 32 and B = 64: every result region bit-exact, flags, loss, cycles."""
+        from learner_cases import golden, input_images, random_case
+        from rtl_gen.learner.layout import regions
+
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        rng = np.random.default_rng(cocotb.RANDOM_SEED)
+        results = [r.name for r in regions(cfg) if not r.host_write] + \
+            [f"w{l}" for l in range(cfg.n_layers)]
+        for B in (32, 64):
+            case = random_case(cfg, B, rng, lr=0.01)
+            step = golden(cfg, case)
+            assert not step.any_overflow
+            await host.load(input_images(cfg, case))
+            status = await host.step(case)
+            check_status(cfg, case, status, step)
+            await check_regions(host, case, step, results)
+            dut._log.info("B=%d: %d cycles per step (%.0f steps/s at 300 MHz), loss %.4f",
+                          B, status["CYCLES"], 300e6 / status["CYCLES"], step.loss)
+
+    @cocotb.test()
+    async def cartpole_steps_reduce_the_loss(dut):
+        """Five steps in a row on one batch (weights stay on chip): each step bit-exact, the
+        loss falls every step."""
+        from learner_cases import golden, input_images, random_case
+
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 1)
+        case = random_case(cfg, 32, rng, lr=0.05)
+        await host.load(input_images(cfg, case))
+        weights, losses = case.weights, []
+        for _ in range(5):
+            step = golden(cfg, case, weights)
+            status = await host.step(case)
+            check_status(cfg, case, status, step)
+            losses.append(step.loss)
+            weights = step.weights
+        await check_regions(host, case, step, [f"w{l}" for l in range(cfg.n_layers)])
+        dut._log.info("losses over 5 steps: %s", ", ".join(f"{x:.4f}" for x in losses))
+        assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+    @cocotb.test()
+    async def bad_batch_size_and_refused_start(dut):
+        """B = 0 and B > max_batch end at once with ERROR = 1; a start during a step is
+        dropped and reported."""
+        from learner_cases import golden, input_images, random_case
+        from cocotb.triggers import ClockCycles
+
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        for bad in (0, cfg.max_batch + 1):
+            await host.wr("BATCH_SIZE", bad)
+            await host.wr("CTRL", 1)
+            await ClockCycles(dut.ap_clk, 10)
+            st = await host.rd("STATUS")
+            assert st & 3 == 1, hex(st)
+            assert (await host.rd("CTRL")) & 0b110 == 0b110      # done, idle
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 2)
+        case = random_case(cfg, 8, rng)
+        await host.load(input_images(cfg, case))
+        await host.wr("BATCH_SIZE", case.batch)
+        await host.wr("LR", case.lr)
+        await host.wr("GAMMA", case.gamma)
+        await host.wr("CTRL", 1)
+        await ClockCycles(dut.ap_clk, 20)
+        await host.wr("CTRL", 1)                  # during the step: refused
+        while not (await host.rd("CTRL")) & 0b100:
+            await ClockCycles(dut.ap_clk, 200)
+        word = await host.rd("STATUS")
+        assert word >> 15 & 1, hex(word)
+        await check_regions(host, case, golden(cfg, case), ["q", "w0"])
