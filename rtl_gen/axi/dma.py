@@ -1,0 +1,450 @@
+"""AXI4 master that copies blocks between device memory and a local word-addressed memory port."""
+
+import re
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["AxiDma", "dma_command_layout"]
+
+_PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*")
+
+#: The AXI4 boundary no burst may cross (AMBA AXI specification, A3.4.1).
+BOUNDARY_BYTES = 4096
+
+#: Entries of the write-data buffer between the local reads and the W channel: a beat holds a
+#: slot from its first local read until its W handshake, about three cycles, so four keep the
+#: W channel busy every cycle.
+WRITE_BUFFER_DEPTH = 4
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def dma_command_layout(*, addr_width, mem_addr_width):
+    """Payload of :attr:`AxiDma.cmd`: one block copy.
+
+    ``dev_addr`` (``addr_width`` bits): byte address in device memory, a multiple of the AXI
+    data width in bytes (lower bits are ignored). ``mem_addr`` (``mem_addr_width``): first local
+    word. ``words`` (``mem_addr_width + 1``): local words to copy, 0 allowed. ``to_device``:
+    1 copies local memory to device memory (AXI writes), 0 device memory to local (AXI reads).
+    """
+    return data.StructLayout({
+        "dev_addr": unsigned(addr_width),
+        "mem_addr": unsigned(mem_addr_width),
+        "words": unsigned(mem_addr_width + 1),
+        "to_device": unsigned(1),
+    })
+
+
+class AxiDma(wiring.Component):
+    """AXI4 master copying blocks of words between device memory and a local memory port.
+
+    A kernel that owns on-chip memory (the GAE core's stack memory) uses it to fetch its input
+    from, and return its results to, the device memory a host (XRT) allocated: one command is
+    one contiguous block, ``words`` local words of ``mem_data_width`` bits at consecutive local
+    addresses, laid out in device memory at consecutive byte addresses from ``dev_addr``
+    (little-endian, local word ``i`` at bytes ``dev_addr + i * mem_data_width / 8``).
+
+    Parameters
+    ----------
+    data_width : int
+        AXI data width W in bits: 32, 64, 128, 256 or 512; a multiple of ``mem_data_width``.
+    mem_data_width : int
+        Local word width D in bits: 32, 64, 128, 256 or 512, at most ``data_width``. An AXI
+        beat carries ``r = W / D`` consecutive local words.
+    mem_addr_width : int
+        Width of the local word address, 1 to 32.
+    addr_width : int
+        AXI byte address width, 13 to 64 (Vitis kernels: 64).
+    max_burst : int
+        Most beats per burst, 1 to 256. Bursts are also split so that none crosses a 4 KiB
+        boundary.
+    max_outstanding : int
+        Most bursts in flight per direction (address handshake done, last R beat or B response
+        not yet received), 1 to 32. Two or more hide the device memory's latency between
+        bursts.
+    id_width : int
+        Width of ``AxID``/``xID``, 1 to 16; requests use ID 0, response IDs are ignored.
+    prefix : str
+        Name prefix of the flat AXI ports (``"m_axi_gmem"`` gives ``m_axi_gmem_araddr``, the
+        names Vivado and cocotbext-axi's ``AxiBus.from_prefix`` recognise).
+
+    Members
+    -------
+    <prefix>_aw{id,addr,len,size,burst,valid} : ``Out``; <prefix>_awready : ``In(1)``
+    <prefix>_w{data,strb,last,valid} : ``Out``; <prefix>_wready : ``In(1)``
+    <prefix>_b{id,resp,valid} : ``In``; <prefix>_bready : ``Out(1)``
+    <prefix>_ar{id,addr,len,size,burst,valid} : ``Out``; <prefix>_arready : ``In(1)``
+    <prefix>_r{id,data,resp,last,valid} : ``In``; <prefix>_rready : ``Out(1)``
+        AXI4 master. INCR bursts of full-width beats (``AxSIZE = log2(W / 8)``) only; no
+        ``AxLOCK``/``AxCACHE``/``AxPROT``/``AxQOS`` (the interconnect ties them off).
+    cmd : ``In(stream.Signature(dma_command_layout(...)))``
+        A block copy (see :func:`dma_command_layout`); ``ready`` is high while idle.
+    busy : ``Out(1)``
+        A command is in progress.
+    done : ``Out(1)``
+        One-cycle pulse: the command finished (reads: the last word is written to local memory;
+        writes: the last B response arrived). ``busy`` falls in the same cycle.
+    error : ``Out(1)``
+        Valid with ``done``: some R beat or B response of the command was not OKAY (the copy
+        went on; beats with error responses are written to local memory as received).
+    mem_addr : ``Out(mem_addr_width)``, mem_re : ``Out(1)``, mem_rdata : ``In(D)``
+        Local reads: the word must be on ``mem_rdata`` in the cycle after ``mem_re`` (a
+        synchronous read port, e.g. a block RAM).
+    mem_we : ``Out(D // 8)``, mem_wdata : ``Out(D)``
+        Local writes (all byte enables set), written at the end of the cycle.
+        ``mem_re`` and ``mem_we`` are never set in the same cycle. All outputs come from
+        registers except ``mem_addr``/``mem_re``/``mem_wdata`` (one multiplexer after
+        registers) and the W channel, read combinationally from a 4-entry LUT-RAM buffer.
+
+    Timing (cycles of ``clk``, no back-pressure, a memory with latency L: first R beat L
+    cycles after the AR handshake, B L cycles after the last W beat):
+
+    * Address channels: a request is registered in the cycle after the command handshake
+      and after each previous request's handshake (so at most one every 2 cycles), while
+      fewer than ``max_outstanding`` bursts are in flight.
+    * Reads: ``rready`` is high except while a beat's further words are being written; each
+      R beat is written to local memory over the next ``min(r, words left)`` cycles, one word
+      per cycle. A command of N words takes ``N + L + 4`` cycles from its handshake to
+      ``done`` (bursts follow each other without gaps when ``max_outstanding`` >= 2).
+    * Writes: one local read per cycle from the cycle after the command handshake; a beat's
+      ``wvalid`` rises 2 cycles after its last local read. N words take ``N + L + 4`` cycles
+      to ``done`` (after the last B response). 0 words take 2 cycles.
+    * Throughput: one local word (``mem_data_width`` bits) per cycle in either direction.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range; the message names the parameter.
+    """
+
+    DATA_WIDTHS = (32, 64, 128, 256, 512)
+
+    def __init__(self, *, data_width, mem_data_width, mem_addr_width, addr_width=64,
+                 max_burst=256, max_outstanding=4, id_width=1, prefix="m_axi_gmem"):
+        widths = ", ".join(map(str, self.DATA_WIDTHS))
+        if not _is_int(data_width) or data_width not in self.DATA_WIDTHS:
+            raise ValueError(f"data_width must be one of {widths}, not {data_width!r}")
+        if not _is_int(mem_data_width) or mem_data_width not in self.DATA_WIDTHS \
+                or mem_data_width > data_width:
+            raise ValueError(f"mem_data_width must be one of {widths} and at most data_width "
+                             f"({data_width}), not {mem_data_width!r}")
+        if not _is_int(mem_addr_width) or not 1 <= mem_addr_width <= 32:
+            raise ValueError(f"mem_addr_width must be an integer from 1 to 32, "
+                             f"not {mem_addr_width!r}")
+        if not _is_int(addr_width) or not 13 <= addr_width <= 64:
+            raise ValueError(f"addr_width must be an integer from 13 to 64, not {addr_width!r}")
+        if not _is_int(max_burst) or not 1 <= max_burst <= 256:
+            raise ValueError(f"max_burst must be an integer from 1 to 256, not {max_burst!r}")
+        if not _is_int(max_outstanding) or not 1 <= max_outstanding <= 32:
+            raise ValueError(f"max_outstanding must be an integer from 1 to 32, "
+                             f"not {max_outstanding!r}")
+        if not _is_int(id_width) or not 1 <= id_width <= 16:
+            raise ValueError(f"id_width must be an integer from 1 to 16, not {id_width!r}")
+        if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+            raise ValueError(f"prefix must be letters and digits joined by single underscores, "
+                             f"not {prefix!r}")
+        self._data_width = data_width
+        self._mem_data_width = mem_data_width
+        self._mem_addr_width = mem_addr_width
+        self._addr_width = addr_width
+        self._max_burst = max_burst
+        self._max_outstanding = max_outstanding
+        self._id_width = id_width
+        self._prefix = prefix
+
+        p, W = prefix, data_width
+        members = {}
+        for ax in ("aw", "ar"):
+            members.update({
+                f"{p}_{ax}id": Out(id_width), f"{p}_{ax}addr": Out(addr_width),
+                f"{p}_{ax}len": Out(8), f"{p}_{ax}size": Out(3), f"{p}_{ax}burst": Out(2),
+                f"{p}_{ax}valid": Out(1), f"{p}_{ax}ready": In(1),
+            })
+            if ax == "aw":
+                members.update({
+                    f"{p}_wdata": Out(W), f"{p}_wstrb": Out(W // 8), f"{p}_wlast": Out(1),
+                    f"{p}_wvalid": Out(1), f"{p}_wready": In(1),
+                    f"{p}_bid": In(id_width), f"{p}_bresp": In(2), f"{p}_bvalid": In(1),
+                    f"{p}_bready": Out(1),
+                })
+        members.update({
+            f"{p}_rid": In(id_width), f"{p}_rdata": In(W), f"{p}_rresp": In(2),
+            f"{p}_rlast": In(1), f"{p}_rvalid": In(1), f"{p}_rready": Out(1),
+            "cmd": In(stream.Signature(self.command_layout)),
+            "busy": Out(1), "done": Out(1), "error": Out(1),
+            "mem_addr": Out(mem_addr_width), "mem_re": Out(1), "mem_rdata": In(mem_data_width),
+            "mem_we": Out(mem_data_width // 8), "mem_wdata": Out(mem_data_width),
+        })
+        super().__init__(members)
+
+    # -- parameters ----------------------------------------------------------------------------
+    @property
+    def data_width(self) -> int:
+        return self._data_width
+
+    @property
+    def mem_data_width(self) -> int:
+        return self._mem_data_width
+
+    @property
+    def mem_addr_width(self) -> int:
+        return self._mem_addr_width
+
+    @property
+    def addr_width(self) -> int:
+        return self._addr_width
+
+    @property
+    def max_burst(self) -> int:
+        return self._max_burst
+
+    @property
+    def max_outstanding(self) -> int:
+        return self._max_outstanding
+
+    @property
+    def id_width(self) -> int:
+        return self._id_width
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    @property
+    def command_layout(self) -> data.StructLayout:
+        return dma_command_layout(addr_width=self._addr_width,
+                                  mem_addr_width=self._mem_addr_width)
+
+    def axi(self, name: str):
+        """The AXI port ``<prefix>_<name>``, e.g. ``axi("araddr")``."""
+        return getattr(self, f"{self._prefix}_{name}")
+
+    @staticmethod
+    def bursts(dev_addr: int, beats: int, *, data_width: int, max_burst: int = 256) -> list:
+        """``(address, beats)`` of the bursts a copy of ``beats`` beats from ``dev_addr`` uses.
+
+        The reference for the RTL's burst splitting: as long as possible, at most
+        ``max_burst`` beats, never across a 4 KiB boundary.
+        """
+        nbytes = data_width // 8
+        addr = dev_addr - dev_addr % nbytes
+        out = []
+        while beats:
+            n = min(max_burst, beats, (BOUNDARY_BYTES - addr % BOUNDARY_BYTES) // nbytes)
+            out.append((addr, n))
+            addr += n * nbytes
+            beats -= n
+        return out
+
+    # -- hardware -------------------------------------------------------------------------------
+    def elaborate(self, platform):
+        m = Module()
+        a = self.axi
+        W, D = self._data_width, self._mem_data_width
+        r = W // D                                  # local words per beat
+        rb = (r - 1).bit_length()                   # bits of a lane index
+        bb = (W // 8 - 1).bit_length()              # byte-offset bits of a beat
+        aw_bits = self._addr_width
+        cw = self._mem_addr_width + 1               # word and beat counts
+        F = WRITE_BUFFER_DEPTH
+        max_out = self._max_outstanding
+
+        cmd = self.cmd.payload
+        busy = Signal()
+        to_dev = Signal()
+        err = Signal()
+        l_addr = Signal(self._mem_addr_width)       # next local word to write (reads) / read
+
+        m.d.comb += [self.cmd.ready.eq(~busy), self.busy.eq(busy), self.error.eq(err)]
+        m.d.sync += self.done.eq(0)
+        accept = self.cmd.valid & ~busy
+
+        def beats_of(words):
+            return (words + (r - 1)) >> rb if r > 1 else words
+
+        def burst_len(addr, beats_left):
+            """Beats of the burst starting at ``addr`` (combinational)."""
+            to_boundary = Signal(range(BOUNDARY_BYTES // (W // 8) + 1))
+            m.d.comb += to_boundary.eq((BOUNDARY_BYTES >> bb) - addr[bb:12])
+            capped = Mux(beats_left < self._max_burst, beats_left, self._max_burst)
+            n = Signal(range(257))
+            m.d.comb += n.eq(Mux(to_boundary < capped, to_boundary, capped))
+            return n
+
+        # -- address channel (AR for reads, AW for writes: one direction per command) -------
+        a_addr = Signal(aw_bits)                    # next burst's address
+        a_beats = Signal(cw)                        # beats not yet requested
+        ax_valid = Signal()
+        ax_addr = Signal(aw_bits)
+        ax_len = Signal(8)
+        outstanding = Signal(range(max_out + 1))
+        issue_n = burst_len(a_addr, a_beats)
+        ax_issue = Signal()
+        ax_done = Signal()                          # a burst completed (last R / B)
+        m.d.comb += ax_issue.eq(busy & ~ax_valid & (a_beats != 0) & (outstanding < max_out))
+        with m.If(ax_issue):
+            m.d.sync += [ax_valid.eq(1), ax_addr.eq(a_addr), ax_len.eq(issue_n - 1),
+                         a_addr.eq(a_addr + (issue_n << bb)), a_beats.eq(a_beats - issue_n)]
+        ax_ready = Mux(to_dev, a("awready"), a("arready"))
+        with m.If(ax_valid & ax_ready):
+            m.d.sync += ax_valid.eq(0)
+        with m.If(ax_issue & ~ax_done):
+            m.d.sync += outstanding.eq(outstanding + 1)
+        with m.Elif(~ax_issue & ax_done):
+            m.d.sync += outstanding.eq(outstanding - 1)
+        for ax in ("aw", "ar"):
+            m.d.comb += [
+                a(f"{ax}id").eq(0), a(f"{ax}addr").eq(ax_addr), a(f"{ax}len").eq(ax_len),
+                a(f"{ax}size").eq(bb), a(f"{ax}burst").eq(1),      # INCR
+                a(f"{ax}valid").eq(ax_valid & (to_dev if ax == "aw" else ~to_dev)),
+            ]
+
+        # -- reads: R beat -> serializer -> local writes ---------------------------------------
+        rx_words = Signal(cw)                       # words not yet received
+        s_valid = Signal()
+        s_data = Signal(W)
+        s_idx = Signal(max(rb, 1))
+        s_last = Signal(max(rb, 1))                 # index of the beat's last word
+        s_end = (s_idx == s_last) if r > 1 else Const(1)
+        rready = Signal()
+        m.d.comb += [rready.eq(~s_valid | s_end), a("rready").eq(rready)]
+        r_hs = a("rvalid") & rready
+        with m.If(s_valid):
+            m.d.sync += [l_addr.eq(l_addr + 1), s_idx.eq(s_idx + 1)]
+            with m.If(s_end):
+                m.d.sync += s_valid.eq(0)
+        with m.If(r_hs & busy & ~to_dev):
+            n_words = Mux(rx_words < r, rx_words, r) if r > 1 else Const(1)
+            m.d.sync += [s_valid.eq(1), s_data.eq(a("rdata")), s_idx.eq(0),
+                         s_last.eq(n_words - 1), rx_words.eq(rx_words - n_words)]
+            with m.If(a("rresp") != 0):
+                m.d.sync += err.eq(1)
+        lanes = [s_data[j * D:(j + 1) * D] for j in range(r)]
+        s_word = Signal(D)
+        if r > 1:
+            with m.Switch(s_idx):
+                for j in range(r):
+                    with m.Case(j):
+                        m.d.comb += s_word.eq(lanes[j])
+        else:
+            m.d.comb += s_word.eq(lanes[0])
+
+        # -- writes: local reads -> assembler -> buffer -> W channel ---------------------------
+        p_words = Signal(cw)                        # local words not yet read
+        p_beats = Signal(cw)                        # beats not yet started
+        p_dev = Signal(aw_bits)                     # device address of the next beat
+        p_burst = Signal(9)                         # beats left in the current burst
+        p_idx = Signal(max(rb, 1))                  # lane of the next local read
+        p_last_lane = Signal(max(rb, 1))            # last lane of the current beat
+        p_wlast = Signal()                          # the current beat ends its burst
+        used = Signal(range(F + 1))                 # buffer slots reserved, not yet sent
+        mid_beat = (p_idx != 0) if r > 1 else Const(0)
+        start_beat = Signal()
+        rd_issue = Signal()
+        m.d.comb += [
+            start_beat.eq(busy & to_dev & ~mid_beat & (p_words != 0) & (used < F)),
+            rd_issue.eq(start_beat | (busy & to_dev & mid_beat)),
+        ]
+        new_burst = p_burst == 0
+        b_len = burst_len(p_dev, p_beats)
+        beat_wlast = Mux(new_burst, b_len == 1, p_burst == 1)
+        beat_last_lane = (Mux(p_words < r, p_words, r) - 1) if r > 1 else Const(0)
+        cur_last_lane = Mux(mid_beat, p_last_lane, beat_last_lane) if r > 1 else Const(0)
+        cur_wlast = Mux(mid_beat, p_wlast, beat_wlast) if r > 1 else beat_wlast
+        # Tags of the read in flight: data arrives on mem_rdata in the next cycle.
+        q_valid, q_idx, q_final = Signal(), Signal(max(rb, 1)), Signal()
+        q_last_lane, q_wlast = Signal(max(rb, 1)), Signal()
+        m.d.sync += q_valid.eq(rd_issue)
+        with m.If(rd_issue):
+            final = (p_idx == cur_last_lane) if r > 1 else Const(1)
+            m.d.sync += [
+                l_addr.eq(l_addr + 1), p_words.eq(p_words - 1),
+                q_idx.eq(p_idx), q_final.eq(final), q_last_lane.eq(cur_last_lane),
+                q_wlast.eq(cur_wlast),
+            ]
+            if r > 1:
+                m.d.sync += p_idx.eq(Mux(final, 0, p_idx + 1))
+        with m.If(start_beat):
+            m.d.sync += [p_dev.eq(p_dev + (1 << bb)), p_beats.eq(p_beats - 1),
+                         p_burst.eq(Mux(new_burst, b_len, p_burst) - 1)]
+            if r > 1:
+                m.d.sync += [p_last_lane.eq(beat_last_lane), p_wlast.eq(beat_wlast)]
+
+        asm = [Signal(D, name=f"asm{j}") for j in range(r)]
+        for j in range(r):
+            with m.If(q_valid & ((q_idx == j) if r > 1 else 1)):
+                m.d.sync += asm[j].eq(self.mem_rdata)
+        push_data = Cat(*(Mux((q_idx == j) if r > 1 else 1, self.mem_rdata, asm[j])
+                          for j in range(r)))
+        push = q_valid & q_final
+
+        lw = max(rb, 1)
+        buf = memory.Memory(shape=unsigned(W + lw + 1), depth=F, init=[])
+        m.submodules.wbuf = buf
+        bw = buf.write_port()
+        br = buf.read_port(domain="comb")
+        wr_ptr = Signal(range(F))
+        rd_ptr = Signal(range(F))
+        count = Signal(range(F + 1))
+        m.d.comb += [bw.addr.eq(wr_ptr), bw.en.eq(push),
+                     bw.data.eq(Cat(push_data, q_last_lane, q_wlast)), br.addr.eq(rd_ptr)]
+        head_data = br.data[:W]
+        head_last_lane = br.data[W:W + lw]
+        head_wlast = br.data[W + lw]
+        wvalid = count != 0
+        pop = wvalid & a("wready")
+        with m.If(push):
+            m.d.sync += wr_ptr.eq(Mux(wr_ptr == F - 1, 0, wr_ptr + 1))
+        with m.If(pop):
+            m.d.sync += rd_ptr.eq(Mux(rd_ptr == F - 1, 0, rd_ptr + 1))
+        with m.If(push & ~pop):
+            m.d.sync += count.eq(count + 1)
+        with m.Elif(pop & ~push):
+            m.d.sync += count.eq(count - 1)
+        with m.If(start_beat & ~pop):
+            m.d.sync += used.eq(used + 1)
+        with m.Elif(pop & ~start_beat):
+            m.d.sync += used.eq(used - 1)
+        # Lane j of the head beat holds data iff j <= its last lane (lane 0 always does).
+        lane_on = Signal(r)
+        m.d.comb += lane_on.eq(Cat(Const(1), *(head_last_lane >= j for j in range(1, r))))
+        strb = Cat(*(lane_on[j].replicate(D // 8) for j in range(r)))
+        m.d.comb += [a("wvalid").eq(wvalid), a("wdata").eq(head_data), a("wstrb").eq(strb),
+                     a("wlast").eq(head_wlast), a("bready").eq(1)]
+        b_hs = a("bvalid")
+        with m.If(b_hs & busy & to_dev & (a("bresp") != 0)):
+            m.d.sync += err.eq(1)
+
+        m.d.comb += ax_done.eq(Mux(to_dev, b_hs, r_hs & a("rlast")) & busy)
+
+        # -- local memory port -----------------------------------------------------------------
+        m.d.comb += [
+            self.mem_addr.eq(l_addr),
+            self.mem_re.eq(rd_issue),
+            self.mem_we.eq(Mux(s_valid, (1 << (D // 8)) - 1, 0)),
+            self.mem_wdata.eq(s_word),
+        ]
+
+        # -- command and completion ------------------------------------------------------------
+        with m.If(accept):
+            words = cmd.words
+            beats = beats_of(words)
+            aligned = Cat(Const(0, bb), cmd.dev_addr[bb:])
+            m.d.sync += [
+                busy.eq(1), to_dev.eq(cmd.to_device), err.eq(0), l_addr.eq(cmd.mem_addr),
+                a_addr.eq(aligned), a_beats.eq(beats),
+                rx_words.eq(Mux(cmd.to_device, 0, words)),
+                p_words.eq(Mux(cmd.to_device, words, 0)), p_beats.eq(beats),
+                p_dev.eq(aligned), p_burst.eq(0),
+            ]
+            if r > 1:
+                m.d.sync += p_idx.eq(0)
+        finished = Mux(to_dev, (a_beats == 0) & ~ax_valid & (outstanding == 0),
+                       (rx_words == 0) & ~s_valid)
+        with m.If(busy & finished):
+            m.d.sync += [busy.eq(0), self.done.eq(1)]
+        return m
