@@ -18,19 +18,21 @@ __all__ = ["SumTreeOp", "command_layout", "response_layout", "op_layout", "RESPO
 class SumTreeOp(enum.Enum, shape=3):
     """Operation codes of the command stream (3 bits).
 
-    ==============  ==  ===========================================  =========================
-    name            #   command fields used                          response
-    ==============  ==  ===========================================  =========================
-    ``SAMPLE``      0   ``target`` (host fraction ``x_raw``)         leaf ``index``, ``value``
-    ``SAMPLE_PRNG`` 1   none (the on-chip xorshift32 draws ``x_raw``) leaf ``index``, ``value``
-    ``UPDATE``      2   ``index`` (leaf), ``priority`` (raw input)   none
-    ``INSERT``      3   ``priority``                                 slot ``index``, ``value``
-    ``INSERT_MAX``  4   none (the maximum-priority register)         slot ``index``, ``value``
-    ``READ``        5   ``index`` (leaf)                             ``index``, ``value``
-    ``DEBUG``       6   ``level``, ``index`` (node of that level)    ``index``, node ``value``
-    ``RESET``       7   none: zero the tree, write pointer, size,    none
-                        and set the maximum-priority register to 1.0
-    ==============  ==  ===========================================  =========================
+    ===============  ==  ===========================================  =========================
+    name             #   command fields used                          response
+    ===============  ==  ===========================================  =========================
+    ``SAMPLE``       0   ``target`` (the host's fraction ``x_raw``)   leaf ``index``, ``value``
+    ``SAMPLE_PRNG``  1   none (the on-chip xorshift32 draws it)       leaf ``index``, ``value``
+    ``UPDATE``       2   ``index`` (leaf), ``priority`` (raw)         none
+    ``INSERT``       3   ``priority``                                 slot ``index``, ``value``
+    ``INSERT_MAX``   4   none (the maximum-priority register)         slot ``index``, ``value``
+    ``READ``         5   ``index`` (leaf)                             ``index``, ``value``
+    ``DEBUG``        6   ``level``, ``index`` (a word of ``level``)   ``index``, node ``value``
+    ``RESET``        7   none                                         none
+    ===============  ==  ===========================================  =========================
+
+    RESET zeroes the tree, the write pointer and the size and sets the maximum-priority
+    register to 1.0 (the PRNG state and the sticky flags stay).
     """
     SAMPLE = 0
     SAMPLE_PRNG = 1

@@ -36,14 +36,16 @@ class SumTree(wiring.Component):
     Every operation takes the same path through one in-order pipeline: ``A`` (command
     register), ``B`` (old leaf value), ``C`` (root), ``M`` (target product), then the three
     stages R, P, S of each level from the root's children down to the leaves, then the
-    response queue. Samples and updates share it: there is no separate sampler and updater pipeline
-    to keep apart. A sample walks root -> leaves, reading one group per level. An update
-    knows its change ``delta = new - old`` after stage B, so it too walks root -> leaves,
+    response queue. Samples and updates share it: there is no separate sampler and updater
+    pipeline to keep apart. A sample walks root -> leaves, reading one group per level. An
+    update reads the old leaf value first (stage A's lookup port, stage B), so it knows its
+    change ``delta = new - old`` before it reaches the root and it too walks root -> leaves,
     adding ``delta`` to its ancestor on each level (read-modify-write in stages R and P) and
-    writing the leaf last; this is the memoised path of CF'22 turned around. Each level's
-    memory therefore sees the operations in issue order, one per cycle (one read port, one
-    write port; the leaf level: one read-or-write port and the lookup port of stage B), and
-    the result is exactly that of executing the operations one after another:
+    writing the leaf last. This is CF'22's leaf -> root updater turned around (its memoised
+    path is just the index bits): going the same way as the samples, every operation visits
+    every level memory in issue order, one per cycle, with one read port and one write port
+    (the leaf level: one read-or-write port and the lookup port), and the result is exactly
+    that of executing the operations one after another:
 
     * an operation issued after an update sees it (samples, reads, debug reads, and updates of
       the same leaf or of any ancestor, back to back: the level read ports are transparent to
