@@ -131,3 +131,144 @@ def test_tiny_step_bit_exact(loss, B, sub_batch):
     assert not step.any_overflow
     status, got = simulate(cfg, case)
     check_step(cfg, case, status[0], got, step)
+
+
+@pytest.mark.parametrize("loss", ["dqn", "mse"])
+def test_three_layers_multi_group_loss(loss):
+    """5-6-4-3 on 2 × 2 units: two BW stages, layers whose bias row starts a row group
+    (n_in = 6, 4), three outputs (the LOSS spans two groups), a partial last sub-batch."""
+    cfg = LearnerConfig(sizes=(5, 6, 4, 3), array=2, max_batch=6, sub_batch=4, loss=loss)
+    case = random_case(cfg, 6, np.random.default_rng(7 + (loss == "mse")))
+    step = golden(cfg, case)
+    assert not step.any_overflow
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)
+
+
+@pytest.mark.parametrize("rounding", ["half_even", "floor"])
+def test_rounding_modes(rounding):
+    cfg = LearnerConfig(**TINY, sub_batch=2, rounding=rounding)
+    case = random_case(cfg, 5, np.random.default_rng(len(rounding)))
+    step = golden(cfg, case)
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)
+
+
+@pytest.mark.parametrize("loss", ["dqn", "mse"])
+def test_saturation_matches_and_flags(loss):
+    """Weights at 8x PyTorch's range, inputs at ±20, a large learning rate: values saturate
+    in FW, LOSS, BW, WA and WU; the RTL saturates the same values and raises the same flags."""
+    cfg = LearnerConfig(**TINY, sub_batch=2, loss=loss, acc_width=32)
+    rng = np.random.default_rng(5)
+    case = random_case(cfg, 4, rng, scale=8.0, lr=0.9)
+    act = cfg.numerics.act_format
+    case.obs = act.quantize(rng.uniform(-20, 20, case.obs.shape))
+    if loss == "dqn":
+        case.next_obs = act.quantize(rng.uniform(-20, 20, case.next_obs.shape))
+        case.rewards = act.quantize(rng.uniform(-30, 30, case.batch))
+    else:
+        case.targets = act.quantize(rng.uniform(-30, 30, case.targets.shape))
+    step = golden(cfg, case)
+    flagged = {k for k, v in step.overflow.items() if v}
+    assert {"fw", "delta", "wu"} <= flagged, step.overflow
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)
+
+
+def test_steps_in_a_row_reduce_the_loss():
+    """Three steps on one batch; the weights stay on chip between them."""
+    cfg = LearnerConfig(sizes=(3, 6, 2), array=2, max_batch=8, sub_batch=4)
+    case = random_case(cfg, 8, np.random.default_rng(3), lr=0.1)
+    weights, losses = case.weights, []
+    for _ in range(3):
+        step = golden(cfg, case, weights)
+        losses.append(step.loss_sum)
+        weights = step.weights
+    status, got = simulate(cfg, case, steps=3)
+    assert [s["loss_sum"] for s in status] == losses
+    assert losses[2] < losses[1] < losses[0]
+    check_step(cfg, case, status[-1], got, step)
+
+
+def test_array_of_four():
+    cfg = LearnerConfig(sizes=(3, 5, 2), array=4, max_batch=8, sub_batch=4)
+    case = random_case(cfg, 7, np.random.default_rng(44))
+    step = golden(cfg, case)
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)
+
+
+def test_bad_batch_size_touches_nothing():
+    cfg = LearnerConfig(**TINY, sub_batch=2)
+    case = random_case(cfg, 4, np.random.default_rng(1))
+    dut = LearnerCore(cfg)
+    out = {}
+
+    async def bench(ctx):
+        host = CoreHost(cfg, dut, ctx)
+        for name, img in input_images(cfg, case).items():
+            await host.write(name, img)
+        for bad in (0, cfg.max_batch + 1):
+            ctx.set(dut.batch_size, bad)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            assert ctx.get(dut.done) and ctx.get(dut.error) == 1 and not ctx.get(dut.busy)
+            await ctx.tick()
+            assert not ctx.get(dut.busy) and not ctx.get(dut.done)
+        out["w0"] = await host.read_matrix("w0", 4)
+        out["q"] = await host.read_matrix("q", 4)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    np.testing.assert_array_equal(out["w0"], case.weights[0])
+    assert not out["q"].any()
+
+
+def test_host_port_edges():
+    """Result regions ignore host writes; addresses past a region's words read 0 and ignore
+    writes; the port is disabled during a step."""
+    cfg = LearnerConfig(**TINY, sub_batch=2)
+    dut = LearnerCore(cfg)
+    DB = cfg.axi_data_width // 8
+    from rtl_gen.learner.layout import region, region_bytes, sub_words
+
+    async def bench(ctx):
+        host = CoreHost(cfg, dut, ctx)
+        ones = b"\xff" * DB
+        await host.write("q", ones)                                 # result: ignored
+        assert not (await host.read_matrix("q", 2)).any()
+        r = region(cfg, "w1")
+        past = region_base(cfg, "w1") + r.depth(cfg) * sub_words(cfg, r) * DB
+        assert past < region_base(cfg, "w1") + region_bytes(cfg)
+        ctx.set(dut.host_addr, past // DB)
+        ctx.set(dut.host_we, (1 << DB) - 1)
+        ctx.set(dut.host_wdata, (1 << cfg.axi_data_width) - 1)
+        await ctx.tick()
+        ctx.set(dut.host_we, 0)
+        await host.write("w1", ones)                                # first word of w1: all 1s
+        ctx.set(dut.host_addr, past // DB)
+        ctx.set(dut.host_re, 1)
+        await ctx.tick()
+        ctx.set(dut.host_re, 0)
+        assert ctx.get(dut.host_rdata) == 0
+        w1 = await host.read_matrix("w1", 5)
+        assert (w1[:2, :2] == -1).all() and not w1[2:].any()       # block (0, 0) only
+        assert ctx.get(dut.host_enable)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("B", range(1, 9))
+def test_cycle_model_every_batch_size(B):
+    """The cycles of a step equal the model for every batch size of a configuration (full,
+    partial and single-sample sub-batches), and the results stay bit-exact."""
+    cfg = LearnerConfig(sizes=(2, 3, 2), array=2, max_batch=8, sub_batch=4)
+    case = random_case(cfg, B, np.random.default_rng(B))
+    status, got = simulate(cfg, case, read=["w0", "w1"])
+    check_step(cfg, case, status[0], got, golden(cfg, case))

@@ -1,0 +1,148 @@
+"""LearnerConfig validation, the block layout's packing, the register map and the stage graph
+of the cycle model (pure Python)."""
+
+import numpy as np
+import pytest
+
+from rtl_gen.learner.config import LearnerConfig
+from rtl_gen.learner.layout import (mem_addr_bits, pack_matrix, pack_samples, region,
+                                    region_base, region_bytes, regions, unpack_matrix,
+                                    unpack_samples, word_bytes)
+from rtl_gen.learner.regs import hw_info_values, learner_register_map
+from rtl_gen.learner.schedule import item_slots, items, stages, step_cycles, timeline
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"sizes": (4,)}, "sizes must be a tuple of 2..8 integers in 1..1024"),
+    ({"sizes": "4,x"}, "sizes must be integers separated by commas"),
+    ({"array": 3}, "array must be one of 2, 4, 8, 16, not 3"),
+    ({"max_batch": 0}, "max_batch must be an integer in 1..4096, not 0"),
+    ({"sub_batch": 12}, r"sub_batch must be a multiple of array \(8\) in 8..64, not 12"),
+    ({"sub_batch": 72}, r"sub_batch must be a multiple of array \(8\) in 8..64, not 72"),
+    ({"loss": "huber"}, "loss must be one of dqn, mse, not 'huber'"),
+    ({"sizes": (4, 8, 1)}, "sizes must end in at least 2 actions for loss='dqn', not 1"),
+    ({"axi_data_width": 48}, "axi_data_width must be one of 32, 64, 128, 256, 512, not 48"),
+    ({"act_frac": 15}, r"act_frac must be an integer in 0..14, not 15"),
+    ({"array": 2, "width": 9, "weight_frac": 5, "act_frac": 4, "grad_frac": 5,
+      "acc_width": 20, "sub_batch": 2}, "array \\* width must be a multiple of 8"),
+])
+def test_config_rejects(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        LearnerConfig(**kw)
+
+
+def test_config_round_trip_and_strings():
+    cfg = LearnerConfig(sizes="4-64-64-2", array=4, sub_batch=16, loss="mse")
+    assert cfg.sizes == (4, 64, 64, 2)
+    assert LearnerConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown learner parameter"):
+        LearnerConfig.from_dict({"rows": 2})
+    assert cfg.numerics.max_k == 65 and cfg.tensor_unit("wa").rows == 4
+    assert cfg.groups_pow2(65) == 32 and cfg.groups(65) == 17
+
+
+CFG = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4, axi_data_width=32)
+
+
+@pytest.mark.parametrize("name,rows", [("obs", 10), ("obs", 3), ("w0", 6), ("grad1", 8),
+                                       ("delta1", 9), ("tw1", 8)])
+def test_matrix_images_round_trip(name, rows):
+    r = region(CFG, name)
+    rng = np.random.default_rng(rows)
+    lo, hi = -(1 << (r.lane_bits - 1)), (1 << (r.lane_bits - 1)) - 1
+    x = rng.integers(lo, hi + 1, (rows, r.cols))
+    img = pack_matrix(CFG, name, x)
+    assert len(img) == CFG.groups(rows) * r.col_groups(CFG) * word_bytes(CFG, name)
+    np.testing.assert_array_equal(unpack_matrix(CFG, name, img, rows), x)
+
+
+def test_block_layout():
+    """Element (i, j) of block (rg, cg) is lane i·S + j of word rg·G + cg (G a power of 2)."""
+    x = np.arange(6 * 7).reshape(6, 7) - 20
+    img = pack_matrix(CFG, "h0", x)
+    nb = word_bytes(CFG, "h0")
+    G = region(CFG, "h0").col_groups(CFG)
+    assert G == 2
+    word = int.from_bytes(img[(1 * G + 1) * nb:(1 * G + 2) * nb], "little")   # block (1, 1)
+
+    def lane(i, j):
+        return (word >> ((i * 4 + j) * 16)) & 0xFFFF
+
+    assert lane(1, 1) == x[5, 5] & 0xFFFF
+    assert lane(0, 2) == x[4, 6] & 0xFFFF
+    assert lane(0, 3) == 0 and lane(2, 0) == 0                 # padding column and rows
+
+
+def test_sample_images_round_trip():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, 9)
+    r = rng.integers(-3000, 3000, 9)
+    d = rng.random(9) < 0.5
+    out = unpack_samples(CFG, pack_samples(CFG, a, r, d), 9)
+    for got, want in zip(out, (a, r, d)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="actions must be in 0..2"):
+        pack_samples(CFG, np.full(3, 3), np.zeros(3, int), np.zeros(3, bool))
+
+
+def test_layout_rejects():
+    with pytest.raises(ValueError, match="matrix must be n × 7 for region 'h0'"):
+        pack_matrix(CFG, "h0", np.zeros((2, 6), int))
+    with pytest.raises(ValueError, match="matrix must have 1..10 rows"):
+        pack_matrix(CFG, "obs", np.zeros((11, 5), int))
+    with pytest.raises(ValueError, match="raw 16-bit integers"):
+        pack_matrix(CFG, "obs", np.full((1, 5), 1 << 15))
+    with pytest.raises(ValueError, match="no region 'targets'"):
+        region(CFG, "targets")
+
+
+def test_address_map():
+    rb = region_bytes(CFG)
+    names = [r.name for r in regions(CFG)]
+    assert names[:3] == ["obs", "next_obs", "samples"] and names[-1] == "grad1"
+    assert [region_base(CFG, n) for n in names] == [i * rb for i in range(len(names))]
+    for r in regions(CFG):
+        assert r.depth(CFG) * word_bytes(CFG, r.name) <= rb
+    assert (1 << mem_addr_bits(CFG)) >= len(names) * rb
+
+
+def test_register_map():
+    regs = learner_register_map(CFG)
+    assert regs.offset("BATCH_SIZE") == 0x10
+    info = hw_info_values(CFG)
+    assert info["HW_ARRAY"] == 4 | 4 << 8 | 10 << 16
+    assert [info[f"HW_SIZE{i}"] for i in range(3)] == [5, 7, 3]
+    assert regs["STATUS"].field("WU_OVERFLOW").lsb == 14
+
+
+def test_stage_graph():
+    names = [s.name for s in stages(CFG)]
+    assert names == ["fw0", "fw1", "tfw0", "tfw1", "loss", "bw1", "wa0", "wa1", "wu0", "wu1"]
+    mse = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4, loss="mse")
+    assert "tfw0" not in [s.name for s in stages(mse)]
+    assert items(CFG, 10) == [4, 4, 2]
+    with pytest.raises(ValueError, match="batch must be an integer in 1..10, not 11"):
+        items(CFG, 11)
+
+
+def test_timeline_respects_dependencies():
+    tl = timeline(CFG, 10)
+    st = {s.name: s for s in stages(CFG)}
+    for name, rows in tl.items():
+        for p, (first, last, done) in enumerate(rows):
+            assert first <= last < done
+            if p:
+                assert first > rows[p - 1][1]
+            for d in st[name].deps:
+                assert first >= tl[d][-1 if name.startswith("wu") else p][2]
+    assert step_cycles(CFG, 10) == max(tl[f"wu{l}"][0][2] for l in range(2))
+
+
+def test_item_slots_are_tile_cycles():
+    """GEMM items: tiles × max(K, S) slots (the tensor unit's drain bound for short K)."""
+    s = {x.name: x for x in stages(CFG)}
+    assert item_slots(CFG, s["fw0"], 4) == 1 * 2 * 6          # K = 6 ≥ S
+    assert item_slots(CFG, s["bw1"], 2) == 1 * 2 * 4          # K = 3 < S: 4 slots per tile
+    assert item_slots(CFG, s["wa1"], 2) == 2 * 1 * 4          # K = cnt = 2 < S
+    assert item_slots(CFG, s["wu0"], 0) == 2 * 2 * 4
+    assert item_slots(CFG, s["loss"], 3) == 3

@@ -1,0 +1,29 @@
+"""Emitted learner Verilog (through ``rtl_gen.blocks``) is clean under
+``verilator --lint-only -Wall`` with the project's waiver list."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rtl_gen.blocks import emit
+
+WAIVERS = Path(__file__).resolve().parents[2] / "scripts" / "verilator_waivers.vlt"
+
+CASES = [
+    {"sizes": [3, 4, 2], "array": 2, "max_batch": 8, "sub_batch": 2, "loss": "mse"},
+    {"sizes": [5, 7, 3, 3], "array": 2, "max_batch": 6, "sub_batch": 4, "rounding": "floor",
+     "axi_data_width": 32},
+    {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8},
+]
+
+
+@pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not on PATH")
+@pytest.mark.parametrize("params", CASES, ids=lambda p: "-".join(map(str, p["sizes"])))
+def test_lint_clean(tmp_path, params):
+    manifest = emit("learner", params, tmp_path)
+    assert manifest["registers"]["json"] == "learner_regs.json"
+    res = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS),
+                          str(tmp_path / manifest["verilog"])], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
