@@ -17,6 +17,7 @@ from amaranth.lib import data, wiring
 from .gae import GaePeConfig, GaeProcessingElement
 from .gae.accelerator import GaeAccelerator
 from .gae.config import GaeCoreConfig
+from .gae.kernel import GaeKernel, GaeKernelConfig
 from .learner import LearnerAccelerator, LearnerConfig, TensorUnit, TensorUnitConfig
 from .replay import SumTree, SumTreeConfig
 
@@ -37,6 +38,8 @@ BLOCKS = {
                     "GAE processing element (HEPPO), one element per cycle"),
     "gae-accel": Block("gae-accel", "gae_accel", GaeCoreConfig, GaeAccelerator,
                        "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4"),
+    "gae-kernel": Block("gae-kernel", "gae_kernel", GaeKernelConfig, GaeKernel,
+                        "HEPPO GAE accelerator as a Vitis kernel: AXI4-Lite + m_axi DMA shell"),
     "sumtree": Block("sumtree", "sumtree", SumTreeConfig, SumTree,
                      "K-ary sum tree for prioritized replay, one sample or update per cycle"),
     "tensor-unit": Block("tensor-unit", "tensor_unit", TensorUnitConfig, TensorUnit,
@@ -110,6 +113,9 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -
         "ports": port_table(component),
         "verilog": f"{module}.v",
     }
+    kernel = getattr(component, "kernel_manifest", None)
+    if kernel is not None:
+        manifest["kernel"] = kernel     # Vitis kernel arguments (rtl_gen.vivado's kernel.xml)
     regmap = getattr(component, "regmap", None)
     if regmap is not None:
         # The register map, once, in every form its consumers read (see rtl_gen.regmap).

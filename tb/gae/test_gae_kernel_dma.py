@@ -64,17 +64,18 @@ class SimAxiRam:
 
     ``stall``: probability of dropping a READY or VALID in a cycle; ``latency``: cycles from
     an AR handshake to its first R beat and from the last W beat to B; ``bad``: byte addresses
-    whose beats answer SLVERR. Records every AR/AW ``(cycle, addr, beats)``.
+    whose beats answer SLVERR (``bad_writes``: only when written). Records every AR/AW
+    ``(cycle, addr, beats)``.
     """
 
     def __init__(self, dut, *, width, max_burst, max_outstanding, stall=0.0, latency=1,
-                 seed=0, bad=()):
+                 seed=0, bad=(), bad_writes=()):
         self.dut, self.width = dut, width
         self.nbytes = width // 8
         self.max_burst, self.max_outstanding = max_burst, max_outstanding
         self.stall, self.latency = stall, latency
         self.rng = random.Random(seed)
-        self.bad = set(bad)
+        self.bad, self.bad_writes = set(bad), set(bad_writes)
         self.bytes = {}
         self.ar, self.aw = [], []
         self.reads, self.writes = [], []        # pending: [ready_cycle, addr, beats_left]
@@ -165,7 +166,7 @@ class SimAxiRam:
                 if strb >> i & 1:
                     self.bytes[addr + i] = data[i]
             burst[2] += 1
-            burst[3] = max(burst[3], 2 if addr in self.bad else 0)
+            burst[3] = max(burst[3], 2 if addr in self.bad | self.bad_writes else 0)
             assert ctx.get(self.s("wlast")) == (burst[2] == burst[1]), "WLAST misplaced"
             if burst[2] == burst[1]:
                 self.b_queue.append([cycle + self.latency, burst[3]])

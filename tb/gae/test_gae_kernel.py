@@ -1,0 +1,717 @@
+"""The GAE Vitis kernel (GaeKernel: core + AXI4-Lite control + AxiDma on m_axi_gmem).
+
+A host puts the memory image (:mod:`sw.gae.layout`) in device memory, writes the arguments and
+the 64-bit MEM_PTR, starts the kernel and waits for the interrupt; the kernel copies the input
+rows in, runs the core, copies the result rows back, then signals AP_DONE. Every test checks
+the results in device memory bit for bit against :func:`sw.golden.gae_core.gae_core`, the AXI
+bursts against :func:`~rtl_gen.gae.kernel.copy_plan` and :meth:`AxiDma.bursts`, and that no
+other byte of device memory changed.
+
+* Fast tier: configuration and register-map checks, lint, and whole runs of tiny kernels in
+  Amaranth's simulator with the protocol-checking AXI slave of ``test_gae_kernel_dma`` (random
+  stalls), including refused runs (no device-memory access at all), error responses
+  (DMA_STATUS), a start while busy, and exact cycle counts.
+* Thorough tier (``slow``): cocotb + Verilator with cocotbext-axi's ``AxiRam`` as device memory
+  and ``AxiLiteMaster`` on the control port: HEPPO's 64 x 1024 on 8 PEs (the shipped kernel)
+  with its cycle count and copy bandwidth, random back-pressure on every channel, refused runs,
+  registers, a reset in the middle of a copy.
+"""
+
+import subprocess
+
+import numpy as np
+import pytest
+from amaranth.back import verilog
+
+from cocotb_util import WAIVERS, load_manifest, run_block
+from rtl_gen.axi.dma import AxiDma
+from rtl_gen.gae.core import GaeCore
+from rtl_gen.gae.kernel import (GMEM, GaeKernel, GaeKernelConfig, copy_plan,
+                                gae_kernel_register_map)
+from rtl_gen.gae.regs import gae_register_map
+
+pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+
+#: The thorough tier's configurations: the shipped kernel, and an odd one (5 PEs, full
+#: results, interleaved PEs, 64-bit core words on a 64-bit m_axi: one word per beat).
+CONFIGS = {
+    "n8": {"n_pe": 8, "max_trajectories": 64, "capacity": 1024},
+    "n5-full-il2": {"n_pe": 5, "max_trajectories": 20, "capacity": 40, "results": "full",
+                    "axi_data_width": 64, "gmem_data_width": 64, "max_burst": 16,
+                    "max_outstanding": 2, "pe": {"k": 2, "mode": "interleaved"}},
+}
+#: Where the tests put the memory image: above 4 GiB, so MEM_PTR_HI matters.
+IMAGE_BASE = 0x1_2340_0000
+
+
+# -- shared by both tiers ------------------------------------------------------------------------
+def random_codes(cfg, T, M, rng, p_done=0.05):
+    q = cfg.code_max
+    return {"rewards": rng.integers(-q, q + 1, (T, M)), "values": rng.integers(-q, q + 1, (T, M)),
+            "bootstrap": rng.integers(-q, q + 1, M), "dones": rng.random((T, M)) < p_done}
+
+
+def random_args(cfg, T, M):
+    from sw.golden.gae import quantize_coefs
+    from sw.golden.gae_core import GaeCoreArgs
+
+    q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
+    g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
+    return GaeCoreArgs(T, M, g, gl, q(1 / 16), 0, q(0.05), q(1.0), q(8.0), 0, q(4.0), q(-4.0))
+
+
+def image_blocks(cfg, codes) -> dict:
+    """``{byte offset: bytes}``: what a host writes into the image for these codes."""
+    from sw.gae.layout import pack_rows, region_base
+
+    values = np.vstack([codes["values"], np.asarray(codes["bootstrap"])[None]])
+    return {region_base(cfg, name): pack_rows(cfg, name, rows) for name, rows in
+            (("rewards", codes["rewards"]), ("values", values), ("dones", codes["dones"]))}
+
+
+def results_of(cfg, read, T, M):
+    """``(adv, rtg)`` from the image through ``read(offset, nbytes) -> bytes``."""
+    from sw.gae.layout import region_base, unpack_rows, word_bytes
+
+    G = -(-M // cfg.n_pe)
+    names = ("rewards", "values") if cfg.results == "inplace" else ("adv", "rtg")
+    return [unpack_rows(cfg, n, read(region_base(cfg, n), T * G * word_bytes(cfg, n)), T, M)
+            for n in names]
+
+
+def expected(cfg, codes, args):
+    from sw.golden.gae_core import gae_core
+
+    return gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"], args,
+                    cfg.core)
+
+
+def assert_results(cfg, exp, adv, rtg):
+    for name, got, want in (("advantages", adv, exp["adv"]), ("rtg", rtg, exp["rtg"])):
+        bad = np.argwhere(got != want)
+        assert bad.size == 0, f"{name}: {len(bad)} differ, first at {bad[0]}: " \
+                              f"{got[tuple(bad[0])]} vs {want[tuple(bad[0])]}"
+
+
+def expected_bursts(cfg, base, T, M):
+    """``(reads, writes)``: the ``(address, beats)`` bursts of a valid run, in order."""
+    plan = copy_plan(cfg, T, M)
+    Wb = cfg.gmem_data_width // 8
+
+    def bursts(blocks):
+        return [b for _, off, n in blocks for b in
+                AxiDma.bursts(base + off, -(-n // Wb), data_width=cfg.gmem_data_width,
+                              max_burst=cfg.max_burst)]
+    return bursts(plan["in"]), bursts(plan["out"])
+
+
+def result_spans(cfg, T, M):
+    """Byte ranges of the image a valid run may write (whole beats of the out-blocks)."""
+    Wb = cfg.gmem_data_width // 8
+    return [(off, off + -(-n // Wb) * Wb) for _, off, n in copy_plan(cfg, T, M)["out"]]
+
+
+# == fast tier: configuration, register map, ports, lint ========================================
+@pytest.mark.parametrize("params,msg", [
+    ({"gmem_data_width": 96}, r"gmem_data_width must be one of 32, 64, 128, 256, 512 and at "
+                              r"least axi_data_width \(128\), not 96"),
+    ({"gmem_data_width": 64}, r"at least axi_data_width \(128\), not 64"),
+    ({"n_pe": 1, "max_trajectories": 1, "capacity": 1, "axi_data_width": 32,
+      "gmem_data_width": 512}, r"gmem_data_width must be at most 8 \* region_bytes \(64\)"),
+    ({"max_burst": 0}, r"max_burst must be an integer in 1..256, not 0"),
+    ({"max_outstanding": 33}, r"max_outstanding must be an integer in 1..32, not 33"),
+    ({"n_pe": 0}, r"n_pe must be an integer in 1..128, not 0"),
+])
+def test_config_checks(params, msg):
+    with pytest.raises(ValueError, match=msg):
+        GaeKernelConfig.from_dict(params)
+
+
+def test_config_round_trip_and_core_part():
+    cfg = GaeKernelConfig.from_dict(CONFIGS["n5-full-il2"])
+    assert GaeKernelConfig.from_dict(cfg.to_dict()) == cfg
+    core = cfg.core
+    assert type(core).__name__ == "GaeCoreConfig" and core.n_pe == 5 and core.results == "full"
+    assert core.pe == cfg.pe and core.depth == cfg.depth and cfg.pointer_align == 8
+    with pytest.raises(ValueError, match="unknown GAE kernel parameter"):
+        GaeKernelConfig.from_dict({"gmem_width": 512})
+    with pytest.raises(TypeError, match="config must be a GaeKernelConfig"):
+        GaeKernel(core)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_register_map_extends_the_accelerator_map(name):
+    cfg = GaeKernelConfig.from_dict(CONFIGS[name])
+    rm, base = gae_kernel_register_map(cfg), gae_register_map(cfg.core)
+    assert rm.registers[:len(base)] == base.registers          # same offsets, fields, docs
+    extra = rm.registers[len(base):]
+    assert [(r.name, r.offset) for r in extra] == [
+        ("MEM_PTR_LO", base.span), ("MEM_PTR_HI", base.span + 4),
+        ("DMA_STATUS", base.span + 8), ("DMA_CYCLES", base.span + 12)]
+    lo = rm["MEM_PTR_LO"].fields[0]
+    assert (lo.lsb, lo.width, lo.access) == ((cfg.pointer_align - 1).bit_length(),
+                                             32 - (cfg.pointer_align - 1).bit_length(), "rw")
+    assert [f.name for f in rm["DMA_STATUS"].fields] == ["READ_ERROR", "WRITE_ERROR"]
+    assert rm.protocol == "ap_ctrl_hs"
+
+
+def test_copy_plan():
+    cfg = GaeKernelConfig.from_dict(CONFIGS["n8"])
+    plan = copy_plan(cfg, 1024, 64)
+    rb = cfg.region_bytes
+    assert plan == {"in": [("rewards", 0, 8192 * 16), ("values", rb, 8200 * 16),
+                           ("dones", 2 * rb, 8192 * 16)],
+                    "out": [("rewards", 0, 8192 * 16), ("values", rb, 8192 * 16)]}
+    odd = GaeKernelConfig.from_dict(CONFIGS["n5-full-il2"])
+    plan = copy_plan(odd, 7, 6)                                  # G = 2
+    assert [n for _, _, n in plan["in"]] == [14 * 8, 16 * 8, 14 * 8]
+    assert [r for r, _, _ in plan["out"]] == ["adv", "rtg"]
+    assert [n for _, _, n in plan["out"]] == [14 * 4 * 8] * 2     # 5 x 32 bits: 4 AXI words
+
+
+def test_ports_and_manifest():
+    cfg = GaeKernelConfig.from_dict(CONFIGS["n8"])
+    k = GaeKernel(cfg)
+    names = set(k.signature.members)
+    assert {"ap_clk", "ap_rst_n", "interrupt"} <= names
+    assert not any(n.startswith("s_axi_mem") for n in names)
+    assert all(n in ("ap_clk", "ap_rst_n", "interrupt") or n.startswith(("s_axi_control_",
+                                                                          f"{GMEM}_"))
+               for n in names)
+    assert len(k.s_axi_control_awaddr) == 12 and len(k.m_axi_gmem_araddr) == 64
+    assert len(k.m_axi_gmem_wdata) == cfg.gmem_data_width == 512
+    km = k.kernel_manifest
+    assert km["pointers"] == [{"name": "mem", "port": GMEM, "lo": "MEM_PTR_LO",
+                               "hi": "MEM_PTR_HI", "offset": gae_register_map(cfg.core).span}]
+    assert km["m_axi"] == {GMEM: {"data_width": 512, "max_burst": 256, "outstanding": 4}}
+    assert km["scalars"][:2] == ["NUM_TIMESTEPS", "NUM_TRAJECTORIES"] and len(km["scalars"]) == 12
+
+
+TINY = {"n_pe": 2, "max_trajectories": 4, "capacity": 8, "axi_data_width": 32,
+        "gmem_data_width": 64, "max_burst": 4, "max_outstanding": 2}
+TINY_FULL = {"n_pe": 3, "max_trajectories": 6, "capacity": 6, "results": "full",
+             "axi_data_width": 64, "gmem_data_width": 128, "max_burst": 8,
+             "pe": {"k": 2, "mode": "interleaved"}}
+
+
+@pytest.mark.parametrize("params", [TINY, TINY_FULL], ids=["tiny", "tiny-full"])
+def test_verilog_lint_clean(tmp_path, params):
+    path = tmp_path / "gae_kernel.v"
+    path.write_text(verilog.convert(GaeKernel(GaeKernelConfig.from_dict(params)),
+                                    name="gae_kernel", emit_src=False))
+    res = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS), str(path)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+# == fast tier: whole runs in Amaranth's simulator ================================================
+class SimHost:
+    """AXI4-Lite master and interrupt wait for Amaranth's simulator; steps the AXI slave model
+    (device memory) every cycle."""
+
+    def __init__(self, ctx, dut, ram, regs):
+        self.ctx, self.dut, self.ram, self.regs = ctx, dut, ram, regs
+        self.cycle = 0
+
+    def s(self, name):
+        return getattr(self.dut, f"s_axi_control_{name}")
+
+    async def tick(self):
+        await self.ctx.tick()
+        self.cycle += 1
+
+    async def step(self):
+        """The device memory's part of the current cycle (call before sampling, then tick)."""
+        await self.ram.step(self.ctx, self.cycle)
+
+    async def idle(self, n):
+        for _ in range(n):
+            await self.step()
+            await self.tick()
+
+    async def write(self, reg, value):
+        ctx, s = self.ctx, self.s
+        addr = reg if isinstance(reg, int) else self.regs.offset(reg)
+        for name, v in (("awaddr", addr), ("awvalid", 1), ("wdata", int(value) & 0xFFFF_FFFF),
+                        ("wstrb", 0xF), ("wvalid", 1), ("bready", 1)):
+            ctx.set(s(name), v)
+        aw = w = False
+        for _ in range(50):
+            await self.step()
+            aw_hs, w_hs = not aw and ctx.get(s("awready")), not w and ctx.get(s("wready"))
+            b, resp = ctx.get(s("bvalid")), ctx.get(s("bresp"))
+            await self.tick()
+            aw, w = aw or aw_hs, w or w_hs
+            ctx.set(s("awvalid"), not aw)
+            ctx.set(s("wvalid"), not w)
+            if b:
+                ctx.set(s("bready"), 0)
+                return resp
+        raise AssertionError("AXI4-Lite write timed out")
+
+    async def read(self, reg):
+        ctx, s = self.ctx, self.s
+        ctx.set(s("araddr"), reg if isinstance(reg, int) else self.regs.offset(reg))
+        ctx.set(s("arvalid"), 1)
+        ctx.set(s("rready"), 1)
+        for _ in range(50):
+            await self.step()
+            ar_hs = ctx.get(s("arready"))
+            r, data = ctx.get(s("rvalid")), ctx.get(s("rdata"))
+            await self.tick()
+            if ar_hs:
+                ctx.set(s("arvalid"), 0)
+            if r:
+                ctx.set(s("rready"), 0)
+                return data
+        raise AssertionError("AXI4-Lite read timed out")
+
+    async def start(self, args, ptr):
+        for name, value in vars(args).items():
+            if name.upper() in {r.name for r in self.regs.user_registers}:
+                await self.write(name.upper(), value)
+        await self.write("MEM_PTR_LO", ptr & 0xFFFF_FFFF)
+        await self.write("MEM_PTR_HI", ptr >> 32)
+        await self.write("GIER", 1)
+        await self.write("IP_IER", 1)
+        await self.write("CTRL", 1)
+
+    async def wait_done(self, max_cycles=20000):
+        for _ in range(max_cycles):
+            await self.step()
+            irq = self.ctx.get(self.dut.interrupt)
+            await self.tick()
+            if irq:
+                break
+        else:
+            raise AssertionError(f"no interrupt in {max_cycles} cycles")
+        assert (await self.read("CTRL")) & 0b10, "interrupt without AP_DONE"
+        await self.write("IP_ISR", 1)
+
+    async def status(self):
+        word = await self.read("STATUS")
+        return {f.name: f.get(word) for f in self.regs["STATUS"].fields}
+
+
+def simulate_kernel(params, testbench, *, stall=0.0, seed=1, bad=()):
+    from amaranth.hdl import ClockDomain, Module
+    from amaranth.sim import Simulator
+
+    from test_gae_kernel_dma import SimAxiRam
+
+    cfg = GaeKernelConfig.from_dict(params)
+    dut = GaeKernel(cfg)
+    # ap_clk is a port: drive it from a clock domain of the simulator.
+    top = Module()
+    top.submodules.dut = dut
+    top.domains.sim = cd = ClockDomain("sim")
+    top.d.comb += dut.ap_clk.eq(cd.clk)
+    sim = Simulator(top)
+    sim.add_clock(1e-8, domain="sim")
+    result = {}
+
+    async def bench(ctx):
+        ram = SimAxiRam(dut, width=cfg.gmem_data_width,
+                        max_burst=cfg.max_burst, max_outstanding=cfg.max_outstanding,
+                        stall=stall, latency=2, seed=seed, bad=bad)
+        host = SimHost(_DomainContext(ctx, cd), dut, ram, dut.regmap)
+        ctx.set(dut.ap_rst_n, 0)
+        await host.idle(2)
+        ctx.set(dut.ap_rst_n, 1)
+        await host.idle(1)
+        result["value"] = await testbench(host, cfg)
+
+    sim.add_testbench(bench)
+    sim.run()
+    return result["value"]
+
+
+class _DomainContext:
+    """A simulator context whose ``tick()`` is the ``sim`` domain's."""
+
+    def __init__(self, ctx, cd):
+        self._ctx, self._cd = ctx, cd
+
+    def get(self, x):
+        return self._ctx.get(x)
+
+    def set(self, x, v):
+        self._ctx.set(x, v)
+
+    async def tick(self):
+        await self._ctx.tick("sim")
+
+
+async def run_and_check(host, cfg, codes, args, *, base=IMAGE_BASE, junk=b"\xa5"):
+    """Load the image (every other byte of the buffer set to ``junk``), run, check all."""
+    ram = host.ram
+    T, M = args.num_timesteps, args.num_trajectories
+    size = 1 << cfg.core.mem_addr_bits
+    ram.load(base, junk * size)
+    for off, data in image_blocks(cfg, codes).items():
+        ram.load(base + off, data)
+    before = ram.dump(base, size)
+    n_ar, n_aw = len(ram.ar), len(ram.aw)
+    await host.start(args, base)
+    await host.wait_done()
+    st = await host.status()
+    exp = expected(cfg, codes, args)
+    assert st["ERROR"] == exp["error"] == 0, st
+    after = ram.dump(base, size)
+    adv, rtg = results_of(cfg, lambda off, n: after[off:off + n], T, M)
+    assert_results(cfg, exp, adv, rtg)
+    for flag in ("DEQUANT_OVERFLOW", "PE_OVERFLOW", "REQUANT_OVERFLOW"):
+        assert bool(st[flag]) == exp[flag.lower()], flag
+    reads, writes = expected_bursts(cfg, base, T, M)
+    assert [(a, n) for _, a, n in ram.ar[n_ar:]] == reads
+    assert [(a, n) for _, a, n in ram.aw[n_aw:]] == writes
+    spans = result_spans(cfg, T, M)
+    keep = [i for i in range(size) if not any(lo <= i < hi for lo, hi in spans)]
+    assert all(after[i] == before[i] for i in keep), "a byte outside the results changed"
+    cycles = await host.read("CYCLES")
+    assert cycles + 1 == GaeCore.run_cycles(cfg.core, T, M)
+    assert (await host.read("DMA_STATUS")) == 0
+    return exp, await host.read("DMA_CYCLES")
+
+
+@pytest.mark.parametrize("params", [TINY, TINY_FULL], ids=["tiny", "tiny-full"])
+@pytest.mark.parametrize("stall", [0.0, 0.3])
+def test_sim_runs_bit_exact(params, stall):
+    """Shapes that fill the memory, one group, a partial last group; back-to-back runs."""
+    rng = np.random.default_rng(5)
+
+    async def tb(host, cfg):
+        shapes = [(cfg.capacity, cfg.max_trajectories), (3, 1), (2, cfg.n_pe + 1)]
+        for T, M in shapes:
+            await run_and_check(host, cfg, random_codes(cfg, T, M, rng, p_done=0.2),
+                                random_args(cfg, T, M))
+        return True
+
+    assert simulate_kernel(params, tb, stall=stall, seed=int(stall * 10))
+
+
+def test_sim_exact_cycles():
+    """Without stalls, DMA_CYCLES (the cycles the kernel is busy) is exactly: ``G`` size-check
+    cycles, per copied block of N core words one command cycle plus the ``N + L + 4`` cycles of
+    :class:`AxiDma` (L = 2, the slave model's latency), the core-start cycle, the core's
+    ``run_cycles`` and the AP_DONE cycle."""
+    rng = np.random.default_rng(6)
+
+    async def tb(host, cfg):
+        out = []
+        for T, M in ((8, 4), (1, 1), (5, 3)):
+            _, dma_cycles = await run_and_check(host, cfg, random_codes(cfg, T, M, rng),
+                                                random_args(cfg, T, M))
+            out.append((T, M, dma_cycles))
+        return cfg, out
+
+    cfg, out = simulate_kernel(TINY, tb)
+    for T, M, dma_cycles in out:
+        G = -(-M // cfg.n_pe)
+        plan = copy_plan(cfg, T, M)
+        D = cfg.axi_data_width // 8
+        words = [n // D for _, _, n in plan["in"] + plan["out"]]
+        want = G + sum(1 + w + 2 + 4 for w in words) + 1 + GaeCore.run_cycles(
+            cfg.core, T, M) + 1
+        assert dma_cycles == want, (T, M, dma_cycles, want)
+
+
+def test_sim_refused_runs_touch_no_memory():
+    """Every core error: AP_DONE with STATUS.ERROR, no AXI request at all, memory as it was."""
+    rng = np.random.default_rng(7)
+
+    async def tb(host, cfg):
+        ram = host.ram
+        ram.load(IMAGE_BASE, bytes(rng.integers(0, 256, 1 << cfg.core.mem_addr_bits,
+                                                np.uint8)))
+        one = 1 << cfg.pe.coef_frac
+        cases = [((0, 3), {}, 1), ((4, 0), {}, 2), ((cfg.depth, 1), {}, 3),
+                 ((cfg.capacity, cfg.max_trajectories + 1), {}, 3),       # (T+1)*G > depth
+                 ((3, 4097), {}, 3), ((3, 2), {"gamma": one + 1}, 4),
+                 ((3, 2), {"gamma_lambda": one + 1}, 4)]
+        for (T, M), change, err in cases:
+            args = random_args(cfg, T, M)
+            for k, v in change.items():
+                setattr(args, k, v)
+            await host.start(args, IMAGE_BASE)
+            await host.wait_done()
+            assert (await host.status())["ERROR"] == err, (T, M, change)
+            assert not ram.ar and not ram.aw, f"device memory accessed by a refused run " \
+                                              f"({T}, {M}, {change})"
+            # Only the size check and the core's own refusal (both up to G + 1 cycles).
+            dma_cycles = await host.read("DMA_CYCLES")
+            assert dma_cycles <= 2 * (-(-min(M, 4096) // cfg.n_pe) + 3), dma_cycles
+        # ... and a valid run afterwards works.
+        await run_and_check(host, cfg, random_codes(cfg, 3, 3, rng), random_args(cfg, 3, 3))
+        return True
+
+    assert simulate_kernel(TINY, tb)
+
+
+def test_sim_registers_pointer_errors_and_refused_start():
+    """MEM_PTR low bits read 0; error responses set DMA_STATUS (the run completes);
+    AP_START during a run is refused and flagged; unmapped addresses answer SLVERR."""
+    rng = np.random.default_rng(8)
+    # The second beat of the dones block (read, never written back).
+    bad_read = IMAGE_BASE + 2 * GaeKernelConfig.from_dict(TINY).region_bytes + 8
+    T, M = 4, 3
+
+    async def tb(host, cfg):
+        await host.write("MEM_PTR_LO", 0xFFFF_FFFF)
+        assert await host.read("MEM_PTR_LO") == 0xFFFF_FFFF & -cfg.pointer_align
+        await host.write("MEM_PTR_HI", 0x8765_4321)
+        assert await host.read("MEM_PTR_HI") == 0x8765_4321
+        span = host.regs.span
+        assert await host.write(span, 1) == 2 and await host.write(0xFFC, 1) == 2   # SLVERR
+        codes = random_codes(cfg, T, M, rng)
+        args = random_args(cfg, T, M)
+        for off, data in image_blocks(cfg, codes).items():
+            host.ram.load(IMAGE_BASE + off, data)
+        await host.start(args, IMAGE_BASE)
+        await host.idle(2)
+        assert not (await host.read("CTRL")) & 0b100, "AP_IDLE during the copy-in"
+        await host.write("CTRL", 1)                                  # refused
+        await host.wait_done()
+        st = await host.status()
+        assert st["START_REFUSED"] == 1 and st["ERROR"] == 0
+        assert await host.read("DMA_STATUS") == 0b01                # read error only
+        await host.idle(20)
+        assert (await host.read("CTRL")) & 0b101 == 0b100, "a refused start was queued"
+        # Results of the rows that were read correctly are right; the next start clears it all.
+        host.ram.bad.clear()
+        exp, _ = await run_and_check(host, cfg, codes, args)
+        assert (await host.status())["START_REFUSED"] == 0
+        host.ram.bad_writes.add(IMAGE_BASE + cfg.region_bytes)      # first beat of values out
+        await host.start(args, IMAGE_BASE)
+        await host.wait_done()
+        assert await host.read("DMA_STATUS") == 0b10
+        return True
+
+    assert simulate_kernel(TINY, tb, bad={bad_read})
+
+
+# == thorough tier: cocotb + Verilator ===========================================================
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_gae_kernel_rtl(name):
+    run_block("gae-kernel", CONFIGS[name], __file__, seed=20261124)
+
+
+class Host:
+    """What a driver does: cocotbext-axi ``AxiLiteMaster`` on the control port, ``AxiRam`` as
+    the device memory on ``m_axi_gmem``."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.cfg = GaeKernelConfig.from_dict(load_manifest()["config"])
+        self.regs = gae_kernel_register_map(self.cfg)
+        self.reads = self.writes = 0
+
+    async def start(self):
+        import logging
+
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+        dut = self.dut
+        cocotb.start_soon(Clock(dut.ap_clk, 4, unit="ns", impl="gpi").start())
+        self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
+                                 dut.ap_rst_n, reset_active_level=False)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, GMEM), dut.ap_clk, dut.ap_rst_n,
+                          reset_active_level=False, size=2 ** 48)
+        for side in (self.ram.write_if, self.ram.read_if, self.ctl.write_if, self.ctl.read_if):
+            side.log.setLevel(logging.WARNING)
+        # Count the bursts the kernel issues (cocotbext-axi calls these once per beat).
+        read, write = self.ram.read_if._read, self.ram.write_if._write
+
+        async def counted_read(address, length):
+            self.reads += 1
+            return await read(address, length)
+
+        async def counted_write(address, data):
+            self.writes += 1
+            return await write(address, data)
+
+        self.ram.read_if._read, self.ram.write_if._write = counted_read, counted_write
+        await self.reset()
+
+    def stalls(self, p, seed):
+        """Random pauses (probability ``p`` per cycle) on every channel of the device memory."""
+        import random
+
+        def gen(rng):
+            while True:
+                yield rng.random() < p
+
+        rng = random.Random(seed)
+        for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                   self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                   self.ram.write_if.b_channel):
+            ch.set_pause_generator(gen(random.Random(rng.getrandbits(32))))
+
+    async def reset(self):
+        from cocotb.triggers import ClockCycles
+
+        self.dut.ap_rst_n.value = 0
+        await ClockCycles(self.dut.ap_clk, 3)
+        self.dut.ap_rst_n.value = 1
+        await ClockCycles(self.dut.ap_clk, 2)
+
+    async def rd(self, reg):
+        return await self.ctl.read_dword(reg if isinstance(reg, int) else self.regs.offset(reg))
+
+    async def wr(self, reg, value):
+        await self.ctl.write_dword(reg if isinstance(reg, int) else self.regs.offset(reg),
+                                   int(value) & 0xFFFF_FFFF)
+
+    def load(self, codes, base=IMAGE_BASE, junk=0xA5):
+        size = 1 << self.cfg.core.mem_addr_bits
+        self.ram.write(base, bytes([junk]) * size)
+        for off, data in image_blocks(self.cfg, codes).items():
+            self.ram.write(base + off, data)
+        return self.ram.read(base, size)
+
+    async def run(self, args, base=IMAGE_BASE, *, wait=True):
+        for name, value in vars(args).items():
+            if name.upper() in {r.name for r in self.regs.user_registers}:
+                await self.wr(name.upper(), value)
+        await self.wr("MEM_PTR_LO", base & 0xFFFF_FFFF)
+        await self.wr("MEM_PTR_HI", base >> 32)
+        await self.wr("GIER", 1)
+        await self.wr("IP_IER", 1)
+        await self.wr("CTRL", 1)
+        if wait:
+            await self.wait_done()
+
+    async def wait_done(self, timeout_cycles=2_000_000):
+        from cocotb.triggers import RisingEdge, with_timeout
+
+        if not int(self.dut.interrupt.value):
+            await with_timeout(RisingEdge(self.dut.interrupt), timeout_cycles * 4, "ns")
+        ctrl = await self.rd("CTRL")
+        assert ctrl & 0b10, f"interrupt without AP_DONE (CTRL={ctrl:#x})"
+        await self.wr("IP_ISR", 1)
+
+    async def status(self):
+        word = await self.rd("STATUS")
+        return {f.name: f.get(word) for f in self.regs["STATUS"].fields}
+
+    async def check_run(self, codes, args, base=IMAGE_BASE):
+        """Load, run, compare results and untouched bytes; returns (DMA_CYCLES, CYCLES)."""
+        cfg = self.cfg
+        T, M = args.num_timesteps, args.num_trajectories
+        before = self.load(codes, base)
+        reads, writes = self.reads, self.writes
+        await self.run(args, base)
+        st = await self.status()
+        exp = expected(cfg, codes, args)
+        assert st["ERROR"] == exp["error"] == 0, st
+        after = self.ram.read(base, len(before))
+        adv, rtg = results_of(cfg, lambda off, n: after[off:off + n], T, M)
+        assert_results(cfg, exp, adv, rtg)
+        for flag in ("DEQUANT_OVERFLOW", "PE_OVERFLOW", "REQUANT_OVERFLOW"):
+            assert bool(st[flag]) == exp[flag.lower()], flag
+        spans = result_spans(cfg, T, M)
+        last = 0
+        for lo, hi in spans + [(len(before), len(before))]:
+            assert after[last:lo] == before[last:lo], "a byte outside the results changed"
+            last = hi
+        r_bursts, w_bursts = expected_bursts(cfg, base, T, M)
+        assert self.reads - reads == sum(n for _, n in r_bursts)
+        assert self.writes - writes == sum(n for _, n in w_bursts)
+        assert await self.rd("DMA_STATUS") == 0
+        cycles = await self.rd("CYCLES")
+        assert cycles + 1 == GaeCore.run_cycles(cfg.core, T, M)
+        return await self.rd("DMA_CYCLES"), cycles + 1
+
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def heppo_shape_cycles_and_bandwidth(dut):
+        """64 x 1024 (or the largest shape): bit-exact; copy-in + run + copy-out cycles."""
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        T, M = (1024, 64) if cfg.capacity >= 1024 else (cfg.capacity, cfg.max_trajectories)
+        rng = np.random.default_rng(cocotb.RANDOM_SEED)
+        codes = random_codes(cfg, T, M, rng)
+        total, run = await host.check_run(codes, random_args(cfg, T, M))
+        plan = copy_plan(cfg, T, M)
+        b_in = sum(n for _, _, n in plan["in"])
+        b_out = sum(n for _, _, n in plan["out"])
+        copy = total - run
+        words = (b_in + b_out) // (cfg.axi_data_width // 8)
+        dut._log.info(
+            "%d x %d on %d PEs, m_axi %d bits: %d cycles = %d copy + %d core run; copied %d B "
+            "in + %d B out = %.2f B/cycle (%d-bit core words: %.3f words/cycle)",
+            M, T, cfg.n_pe, cfg.gmem_data_width, total, copy, run, b_in, b_out,
+            (b_in + b_out) / copy, cfg.axi_data_width, words / copy)
+        # One core word per cycle, plus per block the memory latency and a few cycles.
+        assert copy <= words + 1 + -(-M // cfg.n_pe) + 5 * 40, (copy, words)
+
+    @cocotb.test()
+    async def random_backpressure(dut):
+        """Random stalls on AR, R, AW, W and B: results still bit-exact, nothing else touched."""
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 1)
+        host.stalls(0.4, cocotb.RANDOM_SEED)
+        for T, M in ((min(cfg.capacity, 120), cfg.max_trajectories), (7, cfg.n_pe + 1), (1, 1)):
+            await host.check_run(random_codes(cfg, T, M, rng, p_done=0.1),
+                                 random_args(cfg, T, M), base=IMAGE_BASE + 0x40 * T)
+
+    @cocotb.test()
+    async def refused_runs_copy_nothing(dut):
+        """Each core error code: AP_DONE, STATUS.ERROR, not one device-memory beat."""
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 2)
+        before = host.load(random_codes(cfg, 4, 3, rng))
+        one = 1 << cfg.pe.coef_frac
+        for (T, M), change, err in [((0, 3), {}, 1), ((4, 0), {}, 2), ((cfg.depth, 1), {}, 3),
+                                    ((3, 5000), {}, 3), ((4, 3), {"gamma": one + 1}, 4)]:
+            args = random_args(cfg, T, M)
+            for k, v in change.items():
+                setattr(args, k, v)
+            await host.run(args)
+            assert (await host.status())["ERROR"] == err
+            assert host.reads == host.writes == 0, (T, M, change)
+        assert host.ram.read(IMAGE_BASE, len(before)) == before
+        await host.check_run(random_codes(cfg, 4, 3, rng), random_args(cfg, 4, 3))
+
+    @cocotb.test()
+    async def registers_and_reset_mid_copy(dut):
+        """Register read-back; AP_START during a run refused; reset during the copy-in."""
+        from cocotb.triggers import ClockCycles
+
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        for reg in host.regs.user_registers:
+            rw = sum(f.mask for f in reg.fields if f.access == "rw")
+            if rw:
+                await host.wr(reg.name, 0xFFFF_FFFF)
+                assert await host.rd(reg.name) == rw, reg.name
+        assert await host.rd("HW_N_PE") == cfg.n_pe
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 3)
+        T, M = min(cfg.capacity, 100), cfg.max_trajectories
+        codes, args = random_codes(cfg, T, M, rng), random_args(cfg, T, M)
+        host.load(codes)
+        await host.run(args, wait=False)
+        await ClockCycles(dut.ap_clk, 30)
+        await host.wr("CTRL", 1)                                   # refused
+        await host.wait_done()
+        assert (await host.status())["START_REFUSED"] == 1
+        await host.run(args, wait=False)
+        await ClockCycles(dut.ap_clk, 60)                          # in the copy-in
+        await host.reset()
+        assert (await host.rd("CTRL")) & 0b100, "not idle after reset"
+        await host.check_run(random_codes(cfg, T, M, rng), args)
