@@ -138,10 +138,11 @@ class LearnerCore(wiring.Component):
 
     Timing and throughput: every GEMM stage issues one operand pair per cycle into its unit
     (S² multiply-accumulates per cycle) in tiles of ``max(K, S)`` cycles; an item's results are
-    written ``3S + 5`` cycles after its last operand. LOSS handles one sample and S outputs per
+    written ``3S + 5`` cycles after its last operand (``3S + 6`` for WA, which reads, adds and
+    writes the scratchpad). LOSS handles one sample and S outputs per
     cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives every
-    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12393 cycles on
-    4 × 4 units and 3756 on 8 × 8 (sub-batches of 8).
+    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12395 cycles on
+    4 × 4 units and 3758 on 8 × 8 (sub-batches of 8).
 
     Resources: ``3L - 1`` tensor units (``4L - 1`` for DQN; layer 0 has no BW); per buffer one
     memory of S × S blocks (``S²·width`` bits per word, ``acc_width`` lanes for gradients), a
@@ -253,7 +254,10 @@ class LearnerCore(wiring.Component):
         flags = {f: [] for f in LEARNER_FLAGS}
         self._flags = flags
         self._stage = {}
-        loss_acc = Signal(64)
+        # Σ (Q - y)²: squares of (width + 1)-bit differences, S per row for MSE, over the batch.
+        loss_bits = min(64, 2 * (w + 2) + (0 if cfg.loss == "dqn" else S.bit_length())
+                        + cfg.max_batch.bit_length())
+        loss_acc = Signal(loss_bits)
         self._loss_acc = loss_acc
         for st in stages(cfg):
             if st.kind in ("fw", "tfw"):
@@ -291,7 +295,7 @@ class LearnerCore(wiring.Component):
             with m.Elif(_or(srcs)):
                 m.d.sync += reg.eq(1)
             m.d.comb += getattr(self, f"flag_{name}").eq(reg)
-        m.d.comb += self.loss_sum.eq(loss_acc)
+        m.d.comb += self.loss_sum.eq(loss_acc)         # zero-extended to 64 bits
 
         self._host_port()
         for b in bufs.values():
@@ -664,18 +668,29 @@ class LearnerCore(wiring.Component):
                      r_addr.eq(addr), r_first.eq(wl["p"] == 0),
                      r_ovf.eq(tu.o.payload.overflow)]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
-        old = self._block_row(gdata, r_row, aw)
+        # The old row is registered before the add (logic depth of the tensor unit's own).
+        q_v = Signal(name=f"{st.name}_qv")
+        q_addr = Signal(24, name=f"{st.name}_qaddr")
+        q_row = Signal(range(S), name=f"{st.name}_qrow")
+        q_first, q_ovf, q_last = (Signal(name=f"{st.name}_qfirst"),
+                                  Signal(name=f"{st.name}_qovf"), Signal(name=f"{st.name}_qlast"))
+        q_c = [Signal(signed(aw), name=f"{st.name}_qc{j}") for j in range(S)]
+        q_old = [Signal(signed(aw), name=f"{st.name}_qold{j}") for j in range(S)]
+        m.d.sync += [q_v.eq(r_v & ~self._clear), q_addr.eq(r_addr), q_row.eq(r_row),
+                     q_first.eq(r_first), q_ovf.eq(r_ovf), q_last.eq(r_last)]
+        m.d.sync += [x.eq(v) for x, v in zip(q_c, r_c)]
+        m.d.sync += [x.eq(v) for x, v in zip(q_old, self._block_row(gdata, r_row, aw))]
         fmt = num.wgrad_format
         sums, ovfs = [], []
         for j in range(S):
-            s, o_ = saturate(m, old[j].as_signed() + r_c[j], fmt, name=f"{st.name}_sum{j}")
-            sums.append(Mux(r_first, r_c[j], s))
-            ovfs.append(~r_first & o_)
-        self._flags["wa"].append(r_v & (r_ovf | _or(ovfs)))
+            s, o_ = saturate(m, q_old[j] + q_c[j], fmt, name=f"{st.name}_sum{j}")
+            sums.append(Mux(q_first, q_c[j], s))
+            ovfs.append(~q_first & o_)
+        self._flags["wa"].append(q_v & (q_ovf | _or(ovfs)))
         onehot = Signal(S, name=f"{st.name}_onehot")
-        m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
-        gbuf.write(gbuf.row_enable(onehot), r_addr, Cat(*[v[:aw] for v in sums]).replicate(S))
-        self._done_counter(st.name, r_v & r_last)
+        m.d.comb += onehot.eq(Mux(q_v, 1 << q_row, 0))
+        gbuf.write(gbuf.row_enable(onehot), q_addr, Cat(*[v[:aw] for v in sums]).replicate(S))
+        self._done_counter(st.name, q_v & q_last)
 
     # -- LOSS -------------------------------------------------------------------------------------
     def _loss_stage(self, st):
@@ -920,20 +935,28 @@ class LearnerCore(wiring.Component):
         m.d.sync += [v3.eq(v2 & ~self._clear), r3.eq(r2), a3.eq(a2), e3.eq(e2)]
         m.d.sync += [x.eq(v) for x, v in zip(w3, w2)]
         m.d.sync += [x.eq(g * self._eta) for x, g in zip(p3, g2)]
-        # Stage 4: W - round(η·G), saturated.
+        # Stage 4: round(η·G).
         shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
         wfmt = num.weight_format
+        v35, r35, a35, e35 = (Signal(name=f"{name}_v35"), Signal.like(r1, name=f"{name}_r35"),
+                              Signal.like(a1, name=f"{name}_a35"), Signal(name=f"{name}_e35"))
+        w35 = [Signal(signed(w), name=f"{name}_w35_{j}") for j in range(S)]
+        rounded = [rshift_round(x, shift, wfmt.rounding) for x in p3]
+        u35 = [Signal(signed(len(x)), name=f"{name}_u35_{j}") for j, x in enumerate(rounded)]
+        m.d.sync += [v35.eq(v3 & ~self._clear), r35.eq(r3), a35.eq(a3), e35.eq(e3)]
+        m.d.sync += [x.eq(v) for x, v in zip(w35, w3)]
+        m.d.sync += [x.eq(v) for x, v in zip(u35, rounded)]
+        # Stage 5: W - round(η·G), saturated.
         v4, r4, a4, e4 = (Signal(name=f"{name}_v4"), Signal.like(r1, name=f"{name}_r4"),
                           Signal.like(a1, name=f"{name}_a4"), Signal(name=f"{name}_e4"))
         w4 = [Signal(signed(w), name=f"{name}_w4_{j}") for j in range(S)]
         ovf4 = Signal(name=f"{name}_ovf4")
         news, ovfs = [], []
         for j in range(S):
-            nv, no = saturate(m, w3[j] - rshift_round(p3[j], shift, wfmt.rounding), wfmt,
-                              name=f"{name}_new{j}")
+            nv, no = saturate(m, w35[j] - u35[j], wfmt, name=f"{name}_new{j}")
             news.append(nv)
             ovfs.append(no)
-        m.d.sync += [v4.eq(v3 & ~self._clear), r4.eq(r3), a4.eq(a3), e4.eq(e3),
+        m.d.sync += [v4.eq(v35 & ~self._clear), r4.eq(r35), a4.eq(a35), e4.eq(e35),
                      ovf4.eq(_or(ovfs))]
         m.d.sync += [x.eq(v) for x, v in zip(w4, news)]
         self._flags["wu"].append(v4 & ovf4)

@@ -46,13 +46,15 @@ __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "
 #: Cycles from a GEMM stage's operand read (its slot) to the element entering the tensor unit:
 #: memory read, operand register.
 GEMM_OPERAND_LATENCY = 2
-#: Cycles from an output beat of the tensor unit to its write (mask read / read-modify-write).
-GEMM_WRITE_LATENCY = 1
+#: Cycles from an output beat of the tensor unit to its write: FW registers it (ReLU, mask),
+#: BW reads the ReLU mask, WA reads the scratchpad row, registers it and adds.
+GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 1, "wa": 2}
 #: ``loss`` tail: (slot to done) = 5 + output groups (DQN: read, max, γ product, target and
 #: difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
 LOSS_TAIL = {"dqn": 5, "mse": 3}
-#: ``wu`` tail: read, row select, η product, subtract and saturate, write; done the next cycle.
-WU_TAIL = 5
+#: ``wu`` tail: read, row select, η product, rounding, subtract and saturate (and write);
+#: done the next cycle.
+WU_TAIL = 6
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def stage_tail(config: LearnerConfig, stage: Stage) -> int:
         tu = config.tensor_unit("fw")
         # operands -> TU; last tile's first beat after `latency`, its last beat S-1 later;
         # the write; the count the cycle after.
-        return GEMM_OPERAND_LATENCY + tu.latency + (S - 1) + GEMM_WRITE_LATENCY + 1
+        return GEMM_OPERAND_LATENCY + tu.latency + (S - 1) + GEMM_WRITE_LATENCY[stage.kind] + 1
     if stage.kind == "loss":
         extra = config.groups(config.n_out) if config.loss == "dqn" else 0
         return LOSS_TAIL[config.loss] + extra
