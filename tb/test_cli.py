@@ -7,7 +7,6 @@ import sys
 import pytest
 
 from rtl_gen.__main__ import main
-from rtl_gen.blocks import SHIPPED
 
 
 def test_emit_with_flags(tmp_path, capsys):
@@ -56,9 +55,3 @@ def test_module_entry_point_and_list():
     out = subprocess.run([sys.executable, "-m", "rtl_gen", "list"], capture_output=True,
                          text=True, check=True).stdout
     assert "gae-pe" in out and "--coef-width" in out
-
-
-def test_shipped_configurations_are_valid(tmp_path):
-    assert main(["shipped", "--out", str(tmp_path)]) == 0
-    for module, _, _ in SHIPPED:
-        assert (tmp_path / module / f"{module}.v").exists()
