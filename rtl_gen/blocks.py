@@ -57,6 +57,8 @@ SHIPPED = [
     # HEPPO's system: 64 trajectories x 1024 steps, 8-bit codes written back in place.
     ("gae_accel_n8", "gae-accel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
     ("gae_accel_n64", "gae-accel", {"n_pe": 64, "max_trajectories": 64, "capacity": 1024}),
+    # The same as an Alveo (Vitis/XRT) kernel: copies the image over a 512-bit m_axi port.
+    ("gae_kernel_n8", "gae-kernel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
 ]
 
 

@@ -20,10 +20,14 @@ function of ``hdl/``, which is committed and checked for freshness by ``tb/test_
     ZCU106 block design (Zynq UltraScale+ PS, 300 MHz ``pl_clk0``, SmartConnects on HPM0/HPM1,
     an AXI interrupt controller for PYNQ), bitstream, and ``<module>.bit`` + ``<module>.hwh``
     side by side for ``pynq.Overlay``.
-``alveo_xo.tcl``, ``alveo_u200.cfg``, ``alveo_u250.cfg``
+``alveo_xo.tcl``, ``alveo_u200.cfg``, ``alveo_u250.cfg``, ``kernel.xml``
     Vitis RTL kernel packaging (``package_xo``, ``ap_ctrl_hs``) and ``v++ --link``
-    configurations. These stop with an explanation: a Vitis kernel moves buffers only through
-    AXI4 *master* ports, and the accelerator's memory is an AXI4 slave (see :data:`DMA_GAP`).
+    configurations. A Vitis kernel moves buffers only through AXI4 *master* ports: for a
+    kernel with one (:class:`~rtl_gen.gae.kernel.GaeKernel`, ``m_axi_gmem``) the pointer
+    argument and the ``m_axi`` port go into the IP and into ``kernel.xml``
+    (:func:`kernel_xml`), and the ``.cfg`` files connect the port to a DDR bank; for an
+    accelerator whose memory is an AXI4 slave the scripts stop with an explanation (see
+    :data:`DMA_GAP`). Alveo cards get no ZCU106 script, ZCU106 designs need ``s_axi_mem``.
 ``ooc_timing.tcl``
     Out-of-context synthesis and implementation of the accelerator alone at
     :data:`TARGET_FREQ_MHZ` on any part: the quickest timing answer.
@@ -49,7 +53,8 @@ __all__ = [
     "VENDOR", "LIBRARY", "VERSION", "vlnv", "bd_instance", "TARGET_FREQ_MHZ", "BOARDS", "Board",
     "IPXACT_ACCESS", "CONTROL_BLOCK", "MEMORY_BLOCK", "DMA_GAP", "Accelerator", "AxiInterface",
     "find_accelerators", "tcl_str", "package_ip_tcl", "zcu106_bd_tcl", "alveo_xo_tcl",
-    "vpp_link_cfg", "ooc_timing_tcl", "write_scripts", "board_commands", "main",
+    "kernel_xml", "vpp_link_cfg", "ooc_timing_tcl", "write_scripts", "board_commands", "main",
+    "ALVEO_MEMORY",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +96,12 @@ DMA_GAP = (
     "shell around the kernel, i.e. an m_axi port plus buffer-address arguments in s_axi_control "
     "and a copy engine between device DDR and s_axi_mem."
 )
+
+
+#: Device memory bank and SLR of a kernel's ``m_axi`` ports on each Alveo card
+#: (``sp=<cu>.<port>:<bank>``, ``slr=<cu>:<slr>``): DDR[0] sits in SLR0 on both the U200
+#: and the U250 (UG1120), so the compute unit goes next to it.
+ALVEO_MEMORY = {"u200": ("DDR[0]", "SLR0"), "u250": ("DDR[0]", "SLR0")}
 
 
 def vlnv(module: str) -> str:
@@ -182,12 +193,15 @@ class AxiInterface:
         Widths of ``AWADDR`` and ``WDATA``.
     lite : bool
         AXI4-Lite (no ``AWLEN``) rather than AXI4.
+    master : bool
+        An AXI master (``m_axi_<name>``) rather than a slave (``s_axi_<name>``).
     """
     name: str
     port_map: tuple
     addr_width: int
     data_width: int
     lite: bool
+    master: bool = False
 
     @property
     def window(self) -> int:
@@ -210,15 +224,19 @@ class Accelerator:
 
     Use :meth:`load`. Members ``module``, ``verilog``, ``interfaces`` (name ->
     :class:`AxiInterface`), ``control`` and ``memory`` (the interfaces named ``s_axi_control``
-    and ``s_axi_mem``) are derived and checked on construction.
+    and ``s_axi_mem``; ``memory`` is None for a kernel), ``masters`` (the ``m_axi_*``
+    interfaces) and ``kernel`` (the manifest's Vitis kernel arguments, or None) are derived and
+    checked on construction. An accelerator is a *kernel* if it has an AXI master.
 
     Raises
     ------
     ValueError
         A port that is neither ``ap_clk``, ``ap_rst_n``, ``interrupt`` nor part of an
-        ``s_axi_<name>_*`` AXI slave (it would be left out of the IP), a signal with the wrong
-        direction for an AXI slave, a missing AXI signal, a control interface that is not a
-        32-bit AXI4-Lite slave large enough for the register map, or no memory interface.
+        ``s_axi_<name>_*`` AXI slave or ``m_axi_<name>_*`` AXI master (it would be left out of
+        the IP), a signal with the wrong direction, a missing AXI signal, a control interface
+        that is not a 32-bit AXI4-Lite slave large enough for the register map, no memory
+        interface (``s_axi_mem`` or an AXI master), or a kernel whose manifest does not name
+        a 64-bit pointer argument (two consecutive registers) for each AXI master.
     """
     hdl_dir: Path
     manifest: dict
@@ -246,14 +264,16 @@ class Accelerator:
                 continue
             head, _, signal = p["name"].rpartition("_")
             logical = signal.upper()
-            if not head.startswith("s_axi_") or logical not in _AXI_SIGNALS:
+            if not head.startswith(("s_axi_", "m_axi_")) or logical not in _AXI_SIGNALS:
                 raise ValueError(f"{self.module}: port {p['name']!r} is not ap_clk, ap_rst_n, "
-                                 f"interrupt or an AXI slave signal s_axi_<name>_<signal>; "
-                                 f"the IP packager would leave it unconnected")
-            want = "input" if _AXI_SIGNALS[logical] else "output"
+                                 f"interrupt or an AXI slave signal s_axi_<name>_<signal> or "
+                                 f"master signal m_axi_<name>_<signal>; the IP packager would "
+                                 f"leave it unconnected")
+            master = head.startswith("m_axi_")
+            want = "input" if _AXI_SIGNALS[logical] != master else "output"
             if p["dir"] != want:
                 raise ValueError(f"{self.module}: {p['name']} must be an {want} on an AXI "
-                                 f"slave, not an {p['dir']}")
+                                 f"{'master' if master else 'slave'}, not an {p['dir']}")
             groups.setdefault(head, []).append((logical, p))
         interfaces = {}
         for name, members in groups.items():
@@ -263,7 +283,8 @@ class Accelerator:
                 raise ValueError(f"{self.module}: AXI interface {name} lacks {', '.join(missing)}")
             interfaces[name] = AxiInterface(
                 name, tuple((logical, p["name"]) for logical, p in members),
-                have["AWADDR"]["width"], have["WDATA"]["width"], "AWLEN" not in have)
+                have["AWADDR"]["width"], have["WDATA"]["width"], "AWLEN" not in have,
+                name.startswith("m_axi_"))
         object.__setattr__(self, "interfaces", interfaces)
         control = interfaces.get("s_axi_control")
         if control is None or not control.lite or control.data_width != 32:
@@ -271,8 +292,28 @@ class Accelerator:
         if control.window < self.regmap.span:
             raise ValueError(f"{self.module}: s_axi_control decodes {control.window} bytes, the "
                              f"register map spans {self.regmap.span}")
-        if "s_axi_mem" not in interfaces:
+        if "s_axi_mem" not in interfaces and not self.masters:
             raise ValueError(f"{self.module}: no s_axi_mem memory interface")
+        kernel = self.manifest.get("kernel")
+        if self.masters:
+            if not kernel:
+                raise ValueError(f"{self.module}: an AXI master needs the manifest's 'kernel' "
+                                 f"entry (its pointer argument)")
+            ptrs = {q["port"]: q for q in kernel.get("pointers", ())}
+            names = {r.name: r for r in self.regmap}
+            for m in self.masters:
+                q = ptrs.get(m.name)
+                if q is None:
+                    raise ValueError(f"{self.module}: no pointer argument addresses {m.name}")
+                lo, hi = names.get(q["lo"]), names.get(q["hi"])
+                if lo is None or hi is None or not lo.offset == q["offset"] == hi.offset - 4:
+                    raise ValueError(f"{self.module}: pointer {q['name']} must be registers "
+                                     f"{q['lo']} at {q['offset']:#x} and {q['hi']} right "
+                                     f"after it")
+            missing = [n for n in kernel.get("scalars", ()) if n not in names]
+            if missing:
+                raise ValueError(f"{self.module}: kernel arguments {missing} are not registers")
+        object.__setattr__(self, "kernel", kernel if self.masters else None)
 
     @property
     def module(self) -> str:
@@ -287,8 +328,23 @@ class Accelerator:
         return self.interfaces["s_axi_control"]
 
     @property
-    def memory(self) -> AxiInterface:
-        return self.interfaces["s_axi_mem"]
+    def memory(self) -> AxiInterface | None:
+        return self.interfaces.get("s_axi_mem")
+
+    @property
+    def slaves(self) -> list:
+        return [i for i in self.interfaces.values() if not i.master]
+
+    @property
+    def masters(self) -> list:
+        return [i for i in self.interfaces.values() if i.master]
+
+    def pointer_of(self, register: str):
+        """The kernel pointer argument whose low or high word is ``register``, or None."""
+        for q in (self.kernel or {}).get("pointers", ()):
+            if register in (q["lo"], q["hi"]):
+                return q
+        return None
 
 
 def find_accelerators(hdl_root) -> list:
@@ -376,19 +432,23 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
     """
     out_dir = Path(out_dir)
     rm, ctl, mem = acc.regmap, acc.control, acc.memory
-    slaves = list(acc.interfaces.values())
-    busifs = ":".join(i.name for i in slaves)
+    buses = list(acc.interfaces.values())
+    busifs = ":".join(i.name for i in buses)
     n_fields = sum(len(r.fields) for r in rm)
+    pointers = (acc.kernel or {}).get("pointers", [])
     L = _prologue(acc, out_dir, "package_ip.tcl", [
         f"Packages {acc.module} as a Vivado IP (IP-XACT component.xml), VLNV {vlnv(acc.module)}:",
-        *(f"  {i.name:<14} AXI4{'-Lite' if i.lite else ''} slave, {i.addr_width}-bit address, "
-          f"{i.data_width}-bit data" for i in slaves),
+        *(f"  {i.name:<14} AXI4{'-Lite' if i.lite else ''} {'master' if i.master else 'slave'}, "
+          f"{i.addr_width}-bit address, {i.data_width}-bit data" for i in buses),
         "  ap_clk         clock of every interface; ap_rst_n its active-low reset",
         "  interrupt      level-high interrupt (GIER & IP_ISR of the ap_ctrl_hs registers)",
         f"Memory maps: s_axi_control block {CONTROL_BLOCK} with the {len(rm)} registers and "
         f"{n_fields} fields of",
         "the register map (PYNQ builds `register_map` from them: they reach the .hwh of a block",
-        f"design); s_axi_mem block {MEMORY_BLOCK}, {mem.window} bytes of memory.",
+        (f"design); s_axi_mem block {MEMORY_BLOCK}, {mem.window} bytes of memory." if mem else
+         "design). A kernel pointer argument (two 32-bit words in the map) is one 64-bit"),
+        *([] if mem else ["register with ASSOCIATED_BUSIF naming the m_axi port it addresses: "
+                          + ", ".join(f"{q['name']} -> {q['port']}" for q in pointers) + "."]),
         "",
         "Variables a caller may set before sourcing this script:",
         "  rlk_ip_dir   output directory (default: first -tclargs argument, else ./ip)",
@@ -435,15 +495,16 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         "    ipx::remove_memory_map [get_property NAME $mm] $core",
         "}",
     ]
-    for i in slaves:
+    for i in buses:
+        mode = "master" if i.master else "slave"
         L += [
             "",
-            f"# {i.name}: AXI4{'-Lite' if i.lite else ''} slave, "
+            f"# {i.name}: AXI4{'-Lite' if i.lite else ''} {mode}, "
             f"{len(i.port_map)} ports (logical name <- port).",
             f"set bif [ipx::add_bus_interface {i.name} $core]",
             *_dict_line([("ABSTRACTION_TYPE_VLNV", "xilinx.com:interface:aximm_rtl:1.0"),
                          ("BUS_TYPE_VLNV", "xilinx.com:interface:aximm:1.0"),
-                         ("INTERFACE_MODE", "slave")], "$bif"),
+                         ("INTERFACE_MODE", mode)], "$bif"),
             "foreach {logical physical} {",
         ]
         pairs = [f"{lg:<8} {ph:<26}" for lg, ph in i.port_map]
@@ -454,6 +515,16 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
             "    set_property PHYSICAL_NAME $physical [ipx::add_port_map $logical $bif]",
             "}",
         ]
+        if i.master:
+            lim = acc.kernel["m_axi"][i.name]
+            L += [
+                "# What the master issues, so the interconnect Vitis inserts sizes its buffers:",
+                "# the longest burst and the bursts in flight per direction.",
+            ]
+            for param, value in (("MAX_BURST_LENGTH", lim["max_burst"]),
+                                 ("NUM_READ_OUTSTANDING", lim["outstanding"]),
+                                 ("NUM_WRITE_OUTSTANDING", lim["outstanding"])):
+                L.append(f"set_property VALUE {value} [ipx::add_bus_parameter {param} $bif]")
     L += [
         "",
         "# ap_clk clocks every AXI interface; ap_rst_n is its (synchronous) active-low reset.",
@@ -502,6 +573,11 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
                      ("USAGE", "register"), ("ACCESS", "read-write")], "$block"),
     ]
     for r in rm:
+        q = acc.pointer_of(r.name)
+        if q is not None:
+            if r.name == q["lo"]:
+                L += _pointer_register(q, r)
+            continue
         readable = any(f.readable for f in r.fields)
         writable = any(f.host_writable for f in r.fields)
         reg_access = ("read-write" if readable and writable else
@@ -523,17 +599,23 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
             L += [f"set field [ipx::add_field {f.name} $reg]",
                   f"set_property -dict {{{props}}} $field",
                   f"set_property DESCRIPTION {tcl_str(f.doc or f'{r.name}.{f.name}')} $field"]
+    if mem is not None:
+        L += [
+            "",
+            f"# 5. s_axi_mem's memory map: one memory block over its {mem.window}-byte window",
+            f"#    (2**{mem.addr_width}; the memory regions and their layout: sw/ and the "
+            "README).",
+            "set mm [ipx::add_memory_map s_axi_mem $core]",
+            "set_property SLAVE_MEMORY_MAP_REF s_axi_mem \\",
+            "    [ipx::get_bus_interfaces s_axi_mem -of_objects $core]",
+            f"set block [ipx::add_address_block {MEMORY_BLOCK} $mm]",
+            *_dict_line([("BASE_ADDRESS", 0), ("RANGE", mem.window), ("WIDTH", mem.data_width),
+                         ("USAGE", "memory"), ("ACCESS", "read-write"),
+                         ("DESCRIPTION", f"{acc.module} memory regions")], "$block"),
+        ]
+    else:
+        L += ["", "# 5. No memory map for the AXI master(s): they address device memory."]
     L += [
-        "",
-        f"# 5. s_axi_mem's memory map: one memory block over its {mem.window}-byte window",
-        f"#    (2**{mem.addr_width}; the memory regions and their layout: sw/ and the README).",
-        "set mm [ipx::add_memory_map s_axi_mem $core]",
-        "set_property SLAVE_MEMORY_MAP_REF s_axi_mem \\",
-        "    [ipx::get_bus_interfaces s_axi_mem -of_objects $core]",
-        f"set block [ipx::add_address_block {MEMORY_BLOCK} $mm]",
-        *_dict_line([("BASE_ADDRESS", 0), ("RANGE", mem.window), ("WIDTH", mem.data_width),
-                     ("USAGE", "memory"), ("ACCESS", "read-write"),
-                     ("DESCRIPTION", f"{acc.module} memory regions")], "$block"),
         "",
         "# 6. Vitis RTL kernel properties, only when packaging for Alveo (alveo_xo.tcl): the",
         "#    ap_ctrl_hs protocol of CTRL/GIER/IP_IER/IP_ISR; the platform sets the clock.",
@@ -560,6 +642,26 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
     return "\n".join(L)
 
 
+def _pointer_register(q: dict, lo) -> list:
+    """IP-XACT lines of a kernel pointer argument: one 64-bit register at the low word's offset
+    (the two 32-bit words of the register map), with ASSOCIATED_BUSIF = the m_axi port: what
+    package_xo reads to bind the argument to the port (as the RTL Kernel Wizard declares it)."""
+    (f,) = lo.fields
+    return [
+        "",
+        f"# {q['name']}: 64-bit pointer argument ({q['lo']} + {q['hi']}) for {q['port']}.",
+        f"set reg [ipx::add_register {q['name']} $block]",
+        f"set_property -dict {{ADDRESS_OFFSET {lo.offset:#04x} SIZE 64 ACCESS read-write}} $reg",
+        f"set_property DESCRIPTION {tcl_str(lo.doc or q['name'])} $reg",
+        f"set_property VALUE {q['port']} [ipx::add_register_parameter ASSOCIATED_BUSIF $reg]",
+        f"set field [ipx::add_field {q['name']} $reg]",
+        f"set_property -dict {{BIT_OFFSET {f.lsb} BIT_WIDTH {64 - f.lsb} ACCESS read-write}} "
+        "$field",
+        f"set_property DESCRIPTION {tcl_str(f'device address, {1 << f.lsb}-byte aligned')} "
+        "$field",
+    ]
+
+
 # -- zcu106_bd.tcl -----------------------------------------------------------------------------
 def _range_text(n: int) -> str:
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
@@ -580,6 +682,9 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
     out_dir = Path(out_dir)
     board, mem = BOARDS["zcu106"], acc.memory
     inst = bd_instance(acc.module)
+    if mem is None:
+        raise ValueError(f"{acc.module}: the ZCU106 block design needs an s_axi_mem slave; "
+                         f"a kernel with an AXI master is for the Alveo flow")
     if mem.window > HPM_WINDOW:
         raise ValueError(f"{acc.module}: s_axi_mem ({mem.window} bytes) does not fit the "
                          f"256 MiB HPM1_FPD window")
@@ -761,8 +866,15 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
 
 # -- Alveo -------------------------------------------------------------------------------------
 def alveo_xo_tcl(acc: Accelerator, out_dir) -> str:
-    """TCL that packages ``acc`` as a Vitis RTL kernel (``.xo``), guarded by :data:`DMA_GAP`."""
+    """TCL that packages ``acc`` as a Vitis RTL kernel (``.xo``).
+
+    A kernel (an accelerator with an AXI master) is packaged with the ``kernel.xml`` of
+    :func:`kernel_xml` next to the script; any other accelerator is guarded by
+    :data:`DMA_GAP` (the script stops unless ``RLK_FORCE_XO=1``).
+    """
     out_dir = Path(out_dir)
+    if acc.kernel is not None:
+        return _kernel_xo_tcl(acc, out_dir)
     m_axi = [i for i in acc.interfaces if i.startswith("m_axi_")]
     stop = (f"rlk: {acc.module} cannot be linked as a Vitis kernel: {DMA_GAP} "
             "Set RLK_FORCE_XO=1 to run package_xo anyway.")
@@ -799,6 +911,90 @@ def alveo_xo_tcl(acc: Accelerator, out_dir) -> str:
     return "\n".join(L)
 
 
+def _kernel_xo_tcl(acc: Accelerator, out_dir: Path) -> str:
+    ports = ", ".join(m.name for m in acc.masters)
+    L = _prologue(acc, out_dir, "alveo_xo.tcl", [
+        f"Packages the kernel {acc.module} as a Vitis RTL kernel object (<module>.xo) for",
+        "`v++ --link` with alveo_u200.cfg / alveo_u250.cfg: the IP with the Vitis kernel",
+        f"properties (package_ip.tcl with rlk_kernel), and kernel.xml (next to this script,",
+        f"generated from the manifest: the ap_ctrl_hs protocol, the AXI master(s) {ports} and",
+        "the kernel arguments: the pointer(s) into device memory first, then the scalars).",
+    ], "vivado -mode batch -source alveo_xo.tcl [-tclargs <out_dir>]")
+    L += [
+        "set out_dir [file normalize [rlk::arg 0 [file join $script_dir alveo]]]",
+        "set kernel_xml [file join $script_dir kernel.xml]",
+        "rlk::require_file $kernel_xml \"run `make vivado-scripts` (it writes kernel.xml)\"",
+        "",
+        "# 1. A separate copy of the IP with the kernel properties (package_ip.tcl, rlk_kernel).",
+        "set rlk_kernel 1",
+        "set rlk_ip_dir [file join $out_dir ip_kernel]",
+        f"set rlk_part {BOARDS['u200'].part}",
+        "source [file join $script_dir package_ip.tcl]",
+        "",
+        "# 2. The kernel object. With -kernel_xml the control protocol comes from the XML's",
+        "#    hwControlProtocol (ap_ctrl_hs), not from -ctrl_protocol.",
+        "set xo [file join $out_dir $module.xo]",
+        "package_xo -kernel_name $module -kernel_xml $kernel_xml -ip_directory $rlk_ip_dir \\",
+        "    -xo_path $xo -force",
+        "puts \"rlk: wrote $xo\"",
+        "",
+    ]
+    return "\n".join(L)
+
+
+def kernel_xml(acc: Accelerator) -> str:
+    """The Vitis ``kernel.xml`` of a kernel (UG1393, "RTL Kernel XML File").
+
+    Ports: ``s_axi_control`` (slave, its decoded window) and every AXI master (64-bit range).
+    Arguments, in this order (their ``id``): every pointer of the manifest (``addressQualifier``
+    1, size 8, at its low register's offset, on its master port), then every scalar register
+    the manifest lists (``addressQualifier`` 0, size 4). So a pointer's index, which
+    ``xrt::kernel::group_id`` takes, is its position among the pointers (0 for one).
+    """
+    from xml.sax.saxutils import quoteattr
+
+    if acc.kernel is None:
+        raise ValueError(f"{acc.module} is not a kernel: it has no AXI master")
+    k = acc.kernel
+
+    def tag(name, attrs, indent):
+        return " " * indent + f"<{name} " + " ".join(
+            f"{a}={quoteattr(str(v))}" for a, v in attrs) + "/>"
+
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f"<!-- {acc.module}: generated by rtl_gen.vivado from {acc.module}.json; do not "
+             "edit. -->",
+             '<root versionMajor="1" versionMinor="6">',
+             f'  <kernel name="{acc.module}" language="ip_c" vlnv="{vlnv(acc.module)}" '
+             'attributes="" preferredWorkGroupSizeMultiple="0" workGroupSize="1" '
+             'interrupt="true" hwControlProtocol="ap_ctrl_hs">',
+             "    <ports>",
+             tag("port", [("name", "s_axi_control"), ("mode", "slave"),
+                          ("range", f"{acc.control.window:#x}"), ("dataWidth", 32),
+                          ("portType", "addressable"), ("base", "0x0")], 6)]
+    for m in acc.masters:
+        lines.append(tag("port", [("name", m.name), ("mode", "master"),
+                                  ("range", "0xFFFFFFFFFFFFFFFF"), ("dataWidth", m.data_width),
+                                  ("portType", "addressable"), ("base", "0x0")], 6))
+    lines += ["    </ports>", "    <args>"]
+    index = 0
+    for q in k["pointers"]:
+        lines.append(tag("arg", [("name", q["name"]), ("addressQualifier", 1), ("id", index),
+                                 ("port", q["port"]), ("size", "0x8"),
+                                 ("offset", f"{q['offset']:#x}"), ("type", "void*"),
+                                 ("hostOffset", "0x0"), ("hostSize", "0x8")], 6))
+        index += 1
+    for name in k["scalars"]:
+        lines.append(tag("arg", [("name", name), ("addressQualifier", 0), ("id", index),
+                                 ("port", "s_axi_control"), ("size", "0x4"),
+                                 ("offset", f"{acc.regmap.offset(name):#x}"),
+                                 ("type", "uint"), ("hostOffset", "0x0"),
+                                 ("hostSize", "0x4")], 6))
+        index += 1
+    lines += ["    </args>", "  </kernel>", "</root>", ""]
+    return "\n".join(lines)
+
+
 def _wrap(text, width):
     words, lines, cur = text.split(), [], ""
     for w in words:
@@ -825,10 +1021,21 @@ def vpp_link_cfg(acc: Accelerator, board: str) -> str:
         f"{f * 1_000_000}` ([clock] defaultFreqHz={f * 1_000_000}) instead, and Vitis 2023.2 "
         f"and later also --freqhz={f}MHz. No kernel XDC: the platform constrains the clock "
         f"(constraints/alveo_kernel.xdc).",
-        f"This does not link yet: {DMA_GAP}",
-        "With a DMA shell, add sp=<cu>.<m_axi port>:DDR[n] lines to [connectivity], one bank "
-        "per port, and slr=<cu>:SLRn to keep the compute unit next to its bank.",
     ]
+    bank, slr = ALVEO_MEMORY[board]
+    if acc.kernel is None:
+        paragraphs += [
+            f"This does not link yet: {DMA_GAP}",
+            "With a DMA shell, add sp=<cu>.<m_axi port>:DDR[n] lines to [connectivity], one "
+            "bank per port, and slr=<cu>:SLRn to keep the compute unit next to its bank.",
+        ]
+    else:
+        paragraphs += [
+            f"Memory: the kernel's AXI master(s) ({', '.join(i.name for i in acc.masters)}) "
+            f"go to {bank} (sp=), and the compute unit to {slr} (slr=), the SLR of that bank, "
+            f"so no AXI path crosses an SLR. XRT allocates the host's buffer in the bank the "
+            f"pointer argument's port is connected to (xrt::kernel::group_id).",
+        ]
     lines = [
         f"# v++ --link configuration for {m} on the Alveo {board.upper()} ({b.part}),",
         f"# platform {b.platform}. Generated by rtl_gen.vivado; do not edit.",
@@ -845,8 +1052,11 @@ def vpp_link_cfg(acc: Accelerator, board: str) -> str:
         "[connectivity]",
         "# One compute unit named <kernel>_1.",
         f"nk={m}:1:{m}_1",
-        "",
     ]
+    if acc.kernel is not None:
+        lines += [f"sp={m}_1.{i.name}:{bank}" for i in acc.masters]
+        lines.append(f"slr={m}_1:{slr}")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -889,17 +1099,23 @@ def ooc_timing_tcl(acc: Accelerator, out_dir) -> str:
 
 # -- writing and running -----------------------------------------------------------------------
 def write_scripts(acc: Accelerator, out_dir) -> list:
-    """Write every generated file of ``acc`` into ``out_dir``; returns their paths."""
+    """Write every generated file of ``acc`` into ``out_dir``; returns their paths.
+
+    A kernel (AXI master, no ``s_axi_mem``) gets ``kernel.xml`` and no ZCU106 script.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {
-        "package_ip.tcl": package_ip_tcl(acc, out_dir),
-        "zcu106_bd.tcl": zcu106_bd_tcl(acc, out_dir),
+    files = {"package_ip.tcl": package_ip_tcl(acc, out_dir)}
+    if acc.memory is not None:
+        files["zcu106_bd.tcl"] = zcu106_bd_tcl(acc, out_dir)
+    files.update({
         "alveo_xo.tcl": alveo_xo_tcl(acc, out_dir),
         "alveo_u200.cfg": vpp_link_cfg(acc, "u200"),
         "alveo_u250.cfg": vpp_link_cfg(acc, "u250"),
         "ooc_timing.tcl": ooc_timing_tcl(acc, out_dir),
-    }
+    })
+    if acc.kernel is not None:
+        files["kernel.xml"] = kernel_xml(acc)
     paths = []
     for name, text in files.items():
         p = out_dir / name
@@ -970,6 +1186,9 @@ def main(argv=None) -> int:
             raise ValueError(f"BOARD must be one of {', '.join([*BOARDS, 'ooc'])}, "
                              f"not {args.board!r}")
         acc = Accelerator.load(args.hdl / args.accel)
+        if args.board in BOARDS and BOARDS[args.board].flow == "bd" and acc.memory is None:
+            raise ValueError(f"{acc.module} is a Vitis kernel (AXI master, no s_axi_mem): "
+                             f"build it for u200 or u250, not {args.board}")
         out = (args.out / args.accel).resolve()     # absolute: the commands run from there
         write_scripts(acc, out)
     except (ValueError, OSError, KeyError, json.JSONDecodeError) as e:

@@ -28,7 +28,7 @@ __all__ = ["GaeKernelConfig", "GaeKernel", "gae_kernel_register_map", "copy_plan
 
 #: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
 GMEM = "m_axi_gmem"
-#: The pointer argument: ``MEM_PTR_LO``/``MEM_PTR_HI`` in the register map, ``mem`` in
+#: The pointer argument: ``MEM_PTR_LO``/``MEM_PTR_HI`` in the register map, ``MEM_PTR`` in
 #: ``kernel.xml``.
 KERNEL_POINTER = "MEM_PTR"
 #: Control-port address width: a 4 KiB window, what Vitis HLS kernels decode.
@@ -238,7 +238,7 @@ class GaeKernel(wiring.Component):
         return {
             "m_axi": {GMEM: {"data_width": cfg.gmem_data_width, "max_burst": cfg.max_burst,
                              "outstanding": cfg.max_outstanding}},
-            "pointers": [{"name": "mem", "port": GMEM, "lo": f"{KERNEL_POINTER}_LO",
+            "pointers": [{"name": KERNEL_POINTER, "port": GMEM, "lo": f"{KERNEL_POINTER}_LO",
                           "hi": f"{KERNEL_POINTER}_HI",
                           "offset": self._regmap.offset(f"{KERNEL_POINTER}_LO")}],
             "scalars": [name.upper() for name in GAE_CORE_ARGS(cfg.core)],

@@ -181,7 +181,7 @@ def test_ports_and_manifest():
     assert len(k.s_axi_control_awaddr) == 12 and len(k.m_axi_gmem_araddr) == 64
     assert len(k.m_axi_gmem_wdata) == cfg.gmem_data_width == 512
     km = k.kernel_manifest
-    assert km["pointers"] == [{"name": "mem", "port": GMEM, "lo": "MEM_PTR_LO",
+    assert km["pointers"] == [{"name": "MEM_PTR", "port": GMEM, "lo": "MEM_PTR_LO",
                                "hi": "MEM_PTR_HI", "offset": gae_register_map(cfg.core).span}]
     assert km["m_axi"] == {GMEM: {"data_width": 512, "max_burst": 256, "outstanding": 4}}
     assert km["scalars"][:2] == ["NUM_TIMESTEPS", "NUM_TRAJECTORIES"] and len(km["scalars"]) == 12

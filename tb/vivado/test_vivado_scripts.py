@@ -6,7 +6,10 @@ command's documentation; the IP-XACT objects it declares match the manifest and 
 map exactly (bus interfaces and port maps, clock/reset associations, one memory map per
 slave, every register and field with offset, width and access); the block design connects
 every interface and addresses every segment inside the right PS window; the files it reads
-exist and the files it writes (.bit/.hwh for PYNQ, .xo) land where the flow says.
+exist and the files it writes (.bit/.hwh for PYNQ, .xo) land where the flow says. Vitis
+kernels (an AXI master instead of s_axi_mem: gae_kernel_n8) are packaged with their m_axi
+port, the 64-bit pointer argument bound to it, and a kernel.xml checked argument by argument
+against the register map; they get no ZCU106 flow.
 """
 
 import json
@@ -27,11 +30,19 @@ from tclstub import TCLSH, needs_tclsh, run_stubbed
 ROOT = Path(__file__).resolve().parents[2]
 HDL = ROOT / "hdl"
 ACCELS = V.find_accelerators(HDL)
+#: Accelerators with an AXI4 memory slave (ZCU106 block design) and Vitis kernels (m_axi).
+BD = [a for a in ACCELS if V.Accelerator.load(HDL / a).memory is not None]
+KERNELS = [a for a in ACCELS if V.Accelerator.load(HDL / a).kernel is not None]
 
 
 @pytest.fixture(scope="module", params=ACCELS)
 def acc(request):
     return V.Accelerator.load(HDL / request.param)
+
+
+def only(names):
+    """Run a test that uses the ``acc`` fixture for these accelerators only."""
+    return pytest.mark.parametrize("acc", names, indirect=True)
 
 
 @pytest.fixture
@@ -73,7 +84,8 @@ def _options(args):
 
 # -- constants and inputs ----------------------------------------------------------------------
 def test_shipped_accelerators_found():
-    assert "gae_accel_n8" in ACCELS and "gae_accel_n64" in ACCELS
+    assert "gae_accel_n8" in BD and "gae_accel_n64" in BD
+    assert KERNELS == ["gae_kernel_n8"] and not set(BD) & set(KERNELS)
     assert not any(a.startswith("gae_pe") for a in ACCELS)      # bare blocks have no CSR
 
 
@@ -105,13 +117,25 @@ def test_boards():
 
 def test_interfaces_from_manifest(acc):
     ports = {p["name"]: p for p in acc.manifest["ports"]}
-    assert set(acc.interfaces) == {"s_axi_control", "s_axi_mem"}
-    ctl, mem = acc.control, acc.memory
-    assert ctl.lite and not mem.lite
+    ctl = acc.control
+    assert ctl.lite and not ctl.master
     assert ctl.addr_width == ports["s_axi_control_awaddr"]["width"]
-    assert mem.addr_width == ports["s_axi_mem_awaddr"]["width"]
-    assert mem.data_width == ports["s_axi_mem_wdata"]["width"]
     assert ctl.window >= acc.regmap.span and ctl.window == 1 << ctl.addr_width
+    if acc.kernel is None:
+        assert set(acc.interfaces) == {"s_axi_control", "s_axi_mem"}
+        mem = acc.memory
+        assert not mem.lite and not mem.master and acc.masters == []
+        assert mem.addr_width == ports["s_axi_mem_awaddr"]["width"]
+        assert mem.data_width == ports["s_axi_mem_wdata"]["width"]
+    else:
+        assert set(acc.interfaces) == {"s_axi_control", "m_axi_gmem"} and acc.memory is None
+        (gmem,) = acc.masters
+        assert gmem.master and not gmem.lite and gmem.addr_width == 64
+        assert gmem.data_width == ports["m_axi_gmem_wdata"]["width"]
+        assert ctl.window == 0x1000
+        (ptr,) = acc.kernel["pointers"]
+        assert acc.pointer_of(ptr["lo"]) is acc.pointer_of(ptr["hi"]) is ptr
+        assert acc.pointer_of("STATUS") is None
 
 
 def _port(ports, name):
@@ -143,6 +167,7 @@ def _drop_interrupt(ports):
     ports.remove(_port(ports, "interrupt"))
 
 
+@only(BD)
 @pytest.mark.parametrize("edit,message", [
     (_add_led, "port 'debug_led' is not ap_clk"),
     (_flip_wready, "s_axi_mem_wready must be an output"),
@@ -155,6 +180,41 @@ def test_manifest_errors(acc, edit, message):
     """A manifest the packager could not represent faithfully is refused, with the reason."""
     manifest = json.loads(json.dumps(acc.manifest))
     edit(manifest["ports"])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        V.Accelerator(acc.hdl_dir, manifest, acc.regmap)
+
+
+def _flip_awvalid(m):
+    _port(m["ports"], "m_axi_gmem_awvalid")["dir"] = "input"
+
+
+def _no_kernel_entry(m):
+    del m["kernel"]
+
+
+def _pointer_elsewhere(m):
+    m["kernel"]["pointers"][0]["offset"] += 4
+
+
+def _pointer_for_other_port(m):
+    m["kernel"]["pointers"][0]["port"] = "m_axi_other"
+
+
+def _unknown_scalar(m):
+    m["kernel"]["scalars"].append("NO_SUCH_REGISTER")
+
+
+@only(KERNELS)
+@pytest.mark.parametrize("edit,message", [
+    (_flip_awvalid, "m_axi_gmem_awvalid must be an output on an AXI master"),
+    (_no_kernel_entry, "an AXI master needs the manifest's 'kernel' entry"),
+    (_pointer_elsewhere, "pointer MEM_PTR must be registers MEM_PTR_LO at 0x5c"),
+    (_pointer_for_other_port, "no pointer argument addresses m_axi_gmem"),
+    (_unknown_scalar, "kernel arguments ['NO_SUCH_REGISTER'] are not registers"),
+])
+def test_kernel_manifest_errors(acc, edit, message):
+    manifest = json.loads(json.dumps(acc.manifest))
+    edit(manifest)
     with pytest.raises(ValueError, match=re.escape(message)):
         V.Accelerator(acc.hdl_dir, manifest, acc.regmap)
 
@@ -174,8 +234,10 @@ def test_tcl_str_round_trip(tmp_path):
 def test_generation_is_deterministic(acc, tmp_path):
     paths = V.write_scripts(acc, tmp_path)
     first = {p.name: p.read_bytes() for p in paths}
-    assert sorted(first) == sorted(["package_ip.tcl", "zcu106_bd.tcl", "alveo_xo.tcl",
-                                    "alveo_u200.cfg", "alveo_u250.cfg", "ooc_timing.tcl"])
+    common = ["package_ip.tcl", "alveo_xo.tcl", "alveo_u200.cfg", "alveo_u250.cfg",
+              "ooc_timing.tcl"]
+    assert sorted(first) == sorted(common + (["kernel.xml"] if acc.kernel else
+                                             ["zcu106_bd.tcl"]))
     V.write_scripts(acc, tmp_path)
     assert {p.name: p.read_bytes() for p in paths} == first
 
@@ -209,7 +271,7 @@ def test_package_project_and_files(acc, scripts, packaged):
 def test_bus_interfaces(acc, packaged):
     rec = packaged
     busifs = rec.children("core=core", "bus_interface")
-    assert set(busifs) == {"s_axi_control", "s_axi_mem", "ap_clk", "ap_rst_n", "interrupt"}
+    assert set(busifs) == set(acc.interfaces) | {"ap_clk", "ap_rst_n", "interrupt"}
 
     def props(name):
         return busifs[name]["props"]
@@ -226,22 +288,31 @@ def test_bus_interfaces(acc, packaged):
     # Every port of the manifest is in exactly one interface, under its AXI logical name.
     assert set(mapped) == {p["name"] for p in acc.manifest["ports"]}
     for physical, (bus, logical) in mapped.items():
-        if bus.startswith("s_axi_"):
+        if bus.startswith(("s_axi_", "m_axi_")):
             assert physical == f"{bus}_{logical.lower()}"
     assert mapped["ap_clk"] == ("ap_clk", "CLK") and mapped["ap_rst_n"] == ("ap_rst_n", "RST")
     assert mapped["interrupt"] == ("interrupt", "INTERRUPT")
 
-    for axi in ("s_axi_control", "s_axi_mem"):
-        assert props(axi)["ABSTRACTION_TYPE_VLNV"] == "xilinx.com:interface:aximm_rtl:1.0"
-        assert props(axi)["BUS_TYPE_VLNV"] == "xilinx.com:interface:aximm:1.0"
-        assert props(axi)["INTERFACE_MODE"] == "slave"
-        assert props(axi)["SLAVE_MEMORY_MAP_REF"] == axi
+    for axi in acc.interfaces.values():
+        p = props(axi.name)
+        assert p["ABSTRACTION_TYPE_VLNV"] == "xilinx.com:interface:aximm_rtl:1.0"
+        assert p["BUS_TYPE_VLNV"] == "xilinx.com:interface:aximm:1.0"
+        assert p["INTERFACE_MODE"] == ("master" if axi.master else "slave")
+        assert p.get("SLAVE_MEMORY_MAP_REF") == (None if axi.master else axi.name)
+        if axi.master:
+            lim = acc.kernel["m_axi"][axi.name]
+            assert params(axi.name) == {
+                "MAX_BURST_LENGTH": str(lim["max_burst"]),
+                "NUM_READ_OUTSTANDING": str(lim["outstanding"]),
+                "NUM_WRITE_OUTSTANDING": str(lim["outstanding"])}
     assert props("ap_clk")["BUS_TYPE_VLNV"] == "xilinx.com:signal:clock:1.0"
     assert props("ap_rst_n")["BUS_TYPE_VLNV"] == "xilinx.com:signal:reset:1.0"
     assert props("interrupt")["BUS_TYPE_VLNV"] == "xilinx.com:signal:interrupt:1.0"
     assert props("interrupt")["INTERFACE_MODE"] == "master"
-    assert params("ap_clk") == {"ASSOCIATED_BUSIF": "s_axi_control:s_axi_mem",
+    assert params("ap_clk") == {"ASSOCIATED_BUSIF": ":".join(acc.interfaces),
                                 "ASSOCIATED_RESET": "ap_rst_n"}
+    assert params("ap_clk")["ASSOCIATED_BUSIF"] in ("s_axi_control:s_axi_mem",
+                                                    "s_axi_control:m_axi_gmem")
     assert params("ap_rst_n") == {"POLARITY": "ACTIVE_LOW"}
     assert params("interrupt") == {"SENSITIVITY": "LEVEL_HIGH"}
     assert "active low" in acc.manifest["reset"]
@@ -252,7 +323,7 @@ def test_register_map_declared(acc, packaged):
     """Every register and field of <module>_regs.json, and nothing else, as PYNQ reads them."""
     rec = packaged
     maps = rec.children("core=core", "memory_map")
-    assert set(maps) == {"s_axi_control", "s_axi_mem"}
+    assert set(maps) == {i.name for i in acc.slaves}
     # Exactly one block per map: the packager's inferred block is gone (PYNQ drops the
     # register map of an interface with two blocks).
     blocks = rec.children(maps["s_axi_control"]["handle"], "address_block")
@@ -264,9 +335,24 @@ def test_register_map_declared(acc, packaged):
     assert rng == acc.control.window >= acc.regmap.span and rng & (rng - 1) == 0
 
     regs = rec.children(block["handle"], "register")
-    assert list(regs) == [r.name for r in acc.regmap]
+    # A kernel pointer's two words are one 64-bit register named after the pointer.
+    ptrs = {q["lo"]: q for q in (acc.kernel or {}).get("pointers", ())}
+    his = {q["hi"] for q in ptrs.values()}
+    assert list(regs) == [ptrs[r.name]["name"] if r.name in ptrs else r.name
+                          for r in acc.regmap if r.name not in his]
+    for lo, q in ptrs.items():
+        o = regs[q["name"]]
+        assert _int(o["props"]["ADDRESS_OFFSET"]) == acc.regmap.offset(lo) == q["offset"]
+        assert _int(o["props"]["SIZE"]) == 64 and o["props"]["ACCESS"] == "read-write"
+        (param,) = rec.children(o["handle"], "register_parameter").values()
+        assert param["name"] == "ASSOCIATED_BUSIF" and param["props"]["VALUE"] == q["port"]
+        (f,) = rec.children(o["handle"], "field").values()
+        lsb = acc.regmap[lo].fields[0].lsb
+        assert (_int(f["props"]["BIT_OFFSET"]), _int(f["props"]["BIT_WIDTH"])) == (lsb, 64 - lsb)
     regmap = json.loads((acc.hdl_dir / acc.manifest["registers"]["json"]).read_text())
     for r in regmap["registers"]:
+        if r["name"] in ptrs or r["name"] in his:
+            continue
         o = regs[r["name"]]["props"]
         assert _int(o["ADDRESS_OFFSET"]) == r["offset"] and _int(o["SIZE"]) == 32
         assert o["DESCRIPTION"] == (r["doc"] or r["name"])
@@ -291,6 +377,7 @@ def test_register_map_declared(acc, packaged):
 
 
 @needs_tclsh
+@only(BD)
 def test_memory_block_sized_from_manifest(acc, packaged):
     maps = packaged.children("core=core", "memory_map")
     blocks = packaged.children(maps["s_axi_mem"]["handle"], "address_block")
@@ -308,6 +395,7 @@ def _nets(rec, command):
 
 
 @needs_tclsh
+@only(BD)
 def test_zcu106_block_design(acc, scripts, packaged):
     rec = run_stubbed(scripts / "zcu106_bd.tcl")
     inst, ps = V.bd_instance(acc.module), "zynq_ultra_ps_e_0"
@@ -392,6 +480,7 @@ def test_zcu106_block_design(acc, scripts, packaged):
 
 
 @needs_tclsh
+@only(BD)
 @pytest.mark.parametrize("env,message", [
     ({"STUB_WNS": "-0.25"}, "timing not met at 300 MHz"),
     ({"STUB_NO_BOARD": "1"}, "no ZCU106 board part"),
@@ -403,19 +492,29 @@ def test_zcu106_stops(acc, scripts, packaged, env, message):
 
 
 @needs_tclsh
+@only(BD)
 def test_zcu106_older_vivado_hwh_location(acc, scripts, packaged):
     run_stubbed(scripts / "zcu106_bd.tcl", env={"STUB_HWH_IN_SRCS": "1"})
     assert (scripts / "zcu106" / f"{acc.module}.hwh").exists()
 
 
 @needs_tclsh
+@only(BD)
 def test_zcu106_needs_the_ip(scripts):
     rec = run_stubbed(scripts / "zcu106_bd.tcl", check=False)
     assert "run package_ip.tcl first" in rec.error and not rec.calls
 
 
 # -- Alveo -------------------------------------------------------------------------------------
+@only(KERNELS)
+def test_zcu106_refuses_a_kernel(acc, tmp_path):
+    with pytest.raises(ValueError, match="needs an s_axi_mem slave; a kernel with an AXI "
+                                         "master is for the Alveo flow"):
+        V.zcu106_bd_tcl(acc, tmp_path)
+
+
 @needs_tclsh
+@only(BD)
 def test_alveo_xo_stops_with_the_missing_dma_shell(scripts):
     rec = run_stubbed(scripts / "alveo_xo.tcl", check=False)
     assert "m_axi" in rec.error and "DMA shell" in rec.error and "s_axi_mem" in rec.error
@@ -423,6 +522,7 @@ def test_alveo_xo_stops_with_the_missing_dma_shell(scripts):
 
 
 @needs_tclsh
+@only(BD)
 def test_alveo_xo_forced(acc, scripts):
     rec = run_stubbed(scripts / "alveo_xo.tcl", env={"RLK_FORCE_XO": "1"})
     core = rec.objects["core=core"]["props"]
@@ -434,6 +534,64 @@ def test_alveo_xo_forced(acc, scripts):
     assert Path(opts["-ip_directory"]) == scripts / "alveo" / "ip_kernel"
     assert Path(opts["-xo_path"]) == scripts / "alveo" / f"{acc.module}.xo"
     assert Path(opts["-xo_path"]).exists()
+
+
+@needs_tclsh
+@only(KERNELS)
+def test_alveo_xo_kernel(acc, scripts):
+    """A kernel is packaged without RLK_FORCE_XO, with its kernel.xml, as a Vitis kernel."""
+    rec = run_stubbed(scripts / "alveo_xo.tcl")
+    core = rec.objects["core=core"]["props"]
+    assert core["SDX_KERNEL"] == "true" and core["SDX_KERNEL_TYPE"] == "rtl"
+    assert core["VITIS_DRC"] == "ctrl_protocol ap_ctrl_hs"
+    assert rec.calls_of("ipx::check_integrity") == [["-kernel", "core=core"]]
+    (opts, _), = [_options(a) for a in rec.calls_of("package_xo")]
+    assert opts["-kernel_name"] == acc.module and "-ctrl_protocol" not in opts
+    assert Path(opts["-kernel_xml"]) == scripts / "kernel.xml"
+    assert Path(opts["-ip_directory"]) == scripts / "alveo" / "ip_kernel"
+    assert Path(opts["-xo_path"]).exists()
+    (scripts / "kernel.xml").unlink()
+    rec = run_stubbed(scripts / "alveo_xo.tcl", check=False)
+    assert "kernel.xml" in rec.error and not rec.calls
+
+
+@only(KERNELS)
+def test_kernel_xml(acc, scripts):
+    """kernel.xml (UG1393 format): ports, then the pointer (id 0) and the scalar arguments,
+    each at its register's offset."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(scripts / "kernel.xml").getroot()
+    assert (root.get("versionMajor"), root.get("versionMinor")) == ("1", "6")
+    (k,) = root
+    assert k.get("name") == acc.module and k.get("vlnv") == V.vlnv(acc.module)
+    assert (k.get("language"), k.get("hwControlProtocol"), k.get("interrupt")) == \
+        ("ip_c", "ap_ctrl_hs", "true")
+    ports = {p.get("name"): p.attrib for p in k.find("ports")}
+    assert ports["s_axi_control"] == {"name": "s_axi_control", "mode": "slave",
+                                      "range": "0x1000", "dataWidth": "32",
+                                      "portType": "addressable", "base": "0x0"}
+    (gmem,) = acc.masters
+    assert ports[gmem.name]["mode"] == "master"
+    assert int(ports[gmem.name]["dataWidth"]) == gmem.data_width
+    assert int(ports[gmem.name]["range"], 16) == 2 ** 64 - 1
+    args = [a.attrib for a in k.find("args")]
+    assert [int(a["id"]) for a in args] == list(range(len(args)))
+    ptr = args[0]
+    (q,) = acc.kernel["pointers"]
+    assert (ptr["name"], ptr["addressQualifier"], ptr["port"], _int(ptr["offset"]),
+            _int(ptr["size"])) == (q["name"], "1", gmem.name, acc.regmap.offset("MEM_PTR_LO"), 8)
+    assert [a["name"] for a in args[1:]] == acc.kernel["scalars"]
+    for a in args[1:]:
+        assert (a["addressQualifier"], a["port"], _int(a["size"])) == ("0", "s_axi_control", 4)
+        assert _int(a["offset"]) == acc.regmap.offset(a["name"])
+    # The scalar arguments are the core's run arguments, all of them writable registers.
+    assert all(acc.regmap[a["name"]].fields[0].access == "rw" for a in args[1:])
+
+
+def test_kernel_xml_needs_a_kernel():
+    with pytest.raises(ValueError, match="not a kernel"):
+        V.kernel_xml(V.Accelerator.load(HDL / BD[0]))
 
 
 @pytest.mark.parametrize("board", ["u200", "u250"])
@@ -448,13 +606,18 @@ def test_vpp_link_config(acc, scripts, board):
             continue
         key, _, value = line.partition("=")
         entries.append((section, key, value))
+    cu = f"{acc.module}_1"
+    bank, slr = V.ALVEO_MEMORY[board]
+    memory = [("connectivity", "sp", f"{cu}.{m.name}:{bank}") for m in acc.masters]
+    memory += [("connectivity", "slr", f"{cu}:{slr}")] if acc.kernel else []
     assert entries == [
         (None, "platform", V.BOARDS[board].platform),
         (None, "kernel_frequency", f"0:{V.TARGET_FREQ_MHZ}"),
-        ("connectivity", "nk", f"{acc.module}:1:{acc.module}_1"),
+        ("connectivity", "nk", f"{acc.module}:1:{cu}"),
+        *memory,
     ]
     assert "--kernel_frequency" in text and "clock.defaultFreqHz" in text
-    assert "DMA shell" in text
+    assert ("DMA shell" in text) == (acc.kernel is None)
 
 
 def test_vpp_link_config_rejects_zcu106(acc):
@@ -525,7 +688,8 @@ def test_cli_scripts(tmp_path, capsys):
     assert V.main(["scripts", "--out", str(tmp_path)]) == 0
     for a in ACCELS:
         assert (tmp_path / a / "package_ip.tcl").exists()
-        assert (tmp_path / a / "zcu106_bd.tcl").exists()
+        assert (tmp_path / a / "zcu106_bd.tcl").exists() == (a in BD)
+        assert (tmp_path / a / "kernel.xml").exists() == (a in KERNELS)
     assert "wrote" in capsys.readouterr().out
 
 
@@ -544,6 +708,19 @@ def test_cli_alveo_without_tools(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "v++ and vivado not found" in err and "DMA shell" in err
     assert "v++ --link --target hw --config" in err and "alveo_u250.cfg" in err
+
+
+def test_cli_kernel_on_alveo_and_zcu106(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert V.main(["run", "--board", "u200", "--accel", "gae_kernel_n8",
+                   "--out", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "v++ and vivado not found" in err and "DMA shell" not in err
+    assert (tmp_path / "gae_kernel_n8" / "kernel.xml").exists()
+    assert V.main(["run", "--board", "zcu106", "--accel", "gae_kernel_n8",
+                   "--out", str(tmp_path)]) == 2
+    assert "is a Vitis kernel (AXI master, no s_axi_mem): build it for u200 or u250" in \
+        capsys.readouterr().err
 
 
 def test_cli_bad_board(tmp_path, capsys):

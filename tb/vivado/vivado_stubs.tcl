@@ -271,6 +271,7 @@ proc ::stub::h::update_ip_catalog {opts pos} {
 ::stub::define ipx::add_address_block {} 2 2
 ::stub::define ipx::add_register {} 2 2
 ::stub::define ipx::add_field {} 2 2
+::stub::define ipx::add_register_parameter {} 2 2
 ::stub::define ipx::create_xgui_files {} 1 1
 ::stub::define ipx::update_checksums {} 1 1
 ::stub::define ipx::check_integrity {-kernel -xrt -quiet_message} 1 1
@@ -323,6 +324,7 @@ foreach {cmd kind parent_kind} {
     add_address_block address_block memory_map
     add_register register address_block
     add_field field register
+    add_register_parameter register_parameter register
 } {
     proc ::stub::h::ipx::$cmd {opts pos} [string map [list @K $kind @P $parent_kind @C $cmd] {
         lassign $pos name parent
@@ -450,6 +452,8 @@ proc ::stub::h::package_xo {opts pos} {
     ::stub::need package_xo $opts {-kernel_name -xo_path}
     set ip [::stub::opt $opts -ip_directory]
     if {![file exists [file join $ip component.xml]]} { error "package_xo: no IP in '$ip'" }
+    set xml [::stub::opt $opts -kernel_xml]
+    if {$xml ne "" && ![file exists $xml]} { error "package_xo: no kernel XML '$xml'" }
     ::stub::touch [dict get $opts -xo_path]
 }
 
