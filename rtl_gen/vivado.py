@@ -94,7 +94,8 @@ DMA_GAP = (
     "that XRT binds to device memory (UG1393, 'Kernel Interface Requirements'); this "
     "accelerator's memory is the AXI4 slave s_axi_mem, which XRT cannot address. Missing: a DMA "
     "shell around the kernel, i.e. an m_axi port plus buffer-address arguments in s_axi_control "
-    "and a copy engine between device DDR and s_axi_mem."
+    "and a copy engine between device DDR and s_axi_mem. The gae-kernel block (hdl/gae_kernel_n8) "
+    "is the GAE accelerator inside such a shell: build that one for Alveo."
 )
 
 
