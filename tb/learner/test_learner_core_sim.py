@@ -272,3 +272,36 @@ def test_cycle_model_every_batch_size(B):
     case = random_case(cfg, B, np.random.default_rng(B))
     status, got = simulate(cfg, case, read=["w0", "w1"])
     check_step(cfg, case, status[0], got, golden(cfg, case))
+
+
+def test_batch_sizes_change_between_steps():
+    """Steps of 8, 3 and 6 samples in a row (new batches, the weights stay on chip): rows left
+    by a larger batch never leak into a smaller one. 32-bit host port (several words per
+    block)."""
+    cfg = LearnerConfig(sizes=(3, 5, 2), array=2, max_batch=8, sub_batch=4, axi_data_width=32)
+    rng = np.random.default_rng(12)
+    cases = [random_case(cfg, B, rng) for B in (8, 3, 6)]
+    for case in cases[1:]:                     # one target network, loaded once
+        case.target_weights = cases[0].target_weights
+    dut = LearnerCore(cfg)
+    got = []
+
+    async def bench(ctx):
+        host = CoreHost(cfg, dut, ctx)
+        for i, case in enumerate(cases):
+            for name, img in input_images(cfg, case, weights=i == 0).items():
+                await host.write(name, img)
+            status = await host.step(case)
+            regs = {name: await host.read_matrix(name, region_rows(cfg, name, case.batch))
+                    for name in ("q", "h0", "delta0", "delta1", "grad0", "grad1", "w0", "w1")}
+            got.append((status, regs))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    weights = cases[0].weights
+    for case, (status, regs) in zip(cases, got):
+        step = golden(cfg, case, weights)
+        check_step(cfg, case, status, regs, step)
+        weights = step.weights
