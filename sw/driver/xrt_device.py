@@ -2,47 +2,65 @@
 
 What this backend assumes -- the *DMA shell contract*. Vitis links kernels whose data ports
 are AXI4 *masters* (``m_axi``) to device memory; it cannot connect an AXI4 *slave* data port
-like the accelerator's ``s_axi_mem``. A real Alveo run therefore needs an RTL shell around
-:class:`~rtl_gen.gae.accelerator.GaeAccelerator`, which this repository does not have yet:
+like the accelerator's ``s_axi_mem``. The kernel is therefore
+:class:`~rtl_gen.gae.kernel.GaeKernel` (shipped as ``gae_kernel_n8``): the accelerator's core
+behind an AXI4 master ``m_axi_gmem`` that copies between device memory and the core's memory.
 
-1. **Control.** The shell's ``s_axi_control`` shows the accelerator's registers unchanged
-   (:func:`~rtl_gen.gae.regs.gae_register_map`, ap_ctrl_hs) plus one 64-bit pointer, two
-   words (low, high) at ``mem_ptr_offset`` -- by default the first two words after the
-   accelerator's map (``regmap.span``), i.e. the kernel argument a Vitis ``kernel.xml`` would
-   declare for the ``m_axi`` port.
-2. **Memory.** On AP_START the shell copies the ``1 << config.mem_addr_bits``-byte image at
-   that pointer (laid out exactly like the ``s_axi_mem`` window, :mod:`sw.gae.layout`) into
-   the accelerator's memory through ``s_axi_mem``, starts the core, copies the window back
-   when the core is done, and only then pulses ap_done/ap_ready. (Copying only the
-   ``(T + 1) * ceil(M / n_pe)`` rows of each region the run uses is an optimisation the shell
-   may make; the contract is the whole image.)
+1. **Control.** ``s_axi_control`` shows the accelerator's registers unchanged
+   (:func:`~rtl_gen.gae.regs.gae_register_map`, ap_ctrl_hs), then, at ``mem_ptr_offset`` --
+   by default the accelerator map's span -- the 64-bit buffer address as two words
+   ``MEM_PTR_LO``, ``MEM_PTR_HI`` (argument 0 of the kernel's ``kernel.xml``), then
+   ``DMA_STATUS`` (bit 0: a read of the buffer, bit 1: a write of the results was answered
+   with an AXI error during the last run) and ``DMA_CYCLES`` (cycles of the last run, copies
+   included) (:func:`~rtl_gen.gae.kernel.gae_kernel_register_map`). The address must be a
+   multiple of ``gmem_data_width / 8`` (64 bytes for the shipped kernel; XRT aligns buffers
+   to 4 KiB): the lower bits of ``MEM_PTR_LO`` read 0, so :class:`XrtDevice` reads the
+   pointer back.
+2. **Memory.** The buffer holds the image of the ``s_axi_mem`` window (:mod:`sw.gae.layout`,
+   ``1 << config.mem_addr_bits`` bytes). On AP_START the kernel latches the arguments and
+   the pointer (AP_READY) and, if the core will accept them (STATUS.ERROR would be 0), copies
+   into the core the rows the run reads -- rows ``0..T-1`` of ``rewards`` and ``dones``,
+   rows ``0..T`` of ``values``, i.e. the first ``T*G``, ``(T+1)*G`` and ``T*G`` words of the
+   regions, ``G = ceil(M / n_pe)`` (:func:`~rtl_gen.gae.kernel.copy_plan`) --, runs the
+   core, and if STATUS.ERROR is 0 copies the result rows ``0..T-1`` back (``rewards`` and
+   ``values`` in place, ``adv`` and ``rtg`` at full precision), and only then signals AP_DONE
+   (and the interrupt). No other byte of the buffer is read or written; a refused run reads
+   and writes none. So the host writes the codes into the buffer, starts, waits, and reads
+   the results from the buffer, exactly as through ``s_axi_mem``.
 3. **Host side**, with pyxrt's documented API: ``pyxrt.device(index)``,
    ``pyxrt.xclbin(path)``, ``device.load_xclbin(xclbin)`` (the xclbin UUID), the memory image
    as one buffer object ``pyxrt.bo(device, size, pyxrt.bo.flags.normal, group)`` written with
    ``bo.write(buffer, offset)`` + ``bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, size, offset)`` and read
    with ``bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE, size, offset)`` + ``bo.read(size, offset)``,
-   its device address ``bo.address()`` written into the pointer registers.
+   its device address ``bo.address()`` written into the pointer registers once.
 4. **Registers** through ``pyxrt.ip(device, uuid, "<kernel>:{<cu>}")`` (``read_register``,
    ``write_register``) where the installed pyxrt binds ``xrt::ip``; otherwise through
    ``pyxrt.kernel(device, uuid, name, pyxrt.kernel.cu_access_mode.exclusive)``'s
    ``read_register``/``write_register`` (bound by the pyxrt of XRT 2.8 to 2.12). The memory
-   bank group is ``kernel.group_id(mem_arg_index)`` when a kernel object is open, else
-   ``memory_group`` (default 0).
+   bank group is ``kernel.group_id(mem_arg_index)`` (the pointer is argument 0) when a kernel
+   object is open, else ``memory_group`` (default 0).
 5. **No interrupt** (pyxrt binds no ``xrt::ip::interrupt``): the driver polls CTRL.AP_DONE.
+6. **Errors.** A read of the buffer after a run whose copies got an AXI error response
+   (DMA_STATUS != 0) raises :class:`~sw.driver.mmio.BusError`, as an error response on
+   ``s_axi_mem`` does on the other backends.
 
-Everything the driver does is then identical to the other backends: the memory port writes
-the codes into the buffer, the registers start the run, the results come back through the
-buffer. ``pyxrt`` is imported only when an :class:`XrtDevice` is created.
+Everything the driver does is then identical to the other backends. ``pyxrt`` is imported
+only when an :class:`XrtDevice` is created.
 """
 
 import numpy as np
 
+from rtl_gen.blocks import SHIPPED
 from rtl_gen.gae.regs import gae_register_map
 
-from .gae import GAE_KERNEL_NAME, read_hw_config
-from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
+from .gae import read_hw_config
+from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_word
 
-__all__ = ["XrtDevice"]
+__all__ = ["XrtDevice", "XRT_KERNEL_NAME"]
+
+#: Kernel name in the xclbin: the module name of the shipped Vitis kernel (``package_xo
+#: -kernel_name``), ``gae_kernel_n8``.
+XRT_KERNEL_NAME = next(module for module, block, _ in SHIPPED if block == "gae-kernel")
 
 
 def _import_pyxrt():
@@ -66,10 +84,12 @@ class _XrtMmio(Mmio):
 
 
 class _XrtMemory(MemoryPort):
-    def __init__(self, pyxrt, bo, size):
+    def __init__(self, pyxrt, bo, size, control, dma_status_offset):
         self._pyxrt = pyxrt
         self._bo = bo
         self._size = size
+        self._control = control
+        self._dma_status = dma_status_offset
 
     def _check(self, offset, nbytes):
         offset = check_offset(offset, align=1)
@@ -88,12 +108,20 @@ class _XrtMemory(MemoryPort):
     def read(self, offset, nbytes):
         nbytes = check_offset(nbytes, align=1, what="nbytes")
         offset = self._check(offset, nbytes)
+        if self._dma_status is not None:
+            status = self._control.read32(self._dma_status)
+            if status:
+                what = " and ".join(w for bit, w in ((1, "reading the image"),
+                                                     (2, "writing the results"))
+                                    if status & bit)
+                raise BusError(f"the kernel's last run got an AXI error response from device "
+                               f"memory {what} (DMA_STATUS={status:#x})")
         self._bo.sync(self._pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE, nbytes, offset)
         return np.asarray(self._bo.read(nbytes, offset)).view(np.uint8).tobytes()
 
 
 class XrtDevice(Device):
-    """The GAE accelerator in an Alveo xclbin, behind the DMA shell of the module docstring.
+    """The GAE kernel in an Alveo xclbin (the DMA shell contract of the module docstring).
 
     Parameters
     ----------
@@ -102,12 +130,15 @@ class XrtDevice(Device):
     device_index : int
         XRT device index (``xbutil examine``).
     kernel : str
-        Kernel name in the xclbin.
+        Kernel name in the xclbin (default :data:`XRT_KERNEL_NAME`).
     cu : str or None
         Compute unit instance (``<kernel>_1`` by Vitis' default naming); the IP is opened as
         ``"<kernel>:{<cu>}"``.
     mem_ptr_offset : int or None
         Byte offset of the shell's 64-bit buffer pointer (default: the accelerator map's span).
+    dma_status_offset : int or None
+        Byte offset of DMA_STATUS, checked before every read of the buffer (default:
+        ``mem_ptr_offset + 8``; ``False`` to skip the check).
     memory_group : int or None
         Memory bank group of the buffer when no kernel object gives it (default 0).
     mem_arg_index : int
@@ -119,12 +150,19 @@ class XrtDevice(Device):
         Read back from the HW_* registers (:func:`~sw.driver.gae.read_hw_config`).
     bo : pyxrt.bo
         The memory image.
+
+    Raises
+    ------
+    RuntimeError
+        No register access in this pyxrt, or MEM_PTR does not read back as written (no
+        pointer register at ``mem_ptr_offset``, or a buffer address the kernel cannot take).
     """
 
     has_interrupt = False
 
-    def __init__(self, xclbin, *, device_index=0, kernel=GAE_KERNEL_NAME, cu=None,
-                 mem_ptr_offset=None, memory_group=None, mem_arg_index=0):
+    def __init__(self, xclbin, *, device_index=0, kernel=XRT_KERNEL_NAME, cu=None,
+                 mem_ptr_offset=None, dma_status_offset=None, memory_group=None,
+                 mem_arg_index=0):
         pyxrt = _import_pyxrt()
         self._pyxrt = pyxrt
         self.xrt_device = pyxrt.device(device_index)
@@ -156,4 +194,14 @@ class XrtDevice(Device):
         address = int(self.bo.address())
         control.write32(self.mem_ptr_offset, address & 0xFFFF_FFFF)
         control.write32(self.mem_ptr_offset + 4, address >> 32)
-        super().__init__(control, _XrtMemory(pyxrt, self.bo, size))
+        back = control.read32(self.mem_ptr_offset) | control.read32(self.mem_ptr_offset + 4) << 32
+        if back != address:
+            raise RuntimeError(f"MEM_PTR at {self.mem_ptr_offset:#x} reads back {back:#x} after "
+                               f"writing the buffer address {address:#x}: no pointer register "
+                               f"there, or an address the kernel cannot take (alignment)")
+        if dma_status_offset is None:
+            dma_status_offset = self.mem_ptr_offset + 8
+        self.dma_status_offset = (None if dma_status_offset is False else
+                                  check_offset(dma_status_offset, what="dma_status_offset"))
+        super().__init__(control, _XrtMemory(pyxrt, self.bo, size, control,
+                                             self.dma_status_offset))

@@ -6,9 +6,10 @@ The fakes implement the parts of the real APIs the backends use, as documented (
 ``async wait()``; pyxrt: ``device``, ``xclbin``, ``device.load_xclbin``, ``bo`` with
 ``write``/``read``/``sync``/``address``, ``ip`` or ``kernel`` ``read_register``/
 ``write_register``), backed by a :class:`~sw.driver.golden.GoldenDevice`. The fake XRT shell
-follows the DMA shell contract of :mod:`sw.driver.xrt_device`, with separate host and device
+follows the DMA shell contract of :mod:`sw.driver.xrt_device` (the copies of
+:func:`rtl_gen.gae.kernel.copy_plan`, none for a refused run), with separate host and device
 copies of the buffer so a missing ``sync`` shows. Every backend must give exactly what the
-GoldenDevice gives.
+GoldenDevice gives. (``tb/gae/test_gae_kernel_xrt.py`` runs XrtDevice on the kernel's RTL.)
 """
 
 import asyncio
@@ -22,8 +23,11 @@ import numpy as np
 import pytest
 
 from rtl_gen.gae.config import GaeCoreConfig
+from rtl_gen.gae.kernel import copy_plan
 from rtl_gen.gae.regs import gae_register_map
 from sw.driver import GAE_VLNVS, GaeDriver, GoldenDevice
+from sw.driver.mmio import BusError
+from sw.golden.gae_core import GaeCoreArgs, check_args
 
 GAE_VLNV = GAE_VLNVS[0]      # rlk:accel:gae_accel_n8:1.0, as packaged by rtl_gen.vivado
 from sw.driver import pynq_device as pynq_backend
@@ -324,23 +328,36 @@ def fake_pyxrt(dev, *, mode="ip", ptr_offset=None):
         def size(self):
             return self.size_
 
+    rm = gae_register_map(cfg)
+
     class Shell:
-        """Register access of the DMA shell: the accelerator's map plus MEM_PTR."""
+        """The DMA shell: the accelerator's map, then MEM_PTR_LO/HI, DMA_STATUS, DMA_CYCLES;
+        on AP_START the in-blocks of copy_plan (valid arguments only), after the run the
+        out-blocks (STATUS.ERROR = 0 only). ``touched`` records every copied block."""
 
         def __init__(self):
             self.ptr = [0, 0]
-            self.copy_back = False
+            self.dma_status = 0
+            self.plan = None                # copy-out pending for the run in progress
+            self.touched = []
 
         def _sync_done(self):
-            if self.copy_back and not dev.busy:
+            if self.plan is not None and not dev.busy:
+                error = rm["STATUS"].field("ERROR").get(dev.control.read32(rm.offset("STATUS")))
                 buf = bo.instances[-1]
-                buf.device[:] = np.frombuffer(dev.memory.read(0, buf.size_), np.uint8)
-                self.copy_back = False
+                for _, off, n in self.plan["out"] if not error else ():
+                    buf.device[off:off + n] = np.frombuffer(dev.memory.read(off, n), np.uint8)
+                    self.touched.append(("out", off, n))
+                self.plan = None
 
         def read_register(self, offset):
             self._sync_done()
             if offset in (span, span + 4):
                 return self.ptr[(offset - span) // 4]
+            if offset == span + 8:
+                return self.dma_status
+            if offset == span + 12:
+                return 0
             value = dev.control.read32(offset)
             self._sync_done()
             return value
@@ -353,8 +370,14 @@ def fake_pyxrt(dev, *, mode="ip", ptr_offset=None):
             if offset == 0 and value & 1 and not dev.busy:
                 buf = bo.instances[-1]
                 assert self.ptr[0] | self.ptr[1] << 32 == buf.address()
-                dev.memory.write(0, buf.device.tobytes())
-                self.copy_back = True
+                arg = {n: dev.control.read32(rm.offset(n)) for n in
+                       ("NUM_TIMESTEPS", "NUM_TRAJECTORIES", "GAMMA", "GAMMA_LAMBDA")}
+                args = GaeCoreArgs(*arg.values(), 0, 0, 0, 0)
+                T, M = args.num_timesteps, args.num_trajectories
+                self.plan = copy_plan(cfg, T, M)
+                for _, off, n in self.plan["in"] if not check_args(args, cfg) else ():
+                    dev.memory.write(off, buf.device[off:off + n].tobytes())
+                    self.touched.append(("in", off, n))
             dev.control.write32(offset, value)
             self._sync_done()
 
@@ -416,15 +439,23 @@ def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
     assert card.bo.size() == 1 << cfg.mem_addr_bits
     assert card.bo.group == (3 if mode == "kernel" else 0)
     if mode == "ip":
-        assert ("ip", "uuid-1234", "gae_accel:{gae_accel_1}") in pyxrt.log
+        assert ("ip", "uuid-1234", "gae_kernel_n8:{gae_kernel_n8_1}") in pyxrt.log
     else:
-        assert ("kernel", "uuid-1234", "gae_accel", "exclusive") in pyxrt.log
+        assert ("kernel", "uuid-1234", "gae_kernel_n8", "exclusive") in pyxrt.log
     drv = GaeDriver(card)
     assert not drv._use_irq
     got = [drv.compute(*b, 0.99, 0.95) for b in batches()]
     assert_same(got, reference(cfg, batches()))
     directions = {d for kind, d, *_ in pyxrt.log if kind == "sync"}
     assert directions == {"to_device", "from_device"}
+    # The shell copied exactly the plan of each run (all of the same shape; a retried run
+    # counts twice): its in-blocks, then its out-blocks.
+    T, M = batches()[0][0].shape
+    plan = copy_plan(cfg, T, M)
+    one_run = [("in", o, n) for _, o, n in plan["in"]] + [("out", o, n) for _, o, n in
+                                                          plan["out"]]
+    runs = len(pyxrt.shell.touched) // len(one_run)
+    assert pyxrt.shell.touched == one_run * runs and runs >= len(got)
 
 
 def test_xrt_without_register_access_says_so(monkeypatch):
@@ -438,6 +469,48 @@ def test_xrt_without_register_access_says_so(monkeypatch):
         XrtDevice("gae.xclbin")
 
 
+def test_xrt_refused_run_copies_nothing_and_dma_errors_raise(monkeypatch):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pyxrt = fake_pyxrt(dev)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import GaeError, XrtDevice
+
+    card = XrtDevice("gae.xclbin")
+    assert card.dma_status_offset == gae_register_map(cfg).span + 8
+    drv = GaeDriver(card)
+    drv.start(GaeCoreArgs(0, 3, 1, 1, 0, 0, 0, 0))          # ERROR 1: no time steps
+    with pytest.raises(GaeError, match="num_timesteps is 0"):
+        drv.wait()
+    assert pyxrt.shell.touched == []
+    pyxrt.shell.dma_status = 0b10
+    with pytest.raises(BusError, match="writing the results .DMA_STATUS=0x2."):
+        card.memory.read(0, 16)
+    pyxrt.shell.dma_status = 0
+    assert card.memory.read(0, 16) == bytes(16)
+    quiet = XrtDevice("gae.xclbin", dma_status_offset=False)
+    pyxrt.shell.dma_status = 0b01
+    assert quiet.dma_status_offset is None and quiet.memory.read(0, 4) == bytes(4)
+
+
+def test_xrt_pointer_must_read_back(monkeypatch):
+    dev = GoldenDevice(GaeCoreConfig.from_dict(SMALL))
+    pyxrt = fake_pyxrt(dev)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import XrtDevice
+
+    pyxrt.bo.address = lambda self: 0x4_0000_1020                # not 64-byte aligned
+    real = pyxrt.shell.write_register
+
+    def masked(offset, value):                                   # the kernel drops bits 5:0
+        real(offset, value & ~0x3F if offset == gae_register_map(dev.config).span else value)
+
+    pyxrt.shell.write_register = masked
+    with pytest.raises(RuntimeError, match="reads back 0x400001000 after writing the buffer "
+                                           "address 0x400001020"):
+        XrtDevice("gae.xclbin")
+
+
 def test_xrt_memory_bounds(monkeypatch):
     cfg = GaeCoreConfig.from_dict(SMALL)
     dev = GoldenDevice(cfg)
@@ -445,8 +518,8 @@ def test_xrt_memory_bounds(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
     from sw.driver import XrtDevice
 
-    card = XrtDevice("gae.xclbin", cu="gae_accel_2", mem_ptr_offset=0x100)
-    assert ("ip", "uuid-1234", "gae_accel:{gae_accel_2}") in pyxrt.log
+    card = XrtDevice("gae.xclbin", cu="gae_kernel_n8_2", mem_ptr_offset=0x100)
+    assert ("ip", "uuid-1234", "gae_kernel_n8:{gae_kernel_n8_2}") in pyxrt.log
     assert card.mem_ptr_offset == 0x100
     size = 1 << cfg.mem_addr_bits
     with pytest.raises(ValueError, match="go past the memory image"):
