@@ -1,7 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
 #   make test   install if needed, run the whole test suite
-# Other targets: lint, estimate, test-fast, bench, clean.
+# Other targets: lint, estimate, test-fast, bench, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -45,6 +45,13 @@ lint: hdl
 
 estimate: hdl
 	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
+
+# Benchmarks: CPU baselines measured in the same run as the accelerators' cycle models.
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) scripts/bench_gae.py
+	$(PY) scripts/bench_replay.py
+	$(PY) scripts/dse_learner.py
 
 clean:
 	rm -rf build sim_build .pytest_cache
