@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from ..fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 
 __all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
-           "LOSS_KINDS", "ARRAY_SIZES", "AXI_DATA_WIDTHS"]
+           "LOSS_KINDS", "ARRAY_SIZES", "AXI_DATA_WIDTHS", "DP_VALUES"]
 
 #: Accepted ranges of the integer parameters of :class:`TensorUnitConfig`.
 TU_LIMITS = {
@@ -310,6 +310,8 @@ class LearnerNumerics:
 LOSS_KINDS = ("dqn", "mse")
 #: Sizes S of the S × S tensor units of the learner pipeline.
 ARRAY_SIZES = (2, 4, 8, 16)
+#: Numbers of parallel learner pipelines (CF'22's data parallelism DP).
+DP_VALUES = (1, 2, 4)
 #: Data widths of the AXI4 memory port.
 AXI_DATA_WIDTHS = (32, 64, 128, 256, 512)
 
@@ -339,8 +341,13 @@ class LearnerConfig:
         Largest batch B a step takes, 1..4096 (sizes the buffers).
     sub_batch : int
         Samples per pipeline item, m: the batch streams through the stages as ``ceil(B/m)``
-        sub-batches (CF'22's pipelining; with one pipeline its PI is B). A multiple of
-        ``array``, at most ``max_batch`` rounded up to a multiple of ``array``.
+        sub-batches (CF'22's pipelining: its PI, the samples per pipeline, is about B/dp). A
+        multiple of ``array``, at most ``max_batch`` rounded up to a multiple of ``array``.
+    dp : int
+        Parallel pipelines (CF'22's data parallelism), :data:`DP_VALUES`: sub-batch p runs on
+        pipeline ``p mod dp``; the weight update reduces the pipelines' gradient scratchpads.
+        With dp > 1, ``sub_batch / array`` must be a power of two (the host's sample-indexed
+        view of the per-pipeline buffers is decoded by bit fields).
     loss : str
         ``"dqn"`` or ``"mse"`` (:data:`LOSS_KINDS`).
     axi_data_width : int
@@ -358,6 +365,7 @@ class LearnerConfig:
     array: int = 8
     max_batch: int = 64
     sub_batch: int = 8
+    dp: int = 1
     loss: str = "dqn"
     axi_data_width: int = 64
     width: int = 16
@@ -395,6 +403,13 @@ class LearnerConfig:
                 or self.sub_batch > top):
             raise ValueError(f"sub_batch must be a multiple of array ({self.array}) in "
                              f"{self.array}..{top}, not {self.sub_batch!r}")
+        if self.dp not in DP_VALUES:
+            raise ValueError(f"dp must be one of {', '.join(map(str, DP_VALUES))}, "
+                             f"not {self.dp!r}")
+        per = self.sub_batch // self.array
+        if self.dp > 1 and per & (per - 1):
+            raise ValueError(f"sub_batch / array must be a power of two with dp > 1, not "
+                             f"{self.sub_batch} / {self.array}")
         if self.loss not in LOSS_KINDS:
             raise ValueError(f"loss must be one of {', '.join(LOSS_KINDS)}, not {self.loss!r}")
         if self.loss == "dqn" and sizes[-1] < 2:
@@ -434,6 +449,12 @@ class LearnerConfig:
     @property
     def log_array(self) -> int:
         return self.array.bit_length() - 1
+
+    @property
+    def pipe_batch(self) -> int:
+        """Samples one pipeline's buffers hold: its share of ``max_batch`` in sub-batches."""
+        subs = -(-self.max_batch // self.sub_batch)
+        return -(-subs // self.dp) * self.sub_batch
 
     def groups(self, n: int) -> int:
         """S-wide groups of n values: ``ceil(n / S)``."""

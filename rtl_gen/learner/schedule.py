@@ -24,6 +24,10 @@ Stages (``l`` is the 0-based weight layer, L layers):
     ``W_l -= round(η · G_l)``, S weights per cycle, after ``wa<l>`` (and ``bw<l>``, the other
     reader of W_l) finished every item: ``ceil((n_in+1)/S) · ceil(n_out/S) · S`` cycles.
 
+With ``dp`` > 1 pipelines every stage but ``wu`` exists once per pipeline, named
+``<stage>@<d>``; pipeline d takes sub-batches d, d + dp, ...; ``wu<l>`` waits for all of them
+and first adds their scratchpads (one more cycle of tail per added pipeline).
+
 Control rules (the RTL's, cycle for cycle): the step's items are sub-batches of
 ``m = sub_batch`` samples, ``cnt = min(m, B - p·m)`` in item p. A stage issues one slot per cycle
 (an operand read, or a bubble that keeps a tile at least S cycles long), item after item. It
@@ -60,11 +64,13 @@ WU_TAIL = 6
 @dataclass(frozen=True)
 class Stage:
     """One pipeline stage: ``kind`` in fw, tfw, loss, bw, wa, wu; ``deps`` must have finished
-    the same item (``wu``: every item) before this stage starts it."""
+    the same item (``wu``: every item) before this stage starts it; ``pipe`` is the pipeline
+    (0 for ``wu``)."""
     name: str
     kind: str
     layer: int
     deps: tuple
+    pipe: int = 0
 
 
 def stages(config: LearnerConfig) -> list:
@@ -73,25 +79,36 @@ def stages(config: LearnerConfig) -> list:
         raise TypeError(f"config must be a LearnerConfig, not {config!r}")
     L = config.n_layers
     dqn = config.loss == "dqn"
-    out = [Stage(f"fw{l}", "fw", l, (f"fw{l - 1}",) if l else ()) for l in range(L)]
-    if dqn:
-        out += [Stage(f"tfw{l}", "tfw", l, (f"tfw{l - 1}",) if l else ()) for l in range(L)]
-    out.append(Stage("loss", "loss", L - 1, (f"fw{L - 1}",) + ((f"tfw{L - 1}",) if dqn else ())))
+    out = []
+    for d in range(config.dp):
+        x = "" if config.dp == 1 else f"@{d}"
+        out += [Stage(f"fw{l}{x}", "fw", l, (f"fw{l - 1}{x}",) if l else (), d)
+                for l in range(L)]
+        if dqn:
+            out += [Stage(f"tfw{l}{x}", "tfw", l, (f"tfw{l - 1}{x}",) if l else (), d)
+                    for l in range(L)]
+        out.append(Stage(f"loss{x}", "loss", L - 1,
+                         (f"fw{L - 1}{x}",) + ((f"tfw{L - 1}{x}",) if dqn else ()), d))
 
-    def src(l):
-        return "loss" if l == L - 1 else f"bw{l + 1}"
-    out += [Stage(f"bw{l}", "bw", l, (src(l),)) for l in range(L - 1, 0, -1)]
-    out += [Stage(f"wa{l}", "wa", l, (src(l),)) for l in range(L)]
-    out += [Stage(f"wu{l}", "wu", l, (f"wa{l}",) + ((f"bw{l}",) if l else ())) for l in range(L)]
+        def src(l):
+            return f"loss{x}" if l == L - 1 else f"bw{l + 1}{x}"
+        out += [Stage(f"bw{l}{x}", "bw", l, (src(l),), d) for l in range(L - 1, 0, -1)]
+        out += [Stage(f"wa{l}{x}", "wa", l, (src(l),), d) for l in range(L)]
+    xs = [""] if config.dp == 1 else [f"@{d}" for d in range(config.dp)]
+    out += [Stage(f"wu{l}", "wu", l,
+                  tuple(f"wa{l}{x}" for x in xs) + (tuple(f"bw{l}{x}" for x in xs) if l else ()))
+            for l in range(L)]
     return out
 
 
-def items(config: LearnerConfig, batch: int) -> list:
-    """Samples of each item (sub-batch) of a step of ``batch`` samples."""
+def items(config: LearnerConfig, batch: int, pipe=None) -> list:
+    """Samples of each item (sub-batch) of a step of ``batch`` samples; of one pipeline's items
+    (sub-batches ``pipe``, ``pipe + dp``, ...) if ``pipe`` is given."""
     if not isinstance(batch, int) or not 1 <= batch <= config.max_batch:
         raise ValueError(f"batch must be an integer in 1..{config.max_batch}, not {batch!r}")
     m = config.sub_batch
-    return [min(m, batch - p) for p in range(0, batch, m)]
+    out = [min(m, batch - p) for p in range(0, batch, m)]
+    return out if pipe is None else out[pipe::config.dp]
 
 
 def item_slots(config: LearnerConfig, stage: Stage, cnt: int) -> int:
@@ -124,25 +141,26 @@ def stage_tail(config: LearnerConfig, stage: Stage) -> int:
         extra = config.groups(config.n_out) if config.loss == "dqn" else 0
         return LOSS_TAIL[config.loss] + extra
     if stage.kind == "wu":
-        return WU_TAIL
+        return WU_TAIL + config.dp - 1
     raise ValueError(f"unknown stage kind {stage.kind!r}")
 
 
 def timeline(config: LearnerConfig, batch: int) -> dict:
     """Per stage, per item: ``(first slot, last slot, done)`` cycles of a step.
 
-    ``wu`` stages have one item (the whole weight tensor).
+    ``wu`` stages have one item (the whole weight tensor); a pipeline without sub-batches
+    (dp > number of sub-batches) has no rows.
     """
-    cnts = items(config, batch)
     out = {}
     for st in stages(config):
         is_wu = st.kind == "wu"
-        its = [None] if is_wu else cnts
+        its = [None] if is_wu else items(config, batch, st.pipe)
         rows, prev_last = [], 0
         for p, cnt in enumerate(its):
             ready = 1
             for d in st.deps:
-                ready = max(ready, out[d][-1 if is_wu else p][2])
+                if out[d]:
+                    ready = max(ready, out[d][-1 if is_wu else p][2])
             first = max(prev_last + 1, ready)
             slots = item_slots(config, st, 0 if is_wu else cnt)
             last = first + slots - 1

@@ -19,7 +19,9 @@ WA
     ``sub_batch=m`` (the learner pipeline, :class:`rtl_gen.learner.core.LearnerCore`) the
     reduction over the batch is one GEMM per sub-batch of m samples whose results are added in
     order into an ``acc_width`` scratchpad with saturation; without saturation this is the same
-    number.
+    number. With ``dp=D`` as well (D parallel pipelines), sub-batch p is added into the
+    scratchpad of pipeline ``p mod D`` and the weight update adds the D scratchpads in pipeline
+    order, with saturation (pipelines without a sub-batch contribute nothing).
 WU
     ``W_l ← saturate(W_l - rshift_round(η·G_l))`` with ``η = lr·2/B`` quantized.
 
@@ -188,7 +190,7 @@ class StepResult:
 
 def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rewards=None,
                dones=None, next_obs=None, target_weights=None, gamma=None, targets=None,
-               sub_batch=None):
+               sub_batch=None, dp=1):
     """One bit-exact SGD step (see the module docstring).
 
     Parameters
@@ -208,6 +210,9 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     sub_batch : int, optional
         Compute WA per sub-batch of this many samples and add the partial gradients with
         saturation, in order (see the module docstring); default: one reduction.
+    dp : int
+        Pipelines the sub-batches are dealt to (round robin); their scratchpads are added in
+        order with saturation (see the module docstring). Default 1.
 
     Returns
     -------
@@ -282,18 +287,26 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     if sub_batch is not None and (not isinstance(sub_batch, (int, np.integer))
                                   or isinstance(sub_batch, bool) or sub_batch < 1):
         raise ValueError(f"sub_batch must be a positive integer, not {sub_batch!r}")
+    if not isinstance(dp, (int, np.integer)) or isinstance(dp, bool) or dp < 1:
+        raise ValueError(f"dp must be a positive integer, not {dp!r}")
     chunk = B if sub_batch is None else int(sub_batch)
     gfmt_wa = num.wgrad_format
     for l in range(L):
-        g = None
-        for s0 in range(0, B, chunk):
+        pads = [None] * dp                       # one scratchpad per pipeline
+        for p, s0 in enumerate(range(0, B, chunk)):
             part, o = gemm_fixed(inputs[l][s0:s0 + chunk].T, deltas[l][s0:s0 + chunk], tu_wa,
                                  return_overflow=True)
             ovf["wa"] |= bool(o.any())
-            if g is None:
-                g = part
+            d = p % dp
+            if pads[d] is None:
+                pads[d] = part
             else:
-                g, o = gfmt_wa.saturate(g + part)
+                pads[d], o = gfmt_wa.saturate(pads[d] + part)
+                ovf["wa"] |= bool(o.any())
+        g = pads[0]
+        for pad in pads[1:]:
+            if pad is not None:
+                g, o = gfmt_wa.saturate(g + pad)
                 ovf["wa"] |= bool(o.any())
         grads.append(g)
         w, o = wfmt.saturate(weights[l] - wfmt.rshift_round(int(lr) * g, shift))
