@@ -7,19 +7,19 @@
 * :class:`LearnerCore` -- one SGD step of an MLP (ReLU hidden layers, linear output; DQN with
   an on-chip target network, or MSE) as a pipeline of stages, each on its own S × S tensor
   unit: FW per layer (and target FW), LOSS, BW per layer, WA per weight tensor, WU per weight
-  tensor; sub-batches stream through on-chip block buffers (:mod:`.layout`); exact cycle model
-  in :mod:`.schedule`. Configured by :class:`LearnerConfig`.
+  tensor; sub-batches stream through on-chip block buffers (:mod:`.layout`); ``dp`` parallel
+  pipelines whose gradient scratchpads WU reduces; exact cycle model in :mod:`.schedule`.
+  Configured by :class:`LearnerConfig`.
 * :class:`LearnerAccelerator` -- the core behind AXI4-Lite (``ap_ctrl_hs`` registers of
   :func:`learner_register_map`) and AXI4 memory ports.
 
 Golden models: ``sw.golden.gemm`` (tensor unit, tiled GEMM, cycles) and ``sw.golden.mlp``
-(the bit-exact training step; ``sub_batch=`` for the pipeline's WA order).
+(the bit-exact training step; ``sub_batch=`` and ``dp=`` for the pipelines' WA order).
 ``scripts/dse_learner.py`` sizes a learner (PI, DP, per-stage arrays) from these.
 
-Not generated yet: data parallelism (DP > 1 pipelines and the reduction of their gradient
-scratchpads: the core has one pipeline), per-stage array sizes (every stage has the same
-S × S), a target-network synchronisation module (the host copies ``w<l>`` to ``tw<l>``), and
-actor-critic scheduling.
+Not generated yet: per-stage array sizes (every stage has the same S × S; the DSE assumes
+per-stage sizes), a target-network synchronisation module (the host copies ``w<l>`` to
+``tw<l>``), actor-critic scheduling, and a host driver in ``sw/driver``.
 """
 from .accelerator import LearnerAccelerator
 from .config import GEMM_KINDS, LearnerConfig, LearnerNumerics, TensorUnitConfig

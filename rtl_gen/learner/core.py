@@ -101,6 +101,16 @@ class _Buffer:
         ]
 
 
+def _hw(name):
+    """Signal-name form of a stage name (``fw0@1`` -> ``fw0_p1``)."""
+    return name.replace("@", "_p")
+
+
+def Value_c(v, width):
+    """``v`` zero-extended or truncated to ``width`` bits."""
+    return _widen(v, width)
+
+
 def _widen(v, width):
     return Cat(v, Const(0, max(0, width - len(v))))[:width]
 
@@ -120,12 +130,22 @@ class LearnerCore(wiring.Component):
     the FIFO's fill level, and no stage ever waits for a consumer. WU of a layer starts once WA
     of that layer and BW (the other reader of its weights) finished the last sub-batch.
 
+    Data parallelism (CF'22's DP, ``config.dp`` > 1): every stage but WU exists once per
+    pipeline, with its own tensor unit, activation, error and mask buffers and gradient
+    scratchpad; sub-batch p runs on pipeline ``p mod dp``. Inputs and weights are shared (each
+    pipeline has its own read ports; synthesis replicates the memories per port). WU adds the
+    pipelines' scratchpads row by row in pipeline order with saturation (one stage per added
+    pipeline), writes the sum back to pipeline 0's scratchpad (what ``grad<l>`` reads) and
+    updates the weights. The host's view is the same as with one pipeline: sample-indexed
+    regions are decoded to the pipeline that holds each sub-batch.
+
     Arithmetic is that of :func:`sw.golden.mlp.train_step` with ``sub_batch=config.sub_batch``
-    bit for bit: the tensor units of ``config.tensor_unit(kind)``, ReLU masks stored by FW and
-    applied by BW, the WA partial sums of each sub-batch added into an ``acc_width``
-    scratchpad with saturation, the TD target ``saturate(r + round(γ·(1-d)·max Q'))``, and
-    ``W ← saturate(W - rshift_round(η·G))``. Weights are read row by row for FW and column by
-    column (Wᵀ) for BW from the same blocks: transposes are read orders, not copies.
+    and ``dp=config.dp`` bit for bit: the tensor units of ``config.tensor_unit(kind)``, ReLU
+    masks stored by FW and applied by BW, the WA partial sums of each sub-batch added into an
+    ``acc_width`` scratchpad with saturation, the TD target
+    ``saturate(r + round(γ·(1-d)·max Q'))``, and ``W ← saturate(W - rshift_round(η·G))``.
+    Weights are read row by row for FW and column by column (Wᵀ) for BW from the same blocks:
+    transposes are read orders, not copies.
 
     A step, started by ``start`` while idle with ``batch_size`` in 1..``max_batch``:
     ``ready`` pulses, the stages run, ``done`` pulses when every weight tensor is updated, and
@@ -144,7 +164,8 @@ class LearnerCore(wiring.Component):
     stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12395 cycles on
     4 × 4 units and 3758 on 8 × 8 (sub-batches of 8).
 
-    Resources: ``3L - 1`` tensor units (``4L - 1`` for DQN; layer 0 has no BW); per buffer one
+    Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW); per
+    buffer one
     memory of S × S blocks (``S²·width`` bits per word, ``acc_width`` lanes for gradients), a
     second read port where two stages read it (inputs of WA; weights for BW), 1-bit ReLU masks;
     S multipliers γ·Q (DQN) or S squarers (MSE) in LOSS, S η·G multipliers per layer in WU.
@@ -233,22 +254,44 @@ class LearnerCore(wiring.Component):
         self._eta, self._gamma = eta, gamma
 
         # -- memories -----------------------------------------------------------------------
+        # Inputs and weights are shared by the pipelines (a read port each); activations,
+        # errors, masks and gradient scratchpads are per pipeline (``name@d`` with dp > 1), the
+        # sample buffers holding the pipeline's share of the batch.
+        dp = cfg.dp
         bufs = {}
+        self._shared = set()
+        rows_pp = cfg.max_batch if dp == 1 else cfg.pipe_batch
+
+        def add(name, d, **kw):
+            key = name if dp == 1 else f"{name}@{d}"
+            bufs[key] = _Buffer(m, key.replace("@", "_p"), **kw)
+
         for r in regions(cfg):
             row_lanes = S if r.kind == "matrix" else 1
             # Host-written regions take byte enables; the others are written a block row
             # at a time.
             gran = 8 if r.host_write else row_lanes * r.lane_bits
-            bufs[r.name] = _Buffer(m, r.name, depth=r.depth(cfg), word_bits=r.word_bits(cfg),
-                                   lane_bits=r.lane_bits, row_lanes=row_lanes, granularity=gran)
+            kw = dict(word_bits=r.word_bits(cfg), lane_bits=r.lane_bits, row_lanes=row_lanes,
+                      granularity=gran)
+            if r.host_write:
+                bufs[r.name] = _Buffer(m, r.name, depth=r.depth(cfg), **kw)
+                self._shared.add(r.name)
+            elif r.name.startswith("grad"):
+                for d in range(dp):
+                    add(r.name, d, depth=r.depth(cfg), **kw)
+            else:
+                depth = cfg.groups(rows_pp) * r.col_groups(cfg)
+                for d in range(dp):
+                    add(r.name, d, depth=depth, **kw)
         for l in range(L - 1):                 # ReLU masks of the hidden layers (not mapped)
-            depth = cfg.groups(cfg.max_batch) * cfg.groups_pow2(sizes[l + 1])
-            bufs[f"mask{l}"] = _Buffer(m, f"mask{l}", depth=depth, word_bits=S * S, lane_bits=1,
-                                       row_lanes=S, granularity=S)
+            depth = cfg.groups(rows_pp) * cfg.groups_pow2(sizes[l + 1])
+            for d in range(dp):
+                add(f"mask{l}", d, depth=depth, word_bits=S * S, lane_bits=1, row_lanes=S,
+                    granularity=S)
         self._bufs = bufs
         # Port 0 of each memory is shared with the host; create it first.
-        for r in regions(cfg):
-            bufs[r.name].read_port(0)
+        for b in bufs.values():
+            b.read_port(0)
 
         # -- stages -------------------------------------------------------------------------
         flags = {f: [] for f in LEARNER_FLAGS}
@@ -258,7 +301,7 @@ class LearnerCore(wiring.Component):
         loss_bits = min(64, 2 * (w + 2) + (0 if cfg.loss == "dqn" else S.bit_length())
                         + cfg.max_batch.bit_length())
         loss_acc = Signal(loss_bits)
-        self._loss_acc = loss_acc
+        self._loss_terms = []
         for st in stages(cfg):
             if st.kind in ("fw", "tfw"):
                 self._fw_stage(st)
@@ -295,6 +338,11 @@ class LearnerCore(wiring.Component):
             with m.Elif(_or(srcs)):
                 m.d.sync += reg.eq(1)
             m.d.comb += getattr(self, f"flag_{name}").eq(reg)
+        with m.If(~clear):
+            total = 0
+            for term in self._loss_terms:
+                total = total + term
+            m.d.sync += loss_acc.eq(loss_acc + total)
         m.d.comb += self.loss_sum.eq(loss_acc)         # zero-extended to 64 bits
 
         self._host_port()
@@ -303,21 +351,38 @@ class LearnerCore(wiring.Component):
         return m
 
     # -- shared pieces ----------------------------------------------------------------------------
-    def _item_counter(self, name):
-        """Item bookkeeping: index p, first row group of the item, samples left from it."""
+    def _b(self, name, d):
+        """Buffer ``name`` as pipeline d sees it."""
+        return self._bufs[name] if name in self._bufs else self._bufs[f"{name}@{d}"]
+
+    def _port(self, name, d, role):
+        """Read port of buffer ``name`` for pipeline d: ``role`` 0 or 1 (two readers of one
+        buffer in one pipeline). Shared buffers give every pipeline its own ports; port 0
+        (pipeline 0, role 0) is also the host's."""
+        dp = self._config.dp
+        index = role * dp + d if name in self._shared else role
+        return self._b(name, d).read_port(index)
+
+    def _item_counter(self, name, d):
+        """Item bookkeeping of pipeline d (sub-batches d, d + dp, ...): local index p, first row
+        group of the item in the pipeline's buffers, samples of the batch from it on."""
         m, cfg = self._m, self._config
+        per = cfg.sub_batch // cfg.array
         p = Signal(13, name=f"{name}_p")
-        base = Signal(13, name=f"{name}_base")             # first row group of item p
-        rem = Signal(signed(14), name=f"{name}_rem")       # B - p·m
+        base = Signal(13, name=f"{name}_base")             # item's first row group: pipeline's
+        gbase = Signal(13, name=f"{name}_gbase")           # and the batch's (shared inputs)
+        rem = Signal(signed(14), name=f"{name}_rem")       # B - (d + p·dp)·m
         cnt = Signal(range(cfg.sub_batch + 1), name=f"{name}_cnt")
         m.d.comb += cnt.eq(Mux(rem < cfg.sub_batch, rem, cfg.sub_batch))
 
         def advance():
-            return [p.eq(p + 1), base.eq(base + cfg.sub_batch // cfg.array),
-                    rem.eq(rem - cfg.sub_batch)]
+            return [p.eq(p + 1), base.eq(base + per), gbase.eq(gbase + per * cfg.dp),
+                    rem.eq(rem - cfg.sub_batch * cfg.dp)]
 
         with m.If(self._clear):
-            m.d.sync += [p.eq(0), base.eq(0), rem.eq(self.batch_size)]
+            m.d.sync += [p.eq(0), base.eq(0), gbase.eq(d * per),
+                         rem.eq(self.batch_size - d * cfg.sub_batch)]
+        self._gbase = gbase
         return p, base, rem, cnt, advance
 
     def _deps_ok(self, st, p):
@@ -332,22 +397,24 @@ class LearnerCore(wiring.Component):
             ok = ok & self._stage[d]["all"]
         return ok
 
-    def _done_counter(self, name, event):
+    def _done_counter(self, st, event):
         """Items finished (``event``: the write of an item's last result) and whether that is
         all of them; both visible the cycle after the write."""
         m, cfg = self._m, self._config
+        name = _hw(st.name)
         done = Signal(13, name=f"{name}_done")
-        left = Signal(signed(14), name=f"{name}_left")      # B - done·m
+        left = Signal(signed(14), name=f"{name}_left")      # B - (d + done·dp)·m
         with m.If(self._clear):
-            m.d.sync += [done.eq(0), left.eq(self.batch_size)]
+            m.d.sync += [done.eq(0), left.eq(self.batch_size - st.pipe * cfg.sub_batch)]
         with m.Elif(event):
-            m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch)]
+            m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch * cfg.dp)]
         all_done = Signal(name=f"{name}_all")
         m.d.comb += all_done.eq(left <= 0)
-        self._stage[name] = {"done": done, "all": all_done}
+        self._stage[st.name] = {"done": done, "all": all_done}
 
     def _tensor_unit(self, name, kind):
         m = self._m
+        name = _hw(name)
         tu = TensorUnit(self._config.tensor_unit(kind))
         m.submodules[f"tu_{name}"] = tu
         m.d.comb += [tu.o.ready.eq(1), tu.clear.eq(0)]
@@ -362,9 +429,10 @@ class LearnerCore(wiring.Component):
         """
         m, cfg = self._m, self._config
         S = cfg.array
-        name = st.name
+        name = _hw(st.name)
         busy = self._busy
-        p, base, rem, cnt, advance = self._item_counter(name)
+        p, base, rem, cnt, advance = self._item_counter(name, st.pipe)
+        gbase = self._gbase
         running = Signal(name=f"{name}_running")
         kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, S)
         o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_o")
@@ -410,14 +478,14 @@ class LearnerCore(wiring.Component):
                 m.d.sync += [t.eq(t + 1), running.eq(1)]
         elem = Signal(name=f"{name}_elem")
         m.d.comb += elem.eq(slot & ~bubble)
-        return {"p": p, "base": base, "cnt": cnt, "o": o, "n": n, "k": k, "elem": elem,
-                "last": t_last, "item_last": item_last}
+        return {"p": p, "base": base, "gbase": gbase, "cnt": cnt, "o": o, "n": n, "k": k,
+                "elem": elem, "last": t_last, "item_last": item_last}
 
-    def _writer_loop(self, name, *, outer, middle, outer_runtime, beat):
+    def _writer_loop(self, name, d, *, outer, middle, outer_runtime, beat):
         """Beat counters of a GEMM stage's output: row i, middle n, outer o, item p."""
         m, cfg = self._m, self._config
         S = cfg.array
-        p, base, rem, cnt, advance = self._item_counter(f"{name}_w")
+        p, base, rem, cnt, advance = self._item_counter(f"{name}_w", d)
         i = Signal(range(S), name=f"{name}_wi")
         o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_wo")
         n = Signal(range(middle + 1), name=f"{name}_wn")
@@ -485,7 +553,7 @@ class LearnerCore(wiring.Component):
         num = cfg.numerics
         S, sb, w = cfg.array, cfg.log_array, cfg.width
         L = cfg.n_layers
-        l = st.layer
+        l, d, nm = st.layer, st.pipe, _hw(st.name)
         target = st.kind == "tfw"
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         K = n_in + 1
@@ -502,22 +570,23 @@ class LearnerCore(wiring.Component):
         loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngo, k_len=K,
                                outer_runtime=True, k_runtime=False)
         o, n, k = loop["o"], loop["n"], loop["k"]
-        kk = Signal(range(K + 1), name=f"{st.name}_kk")
+        kk = Signal(range(K + 1), name=f"{nm}_kk")
         m.d.comb += kk.eq(k)
         bias = kk == n_in
         en = loop["elem"]
         # A: column k%S of the input block (samples of row group base + o).
-        x_port = bufs[src].read_port(0)
+        x_port = self._port(src, d, 0)
         x_cg = Mux(bias, 0, kk >> sb)
-        x_data = x_port.use(en, self._addr(loop["base"] + o, x_cg, cfg.groups_pow2(n_in)))
+        x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + o
+        x_data = x_port.use(en, self._addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
         # B: row k%S of weight block (k/S, n).
-        w_port = bufs[wname].read_port(0)
+        w_port = self._port(wname, d, 0)
         w_data = w_port.use(en, self._addr(kk >> sb, n, cfg.groups_pow2(n_out)))
         # Metadata for the cycle the data arrives.
-        kl1 = Signal(range(S), name=f"{st.name}_kl1")
-        bias1 = Signal(name=f"{st.name}_bias1")
-        svalid1 = Signal(S, name=f"{st.name}_sv1")
-        cvalid1 = Signal(S, name=f"{st.name}_cv1")
+        kl1 = Signal(range(S), name=f"{nm}_kl1")
+        bias1 = Signal(name=f"{nm}_bias1")
+        svalid1 = Signal(S, name=f"{nm}_sv1")
+        cvalid1 = Signal(S, name=f"{nm}_cv1")
         m.d.sync += [kl1.eq(kk[:sb]), bias1.eq(bias),
                      svalid1.eq(Cat(*[((o << sb) + i) < loop["cnt"] for i in range(S)])),
                      cvalid1.eq(Cat(*[((n << sb) + j) < n_out for j in range(S)]))]
@@ -526,41 +595,41 @@ class LearnerCore(wiring.Component):
         row = self._block_row(w_data, kl1, w)
         a_vals = [Mux(svalid1[i], Mux(bias1, one, col[i].as_signed()), 0) for i in range(S)]
         b_vals = [Mux(cvalid1[j], row[j].as_signed(), 0) for j in range(S)]
-        self._feed(st.name, tu, loop, a_vals, b_vals)
+        self._feed(nm, tu, loop, a_vals, b_vals)
 
         # Writer: relu (hidden layers) and the mask, one cycle after the beat.
         beat = tu.o.valid
-        wl = self._writer_loop(st.name, outer=cfg.groups(cfg.sub_batch), middle=ngo,
+        wl = self._writer_loop(nm, d, outer=cfg.groups(cfg.sub_batch), middle=ngo,
                                outer_runtime=True, beat=beat)
         g_out = cfg.groups_pow2(n_out)
-        r_v = Signal(name=f"{st.name}_rv")
-        r_addr = Signal(24, name=f"{st.name}_raddr")
-        r_row = Signal(range(S), name=f"{st.name}_rrow")
-        r_c = [Signal(signed(w), name=f"{st.name}_rc{j}") for j in range(S)]
-        r_last = Signal(name=f"{st.name}_rlast")
+        r_v = Signal(name=f"{nm}_rv")
+        r_addr = Signal(24, name=f"{nm}_raddr")
+        r_row = Signal(range(S), name=f"{nm}_rrow")
+        r_c = [Signal(signed(w), name=f"{nm}_rc{j}") for j in range(S)]
+        r_last = Signal(name=f"{nm}_rlast")
         m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
                      r_addr.eq(self._addr(wl["base"] + wl["o"], wl["n"], g_out))]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
         valid_row = ((wl["o"] << sb) + wl["i"]) < wl["cnt"]
         self._flags["target_fw" if target else "fw"].append(
             beat & tu.o.payload.overflow & valid_row)
-        onehot = Signal(S, name=f"{st.name}_onehot")
+        onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
         vals = r_c if last_layer else [Mux(c > 0, c, 0) for c in r_c]
         data = Cat(*[v[:w] for v in vals])
-        dbuf = bufs[dst]
+        dbuf = self._b(dst, d)
         dbuf.write(dbuf.row_enable(onehot), r_addr, data.replicate(S))
         if not last_layer and not target:
-            mbuf = bufs[f"mask{l}"]
+            mbuf = self._b(f"mask{l}", d)
             mdata = Cat(*[c > 0 for c in r_c])
             mbuf.write(mbuf.row_enable(onehot), r_addr, mdata.replicate(S))
-        self._done_counter(st.name, r_v & r_last)
+        self._done_counter(st, r_v & r_last)
 
     # -- BW ---------------------------------------------------------------------------------------
     def _bw_stage(self, st):
         m, cfg = self._m, self._config
         S, sb, w = cfg.array, cfg.log_array, cfg.width
-        l = st.layer
+        l, d, nm = st.layer, st.pipe, _hw(st.name)
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         K = n_out
         ngi = cfg.groups(n_in)
@@ -569,16 +638,16 @@ class LearnerCore(wiring.Component):
         loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngi, k_len=K,
                                outer_runtime=True, k_runtime=False)
         o, n, k = loop["o"], loop["n"], loop["k"]
-        kk = Signal(range(K + 1), name=f"{st.name}_kk")
+        kk = Signal(range(K + 1), name=f"{nm}_kk")
         m.d.comb += kk.eq(k)
         en = loop["elem"]
-        d_port = bufs[f"delta{l}"].read_port(0)
+        d_port = self._port(f"delta{l}", d, 0)
         d_data = d_port.use(en, self._addr(loop["base"] + o, kk >> sb, cfg.groups_pow2(n_out)))
-        w_port = bufs[f"w{l}"].read_port(1)
+        w_port = self._port(f"w{l}", d, 1)
         w_data = w_port.use(en, self._addr(n, kk >> sb, cfg.groups_pow2(n_out)))
-        kl1 = Signal(range(S), name=f"{st.name}_kl1")
-        svalid1 = Signal(S, name=f"{st.name}_sv1")
-        rvalid1 = Signal(S, name=f"{st.name}_rv1")
+        kl1 = Signal(range(S), name=f"{nm}_kl1")
+        svalid1 = Signal(S, name=f"{nm}_sv1")
+        rvalid1 = Signal(S, name=f"{nm}_rv1")
         m.d.sync += [kl1.eq(kk[:sb]),
                      svalid1.eq(Cat(*[((o << sb) + i) < loop["cnt"] for i in range(S)])),
                      rvalid1.eq(Cat(*[((n << sb) + j) < n_in for j in range(S)]))]
@@ -586,20 +655,20 @@ class LearnerCore(wiring.Component):
         wcol = self._block_col(w_data, kl1, w)
         a_vals = [Mux(svalid1[i], dcol[i].as_signed(), 0) for i in range(S)]
         b_vals = [Mux(rvalid1[j], wcol[j].as_signed(), 0) for j in range(S)]
-        self._feed(st.name, tu, loop, a_vals, b_vals)
+        self._feed(nm, tu, loop, a_vals, b_vals)
 
         beat = tu.o.valid
-        wl = self._writer_loop(st.name, outer=cfg.groups(cfg.sub_batch), middle=ngi,
+        wl = self._writer_loop(nm, d, outer=cfg.groups(cfg.sub_batch), middle=ngi,
                                outer_runtime=True, beat=beat)
         g_in = cfg.groups_pow2(n_in)
         addr = self._addr(wl["base"] + wl["o"], wl["n"], g_in)
-        mport = bufs[f"mask{l - 1}"].read_port(0)
+        mport = self._port(f"mask{l - 1}", d, 0)
         mdata = mport.use(beat, addr)
-        r_v = Signal(name=f"{st.name}_rv")
-        r_addr = Signal(24, name=f"{st.name}_raddr")
-        r_row = Signal(range(S), name=f"{st.name}_rrow")
-        r_c = [Signal(signed(w), name=f"{st.name}_rc{j}") for j in range(S)]
-        r_last = Signal(name=f"{st.name}_rlast")
+        r_v = Signal(name=f"{nm}_rv")
+        r_addr = Signal(24, name=f"{nm}_raddr")
+        r_row = Signal(range(S), name=f"{nm}_rrow")
+        r_c = [Signal(signed(w), name=f"{nm}_rc{j}") for j in range(S)]
+        r_last = Signal(name=f"{nm}_rlast")
         m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
                      r_addr.eq(addr)]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
@@ -607,18 +676,18 @@ class LearnerCore(wiring.Component):
         self._flags["bw"].append(beat & tu.o.payload.overflow & valid_row)
         mrow = mdata.word_select(r_row, S)
         vals = [Mux(mrow[j], r_c[j], 0) for j in range(S)]
-        onehot = Signal(S, name=f"{st.name}_onehot")
+        onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
-        dbuf = bufs[f"delta{l - 1}"]
+        dbuf = self._b(f"delta{l - 1}", d)
         dbuf.write(dbuf.row_enable(onehot), r_addr, Cat(*[v[:w] for v in vals]).replicate(S))
-        self._done_counter(st.name, r_v & r_last)
+        self._done_counter(st, r_v & r_last)
 
     # -- WA ---------------------------------------------------------------------------------------
     def _wa_stage(self, st):
         m, cfg = self._m, self._config
         num = cfg.numerics
         S, sb, w = cfg.array, cfg.log_array, cfg.width
-        l = st.layer
+        l, d, nm = st.layer, st.pipe, _hw(st.name)
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
         bufs = self._bufs
@@ -629,14 +698,15 @@ class LearnerCore(wiring.Component):
         o, n, k = loop["o"], loop["n"], loop["k"]
         en = loop["elem"]
         rg = loop["base"] + (k >> sb)
-        x_port = bufs[src].read_port(1)
+        x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + (k >> sb)
+        x_port = self._port(src, d, 1)
         x_cg = Mux((o << sb) >= n_in, 0, o)
-        x_data = x_port.use(en, self._addr(rg, x_cg, cfg.groups_pow2(n_in)))
-        d_port = bufs[f"delta{l}"].read_port(1 if l >= 1 else 0)
+        x_data = x_port.use(en, self._addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
+        d_port = self._port(f"delta{l}", d, 1 if l >= 1 else 0)
         d_data = d_port.use(en, self._addr(rg, n, cfg.groups_pow2(n_out)))
-        kl1 = Signal(range(S), name=f"{st.name}_kl1")
-        o1 = Signal.like(o, name=f"{st.name}_o1")
-        cvalid1 = Signal(S, name=f"{st.name}_cv1")
+        kl1 = Signal(range(S), name=f"{nm}_kl1")
+        o1 = Signal.like(o, name=f"{nm}_o1")
+        cvalid1 = Signal(S, name=f"{nm}_cv1")
         m.d.sync += [kl1.eq(k[:sb]), o1.eq(o),
                      cvalid1.eq(Cat(*[((n << sb) + j) < n_out for j in range(S)]))]
         xrow = self._block_row(x_data, kl1, w)
@@ -647,35 +717,35 @@ class LearnerCore(wiring.Component):
             f = (o1 << sb) + i
             a_vals.append(Mux(f < n_in, xrow[i].as_signed(), Mux(f == n_in, one, 0)))
         b_vals = [Mux(cvalid1[j], drow[j].as_signed(), 0) for j in range(S)]
-        self._feed(st.name, tu, loop, a_vals, b_vals)
+        self._feed(nm, tu, loop, a_vals, b_vals)
 
         # Writer: read-modify-write of the scratchpad (plain write for the first item).
         beat = tu.o.valid
-        wl = self._writer_loop(st.name, outer=mt, middle=ngo, outer_runtime=False, beat=beat)
-        gbuf = bufs[f"grad{l}"]
+        wl = self._writer_loop(nm, d, outer=mt, middle=ngo, outer_runtime=False, beat=beat)
+        gbuf = self._b(f"grad{l}", d)
         aw = num.acc_width
         addr = self._addr(wl["o"], wl["n"], cfg.groups_pow2(n_out))
         gport = gbuf.read_port(0)
         gdata = gport.use(beat, addr)
-        r_v = Signal(name=f"{st.name}_rv")
-        r_addr = Signal(24, name=f"{st.name}_raddr")
-        r_row = Signal(range(S), name=f"{st.name}_rrow")
-        r_first = Signal(name=f"{st.name}_rfirst")
-        r_ovf = Signal(name=f"{st.name}_rovf")
-        r_c = [Signal(signed(aw), name=f"{st.name}_rc{j}") for j in range(S)]
-        r_last = Signal(name=f"{st.name}_rlast")
+        r_v = Signal(name=f"{nm}_rv")
+        r_addr = Signal(24, name=f"{nm}_raddr")
+        r_row = Signal(range(S), name=f"{nm}_rrow")
+        r_first = Signal(name=f"{nm}_rfirst")
+        r_ovf = Signal(name=f"{nm}_rovf")
+        r_c = [Signal(signed(aw), name=f"{nm}_rc{j}") for j in range(S)]
+        r_last = Signal(name=f"{nm}_rlast")
         m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
                      r_addr.eq(addr), r_first.eq(wl["p"] == 0),
                      r_ovf.eq(tu.o.payload.overflow)]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
         # The old row is registered before the add (logic depth of the tensor unit's own).
-        q_v = Signal(name=f"{st.name}_qv")
-        q_addr = Signal(24, name=f"{st.name}_qaddr")
-        q_row = Signal(range(S), name=f"{st.name}_qrow")
-        q_first, q_ovf, q_last = (Signal(name=f"{st.name}_qfirst"),
-                                  Signal(name=f"{st.name}_qovf"), Signal(name=f"{st.name}_qlast"))
-        q_c = [Signal(signed(aw), name=f"{st.name}_qc{j}") for j in range(S)]
-        q_old = [Signal(signed(aw), name=f"{st.name}_qold{j}") for j in range(S)]
+        q_v = Signal(name=f"{nm}_qv")
+        q_addr = Signal(24, name=f"{nm}_qaddr")
+        q_row = Signal(range(S), name=f"{nm}_qrow")
+        q_first, q_ovf, q_last = (Signal(name=f"{nm}_qfirst"),
+                                  Signal(name=f"{nm}_qovf"), Signal(name=f"{nm}_qlast"))
+        q_c = [Signal(signed(aw), name=f"{nm}_qc{j}") for j in range(S)]
+        q_old = [Signal(signed(aw), name=f"{nm}_qold{j}") for j in range(S)]
         m.d.sync += [q_v.eq(r_v & ~self._clear), q_addr.eq(r_addr), q_row.eq(r_row),
                      q_first.eq(r_first), q_ovf.eq(r_ovf), q_last.eq(r_last)]
         m.d.sync += [x.eq(v) for x, v in zip(q_c, r_c)]
@@ -683,14 +753,14 @@ class LearnerCore(wiring.Component):
         fmt = num.wgrad_format
         sums, ovfs = [], []
         for j in range(S):
-            s, o_ = saturate(m, q_old[j] + q_c[j], fmt, name=f"{st.name}_sum{j}")
+            s, o_ = saturate(m, q_old[j] + q_c[j], fmt, name=f"{nm}_sum{j}")
             sums.append(Mux(q_first, q_c[j], s))
             ovfs.append(~q_first & o_)
         self._flags["wa"].append(q_v & (q_ovf | _or(ovfs)))
-        onehot = Signal(S, name=f"{st.name}_onehot")
+        onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(q_v, 1 << q_row, 0))
         gbuf.write(gbuf.row_enable(onehot), q_addr, Cat(*[v[:aw] for v in sums]).replicate(S))
-        self._done_counter(st.name, q_v & q_last)
+        self._done_counter(st, q_v & q_last)
 
     # -- LOSS -------------------------------------------------------------------------------------
     def _loss_stage(self, st):
@@ -702,10 +772,10 @@ class LearnerCore(wiring.Component):
         G = cfg.groups(n_out)
         gq = cfg.groups_pow2(n_out)
         L = cfg.n_layers
-        name = st.name
-        bufs = self._bufs
+        name, d = _hw(st.name), st.pipe
         dqn = cfg.loss == "dqn"
-        p, base, rem, cnt, advance = self._item_counter(name)
+        p, base, rem, cnt, advance = self._item_counter(name, d)
+        gbase = self._gbase
         running = Signal(name=f"{name}_running")
         s = Signal(range(cfg.sub_batch + 1), name=f"{name}_s")
         g = Signal(range(G + 1), name=f"{name}_g")
@@ -727,8 +797,9 @@ class LearnerCore(wiring.Component):
             with m.Else():
                 m.d.sync += [g.eq(g + 1), running.eq(1)]
         rg = base + (s >> sb)
+        grg = gbase + (s >> sb)                            # shared inputs: the batch's rows
         addr = self._addr(rg, g, gq)
-        q_data = bufs["q"].read_port(0).use(slot, addr)
+        q_data = self._port("q", d, 0).use(slot, addr)
         # Stage 1: the data arrives.
         v1 = Signal(name=f"{name}_v1")
         i1 = Signal(range(S), name=f"{name}_i1")
@@ -741,7 +812,7 @@ class LearnerCore(wiring.Component):
                      last1.eq(g_last), end1.eq(g_last & s_last), rg1.eq(rg)]
         qrow = [x.as_signed() for x in self._block_row(q_data, i1, w)]
         lvalid = [((g1 << sb) + j) < n_out for j in range(S)]
-        dbuf = bufs[f"delta{L - 1}"]
+        dbuf = self._b(f"delta{L - 1}", d)
         dw = w + 2
 
         def convert(x, nm):
@@ -751,7 +822,7 @@ class LearnerCore(wiring.Component):
                             name=nm)
 
         if not dqn:
-            y_data = bufs["targets"].read_port(0).use(slot, addr)
+            y_data = self._port("targets", d, 0).use(slot, self._addr(grg, g, gq))
             yrow = [x.as_signed() for x in self._block_row(y_data, i1, w)]
             v2 = Signal(name=f"{name}_v2")
             end2 = Signal(name=f"{name}_end2")
@@ -776,14 +847,13 @@ class LearnerCore(wiring.Component):
             for j in range(1, S):
                 total = total + diff[j] * diff[j]
             m.d.sync += [sq.eq(total), sq_v.eq(v2 & ~self._clear)]
-            with m.If(sq_v & ~self._clear):
-                m.d.sync += self._loss_acc.eq(self._loss_acc + sq)
-            self._done_counter(name, v2 & end2)
+            self._loss_terms.append(Mux(sq_v, sq, 0))
+            self._done_counter(st, v2 & end2)
             return
 
         # DQN.
-        t_data = bufs["tq"].read_port(0).use(slot, addr)
-        smp = bufs["samples"].read_port(0).use(slot, rg)
+        t_data = self._port("tq", d, 0).use(slot, addr)
+        smp = self._port("samples", d, 0).use(slot, grg)
         trow = [x.as_signed() for x in self._block_row(t_data, i1, w)]
         lb = w + cfg.action_bits + 1
         lane = smp.word_select(i1, lb)
@@ -845,8 +915,7 @@ class LearnerCore(wiring.Component):
         sq = Signal(2 * dw, name=f"{name}_sq")
         sq_v = Signal(name=f"{name}_sqv")
         m.d.sync += [sq.eq(diff4 * diff4), sq_v.eq(v4 & ~self._clear)]
-        with m.If(sq_v & ~self._clear):
-            m.d.sync += self._loss_acc.eq(self._loss_acc + sq)
+        self._loss_terms.append(Mux(sq_v, sq, 0))
         ws_v = Signal(name=f"{name}_wsv")
         ws_g = Signal(range(G + 1), name=f"{name}_wsg")
         ws_end = Signal(name=f"{name}_wsend")
@@ -872,18 +941,17 @@ class LearnerCore(wiring.Component):
         m.d.comb += onehot.eq(Mux(ws_v, 1 << ws_i, 0))
         dbuf.write(dbuf.row_enable(onehot), self._addr(ws_rg, ws_g, gq),
                    Cat(*[x[:w] for x in lanes]).replicate(S))
-        self._done_counter(name, ws_v & ws_g_last & ws_end)
+        self._done_counter(st, ws_v & ws_g_last & ws_end)
 
     # -- WU ---------------------------------------------------------------------------------------
     def _wu_stage(self, st):
         m, cfg = self._m, self._config
         num = cfg.numerics
-        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        S, w, dp = cfg.array, cfg.width, cfg.dp
         l = st.layer
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
-        name = st.name
-        bufs = self._bufs
+        name = _hw(st.name)
         running = Signal(name=f"{name}_running")
         finished = Signal(name=f"{name}_finished")
         rg = Signal(range(mt + 1), name=f"{name}_rg")
@@ -909,66 +977,78 @@ class LearnerCore(wiring.Component):
                 with m.Else():
                     m.d.sync += cg.eq(cg + 1)
         addr = self._addr(rg, cg, cfg.groups_pow2(n_out))
-        wbuf, gbuf = bufs[f"w{l}"], bufs[f"grad{l}"]
+        wbuf = self._b(f"w{l}", 0)
+        gbufs = [self._b(f"grad{l}", d) for d in range(dp)]
         w_data = wbuf.read_port(0).use(slot, addr)
-        g_data = gbuf.read_port(0).use(slot, addr)
+        g_data = [g.read_port(0).use(slot, addr) for g in gbufs]
         aw = num.acc_width
-        v1 = Signal(name=f"{name}_v1")
-        r1 = Signal(range(S), name=f"{name}_r1")
-        a1 = Signal(24, name=f"{name}_a1")
-        e1 = Signal(name=f"{name}_e1")
-        m.d.sync += [v1.eq(slot & ~self._clear), r1.eq(r), a1.eq(addr),
-                     e1.eq(r_last & cg_last & rg_last)]
-        # Stage 2: the row.
-        v2, r2, a2, e2 = (Signal(name=f"{name}_v2"), Signal.like(r1, name=f"{name}_r2"),
-                          Signal.like(a1, name=f"{name}_a2"), Signal(name=f"{name}_e2"))
-        w2 = [Signal(signed(w), name=f"{name}_w2_{j}") for j in range(S)]
-        g2 = [Signal(signed(aw), name=f"{name}_g2_{j}") for j in range(S)]
-        m.d.sync += [v2.eq(v1 & ~self._clear), r2.eq(r1), a2.eq(a1), e2.eq(e1)]
-        m.d.sync += [x.eq(v) for x, v in zip(w2, self._block_row(w_data, r1, w))]
-        m.d.sync += [x.eq(v) for x, v in zip(g2, self._block_row(g_data, r1, aw))]
-        # Stage 3: η·G.
-        v3, r3, a3, e3 = (Signal(name=f"{name}_v3"), Signal.like(r1, name=f"{name}_r3"),
-                          Signal.like(a1, name=f"{name}_a3"), Signal(name=f"{name}_e3"))
-        w3 = [Signal(signed(w), name=f"{name}_w3_{j}") for j in range(S)]
-        p3 = [Signal(signed(aw + num.lr_width + 1), name=f"{name}_p3_{j}") for j in range(S)]
-        m.d.sync += [v3.eq(v2 & ~self._clear), r3.eq(r2), a3.eq(a2), e3.eq(e2)]
-        m.d.sync += [x.eq(v) for x, v in zip(w3, w2)]
-        m.d.sync += [x.eq(g * self._eta) for x, g in zip(p3, g2)]
-        # Stage 4: round(η·G).
+        clear = self._clear
+
+        def regs(tag, values):
+            """One pipeline register stage for a dict of values (lists register lane-wise)."""
+            out = {}
+            for key, v in values.items():
+                if isinstance(v, list):
+                    out[key] = [Signal(signed(len(x)) if x.shape().signed else len(x),
+                                       name=f"{name}_{key}{tag}_{j}") for j, x in enumerate(v)]
+                    m.d.sync += [a.eq(b) for a, b in zip(out[key], v)]
+                else:
+                    out[key] = Signal(v.shape(), name=f"{name}_{key}{tag}")
+                    m.d.sync += out[key].eq(v & ~clear if key == "v" else v)
+            return out
+
+        # Stage 1: the block arrives; stage 2: its row r.
+        s1 = regs(1, {"v": slot, "r": r, "a": Value_c(addr, 24), "e": r_last & cg_last & rg_last})
+        rows = {f"g{d}": [x.as_signed() for x in self._block_row(g_data[d], s1["r"], aw)]
+                for d in range(dp)}
+        cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
+                       "w": [x.as_signed() for x in self._block_row(w_data, s1["r"], w)],
+                       **rows})
+        # Reduction over the pipelines' scratchpads, one pipeline per stage, in order; a
+        # pipeline without sub-batches (its WA did nothing this step) adds nothing.
+        fmt = num.wgrad_format
+        acc = cur["g0"]
+        for d in range(1, dp):
+            has = self._stage[f"wa{l}@{d}"]["done"] != 0
+            sums, ovfs = [], []
+            for j in range(S):
+                sv, so = saturate(m, acc[j] + cur[f"g{d}"][j], fmt, name=f"{name}_red{d}_{j}")
+                sums.append(Mux(has, sv, acc[j]))
+                ovfs.append(has & so)
+            self._flags["wa"].append(cur["v"] & _or(ovfs))
+            keep = {k: v for k, v in cur.items() if k.startswith("g") and int(k[1:]) > d}
+            cur = regs(2 + d, {"v": cur["v"], "r": cur["r"], "a": cur["a"], "e": cur["e"],
+                               "w": cur["w"], "acc": sums, **keep})
+            acc = cur["acc"]
+        if dp > 1:          # the reduced gradient, for the host (region grad<l>)
+            onehot = Signal(S, name=f"{name}_gonehot")
+            m.d.comb += onehot.eq(Mux(cur["v"], 1 << cur["r"], 0))
+            gbufs[0].write(gbufs[0].row_enable(onehot), cur["a"],
+                           Cat(*[x[:aw] for x in acc]).replicate(S))
+        # η·G; round; W - round(η·G), saturated.
         shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
         wfmt = num.weight_format
-        v35, r35, a35, e35 = (Signal(name=f"{name}_v35"), Signal.like(r1, name=f"{name}_r35"),
-                              Signal.like(a1, name=f"{name}_a35"), Signal(name=f"{name}_e35"))
-        w35 = [Signal(signed(w), name=f"{name}_w35_{j}") for j in range(S)]
-        rounded = [rshift_round(x, shift, wfmt.rounding) for x in p3]
-        u35 = [Signal(signed(len(x)), name=f"{name}_u35_{j}") for j, x in enumerate(rounded)]
-        m.d.sync += [v35.eq(v3 & ~self._clear), r35.eq(r3), a35.eq(a3), e35.eq(e3)]
-        m.d.sync += [x.eq(v) for x, v in zip(w35, w3)]
-        m.d.sync += [x.eq(v) for x, v in zip(u35, rounded)]
-        # Stage 5: W - round(η·G), saturated.
-        v4, r4, a4, e4 = (Signal(name=f"{name}_v4"), Signal.like(r1, name=f"{name}_r4"),
-                          Signal.like(a1, name=f"{name}_a4"), Signal(name=f"{name}_e4"))
-        w4 = [Signal(signed(w), name=f"{name}_w4_{j}") for j in range(S)]
-        ovf4 = Signal(name=f"{name}_ovf4")
+        ctl = ("v", "r", "a", "e")
+        s3 = regs(3 + dp, {**{k: cur[k] for k in ctl}, "w": cur["w"],
+                           "p": [g * self._eta for g in acc]})
+        s4 = regs(4 + dp, {**{k: s3[k] for k in ctl}, "w": s3["w"],
+                           "u": [rshift_round(x, shift, wfmt.rounding) for x in s3["p"]]})
         news, ovfs = [], []
         for j in range(S):
-            nv, no = saturate(m, w35[j] - u35[j], wfmt, name=f"{name}_new{j}")
+            nv, no = saturate(m, s4["w"][j] - s4["u"][j], wfmt, name=f"{name}_new{j}")
             news.append(nv)
             ovfs.append(no)
-        m.d.sync += [v4.eq(v35 & ~self._clear), r4.eq(r35), a4.eq(a35), e4.eq(e35),
-                     ovf4.eq(_or(ovfs))]
-        m.d.sync += [x.eq(v) for x, v in zip(w4, news)]
-        self._flags["wu"].append(v4 & ovf4)
+        s5 = regs(5 + dp, {**{k: s4[k] for k in ctl}, "w": news, "o": _or(ovfs)})
+        self._flags["wu"].append(s5["v"] & s5["o"])
         onehot = Signal(S, name=f"{name}_onehot")
-        m.d.comb += onehot.eq(Mux(v4, 1 << r4, 0))
-        wbuf.write(wbuf.row_enable(onehot), a4, Cat(*[x[:w] for x in w4]).replicate(S))
+        m.d.comb += onehot.eq(Mux(s5["v"], 1 << s5["r"], 0))
+        wbuf.write(wbuf.row_enable(onehot), s5["a"], Cat(*[x[:w] for x in s5["w"]]).replicate(S))
         done = Signal(name=f"{name}_done")
-        with m.If(self._clear):
+        with m.If(clear):
             m.d.sync += done.eq(0)
-        with m.Elif(v4 & e4):
+        with m.Elif(s5["v"] & s5["e"]):
             m.d.sync += done.eq(1)
-        self._stage[name] = {"done": done, "all": done}
+        self._stage[st.name] = {"done": done, "all": done}
 
     # -- host port --------------------------------------------------------------------------------
     def _host_port(self):
@@ -986,15 +1066,40 @@ class LearnerCore(wiring.Component):
         r_ok = Signal(name="host_ok_q")
         m.d.sync += [r_reg.eq(reg), r_loc.eq(local)]
         oks = []
+        dp = cfg.dp
+        pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
+        db = (dp - 1).bit_length()
         for idx, r in enumerate(regions(cfg)):
-            buf = self._bufs[r.name]
             sub = sub_words(cfg, r)
             sbits = (sub - 1).bit_length()
             blk = local[sbits:]
             in_range = (reg == idx) & (blk < r.depth(cfg))
             oks.append(in_range)
-            buf.read_port(0).use(idle & self.host_re & in_range, blk)
-            word = buf.read_port(0).data
+            if r.name in self._bufs:
+                buf = self._bufs[r.name]
+                buf.read_port(0).use(idle & self.host_re & in_range, blk)
+                word = buf.read_port(0).data
+            elif r.name.startswith("grad"):           # the reduced gradient, in pipeline 0
+                buf = self._bufs[f"{r.name}@0"]
+                buf.read_port(0).use(idle & self.host_re & in_range, blk)
+                word = buf.read_port(0).data
+            else:
+                # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
+                # p lives in pipeline p mod dp as its local sub-batch p div dp.
+                gb = (r.col_groups(cfg) - 1).bit_length()
+                cgf, rgf = blk[:gb], blk[gb:]
+                pipe = rgf[pb:pb + db]
+                local_blk = Cat(cgf, rgf[:pb], rgf[pb + db:])
+                pipe_q = Signal(db, name=f"host_pipe_{r.name}")
+                m.d.sync += pipe_q.eq(pipe)
+                words = []
+                for d in range(dp):
+                    port = self._bufs[f"{r.name}@{d}"].read_port(0)
+                    port.use(idle & self.host_re & in_range & (pipe == d), local_blk)
+                    words.append(port.data)
+                word = Const(0, len(words[0]))
+                for d, x in enumerate(words):
+                    word = Mux(pipe_q == d, x, word)
             pieces = [word[i * D:min((i + 1) * D, r.word_bits(cfg))] for i in range(sub)
                       if i * D < r.word_bits(cfg)]
             pieces += [Const(0, D)] * (sub - len(pieces))

@@ -36,7 +36,7 @@ def hw_info_values(config: LearnerConfig) -> dict:
     out = {
         "HW_ARRAY": config.array | config.sub_batch << 8 | config.max_batch << 16,
         "HW_LAYERS": (config.n_layers | LOSS_KINDS.index(config.loss) << 4
-                      | (config.axi_data_width // 8) << 8),
+                      | (config.axi_data_width // 8) << 8 | config.dp << 16),
         "HW_FORMAT": (config.width | config.act_frac << 8 | config.weight_frac << 16
                       | config.grad_frac << 24),
         "HW_FORMAT2": (config.acc_width | config.coef_width << 8 | config.lr_width << 16
@@ -70,9 +70,9 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
             doc="tensor unit size S, samples per sub-batch, largest batch"),
         Register("HW_LAYERS", None, (
             Field("LAYERS", 0, 4, "ro"), Field("LOSS", 4, 4, "ro"),
-            Field("AXI_BYTES", 8, 8, "ro")),
+            Field("AXI_BYTES", 8, 8, "ro"), Field("DP", 16, 8, "ro")),
             doc=f"weight layers, loss ({', '.join(f'{i} {k}' for i, k in enumerate(LOSS_KINDS))})"
-                f", memory bus bytes"),
+                f", memory bus bytes, parallel pipelines"),
         Register("HW_FORMAT", None, (
             Field("WIDTH", 0, 8, "ro"), Field("ACT_FRAC", 8, 8, "ro"),
             Field("WEIGHT_FRAC", 16, 8, "ro"), Field("GRAD_FRAC", 24, 8, "ro")),
