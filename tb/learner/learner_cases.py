@@ -49,15 +49,15 @@ def random_case(cfg: LearnerConfig, B: int, rng, *, lr=0.05, gamma=0.99, scale=1
 
 
 def golden(cfg: LearnerConfig, case: Case, weights=None):
-    """:func:`train_step` as the pipeline computes it (WA per sub-batch)."""
+    """:func:`train_step` as the pipelines compute it (WA per sub-batch, dp scratchpads)."""
     w = case.weights if weights is None else weights
     if cfg.loss == "mse":
         return train_step(w, case.obs, cfg.numerics, lr=case.lr, targets=case.targets,
-                          sub_batch=cfg.sub_batch)
+                          sub_batch=cfg.sub_batch, dp=cfg.dp)
     return train_step(w, case.obs, cfg.numerics, lr=case.lr, actions=case.actions,
                       rewards=case.rewards, dones=case.dones, next_obs=case.next_obs,
                       target_weights=case.target_weights, gamma=case.gamma,
-                      sub_batch=cfg.sub_batch)
+                      sub_batch=cfg.sub_batch, dp=cfg.dp)
 
 
 def input_images(cfg: LearnerConfig, case: Case, *, weights=True) -> dict:

@@ -22,6 +22,8 @@ from rtl_gen.learner.schedule import item_slots, items, stages, step_cycles, tim
     ({"loss": "huber"}, "loss must be one of dqn, mse, not 'huber'"),
     ({"sizes": (4, 8, 1)}, "sizes must end in at least 2 actions for loss='dqn', not 1"),
     ({"axi_data_width": 48}, "axi_data_width must be one of 32, 64, 128, 256, 512, not 48"),
+    ({"dp": 3}, "dp must be one of 1, 2, 4, not 3"),
+    ({"dp": 2, "sub_batch": 24}, "sub_batch / array must be a power of two with dp > 1"),
     ({"act_frac": 15}, r"act_frac must be an integer in 0..14, not 15"),
     ({"array": 2, "width": 9, "weight_frac": 5, "act_frac": 4, "grad_frac": 5,
       "acc_width": 20, "sub_batch": 2}, "array \\* width must be a multiple of 8"),
@@ -146,3 +148,16 @@ def test_item_slots_are_tile_cycles():
     assert item_slots(CFG, s["wa1"], 2) == 2 * 1 * 4          # K = cnt = 2 < S
     assert item_slots(CFG, s["wu0"], 0) == 2 * 2 * 4
     assert item_slots(CFG, s["loss"], 3) == 3
+
+
+def test_stage_graph_with_pipelines():
+    cfg = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4, dp=2)
+    st = {s.name: s for s in stages(cfg)}
+    assert st["bw1@1"].deps == ("loss@1",) and st["bw1@1"].pipe == 1
+    assert st["wu1"].deps == ("wa1@0", "wa1@1", "bw1@0", "bw1@1")
+    assert items(cfg, 10, 0) == [4, 2] and items(cfg, 10, 1) == [4]
+    assert cfg.pipe_batch == 8
+    tl = timeline(cfg, 3)                    # one sub-batch: pipeline 1 has nothing to do
+    assert tl["fw0@1"] == [] and tl["wu0"][0][0] == tl["wa0@0"][-1][2]
+    one = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4)
+    assert step_cycles(cfg, 10) < step_cycles(one, 10)

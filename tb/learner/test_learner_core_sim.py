@@ -305,3 +305,56 @@ def test_batch_sizes_change_between_steps():
         step = golden(cfg, case, weights)
         check_step(cfg, case, status, regs, step)
         weights = step.weights
+
+
+@pytest.mark.parametrize("dp,B,loss", [(2, 8, "dqn"), (2, 3, "mse"), (2, 2, "dqn"),
+                                       (4, 7, "dqn"), (4, 8, "mse")])
+def test_data_parallel_pipelines(dp, B, loss):
+    """dp pipelines take sub-batches round robin (B = 2 leaves pipeline 1 idle, B = 7 gives
+    pipeline 3 a partial one); WU adds their scratchpads; the host reads the batch's results
+    sample-indexed as with one pipeline."""
+    cfg = LearnerConfig(**TINY, sub_batch=2, dp=dp, loss=loss)
+    case = random_case(cfg, B, np.random.default_rng(10 * dp + B))
+    step = golden(cfg, case)
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)
+
+
+def test_data_parallel_three_layers():
+    cfg = LearnerConfig(sizes=(5, 6, 4, 3), array=2, max_batch=12, sub_batch=2, dp=2)
+    case = random_case(cfg, 11, np.random.default_rng(77))
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, golden(cfg, case))
+
+
+def test_data_parallel_reduction_saturates_like_the_golden():
+    """8-bit operands, 16-bit scratchpads: a case whose per-pipeline gradients fit but whose
+    sum does not. The reduction saturates in pipeline order and raises WA_OVERFLOW."""
+    from sw.golden.gemm import gemm_fixed
+
+    cfg = LearnerConfig(sizes=(3, 4, 2), array=2, max_batch=4, sub_batch=2, dp=2, loss="mse",
+                        width=8, act_frac=4, weight_frac=5, grad_frac=4, acc_width=16,
+                        lr_width=16, lr_frac=16)
+    num = cfg.numerics
+    act = num.act_format
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        case = random_case(cfg, 4, rng, scale=2.0, lr=0.01)
+        case.obs = act.quantize(rng.uniform(2, 7, case.obs.shape))
+        case.targets = act.quantize(rng.uniform(-8, -6, case.targets.shape))
+        step = golden(cfg, case)
+        tu = num.tensor_unit("wa")
+        fits, reduced = True, False
+        for l in range(2):
+            parts = [gemm_fixed(step.inputs[l][i:i + 2].T, step.deltas[l][i:i + 2], tu,
+                                return_overflow=True) for i in (0, 2)]
+            fits &= not any(o.any() for _, o in parts)
+            total = parts[0][0] + parts[1][0]
+            reduced |= bool((total != step.grads[l]).any())
+        if fits and reduced:
+            break
+    else:
+        raise AssertionError("no case found")
+    assert step.overflow["wa"]
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)

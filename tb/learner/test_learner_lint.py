@@ -16,11 +16,13 @@ CASES = [
     {"sizes": [5, 7, 3, 3], "array": 2, "max_batch": 6, "sub_batch": 4, "rounding": "floor",
      "axi_data_width": 32},
     {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8},
+    {"sizes": [3, 5, 3], "array": 2, "max_batch": 16, "sub_batch": 4, "dp": 4},
 ]
 
 
 @pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not on PATH")
-@pytest.mark.parametrize("params", CASES, ids=lambda p: "-".join(map(str, p["sizes"])))
+@pytest.mark.parametrize("params", CASES,
+                         ids=lambda p: "-".join(map(str, p["sizes"])) + f"-dp{p.get('dp', 1)}")
 def test_lint_clean(tmp_path, params):
     manifest = emit("learner", params, tmp_path)
     assert manifest["registers"]["json"] == "learner_regs.json"

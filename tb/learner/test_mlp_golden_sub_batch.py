@@ -62,3 +62,20 @@ def test_bad_sub_batch():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="sub_batch must be a positive integer"):
             train_step(w, x, num, lr=eta, targets=y, sub_batch=bad)
+
+
+@pytest.mark.parametrize("m,dp", [(2, 2), (3, 4), (4, 3)])
+def test_pipelines_equal_one_reduction_without_saturation(m, dp):
+    num = LearnerNumerics(sizes=(3, 9, 2))
+    w, x, y, eta = mse_case(num, 13, 10 * m + dp)
+    one = train_step(w, x, num, lr=eta, targets=y)
+    par = train_step(w, x, num, lr=eta, targets=y, sub_batch=m, dp=dp)
+    for a, b in zip(one.grads + one.weights, par.grads + par.weights):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_bad_dp():
+    num = LearnerNumerics(sizes=(3, 4, 2))
+    w, x, y, eta = mse_case(num, 4, 0)
+    with pytest.raises(ValueError, match="dp must be a positive integer, not 0"):
+        train_step(w, x, num, lr=eta, targets=y, sub_batch=2, dp=0)
