@@ -591,9 +591,9 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .mem_addr(host_addr),
     .mem_rdata(mem_rdata),
     .mem_we(host_we),
-    .\port$642$0 (\$92 ),
-    .\port$643$0 (\$93 ),
-    .\port$644$0 (\$94 ),
+    .\port$644$0 (\$92 ),
+    .\port$645$0 (\$93 ),
+    .\port$646$0 (\$94 ),
     .rd_issue(host_re),
     .rready(m_axi_gmem_rready),
     .rst(rst),
@@ -37738,23 +37738,23 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$642$0 , \port$643$0 , \port$644$0 , m_axi_gmem_wvalid, mem_we, m_axi_gmem_wdata
+module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$644$0 , \port$645$0 , \port$646$0 , m_axi_gmem_wvalid, mem_we, m_axi_gmem_wdata
 , m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire [7:0] \$1 ;
   wire \$10 ;
-  wire [64:0] \$100 ;
-  wire [17:0] \$101 ;
-  wire \$102 ;
-  wire [8:0] \$103 ;
-  wire [9:0] \$104 ;
+  wire \$100 ;
+  wire [2:0] \$101 ;
+  wire [2:0] \$102 ;
+  wire [64:0] \$103 ;
+  wire [17:0] \$104 ;
   wire \$105 ;
-  wire [16:0] \$106 ;
-  wire [17:0] \$107 ;
+  wire [8:0] \$106 ;
+  wire [9:0] \$107 ;
   wire \$108 ;
-  wire \$109 ;
+  wire [16:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
+  wire [17:0] \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
@@ -37767,17 +37767,17 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [2:0] \$122 ;
-  wire [2:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [2:0] \$127 ;
-  wire [2:0] \$128 ;
+  wire [2:0] \$125 ;
+  wire [2:0] \$126 ;
+  wire \$127 ;
+  wire \$128 ;
   wire \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
+  wire [2:0] \$130 ;
+  wire [2:0] \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
@@ -37785,36 +37785,36 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire [3:0] \$139 ;
+  wire \$139 ;
   wire \$14 ;
-  wire [3:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
+  wire [3:0] \$142 ;
+  wire [3:0] \$143 ;
   wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
-  wire [3:0] \$149 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [3:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire \$152 ;
-  wire \$153 ;
+  wire [3:0] \$152 ;
+  wire [3:0] \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [17:0] \$157 ;
-  wire [17:0] \$158 ;
-  wire [16:0] \$159 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [16:0] \$160 ;
+  wire [17:0] \$160 ;
   wire [17:0] \$161 ;
-  wire [17:0] \$162 ;
-  wire \$163 ;
-  wire \$164 ;
-  wire \$165 ;
+  wire [16:0] \$162 ;
+  wire [16:0] \$163 ;
+  wire [17:0] \$164 ;
+  wire [17:0] \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
@@ -37823,61 +37823,65 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg [63:0] \$175 ;
-  reg [7:0] \$176 ;
-  reg [63:0] \$177 ;
-  reg [16:0] \$178 ;
-  reg [2:0] \$179 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  reg \$176 ;
+  reg \$177 ;
+  reg [63:0] \$178 ;
+  reg [7:0] \$179 ;
   wire \$18 ;
-  reg [15:0] \$180 ;
-  reg [1:0] \$181 ;
-  reg \$182 ;
-  reg [511:0] \$183 ;
-  reg [1:0] \$184 ;
-  reg [16:0] \$185 ;
+  reg [16:0] \$180 ;
+  reg \$181 ;
+  reg [63:0] \$182 ;
+  reg [2:0] \$183 ;
+  reg [15:0] \$184 ;
+  reg [1:0] \$185 ;
   reg \$186 ;
-  reg \$187 ;
-  reg [16:0] \$188 ;
-  reg [1:0] \$189 ;
+  reg [511:0] \$187 ;
+  reg [1:0] \$188 ;
+  reg [16:0] \$189 ;
   wire \$19 ;
   reg \$190 ;
-  reg [1:0] \$191 ;
-  reg \$192 ;
+  reg \$191 ;
+  reg [16:0] \$192 ;
   reg [1:0] \$193 ;
-  reg [63:0] \$194 ;
-  reg [16:0] \$195 ;
-  reg [8:0] \$196 ;
+  reg \$194 ;
+  reg [1:0] \$195 ;
+  reg \$196 ;
   reg [1:0] \$197 ;
-  reg \$198 ;
-  reg [127:0] \$199 ;
+  reg [63:0] \$198 ;
+  reg [16:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [127:0] \$200 ;
-  reg [127:0] \$201 ;
-  reg [127:0] \$202 ;
-  reg [1:0] \$203 ;
-  reg [1:0] \$204 ;
-  reg [2:0] \$205 ;
-  reg [2:0] \$206 ;
-  reg \$207 ;
-  reg \$208 ;
+  reg [8:0] \$200 ;
+  reg [1:0] \$201 ;
+  reg \$202 ;
+  reg [127:0] \$203 ;
+  reg [127:0] \$204 ;
+  reg [127:0] \$205 ;
+  reg [127:0] \$206 ;
+  reg [1:0] \$207 ;
+  reg [1:0] \$208 ;
+  reg [2:0] \$209 ;
   wire \$21 ;
+  reg [2:0] \$210 ;
+  reg \$211 ;
+  reg \$212 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [7:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
-  wire [16:0] \$28 ;
+  wire [7:0] \$28 ;
   wire \$29 ;
   wire [16:0] \$3 ;
-  wire \$30 ;
-  wire [16:0] \$31 ;
-  wire [16:0] \$32 ;
-  wire \$33 ;
-  wire [127:0] \$34 ;
+  wire [16:0] \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [16:0] \$33 ;
+  wire [16:0] \$34 ;
   wire \$35 ;
   wire [127:0] \$36 ;
   wire \$37 ;
@@ -37886,35 +37890,35 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$4 ;
   wire [127:0] \$40 ;
   wire \$41 ;
-  wire \$42 ;
+  wire [127:0] \$42 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [9:0] \$47 ;
-  wire [15:0] \$48 ;
-  wire [64:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire [9:0] \$49 ;
   wire \$5 ;
   wire [17:0] \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [8:0] \$51 ;
+  wire [15:0] \$52 ;
+  wire [64:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
-  wire [16:0] \$59 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire [16:0] \$6 ;
-  wire [2:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
+  wire [16:0] \$62 ;
+  wire [2:0] \$63 ;
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire [16:0] \$67 ;
-  wire [17:0] \$68 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire [16:0] \$7 ;
   wire [16:0] \$70 ;
@@ -37923,38 +37927,39 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire [16:0] \$73 ;
   wire [17:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
-  wire [16:0] \$77 ;
-  wire [17:0] \$78 ;
-  wire [17:0] \$79 ;
+  wire [16:0] \$76 ;
+  wire [17:0] \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire [16:0] \$83 ;
-  wire [17:0] \$84 ;
-  wire [17:0] \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
+  wire [16:0] \$80 ;
+  wire [17:0] \$81 ;
+  wire [17:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire [16:0] \$86 ;
+  wire [17:0] \$87 ;
+  wire [17:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [16:0] \$94 ;
-  wire [17:0] \$95 ;
-  wire [17:0] \$96 ;
-  wire \$97 ;
-  wire [2:0] \$98 ;
-  wire [2:0] \$99 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [16:0] \$97 ;
+  wire [17:0] \$98 ;
+  wire [17:0] \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$47  = 1'h0;
-  reg [1:0] \$signal$49  = 2'h0;
-  reg [1:0] \$signal$55  = 2'h0;
+  reg \$signal$48  = 1'h0;
+  reg [1:0] \$signal$50  = 2'h0;
+  reg [1:0] \$signal$56  = 2'h0;
   reg [63:0] a_addr = 64'h0000000000000000;
   reg [16:0] a_beats = 17'h00000;
+  reg a_step = 1'h0;
   reg [127:0] asm0 = 128'h00000000000000000000000000000000;
   reg [127:0] asm1 = 128'h00000000000000000000000000000000;
   reg [127:0] asm2 = 128'h00000000000000000000000000000000;
@@ -38050,7 +38055,7 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   output [15:0] mem_we;
   wire [15:0] mem_we;
   wire [8:0] n;
-  wire [8:0] \n$41 ;
+  wire [8:0] \n$42 ;
   reg [2:0] outstanding = 3'h0;
   reg [16:0] p_beats = 17'h00000;
   reg [8:0] p_burst = 9'h000;
@@ -38059,12 +38064,12 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   reg [1:0] p_last_lane = 2'h0;
   reg p_wlast = 1'h0;
   reg [16:0] p_words = 17'h00000;
-  output \port$642$0 ;
-  wire \port$642$0 ;
-  output \port$643$0 ;
-  wire \port$643$0 ;
   output \port$644$0 ;
   wire \port$644$0 ;
+  output \port$645$0 ;
+  wire \port$645$0 ;
+  output \port$646$0 ;
+  wire \port$646$0 ;
   reg q_wlast = 1'h0;
   output rd_issue;
   wire rd_issue;
@@ -38083,7 +38088,7 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   reg [127:0] s_word;
   wire start_beat;
   wire [6:0] to_boundary;
-  wire [6:0] \to_boundary$39 ;
+  wire [6:0] \to_boundary$40 ;
   reg to_dev = 1'h0;
   reg [2:0] used = 3'h0;
   (* init = 2'h0 *)
@@ -38097,7 +38102,7 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   end
   always @(posedge clk) begin
     if (bw__en)
-      wbuf[bw__addr] <= { q_wlast, \$signal$55 , \$40 , \$38 , \$36 , \$34  };
+      wbuf[bw__addr] <= { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };
   end
   assign br__data = wbuf[br__addr];
   assign cmd__ready = ~ busy;
@@ -38110,248 +38115,253 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign \$7  = \$4  ? { 10'h000, \$1 [6:0] } : \$6 ;
   assign \$8  = ~ ax_valid;
   assign \$9  = busy & \$8 ;
-  assign \$10  = | a_beats;
+  assign \$10  = ~ a_step;
   assign \$11  = \$9  & \$10 ;
-  assign \$12  = outstanding < 3'h4;
-  assign ax_issue = \$11  & \$12 ;
+  assign \$12  = | a_beats;
+  assign \$13  = \$11  & \$12 ;
+  assign \$14  = outstanding < 3'h4;
+  assign ax_issue = \$13  & \$14 ;
   assign m_axi_gmem_awvalid = ax_valid & to_dev;
-  assign \$13  = ~ to_dev;
-  assign m_axi_gmem_arvalid = ax_valid & \$13 ;
-  assign \$14  = ~ s_valid;
-  assign \$15  = s_idx == s_last;
-  assign rready = \$14  | \$15 ;
-  assign \$16  = busy & to_dev;
-  assign \$17  = | p_idx;
-  assign \$18  = ~ \$17 ;
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = | p_words;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = used < 3'h4;
-  assign start_beat = \$21  & \$22 ;
-  assign \$23  = busy & to_dev;
-  assign \$24  = | p_idx;
-  assign \$25  = \$23  & \$24 ;
-  assign rd_issue = start_beat | \$25 ;
-  assign \$26  = 7'h40 - p_dev[11:6];
-  assign \$27  = p_beats < 9'h100;
-  assign \$28  = \$27  ? p_beats : 17'h00100;
-  assign \$29  = \$26 [6:0] < \$28 ;
-  assign \$30  = p_beats < 9'h100;
-  assign \$31  = \$30  ? p_beats : 17'h00100;
-  assign \$32  = \$29  ? { 10'h000, \$26 [6:0] } : \$31 ;
-  assign bw__en = \$signal  & \$signal$47 ;
-  assign \$33  = ! \$signal$49 ;
-  assign \$34  = \$33  ? mem_rdata : asm0;
-  assign \$35  = \$signal$49  == 1'h1;
-  assign \$36  = \$35  ? mem_rdata : asm1;
-  assign \$37  = \$signal$49  == 2'h2;
-  assign \$38  = \$37  ? mem_rdata : asm2;
-  assign \$39  = \$signal$49  == 2'h3;
-  assign \$40  = \$39  ? mem_rdata : asm3;
-  assign \$41  = br__data[513:512] >= 1'h1;
-  assign \$42  = br__data[513:512] >= 2'h2;
-  assign \$43  = br__data[513:512] >= 2'h3;
+  assign \$15  = ~ to_dev;
+  assign m_axi_gmem_arvalid = ax_valid & \$15 ;
+  assign \$16  = ~ s_valid;
+  assign \$17  = s_idx == s_last;
+  assign rready = \$16  | \$17 ;
+  assign \$18  = busy & to_dev;
+  assign \$19  = | p_idx;
+  assign \$20  = ~ \$19 ;
+  assign \$21  = \$18  & \$20 ;
+  assign \$22  = | p_words;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = used < 3'h4;
+  assign start_beat = \$23  & \$24 ;
+  assign \$25  = busy & to_dev;
+  assign \$26  = | p_idx;
+  assign \$27  = \$25  & \$26 ;
+  assign rd_issue = start_beat | \$27 ;
+  assign \$28  = 7'h40 - p_dev[11:6];
+  assign \$29  = p_beats < 9'h100;
+  assign \$30  = \$29  ? p_beats : 17'h00100;
+  assign \$31  = \$28 [6:0] < \$30 ;
+  assign \$32  = p_beats < 9'h100;
+  assign \$33  = \$32  ? p_beats : 17'h00100;
+  assign \$34  = \$31  ? { 10'h000, \$28 [6:0] } : \$33 ;
+  assign bw__en = \$signal  & \$signal$48 ;
+  assign \$35  = ! \$signal$50 ;
+  assign \$36  = \$35  ? mem_rdata : asm0;
+  assign \$37  = \$signal$50  == 1'h1;
+  assign \$38  = \$37  ? mem_rdata : asm1;
+  assign \$39  = \$signal$50  == 2'h2;
+  assign \$40  = \$39  ? mem_rdata : asm2;
+  assign \$41  = \$signal$50  == 2'h3;
+  assign \$42  = \$41  ? mem_rdata : asm3;
+  assign \$43  = br__data[513:512] >= 1'h1;
+  assign \$44  = br__data[513:512] >= 2'h2;
+  assign \$45  = br__data[513:512] >= 2'h3;
   assign m_axi_gmem_wvalid = | count;
-  assign \$44  = m_axi_gmem_rvalid & rready;
-  assign \$45  = \$44  & m_axi_gmem_rlast;
-  assign \$46  = to_dev ? m_axi_gmem_bvalid : \$45 ;
-  assign ax_done = \$46  & busy;
+  assign \$46  = m_axi_gmem_rvalid & rready;
+  assign \$47  = \$46  & m_axi_gmem_rlast;
+  assign \$48  = to_dev ? m_axi_gmem_bvalid : \$47 ;
+  assign ax_done = \$48  & busy;
   assign mem_we = s_valid ? 16'hffff : 16'h0000;
-  assign \$47  = \$7 [8:0] - 1'h1;
-  assign \$49  = a_addr + \$48 ;
+  assign \$49  = \$7 [8:0] - 1'h1;
   assign \$50  = a_beats - \$7 [8:0];
-  assign \$51  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$52  = ax_valid & \$51 ;
-  assign \$53  = ~ ax_done;
-  assign \$54  = ax_issue & \$53 ;
-  assign \$55  = ~ ax_issue;
-  assign \$56  = \$55  & ax_done;
-  assign \$57  = outstanding + 1'h1;
-  assign \$58  = outstanding - 1'h1;
-  assign \$59  = mem_addr + 1'h1;
-  assign \$60  = s_idx + 1'h1;
-  assign \$61  = s_idx == s_last;
-  assign \$62  = m_axi_gmem_rvalid & rready;
-  assign \$63  = \$62  & busy;
-  assign \$64  = ~ to_dev;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = rx_words < 3'h4;
-  assign \$67  = \$66  ? rx_words : 17'h00004;
-  assign \$68  = \$67  - 1'h1;
+  assign \$51  = m_axi_gmem_awlen + 1'h1;
+  assign \$53  = m_axi_gmem_awaddr + \$52 ;
+  assign \$54  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$55  = ax_valid & \$54 ;
+  assign \$56  = ~ ax_done;
+  assign \$57  = ax_issue & \$56 ;
+  assign \$58  = ~ ax_issue;
+  assign \$59  = \$58  & ax_done;
+  assign \$60  = outstanding + 1'h1;
+  assign \$61  = outstanding - 1'h1;
+  assign \$62  = mem_addr + 1'h1;
+  assign \$63  = s_idx + 1'h1;
+  assign \$64  = s_idx == s_last;
+  assign \$65  = m_axi_gmem_rvalid & rready;
+  assign \$66  = \$65  & busy;
+  assign \$67  = ~ to_dev;
+  assign \$68  = \$66  & \$67 ;
   assign \$69  = rx_words < 3'h4;
   assign \$70  = \$69  ? rx_words : 17'h00004;
-  assign \$71  = rx_words - \$70 ;
-  assign \$72  = | m_axi_gmem_rresp;
-  assign \$73  = mem_addr + 1'h1;
-  assign \$74  = p_words - 1'h1;
-  assign \$75  = | p_idx;
-  assign \$76  = p_words < 3'h4;
-  assign \$77  = \$76  ? p_words : 17'h00004;
-  assign \$78  = \$77  - 1'h1;
-  assign \$79  = \$75  ? { 16'h0000, p_last_lane } : \$78 ;
-  assign \$80  = p_idx == \$79 ;
-  assign \$81  = | p_idx;
-  assign \$82  = p_words < 3'h4;
-  assign \$83  = \$82  ? p_words : 17'h00004;
-  assign \$84  = \$83  - 1'h1;
-  assign \$85  = \$81  ? { 16'h0000, p_last_lane } : \$84 ;
-  assign \$86  = | p_idx;
-  assign \$87  = ! p_burst;
-  assign \$88  = \$32 [8:0] == 1'h1;
-  assign \$89  = p_burst == 1'h1;
-  assign \$90  = \$87  ? \$88  : \$89 ;
-  assign \$91  = \$86  ? p_wlast : \$90 ;
-  assign \$92  = | p_idx;
-  assign \$93  = p_words < 3'h4;
-  assign \$94  = \$93  ? p_words : 17'h00004;
-  assign \$95  = \$94  - 1'h1;
-  assign \$96  = \$92  ? { 16'h0000, p_last_lane } : \$95 ;
-  assign \$97  = p_idx == \$96 ;
-  assign \$98  = p_idx + 1'h1;
-  assign \$99  = \$97  ? 3'h0 : \$98 ;
-  assign \$100  = p_dev + 7'h40;
-  assign \$101  = p_beats - 1'h1;
-  assign \$102  = ! p_burst;
-  assign \$103  = \$102  ? \$32 [8:0] : p_burst;
-  assign \$104  = \$103  - 1'h1;
-  assign \$105  = p_words < 3'h4;
-  assign \$106  = \$105  ? p_words : 17'h00004;
+  assign \$71  = \$70  - 1'h1;
+  assign \$72  = rx_words < 3'h4;
+  assign \$73  = \$72  ? rx_words : 17'h00004;
+  assign \$74  = rx_words - \$73 ;
+  assign \$75  = | m_axi_gmem_rresp;
+  assign \$76  = mem_addr + 1'h1;
+  assign \$77  = p_words - 1'h1;
+  assign \$78  = | p_idx;
+  assign \$79  = p_words < 3'h4;
+  assign \$80  = \$79  ? p_words : 17'h00004;
+  assign \$81  = \$80  - 1'h1;
+  assign \$82  = \$78  ? { 16'h0000, p_last_lane } : \$81 ;
+  assign \$83  = p_idx == \$82 ;
+  assign \$84  = | p_idx;
+  assign \$85  = p_words < 3'h4;
+  assign \$86  = \$85  ? p_words : 17'h00004;
+  assign \$87  = \$86  - 1'h1;
+  assign \$88  = \$84  ? { 16'h0000, p_last_lane } : \$87 ;
+  assign \$89  = | p_idx;
+  assign \$90  = ! p_burst;
+  assign \$91  = \$34 [8:0] == 1'h1;
+  assign \$92  = p_burst == 1'h1;
+  assign \$93  = \$90  ? \$91  : \$92 ;
+  assign \$94  = \$89  ? p_wlast : \$93 ;
+  assign \$95  = | p_idx;
+  assign \$96  = p_words < 3'h4;
+  assign \$97  = \$96  ? p_words : 17'h00004;
+  assign \$98  = \$97  - 1'h1;
+  assign \$99  = \$95  ? { 16'h0000, p_last_lane } : \$98 ;
+  assign \$100  = p_idx == \$99 ;
+  assign \$101  = p_idx + 1'h1;
+  assign \$102  = \$100  ? 3'h0 : \$101 ;
+  assign \$103  = p_dev + 7'h40;
+  assign \$104  = p_beats - 1'h1;
+  assign \$105  = ! p_burst;
+  assign \$106  = \$105  ? \$34 [8:0] : p_burst;
   assign \$107  = \$106  - 1'h1;
-  assign \$108  = ! p_burst;
-  assign \$109  = \$32 [8:0] == 1'h1;
-  assign \$110  = p_burst == 1'h1;
-  assign \$111  = \$108  ? \$109  : \$110 ;
-  assign \$112  = ! \$signal$49 ;
-  assign \$113  = \$signal  & \$112 ;
-  assign \$114  = \$signal$49  == 1'h1;
-  assign \$115  = \$signal  & \$114 ;
-  assign \$116  = \$signal$49  == 2'h2;
-  assign \$117  = \$signal  & \$116 ;
-  assign \$118  = \$signal$49  == 2'h3;
-  assign \$119  = \$signal  & \$118 ;
-  assign \$120  = \$signal  & \$signal$47 ;
-  assign \$121  = bw__addr == 2'h3;
-  assign \$122  = bw__addr + 1'h1;
-  assign \$123  = \$121  ? 3'h0 : \$122 ;
-  assign \$124  = | count;
-  assign \$125  = \$124  & m_axi_gmem_wready;
-  assign \$126  = br__addr == 2'h3;
-  assign \$127  = br__addr + 1'h1;
-  assign \$128  = \$126  ? 3'h0 : \$127 ;
-  assign \$129  = \$signal  & \$signal$47 ;
-  assign \$130  = | count;
-  assign \$131  = \$130  & m_axi_gmem_wready;
-  assign \$132  = ~ \$131 ;
-  assign \$133  = \$129  & \$132 ;
-  assign \$134  = | count;
-  assign \$135  = \$134  & m_axi_gmem_wready;
-  assign \$136  = \$signal  & \$signal$47 ;
-  assign \$137  = ~ \$136 ;
-  assign \$138  = \$135  & \$137 ;
-  assign \$139  = count + 1'h1;
-  assign \$140  = count - 1'h1;
-  assign \$141  = | count;
-  assign \$142  = \$141  & m_axi_gmem_wready;
-  assign \$143  = ~ \$142 ;
-  assign \$144  = start_beat & \$143 ;
-  assign \$145  = | count;
-  assign \$146  = \$145  & m_axi_gmem_wready;
-  assign \$147  = ~ start_beat;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = used + 1'h1;
-  assign \$150  = used - 1'h1;
-  assign \$151  = m_axi_gmem_bvalid & busy;
-  assign \$152  = \$151  & to_dev;
-  assign \$153  = | m_axi_gmem_bresp;
-  assign \$154  = \$152  & \$153 ;
-  assign \$155  = ~ busy;
-  assign \$156  = cmd__valid & \$155 ;
-  assign \$157  = cmd__payload[96:80] + 2'h3;
-  assign \$159  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
-  assign \$160  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
-  assign \$161  = cmd__payload[96:80] + 2'h3;
-  assign \$163  = ! a_beats;
-  assign \$164  = ~ ax_valid;
-  assign \$165  = \$163  & \$164 ;
-  assign \$166  = ! outstanding;
-  assign \$167  = \$165  & \$166 ;
-  assign \$168  = ! rx_words;
-  assign \$169  = ~ s_valid;
+  assign \$108  = p_words < 3'h4;
+  assign \$109  = \$108  ? p_words : 17'h00004;
+  assign \$110  = \$109  - 1'h1;
+  assign \$111  = ! p_burst;
+  assign \$112  = \$34 [8:0] == 1'h1;
+  assign \$113  = p_burst == 1'h1;
+  assign \$114  = \$111  ? \$112  : \$113 ;
+  assign \$115  = ! \$signal$50 ;
+  assign \$116  = \$signal  & \$115 ;
+  assign \$117  = \$signal$50  == 1'h1;
+  assign \$118  = \$signal  & \$117 ;
+  assign \$119  = \$signal$50  == 2'h2;
+  assign \$120  = \$signal  & \$119 ;
+  assign \$121  = \$signal$50  == 2'h3;
+  assign \$122  = \$signal  & \$121 ;
+  assign \$123  = \$signal  & \$signal$48 ;
+  assign \$124  = bw__addr == 2'h3;
+  assign \$125  = bw__addr + 1'h1;
+  assign \$126  = \$124  ? 3'h0 : \$125 ;
+  assign \$127  = | count;
+  assign \$128  = \$127  & m_axi_gmem_wready;
+  assign \$129  = br__addr == 2'h3;
+  assign \$130  = br__addr + 1'h1;
+  assign \$131  = \$129  ? 3'h0 : \$130 ;
+  assign \$132  = \$signal  & \$signal$48 ;
+  assign \$133  = | count;
+  assign \$134  = \$133  & m_axi_gmem_wready;
+  assign \$135  = ~ \$134 ;
+  assign \$136  = \$132  & \$135 ;
+  assign \$137  = | count;
+  assign \$138  = \$137  & m_axi_gmem_wready;
+  assign \$139  = \$signal  & \$signal$48 ;
+  assign \$140  = ~ \$139 ;
+  assign \$141  = \$138  & \$140 ;
+  assign \$142  = count + 1'h1;
+  assign \$143  = count - 1'h1;
+  assign \$144  = | count;
+  assign \$145  = \$144  & m_axi_gmem_wready;
+  assign \$146  = ~ \$145 ;
+  assign \$147  = start_beat & \$146 ;
+  assign \$148  = | count;
+  assign \$149  = \$148  & m_axi_gmem_wready;
+  assign \$150  = ~ start_beat;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = used + 1'h1;
+  assign \$153  = used - 1'h1;
+  assign \$154  = m_axi_gmem_bvalid & busy;
+  assign \$155  = \$154  & to_dev;
+  assign \$156  = | m_axi_gmem_bresp;
+  assign \$157  = \$155  & \$156 ;
+  assign \$158  = ~ busy;
+  assign \$159  = cmd__valid & \$158 ;
+  assign \$160  = cmd__payload[96:80] + 2'h3;
+  assign \$162  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
+  assign \$163  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
+  assign \$164  = cmd__payload[96:80] + 2'h3;
+  assign \$166  = ! a_beats;
+  assign \$167  = ~ ax_valid;
+  assign \$168  = \$166  & \$167 ;
+  assign \$169  = ! outstanding;
   assign \$170  = \$168  & \$169 ;
-  assign \$171  = to_dev ? \$167  : \$170 ;
-  assign \$172  = busy & \$171 ;
+  assign \$171  = ! rx_words;
+  assign \$172  = ~ s_valid;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = to_dev ? \$170  : \$173 ;
+  assign \$175  = busy & \$174 ;
   always @(posedge clk)
-    done <= \$173 ;
+    done <= \$176 ;
   always @(posedge clk)
-    ax_valid <= \$174 ;
+    ax_valid <= \$177 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$175 ;
+    m_axi_gmem_awaddr <= \$178 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$176 ;
+    m_axi_gmem_awlen <= \$179 ;
   always @(posedge clk)
-    a_addr <= \$177 ;
+    a_beats <= \$180 ;
   always @(posedge clk)
-    a_beats <= \$178 ;
+    a_step <= \$181 ;
   always @(posedge clk)
-    outstanding <= \$179 ;
+    a_addr <= \$182 ;
   always @(posedge clk)
-    mem_addr <= \$180 ;
+    outstanding <= \$183 ;
   always @(posedge clk)
-    s_idx <= \$181 ;
+    mem_addr <= \$184 ;
   always @(posedge clk)
-    s_valid <= \$182 ;
+    s_idx <= \$185 ;
   always @(posedge clk)
-    s_data <= \$183 ;
+    s_valid <= \$186 ;
   always @(posedge clk)
-    s_last <= \$184 ;
+    s_data <= \$187 ;
   always @(posedge clk)
-    rx_words <= \$185 ;
+    s_last <= \$188 ;
   always @(posedge clk)
-    error <= \$186 ;
+    rx_words <= \$189 ;
   always @(posedge clk)
-    \$signal  <= \$187 ;
+    error <= \$190 ;
   always @(posedge clk)
-    p_words <= \$188 ;
+    \$signal  <= \$191 ;
   always @(posedge clk)
-    \$signal$49  <= \$189 ;
+    p_words <= \$192 ;
   always @(posedge clk)
-    \$signal$47  <= \$190 ;
+    \$signal$50  <= \$193 ;
   always @(posedge clk)
-    \$signal$55  <= \$191 ;
+    \$signal$48  <= \$194 ;
   always @(posedge clk)
-    q_wlast <= \$192 ;
+    \$signal$56  <= \$195 ;
   always @(posedge clk)
-    p_idx <= \$193 ;
+    q_wlast <= \$196 ;
   always @(posedge clk)
-    p_dev <= \$194 ;
+    p_idx <= \$197 ;
   always @(posedge clk)
-    p_beats <= \$195 ;
+    p_dev <= \$198 ;
   always @(posedge clk)
-    p_burst <= \$196 ;
+    p_beats <= \$199 ;
   always @(posedge clk)
-    p_last_lane <= \$197 ;
+    p_burst <= \$200 ;
   always @(posedge clk)
-    p_wlast <= \$198 ;
+    p_last_lane <= \$201 ;
   always @(posedge clk)
-    asm0 <= \$199 ;
+    p_wlast <= \$202 ;
   always @(posedge clk)
-    asm1 <= \$200 ;
+    asm0 <= \$203 ;
   always @(posedge clk)
-    asm2 <= \$201 ;
+    asm1 <= \$204 ;
   always @(posedge clk)
-    asm3 <= \$202 ;
+    asm2 <= \$205 ;
   always @(posedge clk)
-    bw__addr <= \$203 ;
+    asm3 <= \$206 ;
   always @(posedge clk)
-    br__addr <= \$204 ;
+    bw__addr <= \$207 ;
   always @(posedge clk)
-    count <= \$205 ;
+    br__addr <= \$208 ;
   always @(posedge clk)
-    used <= \$206 ;
+    count <= \$209 ;
   always @(posedge clk)
-    busy <= \$207 ;
+    used <= \$210 ;
   always @(posedge clk)
-    to_dev <= \$208 ;
+    busy <= \$211 ;
+  always @(posedge clk)
+    to_dev <= \$212 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
@@ -38368,215 +38378,188 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$173  = 1'h0;
-    if (\$172 ) begin
-      \$173  = 1'h1;
+    \$176  = 1'h0;
+    if (\$175 ) begin
+      \$176  = 1'h1;
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$176  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$174  = ax_valid;
+    \$177  = ax_valid;
     if (ax_issue) begin
-      \$174  = 1'h1;
+      \$177  = 1'h1;
     end
-    if (\$52 ) begin
-      \$174  = 1'h0;
+    if (\$55 ) begin
+      \$177  = 1'h0;
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$175  = m_axi_gmem_awaddr;
+    \$178  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$175  = a_addr;
+      \$178  = a_addr;
     end
     if (rst) begin
-      \$175  = 64'h0000000000000000;
+      \$178  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$176  = m_axi_gmem_awlen;
+    \$179  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$176  = \$47 [7:0];
+      \$179  = \$49 [7:0];
     end
     if (rst) begin
-      \$176  = 8'h00;
+      \$179  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$177  = a_addr;
+    \$180  = a_beats;
     if (ax_issue) begin
-      \$177  = \$49 [63:0];
+      \$180  = \$50 [16:0];
     end
-    if (\$156 ) begin
-      \$177  = { cmd__payload[63:6], 6'h00 };
+    if (\$159 ) begin
+      \$180  = \$161 [16:0];
     end
     if (rst) begin
-      \$177  = 64'h0000000000000000;
+      \$180  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$178  = a_beats;
+    \$181  = a_step;
     if (ax_issue) begin
-      \$178  = \$50 [16:0];
+      \$181  = 1'h1;
     end
-    if (\$156 ) begin
-      \$178  = \$158 [16:0];
+    if (a_step) begin
+      \$181  = 1'h0;
     end
     if (rst) begin
-      \$178  = 17'h00000;
+      \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$179  = outstanding;
-    if (\$54 ) begin
-      \$179  = \$57 [2:0];
-    end else if (\$56 ) begin
-      \$179  = \$58 [2:0];
+    \$182  = a_addr;
+    if (a_step) begin
+      \$182  = \$53 [63:0];
+    end
+    if (\$159 ) begin
+      \$182  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$179  = 3'h0;
+      \$182  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$180  = mem_addr;
+    \$183  = outstanding;
+    if (\$57 ) begin
+      \$183  = \$60 [2:0];
+    end else if (\$59 ) begin
+      \$183  = \$61 [2:0];
+    end
+    if (rst) begin
+      \$183  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$184  = mem_addr;
     if (s_valid) begin
-      \$180  = \$59 [15:0];
+      \$184  = \$62 [15:0];
     end
     if (rd_issue) begin
-      \$180  = \$73 [15:0];
+      \$184  = \$76 [15:0];
     end
-    if (\$156 ) begin
-      \$180  = cmd__payload[79:64];
+    if (\$159 ) begin
+      \$184  = cmd__payload[79:64];
     end
     if (rst) begin
-      \$180  = 16'h0000;
+      \$184  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$181  = s_idx;
+    \$185  = s_idx;
     if (s_valid) begin
-      \$181  = \$60 [1:0];
+      \$185  = \$63 [1:0];
     end
-    if (\$65 ) begin
-      \$181  = 2'h0;
+    if (\$68 ) begin
+      \$185  = 2'h0;
     end
     if (rst) begin
-      \$181  = 2'h0;
+      \$185  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$182  = s_valid;
+    \$186  = s_valid;
     if (s_valid) begin
-      if (\$61 ) begin
-        \$182  = 1'h0;
+      if (\$64 ) begin
+        \$186  = 1'h0;
       end
     end
-    if (\$65 ) begin
-      \$182  = 1'h1;
-    end
-    if (rst) begin
-      \$182  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$183  = s_data;
-    if (\$65 ) begin
-      \$183  = m_axi_gmem_rdata;
-    end
-    if (rst) begin
-      \$183  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$184  = s_last;
-    if (\$65 ) begin
-      \$184  = \$68 [1:0];
-    end
-    if (rst) begin
-      \$184  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$185  = rx_words;
-    if (\$65 ) begin
-      \$185  = \$71 [16:0];
-    end
-    if (\$156 ) begin
-      \$185  = \$159 ;
-    end
-    if (rst) begin
-      \$185  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$186  = error;
-    if (\$65 ) begin
-      if (\$72 ) begin
-        \$186  = 1'h1;
-      end
-    end
-    if (\$154 ) begin
+    if (\$68 ) begin
       \$186  = 1'h1;
     end
-    if (\$156 ) begin
-      \$186  = 1'h0;
-    end
     if (rst) begin
       \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$187  = rd_issue;
+    \$187  = s_data;
+    if (\$68 ) begin
+      \$187  = m_axi_gmem_rdata;
+    end
     if (rst) begin
-      \$187  = 1'h0;
+      \$187  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$188  = p_words;
-    if (rd_issue) begin
-      \$188  = \$74 [16:0];
-    end
-    if (\$156 ) begin
-      \$188  = \$160 ;
+    \$188  = s_last;
+    if (\$68 ) begin
+      \$188  = \$71 [1:0];
     end
     if (rst) begin
-      \$188  = 17'h00000;
+      \$188  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$189  = \$signal$49 ;
-    if (rd_issue) begin
-      \$189  = p_idx;
+    \$189  = rx_words;
+    if (\$68 ) begin
+      \$189  = \$74 [16:0];
+    end
+    if (\$159 ) begin
+      \$189  = \$162 ;
     end
     if (rst) begin
-      \$189  = 2'h0;
+      \$189  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$190  = \$signal$47 ;
-    if (rd_issue) begin
-      \$190  = \$80 ;
+    \$190  = error;
+    if (\$68 ) begin
+      if (\$75 ) begin
+        \$190  = 1'h1;
+      end
+    end
+    if (\$157 ) begin
+      \$190  = 1'h1;
+    end
+    if (\$159 ) begin
+      \$190  = 1'h0;
     end
     if (rst) begin
       \$190  = 1'h0;
@@ -38584,32 +38567,29 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$191  = \$signal$55 ;
-    if (rd_issue) begin
-      \$191  = \$85 [1:0];
-    end
+    \$191  = rd_issue;
     if (rst) begin
-      \$191  = 2'h0;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$192  = q_wlast;
+    \$192  = p_words;
     if (rd_issue) begin
-      \$192  = \$91 ;
+      \$192  = \$77 [16:0];
+    end
+    if (\$159 ) begin
+      \$192  = \$163 ;
     end
     if (rst) begin
-      \$192  = 1'h0;
+      \$192  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$193  = p_idx;
+    \$193  = \$signal$50 ;
     if (rd_issue) begin
-      \$193  = \$99 [1:0];
-    end
-    if (\$156 ) begin
-      \$193  = 2'h0;
+      \$193  = p_idx;
     end
     if (rst) begin
       \$193  = 2'h0;
@@ -38617,48 +38597,42 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$194  = p_dev;
-    if (start_beat) begin
-      \$194  = \$100 [63:0];
-    end
-    if (\$156 ) begin
-      \$194  = { cmd__payload[63:6], 6'h00 };
+    \$194  = \$signal$48 ;
+    if (rd_issue) begin
+      \$194  = \$83 ;
     end
     if (rst) begin
-      \$194  = 64'h0000000000000000;
+      \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$195  = p_beats;
-    if (start_beat) begin
-      \$195  = \$101 [16:0];
-    end
-    if (\$156 ) begin
-      \$195  = \$162 [16:0];
+    \$195  = \$signal$56 ;
+    if (rd_issue) begin
+      \$195  = \$88 [1:0];
     end
     if (rst) begin
-      \$195  = 17'h00000;
+      \$195  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$196  = p_burst;
-    if (start_beat) begin
-      \$196  = \$104 [8:0];
-    end
-    if (\$156 ) begin
-      \$196  = 9'h000;
+    \$196  = q_wlast;
+    if (rd_issue) begin
+      \$196  = \$94 ;
     end
     if (rst) begin
-      \$196  = 9'h000;
+      \$196  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$197  = p_last_lane;
-    if (start_beat) begin
-      \$197  = \$107 [1:0];
+    \$197  = p_idx;
+    if (rd_issue) begin
+      \$197  = \$102 [1:0];
+    end
+    if (\$159 ) begin
+      \$197  = 2'h0;
     end
     if (rst) begin
       \$197  = 2'h0;
@@ -38666,119 +38640,168 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$198  = p_wlast;
+    \$198  = p_dev;
     if (start_beat) begin
-      \$198  = \$111 ;
+      \$198  = \$103 [63:0];
+    end
+    if (\$159 ) begin
+      \$198  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$198  = 1'h0;
+      \$198  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$199  = asm0;
-    if (\$113 ) begin
-      \$199  = mem_rdata;
+    \$199  = p_beats;
+    if (start_beat) begin
+      \$199  = \$104 [16:0];
+    end
+    if (\$159 ) begin
+      \$199  = \$165 [16:0];
     end
     if (rst) begin
-      \$199  = 128'h00000000000000000000000000000000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$200  = asm1;
-    if (\$115 ) begin
-      \$200  = mem_rdata;
+    \$200  = p_burst;
+    if (start_beat) begin
+      \$200  = \$107 [8:0];
+    end
+    if (\$159 ) begin
+      \$200  = 9'h000;
     end
     if (rst) begin
-      \$200  = 128'h00000000000000000000000000000000;
+      \$200  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$201  = asm2;
-    if (\$117 ) begin
-      \$201  = mem_rdata;
+    \$201  = p_last_lane;
+    if (start_beat) begin
+      \$201  = \$110 [1:0];
     end
     if (rst) begin
-      \$201  = 128'h00000000000000000000000000000000;
+      \$201  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$202  = asm3;
-    if (\$119 ) begin
-      \$202  = mem_rdata;
+    \$202  = p_wlast;
+    if (start_beat) begin
+      \$202  = \$114 ;
     end
     if (rst) begin
-      \$202  = 128'h00000000000000000000000000000000;
+      \$202  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$203  = bw__addr;
+    \$203  = asm0;
+    if (\$116 ) begin
+      \$203  = mem_rdata;
+    end
+    if (rst) begin
+      \$203  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$204  = asm1;
+    if (\$118 ) begin
+      \$204  = mem_rdata;
+    end
+    if (rst) begin
+      \$204  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$205  = asm2;
     if (\$120 ) begin
-      \$203  = \$123 [1:0];
+      \$205  = mem_rdata;
     end
     if (rst) begin
-      \$203  = 2'h0;
+      \$205  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$204  = br__addr;
-    if (\$125 ) begin
-      \$204  = \$128 [1:0];
+    \$206  = asm3;
+    if (\$122 ) begin
+      \$206  = mem_rdata;
     end
     if (rst) begin
-      \$204  = 2'h0;
+      \$206  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$205  = count;
-    if (\$133 ) begin
-      \$205  = \$139 [2:0];
-    end else if (\$138 ) begin
-      \$205  = \$140 [2:0];
+    \$207  = bw__addr;
+    if (\$123 ) begin
+      \$207  = \$126 [1:0];
     end
     if (rst) begin
-      \$205  = 3'h0;
+      \$207  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$206  = used;
-    if (\$144 ) begin
-      \$206  = \$149 [2:0];
-    end else if (\$148 ) begin
-      \$206  = \$150 [2:0];
+    \$208  = br__addr;
+    if (\$128 ) begin
+      \$208  = \$131 [1:0];
     end
     if (rst) begin
-      \$206  = 3'h0;
+      \$208  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$207  = busy;
-    if (\$156 ) begin
-      \$207  = 1'h1;
-    end
-    if (\$172 ) begin
-      \$207  = 1'h0;
+    \$209  = count;
+    if (\$136 ) begin
+      \$209  = \$142 [2:0];
+    end else if (\$141 ) begin
+      \$209  = \$143 [2:0];
     end
     if (rst) begin
-      \$207  = 1'h0;
+      \$209  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$208  = to_dev;
-    if (\$156 ) begin
-      \$208  = cmd__payload[97];
+    \$210  = used;
+    if (\$147 ) begin
+      \$210  = \$152 [2:0];
+    end else if (\$151 ) begin
+      \$210  = \$153 [2:0];
     end
     if (rst) begin
-      \$208  = 1'h0;
+      \$210  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$211  = busy;
+    if (\$159 ) begin
+      \$211  = 1'h1;
+    end
+    if (\$175 ) begin
+      \$211  = 1'h0;
+    end
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$212  = to_dev;
+    if (\$159 ) begin
+      \$212  = cmd__payload[97];
+    end
+    if (rst) begin
+      \$212  = 1'h0;
     end
   end
   assign \busy$2  = busy;
@@ -38796,27 +38819,27 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign m_axi_gmem_arsize = 3'h6;
   assign m_axi_gmem_arburst = 2'h1;
   assign m_axi_gmem_rready = rready;
-  assign \to_boundary$39  = \$26 [6:0];
-  assign \n$41  = \$32 [8:0];
+  assign \to_boundary$40  = \$28 [6:0];
+  assign \n$42  = \$34 [8:0];
   assign wr_ptr = bw__addr;
-  assign bw__data = { q_wlast, \$signal$55 , \$40 , \$38 , \$36 , \$34  };
+  assign bw__data = { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };
   assign rd_ptr = br__addr;
-  assign lane_on = { \$43 , \$42 , \$41 , 1'h1 };
-  assign m_axi_gmem_wstrb = { \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$42 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , \$41 , 16'hffff };
+  assign lane_on = { \$45 , \$44 , \$43 , 1'h1 };
+  assign m_axi_gmem_wstrb = { \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_re = rd_issue;
   assign mem_wdata = s_word;
-  assign \port$642$0  = \$41 ;
-  assign \port$643$0  = \$42 ;
   assign \port$644$0  = \$43 ;
+  assign \port$645$0  = \$44 ;
+  assign \port$646$0  = \$45 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$48  = { 1'h0, \$7 [8:0], 6'h00 };
-  assign \$158  = { 2'h0, \$157 [17:2] };
-  assign \$162  = { 2'h0, \$161 [17:2] };
+  assign \$161  = { 2'h0, \$160 [17:2] };
+  assign \$52  = { 1'h0, \$51 , 6'h00 };
+  assign \$165  = { 2'h0, \$164 [17:2] };
 endmodule

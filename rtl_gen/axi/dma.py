@@ -282,13 +282,19 @@ class AxiDma(wiring.Component):
         ax_addr = Signal(aw_bits)
         ax_len = Signal(8)
         outstanding = Signal(range(max_out + 1))
+        a_step = Signal()                           # a_addr moves past the burst just issued
         issue_n = burst_len(a_addr, a_beats)
         ax_issue = Signal()
         ax_done = Signal()                          # a burst completed (last R / B)
-        m.d.comb += ax_issue.eq(busy & ~ax_valid & (a_beats != 0) & (outstanding < max_out))
+        m.d.comb += ax_issue.eq(busy & ~ax_valid & ~a_step & (a_beats != 0)
+                                & (outstanding < max_out))
         with m.If(ax_issue):
             m.d.sync += [ax_valid.eq(1), ax_addr.eq(a_addr), ax_len.eq(issue_n - 1),
-                         a_addr.eq(a_addr + (issue_n << bb)), a_beats.eq(a_beats - issue_n)]
+                         a_beats.eq(a_beats - issue_n), a_step.eq(1)]
+        # The 64-bit address add works from registers, in the cycle after the request (when
+        # ax_valid is still high, so no request can use the stale address).
+        with m.If(a_step):
+            m.d.sync += [a_addr.eq(ax_addr + ((ax_len + 1) << bb)), a_step.eq(0)]
         ax_ready = Mux(to_dev, a("awready"), a("arready"))
         with m.If(ax_valid & ax_ready):
             m.d.sync += ax_valid.eq(0)

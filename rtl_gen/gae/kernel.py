@@ -176,8 +176,8 @@ class GaeKernel(wiring.Component):
     A run, started by CTRL.AP_START while idle (AP_READY at once, the arguments and MEM_PTR are
     latched, so the host may write the next ones during the run):
 
-    1. size check (``1 + ceil(M / n_pe)`` cycles): the core's argument checks, and
-       ``G = ceil(M / n_pe)``;
+    1. size check (``G = ceil(M / n_pe)`` cycles, fewer if the arguments are invalid): the
+       core's argument checks, and ``G``;
     2. copy-in (arguments valid only): the blocks of :func:`copy_plan` ``["in"]`` from
        ``MEM_PTR + offset`` into the core's memory, one block after the other, one core
        memory word (``axi_data_width`` bits) per cycle;
@@ -191,11 +191,16 @@ class GaeKernel(wiring.Component):
     a run is dropped and flagged in STATUS.START_REFUSED, as on the accelerator. STATUS and
     CYCLES describe the core's last run (they change when the core starts, after the copy-in);
     DMA_STATUS flags error responses of the last run's copies (the run goes on regardless);
-    DMA_CYCLES counts the whole run (steps 1-5).
+    DMA_CYCLES counts the cycles the kernel is busy (steps 1-5).
 
-    Cycles of a valid run with a memory that answers at once: about ``2 + G`` (size) ``+``
-    the words of the in-blocks ``+ run_cycles +`` the words of the out-blocks, plus per block
-    the memory latency and a few cycles (measured by ``tb/gae/test_gae_kernel.py``).
+    Cycles (DMA_CYCLES) of a valid run when device memory never stalls and answers with
+    latency L (first R beat L cycles after its AR handshake, B L cycles after the last W beat):
+    ``G + sum over the 5 blocks of (N_b + L + 5) + run_cycles + 2``, ``N_b`` the block's core
+    words (bytes of :func:`copy_plan` / ``axi_data_width / 8``): :meth:`run_cycles`, asserted
+    exactly by the fast tier. Copy rate: ``axi_data_width / 8`` bytes per cycle whatever ``gmem_data_width`` is
+    (the core's memory port moves one word per cycle). HEPPO's 64 x 1024 on 8 PEs
+    (``gae_kernel_n8``, cocotbext-axi ``AxiRam``): 49 234 cycles = 8 221 core run + 41 013
+    copy (640 KiB at 15.98 bytes per cycle), 164 us at 300 MHz.
     """
 
     def __init__(self, config: GaeKernelConfig):
@@ -225,6 +230,18 @@ class GaeKernel(wiring.Component):
     @property
     def regmap(self) -> RegisterMap:
         return self._regmap
+
+    @staticmethod
+    def run_cycles(config: GaeKernelConfig, num_timesteps: int, num_trajectories: int, *,
+                   latency: int) -> int:
+        """DMA_CYCLES of a valid run when device memory never stalls and answers ``latency``
+        cycles after a request (first R beat after its AR handshake, B after the last W beat).
+        """
+        G = -(-num_trajectories // config.n_pe)
+        plan = copy_plan(config, num_timesteps, num_trajectories)
+        words = [n // (config.axi_data_width // 8) for _, _, n in plan["in"] + plan["out"]]
+        return (G + sum(n + latency + 5 for n in words)
+                + GaeCore.run_cycles(config.core, num_timesteps, num_trajectories) + 2)
 
     @property
     def kernel_manifest(self) -> dict:
