@@ -197,10 +197,10 @@ class GaeKernel(wiring.Component):
     latency L (first R beat L cycles after its AR handshake, B L cycles after the last W beat):
     ``G + sum over the 5 blocks of (N_b + L + 5) + run_cycles + 2``, ``N_b`` the block's core
     words (bytes of :func:`copy_plan` / ``axi_data_width / 8``): :meth:`run_cycles`, asserted
-    exactly by the fast tier. Copy rate: ``axi_data_width / 8`` bytes per cycle whatever ``gmem_data_width`` is
-    (the core's memory port moves one word per cycle). HEPPO's 64 x 1024 on 8 PEs
-    (``gae_kernel_n8``, cocotbext-axi ``AxiRam``): 49 234 cycles = 8 221 core run + 41 013
-    copy (640 KiB at 15.98 bytes per cycle), 164 us at 300 MHz.
+    exactly by the fast tier. Copy rate: ``axi_data_width / 8`` bytes per cycle whatever
+    ``gmem_data_width`` is (the core's memory port moves one word per cycle). HEPPO's 64 x 1024
+    on 8 PEs (``gae_kernel_n8``, cocotbext-axi ``AxiRam``): 49 234 cycles = 8 221 core run
+    + 41 013 copy (640 KiB at 15.98 bytes per cycle), 164 us at 300 MHz.
     """
 
     def __init__(self, config: GaeKernelConfig):
