@@ -20,9 +20,13 @@ CONFIGS = {
     "cartpole-s4": {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
                     "axi_data_width": 128},
 }
-if os.environ.get("LEARNER_S8"):           # 8 x 8 arrays: a longer Verilator build
+# Longer Verilator builds (minutes), on request: 8 x 8 arrays; two 4 x 4 pipelines.
+if os.environ.get("LEARNER_S8"):
     CONFIGS["cartpole-s8"] = {"sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64,
                               "sub_batch": 8, "axi_data_width": 128}
+if os.environ.get("LEARNER_DP2"):
+    CONFIGS["cartpole-s4-dp2"] = {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64,
+                                  "sub_batch": 8, "dp": 2, "axi_data_width": 128}
 
 
 @pytest.mark.slow
