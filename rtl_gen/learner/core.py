@@ -232,11 +232,10 @@ class LearnerCore(wiring.Component):
         m = Module()
         cfg = self._config
         num = cfg.numerics
-        S, sb = cfg.array, cfg.log_array
+        S = cfg.array
         L = cfg.n_layers
         sizes = cfg.sizes
         w = num.width
-        act = num.act_format
         self._m = m
 
         # -- run control --------------------------------------------------------------------
@@ -565,7 +564,6 @@ class LearnerCore(wiring.Component):
         wname = f"tw{l}" if target else f"w{l}"
         last_layer = l == L - 1
         dst = ("tq" if target else "q") if last_layer else (f"th{l}" if target else f"h{l}")
-        bufs = self._bufs
         tu = self._tensor_unit(st.name, "fw")
         loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngo, k_len=K,
                                outer_runtime=True, k_runtime=False)
@@ -633,7 +631,6 @@ class LearnerCore(wiring.Component):
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         K = n_out
         ngi = cfg.groups(n_in)
-        bufs = self._bufs
         tu = self._tensor_unit(st.name, "bw")
         loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngi, k_len=K,
                                outer_runtime=True, k_runtime=False)
@@ -690,7 +687,6 @@ class LearnerCore(wiring.Component):
         l, d, nm = st.layer, st.pipe, _hw(st.name)
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
-        bufs = self._bufs
         src = "obs" if l == 0 else f"h{l - 1}"
         tu = self._tensor_unit(st.name, "wa")
         loop = self._gemm_loop(st, outer=mt, middle=ngo, k_len=cfg.sub_batch,

@@ -58,7 +58,6 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
         Field("ERROR", 0, 2, "ro", doc=f"error of the last start ({errors})"),
         *(Field(name, bit, 1, "ro", doc=doc) for name, (bit, _, doc) in STATUS_FLAGS.items()),
     ), doc="result of the last step; flags are sticky during a step, cleared at start")
-    info = hw_info_values(config)
     regs = [
         Register.scalar("LOSS_LO", 32, "ro", doc="sum over the batch of (Q - y)^2, raw "
                         "(2 act_frac fraction bits), bits 31..0"),
