@@ -158,11 +158,11 @@ class LearnerCore(wiring.Component):
 
     Timing and throughput: every GEMM stage issues one operand pair per cycle into its unit
     (S² multiply-accumulates per cycle) in tiles of ``max(K, S)`` cycles; an item's results are
-    written ``3S + 5`` cycles after its last operand (``3S + 6`` for WA, which reads, adds and
-    writes the scratchpad). LOSS handles one sample and S outputs per
+    written ``3S + 5`` cycles after its last operand (``3S + 7`` for WA, which reads the
+    scratchpad row, adds and writes it back). LOSS handles one sample and S outputs per
     cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives every
-    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12395 cycles on
-    4 × 4 units and 3758 on 8 × 8 (sub-batches of 8).
+    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12396 cycles on
+    4 × 4 units and 3759 on 8 × 8 (sub-batches of 8).
 
     Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW); per
     buffer one
@@ -753,10 +753,17 @@ class LearnerCore(wiring.Component):
             sums.append(Mux(q_first, q_c[j], s))
             ovfs.append(~q_first & o_)
         self._flags["wa"].append(q_v & (q_ovf | _or(ovfs)))
+        # ... and the sum registered before the write.
+        u_v, u_last = Signal(name=f"{nm}_uv"), Signal(name=f"{nm}_ulast")
+        u_addr = Signal(24, name=f"{nm}_uaddr")
+        u_row = Signal(range(S), name=f"{nm}_urow")
+        u_sum = Signal(S * aw, name=f"{nm}_usum")
+        m.d.sync += [u_v.eq(q_v & ~self._clear), u_last.eq(q_last), u_addr.eq(q_addr),
+                     u_row.eq(q_row), u_sum.eq(Cat(*[v[:aw] for v in sums]))]
         onehot = Signal(S, name=f"{nm}_onehot")
-        m.d.comb += onehot.eq(Mux(q_v, 1 << q_row, 0))
-        gbuf.write(gbuf.row_enable(onehot), q_addr, Cat(*[v[:aw] for v in sums]).replicate(S))
-        self._done_counter(st, q_v & q_last)
+        m.d.comb += onehot.eq(Mux(u_v, 1 << u_row, 0))
+        gbuf.write(gbuf.row_enable(onehot), u_addr, u_sum.replicate(S))
+        self._done_counter(st, u_v & u_last)
 
     # -- LOSS -------------------------------------------------------------------------------------
     def _loss_stage(self, st):

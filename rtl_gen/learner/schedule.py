@@ -51,8 +51,8 @@ __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "
 #: memory read, operand register.
 GEMM_OPERAND_LATENCY = 2
 #: Cycles from an output beat of the tensor unit to its write: FW registers it (ReLU, mask),
-#: BW reads the ReLU mask, WA reads the scratchpad row, registers it and adds.
-GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 1, "wa": 2}
+#: BW reads the ReLU mask, WA reads the scratchpad row, registers it, adds, registers the sum.
+GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 1, "wa": 3}
 #: ``loss`` tail: (slot to done) = 5 + output groups (DQN: read, max, γ product, target and
 #: difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
 LOSS_TAIL = {"dqn": 5, "mse": 3}
