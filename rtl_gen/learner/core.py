@@ -161,8 +161,8 @@ class LearnerCore(wiring.Component):
     written ``3S + 5`` cycles after its last operand (``3S + 7`` for WA, which reads the
     scratchpad row, adds and writes it back). LOSS handles one sample and S outputs per
     cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives every
-    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12396 cycles on
-    4 × 4 units and 3759 on 8 × 8 (sub-batches of 8).
+    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12398 cycles on
+    4 × 4 units and 3761 on 8 × 8 (sub-batches of 8).
 
     Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW); per
     buffer one
@@ -902,16 +902,25 @@ class LearnerCore(wiring.Component):
         m.d.sync += [v3.eq(v2 & ~self._clear), end3.eq(end2),
                      prod3.eq(Mux(d2, 0, best2 * self._gamma)), qa3.eq(qa2), r3.eq(r2),
                      a3.eq(a2), i3.eq(i2), rg3.eq(rg2)]
-        # Stage 4: y = saturate(r + round(γ·max)), diff = Q[a] - y.
+        # Stages 4a-4c (one adder each): round(γ·max); y = saturate(r + ·); diff = Q[a] - y.
         disc = rshift_round(prod3, cw - 1, act.rounding)
-        y, yovf = saturate(m, r3 + disc, act, name=f"{name}_y")
-        self._flags["target"].append(v3 & yovf)
-        v4, end4 = Signal(name=f"{name}_v4"), Signal(name=f"{name}_end4")
-        diff4 = Signal(signed(dw), name=f"{name}_diff4")
-        a4, i4, rg4 = Signal.like(a2, name=f"{name}_a4"), Signal.like(i2, name=f"{name}_i4"), \
-            Signal.like(rg2, name=f"{name}_rg4")
-        m.d.sync += [v4.eq(v3 & ~self._clear), end4.eq(end3), diff4.eq(qa3 - y), a4.eq(a3),
-                     i4.eq(i3), rg4.eq(rg3)]
+        ctl3 = {"v": v3, "end": end3, "qa": qa3, "a": a3, "i": i3, "rg": rg3}
+
+        def regs(tag, values):
+            out = {}
+            for key, v in values.items():
+                out[key] = Signal(v.shape(), name=f"{name}_{key}{tag}")
+                m.d.sync += out[key].eq(v & ~self._clear if key == "v" else v)
+            return out
+
+        s4a = regs("4a", {**ctl3, "r": r3, "disc": disc})
+        y, yovf = saturate(m, s4a["r"] + s4a["disc"], act, name=f"{name}_y")
+        self._flags["target"].append(s4a["v"] & yovf)
+        s4b = regs("4b", {**{k: s4a[k] for k in ctl3}, "y": y})
+        s4 = regs("4c", {**{k: s4b[k] for k in ctl3 if k != "qa"},
+                         "diff": (s4b["qa"] - s4b["y"]).as_signed()})
+        v4, end4, diff4 = s4["v"], s4["end"], s4["diff"]
+        a4, i4, rg4 = s4["a"], s4["i"], s4["rg"]
         # Stage 5: δ, and the write sequencer (one group per cycle).
         dv, dovf = convert(diff4, f"{name}_delta")
         self._flags["delta"].append(v4 & dovf)

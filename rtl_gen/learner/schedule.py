@@ -53,9 +53,9 @@ GEMM_OPERAND_LATENCY = 2
 #: Cycles from an output beat of the tensor unit to its write: FW registers it (ReLU, mask),
 #: BW reads the ReLU mask, WA reads the scratchpad row, registers it, adds, registers the sum.
 GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 1, "wa": 3}
-#: ``loss`` tail: (slot to done) = 5 + output groups (DQN: read, max, γ product, target and
-#: difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
-LOSS_TAIL = {"dqn": 5, "mse": 3}
+#: ``loss`` tail: (slot to done) = 7 + output groups for DQN (read, max, γ product, rounding,
+#: target, difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
+LOSS_TAIL = {"dqn": 7, "mse": 3}
 #: ``wu`` tail: read, row select, η product, rounding, subtract and saturate (and write);
 #: done the next cycle.
 WU_TAIL = 6
