@@ -56,7 +56,7 @@ module gae_accel_n64(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire [31:0] hw_n_pe;
   output interrupt;
   wire interrupt;
-  wire \interrupt$105 ;
+  wire \interrupt$99 ;
   wire [14:0] mem_addr;
   wire [127:0] mem_rdata;
   wire mem_re;
@@ -411,11 +411,11 @@ module gae_accel_n64(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign \s_axi_mem_rlast$94  = s_axi_mem_rlast;
   assign \s_axi_mem_rvalid$95  = s_axi_mem_rvalid;
   assign \s_axi_mem_rready$96  = s_axi_mem_rready;
+  assign \interrupt$99  = interrupt;
+  assign ap_start_refuse = refused;
   assign ap_start = start;
   assign ready = ap_ready;
   assign done = ap_done;
-  assign \interrupt$105  = interrupt;
-  assign ap_start_refuse = refused;
   assign \num_timesteps$111  = num_timesteps;
   assign \num_trajectories$113  = num_trajectories;
   assign \gamma$115  = gamma;

@@ -7,10 +7,10 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
 , m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_arvalid, m_axi_gmem_rready, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire \$1 ;
-  wire [16:0] \$10 ;
-  wire [64:0] \$11 ;
-  wire [16:0] \$12 ;
-  wire \$13 ;
+  wire [64:0] \$10 ;
+  wire [16:0] \$11 ;
+  wire [64:0] \$12 ;
+  wire [16:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -26,9 +26,9 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire [32:0] \$28 ;
-  wire \$29 ;
-  wire [64:0] \$3 ;
+  wire \$28 ;
+  wire [32:0] \$29 ;
+  wire \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
@@ -39,7 +39,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [16:0] \$4 ;
+  wire [64:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -50,42 +50,42 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [64:0] \$5 ;
+  wire [16:0] \$5 ;
   wire \$50 ;
-  wire [32:0] \$51 ;
-  wire [33:0] \$52 ;
-  wire \$53 ;
-  wire [13:0] \$54 ;
-  wire [14:0] \$55 ;
-  wire [32:0] \$56 ;
-  wire [33:0] \$57 ;
-  wire [32:0] \$58 ;
-  wire [33:0] \$59 ;
-  wire [16:0] \$6 ;
-  wire [34:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire \$62 ;
+  wire \$51 ;
+  wire [32:0] \$52 ;
+  wire [33:0] \$53 ;
+  wire \$54 ;
+  wire [13:0] \$55 ;
+  wire [14:0] \$56 ;
+  wire [32:0] \$57 ;
+  wire [33:0] \$58 ;
+  wire [32:0] \$59 ;
+  wire [64:0] \$6 ;
+  wire [33:0] \$60 ;
+  wire [34:0] \$61 ;
+  wire [35:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  reg \$66 ;
+  wire \$66 ;
   reg \$67 ;
-  reg [31:0] \$68 ;
+  reg \$68 ;
   reg \$69 ;
-  wire [64:0] \$7 ;
-  reg \$70 ;
+  wire [16:0] \$7 ;
+  reg [31:0] \$70 ;
   reg \$71 ;
   reg \$72 ;
-  reg [63:0] \$73 ;
-  reg [12:0] \$74 ;
-  reg [13:0] \$75 ;
-  reg [15:0] \$76 ;
-  reg [31:0] \$77 ;
+  reg \$73 ;
+  reg [63:0] \$74 ;
+  reg [12:0] \$75 ;
+  reg [13:0] \$76 ;
+  reg [15:0] \$77 ;
   reg [31:0] \$78 ;
-  reg [16:0] \$79 ;
-  wire [16:0] \$8 ;
+  reg [31:0] \$79 ;
+  wire [64:0] \$8 ;
   reg [16:0] \$80 ;
-  reg [31:0] \$81 ;
+  reg [16:0] \$81 ;
   reg [31:0] \$82 ;
   reg [31:0] \$83 ;
   reg [31:0] \$84 ;
@@ -93,20 +93,22 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   reg [31:0] \$86 ;
   reg [31:0] \$87 ;
   reg [31:0] \$88 ;
-  reg \$89 ;
-  wire [64:0] \$9 ;
-  reg [3:0] \$90 ;
-  reg [15:0] \$91 ;
-  wire \$92 ;
+  reg [31:0] \$89 ;
+  wire [16:0] \$9 ;
+  reg \$90 ;
+  reg [3:0] \$91 ;
+  reg [15:0] \$92 ;
   wire \$93 ;
   wire \$94 ;
+  wire \$95 ;
   (* init = 1'h0 *)
   wire \$signal ;
   reg [12:0] G = 13'h0000;
+  wire accept;
   reg [31:0] adv_offset = 32'd0;
-  wire [31:0] \adv_offset$192 ;
+  wire [31:0] \adv_offset$193 ;
   reg [31:0] adv_scale = 32'd0;
-  wire [31:0] \adv_scale$191 ;
+  wire [31:0] \adv_scale$192 ;
   input ap_clk;
   wire ap_clk;
   reg ap_done = 1'h0;
@@ -152,21 +154,21 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire cmd__ready;
   reg cmd__valid;
   wire [31:0] cycles;
-  wire [31:0] \cycles$148 ;
+  wire [31:0] \cycles$150 ;
   wire dequant_overflow;
   reg [31:0] dma_cycles = 32'd0;
   reg dma_status_read_error = 1'h0;
   reg dma_status_write_error = 1'h0;
   (* init = 1'h0 *)
   wire done;
-  wire \done$197 ;
-  wire \done$199 ;
+  wire \done$198 ;
+  wire \done$200 ;
   wire [2:0] error;
-  wire \error$198 ;
+  wire \error$199 ;
   reg [16:0] gamma = 17'h00000;
-  wire [16:0] \gamma$185 ;
+  wire [16:0] \gamma$186 ;
   reg [16:0] gamma_lambda = 17'h00000;
-  wire [16:0] \gamma_lambda$186 ;
+  wire [16:0] \gamma_lambda$187 ;
   wire [15:0] host_addr;
   wire [127:0] host_rdata;
   wire host_re;
@@ -285,24 +287,24 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire [127:0] mem_wdata;
   wire [15:0] mem_we;
   reg [31:0] num_timesteps = 32'd0;
-  wire [31:0] \num_timesteps$184 ;
+  wire [31:0] \num_timesteps$185 ;
   reg [31:0] num_trajectories = 32'd0;
-  wire [31:0] \num_trajectories$183 ;
+  wire [31:0] \num_trajectories$184 ;
   wire pe_overflow;
   reg [63:0] ptr = 64'h0000000000000000;
   wire refused;
   reg [13:0] rem = 14'h0000;
   wire requant_overflow;
   reg [31:0] reward_offset = 32'd0;
-  wire [31:0] \reward_offset$188 ;
+  wire [31:0] \reward_offset$189 ;
   reg [31:0] reward_scale = 32'd0;
-  wire [31:0] \reward_scale$187 ;
+  wire [31:0] \reward_scale$188 ;
   reg [15:0] rows = 16'h0000;
   wire rst;
   reg [31:0] rtg_offset = 32'd0;
-  wire [31:0] \rtg_offset$194 ;
+  wire [31:0] \rtg_offset$195 ;
   reg [31:0] rtg_scale = 32'd0;
-  wire [31:0] \rtg_scale$193 ;
+  wire [31:0] \rtg_scale$194 ;
   input [11:0] s_axi_control_araddr;
   wire [11:0] s_axi_control_araddr;
   wire [11:0] \s_axi_control_araddr$61 ;
@@ -365,133 +367,135 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   reg status_start_refused = 1'h0;
   reg [15:0] tg = 16'h0000;
   reg [31:0] value_offset = 32'd0;
-  wire [31:0] \value_offset$190 ;
+  wire [31:0] \value_offset$191 ;
   reg [31:0] value_scale = 32'd0;
-  wire [31:0] \value_scale$189 ;
+  wire [31:0] \value_scale$190 ;
   (* init = 1'h0 *)
   wire write_error;
-  assign \$3  = ptr + 1'h0;
-  assign \$5  = ptr + 19'h40000;
-  assign \$7  = ptr + 20'h80000;
-  assign \$9  = ptr + 1'h0;
-  assign \$11  = ptr + 19'h40000;
-  assign \$13  = ! kernel_state;
-  assign \$14  = kernel_state == 1'h1;
-  assign \$15  = kernel_state == 2'h2;
-  assign \$16  = kernel_state == 2'h3;
-  assign \$17  = kernel_state == 3'h4;
-  assign \$18  = kernel_state == 3'h5;
-  assign \$19  = kernel_state == 3'h6;
-  assign \$20  = kernel_state == 3'h7;
-  assign \$21  = kernel_state == 4'h8;
-  assign \$22  = kernel_state == 4'h9;
-  assign \$23  = kernel_state == 4'ha;
-  assign \$24  = kernel_state == 4'hb;
-  assign \$25  = kernel_state == 4'hc;
-  assign \$26  = kernel_state == 4'hd;
-  assign \$27  = kernel_state == 4'he;
-  assign \$28  = dma_cycles + 1'h1;
-  assign \$29  = ! \num_timesteps$184 ;
-  assign \$30  = ! \num_trajectories$183 ;
-  assign \$31  = \$29  | \$30 ;
-  assign \$32  = \num_timesteps$184  >= 14'h2008;
-  assign \$33  = \$31  | \$32 ;
-  assign \$34  = \num_trajectories$183  > 13'h1000;
-  assign \$35  = \$33  | \$34 ;
-  assign \$36  = \gamma$185  > 17'h10000;
-  assign \$37  = \$35  | \$36 ;
-  assign \$38  = \gamma_lambda$186  > 17'h10000;
-  assign \$39  = \$37  | \$38 ;
-  assign \$40  = ! \num_timesteps$184 ;
-  assign \$41  = ! \num_trajectories$183 ;
-  assign \$42  = \$40  | \$41 ;
-  assign \$43  = \num_timesteps$184  >= 14'h2008;
-  assign \$44  = \$42  | \$43 ;
-  assign \$45  = \num_trajectories$183  > 13'h1000;
-  assign \$46  = \$44  | \$45 ;
-  assign \$47  = \gamma$185  > 17'h10000;
-  assign \$48  = \$46  | \$47 ;
-  assign \$49  = \gamma_lambda$186  > 17'h10000;
-  assign \$50  = \$48  | \$49 ;
-  assign \$51  = rows + num_timesteps;
-  assign \$52  = \$51  + 1'h1;
-  assign \$53  = \$52  > 14'h2008;
-  assign \$54  = G + 1'h1;
-  assign \$55  = $signed(rem) - $signed(5'h08);
-  assign \$56  = rows + num_timesteps;
-  assign \$57  = \$56  + 1'h1;
-  assign \$58  = rows + num_timesteps;
-  assign \$59  = \$58  + 1'h1;
-  assign \$60  = \$59  - G;
-  assign \$61  = $signed(\$60 ) - $signed(2'h1);
-  assign \$62  = $signed(rem) <= $signed(5'h08);
-  assign \$63  = ~ skip;
-  assign \$64  = ! status_error;
-  assign \$65  = \$63  & \$64 ;
+  assign \$2  = ap_start_write & busy;
+  assign \$3  = ~ auto_restart;
+  assign refused = \$2  & \$3 ;
+  assign \$4  = ptr + 1'h0;
+  assign \$6  = ptr + 19'h40000;
+  assign \$8  = ptr + 20'h80000;
+  assign \$10  = ptr + 1'h0;
+  assign \$12  = ptr + 19'h40000;
+  assign \$14  = ! kernel_state;
+  assign \$15  = kernel_state == 1'h1;
+  assign \$16  = kernel_state == 2'h2;
+  assign \$17  = kernel_state == 2'h3;
+  assign \$18  = kernel_state == 3'h4;
+  assign \$19  = kernel_state == 3'h5;
+  assign \$20  = kernel_state == 3'h6;
+  assign \$21  = kernel_state == 3'h7;
+  assign \$22  = kernel_state == 4'h8;
+  assign \$23  = kernel_state == 4'h9;
+  assign \$24  = kernel_state == 4'ha;
+  assign \$25  = kernel_state == 4'hb;
+  assign \$26  = kernel_state == 4'hc;
+  assign \$27  = kernel_state == 4'hd;
+  assign \$28  = kernel_state == 4'he;
+  assign \$29  = dma_cycles + 1'h1;
+  assign \$30  = ! \num_timesteps$185 ;
+  assign \$31  = ! \num_trajectories$184 ;
+  assign \$32  = \$30  | \$31 ;
+  assign \$33  = \num_timesteps$185  >= 14'h2008;
+  assign \$34  = \$32  | \$33 ;
+  assign \$35  = \num_trajectories$184  > 13'h1000;
+  assign \$36  = \$34  | \$35 ;
+  assign \$37  = \gamma$186  > 17'h10000;
+  assign \$38  = \$36  | \$37 ;
+  assign \$39  = \gamma_lambda$187  > 17'h10000;
+  assign \$40  = \$38  | \$39 ;
+  assign \$41  = ! \num_timesteps$185 ;
+  assign \$42  = ! \num_trajectories$184 ;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = \num_timesteps$185  >= 14'h2008;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = \num_trajectories$184  > 13'h1000;
+  assign \$47  = \$45  | \$46 ;
+  assign \$48  = \gamma$186  > 17'h10000;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = \gamma_lambda$187  > 17'h10000;
+  assign \$51  = \$49  | \$50 ;
+  assign \$52  = rows + num_timesteps;
+  assign \$53  = \$52  + 1'h1;
+  assign \$54  = \$53  > 14'h2008;
+  assign \$55  = G + 1'h1;
+  assign \$56  = $signed(rem) - $signed(5'h08);
+  assign \$57  = rows + num_timesteps;
+  assign \$58  = \$57  + 1'h1;
+  assign \$59  = rows + num_timesteps;
+  assign \$60  = \$59  + 1'h1;
+  assign \$61  = \$60  - G;
+  assign \$62  = $signed(\$61 ) - $signed(2'h1);
+  assign \$63  = $signed(rem) <= $signed(5'h08);
+  assign \$64  = ~ skip;
+  assign \$65  = ! status_error;
+  assign \$66  = \$64  & \$65 ;
   always @(posedge ap_clk)
-    ap_ready <= \$66 ;
+    status_start_refused <= \$67 ;
   always @(posedge ap_clk)
-    ap_done <= \$67 ;
+    ap_ready <= \$68 ;
   always @(posedge ap_clk)
-    dma_cycles <= \$68 ;
+    ap_done <= \$69 ;
   always @(posedge ap_clk)
-    status_start_refused <= \$69 ;
+    dma_cycles <= \$70 ;
   always @(posedge ap_clk)
-    busy <= \$70 ;
+    busy <= \$71 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$71 ;
+    dma_status_read_error <= \$72 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$72 ;
+    dma_status_write_error <= \$73 ;
   always @(posedge ap_clk)
-    ptr <= \$73 ;
+    ptr <= \$74 ;
   always @(posedge ap_clk)
-    G <= \$74 ;
+    G <= \$75 ;
   always @(posedge ap_clk)
-    rem <= \$75 ;
+    rem <= \$76 ;
   always @(posedge ap_clk)
-    rows <= \$76 ;
+    rows <= \$77 ;
   always @(posedge ap_clk)
-    num_timesteps <= \$77 ;
+    num_timesteps <= \$78 ;
   always @(posedge ap_clk)
-    num_trajectories <= \$78 ;
+    num_trajectories <= \$79 ;
   always @(posedge ap_clk)
-    gamma <= \$79 ;
+    gamma <= \$80 ;
   always @(posedge ap_clk)
-    gamma_lambda <= \$80 ;
+    gamma_lambda <= \$81 ;
   always @(posedge ap_clk)
-    reward_scale <= \$81 ;
+    reward_scale <= \$82 ;
   always @(posedge ap_clk)
-    reward_offset <= \$82 ;
+    reward_offset <= \$83 ;
   always @(posedge ap_clk)
-    value_scale <= \$83 ;
+    value_scale <= \$84 ;
   always @(posedge ap_clk)
-    value_offset <= \$84 ;
+    value_offset <= \$85 ;
   always @(posedge ap_clk)
-    adv_scale <= \$85 ;
+    adv_scale <= \$86 ;
   always @(posedge ap_clk)
-    adv_offset <= \$86 ;
+    adv_offset <= \$87 ;
   always @(posedge ap_clk)
-    rtg_scale <= \$87 ;
+    rtg_scale <= \$88 ;
   always @(posedge ap_clk)
-    rtg_offset <= \$88 ;
+    rtg_offset <= \$89 ;
   always @(posedge ap_clk)
-    skip <= \$89 ;
+    skip <= \$90 ;
   always @(posedge ap_clk)
-    kernel_state <= \$90 ;
+    kernel_state <= \$91 ;
   always @(posedge ap_clk)
-    tg <= \$91 ;
+    tg <= \$92 ;
   assign rst = ~ ap_rst_n;
+  assign \$1  = ~ busy;
+  assign accept = \$1  & ap_start;
   assign ap_idle = ~ busy;
-  assign \$1  = ap_start_write & busy;
-  assign \$2  = ~ auto_restart;
-  assign refused = \$1  & \$2 ;
   \gae_kernel_n8.core  core (
     .adv_offset(adv_offset),
     .adv_scale(adv_scale),
     .clk(ap_clk),
     .cycles(cycles),
     .dequant_overflow(status_dequant_overflow),
-    .done(\done$199 ),
+    .done(\done$200 ),
     .error(status_error),
     .\gamma$238 (gamma),
     .\gamma_lambda$239 (gamma_lambda),
@@ -514,8 +518,8 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .value_scale(value_scale)
   );
   \gae_kernel_n8.csr  csr (
-    .adv_offset(\adv_offset$192 ),
-    .adv_scale(\adv_scale$191 ),
+    .adv_offset(\adv_offset$193 ),
+    .adv_scale(\adv_scale$192 ),
     .ap_done(ap_done),
     .ap_idle(ap_idle),
     .ap_ready(ap_ready),
@@ -529,18 +533,18 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .dma_cycles(dma_cycles),
     .dma_status_read_error(dma_status_read_error),
     .dma_status_write_error(dma_status_write_error),
-    .gamma(\gamma$185 ),
-    .gamma_lambda(\gamma_lambda$186 ),
+    .gamma(\gamma$186 ),
+    .gamma_lambda(\gamma_lambda$187 ),
     .interrupt(interrupt),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .num_timesteps(\num_timesteps$184 ),
-    .num_trajectories(\num_trajectories$183 ),
-    .reward_offset(\reward_offset$188 ),
-    .reward_scale(\reward_scale$187 ),
+    .num_timesteps(\num_timesteps$185 ),
+    .num_trajectories(\num_trajectories$184 ),
+    .reward_offset(\reward_offset$189 ),
+    .reward_scale(\reward_scale$188 ),
     .rst(rst),
-    .rtg_offset(\rtg_offset$194 ),
-    .rtg_scale(\rtg_scale$193 ),
+    .rtg_offset(\rtg_offset$195 ),
+    .rtg_scale(\rtg_scale$194 ),
     .rvalid(s_axi_control_rvalid),
     .s_axi_control_araddr(s_axi_control_araddr),
     .s_axi_control_arready(s_axi_control_arready),
@@ -562,16 +566,16 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .status_pe_overflow(status_pe_overflow),
     .status_requant_overflow(status_requant_overflow),
     .status_start_refused(status_start_refused),
-    .value_offset(\value_offset$190 ),
-    .value_scale(\value_scale$189 )
+    .value_offset(\value_offset$191 ),
+    .value_scale(\value_scale$190 )
   );
   \gae_kernel_n8.dma  dma (
     .clk(ap_clk),
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$197 ),
-    .error(\error$198 ),
+    .done(\done$198 ),
+    .error(\error$199 ),
     .m_axi_gmem_arready(m_axi_gmem_arready),
     .m_axi_gmem_arvalid(m_axi_gmem_arvalid),
     .m_axi_gmem_awaddr(m_axi_gmem_awaddr),
@@ -591,9 +595,9 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .mem_addr(host_addr),
     .mem_rdata(mem_rdata),
     .mem_we(host_we),
-    .\port$644$0 (\$92 ),
-    .\port$645$0 (\$93 ),
-    .\port$646$0 (\$94 ),
+    .\port$647$0 (\$93 ),
+    .\port$648$0 (\$94 ),
+    .\port$649$0 (\$95 ),
     .rd_issue(host_re),
     .rready(m_axi_gmem_rready),
     .rst(rst),
@@ -637,45 +641,45 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
           /* empty */;
       4'h3:
         begin
-          cmd__payload[63:0] = \$3 [63:0];
+          cmd__payload[63:0] = \$4 [63:0];
           cmd__payload[79:64] = 16'h0000;
-          cmd__payload[96:80] = \$4 ;
+          cmd__payload[96:80] = \$5 ;
           cmd__payload[97] = 1'h0;
         end
       4'h4:
           /* empty */;
       4'h5:
         begin
-          cmd__payload[63:0] = \$5 [63:0];
+          cmd__payload[63:0] = \$6 [63:0];
           cmd__payload[79:64] = 16'h4000;
-          cmd__payload[96:80] = \$6 ;
+          cmd__payload[96:80] = \$7 ;
           cmd__payload[97] = 1'h0;
         end
       4'h6:
           /* empty */;
       4'h7:
         begin
-          cmd__payload[63:0] = \$7 [63:0];
+          cmd__payload[63:0] = \$8 [63:0];
           cmd__payload[79:64] = 16'h8000;
-          cmd__payload[96:80] = \$8 ;
+          cmd__payload[96:80] = \$9 ;
           cmd__payload[97] = 1'h0;
         end
       4'h8:
           /* empty */;
       4'h9:
         begin
-          cmd__payload[63:0] = \$9 [63:0];
+          cmd__payload[63:0] = \$10 [63:0];
           cmd__payload[79:64] = 16'h0000;
-          cmd__payload[96:80] = \$10 ;
+          cmd__payload[96:80] = \$11 ;
           cmd__payload[97] = 1'h1;
         end
       4'ha:
           /* empty */;
       4'hb:
         begin
-          cmd__payload[63:0] = \$11 [63:0];
+          cmd__payload[63:0] = \$12 [63:0];
           cmd__payload[79:64] = 16'h4000;
-          cmd__payload[96:80] = \$12 ;
+          cmd__payload[96:80] = \$13 ;
           cmd__payload[97] = 1'h1;
         end
     endcase
@@ -714,20 +718,32 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$66  = 1'h0;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$66  = 1'h1;
-          end
-    endcase
+    \$67  = status_start_refused;
+    if (accept) begin
+      \$67  = 1'h0;
+    end else if (refused) begin
+      \$67  = 1'h1;
+    end
     if (rst) begin
-      \$66  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$67  = 1'h0;
+    \$68  = 1'h0;
+    casez (kernel_state)
+      4'h0:
+          if (ap_start) begin
+            \$68  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$68  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$69  = 1'h0;
     casez (kernel_state)
       4'h0:
           /* empty */;
@@ -758,39 +774,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
       4'he:
           /* empty */;
       4'hd:
-          \$67  = 1'h1;
-    endcase
-    if (rst) begin
-      \$67  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$68  = dma_cycles;
-    if (busy) begin
-      \$68  = \$28 [31:0];
-    end
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$68  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$68  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$69  = status_start_refused;
-    if (refused) begin
-      \$69  = 1'h1;
-    end
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$69  = 1'h0;
-          end
+          \$69  = 1'h1;
     endcase
     if (rst) begin
       \$69  = 1'h0;
@@ -798,11 +782,27 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$70  = busy;
+    \$70  = dma_cycles;
+    if (busy) begin
+      \$70  = \$29 [31:0];
+    end
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$70  = 1'h1;
+            \$70  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$70  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$71  = busy;
+    casez (kernel_state)
+      4'h0:
+          if (ap_start) begin
+            \$71  = 1'h1;
           end
       4'h2:
           /* empty */;
@@ -831,46 +831,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
       4'he:
           /* empty */;
       4'hd:
-          \$70  = 1'h0;
-    endcase
-    if (rst) begin
-      \$70  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$71  = dma_status_read_error;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$71  = 1'h0;
-          end
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (\done$197 ) begin
-            if (\error$198 ) begin
-              \$71  = 1'h1;
-            end
-          end
-      4'h5:
-          /* empty */;
-      4'h6:
-          if (\done$197 ) begin
-            if (\error$198 ) begin
-              \$71  = 1'h1;
-            end
-          end
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (\done$197 ) begin
-            if (\error$198 ) begin
-              \$71  = 1'h1;
-            end
-          end
+          \$71  = 1'h0;
     endcase
     if (rst) begin
       \$71  = 1'h0;
@@ -878,7 +839,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$72  = dma_status_write_error;
+    \$72  = dma_status_read_error;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
@@ -889,28 +850,24 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
       4'h3:
           /* empty */;
       4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          if (\done$197 ) begin
-            if (\error$198 ) begin
+          if (\done$198 ) begin
+            if (\error$199 ) begin
               \$72  = 1'h1;
             end
           end
-      4'hb:
+      4'h5:
           /* empty */;
-      4'hc:
-          if (\done$197 ) begin
-            if (\error$198 ) begin
+      4'h6:
+          if (\done$198 ) begin
+            if (\error$199 ) begin
+              \$72  = 1'h1;
+            end
+          end
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (\done$198 ) begin
+            if (\error$199 ) begin
               \$72  = 1'h1;
             end
           end
@@ -921,94 +878,124 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$73  = ptr;
+    \$73  = dma_status_write_error;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$73  = { mem_ptr_hi, mem_ptr_lo, 6'h00 };
+            \$73  = 1'h0;
+          end
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'h9:
+          /* empty */;
+      4'ha:
+          if (\done$198 ) begin
+            if (\error$199 ) begin
+              \$73  = 1'h1;
+            end
+          end
+      4'hb:
+          /* empty */;
+      4'hc:
+          if (\done$198 ) begin
+            if (\error$199 ) begin
+              \$73  = 1'h1;
+            end
           end
     endcase
     if (rst) begin
-      \$73  = 64'h0000000000000000;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = G;
+    \$74  = ptr;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$74  = 13'h0000;
+            \$74  = { mem_ptr_hi, mem_ptr_lo, 6'h00 };
+          end
+    endcase
+    if (rst) begin
+      \$74  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$75  = G;
+    casez (kernel_state)
+      4'h0:
+          if (ap_start) begin
+            \$75  = 13'h0000;
           end
       4'h2:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$54 ) begin
           end else begin
-            \$74  = \$54 [12:0];
+            \$75  = \$55 [12:0];
           end
     endcase
     if (rst) begin
-      \$74  = 13'h0000;
+      \$75  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = rem;
+    \$76  = rem;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$75  = \num_trajectories$183 [13:0];
+            \$76  = \num_trajectories$184 [13:0];
           end
       4'h2:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$54 ) begin
           end else begin
-            \$75  = \$55 [13:0];
+            \$76  = \$56 [13:0];
           end
     endcase
     if (rst) begin
-      \$75  = 14'h0000;
+      \$76  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = rows;
+    \$77  = rows;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$76  = 16'h0000;
+            \$77  = 16'h0000;
           end
       4'h2:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$54 ) begin
           end else begin
-            \$76  = \$57 [15:0];
+            \$77  = \$58 [15:0];
           end
     endcase
     if (rst) begin
-      \$76  = 16'h0000;
+      \$77  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = num_timesteps;
+    \$78  = num_timesteps;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$77  = \num_timesteps$184 ;
-          end
-    endcase
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = num_trajectories;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$78  = \num_trajectories$183 ;
+            \$78  = \num_timesteps$185 ;
           end
     endcase
     if (rst) begin
@@ -1017,24 +1004,24 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = gamma;
+    \$79  = num_trajectories;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$79  = \gamma$185 ;
+            \$79  = \num_trajectories$184 ;
           end
     endcase
     if (rst) begin
-      \$79  = 17'h00000;
+      \$79  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = gamma_lambda;
+    \$80  = gamma;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$80  = \gamma_lambda$186 ;
+            \$80  = \gamma$186 ;
           end
     endcase
     if (rst) begin
@@ -1043,24 +1030,24 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = reward_scale;
+    \$81  = gamma_lambda;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$81  = \reward_scale$187 ;
+            \$81  = \gamma_lambda$187 ;
           end
     endcase
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = reward_offset;
+    \$82  = reward_scale;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$82  = \reward_offset$188 ;
+            \$82  = \reward_scale$188 ;
           end
     endcase
     if (rst) begin
@@ -1069,11 +1056,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = value_scale;
+    \$83  = reward_offset;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$83  = \value_scale$189 ;
+            \$83  = \reward_offset$189 ;
           end
     endcase
     if (rst) begin
@@ -1082,11 +1069,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = value_offset;
+    \$84  = value_scale;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$84  = \value_offset$190 ;
+            \$84  = \value_scale$190 ;
           end
     endcase
     if (rst) begin
@@ -1095,11 +1082,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = adv_scale;
+    \$85  = value_offset;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$85  = \adv_scale$191 ;
+            \$85  = \value_offset$191 ;
           end
     endcase
     if (rst) begin
@@ -1108,11 +1095,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = adv_offset;
+    \$86  = adv_scale;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$86  = \adv_offset$192 ;
+            \$86  = \adv_scale$192 ;
           end
     endcase
     if (rst) begin
@@ -1121,11 +1108,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = rtg_scale;
+    \$87  = adv_offset;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$87  = \rtg_scale$193 ;
+            \$87  = \adv_offset$193 ;
           end
     endcase
     if (rst) begin
@@ -1134,11 +1121,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = rtg_offset;
+    \$88  = rtg_scale;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$88  = \rtg_offset$194 ;
+            \$88  = \rtg_scale$194 ;
           end
     endcase
     if (rst) begin
@@ -1147,116 +1134,129 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = skip;
+    \$89  = rtg_offset;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
-            \$89  = \$39 ;
-          end
-      4'h2:
-          if (\$53 ) begin
-            \$89  = 1'h1;
+            \$89  = \rtg_offset$195 ;
           end
     endcase
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = kernel_state;
+    \$90  = skip;
+    casez (kernel_state)
+      4'h0:
+          if (ap_start) begin
+            \$90  = \$40 ;
+          end
+      4'h2:
+          if (\$54 ) begin
+            \$90  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$91  = kernel_state;
     casez (kernel_state)
       4'h0:
           if (ap_start) begin
             (* full_case = 32'd1 *)
-            if (\$50 ) begin
-              \$90  = 4'h1;
+            if (\$51 ) begin
+              \$91  = 4'h1;
             end else begin
-              \$90  = 4'h2;
+              \$91  = 4'h2;
             end
           end
       4'h2:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
-            \$90  = 4'h1;
+          if (\$54 ) begin
+            \$91  = 4'h1;
           end else begin
-            if (\$62 ) begin
-              \$90  = 4'h3;
+            if (\$63 ) begin
+              \$91  = 4'h3;
             end
           end
       4'h3:
           if (cmd__ready) begin
-            \$90  = 4'h4;
+            \$91  = 4'h4;
           end
       4'h4:
-          if (\done$197 ) begin
-            \$90  = 4'h5;
+          if (\done$198 ) begin
+            \$91  = 4'h5;
           end
       4'h5:
           if (cmd__ready) begin
-            \$90  = 4'h6;
+            \$91  = 4'h6;
           end
       4'h6:
-          if (\done$197 ) begin
-            \$90  = 4'h7;
+          if (\done$198 ) begin
+            \$91  = 4'h7;
           end
       4'h7:
           if (cmd__ready) begin
-            \$90  = 4'h8;
+            \$91  = 4'h8;
           end
       4'h8:
-          if (\done$197 ) begin
-            \$90  = 4'h1;
+          if (\done$198 ) begin
+            \$91  = 4'h1;
           end
       4'h9:
           if (cmd__ready) begin
-            \$90  = 4'ha;
+            \$91  = 4'ha;
           end
       4'ha:
-          if (\done$197 ) begin
-            \$90  = 4'hb;
+          if (\done$198 ) begin
+            \$91  = 4'hb;
           end
       4'hb:
           if (cmd__ready) begin
-            \$90  = 4'hc;
+            \$91  = 4'hc;
           end
       4'hc:
-          if (\done$197 ) begin
-            \$90  = 4'hd;
+          if (\done$198 ) begin
+            \$91  = 4'hd;
           end
       4'h1:
-          \$90  = 4'he;
+          \$91  = 4'he;
       4'he:
-          if (\done$199 ) begin
+          if (\done$200 ) begin
             (* full_case = 32'd1 *)
-            if (\$65 ) begin
-              \$90  = 4'h9;
+            if (\$66 ) begin
+              \$91  = 4'h9;
             end else begin
-              \$90  = 4'hd;
+              \$91  = 4'hd;
             end
           end
       4'hd:
-          \$90  = 4'h0;
+          \$91  = 4'h0;
     endcase
     if (rst) begin
-      \$90  = 4'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = tg;
+    \$92  = tg;
     casez (kernel_state)
       4'h0:
           /* empty */;
       4'h2:
           (* full_case = 32'd1 *)
-          if (\$53 ) begin
+          if (\$54 ) begin
           end else begin
-            \$91  = \$61 [15:0];
+            \$92  = \$62 [15:0];
           end
     endcase
     if (rst) begin
-      \$91  = 16'h0000;
+      \$92  = 16'h0000;
     end
   end
   assign clk = ap_clk;
@@ -1285,7 +1285,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign \m_axi_gmem_awvalid$73  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$74  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$75  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$76  = { \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , 16'hffff };
+  assign \m_axi_gmem_wstrb$76  = { \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , 16'hffff };
   assign \m_axi_gmem_wlast$77  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$78  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$79  = m_axi_gmem_wready;
@@ -1318,15 +1318,15 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign arg_adv_offset = adv_offset;
   assign arg_rtg_scale = rtg_scale;
   assign arg_rtg_offset = rtg_offset;
-  assign done = ap_done;
   assign \interrupt$125  = interrupt;
   assign ap_start_refuse = refused;
+  assign done = ap_done;
   assign error = status_error;
   assign dequant_overflow = status_dequant_overflow;
   assign pe_overflow = status_pe_overflow;
   assign requant_overflow = status_requant_overflow;
   assign start_refused = status_start_refused;
-  assign \cycles$148  = cycles;
+  assign \cycles$150  = cycles;
   assign \$signal  = dma_status_read_error;
   assign write_error = dma_status_write_error;
   assign kcycles = dma_cycles;
@@ -1350,7 +1350,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , \$92 , 16'hffff };
+  assign m_axi_gmem_wstrb = { \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -1361,11 +1361,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$4  = { 1'h0, tg };
-  assign \$6  = { 1'h0, rows };
-  assign \$8  = { 1'h0, tg };
-  assign \$10  = { 1'h0, tg };
-  assign \$12  = { 1'h0, tg };
+  assign \$5  = { 1'h0, tg };
+  assign \$7  = { 1'h0, rows };
+  assign \$9  = { 1'h0, tg };
+  assign \$11  = { 1'h0, tg };
+  assign \$13  = { 1'h0, tg };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -35945,7 +35945,7 @@ module \gae_kernel_n8.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, ap_ready, ap_done, dma_cycles, status_start_refused, dma_status_read_error
+module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, ap_ready, ap_done, dma_cycles, dma_status_read_error
 , dma_status_write_error, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, mem_ptr_lo, mem_ptr_hi
 , s_axi_control_rdata, s_axi_control_rresp, cycles, status_error, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
@@ -37738,7 +37738,7 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$644$0 , \port$645$0 , \port$646$0 , m_axi_gmem_wvalid, mem_we, m_axi_gmem_wdata
+module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$647$0 , \port$648$0 , \port$649$0 , m_axi_gmem_wvalid, mem_we, m_axi_gmem_wdata
 , m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire [7:0] \$1 ;
@@ -38064,12 +38064,12 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   reg [1:0] p_last_lane = 2'h0;
   reg p_wlast = 1'h0;
   reg [16:0] p_words = 17'h00000;
-  output \port$644$0 ;
-  wire \port$644$0 ;
-  output \port$645$0 ;
-  wire \port$645$0 ;
-  output \port$646$0 ;
-  wire \port$646$0 ;
+  output \port$647$0 ;
+  wire \port$647$0 ;
+  output \port$648$0 ;
+  wire \port$648$0 ;
+  output \port$649$0 ;
+  wire \port$649$0 ;
   reg q_wlast = 1'h0;
   output rd_issue;
   wire rd_issue;
@@ -38830,9 +38830,9 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign l_addr = mem_addr;
   assign mem_re = rd_issue;
   assign mem_wdata = s_word;
-  assign \port$644$0  = \$43 ;
-  assign \port$645$0  = \$44 ;
-  assign \port$646$0  = \$45 ;
+  assign \port$647$0  = \$43 ;
+  assign \port$648$0  = \$44 ;
+  assign \port$649$0  = \$45 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

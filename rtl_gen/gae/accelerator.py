@@ -1,11 +1,11 @@
 """The HEPPO GAE accelerator as a Vivado/Vitis kernel: core + AXI4-Lite control + AXI4 memory."""
 
-from amaranth.hdl import ClockDomain, Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.mm_slave import AxiMemorySlave
+from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
 from .config import GaeCoreConfig
 from .core import GAE_CORE_ARGS, GaeCore
 from .regs import STATUS_FLAGS, gae_register_map, hw_info_values
@@ -37,12 +37,7 @@ class GaeAccelerator(wiring.Component):
         self._mem = AxiMemorySlave(
             data_width=D, addr_width=config.mem_addr_bits, id_width=1,
             depth=len(config.regions) * config.region_bytes // (D // 8), prefix="s_axi_mem")
-        members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
-        for bridge, prefix in ((self._csr, "s_axi_control_"), (self._mem, "s_axi_mem_")):
-            for name, member in bridge.signature.members.items():
-                if name.startswith(prefix):
-                    members[name] = member
-        super().__init__(members)
+        super().__init__(shell_members(self._csr, self._mem))
 
     @property
     def config(self) -> GaeCoreConfig:
@@ -55,44 +50,22 @@ class GaeAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        m.domains.sync = cd = ClockDomain("sync", local=True)
-        m.d.comb += [cd.clk.eq(self.ap_clk), cd.rst.eq(~self.ap_rst_n)]
+        shell_domain(m, self)
 
         csr, mem = self._csr, self._mem
         m.submodules.csr = csr
         m.submodules.mem = mem
         m.submodules.core = core = GaeCore(cfg)
 
-        # Bus ports straight through.
-        for bridge, prefix in ((csr, "s_axi_control_"), (mem, "s_axi_mem_")):
-            for name, member in bridge.signature.members.items():
-                if name.startswith(prefix):
-                    outer, inner = getattr(self, name), getattr(bridge, name)
-                    if member.flow == In:
-                        m.d.comb += inner.eq(outer)
-                    else:
-                        m.d.comb += outer.eq(inner)
+        connect_bridges(m, self, csr, mem)
 
         # Control: ap_ctrl_hs handshake; a start while busy is refused, not queued.
-        refused = Signal()
-        m.d.comb += [
-            core.start.eq(csr.ap_start),
-            csr.ap_ready.eq(core.ready),
-            csr.ap_done.eq(core.done),
-            csr.ap_idle.eq(~core.busy),
-            self.interrupt.eq(csr.interrupt),
-            refused.eq(csr.ap_start_write & core.busy & ~csr.auto_restart),
-            csr.ap_start_refuse.eq(refused),
-        ]
+        start_refused, _ = ap_ctrl_hs(m, self, csr, busy=core.busy, ready=core.ready,
+                                      done=core.done, start=core.start)
         for name in GAE_CORE_ARGS(cfg):
             m.d.comb += getattr(core, name).eq(getattr(csr, name))
 
         # Status.
-        start_refused = Signal()
-        with m.If(core.ready):
-            m.d.sync += start_refused.eq(0)
-        with m.Elif(refused):
-            m.d.sync += start_refused.eq(1)
         m.d.comb += [
             csr.status_error.eq(core.error),
             csr.status_dequant_overflow.eq(core.dequant_overflow),
@@ -103,11 +76,7 @@ class GaeAccelerator(wiring.Component):
         ]
         assert set(STATUS_FLAGS) == {"DEQUANT_OVERFLOW", "PE_OVERFLOW", "REQUANT_OVERFLOW",
                                      "START_REFUSED"}
-        info = hw_info_values(cfg)
-        m.d.comb += [csr.hw_n_pe.eq(info["HW_N_PE"]), csr.hw_depth.eq(info["HW_DEPTH"])]
-        for reg in ("HW_FORMAT", "HW_MODE"):
-            for f in self._regmap[reg].fields:
-                m.d.comb += getattr(csr, f"{reg}_{f.name}".lower()).eq(f.get(info[reg]))
+        drive_constants(m, csr, self._regmap, hw_info_values(cfg))
 
         # Memory: the host port of the core behind the AXI4 slave, locked while busy.
         m.d.comb += [

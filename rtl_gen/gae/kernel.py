@@ -12,12 +12,12 @@ back into the buffer and only then signals AP_DONE. This is the *DMA shell contr
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, ClockDomain, Const, Module, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Signal, signed, unsigned
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from ..axi.dma import AxiDma
 from ..axi.lite_csr import AxiLiteCsr
+from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
 from ..regmap import Field, Register, RegisterMap
 from .config import GaeCoreConfig
 from .core import GAE_CORE_ARGS, MAX_RUN_TRAJECTORIES, GaeCore
@@ -216,12 +216,7 @@ class GaeKernel(wiring.Component):
             data_width=config.gmem_data_width, mem_data_width=D,
             mem_addr_width=core_cfg.mem_addr_bits - (D // 8 - 1).bit_length(), addr_width=64,
             max_burst=config.max_burst, max_outstanding=config.max_outstanding, prefix=GMEM)
-        members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
-        for bridge, prefix in ((self._csr, "s_axi_control_"), (self._dma, f"{GMEM}_")):
-            for name, member in bridge.signature.members.items():
-                if name.startswith(prefix):
-                    members[name] = member
-        super().__init__(members)
+        super().__init__(shell_members(self._csr, self._dma))
 
     @property
     def config(self) -> GaeKernelConfig:
@@ -265,22 +260,14 @@ class GaeKernel(wiring.Component):
         m = Module()
         cfg = self._config
         core_cfg = cfg.core
-        m.domains.sync = cd = ClockDomain("sync", local=True)
-        m.d.comb += [cd.clk.eq(self.ap_clk), cd.rst.eq(~self.ap_rst_n)]
+        shell_domain(m, self)
 
         csr, dma = self._csr, self._dma
         m.submodules.csr = csr
         m.submodules.dma = dma
         m.submodules.core = core = GaeCore(core_cfg)
 
-        for bridge, prefix in ((csr, "s_axi_control_"), (dma, f"{GMEM}_")):
-            for name, member in bridge.signature.members.items():
-                if name.startswith(prefix):
-                    outer, inner = getattr(self, name), getattr(bridge, name)
-                    if member.flow == In:
-                        m.d.comb += inner.eq(outer)
-                    else:
-                        m.d.comb += outer.eq(inner)
+        connect_bridges(m, self, csr, dma)
 
         # -- arguments, latched when a run is accepted --------------------------------------
         specs = GAE_CORE_ARGS(core_cfg)
@@ -294,20 +281,14 @@ class GaeKernel(wiring.Component):
         busy = Signal()
         done = Signal()
         skip = Signal()                   # arguments invalid: no copies
-        start_refused = Signal()
         read_error, write_error = Signal(), Signal()
         kcycles = Signal(32)
-        refused = Signal()
-        m.d.comb += [
-            csr.ap_idle.eq(~busy), csr.ap_done.eq(done), self.interrupt.eq(csr.interrupt),
-            refused.eq(csr.ap_start_write & busy & ~csr.auto_restart),
-            csr.ap_start_refuse.eq(refused),
-        ]
+        accept = Signal()                 # a start is taken (IDLE, AP_START set)
+        m.d.comb += accept.eq(~busy & csr.ap_start)
+        start_refused, _ = ap_ctrl_hs(m, self, csr, busy=busy, done=done, clear=accept)
         m.d.sync += [csr.ap_ready.eq(0), done.eq(0)]
         with m.If(busy):
             m.d.sync += kcycles.eq(kcycles + 1)
-        with m.If(refused):
-            m.d.sync += start_refused.eq(1)
 
         # -- sizes, as the core derives them (G groups, rows = (T + 1) * G) --------------------
         ab = core_cfg.addr_bits
@@ -338,7 +319,7 @@ class GaeKernel(wiring.Component):
             with m.State("IDLE"):
                 with m.If(csr.ap_start):
                     m.d.sync += [busy.eq(1), csr.ap_ready.eq(1), kcycles.eq(0),
-                                 start_refused.eq(0), read_error.eq(0), write_error.eq(0),
+                                 read_error.eq(0), write_error.eq(0),
                                  ptr.eq(Cat(Const(0, lo), csr.mem_ptr_lo, csr.mem_ptr_hi)),
                                  G.eq(0), rem.eq(csr.num_trajectories), rows.eq(0)]
                     for name in specs:
@@ -405,11 +386,7 @@ class GaeKernel(wiring.Component):
         ]
         assert set(STATUS_FLAGS) == {"DEQUANT_OVERFLOW", "PE_OVERFLOW", "REQUANT_OVERFLOW",
                                      "START_REFUSED"}
-        info = hw_info_values(core_cfg)
-        m.d.comb += [csr.hw_n_pe.eq(info["HW_N_PE"]), csr.hw_depth.eq(info["HW_DEPTH"])]
-        for reg in ("HW_FORMAT", "HW_MODE"):
-            for f in self._regmap[reg].fields:
-                m.d.comb += getattr(csr, f"{reg}_{f.name}".lower()).eq(f.get(info[reg]))
+        drive_constants(m, csr, self._regmap, hw_info_values(core_cfg))
         m.d.comb += [
             core.host_addr.eq(dma.mem_addr),
             core.host_re.eq(dma.mem_re),

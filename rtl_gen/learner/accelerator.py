@@ -1,11 +1,11 @@
 """The learner as a Vivado/Vitis kernel: core + AXI4-Lite control + AXI4 memory."""
 
-from amaranth.hdl import ClockDomain, Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.mm_slave import AxiMemorySlave
+from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
 from .config import LearnerConfig
 from .core import LearnerCore
 from .layout import mem_addr_bits
@@ -52,12 +52,7 @@ class LearnerAccelerator(wiring.Component):
         self._mem = AxiMemorySlave(data_width=D, addr_width=abits, id_width=1,
                                    depth=1 << (abits - (D // 8 - 1).bit_length()),
                                    prefix="s_axi_mem")
-        members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
-        for bridge, prefix in ((self._csr, "s_axi_control_"), (self._mem, "s_axi_mem_")):
-            for name, member in bridge.signature.members.items():
-                if name.startswith(prefix):
-                    members[name] = member
-        super().__init__(members)
+        super().__init__(shell_members(self._csr, self._mem))
 
     @property
     def config(self) -> LearnerConfig:
@@ -70,42 +65,20 @@ class LearnerAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        m.domains.sync = cd = ClockDomain("sync", local=True)
-        m.d.comb += [cd.clk.eq(self.ap_clk), cd.rst.eq(~self.ap_rst_n)]
+        shell_domain(m, self)
 
         csr, mem = self._csr, self._mem
         m.submodules.csr = csr
         m.submodules.mem = mem
         m.submodules.core = core = LearnerCore(cfg)
 
-        for bridge, prefix in ((csr, "s_axi_control_"), (mem, "s_axi_mem_")):
-            for name, member in bridge.signature.members.items():
-                if name.startswith(prefix):
-                    outer, inner = getattr(self, name), getattr(bridge, name)
-                    if member.flow == In:
-                        m.d.comb += inner.eq(outer)
-                    else:
-                        m.d.comb += outer.eq(inner)
+        connect_bridges(m, self, csr, mem)
 
         # Control: ap_ctrl_hs handshake; a start during a step is refused, not queued.
-        refused = Signal()
-        m.d.comb += [
-            core.start.eq(csr.ap_start),
-            csr.ap_ready.eq(core.ready),
-            csr.ap_done.eq(core.done),
-            csr.ap_idle.eq(~core.busy),
-            self.interrupt.eq(csr.interrupt),
-            refused.eq(csr.ap_start_write & core.busy & ~csr.auto_restart),
-            csr.ap_start_refuse.eq(refused),
-        ]
+        start_refused, _ = ap_ctrl_hs(m, self, csr, busy=core.busy, ready=core.ready,
+                                      done=core.done, start=core.start)
         for reg, (port, _) in LEARNER_ARGS.items():
             m.d.comb += getattr(core, port).eq(getattr(csr, reg.lower()))
-
-        start_refused = Signal()
-        with m.If(core.ready):
-            m.d.sync += start_refused.eq(0)
-        with m.Elif(refused):
-            m.d.sync += start_refused.eq(1)
         m.d.comb += [
             csr.status_error.eq(core.error),
             csr.status_start_refused.eq(start_refused),
@@ -117,10 +90,7 @@ class LearnerAccelerator(wiring.Component):
             if flag:
                 m.d.comb += getattr(csr, f"status_{name.lower()}").eq(
                     getattr(core, f"flag_{flag}"))
-        for reg, value in hw_info_values(cfg).items():
-            for f in self._regmap[reg].fields:
-                port = f"{reg}_{f.name}".lower() if f.name != reg else reg.lower()
-                m.d.comb += getattr(csr, port).eq(f.get(value))
+        drive_constants(m, csr, self._regmap, hw_info_values(cfg))
 
         # Memory: the host port of the core behind the AXI4 slave, locked during a step.
         m.d.comb += [
