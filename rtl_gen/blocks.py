@@ -6,6 +6,7 @@ A block entry ties a config dataclass to the component built from it. The CLI, t
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -21,7 +22,15 @@ from .gae.kernel import GaeKernel, GaeKernelConfig
 from .learner import LearnerAccelerator, LearnerConfig, TensorUnit, TensorUnitConfig
 from .replay import SumTree, SumTreeConfig
 
-__all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table"]
+__all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table", "to_verilog",
+           "drop_zero_memory_init"]
+
+#: An ``initial`` block of Yosys' ``write_verilog`` that only zeroes memory words, e.g.
+#: ``initial begin\n    mem[0] = 144'h000...;\n    mem[1] = ...;\n  end\n``.
+_ZERO_INIT = re.compile(
+    r"^(?P<ind>[ \t]*)initial begin\n"
+    r"(?:[ \t]*[A-Za-z_\\][^\s\[]* ?\[\d+\] = \d+'[hbd]0+;\n)+"
+    r"(?P=ind)end\n", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,24 @@ def port_table(component: wiring.Component):
     return ports
 
 
+def drop_zero_memory_init(text: str) -> str:
+    """Remove the ``initial`` blocks that set every word of a memory to zero.
+
+    Amaranth's ``Memory(init=[])`` still writes one ``mem[i] = 0;`` line per word (megabytes at
+    2**20 leaves, and Yosys runs out of memory reading them). Zero is what the FPGA's block and
+    ultra RAMs hold after configuration without an INIT attribute, and what the test builds
+    (``--x-initial 0``) use, so nothing changes. Only blocks made exclusively of all-zero word
+    assignments are removed; a memory with any non-zero initial word keeps its whole block.
+    """
+    return _ZERO_INIT.sub("", text)
+
+
+def to_verilog(component, name: str) -> str:
+    """Verilog of ``component`` as module ``name``: Amaranth's output without the all-zero
+    memory initialisers (:func:`drop_zero_memory_init`)."""
+    return drop_zero_memory_init(verilog.convert(component, name=name, emit_src=False))
+
+
 def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -> dict:
     """Elaborate a block, write ``<module>.v`` and ``<module>.json`` (manifest) to ``out_dir``.
 
@@ -98,7 +125,7 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -
     module = module or block.module
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(component, name=module, emit_src=False)
+    text = to_verilog(component, module)
     (out_dir / f"{module}.v").write_text(text)
     manifest = {
         "block": block.name,
