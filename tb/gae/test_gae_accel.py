@@ -9,6 +9,7 @@ must equal :func:`sw.golden.gae_core.gae_core` bit for bit and runs must take ex
 import numpy as np
 import pytest
 
+from axi_host import AxiHost
 from cocotb_util import load_manifest, run_block
 
 CONFIGS = {
@@ -30,47 +31,15 @@ def test_gae_accel_rtl(name):
 
 
 # -- host side, inside cocotb ---------------------------------------------------------------------
-class Host:
+class Host(AxiHost):
     """What a driver does, with cocotbext-axi masters on the two AXI ports."""
 
     def __init__(self, dut):
         from rtl_gen.gae.config import GaeCoreConfig
         from rtl_gen.gae.regs import gae_register_map
 
-        self.dut = dut
-        manifest = load_manifest()
-        self.cfg = GaeCoreConfig.from_dict(manifest["config"])
-        self.regs = gae_register_map(self.cfg)
-
-    async def start(self):
-        import cocotb
-        from cocotb.clock import Clock
-        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster
-
-        dut = self.dut
-        cocotb.start_soon(Clock(dut.ap_clk, 4, unit="ns", impl="gpi").start())
-        self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
-                                 dut.ap_rst_n, reset_active_level=False)
-        self.mem = AxiMaster(AxiBus.from_prefix(dut, "s_axi_mem"), dut.ap_clk, dut.ap_rst_n,
-                             reset_active_level=False)
-        await self.reset()
-
-    async def reset(self):
-        from cocotb.triggers import ClockCycles
-
-        self.dut.ap_rst_n.value = 0
-        await ClockCycles(self.dut.ap_clk, 3)
-        self.dut.ap_rst_n.value = 1
-        await ClockCycles(self.dut.ap_clk, 2)
-
-    def off(self, reg):
-        return self.regs.offset(reg)
-
-    async def rd(self, reg):
-        return await self.ctl.read_dword(self.off(reg))
-
-    async def wr(self, reg, value):
-        await self.ctl.write_dword(self.off(reg), int(value) & 0xFFFF_FFFF)
+        self.cfg = GaeCoreConfig.from_dict(load_manifest()["config"])
+        super().__init__(dut, gae_register_map(self.cfg))
 
     async def load(self, codes):
         from sw.gae.layout import pack_rows, region_base
@@ -98,27 +67,9 @@ class Host:
         for name, value in vars(args).items():
             if name.upper() in {r.name for r in self.regs.user_registers}:
                 await self.wr(name.upper(), value)
-        await self.wr("GIER", 1)
-        await self.wr("IP_IER", 1)
-        await self.wr("CTRL", 1)
+        await self.kick()
         if wait:
             await self.wait_done()
-
-    async def wait_done(self, timeout_cycles=2_000_000):
-        from cocotb.triggers import RisingEdge, Timer, with_timeout
-
-        if not int(self.dut.interrupt.value):
-            await with_timeout(RisingEdge(self.dut.interrupt), timeout_cycles * 4, "ns")
-        ctrl = await self.rd("CTRL")
-        assert ctrl & 0b10, f"interrupt without AP_DONE (CTRL={ctrl:#x})"
-        await self.wr("IP_ISR", 1)                    # toggle-on-write: clear the done bit
-        await Timer(8, "ns")
-        assert not int(self.dut.interrupt.value)
-
-    async def status(self):
-        word = await self.rd("STATUS")
-        reg = self.regs["STATUS"]
-        return {f.name: f.get(word) for f in reg.fields}
 
 
 def random_codes(cfg, T, M, rng, p_done=0.05):

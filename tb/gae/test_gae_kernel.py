@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from amaranth.back import verilog
 
+from axi_host import AxiHost
 from cocotb_util import WAIVERS, load_manifest, run_block
 from rtl_gen.axi.dma import AxiDma
 from rtl_gen.gae.core import GaeCore
@@ -498,31 +499,17 @@ def test_gae_kernel_rtl(name):
     run_block("gae-kernel", CONFIGS[name], __file__, seed=20261124)
 
 
-class Host:
+class Host(AxiHost):
     """What a driver does: cocotbext-axi ``AxiLiteMaster`` on the control port, ``AxiRam`` as
     the device memory on ``m_axi_gmem``."""
 
     def __init__(self, dut):
-        self.dut = dut
         self.cfg = GaeKernelConfig.from_dict(load_manifest()["config"])
-        self.regs = gae_kernel_register_map(self.cfg)
+        super().__init__(dut, gae_kernel_register_map(self.cfg), mem=GMEM)
         self.reads = self.writes = 0
 
     async def start(self):
-        import logging
-
-        import cocotb
-        from cocotb.clock import Clock
-        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
-
-        dut = self.dut
-        cocotb.start_soon(Clock(dut.ap_clk, 4, unit="ns", impl="gpi").start())
-        self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
-                                 dut.ap_rst_n, reset_active_level=False)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, GMEM), dut.ap_clk, dut.ap_rst_n,
-                          reset_active_level=False, size=2 ** 48)
-        for side in (self.ram.write_if, self.ram.read_if, self.ctl.write_if, self.ctl.read_if):
-            side.log.setLevel(logging.WARNING)
+        await super().start()
         # Count the bursts the kernel issues (cocotbext-axi calls these once per beat).
         read, write = self.ram.read_if._read, self.ram.write_if._write
 
@@ -535,7 +522,6 @@ class Host:
             return await write(address, data)
 
         self.ram.read_if._read, self.ram.write_if._write = counted_read, counted_write
-        await self.reset()
 
     def stalls(self, p, seed):
         """Random pauses (probability ``p`` per cycle) on every channel of the device memory."""
@@ -551,21 +537,6 @@ class Host:
                    self.ram.write_if.b_channel):
             ch.set_pause_generator(gen(random.Random(rng.getrandbits(32))))
 
-    async def reset(self):
-        from cocotb.triggers import ClockCycles
-
-        self.dut.ap_rst_n.value = 0
-        await ClockCycles(self.dut.ap_clk, 3)
-        self.dut.ap_rst_n.value = 1
-        await ClockCycles(self.dut.ap_clk, 2)
-
-    async def rd(self, reg):
-        return await self.ctl.read_dword(reg if isinstance(reg, int) else self.regs.offset(reg))
-
-    async def wr(self, reg, value):
-        await self.ctl.write_dword(reg if isinstance(reg, int) else self.regs.offset(reg),
-                                   int(value) & 0xFFFF_FFFF)
-
     def load(self, codes, base=IMAGE_BASE, junk=0xA5):
         size = 1 << self.cfg.core.mem_addr_bits
         self.ram.write(base, bytes([junk]) * size)
@@ -579,24 +550,9 @@ class Host:
                 await self.wr(name.upper(), value)
         await self.wr("MEM_PTR_LO", base & 0xFFFF_FFFF)
         await self.wr("MEM_PTR_HI", base >> 32)
-        await self.wr("GIER", 1)
-        await self.wr("IP_IER", 1)
-        await self.wr("CTRL", 1)
+        await self.kick()
         if wait:
             await self.wait_done()
-
-    async def wait_done(self, timeout_cycles=2_000_000):
-        from cocotb.triggers import RisingEdge, with_timeout
-
-        if not int(self.dut.interrupt.value):
-            await with_timeout(RisingEdge(self.dut.interrupt), timeout_cycles * 4, "ns")
-        ctrl = await self.rd("CTRL")
-        assert ctrl & 0b10, f"interrupt without AP_DONE (CTRL={ctrl:#x})"
-        await self.wr("IP_ISR", 1)
-
-    async def status(self):
-        word = await self.rd("STATUS")
-        return {f.name: f.get(word) for f in self.regs["STATUS"].fields}
 
     async def check_run(self, codes, args, base=IMAGE_BASE):
         """Load, run, compare results and untouched bytes; returns (DMA_CYCLES, CYCLES)."""

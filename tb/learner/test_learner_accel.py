@@ -13,6 +13,7 @@ import os
 import numpy as np
 import pytest
 
+from axi_host import AxiHost
 from cocotb_util import load_manifest, run_block
 
 CONFIGS = {
@@ -36,39 +37,15 @@ def test_learner_accel_rtl(name):
 
 
 # -- host side, inside cocotb ---------------------------------------------------------------------
-class Host:
+class Host(AxiHost):
     """What a driver does, with cocotbext-axi masters on the two AXI ports."""
 
     def __init__(self, dut):
         from rtl_gen.learner.config import LearnerConfig
         from rtl_gen.learner.regs import learner_register_map
 
-        self.dut = dut
         self.cfg = LearnerConfig.from_dict(load_manifest()["config"])
-        self.regs = learner_register_map(self.cfg)
-
-    async def start(self):
-        import cocotb
-        from cocotb.clock import Clock
-        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster
-
-        dut = self.dut
-        cocotb.start_soon(Clock(dut.ap_clk, 4, unit="ns", impl="gpi").start())
-        self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
-                                 dut.ap_rst_n, reset_active_level=False)
-        self.mem = AxiMaster(AxiBus.from_prefix(dut, "s_axi_mem"), dut.ap_clk, dut.ap_rst_n,
-                             reset_active_level=False)
-        from cocotb.triggers import ClockCycles
-        dut.ap_rst_n.value = 0
-        await ClockCycles(dut.ap_clk, 3)
-        dut.ap_rst_n.value = 1
-        await ClockCycles(dut.ap_clk, 2)
-
-    async def rd(self, reg):
-        return await self.ctl.read_dword(self.regs.offset(reg))
-
-    async def wr(self, reg, value):
-        await self.ctl.write_dword(self.regs.offset(reg), int(value) & 0xFFFF_FFFF)
+        super().__init__(dut, learner_register_map(self.cfg))
 
     async def load(self, images):
         from rtl_gen.learner.layout import region_base
@@ -83,22 +60,12 @@ class Host:
         return unpack_matrix(cfg, name, bytes(data.data), rows)
 
     async def step(self, case, timeout_cycles=2_000_000):
-        from cocotb.triggers import RisingEdge, Timer, with_timeout
-
         await self.wr("BATCH_SIZE", case.batch)
         await self.wr("LR", case.lr)
         await self.wr("GAMMA", case.gamma)
-        await self.wr("GIER", 1)
-        await self.wr("IP_IER", 1)
-        await self.wr("CTRL", 1)
-        if not int(self.dut.interrupt.value):
-            await with_timeout(RisingEdge(self.dut.interrupt), timeout_cycles * 4, "ns")
-        ctrl = await self.rd("CTRL")
-        assert ctrl & 0b10, f"interrupt without AP_DONE (CTRL={ctrl:#x})"
-        await self.wr("IP_ISR", 1)
-        await Timer(8, "ns")
-        word = await self.rd("STATUS")
-        status = {f.name: f.get(word) for f in self.regs["STATUS"].fields}
+        await self.kick()
+        await self.wait_done(timeout_cycles)
+        status = await self.status()
         status["LOSS"] = await self.rd("LOSS_LO") | await self.rd("LOSS_HI") << 32
         status["CYCLES"] = await self.rd("CYCLES")
         return status
@@ -179,6 +146,40 @@ if cocotb is not None:
         await check_regions(host, case, step, [f"w{l}" for l in range(cfg.n_layers)])
         dut._log.info("losses over 5 steps: %s", ", ".join(f"{x:.4f}" for x in losses))
         assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+    @cocotb.test()
+    async def target_sync_through_registers(dut):
+        """SYNC_PERIOD = 2 and a forced SYNC_TARGET over four steps of B = 16: STATUS.
+        TARGET_SYNCED, SYNC_COUNT and the target weights tw<l> follow
+        :class:`sw.golden.mlp.TargetSync`; every step bit-exact, cycles as without a sync."""
+        from learner_cases import golden, input_images, random_case
+        from sw.golden.mlp import TargetSync
+
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        L = cfg.n_layers
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 3)
+        case = random_case(cfg, 16, rng, lr=0.02)
+        await host.load(input_images(cfg, case))
+        await host.wr("SYNC_PERIOD", 2)
+        rule = TargetSync(2)
+        w, tw = case.weights, case.target_weights
+        seen = []
+        for i in range(4):
+            force = i == 0
+            await host.wr("SYNC_TARGET", int(force))
+            due = rule.step(force)
+            step = golden(cfg, case, w, target_weights=tw, sync=due)
+            status = await host.step(case)
+            check_status(cfg, case, status, step)
+            assert status["TARGET_SYNCED"] == due, (i, status)
+            assert await host.rd("SYNC_COUNT") == rule.count
+            await check_regions(host, case, step, [f"tw{l}" for l in range(L)]
+                                + [f"w{l}" for l in range(L)] + ["tq"])
+            seen.append(due)
+            w, tw = step.weights, step.next_target_weights
+        assert seen == [True, False, True, False], seen
 
     @cocotb.test()
     async def bad_batch_size_and_refused_start(dut):

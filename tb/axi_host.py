@@ -1,0 +1,106 @@
+"""What a host does with an accelerator's AXI ports, inside a cocotb test (one copy for all).
+
+Every accelerator has the shell of :mod:`rtl_gen.axi.shell`: ``ap_clk``, ``ap_rst_n``,
+``interrupt``, AXI4-Lite ``s_axi_control`` with the ``ap_ctrl_hs`` registers and an AXI4 memory
+port, either a slave ``s_axi_mem`` (the host writes and reads the core's memory) or a master
+``m_axi_gmem`` (the kernel copies from device memory). :class:`AxiHost` drives the clock and
+reset, puts a cocotbext-axi ``AxiLiteMaster`` on the control port and an ``AxiMaster`` (slave
+port) or an ``AxiRam`` (master port) on the memory port, and offers register access by name and
+the start / wait-for-interrupt handshake. Tests subclass it with their block's loading and
+checking code.
+"""
+
+__all__ = ["AxiHost", "CLOCK_NS"]
+
+#: Clock period of every accelerator test (250 MHz).
+CLOCK_NS = 4
+
+
+class AxiHost:
+    """cocotbext-axi masters on an accelerator's ports and the ``ap_ctrl_hs`` handshake.
+
+    Parameters
+    ----------
+    dut : the cocotb handle of the top level.
+    regs : RegisterMap of the accelerator.
+    mem : str or None
+        ``"s_axi_mem"`` (an ``AxiMaster`` as :attr:`mem`), a master prefix such as
+        ``"m_axi_gmem"`` (an ``AxiRam`` of ``ram_size`` bytes as :attr:`ram`), or None.
+    """
+
+    def __init__(self, dut, regs, *, mem="s_axi_mem", ram_size=2 ** 48):
+        self.dut = dut
+        self.regs = regs
+        self._mem_port = mem
+        self._ram_size = ram_size
+
+    async def start(self):
+        """Start the clock, attach the bus models, reset."""
+        import logging
+
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster, AxiRam
+
+        dut = self.dut
+        cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns", impl="gpi").start())
+        self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
+                                 dut.ap_rst_n, reset_active_level=False)
+        sides = [self.ctl.write_if, self.ctl.read_if]
+        if self._mem_port == "s_axi_mem":
+            self.mem = AxiMaster(AxiBus.from_prefix(dut, "s_axi_mem"), dut.ap_clk, dut.ap_rst_n,
+                                 reset_active_level=False)
+            sides += [self.mem.write_if, self.mem.read_if]
+        elif self._mem_port is not None:
+            self.ram = AxiRam(AxiBus.from_prefix(dut, self._mem_port), dut.ap_clk, dut.ap_rst_n,
+                              reset_active_level=False, size=self._ram_size)
+            sides += [self.ram.write_if, self.ram.read_if]
+        for side in sides:
+            side.log.setLevel(logging.WARNING)
+        await self.reset()
+
+    async def reset(self):
+        """``ap_rst_n`` low for 3 cycles, then 2 cycles to settle."""
+        from cocotb.triggers import ClockCycles
+
+        self.dut.ap_rst_n.value = 0
+        await ClockCycles(self.dut.ap_clk, 3)
+        self.dut.ap_rst_n.value = 1
+        await ClockCycles(self.dut.ap_clk, 2)
+
+    def off(self, reg):
+        """Byte offset of a register given by name (or already an offset)."""
+        return reg if isinstance(reg, int) else self.regs.offset(reg)
+
+    async def rd(self, reg):
+        return await self.ctl.read_dword(self.off(reg))
+
+    async def wr(self, reg, value):
+        await self.ctl.write_dword(self.off(reg), int(value) & 0xFFFF_FFFF)
+
+    async def fields(self, reg):
+        """A register read as ``{field: value}``."""
+        word = await self.rd(reg)
+        return {f.name: f.get(word) for f in self.regs[reg].fields}
+
+    async def status(self):
+        return await self.fields("STATUS")
+
+    async def kick(self):
+        """Enable the done interrupt and set CTRL.AP_START."""
+        await self.wr("GIER", 1)
+        await self.wr("IP_IER", 1)
+        await self.wr("CTRL", 1)
+
+    async def wait_done(self, timeout_cycles=2_000_000, *, check_clear=True):
+        """Wait for the interrupt, check AP_DONE, clear IP_ISR (and check the line falls)."""
+        from cocotb.triggers import RisingEdge, Timer, with_timeout
+
+        if not int(self.dut.interrupt.value):
+            await with_timeout(RisingEdge(self.dut.interrupt), timeout_cycles * CLOCK_NS, "ns")
+        ctrl = await self.rd("CTRL")
+        assert ctrl & 0b10, f"interrupt without AP_DONE (CTRL={ctrl:#x})"
+        await self.wr("IP_ISR", 1)                    # toggle-on-write: clear the done bit
+        if check_clear:
+            await Timer(2 * CLOCK_NS, "ns")
+            assert not int(self.dut.interrupt.value)
