@@ -17,9 +17,11 @@ Golden models: ``sw.golden.gemm`` (tensor unit, tiled GEMM, cycles) and ``sw.gol
 (the bit-exact training step; ``sub_batch=`` and ``dp=`` for the pipelines' WA order).
 ``scripts/dse_learner.py`` sizes a learner (PI, DP, per-stage arrays) from these.
 
+DQN target-network sync is in hardware: WU writes the updated weights into the target
+weights too on steps chosen by SYNC_TARGET / SYNC_PERIOD (no extra cycles).
+
 Not generated yet: per-stage array sizes (every stage has the same S × S; the DSE assumes
-per-stage sizes), a target-network synchronisation module (the host copies ``w<l>`` to
-``tw<l>``), actor-critic scheduling, and a host driver in ``sw/driver``.
+per-stage sizes), actor-critic scheduling, and a host driver in ``sw/driver``.
 """
 from .accelerator import LearnerAccelerator
 from .config import GEMM_KINDS, LearnerConfig, LearnerNumerics, TensorUnitConfig

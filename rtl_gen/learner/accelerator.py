@@ -9,7 +9,7 @@ from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_doma
 from .config import LearnerConfig
 from .core import LearnerCore
 from .layout import mem_addr_bits
-from .regs import LEARNER_ARGS, STATUS_FLAGS, hw_info_values, learner_register_map
+from .regs import LEARNER_ARGS, STATUS_FLAGS, SYNC_ARGS, hw_info_values, learner_register_map
 
 __all__ = ["LearnerAccelerator"]
 
@@ -25,7 +25,10 @@ class LearnerAccelerator(wiring.Component):
     A host writes the weights (once; they stay on chip and are updated in place), per step the
     batch and the arguments (BATCH_SIZE, LR, GAMMA), sets CTRL.AP_START, waits for AP_DONE (or
     the interrupt) and reads STATUS, LOSS and whatever results it wants (Q values, TD errors
-    δ, gradients, weights). A start with a bad batch size completes at once with STATUS.ERROR
+    δ, gradients, weights). DQN: the target network is synced in hardware (no extra cycles)
+    on steps started with SYNC_TARGET = 1 and every SYNC_PERIOD-th step (SYNC_COUNT counts the
+    steps since the last sync, STATUS.TARGET_SYNCED reports the last step's); the host may
+    also write ``tw<l>`` itself. A start with a bad batch size completes at once with STATUS.ERROR
     set and memory untouched; AP_START written during a step is dropped and sets
     STATUS.START_REFUSED. Cycles of a step: :func:`rtl_gen.learner.schedule.step_cycles`
     (also in CYCLES).
@@ -86,6 +89,11 @@ class LearnerAccelerator(wiring.Component):
             csr.loss_hi.eq(core.loss_sum[32:]),
             csr.cycles.eq(core.cycles),
         ]
+        if cfg.loss == "dqn":                   # target-network sync
+            for reg, (port, _, _) in SYNC_ARGS.items():
+                m.d.comb += getattr(core, port).eq(getattr(csr, reg.lower()))
+            m.d.comb += [csr.status_target_synced.eq(core.synced),
+                         csr.sync_count.eq(core.sync_count)]
         for name, (_, flag, _) in STATUS_FLAGS.items():
             if flag:
                 m.d.comb += getattr(csr, f"status_{name.lower()}").eq(

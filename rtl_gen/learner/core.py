@@ -10,13 +10,16 @@ from .layout import mem_addr_bits, region_bytes, regions, sub_words
 from .schedule import stages, step_cycles
 from .tensor_unit import TensorUnit
 
-__all__ = ["LearnerCore", "LEARNER_ERRORS", "LEARNER_FLAGS"]
+__all__ = ["LearnerCore", "LEARNER_ERRORS", "LEARNER_FLAGS", "SYNC_BITS"]
 
 #: Error codes (``error``): the batch size register is 0 or above ``max_batch``.
 LEARNER_ERRORS = {"ok": 0, "batch_size": 1}
 
 #: Sticky saturation flags, named as the keys of :attr:`sw.golden.mlp.StepResult.overflow`.
 LEARNER_FLAGS = ("fw", "target_fw", "target", "delta", "bw", "wa", "wu")
+
+#: Bits of the target-sync period and step counter (DQN): periods up to 65535 steps.
+SYNC_BITS = 16
 
 
 def _or(values):
@@ -153,8 +156,16 @@ class LearnerCore(wiring.Component):
     the start at once (``done`` in the next cycle) with ``error`` = 1 and memory untouched. The
     sticky flags (cleared at each start) report saturation per :data:`LEARNER_FLAGS`;
     ``loss_sum`` is ``Σ (Q - y)²`` over the batch (raw, ``2·act_frac`` fraction bits: the
-    loss is ``loss_sum · 2**-2act_frac / B``). Weights persist between steps; the target
-    weights are whatever the host last wrote (it copies ``w<l>`` to ``tw<l>`` to sync them).
+    loss is ``loss_sum · 2**-2act_frac / B``). Weights persist between steps.
+
+    Target-network sync (DQN): a step whose start sees ``sync_target`` high, or whose start
+    makes the step counter reach ``sync_period`` (N > 0: every N-th step counted since the last
+    sync, DQN's target update period; 0: off), copies the updated online weights into the
+    target weights: WU writes each updated row into ``w<l>`` and ``tw<l>`` in the same cycle, so
+    the sync costs no cycles (the target FW chain has finished every sub-batch before any WU
+    starts). ``synced`` shows whether the last step synced, ``sync_count`` the steps since the
+    last sync (saturating at 2**16 - 1; a refused start counts nothing). The host may still
+    write ``tw<l>`` itself between steps.
 
     Timing and throughput: every GEMM stage issues one operand pair per cycle into its unit
     (S² multiply-accumulates per cycle) in tiles of ``max(K, S)`` cycles; an item's results are
@@ -186,6 +197,10 @@ class LearnerCore(wiring.Component):
     error : ``Out(2)``; cycles : ``Out(32)``
     batch_size : ``In(13)``; lr : ``In(lr_width)`` (η raw); gamma : ``In(coef_width)``
         Sampled with ``start``.
+    sync_target : ``In(1)``; sync_period : ``In(16)``
+        DQN only, sampled with ``start``: sync this step; sync every N-th step (0: off).
+    sync_count : ``Out(16)``; synced : ``Out(1)``
+        DQN only: steps since the last sync; the last step copied w into tw.
     flag_<name> : ``Out(1)`` for each of :data:`LEARNER_FLAGS`
     loss_sum : ``Out(64)``
     host_enable : ``Out(1)``; host_addr : ``In``; host_re : ``In(1)``; host_rdata : ``Out(D)``;
@@ -213,6 +228,9 @@ class LearnerCore(wiring.Component):
             "host_enable": Out(1), "host_addr": In(host_bits), "host_re": In(1),
             "host_rdata": Out(D), "host_we": In(D // 8), "host_wdata": In(D),
         }
+        if config.loss == "dqn":
+            ports.update({"sync_target": In(1), "sync_period": In(SYNC_BITS),
+                          "sync_count": Out(SYNC_BITS), "synced": Out(1)})
         for f in LEARNER_FLAGS:
             ports[f"flag_{f}"] = Out(1)
         super().__init__(ports)
@@ -251,6 +269,7 @@ class LearnerCore(wiring.Component):
             m.d.sync += cycles.eq(cycles + 1)
         self._busy, self._clear = busy, clear
         self._eta, self._gamma = eta, gamma
+        self._sync_now = Signal()       # this step copies the updated weights into tw<l>
 
         # -- memories -----------------------------------------------------------------------
         # Inputs and weights are shared by the pipelines (a read port each); activations,
@@ -320,13 +339,25 @@ class LearnerCore(wiring.Component):
         # -- control FSM --------------------------------------------------------------------
         m.d.sync += [self.ready.eq(0), self.done.eq(0)]
         m.d.comb += clear.eq(self.start & ~busy)
+        # Target-network sync (DQN): decided when the step starts, from SYNC_TARGET and the
+        # period counter; WU then writes the updated weights into w<l> and tw<l> alike.
+        sync_now = self._sync_now
+        if cfg.loss == "dqn":
+            count = Signal(SYNC_BITS)
+            top = (1 << SYNC_BITS) - 1
+            due = self.sync_target | ((self.sync_period != 0)
+                                      & (count + 1 >= self.sync_period))
+            m.d.comb += [self.sync_count.eq(count), self.synced.eq(sync_now)]
         with m.If(clear):
             m.d.sync += [self.ready.eq(1), cycles.eq(0), eta.eq(self.lr), gamma.eq(self.gamma),
-                         loss_acc.eq(0)]
+                         loss_acc.eq(0), sync_now.eq(0)]
             with m.If((self.batch_size == 0) | (self.batch_size > cfg.max_batch)):
                 m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.done.eq(1)]
             with m.Else():
                 m.d.sync += [err.eq(0), busy.eq(1)]
+                if cfg.loss == "dqn":
+                    m.d.sync += [sync_now.eq(due),
+                                 count.eq(Mux(due, 0, Mux(count == top, top, count + 1)))]
         with m.Elif(busy & all_done):
             m.d.sync += [busy.eq(0), self.done.eq(1)]
 
@@ -1055,6 +1086,10 @@ class LearnerCore(wiring.Component):
         onehot = Signal(S, name=f"{name}_onehot")
         m.d.comb += onehot.eq(Mux(s5["v"], 1 << s5["r"], 0))
         wbuf.write(wbuf.row_enable(onehot), s5["a"], Cat(*[x[:w] for x in s5["w"]]).replicate(S))
+        if cfg.loss == "dqn":       # target sync: the same row into the target weights
+            twbuf = self._b(f"tw{l}", 0)
+            twbuf.write(twbuf.row_enable(Mux(self._sync_now, onehot, 0)), s5["a"],
+                        Cat(*[x[:w] for x in s5["w"]]).replicate(S))
         done = Signal(name=f"{name}_done")
         with m.If(clear):
             m.d.sync += done.eq(0)

@@ -6,9 +6,10 @@ next to the Verilog and a host driver all come from :func:`learner_register_map`
 
 from ..regmap import Field, Register, RegisterMap
 from .config import LOSS_KINDS, LearnerConfig
-from .core import LEARNER_ERRORS, LEARNER_FLAGS
+from .core import LEARNER_ERRORS, LEARNER_FLAGS, SYNC_BITS
 
-__all__ = ["learner_register_map", "STATUS_FLAGS", "hw_info_values", "LEARNER_ARGS"]
+__all__ = ["learner_register_map", "STATUS_FLAGS", "hw_info_values", "LEARNER_ARGS",
+           "SYNC_ARGS", "TARGET_SYNCED_BIT"]
 
 #: Step arguments: register name -> (core port, doc).
 LEARNER_ARGS = {
@@ -16,6 +17,16 @@ LEARNER_ARGS = {
     "LR": ("lr", "update coefficient eta = lr * 2 / B, unsigned, lr_frac fraction bits"),
     "GAMMA": ("gamma", "discount gamma (DQN), unsigned, coef_width - 1 fraction bits"),
 }
+
+#: Target-network sync arguments (DQN only): register name -> (core port, bits, doc).
+SYNC_ARGS = {
+    "SYNC_TARGET": ("sync_target", 1, "1: copy the updated weights w<l> into the target "
+                    "network tw<l> at the end of the step (no extra cycles)"),
+    "SYNC_PERIOD": ("sync_period", SYNC_BITS, "N > 0: also sync at every N-th step counted "
+                    "since the last sync (DQN target update period); 0: off"),
+}
+#: STATUS bit of the last step's target sync (DQN only).
+TARGET_SYNCED_BIT = 16
 
 #: STATUS flag fields: name -> (bit, core flag, doc). Sticky during a step, cleared at start.
 STATUS_FLAGS = {
@@ -51,18 +62,30 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
     """ap_ctrl_hs control registers, step arguments, status, loss, cycles, hardware info."""
     num = config.numerics
     widths = {"BATCH_SIZE": 13, "LR": num.lr_width, "GAMMA": num.coef_width}
+    dqn = config.loss == "dqn"
     args = [Register.scalar(name, widths[name], "rw", doc=doc)
             for name, (_, doc) in LEARNER_ARGS.items()]
+    if dqn:
+        args += [Register.scalar(name, bits, "rw", doc=doc)
+                 for name, (_, bits, doc) in SYNC_ARGS.items()]
     errors = ", ".join(f"{v} {k}" for k, v in LEARNER_ERRORS.items())
+    synced = ((Field("TARGET_SYNCED", TARGET_SYNCED_BIT, 1, "ro",
+                     doc="the last step copied w<l> into tw<l> (DQN)"),) if dqn else ())
     status = Register("STATUS", None, (
         Field("ERROR", 0, 2, "ro", doc=f"error of the last start ({errors})"),
         *(Field(name, bit, 1, "ro", doc=doc) for name, (bit, _, doc) in STATUS_FLAGS.items()),
+        *synced,
     ), doc="result of the last step; flags are sticky during a step, cleared at start")
     regs = [
         Register.scalar("LOSS_LO", 32, "ro", doc="sum over the batch of (Q - y)^2, raw "
                         "(2 act_frac fraction bits), bits 31..0"),
         Register.scalar("LOSS_HI", 32, "ro", doc="bits 63..32 of the loss sum"),
         Register.scalar("CYCLES", 32, "ro", doc="cycles of the last step (start to done)"),
+    ]
+    if dqn:
+        regs.append(Register.scalar("SYNC_COUNT", SYNC_BITS, "ro",
+                                    doc="steps since the last target sync (saturating)"))
+    regs += [
         Register("HW_ARRAY", None, (
             Field("ARRAY", 0, 8, "ro"), Field("SUB_BATCH", 8, 8, "ro"),
             Field("MAX_BATCH", 16, 16, "ro")),

@@ -42,8 +42,8 @@ from rtl_gen.fixed import FixedFormat
 from rtl_gen.learner.config import LearnerNumerics
 from sw.golden.gemm import gemm_fixed
 
-__all__ = ["StepResult", "init_weights", "quantize_coef", "forward", "dqn_targets",
-           "train_step", "error_bounds", "rounding_error"]
+__all__ = ["StepResult", "TargetSync", "init_weights", "quantize_coef", "forward",
+           "dqn_targets", "train_step", "error_bounds", "rounding_error"]
 
 
 def rounding_error(fmt: FixedFormat) -> float:
@@ -169,6 +169,11 @@ class StepResult:
     loss_sum : int
         ``Σ (Q - y)²`` over the batch in raw units (``2·act_frac`` fraction bits), exact:
         ``loss = loss_sum · 2**(-2·act_frac) / B``.
+    synced : bool
+        DQN: the step copied the updated weights into the target network (``sync_target``).
+    next_target_weights : list of arrays or None
+        DQN: the target weights after the step (the updated weights if synced, else the
+        target weights the step used).
     """
     weights: list
     q: np.ndarray
@@ -182,15 +187,40 @@ class StepResult:
     overflow: dict
     extra: dict = field(default_factory=dict)
     loss_sum: int = 0
+    synced: bool = False
+    next_target_weights: list = None
 
     @property
     def any_overflow(self) -> bool:
         return any(self.overflow.values())
 
 
+class TargetSync:
+    """The learner's target-network sync rule (registers SYNC_TARGET, SYNC_PERIOD, SYNC_COUNT).
+
+    A step syncs if it is forced or if it makes the count of steps since the last sync reach
+    the period (``period`` > 0; 0 = never by count). The count restarts at 0 after a sync and
+    saturates at ``2**bits - 1``. :meth:`step` is called once per started step (not for a
+    start refused for its batch size), in the order the hardware decides it: at the start.
+    """
+
+    def __init__(self, period: int = 0, count: int = 0, *, bits: int = 16):
+        top = (1 << bits) - 1
+        for name, v in (("period", period), ("count", count)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v <= top:
+                raise ValueError(f"{name} must be an integer in 0..{top}, not {v!r}")
+        self.period, self.count, self.top = int(period), int(count), top
+
+    def step(self, force: bool = False) -> bool:
+        """Whether this step syncs; advances the count."""
+        due = bool(force) or (self.period > 0 and self.count + 1 >= self.period)
+        self.count = 0 if due else min(self.count + 1, self.top)
+        return due
+
+
 def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rewards=None,
                dones=None, next_obs=None, target_weights=None, gamma=None, targets=None,
-               sub_batch=None, dp=1):
+               sub_batch=None, dp=1, sync_target=False):
     """One bit-exact SGD step (see the module docstring).
 
     Parameters
@@ -213,6 +243,9 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     dp : int
         Pipelines the sub-batches are dealt to (round robin); their scratchpads are added in
         order with saturation (see the module docstring). Default 1.
+    sync_target : bool
+        DQN: copy the updated weights into the target network after the step
+        (:attr:`StepResult.next_target_weights`; :class:`TargetSync` decides it per step).
 
     Returns
     -------
@@ -312,8 +345,14 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         w, o = wfmt.saturate(weights[l] - wfmt.rshift_round(int(lr) * g, shift))
         ovf["wu"] |= bool(o.any())
         new_weights.append(w)
+    synced = dqn and bool(sync_target)
+    if not dqn and sync_target:
+        raise ValueError("sync_target needs a DQN step (an MSE step has no target network)")
+    nxt = None
+    if dqn:
+        nxt = [w.copy() for w in (new_weights if synced else target_weights)]
     return StepResult(new_weights, q, target, inputs, pre, deltas, bw, grads, loss, ovf, extra,
-                      loss_sum)
+                      loss_sum, synced, nxt)
 
 
 def _fw_bounds(weights, batch, num):

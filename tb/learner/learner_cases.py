@@ -24,6 +24,7 @@ class Case:
     next_obs: np.ndarray = None
     target_weights: list = field(default_factory=list)
     targets: np.ndarray = None
+    sync_target: bool = False          # DQN: force a target sync at the end of the step
 
     @property
     def batch(self) -> int:
@@ -48,16 +49,20 @@ def random_case(cfg: LearnerConfig, B: int, rng, *, lr=0.05, gamma=0.99, scale=1
                 target_weights=wt)
 
 
-def golden(cfg: LearnerConfig, case: Case, weights=None):
-    """:func:`train_step` as the pipelines compute it (WA per sub-batch, dp scratchpads)."""
+def golden(cfg: LearnerConfig, case: Case, weights=None, *, target_weights=None, sync=None):
+    """:func:`train_step` as the pipelines compute it (WA per sub-batch, dp scratchpads).
+
+    ``target_weights`` replaces the case's (a chain of steps with syncs); ``sync`` replaces
+    ``case.sync_target`` (the decision of :class:`sw.golden.mlp.TargetSync`)."""
     w = case.weights if weights is None else weights
     if cfg.loss == "mse":
         return train_step(w, case.obs, cfg.numerics, lr=case.lr, targets=case.targets,
                           sub_batch=cfg.sub_batch, dp=cfg.dp)
+    tw = case.target_weights if target_weights is None else target_weights
     return train_step(w, case.obs, cfg.numerics, lr=case.lr, actions=case.actions,
                       rewards=case.rewards, dones=case.dones, next_obs=case.next_obs,
-                      target_weights=case.target_weights, gamma=case.gamma,
-                      sub_batch=cfg.sub_batch, dp=cfg.dp)
+                      target_weights=tw, gamma=case.gamma, sub_batch=cfg.sub_batch, dp=cfg.dp,
+                      sync_target=case.sync_target if sync is None else sync)
 
 
 def input_images(cfg: LearnerConfig, case: Case, *, weights=True) -> dict:
@@ -88,6 +93,8 @@ def expected_regions(cfg: LearnerConfig, step) -> dict:
         out[f"grad{l}"] = step.grads[l]
     if cfg.loss == "dqn":
         out["tq"] = step.extra["q_next"]
+        for l in range(L):
+            out[f"tw{l}"] = step.next_target_weights[l]
         for l in range(L - 1):
             out[f"th{l}"] = np.maximum(step.extra["next_pre"][l], 0)
     names = {r.name for r in regions(cfg)}

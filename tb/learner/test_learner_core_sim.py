@@ -54,11 +54,15 @@ class CoreHost:
         img = await self.read(name, nwords * word_bytes(cfg, name))
         return unpack_matrix(cfg, name, img, rows)
 
-    async def step(self, case, *, timeout=100_000):
+    async def step(self, case, *, timeout=100_000, period=0):
         dut, ctx = self.dut, self.ctx
         ctx.set(dut.batch_size, case.batch)
         ctx.set(dut.lr, case.lr)
         ctx.set(dut.gamma, case.gamma)
+        dqn = self.cfg.loss == "dqn"
+        if dqn:
+            ctx.set(dut.sync_target, case.sync_target)
+            ctx.set(dut.sync_period, period)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
@@ -69,8 +73,11 @@ class CoreHost:
         else:
             raise AssertionError("timeout waiting for done")
         flags = {f: ctx.get(getattr(dut, f"flag_{f}")) for f in LEARNER_FLAGS}
-        return {"cycles": ctx.get(dut.cycles), "error": ctx.get(dut.error), "flags": flags,
-                "loss_sum": ctx.get(dut.loss_sum), "busy": ctx.get(dut.busy)}
+        out = {"cycles": ctx.get(dut.cycles), "error": ctx.get(dut.error), "flags": flags,
+               "loss_sum": ctx.get(dut.loss_sum), "busy": ctx.get(dut.busy)}
+        if dqn:
+            out.update(synced=ctx.get(dut.synced), sync_count=ctx.get(dut.sync_count))
+        return out
 
 
 def simulate(cfg, case, *, steps=1, read=None, vcd=None):
@@ -116,6 +123,8 @@ def check_step(cfg, case, status, got, step):
     assert status["loss_sum"] == step.loss_sum
     assert status["cycles"] == step_cycles(cfg, case.batch), \
         (status["cycles"], step_cycles(cfg, case.batch))
+    if cfg.loss == "dqn":
+        assert bool(status["synced"]) == step.synced
 
 
 TINY = dict(sizes=(3, 4, 2), array=2, max_batch=8)
@@ -358,3 +367,76 @@ def test_data_parallel_reduction_saturates_like_the_golden():
     assert step.overflow["wa"]
     status, got = simulate(cfg, case)
     check_step(cfg, case, status[0], got, step)
+
+
+@pytest.mark.parametrize("dp", [1, 2])
+def test_target_sync_period_and_forced(dp):
+    """SYNC_PERIOD = 3 and a forced sync on step 5 over seven steps on one batch: tw<l> holds
+    the updated weights exactly after the syncing steps (and is unchanged otherwise), every
+    step bit-exact against the golden chain, the counter and ``synced`` as
+    :class:`sw.golden.mlp.TargetSync` says, and a sync costs no cycles."""
+    from sw.golden.mlp import TargetSync
+
+    cfg = LearnerConfig(sizes=(3, 5, 2), array=2, max_batch=8, sub_batch=2, dp=dp)
+    case = random_case(cfg, 6, np.random.default_rng(31 + dp), lr=0.1)
+    forced = {4}
+    dut = LearnerCore(cfg)
+    got = []
+    period = 3
+
+    async def bench(ctx):
+        host = CoreHost(cfg, dut, ctx)
+        for name, img in input_images(cfg, case).items():
+            await host.write(name, img)
+        # A refused start (bad batch size) counts no step.
+        ctx.set(dut.batch_size, 0)
+        ctx.set(dut.sync_period, period)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        await ctx.tick()
+        assert ctx.get(dut.sync_count) == 0 and not ctx.get(dut.synced)
+        for i in range(7):
+            case.sync_target = i in forced
+            status = await host.step(case, period=period)
+            regs = {n: await host.read_matrix(n, region_rows(cfg, n, case.batch))
+                    for n in ("w0", "w1", "tw0", "tw1", "tq")}
+            got.append((status, regs))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    rule = TargetSync(period)
+    w, tw = case.weights, case.target_weights
+    synced = []
+    for i, (status, regs) in enumerate(got):
+        due = rule.step(i in forced)
+        step = golden(cfg, case, w, target_weights=tw, sync=due)
+        case.sync_target = i in forced
+        check_step(cfg, case, status, regs, step)
+        assert status["sync_count"] == rule.count
+        synced.append(due)
+        if not due:
+            for l in range(2):
+                np.testing.assert_array_equal(regs[f"tw{l}"], tw[l])
+        w, tw = step.weights, step.next_target_weights
+    assert synced == [False, False, True, False, True, False, False]
+    for l in range(2):
+        np.testing.assert_array_equal(got[4][1][f"tw{l}"], got[4][1][f"w{l}"])
+
+
+def test_target_sync_golden_rule():
+    from sw.golden.mlp import TargetSync
+
+    r = TargetSync(1)
+    assert [r.step() for _ in range(3)] == [True] * 3 and r.count == 0
+    r = TargetSync(0)
+    assert [r.step() for _ in range(3)] == [False] * 3 and r.count == 3
+    assert r.step(True) and r.count == 0
+    r = TargetSync(2, count=5)                  # count already past a shortened period
+    assert r.step() and r.count == 0
+    r = TargetSync(0, count=0xFFFF)
+    assert not r.step() and r.count == 0xFFFF   # saturates
+    with pytest.raises(ValueError, match="period must be an integer in 0..65535"):
+        TargetSync(1 << 16)
