@@ -30,7 +30,11 @@ What the caller gets back from the accelerator
     the scale can be undone afterwards (multiply by the reward std); the subtracted mean cannot,
     because its contribution to a return depends on where episodes end. In environments with a
     constant per-step reward (CartPole-v1's +1, MountainCar's -1) centering makes every
-    standardized reward exactly 0, i.e. it removes the survival signal: use a shaped reward there.
+    standardized reward exactly 0, i.e. it removes the survival signal. For those, choose
+    ``reward_norm="scale"`` (:data:`REWARD_NORMS`): rewards are divided by their running root
+    mean square ``sqrt(mean^2 + std^2)`` and not centred, so CartPole's +1 stays +1, the sign and
+    the survival signal are kept, and the results convert back to raw-reward units exactly by
+    one multiplication (``prepared["reward_std"]`` is then that RMS).
 
 Quantization (section II-C)
     :class:`UniformQuantizer`: symmetric, mid-tread, *signed* codes in ``-qmax..qmax`` with
@@ -69,7 +73,7 @@ from rtl_gen.fixed import MAX_INTERMEDIATE_BITS, FixedFormat
 
 __all__ = [
     "DEFAULT_REWARD_CLIP", "DEFAULT_VALUE_CLIP", "DEFAULT_MIN_STD", "BITS_RANGE",
-    "REWARD_ROUNDINGS",
+    "REWARD_ROUNDINGS", "REWARD_NORMS",
     "RunningMeanStd", "DynamicRewardStandardizer", "block_standardize",
     "UniformQuantizer", "dequantize", "GaeQuantizationPipeline",
 ]
@@ -96,6 +100,9 @@ BITS_RANGE = (2, 16)
 
 #: Ways of rounding rewards to codes in :class:`GaeQuantizationPipeline`.
 REWARD_ROUNDINGS = ("error_feedback", "nearest")
+#: Reward normalizations: ``"center"`` (HEPPO: ``(r - mean) / std``) and ``"scale"``
+#: (``r / rms``, no centring; for constant per-step rewards).
+REWARD_NORMS = ("center", "scale")
 
 
 # -- validation helpers -----------------------------------------------------------------------
@@ -239,12 +246,16 @@ class DynamicRewardStandardizer:
     Each call updates the running statistics with the batch, then returns
     ``(rewards - mean) / max(std, min_std)`` with the statistics of every reward seen so far,
     this batch included. See the module docstring for what the mean subtraction implies.
+    With ``norm="scale"`` it returns ``rewards / max(rms, min_std)`` instead, ``rms =
+    sqrt(mean**2 + std**2)`` (no centring; the returned "mean" is 0 and "std" the RMS).
 
     Parameters
     ----------
     min_std : float
         Floor of the standard deviation (a stream of identical rewards has std 0; they then
         standardize to exactly 0).
+    norm : str
+        ``"center"`` (default, HEPPO) or ``"scale"`` (:data:`REWARD_NORMS`).
 
     Members
     -------
@@ -252,20 +263,31 @@ class DynamicRewardStandardizer:
         The running statistics (save them with ``stats.state_dict()``).
     """
 
-    def __init__(self, *, min_std=DEFAULT_MIN_STD):
+    def __init__(self, *, min_std=DEFAULT_MIN_STD, norm="center"):
         self._min_std = _check_min_std(min_std)
+        if norm not in REWARD_NORMS:
+            raise ValueError(f"norm must be one of {', '.join(REWARD_NORMS)}, not {norm!r}")
+        self._norm = norm
         self.stats = RunningMeanStd()
 
     @property
     def min_std(self) -> float:
         return self._min_std
 
+    @property
+    def norm(self) -> str:
+        return self._norm
+
     def standardize(self, rewards):
         """Standardize with the current statistics, without updating them.
 
-        Returns ``(standardized, mean, std)`` where ``std`` is the floored std actually used.
+        Returns ``(standardized, mean, std)``: ``std`` is the floored divisor actually used
+        (the RMS for ``norm="scale"``, whose ``mean`` is 0: nothing is subtracted).
         """
         r = _finite_array(rewards, "rewards")
+        if self._norm == "scale":
+            rms = max(math.hypot(self.stats.mean, self.stats.std), self._min_std)
+            return r / rms, 0.0, rms
         mean, std = self.stats.mean, max(self.stats.std, self._min_std)
         return (r - mean) / std, mean, std
 
@@ -523,6 +545,8 @@ class GaeQuantizationPipeline:
         Clipping ranges of standardized rewards and values.
     reward_rounding : str
         ``"error_feedback"`` or ``"nearest"`` (:data:`REWARD_ROUNDINGS`).
+    reward_norm : str
+        ``"center"`` (HEPPO, default) or ``"scale"`` (:data:`REWARD_NORMS`, module docstring).
     reg_format : FixedFormat
         Format of the scale and offset registers.
     min_std : float
@@ -537,7 +561,7 @@ class GaeQuantizationPipeline:
 
     def __init__(self, *, bits=8, reward_clip=DEFAULT_REWARD_CLIP, value_clip=DEFAULT_VALUE_CLIP,
                  reward_rounding="error_feedback", reg_format=FixedFormat(32, 16),
-                 min_std=DEFAULT_MIN_STD):
+                 min_std=DEFAULT_MIN_STD, reward_norm="center"):
         self.reward_quantizer = UniformQuantizer(bits=bits, clip=reward_clip)
         self.value_quantizer = UniformQuantizer(bits=bits, clip=value_clip)
         if reward_rounding not in REWARD_ROUNDINGS:
@@ -546,7 +570,7 @@ class GaeQuantizationPipeline:
         self._reward_rounding = reward_rounding
         self._reg_format = _check_format(reg_format, "reg_format")
         self._min_std = _check_min_std(min_std)
-        self.rewards = DynamicRewardStandardizer(min_std=min_std)
+        self.rewards = DynamicRewardStandardizer(min_std=min_std, norm=reward_norm)
 
     @property
     def bits(self) -> int:
@@ -555,6 +579,10 @@ class GaeQuantizationPipeline:
     @property
     def reward_rounding(self) -> str:
         return self._reward_rounding
+
+    @property
+    def reward_norm(self) -> str:
+        return self.rewards.norm
 
     @property
     def reg_format(self) -> FixedFormat:
@@ -661,17 +689,20 @@ class GaeQuantizationPipeline:
         return {"bits": self.bits, "reward_clip": self.reward_quantizer.clip,
                 "value_clip": self.value_quantizer.clip, "reward_rounding": self._reward_rounding,
                 "reg_format": self._reg_format.to_dict(), "min_std": self._min_std,
-                "reward_stats": self.rewards.stats.state_dict()}
+                "reward_norm": self.rewards.norm, "reward_stats": self.rewards.stats.state_dict()}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "GaeQuantizationPipeline":
         """Rebuild a pipeline saved by :meth:`state_dict`."""
         keys = {"bits", "reward_clip", "value_clip", "reward_rounding", "reg_format", "min_std",
                 "reward_stats"}
-        if not isinstance(state, dict) or set(state) != keys:
-            raise ValueError(f"state must be a dict with keys {', '.join(sorted(keys))}")
+        # reward_norm is optional: states saved before it existed are "center".
+        if not isinstance(state, dict) or not keys <= set(state) <= keys | {"reward_norm"}:
+            raise ValueError(f"state must be a dict with keys {', '.join(sorted(keys))} "
+                             f"(and optionally reward_norm)")
         pipe = cls(bits=state["bits"], reward_clip=state["reward_clip"],
                    value_clip=state["value_clip"], reward_rounding=state["reward_rounding"],
-                   reg_format=FixedFormat(**state["reg_format"]), min_std=state["min_std"])
+                   reg_format=FixedFormat(**state["reg_format"]), min_std=state["min_std"],
+                   reward_norm=state.get("reward_norm", "center"))
         pipe.rewards.stats.load_state_dict(state["reward_stats"])
         return pipe

@@ -130,6 +130,50 @@ def test_constant_rewards_standardize_to_zero():
         assert mean == 1.0 and s == std.min_std and not z.any()
 
 
+def test_scale_norm_keeps_constant_rewards_and_their_sign():
+    """``norm="scale"`` divides by the running RMS without centring: CartPole's +1 stays +1,
+    MountainCar's -1 stays -1, and mixed rewards keep their signs and ratios."""
+    for value in (1.0, -1.0, 3.0):
+        std = DynamicRewardStandardizer(norm="scale")
+        for _ in range(3):
+            z, mean, rms = std(np.full((8, 4), value))
+            assert mean == 0.0 and rms == pytest.approx(abs(value))
+            np.testing.assert_allclose(z, np.sign(value), rtol=1e-12)
+    rng = np.random.default_rng(SEED)
+    b1, b2 = rng.normal(2, 3, (16, 4)), rng.normal(-1, 1, (16, 4))
+    std = DynamicRewardStandardizer(norm="scale")
+    std(b1)
+    z2, _, rms = std(b2)
+    both = np.concatenate([b1, b2])
+    assert rms == pytest.approx(np.sqrt(np.mean(both ** 2)), rel=1e-12)
+    np.testing.assert_allclose(z2, b2 / rms, rtol=1e-12)
+    with pytest.raises(ValueError, match="norm must be one of center, scale"):
+        DynamicRewardStandardizer(norm="none")
+
+
+def test_pipeline_scale_norm_round_trips_and_quantizes_cartpole_rewards_exactly():
+    """The pipeline's ``reward_norm`` reaches the standardizer, survives ``state_dict``, and a
+    CartPole batch (+1 everywhere) standardizes to exactly 1.0 and quantizes with error
+    feedback to codes whose running sum stays within half a step of the true sum (1.0 is not a
+    multiple of the step 8/127); states saved before the option existed load as ``"center"``."""
+    pipe = GaeQuantizationPipeline(reward_norm="scale", reg_format=REG)
+    assert pipe.reward_norm == "scale"
+    rng = np.random.default_rng(SEED)
+    out = pipe.prepare(np.ones((16, 4)), rng.normal(20, 5, (16, 4)), rng.normal(20, 5, 4))
+    np.testing.assert_array_equal(out["standardized_rewards"], 1.0)
+    q = pipe.reward_quantizer
+    drift = np.cumsum(out["reward_codes"] * q.step, axis=0) - np.arange(1, 17)[:, None]
+    assert np.abs(drift).max() <= q.step / 2 + 1e-12
+    assert out["reward_mean"] == 0.0 and out["reward_std"] == 1.0
+    state = pipe.state_dict()
+    assert state["reward_norm"] == "scale"
+    assert GaeQuantizationPipeline.from_state_dict(state).reward_norm == "scale"
+    legacy = {k: v for k, v in state.items() if k != "reward_norm"}
+    assert GaeQuantizationPipeline.from_state_dict(legacy).reward_norm == "center"
+    with pytest.raises(ValueError, match="norm must be one of"):
+        GaeQuantizationPipeline(reward_norm="scaled")
+
+
 def test_block_standardization_includes_bootstrap_values():
     rng = np.random.default_rng(SEED)
     v, last = rng.normal(10, 4, (32, 8)), rng.normal(10, 4, 8)
