@@ -1,0 +1,1 @@
+"""RL programs that use the accelerators (through sw.driver)."""
