@@ -6,9 +6,12 @@
   :class:`~rtl_gen.regmap.RegisterMap`;
 * :mod:`sw.driver.gae` -- :class:`GaeDriver` (``compute(rewards, values, dones, last_values,
   gamma, lam)``);
-* backends: :class:`GoldenDevice` (pure Python), :class:`SimDevice` (Verilator + cocotb),
-  :class:`PynqDevice` (ZCU106), :class:`XrtDevice` (Alveo). Optional packages (cocotb,
-  cocotbext-axi, pynq, pyxrt) are imported only when their backend is instantiated.
+* :mod:`sw.driver.learner` -- :class:`LearnerDriver` (``load_weights``, ``train_step``,
+  ``read_weights``, ``sync_target``);
+* backends: :class:`GoldenDevice`, :class:`LearnerGoldenDevice` (pure Python),
+  :class:`SimDevice` (Verilator + cocotb), :class:`PynqDevice` (ZCU106), :class:`XrtDevice`
+  (Alveo). Optional packages (cocotb, cocotbext-axi, pynq, pyxrt) are imported only when
+  their backend is instantiated.
 """
 
 from .gae import (GAE_KERNEL_NAME, GAE_VLNV, GAE_VLNVS, DequantOverflowWarning, GaeBatch,
@@ -16,6 +19,11 @@ from .gae import (GAE_KERNEL_NAME, GAE_VLNV, GAE_VLNVS, DequantOverflowWarning, 
                   GaeTimeoutError, PeOverflowWarning, RequantOverflowWarning,
                   StartRefusedWarning, read_hw_config)
 from .golden import GoldenDevice
+from .golden_learner import LearnerGoldenDevice
+from .learner import (LEARNER_VLNV, LEARNER_VLNVS, LearnerBatch, LearnerBusyError,
+                      LearnerConfigMismatchError, LearnerDriver, LearnerError,
+                      LearnerOverflowWarning, LearnerRangeWarning, LearnerTimeoutError,
+                      StepDetails, read_learner_config)
 from .mmio import BusError, Device, MemoryPort, Mmio
 from .pynq_device import PynqDevice, gae_ip_class
 from .regmap import RegisterAccessError, RegisterMapAccess, load_register_map
@@ -29,5 +37,9 @@ __all__ = [
     "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
     "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
     "RequantOverflowWarning", "StartRefusedWarning",
-    "GoldenDevice", "SimDevice", "PynqDevice", "XrtDevice", "gae_ip_class",
+    "LearnerDriver", "LearnerBatch", "StepDetails", "read_learner_config", "LEARNER_VLNV",
+    "LEARNER_VLNVS", "LearnerError", "LearnerBusyError", "LearnerTimeoutError",
+    "LearnerConfigMismatchError", "LearnerOverflowWarning", "LearnerRangeWarning",
+    "GoldenDevice", "LearnerGoldenDevice", "SimDevice", "PynqDevice", "XrtDevice",
+    "gae_ip_class",
 ]

@@ -23,9 +23,11 @@ import threading
 import numpy as np
 
 from .gae import GAE_VLNV, GAE_VLNVS
+from .learner import LEARNER_VLNVS
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 
-__all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "find_gae_windows"]
+__all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "learner_ip_class",
+           "find_gae_windows"]
 
 
 def _import_pynq():
@@ -166,7 +168,8 @@ class PynqDevice(Device):
         The accelerator's instance name in the block design; default: the one IP whose VLNV is
         ``vlnv``.
     vlnv : str
-        VLNV to look for (default :data:`~sw.driver.gae.GAE_VLNV`).
+        VLNV to look for (default :data:`~sw.driver.gae.GAE_VLNV`; for a learner
+        :data:`~sw.driver.learner.LEARNER_VLNV`).
     mem_addr, mem_range : int or None
         Physical base and size of the ``s_axi_mem`` window, if the ``.hwh`` does not list it.
     use_interrupt : bool
@@ -185,7 +188,8 @@ class PynqDevice(Device):
     def __init__(self, bitfile=None, *, overlay=None, name=None, vlnv=GAE_VLNV, mem_addr=None,
                  mem_range=None, use_interrupt=True, bulk=False, download=True):
         pynq = _import_pynq()
-        gae_ip_class()                      # bind our driver before the overlay is parsed
+        gae_ip_class()                      # bind our drivers before the overlay is parsed
+        learner_ip_class()
         if overlay is None:
             if bitfile is None:
                 raise ValueError("give bitfile= or overlay=")
@@ -318,6 +322,83 @@ def gae_ip_class():
     return GaeIP
 
 
+_LEARNER_IP_CLASS = None
+
+
+def learner_ip_class():
+    """The ``pynq.DefaultIP`` subclass bound to the shipped learners' VLNVs
+    (:data:`~sw.driver.learner.LEARNER_VLNVS`), as :func:`gae_ip_class` is for the GAE
+    accelerator: ``register_map``, ``driver(config=None, **kwargs)`` (a
+    :class:`~sw.driver.learner.LearnerDriver` on a :class:`PynqDevice` for this overlay),
+    ``load_weights``, ``read_weights``, ``train_step`` and ``sync_target`` (the driver's).
+    """
+    global _LEARNER_IP_CLASS
+    if _LEARNER_IP_CLASS is not None:
+        return _LEARNER_IP_CLASS
+    pynq = _import_pynq()
+
+    class LearnerIP(pynq.DefaultIP):
+        """PYNQ driver of the MLP learner accelerator (see :func:`learner_ip_class`)."""
+
+        bindto = list(LEARNER_VLNVS)
+
+        def __init__(self, description):
+            super().__init__(description)
+            self._description = description
+            self._learner_driver = None
+            self._learner_regs = None
+
+        @property
+        def register_map(self):
+            if str(self._description.get("mem_id") or "").endswith("s_axi_mem"):
+                raise AttributeError("this is the learner's s_axi_mem window; the registers "
+                                     "are on its s_axi_control window")
+            if self._learner_regs is None:
+                from rtl_gen.learner.regs import learner_register_map
+
+                from .learner import read_learner_config
+                from .regmap import RegisterMapAccess
+
+                mmio = PynqMmio(self.mmio)
+                self._learner_regs = RegisterMapAccess(
+                    learner_register_map(read_learner_config(mmio)), mmio)
+            return self._learner_regs
+
+        def driver(self, config=None, **kwargs):
+            """A :class:`~sw.driver.learner.LearnerDriver` for this learner (kept after the
+            first call; ``mem_addr``, ``mem_range``, ``use_interrupt``, ``bulk`` go to
+            :class:`PynqDevice`, the rest to the driver)."""
+            if self._learner_driver is None:
+                from .learner import LEARNER_VLNV, LearnerDriver
+
+                dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
+                dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
+                path = self._description.get("fullpath", "")
+                mem_id = str(self._description.get("mem_id") or "")
+                instance = path.rpartition("/")[0] if mem_id and path.endswith(mem_id) \
+                    else path
+                device = PynqDevice(overlay=_ActiveOverlay(pynq), name=instance or None,
+                                    vlnv=LEARNER_VLNV, **dev_kw)
+                self._learner_driver = LearnerDriver(device, config, **kwargs)
+            return self._learner_driver
+
+        def load_weights(self, weights, biases, **kwargs):
+            return self.driver().load_weights(weights, biases, **kwargs)
+
+        def read_weights(self, **kwargs):
+            return self.driver().read_weights(**kwargs)
+
+        def train_step(self, *args, **kwargs):
+            return self.driver().train_step(*args, **kwargs)
+
+        def sync_target(self):
+            return self.driver().sync_target()
+
+    LearnerIP.__module__ = __name__
+    _LEARNER_IP_CLASS = LearnerIP
+    return LearnerIP
+
+
 class _ActiveOverlay:
     """The currently loaded overlay's ``ip_dict`` (``pynq.PL``), for :class:`PynqDevice`."""
 
@@ -328,5 +409,7 @@ class _ActiveOverlay:
 def __getattr__(name):
     if name == "GaeIP":
         return gae_ip_class()
+    if name == "LearnerIP":
+        return learner_ip_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

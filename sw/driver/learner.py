@@ -1,0 +1,814 @@
+"""Host driver of the MLP learner accelerator: float weights and batches in, losses out.
+
+:class:`LearnerDriver` runs the same code on every :class:`~sw.driver.mmio.Device` (the golden
+model :class:`~sw.driver.golden_learner.LearnerGoldenDevice`, the Verilated RTL, a PYNQ board)::
+
+    drv = LearnerDriver(device, config)       # or config=None: read back from HW_* registers
+    drv.load_weights(weights, biases)         # float, weights[l] is n_in x n_out (x @ W + b)
+    loss = drv.train_step(obs, actions, rewards, next_obs, dones, gamma=0.99, lr=1e-3)
+    drv.sync_target()                         # DQN: target network <- online network
+
+The weights live on chip and are updated in place by every step; :meth:`LearnerDriver.
+read_weights` reads them back. Every method does, in order:
+
+1. **validation, before any bus access**: shapes (``weights[l]`` is ``sizes[l] x
+   sizes[l+1]``, ``biases[l]`` ``sizes[l+1]``; ``obs`` and ``next_obs`` ``[B, sizes[0]]``,
+   ``actions``, ``rewards`` and ``dones`` ``[B]``, MSE ``targets`` ``[B, sizes[-1]]``), dtypes
+   (numeric; actions integers in ``0..n_actions-1``; dones bool or 0/1), finiteness,
+   ``1 <= B <= max_batch``, ``gamma`` in [0, 1], ``lr >= 0`` with ``lr * 2 / B`` inside the LR
+   register's format (and not rounded to 0 when ``lr > 0``), and the arguments of the
+   configured loss only: ``ValueError`` naming the argument;
+2. **quantization** to the fixed-point formats of the hardware
+   (:class:`~rtl_gen.learner.config.LearnerNumerics`): weights and biases to the weight format,
+   observations, rewards and targets to the activation format, ``gamma`` to the coefficient
+   format, ``eta = lr * 2 / B`` to the LR format (the 2/B of the mean squared error is folded
+   into the coefficient, see :mod:`sw.golden.mlp`). A value outside its format is an error
+   (``on_range="error"``, the default: the message names the argument, the first element
+   outside and the range) or, with ``on_range="clip"``, saturated with a
+   :class:`LearnerRangeWarning` -- never wrapped;
+3. **the step** (:meth:`LearnerDriver.start`, :meth:`LearnerDriver.wait`, also usable on raw
+   values): CTRL.AP_IDLE checked (:class:`LearnerBusyError` before anything is written), the
+   batch into the memory regions of :mod:`rtl_gen.learner.layout`, BATCH_SIZE, LR, GAMMA,
+   AP_START, then the interrupt (or polling of CTRL.AP_DONE) with a timeout
+   (:class:`LearnerTimeoutError`), STATUS: ``ERROR`` raises :class:`LearnerError`, the
+   saturation flags warn with :class:`LearnerOverflowWarning` (naming them), START_REFUSED
+   warns :class:`~sw.driver.gae.StartRefusedWarning`; LOSS and CYCLES read back.
+
+Loss: ``(1/B) sum_b sum_o (Q[b, o] - y[b, o])**2`` with, for DQN, only the action taken
+(``y_b = r_b + gamma (1 - d_b) max_a Q_target(s'_b, a)``), i.e. torch's
+``F.mse_loss(q.gather(1, a), y)`` and, for MSE, ``((q - Y)**2).sum(1).mean()``; one step is
+plain SGD with learning rate ``lr`` on it. The value returned is exact for the fixed-point Q
+values and targets (the LOSS registers hold the sum of squares in raw units).
+
+Target network (DQN): :meth:`LearnerDriver.sync_target` copies the online weights into the
+target weights now. ``train_step(..., sync_target=True)`` makes that step's updated weights the
+target weights, and ``sync_period=N`` (constructor or attribute) does so every N-th step
+(DQN's target update period). If the hardware has the SYNC_TARGET/SYNC_PERIOD registers the
+accelerator does the copy at no cost during the step; otherwise the driver emulates the same
+rule with a host copy through the memory port after the step (``w<l>`` to ``tw<l>``, word for
+word).
+
+Not checked by the HW_* registers: the rounding mode (a given config's is trusted; read back it
+is ``half_up``).
+"""
+
+import math
+import operator
+import sys
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rtl_gen.blocks import SHIPPED
+from rtl_gen.learner.config import (ARRAY_SIZES, AXI_DATA_WIDTHS, DP_VALUES, LOSS_KINDS,
+                                    LearnerConfig)
+from rtl_gen.learner.core import LEARNER_ERRORS
+from rtl_gen.learner.layout import (pack_matrix, pack_samples, region, region_base,
+                                    unpack_matrix, word_bytes)
+from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_map
+from rtl_gen.learner.schedule import step_cycles
+from rtl_gen.vivado import vlnv
+
+from .gae import _PACKAGE_DIR, StartRefusedWarning, _ControlOf, _positive
+from .mmio import Device
+from .regmap import RegisterMapAccess
+
+__all__ = [
+    "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerDriver", "LearnerBatch", "StepDetails",
+    "read_learner_config", "LearnerError", "LearnerBusyError", "LearnerTimeoutError",
+    "LearnerConfigMismatchError", "LearnerOverflowWarning", "LearnerRangeWarning",
+]
+
+#: IP-XACT VLNV prefix of packaged learners: every learner module's name starts with
+#: ``learner`` (``rlk:accel:learner_cartpole_s4:1.0``, ...); see :func:`rtl_gen.vivado.vlnv`.
+LEARNER_VLNV = vlnv("learner")
+#: The VLNVs of the shipped learners (what PYNQ binds :class:`LearnerIP` to).
+LEARNER_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "learner")
+
+#: Error code -> text (STATUS.ERROR).
+ERRORS = {code: name.replace("_", " ") for name, code in LEARNER_ERRORS.items() if code}
+ERRORS[LEARNER_ERRORS["batch_size"]] = "BATCH_SIZE is 0 or above max_batch"
+
+#: Saturation flags of STATUS (everything in STATUS_FLAGS but START_REFUSED).
+OVERFLOW_FLAGS = {name: doc for name, (_, flag, doc) in STATUS_FLAGS.items() if flag}
+
+
+# -- errors and warnings ----------------------------------------------------------------------
+class LearnerError(RuntimeError):
+    """The accelerator refused a step (STATUS.ERROR != 0; memory untouched). ``code`` and
+    ``reason`` hold the error code and its text."""
+
+    def __init__(self, code: int, detail: str = ""):
+        self.code = code
+        self.reason = ERRORS.get(code, "unknown error code")
+        super().__init__(f"learner error {code}: {self.reason}{detail}")
+
+
+class LearnerBusyError(RuntimeError):
+    """A step is in progress (CTRL.AP_IDLE = 0); nothing was written."""
+
+
+class LearnerTimeoutError(TimeoutError):
+    """The step did not finish within the timeout (on the device's clock)."""
+
+
+class LearnerConfigMismatchError(ValueError):
+    """The given configuration does not describe the hardware (HW_* registers)."""
+
+
+class LearnerOverflowWarning(RuntimeWarning):
+    """STATUS saturation flags were set: some values of the step saturated. ``flags`` (on the
+    message) names them: FW_OVERFLOW, TARGET_FW_OVERFLOW, TARGET_OVERFLOW, DELTA_OVERFLOW,
+    BW_OVERFLOW, WA_OVERFLOW, WU_OVERFLOW."""
+
+
+class LearnerRangeWarning(RuntimeWarning):
+    """Host values outside their fixed-point format were saturated (``on_range="clip"``)."""
+
+
+def _warn_level():
+    """stacklevel of the first caller outside this package."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# -- reading the configuration back -----------------------------------------------------------
+_HW_REGS = ("HW_ARRAY", "HW_LAYERS", "HW_FORMAT", "HW_FORMAT2")
+
+
+def _decode_hw(words, loss):
+    """Configuration fields from the four HW_* words (without the sizes), or None."""
+    arr, layers, fmt, fmt2 = words
+    fields = dict(array=arr & 0xFF, sub_batch=arr >> 8 & 0xFF, max_batch=arr >> 16 & 0xFFFF,
+                  axi_data_width=8 * (layers >> 8 & 0xFF), dp=layers >> 16 & 0xFF,
+                  width=fmt & 0xFF, act_frac=fmt >> 8 & 0xFF, weight_frac=fmt >> 16 & 0xFF,
+                  grad_frac=fmt >> 24 & 0xFF, acc_width=fmt2 & 0xFF,
+                  coef_width=fmt2 >> 8 & 0xFF, lr_width=fmt2 >> 16 & 0xFF,
+                  lr_frac=fmt2 >> 24 & 0xFF)
+    n_layers, loss_idx = layers & 0xF, layers >> 4 & 0xF
+    if (loss_idx >= len(LOSS_KINDS) or LOSS_KINDS[loss_idx] != loss or not 1 <= n_layers <= 7
+            or fields["array"] not in ARRAY_SIZES or fields["dp"] not in DP_VALUES
+            or fields["axi_data_width"] not in AXI_DATA_WIDTHS
+            or layers >> 24 or not 4 <= fields["width"] <= 24):
+        return None
+    return n_layers, fields
+
+
+def read_learner_config(mmio) -> LearnerConfig:
+    """The configuration the HW_* registers describe, read without touching unmapped addresses.
+
+    The register map of a DQN learner may hold more argument registers than that of an MSE
+    learner (the target-sync registers), so its HW_* registers may sit higher. The MSE
+    addresses (inside either map, and none of them clear-on-read) are read first; the sizes
+    (``HW_SIZE<i>``) only once the four words decode as a learner of that loss with a
+    plausible number of layers; then the DQN addresses. The rounding mode is not in the
+    registers: ``half_up`` is returned.
+
+    Raises
+    ------
+    LearnerConfigMismatchError
+        If neither decodes (not a learner, or a different register map version).
+    """
+    seen = []
+    for loss in ("mse", "dqn"):
+        probe = learner_register_map(LearnerConfig(loss=loss))
+        words = [mmio.read32(probe.offset(name)) for name in _HW_REGS]
+        seen.append(f"{loss}: " + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)))
+        decoded = _decode_hw(words, loss)
+        if decoded is None:
+            continue
+        n_layers, fields = decoded
+        base = probe.offset("HW_SIZE0")
+        sizes = tuple(mmio.read32(base + 4 * i) for i in range(n_layers + 1))
+        seen[-1] += ", sizes " + ",".join(map(str, sizes))
+        try:
+            cfg = LearnerConfig(sizes=sizes, loss=loss, **fields)
+        except (ValueError, TypeError):
+            continue
+        rm = learner_register_map(cfg)
+        if (all(rm.offset(n) == probe.offset(n) for n in _HW_REGS)
+                and rm.offset("HW_SIZE0") == base
+                and [hw_info_values(cfg)[n] for n in _HW_REGS] == words):
+            return cfg
+    raise LearnerConfigMismatchError("the HW_* registers do not describe a learner "
+                                     "(read " + "; ".join(seen) + ")")
+
+
+def _check_against(config: LearnerConfig, hw: LearnerConfig):
+    want, got = hw_info_values(config), hw_info_values(hw)
+    rm = learner_register_map(config)
+    bad = []
+    if config.sizes != hw.sizes:
+        bad.append(f"sizes {hw.sizes} (config: {config.sizes})")
+    for reg in _HW_REGS:
+        if want[reg] == got[reg]:
+            continue
+        diffs = [f"{f.name} {f.get(got[reg])} (config: {f.get(want[reg])})"
+                 for f in rm[reg].fields if f.get(got[reg]) != f.get(want[reg])]
+        bad.append(f"{reg}: " + ", ".join(diffs))
+    if bad:
+        raise LearnerConfigMismatchError("config does not match the hardware: "
+                                         + "; ".join(bad))
+
+
+# -- validation ----------------------------------------------------------------------------------
+def _array(x, name, *, shape, kinds="biuf"):
+    """``x`` as a numeric, finite numpy array of ``shape`` (None entries: any length)."""
+    try:
+        a = np.asarray(x)
+    except Exception:  # noqa: BLE001 - ragged lists and the like
+        raise ValueError(f"{name} must be a numeric array") from None
+    if a.dtype.kind not in kinds:
+        what = {"iu": "an integer", "biu": "an integer or bool"}.get(kinds, "a numeric")
+        raise ValueError(f"{name} must be {what} array, not dtype {a.dtype}")
+    want = "[" + ", ".join("B" if s is None else str(s) for s in shape) + "]"
+    if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape)):
+        raise ValueError(f"{name} must be a {want} array, not shape {a.shape}")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} must be finite: {int(bad.sum())} NaN or infinite "
+                             f"element(s), the first at {first}")
+    return a
+
+
+def _real(value, name, lo, hi=None):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number, not {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
+        rng = f"in [{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
+        raise ValueError(f"{name} must be a real number {rng}, not {value!r}")
+    return v
+
+
+@dataclass
+class LearnerBatch:
+    """One step's arguments as the hardware takes them (raw integers), from
+    :meth:`LearnerDriver.prepare`; no hardware involved.
+
+    Members
+    -------
+    batch_size : int
+    obs, next_obs : int arrays ``[B, n_in]`` (act format); ``next_obs`` None for MSE
+    actions, rewards, dones : ``[B]`` (rewards raw act format); None for MSE
+    targets : int array ``[B, n_out]`` (MSE) or None
+    lr : int
+        Raw ``eta = lr * 2 / B`` in the LR format.
+    gamma : int
+        Raw discount in the coefficient format (0 for MSE).
+    lr_value, gamma_value : float
+        As given.
+    """
+    batch_size: int
+    obs: np.ndarray
+    lr: int
+    gamma: int = 0
+    actions: np.ndarray = None
+    rewards: np.ndarray = None
+    dones: np.ndarray = None
+    next_obs: np.ndarray = None
+    targets: np.ndarray = None
+    lr_value: float = 0.0
+    gamma_value: float = 0.0
+
+
+@dataclass
+class StepDetails:
+    """What ``train_step(..., details=True)`` returns.
+
+    Members
+    -------
+    loss : float
+        As :meth:`LearnerDriver.train_step` returns it.
+    loss_sum : int
+        LOSS_HI:LOSS_LO, ``sum (Q - y)**2`` in raw units (``2 act_frac`` fraction bits).
+    q : float array ``[B, n_out]``
+        Q values of the step (before the update).
+    td_errors : float array
+        ``Q - y`` as the step back-propagated it (grad format, saturated if DELTA_OVERFLOW):
+        ``[B]`` at the actions taken (DQN), ``[B, n_out]`` (MSE).
+    cycles : int
+        CYCLES: accelerator cycles of the step.
+    synced : bool
+        The target network was set to the updated weights after this step.
+    status : dict
+        STATUS fields, LOSS and CYCLES.
+    """
+    loss: float
+    loss_sum: int
+    q: np.ndarray
+    td_errors: np.ndarray
+    cycles: int
+    synced: bool
+    status: dict = field(default_factory=dict)
+
+
+class LearnerDriver:
+    """The learner accelerator on any :class:`~sw.driver.mmio.Device`.
+
+    Parameters
+    ----------
+    device : Device
+        Control port, memory port, interrupt, clock.
+    config : LearnerConfig, dict or None
+        The accelerator's configuration. It is always checked against the HW_* registers
+        (:func:`read_learner_config`; mismatch: :class:`LearnerConfigMismatchError`); None
+        takes the configuration read back.
+    timeout : float
+        Seconds (on the device's clock) a step may take beyond its expected cycle count
+        (:func:`~rtl_gen.learner.schedule.step_cycles`) at ``clock_hz``.
+    clock_hz : float
+        Clock assumed to turn cycles into seconds for the timeout (default 100 MHz).
+    poll_interval : float
+        Seconds between CTRL reads when polling.
+    use_interrupt : bool or None
+        Wait for the interrupt line (GIER/IP_IER enabled, IP_ISR cleared after each step);
+        default ``device.has_interrupt``. Otherwise poll CTRL.AP_DONE (interrupts disabled).
+    on_range : str
+        ``"error"`` (default): a float outside its fixed-point format raises ``ValueError``;
+        ``"clip"``: it saturates and :class:`LearnerRangeWarning` is issued.
+    sync_period : int
+        DQN: make the updated weights the target weights every ``sync_period``-th step
+        (counted since the last sync); 0 (default): only when asked.
+
+    Members
+    -------
+    config : LearnerConfig
+    register_map : RegisterMapAccess
+        PYNQ-style access to every register (``drv.register_map.STATUS.ERROR``).
+    hardware_sync : bool
+        The accelerator has the target-sync registers (else the driver copies on the host).
+    sync_period : int
+    last_batch : LearnerBatch or None
+    last_status : dict
+        STATUS fields, LOSS and CYCLES of the last step.
+    """
+
+    def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
+                 poll_interval=1e-4, use_interrupt=None, on_range="error", sync_period=0):
+        for attr in ("control", "memory", "time", "sleep"):
+            if not hasattr(device, attr):
+                raise TypeError(f"device must be a Device (control, memory, time, sleep), "
+                                f"not {device!r}")
+        if isinstance(config, dict):
+            config = LearnerConfig.from_dict(config)
+        if config is not None and not isinstance(config, LearnerConfig):
+            raise TypeError(f"config must be a LearnerConfig, a dict or None, not {config!r}")
+        self._timeout = _positive(timeout, "timeout")
+        self._clock_hz = _positive(clock_hz, "clock_hz")
+        self._poll = _positive(poll_interval, "poll_interval")
+        if on_range not in ("error", "clip"):
+            raise ValueError(f"on_range must be 'error' or 'clip', not {on_range!r}")
+        self._on_range = on_range
+        if use_interrupt is None:
+            use_interrupt = bool(getattr(device, "has_interrupt", False))
+        if not isinstance(use_interrupt, bool):
+            raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
+        if use_interrupt and not getattr(device, "has_interrupt", False):
+            raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
+        self._use_irq = use_interrupt
+        self._sync_period = self._check_period(sync_period)
+        # Nothing above touched the device; now read the hardware's own description.
+        self._device = device
+        hw = read_learner_config(device.control)
+        if config is None:
+            config = hw
+        else:
+            _check_against(config, hw)
+        if config.loss != "dqn" and sync_period:
+            raise ValueError("sync_period needs a DQN learner (loss='mse' has no target "
+                             "network)")
+        self._config = config
+        self.register_map = RegisterMapAccess(learner_register_map(config), _ControlOf(device))
+        self.hardware_sync = "SYNC_TARGET" in self.register_map
+        self._since_sync = 0                      # host emulation of the sync counter
+        self._expected_cycles = 0
+        self.last_batch = None
+        self.last_status = {}
+
+    # -- properties ----------------------------------------------------------------------------
+    @property
+    def config(self) -> LearnerConfig:
+        return self._config
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def sync_period(self) -> int:
+        return self._sync_period
+
+    @sync_period.setter
+    def sync_period(self, value):
+        value = self._check_period(value)
+        if value and self._config.loss != "dqn":
+            raise ValueError("sync_period needs a DQN learner (loss='mse' has no target "
+                             "network)")
+        self._sync_period = value
+
+    @staticmethod
+    def _check_period(value):
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise ValueError(f"sync_period must be an integer in 0..65535, not {value!r}") \
+                from None
+        if isinstance(value, bool) or not 0 <= v <= 0xFFFF:
+            raise ValueError(f"sync_period must be an integer in 0..65535, not {value!r}")
+        return v
+
+    # -- host values -> raw ----------------------------------------------------------------------
+    def _quantize(self, x, fmt, name):
+        raw, over = fmt.quantize(x, return_overflow=True)
+        if over.any():
+            idx = tuple(int(i) for i in np.argwhere(over)[0])
+            where = f"{name}[{', '.join(map(str, idx))}]" if idx else name
+            value = np.asarray(x, np.float64)[idx] if idx else float(x)
+            msg = (f"{name}: {int(over.sum())} value(s) outside the {fmt} range "
+                   f"[{fmt.min_value:g}, {fmt.max_value:g}], the first {where} = {value:g}")
+            if self._on_range == "error":
+                raise ValueError(msg + " (scale them, or on_range='clip' to saturate)")
+            warnings.warn(msg + ": saturated", LearnerRangeWarning, stacklevel=_warn_level())
+        return raw.astype(np.int64)
+
+    def quantize_weights(self, weights, biases) -> list:
+        """Float ``weights[l]`` (``sizes[l] x sizes[l+1]``) and ``biases[l]`` (``sizes[l+1]``)
+        as the raw ``(sizes[l] + 1) x sizes[l+1]`` matrices the hardware stores (bias in the
+        last row). No bus access."""
+        cfg = self._config
+        shapes = [(a, b) for a, b in zip(cfg.sizes[:-1], cfg.sizes[1:])]
+        L = len(shapes)
+        for name, seq in (("weights", weights), ("biases", biases)):
+            if isinstance(seq, np.ndarray) or not hasattr(seq, "__len__") or len(seq) != L:
+                raise ValueError(f"{name} must be a sequence of {L} arrays (one per layer), "
+                                 f"not {type(seq).__name__}"
+                                 + (f" of length {len(seq)}" if hasattr(seq, "__len__") else ""))
+        fmt = cfg.numerics.weight_format
+        out = []
+        for l, ((n_in, n_out), w, b) in enumerate(zip(shapes, weights, biases)):
+            a = np.asarray(w) if not isinstance(w, np.ndarray) else w
+            if a.ndim == 2 and a.shape == (n_out, n_in) and n_in != n_out:
+                raise ValueError(f"weights[{l}] must have shape ({n_in}, {n_out}) (n_in x n_out, "
+                                 f"y = x @ W + b), not {a.shape}: transpose torch's "
+                                 f"nn.Linear.weight")
+            a = _array(w, f"weights[{l}]", shape=(n_in, n_out), kinds="iuf")
+            bb = _array(b, f"biases[{l}]", shape=(n_out,), kinds="iuf")
+            raw = np.vstack([self._quantize(a, fmt, f"weights[{l}]"),
+                             self._quantize(bb, fmt, f"biases[{l}]")[None]])
+            out.append(raw)
+        return out
+
+    def prepare(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
+                targets=None, gamma=0.99, lr) -> LearnerBatch:
+        """Validate and quantize one step's batch (see the module docstring). No bus access.
+
+        DQN: ``obs``, ``actions``, ``rewards``, ``next_obs``, ``dones``, ``gamma``, ``lr``;
+        MSE: ``obs``, ``targets``, ``lr``. Raises ``ValueError`` naming the first bad
+        argument.
+        """
+        cfg = self._config
+        num = cfg.numerics
+        n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
+        act = num.act_format
+        x = _array(obs, "obs", shape=(None, n_in), kinds="iuf")
+        B = x.shape[0]
+        if not 1 <= B <= cfg.max_batch:
+            raise ValueError(f"obs must hold 1..{cfg.max_batch} samples (max_batch), not {B}")
+        lr = _real(lr, "lr", 0.0)
+        eta_fmt = num.lr_format
+        eta = lr * 2.0 / B
+        eta_raw, over = eta_fmt.quantize(eta, return_overflow=True)
+        if over:
+            raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g} outside the LR "
+                             f"register's {eta_fmt} range [0, {eta_fmt.max_value:g}]")
+        if lr > 0 and int(eta_raw) == 0:
+            raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g}, below the LR "
+                             f"register's resolution {eta_fmt.ulp:g}: it would round to 0")
+        batch = LearnerBatch(B, self._quantize(x, act, "obs"), int(eta_raw), lr_value=lr)
+        dqn_args = {"actions": actions, "rewards": rewards, "next_obs": next_obs,
+                    "dones": dones}
+        if cfg.loss == "mse":
+            given = [k for k, v in dqn_args.items() if v is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only for a DQN learner; this one's "
+                                 f"loss is 'mse' (give targets)")
+            if targets is None:
+                raise ValueError("targets must be given for an MSE learner (a [B, "
+                                 f"{n_out}] array)")
+            t = _array(targets, "targets", shape=(B, n_out), kinds="iuf")
+            batch.targets = self._quantize(t, act, "targets")
+            return batch
+        if targets is not None:
+            raise ValueError("targets: only for an MSE learner; this one's loss is 'dqn' "
+                             "(give actions, rewards, next_obs, dones)")
+        missing = [k for k, v in dqn_args.items() if v is None]
+        if missing:
+            raise ValueError(f"{', '.join(missing)} must be given for a DQN learner")
+        a = _array(actions, "actions", shape=(B,), kinds="iu")
+        if B and (a.min() < 0 or a.max() >= n_out):
+            bad = int(np.argwhere((a < 0) | (a >= n_out))[0][0])
+            raise ValueError(f"actions must be integers in 0..{n_out - 1}, not actions[{bad}] "
+                             f"= {int(a[bad])}")
+        r = _array(rewards, "rewards", shape=(B,), kinds="biuf")
+        xn = _array(next_obs, "next_obs", shape=(B, n_in), kinds="iuf")
+        d = _array(dones, "dones", shape=(B,), kinds="biuf")
+        if d.dtype.kind != "b" and not np.isin(d, (0, 1)).all():
+            raise ValueError("dones must be bool-like: bool, or numbers that are all 0 or 1")
+        gamma = _real(gamma, "gamma", 0.0, 1.0)
+        g_raw, _ = num.coef_format.quantize(gamma, return_overflow=True)
+        batch.actions = a.astype(np.int64)
+        batch.rewards = self._quantize(r.astype(np.float64), act, "rewards")
+        batch.next_obs = self._quantize(xn, act, "next_obs")
+        batch.dones = d.astype(bool)
+        batch.gamma, batch.gamma_value = int(g_raw), gamma
+        return batch
+
+    # -- memory ----------------------------------------------------------------------------------
+    def _images(self, batch: LearnerBatch) -> dict:
+        cfg = self._config
+        out = {"obs": pack_matrix(cfg, "obs", batch.obs)}
+        if cfg.loss == "mse":
+            out["targets"] = pack_matrix(cfg, "targets", batch.targets)
+        else:
+            out["next_obs"] = pack_matrix(cfg, "next_obs", batch.next_obs)
+            out["samples"] = pack_samples(cfg, batch.actions, batch.rewards, batch.dones)
+        return out
+
+    def _require_idle(self):
+        """Read CTRL (which also clears a stale AP_DONE); raise if a step is in progress."""
+        if not self.register_map.CTRL.read().AP_IDLE:
+            raise LearnerBusyError("the learner is busy (CTRL.AP_IDLE = 0): a step is in "
+                                   "progress")
+
+    def _read_region(self, name: str, rows: int) -> bytes:
+        cfg = self._config
+        r = region(cfg, name)
+        n = cfg.groups(rows) * r.col_groups(cfg) * word_bytes(cfg, name)
+        return bytes(self._device.memory.read(region_base(cfg, name), n))
+
+    def read_raw(self, name: str, rows: int):
+        """Raw int64 matrix of region ``name`` (:func:`rtl_gen.learner.layout.regions`), its
+        first ``rows`` rows. The learner must be idle (not checked: CTRL is not read)."""
+        return unpack_matrix(self._config, name, self._read_region(name, rows), rows)
+
+    def _layer_names(self, target):
+        cfg = self._config
+        if target and cfg.loss != "dqn":
+            raise ValueError("target=True needs a DQN learner (loss='mse' has no target "
+                             "network)")
+        return [f"{'tw' if target else 'w'}{l}" for l in range(cfg.n_layers)]
+
+    def load_raw_weights(self, raw, *, target=None):
+        """Write raw ``(n_in + 1) x n_out`` weight-format matrices (bias in the last row).
+
+        ``target``: also (True) or only ("only") the target network; default: also, for DQN.
+        """
+        cfg = self._config
+        shapes = cfg.numerics.weight_shapes()
+        if isinstance(raw, np.ndarray) or not hasattr(raw, "__len__") or len(raw) != len(shapes):
+            raise ValueError(f"raw must be a sequence of {len(shapes)} matrices")
+        fmt = cfg.numerics.weight_format
+        mats = []
+        for l, (m, shape) in enumerate(zip(raw, shapes)):
+            a = _array(m, f"raw[{l}]", shape=shape, kinds="iu")
+            mats.append(fmt.check_raw(a, f"raw[{l}]").astype(np.int64))
+        if target is None:
+            target = cfg.loss == "dqn"
+        if target not in (True, False, "only"):
+            raise ValueError(f"target must be True, False, 'only' or None, not {target!r}")
+        names = []
+        if target != "only":
+            names.append(self._layer_names(False))
+        if target:
+            names.append(self._layer_names(True))
+        images = [(n, pack_matrix(cfg, n, m)) for group in names for n, m in zip(group, mats)]
+        self._require_idle()
+        for n, img in images:
+            self._device.memory.write(region_base(cfg, n), img)
+
+    def load_weights(self, weights, biases, *, target=None):
+        """Quantize and write the network: ``weights[l]`` is ``sizes[l] x sizes[l+1]``
+        (``y = x @ W + b``; torch's ``nn.Linear.weight.T``), ``biases[l]`` ``sizes[l+1]``.
+
+        ``target``: also (True, the default for DQN) or only (``"only"``) the target network.
+        Values outside the weight format: see ``on_range``.
+        """
+        self.load_raw_weights(self.quantize_weights(weights, biases), target=target)
+
+    def read_raw_weights(self, *, target=False) -> list:
+        """The raw ``(n_in + 1) x n_out`` matrices on chip (online, or the target network)."""
+        names = self._layer_names(target)
+        self._require_idle()
+        return [self.read_raw(n, self._config.sizes[l] + 1) for l, n in enumerate(names)]
+
+    def read_weights(self, *, target=False):
+        """``(weights, biases)`` as float64 lists (shapes as :meth:`load_weights` takes)."""
+        fmt = self._config.numerics.weight_format
+        raw = self.read_raw_weights(target=target)
+        return [fmt.to_float(m[:-1]) for m in raw], [fmt.to_float(m[-1]) for m in raw]
+
+    def sync_target(self):
+        """DQN: copy the online weights into the target network now (host copy, word for
+        word through the memory port)."""
+        cfg = self._config
+        src, dst = self._layer_names(False), self._layer_names(True)
+        self._require_idle()
+        self._copy_to_target(src, dst)
+        self._since_sync = 0
+
+    def _copy_to_target(self, src, dst):
+        cfg = self._config
+        for l, (s, d) in enumerate(zip(src, dst)):
+            data = self._read_region(s, cfg.sizes[l] + 1)
+            self._device.memory.write(region_base(cfg, d), data)
+
+    # -- the step --------------------------------------------------------------------------------
+    def start(self, batch_size: int, lr: int, gamma: int = 0, *, sync_target=False):
+        """Write the argument registers (raw values) and set AP_START (interrupt armed if
+        used). The batch must be in memory (:meth:`load_batch`).
+
+        Only the register widths are checked (a BATCH_SIZE of 0 or above max_batch is the
+        hardware's to refuse: :meth:`wait` raises :class:`LearnerError`). Reads CTRL first
+        (which also clears a stale AP_DONE): if AP_IDLE is 0 :class:`LearnerBusyError` is
+        raised before anything is written. ``sync_target`` and the driver's ``sync_period``
+        go to SYNC_TARGET/SYNC_PERIOD if the hardware has them.
+        """
+        rm = self.register_map
+        words = {}
+        for reg, value in (("BATCH_SIZE", batch_size), ("LR", lr), ("GAMMA", gamma)):
+            width = rm[reg]._register.fields[0].width
+            try:
+                v = operator.index(value)
+            except TypeError:
+                raise ValueError(f"{reg.lower()} must be an integer, not {value!r}") from None
+            if isinstance(value, bool) or not 0 <= v < 1 << width:
+                raise ValueError(f"{reg.lower()} must be in 0..{(1 << width) - 1} ({width}-bit "
+                                 f"unsigned), not {value!r}")
+            words[reg] = v
+        if self.hardware_sync:
+            words["SYNC_TARGET"] = int(bool(sync_target))
+            words["SYNC_PERIOD"] = self._sync_period
+        self._require_idle()
+        self._write_and_start(words)
+
+    def _write_and_start(self, words):
+        rm = self.register_map
+        for name, word in words.items():
+            rm[name] = word
+        if self._use_irq:
+            isr = rm.IP_ISR.read()
+            if int(isr):
+                rm.IP_ISR = int(isr)               # toggle-on-write: clears what was seen
+            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
+            rm.GIER.ENABLE = 1
+        else:
+            rm.GIER.ENABLE = 0
+        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+        B = words["BATCH_SIZE"]
+        self._expected_cycles = step_cycles(self._config, B) \
+            if 1 <= B <= self._config.max_batch else 1
+
+    def wait(self, timeout=None) -> dict:
+        """Wait for AP_DONE, then check STATUS. Returns the STATUS fields, ``LOSS`` (the
+        64-bit sum) and ``CYCLES``.
+
+        Raises
+        ------
+        LearnerTimeoutError
+            No AP_DONE within ``timeout`` seconds (default: the driver's ``timeout`` plus the
+            expected step time at ``clock_hz``).
+        LearnerError
+            STATUS.ERROR is not 0 (the step was refused; memory untouched).
+
+        Warns
+        -----
+        LearnerOverflowWarning, StartRefusedWarning
+        """
+        status = self._wait(timeout)
+        self._warn(status)
+        return status
+
+    def _wait(self, timeout):
+        dev, rm = self._device, self.register_map
+        if timeout is None:
+            timeout = self._timeout + self._expected_cycles / self._clock_hz
+        timeout = _positive(timeout, "timeout")
+        deadline = dev.time() + timeout
+        done = False
+        if self._use_irq:
+            if not dev.wait_interrupt(timeout):
+                raise LearnerTimeoutError(f"no interrupt within {timeout:g} s")
+            done = bool(rm.CTRL.read().AP_DONE)
+            rm.IP_ISR.AP_DONE = 1                  # toggle-on-write: clear the done event
+        while not done:
+            if rm.CTRL.read().AP_DONE:
+                break
+            if dev.time() >= deadline:
+                raise LearnerTimeoutError(f"CTRL.AP_DONE not set within {timeout:g} s")
+            dev.sleep(self._poll)
+        status = dict(rm.STATUS.read().fields)
+        status["LOSS"] = int(rm.LOSS_LO) | int(rm.LOSS_HI) << 32
+        status["CYCLES"] = int(rm.CYCLES)
+        self.last_status = status
+        if status["ERROR"]:
+            raise LearnerError(status["ERROR"])
+        return status
+
+    @staticmethod
+    def _warn(status):
+        level = _warn_level()
+        flags = [name for name in OVERFLOW_FLAGS if status.get(name)]
+        if flags:
+            warnings.warn("learner STATUS " + ", ".join(flags) + ": "
+                          + "; ".join(OVERFLOW_FLAGS[f] for f in flags),
+                          LearnerOverflowWarning, stacklevel=level)
+        if status.get("START_REFUSED"):
+            warnings.warn("learner STATUS.START_REFUSED: AP_START was written while the step "
+                          "was in progress and was dropped", StartRefusedWarning,
+                          stacklevel=level)
+
+    def load_batch(self, batch: LearnerBatch):
+        """Write a prepared batch into the input regions (the learner must be idle)."""
+        if not isinstance(batch, LearnerBatch):
+            raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
+        images = self._images(batch)
+        self._require_idle()
+        for name, img in images.items():
+            self._device.memory.write(region_base(self._config, name), img)
+
+    def run(self, batch: LearnerBatch, *, sync_target=False, timeout=None) -> dict:
+        """Load a prepared batch, run the step, return the status (:meth:`wait`, warnings
+        included). Target sync as in :meth:`train_step`."""
+        if not isinstance(batch, LearnerBatch):
+            raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
+        cfg = self._config
+        if sync_target and cfg.loss != "dqn":
+            raise ValueError("sync_target needs a DQN learner (loss='mse' has no target "
+                             "network)")
+        images = self._images(batch)
+        words = {"BATCH_SIZE": batch.batch_size, "LR": batch.lr, "GAMMA": batch.gamma}
+        due = False
+        if cfg.loss == "dqn":
+            period = self._sync_period
+            due = bool(sync_target) or (period > 0 and self._since_sync + 1 >= period)
+            if self.hardware_sync:
+                words["SYNC_TARGET"] = int(bool(sync_target))
+                words["SYNC_PERIOD"] = period
+        self._require_idle()
+        mem = self._device.memory
+        for name, img in images.items():
+            mem.write(region_base(cfg, name), img)
+        self._write_and_start(words)
+        self.last_batch = batch
+        status = self._wait(timeout)
+        if cfg.loss == "dqn":
+            if self.hardware_sync:
+                due = bool(status.get("TARGET_SYNCED"))
+            elif due:
+                self._copy_to_target(self._layer_names(False), self._layer_names(True))
+            self._since_sync = 0 if due else min(self._since_sync + 1, 0xFFFF)
+        status["SYNCED"] = due
+        self._warn(status)
+        return status
+
+    def train_step(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
+                   targets=None, gamma=0.99, lr, sync_target=False, details=False,
+                   timeout=None):
+        """One SGD step on the accelerator; the loss of the batch before the update.
+
+        DQN: ``train_step(obs, actions, rewards, next_obs, dones, gamma=, lr=)``; MSE:
+        ``train_step(obs, targets=Y, lr=)``. ``sync_target=True`` (DQN) makes the updated
+        weights the target network after this step. ``details=True`` returns a
+        :class:`StepDetails` (also reads the Q values and TD errors back). Raises
+        ``ValueError`` before any bus access for invalid input, :class:`LearnerError`,
+        :class:`LearnerTimeoutError`, :class:`LearnerBusyError` for a failed step; warns
+        :class:`LearnerOverflowWarning` (saturation), :class:`LearnerRangeWarning` (clipped
+        inputs, ``on_range="clip"``).
+        """
+        if not isinstance(details, bool):
+            raise ValueError(f"details must be a bool, not {details!r}")
+        cfg = self._config
+        if sync_target and cfg.loss != "dqn":
+            raise ValueError("sync_target needs a DQN learner (loss='mse' has no target "
+                             "network)")
+        batch = self.prepare(obs, actions, rewards, next_obs, dones, targets=targets,
+                             gamma=gamma, lr=lr)
+        status = self.run(batch, sync_target=sync_target, timeout=timeout)
+        B = batch.batch_size
+        loss = status["LOSS"] * 2.0 ** (-2 * cfg.act_frac) / B
+        if not details:
+            return loss
+        num = cfg.numerics
+        q = num.act_format.to_float(self.read_raw("q", B))
+        delta = num.grad_format.to_float(self.read_raw(f"delta{cfg.n_layers - 1}", B))
+        if cfg.loss == "dqn":
+            delta = delta[np.arange(B), batch.actions]
+        return StepDetails(loss, status["LOSS"], q, delta, status["CYCLES"], status["SYNCED"],
+                           dict(status))
