@@ -21,6 +21,7 @@ from .gae.config import GaeCoreConfig
 from .gae.kernel import GaeKernel, GaeKernelConfig
 from .learner import LearnerAccelerator, LearnerConfig, TensorUnit, TensorUnitConfig
 from .replay import SumTree, SumTreeConfig
+from .replay.accelerator import ReplayAccelerator
 
 __all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table", "to_verilog",
            "drop_zero_memory_init"]
@@ -51,6 +52,8 @@ BLOCKS = {
                         "HEPPO GAE accelerator as a Vitis kernel: AXI4-Lite + m_axi DMA shell"),
     "sumtree": Block("sumtree", "sumtree", SumTreeConfig, SumTree,
                      "K-ary sum tree for prioritized replay, one sample or update per cycle"),
+    "replay-accel": Block("replay-accel", "replay_accel", SumTreeConfig, ReplayAccelerator,
+                          "prioritized replay: K-ary sum tree, batch buffers, AXI4-Lite + AXI4"),
     "tensor-unit": Block("tensor-unit", "tensor_unit", TensorUnitConfig, TensorUnit,
                          "R x C output-stationary systolic GEMM array (learner tensor unit)"),
     "learner": Block("learner", "learner", LearnerConfig, LearnerAccelerator,
@@ -68,6 +71,9 @@ SHIPPED = [
     ("gae_accel_n64", "gae-accel", {"n_pe": 64, "max_trajectories": 64, "capacity": 1024}),
     # The same as an Alveo (Vitis/XRT) kernel: copies the image over a 512-bit m_axi port.
     ("gae_kernel_n8", "gae-kernel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
+    # Prioritized replay sized for the ZCU106: 2^16 leaves in a 16-ary tree (4 levels, latency
+    # 18), batches up to 4096; 2^20 leaves need the URAM of a larger part (README).
+    ("replay_accel_k16", "replay-accel", {"fanout": 16, "capacity": 1 << 16}),
     # CartPole DQN 4-64-64-2 with its target network on 4 x 4 tensor units, batches up to 64
     # in sub-batches of 8, 128-bit memory port (ZCU106 HPM0). 8 x 8 units take 3.3x fewer
     # cycles but 3.4x the LUTs, 3.5x the DSPs and minutes more to emit and synthesize.

@@ -13,6 +13,10 @@ from .prng import Xorshift32
 
 __all__ = ["SumTree"]
 
+#: The responding operations in a fixed order (a frozenset's order follows the string hashes,
+#: which vary between interpreter runs, and so would the Verilog).
+_RESPONDS_ORDERED = tuple(sorted(RESPONDS, key=lambda o: o.value))
+
 #: Operand chunks of the target multiplier: unsigned 26 x 17 bits fits one DSP48E2 (27 x 18
 #: signed), so every partial product is one DSP with its output register.
 _MUL_A_CHUNK = 26
@@ -194,7 +198,7 @@ class SumTree(wiring.Component):
         pipe_busy = Signal()
         m.d.comb += pipe_busy.eq(a_valid | Cat(r.valid for r in stages).any())
         is_reset = cmd.payload.op == SumTreeOp.RESET
-        needs_room = Cat(cmd.payload.op == o for o in RESPONDS).any()
+        needs_room = Cat(cmd.payload.op == o for o in _RESPONDS_ORDERED).any()
         room = reserved < self.response_depth
         m.d.comb += [
             cmd.ready.eq(~sweeping & ~(is_reset & pipe_busy) & (room | ~needs_room)),
@@ -233,7 +237,7 @@ class SumTree(wiring.Component):
         is_insert = a_valid & ((op == SumTreeOp.INSERT) | (op == SumTreeOp.INSERT_MAX))
         is_read = a_valid & (op == SumTreeOp.READ)
         is_debug = a_valid & (op == SumTreeOp.DEBUG)
-        responds = a_valid & Cat(op == o for o in RESPONDS).any()
+        responds = a_valid & Cat(op == o for o in _RESPONDS_ORDERED).any()
         sat, over = saturate(m, a.priority, cfg.priority_format, name="sat")
         # (comparisons that cannot be true are left out: Verilator's lint flags them)
         index_top = 1 << cfg.node_index_width
