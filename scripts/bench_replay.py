@@ -17,6 +17,12 @@ Part 2 times the golden :class:`sw.golden.sumtree.SumTree` descent alone for eac
 so it falls with fewer levels), the larger batches the cost per sample when vectorised (PAAL
 Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).
 
+Part 3 projects the replay accelerator (``rtl_gen.replay.accelerator``, K=16 at the same N): its
+exact cycle counts (:meth:`ReplayAccelerator.run_cycles`, asserted against the RTL by
+tb/replay/test_replay_accel.py) at 300 MHz, against the CPU times measured in the same run.
+That is kernel time with the batch already in the on-chip buffers: the driver's register
+accesses and buffer transfers over AXI are not included.
+
 Figures are medians over ``--repeats`` rounds; each round calls every contender once, so load
 from other processes affects them alike and the ratios stay meaningful on a shared machine.
 Nothing here is asserted: wall-clock time belongs to benchmarks, not tests.
@@ -30,6 +36,8 @@ import numpy as np
 from tqdm import tqdm
 
 from rtl_gen.replay import SumTreeConfig
+from rtl_gen.replay.accelerator import ReplayAccelerator
+from rtl_gen.replay.regs import ReplayOp
 from sw.golden.sumtree import SumTree
 from sw.replay import PrioritizedReplayBuffer
 
@@ -182,6 +190,39 @@ def bench_fanout(capacity, fanouts, batches, repeats, seed):
     return results
 
 
+def bench_rtl(capacity, batches, cpu, clock_hz=300e6, fanout=16):
+    """Projected accelerator times (exact cycles at ``clock_hz``) and their ratios to the CPU
+    times of :func:`bench_buffers` (``cpu[batch, name] = (sample_s, update_s)``)."""
+    cfg = SumTreeConfig(fanout=fanout, capacity=capacity, max_batch=max(batches))
+    L = 3 * cfg.levels + 6
+    names = sorted({name for _, name in cpu})
+    print(f"\nReplay accelerator (RTL), K = {fanout}, N = {capacity} ({cfg.levels} levels, tree "
+          f"latency {L}), exact cycles at {clock_hz / 1e6:.0f} MHz, kernel only; "
+          f"speed-up = CPU time / accelerator time")
+    head = f"{'batch':>6} {'run':<22} | {'cycles':>7} {'us':>8} | " + " ".join(
+        f"{'vs ' + n:>20}" for n in names)
+    print(head)
+    print("-" * len(head))
+    out = {}
+    for b in batches:
+        rows = [("sample (PRNG)", ReplayOp.SAMPLE, {}, 0),
+                ("update", ReplayOp.UPDATE, {}, 1),
+                ("update+sample strict", ReplayOp.UPDATE_SAMPLE, {"update_size": b}, None),
+                ("update+sample relaxed", ReplayOp.UPDATE_SAMPLE,
+                 {"update_size": b, "relaxed": True}, None)]
+        for label, op, kw, which in rows:
+            cyc = ReplayAccelerator.run_cycles(cfg, op, b, **kw)
+            t = cyc / clock_hz
+            cells = []
+            for n in names:
+                s_t, u_t = cpu[b, n]
+                ref = (s_t, u_t)[which] if which is not None else s_t + u_t
+                cells.append(f"{ref / t:>19.0f}x")
+            out[b, label] = cyc, t
+            print(f"{b:>6} {label:<22} | {cyc:>7} {t * 1e6:>8.2f} | " + " ".join(cells))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--capacity", type=int, default=1 << 20)
@@ -194,7 +235,8 @@ def main(argv=None):
     if args.quick:
         args.capacity, args.repeats = 1 << 16, 10
     print(f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}")
-    bench_buffers(args.capacity, args.batches, args.repeats, args.seed)
+    cpu = bench_buffers(args.capacity, args.batches, args.repeats, args.seed)
+    bench_rtl(args.capacity, args.batches, cpu)
     bench_fanout(args.capacity, args.fanouts, [1] + args.batches, args.repeats, args.seed)
 
 
