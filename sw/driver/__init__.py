@@ -6,6 +6,8 @@
   :class:`~rtl_gen.regmap.RegisterMap`;
 * :mod:`sw.driver.gae` -- :class:`GaeDriver` (``compute(rewards, values, dones, last_values,
   gamma, lam)``);
+* :mod:`sw.driver.replay` -- :class:`ReplayDriver` (``insert``, ``sample``, ``update``,
+  ``update_and_sample``, ``read``), :class:`ReplayGoldenDevice` its pure-Python device;
 * :mod:`sw.driver.learner` -- :class:`LearnerDriver` (``load_weights``, ``train_step``,
   ``read_weights``, ``sync_target``);
 * backends: :class:`GoldenDevice`, :class:`LearnerGoldenDevice` (pure Python),
@@ -26,6 +28,10 @@ from .learner import (LEARNER_VLNV, LEARNER_VLNVS, LearnerBatch, LearnerBusyErro
                       StepDetails, read_learner_config)
 from .mmio import BusError, Device, MemoryPort, Mmio
 from .pynq_device import PynqDevice, gae_ip_class
+from .golden_replay import ReplayGoldenDevice
+from .replay import (REPLAY_VLNV, REPLAY_VLNVS, PrioritySaturatedWarning, ReplayBusyError,
+                     ReplayConfigMismatchError, ReplayDriver, ReplayEmptyError, ReplayError,
+                     ReplayTimeoutError, read_replay_config)
 from .regmap import RegisterAccessError, RegisterMapAccess, load_register_map
 from .sim import SimDevice
 from .xrt_device import XrtDevice
@@ -40,6 +46,9 @@ __all__ = [
     "LearnerDriver", "LearnerBatch", "StepDetails", "read_learner_config", "LEARNER_VLNV",
     "LEARNER_VLNVS", "LearnerError", "LearnerBusyError", "LearnerTimeoutError",
     "LearnerConfigMismatchError", "LearnerOverflowWarning", "LearnerRangeWarning",
+    "ReplayDriver", "read_replay_config", "REPLAY_VLNV", "REPLAY_VLNVS", "ReplayError",
+    "ReplayEmptyError", "ReplayBusyError", "ReplayTimeoutError", "ReplayConfigMismatchError",
+    "PrioritySaturatedWarning", "ReplayGoldenDevice",
     "GoldenDevice", "LearnerGoldenDevice", "SimDevice", "PynqDevice", "XrtDevice",
     "gae_ip_class",
 ]

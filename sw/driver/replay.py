@@ -1,0 +1,465 @@
+"""Host driver of the prioritized replay accelerator (:mod:`rtl_gen.replay.accelerator`).
+
+:class:`ReplayDriver` runs the same code on every :class:`~sw.driver.mmio.Device` (the golden
+device :class:`~sw.driver.golden_replay.ReplayGoldenDevice`, the Verilated RTL through
+:class:`~sw.driver.sim.SimDevice`, a PYNQ board)::
+
+    rb = ReplayDriver(device)                        # config read back from the HW_* registers
+    slots = rb.insert(count=32)                      # new transitions at the maximum priority
+    idx, w, p = rb.sample(32, beta=0.4)              # on-chip PRNG targets
+    idx, w, p = rb.update_and_sample(idx, td_errors, 32, beta=0.4)   # one fused run
+
+Every call validates its inputs (shapes, dtypes, finiteness, ranges, ``batch <= max_batch``)
+and raises ``ValueError`` naming the argument **before any bus access**, then loads the batch
+buffers, writes OP/BATCH_SIZE/UPDATE_SIZE, starts, waits for the interrupt (or polls
+CTRL.AP_DONE) and checks STATUS: ERROR raises :class:`ReplayError`, EMPTY raises
+:class:`ReplayEmptyError` (every priority is zero: nothing to sample), INVALID_INDEX raises
+:class:`ReplayError` (cannot happen after validation: it means another master changed the
+buffers), SATURATED warns :class:`PrioritySaturatedWarning` (a priority above the leaf format's
+maximum was stored as that maximum), START_REFUSED warns
+:class:`~sw.driver.gae.StartRefusedWarning`.
+
+Priorities are real numbers, converted to the tree's fixed-point input format with the
+configuration's rounding (above the input format they are clipped to its maximum, which the
+hardware then saturates and flags). Importance weights (Schaul et al. 2016) are computed on the
+host from the sampled raw priorities, the root the samples saw and SIZE:
+``w_i = (size * p_i / total) ** -beta / max_j w_j``.
+"""
+
+import math
+import operator
+import sys
+import warnings
+
+import numpy as np
+
+from rtl_gen.blocks import SHIPPED
+from rtl_gen.replay.accelerator import ReplayAccelerator
+from rtl_gen.replay.config import SumTreeConfig
+from rtl_gen.replay.regs import (REPLAY_ERRORS, ReplayOp, hw_info_values, region_base,
+                                 replay_register_map)
+from rtl_gen.vivado import vlnv
+
+from .gae import StartRefusedWarning
+from .mmio import Device, Mmio
+from .regmap import RegisterMapAccess
+
+__all__ = ["ReplayDriver", "ReplayError", "ReplayEmptyError", "ReplayBusyError",
+           "ReplayTimeoutError", "ReplayConfigMismatchError", "PrioritySaturatedWarning",
+           "REPLAY_VLNV", "REPLAY_VLNVS", "read_replay_config"]
+
+#: VLNV prefix of packaged replay accelerators (``rlk:accel:replay_accel...:1.0``).
+REPLAY_VLNV = vlnv("replay_accel")
+#: The VLNVs of the shipped replay accelerators.
+REPLAY_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "replay-accel")
+
+_ERROR_TEXT = {1: "unknown operation code", 2: "batch size 0 or above max_batch",
+               3: "update size 0 or above max_batch"}
+assert set(_ERROR_TEXT) == set(REPLAY_ERRORS.values()) - {0}
+_HW_REGS = ("HW_CAPACITY", "HW_TREE", "HW_FORMAT", "HW_MAX_BATCH")
+
+
+class ReplayError(RuntimeError):
+    """The accelerator refused a run (STATUS.ERROR, ``code``) or reported an invalid index."""
+
+    def __init__(self, code: int, detail: str = ""):
+        self.code = code
+        text = _ERROR_TEXT.get(code, "invalid index") if code else "invalid index"
+        super().__init__(f"replay accelerator error {code}: {text}{detail}")
+
+
+class ReplayEmptyError(RuntimeError):
+    """STATUS.EMPTY: a sample was requested while every priority is zero."""
+
+
+class ReplayBusyError(RuntimeError):
+    """A run is already in progress (CTRL.AP_IDLE = 0); nothing was written."""
+
+
+class ReplayTimeoutError(TimeoutError):
+    """The run did not finish within the timeout (on the device's clock)."""
+
+
+class ReplayConfigMismatchError(ValueError):
+    """The given configuration does not describe the hardware (HW_* registers)."""
+
+
+class PrioritySaturatedWarning(RuntimeWarning):
+    """STATUS.SATURATED: a priority above the leaf format's maximum was stored as that maximum."""
+
+
+def read_replay_config(mmio) -> SumTreeConfig:
+    """The configuration the HW_* registers describe (rounding: the default).
+
+    Raises :class:`ReplayConfigMismatchError` if they do not describe a replay accelerator.
+    """
+    rm = replay_register_map(SumTreeConfig(capacity=2))     # offsets do not depend on it
+    words = [mmio.read32(rm.offset(name)) for name in _HW_REGS]
+    cap, tree, fmt, max_batch = words
+    try:
+        cfg = SumTreeConfig(fanout=tree & 0xFF, capacity=cap, priority_width=fmt & 0xFF,
+                            priority_frac=fmt >> 8 & 0xFF, input_guard_bits=fmt >> 16 & 0xFF,
+                            target_bits=fmt >> 24 & 0xFF, max_batch=max_batch)
+    except (ValueError, TypeError):
+        cfg = None
+    if cfg is None or [hw_info_values(cfg)[n] for n in _HW_REGS] != words:
+        raise ReplayConfigMismatchError(
+            "the HW_* registers do not describe a replay accelerator (read "
+            + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)) + ")")
+    return cfg
+
+
+class _ControlOf(Mmio):
+    def __init__(self, device):
+        self._device = device
+
+    def read32(self, offset):
+        return self._device.control.read32(offset)
+
+    def write32(self, offset, value):
+        self._device.control.write32(offset, value)
+
+
+def _positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _count(value, name, hi):
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer in 1..{hi}, not {value!r}") from None
+    if isinstance(value, bool) or not 1 <= n <= hi:
+        raise ValueError(f"{name} must be an integer in 1..{hi}, not {value!r}")
+    return n
+
+
+class ReplayDriver:
+    """The replay accelerator on any :class:`~sw.driver.mmio.Device`.
+
+    Parameters
+    ----------
+    device : Device
+    config : SumTreeConfig, dict or None
+        Checked against the HW_* registers (:class:`ReplayConfigMismatchError`); None takes
+        the configuration read back. Its ``rounding`` converts real priorities.
+    timeout : float
+        Seconds (device clock) a run may take beyond its expected cycles at ``clock_hz``.
+    clock_hz : float
+        Clock assumed for that expectation (default 100 MHz).
+    poll_interval : float
+        Seconds between CTRL reads when polling.
+    use_interrupt : bool or None
+        Wait for the interrupt line; default ``device.has_interrupt``.
+
+    Members
+    -------
+    config : SumTreeConfig
+    register_map : RegisterMapAccess
+    last_status : dict
+        STATUS fields, CYCLES and RESPONSE_CYCLES of the last run.
+    """
+
+    def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
+                 poll_interval=1e-4, use_interrupt=None):
+        for attr in ("control", "memory", "time", "sleep"):
+            if not hasattr(device, attr):
+                raise TypeError(f"device must be a Device (control, memory, time, sleep), "
+                                f"not {device!r}")
+        if isinstance(config, dict):
+            config = SumTreeConfig.from_dict(config)
+        if config is not None and not isinstance(config, SumTreeConfig):
+            raise TypeError(f"config must be a SumTreeConfig, a dict or None, not {config!r}")
+        self._timeout = _positive(timeout, "timeout")
+        self._clock_hz = _positive(clock_hz, "clock_hz")
+        self._poll = _positive(poll_interval, "poll_interval")
+        if use_interrupt is None:
+            use_interrupt = bool(getattr(device, "has_interrupt", False))
+        if not isinstance(use_interrupt, bool):
+            raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
+        if use_interrupt and not getattr(device, "has_interrupt", False):
+            raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
+        self._use_irq = use_interrupt
+        self._device = device
+        hw = read_replay_config(device.control)
+        if config is None:
+            config = hw
+        else:
+            want, got = hw_info_values(config), hw_info_values(hw)
+            bad = [f"{n} {got[n]:#x} (config: {want[n]:#x})" for n in _HW_REGS
+                   if want[n] != got[n]]
+            if bad:
+                raise ReplayConfigMismatchError("config does not match the hardware: "
+                                                + "; ".join(bad))
+        self._config = config
+        self.register_map = RegisterMapAccess(replay_register_map(config), _ControlOf(device))
+        self.last_status = {}
+
+    @property
+    def config(self) -> SumTreeConfig:
+        return self._config
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    # -- validation (no bus access) ----------------------------------------------------------
+    def _indices(self, indices, name="indices"):
+        a = np.asarray(indices)
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array, not shape {a.shape}")
+        if a.size and a.dtype.kind not in "iu":
+            raise ValueError(f"{name} must be integers, not dtype {a.dtype}")
+        a = a.astype(np.int64)
+        cap = self._config.capacity
+        if a.size and (a.min() < 0 or a.max() >= cap):
+            raise ValueError(f"{name} must be in 0..{cap - 1} (the capacity is {cap})")
+        return a
+
+    def _priorities(self, priorities, n=None, name="priorities"):
+        a = np.asarray(priorities)
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array, not shape {a.shape}")
+        if a.size and a.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be real numbers, not dtype {a.dtype}")
+        a = a.astype(np.float64)
+        if not np.all(np.isfinite(a)) or (a.size and a.min() < 0):
+            raise ValueError(f"{name} must be finite and non-negative")
+        if n is not None and a.size != n:
+            raise ValueError(f"{name} must have {n} elements (one per index), not {a.size}")
+        fmt = self._config.input_format
+        return np.asarray(fmt.quantize(np.minimum(a, fmt.max_value)), np.int64)
+
+    def _targets(self, targets, batch):
+        if targets is None:
+            return None
+        a = np.asarray(targets)
+        if a.shape != (batch,):
+            raise ValueError(f"targets must have shape ({batch},), not {a.shape}")
+        if a.dtype.kind not in "f":
+            raise ValueError(f"targets must be floats in [0, 1), not dtype {a.dtype}")
+        if not np.all(np.isfinite(a)) or (a.size and (a.min() < 0 or a.max() >= 1)):
+            raise ValueError("targets must be fractions in [0, 1)")
+        tb = self._config.target_bits
+        return np.minimum(np.floor(a * 2.0 ** tb), 2 ** tb - 1).astype(np.int64)
+
+    def _beta(self, beta):
+        if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating)) \
+                or not math.isfinite(beta) or beta < 0:
+            raise ValueError(f"beta must be a finite number >= 0, not {beta!r}")
+        return float(beta)
+
+    # -- runs ----------------------------------------------------------------------------------
+    def _load(self, name, values):
+        data = np.asarray(values, np.int64).astype("<u8").tobytes()
+        self._device.memory.write(region_base(self._config, name), data)
+
+    def _fetch(self, name, n):
+        data = self._device.memory.read(region_base(self._config, name), 8 * n)
+        return np.frombuffer(bytes(data), "<u8").astype(np.int64)
+
+    def _run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=None):
+        rm = self.register_map
+        if not rm.CTRL.read().AP_IDLE:
+            raise ReplayBusyError("the replay accelerator is busy (CTRL.AP_IDLE = 0)")
+        rm.OP = op.value | int(prng) << 8 | int(relaxed) << 9
+        rm.BATCH_SIZE = batch
+        rm.UPDATE_SIZE = update_size
+        if seed is not None:
+            rm.SEED = seed
+        if self._use_irq:
+            isr = int(rm.IP_ISR.read())
+            if isr:
+                rm.IP_ISR = isr
+            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
+            rm.GIER.ENABLE = 1
+        else:
+            rm.GIER.ENABLE = 0
+        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+        expected = ReplayAccelerator.run_cycles(self._config, op, batch, update_size, relaxed)
+        return self._wait(self._timeout + expected / self._clock_hz)
+
+    def _wait(self, timeout):
+        dev, rm = self._device, self.register_map
+        deadline = dev.time() + timeout
+        done = False
+        if self._use_irq:
+            if not dev.wait_interrupt(timeout):
+                raise ReplayTimeoutError(f"no interrupt within {timeout:g} s")
+            done = bool(rm.CTRL.read().AP_DONE)
+            rm.IP_ISR.AP_DONE = 1
+        while not done:
+            if rm.CTRL.read().AP_DONE:
+                break
+            if dev.time() >= deadline:
+                raise ReplayTimeoutError(f"CTRL.AP_DONE not set within {timeout:g} s")
+            dev.sleep(self._poll)
+        status = dict(rm.STATUS.read().fields)
+        # TREE_BUSY is live (posted updates still in the tree's pipeline), not a run result.
+        status.pop("TREE_BUSY", None)
+        status["CYCLES"] = int(rm.CYCLES)
+        status["RESPONSE_CYCLES"] = int(rm.RESPONSE_CYCLES)
+        self.last_status = status
+        if status["ERROR"]:
+            raise ReplayError(status["ERROR"])
+        level = self._caller_level()
+        if status["SATURATED"]:
+            warnings.warn("replay accelerator STATUS.SATURATED: a priority above the leaf "
+                          "format's maximum was stored as that maximum",
+                          PrioritySaturatedWarning, stacklevel=level)
+        if status["START_REFUSED"]:
+            warnings.warn("replay accelerator STATUS.START_REFUSED: AP_START was written "
+                          "while the run was in progress and was dropped",
+                          StartRefusedWarning, stacklevel=level)
+        if status["INVALID_INDEX"]:
+            raise ReplayError(0, ": a leaf index >= capacity reached the tree")
+        if status["EMPTY"]:
+            raise ReplayEmptyError("every priority is zero: nothing to sample")
+        return status
+
+    @staticmethod
+    def _caller_level():
+        frame, level = sys._getframe(0), 1
+        here = __file__
+        while frame is not None and frame.f_code.co_filename == here:
+            frame, level = frame.f_back, level + 1
+        return level
+
+    def _read64(self, name):
+        rm = self.register_map
+        return int(rm[f"{name}_LO"]) | int(rm[f"{name}_HI"]) << 32
+
+    def _chunks(self, n):
+        mb = self._config.max_batch
+        return [(lo, min(n, lo + mb)) for lo in range(0, n, mb)]
+
+    # -- the API -------------------------------------------------------------------------------
+    def insert(self, priorities=None, *, count=None) -> np.ndarray:
+        """Insert transitions in FIFO order (the slot after the last, wrapping at capacity).
+
+        ``priorities`` (1-D, real, >= 0) or, if None, ``count`` transitions (default 1) at the
+        maximum priority seen so far (INSERT_MAX). Batches above ``max_batch`` run in chunks.
+        Returns the slots written (int64).
+        """
+        if priorities is None:
+            n = 1 if count is None else _count(count, "count", 1 << 31)
+            raw = None
+        else:
+            if count is not None:
+                raise ValueError("give priorities or count, not both")
+            raw = self._priorities(priorities)
+            n = raw.size
+            if n == 0:
+                return np.zeros(0, np.int64)
+        slots = []
+        for lo, hi in self._chunks(n):
+            if raw is None:
+                self._run(ReplayOp.INSERT_MAX, hi - lo)
+            else:
+                self._load("PRIO_IN", raw[lo:hi])
+                self._run(ReplayOp.INSERT, hi - lo)
+            slots.append(self._fetch("IDX_OUT", hi - lo))
+        return np.concatenate(slots)
+
+    def update(self, indices, priorities) -> None:
+        """Set the priorities of leaves ``indices`` (in order: for a repeated index the last
+        value wins). Batches above ``max_batch`` run in chunks."""
+        idx = self._indices(indices)
+        raw = self._priorities(priorities, idx.size)
+        for lo, hi in self._chunks(idx.size):
+            self._load("IDX_IN", idx[lo:hi])
+            self._load("PRIO_IN", raw[lo:hi])
+            self._run(ReplayOp.UPDATE, hi - lo)
+
+    def _sampled(self, n, total, beta):
+        cfg = self._config
+        idx = self._fetch("IDX_OUT", n)
+        raw = self._fetch("PRIO_OUT", n)
+        size = int(self.register_map.SIZE)
+        p = raw.astype(np.float64) / float(total)
+        w = (max(size, 1) * p) ** -beta
+        w = w / w.max()
+        return idx, w, cfg.priority_format.to_float(raw)
+
+    def sample(self, batch: int, beta: float, targets=None):
+        """Sample ``batch`` leaves proportionally to their priorities.
+
+        ``targets``: None (the on-chip PRNG) or ``batch`` fractions in [0, 1) (leaf ``i`` is
+        taken for a target in its share of the total). Returns ``(indices, weights,
+        priorities)``: int64 leaves, importance weights normalised by their maximum, and the
+        leaves' priorities (float64).
+        """
+        n = _count(batch, "batch", self._config.max_batch)
+        beta = self._beta(beta)
+        x = self._targets(targets, n)
+        if x is not None:
+            self._load("TARGET_IN", x)
+        self._run(ReplayOp.SAMPLE, n, prng=x is None)
+        return self._sampled(n, self._read64("TOTAL"), beta)
+
+    def update_and_sample(self, indices, priorities, batch: int, beta: float, targets=None, *,
+                          relaxed=False):
+        """One fused run: update ``indices`` to ``priorities``, then sample ``batch`` leaves
+        (see :meth:`sample`). With ``relaxed`` the samples are drawn first and do not see these
+        updates (one batch of priority-update delay), and the run is shorter by the tree
+        latency when the update batch is large enough (:meth:`ReplayAccelerator.run_cycles`).
+        """
+        idx = self._indices(indices)
+        u = _count(idx.size, "len(indices)", self._config.max_batch)
+        raw = self._priorities(priorities, u)
+        n = _count(batch, "batch", self._config.max_batch)
+        beta = self._beta(beta)
+        x = self._targets(targets, n)
+        self._load("IDX_IN", idx)
+        self._load("PRIO_IN", raw)
+        if x is not None:
+            self._load("TARGET_IN", x)
+        before = self._read64("TOTAL") if relaxed else None
+        self._run(ReplayOp.UPDATE_SAMPLE, n, u, prng=x is None, relaxed=relaxed)
+        return self._sampled(n, before if relaxed else self._read64("TOTAL"), beta)
+
+    def read(self, indices) -> np.ndarray:
+        """Priorities of leaves ``indices`` (float64). Batches above ``max_batch`` in chunks."""
+        idx = self._indices(indices)
+        out = []
+        for lo, hi in self._chunks(idx.size):
+            self._load("IDX_IN", idx[lo:hi])
+            self._run(ReplayOp.READ, hi - lo)
+            out.append(self._fetch("PRIO_OUT", hi - lo))
+        raw = np.concatenate(out) if out else np.zeros(0, np.int64)
+        return self._config.priority_format.to_float(raw)
+
+    def total(self) -> float:
+        """Sum of all priorities (the root)."""
+        return float(self._config.level_formats[0].to_float(self._read64("TOTAL")))
+
+    @property
+    def size(self) -> int:
+        """Transitions inserted, at most the capacity."""
+        return int(self.register_map.SIZE)
+
+    @property
+    def write_pointer(self) -> int:
+        return int(self.register_map.WRITE_POINTER)
+
+    @property
+    def max_priority(self) -> float:
+        return float(self._config.priority_format.to_float(self._read64("MAX_PRIORITY")))
+
+    def seed(self, seed: int) -> None:
+        """Load the on-chip PRNG (32-bit; 0 loads the reset state)."""
+        try:
+            s = operator.index(seed)
+        except TypeError:
+            raise ValueError(f"seed must be an integer in 0..0xffffffff, not {seed!r}") \
+                from None
+        if isinstance(seed, bool) or not 0 <= s <= 0xFFFF_FFFF:
+            raise ValueError(f"seed must be an integer in 0..0xffffffff, not {seed!r}")
+        self._run(ReplayOp.SEED, seed=s)
+
+    def reset(self) -> None:
+        """Empty the tree: every priority 0, size and write pointer 0, maximum 1.0."""
+        self._run(ReplayOp.RESET)

@@ -1,0 +1,263 @@
+"""ReplayDriver: the same blocking code on the Verilated RTL (SimDevice) and ReplayGoldenDevice.
+
+Slow tier: :func:`session` runs in a cocotb ``bridge`` thread against the RTL of the
+``replay-accel`` block (K = 4, a capacity that is not a power of 4) and directly against a
+:class:`~sw.driver.golden_replay.ReplayGoldenDevice`; the transcripts (indices, weights,
+priorities, warnings, errors, STATUS, CYCLES, RESPONSE_CYCLES) must be identical.
+
+Fast tier: validation before any bus access, hardware errors and flags as exceptions and
+warnings, the configuration check, polling, on the golden device.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from cocotb_util import load_manifest, run_block
+
+RTL = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_guard_bits=4,
+           target_bits=28, max_batch=64)
+
+
+@pytest.mark.slow
+def test_replay_driver_on_rtl_matches_golden_device():
+    run_block("replay-accel", RTL, __file__, seed=20261122)
+
+
+def _record(fn, *args, **kwargs):
+    """(result or exception text, warning classes) of one driver call."""
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - the transcript records it
+            result = f"{type(e).__name__}: {e}"
+    # (the simulator's bus models emit DeprecationWarnings: only the driver's warnings count)
+    return result, sorted({w.category.__name__ for w in ws
+                           if issubclass(w.category, RuntimeWarning)})
+
+
+def session(device) -> list:
+    """Blocking driver code; returns everything observable, for comparison across devices."""
+    from sw.driver.replay import ReplayDriver
+
+    rb = ReplayDriver(device, timeout=1e-3)
+    rm = rb.register_map
+    while rm.STATUS.TREE_BUSY:                       # the RTL clears its tree after reset
+        device.sleep(1e-6)
+    cfg = rb.config
+    rng = np.random.default_rng(5)
+    log = [cfg.to_dict()]
+
+    def step(name, fn, *args, **kwargs):
+        log.append((name, _record(fn, *args, **kwargs), dict(rb.last_status)))
+
+    step("sample empty", rb.sample, 4, 0.4)
+    step("seed", rb.seed, 2026)
+    step("insert max", rb.insert, count=150)
+    pr = rng.uniform(0, 4, 900)
+    pr[::97] = 1e5                                    # above the leaf format: saturates
+    step("insert", rb.insert, pr)                     # 1050 in all: wraps
+    step("state", lambda: (rb.size, rb.write_pointer, rb.total(), rb.max_priority))
+    for b in (1, 17, 64):
+        step(f"sample prng {b}", rb.sample, b, 0.5)
+        step(f"sample host {b}", rb.sample, b, 0.7, targets=rng.random(b))
+    idx = rng.integers(0, cfg.capacity, 64)
+    step("update", rb.update, idx, rng.uniform(0, 8, 64))
+    step("update chunks", rb.update, rng.integers(0, cfg.capacity, 150), rng.uniform(0, 2, 150))
+    step("read", rb.read, idx)
+    for relaxed in (False, True):
+        step(f"fused {relaxed}", rb.update_and_sample, rng.integers(0, cfg.capacity, 40),
+             rng.uniform(0, 3, 40), 48, 0.4, relaxed=relaxed)
+        step(f"fused host {relaxed}", rb.update_and_sample, rng.integers(0, cfg.capacity, 64),
+             rng.uniform(0, 3, 64), 8, 1.0, targets=rng.random(8), relaxed=relaxed)
+    step("bad batch (hardware)", rb._run, __import__("rtl_gen.replay.regs", fromlist=["x"])
+         .ReplayOp.SAMPLE, 0)
+    step("reset", rb.reset)
+    step("sample after reset", rb.sample, 2, 0.4)
+    step("state after reset", lambda: (rb.size, rb.write_pointer, rb.total(), rb.max_priority))
+    poll = ReplayDriver(device, cfg, use_interrupt=False, poll_interval=2e-7, timeout=1e-3)
+    log.append(("poll", _record(poll.insert, [1.0, 2.0, 3.0]), dict(poll.last_status)))
+    log.append(("poll sample", _record(poll.sample, 5, 0.4), dict(poll.last_status)))
+    log.append({r._register.name: int(r) for r in rm if r._register.name.startswith("HW_")})
+    return log
+
+
+def _same(a, b, path="log"):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        np.testing.assert_array_equal(a, b, err_msg=path)
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), (path, a, b)
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (path, a, b)
+        for k in a:
+            _same(a[k], b[k], f"{path}.{k}")
+    else:
+        assert a == b, (path, a, b)
+
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def same_driver_code_on_rtl_and_golden(dut):
+        """session() through SimDevice == session() on ReplayGoldenDevice, bit for bit."""
+        from rtl_gen.replay import SumTreeConfig
+        from sw.driver import SimDevice
+        from sw.driver.golden_replay import ReplayGoldenDevice
+
+        cfg = SumTreeConfig.from_dict(load_manifest()["config"])
+        sim = SimDevice(dut)
+        await sim.start()
+        rtl = await sim.call(session, sim)
+        gold = session(ReplayGoldenDevice(cfg))
+        _same(rtl, gold)
+        n = sum(1 for e in rtl if isinstance(e, tuple) and isinstance(e[1][0], str))
+        assert n == 3, [e for e in rtl if isinstance(e, tuple) and isinstance(e[1][0], str)]
+        dut._log.info("replay driver session identical on RTL and golden device (%d steps)",
+                      len(rtl))
+
+
+# -- fast tier: the golden device -------------------------------------------------------------
+class _Counting:
+    """Wraps a device's control and memory ports, counting accesses."""
+
+    def __init__(self, dev):
+        self.n = 0
+        ctl, mem = dev.control, dev.memory
+        outer = self
+
+        class C:
+            def read32(self, off):
+                outer.n += 1
+                return ctl.read32(off)
+
+            def write32(self, off, v):
+                outer.n += 1
+                ctl.write32(off, v)
+
+        class M:
+            def write(self, off, data):
+                outer.n += 1
+                mem.write(off, data)
+
+            def read(self, off, n):
+                outer.n += 1
+                return mem.read(off, n)
+
+        dev.control, dev.memory = C(), M()
+
+
+def _driver(**kw):
+    from rtl_gen.replay import SumTreeConfig
+    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.driver.replay import ReplayDriver
+
+    cfg = SumTreeConfig(**{**RTL, **kw})
+    dev = ReplayGoldenDevice(cfg)
+    return ReplayDriver(dev), dev
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda rb: rb.sample(0, 0.4), "batch must be an integer in 1..64"),
+    (lambda rb: rb.sample(65, 0.4), "batch must be an integer in 1..64"),
+    (lambda rb: rb.sample(2.0, 0.4), "batch must be an integer"),
+    (lambda rb: rb.sample(2, float("nan")), "beta must be"),
+    (lambda rb: rb.sample(2, 0.4, targets=[0, 1]), r"targets must be floats"),
+    (lambda rb: rb.sample(2, 0.4, targets=np.array([0.1, 1.0])), r"fractions in \[0, 1\)"),
+    (lambda rb: rb.sample(2, 0.4, targets=np.zeros(3)), r"shape \(2,\)"),
+    (lambda rb: rb.update([1, 2], [1.0]), "priorities must have 2 elements"),
+    (lambda rb: rb.update([1000], [1.0]), r"indices must be in 0..999"),
+    (lambda rb: rb.update([-1], [1.0]), r"indices must be in 0..999"),
+    (lambda rb: rb.update([1.0], [1.0]), "indices must be integers"),
+    (lambda rb: rb.update([[1]], [1.0]), "indices must be a 1-D array"),
+    (lambda rb: rb.update([1], [np.inf]), "finite and non-negative"),
+    (lambda rb: rb.update([1], [-0.5]), "finite and non-negative"),
+    (lambda rb: rb.insert(["a"]), "priorities must be real numbers"),
+    (lambda rb: rb.insert([1.0], count=2), "not both"),
+    (lambda rb: rb.insert(count=0), "count must be an integer"),
+    (lambda rb: rb.update_and_sample(np.arange(65), np.ones(65), 4, 0.4),
+     r"len\(indices\) must be an integer in 1..64"),
+    (lambda rb: rb.update_and_sample([1], [1.0], 65, 0.4), "batch must be"),
+    (lambda rb: rb.read([5000]), "indices must be in"),
+    (lambda rb: rb.seed(-1), "seed must be an integer"),
+    (lambda rb: rb.seed(1 << 32), "seed must be an integer"),
+])
+def test_invalid_input_raises_before_any_bus_access(call, match):
+    rb, dev = _driver()
+    counter = _Counting(dev)
+    with pytest.raises(ValueError, match=match):
+        call(rb)
+    assert counter.n == 0
+
+
+def test_flags_become_exceptions_and_warnings():
+    from sw.driver.replay import PrioritySaturatedWarning, ReplayEmptyError, ReplayError
+    from rtl_gen.replay.regs import ReplayOp
+
+    rb, dev = _driver()
+    with pytest.raises(ReplayEmptyError):
+        rb.sample(3, 0.4)
+    with pytest.warns(PrioritySaturatedWarning):
+        rb.insert([1.0, 1e9])
+    assert rb.max_priority == rb.config.priority_format.max_value
+    with pytest.raises(ReplayError, match="error 2: batch size"):
+        rb._run(ReplayOp.READ, 0)
+    with pytest.raises(ReplayError, match="error 1: unknown operation"):
+        rb.register_map.OP = 9
+        rb.register_map.CTRL.AP_START = 1
+        rb._wait(1e-3)
+    # An index the tree refuses (written behind the driver's back) raises.
+    dev.memory.write(0, (1000).to_bytes(8, "little"))
+    with pytest.raises(ReplayError, match="invalid index"):
+        rb._run(ReplayOp.UPDATE, 1)
+
+
+def test_weights_and_relaxed_semantics():
+    rb, dev = _driver()
+    rb.insert([1.0, 3.0, 0.0, 4.0])
+    idx, w, p = rb.sample(8, 0.5, targets=np.array([0, .1, .15, .2, .5, .6, .9, .99]))
+    np.testing.assert_array_equal(idx, [0, 0, 1, 1, 3, 3, 3, 3])     # t = 4: P(0..1) = 4 <= t
+    np.testing.assert_array_equal(p, [1, 1, 3, 3, 4, 4, 4, 4])
+    raw = (4 * p / 8.0) ** -0.5
+    np.testing.assert_allclose(w, raw / raw.max())
+    # Relaxed: the samples see the tree before the run's updates; strict: after them.
+    x = np.array([0.05, 0.95])
+    idx_r, _, p_r = rb.update_and_sample([0, 3], [0.0, 0.0], 2, 0.5, targets=x, relaxed=True)
+    np.testing.assert_array_equal(idx_r, [0, 3])
+    rb.update([0, 3], [1.0, 4.0])
+    idx_s, _, p_s = rb.update_and_sample([0, 3], [0.0, 0.0], 2, 0.5, targets=x)
+    np.testing.assert_array_equal(idx_s, [1, 1])
+    assert rb.total() == 3.0
+
+
+def test_config_checked_against_hardware():
+    from rtl_gen.replay import SumTreeConfig
+    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.driver.replay import ReplayConfigMismatchError, ReplayDriver
+
+    dev = ReplayGoldenDevice(SumTreeConfig(**RTL))
+    assert ReplayDriver(dev).config == SumTreeConfig(**RTL)
+    with pytest.raises(ReplayConfigMismatchError, match="HW_CAPACITY"):
+        ReplayDriver(dev, {**RTL, "capacity": 999})
+    from sw.driver.golden import GoldenDevice
+    from rtl_gen.gae.config import GaeCoreConfig
+    with pytest.raises(ReplayConfigMismatchError, match="do not describe a replay"):
+        ReplayDriver(GoldenDevice(GaeCoreConfig()))
+
+
+def test_golden_device_session_is_deterministic():
+    from rtl_gen.replay import SumTreeConfig
+    from sw.driver.golden_replay import ReplayGoldenDevice
+
+    a = session(ReplayGoldenDevice(SumTreeConfig(**RTL)))
+    b = session(ReplayGoldenDevice(SumTreeConfig(**RTL)))
+    _same(a, b)
+    errors = [e for e in a if isinstance(e, tuple) and isinstance(e[1][0], str)]
+    assert len(errors) == 3, errors         # two empty samples, the refused batch
