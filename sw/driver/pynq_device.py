@@ -24,10 +24,11 @@ import numpy as np
 
 from .gae import GAE_VLNV, GAE_VLNVS
 from .learner import LEARNER_VLNVS
+from .replay import REPLAY_VLNVS
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "learner_ip_class",
-           "find_gae_windows"]
+           "replay_ip_class", "find_gae_windows"]
 
 
 def _import_pynq():
@@ -190,6 +191,7 @@ class PynqDevice(Device):
         pynq = _import_pynq()
         gae_ip_class()                      # bind our drivers before the overlay is parsed
         learner_ip_class()
+        replay_ip_class()
         if overlay is None:
             if bitfile is None:
                 raise ValueError("give bitfile= or overlay=")
@@ -411,5 +413,70 @@ def __getattr__(name):
         return gae_ip_class()
     if name == "LearnerIP":
         return learner_ip_class()
+    if name == "ReplayIP":
+        return replay_ip_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+_REPLAY_IP_CLASS = None
+
+
+def replay_ip_class():
+    """The ``pynq.DefaultIP`` subclass bound to the shipped replay accelerators' VLNVs
+    (:data:`~sw.driver.replay.REPLAY_VLNVS`), as :func:`learner_ip_class` is for the learner:
+    ``register_map`` and ``driver(config=None, **kwargs)`` (a
+    :class:`~sw.driver.replay.ReplayDriver` on a :class:`PynqDevice` for this overlay;
+    ``mem_addr``, ``mem_range``, ``use_interrupt``, ``bulk`` go to the device).
+    """
+    global _REPLAY_IP_CLASS
+    if _REPLAY_IP_CLASS is not None:
+        return _REPLAY_IP_CLASS
+    pynq = _import_pynq()
+
+    class ReplayIP(pynq.DefaultIP):
+        """PYNQ driver of the prioritized replay accelerator (see :func:`replay_ip_class`)."""
+
+        bindto = list(REPLAY_VLNVS)
+
+        def __init__(self, description):
+            super().__init__(description)
+            self._description = description
+            self._replay_driver = None
+            self._replay_regs = None
+
+        @property
+        def register_map(self):
+            if str(self._description.get("mem_id") or "").endswith("s_axi_mem"):
+                raise AttributeError("this is the replay accelerator's s_axi_mem window; the "
+                                     "registers are on its s_axi_control window")
+            if self._replay_regs is None:
+                from rtl_gen.replay.regs import replay_register_map
+
+                from .regmap import RegisterMapAccess
+                from .replay import read_replay_config
+
+                mmio = PynqMmio(self.mmio)
+                self._replay_regs = RegisterMapAccess(
+                    replay_register_map(read_replay_config(mmio)), mmio)
+            return self._replay_regs
+
+        def driver(self, config=None, **kwargs):
+            """A :class:`~sw.driver.replay.ReplayDriver` for this accelerator (kept after the
+            first call)."""
+            if self._replay_driver is None:
+                from .replay import REPLAY_VLNV, ReplayDriver
+
+                dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
+                dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
+                path = self._description.get("fullpath", "")
+                mem_id = str(self._description.get("mem_id") or "")
+                instance = path.rpartition("/")[0] if mem_id and path.endswith(mem_id) \
+                    else path
+                device = PynqDevice(overlay=_ActiveOverlay(pynq), name=instance or None,
+                                    vlnv=REPLAY_VLNV, **dev_kw)
+                self._replay_driver = ReplayDriver(device, config, **kwargs)
+            return self._replay_driver
+
+    ReplayIP.__module__ = __name__
+    _REPLAY_IP_CLASS = ReplayIP
+    return ReplayIP
