@@ -616,12 +616,11 @@ class LearnerDriver:
 
     def sync_target(self):
         """DQN: copy the online weights into the target network now (host copy, word for
-        word through the memory port)."""
-        cfg = self._config
+        word through the memory port). The ``sync_period`` count is not restarted (as the
+        hardware's SYNC_COUNT is not by a host copy)."""
         src, dst = self._layer_names(False), self._layer_names(True)
         self._require_idle()
         self._copy_to_target(src, dst)
-        self._since_sync = 0
 
     def _copy_to_target(self, src, dst):
         cfg = self._config
