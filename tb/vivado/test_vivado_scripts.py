@@ -85,6 +85,7 @@ def _options(args):
 # -- constants and inputs ----------------------------------------------------------------------
 def test_shipped_accelerators_found():
     assert "gae_accel_n8" in BD and "gae_accel_n64" in BD
+    assert "replay_accel_k16" in BD                  # the prioritized replay accelerator
     assert KERNELS == ["gae_kernel_n8"] and not set(BD) & set(KERNELS)
     assert not any(a.startswith("gae_pe") for a in ACCELS)      # bare blocks have no CSR
 
