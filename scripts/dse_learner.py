@@ -36,6 +36,15 @@ among those with at most ``max(4, r_i·f)`` cells, ``r_i`` being the stage's mul
 per sample over the smallest stage's (CF'22's proportional allocation). The design with the
 smallest ``T_pipeline + T_WU`` that fits ``--usable`` of every budgeted resource wins.
 
+By default only points the generator (:class:`~rtl_gen.learner.config.LearnerConfig` with
+``stage_arrays``) builds are searched: DP in 1, 2, 4, arrays no larger than m (the block size
+S, the largest array dimension, must divide the sub-batch), WU as generated (S lanes per
+layer); each point carries its generator parameters (:func:`learner_params`) and the
+generated pipeline's exact cycles (:func:`rtl_gen.learner.schedule.step_cycles`), which rank
+the points. The chosen designs are written as JSON for ``python -m rtl_gen learner --config``
+(``--config-dir``). ``--any-point`` searches the unrestricted CF'22 space with the model's
+cycles.
+
 Resources: DSP, LUT and FF of each array are Yosys estimates (``scripts/estimate.py``, cached in
 ``scripts/learner_tu_estimates.json`` with the command that produced them; transposed shapes
 are taken to cost the same). Plus 2 DSPs per WU lane (24 × 32-bit products). BRAM36 per buffer
@@ -70,7 +79,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from rtl_gen.learner.config import TensorUnitConfig  # noqa: E402
+from rtl_gen.learner.config import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
+from rtl_gen.learner.schedule import step_cycles  # noqa: E402
 
 ESTIMATES = REPO / "scripts" / "learner_tu_estimates.json"
 ESTIMATE_COMMAND = ("python scripts/estimate.py --block tensor-unit --param rows={rows} "
@@ -278,10 +288,19 @@ class Design:
     lut: int
     ff: int
     bram36: int
+    params: dict = None
+    exact_cycles: int = None
+
+    @property
+    def model_cycles(self) -> int:
+        """The CF'22-style estimate ``T_pipeline + T_WU``."""
+        return self.t_pipeline + self.t_wu
 
     @property
     def cycles(self) -> int:
-        return self.t_pipeline + self.t_wu
+        """Cycles per step: the generator's exact :func:`~rtl_gen.learner.schedule.step_cycles`
+        for a generator design point, else :attr:`model_cycles`."""
+        return self.model_cycles if self.exact_cycles is None else self.exact_cycles
 
     def steps_per_s(self, mhz: float) -> float:
         return mhz * 1e6 / self.cycles
@@ -291,11 +310,39 @@ class Design:
                 and self.ff <= usable * dev.ff and self.bram36 <= usable * dev.bram36)
 
 
-def evaluate(sizes, batch, dp, m, f, lanes, est, *, target=True) -> Design:
-    """Cycle and resource model of one design point (see the module docstring)."""
+def generator_name(stage: Stage) -> str:
+    """The generator's name of a DSE stage (``FW1`` -> ``fw0``: 0-based weight layers)."""
+    return f"{stage.kind}{stage.layer}"
+
+
+def learner_params(design: "Design", sizes, *, target=True, axi_data_width=128) -> dict:
+    """Parameters of :class:`~rtl_gen.learner.config.LearnerConfig` that realise a design point
+    of :func:`explore` with ``generator=True``: block size S = the largest array dimension,
+    per-stage arrays, sub-batch m, dp pipelines, max_batch = the batch. ``python -m rtl_gen
+    learner --config FILE`` takes them as a JSON file."""
+    by_name = {s.name: s for s in stages_of(sizes, target=target)}
+    S = max(x for rc in design.arrays.values() for x in rc)
+    arrays = ",".join(f"{generator_name(by_name[k])}:{r}x{c}"
+                      for k, (r, c) in design.arrays.items())
+    return {"sizes": list(sizes), "array": S, "stage_arrays": arrays, "max_batch": design.batch,
+            "sub_batch": design.m, "dp": design.dp, "loss": "dqn" if target else "mse",
+            "axi_data_width": axi_data_width}
+
+
+def evaluate(sizes, batch, dp, m, f, lanes, est, *, target=True, generator=False) -> Design:
+    """Cycle and resource model of one design point (see the module docstring).
+
+    ``generator=True``: only arrays the generator can build for this point (dimensions at
+    most m: the block size S divides the sub-batch), WU as generated (S lanes per layer,
+    ``lanes`` ignored), and the exact cycles of the generated pipeline
+    (:attr:`Design.exact_cycles`, :attr:`Design.params`)."""
     stages = stages_of(sizes, target=target)
     ratio = stage_ratio(stages, sizes)
     menu = sorted(est)
+    if generator:
+        menu = [a for a in menu if max(a) <= m]
+        if not menu:
+            raise ValueError(f"no array of the menu fits a sub-batch of {m}")
     pi = batch // dp
     arrays, per_item, first = {}, [], {}
     dsp = lut = ff = mem = 0
@@ -321,20 +368,41 @@ def evaluate(sizes, batch, dp, m, f, lanes, est, *, target=True) -> Design:
     t_max = max(per_item)
     t_pipe = critical_path(stages, first) + (pi // m - 1) * t_max
     sizes_w = [(a + 1) * b for a, b in zip(sizes[:-1], sizes[1:])]
+    if generator:                      # WU: S lanes per layer, the layers side by side
+        S = max(x for rc in arrays.values() for x in rc)
+        lanes = S * (len(sizes) - 1)
     t_wu = sum(math.ceil(dp * s / lanes) for s in sizes_w)
-    return Design(batch, dp, pi, m, f, lanes, arrays, t_max, t_pipe, t_wu,
-                  dp * dsp + DSP_PER_WU_LANE * lanes, dp * lut, dp * ff, dp * mem)
+    d = Design(batch, dp, pi, m, f, lanes, arrays, t_max, t_pipe, t_wu,
+               dp * dsp + DSP_PER_WU_LANE * lanes, dp * lut, dp * ff, dp * mem)
+    if generator:
+        d.params = learner_params(d, sizes, target=target)
+        d.exact_cycles = step_cycles(LearnerConfig.from_dict(d.params), batch)
+    return d
 
 
-def explore(sizes, batch, est, *, target=True):
-    """Every design point of the search space (DP | B, m | PI, f, WU lanes)."""
-    points = []
+def explore(sizes, batch, est, *, target=True, generator=False):
+    """Every design point of the search space (DP | B, m | PI, f, WU lanes).
+
+    ``generator=True``: only points the learner generator builds (DP in 1, 2, 4; m at least
+    2), with their exact cycles and generator parameters (see :func:`evaluate`)."""
+    points, seen = [], set()
     for dp in [d for d in range(1, batch + 1) if batch % d == 0]:
+        if generator and dp not in DP_VALUES:
+            continue
         pi = batch // dp
         for m in [x for x in MICRO_BATCHES if x <= pi and pi % x == 0]:
+            if generator and m < 2:
+                continue
             for f in F_VALUES:
-                for lanes in WU_LANES:
-                    points.append(evaluate(sizes, batch, dp, m, f, lanes, est, target=target))
+                for lanes in (WU_LANES[:1] if generator else WU_LANES):
+                    p = evaluate(sizes, batch, dp, m, f, lanes, est, target=target,
+                                 generator=generator)
+                    if generator:      # f values that give the same arrays: one point
+                        key = (dp, m, tuple(sorted(p.arrays.items())))
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    points.append(p)
     return points
 
 
@@ -438,6 +506,12 @@ def main(argv=None) -> int:
                     help="fraction of each device resource the learner may use (default 0.75)")
     ap.add_argument("--mhz", type=float, default=300.0)
     ap.add_argument("--no-target", action="store_true", help="no target-network FW chain")
+    ap.add_argument("--any-point", action="store_true",
+                    help="search CF'22's whole space (any DP, m, WU lanes; cycles from the "
+                         "model) instead of the points the generator builds (exact cycles)")
+    ap.add_argument("--config-dir", type=Path, default=REPO / "build" / "dse_learner_configs",
+                    help="where to write each chosen design as LearnerConfig JSON for "
+                         "`python -m rtl_gen learner --config FILE`")
     ap.add_argument("--refresh-estimates", action="store_true",
                     help=f"re-run Yosys for {ARRAY_MENU} and rewrite {ESTIMATES.name}")
     ap.add_argument("--no-torch", action="store_true", help="skip the CPU measurement")
@@ -497,7 +571,8 @@ def main(argv=None) -> int:
             ap.error(f"--torch-threads takes comma-separated integers, not "
                      f"{args.torch_threads!r}")
     for b in args.batch:
-        results["points"][(b, None)] = explore(sizes, b, est, target=target)
+        results["points"][(b, None)] = explore(sizes, b, est, target=target,
+                                               generator=not args.any_point)
         for t in thread_counts:
             torch.set_num_threads(t)
             cpu_runs[(b, t)] = torch_steps_per_s(sizes, b, iters=args.torch_iters,
@@ -521,7 +596,9 @@ def main(argv=None) -> int:
                   + ", ".join(f"B={b} {cpu_runs[(b, t)][0]:.0f} ({cpu_runs[(b, t)][1]:.0f})"
                               for b in args.batch))
     print(f"\nChosen configurations at {args.mhz:g} MHz (ratio = FPGA / best CPU round, "
-          f"T_* in cycles):")
+          f"T_* in cycles; cycles = "
+          + ("the model's T_pipe + T_WU" if args.any_point else
+             "the generated pipeline's exact step_cycles") + "):")
     print(head)
     rows = []
     for key, dev in devices.items():
@@ -542,7 +619,8 @@ def main(argv=None) -> int:
                   f"{p.t_pipeline:>7} {p.t_wu:>6} {p.cycles:>7} {sps:>9.0f} "
                   f"{(f'{c:.0f}' if c else '-'):>9} {(f'{sps / c:.1f}x' if c else '-'):>6}")
             rows.append({"device": key, "batch": b, **{k: v for k, v in asdict(p).items()
-                                                        if k != "arrays"},
+                                                        if k not in ("arrays", "params")},
+                         "learner_params": p.params, "model_cycles": p.model_cycles,
                          "arrays": {k: f"{r}x{c_}" for k, (r, c_) in p.arrays.items()},
                          "cycles": p.cycles, "steps_per_s": sps, "cpu_steps_per_s": c,
                          "cpu_threads": cpu_threads.get(b)})
@@ -550,6 +628,14 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"  {r['device']:7} B={r['batch']:<4} "
               + " ".join(f"{k}:{v}" for k, v in r["arrays"].items()))
+    if not args.any_point and rows:
+        args.config_dir.mkdir(parents=True, exist_ok=True)
+        for r in rows:
+            path = args.config_dir / f"{r['device']}_b{r['batch']}.json"
+            path.write_text(json.dumps(r["learner_params"], indent=1) + "\n")
+            r["config_file"] = str(path)
+        print(f"\nGenerator configurations in {args.config_dir} (python -m rtl_gen learner "
+              f"--config FILE --out DIR)")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"sizes": sizes, "mhz": args.mhz, "usable": args.usable,
                                      "cpu_runs": {f"B={b} threads={t}": v

@@ -5,8 +5,8 @@
 * :class:`LearnerNumerics` -- the fixed-point formats of a training step and the tensor-unit
   configuration of each GEMM kind.
 * :class:`LearnerCore` -- one SGD step of an MLP (ReLU hidden layers, linear output; DQN with
-  an on-chip target network, or MSE) as a pipeline of stages, each on its own S × S tensor
-  unit: FW per layer (and target FW), LOSS, BW per layer, WA per weight tensor, WU per weight
+  an on-chip target network, or MSE) as a pipeline of stages, each on its own R × C
+  (default S × S) tensor unit: FW per layer (and target FW), LOSS, BW per layer, WA per weight tensor, WU per weight
   tensor; sub-batches stream through on-chip block buffers (:mod:`.layout`); ``dp`` parallel
   pipelines whose gradient scratchpads WU reduces; exact cycle model in :mod:`.schedule`.
   Configured by :class:`LearnerConfig`.
@@ -20,8 +20,11 @@ Golden models: ``sw.golden.gemm`` (tensor unit, tiled GEMM, cycles) and ``sw.gol
 DQN target-network sync is in hardware: WU writes the updated weights into the target
 weights too on steps chosen by SYNC_TARGET / SYNC_PERIOD (no extra cycles).
 
-Not generated yet: per-stage array sizes (every stage has the same S × S; the DSE assumes
-per-stage sizes), actor-critic scheduling, and a host driver in ``sw/driver``.
+Per-stage array sizes: ``LearnerConfig(stage_arrays=...)`` gives each GEMM stage (or kind)
+its own R × C unit on S × S blocks; ``scripts/dse_learner.py`` writes the configurations it
+chooses in that form.
+
+Not generated yet: actor-critic scheduling, and a host driver in ``sw/driver``.
 """
 from .accelerator import LearnerAccelerator
 from .config import GEMM_KINDS, LearnerConfig, LearnerNumerics, TensorUnitConfig

@@ -334,9 +334,20 @@ class LearnerConfig:
         Neurons per layer, input first; ``"4,64,64,2"`` is accepted too. 2..8 entries, each
         1..1024; with ``loss="dqn"`` the last (the actions) at least 2.
     array : int
-        S: every tensor unit is an S × S array, S in :data:`ARRAY_SIZES`. The activation,
-        gradient and weight buffers are stored in S × S blocks (one memory word each), so that
-        one read gives a tensor unit S operands in either orientation.
+        S, in :data:`ARRAY_SIZES`: the block size of the activation, gradient and weight
+        buffers (S × S blocks, one memory word each, so that one read gives a tensor unit up
+        to S operands in either orientation), the width of LOSS and WU (S lanes), and the size
+        of every tensor unit that ``stage_arrays`` does not set: by default every GEMM stage
+        is an S × S array.
+    stage_arrays : str or dict
+        Per-stage R × C tensor units (CF'22's per-stage sizing, chosen by
+        ``scripts/dse_learner.py``): ``{key: "RxC"}`` (or ``R`` for R × R, or ``(R, C)``), or
+        the same as a string ``"fw:4x4,wa1:2x8"``. A key is a GEMM kind (``fw``, ``tfw``,
+        ``bw``, ``wa``: every layer of that kind) or one stage (``fw0``, ``tfw1``, ``bw2``,
+        ``wa0``: 0-based weight layer; it overrides its kind). R and C are powers of two in
+        2..S (R: samples of an FW/BW tile, inputs of a WA tile; C: outputs of an FW/WA tile,
+        inputs of a BW tile). Stored in a canonical string form (:attr:`stage_arrays`);
+        :meth:`stage_array` gives one stage's size. Default ``""``: every stage S × S.
     max_batch : int
         Largest batch B a step takes, 1..4096 (sizes the buffers).
     sub_batch : int
@@ -363,6 +374,7 @@ class LearnerConfig:
     """
     sizes: tuple = (4, 64, 64, 2)
     array: int = 8
+    stage_arrays: str = ""
     max_batch: int = 64
     sub_batch: int = 8
     dp: int = 1
@@ -419,10 +431,88 @@ class LearnerConfig:
             raise ValueError(f"axi_data_width must be one of "
                              f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not "
                              f"{self.axi_data_width!r}")
+        object.__setattr__(self, "stage_arrays", self._check_stage_arrays(self.stage_arrays))
         num = self.numerics                       # validates the fixed-point fields
         if (self.array * num.width) % 8:
             raise ValueError(f"array * width must be a multiple of 8 (byte lanes of the host "
                              f"port), not {self.array} * {num.width}")
+
+    def _stage_keys(self):
+        L = len(self.sizes) - 1
+        kinds = ("fw", "tfw", "bw", "wa") if self.loss == "dqn" else ("fw", "bw", "wa")
+        names = [f"{k}{l}" for k in kinds for l in range(L) if not (k == "bw" and l == 0)]
+        return kinds, names
+
+    def _check_stage_arrays(self, spec):
+        """Canonical string of the ``stage_arrays`` parameter (see the class docstring)."""
+        if spec is None or spec == "":
+            return ""
+        if isinstance(spec, str):
+            items = []
+            for part in spec.replace(";", ",").split(","):
+                part = part.strip()
+                if not part:
+                    continue
+                if ":" not in part:
+                    raise ValueError(f"stage_arrays entries must be key:RxC (e.g. 'fw:4x4'), "
+                                     f"not {part!r}")
+                key, val = part.split(":", 1)
+                items.append((key.strip(), val.strip()))
+        elif isinstance(spec, dict):
+            items = list(spec.items())
+        else:
+            raise ValueError(f"stage_arrays must be a dict or a string such as "
+                             f"'fw:4x4,wa1:2x8', not {spec!r}")
+        kinds, names = self._stage_keys()
+        out = {}
+        for key, val in items:
+            if key not in kinds and key not in names:
+                raise ValueError(f"stage_arrays key must be one of {', '.join(kinds + tuple(names))}"
+                                 f", not {key!r}")
+            if key in out:
+                raise ValueError(f"stage_arrays sets {key!r} twice")
+            try:
+                if isinstance(val, str):
+                    rc = tuple(int(x) for x in val.lower().split("x"))
+                    rc = rc * 2 if len(rc) == 1 else rc
+                elif isinstance(val, int) and not isinstance(val, bool):
+                    rc = (val, val)
+                else:
+                    rc = tuple(val)
+                if len(rc) != 2:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise ValueError(f"stage_arrays[{key!r}] must be 'RxC', R or (R, C), "
+                                 f"not {val!r}") from None
+            for what, v in zip(("rows", "cols"), rc):
+                if (not isinstance(v, int) or isinstance(v, bool) or v not in ARRAY_SIZES
+                        or v > self.array):
+                    ok = ", ".join(str(x) for x in ARRAY_SIZES if x <= self.array)
+                    raise ValueError(f"stage_arrays[{key!r}] {what} must be one of {ok} (at "
+                                     f"most array = {self.array}, the block size), not {v!r}")
+            out[key] = rc
+        order = list(kinds) + names
+        return ",".join(f"{k}:{out[k][0]}x{out[k][1]}" for k in order if k in out)
+
+    def stage_array(self, stage: str) -> tuple:
+        """``(R, C)`` of a GEMM stage's tensor unit: ``"fw0"``, ``"tfw1"``, ``"bw2"``,
+        ``"wa0"`` (a pipeline suffix ``@d`` is ignored)."""
+        name = stage.split("@")[0]
+        kind = name.rstrip("0123456789")
+        table = {}
+        for part in self.stage_arrays.split(",") if self.stage_arrays else ():
+            key, val = part.split(":")
+            table[key] = tuple(int(x) for x in val.split("x"))
+        kinds, names = self._stage_keys()
+        if name not in names:
+            raise ValueError(f"stage must be one of {', '.join(names)}, not {stage!r}")
+        return table.get(name, table.get(kind, (self.array, self.array)))
+
+    def stage_tensor_unit(self, stage: str) -> TensorUnitConfig:
+        """The R × C tensor unit of one GEMM stage (:meth:`stage_array`)."""
+        R, C = self.stage_array(stage)
+        kind = stage.split("@")[0].rstrip("0123456789")
+        return self.numerics.tensor_unit("fw" if kind == "tfw" else kind, rows=R, cols=C)
 
     @property
     def numerics(self) -> LearnerNumerics:

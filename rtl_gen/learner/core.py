@@ -80,10 +80,18 @@ class _Buffer:
             self.ports.append(_ReadPort(self.mem.read_port()))
         return self.ports[index]
 
-    def row_enable(self, row_onehot_en):
-        """Write enables of the rows set in ``row_onehot_en`` (one bit per block row)."""
-        per_row = self.row_bits // self.granularity
-        return Cat(*[row_onehot_en[i].replicate(per_row) for i in range(len(row_onehot_en))])
+    def row_enable(self, row_onehot_en, lane_mask=None):
+        """Write enables of the rows set in ``row_onehot_en`` (one bit per block row),
+        restricted to the lanes set in ``lane_mask`` (one bit per lane of a row; the write
+        granularity must not split a group of lanes written together)."""
+        units = self.row_bits // self.granularity
+        if lane_mask is None:
+            return Cat(*[row_onehot_en[i].replicate(units) for i in range(len(row_onehot_en))])
+        en = []
+        for i in range(len(row_onehot_en)):
+            for u in range(units):
+                en.append(row_onehot_en[i] & lane_mask[(u * self.granularity) // self.lane_bits])
+        return Cat(*en)
 
     def write(self, en, addr, data):
         """Add a writer: ``en`` holds the write port's enables (already gated)."""
@@ -119,13 +127,17 @@ def _widen(v, width):
 
 
 class LearnerCore(wiring.Component):
-    """One SGD step of an MLP on a pipeline of S × S tensor units, without the bus adapters.
+    """One SGD step of an MLP on a pipeline of tensor units, without the bus adapters.
 
     The stages of :func:`rtl_gen.learner.schedule.stages` -- FW of every layer (and of the
     target network for DQN: CF'22's parallel chain, section 3.2.4), LOSS, BW of every layer
     above the first, WA of every weight tensor, WU of every weight tensor -- each with its own
     :class:`~rtl_gen.learner.tensor_unit.TensorUnit` (LOSS and WU are element-wise), work on
-    on-chip buffers in the S × S block layout of :mod:`rtl_gen.learner.layout`. The batch
+    on-chip buffers in the S × S block layout of :mod:`rtl_gen.learner.layout`. Each GEMM
+    stage's unit is R × C (:meth:`LearnerConfig.stage_array`: S × S unless
+    ``config.stage_arrays`` sizes it, R and C powers of two up to S): a tile takes an R- or
+    C-lane chunk of a block's row or column, and its results are written into C-lane groups of
+    a block row (the buffers' write granularity is the narrowest C). The batch
     streams through them in sub-batches of ``config.sub_batch`` samples: a stage starts
     sub-batch p as soon as its producers finished it, so FW of one sub-batch overlaps BW and WA
     of the previous ones (CF'22's pipelining). The FIFOs between stages are the buffers
@@ -167,16 +179,17 @@ class LearnerCore(wiring.Component):
     last sync (saturating at 2**16 - 1; a refused start counts nothing). The host may still
     write ``tw<l>`` itself between steps.
 
-    Timing and throughput: every GEMM stage issues one operand pair per cycle into its unit
-    (S² multiply-accumulates per cycle) in tiles of ``max(K, S)`` cycles; an item's results are
-    written ``3S + 5`` cycles after its last operand (``3S + 7`` for WA, which reads the
-    scratchpad row, adds and writes it back). LOSS handles one sample and S outputs per
-    cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives every
-    stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12398 cycles on
-    4 × 4 units and 3761 on 8 × 8 (sub-batches of 8).
+    Timing and throughput: every GEMM stage issues one operand pair per cycle into its R × C
+    unit (R·C multiply-accumulates per cycle) in tiles of ``max(K, R)`` cycles; an item's
+    results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 7`` for WA,
+    which reads the scratchpad row, adds and writes it back). LOSS handles one sample and S
+    outputs per cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives
+    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12398 cycles on
+    4 × 4 units, 3761 on 8 × 8 (sub-batches of 8), and 3868 with 8 × 8 units on the
+    64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
 
-    Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW); per
-    buffer one
+    Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW), each
+    R·C multipliers; per buffer one
     memory of S × S blocks (``S²·width`` bits per word, ``acc_width`` lanes for gradients), a
     second read port where two stages read it (inputs of WA; weights for BW), 1-bit ReLU masks;
     S multipliers γ·Q (DQN) or S squarers (MSE) in LOSS, S η·G multipliers per layer in WU.
@@ -284,11 +297,15 @@ class LearnerCore(wiring.Component):
             key = name if dp == 1 else f"{name}@{d}"
             bufs[key] = _Buffer(m, key.replace("@", "_p"), **kw)
 
+        # Narrowest lane group a stage writes: a tensor unit's C outputs (S by default).
+        cmin = min([S] + [x for st in stages(cfg) if st.kind in ("fw", "tfw", "bw", "wa")
+                          for x in cfg.stage_array(st.name)])
+        self._cmin = cmin
         for r in regions(cfg):
             row_lanes = S if r.kind == "matrix" else 1
-            # Host-written regions take byte enables; the others are written a block row
-            # at a time.
-            gran = 8 if r.host_write else row_lanes * r.lane_bits
+            # Host-written regions take byte enables; the others are written in groups of
+            # cmin lanes (a whole block row by default).
+            gran = 8 if r.host_write else min(row_lanes, cmin) * r.lane_bits
             kw = dict(word_bits=r.word_bits(cfg), lane_bits=r.lane_bits, row_lanes=row_lanes,
                       granularity=gran)
             if r.host_write:
@@ -305,7 +322,7 @@ class LearnerCore(wiring.Component):
             depth = cfg.groups(rows_pp) * cfg.groups_pow2(sizes[l + 1])
             for d in range(dp):
                 add(f"mask{l}", d, depth=depth, word_bits=S * S, lane_bits=1, row_lanes=S,
-                    granularity=S)
+                    granularity=cmin)
         self._bufs = bufs
         # Port 0 of each memory is shared with the host; create it first.
         for b in bufs.values():
@@ -442,38 +459,40 @@ class LearnerCore(wiring.Component):
         m.d.comb += all_done.eq(left <= 0)
         self._stage[st.name] = {"done": done, "all": all_done}
 
-    def _tensor_unit(self, name, kind):
+    def _tensor_unit(self, stage_name, kind):
         m = self._m
-        name = _hw(name)
-        tu = TensorUnit(self._config.tensor_unit(kind))
+        name = _hw(stage_name)
+        tu = TensorUnit(self._config.stage_tensor_unit(stage_name))
         m.submodules[f"tu_{name}"] = tu
         m.d.comb += [tu.o.ready.eq(1), tu.clear.eq(0)]
         return tu
 
     def _gemm_loop(self, st, *, outer, middle, k_len, outer_runtime, k_runtime):
-        """Slot sequencer of a GEMM stage.
+        """Slot sequencer of a GEMM stage on an R × C unit.
 
-        Loops: outer o (``outer`` tiles, or while ``o·S < cnt`` if ``outer_runtime``), middle n
-        (``middle`` tiles), slot t in a tile of ``T = max(K, S)`` slots, the first ``T - K``
+        Loops: outer o (``outer`` tiles, or while ``o·R < cnt`` if ``outer_runtime``), middle n
+        (``middle`` tiles), slot t in a tile of ``T = max(K, R)`` slots, the first ``T - K``
         bubbles, K = ``k_len`` (or ``cnt`` if ``k_runtime``). Returns a dict of signals.
         """
         m, cfg = self._m, self._config
         S = cfg.array
+        R = cfg.stage_array(st.name)[0]
+        lr = R.bit_length() - 1
         name = _hw(st.name)
         busy = self._busy
         p, base, rem, cnt, advance = self._item_counter(name, st.pipe)
         gbase = self._gbase
         running = Signal(name=f"{name}_running")
-        kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, S)
-        o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_o")
+        kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, R)
+        o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_o")
         n = Signal(range(middle + 1), name=f"{name}_n")
         t = Signal(range(kmax + 1), name=f"{name}_t")
         if k_runtime:
             K = Signal(range(kmax + 1), name=f"{name}_K")
-            pad = Signal(range(S + 1), name=f"{name}_pad")
-            m.d.comb += [K.eq(cnt), pad.eq(Mux(cnt < S, S - cnt, 0))]
+            pad = Signal(range(R + 1), name=f"{name}_pad")
+            m.d.comb += [K.eq(cnt), pad.eq(Mux(cnt < R, R - cnt, 0))]
         else:                       # constants: no compare against a zero pad
-            K, pad = k_len, max(0, S - k_len)
+            K, pad = k_len, max(0, R - k_len)
         go = Signal(name=f"{name}_go")
         slot = Signal(name=f"{name}_slot")
         m.d.comb += [
@@ -487,7 +506,7 @@ class LearnerCore(wiring.Component):
         t_last = t == pad + K - 1
         n_last = n == middle - 1
         if outer_runtime:
-            o_last = ((o + 1) << cfg.log_array) >= cnt
+            o_last = ((o + 1) << lr) >= cnt
         else:
             o_last = o == outer - 1
         item_last = t_last & n_last & o_last
@@ -511,17 +530,19 @@ class LearnerCore(wiring.Component):
         return {"p": p, "base": base, "gbase": gbase, "cnt": cnt, "o": o, "n": n, "k": k,
                 "elem": elem, "last": t_last, "item_last": item_last}
 
-    def _writer_loop(self, name, d, *, outer, middle, outer_runtime, beat):
-        """Beat counters of a GEMM stage's output: row i, middle n, outer o, item p."""
+    def _writer_loop(self, name, d, *, rows, outer, middle, outer_runtime, beat):
+        """Beat counters of a GEMM stage's output (an R-row unit, R = ``rows``): row i,
+        middle n, outer o, item p."""
         m, cfg = self._m, self._config
-        S = cfg.array
+        R = rows
         p, base, rem, cnt, advance = self._item_counter(f"{name}_w", d)
-        i = Signal(range(S), name=f"{name}_wi")
-        o = Signal(range(max(outer, cfg.groups(cfg.sub_batch)) + 1), name=f"{name}_wo")
+        i = Signal(range(R), name=f"{name}_wi")
+        o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_wo")
         n = Signal(range(middle + 1), name=f"{name}_wn")
-        i_last = i == S - 1
+        i_last = i == R - 1
         n_last = n == middle - 1
-        o_last = (((o + 1) << cfg.log_array) >= cnt) if outer_runtime else (o == outer - 1)
+        lr = R.bit_length() - 1
+        o_last = (((o + 1) << lr) >= cnt) if outer_runtime else (o == outer - 1)
         with m.If(self._clear):
             m.d.sync += [i.eq(0), o.eq(0), n.eq(0)]
         with m.Elif(beat):
@@ -556,25 +577,48 @@ class LearnerCore(wiring.Component):
         S = self._config.array
         return _lanes(word.word_select(i, S * lane_bits), S, lane_bits)
 
+    @staticmethod
+    def _chunk(vals, sub, n, lane_bits):
+        """Values ``sub·n .. sub·n + n - 1`` (``sub`` runtime) of a block's row or column."""
+        if n == len(vals):
+            return vals
+        return _lanes(Cat(*vals).word_select(sub, n * lane_bits), n, lane_bits)
+
+    def _lane_mask(self, sub, n):
+        """S-bit lane mask of chunk ``sub`` (runtime) of n lanes."""
+        S = self._config.array
+        if n == S:
+            return Const((1 << S) - 1, S)
+        return (Const((1 << n) - 1, S) << (sub * n))[:S]
+
+    def _split(self, idx, n):
+        """A tile index over n-wide groups as (block index, chunk in the block): S/n chunks of
+        n lanes per block."""
+        q = (self._config.array // n).bit_length() - 1
+        if q == 0:
+            return idx, Const(0, 1)
+        return idx >> q, idx[:q]
+
     def _feed(self, name, tu, loop, a_vals, b_vals):
         """Register the operands (computed from memory data one cycle after the slot) into the
-        tensor unit's input."""
+        tensor unit's input (R values of A, C of B)."""
         m = self._m
-        S = self._config.array
         v1 = Signal(name=f"{name}_v1")
         l1 = Signal(name=f"{name}_l1")
         m.d.sync += [v1.eq(loop["elem"] & ~self._clear), l1.eq(loop["last"])]
         v2 = Signal(name=f"{name}_v2")
         m.d.sync += v2.eq(v1)
         m.d.comb += tu.i.valid.eq(v2)
-        pa = [Signal(signed(self._config.width), name=f"{name}_a{i}") for i in range(S)]
-        pb = [Signal(signed(self._config.width), name=f"{name}_b{j}") for j in range(S)]
+        pa = [Signal(signed(self._config.width), name=f"{name}_a{i}")
+              for i in range(len(a_vals))]
+        pb = [Signal(signed(self._config.width), name=f"{name}_b{j}")
+              for j in range(len(b_vals))]
         pl = Signal(name=f"{name}_last")
         m.d.sync += [x.eq(v) for x, v in zip(pa, a_vals)]
         m.d.sync += [x.eq(v) for x, v in zip(pb, b_vals)]
         m.d.sync += pl.eq(l1)
-        for i in range(S):
-            m.d.comb += [tu.i.payload.a[i].eq(pa[i]), tu.i.payload.b[i].eq(pb[i])]
+        m.d.comb += [tu.i.payload.a[i].eq(x) for i, x in enumerate(pa)]
+        m.d.comb += [tu.i.payload.b[j].eq(x) for j, x in enumerate(pb)]
         m.d.comb += tu.i.payload.last.eq(pl)
 
     # -- FW ---------------------------------------------------------------------------------------
@@ -582,12 +626,14 @@ class LearnerCore(wiring.Component):
         m, cfg = self._m, self._config
         num = cfg.numerics
         S, sb, w = cfg.array, cfg.log_array, cfg.width
+        R, C = cfg.stage_array(st.name)
+        lr_, lc = R.bit_length() - 1, C.bit_length() - 1
         L = cfg.n_layers
         l, d, nm = st.layer, st.pipe, _hw(st.name)
         target = st.kind == "tfw"
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         K = n_in + 1
-        ngo = cfg.groups(n_out)
+        ngo = -(-n_out // C)
         if l == 0:
             src = "next_obs" if target else "obs"
         else:
@@ -596,118 +642,140 @@ class LearnerCore(wiring.Component):
         last_layer = l == L - 1
         dst = ("tq" if target else "q") if last_layer else (f"th{l}" if target else f"h{l}")
         tu = self._tensor_unit(st.name, "fw")
-        loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngo, k_len=K,
+        loop = self._gemm_loop(st, outer=cfg.sub_batch // R, middle=ngo, k_len=K,
                                outer_runtime=True, k_runtime=False)
         o, n, k = loop["o"], loop["n"], loop["k"]
+        ob, osub = self._split(o, R)           # sample block, R-chunk in it
+        nbk, nsub = self._split(n, C)          # output block, C-chunk in it
         kk = Signal(range(K + 1), name=f"{nm}_kk")
         m.d.comb += kk.eq(k)
         bias = kk == n_in
         en = loop["elem"]
-        # A: column k%S of the input block (samples of row group base + o).
+        # A: column k%S of the input block (samples of row group base + o/(S/R)), R of them.
         x_port = self._port(src, d, 0)
         x_cg = Mux(bias, 0, kk >> sb)
-        x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + o
+        x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + ob
         x_data = x_port.use(en, self._addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
-        # B: row k%S of weight block (k/S, n).
+        # B: row k%S of weight block (k/S, n/(S/C)), C of them.
         w_port = self._port(wname, d, 0)
-        w_data = w_port.use(en, self._addr(kk >> sb, n, cfg.groups_pow2(n_out)))
+        w_data = w_port.use(en, self._addr(kk >> sb, nbk, cfg.groups_pow2(n_out)))
         # Metadata for the cycle the data arrives.
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         bias1 = Signal(name=f"{nm}_bias1")
-        svalid1 = Signal(S, name=f"{nm}_sv1")
-        cvalid1 = Signal(S, name=f"{nm}_cv1")
-        m.d.sync += [kl1.eq(kk[:sb]), bias1.eq(bias),
-                     svalid1.eq(Cat(*[((o << sb) + i) < loop["cnt"] for i in range(S)])),
-                     cvalid1.eq(Cat(*[((n << sb) + j) < n_out for j in range(S)]))]
+        osub1 = Signal.like(osub, name=f"{nm}_osub1")
+        nsub1 = Signal.like(nsub, name=f"{nm}_nsub1")
+        svalid1 = Signal(R, name=f"{nm}_sv1")
+        cvalid1 = Signal(C, name=f"{nm}_cv1")
+        m.d.sync += [kl1.eq(kk[:sb]), bias1.eq(bias), osub1.eq(osub), nsub1.eq(nsub),
+                     svalid1.eq(Cat(*[((o << lr_) + i) < loop["cnt"] for i in range(R)])),
+                     cvalid1.eq(Cat(*[((n << lc) + j) < n_out for j in range(C)]))]
         one = 1 << num.act_frac
-        col = self._block_col(x_data, kl1, w)
-        row = self._block_row(w_data, kl1, w)
-        a_vals = [Mux(svalid1[i], Mux(bias1, one, col[i].as_signed()), 0) for i in range(S)]
-        b_vals = [Mux(cvalid1[j], row[j].as_signed(), 0) for j in range(S)]
+        col = self._chunk(self._block_col(x_data, kl1, w), osub1, R, w)
+        row = self._chunk(self._block_row(w_data, kl1, w), nsub1, C, w)
+        a_vals = [Mux(svalid1[i], Mux(bias1, one, col[i].as_signed()), 0) for i in range(R)]
+        b_vals = [Mux(cvalid1[j], row[j].as_signed(), 0) for j in range(C)]
         self._feed(nm, tu, loop, a_vals, b_vals)
 
         # Writer: relu (hidden layers) and the mask, one cycle after the beat.
         beat = tu.o.valid
-        wl = self._writer_loop(nm, d, outer=cfg.groups(cfg.sub_batch), middle=ngo,
+        wl = self._writer_loop(nm, d, rows=R, outer=cfg.sub_batch // R, middle=ngo,
                                outer_runtime=True, beat=beat)
+        wob, wosub = self._split(wl["o"], R)
+        wnb, wnsub = self._split(wl["n"], C)
         g_out = cfg.groups_pow2(n_out)
         r_v = Signal(name=f"{nm}_rv")
         r_addr = Signal(24, name=f"{nm}_raddr")
         r_row = Signal(range(S), name=f"{nm}_rrow")
-        r_c = [Signal(signed(w), name=f"{nm}_rc{j}") for j in range(S)]
+        r_lanes = Signal(S, name=f"{nm}_rlanes")
+        r_c = [Signal(signed(w), name=f"{nm}_rc{j}") for j in range(C)]
         r_last = Signal(name=f"{nm}_rlast")
-        m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
-                     r_addr.eq(self._addr(wl["base"] + wl["o"], wl["n"], g_out))]
-        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
-        valid_row = ((wl["o"] << sb) + wl["i"]) < wl["cnt"]
+        m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
+                     r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]),
+                     r_lanes.eq(self._lane_mask(wnsub, C)),
+                     r_addr.eq(self._addr(wl["base"] + wob, wnb, g_out))]
+        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
+        valid_row = ((wl["o"] << lr_) + wl["i"]) < wl["cnt"]
         self._flags["target_fw" if target else "fw"].append(
             beat & tu.o.payload.overflow & valid_row)
         onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
         vals = r_c if last_layer else [Mux(c > 0, c, 0) for c in r_c]
-        data = Cat(*[v[:w] for v in vals])
+        data = Cat(*[v[:w] for v in vals]).replicate(S // C)
         dbuf = self._b(dst, d)
-        dbuf.write(dbuf.row_enable(onehot), r_addr, data.replicate(S))
+        lanes = r_lanes if C < S else None
+        dbuf.write(dbuf.row_enable(onehot, lanes), r_addr, data.replicate(S))
         if not last_layer and not target:
             mbuf = self._b(f"mask{l}", d)
-            mdata = Cat(*[c > 0 for c in r_c])
-            mbuf.write(mbuf.row_enable(onehot), r_addr, mdata.replicate(S))
+            mdata = Cat(*[c > 0 for c in r_c]).replicate(S // C)
+            mbuf.write(mbuf.row_enable(onehot, lanes), r_addr, mdata.replicate(S))
         self._done_counter(st, r_v & r_last)
 
     # -- BW ---------------------------------------------------------------------------------------
     def _bw_stage(self, st):
         m, cfg = self._m, self._config
         S, sb, w = cfg.array, cfg.log_array, cfg.width
+        R, C = cfg.stage_array(st.name)
+        lr_, lc = R.bit_length() - 1, C.bit_length() - 1
         l, d, nm = st.layer, st.pipe, _hw(st.name)
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
         K = n_out
-        ngi = cfg.groups(n_in)
+        ngi = -(-n_in // C)
         tu = self._tensor_unit(st.name, "bw")
-        loop = self._gemm_loop(st, outer=cfg.groups(cfg.sub_batch), middle=ngi, k_len=K,
+        loop = self._gemm_loop(st, outer=cfg.sub_batch // R, middle=ngi, k_len=K,
                                outer_runtime=True, k_runtime=False)
         o, n, k = loop["o"], loop["n"], loop["k"]
+        ob, osub = self._split(o, R)
+        nbk, nsub = self._split(n, C)
         kk = Signal(range(K + 1), name=f"{nm}_kk")
         m.d.comb += kk.eq(k)
         en = loop["elem"]
         d_port = self._port(f"delta{l}", d, 0)
-        d_data = d_port.use(en, self._addr(loop["base"] + o, kk >> sb, cfg.groups_pow2(n_out)))
+        d_data = d_port.use(en, self._addr(loop["base"] + ob, kk >> sb, cfg.groups_pow2(n_out)))
         w_port = self._port(f"w{l}", d, 1)
-        w_data = w_port.use(en, self._addr(n, kk >> sb, cfg.groups_pow2(n_out)))
+        w_data = w_port.use(en, self._addr(nbk, kk >> sb, cfg.groups_pow2(n_out)))
         kl1 = Signal(range(S), name=f"{nm}_kl1")
-        svalid1 = Signal(S, name=f"{nm}_sv1")
-        rvalid1 = Signal(S, name=f"{nm}_rv1")
-        m.d.sync += [kl1.eq(kk[:sb]),
-                     svalid1.eq(Cat(*[((o << sb) + i) < loop["cnt"] for i in range(S)])),
-                     rvalid1.eq(Cat(*[((n << sb) + j) < n_in for j in range(S)]))]
-        dcol = self._block_col(d_data, kl1, w)
-        wcol = self._block_col(w_data, kl1, w)
-        a_vals = [Mux(svalid1[i], dcol[i].as_signed(), 0) for i in range(S)]
-        b_vals = [Mux(rvalid1[j], wcol[j].as_signed(), 0) for j in range(S)]
+        osub1 = Signal.like(osub, name=f"{nm}_osub1")
+        nsub1 = Signal.like(nsub, name=f"{nm}_nsub1")
+        svalid1 = Signal(R, name=f"{nm}_sv1")
+        rvalid1 = Signal(C, name=f"{nm}_rv1")
+        m.d.sync += [kl1.eq(kk[:sb]), osub1.eq(osub), nsub1.eq(nsub),
+                     svalid1.eq(Cat(*[((o << lr_) + i) < loop["cnt"] for i in range(R)])),
+                     rvalid1.eq(Cat(*[((n << lc) + j) < n_in for j in range(C)]))]
+        dcol = self._chunk(self._block_col(d_data, kl1, w), osub1, R, w)
+        wcol = self._chunk(self._block_col(w_data, kl1, w), nsub1, C, w)
+        a_vals = [Mux(svalid1[i], dcol[i].as_signed(), 0) for i in range(R)]
+        b_vals = [Mux(rvalid1[j], wcol[j].as_signed(), 0) for j in range(C)]
         self._feed(nm, tu, loop, a_vals, b_vals)
 
         beat = tu.o.valid
-        wl = self._writer_loop(nm, d, outer=cfg.groups(cfg.sub_batch), middle=ngi,
+        wl = self._writer_loop(nm, d, rows=R, outer=cfg.sub_batch // R, middle=ngi,
                                outer_runtime=True, beat=beat)
+        wob, wosub = self._split(wl["o"], R)
+        wnb, wnsub = self._split(wl["n"], C)
         g_in = cfg.groups_pow2(n_in)
-        addr = self._addr(wl["base"] + wl["o"], wl["n"], g_in)
+        addr = self._addr(wl["base"] + wob, wnb, g_in)
         mport = self._port(f"mask{l - 1}", d, 0)
         mdata = mport.use(beat, addr)
         r_v = Signal(name=f"{nm}_rv")
         r_addr = Signal(24, name=f"{nm}_raddr")
         r_row = Signal(range(S), name=f"{nm}_rrow")
-        r_c = [Signal(signed(w), name=f"{nm}_rc{j}") for j in range(S)]
+        r_nsub = Signal.like(wnsub, name=f"{nm}_rnsub")
+        r_lanes = Signal(S, name=f"{nm}_rlanes")
+        r_c = [Signal(signed(w), name=f"{nm}_rc{j}") for j in range(C)]
         r_last = Signal(name=f"{nm}_rlast")
-        m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
-                     r_addr.eq(addr)]
-        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
-        valid_row = ((wl["o"] << sb) + wl["i"]) < wl["cnt"]
+        m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
+                     r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]), r_nsub.eq(wnsub),
+                     r_lanes.eq(self._lane_mask(wnsub, C)), r_addr.eq(addr)]
+        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
+        valid_row = ((wl["o"] << lr_) + wl["i"]) < wl["cnt"]
         self._flags["bw"].append(beat & tu.o.payload.overflow & valid_row)
-        mrow = mdata.word_select(r_row, S)
-        vals = [Mux(mrow[j], r_c[j], 0) for j in range(S)]
+        mrow = self._chunk(list(mdata.word_select(r_row, S)), r_nsub, C, 1)
+        vals = [Mux(mrow[j], r_c[j], 0) for j in range(C)]
         onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
         dbuf = self._b(f"delta{l - 1}", d)
-        dbuf.write(dbuf.row_enable(onehot), r_addr, Cat(*[v[:w] for v in vals]).replicate(S))
+        dbuf.write(dbuf.row_enable(onehot, r_lanes if C < S else None), r_addr,
+                   Cat(*[v[:w] for v in vals]).replicate(S // C).replicate(S))
         self._done_counter(st, r_v & r_last)
 
     # -- WA ---------------------------------------------------------------------------------------
@@ -715,71 +783,87 @@ class LearnerCore(wiring.Component):
         m, cfg = self._m, self._config
         num = cfg.numerics
         S, sb, w = cfg.array, cfg.log_array, cfg.width
+        R, C = cfg.stage_array(st.name)
+        lr_, lc = R.bit_length() - 1, C.bit_length() - 1
         l, d, nm = st.layer, st.pipe, _hw(st.name)
         n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
-        mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
+        mt, ngo = -(-(n_in + 1) // R), -(-n_out // C)
         src = "obs" if l == 0 else f"h{l - 1}"
         tu = self._tensor_unit(st.name, "wa")
         loop = self._gemm_loop(st, outer=mt, middle=ngo, k_len=cfg.sub_batch,
                                outer_runtime=False, k_runtime=True)
         o, n, k = loop["o"], loop["n"], loop["k"]
+        ob, osub = self._split(o, R)           # feature block, R-chunk in it
+        nbk, nsub = self._split(n, C)          # output block, C-chunk in it
         en = loop["elem"]
         rg = loop["base"] + (k >> sb)
         x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + (k >> sb)
         x_port = self._port(src, d, 1)
-        x_cg = Mux((o << sb) >= n_in, 0, o)
+        x_cg = Mux((o << lr_) >= n_in, 0, ob)
         x_data = x_port.use(en, self._addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
         d_port = self._port(f"delta{l}", d, 1 if l >= 1 else 0)
-        d_data = d_port.use(en, self._addr(rg, n, cfg.groups_pow2(n_out)))
+        d_data = d_port.use(en, self._addr(rg, nbk, cfg.groups_pow2(n_out)))
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         o1 = Signal.like(o, name=f"{nm}_o1")
-        cvalid1 = Signal(S, name=f"{nm}_cv1")
-        m.d.sync += [kl1.eq(k[:sb]), o1.eq(o),
-                     cvalid1.eq(Cat(*[((n << sb) + j) < n_out for j in range(S)]))]
-        xrow = self._block_row(x_data, kl1, w)
-        drow = self._block_row(d_data, kl1, w)
+        osub1 = Signal.like(osub, name=f"{nm}_osub1")
+        nsub1 = Signal.like(nsub, name=f"{nm}_nsub1")
+        cvalid1 = Signal(C, name=f"{nm}_cv1")
+        m.d.sync += [kl1.eq(k[:sb]), o1.eq(o), osub1.eq(osub), nsub1.eq(nsub),
+                     cvalid1.eq(Cat(*[((n << lc) + j) < n_out for j in range(C)]))]
+        xrow = self._chunk(self._block_row(x_data, kl1, w), osub1, R, w)
+        drow = self._chunk(self._block_row(d_data, kl1, w), nsub1, C, w)
         one = 1 << num.act_frac
         a_vals = []
-        for i in range(S):
-            f = (o1 << sb) + i
+        for i in range(R):
+            f = (o1 << lr_) + i
             a_vals.append(Mux(f < n_in, xrow[i].as_signed(), Mux(f == n_in, one, 0)))
-        b_vals = [Mux(cvalid1[j], drow[j].as_signed(), 0) for j in range(S)]
+        b_vals = [Mux(cvalid1[j], drow[j].as_signed(), 0) for j in range(C)]
         self._feed(nm, tu, loop, a_vals, b_vals)
 
         # Writer: read-modify-write of the scratchpad (plain write for the first item).
         beat = tu.o.valid
-        wl = self._writer_loop(nm, d, outer=mt, middle=ngo, outer_runtime=False, beat=beat)
+        wl = self._writer_loop(nm, d, rows=R, outer=mt, middle=ngo, outer_runtime=False,
+                               beat=beat)
+        wob, wosub = self._split(wl["o"], R)
+        wnb, wnsub = self._split(wl["n"], C)
         gbuf = self._b(f"grad{l}", d)
         aw = num.acc_width
-        addr = self._addr(wl["o"], wl["n"], cfg.groups_pow2(n_out))
+        addr = self._addr(wob, wnb, cfg.groups_pow2(n_out))
         gport = gbuf.read_port(0)
         gdata = gport.use(beat, addr)
         r_v = Signal(name=f"{nm}_rv")
         r_addr = Signal(24, name=f"{nm}_raddr")
         r_row = Signal(range(S), name=f"{nm}_rrow")
+        r_nsub = Signal.like(wnsub, name=f"{nm}_rnsub")
+        r_lanes = Signal(S, name=f"{nm}_rlanes")
         r_first = Signal(name=f"{nm}_rfirst")
         r_ovf = Signal(name=f"{nm}_rovf")
-        r_c = [Signal(signed(aw), name=f"{nm}_rc{j}") for j in range(S)]
+        r_c = [Signal(signed(aw), name=f"{nm}_rc{j}") for j in range(C)]
         r_last = Signal(name=f"{nm}_rlast")
-        m.d.sync += [r_v.eq(beat & ~self._clear), r_row.eq(wl["i"]), r_last.eq(wl["item_last"]),
+        m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
+                     r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]), r_nsub.eq(wnsub),
+                     r_lanes.eq(self._lane_mask(wnsub, C)),
                      r_addr.eq(addr), r_first.eq(wl["p"] == 0),
                      r_ovf.eq(tu.o.payload.overflow)]
-        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(S)]
+        m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
         # The old row is registered before the add (logic depth of the tensor unit's own).
         q_v = Signal(name=f"{nm}_qv")
         q_addr = Signal(24, name=f"{nm}_qaddr")
         q_row = Signal(range(S), name=f"{nm}_qrow")
+        q_lanes = Signal(S, name=f"{nm}_qlanes")
         q_first, q_ovf, q_last = (Signal(name=f"{nm}_qfirst"),
                                   Signal(name=f"{nm}_qovf"), Signal(name=f"{nm}_qlast"))
-        q_c = [Signal(signed(aw), name=f"{nm}_qc{j}") for j in range(S)]
-        q_old = [Signal(signed(aw), name=f"{nm}_qold{j}") for j in range(S)]
+        q_c = [Signal(signed(aw), name=f"{nm}_qc{j}") for j in range(C)]
+        q_old = [Signal(signed(aw), name=f"{nm}_qold{j}") for j in range(C)]
         m.d.sync += [q_v.eq(r_v & ~self._clear), q_addr.eq(r_addr), q_row.eq(r_row),
-                     q_first.eq(r_first), q_ovf.eq(r_ovf), q_last.eq(r_last)]
+                     q_lanes.eq(r_lanes), q_first.eq(r_first), q_ovf.eq(r_ovf),
+                     q_last.eq(r_last)]
         m.d.sync += [x.eq(v) for x, v in zip(q_c, r_c)]
-        m.d.sync += [x.eq(v) for x, v in zip(q_old, self._block_row(gdata, r_row, aw))]
+        old = self._chunk(self._block_row(gdata, r_row, aw), r_nsub, C, aw)
+        m.d.sync += [x.eq(v) for x, v in zip(q_old, old)]
         fmt = num.wgrad_format
         sums, ovfs = [], []
-        for j in range(S):
+        for j in range(C):
             s, o_ = saturate(m, q_old[j] + q_c[j], fmt, name=f"{nm}_sum{j}")
             sums.append(Mux(q_first, q_c[j], s))
             ovfs.append(~q_first & o_)
@@ -788,12 +872,15 @@ class LearnerCore(wiring.Component):
         u_v, u_last = Signal(name=f"{nm}_uv"), Signal(name=f"{nm}_ulast")
         u_addr = Signal(24, name=f"{nm}_uaddr")
         u_row = Signal(range(S), name=f"{nm}_urow")
-        u_sum = Signal(S * aw, name=f"{nm}_usum")
+        u_lanes = Signal(S, name=f"{nm}_ulanes")
+        u_sum = Signal(C * aw, name=f"{nm}_usum")
         m.d.sync += [u_v.eq(q_v & ~self._clear), u_last.eq(q_last), u_addr.eq(q_addr),
-                     u_row.eq(q_row), u_sum.eq(Cat(*[v[:aw] for v in sums]))]
+                     u_row.eq(q_row), u_lanes.eq(q_lanes),
+                     u_sum.eq(Cat(*[v[:aw] for v in sums]))]
         onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(u_v, 1 << u_row, 0))
-        gbuf.write(gbuf.row_enable(onehot), u_addr, u_sum.replicate(S))
+        gbuf.write(gbuf.row_enable(onehot, u_lanes if C < S else None), u_addr,
+                   u_sum.replicate(S // C).replicate(S))
         self._done_counter(st, u_v & u_last)
 
     # -- LOSS -------------------------------------------------------------------------------------

@@ -7,19 +7,22 @@ of the core reads after a step (asserted in the tests).
 
 Stages (``l`` is the 0-based weight layer, L layers):
 
+Each GEMM stage has its own R × C tensor unit (:meth:`LearnerConfig.stage_array`; S × S by
+default, S = ``config.array`` the block size; below, ``⌈x/R⌉`` etc.).
+
 ``fw<l>``, ``tfw<l>``
-    FW of the online and (DQN) target network: ``z = [h, 1]·W`` on an S × S tensor unit,
-    ReLU on hidden layers. Items of ``ceil(cnt/S) · ceil(n_out/S)`` tiles of
-    ``max(n_in + 1, S)`` cycles.
+    FW of the online and (DQN) target network: ``z = [h, 1]·W`` on an R × C tensor unit,
+    ReLU on hidden layers. Items of ``ceil(cnt/R) · ceil(n_out/C)`` tiles of
+    ``max(n_in + 1, R)`` cycles.
 ``loss``
     DQN: ``y = r + γ(1-d)·max_a Q'``, ``δ = Q[a] - y``; MSE: ``δ = Q - Y``. One sample
     and output group (S outputs) per cycle: ``cnt · ceil(n_out/S)`` cycles per item.
 ``bw<l>`` (l ≥ 1)
-    ``δ_{l-1} = (δ_l · W_lᵀ) ⊙ [h_{l-1} > 0]``: ``ceil(cnt/S) · ceil(n_in/S)`` tiles of
-    ``max(n_out, S)`` cycles.
+    ``δ_{l-1} = (δ_l · W_lᵀ) ⊙ [h_{l-1} > 0]``: ``ceil(cnt/R) · ceil(n_in/C)`` tiles of
+    ``max(n_out, R)`` cycles.
 ``wa<l>``
-    ``G_l += [h_{l-1}, 1]ᵀ · δ_l`` into the gradient scratchpad: ``ceil((n_in+1)/S) ·
-    ceil(n_out/S)`` tiles of ``max(cnt, S)`` cycles.
+    ``G_l += [h_{l-1}, 1]ᵀ · δ_l`` into the gradient scratchpad: ``ceil((n_in+1)/R) ·
+    ceil(n_out/C)`` tiles of ``max(cnt, R)`` cycles.
 ``wu<l>``
     ``W_l -= round(η · G_l)``, S weights per cycle, after ``wa<l>`` (and ``bw<l>``, the other
     reader of W_l) finished every item: ``ceil((n_in+1)/S) · ceil(n_out/S) · S`` cycles.
@@ -27,6 +30,9 @@ Stages (``l`` is the 0-based weight layer, L layers):
 With ``dp`` > 1 pipelines every stage but ``wu`` exists once per pipeline, named
 ``<stage>@<d>``; pipeline d takes sub-batches d, d + dp, ...; ``wu<l>`` waits for all of them
 and first adds their scratchpads (one more cycle of tail per added pipeline).
+
+DQN target-network sync (SYNC_TARGET / SYNC_PERIOD) adds no cycles: WU writes the updated rows
+into the target weights in the same cycles as into the weights.
 
 Control rules (the RTL's, cycle for cycle): the step's items are sub-batches of
 ``m = sub_batch`` samples, ``cnt = min(m, B - p·m)`` in item p. A stage issues one slot per cycle
@@ -111,17 +117,23 @@ def items(config: LearnerConfig, batch: int, pipe=None) -> list:
     return out if pipe is None else out[pipe::config.dp]
 
 
+def _cdiv(a, b):
+    return -(-a // b)
+
+
 def item_slots(config: LearnerConfig, stage: Stage, cnt: int) -> int:
     """Slots (cycles of operand issue) of one item of ``cnt`` samples."""
     S, sizes = config.array, config.sizes
     g = config.groups
     n_in, n_out = sizes[stage.layer], sizes[stage.layer + 1]
+    if stage.kind in ("fw", "tfw", "bw", "wa"):
+        R, C = config.stage_array(stage.name)
     if stage.kind in ("fw", "tfw"):
-        return g(cnt) * g(n_out) * max(n_in + 1, S)
+        return _cdiv(cnt, R) * _cdiv(n_out, C) * max(n_in + 1, R)
     if stage.kind == "bw":
-        return g(cnt) * g(n_in) * max(n_out, S)
+        return _cdiv(cnt, R) * _cdiv(n_in, C) * max(n_out, R)
     if stage.kind == "wa":
-        return g(n_in + 1) * g(n_out) * max(cnt, S)
+        return _cdiv(n_in + 1, R) * _cdiv(n_out, C) * max(cnt, R)
     if stage.kind == "loss":
         return cnt * g(n_out)
     if stage.kind == "wu":
@@ -131,12 +143,12 @@ def item_slots(config: LearnerConfig, stage: Stage, cnt: int) -> int:
 
 def stage_tail(config: LearnerConfig, stage: Stage) -> int:
     """Cycles from an item's last slot to the first cycle its done count shows it."""
-    S = config.array
     if stage.kind in ("fw", "tfw", "bw", "wa"):
-        tu = config.tensor_unit("fw")
-        # operands -> TU; last tile's first beat after `latency`, its last beat S-1 later;
+        tu = config.stage_tensor_unit(stage.name)
+        # operands -> TU; last tile's first beat after `latency`, its last beat R-1 later;
         # the write; the count the cycle after.
-        return GEMM_OPERAND_LATENCY + tu.latency + (S - 1) + GEMM_WRITE_LATENCY[stage.kind] + 1
+        return (GEMM_OPERAND_LATENCY + tu.latency + (tu.rows - 1)
+                + GEMM_WRITE_LATENCY[stage.kind] + 1)
     if stage.kind == "loss":
         extra = config.groups(config.n_out) if config.loss == "dqn" else 0
         return LOSS_TAIL[config.loss] + extra

@@ -25,6 +25,12 @@ CONFIGS = {
 if os.environ.get("LEARNER_S8"):
     CONFIGS["cartpole-s8"] = {"sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64,
                               "sub_batch": 8, "axi_data_width": 128}
+if os.environ.get("LEARNER_STAGES"):          # per-stage arrays on 8 x 8 blocks (384 cells)
+    CONFIGS["cartpole-stages"] = {
+        "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64, "sub_batch": 8,
+        "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw1:8x8,tfw1:8x8,bw1:8x8,wa1:8x8,"
+                        "fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4",
+        "axi_data_width": 128}
 if os.environ.get("LEARNER_DP2"):
     CONFIGS["cartpole-s4-dp2"] = {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64,
                                   "sub_batch": 8, "dp": 2, "axi_data_width": 128}

@@ -161,3 +161,50 @@ def test_stage_graph_with_pipelines():
     assert tl["fw0@1"] == [] and tl["wu0"][0][0] == tl["wa0@0"][-1][2]
     one = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4)
     assert step_cycles(cfg, 10) < step_cycles(one, 10)
+
+
+def test_stage_arrays_parse_and_validate():
+    cfg = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4,
+                        stage_arrays={"wa1": "2x4", "fw": 2, "tfw0": (4, 2)})
+    assert cfg.stage_arrays == "fw:2x2,tfw0:4x2,wa1:2x4"          # canonical order
+    assert cfg.stage_array("fw1@1") == (2, 2) and cfg.stage_array("tfw0") == (4, 2)
+    assert cfg.stage_array("tfw1") == (4, 4) and cfg.stage_array("wa1") == (2, 4)
+    assert cfg.stage_tensor_unit("wa1").cols == 4
+    assert cfg.stage_tensor_unit("wa1").out_width == cfg.acc_width
+    assert LearnerConfig.from_dict(cfg.to_dict()) == cfg
+    assert LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4,
+                         stage_arrays="fw:2x2, tfw0:4x2 ,wa1:2x4") == cfg
+    base = dict(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4)
+    for spec, msg in [
+        ("fw:8x8", r"stage_arrays\['fw'\] rows must be one of 2, 4 \(at most array = 4"),
+        ("wa0:4x3", r"stage_arrays\['wa0'\] cols must be one of 2, 4"),
+        ("bw0:2", r"stage_arrays key must be one of .*not 'bw0'"),
+        ("fw2:2", r"not 'fw2'"),
+        ("fw", r"entries must be key:RxC"),
+        ("fw:2,fw:4", r"sets 'fw' twice"),
+        ({"wa": "x"}, r"stage_arrays\['wa'\] must be 'RxC'"),
+        (5, r"stage_arrays must be a dict or a string"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            LearnerConfig(**base, stage_arrays=spec)
+    with pytest.raises(ValueError, match="not 'tfw0'"):
+        LearnerConfig(**base, loss="mse", stage_arrays="tfw0:2")
+    with pytest.raises(ValueError, match="stage must be one of"):
+        cfg.stage_array("loss")
+
+
+def test_stage_arrays_cycle_model():
+    """Per-stage R × C: tiles over R samples (FW, BW) or R inputs (WA) and C outputs, at
+    least R slots each; the tail follows the stage's own unit."""
+    cfg = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4,
+                        stage_arrays="fw0:2x4,bw1:4x2,wa1:2x2")
+    s = {x.name: x for x in stages(cfg)}
+    assert item_slots(cfg, s["fw0"], 4) == 2 * 2 * 6             # 2 sample tiles, 2 col tiles
+    assert item_slots(cfg, s["fw1"], 4) == 1 * 1 * 8
+    assert item_slots(cfg, s["bw1"], 3) == 1 * 4 * 4             # n_in 7 over C = 2
+    assert item_slots(cfg, s["wa1"], 3) == 4 * 2 * 3             # 8 inputs over R = 2, K = 3
+    assert item_slots(cfg, s["wa1"], 1) == 4 * 2 * 2             # K = 1 < R: 2 slots
+    from rtl_gen.learner.schedule import GEMM_OPERAND_LATENCY, GEMM_WRITE_LATENCY, stage_tail
+    assert stage_tail(cfg, s["wa1"]) == GEMM_OPERAND_LATENCY + (2 + 2 + 3) + 1 \
+        + GEMM_WRITE_LATENCY["wa"] + 1
+    assert stage_tail(cfg, s["fw0"]) == GEMM_OPERAND_LATENCY + (2 + 4 + 3) + 1 + 1 + 1

@@ -440,3 +440,31 @@ def test_target_sync_golden_rule():
     assert not r.step() and r.count == 0xFFFF   # saturates
     with pytest.raises(ValueError, match="period must be an integer in 0..65535"):
         TargetSync(1 << 16)
+
+
+@pytest.mark.parametrize("loss,stage_arrays", [
+    ("dqn", "fw:2x4,tfw:4x2,bw:2x2,wa:2x4"),
+    ("mse", "fw0:2x2,fw1:4x2,bw1:2x4,wa0:4x2,wa1:2x2"),
+    ("dqn", "fw:4x2,tfw1:2x2,wa:2x2"),
+])
+def test_per_stage_arrays(loss, stage_arrays):
+    """Per-stage R × C tensor units on 4 × 4 blocks (tiles that take a chunk of a block's row
+    or column, results written into lane groups of a block row): bit-exact, and the cycles
+    are the per-stage model's (which differ from the all-4 × 4 pipeline's)."""
+    cfg = LearnerConfig(sizes=(3, 6, 5, 2), array=4, max_batch=12, sub_batch=4, loss=loss,
+                        stage_arrays=stage_arrays)
+    case = random_case(cfg, 11, np.random.default_rng(len(stage_arrays)))
+    step = golden(cfg, case)
+    assert not step.any_overflow
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)
+    plain = LearnerConfig(sizes=(3, 6, 5, 2), array=4, max_batch=12, sub_batch=4, loss=loss)
+    assert step_cycles(cfg, 11) != step_cycles(plain, 11)
+
+
+def test_per_stage_arrays_data_parallel():
+    cfg = LearnerConfig(sizes=(3, 5, 2), array=4, max_batch=16, sub_batch=4, dp=2,
+                        stage_arrays="fw:2x4,bw:4x2,wa1:2x2")
+    case = random_case(cfg, 14, np.random.default_rng(9))
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, golden(cfg, case))
