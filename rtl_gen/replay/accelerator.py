@@ -42,7 +42,9 @@ class ReplayAccelerator(wiring.Component):
     * B updates: ``B + 6``;
     * UPDATE_SAMPLE, U updates then B samples: ``U + B + L + 3``; RELAXED (samples first,
       updates after them: the samples see the tree before this run's updates):
-      ``B + max(L, U + 3) + 3`` -- the tree latency hides behind the updates.
+      ``B + max(L, U + 3) + 3``: the samples' trip through the tree overlaps the issue of
+      the updates, which saves ``L - 3`` cycles once ``U >= L - 3``. One operation per cycle
+      either way: relaxing the order adds no throughput to a pipeline that never stalls.
 
     A start with invalid arguments (OP.CODE > 7, BATCH_SIZE or UPDATE_SIZE 0 or above
     ``max_batch``) ends at once with STATUS.ERROR set, tree and buffers untouched; AP_START

@@ -49,7 +49,8 @@ class ReplayOp(enum.Enum, shape=4):
 
     With OP.RELAXED, UPDATE_SAMPLE issues the samples first and the updates after them: the
     samples do not see this run's updates (one batch of priority-update delay, Zhang 2022
-    Sec. 4.5), and the run ends ``latency`` cycles earlier (see
+    Sec. 4.5), their outputs are complete U cycles earlier, and the run ends up to
+    ``latency - 3`` cycles earlier (see
     :meth:`~rtl_gen.replay.accelerator.ReplayAccelerator.run_cycles`).
     """
     SAMPLE = 0

@@ -14,7 +14,7 @@ import numpy as np
 
 from rtl_gen.replay.accelerator import ReplayAccelerator
 from rtl_gen.replay.config import SumTreeConfig
-from rtl_gen.replay.regs import REPLAY_ERRORS, ReplayOp, field_bits, responds
+from rtl_gen.replay.regs import REPLAY_ERRORS, ReplayOp, field_bits
 
 from .sumtree import FixedSumTree
 
