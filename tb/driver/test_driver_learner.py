@@ -26,7 +26,7 @@ from driver_util import record
 CARTPOLE = {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
             "axi_data_width": 128}
 #: The learner of the RTL test: a small DQN (three layers, 2 x 2 arrays, two 32-bit host
-#: words per memory word) that Verilator builds in about a minute.
+#: words per memory word) that Verilator builds in one to two minutes.
 SIM_CONFIG = {"sizes": [4, 8, 8, 2], "array": 2, "max_batch": 16, "sub_batch": 4,
               "axi_data_width": 32}
 SEED = 20261124
