@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..fixed import rshift_round, saturate
 from .config import LearnerConfig
 from .layout import mem_addr_bits, region_bytes, regions, sub_words
-from .schedule import stages, step_cycles
+from .schedule import stages, step_cycles, wu_overlaps
 from .tensor_unit import TensorUnit
 
 __all__ = ["LearnerCore", "LEARNER_ERRORS", "LEARNER_FLAGS", "SYNC_BITS"]
@@ -142,8 +142,11 @@ class LearnerCore(wiring.Component):
     sub-batch p as soon as its producers finished it, so FW of one sub-batch overlaps BW and WA
     of the previous ones (CF'22's pipelining). The FIFOs between stages are the buffers
     themselves: they hold the whole batch (one slot per sample), a producer's *done* count is
-    the FIFO's fill level, and no stage ever waits for a consumer. WU of a layer starts once WA
-    of that layer and BW (the other reader of its weights) finished the last sub-batch.
+    the FIFO's fill level, and no stage ever waits for a consumer. WU of a layer runs once BW
+    (the other reader of its weights) finished the last sub-batch, gradient block by gradient
+    block: with one pipeline each block as soon as WA has written its last tile of the last
+    sub-batch (WU overlaps WA's last item, reading the scratchpad on a port of its own), with
+    dp > 1 after WA finished every sub-batch.
 
     Data parallelism (CF'22's DP, ``config.dp`` > 1): every stage but WU exists once per
     pipeline, with its own tensor unit, activation, error and mask buffers and gradient
@@ -184,8 +187,8 @@ class LearnerCore(wiring.Component):
     results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 7`` for WA,
     which reads the scratchpad row, adds and writes it back). LOSS handles one sample and S
     outputs per cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives
-    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 12398 cycles on
-    4 × 4 units, 3761 on 8 × 8 (sub-batches of 8), and 3868 with 8 × 8 units on the
+    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11980 cycles on
+    4 × 4 units, 3527 on 8 × 8 (sub-batches of 8), and 3634 with 8 × 8 units on the
     64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
 
     Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW), each
@@ -840,11 +843,14 @@ class LearnerCore(wiring.Component):
         r_ovf = Signal(name=f"{nm}_rovf")
         r_c = [Signal(signed(aw), name=f"{nm}_rc{j}") for j in range(C)]
         r_last = Signal(name=f"{nm}_rlast")
+        r_tend = Signal(name=f"{nm}_rtend")           # the tile's last row
+        r_lastitem = Signal(name=f"{nm}_rlastitem")   # the step's last item (of this pipeline)
         m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
                      r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]), r_nsub.eq(wnsub),
                      r_lanes.eq(self._lane_mask(wnsub, C)),
                      r_addr.eq(addr), r_first.eq(wl["p"] == 0),
-                     r_ovf.eq(tu.o.payload.overflow)]
+                     r_ovf.eq(tu.o.payload.overflow), r_tend.eq(wl["i"] == R - 1),
+                     r_lastitem.eq(wl["rem"] <= cfg.sub_batch * cfg.dp)]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
         # The old row is registered before the add (logic depth of the tensor unit's own).
         q_v = Signal(name=f"{nm}_qv")
@@ -855,9 +861,10 @@ class LearnerCore(wiring.Component):
                                   Signal(name=f"{nm}_qovf"), Signal(name=f"{nm}_qlast"))
         q_c = [Signal(signed(aw), name=f"{nm}_qc{j}") for j in range(C)]
         q_old = [Signal(signed(aw), name=f"{nm}_qold{j}") for j in range(C)]
+        q_tend, q_lastitem = Signal(name=f"{nm}_qtend"), Signal(name=f"{nm}_qlastitem")
         m.d.sync += [q_v.eq(r_v & ~self._clear), q_addr.eq(r_addr), q_row.eq(r_row),
                      q_lanes.eq(r_lanes), q_first.eq(r_first), q_ovf.eq(r_ovf),
-                     q_last.eq(r_last)]
+                     q_last.eq(r_last), q_tend.eq(r_tend), q_lastitem.eq(r_lastitem)]
         m.d.sync += [x.eq(v) for x, v in zip(q_c, r_c)]
         old = self._chunk(self._block_row(gdata, r_row, aw), r_nsub, C, aw)
         m.d.sync += [x.eq(v) for x, v in zip(q_old, old)]
@@ -874,14 +881,29 @@ class LearnerCore(wiring.Component):
         u_row = Signal(range(S), name=f"{nm}_urow")
         u_lanes = Signal(S, name=f"{nm}_ulanes")
         u_sum = Signal(C * aw, name=f"{nm}_usum")
+        u_tend, u_lastitem = Signal(name=f"{nm}_utend"), Signal(name=f"{nm}_ulastitem")
         m.d.sync += [u_v.eq(q_v & ~self._clear), u_last.eq(q_last), u_addr.eq(q_addr),
                      u_row.eq(q_row), u_lanes.eq(q_lanes),
-                     u_sum.eq(Cat(*[v[:aw] for v in sums]))]
+                     u_sum.eq(Cat(*[v[:aw] for v in sums])), u_tend.eq(q_tend),
+                     u_lastitem.eq(q_lastitem)]
         onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(u_v, 1 << u_row, 0))
         gbuf.write(gbuf.row_enable(onehot, u_lanes if C < S else None), u_addr,
                    u_sum.replicate(S // C).replicate(S))
         self._done_counter(st, u_v & u_last)
+        # Tiles finished in the item being written, and whether it is the step's last: WU
+        # starts on a gradient block once its last tile is written (schedule.wu_block_need).
+        tiles = Signal(range(mt * ngo + 1), name=f"{nm}_tiles")
+        in_last = Signal(name=f"{nm}_inlast")
+        with m.If(self._clear):
+            m.d.sync += [tiles.eq(0), in_last.eq(0)]
+        with m.Elif(u_v):
+            m.d.sync += in_last.eq(u_lastitem)
+            with m.If(u_last):
+                m.d.sync += tiles.eq(0)
+            with m.Elif(u_tend):
+                m.d.sync += tiles.eq(tiles + 1)
+        self._stage[st.name].update(tiles=tiles, in_last=in_last)
 
     # -- LOSS -------------------------------------------------------------------------------------
     def _loss_stage(self, st):
@@ -1089,8 +1111,30 @@ class LearnerCore(wiring.Component):
         r = Signal(range(S), name=f"{name}_r")
         go = Signal(name=f"{name}_go")
         slot = Signal(name=f"{name}_slot")
-        m.d.comb += [go.eq(self._busy & ~running & ~finished & self._deps_all(st)),
-                     slot.eq(go | running)]
+        overlap = wu_overlaps(cfg)
+        if overlap:
+            # Block by block behind WA's last item: block (rg, cg) once WA has written the
+            # tile that completes it (tile index wu_block_need, o-major), BW of the layer done.
+            wa = self._stage[f"wa{l}"]
+            Rw, Cw = cfg.stage_array(f"wa{l}")
+            mt_wa, ngo_wa = -(-(n_in + 1) // Rw), -(-n_out // Cw)
+            qr, qc = (S // Rw).bit_length() - 1, (S // Cw).bit_length() - 1
+            o_hi = Signal(range((mt + 1) << qr), name=f"{name}_ohi")
+            n_hi = Signal(range((ngo + 1) << qc), name=f"{name}_nhi")
+            need = Signal(range(mt_wa * ngo_wa + 1), name=f"{name}_need")
+            m.d.comb += [o_hi.eq(Mux(((rg + 1) << qr) > mt_wa, mt_wa, (rg + 1) << qr)),
+                         n_hi.eq(Mux(((cg + 1) << qc) > ngo_wa, ngo_wa, (cg + 1) << qc)),
+                         need.eq((o_hi - 1) * ngo_wa + n_hi - 1)]
+            others = Const(1, 1)
+            for dname in st.deps:
+                if dname != f"wa{l}":
+                    others = others & self._stage[dname]["all"]
+            ready = others & (wa["all"] | (wa["in_last"] & (wa["tiles"] > need)))
+            m.d.comb += [go.eq(self._busy & ~finished & ready),
+                         slot.eq(self._busy & ~finished & ((r != 0) | ready))]
+        else:
+            m.d.comb += [go.eq(self._busy & ~running & ~finished & self._deps_all(st)),
+                         slot.eq(go | running)]
         r_last, cg_last, rg_last = r == S - 1, cg == ngo - 1, rg == mt - 1
         with m.If(self._clear):
             m.d.sync += [running.eq(0), finished.eq(0), rg.eq(0), cg.eq(0), r.eq(0)]
@@ -1110,7 +1154,8 @@ class LearnerCore(wiring.Component):
         wbuf = self._b(f"w{l}", 0)
         gbufs = [self._b(f"grad{l}", d) for d in range(dp)]
         w_data = wbuf.read_port(0).use(slot, addr)
-        g_data = [g.read_port(0).use(slot, addr) for g in gbufs]
+        # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
+        g_data = [g.read_port(1 if overlap else 0).use(slot, addr) for g in gbufs]
         aw = num.acc_width
         clear = self._clear
 

@@ -24,8 +24,12 @@ default, S = ``config.array`` the block size; below, ``⌈x/R⌉`` etc.).
     ``G_l += [h_{l-1}, 1]ᵀ · δ_l`` into the gradient scratchpad: ``ceil((n_in+1)/R) ·
     ceil(n_out/C)`` tiles of ``max(cnt, R)`` cycles.
 ``wu<l>``
-    ``W_l -= round(η · G_l)``, S weights per cycle, after ``wa<l>`` (and ``bw<l>``, the other
-    reader of W_l) finished every item: ``ceil((n_in+1)/S) · ceil(n_out/S) · S`` cycles.
+    ``W_l -= round(η · G_l)``, S weights per cycle, block by block (S cycles each, row group
+    by row group): ``ceil((n_in+1)/S) · ceil(n_out/S) · S`` slots, after ``bw<l>`` (the other
+    reader of W_l) finished every item. With one pipeline WU overlaps WA's last sub-batch: a
+    block starts once the WA tile that completes it has been written (:func:`wu_block_need`;
+    WA writes tiles in the same order), so WU ends about one block after WA instead of a
+    whole weight tensor after it. With dp > 1 it waits for every WA item.
 
 With ``dp`` > 1 pipelines every stage but ``wu`` exists once per pipeline, named
 ``<stage>@<d>``; pipeline d takes sub-batches d, d + dp, ...; ``wu<l>`` waits for all of them
@@ -51,7 +55,8 @@ from dataclasses import dataclass
 from .config import LearnerConfig
 
 __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "step_cycles",
-           "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL"]
+           "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL", "wu_overlaps",
+           "wu_block_need"]
 
 #: Cycles from a GEMM stage's operand read (its slot) to the element entering the tensor unit:
 #: memory read, operand register.
@@ -157,6 +162,55 @@ def stage_tail(config: LearnerConfig, stage: Stage) -> int:
     raise ValueError(f"unknown stage kind {stage.kind!r}")
 
 
+def wu_overlaps(config: LearnerConfig) -> bool:
+    """WU starts on the blocks WA's last sub-batch has finished (one pipeline only: with
+    dp > 1 WU writes the reduced gradient back into a scratchpad WA@0 is still writing)."""
+    return config.dp == 1
+
+
+def wu_block_need(config: LearnerConfig, layer: int, rg: int, cg: int) -> int:
+    """Index (o-major) of the last WA tile of layer ``layer`` that covers block (rg, cg) of its
+    gradient: WU may update the block once WA's last item has finished more tiles than that."""
+    S = config.array
+    R, C = config.stage_array(f"wa{layer}")
+    n_in, n_out = config.sizes[layer], config.sizes[layer + 1]
+    mt, ngo = -(-(n_in + 1) // R), -(-n_out // C)
+    o_end = min((rg + 1) * (S // R), mt) - 1
+    n_end = min((cg + 1) * (S // C), ngo) - 1
+    return o_end * ngo + n_end
+
+
+def _wu_overlapped(config, st, batch, out):
+    """``(first, last, done)`` of a WU stage that follows WA's last item block by block: block
+    b (S slots, row-group-major) starts when the previous block has issued, BW of the layer
+    has finished every item, and the WA tile that completes the block shows in WA's count of
+    finished tiles (``tail`` cycles after the tile's last slot)."""
+    S, l = config.array, st.layer
+    wa = stages_by_name(config)[f"wa{l}"]
+    f_last, _, _ = out[wa.name][-1]
+    cnt = items(config, batch)[-1]
+    T = max(cnt, config.stage_array(wa.name)[0])
+    tail = stage_tail(config, wa)
+    ready = 1
+    for d in st.deps:
+        if d != wa.name and out[d]:
+            ready = max(ready, out[d][-1][2])
+    n_in, n_out = config.sizes[l], config.sizes[l + 1]
+    t, first = ready, None
+    for rg in range(config.groups(n_in + 1)):
+        for cg in range(config.groups(n_out)):
+            avail = f_last + (wu_block_need(config, l, rg, cg) + 1) * T - 1 + tail
+            start = max(t, avail)
+            first = start if first is None else first
+            t = start + S
+    last = t - 1
+    return (first, last, last + stage_tail(config, st))
+
+
+def stages_by_name(config: LearnerConfig) -> dict:
+    return {s.name: s for s in stages(config)}
+
+
 def timeline(config: LearnerConfig, batch: int) -> dict:
     """Per stage, per item: ``(first slot, last slot, done)`` cycles of a step.
 
@@ -168,6 +222,9 @@ def timeline(config: LearnerConfig, batch: int) -> dict:
         is_wu = st.kind == "wu"
         its = [None] if is_wu else items(config, batch, st.pipe)
         rows, prev_last = [], 0
+        if is_wu and wu_overlaps(config):
+            out[st.name] = [_wu_overlapped(config, st, batch, out)]
+            continue
         for p, cnt in enumerate(its):
             ready = 1
             for d in st.deps:

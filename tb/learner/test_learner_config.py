@@ -136,7 +136,10 @@ def test_timeline_respects_dependencies():
             if p:
                 assert first > rows[p - 1][1]
             for d in st[name].deps:
-                assert first >= tl[d][-1 if name.startswith("wu") else p][2]
+                if name.startswith("wu") and d.startswith("wa"):   # WU overlaps WA's last item
+                    assert first > tl[d][-1][0] and done > tl[d][-1][2]
+                else:
+                    assert first >= tl[d][-1 if name.startswith("wu") else p][2]
     assert step_cycles(CFG, 10) == max(tl[f"wu{l}"][0][2] for l in range(2))
 
 
@@ -208,3 +211,27 @@ def test_stage_arrays_cycle_model():
     assert stage_tail(cfg, s["wa1"]) == GEMM_OPERAND_LATENCY + (2 + 2 + 3) + 1 \
         + GEMM_WRITE_LATENCY["wa"] + 1
     assert stage_tail(cfg, s["fw0"]) == GEMM_OPERAND_LATENCY + (2 + 4 + 3) + 1 + 1 + 1
+
+
+def test_wu_overlaps_the_last_wa_item():
+    """One pipeline: WU starts on the first gradient block while WA is still on its last
+    item, and each block waits for the WA tile that completes it; dp > 1: WU waits for WA."""
+    from rtl_gen.learner.schedule import wu_block_need, wu_overlaps
+
+    cfg = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4)
+    tl = timeline(cfg, 10)
+    assert wu_overlaps(cfg)
+    for l in range(2):
+        first, last, done = tl[f"wu{l}"][0]
+        wa_first, wa_last, wa_done = tl[f"wa{l}"][-1]
+        assert wa_first < first < wa_done and done > wa_done
+    assert [wu_block_need(cfg, 1, rg, cg) for rg in range(2) for cg in range(1)] == [0, 1]
+    mixed = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4,
+                          stage_arrays="wa1:2x2")
+    # wa1 tiles: 4 input groups of 2 x 2 output groups; block (rg, 0) ends at tile
+    # (2·rg + 1, 1), block (rg, 0) of a 4-wide block at output group 1 too.
+    assert [wu_block_need(mixed, 1, rg, 0) for rg in range(2)] == [3, 7]
+    two = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4, dp=2)
+    assert not wu_overlaps(two)
+    tl2 = timeline(two, 10)
+    assert tl2["wu1"][0][0] == max(tl2[f"{s}1@{d}"][-1][2] for s in ("wa", "bw") for d in (0, 1))
