@@ -43,7 +43,13 @@ layer); each point carries its generator parameters (:func:`learner_params`) and
 generated pipeline's exact cycles (:func:`rtl_gen.learner.schedule.step_cycles`), which rank
 the points. The chosen designs are written as JSON for ``python -m rtl_gen learner --config``
 (``--config-dir``). ``--any-point`` searches the unrestricted CF'22 space with the model's
-cycles.
+cycles. The T_pipe and T_WU columns stay the CF'22 model's (the generated WU overlaps WA's last
+sub-batch with one pipeline; the cycles column is exact).
+
+Not modelled for generator points: the generator stores every buffer in S × S blocks
+(S²·16-bit words, S the largest array dimension), and Yosys maps the shallow wide memories to
+LUTRAM (CartPole measured: 3.3k LUTRAM at S = 4, 23k at S = 8); the BRAM model below counts
+neither the width nor the LUTRAM, so a chosen design with S = 16 has not been checked to fit.
 
 Resources: DSP, LUT and FF of each array are Yosys estimates (``scripts/estimate.py``, cached in
 ``scripts/learner_tu_estimates.json`` with the command that produced them; transposed shapes
