@@ -59,6 +59,22 @@ class ReplayAccelerator(wiring.Component):
     ----------
     config : SumTreeConfig
         The tree; ``max_batch`` sizes the buffers.
+
+    Members
+    -------
+    ap_clk, ap_rst_n : ``In(1)``
+        Clock (rising edge) and synchronous active-low reset.
+    s_axi_control_* : AXI4-Lite slave, 32-bit data, ``regmap.min_addr_width`` address bits
+        The registers of :func:`~rtl_gen.replay.regs.replay_register_map`.
+    s_axi_mem_* : AXI4 slave, 64-bit data, ``mem_addr_bits(config)`` address bits, 1-bit IDs
+        The batch buffers (:mod:`rtl_gen.replay.regs`).
+    interrupt : ``Out(1)``
+        ``GIER & |IP_ISR``.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`SumTreeConfig` (its own parameters are checked there).
     """
 
     def __init__(self, config: SumTreeConfig):
