@@ -21,6 +21,7 @@ r starts at ``r · region_bytes``; memory word a of a region is ``sub`` consecut
 back; the core (:class:`~rtl_gen.learner.core.LearnerCore`) decodes the same fields.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +86,13 @@ def regions(config: LearnerConfig) -> tuple:
     """The host-visible regions, in address order."""
     if not isinstance(config, LearnerConfig):
         raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+    return _regions(config)
+
+
+@functools.lru_cache(maxsize=64)
+def _regions(config: LearnerConfig) -> tuple:
+    # A config is a frozen dataclass: the layout is computed once per configuration (the
+    # golden device looks regions up for every matrix it packs).
     num = config.numerics
     sizes, L, B, w = config.sizes, config.n_layers, config.max_batch, num.width
     out = [Region("obs", "matrix", B, sizes[0], w, True, True,
@@ -137,6 +145,12 @@ def sub_words(config: LearnerConfig, r: Region) -> int:
 
 def region_bytes(config: LearnerConfig) -> int:
     """Host address bytes per region (a power of two, the same for every region)."""
+    regions(config)                                   # type check
+    return _region_bytes(config)
+
+
+@functools.lru_cache(maxsize=64)
+def _region_bytes(config: LearnerConfig) -> int:
     D = config.axi_data_width // 8
     return _pow2_at_least(max(_pow2_at_least(r.depth(config)) * sub_words(config, r) * D
                               for r in regions(config)))
@@ -185,6 +199,16 @@ def pack_matrix(config: LearnerConfig, name: str, matrix) -> bytes:
                          f"{lo}..{hi}")
     rg = config.groups(x.shape[0])
     G = r.col_groups(config)
+    if lb % 8 == 0 and lb < 64:
+        # Byte-aligned lanes: a word is its S*S lanes' little-endian bytes, padded to the
+        # word size (the same bytes as the general path below, without Python loops).
+        pad = np.zeros((rg * S, G * S), dtype=np.int64)
+        pad[:x.shape[0], :x.shape[1]] = x.astype(np.int64)
+        lanes = pad.reshape(rg, S, G, S).transpose(0, 2, 1, 3).reshape(rg * G, S * S)
+        raw = lanes.astype("<i8").view(np.uint8).reshape(rg * G, S * S, 8)[:, :, :lb // 8]
+        out = np.zeros((rg * G, word_bytes(config, name)), dtype=np.uint8)
+        out[:, :S * S * lb // 8] = raw.reshape(rg * G, -1)
+        return out.tobytes()
     pad = np.zeros((rg * S, G * S), dtype=object)
     pad[:x.shape[0], :x.shape[1]] = x.astype(np.int64)
     mask = (1 << lb) - 1
@@ -210,6 +234,16 @@ def unpack_matrix(config: LearnerConfig, name: str, image: bytes, n_rows: int):
     if len(image) < rg * G * nb:
         raise ValueError(f"image of region {name!r} must hold {rg * G * nb} bytes for "
                          f"{n_rows} rows, not {len(image)}")
+    if lb % 8 == 0 and lb < 64:
+        words = np.frombuffer(bytes(image[:rg * G * nb]), np.uint8).reshape(rg * G, nb)
+        lanes = words[:, :S * S * lb // 8].reshape(rg * G, S * S, lb // 8)
+        full = np.zeros((rg * G, S * S, 8), dtype=np.uint8)
+        full[:, :, :lb // 8] = lanes
+        v = full.view("<u8").reshape(rg * G, S * S).astype(np.int64)
+        if r.signed and lb < 64:
+            v = np.where(v >= 1 << (lb - 1), v - (1 << lb), v)
+        out = v.reshape(rg, G, S, S).transpose(0, 2, 1, 3).reshape(rg * S, G * S)
+        return np.ascontiguousarray(out[:n_rows, :r.cols])
     out = np.zeros((rg * S, G * S), dtype=np.int64)
     mask, sign = (1 << lb) - 1, 1 << (lb - 1)
     for a in range(rg * G):

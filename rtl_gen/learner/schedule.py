@@ -50,6 +50,7 @@ ends in the first cycle ``E`` in which every ``wu`` stage is done; ``cycles`` re
 ``done`` pulses in cycle E + 1.
 """
 
+import functools
 from dataclasses import dataclass
 
 from .config import LearnerConfig
@@ -239,8 +240,10 @@ def timeline(config: LearnerConfig, batch: int) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def step_cycles(config: LearnerConfig, batch: int) -> int:
     """Cycles of one training step: what the core's ``cycles`` counter reads when ``done``
-    pulses (cycle 0 samples ``start``; ``done`` rises one cycle after the value returned)."""
+    pulses (cycle 0 samples ``start``; ``done`` rises one cycle after the value returned).
+    Cached per (configuration, batch): drivers and golden devices ask once per step."""
     tl = timeline(config, batch)
     return max(rows[-1][2] for name, rows in tl.items() if name.startswith("wu"))

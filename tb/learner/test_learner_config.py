@@ -235,3 +235,40 @@ def test_wu_overlaps_the_last_wa_item():
     assert not wu_overlaps(two)
     tl2 = timeline(two, 10)
     assert tl2["wu1"][0][0] == max(tl2[f"{s}1@{d}"][-1][2] for s in ("wa", "bw") for d in (0, 1))
+
+
+def _reference_words(config, name, x):
+    """Bit-by-bit packing: lane i*S + j of word rg*G + cg holds element (rg*S + i, cg*S + j)."""
+    r = region(config, name)
+    S, lb, G = config.array, r.lane_bits, r.col_groups(config)
+    words = []
+    for rg in range(config.groups(x.shape[0])):
+        for cg in range(G):
+            word = 0
+            for i in range(S):
+                for j in range(S):
+                    a, b = rg * S + i, cg * S + j
+                    v = int(x[a, b]) if a < x.shape[0] and b < x.shape[1] else 0
+                    word |= (v & ((1 << lb) - 1)) << ((i * S + j) * lb)
+            words.append(word)
+    nb = word_bytes(config, name)
+    return b"".join(w.to_bytes(nb, "little") for w in words)
+
+
+@pytest.mark.parametrize("cfg", [CFG, LearnerConfig(sizes=(3, 9, 2), array=2, max_batch=6, sub_batch=2),
+                                 LearnerConfig(sizes=(5, 17, 3), array=8, max_batch=16, sub_batch=8,
+                                               loss="mse")],
+                         ids=["s4", "s2", "s8-mse"])
+def test_packing_matches_bit_reference(cfg):
+    """The vectorised packers (byte-aligned lanes) equal the bit-level layout, extremes included."""
+    rng = np.random.default_rng(7)
+    for r in regions(cfg):
+        if r.kind != "matrix":
+            continue
+        lo, hi = -(1 << (r.lane_bits - 1)), (1 << (r.lane_bits - 1)) - 1
+        for rows in sorted({1, r.rows // 2 or 1, r.rows}):
+            x = rng.integers(lo, hi + 1, (rows, r.cols))
+            x.flat[0], x.flat[-1] = lo, hi
+            img = pack_matrix(cfg, r.name, x)
+            assert img == _reference_words(cfg, r.name, x), r.name
+            np.testing.assert_array_equal(unpack_matrix(cfg, r.name, img, rows), x)
