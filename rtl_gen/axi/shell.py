@@ -10,13 +10,22 @@ the flat AXI ports of its bus bridges (an :class:`~rtl_gen.axi.lite_csr.AxiLiteC
 * :func:`connect_bridges` passes the bridges' AXI ports through to the top level,
 * :func:`ap_ctrl_hs` wires the ``ap_ctrl_hs`` handshake and the refused-start rule (AP_START
   written while busy is dropped, not queued, and sets a sticky flag),
-* :func:`drive_constants` drives constant read-only registers (``HW_*``) field by field.
+* :func:`drive_constants` drives constant read-only registers (``HW_*``) field by field,
+* :func:`host_port_members` and :func:`check_host_options` give an accelerator the option to
+  show its memory as a local word port instead of the AXI4 slave ``s_axi_mem``, so that a DMA
+  shell (:class:`~rtl_gen.axi.window_kernel.WindowKernel`) can drive it.
 """
 
 from amaranth.hdl import ClockDomain, Signal
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["shell_members", "shell_domain", "connect_bridges", "ap_ctrl_hs", "drive_constants"]
+__all__ = ["shell_members", "shell_domain", "connect_bridges", "ap_ctrl_hs", "drive_constants",
+           "host_port_members", "check_host_options", "accelerator_members", "HOST_PORTS"]
+
+#: Where an accelerator's memory goes: ``"axi"``, the AXI4 slave ``s_axi_mem`` (standalone,
+#: with its own ``ap_clk``/``ap_rst_n``); ``"local"``, the word port of
+#: :func:`host_port_members` (embedded in a DMA shell, clocked by the parent's ``sync``).
+HOST_PORTS = ("axi", "local")
 
 
 def _bridge_ports(bridge):
@@ -103,3 +112,48 @@ def drive_constants(m, csr, regmap, values: dict):
         for f in regmap[reg].fields:
             port = f"{reg}_{f.name}".lower() if f.name != reg else reg.lower()
             m.d.comb += getattr(csr, port).eq(f.get(value))
+
+
+def host_port_members(data_width: int, addr_width: int) -> dict:
+    """The local memory port of an accelerator built with ``host_port="local"``.
+
+    ``host_addr`` ``In(addr_width)`` (word address), ``host_re`` ``In(1)`` (read; the word is
+    on ``host_rdata`` ``Out(data_width)`` in the next cycle), ``host_we`` ``In(data_width // 8)``
+    (byte write enables), ``host_wdata`` ``In(data_width)``, and ``host_enable`` ``Out(1)``:
+    1 while the host may access the memory (the accelerator is idle); accesses while it is 0
+    do not touch the memory (read data is then undefined). The same contract as the memory side of
+    :class:`~rtl_gen.axi.mm_slave.AxiMemorySlave`, seen from the memory.
+    """
+    return {"host_addr": In(addr_width), "host_re": In(1), "host_we": In(data_width // 8),
+            "host_wdata": In(data_width), "host_rdata": Out(data_width), "host_enable": Out(1)}
+
+
+def check_host_options(base_map, host_port, regmap):
+    """Validate an accelerator's ``host_port`` and ``regmap`` options; return the map to use.
+
+    ``regmap`` (None: ``base_map``) must hold the registers of ``base_map`` unchanged and may
+    add more after them (what a DMA shell adds).
+    """
+    if host_port not in HOST_PORTS:
+        raise ValueError(f"host_port must be one of {', '.join(map(repr, HOST_PORTS))}, "
+                         f"not {host_port!r}")
+    if regmap is None:
+        return base_map
+    n = len(base_map.registers)
+    if (not hasattr(regmap, "registers") or regmap.protocol != base_map.protocol
+            or tuple(regmap.registers[:n]) != tuple(base_map.registers)):
+        raise ValueError(f"regmap must start with the registers of {base_map.name!r} "
+                         f"unchanged, not {regmap!r}")
+    return regmap
+
+
+def accelerator_members(csr, mem, host_port, *, data_width, addr_width) -> dict:
+    """Members of an accelerator top: :func:`shell_members` of ``csr`` and ``mem`` for
+    ``host_port="axi"``; for ``"local"``, ``interrupt``, the ``csr`` ports and
+    :func:`host_port_members` (no clock or reset ports: the parent's ``sync`` domain)."""
+    if host_port == "axi":
+        return shell_members(csr, mem)
+    members = shell_members(csr)
+    del members["ap_clk"], members["ap_rst_n"]
+    members.update(host_port_members(data_width, addr_width))
+    return members

@@ -1,11 +1,14 @@
 """The learner as a Vivado/Vitis kernel: core + AXI4-Lite control + AXI4 memory."""
 
+import types
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
+from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, connect_bridges,
+                         drive_constants, shell_domain)
 from .config import LearnerConfig
 from .core import LearnerCore
 from .layout import mem_addr_bits
@@ -36,6 +39,17 @@ class LearnerAccelerator(wiring.Component):
     Parameters
     ----------
     config : LearnerConfig
+    host_port : str
+        ``"axi"`` (default): the memory behind ``s_axi_mem``, clocked by ``ap_clk``.
+        ``"local"``: no ``s_axi_mem``, ``ap_clk``, ``ap_rst_n``; the core's host port on the
+        local word port of :func:`~rtl_gen.axi.shell.host_port_members` (``axi_data_width``-bit
+        words, the same word addresses), in the parent's ``sync`` domain: for a DMA shell
+        (:class:`~rtl_gen.axi.window_kernel.WindowKernel`).
+    regmap : RegisterMap or None
+        The control map: :func:`~rtl_gen.learner.regs.learner_register_map` (default) or one
+        that adds registers after it (a DMA shell drives them through :attr:`csr`).
+    control_addr_width : int or None
+        Address bits of ``s_axi_control`` (default the map's minimum).
 
     Raises
     ------
@@ -43,19 +57,25 @@ class LearnerAccelerator(wiring.Component):
         If ``config`` is not a :class:`LearnerConfig`.
     """
 
-    def __init__(self, config: LearnerConfig):
+    def __init__(self, config: LearnerConfig, *, host_port="axi", regmap=None,
+                 control_addr_width=None):
         if not isinstance(config, LearnerConfig):
             self._MustUse__silence = True
             raise TypeError(f"config must be a LearnerConfig, not {config!r}")
         self._config = config
-        self._regmap = learner_register_map(config)
+        self._regmap = check_host_options(learner_register_map(config), host_port, regmap)
+        self._host_port = host_port
         D = config.axi_data_width
         abits = mem_addr_bits(config)
-        self._csr = AxiLiteCsr(self._regmap, prefix="s_axi_control")
-        self._mem = AxiMemorySlave(data_width=D, addr_width=abits, id_width=1,
-                                   depth=1 << (abits - (D // 8 - 1).bit_length()),
-                                   prefix="s_axi_mem")
-        super().__init__(shell_members(self._csr, self._mem))
+        self._csr = AxiLiteCsr(self._regmap, prefix="s_axi_control",
+                               addr_width=control_addr_width)
+        wbits = abits - (D // 8 - 1).bit_length()
+        self._mem_words = 1 << wbits
+        self._mem = (AxiMemorySlave(data_width=D, addr_width=abits, id_width=1,
+                                    depth=self._mem_words, prefix="s_axi_mem")
+                     if host_port == "axi" else None)
+        super().__init__(accelerator_members(self._csr, self._mem, host_port, data_width=D,
+                                             addr_width=max(1, wbits)))
 
     @property
     def config(self) -> LearnerConfig:
@@ -65,17 +85,31 @@ class LearnerAccelerator(wiring.Component):
     def regmap(self):
         return self._regmap
 
+    @property
+    def csr(self) -> AxiLiteCsr:
+        """The control port's register block (a DMA shell drives its extra registers)."""
+        return self._csr
+
+    @property
+    def mem_words(self) -> int:
+        """Words (``axi_data_width`` bits) of the memory window."""
+        return self._mem_words
+
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        shell_domain(m, self)
-
-        csr, mem = self._csr, self._mem
+        csr = self._csr
         m.submodules.csr = csr
-        m.submodules.mem = mem
         m.submodules.core = core = LearnerCore(cfg)
-
-        connect_bridges(m, self, csr, mem)
+        if self._host_port == "axi":
+            shell_domain(m, self)
+            m.submodules.mem = mem = self._mem
+            connect_bridges(m, self, csr, mem)
+        else:
+            connect_bridges(m, self, csr)
+            mem = types.SimpleNamespace(
+                mem_addr=self.host_addr, mem_re=self.host_re, mem_we=self.host_we,
+                mem_wdata=self.host_wdata, mem_rdata=self.host_rdata, enable=self.host_enable)
 
         # Control: ap_ctrl_hs handshake; a start during a step is refused, not queued.
         start_refused, _ = ap_ctrl_hs(m, self, csr, busy=core.busy, ready=core.ready,

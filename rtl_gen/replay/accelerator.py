@@ -1,12 +1,15 @@
 """Prioritized replay accelerator: the K-ary sum tree behind AXI4-Lite control and AXI4 buffers."""
 
+import types
+
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
+from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, connect_bridges,
+                         drive_constants, shell_domain)
 from .config import SumTreeConfig
 from .layouts import SumTreeOp
 from .regs import (REGIONS, REPLAY_ERRORS, WORD_BYTES, ReplayOp, field_bits, hw_info_values,
@@ -59,6 +62,17 @@ class ReplayAccelerator(wiring.Component):
     ----------
     config : SumTreeConfig
         The tree; ``max_batch`` sizes the buffers.
+    host_port : str
+        ``"axi"`` (default): the buffers behind ``s_axi_mem``, clocked by ``ap_clk``.
+        ``"local"``: no ``s_axi_mem``, ``ap_clk``, ``ap_rst_n``; the buffers on the local word
+        port of :func:`~rtl_gen.axi.shell.host_port_members` (64-bit words, the same word
+        addresses, ``host_enable = ~busy``), in the parent's ``sync`` domain: for a DMA shell
+        (:class:`~rtl_gen.axi.window_kernel.WindowKernel`).
+    regmap : RegisterMap or None
+        The control map: :func:`~rtl_gen.replay.regs.replay_register_map` (default) or one
+        that adds registers after it (a DMA shell drives them through :attr:`csr`).
+    control_addr_width : int or None
+        Address bits of ``s_axi_control`` (default the map's minimum).
 
     Members
     -------
@@ -77,16 +91,23 @@ class ReplayAccelerator(wiring.Component):
         If ``config`` is not a :class:`SumTreeConfig` (its own parameters are checked there).
     """
 
-    def __init__(self, config: SumTreeConfig):
+    def __init__(self, config: SumTreeConfig, *, host_port="axi", regmap=None,
+                 control_addr_width=None):
         if not isinstance(config, SumTreeConfig):
             raise TypeError(f"config must be a SumTreeConfig, not {config!r}")
         self._config = config
-        self._regmap = replay_register_map(config)
-        self._csr = AxiLiteCsr(self._regmap, prefix="s_axi_control")
-        self._mem = AxiMemorySlave(data_width=8 * WORD_BYTES, addr_width=mem_addr_bits(config),
-                                   id_width=1, depth=len(REGIONS) * region_words(config),
-                                   prefix="s_axi_mem")
-        super().__init__(shell_members(self._csr, self._mem))
+        self._regmap = check_host_options(replay_register_map(config), host_port, regmap)
+        self._host_port = host_port
+        self._csr = AxiLiteCsr(self._regmap, prefix="s_axi_control",
+                               addr_width=control_addr_width)
+        self._mem_words = len(REGIONS) * region_words(config)
+        self._mem = (AxiMemorySlave(data_width=8 * WORD_BYTES, addr_width=mem_addr_bits(config),
+                                    id_width=1, depth=self._mem_words, prefix="s_axi_mem")
+                     if host_port == "axi" else None)
+        super().__init__(accelerator_members(self._csr, self._mem, host_port,
+                                             data_width=8 * WORD_BYTES,
+                                             addr_width=max(1, (self._mem_words - 1)
+                                                            .bit_length())))
 
     @property
     def config(self) -> SumTreeConfig:
@@ -95,6 +116,16 @@ class ReplayAccelerator(wiring.Component):
     @property
     def regmap(self):
         return self._regmap
+
+    @property
+    def csr(self) -> AxiLiteCsr:
+        """The control port's register block (a DMA shell drives its extra registers)."""
+        return self._csr
+
+    @property
+    def mem_words(self) -> int:
+        """Words (64-bit) of the memory window: five regions of ``region_words``."""
+        return self._mem_words
 
     @property
     def latency(self) -> int:
@@ -141,12 +172,18 @@ class ReplayAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        shell_domain(m, self)
-        csr, hmem = self._csr, self._mem
+        csr = self._csr
         m.submodules.csr = csr
-        m.submodules.mem = hmem
         m.submodules.tree = tree = SumTree(cfg)
-        connect_bridges(m, self, csr, hmem)
+        if self._host_port == "axi":
+            shell_domain(m, self)
+            m.submodules.mem = hmem = self._mem
+            connect_bridges(m, self, csr, hmem)
+        else:
+            connect_bridges(m, self, csr)
+            hmem = types.SimpleNamespace(
+                mem_addr=self.host_addr, mem_re=self.host_re, mem_we=self.host_we,
+                mem_wdata=self.host_wdata, mem_rdata=self.host_rdata, enable=self.host_enable)
 
         rw = region_words(cfg)
         rbits = (rw - 1).bit_length()

@@ -1,0 +1,342 @@
+"""DMA shell: any accelerator with a memory window as a Vitis/XRT kernel (host-commanded copies).
+
+Vitis links a kernel to device memory only through AXI4 *master* ports (UG1393, "Kernel
+Interface Requirements"), but the replay and learner accelerators keep their data in on-chip
+memory behind an AXI4 *slave* (``s_axi_mem``). :class:`WindowKernel` wraps such an accelerator
+(built with ``host_port="local"``: its memory on a local word port instead of ``s_axi_mem``)
+with an AXI4 master ``m_axi_gmem`` (:class:`~rtl_gen.axi.dma.AxiDma`) and a copy engine the
+host commands through extra registers. The host allocates one buffer that mirrors the
+accelerator's memory window byte for byte (window byte ``x`` is buffer byte ``x``), writes its
+device address into ``MEM_PTR`` once, and moves blocks between the buffer and the accelerator
+with DMA_OFFSET / DMA_BYTES / DMA_CTRL; the accelerator's own registers and runs are unchanged.
+:class:`~sw.driver.xrt_device.XrtDevice` does this behind the ordinary
+:class:`~sw.driver.mmio.MemoryPort` interface, so the accelerators' drivers run unchanged.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
+
+from ..regmap import Field, Register, RegisterMap
+from .dma import AxiDma
+from .shell import connect_bridges, drive_constants, shell_domain, shell_members
+
+__all__ = ["WindowKernel", "window_kernel_register_map", "check_dma_params", "DMA_FLAGS",
+           "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS"]
+
+#: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
+GMEM = "m_axi_gmem"
+#: The pointer argument (``MEM_PTR_LO``/``MEM_PTR_HI``; ``MEM_PTR`` in ``kernel.xml``).
+KERNEL_POINTER = "MEM_PTR"
+#: Control-port address width: a 4 KiB window, what Vitis HLS kernels decode.
+CONTROL_ADDR_WIDTH = 12
+GMEM_WIDTHS = (32, 64, 128, 256, 512)
+
+#: DMA_STATUS bits: BUSY and DONE (state), then the error flags of the last copy.
+DMA_FLAGS = {"BUSY": 0, "DONE": 1, "READ_ERROR": 2, "WRITE_ERROR": 3, "LOCKED": 4, "RANGE": 5}
+#: DMA_CTRL.DIR values.
+TO_ACCELERATOR, TO_BUFFER = 0, 1
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_dma_params(*, gmem_data_width, max_burst, max_outstanding, word_bits):
+    """Validate the shell's parameters (``ValueError`` naming the parameter).
+
+    ``gmem_data_width``: one of :data:`GMEM_WIDTHS`, at least the accelerator's memory word
+    (``word_bits``); ``max_burst`` 1..256; ``max_outstanding`` 1..32.
+    """
+    if not _is_int(gmem_data_width) or gmem_data_width not in GMEM_WIDTHS \
+            or gmem_data_width < word_bits:
+        raise ValueError(f"gmem_data_width must be one of {', '.join(map(str, GMEM_WIDTHS))} "
+                         f"and at least the accelerator's memory word ({word_bits} bits), "
+                         f"not {gmem_data_width!r}")
+    if not _is_int(max_burst) or not 1 <= max_burst <= 256:
+        raise ValueError(f"max_burst must be an integer in 1..256, not {max_burst!r}")
+    if not _is_int(max_outstanding) or not 1 <= max_outstanding <= 32:
+        raise ValueError(f"max_outstanding must be an integer in 1..32, not {max_outstanding!r}")
+
+
+def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width: int,
+                               doc: str = "") -> RegisterMap:
+    """``base`` (an ap_ctrl_hs map) unchanged, then the shell's registers from ``base.span``.
+
+    ``MEM_PTR_LO``/``MEM_PTR_HI``: the buffer's 64-bit device address (kernel argument 0; the
+    bits below ``log2(gmem_data_width / 8)`` are not stored and read 0). ``DMA_OFFSET``: byte
+    offset of a copy in the window and in the buffer, ``DMA_BYTES``: its length, ``DMA_CTRL``:
+    START (a written 1 starts the copy; cleared when the copy is accepted) and DIR (0: buffer
+    to accelerator, 1: accelerator to buffer), ``DMA_STATUS`` (:data:`DMA_FLAGS`),
+    ``DMA_CYCLES`` (cycles of the last copy), ``DMA_WINDOW`` (bytes of the window) and
+    ``DMA_ALIGN`` (granularities of DMA_OFFSET and DMA_BYTES).
+    """
+    if not isinstance(base, RegisterMap) or base.protocol != "ap_ctrl_hs":
+        raise ValueError(f"base must be an ap_ctrl_hs RegisterMap, not {base!r}")
+    align = gmem_data_width // 8
+    lo = (align - 1).bit_length()
+    ptr_lo = (Field("MEM_PTR_LO", lo, 32 - lo, "rw",
+                    doc=f"buffer address bits 31:{lo} (bits {lo - 1}:0 read 0: the buffer is "
+                        f"{align}-byte aligned)"),) if lo else \
+        (Field("MEM_PTR_LO", 0, 32, "rw", doc="buffer address bits 31:0"),)
+    flag_doc = {
+        "BUSY": "a copy is in progress",
+        "DONE": "the last copy has ended (or was refused)",
+        "READ_ERROR": "a read of the buffer was not answered OKAY",
+        "WRITE_ERROR": "a write of the buffer was not answered OKAY",
+        "LOCKED": "the accelerator was running: the copy was refused, or some words were not "
+                  "moved",
+        "RANGE": "DMA_OFFSET or DMA_BYTES misaligned (DMA_ALIGN) or past DMA_WINDOW: refused",
+    }
+    extra = (
+        Register("MEM_PTR_LO", base.span, ptr_lo,
+                 doc="device address of the buffer (low word)"),
+        Register.scalar("MEM_PTR_HI", 32, "rw", doc="device address of the buffer (high word)"),
+        Register.scalar("DMA_OFFSET", 32, "rw", doc="byte offset of the next copy in the "
+                                                    "window and in the buffer"),
+        Register.scalar("DMA_BYTES", 32, "rw", doc="bytes of the next copy"),
+        Register("DMA_CTRL", None, (
+            Field("START", 0, 1, "rw_sc", doc="write 1: start a copy (cleared when accepted; "
+                                              "waits while a copy runs)"),
+            Field("DIR", 1, 1, "rw", doc="0: buffer to accelerator, 1: accelerator to buffer")),
+            doc="copy command"),
+        Register("DMA_STATUS", None, tuple(
+            Field(flag, bit, 1, "ro", doc=flag_doc[flag]) for flag, bit in DMA_FLAGS.items()),
+            doc="copy state; the error flags describe the last copy (cleared at its start)"),
+        Register.scalar("DMA_CYCLES", 32, "ro", doc="cycles of the last copy"),
+        Register.scalar("DMA_WINDOW", 32, "ro", doc="bytes of the accelerator's memory window"),
+        Register("DMA_ALIGN", None, (
+            Field("OFFSET", 0, 16, "ro", doc="DMA_OFFSET must be a multiple of this "
+                                             "(gmem_data_width / 8)"),
+            Field("BYTES", 16, 16, "ro", doc="DMA_BYTES must be a multiple of this (the "
+                                             "memory word)")),
+            doc="granularities of a copy"),
+    )
+    return RegisterMap.with_ap_ctrl_hs(name, base.user_registers + extra, doc=doc)
+
+
+class WindowKernel(wiring.Component):
+    """An accelerator with a memory window, an AXI4 master and a copy engine: a Vitis kernel.
+
+    Parameters
+    ----------
+    build : callable
+        ``build(regmap)`` returns the accelerator built with ``host_port="local"``,
+        ``regmap=regmap`` and ``control_addr_width=12``: a component with ``s_axi_control_*``,
+        ``interrupt``, the local port of :func:`~rtl_gen.axi.shell.host_port_members`, and
+        ``csr`` (its :class:`~rtl_gen.axi.lite_csr.AxiLiteCsr`) and ``mem_words`` attributes.
+    base : RegisterMap
+        The accelerator's own register map (the shell's registers go after it).
+    name : str
+        Name of the kernel's register map.
+    word_bits : int
+        The accelerator's memory word D in bits (32..512, a power of two).
+    gmem_data_width : int
+        Data width W of ``m_axi_gmem`` (32..512, at least D; 512 matches Alveo DDR).
+    max_burst, max_outstanding : int
+        :class:`~rtl_gen.axi.dma.AxiDma`'s burst and in-flight limits (1..256, 1..32).
+    doc : str
+        One line for the register map.
+
+    Members
+    -------
+    ap_clk, ap_rst_n : ``In(1)``
+        Clock and active-low synchronous reset of everything (the accelerator included).
+    s_axi_control_* : AXI4-Lite slave, 32-bit data, 12-bit address
+        The accelerator's registers unchanged, then the shell's
+        (:func:`window_kernel_register_map`).
+    m_axi_gmem_* : AXI4 master, 64-bit address, W-bit data, 1-bit IDs
+        Reads and writes the buffer.
+    interrupt : ``Out(1)``
+        The accelerator's.
+
+    A copy: the host writes DMA_OFFSET (multiple of ``W / 8``), DMA_BYTES (multiple of
+    ``D / 8``, 0 allowed) and DMA_CTRL (START = 1, DIR). It is accepted when no copy runs
+    (START clears, STATUS = BUSY, the error flags clear) and then *refused*, ending at once
+    with DONE and RANGE set, if the offset or length is misaligned or the block passes the
+    window (DMA_WINDOW bytes), or with DONE and LOCKED set if the accelerator is running
+    (``host_enable`` low). Otherwise the ``N = DMA_BYTES / (D / 8)`` words move, one per
+    cycle, between buffer bytes ``MEM_PTR + DMA_OFFSET ...`` and window words
+    ``DMA_OFFSET / (D / 8) ...``; an AXI error response sets READ_ERROR (DIR 0) or
+    WRITE_ERROR (DIR 1), and a word moved while the accelerator runs (the host started it
+    during the copy) is not moved and sets LOCKED; the copy goes on regardless. BUSY falls and
+    DONE rises when the last word is written (DIR 0) or the last B response has arrived
+    (DIR 1).
+
+    Cycles (DMA_CYCLES, from the acceptance to DONE) when device memory never stalls and
+    answers with latency L (first R beat L cycles after its AR handshake, B L cycles after the
+    last W beat): ``N + L + 5`` in either direction (0 words: 3) (:meth:`copy_cycles`; refused: 0), plus
+    the two AXI4-Lite writes and the polling of the host. Throughput: ``D / 8`` bytes per
+    cycle whatever W is.
+    """
+
+    def __init__(self, build, base, *, name, word_bits, gmem_data_width=512, max_burst=256,
+                 max_outstanding=4, doc=""):
+        if not callable(build):
+            raise TypeError(f"build must be callable, not {build!r}")
+        if not _is_int(word_bits) or word_bits not in GMEM_WIDTHS:
+            raise ValueError(f"word_bits must be one of {', '.join(map(str, GMEM_WIDTHS))}, "
+                             f"not {word_bits!r}")
+        check_dma_params(gmem_data_width=gmem_data_width, max_burst=max_burst,
+                         max_outstanding=max_outstanding, word_bits=word_bits)
+        self._regmap = window_kernel_register_map(name, base, gmem_data_width=gmem_data_width,
+                                                  doc=doc)
+        self._base = base
+        self._accel = build(self._regmap)
+        for port in ("host_addr", "host_rdata", "csr", "mem_words", "s_axi_control_awaddr"):
+            if not hasattr(self._accel, port):
+                raise TypeError(f"build must return an accelerator with host_port='local' "
+                                f"(it has no {port!r}): {self._accel!r}")
+        if len(self._accel.host_rdata) != word_bits:
+            raise ValueError(f"word_bits ({word_bits}) is not the accelerator's memory word "
+                             f"({len(self._accel.host_rdata)} bits)")
+        self._word_bits = word_bits
+        self._gmem = gmem_data_width
+        self._max_burst, self._max_outstanding = max_burst, max_outstanding
+        self._window_bytes = self._accel.mem_words * word_bits // 8
+        if self._window_bytes >= 1 << 32:
+            raise ValueError("the accelerator's window must be below 4 GiB")
+        self._dma = AxiDma(data_width=gmem_data_width, mem_data_width=word_bits,
+                           mem_addr_width=len(self._accel.host_addr), addr_width=64,
+                           max_burst=max_burst, max_outstanding=max_outstanding, prefix=GMEM)
+        members = shell_members(self._dma)
+        members.update({n: m for n, m in self._accel.signature.members.items()
+                        if n.startswith("s_axi_control_")})
+        super().__init__(members)
+
+    @property
+    def regmap(self) -> RegisterMap:
+        return self._regmap
+
+    @property
+    def accelerator(self):
+        return self._accel
+
+    @property
+    def window_bytes(self) -> int:
+        """Bytes of the accelerator's memory window (DMA_WINDOW)."""
+        return self._window_bytes
+
+    @property
+    def pointer_align(self) -> int:
+        """Alignment of MEM_PTR and DMA_OFFSET in bytes (``gmem_data_width / 8``)."""
+        return self._gmem // 8
+
+    @property
+    def word_bytes(self) -> int:
+        """Granularity of DMA_BYTES (the accelerator's memory word)."""
+        return self._word_bits // 8
+
+    @staticmethod
+    def copy_cycles(nbytes: int, word_bytes: int, *, latency: int) -> int:
+        """DMA_CYCLES of an accepted copy of ``nbytes`` when device memory never stalls and
+        answers ``latency`` cycles after a request: ``N + L + 5`` (``N`` words; 0 words: 3)."""
+        n = nbytes // word_bytes
+        return n + latency + 5 if n else 3
+
+    def scalars(self) -> list:
+        """The accelerator's argument registers (every field host-writable)."""
+        return [r.name for r in self._base.user_registers
+                if all(f.access == "rw" for f in r.fields)]
+
+    @property
+    def kernel_manifest(self) -> dict:
+        """What a Vitis ``kernel.xml`` needs beyond the ports and the register map (as
+        :attr:`rtl_gen.gae.kernel.GaeKernel.kernel_manifest`)."""
+        return {
+            "m_axi": {GMEM: {"data_width": self._gmem, "max_burst": self._max_burst,
+                             "outstanding": self._max_outstanding}},
+            "pointers": [{"name": KERNEL_POINTER, "port": GMEM, "lo": f"{KERNEL_POINTER}_LO",
+                          "hi": f"{KERNEL_POINTER}_HI",
+                          "offset": self._regmap.offset(f"{KERNEL_POINTER}_LO")}],
+            "scalars": self.scalars(),
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        shell_domain(m, self)
+        accel, dma = self._accel, self._dma
+        csr = accel.csr
+        m.submodules.accel = accel
+        m.submodules.dma = dma
+        connect_bridges(m, self, dma)
+        for name, member in accel.signature.members.items():
+            if name.startswith("s_axi_control_"):
+                if member.flow == wiring.In:
+                    m.d.comb += getattr(accel, name).eq(getattr(self, name))
+                else:
+                    m.d.comb += getattr(self, name).eq(getattr(accel, name))
+        m.d.comb += self.interrupt.eq(accel.interrupt)
+
+        wb = (self.word_bytes - 1).bit_length()
+        ab = (self.pointer_align - 1).bit_length()
+        ptr = Cat(Const(0, ab), csr.mem_ptr_lo, csr.mem_ptr_hi) if ab else \
+            Cat(csr.mem_ptr_lo, csr.mem_ptr_hi)
+
+        busy, done = Signal(), Signal()
+        flags = {name: Signal(name=f"flag_{name.lower()}")
+                 for name in ("READ_ERROR", "WRITE_ERROR", "LOCKED", "RANGE")}
+        cycles = Signal(32)
+        offset = Signal(32)
+        nbytes = Signal(32)
+        to_buffer = Signal()
+        with m.If(busy):
+            m.d.sync += cycles.eq(cycles + 1)
+
+        aligned = (csr.dma_offset[:ab] == 0 if ab else Const(1)) & \
+            (csr.dma_bytes[:wb] == 0 if wb else Const(1))
+        fits = (csr.dma_offset + csr.dma_bytes) <= self._window_bytes   # 33-bit sum
+        n_words = nbytes[wb:]
+
+        with m.FSM(name="copy"):
+            with m.State("IDLE"):
+                with m.If(csr.dma_ctrl_start):
+                    m.d.comb += csr.dma_ctrl_start_clear.eq(1)
+                    m.d.sync += [cycles.eq(0), offset.eq(csr.dma_offset),
+                                 nbytes.eq(csr.dma_bytes), to_buffer.eq(csr.dma_ctrl_dir),
+                                 done.eq(0)] + [f.eq(0) for f in flags.values()]
+                    with m.If(~aligned | ~fits):
+                        m.d.sync += [flags["RANGE"].eq(1), done.eq(1)]
+                    with m.Elif(~accel.host_enable):
+                        m.d.sync += [flags["LOCKED"].eq(1), done.eq(1)]
+                    with m.Else():
+                        m.d.sync += busy.eq(1)
+                        m.next = "COMMAND"
+            with m.State("COMMAND"):
+                m.d.comb += [dma.cmd.valid.eq(1),
+                             dma.cmd.payload.dev_addr.eq(ptr + offset),
+                             dma.cmd.payload.mem_addr.eq(offset[wb:]),
+                             dma.cmd.payload.words.eq(n_words),
+                             dma.cmd.payload.to_device.eq(to_buffer)]
+                with m.If(dma.cmd.ready):
+                    m.next = "COPY"
+            with m.State("COPY"):
+                with m.If(dma.done):
+                    m.d.sync += [busy.eq(0), done.eq(1)]
+                    m.next = "IDLE"
+        # Error responses of the copy, by direction.
+        with m.If(dma.done & dma.error):
+            with m.If(to_buffer):
+                m.d.sync += flags["WRITE_ERROR"].eq(1)
+            with m.Else():
+                m.d.sync += flags["READ_ERROR"].eq(1)
+        # A local access while the accelerator owns its memory is dropped: flag it.
+        with m.If(busy & ~accel.host_enable & (dma.mem_re | (dma.mem_we != 0))):
+            m.d.sync += flags["LOCKED"].eq(1)
+
+        m.d.comb += [
+            accel.host_addr.eq(dma.mem_addr),
+            accel.host_re.eq(dma.mem_re & accel.host_enable),
+            accel.host_we.eq(dma.mem_we & accel.host_enable.replicate(len(dma.mem_we))),
+            accel.host_wdata.eq(dma.mem_wdata),
+            dma.mem_rdata.eq(accel.host_rdata),
+            csr.dma_status_busy.eq(busy),
+            csr.dma_status_done.eq(done),
+            csr.dma_cycles.eq(cycles),
+        ]
+        for name, sig in flags.items():
+            m.d.comb += getattr(csr, f"dma_status_{name.lower()}").eq(sig)
+        drive_constants(m, csr, self._regmap, {
+            "DMA_WINDOW": self._window_bytes,
+            "DMA_ALIGN": self.pointer_align | self.word_bytes << 16,
+        })
+        return m
