@@ -20,8 +20,10 @@ from .gae.accelerator import GaeAccelerator
 from .gae.config import GaeCoreConfig
 from .gae.kernel import GaeKernel, GaeKernelConfig
 from .learner import LearnerAccelerator, LearnerConfig, TensorUnit, TensorUnitConfig
+from .learner.kernel import LearnerKernel, LearnerKernelConfig
 from .replay import SumTree, SumTreeConfig
 from .replay.accelerator import ReplayAccelerator
+from .replay.kernel import ReplayKernel, ReplayKernelConfig
 
 __all__ = ["BLOCKS", "SHIPPED", "Block", "emit", "port_table", "to_verilog",
            "drop_zero_memory_init"]
@@ -54,10 +56,16 @@ BLOCKS = {
                      "K-ary sum tree for prioritized replay, one sample or update per cycle"),
     "replay-accel": Block("replay-accel", "replay_accel", SumTreeConfig, ReplayAccelerator,
                           "prioritized replay: K-ary sum tree, batch buffers, AXI4-Lite + AXI4"),
+    "replay-kernel": Block("replay-kernel", "replay_kernel", ReplayKernelConfig, ReplayKernel,
+                           "prioritized replay as a Vitis kernel: AXI4-Lite + m_axi DMA shell "
+                           "(host-commanded copies)"),
     "tensor-unit": Block("tensor-unit", "tensor_unit", TensorUnitConfig, TensorUnit,
                          "R x C output-stationary systolic GEMM array (learner tensor unit)"),
     "learner": Block("learner", "learner", LearnerConfig, LearnerAccelerator,
                      "MLP training step on a pipeline of S x S tensor units, AXI4-Lite + AXI4"),
+    "learner-kernel": Block("learner-kernel", "learner_kernel", LearnerKernelConfig,
+                            LearnerKernel, "MLP learner as a Vitis kernel: AXI4-Lite + m_axi DMA "
+                                           "shell (host-commanded copies)"),
 }
 
 #: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
@@ -74,11 +82,17 @@ SHIPPED = [
     # Prioritized replay sized for the ZCU106: 2^16 leaves in a 16-ary tree (4 levels, latency
     # 18), batches up to 4096; 2^20 leaves need the URAM of a larger part (README).
     ("replay_accel_k16", "replay-accel", {"fanout": 16, "capacity": 1 << 16}),
+    # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
+    ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
     # CartPole DQN 4-64-64-2 with its target network on 4 x 4 tensor units, batches up to 64
     # in sub-batches of 8, 128-bit memory port (ZCU106 HPM0). 8 x 8 units take 3.3x fewer
     # cycles but 3.4x the LUTs, 3.5x the DSPs and minutes more to emit and synthesize.
     ("learner_cartpole_s4", "learner", {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64,
                                         "sub_batch": 8, "axi_data_width": 128}),
+    # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
+    ("learner_kernel_s4", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 4,
+                                             "max_batch": 64, "sub_batch": 8,
+                                             "axi_data_width": 128}),
 ]
 
 

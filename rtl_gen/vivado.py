@@ -94,8 +94,10 @@ DMA_GAP = (
     "that XRT binds to device memory (UG1393, 'Kernel Interface Requirements'); this "
     "accelerator's memory is the AXI4 slave s_axi_mem, which XRT cannot address. Missing: a DMA "
     "shell around the kernel, i.e. an m_axi port plus buffer-address arguments in s_axi_control "
-    "and a copy engine between device DDR and s_axi_mem. The gae-kernel block (hdl/gae_kernel_n8) "
-    "is the GAE accelerator inside such a shell: build that one for Alveo."
+    "and a copy engine between device DDR and s_axi_mem. The kernel blocks are the accelerators "
+    "inside such a shell: build hdl/gae_kernel_n8, hdl/replay_kernel_k16 or "
+    "hdl/learner_kernel_s4 for Alveo (rtl_gen.axi.window_kernel wraps any accelerator with a "
+    "memory window)."
 )
 
 

@@ -15,6 +15,7 @@ with DMA_OFFSET / DMA_BYTES / DMA_CTRL; the accelerator's own registers and runs
 
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from ..regmap import Field, Register, RegisterMap
 from .dma import AxiDma
@@ -151,22 +152,22 @@ class WindowKernel(wiring.Component):
 
     A copy: the host writes DMA_OFFSET (multiple of ``W / 8``), DMA_BYTES (multiple of
     ``D / 8``, 0 allowed) and DMA_CTRL (START = 1, DIR). It is accepted when no copy runs
-    (START clears, STATUS = BUSY, the error flags clear) and then *refused*, ending at once
+    (START clears, DMA_STATUS = BUSY, the error flags clear) and then *refused*, ending at once
     with DONE and RANGE set, if the offset or length is misaligned or the block passes the
     window (DMA_WINDOW bytes), or with DONE and LOCKED set if the accelerator is running
     (``host_enable`` low). Otherwise the ``N = DMA_BYTES / (D / 8)`` words move, one per
     cycle, between buffer bytes ``MEM_PTR + DMA_OFFSET ...`` and window words
     ``DMA_OFFSET / (D / 8) ...``; an AXI error response sets READ_ERROR (DIR 0) or
-    WRITE_ERROR (DIR 1), and a word moved while the accelerator runs (the host started it
-    during the copy) is not moved and sets LOCKED; the copy goes on regardless. BUSY falls and
+    WRITE_ERROR (DIR 1), and a word due while the accelerator runs (the host started it
+    during the copy) is dropped and sets LOCKED; the copy goes on regardless. BUSY falls and
     DONE rises when the last word is written (DIR 0) or the last B response has arrived
     (DIR 1).
 
     Cycles (DMA_CYCLES, from the acceptance to DONE) when device memory never stalls and
     answers with latency L (first R beat L cycles after its AR handshake, B L cycles after the
-    last W beat): ``N + L + 5`` in either direction (0 words: 3) (:meth:`copy_cycles`; refused: 0), plus
-    the two AXI4-Lite writes and the polling of the host. Throughput: ``D / 8`` bytes per
-    cycle whatever W is.
+    last W beat): ``N + L + 5`` in either direction, 3 for 0 words, 0 for a refused copy
+    (:meth:`copy_cycles`, asserted by the fast tier); the host adds three AXI4-Lite writes and
+    its polling. Throughput: one D-bit word, ``D / 8`` bytes, per cycle whatever W is.
     """
 
     def __init__(self, build, base, *, name, word_bits, gmem_data_width=512, max_burst=256,
@@ -198,9 +199,10 @@ class WindowKernel(wiring.Component):
         self._dma = AxiDma(data_width=gmem_data_width, mem_data_width=word_bits,
                            mem_addr_width=len(self._accel.host_addr), addr_width=64,
                            max_burst=max_burst, max_outstanding=max_outstanding, prefix=GMEM)
-        members = shell_members(self._dma)
+        members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
         members.update({n: m for n, m in self._accel.signature.members.items()
                         if n.startswith("s_axi_control_")})
+        members.update({n: m for n, m in shell_members(self._dma).items() if n not in members})
         super().__init__(members)
 
     @property

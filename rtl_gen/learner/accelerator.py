@@ -98,12 +98,15 @@ class LearnerAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
+        axi = self._host_port == "axi"
+        if axi:
+            shell_domain(m, self)
         csr = self._csr
         m.submodules.csr = csr
-        m.submodules.core = core = LearnerCore(cfg)
-        if self._host_port == "axi":
-            shell_domain(m, self)
+        if axi:
             m.submodules.mem = mem = self._mem
+        m.submodules.core = core = LearnerCore(cfg)
+        if axi:
             connect_bridges(m, self, csr, mem)
         else:
             connect_bridges(m, self, csr)

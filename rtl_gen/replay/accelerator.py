@@ -172,12 +172,15 @@ class ReplayAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
+        axi = self._host_port == "axi"
+        if axi:
+            shell_domain(m, self)
         csr = self._csr
         m.submodules.csr = csr
-        m.submodules.tree = tree = SumTree(cfg)
-        if self._host_port == "axi":
-            shell_domain(m, self)
+        if axi:
             m.submodules.mem = hmem = self._mem
+        m.submodules.tree = tree = SumTree(cfg)
+        if axi:
             connect_bridges(m, self, csr, hmem)
         else:
             connect_bridges(m, self, csr)
