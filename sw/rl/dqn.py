@@ -1,0 +1,450 @@
+"""DQN with prioritized replay, both on the accelerators: the CF'22 loop on a host.
+
+Every environment step the host inserts the transition into the **replay accelerator** (at the
+maximum priority, FIFO slots; the transitions themselves stay in host memory, indexed by slot),
+then every ``train_freq`` steps it samples a batch there (the on-chip PRNG, priorities^alpha
+proportional), runs one SGD step on the **learner accelerator** (DQN TD target from the on-chip
+target network, mean-squared TD error) and reads the TD errors back; their
+``(|delta| + eps)**alpha`` become the new priorities in the same replay run that samples the
+next batch (``update_and_sample``: updates first, then the sampling behind them in the tree's
+pipeline). This is the data flow of CF'22's Fig. 2 with the host as the actor. The target
+network is synchronised in hardware every ``target_period`` gradient steps
+(``LearnerDriver(sync_period=...)``). The actor acts epsilon-greedily on a float copy of the
+weights read back every ``actor_refresh`` gradient steps.
+
+The same loop runs on the CPU for comparison (:class:`TorchLearner`, float32 torch with the
+same plain SGD and loss, and the float64 K-ary sum tree of the CPU replay buffer
+:class:`sw.replay.PrioritizedReplayBuffer`), so a learning curve
+shows what the accelerators' fixed-point arithmetic costs.
+
+Scaling: the learner's activations are 16-bit with ``act_frac`` fraction bits (Q5.10 by default,
+range +-32), so Q values must stay well inside that: rewards are multiplied by
+``reward_scale`` (0.1 for CartPole: Q <= 0.1 / (1 - gamma) = 10). The learner has no
+per-sample loss weights, so importance-sampling weights are not applied (beta only affects the
+reported weights); priorities still steer the sampling.
+
+Run ``python -m sw.rl.dqn --backend both --plot build/dqn_cartpole.png``.
+"""
+
+import argparse
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+__all__ = ["DQNConfig", "DQNResult", "AcceleratorLearner", "TorchLearner", "AcceleratorReplay",
+           "CpuReplay", "accelerators", "cpu_baseline", "train", "plot_curves", "main"]
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    """Hyper-parameters. Steps are environment steps unless named otherwise."""
+    env_id: str = "CartPole-v1"
+    total_steps: int = 30_000
+    batch: int = 64
+    gamma: float = 0.99
+    lr: float = 0.01
+    reward_scale: float = 0.1
+    learning_starts: int = 1000
+    train_freq: int = 1
+    target_period: int = 250            # gradient steps between target-network syncs
+    actor_refresh: int = 10             # gradient steps between weight read-backs
+    eps_start: float = 1.0
+    eps_end: float = 0.05
+    eps_fraction: float = 0.4
+    alpha: float = 0.6
+    beta: float = 0.4
+    prio_eps: float = 1e-3
+    hidden: int = 64
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("total_steps", "batch", "learning_starts", "train_freq", "target_period",
+                     "actor_refresh", "hidden"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v!r}")
+        for name in ("gamma", "eps_start", "eps_end", "eps_fraction", "alpha"):
+            v = getattr(self, name)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], not {v!r}")
+        if self.lr <= 0 or self.reward_scale <= 0 or self.prio_eps <= 0:
+            raise ValueError("lr, reward_scale and prio_eps must be positive")
+
+    def epsilon(self, step):
+        frac = min(1.0, step / max(1.0, self.eps_fraction * self.total_steps))
+        return self.eps_start + frac * (self.eps_end - self.eps_start)
+
+
+@dataclass
+class DQNResult:
+    """``episodes``: (env step, return); ``losses``: (gradient step, batch loss); seconds spent
+    in the learner and the replay calls and overall; accelerator cycles of the learner and
+    replay runs (0 on the CPU)."""
+    name: str
+    config: dict
+    episodes: list = field(default_factory=list)
+    losses: list = field(default_factory=list)
+    learner_seconds: float = 0.0
+    replay_seconds: float = 0.0
+    total_seconds: float = 0.0
+    grad_steps: int = 0
+    learner_cycles: int = 0
+    replay_cycles: int = 0
+
+    def cycles_per_grad_step(self) -> float:
+        """Accelerator cycles per gradient step: the learner step, the fused update + sample
+        run and ``train_freq`` single inserts (the inserts before ``learning_starts`` are spread
+        over the gradient steps too; host and bus time not included)."""
+        return (self.learner_cycles + self.replay_cycles) / max(self.grad_steps, 1)
+
+    def mean_return(self, last=20) -> float:
+        if not self.episodes:
+            return float("nan")
+        return float(np.mean([r for _, r in self.episodes[-last:]]))
+
+
+def _init_weights(sizes, rng):
+    """He-uniform hidden layers, small output layer; ``W[l]`` is ``n_in x n_out``."""
+    ws, bs = [], []
+    for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        lim = np.sqrt(6.0 / a) if l < len(sizes) - 2 else 0.1 / np.sqrt(a)
+        ws.append(rng.uniform(-lim, lim, (a, b)))
+        bs.append(np.zeros(b))
+    return ws, bs
+
+
+def _forward(ws, bs, x):
+    for l, (w, b) in enumerate(zip(ws, bs)):
+        x = x @ w + b
+        if l < len(ws) - 1:
+            x = np.maximum(x, 0.0)
+    return x
+
+
+class AcceleratorLearner:
+    """The learner accelerator through :class:`sw.driver.learner.LearnerDriver`."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.name = f"learner {type(driver.device).__name__}"
+        self.cycles = 0
+        self._ws = self._bs = None
+
+    def load(self, ws, bs):
+        self.driver.load_weights(ws, bs, target=True)
+        self.refresh()
+
+    def refresh(self):
+        self._ws, self._bs = self.driver.read_weights()
+
+    def q(self, obs):
+        return _forward(self._ws, self._bs, obs)
+
+    def step(self, obs, actions, rewards, next_obs, dones, gamma, lr):
+        d = self.driver.train_step(obs, actions, rewards, next_obs, dones, gamma=gamma, lr=lr,
+                                   details=True)
+        self.cycles += int(d.cycles)
+        return d.loss, np.asarray(d.td_errors, np.float64)
+
+
+class TorchLearner:
+    """The same network, loss (mean squared TD error, target network) and plain SGD in float32
+    torch: the CPU baseline."""
+
+    def __init__(self, sizes, sync_period):
+        import torch
+
+        layers = []
+        for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            layers.append(torch.nn.Linear(a, b))
+            if l < len(sizes) - 2:
+                layers.append(torch.nn.ReLU())
+        self.net = torch.nn.Sequential(*layers)
+        self.target = torch.nn.Sequential(*[type(m)(m.in_features, m.out_features)
+                                            if isinstance(m, torch.nn.Linear) else m
+                                            for m in layers])
+        self.sync_period = sync_period
+        self._steps = 0
+        self.name = "torch float32 (CPU)"
+
+    def load(self, ws, bs):
+        import torch
+
+        lin = [m for m in self.net if isinstance(m, torch.nn.Linear)]
+        with torch.no_grad():
+            for m, w, b in zip(lin, ws, bs):
+                m.weight.copy_(torch.as_tensor(w.T, dtype=torch.float32))
+                m.bias.copy_(torch.as_tensor(b, dtype=torch.float32))
+        self.target.load_state_dict(self.net.state_dict())
+
+    def refresh(self):
+        pass
+
+    def q(self, obs):
+        import torch
+
+        with torch.no_grad():
+            return self.net(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+    def step(self, obs, actions, rewards, next_obs, dones, gamma, lr):
+        import torch
+
+        o = torch.as_tensor(obs, dtype=torch.float32)
+        o2 = torch.as_tensor(next_obs, dtype=torch.float32)
+        a = torch.as_tensor(actions, dtype=torch.int64)
+        r = torch.as_tensor(rewards, dtype=torch.float32)
+        d = torch.as_tensor(dones, dtype=torch.float32)
+        with torch.no_grad():
+            y = r + gamma * (1 - d) * self.target(o2).max(dim=1).values
+        q = self.net(o).gather(1, a[:, None]).squeeze(1)
+        delta = q - y
+        loss = (delta ** 2).mean()
+        self.net.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for p in self.net.parameters():
+                p -= lr * p.grad
+        self._steps += 1
+        if self._steps % self.sync_period == 0:
+            self.target.load_state_dict(self.net.state_dict())
+        return float(loss.detach()), delta.detach().numpy().astype(np.float64)
+
+
+class AcceleratorReplay:
+    """Priorities on the replay accelerator (:class:`sw.driver.replay.ReplayDriver`).
+
+    ``update_and_sample`` is one fused accelerator run (the updates of batch b, then the
+    sampling of batch b + 1 behind them in the same pipeline: CF'22's overlap, strictly
+    ordered). ``cycles`` adds up the CYCLES register of every run."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.name = f"replay {type(driver.device).__name__}"
+        self.capacity = driver.config.capacity
+        self.cycles = 0
+
+    def _count(self):
+        self.cycles += int(self.driver.last_status["CYCLES"])
+
+    def insert(self):
+        slot = int(self.driver.insert(count=1)[0])
+        self._count()
+        return slot
+
+    def sample(self, batch, beta):
+        idx, w, _ = self.driver.sample(batch, beta)
+        self._count()
+        return idx, w
+
+    def update(self, idx, prio):
+        self.driver.update(idx, prio)           # saturates at the priority format's maximum
+        self._count()
+
+    def update_and_sample(self, idx, prio, batch, beta):
+        new, w, _ = self.driver.update_and_sample(idx, prio, batch, beta)
+        self._count()
+        return new, w
+
+
+class CpuReplay:
+    """Priorities in the float64 K-ary sum tree of the CPU replay buffer
+    (:class:`sw.golden.sumtree.SumTree`, what :class:`sw.replay.PrioritizedReplayBuffer` uses)."""
+
+    def __init__(self, capacity, seed):
+        from sw.golden.sumtree import SumTree
+
+        self.tree = SumTree(fanout=16, capacity=capacity, seed=seed)
+        self.capacity = capacity
+        self.name = "CPU sum tree"
+
+    def insert(self):
+        return int(self.tree.insert(1)[0])
+
+    def sample(self, batch, beta):
+        idx, p = self.tree.sample(batch)
+        w = (self.tree.size * p / self.tree.total) ** (-beta)
+        return idx, w / w.max()
+
+    def update(self, idx, prio):
+        self.tree.update(idx, prio)
+
+    def update_and_sample(self, idx, prio, batch, beta):
+        self.update(idx, prio)
+        return self.sample(batch, beta)
+
+
+def accelerators(learner_module="learner_cartpole_s4", replay_module="replay_accel_k16", *,
+                 target_period=250):
+    """Golden models of the shipped learner and replay configurations behind their drivers."""
+    from rtl_gen.blocks import SHIPPED
+    from rtl_gen.learner.config import LearnerConfig
+    from rtl_gen.replay.config import SumTreeConfig
+    from sw.driver.golden_learner import LearnerGoldenDevice
+    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.driver.learner import LearnerDriver
+    from sw.driver.replay import ReplayDriver
+
+    shipped = {name: (block, p) for name, block, p in SHIPPED}
+    for module, block in ((learner_module, "learner"), (replay_module, "replay-accel")):
+        if shipped.get(module, (None,))[0] != block:
+            raise ValueError(f"{module!r} is not a shipped {block} configuration")
+    lcfg = LearnerConfig.from_dict(shipped[learner_module][1])
+    rcfg = SumTreeConfig.from_dict(shipped[replay_module][1])
+    learner = AcceleratorLearner(LearnerDriver(LearnerGoldenDevice(lcfg), lcfg,
+                                               sync_period=target_period, on_range="clip"))
+    learner.name = f"{learner_module} (golden model)"
+    replay = AcceleratorReplay(ReplayDriver(ReplayGoldenDevice(rcfg), rcfg))
+    replay.name = f"{replay_module} (golden model)"
+    return learner, replay
+
+
+def cpu_baseline(sizes=(4, 64, 64, 2), capacity=1 << 16, *, target_period=250, seed=0):
+    return TorchLearner(list(sizes), target_period), CpuReplay(capacity, seed)
+
+
+def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
+    """Train DQN (module docstring); deterministic for a seed on one machine."""
+    import gymnasium as gym
+    import torch
+    from tqdm import tqdm
+
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"config must be a DQNConfig, not {config!r}")
+    cfg = config
+    if cfg.total_steps > replay.capacity:
+        raise ValueError(f"total_steps ({cfg.total_steps}) must not exceed the replay capacity "
+                         f"({replay.capacity}): transitions are kept in host memory by slot")
+    torch.set_num_threads(1)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    env = gym.make(cfg.env_id)
+    obs_dim = env.observation_space.shape[0]
+    n_act = env.action_space.n
+    sizes = [obs_dim, cfg.hidden, cfg.hidden, n_act]
+    learner.load(*_init_weights(sizes, rng))
+    res = DQNResult(f"{learner.name} + {replay.name}", asdict(cfg))
+    S = np.zeros((replay.capacity, obs_dim), np.float32)
+    S2 = np.zeros_like(S)
+    A = np.zeros(replay.capacity, np.int64)
+    R = np.zeros(replay.capacity)
+    D = np.zeros(replay.capacity, bool)
+    o, _ = env.reset(seed=cfg.seed)
+    ret = 0.0
+    pending = None                  # (indices, priorities) of the last gradient step
+    t0 = time.perf_counter()
+    bar = tqdm(range(cfg.total_steps), desc=f"DQN {cfg.env_id} [{learner.name}]", unit="step",
+               disable=not progress, leave=False, mininterval=0.5)
+    for step in bar:
+        if rng.random() < cfg.epsilon(step):
+            a = int(rng.integers(n_act))
+        else:
+            a = int(np.argmax(learner.q(o[None].astype(np.float64))[0]))
+        o2, r, term, trunc, _ = env.step(a)
+        ret += r
+        g0 = time.perf_counter()
+        slot = replay.insert()
+        res.replay_seconds += time.perf_counter() - g0
+        S[slot], A[slot], R[slot], S2[slot], D[slot] = o, a, r * cfg.reward_scale, o2, term
+        o = o2
+        if term or trunc:
+            res.episodes.append((step + 1, ret))
+            ret = 0.0
+            o, _ = env.reset(seed=int(rng.integers(1 << 31)))
+        if step >= cfg.learning_starts and step % cfg.train_freq == 0:
+            g0 = time.perf_counter()
+            if pending is None:
+                idx, _ = replay.sample(cfg.batch, cfg.beta)
+            else:                   # last step's new priorities, then this step's batch
+                idx, _ = replay.update_and_sample(*pending, cfg.batch, cfg.beta)
+            res.replay_seconds += time.perf_counter() - g0
+            g0 = time.perf_counter()
+            loss, delta = learner.step(S[idx], A[idx], R[idx], S2[idx], D[idx], cfg.gamma,
+                                       cfg.lr)
+            res.learner_seconds += time.perf_counter() - g0
+            res.grad_steps += 1
+            res.losses.append((res.grad_steps, float(loss)))
+            pending = (idx, (np.abs(delta) + cfg.prio_eps) ** cfg.alpha)
+            if res.grad_steps % cfg.actor_refresh == 0:
+                learner.refresh()
+            if step % 500 == 0:
+                bar.set_postfix(ret=f"{res.mean_return():.1f}", loss=f"{loss:.4f}")
+    if pending is not None:
+        g0 = time.perf_counter()
+        replay.update(*pending)
+        res.replay_seconds += time.perf_counter() - g0
+    env.close()
+    res.total_seconds = time.perf_counter() - t0
+    res.learner_cycles = int(getattr(learner, "cycles", 0))
+    res.replay_cycles = int(getattr(replay, "cycles", 0))
+    return res
+
+
+def plot_curves(results, path, *, window=20):
+    """Episode return (moving average over ``window`` episodes) against environment steps."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colours = {}
+    for res in results:
+        if not res.episodes:
+            continue
+        steps, rets = np.array(res.episodes).T
+        k = min(window, len(rets))
+        smooth = np.convolve(rets, np.ones(k) / k, mode="valid")
+        first = res.name not in colours
+        colours.setdefault(res.name, f"C{len(colours)}")
+        ax.plot(steps[k - 1:], smooth, color=colours[res.name], lw=1.2,
+                label=res.name if first else None)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel(f"episode return ({window}-episode mean)")
+    ax.set_title(f"DQN + prioritized replay on {results[0].config['env_id']}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m sw.rl.dqn", description=__doc__.split("\n")[0])
+    ap.add_argument("--backend", choices=("accel", "cpu", "both"), default="both")
+    ap.add_argument("--total-steps", type=int, default=30_000)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=DQNConfig.lr)
+    ap.add_argument("--plot", default=None)
+    args = ap.parse_args(argv)
+    results, finals = [], {}
+    for backend in (("accel", "cpu") if args.backend == "both" else (args.backend,)):
+        for seed in range(args.seeds):
+            cfg = DQNConfig(total_steps=args.total_steps, seed=seed, lr=args.lr)
+            if backend == "accel":
+                learner, replay = accelerators(target_period=cfg.target_period)
+            else:
+                learner, replay = cpu_baseline(target_period=cfg.target_period, seed=seed)
+            res = train(cfg, learner, replay)
+            results.append(res)
+            finals.setdefault(res.name, []).append(res.mean_return())
+            print(f"{res.name} seed {seed}: mean return of the last 20 episodes "
+                  f"{res.mean_return():.1f}, {len(res.episodes)} episodes, {res.grad_steps} "
+                  f"gradient steps, {res.total_seconds:.1f} s (learner {res.learner_seconds:.1f}"
+                  f" s, replay {res.replay_seconds:.1f} s)")
+            if res.learner_cycles:
+                c = res.cycles_per_grad_step()
+                print(f"  accelerator cycles per gradient step: {c:,.0f} (learner "
+                      f"{res.learner_cycles / res.grad_steps:,.0f}), i.e. "
+                      f"{300e6 / c:,.0f} gradient steps/s at 300 MHz without host time")
+    for name, f in finals.items():
+        print(f"{name}: final return {np.mean(f):.1f} +- {np.std(f):.1f} over {len(f)} seeds")
+    if args.plot:
+        from pathlib import Path
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        plot_curves(results, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

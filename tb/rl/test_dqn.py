@@ -1,0 +1,101 @@
+"""DQN with prioritized replay on the learner and replay accelerators (sw.rl.dqn).
+
+Both accelerators are the golden models of the shipped ``learner_cartpole_s4`` and
+``replay_accel_k16`` behind their drivers (bit-exact with the RTL, see tb/driver): the loop a
+board runs, with the host as the actor.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("gymnasium")
+
+from rtl_gen.learner.schedule import step_cycles  # noqa: E402
+from rtl_gen.replay.accelerator import ReplayAccelerator  # noqa: E402
+from rtl_gen.replay.regs import ReplayOp  # noqa: E402
+from sw.rl.dqn import (DQNConfig, _init_weights, accelerators, cpu_baseline,  # noqa: E402
+                       plot_curves, train)
+
+
+def test_one_step_agrees_with_float_torch():
+    """The same weights and batch: the accelerator's loss and TD errors are those of float32
+    torch within the fixed-point formats' resolution (Q5.10 activations)."""
+    rng = np.random.default_rng(11)
+    ws, bs = _init_weights([4, 64, 64, 2], rng)
+    hw, _ = accelerators(target_period=1000)
+    cpu, _ = cpu_baseline(target_period=1000)
+    hw.load(ws, bs)
+    cpu.load(ws, bs)
+    B = 64
+    obs = rng.normal(0, 0.8, (B, 4))
+    nxt = obs + rng.normal(0, 0.05, (B, 4))
+    act = rng.integers(0, 2, B)
+    rew = np.full(B, 0.1)
+    done = rng.random(B) < 0.1
+    l_hw, d_hw = hw.step(obs, act, rew, nxt, done, 0.99, 0.01)
+    l_cpu, d_cpu = cpu.step(obs, act, rew, nxt, done, 0.99, 0.01)
+    assert abs(l_hw - l_cpu) < 0.02 * l_cpu + 1e-4, (l_hw, l_cpu)
+    np.testing.assert_allclose(d_hw, d_cpu, atol=4e-3)
+    assert hw.cycles == step_cycles(hw.driver.config, B)
+    hw.refresh()                    # the actor's copy follows the SGD step
+    np.testing.assert_allclose(hw.q(obs), cpu.q(obs), atol=6e-3)
+
+
+def test_short_run_accounts_every_accelerator_run():
+    """1,400 steps, 200 gradient steps: every step is exactly one learner run of
+    ``step_cycles`` and (after the first) one fused update + sample run; the target network was
+    synchronised in hardware every ``target_period`` steps; the priorities written back moved
+    the tree's total away from inserts at the running maximum."""
+    cfg = DQNConfig(total_steps=1400, learning_starts=1200, target_period=60, seed=3)
+    learner, replay = accelerators(target_period=cfg.target_period)
+    res = train(cfg, learner, replay, progress=False)
+    assert res.grad_steps == 200
+    lcfg, rcfg = learner.driver.config, replay.driver.config
+    assert res.learner_cycles == 200 * step_cycles(lcfg, cfg.batch)
+    def rc(*args):              # the CYCLES register reads one less than run_cycles
+        return ReplayAccelerator.run_cycles(*args) - 1
+
+    expected = (cfg.total_steps * rc(rcfg, ReplayOp.INSERT_MAX, 1)
+                + rc(rcfg, ReplayOp.SAMPLE, cfg.batch)
+                + 199 * rc(rcfg, ReplayOp.UPDATE_SAMPLE, cfg.batch, cfg.batch)
+                + rc(rcfg, ReplayOp.UPDATE, cfg.batch))
+    assert res.replay_cycles == expected
+    assert int(learner.driver.register_map.SYNC_COUNT) == 200 % cfg.target_period
+    tw = learner.driver.read_raw_weights(target=True)
+    w = learner.driver.read_raw_weights()
+    assert any((a != b).any() for a, b in zip(w, tw))       # 20 steps since the last sync
+    assert replay.driver.size == cfg.total_steps
+    assert replay.driver.total() < cfg.total_steps * replay.driver.max_priority
+    losses = np.array([l for _, l in res.losses])
+    assert np.isfinite(losses).all() and losses.max() < 1.0
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="batch must be a positive integer"):
+        DQNConfig(batch=0)
+    with pytest.raises(ValueError, match="gamma must be in"):
+        DQNConfig(gamma=1.5)
+    with pytest.raises(ValueError, match="is not a shipped learner configuration"):
+        accelerators(learner_module="replay_accel_k16")
+    learner, replay = cpu_baseline(capacity=1000)
+    with pytest.raises(ValueError, match="must not exceed the replay capacity"):
+        train(DQNConfig(total_steps=2000), learner, replay, progress=False)
+    with pytest.raises(TypeError, match="config must be a DQNConfig"):
+        train({}, learner, replay)
+
+
+@pytest.mark.slow
+def test_dqn_learns_cartpole_on_the_golden_accelerators(tmp_path):
+    """LEARN_STEPS environment steps: a random policy scores ~22; DQN with both accelerators
+    must pass LEARN_MIN (see the README's RL section for the 3-seed figures)."""
+    cfg = DQNConfig(total_steps=LEARN_STEPS, seed=0)
+    learner, replay = accelerators(target_period=cfg.target_period)
+    res = train(cfg, learner, replay, progress=False)
+    assert res.mean_return(20) > LEARN_MIN, res.mean_return(20)
+    plot_curves([res], tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+LEARN_STEPS = 20_000
+LEARN_MIN = 150
