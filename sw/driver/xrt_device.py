@@ -46,17 +46,39 @@ behind an AXI4 master ``m_axi_gmem`` that copies between device memory and the c
 
 Everything the driver does is then identical to the other backends. ``pyxrt`` is imported
 only when an :class:`XrtDevice` is created.
+
+**Window kernels** (the replay and learner accelerators, ``replay_kernel_k16`` and
+``learner_kernel_s4``: :class:`~rtl_gen.axi.window_kernel.WindowKernel`). Their runs do not
+copy anything; the host commands the copies. ``s_axi_control`` shows the accelerator's
+registers unchanged, then ``MEM_PTR_LO/HI`` and the copy engine's DMA_OFFSET, DMA_BYTES,
+DMA_CTRL (START, DIR), DMA_STATUS (BUSY, DONE, READ_ERROR, WRITE_ERROR, LOCKED, RANGE),
+DMA_CYCLES, DMA_WINDOW and DMA_ALIGN. The buffer mirrors the accelerator's memory window
+(DMA_WINDOW bytes, window byte ``x`` = buffer byte ``x``). :class:`XrtDevice` then implements
+the memory port as: ``write`` = ``bo.write`` + sync to the device + a copy buffer ->
+accelerator; ``read`` = a copy accelerator -> buffer + sync from the device + ``bo.read``; a
+copy = DMA_OFFSET, DMA_BYTES, DMA_CTRL writes, then DMA_STATUS polled until DONE. Blocks are
+widened to the copy granularities (DMA_ALIGN: offsets of ``gmem_data_width / 8`` bytes,
+lengths of one memory word); a widened write first copies the enclosing block out, so the
+bytes around it keep the accelerator's values. A copy answered with READ_ERROR, WRITE_ERROR,
+LOCKED (the accelerator was running: what ``s_axi_mem`` answers with SLVERR) or RANGE raises
+:class:`~sw.driver.mmio.BusError`. The drivers (:class:`~sw.driver.replay.ReplayDriver`,
+:class:`~sw.driver.learner.LearnerDriver`) run unchanged on such a device.
 """
 
 import numpy as np
 
+from rtl_gen.axi.window_kernel import DMA_FLAGS, window_kernel_register_map
 from rtl_gen.blocks import SHIPPED
 from rtl_gen.gae.regs import gae_register_map
 
 from .gae import read_hw_config
 from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_word
 
-__all__ = ["XrtDevice", "XRT_KERNEL_NAME"]
+__all__ = ["XrtDevice", "XRT_KERNEL_NAME", "XRT_BLOCKS"]
+
+#: Blocks :class:`XrtDevice` runs: the GAE kernel (copies inside its runs) and the window
+#: kernels (host-commanded copies).
+XRT_BLOCKS = ("gae-kernel", "replay-kernel", "learner-kernel")
 
 #: Kernel name in the xclbin: the module name of the shipped Vitis kernel (``package_xo
 #: -kernel_name``), ``gae_kernel_n8``.
@@ -120,8 +142,97 @@ class _XrtMemory(MemoryPort):
         return np.asarray(self._bo.read(nbytes, offset)).view(np.uint8).tobytes()
 
 
+class _XrtWindowMemory(MemoryPort):
+    """The memory window of a :class:`~rtl_gen.axi.window_kernel.WindowKernel` through its
+    buffer and host-commanded copies (module docstring)."""
+
+    def __init__(self, device, pyxrt, bo, control, regs, *, window, align, word, timeout,
+                 poll_interval):
+        self._device, self._pyxrt, self._bo, self._control = device, pyxrt, bo, control
+        self._off = {name: regs.offset(name) for name in
+                     ("DMA_OFFSET", "DMA_BYTES", "DMA_CTRL", "DMA_STATUS", "DMA_CYCLES")}
+        self._window, self._align, self._word = window, align, word
+        self._timeout, self._poll = timeout, poll_interval
+        #: DMA_CYCLES of the last copy (None before the first).
+        self.last_copy_cycles = None
+
+    def _span(self, offset, nbytes):
+        offset = check_offset(offset, align=1)
+        nbytes = check_offset(nbytes, align=1, what="nbytes")
+        if offset + nbytes > self._window:
+            raise ValueError(f"{nbytes} bytes at {offset:#x} go past the memory window "
+                             f"({self._window:#x} bytes)")
+        lo = offset - offset % self._align
+        hi = -(-(offset + nbytes) // self._word) * self._word
+        return offset, nbytes, lo, hi
+
+    def _copy(self, lo, hi, to_buffer):
+        c, o = self._control, self._off
+        c.write32(o["DMA_OFFSET"], lo)
+        c.write32(o["DMA_BYTES"], hi - lo)
+        c.write32(o["DMA_CTRL"], 1 | int(to_buffer) << 1)
+        # The engine accepts START in the cycle the write completes: a later read of
+        # DMA_STATUS no longer shows the previous copy's DONE.
+        dev = self._device
+        deadline = dev.time() + self._timeout
+        while True:
+            status = c.read32(o["DMA_STATUS"])
+            if status >> DMA_FLAGS["DONE"] & 1 and not status >> DMA_FLAGS["BUSY"] & 1:
+                break
+            if dev.time() > deadline:
+                raise TimeoutError(f"copy of {hi - lo} bytes at {lo:#x} not done after "
+                                   f"{self._timeout} s (DMA_STATUS={status:#x})")
+            dev.sleep(self._poll)
+        self.last_copy_cycles = c.read32(o["DMA_CYCLES"])
+        errors = [name for name in ("READ_ERROR", "WRITE_ERROR", "LOCKED", "RANGE")
+                  if status >> DMA_FLAGS[name] & 1]
+        if errors:
+            what = "accelerator -> buffer" if to_buffer else "buffer -> accelerator"
+            raise BusError(f"copy of {hi - lo} bytes at {lo:#x} ({what}) failed: "
+                           f"{', '.join(errors)} (DMA_STATUS={status:#x})")
+
+    def _sync(self, direction, lo, hi):
+        d = self._pyxrt.xclBOSyncDirection
+        self._bo.sync(getattr(d, f"XCL_BO_SYNC_BO_{direction}"), hi - lo, lo)
+
+    def write(self, offset, data):
+        data = bytes(data)
+        offset, n, lo, hi = self._span(offset, len(data))
+        if not n:
+            return
+        if (lo, hi) != (offset, offset + n):        # keep the bytes around the block
+            self._copy(lo, hi, True)
+            self._sync("FROM_DEVICE", lo, hi)
+        self._bo.write(np.frombuffer(data, np.uint8), offset)
+        self._sync("TO_DEVICE", lo, hi)
+        self._copy(lo, hi, False)
+
+    def read(self, offset, nbytes):
+        offset, n, lo, hi = self._span(offset, nbytes)
+        if not n:
+            return b""
+        self._copy(lo, hi, True)
+        self._sync("FROM_DEVICE", lo, hi)
+        return np.asarray(self._bo.read(n, offset)).view(np.uint8).tobytes()
+
+
+def _block_of(kernel):
+    """The block of a kernel name: a shipped module (``replay_kernel_k16``) or a block's
+    default module name (``replay_kernel``); else the GAE kernel."""
+    from rtl_gen.blocks import BLOCKS
+
+    for module, block, _ in SHIPPED:
+        if module == kernel:
+            return block
+    for block in XRT_BLOCKS:
+        if BLOCKS[block].module == kernel:
+            return block
+    return "gae-kernel"
+
+
 class XrtDevice(Device):
-    """The GAE kernel in an Alveo xclbin (the DMA shell contract of the module docstring).
+    """An accelerator kernel in an Alveo xclbin (the DMA shell contracts of the module
+    docstring): the GAE kernel, or a replay or learner window kernel.
 
     Parameters
     ----------
@@ -131,6 +242,9 @@ class XrtDevice(Device):
         XRT device index (``xbutil examine``).
     kernel : str
         Kernel name in the xclbin (default :data:`XRT_KERNEL_NAME`).
+    block : str or None
+        One of :data:`XRT_BLOCKS`; default: the block of the shipped kernel named ``kernel``
+        (``replay_kernel_k16`` -> ``"replay-kernel"``), else ``"gae-kernel"``.
     cu : str or None
         Compute unit instance (``<kernel>_1`` by Vitis' default naming); the IP is opened as
         ``"<kernel>:{<cu>}"``.
@@ -143,11 +257,17 @@ class XrtDevice(Device):
         Memory bank group of the buffer when no kernel object gives it (default 0).
     mem_arg_index : int
         Kernel argument index of the ``m_axi`` pointer, for ``kernel.group_id``.
+    copy_timeout, poll_interval : float
+        Window kernels: seconds (of :meth:`time`) a copy may take, and between two polls of
+        DMA_STATUS.
 
     Members
     -------
-    config : GaeCoreConfig
-        Read back from the HW_* registers (:func:`~sw.driver.gae.read_hw_config`).
+    block : str
+    config : GaeCoreConfig, SumTreeConfig or LearnerConfig
+        Read back from the HW_* registers (:func:`~sw.driver.gae.read_hw_config`,
+        :func:`~sw.driver.replay.read_replay_config`,
+        :func:`~sw.driver.learner.read_learner_config`).
     bo : pyxrt.bo
         The memory image.
 
@@ -160,9 +280,14 @@ class XrtDevice(Device):
 
     has_interrupt = False
 
-    def __init__(self, xclbin, *, device_index=0, kernel=XRT_KERNEL_NAME, cu=None,
+    def __init__(self, xclbin, *, device_index=0, kernel=XRT_KERNEL_NAME, cu=None, block=None,
                  mem_ptr_offset=None, dma_status_offset=None, memory_group=None,
-                 mem_arg_index=0):
+                 mem_arg_index=0, copy_timeout=1.0, poll_interval=1e-6):
+        if block is None:
+            block = _block_of(kernel)
+        if block not in XRT_BLOCKS:
+            raise ValueError(f"block must be one of {', '.join(XRT_BLOCKS)}, not {block!r}")
+        self.block = block
         pyxrt = _import_pyxrt()
         self._pyxrt = pyxrt
         self.xrt_device = pyxrt.device(device_index)
@@ -179,17 +304,22 @@ class XrtDevice(Device):
             if not hasattr(handle, "read_register"):
                 raise RuntimeError("this pyxrt binds neither xrt::ip nor "
                                    "xrt::kernel::read_register: no register access for "
-                                   "the GAE control port")
+                                   "the kernel's control port")
         control = _XrtMmio(handle)
-        self.config = read_hw_config(control)
-        size = 1 << self.config.mem_addr_bits
+        if block == "gae-kernel":
+            self.config = read_hw_config(control)
+            base = gae_register_map(self.config)
+            size = 1 << self.config.mem_addr_bits
+        else:
+            base, regs = self._window_maps(control)
+            size = control.read32(regs.offset("DMA_WINDOW"))
         if self.kernel is not None:
             group = self.kernel.group_id(mem_arg_index)
         else:
             group = 0 if memory_group is None else memory_group
         self.bo = pyxrt.bo(self.xrt_device, size, pyxrt.bo.flags.normal, group)
         if mem_ptr_offset is None:
-            mem_ptr_offset = gae_register_map(self.config).span
+            mem_ptr_offset = base.span
         self.mem_ptr_offset = check_offset(mem_ptr_offset, what="mem_ptr_offset")
         address = int(self.bo.address())
         control.write32(self.mem_ptr_offset, address & 0xFFFF_FFFF)
@@ -199,9 +329,33 @@ class XrtDevice(Device):
             raise RuntimeError(f"MEM_PTR at {self.mem_ptr_offset:#x} reads back {back:#x} after "
                                f"writing the buffer address {address:#x}: no pointer register "
                                f"there, or an address the kernel cannot take (alignment)")
+        if block != "gae-kernel":
+            align = control.read32(regs.offset("DMA_ALIGN"))
+            memory = _XrtWindowMemory(self, pyxrt, self.bo, control, regs, window=size,
+                                      align=align & 0xFFFF, word=align >> 16,
+                                      timeout=copy_timeout, poll_interval=poll_interval)
+            super().__init__(control, memory)
+            return
         if dma_status_offset is None:
             dma_status_offset = self.mem_ptr_offset + 8
         self.dma_status_offset = (None if dma_status_offset is False else
                                   check_offset(dma_status_offset, what="dma_status_offset"))
         super().__init__(control, _XrtMemory(pyxrt, self.bo, size, control,
                                              self.dma_status_offset))
+
+    def _window_maps(self, control):
+        """The accelerator's map (from its HW_* registers) and the window kernel's."""
+        if self.block == "replay-kernel":
+            from rtl_gen.replay.regs import replay_register_map
+
+            from .replay import read_replay_config
+            self.config = read_replay_config(control)
+            base = replay_register_map(self.config)
+        else:
+            from rtl_gen.learner.regs import learner_register_map
+
+            from .learner import read_learner_config
+            self.config = read_learner_config(control)
+            base = learner_register_map(self.config)
+        name = self.block.replace("-", "_")
+        return base, window_kernel_register_map(name, base, gmem_data_width=32)

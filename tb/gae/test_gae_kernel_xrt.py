@@ -1,9 +1,8 @@
 """XrtDevice + GaeDriver on the GAE kernel's RTL: the host side of the DMA shell contract.
 
-``pyxrt`` is replaced by a fake whose buffer object lives in the cocotb ``AxiRam`` the kernel's
-``m_axi_gmem`` reads and writes (``bo.sync`` copies between the host array and that device
-memory, ``bo.address()`` is a 4 KiB-aligned address above 4 GiB) and whose ``xrt::ip`` register
-access goes through cocotbext-axi's ``AxiLiteMaster``. The unmodified
+``pyxrt`` is replaced by the fake of :mod:`xrt_fake`, whose buffer object lives in the cocotb
+``AxiRam`` the kernel's ``m_axi_gmem`` reads and writes and whose ``xrt::ip`` register access
+goes through cocotbext-axi's ``AxiLiteMaster``. The unmodified
 :class:`~sw.driver.xrt_device.XrtDevice` and :class:`~sw.driver.gae.GaeDriver` run in a
 ``bridge`` thread (as with :class:`~sw.driver.sim.SimDevice`), on simulation time, and must
 return bit for bit what the same driver returns on a :class:`~sw.driver.golden.GoldenDevice`.
@@ -11,16 +10,13 @@ The shipped kernel's Verilator model is shared with ``test_gae_kernel.py`` (same
 """
 
 import sys
-import types
 
 import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
 from test_gae_kernel import CONFIGS, Host
-
-#: Device address of the buffer XRT "allocates": 4 KiB aligned, above 4 GiB.
-BO_ADDRESS = 0x2_0004_3000
+from xrt_fake import fake_pyxrt
 
 
 @pytest.mark.slow
@@ -34,57 +30,6 @@ def rollout(rng, T, M, *, p_done=0.05):
     rewards = np.where(dones, -1.0, 0.0) + 0.1 * rng.normal(size=(T, M))
     values = np.cumsum(rng.normal(size=(T, M)), axis=0) * 0.2 + rng.normal(size=(T, M)) * 0.05
     return rewards, values, dones, values[-1] + rng.normal(size=M) * 0.1
-
-
-def fake_pyxrt(host, resume):
-    """``pyxrt`` on the simulated kernel: buffers in ``host.ram``, registers over AXI4-Lite."""
-    mod = types.ModuleType("pyxrt")
-    mod.log = []
-
-    class xclBOSyncDirection:                           # noqa: N801 - pyxrt's name
-        XCL_BO_SYNC_BO_TO_DEVICE = "to_device"
-        XCL_BO_SYNC_BO_FROM_DEVICE = "from_device"
-
-    class bo:                                           # noqa: N801
-        flags = types.SimpleNamespace(normal="normal")
-
-        def __init__(self, device, size, flags, group):
-            self.size_, self.group = size, group
-            self.host = np.zeros(size, np.uint8)
-            host.ram.write(BO_ADDRESS, bytes(size))
-
-        def write(self, buf, seek):
-            b = np.frombuffer(memoryview(buf).cast("B"), np.uint8)
-            self.host[seek:seek + len(b)] = b
-
-        def read(self, size, skip):
-            return self.host[skip:skip + size].view(np.int8).copy()
-
-        def sync(self, direction, size, offset):
-            mod.log.append((direction, offset, size))
-            if direction == xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE:
-                host.ram.write(BO_ADDRESS + offset, self.host[offset:offset + size].tobytes())
-            else:
-                data = host.ram.read(BO_ADDRESS + offset, size)
-                self.host[offset:offset + size] = np.frombuffer(data, np.uint8)
-
-        def address(self):
-            return BO_ADDRESS
-
-    class ip:                                           # noqa: N801
-        def __init__(self, device, uuid, name):
-            mod.log.append(("ip", name))
-
-        def read_register(self, offset):
-            return resume(host.ctl.read_dword)(offset)
-
-        def write_register(self, offset, value):
-            resume(host.ctl.write_dword)(offset, value)
-
-    mod.device = lambda index=0: types.SimpleNamespace(load_xclbin=lambda x: "uuid")
-    mod.xclbin = lambda path: path
-    mod.xclBOSyncDirection, mod.bo, mod.ip = xclBOSyncDirection, bo, ip
-    return mod
 
 
 def session(make_device, config):

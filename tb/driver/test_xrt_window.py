@@ -1,0 +1,239 @@
+"""XrtDevice on window kernels (replay, learner), fast tier: a fake ``pyxrt`` whose kernel is a
+golden device behind a Python model of the window DMA shell (:mod:`rtl_gen.axi.window_kernel`:
+MEM_PTR, DMA_OFFSET/BYTES/CTRL/STATUS, the alignment, range and LOCKED rules).
+
+The drivers' whole sessions (those the RTL tests run) must give on it what they give on the
+golden devices directly; blocks that are not aligned to the copy granularities are widened
+(a widened write first copies the enclosing block out, so its neighbours survive); copy
+errors raise BusError; the block is found from the kernel name. The RTL side of the same
+contract: ``tb/replay/test_replay_kernel_xrt.py``, ``tb/learner/test_learner_kernel_xrt.py``.
+"""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from rtl_gen.axi.window_kernel import DMA_FLAGS, window_kernel_register_map
+from rtl_gen.replay import SumTreeConfig
+from rtl_gen.replay.regs import replay_register_map
+from sw.driver.mmio import BusError
+
+BO_ADDRESS = 0x1_0000_1000
+REPLAY = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_guard_bits=4,
+              target_bits=28, max_batch=64)
+
+
+class WindowShell:
+    """The shell's registers over ``dev`` (a golden device: its registers below ``span``)."""
+
+    def __init__(self, dev, base, *, window, align, word):
+        self.dev, self.span = dev, base.span
+        self.regs = window_kernel_register_map("k", base, gmem_data_width=8 * align)
+        self.window, self.align, self.word = window, align, word
+        self.r = {name: 0 for name in ("MEM_PTR_LO", "MEM_PTR_HI", "DMA_OFFSET", "DMA_BYTES",
+                                       "DMA_STATUS", "DMA_CYCLES")}
+        self.bo = None
+        self.copies = []                 # (offset, bytes, to_buffer, status)
+        self.inject = 0                  # extra DMA_STATUS flags of the next copy
+
+    def _name(self, offset):
+        for r in self.regs.registers:
+            if r.offset == offset and offset >= self.span:
+                return r.name
+        return None
+
+    def read_register(self, offset):
+        name = self._name(offset)
+        if name is None:
+            return self.dev.control.read32(offset)
+        if name == "DMA_WINDOW":
+            return self.window
+        if name == "DMA_ALIGN":
+            return self.align | self.word << 16
+        if name == "DMA_CTRL":
+            return 0
+        return self.r[name]
+
+    def write_register(self, offset, value):
+        name = self._name(offset)
+        if name is None:
+            self.dev.control.write32(offset, value)
+        elif name == "MEM_PTR_LO":
+            self.r[name] = value & ~(self.align - 1) & 0xFFFF_FFFF
+        elif name == "DMA_CTRL":
+            if value & 1:
+                self._copy(bool(value & 2))
+        elif name in self.r:
+            self.r[name] = value
+
+    def _copy(self, to_buffer):
+        off, n = self.r["DMA_OFFSET"], self.r["DMA_BYTES"]
+        status = 1 << DMA_FLAGS["DONE"]
+        if off % self.align or n % self.word or off + n > self.window:
+            status |= 1 << DMA_FLAGS["RANGE"]
+        elif self.dev.busy:
+            status |= 1 << DMA_FLAGS["LOCKED"]
+        else:
+            ptr = self.r["MEM_PTR_LO"] | self.r["MEM_PTR_HI"] << 32
+            base = ptr - BO_ADDRESS + off
+            if to_buffer:
+                self.bo.device[base:base + n] = np.frombuffer(self.dev.memory.read(off, n),
+                                                              np.uint8)
+            else:
+                self.dev.memory.write(off, self.bo.device[base:base + n].tobytes())
+            status |= self.inject
+        self.inject = 0
+        self.r["DMA_STATUS"] = status
+        self.r["DMA_CYCLES"] = n // self.word + 6
+        self.copies.append((off, n, to_buffer, status))
+
+
+def fake_pyxrt(shell):
+    mod = types.ModuleType("pyxrt")
+    mod.log = []
+
+    class xclBOSyncDirection:                           # noqa: N801 - pyxrt's name
+        XCL_BO_SYNC_BO_TO_DEVICE = "to_device"
+        XCL_BO_SYNC_BO_FROM_DEVICE = "from_device"
+
+    class bo:                                           # noqa: N801
+        flags = types.SimpleNamespace(normal="normal")
+
+        def __init__(self, device, size, flags, group):
+            self.host = np.zeros(size, np.uint8)
+            self.device = np.zeros(size, np.uint8)
+            shell.bo = self
+
+        def write(self, buf, seek):
+            b = np.frombuffer(memoryview(buf).cast("B"), np.uint8)
+            self.host[seek:seek + len(b)] = b
+
+        def read(self, size, skip):
+            return self.host[skip:skip + size].view(np.int8).copy()
+
+        def sync(self, direction, size, offset):
+            mod.log.append((direction, offset, size))
+            src, dst = ((self.host, self.device) if direction == "to_device" else
+                        (self.device, self.host))
+            dst[offset:offset + size] = src[offset:offset + size]
+
+        def address(self):
+            return BO_ADDRESS
+
+    class ip:                                           # noqa: N801
+        def __init__(self, device, uuid, name):
+            mod.log.append(("ip", name))
+            self.read_register = shell.read_register
+            self.write_register = shell.write_register
+
+    mod.device = lambda index=0: types.SimpleNamespace(load_xclbin=lambda x: "uuid")
+    mod.xclbin = lambda path: path
+    mod.xclBOSyncDirection, mod.bo, mod.ip = xclBOSyncDirection, bo, ip
+    return mod
+
+
+def replay_card(monkeypatch, *, align=16, **kw):
+    from sw.driver import XrtDevice
+    from sw.driver.golden_replay import ReplayGoldenDevice
+
+    cfg = SumTreeConfig(**REPLAY)
+    dev = ReplayGoldenDevice(cfg)
+    base = replay_register_map(cfg)
+    shell = WindowShell(dev, base, window=5 * 64 * 8, align=align, word=8)
+    pyxrt = fake_pyxrt(shell)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    card = XrtDevice("replay.xclbin", **kw)
+    # the golden device's clock, so that runs take time and copies can see it busy
+    card.time, card.sleep = dev.time, dev.sleep
+    return card, dev, shell, pyxrt
+
+
+def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
+    from test_driver_replay import _same, session
+
+    from sw.driver.golden_replay import ReplayGoldenDevice
+
+    card, dev, shell, pyxrt = replay_card(monkeypatch, kernel="replay_kernel_k16")
+    assert card.block == "replay-kernel" and card.config == SumTreeConfig(**REPLAY)
+    assert ("ip", "replay_kernel_k16:{replay_kernel_k16_1}") in pyxrt.log
+    assert card.mem_ptr_offset == replay_register_map(card.config).span
+    assert shell.r["MEM_PTR_LO"] == BO_ADDRESS & 0xFFFF_FFFF and shell.r["MEM_PTR_HI"] == 1
+    assert len(card.bo.host) == 5 * 64 * 8
+    _same(session(card), session(ReplayGoldenDevice(SumTreeConfig(**REPLAY))))
+    assert shell.copies and all(st == 2 for *_, st in shell.copies)
+    assert card.memory.last_copy_cycles == shell.copies[-1][1] // 8 + 6
+
+
+def test_learner_session_through_xrt_device_equals_golden(monkeypatch):
+    from test_driver_learner import SIM_CONFIG, compare, session
+
+    from rtl_gen.learner.config import LearnerConfig
+    from rtl_gen.learner.kernel import LearnerKernel, LearnerKernelConfig
+    from rtl_gen.learner.regs import learner_register_map
+    from sw.driver import LearnerGoldenDevice, XrtDevice
+
+    cfg = LearnerConfig.from_dict(SIM_CONFIG)
+    kernel = LearnerKernel(LearnerKernelConfig.from_dict({**SIM_CONFIG,
+                                                          "gmem_data_width": 64}))
+    dev = LearnerGoldenDevice(cfg)
+    shell = WindowShell(dev, learner_register_map(cfg), window=kernel.window_bytes, align=8,
+                        word=4)
+    monkeypatch.setitem(sys.modules, "pyxrt", fake_pyxrt(shell))
+    card = XrtDevice("learner.xclbin", kernel="learner_kernel")
+    card.time, card.sleep = dev.time, dev.sleep
+    assert card.block == "learner-kernel" and card.config == cfg
+    compare(session(card), session(LearnerGoldenDevice(cfg)))
+    assert all(st == 2 for *_, st in shell.copies)
+
+
+def test_unaligned_blocks_are_widened_and_keep_their_neighbours(monkeypatch):
+    card, dev, shell, _ = replay_card(monkeypatch, kernel="replay_kernel")
+    # (IDX_IN keeps 10 bits a word: values that fit)
+    words = np.random.default_rng(1).integers(0, 1000, 40)
+    image = b"".join(int(w).to_bytes(8, "little") for w in words)
+    card.memory.write(0, image)
+    assert dev.memory.read(0, 320) == image
+    shell.copies.clear()
+    card.memory.write(24, (0x155).to_bytes(8, "little"))   # word 3: in the block 16..31
+    assert [c[:3] for c in shell.copies] == [(16, 16, True), (16, 16, False)]
+    assert dev.memory.read(0, 48) == image[:24] + (0x155).to_bytes(8, "little") + image[32:48]
+    shell.copies.clear()
+    assert card.memory.read(36, 6) == image[36:42]          # bytes 32..47
+    assert [c[:3] for c in shell.copies] == [(32, 16, True)]
+    assert card.memory.read(0, 0) == b"" and card.memory.write(8, b"") is None
+    with pytest.raises(ValueError, match="go past the memory window"):
+        card.memory.read(5 * 64 * 8 - 8, 16)
+
+
+@pytest.mark.parametrize("flag", ["READ_ERROR", "WRITE_ERROR", "LOCKED"])
+def test_copy_errors_raise_bus_error(monkeypatch, flag):
+    card, dev, shell, _ = replay_card(monkeypatch, kernel="replay_kernel_k16")
+    shell.inject = 1 << DMA_FLAGS[flag]
+    with pytest.raises(BusError, match=f"{flag} \\(DMA_STATUS=0x{shell.inject | 2:x}\\)"):
+        card.memory.write(0, bytes(16))
+
+
+def test_copy_while_the_accelerator_runs_raises_bus_error(monkeypatch):
+    from sw.driver.replay import ReplayDriver
+
+    card, dev, shell, _ = replay_card(monkeypatch, kernel="replay_kernel_k16")
+    drv = ReplayDriver(card, timeout=1e-3)
+    drv.insert(np.ones(64))
+    card.control.write32(replay_register_map(card.config).offset("CTRL"), 1)  # again
+    assert dev.busy
+    with pytest.raises(BusError, match="LOCKED"):
+        card.memory.read(0, 8)
+
+
+def test_block_selection(monkeypatch):
+    from sw.driver.xrt_device import _block_of
+
+    assert _block_of("replay_kernel_k16") == "replay-kernel"
+    assert _block_of("learner_kernel_s4") == "learner-kernel"
+    assert _block_of("learner_kernel") == "learner-kernel"
+    assert _block_of("gae_kernel_n8") == _block_of("my_kernel") == "gae-kernel"
+    with pytest.raises(ValueError, match="block must be one of gae-kernel, replay-kernel, "
+                                         "learner-kernel"):
+        replay_card(monkeypatch, block="replay-accel")
