@@ -71,10 +71,14 @@ def fake_pyxrt(host, resume):
     return mod
 
 
-async def xrt_session(host, session, *args, xclbin="kernel.xclbin", **device_kw):
+async def xrt_session(host, session, *args, xclbin="kernel.xclbin", max_sleep=None,
+                      **device_kw):
     """``session(make_device, *args)`` in a bridge thread, ``make_device()`` building an
     :class:`~sw.driver.xrt_device.XrtDevice` (``device_kw``) on the fake pyxrt with simulation
-    time as its clock. Returns ``(result, pyxrt)``."""
+    time as its clock. ``max_sleep`` (seconds) caps one ``device.sleep``: a driver polling
+    with its default interval (100 us, 25 000 cycles) then polls more often instead of
+    simulating idle cycles (timeouts still count simulation time). Returns
+    ``(result, pyxrt)``."""
     from cocotb.simtime import get_sim_time
     from cocotb.triggers import Timer
 
@@ -93,7 +97,8 @@ async def xrt_session(host, session, *args, xclbin="kernel.xclbin", **device_kw)
     def make_card():
         card = XrtDevice(xclbin, **device_kw)
         card.time = lambda: resume(now)()                # simulation time, as SimDevice
-        card.sleep = lambda s: resume(sleep)(max(1, round(s * 1e9)))
+        cap = float("inf") if max_sleep is None else max_sleep
+        card.sleep = lambda s: resume(sleep)(max(1, round(min(s, cap) * 1e9)))
         return card
 
     saved = sys.modules.get("pyxrt")

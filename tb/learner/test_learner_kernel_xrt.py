@@ -45,7 +45,7 @@ if cocotb is not None:
         host = AxiHost(dut, LearnerKernel(kcfg).regmap, mem="m_axi_gmem")
         await host.start()
         rtl, pyxrt = await xrt_session(host, lambda make: session(make()),
-                                       kernel="learner_kernel")
+                                       kernel="learner_kernel", max_sleep=1e-6)
         assert ("ip", "learner_kernel:{learner_kernel_1}") in pyxrt.log
         gold = session(LearnerGoldenDevice(kcfg.accel))
         compare(rtl, gold)

@@ -53,7 +53,7 @@ if cocotb is not None:
             copies.append(card.memory.last_copy_cycles)
             return log
 
-        rtl, pyxrt = await xrt_session(host, run, kernel="replay_kernel")
+        rtl, pyxrt = await xrt_session(host, run, kernel="replay_kernel", max_sleep=1e-6)
         assert ("ip", "replay_kernel:{replay_kernel_1}") in pyxrt.log
         gold = session(ReplayGoldenDevice(kcfg.accel))
         _same(rtl, gold)
