@@ -48,6 +48,21 @@ def _block_parser(sub, block):
     return p
 
 
+def shipped_table(manifests) -> str:
+    """Markdown table of the shipped configurations (``hdl/shipped.md``, copied into the README
+    by ``scripts/update_readme.py``): module, block, its summary, the parameters given in
+    :data:`~rtl_gen.blocks.SHIPPED` (the others are the block's defaults) and the latency."""
+    rows = ["| module | block | what | parameters (others default) | latency (cycles) |",
+            "|---|---|---|---|---|"]
+    given = {module: params for module, _, params in SHIPPED}
+    for m in manifests:
+        params = ", ".join(f"{k}={v}" for k, v in given[m["module"]].items()) or "defaults"
+        lat = m.get("latency_cycles")
+        rows.append(f"| `{m['module']}` | `{m['block']}` | {m['summary']} | {params} | "
+                    f"{lat if isinstance(lat, int) else '—'} |")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m rtl_gen", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -66,9 +81,12 @@ def main(argv=None):
                     print(f"    --{f.name.replace('_', '-')} (default {f.default!r})")
             return 0
         if args.command == "shipped":
+            manifests = []
             for module, block, params in SHIPPED:
-                emit(block, params, args.out / module, module=module)
+                manifests.append(emit(block, params, args.out / module, module=module))
                 print(f"wrote {args.out / module / module}.v")
+            (args.out / "shipped.md").write_text(shipped_table(manifests))
+            print(f"wrote {args.out / 'shipped.md'}")
             return 0
         block = args.block
         params = {}

@@ -31,6 +31,17 @@ def test_hdl_lint_clean(module):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def test_shipped_table_is_generated():
+    """hdl/shipped.md (the README's table of shipped modules) lists every shipped module."""
+    import json
+
+    from rtl_gen.__main__ import shipped_table
+
+    manifests = [json.loads((HDL / m / f"{m}.json").read_text()) for m, _, _ in SHIPPED]
+    assert (HDL / "shipped.md").read_text() == shipped_table(manifests), \
+        "hdl/shipped.md is stale: run `make` and commit hdl/"
+
+
 def test_readme_tables_are_generated():
     res = subprocess.run([sys.executable, str(ROOT / "scripts" / "update_readme.py"), "--check"],
                          capture_output=True, text=True)
