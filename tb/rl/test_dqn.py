@@ -87,8 +87,9 @@ def test_bad_arguments_are_named():
 
 @pytest.mark.slow
 def test_dqn_learns_cartpole_on_the_golden_accelerators(tmp_path):
-    """LEARN_STEPS environment steps: a random policy scores ~22; DQN with both accelerators
-    must pass LEARN_MIN (see the README's RL section for the 3-seed figures)."""
+    """10k environment steps (9k gradient steps, ~50 s): a random policy scores ~22; DQN with
+    both accelerators must pass 150 (287 measured on the development machine; over 3 seeds at
+    20k steps 276 vs 286 for float32 torch, README's RL section)."""
     cfg = DQNConfig(total_steps=LEARN_STEPS, seed=0)
     learner, replay = accelerators(target_period=cfg.target_period)
     res = train(cfg, learner, replay, progress=False)
@@ -97,5 +98,5 @@ def test_dqn_learns_cartpole_on_the_golden_accelerators(tmp_path):
     assert (tmp_path / "curve.png").stat().st_size > 10_000
 
 
-LEARN_STEPS = 20_000
+LEARN_STEPS = 10_000
 LEARN_MIN = 150
