@@ -23,8 +23,8 @@ import threading
 import numpy as np
 
 from .gae import GAE_VLNV, GAE_VLNVS
-from .learner import LEARNER_VLNVS
-from .replay import REPLAY_VLNVS
+from .learner import LEARNER_VLNV, LEARNER_VLNVS
+from .replay import REPLAY_VLNV, REPLAY_VLNVS
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "learner_ip_class",
@@ -249,6 +249,60 @@ class PynqDevice(Device):
             self._loop = None
 
 
+def _ip_base(pynq):
+    """The part of :class:`GaeIP`, :class:`LearnerIP` and :class:`ReplayIP` that is the same:
+    a ``pynq.DefaultIP`` subclass (no ``bindto``, so PYNQ binds only the subclasses) whose
+    ``register_map`` and ``driver(config=None, **kwargs)`` are built, once, by the subclass's
+    ``_make_register_map(mmio)`` and ``_make_driver(device, config, **kwargs)``; ``mem_addr``,
+    ``mem_range``, ``use_interrupt``, ``bulk`` of ``driver()`` go to :class:`PynqDevice`."""
+
+    class _AcceleratorIP(pynq.DefaultIP):
+        #: who owns the window, in the error of ``register_map`` on the memory window
+        _window_owner = "accelerator's"
+        #: VLNV :class:`PynqDevice` looks for
+        _device_vlnv = GAE_VLNV
+
+        def __init__(self, description):
+            super().__init__(description)
+            self._description = description
+            self._ip_driver = None
+            self._ip_regs = None
+
+        def _on_memory_window(self) -> bool:
+            return str(self._description.get("mem_id") or "").endswith("s_axi_mem")
+
+        @property
+        def register_map(self):
+            if self._on_memory_window():
+                raise AttributeError(f"this is the {self._window_owner} s_axi_mem window; the "
+                                     "registers are on its s_axi_control window")
+            if self._ip_regs is None:
+                self._ip_regs = self._make_register_map(PynqMmio(self.mmio))
+            return self._ip_regs
+
+        def _device(self, kwargs):
+            """A :class:`PynqDevice` for this IP's instance in the loaded overlay (takes the
+            device's keyword arguments out of ``kwargs``)."""
+            dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
+            dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
+            path = self._description.get("fullpath", "")
+            mem_id = str(self._description.get("mem_id") or "")
+            instance = path.rpartition("/")[0] if mem_id and path.endswith(mem_id) else path
+            return PynqDevice(overlay=_ActiveOverlay(pynq), name=instance or None,
+                              vlnv=self._device_vlnv, **dev_kw)
+
+        def driver(self, config=None, **kwargs):
+            """The driver for this accelerator (kept after the first call; ``mem_addr``,
+            ``mem_range``, ``use_interrupt``, ``bulk`` go to :class:`PynqDevice`, the rest
+            to the driver)."""
+            if self._ip_driver is None:
+                device = self._device(kwargs)
+                self._ip_driver = self._make_driver(device, config, **kwargs)
+            return self._ip_driver
+
+    return _AcceleratorIP
+
+
 _GAE_IP_CLASS = None
 
 
@@ -267,53 +321,30 @@ def gae_ip_class():
         return _GAE_IP_CLASS
     pynq = _import_pynq()
 
-    class GaeIP(pynq.DefaultIP):
+    class GaeIP(_ip_base(pynq)):
         """PYNQ driver of the HEPPO GAE accelerator (see :func:`gae_ip_class`)."""
 
         bindto = list(GAE_VLNVS)
 
-        def __init__(self, description):
-            super().__init__(description)
-            self._description = description
-            self._gae_driver = None
-            self._gae_regs = None
-
         @property
         def is_memory_window(self) -> bool:
-            return str(self._description.get("mem_id") or "").endswith("s_axi_mem")
+            return self._on_memory_window()
 
-        @property
-        def register_map(self):
-            if self.is_memory_window:
-                raise AttributeError("this is the accelerator's s_axi_mem window; the "
-                                     "registers are on its s_axi_control window")
-            if self._gae_regs is None:
-                from rtl_gen.gae.regs import gae_register_map
+        @staticmethod
+        def _make_register_map(mmio):
+            from rtl_gen.gae.regs import gae_register_map
 
-                from .gae import read_hw_config
-                from .regmap import RegisterMapAccess
+            from .gae import read_hw_config
+            from .regmap import RegisterMapAccess
 
-                mmio = PynqMmio(self.mmio)
-                self._gae_regs = RegisterMapAccess(gae_register_map(read_hw_config(mmio)),
-                                                   mmio)
-            return self._gae_regs
+            return RegisterMapAccess(gae_register_map(read_hw_config(mmio)), mmio)
 
-        def driver(self, config=None, **kwargs):
-            """A :class:`~sw.driver.gae.GaeDriver` for this accelerator (kept after the first
-            call; keyword arguments go to :class:`PynqDevice` for ``mem_addr``,
-            ``mem_range``, ``use_interrupt``, ``bulk``, the rest to the driver)."""
-            if self._gae_driver is None:
-                from .gae import GaeDriver
+        @staticmethod
+        def _make_driver(device, config, **kwargs):
+            from .gae import GaeDriver
 
-                dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
-                dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
-                path = self._description.get("fullpath", "")
-                instance = path.rpartition("/")[0] if self._description.get("mem_id") \
-                    and path.endswith(str(self._description.get("mem_id"))) else path
-                overlay = _ActiveOverlay(pynq)
-                device = PynqDevice(overlay=overlay, name=instance or None, **dev_kw)
-                self._gae_driver = GaeDriver(device, config, **kwargs)
-            return self._gae_driver
+            return GaeDriver(device, config, **kwargs)
+
 
         def compute(self, rewards, values, dones, last_values, gamma, lam):
             """:meth:`GaeDriver.compute <sw.driver.gae.GaeDriver.compute>` on this IP."""
@@ -338,51 +369,28 @@ def learner_ip_class():
     if _LEARNER_IP_CLASS is not None:
         return _LEARNER_IP_CLASS
     pynq = _import_pynq()
-
-    class LearnerIP(pynq.DefaultIP):
+    class LearnerIP(_ip_base(pynq)):
         """PYNQ driver of the MLP learner accelerator (see :func:`learner_ip_class`)."""
 
         bindto = list(LEARNER_VLNVS)
+        _window_owner = "learner's"
+        _device_vlnv = LEARNER_VLNV
 
-        def __init__(self, description):
-            super().__init__(description)
-            self._description = description
-            self._learner_driver = None
-            self._learner_regs = None
+        @staticmethod
+        def _make_register_map(mmio):
+            from rtl_gen.learner.regs import learner_register_map
 
-        @property
-        def register_map(self):
-            if str(self._description.get("mem_id") or "").endswith("s_axi_mem"):
-                raise AttributeError("this is the learner's s_axi_mem window; the registers "
-                                     "are on its s_axi_control window")
-            if self._learner_regs is None:
-                from rtl_gen.learner.regs import learner_register_map
+            from .learner import read_learner_config
+            from .regmap import RegisterMapAccess
 
-                from .learner import read_learner_config
-                from .regmap import RegisterMapAccess
+            return RegisterMapAccess(learner_register_map(read_learner_config(mmio)), mmio)
 
-                mmio = PynqMmio(self.mmio)
-                self._learner_regs = RegisterMapAccess(
-                    learner_register_map(read_learner_config(mmio)), mmio)
-            return self._learner_regs
+        @staticmethod
+        def _make_driver(device, config, **kwargs):
+            from .learner import LearnerDriver
 
-        def driver(self, config=None, **kwargs):
-            """A :class:`~sw.driver.learner.LearnerDriver` for this learner (kept after the
-            first call; ``mem_addr``, ``mem_range``, ``use_interrupt``, ``bulk`` go to
-            :class:`PynqDevice`, the rest to the driver)."""
-            if self._learner_driver is None:
-                from .learner import LEARNER_VLNV, LearnerDriver
+            return LearnerDriver(device, config, **kwargs)
 
-                dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
-                dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
-                path = self._description.get("fullpath", "")
-                mem_id = str(self._description.get("mem_id") or "")
-                instance = path.rpartition("/")[0] if mem_id and path.endswith(mem_id) \
-                    else path
-                device = PynqDevice(overlay=_ActiveOverlay(pynq), name=instance or None,
-                                    vlnv=LEARNER_VLNV, **dev_kw)
-                self._learner_driver = LearnerDriver(device, config, **kwargs)
-            return self._learner_driver
 
         def load_weights(self, weights, biases, **kwargs):
             return self.driver().load_weights(weights, biases, **kwargs)
@@ -432,50 +440,28 @@ def replay_ip_class():
     if _REPLAY_IP_CLASS is not None:
         return _REPLAY_IP_CLASS
     pynq = _import_pynq()
-
-    class ReplayIP(pynq.DefaultIP):
+    class ReplayIP(_ip_base(pynq)):
         """PYNQ driver of the prioritized replay accelerator (see :func:`replay_ip_class`)."""
 
         bindto = list(REPLAY_VLNVS)
+        _window_owner = "replay accelerator's"
+        _device_vlnv = REPLAY_VLNV
 
-        def __init__(self, description):
-            super().__init__(description)
-            self._description = description
-            self._replay_driver = None
-            self._replay_regs = None
+        @staticmethod
+        def _make_register_map(mmio):
+            from rtl_gen.replay.regs import replay_register_map
 
-        @property
-        def register_map(self):
-            if str(self._description.get("mem_id") or "").endswith("s_axi_mem"):
-                raise AttributeError("this is the replay accelerator's s_axi_mem window; the "
-                                     "registers are on its s_axi_control window")
-            if self._replay_regs is None:
-                from rtl_gen.replay.regs import replay_register_map
+            from .regmap import RegisterMapAccess
+            from .replay import read_replay_config
 
-                from .regmap import RegisterMapAccess
-                from .replay import read_replay_config
+            return RegisterMapAccess(replay_register_map(read_replay_config(mmio)), mmio)
 
-                mmio = PynqMmio(self.mmio)
-                self._replay_regs = RegisterMapAccess(
-                    replay_register_map(read_replay_config(mmio)), mmio)
-            return self._replay_regs
+        @staticmethod
+        def _make_driver(device, config, **kwargs):
+            from .replay import ReplayDriver
 
-        def driver(self, config=None, **kwargs):
-            """A :class:`~sw.driver.replay.ReplayDriver` for this accelerator (kept after the
-            first call)."""
-            if self._replay_driver is None:
-                from .replay import REPLAY_VLNV, ReplayDriver
+            return ReplayDriver(device, config, **kwargs)
 
-                dev_keys = {"mem_addr", "mem_range", "use_interrupt", "bulk"}
-                dev_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in dev_keys}
-                path = self._description.get("fullpath", "")
-                mem_id = str(self._description.get("mem_id") or "")
-                instance = path.rpartition("/")[0] if mem_id and path.endswith(mem_id) \
-                    else path
-                device = PynqDevice(overlay=_ActiveOverlay(pynq), name=instance or None,
-                                    vlnv=REPLAY_VLNV, **dev_kw)
-                self._replay_driver = ReplayDriver(device, config, **kwargs)
-            return self._replay_driver
 
     ReplayIP.__module__ = __name__
     _REPLAY_IP_CLASS = ReplayIP
