@@ -63,8 +63,6 @@ Result scale (in-place results)
 
 import math
 import operator
-import os
-import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -80,7 +78,10 @@ from sw.gae.quant import GaeQuantizationPipeline
 from sw.golden.gae import quantize_coefs
 from sw.golden.gae_core import ERRORS, GaeCoreArgs
 
-from .mmio import Device, Mmio
+from .common import (CodedError, ControlOf, check_device, config_arg, hw_field_mismatches,
+                     use_interrupt_arg, wait_done, warn_level)
+from .common import positive as _positive
+from .mmio import Device
 from .regmap import RegisterMapAccess
 
 __all__ = [
@@ -97,21 +98,17 @@ GAE_VLNV = vlnv("gae_accel")
 #: The VLNVs of the shipped GAE accelerators (what PYNQ binds :class:`GaeIP` to).
 GAE_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "gae-accel")
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
 #: Kernel / IP instance base name (Vitis kernel name, PYNQ ``<name>_0`` instance).
 GAE_KERNEL_NAME = "gae_accel"
 
 
 # -- errors and warnings ----------------------------------------------------------------------
-class GaeError(RuntimeError):
+class GaeError(CodedError):
     """The accelerator refused a run (STATUS.ERROR != 0). ``code`` and ``reason`` hold the
     error code and its text (:data:`sw.golden.gae_core.ERRORS`)."""
 
-    def __init__(self, code: int, detail: str = ""):
-        self.code = code
-        self.reason = ERRORS.get(code, "unknown error code")
-        super().__init__(f"GAE accelerator error {code}: {self.reason}{detail}")
+    _what = "GAE accelerator"
+    _errors = ERRORS
 
 
 class GaeBusyError(RuntimeError):
@@ -218,15 +215,8 @@ def read_hw_config(mmio) -> GaeCoreConfig:
 
 
 def _check_against(config: GaeCoreConfig, hw: GaeCoreConfig):
-    want, got = hw_info_values(config), hw_info_values(hw)
-    bad = []
-    for reg in _HW_REGS:
-        if want[reg] == got[reg]:
-            continue
-        fields = gae_register_map(config)[reg].fields
-        diffs = [f"{f.name} {f.get(got[reg])} (config: {f.get(want[reg])})" for f in fields
-                 if f.get(got[reg]) != f.get(want[reg])]
-        bad.append(f"{reg}: " + ", ".join(diffs))
+    bad = hw_field_mismatches(gae_register_map(config), _HW_REGS, hw_info_values(config),
+                              hw_info_values(hw))
     if bad:
         raise GaeConfigMismatchError("config does not match the hardware: " + "; ".join(bad))
 
@@ -260,28 +250,6 @@ def _coefficient(value, name):
     if not (math.isfinite(v) and 0.0 <= v <= 1.0):
         raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
     return v
-
-
-def _positive(value, name, *, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, not {value!r}")
-    return float(value)
-
-
-class _ControlOf(Mmio):
-    """``device.control``, looked up at each access (so a wrapper installed later applies)."""
-
-    def __init__(self, device):
-        self._device = device
-
-    def read32(self, offset):
-        return self._device.control.read32(offset)
-
-    def write32(self, offset, value):
-        self._device.control.write32(offset, value)
 
 
 # -- one batch ---------------------------------------------------------------------------------
@@ -377,14 +345,8 @@ class GaeDriver:
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
                  result_range=None, on_requant_overflow="retry"):
-        for attr in ("control", "memory", "time", "sleep"):
-            if not hasattr(device, attr):
-                raise TypeError(f"device must be a Device (control, memory, time, sleep), "
-                                f"not {device!r}")
-        if isinstance(config, dict):
-            config = GaeCoreConfig.from_dict(config)
-        if config is not None and not isinstance(config, GaeCoreConfig):
-            raise TypeError(f"config must be a GaeCoreConfig, a dict or None, not {config!r}")
+        check_device(device)
+        config = config_arg(config, GaeCoreConfig)
         self._timeout = _positive(timeout, "timeout")
         self._clock_hz = _positive(clock_hz, "clock_hz")
         self._poll = _positive(poll_interval, "poll_interval")
@@ -399,13 +361,7 @@ class GaeDriver:
             raise ValueError(f"on_requant_overflow must be 'warn' or 'retry', "
                              f"not {on_requant_overflow!r}")
         self._on_requant = on_requant_overflow
-        if use_interrupt is None:
-            use_interrupt = bool(getattr(device, "has_interrupt", False))
-        if not isinstance(use_interrupt, bool):
-            raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
-        if use_interrupt and not getattr(device, "has_interrupt", False):
-            raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
-        self._use_irq = use_interrupt
+        self._use_irq = use_interrupt_arg(device, use_interrupt)
         # Nothing above touched the device; now read the hardware's own description.
         self._device = device
         hw = read_hw_config(device.control)
@@ -414,7 +370,7 @@ class GaeDriver:
         else:
             _check_against(config, hw)
         self._config = config
-        self.register_map = RegisterMapAccess(gae_register_map(config), _ControlOf(device))
+        self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device))
         if pipeline is None:
             pipeline = GaeQuantizationPipeline(bits=config.code_bits,
                                                reg_format=config.reg_format)
@@ -654,19 +610,7 @@ class GaeDriver:
         if timeout is None:
             timeout = self._timeout + getattr(self, "_expected_cycles", 0) / self._clock_hz
         timeout = _positive(timeout, "timeout")
-        deadline = dev.time() + timeout
-        done = False
-        if self._use_irq:
-            if not dev.wait_interrupt(timeout):
-                raise GaeTimeoutError(f"no interrupt within {timeout:g} s")
-            done = bool(rm.CTRL.read().AP_DONE)
-            rm.IP_ISR.AP_DONE = 1                  # toggle-on-write: clear the done event
-        while not done:
-            if rm.CTRL.read().AP_DONE:
-                break
-            if dev.time() >= deadline:
-                raise GaeTimeoutError(f"CTRL.AP_DONE not set within {timeout:g} s")
-            dev.sleep(self._poll)
+        wait_done(dev, rm, timeout, self._poll, self._use_irq, GaeTimeoutError)
         status = dict(rm.STATUS.read().fields)
         status["CYCLES"] = int(rm.CYCLES)
         self.last_status = status
@@ -676,10 +620,7 @@ class GaeDriver:
 
     @staticmethod
     def _warn(status):
-        # Attribute the warnings to the first caller outside this package.
-        frame, level = sys._getframe(0), 1
-        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            frame, level = frame.f_back, level + 1
+        level = warn_level()                # the first caller outside this package
         for name, cls in _FLAG_WARNINGS.items():
             if status[name]:
                 warnings.warn(f"GAE accelerator STATUS.{name}: "

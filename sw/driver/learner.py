@@ -54,7 +54,6 @@ is ``half_up``).
 
 import math
 import operator
-import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -70,7 +69,10 @@ from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_
 from rtl_gen.learner.schedule import step_cycles
 from rtl_gen.vivado import vlnv
 
-from .gae import _PACKAGE_DIR, StartRefusedWarning, _ControlOf, _positive
+from .common import (CodedError, ControlOf, check_device, config_arg, hw_field_mismatches,
+                     use_interrupt_arg, wait_done, warn_level)
+from .common import positive as _positive
+from .gae import StartRefusedWarning
 from .mmio import Device
 from .regmap import RegisterMapAccess
 
@@ -95,14 +97,12 @@ OVERFLOW_FLAGS = {name: doc for name, (_, flag, doc) in STATUS_FLAGS.items() if 
 
 
 # -- errors and warnings ----------------------------------------------------------------------
-class LearnerError(RuntimeError):
+class LearnerError(CodedError):
     """The accelerator refused a step (STATUS.ERROR != 0; memory untouched). ``code`` and
     ``reason`` hold the error code and its text."""
 
-    def __init__(self, code: int, detail: str = ""):
-        self.code = code
-        self.reason = ERRORS.get(code, "unknown error code")
-        super().__init__(f"learner error {code}: {self.reason}{detail}")
+    _what = "learner"
+    _errors = ERRORS
 
 
 class LearnerBusyError(RuntimeError):
@@ -125,14 +125,6 @@ class LearnerOverflowWarning(RuntimeWarning):
 
 class LearnerRangeWarning(RuntimeWarning):
     """Host values outside their fixed-point format were saturated (``on_range="clip"``)."""
-
-
-def _warn_level():
-    """stacklevel of the first caller outside this package."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 # -- reading the configuration back -----------------------------------------------------------
@@ -198,17 +190,11 @@ def read_learner_config(mmio) -> LearnerConfig:
 
 
 def _check_against(config: LearnerConfig, hw: LearnerConfig):
-    want, got = hw_info_values(config), hw_info_values(hw)
-    rm = learner_register_map(config)
     bad = []
     if config.sizes != hw.sizes:
         bad.append(f"sizes {hw.sizes} (config: {config.sizes})")
-    for reg in _HW_REGS:
-        if want[reg] == got[reg]:
-            continue
-        diffs = [f"{f.name} {f.get(got[reg])} (config: {f.get(want[reg])})"
-                 for f in rm[reg].fields if f.get(got[reg]) != f.get(want[reg])]
-        bad.append(f"{reg}: " + ", ".join(diffs))
+    bad += hw_field_mismatches(learner_register_map(config), _HW_REGS, hw_info_values(config),
+                               hw_info_values(hw))
     if bad:
         raise LearnerConfigMismatchError("config does not match the hardware: "
                                          + "; ".join(bad))
@@ -352,27 +338,15 @@ class LearnerDriver:
 
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
                  poll_interval=1e-4, use_interrupt=None, on_range="error", sync_period=0):
-        for attr in ("control", "memory", "time", "sleep"):
-            if not hasattr(device, attr):
-                raise TypeError(f"device must be a Device (control, memory, time, sleep), "
-                                f"not {device!r}")
-        if isinstance(config, dict):
-            config = LearnerConfig.from_dict(config)
-        if config is not None and not isinstance(config, LearnerConfig):
-            raise TypeError(f"config must be a LearnerConfig, a dict or None, not {config!r}")
+        check_device(device)
+        config = config_arg(config, LearnerConfig)
         self._timeout = _positive(timeout, "timeout")
         self._clock_hz = _positive(clock_hz, "clock_hz")
         self._poll = _positive(poll_interval, "poll_interval")
         if on_range not in ("error", "clip"):
             raise ValueError(f"on_range must be 'error' or 'clip', not {on_range!r}")
         self._on_range = on_range
-        if use_interrupt is None:
-            use_interrupt = bool(getattr(device, "has_interrupt", False))
-        if not isinstance(use_interrupt, bool):
-            raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
-        if use_interrupt and not getattr(device, "has_interrupt", False):
-            raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
-        self._use_irq = use_interrupt
+        self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._sync_period = self._check_period(sync_period)
         # Nothing above touched the device; now read the hardware's own description.
         self._device = device
@@ -385,7 +359,7 @@ class LearnerDriver:
             raise ValueError("sync_period needs a DQN learner (loss='mse' has no target "
                              "network)")
         self._config = config
-        self.register_map = RegisterMapAccess(learner_register_map(config), _ControlOf(device))
+        self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
         self._since_sync = 0                      # host emulation of the sync counter
         self._expected_cycles = 0
@@ -435,7 +409,7 @@ class LearnerDriver:
                    f"[{fmt.min_value:g}, {fmt.max_value:g}], the first {where} = {value:g}")
             if self._on_range == "error":
                 raise ValueError(msg + " (scale them, or on_range='clip' to saturate)")
-            warnings.warn(msg + ": saturated", LearnerRangeWarning, stacklevel=_warn_level())
+            warnings.warn(msg + ": saturated", LearnerRangeWarning, stacklevel=warn_level())
         return raw.astype(np.int64)
 
     def quantize_weights(self, weights, biases) -> list:
@@ -699,19 +673,7 @@ class LearnerDriver:
         if timeout is None:
             timeout = self._timeout + self._expected_cycles / self._clock_hz
         timeout = _positive(timeout, "timeout")
-        deadline = dev.time() + timeout
-        done = False
-        if self._use_irq:
-            if not dev.wait_interrupt(timeout):
-                raise LearnerTimeoutError(f"no interrupt within {timeout:g} s")
-            done = bool(rm.CTRL.read().AP_DONE)
-            rm.IP_ISR.AP_DONE = 1                  # toggle-on-write: clear the done event
-        while not done:
-            if rm.CTRL.read().AP_DONE:
-                break
-            if dev.time() >= deadline:
-                raise LearnerTimeoutError(f"CTRL.AP_DONE not set within {timeout:g} s")
-            dev.sleep(self._poll)
+        wait_done(dev, rm, timeout, self._poll, self._use_irq, LearnerTimeoutError)
         status = dict(rm.STATUS.read().fields)
         status["LOSS"] = int(rm.LOSS_LO) | int(rm.LOSS_HI) << 32
         status["CYCLES"] = int(rm.CYCLES)
@@ -722,7 +684,7 @@ class LearnerDriver:
 
     @staticmethod
     def _warn(status):
-        level = _warn_level()
+        level = warn_level()
         flags = [name for name in OVERFLOW_FLAGS if status.get(name)]
         if flags:
             warnings.warn("learner STATUS " + ", ".join(flags) + ": "

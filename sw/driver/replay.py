@@ -28,7 +28,6 @@ host from the sampled raw priorities, the root the samples saw and SIZE:
 
 import math
 import operator
-import sys
 import warnings
 
 import numpy as np
@@ -41,7 +40,10 @@ from rtl_gen.replay.regs import (REPLAY_ERRORS, ReplayOp, hw_info_values, region
 from rtl_gen.vivado import vlnv
 
 from .gae import StartRefusedWarning
-from .mmio import Device, Mmio
+from .common import (ControlOf, check_device, config_arg, use_interrupt_arg, wait_done,
+                     warn_level)
+from .common import positive as _positive
+from .mmio import Device
 from .regmap import RegisterMapAccess
 
 __all__ = ["ReplayDriver", "ReplayError", "ReplayEmptyError", "ReplayBusyError",
@@ -109,24 +111,6 @@ def read_replay_config(mmio) -> SumTreeConfig:
     return cfg
 
 
-class _ControlOf(Mmio):
-    def __init__(self, device):
-        self._device = device
-
-    def read32(self, offset):
-        return self._device.control.read32(offset)
-
-    def write32(self, offset, value):
-        self._device.control.write32(offset, value)
-
-
-def _positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, not {value!r}")
-    return float(value)
-
-
 def _count(value, name, hi):
     try:
         n = operator.index(value)
@@ -165,24 +149,12 @@ class ReplayDriver:
 
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
                  poll_interval=1e-4, use_interrupt=None):
-        for attr in ("control", "memory", "time", "sleep"):
-            if not hasattr(device, attr):
-                raise TypeError(f"device must be a Device (control, memory, time, sleep), "
-                                f"not {device!r}")
-        if isinstance(config, dict):
-            config = SumTreeConfig.from_dict(config)
-        if config is not None and not isinstance(config, SumTreeConfig):
-            raise TypeError(f"config must be a SumTreeConfig, a dict or None, not {config!r}")
+        check_device(device)
+        config = config_arg(config, SumTreeConfig)
         self._timeout = _positive(timeout, "timeout")
         self._clock_hz = _positive(clock_hz, "clock_hz")
         self._poll = _positive(poll_interval, "poll_interval")
-        if use_interrupt is None:
-            use_interrupt = bool(getattr(device, "has_interrupt", False))
-        if not isinstance(use_interrupt, bool):
-            raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
-        if use_interrupt and not getattr(device, "has_interrupt", False):
-            raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
-        self._use_irq = use_interrupt
+        self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._device = device
         hw = read_replay_config(device.control)
         if config is None:
@@ -195,7 +167,7 @@ class ReplayDriver:
                 raise ReplayConfigMismatchError("config does not match the hardware: "
                                                 + "; ".join(bad))
         self._config = config
-        self.register_map = RegisterMapAccess(replay_register_map(config), _ControlOf(device))
+        self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
 
     @property
@@ -284,19 +256,7 @@ class ReplayDriver:
 
     def _wait(self, timeout):
         dev, rm = self._device, self.register_map
-        deadline = dev.time() + timeout
-        done = False
-        if self._use_irq:
-            if not dev.wait_interrupt(timeout):
-                raise ReplayTimeoutError(f"no interrupt within {timeout:g} s")
-            done = bool(rm.CTRL.read().AP_DONE)
-            rm.IP_ISR.AP_DONE = 1
-        while not done:
-            if rm.CTRL.read().AP_DONE:
-                break
-            if dev.time() >= deadline:
-                raise ReplayTimeoutError(f"CTRL.AP_DONE not set within {timeout:g} s")
-            dev.sleep(self._poll)
+        wait_done(dev, rm, timeout, self._poll, self._use_irq, ReplayTimeoutError)
         status = dict(rm.STATUS.read().fields)
         # TREE_BUSY is live (posted updates still in the tree's pipeline), not a run result.
         status.pop("TREE_BUSY", None)
@@ -305,7 +265,7 @@ class ReplayDriver:
         self.last_status = status
         if status["ERROR"]:
             raise ReplayError(status["ERROR"])
-        level = self._caller_level()
+        level = warn_level()
         if status["SATURATED"]:
             warnings.warn("replay accelerator STATUS.SATURATED: a priority above the leaf "
                           "format's maximum was stored as that maximum",
@@ -319,14 +279,6 @@ class ReplayDriver:
         if status["EMPTY"]:
             raise ReplayEmptyError("every priority is zero: nothing to sample")
         return status
-
-    @staticmethod
-    def _caller_level():
-        frame, level = sys._getframe(0), 1
-        here = __file__
-        while frame is not None and frame.f_code.co_filename == here:
-            frame, level = frame.f_back, level + 1
-        return level
 
     def _read64(self, name):
         rm = self.register_map

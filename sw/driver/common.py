@@ -1,0 +1,120 @@
+"""What the GAE, learner and replay drivers share: the checks of their constructor arguments,
+the wait for CTRL.AP_DONE (interrupt or polling), the base of their error-code exceptions and
+the ``stacklevel`` of their warnings. Private to :mod:`sw.driver`."""
+
+import math
+import os
+import sys
+
+from .mmio import Mmio
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class CodedError(RuntimeError):
+    """Base of the drivers' STATUS.ERROR exceptions: ``code`` and ``reason`` (its text in the
+    subclass's ``_errors``), message ``"<_what> error <code>: <reason><detail>"``."""
+
+    _what = "accelerator"
+    _errors: dict = {}
+
+    def __init__(self, code: int, detail: str = ""):
+        self.code = code
+        self.reason = self._errors.get(code, "unknown error code")
+        super().__init__(f"{self._what} error {code}: {self.reason}{detail}")
+
+
+def warn_level():
+    """stacklevel, for a ``warnings.warn`` in the caller, of the first frame outside this
+    package."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def positive(value, name, *, allow_none=False):
+    """``value`` as a positive, finite float (None passes with ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def check_device(device):
+    """TypeError unless ``device`` has what a :class:`~sw.driver.mmio.Device` has."""
+    for attr in ("control", "memory", "time", "sleep"):
+        if not hasattr(device, attr):
+            raise TypeError(f"device must be a Device (control, memory, time, sleep), "
+                            f"not {device!r}")
+
+
+def config_arg(config, config_class):
+    """``config`` (an instance of ``config_class``, its ``to_dict()`` form or None) as an
+    instance or None."""
+    if isinstance(config, dict):
+        config = config_class.from_dict(config)
+    if config is not None and not isinstance(config, config_class):
+        raise TypeError(f"config must be a {config_class.__name__}, a dict or None, "
+                        f"not {config!r}")
+    return config
+
+
+def use_interrupt_arg(device, use_interrupt):
+    """``use_interrupt`` (bool or None: whether the device has one) checked against the
+    device."""
+    if use_interrupt is None:
+        use_interrupt = bool(getattr(device, "has_interrupt", False))
+    if not isinstance(use_interrupt, bool):
+        raise ValueError(f"use_interrupt must be a bool or None, not {use_interrupt!r}")
+    if use_interrupt and not getattr(device, "has_interrupt", False):
+        raise ValueError(f"use_interrupt=True but {type(device).__name__} has no interrupt")
+    return use_interrupt
+
+
+def hw_field_mismatches(register_map, regs, want, got):
+    """``"<reg>: <field> <got> (config: <want>), ..."`` for each of ``regs`` whose words
+    ``want`` (the configuration's) and ``got`` (the hardware's) differ."""
+    bad = []
+    for reg in regs:
+        if want[reg] == got[reg]:
+            continue
+        diffs = [f"{f.name} {f.get(got[reg])} (config: {f.get(want[reg])})"
+                 for f in register_map[reg].fields if f.get(got[reg]) != f.get(want[reg])]
+        bad.append(f"{reg}: " + ", ".join(diffs))
+    return bad
+
+
+def wait_done(device, register_map, timeout, poll, use_interrupt, timeout_error):
+    """Wait up to ``timeout`` seconds (device clock) for CTRL.AP_DONE: for the interrupt
+    (then clear IP_ISR.AP_DONE) or by polling CTRL every ``poll`` seconds. Raises
+    ``timeout_error`` if it does not come."""
+    dev, rm = device, register_map
+    deadline = dev.time() + timeout
+    done = False
+    if use_interrupt:
+        if not dev.wait_interrupt(timeout):
+            raise timeout_error(f"no interrupt within {timeout:g} s")
+        done = bool(rm.CTRL.read().AP_DONE)
+        rm.IP_ISR.AP_DONE = 1                      # toggle-on-write: clear the done event
+    while not done:
+        if rm.CTRL.read().AP_DONE:
+            break
+        if dev.time() >= deadline:
+            raise timeout_error(f"CTRL.AP_DONE not set within {timeout:g} s")
+        dev.sleep(poll)
+
+
+class ControlOf(Mmio):
+    """``device.control``, looked up at each access (so a wrapper installed later applies)."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def read32(self, offset):
+        return self._device.control.read32(offset)
+
+    def write32(self, offset, value):
+        self._device.control.write32(offset, value)
