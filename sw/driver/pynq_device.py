@@ -22,10 +22,15 @@ import threading
 
 import numpy as np
 
-from .gae import GAE_VLNV, GAE_VLNVS
-from .learner import LEARNER_VLNV, LEARNER_VLNVS
-from .replay import REPLAY_VLNV, REPLAY_VLNVS
+from rtl_gen.gae.regs import gae_register_map
+from rtl_gen.learner.regs import learner_register_map
+from rtl_gen.replay.regs import replay_register_map
+
+from .gae import GAE_VLNV, GAE_VLNVS, GaeDriver, read_hw_config
+from .learner import LEARNER_VLNV, LEARNER_VLNVS, LearnerDriver, read_learner_config
+from .replay import REPLAY_VLNV, REPLAY_VLNVS, ReplayDriver, read_replay_config
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
+from .regmap import RegisterMapAccess
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "learner_ip_class",
            "replay_ip_class", "find_gae_windows"]
@@ -252,9 +257,10 @@ class PynqDevice(Device):
 def _ip_base(pynq):
     """The part of :class:`GaeIP`, :class:`LearnerIP` and :class:`ReplayIP` that is the same:
     a ``pynq.DefaultIP`` subclass (no ``bindto``, so PYNQ binds only the subclasses) whose
-    ``register_map`` and ``driver(config=None, **kwargs)`` are built, once, by the subclass's
-    ``_make_register_map(mmio)`` and ``_make_driver(device, config, **kwargs)``; ``mem_addr``,
-    ``mem_range``, ``use_interrupt``, ``bulk`` of ``driver()`` go to :class:`PynqDevice`."""
+    ``register_map`` and ``driver(config=None, **kwargs)`` are built, once, from the
+    subclass's ``_read_config`` (HW_* registers -> configuration), ``_register_map_of``
+    (configuration -> register map) and ``_driver_class``; ``mem_addr``, ``mem_range``,
+    ``use_interrupt``, ``bulk`` of ``driver()`` go to :class:`PynqDevice`."""
 
     class _AcceleratorIP(pynq.DefaultIP):
         #: who owns the window, in the error of ``register_map`` on the memory window
@@ -277,7 +283,9 @@ def _ip_base(pynq):
                 raise AttributeError(f"this is the {self._window_owner} s_axi_mem window; the "
                                      "registers are on its s_axi_control window")
             if self._ip_regs is None:
-                self._ip_regs = self._make_register_map(PynqMmio(self.mmio))
+                mmio = PynqMmio(self.mmio)
+                self._ip_regs = RegisterMapAccess(
+                    self._register_map_of(self._read_config(mmio)), mmio)
             return self._ip_regs
 
         def _device(self, kwargs):
@@ -297,7 +305,7 @@ def _ip_base(pynq):
             to the driver)."""
             if self._ip_driver is None:
                 device = self._device(kwargs)
-                self._ip_driver = self._make_driver(device, config, **kwargs)
+                self._ip_driver = self._driver_class(device, config, **kwargs)
             return self._ip_driver
 
     return _AcceleratorIP
@@ -325,26 +333,13 @@ def gae_ip_class():
         """PYNQ driver of the HEPPO GAE accelerator (see :func:`gae_ip_class`)."""
 
         bindto = list(GAE_VLNVS)
+        _read_config = staticmethod(read_hw_config)
+        _register_map_of = staticmethod(gae_register_map)
+        _driver_class = GaeDriver
 
         @property
         def is_memory_window(self) -> bool:
             return self._on_memory_window()
-
-        @staticmethod
-        def _make_register_map(mmio):
-            from rtl_gen.gae.regs import gae_register_map
-
-            from .gae import read_hw_config
-            from .regmap import RegisterMapAccess
-
-            return RegisterMapAccess(gae_register_map(read_hw_config(mmio)), mmio)
-
-        @staticmethod
-        def _make_driver(device, config, **kwargs):
-            from .gae import GaeDriver
-
-            return GaeDriver(device, config, **kwargs)
-
 
         def compute(self, rewards, values, dones, last_values, gamma, lam):
             """:meth:`GaeDriver.compute <sw.driver.gae.GaeDriver.compute>` on this IP."""
@@ -369,28 +364,16 @@ def learner_ip_class():
     if _LEARNER_IP_CLASS is not None:
         return _LEARNER_IP_CLASS
     pynq = _import_pynq()
+
     class LearnerIP(_ip_base(pynq)):
         """PYNQ driver of the MLP learner accelerator (see :func:`learner_ip_class`)."""
 
         bindto = list(LEARNER_VLNVS)
         _window_owner = "learner's"
         _device_vlnv = LEARNER_VLNV
-
-        @staticmethod
-        def _make_register_map(mmio):
-            from rtl_gen.learner.regs import learner_register_map
-
-            from .learner import read_learner_config
-            from .regmap import RegisterMapAccess
-
-            return RegisterMapAccess(learner_register_map(read_learner_config(mmio)), mmio)
-
-        @staticmethod
-        def _make_driver(device, config, **kwargs):
-            from .learner import LearnerDriver
-
-            return LearnerDriver(device, config, **kwargs)
-
+        _read_config = staticmethod(read_learner_config)
+        _register_map_of = staticmethod(learner_register_map)
+        _driver_class = LearnerDriver
 
         def load_weights(self, weights, biases, **kwargs):
             return self.driver().load_weights(weights, biases, **kwargs)
@@ -440,28 +423,16 @@ def replay_ip_class():
     if _REPLAY_IP_CLASS is not None:
         return _REPLAY_IP_CLASS
     pynq = _import_pynq()
+
     class ReplayIP(_ip_base(pynq)):
         """PYNQ driver of the prioritized replay accelerator (see :func:`replay_ip_class`)."""
 
         bindto = list(REPLAY_VLNVS)
         _window_owner = "replay accelerator's"
         _device_vlnv = REPLAY_VLNV
-
-        @staticmethod
-        def _make_register_map(mmio):
-            from rtl_gen.replay.regs import replay_register_map
-
-            from .regmap import RegisterMapAccess
-            from .replay import read_replay_config
-
-            return RegisterMapAccess(replay_register_map(read_replay_config(mmio)), mmio)
-
-        @staticmethod
-        def _make_driver(device, config, **kwargs):
-            from .replay import ReplayDriver
-
-            return ReplayDriver(device, config, **kwargs)
-
+        _read_config = staticmethod(read_replay_config)
+        _register_map_of = staticmethod(replay_register_map)
+        _driver_class = ReplayDriver
 
     ReplayIP.__module__ = __name__
     _REPLAY_IP_CLASS = ReplayIP
