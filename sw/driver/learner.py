@@ -713,7 +713,6 @@ class LearnerDriver:
         if sync_target and cfg.loss != "dqn":
             raise ValueError("sync_target needs a DQN learner (loss='mse' has no target "
                              "network)")
-        images = self._images(batch)
         words = {"BATCH_SIZE": batch.batch_size, "LR": batch.lr, "GAMMA": batch.gamma}
         due = False
         if cfg.loss == "dqn":
@@ -722,10 +721,7 @@ class LearnerDriver:
             if self.hardware_sync:
                 words["SYNC_TARGET"] = int(bool(sync_target))
                 words["SYNC_PERIOD"] = period
-        self._require_idle()
-        mem = self._device.memory
-        for name, img in images.items():
-            mem.write(region_base(cfg, name), img)
+        self.load_batch(batch)
         self._write_and_start(words)
         self.last_batch = batch
         status = self._wait(timeout)
