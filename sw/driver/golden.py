@@ -52,22 +52,15 @@ class GoldenDevice(ApCtrlGoldenDevice):
     ----------
     config : GaeCoreConfig
         The accelerator configuration being modelled.
-    clock_hz : float
-        Clock of the virtual time base (``ap_clk``), used to convert cycles to seconds.
-    access_cycles : int
-        Cycles one control-register access takes (default 25, 100 ns at 250 MHz: a PS to PL
-        AXI4-Lite round trip).
+    clock_hz, access_cycles
+        The virtual clock (see :class:`~sw.driver.golden_base.ApCtrlGoldenDevice`).
 
     Members
     -------
     config : GaeCoreConfig
-    regmap : RegisterMap
-    cycle : int
-        The virtual clock, in cycles.
-    interrupt : bool
-        The ``interrupt`` output.
-    runs : int
-        Runs started (including refused-by-argument ones).
+    regmap, cycle, interrupt, runs, image
+        Those of :class:`~sw.driver.golden_base.ApCtrlGoldenDevice` (``runs`` counts
+        refused-by-argument runs too).
     """
 
     def __init__(self, config: GaeCoreConfig, *, clock_hz=250e6, access_cycles=25):

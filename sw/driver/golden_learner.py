@@ -54,21 +54,15 @@ class LearnerGoldenDevice(ApCtrlGoldenDevice):
     ----------
     config : LearnerConfig
         The accelerator configuration being modelled.
-    clock_hz : float
-        Clock of the virtual time base (``ap_clk``), used to convert cycles to seconds.
-    access_cycles : int
-        Cycles one control-register access takes (default 25).
+    clock_hz, access_cycles
+        The virtual clock (see :class:`~sw.driver.golden_base.ApCtrlGoldenDevice`).
 
     Members
     -------
     config : LearnerConfig
-    regmap : RegisterMap
-    cycle : int
-        The virtual clock, in cycles.
-    interrupt : bool
-        The ``interrupt`` output.
-    runs : int
-        Steps started (including ones refused for their batch size).
+    regmap, cycle, interrupt, runs, image
+        Those of :class:`~sw.driver.golden_base.ApCtrlGoldenDevice` (``runs`` counts the
+        steps started, including ones refused for their batch size).
     last_step : StepResult or None
         The golden step of the last accepted start.
 
