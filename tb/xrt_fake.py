@@ -13,10 +13,33 @@ import types
 
 import numpy as np
 
-__all__ = ["BO_ADDRESS", "fake_pyxrt", "xrt_session"]
+__all__ = ["BO_ADDRESS", "HostBo", "fake_pyxrt", "xclBOSyncDirection", "xrt_session"]
 
 #: Device address of the buffer XRT "allocates": 4 KiB aligned, above 4 GiB.
 BO_ADDRESS = 0x2_0004_3000
+
+
+class xclBOSyncDirection:                               # noqa: N801 - pyxrt's name
+    """``pyxrt.xclBOSyncDirection`` of the fakes (the values are strings)."""
+    XCL_BO_SYNC_BO_TO_DEVICE = "to_device"
+    XCL_BO_SYNC_BO_FROM_DEVICE = "from_device"
+
+
+class HostBo:
+    """The host side of a fake ``pyxrt.bo``: the host array ``host`` (uint8) with pyxrt's
+    ``write(buf, seek)`` and ``read(size, skip)``; a fake adds ``sync`` and ``address``."""
+
+    flags = types.SimpleNamespace(normal="normal")
+
+    def __init__(self, size):
+        self.host = np.zeros(size, np.uint8)
+
+    def write(self, buf, seek):
+        b = np.frombuffer(memoryview(buf).cast("B"), np.uint8)
+        self.host[seek:seek + len(b)] = b
+
+    def read(self, size, skip):
+        return self.host[skip:skip + size].view(np.int8).copy()
 
 
 def fake_pyxrt(host, resume):
@@ -25,24 +48,11 @@ def fake_pyxrt(host, resume):
     mod = types.ModuleType("pyxrt")
     mod.log = []
 
-    class xclBOSyncDirection:                           # noqa: N801 - pyxrt's name
-        XCL_BO_SYNC_BO_TO_DEVICE = "to_device"
-        XCL_BO_SYNC_BO_FROM_DEVICE = "from_device"
-
-    class bo:                                           # noqa: N801
-        flags = types.SimpleNamespace(normal="normal")
-
+    class bo(HostBo):                                   # noqa: N801
         def __init__(self, device, size, flags, group):
+            super().__init__(size)
             self.size_, self.group = size, group
-            self.host = np.zeros(size, np.uint8)
             host.ram.write(BO_ADDRESS, bytes(size))
-
-        def write(self, buf, seek):
-            b = np.frombuffer(memoryview(buf).cast("B"), np.uint8)
-            self.host[seek:seek + len(b)] = b
-
-        def read(self, size, skip):
-            return self.host[skip:skip + size].view(np.int8).copy()
 
         def sync(self, direction, size, offset):
             mod.log.append((direction, offset, size))

@@ -34,6 +34,7 @@ from sw.driver import pynq_device as pynq_backend
 from sw.driver.pynq_device import PynqMemory, find_gae_windows
 
 from driver_util import SMALL, rollout
+from xrt_fake import HostBo, xclBOSyncDirection
 
 CTRL_BASE, MEM_BASE = 0xA000_0000, 0xA010_0000
 
@@ -291,29 +292,14 @@ def fake_pyxrt(dev, *, mode="ip", ptr_offset=None):
     mod = types.ModuleType("pyxrt")
     mod.log = []
 
-    class xclBOSyncDirection:                           # noqa: N801 - pyxrt's name
-        XCL_BO_SYNC_BO_TO_DEVICE = "to_device"
-        XCL_BO_SYNC_BO_FROM_DEVICE = "from_device"
-
-    class Flags:
-        normal = "normal"
-
-    class bo:                                           # noqa: N801
-        flags = Flags
+    class bo(HostBo):                                   # noqa: N801
         instances = []
 
         def __init__(self, device, size, flags, group):
+            super().__init__(size)
             self.size_, self.flags_, self.group = size, flags, group
-            self.host = np.zeros(size, np.uint8)
             self.device = np.zeros(size, np.uint8)
             bo.instances.append(self)
-
-        def write(self, buf, seek):
-            b = np.frombuffer(memoryview(buf).cast("B"), np.uint8)
-            self.host[seek:seek + len(b)] = b
-
-        def read(self, size, skip):
-            return self.host[skip:skip + size].view(np.int8).copy()
 
         def sync(self, direction, size, offset):
             mod.log.append(("sync", direction, size, offset))

@@ -19,6 +19,7 @@ from rtl_gen.axi.window_kernel import DMA_FLAGS, window_kernel_register_map
 from rtl_gen.replay import SumTreeConfig
 from rtl_gen.replay.regs import replay_register_map
 from sw.driver.mmio import BusError
+from xrt_fake import HostBo, xclBOSyncDirection
 
 BO_ADDRESS = 0x1_0000_1000
 REPLAY = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_guard_bits=4,
@@ -94,24 +95,11 @@ def fake_pyxrt(shell):
     mod = types.ModuleType("pyxrt")
     mod.log = []
 
-    class xclBOSyncDirection:                           # noqa: N801 - pyxrt's name
-        XCL_BO_SYNC_BO_TO_DEVICE = "to_device"
-        XCL_BO_SYNC_BO_FROM_DEVICE = "from_device"
-
-    class bo:                                           # noqa: N801
-        flags = types.SimpleNamespace(normal="normal")
-
+    class bo(HostBo):                                   # noqa: N801
         def __init__(self, device, size, flags, group):
-            self.host = np.zeros(size, np.uint8)
+            super().__init__(size)
             self.device = np.zeros(size, np.uint8)
             shell.bo = self
-
-        def write(self, buf, seek):
-            b = np.frombuffer(memoryview(buf).cast("B"), np.uint8)
-            self.host[seek:seek + len(b)] = b
-
-        def read(self, size, skip):
-            return self.host[skip:skip + size].view(np.int8).copy()
 
         def sync(self, direction, size, offset):
             mod.log.append((direction, offset, size))
