@@ -9,14 +9,12 @@ return bit for bit what the same driver returns on a :class:`~sw.driver.golden.G
 The shipped kernel's Verilator model is shared with ``test_gae_kernel.py`` (same build).
 """
 
-import sys
-
 import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
 from test_gae_kernel import CONFIGS, Host
-from xrt_fake import fake_pyxrt
+from xrt_fake import xrt_session
 
 
 @pytest.mark.slow
@@ -75,41 +73,14 @@ if cocotb is not None:
     @cocotb.test()
     async def xrt_device_drives_the_kernel(dut):
         """XrtDevice (fake pyxrt on the RTL) == GoldenDevice, bit for bit."""
-        from cocotb.simtime import get_sim_time
-        from cocotb.triggers import Timer
-
         from rtl_gen.gae.kernel import GaeKernelConfig
         from sw.driver import GoldenDevice
-        from sw.driver.sim import _bridge_api
-        from sw.driver.xrt_device import XRT_KERNEL_NAME, XrtDevice
+        from sw.driver.xrt_device import XRT_KERNEL_NAME
 
-        bridge, resume = _bridge_api()
         kcfg = GaeKernelConfig.from_dict(load_manifest()["config"])
         host = Host(dut)
         await host.start()
-        pyxrt = fake_pyxrt(host, resume)
-
-        async def now():
-            return get_sim_time("ns") * 1e-9
-
-        async def sleep(ns):
-            await Timer(ns, "ns")
-
-        def make_card():
-            card = XrtDevice("gae_kernel_n8.xclbin")
-            card.time = lambda: resume(now)()            # simulation time, as SimDevice
-            card.sleep = lambda s: resume(sleep)(max(1, round(s * 1e9)))
-            return card
-
-        saved = sys.modules.get("pyxrt")
-        sys.modules["pyxrt"] = pyxrt
-        try:
-            rtl = await bridge(session)(make_card, kcfg.core)
-        finally:
-            if saved is None:
-                del sys.modules["pyxrt"]
-            else:
-                sys.modules["pyxrt"] = saved
+        rtl, pyxrt = await xrt_session(host, session, kcfg.core, xclbin="gae_kernel_n8.xclbin")
         gold = session(lambda: GoldenDevice(kcfg.core), kcfg.core)
 
         assert ("ip", f"{XRT_KERNEL_NAME}:{{{XRT_KERNEL_NAME}_1}}") in pyxrt.log
