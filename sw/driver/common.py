@@ -118,3 +118,34 @@ class ControlOf(Mmio):
 
     def write32(self, offset, value):
         self._device.control.write32(offset, value)
+
+
+class DriverBase:
+    """What the drivers (:class:`~sw.driver.gae.GaeDriver`,
+    :class:`~sw.driver.learner.LearnerDriver`, :class:`~sw.driver.replay.ReplayDriver`) have
+    in common: the ``config`` and ``device`` properties and the first checks of their
+    constructor arguments (:meth:`_init_args`)."""
+
+    _config = None
+    _device = None
+
+    def _init_args(self, device, config, config_class, timeout, clock_hz, poll_interval):
+        """Check ``device`` and ``config`` (returned as an instance of ``config_class`` or
+        None); set ``_timeout``, ``_clock_hz`` and ``_poll`` (positive numbers). No bus
+        access."""
+        check_device(device)
+        config = config_arg(config, config_class)
+        self._timeout = positive(timeout, "timeout")
+        self._clock_hz = positive(clock_hz, "clock_hz")
+        self._poll = positive(poll_interval, "poll_interval")
+        return config
+
+    @property
+    def config(self):
+        """The accelerator's configuration (given, or read from the HW_* registers)."""
+        return self._config
+
+    @property
+    def device(self):
+        """The :class:`~sw.driver.mmio.Device` the driver runs on."""
+        return self._device

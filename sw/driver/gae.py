@@ -78,8 +78,8 @@ from sw.gae.quant import GaeQuantizationPipeline
 from sw.golden.gae import quantize_coefs
 from sw.golden.gae_core import ERRORS, GaeCoreArgs
 
-from .common import (CodedError, ControlOf, check_device, config_arg, hw_field_mismatches,
-                     use_interrupt_arg, wait_done, warn_level)
+from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, use_interrupt_arg,
+                     wait_done, warn_level)
 from .common import positive as _positive
 from .mmio import Device
 from .regmap import RegisterMapAccess
@@ -297,7 +297,7 @@ class GaeBatch:
     runs: int = 0
 
 
-class GaeDriver:
+class GaeDriver(DriverBase):
     """The GAE accelerator on any :class:`~sw.driver.mmio.Device`.
 
     Parameters
@@ -345,11 +345,7 @@ class GaeDriver:
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
                  result_range=None, on_requant_overflow="retry"):
-        check_device(device)
-        config = config_arg(config, GaeCoreConfig)
-        self._timeout = _positive(timeout, "timeout")
-        self._clock_hz = _positive(clock_hz, "clock_hz")
-        self._poll = _positive(poll_interval, "poll_interval")
+        config = self._init_args(device, config, GaeCoreConfig, timeout, clock_hz, poll_interval)
         self._sigmas = _positive(result_sigmas, "result_sigmas")
         if result_range is not None:
             if not (isinstance(result_range, (tuple, list)) and len(result_range) == 2):
@@ -384,14 +380,6 @@ class GaeDriver:
         self.pipeline = pipeline
         self.last_batch = None
         self.last_status = {}
-
-    @property
-    def config(self) -> GaeCoreConfig:
-        return self._config
-
-    @property
-    def device(self) -> Device:
-        return self._device
 
     # -- validation and quantization (no bus access) ------------------------------------------
     def check_shape(self, T: int, M: int):

@@ -69,8 +69,8 @@ from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_
 from rtl_gen.learner.schedule import step_cycles
 from rtl_gen.vivado import vlnv
 
-from .common import (CodedError, ControlOf, check_device, config_arg, hw_field_mismatches,
-                     use_interrupt_arg, wait_done, warn_level)
+from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, use_interrupt_arg,
+                     wait_done, warn_level)
 from .common import positive as _positive
 from .gae import StartRefusedWarning
 from .mmio import Device
@@ -295,7 +295,7 @@ class StepDetails:
     status: dict = field(default_factory=dict)
 
 
-class LearnerDriver:
+class LearnerDriver(DriverBase):
     """The learner accelerator on any :class:`~sw.driver.mmio.Device`.
 
     Parameters
@@ -338,11 +338,7 @@ class LearnerDriver:
 
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
                  poll_interval=1e-4, use_interrupt=None, on_range="error", sync_period=0):
-        check_device(device)
-        config = config_arg(config, LearnerConfig)
-        self._timeout = _positive(timeout, "timeout")
-        self._clock_hz = _positive(clock_hz, "clock_hz")
-        self._poll = _positive(poll_interval, "poll_interval")
+        config = self._init_args(device, config, LearnerConfig, timeout, clock_hz, poll_interval)
         if on_range not in ("error", "clip"):
             raise ValueError(f"on_range must be 'error' or 'clip', not {on_range!r}")
         self._on_range = on_range
@@ -367,14 +363,6 @@ class LearnerDriver:
         self.last_status = {}
 
     # -- properties ----------------------------------------------------------------------------
-    @property
-    def config(self) -> LearnerConfig:
-        return self._config
-
-    @property
-    def device(self) -> Device:
-        return self._device
-
     @property
     def sync_period(self) -> int:
         return self._sync_period

@@ -40,9 +40,7 @@ from rtl_gen.replay.regs import (REPLAY_ERRORS, ReplayOp, hw_info_values, region
 from rtl_gen.vivado import vlnv
 
 from .gae import StartRefusedWarning
-from .common import (ControlOf, check_device, config_arg, use_interrupt_arg, wait_done,
-                     warn_level)
-from .common import positive as _positive
+from .common import ControlOf, DriverBase, use_interrupt_arg, wait_done, warn_level
 from .mmio import Device
 from .regmap import RegisterMapAccess
 
@@ -121,7 +119,7 @@ def _count(value, name, hi):
     return n
 
 
-class ReplayDriver:
+class ReplayDriver(DriverBase):
     """The replay accelerator on any :class:`~sw.driver.mmio.Device`.
 
     Parameters
@@ -149,11 +147,7 @@ class ReplayDriver:
 
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
                  poll_interval=1e-4, use_interrupt=None):
-        check_device(device)
-        config = config_arg(config, SumTreeConfig)
-        self._timeout = _positive(timeout, "timeout")
-        self._clock_hz = _positive(clock_hz, "clock_hz")
-        self._poll = _positive(poll_interval, "poll_interval")
+        config = self._init_args(device, config, SumTreeConfig, timeout, clock_hz, poll_interval)
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._device = device
         hw = read_replay_config(device.control)
@@ -169,14 +163,6 @@ class ReplayDriver:
         self._config = config
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
-
-    @property
-    def config(self) -> SumTreeConfig:
-        return self._config
-
-    @property
-    def device(self) -> Device:
-        return self._device
 
     # -- validation (no bus access) ----------------------------------------------------------
     def _indices(self, indices, name="indices"):
