@@ -3,6 +3,7 @@ the wait for CTRL.AP_DONE (interrupt or polling), the base of their error-code e
 the ``stacklevel`` of their warnings. Private to :mod:`sw.driver`."""
 
 import math
+import operator
 import os
 import sys
 
@@ -41,6 +42,20 @@ def positive(value, name, *, allow_none=False):
             or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive number, not {value!r}")
     return float(value)
+
+
+def integer_in(value, name, lo, hi, *, hi_text=None):
+    """``value`` as an ``int`` in ``lo..hi`` (bools refused); the ValueError names the range
+    ``lo..hi`` (``hi`` written as ``hi_text`` if given)."""
+    text = f"{name} must be an integer in {lo}..{hi if hi_text is None else hi_text}, " \
+           f"not {value!r}"
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(text) from None
+    if isinstance(value, bool) or not lo <= n <= hi:
+        raise ValueError(text)
+    return n
 
 
 def check_device(device):

@@ -69,8 +69,8 @@ from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_
 from rtl_gen.learner.schedule import step_cycles
 from rtl_gen.vivado import vlnv
 
-from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, use_interrupt_arg,
-                     wait_done, warn_level)
+from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, integer_in,
+                     use_interrupt_arg, wait_done, warn_level)
 from .common import positive as _positive
 from .gae import StartRefusedWarning
 from .mmio import Device
@@ -377,14 +377,7 @@ class LearnerDriver(DriverBase):
 
     @staticmethod
     def _check_period(value):
-        try:
-            v = operator.index(value)
-        except TypeError:
-            raise ValueError(f"sync_period must be an integer in 0..65535, not {value!r}") \
-                from None
-        if isinstance(value, bool) or not 0 <= v <= 0xFFFF:
-            raise ValueError(f"sync_period must be an integer in 0..65535, not {value!r}")
-        return v
+        return integer_in(value, "sync_period", 0, 0xFFFF)
 
     # -- host values -> raw ----------------------------------------------------------------------
     def _quantize(self, x, fmt, name):

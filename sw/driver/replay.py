@@ -27,7 +27,6 @@ host from the sampled raw priorities, the root the samples saw and SIZE:
 """
 
 import math
-import operator
 import warnings
 
 import numpy as np
@@ -40,7 +39,8 @@ from rtl_gen.replay.regs import (REPLAY_ERRORS, ReplayOp, hw_info_values, region
 from rtl_gen.vivado import vlnv
 
 from .gae import StartRefusedWarning
-from .common import ControlOf, DriverBase, use_interrupt_arg, wait_done, warn_level
+from .common import (ControlOf, DriverBase, integer_in, use_interrupt_arg, wait_done,
+                     warn_level)
 from .mmio import Device
 from .regmap import RegisterMapAccess
 
@@ -110,13 +110,7 @@ def read_replay_config(mmio) -> SumTreeConfig:
 
 
 def _count(value, name, hi):
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be an integer in 1..{hi}, not {value!r}") from None
-    if isinstance(value, bool) or not 1 <= n <= hi:
-        raise ValueError(f"{name} must be an integer in 1..{hi}, not {value!r}")
-    return n
+    return integer_in(value, name, 1, hi)
 
 
 class ReplayDriver(DriverBase):
@@ -389,13 +383,7 @@ class ReplayDriver(DriverBase):
 
     def seed(self, seed: int) -> None:
         """Load the on-chip PRNG (32-bit; 0 loads the reset state)."""
-        try:
-            s = operator.index(seed)
-        except TypeError:
-            raise ValueError(f"seed must be an integer in 0..0xffffffff, not {seed!r}") \
-                from None
-        if isinstance(seed, bool) or not 0 <= s <= 0xFFFF_FFFF:
-            raise ValueError(f"seed must be an integer in 0..0xffffffff, not {seed!r}")
+        s = integer_in(seed, "seed", 0, 0xFFFF_FFFF, hi_text="0xffffffff")
         self._run(ReplayOp.SEED, seed=s)
 
     def reset(self) -> None:
