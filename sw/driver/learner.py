@@ -200,6 +200,12 @@ def _check_against(config: LearnerConfig, hw: LearnerConfig):
                                          + "; ".join(bad))
 
 
+def _require_dqn(config: LearnerConfig, flag, what: str):
+    """ValueError if ``flag`` (``what``) asks for the target network of an MSE learner."""
+    if flag and config.loss != "dqn":
+        raise ValueError(f"{what} needs a DQN learner (loss='mse' has no target network)")
+
+
 # -- validation ----------------------------------------------------------------------------------
 def _array(x, name, *, shape, kinds="biuf"):
     """``x`` as a numeric, finite numpy array of ``shape`` (None entries: any length)."""
@@ -351,9 +357,7 @@ class LearnerDriver(DriverBase):
             config = hw
         else:
             _check_against(config, hw)
-        if config.loss != "dqn" and sync_period:
-            raise ValueError("sync_period needs a DQN learner (loss='mse' has no target "
-                             "network)")
+        _require_dqn(config, sync_period, "sync_period")
         self._config = config
         self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
@@ -370,9 +374,7 @@ class LearnerDriver(DriverBase):
     @sync_period.setter
     def sync_period(self, value):
         value = self._check_period(value)
-        if value and self._config.loss != "dqn":
-            raise ValueError("sync_period needs a DQN learner (loss='mse' has no target "
-                             "network)")
+        _require_dqn(self._config, value, "sync_period")
         self._sync_period = value
 
     @staticmethod
@@ -515,9 +517,7 @@ class LearnerDriver(DriverBase):
 
     def _layer_names(self, target):
         cfg = self._config
-        if target and cfg.loss != "dqn":
-            raise ValueError("target=True needs a DQN learner (loss='mse' has no target "
-                             "network)")
+        _require_dqn(cfg, target, "target=True")
         return [f"{'tw' if target else 'w'}{l}" for l in range(cfg.n_layers)]
 
     def load_raw_weights(self, raw, *, target=None):
@@ -691,9 +691,7 @@ class LearnerDriver(DriverBase):
         if not isinstance(batch, LearnerBatch):
             raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
         cfg = self._config
-        if sync_target and cfg.loss != "dqn":
-            raise ValueError("sync_target needs a DQN learner (loss='mse' has no target "
-                             "network)")
+        _require_dqn(cfg, sync_target, "sync_target")
         words = {"BATCH_SIZE": batch.batch_size, "LR": batch.lr, "GAMMA": batch.gamma}
         due = False
         if cfg.loss == "dqn":
@@ -733,9 +731,7 @@ class LearnerDriver(DriverBase):
         if not isinstance(details, bool):
             raise ValueError(f"details must be a bool, not {details!r}")
         cfg = self._config
-        if sync_target and cfg.loss != "dqn":
-            raise ValueError("sync_target needs a DQN learner (loss='mse' has no target "
-                             "network)")
+        _require_dqn(cfg, sync_target, "sync_target")
         batch = self.prepare(obs, actions, rewards, next_obs, dones, targets=targets,
                              gamma=gamma, lr=lr)
         status = self.run(batch, sync_target=sync_target, timeout=timeout)
