@@ -155,6 +155,17 @@ class DriverBase:
         self._poll = positive(poll_interval, "poll_interval")
         return config
 
+    def _attach(self, device, config, read_config, check_against):
+        """Keep ``device`` and read its HW_* registers (the first bus access): the
+        configuration they describe (``read_config(mmio)``) if ``config`` is None, else
+        ``config`` after ``check_against(config, hw)``."""
+        self._device = device
+        hw = read_config(device.control)
+        if config is None:
+            return hw
+        check_against(config, hw)
+        return config
+
     @property
     def config(self):
         """The accelerator's configuration (given, or read from the HW_* registers)."""

@@ -359,13 +359,7 @@ class GaeDriver(DriverBase):
         self._on_requant = on_requant_overflow
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         # Nothing above touched the device; now read the hardware's own description.
-        self._device = device
-        hw = read_hw_config(device.control)
-        if config is None:
-            config = hw
-        else:
-            _check_against(config, hw)
-        self._config = config
+        self._config = config = self._attach(device, config, read_hw_config, _check_against)
         self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device))
         if pipeline is None:
             pipeline = GaeQuantizationPipeline(bits=config.code_bits,

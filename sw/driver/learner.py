@@ -351,12 +351,7 @@ class LearnerDriver(DriverBase):
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._sync_period = self._check_period(sync_period)
         # Nothing above touched the device; now read the hardware's own description.
-        self._device = device
-        hw = read_learner_config(device.control)
-        if config is None:
-            config = hw
-        else:
-            _check_against(config, hw)
+        config = self._attach(device, config, read_learner_config, _check_against)
         _require_dqn(config, sync_period, "sync_period")
         self._config = config
         self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device))

@@ -109,6 +109,13 @@ def read_replay_config(mmio) -> SumTreeConfig:
     return cfg
 
 
+def _check_against(config: SumTreeConfig, hw: SumTreeConfig):
+    want, got = hw_info_values(config), hw_info_values(hw)
+    bad = [f"{n} {got[n]:#x} (config: {want[n]:#x})" for n in _HW_REGS if want[n] != got[n]]
+    if bad:
+        raise ReplayConfigMismatchError("config does not match the hardware: " + "; ".join(bad))
+
+
 def _count(value, name, hi):
     return integer_in(value, name, 1, hi)
 
@@ -143,18 +150,8 @@ class ReplayDriver(DriverBase):
                  poll_interval=1e-4, use_interrupt=None):
         config = self._init_args(device, config, SumTreeConfig, timeout, clock_hz, poll_interval)
         self._use_irq = use_interrupt_arg(device, use_interrupt)
-        self._device = device
-        hw = read_replay_config(device.control)
-        if config is None:
-            config = hw
-        else:
-            want, got = hw_info_values(config), hw_info_values(hw)
-            bad = [f"{n} {got[n]:#x} (config: {want[n]:#x})" for n in _HW_REGS
-                   if want[n] != got[n]]
-            if bad:
-                raise ReplayConfigMismatchError("config does not match the hardware: "
-                                                + "; ".join(bad))
-        self._config = config
+        self._config = config = self._attach(device, config, read_replay_config,
+                                             _check_against)
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
 
