@@ -1,5 +1,5 @@
 """What the GAE, learner and replay drivers share: the checks of their constructor arguments,
-the wait for CTRL.AP_DONE (interrupt or polling), the base of their error-code exceptions and
+the start of a run and the wait for CTRL.AP_DONE (interrupt or polling), the base of their error-code exceptions and
 the ``stacklevel`` of their warnings. Private to :mod:`sw.driver`."""
 
 import math
@@ -102,26 +102,6 @@ def hw_field_mismatches(register_map, regs, want, got):
     return bad
 
 
-def wait_done(device, register_map, timeout, poll, use_interrupt, timeout_error):
-    """Wait up to ``timeout`` seconds (device clock) for CTRL.AP_DONE: for the interrupt
-    (then clear IP_ISR.AP_DONE) or by polling CTRL every ``poll`` seconds. Raises
-    ``timeout_error`` if it does not come."""
-    dev, rm = device, register_map
-    deadline = dev.time() + timeout
-    done = False
-    if use_interrupt:
-        if not dev.wait_interrupt(timeout):
-            raise timeout_error(f"no interrupt within {timeout:g} s")
-        done = bool(rm.CTRL.read().AP_DONE)
-        rm.IP_ISR.AP_DONE = 1                      # toggle-on-write: clear the done event
-    while not done:
-        if rm.CTRL.read().AP_DONE:
-            break
-        if dev.time() >= deadline:
-            raise timeout_error(f"CTRL.AP_DONE not set within {timeout:g} s")
-        dev.sleep(poll)
-
-
 class ControlOf(Mmio):
     """``device.control``, looked up at each access (so a wrapper installed later applies)."""
 
@@ -138,11 +118,14 @@ class ControlOf(Mmio):
 class DriverBase:
     """What the drivers (:class:`~sw.driver.gae.GaeDriver`,
     :class:`~sw.driver.learner.LearnerDriver`, :class:`~sw.driver.replay.ReplayDriver`) have
-    in common: the ``config`` and ``device`` properties and the first checks of their
-    constructor arguments (:meth:`_init_args`)."""
+    in common: the ``config`` and ``device`` properties, the first checks of their
+    constructor arguments (:meth:`_init_args`), the HW_* check (:meth:`_attach`), the start
+    of a run (:meth:`_start`) and the wait for its end (:meth:`_wait_done`)."""
 
     _config = None
     _device = None
+    #: cycles the run in progress is expected to take (the default timeout adds them)
+    _expected_cycles = 0
 
     def _init_args(self, device, config, config_class, timeout, clock_hz, poll_interval):
         """Check ``device`` and ``config`` (returned as an instance of ``config_class`` or
@@ -165,6 +148,44 @@ class DriverBase:
             return hw
         check_against(config, hw)
         return config
+
+    def _start(self):
+        """Arm the interrupt (clear what IP_ISR holds, enable AP_DONE, GIER) or disable it
+        for polling, then write AP_START (AUTO_RESTART off)."""
+        rm = self.register_map
+        if self._use_irq:
+            isr = int(rm.IP_ISR.read())
+            if isr:
+                rm.IP_ISR = isr                    # toggle-on-write: clears what was seen
+            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
+            rm.GIER.ENABLE = 1
+        else:
+            rm.GIER.ENABLE = 0
+        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+
+    def _wait_done(self, timeout, timeout_error):
+        """Wait up to ``timeout`` seconds (device clock; None: the driver's timeout plus the
+        expected cycles at ``clock_hz``) for CTRL.AP_DONE: for the interrupt (then clear
+        IP_ISR.AP_DONE) or by polling CTRL. Raises ``timeout_error`` if it does not come;
+        returns the STATUS fields."""
+        dev, rm = self._device, self.register_map
+        if timeout is None:
+            timeout = self._timeout + self._expected_cycles / self._clock_hz
+        timeout = positive(timeout, "timeout")
+        deadline = dev.time() + timeout
+        done = False
+        if self._use_irq:
+            if not dev.wait_interrupt(timeout):
+                raise timeout_error(f"no interrupt within {timeout:g} s")
+            done = bool(rm.CTRL.read().AP_DONE)
+            rm.IP_ISR.AP_DONE = 1                  # toggle-on-write: clear the done event
+        while not done:
+            if rm.CTRL.read().AP_DONE:
+                break
+            if dev.time() >= deadline:
+                raise timeout_error(f"CTRL.AP_DONE not set within {timeout:g} s")
+            dev.sleep(self._poll)
+        return dict(rm.STATUS.read().fields)
 
     @property
     def config(self):

@@ -79,7 +79,7 @@ from sw.golden.gae import quantize_coefs
 from sw.golden.gae_core import ERRORS, GaeCoreArgs
 
 from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, use_interrupt_arg,
-                     wait_done, warn_level)
+                     warn_level)
 from .common import positive as _positive
 from .mmio import Device
 from .regmap import RegisterMapAccess
@@ -556,15 +556,7 @@ class GaeDriver(DriverBase):
                                "progress")
         for name, word in words.items():
             rm[name] = word
-        if self._use_irq:
-            isr = rm.IP_ISR.read()
-            if int(isr):
-                rm.IP_ISR = int(isr)               # toggle-on-write: clears what was seen
-            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
-            rm.GIER.ENABLE = 1
-        else:
-            rm.GIER.ENABLE = 0
-        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+        self._start()
         self._expected_cycles = GaeCore.run_cycles(self._config, max(1, args.num_timesteps),
                                                    max(1, args.num_trajectories))
 
@@ -588,12 +580,8 @@ class GaeDriver(DriverBase):
         return status
 
     def _wait(self, timeout):
-        dev, rm = self._device, self.register_map
-        if timeout is None:
-            timeout = self._timeout + getattr(self, "_expected_cycles", 0) / self._clock_hz
-        timeout = _positive(timeout, "timeout")
-        wait_done(dev, rm, timeout, self._poll, self._use_irq, GaeTimeoutError)
-        status = dict(rm.STATUS.read().fields)
+        rm = self.register_map
+        status = self._wait_done(timeout, GaeTimeoutError)
         status["CYCLES"] = int(rm.CYCLES)
         self.last_status = status
         if status["ERROR"]:

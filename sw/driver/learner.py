@@ -70,8 +70,7 @@ from rtl_gen.learner.schedule import step_cycles
 from rtl_gen.vivado import vlnv
 
 from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, integer_in,
-                     use_interrupt_arg, wait_done, warn_level)
-from .common import positive as _positive
+                     use_interrupt_arg, warn_level)
 from .gae import StartRefusedWarning
 from .mmio import Device
 from .regmap import RegisterMapAccess
@@ -611,15 +610,7 @@ class LearnerDriver(DriverBase):
         rm = self.register_map
         for name, word in words.items():
             rm[name] = word
-        if self._use_irq:
-            isr = rm.IP_ISR.read()
-            if int(isr):
-                rm.IP_ISR = int(isr)               # toggle-on-write: clears what was seen
-            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
-            rm.GIER.ENABLE = 1
-        else:
-            rm.GIER.ENABLE = 0
-        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+        self._start()
         B = words["BATCH_SIZE"]
         self._expected_cycles = step_cycles(self._config, B) \
             if 1 <= B <= self._config.max_batch else 1
@@ -645,12 +636,8 @@ class LearnerDriver(DriverBase):
         return status
 
     def _wait(self, timeout):
-        dev, rm = self._device, self.register_map
-        if timeout is None:
-            timeout = self._timeout + self._expected_cycles / self._clock_hz
-        timeout = _positive(timeout, "timeout")
-        wait_done(dev, rm, timeout, self._poll, self._use_irq, LearnerTimeoutError)
-        status = dict(rm.STATUS.read().fields)
+        rm = self.register_map
+        status = self._wait_done(timeout, LearnerTimeoutError)
         status["LOSS"] = int(rm.LOSS_LO) | int(rm.LOSS_HI) << 32
         status["CYCLES"] = int(rm.CYCLES)
         self.last_status = status

@@ -39,8 +39,7 @@ from rtl_gen.replay.regs import (REPLAY_ERRORS, ReplayOp, hw_info_values, region
 from rtl_gen.vivado import vlnv
 
 from .gae import StartRefusedWarning
-from .common import (ControlOf, DriverBase, integer_in, use_interrupt_arg, wait_done,
-                     warn_level)
+from .common import ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level
 from .mmio import Device
 from .regmap import RegisterMapAccess
 
@@ -219,22 +218,13 @@ class ReplayDriver(DriverBase):
         rm.UPDATE_SIZE = update_size
         if seed is not None:
             rm.SEED = seed
-        if self._use_irq:
-            isr = int(rm.IP_ISR.read())
-            if isr:
-                rm.IP_ISR = isr
-            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
-            rm.GIER.ENABLE = 1
-        else:
-            rm.GIER.ENABLE = 0
-        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+        self._start()
         expected = ReplayAccelerator.run_cycles(self._config, op, batch, update_size, relaxed)
         return self._wait(self._timeout + expected / self._clock_hz)
 
     def _wait(self, timeout):
-        dev, rm = self._device, self.register_map
-        wait_done(dev, rm, timeout, self._poll, self._use_irq, ReplayTimeoutError)
-        status = dict(rm.STATUS.read().fields)
+        rm = self.register_map
+        status = self._wait_done(timeout, ReplayTimeoutError)
         # TREE_BUSY is live (posted updates still in the tree's pipeline), not a run result.
         status.pop("TREE_BUSY", None)
         status["CYCLES"] = int(rm.CYCLES)
