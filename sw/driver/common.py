@@ -7,6 +7,8 @@ import operator
 import os
 import sys
 
+import numpy as np
+
 from .mmio import Mmio
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -56,6 +58,17 @@ def integer_in(value, name, lo, hi, *, hi_text=None):
     if isinstance(value, bool) or not lo <= n <= hi:
         raise ValueError(text)
     return n
+
+
+def check_finite(a, name):
+    """``a`` (a numpy array) unless it is a float array with NaN or infinite elements."""
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} must be finite: {int(bad.sum())} NaN or infinite "
+                             f"element(s), the first at {first}")
+    return a
 
 
 def check_device(device):

@@ -78,8 +78,8 @@ from sw.gae.quant import GaeQuantizationPipeline
 from sw.golden.gae import quantize_coefs
 from sw.golden.gae_core import ERRORS, GaeCoreArgs
 
-from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, use_interrupt_arg,
-                     warn_level)
+from .common import (CodedError, ControlOf, DriverBase, check_finite, hw_field_mismatches,
+                     use_interrupt_arg, warn_level)
 from .common import positive as _positive
 from .mmio import Device
 from .regmap import RegisterMapAccess
@@ -233,13 +233,7 @@ def _numeric(x, name, *, ndim):
     if a.ndim != ndim:
         shape = "[T, M]" if ndim == 2 else "[M]"
         raise ValueError(f"{name} must be a {shape} array, not shape {a.shape}")
-    if a.dtype.kind == "f":
-        bad = ~np.isfinite(a)
-        if bad.any():
-            first = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"{name} must be finite: {int(bad.sum())} NaN or infinite "
-                             f"element(s), the first at {first}")
-    return a
+    return check_finite(a, name)
 
 
 def _coefficient(value, name):

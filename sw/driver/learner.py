@@ -69,8 +69,8 @@ from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_
 from rtl_gen.learner.schedule import step_cycles
 from rtl_gen.vivado import vlnv
 
-from .common import (CodedError, ControlOf, DriverBase, hw_field_mismatches, integer_in,
-                     use_interrupt_arg, warn_level)
+from .common import (CodedError, ControlOf, DriverBase, check_finite, hw_field_mismatches,
+                     integer_in, use_interrupt_arg, warn_level)
 from .gae import StartRefusedWarning
 from .mmio import Device
 from .regmap import RegisterMapAccess
@@ -218,13 +218,7 @@ def _array(x, name, *, shape, kinds="biuf"):
     want = "[" + ", ".join("B" if s is None else str(s) for s in shape) + "]"
     if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape)):
         raise ValueError(f"{name} must be a {want} array, not shape {a.shape}")
-    if a.dtype.kind == "f":
-        bad = ~np.isfinite(a)
-        if bad.any():
-            first = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"{name} must be finite: {int(bad.sum())} NaN or infinite "
-                             f"element(s), the first at {first}")
-    return a
+    return check_finite(a, name)
 
 
 def _real(value, name, lo, hi=None):
