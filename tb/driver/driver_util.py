@@ -4,7 +4,8 @@ import numpy as np
 
 from sw.driver.mmio import Device, MemoryPort, Mmio
 
-__all__ = ["RecordingMmio", "RecordingMemory", "record", "rollout", "SMALL"]
+__all__ = ["RecordingMmio", "RecordingMemory", "fake_pynq_overlay", "record", "rollout",
+           "SMALL"]
 
 #: The small accelerator of the fast tests and the slow RTL test.
 SMALL = {"n_pe": 4, "max_trajectories": 8, "capacity": 32, "axi_data_width": 64}
@@ -62,3 +63,61 @@ def rollout(rng, T, M, *, p_done=0.05, value_scale=2.0, reward="sparse"):
     values = value_scale * np.cumsum(rng.normal(scale=0.3, size=(T, M)), axis=0) + 1.0
     last_values = values[-1] + rng.normal(scale=0.3, size=M)
     return rewards, values, dones, last_values
+
+
+def fake_pynq_overlay(monkeypatch, dev, instance, module, *, ctrl_base=0xA000_0000,
+                      mem_base=0xA100_0000):
+    """Install a fake ``pynq`` (``MMIO``, ``DefaultIP``, ``Interrupt`` without pins, ``PL``,
+    ``Overlay``) whose overlay holds the accelerator ``instance`` of the shipped ``module``:
+    its ``s_axi_control`` and ``s_axi_mem`` windows are the golden device ``dev``'s ports. The
+    lazily built PYNQ IP classes of :mod:`sw.driver.pynq_device` are reset. Returns
+    ``(ip_dict, vlnv)``."""
+    import sys
+    import types
+
+    from sw.driver import pynq_device as pb
+
+    windows = {ctrl_base: dev.control, mem_base: dev.memory}
+    mod = types.ModuleType("pynq")
+
+    class MMIO:
+        def __init__(self, base_addr, length=4, **kw):
+            self.base_addr, self.length, self.array = base_addr, length, None
+
+        def read(self, offset=0):
+            assert 0 <= offset < self.length
+            t = windows[self.base_addr]
+            if self.base_addr == ctrl_base:
+                return t.read32(offset)
+            return int.from_bytes(t.read(offset, 4), "little")
+
+        def write(self, offset, data):
+            t = windows[self.base_addr]
+            if self.base_addr == ctrl_base:
+                t.write32(offset, data)
+            else:
+                t.write(offset, data if isinstance(data, bytes) else data.to_bytes(4, "little"))
+
+    class DefaultIP:
+        def __init__(self, description):
+            self.mmio = MMIO(description["phys_addr"], description["addr_range"])
+
+    def Interrupt(pin):                                 # noqa: N802 - pynq's name
+        raise ValueError(f"No Pin of name {pin} found")
+
+    vl = f"rlk:accel:{module}:1.0"
+    entry = dict(type=vl, interrupts={})
+    ip_dict = {
+        f"{instance}/s_axi_control": dict(entry, phys_addr=ctrl_base, addr_range=0x1000,
+                                          mem_id="s_axi_control",
+                                          fullpath=f"{instance}/s_axi_control"),
+        f"{instance}/s_axi_mem": dict(entry, phys_addr=mem_base, addr_range=len(dev.image),
+                                      mem_id="s_axi_mem", fullpath=f"{instance}/s_axi_mem"),
+    }
+    mod.MMIO, mod.DefaultIP, mod.Interrupt = MMIO, DefaultIP, Interrupt
+    mod.PL = types.SimpleNamespace(ip_dict=ip_dict)
+    mod.Overlay = lambda bitfile, download=True: types.SimpleNamespace(ip_dict=ip_dict)
+    monkeypatch.setitem(sys.modules, "pynq", mod)
+    for name in ("_REPLAY_IP_CLASS", "_LEARNER_IP_CLASS", "_GAE_IP_CLASS"):
+        monkeypatch.setattr(pb, name, None)
+    return ip_dict, vl

@@ -20,7 +20,7 @@ import pytest
 
 from cocotb_util import load_manifest, run_block
 
-from driver_util import record
+from driver_util import fake_pynq_overlay, record
 
 #: The learner of the fast tests: CartPole DQN 4-64-64-2 on 4 x 4 arrays (the shipped one).
 CARTPOLE = {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
@@ -473,60 +473,13 @@ def test_pynq_learner_ip_runs_the_driver(monkeypatch):
     """LearnerIP (bound to the shipped learners' VLNVs) and PynqDevice(vlnv=LEARNER_VLNV) on a
     fake pynq whose MMIO windows are a golden device: the same results as the driver on a
     golden device of its own."""
-    import sys
-    import types
-
+    from rtl_gen.blocks import SHIPPED
     from sw.driver import LEARNER_VLNV, LEARNER_VLNVS, LearnerDriver
     from sw.driver import pynq_device as pb
 
     drv, dev = make()
-    ctrl_base, mem_base = 0xA000_0000, 0xA100_0000
-    windows = {ctrl_base: dev.control, mem_base: dev.memory}
-    mod = types.ModuleType("pynq")
-
-    class MMIO:
-        def __init__(self, base_addr, length=4, **kw):
-            self.base_addr, self.length, self.array = base_addr, length, None
-
-        def read(self, offset=0):
-            assert 0 <= offset < self.length
-            t = windows[self.base_addr]
-            if self.base_addr == ctrl_base:
-                return t.read32(offset)
-            return int.from_bytes(t.read(offset, 4), "little")
-
-        def write(self, offset, data):
-            t = windows[self.base_addr]
-            if self.base_addr == ctrl_base:
-                t.write32(offset, data)
-            else:
-                t.write(offset, data if isinstance(data, bytes) else data.to_bytes(4, "little"))
-
-    class DefaultIP:
-        def __init__(self, description):
-            self.mmio = MMIO(description["phys_addr"], description["addr_range"])
-
-    def Interrupt(pin):
-        raise ValueError(f"No Pin of name {pin} found")
-
-    from rtl_gen.blocks import SHIPPED
-
     module = next(m for m, block, _ in SHIPPED if block == "learner")
-    vl = f"rlk:accel:{module}:1.0"
-    entry = dict(type=vl, interrupts={})
-    ip_dict = {
-        "learner_0/s_axi_control": dict(entry, phys_addr=ctrl_base, addr_range=0x1000,
-                                        mem_id="s_axi_control",
-                                        fullpath="learner_0/s_axi_control"),
-        "learner_0/s_axi_mem": dict(entry, phys_addr=mem_base, addr_range=len(dev.image),
-                                    mem_id="s_axi_mem", fullpath="learner_0/s_axi_mem"),
-    }
-    mod.MMIO, mod.DefaultIP, mod.Interrupt = MMIO, DefaultIP, Interrupt
-    mod.PL = types.SimpleNamespace(ip_dict=ip_dict)
-    mod.Overlay = lambda bitfile, download=True: types.SimpleNamespace(ip_dict=ip_dict)
-    monkeypatch.setitem(sys.modules, "pynq", mod)
-    monkeypatch.setattr(pb, "_LEARNER_IP_CLASS", None)
-    monkeypatch.setattr(pb, "_GAE_IP_CLASS", None)
+    ip_dict, vl = fake_pynq_overlay(monkeypatch, dev, "learner_0", module)
     LearnerIP = pb.learner_ip_class()
     assert pb.learner_ip_class() is LearnerIP and pb.LearnerIP is LearnerIP
     assert vl in LEARNER_VLNVS and LearnerIP.bindto == list(LEARNER_VLNVS)

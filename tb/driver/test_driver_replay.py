@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from driver_util import fake_pynq_overlay
 
 RTL = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_guard_bits=4,
            target_bits=28, max_batch=64)
@@ -266,9 +267,6 @@ def test_golden_device_session_is_deterministic():
 def test_pynq_replay_ip_runs_the_driver(monkeypatch):
     """ReplayIP (bound to the shipped replay accelerators' VLNVs) and
     PynqDevice(vlnv=REPLAY_VLNV) on a fake pynq whose MMIO windows are a golden device."""
-    import sys
-    import types
-
     from rtl_gen.blocks import SHIPPED
     from rtl_gen.replay import SumTreeConfig
     from sw.driver import REPLAY_VLNV, REPLAY_VLNVS, ReplayDriver
@@ -278,48 +276,7 @@ def test_pynq_replay_ip_runs_the_driver(monkeypatch):
     module, _, params = next(s for s in SHIPPED if s[1] == "replay-accel")
     cfg = SumTreeConfig.from_dict(params)
     dev = ReplayGoldenDevice(cfg)
-    ctrl_base, mem_base = 0xA000_0000, 0xA100_0000
-    windows = {ctrl_base: dev.control, mem_base: dev.memory}
-    mod = types.ModuleType("pynq")
-
-    class MMIO:
-        def __init__(self, base_addr, length=4, **kw):
-            self.base_addr, self.length, self.array = base_addr, length, None
-
-        def read(self, offset=0):
-            t = windows[self.base_addr]
-            if self.base_addr == ctrl_base:
-                return t.read32(offset)
-            return int.from_bytes(t.read(offset, 4), "little")
-
-        def write(self, offset, data):
-            t = windows[self.base_addr]
-            if self.base_addr == ctrl_base:
-                t.write32(offset, data)
-            else:
-                t.write(offset, data if isinstance(data, bytes) else data.to_bytes(4, "little"))
-
-    class DefaultIP:
-        def __init__(self, description):
-            self.mmio = MMIO(description["phys_addr"], description["addr_range"])
-
-    def Interrupt(pin):
-        raise ValueError(f"No Pin of name {pin} found")
-
-    vl = f"rlk:accel:{module}:1.0"
-    entry = dict(type=vl, interrupts={})
-    ip_dict = {
-        "replay_0/s_axi_control": dict(entry, phys_addr=ctrl_base, addr_range=0x1000,
-                                       mem_id="s_axi_control", fullpath="replay_0/s_axi_control"),
-        "replay_0/s_axi_mem": dict(entry, phys_addr=mem_base, addr_range=len(dev.image),
-                                   mem_id="s_axi_mem", fullpath="replay_0/s_axi_mem"),
-    }
-    mod.MMIO, mod.DefaultIP, mod.Interrupt = MMIO, DefaultIP, Interrupt
-    mod.PL = types.SimpleNamespace(ip_dict=ip_dict)
-    mod.Overlay = lambda bitfile, download=True: types.SimpleNamespace(ip_dict=ip_dict)
-    monkeypatch.setitem(sys.modules, "pynq", mod)
-    for name in ("_REPLAY_IP_CLASS", "_LEARNER_IP_CLASS", "_GAE_IP_CLASS"):
-        monkeypatch.setattr(pb, name, None)
+    ip_dict, vl = fake_pynq_overlay(monkeypatch, dev, "replay_0", module)
     ReplayIP = pb.replay_ip_class()
     assert pb.replay_ip_class() is ReplayIP and pb.ReplayIP is ReplayIP
     assert vl in REPLAY_VLNVS and ReplayIP.bindto == list(REPLAY_VLNVS)
