@@ -1,6 +1,6 @@
 """What the GAE, learner and replay drivers share: the checks of their constructor arguments,
-the start of a run and the wait for CTRL.AP_DONE (interrupt or polling), the base of their error-code exceptions and
-the ``stacklevel`` of their warnings. Private to :mod:`sw.driver`."""
+the start of a run and the wait for CTRL.AP_DONE (interrupt or polling), the base of their
+error-code exceptions and the ``stacklevel`` of their warnings. Private to :mod:`sw.driver`."""
 
 import math
 import operator

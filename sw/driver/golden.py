@@ -22,8 +22,8 @@ ports, at register level, with a virtual clock:
 
 The shell (registers, interrupt, memory locking, virtual clock) is
 :class:`~sw.driver.golden_base.ApCtrlGoldenDevice`, shared with the other accelerators' golden
-devices; this module adds the GAE core. Time: every control access costs ``access_cycles`` cycles, a memory access that plus one cycle
-per AXI word; :meth:`GoldenDevice.sleep` and :meth:`GoldenDevice.wait_interrupt` advance the
+devices; this module adds the GAE core. Time: every control access costs ``access_cycles``
+cycles, a memory access that plus one cycle per AXI word; :meth:`GoldenDevice.sleep` and :meth:`GoldenDevice.wait_interrupt` advance the
 clock (an interrupt wait jumps straight to the event), so polling loops and timeouts behave as
 on hardware but take no wall time. Cycle-level details of the CSR block (AP_IDLE one cycle late,
 response latencies) are not modelled; with AUTO_RESTART, AP_DONE is set after every run (the

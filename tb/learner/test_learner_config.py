@@ -255,7 +255,8 @@ def _reference_words(config, name, x):
     return b"".join(w.to_bytes(nb, "little") for w in words)
 
 
-@pytest.mark.parametrize("cfg", [CFG, LearnerConfig(sizes=(3, 9, 2), array=2, max_batch=6, sub_batch=2),
+@pytest.mark.parametrize("cfg", [CFG,
+                                 LearnerConfig(sizes=(3, 9, 2), array=2, max_batch=6, sub_batch=2),
                                  LearnerConfig(sizes=(5, 17, 3), array=8, max_batch=16, sub_batch=8,
                                                loss="mse")],
                          ids=["s4", "s2", "s8-mse"])
