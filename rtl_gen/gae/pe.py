@@ -95,6 +95,7 @@ class GaeProcessingElement(wiring.Component):
 
     def __init__(self, config: GaePeConfig):
         if not isinstance(config, GaePeConfig):
+            self._MustUse__silence = True    # no "created but never used" warning for this
             raise TypeError(f"config must be a GaePeConfig, not {config!r}")
         self._config = config
         cw = config.coef_width

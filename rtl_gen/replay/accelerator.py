@@ -94,6 +94,7 @@ class ReplayAccelerator(wiring.Component):
     def __init__(self, config: SumTreeConfig, *, host_port="axi", regmap=None,
                  control_addr_width=None):
         if not isinstance(config, SumTreeConfig):
+            self._MustUse__silence = True    # no "created but never used" warning for this
             raise TypeError(f"config must be a SumTreeConfig, not {config!r}")
         self._config = config
         self._regmap = check_host_options(replay_register_map(config), host_port, regmap)

@@ -158,15 +158,14 @@ def test_learner_session_through_xrt_device_equals_golden(monkeypatch):
     from test_driver_learner import SIM_CONFIG, compare, session
 
     from rtl_gen.learner.config import LearnerConfig
-    from rtl_gen.learner.kernel import LearnerKernel, LearnerKernelConfig
+    from rtl_gen.learner.layout import mem_addr_bits
     from rtl_gen.learner.regs import learner_register_map
     from sw.driver import LearnerGoldenDevice, XrtDevice
 
     cfg = LearnerConfig.from_dict(SIM_CONFIG)
-    kernel = LearnerKernel(LearnerKernelConfig.from_dict({**SIM_CONFIG,
-                                                          "gmem_data_width": 64}))
     dev = LearnerGoldenDevice(cfg)
-    shell = WindowShell(dev, learner_register_map(cfg), window=kernel.window_bytes, align=8,
+    # the window is the accelerator's whole byte address space (LearnerKernel.window_bytes)
+    shell = WindowShell(dev, learner_register_map(cfg), window=1 << mem_addr_bits(cfg), align=8,
                         word=4)
     monkeypatch.setitem(sys.modules, "pyxrt", fake_pyxrt(shell))
     card = XrtDevice("learner.xclbin", kernel="learner_kernel")
