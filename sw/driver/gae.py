@@ -81,7 +81,7 @@ from sw.golden.gae_core import ERRORS, GaeCoreArgs
 from .common import (CodedError, ControlOf, DriverBase, check_finite, hw_field_mismatches,
                      use_interrupt_arg, warn_level)
 from .common import positive as _positive
-from .mmio import Device
+from .mmio import BusError, Device
 from .regmap import RegisterMapAccess
 
 __all__ = [
@@ -200,12 +200,17 @@ def read_hw_config(mmio) -> GaeCoreConfig:
     Raises
     ------
     GaeConfigMismatchError
-        If neither decodes (not a GAE accelerator, or a different register map version).
+        If neither decodes (not a GAE accelerator, or a different register map version), or
+        if a HW_* address answers with a bus error (a smaller register map: another block).
     """
     seen = []
     for results in ("full", "inplace"):
         _, offsets = _hw_offsets(results)
-        words = [mmio.read32(off) for off in offsets]
+        try:
+            words = [mmio.read32(off) for off in offsets]
+        except BusError as e:
+            raise GaeConfigMismatchError(f"the HW_* registers do not describe a GAE accelerator "
+                                         f"({e}: another accelerator's control port?)") from e
         seen.append(f"{results}: " + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)))
         cfg = _decode_hw(words)
         if cfg is not None and cfg.results == results:

@@ -33,7 +33,7 @@ from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 from .regmap import RegisterMapAccess
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "learner_ip_class",
-           "replay_ip_class", "find_gae_windows"]
+           "replay_ip_class", "find_gae_windows", "ACCELERATOR_VLNVS"]
 
 
 def _import_pynq():
@@ -102,12 +102,20 @@ def _vlnv_matches(vlnv, want):
     return (v, lib) == (wv, wlib) and name.startswith(wname)
 
 
-def find_gae_windows(ip_dict: dict, *, name=None, vlnv=GAE_VLNV):
+#: VLNV prefixes of every accelerator this package drives (GAE, learner, replay): what
+#: :class:`PynqDevice` looks for when no ``vlnv`` is given.
+ACCELERATOR_VLNVS = (GAE_VLNV, LEARNER_VLNV, REPLAY_VLNV)
+
+
+def find_gae_windows(ip_dict: dict, *, name=None, vlnv=None):
     """``(instance, control_entry, memory_entry_or_None)`` of the accelerator in an ``ip_dict``.
 
-    Entries are matched by VLNV (any version), or by ``name`` (the instance, or one of its
+    Entries are matched by VLNV (any version; ``vlnv`` one prefix, a sequence of them, or None
+    for any of :data:`ACCELERATOR_VLNVS`), or by ``name`` (the instance, or one of its
     ``<instance>/<interface>`` keys). Raises ``ValueError`` listing what was found otherwise.
     """
+    wanted = ACCELERATOR_VLNVS if vlnv is None else (vlnv,) if isinstance(vlnv, str) \
+        else tuple(vlnv)
     groups = {}
     for key, entry in ip_dict.items():
         if not isinstance(entry, dict):
@@ -117,13 +125,14 @@ def find_gae_windows(ip_dict: dict, *, name=None, vlnv=GAE_VLNV):
             instance = key
         if name is not None and name not in (key, instance):
             continue
-        if name is None and not _vlnv_matches(entry.get("type"), vlnv):
+        if name is None and not any(_vlnv_matches(entry.get("type"), w) for w in wanted):
             continue
         groups.setdefault(instance, []).append(entry)
     if len(groups) != 1:
-        what = f"named {name!r}" if name is not None else f"with VLNV {vlnv}"
+        what = f"named {name!r}" if name is not None else f"with VLNV {' or '.join(wanted)}"
+        hint = "" if len(groups) < 2 else "; pass name= (or vlnv=) to choose"
         raise ValueError(f"expected one accelerator {what} in the overlay, found "
-                         f"{sorted(groups) or 'none'} (IP: {sorted(ip_dict)})")
+                         f"{sorted(groups) or 'none'}{hint} (IP: {sorted(ip_dict)})")
     instance, entries = next(iter(groups.items()))
     control = memory = None
     for entry in entries:
@@ -161,7 +170,7 @@ class _LoopThread:
 
 
 class PynqDevice(Device):
-    """The GAE accelerator in a PYNQ overlay.
+    """One of our accelerators (GAE, learner or replay) in a PYNQ overlay.
 
     Parameters
     ----------
@@ -171,11 +180,12 @@ class PynqDevice(Device):
     overlay : pynq.Overlay or None
         An overlay already loaded.
     name : str or None
-        The accelerator's instance name in the block design; default: the one IP whose VLNV is
-        ``vlnv``.
-    vlnv : str
-        VLNV to look for (default :data:`~sw.driver.gae.GAE_VLNV`; for a learner
-        :data:`~sw.driver.learner.LEARNER_VLNV`).
+        The accelerator's instance name in the block design; default: the one IP whose VLNV
+        matches ``vlnv``.
+    vlnv : str, sequence of str, or None
+        VLNV prefix(es) to look for (e.g. :data:`~sw.driver.learner.LEARNER_VLNV`); default
+        any of :data:`ACCELERATOR_VLNVS`, so an overlay with one accelerator needs neither
+        ``name`` nor ``vlnv`` (the driver then checks its HW_* registers).
     mem_addr, mem_range : int or None
         Physical base and size of the ``s_axi_mem`` window, if the ``.hwh`` does not list it.
     use_interrupt : bool
@@ -191,7 +201,7 @@ class PynqDevice(Device):
     overlay, instance, ip_entry, mem_entry
     """
 
-    def __init__(self, bitfile=None, *, overlay=None, name=None, vlnv=GAE_VLNV, mem_addr=None,
+    def __init__(self, bitfile=None, *, overlay=None, name=None, vlnv=None, mem_addr=None,
                  mem_range=None, use_interrupt=True, bulk=False, download=True):
         pynq = _import_pynq()
         gae_ip_class()                      # bind our drivers before the overlay is parsed

@@ -31,7 +31,7 @@ from sw.golden.gae_core import GaeCoreArgs, check_args
 
 GAE_VLNV = GAE_VLNVS[0]      # rlk:accel:gae_accel_n8:1.0, as packaged by rtl_gen.vivado
 from sw.driver import pynq_device as pynq_backend
-from sw.driver.pynq_device import PynqMemory, find_gae_windows
+from sw.driver.pynq_device import ACCELERATOR_VLNVS, PynqMemory, find_gae_windows
 
 from driver_util import SMALL, rollout
 from xrt_fake import HostBo, xclBOSyncDirection
@@ -243,6 +243,14 @@ def test_pynq_windows_are_found_or_explained(pynq_env):
         find_gae_windows({"x": {"type": "a:b:c:1.0"}})
     other_version = {"g": {"type": "rlk:accel:gae_accel:2.3", "mem_id": "s_axi_control"}}
     assert find_gae_windows(other_version)[0] == "g"
+    # Without vlnv= any of our accelerators is found; two of them need name= or vlnv=.
+    mixed = dict(other_version, r={"type": "rlk:accel:replay_accel_k16:1.0",
+                                   "mem_id": "s_axi_control"})
+    with pytest.raises(ValueError, match=r"found \['g', 'r'\]; pass name= \(or vlnv=\)"):
+        find_gae_windows(mixed)
+    gae_prefix, _, replay_prefix = ACCELERATOR_VLNVS
+    assert find_gae_windows(mixed, vlnv=replay_prefix)[0] == "r"
+    assert find_gae_windows(mixed, vlnv=(gae_prefix, "x:y:z:1.0"))[0] == "g"
 
 
 def test_pynq_memory_bulk_mode_uses_the_numpy_view():

@@ -382,10 +382,12 @@ def test_not_a_gae_accelerator():
     rm = gae_register_map(GaeCoreConfig())
     with pytest.raises(GaeConfigMismatchError, match="do not describe a GAE accelerator"):
         read_hw_config(ModelMmio(rm))                  # all zeros
-    with pytest.raises(BusError):
-        # A smaller map: the probe would have to read an unmapped address: the bus says no.
-        from rtl_gen.regmap import RegisterMap, Register
+    # A smaller map (another block): the probe reads an unmapped address, the bus says no,
+    # and the driver says what that means.
+    from rtl_gen.regmap import Register, RegisterMap
+    with pytest.raises(GaeConfigMismatchError, match="another accelerator's control port") as e:
         read_hw_config(ModelMmio(RegisterMap("x", [Register.scalar("A")])))
+    assert isinstance(e.value.__cause__, BusError)
 
 
 def test_driver_parameters_are_checked():

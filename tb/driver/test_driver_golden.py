@@ -246,3 +246,26 @@ def test_full_results_mode_is_bit_exact():
         got = unpack_rows(cfg, "rewards", dev.memory.read(
             0, T * -(-M // 5) * word_bytes(cfg, "rewards")), T, M)
         np.testing.assert_array_equal(got, codes["rewards"])
+
+
+def test_each_driver_refuses_the_other_accelerators():
+    """A driver attached to another block's control port says so (ConfigMismatch errors),
+    never a bare bus error or a wrong configuration."""
+    from rtl_gen.learner.config import LearnerConfig
+    from rtl_gen.replay import SumTreeConfig
+    from sw.driver import (GaeConfigMismatchError, GaeDriver, LearnerConfigMismatchError,
+                           LearnerDriver, LearnerGoldenDevice, ReplayConfigMismatchError,
+                           ReplayDriver, ReplayGoldenDevice)
+
+    devices = {"gae": lambda: GoldenDevice(GaeCoreConfig()),
+               "replay": lambda: ReplayGoldenDevice(SumTreeConfig()),
+               "learner": lambda: LearnerGoldenDevice(LearnerConfig(sizes=(4, 8, 2), array=4))}
+    drivers = {"gae": (GaeDriver, GaeConfigMismatchError, "GAE accelerator"),
+               "replay": (ReplayDriver, ReplayConfigMismatchError, "replay accelerator"),
+               "learner": (LearnerDriver, LearnerConfigMismatchError, "learner")}
+    for block, (drv, err, what) in drivers.items():
+        drv(devices[block]())
+        for other, make in devices.items():
+            if other != block:
+                with pytest.raises(err, match=f"do not describe a {what}"):
+                    drv(make())
