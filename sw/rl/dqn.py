@@ -381,31 +381,13 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
 
 
 def plot_curves(results, path, *, window=20):
-    """Episode return (moving average over ``window`` episodes) against environment steps."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Episode return against environment steps (:func:`sw.rl.plot.plot_returns`), one
+    colour per backend."""
+    from .plot import plot_returns
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    colours = {}
-    for res in results:
-        if not res.episodes:
-            continue
-        steps, rets = np.array(res.episodes).T
-        k = min(window, len(rets))
-        smooth = np.convolve(rets, np.ones(k) / k, mode="valid")
-        first = res.name not in colours
-        colours.setdefault(res.name, f"C{len(colours)}")
-        ax.plot(steps[k - 1:], smooth, color=colours[res.name], lw=1.2,
-                label=res.name if first else None)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"episode return ({window}-episode mean)")
-    ax.set_title(f"DQN + prioritized replay on {results[0].config['env_id']}")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    env = results[0].config["env_id"]
+    plot_returns(results, path, title=f"DQN + prioritized replay on {env}", window=window,
+                 legend="upper left")
 
 
 def main(argv=None):
@@ -436,13 +418,9 @@ def main(argv=None):
                 print(f"  accelerator cycles per gradient step: {c:,.0f} (learner "
                       f"{res.learner_cycles / res.grad_steps:,.0f}), i.e. "
                       f"{300e6 / c:,.0f} gradient steps/s at 300 MHz without host time")
-    for name, f in finals.items():
-        print(f"{name}: final return {np.mean(f):.1f} +- {np.std(f):.1f} over {len(f)} seeds")
-    if args.plot:
-        from pathlib import Path
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        plot_curves(results, args.plot)
-        print(f"wrote {args.plot}")
+    from .plot import report
+
+    report(finals, results, args.plot, plot_curves)
     return 0
 
 

@@ -277,33 +277,13 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
 
 
 def plot_curves(results, path, *, window=20):
-    """Episode return against environment steps, one line per result (moving average over
-    ``window`` episodes), one colour per backend name."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Episode return against environment steps (:func:`sw.rl.plot.plot_returns`), one
+    colour per backend."""
+    from .plot import plot_returns
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    colours = {}
-    for res in results:
-        if not res.episodes:
-            continue
-        steps, rets = np.array(res.episodes).T
-        k = min(window, len(rets))
-        smooth = np.convolve(rets, np.ones(k) / k, mode="valid")
-        first = res.name not in colours
-        colours.setdefault(res.name, f"C{len(colours)}")
-        ax.plot(steps[k - 1:], smooth, color=colours[res.name], alpha=0.8, lw=1.2,
-                label=res.name if first else None)
-    first = results[0].config
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"episode return ({window}-episode mean)")
-    ax.set_title(f"PPO on {first['env_id']}: GAE on the accelerator vs the CPU")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    env = results[0].config["env_id"]
+    plot_returns(results, path, title=f"PPO on {env}: GAE on the accelerator vs the CPU",
+                 window=window, legend="lower right")
 
 
 def main(argv=None):
@@ -341,16 +321,9 @@ def main(argv=None):
                   f"{res.mean_return():.1f} after {cfg.iterations * cfg.num_envs * cfg.num_steps}"
                   f" steps, {len(res.episodes)} episodes, {res.total_seconds:.1f} s "
                   f"({res.gae_seconds:.2f} s in GAE){extra}")
-    for name, f in finals.items():
-        print(f"{name}: final return {np.mean(f):.1f} +- {np.std(f):.1f} over {len(f)} seeds")
-    if len(finals) == 2:
-        (a, fa), (b, fb) = finals.items()
-        print(f"ratio of mean final returns {a} / {b}: {np.mean(fa) / np.mean(fb):.2f}")
-    if args.plot:
-        from pathlib import Path
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        plot_curves(results, args.plot)
-        print(f"wrote {args.plot}")
+    from .plot import report
+
+    report(finals, results, args.plot, plot_curves)
     return 0
 
 

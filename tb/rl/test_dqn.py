@@ -42,7 +42,7 @@ def test_one_step_agrees_with_float_torch():
     np.testing.assert_allclose(hw.q(obs), cpu.q(obs), atol=6e-3)
 
 
-def test_short_run_accounts_every_accelerator_run():
+def test_short_run_accounts_every_accelerator_run(tmp_path):
     """1,400 steps, 200 gradient steps: every step is exactly one learner run of
     ``step_cycles`` and (after the first) one fused update + sample run; the target network was
     synchronised in hardware every ``target_period`` steps; the priorities written back moved
@@ -69,6 +69,8 @@ def test_short_run_accounts_every_accelerator_run():
     assert replay.driver.total() < cfg.total_steps * replay.driver.max_priority
     losses = np.array([l for _, l in res.losses])
     assert np.isfinite(losses).all() and losses.max() < 1.0
+    plot_curves([res], tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").stat().st_size > 10_000
 
 
 def test_bad_arguments_are_named():
