@@ -13,8 +13,11 @@ the flat AXI ports of its bus bridges (an :class:`~rtl_gen.axi.lite_csr.AxiLiteC
 * :func:`drive_constants` drives constant read-only registers (``HW_*``) field by field,
 * :func:`host_port_members` and :func:`check_host_options` give an accelerator the option to
   show its memory as a local word port instead of the AXI4 slave ``s_axi_mem``, so that a DMA
-  shell (:class:`~rtl_gen.axi.window_kernel.WindowKernel`) can drive it.
+  shell (:class:`~rtl_gen.axi.window_kernel.WindowKernel`) can drive it; :func:`host_shell`
+  elaborates either.
 """
+
+import types
 
 from amaranth.hdl import ClockDomain, Signal
 from amaranth.lib.wiring import In, Out
@@ -157,3 +160,28 @@ def accelerator_members(csr, mem, host_port, *, data_width, addr_width) -> dict:
     del members["ap_clk"], members["ap_rst_n"]
     members.update(host_port_members(data_width, addr_width))
     return members
+
+
+def host_shell(m, top, csr, mem, host_port, *, core_name, core):
+    """Elaborate an accelerator's shell around ``core`` (added as submodule ``core_name``).
+
+    For ``host_port="axi"``: the ``sync`` domain from ``ap_clk``/``ap_rst_n``, ``csr`` and the
+    AXI4 slave ``mem`` as submodules, their ports passed through; returns ``mem``. For
+    ``"local"``: ``csr`` only (the parent's ``sync`` domain), and the memory port is the
+    top's ``host_*`` ports, returned with ``mem_*`` names (what the slave's side offers) so
+    the caller wires one memory interface either way.
+    """
+    axi = host_port == "axi"
+    if axi:
+        shell_domain(m, top)
+    m.submodules.csr = csr
+    if axi:
+        m.submodules.mem = mem
+    m.submodules[core_name] = core
+    if axi:
+        connect_bridges(m, top, csr, mem)
+        return mem
+    connect_bridges(m, top, csr)
+    return types.SimpleNamespace(
+        mem_addr=top.host_addr, mem_re=top.host_re, mem_we=top.host_we,
+        mem_wdata=top.host_wdata, mem_rdata=top.host_rdata, enable=top.host_enable)

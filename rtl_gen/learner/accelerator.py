@@ -1,14 +1,12 @@
 """The learner as a Vivado/Vitis kernel: core + AXI4-Lite control + AXI4 memory."""
 
-import types
-
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, connect_bridges,
-                         drive_constants, shell_domain)
+from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, drive_constants,
+                         host_shell)
 from .config import LearnerConfig
 from .core import LearnerCore
 from .layout import mem_addr_bits
@@ -98,21 +96,9 @@ class LearnerAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        axi = self._host_port == "axi"
-        if axi:
-            shell_domain(m, self)
         csr = self._csr
-        m.submodules.csr = csr
-        if axi:
-            m.submodules.mem = mem = self._mem
-        m.submodules.core = core = LearnerCore(cfg)
-        if axi:
-            connect_bridges(m, self, csr, mem)
-        else:
-            connect_bridges(m, self, csr)
-            mem = types.SimpleNamespace(
-                mem_addr=self.host_addr, mem_re=self.host_re, mem_we=self.host_we,
-                mem_wdata=self.host_wdata, mem_rdata=self.host_rdata, enable=self.host_enable)
+        core = LearnerCore(cfg)
+        mem = host_shell(m, self, csr, self._mem, self._host_port, core_name="core", core=core)
 
         # Control: ap_ctrl_hs handshake; a start during a step is refused, not queued.
         start_refused, _ = ap_ctrl_hs(m, self, csr, busy=core.busy, ready=core.ready,

@@ -1,15 +1,13 @@
 """Prioritized replay accelerator: the K-ary sum tree behind AXI4-Lite control and AXI4 buffers."""
 
-import types
-
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, connect_bridges,
-                         drive_constants, shell_domain)
+from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, drive_constants,
+                         host_shell)
 from .config import SumTreeConfig
 from .layouts import SumTreeOp
 from .regs import (REGIONS, REPLAY_ERRORS, WORD_BYTES, ReplayOp, field_bits, hw_info_values,
@@ -173,21 +171,9 @@ class ReplayAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        axi = self._host_port == "axi"
-        if axi:
-            shell_domain(m, self)
         csr = self._csr
-        m.submodules.csr = csr
-        if axi:
-            m.submodules.mem = hmem = self._mem
-        m.submodules.tree = tree = SumTree(cfg)
-        if axi:
-            connect_bridges(m, self, csr, hmem)
-        else:
-            connect_bridges(m, self, csr)
-            hmem = types.SimpleNamespace(
-                mem_addr=self.host_addr, mem_re=self.host_re, mem_we=self.host_we,
-                mem_wdata=self.host_wdata, mem_rdata=self.host_rdata, enable=self.host_enable)
+        tree = SumTree(cfg)
+        hmem = host_shell(m, self, csr, self._mem, self._host_port, core_name="tree", core=tree)
 
         rw = region_words(cfg)
         rbits = (rw - 1).bit_length()
