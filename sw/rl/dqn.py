@@ -275,27 +275,22 @@ class CpuReplay:
 
 
 def accelerators(learner_module="learner_cartpole_s4", replay_module="replay_accel_k16", *,
-                 target_period=250):
-    """Golden models of the shipped learner and replay configurations behind their drivers."""
-    from rtl_gen.blocks import SHIPPED
-    from rtl_gen.learner.config import LearnerConfig
-    from rtl_gen.replay.config import SumTreeConfig
-    from sw.driver.golden_learner import LearnerGoldenDevice
-    from sw.driver.golden_replay import ReplayGoldenDevice
+                 target_period=250, learner_device="golden", replay_device="golden"):
+    """The learner and replay accelerators behind their drivers, each on a device spec
+    (:mod:`sw.rl.devices`): ``golden`` (default) is the golden model of the shipped module,
+    ``pynq:BITFILE`` a ZCU106 overlay, ``xrt:XCLBIN`` an Alveo kernel."""
     from sw.driver.learner import LearnerDriver
     from sw.driver.replay import ReplayDriver
 
-    shipped = {name: (block, p) for name, block, p in SHIPPED}
-    for module, block in ((learner_module, "learner"), (replay_module, "replay-accel")):
-        if shipped.get(module, (None,))[0] != block:
-            raise ValueError(f"{module!r} is not a shipped {block} configuration")
-    lcfg = LearnerConfig.from_dict(shipped[learner_module][1])
-    rcfg = SumTreeConfig.from_dict(shipped[replay_module][1])
-    learner = AcceleratorLearner(LearnerDriver(LearnerGoldenDevice(lcfg), lcfg,
-                                               sync_period=target_period, on_range="clip"))
-    learner.name = f"{learner_module} (golden model)"
-    replay = AcceleratorReplay(ReplayDriver(ReplayGoldenDevice(rcfg), rcfg))
-    replay.name = f"{replay_module} (golden model)"
+    from .devices import open_device
+
+    ldev, lcfg, llabel = open_device(learner_device, "learner", learner_module)
+    rdev, rcfg, rlabel = open_device(replay_device, "replay", replay_module)
+    learner = AcceleratorLearner(LearnerDriver(ldev, lcfg, sync_period=target_period,
+                                               on_range="clip"))
+    learner.name = llabel
+    replay = AcceleratorReplay(ReplayDriver(rdev, rcfg))
+    replay.name = rlabel
     return learner, replay
 
 
@@ -393,17 +388,31 @@ def plot_curves(results, path, *, window=20):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m sw.rl.dqn", description=__doc__.split("\n")[0])
     ap.add_argument("--backend", choices=("accel", "cpu", "both"), default="both")
+    ap.add_argument("--learner-device", default="golden",
+                    help="golden (model of learner_cartpole_s4), pynq:BITFILE[:NAME] or "
+                         "xrt:XCLBIN[:KERNEL]")
+    ap.add_argument("--replay-device", default="golden",
+                    help="golden (model of replay_accel_k16), pynq:BITFILE[:NAME] or "
+                         "xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--total-steps", type=int, default=30_000)
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--lr", type=float, default=DQNConfig.lr)
     ap.add_argument("--plot", default=None)
     args = ap.parse_args(argv)
+    from .devices import parse_spec
+    for opt in ("learner_device", "replay_device"):
+        try:
+            parse_spec(getattr(args, opt))
+        except ValueError as e:
+            ap.error(f"--{opt.replace('_', '-')}: {e}")
     results, finals = [], {}
     for backend in (("accel", "cpu") if args.backend == "both" else (args.backend,)):
         for seed in range(args.seeds):
             cfg = DQNConfig(total_steps=args.total_steps, seed=seed, lr=args.lr)
             if backend == "accel":
-                learner, replay = accelerators(target_period=cfg.target_period)
+                learner, replay = accelerators(target_period=cfg.target_period,
+                                               learner_device=args.learner_device,
+                                               replay_device=args.replay_device)
             else:
                 learner, replay = cpu_baseline(target_period=cfg.target_period, seed=seed)
             res = train(cfg, learner, replay)

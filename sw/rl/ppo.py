@@ -29,7 +29,7 @@ import numpy as np
 from sw.golden.gae import gae_reference
 
 __all__ = ["PPOConfig", "TrainResult", "CpuAdvantages", "AcceleratorAdvantages",
-           "golden_accelerator", "train", "plot_curves", "main"]
+           "accelerator", "golden_accelerator", "train", "plot_curves", "main"]
 
 
 @dataclass(frozen=True)
@@ -141,22 +141,32 @@ class AcceleratorAdvantages:
         return adv, ret
 
 
+def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale"):
+    """:class:`AcceleratorAdvantages` on a device spec (:mod:`sw.rl.devices`: ``golden``, the
+    golden model of the shipped ``module``; ``pynq:BITFILE``; ``xrt:XCLBIN``), with the
+    quantization pipeline the configuration read from the device asks for."""
+    from sw.driver import GaeDriver
+    from sw.driver.gae import read_hw_config
+    from sw.gae.quant import GaeQuantizationPipeline
+
+    from .devices import open_device
+
+    dev, cfg, label = open_device(device, "gae", module)
+    cfg = cfg or read_hw_config(dev.control)
+    pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
+                                   reward_norm=reward_norm)
+    return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe), name=label)
+
+
 def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale"):
     """:class:`AcceleratorAdvantages` on the golden model of a shipped GAE configuration."""
     from rtl_gen.blocks import SHIPPED
-    from rtl_gen.gae.config import GaeCoreConfig
-    from sw.driver import GaeDriver, GoldenDevice
-    from sw.gae.quant import GaeQuantizationPipeline
 
-    params = {name: p for name, block, p in SHIPPED if block == "gae-accel"}
-    if module not in params:
-        raise ValueError(f"module must be a shipped GAE accelerator ({', '.join(params)}), "
+    shipped = [name for name, block, _ in SHIPPED if block == "gae-accel"]
+    if module not in shipped:
+        raise ValueError(f"module must be a shipped GAE accelerator ({', '.join(shipped)}), "
                          f"not {module!r}")
-    cfg = GaeCoreConfig.from_dict(params[module])
-    pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
-                                   reward_norm=reward_norm)
-    drv = GaeDriver(GoldenDevice(cfg), cfg, pipeline=pipe)
-    return AcceleratorAdvantages(drv, name=f"{module} (golden model)")
+    return accelerator("golden", module, reward_norm=reward_norm)
 
 
 def _agent(obs_dim, n_actions, hidden):
@@ -288,9 +298,14 @@ def plot_curves(results, path, *, window=20):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m sw.rl.ppo", description=__doc__.split("\n")[0])
-    ap.add_argument("--backend", choices=("golden", "cpu", "both"), default="both",
-                    help="GAE on the golden model of the accelerator, on the CPU, or both")
-    ap.add_argument("--module", default="gae_accel_n8", help="shipped GAE configuration")
+    ap.add_argument("--backend", choices=("golden", "accel", "cpu", "both"), default="both",
+                    help="GAE on the accelerator (golden = accel: on --device), on the CPU, or "
+                         "both")
+    ap.add_argument("--device", default="golden",
+                    help="the GAE accelerator: golden (model of --module), pynq:BITFILE[:NAME] "
+                         "or xrt:XCLBIN[:KERNEL]")
+    ap.add_argument("--module", default="gae_accel_n8",
+                    help="shipped GAE configuration of the golden model")
     ap.add_argument("--env", default="CartPole-v1")
     ap.add_argument("--total-steps", type=int, default=100_000)
     ap.add_argument("--seeds", type=int, default=1,
@@ -300,9 +315,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error("--seeds must be at least 1")
+    from .devices import parse_spec
+    try:
+        parse_spec(args.device)
+    except ValueError as e:
+        ap.error(f"--device: {e}")
     makers = []
-    if args.backend in ("golden", "both"):
-        makers.append(lambda: golden_accelerator(args.module, reward_norm=args.reward_norm))
+    if args.backend in ("golden", "accel", "both"):
+        makers.append(lambda: accelerator(args.device, args.module,
+                                          reward_norm=args.reward_norm))
     if args.backend in ("cpu", "both"):
         makers.append(lambda: CpuAdvantages(args.reward_norm))
     results, finals = [], {}

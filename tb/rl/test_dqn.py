@@ -78,7 +78,7 @@ def test_bad_arguments_are_named():
         DQNConfig(batch=0)
     with pytest.raises(ValueError, match="gamma must be in"):
         DQNConfig(gamma=1.5)
-    with pytest.raises(ValueError, match="is not a shipped learner configuration"):
+    with pytest.raises(ValueError, match="module must be a shipped learner configuration"):
         accelerators(learner_module="replay_accel_k16")
     learner, replay = cpu_baseline(capacity=1000)
     with pytest.raises(ValueError, match="must not exceed the replay capacity"):
