@@ -11,7 +11,8 @@ spec                      device
 ========================  =====================================================================
 
 On hardware the drivers read the configuration from the HW_* registers, so the bitstream may
-hold any configuration of the block; ``golden`` uses the shipped configuration ``module``.
+hold any configuration of the block; ``golden`` uses the shipped configuration ``module``. A
+bitfile is loaded once per process: further specs naming it use the same overlay.
 """
 
 __all__ = ["BLOCKS", "parse_spec", "open_device"]
@@ -21,6 +22,11 @@ __all__ = ["BLOCKS", "parse_spec", "open_device"]
 BLOCKS = {"gae": ("gae-accel", "gae-kernel", "gae_accel"),
           "learner": ("learner", "learner-kernel", "learner"),
           "replay": ("replay-accel", "replay-kernel", "replay_accel")}
+
+
+#: Overlays loaded by :func:`open_device`, by bitfile: two accelerators of one bitstream (the
+#: learner and the replay of one block design) share it instead of programming the PL twice.
+_OVERLAYS = {}
 
 
 def parse_spec(spec: str):
@@ -78,7 +84,9 @@ def open_device(spec: str, block: str, module: str):
         from rtl_gen.vivado import vlnv
 
         from sw.driver import PynqDevice
-        dev = PynqDevice(path, name=name, vlnv=None if name else vlnv(vlnv_name))
+        where = {"overlay": _OVERLAYS[path]} if path in _OVERLAYS else {"bitfile": path}
+        dev = PynqDevice(**where, name=name, vlnv=None if name else vlnv(vlnv_name))
+        _OVERLAYS[path] = dev.overlay
         return dev, None, f"{block} on PYNQ ({dev.instance})"
     from rtl_gen.blocks import SHIPPED
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sw.driver
+import sw.rl.devices
 from rtl_gen.blocks import SHIPPED
 from rtl_gen.gae.config import GaeCoreConfig
 from rtl_gen.learner.config import LearnerConfig
@@ -51,11 +52,14 @@ def _stand_ins(monkeypatch):
                 return dev_cls(cfg_cls.from_dict(SHIPPED_PARAMS[module]))
         raise AssertionError(text)
 
-    def pynq(path, *, name=None, vlnv=None):
-        opened.append(("pynq", path, name, vlnv))
+    def pynq(bitfile=None, *, overlay=None, name=None, vlnv=None):
+        opened.append(("pynq", bitfile or overlay, name, vlnv))
         dev = golden_for(name or vlnv.split(":")[2])
         dev.instance = name or vlnv.split(":")[2] + "_0"
+        dev.overlay = overlay or f"overlay of {bitfile}"
         return dev
+
+    monkeypatch.setattr(sw.rl.devices, "_OVERLAYS", {})
 
     def xrt(path, *, kernel):
         opened.append(("xrt", path, kernel))
@@ -73,6 +77,8 @@ def test_board_specs_open_the_board_backends(monkeypatch):
     assert opened[-1] == ("pynq", "gae.bit", None, "rlk:accel:gae_accel:1.0")
     open_device("pynq:both.bit:replay_accel_1", "replay", "ignored")
     assert opened[-1] == ("pynq", "both.bit", "replay_accel_1", None)
+    open_device("pynq:both.bit:learner_1", "learner", "ignored")      # loaded once
+    assert opened[-1] == ("pynq", "overlay of both.bit", "learner_1", None)
     for block, kernel in (("gae", "gae_kernel_n8"), ("learner", "learner_kernel_s4"),
                           ("replay", "replay_kernel_k16")):
         _, cfg, label = open_device("xrt:a.xclbin", block, "ignored")
