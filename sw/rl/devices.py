@@ -18,10 +18,10 @@ bitfile is loaded once per process: further specs naming it use the same overlay
 __all__ = ["BLOCKS", "parse_spec", "open_device"]
 
 #: What each RL block maps to: the shipped block name of its accelerator and of its kernel,
-#: and the VLNV prefix PYNQ overlays are searched for.
-BLOCKS = {"gae": ("gae-accel", "gae-kernel", "gae_accel"),
-          "learner": ("learner", "learner-kernel", "learner"),
-          "replay": ("replay-accel", "replay-kernel", "replay_accel")}
+#: the VLNV prefix PYNQ overlays are searched for, and its name in messages.
+BLOCKS = {"gae": ("gae-accel", "gae-kernel", "gae_accel", "GAE accelerator"),
+          "learner": ("learner", "learner-kernel", "learner", "learner"),
+          "replay": ("replay-accel", "replay-kernel", "replay_accel", "replay accelerator")}
 
 
 #: Overlays loaded by :func:`open_device`, by bitfile: two accelerators of one bitstream (the
@@ -45,12 +45,12 @@ def parse_spec(spec: str):
     return kind, path, name or None
 
 
-def _shipped(module, block):
+def _shipped(module, block, what):
     from rtl_gen.blocks import SHIPPED
 
     params = {name: p for name, b, p in SHIPPED if b == block}
     if module not in params:
-        raise ValueError(f"module must be a shipped {block} configuration "
+        raise ValueError(f"module must be a shipped {what} configuration "
                          f"({', '.join(params)}), not {module!r}")
     return params[module]
 
@@ -62,10 +62,10 @@ def open_device(spec: str, block: str, module: str):
     configuration from the HW_* registers). ``label`` names it in reports."""
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {', '.join(BLOCKS)}, not {block!r}")
-    accel_block, kernel_block, vlnv_name = BLOCKS[block]
+    accel_block, kernel_block, vlnv_name, what = BLOCKS[block]
     kind, path, name = parse_spec(spec)
     if kind == "golden":
-        params = _shipped(module, accel_block)
+        params = _shipped(module, accel_block, what)
         if block == "gae":
             from rtl_gen.gae.config import GaeCoreConfig
             from sw.driver import GoldenDevice
@@ -92,4 +92,5 @@ def open_device(spec: str, block: str, module: str):
 
     from sw.driver import XrtDevice
     kernel = name or next(m for m, b, _ in SHIPPED if b == kernel_block)
-    return XrtDevice(path, kernel=kernel), None, f"{block} on XRT ({kernel})"
+    # The block is known here: a kernel of any name is opened as this block's kernel.
+    return XrtDevice(path, kernel=kernel, block=kernel_block), None, f"{block} on XRT ({kernel})"

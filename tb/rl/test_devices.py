@@ -61,9 +61,9 @@ def _stand_ins(monkeypatch):
 
     monkeypatch.setattr(sw.rl.devices, "_OVERLAYS", {})
 
-    def xrt(path, *, kernel):
-        opened.append(("xrt", path, kernel))
-        return golden_for(kernel)
+    def xrt(path, *, kernel, block):
+        opened.append(("xrt", path, kernel, block))
+        return golden_for(block)
 
     monkeypatch.setattr(sw.driver, "PynqDevice", pynq)
     monkeypatch.setattr(sw.driver, "XrtDevice", xrt)
@@ -82,8 +82,11 @@ def test_board_specs_open_the_board_backends(monkeypatch):
     for block, kernel in (("gae", "gae_kernel_n8"), ("learner", "learner_kernel_s4"),
                           ("replay", "replay_kernel_k16")):
         _, cfg, label = open_device("xrt:a.xclbin", block, "ignored")
-        assert opened[-1] == ("xrt", "a.xclbin", kernel) and cfg is None
+        assert opened[-1] == ("xrt", "a.xclbin", kernel, f"{block}-kernel") and cfg is None
         assert label == f"{block} on XRT ({kernel})"
+    # A kernel of another name is still opened as the block's kernel.
+    open_device("xrt:a.xclbin:my_learner", "learner", "ignored")
+    assert opened[-1] == ("xrt", "a.xclbin", "my_learner", "learner-kernel")
 
 
 def test_ppo_and_dqn_run_on_board_specs(monkeypatch):
