@@ -22,7 +22,8 @@ from .dma import AxiDma
 from .shell import connect_bridges, drive_constants, shell_domain, shell_members
 
 __all__ = ["WindowKernel", "window_kernel_register_map", "check_dma_params", "DMA_FLAGS",
-           "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS"]
+           "DMA_PARAMS", "without_dma_params", "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH",
+           "GMEM_WIDTHS"]
 
 #: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
 GMEM = "m_axi_gmem"
@@ -40,6 +41,19 @@ TO_ACCELERATOR, TO_BUFFER = 0, 1
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: The parameters a kernel configuration adds to its accelerator's (GAE, replay, learner).
+DMA_PARAMS = ("gmem_data_width", "max_burst", "max_outstanding")
+
+
+def without_dma_params(config, base_cls):
+    """The ``base_cls`` part of a kernel configuration: ``config`` without :data:`DMA_PARAMS`
+    (what the accelerator, its register map and driver use)."""
+    d = config.to_dict()
+    for name in DMA_PARAMS:
+        del d[name]
+    return base_cls.from_dict(d)
 
 
 def check_dma_params(*, gmem_data_width, max_burst, max_outstanding, word_bits):

@@ -18,6 +18,8 @@ from amaranth.lib import wiring
 from ..axi.dma import AxiDma
 from ..axi.lite_csr import AxiLiteCsr
 from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
+from ..axi.window_kernel import (CONTROL_ADDR_WIDTH, GMEM, GMEM_WIDTHS, KERNEL_POINTER,
+                                 without_dma_params)
 from ..regmap import Field, Register, RegisterMap
 from .config import GaeCoreConfig
 from .core import GAE_CORE_ARGS, MAX_RUN_TRAJECTORIES, GaeCore
@@ -25,16 +27,6 @@ from .regs import STATUS_FLAGS, gae_register_map, hw_info_values
 
 __all__ = ["GaeKernelConfig", "GaeKernel", "gae_kernel_register_map", "copy_plan",
            "KERNEL_POINTER", "GMEM"]
-
-#: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
-GMEM = "m_axi_gmem"
-#: The pointer argument: ``MEM_PTR_LO``/``MEM_PTR_HI`` in the register map, ``MEM_PTR`` in
-#: ``kernel.xml``.
-KERNEL_POINTER = "MEM_PTR"
-#: Control-port address width: a 4 KiB window, what Vitis HLS kernels decode.
-CONTROL_ADDR_WIDTH = 12
-
-_GMEM_WIDTHS = (32, 64, 128, 256, 512)
 
 
 def _check_int(name, value, lo, hi):
@@ -66,10 +58,10 @@ class GaeKernelConfig(GaeCoreConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.gmem_data_width not in _GMEM_WIDTHS or isinstance(self.gmem_data_width, bool) \
+        if self.gmem_data_width not in GMEM_WIDTHS or isinstance(self.gmem_data_width, bool) \
                 or self.gmem_data_width < self.axi_data_width:
             raise ValueError(f"gmem_data_width must be one of "
-                             f"{', '.join(map(str, _GMEM_WIDTHS))} and at least axi_data_width "
+                             f"{', '.join(map(str, GMEM_WIDTHS))} and at least axi_data_width "
                              f"({self.axi_data_width}), not {self.gmem_data_width!r}")
         if self.region_bytes % (self.gmem_data_width // 8):
             raise ValueError(f"gmem_data_width must be at most 8 * region_bytes "
@@ -80,10 +72,7 @@ class GaeKernelConfig(GaeCoreConfig):
     @property
     def core(self) -> GaeCoreConfig:
         """The :class:`GaeCoreConfig` part (what the core, its register map and driver use)."""
-        d = self.to_dict()
-        for name in ("gmem_data_width", "max_burst", "max_outstanding"):
-            del d[name]
-        return GaeCoreConfig.from_dict(d)
+        return without_dma_params(self, GaeCoreConfig)
 
     @property
     def pointer_align(self) -> int:

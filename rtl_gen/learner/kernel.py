@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass
 
-from ..axi.window_kernel import CONTROL_ADDR_WIDTH, WindowKernel, check_dma_params
+from ..axi.window_kernel import (CONTROL_ADDR_WIDTH, WindowKernel, check_dma_params,
+                                 without_dma_params)
 from .accelerator import LearnerAccelerator
 from .config import LearnerConfig
 from .regs import learner_register_map
@@ -36,10 +37,7 @@ class LearnerKernelConfig(LearnerConfig):
 
     @property
     def accel(self) -> LearnerConfig:
-        d = self.to_dict()
-        for name in ("gmem_data_width", "max_burst", "max_outstanding"):
-            del d[name]
-        return LearnerConfig.from_dict(d)
+        return without_dma_params(self, LearnerConfig)
 
 
 class LearnerKernel(WindowKernel):

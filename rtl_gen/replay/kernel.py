@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass
 
-from ..axi.window_kernel import CONTROL_ADDR_WIDTH, WindowKernel, check_dma_params
+from ..axi.window_kernel import (CONTROL_ADDR_WIDTH, WindowKernel, check_dma_params,
+                                 without_dma_params)
 from .accelerator import ReplayAccelerator
 from .config import SumTreeConfig
 from .regs import WORD_BYTES, replay_register_map
@@ -36,10 +37,7 @@ class ReplayKernelConfig(SumTreeConfig):
 
     @property
     def accel(self) -> SumTreeConfig:
-        d = self.to_dict()
-        for name in ("gmem_data_width", "max_burst", "max_outstanding"):
-            del d[name]
-        return SumTreeConfig.from_dict(d)
+        return without_dma_params(self, SumTreeConfig)
 
 
 class ReplayKernel(WindowKernel):
