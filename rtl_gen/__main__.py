@@ -14,7 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from .blocks import BLOCKS, SHIPPED, emit
+from sw.registry import BLOCKS, SHIPPED
+
+from .emit import emit, shipped_table
 
 
 def _parse_value(field, text):
@@ -38,7 +40,7 @@ def _block_parser(sub, block):
     p.add_argument("--name", help=f"Verilog module name (default {block.module})")
     p.add_argument("--config", type=Path,
                    help="JSON file of parameters; command-line flags override it")
-    for field in dataclasses.fields(block.config_cls):
+    for field in dataclasses.fields(block.config):
         default = field.default
         if dataclasses.is_dataclass(default):
             default = dataclasses.asdict(default)
@@ -46,21 +48,6 @@ def _block_parser(sub, block):
                        help=f"(default {default!r})")
     p.set_defaults(block=block)
     return p
-
-
-def shipped_table(manifests) -> str:
-    """Markdown table of the shipped configurations (``hdl/shipped.md``, copied into the README
-    by ``scripts/update_readme.py``): module, block, its summary, the parameters given in
-    :data:`~rtl_gen.blocks.SHIPPED` (the others are the block's defaults) and the latency."""
-    rows = ["| module | block | what | parameters (others default) | latency (cycles) |",
-            "|---|---|---|---|---|"]
-    given = {module: params for module, _, params in SHIPPED}
-    for m in manifests:
-        params = ", ".join(f"{k}={v}" for k, v in given[m["module"]].items()) or "defaults"
-        lat = m.get("latency_cycles")
-        rows.append(f"| `{m['module']}` | `{m['block']}` | {m['summary']} | {params} | "
-                    f"{lat if isinstance(lat, int) else '—'} |")
-    return "\n".join(rows) + "\n"
 
 
 def main(argv=None):
@@ -77,7 +64,7 @@ def main(argv=None):
         if args.command == "list":
             for block in BLOCKS.values():
                 print(f"{block.name}: {block.summary}")
-                for f in dataclasses.fields(block.config_cls):
+                for f in dataclasses.fields(block.config):
                     print(f"    --{f.name.replace('_', '-')} (default {f.default!r})")
             return 0
         if args.command == "shipped":
@@ -92,13 +79,14 @@ def main(argv=None):
         params = {}
         if args.config:
             params.update(json.loads(args.config.read_text()))
-        for field in dataclasses.fields(block.config_cls):
+        for field in dataclasses.fields(block.config):
             text = getattr(args, field.name)
             if text is not None:
                 params[field.name] = _parse_value(field, text)
         manifest = emit(block.name, params, args.out, module=args.name)
-        print(f"wrote {args.out / manifest['verilog']} (latency {manifest['latency_cycles']} "
-              f"cycles)")
+        lat = manifest["latency"]
+        print(f"wrote {args.out / manifest['verilog']}"
+              + (f" (latency {lat['cycles']} cycles: {lat['of']})" if lat else ""))
         return 0
     except (ValueError, TypeError, OSError, json.JSONDecodeError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,9 +1,9 @@
 """Vivado and Vitis scripts generated from an accelerator's manifest and register map.
 
 Everything board-facing about a shipped accelerator (``hdl/<module>/``) is derived here from the
-two files :func:`rtl_gen.blocks.emit` writes next to its Verilog: the manifest
+two files :func:`rtl_gen.emit.emit` writes next to its Verilog: the manifest
 ``<module>.json`` (ports, widths, clock and reset) and the register map ``<module>_regs.json``
-(:class:`~rtl_gen.regmap.RegisterMap`). Nothing is typed twice, so the IP metadata cannot
+(:class:`~sw.regmap.RegisterMap`). Nothing is typed twice, so the IP metadata cannot
 drift from the RTL: a register added to the map appears in the packaged IP, and therefore in
 the ``.hwh`` PYNQ reads, at the next ``make vivado-scripts``.
 
@@ -47,7 +47,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .regmap import ACCESS_TYPES, RegisterMap
+from sw.registry import LIBRARY, VENDOR, VERSION, vlnv
+from sw.regmap import ACCESS_TYPES, RegisterMap
 
 __all__ = [
     "VENDOR", "LIBRARY", "VERSION", "vlnv", "bd_instance", "TARGET_FREQ_MHZ", "BOARDS", "Board",
@@ -60,12 +61,6 @@ __all__ = [
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS_DIR = ROOT / "scripts" / "vivado"
 CONSTRAINTS_DIR = ROOT / "constraints"
-
-#: IP-XACT VLNV of every packaged accelerator: ``rlk:accel:<module>:1.0``. The host driver binds
-#: a PYNQ ``DefaultIP`` subclass to it (``bindto = [vlnv("gae_accel_n8")]``).
-VENDOR = "rlk"
-LIBRARY = "accel"
-VERSION = "1.0"
 
 #: Kernel clock target of every flow: PS ``pl_clk0`` on the ZCU106, ``kernel_frequency`` on
 #: Alveo, the ``create_clock`` of ``constraints/accel_ooc.xdc``.
@@ -96,7 +91,7 @@ DMA_GAP = (
     "shell around the kernel, i.e. an m_axi port plus buffer-address arguments in s_axi_control "
     "and a copy engine between device DDR and s_axi_mem. The kernel blocks are the accelerators "
     "inside such a shell: build hdl/gae_kernel_n8, hdl/replay_kernel_k16 or "
-    "hdl/learner_kernel_s4 for Alveo (rtl_gen.axi.window_kernel wraps any accelerator with a "
+    "hdl/learner_kernel_s4 for Alveo (rtl_gen.shell.window wraps any accelerator with a "
     "memory window)."
 )
 
@@ -105,11 +100,6 @@ DMA_GAP = (
 #: (``sp=<cu>.<port>:<bank>``, ``slr=<cu>:<slr>``): DDR[0] sits in SLR0 on both the U200
 #: and the U250 (UG1120), so the compute unit goes next to it.
 ALVEO_MEMORY = {"u200": ("DDR[0]", "SLR0"), "u250": ("DDR[0]", "SLR0")}
-
-
-def vlnv(module: str) -> str:
-    """The packaged IP's VLNV, ``rlk:accel:<module>:1.0``."""
-    return f"{VENDOR}:{LIBRARY}:{module}:{VERSION}"
 
 
 def bd_instance(module: str) -> str:
@@ -561,7 +551,7 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         f"#    ({ctl.window} bytes = 2**{ctl.addr_width}, the register span {rm.span:#x} rounded "
         "up to a power of two;",
         "#    unmapped words inside it answer SLVERR), then every register and field.",
-        "#    Access types of rtl_gen.regmap as IP-XACT field properties:",
+        "#    Access types of sw.regmap as IP-XACT field properties:",
     ]
     for a, (acc_, mwv, ra) in IPXACT_ACCESS.items():
         extra = "".join(f" + {k} {v}" for k, v in (("MODIFIED_WRITE_VALUE", mwv),

@@ -9,7 +9,7 @@ Baselines, each timed on the same rollout (default 64 trajectories x 1024 steps,
 * ``torch``: CleanRL's ``ppo.py`` loop with CPU tensors;
 * ``golden``: this project's bit-exact fixed-point model (for reference, not a baseline).
 
-The accelerator's time is its cycle count for the run, ``GaeCore.run_cycles`` (the tests assert
+The accelerator's time is its cycle count for the run, ``sw.gae.spec.run_cycles`` (the tests assert
 that the RTL takes exactly these cycles), at 300 MHz; it is compute only, with the data already in
 the on-chip stack memory, as in HEPPO's SoC flow. Ratios are baseline time / accelerator time.
 
@@ -26,9 +26,9 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig  # noqa: E402
-from rtl_gen.gae.core import GaeCore  # noqa: E402
-from sw.golden.gae import gae_fixed, quantize_coefs  # noqa: E402
+from sw.gae import spec as gae_spec
+from sw.gae.golden import gae_fixed, quantize_coefs  # noqa: E402
+from sw.gae.spec import GaeCoreConfig, GaePeConfig  # noqa: E402
 
 GAMMA, LAM = 0.99, 0.95
 
@@ -132,7 +132,7 @@ def main(argv=None):
     for name, sec in results.items():
         print(f"{name:34s} {sec * 1e3:10.3f} ms {N * T / sec / 1e6:10.3f}")
 
-    print(f"\nAccelerator at {args.clock_mhz:.0f} MHz (cycles of GaeCore.run_cycles, "
+    print(f"\nAccelerator at {args.clock_mhz:.0f} MHz (cycles of sw.gae.spec.run_cycles, "
           f"k=2 lookahead PEs, data already on chip):")
     header = f"{'PEs':>5s} {'cycles':>9s} {'time':>10s} {'elem/cycle':>11s}"
     header += "".join(f" {'vs ' + name.split(' ')[0]:>12s}" for name in results)
@@ -141,7 +141,7 @@ def main(argv=None):
         if n_pe > N:
             continue
         cfg = GaeCoreConfig(n_pe=n_pe, max_trajectories=N, capacity=T)
-        cycles = GaeCore.run_cycles(cfg, T, N)
+        cycles = gae_spec.run_cycles(cfg, T, N)
         sec = cycles / (args.clock_mhz * 1e6)
         row = f"{n_pe:5d} {cycles:9d} {sec * 1e6:8.2f} us {N * T / cycles:11.3f}"
         row += "".join(f" {base / sec:11.0f}x" for base in results.values())

@@ -18,7 +18,7 @@ so it falls with fewer levels), the larger batches the cost per sample when vect
 Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).
 
 Part 3 projects the replay accelerator (``rtl_gen.replay.accelerator``, K=16 at the same N): its
-exact cycle counts (:meth:`ReplayAccelerator.run_cycles`, asserted against the RTL by
+exact cycle counts (:func:`sw.replay.spec.run_cycles`, asserted against the RTL by
 tb/replay/test_replay_accel.py) at 300 MHz, against the CPU times measured in the same run.
 That is kernel time with the batch already in the on-chip buffers: the driver's register
 accesses and buffer transfers over AXI are not included.
@@ -35,11 +35,10 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from rtl_gen.replay import SumTreeConfig
-from rtl_gen.replay.accelerator import ReplayAccelerator
-from rtl_gen.replay.regs import ReplayOp
-from sw.golden.sumtree import SumTree
 from sw.replay import PrioritizedReplayBuffer
+from sw.replay import spec as replay_spec
+from sw.replay.spec import ReplayOp, SumTreeConfig
+from sw.replay.sumtree import SumTree
 
 FIELDS = {"obs": ((4,), np.float32), "act": ((), np.int64), "rew": ((), np.float32),
           "next_obs": ((4,), np.float32), "done": ((), np.float32)}
@@ -211,7 +210,7 @@ def bench_rtl(capacity, batches, cpu, clock_hz=300e6, fanout=16):
                 ("update+sample relaxed", ReplayOp.UPDATE_SAMPLE,
                  {"update_size": b, "relaxed": True}, None)]
         for label, op, kw, which in rows:
-            cyc = ReplayAccelerator.run_cycles(cfg, op, b, **kw)
+            cyc = replay_spec.run_cycles(cfg, op, b, **kw)
             t = cyc / clock_hz
             cells = []
             for n in names:

@@ -14,7 +14,7 @@ section 3.2.4), each GEMM stage a :class:`~rtl_gen.learner.tensor_unit.TensorUni
 size. DP copies of the pipeline each train on PI = B/DP samples; then the weight update (WU)
 reduces the DP gradient scratchpads and updates the weights.
 
-Cycle model (from the tensor unit's exact formula, :func:`sw.golden.gemm.gemm_cycles`): a
+Cycle model (from the tensor unit's exact formula, :func:`sw.learner.gemm.gemm_cycles`): a
 pipeline item is a micro-batch of m samples (m divides PI). Per item a stage on an R × C array
 runs ``T·max(K, R)`` cycles for its GEMM (T output tiles):
 
@@ -36,11 +36,11 @@ among those with at most ``max(4, r_i·f)`` cells, ``r_i`` being the stage's mul
 per sample over the smallest stage's (CF'22's proportional allocation). The design with the
 smallest ``T_pipeline + T_WU`` that fits ``--usable`` of every budgeted resource wins.
 
-By default only points the generator (:class:`~rtl_gen.learner.config.LearnerConfig` with
+By default only points the generator (:class:`~sw.learner.spec.LearnerConfig` with
 ``stage_arrays``) builds are searched: DP in 1, 2, 4, arrays no larger than m (the block size
 S, the largest array dimension, must divide the sub-batch), WU as generated (S lanes per
 layer); each point carries its generator parameters (:func:`learner_params`) and the
-generated pipeline's exact cycles (:func:`rtl_gen.learner.schedule.step_cycles`), which rank
+generated pipeline's exact cycles (:func:`sw.learner.schedule.step_cycles`), which rank
 the points. The chosen designs are written as JSON for ``python -m rtl_gen learner --config``
 (``--config-dir``). ``--any-point`` searches the unrestricted CF'22 space with the model's
 cycles. The T_pipe and T_WU columns stay the CF'22 model's (the generated WU overlaps WA's last
@@ -85,8 +85,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from rtl_gen.learner.config import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
-from rtl_gen.learner.schedule import step_cycles  # noqa: E402
+from sw.learner.schedule import step_cycles  # noqa: E402
+from sw.learner.spec import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
 
 ESTIMATES = REPO / "scripts" / "learner_tu_estimates.json"
 ESTIMATE_COMMAND = ("python scripts/estimate.py --block tensor-unit --param rows={rows} "
@@ -251,7 +251,7 @@ def critical_path(stages, first_item: dict) -> int:
 def item_cycles(gemm, rows: int, cols: int) -> int:
     """Steady-state cycles of one GEMM on an R × C unit fed back to back: ``T·max(K, R)``.
 
-    This is :func:`sw.golden.gemm.gemm_cycles` without the one-off fill and drain (checked in
+    This is :func:`sw.learner.gemm.gemm_cycles` without the one-off fill and drain (checked in
     ``tb/learner/test_dse_learner.py``)."""
     M, K, N = gemm
     return math.ceil(M / rows) * math.ceil(N / cols) * max(K, rows)
@@ -304,7 +304,7 @@ class Design:
 
     @property
     def cycles(self) -> int:
-        """Cycles per step: the generator's exact :func:`~rtl_gen.learner.schedule.step_cycles`
+        """Cycles per step: the generator's exact :func:`~sw.learner.schedule.step_cycles`
         for a generator design point, else :attr:`model_cycles`."""
         return self.model_cycles if self.exact_cycles is None else self.exact_cycles
 
@@ -322,7 +322,7 @@ def generator_name(stage: Stage) -> str:
 
 
 def learner_params(design: "Design", sizes, *, target=True, axi_data_width=128) -> dict:
-    """Parameters of :class:`~rtl_gen.learner.config.LearnerConfig` that realise a design point
+    """Parameters of :class:`~sw.learner.spec.LearnerConfig` that realise a design point
     of :func:`explore` with ``generator=True``: block size S = the largest array dimension,
     per-stage arrays, sub-batch m, dp pipelines, max_batch = the batch. ``python -m rtl_gen
     learner --config FILE`` takes them as a JSON file."""

@@ -14,7 +14,7 @@ Each Verilog file is synthesized on its own by YoWASP's Yosys (WebAssembly, from
 
 The top module comes from the ``<module>.json`` manifest that ``python -m rtl_gen`` writes next
 to the Verilog (key ``"module"``); without a manifest the file's stem is used. ``--block`` and
-``--param`` elaborate one configuration on the fly through :func:`rtl_gen.blocks.emit`.
+``--param`` elaborate one configuration on the fly through :func:`rtl_gen.emit.emit`.
 
 What the numbers mean (UltraScale+ primitives counted in the flattened netlist):
 
@@ -268,10 +268,10 @@ def design_from_file(path) -> Design:
 
 def parse_params(block_name: str, pairs) -> dict:
     """Block parameters from ``NAME=VALUE`` strings, integers converted as the CLI does."""
-    from rtl_gen.blocks import BLOCKS
+    from sw.registry import BLOCKS
     if block_name not in BLOCKS:
         raise EstimateError(f"--block must be one of {', '.join(BLOCKS)}, not {block_name!r}")
-    fields = {f.name: f for f in dataclasses.fields(BLOCKS[block_name].config_cls)}
+    fields = {f.name: f for f in dataclasses.fields(BLOCKS[block_name].config)}
     params = {}
     for pair in pairs:
         name, sep, text = pair.partition("=")
@@ -289,8 +289,8 @@ def parse_params(block_name: str, pairs) -> dict:
 
 
 def design_from_block(block_name: str, params: dict, out_dir, module: str | None = None):
-    """Elaborate a block configuration with :func:`rtl_gen.blocks.emit` into ``out_dir``."""
-    from rtl_gen.blocks import emit
+    """Elaborate a block configuration with :func:`rtl_gen.emit.emit` into ``out_dir``."""
+    from rtl_gen.emit import emit
     try:
         manifest = emit(block_name, params, out_dir, module=module)
     except (ValueError, TypeError) as e:

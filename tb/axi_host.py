@@ -1,6 +1,6 @@
 """What a host does with an accelerator's AXI ports, inside a cocotb test (one copy for all).
 
-Every accelerator has the shell of :mod:`rtl_gen.axi.shell`: ``ap_clk``, ``ap_rst_n``,
+Every accelerator has the shell of :mod:`rtl_gen.shell.accelerator`: ``ap_clk``, ``ap_rst_n``,
 ``interrupt``, AXI4-Lite ``s_axi_control`` with the ``ap_ctrl_hs`` registers and an AXI4 memory
 port, either a slave ``s_axi_mem`` (the host writes and reads the core's memory) or a master
 ``m_axi_gmem`` (the kernel copies from device memory). :class:`AxiHost` drives the clock and

@@ -1,7 +1,7 @@
 """Helpers shared by the cocotb testbenches: building a block under Verilator, stream drivers.
 
 Build side (runs in pytest): :func:`run_block` emits the Verilog of one block configuration with
-``rtl_gen.blocks.emit`` (the code path that writes ``hdl/``), builds it with Verilator once per
+``rtl_gen.emit.emit`` (the code path that writes ``hdl/``), builds it with Verilator once per
 configuration and runs the cocotb tests of a module against it; :func:`run_component` does the
 same for any Amaranth component built in the test (cached per Verilog text).
 
@@ -50,7 +50,7 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
     """Emit, build (cached per configuration) and run the cocotb tests in ``test_file``."""
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
-    from rtl_gen.blocks import emit
+    from rtl_gen.emit import emit
 
     key = hashlib.sha256(json.dumps([block, params], sort_keys=True).encode()).hexdigest()[:12]
     build_dir = ROOT / "build" / "sim" / f"{block}-{key}"
@@ -101,7 +101,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     from amaranth.back import verilog
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
-    from rtl_gen.blocks import port_table
+    from rtl_gen.emit import port_table
 
     text = verilog.convert(component, name=module, emit_src=False)
     key = hashlib.sha256(json.dumps([text, vlt, manifest], sort_keys=True).encode())

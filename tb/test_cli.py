@@ -13,7 +13,7 @@ def test_emit_with_flags(tmp_path, capsys):
     assert main(["gae-pe", "--k", "3", "--mode", "interleaved", "--out", str(tmp_path)]) == 0
     manifest = json.loads((tmp_path / "gae_pe.json").read_text())
     assert manifest["config"]["k"] == 3 and manifest["config"]["mode"] == "interleaved"
-    assert manifest["latency_cycles"] == 3 + 4
+    assert manifest["latency"]["cycles"] == 3 + 4
     text = (tmp_path / "gae_pe.v").read_text()
     assert "module gae_pe(" in text
     ports = {p["name"]: p for p in manifest["ports"]}

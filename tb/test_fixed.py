@@ -8,7 +8,8 @@ from amaranth.sim import Simulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtl_gen.fixed import ROUNDING_MODES, FixedFormat, pack, rshift_round, saturate, unpack
+from sw.fixed import ROUNDING_MODES, FixedFormat
+from rtl_gen.fixed import pack, rshift_round, saturate, unpack
 
 
 def comb_eval(m, inp, outs, values):

@@ -1,6 +1,5 @@
-"""GAE (Generalized Advantage Estimation) blocks, after HEPPO."""
-from .config import GAE_MODES, GaePeConfig
+"""GAE gateware (HEPPO): the processing element, the accelerator core and its top levels; the
+specification is :mod:`sw.gae.spec`."""
 from .pe import GaeProcessingElement, gae_input_layout, gae_output_layout
 
-__all__ = ["GAE_MODES", "GaePeConfig", "GaeProcessingElement",
-           "gae_input_layout", "gae_output_layout"]
+__all__ = ["GaeProcessingElement", "gae_input_layout", "gae_output_layout"]

@@ -3,12 +3,18 @@
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from ..axi.lite_csr import AxiLiteCsr
-from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
-from .config import GaeCoreConfig
-from .core import GAE_CORE_ARGS, GaeCore
-from .regs import STATUS_FLAGS, gae_register_map, hw_info_values
+from sw.gae.spec import GAE_CORE_ARGS, STATUS_FLAGS, GaeCoreConfig, gae_register_map, hw_info_values
+
+from ..shell.accelerator import (
+    ap_ctrl_hs,
+    connect_bridges,
+    drive_constants,
+    shell_domain,
+    shell_members,
+)
+from ..shell.lite_csr import AxiLiteCsr
+from ..shell.mm_slave import AxiMemorySlave
+from .core import GaeCore
 
 __all__ = ["GaeAccelerator"]
 
@@ -17,7 +23,7 @@ class GaeAccelerator(wiring.Component):
     """GAE accelerator with the ports a Vivado block design or a Vitis/XRT kernel expects.
 
     Ports: ``ap_clk``, ``ap_rst_n`` (active-low synchronous reset), ``s_axi_control_*``
-    (AXI4-Lite, the registers of :func:`~rtl_gen.gae.regs.gae_register_map` in the Vitis HLS
+    (AXI4-Lite, the registers of :func:`~sw.gae.spec.gae_register_map` in the Vitis HLS
     ``ap_ctrl_hs`` layout), ``s_axi_mem_*`` (AXI4, the stack memory regions of
     :mod:`sw.gae.layout`, locked with SLVERR while a run is in progress) and ``interrupt``.
 

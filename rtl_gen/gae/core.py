@@ -4,33 +4,12 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.gae.spec import GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, GaeCoreConfig
+
 from ..fixed import rshift_round, saturate
-from .config import GaeCoreConfig
 from .pe import GaeProcessingElement, _select
 
-__all__ = ["GaeCore", "GAE_CORE_ARGS", "GAE_CORE_ERRORS", "MAX_RUN_TRAJECTORIES"]
-
-#: Most trajectories of one run (the group counter's range).
-MAX_RUN_TRAJECTORIES = 4096
-
-#: Error codes (STATUS.ERROR); the numbers are shared with :mod:`sw.golden.gae_core`.
-GAE_CORE_ERRORS = {"ok": 0, "no_timesteps": 1, "no_trajectories": 2, "capacity": 3,
-                   "coefficient": 4}
-
-
-def GAE_CORE_ARGS(config: GaeCoreConfig) -> dict:
-    """Argument ports of the core: name -> (width, signed)."""
-    cw, rw = config.pe.coef_width, config.reg_width
-    args = {
-        "num_timesteps": (32, False), "num_trajectories": (32, False),
-        "gamma": (cw, False), "gamma_lambda": (cw, False),
-        "reward_scale": (rw, True), "reward_offset": (rw, True),
-        "value_scale": (rw, True), "value_offset": (rw, True),
-    }
-    if config.results == "inplace":
-        args.update({"adv_scale": (rw, True), "adv_offset": (rw, True),
-                     "rtg_scale": (rw, True), "rtg_offset": (rw, True)})
-    return args
+__all__ = ["GaeCore"]
 
 
 class GaeCore(wiring.Component):
@@ -39,7 +18,8 @@ class GaeCore(wiring.Component):
     Memories (one simple dual-port BRAM array each, ``config.depth`` words): ``rewards`` and
     ``values`` (``n_pe`` codes per word), ``dones`` (``n_pe`` bits), and with
     ``results="full"`` ``adv`` and ``rtg`` (``n_pe`` data-format words). Word ``t*G + g`` holds
-    time step t of trajectory group g (see :mod:`sw.gae.layout`).
+    time step t of trajectory group g (see :mod:`sw.gae.layout`); cycles of a run:
+    :func:`sw.gae.spec.run_cycles`.
 
     A run, started by ``start`` while idle:
 
@@ -88,21 +68,6 @@ class GaeCore(wiring.Component):
     @property
     def drain(self) -> int:
         return self._config.pe.latency + 2
-
-    @staticmethod
-    def run_cycles(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> int:
-        """Cycles from the edge that samples ``start`` to the edge that raises ``done``.
-
-        Exactly what the RTL takes (asserted by the tests): accept, ``G`` setup cycles, the wait
-        for the coefficient powers when k > 6, one group-start cycle, ``ceil(G/L)*L*(T+1)``
-        reads, ``drain`` cycles.
-        """
-        pe = config.pe
-        G = -(-num_trajectories // config.n_pe)
-        L = pe.k if pe.mode == "interleaved" else 1
-        settle = max(0, pe.k - 6)
-        wait = max(0, settle - G)
-        return 1 + G + 1 + wait + -(-G // L) * L * (num_timesteps + 1) + pe.latency + 2 + 1
 
     def elaborate(self, platform):
         m = Module()

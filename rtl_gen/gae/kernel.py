@@ -10,135 +10,32 @@ back into the buffer and only then signals AP_DONE. This is the *DMA shell contr
 :mod:`sw.driver.xrt_device`.
 """
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Cat, Const, Module, Signal, signed, unsigned
 from amaranth.lib import wiring
 
-from ..axi.dma import AxiDma
-from ..axi.lite_csr import AxiLiteCsr
-from ..axi.shell import ap_ctrl_hs, connect_bridges, drive_constants, shell_domain, shell_members
-from ..axi.window_kernel import (CONTROL_ADDR_WIDTH, GMEM, GMEM_WIDTHS, KERNEL_POINTER,
-                                 without_dma_params)
-from ..regmap import Field, Register, RegisterMap
-from .config import GaeCoreConfig
-from .core import GAE_CORE_ARGS, MAX_RUN_TRAJECTORIES, GaeCore
-from .regs import STATUS_FLAGS, gae_register_map, hw_info_values
+from sw.gae.spec import (
+    GAE_CORE_ARGS,
+    MAX_RUN_TRAJECTORIES,
+    STATUS_FLAGS,
+    GaeKernelConfig,
+    gae_kernel_register_map,
+    hw_info_values,
+)
+from sw.regmap import RegisterMap
+from sw.shell.spec import CONTROL_ADDR_WIDTH, GMEM, KERNEL_POINTER
 
-__all__ = ["GaeKernelConfig", "GaeKernel", "gae_kernel_register_map", "copy_plan",
-           "KERNEL_POINTER", "GMEM"]
+from ..shell.accelerator import (
+    ap_ctrl_hs,
+    connect_bridges,
+    drive_constants,
+    shell_domain,
+    shell_members,
+)
+from ..shell.dma import AxiDma
+from ..shell.lite_csr import AxiLiteCsr
+from .core import GaeCore
 
-
-def _check_int(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
-
-
-@dataclass(frozen=True)
-class GaeKernelConfig(GaeCoreConfig):
-    """Parameters of :class:`GaeKernel`: those of :class:`GaeCoreConfig` and the DMA's.
-
-    Parameters
-    ----------
-    gmem_data_width : int
-        Data width W of ``m_axi_gmem`` in bits: 32, 64, 128, 256 or 512, at least
-        ``axi_data_width`` (the core's memory word D) and at most 8 times the bytes of a memory
-        region. 512 matches the Alveo DDR interfaces. The copy rate is one D-bit word per cycle
-        whatever W is: a wider W only means fewer, fuller beats.
-    max_burst : int
-        Most beats per AXI burst, 1..256 (bursts never cross 4 KiB either).
-    max_outstanding : int
-        Most bursts in flight per direction, 1..32.
-
-    The other parameters are :class:`GaeCoreConfig`'s; :attr:`core` is that part alone.
-    """
-    gmem_data_width: int = 512
-    max_burst: int = 256
-    max_outstanding: int = 4
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.gmem_data_width not in GMEM_WIDTHS or isinstance(self.gmem_data_width, bool) \
-                or self.gmem_data_width < self.axi_data_width:
-            raise ValueError(f"gmem_data_width must be one of "
-                             f"{', '.join(map(str, GMEM_WIDTHS))} and at least axi_data_width "
-                             f"({self.axi_data_width}), not {self.gmem_data_width!r}")
-        if self.region_bytes % (self.gmem_data_width // 8):
-            raise ValueError(f"gmem_data_width must be at most 8 * region_bytes "
-                             f"({8 * self.region_bytes}), not {self.gmem_data_width!r}")
-        _check_int("max_burst", self.max_burst, 1, 256)
-        _check_int("max_outstanding", self.max_outstanding, 1, 32)
-
-    @property
-    def core(self) -> GaeCoreConfig:
-        """The :class:`GaeCoreConfig` part (what the core, its register map and driver use)."""
-        return without_dma_params(self, GaeCoreConfig)
-
-    @property
-    def pointer_align(self) -> int:
-        """Alignment of ``MEM_PTR`` in bytes (``gmem_data_width / 8``)."""
-        return self.gmem_data_width // 8
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GaeKernelConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown GAE kernel parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
-
-
-def gae_kernel_register_map(config: GaeKernelConfig) -> RegisterMap:
-    """:func:`~rtl_gen.gae.regs.gae_register_map` of the core, then the kernel's registers.
-
-    At the GAE map's span (``gae_register_map(config.core).span``), in order: ``MEM_PTR_LO``
-    and ``MEM_PTR_HI`` (the 64-bit buffer address, low word first, as XRT writes a pointer
-    argument; the bits below ``log2(gmem_data_width / 8)`` are not stored and read 0),
-    ``DMA_STATUS`` (error responses during the last run's copies) and ``DMA_CYCLES``.
-    """
-    if not isinstance(config, GaeKernelConfig):
-        raise TypeError(f"config must be a GaeKernelConfig, not {config!r}")
-    base = gae_register_map(config.core)
-    lo = (config.pointer_align - 1).bit_length()
-    extra = [
-        Register("MEM_PTR_LO", None, (
-            Field("MEM_PTR_LO", lo, 32 - lo, "rw",
-                  doc=f"buffer address bits 31:{lo} (bits {lo - 1}:0 read 0: the buffer is "
-                      f"{config.pointer_align}-byte aligned)"),),
-            doc="device address of the memory image (low word)"),
-        Register.scalar("MEM_PTR_HI", 32, "rw", doc="device address of the memory image (high "
-                                                     "word)"),
-        Register("DMA_STATUS", None, (
-            Field("READ_ERROR", 0, 1, "ro", doc="a read of the image was not answered OKAY"),
-            Field("WRITE_ERROR", 1, 1, "ro", doc="a write of the results was not answered "
-                                                 "OKAY")),
-            doc="device-memory errors of the last run's copies (cleared at start)"),
-        Register.scalar("DMA_CYCLES", 32, "ro",
-                        doc="cycles of the last kernel run: copy-in, core run, copy-out"),
-    ]
-    return RegisterMap.with_ap_ctrl_hs("gae_kernel", base.user_registers + tuple(extra),
-                                       doc="HEPPO GAE accelerator as a Vitis kernel (DMA shell)")
-
-
-def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> dict:
-    """The blocks a valid run copies: ``{"in": [...], "out": [...]}`` of ``(region, byte
-    offset in the image, bytes)``, in the order the kernel copies them.
-
-    With ``G = ceil(M / n_pe)``: in, rows ``0..T-1`` of ``rewards`` and ``dones`` and rows
-    ``0..T`` of ``values`` (the bootstrap row); out, rows ``0..T-1`` of the result regions
-    (``rewards`` and ``values`` in place, ``adv`` and ``rtg`` at full precision). Row ``t`` of
-    a region is words ``t*G .. t*G+G-1``, so every block starts at its region's base.
-    """
-    G = -(-num_trajectories // config.n_pe)
-    T = num_timesteps
-
-    def block(name, rows):
-        base = config.regions.index(name) * config.region_bytes
-        return (name, base, rows * config.region_sub_words(name) * config.axi_data_width // 8)
-
-    outs = ("rewards", "values") if config.results == "inplace" else ("adv", "rtg")
-    return {"in": [block("rewards", T * G), block("values", (T + 1) * G),
-                   block("dones", T * G)],
-            "out": [block(name, T * G) for name in outs]}
+__all__ = ["GaeKernel"]
 
 
 class GaeKernel(wiring.Component):
@@ -158,7 +55,7 @@ class GaeKernel(wiring.Component):
         The registers of :func:`gae_kernel_register_map` (ap_ctrl_hs; unmapped addresses of
         the 4 KiB window answer SLVERR).
     m_axi_gmem_* : AXI4 master, 64-bit address, ``gmem_data_width`` data, 1-bit IDs (always 0)
-        Reads the memory image and writes the results (:class:`~rtl_gen.axi.dma.AxiDma`).
+        Reads the memory image and writes the results (:class:`~rtl_gen.shell.dma.AxiDma`).
     interrupt : ``Out(1)``
         ``GIER & |IP_ISR``.
 
@@ -167,12 +64,12 @@ class GaeKernel(wiring.Component):
 
     1. size check (``G = ceil(M / n_pe)`` cycles, fewer if the arguments are invalid): the
        core's argument checks, and ``G``;
-    2. copy-in (arguments valid only): the blocks of :func:`copy_plan` ``["in"]`` from
+    2. copy-in (arguments valid only): the blocks of :func:`~sw.gae.spec.copy_plan` ``["in"]`` from
        ``MEM_PTR + offset`` into the core's memory, one block after the other, one core
        memory word (``axi_data_width`` bits) per cycle;
-    3. the core run (:meth:`GaeCore.run_cycles` cycles; refused at once with STATUS.ERROR set
+    3. the core run (:func:`sw.gae.spec.run_cycles` cycles; refused at once with STATUS.ERROR set
        if the arguments are invalid);
-    4. copy-out (only if STATUS.ERROR = 0): the blocks of :func:`copy_plan` ``["out"]`` back to
+    4. copy-out (only if STATUS.ERROR = 0): the blocks of :func:`~sw.gae.spec.copy_plan` ``["out"]`` back to
        the buffer, completed when the last write response has arrived;
     5. AP_DONE and the interrupt.
 
@@ -185,7 +82,7 @@ class GaeKernel(wiring.Component):
     Cycles (DMA_CYCLES) of a valid run when device memory never stalls and answers with
     latency L (first R beat L cycles after its AR handshake, B L cycles after the last W beat):
     ``G + sum over the 5 blocks of (N_b + L + 5) + run_cycles + 2``, ``N_b`` the block's core
-    words (bytes of :func:`copy_plan` / ``axi_data_width / 8``): :meth:`run_cycles`, asserted
+    words (bytes of :func:`~sw.gae.spec.copy_plan` / ``axi_data_width / 8``): :func:`~sw.gae.spec.kernel_run_cycles`, asserted
     exactly by the fast tier. Copy rate: ``axi_data_width / 8`` bytes per cycle whatever
     ``gmem_data_width`` is (the core's memory port moves one word per cycle). HEPPO's 64 x 1024
     on 8 PEs (``gae_kernel_n8``, cocotbext-axi ``AxiRam``): 49 234 cycles = 8 221 core run
@@ -214,18 +111,6 @@ class GaeKernel(wiring.Component):
     @property
     def regmap(self) -> RegisterMap:
         return self._regmap
-
-    @staticmethod
-    def run_cycles(config: GaeKernelConfig, num_timesteps: int, num_trajectories: int, *,
-                   latency: int) -> int:
-        """DMA_CYCLES of a valid run when device memory never stalls and answers ``latency``
-        cycles after a request (first R beat after its AR handshake, B after the last W beat).
-        """
-        G = -(-num_trajectories // config.n_pe)
-        plan = copy_plan(config, num_timesteps, num_trajectories)
-        words = [n // (config.axi_data_width // 8) for _, _, n in plan["in"] + plan["out"]]
-        return (G + sum(n + latency + 5 for n in words)
-                + GaeCore.run_cycles(config.core, num_timesteps, num_trajectories) + 2)
 
     @property
     def kernel_manifest(self) -> dict:

@@ -4,15 +4,16 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..fixed import rshift_round, saturate
-from .config import GaePeConfig
+from sw.gae.spec import GaePeConfig
+
+from ..fixed import fixed_shape, rshift_round, saturate
 
 __all__ = ["GaeProcessingElement", "gae_input_layout", "gae_output_layout"]
 
 
 def gae_input_layout(config: GaePeConfig) -> data.StructLayout:
     """Input payload: one element of a trajectory, in reverse time order."""
-    d = config.data_format.shape
+    d = fixed_shape(config.data_format)
     return data.StructLayout({
         "reward":     d,
         "value":      d,
@@ -26,7 +27,7 @@ def gae_input_layout(config: GaePeConfig) -> data.StructLayout:
 
 def gae_output_layout(config: GaePeConfig) -> data.StructLayout:
     """Output payload: advantage and reward-to-go of one element, with its tags."""
-    d = config.data_format.shape
+    d = fixed_shape(config.data_format)
     return data.StructLayout({
         "advantage":  d,
         "rtg":        d,
@@ -123,7 +124,7 @@ class GaeProcessingElement(wiring.Component):
         W, Wc, cf, k = cfg.data_width, cfg.coef_width, cfg.coef_frac, cfg.k
         steps = cfg.lookahead_steps
         rnd = cfg.rounding
-        dshape = dfmt.shape
+        dshape = fixed_shape(dfmt)
         prod_shape = signed(W + Wc + 1)
         acc_shape = signed(W + Wc + 2 + k.bit_length())
 

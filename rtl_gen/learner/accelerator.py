@@ -3,14 +3,26 @@
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from ..axi.lite_csr import AxiLiteCsr
-from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, drive_constants,
-                         host_shell)
-from .config import LearnerConfig
+from sw.learner.layout import mem_addr_bits
+from sw.learner.spec import (
+    LEARNER_ARGS,
+    STATUS_FLAGS,
+    SYNC_ARGS,
+    LearnerConfig,
+    hw_info_values,
+    learner_register_map,
+)
+
+from ..shell.accelerator import (
+    accelerator_members,
+    ap_ctrl_hs,
+    check_host_options,
+    drive_constants,
+    host_shell,
+)
+from ..shell.lite_csr import AxiLiteCsr
+from ..shell.mm_slave import AxiMemorySlave
 from .core import LearnerCore
-from .layout import mem_addr_bits
-from .regs import LEARNER_ARGS, STATUS_FLAGS, SYNC_ARGS, hw_info_values, learner_register_map
 
 __all__ = ["LearnerAccelerator"]
 
@@ -19,9 +31,9 @@ class LearnerAccelerator(wiring.Component):
     """MLP learner with the ports a Vivado block design or a Vitis/XRT kernel expects.
 
     Ports: ``ap_clk``, ``ap_rst_n`` (active-low synchronous reset), ``s_axi_control_*``
-    (AXI4-Lite, the registers of :func:`~rtl_gen.learner.regs.learner_register_map` in the Vitis
+    (AXI4-Lite, the registers of :func:`~sw.learner.spec.learner_register_map` in the Vitis
     HLS ``ap_ctrl_hs`` layout), ``s_axi_mem_*`` (AXI4, the memory regions of
-    :mod:`rtl_gen.learner.layout`, locked with SLVERR during a step) and ``interrupt``.
+    :mod:`sw.learner.layout`, locked with SLVERR during a step) and ``interrupt``.
 
     A host writes the weights (once; they stay on chip and are updated in place), per step the
     batch and the arguments (BATCH_SIZE, LR, GAMMA), sets CTRL.AP_START, waits for AP_DONE (or
@@ -31,7 +43,7 @@ class LearnerAccelerator(wiring.Component):
     steps since the last sync, STATUS.TARGET_SYNCED reports the last step's); the host may
     also write ``tw<l>`` itself. A start with a bad batch size completes at once with STATUS.ERROR
     set and memory untouched; AP_START written during a step is dropped and sets
-    STATUS.START_REFUSED. Cycles of a step: :func:`rtl_gen.learner.schedule.step_cycles`
+    STATUS.START_REFUSED. Cycles of a step: :func:`sw.learner.schedule.step_cycles`
     (also in CYCLES).
 
     Parameters
@@ -40,11 +52,12 @@ class LearnerAccelerator(wiring.Component):
     host_port : str
         ``"axi"`` (default): the memory behind ``s_axi_mem``, clocked by ``ap_clk``.
         ``"local"``: no ``s_axi_mem``, ``ap_clk``, ``ap_rst_n``; the core's host port on the
-        local word port of :func:`~rtl_gen.axi.shell.host_port_members` (``axi_data_width``-bit
+        local word port of :func:`~rtl_gen.shell.accelerator.host_port_members`
+        (``axi_data_width``-bit
         words, the same word addresses), in the parent's ``sync`` domain: for a DMA shell
-        (:class:`~rtl_gen.axi.window_kernel.WindowKernel`).
+        (:class:`~rtl_gen.shell.window_kernel.WindowKernel`).
     regmap : RegisterMap or None
-        The control map: :func:`~rtl_gen.learner.regs.learner_register_map` (default) or one
+        The control map: :func:`~sw.learner.spec.learner_register_map` (default) or one
         that adds registers after it (a DMA shell drives them through :attr:`csr`).
     control_addr_width : int or None
         Address bits of ``s_axi_control`` (default the map's minimum).

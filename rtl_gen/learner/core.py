@@ -4,22 +4,14 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.learner.layout import mem_addr_bits, region_bytes, regions, sub_words
+from sw.learner.schedule import stages, wu_overlaps
+from sw.learner.spec import LEARNER_ERRORS, LEARNER_FLAGS, SYNC_BITS, LearnerConfig
+
 from ..fixed import rshift_round, saturate
-from .config import LearnerConfig
-from .layout import mem_addr_bits, region_bytes, regions, sub_words
-from .schedule import stages, step_cycles, wu_overlaps
 from .tensor_unit import TensorUnit
 
-__all__ = ["LearnerCore", "LEARNER_ERRORS", "LEARNER_FLAGS", "SYNC_BITS"]
-
-#: Error codes (``error``): the batch size register is 0 or above ``max_batch``.
-LEARNER_ERRORS = {"ok": 0, "batch_size": 1}
-
-#: Sticky saturation flags, named as the keys of :attr:`sw.golden.mlp.StepResult.overflow`.
-LEARNER_FLAGS = ("fw", "target_fw", "target", "delta", "bw", "wa", "wu")
-
-#: Bits of the target-sync period and step counter (DQN): periods up to 65535 steps.
-SYNC_BITS = 16
+__all__ = ["LearnerCore"]
 
 
 def _or(values):
@@ -129,11 +121,11 @@ def _widen(v, width):
 class LearnerCore(wiring.Component):
     """One SGD step of an MLP on a pipeline of tensor units, without the bus adapters.
 
-    The stages of :func:`rtl_gen.learner.schedule.stages` -- FW of every layer (and of the
+    The stages of :func:`sw.learner.schedule.stages` -- FW of every layer (and of the
     target network for DQN: CF'22's parallel chain, section 3.2.4), LOSS, BW of every layer
     above the first, WA of every weight tensor, WU of every weight tensor -- each with its own
     :class:`~rtl_gen.learner.tensor_unit.TensorUnit` (LOSS and WU are element-wise), work on
-    on-chip buffers in the S × S block layout of :mod:`rtl_gen.learner.layout`. Each GEMM
+    on-chip buffers in the S × S block layout of :mod:`sw.learner.layout`. Each GEMM
     stage's unit is R × C (:meth:`LearnerConfig.stage_array`: S × S unless
     ``config.stage_arrays`` sizes it, R and C powers of two up to S): a tile takes an R- or
     C-lane chunk of a block's row or column, and its results are written into C-lane groups of
@@ -157,7 +149,7 @@ class LearnerCore(wiring.Component):
     updates the weights. The host's view is the same as with one pipeline: sample-indexed
     regions are decoded to the pipeline that holds each sub-batch.
 
-    Arithmetic is that of :func:`sw.golden.mlp.train_step` with ``sub_batch=config.sub_batch``
+    Arithmetic is that of :func:`sw.learner.mlp.train_step` with ``sub_batch=config.sub_batch``
     and ``dp=config.dp`` bit for bit: the tensor units of ``config.tensor_unit(kind)``, ReLU
     masks stored by FW and applied by BW, the WA partial sums of each sub-batch added into an
     ``acc_width`` scratchpad with saturation, the TD target
@@ -167,7 +159,7 @@ class LearnerCore(wiring.Component):
 
     A step, started by ``start`` while idle with ``batch_size`` in 1..``max_batch``:
     ``ready`` pulses, the stages run, ``done`` pulses when every weight tensor is updated, and
-    ``cycles`` then reads :func:`~rtl_gen.learner.schedule.step_cycles`. A bad batch size ends
+    ``cycles`` then reads :func:`~sw.learner.schedule.step_cycles`. A bad batch size ends
     the start at once (``done`` in the next cycle) with ``error`` = 1 and memory untouched. The
     sticky flags (cleared at each start) report saturation per :data:`LEARNER_FLAGS`;
     ``loss_sum`` is ``Σ (Q - y)²`` over the batch (raw, ``2·act_frac`` fraction bits: the
@@ -186,7 +178,7 @@ class LearnerCore(wiring.Component):
     unit (R·C multiply-accumulates per cycle) in tiles of ``max(K, R)`` cycles; an item's
     results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 7`` for WA,
     which reads the scratchpad row, adds and writes it back). LOSS handles one sample and S
-    outputs per cycle, WU S weights per layer per cycle. :mod:`rtl_gen.learner.schedule` gives
+    outputs per cycle, WU S weights per layer per cycle. :mod:`sw.learner.schedule` gives
     every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11980 cycles on
     4 × 4 units, 3527 on 8 × 8 (sub-batches of 8), and 3634 with 8 × 8 units on the
     64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
@@ -198,7 +190,7 @@ class LearnerCore(wiring.Component):
     S multipliers γ·Q (DQN) or S squarers (MSE) in LOSS, S η·G multipliers per layer in WU.
 
     Host port (only while idle, ``host_enable``): word addresses in ``axi_data_width`` units of
-    the map of :mod:`rtl_gen.learner.layout`; read data one cycle after ``host_re``; ``host_we``
+    the map of :mod:`sw.learner.layout`; read data one cycle after ``host_re``; ``host_we``
     are byte enables; writes to result regions and reads or writes past a region's words are
     ignored (reads return 0).
 
@@ -254,12 +246,6 @@ class LearnerCore(wiring.Component):
     @property
     def config(self) -> LearnerConfig:
         return self._config
-
-    @staticmethod
-    def run_cycles(config: LearnerConfig, batch: int) -> int:
-        """``cycles`` after a step of ``batch`` samples
-        (:func:`~rtl_gen.learner.schedule.step_cycles`)."""
-        return step_cycles(config, batch)
 
     # -----------------------------------------------------------------------------------------
     def elaborate(self, platform):

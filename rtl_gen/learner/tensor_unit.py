@@ -5,8 +5,9 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..fixed import rshift_round, saturate
-from .config import TensorUnitConfig
+from sw.learner.numerics import TensorUnitConfig
+
+from ..fixed import fixed_shape, rshift_round, saturate
 
 __all__ = ["TensorUnit", "tu_input_layout", "tu_output_layout", "pack_elements", "unpack_beats"]
 
@@ -115,7 +116,7 @@ class TensorUnit(wiring.Component):
     Accumulating into C: to compute ``C = A·B + C0`` send, before the K data elements, R
     preload elements in which ``a`` is ``2**shift`` times the i-th unit vector and ``b`` is row
     i of C0 (raw, output format; it must fit ``in_width``): cell (i, j) then starts from
-    ``C0[i, j]`` at accumulator scale, exactly (``sw.golden.gemm`` does this for ``c=``).
+    ``C0[i, j]`` at accumulator scale, exactly (``sw.learner.gemm`` does this for ``c=``).
 
     **Dataflow: output-stationary.** A moves right along the rows, B moves down the columns
     (skewed by one cycle per row and column), the sums stay in the cells. The alternative,
@@ -145,7 +146,7 @@ class TensorUnit(wiring.Component):
     Arithmetic: products are exact (2·in_width bits, one register stage), the accumulator
     (``acc_width``, fraction ``a_frac + b_frac``) saturates at every step, and the output is
     ``saturate(rshift_round(acc, shift))`` from :mod:`rtl_gen.fixed`, computed once per column at
-    the array's edge. ``sw.golden.gemm`` reproduces all of it bit for bit.
+    the array's edge. ``sw.learner.gemm`` reproduces all of it bit for bit.
 
     Parameters
     ----------
@@ -177,7 +178,7 @@ class TensorUnit(wiring.Component):
     rounding register, column de-skew) and the R beats follow back to back. A sequence of
     ``T`` tiles of K elements each therefore takes
     ``(K - 1) + (T - 1)·max(K, R) + (R + C + 3) + R`` cycles from the first input transfer to
-    the last output beat inclusive (:func:`sw.golden.gemm.gemm_cycles` gives this for an
+    the last output beat inclusive (:func:`sw.learner.gemm.gemm_cycles` gives this for an
     M × K × N GEMM). Throughput is R·C multiply-accumulates per cycle while K ≥ R.
 
     Back-pressure: ``i.ready`` is low while ``o.valid & ~o.ready``; the whole array then holds
@@ -216,7 +217,7 @@ class TensorUnit(wiring.Component):
         cfg = self._config
         R, C, w = cfg.rows, cfg.cols, cfg.in_width
         acc_fmt, out_fmt = cfg.acc_format, cfg.out_format
-        acc_shape = acc_fmt.shape
+        acc_shape = fixed_shape(acc_fmt)
 
         o_valid = Signal()
         en = Signal()            # the whole array advances
@@ -325,7 +326,7 @@ class TensorUnit(wiring.Component):
                                          drain_ovf[p][j].eq(drain_ovf[p - 1][j])]
 
         # -- column outputs: drain register, rounding, de-skew ------------------------------------
-        out_shape = out_fmt.shape
+        out_shape = fixed_shape(out_fmt)
         out_vals, out_ovfs = [], []
         valid = None
         for j in range(C):

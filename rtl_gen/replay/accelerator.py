@@ -4,31 +4,43 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 
-from ..axi.lite_csr import AxiLiteCsr
-from ..axi.mm_slave import AxiMemorySlave
-from ..axi.shell import (accelerator_members, ap_ctrl_hs, check_host_options, drive_constants,
-                         host_shell)
-from .config import SumTreeConfig
+from sw.replay.spec import (
+    REGIONS,
+    REPLAY_ERRORS,
+    TAIL,
+    WORD_BYTES,
+    ReplayOp,
+    SumTreeConfig,
+    field_bits,
+    hw_info_values,
+    mem_addr_bits,
+    region_bits,
+    region_words,
+    replay_register_map,
+)
+
+from ..shell.accelerator import (
+    accelerator_members,
+    ap_ctrl_hs,
+    check_host_options,
+    drive_constants,
+    host_shell,
+)
+from ..shell.lite_csr import AxiLiteCsr
+from ..shell.mm_slave import AxiMemorySlave
 from .layouts import SumTreeOp
-from .regs import (REGIONS, REPLAY_ERRORS, WORD_BYTES, ReplayOp, field_bits, hw_info_values,
-                   mem_addr_bits, region_bits, region_words, replay_register_map, responds)
 from .sumtree import SumTree
 
 __all__ = ["ReplayAccelerator"]
-
-#: Cycles the engine waits after the last command before it ends a run, so that everything
-#: the host reads after AP_DONE (flags, TOTAL, MAX_PRIORITY, SIZE) includes that command.
-TAIL = 3
-
 
 class ReplayAccelerator(wiring.Component):
     """Prioritized replay with the ports a Vivado block design or a Vitis/XRT kernel expects.
 
     A :class:`~rtl_gen.replay.sumtree.SumTree` (one operation per cycle, latency
-    ``L = 3 * levels + 6``), five batch buffers (:data:`~rtl_gen.replay.regs.REGIONS`, one
+    ``L = 3 * levels + 6``), five batch buffers (:data:`~sw.replay.spec.REGIONS`, one
     memory each, ``region_words`` deep, only their used bits wide) and a batch engine. Ports:
     ``ap_clk``, ``ap_rst_n`` (active-low synchronous reset), ``s_axi_control_*`` (AXI4-Lite,
-    :func:`~rtl_gen.replay.regs.replay_register_map`, ``ap_ctrl_hs``), ``s_axi_mem_*`` (AXI4,
+    :func:`~sw.replay.spec.replay_register_map`, ``ap_ctrl_hs``), ``s_axi_mem_*`` (AXI4,
     64-bit, the buffers; SLVERR while a run is in progress) and ``interrupt``.
 
     A run (OP, BATCH_SIZE, UPDATE_SIZE latched at AP_START): the engine reads one command per
@@ -39,7 +51,7 @@ class ReplayAccelerator(wiring.Component):
     the run does not wait for them to leave the tree, because the tree is sequentially
     consistent: every later operation, of this run or the next, sees them. Hence
 
-    * B samples, inserts or reads: ``B + L + 3`` cycles (:meth:`run_cycles`);
+    * B samples, inserts or reads: ``B + L + 3`` cycles (:func:`sw.replay.spec.run_cycles`);
     * B updates: ``B + 6``;
     * UPDATE_SAMPLE, U updates then B samples: ``U + B + L + 3``; RELAXED (samples first,
       updates after them: the samples see the tree before this run's updates):
@@ -63,11 +75,11 @@ class ReplayAccelerator(wiring.Component):
     host_port : str
         ``"axi"`` (default): the buffers behind ``s_axi_mem``, clocked by ``ap_clk``.
         ``"local"``: no ``s_axi_mem``, ``ap_clk``, ``ap_rst_n``; the buffers on the local word
-        port of :func:`~rtl_gen.axi.shell.host_port_members` (64-bit words, the same word
+        port of :func:`~rtl_gen.shell.accelerator.host_port_members` (64-bit words, the same word
         addresses, ``host_enable = ~busy``), in the parent's ``sync`` domain: for a DMA shell
-        (:class:`~rtl_gen.axi.window_kernel.WindowKernel`).
+        (:class:`~rtl_gen.shell.window_kernel.WindowKernel`).
     regmap : RegisterMap or None
-        The control map: :func:`~rtl_gen.replay.regs.replay_register_map` (default) or one
+        The control map: :func:`~sw.replay.spec.replay_register_map` (default) or one
         that adds registers after it (a DMA shell drives them through :attr:`csr`).
     control_addr_width : int or None
         Address bits of ``s_axi_control`` (default the map's minimum).
@@ -77,9 +89,9 @@ class ReplayAccelerator(wiring.Component):
     ap_clk, ap_rst_n : ``In(1)``
         Clock (rising edge) and synchronous active-low reset.
     s_axi_control_* : AXI4-Lite slave, 32-bit data, ``regmap.min_addr_width`` address bits
-        The registers of :func:`~rtl_gen.replay.regs.replay_register_map`.
+        The registers of :func:`~sw.replay.spec.replay_register_map`.
     s_axi_mem_* : AXI4 slave, 64-bit data, ``mem_addr_bits(config)`` address bits, 1-bit IDs
-        The batch buffers (:mod:`rtl_gen.replay.regs`).
+        The batch buffers (:mod:`sw.replay.spec`).
     interrupt : ``Out(1)``
         ``GIER & |IP_ISR``.
 
@@ -128,45 +140,9 @@ class ReplayAccelerator(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Latency of the tree (``3 * levels + 6``): a response leaves the tree that many
-        cycles after its command entered it."""
-        return 3 * self._config.levels + 6
-
-    @staticmethod
-    def run_cycles(config: SumTreeConfig, op, batch: int = 1, update_size: int = 1,
-                   relaxed: bool = False) -> int:
-        """Cycles of a run with valid arguments on an idle tree, from the edge that samples
-        AP_START to the edge that raises done; the CYCLES register reads one less.
-
-        Exactly what the RTL takes (asserted by the tests). RESET: the clearing sweep of
-        ``level_groups[-1]`` cycles after the command. SEED: 2.
-        """
-        op = ReplayOp(op)
-        L = 3 * config.levels + 6
-        if op == ReplayOp.SEED:
-            return 2
-        if op == ReplayOp.RESET:
-            return max(config.level_groups[-1] + 4, TAIL + 4)
-        if op == ReplayOp.UPDATE:
-            return batch + TAIL + 3
-        if op == ReplayOp.UPDATE_SAMPLE:
-            if relaxed:
-                return max(batch + L + 3, batch + update_size + TAIL + 3)
-            return update_size + batch + L + 3
-        return batch + L + 3
-
-    @staticmethod
-    def response_cycles(config: SumTreeConfig, op, batch: int = 1, update_size: int = 1,
-                        relaxed: bool = False) -> int:
-        """RESPONSE_CYCLES after a run (start to the last output entry written), 0 for runs
-        without output."""
-        op = ReplayOp(op)
-        if not responds(op):
-            return 0
-        L = 3 * config.levels + 6
-        if op == ReplayOp.UPDATE_SAMPLE and not relaxed:
-            return update_size + batch + L + 1
-        return batch + L + 1
+        """Latency of the tree (:attr:`~sw.replay.spec.SumTreeConfig.latency`): a response
+        leaves the tree that many cycles after its command entered it."""
+        return self._config.latency
 
     def elaborate(self, platform):
         m = Module()

@@ -10,7 +10,7 @@ down its pipeline (internal, but shared by the level stages in
 from amaranth.hdl import signed, unsigned
 from amaranth.lib import data, enum
 
-from .config import SumTreeConfig
+from sw.replay.spec import SumTreeConfig
 
 __all__ = ["SumTreeOp", "command_layout", "response_layout", "op_layout", "RESPONDS"]
 

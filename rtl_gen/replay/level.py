@@ -9,7 +9,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .config import SumTreeConfig
+from sw.replay.spec import SumTreeConfig
+
 from .layouts import op_layout
 
 __all__ = ["SumTreeLevel", "prefix_sums", "sweep_width"]

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import PRNG_BITS, XORSHIFT32_SHIFTS, XORSHIFT32_ZERO_SEED
+from sw.replay.spec import PRNG_BITS, XORSHIFT32_SHIFTS, XORSHIFT32_ZERO_SEED
 
 __all__ = ["Xorshift32", "xorshift32_step"]
 
@@ -29,7 +29,7 @@ class Xorshift32(wiring.Component):
     ``word`` is the *next* state, combinationally: the word a sample uses when it raises
     ``step`` in the same cycle (:class:`sw.golden.sumtree.Xorshift32` uses the state after each
     step). A seed of 0 (the fixed point of xorshift) loads
-    :data:`~rtl_gen.replay.config.XORSHIFT32_ZERO_SEED`, which is also the reset state, so reset
+    :data:`~sw.replay.spec.XORSHIFT32_ZERO_SEED`, which is also the reset state, so reset
     equals loading seed 0.
 
     Members

@@ -5,9 +5,10 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from sw.replay.spec import PRNG_BITS, SumTreeConfig
+
 from ..fixed import saturate
-from .config import PRNG_BITS, SumTreeConfig
-from .layouts import (RESPONDS, SumTreeOp, command_layout, op_layout, response_layout)
+from .layouts import RESPONDS, SumTreeOp, command_layout, op_layout, response_layout
 from .level import SumTreeLevel, sweep_width
 from .prng import Xorshift32
 
@@ -30,7 +31,7 @@ def _chunks(value, size):
 class SumTree(wiring.Component):
     """K-ary sum tree with one operation per cycle: samples, updates, inserts and reads.
 
-    The tree of :class:`~rtl_gen.replay.config.SumTreeConfig`: the root in a register, level
+    The tree of :class:`~sw.replay.spec.SumTreeConfig`: the root in a register, level
     ``l`` (1..``levels``) in its own memory (:class:`~rtl_gen.replay.level.SumTreeLevel`) whose
     words are whole groups of ``fanout`` siblings, ``fanout * level_widths[l]`` bits, so one read
     returns all children of a node. Bit-exact with :class:`sw.golden.sumtree.FixedSumTree`.

@@ -3,12 +3,12 @@
 * :mod:`sw.driver.mmio` -- the bus interfaces (:class:`Mmio`, :class:`MemoryPort`,
   :class:`Device`);
 * :mod:`sw.driver.regmap` -- :class:`RegisterMapAccess` (``rm.CTRL.AP_START = 1``) from a
-  :class:`~rtl_gen.regmap.RegisterMap`;
-* :mod:`sw.driver.gae` -- :class:`GaeDriver` (``compute(rewards, values, dones, last_values,
+  :class:`~sw.regmap.RegisterMap`;
+* :mod:`sw.gae.driver` -- :class:`GaeDriver` (``compute(rewards, values, dones, last_values,
   gamma, lam)``);
-* :mod:`sw.driver.replay` -- :class:`ReplayDriver` (``insert``, ``sample``, ``update``,
+* :mod:`sw.replay.driver` -- :class:`ReplayDriver` (``insert``, ``sample``, ``update``,
   ``update_and_sample``, ``read``), :class:`ReplayGoldenDevice` its pure-Python device;
-* :mod:`sw.driver.learner` -- :class:`LearnerDriver` (``load_weights``, ``train_step``,
+* :mod:`sw.learner.driver` -- :class:`LearnerDriver` (``load_weights``, ``train_step``,
   ``read_weights``, ``sync_target``);
 * backends: :class:`GoldenDevice`, :class:`LearnerGoldenDevice` (pure Python),
   :class:`SimDevice` (Verilator + cocotb), :class:`PynqDevice` (ZCU106), :class:`XrtDevice`
@@ -16,22 +16,55 @@
   their backend is instantiated.
 """
 
-from .gae import (GAE_KERNEL_NAME, GAE_VLNV, GAE_VLNVS, DequantOverflowWarning, GaeBatch,
-                  GaeBusyError, GaeConfigMismatchError, GaeDriver, GaeError, GaeOverflowWarning,
-                  GaeTimeoutError, PeOverflowWarning, RequantOverflowWarning,
-                  StartRefusedWarning, read_hw_config)
-from .golden import GoldenDevice
-from .golden_learner import LearnerGoldenDevice
-from .learner import (LEARNER_VLNV, LEARNER_VLNVS, LearnerBatch, LearnerBusyError,
-                      LearnerConfigMismatchError, LearnerDriver, LearnerError,
-                      LearnerOverflowWarning, LearnerRangeWarning, LearnerTimeoutError,
-                      StepDetails, read_learner_config)
+from sw.gae.device import GoldenDevice
+from sw.gae.driver import (
+                           GAE_KERNEL_NAME,
+                           GAE_VLNV,
+                           GAE_VLNVS,
+                           DequantOverflowWarning,
+                           GaeBatch,
+                           GaeBusyError,
+                           GaeConfigMismatchError,
+                           GaeDriver,
+                           GaeError,
+                           GaeOverflowWarning,
+                           GaeTimeoutError,
+                           PeOverflowWarning,
+                           RequantOverflowWarning,
+                           StartRefusedWarning,
+                           read_hw_config,
+)
+from sw.learner.device import LearnerGoldenDevice
+from sw.learner.driver import (
+                           LEARNER_VLNV,
+                           LEARNER_VLNVS,
+                           LearnerBatch,
+                           LearnerBusyError,
+                           LearnerConfigMismatchError,
+                           LearnerDriver,
+                           LearnerError,
+                           LearnerOverflowWarning,
+                           LearnerRangeWarning,
+                           LearnerTimeoutError,
+                           StepDetails,
+                           read_learner_config,
+)
+from sw.replay.device import ReplayGoldenDevice
+from sw.replay.driver import (
+                           REPLAY_VLNV,
+                           REPLAY_VLNVS,
+                           PrioritySaturatedWarning,
+                           ReplayBusyError,
+                           ReplayConfigMismatchError,
+                           ReplayDriver,
+                           ReplayEmptyError,
+                           ReplayError,
+                           ReplayTimeoutError,
+                           read_replay_config,
+)
+
 from .mmio import BusError, Device, MemoryPort, Mmio
 from .pynq_device import PynqDevice, gae_ip_class
-from .golden_replay import ReplayGoldenDevice
-from .replay import (REPLAY_VLNV, REPLAY_VLNVS, PrioritySaturatedWarning, ReplayBusyError,
-                     ReplayConfigMismatchError, ReplayDriver, ReplayEmptyError, ReplayError,
-                     ReplayTimeoutError, read_replay_config)
 from .regmap import RegisterAccessError, RegisterMapAccess, load_register_map
 from .sim import SimDevice
 from .xrt_device import XrtDevice

@@ -11,7 +11,11 @@ import numpy as np
 
 from .mmio import Mmio
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SW_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Where the drivers and their backends live: a warning is attributed to the first caller
+#: outside these folders (user code, or the RL programs of ``sw/rl``).
+_DRIVER_DIRS = tuple(os.path.join(_SW_DIR, d) + os.sep
+                     for d in ("driver", "gae", "replay", "learner", "shell"))
 
 
 class CodedError(RuntimeError):
@@ -28,10 +32,10 @@ class CodedError(RuntimeError):
 
 
 def warn_level():
-    """stacklevel, for a ``warnings.warn`` in the caller, of the first frame outside this
-    package."""
+    """stacklevel, for a ``warnings.warn`` in the caller, of the first frame outside the
+    drivers' folders (:data:`_DRIVER_DIRS`)."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(_DRIVER_DIRS):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -129,8 +133,8 @@ class ControlOf(Mmio):
 
 
 class DriverBase:
-    """What the drivers (:class:`~sw.driver.gae.GaeDriver`,
-    :class:`~sw.driver.learner.LearnerDriver`, :class:`~sw.driver.replay.ReplayDriver`) have
+    """What the drivers (:class:`~sw.gae.driver.GaeDriver`,
+    :class:`~sw.learner.driver.LearnerDriver`, :class:`~sw.replay.driver.ReplayDriver`) have
     in common: the ``config`` and ``device`` properties, the first checks of their
     constructor arguments (:meth:`_init_args`), the HW_* check (:meth:`_attach`), the start
     of a run (:meth:`_start`) and the wait for its end (:meth:`_wait_done`)."""

@@ -1,11 +1,11 @@
 """Register-level model of an ``ap_ctrl_hs`` accelerator, the base of every golden device.
 
-Every accelerator of this project has the same shell (:mod:`rtl_gen.axi.shell`): an
-:class:`~rtl_gen.axi.lite_csr.AxiLiteCsr` on ``s_axi_control`` with the Vitis HLS ``ap_ctrl_hs``
+Every accelerator of this project has the same shell (:mod:`rtl_gen.shell.accelerator`): an
+:class:`~rtl_gen.shell.lite_csr.AxiLiteCsr` on ``s_axi_control`` with the Vitis HLS ``ap_ctrl_hs``
 registers, an AXI4 memory window on ``s_axi_mem`` that answers SLVERR while the core is busy, and
 an ``interrupt`` line. :class:`ApCtrlGoldenDevice` models that shell with a virtual clock:
 
-* ``s_axi_control``: the registers of a :class:`~rtl_gen.regmap.RegisterMap` with their access
+* ``s_axi_control``: the registers of a :class:`~sw.regmap.RegisterMap` with their access
   types (clear-on-read AP_DONE/AP_READY, toggle-on-write IP_ISR, set-by-host AP_START cleared on
   ap_ready unless AUTO_RESTART), ``interrupt`` = ``GIER & |IP_ISR``, constant ``HW_*``
   registers, STATUS.START_REFUSED and CYCLES; unmapped addresses raise

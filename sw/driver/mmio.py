@@ -5,7 +5,7 @@ A driver talks to an accelerator through exactly two things:
 :class:`Mmio`
     32-bit register reads and writes at byte offsets of the control port (``s_axi_control``,
     AXI4-Lite). Every register access of :class:`~sw.driver.regmap.RegisterMapAccess` and
-    :class:`~sw.driver.gae.GaeDriver` goes through :meth:`Mmio.read32` and
+    :class:`~sw.gae.driver.GaeDriver` goes through :meth:`Mmio.read32` and
     :meth:`Mmio.write32`.
 :class:`MemoryPort`
     Byte-block reads and writes at byte offsets of the memory port (``s_axi_mem``, AXI4).
@@ -17,7 +17,7 @@ everywhere.
 
 Backends (each in its own module, all imported lazily by :mod:`sw.driver`):
 
-* :class:`~sw.driver.golden.GoldenDevice` -- a pure-Python model of the GAE accelerator;
+* :class:`~sw.gae.device.GoldenDevice` -- a pure-Python model of the GAE accelerator;
 * :class:`~sw.driver.sim.SimDevice` -- the Verilated RTL through cocotbext-axi, driven from a
   thread (cocotb's ``bridge``/``resume``);
 * :class:`~sw.driver.pynq_device.PynqDevice` -- a Zynq UltraScale+ board (ZCU106) with PYNQ;

@@ -1,7 +1,7 @@
 """Zynq UltraScale+ boards (ZCU106) with PYNQ: the accelerator in a Vivado block design.
 
 Assumed block design (the Vivado flow lives in scripts/vivado/): the packaged accelerator
-(VLNV :data:`~sw.driver.gae.GAE_VLNV`) with ``s_axi_control`` and ``s_axi_mem`` both behind an
+(VLNV :data:`~sw.gae.driver.GAE_VLNV`) with ``s_axi_control`` and ``s_axi_mem`` both behind an
 AXI SmartConnect on a PS master port (M_AXI_HPM0_FPD), ``ap_clk`` from a PL clock, ``ap_rst_n``
 from the matching processor system reset, and ``interrupt`` on an AXI Interrupt Controller
 (or a PS IRQ) for PYNQ's :class:`pynq.Interrupt`. PYNQ's ``.hwh`` parser lists an IP with two
@@ -22,13 +22,13 @@ import threading
 
 import numpy as np
 
-from rtl_gen.gae.regs import gae_register_map
-from rtl_gen.learner.regs import learner_register_map
-from rtl_gen.replay.regs import replay_register_map
+from sw.gae.driver import GAE_VLNV, GAE_VLNVS, GaeDriver, read_hw_config
+from sw.gae.spec import gae_register_map
+from sw.learner.driver import LEARNER_VLNV, LEARNER_VLNVS, LearnerDriver, read_learner_config
+from sw.learner.spec import learner_register_map
+from sw.replay.driver import REPLAY_VLNV, REPLAY_VLNVS, ReplayDriver, read_replay_config
+from sw.replay.spec import replay_register_map
 
-from .gae import GAE_VLNV, GAE_VLNVS, GaeDriver, read_hw_config
-from .learner import LEARNER_VLNV, LEARNER_VLNVS, LearnerDriver, read_learner_config
-from .replay import REPLAY_VLNV, REPLAY_VLNVS, ReplayDriver, read_replay_config
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 from .regmap import RegisterMapAccess
 
@@ -183,7 +183,7 @@ class PynqDevice(Device):
         The accelerator's instance name in the block design; default: the one IP whose VLNV
         matches ``vlnv``.
     vlnv : str, sequence of str, or None
-        VLNV prefix(es) to look for (e.g. :data:`~sw.driver.learner.LEARNER_VLNV`); default
+        VLNV prefix(es) to look for (e.g. :data:`~sw.learner.driver.LEARNER_VLNV`); default
         any of :data:`ACCELERATOR_VLNVS`, so an overlay with one accelerator needs neither
         ``name`` nor ``vlnv`` (the driver then checks its HW_* registers).
     mem_addr, mem_range : int or None
@@ -325,14 +325,14 @@ _GAE_IP_CLASS = None
 
 
 def gae_ip_class():
-    """The ``pynq.DefaultIP`` subclass bound to :data:`~sw.driver.gae.GAE_VLNV` (created,
+    """The ``pynq.DefaultIP`` subclass bound to :data:`~sw.gae.driver.GAE_VLNV` (created,
     and so registered with PYNQ, on the first call; needs ``pynq``).
 
     Instances are what ``overlay.<instance>`` returns for our IP. On the control window they
     offer ``register_map`` (:class:`~sw.driver.regmap.RegisterMapAccess`, replacing PYNQ's
     ``.hwh``-derived one), ``driver(config=None, **kwargs)`` (a
-    :class:`~sw.driver.gae.GaeDriver` on a :class:`PynqDevice` for this overlay) and
-    ``compute(...)`` (its :meth:`~sw.driver.gae.GaeDriver.compute`).
+    :class:`~sw.gae.driver.GaeDriver` on a :class:`PynqDevice` for this overlay) and
+    ``compute(...)`` (its :meth:`~sw.gae.driver.GaeDriver.compute`).
     """
     global _GAE_IP_CLASS
     if _GAE_IP_CLASS is not None:
@@ -352,7 +352,7 @@ def gae_ip_class():
             return self._on_memory_window()
 
         def compute(self, rewards, values, dones, last_values, gamma, lam):
-            """:meth:`GaeDriver.compute <sw.driver.gae.GaeDriver.compute>` on this IP."""
+            """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` on this IP."""
             return self.driver().compute(rewards, values, dones, last_values, gamma, lam)
 
     GaeIP.__module__ = __name__
@@ -365,9 +365,9 @@ _LEARNER_IP_CLASS = None
 
 def learner_ip_class():
     """The ``pynq.DefaultIP`` subclass bound to the shipped learners' VLNVs
-    (:data:`~sw.driver.learner.LEARNER_VLNVS`), as :func:`gae_ip_class` is for the GAE
+    (:data:`~sw.learner.driver.LEARNER_VLNVS`), as :func:`gae_ip_class` is for the GAE
     accelerator: ``register_map``, ``driver(config=None, **kwargs)`` (a
-    :class:`~sw.driver.learner.LearnerDriver` on a :class:`PynqDevice` for this overlay),
+    :class:`~sw.learner.driver.LearnerDriver` on a :class:`PynqDevice` for this overlay),
     ``load_weights``, ``read_weights``, ``train_step`` and ``sync_target`` (the driver's).
     """
     global _LEARNER_IP_CLASS
@@ -424,9 +424,9 @@ _REPLAY_IP_CLASS = None
 
 def replay_ip_class():
     """The ``pynq.DefaultIP`` subclass bound to the shipped replay accelerators' VLNVs
-    (:data:`~sw.driver.replay.REPLAY_VLNVS`), as :func:`learner_ip_class` is for the learner:
+    (:data:`~sw.replay.driver.REPLAY_VLNVS`), as :func:`learner_ip_class` is for the learner:
     ``register_map`` and ``driver(config=None, **kwargs)`` (a
-    :class:`~sw.driver.replay.ReplayDriver` on a :class:`PynqDevice` for this overlay;
+    :class:`~sw.replay.driver.ReplayDriver` on a :class:`PynqDevice` for this overlay;
     ``mem_addr``, ``mem_range``, ``use_interrupt``, ``bulk`` go to the device).
     """
     global _REPLAY_IP_CLASS

@@ -10,13 +10,13 @@
     s = rm.STATUS.read()             # one read, a snapshot: s.ERROR, s.PE_OVERFLOW, int(s)
     int(rm.CTRL), rm.CTRL            # the raw word; a repr listing every field
 
-The map comes from :func:`rtl_gen.gae.regs.gae_register_map` (or any
-:class:`~rtl_gen.regmap.RegisterMap`), its :meth:`~rtl_gen.regmap.RegisterMap.to_dict`, or the
+The map comes from :func:`sw.gae.spec.gae_register_map` (or any
+:class:`~sw.regmap.RegisterMap`), its :meth:`~sw.regmap.RegisterMap.to_dict`, or the
 ``*_regs.json`` written next to the Verilog, so the host never hard-codes an offset.
 
 Every attribute read is one bus read and every attribute write at most one bus read and one bus
 write, in program order; nothing is cached except what the hardware cannot give back (see
-*shadow* below). Access types follow :mod:`rtl_gen.regmap`:
+*shadow* below). Access types follow :mod:`sw.regmap`:
 
 Reading
     A field read reads its whole register. **Reading a register with clear-on-read
@@ -67,7 +67,7 @@ import json
 import operator
 from pathlib import Path
 
-from rtl_gen.regmap import Register, RegisterMap
+from sw.regmap import Register, RegisterMap
 
 from .mmio import Mmio, check_word
 
@@ -279,7 +279,7 @@ class RegisterMapAccess:
     Parameters
     ----------
     regmap : RegisterMap, dict, str or Path
-        The map: a :class:`~rtl_gen.regmap.RegisterMap`, its ``to_dict()``, JSON text or the
+        The map: a :class:`~sw.regmap.RegisterMap`, its ``to_dict()``, JSON text or the
         path of a ``*_regs.json`` file.
     mmio : Mmio
         The control port (anything with ``read32(offset)`` and ``write32(offset, value)``).

@@ -7,12 +7,12 @@ like the accelerator's ``s_axi_mem``. The kernel is therefore
 behind an AXI4 master ``m_axi_gmem`` that copies between device memory and the core's memory.
 
 1. **Control.** ``s_axi_control`` shows the accelerator's registers unchanged
-   (:func:`~rtl_gen.gae.regs.gae_register_map`, ap_ctrl_hs), then, at ``mem_ptr_offset`` --
+   (:func:`~sw.gae.spec.gae_register_map`, ap_ctrl_hs), then, at ``mem_ptr_offset`` --
    by default the accelerator map's span -- the 64-bit buffer address as two words
    ``MEM_PTR_LO``, ``MEM_PTR_HI`` (argument 0 of the kernel's ``kernel.xml``), then
    ``DMA_STATUS`` (bit 0: a read of the buffer, bit 1: a write of the results was answered
    with an AXI error during the last run) and ``DMA_CYCLES`` (cycles of the last run, copies
-   included) (:func:`~rtl_gen.gae.kernel.gae_kernel_register_map`). The address must be a
+   included) (:func:`~sw.gae.spec.gae_kernel_register_map`). The address must be a
    multiple of ``gmem_data_width / 8`` (64 bytes for the shipped kernel; XRT aligns buffers
    to 4 KiB): the lower bits of ``MEM_PTR_LO`` read 0, so :class:`XrtDevice` reads the
    pointer back.
@@ -21,7 +21,7 @@ behind an AXI4 master ``m_axi_gmem`` that copies between device memory and the c
    the pointer (AP_READY) and, if the core will accept them (STATUS.ERROR would be 0), copies
    into the core the rows the run reads -- rows ``0..T-1`` of ``rewards`` and ``dones``,
    rows ``0..T`` of ``values``, i.e. the first ``T*G``, ``(T+1)*G`` and ``T*G`` words of the
-   regions, ``G = ceil(M / n_pe)`` (:func:`~rtl_gen.gae.kernel.copy_plan`) --, runs the
+   regions, ``G = ceil(M / n_pe)`` (:func:`~sw.gae.spec.copy_plan`) --, runs the
    core, and if STATUS.ERROR is 0 copies the result rows ``0..T-1`` back (``rewards`` and
    ``values`` in place, ``adv`` and ``rtg`` at full precision), and only then signals AP_DONE
    (and the interrupt). No other byte of the buffer is read or written; a refused run reads
@@ -48,7 +48,7 @@ Everything the driver does is then identical to the other backends. ``pyxrt`` is
 only when an :class:`XrtDevice` is created.
 
 **Window kernels** (the replay and learner accelerators, ``replay_kernel_k16`` and
-``learner_kernel_s4``: :class:`~rtl_gen.axi.window_kernel.WindowKernel`). Their runs do not
+``learner_kernel_s4``: :class:`~rtl_gen.shell.window.WindowKernel`). Their runs do not
 copy anything; the host commands the copies. ``s_axi_control`` shows the accelerator's
 registers unchanged, then ``MEM_PTR_LO/HI`` and the copy engine's DMA_OFFSET, DMA_BYTES,
 DMA_CTRL (START, DIR), DMA_STATUS (BUSY, DONE, READ_ERROR, WRITE_ERROR, LOCKED, RANGE),
@@ -61,28 +61,28 @@ widened to the copy granularities (DMA_ALIGN: offsets of ``gmem_data_width / 8``
 lengths of one memory word); a widened write first copies the enclosing block out, so the
 bytes around it keep the accelerator's values. A copy answered with READ_ERROR, WRITE_ERROR,
 LOCKED (the accelerator was running: what ``s_axi_mem`` answers with SLVERR) or RANGE raises
-:class:`~sw.driver.mmio.BusError`. The drivers (:class:`~sw.driver.replay.ReplayDriver`,
-:class:`~sw.driver.learner.LearnerDriver`) run unchanged on such a device.
+:class:`~sw.driver.mmio.BusError`. The drivers (:class:`~sw.replay.driver.ReplayDriver`,
+:class:`~sw.learner.driver.LearnerDriver`) run unchanged on such a device.
 """
 
 import numpy as np
 
-from rtl_gen.axi.window_kernel import DMA_FLAGS, window_kernel_register_map
-from rtl_gen.blocks import SHIPPED
-from rtl_gen.gae.regs import gae_register_map
+from sw.gae.driver import read_hw_config
+from sw.gae.spec import gae_register_map
+from sw.registry import BLOCKS, block_of_module, shipped_modules
+from sw.shell.spec import DMA_FLAGS, window_kernel_register_map
 
-from .gae import read_hw_config
 from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_word
 
 __all__ = ["XrtDevice", "XRT_KERNEL_NAME", "XRT_BLOCKS"]
 
 #: Blocks :class:`XrtDevice` runs: the GAE kernel (copies inside its runs) and the window
 #: kernels (host-commanded copies).
-XRT_BLOCKS = ("gae-kernel", "replay-kernel", "learner-kernel")
+XRT_BLOCKS = tuple(b.name for b in BLOCKS.values() if b.role == "kernel")
 
 #: Kernel name in the xclbin: the module name of the shipped Vitis kernel (``package_xo
 #: -kernel_name``), ``gae_kernel_n8``.
-XRT_KERNEL_NAME = next(module for module, block, _ in SHIPPED if block == "gae-kernel")
+XRT_KERNEL_NAME = shipped_modules(family="gae", role="kernel")[0]
 
 
 def _import_pyxrt():
@@ -143,7 +143,7 @@ class _XrtMemory(MemoryPort):
 
 
 class _XrtWindowMemory(MemoryPort):
-    """The memory window of a :class:`~rtl_gen.axi.window_kernel.WindowKernel` through its
+    """The memory window of a :class:`~rtl_gen.shell.window.WindowKernel` through its
     buffer and host-commanded copies (module docstring)."""
 
     def __init__(self, device, pyxrt, bo, control, regs, *, window, align, word, timeout,
@@ -219,15 +219,8 @@ class _XrtWindowMemory(MemoryPort):
 def _block_of(kernel):
     """The block of a kernel name: a shipped module (``replay_kernel_k16``) or a block's
     default module name (``replay_kernel``); else the GAE kernel."""
-    from rtl_gen.blocks import BLOCKS
-
-    for module, block, _ in SHIPPED:
-        if module == kernel:
-            return block
-    for block in XRT_BLOCKS:
-        if BLOCKS[block].module == kernel:
-            return block
-    return "gae-kernel"
+    block = block_of_module(kernel, role="kernel")
+    return "gae-kernel" if block is None else block.name
 
 
 class XrtDevice(Device):
@@ -265,9 +258,9 @@ class XrtDevice(Device):
     -------
     block : str
     config : GaeCoreConfig, SumTreeConfig or LearnerConfig
-        Read back from the HW_* registers (:func:`~sw.driver.gae.read_hw_config`,
-        :func:`~sw.driver.replay.read_replay_config`,
-        :func:`~sw.driver.learner.read_learner_config`).
+        Read back from the HW_* registers (:func:`~sw.gae.driver.read_hw_config`,
+        :func:`~sw.replay.driver.read_replay_config`,
+        :func:`~sw.learner.driver.read_learner_config`).
     bo : pyxrt.bo
         The memory image.
 
@@ -330,9 +323,9 @@ class XrtDevice(Device):
                                f"writing the buffer address {address:#x}: no pointer register "
                                f"there, or an address the kernel cannot take (alignment)")
         if block != "gae-kernel":
-            align = control.read32(regs.offset("DMA_ALIGN"))
+            align = regs["DMA_ALIGN"].unpack(control.read32(regs.offset("DMA_ALIGN")))
             memory = _XrtWindowMemory(self, pyxrt, self.bo, control, regs, window=size,
-                                      align=align & 0xFFFF, word=align >> 16,
+                                      align=align["OFFSET"], word=align["BYTES"],
                                       timeout=copy_timeout, poll_interval=poll_interval)
             super().__init__(control, memory)
             return
@@ -346,15 +339,13 @@ class XrtDevice(Device):
     def _window_maps(self, control):
         """The accelerator's map (from its HW_* registers) and the window kernel's."""
         if self.block == "replay-kernel":
-            from rtl_gen.replay.regs import replay_register_map
-
-            from .replay import read_replay_config
+            from sw.replay.driver import read_replay_config
+            from sw.replay.spec import replay_register_map
             self.config = read_replay_config(control)
             base = replay_register_map(self.config)
         else:
-            from rtl_gen.learner.regs import learner_register_map
-
-            from .learner import read_learner_config
+            from sw.learner.driver import read_learner_config
+            from sw.learner.spec import learner_register_map
             self.config = read_learner_config(control)
             base = learner_register_map(self.config)
         name = self.block.replace("-", "_")

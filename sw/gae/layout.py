@@ -12,7 +12,7 @@ The values region has one more row, ``t = T``: the bootstrap values V(s_T).
 
 import numpy as np
 
-from rtl_gen.gae.config import GaeCoreConfig
+from sw.gae.spec import GaeCoreConfig
 
 __all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base"]
 

@@ -69,7 +69,7 @@ import math
 
 import numpy as np
 
-from rtl_gen.fixed import MAX_INTERMEDIATE_BITS, FixedFormat
+from sw.fixed import MAX_INTERMEDIATE_BITS, FixedFormat
 
 __all__ = [
     "DEFAULT_REWARD_CLIP", "DEFAULT_VALUE_CLIP", "DEFAULT_MIN_STD", "BITS_RANGE",

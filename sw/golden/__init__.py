@@ -1,1 +1,4 @@
-"""numpy golden models, bit-exact with the RTL, and float references."""
+"""Compatibility paths of the golden models, which now live with their blocks:
+``sw.golden.gae`` is :mod:`sw.gae.golden`, ``sw.golden.sumtree`` is :mod:`sw.replay.sumtree`
+(the other models: :mod:`sw.gae.model`, :mod:`sw.replay.model`, :mod:`sw.learner.gemm`,
+:mod:`sw.learner.mlp`)."""

@@ -2,7 +2,7 @@
 
 Transitions live in a dict of numpy arrays, one row per slot; priorities ``p ** alpha`` live in
 a :class:`~sw.golden.sumtree.SumTree` (float64) or, given a
-:class:`~rtl_gen.replay.config.SumTreeConfig`, in the bit-exact
+:class:`~sw.replay.spec.SumTreeConfig`, in the bit-exact
 :class:`~sw.golden.sumtree.FixedSumTree`, so the buffer then behaves exactly as the FPGA's
 replay manager (same priorities, same PRNG stream, same samples).
 
@@ -27,8 +27,8 @@ import threading
 
 import numpy as np
 
-from rtl_gen.replay.config import SumTreeConfig
-from sw.golden.sumtree import FixedSumTree, SumTree
+from sw.replay.spec import SumTreeConfig
+from sw.replay.sumtree import FixedSumTree, SumTree
 
 __all__ = ["PrioritizedReplayBuffer", "importance_weights"]
 

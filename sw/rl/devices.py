@@ -15,13 +15,14 @@ hold any configuration of the block; ``golden`` uses the shipped configuration `
 bitfile is loaded once per process: further specs naming it use the same overlay.
 """
 
+from sw.registry import BLOCKS as _REGISTRY
+from sw.registry import FAMILIES, shipped_modules, vlnv
+
 __all__ = ["BLOCKS", "parse_spec", "open_device"]
 
-#: What each RL block maps to: the shipped block name of its accelerator and of its kernel,
-#: the VLNV prefix PYNQ overlays are searched for, and its name in messages.
-BLOCKS = {"gae": ("gae-accel", "gae-kernel", "gae_accel", "GAE accelerator"),
-          "learner": ("learner", "learner-kernel", "learner", "learner"),
-          "replay": ("replay-accel", "replay-kernel", "replay_accel", "replay accelerator")}
+#: The accelerator families the RL programs run (``"gae"``, ``"learner"``, ``"replay"``), from
+#: :data:`sw.registry.FAMILIES`.
+BLOCKS = tuple(FAMILIES)
 
 
 #: Overlays loaded by :func:`open_device`, by bitfile: two accelerators of one bitstream (the
@@ -45,14 +46,8 @@ def parse_spec(spec: str):
     return kind, path, name or None
 
 
-def _shipped(module, block, what):
-    from rtl_gen.blocks import SHIPPED
-
-    params = {name: p for name, b, p in SHIPPED if b == block}
-    if module not in params:
-        raise ValueError(f"module must be a shipped {what} configuration "
-                         f"({', '.join(params)}), not {module!r}")
-    return params[module]
+def _family_block(family, role):
+    return next(b for b in _REGISTRY.values() if b.family == family and b.role == role)
 
 
 def open_device(spec: str, block: str, module: str):
@@ -62,35 +57,24 @@ def open_device(spec: str, block: str, module: str):
     configuration from the HW_* registers). ``label`` names it in reports."""
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {', '.join(BLOCKS)}, not {block!r}")
-    accel_block, kernel_block, vlnv_name, what = BLOCKS[block]
+    accel = _family_block(block, "accelerator")
     kind, path, name = parse_spec(spec)
     if kind == "golden":
-        params = _shipped(module, accel_block, what)
-        if block == "gae":
-            from rtl_gen.gae.config import GaeCoreConfig
-            from sw.driver import GoldenDevice
-            cfg = GaeCoreConfig.from_dict(params)
-            return GoldenDevice(cfg), cfg, f"{module} (golden model)"
-        if block == "learner":
-            from rtl_gen.learner.config import LearnerConfig
-            from sw.driver import LearnerGoldenDevice
-            cfg = LearnerConfig.from_dict(params)
-            return LearnerGoldenDevice(cfg), cfg, f"{module} (golden model)"
-        from rtl_gen.replay.config import SumTreeConfig
-        from sw.driver import ReplayGoldenDevice
-        cfg = SumTreeConfig.from_dict(params)
-        return ReplayGoldenDevice(cfg), cfg, f"{module} (golden model)"
+        modules = shipped_modules(family=block, role="accelerator")
+        if module not in modules:
+            raise ValueError(f"module must be a shipped {FAMILIES[block]} configuration "
+                             f"({', '.join(modules)}), not {module!r}")
+        from sw.registry import shipped_config
+        _, cfg = shipped_config(module)
+        return accel.load("device")(cfg), cfg, f"{module} (golden model)"
     if kind == "pynq":
-        from rtl_gen.vivado import vlnv
-
         from sw.driver import PynqDevice
         where = {"overlay": _OVERLAYS[path]} if path in _OVERLAYS else {"bitfile": path}
-        dev = PynqDevice(**where, name=name, vlnv=None if name else vlnv(vlnv_name))
+        dev = PynqDevice(**where, name=name, vlnv=None if name else vlnv(accel.module))
         _OVERLAYS[path] = dev.overlay
         return dev, None, f"{block} on PYNQ ({dev.instance})"
-    from rtl_gen.blocks import SHIPPED
-
     from sw.driver import XrtDevice
-    kernel = name or next(m for m, b, _ in SHIPPED if b == kernel_block)
+    kernel_block = _family_block(block, "kernel").name
+    kernel = name or shipped_modules(family=block, role="kernel")[0]
     # The block is known here: a kernel of any name is opened as this block's kernel.
     return XrtDevice(path, kernel=kernel, block=kernel_block), None, f"{block} on XRT ({kernel})"

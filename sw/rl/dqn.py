@@ -123,7 +123,7 @@ def _forward(ws, bs, x):
 
 
 class AcceleratorLearner:
-    """The learner accelerator through :class:`sw.driver.learner.LearnerDriver`."""
+    """The learner accelerator through :class:`sw.learner.driver.LearnerDriver`."""
 
     def __init__(self, driver):
         self.driver = driver
@@ -212,7 +212,7 @@ class TorchLearner:
 
 
 class AcceleratorReplay:
-    """Priorities on the replay accelerator (:class:`sw.driver.replay.ReplayDriver`).
+    """Priorities on the replay accelerator (:class:`sw.replay.driver.ReplayDriver`).
 
     ``update_and_sample`` is one fused accelerator run (the updates of batch b, then the
     sampling of batch b + 1 behind them in the same pipeline: CF'22's overlap, strictly
@@ -252,7 +252,7 @@ class CpuReplay:
     (:class:`sw.golden.sumtree.SumTree`, what :class:`sw.replay.PrioritizedReplayBuffer` uses)."""
 
     def __init__(self, capacity, seed):
-        from sw.golden.sumtree import SumTree
+        from sw.replay.sumtree import SumTree
 
         self.tree = SumTree(fanout=16, capacity=capacity, seed=seed)
         self.capacity = capacity
@@ -279,8 +279,8 @@ def accelerators(learner_module="learner_cartpole_s4", replay_module="replay_acc
     """The learner and replay accelerators behind their drivers, each on a device spec
     (:mod:`sw.rl.devices`): ``golden`` (default) is the golden model of the shipped module,
     ``pynq:BITFILE`` a ZCU106 overlay, ``xrt:XCLBIN`` an Alveo kernel."""
-    from sw.driver.learner import LearnerDriver
-    from sw.driver.replay import ReplayDriver
+    from sw.learner.driver import LearnerDriver
+    from sw.replay.driver import ReplayDriver
 
     from .devices import open_device
 

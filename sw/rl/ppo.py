@@ -5,8 +5,8 @@ learning rate, advantage normalisation per minibatch) for discrete-action gymnas
 environments, whose one difference from CleanRL is where GAE runs: ``advantages`` is any
 callable with the signature of :func:`sw.golden.gae.gae_reference`, e.g.
 
-* :class:`AcceleratorAdvantages` -- :meth:`sw.driver.gae.GaeDriver.compute` on any device: the
-  golden model (:class:`~sw.driver.golden.GoldenDevice`, no hardware), the Verilated RTL, a
+* :class:`AcceleratorAdvantages` -- :meth:`sw.gae.driver.GaeDriver.compute` on any device: the
+  golden model (:class:`~sw.gae.device.GoldenDevice`, no hardware), the Verilated RTL, a
   ZCU106 with PYNQ or an Alveo card: 8-bit codes in, 8-bit results written back in place;
 * :class:`CpuAdvantages` -- the float64 reference with the *same* reward normalisation, the
   baseline to compare learning curves against.
@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from sw.golden.gae import gae_reference
+from sw.gae.golden import gae_reference
 
 __all__ = ["PPOConfig", "TrainResult", "CpuAdvantages", "AcceleratorAdvantages",
            "accelerator", "golden_accelerator", "train", "plot_curves", "main"]
@@ -120,11 +120,11 @@ class CpuAdvantages:
 
 
 class AcceleratorAdvantages:
-    """:meth:`GaeDriver.compute <sw.driver.gae.GaeDriver.compute>` as the advantage callable.
+    """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` as the advantage callable.
 
     ``runs`` counts accelerator runs (more than calls when the driver re-ran a batch whose
     in-place results saturated) and ``cycles`` sums the cycles of the (last) run of each call,
-    start to done (the CYCLES register + 1, :meth:`rtl_gen.gae.core.GaeCore.run_cycles`).
+    start to done (the CYCLES register + 1, :meth:`sw.gae.spec.run_cycles`).
     """
 
     def __init__(self, driver, name=None):
@@ -146,7 +146,7 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale"):
     golden model of the shipped ``module``; ``pynq:BITFILE``; ``xrt:XCLBIN``), with the
     quantization pipeline the configuration read from the device asks for."""
     from sw.driver import GaeDriver
-    from sw.driver.gae import read_hw_config
+    from sw.gae.driver import read_hw_config
     from sw.gae.quant import GaeQuantizationPipeline
 
     from .devices import open_device

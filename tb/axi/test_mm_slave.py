@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cocotb_util import WAIVERS, load_manifest, run_component
-from rtl_gen.axi.mm_slave import AxiBurst, AxiMemorySlave, AxiResp
+from rtl_gen.shell.mm_slave import AxiBurst, AxiMemorySlave, AxiResp
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 

@@ -11,14 +11,17 @@ READ_ERROR, WRITE_ERROR).
 import numpy as np
 import pytest
 
-from rtl_gen.axi.window_kernel import DMA_FLAGS, WindowKernel, window_kernel_register_map
-from rtl_gen.learner.kernel import LearnerKernel, LearnerKernelConfig
-from rtl_gen.replay import SumTreeConfig
+from sw.shell.spec import DMA_FLAGS, window_kernel_register_map
+from rtl_gen.shell.window import WindowKernel
+from rtl_gen.learner.kernel import LearnerKernel
+from sw.learner.spec import LearnerKernelConfig
+from sw.replay.spec import SumTreeConfig
 from rtl_gen.replay.accelerator import ReplayAccelerator
-from rtl_gen.replay.kernel import ReplayKernel, ReplayKernelConfig
-from rtl_gen.replay.regs import (REGIONS, ReplayOp, field_bits, region_base,
-                                 replay_register_map)
+from rtl_gen.replay.kernel import ReplayKernel
+from sw.replay.spec import ReplayKernelConfig
+from sw.replay.spec import REGIONS, ReplayOp, field_bits, region_base, replay_register_map
 from gae.test_gae_kernel_dma import SimAxiRam     # tb/ is on sys.path (conftest)
+from sw.shell import spec as shell_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
@@ -52,14 +55,19 @@ def test_shell_option_checks():
         ReplayKernel(cfg)
     with pytest.raises(TypeError, match="config must be a LearnerKernelConfig"):
         LearnerKernel(SMALL)
+    base = replay_register_map(cfg)
+    kmap = window_kernel_register_map("k", base, gmem_data_width=512)
     with pytest.raises(TypeError, match="build must be callable"):
-        WindowKernel(None, replay_register_map(cfg), name="k", word_bits=64)
+        WindowKernel(None, kmap, base, word_bits=64)
+    with pytest.raises(ValueError, match="regmap must be window_kernel_register_map of base"):
+        WindowKernel(lambda rm: ReplayAccelerator(cfg, host_port="local", regmap=rm),
+                     window_kernel_register_map("k", base, gmem_data_width=64), base,
+                     word_bits=64)
     with pytest.raises(TypeError, match="host_port='local'"):
-        WindowKernel(lambda rm: ReplayAccelerator(cfg, regmap=rm), replay_register_map(cfg),
-                     name="k", word_bits=64)
+        WindowKernel(lambda rm: ReplayAccelerator(cfg, regmap=rm), kmap, base, word_bits=64)
     with pytest.raises(ValueError, match="word_bits .* is not the accelerator's memory word"):
         WindowKernel(lambda rm: ReplayAccelerator(cfg, host_port="local", regmap=rm),
-                     replay_register_map(cfg), name="k", word_bits=128)
+                     kmap, base, word_bits=128)
     with pytest.raises(ValueError, match="base must be an ap_ctrl_hs RegisterMap"):
         window_kernel_register_map("k", None, gmem_data_width=64)
 
@@ -82,7 +90,7 @@ def test_register_map_and_manifest():
                                            "outstanding": 4}}
     assert man["scalars"] == ["OP", "BATCH_SIZE", "UPDATE_SIZE", "SEED"]
     assert cfg.accel == SumTreeConfig(**SMALL) and k.latency == 3 * cfg.levels + 6
-    assert WindowKernel.copy_cycles(80, 8, latency=2) == 10 + 2 + 5
+    assert shell_spec.copy_cycles(80, 8, latency=2) == 10 + 2 + 5
     ports = set(k.signature.members)
     assert "s_axi_mem_awaddr" not in ports and "m_axi_gmem_araddr" in ports
     assert {"ap_clk", "ap_rst_n", "interrupt", "s_axi_control_awaddr"} <= ports
@@ -214,7 +222,7 @@ def _words(values):
 def test_replay_kernel_in_amaranth_simulator():
     """Copies both ways (exact cycles), a run between them (== the run-level model), refusals
     and error flags."""
-    from sw.golden.replay_accel import ReplayAccelModel
+    from sw.replay.model import ReplayAccelModel
 
     kcfg = ReplayKernelConfig(**SMALL, gmem_data_width=128, max_burst=4)
     cfg = kcfg.accel
@@ -235,10 +243,10 @@ def test_replay_kernel_in_amaranth_simulator():
                          for r in REGIONS)
         ram.load(BUF, image)
         st, cyc = await bus.copy(ctx, 0, window, 0)
-        assert st == 2 and cyc == WindowKernel.copy_cycles(window, 8, latency=L), cyc
+        assert st == 2 and cyc == shell_spec.copy_cycles(window, 8, latency=L), cyc
         ram.load(BUF, bytes(window))
         st, cyc = await bus.copy(ctx, 0, window, 1)
-        assert st == 2 and cyc == WindowKernel.copy_cycles(window, 8, latency=L), cyc
+        assert st == 2 and cyc == shell_spec.copy_cycles(window, 8, latency=L), cyc
         assert ram.dump(BUF, window) == image
         # 2. A run between copies: INSERT of 6 priorities, outputs copied out.
         pr = rng.integers(1, 1 << 10, 6)
@@ -311,7 +319,7 @@ def test_replay_kernel_in_amaranth_simulator():
 def test_learner_kernel_in_amaranth_simulator():
     """A tiny learner in the shell (32-bit words, 64-bit device memory: two words a beat):
     weights copied in and out unchanged, exact cycles, a copy refused while a step runs."""
-    from rtl_gen.learner.layout import pack_matrix, region_base as l_base
+    from sw.learner.layout import pack_matrix, region_base as l_base
 
     kcfg = LearnerKernelConfig(**TINY_LEARNER, gmem_data_width=64, max_burst=8)
     cfg = kcfg.accel
@@ -327,11 +335,11 @@ def test_learner_kernel_in_amaranth_simulator():
         for name, img in imgs.items():
             ram.load(BUF + l_base(cfg, name), img)
             st, cyc = await bus.copy(ctx, l_base(cfg, name), len(img), 0)
-            assert st == 2 and cyc == WindowKernel.copy_cycles(len(img), 4, latency=L)
+            assert st == 2 and cyc == shell_spec.copy_cycles(len(img), 4, latency=L)
         ram.load(BUF, bytes(dut.window_bytes))
         for name, img in imgs.items():
             st, cyc = await bus.copy(ctx, l_base(cfg, name), len(img), 1)
-            assert st == 2 and cyc == WindowKernel.copy_cycles(len(img), 4, latency=L)
+            assert st == 2 and cyc == shell_spec.copy_cycles(len(img), 4, latency=L)
             assert ram.dump(BUF + l_base(cfg, name), len(img)) == img, name
         await bus.wr(ctx, "BATCH_SIZE", 4)
         await bus.wr(ctx, "CTRL", 1)

@@ -5,9 +5,9 @@ The fakes implement the parts of the real APIs the backends use, as documented (
 ``MMIO.read``/``MMIO.write``, ``DefaultIP`` with ``bindto`` registration, ``Interrupt`` with an
 ``async wait()``; pyxrt: ``device``, ``xclbin``, ``device.load_xclbin``, ``bo`` with
 ``write``/``read``/``sync``/``address``, ``ip`` or ``kernel`` ``read_register``/
-``write_register``), backed by a :class:`~sw.driver.golden.GoldenDevice`. The fake XRT shell
+``write_register``), backed by a :class:`~sw.gae.device.GoldenDevice`. The fake XRT shell
 follows the DMA shell contract of :mod:`sw.driver.xrt_device` (the copies of
-:func:`rtl_gen.gae.kernel.copy_plan`, none for a refused run), with separate host and device
+:func:`sw.gae.spec.copy_plan`, none for a refused run), with separate host and device
 copies of the buffer so a missing ``sync`` shows. Every backend must give exactly what the
 GoldenDevice gives. (``tb/gae/test_gae_kernel_xrt.py`` runs XrtDevice on the kernel's RTL.)
 """
@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.gae.kernel import copy_plan
-from rtl_gen.gae.regs import gae_register_map
+from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import copy_plan
+from sw.gae.spec import gae_register_map
 from sw.driver import GAE_VLNVS, GaeDriver, GoldenDevice
 from sw.driver.mmio import BusError
-from sw.golden.gae_core import GaeCoreArgs, check_args
+from sw.gae.spec import GaeCoreArgs, check_args
 
 GAE_VLNV = GAE_VLNVS[0]      # rlk:accel:gae_accel_n8:1.0, as packaged by rtl_gen.vivado
 from sw.driver import pynq_device as pynq_backend
@@ -273,7 +273,7 @@ def test_without_optional_packages_the_package_imports_and_explains():
         for name in ("pynq", "pyxrt", "cocotb", "cocotbext", "cocotbext.axi"):
             sys.modules[name] = None                   # "import name" raises ImportError
         import sw.driver as d
-        from rtl_gen.gae.config import GaeCoreConfig
+        from sw.gae.spec import GaeCoreConfig
         d.GaeDriver(d.GoldenDevice(GaeCoreConfig()))
         for make, text in ((lambda: d.PynqDevice("gae.bit"), "needs the 'pynq' package"),
                            (lambda: d.XrtDevice("gae.xclbin"), "needs XRT's 'pyxrt' module"),

@@ -16,20 +16,21 @@ import warnings
 import numpy as np
 import pytest
 
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.gae.core import GaeCore
-from rtl_gen.gae.regs import gae_register_map
+from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import gae_register_map
 from sw.driver import (BusError, DequantOverflowWarning, GaeBusyError, GaeConfigMismatchError,
                        GaeDriver, GaeError, GaeOverflowWarning, GaeTimeoutError, GoldenDevice,
                        PeOverflowWarning, RequantOverflowWarning, StartRefusedWarning,
                        read_hw_config)
 from sw.gae.quant import GaeQuantizationPipeline
-from sw.golden.gae import gae_reference
-from sw.golden.gae_core import GaeCoreArgs, gae_core
+from sw.gae.golden import gae_reference
+from sw.gae.spec import GaeCoreArgs
+from sw.gae.model import gae_core
 
 from driver_util import SMALL, record, rollout
 from test_driver_golden import FULL, random_args, random_codes
 from test_driver_regmap import ModelMmio
+from sw.gae import spec as gae_spec
 
 HEPPO = {"n_pe": 8, "max_trajectories": 64, "capacity": 256}
 
@@ -87,7 +88,7 @@ def test_compute_matches_gae_reference_within_the_bound(params, T, M, reward):
     assert rel < 0.05, rel
     assert adv.dtype == ret.dtype == np.float64 and adv.shape == (T, M)
     assert drv.last_status["ERROR"] == 0
-    assert drv.last_status["CYCLES"] == GaeCore.run_cycles(drv.config, T, M) - 1
+    assert drv.last_status["CYCLES"] == gae_spec.run_cycles(drv.config, T, M) - 1
 
 
 def test_running_reward_statistics_persist_across_calls():
@@ -121,7 +122,7 @@ def test_code_level_run_is_gae_core_bit_exact(params):
         np.testing.assert_array_equal(got["rtg"], exp["rtg"])
         for flag in ("dequant_overflow", "pe_overflow", "requant_overflow"):
             assert got[flag] == exp[flag]
-        assert got["cycles"] == GaeCore.run_cycles(cfg, T, M) - 1
+        assert got["cycles"] == gae_spec.run_cycles(cfg, T, M) - 1
 
 
 def test_compute_is_gae_core_on_the_codes_it_chose():
@@ -384,7 +385,7 @@ def test_not_a_gae_accelerator():
         read_hw_config(ModelMmio(rm))                  # all zeros
     # A smaller map (another block): the probe reads an unmapped address, the bus says no,
     # and the driver says what that means.
-    from rtl_gen.regmap import Register, RegisterMap
+    from sw.regmap import Register, RegisterMap
     with pytest.raises(GaeConfigMismatchError, match="another accelerator's control port") as e:
         read_hw_config(ModelMmio(RegisterMap("x", [Register.scalar("A")])))
     assert isinstance(e.value.__cause__, BusError)

@@ -1,22 +1,23 @@
 """GoldenDevice: the GAE accelerator's ports modelled in Python, register by register.
 
-Runs are checked against :func:`sw.golden.gae_core.gae_core` bit for bit and
-:meth:`GaeCore.run_cycles` cycle for cycle; the same behaviour is checked on the RTL by the
+Runs are checked against :func:`sw.gae.model.gae_core` bit for bit and
+:meth:`sw.gae.spec.run_cycles` cycle for cycle; the same behaviour is checked on the RTL by the
 slow test in test_driver_sim.py.
 """
 
 import numpy as np
 import pytest
 
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.gae.core import GaeCore
-from rtl_gen.gae.regs import gae_register_map, hw_info_values
+from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import gae_register_map, hw_info_values
 from sw.driver import BusError, GoldenDevice
 from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
-from sw.golden.gae import quantize_coefs
-from sw.golden.gae_core import GaeCoreArgs, gae_core
+from sw.gae.golden import quantize_coefs
+from sw.gae.spec import GaeCoreArgs
+from sw.gae.model import gae_core
 
 from driver_util import SMALL
+from sw.gae import spec as gae_spec
 
 FULL = {"n_pe": 5, "max_trajectories": 20, "capacity": 40, "results": "full",
         "axi_data_width": 64, "pe": {"k": 2, "mode": "interleaved"}}
@@ -120,10 +121,10 @@ def test_run_is_gae_core_bit_exact_and_takes_run_cycles():
     assert p.rd("CTRL") & 0b100 == 0                  # busy
     with pytest.raises(BusError, match="while a run is in progress"):
         small.memory.read(0, 8)
-    assert 0 < p.rd("CYCLES") < GaeCore.run_cycles(cfg, T, M)
+    assert 0 < p.rd("CYCLES") < gae_spec.run_cycles(cfg, T, M)
     assert small.wait_interrupt(1.0)
-    assert small.cycle - t0 == 1 + GaeCore.run_cycles(cfg, T, M)   # accepted a cycle late
-    assert p.rd("CYCLES") == GaeCore.run_cycles(cfg, T, M) - 1
+    assert small.cycle - t0 == 1 + gae_spec.run_cycles(cfg, T, M)   # accepted a cycle late
+    assert p.rd("CYCLES") == gae_spec.run_cycles(cfg, T, M) - 1
     ctrl = p.rd("CTRL")
     assert ctrl & 0b110 == 0b110 and p.rd("CTRL") & 0b10 == 0   # AP_DONE clear on read
     exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"], args,
@@ -188,7 +189,7 @@ def test_auto_restart_runs_again_until_cleared(small):
     p.wr("CTRL", 0x80)
     assert small.runs == 0                            # AUTO_RESTART alone starts nothing
     p.start(random_args(cfg, 3, 4), ctrl=0x81)
-    small.sleep(3 * GaeCore.run_cycles(cfg, 3, 4) / small.clock_hz)
+    small.sleep(3 * gae_spec.run_cycles(cfg, 3, 4) / small.clock_hz)
     assert small.runs >= 3 and p.rd("CTRL") & 0b1 == 1
     p.wr("CTRL", 0)
     small.sleep(1e-6)
@@ -236,7 +237,7 @@ def test_full_results_mode_is_bit_exact():
         p.load(codes)
         p.start(args)
         dev.sleep(1e-5)
-        assert p.rd("CYCLES") == GaeCore.run_cycles(cfg, T, M) - 1
+        assert p.rd("CYCLES") == gae_spec.run_cycles(cfg, T, M) - 1
         exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"],
                        args, cfg)
         adv, rtg = p.results(T, M)
@@ -251,8 +252,8 @@ def test_full_results_mode_is_bit_exact():
 def test_each_driver_refuses_the_other_accelerators():
     """A driver attached to another block's control port says so (ConfigMismatch errors),
     never a bare bus error or a wrong configuration."""
-    from rtl_gen.learner.config import LearnerConfig
-    from rtl_gen.replay import SumTreeConfig
+    from sw.learner.spec import LearnerConfig
+    from sw.replay.spec import SumTreeConfig
     from sw.driver import (GaeConfigMismatchError, GaeDriver, LearnerConfigMismatchError,
                            LearnerDriver, LearnerGoldenDevice, ReplayConfigMismatchError,
                            ReplayDriver, ReplayGoldenDevice)

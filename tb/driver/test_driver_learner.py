@@ -1,10 +1,10 @@
 """LearnerDriver: validation, error paths and training on the golden device; the same driver
 code on the Verilated learner RTL (SimDevice) equal to the golden device bit for bit.
 
-Fast tier: :class:`~sw.driver.learner.LearnerDriver` on
-:class:`~sw.driver.golden_learner.LearnerGoldenDevice` -- every invalid argument is refused
+Fast tier: :class:`~sw.learner.driver.LearnerDriver` on
+:class:`~sw.learner.device.LearnerGoldenDevice` -- every invalid argument is refused
 before any bus access, STATUS.ERROR / busy / timeout / START_REFUSED / saturation surface as
-the documented exceptions and warnings, a step equals :func:`sw.golden.mlp.train_step` on the
+the documented exceptions and warnings, a step equals :func:`sw.learner.mlp.train_step` on the
 quantized batch, a float64 SGD step agrees within the fixed-point error, the loss falls over
 several steps on CartPole-v1 transitions, and the target network follows the sync rule.
 
@@ -34,7 +34,7 @@ SEED = 20261124
 
 # -- helpers ---------------------------------------------------------------------------------
 def make(params=CARTPOLE, **kw):
-    from rtl_gen.learner.config import LearnerConfig
+    from sw.learner.spec import LearnerConfig
     from sw.driver import LearnerDriver, LearnerGoldenDevice
 
     cfg = LearnerConfig.from_dict(dict(params))
@@ -113,7 +113,7 @@ def float_step(ws, bs, lr, obs, actions=None, rewards=None, next_obs=None, dones
 
 # -- configuration ---------------------------------------------------------------------------
 def test_config_read_back_and_checked():
-    from rtl_gen.learner.config import LearnerConfig
+    from sw.learner.spec import LearnerConfig
     from sw.driver import LearnerConfigMismatchError, LearnerDriver
 
     drv, dev = make()
@@ -132,7 +132,7 @@ def test_config_read_back_and_checked():
 
 
 def test_not_a_learner():
-    from rtl_gen.gae.config import GaeCoreConfig
+    from sw.gae.spec import GaeCoreConfig
     from sw.driver import GoldenDevice, LearnerConfigMismatchError, LearnerDriver
 
     with pytest.raises(LearnerConfigMismatchError, match="do not describe a learner"):
@@ -250,7 +250,7 @@ def test_on_range_clip_saturates_with_a_warning():
 
 # -- the step --------------------------------------------------------------------------------
 def test_step_equals_the_golden_model_on_the_quantized_batch():
-    from sw.golden.mlp import train_step
+    from sw.learner.mlp import train_step
 
     drv, dev = make()
     rng = np.random.default_rng(4)
@@ -277,7 +277,7 @@ def test_step_equals_the_golden_model_on_the_quantized_batch():
         raw1 = drv.read_raw_weights()
         for a, b in zip(raw1, step.weights):
             np.testing.assert_array_equal(a, b)
-        from rtl_gen.learner.schedule import step_cycles
+        from sw.learner.schedule import step_cycles
         assert d.cycles == step_cycles(drv.config, B) and not d.synced
         assert d.status["ERROR"] == 0 and not any(d.status[f] for f in
                                                   ("FW_OVERFLOW", "WU_OVERFLOW"))
@@ -473,7 +473,7 @@ def test_pynq_learner_ip_runs_the_driver(monkeypatch):
     """LearnerIP (bound to the shipped learners' VLNVs) and PynqDevice(vlnv=LEARNER_VLNV) on a
     fake pynq whose MMIO windows are a golden device: the same results as the driver on a
     golden device of its own."""
-    from rtl_gen.blocks import SHIPPED
+    from sw.registry import SHIPPED
     from sw.driver import GAE_VLNV, LEARNER_VLNV, LEARNER_VLNVS, LearnerDriver
     from sw.driver import pynq_device as pb
 
@@ -600,7 +600,7 @@ if cocotb is not None:
     @cocotb.test()
     async def same_learner_driver_code_on_rtl_and_golden(dut):
         """session() through SimDevice == session() on LearnerGoldenDevice."""
-        from rtl_gen.learner.config import LearnerConfig
+        from sw.learner.spec import LearnerConfig
         from sw.driver import LearnerGoldenDevice, SimDevice
 
         cfg = LearnerConfig.from_dict(load_manifest()["config"])

@@ -2,7 +2,7 @@
 
 Two targets: a register-level model of the CSR block with every access type (and registers that
 mix them: ``rw`` beside ``wo``, ``rw`` beside ``ro_cor``), and the GAE accelerator's own map on
-the :class:`~sw.driver.golden.GoldenDevice`.
+the :class:`~sw.gae.device.GoldenDevice`.
 """
 
 import json
@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.gae.regs import gae_register_map
-from rtl_gen.regmap import Field, Register, RegisterMap
+from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import gae_register_map
+from sw.regmap import Field, Register, RegisterMap
 from sw.driver import BusError, GoldenDevice, RegisterAccessError, RegisterMapAccess
 from sw.driver.mmio import Mmio
 
@@ -34,7 +34,7 @@ def demo_map():
 
 
 class ModelMmio(Mmio):
-    """Register-level semantics of :class:`rtl_gen.axi.AxiLiteCsr` (no core behind it)."""
+    """Register-level semantics of :class:`rtl_gen.shell.AxiLiteCsr` (no core behind it)."""
 
     def __init__(self, rm):
         self.rm = rm

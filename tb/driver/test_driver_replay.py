@@ -2,7 +2,7 @@
 
 Slow tier: :func:`session` runs in a cocotb ``bridge`` thread against the RTL of the
 ``replay-accel`` block (K = 4, a capacity that is not a power of 4) and directly against a
-:class:`~sw.driver.golden_replay.ReplayGoldenDevice`; the transcripts (indices, weights,
+:class:`~sw.replay.device.ReplayGoldenDevice`; the transcripts (indices, weights,
 priorities, warnings, errors, STATUS, CYCLES, RESPONSE_CYCLES) must be identical.
 
 Fast tier: validation before any bus access, hardware errors and flags as exceptions and
@@ -41,7 +41,7 @@ def _record(fn, *args, **kwargs):
 
 def session(device) -> list:
     """Blocking driver code; returns everything observable, for comparison across devices."""
-    from sw.driver.replay import ReplayDriver
+    from sw.replay.driver import ReplayDriver
 
     rb = ReplayDriver(device, timeout=1e-3)
     rm = rb.register_map
@@ -73,7 +73,7 @@ def session(device) -> list:
              rng.uniform(0, 3, 40), 48, 0.4, relaxed=relaxed)
         step(f"fused host {relaxed}", rb.update_and_sample, rng.integers(0, cfg.capacity, 64),
              rng.uniform(0, 3, 64), 8, 1.0, targets=rng.random(8), relaxed=relaxed)
-    step("bad batch (hardware)", rb._run, __import__("rtl_gen.replay.regs", fromlist=["x"])
+    step("bad batch (hardware)", rb._run, __import__("sw.replay.spec", fromlist=["x"])
          .ReplayOp.SAMPLE, 0)
     step("reset", rb.reset)
     step("sample after reset", rb.sample, 2, 0.4)
@@ -109,9 +109,9 @@ if cocotb is not None:
     @cocotb.test()
     async def same_driver_code_on_rtl_and_golden(dut):
         """session() through SimDevice == session() on ReplayGoldenDevice, bit for bit."""
-        from rtl_gen.replay import SumTreeConfig
+        from sw.replay.spec import SumTreeConfig
         from sw.driver import SimDevice
-        from sw.driver.golden_replay import ReplayGoldenDevice
+        from sw.replay.device import ReplayGoldenDevice
 
         cfg = SumTreeConfig.from_dict(load_manifest()["config"])
         sim = SimDevice(dut)
@@ -156,9 +156,9 @@ class _Counting:
 
 
 def _driver(**kw):
-    from rtl_gen.replay import SumTreeConfig
-    from sw.driver.golden_replay import ReplayGoldenDevice
-    from sw.driver.replay import ReplayDriver
+    from sw.replay.spec import SumTreeConfig
+    from sw.replay.device import ReplayGoldenDevice
+    from sw.replay.driver import ReplayDriver
 
     cfg = SumTreeConfig(**{**RTL, **kw})
     dev = ReplayGoldenDevice(cfg)
@@ -199,8 +199,8 @@ def test_invalid_input_raises_before_any_bus_access(call, match):
 
 
 def test_flags_become_exceptions_and_warnings():
-    from sw.driver.replay import PrioritySaturatedWarning, ReplayEmptyError, ReplayError
-    from rtl_gen.replay.regs import ReplayOp
+    from sw.replay.driver import PrioritySaturatedWarning, ReplayEmptyError, ReplayError
+    from sw.replay.spec import ReplayOp
 
     rb, dev = _driver()
     with pytest.raises(ReplayEmptyError):
@@ -239,23 +239,23 @@ def test_weights_and_relaxed_semantics():
 
 
 def test_config_checked_against_hardware():
-    from rtl_gen.replay import SumTreeConfig
-    from sw.driver.golden_replay import ReplayGoldenDevice
-    from sw.driver.replay import ReplayConfigMismatchError, ReplayDriver
+    from sw.replay.spec import SumTreeConfig
+    from sw.replay.device import ReplayGoldenDevice
+    from sw.replay.driver import ReplayConfigMismatchError, ReplayDriver
 
     dev = ReplayGoldenDevice(SumTreeConfig(**RTL))
     assert ReplayDriver(dev).config == SumTreeConfig(**RTL)
     with pytest.raises(ReplayConfigMismatchError, match="HW_CAPACITY"):
         ReplayDriver(dev, {**RTL, "capacity": 999})
-    from sw.driver.golden import GoldenDevice
-    from rtl_gen.gae.config import GaeCoreConfig
+    from sw.gae.device import GoldenDevice
+    from sw.gae.spec import GaeCoreConfig
     with pytest.raises(ReplayConfigMismatchError, match="do not describe a replay"):
         ReplayDriver(GoldenDevice(GaeCoreConfig()))
 
 
 def test_golden_device_session_is_deterministic():
-    from rtl_gen.replay import SumTreeConfig
-    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.replay.spec import SumTreeConfig
+    from sw.replay.device import ReplayGoldenDevice
 
     a = session(ReplayGoldenDevice(SumTreeConfig(**RTL)))
     b = session(ReplayGoldenDevice(SumTreeConfig(**RTL)))
@@ -267,11 +267,11 @@ def test_golden_device_session_is_deterministic():
 def test_pynq_replay_ip_runs_the_driver(monkeypatch):
     """ReplayIP (bound to the shipped replay accelerators' VLNVs) and
     PynqDevice(vlnv=REPLAY_VLNV) on a fake pynq whose MMIO windows are a golden device."""
-    from rtl_gen.blocks import SHIPPED
-    from rtl_gen.replay import SumTreeConfig
+    from sw.registry import SHIPPED
+    from sw.replay.spec import SumTreeConfig
     from sw.driver import REPLAY_VLNV, REPLAY_VLNVS, ReplayDriver
     from sw.driver import pynq_device as pb
-    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.replay.device import ReplayGoldenDevice
 
     module, _, params = next(s for s in SHIPPED if s[1] == "replay-accel")
     cfg = SumTreeConfig.from_dict(params)

@@ -1,11 +1,11 @@
 """The same synchronous driver code on the Verilated RTL (SimDevice) and the GoldenDevice.
 
-:func:`session` is plain blocking code: it builds a :class:`~sw.driver.gae.GaeDriver` (the
+:func:`session` is plain blocking code: it builds a :class:`~sw.gae.driver.GaeDriver` (the
 configuration read back from the HW_* registers), computes GAE on a few rollouts, runs codes
 directly, provokes a refused run, polls instead of waiting for the interrupt, and exercises the
 register-level semantics the fast tier checks on the model. The cocotb test runs it once in a
 ``bridge`` thread (cocotb.task) against the RTL through :class:`~sw.driver.sim.SimDevice` and once
-against a :class:`~sw.driver.golden.GoldenDevice`, and requires identical transcripts: float
+against a :class:`~sw.gae.device.GoldenDevice`, and requires identical transcripts: float
 results bit for bit, STATUS and CYCLES word for word.
 """
 
@@ -26,10 +26,10 @@ def test_driver_on_rtl_matches_golden_device():
 
 def session(device) -> dict:
     """Blocking driver code; returns everything observable, for comparison across devices."""
-    from rtl_gen.gae.config import GaeCoreConfig
+    from sw.gae.spec import GaeCoreConfig
     from sw.driver import GaeDriver, GaeError, GaeOverflowWarning
-    from sw.golden.gae import quantize_coefs
-    from sw.golden.gae_core import GaeCoreArgs
+    from sw.gae.golden import quantize_coefs
+    from sw.gae.spec import GaeCoreArgs
 
     out = {}
     drv = GaeDriver(device, timeout=1e-3)
@@ -116,7 +116,7 @@ if cocotb is not None:
     @cocotb.test()
     async def same_driver_code_on_rtl_and_golden(dut):
         """session() through SimDevice (bridge/resume) == session() on GoldenDevice."""
-        from rtl_gen.gae.config import GaeCoreConfig
+        from sw.gae.spec import GaeCoreConfig
         from sw.driver import GoldenDevice, SimDevice
 
         cfg = GaeCoreConfig.from_dict(load_manifest()["config"])

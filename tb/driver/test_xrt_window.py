@@ -1,5 +1,5 @@
 """XrtDevice on window kernels (replay, learner), fast tier: a fake ``pyxrt`` whose kernel is a
-golden device behind a Python model of the window DMA shell (:mod:`rtl_gen.axi.window_kernel`:
+golden device behind a Python model of the window DMA shell (:mod:`rtl_gen.shell.window`:
 MEM_PTR, DMA_OFFSET/BYTES/CTRL/STATUS, the alignment, range and LOCKED rules).
 
 The drivers' whole sessions (those the RTL tests run) must give on it what they give on the
@@ -15,9 +15,9 @@ import types
 import numpy as np
 import pytest
 
-from rtl_gen.axi.window_kernel import DMA_FLAGS, window_kernel_register_map
-from rtl_gen.replay import SumTreeConfig
-from rtl_gen.replay.regs import replay_register_map
+from sw.shell.spec import DMA_FLAGS, window_kernel_register_map
+from sw.replay.spec import SumTreeConfig
+from sw.replay.spec import replay_register_map
 from sw.driver.mmio import BusError
 from xrt_fake import HostBo, xclBOSyncDirection
 
@@ -124,7 +124,7 @@ def fake_pyxrt(shell):
 
 def replay_card(monkeypatch, *, align=16, **kw):
     from sw.driver import XrtDevice
-    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.replay.device import ReplayGoldenDevice
 
     cfg = SumTreeConfig(**REPLAY)
     dev = ReplayGoldenDevice(cfg)
@@ -141,7 +141,7 @@ def replay_card(monkeypatch, *, align=16, **kw):
 def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
     from test_driver_replay import _same, session
 
-    from sw.driver.golden_replay import ReplayGoldenDevice
+    from sw.replay.device import ReplayGoldenDevice
 
     card, dev, shell, pyxrt = replay_card(monkeypatch, kernel="replay_kernel_k16")
     assert card.block == "replay-kernel" and card.config == SumTreeConfig(**REPLAY)
@@ -157,9 +157,9 @@ def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
 def test_learner_session_through_xrt_device_equals_golden(monkeypatch):
     from test_driver_learner import SIM_CONFIG, compare, session
 
-    from rtl_gen.learner.config import LearnerConfig
-    from rtl_gen.learner.layout import mem_addr_bits
-    from rtl_gen.learner.regs import learner_register_map
+    from sw.learner.spec import LearnerConfig
+    from sw.learner.layout import mem_addr_bits
+    from sw.learner.spec import learner_register_map
     from sw.driver import LearnerGoldenDevice, XrtDevice
 
     cfg = LearnerConfig.from_dict(SIM_CONFIG)
@@ -203,7 +203,7 @@ def test_copy_errors_raise_bus_error(monkeypatch, flag):
 
 
 def test_copy_while_the_accelerator_runs_raises_bus_error(monkeypatch):
-    from sw.driver.replay import ReplayDriver
+    from sw.replay.driver import ReplayDriver
 
     card, dev, shell, _ = replay_card(monkeypatch, kernel="replay_kernel_k16")
     drv = ReplayDriver(card, timeout=1e-3)

@@ -2,8 +2,8 @@
 
 Every test loads codes through the AXI4 memory port, writes the arguments through AXI4-Lite,
 sets AP_START, waits for the interrupt, and reads STATUS, CYCLES and the results back; results
-must equal :func:`sw.golden.gae_core.gae_core` bit for bit and runs must take exactly
-:meth:`GaeCore.run_cycles` cycles.
+must equal :func:`sw.gae.model.gae_core` bit for bit and runs must take exactly
+:meth:`sw.gae.spec.run_cycles` cycles.
 """
 
 import numpy as np
@@ -11,6 +11,7 @@ import pytest
 
 from axi_host import AxiHost
 from cocotb_util import load_manifest, run_block
+from sw.gae import spec as gae_spec
 
 CONFIGS = {
     # HEPPO's shape: 64 trajectories x 1024 steps, 8-bit codes written back in place.
@@ -35,8 +36,8 @@ class Host(AxiHost):
     """What a driver does, with cocotbext-axi masters on the two AXI ports."""
 
     def __init__(self, dut):
-        from rtl_gen.gae.config import GaeCoreConfig
-        from rtl_gen.gae.regs import gae_register_map
+        from sw.gae.spec import GaeCoreConfig
+        from sw.gae.spec import gae_register_map
 
         self.cfg = GaeCoreConfig.from_dict(load_manifest()["config"])
         super().__init__(dut, gae_register_map(self.cfg))
@@ -79,8 +80,8 @@ def random_codes(cfg, T, M, rng, p_done=0.05):
 
 
 def random_args(cfg, T, M):
-    from sw.golden.gae import quantize_coefs
-    from sw.golden.gae_core import GaeCoreArgs
+    from sw.gae.golden import quantize_coefs
+    from sw.gae.spec import GaeCoreArgs
 
     q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
     g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
@@ -88,8 +89,7 @@ def random_args(cfg, T, M):
 
 
 async def check_run(host, codes, args, *, expect_cycles=True):
-    from rtl_gen.gae.core import GaeCore
-    from sw.golden.gae_core import gae_core
+    from sw.gae.model import gae_core
 
     cfg = host.cfg
     T, M = args.num_timesteps, args.num_trajectories
@@ -109,7 +109,7 @@ async def check_run(host, codes, args, *, expect_cycles=True):
     assert bool(st["REQUANT_OVERFLOW"]) == exp["requant_overflow"]
     cycles = await host.rd("CYCLES")
     if expect_cycles:
-        assert cycles + 1 == GaeCore.run_cycles(cfg, T, M), (cycles, T, M)
+        assert cycles + 1 == gae_spec.run_cycles(cfg, T, M), (cycles, T, M)
     return exp, cycles
 
 
@@ -155,8 +155,8 @@ if cocotb is not None:
     async def quantized_rollouts_vs_float(dut):
         """Host pipeline (dynamic std, 8-bit codes) -> RTL -> results vs float GAE on CartPole."""
         from sw.gae.quant import GaeQuantizationPipeline
-        from sw.golden.gae import gae_reference, quantize_coefs
-        from sw.golden.gae_core import GaeCoreArgs
+        from sw.gae.golden import gae_reference, quantize_coefs
+        from sw.gae.spec import GaeCoreArgs
         from sw.rollouts import collect
 
         host = Host(dut)
@@ -199,7 +199,7 @@ if cocotb is not None:
         """Every register: rw read back, ro ignore writes, hardware info, unmapped -> SLVERR."""
         from cocotbext.axi import AxiResp
 
-        from rtl_gen.gae.regs import hw_info_values
+        from sw.gae.spec import hw_info_values
 
         host = Host(dut)
         await host.start()
@@ -249,7 +249,7 @@ if cocotb is not None:
         assert st["START_REFUSED"] == 1 and st["ERROR"] == 0
         for _ in range(50):                                    # no queued second run
             assert (await host.rd("CTRL")) & 0b101 == 0b100
-        from sw.golden.gae_core import gae_core
+        from sw.gae.model import gae_core
         exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"],
                        args, cfg)
         adv, rtg = await host.results(T, M)

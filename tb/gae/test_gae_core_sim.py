@@ -2,18 +2,20 @@
 
 The host side loads the memory images of :mod:`sw.gae.layout` through the core's host port, sets
 the arguments, starts, waits for ``done`` and reads the images back; results must equal
-:func:`sw.golden.gae_core.gae_core` bit for bit and the run must take the documented cycles.
+:func:`sw.gae.model.gae_core` bit for bit and the run must take the documented cycles.
 """
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig
+from sw.gae.spec import GaeCoreConfig, GaePeConfig
 from rtl_gen.gae.core import GaeCore
 from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
-from sw.golden.gae import quantize_coefs
-from sw.golden.gae_core import GaeCoreArgs, check_args, gae_core
+from sw.gae.golden import quantize_coefs
+from sw.gae.spec import GaeCoreArgs, check_args
+from sw.gae.model import gae_core
+from sw.gae import spec as gae_spec
 
 
 def random_case(cfg, T, M, rng, *, p_done=0.1, value_scale=0.1):
@@ -140,7 +142,7 @@ def test_core_matches_golden(n_pe, maxt, cap, axi, results, k, mode, T, M):
     np.testing.assert_array_equal(rtg, exp["rtg"])
     for f in ("dequant_overflow", "pe_overflow", "requant_overflow"):
         assert res[f] == exp[f], f
-    assert res["cycles"] == GaeCore.run_cycles(cfg, T, M)
+    assert res["cycles"] == gae_spec.run_cycles(cfg, T, M)
     assert res["busy_cycles"] == res["cycles"] - 1
 
 

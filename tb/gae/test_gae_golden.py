@@ -6,11 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtl_gen.gae import GaePeConfig
-from sw.golden.gae import (
-    GaePeModel, dones_from_episode_starts, gae_error_bound, gae_fixed, gae_reference,
-    gather_stream, make_stream, quantize_coefs,
-)
+from sw.gae.spec import GaePeConfig
+from sw.gae.golden import (GaePeModel, dones_from_episode_starts, gae_error_bound, gae_fixed,
+                           gae_reference, gather_stream, make_stream, quantize_coefs)
 
 CONFIGS = st.builds(
     GaePeConfig,

@@ -3,8 +3,8 @@
 A host puts the memory image (:mod:`sw.gae.layout`) in device memory, writes the arguments and
 the 64-bit MEM_PTR, starts the kernel and waits for the interrupt; the kernel copies the input
 rows in, runs the core, copies the result rows back, then signals AP_DONE. Every test checks
-the results in device memory bit for bit against :func:`sw.golden.gae_core.gae_core`, the AXI
-bursts against :func:`~rtl_gen.gae.kernel.copy_plan` and :meth:`AxiDma.bursts`, and that no
+the results in device memory bit for bit against :func:`sw.gae.model.gae_core`, the AXI
+bursts against :func:`~sw.gae.spec.copy_plan` and :meth:`AxiDma.bursts`, and that no
 other byte of device memory changed.
 
 * Fast tier: configuration and register-map checks, lint, and whole runs of tiny kernels in
@@ -25,11 +25,12 @@ from amaranth.back import verilog
 
 from axi_host import AxiHost
 from cocotb_util import WAIVERS, load_manifest, run_block
-from rtl_gen.axi.dma import AxiDma
-from rtl_gen.gae.core import GaeCore
-from rtl_gen.gae.kernel import (GMEM, GaeKernel, GaeKernelConfig, copy_plan,
-                                gae_kernel_register_map)
-from rtl_gen.gae.regs import gae_register_map
+from rtl_gen.shell.dma import AxiDma
+from sw.shell.spec import GMEM
+from rtl_gen.gae.kernel import GaeKernel
+from sw.gae.spec import GaeKernelConfig, copy_plan, gae_kernel_register_map
+from sw.gae.spec import gae_register_map
+from sw.gae import spec as gae_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
@@ -53,8 +54,8 @@ def random_codes(cfg, T, M, rng, p_done=0.05):
 
 
 def random_args(cfg, T, M):
-    from sw.golden.gae import quantize_coefs
-    from sw.golden.gae_core import GaeCoreArgs
+    from sw.gae.golden import quantize_coefs
+    from sw.gae.spec import GaeCoreArgs
 
     q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
     g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
@@ -81,7 +82,7 @@ def results_of(cfg, read, T, M):
 
 
 def expected(cfg, codes, args):
-    from sw.golden.gae_core import gae_core
+    from sw.gae.model import gae_core
 
     return gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"], args,
                     cfg.core)
@@ -370,7 +371,7 @@ async def run_and_check(host, cfg, codes, args, *, base=IMAGE_BASE, junk=b"\xa5"
     keep = [i for i in range(size) if not any(lo <= i < hi for lo, hi in spans)]
     assert all(after[i] == before[i] for i in keep), "a byte outside the results changed"
     cycles = await host.read("CYCLES")
-    assert cycles + 1 == GaeCore.run_cycles(cfg.core, T, M)
+    assert cycles + 1 == gae_spec.run_cycles(cfg.core, T, M)
     assert (await host.read("DMA_STATUS")) == 0
     return exp, await host.read("DMA_CYCLES")
 
@@ -412,9 +413,9 @@ def test_sim_exact_cycles():
         plan = copy_plan(cfg, T, M)
         D = cfg.axi_data_width // 8
         words = [n // D for _, _, n in plan["in"] + plan["out"]]
-        want = G + sum(1 + w + 2 + 4 for w in words) + 1 + GaeCore.run_cycles(
+        want = G + sum(1 + w + 2 + 4 for w in words) + 1 + gae_spec.run_cycles(
             cfg.core, T, M) + 1
-        assert dma_cycles == want == GaeKernel.run_cycles(cfg, T, M, latency=2), \
+        assert dma_cycles == want == gae_spec.kernel_run_cycles(cfg, T, M, latency=2), \
             (T, M, dma_cycles, want)
 
 
@@ -579,7 +580,7 @@ class Host(AxiHost):
         assert self.writes - writes == sum(n for _, n in w_bursts)
         assert await self.rd("DMA_STATUS") == 0
         cycles = await self.rd("CYCLES")
-        assert cycles + 1 == GaeCore.run_cycles(cfg.core, T, M)
+        assert cycles + 1 == gae_spec.run_cycles(cfg.core, T, M)
         return await self.rd("DMA_CYCLES"), cycles + 1
 
 
@@ -610,9 +611,9 @@ if cocotb is not None:
             M, T, cfg.n_pe, cfg.gmem_data_width, total, copy, run, b_in, b_out,
             (b_in + b_out) / copy, cfg.axi_data_width, words / copy)
         # One core word per cycle, plus per block the memory's latency and 5 cycles.
-        fixed = GaeKernel.run_cycles(cfg, T, M, latency=0)
+        fixed = gae_spec.kernel_run_cycles(cfg, T, M, latency=0)
         assert fixed < total <= fixed + 5 * 20, (total, fixed)
-        dut._log.info("that is GaeKernel.run_cycles with a mean AxiRam latency of %.1f "
+        dut._log.info("that is sw.gae.spec.kernel_run_cycles with a mean AxiRam latency of %.1f "
                       "cycles", (total - fixed) / 5)
 
     @cocotb.test()

@@ -21,7 +21,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from cocotb_util import WAIVERS
-from rtl_gen.axi.dma import BOUNDARY_BYTES, AxiDma
+from rtl_gen.shell.dma import BOUNDARY_BYTES, AxiDma
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 

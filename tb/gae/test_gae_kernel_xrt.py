@@ -3,9 +3,9 @@
 ``pyxrt`` is replaced by the fake of :mod:`xrt_fake`, whose buffer object lives in the cocotb
 ``AxiRam`` the kernel's ``m_axi_gmem`` reads and writes and whose ``xrt::ip`` register access
 goes through cocotbext-axi's ``AxiLiteMaster``. The unmodified
-:class:`~sw.driver.xrt_device.XrtDevice` and :class:`~sw.driver.gae.GaeDriver` run in a
+:class:`~sw.driver.xrt_device.XrtDevice` and :class:`~sw.gae.driver.GaeDriver` run in a
 ``bridge`` thread (as with :class:`~sw.driver.sim.SimDevice`), on simulation time, and must
-return bit for bit what the same driver returns on a :class:`~sw.driver.golden.GoldenDevice`.
+return bit for bit what the same driver returns on a :class:`~sw.gae.device.GoldenDevice`.
 The shipped kernel's Verilator model is shared with ``test_gae_kernel.py`` (same build).
 """
 
@@ -33,8 +33,8 @@ def rollout(rng, T, M, *, p_done=0.05):
 def session(make_device, config):
     """Blocking driver code; returns what it observed (results, STATUS, the refused run)."""
     from sw.driver import GaeDriver, GaeError
-    from sw.golden.gae import quantize_coefs
-    from sw.golden.gae_core import GaeCoreArgs
+    from sw.gae.golden import quantize_coefs
+    from sw.gae.spec import GaeCoreArgs
 
     device = make_device()
     drv = GaeDriver(device, config, timeout=1e-3, poll_interval=2e-7)
@@ -73,7 +73,7 @@ if cocotb is not None:
     @cocotb.test()
     async def xrt_device_drives_the_kernel(dut):
         """XrtDevice (fake pyxrt on the RTL) == GoldenDevice, bit for bit."""
-        from rtl_gen.gae.kernel import GaeKernelConfig
+        from sw.gae.spec import GaeKernelConfig
         from sw.driver import GoldenDevice
         from sw.driver.xrt_device import XRT_KERNEL_NAME
 

@@ -38,7 +38,8 @@ def test_gae_pe_rtl(params):
 async def _setup(dut):
     import cocotb
 
-    from rtl_gen.gae import GaePeConfig, gae_input_layout, gae_output_layout
+    from sw.gae.spec import GaePeConfig
+    from rtl_gen.gae.pe import gae_input_layout, gae_output_layout
 
     cfg = GaePeConfig.from_dict(load_manifest()["config"])
     seed = cocotb.RANDOM_SEED
@@ -58,7 +59,7 @@ def _random_batch(rng, cfg, T, N, *, reward_scale=1.0, value_scale=3.0, p_done=0
 
 def _concat_streams(batches, cfg):
     """One stream made of several batches of different shapes (variable trajectory lengths)."""
-    from sw.golden.gae import make_stream
+    from sw.gae.golden import make_stream
 
     parts = [make_stream(*b, cfg)[0] for b in batches]
     return {f: np.concatenate([p[f] for p in parts]) for f in parts[0]}
@@ -69,7 +70,7 @@ async def _run_and_check(tb, cfg, in_layout, out_layout, stream, gamma, gl, **kw
     from cocotb.triggers import ClockCycles
 
     from rtl_gen.fixed import pack_array, unpack_array
-    from sw.golden.gae import GaePeModel
+    from sw.gae.golden import GaePeModel
 
     dut = tb.dut
     model = GaePeModel(cfg, gamma, gl)
@@ -91,7 +92,7 @@ async def _run_and_check(tb, cfg, in_layout, out_layout, stream, gamma, gl, **kw
 
 def _check_matrix_model(cfg, batch, gamma, gl, got_stream):
     """The stream model and the vectorised model agree on a batch."""
-    from sw.golden.gae import gae_fixed, gather_stream, make_stream
+    from sw.gae.golden import gae_fixed, gather_stream, make_stream
 
     T, N = batch[0].shape
     _, pos = make_stream(*batch, cfg)
@@ -109,7 +110,7 @@ if cocotb is not None:
     @cocotb.test()
     async def random_back_to_back(dut):
         """Random trajectories of several lengths, no gaps: bit-exact, n + latency cycles."""
-        from sw.golden.gae import quantize_coefs
+        from sw.gae.golden import quantize_coefs
 
         tb, cfg, il, ol, rng = await _setup(dut)
         batches = [_random_batch(rng, cfg, T, N) for T, N in ((1, 3), (5, 2), (40, 5), (2, 4))]
@@ -127,7 +128,7 @@ if cocotb is not None:
     @cocotb.test()
     async def gaps_and_backpressure(dut):
         """Random input idles and output stalls: still bit-exact, no loss, no reordering."""
-        from sw.golden.gae import quantize_coefs
+        from sw.gae.golden import quantize_coefs
 
         tb, cfg, il, ol, rng = await _setup(dut)
         batches = [_random_batch(rng, cfg, 17, 3, p_done=0.2), _random_batch(rng, cfg, 9, 6)]
@@ -140,7 +141,7 @@ if cocotb is not None:
     @cocotb.test()
     async def coefficient_corners(dut):
         """gamma = lambda = 1, lambda = 0, gamma = 0: the recursion's corner cases."""
-        from sw.golden.gae import quantize_coefs
+        from sw.gae.golden import quantize_coefs
 
         tb, cfg, il, ol, rng = await _setup(dut)
         batch = _random_batch(rng, cfg, 23, 4)
@@ -153,7 +154,7 @@ if cocotb is not None:
     @cocotb.test()
     async def cartpole_rollout(dut):
         """Real CartPole-v1 trajectories (random policy, linear critic): golden and float."""
-        from sw.golden.gae import gae_error_bound, gae_reference, quantize_coefs
+        from sw.gae.golden import gae_error_bound, gae_reference, quantize_coefs
         from sw.rollouts import collect
 
         tb, cfg, il, ol, _ = await _setup(dut)
@@ -164,7 +165,7 @@ if cocotb is not None:
         g, gl = quantize_coefs(0.99, 0.95, cfg)
         got, _, _ = await _run_and_check(tb, cfg, il, ol, _concat_streams([batch], cfg), g, gl)
         _check_matrix_model(cfg, batch, g, gl, got)
-        from sw.golden.gae import gather_stream, make_stream
+        from sw.gae.golden import gather_stream, make_stream
         _, pos = make_stream(*batch, cfg)
         adv, rtg, _ = gather_stream(got, pos, *ro.rewards.shape)
         adv_f, ret_f = gae_reference(ro.rewards, ro.values, ro.dones, ro.last_values, 0.99, 0.95)
@@ -181,7 +182,7 @@ if cocotb is not None:
         """Values near the format's limits saturate, flag the element, set the sticky bit."""
         from cocotb.triggers import RisingEdge
 
-        from sw.golden.gae import quantize_coefs
+        from sw.gae.golden import quantize_coefs
 
         tb, cfg, il, ol, rng = await _setup(dut)
         dfmt = cfg.data_format

@@ -9,8 +9,9 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl_gen.fixed import pack_array
-from rtl_gen.gae import GaePeConfig, GaeProcessingElement, gae_input_layout
-from sw.golden.gae import GaePeModel, make_stream, quantize_coefs
+from sw.gae.spec import GaePeConfig
+from rtl_gen.gae.pe import GaeProcessingElement, gae_input_layout
+from sw.gae.golden import GaePeModel, make_stream, quantize_coefs
 
 
 def simulate(cfg, stream, gamma, gl, *, idle=0.0, stall=0.0, seed=0):

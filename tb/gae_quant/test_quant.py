@@ -18,12 +18,12 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rtl_gen.fixed import FixedFormat
-from rtl_gen.gae.config import GaePeConfig
+from sw.fixed import FixedFormat
+from sw.gae.spec import GaePeConfig
 from sw.gae.quant import (DEFAULT_REWARD_CLIP, DEFAULT_VALUE_CLIP, DynamicRewardStandardizer,
                           GaeQuantizationPipeline, RunningMeanStd, UniformQuantizer,
                           block_standardize, dequantize)
-from sw.golden.gae import gae_error_bound, gae_fixed, gae_reference, quantize_coefs
+from sw.gae.golden import gae_error_bound, gae_fixed, gae_reference, quantize_coefs
 from sw.rollouts import collect
 
 SEED = 20261122

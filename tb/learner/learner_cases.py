@@ -1,14 +1,14 @@
 """Training-step cases for the learner pipeline tests (fast and slow tier): random DQN or MSE
-batches in raw fixed point, the host memory images of :mod:`rtl_gen.learner.layout`, and the
-golden :func:`sw.golden.mlp.train_step` with the pipeline's sub-batches."""
+batches in raw fixed point, the host memory images of :mod:`sw.learner.layout`, and the
+golden :func:`sw.learner.mlp.train_step` with the pipeline's sub-batches."""
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl_gen.learner.config import LearnerConfig
-from rtl_gen.learner.layout import pack_matrix, pack_samples, regions
-from sw.golden.mlp import init_weights, quantize_coef, train_step
+from sw.learner.spec import LearnerConfig
+from sw.learner.layout import pack_matrix, pack_samples, regions
+from sw.learner.mlp import init_weights, quantize_coef, train_step
 
 
 @dataclass
@@ -53,7 +53,7 @@ def golden(cfg: LearnerConfig, case: Case, weights=None, *, target_weights=None,
     """:func:`train_step` as the pipelines compute it (WA per sub-batch, dp scratchpads).
 
     ``target_weights`` replaces the case's (a chain of steps with syncs); ``sync`` replaces
-    ``case.sync_target`` (the decision of :class:`sw.golden.mlp.TargetSync`)."""
+    ``case.sync_target`` (the decision of :class:`sw.learner.mlp.TargetSync`)."""
     w = case.weights if weights is None else weights
     if cfg.loss == "mse":
         return train_step(w, case.obs, cfg.numerics, lr=case.lr, targets=case.targets,

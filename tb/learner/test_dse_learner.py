@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rtl_gen.learner import TensorUnitConfig
-from sw.golden.gemm import stream_cycles
+from sw.learner.spec import TensorUnitConfig
+from sw.learner.gemm import stream_cycles
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dse_learner.py"
 
@@ -92,8 +92,8 @@ def test_script_runs(tmp_path, capsys):
 def test_generator_points_are_buildable_configs():
     """Every generator design point's parameters make a valid LearnerConfig whose exact cycles
     are the point's, with the DSE's arrays per stage."""
-    from rtl_gen.learner.config import LearnerConfig
-    from rtl_gen.learner.schedule import step_cycles
+    from sw.learner.spec import LearnerConfig
+    from sw.learner.schedule import step_cycles
 
     points = dse.explore(SIZES, 32, dse.load_estimates(), generator=True)
     assert points and all(p.dp in (1, 2, 4) and p.m >= 2 for p in points)
@@ -112,8 +112,9 @@ def test_dse_output_elaborates(tmp_path):
     writes, elaborates as a LearnerAccelerator; its cycles beat the uniform 8 × 8 pipeline."""
     from amaranth.hdl import Fragment
 
-    from rtl_gen.learner import LearnerAccelerator, LearnerConfig
-    from rtl_gen.learner.schedule import step_cycles
+    from rtl_gen.learner import LearnerAccelerator
+    from sw.learner.spec import LearnerConfig
+    from sw.learner.schedule import step_cycles
 
     rc = dse.main(["--batch", "32", "--device", "zcu106", "--no-torch",
                    "--plot", str(tmp_path / "dse.png"), "--json", str(tmp_path / "dse.json"),
@@ -135,7 +136,7 @@ def test_small_dse_point_runs_bit_exact():
     step bit-exact against the golden model in exactly the DSE's (exact) cycles."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from learner_cases import golden, random_case
-    from rtl_gen.learner.config import LearnerConfig
+    from sw.learner.spec import LearnerConfig
     from test_learner_core_sim import check_step, simulate
 
     points = dse.explore((3, 6, 5, 2), 8, dse.load_estimates(), generator=True)

@@ -6,10 +6,10 @@ import itertools
 import numpy as np
 import pytest
 
-from rtl_gen.learner import LearnerNumerics, TensorUnitConfig
-from sw.golden.gemm import (TensorUnitModel, accumulate, chunk_lengths, gemm_cycles, gemm_fixed,
-                            gemm_float, ideal_cycles, mac_utilisation, schedule, stream_cycles,
-                            tile_stream, untile)
+from sw.learner.spec import LearnerNumerics, TensorUnitConfig
+from sw.learner.gemm import (TensorUnitModel, accumulate, chunk_lengths, gemm_cycles, gemm_fixed,
+                             gemm_float, ideal_cycles, mac_utilisation, schedule, stream_cycles,
+                             tile_stream, untile)
 
 
 def operands(cfg, rng, M, K, N, scale=1.0):

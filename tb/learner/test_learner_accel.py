@@ -3,9 +3,9 @@
 The CartPole DQN network 4-64-64-2 on S × S tensor units: the host loads the weights, target
 weights and a batch through the AXI4 memory port, writes BATCH_SIZE, LR and GAMMA through
 AXI4-Lite, sets AP_START, waits for the interrupt and reads STATUS, LOSS, CYCLES and the
-results back. Every step must equal :func:`sw.golden.mlp.train_step` (with the pipeline's
+results back. Every step must equal :func:`sw.learner.mlp.train_step` (with the pipeline's
 sub-batches) bit for bit -- Q values, TD errors, gradients, updated weights, saturation flags,
-the loss sum -- and take exactly :func:`rtl_gen.learner.schedule.step_cycles` cycles.
+the loss sum -- and take exactly :func:`sw.learner.schedule.step_cycles` cycles.
 """
 
 import os
@@ -47,19 +47,19 @@ class Host(AxiHost):
     """What a driver does, with cocotbext-axi masters on the two AXI ports."""
 
     def __init__(self, dut):
-        from rtl_gen.learner.config import LearnerConfig
-        from rtl_gen.learner.regs import learner_register_map
+        from sw.learner.spec import LearnerConfig
+        from sw.learner.spec import learner_register_map
 
         self.cfg = LearnerConfig.from_dict(load_manifest()["config"])
         super().__init__(dut, learner_register_map(self.cfg))
 
     async def load(self, images):
-        from rtl_gen.learner.layout import region_base
+        from sw.learner.layout import region_base
         for name, img in images.items():
             await self.mem.write(region_base(self.cfg, name), img)
 
     async def read_matrix(self, name, rows):
-        from rtl_gen.learner.layout import region, region_base, unpack_matrix, word_bytes
+        from sw.learner.layout import region, region_base, unpack_matrix, word_bytes
         cfg = self.cfg
         n = cfg.groups(rows) * region(cfg, name).col_groups(cfg) * word_bytes(cfg, name)
         data = await self.mem.read(region_base(cfg, name), n)
@@ -78,8 +78,8 @@ class Host(AxiHost):
 
 
 def check_status(cfg, case, status, step):
-    from rtl_gen.learner.regs import STATUS_FLAGS
-    from rtl_gen.learner.schedule import step_cycles
+    from sw.learner.spec import STATUS_FLAGS
+    from sw.learner.schedule import step_cycles
 
     assert status["ERROR"] == 0, status
     for name, (_, flag, _) in STATUS_FLAGS.items():
@@ -111,7 +111,7 @@ if cocotb is not None:
     async def cartpole_steps_bit_exact(dut):
         """B = 32 and B = 64: every result region bit-exact, flags, loss, cycles."""
         from learner_cases import golden, input_images, random_case
-        from rtl_gen.learner.layout import regions
+        from sw.learner.layout import regions
 
         host = Host(dut)
         await host.start()
@@ -157,9 +157,9 @@ if cocotb is not None:
     async def target_sync_through_registers(dut):
         """SYNC_PERIOD = 2 and a forced SYNC_TARGET over four steps of B = 16: STATUS.
         TARGET_SYNCED, SYNC_COUNT and the target weights tw<l> follow
-        :class:`sw.golden.mlp.TargetSync`; every step bit-exact, cycles as without a sync."""
+        :class:`sw.learner.mlp.TargetSync`; every step bit-exact, cycles as without a sync."""
         from learner_cases import golden, input_images, random_case
-        from sw.golden.mlp import TargetSync
+        from sw.learner.mlp import TargetSync
 
         host = Host(dut)
         await host.start()

@@ -4,12 +4,11 @@ of the cycle model (pure Python)."""
 import numpy as np
 import pytest
 
-from rtl_gen.learner.config import LearnerConfig
-from rtl_gen.learner.layout import (mem_addr_bits, pack_matrix, pack_samples, region,
-                                    region_base, region_bytes, regions, unpack_matrix,
-                                    unpack_samples, word_bytes)
-from rtl_gen.learner.regs import hw_info_values, learner_register_map
-from rtl_gen.learner.schedule import item_slots, items, stages, step_cycles, timeline
+from sw.learner.spec import LearnerConfig
+from sw.learner.layout import (mem_addr_bits, pack_matrix, pack_samples, region, region_base,
+                               region_bytes, regions, unpack_matrix, unpack_samples, word_bytes)
+from sw.learner.spec import hw_info_values, learner_register_map
+from sw.learner.schedule import item_slots, items, stages, step_cycles, timeline
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -207,7 +206,7 @@ def test_stage_arrays_cycle_model():
     assert item_slots(cfg, s["bw1"], 3) == 1 * 4 * 4             # n_in 7 over C = 2
     assert item_slots(cfg, s["wa1"], 3) == 4 * 2 * 3             # 8 inputs over R = 2, K = 3
     assert item_slots(cfg, s["wa1"], 1) == 4 * 2 * 2             # K = 1 < R: 2 slots
-    from rtl_gen.learner.schedule import GEMM_OPERAND_LATENCY, GEMM_WRITE_LATENCY, stage_tail
+    from sw.learner.schedule import GEMM_OPERAND_LATENCY, GEMM_WRITE_LATENCY, stage_tail
     assert stage_tail(cfg, s["wa1"]) == GEMM_OPERAND_LATENCY + (2 + 2 + 3) + 1 \
         + GEMM_WRITE_LATENCY["wa"] + 1
     assert stage_tail(cfg, s["fw0"]) == GEMM_OPERAND_LATENCY + (2 + 4 + 3) + 1 + 1 + 1
@@ -216,7 +215,7 @@ def test_stage_arrays_cycle_model():
 def test_wu_overlaps_the_last_wa_item():
     """One pipeline: WU starts on the first gradient block while WA is still on its last
     item, and each block waits for the WA tile that completes it; dp > 1: WU waits for WA."""
-    from rtl_gen.learner.schedule import wu_block_need, wu_overlaps
+    from sw.learner.schedule import wu_block_need, wu_overlaps
 
     cfg = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4)
     tl = timeline(cfg, 10)

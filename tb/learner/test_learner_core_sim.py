@@ -1,11 +1,11 @@
 """Learner core in Amaranth's simulator (fast tier): tiny networks on 2 × 2 tensor units.
 
-The host side writes the memory images of :mod:`rtl_gen.learner.layout` through the core's host
+The host side writes the memory images of :mod:`sw.learner.layout` through the core's host
 port, sets the arguments, starts a step, waits for ``done`` and reads every result region back:
 activations, Q values, δ, weight gradients and updated weights must equal
-:func:`sw.golden.mlp.train_step` (with the pipeline's sub-batches) bit for bit, the saturation
+:func:`sw.learner.mlp.train_step` (with the pipeline's sub-batches) bit for bit, the saturation
 flags and the loss sum must match, and ``cycles`` must equal
-:func:`rtl_gen.learner.schedule.step_cycles`.
+:func:`sw.learner.schedule.step_cycles`.
 """
 
 import numpy as np
@@ -13,10 +13,11 @@ import pytest
 from amaranth.sim import Simulator
 
 from learner_cases import expected_regions, golden, input_images, random_case, region_rows
-from rtl_gen.learner.config import LearnerConfig
-from rtl_gen.learner.core import LEARNER_FLAGS, LearnerCore
-from rtl_gen.learner.layout import region_base, regions, unpack_matrix, word_bytes
-from rtl_gen.learner.schedule import step_cycles
+from sw.learner.spec import LearnerConfig
+from sw.learner.spec import LEARNER_FLAGS
+from rtl_gen.learner.core import LearnerCore
+from sw.learner.layout import region_base, regions, unpack_matrix, word_bytes
+from sw.learner.schedule import step_cycles
 
 
 class CoreHost:
@@ -242,7 +243,7 @@ def test_host_port_edges():
     cfg = LearnerConfig(**TINY, sub_batch=2)
     dut = LearnerCore(cfg)
     DB = cfg.axi_data_width // 8
-    from rtl_gen.learner.layout import region, region_bytes, sub_words
+    from sw.learner.layout import region, region_bytes, sub_words
 
     async def bench(ctx):
         host = CoreHost(cfg, dut, ctx)
@@ -339,7 +340,7 @@ def test_data_parallel_three_layers():
 def test_data_parallel_reduction_saturates_like_the_golden():
     """8-bit operands, 16-bit scratchpads: a case whose per-pipeline gradients fit but whose
     sum does not. The reduction saturates in pipeline order and raises WA_OVERFLOW."""
-    from sw.golden.gemm import gemm_fixed
+    from sw.learner.gemm import gemm_fixed
 
     cfg = LearnerConfig(sizes=(3, 4, 2), array=2, max_batch=4, sub_batch=2, dp=2, loss="mse",
                         width=8, act_frac=4, weight_frac=5, grad_frac=4, acc_width=16,
@@ -374,8 +375,8 @@ def test_target_sync_period_and_forced(dp):
     """SYNC_PERIOD = 3 and a forced sync on step 5 over seven steps on one batch: tw<l> holds
     the updated weights exactly after the syncing steps (and is unchanged otherwise), every
     step bit-exact against the golden chain, the counter and ``synced`` as
-    :class:`sw.golden.mlp.TargetSync` says, and a sync costs no cycles."""
-    from sw.golden.mlp import TargetSync
+    :class:`sw.learner.mlp.TargetSync` says, and a sync costs no cycles."""
+    from sw.learner.mlp import TargetSync
 
     cfg = LearnerConfig(sizes=(3, 5, 2), array=2, max_batch=8, sub_batch=2, dp=dp)
     case = random_case(cfg, 6, np.random.default_rng(31 + dp), lr=0.1)
@@ -427,7 +428,7 @@ def test_target_sync_period_and_forced(dp):
 
 
 def test_target_sync_golden_rule():
-    from sw.golden.mlp import TargetSync
+    from sw.learner.mlp import TargetSync
 
     r = TargetSync(1)
     assert [r.step() for _ in range(3)] == [True] * 3 and r.count == 0

@@ -1,13 +1,13 @@
 """The GEMMs of a real training step (FW X·W, BW δ·Wᵀ, WA Xᵀ·δ), streamed through the tensor
-unit RTL in Amaranth's simulator, equal the intermediates of :func:`sw.golden.mlp.train_step`:
+unit RTL in Amaranth's simulator, equal the intermediates of :func:`sw.learner.mlp.train_step`:
 the transposes are only stream orders, and the RTL computes the step's numbers bit for bit."""
 
 import numpy as np
 import pytest
 
-from rtl_gen.learner import LearnerNumerics
-from sw.golden.gemm import tile_stream, untile
-from sw.golden.mlp import init_weights, quantize_coef, train_step
+from sw.learner.spec import LearnerNumerics
+from sw.learner.gemm import tile_stream, untile
+from sw.learner.mlp import init_weights, quantize_coef, train_step
 from test_tensor_unit_sim import simulate
 
 

@@ -6,7 +6,7 @@ The small learner of ``tb/driver/test_driver_learner.py`` (4-8-8-2 DQN on 2 x 2 
 session -- weights in and out, training steps with details, target syncs, saturation, a
 refused step, polling and a start during a step -- runs through
 :class:`~sw.driver.xrt_device.XrtDevice` and must equal the same session on
-:class:`~sw.driver.golden_learner.LearnerGoldenDevice` bit for bit.
+:class:`~sw.learner.device.LearnerGoldenDevice` bit for bit.
 """
 
 import sys
@@ -37,7 +37,8 @@ if cocotb is not None:
     async def xrt_device_runs_the_learner_driver(dut):
         """session() through XrtDevice (fake pyxrt on the RTL) == on LearnerGoldenDevice."""
         from axi_host import AxiHost
-        from rtl_gen.learner.kernel import LearnerKernel, LearnerKernelConfig
+        from rtl_gen.learner.kernel import LearnerKernel
+        from sw.learner.spec import LearnerKernelConfig
         from sw.driver import LearnerGoldenDevice
         from xrt_fake import xrt_session
 

@@ -1,4 +1,4 @@
-"""Emitted learner Verilog (through ``rtl_gen.blocks``) is clean under
+"""Emitted learner Verilog (through ``sw.registry``) is clean under
 ``verilator --lint-only -Wall`` with the project's waiver list."""
 
 import shutil
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rtl_gen.blocks import emit
+from rtl_gen.emit import emit
 
 WAIVERS = Path(__file__).resolve().parents[2] / "scripts" / "verilator_waivers.vlt"
 

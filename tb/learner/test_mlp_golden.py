@@ -1,8 +1,8 @@
-"""Fixed-point MLP training step (sw.golden.mlp) against torch autograd.
+"""Fixed-point MLP training step (sw.learner.mlp) against torch autograd.
 
 The reference is torch in float64 starting from the *same* quantized weights, inputs, rewards,
 γ and η, so every difference comes from the fixed-point arithmetic of the step itself. The
-tolerance is the elementwise bound of :func:`sw.golden.mlp.error_bounds` (derived in its
+tolerance is the elementwise bound of :func:`sw.learner.mlp.error_bounds` (derived in its
 docstring, rigorous without saturation) plus float64 round-off (1e-9 relative); the test also
 reports how much of the bound the errors use, and checks the relative error of the gradients.
 """
@@ -10,8 +10,8 @@ reports how much of the bound the errors use, and checks the relative error of t
 import numpy as np
 import pytest
 
-from rtl_gen.learner import LearnerNumerics
-from sw.golden.mlp import error_bounds, init_weights, quantize_coef, train_step
+from sw.learner.spec import LearnerNumerics
+from sw.learner.mlp import error_bounds, init_weights, quantize_coef, train_step
 
 torch = pytest.importorskip("torch")
 

@@ -5,9 +5,9 @@ sum."""
 import numpy as np
 import pytest
 
-from rtl_gen.learner import LearnerNumerics
-from sw.golden.gemm import gemm_fixed
-from sw.golden.mlp import init_weights, quantize_coef, train_step
+from sw.learner.spec import LearnerNumerics
+from sw.learner.gemm import gemm_fixed
+from sw.learner.mlp import init_weights, quantize_coef, train_step
 
 
 def mse_case(num, B, seed):

@@ -1,9 +1,9 @@
 """Tensor unit: RTL under Verilator vs the bit-exact golden model (thorough tier).
 
-pytest builds one Verilator model per parameter set (``CONFIGS``, through ``rtl_gen.blocks``)
+pytest builds one Verilator model per parameter set (``CONFIGS``, through ``sw.registry``)
 and runs the cocotb tests below against it: random GEMMs smaller than, equal to, larger than
-and not multiples of the array, bit-exact against :class:`sw.golden.gemm.TensorUnitModel` and
-:func:`sw.golden.gemm.gemm_fixed`; transfer cycles equal to :func:`sw.golden.gemm.schedule`;
+and not multiples of the array, bit-exact against :class:`sw.learner.gemm.TensorUnitModel` and
+:func:`sw.learner.gemm.gemm_fixed`; transfer cycles equal to :func:`sw.learner.gemm.schedule`;
 MAC utilisation of GEMMs four times the array size; idles and back-pressure; saturation and
 the sticky flags.
 """
@@ -73,7 +73,7 @@ class TensorUnitTB(StreamTB):
 async def _setup(dut):
     import cocotb
 
-    from rtl_gen.learner import TensorUnitConfig
+    from sw.learner.spec import TensorUnitConfig
 
     cfg = TensorUnitConfig.from_dict(load_manifest()["config"])
     seed = cocotb.RANDOM_SEED
@@ -97,7 +97,7 @@ async def _run_gemms(tb, cfg, cases, **kw):
     from cocotb.triggers import FallingEdge
 
     from rtl_gen.learner import pack_elements, unpack_beats
-    from sw.golden.gemm import TensorUnitModel, gemm_fixed, tile_stream, untile
+    from sw.learner.gemm import TensorUnitModel, gemm_fixed, tile_stream, untile
 
     await FallingEdge(tb.dut.clk)          # a fresh model: clear the sticky flags
     tb.dut.clear.value = 1
@@ -139,7 +139,7 @@ if cocotb is not None:
     @cocotb.test()
     async def random_gemms_back_to_back(dut):
         """GEMMs smaller, equal, larger, non-multiples; no gaps: bit-exact, cycles as modelled."""
-        from sw.golden.gemm import gemm_cycles, schedule
+        from sw.learner.gemm import gemm_cycles, schedule
 
         tb, cfg, rng = await _setup(dut)
         R, C = cfg.rows, cfg.cols
@@ -158,7 +158,7 @@ if cocotb is not None:
     @cocotb.test()
     async def utilisation_at_four_times_the_array(dut):
         """M = K = N = 4·max(R, C): ≥ 90 % of the MAC cycles do useful work (in cycles)."""
-        from sw.golden.gemm import gemm_cycles, ideal_cycles
+        from sw.learner.gemm import gemm_cycles, ideal_cycles
 
         tb, cfg, rng = await _setup(dut)
         n = 4 * max(cfg.rows, cfg.cols)
@@ -188,7 +188,7 @@ if cocotb is not None:
         from cocotb.triggers import RisingEdge
 
         from rtl_gen.learner import pack_elements, unpack_beats
-        from sw.golden.gemm import TensorUnitModel
+        from sw.learner.gemm import TensorUnitModel
 
         tb, cfg, rng = await _setup(dut)
         R, C = cfg.rows, cfg.cols

@@ -1,4 +1,4 @@
-"""Emitted tensor-unit Verilog (through ``rtl_gen.blocks``) is clean under
+"""Emitted tensor-unit Verilog (through ``sw.registry``) is clean under
 ``verilator --lint-only -Wall`` with the project's waiver list, for corner and default sizes."""
 
 import shutil
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rtl_gen.blocks import emit
+from rtl_gen.emit import emit
 
 WAIVERS = Path(__file__).resolve().parents[2] / "scripts" / "verilator_waivers.vlt"
 
@@ -24,7 +24,7 @@ CASES = [
 @pytest.mark.parametrize("params", CASES, ids=lambda p: f"{p['rows']}x{p['cols']}")
 def test_lint_clean(tmp_path, params):
     manifest = emit("tensor-unit", params, tmp_path)
-    assert manifest["latency_cycles"] == params["rows"] + params["cols"] + 3
+    assert manifest["latency"]["cycles"] == params["rows"] + params["cols"] + 3
     res = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS),
                           str(tmp_path / manifest["verilog"])], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr

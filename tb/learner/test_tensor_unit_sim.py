@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from rtl_gen.learner import TensorUnit, TensorUnitConfig, pack_elements, unpack_beats
-from sw.golden.gemm import (TensorUnitModel, gemm_cycles, gemm_fixed, schedule, tile_stream,
-                            untile)
+from rtl_gen.learner import TensorUnit, pack_elements, unpack_beats
+from sw.learner.spec import TensorUnitConfig
+from sw.learner.gemm import TensorUnitModel, gemm_cycles, gemm_fixed, schedule, tile_stream, untile
 
 
 def simulate(cfg, stream, *, idle=0.0, stall=0.0, seed=0, clear_at=None):

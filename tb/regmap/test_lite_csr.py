@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""AXI4-Lite CSR block (:class:`rtl_gen.axi.AxiLiteCsr`): both test tiers and the lint check.
+"""AXI4-Lite CSR block (:class:`rtl_gen.shell.AxiLiteCsr`): both test tiers and the lint check.
 
 The scenarios below are written once against a small harness (``write``, ``read``, ``set``,
 ``get``, ``tick``, ``reset``, a per-cycle ``trace`` of the AXI handshakes and the core's output
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from rtl_gen.axi import AxiLiteCsr
-from rtl_gen.axi.lite_csr import OKAY, SLVERR
-from rtl_gen.regmap import Field, Register, RegisterMap
+from rtl_gen.shell import AxiLiteCsr
+from rtl_gen.shell.lite_csr import OKAY, SLVERR
+from sw.regmap import Field, Register, RegisterMap
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from rtl_gen.regmap import ACCESS_TYPES, AP_CTRL_HS_REGISTERS, Field, Register, RegisterMap
+from sw.regmap import ACCESS_TYPES, AP_CTRL_HS_REGISTERS, Field, Register, RegisterMap
 
 
 def gae_like_map():

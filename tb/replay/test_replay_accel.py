@@ -4,14 +4,15 @@ Each build (``CONFIGS``: K = 2, 16, 64 with capacities that are not powers of K;
 driver test's build, tb/driver/test_driver_replay.py) runs every cocotb test below: buffers
 loaded with AXI4 bursts, arguments through AXI4-Lite, AP_START, the interrupt, then STATUS,
 CYCLES, RESPONSE_CYCLES, TOTAL, MAX_PRIORITY, SIZE, WRITE_POINTER and the output buffers
-compared with :class:`sw.golden.replay_accel.ReplayAccelModel` -- outputs bit for bit, cycle
-counts exactly (:meth:`ReplayAccelerator.run_cycles`).
+compared with :class:`sw.replay.model.ReplayAccelModel` -- outputs bit for bit, cycle
+counts exactly (:func:`sw.replay.spec.run_cycles`).
 """
 
 import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from sw.replay import spec as replay_spec
 
 CONFIGS = {
     "k2-n700": dict(fanout=2, capacity=700, priority_width=20, priority_frac=8,
@@ -34,9 +35,9 @@ class Host:
     """What a driver does, with cocotbext-axi masters on the two AXI ports."""
 
     def __init__(self, dut):
-        from rtl_gen.replay import SumTreeConfig
-        from rtl_gen.replay.regs import replay_register_map
-        from sw.golden.replay_accel import ReplayAccelModel
+        from sw.replay.spec import SumTreeConfig
+        from sw.replay.spec import replay_register_map
+        from sw.replay.model import ReplayAccelModel
 
         self.dut = dut
         self.cfg = SumTreeConfig.from_dict(load_manifest()["config"])
@@ -96,7 +97,7 @@ class Host:
     async def load(self, name, values):
         """Write ``values`` (64-bit words) to region ``name`` from entry 0 in one burst; the
         model's copy keeps what the memory keeps (the low field bits)."""
-        from rtl_gen.replay.regs import field_bits, region_base
+        from sw.replay.spec import field_bits, region_base
 
         v = np.asarray(values, np.uint64)
         await self.mem.write(region_base(self.cfg, name), v.astype("<u8").tobytes())
@@ -105,14 +106,14 @@ class Host:
         buf[:v.size] = (v & mask).astype(np.int64)
 
     async def fetch(self, name, n):
-        from rtl_gen.replay.regs import region_base
+        from sw.replay.spec import region_base
 
         data = await self.mem.read(region_base(self.cfg, name), 8 * n)
         return np.frombuffer(bytes(data.data), "<u8").astype(np.int64)
 
     async def run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=0,
                   wait=True):
-        from rtl_gen.replay.regs import ReplayOp
+        from sw.replay.spec import ReplayOp
 
         code = op.value if isinstance(op, ReplayOp) else int(op)
         await self.wr("OP", code | prng << 8 | relaxed << 9)
@@ -182,7 +183,7 @@ if cocotb is not None:
     async def random_runs(dut):
         """Every operation, random sizes, inserts wrapping, interleaved updates and samples
         (strict and relaxed, host and PRNG targets): outputs, flags and cycles exact."""
-        from rtl_gen.replay.regs import ReplayOp as Op
+        from sw.replay.spec import ReplayOp as Op
 
         host = Host(dut)
         await host.start()
@@ -235,8 +236,7 @@ if cocotb is not None:
     @cocotb.test()
     async def exact_cycles(dut):
         """B + latency + 3 for a full batch; relaxed UPDATE_SAMPLE saves the tree latency."""
-        from rtl_gen.replay.accelerator import ReplayAccelerator
-        from rtl_gen.replay.regs import ReplayOp as Op
+        from sw.replay.spec import ReplayOp as Op
 
         host = Host(dut)
         await host.start()
@@ -263,7 +263,7 @@ if cocotb is not None:
                       relaxed.run_cycles, relaxed.response_cycles)
         upd = await host.run(Op.UPDATE, B)
         await host.check(upd, "update")
-        assert upd.run_cycles == ReplayAccelerator.run_cycles(cfg, Op.UPDATE, B) == B + 6
+        assert upd.run_cycles == replay_spec.run_cycles(cfg, Op.UPDATE, B) == B + 6
 
     @cocotb.test()
     async def refused_starts(dut):
@@ -271,7 +271,7 @@ if cocotb is not None:
         memory port answers SLVERR during the run."""
         from cocotbext.axi import AxiResp
 
-        from rtl_gen.replay.regs import REPLAY_ERRORS, ReplayOp as Op, region_base
+        from sw.replay.spec import REPLAY_ERRORS, ReplayOp as Op, region_base
 
         host = Host(dut)
         await host.start()
@@ -312,7 +312,7 @@ if cocotb is not None:
         """HW_* describe the configuration; rw registers read back; unmapped -> SLVERR."""
         from cocotbext.axi import AxiResp
 
-        from rtl_gen.replay.regs import hw_info_values
+        from sw.replay.spec import hw_info_values
 
         host = Host(dut)
         await host.start()

@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rtl_gen.blocks import drop_zero_memory_init, emit
-from rtl_gen.replay import SumTreeConfig
+from sw.replay import spec as replay_spec
+
+from rtl_gen.emit import drop_zero_memory_init, emit
+from sw.replay.spec import SumTreeConfig
 from rtl_gen.replay.accelerator import ReplayAccelerator
-from rtl_gen.replay.regs import (REGIONS, ReplayOp, field_bits, hw_info_values, region_base,
-                                 region_bits, region_words, replay_register_map)
-from sw.golden.replay_accel import ReplayAccelModel, check_run_args
+from sw.replay.spec import (REGIONS, ReplayOp, field_bits, hw_info_values, region_base, region_bits,
+                            region_words, replay_register_map)
+from sw.replay.model import ReplayAccelModel, check_run_args
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SMALL = SumTreeConfig(fanout=4, capacity=100, priority_width=20, priority_frac=8,
@@ -46,7 +48,8 @@ def test_register_map_and_layout():
 
 def test_run_cycles():
     L = 3 * SMALL.levels + 6
-    rc = ReplayAccelerator.run_cycles
+    assert SMALL.latency == L
+    rc = replay_spec.run_cycles
     assert rc(SMALL, ReplayOp.SAMPLE, 32) == 32 + L + 3
     assert rc(SMALL, ReplayOp.READ, 1) == 1 + L + 3
     assert rc(SMALL, ReplayOp.UPDATE, 32) == 32 + 6
@@ -55,7 +58,7 @@ def test_run_cycles():
     assert rc(SMALL, ReplayOp.UPDATE_SAMPLE, 32, 4, relaxed=True) == 32 + L + 3
     assert rc(SMALL, ReplayOp.SEED) == 2
     assert rc(SMALL, ReplayOp.RESET) == SMALL.level_groups[-1] + 4
-    rsp = ReplayAccelerator.response_cycles
+    rsp = replay_spec.response_cycles
     assert rsp(SMALL, ReplayOp.UPDATE_SAMPLE, 32, 32, relaxed=True) == 32 + L + 1
     assert rsp(SMALL, ReplayOp.UPDATE, 32) == 0
 

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from rtl_gen.replay import SumTreeConfig
-from sw.golden.sumtree import FixedSumTree
+from sw.replay.spec import SumTreeConfig
+from sw.replay.sumtree import FixedSumTree
 from sw.replay import PrioritizedReplayBuffer, importance_weights
 
 SEED = 20261122

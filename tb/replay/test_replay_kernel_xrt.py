@@ -6,7 +6,7 @@ Verilated; ``pyxrt`` is the fake of :mod:`xrt_fake` (buffer in a cocotbext-axi `
 registers over AXI4-Lite). The driver's whole session of that test -- inserts, samples,
 updates, fused runs, a refused run, reset, polling -- runs through
 :class:`~sw.driver.xrt_device.XrtDevice` (every buffer access a host-commanded copy) and must
-equal the same session on :class:`~sw.driver.golden_replay.ReplayGoldenDevice` bit for bit.
+equal the same session on :class:`~sw.replay.device.ReplayGoldenDevice` bit for bit.
 """
 
 import sys
@@ -38,8 +38,9 @@ if cocotb is not None:
     async def xrt_device_runs_the_replay_driver(dut):
         """session() through XrtDevice (fake pyxrt on the RTL) == on ReplayGoldenDevice."""
         from axi_host import AxiHost
-        from rtl_gen.replay.kernel import ReplayKernel, ReplayKernelConfig
-        from sw.driver.golden_replay import ReplayGoldenDevice
+        from rtl_gen.replay.kernel import ReplayKernel
+        from sw.replay.spec import ReplayKernelConfig
+        from sw.replay.device import ReplayGoldenDevice
         from xrt_fake import xrt_session
 
         kcfg = ReplayKernelConfig.from_dict(load_manifest()["config"])

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtl_gen.replay import XORSHIFT32_ZERO_SEED, SumTreeConfig
-from rtl_gen.replay.config import tree_shape
-from sw.golden.sumtree import (FixedSumTree, SumTree, Xorshift32, aligned_zeros,
-                               fixed_targets, prefix_sum_index, xorshift32)
+from sw.replay.spec import XORSHIFT32_ZERO_SEED, SumTreeConfig
+from sw.replay.spec import tree_shape
+from sw.replay.sumtree import (FixedSumTree, SumTree, Xorshift32, aligned_zeros, fixed_targets,
+                               prefix_sum_index, xorshift32)
 
 SEED = 20261122
 SMALL = dict(fanout=4, capacity=1000, priority_width=20, priority_frac=8, input_guard_bits=4)

@@ -133,7 +133,7 @@ class TreeTB:
 async def _setup(dut, *, prng_seed=None):
     import cocotb
 
-    from rtl_gen.replay import SumTreeConfig
+    from sw.replay.spec import SumTreeConfig
     from test_sumtree_rtl_ref import Reference
 
     man = load_manifest()
@@ -143,8 +143,8 @@ async def _setup(dut, *, prng_seed=None):
     cocotb.log.info("config %s, cocotb seed %d, PRNG seed %d", cfg, cocotb.RANDOM_SEED, seed)
     tb = TreeTB(dut, cfg)
     await tb.start(seed=seed)
-    assert man["latency_cycles"] == 3 * cfg.levels + 6
-    return tb, cfg, rng, Reference(cfg, seed=seed), man["latency_cycles"]
+    assert man["latency"]["cycles"] == 3 * cfg.levels + 6
+    return tb, cfg, rng, Reference(cfg, seed=seed), man["latency"]["cycles"]
 
 
 def _compare(got, want, what):

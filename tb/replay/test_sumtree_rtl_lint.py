@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rtl_gen.blocks import emit
+from rtl_gen.emit import emit
 
 WAIVERS = Path(__file__).resolve().parents[2] / "scripts" / "verilator_waivers.vlt"
 

@@ -15,9 +15,9 @@ import pytest
 from amaranth.hdl import Shape
 
 from rtl_gen.fixed import pack, unpack
-from rtl_gen.replay import (RESPONDS, SumTreeConfig, SumTreeOp, command_layout,
-                            response_layout)
-from sw.golden.sumtree import FixedSumTree
+from rtl_gen.replay import RESPONDS, SumTreeOp, command_layout, response_layout
+from sw.replay.spec import SumTreeConfig
+from sw.replay.sumtree import FixedSumTree
 
 OP = SumTreeOp
 RESPONDING = frozenset(int(o.value) for o in RESPONDS)

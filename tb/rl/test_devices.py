@@ -7,10 +7,10 @@ import pytest
 
 import sw.driver
 import sw.rl.devices
-from rtl_gen.blocks import SHIPPED
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.learner.config import LearnerConfig
-from rtl_gen.replay.config import SumTreeConfig
+from sw.registry import SHIPPED
+from sw.gae.spec import GaeCoreConfig
+from sw.learner.spec import LearnerConfig
+from sw.replay.spec import SumTreeConfig
 from sw.driver import GoldenDevice, LearnerGoldenDevice, ReplayGoldenDevice
 from sw.rl.devices import open_device, parse_spec
 

@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
-from rtl_gen.learner.schedule import step_cycles  # noqa: E402
-from rtl_gen.replay.accelerator import ReplayAccelerator  # noqa: E402
-from rtl_gen.replay.regs import ReplayOp  # noqa: E402
+from sw.learner.schedule import step_cycles  # noqa: E402
+from sw.replay.spec import ReplayOp  # noqa: E402
 from sw.rl.dqn import (DQNConfig, _init_weights, accelerators, cpu_baseline,  # noqa: E402
                        plot_curves, train)
+from sw.replay import spec as replay_spec
 
 
 def test_one_step_agrees_with_float_torch():
@@ -54,7 +54,7 @@ def test_short_run_accounts_every_accelerator_run(tmp_path):
     lcfg, rcfg = learner.driver.config, replay.driver.config
     assert res.learner_cycles == 200 * step_cycles(lcfg, cfg.batch)
     def rc(*args):              # the CYCLES register reads one less than run_cycles
-        return ReplayAccelerator.run_cycles(*args) - 1
+        return replay_spec.run_cycles(*args) - 1
 
     expected = (cfg.total_steps * rc(rcfg, ReplayOp.INSERT_MAX, 1)
                 + rc(rcfg, ReplayOp.SAMPLE, cfg.batch)

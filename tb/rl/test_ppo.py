@@ -11,24 +11,24 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
-from rtl_gen.gae.core import GaeCore  # noqa: E402
-from sw.golden.gae import gae_reference  # noqa: E402
+from sw.gae.golden import gae_reference  # noqa: E402
 from sw.rl.ppo import (AcceleratorAdvantages, CpuAdvantages, PPOConfig,  # noqa: E402
                        golden_accelerator, plot_curves, train)
 from sw.rollouts import collect  # noqa: E402
+from sw.gae import spec as gae_spec
 
 
 def test_ppo_learns_cartpole_with_gae_on_the_golden_accelerator(tmp_path):
     """60k steps (58 iterations of 8 x 128): a random policy scores ~22; PPO with the
     accelerator's advantages must pass 120 (175 measured on the development machine, CPU float
     GAE 214 with the same seed; over 3 seeds at 100k steps 234 vs 246). Every batch is one
-    accelerator run of exactly ``GaeCore.run_cycles(cfg, 128, 8)`` cycles."""
+    accelerator run of exactly ``gae_spec.run_cycles(cfg, 128, 8)`` cycles."""
     adv = golden_accelerator("gae_accel_n8")
     cfg = PPOConfig(total_steps=60_000, seed=0)
     res = train(cfg, adv, progress=False)
     assert res.gae_calls == cfg.iterations == 58
     assert adv.runs == res.gae_calls                 # no batch needed a re-run
-    run = GaeCore.run_cycles(adv.driver.config, cfg.num_steps, cfg.num_envs)
+    run = gae_spec.run_cycles(adv.driver.config, cfg.num_steps, cfg.num_envs)
     assert adv.cycles == res.gae_calls * run == 58 * 143
     first = np.mean([r for _, r in res.episodes[:20]])
     assert first < 40, first

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from rtl_gen import vivado as V
-from rtl_gen.regmap import ACCESS_TYPES
+from sw.regmap import ACCESS_TYPES
 from tclstub import TCLSH, needs_tclsh, run_stubbed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ Vitis links a kernel to device memory only through AXI4 *master* ports (UG1393, 
 Interface Requirements"), but the replay and learner accelerators keep their data in on-chip
 memory behind an AXI4 *slave* (``s_axi_mem``). :class:`WindowKernel` wraps such an accelerator
 (built with ``host_port="local"``: its memory on a local word port instead of ``s_axi_mem``)
-with an AXI4 master ``m_axi_gmem`` (:class:`~rtl_gen.axi.dma.AxiDma`) and a copy engine the
+with an AXI4 master ``m_axi_gmem`` (:class:`~rtl_gen.shell.dma.AxiDma`) and a copy engine the
 host commands through extra registers. The host allocates one buffer that mirrors the
 accelerator's memory window byte for byte (window byte ``x`` is buffer byte ``x``), writes its
 device address into ``MEM_PTR`` once, and moves blocks between the buffer and the accelerator
@@ -17,116 +17,23 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..regmap import Field, Register, RegisterMap
+from sw.regmap import RegisterMap
+from sw.shell.spec import (
+    GMEM,
+    GMEM_WIDTHS,
+    KERNEL_POINTER,
+    check_dma_params,
+    window_kernel_register_map,
+)
+
+from .accelerator import connect_bridges, drive_constants, shell_domain, shell_members
 from .dma import AxiDma
-from .shell import connect_bridges, drive_constants, shell_domain, shell_members
 
-__all__ = ["WindowKernel", "window_kernel_register_map", "check_dma_params", "DMA_FLAGS",
-           "DMA_PARAMS", "without_dma_params", "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH",
-           "GMEM_WIDTHS"]
-
-#: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
-GMEM = "m_axi_gmem"
-#: The pointer argument (``MEM_PTR_LO``/``MEM_PTR_HI``; ``MEM_PTR`` in ``kernel.xml``).
-KERNEL_POINTER = "MEM_PTR"
-#: Control-port address width: a 4 KiB window, what Vitis HLS kernels decode.
-CONTROL_ADDR_WIDTH = 12
-GMEM_WIDTHS = (32, 64, 128, 256, 512)
-
-#: DMA_STATUS bits: BUSY and DONE (state), then the error flags of the last copy.
-DMA_FLAGS = {"BUSY": 0, "DONE": 1, "READ_ERROR": 2, "WRITE_ERROR": 3, "LOCKED": 4, "RANGE": 5}
-#: DMA_CTRL.DIR values.
-TO_ACCELERATOR, TO_BUFFER = 0, 1
+__all__ = ["WindowKernel"]
 
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-#: The parameters a kernel configuration adds to its accelerator's (GAE, replay, learner).
-DMA_PARAMS = ("gmem_data_width", "max_burst", "max_outstanding")
-
-
-def without_dma_params(config, base_cls):
-    """The ``base_cls`` part of a kernel configuration: ``config`` without :data:`DMA_PARAMS`
-    (what the accelerator, its register map and driver use)."""
-    d = config.to_dict()
-    for name in DMA_PARAMS:
-        del d[name]
-    return base_cls.from_dict(d)
-
-
-def check_dma_params(*, gmem_data_width, max_burst, max_outstanding, word_bits):
-    """Validate the shell's parameters (``ValueError`` naming the parameter).
-
-    ``gmem_data_width``: one of :data:`GMEM_WIDTHS`, at least the accelerator's memory word
-    (``word_bits``); ``max_burst`` 1..256; ``max_outstanding`` 1..32.
-    """
-    if not _is_int(gmem_data_width) or gmem_data_width not in GMEM_WIDTHS \
-            or gmem_data_width < word_bits:
-        raise ValueError(f"gmem_data_width must be one of {', '.join(map(str, GMEM_WIDTHS))} "
-                         f"and at least the accelerator's memory word ({word_bits} bits), "
-                         f"not {gmem_data_width!r}")
-    if not _is_int(max_burst) or not 1 <= max_burst <= 256:
-        raise ValueError(f"max_burst must be an integer in 1..256, not {max_burst!r}")
-    if not _is_int(max_outstanding) or not 1 <= max_outstanding <= 32:
-        raise ValueError(f"max_outstanding must be an integer in 1..32, not {max_outstanding!r}")
-
-
-def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width: int,
-                               doc: str = "") -> RegisterMap:
-    """``base`` (an ap_ctrl_hs map) unchanged, then the shell's registers from ``base.span``.
-
-    ``MEM_PTR_LO``/``MEM_PTR_HI``: the buffer's 64-bit device address (kernel argument 0; the
-    bits below ``log2(gmem_data_width / 8)`` are not stored and read 0). ``DMA_OFFSET``: byte
-    offset of a copy in the window and in the buffer, ``DMA_BYTES``: its length, ``DMA_CTRL``:
-    START (a written 1 starts the copy; cleared when the copy is accepted) and DIR (0: buffer
-    to accelerator, 1: accelerator to buffer), ``DMA_STATUS`` (:data:`DMA_FLAGS`),
-    ``DMA_CYCLES`` (cycles of the last copy), ``DMA_WINDOW`` (bytes of the window) and
-    ``DMA_ALIGN`` (granularities of DMA_OFFSET and DMA_BYTES).
-    """
-    if not isinstance(base, RegisterMap) or base.protocol != "ap_ctrl_hs":
-        raise ValueError(f"base must be an ap_ctrl_hs RegisterMap, not {base!r}")
-    align = gmem_data_width // 8
-    lo = (align - 1).bit_length()
-    ptr_lo = (Field("MEM_PTR_LO", lo, 32 - lo, "rw",
-                    doc=f"buffer address bits 31:{lo} (bits {lo - 1}:0 read 0: the buffer is "
-                        f"{align}-byte aligned)"),) if lo else \
-        (Field("MEM_PTR_LO", 0, 32, "rw", doc="buffer address bits 31:0"),)
-    flag_doc = {
-        "BUSY": "a copy is in progress",
-        "DONE": "the last copy has ended (or was refused)",
-        "READ_ERROR": "a read of the buffer was not answered OKAY",
-        "WRITE_ERROR": "a write of the buffer was not answered OKAY",
-        "LOCKED": "the accelerator was running: the copy was refused, or some words were not "
-                  "moved",
-        "RANGE": "DMA_OFFSET or DMA_BYTES misaligned (DMA_ALIGN) or past DMA_WINDOW: refused",
-    }
-    extra = (
-        Register("MEM_PTR_LO", base.span, ptr_lo,
-                 doc="device address of the buffer (low word)"),
-        Register.scalar("MEM_PTR_HI", 32, "rw", doc="device address of the buffer (high word)"),
-        Register.scalar("DMA_OFFSET", 32, "rw", doc="byte offset of the next copy in the "
-                                                    "window and in the buffer"),
-        Register.scalar("DMA_BYTES", 32, "rw", doc="bytes of the next copy"),
-        Register("DMA_CTRL", None, (
-            Field("START", 0, 1, "rw_sc", doc="write 1: start a copy (cleared when accepted; "
-                                              "waits while a copy runs)"),
-            Field("DIR", 1, 1, "rw", doc="0: buffer to accelerator, 1: accelerator to buffer")),
-            doc="copy command"),
-        Register("DMA_STATUS", None, tuple(
-            Field(flag, bit, 1, "ro", doc=flag_doc[flag]) for flag, bit in DMA_FLAGS.items()),
-            doc="copy state; the error flags describe the last copy (cleared at its start)"),
-        Register.scalar("DMA_CYCLES", 32, "ro", doc="cycles of the last copy"),
-        Register.scalar("DMA_WINDOW", 32, "ro", doc="bytes of the accelerator's memory window"),
-        Register("DMA_ALIGN", None, (
-            Field("OFFSET", 0, 16, "ro", doc="DMA_OFFSET must be a multiple of this "
-                                             "(gmem_data_width / 8)"),
-            Field("BYTES", 16, 16, "ro", doc="DMA_BYTES must be a multiple of this (the "
-                                             "memory word)")),
-            doc="granularities of a copy"),
-    )
-    return RegisterMap.with_ap_ctrl_hs(name, base.user_registers + extra, doc=doc)
 
 
 class WindowKernel(wiring.Component):
@@ -137,20 +44,19 @@ class WindowKernel(wiring.Component):
     build : callable
         ``build(regmap)`` returns the accelerator built with ``host_port="local"``,
         ``regmap=regmap`` and ``control_addr_width=12``: a component with ``s_axi_control_*``,
-        ``interrupt``, the local port of :func:`~rtl_gen.axi.shell.host_port_members`, and
-        ``csr`` (its :class:`~rtl_gen.axi.lite_csr.AxiLiteCsr`) and ``mem_words`` attributes.
+        ``interrupt``, the local port of :func:`~rtl_gen.shell.accelerator.host_port_members`, and
+        ``csr`` (its :class:`~rtl_gen.shell.lite_csr.AxiLiteCsr`) and ``mem_words`` attributes.
+    regmap : RegisterMap
+        The kernel's register map: :func:`~sw.shell.spec.window_kernel_register_map` of
+        ``base`` (the accelerator's own registers, then the shell's).
     base : RegisterMap
-        The accelerator's own register map (the shell's registers go after it).
-    name : str
-        Name of the kernel's register map.
+        The accelerator's own register map.
     word_bits : int
         The accelerator's memory word D in bits (32..512, a power of two).
     gmem_data_width : int
         Data width W of ``m_axi_gmem`` (32..512, at least D; 512 matches Alveo DDR).
     max_burst, max_outstanding : int
-        :class:`~rtl_gen.axi.dma.AxiDma`'s burst and in-flight limits (1..256, 1..32).
-    doc : str
-        One line for the register map.
+        :class:`~rtl_gen.shell.dma.AxiDma`'s burst and in-flight limits (1..256, 1..32).
 
     Members
     -------
@@ -180,12 +86,12 @@ class WindowKernel(wiring.Component):
     Cycles (DMA_CYCLES, from the acceptance to DONE) when device memory never stalls and
     answers with latency L (first R beat L cycles after its AR handshake, B L cycles after the
     last W beat): ``N + L + 5`` in either direction, 3 for 0 words, 0 for a refused copy
-    (:meth:`copy_cycles`, asserted by the fast tier); the host adds three AXI4-Lite writes and
-    its polling. Throughput: one D-bit word, ``D / 8`` bytes, per cycle whatever W is.
+    (:func:`sw.shell.spec.copy_cycles`, asserted by the fast tier); the host adds three AXI4-Lite
+    writes and its polling. Throughput: one D-bit word, ``D / 8`` bytes, per cycle whatever W is.
     """
 
-    def __init__(self, build, base, *, name, word_bits, gmem_data_width=512, max_burst=256,
-                 max_outstanding=4, doc=""):
+    def __init__(self, build, regmap, base, *, word_bits, gmem_data_width=512, max_burst=256,
+                 max_outstanding=4):
         if not callable(build):
             raise TypeError(f"build must be callable, not {build!r}")
         if not _is_int(word_bits) or word_bits not in GMEM_WIDTHS:
@@ -193,8 +99,12 @@ class WindowKernel(wiring.Component):
                              f"not {word_bits!r}")
         check_dma_params(gmem_data_width=gmem_data_width, max_burst=max_burst,
                          max_outstanding=max_outstanding, word_bits=word_bits)
-        self._regmap = window_kernel_register_map(name, base, gmem_data_width=gmem_data_width,
-                                                  doc=doc)
+        want = window_kernel_register_map(regmap.name, base, gmem_data_width=gmem_data_width,
+                                          doc=regmap.doc)
+        if regmap != want:
+            raise ValueError(f"regmap must be window_kernel_register_map of base with "
+                             f"gmem_data_width={gmem_data_width}, not {regmap!r}")
+        self._regmap = regmap
         self._base = base
         self._accel = build(self._regmap)
         for port in ("host_addr", "host_rdata", "csr", "mem_words", "s_axi_control_awaddr"):
@@ -241,13 +151,6 @@ class WindowKernel(wiring.Component):
     def word_bytes(self) -> int:
         """Granularity of DMA_BYTES (the accelerator's memory word)."""
         return self._word_bits // 8
-
-    @staticmethod
-    def copy_cycles(nbytes: int, word_bytes: int, *, latency: int) -> int:
-        """DMA_CYCLES of an accepted copy of ``nbytes`` when device memory never stalls and
-        answers ``latency`` cycles after a request: ``N + L + 5`` (``N`` words; 0 words: 3)."""
-        n = nbytes // word_bytes
-        return n + latency + 5 if n else 3
 
     def scalars(self) -> list:
         """The accelerator's argument registers (every field host-writable)."""

@@ -1,7 +1,7 @@
 """Host driver of the MLP learner accelerator: float weights and batches in, losses out.
 
 :class:`LearnerDriver` runs the same code on every :class:`~sw.driver.mmio.Device` (the golden
-model :class:`~sw.driver.golden_learner.LearnerGoldenDevice`, the Verilated RTL, a PYNQ board)::
+model :class:`~sw.learner.device.LearnerGoldenDevice`, the Verilated RTL, a PYNQ board)::
 
     drv = LearnerDriver(device, config)       # or config=None: read back from HW_* registers
     drv.load_weights(weights, biases)         # float, weights[l] is n_in x n_out (x @ W + b)
@@ -19,20 +19,20 @@ read_weights` reads them back. Every method does, in order:
    register's format (and not rounded to 0 when ``lr > 0``), and the arguments of the
    configured loss only: ``ValueError`` naming the argument;
 2. **quantization** to the fixed-point formats of the hardware
-   (:class:`~rtl_gen.learner.config.LearnerNumerics`): weights and biases to the weight format,
+   (:class:`~sw.learner.spec.LearnerNumerics`): weights and biases to the weight format,
    observations, rewards and targets to the activation format, ``gamma`` to the coefficient
    format, ``eta = lr * 2 / B`` to the LR format (the 2/B of the mean squared error is folded
-   into the coefficient, see :mod:`sw.golden.mlp`). A value outside its format is an error
+   into the coefficient, see :mod:`sw.learner.mlp`). A value outside its format is an error
    (``on_range="error"``, the default: the message names the argument, the first element
    outside and the range) or, with ``on_range="clip"``, saturated with a
    :class:`LearnerRangeWarning` -- never wrapped;
 3. **the step** (:meth:`LearnerDriver.start`, :meth:`LearnerDriver.wait`, also usable on raw
    values): CTRL.AP_IDLE checked (:class:`LearnerBusyError` before anything is written), the
-   batch into the memory regions of :mod:`rtl_gen.learner.layout`, BATCH_SIZE, LR, GAMMA,
+   batch into the memory regions of :mod:`sw.learner.layout`, BATCH_SIZE, LR, GAMMA,
    AP_START, then the interrupt (or polling of CTRL.AP_DONE) with a timeout
    (:class:`LearnerTimeoutError`), STATUS: ``ERROR`` raises :class:`LearnerError`, the
    saturation flags warn with :class:`LearnerOverflowWarning` (naming them), START_REFUSED
-   warns :class:`~sw.driver.gae.StartRefusedWarning`; LOSS and CYCLES read back.
+   warns :class:`~sw.gae.driver.StartRefusedWarning`; LOSS and CYCLES read back.
 
 Loss: ``(1/B) sum_b sum_o (Q[b, o] - y[b, o])**2`` with, for DQN, only the action taken
 (``y_b = r_b + gamma (1 - d_b) max_a Q_target(s'_b, a)``), i.e. torch's
@@ -59,21 +59,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl_gen.blocks import SHIPPED
-from rtl_gen.learner.config import (ARRAY_SIZES, AXI_DATA_WIDTHS, DP_VALUES, LOSS_KINDS,
-                                    LearnerConfig)
-from rtl_gen.learner.core import LEARNER_ERRORS
-from rtl_gen.learner.layout import (pack_matrix, pack_samples, region, region_base,
-                                    unpack_matrix, word_bytes)
-from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_map
-from rtl_gen.learner.schedule import step_cycles
-from rtl_gen.vivado import vlnv
+from sw.driver.common import (
+    CodedError,
+    ControlOf,
+    DriverBase,
+    check_finite,
+    hw_field_mismatches,
+    integer_in,
+    use_interrupt_arg,
+    warn_level,
+)
+from sw.driver.mmio import Device
+from sw.driver.regmap import RegisterMapAccess
+from sw.gae.driver import StartRefusedWarning
+from sw.registry import BLOCKS, family_vlnvs, vlnv
 
-from .common import (CodedError, ControlOf, DriverBase, check_finite, hw_field_mismatches,
-                     integer_in, use_interrupt_arg, warn_level)
-from .gae import StartRefusedWarning
-from .mmio import Device
-from .regmap import RegisterMapAccess
+from .layout import pack_matrix, pack_samples, region, region_base, unpack_matrix, word_bytes
+from .schedule import step_cycles
+from .spec import (
+    ERRORS,
+    STATUS_FLAGS,
+    LearnerConfig,
+    config_from_hw,
+    hw_info_values,
+    learner_register_map,
+)
 
 __all__ = [
     "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerDriver", "LearnerBatch", "StepDetails",
@@ -82,14 +92,10 @@ __all__ = [
 ]
 
 #: IP-XACT VLNV prefix of packaged learners: every learner module's name starts with
-#: ``learner`` (``rlk:accel:learner_cartpole_s4:1.0``, ...); see :func:`rtl_gen.vivado.vlnv`.
-LEARNER_VLNV = vlnv("learner")
+#: ``learner`` (``rlk:accel:learner_cartpole_s4:1.0``, ...); see :func:`sw.registry.vlnv`.
+LEARNER_VLNV = vlnv(BLOCKS["learner"].module)
 #: The VLNVs of the shipped learners (what PYNQ binds :class:`LearnerIP` to).
-LEARNER_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "learner")
-
-#: Error code -> text (STATUS.ERROR).
-ERRORS = {code: name.replace("_", " ") for name, code in LEARNER_ERRORS.items() if code}
-ERRORS[LEARNER_ERRORS["batch_size"]] = "BATCH_SIZE is 0 or above max_batch"
+LEARNER_VLNVS = family_vlnvs("learner")
 
 #: Saturation flags of STATUS (everything in STATUS_FLAGS but START_REFUSED).
 OVERFLOW_FLAGS = {name: doc for name, (_, flag, doc) in STATUS_FLAGS.items() if flag}
@@ -128,24 +134,9 @@ class LearnerRangeWarning(RuntimeWarning):
 
 # -- reading the configuration back -----------------------------------------------------------
 _HW_REGS = ("HW_ARRAY", "HW_LAYERS", "HW_FORMAT", "HW_FORMAT2")
-
-
-def _decode_hw(words, loss):
-    """Configuration fields from the four HW_* words (without the sizes), or None."""
-    arr, layers, fmt, fmt2 = words
-    fields = dict(array=arr & 0xFF, sub_batch=arr >> 8 & 0xFF, max_batch=arr >> 16 & 0xFFFF,
-                  axi_data_width=8 * (layers >> 8 & 0xFF), dp=layers >> 16 & 0xFF,
-                  width=fmt & 0xFF, act_frac=fmt >> 8 & 0xFF, weight_frac=fmt >> 16 & 0xFF,
-                  grad_frac=fmt >> 24 & 0xFF, acc_width=fmt2 & 0xFF,
-                  coef_width=fmt2 >> 8 & 0xFF, lr_width=fmt2 >> 16 & 0xFF,
-                  lr_frac=fmt2 >> 24 & 0xFF)
-    n_layers, loss_idx = layers & 0xF, layers >> 4 & 0xF
-    if (loss_idx >= len(LOSS_KINDS) or LOSS_KINDS[loss_idx] != loss or not 1 <= n_layers <= 7
-            or fields["array"] not in ARRAY_SIZES or fields["dp"] not in DP_VALUES
-            or fields["axi_data_width"] not in AXI_DATA_WIDTHS
-            or layers >> 24 or not 4 <= fields["width"] <= 24):
-        return None
-    return n_layers, fields
+#: Most weight layers a learner has (HW_LAYERS.LAYERS is 4 bits; the sizes are read only for a
+#: plausible count, so a foreign register map is never read past its end).
+_MAX_LAYERS = 7
 
 
 def read_learner_config(mmio) -> LearnerConfig:
@@ -166,23 +157,28 @@ def read_learner_config(mmio) -> LearnerConfig:
     seen = []
     for loss in ("mse", "dqn"):
         probe = learner_register_map(LearnerConfig(loss=loss))
-        words = [mmio.read32(probe.offset(name)) for name in _HW_REGS]
-        seen.append(f"{loss}: " + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)))
-        decoded = _decode_hw(words, loss)
-        if decoded is None:
-            continue
-        n_layers, fields = decoded
-        base = probe.offset("HW_SIZE0")
-        sizes = tuple(mmio.read32(base + 4 * i) for i in range(n_layers + 1))
-        seen[-1] += ", sizes " + ",".join(map(str, sizes))
+        words = {name: mmio.read32(probe.offset(name)) for name in _HW_REGS}
+        seen.append(f"{loss}: " + ", ".join(f"{n}={w:#x}" for n, w in words.items()))
         try:
-            cfg = LearnerConfig(sizes=sizes, loss=loss, **fields)
+            params = probe.decode_info(words)
+        except ValueError:
+            continue
+        n_layers = params["n_layers"]
+        if params["loss"] != loss or not 1 <= n_layers <= _MAX_LAYERS:
+            continue
+        base = probe.offset("HW_SIZE0")
+        sizes = [mmio.read32(base + 4 * i) for i in range(n_layers + 1)]
+        seen[-1] += ", sizes " + ",".join(map(str, sizes))
+        params.update({f"sizes.{i}": n for i, n in enumerate(sizes)})
+        try:
+            cfg = config_from_hw(params)
         except (ValueError, TypeError):
             continue
         rm = learner_register_map(cfg)
+        info = hw_info_values(cfg)
         if (all(rm.offset(n) == probe.offset(n) for n in _HW_REGS)
                 and rm.offset("HW_SIZE0") == base
-                and [hw_info_values(cfg)[n] for n in _HW_REGS] == words):
+                and all(info[n] == w for n, w in words.items())):
             return cfg
     raise LearnerConfigMismatchError("the HW_* registers do not describe a learner "
                                      "(read " + "; ".join(seen) + ")")
@@ -307,7 +303,7 @@ class LearnerDriver(DriverBase):
         takes the configuration read back.
     timeout : float
         Seconds (on the device's clock) a step may take beyond its expected cycle count
-        (:func:`~rtl_gen.learner.schedule.step_cycles`) at ``clock_hz``.
+        (:func:`~sw.learner.schedule.step_cycles`) at ``clock_hz``.
     clock_hz : float
         Clock assumed to turn cycles into seconds for the timeout (default 100 MHz).
     poll_interval : float
@@ -499,7 +495,7 @@ class LearnerDriver(DriverBase):
         return bytes(self._device.memory.read(region_base(cfg, name), n))
 
     def read_raw(self, name: str, rows: int):
-        """Raw int64 matrix of region ``name`` (:func:`rtl_gen.learner.layout.regions`), its
+        """Raw int64 matrix of region ``name`` (:func:`sw.learner.layout.regions`), its
         first ``rows`` rows. The learner must be idle (not checked: CTRL is not read)."""
         return unpack_matrix(self._config, name, self._read_region(name, rows), rows)
 

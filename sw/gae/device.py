@@ -3,7 +3,7 @@
 :class:`GoldenDevice` models what :class:`~rtl_gen.gae.accelerator.GaeAccelerator` shows on its
 ports, at register level, with a virtual clock:
 
-* ``s_axi_control``: the registers of :func:`~rtl_gen.gae.regs.gae_register_map` with their
+* ``s_axi_control``: the registers of :func:`~sw.gae.spec.gae_register_map` with their
   access types (clear-on-read AP_DONE/AP_READY, toggle-on-write IP_ISR, set-by-host AP_START
   cleared on ap_ready unless AUTO_RESTART), the ``interrupt`` line ``GIER & |IP_ISR``, the
   hardware-info registers, STATUS and CYCLES; unmapped addresses raise
@@ -13,10 +13,10 @@ ports, at register level, with a virtual clock:
   :class:`~sw.driver.mmio.BusError` while a run is in progress, as the RTL answers SLVERR;
 * a run: started by AP_START while idle, arguments latched at the start, refused with
   STATUS.ERROR (done at once, memory untouched) exactly when the RTL refuses it
-  (:func:`sw.golden.gae_core.check_args`), otherwise computed by
-  :func:`sw.golden.gae_core.gae_core` and written back -- in place over the rewards and values,
+  (:func:`sw.gae.model.check_args`), otherwise computed by
+  :func:`sw.gae.model.gae_core` and written back -- in place over the rewards and values,
   or to the ``adv``/``rtg`` regions -- for lanes of real trajectories only, ``run_cycles``
-  cycles after the start (:meth:`rtl_gen.gae.core.GaeCore.run_cycles`; CYCLES reads
+  cycles after the start (:meth:`sw.gae.spec.run_cycles`; CYCLES reads
   ``run_cycles - 1`` afterwards, as on the RTL); AP_START written while busy (without
   AUTO_RESTART) is dropped and sets STATUS.START_REFUSED.
 
@@ -32,13 +32,19 @@ per clock advance.
 """
 
 
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.gae.core import GAE_CORE_ARGS, GaeCore
-from rtl_gen.gae.regs import STATUS_FLAGS, gae_register_map, hw_info_values
+from sw.driver.golden_base import MAX_EVENTS, ApCtrlGoldenDevice, Run
+from sw.gae import spec as gae_spec
 from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
-from sw.golden.gae_core import GaeCoreArgs, check_args, gae_core
-
-from .golden_base import MAX_EVENTS, ApCtrlGoldenDevice, Run
+from sw.gae.model import gae_core
+from sw.gae.spec import (
+    GAE_CORE_ARGS,
+    STATUS_FLAGS,
+    GaeCoreArgs,
+    GaeCoreConfig,
+    check_args,
+    gae_register_map,
+    hw_info_values,
+)
 
 __all__ = ["GoldenDevice", "MAX_EVENTS"]
 
@@ -95,7 +101,7 @@ class GoldenDevice(ApCtrlGoldenDevice):
         error = check_args(args, cfg)
         if error:
             return Run(error=error, length=1)
-        return Run(length=GaeCore.run_cycles(cfg, args.num_timesteps, args.num_trajectories),
+        return Run(length=gae_spec.run_cycles(cfg, args.num_timesteps, args.num_trajectories),
                    pending=self._compute(args))
 
     def _compute(self, args):

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from rtl_gen.learner.config import TensorUnitConfig
+from sw.learner.spec import TensorUnitConfig
 
 __all__ = [
     "accumulate", "to_output", "gemm_fixed", "gemm_float", "TensorUnitModel",

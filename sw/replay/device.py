@@ -5,12 +5,12 @@ shows on its ports, at register level, on the shared ``ap_ctrl_hs`` shell model
 (:class:`~sw.driver.golden_base.ApCtrlGoldenDevice`: registers and their access types, the
 interrupt, refused starts, memory locked while busy, a virtual clock):
 
-* ``s_axi_mem``: the five batch buffers of :mod:`rtl_gen.replay.regs`; a written word keeps its
-  low :func:`~rtl_gen.replay.regs.field_bits` bits, as in the RTL's memories;
+* ``s_axi_mem``: the five batch buffers of :mod:`sw.replay.spec`; a written word keeps its
+  low :func:`~sw.replay.spec.field_bits` bits, as in the RTL's memories;
 * a run: the register values at the start (OP, BATCH_SIZE, UPDATE_SIZE, SEED) executed by
-  :class:`sw.golden.replay_accel.ReplayAccelModel` (bit-exact tree, PRNG and flags), the output
+  :class:`sw.replay.model.ReplayAccelModel` (bit-exact tree, PRNG and flags), the output
   entries written to IDX_OUT/PRIO_OUT and AP_DONE raised
-  :meth:`~rtl_gen.replay.accelerator.ReplayAccelerator.run_cycles` cycles after the start;
+  :meth:`~sw.replay.spec.run_cycles` cycles after the start;
   CYCLES and RESPONSE_CYCLES read what the RTL's read.
 
 TOTAL, MAX_PRIORITY, SIZE and WRITE_POINTER read the model's state, which changes at the start
@@ -20,12 +20,20 @@ sweep and no posted updates in flight).
 
 import numpy as np
 
-from rtl_gen.replay.config import SumTreeConfig
-from rtl_gen.replay.regs import (REGIONS, STATUS_FLAGS, WORD_BYTES, field_bits, hw_info_values,
-                                 region_base, region_bits, region_words, replay_register_map)
-from sw.golden.replay_accel import ReplayAccelModel
-
-from .golden_base import ApCtrlGoldenDevice, Run
+from sw.driver.golden_base import ApCtrlGoldenDevice, Run
+from sw.replay.model import ReplayAccelModel
+from sw.replay.spec import (
+    REGIONS,
+    STATUS_FLAGS,
+    WORD_BYTES,
+    SumTreeConfig,
+    field_bits,
+    hw_info_values,
+    region_base,
+    region_bits,
+    region_words,
+    replay_register_map,
+)
 
 __all__ = ["ReplayGoldenDevice"]
 

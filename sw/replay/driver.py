@@ -1,7 +1,7 @@
 """Host driver of the prioritized replay accelerator (:mod:`rtl_gen.replay.accelerator`).
 
 :class:`ReplayDriver` runs the same code on every :class:`~sw.driver.mmio.Device` (the golden
-device :class:`~sw.driver.golden_replay.ReplayGoldenDevice`, the Verilated RTL through
+device :class:`~sw.replay.device.ReplayGoldenDevice`, the Verilated RTL through
 :class:`~sw.driver.sim.SimDevice`, a PYNQ board)::
 
     rb = ReplayDriver(device)                        # config read back from the HW_* registers
@@ -17,7 +17,7 @@ CTRL.AP_DONE) and checks STATUS: ERROR raises :class:`ReplayError`, EMPTY raises
 :class:`ReplayError` (cannot happen after validation: it means another master changed the
 buffers), SATURATED warns :class:`PrioritySaturatedWarning` (a priority above the leaf format's
 maximum was stored as that maximum), START_REFUSED warns
-:class:`~sw.driver.gae.StartRefusedWarning`.
+:class:`~sw.gae.driver.StartRefusedWarning`.
 
 Priorities are real numbers, converted to the tree's fixed-point input format with the
 configuration's rounding (above the input format they are clipped to its maximum, which the
@@ -31,31 +31,34 @@ import warnings
 
 import numpy as np
 
-from rtl_gen.blocks import SHIPPED
-from rtl_gen.replay.accelerator import ReplayAccelerator
-from rtl_gen.replay.config import SumTreeConfig
-from rtl_gen.replay.regs import (REPLAY_ERRORS, ReplayOp, hw_info_values, region_base,
-                                 replay_register_map)
-from rtl_gen.vivado import vlnv
+from sw.driver.common import ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level
+from sw.driver.mmio import Device
+from sw.driver.regmap import RegisterMapAccess
+from sw.gae.driver import StartRefusedWarning
+from sw.registry import BLOCKS, family_vlnvs, vlnv
 
-from .gae import StartRefusedWarning
-from .common import ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level
-from .mmio import Device
-from .regmap import RegisterMapAccess
+from . import spec as replay_spec
+from .spec import (
+    ERRORS,
+    ReplayOp,
+    SumTreeConfig,
+    config_from_hw,
+    hw_info_values,
+    region_base,
+    replay_register_map,
+)
 
 __all__ = ["ReplayDriver", "ReplayError", "ReplayEmptyError", "ReplayBusyError",
            "ReplayTimeoutError", "ReplayConfigMismatchError", "PrioritySaturatedWarning",
            "REPLAY_VLNV", "REPLAY_VLNVS", "read_replay_config"]
 
 #: VLNV prefix of packaged replay accelerators (``rlk:accel:replay_accel...:1.0``).
-REPLAY_VLNV = vlnv("replay_accel")
+REPLAY_VLNV = vlnv(BLOCKS["replay-accel"].module)
 #: The VLNVs of the shipped replay accelerators.
-REPLAY_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "replay-accel")
+REPLAY_VLNVS = family_vlnvs("replay")
 
-_ERROR_TEXT = {1: "unknown operation code", 2: "batch size 0 or above max_batch",
-               3: "update size 0 or above max_batch"}
-assert set(_ERROR_TEXT) == set(REPLAY_ERRORS.values()) - {0}
-_HW_REGS = ("HW_CAPACITY", "HW_TREE", "HW_FORMAT", "HW_MAX_BATCH")
+_HW_REGS = tuple(r.name for r in
+                 replay_register_map(SumTreeConfig(capacity=2)).info_registers)
 
 
 class ReplayError(RuntimeError):
@@ -63,7 +66,7 @@ class ReplayError(RuntimeError):
 
     def __init__(self, code: int, detail: str = ""):
         self.code = code
-        text = _ERROR_TEXT.get(code, "invalid index") if code else "invalid index"
+        text = ERRORS.get(code, "invalid index") if code else "invalid index"
         super().__init__(f"replay accelerator error {code}: {text}{detail}")
 
 
@@ -93,18 +96,15 @@ def read_replay_config(mmio) -> SumTreeConfig:
     Raises :class:`ReplayConfigMismatchError` if they do not describe a replay accelerator.
     """
     rm = replay_register_map(SumTreeConfig(capacity=2))     # offsets do not depend on it
-    words = [mmio.read32(rm.offset(name)) for name in _HW_REGS]
-    cap, tree, fmt, max_batch = words
+    words = {name: mmio.read32(rm.offset(name)) for name in _HW_REGS}
     try:
-        cfg = SumTreeConfig(fanout=tree & 0xFF, capacity=cap, priority_width=fmt & 0xFF,
-                            priority_frac=fmt >> 8 & 0xFF, input_guard_bits=fmt >> 16 & 0xFF,
-                            target_bits=fmt >> 24 & 0xFF, max_batch=max_batch)
+        cfg = config_from_hw(rm.decode_info(words))
     except (ValueError, TypeError):
         cfg = None
-    if cfg is None or [hw_info_values(cfg)[n] for n in _HW_REGS] != words:
+    if cfg is None or hw_info_values(cfg) != words:
         raise ReplayConfigMismatchError(
             "the HW_* registers do not describe a replay accelerator (read "
-            + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)) + ")")
+            + ", ".join(f"{n}={w:#x}" for n, w in words.items()) + ")")
     return cfg
 
 
@@ -213,13 +213,13 @@ class ReplayDriver(DriverBase):
         rm = self.register_map
         if not rm.CTRL.read().AP_IDLE:
             raise ReplayBusyError("the replay accelerator is busy (CTRL.AP_IDLE = 0)")
-        rm.OP = op.value | int(prng) << 8 | int(relaxed) << 9
+        rm.OP.write(CODE=op.value, PRNG=int(prng), RELAXED=int(relaxed))
         rm.BATCH_SIZE = batch
         rm.UPDATE_SIZE = update_size
         if seed is not None:
             rm.SEED = seed
         self._start()
-        expected = ReplayAccelerator.run_cycles(self._config, op, batch, update_size, relaxed)
+        expected = replay_spec.run_cycles(self._config, op, batch, update_size, relaxed)
         return self._wait(self._timeout + expected / self._clock_hz)
 
     def _wait(self, timeout):
@@ -324,7 +324,7 @@ class ReplayDriver(DriverBase):
         """One fused run: update ``indices`` to ``priorities``, then sample ``batch`` leaves
         (see :meth:`sample`). With ``relaxed`` the samples are drawn first and do not see these
         updates (one batch of priority-update delay), and the run is shorter by the tree
-        latency when the update batch is large enough (:meth:`ReplayAccelerator.run_cycles`).
+        latency when the update batch is large enough (:func:`sw.replay.spec.run_cycles`).
         """
         idx = self._indices(indices)
         u = _count(idx.size, "len(indices)", self._config.max_batch)

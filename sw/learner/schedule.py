@@ -53,7 +53,7 @@ ends in the first cycle ``E`` in which every ``wu`` stage is done; ``cycles`` re
 import functools
 from dataclasses import dataclass
 
-from .config import LearnerConfig
+from .spec import LearnerConfig
 
 __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "step_cycles",
            "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL", "wu_overlaps",

@@ -1,4 +1,4 @@
-"""AXI4-Lite control/status register slave generated from a :class:`~rtl_gen.regmap.RegisterMap`."""
+"""AXI4-Lite control/status register slave generated from a :class:`~sw.regmap.RegisterMap`."""
 
 import re
 
@@ -6,7 +6,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..regmap import RegisterMap
+from sw.regmap import RegisterMap
 
 __all__ = ["AxiLiteCsr", "OKAY", "SLVERR"]
 
@@ -55,13 +55,13 @@ _HS_CONTROL = ("CTRL", "GIER", "IP_IER", "IP_ISR")
 
 
 class AxiLiteCsr(wiring.Component):
-    """AXI4-Lite slave holding the registers of a :class:`~rtl_gen.regmap.RegisterMap`.
+    """AXI4-Lite slave holding the registers of a :class:`~sw.regmap.RegisterMap`.
 
     Parameters
     ----------
     regmap : RegisterMap
         The registers. With ``regmap.protocol == "ap_ctrl_hs"`` the block also implements the
-        Vitis HLS control logic of CTRL/GIER/IP_IER/IP_ISR (see :mod:`rtl_gen.regmap`).
+        Vitis HLS control logic of CTRL/GIER/IP_IER/IP_ISR (see :mod:`sw.regmap`).
     prefix : str
         Prefix of the flat AXI port names, default ``"s_axi_control"`` (Vivado and
         cocotbext-axi's ``AxiLiteBus.from_prefix`` recognise ``<prefix>_awaddr`` etc.).

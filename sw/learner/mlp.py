@@ -1,7 +1,7 @@
 """Bit-exact fixed-point training step of an MLP on tensor units, with a rigorous error bound.
 
 One SGD step of an L-layer MLP (ReLU hidden layers, linear output) in the order of CF'22's
-learner pipeline, every matrix product a tensor-unit GEMM (:func:`sw.golden.gemm.gemm_fixed`)
+learner pipeline, every matrix product a tensor-unit GEMM (:func:`sw.learner.gemm.gemm_fixed`)
 with the configurations :meth:`LearnerNumerics.tensor_unit` derives:
 
 FW
@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl_gen.fixed import FixedFormat
-from rtl_gen.learner.config import LearnerNumerics
-from sw.golden.gemm import gemm_fixed
+from sw.fixed import FixedFormat
+from sw.learner.gemm import gemm_fixed
+from sw.learner.spec import LearnerNumerics
 
 __all__ = ["StepResult", "TargetSync", "init_weights", "quantize_coef", "forward",
            "dqn_targets", "train_step", "error_bounds", "rounding_error"]

@@ -5,22 +5,22 @@ simulator).
 shows on its ports, at register level with a virtual clock, on the shared ``ap_ctrl_hs`` shell
 model :class:`~sw.driver.golden_base.ApCtrlGoldenDevice`:
 
-* ``s_axi_control``: the registers of :func:`~rtl_gen.learner.regs.learner_register_map`
+* ``s_axi_control``: the registers of :func:`~sw.learner.spec.learner_register_map`
   (BATCH_SIZE, LR, GAMMA latched at the start; STATUS with ERROR, the saturation flags and
   START_REFUSED; LOSS_LO/LOSS_HI; CYCLES; the HW_* constants; and, when the register map has
   them, the target-sync registers SYNC_TARGET, SYNC_PERIOD, SYNC_COUNT and STATUS.TARGET_SYNCED);
-* ``s_axi_mem``: the regions of :mod:`rtl_gen.learner.layout`. The host writes the bytes of the
+* ``s_axi_mem``: the regions of :mod:`sw.learner.layout`. The host writes the bytes of the
   input and weight regions (``host_write``) inside each memory word's ``word_bits``; writes
   anywhere else are ignored, and bytes that no memory backs (past a region's words, past a
   word's bits) read 0 -- as the RTL's host port does. Locked (BusError) during a step;
 * a step: started by AP_START while idle; a BATCH_SIZE of 0 or above ``max_batch`` ends it at
   once with STATUS.ERROR = 1 (CYCLES 0, LOSS 0, memory untouched). Otherwise the step is
-  :func:`sw.golden.mlp.train_step` with the pipeline's ``sub_batch`` and ``dp`` on the inputs
+  :func:`sw.learner.mlp.train_step` with the pipeline's ``sub_batch`` and ``dp`` on the inputs
   and weights in memory; AP_DONE comes ``step_cycles + 1`` cycles after the start
-  (:func:`rtl_gen.learner.schedule.step_cycles`, which CYCLES then reads), and the results are
+  (:func:`sw.learner.schedule.step_cycles`, which CYCLES then reads), and the results are
   written back: activations ``h<l>``, Q values ``q``, errors ``delta<l>``, gradients
   ``grad<l>``, the updated weights ``w<l>`` (DQN also ``th<l>``, ``tq`` and, when the step
-  syncs, ``tw<l>``). Results are written as :func:`~rtl_gen.learner.layout.pack_matrix`
+  syncs, ``tw<l>``). Results are written as :func:`~sw.learner.layout.pack_matrix`
   images of the batch's rows: lanes of padding samples and padding columns read 0 here,
   while the RTL leaves whatever its pipeline computed there (a driver reads only the batch's
   rows and the matrix's columns).
@@ -32,18 +32,23 @@ region (the driver never writes them; the model raises ``ValueError``).
 
 import numpy as np
 
-from rtl_gen.learner.config import LearnerConfig
-from rtl_gen.learner.layout import (mem_addr_bits, pack_matrix, region_base, regions,
-                                    unpack_matrix, unpack_samples, word_bytes)
-from rtl_gen.learner.regs import STATUS_FLAGS, hw_info_values, learner_register_map
-from rtl_gen.learner.schedule import step_cycles
-from sw.golden.mlp import train_step
-
-from .golden_base import ApCtrlGoldenDevice, Run
+from sw.driver.golden_base import ApCtrlGoldenDevice, Run
+from sw.learner.layout import (
+    mem_addr_bits,
+    pack_matrix,
+    region_base,
+    regions,
+    unpack_matrix,
+    unpack_samples,
+    word_bytes,
+)
+from sw.learner.mlp import train_step
+from sw.learner.schedule import step_cycles
+from sw.learner.spec import STATUS_FLAGS, LearnerConfig, hw_info_values, learner_register_map
 
 __all__ = ["LearnerGoldenDevice"]
 
-#: STATUS flag -> key of :attr:`sw.golden.mlp.StepResult.overflow`.
+#: STATUS flag -> key of :attr:`sw.learner.mlp.StepResult.overflow`.
 _CORE_FLAGS = {name: flag for name, (_, flag, _) in STATUS_FLAGS.items() if flag}
 
 

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rtl_gen.fixed import FixedFormat
-from rtl_gen.gae.config import GaeCoreConfig
-from rtl_gen.gae.core import MAX_RUN_TRAJECTORIES
+from sw.fixed import FixedFormat
+from sw.gae.golden import gae_fixed
 from sw.gae.quant import dequantize
-from sw.golden.gae import gae_fixed
+from sw.gae.spec import MAX_RUN_TRAJECTORIES, GaeCoreConfig
 
 __all__ = ["GaeCoreArgs", "requantize", "gae_core", "ERRORS", "check_args"]
 

@@ -20,7 +20,7 @@ in order:
 3. **run** (:meth:`GaeDriver.run`, also usable on codes directly): the codes into the memory
    regions of :mod:`sw.gae.layout`, the arguments into their registers, AP_START, then the
    interrupt (or polling of CTRL.AP_DONE) with a timeout, STATUS: ``ERROR`` raises
-   :class:`GaeError` with the text of :data:`sw.golden.gae_core.ERRORS`, the overflow flags
+   :class:`GaeError` with the text of :data:`sw.gae.model.ERRORS`, the overflow flags
    warn with a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
    :class:`StartRefusedWarning`; the result codes or words read back;
 4. **de-quantization** to float64.
@@ -68,21 +68,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl_gen.blocks import SHIPPED
-from rtl_gen.gae.config import GaeCoreConfig, GaePeConfig
-from rtl_gen.vivado import vlnv
-from rtl_gen.gae.core import GAE_CORE_ARGS, GaeCore
-from rtl_gen.gae.regs import gae_register_map, hw_info_values
-from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
-from sw.gae.quant import GaeQuantizationPipeline
-from sw.golden.gae import quantize_coefs
-from sw.golden.gae_core import ERRORS, GaeCoreArgs
+from sw.driver.common import (
+    CodedError,
+    ControlOf,
+    DriverBase,
+    check_finite,
+    hw_field_mismatches,
+    use_interrupt_arg,
+    warn_level,
+)
+from sw.driver.common import positive as _positive
+from sw.driver.mmio import BusError, Device
+from sw.driver.regmap import RegisterMapAccess
+from sw.registry import BLOCKS, family_vlnvs, vlnv
 
-from .common import (CodedError, ControlOf, DriverBase, check_finite, hw_field_mismatches,
-                     use_interrupt_arg, warn_level)
-from .common import positive as _positive
-from .mmio import BusError, Device
-from .regmap import RegisterMapAccess
+from . import spec as gae_spec
+from .golden import quantize_coefs
+from .layout import pack_rows, region_base, unpack_rows, word_bytes
+from .quant import GaeQuantizationPipeline
+from .spec import (
+    ERRORS,
+    GAE_CORE_ARGS,
+    GaeCoreArgs,
+    GaeCoreConfig,
+    config_from_hw,
+    gae_register_map,
+    hw_info_values,
+)
 
 __all__ = [
     "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
@@ -91,12 +103,12 @@ __all__ = [
     "RequantOverflowWarning", "StartRefusedWarning",
 ]
 
-#: IP-XACT VLNV prefix of packaged GAE accelerators: ``rtl_gen.vivado.vlnv(module)`` gives
+#: IP-XACT VLNV prefix of packaged GAE accelerators: ``sw.registry.vlnv(module)`` gives
 #: ``rlk:accel:<module>:1.0`` (the one definition, also used by ``ipx::package_project``), and
 #: every GAE accelerator module's name starts with ``gae_accel`` (``gae_accel_n8``, ...).
-GAE_VLNV = vlnv("gae_accel")
+GAE_VLNV = vlnv(BLOCKS["gae-accel"].module)
 #: The VLNVs of the shipped GAE accelerators (what PYNQ binds :class:`GaeIP` to).
-GAE_VLNVS = tuple(vlnv(module) for module, block, _ in SHIPPED if block == "gae-accel")
+GAE_VLNVS = family_vlnvs("gae")
 
 #: Kernel / IP instance base name (Vitis kernel name, PYNQ ``<name>_0`` instance).
 GAE_KERNEL_NAME = "gae_accel"
@@ -105,7 +117,7 @@ GAE_KERNEL_NAME = "gae_accel"
 # -- errors and warnings ----------------------------------------------------------------------
 class GaeError(CodedError):
     """The accelerator refused a run (STATUS.ERROR != 0). ``code`` and ``reason`` hold the
-    error code and its text (:data:`sw.golden.gae_core.ERRORS`)."""
+    error code and its text (:data:`sw.gae.model.ERRORS`)."""
 
     _what = "GAE accelerator"
     _errors = ERRORS
@@ -151,39 +163,16 @@ _FLAG_WARNINGS = {
 
 
 # -- reading the configuration back -----------------------------------------------------------
-_HW_REGS = ("HW_N_PE", "HW_DEPTH", "HW_FORMAT", "HW_MODE")
+_HW_REGS = tuple(r.name for r in gae_register_map(GaeCoreConfig()).info_registers)
 
 
-def _hw_offsets(results):
-    rm = gae_register_map(GaeCoreConfig(results=results))
-    return rm, [rm.offset(name) for name in _HW_REGS]
-
-
-def _decode_hw(words):
-    """A configuration with these HW_* values, or None if they do not describe one."""
-    n_pe, depth, fmt, mode = words
+def _decode_hw(rm, words: dict):
+    """The configuration the HW_* words describe in map ``rm``, or None."""
     try:
-        pe = GaePeConfig(data_width=fmt & 0xFF, data_frac=fmt >> 8 & 0xFF,
-                         coef_width=fmt >> 16 & 0xFF, k=mode & 0x1F,
-                         mode="interleaved" if mode >> 5 & 1 else "lookahead")
-        common = dict(n_pe=n_pe, code_bits=fmt >> 24 & 0xFF,
-                      results="full" if mode >> 6 & 1 else "inplace",
-                      reg_width=mode >> 8 & 0xFF, reg_frac=mode >> 16 & 0xFF,
-                      axi_data_width=8 * (mode >> 24 & 0xFF), pe=pe)
-        if not 1 <= n_pe <= 128:
-            return None
-        for groups in range(1, 4096 // n_pe + 1):     # any split with the same depth will do
-            if depth % groups == 0 and 2 <= depth // groups <= 65537:
-                cfg = GaeCoreConfig(max_trajectories=groups * n_pe,
-                                    capacity=depth // groups - 1, **common)
-                break
-        else:
-            return None
-    except (ValueError, TypeError):
+        cfg = config_from_hw(rm.decode_info(words))
+    except (ValueError, TypeError, KeyError):
         return None
-    if [hw_info_values(cfg)[name] for name in _HW_REGS] != list(words):
-        return None
-    return cfg
+    return cfg if hw_info_values(cfg) == words else None
 
 
 def read_hw_config(mmio) -> GaeCoreConfig:
@@ -205,14 +194,14 @@ def read_hw_config(mmio) -> GaeCoreConfig:
     """
     seen = []
     for results in ("full", "inplace"):
-        _, offsets = _hw_offsets(results)
+        rm = gae_register_map(GaeCoreConfig(results=results))
         try:
-            words = [mmio.read32(off) for off in offsets]
+            words = {name: mmio.read32(rm.offset(name)) for name in _HW_REGS}
         except BusError as e:
             raise GaeConfigMismatchError(f"the HW_* registers do not describe a GAE accelerator "
                                          f"({e}: another accelerator's control port?)") from e
-        seen.append(f"{results}: " + ", ".join(f"{n}={w:#x}" for n, w in zip(_HW_REGS, words)))
-        cfg = _decode_hw(words)
+        seen.append(f"{results}: " + ", ".join(f"{n}={w:#x}" for n, w in words.items()))
+        cfg = _decode_hw(rm, words)
         if cfg is not None and cfg.results == results:
             return cfg
     raise GaeConfigMismatchError("the HW_* registers do not describe a GAE accelerator "
@@ -556,7 +545,7 @@ class GaeDriver(DriverBase):
         for name, word in words.items():
             rm[name] = word
         self._start()
-        self._expected_cycles = GaeCore.run_cycles(self._config, max(1, args.num_timesteps),
+        self._expected_cycles = gae_spec.run_cycles(self._config, max(1, args.num_timesteps),
                                                    max(1, args.num_trajectories))
 
     def wait(self, timeout=None) -> dict:
@@ -616,7 +605,7 @@ class GaeDriver(DriverBase):
     def run(self, reward_codes, value_codes, bootstrap_codes, dones, args: GaeCoreArgs, *,
             timeout=None) -> dict:
         """Load, start, wait, read back: the code-level run, the same dict as
-        :func:`sw.golden.gae_core.gae_core` (``error`` 0, ``adv``, ``rtg``, the flags) plus
+        :func:`sw.gae.model.gae_core` (``error`` 0, ``adv``, ``rtg``, the flags) plus
         ``cycles``. A refused run raises :class:`GaeError` instead of returning its code; the
         flags also warn (after the results are read)."""
         out = self._run(reward_codes, value_codes, bootstrap_codes, dones, args, timeout)

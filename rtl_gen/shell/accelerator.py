@@ -2,7 +2,7 @@
 
 Every accelerator (GAE, GAE kernel, learner, replay) exposes the ports a Vivado block design or a
 Vitis/XRT kernel expects: ``ap_clk``, ``ap_rst_n`` (active low, synchronous), ``interrupt`` and
-the flat AXI ports of its bus bridges (an :class:`~rtl_gen.axi.lite_csr.AxiLiteCsr` on
+the flat AXI ports of its bus bridges (an :class:`~rtl_gen.shell.lite_csr.AxiLiteCsr` on
 ``s_axi_control`` plus an AXI4 slave or master). This module is the one copy of that glue:
 
 * :func:`shell_members` builds the component signature from the bridges,
@@ -13,7 +13,7 @@ the flat AXI ports of its bus bridges (an :class:`~rtl_gen.axi.lite_csr.AxiLiteC
 * :func:`drive_constants` drives constant read-only registers (``HW_*``) field by field,
 * :func:`host_port_members` and :func:`check_host_options` give an accelerator the option to
   show its memory as a local word port instead of the AXI4 slave ``s_axi_mem``, so that a DMA
-  shell (:class:`~rtl_gen.axi.window_kernel.WindowKernel`) can drive it; :func:`host_shell`
+  shell (:class:`~rtl_gen.shell.window.WindowKernel`) can drive it; :func:`host_shell`
   elaborates either.
 """
 
@@ -125,7 +125,7 @@ def host_port_members(data_width: int, addr_width: int) -> dict:
     (byte write enables), ``host_wdata`` ``In(data_width)``, and ``host_enable`` ``Out(1)``:
     1 while the host may access the memory (the accelerator is idle); accesses while it is 0
     do not touch the memory (read data is then undefined). The same contract as the memory side of
-    :class:`~rtl_gen.axi.mm_slave.AxiMemorySlave`, seen from the memory.
+    :class:`~rtl_gen.shell.mm_slave.AxiMemorySlave`, seen from the memory.
     """
     return {"host_addr": In(addr_width), "host_re": In(1), "host_we": In(data_width // 8),
             "host_wdata": In(data_width), "host_rdata": Out(data_width), "host_enable": Out(1)}

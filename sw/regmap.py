@@ -1,10 +1,19 @@
 """Register maps: one description feeds the AXI4-Lite CSR block, the C header, JSON and docs.
 
 A :class:`RegisterMap` is a list of 32-bit :class:`Register` words at byte offsets, each made of
-:class:`Field` bit ranges with an access type. :class:`~rtl_gen.axi.lite_csr.AxiLiteCsr` builds
-the hardware from it; :meth:`RegisterMap.to_c_header`, :meth:`RegisterMap.to_json` and
-:meth:`RegisterMap.to_markdown` write the driver constants, the machine-readable map (also read
-back by :meth:`RegisterMap.from_dict`) and the README table. All three are deterministic text.
+:class:`Field` bit ranges with an access type. :class:`~rtl_gen.shell.lite_csr.AxiLiteCsr` builds
+the hardware from it, the drivers' :class:`~sw.driver.regmap.RegisterMapAccess` packs and unpacks
+fields with :meth:`Field.get`/:meth:`Field.put` (:meth:`Register.pack`/:meth:`Register.unpack`
+for whole words); :meth:`RegisterMap.to_c_header`, :meth:`RegisterMap.to_json` and
+:meth:`RegisterMap.to_markdown` write the C constants, the machine-readable map (also read back by
+:meth:`RegisterMap.from_dict`) and the docs table. All three are deterministic text. This module
+imports no Amaranth: it is the host's description of the hardware as much as the generator's.
+
+Constant registers that describe the hardware (``HW_*``) carry an :class:`Info` per field: the
+configuration parameter the field holds. :meth:`RegisterMap.info_values` packs a configuration
+into their words (what the gateware drives and the golden devices answer) and
+:meth:`RegisterMap.decode_info` unpacks words read from a device into parameters (what a driver
+checks or builds its configuration from), so no block encodes those bits by hand.
 
 Access types (the host is the AXI4-Lite master, the core is the logic behind the CSR block):
 
@@ -58,15 +67,16 @@ until the host clears it). Differences from Vitis: arguments are packed at conse
 interrupt line, added in later Vitis versions) is not provided; unmapped addresses answer SLVERR
 (Vitis answers OKAY with data 0); addresses are decoded per word, so a byte address inside a
 register selects it (Vitis compares the whole address); AW and W are accepted in either order
-(Vitis takes W only after AW), see :class:`~rtl_gen.axi.lite_csr.AxiLiteCsr` for the timing.
+(Vitis takes W only after AW), see :class:`~rtl_gen.shell.lite_csr.AxiLiteCsr` for the timing.
 """
 
 import json
 import keyword
 import re
-from dataclasses import dataclass, field as dc_field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
 
-__all__ = ["ACCESS_TYPES", "Field", "Register", "RegisterMap", "AP_CTRL_HS_REGISTERS"]
+__all__ = ["ACCESS_TYPES", "Info", "Field", "Register", "RegisterMap", "AP_CTRL_HS_REGISTERS"]
 
 #: Access type -> one-line description (used in the generated docs and headers).
 ACCESS_TYPES = {
@@ -101,6 +111,62 @@ def _check_name(what, name):
 
 
 @dataclass(frozen=True)
+class Info:
+    """The configuration parameter a constant read-only field holds (``HW_*`` registers).
+
+    Parameters
+    ----------
+    param : str
+        Attribute path into the configuration, dots between names: ``"n_pe"``,
+        ``"pe.data_width"``; an integer part indexes a sequence (``"sizes.2"``).
+    scale : int
+        The field holds ``value // scale`` (``value`` must be a multiple): e.g. 8 for a bus
+        width stored in bytes.
+    choices : tuple
+        The field holds the index of ``value`` in ``choices`` (a bool parameter uses
+        ``(False, True)``; an enumeration its names).
+    """
+    param: str
+    scale: int = 1
+    choices: tuple = ()
+
+    def __post_init__(self):
+        if not isinstance(self.param, str) or not all(
+                p.isidentifier() or p.isdigit() for p in self.param.split(".")):
+            raise ValueError(f"param must be a dotted attribute path, not {self.param!r}")
+        if not _is_int(self.scale) or self.scale < 1:
+            raise ValueError(f"scale must be a positive integer, not {self.scale!r}")
+        object.__setattr__(self, "choices", tuple(self.choices))
+
+    def value(self, config):
+        """The parameter's value in ``config``."""
+        v = config
+        for part in self.param.split("."):
+            v = v[int(part)] if part.isdigit() else getattr(v, part)
+        return v
+
+    def encode(self, config) -> int:
+        """The field value of ``config``."""
+        v = self.value(config)
+        if self.choices:
+            return self.choices.index(v)
+        v = int(v)
+        if v % self.scale:
+            raise ValueError(f"{self.param} = {v} is not a multiple of {self.scale}")
+        return v // self.scale
+
+    def decode(self, raw: int):
+        """The parameter value a field value stands for (``ValueError`` for an index past
+        ``choices``)."""
+        if self.choices:
+            if not 0 <= raw < len(self.choices):
+                raise ValueError(f"{self.param}: field value {raw} is not an index of "
+                                 f"{self.choices}")
+            return self.choices[raw]
+        return raw * self.scale
+
+
+@dataclass(frozen=True)
 class Field:
     """A bit range of a register.
 
@@ -118,6 +184,9 @@ class Field:
         Value after reset, 0..2**width-1 (0 for ``"ro"``: the core drives those bits).
     doc : str
         One line for the generated documentation.
+    info : Info or None
+        For a constant read-only field (access ``"ro"``) that describes the hardware: the
+        configuration parameter it holds. Not compared and not written to the generated files.
     """
     name: str
     lsb: int
@@ -125,6 +194,7 @@ class Field:
     access: str
     reset: int = 0
     doc: str = ""
+    info: Info | None = dc_field(default=None, compare=False, kw_only=True)
 
     def __post_init__(self):
         _check_name("field name", self.name)
@@ -148,6 +218,9 @@ class Field:
                              f"not {self.reset!r}")
         if not isinstance(self.doc, str):
             raise TypeError(f"{where}: doc must be a string, not {self.doc!r}")
+        if self.info is not None and (not isinstance(self.info, Info) or self.access != "ro"):
+            raise ValueError(f"{where}: info must be an Info on a read-only ('ro') field, "
+                             f"not {self.info!r} on an {self.access!r} field")
 
     @property
     def msb(self) -> int:
@@ -244,9 +317,30 @@ class Register:
             raise TypeError(f"{where}: doc must be a string, not {self.doc!r}")
 
     @classmethod
-    def scalar(cls, name, width=DATA_WIDTH, access="rw", *, offset=None, reset=0, doc=""):
+    def scalar(cls, name, width=DATA_WIDTH, access="rw", *, offset=None, reset=0, doc="",
+               info=None):
         """A register holding one field of the same name in bits ``width-1..0``."""
-        return cls(name, offset, (Field(name, 0, width, access, reset, doc),), doc)
+        return cls(name, offset, (Field(name, 0, width, access, reset, doc, info=info),), doc)
+
+    @property
+    def is_info(self) -> bool:
+        """Every field is a constant describing the hardware (has an :class:`Info`)."""
+        return all(f.info is not None for f in self.fields)
+
+    def pack(self, values: dict) -> int:
+        """The register word holding ``values`` (field name -> value; missing fields 0)."""
+        unknown = set(values) - {f.name for f in self.fields}
+        if unknown:
+            raise KeyError(f"register {self.name!r} has no field(s) {', '.join(sorted(unknown))}")
+        word = 0
+        for f in self.fields:
+            if f.name in values:
+                word = f.put(word, values[f.name])
+        return word
+
+    def unpack(self, word: int) -> dict:
+        """Field name -> value of a register word."""
+        return {f.name: f.get(word) for f in self.fields}
 
     def field(self, name: str) -> Field:
         for f in self.fields:
@@ -435,6 +529,28 @@ class RegisterMap:
         """Address bits needed to reach every register (at least 2)."""
         return max(2, (self.span - 1).bit_length())
 
+    # -- constant registers describing the hardware ---------------------------------------------
+    @property
+    def info_registers(self) -> tuple:
+        """The registers whose fields all carry an :class:`Info` (``HW_*``), in map order."""
+        return tuple(r for r in self.registers if r.is_info)
+
+    def info_values(self, config) -> dict:
+        """Register name -> word of every info register, packed from ``config``."""
+        return {r.name: r.pack({f.name: f.info.encode(config) for f in r.fields})
+                for r in self.info_registers}
+
+    def decode_info(self, words: dict) -> dict:
+        """Parameter path -> value from info register words (register name -> word), e.g.
+        ``{"n_pe": 8, "pe.data_width": 32}``; ``ValueError`` if a field value stands for no
+        parameter value."""
+        out = {}
+        for r in self.info_registers:
+            if r.name in words:
+                for f in r.fields:
+                    out[f.info.param] = f.info.decode(f.get(words[r.name]))
+        return out
+
     # -- generators -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {"name": self.name, "data_width": self.data_width, "protocol": self.protocol,
@@ -472,7 +588,7 @@ class RegisterMap:
             raise ValueError(f"prefix {prefix!r} makes macro names collide: {sorted(dup)}")
         width = max(len(m) for m in names)
         guard = f"{prefix.upper()}_REGMAP_H"
-        out = [f"/* Register map {self.name!r}: generated by rtl_gen.regmap, do not edit. */"]
+        out = [f"/* Register map {self.name!r}: generated by sw.regmap, do not edit. */"]
         if self.doc:
             out.append(f"/* {_c_comment(self.doc)} */")
         out += ["/* Access types:"]

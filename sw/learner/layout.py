@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import LearnerConfig, _pow2_at_least
+from .spec import LearnerConfig, _pow2_at_least
 
 __all__ = ["Region", "regions", "region", "region_index", "sub_words", "region_bytes",
            "mem_addr_bits", "region_base", "word_bytes", "pack_matrix", "unpack_matrix",
@@ -42,7 +42,7 @@ class Region:
     name : str
         ``obs``, ``next_obs``, ``samples``, ``targets``, ``h<l>``, ``q``, ``th<l>``, ``tq``,
         ``delta<l>``, ``w<l>``, ``tw<l>``, ``grad<l>`` (l is the 0-based weight layer, as in
-        :class:`sw.golden.mlp.StepResult`).
+        :class:`sw.learner.mlp.StepResult`).
     kind : str
         ``"matrix"`` (S × S blocks) or ``"samples"`` (S lanes per word).
     rows, cols : int

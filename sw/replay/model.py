@@ -3,18 +3,17 @@
 :class:`ReplayAccelModel` holds the state the accelerator keeps between runs (the
 :class:`~sw.golden.sumtree.FixedSumTree` with its PRNG, maximum-priority register, write pointer
 and size, and the sticky flags) and executes one run the way the RTL does, from the stored
-buffer contents (:data:`~rtl_gen.replay.regs.REGIONS`) to the output entries, the STATUS fields
+buffer contents (:data:`~sw.replay.spec.REGIONS`) to the output entries, the STATUS fields
 and the cycle counts. Used by the cocotb tests and by the register-level golden device
-(:mod:`sw.driver.golden_replay`).
+(:mod:`sw.replay.device`).
 """
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl_gen.replay.accelerator import ReplayAccelerator
-from rtl_gen.replay.config import SumTreeConfig
-from rtl_gen.replay.regs import REPLAY_ERRORS, ReplayOp, field_bits
+from sw.replay import spec as replay_spec
+from sw.replay.spec import REPLAY_ERRORS, ReplayOp, SumTreeConfig, field_bits
 
 from .sumtree import FixedSumTree
 
@@ -120,7 +119,7 @@ class ReplayAccelModel:
             buffers=None) -> ReplayRun:
         """Execute one start with these register values on the stored ``buffers``
         (``{"IDX_IN": array, "PRIO_IN": ..., "TARGET_IN": ...}``, already cut to their
-        :func:`~rtl_gen.replay.regs.field_bits`; missing regions read as zeros)."""
+        :func:`~sw.replay.spec.field_bits`; missing regions read as zeros)."""
         cfg = self.config
         self.empty = self.saturated = self.invalid = False
         err = check_run_args(cfg, code, batch, update_size)
@@ -160,9 +159,9 @@ class ReplayAccelModel:
             self._clear_tree()
         elif op == ReplayOp.SEED:
             self.tree.prng.seed(seed)
-        n = ReplayAccelerator.run_cycles(cfg, op, B, U, relaxed)
+        n = replay_spec.run_cycles(cfg, op, B, U, relaxed)
         return ReplayRun(error=0, indices=np.asarray(out[0], np.int64),
                          priorities=np.asarray(out[1], np.int64), cycles=n - 1,
-                         response_cycles=ReplayAccelerator.response_cycles(cfg, op, B, U,
+                         response_cycles=replay_spec.response_cycles(cfg, op, B, U,
                                                                            relaxed),
                          run_cycles=n)

@@ -1,0 +1,143 @@
+"""Verilog and manifests: how a registered block configuration becomes files.
+
+:func:`emit` elaborates a block of :data:`sw.registry.BLOCKS` and writes ``<module>.v``, its
+manifest ``<module>.json`` (configuration, formats, latency and throughput from the block's
+spec, ports, register files, Vitis kernel arguments) and, for blocks with a control port, the
+register map as JSON, C header and Markdown. The CLI (``python -m rtl_gen``), the Makefile
+(through the CLI), the tests and the Vivado flow all go through it, so what is shipped is what
+is tested.
+"""
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Shape
+from amaranth.lib import data, wiring
+
+from sw.registry import BLOCKS, SHIPPED
+from sw.registry import block as find_block
+
+__all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
+           "shipped_table"]
+
+#: An ``initial`` block of Yosys' ``write_verilog`` that only zeroes memory words, e.g.
+#: ``initial begin\n    mem[0] = 144'h000...;\n    mem[1] = ...;\n  end\n``.
+_ZERO_INIT = re.compile(
+    r"^(?P<ind>[ \t]*)initial begin\n"
+    r"(?:[ \t]*[A-Za-z_\\][^\s\[]* ?\[\d+\] = \d+'[hbd]0+;\n)+"
+    r"(?P=ind)end\n", re.MULTILINE)
+
+
+def _layout_fields(shape):
+    if isinstance(shape, data.StructLayout):
+        return {name: {"offset": f.offset, "width": Shape.cast(f.shape).width,
+                       "signed": Shape.cast(f.shape).signed} for name, f in shape}
+    return None
+
+
+def port_table(component: wiring.Component):
+    """Flat Verilog ports of a component: name, direction, width, payload fields."""
+    ports = []
+    for path, member, _ in component.signature.flatten(component):
+        name = "__".join(str(p) for p in path)
+        shape = member.shape
+        entry = {"name": name, "dir": "input" if member.flow == wiring.In else "output",
+                 "width": Shape.cast(shape).width}
+        fields = _layout_fields(shape)
+        if fields:
+            entry["fields"] = fields
+        ports.append(entry)
+    return ports
+
+
+def drop_zero_memory_init(text: str) -> str:
+    """Remove the ``initial`` blocks that set every word of a memory to zero.
+
+    Amaranth's ``Memory(init=[])`` still writes one ``mem[i] = 0;`` line per word (megabytes at
+    2**20 leaves, and Yosys runs out of memory reading them). Zero is what the FPGA's block and
+    ultra RAMs hold after configuration without an INIT attribute, and what the test builds
+    (``--x-initial 0``) use, so nothing changes. Only blocks made exclusively of all-zero word
+    assignments are removed; a memory with any non-zero initial word keeps its whole block.
+    """
+    return _ZERO_INIT.sub("", text)
+
+
+def to_verilog(component, name: str) -> str:
+    """Verilog of ``component`` as module ``name``: Amaranth's output without the all-zero
+    memory initialisers (:func:`drop_zero_memory_init`)."""
+    return drop_zero_memory_init(verilog.convert(component, name=name, emit_src=False))
+
+
+def manifest(block, config, component, module: str) -> dict:
+    """The manifest of one emitted module (see the module docstring)."""
+    out = {
+        "block": block.name,
+        "module": module,
+        "summary": block.summary,
+        "config": dataclasses.asdict(config),
+        "latency": block.latency(config),
+        "throughput": block.throughput(config),
+        "formats": block.formats(config),
+        "clock": "ap_clk (rising edge)" if "ap_clk" in component.signature.members
+        else "clk (rising edge)",
+        "reset": ("ap_rst_n (active low, synchronous)"
+                  if "ap_rst_n" in component.signature.members
+                  else "rst (active high, synchronous)"),
+        "ports": port_table(component),
+        "verilog": f"{module}.v",
+    }
+    kernel = block.kernel_args(config)
+    if kernel is not None:
+        out["kernel"] = kernel      # Vitis kernel arguments (rtl_gen.vivado's kernel.xml)
+    if block.regmap is not None:
+        # The register map, once, in every form its consumers read (see sw.regmap).
+        out["registers"] = {"json": f"{module}_regs.json", "c_header": f"{module}_regs.h",
+                            "markdown": f"{module}_regs.md"}
+    return out
+
+
+def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -> dict:
+    """Elaborate a block, write ``<module>.v`` and ``<module>.json`` (manifest) to ``out_dir``.
+
+    Raises ``ValueError`` for unknown blocks or invalid parameters (message names the parameter).
+    Returns the manifest.
+    """
+    block = find_block(block_name)
+    config = block.config.from_dict(params)
+    component = block.build(config)
+    module = module or block.module
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = to_verilog(component, module)
+    (out_dir / f"{module}.v").write_text(text)
+    man = manifest(block, config, component, module)
+    if block.regmap is not None:
+        regmap = block.regmap(config)
+        assert regmap == component.regmap, "the gateware's register map is not the spec's"
+        (out_dir / f"{module}_regs.json").write_text(regmap.to_json())
+        (out_dir / f"{module}_regs.h").write_text(regmap.to_c_header(module.upper()))
+        (out_dir / f"{module}_regs.md").write_text(regmap.to_markdown())
+    (out_dir / f"{module}.json").write_text(json.dumps(man, indent=2) + "\n")
+    return man
+
+
+def shipped_table(manifests) -> str:
+    """Markdown table of the shipped configurations (``hdl/shipped.md``, copied into the docs):
+    module, block, its summary, the parameters given in :data:`~sw.registry.SHIPPED` (the others
+    are the block's defaults) and the latency from the block's cycle model."""
+    rows = ["| module | block | what | parameters (others default) | latency (cycles) |",
+            "|---|---|---|---|---|"]
+    given = {module: params for module, _, params in SHIPPED}
+    for m in manifests:
+        params = ", ".join(f"{k}={v}" for k, v in given[m["module"]].items()) or "defaults"
+        lat = m.get("latency")
+        text = f"{lat['cycles']}: {lat['of']}" if lat else "—"
+        rows.append(f"| `{m['module']}` | `{m['block']}` | {m['summary']} | {params} | "
+                    f"{text} |")
+    return "\n".join(rows) + "\n"
+
+
+assert set(BLOCKS) >= {b for _, b, _ in SHIPPED}

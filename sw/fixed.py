@@ -1,0 +1,152 @@
+"""Fixed-point formats: the one definition of rounding and saturation (numpy half).
+
+:class:`FixedFormat` describes a two's complement (or unsigned) fixed-point number and converts,
+rounds and saturates raw integers with numpy. The gateware builds the same operations from
+:func:`rtl_gen.fixed.rshift_round` and :func:`rtl_gen.fixed.saturate` (Amaranth expressions),
+and every pair is tested against the other in ``tb/test_fixed.py``, so the golden models and
+the RTL cannot drift apart. This module imports no Amaranth: the host side (drivers, golden
+models) uses it on a board.
+
+Rounding modes (applied whenever fraction bits are dropped):
+
+``"half_up"`` (default)
+    Round to nearest, ties towards +infinity: ``floor(x + 1/2)``. One adder in hardware.
+``"half_even"``
+    Round to nearest, ties to even (convergent rounding). One adder plus one bit of logic.
+``"floor"``
+    Drop the bits (round towards -infinity). Free in hardware, biased by -1/2 ulp.
+
+Overflow always saturates to the format's range; the operations return an overflow flag so the
+hardware can raise a sticky status bit and the driver can report it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ROUNDING_MODES", "MAX_INTERMEDIATE_BITS", "FixedFormat", "rshift_round_int"]
+
+ROUNDING_MODES = ("half_up", "half_even", "floor")
+
+#: Golden models use int64; every intermediate value must stay below this many bits.
+MAX_INTERMEDIATE_BITS = 62
+
+
+def rshift_round_int(x, shift, rounding):
+    """Drop ``shift`` low bits of integers ``x`` (arithmetic shift) with ``rounding``; the
+    numpy twin of :func:`rtl_gen.fixed.rshift_round`."""
+    x = np.asarray(x, dtype=np.int64)
+    if shift == 0:
+        return x.copy()
+    if rounding == "floor":
+        return x >> shift
+    half = np.int64(1) << (shift - 1)
+    if rounding == "half_up":
+        return (x + half) >> shift
+    if rounding == "half_even":
+        lsb = (x >> shift) & 1
+        return (x + (half - 1) + lsb) >> shift
+    raise ValueError(f"rounding must be one of {ROUNDING_MODES}, not {rounding!r}")
+
+
+@dataclass(frozen=True)
+class FixedFormat:
+    """A two's complement (or unsigned) fixed-point format.
+
+    A raw integer ``x`` of this format represents the real number ``x * 2**-frac``.
+
+    Parameters
+    ----------
+    width : int
+        Total number of bits, 1..62.
+    frac : int
+        Number of fraction bits, 0..width.
+    signed : bool
+        Two's complement if true, unsigned otherwise.
+    rounding : str
+        One of :data:`ROUNDING_MODES`, used when a value is converted into this format.
+    """
+    width: int
+    frac: int
+    signed: bool = True
+    rounding: str = "half_up"
+
+    def __post_init__(self):
+        if not isinstance(self.width, int) or not 1 <= self.width <= MAX_INTERMEDIATE_BITS:
+            raise ValueError(f"width must be an integer in 1..{MAX_INTERMEDIATE_BITS}, "
+                             f"not {self.width!r}")
+        if not isinstance(self.frac, int) or not 0 <= self.frac <= self.width:
+            raise ValueError(f"frac must be an integer in 0..width ({self.width}), "
+                             f"not {self.frac!r}")
+        if self.rounding not in ROUNDING_MODES:
+            raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, "
+                             f"not {self.rounding!r}")
+
+    # -- description ------------------------------------------------------------------------------
+    @property
+    def min_raw(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def max_raw(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+    @property
+    def ulp(self) -> float:
+        """Value of one least significant bit."""
+        return 2.0 ** -self.frac
+
+    @property
+    def min_value(self) -> float:
+        return self.min_raw * self.ulp
+
+    @property
+    def max_value(self) -> float:
+        return self.max_raw * self.ulp
+
+    def __str__(self):
+        kind = "s" if self.signed else "u"
+        return f"{kind}Q{self.width - self.frac}.{self.frac}/{self.rounding}"
+
+    def to_dict(self) -> dict:
+        return {"width": self.width, "frac": self.frac, "signed": self.signed,
+                "rounding": self.rounding}
+
+    # -- numpy side -------------------------------------------------------------------------------
+    def saturate(self, x):
+        """Clamp raw integers to this format. Returns ``(values, overflow)`` as int64 / bool."""
+        x = np.asarray(x, dtype=np.int64)
+        over = (x > self.max_raw) | (x < self.min_raw)
+        return np.clip(x, self.min_raw, self.max_raw), over
+
+    def rshift_round(self, x, shift: int):
+        """Drop ``shift`` fraction bits of raw integers with this format's rounding mode."""
+        return rshift_round_int(x, shift, self.rounding)
+
+    def quantize(self, x, *, return_overflow=False):
+        """Convert real numbers to raw integers: this format's rounding, then saturation."""
+        x = np.asarray(x, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("cannot quantize NaN or infinite values")
+        scaled = np.ldexp(x, self.frac)
+        if self.rounding == "floor":
+            r = np.floor(scaled)
+        elif self.rounding == "half_up":
+            r = np.floor(scaled + 0.5)
+        else:
+            r = np.round(scaled)  # numpy rounds ties to even
+        over = (r > self.max_raw) | (r < self.min_raw)
+        raw = np.clip(r, self.min_raw, self.max_raw).astype(np.int64)
+        return (raw, over) if return_overflow else raw
+
+    def to_float(self, raw):
+        """Real value of raw integers."""
+        return np.ldexp(np.asarray(raw, dtype=np.float64), -self.frac)
+
+    def check_raw(self, raw, name="value"):
+        """Raise ``ValueError`` if any raw integer is outside this format."""
+        raw = np.asarray(raw)
+        if raw.size and (raw.min() < self.min_raw or raw.max() > self.max_raw):
+            raise ValueError(f"{name} must be raw {self} integers in "
+                             f"{self.min_raw}..{self.max_raw}")
+        return raw

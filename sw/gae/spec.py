@@ -1,0 +1,569 @@
+"""The GAE blocks' specification: configurations, formats, register maps, layout facts, error
+codes and exact cycle models (HEPPO). Plain Python, no Amaranth: the generators in
+:mod:`rtl_gen.gae`, the golden models in :mod:`sw.gae.model` and :mod:`sw.gae.golden`, the golden
+device and the driver all derive from this module.
+
+* :class:`GaePeConfig` -- one processing element (:class:`~rtl_gen.gae.pe.GaeProcessingElement`);
+  its :attr:`~GaePeConfig.latency`.
+* :class:`GaeCoreConfig` -- the accelerator (stack memory, N PEs, (de)quantizers); memory
+  regions and their word sizes (the byte images are :mod:`sw.gae.layout`).
+* :data:`GAE_CORE_ARGS`, :class:`GaeCoreArgs`, :data:`ERRORS`, :func:`check_args` -- the run
+  arguments and the refusal rules; :data:`STATUS_FLAGS`; :func:`gae_register_map`.
+* :func:`run_cycles` -- cycles of a run, exactly as the RTL takes them.
+* :class:`GaeKernelConfig`, :func:`gae_kernel_register_map`, :func:`copy_plan`,
+  :func:`kernel_run_cycles` -- the Vitis kernel with its DMA shell.
+"""
+
+from dataclasses import asdict, dataclass
+
+from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
+from sw.regmap import Field, Info, Register, RegisterMap
+from sw.shell.spec import GMEM_WIDTHS, without_dma_params
+
+__all__ = ["GAE_MODES", "GAE_RESULT_MODES", "AXI_DATA_WIDTHS", "LIMITS", "MAX_RUN_TRAJECTORIES",
+           "GaePeConfig", "GaeCoreConfig", "GAE_CORE_ARGS", "GaeCoreArgs", "ERRORS", "ERROR_CODES",
+           "GAE_CORE_ERRORS", "check_args", "STATUS_FLAGS", "gae_register_map", "hw_info_values",
+           "config_from_hw", "run_cycles", "GaeKernelConfig", "gae_kernel_register_map",
+           "copy_plan", "kernel_run_cycles"]
+
+GAE_MODES = ("lookahead", "interleaved")
+
+#: Accepted ranges, used for validation, the CLI help and the docs.
+LIMITS = {
+    "data_width": (8, 32),
+    "coef_width": (4, 24),
+    "k": (1, 16),
+    "timestep_bits": (1, 32),
+    "trajectory_bits": (1, 16),
+}
+
+
+def _check_int(name, value, lo, hi):
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class GaePeConfig:
+    """Parameters of :class:`~rtl_gen.gae.pe.GaeProcessingElement`.
+
+    Parameters
+    ----------
+    data_width : int
+        Bits of rewards, values, advantages and rewards-to-go (signed), 8..32.
+    data_frac : int
+        Fraction bits of the data format, 0..data_width-2 (at least one integer bit besides the
+        sign).
+    coef_width : int
+        Bits of the runtime coefficients gamma and gamma*lambda, 4..24. Unsigned with
+        ``coef_width - 1`` fraction bits, so the range is [0, 2) and 1.0 is exact. The default
+        17 makes them 18-bit signed multiplier operands, which fit a DSP48E2's B port (18 bits
+        cost twice the DSPs).
+    k : int
+        Registers in the advantage feedback loop, 1..16. In ``"lookahead"`` mode the loop is
+        unrolled k steps (HEPPO's k-step lookahead); in ``"interleaved"`` mode k trajectories
+        share the PE round-robin.
+    mode : str
+        ``"lookahead"`` or ``"interleaved"``.
+    rounding : str
+        Rounding mode of every dropped fraction bit (see :mod:`rtl_gen.fixed`).
+    timestep_bits, trajectory_bits : int
+        Widths of the tags carried from input to output unchanged.
+    """
+    data_width: int = 32
+    data_frac: int = 16
+    coef_width: int = 17
+    k: int = 2
+    mode: str = "lookahead"
+    rounding: str = "half_up"
+    timestep_bits: int = 16
+    trajectory_bits: int = 8
+
+    def __post_init__(self):
+        for name, (lo, hi) in LIMITS.items():
+            _check_int(name, getattr(self, name), lo, hi)
+        _check_int("data_frac", self.data_frac, 0, self.data_width - 2)
+        if self.mode not in GAE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(GAE_MODES)}, not {self.mode!r}")
+        if self.rounding not in ROUNDING_MODES:
+            raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, "
+                             f"not {self.rounding!r}")
+        # Widest intermediate: lookahead sum of k products data x coef (see pe.py), plus sign.
+        need = self.data_width + self.coef_width + 2 + self.k.bit_length()
+        if need > MAX_INTERMEDIATE_BITS:  # pragma: no cover - excluded by the limits above
+            raise ValueError(f"data_width + coef_width too large for k={self.k}")
+
+    # -- derived ------------------------------------------------------------------------------
+    @property
+    def data_format(self) -> FixedFormat:
+        return FixedFormat(self.data_width, self.data_frac, True, self.rounding)
+
+    @property
+    def coef_format(self) -> FixedFormat:
+        return FixedFormat(self.coef_width, self.coef_width - 1, False, self.rounding)
+
+    @property
+    def coef_frac(self) -> int:
+        return self.coef_width - 1
+
+    @property
+    def lookahead_steps(self) -> int:
+        """Steps the recurrence is unrolled by (1 in interleaved mode)."""
+        return self.k if self.mode == "lookahead" else 1
+
+    @property
+    def lanes(self) -> int:
+        """Independent recurrences in flight: element n of the stream belongs to lane n mod k."""
+        return self.k
+
+    @property
+    def latency(self) -> int:
+        """Cycles from an input transfer to the output of that element (no stalls)."""
+        # input, gamma*V product, delta; [history products, sum]; k-1 loop registers; A; RTG.
+        extra = 2 if self.lookahead_steps > 1 else 0
+        return 3 + extra + (self.k - 1) + 2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GaePeConfig":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown GAE PE parameter(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+GAE_RESULT_MODES = ("inplace", "full")
+AXI_DATA_WIDTHS = (32, 64, 128, 256, 512)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class GaeCoreConfig:
+    """Parameters of the HEPPO GAE accelerator (:class:`~rtl_gen.gae.core.GaeCore`).
+
+    Parameters
+    ----------
+    n_pe : int
+        Processing elements, 1..128. One memory word holds one time step of ``n_pe``
+        trajectories; PE p handles trajectories p, p + n_pe, ... (round-robin by group).
+    max_trajectories : int
+        Trajectories the memory is sized for, 1..4096.
+    capacity : int
+        Time steps the memory is sized for (with ``max_trajectories``), 1..65536. A run of T steps
+        and M trajectories fits if ``(T + 1) * ceil(M / n_pe) <= depth`` (the extra row holds the
+        bootstrap values), so fewer trajectories allow more steps.
+    code_bits : int
+        Bits of the stored reward and value codes (signed), 8 or 16.
+    results : str
+        ``"inplace"``: advantages and rewards-to-go are requantized to codes (host-given affine
+        map, saturating) and overwrite the rewards and values. ``"full"``: they are written in the
+        PE's data format to two separate result memories.
+    reg_width, reg_frac : int
+        Format of the scale/offset registers of the (de)quantizers (signed).
+    axi_data_width : int
+        Data width of the AXI4 memory port, one of 32, 64, 128, 256, 512.
+    pe : GaePeConfig
+        Processing element parameters (data format, k, mode).
+    """
+    n_pe: int = 8
+    max_trajectories: int = 64
+    capacity: int = 1024
+    code_bits: int = 8
+    results: str = "inplace"
+    reg_width: int = 32
+    reg_frac: int = 16
+    axi_data_width: int = 128
+    pe: GaePeConfig = GaePeConfig()
+
+    def __post_init__(self):
+        if isinstance(self.pe, dict):
+            object.__setattr__(self, "pe", GaePeConfig.from_dict(self.pe))
+        if not isinstance(self.pe, GaePeConfig):
+            raise ValueError(f"pe must be a GaePeConfig or a dict of its parameters, "
+                             f"not {self.pe!r}")
+        _check_int("n_pe", self.n_pe, 1, 128)
+        _check_int("max_trajectories", self.max_trajectories, 1, 4096)
+        _check_int("capacity", self.capacity, 1, 65536)
+        if self.code_bits not in (8, 16):
+            raise ValueError(f"code_bits must be 8 or 16, not {self.code_bits!r}")
+        if self.results not in GAE_RESULT_MODES:
+            raise ValueError(f"results must be one of {', '.join(GAE_RESULT_MODES)}, "
+                             f"not {self.results!r}")
+        _check_int("reg_width", self.reg_width, 8, 32)
+        _check_int("reg_frac", self.reg_frac, 0, self.reg_width - 2)
+        if self.axi_data_width not in AXI_DATA_WIDTHS:
+            raise ValueError(f"axi_data_width must be one of "
+                             f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not {self.axi_data_width!r}")
+        if self.pe.timestep_bits < self.addr_bits:
+            object.__setattr__(self, "pe", GaePeConfig.from_dict(
+                dict(self.pe.to_dict(), timestep_bits=self.addr_bits)))
+
+    # -- derived ------------------------------------------------------------------------------
+    @property
+    def groups(self) -> int:
+        """Memory words per time step at full size: ceil(max_trajectories / n_pe)."""
+        return -(-self.max_trajectories // self.n_pe)
+
+    @property
+    def depth(self) -> int:
+        """Words in each memory: (capacity + 1) * groups."""
+        return (self.capacity + 1) * self.groups
+
+    @property
+    def addr_bits(self) -> int:
+        return max(1, (self.depth - 1).bit_length())
+
+    @property
+    def reg_format(self) -> FixedFormat:
+        return FixedFormat(self.reg_width, self.reg_frac, True, self.pe.rounding)
+
+    @property
+    def code_format(self) -> FixedFormat:
+        """Codes: signed integers, symmetric range -(2^(b-1) - 1)..2^(b-1) - 1 when produced."""
+        return FixedFormat(self.code_bits, 0, True, self.pe.rounding)
+
+    @property
+    def code_max(self) -> int:
+        return (1 << (self.code_bits - 1)) - 1
+
+    def region_word_bits(self, name: str) -> int:
+        """Bits of one memory word of a region (``rewards``, ``values``, ``dones``, ``adv``,
+        ``rtg``)."""
+        if name in ("rewards", "values"):
+            return self.n_pe * self.code_bits
+        if name == "dones":
+            return -(-self.n_pe // 8) * 8
+        if name in ("adv", "rtg"):
+            return self.n_pe * self.pe.data_width
+        raise ValueError(f"unknown region {name!r}")
+
+    @property
+    def regions(self) -> tuple:
+        base = ("rewards", "values", "dones")
+        return base + (("adv", "rtg") if self.results == "full" else ())
+
+    def region_sub_words(self, name: str) -> int:
+        """AXI words per memory word of a region (a power of two; the rest is padding)."""
+        return _pow2_at_least(-(-self.region_word_bits(name) // self.axi_data_width))
+
+    @property
+    def region_bytes(self) -> int:
+        """Bytes of host address space per region (a power of two; every region the same)."""
+        most = max(self.region_sub_words(r) for r in self.regions)
+        return _pow2_at_least(self.depth) * most * self.axi_data_width // 8
+
+    @property
+    def mem_addr_bits(self) -> int:
+        """Byte-address bits of the AXI4 memory port."""
+        return (_pow2_at_least(len(self.regions)) * self.region_bytes - 1).bit_length()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["pe"] = self.pe.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GaeCoreConfig":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown GAE core parameter(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+# -- runs ----------------------------------------------------------------------------------------
+#: Most trajectories of one run (the group counter's range).
+MAX_RUN_TRAJECTORIES = 4096
+
+
+def GAE_CORE_ARGS(config: GaeCoreConfig) -> dict:
+    """Run arguments (the core's argument ports and the registers of the same names, upper
+    case): name -> (width, signed)."""
+    cw, rw = config.pe.coef_width, config.reg_width
+    args = {
+        "num_timesteps": (32, False), "num_trajectories": (32, False),
+        "gamma": (cw, False), "gamma_lambda": (cw, False),
+        "reward_scale": (rw, True), "reward_offset": (rw, True),
+        "value_scale": (rw, True), "value_offset": (rw, True),
+    }
+    if config.results == "inplace":
+        args.update({"adv_scale": (rw, True), "adv_offset": (rw, True),
+                     "rtg_scale": (rw, True), "rtg_offset": (rw, True)})
+    return args
+
+
+@dataclass
+class GaeCoreArgs:
+    """Argument registers of one run (raw integers as written over AXI4-Lite)."""
+    num_timesteps: int
+    num_trajectories: int
+    gamma: int
+    gamma_lambda: int
+    reward_scale: int
+    reward_offset: int
+    value_scale: int
+    value_offset: int
+    adv_scale: int = 0
+    adv_offset: int = 0
+    rtg_scale: int = 0
+    rtg_offset: int = 0
+
+
+#: STATUS.ERROR: code -> (name, text). A refused run ends at once with memory untouched.
+ERROR_CODES = {
+    0: ("ok", "ok"),
+    1: ("no_timesteps", "num_timesteps is 0"),
+    2: ("no_trajectories", "num_trajectories is 0"),
+    3: ("capacity", "(num_timesteps + 1) * ceil(num_trajectories / n_pe) exceeds the memory "
+                    "depth, or num_trajectories exceeds 4096"),
+    4: ("coefficient", "gamma or gamma_lambda above 1.0"),
+}
+#: STATUS.ERROR code -> its text (the drivers' exception messages).
+ERRORS = {code: text for code, (_, text) in ERROR_CODES.items()}
+#: Error name -> STATUS.ERROR code (the gateware's constants).
+GAE_CORE_ERRORS = {name: code for code, (name, _) in ERROR_CODES.items()}
+
+
+def check_args(args: GaeCoreArgs, config: GaeCoreConfig) -> int:
+    """The STATUS.ERROR code the accelerator reports for these arguments (0: the run starts)."""
+    if args.num_timesteps == 0:
+        return GAE_CORE_ERRORS["no_timesteps"]
+    if args.num_trajectories == 0:
+        return GAE_CORE_ERRORS["no_trajectories"]
+    groups = -(-args.num_trajectories // config.n_pe)
+    if (args.num_timesteps + 1) * groups > config.depth \
+            or args.num_trajectories > MAX_RUN_TRAJECTORIES:
+        return GAE_CORE_ERRORS["capacity"]
+    one = 1 << config.pe.coef_frac
+    if args.gamma > one or args.gamma_lambda > one:
+        return GAE_CORE_ERRORS["coefficient"]
+    return 0
+
+
+def run_cycles(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> int:
+    """Cycles of a run with valid arguments, from the edge that samples ``start`` to the edge
+    that raises ``done`` (CYCLES reads one less).
+
+    Exactly what the RTL takes (asserted by the tests): accept, ``G = ceil(M / n_pe)`` setup
+    cycles, the wait for the coefficient powers when k > 6, one group-start cycle,
+    ``ceil(G/L)*L*(T+1)`` reads (``L = k`` in interleaved mode, else 1), ``pe.latency + 3``
+    drain cycles.
+    """
+    pe = config.pe
+    G = -(-num_trajectories // config.n_pe)
+    L = pe.k if pe.mode == "interleaved" else 1
+    settle = max(0, pe.k - 6)
+    wait = max(0, settle - G)
+    return 1 + G + 1 + wait + -(-G // L) * L * (num_timesteps + 1) + pe.latency + 2 + 1
+
+
+# -- register map --------------------------------------------------------------------------------
+_ARG_DOCS = {
+    "num_timesteps": "time steps T of the run (rows 0..T-1; row T holds the bootstrap values)",
+    "num_trajectories": "trajectories M of the run",
+    "gamma": "discount gamma, unsigned, coef_width - 1 fraction bits (<= 1.0)",
+    "gamma_lambda": "gamma * lambda, same format (<= 1.0)",
+    "reward_scale": "reward dequantizer: reward = code * scale + offset (reg format)",
+    "reward_offset": "reward dequantizer offset (reg format)",
+    "value_scale": "value dequantizer scale (block std folded in, reg format)",
+    "value_offset": "value dequantizer offset (block mean, reg format)",
+    "adv_scale": "advantage requantizer: code = round(A * scale + offset), saturated",
+    "adv_offset": "advantage requantizer offset (reg format)",
+    "rtg_scale": "reward-to-go requantizer scale (reg format)",
+    "rtg_offset": "reward-to-go requantizer offset (reg format)",
+}
+
+#: STATUS flag fields: name -> (bit, doc). Cleared when a run starts.
+STATUS_FLAGS = {
+    "DEQUANT_OVERFLOW": (8, "a dequantized reward or value saturated"),
+    "PE_OVERFLOW": (9, "a delta, advantage or reward-to-go saturated in a PE"),
+    "REQUANT_OVERFLOW": (10, "a result code saturated (in-place results)"),
+    "START_REFUSED": (11, "AP_START was written while a run was in progress; it was dropped"),
+}
+
+
+def _info(name, lsb, width, param, **kw):
+    return Field(name, lsb, width, "ro", info=Info(param, **kw))
+
+
+def gae_register_map(config: GaeCoreConfig) -> RegisterMap:
+    """ap_ctrl_hs control registers, run arguments, status, cycle counter, hardware info."""
+    args = [Register.scalar(name.upper(), width, "rw", doc=_ARG_DOCS[name])
+            for name, (width, _) in GAE_CORE_ARGS(config).items()]
+    errors = ", ".join(f"{code} {name}" for code, (name, _) in ERROR_CODES.items())
+    status = Register("STATUS", None, (
+        Field("ERROR", 0, 3, "ro", doc=f"error of the last start ({errors})"),
+        *(Field(name, bit, 1, "ro", doc=doc) for name, (bit, doc) in STATUS_FLAGS.items()),
+    ), doc="result of the last run; flags are sticky during a run, cleared at start")
+    hw = [
+        Register.scalar("CYCLES", 32, "ro", doc="cycles of the last run (start to done)"),
+        Register.scalar("HW_N_PE", 32, "ro", doc=f"processing elements ({config.n_pe})",
+                        info=Info("n_pe")),
+        Register.scalar("HW_DEPTH", 32, "ro", doc=f"words per memory ({config.depth})",
+                        info=Info("depth")),
+        Register("HW_FORMAT", None, (
+            _info("DATA_WIDTH", 0, 8, "pe.data_width"), _info("DATA_FRAC", 8, 8, "pe.data_frac"),
+            _info("COEF_WIDTH", 16, 8, "pe.coef_width"), _info("CODE_BITS", 24, 8, "code_bits")),
+            doc="number formats"),
+        Register("HW_MODE", None, (
+            _info("K", 0, 5, "pe.k"), _info("INTERLEAVED", 5, 1, "pe.mode", choices=GAE_MODES),
+            _info("FULL_RESULTS", 6, 1, "results", choices=GAE_RESULT_MODES),
+            _info("REG_WIDTH", 8, 8, "reg_width"), _info("REG_FRAC", 16, 8, "reg_frac"),
+            _info("AXI_BYTES", 24, 8, "axi_data_width", scale=8)),
+            doc="PE mode, result mode, register format, memory bus width"),
+    ]
+    return RegisterMap.with_ap_ctrl_hs("gae", args + [status] + hw,
+                                       doc="HEPPO GAE accelerator")
+
+
+def hw_info_values(config: GaeCoreConfig) -> dict:
+    """The constant HW_* register words of ``config`` (what the hardware reports)."""
+    return gae_register_map(config).info_values(config)
+
+
+def config_from_hw(params: dict) -> GaeCoreConfig:
+    """A configuration with the parameters the HW_* registers hold
+    (:meth:`~sw.regmap.RegisterMap.decode_info`). ``depth`` is one split into
+    ``max_trajectories`` and ``capacity`` (any split with the same depth behaves the same);
+    the rounding mode and tag widths are not in the registers (defaults). ``ValueError`` if
+    they describe no valid configuration."""
+    pe = GaePeConfig(**{k[3:]: v for k, v in params.items() if k.startswith("pe.")})
+    n_pe, depth = params["n_pe"], params["depth"]
+    common = {k: v for k, v in params.items() if "." not in k and k not in ("n_pe", "depth")}
+    if not 1 <= n_pe <= 128:
+        raise ValueError(f"n_pe must be in 1..128, not {n_pe}")
+    for groups in range(1, MAX_RUN_TRAJECTORIES // n_pe + 1):
+        if depth % groups == 0 and 2 <= depth // groups <= 65537:
+            return GaeCoreConfig(n_pe=n_pe, max_trajectories=groups * n_pe,
+                                 capacity=depth // groups - 1, pe=pe, **common)
+    raise ValueError(f"depth {depth} is no (capacity + 1) * groups of a configuration")
+
+
+# -- Vitis kernel (DMA shell) --------------------------------------------------------------------
+def _check_int_kernel(name, value, lo, hi):
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class GaeKernelConfig(GaeCoreConfig):
+    """Parameters of :class:`GaeKernel`: those of :class:`GaeCoreConfig` and the DMA's.
+
+    Parameters
+    ----------
+    gmem_data_width : int
+        Data width W of ``m_axi_gmem`` in bits: 32, 64, 128, 256 or 512, at least
+        ``axi_data_width`` (the core's memory word D) and at most 8 times the bytes of a memory
+        region. 512 matches the Alveo DDR interfaces. The copy rate is one D-bit word per cycle
+        whatever W is: a wider W only means fewer, fuller beats.
+    max_burst : int
+        Most beats per AXI burst, 1..256 (bursts never cross 4 KiB either).
+    max_outstanding : int
+        Most bursts in flight per direction, 1..32.
+
+    The other parameters are :class:`GaeCoreConfig`'s; :attr:`core` is that part alone.
+    """
+    gmem_data_width: int = 512
+    max_burst: int = 256
+    max_outstanding: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.gmem_data_width not in GMEM_WIDTHS or isinstance(self.gmem_data_width, bool) \
+                or self.gmem_data_width < self.axi_data_width:
+            raise ValueError(f"gmem_data_width must be one of "
+                             f"{', '.join(map(str, GMEM_WIDTHS))} and at least axi_data_width "
+                             f"({self.axi_data_width}), not {self.gmem_data_width!r}")
+        if self.region_bytes % (self.gmem_data_width // 8):
+            raise ValueError(f"gmem_data_width must be at most 8 * region_bytes "
+                             f"({8 * self.region_bytes}), not {self.gmem_data_width!r}")
+        _check_int_kernel("max_burst", self.max_burst, 1, 256)
+        _check_int_kernel("max_outstanding", self.max_outstanding, 1, 32)
+
+    @property
+    def core(self) -> GaeCoreConfig:
+        """The :class:`GaeCoreConfig` part (what the core, its register map and driver use)."""
+        return without_dma_params(self, GaeCoreConfig)
+
+    @property
+    def pointer_align(self) -> int:
+        """Alignment of ``MEM_PTR`` in bytes (``gmem_data_width / 8``)."""
+        return self.gmem_data_width // 8
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GaeKernelConfig":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown GAE kernel parameter(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+def gae_kernel_register_map(config: GaeKernelConfig) -> RegisterMap:
+    """:func:`gae_register_map` of the core, then the kernel's registers.
+
+    At the GAE map's span (``gae_register_map(config.core).span``), in order: ``MEM_PTR_LO``
+    and ``MEM_PTR_HI`` (the 64-bit buffer address, low word first, as XRT writes a pointer
+    argument; the bits below ``log2(gmem_data_width / 8)`` are not stored and read 0),
+    ``DMA_STATUS`` (error responses during the last run's copies) and ``DMA_CYCLES``.
+    """
+    if not isinstance(config, GaeKernelConfig):
+        raise TypeError(f"config must be a GaeKernelConfig, not {config!r}")
+    base = gae_register_map(config.core)
+    lo = (config.pointer_align - 1).bit_length()
+    extra = [
+        Register("MEM_PTR_LO", None, (
+            Field("MEM_PTR_LO", lo, 32 - lo, "rw",
+                  doc=f"buffer address bits 31:{lo} (bits {lo - 1}:0 read 0: the buffer is "
+                      f"{config.pointer_align}-byte aligned)"),),
+            doc="device address of the memory image (low word)"),
+        Register.scalar("MEM_PTR_HI", 32, "rw", doc="device address of the memory image (high "
+                                                     "word)"),
+        Register("DMA_STATUS", None, (
+            Field("READ_ERROR", 0, 1, "ro", doc="a read of the image was not answered OKAY"),
+            Field("WRITE_ERROR", 1, 1, "ro", doc="a write of the results was not answered "
+                                                 "OKAY")),
+            doc="device-memory errors of the last run's copies (cleared at start)"),
+        Register.scalar("DMA_CYCLES", 32, "ro",
+                        doc="cycles of the last kernel run: copy-in, core run, copy-out"),
+    ]
+    return RegisterMap.with_ap_ctrl_hs("gae_kernel", base.user_registers + tuple(extra),
+                                       doc="HEPPO GAE accelerator as a Vitis kernel (DMA shell)")
+
+
+def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> dict:
+    """The blocks a valid run copies: ``{"in": [...], "out": [...]}`` of ``(region, byte
+    offset in the image, bytes)``, in the order the kernel copies them.
+
+    With ``G = ceil(M / n_pe)``: in, rows ``0..T-1`` of ``rewards`` and ``dones`` and rows
+    ``0..T`` of ``values`` (the bootstrap row); out, rows ``0..T-1`` of the result regions
+    (``rewards`` and ``values`` in place, ``adv`` and ``rtg`` at full precision). Row ``t`` of
+    a region is words ``t*G .. t*G+G-1``, so every block starts at its region's base.
+    """
+    G = -(-num_trajectories // config.n_pe)
+    T = num_timesteps
+
+    def block(name, rows):
+        base = config.regions.index(name) * config.region_bytes
+        return (name, base, rows * config.region_sub_words(name) * config.axi_data_width // 8)
+
+    outs = ("rewards", "values") if config.results == "inplace" else ("adv", "rtg")
+    return {"in": [block("rewards", T * G), block("values", (T + 1) * G),
+                   block("dones", T * G)],
+            "out": [block(name, T * G) for name in outs]}
+
+
+def kernel_run_cycles(config: GaeKernelConfig, num_timesteps: int, num_trajectories: int, *,
+                      latency: int) -> int:
+    """DMA_CYCLES of a valid kernel run when device memory never stalls and answers
+    ``latency`` cycles after a request (first R beat after its AR handshake, B after the last W
+    beat): ``G + sum over the blocks of (N_b + latency + 5) + run_cycles + 2``, ``N_b`` the
+    block's core words (:func:`copy_plan`)."""
+    G = -(-num_trajectories // config.n_pe)
+    plan = copy_plan(config, num_timesteps, num_trajectories)
+    words = [n // (config.axi_data_width // 8) for _, _, n in plan["in"] + plan["out"]]
+    return (G + sum(n + latency + 5 for n in words)
+            + run_cycles(config.core, num_timesteps, num_trajectories) + 2)

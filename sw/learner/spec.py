@@ -1,0 +1,447 @@
+"""The learner's specification: the MLP training pipeline's configuration, register map, error
+codes and status flags, and the Vitis kernel's configuration. Plain Python, no Amaranth: the
+generators in :mod:`rtl_gen.learner`, the golden models (:mod:`sw.learner.gemm`,
+:mod:`sw.learner.mlp`), the golden device and the driver all derive from it, with the memory
+layout (:mod:`sw.learner.layout`), the exact cycle model (:mod:`sw.learner.schedule`) and the
+number formats (:mod:`sw.learner.numerics`).
+"""
+
+from dataclasses import asdict, dataclass
+
+from sw.regmap import Field, Info, Register, RegisterMap
+from sw.shell.spec import check_dma_params, window_kernel_register_map, without_dma_params
+
+from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, TensorUnitConfig
+from .numerics import check_int as _check_int
+
+__all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
+           "LOSS_KINDS", "ARRAY_SIZES", "AXI_DATA_WIDTHS", "DP_VALUES", "LEARNER_ERRORS",
+           "ERRORS", "LEARNER_FLAGS", "SYNC_BITS", "LEARNER_ARGS", "SYNC_ARGS",
+           "TARGET_SYNCED_BIT", "STATUS_FLAGS", "learner_register_map", "hw_info_values",
+           "config_from_hw", "LearnerKernelConfig", "learner_kernel_register_map"]
+
+#: Loss functions of the learner pipeline: ``"dqn"`` (TD target from an on-chip target network
+#: FW chain) and ``"mse"`` (targets written by the host).
+LOSS_KINDS = ("dqn", "mse")
+#: Sizes S of the S × S tensor units of the learner pipeline.
+ARRAY_SIZES = (2, 4, 8, 16)
+#: Numbers of parallel learner pipelines (CF'22's data parallelism DP).
+DP_VALUES = (1, 2, 4)
+#: Data widths of the AXI4 memory port.
+AXI_DATA_WIDTHS = (32, 64, 128, 256, 512)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Parameters of the learner pipeline (:class:`~rtl_gen.learner.core.LearnerCore`) and its
+    accelerator top (:class:`~rtl_gen.learner.accelerator.LearnerAccelerator`).
+
+    The fixed-point fields are those of :class:`LearnerNumerics` (see there), flattened so that
+    ``--param width=16`` works on the command line; :attr:`numerics` builds the object.
+
+    Parameters
+    ----------
+    sizes : tuple of int, or str
+        Neurons per layer, input first; ``"4,64,64,2"`` is accepted too. 2..8 entries, each
+        1..1024; with ``loss="dqn"`` the last (the actions) at least 2.
+    array : int
+        S, in :data:`ARRAY_SIZES`: the block size of the activation, gradient and weight
+        buffers (S × S blocks, one memory word each, so that one read gives a tensor unit up
+        to S operands in either orientation), the width of LOSS and WU (S lanes), and the size
+        of every tensor unit that ``stage_arrays`` does not set: by default every GEMM stage
+        is an S × S array.
+    stage_arrays : str or dict
+        Per-stage R × C tensor units (CF'22's per-stage sizing, chosen by
+        ``scripts/dse_learner.py``): ``{key: "RxC"}`` (or ``R`` for R × R, or ``(R, C)``), or
+        the same as a string ``"fw:4x4,wa1:2x8"``. A key is a GEMM kind (``fw``, ``tfw``,
+        ``bw``, ``wa``: every layer of that kind) or one stage (``fw0``, ``tfw1``, ``bw2``,
+        ``wa0``: 0-based weight layer; it overrides its kind). R and C are powers of two in
+        2..S (R: samples of an FW/BW tile, inputs of a WA tile; C: outputs of an FW/WA tile,
+        inputs of a BW tile). Stored in a canonical string form (:attr:`stage_arrays`);
+        :meth:`stage_array` gives one stage's size. Default ``""``: every stage S × S.
+    max_batch : int
+        Largest batch B a step takes, 1..4096 (sizes the buffers).
+    sub_batch : int
+        Samples per pipeline item, m: the batch streams through the stages as ``ceil(B/m)``
+        sub-batches (CF'22's pipelining: its PI, the samples per pipeline, is about B/dp). A
+        multiple of ``array``, at most ``max_batch`` rounded up to a multiple of ``array``.
+    dp : int
+        Parallel pipelines (CF'22's data parallelism), :data:`DP_VALUES`: sub-batch p runs on
+        pipeline ``p mod dp``; the weight update reduces the pipelines' gradient scratchpads.
+        With dp > 1, ``sub_batch / array`` must be a power of two (the host's sample-indexed
+        view of the per-pipeline buffers is decoded by bit fields).
+    loss : str
+        ``"dqn"`` or ``"mse"`` (:data:`LOSS_KINDS`).
+    axi_data_width : int
+        Bits of the host memory port (:data:`AXI_DATA_WIDTHS`).
+    width, act_frac, weight_frac, grad_frac, acc_width, coef_width, lr_width, lr_frac, rounding
+        As in :class:`LearnerNumerics`.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is out of range or the combination is invalid; the message names the
+        parameter.
+    """
+    sizes: tuple = (4, 64, 64, 2)
+    array: int = 8
+    stage_arrays: str = ""
+    max_batch: int = 64
+    sub_batch: int = 8
+    dp: int = 1
+    loss: str = "dqn"
+    axi_data_width: int = 64
+    width: int = 16
+    act_frac: int = 10
+    weight_frac: int = 13
+    grad_frac: int = 11
+    acc_width: int = 32
+    coef_width: int = 17
+    lr_width: int = 24
+    lr_frac: int = 24
+    rounding: str = "half_up"
+
+    def __post_init__(self):
+        sizes = self.sizes
+        if isinstance(sizes, str):
+            try:
+                sizes = tuple(int(x) for x in sizes.replace("-", ",").split(","))
+            except ValueError:
+                raise ValueError(f"sizes must be integers separated by commas, not "
+                                 f"{self.sizes!r}") from None
+        if isinstance(sizes, list):
+            sizes = tuple(sizes)
+        object.__setattr__(self, "sizes", sizes)
+        if (not isinstance(sizes, tuple) or not 2 <= len(sizes) <= 8
+                or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= 1024
+                           for s in sizes)):
+            raise ValueError(f"sizes must be a tuple of 2..8 integers in 1..1024, not {sizes!r}")
+        if self.array not in ARRAY_SIZES:
+            raise ValueError(f"array must be one of {', '.join(map(str, ARRAY_SIZES))}, "
+                             f"not {self.array!r}")
+        _check_int("max_batch", self.max_batch, 1, 4096)
+        top = -(-self.max_batch // self.array) * self.array
+        if (not isinstance(self.sub_batch, int) or isinstance(self.sub_batch, bool)
+                or self.sub_batch < self.array or self.sub_batch % self.array
+                or self.sub_batch > top):
+            raise ValueError(f"sub_batch must be a multiple of array ({self.array}) in "
+                             f"{self.array}..{top}, not {self.sub_batch!r}")
+        if self.dp not in DP_VALUES:
+            raise ValueError(f"dp must be one of {', '.join(map(str, DP_VALUES))}, "
+                             f"not {self.dp!r}")
+        per = self.sub_batch // self.array
+        if self.dp > 1 and per & (per - 1):
+            raise ValueError(f"sub_batch / array must be a power of two with dp > 1, not "
+                             f"{self.sub_batch} / {self.array}")
+        if self.loss not in LOSS_KINDS:
+            raise ValueError(f"loss must be one of {', '.join(LOSS_KINDS)}, not {self.loss!r}")
+        if self.loss == "dqn" and sizes[-1] < 2:
+            raise ValueError(f"sizes must end in at least 2 actions for loss='dqn', "
+                             f"not {sizes[-1]}")
+        if self.axi_data_width not in AXI_DATA_WIDTHS:
+            raise ValueError(f"axi_data_width must be one of "
+                             f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not "
+                             f"{self.axi_data_width!r}")
+        object.__setattr__(self, "stage_arrays", self._check_stage_arrays(self.stage_arrays))
+        num = self.numerics                       # validates the fixed-point fields
+        if (self.array * num.width) % 8:
+            raise ValueError(f"array * width must be a multiple of 8 (byte lanes of the host "
+                             f"port), not {self.array} * {num.width}")
+
+    def _stage_keys(self):
+        L = len(self.sizes) - 1
+        kinds = ("fw", "tfw", "bw", "wa") if self.loss == "dqn" else ("fw", "bw", "wa")
+        names = [f"{k}{l}" for k in kinds for l in range(L) if not (k == "bw" and l == 0)]
+        return kinds, names
+
+    def _check_stage_arrays(self, spec):
+        """Canonical string of the ``stage_arrays`` parameter (see the class docstring)."""
+        if spec is None or spec == "":
+            return ""
+        if isinstance(spec, str):
+            items = []
+            for part in spec.replace(";", ",").split(","):
+                part = part.strip()
+                if not part:
+                    continue
+                if ":" not in part:
+                    raise ValueError(f"stage_arrays entries must be key:RxC (e.g. 'fw:4x4'), "
+                                     f"not {part!r}")
+                key, val = part.split(":", 1)
+                items.append((key.strip(), val.strip()))
+        elif isinstance(spec, dict):
+            items = list(spec.items())
+        else:
+            raise ValueError(f"stage_arrays must be a dict or a string such as "
+                             f"'fw:4x4,wa1:2x8', not {spec!r}")
+        kinds, names = self._stage_keys()
+        out = {}
+        for key, val in items:
+            if key not in kinds and key not in names:
+                raise ValueError(f"stage_arrays key must be one of {', '.join(kinds + tuple(names))}"
+                                 f", not {key!r}")
+            if key in out:
+                raise ValueError(f"stage_arrays sets {key!r} twice")
+            try:
+                if isinstance(val, str):
+                    rc = tuple(int(x) for x in val.lower().split("x"))
+                    rc = rc * 2 if len(rc) == 1 else rc
+                elif isinstance(val, int) and not isinstance(val, bool):
+                    rc = (val, val)
+                else:
+                    rc = tuple(val)
+                if len(rc) != 2:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise ValueError(f"stage_arrays[{key!r}] must be 'RxC', R or (R, C), "
+                                 f"not {val!r}") from None
+            for what, v in zip(("rows", "cols"), rc):
+                if (not isinstance(v, int) or isinstance(v, bool) or v not in ARRAY_SIZES
+                        or v > self.array):
+                    ok = ", ".join(str(x) for x in ARRAY_SIZES if x <= self.array)
+                    raise ValueError(f"stage_arrays[{key!r}] {what} must be one of {ok} (at "
+                                     f"most array = {self.array}, the block size), not {v!r}")
+            out[key] = rc
+        order = list(kinds) + names
+        return ",".join(f"{k}:{out[k][0]}x{out[k][1]}" for k in order if k in out)
+
+    def stage_array(self, stage: str) -> tuple:
+        """``(R, C)`` of a GEMM stage's tensor unit: ``"fw0"``, ``"tfw1"``, ``"bw2"``,
+        ``"wa0"`` (a pipeline suffix ``@d`` is ignored)."""
+        name = stage.split("@")[0]
+        kind = name.rstrip("0123456789")
+        table = {}
+        for part in self.stage_arrays.split(",") if self.stage_arrays else ():
+            key, val = part.split(":")
+            table[key] = tuple(int(x) for x in val.split("x"))
+        kinds, names = self._stage_keys()
+        if name not in names:
+            raise ValueError(f"stage must be one of {', '.join(names)}, not {stage!r}")
+        return table.get(name, table.get(kind, (self.array, self.array)))
+
+    def stage_tensor_unit(self, stage: str) -> TensorUnitConfig:
+        """The R × C tensor unit of one GEMM stage (:meth:`stage_array`)."""
+        R, C = self.stage_array(stage)
+        kind = stage.split("@")[0].rstrip("0123456789")
+        return self.numerics.tensor_unit("fw" if kind == "tfw" else kind, rows=R, cols=C)
+
+    @property
+    def numerics(self) -> LearnerNumerics:
+        """The fixed-point formats; ``max_k`` covers the longest reduction of any unit."""
+        return LearnerNumerics(
+            sizes=self.sizes, width=self.width, act_frac=self.act_frac,
+            weight_frac=self.weight_frac, grad_frac=self.grad_frac, acc_width=self.acc_width,
+            coef_width=self.coef_width, lr_width=self.lr_width, lr_frac=self.lr_frac,
+            rounding=self.rounding, max_k=max(self.max_batch, max(self.sizes) + 1))
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.sizes) - 1
+
+    @property
+    def n_out(self) -> int:
+        return self.sizes[-1]
+
+    @property
+    def action_bits(self) -> int:
+        """Bits of an action index in the per-sample memory (DQN)."""
+        return max(1, (self.sizes[-1] - 1).bit_length())
+
+    @property
+    def log_array(self) -> int:
+        return self.array.bit_length() - 1
+
+    @property
+    def pipe_batch(self) -> int:
+        """Samples one pipeline's buffers hold: its share of ``max_batch`` in sub-batches."""
+        subs = -(-self.max_batch // self.sub_batch)
+        return -(-subs // self.dp) * self.sub_batch
+
+    def groups(self, n: int) -> int:
+        """S-wide groups of n values: ``ceil(n / S)``."""
+        return -(-n // self.array)
+
+    def groups_pow2(self, n: int) -> int:
+        """Column groups of a matrix with n columns as stored: padded to a power of two so that
+        a block address is ``row_group · groups_pow2 + col_group`` by bit fields."""
+        return _pow2_at_least(self.groups(n))
+
+    def tensor_unit(self, kind: str) -> TensorUnitConfig:
+        """The S × S tensor unit of one GEMM kind (``"fw"``, ``"bw"``, ``"wa"``)."""
+        return self.numerics.tensor_unit(kind, rows=self.array, cols=self.array)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["sizes"] = list(self.sizes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LearnerConfig":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown learner parameter(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+# -- run codes -----------------------------------------------------------------------------------
+#: STATUS.ERROR codes: the batch size register is 0 or above ``max_batch``.
+LEARNER_ERRORS = {"ok": 0, "batch_size": 1}
+#: STATUS.ERROR code -> text (the driver's exception messages).
+ERRORS = {0: "ok", 1: "BATCH_SIZE is 0 or above max_batch"}
+assert set(ERRORS) == set(LEARNER_ERRORS.values())
+
+#: Sticky saturation flags, named as the keys of :attr:`sw.learner.mlp.StepResult.overflow`.
+LEARNER_FLAGS = ("fw", "target_fw", "target", "delta", "bw", "wa", "wu")
+
+#: Bits of the target-sync period and step counter (DQN): periods up to 65535 steps.
+SYNC_BITS = 16
+
+
+# -- register map ---------------------------------------------------------------------------------
+#: Step arguments: register name -> (core port, doc).
+LEARNER_ARGS = {
+    "BATCH_SIZE": ("batch_size", "samples B of the step, 1..max_batch"),
+    "LR": ("lr", "update coefficient eta = lr * 2 / B, unsigned, lr_frac fraction bits"),
+    "GAMMA": ("gamma", "discount gamma (DQN), unsigned, coef_width - 1 fraction bits"),
+}
+
+#: Target-network sync arguments (DQN only): register name -> (core port, bits, doc).
+SYNC_ARGS = {
+    "SYNC_TARGET": ("sync_target", 1, "1: copy the updated weights w<l> into the target "
+                    "network tw<l> at the end of the step (no extra cycles)"),
+    "SYNC_PERIOD": ("sync_period", SYNC_BITS, "N > 0: also sync at every N-th step counted "
+                    "since the last sync (DQN target update period); 0: off"),
+}
+#: STATUS bit of the last step's target sync (DQN only).
+TARGET_SYNCED_BIT = 16
+
+#: STATUS flag fields: name -> (bit, core flag, doc). Sticky during a step, cleared at start.
+STATUS_FLAGS = {
+    "FW_OVERFLOW": (8, "fw", "an activation or Q value saturated (FW)"),
+    "TARGET_FW_OVERFLOW": (9, "target_fw", "a target network value saturated"),
+    "TARGET_OVERFLOW": (10, "target", "a TD target saturated"),
+    "DELTA_OVERFLOW": (11, "delta", "an output error delta saturated (LOSS)"),
+    "BW_OVERFLOW": (12, "bw", "a back-propagated error saturated (BW)"),
+    "WA_OVERFLOW": (13, "wa", "a weight gradient saturated (WA)"),
+    "WU_OVERFLOW": (14, "wu", "an updated weight saturated (WU)"),
+    "START_REFUSED": (15, None, "AP_START was written during a step; it was dropped"),
+}
+
+
+def _info(name, lsb, width, param, **kw):
+    return Field(name, lsb, width, "ro", info=Info(param, **kw))
+
+
+def learner_register_map(config: LearnerConfig) -> RegisterMap:
+    """ap_ctrl_hs control registers, step arguments, status, loss, cycles, hardware info."""
+    num = config.numerics
+    widths = {"BATCH_SIZE": 13, "LR": num.lr_width, "GAMMA": num.coef_width}
+    dqn = config.loss == "dqn"
+    args = [Register.scalar(name, widths[name], "rw", doc=doc)
+            for name, (_, doc) in LEARNER_ARGS.items()]
+    if dqn:
+        args += [Register.scalar(name, bits, "rw", doc=doc)
+                 for name, (_, bits, doc) in SYNC_ARGS.items()]
+    errors = ", ".join(f"{v} {k}" for k, v in LEARNER_ERRORS.items())
+    synced = ((Field("TARGET_SYNCED", TARGET_SYNCED_BIT, 1, "ro",
+                     doc="the last step copied w<l> into tw<l> (DQN)"),) if dqn else ())
+    status = Register("STATUS", None, (
+        Field("ERROR", 0, 2, "ro", doc=f"error of the last start ({errors})"),
+        *(Field(name, bit, 1, "ro", doc=doc) for name, (bit, _, doc) in STATUS_FLAGS.items()),
+        *synced,
+    ), doc="result of the last step; flags are sticky during a step, cleared at start")
+    regs = [
+        Register.scalar("LOSS_LO", 32, "ro", doc="sum over the batch of (Q - y)^2, raw "
+                        "(2 act_frac fraction bits), bits 31..0"),
+        Register.scalar("LOSS_HI", 32, "ro", doc="bits 63..32 of the loss sum"),
+        Register.scalar("CYCLES", 32, "ro", doc="cycles of the last step (start to done)"),
+    ]
+    if dqn:
+        regs.append(Register.scalar("SYNC_COUNT", SYNC_BITS, "ro",
+                                    doc="steps since the last target sync (saturating)"))
+    regs += [
+        Register("HW_ARRAY", None, (
+            _info("ARRAY", 0, 8, "array"), _info("SUB_BATCH", 8, 8, "sub_batch"),
+            _info("MAX_BATCH", 16, 16, "max_batch")),
+            doc="tensor unit size S, samples per sub-batch, largest batch"),
+        Register("HW_LAYERS", None, (
+            _info("LAYERS", 0, 4, "n_layers"), _info("LOSS", 4, 4, "loss", choices=LOSS_KINDS),
+            _info("AXI_BYTES", 8, 8, "axi_data_width", scale=8), _info("DP", 16, 8, "dp")),
+            doc=f"weight layers, loss ({', '.join(f'{i} {k}' for i, k in enumerate(LOSS_KINDS))})"
+                f", memory bus bytes, parallel pipelines"),
+        Register("HW_FORMAT", None, (
+            _info("WIDTH", 0, 8, "width"), _info("ACT_FRAC", 8, 8, "act_frac"),
+            _info("WEIGHT_FRAC", 16, 8, "weight_frac"), _info("GRAD_FRAC", 24, 8, "grad_frac")),
+            doc="operand formats"),
+        Register("HW_FORMAT2", None, (
+            _info("ACC_WIDTH", 0, 8, "acc_width"), _info("COEF_WIDTH", 8, 8, "coef_width"),
+            _info("LR_WIDTH", 16, 8, "lr_width"), _info("LR_FRAC", 24, 8, "lr_frac")),
+            doc="gradient, discount and learning-rate formats"),
+    ]
+    regs += [Register.scalar(f"HW_SIZE{i}", 16, "ro", doc=f"neurons of layer {i} ({n})",
+                             info=Info(f"sizes.{i}"))
+             for i, n in enumerate(config.sizes)]
+    return RegisterMap.with_ap_ctrl_hs("learner", args + [status] + regs,
+                                       doc="MLP learner pipeline (CF'22 section 3.2)")
+
+
+def config_from_hw(params: dict) -> LearnerConfig:
+    """The configuration the HW_* registers describe (:meth:`~sw.regmap.RegisterMap.decode_info`
+    output, with ``sizes.<i>`` for each layer); ``ValueError`` if they describe none. The
+    rounding mode and the per-stage arrays are not in the registers (defaults)."""
+    n_layers = params["n_layers"]
+    sizes = tuple(params[f"sizes.{i}"] for i in range(n_layers + 1))
+    rest = {k: v for k, v in params.items() if k != "n_layers" and not k.startswith("sizes.")}
+    return LearnerConfig(sizes=sizes, **rest)
+
+
+def hw_info_values(config: LearnerConfig) -> dict:
+    """The constant HW_* register words of ``config`` (what the hardware reports)."""
+    return learner_register_map(config).info_values(config)
+
+
+assert {f for _, f, _ in STATUS_FLAGS.values() if f} == set(LEARNER_FLAGS)
+
+
+# -- Vitis kernel (DMA shell) --------------------------------------------------------------------
+@dataclass(frozen=True)
+class LearnerKernelConfig(LearnerConfig):
+    """:class:`LearnerConfig` and the DMA shell's parameters.
+
+    Parameters
+    ----------
+    gmem_data_width : int
+        Data width of ``m_axi_gmem``: 32..512, at least ``axi_data_width`` (Alveo DDR: 512).
+    max_burst : int
+        Most beats per AXI burst, 1..256.
+    max_outstanding : int
+        Most bursts in flight per direction, 1..32.
+
+    :attr:`accel` is the :class:`LearnerConfig` part (what the accelerator and driver use).
+    """
+    gmem_data_width: int = 512
+    max_burst: int = 256
+    max_outstanding: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_dma_params(gmem_data_width=self.gmem_data_width, max_burst=self.max_burst,
+                         max_outstanding=self.max_outstanding, word_bits=self.axi_data_width)
+
+    @property
+    def accel(self) -> LearnerConfig:
+        return without_dma_params(self, LearnerConfig)
+
+
+def learner_kernel_register_map(config: LearnerKernelConfig) -> RegisterMap:
+    """The kernel's control map: the accelerator's registers (of ``config.accel``) unchanged,
+    then the window shell's (:func:`~sw.shell.spec.window_kernel_register_map`)."""
+    if not isinstance(config, LearnerKernelConfig):
+        raise TypeError(f"config must be a LearnerKernelConfig, not {config!r}")
+    return window_kernel_register_map("learner_kernel", learner_register_map(config.accel),
+                                      gmem_data_width=config.gmem_data_width,
+                                      doc="MLP learner accelerator as a Vitis kernel (DMA shell)")

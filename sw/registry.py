@@ -1,0 +1,346 @@
+"""The one registry of blocks and of the configurations shipped in ``hdl/``.
+
+Every consumer finds a block here: the generator's CLI (``python -m rtl_gen``) and manifest
+writer (:mod:`rtl_gen.emit`), the device specs of the RL programs (:mod:`sw.rl.devices`), the
+PYNQ and XRT backends (:mod:`sw.driver`) and the Vivado flow (:mod:`rtl_gen.vivado`). A
+:class:`Block` ties a name to its configuration class and register map (plain Python, from the
+block's ``spec``), and names -- as ``"module:attribute"`` strings, imported only when asked
+for -- its gateware, golden device and driver, so this module and the host side import no
+Amaranth.
+
+Manifest facts (formats, latency, throughput) come from the spec through :meth:`Block.formats`,
+:meth:`Block.latency` and :meth:`Block.throughput`.
+"""
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sw.gae import spec as gae
+from sw.learner import schedule as learner_schedule
+from sw.learner import spec as learner
+from sw.replay import spec as replay
+from sw.shell import spec as shell
+
+__all__ = ["Block", "BLOCKS", "SHIPPED", "FAMILIES", "VENDOR", "LIBRARY", "VERSION", "vlnv",
+           "block", "shipped", "shipped_modules", "shipped_config", "family_vlnvs",
+           "block_of_module"]
+
+#: IP-XACT vendor, library and version of every packaged accelerator: ``rlk:accel:<module>:1.0``.
+VENDOR = "rlk"
+LIBRARY = "accel"
+VERSION = "1.0"
+
+
+def vlnv(module: str) -> str:
+    """IP-XACT VLNV of a packaged module (``ipx::package_project``; what PYNQ binds by)."""
+    return f"{VENDOR}:{LIBRARY}:{module}:{VERSION}"
+
+
+def _load(ref: str):
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _fmt(**formats) -> dict:
+    return {name: f.to_dict() for name, f in formats.items()}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One generatable block.
+
+    Members
+    -------
+    name : str
+        CLI name (``"gae-accel"``).
+    module : str
+        Default Verilog module name.
+    summary : str
+        One line for listings and docs.
+    config : type
+        Configuration dataclass (``from_dict``/``to_dict``), from the block's spec.
+    gateware : str
+        ``"module:Component"`` of the Amaranth component built from a configuration.
+    family : str or None
+        The accelerator family the RL programs and device specs name (``"gae"``,
+        ``"replay"``, ``"learner"``); None for building blocks without a host interface.
+    role : str
+        ``"unit"`` (a building block), ``"accelerator"`` (AXI4-Lite + AXI4 slave, PYNQ) or
+        ``"kernel"`` (AXI4-Lite + AXI4 master, Vitis/XRT).
+    regmap : callable or None
+        ``regmap(config)``: the :class:`~sw.regmap.RegisterMap` of the control port.
+    device : str or None
+        ``"module:Class"`` of the golden device (a pure-Python model behind the bus).
+    driver : str or None
+        ``"module:Class"`` of the host driver.
+    accel_config : callable or None
+        For kernels: ``accel_config(config)``, the accelerator's part of the configuration
+        (what the driver and the register map's base use).
+    """
+    name: str
+    module: str
+    summary: str
+    config: type
+    gateware: str
+    family: str | None = None
+    role: str = "unit"
+    regmap: Callable | None = None
+    device: str | None = None
+    driver: str | None = None
+    accel_config: Callable | None = None
+    _formats: Callable = field(default=lambda c: {}, repr=False)
+    _latency: Callable = field(default=lambda c: None, repr=False)
+    _throughput: Callable = field(default=lambda c: None, repr=False)
+
+    def load(self, what: str):
+        """The object a ``"module:attribute"`` member names: ``"gateware"``, ``"device"`` or
+        ``"driver"`` (importing ``gateware`` imports Amaranth)."""
+        ref = getattr(self, what)
+        if ref is None:
+            raise ValueError(f"block {self.name!r} has no {what}")
+        return _load(ref)
+
+    def build(self, config):
+        """The Amaranth component of ``config``."""
+        return self.load("gateware")(config)
+
+    def formats(self, config) -> dict:
+        """Number formats of a configuration: name -> :meth:`~sw.fixed.FixedFormat.to_dict`."""
+        return self._formats(config)
+
+    def latency(self, config) -> dict | None:
+        """``{"cycles": n, "of": what}``: the block's latency from its cycle model."""
+        return self._latency(config)
+
+    def throughput(self, config) -> dict | None:
+        """``{"per_cycle": x, "unit": what}``: sustained rate from its cycle model."""
+        return self._throughput(config)
+
+    @property
+    def accelerator(self) -> "Block | None":
+        """The accelerator block of this block's family (itself for an accelerator)."""
+        if self.family is None:
+            return None
+        return next(b for b in BLOCKS.values()
+                    if b.family == self.family and b.role == "accelerator")
+
+    def base_regmap(self, config):
+        """The accelerator's own register map: :attr:`regmap` of an accelerator, the part a
+        kernel's map starts with (that of ``accel_config(config)``)."""
+        if self.role == "kernel":
+            return self.accelerator.regmap(self.accel_config(config))
+        return self.regmap(config)
+
+    def kernel_args(self, config) -> dict | None:
+        """For a kernel, what ``kernel.xml`` needs beyond ports and registers
+        (:func:`sw.shell.spec.kernel_args`); None for other blocks."""
+        if self.role != "kernel":
+            return None
+        return shell.kernel_args(config, self.regmap(config), self.base_regmap(config))
+
+
+# -- per-block facts, all from the specs ----------------------------------------------------------
+def _gae_pe_formats(c):
+    return _fmt(data=c.data_format, coef=c.coef_format)
+
+
+def _gae_core_formats(c):
+    return _fmt(data=c.pe.data_format, coef=c.pe.coef_format, code=c.code_format,
+                scale_register=c.reg_format)
+
+
+def _gae_full_run(c):
+    return {"cycles": gae.run_cycles(c, c.capacity, c.max_trajectories),
+            "of": f"a run of T={c.capacity} steps x M={c.max_trajectories} trajectories "
+                  f"(sw.gae.spec.run_cycles)"}
+
+
+def _gae_kernel_run(c):
+    return {"cycles": gae.kernel_run_cycles(c, c.capacity, c.max_trajectories, latency=0),
+            "of": f"a kernel run of T={c.capacity} x M={c.max_trajectories} with its copies, "
+                  f"device memory answering at once (sw.gae.spec.kernel_run_cycles)"}
+
+
+def _gae_elements(c):
+    return {"per_cycle": c.n_pe, "unit": "GAE elements (one per PE per cycle while reading)"}
+
+
+def _replay_formats(c):
+    return _fmt(priority=c.priority_format, input=c.input_format, target=c.target_format,
+                root=c.level_formats[0])
+
+
+def _tree_latency(c):
+    return {"cycles": c.latency, "of": "a command into the tree to its response"}
+
+
+def _replay_run(c):
+    return {"cycles": replay.run_cycles(c, replay.ReplayOp.SAMPLE, c.max_batch),
+            "of": f"a run of {c.max_batch} samples (sw.replay.spec.run_cycles)"}
+
+
+def _tree_ops(c):
+    return {"per_cycle": 1, "unit": "sum-tree operations (sample, update, insert or read)"}
+
+
+def _tu_formats(c):
+    return _fmt(a=c.a_format, b=c.b_format, acc=c.acc_format, out=c.out_format)
+
+
+def _learner_formats(c):
+    n = c.numerics
+    return _fmt(activation=n.act_format, weight=n.weight_format, gradient=n.grad_format,
+                weight_gradient=n.wgrad_format, discount=n.coef_format, learning_rate=n.lr_format)
+
+
+def _learner_step(c):
+    return {"cycles": learner_schedule.step_cycles(c, c.max_batch),
+            "of": f"a training step of {c.max_batch} samples (sw.learner.schedule.step_cycles)"}
+
+
+def _learner_rate(c):
+    cycles = learner_schedule.step_cycles(c, c.max_batch)
+    return {"per_cycle": c.max_batch / cycles,
+            "unit": f"samples trained (steps of {c.max_batch})"}
+
+
+def _accel_part(config):
+    return config.accel
+
+
+BLOCKS = {b.name: b for b in [
+    Block("gae-pe", "gae_pe", "GAE processing element (HEPPO), one element per cycle",
+          gae.GaePeConfig, "rtl_gen.gae.pe:GaeProcessingElement",
+          _formats=_gae_pe_formats,
+          _latency=lambda c: {"cycles": c.latency, "of": "an input element to its output"},
+          _throughput=lambda c: {"per_cycle": 1, "unit": "GAE elements"}),
+    Block("gae-accel", "gae_accel",
+          "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4",
+          gae.GaeCoreConfig, "rtl_gen.gae.accelerator:GaeAccelerator", family="gae",
+          role="accelerator", regmap=gae.gae_register_map, device="sw.gae.device:GoldenDevice",
+          driver="sw.gae.driver:GaeDriver", _formats=_gae_core_formats, _latency=_gae_full_run,
+          _throughput=_gae_elements),
+    Block("gae-kernel", "gae_kernel",
+          "HEPPO GAE accelerator as a Vitis kernel: AXI4-Lite + m_axi DMA shell",
+          gae.GaeKernelConfig, "rtl_gen.gae.kernel:GaeKernel", family="gae", role="kernel",
+          regmap=gae.gae_kernel_register_map, driver="sw.gae.driver:GaeDriver",
+          accel_config=lambda c: c.core, _formats=_gae_core_formats,
+          _latency=_gae_kernel_run, _throughput=_gae_elements),
+    Block("sumtree", "sumtree",
+          "K-ary sum tree for prioritized replay, one sample or update per cycle",
+          replay.SumTreeConfig, "rtl_gen.replay.sumtree:SumTree", _formats=_replay_formats,
+          _latency=_tree_latency, _throughput=_tree_ops),
+    Block("replay-accel", "replay_accel",
+          "prioritized replay: K-ary sum tree, batch buffers, AXI4-Lite + AXI4",
+          replay.SumTreeConfig, "rtl_gen.replay.accelerator:ReplayAccelerator",
+          family="replay", role="accelerator", regmap=replay.replay_register_map,
+          device="sw.replay.device:ReplayGoldenDevice",
+          driver="sw.replay.driver:ReplayDriver", _formats=_replay_formats,
+          _latency=_replay_run, _throughput=_tree_ops),
+    Block("replay-kernel", "replay_kernel",
+          "prioritized replay as a Vitis kernel: AXI4-Lite + m_axi DMA shell "
+          "(host-commanded copies)",
+          replay.ReplayKernelConfig, "rtl_gen.replay.kernel:ReplayKernel", family="replay",
+          role="kernel",
+          regmap=replay.replay_kernel_register_map,
+          driver="sw.replay.driver:ReplayDriver", accel_config=_accel_part,
+          _formats=_replay_formats, _latency=_replay_run, _throughput=_tree_ops),
+    Block("tensor-unit", "tensor_unit",
+          "R x C output-stationary systolic GEMM array (learner tensor unit)",
+          learner.TensorUnitConfig, "rtl_gen.learner.tensor_unit:TensorUnit",
+          _formats=_tu_formats,
+          _latency=lambda c: {"cycles": c.latency, "of": "the last operand beat to the first "
+                                                         "output beat"},
+          _throughput=lambda c: {"per_cycle": c.macs, "unit": "multiply-accumulates"}),
+    Block("learner", "learner",
+          "MLP training step on a pipeline of S x S tensor units, AXI4-Lite + AXI4",
+          learner.LearnerConfig, "rtl_gen.learner.accelerator:LearnerAccelerator",
+          family="learner", role="accelerator", regmap=learner.learner_register_map,
+          device="sw.learner.device:LearnerGoldenDevice",
+          driver="sw.learner.driver:LearnerDriver", _formats=_learner_formats,
+          _latency=_learner_step, _throughput=_learner_rate),
+    Block("learner-kernel", "learner_kernel",
+          "MLP learner as a Vitis kernel: AXI4-Lite + m_axi DMA shell (host-commanded copies)",
+          learner.LearnerKernelConfig, "rtl_gen.learner.kernel:LearnerKernel", family="learner",
+          role="kernel",
+          regmap=learner.learner_kernel_register_map,
+          driver="sw.learner.driver:LearnerDriver", accel_config=_accel_part,
+          _formats=_learner_formats, _latency=_learner_step, _throughput=_learner_rate),
+]}
+
+#: The accelerator families: name -> its name in messages.
+FAMILIES = {"gae": "GAE accelerator", "replay": "replay accelerator", "learner": "learner"}
+
+#: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
+SHIPPED = [
+    ("gae_pe_k1", "gae-pe", {"k": 1}),
+    ("gae_pe_k2", "gae-pe", {"k": 2}),          # the default, HEPPO's choice
+    ("gae_pe_k3", "gae-pe", {"k": 3}),
+    ("gae_pe_il4", "gae-pe", {"k": 4, "mode": "interleaved"}),
+    # HEPPO's system: 64 trajectories x 1024 steps, 8-bit codes written back in place.
+    ("gae_accel_n8", "gae-accel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
+    ("gae_accel_n64", "gae-accel", {"n_pe": 64, "max_trajectories": 64, "capacity": 1024}),
+    # The same as an Alveo (Vitis/XRT) kernel: copies the image over a 512-bit m_axi port.
+    ("gae_kernel_n8", "gae-kernel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
+    # Prioritized replay sized for the ZCU106: 2^16 leaves in a 16-ary tree (4 levels, latency
+    # 18), batches up to 4096; 2^20 leaves need the URAM of a larger part (docs/replay.md).
+    ("replay_accel_k16", "replay-accel", {"fanout": 16, "capacity": 1 << 16}),
+    # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
+    ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
+    # CartPole DQN 4-64-64-2 with its target network on 4 x 4 tensor units, batches up to 64
+    # in sub-batches of 8, 128-bit memory port (ZCU106 HPM0). 8 x 8 units take 3.3x fewer
+    # cycles but 3.4x the LUTs, 3.5x the DSPs and minutes more to emit and synthesize.
+    ("learner_cartpole_s4", "learner", {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64,
+                                        "sub_batch": 8, "axi_data_width": 128}),
+    # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
+    ("learner_kernel_s4", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 4,
+                                             "max_batch": 64, "sub_batch": 8,
+                                             "axi_data_width": 128}),
+]
+
+
+def block(name: str) -> Block:
+    """The block called ``name`` (``ValueError`` listing the names otherwise)."""
+    if name not in BLOCKS:
+        raise ValueError(f"block must be one of {', '.join(BLOCKS)}, not {name!r}")
+    return BLOCKS[name]
+
+
+def shipped(*, family: str | None = None, role: str | None = None) -> list:
+    """``(module, block, params)`` of the shipped configurations, optionally only those of a
+    family and role (``shipped(family="replay", role="kernel")``)."""
+    return [(m, b, p) for m, b, p in SHIPPED
+            if (family is None or BLOCKS[b].family == family)
+            and (role is None or BLOCKS[b].role == role)]
+
+
+def shipped_modules(*, family: str | None = None, role: str | None = None) -> list:
+    """Module names of :func:`shipped`."""
+    return [m for m, _, _ in shipped(family=family, role=role)]
+
+
+def shipped_config(module: str):
+    """``(block, config)`` of a shipped module (``ValueError`` naming the choices)."""
+    for m, b, params in SHIPPED:
+        if m == module:
+            return BLOCKS[b], BLOCKS[b].config.from_dict(params)
+    raise ValueError(f"module must be a shipped module ({', '.join(m for m, _, _ in SHIPPED)}), "
+                     f"not {module!r}")
+
+
+def family_vlnvs(family: str) -> tuple:
+    """VLNVs of the shipped accelerators of a family (what a PYNQ IP class binds to)."""
+    return tuple(vlnv(m) for m in shipped_modules(family=family, role="accelerator"))
+
+
+def block_of_module(module: str, *, role: str | None = None) -> Block | None:
+    """The block of a module name: a shipped module (``replay_kernel_k16``) or a block's
+    default module name (``replay_kernel``); None if it is neither."""
+    for m, b, _ in SHIPPED:
+        if m == module and (role is None or BLOCKS[b].role == role):
+            return BLOCKS[b]
+    for b in BLOCKS.values():
+        if b.module == module and (role is None or b.role == role):
+            return b
+    return None

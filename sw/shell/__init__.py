@@ -1,0 +1,1 @@
+"""The accelerator shells' specification (:mod:`sw.shell.spec`)."""
