@@ -1,65 +1,20 @@
-"""Bit-exact golden model of the GAE accelerator (:class:`rtl_gen.gae.core.GaeCore`).
+"""Bit-exact golden model of the GAE accelerator (:class:`rtl_gen.gae.core.GaeCore`), on the host.
 
-The accelerator is: dequantize each stored code (:func:`sw.gae.quant.dequantize`), run the
-processing elements (:func:`sw.golden.gae.gae_fixed`), and either requantize the results into
+The run arguments (:class:`~sw.gae.spec.GaeCoreArgs`), the refusal rules
+(:func:`~sw.gae.spec.check_args`) and the error codes are the spec's. The accelerator is: dequantize each stored code (:func:`sw.gae.quant.dequantize`), run the
+processing elements (:func:`sw.gae.golden.gae_fixed`), and either requantize the results into
 codes written in place (:func:`requantize`) or write them at full precision. Trajectories are
 independent in every PE mode, so the model works on whole ``[T, M]`` arrays.
 """
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from sw.fixed import FixedFormat
 from sw.gae.golden import gae_fixed
 from sw.gae.quant import dequantize
-from sw.gae.spec import MAX_RUN_TRAJECTORIES, GaeCoreConfig
+from sw.gae.spec import GaeCoreArgs, GaeCoreConfig, check_args
 
-__all__ = ["GaeCoreArgs", "requantize", "gae_core", "ERRORS", "check_args"]
-
-#: Error codes of the STATUS register's ERROR field (the run is refused, memory untouched).
-ERRORS = {
-    0: "ok",
-    1: "num_timesteps is 0",
-    2: "num_trajectories is 0",
-    3: "(num_timesteps + 1) * ceil(num_trajectories / n_pe) exceeds the memory depth, "
-       "or num_trajectories exceeds 4096",
-    4: "gamma or gamma_lambda above 1.0",
-}
-
-
-@dataclass
-class GaeCoreArgs:
-    """Argument registers of one run (raw integers as written over AXI4-Lite)."""
-    num_timesteps: int
-    num_trajectories: int
-    gamma: int
-    gamma_lambda: int
-    reward_scale: int
-    reward_offset: int
-    value_scale: int
-    value_offset: int
-    adv_scale: int = 0
-    adv_offset: int = 0
-    rtg_scale: int = 0
-    rtg_offset: int = 0
-
-
-def check_args(args: GaeCoreArgs, config: GaeCoreConfig) -> int:
-    """The ERROR code the accelerator reports for these arguments (0: the run starts)."""
-    if args.num_timesteps == 0:
-        return 1
-    if args.num_trajectories == 0:
-        return 2
-    groups = -(-args.num_trajectories // config.n_pe)
-    if (args.num_timesteps + 1) * groups > config.depth \
-            or args.num_trajectories > MAX_RUN_TRAJECTORIES:
-        return 3
-    one = 1 << config.pe.coef_frac
-    if args.gamma > one or args.gamma_lambda > one:
-        return 4
-    return 0
-
+__all__ = ["requantize", "gae_core"]
 
 def requantize(x_raw, scale_raw, offset_raw, data_fmt: FixedFormat, reg_fmt: FixedFormat,
                code_bits: int):

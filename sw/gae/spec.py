@@ -14,8 +14,9 @@ device and the driver all derive from this module.
   :func:`kernel_run_cycles` -- the Vitis kernel with its DMA shell.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import GMEM_WIDTHS, without_dma_params
@@ -38,13 +39,8 @@ LIMITS = {
 }
 
 
-def _check_int(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
-
-
 @dataclass(frozen=True)
-class GaePeConfig:
+class GaePeConfig(Config):
     """Parameters of :class:`~rtl_gen.gae.pe.GaeProcessingElement`.
 
     Parameters
@@ -70,6 +66,8 @@ class GaePeConfig:
     timestep_bits, trajectory_bits : int
         Widths of the tags carried from input to output unchanged.
     """
+    what = "GAE PE"
+
     data_width: int = 32
     data_frac: int = 16
     coef_width: int = 17
@@ -81,8 +79,8 @@ class GaePeConfig:
 
     def __post_init__(self):
         for name, (lo, hi) in LIMITS.items():
-            _check_int(name, getattr(self, name), lo, hi)
-        _check_int("data_frac", self.data_frac, 0, self.data_width - 2)
+            check_int(name, getattr(self, name), lo, hi)
+        check_int("data_frac", self.data_frac, 0, self.data_width - 2)
         if self.mode not in GAE_MODES:
             raise ValueError(f"mode must be one of {', '.join(GAE_MODES)}, not {self.mode!r}")
         if self.rounding not in ROUNDING_MODES:
@@ -123,16 +121,6 @@ class GaePeConfig:
         extra = 2 if self.lookahead_steps > 1 else 0
         return 3 + extra + (self.k - 1) + 2
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GaePeConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown GAE PE parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
-
 
 GAE_RESULT_MODES = ("inplace", "full")
 AXI_DATA_WIDTHS = (32, 64, 128, 256, 512)
@@ -143,7 +131,7 @@ def _pow2_at_least(n: int) -> int:
 
 
 @dataclass(frozen=True)
-class GaeCoreConfig:
+class GaeCoreConfig(Config):
     """Parameters of the HEPPO GAE accelerator (:class:`~rtl_gen.gae.core.GaeCore`).
 
     Parameters
@@ -170,6 +158,8 @@ class GaeCoreConfig:
     pe : GaePeConfig
         Processing element parameters (data format, k, mode).
     """
+    what = "GAE core"
+
     n_pe: int = 8
     max_trajectories: int = 64
     capacity: int = 1024
@@ -186,16 +176,16 @@ class GaeCoreConfig:
         if not isinstance(self.pe, GaePeConfig):
             raise ValueError(f"pe must be a GaePeConfig or a dict of its parameters, "
                              f"not {self.pe!r}")
-        _check_int("n_pe", self.n_pe, 1, 128)
-        _check_int("max_trajectories", self.max_trajectories, 1, 4096)
-        _check_int("capacity", self.capacity, 1, 65536)
+        check_int("n_pe", self.n_pe, 1, 128)
+        check_int("max_trajectories", self.max_trajectories, 1, 4096)
+        check_int("capacity", self.capacity, 1, 65536)
         if self.code_bits not in (8, 16):
             raise ValueError(f"code_bits must be 8 or 16, not {self.code_bits!r}")
         if self.results not in GAE_RESULT_MODES:
             raise ValueError(f"results must be one of {', '.join(GAE_RESULT_MODES)}, "
                              f"not {self.results!r}")
-        _check_int("reg_width", self.reg_width, 8, 32)
-        _check_int("reg_frac", self.reg_frac, 0, self.reg_width - 2)
+        check_int("reg_width", self.reg_width, 8, 32)
+        check_int("reg_frac", self.reg_frac, 0, self.reg_width - 2)
         if self.axi_data_width not in AXI_DATA_WIDTHS:
             raise ValueError(f"axi_data_width must be one of "
                              f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not {self.axi_data_width!r}")
@@ -261,18 +251,6 @@ class GaeCoreConfig:
     def mem_addr_bits(self) -> int:
         """Byte-address bits of the AXI4 memory port."""
         return (_pow2_at_least(len(self.regions)) * self.region_bytes - 1).bit_length()
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["pe"] = self.pe.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GaeCoreConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown GAE core parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
 
 
 # -- runs ----------------------------------------------------------------------------------------
@@ -444,9 +422,6 @@ def config_from_hw(params: dict) -> GaeCoreConfig:
 
 
 # -- Vitis kernel (DMA shell) --------------------------------------------------------------------
-def _check_int_kernel(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -467,6 +442,8 @@ class GaeKernelConfig(GaeCoreConfig):
 
     The other parameters are :class:`GaeCoreConfig`'s; :attr:`core` is that part alone.
     """
+    what = "GAE kernel"
+
     gmem_data_width: int = 512
     max_burst: int = 256
     max_outstanding: int = 4
@@ -481,8 +458,8 @@ class GaeKernelConfig(GaeCoreConfig):
         if self.region_bytes % (self.gmem_data_width // 8):
             raise ValueError(f"gmem_data_width must be at most 8 * region_bytes "
                              f"({8 * self.region_bytes}), not {self.gmem_data_width!r}")
-        _check_int_kernel("max_burst", self.max_burst, 1, 256)
-        _check_int_kernel("max_outstanding", self.max_outstanding, 1, 32)
+        check_int("max_burst", self.max_burst, 1, 256)
+        check_int("max_outstanding", self.max_outstanding, 1, 32)
 
     @property
     def core(self) -> GaeCoreConfig:
@@ -493,13 +470,6 @@ class GaeKernelConfig(GaeCoreConfig):
     def pointer_align(self) -> int:
         """Alignment of ``MEM_PTR`` in bytes (``gmem_data_width / 8``)."""
         return self.gmem_data_width // 8
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GaeKernelConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown GAE kernel parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
 
 
 def gae_kernel_register_map(config: GaeKernelConfig) -> RegisterMap:

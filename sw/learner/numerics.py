@@ -10,11 +10,12 @@ unit configuration of each GEMM kind: forward ``X·W``, backward ``δ·Wᵀ`` an
 ``Xᵀ·δ``.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 
-__all__ = ["TensorUnitConfig", "LearnerNumerics", "GEMM_KINDS", "TU_LIMITS", "check_int"]
+__all__ = ["TensorUnitConfig", "NumericParams", "LearnerNumerics", "GEMM_KINDS", "TU_LIMITS"]
 
 #: Accepted ranges of the integer parameters of :class:`TensorUnitConfig`.
 TU_LIMITS = {
@@ -30,11 +31,6 @@ TU_LIMITS = {
 GEMM_KINDS = ("fw", "bw", "wa")
 
 
-def check_int(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
-
-
 def _check_rounding(rounding):
     if rounding not in ROUNDING_MODES:
         raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, "
@@ -42,7 +38,7 @@ def _check_rounding(rounding):
 
 
 @dataclass(frozen=True)
-class TensorUnitConfig:
+class TensorUnitConfig(Config):
     """Parameters of :class:`~rtl_gen.learner.tensor_unit.TensorUnit`.
 
     The unit computes one ``rows × cols`` output tile ``C = A·B`` per reduction: element k of
@@ -77,6 +73,8 @@ class TensorUnitConfig:
     ValueError
         If a parameter is out of range; the message names it.
     """
+    what = "tensor unit"
+
     rows: int = 8
     cols: int = 8
     in_width: int = 16
@@ -143,19 +141,49 @@ class TensorUnitConfig:
     def macs(self) -> int:
         return self.rows * self.cols
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "TensorUnitConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown tensor unit parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
+@dataclass(frozen=True)
+class NumericParams(Config):
+    """The fixed-point parameters of a training step, shared by :class:`LearnerNumerics` and
+    :class:`~sw.learner.spec.LearnerConfig` (which flattens them onto the command line); see
+    :class:`LearnerNumerics` for their meaning. :meth:`_check_numerics` validates them."""
+
+    width: int = 16
+    act_frac: int = 10
+    weight_frac: int = 13
+    grad_frac: int = 11
+    acc_width: int = 32
+    coef_width: int = 17
+    lr_width: int = 24
+    lr_frac: int = 24
+    rounding: str = "half_up"
+
+    def _check_numerics(self):
+        check_int("width", self.width, 4, 24)
+        check_int("act_frac", self.act_frac, 0, self.width - 2)
+        check_int("weight_frac", self.weight_frac, 0, self.width - 1)
+        check_int("grad_frac", self.grad_frac, 0, self.width - 1)
+        check_int("acc_width", self.acc_width, 2 * self.width, TU_LIMITS["acc_width"][1])
+        check_int("coef_width", self.coef_width, 2, 24)
+        check_int("lr_width", self.lr_width, 2, 24)
+        check_int("lr_frac", self.lr_frac, 0, self.lr_width)
+        _check_rounding(self.rounding)
+        need = self.lr_frac + self.act_frac + self.grad_frac - self.weight_frac
+        if need < 0:
+            raise ValueError(f"lr_frac + act_frac + grad_frac must be at least weight_frac "
+                             f"({self.weight_frac}), not {need + self.weight_frac}")
+        if self.lr_width + self.acc_width > MAX_INTERMEDIATE_BITS:
+            raise ValueError(f"lr_width + acc_width must be at most {MAX_INTERMEDIATE_BITS}, "
+                             f"not {self.lr_width + self.acc_width}")
+
+    @property
+    def numeric_params(self) -> dict:
+        """The :class:`NumericParams` fields, by name."""
+        return {f: getattr(self, f) for f in NumericParams.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
-class LearnerNumerics:
+class LearnerNumerics(NumericParams):
     """Fixed-point formats of an MLP training step on tensor units (CF'22 section 3.2).
 
     Every operand a tensor unit sees is ``width`` bits signed; the formats differ in their
@@ -195,16 +223,9 @@ class LearnerNumerics:
     max_k : int
         ``max_k`` of the tensor units: at least the largest reduction (batch, or layer width+1).
     """
+    what = "learner"
+
     sizes: tuple = (4, 64, 64, 2)
-    width: int = 16
-    act_frac: int = 10
-    weight_frac: int = 13
-    grad_frac: int = 11
-    acc_width: int = 32
-    coef_width: int = 17
-    lr_width: int = 24
-    lr_frac: int = 24
-    rounding: str = "half_up"
     max_k: int = 4096
 
     def __post_init__(self):
@@ -216,23 +237,8 @@ class LearnerNumerics:
                 or not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= 4096
                            for s in sizes)):
             raise ValueError(f"sizes must be a tuple of 2..8 integers in 1..4096, not {sizes!r}")
-        check_int("width", self.width, 4, 24)
-        check_int("act_frac", self.act_frac, 0, self.width - 2)
-        check_int("weight_frac", self.weight_frac, 0, self.width - 1)
-        check_int("grad_frac", self.grad_frac, 0, self.width - 1)
-        check_int("acc_width", self.acc_width, 2 * self.width, TU_LIMITS["acc_width"][1])
-        check_int("coef_width", self.coef_width, 2, 24)
-        check_int("lr_width", self.lr_width, 2, 24)
-        check_int("lr_frac", self.lr_frac, 0, self.lr_width)
-        _check_rounding(self.rounding)
+        self._check_numerics()
         check_int("max_k", self.max_k, 1, TU_LIMITS["max_k"][1])
-        need = self.lr_frac + self.act_frac + self.grad_frac - self.weight_frac
-        if need < 0:
-            raise ValueError(f"lr_frac + act_frac + grad_frac must be at least weight_frac "
-                             f"({self.weight_frac}), not {need + self.weight_frac}")
-        if self.lr_width + self.acc_width > MAX_INTERMEDIATE_BITS:
-            raise ValueError(f"lr_width + acc_width must be at most {MAX_INTERMEDIATE_BITS}, "
-                             f"not {self.lr_width + self.acc_width}")
 
     @property
     def n_layers(self) -> int:
@@ -293,14 +299,4 @@ class LearnerNumerics:
                                     out_frac=self.act_frac + self.grad_frac, **common)
         raise ValueError(f"kind must be one of {', '.join(GEMM_KINDS)}, not {kind!r}")
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["sizes"] = list(self.sizes)
-        return d
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "LearnerNumerics":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown learner parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)

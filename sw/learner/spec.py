@@ -6,13 +6,13 @@ layout (:mod:`sw.learner.layout`), the exact cycle model (:mod:`sw.learner.sched
 number formats (:mod:`sw.learner.numerics`).
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import check_dma_params, window_kernel_register_map, without_dma_params
 
-from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, TensorUnitConfig
-from .numerics import check_int as _check_int
+from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, NumericParams, TensorUnitConfig
 
 __all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
            "LOSS_KINDS", "ARRAY_SIZES", "AXI_DATA_WIDTHS", "DP_VALUES", "LEARNER_ERRORS",
@@ -36,7 +36,7 @@ def _pow2_at_least(n: int) -> int:
 
 
 @dataclass(frozen=True)
-class LearnerConfig:
+class LearnerConfig(NumericParams):
     """Parameters of the learner pipeline (:class:`~rtl_gen.learner.core.LearnerCore`) and its
     accelerator top (:class:`~rtl_gen.learner.accelerator.LearnerAccelerator`).
 
@@ -87,6 +87,8 @@ class LearnerConfig:
         If a parameter is out of range or the combination is invalid; the message names the
         parameter.
     """
+    what = "learner"
+
     sizes: tuple = (4, 64, 64, 2)
     array: int = 8
     stage_arrays: str = ""
@@ -95,15 +97,6 @@ class LearnerConfig:
     dp: int = 1
     loss: str = "dqn"
     axi_data_width: int = 64
-    width: int = 16
-    act_frac: int = 10
-    weight_frac: int = 13
-    grad_frac: int = 11
-    acc_width: int = 32
-    coef_width: int = 17
-    lr_width: int = 24
-    lr_frac: int = 24
-    rounding: str = "half_up"
 
     def __post_init__(self):
         sizes = self.sizes
@@ -123,7 +116,7 @@ class LearnerConfig:
         if self.array not in ARRAY_SIZES:
             raise ValueError(f"array must be one of {', '.join(map(str, ARRAY_SIZES))}, "
                              f"not {self.array!r}")
-        _check_int("max_batch", self.max_batch, 1, 4096)
+        check_int("max_batch", self.max_batch, 1, 4096)
         top = -(-self.max_batch // self.array) * self.array
         if (not isinstance(self.sub_batch, int) or isinstance(self.sub_batch, bool)
                 or self.sub_batch < self.array or self.sub_batch % self.array
@@ -232,11 +225,8 @@ class LearnerConfig:
     @property
     def numerics(self) -> LearnerNumerics:
         """The fixed-point formats; ``max_k`` covers the longest reduction of any unit."""
-        return LearnerNumerics(
-            sizes=self.sizes, width=self.width, act_frac=self.act_frac,
-            weight_frac=self.weight_frac, grad_frac=self.grad_frac, acc_width=self.acc_width,
-            coef_width=self.coef_width, lr_width=self.lr_width, lr_frac=self.lr_frac,
-            rounding=self.rounding, max_k=max(self.max_batch, max(self.sizes) + 1))
+        return LearnerNumerics(sizes=self.sizes, max_k=max(self.max_batch, max(self.sizes) + 1),
+                               **self.numeric_params)
 
     @property
     def n_layers(self) -> int:
@@ -273,18 +263,6 @@ class LearnerConfig:
     def tensor_unit(self, kind: str) -> TensorUnitConfig:
         """The S × S tensor unit of one GEMM kind (``"fw"``, ``"bw"``, ``"wa"``)."""
         return self.numerics.tensor_unit(kind, rows=self.array, cols=self.array)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["sizes"] = list(self.sizes)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "LearnerConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown learner parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
 
 
 # -- run codes -----------------------------------------------------------------------------------
@@ -423,6 +401,8 @@ class LearnerKernelConfig(LearnerConfig):
 
     :attr:`accel` is the :class:`LearnerConfig` part (what the accelerator and driver use).
     """
+    what = "learner kernel"
+
     gmem_data_width: int = 512
     max_burst: int = 256
     max_outstanding: int = 4

@@ -45,8 +45,9 @@ instead. The period is 2**32 - 1; ``w`` is never 0.
 """
 
 import enum
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import check_dma_params, window_kernel_register_map, without_dma_params
@@ -101,13 +102,8 @@ def tree_shape(fanout: int, capacity: int):
     return levels, (1,) + tuple(fanout * used[l - 1] for l in range(1, levels + 1))
 
 
-def _check_int(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
-
-
 @dataclass(frozen=True)
-class SumTreeConfig:
+class SumTreeConfig(Config):
     """Parameters of the K-ary sum tree (RTL ``SumTree*`` blocks, golden model, driver).
 
     Parameters
@@ -140,6 +136,8 @@ class SumTreeConfig:
     ValueError
         If a parameter is out of range or the root word would exceed 62 bits.
     """
+    what = "sum tree"
+
     fanout: int = 16
     capacity: int = 1 << 20
     priority_width: int = 32
@@ -152,8 +150,8 @@ class SumTreeConfig:
     def __post_init__(self):
         check_fanout(self.fanout)
         for name, (lo, hi) in LIMITS.items():
-            _check_int(name, getattr(self, name), lo, hi)
-        _check_int("priority_frac", self.priority_frac, 0, self.priority_width - 1)
+            check_int(name, getattr(self, name), lo, hi)
+        check_int("priority_frac", self.priority_frac, 0, self.priority_width - 1)
         if self.rounding not in ROUNDING_MODES:
             raise ValueError(f"rounding must be one of {', '.join(ROUNDING_MODES)}, "
                              f"not {self.rounding!r}")
@@ -270,16 +268,6 @@ class SumTreeConfig:
     def one_raw(self) -> int:
         """Raw 1.0: the reset value of the maximum-priority register."""
         return 1 << self.priority_frac
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SumTreeConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown sum tree parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
 
 
 # -- the accelerator ------------------------------------------------------------------------------
@@ -524,6 +512,8 @@ class ReplayKernelConfig(SumTreeConfig):
 
     :attr:`accel` is the :class:`SumTreeConfig` part (what the accelerator and driver use).
     """
+    what = "replay kernel"
+
     gmem_data_width: int = 512
     max_burst: int = 256
     max_outstanding: int = 4
