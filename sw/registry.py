@@ -74,9 +74,9 @@ class Block:
         ``"module:Class"`` of the golden device (a pure-Python model behind the bus).
     driver : str or None
         ``"module:Class"`` of the host driver.
-    accel_config : callable or None
-        For kernels: ``accel_config(config)``, the accelerator's part of the configuration
-        (what the driver and the register map's base use).
+    reader : str or None
+        Accelerators: ``"module:function"`` that reads the configuration from a device's
+        HW_* registers (``reader(mmio)``; what a board backend uses).
     """
     name: str
     module: str
@@ -88,14 +88,14 @@ class Block:
     regmap: Callable | None = None
     device: str | None = None
     driver: str | None = None
-    accel_config: Callable | None = None
+    reader: str | None = None
     _formats: Callable = field(default=lambda c: {}, repr=False)
     _latency: Callable = field(default=lambda c: None, repr=False)
     _throughput: Callable = field(default=lambda c: None, repr=False)
 
     def load(self, what: str):
-        """The object a ``"module:attribute"`` member names: ``"gateware"``, ``"device"`` or
-        ``"driver"`` (importing ``gateware`` imports Amaranth)."""
+        """The object a ``"module:attribute"`` member names: ``"gateware"``, ``"device"``,
+        ``"driver"`` or ``"reader"`` (importing ``gateware`` imports Amaranth)."""
         ref = getattr(self, what)
         if ref is None:
             raise ValueError(f"block {self.name!r} has no {what}")
@@ -127,9 +127,9 @@ class Block:
 
     def base_regmap(self, config):
         """The accelerator's own register map: :attr:`regmap` of an accelerator, the part a
-        kernel's map starts with (that of ``accel_config(config)``)."""
+        kernel's map starts with (that of ``config.accel``)."""
         if self.role == "kernel":
-            return self.accelerator.regmap(self.accel_config(config))
+            return self.accelerator.regmap(config.accel)
         return self.regmap(config)
 
     def kernel_args(self, config) -> dict | None:
@@ -205,10 +205,6 @@ def _learner_rate(c):
             "unit": f"samples trained (steps of {c.max_batch})"}
 
 
-def _accel_part(config):
-    return config.accel
-
-
 BLOCKS = {b.name: b for b in [
     Block("gae-pe", "gae_pe", "GAE processing element (HEPPO), one element per cycle",
           gae.GaePeConfig, "rtl_gen.gae.pe:GaeProcessingElement",
@@ -219,13 +215,14 @@ BLOCKS = {b.name: b for b in [
           "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4",
           gae.GaeCoreConfig, "rtl_gen.gae.accelerator:GaeAccelerator", family="gae",
           role="accelerator", regmap=gae.gae_register_map, device="sw.gae.device:GoldenDevice",
-          driver="sw.gae.driver:GaeDriver", _formats=_gae_core_formats, _latency=_gae_full_run,
+          driver="sw.gae.driver:GaeDriver", reader="sw.gae.driver:read_hw_config",
+          _formats=_gae_core_formats, _latency=_gae_full_run,
           _throughput=_gae_elements),
     Block("gae-kernel", "gae_kernel",
           "HEPPO GAE accelerator as a Vitis kernel: AXI4-Lite + m_axi DMA shell",
           gae.GaeKernelConfig, "rtl_gen.gae.kernel:GaeKernel", family="gae", role="kernel",
           regmap=gae.gae_kernel_register_map, driver="sw.gae.driver:GaeDriver",
-          accel_config=lambda c: c.core, _formats=_gae_core_formats,
+          _formats=_gae_core_formats,
           _latency=_gae_kernel_run, _throughput=_gae_elements),
     Block("sumtree", "sumtree",
           "K-ary sum tree for prioritized replay, one sample or update per cycle",
@@ -236,15 +233,15 @@ BLOCKS = {b.name: b for b in [
           replay.SumTreeConfig, "rtl_gen.replay.accelerator:ReplayAccelerator",
           family="replay", role="accelerator", regmap=replay.replay_register_map,
           device="sw.replay.device:ReplayGoldenDevice",
-          driver="sw.replay.driver:ReplayDriver", _formats=_replay_formats,
-          _latency=_replay_run, _throughput=_tree_ops),
+          driver="sw.replay.driver:ReplayDriver", reader="sw.replay.driver:read_replay_config",
+          _formats=_replay_formats, _latency=_replay_run, _throughput=_tree_ops),
     Block("replay-kernel", "replay_kernel",
           "prioritized replay as a Vitis kernel: AXI4-Lite + m_axi DMA shell "
           "(host-commanded copies)",
           replay.ReplayKernelConfig, "rtl_gen.replay.kernel:ReplayKernel", family="replay",
           role="kernel",
           regmap=replay.replay_kernel_register_map,
-          driver="sw.replay.driver:ReplayDriver", accel_config=_accel_part,
+          driver="sw.replay.driver:ReplayDriver",
           _formats=_replay_formats, _latency=_replay_run, _throughput=_tree_ops),
     Block("tensor-unit", "tensor_unit",
           "R x C output-stationary systolic GEMM array (learner tensor unit)",
@@ -258,14 +255,15 @@ BLOCKS = {b.name: b for b in [
           learner.LearnerConfig, "rtl_gen.learner.accelerator:LearnerAccelerator",
           family="learner", role="accelerator", regmap=learner.learner_register_map,
           device="sw.learner.device:LearnerGoldenDevice",
-          driver="sw.learner.driver:LearnerDriver", _formats=_learner_formats,
+          driver="sw.learner.driver:LearnerDriver",
+          reader="sw.learner.driver:read_learner_config", _formats=_learner_formats,
           _latency=_learner_step, _throughput=_learner_rate),
     Block("learner-kernel", "learner_kernel",
           "MLP learner as a Vitis kernel: AXI4-Lite + m_axi DMA shell (host-commanded copies)",
           learner.LearnerKernelConfig, "rtl_gen.learner.kernel:LearnerKernel", family="learner",
           role="kernel",
           regmap=learner.learner_kernel_register_map,
-          driver="sw.learner.driver:LearnerDriver", accel_config=_accel_part,
+          driver="sw.learner.driver:LearnerDriver",
           _formats=_learner_formats, _latency=_learner_step, _throughput=_learner_rate),
 ]}
 

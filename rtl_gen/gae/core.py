@@ -4,9 +4,12 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.gae.spec import GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, GaeCoreConfig
+from sw.gae.spec import (GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, GaeCoreConfig,
+                         gae_register_map)
 
 from ..fixed import rshift_round, saturate
+from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
+                                StatusSignature)
 from .pe import GaeProcessingElement, _select
 
 __all__ = ["GaeCore"]
@@ -41,6 +44,19 @@ class GaeCore(wiring.Component):
 
     Host port: word address in units of ``axi_data_width`` bits over all regions; read data one
     cycle after ``host_re``; ``host_we`` are byte enables.
+
+    Members
+    -------
+    ctrl : ``In(RunControlSignature(error_bits=3))``
+        ``start``, ``busy``, ``ready`` and ``done`` pulses, ``error`` (STATUS.ERROR codes of
+        :data:`sw.gae.spec.ERROR_CODES`), ``cycles``.
+    args : ``In(ArgsSignature(gae_register_map(config)))``
+        The run arguments (:func:`sw.gae.spec.GAE_CORE_ARGS`), sampled with ``start``.
+    status : ``Out(StatusSignature(...))``
+        The sticky flags ``status_dequant_overflow``, ``status_pe_overflow``,
+        ``status_requant_overflow``.
+    host : ``In(MemoryPortSignature(axi_data_width, ...))``
+        The host's port into the memories (``host.enable`` low while busy).
     """
 
     def __init__(self, config: GaeCoreConfig):
@@ -49,17 +65,13 @@ class GaeCore(wiring.Component):
         self._config = config
         D = config.axi_data_width
         host_addr_bits = config.mem_addr_bits - (D // 8 - 1).bit_length()
-        ports = {
-            "start": In(1), "busy": Out(1), "ready": Out(1), "done": Out(1),
-            "error": Out(3), "cycles": Out(32),
-            "dequant_overflow": Out(1), "pe_overflow": Out(1), "requant_overflow": Out(1),
-            "host_enable": Out(1),
-            "host_addr": In(host_addr_bits), "host_re": In(1), "host_rdata": Out(D),
-            "host_we": In(D // 8), "host_wdata": In(D),
-        }
-        for name, (width, is_signed) in GAE_CORE_ARGS(config).items():
-            ports[name] = In(signed(width) if is_signed else unsigned(width))
-        super().__init__(ports)
+        regmap = gae_register_map(config)
+        super().__init__({
+            "ctrl": In(RunControlSignature(error_bits=3)),
+            "args": In(ArgsSignature(regmap)),
+            "status": Out(StatusSignature(regmap)),
+            "host": In(MemoryPortSignature(data_width=D, addr_width=host_addr_bits)),
+        })
 
     @property
     def config(self) -> GaeCoreConfig:
@@ -101,8 +113,8 @@ class GaeCore(wiring.Component):
         busy = Signal()
         err = Signal(3)
         cycles = Signal(32)
-        m.d.comb += [self.busy.eq(busy), self.error.eq(err), self.cycles.eq(cycles),
-                     self.host_enable.eq(~busy)]
+        m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.error.eq(err), self.ctrl.cycles.eq(cycles),
+                     self.host.enable.eq(~busy)]
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
 
@@ -122,32 +134,32 @@ class GaeCore(wiring.Component):
             m.d.sync += settle.eq(settle - 1)
         one = 1 << pe_cfg.coef_frac
 
-        m.d.sync += [self.ready.eq(0), self.done.eq(0)]
+        m.d.sync += [self.ctrl.ready.eq(0), self.ctrl.done.eq(0)]
         rd_addr = Signal(ab + 2)
         m.d.comb += rd_addr.eq(row_base + grp_base + lane)
 
         with m.FSM(name="ctrl"):
             with m.State("IDLE"):
-                with m.If(self.start):
-                    m.d.sync += [self.ready.eq(1), cycles.eq(0), err.eq(0),
+                with m.If(self.ctrl.start):
+                    m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), err.eq(0),
                                  settle.eq(settle_init)]
                     for name, sig in a.items():
-                        m.d.sync += sig.eq(getattr(self, name))
+                        m.d.sync += sig.eq(getattr(self.args, name))
                     m.d.sync += [
-                        T.eq(self.num_timesteps),
-                        rem.eq(self.num_trajectories), G.eq(0), rows.eq(0),
+                        T.eq(self.args.num_timesteps),
+                        rem.eq(self.args.num_trajectories), G.eq(0), rows.eq(0),
                     ]
-                    too_big = ((self.num_timesteps >= depth)
-                               | (self.num_trajectories > MAX_RUN_TRAJECTORIES))
-                    with m.If(self.num_timesteps == 0):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]), self.done.eq(1)]
-                    with m.Elif(self.num_trajectories == 0):
+                    too_big = ((self.args.num_timesteps >= depth)
+                               | (self.args.num_trajectories > MAX_RUN_TRAJECTORIES))
+                    with m.If(self.args.num_timesteps == 0):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]), self.ctrl.done.eq(1)]
+                    with m.Elif(self.args.num_trajectories == 0):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["no_trajectories"]),
-                                     self.done.eq(1)]
+                                     self.ctrl.done.eq(1)]
                     with m.Elif(too_big):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), self.done.eq(1)]
-                    with m.Elif((self.gamma > one) | (self.gamma_lambda > one)):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]), self.done.eq(1)]
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), self.ctrl.done.eq(1)]
+                    with m.Elif((self.args.gamma > one) | (self.args.gamma_lambda > one)):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]), self.ctrl.done.eq(1)]
                     with m.Else():
                         m.d.sync += busy.eq(1)
                         m.next = "SETUP"
@@ -156,7 +168,7 @@ class GaeCore(wiring.Component):
                 nxt_rows = rows + T + 1
                 with m.If(nxt_rows > depth):
                     m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), busy.eq(0),
-                                 self.done.eq(1)]
+                                 self.ctrl.done.eq(1)]
                     m.next = "IDLE"
                 with m.Else():
                     m.d.sync += [G.eq(G + 1), rem.eq(rem - N), rows.eq(nxt_rows)]
@@ -190,7 +202,7 @@ class GaeCore(wiring.Component):
             with m.State("DRAIN"):
                 m.d.sync += drain.eq(drain - 1)
                 with m.If(drain == 0):
-                    m.d.sync += [busy.eq(0), self.done.eq(1)]
+                    m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
                     m.next = "IDLE"
 
         # Lanes of the group read this cycle that hold real trajectories.
@@ -204,8 +216,8 @@ class GaeCore(wiring.Component):
         word_sel_bits = (cfg.region_bytes // D_bytes - 1).bit_length()
         host_region = Signal(range(max(2, len(cfg.regions))))
         host_word = Signal(word_sel_bits)
-        m.d.comb += [host_word.eq(self.host_addr[:word_sel_bits]),
-                     host_region.eq(self.host_addr[word_sel_bits:])]
+        m.d.comb += [host_word.eq(self.host.addr[:word_sel_bits]),
+                     host_region.eq(self.host.addr[word_sel_bits:])]
         host_sub, host_row = {}, {}
         for name in cfg.regions:
             sub_bits = (cfg.region_sub_words(name) - 1).bit_length()
@@ -217,7 +229,7 @@ class GaeCore(wiring.Component):
                 m.d.comb += [rp.addr.eq(rd_addr), rp.en.eq(issue)]
             with m.Else():
                 m.d.comb += [rp.addr.eq(host_row[name]),
-                             rp.en.eq(self.host_re & (host_region == cfg.regions.index(name)))]
+                             rp.en.eq(self.host.re & (host_region == cfg.regions.index(name)))]
         # Host read data: select region and sub-word one cycle later.
         h_region_q = Signal.like(host_region)
         h_word_q = Signal.like(host_word)
@@ -233,7 +245,7 @@ class GaeCore(wiring.Component):
                     words += [Const(0, D)] * (subs - len(words))
                     sub_bits = (subs - 1).bit_length()
                     sel = h_word_q[:sub_bits] if sub_bits else Const(0, 1)
-                    m.d.comb += self.host_rdata.eq(_select(words, sel) if subs > 1 else words[0])
+                    m.d.comb += self.host.rdata.eq(_select(words, sel) if subs > 1 else words[0])
 
         # -- stage 1: read data arrives; dequantize ---------------------------------------------
         s1_valid, s1_boot, s1_first, s1_lane = Signal(), Signal(), Signal(), Signal.like(lane)
@@ -365,10 +377,10 @@ class GaeCore(wiring.Component):
             subs = cfg.region_sub_words(name)
             sub_bits = (subs - 1).bit_length()
             sel = host_sub[name] if sub_bits else Const(0, 1)
-            host_data = _cat([self.host_wdata] * subs)[:width]
+            host_data = _cat([self.host.wdata] * subs)[:width]
             host_en_full = Signal(subs * D_bytes, name=f"host_en_{name}")
-            hit = self.host_we.any() & (host_region == cfg.regions.index(name))
-            m.d.comb += host_en_full.eq(Mux(hit, self.host_we, 0) << (sel * D_bytes))
+            hit = self.host.we.any() & (host_region == cfg.regions.index(name))
+            m.d.comb += host_en_full.eq(Mux(hit, self.host.we, 0) << (sel * D_bytes))
             with m.If(busy):
                 m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(data), wp.en.eq(core_en)]
             with m.Else():
@@ -382,11 +394,11 @@ class GaeCore(wiring.Component):
                  "pe_overflow": any_pe_ovf}
         for name, src in flags.items():
             reg = Signal(name=f"flag_{name}")
-            with m.If(self.start & ~busy):
+            with m.If(self.ctrl.start & ~busy):
                 m.d.sync += reg.eq(0)
             with m.Elif(src):
                 m.d.sync += reg.eq(1)
-            m.d.comb += getattr(self, name).eq(reg)
+            m.d.comb += getattr(self.status, f"status_{name}").eq(reg)
         return m
 
 

@@ -6,12 +6,19 @@ from amaranth.lib.wiring import In, Out
 
 from sw.learner.layout import mem_addr_bits, region_bytes, regions, sub_words
 from sw.learner.schedule import stages, wu_overlaps
-from sw.learner.spec import LEARNER_ERRORS, LEARNER_FLAGS, SYNC_BITS, LearnerConfig
+from sw.learner.spec import (LEARNER_ERRORS, LEARNER_FLAGS, STATUS_FLAGS, SYNC_BITS,
+                             LearnerConfig, learner_register_map)
 
 from ..fixed import rshift_round, saturate
+from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
+                                StatusSignature)
 from .tensor_unit import TensorUnit
 
 __all__ = ["LearnerCore"]
+
+#: The STATUS field (a ``status`` member) of each saturation flag of :data:`LEARNER_FLAGS`.
+FLAG_FIELDS = {flag: f"status_{name.lower()}" for name, (_, flag, _) in STATUS_FLAGS.items()
+               if flag}
 
 
 def _or(values):
@@ -200,19 +207,19 @@ class LearnerCore(wiring.Component):
 
     Members
     -------
-    start : ``In(1)``; busy, ready, done : ``Out(1)``
-        ``ready`` and ``done`` are one-cycle pulses; ``busy`` is high during a step.
-    error : ``Out(2)``; cycles : ``Out(32)``
-    batch_size : ``In(13)``; lr : ``In(lr_width)`` (η raw); gamma : ``In(coef_width)``
-        Sampled with ``start``.
-    sync_target : ``In(1)``; sync_period : ``In(16)``
-        DQN only, sampled with ``start``: sync this step; sync every N-th step (0: off).
-    sync_count : ``Out(16)``; synced : ``Out(1)``
-        DQN only: steps since the last sync; the last step copied w into tw.
-    flag_<name> : ``Out(1)`` for each of :data:`LEARNER_FLAGS`
-    loss_sum : ``Out(64)``
-    host_enable : ``Out(1)``; host_addr : ``In``; host_re : ``In(1)``; host_rdata : ``Out(D)``;
-    host_we : ``In(D/8)``; host_wdata : ``In(D)``
+    ctrl : ``In(RunControlSignature(error_bits=2))``
+        ``start``; ``ready`` and ``done`` one-cycle pulses; ``busy`` high during a step;
+        ``error``; ``cycles``.
+    args : ``In(ArgsSignature(learner_register_map(config)))``
+        ``batch_size`` (13 bits), ``lr`` (η raw, ``lr_width``), ``gamma`` (``coef_width``);
+        DQN also ``sync_target`` (sync this step) and ``sync_period`` (every N-th step, 0:
+        off). Sampled with ``ctrl.start``.
+    status : ``Out(StatusSignature(...))``
+        ``status_<flag>_overflow`` for each of :data:`LEARNER_FLAGS` (:data:`FLAG_FIELDS`),
+        ``loss_lo``/``loss_hi`` (the 64-bit loss sum); DQN also ``status_target_synced`` (the
+        last step copied w into tw) and ``sync_count`` (steps since the last sync).
+    host : ``In(MemoryPortSignature(axi_data_width, ...))``
+        The host's port into the memory regions (``host.enable`` low during a step).
 
     Raises
     ------
@@ -227,21 +234,13 @@ class LearnerCore(wiring.Component):
         self._config = config
         D = config.axi_data_width
         host_bits = mem_addr_bits(config) - (D // 8 - 1).bit_length()
-        num = config.numerics
-        ports = {
-            "start": In(1), "busy": Out(1), "ready": Out(1), "done": Out(1),
-            "error": Out(2), "cycles": Out(32),
-            "batch_size": In(13), "lr": In(num.lr_width), "gamma": In(num.coef_width),
-            "loss_sum": Out(64),
-            "host_enable": Out(1), "host_addr": In(host_bits), "host_re": In(1),
-            "host_rdata": Out(D), "host_we": In(D // 8), "host_wdata": In(D),
-        }
-        if config.loss == "dqn":
-            ports.update({"sync_target": In(1), "sync_period": In(SYNC_BITS),
-                          "sync_count": Out(SYNC_BITS), "synced": Out(1)})
-        for f in LEARNER_FLAGS:
-            ports[f"flag_{f}"] = Out(1)
-        super().__init__(ports)
+        regmap = learner_register_map(config)
+        super().__init__({
+            "ctrl": In(RunControlSignature(error_bits=2)),
+            "args": In(ArgsSignature(regmap)),
+            "status": Out(StatusSignature(regmap)),
+            "host": In(MemoryPortSignature(data_width=D, addr_width=host_bits)),
+        })
 
     @property
     def config(self) -> LearnerConfig:
@@ -265,8 +264,8 @@ class LearnerCore(wiring.Component):
         gamma = Signal(num.coef_width)
         cycles = Signal(32)
         err = Signal(2)
-        m.d.comb += [self.busy.eq(busy), self.cycles.eq(cycles), self.error.eq(err),
-                     self.host_enable.eq(~busy)]
+        m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.cycles.eq(cycles), self.ctrl.error.eq(err),
+                     self.host.enable.eq(~busy)]
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
         self._busy, self._clear = busy, clear
@@ -343,29 +342,30 @@ class LearnerCore(wiring.Component):
                 all_done = all_done & self._stage[st.name]["all"]
 
         # -- control FSM --------------------------------------------------------------------
-        m.d.sync += [self.ready.eq(0), self.done.eq(0)]
-        m.d.comb += clear.eq(self.start & ~busy)
+        m.d.sync += [self.ctrl.ready.eq(0), self.ctrl.done.eq(0)]
+        m.d.comb += clear.eq(self.ctrl.start & ~busy)
         # Target-network sync (DQN): decided when the step starts, from SYNC_TARGET and the
         # period counter; WU then writes the updated weights into w<l> and tw<l> alike.
         sync_now = self._sync_now
         if cfg.loss == "dqn":
             count = Signal(SYNC_BITS)
             top = (1 << SYNC_BITS) - 1
-            due = self.sync_target | ((self.sync_period != 0)
-                                      & (count + 1 >= self.sync_period))
-            m.d.comb += [self.sync_count.eq(count), self.synced.eq(sync_now)]
+            due = self.args.sync_target | ((self.args.sync_period != 0)
+                                           & (count + 1 >= self.args.sync_period))
+            m.d.comb += [self.status.sync_count.eq(count),
+                         self.status.status_target_synced.eq(sync_now)]
         with m.If(clear):
-            m.d.sync += [self.ready.eq(1), cycles.eq(0), eta.eq(self.lr), gamma.eq(self.gamma),
-                         loss_acc.eq(0), sync_now.eq(0)]
-            with m.If((self.batch_size == 0) | (self.batch_size > cfg.max_batch)):
-                m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.done.eq(1)]
+            m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), eta.eq(self.args.lr),
+                         gamma.eq(self.args.gamma), loss_acc.eq(0), sync_now.eq(0)]
+            with m.If((self.args.batch_size == 0) | (self.args.batch_size > cfg.max_batch)):
+                m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.ctrl.done.eq(1)]
             with m.Else():
                 m.d.sync += [err.eq(0), busy.eq(1)]
                 if cfg.loss == "dqn":
                     m.d.sync += [sync_now.eq(due),
                                  count.eq(Mux(due, 0, Mux(count == top, top, count + 1)))]
         with m.Elif(busy & all_done):
-            m.d.sync += [busy.eq(0), self.done.eq(1)]
+            m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
 
         for name, srcs in flags.items():
             reg = Signal(name=f"flag_{name}_reg")
@@ -373,13 +373,16 @@ class LearnerCore(wiring.Component):
                 m.d.sync += reg.eq(0)
             with m.Elif(_or(srcs)):
                 m.d.sync += reg.eq(1)
-            m.d.comb += getattr(self, f"flag_{name}").eq(reg)
+            m.d.comb += getattr(self.status, FLAG_FIELDS[name]).eq(reg)
         with m.If(~clear):
             total = 0
             for term in self._loss_terms:
                 total = total + term
             m.d.sync += loss_acc.eq(loss_acc + total)
-        m.d.comb += self.loss_sum.eq(loss_acc)         # zero-extended to 64 bits
+        loss_sum = Signal(64)
+        m.d.comb += [loss_sum.eq(loss_acc),            # zero-extended to 64 bits
+                     self.status.loss_lo.eq(loss_sum[:32]),
+                     self.status.loss_hi.eq(loss_sum[32:])]
 
         self._host_port()
         for b in bufs.values():
@@ -417,7 +420,7 @@ class LearnerCore(wiring.Component):
 
         with m.If(self._clear):
             m.d.sync += [p.eq(0), base.eq(0), gbase.eq(d * per),
-                         rem.eq(self.batch_size - d * cfg.sub_batch)]
+                         rem.eq(self.args.batch_size - d * cfg.sub_batch)]
         self._gbase = gbase
         return p, base, rem, cnt, advance
 
@@ -441,7 +444,7 @@ class LearnerCore(wiring.Component):
         done = Signal(13, name=f"{name}_done")
         left = Signal(signed(14), name=f"{name}_left")      # B - (d + done·dp)·m
         with m.If(self._clear):
-            m.d.sync += [done.eq(0), left.eq(self.batch_size - st.pipe * cfg.sub_batch)]
+            m.d.sync += [done.eq(0), left.eq(self.args.batch_size - st.pipe * cfg.sub_batch)]
         with m.Elif(event):
             m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch * cfg.dp)]
         all_done = Signal(name=f"{name}_all")
@@ -1221,7 +1224,7 @@ class LearnerCore(wiring.Component):
         D = cfg.axi_data_width
         DB = D // 8
         local_bits = (region_bytes(cfg) // DB - 1).bit_length()
-        addr = self.host_addr
+        addr = self.host.addr
         local = addr[:local_bits]
         reg = addr[local_bits:]
         idle = ~self._busy
@@ -1242,11 +1245,11 @@ class LearnerCore(wiring.Component):
             oks.append(in_range)
             if r.name in self._bufs:
                 buf = self._bufs[r.name]
-                buf.read_port(0).use(idle & self.host_re & in_range, blk)
+                buf.read_port(0).use(idle & self.host.re & in_range, blk)
                 word = buf.read_port(0).data
             elif r.name.startswith("grad"):           # the reduced gradient, in pipeline 0
                 buf = self._bufs[f"{r.name}@0"]
-                buf.read_port(0).use(idle & self.host_re & in_range, blk)
+                buf.read_port(0).use(idle & self.host.re & in_range, blk)
                 word = buf.read_port(0).data
             else:
                 # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
@@ -1260,7 +1263,7 @@ class LearnerCore(wiring.Component):
                 words = []
                 for d in range(dp):
                     port = self._bufs[f"{r.name}@{d}"].read_port(0)
-                    port.use(idle & self.host_re & in_range & (pipe == d), local_blk)
+                    port.use(idle & self.host.re & in_range & (pipe == d), local_blk)
                     words.append(port.data)
                 word = Const(0, len(words[0]))
                 for d, x in enumerate(words):
@@ -1276,11 +1279,11 @@ class LearnerCore(wiring.Component):
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
                 hit = idle & in_range
                 sel_w = local[:sbits] if sbits else Const(0, 1)
-                m.d.comb += full.eq(Mux(hit, self.host_we, 0) << (sel_w * DB))
+                m.d.comb += full.eq(Mux(hit, self.host.we, 0) << (sel_w * DB))
                 assert buf.granularity == 8
-                buf.write(full[:nbytes], blk, Cat(*([self.host_wdata] * sub))[:r.word_bits(cfg)])
-        m.d.sync += r_ok.eq(self.host_re & idle & _or(oks))
+                buf.write(full[:nbytes], blk, Cat(*([self.host.wdata] * sub))[:r.word_bits(cfg)])
+        m.d.sync += r_ok.eq(self.host.re & idle & _or(oks))
         out = Const(0, D)
         for idx, data in rd:
             out = Mux(r_reg == idx, data, out)
-        m.d.comb += self.host_rdata.eq(Mux(r_ok, out, 0))
+        m.d.comb += self.host.rdata.eq(Mux(r_ok, out, 0))

@@ -6,6 +6,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .signatures import MemoryPortSignature
+
 __all__ = ["AxiDma", "dma_command_layout"]
 
 _PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*")
@@ -91,13 +93,16 @@ class AxiDma(wiring.Component):
     error : ``Out(1)``
         Valid with ``done``: some R beat or B response of the command was not OKAY (the copy
         went on; beats with error responses are written to local memory as received).
-    mem_addr : ``Out(mem_addr_width)``, mem_re : ``Out(1)``, mem_rdata : ``In(D)``
-        Local reads: the word must be on ``mem_rdata`` in the cycle after ``mem_re`` (a
-        synchronous read port, e.g. a block RAM).
-    mem_we : ``Out(D // 8)``, mem_wdata : ``Out(D)``
-        Local writes (all byte enables set), written at the end of the cycle.
-        ``mem_re`` and ``mem_we`` are never set in the same cycle. All outputs come from
-        registers except ``mem_addr``/``mem_re``/``mem_wdata`` (one multiplexer after
+    dropped : ``Out(1)``
+        A local access was due while ``mem.enable`` was 0 (it was dropped).
+    mem : ``Out(MemoryPortSignature(D, mem_addr_width))``
+        The local memory port (signals ``mem_addr``, ``mem_re``, ...). Reads: the word must be
+        on ``mem.rdata`` in the cycle after ``mem.re`` (a synchronous read port, e.g. a block
+        RAM). Writes set all byte enables and take effect at the end of the cycle. ``mem.re``
+        and ``mem.we`` are never set in the same cycle. While ``mem.enable`` is 0 (the
+        memory's owner is busy) accesses are dropped (``re``/``we`` held low) and the copy goes
+        on; ``dropped`` is high in each such cycle. All outputs come from registers except
+        ``mem.addr``/``mem.re``/``mem.we``/``mem.wdata`` (one multiplexer or gate after
         registers) and the W channel, read combinationally from a 4-entry LUT-RAM buffer.
 
     Timing (cycles of ``clk``, no back-pressure, a memory with latency L: first R beat L
@@ -176,8 +181,9 @@ class AxiDma(wiring.Component):
             f"{p}_rlast": In(1), f"{p}_rvalid": In(1), f"{p}_rready": Out(1),
             "cmd": In(stream.Signature(self.command_layout)),
             "busy": Out(1), "done": Out(1), "error": Out(1),
-            "mem_addr": Out(mem_addr_width), "mem_re": Out(1), "mem_rdata": In(mem_data_width),
-            "mem_we": Out(mem_data_width // 8), "mem_wdata": Out(mem_data_width),
+            "mem": Out(MemoryPortSignature(data_width=mem_data_width,
+                                           addr_width=mem_addr_width)),
+            "dropped": Out(1),
         })
         super().__init__(members)
 
@@ -383,8 +389,8 @@ class AxiDma(wiring.Component):
         asm = [Signal(D, name=f"asm{j}") for j in range(r)]
         for j in range(r):
             with m.If(q_valid & ((q_idx == j) if r > 1 else 1)):
-                m.d.sync += asm[j].eq(self.mem_rdata)
-        push_data = Cat(*(Mux((q_idx == j) if r > 1 else 1, self.mem_rdata, asm[j])
+                m.d.sync += asm[j].eq(self.mem.rdata)
+        push_data = Cat(*(Mux((q_idx == j) if r > 1 else 1, self.mem.rdata, asm[j])
                           for j in range(r)))
         push = q_valid & q_final
 
@@ -429,10 +435,11 @@ class AxiDma(wiring.Component):
 
         # -- local memory port -----------------------------------------------------------------
         m.d.comb += [
-            self.mem_addr.eq(l_addr),
-            self.mem_re.eq(rd_issue),
-            self.mem_we.eq(Mux(s_valid, (1 << (D // 8)) - 1, 0)),
-            self.mem_wdata.eq(s_word),
+            self.mem.addr.eq(l_addr),
+            self.mem.re.eq(rd_issue & self.mem.enable),
+            self.mem.we.eq(Mux(s_valid & self.mem.enable, (1 << (D // 8)) - 1, 0)),
+            self.mem.wdata.eq(s_word),
+            self.dropped.eq((rd_issue | s_valid) & ~self.mem.enable),
         ]
 
         # -- command and completion ------------------------------------------------------------

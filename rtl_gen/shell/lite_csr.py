@@ -8,6 +8,8 @@ from amaranth.lib.wiring import In, Out
 
 from sw.regmap import RegisterMap
 
+from .signatures import ArgsSignature, StatusSignature, arg_fields, field_port, status_fields
+
 __all__ = ["AxiLiteCsr", "OKAY", "SLVERR"]
 
 OKAY = 0b00
@@ -68,6 +70,14 @@ class AxiLiteCsr(wiring.Component):
     addr_width : int or None
         Width of ``awaddr``/``araddr``, ``regmap.min_addr_width``..32; default the minimum.
         Addresses are decoded on all bits but the two lowest (a byte address selects its word).
+    base : RegisterMap or None
+        The core's register map, whose argument and status fields form the :attr:`args` and
+        :attr:`status` interfaces (default ``regmap``); ``regmap`` may add registers after it
+        (a DMA shell's), whose fields are plain ports.
+    constants : dict or None
+        Register name -> word for read-only registers whose value is fixed (``HW_*``: the
+        configuration, :meth:`sw.regmap.RegisterMap.info_values`): they read that word and
+        have no core-side port.
 
     Members
     -------
@@ -96,8 +106,14 @@ class AxiLiteCsr(wiring.Component):
         Clears AP_START without the ``ap_ready`` handshake (AP_READY and IP_ISR unaffected): a
         core that refuses a start while busy uses it instead of queueing the start.
 
-    and for every field of the other registers, with ``P`` = ``<reg>_<field>`` in lower case,
-    or ``<reg>`` for a field named like its register:
+    args : ``Out(ArgsSignature(base))``
+        The run arguments (:func:`~rtl_gen.shell.signatures.arg_fields` of ``base``), one
+        member per field, named like the ports below.
+    status : ``In(StatusSignature(base))``
+        What the core reports (:func:`~rtl_gen.shell.signatures.status_fields` of ``base``).
+
+    and for every other field that is not a constant, with ``P`` = ``<reg>_<field>`` in lower
+    case, or ``<reg>`` for a field named like its register:
 
     ``rw``, ``wo``: ``P`` ``Out(width)``
         The register bits.
@@ -146,9 +162,20 @@ class AxiLiteCsr(wiring.Component):
     write_latency = 1
     read_latency = 1
 
-    def __init__(self, regmap, *, prefix="s_axi_control", addr_width=None):
+    def __init__(self, regmap, *, prefix="s_axi_control", addr_width=None, base=None,
+                 constants=None):
         if not isinstance(regmap, RegisterMap):
             raise TypeError(f"regmap must be a RegisterMap, not {regmap!r}")
+        base = regmap if base is None else base
+        if not isinstance(base, RegisterMap) or tuple(regmap.registers[:len(base)]) \
+                != tuple(base.registers):
+            raise ValueError(f"base must be a RegisterMap that regmap starts with, not {base!r}")
+        constants = dict(constants or {})
+        for name, word in constants.items():
+            reg = regmap[name]          # KeyError names a missing register
+            if any(f.access != "ro" for f in reg.fields):
+                raise ValueError(f"constants: register {name!r} is not read-only")
+            reg.unpack(word)
         if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix) \
                 or prefix.lower() in _SV_KEYWORDS:
             raise ValueError(f"prefix must be a Verilog identifier, not {prefix!r}")
@@ -161,6 +188,8 @@ class AxiLiteCsr(wiring.Component):
         self._regmap = regmap
         self._prefix = prefix
         self._addr_width = addr_width
+        self._constants = constants
+        grouped = {(r.name, f.name) for r, f in arg_fields(base) + status_fields(base)}
 
         members = {}
         for suffix, flow, width in _AXI_LITE:
@@ -179,8 +208,12 @@ class AxiLiteCsr(wiring.Component):
                      ("ap_start_refuse", In, 1,
                       "clear AP_START without an ap_ready handshake (a refused start)")]
         for r in regmap.user_registers:
+            if r.name in constants:
+                continue
             for f in r.fields:
                 p = r.path(f).lower()
+                if (r.name, f.name) in grouped:
+                    continue
                 if f.access in ("rw", "wo"):
                     core.append((p, Out, f.width, f"{r.name}.{f.name} ({f.access})"))
                 elif f.access == "rw_sc":
@@ -207,6 +240,10 @@ class AxiLiteCsr(wiring.Component):
             members[name] = flow(width)
         self._core_ports = tuple((name, "in" if flow is In else "out", width, doc)
                                  for name, flow, width, doc in core)
+        members["args"] = Out(ArgsSignature(base))
+        members["status"] = In(StatusSignature(base))
+        self._grouped = {(r.name, f.name): ("args" if f.access == "rw" else "status")
+                         for r, f in arg_fields(base) + status_fields(base)}
         super().__init__(members)
 
     @property
@@ -225,6 +262,15 @@ class AxiLiteCsr(wiring.Component):
     def core_ports(self) -> tuple:
         """``(name, "in" | "out", width, description)`` of every core-side port, in order."""
         return self._core_ports
+
+    def port(self, reg, f):
+        """The core-side signal of field ``f`` of register ``reg`` (in :attr:`args`,
+        :attr:`status` or a plain port), a ``Const`` for a constant register's field."""
+        if reg.name in self._constants:
+            return Const(f.get(self._constants[reg.name]), f.width)
+        group = self._grouped.get((reg.name, f.name))
+        owner = getattr(self, group) if group else self
+        return getattr(owner, field_port(reg, f))
 
     def axi(self, suffix):
         """The AXI port ``<prefix>_<suffix>``."""
@@ -362,7 +408,7 @@ class AxiLiteCsr(wiring.Component):
             for f in r.fields:
                 key = (r.name, f.name)
                 internal = hs and r.name in _HS_CONTROL
-                port = None if internal else getattr(self, r.path(f).lower())
+                port = None if internal else self.port(r, f)
                 q = store.get(key)
                 value[key] = q if q is not None else port
                 if internal and f.access != "rw":

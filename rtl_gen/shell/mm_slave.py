@@ -7,6 +7,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .signatures import MemoryPortSignature
+
 __all__ = ["AxiBurst", "AxiMemorySlave", "AxiResp"]
 
 
@@ -56,8 +58,8 @@ class AxiMemorySlave(wiring.Component):
 
     Memory side (word addressed, one word is ``data_width`` bits):
 
-    * ``mem_addr`` ``Out(mem_addr_width)``: word address, ``mem_addr_width = max(1,
-      ceil(log2(depth)))``; valid when ``mem_re`` or any ``mem_we`` bit is set.
+    * ``mem.addr`` ``Out(mem_addr_width)``: word address, ``mem_addr_width = max(1,
+      ceil(log2(depth)))``; valid when ``mem.re`` or any ``mem.we`` bit is set.
     * ``mem_re`` ``Out(1)``: read; the word must appear on ``mem_rdata`` in the next cycle (a
       read port with one register, e.g. ``amaranth.lib.memory`` ``read_port(domain="sync")``
       or a BRAM without its output register). ``mem_rdata`` is ignored in other cycles.
@@ -107,8 +109,9 @@ class AxiMemorySlave(wiring.Component):
     <prefix>_b{id,resp,valid} : ``Out``; ``<prefix>_bready`` : ``In(1)``
     <prefix>_ar{id,addr,len,size,burst,valid} : ``In``; ``<prefix>_arready`` : ``Out(1)``
     <prefix>_r{id,data,resp,last,valid} : ``Out``; ``<prefix>_rready`` : ``In(1)``
-    mem_addr, mem_re, mem_we, mem_wdata : ``Out``; mem_rdata : ``In(data_width)``
-    enable : ``In(1, init=1)``
+    mem : ``Out(MemoryPortSignature(data_width, mem_addr_width))``
+        The memory side (signals ``mem_addr``, ``mem_re``, ``mem_we``, ``mem_wdata``,
+        ``mem_rdata``, ``mem_enable``).
 
     Raises
     ------
@@ -123,9 +126,9 @@ class AxiMemorySlave(wiring.Component):
         m.submodules.mem = mem = Memory(shape=128, depth=4096, init=[])
         wp = mem.write_port(granularity=8)
         rp = mem.read_port(domain="sync")
-        m.d.comb += [wp.addr.eq(axi.mem_addr), wp.en.eq(axi.mem_we), wp.data.eq(axi.mem_wdata),
-                     rp.addr.eq(axi.mem_addr), rp.en.eq(axi.mem_re), axi.mem_rdata.eq(rp.data),
-                     axi.enable.eq(~accelerator_busy)]
+        m.d.comb += [wp.addr.eq(axi.mem.addr), wp.en.eq(axi.mem.we), wp.data.eq(axi.mem.wdata),
+                     rp.addr.eq(axi.mem.addr), rp.en.eq(axi.mem.re), axi.mem.rdata.eq(rp.data),
+                     axi.mem.enable.eq(~accelerator_busy)]
     """
 
     DATA_WIDTHS = (32, 64, 128, 256, 512)
@@ -196,12 +199,8 @@ class AxiMemorySlave(wiring.Component):
             f"{p}_rlast":  Out(1),
             f"{p}_rvalid": Out(1),
             f"{p}_rready": In(1),
-            "mem_addr":    Out(self._mem_addr_width),
-            "mem_re":      Out(1),
-            "mem_we":      Out(nbytes),
-            "mem_wdata":   Out(data_width),
-            "mem_rdata":   In(data_width),
-            "enable":      In(1, init=1),
+            "mem":         Out(MemoryPortSignature(data_width=data_width,
+                                               addr_width=self._mem_addr_width)),
         })
         super().__init__(members)
 
@@ -335,8 +334,8 @@ class AxiMemorySlave(wiring.Component):
             with m.If(last):
                 m.d.sync += [wr_act.eq(0), turn_w.eq(~a("arvalid"))]
 
-        ws_ok = ws_valid & (ws_resp == OKAY) & self.enable
-        ws_final = Mux(self.enable, ws_resp, SLVERR)
+        ws_ok = ws_valid & (ws_resp == OKAY) & self.mem.enable
+        ws_final = Mux(self.mem.enable, ws_resp, SLVERR)
         with m.If(bvalid & a("bready")):
             m.d.sync += bvalid.eq(0)
         with m.If(ws_valid):
@@ -373,12 +372,12 @@ class AxiMemorySlave(wiring.Component):
         # result already in flight: occupancy - pop + m_valid <= 1.
         space = Mux(~h_valid, 1, Mux(~t_valid, pop | ~m_valid, pop & ~m_valid))
         issue = rd_act & space
-        rd_ok = ~bad & in_range & self.enable
+        rd_ok = ~bad & in_range & self.mem.enable
         m.d.sync += m_valid.eq(issue)
         with m.If(issue):
             m.d.sync += [
                 m_ok.eq(rd_ok),
-                m_resp.eq(Mux(self.enable, beat_resp, SLVERR)),
+                m_resp.eq(Mux(self.mem.enable, beat_resp, SLVERR)),
                 m_last.eq(last),
                 m_id.eq(tr_id),
             ]
@@ -386,7 +385,7 @@ class AxiMemorySlave(wiring.Component):
             with m.If(last):
                 m.d.sync += [rd_act.eq(0), turn_w.eq(a("awvalid"))]
 
-        m_data = Mux(m_ok, self.mem_rdata, 0)
+        m_data = Mux(m_ok, self.mem.rdata, 0)
         m_entry = [m_data, m_resp, m_last, m_id]
         h_entry = [h_data, h_resp, h_last, h_id]
         t_entry = [t_data, t_resp, t_last, t_id]
@@ -417,9 +416,9 @@ class AxiMemorySlave(wiring.Component):
 
         # -- memory port: the write stage and read issue never coincide -----------------------
         m.d.comb += [
-            self.mem_addr.eq(Mux(ws_valid, ws_addr, word)),
-            self.mem_re.eq(issue & rd_ok),
-            self.mem_we.eq(Mux(ws_ok, ws_strb, 0)),
-            self.mem_wdata.eq(ws_data),
+            self.mem.addr.eq(Mux(ws_valid, ws_addr, word)),
+            self.mem.re.eq(issue & rd_ok),
+            self.mem.we.eq(Mux(ws_ok, ws_strb, 0)),
+            self.mem.wdata.eq(ws_data),
         ]
         return m

@@ -1,10 +1,10 @@
 """DMA shell: any accelerator with a memory window as a Vitis/XRT kernel (host-commanded copies).
 
 Vitis links a kernel to device memory only through AXI4 *master* ports (UG1393, "Kernel
-Interface Requirements"), but the replay and learner accelerators keep their data in on-chip
-memory behind an AXI4 *slave* (``s_axi_mem``). :class:`WindowKernel` wraps such an accelerator
-(built with ``host_port="local"``: its memory on a local word port instead of ``s_axi_mem``)
-with an AXI4 master ``m_axi_gmem`` (:class:`~rtl_gen.shell.dma.AxiDma`) and a copy engine the
+Interface Requirements"), but the GAE, replay and learner accelerators keep their data in
+on-chip memory behind an AXI4 *slave* (``s_axi_mem``). :class:`WindowKernel` wraps such an
+accelerator (built with ``host_port="local"``: its memory on the word port ``host``) with an
+AXI4 master ``m_axi_gmem`` (:class:`~rtl_gen.shell.dma.AxiDma`) and a copy engine the
 host commands through extra registers. The host allocates one buffer that mirrors the
 accelerator's memory window byte for byte (window byte ``x`` is buffer byte ``x``), writes its
 device address into ``MEM_PTR`` once, and moves blocks between the buffer and the accelerator
@@ -18,22 +18,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.regmap import RegisterMap
-from sw.shell.spec import (
-    GMEM,
-    GMEM_WIDTHS,
-    KERNEL_POINTER,
-    check_dma_params,
-    window_kernel_register_map,
-)
+from sw.shell.spec import CONTROL_ADDR_WIDTH, GMEM, DmaParams, window_kernel_register_map
 
-from .accelerator import connect_bridges, drive_constants, shell_domain, shell_members
+from .accelerator import (AcceleratorShell, connect_bridges, pass_ports, shell_domain,
+                          shell_members)
 from .dma import AxiDma
 
 __all__ = ["WindowKernel"]
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class WindowKernel(wiring.Component):
@@ -41,22 +32,21 @@ class WindowKernel(wiring.Component):
 
     Parameters
     ----------
-    build : callable
-        ``build(regmap)`` returns the accelerator built with ``host_port="local"``,
-        ``regmap=regmap`` and ``control_addr_width=12``: a component with ``s_axi_control_*``,
-        ``interrupt``, the local port of :func:`~rtl_gen.shell.accelerator.host_port_members`, and
-        ``csr`` (its :class:`~rtl_gen.shell.lite_csr.AxiLiteCsr`) and ``mem_words`` attributes.
+    accelerator : type
+        The accelerator class (an :class:`~rtl_gen.shell.accelerator.AcceleratorShell`:
+        :class:`~rtl_gen.gae.accelerator.GaeAccelerator`,
+        :class:`~rtl_gen.replay.accelerator.ReplayAccelerator`,
+        :class:`~rtl_gen.learner.accelerator.LearnerAccelerator`); it is built from
+        ``config.accel`` with ``host_port="local"``, the kernel's ``regmap``, its constants and
+        a 12-bit control address.
+    config : DmaParams
+        The kernel configuration (:class:`~sw.shell.spec.DmaParams` and the accelerator's):
+        ``gmem_data_width`` W (at least the memory word D), ``max_burst``, ``max_outstanding``
+        (:class:`~rtl_gen.shell.dma.AxiDma`'s burst and in-flight limits), and the window.
     regmap : RegisterMap
-        The kernel's register map: :func:`~sw.shell.spec.window_kernel_register_map` of
-        ``base`` (the accelerator's own registers, then the shell's).
-    base : RegisterMap
-        The accelerator's own register map.
-    word_bits : int
-        The accelerator's memory word D in bits (32..512, a power of two).
-    gmem_data_width : int
-        Data width W of ``m_axi_gmem`` (32..512, at least D; 512 matches Alveo DDR).
-    max_burst, max_outstanding : int
-        :class:`~rtl_gen.shell.dma.AxiDma`'s burst and in-flight limits (1..256, 1..32).
+        The kernel's register map: :func:`~sw.shell.spec.window_kernel_register_map` of the
+        accelerator's (its registers, then the shell's); its constant registers read
+        ``regmap.info_values(config)``.
 
     Members
     -------
@@ -64,7 +54,7 @@ class WindowKernel(wiring.Component):
         Clock and active-low synchronous reset of everything (the accelerator included).
     s_axi_control_* : AXI4-Lite slave, 32-bit data, 12-bit address
         The accelerator's registers unchanged, then the shell's
-        (:func:`window_kernel_register_map`).
+        (:func:`~sw.shell.spec.window_kernel_register_map`).
     m_axi_gmem_* : AXI4 master, 64-bit address, W-bit data, 1-bit IDs
         Reads and writes the buffer.
     interrupt : ``Out(1)``
@@ -90,44 +80,43 @@ class WindowKernel(wiring.Component):
     writes and its polling. Throughput: one D-bit word, ``D / 8`` bytes, per cycle whatever W is.
     """
 
-    def __init__(self, build, regmap, base, *, word_bits, gmem_data_width=512, max_burst=256,
-                 max_outstanding=4):
-        if not callable(build):
-            raise TypeError(f"build must be callable, not {build!r}")
-        if not _is_int(word_bits) or word_bits not in GMEM_WIDTHS:
-            raise ValueError(f"word_bits must be one of {', '.join(map(str, GMEM_WIDTHS))}, "
-                             f"not {word_bits!r}")
-        check_dma_params(gmem_data_width=gmem_data_width, max_burst=max_burst,
-                         max_outstanding=max_outstanding, word_bits=word_bits)
-        want = window_kernel_register_map(regmap.name, base, gmem_data_width=gmem_data_width,
+    def __init__(self, accelerator, config, regmap):
+        if not isinstance(config, DmaParams):
+            raise TypeError(f"config must be a kernel configuration (DmaParams), not {config!r}")
+        if not (isinstance(accelerator, type) and issubclass(accelerator, AcceleratorShell)):
+            raise TypeError(f"accelerator must be an AcceleratorShell class, not {accelerator!r}")
+        self._config = config
+        self._regmap = regmap
+        self._accel = accel = accelerator(config.accel, host_port="local", regmap=regmap,
+                                          control_addr_width=CONTROL_ADDR_WIDTH,
+                                          constants=regmap.info_values(config))
+        want = window_kernel_register_map(regmap.name, accel.base,
+                                          gmem_data_width=config.gmem_data_width,
                                           doc=regmap.doc)
         if regmap != want:
-            raise ValueError(f"regmap must be window_kernel_register_map of base with "
-                             f"gmem_data_width={gmem_data_width}, not {regmap!r}")
-        self._regmap = regmap
-        self._base = base
-        self._accel = build(self._regmap)
-        for port in ("host_addr", "host_rdata", "csr", "mem_words", "s_axi_control_awaddr"):
-            if not hasattr(self._accel, port):
-                raise TypeError(f"build must return an accelerator with host_port='local' "
-                                f"(it has no {port!r}): {self._accel!r}")
-        if len(self._accel.host_rdata) != word_bits:
-            raise ValueError(f"word_bits ({word_bits}) is not the accelerator's memory word "
-                             f"({len(self._accel.host_rdata)} bits)")
-        self._word_bits = word_bits
-        self._gmem = gmem_data_width
-        self._max_burst, self._max_outstanding = max_burst, max_outstanding
-        self._window_bytes = self._accel.mem_words * word_bits // 8
-        if self._window_bytes >= 1 << 32:
+            raise ValueError(f"regmap must be window_kernel_register_map of the accelerator's "
+                             f"map with gmem_data_width={config.gmem_data_width}, not {regmap!r}")
+        host = accel.signature.members["host"].signature.flip()
+        if host.data_width != config.window_word_bits \
+                or accel.mem_words * host.data_width // 8 != config.window_bytes:
+            raise ValueError(f"config's window ({config.window_bytes} bytes of "
+                             f"{config.window_word_bits}-bit words) is not the accelerator's "
+                             f"({accel.mem_words} words of {host.data_width} bits)")
+        if config.window_bytes >= 1 << 32:
             raise ValueError("the accelerator's window must be below 4 GiB")
-        self._dma = AxiDma(data_width=gmem_data_width, mem_data_width=word_bits,
-                           mem_addr_width=len(self._accel.host_addr), addr_width=64,
-                           max_burst=max_burst, max_outstanding=max_outstanding, prefix=GMEM)
+        self._dma = AxiDma(data_width=config.gmem_data_width, mem_data_width=host.data_width,
+                           mem_addr_width=host.addr_width, addr_width=64,
+                           max_burst=config.max_burst, max_outstanding=config.max_outstanding,
+                           prefix=GMEM)
         members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
-        members.update({n: m for n, m in self._accel.signature.members.items()
+        members.update({n: m for n, m in accel.signature.members.items()
                         if n.startswith("s_axi_control_")})
         members.update({n: m for n, m in shell_members(self._dma).items() if n not in members})
         super().__init__(members)
+
+    @property
+    def config(self):
+        return self._config
 
     @property
     def regmap(self) -> RegisterMap:
@@ -140,35 +129,17 @@ class WindowKernel(wiring.Component):
     @property
     def window_bytes(self) -> int:
         """Bytes of the accelerator's memory window (DMA_WINDOW)."""
-        return self._window_bytes
+        return self._config.window_bytes
 
     @property
     def pointer_align(self) -> int:
         """Alignment of MEM_PTR and DMA_OFFSET in bytes (``gmem_data_width / 8``)."""
-        return self._gmem // 8
+        return self._config.pointer_align
 
     @property
     def word_bytes(self) -> int:
         """Granularity of DMA_BYTES (the accelerator's memory word)."""
-        return self._word_bits // 8
-
-    def scalars(self) -> list:
-        """The accelerator's argument registers (every field host-writable)."""
-        return [r.name for r in self._base.user_registers
-                if all(f.access == "rw" for f in r.fields)]
-
-    @property
-    def kernel_manifest(self) -> dict:
-        """What a Vitis ``kernel.xml`` needs beyond the ports and the register map (as
-        :attr:`rtl_gen.gae.kernel.GaeKernel.kernel_manifest`)."""
-        return {
-            "m_axi": {GMEM: {"data_width": self._gmem, "max_burst": self._max_burst,
-                             "outstanding": self._max_outstanding}},
-            "pointers": [{"name": KERNEL_POINTER, "port": GMEM, "lo": f"{KERNEL_POINTER}_LO",
-                          "hi": f"{KERNEL_POINTER}_HI",
-                          "offset": self._regmap.offset(f"{KERNEL_POINTER}_LO")}],
-            "scalars": self.scalars(),
-        }
+        return self._config.window_word_bits // 8
 
     def elaborate(self, platform):
         m = Module()
@@ -178,12 +149,7 @@ class WindowKernel(wiring.Component):
         m.submodules.accel = accel
         m.submodules.dma = dma
         connect_bridges(m, self, dma)
-        for name, member in accel.signature.members.items():
-            if name.startswith("s_axi_control_"):
-                if member.flow == wiring.In:
-                    m.d.comb += getattr(accel, name).eq(getattr(self, name))
-                else:
-                    m.d.comb += getattr(self, name).eq(getattr(accel, name))
+        pass_ports(m, self, accel, "s_axi_control")
         m.d.comb += self.interrupt.eq(accel.interrupt)
 
         wb = (self.word_bytes - 1).bit_length()
@@ -203,7 +169,7 @@ class WindowKernel(wiring.Component):
 
         aligned = (csr.dma_offset[:ab] == 0 if ab else Const(1)) & \
             (csr.dma_bytes[:wb] == 0 if wb else Const(1))
-        fits = (csr.dma_offset + csr.dma_bytes) <= self._window_bytes   # 33-bit sum
+        fits = (csr.dma_offset + csr.dma_bytes) <= self.window_bytes    # 33-bit sum
         n_words = nbytes[wb:]
 
         with m.FSM(name="copy"):
@@ -215,7 +181,7 @@ class WindowKernel(wiring.Component):
                                  done.eq(0)] + [f.eq(0) for f in flags.values()]
                     with m.If(~aligned | ~fits):
                         m.d.sync += [flags["RANGE"].eq(1), done.eq(1)]
-                    with m.Elif(~accel.host_enable):
+                    with m.Elif(~dma.mem.enable):
                         m.d.sync += [flags["LOCKED"].eq(1), done.eq(1)]
                     with m.Else():
                         m.d.sync += busy.eq(1)
@@ -239,23 +205,17 @@ class WindowKernel(wiring.Component):
             with m.Else():
                 m.d.sync += flags["READ_ERROR"].eq(1)
         # A local access while the accelerator owns its memory is dropped: flag it.
-        with m.If(busy & ~accel.host_enable & (dma.mem_re | (dma.mem_we != 0))):
+        with m.If(busy & dma.dropped):
             m.d.sync += flags["LOCKED"].eq(1)
 
+        wiring.connect(m, dma.mem, accel.host)
         m.d.comb += [
-            accel.host_addr.eq(dma.mem_addr),
-            accel.host_re.eq(dma.mem_re & accel.host_enable),
-            accel.host_we.eq(dma.mem_we & accel.host_enable.replicate(len(dma.mem_we))),
-            accel.host_wdata.eq(dma.mem_wdata),
-            dma.mem_rdata.eq(accel.host_rdata),
             csr.dma_status_busy.eq(busy),
             csr.dma_status_done.eq(done),
+            csr.dma_status_read_error.eq(flags["READ_ERROR"]),
+            csr.dma_status_write_error.eq(flags["WRITE_ERROR"]),
+            csr.dma_status_locked.eq(flags["LOCKED"]),
+            csr.dma_status_range.eq(flags["RANGE"]),
             csr.dma_cycles.eq(cycles),
         ]
-        for name, sig in flags.items():
-            m.d.comb += getattr(csr, f"dma_status_{name.lower()}").eq(sig)
-        drive_constants(m, csr, self._regmap, {
-            "DMA_WINDOW": self._window_bytes,
-            "DMA_ALIGN": self.pointer_align | self.word_bytes << 16,
-        })
         return m

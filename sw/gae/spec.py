@@ -11,7 +11,7 @@ device and the driver all derive from this module.
   arguments and the refusal rules; :data:`STATUS_FLAGS`; :func:`gae_register_map`.
 * :func:`run_cycles` -- cycles of a run, exactly as the RTL takes them.
 * :class:`GaeKernelConfig`, :func:`gae_kernel_register_map`, :func:`copy_plan`,
-  :func:`kernel_run_cycles` -- the Vitis kernel with its DMA shell.
+  :func:`kernel_run_cycles` -- the Vitis kernel: the accelerator in the window DMA shell.
 """
 
 from dataclasses import dataclass
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
-from sw.shell.spec import GMEM_WIDTHS, without_dma_params
+from sw.shell.spec import DmaParams, copy_cycles, window_kernel_register_map
 
 __all__ = ["GAE_MODES", "GAE_RESULT_MODES", "AXI_DATA_WIDTHS", "LIMITS", "MAX_RUN_TRAJECTORIES",
            "GaePeConfig", "GaeCoreConfig", "GAE_CORE_ARGS", "GaeCoreArgs", "ERRORS", "ERROR_CODES",
@@ -425,88 +425,41 @@ def config_from_hw(params: dict) -> GaeCoreConfig:
 
 
 @dataclass(frozen=True)
-class GaeKernelConfig(GaeCoreConfig):
-    """Parameters of :class:`GaeKernel`: those of :class:`GaeCoreConfig` and the DMA's.
-
-    Parameters
-    ----------
-    gmem_data_width : int
-        Data width W of ``m_axi_gmem`` in bits: 32, 64, 128, 256 or 512, at least
-        ``axi_data_width`` (the core's memory word D) and at most 8 times the bytes of a memory
-        region. 512 matches the Alveo DDR interfaces. The copy rate is one D-bit word per cycle
-        whatever W is: a wider W only means fewer, fuller beats.
-    max_burst : int
-        Most beats per AXI burst, 1..256 (bursts never cross 4 KiB either).
-    max_outstanding : int
-        Most bursts in flight per direction, 1..32.
-
-    The other parameters are :class:`GaeCoreConfig`'s; :attr:`core` is that part alone.
+class GaeKernelConfig(DmaParams, GaeCoreConfig):
+    """:class:`GaeCoreConfig` and the window shell's parameters (:class:`~sw.shell.spec.DmaParams`:
+    ``gmem_data_width``, ``max_burst``, ``max_outstanding``), for the Vitis kernel. The window
+    is the accelerator's memory regions (:mod:`sw.gae.layout`), ``axi_data_width``-bit words;
+    ``gmem_data_width`` must be at least ``axi_data_width`` and at most 8 times the window.
+    :attr:`accel` is the :class:`GaeCoreConfig` part (what the core, its register map and
+    driver use).
     """
     what = "GAE kernel"
 
-    gmem_data_width: int = 512
-    max_burst: int = 256
-    max_outstanding: int = 4
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.gmem_data_width not in GMEM_WIDTHS or isinstance(self.gmem_data_width, bool) \
-                or self.gmem_data_width < self.axi_data_width:
-            raise ValueError(f"gmem_data_width must be one of "
-                             f"{', '.join(map(str, GMEM_WIDTHS))} and at least axi_data_width "
-                             f"({self.axi_data_width}), not {self.gmem_data_width!r}")
-        if self.region_bytes % (self.gmem_data_width // 8):
-            raise ValueError(f"gmem_data_width must be at most 8 * region_bytes "
-                             f"({8 * self.region_bytes}), not {self.gmem_data_width!r}")
-        check_int("max_burst", self.max_burst, 1, 256)
-        check_int("max_outstanding", self.max_outstanding, 1, 32)
+    @property
+    def window_word_bits(self) -> int:
+        return self.axi_data_width
 
     @property
-    def core(self) -> GaeCoreConfig:
-        """The :class:`GaeCoreConfig` part (what the core, its register map and driver use)."""
-        return without_dma_params(self, GaeCoreConfig)
-
-    @property
-    def pointer_align(self) -> int:
-        """Alignment of ``MEM_PTR`` in bytes (``gmem_data_width / 8``)."""
-        return self.gmem_data_width // 8
+    def window_bytes(self) -> int:
+        return len(self.regions) * self.region_bytes
 
 
 def gae_kernel_register_map(config: GaeKernelConfig) -> RegisterMap:
-    """:func:`gae_register_map` of the core, then the kernel's registers.
-
-    At the GAE map's span (``gae_register_map(config.core).span``), in order: ``MEM_PTR_LO``
-    and ``MEM_PTR_HI`` (the 64-bit buffer address, low word first, as XRT writes a pointer
-    argument; the bits below ``log2(gmem_data_width / 8)`` are not stored and read 0),
-    ``DMA_STATUS`` (error responses during the last run's copies) and ``DMA_CYCLES``.
-    """
+    """The kernel's control map: :func:`gae_register_map` of ``config.accel`` unchanged, then
+    the window shell's registers (:func:`~sw.shell.spec.window_kernel_register_map`, layout
+    version :data:`~sw.shell.spec.SHELL_VERSION`)."""
     if not isinstance(config, GaeKernelConfig):
         raise TypeError(f"config must be a GaeKernelConfig, not {config!r}")
-    base = gae_register_map(config.core)
-    lo = (config.pointer_align - 1).bit_length()
-    extra = [
-        Register("MEM_PTR_LO", None, (
-            Field("MEM_PTR_LO", lo, 32 - lo, "rw",
-                  doc=f"buffer address bits 31:{lo} (bits {lo - 1}:0 read 0: the buffer is "
-                      f"{config.pointer_align}-byte aligned)"),),
-            doc="device address of the memory image (low word)"),
-        Register.scalar("MEM_PTR_HI", 32, "rw", doc="device address of the memory image (high "
-                                                     "word)"),
-        Register("DMA_STATUS", None, (
-            Field("READ_ERROR", 0, 1, "ro", doc="a read of the image was not answered OKAY"),
-            Field("WRITE_ERROR", 1, 1, "ro", doc="a write of the results was not answered "
-                                                 "OKAY")),
-            doc="device-memory errors of the last run's copies (cleared at start)"),
-        Register.scalar("DMA_CYCLES", 32, "ro",
-                        doc="cycles of the last kernel run: copy-in, core run, copy-out"),
-    ]
-    return RegisterMap.with_ap_ctrl_hs("gae_kernel", base.user_registers + tuple(extra),
-                                       doc="HEPPO GAE accelerator as a Vitis kernel (DMA shell)")
+    return window_kernel_register_map("gae_kernel", gae_register_map(config.accel),
+                                      gmem_data_width=config.gmem_data_width,
+                                      doc="HEPPO GAE accelerator as a Vitis kernel "
+                                          "(window DMA shell)")
 
 
 def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> dict:
-    """The blocks a valid run copies: ``{"in": [...], "out": [...]}`` of ``(region, byte
-    offset in the image, bytes)``, in the order the kernel copies them.
+    """The blocks one batch moves: ``{"in": [...], "out": [...]}`` of ``(region, byte
+    offset in the image, bytes)``, in the order the driver writes and reads them (on a Vitis
+    kernel, the copies it commands).
 
     With ``G = ceil(M / n_pe)``: in, rows ``0..T-1`` of ``rewards`` and ``dones`` and rows
     ``0..T`` of ``values`` (the bootstrap row); out, rows ``0..T-1`` of the result regions
@@ -528,12 +481,11 @@ def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) 
 
 def kernel_run_cycles(config: GaeKernelConfig, num_timesteps: int, num_trajectories: int, *,
                       latency: int) -> int:
-    """DMA_CYCLES of a valid kernel run when device memory never stalls and answers
-    ``latency`` cycles after a request (first R beat after its AR handshake, B after the last W
-    beat): ``G + sum over the blocks of (N_b + latency + 5) + run_cycles + 2``, ``N_b`` the
-    block's core words (:func:`copy_plan`)."""
-    G = -(-num_trajectories // config.n_pe)
+    """Kernel cycles of one GAE batch on the Vitis kernel: the host-commanded copies of
+    :func:`copy_plan` (each :func:`~sw.shell.spec.copy_cycles` when device memory answers
+    ``latency`` cycles after a request and never stalls) plus the run (:func:`run_cycles`).
+    The host's register accesses between them are not counted."""
     plan = copy_plan(config, num_timesteps, num_trajectories)
-    words = [n // (config.axi_data_width // 8) for _, _, n in plan["in"] + plan["out"]]
-    return (G + sum(n + latency + 5 for n in words)
-            + run_cycles(config.core, num_timesteps, num_trajectories) + 2)
+    wb = config.axi_data_width // 8
+    return (sum(copy_cycles(n, wb, latency=latency) for _, _, n in plan["in"] + plan["out"])
+            + run_cycles(config.accel, num_timesteps, num_trajectories))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
-from sw.shell.spec import check_dma_params, window_kernel_register_map, without_dma_params
+from sw.shell.spec import DmaParams, window_kernel_register_map
 
 from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, NumericParams, TensorUnitConfig
 
@@ -387,34 +387,24 @@ assert {f for _, f, _ in STATUS_FLAGS.values() if f} == set(LEARNER_FLAGS)
 
 # -- Vitis kernel (DMA shell) --------------------------------------------------------------------
 @dataclass(frozen=True)
-class LearnerKernelConfig(LearnerConfig):
-    """:class:`LearnerConfig` and the DMA shell's parameters.
-
-    Parameters
-    ----------
-    gmem_data_width : int
-        Data width of ``m_axi_gmem``: 32..512, at least ``axi_data_width`` (Alveo DDR: 512).
-    max_burst : int
-        Most beats per AXI burst, 1..256.
-    max_outstanding : int
-        Most bursts in flight per direction, 1..32.
+class LearnerKernelConfig(DmaParams, LearnerConfig):
+    """:class:`LearnerConfig` and the window shell's parameters (:class:`~sw.shell.spec.DmaParams`:
+    ``gmem_data_width``, ``max_burst``, ``max_outstanding``), for the Vitis kernel.
+    The window is the memory regions of :mod:`sw.learner.layout`, ``axi_data_width``-bit
+    words.
 
     :attr:`accel` is the :class:`LearnerConfig` part (what the accelerator and driver use).
     """
     what = "learner kernel"
 
-    gmem_data_width: int = 512
-    max_burst: int = 256
-    max_outstanding: int = 4
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_dma_params(gmem_data_width=self.gmem_data_width, max_burst=self.max_burst,
-                         max_outstanding=self.max_outstanding, word_bits=self.axi_data_width)
+    @property
+    def window_word_bits(self) -> int:
+        return self.axi_data_width
 
     @property
-    def accel(self) -> LearnerConfig:
-        return without_dma_params(self, LearnerConfig)
+    def window_bytes(self) -> int:
+        from .layout import mem_addr_bits       # the layout derives from this module
+        return 1 << mem_addr_bits(self)
 
 
 def learner_kernel_register_map(config: LearnerKernelConfig) -> RegisterMap:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
-from sw.shell.spec import check_dma_params, window_kernel_register_map, without_dma_params
+from sw.shell.spec import DmaParams, window_kernel_register_map
 
 __all__ = ["SumTreeConfig", "XORSHIFT32_SHIFTS", "XORSHIFT32_ZERO_SEED", "PRNG_BITS", "FANOUTS",
            "LIMITS", "check_fanout", "tree_shape", "ReplayOp", "OP_BITS", "REPLAY_ERRORS",
@@ -498,34 +498,22 @@ def response_cycles(config: SumTreeConfig, op, batch: int = 1, update_size: int 
 
 # -- Vitis kernel (DMA shell) --------------------------------------------------------------------
 @dataclass(frozen=True)
-class ReplayKernelConfig(SumTreeConfig):
-    """:class:`SumTreeConfig` and the DMA shell's parameters.
-
-    Parameters
-    ----------
-    gmem_data_width : int
-        Data width of ``m_axi_gmem``: 64, 128, 256 or 512 (Alveo DDR: 512).
-    max_burst : int
-        Most beats per AXI burst, 1..256.
-    max_outstanding : int
-        Most bursts in flight per direction, 1..32.
+class ReplayKernelConfig(DmaParams, SumTreeConfig):
+    """:class:`SumTreeConfig` and the window shell's parameters (:class:`~sw.shell.spec.DmaParams`:
+    ``gmem_data_width``, ``max_burst``, ``max_outstanding``), for the Vitis kernel.
+    The window is the five batch buffers, 64-bit words.
 
     :attr:`accel` is the :class:`SumTreeConfig` part (what the accelerator and driver use).
     """
     what = "replay kernel"
 
-    gmem_data_width: int = 512
-    max_burst: int = 256
-    max_outstanding: int = 4
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_dma_params(gmem_data_width=self.gmem_data_width, max_burst=self.max_burst,
-                         max_outstanding=self.max_outstanding, word_bits=8 * WORD_BYTES)
+    @property
+    def window_word_bits(self) -> int:
+        return 8 * WORD_BYTES
 
     @property
-    def accel(self) -> SumTreeConfig:
-        return without_dma_params(self, SumTreeConfig)
+    def window_bytes(self) -> int:
+        return len(REGIONS) * region_words(self) * WORD_BYTES
 
 
 def replay_kernel_register_map(config: ReplayKernelConfig) -> RegisterMap:

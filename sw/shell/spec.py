@@ -12,11 +12,19 @@ device address into ``MEM_PTR`` once, and moves blocks between the buffer and th
 with DMA_OFFSET / DMA_BYTES / DMA_CTRL.
 """
 
-from sw.regmap import Field, Register, RegisterMap
+from dataclasses import dataclass
 
-__all__ = ["GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS", "DMA_FLAGS",
+from sw.config import check_int
+from sw.regmap import Field, Info, Register, RegisterMap
+
+__all__ = ["SHELL_FIELDS", "SHELL_VERSION", "DmaParams", "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS", "DMA_FLAGS",
            "TO_ACCELERATOR", "TO_BUFFER", "DMA_PARAMS", "without_dma_params", "check_dma_params",
            "window_kernel_register_map", "copy_cycles", "kernel_args"]
+
+#: ``(register, field)`` of every accelerator's register map that its ``ap_ctrl_hs`` shell
+#: drives itself, not the core: the error code of the last start, the refused-start flag and
+#: the cycle count of the last run.
+SHELL_FIELDS = (("STATUS", "ERROR"), ("STATUS", "START_REFUSED"), ("CYCLES", "CYCLES"))
 
 #: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
 GMEM = "m_axi_gmem"
@@ -39,6 +47,12 @@ def _is_int(value):
 #: The parameters a kernel configuration adds to its accelerator's (GAE, replay, learner).
 DMA_PARAMS = ("gmem_data_width", "max_burst", "max_outstanding")
 
+#: Version of the window shell's register layout, in its SHELL_VERSION register. 1: the first
+#: layout (MEM_PTR, DMA_OFFSET, DMA_BYTES, DMA_CTRL, DMA_STATUS, DMA_CYCLES, DMA_WINDOW,
+#: DMA_ALIGN, SHELL_VERSION), shared by every kernel since the GAE kernel moved onto it
+#: (docs/changelog.md).
+SHELL_VERSION = 1
+
 
 def without_dma_params(config, base_cls):
     """The ``base_cls`` part of a kernel configuration: ``config`` without :data:`DMA_PARAMS`
@@ -60,10 +74,65 @@ def check_dma_params(*, gmem_data_width, max_burst, max_outstanding, word_bits):
         raise ValueError(f"gmem_data_width must be one of {', '.join(map(str, GMEM_WIDTHS))} "
                          f"and at least the accelerator's memory word ({word_bits} bits), "
                          f"not {gmem_data_width!r}")
-    if not _is_int(max_burst) or not 1 <= max_burst <= 256:
-        raise ValueError(f"max_burst must be an integer in 1..256, not {max_burst!r}")
-    if not _is_int(max_outstanding) or not 1 <= max_outstanding <= 32:
-        raise ValueError(f"max_outstanding must be an integer in 1..32, not {max_outstanding!r}")
+    check_int("max_burst", max_burst, 1, 256)
+    check_int("max_outstanding", max_outstanding, 1, 32)
+
+
+@dataclass(frozen=True)
+class DmaParams:
+    """The window shell's parameters, mixed into a kernel configuration before its
+    accelerator's configuration: ``class ReplayKernelConfig(DmaParams, SumTreeConfig)``.
+
+    Parameters
+    ----------
+    gmem_data_width : int
+        Data width W of ``m_axi_gmem``: one of :data:`GMEM_WIDTHS`, at least the accelerator's
+        memory word (Alveo DDR: 512). The copy rate is one memory word per cycle whatever W
+        is: a wider W only means fewer, fuller beats.
+    max_burst : int
+        Most beats per AXI burst, 1..256 (bursts never cross 4 KiB either).
+    max_outstanding : int
+        Most bursts in flight per direction, 1..32.
+
+    A subclass gives :attr:`window_word_bits` and :attr:`window_bytes` (the accelerator's memory
+    window, from its spec); :attr:`accel` is the accelerator's part of the configuration.
+    """
+    gmem_data_width: int = 512
+    max_burst: int = 256
+    max_outstanding: int = 4
+
+    #: SHELL_VERSION of the register layout (:data:`SHELL_VERSION`).
+    shell_version = SHELL_VERSION
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_dma_params(gmem_data_width=self.gmem_data_width, max_burst=self.max_burst,
+                         max_outstanding=self.max_outstanding, word_bits=self.window_word_bits)
+        if self.window_bytes % (self.gmem_data_width // 8):
+            raise ValueError(f"gmem_data_width must be at most 8 times the memory window "
+                             f"({self.window_bytes} bytes), not {self.gmem_data_width!r}")
+
+    @property
+    def accel(self):
+        """The accelerator's configuration: this one without the shell's parameters."""
+        base = next(c for c in type(self).__mro__[1:]
+                    if "__dataclass_fields__" in vars(c) and not issubclass(c, DmaParams))
+        return without_dma_params(self, base)
+
+    @property
+    def pointer_align(self) -> int:
+        """Alignment of MEM_PTR and DMA_OFFSET in bytes (``gmem_data_width / 8``)."""
+        return self.gmem_data_width // 8
+
+    @property
+    def window_word_bits(self) -> int:
+        """Bits of the accelerator's memory word (the granularity of a copy)."""
+        raise NotImplementedError
+
+    @property
+    def window_bytes(self) -> int:
+        """Bytes of the accelerator's memory window."""
+        raise NotImplementedError
 
 
 def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width: int,
@@ -75,8 +144,10 @@ def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width:
     offset of a copy in the window and in the buffer, ``DMA_BYTES``: its length, ``DMA_CTRL``:
     START (a written 1 starts the copy; cleared when the copy is accepted) and DIR (0: buffer
     to accelerator, 1: accelerator to buffer), ``DMA_STATUS`` (:data:`DMA_FLAGS`),
-    ``DMA_CYCLES`` (cycles of the last copy), ``DMA_WINDOW`` (bytes of the window) and
-    ``DMA_ALIGN`` (granularities of DMA_OFFSET and DMA_BYTES).
+    ``DMA_CYCLES`` (cycles of the last copy), ``DMA_WINDOW`` (bytes of the window),
+    ``DMA_ALIGN`` (granularities of DMA_OFFSET and DMA_BYTES) and ``SHELL_VERSION``
+    (:data:`SHELL_VERSION`). The last three are constants of the kernel configuration
+    (:class:`DmaParams`; :meth:`~sw.regmap.RegisterMap.info_values` of it).
     """
     if not isinstance(base, RegisterMap) or base.protocol != "ap_ctrl_hs":
         raise ValueError(f"base must be an ap_ctrl_hs RegisterMap, not {base!r}")
@@ -111,13 +182,19 @@ def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width:
             Field(flag, bit, 1, "ro", doc=flag_doc[flag]) for flag, bit in DMA_FLAGS.items()),
             doc="copy state; the error flags describe the last copy (cleared at its start)"),
         Register.scalar("DMA_CYCLES", 32, "ro", doc="cycles of the last copy"),
-        Register.scalar("DMA_WINDOW", 32, "ro", doc="bytes of the accelerator's memory window"),
+        Register.scalar("DMA_WINDOW", 32, "ro", doc="bytes of the accelerator's memory window",
+                        info=Info("window_bytes")),
         Register("DMA_ALIGN", None, (
             Field("OFFSET", 0, 16, "ro", doc="DMA_OFFSET must be a multiple of this "
-                                             "(gmem_data_width / 8)"),
+                                             "(gmem_data_width / 8)",
+                  info=Info("gmem_data_width", scale=8)),
             Field("BYTES", 16, 16, "ro", doc="DMA_BYTES must be a multiple of this (the "
-                                             "memory word)")),
+                                             "memory word)",
+                  info=Info("window_word_bits", scale=8))),
             doc="granularities of a copy"),
+        Register.scalar("SHELL_VERSION", 32, "ro",
+                        doc=f"version of this register layout ({SHELL_VERSION})",
+                        info=Info("shell_version")),
     )
     return RegisterMap.with_ap_ctrl_hs(name, base.user_registers + extra, doc=doc)
 

@@ -1,0 +1,264 @@
+"""The prioritized replay accelerator's core: the sum tree, its batch buffers and the batch
+engine."""
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from sw.replay.spec import (REGIONS, REPLAY_ERRORS, TAIL, WORD_BYTES, ReplayOp, SumTreeConfig,
+                           field_bits, region_bits, region_words, replay_register_map)
+
+from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
+                                StatusSignature)
+from .layouts import SumTreeOp
+from .sumtree import SumTree
+
+__all__ = ["ReplayCore"]
+
+
+class ReplayCore(wiring.Component):
+    """A :class:`~rtl_gen.replay.sumtree.SumTree`, five batch buffers and the batch engine:
+    what :class:`~rtl_gen.replay.accelerator.ReplayAccelerator` puts in its shell.
+
+    Buffers: one memory per region of :data:`~sw.replay.spec.REGIONS`, ``region_words`` deep,
+    only their used bits wide (a host write keeps :func:`~sw.replay.spec.field_bits` bits),
+    on the host port while idle. A run (OP, BATCH_SIZE, UPDATE_SIZE sampled with
+    ``ctrl.start``): the engine reads one command per cycle from the input buffers into the
+    tree (a one-cycle buffer read, then the command register) and writes every response into
+    IDX_OUT/PRIO_OUT at the next free entry in the cycle it leaves the tree. It ends when every
+    command has been taken, every response is written and :data:`~sw.replay.spec.TAIL` cycles
+    have passed since the last command. Updates are posted. Cycles of a run:
+    :func:`sw.replay.spec.run_cycles` (``ctrl.cycles``); refused starts end at once with
+    ``ctrl.error`` (:data:`~sw.replay.spec.REPLAY_ERRORS`), tree and buffers untouched.
+
+    Parameters
+    ----------
+    config : SumTreeConfig
+
+    Members
+    -------
+    ctrl : ``In(RunControlSignature(error_bits=2))``
+    args : ``In(ArgsSignature(replay_register_map(config)))``
+        OP (``op_code``, ``op_prng``, ``op_relaxed``), ``batch_size``, ``update_size``,
+        ``seed``.
+    status : ``Out(StatusSignature(...))``
+        The tree's sticky flags, ``status_tree_busy``, ``response_cycles``, the root
+        (``total_lo``/``_hi``), the maximum-priority register, ``size``, ``write_pointer``.
+    host : ``In(MemoryPortSignature(64, ...))``
+        The buffers as 64-bit words, region after region (``host.enable`` low while busy).
+    """
+
+    def __init__(self, config: SumTreeConfig):
+        if not isinstance(config, SumTreeConfig):
+            raise TypeError(f"config must be a SumTreeConfig, not {config!r}")
+        self._config = config
+        regmap = replay_register_map(config)
+        words = len(REGIONS) * region_words(config)
+        super().__init__({
+            "ctrl": In(RunControlSignature(error_bits=2)),
+            "args": In(ArgsSignature(regmap)),
+            "status": Out(StatusSignature(regmap)),
+            "host": In(MemoryPortSignature(data_width=8 * WORD_BYTES,
+                                           addr_width=max(1, (words - 1).bit_length()))),
+        })
+
+    @property
+    def config(self) -> SumTreeConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        args, status, ctrl, hmem = self.args, self.status, self.ctrl, self.host
+        m.submodules.tree = tree = SumTree(cfg)
+
+        rw = region_words(cfg)
+        rbits = (rw - 1).bit_length()
+        busy = Signal()
+
+        # -- buffers: one memory per region; the host port while idle, the engine while busy --
+        mems, rports, wports = {}, {}, {}
+        for name in REGIONS:
+            mem = Memory(shape=unsigned(region_bits(cfg, name)), depth=rw, init=[])
+            m.submodules[f"buf_{name.lower()}"] = mem
+            mems[name] = mem
+            rports[name] = mem.read_port()
+            wports[name] = mem.write_port(granularity=8)
+        h_region = Signal(range(len(REGIONS) + 1))
+        h_word = Signal(max(1, rbits))
+        m.d.comb += [h_region.eq(hmem.addr >> rbits), h_word.eq(hmem.addr[:rbits]
+                                                                   if rbits else 0)]
+        h_region_q = Signal.like(h_region)
+        m.d.sync += h_region_q.eq(h_region)
+        rdata = 0
+        for r, name in enumerate(REGIONS):
+            bits = region_bits(cfg, name)
+            rdata = rdata | Mux(h_region_q == r, rports[name].data, 0)
+            with m.If(~busy):
+                m.d.comb += [
+                    rports[name].addr.eq(h_word),
+                    rports[name].en.eq(hmem.re & (h_region == r)),
+                    wports[name].addr.eq(h_word),
+                    wports[name].data.eq(hmem.wdata[:field_bits(cfg, name)]),
+                    wports[name].en.eq(Mux(h_region == r, hmem.we[:bits // 8], 0)),
+                ]
+        m.d.comb += [hmem.rdata.eq(rdata), hmem.enable.eq(~busy)]
+
+        # -- control --------------------------------------------------------------------------
+        ready = Signal()
+        done = Signal()
+        m.d.comb += [ctrl.busy.eq(busy), ctrl.ready.eq(ready), ctrl.done.eq(done)]
+        error = Signal(2)
+        cycles = Signal(32)
+        rsp_cycles = Signal(32)
+        m.d.sync += [ready.eq(0), done.eq(0)]
+        with m.If(busy):
+            m.d.sync += cycles.eq(cycles + 1)
+
+        # Latched run: up to two phases (tree operation, count) issued one after the other.
+        bw = max(cfg.batch_width, 1)
+        ph_op = [Signal(SumTreeOp, name=f"ph{p}_op") for p in range(2)]
+        ph_n = [Signal(bw, name=f"ph{p}_n") for p in range(2)]
+        phase = Signal()                        # the phase being issued
+        issue_i = Signal(bw)                    # next element of the phase to read
+        issuing = Signal()                      # elements left to read
+        n_rsp = Signal(bw)                      # output entries expected
+        rsp_j = Signal(bw)                      # output entries written
+        wait_tree = Signal()                    # RESET: end when the tree is idle again
+        tail = Signal(range(TAIL + 1))
+
+        cur_op = Mux(phase, ph_op[1], ph_op[0])
+        cur_n = Mux(phase, ph_n[1], ph_n[0])
+
+        # Issue: buffer read (cycle 1), command register (cycle 2, valid until taken).
+        c_valid = Signal()
+        c_op = Signal(SumTreeOp)
+        advance = ~c_valid | tree.cmd.ready
+        fetch = issuing & advance
+        with m.If(busy):
+            for name in ("IDX_IN", "PRIO_IN", "TARGET_IN"):
+                m.d.comb += [rports[name].addr.eq(issue_i), rports[name].en.eq(advance)]
+        with m.If(advance):
+            m.d.sync += [c_valid.eq(fetch), c_op.eq(cur_op)]
+        with m.If(fetch):
+            m.d.sync += issue_i.eq(issue_i + 1)
+            with m.If(issue_i == cur_n - 1):
+                m.d.sync += issue_i.eq(0)
+                with m.If(~phase & (ph_n[1] != 0)):
+                    m.d.sync += phase.eq(1)
+                with m.Else():
+                    m.d.sync += issuing.eq(0)
+        m.d.comb += [
+            tree.cmd.valid.eq(c_valid),
+            tree.cmd.payload.op.eq(c_op),
+            tree.cmd.payload.index.eq(rports["IDX_IN"].data),
+            tree.cmd.payload.priority.eq(rports["PRIO_IN"].data),
+            tree.cmd.payload.target.eq(rports["TARGET_IN"].data),
+            tree.rsp.ready.eq(1),
+        ]
+        taken = tree.cmd.valid & tree.cmd.ready
+        with m.If(taken):
+            m.d.sync += tail.eq(TAIL)
+        with m.Elif(tail != 0):
+            m.d.sync += tail.eq(tail - 1)
+
+        # Responses: written to the output buffers in order.
+        got = tree.rsp.valid & busy
+        with m.If(busy):
+            for name, field in (("IDX_OUT", "index"), ("PRIO_OUT", "value")):
+                bits = region_bits(cfg, name)
+                m.d.comb += [
+                    wports[name].addr.eq(rsp_j),
+                    wports[name].data.eq(getattr(tree.rsp.payload, field)[:bits]),
+                    wports[name].en.eq(Mux(got, (1 << (bits // 8)) - 1, 0)),
+                ]
+        with m.If(got):
+            m.d.sync += [rsp_j.eq(rsp_j + 1), rsp_cycles.eq(cycles + 1)]
+
+        # Arguments.
+        code = args.op_code
+        batch = args.batch_size
+        usize = args.update_size
+        sample_op = Mux(args.op_prng, SumTreeOp.SAMPLE_PRNG, SumTreeOp.SAMPLE)
+        bad_batch = (batch == 0) | (batch > cfg.max_batch)
+        bad_usize = (usize == 0) | (usize > cfg.max_batch)
+        b_n = batch[:bw]
+        u_n = usize[:bw]
+
+        with m.FSM(name="engine"):
+            with m.State("IDLE"):
+                # (not in the cycle after an accept: AP_START falls only then)
+                with m.If(ctrl.start & ~ready):
+                    m.d.sync += [ready.eq(1), cycles.eq(0), rsp_cycles.eq(0), error.eq(0),
+                                 phase.eq(0), issue_i.eq(0), rsp_j.eq(0), n_rsp.eq(0),
+                                 wait_tree.eq(0), ph_n[1].eq(0)]
+                    m.d.comb += tree.clear.eq(1)
+                    fail = Signal(2)
+                    with m.If(code > max(o.value for o in ReplayOp)):
+                        m.d.comb += fail.eq(REPLAY_ERRORS["op"])
+                    with m.Elif((code != ReplayOp.RESET) & (code != ReplayOp.SEED) & bad_batch):
+                        m.d.comb += fail.eq(REPLAY_ERRORS["batch_size"])
+                    with m.Elif((code == ReplayOp.UPDATE_SAMPLE) & bad_usize):
+                        m.d.comb += fail.eq(REPLAY_ERRORS["update_size"])
+                    with m.If(fail != 0):
+                        m.d.sync += [error.eq(fail), done.eq(1)]
+                    with m.Elif(code == ReplayOp.SEED):
+                        m.d.sync += busy.eq(1)
+                        m.next = "SEED"
+                    with m.Else():
+                        m.d.sync += [busy.eq(1), issuing.eq(1), ph_n[0].eq(b_n)]
+                        m.next = "RUN"
+                        with m.Switch(code):
+                            with m.Case(ReplayOp.SAMPLE):
+                                m.d.sync += [ph_op[0].eq(sample_op), n_rsp.eq(b_n)]
+                            with m.Case(ReplayOp.UPDATE):
+                                m.d.sync += ph_op[0].eq(SumTreeOp.UPDATE)
+                            with m.Case(ReplayOp.INSERT):
+                                m.d.sync += [ph_op[0].eq(SumTreeOp.INSERT), n_rsp.eq(b_n)]
+                            with m.Case(ReplayOp.INSERT_MAX):
+                                m.d.sync += [ph_op[0].eq(SumTreeOp.INSERT_MAX), n_rsp.eq(b_n)]
+                            with m.Case(ReplayOp.READ):
+                                m.d.sync += [ph_op[0].eq(SumTreeOp.READ), n_rsp.eq(b_n)]
+                            with m.Case(ReplayOp.UPDATE_SAMPLE):
+                                m.d.sync += n_rsp.eq(b_n)
+                                with m.If(args.op_relaxed):
+                                    m.d.sync += [ph_op[0].eq(sample_op),
+                                                 ph_op[1].eq(SumTreeOp.UPDATE), ph_n[1].eq(u_n)]
+                                with m.Else():
+                                    m.d.sync += [ph_op[0].eq(SumTreeOp.UPDATE), ph_n[0].eq(u_n),
+                                                 ph_op[1].eq(sample_op), ph_n[1].eq(b_n)]
+                            with m.Case(ReplayOp.RESET):
+                                m.d.sync += [ph_op[0].eq(SumTreeOp.RESET), ph_n[0].eq(1),
+                                             wait_tree.eq(1)]
+            with m.State("RUN"):
+                finished = (~issuing & ~c_valid & (rsp_j == n_rsp) & (tail == 0)
+                            & ~(wait_tree & tree.busy))
+                with m.If(finished):
+                    m.d.sync += [busy.eq(0), done.eq(1)]
+                    m.next = "IDLE"
+            with m.State("SEED"):
+                with m.If(~tree.busy):
+                    m.d.comb += tree.seed_load.eq(1)
+                    m.d.sync += [busy.eq(0), done.eq(1)]
+                    m.next = "IDLE"
+        m.d.comb += tree.seed.eq(args.seed)
+
+        # -- status and results ---------------------------------------------------------------
+        root, mx = tree.total, tree.max_priority
+        m.d.comb += [
+            ctrl.error.eq(error),
+            status.status_empty.eq(tree.empty),
+            status.status_saturated.eq(tree.saturated),
+            status.status_invalid_index.eq(tree.invalid),
+            status.status_tree_busy.eq(tree.busy),
+            ctrl.cycles.eq(cycles),
+            status.response_cycles.eq(rsp_cycles),
+            status.total_lo.eq(root[:32]),
+            status.total_hi.eq(root[32:] if len(root) > 32 else 0),
+            status.max_priority_lo.eq(mx[:32]),
+            status.max_priority_hi.eq(mx[32:] if len(mx) > 32 else 0),
+            status.size.eq(tree.size),
+            status.write_pointer.eq(tree.write_pointer),
+        ]
+        return m
