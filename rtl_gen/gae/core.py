@@ -1,5 +1,7 @@
 """HEPPO GAE accelerator core: BRAM stack memory, dequantizers, N PEs, in-place write-back."""
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
@@ -83,23 +85,42 @@ class GaeCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        pe_cfg = cfg.pe
-        N, b, W = cfg.n_pe, cfg.code_bits, pe_cfg.data_width
-        L = pe_cfg.k if pe_cfg.mode == "interleaved" else 1
-        depth, ab = cfg.depth, cfg.addr_bits
-        dfmt, rfmt = pe_cfg.data_format, cfg.reg_format
-        D = cfg.axi_data_width
-        args = GAE_CORE_ARGS(cfg)
+        rports, wports = self._memories(m)
+        seq = self._sequencer(m)
+        host = self._host_reads(m, seq, rports)
+        s2 = self._dequantize(m, seq, rports)
+        pes, pe_ovf = self._processing_elements(m, seq, s2)
+        any_req_ovf = self._write_back(m, seq, pes, wports, host)
+        any_pe_ovf = Signal()
+        m.d.sync += any_pe_ovf.eq(pes[0].o.valid & _or_all(pe_ovf))
+        self._flags(m, seq.busy, {"dequant_overflow": s2.any_deq_ovf,
+                                  "requant_overflow": any_req_ovf, "pe_overflow": any_pe_ovf})
+        return m
 
-        # -- memories -----------------------------------------------------------------------
+    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
+    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    def _memories(self, m):
+        """One simple dual-port memory per region: ``(read ports, write ports)`` by name."""
+        cfg = self._config
         rports, wports = {}, {}
         for name in cfg.regions:
             width = cfg.region_word_bits(name)
-            mem = memory.Memory(shape=unsigned(width), depth=depth, init=[])
+            mem = memory.Memory(shape=unsigned(width), depth=cfg.depth, init=[])
             m.submodules[f"mem_{name}"] = mem
             rports[name] = mem.read_port()
             wports[name] = mem.write_port(granularity=8)
+        return rports, wports
+
+    def _sequencer(self, m):
+        """Run control: the arguments latched at start, their checks (STATUS.ERROR), the
+        group count, and the read sequence (bootstrap row, then rows T-1 .. 0, L words per
+        row, group after group), then the drain. Returns a :class:`_Sequence`."""
+        cfg = self._config
+        pe_cfg = cfg.pe
+        N = cfg.n_pe
+        L = pe_cfg.k if pe_cfg.mode == "interleaved" else 1
+        depth, ab = cfg.depth, cfg.addr_bits
+        args = GAE_CORE_ARGS(cfg)
 
         # -- run arguments, latched at start --------------------------------------------------
         a = {name: Signal(signed(w) if s else unsigned(w), name=f"arg_{name}")
@@ -113,8 +134,8 @@ class GaeCore(wiring.Component):
         busy = Signal()
         err = Signal(3)
         cycles = Signal(32)
-        m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.error.eq(err), self.ctrl.cycles.eq(cycles),
-                     self.host.enable.eq(~busy)]
+        m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.error.eq(err),
+                     self.ctrl.cycles.eq(cycles), self.host.enable.eq(~busy)]
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
 
@@ -137,6 +158,7 @@ class GaeCore(wiring.Component):
         m.d.sync += [self.ctrl.ready.eq(0), self.ctrl.done.eq(0)]
         rd_addr = Signal(ab + 2)
         m.d.comb += rd_addr.eq(row_base + grp_base + lane)
+        args_in = self.args
 
         with m.FSM(name="ctrl"):
             with m.State("IDLE"):
@@ -144,22 +166,24 @@ class GaeCore(wiring.Component):
                     m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), err.eq(0),
                                  settle.eq(settle_init)]
                     for name, sig in a.items():
-                        m.d.sync += sig.eq(getattr(self.args, name))
+                        m.d.sync += sig.eq(getattr(args_in, name))
                     m.d.sync += [
-                        T.eq(self.args.num_timesteps),
-                        rem.eq(self.args.num_trajectories), G.eq(0), rows.eq(0),
+                        T.eq(args_in.num_timesteps),
+                        rem.eq(args_in.num_trajectories), G.eq(0), rows.eq(0),
                     ]
-                    too_big = ((self.args.num_timesteps >= depth)
-                               | (self.args.num_trajectories > MAX_RUN_TRAJECTORIES))
-                    with m.If(self.args.num_timesteps == 0):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]), self.ctrl.done.eq(1)]
-                    with m.Elif(self.args.num_trajectories == 0):
+                    too_big = ((args_in.num_timesteps >= depth)
+                               | (args_in.num_trajectories > MAX_RUN_TRAJECTORIES))
+                    with m.If(args_in.num_timesteps == 0):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]),
+                                     self.ctrl.done.eq(1)]
+                    with m.Elif(args_in.num_trajectories == 0):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["no_trajectories"]),
                                      self.ctrl.done.eq(1)]
                     with m.Elif(too_big):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), self.ctrl.done.eq(1)]
-                    with m.Elif((self.args.gamma > one) | (self.args.gamma_lambda > one)):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]), self.ctrl.done.eq(1)]
+                    with m.Elif((args_in.gamma > one) | (args_in.gamma_lambda > one)):
+                        m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]),
+                                     self.ctrl.done.eq(1)]
                     with m.Else():
                         m.d.sync += busy.eq(1)
                         m.next = "SETUP"
@@ -210,8 +234,15 @@ class GaeCore(wiring.Component):
         m.d.comb += grp.eq(grp_base + lane)
         nvalid = Signal(range(N + 1))
         m.d.comb += nvalid.eq(Mux(grp < G - 1, N, Mux(grp == G - 1, last_lanes, 0)))
+        return _Sequence(args=a, busy=busy, issue=issue, rd_addr=rd_addr, lane=lane, boot=boot,
+                         t=t, T=T, nvalid=nvalid)
 
-        # -- memory read ports: the loader while busy, the host while idle --------------------
+    def _host_reads(self, m, seq, rports):
+        """The read ports: the sequence's reads while busy, the host's while idle (data one
+        cycle after ``host.re``, region and sub-word selected then). Returns the decoded host
+        address (:class:`_HostAddress`)."""
+        cfg = self._config
+        D = cfg.axi_data_width
         D_bytes = D // 8
         word_sel_bits = (cfg.region_bytes // D_bytes - 1).bit_length()
         host_region = Signal(range(max(2, len(cfg.regions))))
@@ -225,8 +256,8 @@ class GaeCore(wiring.Component):
             host_row[name] = host_word[sub_bits:]
         for name in cfg.regions:
             rp = rports[name]
-            with m.If(busy):
-                m.d.comb += [rp.addr.eq(rd_addr), rp.en.eq(issue)]
+            with m.If(seq.busy):
+                m.d.comb += [rp.addr.eq(seq.rd_addr), rp.en.eq(seq.issue)]
             with m.Else():
                 m.d.comb += [rp.addr.eq(host_row[name]),
                              rp.en.eq(self.host.re & (host_region == cfg.regions.index(name)))]
@@ -246,13 +277,26 @@ class GaeCore(wiring.Component):
                     sub_bits = (subs - 1).bit_length()
                     sel = h_word_q[:sub_bits] if sub_bits else Const(0, 1)
                     m.d.comb += self.host.rdata.eq(_select(words, sel) if subs > 1 else words[0])
+        return _HostAddress(region=host_region, sub=host_sub, row=host_row)
+
+    def _dequantize(self, m, seq, rports):
+        """Stages 1 and 2: the read data arrives and is dequantized (``code * scale +
+        offset``, saturated to the data format); bootstrap rows go to per-lane registers.
+        Returns the stage-2 values (:class:`_Stage2`)."""
+        cfg = self._config
+        N, b, W = cfg.n_pe, cfg.code_bits, cfg.pe.data_width
+        L = cfg.pe.k if cfg.pe.mode == "interleaved" else 1
+        ab = cfg.addr_bits
+        dfmt, rfmt = cfg.pe.data_format, cfg.reg_format
+        a, lane, nvalid = seq.args, seq.lane, seq.nvalid
 
         # -- stage 1: read data arrives; dequantize ---------------------------------------------
         s1_valid, s1_boot, s1_first, s1_lane = Signal(), Signal(), Signal(), Signal.like(lane)
         s1_addr, s1_nvalid = Signal(ab + 2), Signal.like(nvalid)
         m.d.sync += [
-            s1_valid.eq(issue), s1_boot.eq(boot), s1_first.eq(~boot & (t == T - 1)),
-            s1_lane.eq(lane), s1_addr.eq(rd_addr), s1_nvalid.eq(nvalid),
+            s1_valid.eq(seq.issue), s1_boot.eq(seq.boot),
+            s1_first.eq(~seq.boot & (seq.t == seq.T - 1)),
+            s1_lane.eq(lane), s1_addr.eq(seq.rd_addr), s1_nvalid.eq(nvalid),
         ]
 
         shift = rfmt.frac - dfmt.frac
@@ -294,34 +338,53 @@ class GaeCore(wiring.Component):
         for j in range(L):
             with m.If(s2_valid & s2_boot & ((s2_lane == j) if L > 1 else 1)):
                 m.d.sync += [boot_regs[j][p].eq(s2_v[p]) for p in range(N)]
+        return _Stage2(valid=s2_valid, boot=s2_boot, first=s2_first, lane=s2_lane, addr=s2_addr,
+                       nvalid=s2_nvalid, r=s2_r, v=s2_v, d=s2_d, boot_regs=boot_regs,
+                       any_deq_ovf=any_deq_ovf)
 
-        # -- processing elements ----------------------------------------------------------------
+    def _processing_elements(self, m, seq, s2):
+        """The N PEs, fed one element per cycle from stage 2. Returns ``(pes, overflow
+        bits of the lanes holding trajectories)``."""
+        cfg = self._config
+        N = cfg.n_pe
+        L = cfg.pe.k if cfg.pe.mode == "interleaved" else 1
+        a = seq.args
         pe_in_valid = Signal()
-        m.d.comb += pe_in_valid.eq(s2_valid & ~s2_boot)
+        m.d.comb += pe_in_valid.eq(s2.valid & ~s2.boot)
         pe_ovf = []
         pes = []
         for p in range(N):
-            pe = GaeProcessingElement(pe_cfg)
+            pe = GaeProcessingElement(cfg.pe)
             m.submodules[f"pe{p}"] = pe
             pes.append(pe)
-            boot_val = _select([boot_regs[j][p] for j in range(L)], s2_lane) if L > 1 \
-                else boot_regs[0][p]
+            boot_val = _select([s2.boot_regs[j][p] for j in range(L)], s2.lane) if L > 1 \
+                else s2.boot_regs[0][p]
             m.d.comb += [
                 pe.i.valid.eq(pe_in_valid),
-                pe.i.payload.reward.eq(s2_r[p]),
-                pe.i.payload.value.eq(s2_v[p]),
+                pe.i.payload.reward.eq(s2.r[p]),
+                pe.i.payload.value.eq(s2.v[p]),
                 pe.i.payload.bootstrap.eq(boot_val),
-                pe.i.payload.done.eq(s2_d[p]),
-                pe.i.payload.first.eq(s2_first),
-                pe.i.payload.timestep.eq(s2_addr),
-                pe.i.payload.trajectory.eq(s2_nvalid),
+                pe.i.payload.done.eq(s2.d[p]),
+                pe.i.payload.first.eq(s2.first),
+                pe.i.payload.timestep.eq(s2.addr),
+                pe.i.payload.trajectory.eq(s2.nvalid),
                 pe.o.ready.eq(1),
                 pe.gamma.eq(a["gamma"]),
                 pe.gamma_lambda.eq(a["gamma_lambda"]),
             ]
             pe_ovf.append(pe.o.payload.overflow & (p < pes[0].o.payload.trajectory))
+        return pes, pe_ovf
 
-        # -- write-back ----------------------------------------------------------------------
+    def _write_back(self, m, seq, pes, wports, host):
+        """The PEs' results requantized (in place) or at full precision into the result
+        memories through the write ports, the host's writes while idle. Returns the
+        requantizer's overflow bit of the cycle."""
+        cfg = self._config
+        N, b, W = cfg.n_pe, cfg.code_bits, cfg.pe.data_width
+        ab = cfg.addr_bits
+        dfmt, rfmt = cfg.pe.data_format, cfg.reg_format
+        D_bytes = cfg.axi_data_width // 8
+        a = seq.args
         out0 = pes[0].o
         w_valid = Signal()
         w_addr = Signal(ab)
@@ -376,30 +439,70 @@ class GaeCore(wiring.Component):
             # Host writes: place the AXI word into its slot of the memory word.
             subs = cfg.region_sub_words(name)
             sub_bits = (subs - 1).bit_length()
-            sel = host_sub[name] if sub_bits else Const(0, 1)
+            sel = host.sub[name] if sub_bits else Const(0, 1)
             host_data = _cat([self.host.wdata] * subs)[:width]
             host_en_full = Signal(subs * D_bytes, name=f"host_en_{name}")
-            hit = self.host.we.any() & (host_region == cfg.regions.index(name))
+            hit = self.host.we.any() & (host.region == cfg.regions.index(name))
             m.d.comb += host_en_full.eq(Mux(hit, self.host.we, 0) << (sel * D_bytes))
-            with m.If(busy):
+            with m.If(seq.busy):
                 m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(data), wp.en.eq(core_en)]
             with m.Else():
-                m.d.comb += [wp.addr.eq(host_row[name]), wp.data.eq(host_data),
+                m.d.comb += [wp.addr.eq(host.row[name]), wp.data.eq(host_data),
                              wp.en.eq(host_en_full[:nbytes])]
+        return any_req_ovf
 
-        # -- sticky flags ----------------------------------------------------------------------
-        any_pe_ovf = Signal()
-        m.d.sync += any_pe_ovf.eq(out0.valid & _or_all(pe_ovf))
-        flags = {"dequant_overflow": any_deq_ovf, "requant_overflow": any_req_ovf,
-                 "pe_overflow": any_pe_ovf}
-        for name, src in flags.items():
+    def _flags(self, m, busy, sources):
+        """The sticky flags (cleared at an accepted start) on ``status``."""
+        fields = {"dequant_overflow": self.status.status_dequant_overflow,
+                  "requant_overflow": self.status.status_requant_overflow,
+                  "pe_overflow": self.status.status_pe_overflow}
+        for name, src in sources.items():
             reg = Signal(name=f"flag_{name}")
             with m.If(self.ctrl.start & ~busy):
                 m.d.sync += reg.eq(0)
             with m.Elif(src):
                 m.d.sync += reg.eq(1)
-            m.d.comb += getattr(self.status, f"status_{name}").eq(reg)
-        return m
+            m.d.comb += fields[name].eq(reg)
+
+
+@dataclass(frozen=True)
+class _Sequence:
+    """What :meth:`GaeCore._sequencer` gives the datapath: the latched arguments, ``busy``,
+    the read of this cycle (``issue``, ``rd_addr``, ``lane``, ``boot``, ``t``), ``T`` and
+    the lanes holding trajectories (``nvalid``)."""
+    args: dict
+    busy: Signal
+    issue: Signal
+    rd_addr: Signal
+    lane: Signal
+    boot: Signal
+    t: Signal
+    T: Signal
+    nvalid: Signal
+
+
+@dataclass(frozen=True)
+class _HostAddress:
+    """The host's word address decoded: region, and per region the sub-word and row."""
+    region: Signal
+    sub: dict
+    row: dict
+
+
+@dataclass(frozen=True)
+class _Stage2:
+    """Dequantized values of stage 2 and the bootstrap registers."""
+    valid: Signal
+    boot: Signal
+    first: Signal
+    lane: Signal
+    addr: Signal
+    nvalid: Signal
+    r: list
+    v: list
+    d: Signal
+    boot_regs: list
+    any_deq_ovf: Signal
 
 
 def _or_all(bits):
