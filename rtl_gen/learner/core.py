@@ -1,7 +1,7 @@
 """Learner core: an MLP training step as a pipeline of tensor-unit stages (CF'22 section 3.2)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.learner.layout import mem_addr_bits, region_bytes, regions, sub_words
@@ -9,113 +9,16 @@ from sw.learner.schedule import stages, wu_overlaps
 from sw.learner.spec import LEARNER_ERRORS, LEARNER_FLAGS, SYNC_BITS, LearnerConfig
 
 from ..fixed import rshift_round, saturate
+from .stages.buffers import (LearnerBuffers, block_addr, block_col, block_row, chunk,
+                             lane_mask, or_all, split, widen)
 from .tensor_unit import TensorUnit
 
 __all__ = ["LearnerCore"]
 
 
-def _or(values):
-    out = Const(0, 1)
-    for v in values:
-        out = out | v
-    return out
-
-
-def _lanes(value, n, bits):
-    return [value[i * bits:(i + 1) * bits] for i in range(n)]
-
-
-class _ReadPort:
-    """A memory read port shared by users that are never active in the same cycle."""
-
-    def __init__(self, port):
-        self.port = port
-        self.users = []
-
-    @property
-    def data(self):
-        return self.port.data
-
-    def use(self, en, addr):
-        self.users.append((en, addr))
-        return self.port.data
-
-    def connect(self, m):
-        if not self.users:
-            m.d.comb += self.port.en.eq(0)
-            return
-        w = len(self.port.addr)
-        m.d.comb += [
-            self.port.en.eq(_or(en for en, _ in self.users)),
-            self.port.addr.eq(_or(Mux(en, addr, 0)[:w] for en, addr in self.users)),
-        ]
-
-
-class _Buffer:
-    """One on-chip memory of S × S blocks (or sample words), with shared ports."""
-
-    def __init__(self, m, name, *, depth, word_bits, lane_bits, row_lanes, granularity):
-        self.name = name
-        self.depth = depth
-        self.word_bits = word_bits
-        self.lane_bits = lane_bits
-        self.row_bits = row_lanes * lane_bits
-        self.mem = memory.Memory(shape=unsigned(word_bits), depth=max(depth, 2), init=[])
-        m.submodules[f"mem_{name}"] = self.mem
-        self.granularity = granularity
-        self.wp = self.mem.write_port(granularity=granularity)
-        self.ports = []
-        self.writers = []
-
-    def read_port(self, index=0):
-        while len(self.ports) <= index:
-            self.ports.append(_ReadPort(self.mem.read_port()))
-        return self.ports[index]
-
-    def row_enable(self, row_onehot_en, lane_mask=None):
-        """Write enables of the rows set in ``row_onehot_en`` (one bit per block row),
-        restricted to the lanes set in ``lane_mask`` (one bit per lane of a row; the write
-        granularity must not split a group of lanes written together)."""
-        units = self.row_bits // self.granularity
-        if lane_mask is None:
-            return Cat(*[row_onehot_en[i].replicate(units) for i in range(len(row_onehot_en))])
-        en = []
-        for i in range(len(row_onehot_en)):
-            for u in range(units):
-                en.append(row_onehot_en[i] & lane_mask[(u * self.granularity) // self.lane_bits])
-        return Cat(*en)
-
-    def write(self, en, addr, data):
-        """Add a writer: ``en`` holds the write port's enables (already gated)."""
-        self.writers.append((en, addr, data))
-
-    def connect(self, m):
-        for p in self.ports:
-            p.connect(m)
-        if not self.writers:
-            m.d.comb += self.wp.en.eq(0)
-            return
-        w = len(self.wp.addr)
-        nen = len(self.wp.en)
-        m.d.comb += [
-            self.wp.en.eq(_or(_widen(en, nen) for en, _, _ in self.writers)),
-            self.wp.addr.eq(_or(Mux(en.any(), addr, 0)[:w] for en, addr, _ in self.writers)),
-            self.wp.data.eq(_or(Mux(en.any(), data, 0) for en, _, data in self.writers)),
-        ]
-
-
 def _hw(name):
     """Signal-name form of a stage name (``fw0@1`` -> ``fw0_p1``)."""
     return name.replace("@", "_p")
-
-
-def Value_c(v, width):
-    """``v`` zero-extended or truncated to ``width`` bits."""
-    return _widen(v, width)
-
-
-def _widen(v, width):
-    return Cat(v, Const(0, max(0, width - len(v))))[:width]
 
 
 class LearnerCore(wiring.Component):
@@ -253,8 +156,6 @@ class LearnerCore(wiring.Component):
         cfg = self._config
         num = cfg.numerics
         S = cfg.array
-        L = cfg.n_layers
-        sizes = cfg.sizes
         w = num.width
         self._m = m
 
@@ -274,48 +175,8 @@ class LearnerCore(wiring.Component):
         self._sync_now = Signal()       # this step copies the updated weights into tw<l>
 
         # -- memories -----------------------------------------------------------------------
-        # Inputs and weights are shared by the pipelines (a read port each); activations,
-        # errors, masks and gradient scratchpads are per pipeline (``name@d`` with dp > 1), the
-        # sample buffers holding the pipeline's share of the batch.
-        dp = cfg.dp
-        bufs = {}
-        self._shared = set()
-        rows_pp = cfg.max_batch if dp == 1 else cfg.pipe_batch
-
-        def add(name, d, **kw):
-            key = name if dp == 1 else f"{name}@{d}"
-            bufs[key] = _Buffer(m, key.replace("@", "_p"), **kw)
-
-        # Narrowest lane group a stage writes: a tensor unit's C outputs (S by default).
-        cmin = min([S] + [x for st in stages(cfg) if st.kind in ("fw", "tfw", "bw", "wa")
-                          for x in cfg.stage_array(st.name)])
-        self._cmin = cmin
-        for r in regions(cfg):
-            row_lanes = S if r.kind == "matrix" else 1
-            # Host-written regions take byte enables; the others are written in groups of
-            # cmin lanes (a whole block row by default).
-            gran = 8 if r.host_write else min(row_lanes, cmin) * r.lane_bits
-            kw = dict(word_bits=r.word_bits(cfg), lane_bits=r.lane_bits, row_lanes=row_lanes,
-                      granularity=gran)
-            if r.host_write:
-                bufs[r.name] = _Buffer(m, r.name, depth=r.depth(cfg), **kw)
-                self._shared.add(r.name)
-            elif r.name.startswith("grad"):
-                for d in range(dp):
-                    add(r.name, d, depth=r.depth(cfg), **kw)
-            else:
-                depth = cfg.groups(rows_pp) * r.col_groups(cfg)
-                for d in range(dp):
-                    add(r.name, d, depth=depth, **kw)
-        for l in range(L - 1):                 # ReLU masks of the hidden layers (not mapped)
-            depth = cfg.groups(rows_pp) * cfg.groups_pow2(sizes[l + 1])
-            for d in range(dp):
-                add(f"mask{l}", d, depth=depth, word_bits=S * S, lane_bits=1, row_lanes=S,
-                    granularity=cmin)
+        bufs = LearnerBuffers(m, cfg)
         self._bufs = bufs
-        # Port 0 of each memory is shared with the host; create it first.
-        for b in bufs.values():
-            b.read_port(0)
 
         # -- stages -------------------------------------------------------------------------
         flags = {f: [] for f in LEARNER_FLAGS}
@@ -371,7 +232,7 @@ class LearnerCore(wiring.Component):
             reg = Signal(name=f"flag_{name}_reg")
             with m.If(clear):
                 m.d.sync += reg.eq(0)
-            with m.Elif(_or(srcs)):
+            with m.Elif(or_all(srcs)):
                 m.d.sync += reg.eq(1)
             m.d.comb += getattr(self, f"flag_{name}").eq(reg)
         with m.If(~clear):
@@ -382,22 +243,16 @@ class LearnerCore(wiring.Component):
         m.d.comb += self.loss_sum.eq(loss_acc)         # zero-extended to 64 bits
 
         self._host_port()
-        for b in bufs.values():
-            b.connect(m)
+        bufs.connect(m)
         return m
 
     # -- shared pieces ----------------------------------------------------------------------------
     def _b(self, name, d):
         """Buffer ``name`` as pipeline d sees it."""
-        return self._bufs[name] if name in self._bufs else self._bufs[f"{name}@{d}"]
+        return self._bufs.get(name, d)
 
     def _port(self, name, d, role):
-        """Read port of buffer ``name`` for pipeline d: ``role`` 0 or 1 (two readers of one
-        buffer in one pipeline). Shared buffers give every pipeline its own ports; port 0
-        (pipeline 0, role 0) is also the host's."""
-        dp = self._config.dp
-        index = role * dp + d if name in self._shared else role
-        return self._b(name, d).read_port(index)
+        return self._bufs.port(name, d, role)
 
     def _item_counter(self, name, d):
         """Item bookkeeping of pipeline d (sub-batches d, d + dp, ...): local index p, first row
@@ -549,45 +404,6 @@ class LearnerCore(wiring.Component):
         return {"p": p, "base": base, "rem": rem, "cnt": cnt, "i": i, "o": o, "n": n,
                 "item_last": i_last & n_last & o_last}
 
-    @staticmethod
-    def _addr(rg, cg, groups_pow2):
-        """Block address ``rg · G + cg`` as bit fields."""
-        gb = (groups_pow2 - 1).bit_length()
-        return Cat(cg[:gb], rg) if gb else rg
-
-    def _block_col(self, word, j, lane_bits):
-        """Column j (runtime) of a block: S values, row i first."""
-        S = self._config.array
-        rows = _lanes(word, S, S * lane_bits)
-        return [r.word_select(j, lane_bits) for r in rows]
-
-    def _block_row(self, word, i, lane_bits):
-        """Row i (runtime) of a block: S values."""
-        S = self._config.array
-        return _lanes(word.word_select(i, S * lane_bits), S, lane_bits)
-
-    @staticmethod
-    def _chunk(vals, sub, n, lane_bits):
-        """Values ``sub·n .. sub·n + n - 1`` (``sub`` runtime) of a block's row or column."""
-        if n == len(vals):
-            return vals
-        return _lanes(Cat(*vals).word_select(sub, n * lane_bits), n, lane_bits)
-
-    def _lane_mask(self, sub, n):
-        """S-bit lane mask of chunk ``sub`` (runtime) of n lanes."""
-        S = self._config.array
-        if n == S:
-            return Const((1 << S) - 1, S)
-        return (Const((1 << n) - 1, S) << (sub * n))[:S]
-
-    def _split(self, idx, n):
-        """A tile index over n-wide groups as (block index, chunk in the block): S/n chunks of
-        n lanes per block."""
-        q = (self._config.array // n).bit_length() - 1
-        if q == 0:
-            return idx, Const(0, 1)
-        return idx >> q, idx[:q]
-
     def _feed(self, name, tu, loop, a_vals, b_vals):
         """Register the operands (computed from memory data one cycle after the slot) into the
         tensor unit's input (R values of A, C of B)."""
@@ -634,8 +450,8 @@ class LearnerCore(wiring.Component):
         loop = self._gemm_loop(st, outer=cfg.sub_batch // R, middle=ngo, k_len=K,
                                outer_runtime=True, k_runtime=False)
         o, n, k = loop["o"], loop["n"], loop["k"]
-        ob, osub = self._split(o, R)           # sample block, R-chunk in it
-        nbk, nsub = self._split(n, C)          # output block, C-chunk in it
+        ob, osub = split(o, R, S)           # sample block, R-chunk in it
+        nbk, nsub = split(n, C, S)          # output block, C-chunk in it
         kk = Signal(range(K + 1), name=f"{nm}_kk")
         m.d.comb += kk.eq(k)
         bias = kk == n_in
@@ -643,11 +459,11 @@ class LearnerCore(wiring.Component):
         # A: column k%S of the input block (samples of row group base + o/(S/R)), R of them.
         x_port = self._port(src, d, 0)
         x_cg = Mux(bias, 0, kk >> sb)
-        x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + ob
-        x_data = x_port.use(en, self._addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
+        x_rg = (loop["gbase"] if src in self._bufs.shared else loop["base"]) + ob
+        x_data = x_port.use(en, block_addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
         # B: row k%S of weight block (k/S, n/(S/C)), C of them.
         w_port = self._port(wname, d, 0)
-        w_data = w_port.use(en, self._addr(kk >> sb, nbk, cfg.groups_pow2(n_out)))
+        w_data = w_port.use(en, block_addr(kk >> sb, nbk, cfg.groups_pow2(n_out)))
         # Metadata for the cycle the data arrives.
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         bias1 = Signal(name=f"{nm}_bias1")
@@ -659,8 +475,8 @@ class LearnerCore(wiring.Component):
                      svalid1.eq(Cat(*[((o << lr_) + i) < loop["cnt"] for i in range(R)])),
                      cvalid1.eq(Cat(*[((n << lc) + j) < n_out for j in range(C)]))]
         one = 1 << num.act_frac
-        col = self._chunk(self._block_col(x_data, kl1, w), osub1, R, w)
-        row = self._chunk(self._block_row(w_data, kl1, w), nsub1, C, w)
+        col = chunk(block_col(x_data, kl1, w, S), osub1, R, w)
+        row = chunk(block_row(w_data, kl1, w, S), nsub1, C, w)
         a_vals = [Mux(svalid1[i], Mux(bias1, one, col[i].as_signed()), 0) for i in range(R)]
         b_vals = [Mux(cvalid1[j], row[j].as_signed(), 0) for j in range(C)]
         self._feed(nm, tu, loop, a_vals, b_vals)
@@ -669,8 +485,8 @@ class LearnerCore(wiring.Component):
         beat = tu.o.valid
         wl = self._writer_loop(nm, d, rows=R, outer=cfg.sub_batch // R, middle=ngo,
                                outer_runtime=True, beat=beat)
-        wob, wosub = self._split(wl["o"], R)
-        wnb, wnsub = self._split(wl["n"], C)
+        wob, wosub = split(wl["o"], R, S)
+        wnb, wnsub = split(wl["n"], C, S)
         g_out = cfg.groups_pow2(n_out)
         r_v = Signal(name=f"{nm}_rv")
         r_addr = Signal(24, name=f"{nm}_raddr")
@@ -680,8 +496,8 @@ class LearnerCore(wiring.Component):
         r_last = Signal(name=f"{nm}_rlast")
         m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
                      r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]),
-                     r_lanes.eq(self._lane_mask(wnsub, C)),
-                     r_addr.eq(self._addr(wl["base"] + wob, wnb, g_out))]
+                     r_lanes.eq(lane_mask(wnsub, C, S)),
+                     r_addr.eq(block_addr(wl["base"] + wob, wnb, g_out))]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
         valid_row = ((wl["o"] << lr_) + wl["i"]) < wl["cnt"]
         self._flags["target_fw" if target else "fw"].append(
@@ -713,15 +529,15 @@ class LearnerCore(wiring.Component):
         loop = self._gemm_loop(st, outer=cfg.sub_batch // R, middle=ngi, k_len=K,
                                outer_runtime=True, k_runtime=False)
         o, n, k = loop["o"], loop["n"], loop["k"]
-        ob, osub = self._split(o, R)
-        nbk, nsub = self._split(n, C)
+        ob, osub = split(o, R, S)
+        nbk, nsub = split(n, C, S)
         kk = Signal(range(K + 1), name=f"{nm}_kk")
         m.d.comb += kk.eq(k)
         en = loop["elem"]
         d_port = self._port(f"delta{l}", d, 0)
-        d_data = d_port.use(en, self._addr(loop["base"] + ob, kk >> sb, cfg.groups_pow2(n_out)))
+        d_data = d_port.use(en, block_addr(loop["base"] + ob, kk >> sb, cfg.groups_pow2(n_out)))
         w_port = self._port(f"w{l}", d, 1)
-        w_data = w_port.use(en, self._addr(nbk, kk >> sb, cfg.groups_pow2(n_out)))
+        w_data = w_port.use(en, block_addr(nbk, kk >> sb, cfg.groups_pow2(n_out)))
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         osub1 = Signal.like(osub, name=f"{nm}_osub1")
         nsub1 = Signal.like(nsub, name=f"{nm}_nsub1")
@@ -730,8 +546,8 @@ class LearnerCore(wiring.Component):
         m.d.sync += [kl1.eq(kk[:sb]), osub1.eq(osub), nsub1.eq(nsub),
                      svalid1.eq(Cat(*[((o << lr_) + i) < loop["cnt"] for i in range(R)])),
                      rvalid1.eq(Cat(*[((n << lc) + j) < n_in for j in range(C)]))]
-        dcol = self._chunk(self._block_col(d_data, kl1, w), osub1, R, w)
-        wcol = self._chunk(self._block_col(w_data, kl1, w), nsub1, C, w)
+        dcol = chunk(block_col(d_data, kl1, w, S), osub1, R, w)
+        wcol = chunk(block_col(w_data, kl1, w, S), nsub1, C, w)
         a_vals = [Mux(svalid1[i], dcol[i].as_signed(), 0) for i in range(R)]
         b_vals = [Mux(rvalid1[j], wcol[j].as_signed(), 0) for j in range(C)]
         self._feed(nm, tu, loop, a_vals, b_vals)
@@ -739,10 +555,10 @@ class LearnerCore(wiring.Component):
         beat = tu.o.valid
         wl = self._writer_loop(nm, d, rows=R, outer=cfg.sub_batch // R, middle=ngi,
                                outer_runtime=True, beat=beat)
-        wob, wosub = self._split(wl["o"], R)
-        wnb, wnsub = self._split(wl["n"], C)
+        wob, wosub = split(wl["o"], R, S)
+        wnb, wnsub = split(wl["n"], C, S)
         g_in = cfg.groups_pow2(n_in)
-        addr = self._addr(wl["base"] + wob, wnb, g_in)
+        addr = block_addr(wl["base"] + wob, wnb, g_in)
         mport = self._port(f"mask{l - 1}", d, 0)
         mdata = mport.use(beat, addr)
         r_v = Signal(name=f"{nm}_rv")
@@ -754,11 +570,11 @@ class LearnerCore(wiring.Component):
         r_last = Signal(name=f"{nm}_rlast")
         m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
                      r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]), r_nsub.eq(wnsub),
-                     r_lanes.eq(self._lane_mask(wnsub, C)), r_addr.eq(addr)]
+                     r_lanes.eq(lane_mask(wnsub, C, S)), r_addr.eq(addr)]
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
         valid_row = ((wl["o"] << lr_) + wl["i"]) < wl["cnt"]
         self._flags["bw"].append(beat & tu.o.payload.overflow & valid_row)
-        mrow = self._chunk(list(mdata.word_select(r_row, S)), r_nsub, C, 1)
+        mrow = chunk(list(mdata.word_select(r_row, S)), r_nsub, C, 1)
         vals = [Mux(mrow[j], r_c[j], 0) for j in range(C)]
         onehot = Signal(S, name=f"{nm}_onehot")
         m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
@@ -782,16 +598,16 @@ class LearnerCore(wiring.Component):
         loop = self._gemm_loop(st, outer=mt, middle=ngo, k_len=cfg.sub_batch,
                                outer_runtime=False, k_runtime=True)
         o, n, k = loop["o"], loop["n"], loop["k"]
-        ob, osub = self._split(o, R)           # feature block, R-chunk in it
-        nbk, nsub = self._split(n, C)          # output block, C-chunk in it
+        ob, osub = split(o, R, S)           # feature block, R-chunk in it
+        nbk, nsub = split(n, C, S)          # output block, C-chunk in it
         en = loop["elem"]
         rg = loop["base"] + (k >> sb)
-        x_rg = (loop["gbase"] if src in self._shared else loop["base"]) + (k >> sb)
+        x_rg = (loop["gbase"] if src in self._bufs.shared else loop["base"]) + (k >> sb)
         x_port = self._port(src, d, 1)
         x_cg = Mux((o << lr_) >= n_in, 0, ob)
-        x_data = x_port.use(en, self._addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
+        x_data = x_port.use(en, block_addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
         d_port = self._port(f"delta{l}", d, 1 if l >= 1 else 0)
-        d_data = d_port.use(en, self._addr(rg, nbk, cfg.groups_pow2(n_out)))
+        d_data = d_port.use(en, block_addr(rg, nbk, cfg.groups_pow2(n_out)))
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         o1 = Signal.like(o, name=f"{nm}_o1")
         osub1 = Signal.like(osub, name=f"{nm}_osub1")
@@ -799,8 +615,8 @@ class LearnerCore(wiring.Component):
         cvalid1 = Signal(C, name=f"{nm}_cv1")
         m.d.sync += [kl1.eq(k[:sb]), o1.eq(o), osub1.eq(osub), nsub1.eq(nsub),
                      cvalid1.eq(Cat(*[((n << lc) + j) < n_out for j in range(C)]))]
-        xrow = self._chunk(self._block_row(x_data, kl1, w), osub1, R, w)
-        drow = self._chunk(self._block_row(d_data, kl1, w), nsub1, C, w)
+        xrow = chunk(block_row(x_data, kl1, w, S), osub1, R, w)
+        drow = chunk(block_row(d_data, kl1, w, S), nsub1, C, w)
         one = 1 << num.act_frac
         a_vals = []
         for i in range(R):
@@ -813,11 +629,11 @@ class LearnerCore(wiring.Component):
         beat = tu.o.valid
         wl = self._writer_loop(nm, d, rows=R, outer=mt, middle=ngo, outer_runtime=False,
                                beat=beat)
-        wob, wosub = self._split(wl["o"], R)
-        wnb, wnsub = self._split(wl["n"], C)
+        wob, wosub = split(wl["o"], R, S)
+        wnb, wnsub = split(wl["n"], C, S)
         gbuf = self._b(f"grad{l}", d)
         aw = num.acc_width
-        addr = self._addr(wob, wnb, cfg.groups_pow2(n_out))
+        addr = block_addr(wob, wnb, cfg.groups_pow2(n_out))
         gport = gbuf.read_port(0)
         gdata = gport.use(beat, addr)
         r_v = Signal(name=f"{nm}_rv")
@@ -833,7 +649,7 @@ class LearnerCore(wiring.Component):
         r_lastitem = Signal(name=f"{nm}_rlastitem")   # the step's last item (of this pipeline)
         m.d.sync += [r_v.eq(beat & ~self._clear), r_last.eq(wl["item_last"]),
                      r_row.eq(Cat(wl["i"], wosub) if R < S else wl["i"]), r_nsub.eq(wnsub),
-                     r_lanes.eq(self._lane_mask(wnsub, C)),
+                     r_lanes.eq(lane_mask(wnsub, C, S)),
                      r_addr.eq(addr), r_first.eq(wl["p"] == 0),
                      r_ovf.eq(tu.o.payload.overflow), r_tend.eq(wl["i"] == R - 1),
                      r_lastitem.eq(wl["rem"] <= cfg.sub_batch * cfg.dp)]
@@ -852,7 +668,7 @@ class LearnerCore(wiring.Component):
                      q_lanes.eq(r_lanes), q_first.eq(r_first), q_ovf.eq(r_ovf),
                      q_last.eq(r_last), q_tend.eq(r_tend), q_lastitem.eq(r_lastitem)]
         m.d.sync += [x.eq(v) for x, v in zip(q_c, r_c)]
-        old = self._chunk(self._block_row(gdata, r_row, aw), r_nsub, C, aw)
+        old = chunk(block_row(gdata, r_row, aw, S), r_nsub, C, aw)
         m.d.sync += [x.eq(v) for x, v in zip(q_old, old)]
         fmt = num.wgrad_format
         sums, ovfs = [], []
@@ -860,7 +676,7 @@ class LearnerCore(wiring.Component):
             s, o_ = saturate(m, q_old[j] + q_c[j], fmt, name=f"{nm}_sum{j}")
             sums.append(Mux(q_first, q_c[j], s))
             ovfs.append(~q_first & o_)
-        self._flags["wa"].append(q_v & (q_ovf | _or(ovfs)))
+        self._flags["wa"].append(q_v & (q_ovf | or_all(ovfs)))
         # ... and the sum registered before the write.
         u_v, u_last = Signal(name=f"{nm}_uv"), Signal(name=f"{nm}_ulast")
         u_addr = Signal(24, name=f"{nm}_uaddr")
@@ -927,7 +743,7 @@ class LearnerCore(wiring.Component):
                 m.d.sync += [g.eq(g + 1), running.eq(1)]
         rg = base + (s >> sb)
         grg = gbase + (s >> sb)                            # shared inputs: the batch's rows
-        addr = self._addr(rg, g, gq)
+        addr = block_addr(rg, g, gq)
         q_data = self._port("q", d, 0).use(slot, addr)
         # Stage 1: the data arrives.
         v1 = Signal(name=f"{name}_v1")
@@ -939,7 +755,7 @@ class LearnerCore(wiring.Component):
         rg1 = Signal(13, name=f"{name}_rg1")
         m.d.sync += [v1.eq(slot & ~self._clear), i1.eq(s[:sb]), g1.eq(g), first1.eq(g == 0),
                      last1.eq(g_last), end1.eq(g_last & s_last), rg1.eq(rg)]
-        qrow = [x.as_signed() for x in self._block_row(q_data, i1, w)]
+        qrow = [x.as_signed() for x in block_row(q_data, i1, w, S)]
         lvalid = [((g1 << sb) + j) < n_out for j in range(S)]
         dbuf = self._b(f"delta{L - 1}", d)
         dw = w + 2
@@ -951,22 +767,22 @@ class LearnerCore(wiring.Component):
                             name=nm)
 
         if not dqn:
-            y_data = self._port("targets", d, 0).use(slot, self._addr(grg, g, gq))
-            yrow = [x.as_signed() for x in self._block_row(y_data, i1, w)]
+            y_data = self._port("targets", d, 0).use(slot, block_addr(grg, g, gq))
+            yrow = [x.as_signed() for x in block_row(y_data, i1, w, S)]
             v2 = Signal(name=f"{name}_v2")
             end2 = Signal(name=f"{name}_end2")
             i2 = Signal(range(S), name=f"{name}_i2")
             a2 = Signal(24, name=f"{name}_a2")
             diff = [Signal(signed(dw), name=f"{name}_diff{j}") for j in range(S)]
             m.d.sync += [v2.eq(v1 & ~self._clear), end2.eq(end1), i2.eq(i1),
-                         a2.eq(self._addr(rg1, g1, gq))]
+                         a2.eq(block_addr(rg1, g1, gq))]
             m.d.sync += [diff[j].eq(Mux(lvalid[j], qrow[j] - yrow[j], 0)) for j in range(S)]
             deltas, dovf = [], []
             for j in range(S):
                 dv, do = convert(diff[j], f"{name}_delta{j}")
                 deltas.append(dv)
                 dovf.append(do)
-            self._flags["delta"].append(v2 & _or(dovf))
+            self._flags["delta"].append(v2 & or_all(dovf))
             onehot = Signal(S, name=f"{name}_onehot")
             m.d.comb += onehot.eq(Mux(v2, 1 << i2, 0))
             dbuf.write(dbuf.row_enable(onehot), a2, Cat(*[d[:w] for d in deltas]).replicate(S))
@@ -983,7 +799,7 @@ class LearnerCore(wiring.Component):
         # DQN.
         t_data = self._port("tq", d, 0).use(slot, addr)
         smp = self._port("samples", d, 0).use(slot, grg)
-        trow = [x.as_signed() for x in self._block_row(t_data, i1, w)]
+        trow = [x.as_signed() for x in block_row(t_data, i1, w, S)]
         lb = w + cfg.action_bits + 1
         lane = smp.word_select(i1, lb)
         r1 = lane[:w].as_signed()
@@ -1077,7 +893,7 @@ class LearnerCore(wiring.Component):
             [Mux(ahit, ws_d, 0)]
         onehot = Signal(S, name=f"{name}_onehot")
         m.d.comb += onehot.eq(Mux(ws_v, 1 << ws_i, 0))
-        dbuf.write(dbuf.row_enable(onehot), self._addr(ws_rg, ws_g, gq),
+        dbuf.write(dbuf.row_enable(onehot), block_addr(ws_rg, ws_g, gq),
                    Cat(*[x[:w] for x in lanes]).replicate(S))
         self._done_counter(st, ws_v & ws_g_last & ws_end)
 
@@ -1136,7 +952,7 @@ class LearnerCore(wiring.Component):
                         m.d.sync += rg.eq(rg + 1)
                 with m.Else():
                     m.d.sync += cg.eq(cg + 1)
-        addr = self._addr(rg, cg, cfg.groups_pow2(n_out))
+        addr = block_addr(rg, cg, cfg.groups_pow2(n_out))
         wbuf = self._b(f"w{l}", 0)
         gbufs = [self._b(f"grad{l}", d) for d in range(dp)]
         w_data = wbuf.read_port(0).use(slot, addr)
@@ -1159,11 +975,11 @@ class LearnerCore(wiring.Component):
             return out
 
         # Stage 1: the block arrives; stage 2: its row r.
-        s1 = regs(1, {"v": slot, "r": r, "a": Value_c(addr, 24), "e": r_last & cg_last & rg_last})
-        rows = {f"g{d}": [x.as_signed() for x in self._block_row(g_data[d], s1["r"], aw)]
+        s1 = regs(1, {"v": slot, "r": r, "a": widen(addr, 24), "e": r_last & cg_last & rg_last})
+        rows = {f"g{d}": [x.as_signed() for x in block_row(g_data[d], s1["r"], aw, S)]
                 for d in range(dp)}
         cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
-                       "w": [x.as_signed() for x in self._block_row(w_data, s1["r"], w)],
+                       "w": [x.as_signed() for x in block_row(w_data, s1["r"], w, S)],
                        **rows})
         # Reduction over the pipelines' scratchpads, one pipeline per stage, in order; a
         # pipeline without sub-batches (its WA did nothing this step) adds nothing.
@@ -1176,7 +992,7 @@ class LearnerCore(wiring.Component):
                 sv, so = saturate(m, acc[j] + cur[f"g{d}"][j], fmt, name=f"{name}_red{d}_{j}")
                 sums.append(Mux(has, sv, acc[j]))
                 ovfs.append(has & so)
-            self._flags["wa"].append(cur["v"] & _or(ovfs))
+            self._flags["wa"].append(cur["v"] & or_all(ovfs))
             keep = {k: v for k, v in cur.items() if k.startswith("g") and int(k[1:]) > d}
             cur = regs(2 + d, {"v": cur["v"], "r": cur["r"], "a": cur["a"], "e": cur["e"],
                                "w": cur["w"], "acc": sums, **keep})
@@ -1199,7 +1015,7 @@ class LearnerCore(wiring.Component):
             nv, no = saturate(m, s4["w"][j] - s4["u"][j], wfmt, name=f"{name}_new{j}")
             news.append(nv)
             ovfs.append(no)
-        s5 = regs(5 + dp, {**{k: s4[k] for k in ctl}, "w": news, "o": _or(ovfs)})
+        s5 = regs(5 + dp, {**{k: s4[k] for k in ctl}, "w": news, "o": or_all(ovfs)})
         self._flags["wu"].append(s5["v"] & s5["o"])
         onehot = Signal(S, name=f"{name}_onehot")
         m.d.comb += onehot.eq(Mux(s5["v"], 1 << s5["r"], 0))
@@ -1270,7 +1086,7 @@ class LearnerCore(wiring.Component):
             pieces += [Const(0, D)] * (sub - len(pieces))
             sel = r_loc[:sbits] if sbits else Const(0, 1)
             rd.append((idx, Cat(*pieces).word_select(sel, D) if sub > 1 else
-                       _widen(pieces[0], D)))
+                       widen(pieces[0], D)))
             if r.host_write:
                 nbytes = r.word_bits(cfg) // 8
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
@@ -1279,7 +1095,7 @@ class LearnerCore(wiring.Component):
                 m.d.comb += full.eq(Mux(hit, self.host_we, 0) << (sel_w * DB))
                 assert buf.granularity == 8
                 buf.write(full[:nbytes], blk, Cat(*([self.host_wdata] * sub))[:r.word_bits(cfg)])
-        m.d.sync += r_ok.eq(self.host_re & idle & _or(oks))
+        m.d.sync += r_ok.eq(self.host_re & idle & or_all(oks))
         out = Const(0, D)
         for idx, data in rd:
             out = Mux(r_reg == idx, data, out)

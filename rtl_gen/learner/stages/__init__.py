@@ -1,0 +1,1 @@
+"""The stages of the learner pipeline, one block per module, and what they share."""
