@@ -10,6 +10,8 @@ per module, and what they share.
 * :class:`FwStage` (FW and the DQN target network's FW), :class:`LossStage`,
   :class:`BwStage`, :class:`WaStage`, :class:`WuStage` -- one per stage kind of
   :func:`sw.learner.schedule.stages`.
+* :class:`~.harness.StageHarness` -- one stage alone with the pipeline's buffers and the core's
+  run control, to simulate (tb/learner/test_stages_sim.py) or emit a stage by itself.
 
 A stage block is not a Verilog module: ``build(m)`` adds its logic to the core's Module (the
 core's Verilog is the same as before the split, and stages share memory ports, which a module
