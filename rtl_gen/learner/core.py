@@ -37,6 +37,13 @@ class LearnerCore(wiring.Component):
     sub-batch (WU overlaps WA's last item, reading the scratchpad on a port of its own), with
     dp > 1 after WA finished every sub-batch.
 
+    Each stage is a block of :mod:`rtl_gen.learner.stages` (:class:`~.stages.FwStage`,
+    :class:`~.stages.LossStage`, :class:`~.stages.BwStage`, :class:`~.stages.WaStage`,
+    :class:`~.stages.WuStage`), built into this module -- not a Verilog module of its own --
+    from a :class:`~.stages.StageContext` (configuration, buffers, run control) and its
+    producers' :class:`~.stages.StageStatus`; this module holds the run control, the host port
+    and the wiring of the stages.
+
     Data parallelism (CF'22's DP, ``config.dp`` > 1): every stage but WU exists once per
     pipeline, with its own tensor unit, activation, error and mask buffers and gradient
     scratchpad; sub-batch p runs on pipeline ``p mod dp``. Inputs and weights are shared (each
