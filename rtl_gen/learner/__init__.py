@@ -7,6 +7,9 @@
   unit: FW per layer (and target FW), LOSS, BW per layer, WA per weight tensor, WU per weight
   tensor; sub-batches stream through on-chip block buffers (:mod:`sw.learner.layout`); ``dp``
   parallel pipelines whose gradient scratchpads WU reduces.
+* :mod:`.stages` -- the stage blocks of the core (FW, LOSS, BW, WA, WU; one module each), the
+  buffers and sequencing they share, and :class:`~.stages.harness.StageHarness` to simulate one
+  stage alone.
 * :class:`LearnerAccelerator` -- the core behind AXI4-Lite (``ap_ctrl_hs`` registers of
   :func:`~sw.learner.spec.learner_register_map`) and AXI4 memory ports.
 

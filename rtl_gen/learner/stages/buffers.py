@@ -1,0 +1,281 @@
+"""On-chip buffers of the learner pipeline: block memories whose ports several stages share, and
+the bit fields of a block word (:mod:`sw.learner.layout`)."""
+
+from amaranth.hdl import Cat, Const, Mux, unsigned
+from amaranth.lib import memory
+
+from sw.learner.layout import regions
+from sw.learner.schedule import stages
+
+__all__ = ["ReadPort", "Buffer", "LearnerBuffers", "buffer_specs", "or_all", "lanes", "widen",
+           "block_addr", "block_row", "block_col", "chunk", "lane_mask", "split"]
+
+
+# -- bit fields ----------------------------------------------------------------------------------
+def or_all(values):
+    """Combinational: the or of ``values`` (1-bit ``Const(0)`` if there are none)."""
+    out = Const(0, 1)
+    for v in values:
+        out = out | v
+    return out
+
+
+def lanes(value, n, bits):
+    """``value`` cut into n lanes of ``bits`` bits, lane 0 at the low end."""
+    return [value[i * bits:(i + 1) * bits] for i in range(n)]
+
+
+def widen(v, width):
+    """``v`` zero-extended or truncated to ``width`` bits."""
+    return Cat(v, Const(0, max(0, width - len(v))))[:width]
+
+
+def block_addr(rg, cg, groups_pow2):
+    """Block address ``rg · G + cg`` as bit fields (G = ``groups_pow2``, a power of two)."""
+    gb = (groups_pow2 - 1).bit_length()
+    return Cat(cg[:gb], rg) if gb else rg
+
+
+def block_col(word, j, lane_bits, S):
+    """Column j (runtime) of an S × S block word: S values, row 0 first."""
+    rows = lanes(word, S, S * lane_bits)
+    return [r.word_select(j, lane_bits) for r in rows]
+
+
+def block_row(word, i, lane_bits, S):
+    """Row i (runtime) of an S × S block word: S values, column 0 first."""
+    return lanes(word.word_select(i, S * lane_bits), S, lane_bits)
+
+
+def chunk(vals, sub, n, lane_bits):
+    """Values ``sub·n .. sub·n + n - 1`` (``sub`` runtime) of a block's row or column."""
+    if n == len(vals):
+        return vals
+    return lanes(Cat(*vals).word_select(sub, n * lane_bits), n, lane_bits)
+
+
+def lane_mask(sub, n, S):
+    """S-bit lane mask of chunk ``sub`` (runtime) of n lanes."""
+    if n == S:
+        return Const((1 << S) - 1, S)
+    return (Const((1 << n) - 1, S) << (sub * n))[:S]
+
+
+def split(idx, n, S):
+    """A tile index over n-wide groups as (block index, chunk in the block): S/n chunks of n
+    lanes per block."""
+    q = (S // n).bit_length() - 1
+    if q == 0:
+        return idx, Const(0, 1)
+    return idx >> q, idx[:q]
+
+
+# -- buffers -------------------------------------------------------------------------------------
+class ReadPort:
+    """A memory read port shared by users that are never active in the same cycle.
+
+    Each user adds its enable and address (:meth:`use`); :meth:`connect` drives the port with
+    the or of the enables and of the enabled addresses (combinational). Data arrives one cycle
+    after the enable (a synchronous read port).
+    """
+
+    def __init__(self, port):
+        self.port = port
+        self.users = []
+
+    @property
+    def data(self):
+        return self.port.data
+
+    def use(self, en, addr):
+        """Add a user reading ``addr`` while ``en``; returns the port's data."""
+        self.users.append((en, addr))
+        return self.port.data
+
+    def connect(self, m):
+        if not self.users:
+            m.d.comb += self.port.en.eq(0)
+            return
+        w = len(self.port.addr)
+        m.d.comb += [
+            self.port.en.eq(or_all(en for en, _ in self.users)),
+            self.port.addr.eq(or_all(Mux(en, addr, 0)[:w] for en, addr in self.users)),
+        ]
+
+
+class Buffer:
+    """One on-chip memory of S × S blocks (or sample words), with shared ports.
+
+    Parameters
+    ----------
+    name : str
+        Hardware name (the memory is the submodule ``mem_<name>``).
+    depth : int
+        Words (at least 2 are built).
+    word_bits : int
+        Bits of a word: ``S²·lane_bits`` for a block, ``S·lane_bits`` for sample words.
+    lane_bits : int
+        Bits of one element.
+    row_lanes : int
+        Elements per block row (S; 1 for sample words).
+    granularity : int
+        Write-enable granularity in bits (8 for host-written buffers).
+    data : MemoryData, optional
+        The memory's contents (a simulation harness keeps it to preload and read the buffer);
+        default: a new zero-initialized one.
+
+    Members
+    -------
+    mem : Memory
+        One write port of ``granularity``, read ports made by :meth:`read_port`.
+    """
+
+    def __init__(self, name, *, depth, word_bits, lane_bits, row_lanes, granularity, data=None):
+        self.name = name
+        self.depth = depth
+        self.word_bits = word_bits
+        self.lane_bits = lane_bits
+        self.row_bits = row_lanes * lane_bits
+        if data is None:
+            self.mem = memory.Memory(shape=unsigned(word_bits), depth=max(depth, 2), init=[])
+        else:
+            self.mem = memory.Memory(data=data)
+        self.granularity = granularity
+        self.wp = self.mem.write_port(granularity=granularity)
+        self.ports = []
+        self.writers = []
+
+    def read_port(self, index=0):
+        """Read port ``index`` (:class:`ReadPort`), made on first use with those below it."""
+        while len(self.ports) <= index:
+            self.ports.append(ReadPort(self.mem.read_port()))
+        return self.ports[index]
+
+    def row_enable(self, row_onehot_en, lane_mask=None):
+        """Write enables of the rows set in ``row_onehot_en`` (one bit per block row),
+        restricted to the lanes set in ``lane_mask`` (one bit per lane of a row; the write
+        granularity must not split a group of lanes written together)."""
+        units = self.row_bits // self.granularity
+        if lane_mask is None:
+            return Cat(*[row_onehot_en[i].replicate(units) for i in range(len(row_onehot_en))])
+        en = []
+        for i in range(len(row_onehot_en)):
+            for u in range(units):
+                en.append(row_onehot_en[i] & lane_mask[(u * self.granularity) // self.lane_bits])
+        return Cat(*en)
+
+    def write(self, en, addr, data):
+        """Add a writer: ``en`` holds the write port's enables (already gated)."""
+        self.writers.append((en, addr, data))
+
+    def connect(self, m):
+        """Drive the read ports and the write port from their users (combinational)."""
+        for p in self.ports:
+            p.connect(m)
+        if not self.writers:
+            m.d.comb += self.wp.en.eq(0)
+            return
+        w = len(self.wp.addr)
+        nen = len(self.wp.en)
+        m.d.comb += [
+            self.wp.en.eq(or_all(widen(en, nen) for en, _, _ in self.writers)),
+            self.wp.addr.eq(or_all(Mux(en.any(), addr, 0)[:w] for en, addr, _ in self.writers)),
+            self.wp.data.eq(or_all(Mux(en.any(), data, 0) for en, _, data in self.writers)),
+        ]
+
+
+def buffer_specs(config) -> dict:
+    """The buffers of a learner pipeline, in construction order: key -> (shared, parameters
+    of :class:`Buffer` but ``data``).
+
+    Inputs and weights (host-written regions) are shared by the pipelines: key = region name.
+    Activations, errors, ReLU masks and gradient scratchpads exist once per pipeline (key
+    ``name@d`` with dp > 1), the sample buffers holding the pipeline's share of the batch.
+    Buffers written by GEMM stages take writes in groups of the narrowest C of their tensor
+    units (a whole block row by default), host-written ones byte enables.
+    """
+    cfg = config
+    S, dp = cfg.array, cfg.dp
+    rows_pp = cfg.max_batch if dp == 1 else cfg.pipe_batch
+    out = {}
+
+    def add(name, d, **kw):
+        key = name if dp == 1 else f"{name}@{d}"
+        out[key] = (False, dict(name=key.replace("@", "_p"), **kw))
+
+    # Narrowest lane group a stage writes: a tensor unit's C outputs (S by default).
+    cmin = min([S] + [x for st in stages(cfg) if st.kind in ("fw", "tfw", "bw", "wa")
+                      for x in cfg.stage_array(st.name)])
+    for r in regions(cfg):
+        row_lanes = S if r.kind == "matrix" else 1
+        gran = 8 if r.host_write else min(row_lanes, cmin) * r.lane_bits
+        kw = dict(word_bits=r.word_bits(cfg), lane_bits=r.lane_bits, row_lanes=row_lanes,
+                  granularity=gran)
+        if r.host_write:
+            out[r.name] = (True, dict(name=r.name, depth=r.depth(cfg), **kw))
+        elif r.name.startswith("grad"):
+            for d in range(dp):
+                add(r.name, d, depth=r.depth(cfg), **kw)
+        else:
+            depth = cfg.groups(rows_pp) * r.col_groups(cfg)
+            for d in range(dp):
+                add(r.name, d, depth=depth, **kw)
+    for l in range(cfg.n_layers - 1):      # ReLU masks of the hidden layers (not mapped)
+        depth = cfg.groups(rows_pp) * cfg.groups_pow2(cfg.sizes[l + 1])
+        for d in range(dp):
+            add(f"mask{l}", d, depth=depth, word_bits=S * S, lane_bits=1, row_lanes=S,
+                granularity=cmin)
+    return out
+
+
+class LearnerBuffers:
+    """Every buffer of a learner pipeline (:func:`buffer_specs`), with port 0 of each made.
+
+    Port 0 of each memory is the host's (pipeline 0's first reader shares it). The memories
+    become submodules ``mem_<name>`` of ``m`` in construction order.
+
+    Parameters
+    ----------
+    m : Module
+    config : LearnerConfig
+    data : dict of str to MemoryData, optional
+        Contents per buffer key (a simulation harness preloads and reads them).
+    """
+
+    def __init__(self, m, config, *, data=None):
+        self.config = config
+        self.shared = set()
+        self._bufs = {}
+        for key, (shared, kw) in buffer_specs(config).items():
+            buf = Buffer(**kw) if data is None else Buffer(**kw, data=data[key])
+            m.submodules[f"mem_{buf.name}"] = buf.mem
+            self._bufs[key] = buf
+            if shared:
+                self.shared.add(key)
+        for b in self._bufs.values():
+            b.read_port(0)
+
+    def __contains__(self, key):
+        return key in self._bufs
+
+    def __getitem__(self, key):
+        return self._bufs[key]
+
+    def __iter__(self):
+        return iter(self._bufs.values())
+
+    def get(self, name, d):
+        """Buffer ``name`` as pipeline d sees it."""
+        return self._bufs[name] if name in self._bufs else self._bufs[f"{name}@{d}"]
+
+    def port(self, name, d, role):
+        """Read port of buffer ``name`` for pipeline d: ``role`` 0 or 1 (two readers of one
+        buffer in one pipeline). Shared buffers give every pipeline its own ports; port 0
+        (pipeline 0, role 0) is also the host's."""
+        index = role * self.config.dp + d if name in self.shared else role
+        return self.get(name, d).read_port(index)
+
+    def connect(self, m):
+        """Drive every buffer's ports from their users (after every user was added)."""
+        for b in self._bufs.values():
+            b.connect(m)

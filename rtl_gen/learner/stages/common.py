@@ -1,0 +1,341 @@
+"""What the stages of the learner pipeline share: the context they are built in (configuration,
+buffers, run control), their status (done counts for their consumers), item bookkeeping and
+dependencies, and the GEMM stages' issue loop, writer loop and operand feed.
+
+Every function here adds its logic to the Module ``m`` it is given, in a fixed order: the
+emitted Verilog of the core depends on that order.
+"""
+
+from dataclasses import dataclass, field
+
+from amaranth.hdl import Const, Mux, Signal, Value, signed
+
+from sw.learner.schedule import Stage
+from sw.learner.spec import LearnerConfig
+
+from ..tensor_unit import TensorUnit
+from .buffers import LearnerBuffers
+
+__all__ = ["StageContext", "StageStatus", "StageBlock", "hw_name", "tensor_unit",
+           "ItemCounter", "deps_ok", "deps_all", "done_counter", "gemm_loop", "writer_loop",
+           "feed"]
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What every stage of one learner pipeline reads.
+
+    Attributes
+    ----------
+    config : LearnerConfig
+    buffers : LearnerBuffers
+        The on-chip buffers; stages add their readers and writers to them.
+    busy : Value(1)
+        A step is running.
+    clear : Value(1)
+        The cycle a step starts: every stage resets its counters.
+    batch_size : Value(13)
+        B, valid while ``clear``.
+    eta : Value(lr_width)
+        η raw (WU), held during the step.
+    gamma : Value(coef_width)
+        γ raw (DQN LOSS), held during the step.
+    sync_now : Value(1)
+        DQN: this step copies the updated weights into the target weights (WU).
+    """
+    config: LearnerConfig
+    buffers: LearnerBuffers
+    busy: Value
+    clear: Value
+    batch_size: Value
+    eta: Value
+    gamma: Value
+    sync_now: Value
+
+
+@dataclass
+class StageStatus:
+    """What a built stage shows its consumers and the run control.
+
+    Attributes
+    ----------
+    done : Value(13)
+        Items (sub-batches of the stage's pipeline) finished, visible the cycle after the
+        write of an item's last result (WU: 1 once the weight tensor is updated).
+    all : Value(1)
+        Every item of the step is finished.
+    flags : list of (str, Value(1))
+        Saturation events per :data:`~sw.learner.spec.LEARNER_FLAGS` name, in build order.
+    loss_terms : list of Value
+        LOSS: squared differences to add into the loss sum each cycle (0 when idle).
+    tiles, in_last : Value or None
+        WA: tiles finished in the item being written, and whether it is the step's last (WU
+        follows them block by block, :func:`sw.learner.schedule.wu_block_need`).
+    """
+    done: Value
+    all: Value
+    flags: list = field(default_factory=list)
+    loss_terms: list = field(default_factory=list)
+    tiles: Value = None
+    in_last: Value = None
+
+
+def hw_name(name):
+    """Signal-name form of a stage name (``fw0@1`` -> ``fw0_p1``)."""
+    return name.replace("@", "_p")
+
+
+class StageBlock:
+    """Base of the stage blocks: one stage of :func:`sw.learner.schedule.stages`, built into
+    the core's Module by :meth:`build` (no Verilog module boundary of its own).
+
+    Parameters
+    ----------
+    ctx : StageContext
+    stage : Stage
+        Of a kind in ``KINDS``.
+    producers : dict of str to StageStatus
+        The built status of every stage in ``stage.deps`` (others are ignored).
+
+    Raises
+    ------
+    TypeError
+        If ``ctx`` is not a :class:`StageContext` or ``stage`` not a :class:`Stage`.
+    ValueError
+        If ``stage`` is not of a kind this block builds or a producer is missing.
+    """
+
+    #: Stage kinds this block builds.
+    KINDS = ()
+
+    def __init__(self, ctx: StageContext, stage: Stage, producers: dict):
+        if not isinstance(ctx, StageContext):
+            raise TypeError(f"ctx must be a StageContext, not {ctx!r}")
+        if not isinstance(stage, Stage):
+            raise TypeError(f"stage must be a schedule.Stage, not {stage!r}")
+        if stage.kind not in self.KINDS:
+            raise ValueError(f"stage must be of kind {' or '.join(self.KINDS)}, not "
+                             f"{stage.kind!r}")
+        missing = [d for d in stage.deps if d not in producers]
+        if missing:
+            raise ValueError(f"producers must hold the status of {', '.join(missing)}")
+        self._ctx = ctx
+        self._stage = stage
+        self._producers = {d: producers[d] for d in stage.deps}     # in the order of deps
+
+    @property
+    def ctx(self) -> StageContext:
+        return self._ctx
+
+    @property
+    def stage(self) -> Stage:
+        return self._stage
+
+    @property
+    def producers(self) -> dict:
+        return dict(self._producers)
+
+    def build(self, m) -> StageStatus:
+        """Add the stage's logic to Module ``m`` and its readers and writers to the buffers."""
+        raise NotImplementedError
+
+
+def tensor_unit(m, config, stage_name):
+    """The stage's R × C :class:`TensorUnit`, submodule ``tu_<stage>``, output always ready."""
+    tu = TensorUnit(config.stage_tensor_unit(stage_name))
+    m.submodules[f"tu_{hw_name(stage_name)}"] = tu
+    m.d.comb += [tu.o.ready.eq(1), tu.clear.eq(0)]
+    return tu
+
+
+class ItemCounter:
+    """Item bookkeeping of pipeline d (sub-batches d, d + dp, ...), reset by ``ctx.clear``.
+
+    Members
+    -------
+    p : Signal(13)
+        Local item index.
+    base, gbase : Signal(13)
+        First row group of the item in the pipeline's buffers and in the batch (shared
+        inputs).
+    rem : Signal(signed(14))
+        Samples of the batch from the item on: ``B - (d + p·dp)·m``.
+    cnt : Signal
+        Samples of the item, ``min(m, rem)`` (combinational).
+    """
+
+    def __init__(self, m, ctx, name, d):
+        cfg = ctx.config
+        self._config = cfg
+        per = cfg.sub_batch // cfg.array
+        self.per = per
+        p = Signal(13, name=f"{name}_p")
+        base = Signal(13, name=f"{name}_base")             # item's first row group: pipeline's
+        gbase = Signal(13, name=f"{name}_gbase")           # and the batch's (shared inputs)
+        rem = Signal(signed(14), name=f"{name}_rem")       # B - (d + p·dp)·m
+        cnt = Signal(range(cfg.sub_batch + 1), name=f"{name}_cnt")
+        m.d.comb += cnt.eq(Mux(rem < cfg.sub_batch, rem, cfg.sub_batch))
+        self.p, self.base, self.gbase, self.rem, self.cnt = p, base, gbase, rem, cnt
+        with m.If(ctx.clear):
+            m.d.sync += [p.eq(0), base.eq(0), gbase.eq(d * per),
+                         rem.eq(ctx.batch_size - d * cfg.sub_batch)]
+
+    def advance(self):
+        """Statements that move on to the next item."""
+        cfg = self._config
+        return [self.p.eq(self.p + 1), self.base.eq(self.base + self.per),
+                self.gbase.eq(self.gbase + self.per * cfg.dp),
+                self.rem.eq(self.rem - cfg.sub_batch * cfg.dp)]
+
+
+def deps_ok(producers, p):
+    """Combinational: every producer has finished item p."""
+    ok = Const(1, 1)
+    for d in producers.values():
+        ok = ok & (d.done > p)
+    return ok
+
+
+def deps_all(producers):
+    """Combinational: every producer has finished every item."""
+    ok = Const(1, 1)
+    for d in producers.values():
+        ok = ok & d.all
+    return ok
+
+
+def done_counter(m, ctx, stage, event):
+    """Items finished (``event``: the write of an item's last result) and whether that is all
+    of them; both visible the cycle after the write. Returns ``(done, all)``."""
+    cfg = ctx.config
+    name = hw_name(stage.name)
+    done = Signal(13, name=f"{name}_done")
+    left = Signal(signed(14), name=f"{name}_left")      # B - (d + done·dp)·m
+    with m.If(ctx.clear):
+        m.d.sync += [done.eq(0), left.eq(ctx.batch_size - stage.pipe * cfg.sub_batch)]
+    with m.Elif(event):
+        m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch * cfg.dp)]
+    all_done = Signal(name=f"{name}_all")
+    m.d.comb += all_done.eq(left <= 0)
+    return done, all_done
+
+
+def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, k_runtime):
+    """Slot sequencer of a GEMM stage on an R × C unit: one slot (operand read or bubble) per
+    cycle.
+
+    Loops: outer o (``outer`` tiles, or while ``o·R < cnt`` if ``outer_runtime``), middle n
+    (``middle`` tiles), slot t in a tile of ``T = max(K, R)`` slots, the first ``T - K``
+    bubbles, K = ``k_len`` (or ``cnt`` if ``k_runtime``). Item p starts once the previous one
+    issued its last slot and every producer finished p. Returns a dict of signals: item
+    bookkeeping (``p``, ``base``, ``gbase``, ``cnt``), loop indices ``o``, ``n``, ``k``,
+    ``elem`` (the slot reads operands), ``last`` (the tile's last slot) and ``item_last``.
+    """
+    cfg = ctx.config
+    S = cfg.array
+    R = cfg.stage_array(stage.name)[0]
+    lr = R.bit_length() - 1
+    name = hw_name(stage.name)
+    busy = ctx.busy
+    items = ItemCounter(m, ctx, name, stage.pipe)
+    p, base, gbase, rem, cnt = items.p, items.base, items.gbase, items.rem, items.cnt
+    running = Signal(name=f"{name}_running")
+    kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, R)
+    o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_o")
+    n = Signal(range(middle + 1), name=f"{name}_n")
+    t = Signal(range(kmax + 1), name=f"{name}_t")
+    if k_runtime:
+        K = Signal(range(kmax + 1), name=f"{name}_K")
+        pad = Signal(range(R + 1), name=f"{name}_pad")
+        m.d.comb += [K.eq(cnt), pad.eq(Mux(cnt < R, R - cnt, 0))]
+    else:                       # constants: no compare against a zero pad
+        K, pad = k_len, max(0, R - k_len)
+    go = Signal(name=f"{name}_go")
+    slot = Signal(name=f"{name}_slot")
+    m.d.comb += [
+        go.eq(busy & ~running & (rem > 0) & deps_ok(producers, p)),
+        slot.eq(go | running),
+    ]
+    k = Signal(range(kmax + 1), name=f"{name}_k")
+    bubble = Signal(name=f"{name}_bubble")
+    m.d.comb += [bubble.eq(t < pad) if not isinstance(pad, int) or pad else bubble.eq(0),
+                 k.eq(t - pad)]
+    t_last = t == pad + K - 1
+    n_last = n == middle - 1
+    if outer_runtime:
+        o_last = ((o + 1) << lr) >= cnt
+    else:
+        o_last = o == outer - 1
+    item_last = t_last & n_last & o_last
+    with m.If(ctx.clear):
+        m.d.sync += [running.eq(0), o.eq(0), n.eq(0), t.eq(0)]
+    with m.Elif(slot):
+        with m.If(t_last):
+            m.d.sync += t.eq(0)
+            with m.If(n_last):
+                m.d.sync += n.eq(0)
+                with m.If(o_last):
+                    m.d.sync += [o.eq(0), running.eq(0)] + items.advance()
+                with m.Else():
+                    m.d.sync += [o.eq(o + 1), running.eq(1)]
+            with m.Else():
+                m.d.sync += [n.eq(n + 1), running.eq(1)]
+        with m.Else():
+            m.d.sync += [t.eq(t + 1), running.eq(1)]
+    elem = Signal(name=f"{name}_elem")
+    m.d.comb += elem.eq(slot & ~bubble)
+    return {"p": p, "base": base, "gbase": gbase, "cnt": cnt, "o": o, "n": n, "k": k,
+            "elem": elem, "last": t_last, "item_last": item_last}
+
+
+def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
+    """Beat counters of a GEMM stage's output (an R-row unit, R = ``rows``): row i, middle n,
+    outer o, item p of pipeline d, advanced by ``beat``. Returns a dict of signals (``p``,
+    ``base``, ``rem``, ``cnt``, ``i``, ``o``, ``n``, ``item_last``)."""
+    cfg = ctx.config
+    R = rows
+    items = ItemCounter(m, ctx, f"{name}_w", d)
+    i = Signal(range(R), name=f"{name}_wi")
+    o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_wo")
+    n = Signal(range(middle + 1), name=f"{name}_wn")
+    i_last = i == R - 1
+    n_last = n == middle - 1
+    lr = R.bit_length() - 1
+    o_last = (((o + 1) << lr) >= items.cnt) if outer_runtime else (o == outer - 1)
+    with m.If(ctx.clear):
+        m.d.sync += [i.eq(0), o.eq(0), n.eq(0)]
+    with m.Elif(beat):
+        m.d.sync += i.eq(i + 1)
+        with m.If(i_last):
+            m.d.sync += i.eq(0)
+            with m.If(n_last):
+                m.d.sync += n.eq(0)
+                with m.If(o_last):
+                    m.d.sync += [o.eq(0)] + items.advance()
+                with m.Else():
+                    m.d.sync += o.eq(o + 1)
+            with m.Else():
+                m.d.sync += n.eq(n + 1)
+    return {"p": items.p, "base": items.base, "rem": items.rem, "cnt": items.cnt, "i": i,
+            "o": o, "n": n, "item_last": i_last & n_last & o_last}
+
+
+def feed(m, ctx, name, tu, loop, a_vals, b_vals):
+    """Register the operands (computed from memory data one cycle after the slot) into the
+    tensor unit's input (R values of A, C of B): they enter it two cycles after the slot."""
+    width = ctx.config.width
+    v1 = Signal(name=f"{name}_v1")
+    l1 = Signal(name=f"{name}_l1")
+    m.d.sync += [v1.eq(loop["elem"] & ~ctx.clear), l1.eq(loop["last"])]
+    v2 = Signal(name=f"{name}_v2")
+    m.d.sync += v2.eq(v1)
+    m.d.comb += tu.i.valid.eq(v2)
+    pa = [Signal(signed(width), name=f"{name}_a{i}") for i in range(len(a_vals))]
+    pb = [Signal(signed(width), name=f"{name}_b{j}") for j in range(len(b_vals))]
+    pl = Signal(name=f"{name}_last")
+    m.d.sync += [x.eq(v) for x, v in zip(pa, a_vals)]
+    m.d.sync += [x.eq(v) for x, v in zip(pb, b_vals)]
+    m.d.sync += pl.eq(l1)
+    m.d.comb += [tu.i.payload.a[i].eq(x) for i, x in enumerate(pa)]
+    m.d.comb += [tu.i.payload.b[j].eq(x) for j, x in enumerate(pb)]
+    m.d.comb += tu.i.payload.last.eq(pl)

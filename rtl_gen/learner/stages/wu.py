@@ -1,0 +1,175 @@
+"""WU stage of the learner pipeline: the SGD update of one weight tensor."""
+
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
+
+from sw.learner.schedule import wu_overlaps
+
+from ...fixed import rshift_round, saturate
+from .buffers import block_addr, block_row, or_all, widen
+from .common import StageBlock, StageStatus, deps_all, hw_name
+
+__all__ = ["WuStage"]
+
+
+class WuStage(StageBlock):
+    """WU of layer l: ``W_l ← saturate(W_l - rshift_round(η·G_l))``, S weights per cycle.
+
+    Stage ``wu<l>`` reads ``w<l>`` (on port 0, the host's, idle during a step) and the
+    gradient scratchpads ``grad<l>`` block by block, row by row (S slots per block, row-group
+    major), and writes the updated row back; with DQN and ``ctx.sync_now`` the same row goes
+    into ``tw<l>`` in the same cycle (the target sync costs no cycles). With dp > 1 pipelines
+    it first adds the pipelines' scratchpads in pipeline order with saturation (one register
+    stage per added pipeline; a pipeline whose WA finished no item adds nothing) and writes the
+    sum into pipeline 0's scratchpad (what the host reads as ``grad<l>``).
+
+    Start: with one pipeline (:func:`~sw.learner.schedule.wu_overlaps`) block (rg, cg) goes
+    once BW of the layer finished every item and WA's last item has written the tile that
+    completes the block (WA's ``tiles`` and ``in_last``, reading the scratchpad on a port of
+    its own, port 1); with dp > 1 once every producer finished every item. Latency: a row is
+    written ``4 + dp`` cycles after its slot (row select, η·G product, rounding, subtract and
+    saturate, one stage per added pipeline); ``done`` rises the cycle after the last row
+    (:func:`~sw.learner.schedule.stage_tail`). Throughput: S weights per cycle, ``η·G`` on
+    ``S`` multipliers (``acc_width × lr_width``).
+
+    Status: ``done`` = ``all`` (1 bit): the weight tensor is updated; flags ``wu`` (a weight
+    saturated) and ``wa`` (the reduction saturated). See :class:`~.common.StageBlock` for the
+    parameters.
+    """
+
+    KINDS = ("wu",)
+
+    def build(self, m) -> StageStatus:
+        ctx, st = self.ctx, self.stage
+        cfg, bufs = ctx.config, ctx.buffers
+        flags = []
+        num = cfg.numerics
+        S, w, dp = cfg.array, cfg.width, cfg.dp
+        l = st.layer
+        n_in, n_out = cfg.sizes[l], cfg.sizes[l + 1]
+        mt, ngo = cfg.groups(n_in + 1), cfg.groups(n_out)
+        name = hw_name(st.name)
+        running = Signal(name=f"{name}_running")
+        finished = Signal(name=f"{name}_finished")
+        rg = Signal(range(mt + 1), name=f"{name}_rg")
+        cg = Signal(range(ngo + 1), name=f"{name}_cg")
+        r = Signal(range(S), name=f"{name}_r")
+        go = Signal(name=f"{name}_go")
+        slot = Signal(name=f"{name}_slot")
+        overlap = wu_overlaps(cfg)
+        if overlap:
+            # Block by block behind WA's last item: block (rg, cg) once WA has written the
+            # tile that completes it (tile index wu_block_need, o-major), BW of the layer done.
+            wa = self.producers[f"wa{l}"]
+            Rw, Cw = cfg.stage_array(f"wa{l}")
+            mt_wa, ngo_wa = -(-(n_in + 1) // Rw), -(-n_out // Cw)
+            qr, qc = (S // Rw).bit_length() - 1, (S // Cw).bit_length() - 1
+            o_hi = Signal(range((mt + 1) << qr), name=f"{name}_ohi")
+            n_hi = Signal(range((ngo + 1) << qc), name=f"{name}_nhi")
+            need = Signal(range(mt_wa * ngo_wa + 1), name=f"{name}_need")
+            m.d.comb += [o_hi.eq(Mux(((rg + 1) << qr) > mt_wa, mt_wa, (rg + 1) << qr)),
+                         n_hi.eq(Mux(((cg + 1) << qc) > ngo_wa, ngo_wa, (cg + 1) << qc)),
+                         need.eq((o_hi - 1) * ngo_wa + n_hi - 1)]
+            others = Const(1, 1)
+            for dname in st.deps:
+                if dname != f"wa{l}":
+                    others = others & self.producers[dname].all
+            ready = others & (wa.all | (wa.in_last & (wa.tiles > need)))
+            m.d.comb += [go.eq(ctx.busy & ~finished & ready),
+                         slot.eq(ctx.busy & ~finished & ((r != 0) | ready))]
+        else:
+            m.d.comb += [go.eq(ctx.busy & ~running & ~finished & deps_all(self.producers)),
+                         slot.eq(go | running)]
+        r_last, cg_last, rg_last = r == S - 1, cg == ngo - 1, rg == mt - 1
+        with m.If(ctx.clear):
+            m.d.sync += [running.eq(0), finished.eq(0), rg.eq(0), cg.eq(0), r.eq(0)]
+        with m.Elif(slot):
+            m.d.sync += [r.eq(r + 1), running.eq(1)]
+            with m.If(r_last):
+                m.d.sync += r.eq(0)
+                with m.If(cg_last):
+                    m.d.sync += cg.eq(0)
+                    with m.If(rg_last):
+                        m.d.sync += [rg.eq(0), running.eq(0), finished.eq(1)]
+                    with m.Else():
+                        m.d.sync += rg.eq(rg + 1)
+                with m.Else():
+                    m.d.sync += cg.eq(cg + 1)
+        addr = block_addr(rg, cg, cfg.groups_pow2(n_out))
+        wbuf = bufs.get(f"w{l}", 0)
+        gbufs = [bufs.get(f"grad{l}", d) for d in range(dp)]
+        w_data = wbuf.read_port(0).use(slot, addr)
+        # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
+        g_data = [g.read_port(1 if overlap else 0).use(slot, addr) for g in gbufs]
+        aw = num.acc_width
+        clear = ctx.clear
+
+        def regs(tag, values):
+            """One pipeline register stage for a dict of values (lists register lane-wise)."""
+            out = {}
+            for key, v in values.items():
+                if isinstance(v, list):
+                    out[key] = [Signal(signed(len(x)) if x.shape().signed else len(x),
+                                       name=f"{name}_{key}{tag}_{j}") for j, x in enumerate(v)]
+                    m.d.sync += [a.eq(b) for a, b in zip(out[key], v)]
+                else:
+                    out[key] = Signal(v.shape(), name=f"{name}_{key}{tag}")
+                    m.d.sync += out[key].eq(v & ~clear if key == "v" else v)
+            return out
+
+        # Stage 1: the block arrives; stage 2: its row r.
+        s1 = regs(1, {"v": slot, "r": r, "a": widen(addr, 24), "e": r_last & cg_last & rg_last})
+        rows = {f"g{d}": [x.as_signed() for x in block_row(g_data[d], s1["r"], aw, S)]
+                for d in range(dp)}
+        cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
+                       "w": [x.as_signed() for x in block_row(w_data, s1["r"], w, S)],
+                       **rows})
+        # Reduction over the pipelines' scratchpads, one pipeline per stage, in order; a
+        # pipeline without sub-batches (its WA did nothing this step) adds nothing.
+        fmt = num.wgrad_format
+        acc = cur["g0"]
+        for d in range(1, dp):
+            has = self.producers[f"wa{l}@{d}"].done != 0
+            sums, ovfs = [], []
+            for j in range(S):
+                sv, so = saturate(m, acc[j] + cur[f"g{d}"][j], fmt, name=f"{name}_red{d}_{j}")
+                sums.append(Mux(has, sv, acc[j]))
+                ovfs.append(has & so)
+            flags.append(("wa", cur["v"] & or_all(ovfs)))
+            keep = {k: v for k, v in cur.items() if k.startswith("g") and int(k[1:]) > d}
+            cur = regs(2 + d, {"v": cur["v"], "r": cur["r"], "a": cur["a"], "e": cur["e"],
+                               "w": cur["w"], "acc": sums, **keep})
+            acc = cur["acc"]
+        if dp > 1:          # the reduced gradient, for the host (region grad<l>)
+            onehot = Signal(S, name=f"{name}_gonehot")
+            m.d.comb += onehot.eq(Mux(cur["v"], 1 << cur["r"], 0))
+            gbufs[0].write(gbufs[0].row_enable(onehot), cur["a"],
+                           Cat(*[x[:aw] for x in acc]).replicate(S))
+        # η·G; round; W - round(η·G), saturated.
+        shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
+        wfmt = num.weight_format
+        ctl = ("v", "r", "a", "e")
+        s3 = regs(3 + dp, {**{k: cur[k] for k in ctl}, "w": cur["w"],
+                           "p": [g * ctx.eta for g in acc]})
+        s4 = regs(4 + dp, {**{k: s3[k] for k in ctl}, "w": s3["w"],
+                           "u": [rshift_round(x, shift, wfmt.rounding) for x in s3["p"]]})
+        news, ovfs = [], []
+        for j in range(S):
+            nv, no = saturate(m, s4["w"][j] - s4["u"][j], wfmt, name=f"{name}_new{j}")
+            news.append(nv)
+            ovfs.append(no)
+        s5 = regs(5 + dp, {**{k: s4[k] for k in ctl}, "w": news, "o": or_all(ovfs)})
+        flags.append(("wu", s5["v"] & s5["o"]))
+        onehot = Signal(S, name=f"{name}_onehot")
+        m.d.comb += onehot.eq(Mux(s5["v"], 1 << s5["r"], 0))
+        wbuf.write(wbuf.row_enable(onehot), s5["a"], Cat(*[x[:w] for x in s5["w"]]).replicate(S))
+        if cfg.loss == "dqn":       # target sync: the same row into the target weights
+            twbuf = bufs.get(f"tw{l}", 0)
+            twbuf.write(twbuf.row_enable(Mux(ctx.sync_now, onehot, 0)), s5["a"],
+                        Cat(*[x[:w] for x in s5["w"]]).replicate(S))
+        done = Signal(name=f"{name}_done")
+        with m.If(clear):
+            m.d.sync += done.eq(0)
+        with m.Elif(s5["v"] & s5["e"]):
+            m.d.sync += done.eq(1)
+        return StageStatus(done, done, flags=flags)
+
