@@ -32,15 +32,16 @@ function of ``hdl/``, which is committed and checked for freshness by ``tb/test_
     Out-of-context synthesis and implementation of the accelerator alone at
     :data:`TARGET_FREQ_MHZ` on any part: the quickest timing answer.
 
-The generated scripts source ``scripts/vivado/rlk_common.tcl`` and the constraints in
-``constraints/``; ``python -m rtl_gen.vivado`` (``make vivado``, ``make vivado-scripts``) writes
-them and runs Vivado / v++ when they are on ``PATH``.
+The generated scripts source ``rlk_common.tcl`` (this package) and the XDC files of the
+repository's ``constraints/``, both package data found by :mod:`.resources`, so the flow also
+works from an installed wheel; ``python -m rtl_gen.vivado`` (``make vivado``, ``make
+vivado-scripts``) writes them and runs Vivado / v++ when they are on ``PATH``.
 
 Modules: :mod:`.model` (:class:`Accelerator`, :class:`AxiInterface`, :data:`BOARDS`),
-:mod:`.tcl` (quoting and the common prologue), one writer per flow (:mod:`.package_ip`,
-:mod:`.zcu106_bd`, :mod:`.alveo`, :mod:`.ooc_timing`), :mod:`.flows` (:func:`write_scripts`,
-:func:`board_commands`) and :mod:`.cli` (:func:`main`, run by ``__main__``). Every public name
-is importable from this package.
+:mod:`.resources` (the package data), :mod:`.tcl` (quoting and the common prologue), one
+writer per flow (:mod:`.package_ip`, :mod:`.zcu106_bd`, :mod:`.alveo`, :mod:`.ooc_timing`),
+:mod:`.flows` (:func:`write_scripts`, :func:`board_commands`) and :mod:`.cli` (:func:`main`,
+run by ``__main__``). Every public name is importable from this package.
 """
 
 from sw.registry import LIBRARY, VENDOR, VERSION, vlnv

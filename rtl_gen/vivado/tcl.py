@@ -8,11 +8,10 @@ to the script itself, so a generated tree can move.
 import os
 from pathlib import Path
 
+from .resources import common_tcl, constraints_dir
+
 __all__ = ["tcl_str", "relative", "prologue", "dict_line", "wrap"]
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS_DIR = ROOT / "scripts" / "vivado"
-CONSTRAINTS_DIR = ROOT / "constraints"
 _TCL_PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/+*,=@%")
 
 
@@ -62,9 +61,8 @@ def prologue(acc, out_dir: Path, name: str, purpose: list, usage: str) -> list:
         "set hdl_dir [file normalize [file join $script_dir "
         f"{tcl_str(relative(acc.hdl_dir, out_dir))}]]",
         f"set constraints_dir [file normalize [file join $script_dir "
-        f"{tcl_str(relative(CONSTRAINTS_DIR, out_dir))}]]",
-        "source [file join $script_dir "
-        f"{tcl_str(relative(SCRIPTS_DIR / 'rlk_common.tcl', out_dir))}]",
+        f"{tcl_str(relative(constraints_dir(), out_dir))}]]",
+        f"source [file join $script_dir {tcl_str(relative(common_tcl(), out_dir))}]",
         f"set module {acc.module}",
         "",
     ]
