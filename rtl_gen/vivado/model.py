@@ -8,13 +8,14 @@ script writers rely on. :data:`BOARDS` are the targets of ``make vivado BOARD=``
 """
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from sw.regmap import RegisterMap
 
 __all__ = ["TARGET_FREQ_MHZ", "CONTROL_BLOCK", "MEMORY_BLOCK", "Board", "BOARDS",
-           "AxiInterface", "Accelerator", "find_accelerators"]
+           "AxiInterface", "Accelerator", "find_manifests", "find_accelerators"]
 
 #: Kernel clock target of every flow: PS ``pl_clk0`` on the ZCU106, ``kernel_frequency`` on
 #: Alveo, the ``create_clock`` of ``constraints/accel_ooc.xdc``.
@@ -112,7 +113,8 @@ class Accelerator:
     Parameters
     ----------
     hdl_dir : Path
-        ``hdl/<module>/``.
+        The directory of the manifest and the Verilog (``hdl/<module>/``, or the ``--out`` of
+        ``python -m rtl_gen``).
     manifest : dict
         ``<module>.json``.
     regmap : RegisterMap
@@ -139,13 +141,38 @@ class Accelerator:
     regmap: RegisterMap
 
     @classmethod
-    def load(cls, hdl_dir) -> "Accelerator":
-        hdl_dir = Path(hdl_dir)
-        manifest = json.loads((hdl_dir / f"{hdl_dir.name}.json").read_text())
+    def load(cls, path) -> "Accelerator":
+        """Read an accelerator from its manifest and register map.
+
+        Parameters
+        ----------
+        path : path
+            The manifest ``<module>.json``, or a directory named after the module that holds
+            it (``hdl/<module>/``). For a directory of several, see :func:`find_manifests`.
+
+        Raises
+        ------
+        FileNotFoundError
+            ``path`` does not exist, or a directory without ``<its name>.json``.
+        ValueError
+            ``path`` is not a manifest written by :func:`rtl_gen.emit.emit`, or one without a
+            register map (a block, not an accelerator), or the checks of the class fail.
+        """
+        path = Path(path)
+        manifest_path = path / f"{path.name}.json" if path.is_dir() else path
+        if not manifest_path.is_file():
+            raise FileNotFoundError(
+                f"path {str(path)!r}: no manifest {manifest_path.name} in that directory"
+                if path.is_dir() else f"path {str(path)!r}: no such manifest file")
+        manifest = _read_manifest(manifest_path)
+        if manifest is None:
+            raise ValueError(f"path {str(manifest_path)!r} is not a manifest written by "
+                             f"rtl_gen (a JSON object with 'module', 'ports' and 'verilog')")
         regs = manifest.get("registers")
         if not regs:
-            raise ValueError(f"{hdl_dir}: the manifest lists no register map: not an "
+            raise ValueError(f"{manifest_path}: the manifest lists no register map: not an "
                              f"accelerator with an AXI4-Lite control interface")
+        hdl_dir = manifest_path.parent
         regmap = RegisterMap.from_dict(json.loads((hdl_dir / regs["json"]).read_text()))
         return cls(hdl_dir, manifest, regmap)
 
@@ -243,12 +270,80 @@ class Accelerator:
         return None
 
 
-def find_accelerators(hdl_root) -> list:
-    """Names of the directories in ``hdl_root`` whose manifest has a register map, sorted."""
-    found = []
-    for d in sorted(Path(hdl_root).iterdir()):
-        m = d / f"{d.name}.json"
-        if m.is_file() and json.loads(m.read_text()).get("registers"):
-            found.append(d.name)
-    return found
+def _read_manifest(path: Path):
+    """The manifest in ``path``, or None if the file is JSON but not a manifest.
 
+    Raises ``ValueError`` (naming the file) if it is not JSON at all."""
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or not {"module", "ports", "verilog"} <= data.keys():
+        return None
+    return data
+
+
+def find_manifests(path, *, argument: str = "path") -> dict:
+    """The manifests of everything ``python -m rtl_gen`` emitted at ``path``.
+
+    Parameters
+    ----------
+    path : path
+        A manifest file ``<module>.json``; a directory holding manifests next to their Verilog
+        (``<module>.json`` + ``<module>.v``, what ``python -m rtl_gen <block> --out DIR``
+        writes); or a tree of such directories (``hdl/``, searched to any depth, skipping
+        hidden directories).
+    argument : str
+        How error messages name ``path`` (the CLI passes ``"--hdl"``).
+
+    Returns
+    -------
+    dict
+        Module name -> manifest path, sorted by name. Blocks without a register map are
+        included (:func:`find_accelerators` leaves them out).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        ``path`` is a file that is not a manifest; a manifest that is not valid JSON; or the
+        same module in two places.
+    """
+    path = Path(path)
+    if path.is_file():
+        manifest = _read_manifest(path)
+        if manifest is None:
+            raise ValueError(f"{argument} {str(path)!r} is not a manifest written by rtl_gen (a "
+                             f"JSON object with 'module', 'ports' and 'verilog')")
+        return {manifest["module"]: path}
+    if not path.is_dir():
+        raise FileNotFoundError(f"{argument} {str(path)!r}: no such file or directory")
+    found = {}
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        names = set(files)
+        for name in sorted(names):
+            stem, ext = os.path.splitext(name)
+            if ext != ".json" or f"{stem}.v" not in names:
+                continue
+            p = Path(root) / name
+            manifest = _read_manifest(p)
+            if manifest is None:
+                continue
+            module = manifest["module"]
+            if module in found:
+                raise ValueError(f"{argument} {str(path)!r}: module {module} is there twice, "
+                                 f"{found[module]} and {p}; give one of them")
+            found[module] = p
+    return dict(sorted(found.items()))
+
+
+def find_accelerators(path, *, argument: str = "path") -> list:
+    """Names of the accelerators (manifests with a register map) at ``path``, sorted.
+
+    ``path`` and ``argument`` are as for :func:`find_manifests`, which gives the manifest of
+    each (``Accelerator.load`` reads it). Bare blocks (no control interface) are left out.
+    """
+    return [m for m, p in find_manifests(path, argument=argument).items()
+            if _read_manifest(p).get("registers")]
