@@ -13,7 +13,7 @@ from xml.sax.saxutils import quoteattr
 
 from sw.registry import vlnv
 
-from .model import BOARDS, TARGET_FREQ_MHZ, Accelerator
+from .model import BOARDS, TARGET_FREQ_MHZ, Accelerator, check_accelerator
 from .tcl import prologue, tcl_str, wrap
 
 __all__ = ["DMA_GAP", "ALVEO_MEMORY", "alveo_xo_tcl", "kernel_xml", "vpp_link_cfg"]
@@ -43,7 +43,19 @@ def alveo_xo_tcl(acc: Accelerator, out_dir) -> str:
     A kernel (an accelerator with an AXI master) is packaged with the ``kernel.xml`` of
     :func:`kernel_xml` next to the script; any other accelerator is guarded by
     :data:`DMA_GAP` (the script stops unless ``RLK_FORCE_XO=1``).
+
+    Parameters
+    ----------
+    acc : Accelerator
+    out_dir : path
+        Where the script will live (it sources ``package_ip.tcl`` from there).
+
+    Returns
+    -------
+    str
+        The text of ``alveo_xo.tcl``.
     """
+    check_accelerator(acc)
     out_dir = Path(out_dir)
     if acc.kernel is not None:
         return _kernel_xo_tcl(acc, out_dir)
@@ -122,8 +134,23 @@ def kernel_xml(acc: Accelerator) -> str:
     1, size 8, at its low register's offset, on its master port), then every scalar register
     the manifest lists (``addressQualifier`` 0, size 4). So a pointer's index, which
     ``xrt::kernel::group_id`` takes, is its position among the pointers (0 for one).
+
+    Parameters
+    ----------
+    acc : Accelerator
+        A kernel (with an AXI master).
+
+    Returns
+    -------
+    str
+        The XML text.
+
+    Raises
+    ------
+    ValueError
+        ``acc`` is not a kernel.
     """
-    if acc.kernel is None:
+    if check_accelerator(acc).kernel is None:
         raise ValueError(f"{acc.module} is not a kernel: it has no AXI master")
     k = acc.kernel
 
@@ -168,10 +195,30 @@ def kernel_xml(acc: Accelerator) -> str:
 
 
 def vpp_link_cfg(acc: Accelerator, board: str) -> str:
-    """``v++ --link`` configuration file text for ``acc`` on an Alveo ``board``."""
+    """``v++ --link`` configuration file text for ``acc`` on an Alveo ``board``.
+
+    Parameters
+    ----------
+    acc : Accelerator
+    board : str
+        A Vitis board of :data:`BOARDS` (``"u200"``, ``"u250"``).
+
+    Returns
+    -------
+    str
+        The text of ``alveo_<board>.cfg``: platform, kernel clock, connectivity.
+
+    Raises
+    ------
+    ValueError
+        ``board`` is not a Vitis board.
+    """
+    check_accelerator(acc)
+    vitis = [n for n, b in BOARDS.items() if b.flow == "vitis"]
+    if board not in vitis:
+        raise ValueError(f"board {board!r} is not a Vitis platform: board must be one of "
+                         f"{', '.join(vitis)}")
     b = BOARDS[board]
-    if b.flow != "vitis":
-        raise ValueError(f"board {board!r} is not a Vitis platform")
     m = acc.module
     f = TARGET_FREQ_MHZ
     paragraphs = [

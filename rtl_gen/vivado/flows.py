@@ -9,7 +9,7 @@ report.
 from pathlib import Path
 
 from .alveo import alveo_xo_tcl, kernel_xml, vpp_link_cfg
-from .model import BOARDS, Accelerator
+from .model import BOARDS, Accelerator, check_accelerator
 from .ooc_timing import ooc_timing_tcl
 from .package_ip import package_ip_tcl
 from .zcu106_bd import zcu106_bd_tcl
@@ -17,10 +17,23 @@ from .zcu106_bd import zcu106_bd_tcl
 __all__ = ["write_scripts", "board_commands"]
 
 def write_scripts(acc: Accelerator, out_dir) -> list:
-    """Write every generated file of ``acc`` into ``out_dir``; returns their paths.
+    """Write every generated file of ``acc`` into ``out_dir``.
 
-    A kernel (AXI master, no ``s_axi_mem``) gets ``kernel.xml`` and no ZCU106 script.
+    A kernel (AXI master, no ``s_axi_mem``) gets ``kernel.xml`` and no ZCU106 script. Files
+    whose text is unchanged are not rewritten (their time stamps stay).
+
+    Parameters
+    ----------
+    acc : Accelerator
+    out_dir : path
+        Created if missing (``build/vivado/<module>``).
+
+    Returns
+    -------
+    list of Path
+        The files, written or already up to date.
     """
+    check_accelerator(acc)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"package_ip.tcl": package_ip_tcl(acc, out_dir)}
@@ -61,6 +74,16 @@ def board_commands(module: str, board: str, out_dir, *, part: str | None = None)
         ``build/vivado/<module>``, holding :func:`write_scripts`'s output.
     part : str, optional
         Part of the ``"ooc"`` run (default the ZCU106's).
+
+    Returns
+    -------
+    list of list of str
+        The commands, in order; each runs from ``out_dir``.
+
+    Raises
+    ------
+    ValueError
+        ``board`` is neither a key of :data:`BOARDS` nor ``"ooc"``.
     """
     d = Path(out_dir)
     if board == "ooc":

@@ -15,7 +15,8 @@ from pathlib import Path
 from sw.regmap import RegisterMap
 
 __all__ = ["TARGET_FREQ_MHZ", "CONTROL_BLOCK", "MEMORY_BLOCK", "Board", "BOARDS",
-           "AxiInterface", "Accelerator", "find_manifests", "find_accelerators"]
+           "AxiInterface", "Accelerator", "check_accelerator", "find_manifests",
+           "find_accelerators"]
 
 #: Kernel clock target of every flow: PS ``pl_clk0`` on the ZCU106, ``kernel_frequency`` on
 #: Alveo, the ``create_clock`` of ``constraints/accel_ooc.xdc``.
@@ -268,6 +269,13 @@ class Accelerator:
             if register in (q["lo"], q["hi"]):
                 return q
         return None
+
+
+def check_accelerator(acc) -> "Accelerator":
+    """``acc`` if it is an :class:`Accelerator`, else ``TypeError`` naming the argument."""
+    if not isinstance(acc, Accelerator):
+        raise TypeError(f"acc must be an Accelerator (Accelerator.load), not {acc!r}")
+    return acc
 
 
 def _read_manifest(path: Path):

@@ -6,13 +6,26 @@ The quickest timing answer: no block design or platform, any part, the 300 MHz `
 
 from pathlib import Path
 
-from .model import BOARDS, TARGET_FREQ_MHZ, Accelerator
+from .model import BOARDS, TARGET_FREQ_MHZ, Accelerator, check_accelerator
 from .tcl import prologue
 
 __all__ = ["ooc_timing_tcl"]
 
 def ooc_timing_tcl(acc: Accelerator, out_dir) -> str:
-    """TCL for an out-of-context synthesis + implementation of ``acc`` alone, with timing."""
+    """TCL for an out-of-context synthesis + implementation of ``acc`` alone, with timing.
+
+    Parameters
+    ----------
+    acc : Accelerator
+    out_dir : path
+        Where the script will live (paths inside it are relative to it).
+
+    Returns
+    -------
+    str
+        The text of ``ooc_timing.tcl`` (``-tclargs <part> [<out_dir>]``).
+    """
+    check_accelerator(acc)
     out_dir = Path(out_dir)
     L = prologue(acc, out_dir, "ooc_timing.tcl", [
         f"Out-of-context synthesis, placement and routing of {acc.module} alone at "

@@ -13,7 +13,7 @@ from pathlib import Path
 from sw.registry import LIBRARY, VENDOR, VERSION, vlnv
 from sw.regmap import ACCESS_TYPES
 
-from .model import BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, Accelerator
+from .model import BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, Accelerator, check_accelerator
 from .tcl import dict_line, prologue, tcl_str
 
 __all__ = ["IPXACT_ACCESS", "package_ip_tcl"]
@@ -41,7 +41,13 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
     acc : Accelerator
     out_dir : path
         Where the script will live (paths inside it are relative to it).
+
+    Returns
+    -------
+    str
+        The text of ``package_ip.tcl``.
     """
+    check_accelerator(acc)
     out_dir = Path(out_dir)
     rm, ctl, mem = acc.regmap, acc.control, acc.memory
     buses = list(acc.interfaces.values())

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from sw.registry import vlnv
 
-from .model import BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, TARGET_FREQ_MHZ, Accelerator
+from .model import (BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, TARGET_FREQ_MHZ, Accelerator,
+                    check_accelerator)
 from .tcl import dict_line, prologue
 
 __all__ = ["bd_instance", "zcu106_bd_tcl", "ZCU106_BOARD_PART", "HPM0_FPD_BASE",
@@ -53,7 +54,18 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
     acc : Accelerator
     out_dir : path
         Where the script will live; the IP is expected in ``<out_dir>/ip`` (package_ip.tcl).
+
+    Returns
+    -------
+    str
+        The text of ``zcu106_bd.tcl``.
+
+    Raises
+    ------
+    ValueError
+        ``acc`` has no ``s_axi_mem`` (a kernel), or one larger than the 256 MiB HPM1 window.
     """
+    check_accelerator(acc)
     out_dir = Path(out_dir)
     board, mem = BOARDS["zcu106"], acc.memory
     inst = bd_instance(acc.module)

@@ -626,6 +626,16 @@ def test_vpp_link_config(acc, scripts, board):
 def test_vpp_link_config_rejects_zcu106(acc):
     with pytest.raises(ValueError, match="not a Vitis platform"):
         V.vpp_link_cfg(acc, "zcu106")
+    with pytest.raises(ValueError, match="board must be one of u200, u250"):
+        V.vpp_link_cfg(acc, "u280")
+
+
+@pytest.mark.parametrize("writer", [V.package_ip_tcl, V.zcu106_bd_tcl, V.alveo_xo_tcl,
+                                    V.ooc_timing_tcl, V.write_scripts])
+def test_writers_check_acc(writer, tmp_path):
+    with pytest.raises(TypeError, match=r"^acc must be an Accelerator \(Accelerator.load\), "
+                                        r"not PosixPath"):
+        writer(HDL / "gae_accel_n8", tmp_path)
 
 
 # -- ooc_timing.tcl ----------------------------------------------------------------------------
