@@ -5,12 +5,14 @@ are ``rtl_gen/vivado/rlk_common.tcl`` and the top-level ``constraints/``; in a w
 ``pyproject.toml`` maps ``constraints/`` onto the data-only package
 ``rtl_gen.vivado.constraints``. :func:`test_wheel_flow` builds the wheel, installs it into a
 plain directory and generates the scripts from there, with nothing of the checkout on
-``sys.path``.
+``sys.path``; :func:`test_editable_install_flow` checks that ``pip install -e`` (``make``)
+still works and uses the checkout's files. Both take a few seconds.
 """
 
 import os
 import re
 import shutil
+import site as sitelib
 import subprocess
 import sys
 import tomllib
@@ -133,3 +135,39 @@ def test_wheel_scripts_run(installed, tmp_path):
     rec = run_stubbed(out / "gae_accel_n8" / "ooc_timing.tcl")
     (xdc,) = [a[-1] for a in rec.calls_of("read_xdc")]
     assert Path(xdc) == site / "rtl_gen" / "vivado" / "constraints" / "accel_ooc.xdc"
+
+
+def test_editable_install_flow(tmp_path):
+    """``pip install -e`` (what ``make`` runs) still works with the package-dir mapping, and
+    the flow then finds constraints/ in the checkout (the mapping exists only in wheels).
+
+    The venv reuses this interpreter's site-packages (pip, setuptools) through a ``.pth`` line,
+    which adds the directory to ``sys.path`` without running the ``.pth`` files in it."""
+    pytest.importorskip("pip")
+    src = _project_copy(tmp_path / "src").resolve()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    (site,) = (venv / "lib").glob("python3.*/site-packages")
+    (site / "zz_parent_env.pth").write_text("\n".join(sitelib.getsitepackages()) + "\n")
+    res = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "install",
+                          "-q", "--no-deps", "--no-build-isolation", "--no-index", "-e",
+                          str(src)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([str(python), "-c",
+                          "import rtl_gen.vivado as v, rtl_gen.vivado.resources as r; "
+                          "print(v.__file__); print(r.constraints_dir()); print(r.common_tcl())"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.split() == [str(src / "rtl_gen" / "vivado" / "__init__.py"),
+                                  str(src / "constraints"),
+                                  str(src / "rtl_gen" / "vivado" / "rlk_common.tcl")]
+    out = tmp_path / "out"
+    res = subprocess.run([str(python), "-m", "rtl_gen.vivado", "scripts", "--hdl",
+                          str(ROOT / "hdl" / "gae_accel_n8"), "--out", str(out)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = (out / "gae_accel_n8" / "ooc_timing.tcl").read_text()
+    (constraints,) = re.findall(r"set constraints_dir .*\$script_dir (\S+)\]\]", text)
+    assert (out / "gae_accel_n8" / constraints).resolve() == src / "constraints"
