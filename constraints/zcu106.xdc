@@ -4,7 +4,7 @@
 #
 # Already constrained by the block design, so NOT repeated here:
 # - The clock. ap_clk is the PS's pl_clk0, set to 300 MHz in the block design
-#   (CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ 300, from TARGET_FREQ_MHZ in rtl_gen/vivado.py;
+#   (CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ 300, from rtl_gen.vivado.TARGET_FREQ_MHZ;
 #   the ZCU106 preset's IOPLL / 5 gives 299.997 MHz). The zynq_ultra_ps_e IP writes the
 #   create_clock of clk_pl_0 from that setting; a second create_clock here would override it
 #   with a period that no longer follows the PS configuration. No clocking wizard either: the

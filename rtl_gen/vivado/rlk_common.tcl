@@ -1,4 +1,5 @@
-# Helpers shared by the scripts rtl_gen.vivado generates into build/vivado/<module>/.
+# Helpers shared by the scripts rtl_gen.vivado generates into build/vivado/<module>/, which
+# source this file where the package is (package data of rtl_gen.vivado).
 # Plain Tcl 8.6 plus the Vivado commands get_ipdefs, get_property and get_runs, so the tests in
 # tb/vivado/ can run it under tclsh with stub Vivado commands.
 
