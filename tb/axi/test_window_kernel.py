@@ -20,7 +20,7 @@ from rtl_gen.replay.accelerator import ReplayAccelerator
 from rtl_gen.replay.kernel import ReplayKernel
 from sw.replay.spec import ReplayKernelConfig
 from sw.replay.spec import REGIONS, ReplayOp, field_bits, region_base, replay_register_map
-from gae.test_gae_kernel_dma import SimAxiRam     # tb/ is on sys.path (conftest)
+from axi_ram import SimAxiRam
 from sw.shell import spec as shell_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

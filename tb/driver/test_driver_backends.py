@@ -9,7 +9,7 @@ The fakes implement the parts of the real APIs the backends use, as documented (
 follows the DMA shell contract of :mod:`sw.driver.xrt_device` (the copies of
 :func:`sw.gae.spec.copy_plan`, none for a refused run), with separate host and device
 copies of the buffer so a missing ``sync`` shows. Every backend must give exactly what the
-GoldenDevice gives. (``tb/gae/test_gae_kernel_xrt.py`` runs XrtDevice on the kernel's RTL.)
+GoldenDevice gives. (``tb/gae/test_kernel_xrt_rtl.py`` runs XrtDevice on the kernel's RTL.)
 """
 
 import asyncio

@@ -14,9 +14,8 @@ from sw.gae.spec import GaeCoreConfig
 from sw.gae.spec import gae_register_map
 from sw.regmap import Field, Register, RegisterMap
 from sw.driver import BusError, GoldenDevice, RegisterAccessError, RegisterMapAccess
-from sw.driver.mmio import Mmio
 
-from driver_util import SMALL, RecordingMmio
+from driver_util import SMALL, ModelMmio, RecordingMmio
 
 
 def demo_map():
@@ -31,44 +30,6 @@ def demo_map():
                                   Field("ACK", 16, 4, "rw_tow"))),
         Register.scalar("COUNT", 16, "ro"),
     ])
-
-
-class ModelMmio(Mmio):
-    """Register-level semantics of :class:`rtl_gen.shell.AxiLiteCsr` (no core behind it)."""
-
-    def __init__(self, rm):
-        self.rm = rm
-        self.by_offset = {r.offset: r for r in rm}
-        self.q = {(r.name, f.name): f.reset for r in rm for f in r.fields if f.access != "ro"}
-        self.inputs = {}
-
-    def read32(self, offset):
-        r = self.by_offset.get(offset)
-        if r is None:
-            raise BusError(f"unmapped {offset:#x}")
-        word = 0
-        for f in r.fields:
-            if f.readable:
-                v = self.inputs.get((r.name, f.name), 0) if f.access == "ro" \
-                    else self.q[r.name, f.name]
-                word |= v << f.lsb
-        for f in r.fields:
-            if f.access == "ro_cor":
-                self.q[r.name, f.name] = 0
-        return word
-
-    def write32(self, offset, value):
-        r = self.by_offset.get(offset)
-        if r is None:
-            raise BusError(f"unmapped {offset:#x}")
-        for f in r.fields:
-            k, d = (r.name, f.name), f.get(value)
-            if f.access in ("rw", "wo"):
-                self.q[k] = d
-            elif f.access == "rw_sc":
-                self.q[k] |= d
-            elif f.access == "rw_tow":
-                self.q[k] ^= d
 
 
 @pytest.fixture

@@ -6,14 +6,14 @@ goes through cocotbext-axi's ``AxiLiteMaster``. The unmodified
 :class:`~sw.driver.xrt_device.XrtDevice` and :class:`~sw.gae.driver.GaeDriver` run in a
 ``bridge`` thread (as with :class:`~sw.driver.sim.SimDevice`), on simulation time, and must
 return bit for bit what the same driver returns on a :class:`~sw.gae.device.GoldenDevice`.
-The shipped kernel's Verilator model is shared with ``test_gae_kernel.py`` (same build).
+The shipped kernel's Verilator model is shared with ``test_kernel_rtl.py`` (same build).
 """
 
 import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
-from test_gae_kernel import CONFIGS, Host
+from gae_kernel_cases import CONFIGS, Host
 from xrt_fake import xrt_session
 
 

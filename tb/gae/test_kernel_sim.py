@@ -7,14 +7,11 @@ the results in device memory bit for bit against :func:`sw.gae.model.gae_core`, 
 bursts against :func:`~sw.gae.spec.copy_plan` and :meth:`AxiDma.bursts`, and that no
 other byte of device memory changed.
 
-* Fast tier: configuration and register-map checks, lint, and whole runs of tiny kernels in
-  Amaranth's simulator with the protocol-checking AXI slave of ``test_gae_kernel_dma`` (random
-  stalls), including refused runs (no device-memory access at all), error responses
-  (DMA_STATUS), a start while busy, and exact cycle counts.
-* Thorough tier (``slow``): cocotb + Verilator with cocotbext-axi's ``AxiRam`` as device memory
-  and ``AxiLiteMaster`` on the control port: HEPPO's 64 x 1024 on 8 PEs (the shipped kernel)
-  with its cycle count and copy bandwidth, random back-pressure on every channel, refused runs,
-  registers, a reset in the middle of a copy.
+Fast tier (this module): configuration and register-map checks, lint, and whole runs of tiny
+kernels in Amaranth's simulator with the protocol-checking AXI slave :class:`axi_ram.SimAxiRam`
+(random stalls), including refused runs (no device-memory access at all), error responses
+(DMA_STATUS), a start while busy, and exact cycle counts. The thorough tier (cocotb + Verilator,
+the shipped kernel): tb/gae/test_kernel_rtl.py; the cases of both: tb/gae_kernel_cases.py.
 """
 
 import subprocess
@@ -23,9 +20,9 @@ import numpy as np
 import pytest
 from amaranth.back import verilog
 
-from axi_host import AxiHost
-from cocotb_util import WAIVERS, load_manifest, run_block
-from rtl_gen.shell.dma import AxiDma
+from cocotb_util import WAIVERS
+from gae_kernel_cases import (CONFIGS, IMAGE_BASE, assert_results, expected, expected_bursts,
+                              image_blocks, random_args, random_codes, result_spans, results_of)
 from sw.shell.spec import GMEM
 from rtl_gen.gae.kernel import GaeKernel
 from sw.gae.spec import GaeKernelConfig, copy_plan, gae_kernel_register_map
@@ -33,84 +30,6 @@ from sw.gae.spec import gae_register_map
 from sw.gae import spec as gae_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-
-#: The thorough tier's configurations: the shipped kernel, and an odd one (5 PEs, full
-#: results, interleaved PEs, 64-bit core words on a 64-bit m_axi: one word per beat).
-CONFIGS = {
-    "n8": {"n_pe": 8, "max_trajectories": 64, "capacity": 1024},
-    "n5-full-il2": {"n_pe": 5, "max_trajectories": 20, "capacity": 40, "results": "full",
-                    "axi_data_width": 64, "gmem_data_width": 64, "max_burst": 16,
-                    "max_outstanding": 2, "pe": {"k": 2, "mode": "interleaved"}},
-}
-#: Where the tests put the memory image: above 4 GiB, so MEM_PTR_HI matters.
-IMAGE_BASE = 0x1_2340_0000
-
-
-# -- shared by both tiers ------------------------------------------------------------------------
-def random_codes(cfg, T, M, rng, p_done=0.05):
-    q = cfg.code_max
-    return {"rewards": rng.integers(-q, q + 1, (T, M)), "values": rng.integers(-q, q + 1, (T, M)),
-            "bootstrap": rng.integers(-q, q + 1, M), "dones": rng.random((T, M)) < p_done}
-
-
-def random_args(cfg, T, M):
-    from sw.gae.golden import quantize_coefs
-    from sw.gae.spec import GaeCoreArgs
-
-    q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
-    g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
-    return GaeCoreArgs(T, M, g, gl, q(1 / 16), 0, q(0.05), q(1.0), q(8.0), 0, q(4.0), q(-4.0))
-
-
-def image_blocks(cfg, codes) -> dict:
-    """``{byte offset: bytes}``: what a host writes into the image for these codes."""
-    from sw.gae.layout import pack_rows, region_base
-
-    values = np.vstack([codes["values"], np.asarray(codes["bootstrap"])[None]])
-    return {region_base(cfg, name): pack_rows(cfg, name, rows) for name, rows in
-            (("rewards", codes["rewards"]), ("values", values), ("dones", codes["dones"]))}
-
-
-def results_of(cfg, read, T, M):
-    """``(adv, rtg)`` from the image through ``read(offset, nbytes) -> bytes``."""
-    from sw.gae.layout import region_base, unpack_rows, word_bytes
-
-    G = -(-M // cfg.n_pe)
-    names = ("rewards", "values") if cfg.results == "inplace" else ("adv", "rtg")
-    return [unpack_rows(cfg, n, read(region_base(cfg, n), T * G * word_bytes(cfg, n)), T, M)
-            for n in names]
-
-
-def expected(cfg, codes, args):
-    from sw.gae.model import gae_core
-
-    return gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"], args,
-                    cfg.core)
-
-
-def assert_results(cfg, exp, adv, rtg):
-    for name, got, want in (("advantages", adv, exp["adv"]), ("rtg", rtg, exp["rtg"])):
-        bad = np.argwhere(got != want)
-        assert bad.size == 0, f"{name}: {len(bad)} differ, first at {bad[0]}: " \
-                              f"{got[tuple(bad[0])]} vs {want[tuple(bad[0])]}"
-
-
-def expected_bursts(cfg, base, T, M):
-    """``(reads, writes)``: the ``(address, beats)`` bursts of a valid run, in order."""
-    plan = copy_plan(cfg, T, M)
-    Wb = cfg.gmem_data_width // 8
-
-    def bursts(blocks):
-        return [b for _, off, n in blocks for b in
-                AxiDma.bursts(base + off, -(-n // Wb), data_width=cfg.gmem_data_width,
-                              max_burst=cfg.max_burst)]
-    return bursts(plan["in"]), bursts(plan["out"])
-
-
-def result_spans(cfg, T, M):
-    """Byte ranges of the image a valid run may write (whole beats of the out-blocks)."""
-    Wb = cfg.gmem_data_width // 8
-    return [(off, off + -(-n // Wb) * Wb) for _, off, n in copy_plan(cfg, T, M)["out"]]
 
 
 # == fast tier: configuration, register map, ports, lint ========================================
@@ -299,7 +218,7 @@ def simulate_kernel(params, testbench, *, stall=0.0, seed=1, bad=()):
     from amaranth.hdl import ClockDomain, Module
     from amaranth.sim import Simulator
 
-    from test_gae_kernel_dma import SimAxiRam
+    from axi_ram import SimAxiRam
 
     cfg = GaeKernelConfig.from_dict(params)
     dut = GaeKernel(cfg)
@@ -492,187 +411,3 @@ def test_sim_registers_pointer_errors_and_refused_start():
 
     assert simulate_kernel(TINY, tb, bad={bad_read})
 
-
-# == thorough tier: cocotb + Verilator ===========================================================
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(CONFIGS))
-def test_gae_kernel_rtl(name):
-    run_block("gae-kernel", CONFIGS[name], __file__, seed=20261124)
-
-
-class Host(AxiHost):
-    """What a driver does: cocotbext-axi ``AxiLiteMaster`` on the control port, ``AxiRam`` as
-    the device memory on ``m_axi_gmem``."""
-
-    def __init__(self, dut):
-        self.cfg = GaeKernelConfig.from_dict(load_manifest()["config"])
-        super().__init__(dut, gae_kernel_register_map(self.cfg), mem=GMEM)
-        self.reads = self.writes = 0
-
-    async def start(self):
-        await super().start()
-        # Count the bursts the kernel issues (cocotbext-axi calls these once per beat).
-        read, write = self.ram.read_if._read, self.ram.write_if._write
-
-        async def counted_read(address, length):
-            self.reads += 1
-            return await read(address, length)
-
-        async def counted_write(address, data):
-            self.writes += 1
-            return await write(address, data)
-
-        self.ram.read_if._read, self.ram.write_if._write = counted_read, counted_write
-
-    def stalls(self, p, seed):
-        """Random pauses (probability ``p`` per cycle) on every channel of the device memory."""
-        import random
-
-        def gen(rng):
-            while True:
-                yield rng.random() < p
-
-        rng = random.Random(seed)
-        for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
-                   self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
-                   self.ram.write_if.b_channel):
-            ch.set_pause_generator(gen(random.Random(rng.getrandbits(32))))
-
-    def load(self, codes, base=IMAGE_BASE, junk=0xA5):
-        size = 1 << self.cfg.core.mem_addr_bits
-        self.ram.write(base, bytes([junk]) * size)
-        for off, data in image_blocks(self.cfg, codes).items():
-            self.ram.write(base + off, data)
-        return self.ram.read(base, size)
-
-    async def run(self, args, base=IMAGE_BASE, *, wait=True):
-        for name, value in vars(args).items():
-            if name.upper() in {r.name for r in self.regs.user_registers}:
-                await self.wr(name.upper(), value)
-        await self.wr("MEM_PTR_LO", base & 0xFFFF_FFFF)
-        await self.wr("MEM_PTR_HI", base >> 32)
-        await self.kick()
-        if wait:
-            await self.wait_done()
-
-    async def check_run(self, codes, args, base=IMAGE_BASE):
-        """Load, run, compare results and untouched bytes; returns (DMA_CYCLES, CYCLES)."""
-        cfg = self.cfg
-        T, M = args.num_timesteps, args.num_trajectories
-        before = self.load(codes, base)
-        reads, writes = self.reads, self.writes
-        await self.run(args, base)
-        st = await self.status()
-        exp = expected(cfg, codes, args)
-        assert st["ERROR"] == exp["error"] == 0, st
-        after = self.ram.read(base, len(before))
-        adv, rtg = results_of(cfg, lambda off, n: after[off:off + n], T, M)
-        assert_results(cfg, exp, adv, rtg)
-        for flag in ("DEQUANT_OVERFLOW", "PE_OVERFLOW", "REQUANT_OVERFLOW"):
-            assert bool(st[flag]) == exp[flag.lower()], flag
-        spans = result_spans(cfg, T, M)
-        last = 0
-        for lo, hi in spans + [(len(before), len(before))]:
-            assert after[last:lo] == before[last:lo], "a byte outside the results changed"
-            last = hi
-        r_bursts, w_bursts = expected_bursts(cfg, base, T, M)
-        assert self.reads - reads == sum(n for _, n in r_bursts)
-        assert self.writes - writes == sum(n for _, n in w_bursts)
-        assert await self.rd("DMA_STATUS") == 0
-        cycles = await self.rd("CYCLES")
-        assert cycles + 1 == gae_spec.run_cycles(cfg.core, T, M)
-        return await self.rd("DMA_CYCLES"), cycles + 1
-
-
-try:
-    import cocotb
-except ImportError:  # pragma: no cover
-    cocotb = None
-
-if cocotb is not None:
-    @cocotb.test()
-    async def heppo_shape_cycles_and_bandwidth(dut):
-        """64 x 1024 (or the largest shape): bit-exact; copy-in + run + copy-out cycles."""
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        T, M = (1024, 64) if cfg.capacity >= 1024 else (cfg.capacity, cfg.max_trajectories)
-        rng = np.random.default_rng(cocotb.RANDOM_SEED)
-        codes = random_codes(cfg, T, M, rng)
-        total, run = await host.check_run(codes, random_args(cfg, T, M))
-        plan = copy_plan(cfg, T, M)
-        b_in = sum(n for _, _, n in plan["in"])
-        b_out = sum(n for _, _, n in plan["out"])
-        copy = total - run
-        words = (b_in + b_out) // (cfg.axi_data_width // 8)
-        dut._log.info(
-            "%d x %d on %d PEs, m_axi %d bits: %d cycles = %d copy + %d core run; copied %d B "
-            "in + %d B out = %.2f B/cycle (%d-bit core words: %.3f words/cycle)",
-            M, T, cfg.n_pe, cfg.gmem_data_width, total, copy, run, b_in, b_out,
-            (b_in + b_out) / copy, cfg.axi_data_width, words / copy)
-        # One core word per cycle, plus per block the memory's latency and 5 cycles.
-        fixed = gae_spec.kernel_run_cycles(cfg, T, M, latency=0)
-        assert fixed < total <= fixed + 5 * 20, (total, fixed)
-        dut._log.info("that is sw.gae.spec.kernel_run_cycles with a mean AxiRam latency of %.1f "
-                      "cycles", (total - fixed) / 5)
-
-    @cocotb.test()
-    async def random_backpressure(dut):
-        """Random stalls on AR, R, AW, W and B: results still bit-exact, nothing else touched."""
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        rng = np.random.default_rng(cocotb.RANDOM_SEED + 1)
-        host.stalls(0.4, cocotb.RANDOM_SEED)
-        for T, M in ((min(cfg.capacity, 120), cfg.max_trajectories), (7, cfg.n_pe + 1), (1, 1)):
-            await host.check_run(random_codes(cfg, T, M, rng, p_done=0.1),
-                                 random_args(cfg, T, M), base=IMAGE_BASE + 0x40 * T)
-
-    @cocotb.test()
-    async def refused_runs_copy_nothing(dut):
-        """Each core error code: AP_DONE, STATUS.ERROR, not one device-memory beat."""
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        rng = np.random.default_rng(cocotb.RANDOM_SEED + 2)
-        before = host.load(random_codes(cfg, 4, 3, rng))
-        one = 1 << cfg.pe.coef_frac
-        for (T, M), change, err in [((0, 3), {}, 1), ((4, 0), {}, 2), ((cfg.depth, 1), {}, 3),
-                                    ((3, 5000), {}, 3), ((4, 3), {"gamma": one + 1}, 4)]:
-            args = random_args(cfg, T, M)
-            for k, v in change.items():
-                setattr(args, k, v)
-            await host.run(args)
-            assert (await host.status())["ERROR"] == err
-            assert host.reads == host.writes == 0, (T, M, change)
-        assert host.ram.read(IMAGE_BASE, len(before)) == before
-        await host.check_run(random_codes(cfg, 4, 3, rng), random_args(cfg, 4, 3))
-
-    @cocotb.test()
-    async def registers_and_reset_mid_copy(dut):
-        """Register read-back; AP_START during a run refused; reset during the copy-in."""
-        from cocotb.triggers import ClockCycles
-
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        for reg in host.regs.user_registers:
-            rw = sum(f.mask for f in reg.fields if f.access == "rw")
-            if rw:
-                await host.wr(reg.name, 0xFFFF_FFFF)
-                assert await host.rd(reg.name) == rw, reg.name
-        assert await host.rd("HW_N_PE") == cfg.n_pe
-        rng = np.random.default_rng(cocotb.RANDOM_SEED + 3)
-        T, M = min(cfg.capacity, 100), cfg.max_trajectories
-        codes, args = random_codes(cfg, T, M, rng), random_args(cfg, T, M)
-        host.load(codes)
-        await host.run(args, wait=False)
-        await ClockCycles(dut.ap_clk, 30)
-        await host.wr("CTRL", 1)                                   # refused
-        await host.wait_done()
-        assert (await host.status())["START_REFUSED"] == 1
-        await host.run(args, wait=False)
-        await ClockCycles(dut.ap_clk, 60)                          # in the copy-in
-        await host.reset()
-        assert (await host.rd("CTRL")) & 0b100, "not idle after reset"
-        await host.check_run(random_codes(cfg, T, M, rng), args)

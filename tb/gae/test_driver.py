@@ -27,9 +27,8 @@ from sw.gae.golden import gae_reference
 from sw.gae.spec import GaeCoreArgs
 from sw.gae.model import gae_core
 
-from driver_util import SMALL, record, rollout
-from test_driver_golden import FULL, random_args, random_codes
-from test_driver_regmap import ModelMmio
+from driver_util import SMALL, ModelMmio, record, rollout
+from gae_cases import FULL, random_args, random_codes
 from sw.gae import spec as gae_spec
 
 HEPPO = {"n_pe": 8, "max_trajectories": 64, "capacity": 256}

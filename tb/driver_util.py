@@ -1,11 +1,12 @@
-"""Helpers shared by the driver tests (pytest and cocotb sides)."""
+"""Helpers shared by the driver tests (pytest and cocotb sides): recording and modelled
+control ports, synthetic rollouts, a fake ``pynq`` overlay."""
 
 import numpy as np
 
-from sw.driver.mmio import Device, MemoryPort, Mmio
+from sw.driver.mmio import BusError, Device, MemoryPort, Mmio
 
-__all__ = ["RecordingMmio", "RecordingMemory", "fake_pynq_overlay", "record", "rollout",
-           "SMALL"]
+__all__ = ["ModelMmio", "RecordingMmio", "RecordingMemory", "fake_pynq_overlay", "record",
+           "rollout", "SMALL"]
 
 #: The small accelerator of the fast tests and the slow RTL test.
 SMALL = {"n_pe": 4, "max_trajectories": 8, "capacity": 32, "axi_data_width": 64}
@@ -38,6 +39,44 @@ class RecordingMemory(MemoryPort):
     def read(self, offset, nbytes):
         self.log.append(("mr", offset, nbytes))
         return self.inner.read(offset, nbytes)
+
+
+class ModelMmio(Mmio):
+    """Register-level semantics of :class:`rtl_gen.shell.AxiLiteCsr` (no core behind it)."""
+
+    def __init__(self, rm):
+        self.rm = rm
+        self.by_offset = {r.offset: r for r in rm}
+        self.q = {(r.name, f.name): f.reset for r in rm for f in r.fields if f.access != "ro"}
+        self.inputs = {}
+
+    def read32(self, offset):
+        r = self.by_offset.get(offset)
+        if r is None:
+            raise BusError(f"unmapped {offset:#x}")
+        word = 0
+        for f in r.fields:
+            if f.readable:
+                v = self.inputs.get((r.name, f.name), 0) if f.access == "ro" \
+                    else self.q[r.name, f.name]
+                word |= v << f.lsb
+        for f in r.fields:
+            if f.access == "ro_cor":
+                self.q[r.name, f.name] = 0
+        return word
+
+    def write32(self, offset, value):
+        r = self.by_offset.get(offset)
+        if r is None:
+            raise BusError(f"unmapped {offset:#x}")
+        for f in r.fields:
+            k, d = (r.name, f.name), f.get(value)
+            if f.access in ("rw", "wo"):
+                self.q[k] = d
+            elif f.access == "rw_sc":
+                self.q[k] |= d
+            elif f.access == "rw_tow":
+                self.q[k] ^= d
 
 
 def record(device: Device) -> list:

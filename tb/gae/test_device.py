@@ -2,7 +2,7 @@
 
 Runs are checked against :func:`sw.gae.model.gae_core` bit for bit and
 :meth:`sw.gae.spec.run_cycles` cycle for cycle; the same behaviour is checked on the RTL by the
-slow test in test_driver_sim.py.
+slow test in tb/driver/test_sim_rtl.py.
 """
 
 import numpy as np
@@ -12,15 +12,11 @@ from sw.gae.spec import GaeCoreConfig
 from sw.gae.spec import gae_register_map, hw_info_values
 from sw.driver import BusError, GoldenDevice
 from sw.gae.layout import pack_rows, region_base, unpack_rows, word_bytes
-from sw.gae.golden import quantize_coefs
-from sw.gae.spec import GaeCoreArgs
 from sw.gae.model import gae_core
 
 from driver_util import SMALL
+from gae_cases import FULL, random_args, random_codes
 from sw.gae import spec as gae_spec
-
-FULL = {"n_pe": 5, "max_trajectories": 20, "capacity": 40, "results": "full",
-        "axi_data_width": 64, "pe": {"k": 2, "mode": "interleaved"}}
 
 
 class Poke:
@@ -56,18 +52,6 @@ class Poke:
             if name.upper() in {r.name for r in self.rm.user_registers}:
                 self.wr(name.upper(), getattr(args, name))
         self.wr("CTRL", ctrl)
-
-
-def random_codes(cfg, T, M, rng, p_done=0.1):
-    q = cfg.code_max
-    return {"rewards": rng.integers(-q, q + 1, (T, M)), "values": rng.integers(-q, q + 1, (T, M)),
-            "bootstrap": rng.integers(-q, q + 1, M), "dones": rng.random((T, M)) < p_done}
-
-
-def random_args(cfg, T, M):
-    q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
-    g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
-    return GaeCoreArgs(T, M, g, gl, q(1 / 16), 0, q(0.05), q(1.0), q(8.0), 0, q(4.0), q(-4.0))
 
 
 @pytest.fixture
@@ -247,26 +231,3 @@ def test_full_results_mode_is_bit_exact():
         got = unpack_rows(cfg, "rewards", dev.memory.read(
             0, T * -(-M // 5) * word_bytes(cfg, "rewards")), T, M)
         np.testing.assert_array_equal(got, codes["rewards"])
-
-
-def test_each_driver_refuses_the_other_accelerators():
-    """A driver attached to another block's control port says so (ConfigMismatch errors),
-    never a bare bus error or a wrong configuration."""
-    from sw.learner.spec import LearnerConfig
-    from sw.replay.spec import SumTreeConfig
-    from sw.driver import (GaeConfigMismatchError, GaeDriver, LearnerConfigMismatchError,
-                           LearnerDriver, LearnerGoldenDevice, ReplayConfigMismatchError,
-                           ReplayDriver, ReplayGoldenDevice)
-
-    devices = {"gae": lambda: GoldenDevice(GaeCoreConfig()),
-               "replay": lambda: ReplayGoldenDevice(SumTreeConfig()),
-               "learner": lambda: LearnerGoldenDevice(LearnerConfig(sizes=(4, 8, 2), array=4))}
-    drivers = {"gae": (GaeDriver, GaeConfigMismatchError, "GAE accelerator"),
-               "replay": (ReplayDriver, ReplayConfigMismatchError, "replay accelerator"),
-               "learner": (LearnerDriver, LearnerConfigMismatchError, "learner")}
-    for block, (drv, err, what) in drivers.items():
-        drv(devices[block]())
-        for other, make in devices.items():
-            if other != block:
-                with pytest.raises(err, match=f"do not describe a {what}"):
-                    drv(make())
