@@ -13,7 +13,7 @@ import pytest
 from sw.gae.spec import GaeCoreConfig
 from sw.gae.spec import gae_register_map
 from sw.regmap import Field, Register, RegisterMap
-from sw.driver import BusError, GoldenDevice, RegisterAccessError, RegisterMapAccess
+from sw.driver import GoldenDevice, RegisterAccessError, RegisterMapAccess
 
 from driver_util import SMALL, ModelMmio, RecordingMmio
 

@@ -1,1 +1,1 @@
-"""Tests of the GAE block: sw/gae (golden model, quantization, device, driver) and rtl_gen/gae."""
+"""Tests of the GAE block: sw/gae and rtl_gen/gae."""

@@ -15,9 +15,8 @@ from rtl_gen.replay import SumTree, SumTreeLevel, Xorshift32
 from sw.replay.spec import SumTreeConfig
 from sw.replay.spec import XORSHIFT32_ZERO_SEED
 from sw.replay.sumtree import xorshift32
-from test_sumtree_rtl_ref import (OP, RESPONDING, Codec, Reference, check_tree_dump, debug,
-                                  dump, insert, random_ops, read, reset, sample, sample_prng,
-                                  update)
+from sumtree_ref import (OP, RESPONDING, Codec, Reference, check_tree_dump, debug, dump, insert,
+                         random_ops, read, reset, sample, sample_prng, update)
 
 SEED = 20261122
 

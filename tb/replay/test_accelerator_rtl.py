@@ -1,7 +1,7 @@
 """The replay accelerator through its AXI ports, as a host uses it (cocotb + Verilator).
 
 Each build (``CONFIGS``: K = 2, 16, 64 with capacities that are not powers of K; K = 4 is the
-driver test's build, tb/driver/test_driver_replay.py) runs every cocotb test below: buffers
+driver test's build, tb/replay/test_driver_rtl.py) runs every cocotb test below: buffers
 loaded with AXI4 bursts, arguments through AXI4-Lite, AP_START, the interrupt, then STATUS,
 CYCLES, RESPONSE_CYCLES, TOTAL, MAX_PRIORITY, SIZE, WRITE_POINTER and the output buffers
 compared with :class:`sw.replay.model.ReplayAccelModel` -- outputs bit for bit, cycle

@@ -1,6 +1,7 @@
 """Replay accelerator, fast tier: parameters, register map and buffer layout, the cycle
-formulas, the run-level model's semantics, lint of a small configuration, and the removal of
-all-zero memory initialisers from emitted Verilog."""
+formulas, lint of a small configuration, the removal of all-zero memory initialisers from
+emitted Verilog, and the whole accelerator in Amaranth's simulator against the run-level model
+(whose own semantics tb/replay/test_model.py checks)."""
 
 import os
 import subprocess
@@ -16,7 +17,7 @@ from sw.replay.spec import SumTreeConfig
 from rtl_gen.replay.accelerator import ReplayAccelerator
 from sw.replay.spec import (REGIONS, ReplayOp, field_bits, hw_info_values, region_base, region_bits,
                             region_words, replay_register_map)
-from sw.replay.model import ReplayAccelModel, check_run_args
+from sw.replay.model import ReplayAccelModel
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SMALL = SumTreeConfig(fanout=4, capacity=100, priority_width=20, priority_frac=8,
@@ -61,48 +62,6 @@ def test_run_cycles():
     rsp = replay_spec.response_cycles
     assert rsp(SMALL, ReplayOp.UPDATE_SAMPLE, 32, 32, relaxed=True) == 32 + L + 1
     assert rsp(SMALL, ReplayOp.UPDATE, 32) == 0
-
-
-def test_argument_checks():
-    mb = SMALL.max_batch
-    assert check_run_args(SMALL, 8, 1, 1) == 1
-    assert check_run_args(SMALL, ReplayOp.SAMPLE.value, 0, 1) == 2
-    assert check_run_args(SMALL, ReplayOp.SAMPLE.value, mb + 1, 1) == 2
-    assert check_run_args(SMALL, ReplayOp.UPDATE_SAMPLE.value, mb, mb + 1) == 3
-    assert check_run_args(SMALL, ReplayOp.RESET.value, 0, 0) == 0
-    assert check_run_args(SMALL, ReplayOp.SAMPLE.value, mb, 0) == 0
-
-
-def test_model_relaxed_sees_the_tree_before_the_updates():
-    one = SMALL.one_raw
-    runs = {}
-    for relaxed in (False, True):
-        m = ReplayAccelModel(SMALL)
-        m.run(ReplayOp.INSERT.value, 4, 1, buffers={"PRIO_IN": np.array([one, 0, 0, one])})
-        bufs = {"IDX_IN": np.array([0, 1]), "PRIO_IN": np.array([0, one]),
-                "TARGET_IN": np.array([0, (1 << SMALL.target_bits) - 1])}
-        runs[relaxed] = m.run(ReplayOp.UPDATE_SAMPLE.value, 2, 2, relaxed=relaxed,
-                              buffers=bufs)
-        assert m.tree.total == 2 * one
-    np.testing.assert_array_equal(runs[False].indices, [1, 3])
-    np.testing.assert_array_equal(runs[True].indices, [0, 3])
-
-
-def test_model_invalid_index_and_saturation():
-    m = ReplayAccelModel(SMALL)
-    hi = SMALL.priority_format.max_raw
-    out = m.run(ReplayOp.INSERT.value, 3, 1, buffers={"PRIO_IN": np.array([1, hi + 5, 2])})
-    np.testing.assert_array_equal(out.priorities, [1, hi, 2])
-    assert m.saturated and not m.invalid
-    out = m.run(ReplayOp.READ.value, 3, 1, buffers={"IDX_IN": np.array([1, 100, 2])})
-    np.testing.assert_array_equal(out.indices, [1, 100, 2])
-    np.testing.assert_array_equal(out.priorities, [hi, 0, 2])
-    assert m.invalid and not m.saturated
-    m.run(ReplayOp.UPDATE.value, 2, 1, buffers={"IDX_IN": np.array([127, 0]),
-                                               "PRIO_IN": np.array([7, 9])})
-    assert m.invalid and m.tree.get([0])[0] == 9 and m.tree.total == hi + 11
-    out = m.run(ReplayOp.SAMPLE.value, 0, 1)
-    assert out.error == 2 and not m.invalid
 
 
 def test_zero_memory_init_dropped():
