@@ -47,7 +47,6 @@ def _fix_verilator_pch():
                                    f"OPT_FAST=-O1 OPT_SLOW=-O0").strip()
 
 
-
 def _test_module(test_file) -> tuple[str, Path]:
     """``(dotted module name, directory to import it from)`` of a test file: its package path
     (the folders above it that hold an ``__init__.py``) and the first folder that does not.

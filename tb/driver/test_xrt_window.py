@@ -6,7 +6,7 @@ The drivers' whole sessions (those the RTL tests run) must give on it what they 
 golden devices directly; blocks that are not aligned to the copy granularities are widened
 (a widened write first copies the enclosing block out, so its neighbours survive); copy
 errors raise BusError; the block is found from the kernel name. The RTL side of the same
-contract: ``tb/replay/test_kernel_xrt_rtl.py``, ``tb/learner/test_learner_kernel_xrt.py``.
+contract: ``tb/replay/test_kernel_xrt_rtl.py``, ``tb/learner/test_kernel_xrt_rtl.py``.
 """
 
 import sys
@@ -155,7 +155,7 @@ def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
 
 
 def test_learner_session_through_xrt_device_equals_golden(monkeypatch):
-    from test_driver_learner import SIM_CONFIG, compare, session
+    from learner_session import SIM_CONFIG, compare, session
 
     from sw.learner.spec import LearnerConfig
     from sw.learner.layout import mem_addr_bits

@@ -8,7 +8,7 @@ import pytest
 from sw.learner.spec import LearnerNumerics
 from sw.learner.gemm import tile_stream, untile
 from sw.learner.mlp import init_weights, quantize_coef, train_step
-from test_tensor_unit_sim import simulate
+from tensor_unit_sim import simulate
 
 
 @pytest.fixture(scope="module")

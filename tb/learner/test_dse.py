@@ -134,10 +134,9 @@ def test_dse_output_elaborates(tmp_path):
 def test_small_dse_point_runs_bit_exact():
     """A DSE point of a small network with mixed per-stage arrays, built and simulated: one
     step bit-exact against the golden model in exactly the DSE's (exact) cycles."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from learner.test_core_sim import check_step, simulate
     from learner_cases import golden, random_case
     from sw.learner.spec import LearnerConfig
-    from test_learner_core_sim import check_step, simulate
 
     points = dse.explore((3, 6, 5, 2), 8, dse.load_estimates(), generator=True)
     mixed = [p for p in points if len(set(p.arrays.values())) > 1 and p.dp == 2]

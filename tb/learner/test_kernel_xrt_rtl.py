@@ -1,23 +1,18 @@
 """XrtDevice + the unmodified LearnerDriver on the learner kernel's RTL (the window DMA shell).
 
-The small learner of ``tb/driver/test_driver_learner.py`` (4-8-8-2 DQN on 2 x 2 tensor units,
-32-bit memory words) inside :class:`~rtl_gen.learner.kernel.LearnerKernel` with a 64-bit
-``m_axi_gmem``, Verilated; ``pyxrt`` is the fake of :mod:`xrt_fake`. That test's whole driver
+The small learner of the driver tests (``tb/learner_session.py``: 4-8-8-2 DQN on 2 x 2 tensor
+units, 32-bit memory words) inside :class:`~rtl_gen.learner.kernel.LearnerKernel` with a 64-bit
+``m_axi_gmem``, Verilated; ``pyxrt`` is the fake of :mod:`xrt_fake`. The driver tests' whole
 session -- weights in and out, training steps with details, target syncs, saturation, a
 refused step, polling and a start during a step -- runs through
 :class:`~sw.driver.xrt_device.XrtDevice` and must equal the same session on
 :class:`~sw.learner.device.LearnerGoldenDevice` bit for bit.
 """
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from cocotb_util import load_manifest, run_block
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "driver"))
-from test_driver_learner import SIM_CONFIG, SEED, compare, session  # noqa: E402
+from learner_session import SEED, SIM_CONFIG, compare, session
 
 RTL = dict(SIM_CONFIG, gmem_data_width=64, max_burst=16)
 
