@@ -134,8 +134,8 @@ def test_dse_output_elaborates(tmp_path):
 def test_small_dse_point_runs_bit_exact():
     """A DSE point of a small network with mixed per-stage arrays, built and simulated: one
     step bit-exact against the golden model in exactly the DSE's (exact) cycles."""
-    from learner.test_core_sim import check_step, simulate
     from learner_cases import golden, random_case
+    from learner_core_sim import check_step, simulate
     from sw.learner.spec import LearnerConfig
 
     points = dse.explore((3, 6, 5, 2), 8, dse.load_estimates(), generator=True)
