@@ -1,5 +1,8 @@
 """AXI4 memories for the tests.
 
+:class:`AxiRamHarness`: an :class:`~rtl_gen.shell.mm_slave.AxiMemorySlave` in front of a
+``Memory``, the design both tiers of the slave's tests simulate.
+
 :class:`SimAxiRam`: a cycle-level AXI4 slave for Amaranth's simulator on a master's
 ``m_axi_gmem`` ports (:class:`~rtl_gen.shell.dma.AxiDma` and the kernels that contain one),
 checking the master side of the protocol every cycle.
@@ -7,10 +10,57 @@ checking the master side of the protocol every cycle.
 
 import random
 
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
 from rtl_gen.shell.dma import BOUNDARY_BYTES
+from rtl_gen.shell.mm_slave import AxiMemorySlave
 
 #: The master port the slave model answers.
 P = "m_axi_gmem"
+
+
+class AxiRamHarness(wiring.Component):
+    """An :class:`AxiMemorySlave` in front of a ``Memory``: an AXI-attached RAM.
+
+    Ports: the slave's AXI ports and ``enable``, plus ``dbg_mem_re``, ``dbg_mem_we`` and
+    ``dbg_mem_addr`` mirroring its memory port so tests can watch the accesses.
+    """
+
+    def __init__(self, **params):
+        self.slave = AxiMemorySlave(**params)
+        s = self.slave
+        members = {name: member for name, member in s.signature.members.items()
+                   if not name.startswith("mem_")}
+        members.update({
+            "dbg_mem_re": Out(1),
+            "dbg_mem_we": Out(s.data_width // 8),
+            "dbg_mem_addr": Out(s.mem_addr_width),
+        })
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.slave = s = self.slave
+        m.submodules.mem = mem = Memory(shape=unsigned(s.data_width), depth=s.depth, init=[])
+        wp = mem.write_port(granularity=8)
+        rp = mem.read_port(domain="sync")
+        m.d.comb += [
+            wp.addr.eq(s.mem_addr), wp.en.eq(s.mem_we), wp.data.eq(s.mem_wdata),
+            rp.addr.eq(s.mem_addr), rp.en.eq(s.mem_re), s.mem_rdata.eq(rp.data),
+            self.dbg_mem_re.eq(s.mem_re), self.dbg_mem_we.eq(s.mem_we),
+            self.dbg_mem_addr.eq(s.mem_addr),
+        ]
+        for name, member in s.signature.members.items():
+            if name.startswith("mem_"):
+                continue
+            if member.flow == In:
+                m.d.comb += getattr(s, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(s, name))
+        return m
 
 
 class SimAxiRam:
