@@ -66,7 +66,7 @@ def session(device) -> dict:
     poll = GaeDriver(device, GaeCoreConfig.from_dict(out["config"]), use_interrupt=False,
                      poll_interval=2e-7, timeout=1e-3)
     out["poll"] = poll.compute(*rollout(rng, 20, 5), 0.9, 0.8)
-    # Register-level semantics (as test_driver_regmap checks on the model).
+    # Register-level semantics (as tb/driver/test_regmap.py checks on the model).
     rm = drv.register_map
     log = out["registers"] = []
     rm.CTRL.AUTO_RESTART = 1
