@@ -19,7 +19,7 @@ Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).
 
 Part 3 projects the replay accelerator (``rtl_gen.replay.accelerator``, K=16 at the same N): its
 exact cycle counts (:func:`sw.replay.spec.run_cycles`, asserted against the RTL by
-tb/replay/test_replay_accel.py) at 300 MHz, against the CPU times measured in the same run.
+tb/replay/test_accelerator_rtl.py) at 300 MHz, against the CPU times measured in the same run.
 That is kernel time with the batch already in the on-chip buffers: the driver's register
 accesses and buffer transfers over AXI are not included.
 

@@ -252,7 +252,7 @@ def item_cycles(gemm, rows: int, cols: int) -> int:
     """Steady-state cycles of one GEMM on an R × C unit fed back to back: ``T·max(K, R)``.
 
     This is :func:`sw.learner.gemm.gemm_cycles` without the one-off fill and drain (checked in
-    ``tb/learner/test_dse_learner.py``)."""
+    ``tb/learner/test_dse.py``)."""
     M, K, N = gemm
     return math.ceil(M / rows) * math.ceil(N / cols) * max(K, rows)
 

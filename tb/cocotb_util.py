@@ -3,7 +3,9 @@
 Build side (runs in pytest): :func:`run_block` emits the Verilog of one block configuration with
 ``rtl_gen.emit.emit`` (the code path that writes ``hdl/``), builds it with Verilator once per
 configuration and runs the cocotb tests of a module against it; :func:`run_component` does the
-same for any Amaranth component built in the test (cached per Verilog text).
+same for any Amaranth component built in the test (cached per Verilog text). The test folders
+are packages (``tb/gae/__init__.py``, ...), so the simulator imports a test module by its
+package name (``gae.test_kernel_rtl``) from ``tb/``, like pytest does.
 
 Simulation side (runs inside cocotb): :func:`load_manifest` reads the configuration back, and
 :class:`StreamTB` drives one input and one output Amaranth stream (``<p>__valid``,
@@ -45,6 +47,17 @@ def _fix_verilator_pch():
                                    f"OPT_FAST=-O1 OPT_SLOW=-O0").strip()
 
 
+def _test_module(test_file) -> tuple[str, Path]:
+    """``(dotted module name, directory to import it from)`` of a test file: its package path
+    (the folders above it that hold an ``__init__.py``) and the first folder that does not.
+    The simulator runs in that folder, whose path cocotb puts first on ``sys.path``."""
+    path = Path(test_file).resolve()
+    parts, root = [path.stem], path.parent
+    while (root / "__init__.py").exists():
+        parts.insert(0, root.name)
+        root = root.parent
+    return ".".join(parts), root
+
 
 def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None):
     """Emit, build (cached per configuration) and run the cocotb tests in ``test_file``."""
@@ -71,17 +84,17 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
         build_dir=build_dir,
         build_args=["-O2", "--x-assign", "0", "--x-initial", "0"],
     )
-    test_path = Path(test_file).resolve()
+    test_module, test_dir = _test_module(test_file)
     env = {
         MANIFEST_ENV: str(src_dir / f"{manifest['module']}.json"),
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tb"),
                                        os.environ.get("PYTHONPATH", "")]),
     }
     runner.test(
-        test_module=test_path.stem,
+        test_module=test_module,
         hdl_toplevel=manifest["module"],
         build_dir=build_dir,
-        test_dir=test_path.parent,
+        test_dir=test_dir,
         testcase=testcase,
         seed=seed,
         extra_env=env,
@@ -123,17 +136,17 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         build_dir=build_dir,
         build_args=["-O2", "--x-assign", "0", "--x-initial", "0"],
     )
-    test_path = Path(test_file).resolve()
+    test_module, test_dir = _test_module(test_file)
     env = {
         MANIFEST_ENV: str(src_dir / f"{module}.json"),
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tb"),
                                        os.environ.get("PYTHONPATH", "")]),
     }
     runner.test(
-        test_module=test_path.stem,
+        test_module=test_module,
         hdl_toplevel=module,
         build_dir=build_dir,
-        test_dir=test_path.parent,
+        test_dir=test_dir,
         testcase=testcase,
         seed=seed,
         extra_env=env,

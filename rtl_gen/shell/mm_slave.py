@@ -120,7 +120,7 @@ class AxiMemorySlave(wiring.Component):
 
     Examples
     --------
-    Attach a block RAM (what ``tb/axi/test_mm_slave.py`` simulates)::
+    Attach a block RAM (what ``tb/shell/test_mm_slave_sim.py`` simulates)::
 
         m.submodules.axi = axi = AxiMemorySlave(data_width=128, addr_width=16, depth=4096)
         m.submodules.mem = mem = Memory(shape=128, depth=4096, init=[])

@@ -51,7 +51,7 @@ Result scale (in-place results)
     ``std(A)``, RMS 0.9 %), on top of the input quantization error that
     :mod:`sw.gae.quant` describes. TD errors are rarely uncorrelated and often heavy-tailed
     (sparse rewards standardize to large spikes): on synthetic 64 x 19 batches
-    (tb/driver/driver_util.rollout) ``max|A|`` reached 4 to 6 ``std(A)``, and the 4-sigma
+    (tb/driver_util.rollout) ``max|A|`` reached 4 to 6 ``std(A)``, and the 4-sigma
     range saturated in 3 of 6 batches with sparse rewards, 0 of 6 with Gaussian ones. So by
     default (``on_requant_overflow="retry"``) a run whose STATUS.REQUANT_OVERFLOW
     is set is repeated with both ranges doubled (up to their rigorous bounds, so it ends

@@ -57,8 +57,8 @@ Reward rounding: error feedback (a deviation from a plain reading of HEPPO, host
     unchanged, so the accelerator does not know the difference; ``reward_rounding="nearest"``
     restores per-element rounding.
 
-    Measured on CartPole-v1 with the Sutton-Barto reward (tb/gae_quant, 8 bits, 8 x 256 steps,
-    gamma 0.99, lambda 0.95, through the bit-exact PE model), relative RMS error of advantages /
+    Measured on CartPole-v1 with the Sutton-Barto reward (tb/gae/test_quant.py, 8 bits, 8 x 256
+    steps, gamma 0.99, lambda 0.95, through the bit-exact PE model), relative RMS error of advantages /
     rewards-to-go against float GAE on unquantized data: 1.2 % / 0.9 % with error feedback,
     12 % / 9.5 % with nearest rounding. The nearest-rounding bias is mostly a common shift, which
     PPO's per-batch advantage normalization removes (1.9 % against 1.2 % after it), but the

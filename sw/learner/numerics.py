@@ -201,7 +201,7 @@ class LearnerNumerics(NumericParams):
         Fraction bits of inputs, pre-activations, activations, Q values, rewards and TD targets.
         At most width-2, so that the bias input 1.0 is representable. The default 10 (16-bit
         range ±32, ulp 0.001) is the precision/range trade measured in
-        ``tb/learner/test_mlp_golden.py``: 8 fraction bits triple the gradient error (ReLU
+        ``tb/learner/test_mlp.py``: 8 fraction bits triple the gradient error (ReLU
         masks flip near zero). CartPole's Q values approach 1/(1-γ) = 100 late in training:
         scale the rewards by 1/4 or give up precision.
     weight_frac : int

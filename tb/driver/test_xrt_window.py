@@ -6,7 +6,7 @@ The drivers' whole sessions (those the RTL tests run) must give on it what they 
 golden devices directly; blocks that are not aligned to the copy granularities are widened
 (a widened write first copies the enclosing block out, so its neighbours survive); copy
 errors raise BusError; the block is found from the kernel name. The RTL side of the same
-contract: ``tb/replay/test_replay_kernel_xrt.py``, ``tb/learner/test_learner_kernel_xrt.py``.
+contract: ``tb/replay/test_kernel_xrt_rtl.py``, ``tb/learner/test_kernel_xrt_rtl.py``.
 """
 
 import sys
@@ -139,7 +139,7 @@ def replay_card(monkeypatch, *, align=16, **kw):
 
 
 def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
-    from test_driver_replay import _same, session
+    from replay_session import same, session
 
     from sw.replay.device import ReplayGoldenDevice
 
@@ -149,13 +149,13 @@ def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
     assert card.mem_ptr_offset == replay_register_map(card.config).span
     assert shell.r["MEM_PTR_LO"] == BO_ADDRESS & 0xFFFF_FFFF and shell.r["MEM_PTR_HI"] == 1
     assert len(card.bo.host) == 5 * 64 * 8
-    _same(session(card), session(ReplayGoldenDevice(SumTreeConfig(**REPLAY))))
+    same(session(card), session(ReplayGoldenDevice(SumTreeConfig(**REPLAY))))
     assert shell.copies and all(st == 2 for *_, st in shell.copies)
     assert card.memory.last_copy_cycles == shell.copies[-1][1] // 8 + 6
 
 
 def test_learner_session_through_xrt_device_equals_golden(monkeypatch):
-    from test_driver_learner import SIM_CONFIG, compare, session
+    from learner_session import SIM_CONFIG, compare, session
 
     from sw.learner.spec import LearnerConfig
     from sw.learner.layout import mem_addr_bits

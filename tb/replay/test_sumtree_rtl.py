@@ -50,7 +50,7 @@ class TreeTB:
     """
 
     def __init__(self, dut, cfg):
-        from test_sumtree_rtl_ref import Codec
+        from sumtree_ref import Codec
 
         self.dut = dut
         self.cfg = cfg
@@ -82,7 +82,7 @@ class TreeTB:
         """Issue ``cmds``; returns (responses, command cycles, response cycles, done cycle)."""
         from cocotb.triggers import FallingEdge, ReadOnly
 
-        from test_sumtree_rtl_ref import RESPONDING
+        from sumtree_ref import RESPONDING
 
         dut, codec = self.dut, self.codec
         rng = rng or random.Random(0)
@@ -134,7 +134,7 @@ async def _setup(dut, *, prng_seed=None):
     import cocotb
 
     from sw.replay.spec import SumTreeConfig
-    from test_sumtree_rtl_ref import Reference
+    from sumtree_ref import Reference
 
     man = load_manifest()
     cfg = SumTreeConfig.from_dict(man["config"])
@@ -170,7 +170,7 @@ if cocotb is not None:
         indices back to back, RESET), with and without idles and back-pressure; every response,
         flag and status output equals the golden model's; then every node is read back and the
         tree invariant checked."""
-        from test_sumtree_rtl_ref import check_tree_dump, dump, random_ops, reset
+        from sumtree_ref import check_tree_dump, dump, random_ops, reset
 
         tb, cfg, rng, ref, _ = await _setup(dut)
         n = OPS_PER_CONFIG
@@ -203,7 +203,7 @@ if cocotb is not None:
     async def prng_sampling_chi_square(dut):
         """On-chip PRNG samples: bit-exact with the golden model, and their frequencies follow
         the priorities (chi-square, p = 0.001) over leaves spread across the tree."""
-        from test_sumtree_rtl_ref import OP, reset, sample_prng, update
+        from sumtree_ref import OP, reset, sample_prng, update
 
         tb, cfg, rng, ref, _ = await _setup(dut)
         m = min(cfg.capacity, 48)
@@ -231,7 +231,7 @@ if cocotb is not None:
         """B samples, B updates and B mixed operations: one command per cycle, each response
         ``latency`` cycles after its command, the batch done in ``B + latency`` cycles (``B +
         latency - 1`` when it ends with an update, which has no response)."""
-        from test_sumtree_rtl_ref import RESPONDING, random_ops, sample, sample_prng, update
+        from sumtree_ref import RESPONDING, random_ops, sample, sample_prng, update
 
         tb, cfg, rng, ref, latency = await _setup(dut)
         b = 512

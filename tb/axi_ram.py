@@ -1,0 +1,184 @@
+"""AXI4 memories for the tests.
+
+:class:`AxiRamHarness`: an :class:`~rtl_gen.shell.mm_slave.AxiMemorySlave` in front of a
+``Memory``, the design both tiers of the slave's tests simulate.
+
+:class:`SimAxiRam`: a cycle-level AXI4 slave for Amaranth's simulator on a master's
+``m_axi_gmem`` ports (:class:`~rtl_gen.shell.dma.AxiDma` and the kernels that contain one),
+checking the master side of the protocol every cycle.
+"""
+
+import random
+
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from rtl_gen.shell.dma import BOUNDARY_BYTES
+from rtl_gen.shell.mm_slave import AxiMemorySlave
+
+#: The master port the slave model answers.
+P = "m_axi_gmem"
+
+
+class AxiRamHarness(wiring.Component):
+    """An :class:`AxiMemorySlave` in front of a ``Memory``: an AXI-attached RAM.
+
+    Ports: the slave's AXI ports and ``enable``, plus ``dbg_mem_re``, ``dbg_mem_we`` and
+    ``dbg_mem_addr`` mirroring its memory port so tests can watch the accesses.
+    """
+
+    def __init__(self, **params):
+        self.slave = AxiMemorySlave(**params)
+        s = self.slave
+        members = {name: member for name, member in s.signature.members.items()
+                   if not name.startswith("mem_")}
+        members.update({
+            "dbg_mem_re": Out(1),
+            "dbg_mem_we": Out(s.data_width // 8),
+            "dbg_mem_addr": Out(s.mem_addr_width),
+        })
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.slave = s = self.slave
+        m.submodules.mem = mem = Memory(shape=unsigned(s.data_width), depth=s.depth, init=[])
+        wp = mem.write_port(granularity=8)
+        rp = mem.read_port(domain="sync")
+        m.d.comb += [
+            wp.addr.eq(s.mem_addr), wp.en.eq(s.mem_we), wp.data.eq(s.mem_wdata),
+            rp.addr.eq(s.mem_addr), rp.en.eq(s.mem_re), s.mem_rdata.eq(rp.data),
+            self.dbg_mem_re.eq(s.mem_re), self.dbg_mem_we.eq(s.mem_we),
+            self.dbg_mem_addr.eq(s.mem_addr),
+        ]
+        for name, member in s.signature.members.items():
+            if name.startswith("mem_"):
+                continue
+            if member.flow == In:
+                m.d.comb += getattr(s, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(s, name))
+        return m
+
+
+class SimAxiRam:
+    """Cycle-level AXI4 slave over a sparse byte memory, checking the master's behaviour.
+
+    ``stall``: probability of dropping a READY or VALID in a cycle; ``latency``: cycles from
+    an AR handshake to its first R beat and from the last W beat to B; ``bad``: byte addresses
+    whose beats answer SLVERR (``bad_writes``: only when written). Records every AR/AW
+    ``(cycle, addr, beats)``.
+    """
+
+    def __init__(self, dut, *, width, max_burst, max_outstanding, stall=0.0, latency=1,
+                 seed=0, bad=(), bad_writes=()):
+        self.dut, self.width = dut, width
+        self.nbytes = width // 8
+        self.max_burst, self.max_outstanding = max_burst, max_outstanding
+        self.stall, self.latency = stall, latency
+        self.rng = random.Random(seed)
+        self.bad, self.bad_writes = set(bad), set(bad_writes)
+        self.bytes = {}
+        self.ar, self.aw = [], []
+        self.reads, self.writes = [], []        # pending: [ready_cycle, addr, beats_left]
+        self.w_beats = []                       # write bursts awaiting W: [addr, beats, n_got]
+        self.b_queue = []                       # [ready_cycle, resp]
+        self.w_resp = []
+        self.max_reads = self.max_writes = 0
+        self.held = {}
+
+    def s(self, name):
+        return getattr(self.dut, f"{P}_{name}")
+
+    def load(self, addr, data):
+        for i, b in enumerate(data):
+            self.bytes[addr + i] = b
+
+    def dump(self, addr, n):
+        return bytes(self.bytes.get(addr + i, 0) for i in range(n))
+
+    def _check_burst(self, ctx, ch, cycle):
+        addr, ln = ctx.get(self.s(f"{ch}addr")), ctx.get(self.s(f"{ch}len"))
+        size, burst = ctx.get(self.s(f"{ch}size")), ctx.get(self.s(f"{ch}burst"))
+        beats = ln + 1
+        assert burst == 1 and 1 << size == self.nbytes, (ch, burst, size)
+        assert addr % self.nbytes == 0, f"{ch} address {addr:#x} not aligned"
+        assert beats <= self.max_burst, f"{ch} burst of {beats} > {self.max_burst}"
+        assert addr // BOUNDARY_BYTES == (addr + beats * self.nbytes - 1) // BOUNDARY_BYTES, \
+            f"{ch} burst {addr:#x}+{beats} beats crosses 4 KiB"
+        return addr, beats
+
+    def _hold(self, ctx, ch, names):
+        """A VALID that was not taken must stay up with the same payload."""
+        valid = ctx.get(self.s(f"{ch}valid"))
+        now = tuple(ctx.get(self.s(n)) for n in names)
+        prev = self.held.get(ch)
+        if prev is not None:
+            assert valid and now == prev, f"{ch}: VALID or payload changed before READY"
+        return valid, now
+
+    async def step(self, ctx, cycle):
+        rng, st = self.rng, self.stall
+        go = lambda: not (st and rng.random() < st)           # noqa: E731
+        # -- drive ------------------------------------------------------------------------
+        ctx.set(self.s("arready"), go())
+        ctx.set(self.s("awready"), go())
+        ctx.set(self.s("wready"), bool(self.w_beats) and go())
+        r_beat = None
+        if self.reads and self.reads[0][0] <= cycle and go():
+            _, addr, left = self.reads[0]
+            data = self.dump(addr, self.nbytes)
+            r_beat = (addr, left == 1)
+            ctx.set(self.s("rdata"), int.from_bytes(data, "little"))
+            ctx.set(self.s("rresp"), 2 if addr in self.bad else 0)
+            ctx.set(self.s("rlast"), left == 1)
+        ctx.set(self.s("rvalid"), r_beat is not None)
+        b = bool(self.b_queue) and self.b_queue[0][0] <= cycle and go()
+        ctx.set(self.s("bvalid"), bool(b))
+        if b:
+            ctx.set(self.s("bresp"), self.b_queue[0][1])
+        # -- sample -----------------------------------------------------------------------
+        ar_v, ar_p = self._hold(ctx, "ar", ("araddr", "arlen"))
+        aw_v, aw_p = self._hold(ctx, "aw", ("awaddr", "awlen"))
+        if ar_v and ctx.get(self.s("arready")):
+            addr, beats = self._check_burst(ctx, "ar", cycle)
+            self.ar.append((cycle, addr, beats))
+            self.reads.append([cycle + self.latency, addr, beats])
+            self.held.pop("ar", None)
+        else:
+            self.held["ar"] = ar_p if ar_v else None
+        if aw_v and ctx.get(self.s("awready")):
+            addr, beats = self._check_burst(ctx, "aw", cycle)
+            self.aw.append((cycle, addr, beats))
+            self.w_beats.append([addr, beats, 0, 0])
+            self.held.pop("aw", None)
+        else:
+            self.held["aw"] = aw_p if aw_v else None
+        if r_beat is not None and ctx.get(self.s("rready")):
+            self.reads[0][1] += self.nbytes
+            self.reads[0][2] -= 1
+            if not self.reads[0][2]:
+                self.reads.pop(0)
+        if self.w_beats and ctx.get(self.s("wvalid")) and ctx.get(self.s("wready")):
+            burst = self.w_beats[0]
+            addr = burst[0] + burst[2] * self.nbytes
+            data = ctx.get(self.s("wdata")).to_bytes(self.nbytes, "little")
+            strb = ctx.get(self.s("wstrb"))
+            for i in range(self.nbytes):
+                if strb >> i & 1:
+                    self.bytes[addr + i] = data[i]
+            burst[2] += 1
+            burst[3] = max(burst[3], 2 if addr in self.bad | self.bad_writes else 0)
+            assert ctx.get(self.s("wlast")) == (burst[2] == burst[1]), "WLAST misplaced"
+            if burst[2] == burst[1]:
+                self.b_queue.append([cycle + self.latency, burst[3]])
+                self.w_beats.pop(0)
+        if b and ctx.get(self.s("bready")):
+            self.b_queue.pop(0)
+        # In flight per direction: address handshake done, last R / B not yet delivered.
+        self.max_reads = max(self.max_reads, len(self.reads))
+        self.max_writes = max(self.max_writes, len(self.w_beats) + len(self.b_queue))
+        assert len(self.reads) <= self.max_outstanding
+        assert len(self.w_beats) + len(self.b_queue) <= self.max_outstanding

@@ -1,0 +1,1 @@
+"""Tests of the host drivers' backends and register access: sw/driver."""

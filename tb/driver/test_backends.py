@@ -1,0 +1,522 @@
+"""PYNQ and XRT backends against fake ``pynq`` / ``pyxrt`` modules (injected in sys.modules).
+
+The fakes implement the parts of the real APIs the backends use, as documented (PYNQ 3:
+``Overlay.ip_dict`` with ``<instance>/<interface>`` entries for an IP with two address ranges,
+``MMIO.read``/``MMIO.write``, ``DefaultIP`` with ``bindto`` registration, ``Interrupt`` with an
+``async wait()``; pyxrt: ``device``, ``xclbin``, ``device.load_xclbin``, ``bo`` with
+``write``/``read``/``sync``/``address``, ``ip`` or ``kernel`` ``read_register``/
+``write_register``), backed by a :class:`~sw.gae.device.GoldenDevice`. The fake XRT shell
+follows the DMA shell contract of :mod:`sw.driver.xrt_device` (the copies of
+:func:`sw.gae.spec.copy_plan`, none for a refused run), with separate host and device
+copies of the buffer so a missing ``sync`` shows. Every backend must give exactly what the
+GoldenDevice gives. (``tb/gae/test_kernel_xrt_rtl.py`` runs XrtDevice on the kernel's RTL.)
+"""
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import copy_plan
+from sw.gae.spec import gae_register_map
+from sw.driver import GAE_VLNVS, GaeDriver, GoldenDevice
+from sw.driver.mmio import BusError
+from sw.gae.spec import GaeCoreArgs, check_args
+
+GAE_VLNV = GAE_VLNVS[0]      # rlk:accel:gae_accel_n8:1.0, as packaged by rtl_gen.vivado
+from sw.driver import pynq_device as pynq_backend
+from sw.driver.pynq_device import ACCELERATOR_VLNVS, PynqMemory, find_gae_windows
+
+from driver_util import SMALL, rollout
+from xrt_fake import HostBo, xclBOSyncDirection
+
+CTRL_BASE, MEM_BASE = 0xA000_0000, 0xA010_0000
+
+
+def reference(cfg, batches, **kw):
+    """What a GaeDriver on a plain GoldenDevice returns for these batches."""
+    drv = GaeDriver(GoldenDevice(cfg), cfg, **kw)
+    return [drv.compute(*b, 0.99, 0.95) for b in batches]
+
+
+def batches(n=2):
+    rng = np.random.default_rng(21)
+    return [rollout(rng, 20, 6) for _ in range(n)]
+
+
+def assert_same(got, want):
+    for (a, r), (ea, er) in zip(got, want):
+        np.testing.assert_array_equal(a, ea)
+        np.testing.assert_array_equal(r, er)
+
+
+# -- fake pynq -------------------------------------------------------------------------------------
+def fake_pynq(dev, *, with_interrupt=True, split=True, extra_ip=None):
+    cfg = dev.config
+    mod = types.ModuleType("pynq")
+    windows = {CTRL_BASE: dev.control, MEM_BASE: dev.memory}
+    mod.accesses = []
+
+    class MMIO:
+        def __init__(self, base_addr, length=4, **kw):
+            self.base_addr, self.length = base_addr, length
+            self.array = None                          # not a numpy array: per-word access
+
+        def _target(self, offset):
+            assert 0 <= offset < self.length, (hex(self.base_addr), offset)
+            return windows[self.base_addr]
+
+        def read(self, offset=0):
+            mod.accesses.append(("r", self.base_addr, offset))
+            t = self._target(offset)
+            if self.base_addr == CTRL_BASE:
+                return t.read32(offset)
+            return int.from_bytes(t.read(offset, 4), "little")
+
+        def write(self, offset, data):
+            mod.accesses.append(("w", self.base_addr, offset))
+            t = self._target(offset)
+            if type(data) is int:
+                if self.base_addr == CTRL_BASE:
+                    t.write32(offset, data)
+                else:
+                    t.write(offset, data.to_bytes(4, "little"))
+            elif type(data) is bytes:
+                assert self.base_addr == MEM_BASE and len(data) % 4 == 0
+                t.write(offset, data)
+            else:
+                raise ValueError("Data type must be int or bytes.")
+
+    class Interrupt:
+        def __init__(self, pinname):
+            if pinname not in mod.PL.interrupt_pins:
+                raise ValueError(f"No Pin of name {pinname} found")
+            self.waits = 0
+
+        async def wait(self):
+            self.waits += 1
+            while not dev.interrupt:
+                dev.sleep(1e-6)
+                await asyncio.sleep(0)
+
+    drivers = {}
+
+    class RegisterIP(type):
+        def __init__(cls, name, bases, attrs):
+            for vlnv in attrs.get("bindto", ()):
+                drivers[vlnv] = cls
+                drivers[vlnv.rpartition(":")[0]] = cls
+            super().__init__(name, bases, attrs)
+
+    class DefaultIP(metaclass=RegisterIP):
+        def __init__(self, description):
+            self.mmio = MMIO(description["phys_addr"], description["addr_range"])
+            self._interrupts = description.get("interrupts", {})
+            for name, details in self._interrupts.items():
+                setattr(self, name, Interrupt(details["fullpath"]))
+
+        @property
+        def register_map(self):
+            raise AttributeError("register_map only available if the .hwh is provided")
+
+    ctrl_range = 1 << gae_register_map(cfg).min_addr_width
+    mem_range = 1 << cfg.mem_addr_bits
+    irq = {"interrupt": {"controller": "axi_intc_0", "index": 0,
+                         "fullpath": "gae_accel_0/interrupt"}} if with_interrupt else {}
+    if split:
+        ip_dict = {
+            "gae_accel_0/s_axi_control": {"phys_addr": CTRL_BASE, "addr_range": ctrl_range,
+                                          "type": GAE_VLNV, "mem_id": "s_axi_control",
+                                          "fullpath": "gae_accel_0/s_axi_control",
+                                          "interrupts": irq},
+            "gae_accel_0/s_axi_mem": {"phys_addr": MEM_BASE, "addr_range": mem_range,
+                                      "type": GAE_VLNV, "mem_id": "s_axi_mem",
+                                      "fullpath": "gae_accel_0/s_axi_mem", "interrupts": {}},
+        }
+    else:
+        ip_dict = {"gae_accel_0": {"phys_addr": CTRL_BASE, "addr_range": ctrl_range,
+                                   "type": GAE_VLNV, "mem_id": "s_axi_control",
+                                   "fullpath": "gae_accel_0", "interrupts": irq}}
+    ip_dict["axi_intc_0"] = {"phys_addr": 0xA020_0000, "addr_range": 0x1000,
+                             "type": "xilinx.com:ip:axi_intc:4.1", "mem_id": "s_axi",
+                             "fullpath": "axi_intc_0", "interrupts": {}}
+    ip_dict.update(extra_ip or {})
+
+    class Overlay:
+        def __init__(self, bitfile, download=True):
+            self.bitfile, self.download = bitfile, download
+            self.ip_dict = ip_dict
+            mod.PL.ip_dict = ip_dict
+
+    mod.PL = types.SimpleNamespace(ip_dict=ip_dict, interrupt_pins={
+        d["fullpath"]: d for d in irq.values()})
+    mod.MMIO, mod.Interrupt, mod.DefaultIP, mod.Overlay = MMIO, Interrupt, DefaultIP, Overlay
+    mod._ip_drivers = drivers
+    return mod
+
+
+@pytest.fixture
+def pynq_env(monkeypatch):
+    """Install a fake pynq (a function of the device) and reset the lazily built GaeIP."""
+    def install(dev, **kw):
+        mod = fake_pynq(dev, **kw)
+        monkeypatch.setitem(sys.modules, "pynq", mod)
+        monkeypatch.setattr(pynq_backend, "_GAE_IP_CLASS", None)
+        return mod
+    return install
+
+
+@pytest.mark.parametrize("with_interrupt", [True, False])
+def test_pynq_device_runs_the_driver_like_the_golden_device(pynq_env, with_interrupt):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pynq = pynq_env(dev, with_interrupt=with_interrupt)
+    board = pynq_backend.PynqDevice("gae.bit")
+    assert board.instance == "gae_accel_0" and board.overlay.bitfile == "gae.bit"
+    assert board.has_interrupt is with_interrupt
+    drv = GaeDriver(board)
+    assert drv.config.depth == cfg.depth and drv._use_irq is with_interrupt
+    got = [drv.compute(*b, 0.99, 0.95) for b in batches()]
+    assert_same(got, reference(cfg, batches()))
+    assert not dev.interrupt
+    touched = {base for _, base, _ in pynq.accesses}
+    assert touched == {CTRL_BASE, MEM_BASE}
+    assert GAE_VLNV in pynq._ip_drivers                # GaeIP was bound before the overlay
+    if with_interrupt:
+        assert not board.wait_interrupt(0.05)          # nothing running: times out
+        assert board._loop.thread.is_alive()
+        board.close()
+        assert board._loop is None
+    else:
+        with pytest.raises(NotImplementedError, match="poll CTRL.AP_DONE"):
+            board.wait_interrupt(0.05)
+
+
+def test_pynq_gae_ip_is_bound_to_the_vlnv_and_offers_the_driver(pynq_env):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pynq = pynq_env(dev)
+    GaeIP = pynq_backend.gae_ip_class()
+    assert pynq_backend.gae_ip_class() is GaeIP and pynq_backend.GaeIP is GaeIP
+    assert issubclass(GaeIP, pynq.DefaultIP) and GaeIP.bindto == list(GAE_VLNVS)
+    assert pynq._ip_drivers[GAE_VLNV] is GaeIP
+    overlay = pynq.Overlay("gae.bit")
+    ip = GaeIP(overlay.ip_dict["gae_accel_0/s_axi_control"])
+    assert ip.register_map.HW_N_PE == cfg.n_pe
+    ip.register_map.NUM_TIMESTEPS = 7
+    assert dev.control.read32(0x10) == 7
+    mem_ip = GaeIP(overlay.ip_dict["gae_accel_0/s_axi_mem"])
+    with pytest.raises(AttributeError, match="s_axi_mem window"):
+        mem_ip.register_map
+    got = [ip.compute(*b, 0.99, 0.95) for b in batches()]
+    assert ip.driver() is ip.driver()
+    assert_same(got, reference(cfg, batches()))
+
+
+def test_pynq_windows_are_found_or_explained(pynq_env):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pynq = pynq_env(dev, split=False)
+    with pytest.raises(ValueError, match="lists no s_axi_mem address range; give mem_addr="):
+        pynq_backend.PynqDevice("gae.bit")
+    board = pynq_backend.PynqDevice("gae.bit", mem_addr=MEM_BASE,
+                                    mem_range=1 << cfg.mem_addr_bits)
+    assert_same([GaeDriver(board).compute(*batches(1)[0], 0.99, 0.95)],
+                reference(cfg, batches(1)))
+    with pytest.raises(ValueError, match="mem_range must be given with mem_addr"):
+        pynq_backend.PynqDevice("gae.bit", mem_addr=MEM_BASE)
+    with pytest.raises(ValueError, match="give bitfile= or overlay="):
+        pynq_backend.PynqDevice()
+    two = dict(pynq.PL.ip_dict, gae_accel_1={**pynq.PL.ip_dict["gae_accel_0"],
+                                             "fullpath": "gae_accel_1"})
+    with pytest.raises(ValueError, match=r"expected one accelerator with VLNV .* found "
+                                         r"\['gae_accel_0', 'gae_accel_1'\]"):
+        find_gae_windows(two)
+    assert find_gae_windows(two, name="gae_accel_1")[0] == "gae_accel_1"
+    with pytest.raises(ValueError, match="found none"):
+        find_gae_windows({"x": {"type": "a:b:c:1.0"}})
+    other_version = {"g": {"type": "rlk:accel:gae_accel:2.3", "mem_id": "s_axi_control"}}
+    assert find_gae_windows(other_version)[0] == "g"
+    # Without vlnv= any of our accelerators is found; two of them need name= or vlnv=.
+    mixed = dict(other_version, r={"type": "rlk:accel:replay_accel_k16:1.0",
+                                   "mem_id": "s_axi_control"})
+    with pytest.raises(ValueError, match=r"found \['g', 'r'\]; pass name= \(or vlnv=\)"):
+        find_gae_windows(mixed)
+    gae_prefix, _, replay_prefix = ACCELERATOR_VLNVS
+    assert find_gae_windows(mixed, vlnv=replay_prefix)[0] == "r"
+    assert find_gae_windows(mixed, vlnv=(gae_prefix, "x:y:z:1.0"))[0] == "g"
+
+
+def test_pynq_memory_bulk_mode_uses_the_numpy_view():
+    class RamMmio:
+        def __init__(self):
+            self.array = np.zeros(64, np.uint32)
+
+    ram = RamMmio()
+    mem = PynqMemory(ram, bulk=True)
+    data = bytes(range(32))
+    mem.write(8, data)
+    assert mem.read(8, 32) == data and ram.array[2] == 0x03020100
+    with pytest.raises(ValueError, match="multiple of 4"):
+        mem.write(0, b"abc")
+
+
+def test_without_optional_packages_the_package_imports_and_explains():
+    code = textwrap.dedent("""
+        import sys
+        for name in ("pynq", "pyxrt", "cocotb", "cocotbext", "cocotbext.axi"):
+            sys.modules[name] = None                   # "import name" raises ImportError
+        import sw.driver as d
+        from sw.gae.spec import GaeCoreConfig
+        d.GaeDriver(d.GoldenDevice(GaeCoreConfig()))
+        for make, text in ((lambda: d.PynqDevice("gae.bit"), "needs the 'pynq' package"),
+                           (lambda: d.XrtDevice("gae.xclbin"), "needs XRT's 'pyxrt' module"),
+                           (lambda: d.SimDevice(None), "needs cocotb and cocotbext-axi")):
+            try:
+                make()
+            except ImportError as e:
+                assert text in str(e), e
+            else:
+                raise AssertionError("no ImportError")
+        print("ok")
+    """)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+# -- fake pyxrt ------------------------------------------------------------------------------------
+def fake_pyxrt(dev, *, mode="ip", ptr_offset=None):
+    """pyxrt with a DMA shell around ``dev``: MEM_PTR after the map, copies at start/done."""
+    cfg = dev.config
+    span = gae_register_map(cfg).span if ptr_offset is None else ptr_offset
+    mod = types.ModuleType("pyxrt")
+    mod.log = []
+
+    class bo(HostBo):                                   # noqa: N801
+        instances = []
+
+        def __init__(self, device, size, flags, group):
+            super().__init__(size)
+            self.size_, self.flags_, self.group = size, flags, group
+            self.device = np.zeros(size, np.uint8)
+            bo.instances.append(self)
+
+        def sync(self, direction, size, offset):
+            mod.log.append(("sync", direction, size, offset))
+            if direction == xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE:
+                self.device[offset:offset + size] = self.host[offset:offset + size]
+            else:
+                self.host[offset:offset + size] = self.device[offset:offset + size]
+
+        def address(self):
+            return 0x4_0000_1000
+
+        def size(self):
+            return self.size_
+
+    rm = gae_register_map(cfg)
+
+    class Shell:
+        """The DMA shell: the accelerator's map, then MEM_PTR_LO/HI, DMA_STATUS, DMA_CYCLES;
+        on AP_START the in-blocks of copy_plan (valid arguments only), after the run the
+        out-blocks (STATUS.ERROR = 0 only). ``touched`` records every copied block."""
+
+        def __init__(self):
+            self.ptr = [0, 0]
+            self.dma_status = 0
+            self.plan = None                # copy-out pending for the run in progress
+            self.touched = []
+
+        def _sync_done(self):
+            if self.plan is not None and not dev.busy:
+                error = rm["STATUS"].field("ERROR").get(dev.control.read32(rm.offset("STATUS")))
+                buf = bo.instances[-1]
+                for _, off, n in self.plan["out"] if not error else ():
+                    buf.device[off:off + n] = np.frombuffer(dev.memory.read(off, n), np.uint8)
+                    self.touched.append(("out", off, n))
+                self.plan = None
+
+        def read_register(self, offset):
+            self._sync_done()
+            if offset in (span, span + 4):
+                return self.ptr[(offset - span) // 4]
+            if offset == span + 8:
+                return self.dma_status
+            if offset == span + 12:
+                return 0
+            value = dev.control.read32(offset)
+            self._sync_done()
+            return value
+
+        def write_register(self, offset, value):
+            self._sync_done()
+            if offset in (span, span + 4):
+                self.ptr[(offset - span) // 4] = value
+                return
+            if offset == 0 and value & 1 and not dev.busy:
+                buf = bo.instances[-1]
+                assert self.ptr[0] | self.ptr[1] << 32 == buf.address()
+                arg = {n: dev.control.read32(rm.offset(n)) for n in
+                       ("NUM_TIMESTEPS", "NUM_TRAJECTORIES", "GAMMA", "GAMMA_LAMBDA")}
+                args = GaeCoreArgs(*arg.values(), 0, 0, 0, 0)
+                T, M = args.num_timesteps, args.num_trajectories
+                self.plan = copy_plan(cfg, T, M)
+                for _, off, n in self.plan["in"] if not check_args(args, cfg) else ():
+                    dev.memory.write(off, buf.device[off:off + n].tobytes())
+                    self.touched.append(("in", off, n))
+            dev.control.write32(offset, value)
+            self._sync_done()
+
+    class device:                                       # noqa: N801
+        def __init__(self, index=0):
+            self.index = index
+
+        def load_xclbin(self, xclbin):
+            mod.log.append(("load", xclbin.path))
+            return "uuid-1234"
+
+    class xclbin:                                       # noqa: N801
+        def __init__(self, path):
+            self.path = path
+
+    shell = Shell()
+
+    class ip:                                           # noqa: N801
+        def __init__(self, device, uuid, name):
+            mod.log.append(("ip", uuid, name))
+            self.read_register = shell.read_register
+            self.write_register = shell.write_register
+
+    class kernel:                                       # noqa: N801
+        cu_access_mode = types.SimpleNamespace(exclusive="exclusive", shared="shared")
+
+        def __init__(self, device, uuid, name, mode):
+            mod.log.append(("kernel", uuid, name, mode))
+            if mode != "exclusive":
+                raise RuntimeError("register access needs exclusive CU access")
+            if mod.kernel_registers:
+                self.read_register = shell.read_register
+                self.write_register = shell.write_register
+
+        def group_id(self, index):
+            return 3
+
+    mod.xclBOSyncDirection, mod.bo, mod.device, mod.xclbin = xclBOSyncDirection, bo, device, xclbin
+    mod.kernel = kernel
+    mod.kernel_registers = mode == "kernel"
+    if mode == "ip":
+        mod.ip = ip
+    mod.shell = shell
+    return mod
+
+
+@pytest.mark.parametrize("mode", ["ip", "kernel"])
+def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pyxrt = fake_pyxrt(dev, mode=mode)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import XrtDevice
+
+    card = XrtDevice("gae.xclbin")
+    assert card.config.depth == cfg.depth and not card.has_interrupt
+    span = gae_register_map(cfg).span
+    assert card.mem_ptr_offset == span and pyxrt.shell.ptr == [0x1000, 0x4]
+    assert card.bo.size() == 1 << cfg.mem_addr_bits
+    assert card.bo.group == (3 if mode == "kernel" else 0)
+    if mode == "ip":
+        assert ("ip", "uuid-1234", "gae_kernel_n8:{gae_kernel_n8_1}") in pyxrt.log
+    else:
+        assert ("kernel", "uuid-1234", "gae_kernel_n8", "exclusive") in pyxrt.log
+    drv = GaeDriver(card)
+    assert not drv._use_irq
+    got = [drv.compute(*b, 0.99, 0.95) for b in batches()]
+    assert_same(got, reference(cfg, batches()))
+    directions = {d for kind, d, *_ in pyxrt.log if kind == "sync"}
+    assert directions == {"to_device", "from_device"}
+    # The shell copied exactly the plan of each run (all of the same shape; a retried run
+    # counts twice): its in-blocks, then its out-blocks.
+    T, M = batches()[0][0].shape
+    plan = copy_plan(cfg, T, M)
+    one_run = [("in", o, n) for _, o, n in plan["in"]] + [("out", o, n) for _, o, n in
+                                                          plan["out"]]
+    runs = len(pyxrt.shell.touched) // len(one_run)
+    assert pyxrt.shell.touched == one_run * runs and runs >= len(got)
+
+
+def test_xrt_without_register_access_says_so(monkeypatch):
+    dev = GoldenDevice(GaeCoreConfig.from_dict(SMALL))
+    pyxrt = fake_pyxrt(dev, mode="none")
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import XrtDevice
+
+    with pytest.raises(RuntimeError, match="binds neither xrt::ip nor "
+                                           "xrt::kernel::read_register"):
+        XrtDevice("gae.xclbin")
+
+
+def test_xrt_refused_run_copies_nothing_and_dma_errors_raise(monkeypatch):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pyxrt = fake_pyxrt(dev)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import GaeError, XrtDevice
+
+    card = XrtDevice("gae.xclbin")
+    assert card.dma_status_offset == gae_register_map(cfg).span + 8
+    drv = GaeDriver(card)
+    drv.start(GaeCoreArgs(0, 3, 1, 1, 0, 0, 0, 0))          # ERROR 1: no time steps
+    with pytest.raises(GaeError, match="num_timesteps is 0"):
+        drv.wait()
+    assert pyxrt.shell.touched == []
+    pyxrt.shell.dma_status = 0b10
+    with pytest.raises(BusError, match="writing the results .DMA_STATUS=0x2."):
+        card.memory.read(0, 16)
+    pyxrt.shell.dma_status = 0
+    assert card.memory.read(0, 16) == bytes(16)
+    quiet = XrtDevice("gae.xclbin", dma_status_offset=False)
+    pyxrt.shell.dma_status = 0b01
+    assert quiet.dma_status_offset is None and quiet.memory.read(0, 4) == bytes(4)
+
+
+def test_xrt_pointer_must_read_back(monkeypatch):
+    dev = GoldenDevice(GaeCoreConfig.from_dict(SMALL))
+    pyxrt = fake_pyxrt(dev)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import XrtDevice
+
+    pyxrt.bo.address = lambda self: 0x4_0000_1020                # not 64-byte aligned
+    real = pyxrt.shell.write_register
+
+    def masked(offset, value):                                   # the kernel drops bits 5:0
+        real(offset, value & ~0x3F if offset == gae_register_map(dev.config).span else value)
+
+    pyxrt.shell.write_register = masked
+    with pytest.raises(RuntimeError, match="reads back 0x400001000 after writing the buffer "
+                                           "address 0x400001020"):
+        XrtDevice("gae.xclbin")
+
+
+def test_xrt_memory_bounds(monkeypatch):
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    dev = GoldenDevice(cfg)
+    pyxrt = fake_pyxrt(dev, ptr_offset=0x100)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    from sw.driver import XrtDevice
+
+    card = XrtDevice("gae.xclbin", cu="gae_kernel_n8_2", mem_ptr_offset=0x100)
+    assert ("ip", "uuid-1234", "gae_kernel_n8:{gae_kernel_n8_2}") in pyxrt.log
+    assert card.mem_ptr_offset == 0x100
+    size = 1 << cfg.mem_addr_bits
+    with pytest.raises(ValueError, match="go past the memory image"):
+        card.memory.read(size - 4, 8)
+    card.memory.write(size - 4, b"\x01\x02\x03\x04")
+    assert card.memory.read(size - 4, 4) == b"\x01\x02\x03\x04"

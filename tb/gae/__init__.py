@@ -1,0 +1,1 @@
+"""Tests of the GAE block: sw/gae and rtl_gen/gae."""

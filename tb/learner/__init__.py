@@ -1,0 +1,1 @@
+"""Tests of the learner block: sw/learner and rtl_gen/learner."""

@@ -1,0 +1,122 @@
+"""The learner core (:class:`~rtl_gen.learner.core.LearnerCore`) in Amaranth's simulator:
+:class:`CoreHost` does what a driver does through the core's host port, :func:`simulate` loads a
+case, runs steps and reads the regions back, :func:`check_step` compares one step with the
+golden model (regions, flags, loss sum, cycles). Used by tb/learner/test_core_sim.py and
+test_dse.py."""
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from learner_cases import expected_regions, input_images, region_rows
+from rtl_gen.learner.core import LearnerCore
+from sw.learner.layout import region_base, regions, unpack_matrix, word_bytes
+from sw.learner.schedule import step_cycles
+from sw.learner.spec import LEARNER_FLAGS
+
+
+class CoreHost:
+    """What a driver does, through the core's host port (one D-bit word per cycle)."""
+
+    def __init__(self, cfg, dut, ctx):
+        self.cfg, self.dut, self.ctx = cfg, dut, ctx
+        self.DB = cfg.axi_data_width // 8
+
+    async def write(self, name, image):
+        dut, ctx, DB = self.dut, self.ctx, self.DB
+        base = region_base(self.cfg, name) // DB
+        for i in range(len(image) // DB):
+            ctx.set(dut.host_addr, base + i)
+            ctx.set(dut.host_we, (1 << DB) - 1)
+            ctx.set(dut.host_wdata, int.from_bytes(image[i * DB:(i + 1) * DB], "little"))
+            await ctx.tick()
+        ctx.set(dut.host_we, 0)
+
+    async def read(self, name, nbytes):
+        dut, ctx, DB = self.dut, self.ctx, self.DB
+        base = region_base(self.cfg, name) // DB
+        buf = bytearray()
+        for i in range(nbytes // DB):
+            ctx.set(dut.host_addr, base + i)
+            ctx.set(dut.host_re, 1)
+            await ctx.tick()
+            ctx.set(dut.host_re, 0)
+            buf += ctx.get(dut.host_rdata).to_bytes(DB, "little")
+        return bytes(buf)
+
+    async def read_matrix(self, name, rows):
+        cfg = self.cfg
+        nwords = cfg.groups(rows) * [r for r in regions(cfg) if r.name == name][0].col_groups(cfg)
+        img = await self.read(name, nwords * word_bytes(cfg, name))
+        return unpack_matrix(cfg, name, img, rows)
+
+    async def step(self, case, *, timeout=100_000, period=0):
+        dut, ctx = self.dut, self.ctx
+        ctx.set(dut.batch_size, case.batch)
+        ctx.set(dut.lr, case.lr)
+        ctx.set(dut.gamma, case.gamma)
+        dqn = self.cfg.loss == "dqn"
+        if dqn:
+            ctx.set(dut.sync_target, case.sync_target)
+            ctx.set(dut.sync_period, period)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for n in range(timeout):
+            if ctx.get(dut.done):
+                break
+            await ctx.tick()
+        else:
+            raise AssertionError("timeout waiting for done")
+        flags = {f: ctx.get(getattr(dut, f"flag_{f}")) for f in LEARNER_FLAGS}
+        out = {"cycles": ctx.get(dut.cycles), "error": ctx.get(dut.error), "flags": flags,
+               "loss_sum": ctx.get(dut.loss_sum), "busy": ctx.get(dut.busy)}
+        if dqn:
+            out.update(synced=ctx.get(dut.synced), sync_count=ctx.get(dut.sync_count))
+        return out
+
+
+def simulate(cfg, case, *, steps=1, read=None, vcd=None):
+    """Load the case, run ``steps`` steps (the weights stay on chip), read regions back.
+
+    Returns a list of per-step status dicts and a dict of region -> matrix after the last step.
+    """
+    dut = LearnerCore(cfg)
+    B = case.batch
+    res = {"status": [], "regions": {}}
+    names = read if read is not None else [r.name for r in regions(cfg)
+                                           if r.name not in ("obs", "next_obs", "samples",
+                                                             "targets")]
+
+    async def bench(ctx):
+        host = CoreHost(cfg, dut, ctx)
+        for name, img in input_images(cfg, case).items():
+            await host.write(name, img)
+        for _ in range(steps):
+            res["status"].append(await host.step(case))
+        for name in names:
+            res["regions"][name] = await host.read_matrix(name, region_rows(cfg, name, B))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    return res["status"], res["regions"]
+
+
+def check_step(cfg, case, status, got, step):
+    assert status["error"] == 0 and not status["busy"]
+    for name, want in expected_regions(cfg, step).items():
+        if name in got:
+            np.testing.assert_array_equal(got[name], want, err_msg=name)
+    for f in LEARNER_FLAGS:
+        assert bool(status["flags"][f]) == bool(step.overflow.get(f, False)), \
+            (f, status["flags"], step.overflow)
+    assert status["loss_sum"] == step.loss_sum
+    assert status["cycles"] == step_cycles(cfg, case.batch), \
+        (status["cycles"], step_cycles(cfg, case.batch))
+    if cfg.loss == "dqn":
+        assert bool(status["synced"]) == step.synced

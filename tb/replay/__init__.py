@@ -1,0 +1,1 @@
+"""Tests of the replay block: sw/replay and rtl_gen/replay."""

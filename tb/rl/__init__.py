@@ -1,0 +1,1 @@
+"""Tests of the RL programs: sw/rl."""

@@ -1,0 +1,1 @@
+"""Tests of the shells: rtl_gen/shell and sw/shell."""

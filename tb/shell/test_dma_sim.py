@@ -1,0 +1,294 @@
+"""AxiDma, the GAE kernel's copy engine: parameters, lint, and AXI behaviour (Amaranth sim).
+
+The DMA runs inside :class:`DmaHarness`, its intended use: the local memory port drives an
+``amaranth.lib.memory.Memory`` (one-cycle read port). :class:`axi_ram.SimAxiRam`
+(tb/axi_ram.py) is a cycle-level AXI4 slave for Amaranth's simulator that checks the master side
+of the protocol on every cycle (payload stable while VALID waits, INCR full-width bursts, no
+4 KiB crossing, at most ``max_burst`` beats, WLAST on the burst's last beat, at most
+``max_outstanding`` bursts in flight) and inserts random stalls on every channel. Tests copy
+random blocks both ways and compare with the memories' contents, with the burst list of
+:meth:`AxiDma.bursts`, and with exact cycle counts when nothing stalls.
+"""
+
+import random
+import subprocess
+
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In
+
+from axi_ram import SimAxiRam
+from cocotb_util import WAIVERS
+from rtl_gen.shell.dma import AxiDma
+
+pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+
+P = "m_axi_gmem"
+
+
+class DmaHarness(wiring.Component):
+    """An :class:`AxiDma` whose local port drives a ``Memory`` (``self.mem``)."""
+
+    def __init__(self, **params):
+        self.dma = AxiDma(**params)
+        d = self.dma
+        self.mem = Memory(shape=unsigned(d.mem_data_width), depth=1 << d.mem_addr_width,
+                          init=[])
+        super().__init__({name: member for name, member in d.signature.members.items()
+                          if not name.startswith("mem_")})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dma = d = self.dma
+        m.submodules.mem = self.mem
+        wp = self.mem.write_port(granularity=8)
+        rp = self.mem.read_port()
+        m.d.comb += [wp.addr.eq(d.mem_addr), wp.en.eq(d.mem_we), wp.data.eq(d.mem_wdata),
+                     rp.addr.eq(d.mem_addr), rp.en.eq(d.mem_re), d.mem_rdata.eq(rp.data)]
+        m.d.comb += [d.cmd.valid.eq(self.cmd.valid), d.cmd.payload.eq(self.cmd.payload),
+                     self.cmd.ready.eq(d.cmd.ready)]
+        for name, member in d.signature.members.items():
+            if name.startswith("mem_") or name == "cmd":
+                continue
+            if member.flow == In:
+                m.d.comb += getattr(d, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(d, name))
+        return m
+
+
+def simulate(params, testbench):
+    from amaranth.sim import Simulator
+
+    dut = DmaHarness(**params)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    result = {}
+
+    async def bench(ctx):
+        result["value"] = await testbench(ctx, dut)
+
+    sim.add_testbench(bench)
+    sim.run()
+    return result["value"]
+
+
+async def copy(ctx, dut, ram, cycle, *, dev_addr, mem_addr, words, to_device,
+               max_cycles=20000):
+    """Issue one command and run the slave until ``done``; returns (cycle, accept, done,
+    error)."""
+    pl = dut.cmd.payload
+    ctx.set(pl.dev_addr, dev_addr)
+    ctx.set(pl.mem_addr, mem_addr)
+    ctx.set(pl.words, words)
+    ctx.set(pl.to_device, to_device)
+    ctx.set(dut.cmd.valid, 1)
+    accepted = None
+    for _ in range(max_cycles):
+        await ram.step(ctx, cycle)
+        if accepted is None and ctx.get(dut.cmd.ready):
+            accepted = cycle
+        done, error = ctx.get(dut.done), ctx.get(dut.error)
+        await ctx.tick()
+        if accepted is not None:
+            ctx.set(dut.cmd.valid, 0)
+        cycle += 1
+        if done:
+            return cycle, accepted, cycle - 1, error
+    raise AssertionError(f"no done after {max_cycles} cycles")
+
+
+def params_for(W, D, **kw):
+    return dict(data_width=W, mem_data_width=D, mem_addr_width=kw.pop("mem_addr_width", 11),
+                **kw)
+
+
+# == parameters and lint ==========================================================================
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(data_width=48, mem_data_width=32, mem_addr_width=8),
+     r"data_width must be one of 32, 64, 128, 256, 512, not 48"),
+    (dict(data_width=64, mem_data_width=128, mem_addr_width=8),
+     r"mem_data_width must be one of .* and at most data_width \(64\), not 128"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=0),
+     r"mem_addr_width must be an integer from 1 to 32, not 0"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=8, addr_width=12),
+     r"addr_width must be an integer from 13 to 64, not 12"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=8, max_burst=257),
+     r"max_burst must be an integer from 1 to 256, not 257"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=8, max_outstanding=0),
+     r"max_outstanding must be an integer from 1 to 32, not 0"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=8, id_width=True),
+     r"id_width must be an integer from 1 to 16, not True"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=8, prefix="m__x"),
+     r"prefix must be letters and digits joined by single underscores, not 'm__x'"),
+])
+def test_parameter_checks(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        AxiDma(**kwargs)
+
+
+def test_positional_parameters_rejected():
+    with pytest.raises(TypeError):
+        AxiDma(512, 128, 10)
+
+
+def test_ports():
+    d = AxiDma(data_width=512, mem_data_width=128, mem_addr_width=14, id_width=2)
+    names = set(d.signature.members)
+    for ch, sigs in (("aw", "id addr len size burst valid ready"), ("w", "data strb last valid "
+                     "ready"), ("b", "id resp valid ready"), ("ar", "id addr len size burst "
+                     "valid ready"), ("r", "id data resp last valid ready")):
+        assert {f"{P}_{ch}{s}" for s in sigs.split()} <= names
+    assert len(d.m_axi_gmem_araddr) == 64 and len(d.m_axi_gmem_wstrb) == 64
+    assert len(d.m_axi_gmem_arid) == 2 and len(d.mem_wdata) == 128 and len(d.mem_addr) == 14
+    assert len(d.cmd.payload.words) == 15 and d.axi("rready") is d.m_axi_gmem_rready
+    assert (d.max_burst, d.max_outstanding, d.prefix) == (256, 4, P)
+
+
+@pytest.mark.parametrize("params", [
+    params_for(512, 128), params_for(128, 128, max_outstanding=1),
+    params_for(64, 32, mem_addr_width=1, addr_width=13, max_burst=1),
+], ids=["w512-d128", "w128", "tiny"])
+def test_verilog_lint_clean(tmp_path, params):
+    for name, comp in (("axi_dma", AxiDma(**params)), ("dma_harness", DmaHarness(**params))):
+        path = tmp_path / f"{name}.v"
+        path.write_text(verilog.convert(comp, name=name, emit_src=False))
+        res = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS), str(path)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_burst_reference():
+    b = AxiDma.bursts
+    assert b(0, 300, data_width=128) == [(0, 256), (4096, 44)]
+    assert b(0x0FC0, 5, data_width=512) == [(0x0FC0, 1), (0x1000, 4)]
+    assert b(0x1010, 3, data_width=128, max_burst=2) == [(0x1010, 2), (0x1030, 1)]
+    assert b(0x1234_5678_0000, 64 * 3, data_width=512) == [
+        (0x1234_5678_0000 + 4096 * k, 64) for k in range(3)]
+    assert b(12, 0, data_width=64) == []
+
+
+# == simulation ===================================================================================
+CASES = [
+    # (W, D, max_burst, max_outstanding)
+    (128, 128, 256, 4),
+    (512, 128, 256, 4),
+    (64, 32, 4, 1),
+    (256, 64, 16, 2),
+]
+
+
+@pytest.mark.parametrize("W,D,max_burst,outstanding", CASES,
+                         ids=[f"w{c[0]}-d{c[1]}-b{c[2]}-o{c[3]}" for c in CASES])
+@pytest.mark.parametrize("stall", [0.0, 0.4])
+def test_copies_both_ways(W, D, max_burst, outstanding, stall):
+    """Random blocks in, then out to another address: bytes, bursts and limits as specified."""
+    params = params_for(W, D, max_burst=max_burst, max_outstanding=outstanding)
+    rng = random.Random(hash((W, D, max_burst, stall)) & 0xFFFF)
+    Wb, Db = W // 8, D // 8
+    # Word counts: single, a beat and a bit, crossing 4 KiB and max_burst; not multiples of r.
+    blocks = [(1, 0x0), (W // D + 1, 0x40), (4096 // Db + 3, 0x0FC0), (700, 0x1_0000_2000)]
+
+    async def tb(ctx, dut):
+        ram = SimAxiRam(dut, width=W, max_burst=max_burst, max_outstanding=outstanding,
+                        stall=stall, latency=3, seed=rng.getrandbits(16))
+        cycle = 0
+        for words, base in blocks:
+            dev = base - base % Wb + 0x10_0000 * (W == 512)
+            image = bytes(rng.getrandbits(8) for _ in range(words * Db))
+            ram.load(dev, image)
+            ram.load(dev + len(image), b"\xee" * Wb)           # must not land in local memory
+            mem0 = rng.randrange(0, 64)
+            ctx.set(dut.mem.data[mem0 + words], 0x5A)
+            n_ar = len(ram.ar)
+            cycle, acc, done, err = await copy(ctx, dut, ram, cycle, dev_addr=dev,
+                                               mem_addr=mem0, words=words, to_device=0)
+            assert not err
+            got = b"".join(ctx.get(dut.mem.data[mem0 + i]).to_bytes(Db, "little")
+                           for i in range(words))
+            assert got == image, f"{words} words from {dev:#x}"
+            assert ctx.get(dut.mem.data[mem0 + words]) == 0x5A, "wrote past the block"
+            beats = -(-words // (W // D))
+            assert [(a, n) for _, a, n in ram.ar[n_ar:]] == \
+                AxiDma.bursts(dev, beats, data_width=W, max_burst=max_burst)
+            # ... and back out, to a fresh place, next to bytes that must survive.
+            out = dev + 0x8000
+            ram.load(out - Wb, b"\x77" * Wb)
+            ram.load(out + len(image), b"\x99" * (2 * Wb))
+            n_aw = len(ram.aw)
+            cycle, acc, done, err = await copy(ctx, dut, ram, cycle, dev_addr=out,
+                                               mem_addr=mem0, words=words, to_device=1)
+            assert not err
+            assert not ram.b_queue and not ram.w_beats, "done before the last B response"
+            assert ram.dump(out, len(image)) == image
+            assert ram.dump(out - Wb, Wb) == b"\x77" * Wb
+            assert ram.dump(out + len(image), 2 * Wb) == b"\x99" * (2 * Wb), "strobes"
+            assert [(a, n) for _, a, n in ram.aw[n_aw:]] == \
+                AxiDma.bursts(out, beats, data_width=W, max_burst=max_burst)
+        return ram
+
+    ram = simulate(params, tb)
+    if outstanding > 1 and stall == 0:
+        assert ram.max_reads > 1 and ram.max_writes > 1, "never more than one burst in flight"
+
+
+def test_zero_words_and_errors():
+    """words = 0 completes at once; SLVERR on a read or a write beat sets ``error``."""
+    params = params_for(128, 64)
+
+    async def tb(ctx, dut):
+        ram = SimAxiRam(dut, width=128, max_burst=256, max_outstanding=4,
+                        bad={0x2000 + 16 * 5, 0x9000 + 16 * 2})
+        cycle, acc, done, err = await copy(ctx, dut, ram, 0, dev_addr=0x100, mem_addr=0,
+                                           words=0, to_device=0)
+        assert done - acc == 2 and not err and not ram.ar
+        cycle, acc, done, err = await copy(ctx, dut, ram, cycle, dev_addr=0x100, mem_addr=0,
+                                           words=0, to_device=1)
+        assert done - acc == 2 and not err and not ram.aw
+        cycle, *_, err = await copy(ctx, dut, ram, cycle, dev_addr=0x2000, mem_addr=0,
+                                    words=40, to_device=0)
+        assert err
+        cycle, *_, err = await copy(ctx, dut, ram, cycle, dev_addr=0x3000, mem_addr=0,
+                                    words=40, to_device=0)
+        assert not err, "error not cleared by the next command"
+        cycle, *_, err = await copy(ctx, dut, ram, cycle, dev_addr=0x9000, mem_addr=0,
+                                    words=40, to_device=1)
+        assert err
+
+    simulate(params, tb)
+
+
+@pytest.mark.parametrize("W,D", [(128, 128), (512, 128)])
+def test_exact_cycles_without_stalls(W, D):
+    """One local word per cycle both ways; the fixed costs per command are what the docstring
+    says (latency L of the slave, no stalls)."""
+    params = params_for(W, D, max_outstanding=4)
+    L = 3
+    words = 1000
+    r = W // D
+
+    async def tb(ctx, dut):
+        ram = SimAxiRam(dut, width=W, max_burst=256, max_outstanding=4, latency=L)
+        ram.load(0, bytes(words * D // 8))
+        cycle, acc, done, _ = await copy(ctx, dut, ram, 0, dev_addr=0, mem_addr=0,
+                                         words=words, to_device=0)
+        t_in = done - acc
+        cycle, acc, done, _ = await copy(ctx, dut, ram, cycle, dev_addr=0x10000, mem_addr=0,
+                                         words=words, to_device=1)
+        return t_in, done - acc, ram
+
+    t_in, t_out, ram = simulate(params, tb)
+    # Reads: the AR request is registered in the cycle after the command and taken in the
+    # next, the first beat comes L cycles later, then one beat (r words) per r cycles back to
+    # back across bursts (the next AR goes out during the current burst); the last word is
+    # written in the cycle after its beat and ``done`` rises one cycle later.
+    assert t_in == 2 + L + words + 2, (t_in, t_out)
+    # Writes: one local read per cycle from the cycle after the command; a beat leaves 2 cycles
+    # after its last read, its B comes L cycles after the last beat, ``done`` one cycle later.
+    assert t_out == 1 + words + 1 + L + 2, (t_in, t_out)
+    beats = -(-words // r)
+    assert [(a, n) for _, a, n in ram.ar] == AxiDma.bursts(0, beats, data_width=W)
+    assert [(a, n) for _, a, n in ram.aw] == AxiDma.bursts(0x10000, beats, data_width=W)
