@@ -8,7 +8,7 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from learner_cases import expected_regions, input_images, region_rows
-from rtl_gen.learner.core import LearnerCore
+from rtl_gen.learner.core import FLAG_FIELDS, LearnerCore
 from sw.learner.layout import region_base, regions, unpack_matrix, word_bytes
 from sw.learner.schedule import step_cycles
 from sw.learner.spec import LEARNER_FLAGS
@@ -25,22 +25,22 @@ class CoreHost:
         dut, ctx, DB = self.dut, self.ctx, self.DB
         base = region_base(self.cfg, name) // DB
         for i in range(len(image) // DB):
-            ctx.set(dut.host_addr, base + i)
-            ctx.set(dut.host_we, (1 << DB) - 1)
-            ctx.set(dut.host_wdata, int.from_bytes(image[i * DB:(i + 1) * DB], "little"))
+            ctx.set(dut.host.addr, base + i)
+            ctx.set(dut.host.we, (1 << DB) - 1)
+            ctx.set(dut.host.wdata, int.from_bytes(image[i * DB:(i + 1) * DB], "little"))
             await ctx.tick()
-        ctx.set(dut.host_we, 0)
+        ctx.set(dut.host.we, 0)
 
     async def read(self, name, nbytes):
         dut, ctx, DB = self.dut, self.ctx, self.DB
         base = region_base(self.cfg, name) // DB
         buf = bytearray()
         for i in range(nbytes // DB):
-            ctx.set(dut.host_addr, base + i)
-            ctx.set(dut.host_re, 1)
+            ctx.set(dut.host.addr, base + i)
+            ctx.set(dut.host.re, 1)
             await ctx.tick()
-            ctx.set(dut.host_re, 0)
-            buf += ctx.get(dut.host_rdata).to_bytes(DB, "little")
+            ctx.set(dut.host.re, 0)
+            buf += ctx.get(dut.host.rdata).to_bytes(DB, "little")
         return bytes(buf)
 
     async def read_matrix(self, name, rows):
@@ -51,27 +51,29 @@ class CoreHost:
 
     async def step(self, case, *, timeout=100_000, period=0):
         dut, ctx = self.dut, self.ctx
-        ctx.set(dut.batch_size, case.batch)
-        ctx.set(dut.lr, case.lr)
-        ctx.set(dut.gamma, case.gamma)
+        ctx.set(dut.args.batch_size, case.batch)
+        ctx.set(dut.args.lr, case.lr)
+        ctx.set(dut.args.gamma, case.gamma)
         dqn = self.cfg.loss == "dqn"
         if dqn:
-            ctx.set(dut.sync_target, case.sync_target)
-            ctx.set(dut.sync_period, period)
-        ctx.set(dut.start, 1)
+            ctx.set(dut.args.sync_target, case.sync_target)
+            ctx.set(dut.args.sync_period, period)
+        ctx.set(dut.ctrl.start, 1)
         await ctx.tick()
-        ctx.set(dut.start, 0)
+        ctx.set(dut.ctrl.start, 0)
         for n in range(timeout):
-            if ctx.get(dut.done):
+            if ctx.get(dut.ctrl.done):
                 break
             await ctx.tick()
         else:
             raise AssertionError("timeout waiting for done")
-        flags = {f: ctx.get(getattr(dut, f"flag_{f}")) for f in LEARNER_FLAGS}
-        out = {"cycles": ctx.get(dut.cycles), "error": ctx.get(dut.error), "flags": flags,
-               "loss_sum": ctx.get(dut.loss_sum), "busy": ctx.get(dut.busy)}
+        flags = {f: ctx.get(getattr(dut.status, FLAG_FIELDS[f])) for f in LEARNER_FLAGS}
+        loss_sum = ctx.get(dut.status.loss_lo) | ctx.get(dut.status.loss_hi) << 32
+        out = {"cycles": ctx.get(dut.ctrl.cycles), "error": ctx.get(dut.ctrl.error),
+               "flags": flags, "loss_sum": loss_sum, "busy": ctx.get(dut.ctrl.busy)}
         if dqn:
-            out.update(synced=ctx.get(dut.synced), sync_count=ctx.get(dut.sync_count))
+            out.update(synced=ctx.get(dut.status.status_target_synced),
+                       sync_count=ctx.get(dut.status.sync_count))
         return out
 
 

@@ -10,9 +10,9 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$2 ;
   reg \$3 ;
   wire [31:0] adv_offset;
-  wire [31:0] \adv_offset$129 ;
+  wire [31:0] \adv_offset$111 ;
   wire [31:0] adv_scale;
-  wire [31:0] \adv_scale$127 ;
+  wire [31:0] \adv_scale$113 ;
   input ap_clk;
   wire ap_clk;
   wire ap_done;
@@ -28,9 +28,7 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire clk;
   wire [31:0] cycles;
   wire [31:0] \cycles$145 ;
-  wire dequant_overflow;
   wire done;
-  wire enable;
   wire [2:0] error;
   wire [16:0] gamma;
   wire [16:0] \gamma$115 ;
@@ -42,43 +40,30 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire host_re;
   wire [127:0] host_wdata;
   wire [15:0] host_we;
-  wire [31:0] hw_depth;
-  wire [7:0] hw_format_code_bits;
-  wire [7:0] hw_format_coef_width;
-  wire [7:0] hw_format_data_frac;
-  wire [7:0] hw_format_data_width;
-  wire [7:0] hw_mode_axi_bytes;
-  wire hw_mode_full_results;
-  wire hw_mode_interleaved;
-  wire [4:0] hw_mode_k;
-  wire [7:0] hw_mode_reg_frac;
-  wire [7:0] hw_mode_reg_width;
-  wire [31:0] hw_n_pe;
   output interrupt;
   wire interrupt;
   wire \interrupt$99 ;
   wire [15:0] mem_addr;
+  wire mem_enable;
   wire [127:0] mem_rdata;
   wire mem_re;
   wire [127:0] mem_wdata;
   wire [15:0] mem_we;
   wire [31:0] num_timesteps;
-  wire [31:0] \num_timesteps$111 ;
+  wire [31:0] \num_timesteps$119 ;
   wire [31:0] num_trajectories;
-  wire [31:0] \num_trajectories$113 ;
-  wire pe_overflow;
+  wire [31:0] \num_trajectories$121 ;
   wire ready;
   wire refused;
-  wire requant_overflow;
   wire [31:0] reward_offset;
-  wire [31:0] \reward_offset$121 ;
+  wire [31:0] \reward_offset$123 ;
   wire [31:0] reward_scale;
-  wire [31:0] \reward_scale$119 ;
+  wire [31:0] \reward_scale$125 ;
   wire rst;
   wire [31:0] rtg_offset;
-  wire [31:0] \rtg_offset$133 ;
+  wire [31:0] \rtg_offset$127 ;
   wire [31:0] rtg_scale;
-  wire [31:0] \rtg_scale$131 ;
+  wire [31:0] \rtg_scale$129 ;
   input [6:0] s_axi_control_araddr;
   wire [6:0] s_axi_control_araddr;
   wire [6:0] \s_axi_control_araddr$61 ;
@@ -221,14 +206,17 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   (* init = 1'h0 *)
   wire start_refused;
   wire status_dequant_overflow;
+  wire \status_dequant_overflow$135 ;
   wire [2:0] status_error;
   wire status_pe_overflow;
+  wire \status_pe_overflow$137 ;
   wire status_requant_overflow;
+  wire \status_requant_overflow$139 ;
   reg status_start_refused = 1'h0;
   wire [31:0] value_offset;
-  wire [31:0] \value_offset$125 ;
+  wire [31:0] \value_offset$131 ;
   wire [31:0] value_scale;
-  wire [31:0] \value_scale$123 ;
+  wire [31:0] \value_scale$133 ;
   always @(posedge ap_clk)
     status_start_refused <= \$3 ;
   assign rst = ~ ap_rst_n;
@@ -242,28 +230,28 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     .busy(busy),
     .clk(ap_clk),
     .cycles(cycles),
-    .dequant_overflow(status_dequant_overflow),
     .done(ap_done),
     .error(status_error),
     .\gamma$238 (gamma),
     .\gamma_lambda$239 (gamma_lambda),
     .host_addr(host_addr),
-    .host_enable(enable),
+    .host_enable(mem_enable),
     .host_rdata(mem_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
     .num_timesteps(num_timesteps),
     .num_trajectories(num_trajectories),
-    .pe_overflow(status_pe_overflow),
     .ready(ap_ready),
-    .requant_overflow(status_requant_overflow),
     .reward_offset(reward_offset),
     .reward_scale(reward_scale),
     .rst(rst),
     .rtg_offset(rtg_offset),
     .rtg_scale(rtg_scale),
     .start(start),
+    .status_dequant_overflow(status_dequant_overflow),
+    .status_pe_overflow(status_pe_overflow),
+    .status_requant_overflow(status_requant_overflow),
     .value_offset(value_offset),
     .value_scale(value_scale)
   );
@@ -317,8 +305,8 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   \gae_accel_n8.mem  mem (
     .bvalid(s_axi_mem_bvalid),
     .clk(ap_clk),
-    .enable(enable),
     .mem_addr(host_addr),
+    .mem_enable(mem_enable),
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_wdata(host_wdata),
@@ -416,47 +404,35 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign ap_start = start;
   assign ready = ap_ready;
   assign done = ap_done;
-  assign \num_timesteps$111  = num_timesteps;
-  assign \num_trajectories$113  = num_trajectories;
+  assign \adv_offset$111  = adv_offset;
+  assign \adv_scale$113  = adv_scale;
   assign \gamma$115  = gamma;
   assign \gamma_lambda$117  = gamma_lambda;
-  assign \reward_scale$119  = reward_scale;
-  assign \reward_offset$121  = reward_offset;
-  assign \value_scale$123  = value_scale;
-  assign \value_offset$125  = value_offset;
-  assign \adv_scale$127  = adv_scale;
-  assign \adv_offset$129  = adv_offset;
-  assign \rtg_scale$131  = rtg_scale;
-  assign \rtg_offset$133  = rtg_offset;
+  assign \num_timesteps$119  = num_timesteps;
+  assign \num_trajectories$121  = num_trajectories;
+  assign \reward_offset$123  = reward_offset;
+  assign \reward_scale$125  = reward_scale;
+  assign \rtg_offset$127  = rtg_offset;
+  assign \rtg_scale$129  = rtg_scale;
+  assign \value_offset$131  = value_offset;
+  assign \value_scale$133  = value_scale;
+  assign \status_dequant_overflow$135  = status_dequant_overflow;
+  assign \status_pe_overflow$137  = status_pe_overflow;
+  assign \status_requant_overflow$139  = status_requant_overflow;
   assign error = status_error;
-  assign dequant_overflow = status_dequant_overflow;
-  assign pe_overflow = status_pe_overflow;
-  assign requant_overflow = status_requant_overflow;
   assign start_refused = status_start_refused;
   assign \cycles$145  = cycles;
-  assign hw_n_pe = 32'd8;
-  assign hw_depth = 32'd8200;
-  assign hw_format_data_width = 8'h20;
-  assign hw_format_data_frac = 8'h10;
-  assign hw_format_coef_width = 8'h11;
-  assign hw_format_code_bits = 8'h08;
-  assign hw_mode_k = 5'h02;
-  assign hw_mode_interleaved = 1'h0;
-  assign hw_mode_full_results = 1'h0;
-  assign hw_mode_reg_width = 8'h20;
-  assign hw_mode_reg_frac = 8'h10;
-  assign hw_mode_axi_bytes = 8'h10;
-  assign host_enable = enable;
   assign mem_addr = host_addr;
-  assign mem_re = host_re;
-  assign mem_we = host_we;
-  assign mem_wdata = host_wdata;
+  assign host_enable = mem_enable;
   assign host_rdata = mem_rdata;
+  assign mem_re = host_re;
+  assign mem_wdata = host_wdata;
+  assign mem_we = host_we;
 endmodule
 
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start, num_timesteps, num_trajectories, \gamma$238 , \gamma_lambda$239 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, host_rdata, cycles
-, ready, done, error, busy, dequant_overflow, requant_overflow, pe_overflow, clk);
+, ready, done, error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [16:0] \$1 ;
   wire \$10 ;
@@ -1181,8 +1157,6 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [31:0] deq_v7;
   wire [40:0] deq_v7_full;
   wire deq_v7_ovf;
-  output dequant_overflow;
-  reg dequant_overflow = 1'h0;
   output done;
   reg done = 1'h0;
   reg [3:0] drain = 4'h0;
@@ -1389,14 +1363,10 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \o__ready$154 ;
   wire o__valid;
   wire pe_in_valid;
-  output pe_overflow;
-  reg pe_overflow = 1'h0;
   wire [15:0] rd_addr;
   output ready;
   reg ready = 1'h0;
   reg [13:0] rem = 14'h0000;
-  output requant_overflow;
-  reg requant_overflow = 1'h0;
   input [31:0] reward_offset;
   wire [31:0] reward_offset;
   input [31:0] reward_scale;
@@ -1448,6 +1418,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg settle = 1'h0;
   input start;
   wire start;
+  output status_dequant_overflow;
+  reg status_dequant_overflow = 1'h0;
+  output status_pe_overflow;
+  reg status_pe_overflow = 1'h0;
+  output status_requant_overflow;
+  reg status_requant_overflow = 1'h0;
   reg [14:0] t = 15'h0000;
   input [31:0] value_offset;
   wire [31:0] value_offset;
@@ -1873,11 +1849,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   always @(posedge clk)
     any_pe_ovf <= \$602 ;
   always @(posedge clk)
-    dequant_overflow <= \$603 ;
+    status_dequant_overflow <= \$603 ;
   always @(posedge clk)
-    requant_overflow <= \$604 ;
+    status_requant_overflow <= \$604 ;
   always @(posedge clk)
-    pe_overflow <= \$605 ;
+    status_pe_overflow <= \$605 ;
   assign host_enable = ~ busy;
   assign \$1  = row_base + grp_base;
   assign \$2  = \$1  + lane;
@@ -3522,7 +3498,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$603  = dequant_overflow;
+    \$603  = status_dequant_overflow;
     if (\$507 ) begin
       \$603  = 1'h0;
     end else if (any_deq_ovf) begin
@@ -3534,7 +3510,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$604  = requant_overflow;
+    \$604  = status_requant_overflow;
     if (\$509 ) begin
       \$604  = 1'h0;
     end else if (any_req_ovf) begin
@@ -3546,7 +3522,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$605  = pe_overflow;
+    \$605  = status_pe_overflow;
     if (\$511 ) begin
       \$605  = 1'h0;
     end else if (any_pe_ovf) begin
@@ -3634,9 +3610,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign wen_values = { \$229 , \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215  };
   assign host_en_values = \$235 [15:0];
   assign host_en_dones = \$241 [15:0];
-  assign flag_dequant_overflow = dequant_overflow;
-  assign flag_requant_overflow = requant_overflow;
-  assign flag_pe_overflow = pe_overflow;
+  assign flag_dequant_overflow = status_dequant_overflow;
+  assign flag_requant_overflow = status_requant_overflow;
+  assign flag_pe_overflow = status_pe_overflow;
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -10845,27 +10821,15 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   reg gier_enable_q = 1'h0;
   wire gier_rd;
   wire gier_we;
-  wire [31:0] hw_depth;
   wire hw_depth_rd;
   wire hw_depth_we;
   reg hw_depth_wr_pulse = 1'h0;
-  wire [7:0] hw_format_code_bits;
-  wire [7:0] hw_format_coef_width;
-  wire [7:0] hw_format_data_frac;
-  wire [7:0] hw_format_data_width;
   wire hw_format_rd;
   wire hw_format_we;
   reg hw_format_wr_pulse = 1'h0;
-  wire [7:0] hw_mode_axi_bytes;
-  wire hw_mode_full_results;
-  wire hw_mode_interleaved;
-  wire [4:0] hw_mode_k;
   wire hw_mode_rd;
-  wire [7:0] hw_mode_reg_frac;
-  wire [7:0] hw_mode_reg_width;
   wire hw_mode_we;
   reg hw_mode_wr_pulse = 1'h0;
-  wire [31:0] hw_n_pe;
   wire hw_n_pe_rd;
   wire hw_n_pe_we;
   reg hw_n_pe_wr_pulse = 1'h0;
@@ -11958,18 +11922,6 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   assign adv_offset_q = adv_offset;
   assign rtg_scale_q = rtg_scale;
   assign rtg_offset_q = rtg_offset;
-  assign hw_n_pe = 32'd8;
-  assign hw_depth = 32'd8200;
-  assign hw_format_data_width = 8'h20;
-  assign hw_format_data_frac = 8'h10;
-  assign hw_format_coef_width = 8'h11;
-  assign hw_format_code_bits = 8'h08;
-  assign hw_mode_k = 5'h02;
-  assign hw_mode_interleaved = 1'h0;
-  assign hw_mode_full_results = 1'h0;
-  assign hw_mode_reg_width = 8'h20;
-  assign hw_mode_reg_frac = 8'h10;
-  assign hw_mode_axi_bytes = 8'h10;
   assign \$105  = { 1'h0, ap_start };
   assign \$106  = { 30'h00000000, \$105  };
   assign \$107  = { ctrl_ap_done_q, 1'h0 };
@@ -12044,7 +11996,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
+, mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -12254,8 +12206,6 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg bvalid = 1'h0;
   input clk;
   wire clk;
-  input enable;
-  wire enable;
   (* init = 128'h00000000000000000000000000000000 *)
   wire [127:0] h_data;
   (* init = 1'h0 *)
@@ -12275,6 +12225,8 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg m_valid = 1'h0;
   output [15:0] mem_addr;
   wire [15:0] mem_addr;
+  input mem_enable;
+  wire mem_enable;
   input [127:0] mem_rdata;
   wire [127:0] mem_rdata;
   output mem_re;
@@ -12389,11 +12341,11 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$25  = ~ bad;
   assign \$26  = addr[19:4] < 16'hc000;
   assign \$27  = \$25  & \$26 ;
-  assign \$28  = \$27  & enable;
+  assign \$28  = \$27  & mem_enable;
   assign mem_re = \$24  & \$28 ;
   assign \$29  = ! ws_resp;
   assign \$30  = ws_valid & \$29 ;
-  assign \$31  = \$30  & enable;
+  assign \$31  = \$30  & mem_enable;
   assign mem_we = \$31  ? ws_strb : 16'h0000;
   assign \$32  = ~ wr_act;
   assign \$33  = ~ rd_act;
@@ -12474,13 +12426,13 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$108  = ! left;
   assign \$109  = ~ s_axi_mem_arvalid;
   assign \$110  = bvalid & s_axi_mem_bready;
-  assign \$111  = enable ? ws_resp : 2'h2;
+  assign \$111  = mem_enable ? ws_resp : 2'h2;
   assign \$112  = b_acc > \$111 ;
-  assign \$113  = enable ? ws_resp : 2'h2;
+  assign \$113  = mem_enable ? ws_resp : 2'h2;
   assign \$114  = \$112  ? b_acc : \$113 ;
-  assign \$115  = enable ? ws_resp : 2'h2;
+  assign \$115  = mem_enable ? ws_resp : 2'h2;
   assign \$116  = b_acc > \$115 ;
-  assign \$117  = enable ? ws_resp : 2'h2;
+  assign \$117  = mem_enable ? ws_resp : 2'h2;
   assign \$118  = \$116  ? b_acc : \$117 ;
   assign \$119  = ~ s_axi_mem_rvalid;
   assign \$120  = ~ t_valid;
@@ -12507,11 +12459,11 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$141  = ~ bad;
   assign \$142  = addr[19:4] < 16'hc000;
   assign \$143  = \$141  & \$142 ;
-  assign \$144  = \$143  & enable;
+  assign \$144  = \$143  & mem_enable;
   assign \$145  = addr[19:4] < 16'hc000;
   assign \$146  = \$145  ? 2'h0 : 2'h3;
   assign \$147  = bad ? 2'h2 : \$146 ;
-  assign \$148  = enable ? \$147  : 2'h2;
+  assign \$148  = mem_enable ? \$147  : 2'h2;
   assign \$149  = ! left;
   assign \$150  = ~ wmask;
   assign \$151  = addr & \$150 ;

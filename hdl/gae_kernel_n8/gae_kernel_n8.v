@@ -6,145 +6,42 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
 , interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, m_axi_gmem_awid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_awsize, m_axi_gmem_awburst, m_axi_gmem_awvalid, m_axi_gmem_wdata, m_axi_gmem_wstrb, m_axi_gmem_wlast, m_axi_gmem_wvalid, m_axi_gmem_bready, m_axi_gmem_arid
 , m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_arvalid, m_axi_gmem_rready, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
-  wire \$1 ;
-  wire [64:0] \$10 ;
-  wire [16:0] \$11 ;
-  wire [64:0] \$12 ;
-  wire [16:0] \$13 ;
+  wire [64:0] \$1 ;
+  wire [32:0] \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  reg [31:0] \$17 ;
+  reg [31:0] \$18 ;
+  reg [31:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
+  reg \$20 ;
+  reg \$21 ;
+  reg \$22 ;
+  reg \$23 ;
+  reg \$24 ;
+  reg \$25 ;
+  reg \$26 ;
+  reg [1:0] \$27 ;
   wire \$28 ;
-  wire [32:0] \$29 ;
+  wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire [64:0] \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire [16:0] \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire [32:0] \$52 ;
-  wire [33:0] \$53 ;
-  wire \$54 ;
-  wire [13:0] \$55 ;
-  wire [14:0] \$56 ;
-  wire [32:0] \$57 ;
-  wire [33:0] \$58 ;
-  wire [32:0] \$59 ;
-  wire [64:0] \$6 ;
-  wire [33:0] \$60 ;
-  wire [34:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg \$69 ;
-  wire [16:0] \$7 ;
-  reg [31:0] \$70 ;
-  reg \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [63:0] \$74 ;
-  reg [12:0] \$75 ;
-  reg [13:0] \$76 ;
-  reg [15:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg [31:0] \$79 ;
-  wire [64:0] \$8 ;
-  reg [16:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [31:0] \$82 ;
-  reg [31:0] \$83 ;
-  reg [31:0] \$84 ;
-  reg [31:0] \$85 ;
-  reg [31:0] \$86 ;
-  reg [31:0] \$87 ;
-  reg [31:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [16:0] \$9 ;
-  reg \$90 ;
-  reg [3:0] \$91 ;
-  reg [15:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire \$4 ;
+  wire [32:0] \$5 ;
+  wire \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
   (* init = 1'h0 *)
   wire \$signal ;
-  reg [12:0] G = 13'h0000;
-  wire accept;
-  reg [31:0] adv_offset = 32'd0;
-  wire [31:0] \adv_offset$193 ;
-  reg [31:0] adv_scale = 32'd0;
-  wire [31:0] \adv_scale$192 ;
   input ap_clk;
   wire ap_clk;
-  reg ap_done = 1'h0;
-  wire ap_idle;
-  reg ap_ready = 1'h0;
   input ap_rst_n;
   wire ap_rst_n;
-  wire ap_start;
-  wire ap_start_refuse;
-  wire ap_start_write;
-  (* init = 32'd0 *)
-  wire [31:0] arg_adv_offset;
-  (* init = 32'd0 *)
-  wire [31:0] arg_adv_scale;
-  (* init = 17'h00000 *)
-  wire [16:0] arg_gamma;
-  (* init = 17'h00000 *)
-  wire [16:0] arg_gamma_lambda;
-  (* init = 32'd0 *)
-  wire [31:0] arg_num_timesteps;
-  (* init = 32'd0 *)
-  wire [31:0] arg_num_trajectories;
-  (* init = 32'd0 *)
-  wire [31:0] arg_reward_offset;
-  (* init = 32'd0 *)
-  wire [31:0] arg_reward_scale;
-  (* init = 32'd0 *)
-  wire [31:0] arg_rtg_offset;
-  (* init = 32'd0 *)
-  wire [31:0] arg_rtg_scale;
-  (* init = 32'd0 *)
-  wire [31:0] arg_value_offset;
-  (* init = 32'd0 *)
-  wire [31:0] arg_value_scale;
-  wire auto_restart;
-  reg busy = 1'h0;
   wire clk;
   reg [97:0] cmd__payload;
   wire [63:0] \cmd__payload.dev_addr ;
@@ -153,398 +50,859 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire [16:0] \cmd__payload.words ;
   wire cmd__ready;
   reg cmd__valid;
+  reg [1:0] copy_state = 2'h0;
+  (* init = 32'd0 *)
   wire [31:0] cycles;
-  wire [31:0] \cycles$150 ;
-  wire dequant_overflow;
+  wire [31:0] dma_bytes;
+  wire dma_ctrl_dir;
+  wire dma_ctrl_start;
+  reg dma_ctrl_start_clear;
   reg [31:0] dma_cycles = 32'd0;
+  wire [31:0] dma_offset;
+  reg dma_status_busy = 1'h0;
+  reg dma_status_done = 1'h0;
+  reg dma_status_locked = 1'h0;
+  reg dma_status_range = 1'h0;
   reg dma_status_read_error = 1'h0;
   reg dma_status_write_error = 1'h0;
   (* init = 1'h0 *)
   wire done;
-  wire \done$198 ;
-  wire \done$200 ;
-  wire [2:0] error;
-  wire \error$199 ;
-  reg [16:0] gamma = 17'h00000;
-  wire [16:0] \gamma$186 ;
-  reg [16:0] gamma_lambda = 17'h00000;
-  wire [16:0] \gamma_lambda$187 ;
+  wire \done$138 ;
+  wire dropped;
+  wire error;
+  (* init = 1'h0 *)
+  wire flag_locked;
+  (* init = 1'h0 *)
+  wire flag_range;
+  (* init = 1'h0 *)
+  wire flag_read_error;
+  (* init = 1'h0 *)
+  wire flag_write_error;
   wire [15:0] host_addr;
+  wire host_enable;
   wire [127:0] host_rdata;
   wire host_re;
   wire [127:0] host_wdata;
   wire [15:0] host_we;
-  wire [31:0] hw_depth;
-  wire [7:0] hw_format_code_bits;
-  wire [7:0] hw_format_coef_width;
-  wire [7:0] hw_format_data_frac;
-  wire [7:0] hw_format_data_width;
-  wire [7:0] hw_mode_axi_bytes;
-  wire hw_mode_full_results;
-  wire hw_mode_interleaved;
-  wire [4:0] hw_mode_k;
-  wire [7:0] hw_mode_reg_frac;
-  wire [7:0] hw_mode_reg_width;
-  wire [31:0] hw_n_pe;
   output interrupt;
   wire interrupt;
-  wire \interrupt$125 ;
-  (* init = 32'd0 *)
-  wire [31:0] kcycles;
-  reg [3:0] kernel_state = 4'h0;
+  wire \interrupt$97 ;
   output [63:0] m_axi_gmem_araddr;
   wire [63:0] m_axi_gmem_araddr;
-  wire [63:0] \m_axi_gmem_araddr$85 ;
+  wire [63:0] \m_axi_gmem_araddr$68 ;
   output [1:0] m_axi_gmem_arburst;
   wire [1:0] m_axi_gmem_arburst;
-  wire [1:0] \m_axi_gmem_arburst$88 ;
+  wire [1:0] \m_axi_gmem_arburst$71 ;
   output m_axi_gmem_arid;
   wire m_axi_gmem_arid;
-  wire \m_axi_gmem_arid$84 ;
+  wire \m_axi_gmem_arid$67 ;
   output [7:0] m_axi_gmem_arlen;
   wire [7:0] m_axi_gmem_arlen;
-  wire [7:0] \m_axi_gmem_arlen$86 ;
+  wire [7:0] \m_axi_gmem_arlen$69 ;
   input m_axi_gmem_arready;
   wire m_axi_gmem_arready;
-  wire \m_axi_gmem_arready$90 ;
+  wire \m_axi_gmem_arready$73 ;
   output [2:0] m_axi_gmem_arsize;
   wire [2:0] m_axi_gmem_arsize;
-  wire [2:0] \m_axi_gmem_arsize$87 ;
+  wire [2:0] \m_axi_gmem_arsize$70 ;
   output m_axi_gmem_arvalid;
   wire m_axi_gmem_arvalid;
-  wire \m_axi_gmem_arvalid$89 ;
+  wire \m_axi_gmem_arvalid$72 ;
   output [63:0] m_axi_gmem_awaddr;
   wire [63:0] m_axi_gmem_awaddr;
-  wire [63:0] \m_axi_gmem_awaddr$69 ;
+  wire [63:0] \m_axi_gmem_awaddr$52 ;
   output [1:0] m_axi_gmem_awburst;
   wire [1:0] m_axi_gmem_awburst;
-  wire [1:0] \m_axi_gmem_awburst$72 ;
+  wire [1:0] \m_axi_gmem_awburst$55 ;
   output m_axi_gmem_awid;
   wire m_axi_gmem_awid;
-  wire \m_axi_gmem_awid$68 ;
+  wire \m_axi_gmem_awid$51 ;
   output [7:0] m_axi_gmem_awlen;
   wire [7:0] m_axi_gmem_awlen;
-  wire [7:0] \m_axi_gmem_awlen$70 ;
+  wire [7:0] \m_axi_gmem_awlen$53 ;
   input m_axi_gmem_awready;
   wire m_axi_gmem_awready;
-  wire \m_axi_gmem_awready$74 ;
+  wire \m_axi_gmem_awready$57 ;
   output [2:0] m_axi_gmem_awsize;
   wire [2:0] m_axi_gmem_awsize;
-  wire [2:0] \m_axi_gmem_awsize$71 ;
+  wire [2:0] \m_axi_gmem_awsize$54 ;
   output m_axi_gmem_awvalid;
   wire m_axi_gmem_awvalid;
-  wire \m_axi_gmem_awvalid$73 ;
+  wire \m_axi_gmem_awvalid$56 ;
   input m_axi_gmem_bid;
   wire m_axi_gmem_bid;
-  wire \m_axi_gmem_bid$80 ;
+  wire \m_axi_gmem_bid$63 ;
   output m_axi_gmem_bready;
   wire m_axi_gmem_bready;
-  wire \m_axi_gmem_bready$83 ;
+  wire \m_axi_gmem_bready$66 ;
   input [1:0] m_axi_gmem_bresp;
   wire [1:0] m_axi_gmem_bresp;
-  wire [1:0] \m_axi_gmem_bresp$81 ;
+  wire [1:0] \m_axi_gmem_bresp$64 ;
   input m_axi_gmem_bvalid;
   wire m_axi_gmem_bvalid;
-  wire \m_axi_gmem_bvalid$82 ;
+  wire \m_axi_gmem_bvalid$65 ;
   input [511:0] m_axi_gmem_rdata;
   wire [511:0] m_axi_gmem_rdata;
-  wire [511:0] \m_axi_gmem_rdata$92 ;
+  wire [511:0] \m_axi_gmem_rdata$75 ;
   input m_axi_gmem_rid;
   wire m_axi_gmem_rid;
-  wire \m_axi_gmem_rid$91 ;
+  wire \m_axi_gmem_rid$74 ;
   input m_axi_gmem_rlast;
   wire m_axi_gmem_rlast;
-  wire \m_axi_gmem_rlast$94 ;
+  wire \m_axi_gmem_rlast$77 ;
   output m_axi_gmem_rready;
   wire m_axi_gmem_rready;
-  wire \m_axi_gmem_rready$96 ;
+  wire \m_axi_gmem_rready$79 ;
   input [1:0] m_axi_gmem_rresp;
   wire [1:0] m_axi_gmem_rresp;
-  wire [1:0] \m_axi_gmem_rresp$93 ;
+  wire [1:0] \m_axi_gmem_rresp$76 ;
   input m_axi_gmem_rvalid;
   wire m_axi_gmem_rvalid;
-  wire \m_axi_gmem_rvalid$95 ;
+  wire \m_axi_gmem_rvalid$78 ;
   output [511:0] m_axi_gmem_wdata;
   wire [511:0] m_axi_gmem_wdata;
-  wire [511:0] \m_axi_gmem_wdata$75 ;
+  wire [511:0] \m_axi_gmem_wdata$58 ;
   output m_axi_gmem_wlast;
   wire m_axi_gmem_wlast;
-  wire \m_axi_gmem_wlast$77 ;
+  wire \m_axi_gmem_wlast$60 ;
   input m_axi_gmem_wready;
   wire m_axi_gmem_wready;
-  wire \m_axi_gmem_wready$79 ;
+  wire \m_axi_gmem_wready$62 ;
   output [63:0] m_axi_gmem_wstrb;
   wire [63:0] m_axi_gmem_wstrb;
-  wire [63:0] \m_axi_gmem_wstrb$76 ;
+  wire [63:0] \m_axi_gmem_wstrb$59 ;
   output m_axi_gmem_wvalid;
   wire m_axi_gmem_wvalid;
-  wire \m_axi_gmem_wvalid$78 ;
+  wire \m_axi_gmem_wvalid$61 ;
   wire [15:0] mem_addr;
+  wire mem_enable;
   wire [31:0] mem_ptr_hi;
   wire [25:0] mem_ptr_lo;
   wire [127:0] mem_rdata;
   wire mem_re;
   wire [127:0] mem_wdata;
   wire [15:0] mem_we;
-  reg [31:0] num_timesteps = 32'd0;
-  wire [31:0] \num_timesteps$185 ;
-  reg [31:0] num_trajectories = 32'd0;
-  wire [31:0] \num_trajectories$184 ;
-  wire pe_overflow;
-  reg [63:0] ptr = 64'h0000000000000000;
-  wire refused;
-  reg [13:0] rem = 14'h0000;
-  wire requant_overflow;
-  reg [31:0] reward_offset = 32'd0;
-  wire [31:0] \reward_offset$189 ;
-  reg [31:0] reward_scale = 32'd0;
-  wire [31:0] \reward_scale$188 ;
-  reg [15:0] rows = 16'h0000;
+  reg [31:0] nbytes = 32'd0;
+  reg [31:0] offset = 32'd0;
   wire rst;
-  reg [31:0] rtg_offset = 32'd0;
-  wire [31:0] \rtg_offset$195 ;
-  reg [31:0] rtg_scale = 32'd0;
-  wire [31:0] \rtg_scale$194 ;
   input [11:0] s_axi_control_araddr;
   wire [11:0] s_axi_control_araddr;
-  wire [11:0] \s_axi_control_araddr$61 ;
+  wire [11:0] \s_axi_control_araddr$90 ;
   output s_axi_control_arready;
   wire s_axi_control_arready;
-  wire \s_axi_control_arready$63 ;
+  wire \s_axi_control_arready$92 ;
   input s_axi_control_arvalid;
   wire s_axi_control_arvalid;
-  wire \s_axi_control_arvalid$62 ;
+  wire \s_axi_control_arvalid$91 ;
   input [11:0] s_axi_control_awaddr;
   wire [11:0] s_axi_control_awaddr;
-  wire [11:0] \s_axi_control_awaddr$51 ;
+  wire [11:0] \s_axi_control_awaddr$80 ;
   output s_axi_control_awready;
   wire s_axi_control_awready;
-  wire \s_axi_control_awready$53 ;
+  wire \s_axi_control_awready$82 ;
   input s_axi_control_awvalid;
   wire s_axi_control_awvalid;
-  wire \s_axi_control_awvalid$52 ;
+  wire \s_axi_control_awvalid$81 ;
   input s_axi_control_bready;
   wire s_axi_control_bready;
-  wire \s_axi_control_bready$60 ;
+  wire \s_axi_control_bready$89 ;
   output [1:0] s_axi_control_bresp;
   wire [1:0] s_axi_control_bresp;
-  wire [1:0] \s_axi_control_bresp$58 ;
+  wire [1:0] \s_axi_control_bresp$87 ;
   output s_axi_control_bvalid;
   wire s_axi_control_bvalid;
-  wire \s_axi_control_bvalid$59 ;
+  wire \s_axi_control_bvalid$88 ;
   output [31:0] s_axi_control_rdata;
   wire [31:0] s_axi_control_rdata;
-  wire [31:0] \s_axi_control_rdata$64 ;
+  wire [31:0] \s_axi_control_rdata$93 ;
   input s_axi_control_rready;
   wire s_axi_control_rready;
-  wire \s_axi_control_rready$67 ;
+  wire \s_axi_control_rready$96 ;
   output [1:0] s_axi_control_rresp;
   wire [1:0] s_axi_control_rresp;
-  wire [1:0] \s_axi_control_rresp$65 ;
+  wire [1:0] \s_axi_control_rresp$94 ;
   output s_axi_control_rvalid;
   wire s_axi_control_rvalid;
-  wire \s_axi_control_rvalid$66 ;
+  wire \s_axi_control_rvalid$95 ;
   input [31:0] s_axi_control_wdata;
   wire [31:0] s_axi_control_wdata;
-  wire [31:0] \s_axi_control_wdata$54 ;
+  wire [31:0] \s_axi_control_wdata$83 ;
   output s_axi_control_wready;
   wire s_axi_control_wready;
-  wire \s_axi_control_wready$57 ;
+  wire \s_axi_control_wready$86 ;
   input [3:0] s_axi_control_wstrb;
   wire [3:0] s_axi_control_wstrb;
-  wire [3:0] \s_axi_control_wstrb$55 ;
+  wire [3:0] \s_axi_control_wstrb$84 ;
   input s_axi_control_wvalid;
   wire s_axi_control_wvalid;
-  wire \s_axi_control_wvalid$56 ;
-  reg skip = 1'h0;
-  reg start;
+  wire \s_axi_control_wvalid$85 ;
+  reg to_buffer = 1'h0;
+  assign rst = ~ ap_rst_n;
+  assign \$1  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + offset;
+  assign \$2  = ! copy_state;
+  assign \$3  = copy_state == 1'h1;
+  assign \$4  = copy_state == 2'h2;
+  assign \$5  = dma_cycles + 1'h1;
+  assign \$6  = ! dma_offset[5:0];
+  assign \$7  = ! dma_bytes[3:0];
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = dma_offset + dma_bytes;
+  assign \$11  = \$10  <= 20'hc0000;
+  assign \$12  = ~ \$11 ;
+  assign \$13  = \$9  | \$12 ;
+  assign \$14  = ~ mem_enable;
+  assign \$15  = \done$138  & error;
+  assign \$16  = dma_status_busy & dropped;
+  always @(posedge ap_clk)
+    dma_cycles <= \$17 ;
+  always @(posedge ap_clk)
+    offset <= \$18 ;
+  always @(posedge ap_clk)
+    nbytes <= \$19 ;
+  always @(posedge ap_clk)
+    to_buffer <= \$20 ;
+  always @(posedge ap_clk)
+    dma_status_done <= \$21 ;
+  always @(posedge ap_clk)
+    dma_status_read_error <= \$22 ;
+  always @(posedge ap_clk)
+    dma_status_write_error <= \$23 ;
+  always @(posedge ap_clk)
+    dma_status_locked <= \$24 ;
+  always @(posedge ap_clk)
+    dma_status_range <= \$25 ;
+  always @(posedge ap_clk)
+    dma_status_busy <= \$26 ;
+  always @(posedge ap_clk)
+    copy_state <= \$27 ;
+  \gae_kernel_n8.accel  accel (
+    .clk(ap_clk),
+    .dma_bytes(dma_bytes),
+    .dma_ctrl_dir(dma_ctrl_dir),
+    .dma_ctrl_start(dma_ctrl_start),
+    .dma_ctrl_start_clear(dma_ctrl_start_clear),
+    .dma_cycles(dma_cycles),
+    .dma_offset(dma_offset),
+    .dma_status_busy(dma_status_busy),
+    .dma_status_done(dma_status_done),
+    .dma_status_locked(dma_status_locked),
+    .dma_status_range(dma_status_range),
+    .dma_status_read_error(dma_status_read_error),
+    .dma_status_write_error(dma_status_write_error),
+    .host_addr(host_addr),
+    .host_enable(mem_enable),
+    .host_rdata(mem_rdata),
+    .host_re(host_re),
+    .host_wdata(host_wdata),
+    .host_we(host_we),
+    .interrupt(interrupt),
+    .mem_ptr_hi(mem_ptr_hi),
+    .mem_ptr_lo(mem_ptr_lo),
+    .rst(rst),
+    .s_axi_control_araddr(s_axi_control_araddr),
+    .s_axi_control_arready(s_axi_control_arready),
+    .s_axi_control_arvalid(s_axi_control_arvalid),
+    .s_axi_control_awaddr(s_axi_control_awaddr),
+    .s_axi_control_awready(s_axi_control_awready),
+    .s_axi_control_awvalid(s_axi_control_awvalid),
+    .s_axi_control_bready(s_axi_control_bready),
+    .s_axi_control_bresp(s_axi_control_bresp),
+    .s_axi_control_bvalid(s_axi_control_bvalid),
+    .s_axi_control_rdata(s_axi_control_rdata),
+    .s_axi_control_rready(s_axi_control_rready),
+    .s_axi_control_rresp(s_axi_control_rresp),
+    .s_axi_control_rvalid(s_axi_control_rvalid),
+    .s_axi_control_wdata(s_axi_control_wdata),
+    .s_axi_control_wready(s_axi_control_wready),
+    .s_axi_control_wstrb(s_axi_control_wstrb),
+    .s_axi_control_wvalid(s_axi_control_wvalid)
+  );
+  \gae_kernel_n8.dma  dma (
+    .clk(ap_clk),
+    .cmd__payload(cmd__payload),
+    .cmd__ready(cmd__ready),
+    .cmd__valid(cmd__valid),
+    .done(\done$138 ),
+    .dropped(dropped),
+    .error(error),
+    .m_axi_gmem_arready(m_axi_gmem_arready),
+    .m_axi_gmem_arvalid(m_axi_gmem_arvalid),
+    .m_axi_gmem_awaddr(m_axi_gmem_awaddr),
+    .m_axi_gmem_awlen(m_axi_gmem_awlen),
+    .m_axi_gmem_awready(m_axi_gmem_awready),
+    .m_axi_gmem_awvalid(m_axi_gmem_awvalid),
+    .m_axi_gmem_bresp(m_axi_gmem_bresp),
+    .m_axi_gmem_bvalid(m_axi_gmem_bvalid),
+    .m_axi_gmem_rdata(m_axi_gmem_rdata),
+    .m_axi_gmem_rlast(m_axi_gmem_rlast),
+    .m_axi_gmem_rresp(m_axi_gmem_rresp),
+    .m_axi_gmem_rvalid(m_axi_gmem_rvalid),
+    .m_axi_gmem_wdata(m_axi_gmem_wdata),
+    .m_axi_gmem_wlast(m_axi_gmem_wlast),
+    .m_axi_gmem_wready(m_axi_gmem_wready),
+    .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
+    .mem_addr(host_addr),
+    .mem_enable(mem_enable),
+    .mem_rdata(mem_rdata),
+    .mem_re(host_re),
+    .mem_we(host_we),
+    .\port$2066$0 (\$28 ),
+    .\port$2067$0 (\$29 ),
+    .\port$2068$0 (\$30 ),
+    .rready(m_axi_gmem_rready),
+    .rst(rst),
+    .s_word(host_wdata)
+  );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    dma_ctrl_start_clear = 1'h0;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            dma_ctrl_start_clear = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    cmd__valid = 1'h0;
+    casez (copy_state)
+      2'h0:
+          /* empty */;
+      2'h1:
+          cmd__valid = 1'h1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    cmd__payload = 98'h0000000000000000000000000;
+    casez (copy_state)
+      2'h0:
+          /* empty */;
+      2'h1:
+        begin
+          cmd__payload[63:0] = \$1 [63:0];
+          cmd__payload[79:64] = offset[19:4];
+          cmd__payload[96:80] = nbytes[20:4];
+          cmd__payload[97] = to_buffer;
+        end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$17  = dma_cycles;
+    if (dma_status_busy) begin
+      \$17  = \$5 [31:0];
+    end
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$17  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$17  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$18  = offset;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$18  = dma_offset;
+          end
+    endcase
+    if (rst) begin
+      \$18  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$19  = nbytes;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$19  = dma_bytes;
+          end
+    endcase
+    if (rst) begin
+      \$19  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$20  = to_buffer;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$20  = dma_ctrl_dir;
+          end
+    endcase
+    if (rst) begin
+      \$20  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$21  = dma_status_done;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$21  = 1'h0;
+            if (\$13 ) begin
+              \$21  = 1'h1;
+            end else if (\$14 ) begin
+              \$21  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$138 ) begin
+            \$21  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$21  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$22  = dma_status_read_error;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$22  = 1'h0;
+          end
+    endcase
+    if (\$15 ) begin
+      (* full_case = 32'd1 *)
+      if (to_buffer) begin
+      end else begin
+        \$22  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$22  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$23  = dma_status_write_error;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$23  = 1'h0;
+          end
+    endcase
+    if (\$15 ) begin
+      if (to_buffer) begin
+        \$23  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$23  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$24  = dma_status_locked;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$24  = 1'h0;
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+              \$24  = 1'h1;
+            end
+          end
+    endcase
+    if (\$16 ) begin
+      \$24  = 1'h1;
+    end
+    if (rst) begin
+      \$24  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$25  = dma_status_range;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$25  = 1'h0;
+            if (\$13 ) begin
+              \$25  = 1'h1;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$26  = dma_status_busy;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+            end else begin
+              \$26  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$138 ) begin
+            \$26  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$26  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$27  = copy_state;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+            end else begin
+              \$27  = 2'h1;
+            end
+          end
+      2'h1:
+          if (cmd__ready) begin
+            \$27  = 2'h2;
+          end
+      2'h2:
+          if (\done$138 ) begin
+            \$27  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$27  = 2'h0;
+    end
+  end
+  assign clk = ap_clk;
+  assign \m_axi_gmem_awid$51  = 1'h0;
+  assign \m_axi_gmem_awaddr$52  = m_axi_gmem_awaddr;
+  assign \m_axi_gmem_awlen$53  = m_axi_gmem_awlen;
+  assign \m_axi_gmem_awsize$54  = 3'h6;
+  assign \m_axi_gmem_awburst$55  = 2'h1;
+  assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
+  assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
+  assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
+  assign \m_axi_gmem_wstrb$59  = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
+  assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
+  assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
+  assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
+  assign \m_axi_gmem_bid$63  = m_axi_gmem_bid;
+  assign \m_axi_gmem_bresp$64  = m_axi_gmem_bresp;
+  assign \m_axi_gmem_bvalid$65  = m_axi_gmem_bvalid;
+  assign \m_axi_gmem_bready$66  = 1'h1;
+  assign \m_axi_gmem_arid$67  = 1'h0;
+  assign \m_axi_gmem_araddr$68  = m_axi_gmem_awaddr;
+  assign \m_axi_gmem_arlen$69  = m_axi_gmem_awlen;
+  assign \m_axi_gmem_arsize$70  = 3'h6;
+  assign \m_axi_gmem_arburst$71  = 2'h1;
+  assign \m_axi_gmem_arvalid$72  = m_axi_gmem_arvalid;
+  assign \m_axi_gmem_arready$73  = m_axi_gmem_arready;
+  assign \m_axi_gmem_rid$74  = m_axi_gmem_rid;
+  assign \m_axi_gmem_rdata$75  = m_axi_gmem_rdata;
+  assign \m_axi_gmem_rresp$76  = m_axi_gmem_rresp;
+  assign \m_axi_gmem_rlast$77  = m_axi_gmem_rlast;
+  assign \m_axi_gmem_rvalid$78  = m_axi_gmem_rvalid;
+  assign \m_axi_gmem_rready$79  = m_axi_gmem_rready;
+  assign \s_axi_control_awaddr$80  = s_axi_control_awaddr;
+  assign \s_axi_control_awvalid$81  = s_axi_control_awvalid;
+  assign \s_axi_control_awready$82  = s_axi_control_awready;
+  assign \s_axi_control_wdata$83  = s_axi_control_wdata;
+  assign \s_axi_control_wstrb$84  = s_axi_control_wstrb;
+  assign \s_axi_control_wvalid$85  = s_axi_control_wvalid;
+  assign \s_axi_control_wready$86  = s_axi_control_wready;
+  assign \s_axi_control_bresp$87  = s_axi_control_bresp;
+  assign \s_axi_control_bvalid$88  = s_axi_control_bvalid;
+  assign \s_axi_control_bready$89  = s_axi_control_bready;
+  assign \s_axi_control_araddr$90  = s_axi_control_araddr;
+  assign \s_axi_control_arvalid$91  = s_axi_control_arvalid;
+  assign \s_axi_control_arready$92  = s_axi_control_arready;
+  assign \s_axi_control_rdata$93  = s_axi_control_rdata;
+  assign \s_axi_control_rresp$94  = s_axi_control_rresp;
+  assign \s_axi_control_rvalid$95  = s_axi_control_rvalid;
+  assign \s_axi_control_rready$96  = s_axi_control_rready;
+  assign \interrupt$97  = interrupt;
+  assign mem_addr = host_addr;
+  assign host_enable = mem_enable;
+  assign host_rdata = mem_rdata;
+  assign mem_re = host_re;
+  assign mem_wdata = host_wdata;
+  assign mem_we = host_we;
+  assign \$signal  = dma_status_busy;
+  assign done = dma_status_done;
+  assign flag_read_error = dma_status_read_error;
+  assign flag_write_error = dma_status_write_error;
+  assign flag_locked = dma_status_locked;
+  assign flag_range = dma_status_range;
+  assign cycles = dma_cycles;
+  assign m_axi_gmem_awid = 1'h0;
+  assign m_axi_gmem_awsize = 3'h6;
+  assign m_axi_gmem_awburst = 2'h1;
+  assign m_axi_gmem_wstrb = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
+  assign m_axi_gmem_bready = 1'h1;
+  assign m_axi_gmem_arid = 1'h0;
+  assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
+  assign m_axi_gmem_arlen = m_axi_gmem_awlen;
+  assign m_axi_gmem_arsize = 3'h6;
+  assign m_axi_gmem_arburst = 2'h1;
+  assign \cmd__payload.dev_addr  = cmd__payload[63:0];
+  assign \cmd__payload.mem_addr  = cmd__payload[79:64];
+  assign \cmd__payload.words  = cmd__payload[96:80];
+  assign \cmd__payload.to_device  = cmd__payload[97];
+endmodule
+
+(* generator = "Amaranth" *)
+module \gae_kernel_n8.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
+, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_rdata, host_wdata, host_addr, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  reg \$3 ;
+  wire [31:0] adv_offset;
+  wire [31:0] \adv_offset$49 ;
+  wire [31:0] adv_scale;
+  wire [31:0] \adv_scale$51 ;
+  wire ap_done;
+  wire ap_idle;
+  wire ap_ready;
+  wire ap_start;
+  wire ap_start_refuse;
+  wire ap_start_write;
+  wire auto_restart;
+  wire busy;
+  input clk;
+  wire clk;
+  wire [31:0] cycles;
+  wire [31:0] \cycles$83 ;
+  output [31:0] dma_bytes;
+  wire [31:0] dma_bytes;
+  output dma_ctrl_dir;
+  wire dma_ctrl_dir;
+  output dma_ctrl_start;
+  wire dma_ctrl_start;
+  input dma_ctrl_start_clear;
+  wire dma_ctrl_start_clear;
+  input [31:0] dma_cycles;
+  wire [31:0] dma_cycles;
+  output [31:0] dma_offset;
+  wire [31:0] dma_offset;
+  input dma_status_busy;
+  wire dma_status_busy;
+  input dma_status_done;
+  wire dma_status_done;
+  input dma_status_locked;
+  wire dma_status_locked;
+  input dma_status_range;
+  wire dma_status_range;
+  input dma_status_read_error;
+  wire dma_status_read_error;
+  input dma_status_write_error;
+  wire dma_status_write_error;
+  wire done;
+  wire [2:0] error;
+  wire [16:0] gamma;
+  wire [16:0] \gamma$53 ;
+  wire [16:0] gamma_lambda;
+  wire [16:0] \gamma_lambda$55 ;
+  input [15:0] host_addr;
+  wire [15:0] host_addr;
+  wire [15:0] \host_addr$85 ;
+  output host_enable;
+  wire host_enable;
+  wire \host_enable$87 ;
+  output [127:0] host_rdata;
+  wire [127:0] host_rdata;
+  wire [127:0] \host_rdata$89 ;
+  input host_re;
+  wire host_re;
+  wire \host_re$91 ;
+  input [127:0] host_wdata;
+  wire [127:0] host_wdata;
+  wire [127:0] \host_wdata$93 ;
+  input [15:0] host_we;
+  wire [15:0] host_we;
+  wire [15:0] \host_we$95 ;
+  output interrupt;
+  wire interrupt;
+  wire \interrupt$37 ;
+  output [31:0] mem_ptr_hi;
+  wire [31:0] mem_ptr_hi;
+  output [25:0] mem_ptr_lo;
+  wire [25:0] mem_ptr_lo;
+  wire [31:0] num_timesteps;
+  wire [31:0] \num_timesteps$57 ;
+  wire [31:0] num_trajectories;
+  wire [31:0] \num_trajectories$59 ;
+  wire ready;
+  wire refused;
+  wire [31:0] reward_offset;
+  wire [31:0] \reward_offset$61 ;
+  wire [31:0] reward_scale;
+  wire [31:0] \reward_scale$63 ;
+  input rst;
+  wire rst;
+  wire [31:0] rtg_offset;
+  wire [31:0] \rtg_offset$65 ;
+  wire [31:0] rtg_scale;
+  wire [31:0] \rtg_scale$67 ;
+  input [11:0] s_axi_control_araddr;
+  wire [11:0] s_axi_control_araddr;
+  wire [11:0] \s_axi_control_araddr$21 ;
+  output s_axi_control_arready;
+  wire s_axi_control_arready;
+  wire \s_axi_control_arready$25 ;
+  input s_axi_control_arvalid;
+  wire s_axi_control_arvalid;
+  wire \s_axi_control_arvalid$23 ;
+  input [11:0] s_axi_control_awaddr;
+  wire [11:0] s_axi_control_awaddr;
+  wire [11:0] \s_axi_control_awaddr$1 ;
+  output s_axi_control_awready;
+  wire s_axi_control_awready;
+  wire \s_axi_control_awready$5 ;
+  input s_axi_control_awvalid;
+  wire s_axi_control_awvalid;
+  wire \s_axi_control_awvalid$3 ;
+  input s_axi_control_bready;
+  wire s_axi_control_bready;
+  wire \s_axi_control_bready$19 ;
+  output [1:0] s_axi_control_bresp;
+  wire [1:0] s_axi_control_bresp;
+  wire [1:0] \s_axi_control_bresp$15 ;
+  output s_axi_control_bvalid;
+  wire s_axi_control_bvalid;
+  wire \s_axi_control_bvalid$17 ;
+  output [31:0] s_axi_control_rdata;
+  wire [31:0] s_axi_control_rdata;
+  wire [31:0] \s_axi_control_rdata$27 ;
+  input s_axi_control_rready;
+  wire s_axi_control_rready;
+  wire \s_axi_control_rready$33 ;
+  output [1:0] s_axi_control_rresp;
+  wire [1:0] s_axi_control_rresp;
+  wire [1:0] \s_axi_control_rresp$29 ;
+  output s_axi_control_rvalid;
+  wire s_axi_control_rvalid;
+  wire \s_axi_control_rvalid$31 ;
+  input [31:0] s_axi_control_wdata;
+  wire [31:0] s_axi_control_wdata;
+  wire [31:0] \s_axi_control_wdata$7 ;
+  output s_axi_control_wready;
+  wire s_axi_control_wready;
+  wire \s_axi_control_wready$13 ;
+  input [3:0] s_axi_control_wstrb;
+  wire [3:0] s_axi_control_wstrb;
+  wire [3:0] \s_axi_control_wstrb$9 ;
+  input s_axi_control_wvalid;
+  wire s_axi_control_wvalid;
+  wire \s_axi_control_wvalid$11 ;
+  wire start;
   (* init = 1'h0 *)
   wire start_refused;
   wire status_dequant_overflow;
+  wire \status_dequant_overflow$73 ;
   wire [2:0] status_error;
   wire status_pe_overflow;
+  wire \status_pe_overflow$75 ;
   wire status_requant_overflow;
+  wire \status_requant_overflow$77 ;
   reg status_start_refused = 1'h0;
-  reg [15:0] tg = 16'h0000;
-  reg [31:0] value_offset = 32'd0;
-  wire [31:0] \value_offset$191 ;
-  reg [31:0] value_scale = 32'd0;
-  wire [31:0] \value_scale$190 ;
-  (* init = 1'h0 *)
-  wire write_error;
-  assign \$2  = ap_start_write & busy;
-  assign \$3  = ~ auto_restart;
-  assign refused = \$2  & \$3 ;
-  assign \$4  = ptr + 1'h0;
-  assign \$6  = ptr + 19'h40000;
-  assign \$8  = ptr + 20'h80000;
-  assign \$10  = ptr + 1'h0;
-  assign \$12  = ptr + 19'h40000;
-  assign \$14  = ! kernel_state;
-  assign \$15  = kernel_state == 1'h1;
-  assign \$16  = kernel_state == 2'h2;
-  assign \$17  = kernel_state == 2'h3;
-  assign \$18  = kernel_state == 3'h4;
-  assign \$19  = kernel_state == 3'h5;
-  assign \$20  = kernel_state == 3'h6;
-  assign \$21  = kernel_state == 3'h7;
-  assign \$22  = kernel_state == 4'h8;
-  assign \$23  = kernel_state == 4'h9;
-  assign \$24  = kernel_state == 4'ha;
-  assign \$25  = kernel_state == 4'hb;
-  assign \$26  = kernel_state == 4'hc;
-  assign \$27  = kernel_state == 4'hd;
-  assign \$28  = kernel_state == 4'he;
-  assign \$29  = dma_cycles + 1'h1;
-  assign \$30  = ! \num_timesteps$185 ;
-  assign \$31  = ! \num_trajectories$184 ;
-  assign \$32  = \$30  | \$31 ;
-  assign \$33  = \num_timesteps$185  >= 14'h2008;
-  assign \$34  = \$32  | \$33 ;
-  assign \$35  = \num_trajectories$184  > 13'h1000;
-  assign \$36  = \$34  | \$35 ;
-  assign \$37  = \gamma$186  > 17'h10000;
-  assign \$38  = \$36  | \$37 ;
-  assign \$39  = \gamma_lambda$187  > 17'h10000;
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = ! \num_timesteps$185 ;
-  assign \$42  = ! \num_trajectories$184 ;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = \num_timesteps$185  >= 14'h2008;
-  assign \$45  = \$43  | \$44 ;
-  assign \$46  = \num_trajectories$184  > 13'h1000;
-  assign \$47  = \$45  | \$46 ;
-  assign \$48  = \gamma$186  > 17'h10000;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = \gamma_lambda$187  > 17'h10000;
-  assign \$51  = \$49  | \$50 ;
-  assign \$52  = rows + num_timesteps;
-  assign \$53  = \$52  + 1'h1;
-  assign \$54  = \$53  > 14'h2008;
-  assign \$55  = G + 1'h1;
-  assign \$56  = $signed(rem) - $signed(5'h08);
-  assign \$57  = rows + num_timesteps;
-  assign \$58  = \$57  + 1'h1;
-  assign \$59  = rows + num_timesteps;
-  assign \$60  = \$59  + 1'h1;
-  assign \$61  = \$60  - G;
-  assign \$62  = $signed(\$61 ) - $signed(2'h1);
-  assign \$63  = $signed(rem) <= $signed(5'h08);
-  assign \$64  = ~ skip;
-  assign \$65  = ! status_error;
-  assign \$66  = \$64  & \$65 ;
-  always @(posedge ap_clk)
-    status_start_refused <= \$67 ;
-  always @(posedge ap_clk)
-    ap_ready <= \$68 ;
-  always @(posedge ap_clk)
-    ap_done <= \$69 ;
-  always @(posedge ap_clk)
-    dma_cycles <= \$70 ;
-  always @(posedge ap_clk)
-    busy <= \$71 ;
-  always @(posedge ap_clk)
-    dma_status_read_error <= \$72 ;
-  always @(posedge ap_clk)
-    dma_status_write_error <= \$73 ;
-  always @(posedge ap_clk)
-    ptr <= \$74 ;
-  always @(posedge ap_clk)
-    G <= \$75 ;
-  always @(posedge ap_clk)
-    rem <= \$76 ;
-  always @(posedge ap_clk)
-    rows <= \$77 ;
-  always @(posedge ap_clk)
-    num_timesteps <= \$78 ;
-  always @(posedge ap_clk)
-    num_trajectories <= \$79 ;
-  always @(posedge ap_clk)
-    gamma <= \$80 ;
-  always @(posedge ap_clk)
-    gamma_lambda <= \$81 ;
-  always @(posedge ap_clk)
-    reward_scale <= \$82 ;
-  always @(posedge ap_clk)
-    reward_offset <= \$83 ;
-  always @(posedge ap_clk)
-    value_scale <= \$84 ;
-  always @(posedge ap_clk)
-    value_offset <= \$85 ;
-  always @(posedge ap_clk)
-    adv_scale <= \$86 ;
-  always @(posedge ap_clk)
-    adv_offset <= \$87 ;
-  always @(posedge ap_clk)
-    rtg_scale <= \$88 ;
-  always @(posedge ap_clk)
-    rtg_offset <= \$89 ;
-  always @(posedge ap_clk)
-    skip <= \$90 ;
-  always @(posedge ap_clk)
-    kernel_state <= \$91 ;
-  always @(posedge ap_clk)
-    tg <= \$92 ;
-  assign rst = ~ ap_rst_n;
-  assign \$1  = ~ busy;
-  assign accept = \$1  & ap_start;
+  wire [31:0] value_offset;
+  wire [31:0] \value_offset$69 ;
+  wire [31:0] value_scale;
+  wire [31:0] \value_scale$71 ;
   assign ap_idle = ~ busy;
-  \gae_kernel_n8.core  core (
+  assign \$1  = ap_start_write & busy;
+  assign \$2  = ~ auto_restart;
+  assign refused = \$1  & \$2 ;
+  always @(posedge clk)
+    status_start_refused <= \$3 ;
+  \gae_kernel_n8.accel.core  core (
     .adv_offset(adv_offset),
     .adv_scale(adv_scale),
-    .clk(ap_clk),
+    .busy(busy),
+    .clk(clk),
     .cycles(cycles),
-    .dequant_overflow(status_dequant_overflow),
-    .done(\done$200 ),
+    .done(ap_done),
     .error(status_error),
     .\gamma$238 (gamma),
     .\gamma_lambda$239 (gamma_lambda),
     .host_addr(host_addr),
-    .host_rdata(mem_rdata),
+    .host_enable(host_enable),
+    .host_rdata(host_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
     .num_timesteps(num_timesteps),
     .num_trajectories(num_trajectories),
-    .pe_overflow(status_pe_overflow),
-    .requant_overflow(status_requant_overflow),
+    .ready(ap_ready),
     .reward_offset(reward_offset),
     .reward_scale(reward_scale),
     .rst(rst),
     .rtg_offset(rtg_offset),
     .rtg_scale(rtg_scale),
     .start(start),
+    .status_dequant_overflow(status_dequant_overflow),
+    .status_pe_overflow(status_pe_overflow),
+    .status_requant_overflow(status_requant_overflow),
     .value_offset(value_offset),
     .value_scale(value_scale)
   );
-  \gae_kernel_n8.csr  csr (
-    .adv_offset(\adv_offset$193 ),
-    .adv_scale(\adv_scale$192 ),
+  \gae_kernel_n8.accel.csr  csr (
+    .adv_offset(adv_offset),
+    .adv_scale(adv_scale),
     .ap_done(ap_done),
     .ap_idle(ap_idle),
     .ap_ready(ap_ready),
-    .ap_start(ap_start),
+    .ap_start(start),
     .ap_start_refuse(refused),
     .ap_start_write(ap_start_write),
     .auto_restart(auto_restart),
     .bvalid(s_axi_control_bvalid),
-    .clk(ap_clk),
+    .clk(clk),
     .cycles(cycles),
+    .dma_bytes(dma_bytes),
+    .dma_ctrl_dir(dma_ctrl_dir),
+    .dma_ctrl_start(dma_ctrl_start),
+    .dma_ctrl_start_clear(dma_ctrl_start_clear),
     .dma_cycles(dma_cycles),
+    .dma_offset(dma_offset),
+    .dma_status_busy(dma_status_busy),
+    .dma_status_done(dma_status_done),
+    .dma_status_locked(dma_status_locked),
+    .dma_status_range(dma_status_range),
     .dma_status_read_error(dma_status_read_error),
     .dma_status_write_error(dma_status_write_error),
-    .gamma(\gamma$186 ),
-    .gamma_lambda(\gamma_lambda$187 ),
+    .gamma(gamma),
+    .gamma_lambda(gamma_lambda),
     .interrupt(interrupt),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .num_timesteps(\num_timesteps$185 ),
-    .num_trajectories(\num_trajectories$184 ),
-    .reward_offset(\reward_offset$189 ),
-    .reward_scale(\reward_scale$188 ),
+    .num_timesteps(num_timesteps),
+    .num_trajectories(num_trajectories),
+    .reward_offset(reward_offset),
+    .reward_scale(reward_scale),
     .rst(rst),
-    .rtg_offset(\rtg_offset$195 ),
-    .rtg_scale(\rtg_scale$194 ),
+    .rtg_offset(rtg_offset),
+    .rtg_scale(rtg_scale),
     .rvalid(s_axi_control_rvalid),
     .s_axi_control_araddr(s_axi_control_araddr),
     .s_axi_control_arready(s_axi_control_arready),
@@ -566,812 +924,73 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .status_pe_overflow(status_pe_overflow),
     .status_requant_overflow(status_requant_overflow),
     .status_start_refused(status_start_refused),
-    .value_offset(\value_offset$191 ),
-    .value_scale(\value_scale$190 )
-  );
-  \gae_kernel_n8.dma  dma (
-    .clk(ap_clk),
-    .cmd__payload(cmd__payload),
-    .cmd__ready(cmd__ready),
-    .cmd__valid(cmd__valid),
-    .done(\done$198 ),
-    .error(\error$199 ),
-    .m_axi_gmem_arready(m_axi_gmem_arready),
-    .m_axi_gmem_arvalid(m_axi_gmem_arvalid),
-    .m_axi_gmem_awaddr(m_axi_gmem_awaddr),
-    .m_axi_gmem_awlen(m_axi_gmem_awlen),
-    .m_axi_gmem_awready(m_axi_gmem_awready),
-    .m_axi_gmem_awvalid(m_axi_gmem_awvalid),
-    .m_axi_gmem_bresp(m_axi_gmem_bresp),
-    .m_axi_gmem_bvalid(m_axi_gmem_bvalid),
-    .m_axi_gmem_rdata(m_axi_gmem_rdata),
-    .m_axi_gmem_rlast(m_axi_gmem_rlast),
-    .m_axi_gmem_rresp(m_axi_gmem_rresp),
-    .m_axi_gmem_rvalid(m_axi_gmem_rvalid),
-    .m_axi_gmem_wdata(m_axi_gmem_wdata),
-    .m_axi_gmem_wlast(m_axi_gmem_wlast),
-    .m_axi_gmem_wready(m_axi_gmem_wready),
-    .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
-    .mem_addr(host_addr),
-    .mem_rdata(mem_rdata),
-    .mem_we(host_we),
-    .\port$647$0 (\$93 ),
-    .\port$648$0 (\$94 ),
-    .\port$649$0 (\$95 ),
-    .rd_issue(host_re),
-    .rready(m_axi_gmem_rready),
-    .rst(rst),
-    .s_word(host_wdata)
+    .value_offset(value_offset),
+    .value_scale(value_scale)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    cmd__valid = 1'h0;
-    casez (kernel_state)
-      4'h0:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          cmd__valid = 1'h1;
-      4'h4:
-          /* empty */;
-      4'h5:
-          cmd__valid = 1'h1;
-      4'h6:
-          /* empty */;
-      4'h7:
-          cmd__valid = 1'h1;
-      4'h8:
-          /* empty */;
-      4'h9:
-          cmd__valid = 1'h1;
-      4'ha:
-          /* empty */;
-      4'hb:
-          cmd__valid = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    cmd__payload = 98'h0000000000000000000000000;
-    casez (kernel_state)
-      4'h0:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-        begin
-          cmd__payload[63:0] = \$4 [63:0];
-          cmd__payload[79:64] = 16'h0000;
-          cmd__payload[96:80] = \$5 ;
-          cmd__payload[97] = 1'h0;
-        end
-      4'h4:
-          /* empty */;
-      4'h5:
-        begin
-          cmd__payload[63:0] = \$6 [63:0];
-          cmd__payload[79:64] = 16'h4000;
-          cmd__payload[96:80] = \$7 ;
-          cmd__payload[97] = 1'h0;
-        end
-      4'h6:
-          /* empty */;
-      4'h7:
-        begin
-          cmd__payload[63:0] = \$8 [63:0];
-          cmd__payload[79:64] = 16'h8000;
-          cmd__payload[96:80] = \$9 ;
-          cmd__payload[97] = 1'h0;
-        end
-      4'h8:
-          /* empty */;
-      4'h9:
-        begin
-          cmd__payload[63:0] = \$10 [63:0];
-          cmd__payload[79:64] = 16'h0000;
-          cmd__payload[96:80] = \$11 ;
-          cmd__payload[97] = 1'h1;
-        end
-      4'ha:
-          /* empty */;
-      4'hb:
-        begin
-          cmd__payload[63:0] = \$12 [63:0];
-          cmd__payload[79:64] = 16'h4000;
-          cmd__payload[96:80] = \$13 ;
-          cmd__payload[97] = 1'h1;
-        end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    start = 1'h0;
-    casez (kernel_state)
-      4'h0:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'h1:
-          start = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$67  = status_start_refused;
-    if (accept) begin
-      \$67  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3  = status_start_refused;
+    if (ap_ready) begin
+      \$3  = 1'h0;
     end else if (refused) begin
-      \$67  = 1'h1;
+      \$3  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$3  = 1'h0;
     end
   end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$68  = 1'h0;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$68  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$69  = 1'h0;
-    casez (kernel_state)
-      4'h0:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'he:
-          /* empty */;
-      4'hd:
-          \$69  = 1'h1;
-    endcase
-    if (rst) begin
-      \$69  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$70  = dma_cycles;
-    if (busy) begin
-      \$70  = \$29 [31:0];
-    end
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$70  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$70  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$71  = busy;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$71  = 1'h1;
-          end
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          /* empty */;
-      4'hb:
-          /* empty */;
-      4'hc:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'he:
-          /* empty */;
-      4'hd:
-          \$71  = 1'h0;
-    endcase
-    if (rst) begin
-      \$71  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$72  = dma_status_read_error;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$72  = 1'h0;
-          end
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (\done$198 ) begin
-            if (\error$199 ) begin
-              \$72  = 1'h1;
-            end
-          end
-      4'h5:
-          /* empty */;
-      4'h6:
-          if (\done$198 ) begin
-            if (\error$199 ) begin
-              \$72  = 1'h1;
-            end
-          end
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (\done$198 ) begin
-            if (\error$199 ) begin
-              \$72  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$72  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$73  = dma_status_write_error;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$73  = 1'h0;
-          end
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          if (\done$198 ) begin
-            if (\error$199 ) begin
-              \$73  = 1'h1;
-            end
-          end
-      4'hb:
-          /* empty */;
-      4'hc:
-          if (\done$198 ) begin
-            if (\error$199 ) begin
-              \$73  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$73  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = ptr;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$74  = { mem_ptr_hi, mem_ptr_lo, 6'h00 };
-          end
-    endcase
-    if (rst) begin
-      \$74  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = G;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$75  = 13'h0000;
-          end
-      4'h2:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else begin
-            \$75  = \$55 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$75  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = rem;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$76  = \num_trajectories$184 [13:0];
-          end
-      4'h2:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else begin
-            \$76  = \$56 [13:0];
-          end
-    endcase
-    if (rst) begin
-      \$76  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = rows;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$77  = 16'h0000;
-          end
-      4'h2:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else begin
-            \$77  = \$58 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$77  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = num_timesteps;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$78  = \num_timesteps$185 ;
-          end
-    endcase
-    if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = num_trajectories;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$79  = \num_trajectories$184 ;
-          end
-    endcase
-    if (rst) begin
-      \$79  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = gamma;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$80  = \gamma$186 ;
-          end
-    endcase
-    if (rst) begin
-      \$80  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = gamma_lambda;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$81  = \gamma_lambda$187 ;
-          end
-    endcase
-    if (rst) begin
-      \$81  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = reward_scale;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$82  = \reward_scale$188 ;
-          end
-    endcase
-    if (rst) begin
-      \$82  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = reward_offset;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$83  = \reward_offset$189 ;
-          end
-    endcase
-    if (rst) begin
-      \$83  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = value_scale;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$84  = \value_scale$190 ;
-          end
-    endcase
-    if (rst) begin
-      \$84  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = value_offset;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$85  = \value_offset$191 ;
-          end
-    endcase
-    if (rst) begin
-      \$85  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = adv_scale;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$86  = \adv_scale$192 ;
-          end
-    endcase
-    if (rst) begin
-      \$86  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = adv_offset;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$87  = \adv_offset$193 ;
-          end
-    endcase
-    if (rst) begin
-      \$87  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = rtg_scale;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$88  = \rtg_scale$194 ;
-          end
-    endcase
-    if (rst) begin
-      \$88  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = rtg_offset;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$89  = \rtg_offset$195 ;
-          end
-    endcase
-    if (rst) begin
-      \$89  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = skip;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            \$90  = \$40 ;
-          end
-      4'h2:
-          if (\$54 ) begin
-            \$90  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$90  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = kernel_state;
-    casez (kernel_state)
-      4'h0:
-          if (ap_start) begin
-            (* full_case = 32'd1 *)
-            if (\$51 ) begin
-              \$91  = 4'h1;
-            end else begin
-              \$91  = 4'h2;
-            end
-          end
-      4'h2:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-            \$91  = 4'h1;
-          end else begin
-            if (\$63 ) begin
-              \$91  = 4'h3;
-            end
-          end
-      4'h3:
-          if (cmd__ready) begin
-            \$91  = 4'h4;
-          end
-      4'h4:
-          if (\done$198 ) begin
-            \$91  = 4'h5;
-          end
-      4'h5:
-          if (cmd__ready) begin
-            \$91  = 4'h6;
-          end
-      4'h6:
-          if (\done$198 ) begin
-            \$91  = 4'h7;
-          end
-      4'h7:
-          if (cmd__ready) begin
-            \$91  = 4'h8;
-          end
-      4'h8:
-          if (\done$198 ) begin
-            \$91  = 4'h1;
-          end
-      4'h9:
-          if (cmd__ready) begin
-            \$91  = 4'ha;
-          end
-      4'ha:
-          if (\done$198 ) begin
-            \$91  = 4'hb;
-          end
-      4'hb:
-          if (cmd__ready) begin
-            \$91  = 4'hc;
-          end
-      4'hc:
-          if (\done$198 ) begin
-            \$91  = 4'hd;
-          end
-      4'h1:
-          \$91  = 4'he;
-      4'he:
-          if (\done$200 ) begin
-            (* full_case = 32'd1 *)
-            if (\$66 ) begin
-              \$91  = 4'h9;
-            end else begin
-              \$91  = 4'hd;
-            end
-          end
-      4'hd:
-          \$91  = 4'h0;
-    endcase
-    if (rst) begin
-      \$91  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$92  = tg;
-    casez (kernel_state)
-      4'h0:
-          /* empty */;
-      4'h2:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else begin
-            \$92  = \$62 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$92  = 16'h0000;
-    end
-  end
-  assign clk = ap_clk;
-  assign \s_axi_control_awaddr$51  = s_axi_control_awaddr;
-  assign \s_axi_control_awvalid$52  = s_axi_control_awvalid;
-  assign \s_axi_control_awready$53  = s_axi_control_awready;
-  assign \s_axi_control_wdata$54  = s_axi_control_wdata;
-  assign \s_axi_control_wstrb$55  = s_axi_control_wstrb;
-  assign \s_axi_control_wvalid$56  = s_axi_control_wvalid;
-  assign \s_axi_control_wready$57  = s_axi_control_wready;
-  assign \s_axi_control_bresp$58  = s_axi_control_bresp;
-  assign \s_axi_control_bvalid$59  = s_axi_control_bvalid;
-  assign \s_axi_control_bready$60  = s_axi_control_bready;
-  assign \s_axi_control_araddr$61  = s_axi_control_araddr;
-  assign \s_axi_control_arvalid$62  = s_axi_control_arvalid;
-  assign \s_axi_control_arready$63  = s_axi_control_arready;
-  assign \s_axi_control_rdata$64  = s_axi_control_rdata;
-  assign \s_axi_control_rresp$65  = s_axi_control_rresp;
-  assign \s_axi_control_rvalid$66  = s_axi_control_rvalid;
-  assign \s_axi_control_rready$67  = s_axi_control_rready;
-  assign \m_axi_gmem_awid$68  = 1'h0;
-  assign \m_axi_gmem_awaddr$69  = m_axi_gmem_awaddr;
-  assign \m_axi_gmem_awlen$70  = m_axi_gmem_awlen;
-  assign \m_axi_gmem_awsize$71  = 3'h6;
-  assign \m_axi_gmem_awburst$72  = 2'h1;
-  assign \m_axi_gmem_awvalid$73  = m_axi_gmem_awvalid;
-  assign \m_axi_gmem_awready$74  = m_axi_gmem_awready;
-  assign \m_axi_gmem_wdata$75  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$76  = { \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , 16'hffff };
-  assign \m_axi_gmem_wlast$77  = m_axi_gmem_wlast;
-  assign \m_axi_gmem_wvalid$78  = m_axi_gmem_wvalid;
-  assign \m_axi_gmem_wready$79  = m_axi_gmem_wready;
-  assign \m_axi_gmem_bid$80  = m_axi_gmem_bid;
-  assign \m_axi_gmem_bresp$81  = m_axi_gmem_bresp;
-  assign \m_axi_gmem_bvalid$82  = m_axi_gmem_bvalid;
-  assign \m_axi_gmem_bready$83  = 1'h1;
-  assign \m_axi_gmem_arid$84  = 1'h0;
-  assign \m_axi_gmem_araddr$85  = m_axi_gmem_awaddr;
-  assign \m_axi_gmem_arlen$86  = m_axi_gmem_awlen;
-  assign \m_axi_gmem_arsize$87  = 3'h6;
-  assign \m_axi_gmem_arburst$88  = 2'h1;
-  assign \m_axi_gmem_arvalid$89  = m_axi_gmem_arvalid;
-  assign \m_axi_gmem_arready$90  = m_axi_gmem_arready;
-  assign \m_axi_gmem_rid$91  = m_axi_gmem_rid;
-  assign \m_axi_gmem_rdata$92  = m_axi_gmem_rdata;
-  assign \m_axi_gmem_rresp$93  = m_axi_gmem_rresp;
-  assign \m_axi_gmem_rlast$94  = m_axi_gmem_rlast;
-  assign \m_axi_gmem_rvalid$95  = m_axi_gmem_rvalid;
-  assign \m_axi_gmem_rready$96  = m_axi_gmem_rready;
-  assign arg_num_timesteps = num_timesteps;
-  assign arg_num_trajectories = num_trajectories;
-  assign arg_gamma = gamma;
-  assign arg_gamma_lambda = gamma_lambda;
-  assign arg_reward_scale = reward_scale;
-  assign arg_reward_offset = reward_offset;
-  assign arg_value_scale = value_scale;
-  assign arg_value_offset = value_offset;
-  assign arg_adv_scale = adv_scale;
-  assign arg_adv_offset = adv_offset;
-  assign arg_rtg_scale = rtg_scale;
-  assign arg_rtg_offset = rtg_offset;
-  assign \interrupt$125  = interrupt;
+  assign \s_axi_control_awaddr$1  = s_axi_control_awaddr;
+  assign \s_axi_control_awvalid$3  = s_axi_control_awvalid;
+  assign \s_axi_control_awready$5  = s_axi_control_awready;
+  assign \s_axi_control_wdata$7  = s_axi_control_wdata;
+  assign \s_axi_control_wstrb$9  = s_axi_control_wstrb;
+  assign \s_axi_control_wvalid$11  = s_axi_control_wvalid;
+  assign \s_axi_control_wready$13  = s_axi_control_wready;
+  assign \s_axi_control_bresp$15  = s_axi_control_bresp;
+  assign \s_axi_control_bvalid$17  = s_axi_control_bvalid;
+  assign \s_axi_control_bready$19  = s_axi_control_bready;
+  assign \s_axi_control_araddr$21  = s_axi_control_araddr;
+  assign \s_axi_control_arvalid$23  = s_axi_control_arvalid;
+  assign \s_axi_control_arready$25  = s_axi_control_arready;
+  assign \s_axi_control_rdata$27  = s_axi_control_rdata;
+  assign \s_axi_control_rresp$29  = s_axi_control_rresp;
+  assign \s_axi_control_rvalid$31  = s_axi_control_rvalid;
+  assign \s_axi_control_rready$33  = s_axi_control_rready;
+  assign \interrupt$37  = interrupt;
   assign ap_start_refuse = refused;
+  assign ap_start = start;
+  assign ready = ap_ready;
   assign done = ap_done;
+  assign \adv_offset$49  = adv_offset;
+  assign \adv_scale$51  = adv_scale;
+  assign \gamma$53  = gamma;
+  assign \gamma_lambda$55  = gamma_lambda;
+  assign \num_timesteps$57  = num_timesteps;
+  assign \num_trajectories$59  = num_trajectories;
+  assign \reward_offset$61  = reward_offset;
+  assign \reward_scale$63  = reward_scale;
+  assign \rtg_offset$65  = rtg_offset;
+  assign \rtg_scale$67  = rtg_scale;
+  assign \value_offset$69  = value_offset;
+  assign \value_scale$71  = value_scale;
+  assign \status_dequant_overflow$73  = status_dequant_overflow;
+  assign \status_pe_overflow$75  = status_pe_overflow;
+  assign \status_requant_overflow$77  = status_requant_overflow;
   assign error = status_error;
-  assign dequant_overflow = status_dequant_overflow;
-  assign pe_overflow = status_pe_overflow;
-  assign requant_overflow = status_requant_overflow;
   assign start_refused = status_start_refused;
-  assign \cycles$150  = cycles;
-  assign \$signal  = dma_status_read_error;
-  assign write_error = dma_status_write_error;
-  assign kcycles = dma_cycles;
-  assign hw_n_pe = 32'd8;
-  assign hw_depth = 32'd8200;
-  assign hw_format_data_width = 8'h20;
-  assign hw_format_data_frac = 8'h10;
-  assign hw_format_coef_width = 8'h11;
-  assign hw_format_code_bits = 8'h08;
-  assign hw_mode_k = 5'h02;
-  assign hw_mode_interleaved = 1'h0;
-  assign hw_mode_full_results = 1'h0;
-  assign hw_mode_reg_width = 8'h20;
-  assign hw_mode_reg_frac = 8'h10;
-  assign hw_mode_axi_bytes = 8'h10;
-  assign mem_addr = host_addr;
-  assign mem_re = host_re;
-  assign mem_we = host_we;
-  assign mem_wdata = host_wdata;
-  assign host_rdata = mem_rdata;
-  assign m_axi_gmem_awid = 1'h0;
-  assign m_axi_gmem_awsize = 3'h6;
-  assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$95 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$94 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , \$93 , 16'hffff };
-  assign m_axi_gmem_bready = 1'h1;
-  assign m_axi_gmem_arid = 1'h0;
-  assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
-  assign m_axi_gmem_arlen = m_axi_gmem_awlen;
-  assign m_axi_gmem_arsize = 3'h6;
-  assign m_axi_gmem_arburst = 2'h1;
-  assign \cmd__payload.dev_addr  = cmd__payload[63:0];
-  assign \cmd__payload.mem_addr  = cmd__payload[79:64];
-  assign \cmd__payload.words  = cmd__payload[96:80];
-  assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$5  = { 1'h0, tg };
-  assign \$7  = { 1'h0, rows };
-  assign \$9  = { 1'h0, tg };
-  assign \$11  = { 1'h0, tg };
-  assign \$13  = { 1'h0, tg };
+  assign \cycles$83  = cycles;
+  assign \host_addr$85  = host_addr;
+  assign \host_enable$87  = host_enable;
+  assign \host_rdata$89  = host_rdata;
+  assign \host_re$91  = host_re;
+  assign \host_wdata$93  = host_wdata;
+  assign \host_we$95  = host_we;
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_trajectories, \gamma$238 , \gamma_lambda$239 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, host_addr, host_rdata, cycles, done
-, error, dequant_overflow, requant_overflow, pe_overflow, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num_timesteps, num_trajectories, \gamma$238 , \gamma_lambda$239 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_rdata, cycles, ready, done
+, error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, host_wdata, host_addr, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire [16:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -2036,6 +1655,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   reg [31:0] boot0_5 = 32'd0;
   reg [31:0] boot0_6 = 32'd0;
   reg [31:0] boot0_7 = 32'd0;
+  output busy;
   reg busy = 1'h0;
   (* init = 1'h0 *)
   wire \busy$1 ;
@@ -2094,8 +1714,6 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   wire [31:0] deq_v7;
   wire [40:0] deq_v7_full;
   wire deq_v7_ovf;
-  output dequant_overflow;
-  reg dequant_overflow = 1'h0;
   output done;
   reg done = 1'h0;
   reg [3:0] drain = 4'h0;
@@ -2152,6 +1770,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   wire [15:0] host_en_dones;
   wire [15:0] host_en_rewards;
   wire [15:0] host_en_values;
+  output host_enable;
   wire host_enable;
   output [127:0] host_rdata;
   reg [127:0] host_rdata;
@@ -2301,13 +1920,10 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   wire \o__ready$154 ;
   wire o__valid;
   wire pe_in_valid;
-  output pe_overflow;
-  reg pe_overflow = 1'h0;
   wire [15:0] rd_addr;
+  output ready;
   reg ready = 1'h0;
   reg [13:0] rem = 14'h0000;
-  output requant_overflow;
-  reg requant_overflow = 1'h0;
   input [31:0] reward_offset;
   wire [31:0] reward_offset;
   input [31:0] reward_scale;
@@ -2359,6 +1975,12 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   reg settle = 1'h0;
   input start;
   wire start;
+  output status_dequant_overflow;
+  reg status_dequant_overflow = 1'h0;
+  output status_pe_overflow;
+  reg status_pe_overflow = 1'h0;
+  output status_requant_overflow;
+  reg status_requant_overflow = 1'h0;
   reg [14:0] t = 15'h0000;
   input [31:0] value_offset;
   wire [31:0] value_offset;
@@ -2784,11 +2406,11 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   always @(posedge clk)
     any_pe_ovf <= \$602 ;
   always @(posedge clk)
-    dequant_overflow <= \$603 ;
+    status_dequant_overflow <= \$603 ;
   always @(posedge clk)
-    requant_overflow <= \$604 ;
+    status_requant_overflow <= \$604 ;
   always @(posedge clk)
-    pe_overflow <= \$605 ;
+    status_pe_overflow <= \$605 ;
   assign host_enable = ~ busy;
   assign \$1  = row_base + grp_base;
   assign \$2  = \$1  + lane;
@@ -3158,7 +2780,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   assign \$357  = $signed(\$151 [65:32]) < $signed(8'h81);
   assign \$358  = \$357  ? 9'h181 : { 1'h0, \$151 [39:32] };
   assign \$359  = \$356  ? 9'h07f : \$358 ;
-  \gae_kernel_n8.core.pe0  pe0 (
+  \gae_kernel_n8.accel.core.pe0  pe0 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3168,7 +2790,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o_valid(o__valid),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe1  pe1 (
+  \gae_kernel_n8.accel.core.pe1  pe1 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3177,7 +2799,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o__payload(\o__payload$165 ),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe2  pe2 (
+  \gae_kernel_n8.accel.core.pe2  pe2 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3186,7 +2808,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o__payload(\o__payload$168 ),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe3  pe3 (
+  \gae_kernel_n8.accel.core.pe3  pe3 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3195,7 +2817,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o__payload(\o__payload$171 ),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe4  pe4 (
+  \gae_kernel_n8.accel.core.pe4  pe4 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3204,7 +2826,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o__payload(\o__payload$174 ),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe5  pe5 (
+  \gae_kernel_n8.accel.core.pe5  pe5 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3213,7 +2835,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o__payload(\o__payload$177 ),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe6  pe6 (
+  \gae_kernel_n8.accel.core.pe6  pe6 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3222,7 +2844,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .o__payload(\o__payload$180 ),
     .rst(rst)
   );
-  \gae_kernel_n8.core.pe7  pe7 (
+  \gae_kernel_n8.accel.core.pe7  pe7 (
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
@@ -3232,7 +2854,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     .rst(rst)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     issue = 1'h0;
     casez (ctrl_state)
       3'h0:
@@ -3246,7 +2868,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr  = \$2 [13:0];
@@ -3255,7 +2877,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en  = issue;
@@ -3264,7 +2886,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$23  = \$2 [13:0];
@@ -3273,7 +2895,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$24  = issue;
@@ -3282,7 +2904,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$25  = \$2 [13:0];
@@ -3291,7 +2913,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$26  = issue;
@@ -3300,7 +2922,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     host_rdata = 128'h00000000000000000000000000000000;
     casez (h_region_q)
       2'h0:
@@ -3312,7 +2934,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$199  = w_addr;
@@ -3321,7 +2943,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__data$201  = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
@@ -3330,7 +2952,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$202  = { \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195 , \$193  };
@@ -3339,7 +2961,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$215  = w_addr;
@@ -3348,7 +2970,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__data$216  = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
@@ -3357,7 +2979,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$217  = { \$229 , \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215  };
@@ -3366,7 +2988,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$219  = w_addr;
@@ -3375,7 +2997,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__data$220  = 8'h00;
@@ -3384,7 +3006,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$221  = 1'h0;
@@ -3393,7 +3015,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$512  = cycles;
     if (busy) begin
       \$512  = \$247 [31:0];
@@ -3409,7 +3031,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$513  = settle;
     if (\$248 ) begin
       \$513  = \$249 [0];
@@ -3425,7 +3047,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$514  = 1'h0;
     casez (ctrl_state)
       3'h0:
@@ -3438,7 +3060,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$515  = 1'h0;
     casez (ctrl_state)
       3'h0:
@@ -3471,7 +3093,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$516  = error;
     casez (ctrl_state)
       3'h0:
@@ -3497,7 +3119,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$517  = arg_num_timesteps;
     casez (ctrl_state)
       3'h0:
@@ -3510,7 +3132,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$518  = arg_num_trajectories;
     casez (ctrl_state)
       3'h0:
@@ -3523,7 +3145,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$519  = gamma;
     casez (ctrl_state)
       3'h0:
@@ -3536,7 +3158,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$520  = gamma_lambda;
     casez (ctrl_state)
       3'h0:
@@ -3549,7 +3171,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$521  = arg_reward_scale;
     casez (ctrl_state)
       3'h0:
@@ -3562,7 +3184,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$522  = arg_reward_offset;
     casez (ctrl_state)
       3'h0:
@@ -3575,7 +3197,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$523  = arg_value_scale;
     casez (ctrl_state)
       3'h0:
@@ -3588,7 +3210,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$524  = arg_value_offset;
     casez (ctrl_state)
       3'h0:
@@ -3601,7 +3223,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$525  = arg_adv_scale;
     casez (ctrl_state)
       3'h0:
@@ -3614,7 +3236,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$526  = arg_adv_offset;
     casez (ctrl_state)
       3'h0:
@@ -3627,7 +3249,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$527  = arg_rtg_scale;
     casez (ctrl_state)
       3'h0:
@@ -3640,7 +3262,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$528  = arg_rtg_offset;
     casez (ctrl_state)
       3'h0:
@@ -3653,7 +3275,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$529  = T;
     casez (ctrl_state)
       3'h0:
@@ -3666,7 +3288,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$530  = rem;
     casez (ctrl_state)
       3'h0:
@@ -3685,7 +3307,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$531  = G;
     casez (ctrl_state)
       3'h0:
@@ -3704,7 +3326,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$532  = rows;
     casez (ctrl_state)
       3'h0:
@@ -3723,7 +3345,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$533  = busy;
     casez (ctrl_state)
       3'h0:
@@ -3755,7 +3377,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$534  = ctrl_state;
     casez (ctrl_state)
       3'h0:
@@ -3801,7 +3423,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$535  = last_lanes;
     casez (ctrl_state)
       3'h0:
@@ -3820,7 +3442,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$536  = row_base;
     casez (ctrl_state)
       3'h0:
@@ -3850,7 +3472,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$537  = grp_base;
     casez (ctrl_state)
       3'h0:
@@ -3876,7 +3498,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$538  = lane;
     casez (ctrl_state)
       3'h0:
@@ -3898,7 +3520,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$539  = boot;
     casez (ctrl_state)
       3'h0:
@@ -3925,7 +3547,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$540  = t;
     casez (ctrl_state)
       3'h0:
@@ -3955,7 +3577,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$541  = drain;
     casez (ctrl_state)
       3'h0:
@@ -3981,231 +3603,231 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$542  = host_addr[15:14];
     if (rst) begin
       \$542  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$543  = host_addr[13:0];
     if (rst) begin
       \$543  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$544  = issue;
     if (rst) begin
       \$544  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$545  = boot;
     if (rst) begin
       \$545  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$546  = \$284 ;
     if (rst) begin
       \$546  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$547  = lane;
     if (rst) begin
       \$547  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$548  = \$2 [15:0];
     if (rst) begin
       \$548  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$549  = nvalid;
     if (rst) begin
       \$549  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$550  = \$signal$255 ;
     if (rst) begin
       \$550  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$551  = \$signal$256 ;
     if (rst) begin
       \$551  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$552  = \$signal$257 ;
     if (rst) begin
       \$552  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$553  = \$like ;
     if (rst) begin
       \$553  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$554  = \$signal$259 ;
     if (rst) begin
       \$554  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$555  = s1_nvalid;
     if (rst) begin
       \$555  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$556  = \$21 [31:0];
     if (rst) begin
       \$556  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$557  = \$28 [31:0];
     if (rst) begin
       \$557  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$558  = \$35 [31:0];
     if (rst) begin
       \$558  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$559  = \$42 [31:0];
     if (rst) begin
       \$559  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$560  = \$49 [31:0];
     if (rst) begin
       \$560  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$561  = \$56 [31:0];
     if (rst) begin
       \$561  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$562  = \$63 [31:0];
     if (rst) begin
       \$562  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$563  = \$70 [31:0];
     if (rst) begin
       \$563  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$564  = \$77 [31:0];
     if (rst) begin
       \$564  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$565  = \$84 [31:0];
     if (rst) begin
       \$565  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$566  = \$91 [31:0];
     if (rst) begin
       \$566  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$567  = \$98 [31:0];
     if (rst) begin
       \$567  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$568  = \$105 [31:0];
     if (rst) begin
       \$568  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$569  = \$112 [31:0];
     if (rst) begin
       \$569  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$570  = \$119 [31:0];
     if (rst) begin
       \$570  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$571  = \$126 [31:0];
     if (rst) begin
       \$571  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$572  = \$signature__data$31 ;
     if (rst) begin
       \$572  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$573  = \$333 ;
     if (rst) begin
       \$573  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$574  = boot0_0;
     if (\$335 ) begin
       \$574  = s2_v0;
@@ -4215,7 +3837,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$575  = boot0_1;
     if (\$335 ) begin
       \$575  = s2_v1;
@@ -4225,7 +3847,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$576  = boot0_2;
     if (\$335 ) begin
       \$576  = s2_v2;
@@ -4235,7 +3857,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$577  = boot0_3;
     if (\$335 ) begin
       \$577  = s2_v3;
@@ -4245,7 +3867,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$578  = boot0_4;
     if (\$335 ) begin
       \$578  = s2_v4;
@@ -4255,7 +3877,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$579  = boot0_5;
     if (\$335 ) begin
       \$579  = s2_v5;
@@ -4265,7 +3887,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$580  = boot0_6;
     if (\$335 ) begin
       \$580  = s2_v6;
@@ -4275,7 +3897,7 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$581  = boot0_7;
     if (\$335 ) begin
       \$581  = s2_v7;
@@ -4285,155 +3907,155 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$582  = o__valid;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$583  = o__payload[78:65];
     if (rst) begin
       \$583  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$584  = o__payload[84:81];
     if (rst) begin
       \$584  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$585  = \$339 [7:0];
     if (rst) begin
       \$585  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$586  = \$343 [7:0];
     if (rst) begin
       \$586  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$587  = \$347 [7:0];
     if (rst) begin
       \$587  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$588  = \$351 [7:0];
     if (rst) begin
       \$588  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$589  = \$355 [7:0];
     if (rst) begin
       \$589  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$590  = \$359 [7:0];
     if (rst) begin
       \$590  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$591  = \$363 [7:0];
     if (rst) begin
       \$591  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$592  = \$367 [7:0];
     if (rst) begin
       \$592  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$593  = \$371 [7:0];
     if (rst) begin
       \$593  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$594  = \$375 [7:0];
     if (rst) begin
       \$594  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$595  = \$379 [7:0];
     if (rst) begin
       \$595  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$596  = \$383 [7:0];
     if (rst) begin
       \$596  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$597  = \$387 [7:0];
     if (rst) begin
       \$597  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$598  = \$391 [7:0];
     if (rst) begin
       \$598  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$599  = \$395 [7:0];
     if (rst) begin
       \$599  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$600  = \$399 [7:0];
     if (rst) begin
       \$600  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$601  = \$480 ;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$602  = \$505 ;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$603  = dequant_overflow;
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$603  = status_dequant_overflow;
     if (\$507 ) begin
       \$603  = 1'h0;
     end else if (any_deq_ovf) begin
@@ -4444,8 +4066,8 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$604  = requant_overflow;
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$604  = status_requant_overflow;
     if (\$509 ) begin
       \$604  = 1'h0;
     end else if (any_req_ovf) begin
@@ -4456,8 +4078,8 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$605  = pe_overflow;
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$605  = status_pe_overflow;
     if (\$511 ) begin
       \$605  = 1'h0;
     end else if (any_pe_ovf) begin
@@ -4545,9 +4167,9 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
   assign wen_values = { \$229 , \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215  };
   assign host_en_values = \$235 [15:0];
   assign host_en_dones = \$241 [15:0];
-  assign flag_dequant_overflow = dequant_overflow;
-  assign flag_requant_overflow = requant_overflow;
-  assign flag_pe_overflow = pe_overflow;
+  assign flag_dequant_overflow = status_dequant_overflow;
+  assign flag_requant_overflow = status_requant_overflow;
+  assign flag_pe_overflow = status_pe_overflow;
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -4730,8 +4352,8 @@ module \gae_kernel_n8.core (rst, host_re, host_we, start, num_timesteps, num_tra
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, o_valid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, o_valid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -5087,832 +4709,6 @@ module \gae_kernel_n8.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, 
   assign \$1  = ~ o2[0];
   assign \$2  = $signed(s1_prod) + $signed(17'h08000);
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    (* full_case = 32'd1 *)
-    casez (s4[58])
-      1'h0:
-          \$15  = a_lane0;
-      1'h1:
-          \$15  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$60  = gamma;
-    if (rst) begin
-      \$60  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$61  = gamma_lambda;
-    if (rst) begin
-      \$61  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
-    end
-    if (rst) begin
-      \$62  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$63  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$64  = s0;
-    if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
-    end
-    if (rst) begin
-      \$64  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$65  = s0_reward;
-    if (en) begin
-      \$65  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$65  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$66  = s0_vnext;
-    if (en) begin
-      \$66  = \$37 ;
-    end
-    if (rst) begin
-      \$66  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$67  = s0_done;
-    if (en) begin
-      \$67  = i__payload[96];
-    end
-    if (rst) begin
-      \$67  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$68  = s0_first;
-    if (en) begin
-      \$68  = i__payload[97];
-    end
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$69  = s1;
-    if (en) begin
-      \$69  = s0;
-    end
-    if (rst) begin
-      \$69  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$70  = s1_prod;
-    if (en) begin
-      \$70  = { \$39 [48], \$39  };
-    end
-    if (rst) begin
-      \$70  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$71  = s1_reward;
-    if (en) begin
-      \$71  = s0_reward;
-    end
-    if (rst) begin
-      \$71  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$72  = s1_brk;
-    if (en) begin
-      \$72  = \$40 ;
-    end
-    if (rst) begin
-      \$72  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$73  = s2;
-    if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$73  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$74  = s2_delta;
-    if (en) begin
-      \$74  = \$9 [31:0];
-    end
-    if (rst) begin
-      \$74  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$75  = s2_brk;
-    if (en) begin
-      \$75  = s1_brk;
-    end
-    if (rst) begin
-      \$75  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$79  = s3;
-    if (en) begin
-      \$79  = s2;
-    end
-    if (rst) begin
-      \$79  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$80  = s3_delta;
-    if (en) begin
-      \$80  = s2_delta;
-    end
-    if (rst) begin
-      \$80  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$81  = s3_p;
-    if (en) begin
-      \$81  = \$44 ;
-    end
-    if (rst) begin
-      \$81  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$82  = s3_term1;
-    if (en) begin
-      \$82  = { \$47 [48], \$47  };
-    end
-    if (rst) begin
-      \$82  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$83  = s4;
-    if (en) begin
-      \$83  = s3;
-    end
-    if (rst) begin
-      \$83  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$84  = s4_g;
-    if (en) begin
-      \$84  = \$49 [52:0];
-    end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$85  = s4_p;
-    if (en) begin
-      \$85  = s3_p;
-    end
-    if (rst) begin
-      \$85  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$86  = loop1;
-    if (en) begin
-      \$86  = s4;
-    end
-    if (rst) begin
-      \$86  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$87  = loop1_g;
-    if (en) begin
-      \$87  = s4_g;
-    end
-    if (rst) begin
-      \$87  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$88  = loop1_prod;
-    if (en) begin
-      \$88  = { \$16 [48], \$16  };
-    end
-    if (rst) begin
-      \$88  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
-    if (rst) begin
-      \$89  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
-    if (rst) begin
-      \$90  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$91  = o1;
-    if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
-    end
-    if (rst) begin
-      \$91  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$92  = o1_adv;
-    if (en) begin
-      \$92  = \$24 [31:0];
-    end
-    if (rst) begin
-      \$92  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$93  = o2;
-    if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
-    end
-    if (rst) begin
-      \$93  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$94  = o2_adv;
-    if (en) begin
-      \$94  = o1_adv;
-    end
-    if (rst) begin
-      \$94  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$95  = o2_rtg;
-    if (en) begin
-      \$95  = \$30 [31:0];
-    end
-    if (rst) begin
-      \$95  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
-    end
-    if (rst) begin
-      \$96  = 1'h0;
-    end
-  end
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
-  assign clear = 1'h0;
-  assign o_valid = o2[0];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
-  assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
-  wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [38:0] adv_full;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [36:0] delta_full;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
-  wire pow2_next_ovf;
-  wire [49:0] prod;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  wire [32:0] rtg_full;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
-  reg [16:0] s4_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
-  always @(posedge clk)
-    gamma_q <= \$60 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
-  always @(posedge clk)
-    lane_in <= \$62 ;
-  always @(posedge clk)
-    vprev0 <= \$63 ;
-  always @(posedge clk)
-    s0 <= \$64 ;
-  always @(posedge clk)
-    s0_reward <= \$65 ;
-  always @(posedge clk)
-    s0_vnext <= \$66 ;
-  always @(posedge clk)
-    s0_done <= \$67 ;
-  always @(posedge clk)
-    s0_first <= \$68 ;
-  always @(posedge clk)
-    s1 <= \$69 ;
-  always @(posedge clk)
-    s1_prod <= \$70 ;
-  always @(posedge clk)
-    s1_reward <= \$71 ;
-  always @(posedge clk)
-    s1_brk <= \$72 ;
-  always @(posedge clk)
-    s2 <= \$73 ;
-  always @(posedge clk)
-    s2_delta <= \$74 ;
-  always @(posedge clk)
-    s2_brk <= \$75 ;
-  always @(posedge clk)
-    pow2 <= \$76 ;
-  always @(posedge clk)
-    hist1 <= \$77 ;
-  always @(posedge clk)
-    hbrk1 <= \$78 ;
-  always @(posedge clk)
-    s3 <= \$79 ;
-  always @(posedge clk)
-    s3_delta <= \$80 ;
-  always @(posedge clk)
-    s3_p <= \$81 ;
-  always @(posedge clk)
-    s3_term1 <= \$82 ;
-  always @(posedge clk)
-    s4 <= \$83 ;
-  always @(posedge clk)
-    s4_g <= \$84 ;
-  always @(posedge clk)
-    s4_p <= \$85 ;
-  always @(posedge clk)
-    loop1 <= \$86 ;
-  always @(posedge clk)
-    loop1_g <= \$87 ;
-  always @(posedge clk)
-    loop1_prod <= \$88 ;
-  always @(posedge clk)
-    a_lane0 <= \$89 ;
-  always @(posedge clk)
-    a_lane1 <= \$90 ;
-  always @(posedge clk)
-    o1 <= \$91 ;
-  always @(posedge clk)
-    o1_adv <= \$92 ;
-  always @(posedge clk)
-    o2 <= \$93 ;
-  always @(posedge clk)
-    o2_adv <= \$94 ;
-  always @(posedge clk)
-    o2_rtg <= \$95 ;
-  always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
-  always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (s4[58])
@@ -6291,7 +5087,6 @@ module \gae_kernel_n8.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, 
       \$96  = 1'h0;
     end
   end
-  assign o_valid = o2[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
   assign delta = \$9 [31:0];
@@ -6302,6 +5097,7 @@ module \gae_kernel_n8.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, 
   assign rtg = \$30 [31:0];
   assign o__valid = o2[0];
   assign clear = 1'h0;
+  assign o_valid = o2[0];
   assign \s1.valid  = s1[0];
   assign \s1.value  = s1[32:1];
   assign \s1.overflow  = s1[33];
@@ -6383,7 +5179,7 @@ module \gae_kernel_n8.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
+module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
@@ -7209,7 +6005,7 @@ module \gae_kernel_n8.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
+module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
@@ -8035,7 +6831,7 @@ module \gae_kernel_n8.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
+module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
@@ -8861,7 +7657,7 @@ module \gae_kernel_n8.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
+module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
@@ -9687,7 +8483,7 @@ module \gae_kernel_n8.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
+module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
@@ -10513,7 +9309,7 @@ module \gae_kernel_n8.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
+module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire [33:0] \$10 ;
@@ -11339,10 +10135,836 @@ module \gae_kernel_n8.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, ap_ready, ap_done, dma_cycles, dma_status_read_error
-, dma_status_write_error, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, mem_ptr_lo, mem_ptr_hi
-, s_axi_control_rdata, s_axi_control_rresp, cycles, status_error, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
+module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire [33:0] \$10 ;
+  wire [34:0] \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire [16:0] \$14 ;
+  reg [31:0] \$15 ;
+  wire [48:0] \$16 ;
+  wire [53:0] \$17 ;
+  wire [54:0] \$18 ;
+  wire \$19 ;
+  wire [50:0] \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire [32:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire [32:0] \$29 ;
+  wire [35:0] \$3 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [1:0] \$33 ;
+  wire [1:0] \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire [31:0] \$37 ;
+  wire [16:0] \$38 ;
+  wire [48:0] \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire [16:0] \$44 ;
+  wire \$45 ;
+  wire [16:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [62:0] \$48 ;
+  wire [63:0] \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  reg [16:0] \$60 ;
+  reg [16:0] \$61 ;
+  reg \$62 ;
+  reg [31:0] \$63 ;
+  reg [58:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  reg [58:0] \$69 ;
+  wire \$7 ;
+  reg [49:0] \$70 ;
+  reg [31:0] \$71 ;
+  reg \$72 ;
+  reg [58:0] \$73 ;
+  reg [31:0] \$74 ;
+  reg \$75 ;
+  reg [16:0] \$76 ;
+  reg [31:0] \$77 ;
+  reg \$78 ;
+  reg [58:0] \$79 ;
+  wire [32:0] \$8 ;
+  reg [31:0] \$80 ;
+  reg [16:0] \$81 ;
+  reg [49:0] \$82 ;
+  reg [58:0] \$83 ;
+  reg [52:0] \$84 ;
+  reg [16:0] \$85 ;
+  reg [58:0] \$86 ;
+  reg [52:0] \$87 ;
+  reg [49:0] \$88 ;
+  reg [31:0] \$89 ;
+  wire [32:0] \$9 ;
+  reg [31:0] \$90 ;
+  reg [58:0] \$91 ;
+  reg [31:0] \$92 ;
+  reg [58:0] \$93 ;
+  reg [31:0] \$94 ;
+  reg [31:0] \$95 ;
+  reg \$96 ;
+  reg [31:0] a_lane0 = 32'd0;
+  reg [31:0] a_lane1 = 32'd0;
+  wire [31:0] adv;
+  wire [38:0] adv_full;
+  wire adv_ovf;
+  wire clear;
+  input clk;
+  wire clk;
+  wire [31:0] delta;
+  wire [36:0] delta_full;
+  wire delta_ovf;
+  wire en;
+  input [16:0] gamma;
+  wire [16:0] gamma;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
+  reg [16:0] gamma_lambda_q = 17'h00000;
+  reg [16:0] gamma_q = 17'h00000;
+  reg hbrk1 = 1'h0;
+  reg [31:0] hist1 = 32'd0;
+  input [121:0] i__payload;
+  wire [121:0] i__payload;
+  wire [31:0] \i__payload.bootstrap ;
+  wire \i__payload.done ;
+  wire \i__payload.first ;
+  wire [31:0] \i__payload.reward ;
+  wire [15:0] \i__payload.timestep ;
+  wire [7:0] \i__payload.trajectory ;
+  wire [31:0] \i__payload.value ;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  reg lane_in = 1'h0;
+  reg [58:0] loop1 = 59'h000000000000000;
+  wire \loop1.lane ;
+  wire \loop1.overflow ;
+  wire [15:0] \loop1.timestep ;
+  wire [7:0] \loop1.trajectory ;
+  wire \loop1.valid ;
+  wire [31:0] \loop1.value ;
+  reg [52:0] loop1_g = 53'h00000000000000;
+  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] o1 = 59'h000000000000000;
+  wire \o1.lane ;
+  wire \o1.overflow ;
+  wire [15:0] \o1.timestep ;
+  wire [7:0] \o1.trajectory ;
+  wire \o1.valid ;
+  wire [31:0] \o1.value ;
+  reg [31:0] o1_adv = 32'd0;
+  reg [58:0] o2 = 59'h000000000000000;
+  wire \o2.lane ;
+  wire \o2.overflow ;
+  wire [15:0] \o2.timestep ;
+  wire [7:0] \o2.trajectory ;
+  wire \o2.valid ;
+  wire [31:0] \o2.value ;
+  reg [31:0] o2_adv = 32'd0;
+  reg [31:0] o2_rtg = 32'd0;
+  output [88:0] o__payload;
+  wire [88:0] o__payload;
+  wire [31:0] \o__payload.advantage ;
+  wire \o__payload.overflow ;
+  wire [31:0] \o__payload.rtg ;
+  wire [15:0] \o__payload.timestep ;
+  wire [7:0] \o__payload.trajectory ;
+  wire o__ready;
+  wire o__valid;
+  wire o_valid;
+  reg overflow = 1'h0;
+  reg [16:0] pow2 = 17'h00000;
+  wire [16:0] pow2_next;
+  wire [18:0] pow2_next_full;
+  wire pow2_next_ovf;
+  wire [49:0] prod;
+  input rst;
+  wire rst;
+  wire [31:0] rtg;
+  wire [32:0] rtg_full;
+  wire rtg_ovf;
+  reg [58:0] s0 = 59'h000000000000000;
+  wire \s0.lane ;
+  wire \s0.overflow ;
+  wire [15:0] \s0.timestep ;
+  wire [7:0] \s0.trajectory ;
+  wire \s0.valid ;
+  wire [31:0] \s0.value ;
+  reg s0_done = 1'h0;
+  reg s0_first = 1'h0;
+  reg [31:0] s0_reward = 32'd0;
+  reg [31:0] s0_vnext = 32'd0;
+  reg [58:0] s1 = 59'h000000000000000;
+  wire \s1.lane ;
+  wire \s1.overflow ;
+  wire [15:0] \s1.timestep ;
+  wire [7:0] \s1.trajectory ;
+  wire \s1.valid ;
+  wire [31:0] \s1.value ;
+  reg s1_brk = 1'h0;
+  reg [49:0] s1_prod = 50'h0000000000000;
+  reg [31:0] s1_reward = 32'd0;
+  reg [58:0] s2 = 59'h000000000000000;
+  wire \s2.lane ;
+  wire \s2.overflow ;
+  wire [15:0] \s2.timestep ;
+  wire [7:0] \s2.trajectory ;
+  wire \s2.valid ;
+  wire [31:0] \s2.value ;
+  reg s2_brk = 1'h0;
+  reg [31:0] s2_delta = 32'd0;
+  reg [58:0] s3 = 59'h000000000000000;
+  wire \s3.lane ;
+  wire \s3.overflow ;
+  wire [15:0] \s3.timestep ;
+  wire [7:0] \s3.trajectory ;
+  wire \s3.valid ;
+  wire [31:0] \s3.value ;
+  reg [31:0] s3_delta = 32'd0;
+  reg [16:0] s3_p = 17'h00000;
+  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg [58:0] s4 = 59'h000000000000000;
+  wire \s4.lane ;
+  wire \s4.overflow ;
+  wire [15:0] \s4.timestep ;
+  wire [7:0] \s4.trajectory ;
+  wire \s4.valid ;
+  wire [31:0] \s4.value ;
+  reg [52:0] s4_g = 53'h00000000000000;
+  reg [16:0] s4_p = 17'h00000;
+  reg [31:0] vprev0 = 32'd0;
+  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
+  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
+  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
+  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
+  assign delta_ovf = \$4  | \$5 ;
+  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
+  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
+  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
+  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
+  assign \$10  = gamma_lambda_q * gamma_lambda_q;
+  assign \$11  = \$10  + 16'h8000;
+  assign \$12  = \$11 [34:16] > 17'h1ffff;
+  assign \$13  = \$11 [34:16] > 17'h1ffff;
+  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
+  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
+  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
+  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
+  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
+  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
+  assign adv_ovf = \$19  | \$20 ;
+  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
+  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
+  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
+  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
+  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
+  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
+  assign rtg_ovf = \$25  | \$26 ;
+  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
+  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
+  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
+  assign \$33  = lane_in + 1'h1;
+  assign \$34  = \$32  ? 2'h0 : \$33 ;
+  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$38  = s0_done ? 17'h00000 : gamma_q;
+  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
+  assign \$40  = s0_done | s0_first;
+  assign \$42  = s2_brk | hbrk1;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$42  ? 17'h00000 : pow2;
+  assign \$45  = ~ s2_brk;
+  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
+  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
+  assign \$51  = ! loop1[58];
+  assign \$52  = \$50  & \$51 ;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = loop1[33] | adv_ovf;
+  assign \$57  = o1[33] | rtg_ovf;
+  assign \$59  = \$58  & o2[33];
+  always @(posedge clk)
+    gamma_q <= \$60 ;
+  always @(posedge clk)
+    gamma_lambda_q <= \$61 ;
+  always @(posedge clk)
+    lane_in <= \$62 ;
+  always @(posedge clk)
+    vprev0 <= \$63 ;
+  always @(posedge clk)
+    s0 <= \$64 ;
+  always @(posedge clk)
+    s0_reward <= \$65 ;
+  always @(posedge clk)
+    s0_vnext <= \$66 ;
+  always @(posedge clk)
+    s0_done <= \$67 ;
+  always @(posedge clk)
+    s0_first <= \$68 ;
+  always @(posedge clk)
+    s1 <= \$69 ;
+  always @(posedge clk)
+    s1_prod <= \$70 ;
+  always @(posedge clk)
+    s1_reward <= \$71 ;
+  always @(posedge clk)
+    s1_brk <= \$72 ;
+  always @(posedge clk)
+    s2 <= \$73 ;
+  always @(posedge clk)
+    s2_delta <= \$74 ;
+  always @(posedge clk)
+    s2_brk <= \$75 ;
+  always @(posedge clk)
+    pow2 <= \$76 ;
+  always @(posedge clk)
+    hist1 <= \$77 ;
+  always @(posedge clk)
+    hbrk1 <= \$78 ;
+  always @(posedge clk)
+    s3 <= \$79 ;
+  always @(posedge clk)
+    s3_delta <= \$80 ;
+  always @(posedge clk)
+    s3_p <= \$81 ;
+  always @(posedge clk)
+    s3_term1 <= \$82 ;
+  always @(posedge clk)
+    s4 <= \$83 ;
+  always @(posedge clk)
+    s4_g <= \$84 ;
+  always @(posedge clk)
+    s4_p <= \$85 ;
+  always @(posedge clk)
+    loop1 <= \$86 ;
+  always @(posedge clk)
+    loop1_g <= \$87 ;
+  always @(posedge clk)
+    loop1_prod <= \$88 ;
+  always @(posedge clk)
+    a_lane0 <= \$89 ;
+  always @(posedge clk)
+    a_lane1 <= \$90 ;
+  always @(posedge clk)
+    o1 <= \$91 ;
+  always @(posedge clk)
+    o1_adv <= \$92 ;
+  always @(posedge clk)
+    o2 <= \$93 ;
+  always @(posedge clk)
+    o2_adv <= \$94 ;
+  always @(posedge clk)
+    o2_rtg <= \$95 ;
+  always @(posedge clk)
+    overflow <= \$96 ;
+  assign \$1  = ~ o2[0];
+  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (s4[58])
+      1'h0:
+          \$15  = a_lane0;
+      1'h1:
+          \$15  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$60  = gamma;
+    if (rst) begin
+      \$60  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$61  = gamma_lambda;
+    if (rst) begin
+      \$61  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$62  = lane_in;
+    if (\$31 ) begin
+      \$62  = \$34 [0];
+    end
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$63  = vprev0;
+    if (\$36 ) begin
+      \$63  = i__payload[63:32];
+    end
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$64  = s0;
+    if (en) begin
+      \$64 [0] = i__valid;
+      \$64 [32:1] = i__payload[63:32];
+      \$64 [33] = 1'h0;
+      \$64 [49:34] = i__payload[113:98];
+      \$64 [57:50] = i__payload[121:114];
+      \$64 [58] = lane_in;
+    end
+    if (rst) begin
+      \$64  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$65  = s0_reward;
+    if (en) begin
+      \$65  = i__payload[31:0];
+    end
+    if (rst) begin
+      \$65  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$66  = s0_vnext;
+    if (en) begin
+      \$66  = \$37 ;
+    end
+    if (rst) begin
+      \$66  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$67  = s0_done;
+    if (en) begin
+      \$67  = i__payload[96];
+    end
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$68  = s0_first;
+    if (en) begin
+      \$68  = i__payload[97];
+    end
+    if (rst) begin
+      \$68  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$69  = s1;
+    if (en) begin
+      \$69  = s0;
+    end
+    if (rst) begin
+      \$69  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$70  = s1_prod;
+    if (en) begin
+      \$70  = { \$39 [48], \$39  };
+    end
+    if (rst) begin
+      \$70  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$71  = s1_reward;
+    if (en) begin
+      \$71  = s0_reward;
+    end
+    if (rst) begin
+      \$71  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$72  = s1_brk;
+    if (en) begin
+      \$72  = \$40 ;
+    end
+    if (rst) begin
+      \$72  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$73  = s2;
+    if (en) begin
+      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
+      \$73 [33] = delta_ovf;
+    end
+    if (rst) begin
+      \$73  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$74  = s2_delta;
+    if (en) begin
+      \$74  = \$9 [31:0];
+    end
+    if (rst) begin
+      \$74  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$75  = s2_brk;
+    if (en) begin
+      \$75  = s1_brk;
+    end
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$76  = pow2_next;
+    if (rst) begin
+      \$76  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$77  = hist1;
+    if (\$41 ) begin
+      \$77  = s2_delta;
+    end
+    if (rst) begin
+      \$77  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$78  = hbrk1;
+    if (\$41 ) begin
+      \$78  = s2_brk;
+    end
+    if (rst) begin
+      \$78  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$79  = s3;
+    if (en) begin
+      \$79  = s2;
+    end
+    if (rst) begin
+      \$79  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$80  = s3_delta;
+    if (en) begin
+      \$80  = s2_delta;
+    end
+    if (rst) begin
+      \$80  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$81  = s3_p;
+    if (en) begin
+      \$81  = \$44 ;
+    end
+    if (rst) begin
+      \$81  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$82  = s3_term1;
+    if (en) begin
+      \$82  = { \$47 [48], \$47  };
+    end
+    if (rst) begin
+      \$82  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$83  = s4;
+    if (en) begin
+      \$83  = s3;
+    end
+    if (rst) begin
+      \$83  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$84  = s4_g;
+    if (en) begin
+      \$84  = \$49 [52:0];
+    end
+    if (rst) begin
+      \$84  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$85  = s4_p;
+    if (en) begin
+      \$85  = s3_p;
+    end
+    if (rst) begin
+      \$85  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$86  = loop1;
+    if (en) begin
+      \$86  = s4;
+    end
+    if (rst) begin
+      \$86  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$87  = loop1_g;
+    if (en) begin
+      \$87  = s4_g;
+    end
+    if (rst) begin
+      \$87  = 53'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$88  = loop1_prod;
+    if (en) begin
+      \$88  = { \$16 [48], \$16  };
+    end
+    if (rst) begin
+      \$88  = 50'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$89  = a_lane0;
+    if (\$52 ) begin
+      \$89  = \$24 [31:0];
+    end
+    if (rst) begin
+      \$89  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$90  = a_lane1;
+    if (\$55 ) begin
+      \$90  = \$24 [31:0];
+    end
+    if (rst) begin
+      \$90  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$91  = o1;
+    if (en) begin
+      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
+      \$91 [33] = \$56 ;
+    end
+    if (rst) begin
+      \$91  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$92  = o1_adv;
+    if (en) begin
+      \$92  = \$24 [31:0];
+    end
+    if (rst) begin
+      \$92  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$93  = o2;
+    if (en) begin
+      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
+      \$93 [33] = \$57 ;
+    end
+    if (rst) begin
+      \$93  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$94  = o2_adv;
+    if (en) begin
+      \$94  = o1_adv;
+    end
+    if (rst) begin
+      \$94  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$95  = o2_rtg;
+    if (en) begin
+      \$95  = \$30 [31:0];
+    end
+    if (rst) begin
+      \$95  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$96  = overflow;
+    if (\$59 ) begin
+      \$96  = 1'h1;
+    end
+    if (rst) begin
+      \$96  = 1'h0;
+    end
+  end
+  assign o_valid = o2[0];
+  assign o__ready = 1'h1;
+  assign i__ready = en;
+  assign delta = \$9 [31:0];
+  assign pow2_next_full = \$11 [34:16];
+  assign prod = { \$16 [48], \$16  };
+  assign adv_full = \$18 [54:16];
+  assign adv = \$24 [31:0];
+  assign rtg = \$30 [31:0];
+  assign o__valid = o2[0];
+  assign clear = 1'h0;
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign \o__payload.advantage  = o__payload[31:0];
+  assign \o__payload.rtg  = o__payload[63:32];
+  assign \o__payload.overflow  = o__payload[64];
+  assign \o__payload.timestep  = o__payload[80:65];
+  assign \o__payload.trajectory  = o__payload[88:81];
+  assign \i__payload.reward  = i__payload[31:0];
+  assign \i__payload.value  = i__payload[63:32];
+  assign \i__payload.bootstrap  = i__payload[95:64];
+  assign \i__payload.done  = i__payload[96];
+  assign \i__payload.first  = i__payload[97];
+  assign \i__payload.timestep  = i__payload[113:98];
+  assign \i__payload.trajectory  = i__payload[121:114];
+  assign \s0.valid  = s0[0];
+  assign \s0.value  = s0[32:1];
+  assign \s0.overflow  = s0[33];
+  assign \s0.timestep  = s0[49:34];
+  assign \s0.trajectory  = s0[57:50];
+  assign \s0.lane  = s0[58];
+  assign \s2.valid  = s2[0];
+  assign \s2.value  = s2[32:1];
+  assign \s2.overflow  = s2[33];
+  assign \s2.timestep  = s2[49:34];
+  assign \s2.trajectory  = s2[57:50];
+  assign \s2.lane  = s2[58];
+  assign \s3.valid  = s3[0];
+  assign \s3.value  = s3[32:1];
+  assign \s3.overflow  = s3[33];
+  assign \s3.timestep  = s3[49:34];
+  assign \s3.trajectory  = s3[57:50];
+  assign \s3.lane  = s3[58];
+  assign \loop1.valid  = loop1[0];
+  assign \loop1.value  = loop1[32:1];
+  assign \loop1.overflow  = loop1[33];
+  assign \loop1.timestep  = loop1[49:34];
+  assign \loop1.trajectory  = loop1[57:50];
+  assign \loop1.lane  = loop1[58];
+  assign o__payload[88:81] = o2[57:50];
+  assign o__payload[80:65] = o2[49:34];
+  assign o__payload[64] = o2[33];
+  assign o__payload[63:32] = o2_rtg;
+  assign o__payload[31:0] = o2_adv;
+  assign en = 1'h1;
+  assign pow2_next_ovf = \$12 ;
+  assign \$14  = \$11 [32:16];
+  assign \$31  = i__valid;
+  assign \$32  = lane_in;
+  assign \$35  = i__valid;
+  assign \$36  = i__valid;
+  assign \$41  = s2[0];
+  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
+  assign \$50  = loop1[0];
+  assign \$53  = loop1[0];
+  assign \$54  = loop1[58];
+  assign \$58  = o2[0];
+endmodule
+
+(* generator = "Amaranth" *)
+module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error, dma_status_write_error
+, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale
+, rtg_offset, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -11368,65 +10990,65 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
-  wire [1:0] \$121 ;
-  wire [31:0] \$122 ;
-  wire [1:0] \$123 ;
-  wire [31:0] \$124 ;
-  wire [3:0] \$125 ;
-  wire [31:0] \$126 ;
-  wire [3:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [7:0] \$129 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [31:0] \$130 ;
-  wire [1:0] \$131 ;
-  wire [31:0] \$132 ;
-  wire [1:0] \$133 ;
-  wire [31:0] \$134 ;
-  wire [1:0] \$135 ;
-  wire [31:0] \$136 ;
-  wire [1:0] \$137 ;
-  wire [31:0] \$138 ;
-  wire [1:0] \$139 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
   wire \$14 ;
-  wire [31:0] \$140 ;
-  wire [32:0] \$141 ;
-  wire [32:0] \$142 ;
-  wire [32:0] \$143 ;
-  wire [32:0] \$144 ;
-  wire [17:0] \$145 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire [1:0] \$145 ;
   wire [31:0] \$146 ;
-  wire [17:0] \$147 ;
+  wire [1:0] \$147 ;
   wire [31:0] \$148 ;
-  wire [32:0] \$149 ;
+  wire [3:0] \$149 ;
   wire \$15 ;
-  wire [32:0] \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
-  wire [32:0] \$153 ;
-  wire [32:0] \$154 ;
-  wire [32:0] \$155 ;
-  wire [32:0] \$156 ;
-  wire [32:0] \$157 ;
-  wire [32:0] \$158 ;
-  wire [32:0] \$159 ;
+  wire [31:0] \$150 ;
+  wire [3:0] \$151 ;
+  wire [31:0] \$152 ;
+  wire [7:0] \$153 ;
+  wire [31:0] \$154 ;
+  wire [1:0] \$155 ;
+  wire [31:0] \$156 ;
+  wire [1:0] \$157 ;
+  wire [31:0] \$158 ;
+  wire [1:0] \$159 ;
   wire \$16 ;
-  wire [32:0] \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
-  wire [32:0] \$163 ;
-  wire [32:0] \$164 ;
-  wire [3:0] \$165 ;
-  wire [31:0] \$166 ;
-  wire [15:0] \$167 ;
-  wire [31:0] \$168 ;
-  wire [15:0] \$169 ;
+  wire [31:0] \$160 ;
+  wire [1:0] \$161 ;
+  wire [31:0] \$162 ;
+  wire [1:0] \$163 ;
+  wire [31:0] \$164 ;
+  wire [32:0] \$165 ;
+  wire [32:0] \$166 ;
+  wire [32:0] \$167 ;
+  wire [32:0] \$168 ;
+  wire [17:0] \$169 ;
   wire \$17 ;
   wire [31:0] \$170 ;
-  wire [15:0] \$171 ;
+  wire [17:0] \$171 ;
   wire [31:0] \$172 ;
-  wire [15:0] \$173 ;
-  wire [31:0] \$174 ;
+  wire [32:0] \$173 ;
+  wire [32:0] \$174 ;
   wire [32:0] \$175 ;
   wire [32:0] \$176 ;
   wire [32:0] \$177 ;
@@ -11434,92 +11056,92 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   wire [32:0] \$179 ;
   wire \$18 ;
   wire [32:0] \$180 ;
-  wire [8:0] \$181 ;
-  wire [31:0] \$182 ;
-  wire [22:0] \$183 ;
-  wire [31:0] \$184 ;
-  wire [38:0] \$185 ;
-  wire [38:0] \$186 ;
-  wire [38:0] \$187 ;
-  wire [38:0] \$188 ;
-  wire [5:0] \$189 ;
+  wire [32:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire [32:0] \$184 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
+  wire [3:0] \$189 ;
   wire \$19 ;
   wire [31:0] \$190 ;
-  wire [7:0] \$191 ;
+  wire [15:0] \$191 ;
   wire [31:0] \$192 ;
-  wire [7:0] \$193 ;
+  wire [15:0] \$193 ;
   wire [31:0] \$194 ;
-  wire [22:0] \$195 ;
+  wire [15:0] \$195 ;
   wire [31:0] \$196 ;
-  wire [38:0] \$197 ;
-  wire [38:0] \$198 ;
-  wire [38:0] \$199 ;
+  wire [15:0] \$197 ;
+  wire [31:0] \$198 ;
+  wire [32:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [38:0] \$200 ;
+  wire [32:0] \$200 ;
   wire [32:0] \$201 ;
   wire [32:0] \$202 ;
   wire [32:0] \$203 ;
   wire [32:0] \$204 ;
-  wire [1:0] \$205 ;
+  wire [8:0] \$205 ;
   wire [31:0] \$206 ;
-  wire [1:0] \$207 ;
+  wire [22:0] \$207 ;
   wire [31:0] \$208 ;
-  wire [32:0] \$209 ;
+  wire [38:0] \$209 ;
   wire \$21 ;
-  wire [32:0] \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [38:0] \$210 ;
+  wire [38:0] \$211 ;
+  wire [38:0] \$212 ;
+  wire [5:0] \$213 ;
+  wire [31:0] \$214 ;
+  wire [7:0] \$215 ;
+  wire [31:0] \$216 ;
+  wire [7:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [22:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire [1:0] \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [31:0] \$220 ;
+  wire [38:0] \$221 ;
+  wire [38:0] \$222 ;
+  wire [38:0] \$223 ;
+  wire [38:0] \$224 ;
+  wire [32:0] \$225 ;
+  wire [32:0] \$226 ;
+  wire [32:0] \$227 ;
+  wire [32:0] \$228 ;
+  wire [32:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [32:0] \$230 ;
+  wire [32:0] \$231 ;
+  wire [32:0] \$232 ;
+  wire [1:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [1:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [1:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [1:0] \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
+  wire [31:0] \$240 ;
+  wire [3:0] \$241 ;
+  wire [31:0] \$242 ;
+  wire [3:0] \$243 ;
+  wire [31:0] \$244 ;
+  wire [7:0] \$245 ;
+  wire [31:0] \$246 ;
+  wire [7:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [32:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
+  wire [32:0] \$250 ;
+  wire [32:0] \$251 ;
+  wire [32:0] \$252 ;
+  wire [16:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [46:0] \$255 ;
+  wire [46:0] \$256 ;
+  wire [32:0] \$257 ;
+  wire [32:0] \$258 ;
   wire \$259 ;
   wire \$26 ;
   wire \$260 ;
@@ -11528,145 +11150,220 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
-  wire [31:0] \$266 ;
-  wire [31:0] \$267 ;
-  wire [31:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
-  wire [31:0] \$270 ;
-  wire [31:0] \$271 ;
-  wire [31:0] \$272 ;
-  wire [31:0] \$273 ;
-  wire [16:0] \$274 ;
-  wire [16:0] \$275 ;
-  wire [16:0] \$276 ;
-  wire [16:0] \$277 ;
-  wire [16:0] \$278 ;
-  wire [16:0] \$279 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  wire [16:0] \$280 ;
-  wire [16:0] \$281 ;
-  wire [31:0] \$282 ;
-  wire [31:0] \$283 ;
-  wire [31:0] \$284 ;
-  wire [31:0] \$285 ;
-  wire [31:0] \$286 ;
-  wire [31:0] \$287 ;
-  wire [31:0] \$288 ;
-  wire [31:0] \$289 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  wire [31:0] \$290 ;
-  wire [31:0] \$291 ;
-  wire [31:0] \$292 ;
-  wire [31:0] \$293 ;
-  wire [31:0] \$294 ;
-  wire [31:0] \$295 ;
-  wire [31:0] \$296 ;
-  wire [31:0] \$297 ;
-  wire [31:0] \$298 ;
-  wire [31:0] \$299 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire [31:0] \$300 ;
-  wire [31:0] \$301 ;
-  wire [31:0] \$302 ;
-  wire [31:0] \$303 ;
-  wire [31:0] \$304 ;
-  wire [31:0] \$305 ;
-  wire [31:0] \$306 ;
-  wire [31:0] \$307 ;
-  wire [31:0] \$308 ;
-  wire [31:0] \$309 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
-  wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
-  wire [31:0] \$312 ;
-  wire [31:0] \$313 ;
-  wire [25:0] \$314 ;
-  wire [25:0] \$315 ;
-  wire [25:0] \$316 ;
-  wire [25:0] \$317 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire [31:0] \$314 ;
+  wire [31:0] \$315 ;
+  wire [31:0] \$316 ;
+  wire [31:0] \$317 ;
   wire [31:0] \$318 ;
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
   wire [31:0] \$321 ;
-  wire [1:0] \$322 ;
-  wire \$323 ;
-  reg \$324 ;
-  reg \$325 ;
-  reg \$326 ;
-  reg [11:0] \$327 ;
-  reg [31:0] \$328 ;
-  reg [3:0] \$329 ;
+  wire [16:0] \$322 ;
+  wire [16:0] \$323 ;
+  wire [16:0] \$324 ;
+  wire [16:0] \$325 ;
+  wire [16:0] \$326 ;
+  wire [16:0] \$327 ;
+  wire [16:0] \$328 ;
+  wire [16:0] \$329 ;
   wire \$33 ;
-  reg \$330 ;
-  reg [1:0] \$331 ;
-  reg \$332 ;
-  reg \$333 ;
-  reg \$334 ;
-  reg \$335 ;
-  reg \$336 ;
-  reg \$337 ;
-  reg \$338 ;
-  reg \$339 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
   wire \$34 ;
-  reg \$340 ;
-  reg \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg [31:0] \$344 ;
-  reg [31:0] \$345 ;
-  reg [16:0] \$346 ;
-  reg [16:0] \$347 ;
-  reg [31:0] \$348 ;
-  reg [31:0] \$349 ;
+  wire [31:0] \$340 ;
+  wire [31:0] \$341 ;
+  wire [31:0] \$342 ;
+  wire [31:0] \$343 ;
+  wire [31:0] \$344 ;
+  wire [31:0] \$345 ;
+  wire [31:0] \$346 ;
+  wire [31:0] \$347 ;
+  wire [31:0] \$348 ;
+  wire [31:0] \$349 ;
   wire \$35 ;
-  reg [31:0] \$350 ;
-  reg [31:0] \$351 ;
-  reg [31:0] \$352 ;
-  reg [31:0] \$353 ;
-  reg [31:0] \$354 ;
-  reg [31:0] \$355 ;
-  reg [25:0] \$356 ;
-  reg [31:0] \$357 ;
-  reg [31:0] \$358 ;
-  reg [1:0] \$359 ;
+  wire [31:0] \$350 ;
+  wire [31:0] \$351 ;
+  wire [31:0] \$352 ;
+  wire [31:0] \$353 ;
+  wire [31:0] \$354 ;
+  wire [31:0] \$355 ;
+  wire [31:0] \$356 ;
+  wire [31:0] \$357 ;
+  wire [31:0] \$358 ;
+  wire [31:0] \$359 ;
   wire \$36 ;
-  reg \$360 ;
-  reg \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg \$364 ;
-  reg \$365 ;
-  reg \$366 ;
-  reg \$367 ;
-  reg \$368 ;
-  reg \$369 ;
+  wire [31:0] \$360 ;
+  wire [31:0] \$361 ;
+  wire [25:0] \$362 ;
+  wire [25:0] \$363 ;
+  wire [25:0] \$364 ;
+  wire [25:0] \$365 ;
+  wire [31:0] \$366 ;
+  wire [31:0] \$367 ;
+  wire [31:0] \$368 ;
+  wire [31:0] \$369 ;
   wire \$37 ;
-  reg \$370 ;
-  reg \$371 ;
-  reg \$372 ;
-  reg \$373 ;
-  reg \$374 ;
-  reg \$375 ;
-  reg \$376 ;
-  reg \$377 ;
-  reg \$378 ;
-  reg \$379 ;
+  wire [31:0] \$370 ;
+  wire [31:0] \$371 ;
+  wire [31:0] \$372 ;
+  wire [31:0] \$373 ;
+  wire [31:0] \$374 ;
+  wire [31:0] \$375 ;
+  wire [31:0] \$376 ;
+  wire [31:0] \$377 ;
+  wire \$378 ;
+  wire \$379 ;
   wire \$38 ;
-  reg \$380 ;
-  reg \$381 ;
-  reg [31:0] \$382 ;
-  reg [3:0] \$383 ;
+  wire \$380 ;
+  wire \$381 ;
+  wire \$382 ;
+  wire \$383 ;
+  wire \$384 ;
+  wire \$385 ;
+  wire \$386 ;
+  wire [1:0] \$387 ;
+  wire \$388 ;
+  reg \$389 ;
   wire \$39 ;
+  reg \$390 ;
+  reg \$391 ;
+  reg [11:0] \$392 ;
+  reg [31:0] \$393 ;
+  reg [3:0] \$394 ;
+  reg \$395 ;
+  reg [1:0] \$396 ;
+  reg \$397 ;
+  reg \$398 ;
+  reg \$399 ;
   wire \$4 ;
   wire \$40 ;
+  reg \$400 ;
+  reg \$401 ;
+  reg \$402 ;
+  reg \$403 ;
+  reg \$404 ;
+  reg \$405 ;
+  reg \$406 ;
+  reg \$407 ;
+  reg \$408 ;
+  reg [31:0] \$409 ;
   wire \$41 ;
+  reg [31:0] \$410 ;
+  reg [16:0] \$411 ;
+  reg [16:0] \$412 ;
+  reg [31:0] \$413 ;
+  reg [31:0] \$414 ;
+  reg [31:0] \$415 ;
+  reg [31:0] \$416 ;
+  reg [31:0] \$417 ;
+  reg [31:0] \$418 ;
+  reg [31:0] \$419 ;
   wire \$42 ;
+  reg [31:0] \$420 ;
+  reg [25:0] \$421 ;
+  reg [31:0] \$422 ;
+  reg [31:0] \$423 ;
+  reg [31:0] \$424 ;
+  reg \$425 ;
+  reg \$426 ;
+  reg [31:0] \$427 ;
+  reg [1:0] \$428 ;
+  reg \$429 ;
   wire \$43 ;
+  reg \$430 ;
+  reg \$431 ;
+  reg \$432 ;
+  reg \$433 ;
+  reg \$434 ;
+  reg \$435 ;
+  reg \$436 ;
+  reg \$437 ;
+  reg \$438 ;
+  reg \$439 ;
   wire \$44 ;
+  reg \$440 ;
+  reg \$441 ;
+  reg \$442 ;
+  reg \$443 ;
+  reg \$444 ;
+  reg \$445 ;
+  reg \$446 ;
+  reg \$447 ;
+  reg \$448 ;
+  reg \$449 ;
   wire \$45 ;
+  reg \$450 ;
+  reg \$451 ;
+  reg \$452 ;
+  reg \$453 ;
+  reg \$454 ;
+  reg \$455 ;
+  reg \$456 ;
+  reg [31:0] \$457 ;
+  reg [3:0] \$458 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -11779,11 +11476,49 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   wire cycles_rd;
   wire cycles_we;
   reg cycles_wr_pulse = 1'h0;
+  wire dma_align_rd;
+  wire dma_align_we;
+  reg dma_align_wr_pulse = 1'h0;
+  output [31:0] dma_bytes;
+  reg [31:0] dma_bytes = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] dma_bytes_q;
+  wire dma_bytes_rd;
+  wire dma_bytes_we;
+  reg dma_bytes_wr_pulse = 1'h0;
+  output dma_ctrl_dir;
+  reg dma_ctrl_dir = 1'h0;
+  (* init = 1'h0 *)
+  wire dma_ctrl_dir_q;
+  wire dma_ctrl_rd;
+  output dma_ctrl_start;
+  reg dma_ctrl_start = 1'h0;
+  input dma_ctrl_start_clear;
+  wire dma_ctrl_start_clear;
+  (* init = 1'h0 *)
+  wire dma_ctrl_start_q;
+  wire dma_ctrl_we;
+  reg dma_ctrl_wr_pulse = 1'h0;
   input [31:0] dma_cycles;
   wire [31:0] dma_cycles;
   wire dma_cycles_rd;
   wire dma_cycles_we;
   reg dma_cycles_wr_pulse = 1'h0;
+  output [31:0] dma_offset;
+  reg [31:0] dma_offset = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] dma_offset_q;
+  wire dma_offset_rd;
+  wire dma_offset_we;
+  reg dma_offset_wr_pulse = 1'h0;
+  input dma_status_busy;
+  wire dma_status_busy;
+  input dma_status_done;
+  wire dma_status_done;
+  input dma_status_locked;
+  wire dma_status_locked;
+  input dma_status_range;
+  wire dma_status_range;
   wire dma_status_rd;
   input dma_status_read_error;
   wire dma_status_read_error;
@@ -11791,6 +11526,9 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   reg dma_status_wr_pulse = 1'h0;
   input dma_status_write_error;
   wire dma_status_write_error;
+  wire dma_window_rd;
+  wire dma_window_we;
+  reg dma_window_wr_pulse = 1'h0;
   output [16:0] gamma;
   reg [16:0] gamma = 17'h00000;
   output [16:0] gamma_lambda;
@@ -11808,27 +11546,15 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   reg gier_enable_q = 1'h0;
   wire gier_rd;
   wire gier_we;
-  wire [31:0] hw_depth;
   wire hw_depth_rd;
   wire hw_depth_we;
   reg hw_depth_wr_pulse = 1'h0;
-  wire [7:0] hw_format_code_bits;
-  wire [7:0] hw_format_coef_width;
-  wire [7:0] hw_format_data_frac;
-  wire [7:0] hw_format_data_width;
   wire hw_format_rd;
   wire hw_format_we;
   reg hw_format_wr_pulse = 1'h0;
-  wire [7:0] hw_mode_axi_bytes;
-  wire hw_mode_full_results;
-  wire hw_mode_interleaved;
-  wire [4:0] hw_mode_k;
   wire hw_mode_rd;
-  wire [7:0] hw_mode_reg_frac;
-  wire [7:0] hw_mode_reg_width;
   wire hw_mode_we;
   reg hw_mode_wr_pulse = 1'h0;
-  wire [31:0] hw_n_pe;
   wire hw_n_pe_rd;
   wire hw_n_pe_we;
   reg hw_n_pe_wr_pulse = 1'h0;
@@ -11942,6 +11668,9 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   wire [3:0] s_axi_control_wstrb;
   input s_axi_control_wvalid;
   wire s_axi_control_wvalid;
+  wire shell_version_rd;
+  wire shell_version_we;
+  reg shell_version_wr_pulse = 1'h0;
   input status_dequant_overflow;
   wire status_dequant_overflow;
   input [2:0] status_error;
@@ -11979,6 +11708,70 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   reg [3:0] w_strb_q = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
+  always @(posedge clk)
+    s_axi_control_rdata <= \$427 ;
+  always @(posedge clk)
+    s_axi_control_rresp <= \$428 ;
+  always @(posedge clk)
+    num_timesteps_wr_pulse <= \$429 ;
+  always @(posedge clk)
+    num_trajectories_wr_pulse <= \$430 ;
+  always @(posedge clk)
+    gamma_wr_pulse <= \$431 ;
+  always @(posedge clk)
+    gamma_lambda_wr_pulse <= \$432 ;
+  always @(posedge clk)
+    reward_scale_wr_pulse <= \$433 ;
+  always @(posedge clk)
+    reward_offset_wr_pulse <= \$434 ;
+  always @(posedge clk)
+    value_scale_wr_pulse <= \$435 ;
+  always @(posedge clk)
+    value_offset_wr_pulse <= \$436 ;
+  always @(posedge clk)
+    adv_scale_wr_pulse <= \$437 ;
+  always @(posedge clk)
+    adv_offset_wr_pulse <= \$438 ;
+  always @(posedge clk)
+    rtg_scale_wr_pulse <= \$439 ;
+  always @(posedge clk)
+    rtg_offset_wr_pulse <= \$440 ;
+  always @(posedge clk)
+    status_wr_pulse <= \$441 ;
+  always @(posedge clk)
+    cycles_wr_pulse <= \$442 ;
+  always @(posedge clk)
+    hw_n_pe_wr_pulse <= \$443 ;
+  always @(posedge clk)
+    hw_depth_wr_pulse <= \$444 ;
+  always @(posedge clk)
+    hw_format_wr_pulse <= \$445 ;
+  always @(posedge clk)
+    hw_mode_wr_pulse <= \$446 ;
+  always @(posedge clk)
+    mem_ptr_lo_wr_pulse <= \$447 ;
+  always @(posedge clk)
+    mem_ptr_hi_wr_pulse <= \$448 ;
+  always @(posedge clk)
+    dma_offset_wr_pulse <= \$449 ;
+  always @(posedge clk)
+    dma_bytes_wr_pulse <= \$450 ;
+  always @(posedge clk)
+    dma_ctrl_wr_pulse <= \$451 ;
+  always @(posedge clk)
+    dma_status_wr_pulse <= \$452 ;
+  always @(posedge clk)
+    dma_cycles_wr_pulse <= \$453 ;
+  always @(posedge clk)
+    dma_window_wr_pulse <= \$454 ;
+  always @(posedge clk)
+    dma_align_wr_pulse <= \$455 ;
+  always @(posedge clk)
+    shell_version_wr_pulse <= \$456 ;
+  always @(posedge clk)
+    wr_data <= \$457 ;
+  always @(posedge clk)
+    wr_strb <= \$458 ;
   assign \$1  = ~ aw_got;
   assign \$2  = ~ bvalid;
   assign s_axi_control_awready = \$1  & \$2 ;
@@ -12099,921 +11892,1026 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   assign \$63  = s_axi_control_araddr[11:2] == 5'h17;
   assign mem_ptr_hi_rd = ar_hs & \$63 ;
   assign \$64  = w_addr[11:2] == 5'h18;
-  assign dma_status_we = commit & \$64 ;
+  assign dma_offset_we = commit & \$64 ;
   assign \$65  = s_axi_control_araddr[11:2] == 5'h18;
-  assign dma_status_rd = ar_hs & \$65 ;
+  assign dma_offset_rd = ar_hs & \$65 ;
   assign \$66  = w_addr[11:2] == 5'h19;
-  assign dma_cycles_we = commit & \$66 ;
+  assign dma_bytes_we = commit & \$66 ;
   assign \$67  = s_axi_control_araddr[11:2] == 5'h19;
-  assign dma_cycles_rd = ar_hs & \$67 ;
-  assign \$68  = ! w_addr[11:2];
-  assign \$69  = w_addr[11:2] == 1'h1;
-  assign \$70  = w_addr[11:2] == 2'h2;
-  assign \$71  = w_addr[11:2] == 2'h3;
-  assign \$72  = w_addr[11:2] == 3'h4;
-  assign \$73  = w_addr[11:2] == 3'h5;
-  assign \$74  = w_addr[11:2] == 3'h6;
-  assign \$75  = w_addr[11:2] == 3'h7;
-  assign \$76  = w_addr[11:2] == 4'h8;
-  assign \$77  = w_addr[11:2] == 4'h9;
-  assign \$78  = w_addr[11:2] == 4'ha;
-  assign \$79  = w_addr[11:2] == 4'hb;
-  assign \$80  = w_addr[11:2] == 4'hc;
-  assign \$81  = w_addr[11:2] == 4'hd;
-  assign \$82  = w_addr[11:2] == 4'he;
-  assign \$83  = w_addr[11:2] == 4'hf;
-  assign \$84  = w_addr[11:2] == 5'h10;
-  assign \$85  = w_addr[11:2] == 5'h11;
-  assign \$86  = w_addr[11:2] == 5'h12;
-  assign \$87  = w_addr[11:2] == 5'h13;
-  assign \$88  = w_addr[11:2] == 5'h14;
-  assign \$89  = w_addr[11:2] == 5'h15;
-  assign \$90  = w_addr[11:2] == 5'h16;
-  assign \$91  = w_addr[11:2] == 5'h17;
-  assign \$92  = w_addr[11:2] == 5'h18;
-  assign \$93  = w_addr[11:2] == 5'h19;
-  assign w_hit = | { \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68  };
-  assign \$94  = ! s_axi_control_araddr[11:2];
-  assign \$95  = s_axi_control_araddr[11:2] == 1'h1;
-  assign \$96  = s_axi_control_araddr[11:2] == 2'h2;
-  assign \$97  = s_axi_control_araddr[11:2] == 2'h3;
-  assign \$98  = s_axi_control_araddr[11:2] == 3'h4;
-  assign \$99  = s_axi_control_araddr[11:2] == 3'h5;
-  assign \$100  = s_axi_control_araddr[11:2] == 3'h6;
-  assign \$101  = s_axi_control_araddr[11:2] == 3'h7;
-  assign \$102  = s_axi_control_araddr[11:2] == 4'h8;
-  assign \$103  = s_axi_control_araddr[11:2] == 4'h9;
-  assign \$104  = s_axi_control_araddr[11:2] == 4'ha;
-  assign \$105  = s_axi_control_araddr[11:2] == 4'hb;
-  assign \$106  = s_axi_control_araddr[11:2] == 4'hc;
-  assign \$107  = s_axi_control_araddr[11:2] == 4'hd;
-  assign \$108  = s_axi_control_araddr[11:2] == 4'he;
-  assign \$109  = s_axi_control_araddr[11:2] == 4'hf;
-  assign \$110  = s_axi_control_araddr[11:2] == 5'h10;
-  assign \$111  = s_axi_control_araddr[11:2] == 5'h11;
-  assign \$112  = s_axi_control_araddr[11:2] == 5'h12;
-  assign \$113  = s_axi_control_araddr[11:2] == 5'h13;
-  assign \$114  = s_axi_control_araddr[11:2] == 5'h14;
-  assign \$115  = s_axi_control_araddr[11:2] == 5'h15;
-  assign \$116  = s_axi_control_araddr[11:2] == 5'h16;
-  assign \$117  = s_axi_control_araddr[11:2] == 5'h17;
-  assign \$118  = s_axi_control_araddr[11:2] == 5'h18;
-  assign \$119  = s_axi_control_araddr[11:2] == 5'h19;
-  assign r_hit = | { \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94  };
-  assign \$120  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$120 ;
-  assign \$124  = \$122  | { 30'h00000000, \$123  };
-  assign \$126  = \$124  | { 28'h0000000, \$125  };
-  assign \$128  = \$126  | { 28'h0000000, \$127  };
-  assign \$130  = \$128  | { 24'h000000, \$129  };
-  assign \$136  = \$134  | { 30'h00000000, \$135  };
-  assign \$140  = \$138  | { 30'h00000000, \$139  };
-  assign \$168  = \$166  | { 16'h0000, \$167  };
-  assign \$170  = \$168  | { 16'h0000, \$169  };
-  assign \$172  = \$170  | { 16'h0000, \$171  };
-  assign \$174  = \$172  | { 16'h0000, \$173  };
-  assign \$208  = \$206  | { 30'h00000000, \$207  };
-  assign \$211  = ~ aw_got;
-  assign \$212  = s_axi_control_awvalid & \$211 ;
-  assign \$213  = ~ bvalid;
-  assign \$214  = \$212  & \$213 ;
-  assign \$215  = ~ w_got;
-  assign \$216  = s_axi_control_wvalid & \$215 ;
-  assign \$217  = ~ bvalid;
-  assign \$218  = \$216  & \$217 ;
-  assign \$219  = bvalid & s_axi_control_bready;
-  assign \$220  = rvalid & s_axi_control_rready;
-  assign \$221  = w_hit ? 2'h0 : 2'h2;
-  assign \$222  = w_data[0] & w_strb[0];
-  assign \$223  = ctrl_we & \$222 ;
-  assign \$224  = w_data[0] & w_strb[0];
-  assign \$225  = ctrl_we & \$224 ;
-  assign \$226  = ~ auto_status;
-  assign \$227  = ap_done & \$226 ;
-  assign \$228  = auto_status & ap_idle;
-  assign \$229  = ~ ctrl_ap_idle_q;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = \$227  | \$230 ;
-  assign \$232  = ~ ctrl_rd;
-  assign \$233  = ctrl_ap_done_q & \$232 ;
-  assign \$234  = \$231  | \$233 ;
-  assign \$235  = ~ auto_restart;
-  assign \$236  = ap_ready & \$235 ;
-  assign \$237  = ~ ctrl_rd;
-  assign \$238  = ctrl_ap_ready_q & \$237 ;
-  assign \$239  = \$236  | \$238 ;
-  assign \$240  = ip_ier_ap_done_q & ap_done;
-  assign \$241  = w_data[0] & w_strb[0];
-  assign \$242  = ip_isr_we ? \$241  : 1'h0;
-  assign \$243  = ip_isr_ap_done_q ^ \$242 ;
-  assign \$244  = \$240  | \$243 ;
-  assign \$245  = ip_ier_ap_ready_q & ap_ready;
-  assign \$246  = w_data[1] & w_strb[0];
-  assign \$247  = ip_isr_we ? \$246  : 1'h0;
-  assign \$248  = ip_isr_ap_ready_q ^ \$247 ;
-  assign \$249  = \$245  | \$248 ;
-  assign \$250  = ~ w_strb[0];
-  assign \$251  = auto_restart & \$250 ;
-  assign \$252  = w_data[7] & w_strb[0];
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = ~ w_strb[0];
-  assign \$255  = gier_enable_q & \$254 ;
-  assign \$256  = w_data[0] & w_strb[0];
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = ~ w_strb[0];
-  assign \$259  = ip_ier_ap_done_q & \$258 ;
-  assign \$260  = w_data[0] & w_strb[0];
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = ~ w_strb[0];
-  assign \$263  = ip_ier_ap_ready_q & \$262 ;
-  assign \$264  = w_data[1] & w_strb[0];
-  assign \$265  = \$263  | \$264 ;
-  assign \$266  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$267  = num_timesteps & \$266 ;
-  assign \$268  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$269  = \$267  | \$268 ;
-  assign \$270  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$271  = num_trajectories & \$270 ;
-  assign \$272  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$273  = \$271  | \$272 ;
-  assign \$274  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$275  = gamma & \$274 ;
-  assign \$276  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$277  = \$275  | \$276 ;
-  assign \$278  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$279  = gamma_lambda & \$278 ;
-  assign \$280  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$281  = \$279  | \$280 ;
-  assign \$282  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$283  = reward_scale & \$282 ;
-  assign \$284  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$285  = \$283  | \$284 ;
-  assign \$286  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$287  = reward_offset & \$286 ;
-  assign \$288  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$289  = \$287  | \$288 ;
-  assign \$290  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$291  = value_scale & \$290 ;
-  assign \$292  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$293  = \$291  | \$292 ;
-  assign \$294  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$295  = value_offset & \$294 ;
-  assign \$296  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$297  = \$295  | \$296 ;
-  assign \$298  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$299  = adv_scale & \$298 ;
-  assign \$300  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign dma_bytes_rd = ar_hs & \$67 ;
+  assign \$68  = w_addr[11:2] == 5'h1a;
+  assign dma_ctrl_we = commit & \$68 ;
+  assign \$69  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign dma_ctrl_rd = ar_hs & \$69 ;
+  assign \$70  = w_addr[11:2] == 5'h1b;
+  assign dma_status_we = commit & \$70 ;
+  assign \$71  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign dma_status_rd = ar_hs & \$71 ;
+  assign \$72  = w_addr[11:2] == 5'h1c;
+  assign dma_cycles_we = commit & \$72 ;
+  assign \$73  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign dma_cycles_rd = ar_hs & \$73 ;
+  assign \$74  = w_addr[11:2] == 5'h1d;
+  assign dma_window_we = commit & \$74 ;
+  assign \$75  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign dma_window_rd = ar_hs & \$75 ;
+  assign \$76  = w_addr[11:2] == 5'h1e;
+  assign dma_align_we = commit & \$76 ;
+  assign \$77  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign dma_align_rd = ar_hs & \$77 ;
+  assign \$78  = w_addr[11:2] == 5'h1f;
+  assign shell_version_we = commit & \$78 ;
+  assign \$79  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign shell_version_rd = ar_hs & \$79 ;
+  assign \$80  = ! w_addr[11:2];
+  assign \$81  = w_addr[11:2] == 1'h1;
+  assign \$82  = w_addr[11:2] == 2'h2;
+  assign \$83  = w_addr[11:2] == 2'h3;
+  assign \$84  = w_addr[11:2] == 3'h4;
+  assign \$85  = w_addr[11:2] == 3'h5;
+  assign \$86  = w_addr[11:2] == 3'h6;
+  assign \$87  = w_addr[11:2] == 3'h7;
+  assign \$88  = w_addr[11:2] == 4'h8;
+  assign \$89  = w_addr[11:2] == 4'h9;
+  assign \$90  = w_addr[11:2] == 4'ha;
+  assign \$91  = w_addr[11:2] == 4'hb;
+  assign \$92  = w_addr[11:2] == 4'hc;
+  assign \$93  = w_addr[11:2] == 4'hd;
+  assign \$94  = w_addr[11:2] == 4'he;
+  assign \$95  = w_addr[11:2] == 4'hf;
+  assign \$96  = w_addr[11:2] == 5'h10;
+  assign \$97  = w_addr[11:2] == 5'h11;
+  assign \$98  = w_addr[11:2] == 5'h12;
+  assign \$99  = w_addr[11:2] == 5'h13;
+  assign \$100  = w_addr[11:2] == 5'h14;
+  assign \$101  = w_addr[11:2] == 5'h15;
+  assign \$102  = w_addr[11:2] == 5'h16;
+  assign \$103  = w_addr[11:2] == 5'h17;
+  assign \$104  = w_addr[11:2] == 5'h18;
+  assign \$105  = w_addr[11:2] == 5'h19;
+  assign \$106  = w_addr[11:2] == 5'h1a;
+  assign \$107  = w_addr[11:2] == 5'h1b;
+  assign \$108  = w_addr[11:2] == 5'h1c;
+  assign \$109  = w_addr[11:2] == 5'h1d;
+  assign \$110  = w_addr[11:2] == 5'h1e;
+  assign \$111  = w_addr[11:2] == 5'h1f;
+  assign w_hit = | { \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80  };
+  assign \$112  = ! s_axi_control_araddr[11:2];
+  assign \$113  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$114  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$115  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$116  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$117  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$118  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$119  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$120  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$121  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$122  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$123  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$124  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$125  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$126  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$127  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$128  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$129  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$130  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$131  = s_axi_control_araddr[11:2] == 5'h13;
+  assign \$132  = s_axi_control_araddr[11:2] == 5'h14;
+  assign \$133  = s_axi_control_araddr[11:2] == 5'h15;
+  assign \$134  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$135  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$136  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$137  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$138  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$139  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$140  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$141  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$142  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign \$143  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign r_hit = | { \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112  };
+  assign \$144  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$144 ;
+  assign \$148  = \$146  | { 30'h00000000, \$147  };
+  assign \$150  = \$148  | { 28'h0000000, \$149  };
+  assign \$152  = \$150  | { 28'h0000000, \$151  };
+  assign \$154  = \$152  | { 24'h000000, \$153  };
+  assign \$160  = \$158  | { 30'h00000000, \$159  };
+  assign \$164  = \$162  | { 30'h00000000, \$163  };
+  assign \$192  = \$190  | { 16'h0000, \$191  };
+  assign \$194  = \$192  | { 16'h0000, \$193  };
+  assign \$196  = \$194  | { 16'h0000, \$195  };
+  assign \$198  = \$196  | { 16'h0000, \$197  };
+  assign \$236  = \$234  | { 30'h00000000, \$235  };
+  assign \$240  = \$238  | { 30'h00000000, \$239  };
+  assign \$242  = \$240  | { 28'h0000000, \$241  };
+  assign \$244  = \$242  | { 28'h0000000, \$243  };
+  assign \$246  = \$244  | { 24'h000000, \$245  };
+  assign \$248  = \$246  | { 24'h000000, \$247  };
+  assign \$259  = ~ aw_got;
+  assign \$260  = s_axi_control_awvalid & \$259 ;
+  assign \$261  = ~ bvalid;
+  assign \$262  = \$260  & \$261 ;
+  assign \$263  = ~ w_got;
+  assign \$264  = s_axi_control_wvalid & \$263 ;
+  assign \$265  = ~ bvalid;
+  assign \$266  = \$264  & \$265 ;
+  assign \$267  = bvalid & s_axi_control_bready;
+  assign \$268  = rvalid & s_axi_control_rready;
+  assign \$269  = w_hit ? 2'h0 : 2'h2;
+  assign \$270  = w_data[0] & w_strb[0];
+  assign \$271  = ctrl_we & \$270 ;
+  assign \$272  = w_data[0] & w_strb[0];
+  assign \$273  = ctrl_we & \$272 ;
+  assign \$274  = ~ auto_status;
+  assign \$275  = ap_done & \$274 ;
+  assign \$276  = auto_status & ap_idle;
+  assign \$277  = ~ ctrl_ap_idle_q;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = \$275  | \$278 ;
+  assign \$280  = ~ ctrl_rd;
+  assign \$281  = ctrl_ap_done_q & \$280 ;
+  assign \$282  = \$279  | \$281 ;
+  assign \$283  = ~ auto_restart;
+  assign \$284  = ap_ready & \$283 ;
+  assign \$285  = ~ ctrl_rd;
+  assign \$286  = ctrl_ap_ready_q & \$285 ;
+  assign \$287  = \$284  | \$286 ;
+  assign \$288  = ip_ier_ap_done_q & ap_done;
+  assign \$289  = w_data[0] & w_strb[0];
+  assign \$290  = ip_isr_we ? \$289  : 1'h0;
+  assign \$291  = ip_isr_ap_done_q ^ \$290 ;
+  assign \$292  = \$288  | \$291 ;
+  assign \$293  = ip_ier_ap_ready_q & ap_ready;
+  assign \$294  = w_data[1] & w_strb[0];
+  assign \$295  = ip_isr_we ? \$294  : 1'h0;
+  assign \$296  = ip_isr_ap_ready_q ^ \$295 ;
+  assign \$297  = \$293  | \$296 ;
+  assign \$298  = ~ w_strb[0];
+  assign \$299  = auto_restart & \$298 ;
+  assign \$300  = w_data[7] & w_strb[0];
   assign \$301  = \$299  | \$300 ;
-  assign \$302  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$303  = adv_offset & \$302 ;
-  assign \$304  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$302  = ~ w_strb[0];
+  assign \$303  = gier_enable_q & \$302 ;
+  assign \$304  = w_data[0] & w_strb[0];
   assign \$305  = \$303  | \$304 ;
-  assign \$306  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$307  = rtg_scale & \$306 ;
-  assign \$308  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$306  = ~ w_strb[0];
+  assign \$307  = ip_ier_ap_done_q & \$306 ;
+  assign \$308  = w_data[0] & w_strb[0];
   assign \$309  = \$307  | \$308 ;
-  assign \$310  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$311  = rtg_offset & \$310 ;
-  assign \$312  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$310  = ~ w_strb[0];
+  assign \$311  = ip_ier_ap_ready_q & \$310 ;
+  assign \$312  = w_data[1] & w_strb[0];
   assign \$313  = \$311  | \$312 ;
-  assign \$314  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$315  = mem_ptr_lo & \$314 ;
-  assign \$316  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$314  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$315  = num_timesteps & \$314 ;
+  assign \$316  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign \$317  = \$315  | \$316 ;
   assign \$318  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$319  = mem_ptr_hi & \$318 ;
+  assign \$319  = num_trajectories & \$318 ;
   assign \$320  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign \$321  = \$319  | \$320 ;
-  assign \$322  = r_hit ? 2'h0 : 2'h2;
-  assign \$323  = commit & w_hit;
+  assign \$322  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$323  = gamma & \$322 ;
+  assign \$324  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$325  = \$323  | \$324 ;
+  assign \$326  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$327  = gamma_lambda & \$326 ;
+  assign \$328  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$329  = \$327  | \$328 ;
+  assign \$330  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$331  = reward_scale & \$330 ;
+  assign \$332  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$333  = \$331  | \$332 ;
+  assign \$334  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$335  = reward_offset & \$334 ;
+  assign \$336  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$337  = \$335  | \$336 ;
+  assign \$338  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$339  = value_scale & \$338 ;
+  assign \$340  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$341  = \$339  | \$340 ;
+  assign \$342  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$343  = value_offset & \$342 ;
+  assign \$344  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$345  = \$343  | \$344 ;
+  assign \$346  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$347  = adv_scale & \$346 ;
+  assign \$348  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$349  = \$347  | \$348 ;
+  assign \$350  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$351  = adv_offset & \$350 ;
+  assign \$352  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$353  = \$351  | \$352 ;
+  assign \$354  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$355  = rtg_scale & \$354 ;
+  assign \$356  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$357  = \$355  | \$356 ;
+  assign \$358  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$359  = rtg_offset & \$358 ;
+  assign \$360  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$361  = \$359  | \$360 ;
+  assign \$362  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$363  = mem_ptr_lo & \$362 ;
+  assign \$364  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$365  = \$363  | \$364 ;
+  assign \$366  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$367  = mem_ptr_hi & \$366 ;
+  assign \$368  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$369  = \$367  | \$368 ;
+  assign \$370  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$371  = dma_offset & \$370 ;
+  assign \$372  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$373  = \$371  | \$372 ;
+  assign \$374  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$375  = dma_bytes & \$374 ;
+  assign \$376  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$377  = \$375  | \$376 ;
+  assign \$378  = w_data[0] & w_strb[0];
+  assign \$379  = dma_ctrl_we ? \$378  : 1'h0;
+  assign \$380  = ~ dma_ctrl_start_clear;
+  assign \$381  = dma_ctrl_start & \$380 ;
+  assign \$382  = \$379  | \$381 ;
+  assign \$383  = ~ w_strb[0];
+  assign \$384  = dma_ctrl_dir & \$383 ;
+  assign \$385  = w_data[1] & w_strb[0];
+  assign \$386  = \$384  | \$385 ;
+  assign \$387  = r_hit ? 2'h0 : 2'h2;
+  assign \$388  = commit & w_hit;
   always @(posedge clk)
-    aw_got <= \$324 ;
+    aw_got <= \$389 ;
   always @(posedge clk)
-    w_got <= \$325 ;
+    w_got <= \$390 ;
   always @(posedge clk)
-    bvalid <= \$326 ;
+    bvalid <= \$391 ;
   always @(posedge clk)
-    aw_addr_q <= \$327 ;
+    aw_addr_q <= \$392 ;
   always @(posedge clk)
-    w_data_q <= \$328 ;
+    w_data_q <= \$393 ;
   always @(posedge clk)
-    w_strb_q <= \$329 ;
+    w_strb_q <= \$394 ;
   always @(posedge clk)
-    rvalid <= \$330 ;
+    rvalid <= \$395 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$331 ;
+    s_axi_control_bresp <= \$396 ;
   always @(posedge clk)
-    auto_status <= \$332 ;
+    auto_status <= \$397 ;
   always @(posedge clk)
-    ap_start <= \$333 ;
+    ap_start <= \$398 ;
   always @(posedge clk)
-    ap_start_write <= \$334 ;
+    ap_start_write <= \$399 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$335 ;
+    ctrl_ap_idle_q <= \$400 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$336 ;
+    ctrl_ap_done_q <= \$401 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$337 ;
+    ctrl_ap_ready_q <= \$402 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$338 ;
+    ip_isr_ap_done_q <= \$403 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$339 ;
+    ip_isr_ap_ready_q <= \$404 ;
   always @(posedge clk)
-    auto_restart <= \$340 ;
+    auto_restart <= \$405 ;
   always @(posedge clk)
-    gier_enable_q <= \$341 ;
+    gier_enable_q <= \$406 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$342 ;
+    ip_ier_ap_done_q <= \$407 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$343 ;
+    ip_ier_ap_ready_q <= \$408 ;
   always @(posedge clk)
-    num_timesteps <= \$344 ;
+    num_timesteps <= \$409 ;
   always @(posedge clk)
-    num_trajectories <= \$345 ;
+    num_trajectories <= \$410 ;
   always @(posedge clk)
-    gamma <= \$346 ;
+    gamma <= \$411 ;
   always @(posedge clk)
-    gamma_lambda <= \$347 ;
+    gamma_lambda <= \$412 ;
   always @(posedge clk)
-    reward_scale <= \$348 ;
+    reward_scale <= \$413 ;
   always @(posedge clk)
-    reward_offset <= \$349 ;
+    reward_offset <= \$414 ;
   always @(posedge clk)
-    value_scale <= \$350 ;
+    value_scale <= \$415 ;
   always @(posedge clk)
-    value_offset <= \$351 ;
+    value_offset <= \$416 ;
   always @(posedge clk)
-    adv_scale <= \$352 ;
+    adv_scale <= \$417 ;
   always @(posedge clk)
-    adv_offset <= \$353 ;
+    adv_offset <= \$418 ;
   always @(posedge clk)
-    rtg_scale <= \$354 ;
+    rtg_scale <= \$419 ;
   always @(posedge clk)
-    rtg_offset <= \$355 ;
+    rtg_offset <= \$420 ;
   always @(posedge clk)
-    mem_ptr_lo <= \$356 ;
+    mem_ptr_lo <= \$421 ;
   always @(posedge clk)
-    mem_ptr_hi <= \$357 ;
+    mem_ptr_hi <= \$422 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$358 ;
+    dma_offset <= \$423 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$359 ;
+    dma_bytes <= \$424 ;
   always @(posedge clk)
-    num_timesteps_wr_pulse <= \$360 ;
+    dma_ctrl_start <= \$425 ;
   always @(posedge clk)
-    num_trajectories_wr_pulse <= \$361 ;
-  always @(posedge clk)
-    gamma_wr_pulse <= \$362 ;
-  always @(posedge clk)
-    gamma_lambda_wr_pulse <= \$363 ;
-  always @(posedge clk)
-    reward_scale_wr_pulse <= \$364 ;
-  always @(posedge clk)
-    reward_offset_wr_pulse <= \$365 ;
-  always @(posedge clk)
-    value_scale_wr_pulse <= \$366 ;
-  always @(posedge clk)
-    value_offset_wr_pulse <= \$367 ;
-  always @(posedge clk)
-    adv_scale_wr_pulse <= \$368 ;
-  always @(posedge clk)
-    adv_offset_wr_pulse <= \$369 ;
-  always @(posedge clk)
-    rtg_scale_wr_pulse <= \$370 ;
-  always @(posedge clk)
-    rtg_offset_wr_pulse <= \$371 ;
-  always @(posedge clk)
-    status_wr_pulse <= \$372 ;
-  always @(posedge clk)
-    cycles_wr_pulse <= \$373 ;
-  always @(posedge clk)
-    hw_n_pe_wr_pulse <= \$374 ;
-  always @(posedge clk)
-    hw_depth_wr_pulse <= \$375 ;
-  always @(posedge clk)
-    hw_format_wr_pulse <= \$376 ;
-  always @(posedge clk)
-    hw_mode_wr_pulse <= \$377 ;
-  always @(posedge clk)
-    mem_ptr_lo_wr_pulse <= \$378 ;
-  always @(posedge clk)
-    mem_ptr_hi_wr_pulse <= \$379 ;
-  always @(posedge clk)
-    dma_status_wr_pulse <= \$380 ;
-  always @(posedge clk)
-    dma_cycles_wr_pulse <= \$381 ;
-  always @(posedge clk)
-    wr_data <= \$382 ;
-  always @(posedge clk)
-    wr_strb <= \$383 ;
+    dma_ctrl_dir <= \$426 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$428  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$428  = \$387 ;
+    end
+    if (rst) begin
+      \$428  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$429  = num_timesteps_we;
+    if (rst) begin
+      \$429  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$430  = num_trajectories_we;
+    if (rst) begin
+      \$430  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$431  = gamma_we;
+    if (rst) begin
+      \$431  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$432  = gamma_lambda_we;
+    if (rst) begin
+      \$432  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$433  = reward_scale_we;
+    if (rst) begin
+      \$433  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$434  = reward_offset_we;
+    if (rst) begin
+      \$434  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$435  = value_scale_we;
+    if (rst) begin
+      \$435  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$436  = value_offset_we;
+    if (rst) begin
+      \$436  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$437  = adv_scale_we;
+    if (rst) begin
+      \$437  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$438  = adv_offset_we;
+    if (rst) begin
+      \$438  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$439  = rtg_scale_we;
+    if (rst) begin
+      \$439  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$440  = rtg_offset_we;
+    if (rst) begin
+      \$440  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$441  = status_we;
+    if (rst) begin
+      \$441  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$442  = cycles_we;
+    if (rst) begin
+      \$442  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$443  = hw_n_pe_we;
+    if (rst) begin
+      \$443  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$444  = hw_depth_we;
+    if (rst) begin
+      \$444  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$445  = hw_format_we;
+    if (rst) begin
+      \$445  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$446  = hw_mode_we;
+    if (rst) begin
+      \$446  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$447  = mem_ptr_lo_we;
+    if (rst) begin
+      \$447  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$448  = mem_ptr_hi_we;
+    if (rst) begin
+      \$448  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$449  = dma_offset_we;
+    if (rst) begin
+      \$449  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$450  = dma_bytes_we;
+    if (rst) begin
+      \$450  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$451  = dma_ctrl_we;
+    if (rst) begin
+      \$451  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$452  = dma_status_we;
+    if (rst) begin
+      \$452  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$453  = dma_cycles_we;
+    if (rst) begin
+      \$453  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$454  = dma_window_we;
+    if (rst) begin
+      \$454  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$455  = dma_align_we;
+    if (rst) begin
+      \$455  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$456  = shell_version_we;
+    if (rst) begin
+      \$456  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$457  = wr_data;
+    if (\$388 ) begin
+      \$457  = w_data;
+    end
+    if (rst) begin
+      \$457  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$458  = wr_strb;
+    if (\$388 ) begin
+      \$458  = w_strb;
+    end
+    if (rst) begin
+      \$458  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[11:2])
       10'h000:
-          r_value = \$130 ;
+          r_value = \$154 ;
       10'h001:
-          r_value = \$132 ;
+          r_value = \$156 ;
       10'h002:
-          r_value = \$136 ;
+          r_value = \$160 ;
       10'h003:
-          r_value = \$140 ;
+          r_value = \$164 ;
       10'h004:
-          r_value = \$142 [31:0];
+          r_value = \$166 [31:0];
       10'h005:
-          r_value = \$144 [31:0];
+          r_value = \$168 [31:0];
       10'h006:
-          r_value = \$146 ;
+          r_value = \$170 ;
       10'h007:
-          r_value = \$148 ;
+          r_value = \$172 ;
       10'h008:
-          r_value = \$150 [31:0];
+          r_value = \$174 [31:0];
       10'h009:
-          r_value = \$152 [31:0];
-      10'h00a:
-          r_value = \$154 [31:0];
-      10'h00b:
-          r_value = \$156 [31:0];
-      10'h00c:
-          r_value = \$158 [31:0];
-      10'h00d:
-          r_value = \$160 [31:0];
-      10'h00e:
-          r_value = \$162 [31:0];
-      10'h00f:
-          r_value = \$164 [31:0];
-      10'h010:
-          r_value = \$174 ;
-      10'h011:
           r_value = \$176 [31:0];
-      10'h012:
+      10'h00a:
           r_value = \$178 [31:0];
-      10'h013:
+      10'h00b:
           r_value = \$180 [31:0];
-      10'h014:
+      10'h00c:
+          r_value = \$182 [31:0];
+      10'h00d:
+          r_value = \$184 [31:0];
+      10'h00e:
+          r_value = \$186 [31:0];
+      10'h00f:
           r_value = \$188 [31:0];
-      10'h015:
+      10'h010:
+          r_value = \$198 ;
+      10'h011:
           r_value = \$200 [31:0];
-      10'h016:
+      10'h012:
           r_value = \$202 [31:0];
-      10'h017:
+      10'h013:
           r_value = \$204 [31:0];
+      10'h014:
+          r_value = \$212 [31:0];
+      10'h015:
+          r_value = \$224 [31:0];
+      10'h016:
+          r_value = \$226 [31:0];
+      10'h017:
+          r_value = \$228 [31:0];
       10'h018:
-          r_value = \$208 ;
+          r_value = \$230 [31:0];
       10'h019:
-          r_value = \$210 [31:0];
+          r_value = \$232 [31:0];
+      10'h01a:
+          r_value = \$236 ;
+      10'h01b:
+          r_value = \$248 ;
+      10'h01c:
+          r_value = \$250 [31:0];
+      10'h01d:
+          r_value = \$252 [31:0];
+      10'h01e:
+          r_value = \$256 [31:0];
+      10'h01f:
+          r_value = \$258 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$324  = aw_got;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$389  = aw_got;
     (* full_case = 32'd1 *)
     if (commit) begin
-      \$324  = 1'h0;
+      \$389  = 1'h0;
     end else begin
-      if (\$214 ) begin
-        \$324  = 1'h1;
+      if (\$262 ) begin
+        \$389  = 1'h1;
       end
     end
     if (rst) begin
-      \$324  = 1'h0;
+      \$389  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$325  = w_got;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$390  = w_got;
     (* full_case = 32'd1 *)
     if (commit) begin
-      \$325  = 1'h0;
+      \$390  = 1'h0;
     end else begin
-      if (\$218 ) begin
-        \$325  = 1'h1;
+      if (\$266 ) begin
+        \$390  = 1'h1;
       end
     end
     if (rst) begin
-      \$325  = 1'h0;
+      \$390  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$326  = bvalid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$391  = bvalid;
     if (commit) begin
-      \$326  = 1'h1;
+      \$391  = 1'h1;
     end
-    if (\$219 ) begin
-      \$326  = 1'h0;
+    if (\$267 ) begin
+      \$391  = 1'h0;
     end
     if (rst) begin
-      \$326  = 1'h0;
+      \$391  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$327  = aw_addr_q;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$392  = aw_addr_q;
     (* full_case = 32'd1 *)
     if (commit) begin
     end else begin
-      if (\$214 ) begin
-        \$327  = s_axi_control_awaddr;
+      if (\$262 ) begin
+        \$392  = s_axi_control_awaddr;
       end
     end
     if (rst) begin
-      \$327  = 12'h000;
+      \$392  = 12'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$328  = w_data_q;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$393  = w_data_q;
     (* full_case = 32'd1 *)
     if (commit) begin
     end else begin
-      if (\$218 ) begin
-        \$328  = s_axi_control_wdata;
+      if (\$266 ) begin
+        \$393  = s_axi_control_wdata;
       end
     end
     if (rst) begin
-      \$328  = 32'd0;
+      \$393  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$329  = w_strb_q;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$394  = w_strb_q;
     (* full_case = 32'd1 *)
     if (commit) begin
     end else begin
-      if (\$218 ) begin
-        \$329  = s_axi_control_wstrb;
+      if (\$266 ) begin
+        \$394  = s_axi_control_wstrb;
       end
     end
     if (rst) begin
-      \$329  = 4'h0;
+      \$394  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$330  = rvalid;
-    if (\$220 ) begin
-      \$330  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$395  = rvalid;
+    if (\$268 ) begin
+      \$395  = 1'h0;
     end
     if (ar_hs) begin
-      \$330  = 1'h1;
+      \$395  = 1'h1;
     end
     if (rst) begin
-      \$330  = 1'h0;
+      \$395  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$331  = s_axi_control_bresp;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$396  = s_axi_control_bresp;
     if (commit) begin
-      \$331  = \$221 ;
+      \$396  = \$269 ;
     end
     if (rst) begin
-      \$331  = 2'h0;
+      \$396  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$332  = auto_status;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$397  = auto_status;
     if (auto_restart) begin
-      \$332  = 1'h1;
+      \$397  = 1'h1;
     end else if (ap_idle) begin
-      \$332  = 1'h0;
+      \$397  = 1'h0;
     end
     if (rst) begin
-      \$332  = 1'h0;
+      \$397  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$333  = ap_start;
-    if (\$223 ) begin
-      \$333  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$398  = ap_start;
+    if (\$271 ) begin
+      \$398  = 1'h1;
     end else if (ap_ready) begin
-      \$333  = auto_restart;
+      \$398  = auto_restart;
     end else if (ap_start_refuse) begin
-      \$333  = 1'h0;
+      \$398  = 1'h0;
     end
     if (rst) begin
-      \$333  = 1'h0;
+      \$398  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$334  = \$225 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$399  = \$273 ;
     if (rst) begin
-      \$334  = 1'h0;
+      \$399  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$335  = ap_idle;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$400  = ap_idle;
     if (rst) begin
-      \$335  = 1'h0;
+      \$400  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$336  = \$234 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$401  = \$282 ;
     if (rst) begin
-      \$336  = 1'h0;
+      \$401  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$337  = \$239 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$402  = \$287 ;
     if (rst) begin
-      \$337  = 1'h0;
+      \$402  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$338  = \$244 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$403  = \$292 ;
     if (rst) begin
-      \$338  = 1'h0;
+      \$403  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$339  = \$249 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$404  = \$297 ;
     if (rst) begin
-      \$339  = 1'h0;
+      \$404  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$340  = auto_restart;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$405  = auto_restart;
     if (ctrl_we) begin
-      \$340  = \$253 ;
+      \$405  = \$301 ;
     end
     if (rst) begin
-      \$340  = 1'h0;
+      \$405  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$341  = gier_enable_q;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$406  = gier_enable_q;
     if (gier_we) begin
-      \$341  = \$257 ;
+      \$406  = \$305 ;
     end
     if (rst) begin
-      \$341  = 1'h0;
+      \$406  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$342  = ip_ier_ap_done_q;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$407  = ip_ier_ap_done_q;
     if (ip_ier_we) begin
-      \$342  = \$261 ;
+      \$407  = \$309 ;
     end
     if (rst) begin
-      \$342  = 1'h0;
+      \$407  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$343  = ip_ier_ap_ready_q;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$408  = ip_ier_ap_ready_q;
     if (ip_ier_we) begin
-      \$343  = \$265 ;
+      \$408  = \$313 ;
     end
     if (rst) begin
-      \$343  = 1'h0;
+      \$408  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$344  = num_timesteps;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$409  = num_timesteps;
     if (num_timesteps_we) begin
-      \$344  = \$269 ;
+      \$409  = \$317 ;
     end
     if (rst) begin
-      \$344  = 32'd0;
+      \$409  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$345  = num_trajectories;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$410  = num_trajectories;
     if (num_trajectories_we) begin
-      \$345  = \$273 ;
+      \$410  = \$321 ;
     end
     if (rst) begin
-      \$345  = 32'd0;
+      \$410  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$346  = gamma;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$411  = gamma;
     if (gamma_we) begin
-      \$346  = \$277 ;
+      \$411  = \$325 ;
     end
     if (rst) begin
-      \$346  = 17'h00000;
+      \$411  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$347  = gamma_lambda;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$412  = gamma_lambda;
     if (gamma_lambda_we) begin
-      \$347  = \$281 ;
+      \$412  = \$329 ;
     end
     if (rst) begin
-      \$347  = 17'h00000;
+      \$412  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$348  = reward_scale;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$413  = reward_scale;
     if (reward_scale_we) begin
-      \$348  = \$285 ;
+      \$413  = \$333 ;
     end
     if (rst) begin
-      \$348  = 32'd0;
+      \$413  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$349  = reward_offset;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$414  = reward_offset;
     if (reward_offset_we) begin
-      \$349  = \$289 ;
+      \$414  = \$337 ;
     end
     if (rst) begin
-      \$349  = 32'd0;
+      \$414  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$350  = value_scale;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$415  = value_scale;
     if (value_scale_we) begin
-      \$350  = \$293 ;
+      \$415  = \$341 ;
     end
     if (rst) begin
-      \$350  = 32'd0;
+      \$415  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$351  = value_offset;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$416  = value_offset;
     if (value_offset_we) begin
-      \$351  = \$297 ;
+      \$416  = \$345 ;
     end
     if (rst) begin
-      \$351  = 32'd0;
+      \$416  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$352  = adv_scale;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$417  = adv_scale;
     if (adv_scale_we) begin
-      \$352  = \$301 ;
+      \$417  = \$349 ;
     end
     if (rst) begin
-      \$352  = 32'd0;
+      \$417  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$353  = adv_offset;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$418  = adv_offset;
     if (adv_offset_we) begin
-      \$353  = \$305 ;
+      \$418  = \$353 ;
     end
     if (rst) begin
-      \$353  = 32'd0;
+      \$418  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$354  = rtg_scale;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$419  = rtg_scale;
     if (rtg_scale_we) begin
-      \$354  = \$309 ;
+      \$419  = \$357 ;
     end
     if (rst) begin
-      \$354  = 32'd0;
+      \$419  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$355  = rtg_offset;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$420  = rtg_offset;
     if (rtg_offset_we) begin
-      \$355  = \$313 ;
+      \$420  = \$361 ;
     end
     if (rst) begin
-      \$355  = 32'd0;
+      \$420  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$356  = mem_ptr_lo;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$421  = mem_ptr_lo;
     if (mem_ptr_lo_we) begin
-      \$356  = \$317 ;
+      \$421  = \$365 ;
     end
     if (rst) begin
-      \$356  = 26'h0000000;
+      \$421  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$357  = mem_ptr_hi;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$422  = mem_ptr_hi;
     if (mem_ptr_hi_we) begin
-      \$357  = \$321 ;
+      \$422  = \$369 ;
     end
     if (rst) begin
-      \$357  = 32'd0;
+      \$422  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$358  = s_axi_control_rdata;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$423  = dma_offset;
+    if (dma_offset_we) begin
+      \$423  = \$373 ;
+    end
+    if (rst) begin
+      \$423  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$424  = dma_bytes;
+    if (dma_bytes_we) begin
+      \$424  = \$377 ;
+    end
+    if (rst) begin
+      \$424  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$425  = \$382 ;
+    if (rst) begin
+      \$425  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$426  = dma_ctrl_dir;
+    if (dma_ctrl_we) begin
+      \$426  = \$386 ;
+    end
+    if (rst) begin
+      \$426  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$427  = s_axi_control_rdata;
     if (ar_hs) begin
-      \$358  = r_value;
+      \$427  = r_value;
     end
     if (rst) begin
-      \$358  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$359  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$359  = \$322 ;
-    end
-    if (rst) begin
-      \$359  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$360  = num_timesteps_we;
-    if (rst) begin
-      \$360  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$361  = num_trajectories_we;
-    if (rst) begin
-      \$361  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$362  = gamma_we;
-    if (rst) begin
-      \$362  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$363  = gamma_lambda_we;
-    if (rst) begin
-      \$363  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$364  = reward_scale_we;
-    if (rst) begin
-      \$364  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$365  = reward_offset_we;
-    if (rst) begin
-      \$365  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$366  = value_scale_we;
-    if (rst) begin
-      \$366  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$367  = value_offset_we;
-    if (rst) begin
-      \$367  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$368  = adv_scale_we;
-    if (rst) begin
-      \$368  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$369  = adv_offset_we;
-    if (rst) begin
-      \$369  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$370  = rtg_scale_we;
-    if (rst) begin
-      \$370  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$371  = rtg_offset_we;
-    if (rst) begin
-      \$371  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$372  = status_we;
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$373  = cycles_we;
-    if (rst) begin
-      \$373  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$374  = hw_n_pe_we;
-    if (rst) begin
-      \$374  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$375  = hw_depth_we;
-    if (rst) begin
-      \$375  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$376  = hw_format_we;
-    if (rst) begin
-      \$376  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$377  = hw_mode_we;
-    if (rst) begin
-      \$377  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$378  = mem_ptr_lo_we;
-    if (rst) begin
-      \$378  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$379  = mem_ptr_hi_we;
-    if (rst) begin
-      \$379  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$380  = dma_status_we;
-    if (rst) begin
-      \$380  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$381  = dma_cycles_we;
-    if (rst) begin
-      \$381  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$382  = wr_data;
-    if (\$323 ) begin
-      \$382  = w_data;
-    end
-    if (rst) begin
-      \$382  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$383  = wr_strb;
-    if (\$323 ) begin
-      \$383  = w_strb;
-    end
-    if (rst) begin
-      \$383  = 4'h0;
+      \$427  = 32'd0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
@@ -13038,120 +12936,131 @@ module \gae_kernel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
   assign rtg_offset_q = rtg_offset;
   assign mem_ptr_lo_q = mem_ptr_lo;
   assign mem_ptr_hi_q = mem_ptr_hi;
-  assign hw_n_pe = 32'd8;
-  assign hw_depth = 32'd8200;
-  assign hw_format_data_width = 8'h20;
-  assign hw_format_data_frac = 8'h10;
-  assign hw_format_coef_width = 8'h11;
-  assign hw_format_code_bits = 8'h08;
-  assign hw_mode_k = 5'h02;
-  assign hw_mode_interleaved = 1'h0;
-  assign hw_mode_full_results = 1'h0;
-  assign hw_mode_reg_width = 8'h20;
-  assign hw_mode_reg_frac = 8'h10;
-  assign hw_mode_axi_bytes = 8'h10;
-  assign \$121  = { 1'h0, ap_start };
-  assign \$122  = { 30'h00000000, \$121  };
-  assign \$123  = { ctrl_ap_done_q, 1'h0 };
-  assign \$125  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$127  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$129  = { auto_restart, 7'h00 };
-  assign \$131  = { 1'h0, gier_enable_q };
-  assign \$132  = { 30'h00000000, \$131  };
-  assign \$133  = { 1'h0, ip_ier_ap_done_q };
-  assign \$134  = { 30'h00000000, \$133  };
-  assign \$135  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$137  = { 1'h0, ip_isr_ap_done_q };
-  assign \$138  = { 30'h00000000, \$137  };
-  assign \$139  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$141  = { 1'h0, num_timesteps };
-  assign \$142  = \$141 ;
-  assign \$143  = { 1'h0, num_trajectories };
-  assign \$144  = \$143 ;
-  assign \$145  = { 1'h0, gamma };
-  assign \$146  = { 14'h0000, \$145  };
-  assign \$147  = { 1'h0, gamma_lambda };
-  assign \$148  = { 14'h0000, \$147  };
-  assign \$149  = { 1'h0, reward_scale };
-  assign \$150  = \$149 ;
-  assign \$151  = { 1'h0, reward_offset };
-  assign \$152  = \$151 ;
-  assign \$153  = { 1'h0, value_scale };
-  assign \$154  = \$153 ;
-  assign \$155  = { 1'h0, value_offset };
-  assign \$156  = \$155 ;
-  assign \$157  = { 1'h0, adv_scale };
-  assign \$158  = \$157 ;
-  assign \$159  = { 1'h0, adv_offset };
-  assign \$160  = \$159 ;
-  assign \$161  = { 1'h0, rtg_scale };
-  assign \$162  = \$161 ;
-  assign \$163  = { 1'h0, rtg_offset };
-  assign \$164  = \$163 ;
-  assign \$165  = { 1'h0, status_error };
-  assign \$166  = { 28'h0000000, \$165  };
-  assign \$167  = { 7'h00, status_dequant_overflow, 8'h00 };
-  assign \$169  = { 6'h00, status_pe_overflow, 9'h000 };
-  assign \$171  = { 5'h00, status_requant_overflow, 10'h000 };
-  assign \$173  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$175  = { 1'h0, cycles };
+  assign dma_offset_q = dma_offset;
+  assign dma_bytes_q = dma_bytes;
+  assign dma_ctrl_start_q = dma_ctrl_start;
+  assign dma_ctrl_dir_q = dma_ctrl_dir;
+  assign \$145  = { 1'h0, ap_start };
+  assign \$146  = { 30'h00000000, \$145  };
+  assign \$147  = { ctrl_ap_done_q, 1'h0 };
+  assign \$149  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$151  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$153  = { auto_restart, 7'h00 };
+  assign \$155  = { 1'h0, gier_enable_q };
+  assign \$156  = { 30'h00000000, \$155  };
+  assign \$157  = { 1'h0, ip_ier_ap_done_q };
+  assign \$158  = { 30'h00000000, \$157  };
+  assign \$159  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$161  = { 1'h0, ip_isr_ap_done_q };
+  assign \$162  = { 30'h00000000, \$161  };
+  assign \$163  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$165  = { 1'h0, num_timesteps };
+  assign \$166  = \$165 ;
+  assign \$167  = { 1'h0, num_trajectories };
+  assign \$168  = \$167 ;
+  assign \$169  = { 1'h0, gamma };
+  assign \$170  = { 14'h0000, \$169  };
+  assign \$171  = { 1'h0, gamma_lambda };
+  assign \$172  = { 14'h0000, \$171  };
+  assign \$173  = { 1'h0, reward_scale };
+  assign \$174  = \$173 ;
+  assign \$175  = { 1'h0, reward_offset };
   assign \$176  = \$175 ;
-  assign \$177  = 33'h000000008;
+  assign \$177  = { 1'h0, value_scale };
   assign \$178  = \$177 ;
-  assign \$179  = 33'h000002008;
+  assign \$179  = { 1'h0, value_offset };
   assign \$180  = \$179 ;
-  assign \$181  = 9'h020;
-  assign \$182  = { 23'h000000, \$181  };
-  assign \$183  = 23'h001000;
-  assign \$185  = 39'h0000110000;
-  assign \$187  = 39'h0008000000;
-  assign \$189  = 6'h02;
-  assign \$190  = { 26'h0000000, \$189  };
-  assign \$191  = 8'h00;
-  assign \$193  = 8'h00;
-  assign \$195  = 23'h002000;
-  assign \$197  = 39'h0000100000;
-  assign \$199  = 39'h0010000000;
-  assign \$201  = { 1'h0, mem_ptr_lo, 6'h00 };
+  assign \$181  = { 1'h0, adv_scale };
+  assign \$182  = \$181 ;
+  assign \$183  = { 1'h0, adv_offset };
+  assign \$184  = \$183 ;
+  assign \$185  = { 1'h0, rtg_scale };
+  assign \$186  = \$185 ;
+  assign \$187  = { 1'h0, rtg_offset };
+  assign \$188  = \$187 ;
+  assign \$189  = { 1'h0, status_error };
+  assign \$190  = { 28'h0000000, \$189  };
+  assign \$191  = { 7'h00, status_dequant_overflow, 8'h00 };
+  assign \$193  = { 6'h00, status_pe_overflow, 9'h000 };
+  assign \$195  = { 5'h00, status_requant_overflow, 10'h000 };
+  assign \$197  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$199  = { 1'h0, cycles };
+  assign \$200  = \$199 ;
+  assign \$201  = 33'h000000008;
   assign \$202  = \$201 ;
-  assign \$203  = { 1'h0, mem_ptr_hi };
+  assign \$203  = 33'h000002008;
   assign \$204  = \$203 ;
-  assign \$205  = { 1'h0, dma_status_read_error };
-  assign \$206  = { 30'h00000000, \$205  };
-  assign \$207  = { dma_status_write_error, 1'h0 };
-  assign \$209  = { 1'h0, dma_cycles };
-  assign \$210  = \$209 ;
-  assign \$184  = 32'd4128;
-  assign \$186  = 39'h0000111020;
-  assign \$188  = 39'h0008111020;
-  assign \$192  = 32'd2;
-  assign \$194  = 32'd2;
-  assign \$196  = 32'd8194;
-  assign \$198  = 39'h0000102002;
-  assign \$200  = 39'h0010102002;
+  assign \$205  = 9'h020;
+  assign \$206  = { 23'h000000, \$205  };
+  assign \$207  = 23'h001000;
+  assign \$209  = 39'h0000110000;
+  assign \$211  = 39'h0008000000;
+  assign \$213  = 6'h02;
+  assign \$214  = { 26'h0000000, \$213  };
+  assign \$215  = 8'h00;
+  assign \$217  = 8'h00;
+  assign \$219  = 23'h002000;
+  assign \$221  = 39'h0000100000;
+  assign \$223  = 39'h0010000000;
+  assign \$225  = { 1'h0, mem_ptr_lo, 6'h00 };
+  assign \$226  = \$225 ;
+  assign \$227  = { 1'h0, mem_ptr_hi };
+  assign \$228  = \$227 ;
+  assign \$229  = { 1'h0, dma_offset };
+  assign \$230  = \$229 ;
+  assign \$231  = { 1'h0, dma_bytes };
+  assign \$232  = \$231 ;
+  assign \$233  = { 1'h0, dma_ctrl_start };
+  assign \$234  = { 30'h00000000, \$233  };
+  assign \$235  = { dma_ctrl_dir, 1'h0 };
+  assign \$237  = { 1'h0, dma_status_busy };
+  assign \$238  = { 30'h00000000, \$237  };
+  assign \$239  = { dma_status_done, 1'h0 };
+  assign \$241  = { 1'h0, dma_status_read_error, 2'h0 };
+  assign \$243  = { dma_status_write_error, 3'h0 };
+  assign \$245  = { 3'h0, dma_status_locked, 4'h0 };
+  assign \$247  = { 2'h0, dma_status_range, 5'h00 };
+  assign \$249  = { 1'h0, dma_cycles };
+  assign \$250  = \$249 ;
+  assign \$251  = 33'h0000c0000;
+  assign \$252  = \$251 ;
+  assign \$253  = 17'h00040;
+  assign \$254  = { 15'h0000, \$253  };
+  assign \$255  = 47'h000000100000;
+  assign \$257  = 33'h000000001;
+  assign \$258  = \$257 ;
+  assign \$208  = 32'd4128;
+  assign \$210  = 39'h0000111020;
+  assign \$212  = 39'h0008111020;
+  assign \$216  = 32'd2;
+  assign \$218  = 32'd2;
+  assign \$220  = 32'd8194;
+  assign \$222  = 39'h0000102002;
+  assign \$224  = 39'h0010102002;
+  assign \$256  = 47'h000000100040;
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$647$0 , \port$648$0 , \port$649$0 , m_axi_gmem_wvalid, mem_we, m_axi_gmem_wdata
-, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, mem_rdata, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2066$0 , \port$2067$0 , \port$2068$0 , m_axi_gmem_wvalid, mem_re, mem_we
+, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire [7:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [2:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire [64:0] \$103 ;
-  wire [17:0] \$104 ;
-  wire \$105 ;
-  wire [8:0] \$106 ;
-  wire [9:0] \$107 ;
+  wire [16:0] \$100 ;
+  wire [17:0] \$101 ;
+  wire [17:0] \$102 ;
+  wire \$103 ;
+  wire [2:0] \$104 ;
+  wire [2:0] \$105 ;
+  wire [64:0] \$106 ;
+  wire [17:0] \$107 ;
   wire \$108 ;
-  wire [16:0] \$109 ;
+  wire [8:0] \$109 ;
   wire \$11 ;
-  wire [17:0] \$110 ;
+  wire [9:0] \$110 ;
   wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
+  wire [16:0] \$112 ;
+  wire [17:0] \$113 ;
   wire \$114 ;
   wire \$115 ;
   wire \$116 ;
@@ -13164,17 +13073,17 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [2:0] \$125 ;
-  wire [2:0] \$126 ;
+  wire \$125 ;
+  wire \$126 ;
   wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [2:0] \$128 ;
+  wire [2:0] \$129 ;
   wire \$13 ;
-  wire [2:0] \$130 ;
-  wire [2:0] \$131 ;
+  wire \$130 ;
+  wire \$131 ;
   wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [2:0] \$133 ;
+  wire [2:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
@@ -13183,35 +13092,35 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire [3:0] \$142 ;
-  wire [3:0] \$143 ;
+  wire \$142 ;
+  wire \$143 ;
   wire \$144 ;
-  wire \$145 ;
-  wire \$146 ;
+  wire [3:0] \$145 ;
+  wire [3:0] \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
   wire \$151 ;
-  wire [3:0] \$152 ;
-  wire [3:0] \$153 ;
+  wire \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire \$155 ;
-  wire \$156 ;
+  wire [3:0] \$155 ;
+  wire [3:0] \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [17:0] \$160 ;
-  wire [17:0] \$161 ;
-  wire [16:0] \$162 ;
-  wire [16:0] \$163 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire [17:0] \$163 ;
   wire [17:0] \$164 ;
-  wire [17:0] \$165 ;
-  wire \$166 ;
-  wire \$167 ;
-  wire \$168 ;
+  wire [16:0] \$165 ;
+  wire [16:0] \$166 ;
+  wire [17:0] \$167 ;
+  wire [17:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -13220,48 +13129,51 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [63:0] \$178 ;
-  reg [7:0] \$179 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  reg \$179 ;
   wire \$18 ;
-  reg [16:0] \$180 ;
-  reg \$181 ;
-  reg [63:0] \$182 ;
-  reg [2:0] \$183 ;
-  reg [15:0] \$184 ;
-  reg [1:0] \$185 ;
-  reg \$186 ;
-  reg [511:0] \$187 ;
+  reg \$180 ;
+  reg [63:0] \$181 ;
+  reg [7:0] \$182 ;
+  reg [16:0] \$183 ;
+  reg \$184 ;
+  reg [63:0] \$185 ;
+  reg [2:0] \$186 ;
+  reg [15:0] \$187 ;
   reg [1:0] \$188 ;
-  reg [16:0] \$189 ;
+  reg \$189 ;
   wire \$19 ;
-  reg \$190 ;
-  reg \$191 ;
+  reg [511:0] \$190 ;
+  reg [1:0] \$191 ;
   reg [16:0] \$192 ;
-  reg [1:0] \$193 ;
+  reg \$193 ;
   reg \$194 ;
-  reg [1:0] \$195 ;
-  reg \$196 ;
-  reg [1:0] \$197 ;
-  reg [63:0] \$198 ;
-  reg [16:0] \$199 ;
+  reg [16:0] \$195 ;
+  reg [1:0] \$196 ;
+  reg \$197 ;
+  reg [1:0] \$198 ;
+  reg \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [8:0] \$200 ;
-  reg [1:0] \$201 ;
-  reg \$202 ;
-  reg [127:0] \$203 ;
-  reg [127:0] \$204 ;
-  reg [127:0] \$205 ;
+  reg [1:0] \$200 ;
+  reg [63:0] \$201 ;
+  reg [16:0] \$202 ;
+  reg [8:0] \$203 ;
+  reg [1:0] \$204 ;
+  reg \$205 ;
   reg [127:0] \$206 ;
-  reg [1:0] \$207 ;
-  reg [1:0] \$208 ;
-  reg [2:0] \$209 ;
+  reg [127:0] \$207 ;
+  reg [127:0] \$208 ;
+  reg [127:0] \$209 ;
   wire \$21 ;
-  reg [2:0] \$210 ;
-  reg \$211 ;
-  reg \$212 ;
+  reg [1:0] \$210 ;
+  reg [1:0] \$211 ;
+  reg [2:0] \$212 ;
+  reg [2:0] \$213 ;
+  reg \$214 ;
+  reg \$215 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
@@ -13291,32 +13203,32 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [9:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
-  wire [8:0] \$51 ;
-  wire [15:0] \$52 ;
-  wire [64:0] \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire [9:0] \$52 ;
+  wire [17:0] \$53 ;
+  wire [8:0] \$54 ;
+  wire [15:0] \$55 ;
+  wire [64:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [16:0] \$6 ;
-  wire [3:0] \$60 ;
-  wire [3:0] \$61 ;
-  wire [16:0] \$62 ;
-  wire [2:0] \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire [3:0] \$64 ;
+  wire [16:0] \$65 ;
+  wire [2:0] \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire [16:0] \$7 ;
-  wire [16:0] \$70 ;
-  wire [17:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire \$72 ;
   wire [16:0] \$73 ;
   wire [17:0] \$74 ;
@@ -13324,29 +13236,29 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire [16:0] \$76 ;
   wire [17:0] \$77 ;
   wire \$78 ;
-  wire \$79 ;
+  wire [16:0] \$79 ;
   wire \$8 ;
-  wire [16:0] \$80 ;
-  wire [17:0] \$81 ;
-  wire [17:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire [16:0] \$86 ;
-  wire [17:0] \$87 ;
-  wire [17:0] \$88 ;
-  wire \$89 ;
+  wire [17:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire [16:0] \$83 ;
+  wire [17:0] \$84 ;
+  wire [17:0] \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire [16:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
+  wire [17:0] \$90 ;
+  wire [17:0] \$91 ;
   wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [16:0] \$97 ;
-  wire [17:0] \$98 ;
-  wire [17:0] \$99 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   reg \$signal$48  = 1'h0;
   reg [1:0] \$signal$50  = 2'h0;
@@ -13388,6 +13300,8 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   reg [2:0] count = 3'h0;
   output done;
   reg done = 1'h0;
+  output dropped;
+  wire dropped;
   (* init = 1'h0 *)
   wire err;
   output error;
@@ -13442,8 +13356,11 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire m_axi_gmem_wvalid;
   output [15:0] mem_addr;
   reg [15:0] mem_addr = 16'h0000;
+  input mem_enable;
+  wire mem_enable;
   input [127:0] mem_rdata;
   wire [127:0] mem_rdata;
+  output mem_re;
   wire mem_re;
   wire [127:0] mem_wdata;
   output [15:0] mem_we;
@@ -13458,14 +13375,13 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   reg [1:0] p_last_lane = 2'h0;
   reg p_wlast = 1'h0;
   reg [16:0] p_words = 17'h00000;
-  output \port$647$0 ;
-  wire \port$647$0 ;
-  output \port$648$0 ;
-  wire \port$648$0 ;
-  output \port$649$0 ;
-  wire \port$649$0 ;
+  output \port$2066$0 ;
+  wire \port$2066$0 ;
+  output \port$2067$0 ;
+  wire \port$2067$0 ;
+  output \port$2068$0 ;
+  wire \port$2068$0 ;
   reg q_wlast = 1'h0;
-  output rd_issue;
   wire rd_issue;
   (* init = 2'h0 *)
   wire [1:0] rd_ptr;
@@ -13551,207 +13467,212 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign \$47  = \$46  & m_axi_gmem_rlast;
   assign \$48  = to_dev ? m_axi_gmem_bvalid : \$47 ;
   assign ax_done = \$48  & busy;
-  assign mem_we = s_valid ? 16'hffff : 16'h0000;
-  assign \$49  = \$7 [8:0] - 1'h1;
-  assign \$50  = a_beats - \$7 [8:0];
-  assign \$51  = m_axi_gmem_awlen + 1'h1;
-  assign \$53  = m_axi_gmem_awaddr + \$52 ;
-  assign \$54  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$55  = ax_valid & \$54 ;
-  assign \$56  = ~ ax_done;
-  assign \$57  = ax_issue & \$56 ;
-  assign \$58  = ~ ax_issue;
-  assign \$59  = \$58  & ax_done;
-  assign \$60  = outstanding + 1'h1;
-  assign \$61  = outstanding - 1'h1;
-  assign \$62  = mem_addr + 1'h1;
-  assign \$63  = s_idx + 1'h1;
-  assign \$64  = s_idx == s_last;
-  assign \$65  = m_axi_gmem_rvalid & rready;
-  assign \$66  = \$65  & busy;
-  assign \$67  = ~ to_dev;
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = rx_words < 3'h4;
-  assign \$70  = \$69  ? rx_words : 17'h00004;
-  assign \$71  = \$70  - 1'h1;
+  assign mem_re = rd_issue & mem_enable;
+  assign \$49  = s_valid & mem_enable;
+  assign mem_we = \$49  ? 16'hffff : 16'h0000;
+  assign \$50  = rd_issue | s_valid;
+  assign \$51  = ~ mem_enable;
+  assign dropped = \$50  & \$51 ;
+  assign \$52  = \$7 [8:0] - 1'h1;
+  assign \$53  = a_beats - \$7 [8:0];
+  assign \$54  = m_axi_gmem_awlen + 1'h1;
+  assign \$56  = m_axi_gmem_awaddr + \$55 ;
+  assign \$57  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$58  = ax_valid & \$57 ;
+  assign \$59  = ~ ax_done;
+  assign \$60  = ax_issue & \$59 ;
+  assign \$61  = ~ ax_issue;
+  assign \$62  = \$61  & ax_done;
+  assign \$63  = outstanding + 1'h1;
+  assign \$64  = outstanding - 1'h1;
+  assign \$65  = mem_addr + 1'h1;
+  assign \$66  = s_idx + 1'h1;
+  assign \$67  = s_idx == s_last;
+  assign \$68  = m_axi_gmem_rvalid & rready;
+  assign \$69  = \$68  & busy;
+  assign \$70  = ~ to_dev;
+  assign \$71  = \$69  & \$70 ;
   assign \$72  = rx_words < 3'h4;
   assign \$73  = \$72  ? rx_words : 17'h00004;
-  assign \$74  = rx_words - \$73 ;
-  assign \$75  = | m_axi_gmem_rresp;
-  assign \$76  = mem_addr + 1'h1;
-  assign \$77  = p_words - 1'h1;
-  assign \$78  = | p_idx;
-  assign \$79  = p_words < 3'h4;
-  assign \$80  = \$79  ? p_words : 17'h00004;
-  assign \$81  = \$80  - 1'h1;
-  assign \$82  = \$78  ? { 16'h0000, p_last_lane } : \$81 ;
-  assign \$83  = p_idx == \$82 ;
-  assign \$84  = | p_idx;
-  assign \$85  = p_words < 3'h4;
-  assign \$86  = \$85  ? p_words : 17'h00004;
-  assign \$87  = \$86  - 1'h1;
-  assign \$88  = \$84  ? { 16'h0000, p_last_lane } : \$87 ;
-  assign \$89  = | p_idx;
-  assign \$90  = ! p_burst;
-  assign \$91  = \$34 [8:0] == 1'h1;
-  assign \$92  = p_burst == 1'h1;
-  assign \$93  = \$90  ? \$91  : \$92 ;
-  assign \$94  = \$89  ? p_wlast : \$93 ;
-  assign \$95  = | p_idx;
-  assign \$96  = p_words < 3'h4;
-  assign \$97  = \$96  ? p_words : 17'h00004;
-  assign \$98  = \$97  - 1'h1;
-  assign \$99  = \$95  ? { 16'h0000, p_last_lane } : \$98 ;
-  assign \$100  = p_idx == \$99 ;
-  assign \$101  = p_idx + 1'h1;
-  assign \$102  = \$100  ? 3'h0 : \$101 ;
-  assign \$103  = p_dev + 7'h40;
-  assign \$104  = p_beats - 1'h1;
-  assign \$105  = ! p_burst;
-  assign \$106  = \$105  ? \$34 [8:0] : p_burst;
-  assign \$107  = \$106  - 1'h1;
-  assign \$108  = p_words < 3'h4;
-  assign \$109  = \$108  ? p_words : 17'h00004;
+  assign \$74  = \$73  - 1'h1;
+  assign \$75  = rx_words < 3'h4;
+  assign \$76  = \$75  ? rx_words : 17'h00004;
+  assign \$77  = rx_words - \$76 ;
+  assign \$78  = | m_axi_gmem_rresp;
+  assign \$79  = mem_addr + 1'h1;
+  assign \$80  = p_words - 1'h1;
+  assign \$81  = | p_idx;
+  assign \$82  = p_words < 3'h4;
+  assign \$83  = \$82  ? p_words : 17'h00004;
+  assign \$84  = \$83  - 1'h1;
+  assign \$85  = \$81  ? { 16'h0000, p_last_lane } : \$84 ;
+  assign \$86  = p_idx == \$85 ;
+  assign \$87  = | p_idx;
+  assign \$88  = p_words < 3'h4;
+  assign \$89  = \$88  ? p_words : 17'h00004;
+  assign \$90  = \$89  - 1'h1;
+  assign \$91  = \$87  ? { 16'h0000, p_last_lane } : \$90 ;
+  assign \$92  = | p_idx;
+  assign \$93  = ! p_burst;
+  assign \$94  = \$34 [8:0] == 1'h1;
+  assign \$95  = p_burst == 1'h1;
+  assign \$96  = \$93  ? \$94  : \$95 ;
+  assign \$97  = \$92  ? p_wlast : \$96 ;
+  assign \$98  = | p_idx;
+  assign \$99  = p_words < 3'h4;
+  assign \$100  = \$99  ? p_words : 17'h00004;
+  assign \$101  = \$100  - 1'h1;
+  assign \$102  = \$98  ? { 16'h0000, p_last_lane } : \$101 ;
+  assign \$103  = p_idx == \$102 ;
+  assign \$104  = p_idx + 1'h1;
+  assign \$105  = \$103  ? 3'h0 : \$104 ;
+  assign \$106  = p_dev + 7'h40;
+  assign \$107  = p_beats - 1'h1;
+  assign \$108  = ! p_burst;
+  assign \$109  = \$108  ? \$34 [8:0] : p_burst;
   assign \$110  = \$109  - 1'h1;
-  assign \$111  = ! p_burst;
-  assign \$112  = \$34 [8:0] == 1'h1;
-  assign \$113  = p_burst == 1'h1;
-  assign \$114  = \$111  ? \$112  : \$113 ;
-  assign \$115  = ! \$signal$50 ;
-  assign \$116  = \$signal  & \$115 ;
-  assign \$117  = \$signal$50  == 1'h1;
-  assign \$118  = \$signal  & \$117 ;
-  assign \$119  = \$signal$50  == 2'h2;
-  assign \$120  = \$signal  & \$119 ;
-  assign \$121  = \$signal$50  == 2'h3;
-  assign \$122  = \$signal  & \$121 ;
-  assign \$123  = \$signal  & \$signal$48 ;
-  assign \$124  = bw__addr == 2'h3;
-  assign \$125  = bw__addr + 1'h1;
-  assign \$126  = \$124  ? 3'h0 : \$125 ;
-  assign \$127  = | count;
-  assign \$128  = \$127  & m_axi_gmem_wready;
-  assign \$129  = br__addr == 2'h3;
-  assign \$130  = br__addr + 1'h1;
-  assign \$131  = \$129  ? 3'h0 : \$130 ;
-  assign \$132  = \$signal  & \$signal$48 ;
-  assign \$133  = | count;
-  assign \$134  = \$133  & m_axi_gmem_wready;
-  assign \$135  = ~ \$134 ;
-  assign \$136  = \$132  & \$135 ;
-  assign \$137  = | count;
-  assign \$138  = \$137  & m_axi_gmem_wready;
-  assign \$139  = \$signal  & \$signal$48 ;
-  assign \$140  = ~ \$139 ;
-  assign \$141  = \$138  & \$140 ;
-  assign \$142  = count + 1'h1;
-  assign \$143  = count - 1'h1;
-  assign \$144  = | count;
-  assign \$145  = \$144  & m_axi_gmem_wready;
-  assign \$146  = ~ \$145 ;
-  assign \$147  = start_beat & \$146 ;
-  assign \$148  = | count;
-  assign \$149  = \$148  & m_axi_gmem_wready;
-  assign \$150  = ~ start_beat;
-  assign \$151  = \$149  & \$150 ;
-  assign \$152  = used + 1'h1;
-  assign \$153  = used - 1'h1;
-  assign \$154  = m_axi_gmem_bvalid & busy;
-  assign \$155  = \$154  & to_dev;
-  assign \$156  = | m_axi_gmem_bresp;
-  assign \$157  = \$155  & \$156 ;
-  assign \$158  = ~ busy;
-  assign \$159  = cmd__valid & \$158 ;
-  assign \$160  = cmd__payload[96:80] + 2'h3;
-  assign \$162  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
-  assign \$163  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
-  assign \$164  = cmd__payload[96:80] + 2'h3;
-  assign \$166  = ! a_beats;
-  assign \$167  = ~ ax_valid;
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = ! outstanding;
-  assign \$170  = \$168  & \$169 ;
-  assign \$171  = ! rx_words;
-  assign \$172  = ~ s_valid;
+  assign \$111  = p_words < 3'h4;
+  assign \$112  = \$111  ? p_words : 17'h00004;
+  assign \$113  = \$112  - 1'h1;
+  assign \$114  = ! p_burst;
+  assign \$115  = \$34 [8:0] == 1'h1;
+  assign \$116  = p_burst == 1'h1;
+  assign \$117  = \$114  ? \$115  : \$116 ;
+  assign \$118  = ! \$signal$50 ;
+  assign \$119  = \$signal  & \$118 ;
+  assign \$120  = \$signal$50  == 1'h1;
+  assign \$121  = \$signal  & \$120 ;
+  assign \$122  = \$signal$50  == 2'h2;
+  assign \$123  = \$signal  & \$122 ;
+  assign \$124  = \$signal$50  == 2'h3;
+  assign \$125  = \$signal  & \$124 ;
+  assign \$126  = \$signal  & \$signal$48 ;
+  assign \$127  = bw__addr == 2'h3;
+  assign \$128  = bw__addr + 1'h1;
+  assign \$129  = \$127  ? 3'h0 : \$128 ;
+  assign \$130  = | count;
+  assign \$131  = \$130  & m_axi_gmem_wready;
+  assign \$132  = br__addr == 2'h3;
+  assign \$133  = br__addr + 1'h1;
+  assign \$134  = \$132  ? 3'h0 : \$133 ;
+  assign \$135  = \$signal  & \$signal$48 ;
+  assign \$136  = | count;
+  assign \$137  = \$136  & m_axi_gmem_wready;
+  assign \$138  = ~ \$137 ;
+  assign \$139  = \$135  & \$138 ;
+  assign \$140  = | count;
+  assign \$141  = \$140  & m_axi_gmem_wready;
+  assign \$142  = \$signal  & \$signal$48 ;
+  assign \$143  = ~ \$142 ;
+  assign \$144  = \$141  & \$143 ;
+  assign \$145  = count + 1'h1;
+  assign \$146  = count - 1'h1;
+  assign \$147  = | count;
+  assign \$148  = \$147  & m_axi_gmem_wready;
+  assign \$149  = ~ \$148 ;
+  assign \$150  = start_beat & \$149 ;
+  assign \$151  = | count;
+  assign \$152  = \$151  & m_axi_gmem_wready;
+  assign \$153  = ~ start_beat;
+  assign \$154  = \$152  & \$153 ;
+  assign \$155  = used + 1'h1;
+  assign \$156  = used - 1'h1;
+  assign \$157  = m_axi_gmem_bvalid & busy;
+  assign \$158  = \$157  & to_dev;
+  assign \$159  = | m_axi_gmem_bresp;
+  assign \$160  = \$158  & \$159 ;
+  assign \$161  = ~ busy;
+  assign \$162  = cmd__valid & \$161 ;
+  assign \$163  = cmd__payload[96:80] + 2'h3;
+  assign \$165  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
+  assign \$166  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
+  assign \$167  = cmd__payload[96:80] + 2'h3;
+  assign \$169  = ! a_beats;
+  assign \$170  = ~ ax_valid;
+  assign \$171  = \$169  & \$170 ;
+  assign \$172  = ! outstanding;
   assign \$173  = \$171  & \$172 ;
-  assign \$174  = to_dev ? \$170  : \$173 ;
-  assign \$175  = busy & \$174 ;
+  assign \$174  = ! rx_words;
+  assign \$175  = ~ s_valid;
+  assign \$176  = \$174  & \$175 ;
+  assign \$177  = to_dev ? \$173  : \$176 ;
+  assign \$178  = busy & \$177 ;
   always @(posedge clk)
-    done <= \$176 ;
+    done <= \$179 ;
   always @(posedge clk)
-    ax_valid <= \$177 ;
+    ax_valid <= \$180 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$178 ;
+    m_axi_gmem_awaddr <= \$181 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$179 ;
+    m_axi_gmem_awlen <= \$182 ;
   always @(posedge clk)
-    a_beats <= \$180 ;
+    a_beats <= \$183 ;
   always @(posedge clk)
-    a_step <= \$181 ;
+    a_step <= \$184 ;
   always @(posedge clk)
-    a_addr <= \$182 ;
+    a_addr <= \$185 ;
   always @(posedge clk)
-    outstanding <= \$183 ;
+    outstanding <= \$186 ;
   always @(posedge clk)
-    mem_addr <= \$184 ;
+    mem_addr <= \$187 ;
   always @(posedge clk)
-    s_idx <= \$185 ;
+    s_idx <= \$188 ;
   always @(posedge clk)
-    s_valid <= \$186 ;
+    s_valid <= \$189 ;
   always @(posedge clk)
-    s_data <= \$187 ;
+    s_data <= \$190 ;
   always @(posedge clk)
-    s_last <= \$188 ;
+    s_last <= \$191 ;
   always @(posedge clk)
-    rx_words <= \$189 ;
+    rx_words <= \$192 ;
   always @(posedge clk)
-    error <= \$190 ;
+    error <= \$193 ;
   always @(posedge clk)
-    \$signal  <= \$191 ;
+    \$signal  <= \$194 ;
   always @(posedge clk)
-    p_words <= \$192 ;
+    p_words <= \$195 ;
   always @(posedge clk)
-    \$signal$50  <= \$193 ;
+    \$signal$50  <= \$196 ;
   always @(posedge clk)
-    \$signal$48  <= \$194 ;
+    \$signal$48  <= \$197 ;
   always @(posedge clk)
-    \$signal$56  <= \$195 ;
+    \$signal$56  <= \$198 ;
   always @(posedge clk)
-    q_wlast <= \$196 ;
+    q_wlast <= \$199 ;
   always @(posedge clk)
-    p_idx <= \$197 ;
+    p_idx <= \$200 ;
   always @(posedge clk)
-    p_dev <= \$198 ;
+    p_dev <= \$201 ;
   always @(posedge clk)
-    p_beats <= \$199 ;
+    p_beats <= \$202 ;
   always @(posedge clk)
-    p_burst <= \$200 ;
+    p_burst <= \$203 ;
   always @(posedge clk)
-    p_last_lane <= \$201 ;
+    p_last_lane <= \$204 ;
   always @(posedge clk)
-    p_wlast <= \$202 ;
+    p_wlast <= \$205 ;
   always @(posedge clk)
-    asm0 <= \$203 ;
+    asm0 <= \$206 ;
   always @(posedge clk)
-    asm1 <= \$204 ;
+    asm1 <= \$207 ;
   always @(posedge clk)
-    asm2 <= \$205 ;
+    asm2 <= \$208 ;
   always @(posedge clk)
-    asm3 <= \$206 ;
+    asm3 <= \$209 ;
   always @(posedge clk)
-    bw__addr <= \$207 ;
+    bw__addr <= \$210 ;
   always @(posedge clk)
-    br__addr <= \$208 ;
+    br__addr <= \$211 ;
   always @(posedge clk)
-    count <= \$209 ;
+    count <= \$212 ;
   always @(posedge clk)
-    used <= \$210 ;
+    used <= \$213 ;
   always @(posedge clk)
-    busy <= \$211 ;
+    busy <= \$214 ;
   always @(posedge clk)
-    to_dev <= \$212 ;
+    to_dev <= \$215 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
     (* full_case = 32'd1 *)
     casez (s_idx)
       2'h0:
@@ -13765,360 +13686,330 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$176  = 1'h0;
-    if (\$175 ) begin
-      \$176  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$179  = 1'h0;
+    if (\$178 ) begin
+      \$179  = 1'h1;
     end
     if (rst) begin
-      \$176  = 1'h0;
+      \$179  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$177  = ax_valid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$180  = ax_valid;
     if (ax_issue) begin
-      \$177  = 1'h1;
+      \$180  = 1'h1;
     end
-    if (\$55 ) begin
-      \$177  = 1'h0;
+    if (\$58 ) begin
+      \$180  = 1'h0;
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$180  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$178  = m_axi_gmem_awaddr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$181  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$178  = a_addr;
+      \$181  = a_addr;
     end
     if (rst) begin
-      \$178  = 64'h0000000000000000;
+      \$181  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$179  = m_axi_gmem_awlen;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$182  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$179  = \$49 [7:0];
+      \$182  = \$52 [7:0];
     end
     if (rst) begin
-      \$179  = 8'h00;
+      \$182  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$180  = a_beats;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$183  = a_beats;
     if (ax_issue) begin
-      \$180  = \$50 [16:0];
+      \$183  = \$53 [16:0];
     end
-    if (\$159 ) begin
-      \$180  = \$161 [16:0];
+    if (\$162 ) begin
+      \$183  = \$164 [16:0];
     end
     if (rst) begin
-      \$180  = 17'h00000;
+      \$183  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$181  = a_step;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$184  = a_step;
     if (ax_issue) begin
-      \$181  = 1'h1;
+      \$184  = 1'h1;
     end
     if (a_step) begin
-      \$181  = 1'h0;
+      \$184  = 1'h0;
     end
     if (rst) begin
-      \$181  = 1'h0;
+      \$184  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$182  = a_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$185  = a_addr;
     if (a_step) begin
-      \$182  = \$53 [63:0];
+      \$185  = \$56 [63:0];
     end
-    if (\$159 ) begin
-      \$182  = { cmd__payload[63:6], 6'h00 };
+    if (\$162 ) begin
+      \$185  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$182  = 64'h0000000000000000;
+      \$185  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$183  = outstanding;
-    if (\$57 ) begin
-      \$183  = \$60 [2:0];
-    end else if (\$59 ) begin
-      \$183  = \$61 [2:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$186  = outstanding;
+    if (\$60 ) begin
+      \$186  = \$63 [2:0];
+    end else if (\$62 ) begin
+      \$186  = \$64 [2:0];
     end
     if (rst) begin
-      \$183  = 3'h0;
+      \$186  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$184  = mem_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$187  = mem_addr;
     if (s_valid) begin
-      \$184  = \$62 [15:0];
+      \$187  = \$65 [15:0];
     end
     if (rd_issue) begin
-      \$184  = \$76 [15:0];
+      \$187  = \$79 [15:0];
     end
-    if (\$159 ) begin
-      \$184  = cmd__payload[79:64];
+    if (\$162 ) begin
+      \$187  = cmd__payload[79:64];
     end
     if (rst) begin
-      \$184  = 16'h0000;
+      \$187  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$185  = s_idx;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$188  = s_idx;
     if (s_valid) begin
-      \$185  = \$63 [1:0];
+      \$188  = \$66 [1:0];
     end
-    if (\$68 ) begin
-      \$185  = 2'h0;
-    end
-    if (rst) begin
-      \$185  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$186  = s_valid;
-    if (s_valid) begin
-      if (\$64 ) begin
-        \$186  = 1'h0;
-      end
-    end
-    if (\$68 ) begin
-      \$186  = 1'h1;
-    end
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$187  = s_data;
-    if (\$68 ) begin
-      \$187  = m_axi_gmem_rdata;
-    end
-    if (rst) begin
-      \$187  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$188  = s_last;
-    if (\$68 ) begin
-      \$188  = \$71 [1:0];
+    if (\$71 ) begin
+      \$188  = 2'h0;
     end
     if (rst) begin
       \$188  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$189  = rx_words;
-    if (\$68 ) begin
-      \$189  = \$74 [16:0];
-    end
-    if (\$159 ) begin
-      \$189  = \$162 ;
-    end
-    if (rst) begin
-      \$189  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$190  = error;
-    if (\$68 ) begin
-      if (\$75 ) begin
-        \$190  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$189  = s_valid;
+    if (s_valid) begin
+      if (\$67 ) begin
+        \$189  = 1'h0;
       end
     end
-    if (\$157 ) begin
-      \$190  = 1'h1;
-    end
-    if (\$159 ) begin
-      \$190  = 1'h0;
+    if (\$71 ) begin
+      \$189  = 1'h1;
     end
     if (rst) begin
-      \$190  = 1'h0;
+      \$189  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$191  = rd_issue;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$190  = s_data;
+    if (\$71 ) begin
+      \$190  = m_axi_gmem_rdata;
+    end
     if (rst) begin
-      \$191  = 1'h0;
+      \$190  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$192  = p_words;
-    if (rd_issue) begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$191  = s_last;
+    if (\$71 ) begin
+      \$191  = \$74 [1:0];
+    end
+    if (rst) begin
+      \$191  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$192  = rx_words;
+    if (\$71 ) begin
       \$192  = \$77 [16:0];
     end
-    if (\$159 ) begin
-      \$192  = \$163 ;
+    if (\$162 ) begin
+      \$192  = \$165 ;
     end
     if (rst) begin
       \$192  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$193  = \$signal$50 ;
-    if (rd_issue) begin
-      \$193  = p_idx;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$193  = error;
+    if (\$71 ) begin
+      if (\$78 ) begin
+        \$193  = 1'h1;
+      end
+    end
+    if (\$160 ) begin
+      \$193  = 1'h1;
+    end
+    if (\$162 ) begin
+      \$193  = 1'h0;
     end
     if (rst) begin
-      \$193  = 2'h0;
+      \$193  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$194  = \$signal$48 ;
-    if (rd_issue) begin
-      \$194  = \$83 ;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$194  = rd_issue;
     if (rst) begin
       \$194  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$195  = \$signal$56 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$195  = p_words;
     if (rd_issue) begin
-      \$195  = \$88 [1:0];
+      \$195  = \$80 [16:0];
+    end
+    if (\$162 ) begin
+      \$195  = \$166 ;
     end
     if (rst) begin
-      \$195  = 2'h0;
+      \$195  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$196  = q_wlast;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$196  = \$signal$50 ;
     if (rd_issue) begin
-      \$196  = \$94 ;
+      \$196  = p_idx;
     end
     if (rst) begin
-      \$196  = 1'h0;
+      \$196  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$197  = p_idx;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$197  = \$signal$48 ;
     if (rd_issue) begin
-      \$197  = \$102 [1:0];
-    end
-    if (\$159 ) begin
-      \$197  = 2'h0;
+      \$197  = \$86 ;
     end
     if (rst) begin
-      \$197  = 2'h0;
+      \$197  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$198  = p_dev;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$198  = \$signal$56 ;
+    if (rd_issue) begin
+      \$198  = \$91 [1:0];
+    end
+    if (rst) begin
+      \$198  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$199  = q_wlast;
+    if (rd_issue) begin
+      \$199  = \$97 ;
+    end
+    if (rst) begin
+      \$199  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$200  = p_idx;
+    if (rd_issue) begin
+      \$200  = \$105 [1:0];
+    end
+    if (\$162 ) begin
+      \$200  = 2'h0;
+    end
+    if (rst) begin
+      \$200  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$201  = p_dev;
     if (start_beat) begin
-      \$198  = \$103 [63:0];
+      \$201  = \$106 [63:0];
     end
-    if (\$159 ) begin
-      \$198  = { cmd__payload[63:6], 6'h00 };
+    if (\$162 ) begin
+      \$201  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$198  = 64'h0000000000000000;
+      \$201  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$199  = p_beats;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$202  = p_beats;
     if (start_beat) begin
-      \$199  = \$104 [16:0];
+      \$202  = \$107 [16:0];
     end
-    if (\$159 ) begin
-      \$199  = \$165 [16:0];
+    if (\$162 ) begin
+      \$202  = \$168 [16:0];
     end
     if (rst) begin
-      \$199  = 17'h00000;
+      \$202  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$200  = p_burst;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$203  = p_burst;
     if (start_beat) begin
-      \$200  = \$107 [8:0];
+      \$203  = \$110 [8:0];
     end
-    if (\$159 ) begin
-      \$200  = 9'h000;
+    if (\$162 ) begin
+      \$203  = 9'h000;
     end
     if (rst) begin
-      \$200  = 9'h000;
+      \$203  = 9'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$201  = p_last_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$204  = p_last_lane;
     if (start_beat) begin
-      \$201  = \$110 [1:0];
+      \$204  = \$113 [1:0];
     end
     if (rst) begin
-      \$201  = 2'h0;
+      \$204  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$202  = p_wlast;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$205  = p_wlast;
     if (start_beat) begin
-      \$202  = \$114 ;
+      \$205  = \$117 ;
     end
     if (rst) begin
-      \$202  = 1'h0;
+      \$205  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$203  = asm0;
-    if (\$116 ) begin
-      \$203  = mem_rdata;
-    end
-    if (rst) begin
-      \$203  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$204  = asm1;
-    if (\$118 ) begin
-      \$204  = mem_rdata;
-    end
-    if (rst) begin
-      \$204  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$205  = asm2;
-    if (\$120 ) begin
-      \$205  = mem_rdata;
-    end
-    if (rst) begin
-      \$205  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$206  = asm3;
-    if (\$122 ) begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$206  = asm0;
+    if (\$119 ) begin
       \$206  = mem_rdata;
     end
     if (rst) begin
@@ -14126,70 +14017,100 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$207  = bw__addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$207  = asm1;
+    if (\$121 ) begin
+      \$207  = mem_rdata;
+    end
+    if (rst) begin
+      \$207  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$208  = asm2;
     if (\$123 ) begin
-      \$207  = \$126 [1:0];
+      \$208  = mem_rdata;
     end
     if (rst) begin
-      \$207  = 2'h0;
+      \$208  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$208  = br__addr;
-    if (\$128 ) begin
-      \$208  = \$131 [1:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$209  = asm3;
+    if (\$125 ) begin
+      \$209  = mem_rdata;
     end
     if (rst) begin
-      \$208  = 2'h0;
+      \$209  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$209  = count;
-    if (\$136 ) begin
-      \$209  = \$142 [2:0];
-    end else if (\$141 ) begin
-      \$209  = \$143 [2:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$210  = bw__addr;
+    if (\$126 ) begin
+      \$210  = \$129 [1:0];
     end
     if (rst) begin
-      \$209  = 3'h0;
+      \$210  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$210  = used;
-    if (\$147 ) begin
-      \$210  = \$152 [2:0];
-    end else if (\$151 ) begin
-      \$210  = \$153 [2:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$211  = br__addr;
+    if (\$131 ) begin
+      \$211  = \$134 [1:0];
     end
     if (rst) begin
-      \$210  = 3'h0;
+      \$211  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$211  = busy;
-    if (\$159 ) begin
-      \$211  = 1'h1;
-    end
-    if (\$175 ) begin
-      \$211  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$212  = count;
+    if (\$139 ) begin
+      \$212  = \$145 [2:0];
+    end else if (\$144 ) begin
+      \$212  = \$146 [2:0];
     end
     if (rst) begin
-      \$211  = 1'h0;
+      \$212  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$212  = to_dev;
-    if (\$159 ) begin
-      \$212  = cmd__payload[97];
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$213  = used;
+    if (\$150 ) begin
+      \$213  = \$155 [2:0];
+    end else if (\$154 ) begin
+      \$213  = \$156 [2:0];
     end
     if (rst) begin
-      \$212  = 1'h0;
+      \$213  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$214  = busy;
+    if (\$162 ) begin
+      \$214  = 1'h1;
+    end
+    if (\$178 ) begin
+      \$214  = 1'h0;
+    end
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$13 ) begin end
+    \$215  = to_dev;
+    if (\$162 ) begin
+      \$215  = cmd__payload[97];
+    end
+    if (rst) begin
+      \$215  = 1'h0;
     end
   end
   assign \busy$2  = busy;
@@ -14216,18 +14137,17 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign m_axi_gmem_wstrb = { \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
-  assign mem_re = rd_issue;
   assign mem_wdata = s_word;
-  assign \port$647$0  = \$43 ;
-  assign \port$648$0  = \$44 ;
-  assign \port$649$0  = \$45 ;
+  assign \port$2066$0  = \$43 ;
+  assign \port$2067$0  = \$44 ;
+  assign \port$2068$0  = \$45 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$161  = { 2'h0, \$160 [17:2] };
-  assign \$52  = { 1'h0, \$51 , 6'h00 };
-  assign \$165  = { 2'h0, \$164 [17:2] };
+  assign \$55  = { 1'h0, \$54 , 6'h00 };
+  assign \$164  = { 2'h0, \$163 [17:2] };
+  assign \$168  = { 2'h0, \$167 [17:2] };
 endmodule

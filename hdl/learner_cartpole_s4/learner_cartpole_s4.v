@@ -26,53 +26,28 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
   wire busy;
   wire clk;
   wire [31:0] cycles;
-  wire [31:0] \cycles$124 ;
+  wire [31:0] \cycles$147 ;
   wire done;
-  wire enable;
   wire [1:0] error;
-  wire flag_bw;
-  wire flag_delta;
-  wire flag_fw;
-  wire flag_target;
-  wire flag_target_fw;
-  wire flag_wa;
-  wire flag_wu;
   wire [16:0] gamma;
-  wire [16:0] \gamma$115 ;
+  wire [16:0] \gamma$113 ;
   wire [15:0] host_addr;
   wire host_enable;
   wire [127:0] host_rdata;
   wire host_re;
   wire [127:0] host_wdata;
   wire [15:0] host_we;
-  wire [7:0] hw_array_array;
-  wire [15:0] hw_array_max_batch;
-  wire [7:0] hw_array_sub_batch;
-  wire [7:0] hw_format2_acc_width;
-  wire [7:0] hw_format2_coef_width;
-  wire [7:0] hw_format2_lr_frac;
-  wire [7:0] hw_format2_lr_width;
-  wire [7:0] hw_format_act_frac;
-  wire [7:0] hw_format_grad_frac;
-  wire [7:0] hw_format_weight_frac;
-  wire [7:0] hw_format_width;
-  wire [7:0] hw_layers_axi_bytes;
-  wire [7:0] hw_layers_dp;
-  wire [3:0] hw_layers_layers;
-  wire [3:0] hw_layers_loss;
-  wire [15:0] hw_size0;
-  wire [15:0] hw_size1;
-  wire [15:0] hw_size2;
-  wire [15:0] hw_size3;
   output interrupt;
   wire interrupt;
   wire \interrupt$99 ;
   wire [31:0] loss_hi;
+  wire [31:0] \loss_hi$121 ;
   wire [31:0] loss_lo;
-  wire [63:0] loss_sum;
+  wire [31:0] \loss_lo$123 ;
   wire [23:0] lr;
-  wire [23:0] \lr$113 ;
+  wire [23:0] \lr$115 ;
   wire [15:0] mem_addr;
+  wire mem_enable;
   wire [127:0] mem_rdata;
   wire mem_re;
   wire [127:0] mem_wdata;
@@ -222,22 +197,29 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
   (* init = 1'h0 *)
   wire start_refused;
   wire status_bw_overflow;
+  wire \status_bw_overflow$125 ;
   wire status_delta_overflow;
+  wire \status_delta_overflow$127 ;
   wire [1:0] status_error;
   wire status_fw_overflow;
+  wire \status_fw_overflow$129 ;
   reg status_start_refused = 1'h0;
   wire status_target_fw_overflow;
+  wire \status_target_fw_overflow$131 ;
   wire status_target_overflow;
+  wire \status_target_overflow$133 ;
   wire status_target_synced;
+  wire \status_target_synced$135 ;
   wire status_wa_overflow;
+  wire \status_wa_overflow$137 ;
   wire status_wu_overflow;
+  wire \status_wu_overflow$139 ;
   wire [15:0] sync_count;
-  wire [15:0] \sync_count$132 ;
+  wire [15:0] \sync_count$141 ;
   wire [15:0] sync_period;
-  wire [15:0] \sync_period$128 ;
+  wire [15:0] \sync_period$117 ;
   wire sync_target;
-  wire \sync_target$126 ;
-  wire synced;
+  wire \sync_target$119 ;
   always @(posedge ap_clk)
     status_start_refused <= \$3 ;
   assign rst = ~ ap_rst_n;
@@ -252,16 +234,9 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
     .cycles(cycles),
     .done(ap_done),
     .error(status_error),
-    .flag_bw(status_bw_overflow),
-    .flag_delta(status_delta_overflow),
-    .flag_fw(status_fw_overflow),
-    .flag_target(status_target_overflow),
-    .flag_target_fw(status_target_fw_overflow),
-    .flag_wa(status_wa_overflow),
-    .flag_wu(status_wu_overflow),
-    .\gamma$1312 (gamma),
+    .\gamma$1314 (gamma),
     .host_addr(host_addr),
-    .host_enable(enable),
+    .host_enable(mem_enable),
     .host_rdata(mem_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
@@ -271,10 +246,17 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
     .ready(ap_ready),
     .rst(rst),
     .start(start),
+    .status_bw_overflow(status_bw_overflow),
+    .status_delta_overflow(status_delta_overflow),
+    .status_fw_overflow(status_fw_overflow),
+    .status_target_fw_overflow(status_target_fw_overflow),
+    .status_target_overflow(status_target_overflow),
+    .status_target_synced(status_target_synced),
+    .status_wa_overflow(status_wa_overflow),
+    .status_wu_overflow(status_wu_overflow),
     .sync_count(sync_count),
     .sync_period(sync_period),
-    .sync_target(sync_target),
-    .synced(status_target_synced)
+    .sync_target(sync_target)
   );
   \learner_cartpole_s4.csr  csr (
     .ap_done(ap_done),
@@ -326,8 +308,8 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
   \learner_cartpole_s4.mem  mem (
     .bvalid(s_axi_mem_bvalid),
     .clk(ap_clk),
-    .enable(enable),
     .mem_addr(host_addr),
+    .mem_enable(mem_enable),
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_wdata(host_wdata),
@@ -426,55 +408,37 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
   assign ready = ap_ready;
   assign done = ap_done;
   assign \batch_size$111  = batch_size;
-  assign \lr$113  = lr;
-  assign \gamma$115  = gamma;
+  assign \gamma$113  = gamma;
+  assign \lr$115  = lr;
+  assign \sync_period$117  = sync_period;
+  assign \sync_target$119  = sync_target;
+  assign loss_hi = { 21'h000000, \$4 [42:32] };
+  assign \loss_hi$121  = { 21'h000000, \$4 [42:32] };
+  assign loss_lo = \$4 [31:0];
+  assign \loss_lo$123  = \$4 [31:0];
+  assign \status_bw_overflow$125  = status_bw_overflow;
+  assign \status_delta_overflow$127  = status_delta_overflow;
+  assign \status_fw_overflow$129  = status_fw_overflow;
+  assign \status_target_fw_overflow$131  = status_target_fw_overflow;
+  assign \status_target_overflow$133  = status_target_overflow;
+  assign \status_target_synced$135  = status_target_synced;
+  assign \status_wa_overflow$137  = status_wa_overflow;
+  assign \status_wu_overflow$139  = status_wu_overflow;
+  assign \sync_count$141  = sync_count;
   assign error = status_error;
   assign start_refused = status_start_refused;
-  assign loss_lo = \$4 [31:0];
-  assign loss_sum = { 21'h000000, \$4  };
-  assign loss_hi = { 21'h000000, \$4 [42:32] };
-  assign \cycles$124  = cycles;
-  assign \sync_target$126  = sync_target;
-  assign \sync_period$128  = sync_period;
-  assign synced = status_target_synced;
-  assign \sync_count$132  = sync_count;
-  assign flag_fw = status_fw_overflow;
-  assign flag_target_fw = status_target_fw_overflow;
-  assign flag_target = status_target_overflow;
-  assign flag_delta = status_delta_overflow;
-  assign flag_bw = status_bw_overflow;
-  assign flag_wa = status_wa_overflow;
-  assign flag_wu = status_wu_overflow;
-  assign hw_array_array = 8'h04;
-  assign hw_array_sub_batch = 8'h08;
-  assign hw_array_max_batch = 16'h0040;
-  assign hw_layers_layers = 4'h3;
-  assign hw_layers_loss = 4'h0;
-  assign hw_layers_axi_bytes = 8'h10;
-  assign hw_layers_dp = 8'h01;
-  assign hw_format_width = 8'h10;
-  assign hw_format_act_frac = 8'h0a;
-  assign hw_format_weight_frac = 8'h0d;
-  assign hw_format_grad_frac = 8'h0b;
-  assign hw_format2_acc_width = 8'h20;
-  assign hw_format2_coef_width = 8'h11;
-  assign hw_format2_lr_width = 8'h18;
-  assign hw_format2_lr_frac = 8'h18;
-  assign hw_size0 = 16'h0004;
-  assign hw_size1 = 16'h0040;
-  assign hw_size2 = 16'h0040;
-  assign hw_size3 = 16'h0002;
-  assign host_enable = enable;
+  assign \cycles$147  = cycles;
   assign mem_addr = host_addr;
-  assign mem_re = host_re;
-  assign mem_we = host_we;
-  assign mem_wdata = host_wdata;
+  assign host_enable = mem_enable;
   assign host_rdata = mem_rdata;
+  assign mem_re = host_re;
+  assign mem_wdata = host_wdata;
+  assign mem_we = host_we;
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1312 , sync_target, sync_period, host_wdata, cycles, ready, done, loss_acc, synced, error, busy, sync_count
-, flag_fw, flag_target_fw, flag_target, flag_delta, flag_bw, flag_wa, flag_wu, clk);
+module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1314 , sync_target, sync_period, host_wdata, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count
+, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire [13:0] \$10 ;
@@ -4639,54 +4603,52 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$998 ;
   wire [6:0] \$999 ;
   wire [3:0] \$signature__addr ;
-  wire [3:0] \$signature__addr$620 ;
-  wire [3:0] \$signature__addr$627 ;
-  wire [3:0] \$signature__addr$634 ;
-  wire [7:0] \$signature__addr$641 ;
-  wire [7:0] \$signature__addr$645 ;
-  wire [7:0] \$signature__addr$657 ;
-  wire [7:0] \$signature__addr$661 ;
-  wire [3:0] \$signature__addr$673 ;
-  wire [7:0] \$signature__addr$684 ;
-  wire [7:0] \$signature__addr$696 ;
-  wire [3:0] \$signature__addr$708 ;
-  wire [7:0] \$signature__addr$718 ;
-  wire [7:0] \$signature__addr$731 ;
-  wire [7:0] \$signature__addr$735 ;
-  wire [3:0] \$signature__addr$747 ;
-  wire [3:0] \$signature__addr$751 ;
-  wire [4:0] \$signature__addr$759 ;
-  wire [8:0] \$signature__addr$770 ;
-  wire [8:0] \$signature__addr$773 ;
-  wire [4:0] \$signature__addr$784 ;
+  wire [3:0] \$signature__addr$622 ;
+  wire [3:0] \$signature__addr$629 ;
+  wire [3:0] \$signature__addr$636 ;
+  wire [7:0] \$signature__addr$643 ;
+  wire [7:0] \$signature__addr$647 ;
+  wire [7:0] \$signature__addr$659 ;
+  wire [7:0] \$signature__addr$663 ;
+  wire [3:0] \$signature__addr$675 ;
+  wire [7:0] \$signature__addr$686 ;
+  wire [7:0] \$signature__addr$698 ;
+  wire [3:0] \$signature__addr$710 ;
+  wire [7:0] \$signature__addr$720 ;
+  wire [7:0] \$signature__addr$733 ;
+  wire [7:0] \$signature__addr$737 ;
+  wire [3:0] \$signature__addr$749 ;
+  wire [3:0] \$signature__addr$753 ;
+  wire [4:0] \$signature__addr$761 ;
+  wire [8:0] \$signature__addr$772 ;
+  wire [8:0] \$signature__addr$775 ;
   wire [4:0] \$signature__addr$786 ;
-  wire [4:0] \$signature__addr$797 ;
-  wire [8:0] \$signature__addr$803 ;
-  wire [4:0] \$signature__addr$809 ;
-  wire [4:0] \$signature__addr$815 ;
-  wire [4:0] \$signature__addr$819 ;
-  wire [8:0] \$signature__addr$827 ;
-  wire [8:0] \$signature__addr$831 ;
-  wire [4:0] \$signature__addr$839 ;
-  wire [4:0] \$signature__addr$842 ;
-  wire [7:0] \$signature__addr$850 ;
-  wire [7:0] \$signature__addr$859 ;
+  wire [4:0] \$signature__addr$788 ;
+  wire [4:0] \$signature__addr$799 ;
+  wire [8:0] \$signature__addr$805 ;
+  wire [4:0] \$signature__addr$811 ;
+  wire [4:0] \$signature__addr$817 ;
+  wire [4:0] \$signature__addr$821 ;
+  wire [8:0] \$signature__addr$829 ;
+  wire [8:0] \$signature__addr$833 ;
+  wire [4:0] \$signature__addr$841 ;
+  wire [4:0] \$signature__addr$844 ;
+  wire [7:0] \$signature__addr$852 ;
+  wire [7:0] \$signature__addr$861 ;
   wire [255:0] \$signature__data ;
-  wire [255:0] \$signature__data$1043 ;
-  wire [255:0] \$signature__data$1059 ;
-  wire [255:0] \$signature__data$1075 ;
-  wire [255:0] \$signature__data$1117 ;
-  wire [255:0] \$signature__data$1118 ;
-  wire [255:0] \$signature__data$1161 ;
-  wire [255:0] \$signature__data$1162 ;
-  wire [511:0] \$signature__data$1211 ;
-  wire [511:0] \$signature__data$1249 ;
-  wire [511:0] \$signature__data$1286 ;
-  wire [255:0] \$signature__data$593 ;
+  wire [255:0] \$signature__data$1045 ;
+  wire [255:0] \$signature__data$1061 ;
+  wire [255:0] \$signature__data$1077 ;
+  wire [255:0] \$signature__data$1119 ;
+  wire [255:0] \$signature__data$1120 ;
+  wire [255:0] \$signature__data$1163 ;
+  wire [255:0] \$signature__data$1164 ;
+  wire [511:0] \$signature__data$1213 ;
+  wire [511:0] \$signature__data$1251 ;
+  wire [511:0] \$signature__data$1288 ;
   wire [255:0] \$signature__data$595 ;
-  wire [71:0] \$signature__data$596 ;
   wire [255:0] \$signature__data$597 ;
-  wire [255:0] \$signature__data$598 ;
+  wire [71:0] \$signature__data$598 ;
   wire [255:0] \$signature__data$599 ;
   wire [255:0] \$signature__data$600 ;
   wire [255:0] \$signature__data$601 ;
@@ -4699,44 +4661,46 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [255:0] \$signature__data$608 ;
   wire [255:0] \$signature__data$609 ;
   wire [255:0] \$signature__data$610 ;
-  wire [511:0] \$signature__data$611 ;
-  wire [511:0] \$signature__data$612 ;
+  wire [255:0] \$signature__data$611 ;
+  wire [255:0] \$signature__data$612 ;
   wire [511:0] \$signature__data$613 ;
-  wire [15:0] \$signature__data$725 ;
-  wire [15:0] \$signature__data$741 ;
+  wire [511:0] \$signature__data$614 ;
+  wire [511:0] \$signature__data$615 ;
+  wire [15:0] \$signature__data$727 ;
+  wire [15:0] \$signature__data$743 ;
   wire \$signature__en ;
-  wire \$signature__en$619 ;
-  wire \$signature__en$626 ;
-  wire \$signature__en$633 ;
-  wire \$signature__en$640 ;
-  wire \$signature__en$644 ;
-  wire \$signature__en$656 ;
-  wire \$signature__en$660 ;
-  wire \$signature__en$672 ;
-  wire \$signature__en$683 ;
-  wire \$signature__en$695 ;
-  wire \$signature__en$707 ;
-  wire \$signature__en$717 ;
-  wire \$signature__en$730 ;
-  wire \$signature__en$734 ;
-  wire \$signature__en$746 ;
-  wire \$signature__en$750 ;
-  wire \$signature__en$758 ;
-  wire \$signature__en$769 ;
-  wire \$signature__en$772 ;
-  wire \$signature__en$783 ;
+  wire \$signature__en$621 ;
+  wire \$signature__en$628 ;
+  wire \$signature__en$635 ;
+  wire \$signature__en$642 ;
+  wire \$signature__en$646 ;
+  wire \$signature__en$658 ;
+  wire \$signature__en$662 ;
+  wire \$signature__en$674 ;
+  wire \$signature__en$685 ;
+  wire \$signature__en$697 ;
+  wire \$signature__en$709 ;
+  wire \$signature__en$719 ;
+  wire \$signature__en$732 ;
+  wire \$signature__en$736 ;
+  wire \$signature__en$748 ;
+  wire \$signature__en$752 ;
+  wire \$signature__en$760 ;
+  wire \$signature__en$771 ;
+  wire \$signature__en$774 ;
   wire \$signature__en$785 ;
-  wire \$signature__en$796 ;
-  wire \$signature__en$802 ;
-  wire \$signature__en$808 ;
-  wire \$signature__en$813 ;
-  wire \$signature__en$818 ;
-  wire \$signature__en$825 ;
-  wire \$signature__en$830 ;
-  wire \$signature__en$837 ;
-  wire \$signature__en$841 ;
-  wire \$signature__en$848 ;
-  wire \$signature__en$857 ;
+  wire \$signature__en$787 ;
+  wire \$signature__en$798 ;
+  wire \$signature__en$804 ;
+  wire \$signature__en$810 ;
+  wire \$signature__en$815 ;
+  wire \$signature__en$820 ;
+  wire \$signature__en$827 ;
+  wire \$signature__en$832 ;
+  wire \$signature__en$839 ;
+  wire \$signature__en$843 ;
+  wire \$signature__en$850 ;
+  wire \$signature__en$859 ;
   (* init = 1'h0 *)
   wire _sync_now;
   input [12:0] batch_size;
@@ -4882,32 +4846,18 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   output [1:0] error;
   reg [1:0] error = 2'h0;
   reg [23:0] eta = 24'h000000;
-  output flag_bw;
-  reg flag_bw = 1'h0;
   (* init = 1'h0 *)
   wire flag_bw_reg;
-  output flag_delta;
-  reg flag_delta = 1'h0;
   (* init = 1'h0 *)
   wire flag_delta_reg;
-  output flag_fw;
-  reg flag_fw = 1'h0;
   (* init = 1'h0 *)
   wire flag_fw_reg;
-  output flag_target;
-  reg flag_target = 1'h0;
-  output flag_target_fw;
-  reg flag_target_fw = 1'h0;
   (* init = 1'h0 *)
   wire flag_target_fw_reg;
   (* init = 1'h0 *)
   wire flag_target_reg;
-  output flag_wa;
-  reg flag_wa = 1'h0;
   (* init = 1'h0 *)
   wire flag_wa_reg;
-  output flag_wu;
-  reg flag_wu = 1'h0;
   (* init = 1'h0 *)
   wire flag_wu_reg;
   reg [15:0] fw0_a0 = 16'h0000;
@@ -5076,8 +5026,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg fw2_wn = 1'h0;
   reg [1:0] fw2_wo = 2'h0;
   reg [16:0] gamma = 17'h00000;
-  input [16:0] \gamma$1312 ;
-  wire [16:0] \gamma$1312 ;
+  input [16:0] \gamma$1314 ;
+  wire [16:0] \gamma$1314 ;
   input [15:0] host_addr;
   wire [15:0] host_addr;
   wire [31:0] host_en_next_obs;
@@ -5274,6 +5224,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg loss_g1 = 1'h0;
   reg [12:0] loss_gbase = 13'h0000;
   wire loss_go;
+  wire [31:0] loss_hi;
   reg [1:0] loss_i1 = 2'h0;
   reg [1:0] loss_i2 = 2'h0;
   reg [1:0] loss_i3 = 2'h0;
@@ -5282,6 +5233,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [1:0] loss_i4c = 2'h0;
   reg loss_last1 = 1'h0;
   reg [13:0] loss_left = 14'h0000;
+  wire [31:0] loss_lo;
   wire [15:0] loss_max1;
   wire [15:0] loss_max2;
   wire [15:0] loss_max3;
@@ -5330,86 +5282,86 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   input [23:0] lr;
   wire [23:0] lr;
   wire [65:0] o__payload;
-  wire [65:0] \o__payload$1050 ;
-  wire [63:0] \o__payload$1050.c ;
-  wire [15:0] \o__payload$1050.c[0] ;
-  wire [15:0] \o__payload$1050.c[1] ;
-  wire [15:0] \o__payload$1050.c[2] ;
-  wire [15:0] \o__payload$1050.c[3] ;
-  wire \o__payload$1050.last ;
-  wire \o__payload$1050.overflow ;
-  wire [65:0] \o__payload$1066 ;
-  wire [63:0] \o__payload$1066.c ;
-  wire [15:0] \o__payload$1066.c[0] ;
-  wire [15:0] \o__payload$1066.c[1] ;
-  wire [15:0] \o__payload$1066.c[2] ;
-  wire [15:0] \o__payload$1066.c[3] ;
-  wire \o__payload$1066.last ;
-  wire \o__payload$1066.overflow ;
-  wire [129:0] \o__payload$1088 ;
-  wire [127:0] \o__payload$1088.c ;
-  wire [31:0] \o__payload$1088.c[0] ;
-  wire [31:0] \o__payload$1088.c[1] ;
-  wire [31:0] \o__payload$1088.c[2] ;
-  wire [31:0] \o__payload$1088.c[3] ;
-  wire \o__payload$1088.last ;
-  wire \o__payload$1088.overflow ;
-  wire [129:0] \o__payload$1131 ;
-  wire [127:0] \o__payload$1131.c ;
-  wire [31:0] \o__payload$1131.c[0] ;
-  wire [31:0] \o__payload$1131.c[1] ;
-  wire [31:0] \o__payload$1131.c[2] ;
-  wire [31:0] \o__payload$1131.c[3] ;
-  wire \o__payload$1131.last ;
-  wire \o__payload$1131.overflow ;
-  wire [129:0] \o__payload$1176 ;
-  wire [127:0] \o__payload$1176.c ;
-  wire [31:0] \o__payload$1176.c[0] ;
-  wire [31:0] \o__payload$1176.c[1] ;
-  wire [31:0] \o__payload$1176.c[2] ;
-  wire [31:0] \o__payload$1176.c[3] ;
-  wire \o__payload$1176.last ;
-  wire \o__payload$1176.overflow ;
-  wire [65:0] \o__payload$907 ;
-  wire [63:0] \o__payload$907.c ;
-  wire [15:0] \o__payload$907.c[0] ;
-  wire [15:0] \o__payload$907.c[1] ;
-  wire [15:0] \o__payload$907.c[2] ;
-  wire [15:0] \o__payload$907.c[3] ;
-  wire \o__payload$907.last ;
-  wire \o__payload$907.overflow ;
-  wire [65:0] \o__payload$927 ;
-  wire [63:0] \o__payload$927.c ;
-  wire [15:0] \o__payload$927.c[0] ;
-  wire [15:0] \o__payload$927.c[1] ;
-  wire [15:0] \o__payload$927.c[2] ;
-  wire [15:0] \o__payload$927.c[3] ;
-  wire \o__payload$927.last ;
-  wire \o__payload$927.overflow ;
-  wire [65:0] \o__payload$947 ;
-  wire [63:0] \o__payload$947.c ;
-  wire [15:0] \o__payload$947.c[0] ;
-  wire [15:0] \o__payload$947.c[1] ;
-  wire [15:0] \o__payload$947.c[2] ;
-  wire [15:0] \o__payload$947.c[3] ;
-  wire \o__payload$947.last ;
-  wire \o__payload$947.overflow ;
-  wire [65:0] \o__payload$966 ;
-  wire [63:0] \o__payload$966.c ;
-  wire [15:0] \o__payload$966.c[0] ;
-  wire [15:0] \o__payload$966.c[1] ;
-  wire [15:0] \o__payload$966.c[2] ;
-  wire [15:0] \o__payload$966.c[3] ;
-  wire \o__payload$966.last ;
-  wire \o__payload$966.overflow ;
-  wire [65:0] \o__payload$986 ;
-  wire [63:0] \o__payload$986.c ;
-  wire [15:0] \o__payload$986.c[0] ;
-  wire [15:0] \o__payload$986.c[1] ;
-  wire [15:0] \o__payload$986.c[2] ;
-  wire [15:0] \o__payload$986.c[3] ;
-  wire \o__payload$986.last ;
-  wire \o__payload$986.overflow ;
+  wire [65:0] \o__payload$1052 ;
+  wire [63:0] \o__payload$1052.c ;
+  wire [15:0] \o__payload$1052.c[0] ;
+  wire [15:0] \o__payload$1052.c[1] ;
+  wire [15:0] \o__payload$1052.c[2] ;
+  wire [15:0] \o__payload$1052.c[3] ;
+  wire \o__payload$1052.last ;
+  wire \o__payload$1052.overflow ;
+  wire [65:0] \o__payload$1068 ;
+  wire [63:0] \o__payload$1068.c ;
+  wire [15:0] \o__payload$1068.c[0] ;
+  wire [15:0] \o__payload$1068.c[1] ;
+  wire [15:0] \o__payload$1068.c[2] ;
+  wire [15:0] \o__payload$1068.c[3] ;
+  wire \o__payload$1068.last ;
+  wire \o__payload$1068.overflow ;
+  wire [129:0] \o__payload$1090 ;
+  wire [127:0] \o__payload$1090.c ;
+  wire [31:0] \o__payload$1090.c[0] ;
+  wire [31:0] \o__payload$1090.c[1] ;
+  wire [31:0] \o__payload$1090.c[2] ;
+  wire [31:0] \o__payload$1090.c[3] ;
+  wire \o__payload$1090.last ;
+  wire \o__payload$1090.overflow ;
+  wire [129:0] \o__payload$1133 ;
+  wire [127:0] \o__payload$1133.c ;
+  wire [31:0] \o__payload$1133.c[0] ;
+  wire [31:0] \o__payload$1133.c[1] ;
+  wire [31:0] \o__payload$1133.c[2] ;
+  wire [31:0] \o__payload$1133.c[3] ;
+  wire \o__payload$1133.last ;
+  wire \o__payload$1133.overflow ;
+  wire [129:0] \o__payload$1178 ;
+  wire [127:0] \o__payload$1178.c ;
+  wire [31:0] \o__payload$1178.c[0] ;
+  wire [31:0] \o__payload$1178.c[1] ;
+  wire [31:0] \o__payload$1178.c[2] ;
+  wire [31:0] \o__payload$1178.c[3] ;
+  wire \o__payload$1178.last ;
+  wire \o__payload$1178.overflow ;
+  wire [65:0] \o__payload$909 ;
+  wire [63:0] \o__payload$909.c ;
+  wire [15:0] \o__payload$909.c[0] ;
+  wire [15:0] \o__payload$909.c[1] ;
+  wire [15:0] \o__payload$909.c[2] ;
+  wire [15:0] \o__payload$909.c[3] ;
+  wire \o__payload$909.last ;
+  wire \o__payload$909.overflow ;
+  wire [65:0] \o__payload$929 ;
+  wire [63:0] \o__payload$929.c ;
+  wire [15:0] \o__payload$929.c[0] ;
+  wire [15:0] \o__payload$929.c[1] ;
+  wire [15:0] \o__payload$929.c[2] ;
+  wire [15:0] \o__payload$929.c[3] ;
+  wire \o__payload$929.last ;
+  wire \o__payload$929.overflow ;
+  wire [65:0] \o__payload$949 ;
+  wire [63:0] \o__payload$949.c ;
+  wire [15:0] \o__payload$949.c[0] ;
+  wire [15:0] \o__payload$949.c[1] ;
+  wire [15:0] \o__payload$949.c[2] ;
+  wire [15:0] \o__payload$949.c[3] ;
+  wire \o__payload$949.last ;
+  wire \o__payload$949.overflow ;
+  wire [65:0] \o__payload$968 ;
+  wire [63:0] \o__payload$968.c ;
+  wire [15:0] \o__payload$968.c[0] ;
+  wire [15:0] \o__payload$968.c[1] ;
+  wire [15:0] \o__payload$968.c[2] ;
+  wire [15:0] \o__payload$968.c[3] ;
+  wire \o__payload$968.last ;
+  wire \o__payload$968.overflow ;
+  wire [65:0] \o__payload$988 ;
+  wire [63:0] \o__payload$988.c ;
+  wire [15:0] \o__payload$988.c[0] ;
+  wire [15:0] \o__payload$988.c[1] ;
+  wire [15:0] \o__payload$988.c[2] ;
+  wire [15:0] \o__payload$988.c[3] ;
+  wire \o__payload$988.last ;
+  wire \o__payload$988.overflow ;
   wire [63:0] \o__payload.c ;
   wire [15:0] \o__payload.c[0] ;
   wire [15:0] \o__payload.c[1] ;
@@ -5429,30 +5381,44 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \o__ready$402 ;
   wire \o__ready$71 ;
   wire o__valid;
-  wire \o__valid$826 ;
-  wire \o__valid$838 ;
-  wire \o__valid$849 ;
-  wire \o__valid$858 ;
-  wire \o__valid$882 ;
-  wire \o__valid$901 ;
-  wire \o__valid$921 ;
-  wire \o__valid$941 ;
-  wire \o__valid$960 ;
-  wire \o__valid$980 ;
+  wire \o__valid$828 ;
+  wire \o__valid$840 ;
+  wire \o__valid$851 ;
+  wire \o__valid$860 ;
+  wire \o__valid$884 ;
+  wire \o__valid$903 ;
+  wire \o__valid$923 ;
+  wire \o__valid$943 ;
+  wire \o__valid$962 ;
+  wire \o__valid$982 ;
   output ready;
   reg ready = 1'h0;
   input rst;
   wire rst;
   input start;
   wire start;
+  output status_bw_overflow;
+  reg status_bw_overflow = 1'h0;
+  output status_delta_overflow;
+  reg status_delta_overflow = 1'h0;
+  output status_fw_overflow;
+  reg status_fw_overflow = 1'h0;
+  output status_target_fw_overflow;
+  reg status_target_fw_overflow = 1'h0;
+  output status_target_overflow;
+  reg status_target_overflow = 1'h0;
+  output status_target_synced;
+  reg status_target_synced = 1'h0;
+  output status_wa_overflow;
+  reg status_wa_overflow = 1'h0;
+  output status_wu_overflow;
+  reg status_wu_overflow = 1'h0;
   output [15:0] sync_count;
   reg [15:0] sync_count = 16'h0000;
   input [15:0] sync_period;
   wire [15:0] sync_period;
   input sync_target;
   wire sync_target;
-  output synced;
-  reg synced = 1'h0;
   reg [15:0] tfw0_a0 = 16'h0000;
   reg [15:0] tfw0_a1 = 16'h0000;
   reg [15:0] tfw0_a2 = 16'h0000;
@@ -5916,74 +5882,74 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg wa2_wn = 1'h0;
   reg [4:0] wa2_wo = 5'h00;
   wire [3:0] wp__addr;
-  wire [3:0] \wp__addr$631 ;
-  wire [3:0] \wp__addr$638 ;
-  wire [7:0] \wp__addr$649 ;
-  wire [7:0] \wp__addr$665 ;
-  wire [3:0] \wp__addr$676 ;
-  wire [7:0] \wp__addr$688 ;
-  wire [7:0] \wp__addr$700 ;
-  wire [3:0] \wp__addr$710 ;
-  wire [7:0] \wp__addr$722 ;
-  wire [7:0] \wp__addr$738 ;
-  wire [3:0] \wp__addr$753 ;
-  wire [4:0] \wp__addr$762 ;
-  wire [8:0] \wp__addr$776 ;
-  wire [4:0] \wp__addr$789 ;
-  wire [4:0] \wp__addr$800 ;
-  wire [8:0] \wp__addr$806 ;
-  wire [4:0] \wp__addr$811 ;
-  wire [4:0] \wp__addr$821 ;
-  wire [8:0] \wp__addr$833 ;
-  wire [4:0] \wp__addr$844 ;
-  wire [7:0] \wp__addr$855 ;
-  wire [7:0] \wp__addr$864 ;
+  wire [3:0] \wp__addr$633 ;
+  wire [3:0] \wp__addr$640 ;
+  wire [7:0] \wp__addr$651 ;
+  wire [7:0] \wp__addr$667 ;
+  wire [3:0] \wp__addr$678 ;
+  wire [7:0] \wp__addr$690 ;
+  wire [7:0] \wp__addr$702 ;
+  wire [3:0] \wp__addr$712 ;
+  wire [7:0] \wp__addr$724 ;
+  wire [7:0] \wp__addr$740 ;
+  wire [3:0] \wp__addr$755 ;
+  wire [4:0] \wp__addr$764 ;
+  wire [8:0] \wp__addr$778 ;
+  wire [4:0] \wp__addr$791 ;
+  wire [4:0] \wp__addr$802 ;
+  wire [8:0] \wp__addr$808 ;
+  wire [4:0] \wp__addr$813 ;
+  wire [4:0] \wp__addr$823 ;
+  wire [8:0] \wp__addr$835 ;
+  wire [4:0] \wp__addr$846 ;
+  wire [7:0] \wp__addr$857 ;
+  wire [7:0] \wp__addr$866 ;
   wire [255:0] wp__data;
-  wire [255:0] \wp__data$632 ;
-  wire [71:0] \wp__data$639 ;
-  wire [255:0] \wp__data$651 ;
-  wire [255:0] \wp__data$667 ;
-  wire [255:0] \wp__data$678 ;
-  wire [255:0] \wp__data$690 ;
-  wire [255:0] \wp__data$702 ;
-  wire [255:0] \wp__data$712 ;
-  wire [255:0] \wp__data$724 ;
-  wire [255:0] \wp__data$740 ;
-  wire [255:0] \wp__data$755 ;
-  wire [255:0] \wp__data$764 ;
-  wire [255:0] \wp__data$778 ;
-  wire [255:0] \wp__data$791 ;
-  wire [255:0] \wp__data$801 ;
-  wire [255:0] \wp__data$807 ;
-  wire [255:0] \wp__data$812 ;
-  wire [511:0] \wp__data$823 ;
-  wire [511:0] \wp__data$835 ;
-  wire [511:0] \wp__data$846 ;
-  wire [15:0] \wp__data$856 ;
-  wire [15:0] \wp__data$865 ;
+  wire [255:0] \wp__data$634 ;
+  wire [71:0] \wp__data$641 ;
+  wire [255:0] \wp__data$653 ;
+  wire [255:0] \wp__data$669 ;
+  wire [255:0] \wp__data$680 ;
+  wire [255:0] \wp__data$692 ;
+  wire [255:0] \wp__data$704 ;
+  wire [255:0] \wp__data$714 ;
+  wire [255:0] \wp__data$726 ;
+  wire [255:0] \wp__data$742 ;
+  wire [255:0] \wp__data$757 ;
+  wire [255:0] \wp__data$766 ;
+  wire [255:0] \wp__data$780 ;
+  wire [255:0] \wp__data$793 ;
+  wire [255:0] \wp__data$803 ;
+  wire [255:0] \wp__data$809 ;
+  wire [255:0] \wp__data$814 ;
+  wire [511:0] \wp__data$825 ;
+  wire [511:0] \wp__data$837 ;
+  wire [511:0] \wp__data$848 ;
+  wire [15:0] \wp__data$858 ;
+  wire [15:0] \wp__data$867 ;
   wire [31:0] wp__en;
-  wire [31:0] \wp__en$630 ;
-  wire [8:0] \wp__en$637 ;
-  wire [3:0] \wp__en$648 ;
-  wire [3:0] \wp__en$664 ;
-  wire [3:0] \wp__en$675 ;
-  wire [3:0] \wp__en$687 ;
-  wire [3:0] \wp__en$699 ;
-  wire [3:0] \wp__en$709 ;
-  wire [3:0] \wp__en$721 ;
-  wire [3:0] \wp__en$737 ;
-  wire [3:0] \wp__en$752 ;
-  wire [31:0] \wp__en$761 ;
-  wire [31:0] \wp__en$775 ;
-  wire [31:0] \wp__en$788 ;
-  wire [31:0] \wp__en$799 ;
-  wire [31:0] \wp__en$805 ;
-  wire [31:0] \wp__en$810 ;
-  wire [3:0] \wp__en$820 ;
-  wire [3:0] \wp__en$832 ;
-  wire [3:0] \wp__en$843 ;
-  wire [3:0] \wp__en$854 ;
-  wire [3:0] \wp__en$863 ;
+  wire [31:0] \wp__en$632 ;
+  wire [8:0] \wp__en$639 ;
+  wire [3:0] \wp__en$650 ;
+  wire [3:0] \wp__en$666 ;
+  wire [3:0] \wp__en$677 ;
+  wire [3:0] \wp__en$689 ;
+  wire [3:0] \wp__en$701 ;
+  wire [3:0] \wp__en$711 ;
+  wire [3:0] \wp__en$723 ;
+  wire [3:0] \wp__en$739 ;
+  wire [3:0] \wp__en$754 ;
+  wire [31:0] \wp__en$763 ;
+  wire [31:0] \wp__en$777 ;
+  wire [31:0] \wp__en$790 ;
+  wire [31:0] \wp__en$801 ;
+  wire [31:0] \wp__en$807 ;
+  wire [31:0] \wp__en$812 ;
+  wire [3:0] \wp__en$822 ;
+  wire [3:0] \wp__en$834 ;
+  wire [3:0] \wp__en$845 ;
+  wire [3:0] \wp__en$856 ;
+  wire [3:0] \wp__en$865 ;
   reg [23:0] wu0_a1 = 24'h000000;
   reg [23:0] wu0_a2 = 24'h000000;
   reg [23:0] wu0_a4 = 24'h000000;
@@ -6205,293 +6171,293 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [15:0] wu2_w6_3 = 16'h0000;
   reg [255:0] mem_delta0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$721 [0])
-      mem_delta0[\wp__addr$722 ][63:0] <= \wp__data$724 [63:0];
-    if (\wp__en$721 [1])
-      mem_delta0[\wp__addr$722 ][127:64] <= \wp__data$724 [127:64];
-    if (\wp__en$721 [2])
-      mem_delta0[\wp__addr$722 ][191:128] <= \wp__data$724 [191:128];
-    if (\wp__en$721 [3])
-      mem_delta0[\wp__addr$722 ][255:192] <= \wp__data$724 [255:192];
+    if (\wp__en$723 [0])
+      mem_delta0[\wp__addr$724 ][63:0] <= \wp__data$726 [63:0];
+    if (\wp__en$723 [1])
+      mem_delta0[\wp__addr$724 ][127:64] <= \wp__data$726 [127:64];
+    if (\wp__en$723 [2])
+      mem_delta0[\wp__addr$724 ][191:128] <= \wp__data$726 [191:128];
+    if (\wp__en$723 [3])
+      mem_delta0[\wp__addr$724 ][255:192] <= \wp__data$726 [255:192];
   end
   reg [255:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$717 ) begin
-      _0_ <= mem_delta0[\$signature__addr$718 ];
+    if (\$signature__en$719 ) begin
+      _0_ <= mem_delta0[\$signature__addr$720 ];
     end
   end
-  assign \$signature__data$602  = _0_;
+  assign \$signature__data$604  = _0_;
   reg [255:0] mem_delta1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$737 [0])
-      mem_delta1[\wp__addr$738 ][63:0] <= \wp__data$740 [63:0];
-    if (\wp__en$737 [1])
-      mem_delta1[\wp__addr$738 ][127:64] <= \wp__data$740 [127:64];
-    if (\wp__en$737 [2])
-      mem_delta1[\wp__addr$738 ][191:128] <= \wp__data$740 [191:128];
-    if (\wp__en$737 [3])
-      mem_delta1[\wp__addr$738 ][255:192] <= \wp__data$740 [255:192];
+    if (\wp__en$739 [0])
+      mem_delta1[\wp__addr$740 ][63:0] <= \wp__data$742 [63:0];
+    if (\wp__en$739 [1])
+      mem_delta1[\wp__addr$740 ][127:64] <= \wp__data$742 [127:64];
+    if (\wp__en$739 [2])
+      mem_delta1[\wp__addr$740 ][191:128] <= \wp__data$742 [191:128];
+    if (\wp__en$739 [3])
+      mem_delta1[\wp__addr$740 ][255:192] <= \wp__data$742 [255:192];
   end
   reg [255:0] _1_;
   reg [255:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$734 ) begin
-      _1_ <= mem_delta1[\$signature__addr$735 ];
+    if (\$signature__en$736 ) begin
+      _1_ <= mem_delta1[\$signature__addr$737 ];
     end
-    if (\$signature__en$730 ) begin
-      _2_ <= mem_delta1[\$signature__addr$731 ];
+    if (\$signature__en$732 ) begin
+      _2_ <= mem_delta1[\$signature__addr$733 ];
     end
   end
-  assign \$signature__data$1118  = _1_;
-  assign \$signature__data$603  = _2_;
+  assign \$signature__data$1120  = _1_;
+  assign \$signature__data$605  = _2_;
   reg [255:0] mem_delta2 [15:0];
   always @(posedge clk) begin
-    if (\wp__en$752 [0])
-      mem_delta2[\wp__addr$753 ][63:0] <= \wp__data$755 [63:0];
-    if (\wp__en$752 [1])
-      mem_delta2[\wp__addr$753 ][127:64] <= \wp__data$755 [127:64];
-    if (\wp__en$752 [2])
-      mem_delta2[\wp__addr$753 ][191:128] <= \wp__data$755 [191:128];
-    if (\wp__en$752 [3])
-      mem_delta2[\wp__addr$753 ][255:192] <= \wp__data$755 [255:192];
+    if (\wp__en$754 [0])
+      mem_delta2[\wp__addr$755 ][63:0] <= \wp__data$757 [63:0];
+    if (\wp__en$754 [1])
+      mem_delta2[\wp__addr$755 ][127:64] <= \wp__data$757 [127:64];
+    if (\wp__en$754 [2])
+      mem_delta2[\wp__addr$755 ][191:128] <= \wp__data$757 [191:128];
+    if (\wp__en$754 [3])
+      mem_delta2[\wp__addr$755 ][255:192] <= \wp__data$757 [255:192];
   end
   reg [255:0] _3_;
   reg [255:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$750 ) begin
-      _3_ <= mem_delta2[\$signature__addr$751 ];
+    if (\$signature__en$752 ) begin
+      _3_ <= mem_delta2[\$signature__addr$753 ];
     end
-    if (\$signature__en$746 ) begin
-      _4_ <= mem_delta2[\$signature__addr$747 ];
+    if (\$signature__en$748 ) begin
+      _4_ <= mem_delta2[\$signature__addr$749 ];
     end
   end
-  assign \$signature__data$1162  = _3_;
-  assign \$signature__data$604  = _4_;
+  assign \$signature__data$1164  = _3_;
+  assign \$signature__data$606  = _4_;
   reg [511:0] mem_grad0 [31:0];
   always @(posedge clk) begin
-    if (\wp__en$820 [0])
-      mem_grad0[\wp__addr$821 ][127:0] <= \wp__data$823 [127:0];
-    if (\wp__en$820 [1])
-      mem_grad0[\wp__addr$821 ][255:128] <= \wp__data$823 [255:128];
-    if (\wp__en$820 [2])
-      mem_grad0[\wp__addr$821 ][383:256] <= \wp__data$823 [383:256];
-    if (\wp__en$820 [3])
-      mem_grad0[\wp__addr$821 ][511:384] <= \wp__data$823 [511:384];
+    if (\wp__en$822 [0])
+      mem_grad0[\wp__addr$823 ][127:0] <= \wp__data$825 [127:0];
+    if (\wp__en$822 [1])
+      mem_grad0[\wp__addr$823 ][255:128] <= \wp__data$825 [255:128];
+    if (\wp__en$822 [2])
+      mem_grad0[\wp__addr$823 ][383:256] <= \wp__data$825 [383:256];
+    if (\wp__en$822 [3])
+      mem_grad0[\wp__addr$823 ][511:384] <= \wp__data$825 [511:384];
   end
   reg [511:0] _5_;
   reg [511:0] _6_;
   always @(posedge clk) begin
-    if (\$signature__en$818 ) begin
-      _5_ <= mem_grad0[\$signature__addr$819 ];
+    if (\$signature__en$820 ) begin
+      _5_ <= mem_grad0[\$signature__addr$821 ];
     end
-    if (\$signature__en$813 ) begin
-      _6_ <= mem_grad0[\$signature__addr$815 ];
+    if (\$signature__en$815 ) begin
+      _6_ <= mem_grad0[\$signature__addr$817 ];
     end
   end
-  assign \$signature__data$1211  = _5_;
-  assign \$signature__data$611  = _6_;
+  assign \$signature__data$1213  = _5_;
+  assign \$signature__data$613  = _6_;
   reg [511:0] mem_grad1 [271:0];
   always @(posedge clk) begin
-    if (\wp__en$832 [0])
-      mem_grad1[\wp__addr$833 ][127:0] <= \wp__data$835 [127:0];
-    if (\wp__en$832 [1])
-      mem_grad1[\wp__addr$833 ][255:128] <= \wp__data$835 [255:128];
-    if (\wp__en$832 [2])
-      mem_grad1[\wp__addr$833 ][383:256] <= \wp__data$835 [383:256];
-    if (\wp__en$832 [3])
-      mem_grad1[\wp__addr$833 ][511:384] <= \wp__data$835 [511:384];
+    if (\wp__en$834 [0])
+      mem_grad1[\wp__addr$835 ][127:0] <= \wp__data$837 [127:0];
+    if (\wp__en$834 [1])
+      mem_grad1[\wp__addr$835 ][255:128] <= \wp__data$837 [255:128];
+    if (\wp__en$834 [2])
+      mem_grad1[\wp__addr$835 ][383:256] <= \wp__data$837 [383:256];
+    if (\wp__en$834 [3])
+      mem_grad1[\wp__addr$835 ][511:384] <= \wp__data$837 [511:384];
   end
   reg [511:0] _7_;
   reg [511:0] _8_;
   always @(posedge clk) begin
-    if (\$signature__en$830 ) begin
-      _7_ <= mem_grad1[\$signature__addr$831 ];
+    if (\$signature__en$832 ) begin
+      _7_ <= mem_grad1[\$signature__addr$833 ];
     end
-    if (\$signature__en$825 ) begin
-      _8_ <= mem_grad1[\$signature__addr$827 ];
+    if (\$signature__en$827 ) begin
+      _8_ <= mem_grad1[\$signature__addr$829 ];
     end
   end
-  assign \$signature__data$1249  = _7_;
-  assign \$signature__data$612  = _8_;
+  assign \$signature__data$1251  = _7_;
+  assign \$signature__data$614  = _8_;
   reg [511:0] mem_grad2 [16:0];
   always @(posedge clk) begin
-    if (\wp__en$843 [0])
-      mem_grad2[\wp__addr$844 ][127:0] <= \wp__data$846 [127:0];
-    if (\wp__en$843 [1])
-      mem_grad2[\wp__addr$844 ][255:128] <= \wp__data$846 [255:128];
-    if (\wp__en$843 [2])
-      mem_grad2[\wp__addr$844 ][383:256] <= \wp__data$846 [383:256];
-    if (\wp__en$843 [3])
-      mem_grad2[\wp__addr$844 ][511:384] <= \wp__data$846 [511:384];
+    if (\wp__en$845 [0])
+      mem_grad2[\wp__addr$846 ][127:0] <= \wp__data$848 [127:0];
+    if (\wp__en$845 [1])
+      mem_grad2[\wp__addr$846 ][255:128] <= \wp__data$848 [255:128];
+    if (\wp__en$845 [2])
+      mem_grad2[\wp__addr$846 ][383:256] <= \wp__data$848 [383:256];
+    if (\wp__en$845 [3])
+      mem_grad2[\wp__addr$846 ][511:384] <= \wp__data$848 [511:384];
   end
   reg [511:0] _9_;
   reg [511:0] _10_;
   always @(posedge clk) begin
-    if (\$signature__en$841 ) begin
-      _9_ <= mem_grad2[\$signature__addr$842 ];
+    if (\$signature__en$843 ) begin
+      _9_ <= mem_grad2[\$signature__addr$844 ];
     end
-    if (\$signature__en$837 ) begin
-      _10_ <= mem_grad2[\$signature__addr$839 ];
+    if (\$signature__en$839 ) begin
+      _10_ <= mem_grad2[\$signature__addr$841 ];
     end
   end
-  assign \$signature__data$1286  = _9_;
-  assign \$signature__data$613  = _10_;
+  assign \$signature__data$1288  = _9_;
+  assign \$signature__data$615  = _10_;
   reg [255:0] mem_h0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$648 [0])
-      mem_h0[\wp__addr$649 ][63:0] <= \wp__data$651 [63:0];
-    if (\wp__en$648 [1])
-      mem_h0[\wp__addr$649 ][127:64] <= \wp__data$651 [127:64];
-    if (\wp__en$648 [2])
-      mem_h0[\wp__addr$649 ][191:128] <= \wp__data$651 [191:128];
-    if (\wp__en$648 [3])
-      mem_h0[\wp__addr$649 ][255:192] <= \wp__data$651 [255:192];
+    if (\wp__en$650 [0])
+      mem_h0[\wp__addr$651 ][63:0] <= \wp__data$653 [63:0];
+    if (\wp__en$650 [1])
+      mem_h0[\wp__addr$651 ][127:64] <= \wp__data$653 [127:64];
+    if (\wp__en$650 [2])
+      mem_h0[\wp__addr$651 ][191:128] <= \wp__data$653 [191:128];
+    if (\wp__en$650 [3])
+      mem_h0[\wp__addr$651 ][255:192] <= \wp__data$653 [255:192];
   end
   reg [255:0] _11_;
   reg [255:0] _12_;
   always @(posedge clk) begin
-    if (\$signature__en$644 ) begin
-      _11_ <= mem_h0[\$signature__addr$645 ];
+    if (\$signature__en$646 ) begin
+      _11_ <= mem_h0[\$signature__addr$647 ];
     end
-    if (\$signature__en$640 ) begin
-      _12_ <= mem_h0[\$signature__addr$641 ];
+    if (\$signature__en$642 ) begin
+      _12_ <= mem_h0[\$signature__addr$643 ];
     end
   end
-  assign \$signature__data$1117  = _11_;
-  assign \$signature__data$597  = _12_;
+  assign \$signature__data$1119  = _11_;
+  assign \$signature__data$599  = _12_;
   reg [255:0] mem_h1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$664 [0])
-      mem_h1[\wp__addr$665 ][63:0] <= \wp__data$667 [63:0];
-    if (\wp__en$664 [1])
-      mem_h1[\wp__addr$665 ][127:64] <= \wp__data$667 [127:64];
-    if (\wp__en$664 [2])
-      mem_h1[\wp__addr$665 ][191:128] <= \wp__data$667 [191:128];
-    if (\wp__en$664 [3])
-      mem_h1[\wp__addr$665 ][255:192] <= \wp__data$667 [255:192];
+    if (\wp__en$666 [0])
+      mem_h1[\wp__addr$667 ][63:0] <= \wp__data$669 [63:0];
+    if (\wp__en$666 [1])
+      mem_h1[\wp__addr$667 ][127:64] <= \wp__data$669 [127:64];
+    if (\wp__en$666 [2])
+      mem_h1[\wp__addr$667 ][191:128] <= \wp__data$669 [191:128];
+    if (\wp__en$666 [3])
+      mem_h1[\wp__addr$667 ][255:192] <= \wp__data$669 [255:192];
   end
   reg [255:0] _13_;
   reg [255:0] _14_;
   always @(posedge clk) begin
-    if (\$signature__en$660 ) begin
-      _13_ <= mem_h1[\$signature__addr$661 ];
+    if (\$signature__en$662 ) begin
+      _13_ <= mem_h1[\$signature__addr$663 ];
     end
-    if (\$signature__en$656 ) begin
-      _14_ <= mem_h1[\$signature__addr$657 ];
+    if (\$signature__en$658 ) begin
+      _14_ <= mem_h1[\$signature__addr$659 ];
     end
   end
-  assign \$signature__data$1161  = _13_;
-  assign \$signature__data$598  = _14_;
+  assign \$signature__data$1163  = _13_;
+  assign \$signature__data$600  = _14_;
   reg [15:0] mem_mask0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$854 [0])
-      mem_mask0[\wp__addr$855 ][3:0] <= \wp__data$856 [3:0];
-    if (\wp__en$854 [1])
-      mem_mask0[\wp__addr$855 ][7:4] <= \wp__data$856 [7:4];
-    if (\wp__en$854 [2])
-      mem_mask0[\wp__addr$855 ][11:8] <= \wp__data$856 [11:8];
-    if (\wp__en$854 [3])
-      mem_mask0[\wp__addr$855 ][15:12] <= \wp__data$856 [15:12];
+    if (\wp__en$856 [0])
+      mem_mask0[\wp__addr$857 ][3:0] <= \wp__data$858 [3:0];
+    if (\wp__en$856 [1])
+      mem_mask0[\wp__addr$857 ][7:4] <= \wp__data$858 [7:4];
+    if (\wp__en$856 [2])
+      mem_mask0[\wp__addr$857 ][11:8] <= \wp__data$858 [11:8];
+    if (\wp__en$856 [3])
+      mem_mask0[\wp__addr$857 ][15:12] <= \wp__data$858 [15:12];
   end
   reg [15:0] _15_;
   always @(posedge clk) begin
-    if (\$signature__en$848 ) begin
-      _15_ <= mem_mask0[\$signature__addr$850 ];
+    if (\$signature__en$850 ) begin
+      _15_ <= mem_mask0[\$signature__addr$852 ];
     end
   end
-  assign \$signature__data$725  = _15_;
+  assign \$signature__data$727  = _15_;
   reg [15:0] mem_mask1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$863 [0])
-      mem_mask1[\wp__addr$864 ][3:0] <= \wp__data$865 [3:0];
-    if (\wp__en$863 [1])
-      mem_mask1[\wp__addr$864 ][7:4] <= \wp__data$865 [7:4];
-    if (\wp__en$863 [2])
-      mem_mask1[\wp__addr$864 ][11:8] <= \wp__data$865 [11:8];
-    if (\wp__en$863 [3])
-      mem_mask1[\wp__addr$864 ][15:12] <= \wp__data$865 [15:12];
+    if (\wp__en$865 [0])
+      mem_mask1[\wp__addr$866 ][3:0] <= \wp__data$867 [3:0];
+    if (\wp__en$865 [1])
+      mem_mask1[\wp__addr$866 ][7:4] <= \wp__data$867 [7:4];
+    if (\wp__en$865 [2])
+      mem_mask1[\wp__addr$866 ][11:8] <= \wp__data$867 [11:8];
+    if (\wp__en$865 [3])
+      mem_mask1[\wp__addr$866 ][15:12] <= \wp__data$867 [15:12];
   end
   reg [15:0] _16_;
   always @(posedge clk) begin
-    if (\$signature__en$857 ) begin
-      _16_ <= mem_mask1[\$signature__addr$859 ];
+    if (\$signature__en$859 ) begin
+      _16_ <= mem_mask1[\$signature__addr$861 ];
     end
   end
-  assign \$signature__data$741  = _16_;
+  assign \$signature__data$743  = _16_;
   reg [255:0] mem_next_obs [15:0];
   always @(posedge clk) begin
-    if (\wp__en$630 [0])
-      mem_next_obs[\wp__addr$631 ][7:0] <= \wp__data$632 [7:0];
-    if (\wp__en$630 [1])
-      mem_next_obs[\wp__addr$631 ][15:8] <= \wp__data$632 [15:8];
-    if (\wp__en$630 [2])
-      mem_next_obs[\wp__addr$631 ][23:16] <= \wp__data$632 [23:16];
-    if (\wp__en$630 [3])
-      mem_next_obs[\wp__addr$631 ][31:24] <= \wp__data$632 [31:24];
-    if (\wp__en$630 [4])
-      mem_next_obs[\wp__addr$631 ][39:32] <= \wp__data$632 [39:32];
-    if (\wp__en$630 [5])
-      mem_next_obs[\wp__addr$631 ][47:40] <= \wp__data$632 [47:40];
-    if (\wp__en$630 [6])
-      mem_next_obs[\wp__addr$631 ][55:48] <= \wp__data$632 [55:48];
-    if (\wp__en$630 [7])
-      mem_next_obs[\wp__addr$631 ][63:56] <= \wp__data$632 [63:56];
-    if (\wp__en$630 [8])
-      mem_next_obs[\wp__addr$631 ][71:64] <= \wp__data$632 [71:64];
-    if (\wp__en$630 [9])
-      mem_next_obs[\wp__addr$631 ][79:72] <= \wp__data$632 [79:72];
-    if (\wp__en$630 [10])
-      mem_next_obs[\wp__addr$631 ][87:80] <= \wp__data$632 [87:80];
-    if (\wp__en$630 [11])
-      mem_next_obs[\wp__addr$631 ][95:88] <= \wp__data$632 [95:88];
-    if (\wp__en$630 [12])
-      mem_next_obs[\wp__addr$631 ][103:96] <= \wp__data$632 [103:96];
-    if (\wp__en$630 [13])
-      mem_next_obs[\wp__addr$631 ][111:104] <= \wp__data$632 [111:104];
-    if (\wp__en$630 [14])
-      mem_next_obs[\wp__addr$631 ][119:112] <= \wp__data$632 [119:112];
-    if (\wp__en$630 [15])
-      mem_next_obs[\wp__addr$631 ][127:120] <= \wp__data$632 [127:120];
-    if (\wp__en$630 [16])
-      mem_next_obs[\wp__addr$631 ][135:128] <= \wp__data$632 [135:128];
-    if (\wp__en$630 [17])
-      mem_next_obs[\wp__addr$631 ][143:136] <= \wp__data$632 [143:136];
-    if (\wp__en$630 [18])
-      mem_next_obs[\wp__addr$631 ][151:144] <= \wp__data$632 [151:144];
-    if (\wp__en$630 [19])
-      mem_next_obs[\wp__addr$631 ][159:152] <= \wp__data$632 [159:152];
-    if (\wp__en$630 [20])
-      mem_next_obs[\wp__addr$631 ][167:160] <= \wp__data$632 [167:160];
-    if (\wp__en$630 [21])
-      mem_next_obs[\wp__addr$631 ][175:168] <= \wp__data$632 [175:168];
-    if (\wp__en$630 [22])
-      mem_next_obs[\wp__addr$631 ][183:176] <= \wp__data$632 [183:176];
-    if (\wp__en$630 [23])
-      mem_next_obs[\wp__addr$631 ][191:184] <= \wp__data$632 [191:184];
-    if (\wp__en$630 [24])
-      mem_next_obs[\wp__addr$631 ][199:192] <= \wp__data$632 [199:192];
-    if (\wp__en$630 [25])
-      mem_next_obs[\wp__addr$631 ][207:200] <= \wp__data$632 [207:200];
-    if (\wp__en$630 [26])
-      mem_next_obs[\wp__addr$631 ][215:208] <= \wp__data$632 [215:208];
-    if (\wp__en$630 [27])
-      mem_next_obs[\wp__addr$631 ][223:216] <= \wp__data$632 [223:216];
-    if (\wp__en$630 [28])
-      mem_next_obs[\wp__addr$631 ][231:224] <= \wp__data$632 [231:224];
-    if (\wp__en$630 [29])
-      mem_next_obs[\wp__addr$631 ][239:232] <= \wp__data$632 [239:232];
-    if (\wp__en$630 [30])
-      mem_next_obs[\wp__addr$631 ][247:240] <= \wp__data$632 [247:240];
-    if (\wp__en$630 [31])
-      mem_next_obs[\wp__addr$631 ][255:248] <= \wp__data$632 [255:248];
+    if (\wp__en$632 [0])
+      mem_next_obs[\wp__addr$633 ][7:0] <= \wp__data$634 [7:0];
+    if (\wp__en$632 [1])
+      mem_next_obs[\wp__addr$633 ][15:8] <= \wp__data$634 [15:8];
+    if (\wp__en$632 [2])
+      mem_next_obs[\wp__addr$633 ][23:16] <= \wp__data$634 [23:16];
+    if (\wp__en$632 [3])
+      mem_next_obs[\wp__addr$633 ][31:24] <= \wp__data$634 [31:24];
+    if (\wp__en$632 [4])
+      mem_next_obs[\wp__addr$633 ][39:32] <= \wp__data$634 [39:32];
+    if (\wp__en$632 [5])
+      mem_next_obs[\wp__addr$633 ][47:40] <= \wp__data$634 [47:40];
+    if (\wp__en$632 [6])
+      mem_next_obs[\wp__addr$633 ][55:48] <= \wp__data$634 [55:48];
+    if (\wp__en$632 [7])
+      mem_next_obs[\wp__addr$633 ][63:56] <= \wp__data$634 [63:56];
+    if (\wp__en$632 [8])
+      mem_next_obs[\wp__addr$633 ][71:64] <= \wp__data$634 [71:64];
+    if (\wp__en$632 [9])
+      mem_next_obs[\wp__addr$633 ][79:72] <= \wp__data$634 [79:72];
+    if (\wp__en$632 [10])
+      mem_next_obs[\wp__addr$633 ][87:80] <= \wp__data$634 [87:80];
+    if (\wp__en$632 [11])
+      mem_next_obs[\wp__addr$633 ][95:88] <= \wp__data$634 [95:88];
+    if (\wp__en$632 [12])
+      mem_next_obs[\wp__addr$633 ][103:96] <= \wp__data$634 [103:96];
+    if (\wp__en$632 [13])
+      mem_next_obs[\wp__addr$633 ][111:104] <= \wp__data$634 [111:104];
+    if (\wp__en$632 [14])
+      mem_next_obs[\wp__addr$633 ][119:112] <= \wp__data$634 [119:112];
+    if (\wp__en$632 [15])
+      mem_next_obs[\wp__addr$633 ][127:120] <= \wp__data$634 [127:120];
+    if (\wp__en$632 [16])
+      mem_next_obs[\wp__addr$633 ][135:128] <= \wp__data$634 [135:128];
+    if (\wp__en$632 [17])
+      mem_next_obs[\wp__addr$633 ][143:136] <= \wp__data$634 [143:136];
+    if (\wp__en$632 [18])
+      mem_next_obs[\wp__addr$633 ][151:144] <= \wp__data$634 [151:144];
+    if (\wp__en$632 [19])
+      mem_next_obs[\wp__addr$633 ][159:152] <= \wp__data$634 [159:152];
+    if (\wp__en$632 [20])
+      mem_next_obs[\wp__addr$633 ][167:160] <= \wp__data$634 [167:160];
+    if (\wp__en$632 [21])
+      mem_next_obs[\wp__addr$633 ][175:168] <= \wp__data$634 [175:168];
+    if (\wp__en$632 [22])
+      mem_next_obs[\wp__addr$633 ][183:176] <= \wp__data$634 [183:176];
+    if (\wp__en$632 [23])
+      mem_next_obs[\wp__addr$633 ][191:184] <= \wp__data$634 [191:184];
+    if (\wp__en$632 [24])
+      mem_next_obs[\wp__addr$633 ][199:192] <= \wp__data$634 [199:192];
+    if (\wp__en$632 [25])
+      mem_next_obs[\wp__addr$633 ][207:200] <= \wp__data$634 [207:200];
+    if (\wp__en$632 [26])
+      mem_next_obs[\wp__addr$633 ][215:208] <= \wp__data$634 [215:208];
+    if (\wp__en$632 [27])
+      mem_next_obs[\wp__addr$633 ][223:216] <= \wp__data$634 [223:216];
+    if (\wp__en$632 [28])
+      mem_next_obs[\wp__addr$633 ][231:224] <= \wp__data$634 [231:224];
+    if (\wp__en$632 [29])
+      mem_next_obs[\wp__addr$633 ][239:232] <= \wp__data$634 [239:232];
+    if (\wp__en$632 [30])
+      mem_next_obs[\wp__addr$633 ][247:240] <= \wp__data$634 [247:240];
+    if (\wp__en$632 [31])
+      mem_next_obs[\wp__addr$633 ][255:248] <= \wp__data$634 [255:248];
   end
   reg [255:0] _17_;
   always @(posedge clk) begin
-    if (\$signature__en$626 ) begin
-      _17_ <= mem_next_obs[\$signature__addr$627 ];
+    if (\$signature__en$628 ) begin
+      _17_ <= mem_next_obs[\$signature__addr$629 ];
     end
   end
-  assign \$signature__data$595  = _17_;
+  assign \$signature__data$597  = _17_;
   reg [255:0] mem_obs [15:0];
   always @(posedge clk) begin
     if (wp__en[0])
@@ -6562,569 +6528,569 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [255:0] _18_;
   reg [255:0] _19_;
   always @(posedge clk) begin
-    if (\$signature__en$619 ) begin
-      _18_ <= mem_obs[\$signature__addr$620 ];
+    if (\$signature__en$621 ) begin
+      _18_ <= mem_obs[\$signature__addr$622 ];
     end
     if (\$signature__en ) begin
       _19_ <= mem_obs[\$signature__addr ];
     end
   end
-  assign \$signature__data$1075  = _18_;
-  assign \$signature__data$593  = _19_;
+  assign \$signature__data$1077  = _18_;
+  assign \$signature__data$595  = _19_;
   reg [255:0] mem_q [15:0];
   always @(posedge clk) begin
-    if (\wp__en$675 [0])
-      mem_q[\wp__addr$676 ][63:0] <= \wp__data$678 [63:0];
-    if (\wp__en$675 [1])
-      mem_q[\wp__addr$676 ][127:64] <= \wp__data$678 [127:64];
-    if (\wp__en$675 [2])
-      mem_q[\wp__addr$676 ][191:128] <= \wp__data$678 [191:128];
-    if (\wp__en$675 [3])
-      mem_q[\wp__addr$676 ][255:192] <= \wp__data$678 [255:192];
+    if (\wp__en$677 [0])
+      mem_q[\wp__addr$678 ][63:0] <= \wp__data$680 [63:0];
+    if (\wp__en$677 [1])
+      mem_q[\wp__addr$678 ][127:64] <= \wp__data$680 [127:64];
+    if (\wp__en$677 [2])
+      mem_q[\wp__addr$678 ][191:128] <= \wp__data$680 [191:128];
+    if (\wp__en$677 [3])
+      mem_q[\wp__addr$678 ][255:192] <= \wp__data$680 [255:192];
   end
   reg [255:0] _20_;
   always @(posedge clk) begin
-    if (\$signature__en$672 ) begin
-      _20_ <= mem_q[\$signature__addr$673 ];
+    if (\$signature__en$674 ) begin
+      _20_ <= mem_q[\$signature__addr$675 ];
     end
   end
-  assign \$signature__data$599  = _20_;
+  assign \$signature__data$601  = _20_;
   reg [71:0] mem_samples [15:0];
   always @(posedge clk) begin
-    if (\wp__en$637 [0])
-      mem_samples[\wp__addr$638 ][7:0] <= \wp__data$639 [7:0];
-    if (\wp__en$637 [1])
-      mem_samples[\wp__addr$638 ][15:8] <= \wp__data$639 [15:8];
-    if (\wp__en$637 [2])
-      mem_samples[\wp__addr$638 ][23:16] <= \wp__data$639 [23:16];
-    if (\wp__en$637 [3])
-      mem_samples[\wp__addr$638 ][31:24] <= \wp__data$639 [31:24];
-    if (\wp__en$637 [4])
-      mem_samples[\wp__addr$638 ][39:32] <= \wp__data$639 [39:32];
-    if (\wp__en$637 [5])
-      mem_samples[\wp__addr$638 ][47:40] <= \wp__data$639 [47:40];
-    if (\wp__en$637 [6])
-      mem_samples[\wp__addr$638 ][55:48] <= \wp__data$639 [55:48];
-    if (\wp__en$637 [7])
-      mem_samples[\wp__addr$638 ][63:56] <= \wp__data$639 [63:56];
-    if (\wp__en$637 [8])
-      mem_samples[\wp__addr$638 ][71:64] <= \wp__data$639 [71:64];
+    if (\wp__en$639 [0])
+      mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
+    if (\wp__en$639 [1])
+      mem_samples[\wp__addr$640 ][15:8] <= \wp__data$641 [15:8];
+    if (\wp__en$639 [2])
+      mem_samples[\wp__addr$640 ][23:16] <= \wp__data$641 [23:16];
+    if (\wp__en$639 [3])
+      mem_samples[\wp__addr$640 ][31:24] <= \wp__data$641 [31:24];
+    if (\wp__en$639 [4])
+      mem_samples[\wp__addr$640 ][39:32] <= \wp__data$641 [39:32];
+    if (\wp__en$639 [5])
+      mem_samples[\wp__addr$640 ][47:40] <= \wp__data$641 [47:40];
+    if (\wp__en$639 [6])
+      mem_samples[\wp__addr$640 ][55:48] <= \wp__data$641 [55:48];
+    if (\wp__en$639 [7])
+      mem_samples[\wp__addr$640 ][63:56] <= \wp__data$641 [63:56];
+    if (\wp__en$639 [8])
+      mem_samples[\wp__addr$640 ][71:64] <= \wp__data$641 [71:64];
   end
   reg [71:0] _21_;
   always @(posedge clk) begin
-    if (\$signature__en$633 ) begin
-      _21_ <= mem_samples[\$signature__addr$634 ];
+    if (\$signature__en$635 ) begin
+      _21_ <= mem_samples[\$signature__addr$636 ];
     end
   end
-  assign \$signature__data$596  = _21_;
+  assign \$signature__data$598  = _21_;
   reg [255:0] mem_th0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$687 [0])
-      mem_th0[\wp__addr$688 ][63:0] <= \wp__data$690 [63:0];
-    if (\wp__en$687 [1])
-      mem_th0[\wp__addr$688 ][127:64] <= \wp__data$690 [127:64];
-    if (\wp__en$687 [2])
-      mem_th0[\wp__addr$688 ][191:128] <= \wp__data$690 [191:128];
-    if (\wp__en$687 [3])
-      mem_th0[\wp__addr$688 ][255:192] <= \wp__data$690 [255:192];
+    if (\wp__en$689 [0])
+      mem_th0[\wp__addr$690 ][63:0] <= \wp__data$692 [63:0];
+    if (\wp__en$689 [1])
+      mem_th0[\wp__addr$690 ][127:64] <= \wp__data$692 [127:64];
+    if (\wp__en$689 [2])
+      mem_th0[\wp__addr$690 ][191:128] <= \wp__data$692 [191:128];
+    if (\wp__en$689 [3])
+      mem_th0[\wp__addr$690 ][255:192] <= \wp__data$692 [255:192];
   end
   reg [255:0] _22_;
   always @(posedge clk) begin
-    if (\$signature__en$683 ) begin
-      _22_ <= mem_th0[\$signature__addr$684 ];
+    if (\$signature__en$685 ) begin
+      _22_ <= mem_th0[\$signature__addr$686 ];
     end
   end
-  assign \$signature__data$600  = _22_;
+  assign \$signature__data$602  = _22_;
   reg [255:0] mem_th1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$699 [0])
-      mem_th1[\wp__addr$700 ][63:0] <= \wp__data$702 [63:0];
-    if (\wp__en$699 [1])
-      mem_th1[\wp__addr$700 ][127:64] <= \wp__data$702 [127:64];
-    if (\wp__en$699 [2])
-      mem_th1[\wp__addr$700 ][191:128] <= \wp__data$702 [191:128];
-    if (\wp__en$699 [3])
-      mem_th1[\wp__addr$700 ][255:192] <= \wp__data$702 [255:192];
+    if (\wp__en$701 [0])
+      mem_th1[\wp__addr$702 ][63:0] <= \wp__data$704 [63:0];
+    if (\wp__en$701 [1])
+      mem_th1[\wp__addr$702 ][127:64] <= \wp__data$704 [127:64];
+    if (\wp__en$701 [2])
+      mem_th1[\wp__addr$702 ][191:128] <= \wp__data$704 [191:128];
+    if (\wp__en$701 [3])
+      mem_th1[\wp__addr$702 ][255:192] <= \wp__data$704 [255:192];
   end
   reg [255:0] _23_;
   always @(posedge clk) begin
-    if (\$signature__en$695 ) begin
-      _23_ <= mem_th1[\$signature__addr$696 ];
+    if (\$signature__en$697 ) begin
+      _23_ <= mem_th1[\$signature__addr$698 ];
     end
   end
-  assign \$signature__data$601  = _23_;
+  assign \$signature__data$603  = _23_;
   reg [255:0] mem_tq [15:0];
   always @(posedge clk) begin
-    if (\wp__en$709 [0])
-      mem_tq[\wp__addr$710 ][63:0] <= \wp__data$712 [63:0];
-    if (\wp__en$709 [1])
-      mem_tq[\wp__addr$710 ][127:64] <= \wp__data$712 [127:64];
-    if (\wp__en$709 [2])
-      mem_tq[\wp__addr$710 ][191:128] <= \wp__data$712 [191:128];
-    if (\wp__en$709 [3])
-      mem_tq[\wp__addr$710 ][255:192] <= \wp__data$712 [255:192];
+    if (\wp__en$711 [0])
+      mem_tq[\wp__addr$712 ][63:0] <= \wp__data$714 [63:0];
+    if (\wp__en$711 [1])
+      mem_tq[\wp__addr$712 ][127:64] <= \wp__data$714 [127:64];
+    if (\wp__en$711 [2])
+      mem_tq[\wp__addr$712 ][191:128] <= \wp__data$714 [191:128];
+    if (\wp__en$711 [3])
+      mem_tq[\wp__addr$712 ][255:192] <= \wp__data$714 [255:192];
   end
   reg [255:0] _24_;
   always @(posedge clk) begin
-    if (\$signature__en$707 ) begin
-      _24_ <= mem_tq[\$signature__addr$708 ];
+    if (\$signature__en$709 ) begin
+      _24_ <= mem_tq[\$signature__addr$710 ];
     end
   end
   assign \$signature__data  = _24_;
   reg [255:0] mem_tw0 [31:0];
   always @(posedge clk) begin
-    if (\wp__en$799 [0])
-      mem_tw0[\wp__addr$800 ][7:0] <= \wp__data$801 [7:0];
-    if (\wp__en$799 [1])
-      mem_tw0[\wp__addr$800 ][15:8] <= \wp__data$801 [15:8];
-    if (\wp__en$799 [2])
-      mem_tw0[\wp__addr$800 ][23:16] <= \wp__data$801 [23:16];
-    if (\wp__en$799 [3])
-      mem_tw0[\wp__addr$800 ][31:24] <= \wp__data$801 [31:24];
-    if (\wp__en$799 [4])
-      mem_tw0[\wp__addr$800 ][39:32] <= \wp__data$801 [39:32];
-    if (\wp__en$799 [5])
-      mem_tw0[\wp__addr$800 ][47:40] <= \wp__data$801 [47:40];
-    if (\wp__en$799 [6])
-      mem_tw0[\wp__addr$800 ][55:48] <= \wp__data$801 [55:48];
-    if (\wp__en$799 [7])
-      mem_tw0[\wp__addr$800 ][63:56] <= \wp__data$801 [63:56];
-    if (\wp__en$799 [8])
-      mem_tw0[\wp__addr$800 ][71:64] <= \wp__data$801 [71:64];
-    if (\wp__en$799 [9])
-      mem_tw0[\wp__addr$800 ][79:72] <= \wp__data$801 [79:72];
-    if (\wp__en$799 [10])
-      mem_tw0[\wp__addr$800 ][87:80] <= \wp__data$801 [87:80];
-    if (\wp__en$799 [11])
-      mem_tw0[\wp__addr$800 ][95:88] <= \wp__data$801 [95:88];
-    if (\wp__en$799 [12])
-      mem_tw0[\wp__addr$800 ][103:96] <= \wp__data$801 [103:96];
-    if (\wp__en$799 [13])
-      mem_tw0[\wp__addr$800 ][111:104] <= \wp__data$801 [111:104];
-    if (\wp__en$799 [14])
-      mem_tw0[\wp__addr$800 ][119:112] <= \wp__data$801 [119:112];
-    if (\wp__en$799 [15])
-      mem_tw0[\wp__addr$800 ][127:120] <= \wp__data$801 [127:120];
-    if (\wp__en$799 [16])
-      mem_tw0[\wp__addr$800 ][135:128] <= \wp__data$801 [135:128];
-    if (\wp__en$799 [17])
-      mem_tw0[\wp__addr$800 ][143:136] <= \wp__data$801 [143:136];
-    if (\wp__en$799 [18])
-      mem_tw0[\wp__addr$800 ][151:144] <= \wp__data$801 [151:144];
-    if (\wp__en$799 [19])
-      mem_tw0[\wp__addr$800 ][159:152] <= \wp__data$801 [159:152];
-    if (\wp__en$799 [20])
-      mem_tw0[\wp__addr$800 ][167:160] <= \wp__data$801 [167:160];
-    if (\wp__en$799 [21])
-      mem_tw0[\wp__addr$800 ][175:168] <= \wp__data$801 [175:168];
-    if (\wp__en$799 [22])
-      mem_tw0[\wp__addr$800 ][183:176] <= \wp__data$801 [183:176];
-    if (\wp__en$799 [23])
-      mem_tw0[\wp__addr$800 ][191:184] <= \wp__data$801 [191:184];
-    if (\wp__en$799 [24])
-      mem_tw0[\wp__addr$800 ][199:192] <= \wp__data$801 [199:192];
-    if (\wp__en$799 [25])
-      mem_tw0[\wp__addr$800 ][207:200] <= \wp__data$801 [207:200];
-    if (\wp__en$799 [26])
-      mem_tw0[\wp__addr$800 ][215:208] <= \wp__data$801 [215:208];
-    if (\wp__en$799 [27])
-      mem_tw0[\wp__addr$800 ][223:216] <= \wp__data$801 [223:216];
-    if (\wp__en$799 [28])
-      mem_tw0[\wp__addr$800 ][231:224] <= \wp__data$801 [231:224];
-    if (\wp__en$799 [29])
-      mem_tw0[\wp__addr$800 ][239:232] <= \wp__data$801 [239:232];
-    if (\wp__en$799 [30])
-      mem_tw0[\wp__addr$800 ][247:240] <= \wp__data$801 [247:240];
-    if (\wp__en$799 [31])
-      mem_tw0[\wp__addr$800 ][255:248] <= \wp__data$801 [255:248];
+    if (\wp__en$801 [0])
+      mem_tw0[\wp__addr$802 ][7:0] <= \wp__data$803 [7:0];
+    if (\wp__en$801 [1])
+      mem_tw0[\wp__addr$802 ][15:8] <= \wp__data$803 [15:8];
+    if (\wp__en$801 [2])
+      mem_tw0[\wp__addr$802 ][23:16] <= \wp__data$803 [23:16];
+    if (\wp__en$801 [3])
+      mem_tw0[\wp__addr$802 ][31:24] <= \wp__data$803 [31:24];
+    if (\wp__en$801 [4])
+      mem_tw0[\wp__addr$802 ][39:32] <= \wp__data$803 [39:32];
+    if (\wp__en$801 [5])
+      mem_tw0[\wp__addr$802 ][47:40] <= \wp__data$803 [47:40];
+    if (\wp__en$801 [6])
+      mem_tw0[\wp__addr$802 ][55:48] <= \wp__data$803 [55:48];
+    if (\wp__en$801 [7])
+      mem_tw0[\wp__addr$802 ][63:56] <= \wp__data$803 [63:56];
+    if (\wp__en$801 [8])
+      mem_tw0[\wp__addr$802 ][71:64] <= \wp__data$803 [71:64];
+    if (\wp__en$801 [9])
+      mem_tw0[\wp__addr$802 ][79:72] <= \wp__data$803 [79:72];
+    if (\wp__en$801 [10])
+      mem_tw0[\wp__addr$802 ][87:80] <= \wp__data$803 [87:80];
+    if (\wp__en$801 [11])
+      mem_tw0[\wp__addr$802 ][95:88] <= \wp__data$803 [95:88];
+    if (\wp__en$801 [12])
+      mem_tw0[\wp__addr$802 ][103:96] <= \wp__data$803 [103:96];
+    if (\wp__en$801 [13])
+      mem_tw0[\wp__addr$802 ][111:104] <= \wp__data$803 [111:104];
+    if (\wp__en$801 [14])
+      mem_tw0[\wp__addr$802 ][119:112] <= \wp__data$803 [119:112];
+    if (\wp__en$801 [15])
+      mem_tw0[\wp__addr$802 ][127:120] <= \wp__data$803 [127:120];
+    if (\wp__en$801 [16])
+      mem_tw0[\wp__addr$802 ][135:128] <= \wp__data$803 [135:128];
+    if (\wp__en$801 [17])
+      mem_tw0[\wp__addr$802 ][143:136] <= \wp__data$803 [143:136];
+    if (\wp__en$801 [18])
+      mem_tw0[\wp__addr$802 ][151:144] <= \wp__data$803 [151:144];
+    if (\wp__en$801 [19])
+      mem_tw0[\wp__addr$802 ][159:152] <= \wp__data$803 [159:152];
+    if (\wp__en$801 [20])
+      mem_tw0[\wp__addr$802 ][167:160] <= \wp__data$803 [167:160];
+    if (\wp__en$801 [21])
+      mem_tw0[\wp__addr$802 ][175:168] <= \wp__data$803 [175:168];
+    if (\wp__en$801 [22])
+      mem_tw0[\wp__addr$802 ][183:176] <= \wp__data$803 [183:176];
+    if (\wp__en$801 [23])
+      mem_tw0[\wp__addr$802 ][191:184] <= \wp__data$803 [191:184];
+    if (\wp__en$801 [24])
+      mem_tw0[\wp__addr$802 ][199:192] <= \wp__data$803 [199:192];
+    if (\wp__en$801 [25])
+      mem_tw0[\wp__addr$802 ][207:200] <= \wp__data$803 [207:200];
+    if (\wp__en$801 [26])
+      mem_tw0[\wp__addr$802 ][215:208] <= \wp__data$803 [215:208];
+    if (\wp__en$801 [27])
+      mem_tw0[\wp__addr$802 ][223:216] <= \wp__data$803 [223:216];
+    if (\wp__en$801 [28])
+      mem_tw0[\wp__addr$802 ][231:224] <= \wp__data$803 [231:224];
+    if (\wp__en$801 [29])
+      mem_tw0[\wp__addr$802 ][239:232] <= \wp__data$803 [239:232];
+    if (\wp__en$801 [30])
+      mem_tw0[\wp__addr$802 ][247:240] <= \wp__data$803 [247:240];
+    if (\wp__en$801 [31])
+      mem_tw0[\wp__addr$802 ][255:248] <= \wp__data$803 [255:248];
   end
   reg [255:0] _25_;
   always @(posedge clk) begin
-    if (\$signature__en$796 ) begin
-      _25_ <= mem_tw0[\$signature__addr$797 ];
+    if (\$signature__en$798 ) begin
+      _25_ <= mem_tw0[\$signature__addr$799 ];
     end
   end
-  assign \$signature__data$608  = _25_;
+  assign \$signature__data$610  = _25_;
   reg [255:0] mem_tw1 [271:0];
   always @(posedge clk) begin
-    if (\wp__en$805 [0])
-      mem_tw1[\wp__addr$806 ][7:0] <= \wp__data$807 [7:0];
-    if (\wp__en$805 [1])
-      mem_tw1[\wp__addr$806 ][15:8] <= \wp__data$807 [15:8];
-    if (\wp__en$805 [2])
-      mem_tw1[\wp__addr$806 ][23:16] <= \wp__data$807 [23:16];
-    if (\wp__en$805 [3])
-      mem_tw1[\wp__addr$806 ][31:24] <= \wp__data$807 [31:24];
-    if (\wp__en$805 [4])
-      mem_tw1[\wp__addr$806 ][39:32] <= \wp__data$807 [39:32];
-    if (\wp__en$805 [5])
-      mem_tw1[\wp__addr$806 ][47:40] <= \wp__data$807 [47:40];
-    if (\wp__en$805 [6])
-      mem_tw1[\wp__addr$806 ][55:48] <= \wp__data$807 [55:48];
-    if (\wp__en$805 [7])
-      mem_tw1[\wp__addr$806 ][63:56] <= \wp__data$807 [63:56];
-    if (\wp__en$805 [8])
-      mem_tw1[\wp__addr$806 ][71:64] <= \wp__data$807 [71:64];
-    if (\wp__en$805 [9])
-      mem_tw1[\wp__addr$806 ][79:72] <= \wp__data$807 [79:72];
-    if (\wp__en$805 [10])
-      mem_tw1[\wp__addr$806 ][87:80] <= \wp__data$807 [87:80];
-    if (\wp__en$805 [11])
-      mem_tw1[\wp__addr$806 ][95:88] <= \wp__data$807 [95:88];
-    if (\wp__en$805 [12])
-      mem_tw1[\wp__addr$806 ][103:96] <= \wp__data$807 [103:96];
-    if (\wp__en$805 [13])
-      mem_tw1[\wp__addr$806 ][111:104] <= \wp__data$807 [111:104];
-    if (\wp__en$805 [14])
-      mem_tw1[\wp__addr$806 ][119:112] <= \wp__data$807 [119:112];
-    if (\wp__en$805 [15])
-      mem_tw1[\wp__addr$806 ][127:120] <= \wp__data$807 [127:120];
-    if (\wp__en$805 [16])
-      mem_tw1[\wp__addr$806 ][135:128] <= \wp__data$807 [135:128];
-    if (\wp__en$805 [17])
-      mem_tw1[\wp__addr$806 ][143:136] <= \wp__data$807 [143:136];
-    if (\wp__en$805 [18])
-      mem_tw1[\wp__addr$806 ][151:144] <= \wp__data$807 [151:144];
-    if (\wp__en$805 [19])
-      mem_tw1[\wp__addr$806 ][159:152] <= \wp__data$807 [159:152];
-    if (\wp__en$805 [20])
-      mem_tw1[\wp__addr$806 ][167:160] <= \wp__data$807 [167:160];
-    if (\wp__en$805 [21])
-      mem_tw1[\wp__addr$806 ][175:168] <= \wp__data$807 [175:168];
-    if (\wp__en$805 [22])
-      mem_tw1[\wp__addr$806 ][183:176] <= \wp__data$807 [183:176];
-    if (\wp__en$805 [23])
-      mem_tw1[\wp__addr$806 ][191:184] <= \wp__data$807 [191:184];
-    if (\wp__en$805 [24])
-      mem_tw1[\wp__addr$806 ][199:192] <= \wp__data$807 [199:192];
-    if (\wp__en$805 [25])
-      mem_tw1[\wp__addr$806 ][207:200] <= \wp__data$807 [207:200];
-    if (\wp__en$805 [26])
-      mem_tw1[\wp__addr$806 ][215:208] <= \wp__data$807 [215:208];
-    if (\wp__en$805 [27])
-      mem_tw1[\wp__addr$806 ][223:216] <= \wp__data$807 [223:216];
-    if (\wp__en$805 [28])
-      mem_tw1[\wp__addr$806 ][231:224] <= \wp__data$807 [231:224];
-    if (\wp__en$805 [29])
-      mem_tw1[\wp__addr$806 ][239:232] <= \wp__data$807 [239:232];
-    if (\wp__en$805 [30])
-      mem_tw1[\wp__addr$806 ][247:240] <= \wp__data$807 [247:240];
-    if (\wp__en$805 [31])
-      mem_tw1[\wp__addr$806 ][255:248] <= \wp__data$807 [255:248];
+    if (\wp__en$807 [0])
+      mem_tw1[\wp__addr$808 ][7:0] <= \wp__data$809 [7:0];
+    if (\wp__en$807 [1])
+      mem_tw1[\wp__addr$808 ][15:8] <= \wp__data$809 [15:8];
+    if (\wp__en$807 [2])
+      mem_tw1[\wp__addr$808 ][23:16] <= \wp__data$809 [23:16];
+    if (\wp__en$807 [3])
+      mem_tw1[\wp__addr$808 ][31:24] <= \wp__data$809 [31:24];
+    if (\wp__en$807 [4])
+      mem_tw1[\wp__addr$808 ][39:32] <= \wp__data$809 [39:32];
+    if (\wp__en$807 [5])
+      mem_tw1[\wp__addr$808 ][47:40] <= \wp__data$809 [47:40];
+    if (\wp__en$807 [6])
+      mem_tw1[\wp__addr$808 ][55:48] <= \wp__data$809 [55:48];
+    if (\wp__en$807 [7])
+      mem_tw1[\wp__addr$808 ][63:56] <= \wp__data$809 [63:56];
+    if (\wp__en$807 [8])
+      mem_tw1[\wp__addr$808 ][71:64] <= \wp__data$809 [71:64];
+    if (\wp__en$807 [9])
+      mem_tw1[\wp__addr$808 ][79:72] <= \wp__data$809 [79:72];
+    if (\wp__en$807 [10])
+      mem_tw1[\wp__addr$808 ][87:80] <= \wp__data$809 [87:80];
+    if (\wp__en$807 [11])
+      mem_tw1[\wp__addr$808 ][95:88] <= \wp__data$809 [95:88];
+    if (\wp__en$807 [12])
+      mem_tw1[\wp__addr$808 ][103:96] <= \wp__data$809 [103:96];
+    if (\wp__en$807 [13])
+      mem_tw1[\wp__addr$808 ][111:104] <= \wp__data$809 [111:104];
+    if (\wp__en$807 [14])
+      mem_tw1[\wp__addr$808 ][119:112] <= \wp__data$809 [119:112];
+    if (\wp__en$807 [15])
+      mem_tw1[\wp__addr$808 ][127:120] <= \wp__data$809 [127:120];
+    if (\wp__en$807 [16])
+      mem_tw1[\wp__addr$808 ][135:128] <= \wp__data$809 [135:128];
+    if (\wp__en$807 [17])
+      mem_tw1[\wp__addr$808 ][143:136] <= \wp__data$809 [143:136];
+    if (\wp__en$807 [18])
+      mem_tw1[\wp__addr$808 ][151:144] <= \wp__data$809 [151:144];
+    if (\wp__en$807 [19])
+      mem_tw1[\wp__addr$808 ][159:152] <= \wp__data$809 [159:152];
+    if (\wp__en$807 [20])
+      mem_tw1[\wp__addr$808 ][167:160] <= \wp__data$809 [167:160];
+    if (\wp__en$807 [21])
+      mem_tw1[\wp__addr$808 ][175:168] <= \wp__data$809 [175:168];
+    if (\wp__en$807 [22])
+      mem_tw1[\wp__addr$808 ][183:176] <= \wp__data$809 [183:176];
+    if (\wp__en$807 [23])
+      mem_tw1[\wp__addr$808 ][191:184] <= \wp__data$809 [191:184];
+    if (\wp__en$807 [24])
+      mem_tw1[\wp__addr$808 ][199:192] <= \wp__data$809 [199:192];
+    if (\wp__en$807 [25])
+      mem_tw1[\wp__addr$808 ][207:200] <= \wp__data$809 [207:200];
+    if (\wp__en$807 [26])
+      mem_tw1[\wp__addr$808 ][215:208] <= \wp__data$809 [215:208];
+    if (\wp__en$807 [27])
+      mem_tw1[\wp__addr$808 ][223:216] <= \wp__data$809 [223:216];
+    if (\wp__en$807 [28])
+      mem_tw1[\wp__addr$808 ][231:224] <= \wp__data$809 [231:224];
+    if (\wp__en$807 [29])
+      mem_tw1[\wp__addr$808 ][239:232] <= \wp__data$809 [239:232];
+    if (\wp__en$807 [30])
+      mem_tw1[\wp__addr$808 ][247:240] <= \wp__data$809 [247:240];
+    if (\wp__en$807 [31])
+      mem_tw1[\wp__addr$808 ][255:248] <= \wp__data$809 [255:248];
   end
   reg [255:0] _26_;
   always @(posedge clk) begin
-    if (\$signature__en$802 ) begin
-      _26_ <= mem_tw1[\$signature__addr$803 ];
+    if (\$signature__en$804 ) begin
+      _26_ <= mem_tw1[\$signature__addr$805 ];
     end
   end
-  assign \$signature__data$609  = _26_;
+  assign \$signature__data$611  = _26_;
   reg [255:0] mem_tw2 [16:0];
   always @(posedge clk) begin
-    if (\wp__en$810 [0])
-      mem_tw2[\wp__addr$811 ][7:0] <= \wp__data$812 [7:0];
-    if (\wp__en$810 [1])
-      mem_tw2[\wp__addr$811 ][15:8] <= \wp__data$812 [15:8];
-    if (\wp__en$810 [2])
-      mem_tw2[\wp__addr$811 ][23:16] <= \wp__data$812 [23:16];
-    if (\wp__en$810 [3])
-      mem_tw2[\wp__addr$811 ][31:24] <= \wp__data$812 [31:24];
-    if (\wp__en$810 [4])
-      mem_tw2[\wp__addr$811 ][39:32] <= \wp__data$812 [39:32];
-    if (\wp__en$810 [5])
-      mem_tw2[\wp__addr$811 ][47:40] <= \wp__data$812 [47:40];
-    if (\wp__en$810 [6])
-      mem_tw2[\wp__addr$811 ][55:48] <= \wp__data$812 [55:48];
-    if (\wp__en$810 [7])
-      mem_tw2[\wp__addr$811 ][63:56] <= \wp__data$812 [63:56];
-    if (\wp__en$810 [8])
-      mem_tw2[\wp__addr$811 ][71:64] <= \wp__data$812 [71:64];
-    if (\wp__en$810 [9])
-      mem_tw2[\wp__addr$811 ][79:72] <= \wp__data$812 [79:72];
-    if (\wp__en$810 [10])
-      mem_tw2[\wp__addr$811 ][87:80] <= \wp__data$812 [87:80];
-    if (\wp__en$810 [11])
-      mem_tw2[\wp__addr$811 ][95:88] <= \wp__data$812 [95:88];
-    if (\wp__en$810 [12])
-      mem_tw2[\wp__addr$811 ][103:96] <= \wp__data$812 [103:96];
-    if (\wp__en$810 [13])
-      mem_tw2[\wp__addr$811 ][111:104] <= \wp__data$812 [111:104];
-    if (\wp__en$810 [14])
-      mem_tw2[\wp__addr$811 ][119:112] <= \wp__data$812 [119:112];
-    if (\wp__en$810 [15])
-      mem_tw2[\wp__addr$811 ][127:120] <= \wp__data$812 [127:120];
-    if (\wp__en$810 [16])
-      mem_tw2[\wp__addr$811 ][135:128] <= \wp__data$812 [135:128];
-    if (\wp__en$810 [17])
-      mem_tw2[\wp__addr$811 ][143:136] <= \wp__data$812 [143:136];
-    if (\wp__en$810 [18])
-      mem_tw2[\wp__addr$811 ][151:144] <= \wp__data$812 [151:144];
-    if (\wp__en$810 [19])
-      mem_tw2[\wp__addr$811 ][159:152] <= \wp__data$812 [159:152];
-    if (\wp__en$810 [20])
-      mem_tw2[\wp__addr$811 ][167:160] <= \wp__data$812 [167:160];
-    if (\wp__en$810 [21])
-      mem_tw2[\wp__addr$811 ][175:168] <= \wp__data$812 [175:168];
-    if (\wp__en$810 [22])
-      mem_tw2[\wp__addr$811 ][183:176] <= \wp__data$812 [183:176];
-    if (\wp__en$810 [23])
-      mem_tw2[\wp__addr$811 ][191:184] <= \wp__data$812 [191:184];
-    if (\wp__en$810 [24])
-      mem_tw2[\wp__addr$811 ][199:192] <= \wp__data$812 [199:192];
-    if (\wp__en$810 [25])
-      mem_tw2[\wp__addr$811 ][207:200] <= \wp__data$812 [207:200];
-    if (\wp__en$810 [26])
-      mem_tw2[\wp__addr$811 ][215:208] <= \wp__data$812 [215:208];
-    if (\wp__en$810 [27])
-      mem_tw2[\wp__addr$811 ][223:216] <= \wp__data$812 [223:216];
-    if (\wp__en$810 [28])
-      mem_tw2[\wp__addr$811 ][231:224] <= \wp__data$812 [231:224];
-    if (\wp__en$810 [29])
-      mem_tw2[\wp__addr$811 ][239:232] <= \wp__data$812 [239:232];
-    if (\wp__en$810 [30])
-      mem_tw2[\wp__addr$811 ][247:240] <= \wp__data$812 [247:240];
-    if (\wp__en$810 [31])
-      mem_tw2[\wp__addr$811 ][255:248] <= \wp__data$812 [255:248];
+    if (\wp__en$812 [0])
+      mem_tw2[\wp__addr$813 ][7:0] <= \wp__data$814 [7:0];
+    if (\wp__en$812 [1])
+      mem_tw2[\wp__addr$813 ][15:8] <= \wp__data$814 [15:8];
+    if (\wp__en$812 [2])
+      mem_tw2[\wp__addr$813 ][23:16] <= \wp__data$814 [23:16];
+    if (\wp__en$812 [3])
+      mem_tw2[\wp__addr$813 ][31:24] <= \wp__data$814 [31:24];
+    if (\wp__en$812 [4])
+      mem_tw2[\wp__addr$813 ][39:32] <= \wp__data$814 [39:32];
+    if (\wp__en$812 [5])
+      mem_tw2[\wp__addr$813 ][47:40] <= \wp__data$814 [47:40];
+    if (\wp__en$812 [6])
+      mem_tw2[\wp__addr$813 ][55:48] <= \wp__data$814 [55:48];
+    if (\wp__en$812 [7])
+      mem_tw2[\wp__addr$813 ][63:56] <= \wp__data$814 [63:56];
+    if (\wp__en$812 [8])
+      mem_tw2[\wp__addr$813 ][71:64] <= \wp__data$814 [71:64];
+    if (\wp__en$812 [9])
+      mem_tw2[\wp__addr$813 ][79:72] <= \wp__data$814 [79:72];
+    if (\wp__en$812 [10])
+      mem_tw2[\wp__addr$813 ][87:80] <= \wp__data$814 [87:80];
+    if (\wp__en$812 [11])
+      mem_tw2[\wp__addr$813 ][95:88] <= \wp__data$814 [95:88];
+    if (\wp__en$812 [12])
+      mem_tw2[\wp__addr$813 ][103:96] <= \wp__data$814 [103:96];
+    if (\wp__en$812 [13])
+      mem_tw2[\wp__addr$813 ][111:104] <= \wp__data$814 [111:104];
+    if (\wp__en$812 [14])
+      mem_tw2[\wp__addr$813 ][119:112] <= \wp__data$814 [119:112];
+    if (\wp__en$812 [15])
+      mem_tw2[\wp__addr$813 ][127:120] <= \wp__data$814 [127:120];
+    if (\wp__en$812 [16])
+      mem_tw2[\wp__addr$813 ][135:128] <= \wp__data$814 [135:128];
+    if (\wp__en$812 [17])
+      mem_tw2[\wp__addr$813 ][143:136] <= \wp__data$814 [143:136];
+    if (\wp__en$812 [18])
+      mem_tw2[\wp__addr$813 ][151:144] <= \wp__data$814 [151:144];
+    if (\wp__en$812 [19])
+      mem_tw2[\wp__addr$813 ][159:152] <= \wp__data$814 [159:152];
+    if (\wp__en$812 [20])
+      mem_tw2[\wp__addr$813 ][167:160] <= \wp__data$814 [167:160];
+    if (\wp__en$812 [21])
+      mem_tw2[\wp__addr$813 ][175:168] <= \wp__data$814 [175:168];
+    if (\wp__en$812 [22])
+      mem_tw2[\wp__addr$813 ][183:176] <= \wp__data$814 [183:176];
+    if (\wp__en$812 [23])
+      mem_tw2[\wp__addr$813 ][191:184] <= \wp__data$814 [191:184];
+    if (\wp__en$812 [24])
+      mem_tw2[\wp__addr$813 ][199:192] <= \wp__data$814 [199:192];
+    if (\wp__en$812 [25])
+      mem_tw2[\wp__addr$813 ][207:200] <= \wp__data$814 [207:200];
+    if (\wp__en$812 [26])
+      mem_tw2[\wp__addr$813 ][215:208] <= \wp__data$814 [215:208];
+    if (\wp__en$812 [27])
+      mem_tw2[\wp__addr$813 ][223:216] <= \wp__data$814 [223:216];
+    if (\wp__en$812 [28])
+      mem_tw2[\wp__addr$813 ][231:224] <= \wp__data$814 [231:224];
+    if (\wp__en$812 [29])
+      mem_tw2[\wp__addr$813 ][239:232] <= \wp__data$814 [239:232];
+    if (\wp__en$812 [30])
+      mem_tw2[\wp__addr$813 ][247:240] <= \wp__data$814 [247:240];
+    if (\wp__en$812 [31])
+      mem_tw2[\wp__addr$813 ][255:248] <= \wp__data$814 [255:248];
   end
   reg [255:0] _27_;
   always @(posedge clk) begin
-    if (\$signature__en$808 ) begin
-      _27_ <= mem_tw2[\$signature__addr$809 ];
+    if (\$signature__en$810 ) begin
+      _27_ <= mem_tw2[\$signature__addr$811 ];
     end
   end
-  assign \$signature__data$610  = _27_;
+  assign \$signature__data$612  = _27_;
   reg [255:0] mem_w0 [31:0];
   always @(posedge clk) begin
-    if (\wp__en$761 [0])
-      mem_w0[\wp__addr$762 ][7:0] <= \wp__data$764 [7:0];
-    if (\wp__en$761 [1])
-      mem_w0[\wp__addr$762 ][15:8] <= \wp__data$764 [15:8];
-    if (\wp__en$761 [2])
-      mem_w0[\wp__addr$762 ][23:16] <= \wp__data$764 [23:16];
-    if (\wp__en$761 [3])
-      mem_w0[\wp__addr$762 ][31:24] <= \wp__data$764 [31:24];
-    if (\wp__en$761 [4])
-      mem_w0[\wp__addr$762 ][39:32] <= \wp__data$764 [39:32];
-    if (\wp__en$761 [5])
-      mem_w0[\wp__addr$762 ][47:40] <= \wp__data$764 [47:40];
-    if (\wp__en$761 [6])
-      mem_w0[\wp__addr$762 ][55:48] <= \wp__data$764 [55:48];
-    if (\wp__en$761 [7])
-      mem_w0[\wp__addr$762 ][63:56] <= \wp__data$764 [63:56];
-    if (\wp__en$761 [8])
-      mem_w0[\wp__addr$762 ][71:64] <= \wp__data$764 [71:64];
-    if (\wp__en$761 [9])
-      mem_w0[\wp__addr$762 ][79:72] <= \wp__data$764 [79:72];
-    if (\wp__en$761 [10])
-      mem_w0[\wp__addr$762 ][87:80] <= \wp__data$764 [87:80];
-    if (\wp__en$761 [11])
-      mem_w0[\wp__addr$762 ][95:88] <= \wp__data$764 [95:88];
-    if (\wp__en$761 [12])
-      mem_w0[\wp__addr$762 ][103:96] <= \wp__data$764 [103:96];
-    if (\wp__en$761 [13])
-      mem_w0[\wp__addr$762 ][111:104] <= \wp__data$764 [111:104];
-    if (\wp__en$761 [14])
-      mem_w0[\wp__addr$762 ][119:112] <= \wp__data$764 [119:112];
-    if (\wp__en$761 [15])
-      mem_w0[\wp__addr$762 ][127:120] <= \wp__data$764 [127:120];
-    if (\wp__en$761 [16])
-      mem_w0[\wp__addr$762 ][135:128] <= \wp__data$764 [135:128];
-    if (\wp__en$761 [17])
-      mem_w0[\wp__addr$762 ][143:136] <= \wp__data$764 [143:136];
-    if (\wp__en$761 [18])
-      mem_w0[\wp__addr$762 ][151:144] <= \wp__data$764 [151:144];
-    if (\wp__en$761 [19])
-      mem_w0[\wp__addr$762 ][159:152] <= \wp__data$764 [159:152];
-    if (\wp__en$761 [20])
-      mem_w0[\wp__addr$762 ][167:160] <= \wp__data$764 [167:160];
-    if (\wp__en$761 [21])
-      mem_w0[\wp__addr$762 ][175:168] <= \wp__data$764 [175:168];
-    if (\wp__en$761 [22])
-      mem_w0[\wp__addr$762 ][183:176] <= \wp__data$764 [183:176];
-    if (\wp__en$761 [23])
-      mem_w0[\wp__addr$762 ][191:184] <= \wp__data$764 [191:184];
-    if (\wp__en$761 [24])
-      mem_w0[\wp__addr$762 ][199:192] <= \wp__data$764 [199:192];
-    if (\wp__en$761 [25])
-      mem_w0[\wp__addr$762 ][207:200] <= \wp__data$764 [207:200];
-    if (\wp__en$761 [26])
-      mem_w0[\wp__addr$762 ][215:208] <= \wp__data$764 [215:208];
-    if (\wp__en$761 [27])
-      mem_w0[\wp__addr$762 ][223:216] <= \wp__data$764 [223:216];
-    if (\wp__en$761 [28])
-      mem_w0[\wp__addr$762 ][231:224] <= \wp__data$764 [231:224];
-    if (\wp__en$761 [29])
-      mem_w0[\wp__addr$762 ][239:232] <= \wp__data$764 [239:232];
-    if (\wp__en$761 [30])
-      mem_w0[\wp__addr$762 ][247:240] <= \wp__data$764 [247:240];
-    if (\wp__en$761 [31])
-      mem_w0[\wp__addr$762 ][255:248] <= \wp__data$764 [255:248];
+    if (\wp__en$763 [0])
+      mem_w0[\wp__addr$764 ][7:0] <= \wp__data$766 [7:0];
+    if (\wp__en$763 [1])
+      mem_w0[\wp__addr$764 ][15:8] <= \wp__data$766 [15:8];
+    if (\wp__en$763 [2])
+      mem_w0[\wp__addr$764 ][23:16] <= \wp__data$766 [23:16];
+    if (\wp__en$763 [3])
+      mem_w0[\wp__addr$764 ][31:24] <= \wp__data$766 [31:24];
+    if (\wp__en$763 [4])
+      mem_w0[\wp__addr$764 ][39:32] <= \wp__data$766 [39:32];
+    if (\wp__en$763 [5])
+      mem_w0[\wp__addr$764 ][47:40] <= \wp__data$766 [47:40];
+    if (\wp__en$763 [6])
+      mem_w0[\wp__addr$764 ][55:48] <= \wp__data$766 [55:48];
+    if (\wp__en$763 [7])
+      mem_w0[\wp__addr$764 ][63:56] <= \wp__data$766 [63:56];
+    if (\wp__en$763 [8])
+      mem_w0[\wp__addr$764 ][71:64] <= \wp__data$766 [71:64];
+    if (\wp__en$763 [9])
+      mem_w0[\wp__addr$764 ][79:72] <= \wp__data$766 [79:72];
+    if (\wp__en$763 [10])
+      mem_w0[\wp__addr$764 ][87:80] <= \wp__data$766 [87:80];
+    if (\wp__en$763 [11])
+      mem_w0[\wp__addr$764 ][95:88] <= \wp__data$766 [95:88];
+    if (\wp__en$763 [12])
+      mem_w0[\wp__addr$764 ][103:96] <= \wp__data$766 [103:96];
+    if (\wp__en$763 [13])
+      mem_w0[\wp__addr$764 ][111:104] <= \wp__data$766 [111:104];
+    if (\wp__en$763 [14])
+      mem_w0[\wp__addr$764 ][119:112] <= \wp__data$766 [119:112];
+    if (\wp__en$763 [15])
+      mem_w0[\wp__addr$764 ][127:120] <= \wp__data$766 [127:120];
+    if (\wp__en$763 [16])
+      mem_w0[\wp__addr$764 ][135:128] <= \wp__data$766 [135:128];
+    if (\wp__en$763 [17])
+      mem_w0[\wp__addr$764 ][143:136] <= \wp__data$766 [143:136];
+    if (\wp__en$763 [18])
+      mem_w0[\wp__addr$764 ][151:144] <= \wp__data$766 [151:144];
+    if (\wp__en$763 [19])
+      mem_w0[\wp__addr$764 ][159:152] <= \wp__data$766 [159:152];
+    if (\wp__en$763 [20])
+      mem_w0[\wp__addr$764 ][167:160] <= \wp__data$766 [167:160];
+    if (\wp__en$763 [21])
+      mem_w0[\wp__addr$764 ][175:168] <= \wp__data$766 [175:168];
+    if (\wp__en$763 [22])
+      mem_w0[\wp__addr$764 ][183:176] <= \wp__data$766 [183:176];
+    if (\wp__en$763 [23])
+      mem_w0[\wp__addr$764 ][191:184] <= \wp__data$766 [191:184];
+    if (\wp__en$763 [24])
+      mem_w0[\wp__addr$764 ][199:192] <= \wp__data$766 [199:192];
+    if (\wp__en$763 [25])
+      mem_w0[\wp__addr$764 ][207:200] <= \wp__data$766 [207:200];
+    if (\wp__en$763 [26])
+      mem_w0[\wp__addr$764 ][215:208] <= \wp__data$766 [215:208];
+    if (\wp__en$763 [27])
+      mem_w0[\wp__addr$764 ][223:216] <= \wp__data$766 [223:216];
+    if (\wp__en$763 [28])
+      mem_w0[\wp__addr$764 ][231:224] <= \wp__data$766 [231:224];
+    if (\wp__en$763 [29])
+      mem_w0[\wp__addr$764 ][239:232] <= \wp__data$766 [239:232];
+    if (\wp__en$763 [30])
+      mem_w0[\wp__addr$764 ][247:240] <= \wp__data$766 [247:240];
+    if (\wp__en$763 [31])
+      mem_w0[\wp__addr$764 ][255:248] <= \wp__data$766 [255:248];
   end
   reg [255:0] _28_;
   always @(posedge clk) begin
-    if (\$signature__en$758 ) begin
-      _28_ <= mem_w0[\$signature__addr$759 ];
+    if (\$signature__en$760 ) begin
+      _28_ <= mem_w0[\$signature__addr$761 ];
     end
   end
-  assign \$signature__data$605  = _28_;
+  assign \$signature__data$607  = _28_;
   reg [255:0] mem_w1 [271:0];
   always @(posedge clk) begin
-    if (\wp__en$775 [0])
-      mem_w1[\wp__addr$776 ][7:0] <= \wp__data$778 [7:0];
-    if (\wp__en$775 [1])
-      mem_w1[\wp__addr$776 ][15:8] <= \wp__data$778 [15:8];
-    if (\wp__en$775 [2])
-      mem_w1[\wp__addr$776 ][23:16] <= \wp__data$778 [23:16];
-    if (\wp__en$775 [3])
-      mem_w1[\wp__addr$776 ][31:24] <= \wp__data$778 [31:24];
-    if (\wp__en$775 [4])
-      mem_w1[\wp__addr$776 ][39:32] <= \wp__data$778 [39:32];
-    if (\wp__en$775 [5])
-      mem_w1[\wp__addr$776 ][47:40] <= \wp__data$778 [47:40];
-    if (\wp__en$775 [6])
-      mem_w1[\wp__addr$776 ][55:48] <= \wp__data$778 [55:48];
-    if (\wp__en$775 [7])
-      mem_w1[\wp__addr$776 ][63:56] <= \wp__data$778 [63:56];
-    if (\wp__en$775 [8])
-      mem_w1[\wp__addr$776 ][71:64] <= \wp__data$778 [71:64];
-    if (\wp__en$775 [9])
-      mem_w1[\wp__addr$776 ][79:72] <= \wp__data$778 [79:72];
-    if (\wp__en$775 [10])
-      mem_w1[\wp__addr$776 ][87:80] <= \wp__data$778 [87:80];
-    if (\wp__en$775 [11])
-      mem_w1[\wp__addr$776 ][95:88] <= \wp__data$778 [95:88];
-    if (\wp__en$775 [12])
-      mem_w1[\wp__addr$776 ][103:96] <= \wp__data$778 [103:96];
-    if (\wp__en$775 [13])
-      mem_w1[\wp__addr$776 ][111:104] <= \wp__data$778 [111:104];
-    if (\wp__en$775 [14])
-      mem_w1[\wp__addr$776 ][119:112] <= \wp__data$778 [119:112];
-    if (\wp__en$775 [15])
-      mem_w1[\wp__addr$776 ][127:120] <= \wp__data$778 [127:120];
-    if (\wp__en$775 [16])
-      mem_w1[\wp__addr$776 ][135:128] <= \wp__data$778 [135:128];
-    if (\wp__en$775 [17])
-      mem_w1[\wp__addr$776 ][143:136] <= \wp__data$778 [143:136];
-    if (\wp__en$775 [18])
-      mem_w1[\wp__addr$776 ][151:144] <= \wp__data$778 [151:144];
-    if (\wp__en$775 [19])
-      mem_w1[\wp__addr$776 ][159:152] <= \wp__data$778 [159:152];
-    if (\wp__en$775 [20])
-      mem_w1[\wp__addr$776 ][167:160] <= \wp__data$778 [167:160];
-    if (\wp__en$775 [21])
-      mem_w1[\wp__addr$776 ][175:168] <= \wp__data$778 [175:168];
-    if (\wp__en$775 [22])
-      mem_w1[\wp__addr$776 ][183:176] <= \wp__data$778 [183:176];
-    if (\wp__en$775 [23])
-      mem_w1[\wp__addr$776 ][191:184] <= \wp__data$778 [191:184];
-    if (\wp__en$775 [24])
-      mem_w1[\wp__addr$776 ][199:192] <= \wp__data$778 [199:192];
-    if (\wp__en$775 [25])
-      mem_w1[\wp__addr$776 ][207:200] <= \wp__data$778 [207:200];
-    if (\wp__en$775 [26])
-      mem_w1[\wp__addr$776 ][215:208] <= \wp__data$778 [215:208];
-    if (\wp__en$775 [27])
-      mem_w1[\wp__addr$776 ][223:216] <= \wp__data$778 [223:216];
-    if (\wp__en$775 [28])
-      mem_w1[\wp__addr$776 ][231:224] <= \wp__data$778 [231:224];
-    if (\wp__en$775 [29])
-      mem_w1[\wp__addr$776 ][239:232] <= \wp__data$778 [239:232];
-    if (\wp__en$775 [30])
-      mem_w1[\wp__addr$776 ][247:240] <= \wp__data$778 [247:240];
-    if (\wp__en$775 [31])
-      mem_w1[\wp__addr$776 ][255:248] <= \wp__data$778 [255:248];
+    if (\wp__en$777 [0])
+      mem_w1[\wp__addr$778 ][7:0] <= \wp__data$780 [7:0];
+    if (\wp__en$777 [1])
+      mem_w1[\wp__addr$778 ][15:8] <= \wp__data$780 [15:8];
+    if (\wp__en$777 [2])
+      mem_w1[\wp__addr$778 ][23:16] <= \wp__data$780 [23:16];
+    if (\wp__en$777 [3])
+      mem_w1[\wp__addr$778 ][31:24] <= \wp__data$780 [31:24];
+    if (\wp__en$777 [4])
+      mem_w1[\wp__addr$778 ][39:32] <= \wp__data$780 [39:32];
+    if (\wp__en$777 [5])
+      mem_w1[\wp__addr$778 ][47:40] <= \wp__data$780 [47:40];
+    if (\wp__en$777 [6])
+      mem_w1[\wp__addr$778 ][55:48] <= \wp__data$780 [55:48];
+    if (\wp__en$777 [7])
+      mem_w1[\wp__addr$778 ][63:56] <= \wp__data$780 [63:56];
+    if (\wp__en$777 [8])
+      mem_w1[\wp__addr$778 ][71:64] <= \wp__data$780 [71:64];
+    if (\wp__en$777 [9])
+      mem_w1[\wp__addr$778 ][79:72] <= \wp__data$780 [79:72];
+    if (\wp__en$777 [10])
+      mem_w1[\wp__addr$778 ][87:80] <= \wp__data$780 [87:80];
+    if (\wp__en$777 [11])
+      mem_w1[\wp__addr$778 ][95:88] <= \wp__data$780 [95:88];
+    if (\wp__en$777 [12])
+      mem_w1[\wp__addr$778 ][103:96] <= \wp__data$780 [103:96];
+    if (\wp__en$777 [13])
+      mem_w1[\wp__addr$778 ][111:104] <= \wp__data$780 [111:104];
+    if (\wp__en$777 [14])
+      mem_w1[\wp__addr$778 ][119:112] <= \wp__data$780 [119:112];
+    if (\wp__en$777 [15])
+      mem_w1[\wp__addr$778 ][127:120] <= \wp__data$780 [127:120];
+    if (\wp__en$777 [16])
+      mem_w1[\wp__addr$778 ][135:128] <= \wp__data$780 [135:128];
+    if (\wp__en$777 [17])
+      mem_w1[\wp__addr$778 ][143:136] <= \wp__data$780 [143:136];
+    if (\wp__en$777 [18])
+      mem_w1[\wp__addr$778 ][151:144] <= \wp__data$780 [151:144];
+    if (\wp__en$777 [19])
+      mem_w1[\wp__addr$778 ][159:152] <= \wp__data$780 [159:152];
+    if (\wp__en$777 [20])
+      mem_w1[\wp__addr$778 ][167:160] <= \wp__data$780 [167:160];
+    if (\wp__en$777 [21])
+      mem_w1[\wp__addr$778 ][175:168] <= \wp__data$780 [175:168];
+    if (\wp__en$777 [22])
+      mem_w1[\wp__addr$778 ][183:176] <= \wp__data$780 [183:176];
+    if (\wp__en$777 [23])
+      mem_w1[\wp__addr$778 ][191:184] <= \wp__data$780 [191:184];
+    if (\wp__en$777 [24])
+      mem_w1[\wp__addr$778 ][199:192] <= \wp__data$780 [199:192];
+    if (\wp__en$777 [25])
+      mem_w1[\wp__addr$778 ][207:200] <= \wp__data$780 [207:200];
+    if (\wp__en$777 [26])
+      mem_w1[\wp__addr$778 ][215:208] <= \wp__data$780 [215:208];
+    if (\wp__en$777 [27])
+      mem_w1[\wp__addr$778 ][223:216] <= \wp__data$780 [223:216];
+    if (\wp__en$777 [28])
+      mem_w1[\wp__addr$778 ][231:224] <= \wp__data$780 [231:224];
+    if (\wp__en$777 [29])
+      mem_w1[\wp__addr$778 ][239:232] <= \wp__data$780 [239:232];
+    if (\wp__en$777 [30])
+      mem_w1[\wp__addr$778 ][247:240] <= \wp__data$780 [247:240];
+    if (\wp__en$777 [31])
+      mem_w1[\wp__addr$778 ][255:248] <= \wp__data$780 [255:248];
   end
   reg [255:0] _29_;
   reg [255:0] _30_;
   always @(posedge clk) begin
-    if (\$signature__en$772 ) begin
-      _29_ <= mem_w1[\$signature__addr$773 ];
+    if (\$signature__en$774 ) begin
+      _29_ <= mem_w1[\$signature__addr$775 ];
     end
-    if (\$signature__en$769 ) begin
-      _30_ <= mem_w1[\$signature__addr$770 ];
+    if (\$signature__en$771 ) begin
+      _30_ <= mem_w1[\$signature__addr$772 ];
     end
   end
-  assign \$signature__data$1059  = _29_;
-  assign \$signature__data$606  = _30_;
+  assign \$signature__data$1061  = _29_;
+  assign \$signature__data$608  = _30_;
   reg [255:0] mem_w2 [16:0];
   always @(posedge clk) begin
-    if (\wp__en$788 [0])
-      mem_w2[\wp__addr$789 ][7:0] <= \wp__data$791 [7:0];
-    if (\wp__en$788 [1])
-      mem_w2[\wp__addr$789 ][15:8] <= \wp__data$791 [15:8];
-    if (\wp__en$788 [2])
-      mem_w2[\wp__addr$789 ][23:16] <= \wp__data$791 [23:16];
-    if (\wp__en$788 [3])
-      mem_w2[\wp__addr$789 ][31:24] <= \wp__data$791 [31:24];
-    if (\wp__en$788 [4])
-      mem_w2[\wp__addr$789 ][39:32] <= \wp__data$791 [39:32];
-    if (\wp__en$788 [5])
-      mem_w2[\wp__addr$789 ][47:40] <= \wp__data$791 [47:40];
-    if (\wp__en$788 [6])
-      mem_w2[\wp__addr$789 ][55:48] <= \wp__data$791 [55:48];
-    if (\wp__en$788 [7])
-      mem_w2[\wp__addr$789 ][63:56] <= \wp__data$791 [63:56];
-    if (\wp__en$788 [8])
-      mem_w2[\wp__addr$789 ][71:64] <= \wp__data$791 [71:64];
-    if (\wp__en$788 [9])
-      mem_w2[\wp__addr$789 ][79:72] <= \wp__data$791 [79:72];
-    if (\wp__en$788 [10])
-      mem_w2[\wp__addr$789 ][87:80] <= \wp__data$791 [87:80];
-    if (\wp__en$788 [11])
-      mem_w2[\wp__addr$789 ][95:88] <= \wp__data$791 [95:88];
-    if (\wp__en$788 [12])
-      mem_w2[\wp__addr$789 ][103:96] <= \wp__data$791 [103:96];
-    if (\wp__en$788 [13])
-      mem_w2[\wp__addr$789 ][111:104] <= \wp__data$791 [111:104];
-    if (\wp__en$788 [14])
-      mem_w2[\wp__addr$789 ][119:112] <= \wp__data$791 [119:112];
-    if (\wp__en$788 [15])
-      mem_w2[\wp__addr$789 ][127:120] <= \wp__data$791 [127:120];
-    if (\wp__en$788 [16])
-      mem_w2[\wp__addr$789 ][135:128] <= \wp__data$791 [135:128];
-    if (\wp__en$788 [17])
-      mem_w2[\wp__addr$789 ][143:136] <= \wp__data$791 [143:136];
-    if (\wp__en$788 [18])
-      mem_w2[\wp__addr$789 ][151:144] <= \wp__data$791 [151:144];
-    if (\wp__en$788 [19])
-      mem_w2[\wp__addr$789 ][159:152] <= \wp__data$791 [159:152];
-    if (\wp__en$788 [20])
-      mem_w2[\wp__addr$789 ][167:160] <= \wp__data$791 [167:160];
-    if (\wp__en$788 [21])
-      mem_w2[\wp__addr$789 ][175:168] <= \wp__data$791 [175:168];
-    if (\wp__en$788 [22])
-      mem_w2[\wp__addr$789 ][183:176] <= \wp__data$791 [183:176];
-    if (\wp__en$788 [23])
-      mem_w2[\wp__addr$789 ][191:184] <= \wp__data$791 [191:184];
-    if (\wp__en$788 [24])
-      mem_w2[\wp__addr$789 ][199:192] <= \wp__data$791 [199:192];
-    if (\wp__en$788 [25])
-      mem_w2[\wp__addr$789 ][207:200] <= \wp__data$791 [207:200];
-    if (\wp__en$788 [26])
-      mem_w2[\wp__addr$789 ][215:208] <= \wp__data$791 [215:208];
-    if (\wp__en$788 [27])
-      mem_w2[\wp__addr$789 ][223:216] <= \wp__data$791 [223:216];
-    if (\wp__en$788 [28])
-      mem_w2[\wp__addr$789 ][231:224] <= \wp__data$791 [231:224];
-    if (\wp__en$788 [29])
-      mem_w2[\wp__addr$789 ][239:232] <= \wp__data$791 [239:232];
-    if (\wp__en$788 [30])
-      mem_w2[\wp__addr$789 ][247:240] <= \wp__data$791 [247:240];
-    if (\wp__en$788 [31])
-      mem_w2[\wp__addr$789 ][255:248] <= \wp__data$791 [255:248];
+    if (\wp__en$790 [0])
+      mem_w2[\wp__addr$791 ][7:0] <= \wp__data$793 [7:0];
+    if (\wp__en$790 [1])
+      mem_w2[\wp__addr$791 ][15:8] <= \wp__data$793 [15:8];
+    if (\wp__en$790 [2])
+      mem_w2[\wp__addr$791 ][23:16] <= \wp__data$793 [23:16];
+    if (\wp__en$790 [3])
+      mem_w2[\wp__addr$791 ][31:24] <= \wp__data$793 [31:24];
+    if (\wp__en$790 [4])
+      mem_w2[\wp__addr$791 ][39:32] <= \wp__data$793 [39:32];
+    if (\wp__en$790 [5])
+      mem_w2[\wp__addr$791 ][47:40] <= \wp__data$793 [47:40];
+    if (\wp__en$790 [6])
+      mem_w2[\wp__addr$791 ][55:48] <= \wp__data$793 [55:48];
+    if (\wp__en$790 [7])
+      mem_w2[\wp__addr$791 ][63:56] <= \wp__data$793 [63:56];
+    if (\wp__en$790 [8])
+      mem_w2[\wp__addr$791 ][71:64] <= \wp__data$793 [71:64];
+    if (\wp__en$790 [9])
+      mem_w2[\wp__addr$791 ][79:72] <= \wp__data$793 [79:72];
+    if (\wp__en$790 [10])
+      mem_w2[\wp__addr$791 ][87:80] <= \wp__data$793 [87:80];
+    if (\wp__en$790 [11])
+      mem_w2[\wp__addr$791 ][95:88] <= \wp__data$793 [95:88];
+    if (\wp__en$790 [12])
+      mem_w2[\wp__addr$791 ][103:96] <= \wp__data$793 [103:96];
+    if (\wp__en$790 [13])
+      mem_w2[\wp__addr$791 ][111:104] <= \wp__data$793 [111:104];
+    if (\wp__en$790 [14])
+      mem_w2[\wp__addr$791 ][119:112] <= \wp__data$793 [119:112];
+    if (\wp__en$790 [15])
+      mem_w2[\wp__addr$791 ][127:120] <= \wp__data$793 [127:120];
+    if (\wp__en$790 [16])
+      mem_w2[\wp__addr$791 ][135:128] <= \wp__data$793 [135:128];
+    if (\wp__en$790 [17])
+      mem_w2[\wp__addr$791 ][143:136] <= \wp__data$793 [143:136];
+    if (\wp__en$790 [18])
+      mem_w2[\wp__addr$791 ][151:144] <= \wp__data$793 [151:144];
+    if (\wp__en$790 [19])
+      mem_w2[\wp__addr$791 ][159:152] <= \wp__data$793 [159:152];
+    if (\wp__en$790 [20])
+      mem_w2[\wp__addr$791 ][167:160] <= \wp__data$793 [167:160];
+    if (\wp__en$790 [21])
+      mem_w2[\wp__addr$791 ][175:168] <= \wp__data$793 [175:168];
+    if (\wp__en$790 [22])
+      mem_w2[\wp__addr$791 ][183:176] <= \wp__data$793 [183:176];
+    if (\wp__en$790 [23])
+      mem_w2[\wp__addr$791 ][191:184] <= \wp__data$793 [191:184];
+    if (\wp__en$790 [24])
+      mem_w2[\wp__addr$791 ][199:192] <= \wp__data$793 [199:192];
+    if (\wp__en$790 [25])
+      mem_w2[\wp__addr$791 ][207:200] <= \wp__data$793 [207:200];
+    if (\wp__en$790 [26])
+      mem_w2[\wp__addr$791 ][215:208] <= \wp__data$793 [215:208];
+    if (\wp__en$790 [27])
+      mem_w2[\wp__addr$791 ][223:216] <= \wp__data$793 [223:216];
+    if (\wp__en$790 [28])
+      mem_w2[\wp__addr$791 ][231:224] <= \wp__data$793 [231:224];
+    if (\wp__en$790 [29])
+      mem_w2[\wp__addr$791 ][239:232] <= \wp__data$793 [239:232];
+    if (\wp__en$790 [30])
+      mem_w2[\wp__addr$791 ][247:240] <= \wp__data$793 [247:240];
+    if (\wp__en$790 [31])
+      mem_w2[\wp__addr$791 ][255:248] <= \wp__data$793 [255:248];
   end
   reg [255:0] _31_;
   reg [255:0] _32_;
   always @(posedge clk) begin
-    if (\$signature__en$785 ) begin
-      _31_ <= mem_w2[\$signature__addr$786 ];
+    if (\$signature__en$787 ) begin
+      _31_ <= mem_w2[\$signature__addr$788 ];
     end
-    if (\$signature__en$783 ) begin
-      _32_ <= mem_w2[\$signature__addr$784 ];
+    if (\$signature__en$785 ) begin
+      _32_ <= mem_w2[\$signature__addr$786 ];
     end
   end
-  assign \$signature__data$1043  = _31_;
-  assign \$signature__data$607  = _32_;
+  assign \$signature__data$1045  = _31_;
+  assign \$signature__data$609  = _32_;
   assign host_enable = ~ busy;
   assign \$1  = $signed(fw0_rem) < $signed(5'h08);
   assign \$2  = \$1  ? fw0_rem : 14'h0008;
@@ -7737,68 +7703,68 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$528  = \$526  << \$527 ;
   assign \$529  = host_region_q == 5'h14;
   assign \$4638  = host_local_q[1:0] * 8'h80;
-  assign \$530  = \$signature__data$613  >> \$4638 ;
+  assign \$530  = \$signature__data$615  >> \$4638 ;
   assign \$531  = host_region_q == 5'h13;
   assign \$4642  = host_local_q[1:0] * 8'h80;
-  assign \$532  = \$signature__data$612  >> \$4642 ;
+  assign \$532  = \$signature__data$614  >> \$4642 ;
   assign \$533  = host_region_q == 5'h12;
   assign \$4646  = host_local_q[1:0] * 8'h80;
-  assign \$534  = \$signature__data$611  >> \$4646 ;
+  assign \$534  = \$signature__data$613  >> \$4646 ;
   assign \$535  = host_region_q == 5'h11;
   assign \$4650  = host_local_q[0] * 8'h80;
-  assign \$536  = \$signature__data$610  >> \$4650 ;
+  assign \$536  = \$signature__data$612  >> \$4650 ;
   assign \$537  = host_region_q == 5'h10;
   assign \$4654  = host_local_q[0] * 8'h80;
-  assign \$538  = \$signature__data$609  >> \$4654 ;
+  assign \$538  = \$signature__data$611  >> \$4654 ;
   assign \$539  = host_region_q == 4'hf;
   assign \$4658  = host_local_q[0] * 8'h80;
-  assign \$540  = \$signature__data$608  >> \$4658 ;
+  assign \$540  = \$signature__data$610  >> \$4658 ;
   assign \$541  = host_region_q == 4'he;
   assign \$4662  = host_local_q[0] * 8'h80;
-  assign \$542  = \$signature__data$607  >> \$4662 ;
+  assign \$542  = \$signature__data$609  >> \$4662 ;
   assign \$543  = host_region_q == 4'hd;
   assign \$4666  = host_local_q[0] * 8'h80;
-  assign \$544  = \$signature__data$606  >> \$4666 ;
+  assign \$544  = \$signature__data$608  >> \$4666 ;
   assign \$545  = host_region_q == 4'hc;
   assign \$4670  = host_local_q[0] * 8'h80;
-  assign \$546  = \$signature__data$605  >> \$4670 ;
+  assign \$546  = \$signature__data$607  >> \$4670 ;
   assign \$547  = host_region_q == 4'hb;
   assign \$4674  = host_local_q[0] * 8'h80;
-  assign \$548  = \$signature__data$604  >> \$4674 ;
+  assign \$548  = \$signature__data$606  >> \$4674 ;
   assign \$549  = host_region_q == 4'ha;
   assign \$4678  = host_local_q[0] * 8'h80;
-  assign \$550  = \$signature__data$603  >> \$4678 ;
+  assign \$550  = \$signature__data$605  >> \$4678 ;
   assign \$551  = host_region_q == 4'h9;
   assign \$4682  = host_local_q[0] * 8'h80;
-  assign \$552  = \$signature__data$602  >> \$4682 ;
+  assign \$552  = \$signature__data$604  >> \$4682 ;
   assign \$553  = host_region_q == 4'h8;
   assign \$4686  = host_local_q[0] * 8'h80;
   assign \$554  = \$signature__data  >> \$4686 ;
   assign \$555  = host_region_q == 3'h7;
   assign \$4690  = host_local_q[0] * 8'h80;
-  assign \$556  = \$signature__data$601  >> \$4690 ;
+  assign \$556  = \$signature__data$603  >> \$4690 ;
   assign \$557  = host_region_q == 3'h6;
   assign \$4694  = host_local_q[0] * 8'h80;
-  assign \$558  = \$signature__data$600  >> \$4694 ;
+  assign \$558  = \$signature__data$602  >> \$4694 ;
   assign \$559  = host_region_q == 3'h5;
   assign \$4698  = host_local_q[0] * 8'h80;
-  assign \$560  = \$signature__data$599  >> \$4698 ;
+  assign \$560  = \$signature__data$601  >> \$4698 ;
   assign \$561  = host_region_q == 3'h4;
   assign \$4702  = host_local_q[0] * 8'h80;
-  assign \$562  = \$signature__data$598  >> \$4702 ;
+  assign \$562  = \$signature__data$600  >> \$4702 ;
   assign \$563  = host_region_q == 2'h3;
   assign \$4706  = host_local_q[0] * 8'h80;
-  assign \$564  = \$signature__data$597  >> \$4706 ;
+  assign \$564  = \$signature__data$599  >> \$4706 ;
   assign \$565  = host_region_q == 2'h2;
   assign \$566  = host_region_q == 1'h1;
   assign \$4711  = host_local_q[0] * 8'h80;
-  assign \$567  = \$signature__data$595  >> \$4711 ;
+  assign \$567  = \$signature__data$597  >> \$4711 ;
   assign \$568  = ! host_region_q;
   assign \$4715  = host_local_q[0] * 8'h80;
-  assign \$569  = \$signature__data$593  >> \$4715 ;
+  assign \$569  = \$signature__data$595  >> \$4715 ;
   assign \$570  = \$568  ? \$569  : 128'h00000000000000000000000000000000;
   assign \$571  = \$566  ? \$567  : \$570 ;
-  assign \$572  = \$565  ? { 56'h00000000000000, \$signature__data$596  } : \$571 ;
+  assign \$572  = \$565  ? { 56'h00000000000000, \$signature__data$598  } : \$571 ;
   assign \$573  = \$563  ? \$564  : \$572 ;
   assign \$574  = \$561  ? \$562  : \$573 ;
   assign \$575  = \$559  ? \$560  : \$574 ;
@@ -7847,7 +7813,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$619  = host_addr[10:1] < 5'h10;
   assign \$620  = \$618  & \$619 ;
   assign \$621  = \$617  & \$620 ;
-  assign \$signature__en$626  = \$615  | \$621 ;
+  assign \$signature__en$628  = \$615  | \$621 ;
   assign \$622  = tfw0_gbase + tfw0_o;
   assign \$623  = tfw0_elem ? \$622  : 14'h0000;
   assign \$625  = ~ busy;
@@ -7857,7 +7823,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$629  = \$627  & \$628 ;
   assign \$630  = \$626  & \$629 ;
   assign \$631  = \$630  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$627  = \$624  | \$631 [3:0];
+  assign \$signature__addr$629  = \$624  | \$631 [3:0];
   assign \$632  = | \$472 [31:0];
   assign \$633  = \$632  ? host_addr[10:1] : 10'h000;
   assign \$634  = | \$472 [31:0];
@@ -7868,7 +7834,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$640  = host_addr[10:0] < 5'h10;
   assign \$641  = \$639  & \$640 ;
   assign \$642  = \$638  & \$641 ;
-  assign \$signature__en$633  = \$636  | \$642 ;
+  assign \$signature__en$635  = \$636  | \$642 ;
   assign \$644  = loss_gbase + \$643 ;
   assign \$645  = loss_slot ? \$644  : 14'h0000;
   assign \$647  = ~ busy;
@@ -7878,7 +7844,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$651  = \$649  & \$650 ;
   assign \$652  = \$648  & \$651 ;
   assign \$653  = \$652  ? host_addr[10:0] : 11'h000;
-  assign \$signature__addr$634  = \$646  | \$653 [3:0];
+  assign \$signature__addr$636  = \$646  | \$653 [3:0];
   assign \$654  = | \$480 [8:0];
   assign \$655  = \$654  ? host_addr[10:0] : 11'h000;
   assign \$656  = | \$480 [8:0];
@@ -7889,7 +7855,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$662  = host_addr[10:1] < 9'h100;
   assign \$663  = \$661  & \$662 ;
   assign \$664  = \$660  & \$663 ;
-  assign \$signature__en$640  = \$658  | \$664 ;
+  assign \$signature__en$642  = \$658  | \$664 ;
   assign \$665  = \$20 [6:0] == 7'h40;
   assign \$667  = \$665  ? 7'h00 : \$666 ;
   assign \$668  = fw1_base + fw1_o;
@@ -7901,7 +7867,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$675  = \$673  & \$674 ;
   assign \$676  = \$672  & \$675 ;
   assign \$677  = \$676  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$641  = \$670  | \$677 [7:0];
+  assign \$signature__addr$643  = \$670  | \$677 [7:0];
   assign \$679  = \$678  >= 7'h40;
   assign \$680  = \$679  ? 5'h00 : wa1_o;
   assign \$682  = wa1_base + \$681 ;
@@ -7948,7 +7914,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$724  = host_addr[10:1] < 9'h100;
   assign \$725  = \$723  & \$724 ;
   assign \$726  = \$722  & \$725 ;
-  assign \$signature__en$656  = \$720  | \$726 ;
+  assign \$signature__en$658  = \$720  | \$726 ;
   assign \$727  = \$33 [6:0] == 7'h40;
   assign \$729  = \$727  ? 7'h00 : \$728 ;
   assign \$730  = fw2_base + fw2_o;
@@ -7960,7 +7926,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$737  = \$735  & \$736 ;
   assign \$738  = \$734  & \$737 ;
   assign \$739  = \$738  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$657  = \$732  | \$739 [7:0];
+  assign \$signature__addr$659  = \$732  | \$739 [7:0];
   assign \$741  = \$740  >= 7'h40;
   assign \$742  = \$741  ? 5'h00 : wa2_o;
   assign \$744  = wa2_base + \$743 ;
@@ -8007,7 +7973,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$786  = host_addr[10:1] < 5'h10;
   assign \$787  = \$785  & \$786 ;
   assign \$788  = \$784  & \$787 ;
-  assign \$signature__en$672  = \$782  | \$788 ;
+  assign \$signature__en$674  = \$782  | \$788 ;
   assign \$790  = loss_base + \$789 ;
   assign \$791  = loss_slot ? \$790  : 14'h0000;
   assign \$793  = ~ busy;
@@ -8017,7 +7983,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$797  = \$795  & \$796 ;
   assign \$798  = \$794  & \$797 ;
   assign \$799  = \$798  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$673  = \$792  | \$799 [3:0];
+  assign \$signature__addr$675  = \$792  | \$799 [3:0];
   assign \$800  = | fw2_onehot;
   assign \$801  = \$800  ? fw2_raddr : 24'h000000;
   assign \$802  = | fw2_onehot;
@@ -8028,7 +7994,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$808  = host_addr[10:1] < 9'h100;
   assign \$809  = \$807  & \$808 ;
   assign \$810  = \$806  & \$809 ;
-  assign \$signature__en$683  = \$804  | \$810 ;
+  assign \$signature__en$685  = \$804  | \$810 ;
   assign \$811  = \$57 [6:0] == 7'h40;
   assign \$813  = \$811  ? 7'h00 : \$812 ;
   assign \$814  = tfw1_base + tfw1_o;
@@ -8040,7 +8006,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$821  = \$819  & \$820 ;
   assign \$822  = \$818  & \$821 ;
   assign \$823  = \$822  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$684  = \$816  | \$823 [7:0];
+  assign \$signature__addr$686  = \$816  | \$823 [7:0];
   assign \$824  = | tfw0_onehot;
   assign \$825  = \$824  ? tfw0_raddr : 24'h000000;
   assign \$826  = | tfw0_onehot;
@@ -8083,7 +8049,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$864  = host_addr[10:1] < 9'h100;
   assign \$865  = \$863  & \$864 ;
   assign \$866  = \$862  & \$865 ;
-  assign \$signature__en$695  = \$860  | \$866 ;
+  assign \$signature__en$697  = \$860  | \$866 ;
   assign \$867  = \$70 [6:0] == 7'h40;
   assign \$869  = \$867  ? 7'h00 : \$868 ;
   assign \$870  = tfw2_base + tfw2_o;
@@ -8095,7 +8061,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$877  = \$875  & \$876 ;
   assign \$878  = \$874  & \$877 ;
   assign \$879  = \$878  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$696  = \$872  | \$879 [7:0];
+  assign \$signature__addr$698  = \$872  | \$879 [7:0];
   assign \$880  = | tfw1_onehot;
   assign \$881  = \$880  ? tfw1_raddr : 24'h000000;
   assign \$882  = | tfw1_onehot;
@@ -8138,7 +8104,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$920  = host_addr[10:1] < 5'h10;
   assign \$921  = \$919  & \$920 ;
   assign \$922  = \$918  & \$921 ;
-  assign \$signature__en$707  = \$916  | \$922 ;
+  assign \$signature__en$709  = \$916  | \$922 ;
   assign \$924  = loss_base + \$923 ;
   assign \$925  = loss_slot ? \$924  : 14'h0000;
   assign \$927  = ~ busy;
@@ -8148,7 +8114,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$931  = \$929  & \$930 ;
   assign \$932  = \$928  & \$931 ;
   assign \$933  = \$932  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$708  = \$926  | \$933 [3:0];
+  assign \$signature__addr$710  = \$926  | \$933 [3:0];
   assign \$934  = | tfw2_onehot;
   assign \$935  = \$934  ? tfw2_raddr : 24'h000000;
   assign \$936  = | tfw2_onehot;
@@ -8159,7 +8125,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$942  = host_addr[10:1] < 9'h100;
   assign \$943  = \$941  & \$942 ;
   assign \$944  = \$940  & \$943 ;
-  assign \$signature__en$717  = \$938  | \$944 ;
+  assign \$signature__en$719  = \$938  | \$944 ;
   assign \$946  = wa0_base + \$945 ;
   assign \$947  = wa0_elem ? { \$946 , wa0_n[3:0] } : 18'h00000;
   assign \$949  = ~ busy;
@@ -8169,57 +8135,57 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$953  = \$951  & \$952 ;
   assign \$954  = \$950  & \$953 ;
   assign \$955  = \$954  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$718  = \$948  | \$955 [7:0];
+  assign \$signature__addr$720  = \$948  | \$955 [7:0];
   assign \$956  = | bw1_onehot;
   assign \$957  = \$956  ? bw1_raddr : 24'h000000;
   assign \$958  = | bw1_onehot;
   assign \$5163  = bw1_rrow * 3'h4;
-  assign \$959  = \$signature__data$725  >> \$5163 ;
+  assign \$959  = \$signature__data$727  >> \$5163 ;
   assign \$960  = \$959 [0] ? bw1_rc0 : 16'h0000;
   assign \$5167  = bw1_rrow * 3'h4;
-  assign \$961  = \$signature__data$725  >> \$5167 ;
+  assign \$961  = \$signature__data$727  >> \$5167 ;
   assign \$962  = \$961 [1] ? bw1_rc1 : 16'h0000;
   assign \$5171  = bw1_rrow * 3'h4;
-  assign \$963  = \$signature__data$725  >> \$5171 ;
+  assign \$963  = \$signature__data$727  >> \$5171 ;
   assign \$964  = \$963 [2] ? bw1_rc2 : 16'h0000;
   assign \$5175  = bw1_rrow * 3'h4;
-  assign \$965  = \$signature__data$725  >> \$5175 ;
+  assign \$965  = \$signature__data$727  >> \$5175 ;
   assign \$966  = \$965 [3] ? bw1_rc3 : 16'h0000;
   assign \$5179  = bw1_rrow * 3'h4;
-  assign \$967  = \$signature__data$725  >> \$5179 ;
+  assign \$967  = \$signature__data$727  >> \$5179 ;
   assign \$968  = \$967 [0] ? bw1_rc0 : 16'h0000;
   assign \$5183  = bw1_rrow * 3'h4;
-  assign \$969  = \$signature__data$725  >> \$5183 ;
+  assign \$969  = \$signature__data$727  >> \$5183 ;
   assign \$970  = \$969 [1] ? bw1_rc1 : 16'h0000;
   assign \$5187  = bw1_rrow * 3'h4;
-  assign \$971  = \$signature__data$725  >> \$5187 ;
+  assign \$971  = \$signature__data$727  >> \$5187 ;
   assign \$972  = \$971 [2] ? bw1_rc2 : 16'h0000;
   assign \$5191  = bw1_rrow * 3'h4;
-  assign \$973  = \$signature__data$725  >> \$5191 ;
+  assign \$973  = \$signature__data$727  >> \$5191 ;
   assign \$974  = \$973 [3] ? bw1_rc3 : 16'h0000;
   assign \$5195  = bw1_rrow * 3'h4;
-  assign \$975  = \$signature__data$725  >> \$5195 ;
+  assign \$975  = \$signature__data$727  >> \$5195 ;
   assign \$976  = \$975 [0] ? bw1_rc0 : 16'h0000;
   assign \$5199  = bw1_rrow * 3'h4;
-  assign \$977  = \$signature__data$725  >> \$5199 ;
+  assign \$977  = \$signature__data$727  >> \$5199 ;
   assign \$978  = \$977 [1] ? bw1_rc1 : 16'h0000;
   assign \$5203  = bw1_rrow * 3'h4;
-  assign \$979  = \$signature__data$725  >> \$5203 ;
+  assign \$979  = \$signature__data$727  >> \$5203 ;
   assign \$980  = \$979 [2] ? bw1_rc2 : 16'h0000;
   assign \$5207  = bw1_rrow * 3'h4;
-  assign \$981  = \$signature__data$725  >> \$5207 ;
+  assign \$981  = \$signature__data$727  >> \$5207 ;
   assign \$982  = \$981 [3] ? bw1_rc3 : 16'h0000;
   assign \$5211  = bw1_rrow * 3'h4;
-  assign \$983  = \$signature__data$725  >> \$5211 ;
+  assign \$983  = \$signature__data$727  >> \$5211 ;
   assign \$984  = \$983 [0] ? bw1_rc0 : 16'h0000;
   assign \$5215  = bw1_rrow * 3'h4;
-  assign \$985  = \$signature__data$725  >> \$5215 ;
+  assign \$985  = \$signature__data$727  >> \$5215 ;
   assign \$986  = \$985 [1] ? bw1_rc1 : 16'h0000;
   assign \$5219  = bw1_rrow * 3'h4;
-  assign \$987  = \$signature__data$725  >> \$5219 ;
+  assign \$987  = \$signature__data$727  >> \$5219 ;
   assign \$988  = \$987 [2] ? bw1_rc2 : 16'h0000;
   assign \$5223  = bw1_rrow * 3'h4;
-  assign \$989  = \$signature__data$725  >> \$5223 ;
+  assign \$989  = \$signature__data$727  >> \$5223 ;
   assign \$990  = \$989 [3] ? bw1_rc3 : 16'h0000;
   assign \$991  = \$958  ? { \$990 , \$988 , \$986 , \$984 , \$982 , \$980 , \$978 , \$976 , \$974 , \$972 , \$970 , \$968 , \$966 , \$964 , \$962 , \$960  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$993  = ~ busy;
@@ -8228,7 +8194,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$996  = host_addr[10:1] < 9'h100;
   assign \$997  = \$995  & \$996 ;
   assign \$998  = \$994  & \$997 ;
-  assign \$signature__en$730  = \$992  | \$998 ;
+  assign \$signature__en$732  = \$992  | \$998 ;
   assign \$1000  = bw1_base + bw1_o;
   assign \$1001  = bw1_elem ? { \$1000 , \$999 [3:0] } : 18'h00000;
   assign \$1003  = ~ busy;
@@ -8238,59 +8204,59 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1007  = \$1005  & \$1006 ;
   assign \$1008  = \$1004  & \$1007 ;
   assign \$1009  = \$1008  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$731  = \$1002  | \$1009 [7:0];
+  assign \$signature__addr$733  = \$1002  | \$1009 [7:0];
   assign \$1011  = wa1_base + \$1010 ;
   assign \$1012  = wa1_elem ? { \$1011 , wa1_n[3:0] } : 18'h00000;
   assign \$1013  = | bw2_onehot;
   assign \$1014  = \$1013  ? bw2_raddr : 24'h000000;
   assign \$1015  = | bw2_onehot;
   assign \$5259  = bw2_rrow * 3'h4;
-  assign \$1016  = \$signature__data$741  >> \$5259 ;
+  assign \$1016  = \$signature__data$743  >> \$5259 ;
   assign \$1017  = \$1016 [0] ? bw2_rc0 : 16'h0000;
   assign \$5263  = bw2_rrow * 3'h4;
-  assign \$1018  = \$signature__data$741  >> \$5263 ;
+  assign \$1018  = \$signature__data$743  >> \$5263 ;
   assign \$1019  = \$1018 [1] ? bw2_rc1 : 16'h0000;
   assign \$5267  = bw2_rrow * 3'h4;
-  assign \$1020  = \$signature__data$741  >> \$5267 ;
+  assign \$1020  = \$signature__data$743  >> \$5267 ;
   assign \$1021  = \$1020 [2] ? bw2_rc2 : 16'h0000;
   assign \$5271  = bw2_rrow * 3'h4;
-  assign \$1022  = \$signature__data$741  >> \$5271 ;
+  assign \$1022  = \$signature__data$743  >> \$5271 ;
   assign \$1023  = \$1022 [3] ? bw2_rc3 : 16'h0000;
   assign \$5275  = bw2_rrow * 3'h4;
-  assign \$1024  = \$signature__data$741  >> \$5275 ;
+  assign \$1024  = \$signature__data$743  >> \$5275 ;
   assign \$1025  = \$1024 [0] ? bw2_rc0 : 16'h0000;
   assign \$5279  = bw2_rrow * 3'h4;
-  assign \$1026  = \$signature__data$741  >> \$5279 ;
+  assign \$1026  = \$signature__data$743  >> \$5279 ;
   assign \$1027  = \$1026 [1] ? bw2_rc1 : 16'h0000;
   assign \$5283  = bw2_rrow * 3'h4;
-  assign \$1028  = \$signature__data$741  >> \$5283 ;
+  assign \$1028  = \$signature__data$743  >> \$5283 ;
   assign \$1029  = \$1028 [2] ? bw2_rc2 : 16'h0000;
   assign \$5287  = bw2_rrow * 3'h4;
-  assign \$1030  = \$signature__data$741  >> \$5287 ;
+  assign \$1030  = \$signature__data$743  >> \$5287 ;
   assign \$1031  = \$1030 [3] ? bw2_rc3 : 16'h0000;
   assign \$5291  = bw2_rrow * 3'h4;
-  assign \$1032  = \$signature__data$741  >> \$5291 ;
+  assign \$1032  = \$signature__data$743  >> \$5291 ;
   assign \$1033  = \$1032 [0] ? bw2_rc0 : 16'h0000;
   assign \$5295  = bw2_rrow * 3'h4;
-  assign \$1034  = \$signature__data$741  >> \$5295 ;
+  assign \$1034  = \$signature__data$743  >> \$5295 ;
   assign \$1035  = \$1034 [1] ? bw2_rc1 : 16'h0000;
   assign \$5299  = bw2_rrow * 3'h4;
-  assign \$1036  = \$signature__data$741  >> \$5299 ;
+  assign \$1036  = \$signature__data$743  >> \$5299 ;
   assign \$1037  = \$1036 [2] ? bw2_rc2 : 16'h0000;
   assign \$5303  = bw2_rrow * 3'h4;
-  assign \$1038  = \$signature__data$741  >> \$5303 ;
+  assign \$1038  = \$signature__data$743  >> \$5303 ;
   assign \$1039  = \$1038 [3] ? bw2_rc3 : 16'h0000;
   assign \$5307  = bw2_rrow * 3'h4;
-  assign \$1040  = \$signature__data$741  >> \$5307 ;
+  assign \$1040  = \$signature__data$743  >> \$5307 ;
   assign \$1041  = \$1040 [0] ? bw2_rc0 : 16'h0000;
   assign \$5311  = bw2_rrow * 3'h4;
-  assign \$1042  = \$signature__data$741  >> \$5311 ;
+  assign \$1042  = \$signature__data$743  >> \$5311 ;
   assign \$1043  = \$1042 [1] ? bw2_rc1 : 16'h0000;
   assign \$5315  = bw2_rrow * 3'h4;
-  assign \$1044  = \$signature__data$741  >> \$5315 ;
+  assign \$1044  = \$signature__data$743  >> \$5315 ;
   assign \$1045  = \$1044 [2] ? bw2_rc2 : 16'h0000;
   assign \$5319  = bw2_rrow * 3'h4;
-  assign \$1046  = \$signature__data$741  >> \$5319 ;
+  assign \$1046  = \$signature__data$743  >> \$5319 ;
   assign \$1047  = \$1046 [3] ? bw2_rc3 : 16'h0000;
   assign \$1048  = \$1015  ? { \$1047 , \$1045 , \$1043 , \$1041 , \$1039 , \$1037 , \$1035 , \$1033 , \$1031 , \$1029 , \$1027 , \$1025 , \$1023 , \$1021 , \$1019 , \$1017  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1050  = ~ busy;
@@ -8299,7 +8265,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1053  = host_addr[10:1] < 5'h10;
   assign \$1054  = \$1052  & \$1053 ;
   assign \$1055  = \$1051  & \$1054 ;
-  assign \$signature__en$746  = \$1049  | \$1055 ;
+  assign \$signature__en$748  = \$1049  | \$1055 ;
   assign \$1056  = bw2_base + bw2_o;
   assign \$1057  = bw2_elem ? \$1056  : 14'h0000;
   assign \$1059  = ~ busy;
@@ -8309,7 +8275,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1063  = \$1061  & \$1062 ;
   assign \$1064  = \$1060  & \$1063 ;
   assign \$1065  = \$1064  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$747  = \$1058  | \$1065 [3:0];
+  assign \$signature__addr$749  = \$1058  | \$1065 [3:0];
   assign \$1067  = wa2_base + \$1066 ;
   assign \$1068  = wa2_elem ? \$1067  : 14'h0000;
   assign \$1069  = | loss_onehot;
@@ -8335,7 +8301,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1126  = host_addr[10:1] < 6'h20;
   assign \$1127  = \$1125  & \$1126 ;
   assign \$1128  = \$1124  & \$1127 ;
-  assign \$signature__en$758  = \$1122  | \$1128 ;
+  assign \$signature__en$760  = \$1122  | \$1128 ;
   assign \$1130  = fw0_elem ? { \$1129 , fw0_n[3:0] } : 7'h00;
   assign \$1132  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
   assign \$1133  = \$1131  | \$1132 [4:0];
@@ -8346,18 +8312,18 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1138  = \$1136  & \$1137 ;
   assign \$1139  = \$1135  & \$1138 ;
   assign \$1140  = \$1139  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$759  = \$1133  | \$1140 [4:0];
-  assign \wp__en$761  = \$1141  | \$488 [31:0];
+  assign \$signature__addr$761  = \$1133  | \$1140 [4:0];
+  assign \wp__en$763  = \$1141  | \$488 [31:0];
   assign \$1142  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
   assign \$1143  = \$1142  ? wu0_a6 : 24'h000000;
   assign \$1145  = | \$488 [31:0];
   assign \$1146  = \$1145  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$762  = \$1144  | \$1146 [4:0];
+  assign \wp__addr$764  = \$1144  | \$1146 [4:0];
   assign \$1147  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
   assign \$1148  = \$1147  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1150  = | \$488 [31:0];
   assign \$1151  = \$1150  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$764  = \$1149  | \$1151 ;
+  assign \wp__data$766  = \$1149  | \$1151 ;
   assign \$1153  = \$1152  | wu1_slot;
   assign \$1154  = ~ busy;
   assign \$1155  = \$1154  & host_re;
@@ -8365,7 +8331,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1157  = host_addr[10:1] < 9'h110;
   assign \$1158  = \$1156  & \$1157 ;
   assign \$1159  = \$1155  & \$1158 ;
-  assign \$signature__en$769  = \$1153  | \$1159 ;
+  assign \$signature__en$771  = \$1153  | \$1159 ;
   assign \$1161  = fw1_elem ? { \$1160 , fw1_n[3:0] } : 11'h000;
   assign \$1163  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
   assign \$1164  = \$1162  | \$1163 ;
@@ -8376,19 +8342,19 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1169  = \$1167  & \$1168 ;
   assign \$1170  = \$1166  & \$1169 ;
   assign \$1171  = \$1170  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$770  = \$1164  | \$1171 [8:0];
+  assign \$signature__addr$772  = \$1164  | \$1171 [8:0];
   assign \$1173  = bw1_elem ? { bw1_n, \$1172 [3:0] } : 9'h000;
-  assign \wp__en$775  = \$1174  | \$496 [31:0];
+  assign \wp__en$777  = \$1174  | \$496 [31:0];
   assign \$1175  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
   assign \$1176  = \$1175  ? wu1_a6 : 24'h000000;
   assign \$1178  = | \$496 [31:0];
   assign \$1179  = \$1178  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$776  = \$1177  | \$1179 [8:0];
+  assign \wp__addr$778  = \$1177  | \$1179 [8:0];
   assign \$1180  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
   assign \$1181  = \$1180  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1183  = | \$496 [31:0];
   assign \$1184  = \$1183  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$778  = \$1182  | \$1184 ;
+  assign \wp__data$780  = \$1182  | \$1184 ;
   assign \$1186  = \$1185  | wu2_slot;
   assign \$1187  = ~ busy;
   assign \$1188  = \$1187  & host_re;
@@ -8396,7 +8362,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1190  = host_addr[10:1] < 5'h11;
   assign \$1191  = \$1189  & \$1190 ;
   assign \$1192  = \$1188  & \$1191 ;
-  assign \$signature__en$783  = \$1186  | \$1192 ;
+  assign \$signature__en$785  = \$1186  | \$1192 ;
   assign \$1194  = fw2_elem ? \$1193  : 7'h00;
   assign \$1196  = wu2_slot ? wu2_rg : 5'h00;
   assign \$1197  = \$1195  | \$1196 ;
@@ -8407,26 +8373,26 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1202  = \$1200  & \$1201 ;
   assign \$1203  = \$1199  & \$1202 ;
   assign \$1204  = \$1203  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$784  = \$1197  | \$1204 [4:0];
+  assign \$signature__addr$786  = \$1197  | \$1204 [4:0];
   assign \$1205  = bw2_elem ? bw2_n : 5'h00;
-  assign \wp__en$788  = \$1206  | \$504 [31:0];
+  assign \wp__en$790  = \$1206  | \$504 [31:0];
   assign \$1207  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
   assign \$1208  = \$1207  ? wu2_a6 : 24'h000000;
   assign \$1210  = | \$504 [31:0];
   assign \$1211  = \$1210  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$789  = \$1209  | \$1211 [4:0];
+  assign \wp__addr$791  = \$1209  | \$1211 [4:0];
   assign \$1212  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
   assign \$1213  = \$1212  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1215  = | \$504 [31:0];
   assign \$1216  = \$1215  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$791  = \$1214  | \$1216 ;
+  assign \wp__data$793  = \$1214  | \$1216 ;
   assign \$1218  = ~ busy;
   assign \$1219  = \$1218  & host_re;
   assign \$1220  = host_addr[15:11] == 4'hf;
   assign \$1221  = host_addr[10:1] < 6'h20;
   assign \$1222  = \$1220  & \$1221 ;
   assign \$1223  = \$1219  & \$1222 ;
-  assign \$signature__en$796  = \$1217  | \$1223 ;
+  assign \$signature__en$798  = \$1217  | \$1223 ;
   assign \$1225  = tfw0_elem ? { \$1224 , tfw0_n[3:0] } : 7'h00;
   assign \$1227  = ~ busy;
   assign \$1228  = \$1227  & host_re;
@@ -8435,121 +8401,121 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1231  = \$1229  & \$1230 ;
   assign \$1232  = \$1228  & \$1231 ;
   assign \$1233  = \$1232  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$797  = \$1226  | \$1233 [4:0];
-  assign \$1234  = synced ? wu0_onehot : 4'h0;
-  assign \$1235  = synced ? wu0_onehot : 4'h0;
-  assign \$1236  = synced ? wu0_onehot : 4'h0;
-  assign \$1237  = synced ? wu0_onehot : 4'h0;
-  assign \$1238  = synced ? wu0_onehot : 4'h0;
-  assign \$1239  = synced ? wu0_onehot : 4'h0;
-  assign \$1240  = synced ? wu0_onehot : 4'h0;
-  assign \$1241  = synced ? wu0_onehot : 4'h0;
-  assign \$1242  = synced ? wu0_onehot : 4'h0;
-  assign \$1243  = synced ? wu0_onehot : 4'h0;
-  assign \$1244  = synced ? wu0_onehot : 4'h0;
-  assign \$1245  = synced ? wu0_onehot : 4'h0;
-  assign \$1246  = synced ? wu0_onehot : 4'h0;
-  assign \$1247  = synced ? wu0_onehot : 4'h0;
-  assign \$1248  = synced ? wu0_onehot : 4'h0;
-  assign \$1249  = synced ? wu0_onehot : 4'h0;
-  assign \$1250  = synced ? wu0_onehot : 4'h0;
-  assign \$1251  = synced ? wu0_onehot : 4'h0;
-  assign \$1252  = synced ? wu0_onehot : 4'h0;
-  assign \$1253  = synced ? wu0_onehot : 4'h0;
-  assign \$1254  = synced ? wu0_onehot : 4'h0;
-  assign \$1255  = synced ? wu0_onehot : 4'h0;
-  assign \$1256  = synced ? wu0_onehot : 4'h0;
-  assign \$1257  = synced ? wu0_onehot : 4'h0;
-  assign \$1258  = synced ? wu0_onehot : 4'h0;
-  assign \$1259  = synced ? wu0_onehot : 4'h0;
-  assign \$1260  = synced ? wu0_onehot : 4'h0;
-  assign \$1261  = synced ? wu0_onehot : 4'h0;
-  assign \$1262  = synced ? wu0_onehot : 4'h0;
-  assign \$1263  = synced ? wu0_onehot : 4'h0;
-  assign \$1264  = synced ? wu0_onehot : 4'h0;
-  assign \$1265  = synced ? wu0_onehot : 4'h0;
-  assign \wp__en$799  = \$1266  | \$512 [31:0];
-  assign \$1267  = synced ? wu0_onehot : 4'h0;
-  assign \$1268  = synced ? wu0_onehot : 4'h0;
-  assign \$1269  = synced ? wu0_onehot : 4'h0;
-  assign \$1270  = synced ? wu0_onehot : 4'h0;
-  assign \$1271  = synced ? wu0_onehot : 4'h0;
-  assign \$1272  = synced ? wu0_onehot : 4'h0;
-  assign \$1273  = synced ? wu0_onehot : 4'h0;
-  assign \$1274  = synced ? wu0_onehot : 4'h0;
-  assign \$1275  = synced ? wu0_onehot : 4'h0;
-  assign \$1276  = synced ? wu0_onehot : 4'h0;
-  assign \$1277  = synced ? wu0_onehot : 4'h0;
-  assign \$1278  = synced ? wu0_onehot : 4'h0;
-  assign \$1279  = synced ? wu0_onehot : 4'h0;
-  assign \$1280  = synced ? wu0_onehot : 4'h0;
-  assign \$1281  = synced ? wu0_onehot : 4'h0;
-  assign \$1282  = synced ? wu0_onehot : 4'h0;
-  assign \$1283  = synced ? wu0_onehot : 4'h0;
-  assign \$1284  = synced ? wu0_onehot : 4'h0;
-  assign \$1285  = synced ? wu0_onehot : 4'h0;
-  assign \$1286  = synced ? wu0_onehot : 4'h0;
-  assign \$1287  = synced ? wu0_onehot : 4'h0;
-  assign \$1288  = synced ? wu0_onehot : 4'h0;
-  assign \$1289  = synced ? wu0_onehot : 4'h0;
-  assign \$1290  = synced ? wu0_onehot : 4'h0;
-  assign \$1291  = synced ? wu0_onehot : 4'h0;
-  assign \$1292  = synced ? wu0_onehot : 4'h0;
-  assign \$1293  = synced ? wu0_onehot : 4'h0;
-  assign \$1294  = synced ? wu0_onehot : 4'h0;
-  assign \$1295  = synced ? wu0_onehot : 4'h0;
-  assign \$1296  = synced ? wu0_onehot : 4'h0;
-  assign \$1297  = synced ? wu0_onehot : 4'h0;
-  assign \$1298  = synced ? wu0_onehot : 4'h0;
+  assign \$signature__addr$799  = \$1226  | \$1233 [4:0];
+  assign \$1234  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1235  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1236  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1237  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1238  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1239  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1240  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1241  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1242  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1243  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1244  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1245  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1246  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1247  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1248  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1249  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1250  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1251  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1252  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1253  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1254  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1255  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1256  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1257  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1258  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1259  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1260  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1261  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1262  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1263  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1264  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1265  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \wp__en$801  = \$1266  | \$512 [31:0];
+  assign \$1267  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1268  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1269  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1270  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1271  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1272  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1273  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1274  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1275  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1276  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1277  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1278  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1279  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1280  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1281  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1282  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1283  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1284  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1285  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1286  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1287  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1288  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1289  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1290  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1291  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1292  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1293  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1294  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1295  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1296  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1297  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1298  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1299  = | { \$1298 [3], \$1297 [3], \$1296 [3], \$1295 [3], \$1294 [3], \$1293 [3], \$1292 [3], \$1291 [3], \$1290 [2], \$1289 [2], \$1288 [2], \$1287 [2], \$1286 [2], \$1285 [2], \$1284 [2], \$1283 [2], \$1282 [1], \$1281 [1], \$1280 [1], \$1279 [1], \$1278 [1], \$1277 [1], \$1276 [1], \$1275 [1], \$1274 [0], \$1273 [0], \$1272 [0], \$1271 [0], \$1270 [0], \$1269 [0], \$1268 [0], \$1267 [0] };
   assign \$1300  = \$1299  ? wu0_a6 : 24'h000000;
   assign \$1302  = | \$512 [31:0];
   assign \$1303  = \$1302  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$800  = \$1301  | \$1303 [4:0];
-  assign \$1304  = synced ? wu0_onehot : 4'h0;
-  assign \$1305  = synced ? wu0_onehot : 4'h0;
-  assign \$1306  = synced ? wu0_onehot : 4'h0;
-  assign \$1307  = synced ? wu0_onehot : 4'h0;
-  assign \$1308  = synced ? wu0_onehot : 4'h0;
-  assign \$1309  = synced ? wu0_onehot : 4'h0;
-  assign \$1310  = synced ? wu0_onehot : 4'h0;
-  assign \$1311  = synced ? wu0_onehot : 4'h0;
-  assign \$1312  = synced ? wu0_onehot : 4'h0;
-  assign \$1313  = synced ? wu0_onehot : 4'h0;
-  assign \$1314  = synced ? wu0_onehot : 4'h0;
-  assign \$1315  = synced ? wu0_onehot : 4'h0;
-  assign \$1316  = synced ? wu0_onehot : 4'h0;
-  assign \$1317  = synced ? wu0_onehot : 4'h0;
-  assign \$1318  = synced ? wu0_onehot : 4'h0;
-  assign \$1319  = synced ? wu0_onehot : 4'h0;
-  assign \$1320  = synced ? wu0_onehot : 4'h0;
-  assign \$1321  = synced ? wu0_onehot : 4'h0;
-  assign \$1322  = synced ? wu0_onehot : 4'h0;
-  assign \$1323  = synced ? wu0_onehot : 4'h0;
-  assign \$1324  = synced ? wu0_onehot : 4'h0;
-  assign \$1325  = synced ? wu0_onehot : 4'h0;
-  assign \$1326  = synced ? wu0_onehot : 4'h0;
-  assign \$1327  = synced ? wu0_onehot : 4'h0;
-  assign \$1328  = synced ? wu0_onehot : 4'h0;
-  assign \$1329  = synced ? wu0_onehot : 4'h0;
-  assign \$1330  = synced ? wu0_onehot : 4'h0;
-  assign \$1331  = synced ? wu0_onehot : 4'h0;
-  assign \$1332  = synced ? wu0_onehot : 4'h0;
-  assign \$1333  = synced ? wu0_onehot : 4'h0;
-  assign \$1334  = synced ? wu0_onehot : 4'h0;
-  assign \$1335  = synced ? wu0_onehot : 4'h0;
+  assign \wp__addr$802  = \$1301  | \$1303 [4:0];
+  assign \$1304  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1305  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1306  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1307  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1308  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1309  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1310  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1311  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1312  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1313  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1314  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1315  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1316  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1317  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1318  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1319  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1320  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1321  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1322  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1323  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1324  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1325  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1326  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1327  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1328  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1329  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1330  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1331  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1332  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1333  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1334  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1335  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1336  = | { \$1335 [3], \$1334 [3], \$1333 [3], \$1332 [3], \$1331 [3], \$1330 [3], \$1329 [3], \$1328 [3], \$1327 [2], \$1326 [2], \$1325 [2], \$1324 [2], \$1323 [2], \$1322 [2], \$1321 [2], \$1320 [2], \$1319 [1], \$1318 [1], \$1317 [1], \$1316 [1], \$1315 [1], \$1314 [1], \$1313 [1], \$1312 [1], \$1311 [0], \$1310 [0], \$1309 [0], \$1308 [0], \$1307 [0], \$1306 [0], \$1305 [0], \$1304 [0] };
   assign \$1337  = \$1336  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1339  = | \$512 [31:0];
   assign \$1340  = \$1339  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$801  = \$1338  | \$1340 ;
+  assign \wp__data$803  = \$1338  | \$1340 ;
   assign \$1342  = ~ busy;
   assign \$1343  = \$1342  & host_re;
   assign \$1344  = host_addr[15:11] == 5'h10;
   assign \$1345  = host_addr[10:1] < 9'h110;
   assign \$1346  = \$1344  & \$1345 ;
   assign \$1347  = \$1343  & \$1346 ;
-  assign \$signature__en$802  = \$1341  | \$1347 ;
+  assign \$signature__en$804  = \$1341  | \$1347 ;
   assign \$1349  = tfw1_elem ? { \$1348 , tfw1_n[3:0] } : 11'h000;
   assign \$1351  = ~ busy;
   assign \$1352  = \$1351  & host_re;
@@ -8558,121 +8524,121 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1355  = \$1353  & \$1354 ;
   assign \$1356  = \$1352  & \$1355 ;
   assign \$1357  = \$1356  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$803  = \$1350  | \$1357 [8:0];
-  assign \$1358  = synced ? wu1_onehot : 4'h0;
-  assign \$1359  = synced ? wu1_onehot : 4'h0;
-  assign \$1360  = synced ? wu1_onehot : 4'h0;
-  assign \$1361  = synced ? wu1_onehot : 4'h0;
-  assign \$1362  = synced ? wu1_onehot : 4'h0;
-  assign \$1363  = synced ? wu1_onehot : 4'h0;
-  assign \$1364  = synced ? wu1_onehot : 4'h0;
-  assign \$1365  = synced ? wu1_onehot : 4'h0;
-  assign \$1366  = synced ? wu1_onehot : 4'h0;
-  assign \$1367  = synced ? wu1_onehot : 4'h0;
-  assign \$1368  = synced ? wu1_onehot : 4'h0;
-  assign \$1369  = synced ? wu1_onehot : 4'h0;
-  assign \$1370  = synced ? wu1_onehot : 4'h0;
-  assign \$1371  = synced ? wu1_onehot : 4'h0;
-  assign \$1372  = synced ? wu1_onehot : 4'h0;
-  assign \$1373  = synced ? wu1_onehot : 4'h0;
-  assign \$1374  = synced ? wu1_onehot : 4'h0;
-  assign \$1375  = synced ? wu1_onehot : 4'h0;
-  assign \$1376  = synced ? wu1_onehot : 4'h0;
-  assign \$1377  = synced ? wu1_onehot : 4'h0;
-  assign \$1378  = synced ? wu1_onehot : 4'h0;
-  assign \$1379  = synced ? wu1_onehot : 4'h0;
-  assign \$1380  = synced ? wu1_onehot : 4'h0;
-  assign \$1381  = synced ? wu1_onehot : 4'h0;
-  assign \$1382  = synced ? wu1_onehot : 4'h0;
-  assign \$1383  = synced ? wu1_onehot : 4'h0;
-  assign \$1384  = synced ? wu1_onehot : 4'h0;
-  assign \$1385  = synced ? wu1_onehot : 4'h0;
-  assign \$1386  = synced ? wu1_onehot : 4'h0;
-  assign \$1387  = synced ? wu1_onehot : 4'h0;
-  assign \$1388  = synced ? wu1_onehot : 4'h0;
-  assign \$1389  = synced ? wu1_onehot : 4'h0;
-  assign \wp__en$805  = \$1390  | \$520 [31:0];
-  assign \$1391  = synced ? wu1_onehot : 4'h0;
-  assign \$1392  = synced ? wu1_onehot : 4'h0;
-  assign \$1393  = synced ? wu1_onehot : 4'h0;
-  assign \$1394  = synced ? wu1_onehot : 4'h0;
-  assign \$1395  = synced ? wu1_onehot : 4'h0;
-  assign \$1396  = synced ? wu1_onehot : 4'h0;
-  assign \$1397  = synced ? wu1_onehot : 4'h0;
-  assign \$1398  = synced ? wu1_onehot : 4'h0;
-  assign \$1399  = synced ? wu1_onehot : 4'h0;
-  assign \$1400  = synced ? wu1_onehot : 4'h0;
-  assign \$1401  = synced ? wu1_onehot : 4'h0;
-  assign \$1402  = synced ? wu1_onehot : 4'h0;
-  assign \$1403  = synced ? wu1_onehot : 4'h0;
-  assign \$1404  = synced ? wu1_onehot : 4'h0;
-  assign \$1405  = synced ? wu1_onehot : 4'h0;
-  assign \$1406  = synced ? wu1_onehot : 4'h0;
-  assign \$1407  = synced ? wu1_onehot : 4'h0;
-  assign \$1408  = synced ? wu1_onehot : 4'h0;
-  assign \$1409  = synced ? wu1_onehot : 4'h0;
-  assign \$1410  = synced ? wu1_onehot : 4'h0;
-  assign \$1411  = synced ? wu1_onehot : 4'h0;
-  assign \$1412  = synced ? wu1_onehot : 4'h0;
-  assign \$1413  = synced ? wu1_onehot : 4'h0;
-  assign \$1414  = synced ? wu1_onehot : 4'h0;
-  assign \$1415  = synced ? wu1_onehot : 4'h0;
-  assign \$1416  = synced ? wu1_onehot : 4'h0;
-  assign \$1417  = synced ? wu1_onehot : 4'h0;
-  assign \$1418  = synced ? wu1_onehot : 4'h0;
-  assign \$1419  = synced ? wu1_onehot : 4'h0;
-  assign \$1420  = synced ? wu1_onehot : 4'h0;
-  assign \$1421  = synced ? wu1_onehot : 4'h0;
-  assign \$1422  = synced ? wu1_onehot : 4'h0;
+  assign \$signature__addr$805  = \$1350  | \$1357 [8:0];
+  assign \$1358  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1359  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1360  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1361  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1362  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1363  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1364  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1365  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1366  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1367  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1368  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1369  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1370  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1371  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1372  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1373  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1374  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1375  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1376  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1377  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1378  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1379  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1380  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1381  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1382  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1383  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1384  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1385  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1386  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1387  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1388  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1389  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \wp__en$807  = \$1390  | \$520 [31:0];
+  assign \$1391  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1392  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1393  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1394  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1395  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1396  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1397  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1398  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1399  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1400  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1401  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1402  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1403  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1404  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1405  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1406  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1407  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1408  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1409  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1410  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1411  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1412  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1413  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1414  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1415  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1416  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1417  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1418  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1419  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1420  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1421  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1422  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1423  = | { \$1422 [3], \$1421 [3], \$1420 [3], \$1419 [3], \$1418 [3], \$1417 [3], \$1416 [3], \$1415 [3], \$1414 [2], \$1413 [2], \$1412 [2], \$1411 [2], \$1410 [2], \$1409 [2], \$1408 [2], \$1407 [2], \$1406 [1], \$1405 [1], \$1404 [1], \$1403 [1], \$1402 [1], \$1401 [1], \$1400 [1], \$1399 [1], \$1398 [0], \$1397 [0], \$1396 [0], \$1395 [0], \$1394 [0], \$1393 [0], \$1392 [0], \$1391 [0] };
   assign \$1424  = \$1423  ? wu1_a6 : 24'h000000;
   assign \$1426  = | \$520 [31:0];
   assign \$1427  = \$1426  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$806  = \$1425  | \$1427 [8:0];
-  assign \$1428  = synced ? wu1_onehot : 4'h0;
-  assign \$1429  = synced ? wu1_onehot : 4'h0;
-  assign \$1430  = synced ? wu1_onehot : 4'h0;
-  assign \$1431  = synced ? wu1_onehot : 4'h0;
-  assign \$1432  = synced ? wu1_onehot : 4'h0;
-  assign \$1433  = synced ? wu1_onehot : 4'h0;
-  assign \$1434  = synced ? wu1_onehot : 4'h0;
-  assign \$1435  = synced ? wu1_onehot : 4'h0;
-  assign \$1436  = synced ? wu1_onehot : 4'h0;
-  assign \$1437  = synced ? wu1_onehot : 4'h0;
-  assign \$1438  = synced ? wu1_onehot : 4'h0;
-  assign \$1439  = synced ? wu1_onehot : 4'h0;
-  assign \$1440  = synced ? wu1_onehot : 4'h0;
-  assign \$1441  = synced ? wu1_onehot : 4'h0;
-  assign \$1442  = synced ? wu1_onehot : 4'h0;
-  assign \$1443  = synced ? wu1_onehot : 4'h0;
-  assign \$1444  = synced ? wu1_onehot : 4'h0;
-  assign \$1445  = synced ? wu1_onehot : 4'h0;
-  assign \$1446  = synced ? wu1_onehot : 4'h0;
-  assign \$1447  = synced ? wu1_onehot : 4'h0;
-  assign \$1448  = synced ? wu1_onehot : 4'h0;
-  assign \$1449  = synced ? wu1_onehot : 4'h0;
-  assign \$1450  = synced ? wu1_onehot : 4'h0;
-  assign \$1451  = synced ? wu1_onehot : 4'h0;
-  assign \$1452  = synced ? wu1_onehot : 4'h0;
-  assign \$1453  = synced ? wu1_onehot : 4'h0;
-  assign \$1454  = synced ? wu1_onehot : 4'h0;
-  assign \$1455  = synced ? wu1_onehot : 4'h0;
-  assign \$1456  = synced ? wu1_onehot : 4'h0;
-  assign \$1457  = synced ? wu1_onehot : 4'h0;
-  assign \$1458  = synced ? wu1_onehot : 4'h0;
-  assign \$1459  = synced ? wu1_onehot : 4'h0;
+  assign \wp__addr$808  = \$1425  | \$1427 [8:0];
+  assign \$1428  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1429  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1430  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1431  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1432  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1433  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1434  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1435  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1436  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1437  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1438  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1439  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1440  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1441  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1442  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1443  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1444  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1445  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1446  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1447  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1448  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1449  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1450  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1451  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1452  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1453  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1454  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1455  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1456  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1457  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1458  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1459  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1460  = | { \$1459 [3], \$1458 [3], \$1457 [3], \$1456 [3], \$1455 [3], \$1454 [3], \$1453 [3], \$1452 [3], \$1451 [2], \$1450 [2], \$1449 [2], \$1448 [2], \$1447 [2], \$1446 [2], \$1445 [2], \$1444 [2], \$1443 [1], \$1442 [1], \$1441 [1], \$1440 [1], \$1439 [1], \$1438 [1], \$1437 [1], \$1436 [1], \$1435 [0], \$1434 [0], \$1433 [0], \$1432 [0], \$1431 [0], \$1430 [0], \$1429 [0], \$1428 [0] };
   assign \$1461  = \$1460  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1463  = | \$520 [31:0];
   assign \$1464  = \$1463  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$807  = \$1462  | \$1464 ;
+  assign \wp__data$809  = \$1462  | \$1464 ;
   assign \$1466  = ~ busy;
   assign \$1467  = \$1466  & host_re;
   assign \$1468  = host_addr[15:11] == 5'h11;
   assign \$1469  = host_addr[10:1] < 5'h11;
   assign \$1470  = \$1468  & \$1469 ;
   assign \$1471  = \$1467  & \$1470 ;
-  assign \$signature__en$808  = \$1465  | \$1471 ;
+  assign \$signature__en$810  = \$1465  | \$1471 ;
   assign \$1473  = tfw2_elem ? \$1472  : 7'h00;
   assign \$1475  = ~ busy;
   assign \$1476  = \$1475  & host_re;
@@ -8681,121 +8647,121 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1479  = \$1477  & \$1478 ;
   assign \$1480  = \$1476  & \$1479 ;
   assign \$1481  = \$1480  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$809  = \$1474  | \$1481 [4:0];
-  assign \$1482  = synced ? wu2_onehot : 4'h0;
-  assign \$1483  = synced ? wu2_onehot : 4'h0;
-  assign \$1484  = synced ? wu2_onehot : 4'h0;
-  assign \$1485  = synced ? wu2_onehot : 4'h0;
-  assign \$1486  = synced ? wu2_onehot : 4'h0;
-  assign \$1487  = synced ? wu2_onehot : 4'h0;
-  assign \$1488  = synced ? wu2_onehot : 4'h0;
-  assign \$1489  = synced ? wu2_onehot : 4'h0;
-  assign \$1490  = synced ? wu2_onehot : 4'h0;
-  assign \$1491  = synced ? wu2_onehot : 4'h0;
-  assign \$1492  = synced ? wu2_onehot : 4'h0;
-  assign \$1493  = synced ? wu2_onehot : 4'h0;
-  assign \$1494  = synced ? wu2_onehot : 4'h0;
-  assign \$1495  = synced ? wu2_onehot : 4'h0;
-  assign \$1496  = synced ? wu2_onehot : 4'h0;
-  assign \$1497  = synced ? wu2_onehot : 4'h0;
-  assign \$1498  = synced ? wu2_onehot : 4'h0;
-  assign \$1499  = synced ? wu2_onehot : 4'h0;
-  assign \$1500  = synced ? wu2_onehot : 4'h0;
-  assign \$1501  = synced ? wu2_onehot : 4'h0;
-  assign \$1502  = synced ? wu2_onehot : 4'h0;
-  assign \$1503  = synced ? wu2_onehot : 4'h0;
-  assign \$1504  = synced ? wu2_onehot : 4'h0;
-  assign \$1505  = synced ? wu2_onehot : 4'h0;
-  assign \$1506  = synced ? wu2_onehot : 4'h0;
-  assign \$1507  = synced ? wu2_onehot : 4'h0;
-  assign \$1508  = synced ? wu2_onehot : 4'h0;
-  assign \$1509  = synced ? wu2_onehot : 4'h0;
-  assign \$1510  = synced ? wu2_onehot : 4'h0;
-  assign \$1511  = synced ? wu2_onehot : 4'h0;
-  assign \$1512  = synced ? wu2_onehot : 4'h0;
-  assign \$1513  = synced ? wu2_onehot : 4'h0;
-  assign \wp__en$810  = \$1514  | \$528 [31:0];
-  assign \$1515  = synced ? wu2_onehot : 4'h0;
-  assign \$1516  = synced ? wu2_onehot : 4'h0;
-  assign \$1517  = synced ? wu2_onehot : 4'h0;
-  assign \$1518  = synced ? wu2_onehot : 4'h0;
-  assign \$1519  = synced ? wu2_onehot : 4'h0;
-  assign \$1520  = synced ? wu2_onehot : 4'h0;
-  assign \$1521  = synced ? wu2_onehot : 4'h0;
-  assign \$1522  = synced ? wu2_onehot : 4'h0;
-  assign \$1523  = synced ? wu2_onehot : 4'h0;
-  assign \$1524  = synced ? wu2_onehot : 4'h0;
-  assign \$1525  = synced ? wu2_onehot : 4'h0;
-  assign \$1526  = synced ? wu2_onehot : 4'h0;
-  assign \$1527  = synced ? wu2_onehot : 4'h0;
-  assign \$1528  = synced ? wu2_onehot : 4'h0;
-  assign \$1529  = synced ? wu2_onehot : 4'h0;
-  assign \$1530  = synced ? wu2_onehot : 4'h0;
-  assign \$1531  = synced ? wu2_onehot : 4'h0;
-  assign \$1532  = synced ? wu2_onehot : 4'h0;
-  assign \$1533  = synced ? wu2_onehot : 4'h0;
-  assign \$1534  = synced ? wu2_onehot : 4'h0;
-  assign \$1535  = synced ? wu2_onehot : 4'h0;
-  assign \$1536  = synced ? wu2_onehot : 4'h0;
-  assign \$1537  = synced ? wu2_onehot : 4'h0;
-  assign \$1538  = synced ? wu2_onehot : 4'h0;
-  assign \$1539  = synced ? wu2_onehot : 4'h0;
-  assign \$1540  = synced ? wu2_onehot : 4'h0;
-  assign \$1541  = synced ? wu2_onehot : 4'h0;
-  assign \$1542  = synced ? wu2_onehot : 4'h0;
-  assign \$1543  = synced ? wu2_onehot : 4'h0;
-  assign \$1544  = synced ? wu2_onehot : 4'h0;
-  assign \$1545  = synced ? wu2_onehot : 4'h0;
-  assign \$1546  = synced ? wu2_onehot : 4'h0;
+  assign \$signature__addr$811  = \$1474  | \$1481 [4:0];
+  assign \$1482  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1483  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1484  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1485  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1486  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1487  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1488  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1489  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1490  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1491  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1492  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1493  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1494  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1495  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1496  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1497  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1498  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1499  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1500  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1501  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1502  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1503  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1504  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1505  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1506  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1507  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1508  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1509  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1510  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1511  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1512  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1513  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \wp__en$812  = \$1514  | \$528 [31:0];
+  assign \$1515  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1516  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1517  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1518  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1519  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1520  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1521  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1522  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1523  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1524  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1525  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1526  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1527  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1528  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1529  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1530  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1531  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1532  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1533  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1534  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1535  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1536  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1537  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1538  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1539  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1540  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1541  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1542  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1543  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1544  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1545  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1546  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1547  = | { \$1546 [3], \$1545 [3], \$1544 [3], \$1543 [3], \$1542 [3], \$1541 [3], \$1540 [3], \$1539 [3], \$1538 [2], \$1537 [2], \$1536 [2], \$1535 [2], \$1534 [2], \$1533 [2], \$1532 [2], \$1531 [2], \$1530 [1], \$1529 [1], \$1528 [1], \$1527 [1], \$1526 [1], \$1525 [1], \$1524 [1], \$1523 [1], \$1522 [0], \$1521 [0], \$1520 [0], \$1519 [0], \$1518 [0], \$1517 [0], \$1516 [0], \$1515 [0] };
   assign \$1548  = \$1547  ? wu2_a6 : 24'h000000;
   assign \$1550  = | \$528 [31:0];
   assign \$1551  = \$1550  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$811  = \$1549  | \$1551 [4:0];
-  assign \$1552  = synced ? wu2_onehot : 4'h0;
-  assign \$1553  = synced ? wu2_onehot : 4'h0;
-  assign \$1554  = synced ? wu2_onehot : 4'h0;
-  assign \$1555  = synced ? wu2_onehot : 4'h0;
-  assign \$1556  = synced ? wu2_onehot : 4'h0;
-  assign \$1557  = synced ? wu2_onehot : 4'h0;
-  assign \$1558  = synced ? wu2_onehot : 4'h0;
-  assign \$1559  = synced ? wu2_onehot : 4'h0;
-  assign \$1560  = synced ? wu2_onehot : 4'h0;
-  assign \$1561  = synced ? wu2_onehot : 4'h0;
-  assign \$1562  = synced ? wu2_onehot : 4'h0;
-  assign \$1563  = synced ? wu2_onehot : 4'h0;
-  assign \$1564  = synced ? wu2_onehot : 4'h0;
-  assign \$1565  = synced ? wu2_onehot : 4'h0;
-  assign \$1566  = synced ? wu2_onehot : 4'h0;
-  assign \$1567  = synced ? wu2_onehot : 4'h0;
-  assign \$1568  = synced ? wu2_onehot : 4'h0;
-  assign \$1569  = synced ? wu2_onehot : 4'h0;
-  assign \$1570  = synced ? wu2_onehot : 4'h0;
-  assign \$1571  = synced ? wu2_onehot : 4'h0;
-  assign \$1572  = synced ? wu2_onehot : 4'h0;
-  assign \$1573  = synced ? wu2_onehot : 4'h0;
-  assign \$1574  = synced ? wu2_onehot : 4'h0;
-  assign \$1575  = synced ? wu2_onehot : 4'h0;
-  assign \$1576  = synced ? wu2_onehot : 4'h0;
-  assign \$1577  = synced ? wu2_onehot : 4'h0;
-  assign \$1578  = synced ? wu2_onehot : 4'h0;
-  assign \$1579  = synced ? wu2_onehot : 4'h0;
-  assign \$1580  = synced ? wu2_onehot : 4'h0;
-  assign \$1581  = synced ? wu2_onehot : 4'h0;
-  assign \$1582  = synced ? wu2_onehot : 4'h0;
-  assign \$1583  = synced ? wu2_onehot : 4'h0;
+  assign \wp__addr$813  = \$1549  | \$1551 [4:0];
+  assign \$1552  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1553  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1554  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1555  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1556  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1557  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1558  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1559  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1560  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1561  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1562  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1563  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1564  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1565  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1566  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1567  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1568  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1569  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1570  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1571  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1572  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1573  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1574  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1575  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1576  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1577  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1578  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1579  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1580  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1581  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1582  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1583  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1584  = | { \$1583 [3], \$1582 [3], \$1581 [3], \$1580 [3], \$1579 [3], \$1578 [3], \$1577 [3], \$1576 [3], \$1575 [2], \$1574 [2], \$1573 [2], \$1572 [2], \$1571 [2], \$1570 [2], \$1569 [2], \$1568 [2], \$1567 [1], \$1566 [1], \$1565 [1], \$1564 [1], \$1563 [1], \$1562 [1], \$1561 [1], \$1560 [1], \$1559 [0], \$1558 [0], \$1557 [0], \$1556 [0], \$1555 [0], \$1554 [0], \$1553 [0], \$1552 [0] };
   assign \$1585  = \$1584  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1587  = | \$528 [31:0];
   assign \$1588  = \$1587  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$812  = \$1586  | \$1588 ;
+  assign \wp__data$814  = \$1586  | \$1588 ;
   assign \$1590  = ~ busy;
   assign \$1591  = \$1590  & host_re;
   assign \$1592  = host_addr[15:11] == 5'h12;
   assign \$1593  = host_addr[10:2] < 6'h20;
   assign \$1594  = \$1592  & \$1593 ;
   assign \$1595  = \$1591  & \$1594 ;
-  assign \$signature__en$813  = \$1589  | \$1595 ;
+  assign \$signature__en$815  = \$1589  | \$1595 ;
   assign \$1596  = o__valid ? { wa0_wo, wa0_wn[3:0] } : 6'h00;
   assign \$1598  = ~ busy;
   assign \$1599  = \$1598  & host_re;
@@ -8804,7 +8770,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1602  = \$1600  & \$1601 ;
   assign \$1603  = \$1599  & \$1602 ;
   assign \$1604  = \$1603  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$815  = \$1597  | \$1604 [4:0];
+  assign \$signature__addr$817  = \$1597  | \$1604 [4:0];
   assign \$1605  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
   assign \$1606  = | wa0_onehot;
   assign \$1607  = \$1606  ? wa0_uaddr : 24'h000000;
@@ -8816,8 +8782,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1614  = host_addr[10:2] < 9'h110;
   assign \$1615  = \$1613  & \$1614 ;
   assign \$1616  = \$1612  & \$1615 ;
-  assign \$signature__en$825  = \$1610  | \$1616 ;
-  assign \$1617  = \o__valid$826  ? { wa1_wo, wa1_wn[3:0] } : 9'h000;
+  assign \$signature__en$827  = \$1610  | \$1616 ;
+  assign \$1617  = \o__valid$828  ? { wa1_wo, wa1_wn[3:0] } : 9'h000;
   assign \$1619  = ~ busy;
   assign \$1620  = \$1619  & host_re;
   assign \$1621  = host_addr[15:11] == 5'h13;
@@ -8825,7 +8791,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1623  = \$1621  & \$1622 ;
   assign \$1624  = \$1620  & \$1623 ;
   assign \$1625  = \$1624  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$827  = \$1618  | \$1625 ;
+  assign \$signature__addr$829  = \$1618  | \$1625 ;
   assign \$1626  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
   assign \$1627  = | wa1_onehot;
   assign \$1628  = \$1627  ? wa1_uaddr : 24'h000000;
@@ -8837,8 +8803,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1635  = host_addr[10:2] < 5'h11;
   assign \$1636  = \$1634  & \$1635 ;
   assign \$1637  = \$1633  & \$1636 ;
-  assign \$signature__en$837  = \$1631  | \$1637 ;
-  assign \$1638  = \o__valid$838  ? wa2_wo : 5'h00;
+  assign \$signature__en$839  = \$1631  | \$1637 ;
+  assign \$1638  = \o__valid$840  ? wa2_wo : 5'h00;
   assign \$1640  = ~ busy;
   assign \$1641  = \$1640  & host_re;
   assign \$1642  = host_addr[15:11] == 5'h14;
@@ -8846,14 +8812,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1644  = \$1642  & \$1643 ;
   assign \$1645  = \$1641  & \$1644 ;
   assign \$1646  = \$1645  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$839  = \$1639  | \$1646 [4:0];
+  assign \$signature__addr$841  = \$1639  | \$1646 [4:0];
   assign \$1647  = wu2_slot ? wu2_rg : 5'h00;
   assign \$1648  = | wa2_onehot;
   assign \$1649  = \$1648  ? wa2_uaddr : 24'h000000;
   assign \$1650  = | wa2_onehot;
   assign \$1651  = \$1650  ? { wa2_usum, wa2_usum, wa2_usum, wa2_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   assign \$1652  = bw1_w_base + bw1_wo;
-  assign \$1653  = \o__valid$849  ? { \$1652 , bw1_wn[3:0] } : 18'h00000;
+  assign \$1653  = \o__valid$851  ? { \$1652 , bw1_wn[3:0] } : 18'h00000;
   assign \$1654  = | fw0_onehot;
   assign \$1655  = \$1654  ? fw0_raddr : 24'h000000;
   assign \$1656  = | fw0_onehot;
@@ -8875,7 +8841,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1672  = $signed(fw0_rc3) > $signed(1'h0);
   assign \$1673  = \$1656  ? { \$1672 , \$1671 , \$1670 , \$1669 , \$1668 , \$1667 , \$1666 , \$1665 , \$1664 , \$1663 , \$1662 , \$1661 , \$1660 , \$1659 , \$1658 , \$1657  } : 16'h0000;
   assign \$1674  = bw2_w_base + bw2_wo;
-  assign \$1675  = \o__valid$858  ? { \$1674 , bw2_wn[3:0] } : 18'h00000;
+  assign \$1675  = \o__valid$860  ? { \$1674 , bw2_wn[3:0] } : 18'h00000;
   assign \$1676  = | fw1_onehot;
   assign \$1677  = \$1676  ? fw1_raddr : 24'h000000;
   assign \$1678  = | fw1_onehot;
@@ -8930,32 +8896,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1736  = fw0_elem & \$1735 ;
   assign \$1737  = fw0_t == 3'h4;
   assign \$6086  = fw0_kl1 * 5'h10;
-  assign \$1738  = \$signature__data$593 [63:0] >> \$6086 ;
+  assign \$1738  = \$signature__data$595 [63:0] >> \$6086 ;
   assign \$1739  = fw0_bias1 ? 16'h0400 : \$1738 ;
   assign \$1740  = fw0_sv1[0] ? \$1739  : 16'h0000;
   assign \$6091  = fw0_kl1 * 5'h10;
-  assign \$1741  = \$signature__data$593 [127:64] >> \$6091 ;
+  assign \$1741  = \$signature__data$595 [127:64] >> \$6091 ;
   assign \$1742  = fw0_bias1 ? 16'h0400 : \$1741 ;
   assign \$1743  = fw0_sv1[1] ? \$1742  : 16'h0000;
   assign \$6096  = fw0_kl1 * 5'h10;
-  assign \$1744  = \$signature__data$593 [191:128] >> \$6096 ;
+  assign \$1744  = \$signature__data$595 [191:128] >> \$6096 ;
   assign \$1745  = fw0_bias1 ? 16'h0400 : \$1744 ;
   assign \$1746  = fw0_sv1[2] ? \$1745  : 16'h0000;
   assign \$6101  = fw0_kl1 * 5'h10;
-  assign \$1747  = \$signature__data$593 [255:192] >> \$6101 ;
+  assign \$1747  = \$signature__data$595 [255:192] >> \$6101 ;
   assign \$1748  = fw0_bias1 ? 16'h0400 : \$1747 ;
   assign \$1749  = fw0_sv1[3] ? \$1748  : 16'h0000;
   assign \$6106  = fw0_kl1 * 7'h40;
-  assign \$1750  = \$signature__data$605  >> \$6106 ;
+  assign \$1750  = \$signature__data$607  >> \$6106 ;
   assign \$1751  = fw0_cv1[0] ? \$1750 [15:0] : 16'h0000;
   assign \$6110  = fw0_kl1 * 7'h40;
-  assign \$1752  = \$signature__data$605  >> \$6110 ;
+  assign \$1752  = \$signature__data$607  >> \$6110 ;
   assign \$1753  = fw0_cv1[1] ? \$1752 [31:16] : 16'h0000;
   assign \$6114  = fw0_kl1 * 7'h40;
-  assign \$1754  = \$signature__data$605  >> \$6114 ;
+  assign \$1754  = \$signature__data$607  >> \$6114 ;
   assign \$1755  = fw0_cv1[2] ? \$1754 [47:32] : 16'h0000;
   assign \$6118  = fw0_kl1 * 7'h40;
-  assign \$1756  = \$signature__data$605  >> \$6118 ;
+  assign \$1756  = \$signature__data$607  >> \$6118 ;
   assign \$1757  = fw0_cv1[3] ? \$1756 [63:48] : 16'h0000;
   assign \$1758  = batch_size - 1'h0;
   assign \$1759  = fw0_wi + 1'h1;
@@ -8970,7 +8936,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1769  = fw0_wo + 1'h1;
   assign \$1770  = fw0_wn + 1'h1;
   assign \$1771  = ~ \clear$557 ;
-  assign \$1772  = \o__valid$882  & \$1771 ;
+  assign \$1772  = \o__valid$884  & \$1771 ;
   assign \$1773  = fw0_wi == 2'h3;
   assign \$1774  = fw0_wn == 4'hf;
   assign \$1775  = \$1773  & \$1774 ;
@@ -9015,32 +8981,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1824  = fw1_elem & \$1823 ;
   assign \$1825  = fw1_t == 7'h40;
   assign \$6190  = fw1_kl1 * 5'h10;
-  assign \$1826  = \$signature__data$597 [63:0] >> \$6190 ;
+  assign \$1826  = \$signature__data$599 [63:0] >> \$6190 ;
   assign \$1827  = fw1_bias1 ? 16'h0400 : \$1826 ;
   assign \$1828  = fw1_sv1[0] ? \$1827  : 16'h0000;
   assign \$6195  = fw1_kl1 * 5'h10;
-  assign \$1829  = \$signature__data$597 [127:64] >> \$6195 ;
+  assign \$1829  = \$signature__data$599 [127:64] >> \$6195 ;
   assign \$1830  = fw1_bias1 ? 16'h0400 : \$1829 ;
   assign \$1831  = fw1_sv1[1] ? \$1830  : 16'h0000;
   assign \$6200  = fw1_kl1 * 5'h10;
-  assign \$1832  = \$signature__data$597 [191:128] >> \$6200 ;
+  assign \$1832  = \$signature__data$599 [191:128] >> \$6200 ;
   assign \$1833  = fw1_bias1 ? 16'h0400 : \$1832 ;
   assign \$1834  = fw1_sv1[2] ? \$1833  : 16'h0000;
   assign \$6205  = fw1_kl1 * 5'h10;
-  assign \$1835  = \$signature__data$597 [255:192] >> \$6205 ;
+  assign \$1835  = \$signature__data$599 [255:192] >> \$6205 ;
   assign \$1836  = fw1_bias1 ? 16'h0400 : \$1835 ;
   assign \$1837  = fw1_sv1[3] ? \$1836  : 16'h0000;
   assign \$6210  = fw1_kl1 * 7'h40;
-  assign \$1838  = \$signature__data$606  >> \$6210 ;
+  assign \$1838  = \$signature__data$608  >> \$6210 ;
   assign \$1839  = fw1_cv1[0] ? \$1838 [15:0] : 16'h0000;
   assign \$6214  = fw1_kl1 * 7'h40;
-  assign \$1840  = \$signature__data$606  >> \$6214 ;
+  assign \$1840  = \$signature__data$608  >> \$6214 ;
   assign \$1841  = fw1_cv1[1] ? \$1840 [31:16] : 16'h0000;
   assign \$6218  = fw1_kl1 * 7'h40;
-  assign \$1842  = \$signature__data$606  >> \$6218 ;
+  assign \$1842  = \$signature__data$608  >> \$6218 ;
   assign \$1843  = fw1_cv1[2] ? \$1842 [47:32] : 16'h0000;
   assign \$6222  = fw1_kl1 * 7'h40;
-  assign \$1844  = \$signature__data$606  >> \$6222 ;
+  assign \$1844  = \$signature__data$608  >> \$6222 ;
   assign \$1845  = fw1_cv1[3] ? \$1844 [63:48] : 16'h0000;
   assign \$1846  = batch_size - 1'h0;
   assign \$1847  = fw1_wi + 1'h1;
@@ -9055,7 +9021,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1857  = fw1_wo + 1'h1;
   assign \$1858  = fw1_wn + 1'h1;
   assign \$1859  = ~ \clear$557 ;
-  assign \$1860  = \o__valid$901  & \$1859 ;
+  assign \$1860  = \o__valid$903  & \$1859 ;
   assign \$1861  = fw1_wi == 2'h3;
   assign \$1862  = fw1_wn == 4'hf;
   assign \$1863  = \$1861  & \$1862 ;
@@ -9100,32 +9066,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1912  = fw2_elem & \$1911 ;
   assign \$1913  = fw2_t == 7'h40;
   assign \$6294  = fw2_kl1 * 5'h10;
-  assign \$1914  = \$signature__data$598 [63:0] >> \$6294 ;
+  assign \$1914  = \$signature__data$600 [63:0] >> \$6294 ;
   assign \$1915  = fw2_bias1 ? 16'h0400 : \$1914 ;
   assign \$1916  = fw2_sv1[0] ? \$1915  : 16'h0000;
   assign \$6299  = fw2_kl1 * 5'h10;
-  assign \$1917  = \$signature__data$598 [127:64] >> \$6299 ;
+  assign \$1917  = \$signature__data$600 [127:64] >> \$6299 ;
   assign \$1918  = fw2_bias1 ? 16'h0400 : \$1917 ;
   assign \$1919  = fw2_sv1[1] ? \$1918  : 16'h0000;
   assign \$6304  = fw2_kl1 * 5'h10;
-  assign \$1920  = \$signature__data$598 [191:128] >> \$6304 ;
+  assign \$1920  = \$signature__data$600 [191:128] >> \$6304 ;
   assign \$1921  = fw2_bias1 ? 16'h0400 : \$1920 ;
   assign \$1922  = fw2_sv1[2] ? \$1921  : 16'h0000;
   assign \$6309  = fw2_kl1 * 5'h10;
-  assign \$1923  = \$signature__data$598 [255:192] >> \$6309 ;
+  assign \$1923  = \$signature__data$600 [255:192] >> \$6309 ;
   assign \$1924  = fw2_bias1 ? 16'h0400 : \$1923 ;
   assign \$1925  = fw2_sv1[3] ? \$1924  : 16'h0000;
   assign \$6314  = fw2_kl1 * 7'h40;
-  assign \$1926  = \$signature__data$607  >> \$6314 ;
+  assign \$1926  = \$signature__data$609  >> \$6314 ;
   assign \$1927  = fw2_cv1[0] ? \$1926 [15:0] : 16'h0000;
   assign \$6318  = fw2_kl1 * 7'h40;
-  assign \$1928  = \$signature__data$607  >> \$6318 ;
+  assign \$1928  = \$signature__data$609  >> \$6318 ;
   assign \$1929  = fw2_cv1[1] ? \$1928 [31:16] : 16'h0000;
   assign \$6322  = fw2_kl1 * 7'h40;
-  assign \$1930  = \$signature__data$607  >> \$6322 ;
+  assign \$1930  = \$signature__data$609  >> \$6322 ;
   assign \$1931  = fw2_cv1[2] ? \$1930 [47:32] : 16'h0000;
   assign \$6326  = fw2_kl1 * 7'h40;
-  assign \$1932  = \$signature__data$607  >> \$6326 ;
+  assign \$1932  = \$signature__data$609  >> \$6326 ;
   assign \$1933  = fw2_cv1[3] ? \$1932 [63:48] : 16'h0000;
   assign \$1934  = batch_size - 1'h0;
   assign \$1935  = fw2_wi + 1'h1;
@@ -9140,7 +9106,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1945  = fw2_wo + 1'h1;
   assign \$1946  = fw2_wn + 1'h1;
   assign \$1947  = ~ \clear$557 ;
-  assign \$1948  = \o__valid$921  & \$1947 ;
+  assign \$1948  = \o__valid$923  & \$1947 ;
   assign \$1949  = fw2_wi == 2'h3;
   assign \$1950  = ! fw2_wn;
   assign \$1951  = \$1949  & \$1950 ;
@@ -9185,32 +9151,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2000  = tfw0_elem & \$1999 ;
   assign \$2001  = tfw0_t == 3'h4;
   assign \$6398  = tfw0_kl1 * 5'h10;
-  assign \$2002  = \$signature__data$595 [63:0] >> \$6398 ;
+  assign \$2002  = \$signature__data$597 [63:0] >> \$6398 ;
   assign \$2003  = tfw0_bias1 ? 16'h0400 : \$2002 ;
   assign \$2004  = tfw0_sv1[0] ? \$2003  : 16'h0000;
   assign \$6403  = tfw0_kl1 * 5'h10;
-  assign \$2005  = \$signature__data$595 [127:64] >> \$6403 ;
+  assign \$2005  = \$signature__data$597 [127:64] >> \$6403 ;
   assign \$2006  = tfw0_bias1 ? 16'h0400 : \$2005 ;
   assign \$2007  = tfw0_sv1[1] ? \$2006  : 16'h0000;
   assign \$6408  = tfw0_kl1 * 5'h10;
-  assign \$2008  = \$signature__data$595 [191:128] >> \$6408 ;
+  assign \$2008  = \$signature__data$597 [191:128] >> \$6408 ;
   assign \$2009  = tfw0_bias1 ? 16'h0400 : \$2008 ;
   assign \$2010  = tfw0_sv1[2] ? \$2009  : 16'h0000;
   assign \$6413  = tfw0_kl1 * 5'h10;
-  assign \$2011  = \$signature__data$595 [255:192] >> \$6413 ;
+  assign \$2011  = \$signature__data$597 [255:192] >> \$6413 ;
   assign \$2012  = tfw0_bias1 ? 16'h0400 : \$2011 ;
   assign \$2013  = tfw0_sv1[3] ? \$2012  : 16'h0000;
   assign \$6418  = tfw0_kl1 * 7'h40;
-  assign \$2014  = \$signature__data$608  >> \$6418 ;
+  assign \$2014  = \$signature__data$610  >> \$6418 ;
   assign \$2015  = tfw0_cv1[0] ? \$2014 [15:0] : 16'h0000;
   assign \$6422  = tfw0_kl1 * 7'h40;
-  assign \$2016  = \$signature__data$608  >> \$6422 ;
+  assign \$2016  = \$signature__data$610  >> \$6422 ;
   assign \$2017  = tfw0_cv1[1] ? \$2016 [31:16] : 16'h0000;
   assign \$6426  = tfw0_kl1 * 7'h40;
-  assign \$2018  = \$signature__data$608  >> \$6426 ;
+  assign \$2018  = \$signature__data$610  >> \$6426 ;
   assign \$2019  = tfw0_cv1[2] ? \$2018 [47:32] : 16'h0000;
   assign \$6430  = tfw0_kl1 * 7'h40;
-  assign \$2020  = \$signature__data$608  >> \$6430 ;
+  assign \$2020  = \$signature__data$610  >> \$6430 ;
   assign \$2021  = tfw0_cv1[3] ? \$2020 [63:48] : 16'h0000;
   assign \$2022  = batch_size - 1'h0;
   assign \$2023  = tfw0_wi + 1'h1;
@@ -9225,7 +9191,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2033  = tfw0_wo + 1'h1;
   assign \$2034  = tfw0_wn + 1'h1;
   assign \$2035  = ~ \clear$557 ;
-  assign \$2036  = \o__valid$941  & \$2035 ;
+  assign \$2036  = \o__valid$943  & \$2035 ;
   assign \$2037  = tfw0_wi == 2'h3;
   assign \$2038  = tfw0_wn == 4'hf;
   assign \$2039  = \$2037  & \$2038 ;
@@ -9270,32 +9236,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2088  = tfw1_elem & \$2087 ;
   assign \$2089  = tfw1_t == 7'h40;
   assign \$6502  = tfw1_kl1 * 5'h10;
-  assign \$2090  = \$signature__data$600 [63:0] >> \$6502 ;
+  assign \$2090  = \$signature__data$602 [63:0] >> \$6502 ;
   assign \$2091  = tfw1_bias1 ? 16'h0400 : \$2090 ;
   assign \$2092  = tfw1_sv1[0] ? \$2091  : 16'h0000;
   assign \$6507  = tfw1_kl1 * 5'h10;
-  assign \$2093  = \$signature__data$600 [127:64] >> \$6507 ;
+  assign \$2093  = \$signature__data$602 [127:64] >> \$6507 ;
   assign \$2094  = tfw1_bias1 ? 16'h0400 : \$2093 ;
   assign \$2095  = tfw1_sv1[1] ? \$2094  : 16'h0000;
   assign \$6512  = tfw1_kl1 * 5'h10;
-  assign \$2096  = \$signature__data$600 [191:128] >> \$6512 ;
+  assign \$2096  = \$signature__data$602 [191:128] >> \$6512 ;
   assign \$2097  = tfw1_bias1 ? 16'h0400 : \$2096 ;
   assign \$2098  = tfw1_sv1[2] ? \$2097  : 16'h0000;
   assign \$6517  = tfw1_kl1 * 5'h10;
-  assign \$2099  = \$signature__data$600 [255:192] >> \$6517 ;
+  assign \$2099  = \$signature__data$602 [255:192] >> \$6517 ;
   assign \$2100  = tfw1_bias1 ? 16'h0400 : \$2099 ;
   assign \$2101  = tfw1_sv1[3] ? \$2100  : 16'h0000;
   assign \$6522  = tfw1_kl1 * 7'h40;
-  assign \$2102  = \$signature__data$609  >> \$6522 ;
+  assign \$2102  = \$signature__data$611  >> \$6522 ;
   assign \$2103  = tfw1_cv1[0] ? \$2102 [15:0] : 16'h0000;
   assign \$6526  = tfw1_kl1 * 7'h40;
-  assign \$2104  = \$signature__data$609  >> \$6526 ;
+  assign \$2104  = \$signature__data$611  >> \$6526 ;
   assign \$2105  = tfw1_cv1[1] ? \$2104 [31:16] : 16'h0000;
   assign \$6530  = tfw1_kl1 * 7'h40;
-  assign \$2106  = \$signature__data$609  >> \$6530 ;
+  assign \$2106  = \$signature__data$611  >> \$6530 ;
   assign \$2107  = tfw1_cv1[2] ? \$2106 [47:32] : 16'h0000;
   assign \$6534  = tfw1_kl1 * 7'h40;
-  assign \$2108  = \$signature__data$609  >> \$6534 ;
+  assign \$2108  = \$signature__data$611  >> \$6534 ;
   assign \$2109  = tfw1_cv1[3] ? \$2108 [63:48] : 16'h0000;
   assign \$2110  = batch_size - 1'h0;
   assign \$2111  = tfw1_wi + 1'h1;
@@ -9310,7 +9276,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2121  = tfw1_wo + 1'h1;
   assign \$2122  = tfw1_wn + 1'h1;
   assign \$2123  = ~ \clear$557 ;
-  assign \$2124  = \o__valid$960  & \$2123 ;
+  assign \$2124  = \o__valid$962  & \$2123 ;
   assign \$2125  = tfw1_wi == 2'h3;
   assign \$2126  = tfw1_wn == 4'hf;
   assign \$2127  = \$2125  & \$2126 ;
@@ -9355,32 +9321,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2176  = tfw2_elem & \$2175 ;
   assign \$2177  = tfw2_t == 7'h40;
   assign \$6606  = tfw2_kl1 * 5'h10;
-  assign \$2178  = \$signature__data$601 [63:0] >> \$6606 ;
+  assign \$2178  = \$signature__data$603 [63:0] >> \$6606 ;
   assign \$2179  = tfw2_bias1 ? 16'h0400 : \$2178 ;
   assign \$2180  = tfw2_sv1[0] ? \$2179  : 16'h0000;
   assign \$6611  = tfw2_kl1 * 5'h10;
-  assign \$2181  = \$signature__data$601 [127:64] >> \$6611 ;
+  assign \$2181  = \$signature__data$603 [127:64] >> \$6611 ;
   assign \$2182  = tfw2_bias1 ? 16'h0400 : \$2181 ;
   assign \$2183  = tfw2_sv1[1] ? \$2182  : 16'h0000;
   assign \$6616  = tfw2_kl1 * 5'h10;
-  assign \$2184  = \$signature__data$601 [191:128] >> \$6616 ;
+  assign \$2184  = \$signature__data$603 [191:128] >> \$6616 ;
   assign \$2185  = tfw2_bias1 ? 16'h0400 : \$2184 ;
   assign \$2186  = tfw2_sv1[2] ? \$2185  : 16'h0000;
   assign \$6621  = tfw2_kl1 * 5'h10;
-  assign \$2187  = \$signature__data$601 [255:192] >> \$6621 ;
+  assign \$2187  = \$signature__data$603 [255:192] >> \$6621 ;
   assign \$2188  = tfw2_bias1 ? 16'h0400 : \$2187 ;
   assign \$2189  = tfw2_sv1[3] ? \$2188  : 16'h0000;
   assign \$6626  = tfw2_kl1 * 7'h40;
-  assign \$2190  = \$signature__data$610  >> \$6626 ;
+  assign \$2190  = \$signature__data$612  >> \$6626 ;
   assign \$2191  = tfw2_cv1[0] ? \$2190 [15:0] : 16'h0000;
   assign \$6630  = tfw2_kl1 * 7'h40;
-  assign \$2192  = \$signature__data$610  >> \$6630 ;
+  assign \$2192  = \$signature__data$612  >> \$6630 ;
   assign \$2193  = tfw2_cv1[1] ? \$2192 [31:16] : 16'h0000;
   assign \$6634  = tfw2_kl1 * 7'h40;
-  assign \$2194  = \$signature__data$610  >> \$6634 ;
+  assign \$2194  = \$signature__data$612  >> \$6634 ;
   assign \$2195  = tfw2_cv1[2] ? \$2194 [47:32] : 16'h0000;
   assign \$6638  = tfw2_kl1 * 7'h40;
-  assign \$2196  = \$signature__data$610  >> \$6638 ;
+  assign \$2196  = \$signature__data$612  >> \$6638 ;
   assign \$2197  = tfw2_cv1[3] ? \$2196 [63:48] : 16'h0000;
   assign \$2198  = batch_size - 1'h0;
   assign \$2199  = tfw2_wi + 1'h1;
@@ -9395,7 +9361,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2209  = tfw2_wo + 1'h1;
   assign \$2210  = tfw2_wn + 1'h1;
   assign \$2211  = ~ \clear$557 ;
-  assign \$2212  = \o__valid$980  & \$2211 ;
+  assign \$2212  = \o__valid$982  & \$2211 ;
   assign \$2213  = tfw2_wi == 2'h3;
   assign \$2214  = ! tfw2_wn;
   assign \$2215  = \$2213  & \$2214 ;
@@ -9430,15 +9396,15 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2246  = \$2245  ? loss_max3 : loss_runmax;
   assign \$2247  = loss_first1 ? loss_max3 : \$2246 ;
   assign \$6692  = loss_i1 * 7'h40;
-  assign \$2248  = \$signature__data$599  >> \$6692 ;
+  assign \$2248  = \$signature__data$601  >> \$6692 ;
   assign \$6695  = loss_i1 * 7'h40;
-  assign \$2249  = \$signature__data$599  >> \$6695 ;
+  assign \$2249  = \$signature__data$601  >> \$6695 ;
   assign \$6698  = loss_i1 * 7'h40;
-  assign \$2250  = \$signature__data$599  >> \$6698 ;
+  assign \$2250  = \$signature__data$601  >> \$6698 ;
   assign \$6701  = loss_i1 * 7'h40;
-  assign \$2251  = \$signature__data$599  >> \$6701 ;
+  assign \$2251  = \$signature__data$601  >> \$6701 ;
   assign \$6704  = loss_i1 * 5'h12;
-  assign \$2252  = \$signature__data$596  >> \$6704 ;
+  assign \$2252  = \$signature__data$598  >> \$6704 ;
   assign \$6707  = \$2252 [16] * 5'h10;
   assign \$2253  = { \$2251 [63:48], \$2250 [47:32], \$2249 [31:16], \$2248 [15:0] } >> \$6707 ;
   assign \$2255  = loss_v1 & loss_last1;
@@ -9448,23 +9414,23 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2259  = \$2258  ? loss_max3 : loss_runmax;
   assign \$2260  = loss_first1 ? loss_max3 : \$2259 ;
   assign \$6717  = loss_i1 * 7'h40;
-  assign \$2261  = \$signature__data$599  >> \$6717 ;
+  assign \$2261  = \$signature__data$601  >> \$6717 ;
   assign \$6720  = loss_i1 * 7'h40;
-  assign \$2262  = \$signature__data$599  >> \$6720 ;
+  assign \$2262  = \$signature__data$601  >> \$6720 ;
   assign \$6723  = loss_i1 * 7'h40;
-  assign \$2263  = \$signature__data$599  >> \$6723 ;
+  assign \$2263  = \$signature__data$601  >> \$6723 ;
   assign \$6726  = loss_i1 * 7'h40;
-  assign \$2264  = \$signature__data$599  >> \$6726 ;
+  assign \$2264  = \$signature__data$601  >> \$6726 ;
   assign \$6729  = loss_i1 * 5'h12;
-  assign \$2265  = \$signature__data$596  >> \$6729 ;
+  assign \$2265  = \$signature__data$598  >> \$6729 ;
   assign \$6732  = \$2265 [16] * 5'h10;
   assign \$2266  = { \$2264 [63:48], \$2263 [47:32], \$2262 [31:16], \$2261 [15:0] } >> \$6732 ;
   assign \$6736  = loss_i1 * 5'h12;
-  assign \$2268  = \$signature__data$596  >> \$6736 ;
+  assign \$2268  = \$signature__data$598  >> \$6736 ;
   assign \$6739  = loss_i1 * 5'h12;
-  assign \$2269  = \$signature__data$596  >> \$6739 ;
+  assign \$2269  = \$signature__data$598  >> \$6739 ;
   assign \$6742  = loss_i1 * 5'h12;
-  assign \$2270  = \$signature__data$596  >> \$6742 ;
+  assign \$2270  = \$signature__data$598  >> \$6742 ;
   assign \$2271  = ~ \clear$557 ;
   assign \$2272  = loss_v2 & \$2271 ;
   assign \$2273  = $signed(loss_best2) * $signed({ 1'h0, gamma });
@@ -9520,28 +9486,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2332  = bw2_elem & \$2331 ;
   assign \$2333  = bw2_t == 2'h3;
   assign \$6808  = bw2_kl1 * 5'h10;
-  assign \$2334  = \$signature__data$604 [63:0] >> \$6808 ;
+  assign \$2334  = \$signature__data$606 [63:0] >> \$6808 ;
   assign \$2335  = bw2_sv1[0] ? \$2334  : 16'h0000;
   assign \$6812  = bw2_kl1 * 5'h10;
-  assign \$2336  = \$signature__data$604 [127:64] >> \$6812 ;
+  assign \$2336  = \$signature__data$606 [127:64] >> \$6812 ;
   assign \$2337  = bw2_sv1[1] ? \$2336  : 16'h0000;
   assign \$6816  = bw2_kl1 * 5'h10;
-  assign \$2338  = \$signature__data$604 [191:128] >> \$6816 ;
+  assign \$2338  = \$signature__data$606 [191:128] >> \$6816 ;
   assign \$2339  = bw2_sv1[2] ? \$2338  : 16'h0000;
   assign \$6820  = bw2_kl1 * 5'h10;
-  assign \$2340  = \$signature__data$604 [255:192] >> \$6820 ;
+  assign \$2340  = \$signature__data$606 [255:192] >> \$6820 ;
   assign \$2341  = bw2_sv1[3] ? \$2340  : 16'h0000;
   assign \$6824  = bw2_kl1 * 5'h10;
-  assign \$2342  = \$signature__data$1043 [63:0] >> \$6824 ;
+  assign \$2342  = \$signature__data$1045 [63:0] >> \$6824 ;
   assign \$2343  = bw2_rv1[0] ? \$2342  : 16'h0000;
   assign \$6828  = bw2_kl1 * 5'h10;
-  assign \$2344  = \$signature__data$1043 [127:64] >> \$6828 ;
+  assign \$2344  = \$signature__data$1045 [127:64] >> \$6828 ;
   assign \$2345  = bw2_rv1[1] ? \$2344  : 16'h0000;
   assign \$6832  = bw2_kl1 * 5'h10;
-  assign \$2346  = \$signature__data$1043 [191:128] >> \$6832 ;
+  assign \$2346  = \$signature__data$1045 [191:128] >> \$6832 ;
   assign \$2347  = bw2_rv1[2] ? \$2346  : 16'h0000;
   assign \$6836  = bw2_kl1 * 5'h10;
-  assign \$2348  = \$signature__data$1043 [255:192] >> \$6836 ;
+  assign \$2348  = \$signature__data$1045 [255:192] >> \$6836 ;
   assign \$2349  = bw2_rv1[3] ? \$2348  : 16'h0000;
   assign \$2350  = batch_size - 1'h0;
   assign \$2351  = bw2_wi + 1'h1;
@@ -9556,7 +9522,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2361  = bw2_wo + 1'h1;
   assign \$2362  = bw2_wn + 1'h1;
   assign \$2363  = ~ \clear$557 ;
-  assign \$2364  = \o__valid$858  & \$2363 ;
+  assign \$2364  = \o__valid$860  & \$2363 ;
   assign \$2365  = bw2_wi == 2'h3;
   assign \$2366  = bw2_wn == 4'hf;
   assign \$2367  = \$2365  & \$2366 ;
@@ -9600,28 +9566,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2415  = bw1_elem & \$2414 ;
   assign \$2416  = bw1_t == 6'h3f;
   assign \$6907  = bw1_kl1 * 5'h10;
-  assign \$2417  = \$signature__data$603 [63:0] >> \$6907 ;
+  assign \$2417  = \$signature__data$605 [63:0] >> \$6907 ;
   assign \$2418  = bw1_sv1[0] ? \$2417  : 16'h0000;
   assign \$6911  = bw1_kl1 * 5'h10;
-  assign \$2419  = \$signature__data$603 [127:64] >> \$6911 ;
+  assign \$2419  = \$signature__data$605 [127:64] >> \$6911 ;
   assign \$2420  = bw1_sv1[1] ? \$2419  : 16'h0000;
   assign \$6915  = bw1_kl1 * 5'h10;
-  assign \$2421  = \$signature__data$603 [191:128] >> \$6915 ;
+  assign \$2421  = \$signature__data$605 [191:128] >> \$6915 ;
   assign \$2422  = bw1_sv1[2] ? \$2421  : 16'h0000;
   assign \$6919  = bw1_kl1 * 5'h10;
-  assign \$2423  = \$signature__data$603 [255:192] >> \$6919 ;
+  assign \$2423  = \$signature__data$605 [255:192] >> \$6919 ;
   assign \$2424  = bw1_sv1[3] ? \$2423  : 16'h0000;
   assign \$6923  = bw1_kl1 * 5'h10;
-  assign \$2425  = \$signature__data$1059 [63:0] >> \$6923 ;
+  assign \$2425  = \$signature__data$1061 [63:0] >> \$6923 ;
   assign \$2426  = bw1_rv1[0] ? \$2425  : 16'h0000;
   assign \$6927  = bw1_kl1 * 5'h10;
-  assign \$2427  = \$signature__data$1059 [127:64] >> \$6927 ;
+  assign \$2427  = \$signature__data$1061 [127:64] >> \$6927 ;
   assign \$2428  = bw1_rv1[1] ? \$2427  : 16'h0000;
   assign \$6931  = bw1_kl1 * 5'h10;
-  assign \$2429  = \$signature__data$1059 [191:128] >> \$6931 ;
+  assign \$2429  = \$signature__data$1061 [191:128] >> \$6931 ;
   assign \$2430  = bw1_rv1[2] ? \$2429  : 16'h0000;
   assign \$6935  = bw1_kl1 * 5'h10;
-  assign \$2431  = \$signature__data$1059 [255:192] >> \$6935 ;
+  assign \$2431  = \$signature__data$1061 [255:192] >> \$6935 ;
   assign \$2432  = bw1_rv1[3] ? \$2431  : 16'h0000;
   assign \$2433  = batch_size - 1'h0;
   assign \$2434  = bw1_wi + 1'h1;
@@ -9636,7 +9602,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2444  = bw1_wo + 1'h1;
   assign \$2445  = bw1_wn + 1'h1;
   assign \$2446  = ~ \clear$557 ;
-  assign \$2447  = \o__valid$849  & \$2446 ;
+  assign \$2447  = \o__valid$851  & \$2446 ;
   assign \$2448  = bw1_wi == 2'h3;
   assign \$2449  = bw1_wn == 4'hf;
   assign \$2450  = \$2448  & \$2449 ;
@@ -9677,7 +9643,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2491  = \$2490  + 1'h0;
   assign \$2492  = \$2491  < 3'h4;
   assign \$6999  = wa0_kl1 * 7'h40;
-  assign \$2493  = \$signature__data$1075  >> \$6999 ;
+  assign \$2493  = \$signature__data$1077  >> \$6999 ;
   assign \$2495  = \$2494  + 1'h0;
   assign \$2496  = \$2495  == 3'h4;
   assign \$2497  = \$2496  ? 11'h400 : 11'h000;
@@ -9685,7 +9651,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2500  = \$2499  + 1'h1;
   assign \$2501  = \$2500  < 3'h4;
   assign \$7010  = wa0_kl1 * 7'h40;
-  assign \$2502  = \$signature__data$1075  >> \$7010 ;
+  assign \$2502  = \$signature__data$1077  >> \$7010 ;
   assign \$2504  = \$2503  + 1'h1;
   assign \$2505  = \$2504  == 3'h4;
   assign \$2506  = \$2505  ? 11'h400 : 11'h000;
@@ -9693,7 +9659,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2509  = \$2508  + 2'h2;
   assign \$2510  = \$2509  < 3'h4;
   assign \$7021  = wa0_kl1 * 7'h40;
-  assign \$2511  = \$signature__data$1075  >> \$7021 ;
+  assign \$2511  = \$signature__data$1077  >> \$7021 ;
   assign \$2513  = \$2512  + 2'h2;
   assign \$2514  = \$2513  == 3'h4;
   assign \$2515  = \$2514  ? 11'h400 : 11'h000;
@@ -9701,22 +9667,22 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2518  = \$2517  + 2'h3;
   assign \$2519  = \$2518  < 3'h4;
   assign \$7032  = wa0_kl1 * 7'h40;
-  assign \$2520  = \$signature__data$1075  >> \$7032 ;
+  assign \$2520  = \$signature__data$1077  >> \$7032 ;
   assign \$2522  = \$2521  + 2'h3;
   assign \$2523  = \$2522  == 3'h4;
   assign \$2524  = \$2523  ? 11'h400 : 11'h000;
   assign \$2525  = \$2519  ? \$2520 [63:48] : { 5'h00, \$2524  };
   assign \$7040  = wa0_kl1 * 7'h40;
-  assign \$2526  = \$signature__data$602  >> \$7040 ;
+  assign \$2526  = \$signature__data$604  >> \$7040 ;
   assign \$2527  = wa0_cv1[0] ? \$2526 [15:0] : 16'h0000;
   assign \$7044  = wa0_kl1 * 7'h40;
-  assign \$2528  = \$signature__data$602  >> \$7044 ;
+  assign \$2528  = \$signature__data$604  >> \$7044 ;
   assign \$2529  = wa0_cv1[1] ? \$2528 [31:16] : 16'h0000;
   assign \$7048  = wa0_kl1 * 7'h40;
-  assign \$2530  = \$signature__data$602  >> \$7048 ;
+  assign \$2530  = \$signature__data$604  >> \$7048 ;
   assign \$2531  = wa0_cv1[2] ? \$2530 [47:32] : 16'h0000;
   assign \$7052  = wa0_kl1 * 7'h40;
-  assign \$2532  = \$signature__data$602  >> \$7052 ;
+  assign \$2532  = \$signature__data$604  >> \$7052 ;
   assign \$2533  = wa0_cv1[3] ? \$2532 [63:48] : 16'h0000;
   assign \$2534  = batch_size - 1'h0;
   assign \$2535  = wa0_wi + 1'h1;
@@ -9742,13 +9708,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2555  = ~ \clear$557 ;
   assign \$2556  = wa0_rv & \$2555 ;
   assign \$7079  = wa0_rrow * 8'h80;
-  assign \$2557  = \$signature__data$611  >> \$7079 ;
+  assign \$2557  = \$signature__data$613  >> \$7079 ;
   assign \$7082  = wa0_rrow * 8'h80;
-  assign \$2558  = \$signature__data$611  >> \$7082 ;
+  assign \$2558  = \$signature__data$613  >> \$7082 ;
   assign \$7085  = wa0_rrow * 8'h80;
-  assign \$2559  = \$signature__data$611  >> \$7085 ;
+  assign \$2559  = \$signature__data$613  >> \$7085 ;
   assign \$7088  = wa0_rrow * 8'h80;
-  assign \$2560  = \$signature__data$611  >> \$7088 ;
+  assign \$2560  = \$signature__data$613  >> \$7088 ;
   assign \$2561  = ~ \clear$557 ;
   assign \$2562  = wa0_qv & \$2561 ;
   assign \$2563  = wa0_qfirst ? wa0_qc0 : \$187 [31:0];
@@ -9789,7 +9755,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2603  = \$2602  + 1'h0;
   assign \$2604  = \$2603  < 7'h40;
   assign \$7135  = wa1_kl1 * 7'h40;
-  assign \$2605  = \$signature__data$1117  >> \$7135 ;
+  assign \$2605  = \$signature__data$1119  >> \$7135 ;
   assign \$2607  = \$2606  + 1'h0;
   assign \$2608  = \$2607  == 7'h40;
   assign \$2609  = \$2608  ? 11'h400 : 11'h000;
@@ -9797,7 +9763,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2612  = \$2611  + 1'h1;
   assign \$2613  = \$2612  < 7'h40;
   assign \$7146  = wa1_kl1 * 7'h40;
-  assign \$2614  = \$signature__data$1117  >> \$7146 ;
+  assign \$2614  = \$signature__data$1119  >> \$7146 ;
   assign \$2616  = \$2615  + 1'h1;
   assign \$2617  = \$2616  == 7'h40;
   assign \$2618  = \$2617  ? 11'h400 : 11'h000;
@@ -9805,7 +9771,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2621  = \$2620  + 2'h2;
   assign \$2622  = \$2621  < 7'h40;
   assign \$7157  = wa1_kl1 * 7'h40;
-  assign \$2623  = \$signature__data$1117  >> \$7157 ;
+  assign \$2623  = \$signature__data$1119  >> \$7157 ;
   assign \$2625  = \$2624  + 2'h2;
   assign \$2626  = \$2625  == 7'h40;
   assign \$2627  = \$2626  ? 11'h400 : 11'h000;
@@ -9813,22 +9779,22 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2630  = \$2629  + 2'h3;
   assign \$2631  = \$2630  < 7'h40;
   assign \$7168  = wa1_kl1 * 7'h40;
-  assign \$2632  = \$signature__data$1117  >> \$7168 ;
+  assign \$2632  = \$signature__data$1119  >> \$7168 ;
   assign \$2634  = \$2633  + 2'h3;
   assign \$2635  = \$2634  == 7'h40;
   assign \$2636  = \$2635  ? 11'h400 : 11'h000;
   assign \$2637  = \$2631  ? \$2632 [63:48] : { 5'h00, \$2636  };
   assign \$7176  = wa1_kl1 * 7'h40;
-  assign \$2638  = \$signature__data$1118  >> \$7176 ;
+  assign \$2638  = \$signature__data$1120  >> \$7176 ;
   assign \$2639  = wa1_cv1[0] ? \$2638 [15:0] : 16'h0000;
   assign \$7180  = wa1_kl1 * 7'h40;
-  assign \$2640  = \$signature__data$1118  >> \$7180 ;
+  assign \$2640  = \$signature__data$1120  >> \$7180 ;
   assign \$2641  = wa1_cv1[1] ? \$2640 [31:16] : 16'h0000;
   assign \$7184  = wa1_kl1 * 7'h40;
-  assign \$2642  = \$signature__data$1118  >> \$7184 ;
+  assign \$2642  = \$signature__data$1120  >> \$7184 ;
   assign \$2643  = wa1_cv1[2] ? \$2642 [47:32] : 16'h0000;
   assign \$7188  = wa1_kl1 * 7'h40;
-  assign \$2644  = \$signature__data$1118  >> \$7188 ;
+  assign \$2644  = \$signature__data$1120  >> \$7188 ;
   assign \$2645  = wa1_cv1[3] ? \$2644 [63:48] : 16'h0000;
   assign \$2646  = batch_size - 1'h0;
   assign \$2647  = wa1_wi + 1'h1;
@@ -9842,7 +9808,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2655  = wa1_wo + 1'h1;
   assign \$2656  = wa1_wn + 1'h1;
   assign \$2657  = ~ \clear$557 ;
-  assign \$2658  = \o__valid$826  & \$2657 ;
+  assign \$2658  = \o__valid$828  & \$2657 ;
   assign \$2659  = wa1_wi == 2'h3;
   assign \$2660  = wa1_wn == 4'hf;
   assign \$2661  = \$2659  & \$2660 ;
@@ -9854,13 +9820,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2667  = ~ \clear$557 ;
   assign \$2668  = wa1_rv & \$2667 ;
   assign \$7215  = wa1_rrow * 8'h80;
-  assign \$2669  = \$signature__data$612  >> \$7215 ;
+  assign \$2669  = \$signature__data$614  >> \$7215 ;
   assign \$7218  = wa1_rrow * 8'h80;
-  assign \$2670  = \$signature__data$612  >> \$7218 ;
+  assign \$2670  = \$signature__data$614  >> \$7218 ;
   assign \$7221  = wa1_rrow * 8'h80;
-  assign \$2671  = \$signature__data$612  >> \$7221 ;
+  assign \$2671  = \$signature__data$614  >> \$7221 ;
   assign \$7224  = wa1_rrow * 8'h80;
-  assign \$2672  = \$signature__data$612  >> \$7224 ;
+  assign \$2672  = \$signature__data$614  >> \$7224 ;
   assign \$2673  = ~ \clear$557 ;
   assign \$2674  = wa1_qv & \$2673 ;
   assign \$2675  = wa1_qfirst ? wa1_qc0 : \$227 [31:0];
@@ -9901,7 +9867,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2715  = \$2714  + 1'h0;
   assign \$2716  = \$2715  < 7'h40;
   assign \$7271  = wa2_kl1 * 7'h40;
-  assign \$2717  = \$signature__data$1161  >> \$7271 ;
+  assign \$2717  = \$signature__data$1163  >> \$7271 ;
   assign \$2719  = \$2718  + 1'h0;
   assign \$2720  = \$2719  == 7'h40;
   assign \$2721  = \$2720  ? 11'h400 : 11'h000;
@@ -9909,7 +9875,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2724  = \$2723  + 1'h1;
   assign \$2725  = \$2724  < 7'h40;
   assign \$7282  = wa2_kl1 * 7'h40;
-  assign \$2726  = \$signature__data$1161  >> \$7282 ;
+  assign \$2726  = \$signature__data$1163  >> \$7282 ;
   assign \$2728  = \$2727  + 1'h1;
   assign \$2729  = \$2728  == 7'h40;
   assign \$2730  = \$2729  ? 11'h400 : 11'h000;
@@ -9917,7 +9883,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2733  = \$2732  + 2'h2;
   assign \$2734  = \$2733  < 7'h40;
   assign \$7293  = wa2_kl1 * 7'h40;
-  assign \$2735  = \$signature__data$1161  >> \$7293 ;
+  assign \$2735  = \$signature__data$1163  >> \$7293 ;
   assign \$2737  = \$2736  + 2'h2;
   assign \$2738  = \$2737  == 7'h40;
   assign \$2739  = \$2738  ? 11'h400 : 11'h000;
@@ -9925,22 +9891,22 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2742  = \$2741  + 2'h3;
   assign \$2743  = \$2742  < 7'h40;
   assign \$7304  = wa2_kl1 * 7'h40;
-  assign \$2744  = \$signature__data$1161  >> \$7304 ;
+  assign \$2744  = \$signature__data$1163  >> \$7304 ;
   assign \$2746  = \$2745  + 2'h3;
   assign \$2747  = \$2746  == 7'h40;
   assign \$2748  = \$2747  ? 11'h400 : 11'h000;
   assign \$2749  = \$2743  ? \$2744 [63:48] : { 5'h00, \$2748  };
   assign \$7312  = wa2_kl1 * 7'h40;
-  assign \$2750  = \$signature__data$1162  >> \$7312 ;
+  assign \$2750  = \$signature__data$1164  >> \$7312 ;
   assign \$2751  = wa2_cv1[0] ? \$2750 [15:0] : 16'h0000;
   assign \$7316  = wa2_kl1 * 7'h40;
-  assign \$2752  = \$signature__data$1162  >> \$7316 ;
+  assign \$2752  = \$signature__data$1164  >> \$7316 ;
   assign \$2753  = wa2_cv1[1] ? \$2752 [31:16] : 16'h0000;
   assign \$7320  = wa2_kl1 * 7'h40;
-  assign \$2754  = \$signature__data$1162  >> \$7320 ;
+  assign \$2754  = \$signature__data$1164  >> \$7320 ;
   assign \$2755  = wa2_cv1[2] ? \$2754 [47:32] : 16'h0000;
   assign \$7324  = wa2_kl1 * 7'h40;
-  assign \$2756  = \$signature__data$1162  >> \$7324 ;
+  assign \$2756  = \$signature__data$1164  >> \$7324 ;
   assign \$2757  = wa2_cv1[3] ? \$2756 [63:48] : 16'h0000;
   assign \$2758  = batch_size - 1'h0;
   assign \$2759  = wa2_wi + 1'h1;
@@ -9954,7 +9920,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2767  = wa2_wo + 1'h1;
   assign \$2768  = wa2_wn + 1'h1;
   assign \$2769  = ~ \clear$557 ;
-  assign \$2770  = \o__valid$838  & \$2769 ;
+  assign \$2770  = \o__valid$840  & \$2769 ;
   assign \$2771  = wa2_wi == 2'h3;
   assign \$2772  = ! wa2_wn;
   assign \$2773  = \$2771  & \$2772 ;
@@ -9966,13 +9932,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2779  = ~ \clear$557 ;
   assign \$2780  = wa2_rv & \$2779 ;
   assign \$7351  = wa2_rrow * 8'h80;
-  assign \$2781  = \$signature__data$613  >> \$7351 ;
+  assign \$2781  = \$signature__data$615  >> \$7351 ;
   assign \$7354  = wa2_rrow * 8'h80;
-  assign \$2782  = \$signature__data$613  >> \$7354 ;
+  assign \$2782  = \$signature__data$615  >> \$7354 ;
   assign \$7357  = wa2_rrow * 8'h80;
-  assign \$2783  = \$signature__data$613  >> \$7357 ;
+  assign \$2783  = \$signature__data$615  >> \$7357 ;
   assign \$7360  = wa2_rrow * 8'h80;
-  assign \$2784  = \$signature__data$613  >> \$7360 ;
+  assign \$2784  = \$signature__data$615  >> \$7360 ;
   assign \$2785  = ~ \clear$557 ;
   assign \$2786  = wa2_qv & \$2785 ;
   assign \$2787  = wa2_qfirst ? wa2_qc0 : \$267 [31:0];
@@ -10000,21 +9966,21 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2809  = ~ \clear$557 ;
   assign \$2810  = wu0_v1 & \$2809 ;
   assign \$7389  = wu0_r1 * 7'h40;
-  assign \$2811  = \$signature__data$605  >> \$7389 ;
+  assign \$2811  = \$signature__data$607  >> \$7389 ;
   assign \$7392  = wu0_r1 * 7'h40;
-  assign \$2812  = \$signature__data$605  >> \$7392 ;
+  assign \$2812  = \$signature__data$607  >> \$7392 ;
   assign \$7395  = wu0_r1 * 7'h40;
-  assign \$2813  = \$signature__data$605  >> \$7395 ;
+  assign \$2813  = \$signature__data$607  >> \$7395 ;
   assign \$7398  = wu0_r1 * 7'h40;
-  assign \$2814  = \$signature__data$605  >> \$7398 ;
+  assign \$2814  = \$signature__data$607  >> \$7398 ;
   assign \$7401  = wu0_r1 * 8'h80;
-  assign \$2815  = \$signature__data$1211  >> \$7401 ;
+  assign \$2815  = \$signature__data$1213  >> \$7401 ;
   assign \$7404  = wu0_r1 * 8'h80;
-  assign \$2816  = \$signature__data$1211  >> \$7404 ;
+  assign \$2816  = \$signature__data$1213  >> \$7404 ;
   assign \$7407  = wu0_r1 * 8'h80;
-  assign \$2817  = \$signature__data$1211  >> \$7407 ;
+  assign \$2817  = \$signature__data$1213  >> \$7407 ;
   assign \$7410  = wu0_r1 * 8'h80;
-  assign \$2818  = \$signature__data$1211  >> \$7410 ;
+  assign \$2818  = \$signature__data$1213  >> \$7410 ;
   assign \$2819  = ~ \clear$557 ;
   assign \$2820  = wu0_v2 & \$2819 ;
   assign \$2821  = $signed(wu0_g02_0) * $signed({ 1'h0, eta });
@@ -10049,21 +10015,21 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2851  = ~ \clear$557 ;
   assign \$2852  = wu1_v1 & \$2851 ;
   assign \$7447  = wu1_r1 * 7'h40;
-  assign \$2853  = \$signature__data$606  >> \$7447 ;
+  assign \$2853  = \$signature__data$608  >> \$7447 ;
   assign \$7450  = wu1_r1 * 7'h40;
-  assign \$2854  = \$signature__data$606  >> \$7450 ;
+  assign \$2854  = \$signature__data$608  >> \$7450 ;
   assign \$7453  = wu1_r1 * 7'h40;
-  assign \$2855  = \$signature__data$606  >> \$7453 ;
+  assign \$2855  = \$signature__data$608  >> \$7453 ;
   assign \$7456  = wu1_r1 * 7'h40;
-  assign \$2856  = \$signature__data$606  >> \$7456 ;
+  assign \$2856  = \$signature__data$608  >> \$7456 ;
   assign \$7459  = wu1_r1 * 8'h80;
-  assign \$2857  = \$signature__data$1249  >> \$7459 ;
+  assign \$2857  = \$signature__data$1251  >> \$7459 ;
   assign \$7462  = wu1_r1 * 8'h80;
-  assign \$2858  = \$signature__data$1249  >> \$7462 ;
+  assign \$2858  = \$signature__data$1251  >> \$7462 ;
   assign \$7465  = wu1_r1 * 8'h80;
-  assign \$2859  = \$signature__data$1249  >> \$7465 ;
+  assign \$2859  = \$signature__data$1251  >> \$7465 ;
   assign \$7468  = wu1_r1 * 8'h80;
-  assign \$2860  = \$signature__data$1249  >> \$7468 ;
+  assign \$2860  = \$signature__data$1251  >> \$7468 ;
   assign \$2861  = ~ \clear$557 ;
   assign \$2862  = wu1_v2 & \$2861 ;
   assign \$2863  = $signed(wu1_g02_0) * $signed({ 1'h0, eta });
@@ -10098,21 +10064,21 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2893  = ~ \clear$557 ;
   assign \$2894  = wu2_v1 & \$2893 ;
   assign \$7505  = wu2_r1 * 7'h40;
-  assign \$2895  = \$signature__data$607  >> \$7505 ;
+  assign \$2895  = \$signature__data$609  >> \$7505 ;
   assign \$7508  = wu2_r1 * 7'h40;
-  assign \$2896  = \$signature__data$607  >> \$7508 ;
+  assign \$2896  = \$signature__data$609  >> \$7508 ;
   assign \$7511  = wu2_r1 * 7'h40;
-  assign \$2897  = \$signature__data$607  >> \$7511 ;
+  assign \$2897  = \$signature__data$609  >> \$7511 ;
   assign \$7514  = wu2_r1 * 7'h40;
-  assign \$2898  = \$signature__data$607  >> \$7514 ;
+  assign \$2898  = \$signature__data$609  >> \$7514 ;
   assign \$7517  = wu2_r1 * 8'h80;
-  assign \$2899  = \$signature__data$1286  >> \$7517 ;
+  assign \$2899  = \$signature__data$1288  >> \$7517 ;
   assign \$7520  = wu2_r1 * 8'h80;
-  assign \$2900  = \$signature__data$1286  >> \$7520 ;
+  assign \$2900  = \$signature__data$1288  >> \$7520 ;
   assign \$7523  = wu2_r1 * 8'h80;
-  assign \$2901  = \$signature__data$1286  >> \$7523 ;
+  assign \$2901  = \$signature__data$1288  >> \$7523 ;
   assign \$7526  = wu2_r1 * 8'h80;
-  assign \$2902  = \$signature__data$1286  >> \$7526 ;
+  assign \$2902  = \$signature__data$1288  >> \$7526 ;
   assign \$2903  = ~ \clear$557 ;
   assign \$2904  = wu2_v2 & \$2903 ;
   assign \$2905  = $signed(wu2_g02_0) * $signed({ 1'h0, eta });
@@ -10151,41 +10117,41 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2940  = sync_count + 1'h1;
   assign \$2941  = \$2939  ? 17'h0ffff : \$2940 ;
   assign \$2942  = \$2938  ? 17'h00000 : \$2941 ;
-  assign \$2943  = \o__valid$882  & o__payload[64];
+  assign \$2943  = \o__valid$884  & o__payload[64];
   assign \$2945  = \$2944  + fw0_wi;
   assign \$2946  = \$2945  < \$10 [3:0];
   assign \$2947  = \$2943  & \$2946 ;
-  assign \$2949  = \o__valid$901  & \o__payload$907 [64];
+  assign \$2949  = \o__valid$903  & \o__payload$909 [64];
   assign \$2951  = \$2950  + fw1_wi;
   assign \$2952  = \$2951  < \$23 [3:0];
   assign \$2953  = \$2949  & \$2952 ;
   assign \$2954  = \$2948  | \$2953 ;
-  assign \$2955  = \o__valid$921  & \o__payload$927 [64];
+  assign \$2955  = \o__valid$923  & \o__payload$929 [64];
   assign \$2957  = \$2956  + fw2_wi;
   assign \$2958  = \$2957  < \$36 [3:0];
   assign \$2959  = \$2955  & \$2958 ;
   assign \$2960  = \$2954  | \$2959 ;
-  assign \$2961  = \o__valid$941  & \o__payload$947 [64];
+  assign \$2961  = \o__valid$943  & \o__payload$949 [64];
   assign \$2963  = \$2962  + tfw0_wi;
   assign \$2964  = \$2963  < \$47 [3:0];
   assign \$2965  = \$2961  & \$2964 ;
-  assign \$2967  = \o__valid$960  & \o__payload$966 [64];
+  assign \$2967  = \o__valid$962  & \o__payload$968 [64];
   assign \$2969  = \$2968  + tfw1_wi;
   assign \$2970  = \$2969  < \$60 [3:0];
   assign \$2971  = \$2967  & \$2970 ;
   assign \$2972  = \$2966  | \$2971 ;
-  assign \$2973  = \o__valid$980  & \o__payload$986 [64];
+  assign \$2973  = \o__valid$982  & \o__payload$988 [64];
   assign \$2975  = \$2974  + tfw2_wi;
   assign \$2976  = \$2975  < \$73 [3:0];
   assign \$2977  = \$2973  & \$2976 ;
   assign \$2978  = \$2972  | \$2977 ;
   assign \$2979  = loss_v4a & loss_y_ovf;
   assign \$2981  = loss_v4c & loss_delta_ovf;
-  assign \$2983  = \o__valid$858  & \o__payload$1050 [64];
+  assign \$2983  = \o__valid$860  & \o__payload$1052 [64];
   assign \$2985  = \$2984  + bw2_wi;
   assign \$2986  = \$2985  < \$152 [3:0];
   assign \$2987  = \$2983  & \$2986 ;
-  assign \$2989  = \o__valid$849  & \o__payload$1066 [64];
+  assign \$2989  = \o__valid$851  & \o__payload$1068 [64];
   assign \$2991  = \$2990  + bw1_wi;
   assign \$2992  = \$2991  < \$165 [3:0];
   assign \$2993  = \$2989  & \$2992 ;
@@ -11953,7 +11919,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   always @(posedge clk)
     loss_acc <= \$3949 ;
   always @(posedge clk)
-    synced <= \$3950 ;
+    status_target_synced <= \$3950 ;
   always @(posedge clk)
     error <= \$3951 ;
   always @(posedge clk)
@@ -11961,19 +11927,19 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   always @(posedge clk)
     sync_count <= \$3953 ;
   always @(posedge clk)
-    flag_fw <= \$3954 ;
+    status_fw_overflow <= \$3954 ;
   always @(posedge clk)
-    flag_target_fw <= \$3955 ;
+    status_target_fw_overflow <= \$3955 ;
   always @(posedge clk)
-    flag_target <= \$3956 ;
+    status_target_overflow <= \$3956 ;
   always @(posedge clk)
-    flag_delta <= \$3957 ;
+    status_delta_overflow <= \$3957 ;
   always @(posedge clk)
-    flag_bw <= \$3958 ;
+    status_bw_overflow <= \$3958 ;
   always @(posedge clk)
-    flag_wa <= \$3959 ;
+    status_wa_overflow <= \$3959 ;
   always @(posedge clk)
-    flag_wu <= \$3960 ;
+    status_wu_overflow <= \$3960 ;
   always @(posedge clk)
     host_region_q <= \$3961 ;
   always @(posedge clk)
@@ -11984,16 +11950,16 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .clk(clk),
     .i__payload(\i__payload$278 ),
     .i__valid(\i__valid$276 ),
-    .o__payload(\o__payload$1066 ),
-    .o_valid(\o__valid$849 ),
+    .o__payload(\o__payload$1068 ),
+    .o_valid(\o__valid$851 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_bw2  tu_bw2 (
     .clk(clk),
     .i__payload(\i__payload$245 ),
     .i__valid(\i__valid$243 ),
-    .o__payload(\o__payload$1050 ),
-    .o_valid(\o__valid$858 ),
+    .o__payload(\o__payload$1052 ),
+    .o_valid(\o__valid$860 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_fw0  tu_fw0 (
@@ -12001,54 +11967,54 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .i__payload(i__payload),
     .i__valid(i__valid),
     .o__payload(o__payload),
-    .o_valid(\o__valid$882 ),
+    .o_valid(\o__valid$884 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_fw1  tu_fw1 (
     .clk(clk),
     .i__payload(\i__payload$54 ),
     .i__valid(\i__valid$52 ),
-    .o__payload(\o__payload$907 ),
-    .o_valid(\o__valid$901 ),
+    .o__payload(\o__payload$909 ),
+    .o_valid(\o__valid$903 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_fw2  tu_fw2 (
     .clk(clk),
     .i__payload(\i__payload$87 ),
     .i__valid(\i__valid$85 ),
-    .o__payload(\o__payload$927 ),
-    .o_valid(\o__valid$921 ),
+    .o__payload(\o__payload$929 ),
+    .o_valid(\o__valid$923 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_tfw0  tu_tfw0 (
     .clk(clk),
     .i__payload(\i__payload$118 ),
     .i__valid(\i__valid$116 ),
-    .o__payload(\o__payload$947 ),
-    .o_valid(\o__valid$941 ),
+    .o__payload(\o__payload$949 ),
+    .o_valid(\o__valid$943 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_tfw1  tu_tfw1 (
     .clk(clk),
     .i__payload(\i__payload$151 ),
     .i__valid(\i__valid$149 ),
-    .o__payload(\o__payload$966 ),
-    .o_valid(\o__valid$960 ),
+    .o__payload(\o__payload$968 ),
+    .o_valid(\o__valid$962 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_tfw2  tu_tfw2 (
     .clk(clk),
     .i__payload(\i__payload$184 ),
     .i__valid(\i__valid$182 ),
-    .o__payload(\o__payload$986 ),
-    .o_valid(\o__valid$980 ),
+    .o__payload(\o__payload$988 ),
+    .o_valid(\o__valid$982 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_wa0  tu_wa0 (
     .clk(clk),
     .i__payload(\i__payload$312 ),
     .i__valid(\i__valid$310 ),
-    .o__payload(\o__payload$1088 ),
+    .o__payload(\o__payload$1090 ),
     .o_valid(o__valid),
     .rst(rst)
   );
@@ -12056,16 +12022,16 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .clk(clk),
     .i__payload(\i__payload$365 ),
     .i__valid(\i__valid$363 ),
-    .o__payload(\o__payload$1131 ),
-    .o_valid(\o__valid$826 ),
+    .o__payload(\o__payload$1133 ),
+    .o_valid(\o__valid$828 ),
     .rst(rst)
   );
   \learner_cartpole_s4.core.tu_wa2  tu_wa2 (
     .clk(clk),
     .i__payload(\i__payload$418 ),
     .i__valid(\i__valid$416 ),
-    .o__payload(\o__payload$1176 ),
-    .o_valid(\o__valid$838 ),
+    .o__payload(\o__payload$1178 ),
+    .o_valid(\o__valid$840 ),
     .rst(rst)
   );
   always @* begin
@@ -12378,7 +12344,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3164  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -12398,7 +12364,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3165  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -12418,7 +12384,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3166  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -12438,7 +12404,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3167  = \$1758 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -12456,7 +12422,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3168  = fw0_wi;
     if (\clear$557 ) begin
       \$3168  = 2'h0;
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       \$3168  = \$1759 [1:0];
       if (\$1760 ) begin
         \$3168  = 2'h0;
@@ -12471,7 +12437,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3169  = fw0_wo;
     if (\clear$557 ) begin
       \$3169  = 2'h0;
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           (* full_case = 32'd1 *)
@@ -12492,7 +12458,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3170  = fw0_wn;
     if (\clear$557 ) begin
       \$3170  = 5'h00;
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         (* full_case = 32'd1 *)
         if (\$1761 ) begin
@@ -12890,7 +12856,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3208  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -12910,7 +12876,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3209  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -12930,7 +12896,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3210  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -12950,7 +12916,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3211  = \$1846 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -12968,7 +12934,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3212  = fw1_wi;
     if (\clear$557 ) begin
       \$3212  = 2'h0;
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       \$3212  = \$1847 [1:0];
       if (\$1848 ) begin
         \$3212  = 2'h0;
@@ -12983,7 +12949,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3213  = fw1_wo;
     if (\clear$557 ) begin
       \$3213  = 2'h0;
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           (* full_case = 32'd1 *)
@@ -13004,7 +12970,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3214  = fw1_wn;
     if (\clear$557 ) begin
       \$3214  = 5'h00;
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         (* full_case = 32'd1 *)
         if (\$1849 ) begin
@@ -13055,28 +13021,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3220  = \o__payload$907 [15:0];
+    \$3220  = \o__payload$909 [15:0];
     if (rst) begin
       \$3220  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3221  = \o__payload$907 [31:16];
+    \$3221  = \o__payload$909 [31:16];
     if (rst) begin
       \$3221  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3222  = \o__payload$907 [47:32];
+    \$3222  = \o__payload$909 [47:32];
     if (rst) begin
       \$3222  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3223  = \o__payload$907 [63:48];
+    \$3223  = \o__payload$909 [63:48];
     if (rst) begin
       \$3223  = 16'h0000;
     end
@@ -13402,7 +13368,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3252  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -13422,7 +13388,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3253  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -13442,7 +13408,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3254  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -13462,7 +13428,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3255  = \$1934 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -13480,7 +13446,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3256  = fw2_wi;
     if (\clear$557 ) begin
       \$3256  = 2'h0;
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       \$3256  = \$1935 [1:0];
       if (\$1936 ) begin
         \$3256  = 2'h0;
@@ -13495,7 +13461,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3257  = fw2_wo;
     if (\clear$557 ) begin
       \$3257  = 2'h0;
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           (* full_case = 32'd1 *)
@@ -13516,7 +13482,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3258  = fw2_wn;
     if (\clear$557 ) begin
       \$3258  = 1'h0;
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         (* full_case = 32'd1 *)
         if (\$1937 ) begin
@@ -13567,28 +13533,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3264  = \o__payload$927 [15:0];
+    \$3264  = \o__payload$929 [15:0];
     if (rst) begin
       \$3264  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3265  = \o__payload$927 [31:16];
+    \$3265  = \o__payload$929 [31:16];
     if (rst) begin
       \$3265  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3266  = \o__payload$927 [47:32];
+    \$3266  = \o__payload$929 [47:32];
     if (rst) begin
       \$3266  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3267  = \o__payload$927 [63:48];
+    \$3267  = \o__payload$929 [63:48];
     if (rst) begin
       \$3267  = 16'h0000;
     end
@@ -13914,7 +13880,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3296  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -13934,7 +13900,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3297  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -13954,7 +13920,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3298  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -13974,7 +13940,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3299  = \$2022 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -13992,7 +13958,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3300  = tfw0_wi;
     if (\clear$557 ) begin
       \$3300  = 2'h0;
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       \$3300  = \$2023 [1:0];
       if (\$2024 ) begin
         \$3300  = 2'h0;
@@ -14007,7 +13973,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3301  = tfw0_wo;
     if (\clear$557 ) begin
       \$3301  = 2'h0;
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           (* full_case = 32'd1 *)
@@ -14028,7 +13994,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3302  = tfw0_wn;
     if (\clear$557 ) begin
       \$3302  = 5'h00;
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         (* full_case = 32'd1 *)
         if (\$2025 ) begin
@@ -14079,28 +14045,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3308  = \o__payload$947 [15:0];
+    \$3308  = \o__payload$949 [15:0];
     if (rst) begin
       \$3308  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3309  = \o__payload$947 [31:16];
+    \$3309  = \o__payload$949 [31:16];
     if (rst) begin
       \$3309  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3310  = \o__payload$947 [47:32];
+    \$3310  = \o__payload$949 [47:32];
     if (rst) begin
       \$3310  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3311  = \o__payload$947 [63:48];
+    \$3311  = \o__payload$949 [63:48];
     if (rst) begin
       \$3311  = 16'h0000;
     end
@@ -14426,7 +14392,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3340  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -14446,7 +14412,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3341  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -14466,7 +14432,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3342  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -14486,7 +14452,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3343  = \$2110 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -14504,7 +14470,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3344  = tfw1_wi;
     if (\clear$557 ) begin
       \$3344  = 2'h0;
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       \$3344  = \$2111 [1:0];
       if (\$2112 ) begin
         \$3344  = 2'h0;
@@ -14519,7 +14485,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3345  = tfw1_wo;
     if (\clear$557 ) begin
       \$3345  = 2'h0;
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           (* full_case = 32'd1 *)
@@ -14540,7 +14506,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3346  = tfw1_wn;
     if (\clear$557 ) begin
       \$3346  = 5'h00;
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         (* full_case = 32'd1 *)
         if (\$2113 ) begin
@@ -14591,28 +14557,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3352  = \o__payload$966 [15:0];
+    \$3352  = \o__payload$968 [15:0];
     if (rst) begin
       \$3352  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3353  = \o__payload$966 [31:16];
+    \$3353  = \o__payload$968 [31:16];
     if (rst) begin
       \$3353  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3354  = \o__payload$966 [47:32];
+    \$3354  = \o__payload$968 [47:32];
     if (rst) begin
       \$3354  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3355  = \o__payload$966 [63:48];
+    \$3355  = \o__payload$968 [63:48];
     if (rst) begin
       \$3355  = 16'h0000;
     end
@@ -14938,7 +14904,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3384  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -14958,7 +14924,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3385  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -14978,7 +14944,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3386  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -14998,7 +14964,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3387  = \$2198 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -15016,7 +14982,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3388  = tfw2_wi;
     if (\clear$557 ) begin
       \$3388  = 2'h0;
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       \$3388  = \$2199 [1:0];
       if (\$2200 ) begin
         \$3388  = 2'h0;
@@ -15031,7 +14997,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3389  = tfw2_wo;
     if (\clear$557 ) begin
       \$3389  = 2'h0;
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           (* full_case = 32'd1 *)
@@ -15052,7 +15018,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3390  = tfw2_wn;
     if (\clear$557 ) begin
       \$3390  = 1'h0;
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         (* full_case = 32'd1 *)
         if (\$2201 ) begin
@@ -15103,28 +15069,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3396  = \o__payload$986 [15:0];
+    \$3396  = \o__payload$988 [15:0];
     if (rst) begin
       \$3396  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3397  = \o__payload$986 [31:16];
+    \$3397  = \o__payload$988 [31:16];
     if (rst) begin
       \$3397  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3398  = \o__payload$986 [47:32];
+    \$3398  = \o__payload$988 [47:32];
     if (rst) begin
       \$3398  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3399  = \o__payload$986 [63:48];
+    \$3399  = \o__payload$988 [63:48];
     if (rst) begin
       \$3399  = 16'h0000;
     end
@@ -16035,7 +16001,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3492  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16055,7 +16021,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3493  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16075,7 +16041,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3494  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16095,7 +16061,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3495  = \$2350 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16113,7 +16079,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3496  = bw2_wi;
     if (\clear$557 ) begin
       \$3496  = 2'h0;
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       \$3496  = \$2351 [1:0];
       if (\$2352 ) begin
         \$3496  = 2'h0;
@@ -16128,7 +16094,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3497  = bw2_wo;
     if (\clear$557 ) begin
       \$3497  = 2'h0;
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           (* full_case = 32'd1 *)
@@ -16149,7 +16115,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3498  = bw2_wn;
     if (\clear$557 ) begin
       \$3498  = 5'h00;
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         (* full_case = 32'd1 *)
         if (\$2353 ) begin
@@ -16207,28 +16173,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3505  = \o__payload$1050 [15:0];
+    \$3505  = \o__payload$1052 [15:0];
     if (rst) begin
       \$3505  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3506  = \o__payload$1050 [31:16];
+    \$3506  = \o__payload$1052 [31:16];
     if (rst) begin
       \$3506  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3507  = \o__payload$1050 [47:32];
+    \$3507  = \o__payload$1052 [47:32];
     if (rst) begin
       \$3507  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3508  = \o__payload$1050 [63:48];
+    \$3508  = \o__payload$1052 [63:48];
     if (rst) begin
       \$3508  = 16'h0000;
     end
@@ -16547,7 +16513,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3536  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -16567,7 +16533,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3537  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -16587,7 +16553,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3538  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -16607,7 +16573,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3539  = \$2433 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -16625,7 +16591,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3540  = bw1_wi;
     if (\clear$557 ) begin
       \$3540  = 2'h0;
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       \$3540  = \$2434 [1:0];
       if (\$2435 ) begin
         \$3540  = 2'h0;
@@ -16640,7 +16606,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3541  = bw1_wo;
     if (\clear$557 ) begin
       \$3541  = 2'h0;
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           (* full_case = 32'd1 *)
@@ -16661,7 +16627,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3542  = bw1_wn;
     if (\clear$557 ) begin
       \$3542  = 5'h00;
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         (* full_case = 32'd1 *)
         if (\$2436 ) begin
@@ -16719,28 +16685,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3549  = \o__payload$1066 [15:0];
+    \$3549  = \o__payload$1068 [15:0];
     if (rst) begin
       \$3549  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3550  = \o__payload$1066 [31:16];
+    \$3550  = \o__payload$1068 [31:16];
     if (rst) begin
       \$3550  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3551  = \o__payload$1066 [47:32];
+    \$3551  = \o__payload$1068 [47:32];
     if (rst) begin
       \$3551  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3552  = \o__payload$1066 [63:48];
+    \$3552  = \o__payload$1068 [63:48];
     if (rst) begin
       \$3552  = 16'h0000;
     end
@@ -17238,7 +17204,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3594  = \o__payload$1088 [128];
+    \$3594  = \o__payload$1090 [128];
     if (rst) begin
       \$3594  = 1'h0;
     end
@@ -17259,28 +17225,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3597  = \o__payload$1088 [31:0];
+    \$3597  = \o__payload$1090 [31:0];
     if (rst) begin
       \$3597  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3598  = \o__payload$1088 [63:32];
+    \$3598  = \o__payload$1090 [63:32];
     if (rst) begin
       \$3598  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3599  = \o__payload$1088 [95:64];
+    \$3599  = \o__payload$1090 [95:64];
     if (rst) begin
       \$3599  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3600  = \o__payload$1088 [127:96];
+    \$3600  = \o__payload$1090 [127:96];
     if (rst) begin
       \$3600  = 32'd0;
     end
@@ -17802,7 +17768,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3655  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -17822,7 +17788,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3656  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -17842,7 +17808,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3657  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -17862,7 +17828,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3658  = \$2646 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -17880,7 +17846,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3659  = wa1_wi;
     if (\clear$557 ) begin
       \$3659  = 2'h0;
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       \$3659  = \$2647 [1:0];
       if (\$2648 ) begin
         \$3659  = 2'h0;
@@ -17895,7 +17861,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3660  = wa1_wo;
     if (\clear$557 ) begin
       \$3660  = 5'h00;
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           (* full_case = 32'd1 *)
@@ -17916,7 +17882,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3661  = wa1_wn;
     if (\clear$557 ) begin
       \$3661  = 5'h00;
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         (* full_case = 32'd1 *)
         if (\$2649 ) begin
@@ -17981,7 +17947,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3669  = \o__payload$1131 [128];
+    \$3669  = \o__payload$1133 [128];
     if (rst) begin
       \$3669  = 1'h0;
     end
@@ -18002,28 +17968,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3672  = \o__payload$1131 [31:0];
+    \$3672  = \o__payload$1133 [31:0];
     if (rst) begin
       \$3672  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3673  = \o__payload$1131 [63:32];
+    \$3673  = \o__payload$1133 [63:32];
     if (rst) begin
       \$3673  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3674  = \o__payload$1131 [95:64];
+    \$3674  = \o__payload$1133 [95:64];
     if (rst) begin
       \$3674  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3675  = \o__payload$1131 [127:96];
+    \$3675  = \o__payload$1133 [127:96];
     if (rst) begin
       \$3675  = 32'd0;
     end
@@ -18545,7 +18511,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3730  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -18565,7 +18531,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3731  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -18585,7 +18551,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3732  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -18605,7 +18571,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       \$3733  = \$2758 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -18623,7 +18589,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3734  = wa2_wi;
     if (\clear$557 ) begin
       \$3734  = 2'h0;
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       \$3734  = \$2759 [1:0];
       if (\$2760 ) begin
         \$3734  = 2'h0;
@@ -18638,7 +18604,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3735  = wa2_wo;
     if (\clear$557 ) begin
       \$3735  = 5'h00;
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           (* full_case = 32'd1 *)
@@ -18659,7 +18625,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     \$3736  = wa2_wn;
     if (\clear$557 ) begin
       \$3736  = 1'h0;
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         (* full_case = 32'd1 *)
         if (\$2761 ) begin
@@ -18724,7 +18690,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3744  = \o__payload$1176 [128];
+    \$3744  = \o__payload$1178 [128];
     if (rst) begin
       \$3744  = 1'h0;
     end
@@ -18745,28 +18711,28 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3747  = \o__payload$1176 [31:0];
+    \$3747  = \o__payload$1178 [31:0];
     if (rst) begin
       \$3747  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3748  = \o__payload$1176 [63:32];
+    \$3748  = \o__payload$1178 [63:32];
     if (rst) begin
       \$3748  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3749  = \o__payload$1176 [95:64];
+    \$3749  = \o__payload$1178 [95:64];
     if (rst) begin
       \$3749  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3750  = \o__payload$1176 [127:96];
+    \$3750  = \o__payload$1178 [127:96];
     if (rst) begin
       \$3750  = 32'd0;
     end
@@ -20377,7 +20343,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3948  = gamma;
     if (\clear$557 ) begin
-      \$3948  = \gamma$1312 ;
+      \$3948  = \gamma$1314 ;
     end
     if (rst) begin
       \$3948  = 17'h00000;
@@ -20398,7 +20364,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3950  = synced;
+    \$3950  = status_target_synced;
     if (\clear$557 ) begin
       \$3950  = 1'h0;
       (* full_case = 32'd1 *)
@@ -20458,7 +20424,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3954  = flag_fw;
+    \$3954  = status_fw_overflow;
     if (\clear$557 ) begin
       \$3954  = 1'h0;
     end else if (\$2960 ) begin
@@ -20470,7 +20436,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3955  = flag_target_fw;
+    \$3955  = status_target_fw_overflow;
     if (\clear$557 ) begin
       \$3955  = 1'h0;
     end else if (\$2978 ) begin
@@ -20482,7 +20448,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3956  = flag_target;
+    \$3956  = status_target_overflow;
     if (\clear$557 ) begin
       \$3956  = 1'h0;
     end else if (\$2980 ) begin
@@ -20494,7 +20460,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3957  = flag_delta;
+    \$3957  = status_delta_overflow;
     if (\clear$557 ) begin
       \$3957  = 1'h0;
     end else if (\$2982 ) begin
@@ -20506,7 +20472,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3958  = flag_bw;
+    \$3958  = status_bw_overflow;
     if (\clear$557 ) begin
       \$3958  = 1'h0;
     end else if (\$2994 ) begin
@@ -20518,7 +20484,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3959  = flag_wa;
+    \$3959  = status_wa_overflow;
     if (\clear$557 ) begin
       \$3959  = 1'h0;
     end else if (\$3039 ) begin
@@ -20530,7 +20496,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3960  = flag_wu;
+    \$3960  = status_wu_overflow;
     if (\clear$557 ) begin
       \$3960  = 1'h0;
     end else if (\$3045 ) begin
@@ -20688,15 +20654,17 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign wu2_new2 = \$448 [15:0];
   assign wu2_new3 = \$454 [15:0];
   assign count = sync_count;
-  assign _sync_now = synced;
-  assign flag_fw_reg = flag_fw;
-  assign flag_target_fw_reg = flag_target_fw;
-  assign flag_target_reg = flag_target;
-  assign flag_delta_reg = flag_delta;
-  assign flag_bw_reg = flag_bw;
-  assign flag_wa_reg = flag_wa;
-  assign flag_wu_reg = flag_wu;
+  assign _sync_now = status_target_synced;
+  assign flag_fw_reg = status_fw_overflow;
+  assign flag_target_fw_reg = status_target_fw_overflow;
+  assign flag_target_reg = status_target_overflow;
+  assign flag_delta_reg = status_delta_overflow;
+  assign flag_bw_reg = status_bw_overflow;
+  assign flag_wa_reg = status_wa_overflow;
+  assign flag_wu_reg = status_wu_overflow;
   assign loss_sum = { 21'h000000, loss_acc };
+  assign loss_lo = loss_acc[31:0];
+  assign loss_hi = { 21'h000000, loss_acc[42:32] };
   assign host_en_obs = \$464 [31:0];
   assign host_en_next_obs = \$472 [31:0];
   assign host_en_samples = \$480 [15:0];
@@ -20834,76 +20802,76 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \o__payload.c[3]  = o__payload[63:48];
   assign \o__payload.overflow  = o__payload[64];
   assign \o__payload.last  = o__payload[65];
-  assign \o__payload$907.c  = \o__payload$907 [63:0];
-  assign \o__payload$907.c[0]  = \o__payload$907 [15:0];
-  assign \o__payload$907.c[1]  = \o__payload$907 [31:16];
-  assign \o__payload$907.c[2]  = \o__payload$907 [47:32];
-  assign \o__payload$907.c[3]  = \o__payload$907 [63:48];
-  assign \o__payload$907.overflow  = \o__payload$907 [64];
-  assign \o__payload$907.last  = \o__payload$907 [65];
-  assign \o__payload$927.c  = \o__payload$927 [63:0];
-  assign \o__payload$927.c[0]  = \o__payload$927 [15:0];
-  assign \o__payload$927.c[1]  = \o__payload$927 [31:16];
-  assign \o__payload$927.c[2]  = \o__payload$927 [47:32];
-  assign \o__payload$927.c[3]  = \o__payload$927 [63:48];
-  assign \o__payload$927.overflow  = \o__payload$927 [64];
-  assign \o__payload$927.last  = \o__payload$927 [65];
-  assign \o__payload$947.c  = \o__payload$947 [63:0];
-  assign \o__payload$947.c[0]  = \o__payload$947 [15:0];
-  assign \o__payload$947.c[1]  = \o__payload$947 [31:16];
-  assign \o__payload$947.c[2]  = \o__payload$947 [47:32];
-  assign \o__payload$947.c[3]  = \o__payload$947 [63:48];
-  assign \o__payload$947.overflow  = \o__payload$947 [64];
-  assign \o__payload$947.last  = \o__payload$947 [65];
-  assign \o__payload$966.c  = \o__payload$966 [63:0];
-  assign \o__payload$966.c[0]  = \o__payload$966 [15:0];
-  assign \o__payload$966.c[1]  = \o__payload$966 [31:16];
-  assign \o__payload$966.c[2]  = \o__payload$966 [47:32];
-  assign \o__payload$966.c[3]  = \o__payload$966 [63:48];
-  assign \o__payload$966.overflow  = \o__payload$966 [64];
-  assign \o__payload$966.last  = \o__payload$966 [65];
-  assign \o__payload$986.c  = \o__payload$986 [63:0];
-  assign \o__payload$986.c[0]  = \o__payload$986 [15:0];
-  assign \o__payload$986.c[1]  = \o__payload$986 [31:16];
-  assign \o__payload$986.c[2]  = \o__payload$986 [47:32];
-  assign \o__payload$986.c[3]  = \o__payload$986 [63:48];
-  assign \o__payload$986.overflow  = \o__payload$986 [64];
-  assign \o__payload$986.last  = \o__payload$986 [65];
-  assign \o__payload$1050.c  = \o__payload$1050 [63:0];
-  assign \o__payload$1050.c[0]  = \o__payload$1050 [15:0];
-  assign \o__payload$1050.c[1]  = \o__payload$1050 [31:16];
-  assign \o__payload$1050.c[2]  = \o__payload$1050 [47:32];
-  assign \o__payload$1050.c[3]  = \o__payload$1050 [63:48];
-  assign \o__payload$1050.overflow  = \o__payload$1050 [64];
-  assign \o__payload$1050.last  = \o__payload$1050 [65];
-  assign \o__payload$1066.c  = \o__payload$1066 [63:0];
-  assign \o__payload$1066.c[0]  = \o__payload$1066 [15:0];
-  assign \o__payload$1066.c[1]  = \o__payload$1066 [31:16];
-  assign \o__payload$1066.c[2]  = \o__payload$1066 [47:32];
-  assign \o__payload$1066.c[3]  = \o__payload$1066 [63:48];
-  assign \o__payload$1066.overflow  = \o__payload$1066 [64];
-  assign \o__payload$1066.last  = \o__payload$1066 [65];
-  assign \o__payload$1088.c  = \o__payload$1088 [127:0];
-  assign \o__payload$1088.c[0]  = \o__payload$1088 [31:0];
-  assign \o__payload$1088.c[1]  = \o__payload$1088 [63:32];
-  assign \o__payload$1088.c[2]  = \o__payload$1088 [95:64];
-  assign \o__payload$1088.c[3]  = \o__payload$1088 [127:96];
-  assign \o__payload$1088.overflow  = \o__payload$1088 [128];
-  assign \o__payload$1088.last  = \o__payload$1088 [129];
-  assign \o__payload$1131.c  = \o__payload$1131 [127:0];
-  assign \o__payload$1131.c[0]  = \o__payload$1131 [31:0];
-  assign \o__payload$1131.c[1]  = \o__payload$1131 [63:32];
-  assign \o__payload$1131.c[2]  = \o__payload$1131 [95:64];
-  assign \o__payload$1131.c[3]  = \o__payload$1131 [127:96];
-  assign \o__payload$1131.overflow  = \o__payload$1131 [128];
-  assign \o__payload$1131.last  = \o__payload$1131 [129];
-  assign \o__payload$1176.c  = \o__payload$1176 [127:0];
-  assign \o__payload$1176.c[0]  = \o__payload$1176 [31:0];
-  assign \o__payload$1176.c[1]  = \o__payload$1176 [63:32];
-  assign \o__payload$1176.c[2]  = \o__payload$1176 [95:64];
-  assign \o__payload$1176.c[3]  = \o__payload$1176 [127:96];
-  assign \o__payload$1176.overflow  = \o__payload$1176 [128];
-  assign \o__payload$1176.last  = \o__payload$1176 [129];
+  assign \o__payload$909.c  = \o__payload$909 [63:0];
+  assign \o__payload$909.c[0]  = \o__payload$909 [15:0];
+  assign \o__payload$909.c[1]  = \o__payload$909 [31:16];
+  assign \o__payload$909.c[2]  = \o__payload$909 [47:32];
+  assign \o__payload$909.c[3]  = \o__payload$909 [63:48];
+  assign \o__payload$909.overflow  = \o__payload$909 [64];
+  assign \o__payload$909.last  = \o__payload$909 [65];
+  assign \o__payload$929.c  = \o__payload$929 [63:0];
+  assign \o__payload$929.c[0]  = \o__payload$929 [15:0];
+  assign \o__payload$929.c[1]  = \o__payload$929 [31:16];
+  assign \o__payload$929.c[2]  = \o__payload$929 [47:32];
+  assign \o__payload$929.c[3]  = \o__payload$929 [63:48];
+  assign \o__payload$929.overflow  = \o__payload$929 [64];
+  assign \o__payload$929.last  = \o__payload$929 [65];
+  assign \o__payload$949.c  = \o__payload$949 [63:0];
+  assign \o__payload$949.c[0]  = \o__payload$949 [15:0];
+  assign \o__payload$949.c[1]  = \o__payload$949 [31:16];
+  assign \o__payload$949.c[2]  = \o__payload$949 [47:32];
+  assign \o__payload$949.c[3]  = \o__payload$949 [63:48];
+  assign \o__payload$949.overflow  = \o__payload$949 [64];
+  assign \o__payload$949.last  = \o__payload$949 [65];
+  assign \o__payload$968.c  = \o__payload$968 [63:0];
+  assign \o__payload$968.c[0]  = \o__payload$968 [15:0];
+  assign \o__payload$968.c[1]  = \o__payload$968 [31:16];
+  assign \o__payload$968.c[2]  = \o__payload$968 [47:32];
+  assign \o__payload$968.c[3]  = \o__payload$968 [63:48];
+  assign \o__payload$968.overflow  = \o__payload$968 [64];
+  assign \o__payload$968.last  = \o__payload$968 [65];
+  assign \o__payload$988.c  = \o__payload$988 [63:0];
+  assign \o__payload$988.c[0]  = \o__payload$988 [15:0];
+  assign \o__payload$988.c[1]  = \o__payload$988 [31:16];
+  assign \o__payload$988.c[2]  = \o__payload$988 [47:32];
+  assign \o__payload$988.c[3]  = \o__payload$988 [63:48];
+  assign \o__payload$988.overflow  = \o__payload$988 [64];
+  assign \o__payload$988.last  = \o__payload$988 [65];
+  assign \o__payload$1052.c  = \o__payload$1052 [63:0];
+  assign \o__payload$1052.c[0]  = \o__payload$1052 [15:0];
+  assign \o__payload$1052.c[1]  = \o__payload$1052 [31:16];
+  assign \o__payload$1052.c[2]  = \o__payload$1052 [47:32];
+  assign \o__payload$1052.c[3]  = \o__payload$1052 [63:48];
+  assign \o__payload$1052.overflow  = \o__payload$1052 [64];
+  assign \o__payload$1052.last  = \o__payload$1052 [65];
+  assign \o__payload$1068.c  = \o__payload$1068 [63:0];
+  assign \o__payload$1068.c[0]  = \o__payload$1068 [15:0];
+  assign \o__payload$1068.c[1]  = \o__payload$1068 [31:16];
+  assign \o__payload$1068.c[2]  = \o__payload$1068 [47:32];
+  assign \o__payload$1068.c[3]  = \o__payload$1068 [63:48];
+  assign \o__payload$1068.overflow  = \o__payload$1068 [64];
+  assign \o__payload$1068.last  = \o__payload$1068 [65];
+  assign \o__payload$1090.c  = \o__payload$1090 [127:0];
+  assign \o__payload$1090.c[0]  = \o__payload$1090 [31:0];
+  assign \o__payload$1090.c[1]  = \o__payload$1090 [63:32];
+  assign \o__payload$1090.c[2]  = \o__payload$1090 [95:64];
+  assign \o__payload$1090.c[3]  = \o__payload$1090 [127:96];
+  assign \o__payload$1090.overflow  = \o__payload$1090 [128];
+  assign \o__payload$1090.last  = \o__payload$1090 [129];
+  assign \o__payload$1133.c  = \o__payload$1133 [127:0];
+  assign \o__payload$1133.c[0]  = \o__payload$1133 [31:0];
+  assign \o__payload$1133.c[1]  = \o__payload$1133 [63:32];
+  assign \o__payload$1133.c[2]  = \o__payload$1133 [95:64];
+  assign \o__payload$1133.c[3]  = \o__payload$1133 [127:96];
+  assign \o__payload$1133.overflow  = \o__payload$1133 [128];
+  assign \o__payload$1133.last  = \o__payload$1133 [129];
+  assign \o__payload$1178.c  = \o__payload$1178 [127:0];
+  assign \o__payload$1178.c[0]  = \o__payload$1178 [31:0];
+  assign \o__payload$1178.c[1]  = \o__payload$1178 [63:32];
+  assign \o__payload$1178.c[2]  = \o__payload$1178 [95:64];
+  assign \o__payload$1178.c[3]  = \o__payload$1178 [127:96];
+  assign \o__payload$1178.overflow  = \o__payload$1178 [128];
+  assign \o__payload$1178.last  = \o__payload$1178 [129];
   assign \i__payload$418 [128] = wa2_last;
   assign \i__payload$418 [127:112] = wa2_b3;
   assign \i__payload$418 [111:96] = wa2_b2;
@@ -21060,89 +21028,89 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$480  = { 63'h0000000000000000, \$478  };
   assign \$591  = fw0_slot;
   assign \$600  = \$599 [3:0];
-  assign \$signature__en$619  = wa0_elem;
+  assign \$signature__en$621  = wa0_elem;
   assign \$608  = { 2'h0, \$178 [3:2] };
-  assign \$signature__addr$620  = \$610 [3:0];
+  assign \$signature__addr$622  = \$610 [3:0];
   assign wp__en = \$464 [31:0];
   assign wp__addr = \$612 [3:0];
   assign wp__data = \$614 ;
   assign \$615  = tfw0_slot;
   assign \$624  = \$623 [3:0];
-  assign \wp__en$630  = \$472 [31:0];
-  assign \wp__addr$631  = \$633 [3:0];
-  assign \wp__data$632  = \$635 ;
+  assign \wp__en$632  = \$472 [31:0];
+  assign \wp__addr$633  = \$633 [3:0];
+  assign \wp__data$634  = \$635 ;
   assign \$636  = loss_slot;
   assign \$643  = { 2'h0, loss_s[3:2] };
   assign \$646  = \$645 [3:0];
-  assign \wp__en$637  = \$480 [8:0];
-  assign \wp__addr$638  = \$655 [3:0];
-  assign \wp__data$639  = \$657 ;
+  assign \wp__en$639  = \$480 [8:0];
+  assign \wp__addr$640  = \$655 [3:0];
+  assign \wp__data$641  = \$657 ;
   assign \$658  = fw1_slot;
   assign \$666  = { 2'h0, \$20 [6:2] };
   assign \$670  = \$669 [7:0];
-  assign \$signature__en$644  = wa1_elem;
+  assign \$signature__en$646  = wa1_elem;
   assign \$678  = { 1'h0, wa1_o, 2'h0 };
   assign \$681  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$645  = \$683 [7:0];
-  assign \wp__en$648  = fw0_onehot;
-  assign \wp__addr$649  = \$685 [7:0];
-  assign \wp__data$651  = \$719 ;
+  assign \$signature__addr$647  = \$683 [7:0];
+  assign \wp__en$650  = fw0_onehot;
+  assign \wp__addr$651  = \$685 [7:0];
+  assign \wp__data$653  = \$719 ;
   assign \$720  = fw2_slot;
   assign \$728  = { 2'h0, \$33 [6:2] };
   assign \$732  = \$731 [7:0];
-  assign \$signature__en$660  = wa2_elem;
+  assign \$signature__en$662  = wa2_elem;
   assign \$740  = { 1'h0, wa2_o, 2'h0 };
   assign \$743  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$661  = \$745 [7:0];
-  assign \wp__en$664  = fw1_onehot;
-  assign \wp__addr$665  = \$747 [7:0];
-  assign \wp__data$667  = \$781 ;
+  assign \$signature__addr$663  = \$745 [7:0];
+  assign \wp__en$666  = fw1_onehot;
+  assign \wp__addr$667  = \$747 [7:0];
+  assign \wp__data$669  = \$781 ;
   assign \$782  = loss_slot;
   assign \$789  = { 2'h0, loss_s[3:2] };
   assign \$792  = \$791 [3:0];
-  assign \wp__en$675  = fw2_onehot;
-  assign \wp__addr$676  = \$801 [3:0];
-  assign \wp__data$678  = \$803 ;
+  assign \wp__en$677  = fw2_onehot;
+  assign \wp__addr$678  = \$801 [3:0];
+  assign \wp__data$680  = \$803 ;
   assign \$804  = tfw1_slot;
   assign \$812  = { 2'h0, \$57 [6:2] };
   assign \$816  = \$815 [7:0];
-  assign \wp__en$687  = tfw0_onehot;
-  assign \wp__addr$688  = \$825 [7:0];
-  assign \wp__data$690  = \$859 ;
+  assign \wp__en$689  = tfw0_onehot;
+  assign \wp__addr$690  = \$825 [7:0];
+  assign \wp__data$692  = \$859 ;
   assign \$860  = tfw2_slot;
   assign \$868  = { 2'h0, \$70 [6:2] };
   assign \$872  = \$871 [7:0];
-  assign \wp__en$699  = tfw1_onehot;
-  assign \wp__addr$700  = \$881 [7:0];
-  assign \wp__data$702  = \$915 ;
+  assign \wp__en$701  = tfw1_onehot;
+  assign \wp__addr$702  = \$881 [7:0];
+  assign \wp__data$704  = \$915 ;
   assign \$916  = loss_slot;
   assign \$923  = { 2'h0, loss_s[3:2] };
   assign \$926  = \$925 [3:0];
-  assign \wp__en$709  = tfw2_onehot;
-  assign \wp__addr$710  = \$935 [3:0];
-  assign \wp__data$712  = \$937 ;
+  assign \wp__en$711  = tfw2_onehot;
+  assign \wp__addr$712  = \$935 [3:0];
+  assign \wp__data$714  = \$937 ;
   assign \$938  = wa0_elem;
   assign \$945  = { 2'h0, \$178 [3:2] };
   assign \$948  = \$947 [7:0];
-  assign \wp__en$721  = bw1_onehot;
-  assign \wp__addr$722  = \$957 [7:0];
-  assign \wp__data$724  = \$991 ;
+  assign \wp__en$723  = bw1_onehot;
+  assign \wp__addr$724  = \$957 [7:0];
+  assign \wp__data$726  = \$991 ;
   assign \$992  = bw1_slot;
   assign \$999  = { 2'h0, \$162 [6:2] };
   assign \$1002  = \$1001 [7:0];
-  assign \$signature__en$734  = wa1_elem;
+  assign \$signature__en$736  = wa1_elem;
   assign \$1010  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$735  = \$1012 [7:0];
-  assign \wp__en$737  = bw2_onehot;
-  assign \wp__addr$738  = \$1014 [7:0];
-  assign \wp__data$740  = \$1048 ;
+  assign \$signature__addr$737  = \$1012 [7:0];
+  assign \wp__en$739  = bw2_onehot;
+  assign \wp__addr$740  = \$1014 [7:0];
+  assign \wp__data$742  = \$1048 ;
   assign \$1049  = bw2_elem;
   assign \$1058  = \$1057 [3:0];
-  assign \$signature__en$750  = wa2_elem;
+  assign \$signature__en$752  = wa2_elem;
   assign \$1066  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$751  = \$1068 [3:0];
-  assign \wp__en$752  = loss_onehot;
-  assign \wp__addr$753  = \$1070 [3:0];
+  assign \$signature__addr$753  = \$1068 [3:0];
+  assign \wp__en$754  = loss_onehot;
+  assign \wp__addr$755  = \$1070 [3:0];
   assign \$1073  = \$1072 ;
   assign \$1075  = loss_wsa;
   assign \$1076  = loss_wsa;
@@ -21179,7 +21147,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1117  = 1'h0;
   assign \$1118  = 1'h0;
   assign \$1119  = 16'h0000;
-  assign \wp__data$755  = \$1120 ;
+  assign \wp__data$757  = \$1120 ;
   assign \$1121  = fw0_slot;
   assign \$1129  = { 2'h0, \$7 [2] };
   assign \$1131  = \$1130 [4:0];
@@ -21189,17 +21157,17 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1152  = fw1_slot;
   assign \$1160  = { 2'h0, \$20 [6:2] };
   assign \$1162  = \$1161 [8:0];
-  assign \$signature__en$772  = bw1_slot;
+  assign \$signature__en$774  = bw1_slot;
   assign \$1172  = { 2'h0, \$162 [6:2] };
-  assign \$signature__addr$773  = \$1173 ;
+  assign \$signature__addr$775  = \$1173 ;
   assign \$1174  = { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
   assign \$1177  = \$1176 [8:0];
   assign \$1182  = \$1181 ;
   assign \$1185  = fw2_slot;
   assign \$1193  = { 2'h0, \$33 [6:2] };
   assign \$1195  = \$1194 [4:0];
-  assign \$signature__en$785  = bw2_elem;
-  assign \$signature__addr$786  = \$1205 ;
+  assign \$signature__en$787  = bw2_elem;
+  assign \$signature__addr$788  = \$1205 ;
   assign \$1206  = { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
   assign \$1209  = \$1208 [4:0];
   assign \$1214  = \$1213 ;
@@ -21223,35 +21191,35 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1586  = \$1585 ;
   assign \$1589  = o__valid;
   assign \$1597  = \$1596 [4:0];
-  assign \$signature__en$818  = wu0_slot;
-  assign \$signature__addr$819  = \$1605 [4:0];
-  assign \wp__en$820  = wa0_onehot;
-  assign \wp__addr$821  = \$1607 [4:0];
-  assign \wp__data$823  = \$1609 ;
-  assign \$1610  = \o__valid$826 ;
+  assign \$signature__en$820  = wu0_slot;
+  assign \$signature__addr$821  = \$1605 [4:0];
+  assign \wp__en$822  = wa0_onehot;
+  assign \wp__addr$823  = \$1607 [4:0];
+  assign \wp__data$825  = \$1609 ;
+  assign \$1610  = \o__valid$828 ;
   assign \$1618  = \$1617 ;
-  assign \$signature__en$830  = wu1_slot;
-  assign \$signature__addr$831  = \$1626 ;
-  assign \wp__en$832  = wa1_onehot;
-  assign \wp__addr$833  = \$1628 [8:0];
-  assign \wp__data$835  = \$1630 ;
-  assign \$1631  = \o__valid$838 ;
+  assign \$signature__en$832  = wu1_slot;
+  assign \$signature__addr$833  = \$1626 ;
+  assign \wp__en$834  = wa1_onehot;
+  assign \wp__addr$835  = \$1628 [8:0];
+  assign \wp__data$837  = \$1630 ;
+  assign \$1631  = \o__valid$840 ;
   assign \$1639  = \$1638 ;
-  assign \$signature__en$841  = wu2_slot;
-  assign \$signature__addr$842  = \$1647 ;
-  assign \wp__en$843  = wa2_onehot;
-  assign \wp__addr$844  = \$1649 [4:0];
-  assign \wp__data$846  = \$1651 ;
-  assign \$signature__en$848  = \o__valid$849 ;
-  assign \$signature__addr$850  = \$1653 [7:0];
-  assign \wp__en$854  = fw0_onehot;
-  assign \wp__addr$855  = \$1655 [7:0];
-  assign \wp__data$856  = \$1673 ;
-  assign \$signature__en$857  = \o__valid$858 ;
-  assign \$signature__addr$859  = \$1675 [7:0];
-  assign \wp__en$863  = fw1_onehot;
-  assign \wp__addr$864  = \$1677 [7:0];
-  assign \wp__data$865  = \$1695 ;
+  assign \$signature__en$843  = wu2_slot;
+  assign \$signature__addr$844  = \$1647 ;
+  assign \wp__en$845  = wa2_onehot;
+  assign \wp__addr$846  = \$1649 [4:0];
+  assign \wp__data$848  = \$1651 ;
+  assign \$signature__en$850  = \o__valid$851 ;
+  assign \$signature__addr$852  = \$1653 [7:0];
+  assign \wp__en$856  = fw0_onehot;
+  assign \wp__addr$857  = \$1655 [7:0];
+  assign \wp__data$858  = \$1673 ;
+  assign \$signature__en$859  = \o__valid$860 ;
+  assign \$signature__addr$861  = \$1675 [7:0];
+  assign \wp__en$865  = fw1_onehot;
+  assign \wp__addr$866  = \$1677 [7:0];
+  assign \wp__data$867  = \$1695 ;
   assign \$1701  = { 1'h0, \$1700 , 2'h0 };
   assign \$1711  = { 1'h0, fw0_o, 2'h0 };
   assign \$1714  = { 1'h0, fw0_o, 2'h0 };
@@ -63459,46 +63427,27 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   reg gier_enable_q = 1'h0;
   wire gier_rd;
   wire gier_we;
-  wire [7:0] hw_array_array;
-  wire [15:0] hw_array_max_batch;
   wire hw_array_rd;
-  wire [7:0] hw_array_sub_batch;
   wire hw_array_we;
   reg hw_array_wr_pulse = 1'h0;
-  wire [7:0] hw_format2_acc_width;
-  wire [7:0] hw_format2_coef_width;
-  wire [7:0] hw_format2_lr_frac;
-  wire [7:0] hw_format2_lr_width;
   wire hw_format2_rd;
   wire hw_format2_we;
   reg hw_format2_wr_pulse = 1'h0;
-  wire [7:0] hw_format_act_frac;
-  wire [7:0] hw_format_grad_frac;
   wire hw_format_rd;
   wire hw_format_we;
-  wire [7:0] hw_format_weight_frac;
-  wire [7:0] hw_format_width;
   reg hw_format_wr_pulse = 1'h0;
-  wire [7:0] hw_layers_axi_bytes;
-  wire [7:0] hw_layers_dp;
-  wire [3:0] hw_layers_layers;
-  wire [3:0] hw_layers_loss;
   wire hw_layers_rd;
   wire hw_layers_we;
   reg hw_layers_wr_pulse = 1'h0;
-  wire [15:0] hw_size0;
   wire hw_size0_rd;
   wire hw_size0_we;
   reg hw_size0_wr_pulse = 1'h0;
-  wire [15:0] hw_size1;
   wire hw_size1_rd;
   wire hw_size1_we;
   reg hw_size1_wr_pulse = 1'h0;
-  wire [15:0] hw_size2;
   wire hw_size2_rd;
   wire hw_size2_we;
   reg hw_size2_wr_pulse = 1'h0;
-  wire [15:0] hw_size3;
   wire hw_size3_rd;
   wire hw_size3_we;
   reg hw_size3_wr_pulse = 1'h0;
@@ -64469,25 +64418,6 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign sync_period_q = sync_period;
   assign loss_lo = \port$10383$0 [31:0];
   assign loss_hi = { 21'h000000, \port$10383$0 [42:32] };
-  assign hw_array_array = 8'h04;
-  assign hw_array_sub_batch = 8'h08;
-  assign hw_array_max_batch = 16'h0040;
-  assign hw_layers_layers = 4'h3;
-  assign hw_layers_loss = 4'h0;
-  assign hw_layers_axi_bytes = 8'h10;
-  assign hw_layers_dp = 8'h01;
-  assign hw_format_width = 8'h10;
-  assign hw_format_act_frac = 8'h0a;
-  assign hw_format_weight_frac = 8'h0d;
-  assign hw_format_grad_frac = 8'h0b;
-  assign hw_format2_acc_width = 8'h20;
-  assign hw_format2_coef_width = 8'h11;
-  assign hw_format2_lr_width = 8'h18;
-  assign hw_format2_lr_frac = 8'h18;
-  assign hw_size0 = 16'h0004;
-  assign hw_size1 = 16'h0040;
-  assign hw_size2 = 16'h0040;
-  assign hw_size3 = 16'h0002;
   assign \$105  = { 1'h0, ap_start };
   assign \$106  = { 30'h00000000, \$105  };
   assign \$107  = { ctrl_ap_done_q, 1'h0 };
@@ -64573,7 +64503,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, enable, mem_rdata, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
+, mem_addr, mem_re, mem_we, mem_enable, mem_rdata, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -64779,8 +64709,6 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   reg bvalid = 1'h0;
   input clk;
   wire clk;
-  input enable;
-  wire enable;
   (* init = 128'h00000000000000000000000000000000 *)
   wire [127:0] h_data;
   (* init = 1'h0 *)
@@ -64800,6 +64728,8 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   reg m_valid = 1'h0;
   output [15:0] mem_addr;
   wire [15:0] mem_addr;
+  input mem_enable;
+  wire mem_enable;
   input [127:0] mem_rdata;
   wire [127:0] mem_rdata;
   output mem_re;
@@ -64912,11 +64842,11 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign \$23  = s_axi_mem_rvalid ? \$22  : 1'h1;
   assign \$24  = rd_act & \$23 ;
   assign \$25  = ~ bad;
-  assign \$27  = \$26  & enable;
+  assign \$27  = \$26  & mem_enable;
   assign mem_re = \$24  & \$27 ;
   assign \$28  = ! ws_resp;
   assign \$29  = ws_valid & \$28 ;
-  assign \$30  = \$29  & enable;
+  assign \$30  = \$29  & mem_enable;
   assign mem_we = \$30  ? ws_strb : 16'h0000;
   assign \$31  = ~ wr_act;
   assign \$32  = ~ rd_act;
@@ -64995,13 +64925,13 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign \$106  = ! left;
   assign \$107  = ~ s_axi_mem_arvalid;
   assign \$108  = bvalid & s_axi_mem_bready;
-  assign \$109  = enable ? ws_resp : 2'h2;
+  assign \$109  = mem_enable ? ws_resp : 2'h2;
   assign \$110  = b_acc > \$109 ;
-  assign \$111  = enable ? ws_resp : 2'h2;
+  assign \$111  = mem_enable ? ws_resp : 2'h2;
   assign \$112  = \$110  ? b_acc : \$111 ;
-  assign \$113  = enable ? ws_resp : 2'h2;
+  assign \$113  = mem_enable ? ws_resp : 2'h2;
   assign \$114  = b_acc > \$113 ;
-  assign \$115  = enable ? ws_resp : 2'h2;
+  assign \$115  = mem_enable ? ws_resp : 2'h2;
   assign \$116  = \$114  ? b_acc : \$115 ;
   assign \$117  = ~ s_axi_mem_rvalid;
   assign \$118  = ~ t_valid;
@@ -65026,9 +64956,9 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign \$137  = s_axi_mem_rvalid ? \$136  : 1'h1;
   assign \$138  = rd_act & \$137 ;
   assign \$139  = ~ bad;
-  assign \$141  = \$140  & enable;
+  assign \$141  = \$140  & mem_enable;
   assign \$143  = bad ? 2'h2 : 2'h0;
-  assign \$144  = enable ? \$143  : 2'h2;
+  assign \$144  = mem_enable ? \$143  : 2'h2;
   assign \$145  = ! left;
   assign \$146  = ~ wmask;
   assign \$147  = addr & \$146 ;

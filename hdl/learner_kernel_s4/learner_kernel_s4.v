@@ -14,26 +14,22 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  reg [31:0] \$17 ;
+  reg [31:0] \$18 ;
+  reg [31:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  reg [31:0] \$21 ;
-  reg [31:0] \$22 ;
-  reg [31:0] \$23 ;
+  reg \$20 ;
+  reg \$21 ;
+  reg \$22 ;
+  reg \$23 ;
   reg \$24 ;
   reg \$25 ;
   reg \$26 ;
-  reg \$27 ;
-  reg \$28 ;
-  reg \$29 ;
+  reg [1:0] \$27 ;
+  wire \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg \$30 ;
-  reg [1:0] \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
+  wire \$30 ;
   wire \$4 ;
   wire [32:0] \$5 ;
   wire \$6 ;
@@ -57,8 +53,6 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg [1:0] copy_state = 2'h0;
   (* init = 32'd0 *)
   wire [31:0] cycles;
-  wire [15:0] dma_align_bytes;
-  wire [15:0] dma_align_offset;
   wire [31:0] dma_bytes;
   wire dma_ctrl_dir;
   wire dma_ctrl_start;
@@ -71,10 +65,10 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg dma_status_range = 1'h0;
   reg dma_status_read_error = 1'h0;
   reg dma_status_write_error = 1'h0;
-  wire [31:0] dma_window;
   (* init = 1'h0 *)
   wire done;
-  wire \done$140 ;
+  wire \done$138 ;
+  wire dropped;
   wire error;
   (* init = 1'h0 *)
   wire flag_locked;
@@ -181,6 +175,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire m_axi_gmem_wvalid;
   wire \m_axi_gmem_wvalid$61 ;
   wire [15:0] mem_addr;
+  wire mem_enable;
   wire [31:0] mem_ptr_hi;
   wire [25:0] mem_ptr_lo;
   wire [127:0] mem_rdata;
@@ -244,8 +239,6 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg to_buffer = 1'h0;
   assign rst = ~ ap_rst_n;
   assign \$1  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + offset;
-  assign host_re = mem_re & host_enable;
-  assign host_we = mem_we & { host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable };
   assign \$2  = ! copy_state;
   assign \$3  = copy_state == 1'h1;
   assign \$4  = copy_state == 2'h2;
@@ -258,35 +251,31 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \$11  = \$10  <= 21'h100000;
   assign \$12  = ~ \$11 ;
   assign \$13  = \$9  | \$12 ;
-  assign \$14  = ~ host_enable;
-  assign \$15  = \done$140  & error;
-  assign \$16  = ~ host_enable;
-  assign \$17  = dma_status_busy & \$16 ;
-  assign \$18  = | mem_we;
-  assign \$19  = mem_re | \$18 ;
-  assign \$20  = \$17  & \$19 ;
+  assign \$14  = ~ mem_enable;
+  assign \$15  = \done$138  & error;
+  assign \$16  = dma_status_busy & dropped;
   always @(posedge ap_clk)
-    dma_cycles <= \$21 ;
+    dma_cycles <= \$17 ;
   always @(posedge ap_clk)
-    offset <= \$22 ;
+    offset <= \$18 ;
   always @(posedge ap_clk)
-    nbytes <= \$23 ;
+    nbytes <= \$19 ;
   always @(posedge ap_clk)
-    to_buffer <= \$24 ;
+    to_buffer <= \$20 ;
   always @(posedge ap_clk)
-    dma_status_done <= \$25 ;
+    dma_status_done <= \$21 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$26 ;
+    dma_status_read_error <= \$22 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$27 ;
+    dma_status_write_error <= \$23 ;
   always @(posedge ap_clk)
-    dma_status_locked <= \$28 ;
+    dma_status_locked <= \$24 ;
   always @(posedge ap_clk)
-    dma_status_range <= \$29 ;
+    dma_status_range <= \$25 ;
   always @(posedge ap_clk)
-    dma_status_busy <= \$30 ;
+    dma_status_busy <= \$26 ;
   always @(posedge ap_clk)
-    copy_state <= \$31 ;
+    copy_state <= \$27 ;
   \learner_kernel_s4.accel  accel (
     .clk(ap_clk),
     .dma_bytes(dma_bytes),
@@ -302,7 +291,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .dma_status_read_error(dma_status_read_error),
     .dma_status_write_error(dma_status_write_error),
     .host_addr(host_addr),
-    .host_enable(host_enable),
+    .host_enable(mem_enable),
     .host_rdata(mem_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
@@ -334,7 +323,8 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$140 ),
+    .done(\done$138 ),
+    .dropped(dropped),
     .error(error),
     .m_axi_gmem_arready(m_axi_gmem_arready),
     .m_axi_gmem_arvalid(m_axi_gmem_arvalid),
@@ -353,12 +343,13 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .m_axi_gmem_wready(m_axi_gmem_wready),
     .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
     .mem_addr(host_addr),
+    .mem_enable(mem_enable),
     .mem_rdata(mem_rdata),
-    .mem_we(mem_we),
-    .\port$8599$0 (\$32 ),
-    .\port$8600$0 (\$33 ),
-    .\port$8601$0 (\$34 ),
-    .rd_issue(mem_re),
+    .mem_re(host_re),
+    .mem_we(host_we),
+    .\port$8602$0 (\$28 ),
+    .\port$8603$0 (\$29 ),
+    .\port$8604$0 (\$30 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -400,77 +391,151 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$21  = dma_cycles;
+    \$17  = dma_cycles;
     if (dma_status_busy) begin
-      \$21  = \$5 [31:0];
+      \$17  = \$5 [31:0];
     end
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$21  = 32'd0;
+            \$17  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$21  = 32'd0;
+      \$17  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$22  = offset;
+    \$18  = offset;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$22  = dma_offset;
+            \$18  = dma_offset;
           end
     endcase
     if (rst) begin
-      \$22  = 32'd0;
+      \$18  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$23  = nbytes;
+    \$19  = nbytes;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$23  = dma_bytes;
+            \$19  = dma_bytes;
           end
     endcase
     if (rst) begin
-      \$23  = 32'd0;
+      \$19  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$24  = to_buffer;
+    \$20  = to_buffer;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$24  = dma_ctrl_dir;
+            \$20  = dma_ctrl_dir;
           end
     endcase
+    if (rst) begin
+      \$20  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$21  = dma_status_done;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$21  = 1'h0;
+            if (\$13 ) begin
+              \$21  = 1'h1;
+            end else if (\$14 ) begin
+              \$21  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$138 ) begin
+            \$21  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$21  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$22  = dma_status_read_error;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$22  = 1'h0;
+          end
+    endcase
+    if (\$15 ) begin
+      (* full_case = 32'd1 *)
+      if (to_buffer) begin
+      end else begin
+        \$22  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$22  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$23  = dma_status_write_error;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$23  = 1'h0;
+          end
+    endcase
+    if (\$15 ) begin
+      if (to_buffer) begin
+        \$23  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$23  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$24  = dma_status_locked;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$24  = 1'h0;
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+              \$24  = 1'h1;
+            end
+          end
+    endcase
+    if (\$16 ) begin
+      \$24  = 1'h1;
+    end
     if (rst) begin
       \$24  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$25  = dma_status_done;
+    \$25  = dma_status_range;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$25  = 1'h0;
             if (\$13 ) begin
               \$25  = 1'h1;
-            end else if (\$14 ) begin
-              \$25  = 1'h1;
             end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$140 ) begin
-            \$25  = 1'h1;
           end
     endcase
     if (rst) begin
@@ -479,81 +544,31 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$26  = dma_status_read_error;
+    \$26  = dma_status_busy;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+            end else begin
+              \$26  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$138 ) begin
             \$26  = 1'h0;
           end
     endcase
-    if (\$15 ) begin
-      (* full_case = 32'd1 *)
-      if (to_buffer) begin
-      end else begin
-        \$26  = 1'h1;
-      end
-    end
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$27  = dma_status_write_error;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$27  = 1'h0;
-          end
-    endcase
-    if (\$15 ) begin
-      if (to_buffer) begin
-        \$27  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$27  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$28  = dma_status_locked;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$28  = 1'h0;
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-              \$28  = 1'h1;
-            end
-          end
-    endcase
-    if (\$20 ) begin
-      \$28  = 1'h1;
-    end
-    if (rst) begin
-      \$28  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$29  = dma_status_range;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$29  = 1'h0;
-            if (\$13 ) begin
-              \$29  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$29  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$30  = dma_status_busy;
+    \$27  = copy_state;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
@@ -561,44 +576,20 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
             if (\$13 ) begin
             end else if (\$14 ) begin
             end else begin
-              \$30  = 1'h1;
-            end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$140 ) begin
-            \$30  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$30  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$31  = copy_state;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-            end else begin
-              \$31  = 2'h1;
+              \$27  = 2'h1;
             end
           end
       2'h1:
           if (cmd__ready) begin
-            \$31  = 2'h2;
+            \$27  = 2'h2;
           end
       2'h2:
-          if (\done$140 ) begin
-            \$31  = 2'h0;
+          if (\done$138 ) begin
+            \$27  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$31  = 2'h0;
+      \$27  = 2'h0;
     end
   end
   assign clk = ap_clk;
@@ -610,7 +601,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$59  = { \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , 16'hffff };
+  assign \m_axi_gmem_wstrb$59  = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
   assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
@@ -650,22 +641,22 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \s_axi_control_rready$96  = s_axi_control_rready;
   assign \interrupt$97  = interrupt;
   assign mem_addr = host_addr;
-  assign mem_wdata = host_wdata;
+  assign host_enable = mem_enable;
   assign host_rdata = mem_rdata;
+  assign mem_re = host_re;
+  assign mem_wdata = host_wdata;
+  assign mem_we = host_we;
   assign \$signal  = dma_status_busy;
   assign done = dma_status_done;
-  assign cycles = dma_cycles;
   assign flag_read_error = dma_status_read_error;
   assign flag_write_error = dma_status_write_error;
   assign flag_locked = dma_status_locked;
   assign flag_range = dma_status_range;
-  assign dma_window = 32'd1048576;
-  assign dma_align_offset = 16'h0040;
-  assign dma_align_bytes = 16'h0010;
+  assign cycles = dma_cycles;
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , 16'hffff };
+  assign m_axi_gmem_wstrb = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -679,7 +670,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, host_re, host_we, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_rdata, dma_ctrl_start_clear, dma_cycles, dma_status_done
+module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_rdata, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
 , dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
@@ -699,9 +690,7 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   input clk;
   wire clk;
   wire [31:0] cycles;
-  wire [31:0] \cycles$62 ;
-  wire [15:0] dma_align_bytes;
-  wire [15:0] dma_align_offset;
+  wire [31:0] \cycles$85 ;
   output [31:0] dma_bytes;
   wire [31:0] dma_bytes;
   output dma_ctrl_dir;
@@ -726,63 +715,37 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire dma_status_read_error;
   input dma_status_write_error;
   wire dma_status_write_error;
-  wire [31:0] dma_window;
   wire done;
   wire [1:0] error;
-  wire flag_bw;
-  wire flag_delta;
-  wire flag_fw;
-  wire flag_target;
-  wire flag_target_fw;
-  wire flag_wa;
-  wire flag_wu;
   wire [16:0] gamma;
-  wire [16:0] \gamma$53 ;
+  wire [16:0] \gamma$51 ;
   input [15:0] host_addr;
   wire [15:0] host_addr;
-  wire [15:0] \host_addr$107 ;
+  wire [15:0] \host_addr$87 ;
   output host_enable;
   wire host_enable;
-  wire \host_enable$105 ;
+  wire \host_enable$89 ;
   output [127:0] host_rdata;
   wire [127:0] host_rdata;
-  wire [127:0] \host_rdata$115 ;
+  wire [127:0] \host_rdata$91 ;
   input host_re;
   wire host_re;
-  wire \host_re$109 ;
+  wire \host_re$93 ;
   input [127:0] host_wdata;
   wire [127:0] host_wdata;
-  wire [127:0] \host_wdata$113 ;
+  wire [127:0] \host_wdata$95 ;
   input [15:0] host_we;
   wire [15:0] host_we;
-  wire [15:0] \host_we$111 ;
-  wire [7:0] hw_array_array;
-  wire [15:0] hw_array_max_batch;
-  wire [7:0] hw_array_sub_batch;
-  wire [7:0] hw_format2_acc_width;
-  wire [7:0] hw_format2_coef_width;
-  wire [7:0] hw_format2_lr_frac;
-  wire [7:0] hw_format2_lr_width;
-  wire [7:0] hw_format_act_frac;
-  wire [7:0] hw_format_grad_frac;
-  wire [7:0] hw_format_weight_frac;
-  wire [7:0] hw_format_width;
-  wire [7:0] hw_layers_axi_bytes;
-  wire [7:0] hw_layers_dp;
-  wire [3:0] hw_layers_layers;
-  wire [3:0] hw_layers_loss;
-  wire [15:0] hw_size0;
-  wire [15:0] hw_size1;
-  wire [15:0] hw_size2;
-  wire [15:0] hw_size3;
+  wire [15:0] \host_we$97 ;
   output interrupt;
   wire interrupt;
   wire \interrupt$37 ;
   wire [31:0] loss_hi;
+  wire [31:0] \loss_hi$59 ;
   wire [31:0] loss_lo;
-  wire [63:0] loss_sum;
+  wire [31:0] \loss_lo$61 ;
   wire [23:0] lr;
-  wire [23:0] \lr$51 ;
+  wire [23:0] \lr$53 ;
   output [31:0] mem_ptr_hi;
   wire [31:0] mem_ptr_hi;
   output [25:0] mem_ptr_lo;
@@ -846,22 +809,29 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   (* init = 1'h0 *)
   wire start_refused;
   wire status_bw_overflow;
+  wire \status_bw_overflow$63 ;
   wire status_delta_overflow;
+  wire \status_delta_overflow$65 ;
   wire [1:0] status_error;
   wire status_fw_overflow;
+  wire \status_fw_overflow$67 ;
   reg status_start_refused = 1'h0;
   wire status_target_fw_overflow;
+  wire \status_target_fw_overflow$69 ;
   wire status_target_overflow;
+  wire \status_target_overflow$71 ;
   wire status_target_synced;
+  wire \status_target_synced$73 ;
   wire status_wa_overflow;
+  wire \status_wa_overflow$75 ;
   wire status_wu_overflow;
+  wire \status_wu_overflow$77 ;
   wire [15:0] sync_count;
-  wire [15:0] \sync_count$70 ;
+  wire [15:0] \sync_count$79 ;
   wire [15:0] sync_period;
-  wire [15:0] \sync_period$66 ;
+  wire [15:0] \sync_period$55 ;
   wire sync_target;
-  wire \sync_target$64 ;
-  wire synced;
+  wire \sync_target$57 ;
   always @(posedge clk)
     status_start_refused <= \$3 ;
   assign ap_idle = ~ busy;
@@ -875,14 +845,7 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .cycles(cycles),
     .done(ap_done),
     .error(status_error),
-    .flag_bw(status_bw_overflow),
-    .flag_delta(status_delta_overflow),
-    .flag_fw(status_fw_overflow),
-    .flag_target(status_target_overflow),
-    .flag_target_fw(status_target_fw_overflow),
-    .flag_wa(status_wa_overflow),
-    .flag_wu(status_wu_overflow),
-    .\gamma$1312 (gamma),
+    .\gamma$1314 (gamma),
     .host_addr(host_addr),
     .host_enable(host_enable),
     .host_rdata(host_rdata),
@@ -894,10 +857,17 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .ready(ap_ready),
     .rst(rst),
     .start(start),
+    .status_bw_overflow(status_bw_overflow),
+    .status_delta_overflow(status_delta_overflow),
+    .status_fw_overflow(status_fw_overflow),
+    .status_target_fw_overflow(status_target_fw_overflow),
+    .status_target_overflow(status_target_overflow),
+    .status_target_synced(status_target_synced),
+    .status_wa_overflow(status_wa_overflow),
+    .status_wu_overflow(status_wu_overflow),
     .sync_count(sync_count),
     .sync_period(sync_period),
-    .sync_target(sync_target),
-    .synced(status_target_synced)
+    .sync_target(sync_target)
   );
   \learner_kernel_s4.accel.csr  csr (
     .ap_done(ap_done),
@@ -928,7 +898,7 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .lr(lr),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .\port$10579$0 (\$4 ),
+    .\port$10589$0 (\$4 ),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
     .s_axi_control_araddr(s_axi_control_araddr),
@@ -995,58 +965,37 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign ready = ap_ready;
   assign done = ap_done;
   assign \batch_size$49  = batch_size;
-  assign \lr$51  = lr;
-  assign \gamma$53  = gamma;
+  assign \gamma$51  = gamma;
+  assign \lr$53  = lr;
+  assign \sync_period$55  = sync_period;
+  assign \sync_target$57  = sync_target;
+  assign loss_hi = { 21'h000000, \$4 [42:32] };
+  assign \loss_hi$59  = { 21'h000000, \$4 [42:32] };
+  assign loss_lo = \$4 [31:0];
+  assign \loss_lo$61  = \$4 [31:0];
+  assign \status_bw_overflow$63  = status_bw_overflow;
+  assign \status_delta_overflow$65  = status_delta_overflow;
+  assign \status_fw_overflow$67  = status_fw_overflow;
+  assign \status_target_fw_overflow$69  = status_target_fw_overflow;
+  assign \status_target_overflow$71  = status_target_overflow;
+  assign \status_target_synced$73  = status_target_synced;
+  assign \status_wa_overflow$75  = status_wa_overflow;
+  assign \status_wu_overflow$77  = status_wu_overflow;
+  assign \sync_count$79  = sync_count;
   assign error = status_error;
   assign start_refused = status_start_refused;
-  assign loss_lo = \$4 [31:0];
-  assign loss_sum = { 21'h000000, \$4  };
-  assign loss_hi = { 21'h000000, \$4 [42:32] };
-  assign \cycles$62  = cycles;
-  assign \sync_target$64  = sync_target;
-  assign \sync_period$66  = sync_period;
-  assign synced = status_target_synced;
-  assign \sync_count$70  = sync_count;
-  assign flag_fw = status_fw_overflow;
-  assign flag_target_fw = status_target_fw_overflow;
-  assign flag_target = status_target_overflow;
-  assign flag_delta = status_delta_overflow;
-  assign flag_bw = status_bw_overflow;
-  assign flag_wa = status_wa_overflow;
-  assign flag_wu = status_wu_overflow;
-  assign hw_array_array = 8'h04;
-  assign hw_array_sub_batch = 8'h08;
-  assign hw_array_max_batch = 16'h0040;
-  assign hw_layers_layers = 4'h3;
-  assign hw_layers_loss = 4'h0;
-  assign hw_layers_axi_bytes = 8'h10;
-  assign hw_layers_dp = 8'h01;
-  assign hw_format_width = 8'h10;
-  assign hw_format_act_frac = 8'h0a;
-  assign hw_format_weight_frac = 8'h0d;
-  assign hw_format_grad_frac = 8'h0b;
-  assign hw_format2_acc_width = 8'h20;
-  assign hw_format2_coef_width = 8'h11;
-  assign hw_format2_lr_width = 8'h18;
-  assign hw_format2_lr_frac = 8'h18;
-  assign hw_size0 = 16'h0004;
-  assign hw_size1 = 16'h0040;
-  assign hw_size2 = 16'h0040;
-  assign hw_size3 = 16'h0002;
-  assign \host_enable$105  = host_enable;
-  assign \host_addr$107  = host_addr;
-  assign \host_re$109  = host_re;
-  assign \host_we$111  = host_we;
-  assign \host_wdata$113  = host_wdata;
-  assign \host_rdata$115  = host_rdata;
-  assign dma_window = 32'd1048576;
-  assign dma_align_offset = 16'h0040;
-  assign dma_align_bytes = 16'h0010;
+  assign \cycles$85  = cycles;
+  assign \host_addr$87  = host_addr;
+  assign \host_enable$89  = host_enable;
+  assign \host_rdata$91  = host_rdata;
+  assign \host_re$93  = host_re;
+  assign \host_wdata$95  = host_wdata;
+  assign \host_we$97  = host_we;
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1312 , sync_target, sync_period, cycles, ready, done, loss_acc, synced, error, busy, sync_count, flag_fw, flag_target_fw
-, flag_target, flag_delta, flag_bw, flag_wa, flag_wu, host_wdata, host_addr, clk);
+module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, host_we, start, batch_size, lr, \gamma$1314 , sync_target, sync_period, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count, status_fw_overflow, status_target_fw_overflow
+, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire [13:0] \$10 ;
@@ -5211,54 +5160,52 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   wire \$998 ;
   wire [6:0] \$999 ;
   wire [3:0] \$signature__addr ;
-  wire [3:0] \$signature__addr$620 ;
-  wire [3:0] \$signature__addr$627 ;
-  wire [3:0] \$signature__addr$634 ;
-  wire [7:0] \$signature__addr$641 ;
-  wire [7:0] \$signature__addr$645 ;
-  wire [7:0] \$signature__addr$657 ;
-  wire [7:0] \$signature__addr$661 ;
-  wire [3:0] \$signature__addr$673 ;
-  wire [7:0] \$signature__addr$684 ;
-  wire [7:0] \$signature__addr$696 ;
-  wire [3:0] \$signature__addr$708 ;
-  wire [7:0] \$signature__addr$718 ;
-  wire [7:0] \$signature__addr$731 ;
-  wire [7:0] \$signature__addr$735 ;
-  wire [3:0] \$signature__addr$747 ;
-  wire [3:0] \$signature__addr$751 ;
-  wire [4:0] \$signature__addr$759 ;
-  wire [8:0] \$signature__addr$770 ;
-  wire [8:0] \$signature__addr$773 ;
-  wire [4:0] \$signature__addr$784 ;
+  wire [3:0] \$signature__addr$622 ;
+  wire [3:0] \$signature__addr$629 ;
+  wire [3:0] \$signature__addr$636 ;
+  wire [7:0] \$signature__addr$643 ;
+  wire [7:0] \$signature__addr$647 ;
+  wire [7:0] \$signature__addr$659 ;
+  wire [7:0] \$signature__addr$663 ;
+  wire [3:0] \$signature__addr$675 ;
+  wire [7:0] \$signature__addr$686 ;
+  wire [7:0] \$signature__addr$698 ;
+  wire [3:0] \$signature__addr$710 ;
+  wire [7:0] \$signature__addr$720 ;
+  wire [7:0] \$signature__addr$733 ;
+  wire [7:0] \$signature__addr$737 ;
+  wire [3:0] \$signature__addr$749 ;
+  wire [3:0] \$signature__addr$753 ;
+  wire [4:0] \$signature__addr$761 ;
+  wire [8:0] \$signature__addr$772 ;
+  wire [8:0] \$signature__addr$775 ;
   wire [4:0] \$signature__addr$786 ;
-  wire [4:0] \$signature__addr$797 ;
-  wire [8:0] \$signature__addr$803 ;
-  wire [4:0] \$signature__addr$809 ;
-  wire [4:0] \$signature__addr$815 ;
-  wire [4:0] \$signature__addr$819 ;
-  wire [8:0] \$signature__addr$827 ;
-  wire [8:0] \$signature__addr$831 ;
-  wire [4:0] \$signature__addr$839 ;
-  wire [4:0] \$signature__addr$842 ;
-  wire [7:0] \$signature__addr$850 ;
-  wire [7:0] \$signature__addr$859 ;
+  wire [4:0] \$signature__addr$788 ;
+  wire [4:0] \$signature__addr$799 ;
+  wire [8:0] \$signature__addr$805 ;
+  wire [4:0] \$signature__addr$811 ;
+  wire [4:0] \$signature__addr$817 ;
+  wire [4:0] \$signature__addr$821 ;
+  wire [8:0] \$signature__addr$829 ;
+  wire [8:0] \$signature__addr$833 ;
+  wire [4:0] \$signature__addr$841 ;
+  wire [4:0] \$signature__addr$844 ;
+  wire [7:0] \$signature__addr$852 ;
+  wire [7:0] \$signature__addr$861 ;
   wire [255:0] \$signature__data ;
-  wire [255:0] \$signature__data$1043 ;
-  wire [255:0] \$signature__data$1059 ;
-  wire [255:0] \$signature__data$1075 ;
-  wire [255:0] \$signature__data$1117 ;
-  wire [255:0] \$signature__data$1118 ;
-  wire [255:0] \$signature__data$1161 ;
-  wire [255:0] \$signature__data$1162 ;
-  wire [511:0] \$signature__data$1211 ;
-  wire [511:0] \$signature__data$1249 ;
-  wire [511:0] \$signature__data$1286 ;
-  wire [255:0] \$signature__data$593 ;
+  wire [255:0] \$signature__data$1045 ;
+  wire [255:0] \$signature__data$1061 ;
+  wire [255:0] \$signature__data$1077 ;
+  wire [255:0] \$signature__data$1119 ;
+  wire [255:0] \$signature__data$1120 ;
+  wire [255:0] \$signature__data$1163 ;
+  wire [255:0] \$signature__data$1164 ;
+  wire [511:0] \$signature__data$1213 ;
+  wire [511:0] \$signature__data$1251 ;
+  wire [511:0] \$signature__data$1288 ;
   wire [255:0] \$signature__data$595 ;
-  wire [71:0] \$signature__data$596 ;
   wire [255:0] \$signature__data$597 ;
-  wire [255:0] \$signature__data$598 ;
+  wire [71:0] \$signature__data$598 ;
   wire [255:0] \$signature__data$599 ;
   wire [255:0] \$signature__data$600 ;
   wire [255:0] \$signature__data$601 ;
@@ -5271,44 +5218,46 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   wire [255:0] \$signature__data$608 ;
   wire [255:0] \$signature__data$609 ;
   wire [255:0] \$signature__data$610 ;
-  wire [511:0] \$signature__data$611 ;
-  wire [511:0] \$signature__data$612 ;
+  wire [255:0] \$signature__data$611 ;
+  wire [255:0] \$signature__data$612 ;
   wire [511:0] \$signature__data$613 ;
-  wire [15:0] \$signature__data$725 ;
-  wire [15:0] \$signature__data$741 ;
+  wire [511:0] \$signature__data$614 ;
+  wire [511:0] \$signature__data$615 ;
+  wire [15:0] \$signature__data$727 ;
+  wire [15:0] \$signature__data$743 ;
   wire \$signature__en ;
-  wire \$signature__en$619 ;
-  wire \$signature__en$626 ;
-  wire \$signature__en$633 ;
-  wire \$signature__en$640 ;
-  wire \$signature__en$644 ;
-  wire \$signature__en$656 ;
-  wire \$signature__en$660 ;
-  wire \$signature__en$672 ;
-  wire \$signature__en$683 ;
-  wire \$signature__en$695 ;
-  wire \$signature__en$707 ;
-  wire \$signature__en$717 ;
-  wire \$signature__en$730 ;
-  wire \$signature__en$734 ;
-  wire \$signature__en$746 ;
-  wire \$signature__en$750 ;
-  wire \$signature__en$758 ;
-  wire \$signature__en$769 ;
-  wire \$signature__en$772 ;
-  wire \$signature__en$783 ;
+  wire \$signature__en$621 ;
+  wire \$signature__en$628 ;
+  wire \$signature__en$635 ;
+  wire \$signature__en$642 ;
+  wire \$signature__en$646 ;
+  wire \$signature__en$658 ;
+  wire \$signature__en$662 ;
+  wire \$signature__en$674 ;
+  wire \$signature__en$685 ;
+  wire \$signature__en$697 ;
+  wire \$signature__en$709 ;
+  wire \$signature__en$719 ;
+  wire \$signature__en$732 ;
+  wire \$signature__en$736 ;
+  wire \$signature__en$748 ;
+  wire \$signature__en$752 ;
+  wire \$signature__en$760 ;
+  wire \$signature__en$771 ;
+  wire \$signature__en$774 ;
   wire \$signature__en$785 ;
-  wire \$signature__en$796 ;
-  wire \$signature__en$802 ;
-  wire \$signature__en$808 ;
-  wire \$signature__en$813 ;
-  wire \$signature__en$818 ;
-  wire \$signature__en$825 ;
-  wire \$signature__en$830 ;
-  wire \$signature__en$837 ;
-  wire \$signature__en$841 ;
-  wire \$signature__en$848 ;
-  wire \$signature__en$857 ;
+  wire \$signature__en$787 ;
+  wire \$signature__en$798 ;
+  wire \$signature__en$804 ;
+  wire \$signature__en$810 ;
+  wire \$signature__en$815 ;
+  wire \$signature__en$820 ;
+  wire \$signature__en$827 ;
+  wire \$signature__en$832 ;
+  wire \$signature__en$839 ;
+  wire \$signature__en$843 ;
+  wire \$signature__en$850 ;
+  wire \$signature__en$859 ;
   (* init = 1'h0 *)
   wire _sync_now;
   input [12:0] batch_size;
@@ -5454,32 +5403,18 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   output [1:0] error;
   reg [1:0] error = 2'h0;
   reg [23:0] eta = 24'h000000;
-  output flag_bw;
-  reg flag_bw = 1'h0;
   (* init = 1'h0 *)
   wire flag_bw_reg;
-  output flag_delta;
-  reg flag_delta = 1'h0;
   (* init = 1'h0 *)
   wire flag_delta_reg;
-  output flag_fw;
-  reg flag_fw = 1'h0;
   (* init = 1'h0 *)
   wire flag_fw_reg;
-  output flag_target;
-  reg flag_target = 1'h0;
-  output flag_target_fw;
-  reg flag_target_fw = 1'h0;
   (* init = 1'h0 *)
   wire flag_target_fw_reg;
   (* init = 1'h0 *)
   wire flag_target_reg;
-  output flag_wa;
-  reg flag_wa = 1'h0;
   (* init = 1'h0 *)
   wire flag_wa_reg;
-  output flag_wu;
-  reg flag_wu = 1'h0;
   (* init = 1'h0 *)
   wire flag_wu_reg;
   reg [15:0] fw0_a0 = 16'h0000;
@@ -5648,8 +5583,8 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   reg fw2_wn = 1'h0;
   reg [1:0] fw2_wo = 2'h0;
   reg [16:0] gamma = 17'h00000;
-  input [16:0] \gamma$1312 ;
-  wire [16:0] \gamma$1312 ;
+  input [16:0] \gamma$1314 ;
+  wire [16:0] \gamma$1314 ;
   input [15:0] host_addr;
   wire [15:0] host_addr;
   wire [31:0] host_en_next_obs;
@@ -5846,6 +5781,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   reg loss_g1 = 1'h0;
   reg [12:0] loss_gbase = 13'h0000;
   wire loss_go;
+  wire [31:0] loss_hi;
   reg [1:0] loss_i1 = 2'h0;
   reg [1:0] loss_i2 = 2'h0;
   reg [1:0] loss_i3 = 2'h0;
@@ -5854,6 +5790,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   reg [1:0] loss_i4c = 2'h0;
   reg loss_last1 = 1'h0;
   reg [13:0] loss_left = 14'h0000;
+  wire [31:0] loss_lo;
   wire [15:0] loss_max1;
   wire [15:0] loss_max2;
   wire [15:0] loss_max3;
@@ -5902,86 +5839,86 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   input [23:0] lr;
   wire [23:0] lr;
   wire [65:0] o__payload;
-  wire [65:0] \o__payload$1050 ;
-  wire [63:0] \o__payload$1050.c ;
-  wire [15:0] \o__payload$1050.c[0] ;
-  wire [15:0] \o__payload$1050.c[1] ;
-  wire [15:0] \o__payload$1050.c[2] ;
-  wire [15:0] \o__payload$1050.c[3] ;
-  wire \o__payload$1050.last ;
-  wire \o__payload$1050.overflow ;
-  wire [65:0] \o__payload$1066 ;
-  wire [63:0] \o__payload$1066.c ;
-  wire [15:0] \o__payload$1066.c[0] ;
-  wire [15:0] \o__payload$1066.c[1] ;
-  wire [15:0] \o__payload$1066.c[2] ;
-  wire [15:0] \o__payload$1066.c[3] ;
-  wire \o__payload$1066.last ;
-  wire \o__payload$1066.overflow ;
-  wire [129:0] \o__payload$1088 ;
-  wire [127:0] \o__payload$1088.c ;
-  wire [31:0] \o__payload$1088.c[0] ;
-  wire [31:0] \o__payload$1088.c[1] ;
-  wire [31:0] \o__payload$1088.c[2] ;
-  wire [31:0] \o__payload$1088.c[3] ;
-  wire \o__payload$1088.last ;
-  wire \o__payload$1088.overflow ;
-  wire [129:0] \o__payload$1131 ;
-  wire [127:0] \o__payload$1131.c ;
-  wire [31:0] \o__payload$1131.c[0] ;
-  wire [31:0] \o__payload$1131.c[1] ;
-  wire [31:0] \o__payload$1131.c[2] ;
-  wire [31:0] \o__payload$1131.c[3] ;
-  wire \o__payload$1131.last ;
-  wire \o__payload$1131.overflow ;
-  wire [129:0] \o__payload$1176 ;
-  wire [127:0] \o__payload$1176.c ;
-  wire [31:0] \o__payload$1176.c[0] ;
-  wire [31:0] \o__payload$1176.c[1] ;
-  wire [31:0] \o__payload$1176.c[2] ;
-  wire [31:0] \o__payload$1176.c[3] ;
-  wire \o__payload$1176.last ;
-  wire \o__payload$1176.overflow ;
-  wire [65:0] \o__payload$907 ;
-  wire [63:0] \o__payload$907.c ;
-  wire [15:0] \o__payload$907.c[0] ;
-  wire [15:0] \o__payload$907.c[1] ;
-  wire [15:0] \o__payload$907.c[2] ;
-  wire [15:0] \o__payload$907.c[3] ;
-  wire \o__payload$907.last ;
-  wire \o__payload$907.overflow ;
-  wire [65:0] \o__payload$927 ;
-  wire [63:0] \o__payload$927.c ;
-  wire [15:0] \o__payload$927.c[0] ;
-  wire [15:0] \o__payload$927.c[1] ;
-  wire [15:0] \o__payload$927.c[2] ;
-  wire [15:0] \o__payload$927.c[3] ;
-  wire \o__payload$927.last ;
-  wire \o__payload$927.overflow ;
-  wire [65:0] \o__payload$947 ;
-  wire [63:0] \o__payload$947.c ;
-  wire [15:0] \o__payload$947.c[0] ;
-  wire [15:0] \o__payload$947.c[1] ;
-  wire [15:0] \o__payload$947.c[2] ;
-  wire [15:0] \o__payload$947.c[3] ;
-  wire \o__payload$947.last ;
-  wire \o__payload$947.overflow ;
-  wire [65:0] \o__payload$966 ;
-  wire [63:0] \o__payload$966.c ;
-  wire [15:0] \o__payload$966.c[0] ;
-  wire [15:0] \o__payload$966.c[1] ;
-  wire [15:0] \o__payload$966.c[2] ;
-  wire [15:0] \o__payload$966.c[3] ;
-  wire \o__payload$966.last ;
-  wire \o__payload$966.overflow ;
-  wire [65:0] \o__payload$986 ;
-  wire [63:0] \o__payload$986.c ;
-  wire [15:0] \o__payload$986.c[0] ;
-  wire [15:0] \o__payload$986.c[1] ;
-  wire [15:0] \o__payload$986.c[2] ;
-  wire [15:0] \o__payload$986.c[3] ;
-  wire \o__payload$986.last ;
-  wire \o__payload$986.overflow ;
+  wire [65:0] \o__payload$1052 ;
+  wire [63:0] \o__payload$1052.c ;
+  wire [15:0] \o__payload$1052.c[0] ;
+  wire [15:0] \o__payload$1052.c[1] ;
+  wire [15:0] \o__payload$1052.c[2] ;
+  wire [15:0] \o__payload$1052.c[3] ;
+  wire \o__payload$1052.last ;
+  wire \o__payload$1052.overflow ;
+  wire [65:0] \o__payload$1068 ;
+  wire [63:0] \o__payload$1068.c ;
+  wire [15:0] \o__payload$1068.c[0] ;
+  wire [15:0] \o__payload$1068.c[1] ;
+  wire [15:0] \o__payload$1068.c[2] ;
+  wire [15:0] \o__payload$1068.c[3] ;
+  wire \o__payload$1068.last ;
+  wire \o__payload$1068.overflow ;
+  wire [129:0] \o__payload$1090 ;
+  wire [127:0] \o__payload$1090.c ;
+  wire [31:0] \o__payload$1090.c[0] ;
+  wire [31:0] \o__payload$1090.c[1] ;
+  wire [31:0] \o__payload$1090.c[2] ;
+  wire [31:0] \o__payload$1090.c[3] ;
+  wire \o__payload$1090.last ;
+  wire \o__payload$1090.overflow ;
+  wire [129:0] \o__payload$1133 ;
+  wire [127:0] \o__payload$1133.c ;
+  wire [31:0] \o__payload$1133.c[0] ;
+  wire [31:0] \o__payload$1133.c[1] ;
+  wire [31:0] \o__payload$1133.c[2] ;
+  wire [31:0] \o__payload$1133.c[3] ;
+  wire \o__payload$1133.last ;
+  wire \o__payload$1133.overflow ;
+  wire [129:0] \o__payload$1178 ;
+  wire [127:0] \o__payload$1178.c ;
+  wire [31:0] \o__payload$1178.c[0] ;
+  wire [31:0] \o__payload$1178.c[1] ;
+  wire [31:0] \o__payload$1178.c[2] ;
+  wire [31:0] \o__payload$1178.c[3] ;
+  wire \o__payload$1178.last ;
+  wire \o__payload$1178.overflow ;
+  wire [65:0] \o__payload$909 ;
+  wire [63:0] \o__payload$909.c ;
+  wire [15:0] \o__payload$909.c[0] ;
+  wire [15:0] \o__payload$909.c[1] ;
+  wire [15:0] \o__payload$909.c[2] ;
+  wire [15:0] \o__payload$909.c[3] ;
+  wire \o__payload$909.last ;
+  wire \o__payload$909.overflow ;
+  wire [65:0] \o__payload$929 ;
+  wire [63:0] \o__payload$929.c ;
+  wire [15:0] \o__payload$929.c[0] ;
+  wire [15:0] \o__payload$929.c[1] ;
+  wire [15:0] \o__payload$929.c[2] ;
+  wire [15:0] \o__payload$929.c[3] ;
+  wire \o__payload$929.last ;
+  wire \o__payload$929.overflow ;
+  wire [65:0] \o__payload$949 ;
+  wire [63:0] \o__payload$949.c ;
+  wire [15:0] \o__payload$949.c[0] ;
+  wire [15:0] \o__payload$949.c[1] ;
+  wire [15:0] \o__payload$949.c[2] ;
+  wire [15:0] \o__payload$949.c[3] ;
+  wire \o__payload$949.last ;
+  wire \o__payload$949.overflow ;
+  wire [65:0] \o__payload$968 ;
+  wire [63:0] \o__payload$968.c ;
+  wire [15:0] \o__payload$968.c[0] ;
+  wire [15:0] \o__payload$968.c[1] ;
+  wire [15:0] \o__payload$968.c[2] ;
+  wire [15:0] \o__payload$968.c[3] ;
+  wire \o__payload$968.last ;
+  wire \o__payload$968.overflow ;
+  wire [65:0] \o__payload$988 ;
+  wire [63:0] \o__payload$988.c ;
+  wire [15:0] \o__payload$988.c[0] ;
+  wire [15:0] \o__payload$988.c[1] ;
+  wire [15:0] \o__payload$988.c[2] ;
+  wire [15:0] \o__payload$988.c[3] ;
+  wire \o__payload$988.last ;
+  wire \o__payload$988.overflow ;
   wire [63:0] \o__payload.c ;
   wire [15:0] \o__payload.c[0] ;
   wire [15:0] \o__payload.c[1] ;
@@ -6001,30 +5938,44 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   wire \o__ready$402 ;
   wire \o__ready$71 ;
   wire o__valid;
-  wire \o__valid$826 ;
-  wire \o__valid$838 ;
-  wire \o__valid$849 ;
-  wire \o__valid$858 ;
-  wire \o__valid$882 ;
-  wire \o__valid$901 ;
-  wire \o__valid$921 ;
-  wire \o__valid$941 ;
-  wire \o__valid$960 ;
-  wire \o__valid$980 ;
+  wire \o__valid$828 ;
+  wire \o__valid$840 ;
+  wire \o__valid$851 ;
+  wire \o__valid$860 ;
+  wire \o__valid$884 ;
+  wire \o__valid$903 ;
+  wire \o__valid$923 ;
+  wire \o__valid$943 ;
+  wire \o__valid$962 ;
+  wire \o__valid$982 ;
   output ready;
   reg ready = 1'h0;
   input rst;
   wire rst;
   input start;
   wire start;
+  output status_bw_overflow;
+  reg status_bw_overflow = 1'h0;
+  output status_delta_overflow;
+  reg status_delta_overflow = 1'h0;
+  output status_fw_overflow;
+  reg status_fw_overflow = 1'h0;
+  output status_target_fw_overflow;
+  reg status_target_fw_overflow = 1'h0;
+  output status_target_overflow;
+  reg status_target_overflow = 1'h0;
+  output status_target_synced;
+  reg status_target_synced = 1'h0;
+  output status_wa_overflow;
+  reg status_wa_overflow = 1'h0;
+  output status_wu_overflow;
+  reg status_wu_overflow = 1'h0;
   output [15:0] sync_count;
   reg [15:0] sync_count = 16'h0000;
   input [15:0] sync_period;
   wire [15:0] sync_period;
   input sync_target;
   wire sync_target;
-  output synced;
-  reg synced = 1'h0;
   reg [15:0] tfw0_a0 = 16'h0000;
   reg [15:0] tfw0_a1 = 16'h0000;
   reg [15:0] tfw0_a2 = 16'h0000;
@@ -6488,74 +6439,74 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   reg wa2_wn = 1'h0;
   reg [4:0] wa2_wo = 5'h00;
   wire [3:0] wp__addr;
-  wire [3:0] \wp__addr$631 ;
-  wire [3:0] \wp__addr$638 ;
-  wire [7:0] \wp__addr$649 ;
-  wire [7:0] \wp__addr$665 ;
-  wire [3:0] \wp__addr$676 ;
-  wire [7:0] \wp__addr$688 ;
-  wire [7:0] \wp__addr$700 ;
-  wire [3:0] \wp__addr$710 ;
-  wire [7:0] \wp__addr$722 ;
-  wire [7:0] \wp__addr$738 ;
-  wire [3:0] \wp__addr$753 ;
-  wire [4:0] \wp__addr$762 ;
-  wire [8:0] \wp__addr$776 ;
-  wire [4:0] \wp__addr$789 ;
-  wire [4:0] \wp__addr$800 ;
-  wire [8:0] \wp__addr$806 ;
-  wire [4:0] \wp__addr$811 ;
-  wire [4:0] \wp__addr$821 ;
-  wire [8:0] \wp__addr$833 ;
-  wire [4:0] \wp__addr$844 ;
-  wire [7:0] \wp__addr$855 ;
-  wire [7:0] \wp__addr$864 ;
+  wire [3:0] \wp__addr$633 ;
+  wire [3:0] \wp__addr$640 ;
+  wire [7:0] \wp__addr$651 ;
+  wire [7:0] \wp__addr$667 ;
+  wire [3:0] \wp__addr$678 ;
+  wire [7:0] \wp__addr$690 ;
+  wire [7:0] \wp__addr$702 ;
+  wire [3:0] \wp__addr$712 ;
+  wire [7:0] \wp__addr$724 ;
+  wire [7:0] \wp__addr$740 ;
+  wire [3:0] \wp__addr$755 ;
+  wire [4:0] \wp__addr$764 ;
+  wire [8:0] \wp__addr$778 ;
+  wire [4:0] \wp__addr$791 ;
+  wire [4:0] \wp__addr$802 ;
+  wire [8:0] \wp__addr$808 ;
+  wire [4:0] \wp__addr$813 ;
+  wire [4:0] \wp__addr$823 ;
+  wire [8:0] \wp__addr$835 ;
+  wire [4:0] \wp__addr$846 ;
+  wire [7:0] \wp__addr$857 ;
+  wire [7:0] \wp__addr$866 ;
   wire [255:0] wp__data;
-  wire [255:0] \wp__data$632 ;
-  wire [71:0] \wp__data$639 ;
-  wire [255:0] \wp__data$651 ;
-  wire [255:0] \wp__data$667 ;
-  wire [255:0] \wp__data$678 ;
-  wire [255:0] \wp__data$690 ;
-  wire [255:0] \wp__data$702 ;
-  wire [255:0] \wp__data$712 ;
-  wire [255:0] \wp__data$724 ;
-  wire [255:0] \wp__data$740 ;
-  wire [255:0] \wp__data$755 ;
-  wire [255:0] \wp__data$764 ;
-  wire [255:0] \wp__data$778 ;
-  wire [255:0] \wp__data$791 ;
-  wire [255:0] \wp__data$801 ;
-  wire [255:0] \wp__data$807 ;
-  wire [255:0] \wp__data$812 ;
-  wire [511:0] \wp__data$823 ;
-  wire [511:0] \wp__data$835 ;
-  wire [511:0] \wp__data$846 ;
-  wire [15:0] \wp__data$856 ;
-  wire [15:0] \wp__data$865 ;
+  wire [255:0] \wp__data$634 ;
+  wire [71:0] \wp__data$641 ;
+  wire [255:0] \wp__data$653 ;
+  wire [255:0] \wp__data$669 ;
+  wire [255:0] \wp__data$680 ;
+  wire [255:0] \wp__data$692 ;
+  wire [255:0] \wp__data$704 ;
+  wire [255:0] \wp__data$714 ;
+  wire [255:0] \wp__data$726 ;
+  wire [255:0] \wp__data$742 ;
+  wire [255:0] \wp__data$757 ;
+  wire [255:0] \wp__data$766 ;
+  wire [255:0] \wp__data$780 ;
+  wire [255:0] \wp__data$793 ;
+  wire [255:0] \wp__data$803 ;
+  wire [255:0] \wp__data$809 ;
+  wire [255:0] \wp__data$814 ;
+  wire [511:0] \wp__data$825 ;
+  wire [511:0] \wp__data$837 ;
+  wire [511:0] \wp__data$848 ;
+  wire [15:0] \wp__data$858 ;
+  wire [15:0] \wp__data$867 ;
   wire [31:0] wp__en;
-  wire [31:0] \wp__en$630 ;
-  wire [8:0] \wp__en$637 ;
-  wire [3:0] \wp__en$648 ;
-  wire [3:0] \wp__en$664 ;
-  wire [3:0] \wp__en$675 ;
-  wire [3:0] \wp__en$687 ;
-  wire [3:0] \wp__en$699 ;
-  wire [3:0] \wp__en$709 ;
-  wire [3:0] \wp__en$721 ;
-  wire [3:0] \wp__en$737 ;
-  wire [3:0] \wp__en$752 ;
-  wire [31:0] \wp__en$761 ;
-  wire [31:0] \wp__en$775 ;
-  wire [31:0] \wp__en$788 ;
-  wire [31:0] \wp__en$799 ;
-  wire [31:0] \wp__en$805 ;
-  wire [31:0] \wp__en$810 ;
-  wire [3:0] \wp__en$820 ;
-  wire [3:0] \wp__en$832 ;
-  wire [3:0] \wp__en$843 ;
-  wire [3:0] \wp__en$854 ;
-  wire [3:0] \wp__en$863 ;
+  wire [31:0] \wp__en$632 ;
+  wire [8:0] \wp__en$639 ;
+  wire [3:0] \wp__en$650 ;
+  wire [3:0] \wp__en$666 ;
+  wire [3:0] \wp__en$677 ;
+  wire [3:0] \wp__en$689 ;
+  wire [3:0] \wp__en$701 ;
+  wire [3:0] \wp__en$711 ;
+  wire [3:0] \wp__en$723 ;
+  wire [3:0] \wp__en$739 ;
+  wire [3:0] \wp__en$754 ;
+  wire [31:0] \wp__en$763 ;
+  wire [31:0] \wp__en$777 ;
+  wire [31:0] \wp__en$790 ;
+  wire [31:0] \wp__en$801 ;
+  wire [31:0] \wp__en$807 ;
+  wire [31:0] \wp__en$812 ;
+  wire [3:0] \wp__en$822 ;
+  wire [3:0] \wp__en$834 ;
+  wire [3:0] \wp__en$845 ;
+  wire [3:0] \wp__en$856 ;
+  wire [3:0] \wp__en$865 ;
   reg [23:0] wu0_a1 = 24'h000000;
   reg [23:0] wu0_a2 = 24'h000000;
   reg [23:0] wu0_a4 = 24'h000000;
@@ -6777,293 +6728,293 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   reg [15:0] wu2_w6_3 = 16'h0000;
   reg [255:0] mem_delta0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$721 [0])
-      mem_delta0[\wp__addr$722 ][63:0] <= \wp__data$724 [63:0];
-    if (\wp__en$721 [1])
-      mem_delta0[\wp__addr$722 ][127:64] <= \wp__data$724 [127:64];
-    if (\wp__en$721 [2])
-      mem_delta0[\wp__addr$722 ][191:128] <= \wp__data$724 [191:128];
-    if (\wp__en$721 [3])
-      mem_delta0[\wp__addr$722 ][255:192] <= \wp__data$724 [255:192];
+    if (\wp__en$723 [0])
+      mem_delta0[\wp__addr$724 ][63:0] <= \wp__data$726 [63:0];
+    if (\wp__en$723 [1])
+      mem_delta0[\wp__addr$724 ][127:64] <= \wp__data$726 [127:64];
+    if (\wp__en$723 [2])
+      mem_delta0[\wp__addr$724 ][191:128] <= \wp__data$726 [191:128];
+    if (\wp__en$723 [3])
+      mem_delta0[\wp__addr$724 ][255:192] <= \wp__data$726 [255:192];
   end
   reg [255:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$717 ) begin
-      _0_ <= mem_delta0[\$signature__addr$718 ];
+    if (\$signature__en$719 ) begin
+      _0_ <= mem_delta0[\$signature__addr$720 ];
     end
   end
-  assign \$signature__data$602  = _0_;
+  assign \$signature__data$604  = _0_;
   reg [255:0] mem_delta1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$737 [0])
-      mem_delta1[\wp__addr$738 ][63:0] <= \wp__data$740 [63:0];
-    if (\wp__en$737 [1])
-      mem_delta1[\wp__addr$738 ][127:64] <= \wp__data$740 [127:64];
-    if (\wp__en$737 [2])
-      mem_delta1[\wp__addr$738 ][191:128] <= \wp__data$740 [191:128];
-    if (\wp__en$737 [3])
-      mem_delta1[\wp__addr$738 ][255:192] <= \wp__data$740 [255:192];
+    if (\wp__en$739 [0])
+      mem_delta1[\wp__addr$740 ][63:0] <= \wp__data$742 [63:0];
+    if (\wp__en$739 [1])
+      mem_delta1[\wp__addr$740 ][127:64] <= \wp__data$742 [127:64];
+    if (\wp__en$739 [2])
+      mem_delta1[\wp__addr$740 ][191:128] <= \wp__data$742 [191:128];
+    if (\wp__en$739 [3])
+      mem_delta1[\wp__addr$740 ][255:192] <= \wp__data$742 [255:192];
   end
   reg [255:0] _1_;
   reg [255:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$734 ) begin
-      _1_ <= mem_delta1[\$signature__addr$735 ];
+    if (\$signature__en$736 ) begin
+      _1_ <= mem_delta1[\$signature__addr$737 ];
     end
-    if (\$signature__en$730 ) begin
-      _2_ <= mem_delta1[\$signature__addr$731 ];
+    if (\$signature__en$732 ) begin
+      _2_ <= mem_delta1[\$signature__addr$733 ];
     end
   end
-  assign \$signature__data$1118  = _1_;
-  assign \$signature__data$603  = _2_;
+  assign \$signature__data$1120  = _1_;
+  assign \$signature__data$605  = _2_;
   reg [255:0] mem_delta2 [15:0];
   always @(posedge clk) begin
-    if (\wp__en$752 [0])
-      mem_delta2[\wp__addr$753 ][63:0] <= \wp__data$755 [63:0];
-    if (\wp__en$752 [1])
-      mem_delta2[\wp__addr$753 ][127:64] <= \wp__data$755 [127:64];
-    if (\wp__en$752 [2])
-      mem_delta2[\wp__addr$753 ][191:128] <= \wp__data$755 [191:128];
-    if (\wp__en$752 [3])
-      mem_delta2[\wp__addr$753 ][255:192] <= \wp__data$755 [255:192];
+    if (\wp__en$754 [0])
+      mem_delta2[\wp__addr$755 ][63:0] <= \wp__data$757 [63:0];
+    if (\wp__en$754 [1])
+      mem_delta2[\wp__addr$755 ][127:64] <= \wp__data$757 [127:64];
+    if (\wp__en$754 [2])
+      mem_delta2[\wp__addr$755 ][191:128] <= \wp__data$757 [191:128];
+    if (\wp__en$754 [3])
+      mem_delta2[\wp__addr$755 ][255:192] <= \wp__data$757 [255:192];
   end
   reg [255:0] _3_;
   reg [255:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$750 ) begin
-      _3_ <= mem_delta2[\$signature__addr$751 ];
+    if (\$signature__en$752 ) begin
+      _3_ <= mem_delta2[\$signature__addr$753 ];
     end
-    if (\$signature__en$746 ) begin
-      _4_ <= mem_delta2[\$signature__addr$747 ];
+    if (\$signature__en$748 ) begin
+      _4_ <= mem_delta2[\$signature__addr$749 ];
     end
   end
-  assign \$signature__data$1162  = _3_;
-  assign \$signature__data$604  = _4_;
+  assign \$signature__data$1164  = _3_;
+  assign \$signature__data$606  = _4_;
   reg [511:0] mem_grad0 [31:0];
   always @(posedge clk) begin
-    if (\wp__en$820 [0])
-      mem_grad0[\wp__addr$821 ][127:0] <= \wp__data$823 [127:0];
-    if (\wp__en$820 [1])
-      mem_grad0[\wp__addr$821 ][255:128] <= \wp__data$823 [255:128];
-    if (\wp__en$820 [2])
-      mem_grad0[\wp__addr$821 ][383:256] <= \wp__data$823 [383:256];
-    if (\wp__en$820 [3])
-      mem_grad0[\wp__addr$821 ][511:384] <= \wp__data$823 [511:384];
+    if (\wp__en$822 [0])
+      mem_grad0[\wp__addr$823 ][127:0] <= \wp__data$825 [127:0];
+    if (\wp__en$822 [1])
+      mem_grad0[\wp__addr$823 ][255:128] <= \wp__data$825 [255:128];
+    if (\wp__en$822 [2])
+      mem_grad0[\wp__addr$823 ][383:256] <= \wp__data$825 [383:256];
+    if (\wp__en$822 [3])
+      mem_grad0[\wp__addr$823 ][511:384] <= \wp__data$825 [511:384];
   end
   reg [511:0] _5_;
   reg [511:0] _6_;
   always @(posedge clk) begin
-    if (\$signature__en$818 ) begin
-      _5_ <= mem_grad0[\$signature__addr$819 ];
+    if (\$signature__en$820 ) begin
+      _5_ <= mem_grad0[\$signature__addr$821 ];
     end
-    if (\$signature__en$813 ) begin
-      _6_ <= mem_grad0[\$signature__addr$815 ];
+    if (\$signature__en$815 ) begin
+      _6_ <= mem_grad0[\$signature__addr$817 ];
     end
   end
-  assign \$signature__data$1211  = _5_;
-  assign \$signature__data$611  = _6_;
+  assign \$signature__data$1213  = _5_;
+  assign \$signature__data$613  = _6_;
   reg [511:0] mem_grad1 [271:0];
   always @(posedge clk) begin
-    if (\wp__en$832 [0])
-      mem_grad1[\wp__addr$833 ][127:0] <= \wp__data$835 [127:0];
-    if (\wp__en$832 [1])
-      mem_grad1[\wp__addr$833 ][255:128] <= \wp__data$835 [255:128];
-    if (\wp__en$832 [2])
-      mem_grad1[\wp__addr$833 ][383:256] <= \wp__data$835 [383:256];
-    if (\wp__en$832 [3])
-      mem_grad1[\wp__addr$833 ][511:384] <= \wp__data$835 [511:384];
+    if (\wp__en$834 [0])
+      mem_grad1[\wp__addr$835 ][127:0] <= \wp__data$837 [127:0];
+    if (\wp__en$834 [1])
+      mem_grad1[\wp__addr$835 ][255:128] <= \wp__data$837 [255:128];
+    if (\wp__en$834 [2])
+      mem_grad1[\wp__addr$835 ][383:256] <= \wp__data$837 [383:256];
+    if (\wp__en$834 [3])
+      mem_grad1[\wp__addr$835 ][511:384] <= \wp__data$837 [511:384];
   end
   reg [511:0] _7_;
   reg [511:0] _8_;
   always @(posedge clk) begin
-    if (\$signature__en$830 ) begin
-      _7_ <= mem_grad1[\$signature__addr$831 ];
+    if (\$signature__en$832 ) begin
+      _7_ <= mem_grad1[\$signature__addr$833 ];
     end
-    if (\$signature__en$825 ) begin
-      _8_ <= mem_grad1[\$signature__addr$827 ];
+    if (\$signature__en$827 ) begin
+      _8_ <= mem_grad1[\$signature__addr$829 ];
     end
   end
-  assign \$signature__data$1249  = _7_;
-  assign \$signature__data$612  = _8_;
+  assign \$signature__data$1251  = _7_;
+  assign \$signature__data$614  = _8_;
   reg [511:0] mem_grad2 [16:0];
   always @(posedge clk) begin
-    if (\wp__en$843 [0])
-      mem_grad2[\wp__addr$844 ][127:0] <= \wp__data$846 [127:0];
-    if (\wp__en$843 [1])
-      mem_grad2[\wp__addr$844 ][255:128] <= \wp__data$846 [255:128];
-    if (\wp__en$843 [2])
-      mem_grad2[\wp__addr$844 ][383:256] <= \wp__data$846 [383:256];
-    if (\wp__en$843 [3])
-      mem_grad2[\wp__addr$844 ][511:384] <= \wp__data$846 [511:384];
+    if (\wp__en$845 [0])
+      mem_grad2[\wp__addr$846 ][127:0] <= \wp__data$848 [127:0];
+    if (\wp__en$845 [1])
+      mem_grad2[\wp__addr$846 ][255:128] <= \wp__data$848 [255:128];
+    if (\wp__en$845 [2])
+      mem_grad2[\wp__addr$846 ][383:256] <= \wp__data$848 [383:256];
+    if (\wp__en$845 [3])
+      mem_grad2[\wp__addr$846 ][511:384] <= \wp__data$848 [511:384];
   end
   reg [511:0] _9_;
   reg [511:0] _10_;
   always @(posedge clk) begin
-    if (\$signature__en$841 ) begin
-      _9_ <= mem_grad2[\$signature__addr$842 ];
+    if (\$signature__en$843 ) begin
+      _9_ <= mem_grad2[\$signature__addr$844 ];
     end
-    if (\$signature__en$837 ) begin
-      _10_ <= mem_grad2[\$signature__addr$839 ];
+    if (\$signature__en$839 ) begin
+      _10_ <= mem_grad2[\$signature__addr$841 ];
     end
   end
-  assign \$signature__data$1286  = _9_;
-  assign \$signature__data$613  = _10_;
+  assign \$signature__data$1288  = _9_;
+  assign \$signature__data$615  = _10_;
   reg [255:0] mem_h0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$648 [0])
-      mem_h0[\wp__addr$649 ][63:0] <= \wp__data$651 [63:0];
-    if (\wp__en$648 [1])
-      mem_h0[\wp__addr$649 ][127:64] <= \wp__data$651 [127:64];
-    if (\wp__en$648 [2])
-      mem_h0[\wp__addr$649 ][191:128] <= \wp__data$651 [191:128];
-    if (\wp__en$648 [3])
-      mem_h0[\wp__addr$649 ][255:192] <= \wp__data$651 [255:192];
+    if (\wp__en$650 [0])
+      mem_h0[\wp__addr$651 ][63:0] <= \wp__data$653 [63:0];
+    if (\wp__en$650 [1])
+      mem_h0[\wp__addr$651 ][127:64] <= \wp__data$653 [127:64];
+    if (\wp__en$650 [2])
+      mem_h0[\wp__addr$651 ][191:128] <= \wp__data$653 [191:128];
+    if (\wp__en$650 [3])
+      mem_h0[\wp__addr$651 ][255:192] <= \wp__data$653 [255:192];
   end
   reg [255:0] _11_;
   reg [255:0] _12_;
   always @(posedge clk) begin
-    if (\$signature__en$644 ) begin
-      _11_ <= mem_h0[\$signature__addr$645 ];
+    if (\$signature__en$646 ) begin
+      _11_ <= mem_h0[\$signature__addr$647 ];
     end
-    if (\$signature__en$640 ) begin
-      _12_ <= mem_h0[\$signature__addr$641 ];
+    if (\$signature__en$642 ) begin
+      _12_ <= mem_h0[\$signature__addr$643 ];
     end
   end
-  assign \$signature__data$1117  = _11_;
-  assign \$signature__data$597  = _12_;
+  assign \$signature__data$1119  = _11_;
+  assign \$signature__data$599  = _12_;
   reg [255:0] mem_h1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$664 [0])
-      mem_h1[\wp__addr$665 ][63:0] <= \wp__data$667 [63:0];
-    if (\wp__en$664 [1])
-      mem_h1[\wp__addr$665 ][127:64] <= \wp__data$667 [127:64];
-    if (\wp__en$664 [2])
-      mem_h1[\wp__addr$665 ][191:128] <= \wp__data$667 [191:128];
-    if (\wp__en$664 [3])
-      mem_h1[\wp__addr$665 ][255:192] <= \wp__data$667 [255:192];
+    if (\wp__en$666 [0])
+      mem_h1[\wp__addr$667 ][63:0] <= \wp__data$669 [63:0];
+    if (\wp__en$666 [1])
+      mem_h1[\wp__addr$667 ][127:64] <= \wp__data$669 [127:64];
+    if (\wp__en$666 [2])
+      mem_h1[\wp__addr$667 ][191:128] <= \wp__data$669 [191:128];
+    if (\wp__en$666 [3])
+      mem_h1[\wp__addr$667 ][255:192] <= \wp__data$669 [255:192];
   end
   reg [255:0] _13_;
   reg [255:0] _14_;
   always @(posedge clk) begin
-    if (\$signature__en$660 ) begin
-      _13_ <= mem_h1[\$signature__addr$661 ];
+    if (\$signature__en$662 ) begin
+      _13_ <= mem_h1[\$signature__addr$663 ];
     end
-    if (\$signature__en$656 ) begin
-      _14_ <= mem_h1[\$signature__addr$657 ];
+    if (\$signature__en$658 ) begin
+      _14_ <= mem_h1[\$signature__addr$659 ];
     end
   end
-  assign \$signature__data$1161  = _13_;
-  assign \$signature__data$598  = _14_;
+  assign \$signature__data$1163  = _13_;
+  assign \$signature__data$600  = _14_;
   reg [15:0] mem_mask0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$854 [0])
-      mem_mask0[\wp__addr$855 ][3:0] <= \wp__data$856 [3:0];
-    if (\wp__en$854 [1])
-      mem_mask0[\wp__addr$855 ][7:4] <= \wp__data$856 [7:4];
-    if (\wp__en$854 [2])
-      mem_mask0[\wp__addr$855 ][11:8] <= \wp__data$856 [11:8];
-    if (\wp__en$854 [3])
-      mem_mask0[\wp__addr$855 ][15:12] <= \wp__data$856 [15:12];
+    if (\wp__en$856 [0])
+      mem_mask0[\wp__addr$857 ][3:0] <= \wp__data$858 [3:0];
+    if (\wp__en$856 [1])
+      mem_mask0[\wp__addr$857 ][7:4] <= \wp__data$858 [7:4];
+    if (\wp__en$856 [2])
+      mem_mask0[\wp__addr$857 ][11:8] <= \wp__data$858 [11:8];
+    if (\wp__en$856 [3])
+      mem_mask0[\wp__addr$857 ][15:12] <= \wp__data$858 [15:12];
   end
   reg [15:0] _15_;
   always @(posedge clk) begin
-    if (\$signature__en$848 ) begin
-      _15_ <= mem_mask0[\$signature__addr$850 ];
+    if (\$signature__en$850 ) begin
+      _15_ <= mem_mask0[\$signature__addr$852 ];
     end
   end
-  assign \$signature__data$725  = _15_;
+  assign \$signature__data$727  = _15_;
   reg [15:0] mem_mask1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$863 [0])
-      mem_mask1[\wp__addr$864 ][3:0] <= \wp__data$865 [3:0];
-    if (\wp__en$863 [1])
-      mem_mask1[\wp__addr$864 ][7:4] <= \wp__data$865 [7:4];
-    if (\wp__en$863 [2])
-      mem_mask1[\wp__addr$864 ][11:8] <= \wp__data$865 [11:8];
-    if (\wp__en$863 [3])
-      mem_mask1[\wp__addr$864 ][15:12] <= \wp__data$865 [15:12];
+    if (\wp__en$865 [0])
+      mem_mask1[\wp__addr$866 ][3:0] <= \wp__data$867 [3:0];
+    if (\wp__en$865 [1])
+      mem_mask1[\wp__addr$866 ][7:4] <= \wp__data$867 [7:4];
+    if (\wp__en$865 [2])
+      mem_mask1[\wp__addr$866 ][11:8] <= \wp__data$867 [11:8];
+    if (\wp__en$865 [3])
+      mem_mask1[\wp__addr$866 ][15:12] <= \wp__data$867 [15:12];
   end
   reg [15:0] _16_;
   always @(posedge clk) begin
-    if (\$signature__en$857 ) begin
-      _16_ <= mem_mask1[\$signature__addr$859 ];
+    if (\$signature__en$859 ) begin
+      _16_ <= mem_mask1[\$signature__addr$861 ];
     end
   end
-  assign \$signature__data$741  = _16_;
+  assign \$signature__data$743  = _16_;
   reg [255:0] mem_next_obs [15:0];
   always @(posedge clk) begin
-    if (\wp__en$630 [0])
-      mem_next_obs[\wp__addr$631 ][7:0] <= \wp__data$632 [7:0];
-    if (\wp__en$630 [1])
-      mem_next_obs[\wp__addr$631 ][15:8] <= \wp__data$632 [15:8];
-    if (\wp__en$630 [2])
-      mem_next_obs[\wp__addr$631 ][23:16] <= \wp__data$632 [23:16];
-    if (\wp__en$630 [3])
-      mem_next_obs[\wp__addr$631 ][31:24] <= \wp__data$632 [31:24];
-    if (\wp__en$630 [4])
-      mem_next_obs[\wp__addr$631 ][39:32] <= \wp__data$632 [39:32];
-    if (\wp__en$630 [5])
-      mem_next_obs[\wp__addr$631 ][47:40] <= \wp__data$632 [47:40];
-    if (\wp__en$630 [6])
-      mem_next_obs[\wp__addr$631 ][55:48] <= \wp__data$632 [55:48];
-    if (\wp__en$630 [7])
-      mem_next_obs[\wp__addr$631 ][63:56] <= \wp__data$632 [63:56];
-    if (\wp__en$630 [8])
-      mem_next_obs[\wp__addr$631 ][71:64] <= \wp__data$632 [71:64];
-    if (\wp__en$630 [9])
-      mem_next_obs[\wp__addr$631 ][79:72] <= \wp__data$632 [79:72];
-    if (\wp__en$630 [10])
-      mem_next_obs[\wp__addr$631 ][87:80] <= \wp__data$632 [87:80];
-    if (\wp__en$630 [11])
-      mem_next_obs[\wp__addr$631 ][95:88] <= \wp__data$632 [95:88];
-    if (\wp__en$630 [12])
-      mem_next_obs[\wp__addr$631 ][103:96] <= \wp__data$632 [103:96];
-    if (\wp__en$630 [13])
-      mem_next_obs[\wp__addr$631 ][111:104] <= \wp__data$632 [111:104];
-    if (\wp__en$630 [14])
-      mem_next_obs[\wp__addr$631 ][119:112] <= \wp__data$632 [119:112];
-    if (\wp__en$630 [15])
-      mem_next_obs[\wp__addr$631 ][127:120] <= \wp__data$632 [127:120];
-    if (\wp__en$630 [16])
-      mem_next_obs[\wp__addr$631 ][135:128] <= \wp__data$632 [135:128];
-    if (\wp__en$630 [17])
-      mem_next_obs[\wp__addr$631 ][143:136] <= \wp__data$632 [143:136];
-    if (\wp__en$630 [18])
-      mem_next_obs[\wp__addr$631 ][151:144] <= \wp__data$632 [151:144];
-    if (\wp__en$630 [19])
-      mem_next_obs[\wp__addr$631 ][159:152] <= \wp__data$632 [159:152];
-    if (\wp__en$630 [20])
-      mem_next_obs[\wp__addr$631 ][167:160] <= \wp__data$632 [167:160];
-    if (\wp__en$630 [21])
-      mem_next_obs[\wp__addr$631 ][175:168] <= \wp__data$632 [175:168];
-    if (\wp__en$630 [22])
-      mem_next_obs[\wp__addr$631 ][183:176] <= \wp__data$632 [183:176];
-    if (\wp__en$630 [23])
-      mem_next_obs[\wp__addr$631 ][191:184] <= \wp__data$632 [191:184];
-    if (\wp__en$630 [24])
-      mem_next_obs[\wp__addr$631 ][199:192] <= \wp__data$632 [199:192];
-    if (\wp__en$630 [25])
-      mem_next_obs[\wp__addr$631 ][207:200] <= \wp__data$632 [207:200];
-    if (\wp__en$630 [26])
-      mem_next_obs[\wp__addr$631 ][215:208] <= \wp__data$632 [215:208];
-    if (\wp__en$630 [27])
-      mem_next_obs[\wp__addr$631 ][223:216] <= \wp__data$632 [223:216];
-    if (\wp__en$630 [28])
-      mem_next_obs[\wp__addr$631 ][231:224] <= \wp__data$632 [231:224];
-    if (\wp__en$630 [29])
-      mem_next_obs[\wp__addr$631 ][239:232] <= \wp__data$632 [239:232];
-    if (\wp__en$630 [30])
-      mem_next_obs[\wp__addr$631 ][247:240] <= \wp__data$632 [247:240];
-    if (\wp__en$630 [31])
-      mem_next_obs[\wp__addr$631 ][255:248] <= \wp__data$632 [255:248];
+    if (\wp__en$632 [0])
+      mem_next_obs[\wp__addr$633 ][7:0] <= \wp__data$634 [7:0];
+    if (\wp__en$632 [1])
+      mem_next_obs[\wp__addr$633 ][15:8] <= \wp__data$634 [15:8];
+    if (\wp__en$632 [2])
+      mem_next_obs[\wp__addr$633 ][23:16] <= \wp__data$634 [23:16];
+    if (\wp__en$632 [3])
+      mem_next_obs[\wp__addr$633 ][31:24] <= \wp__data$634 [31:24];
+    if (\wp__en$632 [4])
+      mem_next_obs[\wp__addr$633 ][39:32] <= \wp__data$634 [39:32];
+    if (\wp__en$632 [5])
+      mem_next_obs[\wp__addr$633 ][47:40] <= \wp__data$634 [47:40];
+    if (\wp__en$632 [6])
+      mem_next_obs[\wp__addr$633 ][55:48] <= \wp__data$634 [55:48];
+    if (\wp__en$632 [7])
+      mem_next_obs[\wp__addr$633 ][63:56] <= \wp__data$634 [63:56];
+    if (\wp__en$632 [8])
+      mem_next_obs[\wp__addr$633 ][71:64] <= \wp__data$634 [71:64];
+    if (\wp__en$632 [9])
+      mem_next_obs[\wp__addr$633 ][79:72] <= \wp__data$634 [79:72];
+    if (\wp__en$632 [10])
+      mem_next_obs[\wp__addr$633 ][87:80] <= \wp__data$634 [87:80];
+    if (\wp__en$632 [11])
+      mem_next_obs[\wp__addr$633 ][95:88] <= \wp__data$634 [95:88];
+    if (\wp__en$632 [12])
+      mem_next_obs[\wp__addr$633 ][103:96] <= \wp__data$634 [103:96];
+    if (\wp__en$632 [13])
+      mem_next_obs[\wp__addr$633 ][111:104] <= \wp__data$634 [111:104];
+    if (\wp__en$632 [14])
+      mem_next_obs[\wp__addr$633 ][119:112] <= \wp__data$634 [119:112];
+    if (\wp__en$632 [15])
+      mem_next_obs[\wp__addr$633 ][127:120] <= \wp__data$634 [127:120];
+    if (\wp__en$632 [16])
+      mem_next_obs[\wp__addr$633 ][135:128] <= \wp__data$634 [135:128];
+    if (\wp__en$632 [17])
+      mem_next_obs[\wp__addr$633 ][143:136] <= \wp__data$634 [143:136];
+    if (\wp__en$632 [18])
+      mem_next_obs[\wp__addr$633 ][151:144] <= \wp__data$634 [151:144];
+    if (\wp__en$632 [19])
+      mem_next_obs[\wp__addr$633 ][159:152] <= \wp__data$634 [159:152];
+    if (\wp__en$632 [20])
+      mem_next_obs[\wp__addr$633 ][167:160] <= \wp__data$634 [167:160];
+    if (\wp__en$632 [21])
+      mem_next_obs[\wp__addr$633 ][175:168] <= \wp__data$634 [175:168];
+    if (\wp__en$632 [22])
+      mem_next_obs[\wp__addr$633 ][183:176] <= \wp__data$634 [183:176];
+    if (\wp__en$632 [23])
+      mem_next_obs[\wp__addr$633 ][191:184] <= \wp__data$634 [191:184];
+    if (\wp__en$632 [24])
+      mem_next_obs[\wp__addr$633 ][199:192] <= \wp__data$634 [199:192];
+    if (\wp__en$632 [25])
+      mem_next_obs[\wp__addr$633 ][207:200] <= \wp__data$634 [207:200];
+    if (\wp__en$632 [26])
+      mem_next_obs[\wp__addr$633 ][215:208] <= \wp__data$634 [215:208];
+    if (\wp__en$632 [27])
+      mem_next_obs[\wp__addr$633 ][223:216] <= \wp__data$634 [223:216];
+    if (\wp__en$632 [28])
+      mem_next_obs[\wp__addr$633 ][231:224] <= \wp__data$634 [231:224];
+    if (\wp__en$632 [29])
+      mem_next_obs[\wp__addr$633 ][239:232] <= \wp__data$634 [239:232];
+    if (\wp__en$632 [30])
+      mem_next_obs[\wp__addr$633 ][247:240] <= \wp__data$634 [247:240];
+    if (\wp__en$632 [31])
+      mem_next_obs[\wp__addr$633 ][255:248] <= \wp__data$634 [255:248];
   end
   reg [255:0] _17_;
   always @(posedge clk) begin
-    if (\$signature__en$626 ) begin
-      _17_ <= mem_next_obs[\$signature__addr$627 ];
+    if (\$signature__en$628 ) begin
+      _17_ <= mem_next_obs[\$signature__addr$629 ];
     end
   end
-  assign \$signature__data$595  = _17_;
+  assign \$signature__data$597  = _17_;
   reg [255:0] mem_obs [15:0];
   always @(posedge clk) begin
     if (wp__en[0])
@@ -7134,569 +7085,569 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   reg [255:0] _18_;
   reg [255:0] _19_;
   always @(posedge clk) begin
-    if (\$signature__en$619 ) begin
-      _18_ <= mem_obs[\$signature__addr$620 ];
+    if (\$signature__en$621 ) begin
+      _18_ <= mem_obs[\$signature__addr$622 ];
     end
     if (\$signature__en ) begin
       _19_ <= mem_obs[\$signature__addr ];
     end
   end
-  assign \$signature__data$1075  = _18_;
-  assign \$signature__data$593  = _19_;
+  assign \$signature__data$1077  = _18_;
+  assign \$signature__data$595  = _19_;
   reg [255:0] mem_q [15:0];
   always @(posedge clk) begin
-    if (\wp__en$675 [0])
-      mem_q[\wp__addr$676 ][63:0] <= \wp__data$678 [63:0];
-    if (\wp__en$675 [1])
-      mem_q[\wp__addr$676 ][127:64] <= \wp__data$678 [127:64];
-    if (\wp__en$675 [2])
-      mem_q[\wp__addr$676 ][191:128] <= \wp__data$678 [191:128];
-    if (\wp__en$675 [3])
-      mem_q[\wp__addr$676 ][255:192] <= \wp__data$678 [255:192];
+    if (\wp__en$677 [0])
+      mem_q[\wp__addr$678 ][63:0] <= \wp__data$680 [63:0];
+    if (\wp__en$677 [1])
+      mem_q[\wp__addr$678 ][127:64] <= \wp__data$680 [127:64];
+    if (\wp__en$677 [2])
+      mem_q[\wp__addr$678 ][191:128] <= \wp__data$680 [191:128];
+    if (\wp__en$677 [3])
+      mem_q[\wp__addr$678 ][255:192] <= \wp__data$680 [255:192];
   end
   reg [255:0] _20_;
   always @(posedge clk) begin
-    if (\$signature__en$672 ) begin
-      _20_ <= mem_q[\$signature__addr$673 ];
+    if (\$signature__en$674 ) begin
+      _20_ <= mem_q[\$signature__addr$675 ];
     end
   end
-  assign \$signature__data$599  = _20_;
+  assign \$signature__data$601  = _20_;
   reg [71:0] mem_samples [15:0];
   always @(posedge clk) begin
-    if (\wp__en$637 [0])
-      mem_samples[\wp__addr$638 ][7:0] <= \wp__data$639 [7:0];
-    if (\wp__en$637 [1])
-      mem_samples[\wp__addr$638 ][15:8] <= \wp__data$639 [15:8];
-    if (\wp__en$637 [2])
-      mem_samples[\wp__addr$638 ][23:16] <= \wp__data$639 [23:16];
-    if (\wp__en$637 [3])
-      mem_samples[\wp__addr$638 ][31:24] <= \wp__data$639 [31:24];
-    if (\wp__en$637 [4])
-      mem_samples[\wp__addr$638 ][39:32] <= \wp__data$639 [39:32];
-    if (\wp__en$637 [5])
-      mem_samples[\wp__addr$638 ][47:40] <= \wp__data$639 [47:40];
-    if (\wp__en$637 [6])
-      mem_samples[\wp__addr$638 ][55:48] <= \wp__data$639 [55:48];
-    if (\wp__en$637 [7])
-      mem_samples[\wp__addr$638 ][63:56] <= \wp__data$639 [63:56];
-    if (\wp__en$637 [8])
-      mem_samples[\wp__addr$638 ][71:64] <= \wp__data$639 [71:64];
+    if (\wp__en$639 [0])
+      mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
+    if (\wp__en$639 [1])
+      mem_samples[\wp__addr$640 ][15:8] <= \wp__data$641 [15:8];
+    if (\wp__en$639 [2])
+      mem_samples[\wp__addr$640 ][23:16] <= \wp__data$641 [23:16];
+    if (\wp__en$639 [3])
+      mem_samples[\wp__addr$640 ][31:24] <= \wp__data$641 [31:24];
+    if (\wp__en$639 [4])
+      mem_samples[\wp__addr$640 ][39:32] <= \wp__data$641 [39:32];
+    if (\wp__en$639 [5])
+      mem_samples[\wp__addr$640 ][47:40] <= \wp__data$641 [47:40];
+    if (\wp__en$639 [6])
+      mem_samples[\wp__addr$640 ][55:48] <= \wp__data$641 [55:48];
+    if (\wp__en$639 [7])
+      mem_samples[\wp__addr$640 ][63:56] <= \wp__data$641 [63:56];
+    if (\wp__en$639 [8])
+      mem_samples[\wp__addr$640 ][71:64] <= \wp__data$641 [71:64];
   end
   reg [71:0] _21_;
   always @(posedge clk) begin
-    if (\$signature__en$633 ) begin
-      _21_ <= mem_samples[\$signature__addr$634 ];
+    if (\$signature__en$635 ) begin
+      _21_ <= mem_samples[\$signature__addr$636 ];
     end
   end
-  assign \$signature__data$596  = _21_;
+  assign \$signature__data$598  = _21_;
   reg [255:0] mem_th0 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$687 [0])
-      mem_th0[\wp__addr$688 ][63:0] <= \wp__data$690 [63:0];
-    if (\wp__en$687 [1])
-      mem_th0[\wp__addr$688 ][127:64] <= \wp__data$690 [127:64];
-    if (\wp__en$687 [2])
-      mem_th0[\wp__addr$688 ][191:128] <= \wp__data$690 [191:128];
-    if (\wp__en$687 [3])
-      mem_th0[\wp__addr$688 ][255:192] <= \wp__data$690 [255:192];
+    if (\wp__en$689 [0])
+      mem_th0[\wp__addr$690 ][63:0] <= \wp__data$692 [63:0];
+    if (\wp__en$689 [1])
+      mem_th0[\wp__addr$690 ][127:64] <= \wp__data$692 [127:64];
+    if (\wp__en$689 [2])
+      mem_th0[\wp__addr$690 ][191:128] <= \wp__data$692 [191:128];
+    if (\wp__en$689 [3])
+      mem_th0[\wp__addr$690 ][255:192] <= \wp__data$692 [255:192];
   end
   reg [255:0] _22_;
   always @(posedge clk) begin
-    if (\$signature__en$683 ) begin
-      _22_ <= mem_th0[\$signature__addr$684 ];
+    if (\$signature__en$685 ) begin
+      _22_ <= mem_th0[\$signature__addr$686 ];
     end
   end
-  assign \$signature__data$600  = _22_;
+  assign \$signature__data$602  = _22_;
   reg [255:0] mem_th1 [255:0];
   always @(posedge clk) begin
-    if (\wp__en$699 [0])
-      mem_th1[\wp__addr$700 ][63:0] <= \wp__data$702 [63:0];
-    if (\wp__en$699 [1])
-      mem_th1[\wp__addr$700 ][127:64] <= \wp__data$702 [127:64];
-    if (\wp__en$699 [2])
-      mem_th1[\wp__addr$700 ][191:128] <= \wp__data$702 [191:128];
-    if (\wp__en$699 [3])
-      mem_th1[\wp__addr$700 ][255:192] <= \wp__data$702 [255:192];
+    if (\wp__en$701 [0])
+      mem_th1[\wp__addr$702 ][63:0] <= \wp__data$704 [63:0];
+    if (\wp__en$701 [1])
+      mem_th1[\wp__addr$702 ][127:64] <= \wp__data$704 [127:64];
+    if (\wp__en$701 [2])
+      mem_th1[\wp__addr$702 ][191:128] <= \wp__data$704 [191:128];
+    if (\wp__en$701 [3])
+      mem_th1[\wp__addr$702 ][255:192] <= \wp__data$704 [255:192];
   end
   reg [255:0] _23_;
   always @(posedge clk) begin
-    if (\$signature__en$695 ) begin
-      _23_ <= mem_th1[\$signature__addr$696 ];
+    if (\$signature__en$697 ) begin
+      _23_ <= mem_th1[\$signature__addr$698 ];
     end
   end
-  assign \$signature__data$601  = _23_;
+  assign \$signature__data$603  = _23_;
   reg [255:0] mem_tq [15:0];
   always @(posedge clk) begin
-    if (\wp__en$709 [0])
-      mem_tq[\wp__addr$710 ][63:0] <= \wp__data$712 [63:0];
-    if (\wp__en$709 [1])
-      mem_tq[\wp__addr$710 ][127:64] <= \wp__data$712 [127:64];
-    if (\wp__en$709 [2])
-      mem_tq[\wp__addr$710 ][191:128] <= \wp__data$712 [191:128];
-    if (\wp__en$709 [3])
-      mem_tq[\wp__addr$710 ][255:192] <= \wp__data$712 [255:192];
+    if (\wp__en$711 [0])
+      mem_tq[\wp__addr$712 ][63:0] <= \wp__data$714 [63:0];
+    if (\wp__en$711 [1])
+      mem_tq[\wp__addr$712 ][127:64] <= \wp__data$714 [127:64];
+    if (\wp__en$711 [2])
+      mem_tq[\wp__addr$712 ][191:128] <= \wp__data$714 [191:128];
+    if (\wp__en$711 [3])
+      mem_tq[\wp__addr$712 ][255:192] <= \wp__data$714 [255:192];
   end
   reg [255:0] _24_;
   always @(posedge clk) begin
-    if (\$signature__en$707 ) begin
-      _24_ <= mem_tq[\$signature__addr$708 ];
+    if (\$signature__en$709 ) begin
+      _24_ <= mem_tq[\$signature__addr$710 ];
     end
   end
   assign \$signature__data  = _24_;
   reg [255:0] mem_tw0 [31:0];
   always @(posedge clk) begin
-    if (\wp__en$799 [0])
-      mem_tw0[\wp__addr$800 ][7:0] <= \wp__data$801 [7:0];
-    if (\wp__en$799 [1])
-      mem_tw0[\wp__addr$800 ][15:8] <= \wp__data$801 [15:8];
-    if (\wp__en$799 [2])
-      mem_tw0[\wp__addr$800 ][23:16] <= \wp__data$801 [23:16];
-    if (\wp__en$799 [3])
-      mem_tw0[\wp__addr$800 ][31:24] <= \wp__data$801 [31:24];
-    if (\wp__en$799 [4])
-      mem_tw0[\wp__addr$800 ][39:32] <= \wp__data$801 [39:32];
-    if (\wp__en$799 [5])
-      mem_tw0[\wp__addr$800 ][47:40] <= \wp__data$801 [47:40];
-    if (\wp__en$799 [6])
-      mem_tw0[\wp__addr$800 ][55:48] <= \wp__data$801 [55:48];
-    if (\wp__en$799 [7])
-      mem_tw0[\wp__addr$800 ][63:56] <= \wp__data$801 [63:56];
-    if (\wp__en$799 [8])
-      mem_tw0[\wp__addr$800 ][71:64] <= \wp__data$801 [71:64];
-    if (\wp__en$799 [9])
-      mem_tw0[\wp__addr$800 ][79:72] <= \wp__data$801 [79:72];
-    if (\wp__en$799 [10])
-      mem_tw0[\wp__addr$800 ][87:80] <= \wp__data$801 [87:80];
-    if (\wp__en$799 [11])
-      mem_tw0[\wp__addr$800 ][95:88] <= \wp__data$801 [95:88];
-    if (\wp__en$799 [12])
-      mem_tw0[\wp__addr$800 ][103:96] <= \wp__data$801 [103:96];
-    if (\wp__en$799 [13])
-      mem_tw0[\wp__addr$800 ][111:104] <= \wp__data$801 [111:104];
-    if (\wp__en$799 [14])
-      mem_tw0[\wp__addr$800 ][119:112] <= \wp__data$801 [119:112];
-    if (\wp__en$799 [15])
-      mem_tw0[\wp__addr$800 ][127:120] <= \wp__data$801 [127:120];
-    if (\wp__en$799 [16])
-      mem_tw0[\wp__addr$800 ][135:128] <= \wp__data$801 [135:128];
-    if (\wp__en$799 [17])
-      mem_tw0[\wp__addr$800 ][143:136] <= \wp__data$801 [143:136];
-    if (\wp__en$799 [18])
-      mem_tw0[\wp__addr$800 ][151:144] <= \wp__data$801 [151:144];
-    if (\wp__en$799 [19])
-      mem_tw0[\wp__addr$800 ][159:152] <= \wp__data$801 [159:152];
-    if (\wp__en$799 [20])
-      mem_tw0[\wp__addr$800 ][167:160] <= \wp__data$801 [167:160];
-    if (\wp__en$799 [21])
-      mem_tw0[\wp__addr$800 ][175:168] <= \wp__data$801 [175:168];
-    if (\wp__en$799 [22])
-      mem_tw0[\wp__addr$800 ][183:176] <= \wp__data$801 [183:176];
-    if (\wp__en$799 [23])
-      mem_tw0[\wp__addr$800 ][191:184] <= \wp__data$801 [191:184];
-    if (\wp__en$799 [24])
-      mem_tw0[\wp__addr$800 ][199:192] <= \wp__data$801 [199:192];
-    if (\wp__en$799 [25])
-      mem_tw0[\wp__addr$800 ][207:200] <= \wp__data$801 [207:200];
-    if (\wp__en$799 [26])
-      mem_tw0[\wp__addr$800 ][215:208] <= \wp__data$801 [215:208];
-    if (\wp__en$799 [27])
-      mem_tw0[\wp__addr$800 ][223:216] <= \wp__data$801 [223:216];
-    if (\wp__en$799 [28])
-      mem_tw0[\wp__addr$800 ][231:224] <= \wp__data$801 [231:224];
-    if (\wp__en$799 [29])
-      mem_tw0[\wp__addr$800 ][239:232] <= \wp__data$801 [239:232];
-    if (\wp__en$799 [30])
-      mem_tw0[\wp__addr$800 ][247:240] <= \wp__data$801 [247:240];
-    if (\wp__en$799 [31])
-      mem_tw0[\wp__addr$800 ][255:248] <= \wp__data$801 [255:248];
+    if (\wp__en$801 [0])
+      mem_tw0[\wp__addr$802 ][7:0] <= \wp__data$803 [7:0];
+    if (\wp__en$801 [1])
+      mem_tw0[\wp__addr$802 ][15:8] <= \wp__data$803 [15:8];
+    if (\wp__en$801 [2])
+      mem_tw0[\wp__addr$802 ][23:16] <= \wp__data$803 [23:16];
+    if (\wp__en$801 [3])
+      mem_tw0[\wp__addr$802 ][31:24] <= \wp__data$803 [31:24];
+    if (\wp__en$801 [4])
+      mem_tw0[\wp__addr$802 ][39:32] <= \wp__data$803 [39:32];
+    if (\wp__en$801 [5])
+      mem_tw0[\wp__addr$802 ][47:40] <= \wp__data$803 [47:40];
+    if (\wp__en$801 [6])
+      mem_tw0[\wp__addr$802 ][55:48] <= \wp__data$803 [55:48];
+    if (\wp__en$801 [7])
+      mem_tw0[\wp__addr$802 ][63:56] <= \wp__data$803 [63:56];
+    if (\wp__en$801 [8])
+      mem_tw0[\wp__addr$802 ][71:64] <= \wp__data$803 [71:64];
+    if (\wp__en$801 [9])
+      mem_tw0[\wp__addr$802 ][79:72] <= \wp__data$803 [79:72];
+    if (\wp__en$801 [10])
+      mem_tw0[\wp__addr$802 ][87:80] <= \wp__data$803 [87:80];
+    if (\wp__en$801 [11])
+      mem_tw0[\wp__addr$802 ][95:88] <= \wp__data$803 [95:88];
+    if (\wp__en$801 [12])
+      mem_tw0[\wp__addr$802 ][103:96] <= \wp__data$803 [103:96];
+    if (\wp__en$801 [13])
+      mem_tw0[\wp__addr$802 ][111:104] <= \wp__data$803 [111:104];
+    if (\wp__en$801 [14])
+      mem_tw0[\wp__addr$802 ][119:112] <= \wp__data$803 [119:112];
+    if (\wp__en$801 [15])
+      mem_tw0[\wp__addr$802 ][127:120] <= \wp__data$803 [127:120];
+    if (\wp__en$801 [16])
+      mem_tw0[\wp__addr$802 ][135:128] <= \wp__data$803 [135:128];
+    if (\wp__en$801 [17])
+      mem_tw0[\wp__addr$802 ][143:136] <= \wp__data$803 [143:136];
+    if (\wp__en$801 [18])
+      mem_tw0[\wp__addr$802 ][151:144] <= \wp__data$803 [151:144];
+    if (\wp__en$801 [19])
+      mem_tw0[\wp__addr$802 ][159:152] <= \wp__data$803 [159:152];
+    if (\wp__en$801 [20])
+      mem_tw0[\wp__addr$802 ][167:160] <= \wp__data$803 [167:160];
+    if (\wp__en$801 [21])
+      mem_tw0[\wp__addr$802 ][175:168] <= \wp__data$803 [175:168];
+    if (\wp__en$801 [22])
+      mem_tw0[\wp__addr$802 ][183:176] <= \wp__data$803 [183:176];
+    if (\wp__en$801 [23])
+      mem_tw0[\wp__addr$802 ][191:184] <= \wp__data$803 [191:184];
+    if (\wp__en$801 [24])
+      mem_tw0[\wp__addr$802 ][199:192] <= \wp__data$803 [199:192];
+    if (\wp__en$801 [25])
+      mem_tw0[\wp__addr$802 ][207:200] <= \wp__data$803 [207:200];
+    if (\wp__en$801 [26])
+      mem_tw0[\wp__addr$802 ][215:208] <= \wp__data$803 [215:208];
+    if (\wp__en$801 [27])
+      mem_tw0[\wp__addr$802 ][223:216] <= \wp__data$803 [223:216];
+    if (\wp__en$801 [28])
+      mem_tw0[\wp__addr$802 ][231:224] <= \wp__data$803 [231:224];
+    if (\wp__en$801 [29])
+      mem_tw0[\wp__addr$802 ][239:232] <= \wp__data$803 [239:232];
+    if (\wp__en$801 [30])
+      mem_tw0[\wp__addr$802 ][247:240] <= \wp__data$803 [247:240];
+    if (\wp__en$801 [31])
+      mem_tw0[\wp__addr$802 ][255:248] <= \wp__data$803 [255:248];
   end
   reg [255:0] _25_;
   always @(posedge clk) begin
-    if (\$signature__en$796 ) begin
-      _25_ <= mem_tw0[\$signature__addr$797 ];
+    if (\$signature__en$798 ) begin
+      _25_ <= mem_tw0[\$signature__addr$799 ];
     end
   end
-  assign \$signature__data$608  = _25_;
+  assign \$signature__data$610  = _25_;
   reg [255:0] mem_tw1 [271:0];
   always @(posedge clk) begin
-    if (\wp__en$805 [0])
-      mem_tw1[\wp__addr$806 ][7:0] <= \wp__data$807 [7:0];
-    if (\wp__en$805 [1])
-      mem_tw1[\wp__addr$806 ][15:8] <= \wp__data$807 [15:8];
-    if (\wp__en$805 [2])
-      mem_tw1[\wp__addr$806 ][23:16] <= \wp__data$807 [23:16];
-    if (\wp__en$805 [3])
-      mem_tw1[\wp__addr$806 ][31:24] <= \wp__data$807 [31:24];
-    if (\wp__en$805 [4])
-      mem_tw1[\wp__addr$806 ][39:32] <= \wp__data$807 [39:32];
-    if (\wp__en$805 [5])
-      mem_tw1[\wp__addr$806 ][47:40] <= \wp__data$807 [47:40];
-    if (\wp__en$805 [6])
-      mem_tw1[\wp__addr$806 ][55:48] <= \wp__data$807 [55:48];
-    if (\wp__en$805 [7])
-      mem_tw1[\wp__addr$806 ][63:56] <= \wp__data$807 [63:56];
-    if (\wp__en$805 [8])
-      mem_tw1[\wp__addr$806 ][71:64] <= \wp__data$807 [71:64];
-    if (\wp__en$805 [9])
-      mem_tw1[\wp__addr$806 ][79:72] <= \wp__data$807 [79:72];
-    if (\wp__en$805 [10])
-      mem_tw1[\wp__addr$806 ][87:80] <= \wp__data$807 [87:80];
-    if (\wp__en$805 [11])
-      mem_tw1[\wp__addr$806 ][95:88] <= \wp__data$807 [95:88];
-    if (\wp__en$805 [12])
-      mem_tw1[\wp__addr$806 ][103:96] <= \wp__data$807 [103:96];
-    if (\wp__en$805 [13])
-      mem_tw1[\wp__addr$806 ][111:104] <= \wp__data$807 [111:104];
-    if (\wp__en$805 [14])
-      mem_tw1[\wp__addr$806 ][119:112] <= \wp__data$807 [119:112];
-    if (\wp__en$805 [15])
-      mem_tw1[\wp__addr$806 ][127:120] <= \wp__data$807 [127:120];
-    if (\wp__en$805 [16])
-      mem_tw1[\wp__addr$806 ][135:128] <= \wp__data$807 [135:128];
-    if (\wp__en$805 [17])
-      mem_tw1[\wp__addr$806 ][143:136] <= \wp__data$807 [143:136];
-    if (\wp__en$805 [18])
-      mem_tw1[\wp__addr$806 ][151:144] <= \wp__data$807 [151:144];
-    if (\wp__en$805 [19])
-      mem_tw1[\wp__addr$806 ][159:152] <= \wp__data$807 [159:152];
-    if (\wp__en$805 [20])
-      mem_tw1[\wp__addr$806 ][167:160] <= \wp__data$807 [167:160];
-    if (\wp__en$805 [21])
-      mem_tw1[\wp__addr$806 ][175:168] <= \wp__data$807 [175:168];
-    if (\wp__en$805 [22])
-      mem_tw1[\wp__addr$806 ][183:176] <= \wp__data$807 [183:176];
-    if (\wp__en$805 [23])
-      mem_tw1[\wp__addr$806 ][191:184] <= \wp__data$807 [191:184];
-    if (\wp__en$805 [24])
-      mem_tw1[\wp__addr$806 ][199:192] <= \wp__data$807 [199:192];
-    if (\wp__en$805 [25])
-      mem_tw1[\wp__addr$806 ][207:200] <= \wp__data$807 [207:200];
-    if (\wp__en$805 [26])
-      mem_tw1[\wp__addr$806 ][215:208] <= \wp__data$807 [215:208];
-    if (\wp__en$805 [27])
-      mem_tw1[\wp__addr$806 ][223:216] <= \wp__data$807 [223:216];
-    if (\wp__en$805 [28])
-      mem_tw1[\wp__addr$806 ][231:224] <= \wp__data$807 [231:224];
-    if (\wp__en$805 [29])
-      mem_tw1[\wp__addr$806 ][239:232] <= \wp__data$807 [239:232];
-    if (\wp__en$805 [30])
-      mem_tw1[\wp__addr$806 ][247:240] <= \wp__data$807 [247:240];
-    if (\wp__en$805 [31])
-      mem_tw1[\wp__addr$806 ][255:248] <= \wp__data$807 [255:248];
+    if (\wp__en$807 [0])
+      mem_tw1[\wp__addr$808 ][7:0] <= \wp__data$809 [7:0];
+    if (\wp__en$807 [1])
+      mem_tw1[\wp__addr$808 ][15:8] <= \wp__data$809 [15:8];
+    if (\wp__en$807 [2])
+      mem_tw1[\wp__addr$808 ][23:16] <= \wp__data$809 [23:16];
+    if (\wp__en$807 [3])
+      mem_tw1[\wp__addr$808 ][31:24] <= \wp__data$809 [31:24];
+    if (\wp__en$807 [4])
+      mem_tw1[\wp__addr$808 ][39:32] <= \wp__data$809 [39:32];
+    if (\wp__en$807 [5])
+      mem_tw1[\wp__addr$808 ][47:40] <= \wp__data$809 [47:40];
+    if (\wp__en$807 [6])
+      mem_tw1[\wp__addr$808 ][55:48] <= \wp__data$809 [55:48];
+    if (\wp__en$807 [7])
+      mem_tw1[\wp__addr$808 ][63:56] <= \wp__data$809 [63:56];
+    if (\wp__en$807 [8])
+      mem_tw1[\wp__addr$808 ][71:64] <= \wp__data$809 [71:64];
+    if (\wp__en$807 [9])
+      mem_tw1[\wp__addr$808 ][79:72] <= \wp__data$809 [79:72];
+    if (\wp__en$807 [10])
+      mem_tw1[\wp__addr$808 ][87:80] <= \wp__data$809 [87:80];
+    if (\wp__en$807 [11])
+      mem_tw1[\wp__addr$808 ][95:88] <= \wp__data$809 [95:88];
+    if (\wp__en$807 [12])
+      mem_tw1[\wp__addr$808 ][103:96] <= \wp__data$809 [103:96];
+    if (\wp__en$807 [13])
+      mem_tw1[\wp__addr$808 ][111:104] <= \wp__data$809 [111:104];
+    if (\wp__en$807 [14])
+      mem_tw1[\wp__addr$808 ][119:112] <= \wp__data$809 [119:112];
+    if (\wp__en$807 [15])
+      mem_tw1[\wp__addr$808 ][127:120] <= \wp__data$809 [127:120];
+    if (\wp__en$807 [16])
+      mem_tw1[\wp__addr$808 ][135:128] <= \wp__data$809 [135:128];
+    if (\wp__en$807 [17])
+      mem_tw1[\wp__addr$808 ][143:136] <= \wp__data$809 [143:136];
+    if (\wp__en$807 [18])
+      mem_tw1[\wp__addr$808 ][151:144] <= \wp__data$809 [151:144];
+    if (\wp__en$807 [19])
+      mem_tw1[\wp__addr$808 ][159:152] <= \wp__data$809 [159:152];
+    if (\wp__en$807 [20])
+      mem_tw1[\wp__addr$808 ][167:160] <= \wp__data$809 [167:160];
+    if (\wp__en$807 [21])
+      mem_tw1[\wp__addr$808 ][175:168] <= \wp__data$809 [175:168];
+    if (\wp__en$807 [22])
+      mem_tw1[\wp__addr$808 ][183:176] <= \wp__data$809 [183:176];
+    if (\wp__en$807 [23])
+      mem_tw1[\wp__addr$808 ][191:184] <= \wp__data$809 [191:184];
+    if (\wp__en$807 [24])
+      mem_tw1[\wp__addr$808 ][199:192] <= \wp__data$809 [199:192];
+    if (\wp__en$807 [25])
+      mem_tw1[\wp__addr$808 ][207:200] <= \wp__data$809 [207:200];
+    if (\wp__en$807 [26])
+      mem_tw1[\wp__addr$808 ][215:208] <= \wp__data$809 [215:208];
+    if (\wp__en$807 [27])
+      mem_tw1[\wp__addr$808 ][223:216] <= \wp__data$809 [223:216];
+    if (\wp__en$807 [28])
+      mem_tw1[\wp__addr$808 ][231:224] <= \wp__data$809 [231:224];
+    if (\wp__en$807 [29])
+      mem_tw1[\wp__addr$808 ][239:232] <= \wp__data$809 [239:232];
+    if (\wp__en$807 [30])
+      mem_tw1[\wp__addr$808 ][247:240] <= \wp__data$809 [247:240];
+    if (\wp__en$807 [31])
+      mem_tw1[\wp__addr$808 ][255:248] <= \wp__data$809 [255:248];
   end
   reg [255:0] _26_;
   always @(posedge clk) begin
-    if (\$signature__en$802 ) begin
-      _26_ <= mem_tw1[\$signature__addr$803 ];
+    if (\$signature__en$804 ) begin
+      _26_ <= mem_tw1[\$signature__addr$805 ];
     end
   end
-  assign \$signature__data$609  = _26_;
+  assign \$signature__data$611  = _26_;
   reg [255:0] mem_tw2 [16:0];
   always @(posedge clk) begin
-    if (\wp__en$810 [0])
-      mem_tw2[\wp__addr$811 ][7:0] <= \wp__data$812 [7:0];
-    if (\wp__en$810 [1])
-      mem_tw2[\wp__addr$811 ][15:8] <= \wp__data$812 [15:8];
-    if (\wp__en$810 [2])
-      mem_tw2[\wp__addr$811 ][23:16] <= \wp__data$812 [23:16];
-    if (\wp__en$810 [3])
-      mem_tw2[\wp__addr$811 ][31:24] <= \wp__data$812 [31:24];
-    if (\wp__en$810 [4])
-      mem_tw2[\wp__addr$811 ][39:32] <= \wp__data$812 [39:32];
-    if (\wp__en$810 [5])
-      mem_tw2[\wp__addr$811 ][47:40] <= \wp__data$812 [47:40];
-    if (\wp__en$810 [6])
-      mem_tw2[\wp__addr$811 ][55:48] <= \wp__data$812 [55:48];
-    if (\wp__en$810 [7])
-      mem_tw2[\wp__addr$811 ][63:56] <= \wp__data$812 [63:56];
-    if (\wp__en$810 [8])
-      mem_tw2[\wp__addr$811 ][71:64] <= \wp__data$812 [71:64];
-    if (\wp__en$810 [9])
-      mem_tw2[\wp__addr$811 ][79:72] <= \wp__data$812 [79:72];
-    if (\wp__en$810 [10])
-      mem_tw2[\wp__addr$811 ][87:80] <= \wp__data$812 [87:80];
-    if (\wp__en$810 [11])
-      mem_tw2[\wp__addr$811 ][95:88] <= \wp__data$812 [95:88];
-    if (\wp__en$810 [12])
-      mem_tw2[\wp__addr$811 ][103:96] <= \wp__data$812 [103:96];
-    if (\wp__en$810 [13])
-      mem_tw2[\wp__addr$811 ][111:104] <= \wp__data$812 [111:104];
-    if (\wp__en$810 [14])
-      mem_tw2[\wp__addr$811 ][119:112] <= \wp__data$812 [119:112];
-    if (\wp__en$810 [15])
-      mem_tw2[\wp__addr$811 ][127:120] <= \wp__data$812 [127:120];
-    if (\wp__en$810 [16])
-      mem_tw2[\wp__addr$811 ][135:128] <= \wp__data$812 [135:128];
-    if (\wp__en$810 [17])
-      mem_tw2[\wp__addr$811 ][143:136] <= \wp__data$812 [143:136];
-    if (\wp__en$810 [18])
-      mem_tw2[\wp__addr$811 ][151:144] <= \wp__data$812 [151:144];
-    if (\wp__en$810 [19])
-      mem_tw2[\wp__addr$811 ][159:152] <= \wp__data$812 [159:152];
-    if (\wp__en$810 [20])
-      mem_tw2[\wp__addr$811 ][167:160] <= \wp__data$812 [167:160];
-    if (\wp__en$810 [21])
-      mem_tw2[\wp__addr$811 ][175:168] <= \wp__data$812 [175:168];
-    if (\wp__en$810 [22])
-      mem_tw2[\wp__addr$811 ][183:176] <= \wp__data$812 [183:176];
-    if (\wp__en$810 [23])
-      mem_tw2[\wp__addr$811 ][191:184] <= \wp__data$812 [191:184];
-    if (\wp__en$810 [24])
-      mem_tw2[\wp__addr$811 ][199:192] <= \wp__data$812 [199:192];
-    if (\wp__en$810 [25])
-      mem_tw2[\wp__addr$811 ][207:200] <= \wp__data$812 [207:200];
-    if (\wp__en$810 [26])
-      mem_tw2[\wp__addr$811 ][215:208] <= \wp__data$812 [215:208];
-    if (\wp__en$810 [27])
-      mem_tw2[\wp__addr$811 ][223:216] <= \wp__data$812 [223:216];
-    if (\wp__en$810 [28])
-      mem_tw2[\wp__addr$811 ][231:224] <= \wp__data$812 [231:224];
-    if (\wp__en$810 [29])
-      mem_tw2[\wp__addr$811 ][239:232] <= \wp__data$812 [239:232];
-    if (\wp__en$810 [30])
-      mem_tw2[\wp__addr$811 ][247:240] <= \wp__data$812 [247:240];
-    if (\wp__en$810 [31])
-      mem_tw2[\wp__addr$811 ][255:248] <= \wp__data$812 [255:248];
+    if (\wp__en$812 [0])
+      mem_tw2[\wp__addr$813 ][7:0] <= \wp__data$814 [7:0];
+    if (\wp__en$812 [1])
+      mem_tw2[\wp__addr$813 ][15:8] <= \wp__data$814 [15:8];
+    if (\wp__en$812 [2])
+      mem_tw2[\wp__addr$813 ][23:16] <= \wp__data$814 [23:16];
+    if (\wp__en$812 [3])
+      mem_tw2[\wp__addr$813 ][31:24] <= \wp__data$814 [31:24];
+    if (\wp__en$812 [4])
+      mem_tw2[\wp__addr$813 ][39:32] <= \wp__data$814 [39:32];
+    if (\wp__en$812 [5])
+      mem_tw2[\wp__addr$813 ][47:40] <= \wp__data$814 [47:40];
+    if (\wp__en$812 [6])
+      mem_tw2[\wp__addr$813 ][55:48] <= \wp__data$814 [55:48];
+    if (\wp__en$812 [7])
+      mem_tw2[\wp__addr$813 ][63:56] <= \wp__data$814 [63:56];
+    if (\wp__en$812 [8])
+      mem_tw2[\wp__addr$813 ][71:64] <= \wp__data$814 [71:64];
+    if (\wp__en$812 [9])
+      mem_tw2[\wp__addr$813 ][79:72] <= \wp__data$814 [79:72];
+    if (\wp__en$812 [10])
+      mem_tw2[\wp__addr$813 ][87:80] <= \wp__data$814 [87:80];
+    if (\wp__en$812 [11])
+      mem_tw2[\wp__addr$813 ][95:88] <= \wp__data$814 [95:88];
+    if (\wp__en$812 [12])
+      mem_tw2[\wp__addr$813 ][103:96] <= \wp__data$814 [103:96];
+    if (\wp__en$812 [13])
+      mem_tw2[\wp__addr$813 ][111:104] <= \wp__data$814 [111:104];
+    if (\wp__en$812 [14])
+      mem_tw2[\wp__addr$813 ][119:112] <= \wp__data$814 [119:112];
+    if (\wp__en$812 [15])
+      mem_tw2[\wp__addr$813 ][127:120] <= \wp__data$814 [127:120];
+    if (\wp__en$812 [16])
+      mem_tw2[\wp__addr$813 ][135:128] <= \wp__data$814 [135:128];
+    if (\wp__en$812 [17])
+      mem_tw2[\wp__addr$813 ][143:136] <= \wp__data$814 [143:136];
+    if (\wp__en$812 [18])
+      mem_tw2[\wp__addr$813 ][151:144] <= \wp__data$814 [151:144];
+    if (\wp__en$812 [19])
+      mem_tw2[\wp__addr$813 ][159:152] <= \wp__data$814 [159:152];
+    if (\wp__en$812 [20])
+      mem_tw2[\wp__addr$813 ][167:160] <= \wp__data$814 [167:160];
+    if (\wp__en$812 [21])
+      mem_tw2[\wp__addr$813 ][175:168] <= \wp__data$814 [175:168];
+    if (\wp__en$812 [22])
+      mem_tw2[\wp__addr$813 ][183:176] <= \wp__data$814 [183:176];
+    if (\wp__en$812 [23])
+      mem_tw2[\wp__addr$813 ][191:184] <= \wp__data$814 [191:184];
+    if (\wp__en$812 [24])
+      mem_tw2[\wp__addr$813 ][199:192] <= \wp__data$814 [199:192];
+    if (\wp__en$812 [25])
+      mem_tw2[\wp__addr$813 ][207:200] <= \wp__data$814 [207:200];
+    if (\wp__en$812 [26])
+      mem_tw2[\wp__addr$813 ][215:208] <= \wp__data$814 [215:208];
+    if (\wp__en$812 [27])
+      mem_tw2[\wp__addr$813 ][223:216] <= \wp__data$814 [223:216];
+    if (\wp__en$812 [28])
+      mem_tw2[\wp__addr$813 ][231:224] <= \wp__data$814 [231:224];
+    if (\wp__en$812 [29])
+      mem_tw2[\wp__addr$813 ][239:232] <= \wp__data$814 [239:232];
+    if (\wp__en$812 [30])
+      mem_tw2[\wp__addr$813 ][247:240] <= \wp__data$814 [247:240];
+    if (\wp__en$812 [31])
+      mem_tw2[\wp__addr$813 ][255:248] <= \wp__data$814 [255:248];
   end
   reg [255:0] _27_;
   always @(posedge clk) begin
-    if (\$signature__en$808 ) begin
-      _27_ <= mem_tw2[\$signature__addr$809 ];
+    if (\$signature__en$810 ) begin
+      _27_ <= mem_tw2[\$signature__addr$811 ];
     end
   end
-  assign \$signature__data$610  = _27_;
+  assign \$signature__data$612  = _27_;
   reg [255:0] mem_w0 [31:0];
   always @(posedge clk) begin
-    if (\wp__en$761 [0])
-      mem_w0[\wp__addr$762 ][7:0] <= \wp__data$764 [7:0];
-    if (\wp__en$761 [1])
-      mem_w0[\wp__addr$762 ][15:8] <= \wp__data$764 [15:8];
-    if (\wp__en$761 [2])
-      mem_w0[\wp__addr$762 ][23:16] <= \wp__data$764 [23:16];
-    if (\wp__en$761 [3])
-      mem_w0[\wp__addr$762 ][31:24] <= \wp__data$764 [31:24];
-    if (\wp__en$761 [4])
-      mem_w0[\wp__addr$762 ][39:32] <= \wp__data$764 [39:32];
-    if (\wp__en$761 [5])
-      mem_w0[\wp__addr$762 ][47:40] <= \wp__data$764 [47:40];
-    if (\wp__en$761 [6])
-      mem_w0[\wp__addr$762 ][55:48] <= \wp__data$764 [55:48];
-    if (\wp__en$761 [7])
-      mem_w0[\wp__addr$762 ][63:56] <= \wp__data$764 [63:56];
-    if (\wp__en$761 [8])
-      mem_w0[\wp__addr$762 ][71:64] <= \wp__data$764 [71:64];
-    if (\wp__en$761 [9])
-      mem_w0[\wp__addr$762 ][79:72] <= \wp__data$764 [79:72];
-    if (\wp__en$761 [10])
-      mem_w0[\wp__addr$762 ][87:80] <= \wp__data$764 [87:80];
-    if (\wp__en$761 [11])
-      mem_w0[\wp__addr$762 ][95:88] <= \wp__data$764 [95:88];
-    if (\wp__en$761 [12])
-      mem_w0[\wp__addr$762 ][103:96] <= \wp__data$764 [103:96];
-    if (\wp__en$761 [13])
-      mem_w0[\wp__addr$762 ][111:104] <= \wp__data$764 [111:104];
-    if (\wp__en$761 [14])
-      mem_w0[\wp__addr$762 ][119:112] <= \wp__data$764 [119:112];
-    if (\wp__en$761 [15])
-      mem_w0[\wp__addr$762 ][127:120] <= \wp__data$764 [127:120];
-    if (\wp__en$761 [16])
-      mem_w0[\wp__addr$762 ][135:128] <= \wp__data$764 [135:128];
-    if (\wp__en$761 [17])
-      mem_w0[\wp__addr$762 ][143:136] <= \wp__data$764 [143:136];
-    if (\wp__en$761 [18])
-      mem_w0[\wp__addr$762 ][151:144] <= \wp__data$764 [151:144];
-    if (\wp__en$761 [19])
-      mem_w0[\wp__addr$762 ][159:152] <= \wp__data$764 [159:152];
-    if (\wp__en$761 [20])
-      mem_w0[\wp__addr$762 ][167:160] <= \wp__data$764 [167:160];
-    if (\wp__en$761 [21])
-      mem_w0[\wp__addr$762 ][175:168] <= \wp__data$764 [175:168];
-    if (\wp__en$761 [22])
-      mem_w0[\wp__addr$762 ][183:176] <= \wp__data$764 [183:176];
-    if (\wp__en$761 [23])
-      mem_w0[\wp__addr$762 ][191:184] <= \wp__data$764 [191:184];
-    if (\wp__en$761 [24])
-      mem_w0[\wp__addr$762 ][199:192] <= \wp__data$764 [199:192];
-    if (\wp__en$761 [25])
-      mem_w0[\wp__addr$762 ][207:200] <= \wp__data$764 [207:200];
-    if (\wp__en$761 [26])
-      mem_w0[\wp__addr$762 ][215:208] <= \wp__data$764 [215:208];
-    if (\wp__en$761 [27])
-      mem_w0[\wp__addr$762 ][223:216] <= \wp__data$764 [223:216];
-    if (\wp__en$761 [28])
-      mem_w0[\wp__addr$762 ][231:224] <= \wp__data$764 [231:224];
-    if (\wp__en$761 [29])
-      mem_w0[\wp__addr$762 ][239:232] <= \wp__data$764 [239:232];
-    if (\wp__en$761 [30])
-      mem_w0[\wp__addr$762 ][247:240] <= \wp__data$764 [247:240];
-    if (\wp__en$761 [31])
-      mem_w0[\wp__addr$762 ][255:248] <= \wp__data$764 [255:248];
+    if (\wp__en$763 [0])
+      mem_w0[\wp__addr$764 ][7:0] <= \wp__data$766 [7:0];
+    if (\wp__en$763 [1])
+      mem_w0[\wp__addr$764 ][15:8] <= \wp__data$766 [15:8];
+    if (\wp__en$763 [2])
+      mem_w0[\wp__addr$764 ][23:16] <= \wp__data$766 [23:16];
+    if (\wp__en$763 [3])
+      mem_w0[\wp__addr$764 ][31:24] <= \wp__data$766 [31:24];
+    if (\wp__en$763 [4])
+      mem_w0[\wp__addr$764 ][39:32] <= \wp__data$766 [39:32];
+    if (\wp__en$763 [5])
+      mem_w0[\wp__addr$764 ][47:40] <= \wp__data$766 [47:40];
+    if (\wp__en$763 [6])
+      mem_w0[\wp__addr$764 ][55:48] <= \wp__data$766 [55:48];
+    if (\wp__en$763 [7])
+      mem_w0[\wp__addr$764 ][63:56] <= \wp__data$766 [63:56];
+    if (\wp__en$763 [8])
+      mem_w0[\wp__addr$764 ][71:64] <= \wp__data$766 [71:64];
+    if (\wp__en$763 [9])
+      mem_w0[\wp__addr$764 ][79:72] <= \wp__data$766 [79:72];
+    if (\wp__en$763 [10])
+      mem_w0[\wp__addr$764 ][87:80] <= \wp__data$766 [87:80];
+    if (\wp__en$763 [11])
+      mem_w0[\wp__addr$764 ][95:88] <= \wp__data$766 [95:88];
+    if (\wp__en$763 [12])
+      mem_w0[\wp__addr$764 ][103:96] <= \wp__data$766 [103:96];
+    if (\wp__en$763 [13])
+      mem_w0[\wp__addr$764 ][111:104] <= \wp__data$766 [111:104];
+    if (\wp__en$763 [14])
+      mem_w0[\wp__addr$764 ][119:112] <= \wp__data$766 [119:112];
+    if (\wp__en$763 [15])
+      mem_w0[\wp__addr$764 ][127:120] <= \wp__data$766 [127:120];
+    if (\wp__en$763 [16])
+      mem_w0[\wp__addr$764 ][135:128] <= \wp__data$766 [135:128];
+    if (\wp__en$763 [17])
+      mem_w0[\wp__addr$764 ][143:136] <= \wp__data$766 [143:136];
+    if (\wp__en$763 [18])
+      mem_w0[\wp__addr$764 ][151:144] <= \wp__data$766 [151:144];
+    if (\wp__en$763 [19])
+      mem_w0[\wp__addr$764 ][159:152] <= \wp__data$766 [159:152];
+    if (\wp__en$763 [20])
+      mem_w0[\wp__addr$764 ][167:160] <= \wp__data$766 [167:160];
+    if (\wp__en$763 [21])
+      mem_w0[\wp__addr$764 ][175:168] <= \wp__data$766 [175:168];
+    if (\wp__en$763 [22])
+      mem_w0[\wp__addr$764 ][183:176] <= \wp__data$766 [183:176];
+    if (\wp__en$763 [23])
+      mem_w0[\wp__addr$764 ][191:184] <= \wp__data$766 [191:184];
+    if (\wp__en$763 [24])
+      mem_w0[\wp__addr$764 ][199:192] <= \wp__data$766 [199:192];
+    if (\wp__en$763 [25])
+      mem_w0[\wp__addr$764 ][207:200] <= \wp__data$766 [207:200];
+    if (\wp__en$763 [26])
+      mem_w0[\wp__addr$764 ][215:208] <= \wp__data$766 [215:208];
+    if (\wp__en$763 [27])
+      mem_w0[\wp__addr$764 ][223:216] <= \wp__data$766 [223:216];
+    if (\wp__en$763 [28])
+      mem_w0[\wp__addr$764 ][231:224] <= \wp__data$766 [231:224];
+    if (\wp__en$763 [29])
+      mem_w0[\wp__addr$764 ][239:232] <= \wp__data$766 [239:232];
+    if (\wp__en$763 [30])
+      mem_w0[\wp__addr$764 ][247:240] <= \wp__data$766 [247:240];
+    if (\wp__en$763 [31])
+      mem_w0[\wp__addr$764 ][255:248] <= \wp__data$766 [255:248];
   end
   reg [255:0] _28_;
   always @(posedge clk) begin
-    if (\$signature__en$758 ) begin
-      _28_ <= mem_w0[\$signature__addr$759 ];
+    if (\$signature__en$760 ) begin
+      _28_ <= mem_w0[\$signature__addr$761 ];
     end
   end
-  assign \$signature__data$605  = _28_;
+  assign \$signature__data$607  = _28_;
   reg [255:0] mem_w1 [271:0];
   always @(posedge clk) begin
-    if (\wp__en$775 [0])
-      mem_w1[\wp__addr$776 ][7:0] <= \wp__data$778 [7:0];
-    if (\wp__en$775 [1])
-      mem_w1[\wp__addr$776 ][15:8] <= \wp__data$778 [15:8];
-    if (\wp__en$775 [2])
-      mem_w1[\wp__addr$776 ][23:16] <= \wp__data$778 [23:16];
-    if (\wp__en$775 [3])
-      mem_w1[\wp__addr$776 ][31:24] <= \wp__data$778 [31:24];
-    if (\wp__en$775 [4])
-      mem_w1[\wp__addr$776 ][39:32] <= \wp__data$778 [39:32];
-    if (\wp__en$775 [5])
-      mem_w1[\wp__addr$776 ][47:40] <= \wp__data$778 [47:40];
-    if (\wp__en$775 [6])
-      mem_w1[\wp__addr$776 ][55:48] <= \wp__data$778 [55:48];
-    if (\wp__en$775 [7])
-      mem_w1[\wp__addr$776 ][63:56] <= \wp__data$778 [63:56];
-    if (\wp__en$775 [8])
-      mem_w1[\wp__addr$776 ][71:64] <= \wp__data$778 [71:64];
-    if (\wp__en$775 [9])
-      mem_w1[\wp__addr$776 ][79:72] <= \wp__data$778 [79:72];
-    if (\wp__en$775 [10])
-      mem_w1[\wp__addr$776 ][87:80] <= \wp__data$778 [87:80];
-    if (\wp__en$775 [11])
-      mem_w1[\wp__addr$776 ][95:88] <= \wp__data$778 [95:88];
-    if (\wp__en$775 [12])
-      mem_w1[\wp__addr$776 ][103:96] <= \wp__data$778 [103:96];
-    if (\wp__en$775 [13])
-      mem_w1[\wp__addr$776 ][111:104] <= \wp__data$778 [111:104];
-    if (\wp__en$775 [14])
-      mem_w1[\wp__addr$776 ][119:112] <= \wp__data$778 [119:112];
-    if (\wp__en$775 [15])
-      mem_w1[\wp__addr$776 ][127:120] <= \wp__data$778 [127:120];
-    if (\wp__en$775 [16])
-      mem_w1[\wp__addr$776 ][135:128] <= \wp__data$778 [135:128];
-    if (\wp__en$775 [17])
-      mem_w1[\wp__addr$776 ][143:136] <= \wp__data$778 [143:136];
-    if (\wp__en$775 [18])
-      mem_w1[\wp__addr$776 ][151:144] <= \wp__data$778 [151:144];
-    if (\wp__en$775 [19])
-      mem_w1[\wp__addr$776 ][159:152] <= \wp__data$778 [159:152];
-    if (\wp__en$775 [20])
-      mem_w1[\wp__addr$776 ][167:160] <= \wp__data$778 [167:160];
-    if (\wp__en$775 [21])
-      mem_w1[\wp__addr$776 ][175:168] <= \wp__data$778 [175:168];
-    if (\wp__en$775 [22])
-      mem_w1[\wp__addr$776 ][183:176] <= \wp__data$778 [183:176];
-    if (\wp__en$775 [23])
-      mem_w1[\wp__addr$776 ][191:184] <= \wp__data$778 [191:184];
-    if (\wp__en$775 [24])
-      mem_w1[\wp__addr$776 ][199:192] <= \wp__data$778 [199:192];
-    if (\wp__en$775 [25])
-      mem_w1[\wp__addr$776 ][207:200] <= \wp__data$778 [207:200];
-    if (\wp__en$775 [26])
-      mem_w1[\wp__addr$776 ][215:208] <= \wp__data$778 [215:208];
-    if (\wp__en$775 [27])
-      mem_w1[\wp__addr$776 ][223:216] <= \wp__data$778 [223:216];
-    if (\wp__en$775 [28])
-      mem_w1[\wp__addr$776 ][231:224] <= \wp__data$778 [231:224];
-    if (\wp__en$775 [29])
-      mem_w1[\wp__addr$776 ][239:232] <= \wp__data$778 [239:232];
-    if (\wp__en$775 [30])
-      mem_w1[\wp__addr$776 ][247:240] <= \wp__data$778 [247:240];
-    if (\wp__en$775 [31])
-      mem_w1[\wp__addr$776 ][255:248] <= \wp__data$778 [255:248];
+    if (\wp__en$777 [0])
+      mem_w1[\wp__addr$778 ][7:0] <= \wp__data$780 [7:0];
+    if (\wp__en$777 [1])
+      mem_w1[\wp__addr$778 ][15:8] <= \wp__data$780 [15:8];
+    if (\wp__en$777 [2])
+      mem_w1[\wp__addr$778 ][23:16] <= \wp__data$780 [23:16];
+    if (\wp__en$777 [3])
+      mem_w1[\wp__addr$778 ][31:24] <= \wp__data$780 [31:24];
+    if (\wp__en$777 [4])
+      mem_w1[\wp__addr$778 ][39:32] <= \wp__data$780 [39:32];
+    if (\wp__en$777 [5])
+      mem_w1[\wp__addr$778 ][47:40] <= \wp__data$780 [47:40];
+    if (\wp__en$777 [6])
+      mem_w1[\wp__addr$778 ][55:48] <= \wp__data$780 [55:48];
+    if (\wp__en$777 [7])
+      mem_w1[\wp__addr$778 ][63:56] <= \wp__data$780 [63:56];
+    if (\wp__en$777 [8])
+      mem_w1[\wp__addr$778 ][71:64] <= \wp__data$780 [71:64];
+    if (\wp__en$777 [9])
+      mem_w1[\wp__addr$778 ][79:72] <= \wp__data$780 [79:72];
+    if (\wp__en$777 [10])
+      mem_w1[\wp__addr$778 ][87:80] <= \wp__data$780 [87:80];
+    if (\wp__en$777 [11])
+      mem_w1[\wp__addr$778 ][95:88] <= \wp__data$780 [95:88];
+    if (\wp__en$777 [12])
+      mem_w1[\wp__addr$778 ][103:96] <= \wp__data$780 [103:96];
+    if (\wp__en$777 [13])
+      mem_w1[\wp__addr$778 ][111:104] <= \wp__data$780 [111:104];
+    if (\wp__en$777 [14])
+      mem_w1[\wp__addr$778 ][119:112] <= \wp__data$780 [119:112];
+    if (\wp__en$777 [15])
+      mem_w1[\wp__addr$778 ][127:120] <= \wp__data$780 [127:120];
+    if (\wp__en$777 [16])
+      mem_w1[\wp__addr$778 ][135:128] <= \wp__data$780 [135:128];
+    if (\wp__en$777 [17])
+      mem_w1[\wp__addr$778 ][143:136] <= \wp__data$780 [143:136];
+    if (\wp__en$777 [18])
+      mem_w1[\wp__addr$778 ][151:144] <= \wp__data$780 [151:144];
+    if (\wp__en$777 [19])
+      mem_w1[\wp__addr$778 ][159:152] <= \wp__data$780 [159:152];
+    if (\wp__en$777 [20])
+      mem_w1[\wp__addr$778 ][167:160] <= \wp__data$780 [167:160];
+    if (\wp__en$777 [21])
+      mem_w1[\wp__addr$778 ][175:168] <= \wp__data$780 [175:168];
+    if (\wp__en$777 [22])
+      mem_w1[\wp__addr$778 ][183:176] <= \wp__data$780 [183:176];
+    if (\wp__en$777 [23])
+      mem_w1[\wp__addr$778 ][191:184] <= \wp__data$780 [191:184];
+    if (\wp__en$777 [24])
+      mem_w1[\wp__addr$778 ][199:192] <= \wp__data$780 [199:192];
+    if (\wp__en$777 [25])
+      mem_w1[\wp__addr$778 ][207:200] <= \wp__data$780 [207:200];
+    if (\wp__en$777 [26])
+      mem_w1[\wp__addr$778 ][215:208] <= \wp__data$780 [215:208];
+    if (\wp__en$777 [27])
+      mem_w1[\wp__addr$778 ][223:216] <= \wp__data$780 [223:216];
+    if (\wp__en$777 [28])
+      mem_w1[\wp__addr$778 ][231:224] <= \wp__data$780 [231:224];
+    if (\wp__en$777 [29])
+      mem_w1[\wp__addr$778 ][239:232] <= \wp__data$780 [239:232];
+    if (\wp__en$777 [30])
+      mem_w1[\wp__addr$778 ][247:240] <= \wp__data$780 [247:240];
+    if (\wp__en$777 [31])
+      mem_w1[\wp__addr$778 ][255:248] <= \wp__data$780 [255:248];
   end
   reg [255:0] _29_;
   reg [255:0] _30_;
   always @(posedge clk) begin
-    if (\$signature__en$772 ) begin
-      _29_ <= mem_w1[\$signature__addr$773 ];
+    if (\$signature__en$774 ) begin
+      _29_ <= mem_w1[\$signature__addr$775 ];
     end
-    if (\$signature__en$769 ) begin
-      _30_ <= mem_w1[\$signature__addr$770 ];
+    if (\$signature__en$771 ) begin
+      _30_ <= mem_w1[\$signature__addr$772 ];
     end
   end
-  assign \$signature__data$1059  = _29_;
-  assign \$signature__data$606  = _30_;
+  assign \$signature__data$1061  = _29_;
+  assign \$signature__data$608  = _30_;
   reg [255:0] mem_w2 [16:0];
   always @(posedge clk) begin
-    if (\wp__en$788 [0])
-      mem_w2[\wp__addr$789 ][7:0] <= \wp__data$791 [7:0];
-    if (\wp__en$788 [1])
-      mem_w2[\wp__addr$789 ][15:8] <= \wp__data$791 [15:8];
-    if (\wp__en$788 [2])
-      mem_w2[\wp__addr$789 ][23:16] <= \wp__data$791 [23:16];
-    if (\wp__en$788 [3])
-      mem_w2[\wp__addr$789 ][31:24] <= \wp__data$791 [31:24];
-    if (\wp__en$788 [4])
-      mem_w2[\wp__addr$789 ][39:32] <= \wp__data$791 [39:32];
-    if (\wp__en$788 [5])
-      mem_w2[\wp__addr$789 ][47:40] <= \wp__data$791 [47:40];
-    if (\wp__en$788 [6])
-      mem_w2[\wp__addr$789 ][55:48] <= \wp__data$791 [55:48];
-    if (\wp__en$788 [7])
-      mem_w2[\wp__addr$789 ][63:56] <= \wp__data$791 [63:56];
-    if (\wp__en$788 [8])
-      mem_w2[\wp__addr$789 ][71:64] <= \wp__data$791 [71:64];
-    if (\wp__en$788 [9])
-      mem_w2[\wp__addr$789 ][79:72] <= \wp__data$791 [79:72];
-    if (\wp__en$788 [10])
-      mem_w2[\wp__addr$789 ][87:80] <= \wp__data$791 [87:80];
-    if (\wp__en$788 [11])
-      mem_w2[\wp__addr$789 ][95:88] <= \wp__data$791 [95:88];
-    if (\wp__en$788 [12])
-      mem_w2[\wp__addr$789 ][103:96] <= \wp__data$791 [103:96];
-    if (\wp__en$788 [13])
-      mem_w2[\wp__addr$789 ][111:104] <= \wp__data$791 [111:104];
-    if (\wp__en$788 [14])
-      mem_w2[\wp__addr$789 ][119:112] <= \wp__data$791 [119:112];
-    if (\wp__en$788 [15])
-      mem_w2[\wp__addr$789 ][127:120] <= \wp__data$791 [127:120];
-    if (\wp__en$788 [16])
-      mem_w2[\wp__addr$789 ][135:128] <= \wp__data$791 [135:128];
-    if (\wp__en$788 [17])
-      mem_w2[\wp__addr$789 ][143:136] <= \wp__data$791 [143:136];
-    if (\wp__en$788 [18])
-      mem_w2[\wp__addr$789 ][151:144] <= \wp__data$791 [151:144];
-    if (\wp__en$788 [19])
-      mem_w2[\wp__addr$789 ][159:152] <= \wp__data$791 [159:152];
-    if (\wp__en$788 [20])
-      mem_w2[\wp__addr$789 ][167:160] <= \wp__data$791 [167:160];
-    if (\wp__en$788 [21])
-      mem_w2[\wp__addr$789 ][175:168] <= \wp__data$791 [175:168];
-    if (\wp__en$788 [22])
-      mem_w2[\wp__addr$789 ][183:176] <= \wp__data$791 [183:176];
-    if (\wp__en$788 [23])
-      mem_w2[\wp__addr$789 ][191:184] <= \wp__data$791 [191:184];
-    if (\wp__en$788 [24])
-      mem_w2[\wp__addr$789 ][199:192] <= \wp__data$791 [199:192];
-    if (\wp__en$788 [25])
-      mem_w2[\wp__addr$789 ][207:200] <= \wp__data$791 [207:200];
-    if (\wp__en$788 [26])
-      mem_w2[\wp__addr$789 ][215:208] <= \wp__data$791 [215:208];
-    if (\wp__en$788 [27])
-      mem_w2[\wp__addr$789 ][223:216] <= \wp__data$791 [223:216];
-    if (\wp__en$788 [28])
-      mem_w2[\wp__addr$789 ][231:224] <= \wp__data$791 [231:224];
-    if (\wp__en$788 [29])
-      mem_w2[\wp__addr$789 ][239:232] <= \wp__data$791 [239:232];
-    if (\wp__en$788 [30])
-      mem_w2[\wp__addr$789 ][247:240] <= \wp__data$791 [247:240];
-    if (\wp__en$788 [31])
-      mem_w2[\wp__addr$789 ][255:248] <= \wp__data$791 [255:248];
+    if (\wp__en$790 [0])
+      mem_w2[\wp__addr$791 ][7:0] <= \wp__data$793 [7:0];
+    if (\wp__en$790 [1])
+      mem_w2[\wp__addr$791 ][15:8] <= \wp__data$793 [15:8];
+    if (\wp__en$790 [2])
+      mem_w2[\wp__addr$791 ][23:16] <= \wp__data$793 [23:16];
+    if (\wp__en$790 [3])
+      mem_w2[\wp__addr$791 ][31:24] <= \wp__data$793 [31:24];
+    if (\wp__en$790 [4])
+      mem_w2[\wp__addr$791 ][39:32] <= \wp__data$793 [39:32];
+    if (\wp__en$790 [5])
+      mem_w2[\wp__addr$791 ][47:40] <= \wp__data$793 [47:40];
+    if (\wp__en$790 [6])
+      mem_w2[\wp__addr$791 ][55:48] <= \wp__data$793 [55:48];
+    if (\wp__en$790 [7])
+      mem_w2[\wp__addr$791 ][63:56] <= \wp__data$793 [63:56];
+    if (\wp__en$790 [8])
+      mem_w2[\wp__addr$791 ][71:64] <= \wp__data$793 [71:64];
+    if (\wp__en$790 [9])
+      mem_w2[\wp__addr$791 ][79:72] <= \wp__data$793 [79:72];
+    if (\wp__en$790 [10])
+      mem_w2[\wp__addr$791 ][87:80] <= \wp__data$793 [87:80];
+    if (\wp__en$790 [11])
+      mem_w2[\wp__addr$791 ][95:88] <= \wp__data$793 [95:88];
+    if (\wp__en$790 [12])
+      mem_w2[\wp__addr$791 ][103:96] <= \wp__data$793 [103:96];
+    if (\wp__en$790 [13])
+      mem_w2[\wp__addr$791 ][111:104] <= \wp__data$793 [111:104];
+    if (\wp__en$790 [14])
+      mem_w2[\wp__addr$791 ][119:112] <= \wp__data$793 [119:112];
+    if (\wp__en$790 [15])
+      mem_w2[\wp__addr$791 ][127:120] <= \wp__data$793 [127:120];
+    if (\wp__en$790 [16])
+      mem_w2[\wp__addr$791 ][135:128] <= \wp__data$793 [135:128];
+    if (\wp__en$790 [17])
+      mem_w2[\wp__addr$791 ][143:136] <= \wp__data$793 [143:136];
+    if (\wp__en$790 [18])
+      mem_w2[\wp__addr$791 ][151:144] <= \wp__data$793 [151:144];
+    if (\wp__en$790 [19])
+      mem_w2[\wp__addr$791 ][159:152] <= \wp__data$793 [159:152];
+    if (\wp__en$790 [20])
+      mem_w2[\wp__addr$791 ][167:160] <= \wp__data$793 [167:160];
+    if (\wp__en$790 [21])
+      mem_w2[\wp__addr$791 ][175:168] <= \wp__data$793 [175:168];
+    if (\wp__en$790 [22])
+      mem_w2[\wp__addr$791 ][183:176] <= \wp__data$793 [183:176];
+    if (\wp__en$790 [23])
+      mem_w2[\wp__addr$791 ][191:184] <= \wp__data$793 [191:184];
+    if (\wp__en$790 [24])
+      mem_w2[\wp__addr$791 ][199:192] <= \wp__data$793 [199:192];
+    if (\wp__en$790 [25])
+      mem_w2[\wp__addr$791 ][207:200] <= \wp__data$793 [207:200];
+    if (\wp__en$790 [26])
+      mem_w2[\wp__addr$791 ][215:208] <= \wp__data$793 [215:208];
+    if (\wp__en$790 [27])
+      mem_w2[\wp__addr$791 ][223:216] <= \wp__data$793 [223:216];
+    if (\wp__en$790 [28])
+      mem_w2[\wp__addr$791 ][231:224] <= \wp__data$793 [231:224];
+    if (\wp__en$790 [29])
+      mem_w2[\wp__addr$791 ][239:232] <= \wp__data$793 [239:232];
+    if (\wp__en$790 [30])
+      mem_w2[\wp__addr$791 ][247:240] <= \wp__data$793 [247:240];
+    if (\wp__en$790 [31])
+      mem_w2[\wp__addr$791 ][255:248] <= \wp__data$793 [255:248];
   end
   reg [255:0] _31_;
   reg [255:0] _32_;
   always @(posedge clk) begin
-    if (\$signature__en$785 ) begin
-      _31_ <= mem_w2[\$signature__addr$786 ];
+    if (\$signature__en$787 ) begin
+      _31_ <= mem_w2[\$signature__addr$788 ];
     end
-    if (\$signature__en$783 ) begin
-      _32_ <= mem_w2[\$signature__addr$784 ];
+    if (\$signature__en$785 ) begin
+      _32_ <= mem_w2[\$signature__addr$786 ];
     end
   end
-  assign \$signature__data$1043  = _31_;
-  assign \$signature__data$607  = _32_;
+  assign \$signature__data$1045  = _31_;
+  assign \$signature__data$609  = _32_;
   assign host_enable = ~ busy;
   assign \$1  = $signed(fw0_rem) < $signed(5'h08);
   assign \$2  = \$1  ? fw0_rem : 14'h0008;
@@ -8309,68 +8260,68 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$528  = \$526  << \$527 ;
   assign \$529  = host_region_q == 5'h14;
   assign \$4638  = host_local_q[1:0] * 8'h80;
-  assign \$530  = \$signature__data$613  >> \$4638 ;
+  assign \$530  = \$signature__data$615  >> \$4638 ;
   assign \$531  = host_region_q == 5'h13;
   assign \$4642  = host_local_q[1:0] * 8'h80;
-  assign \$532  = \$signature__data$612  >> \$4642 ;
+  assign \$532  = \$signature__data$614  >> \$4642 ;
   assign \$533  = host_region_q == 5'h12;
   assign \$4646  = host_local_q[1:0] * 8'h80;
-  assign \$534  = \$signature__data$611  >> \$4646 ;
+  assign \$534  = \$signature__data$613  >> \$4646 ;
   assign \$535  = host_region_q == 5'h11;
   assign \$4650  = host_local_q[0] * 8'h80;
-  assign \$536  = \$signature__data$610  >> \$4650 ;
+  assign \$536  = \$signature__data$612  >> \$4650 ;
   assign \$537  = host_region_q == 5'h10;
   assign \$4654  = host_local_q[0] * 8'h80;
-  assign \$538  = \$signature__data$609  >> \$4654 ;
+  assign \$538  = \$signature__data$611  >> \$4654 ;
   assign \$539  = host_region_q == 4'hf;
   assign \$4658  = host_local_q[0] * 8'h80;
-  assign \$540  = \$signature__data$608  >> \$4658 ;
+  assign \$540  = \$signature__data$610  >> \$4658 ;
   assign \$541  = host_region_q == 4'he;
   assign \$4662  = host_local_q[0] * 8'h80;
-  assign \$542  = \$signature__data$607  >> \$4662 ;
+  assign \$542  = \$signature__data$609  >> \$4662 ;
   assign \$543  = host_region_q == 4'hd;
   assign \$4666  = host_local_q[0] * 8'h80;
-  assign \$544  = \$signature__data$606  >> \$4666 ;
+  assign \$544  = \$signature__data$608  >> \$4666 ;
   assign \$545  = host_region_q == 4'hc;
   assign \$4670  = host_local_q[0] * 8'h80;
-  assign \$546  = \$signature__data$605  >> \$4670 ;
+  assign \$546  = \$signature__data$607  >> \$4670 ;
   assign \$547  = host_region_q == 4'hb;
   assign \$4674  = host_local_q[0] * 8'h80;
-  assign \$548  = \$signature__data$604  >> \$4674 ;
+  assign \$548  = \$signature__data$606  >> \$4674 ;
   assign \$549  = host_region_q == 4'ha;
   assign \$4678  = host_local_q[0] * 8'h80;
-  assign \$550  = \$signature__data$603  >> \$4678 ;
+  assign \$550  = \$signature__data$605  >> \$4678 ;
   assign \$551  = host_region_q == 4'h9;
   assign \$4682  = host_local_q[0] * 8'h80;
-  assign \$552  = \$signature__data$602  >> \$4682 ;
+  assign \$552  = \$signature__data$604  >> \$4682 ;
   assign \$553  = host_region_q == 4'h8;
   assign \$4686  = host_local_q[0] * 8'h80;
   assign \$554  = \$signature__data  >> \$4686 ;
   assign \$555  = host_region_q == 3'h7;
   assign \$4690  = host_local_q[0] * 8'h80;
-  assign \$556  = \$signature__data$601  >> \$4690 ;
+  assign \$556  = \$signature__data$603  >> \$4690 ;
   assign \$557  = host_region_q == 3'h6;
   assign \$4694  = host_local_q[0] * 8'h80;
-  assign \$558  = \$signature__data$600  >> \$4694 ;
+  assign \$558  = \$signature__data$602  >> \$4694 ;
   assign \$559  = host_region_q == 3'h5;
   assign \$4698  = host_local_q[0] * 8'h80;
-  assign \$560  = \$signature__data$599  >> \$4698 ;
+  assign \$560  = \$signature__data$601  >> \$4698 ;
   assign \$561  = host_region_q == 3'h4;
   assign \$4702  = host_local_q[0] * 8'h80;
-  assign \$562  = \$signature__data$598  >> \$4702 ;
+  assign \$562  = \$signature__data$600  >> \$4702 ;
   assign \$563  = host_region_q == 2'h3;
   assign \$4706  = host_local_q[0] * 8'h80;
-  assign \$564  = \$signature__data$597  >> \$4706 ;
+  assign \$564  = \$signature__data$599  >> \$4706 ;
   assign \$565  = host_region_q == 2'h2;
   assign \$566  = host_region_q == 1'h1;
   assign \$4711  = host_local_q[0] * 8'h80;
-  assign \$567  = \$signature__data$595  >> \$4711 ;
+  assign \$567  = \$signature__data$597  >> \$4711 ;
   assign \$568  = ! host_region_q;
   assign \$4715  = host_local_q[0] * 8'h80;
-  assign \$569  = \$signature__data$593  >> \$4715 ;
+  assign \$569  = \$signature__data$595  >> \$4715 ;
   assign \$570  = \$568  ? \$569  : 128'h00000000000000000000000000000000;
   assign \$571  = \$566  ? \$567  : \$570 ;
-  assign \$572  = \$565  ? { 56'h00000000000000, \$signature__data$596  } : \$571 ;
+  assign \$572  = \$565  ? { 56'h00000000000000, \$signature__data$598  } : \$571 ;
   assign \$573  = \$563  ? \$564  : \$572 ;
   assign \$574  = \$561  ? \$562  : \$573 ;
   assign \$575  = \$559  ? \$560  : \$574 ;
@@ -8419,7 +8370,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$619  = host_addr[10:1] < 5'h10;
   assign \$620  = \$618  & \$619 ;
   assign \$621  = \$617  & \$620 ;
-  assign \$signature__en$626  = \$615  | \$621 ;
+  assign \$signature__en$628  = \$615  | \$621 ;
   assign \$622  = tfw0_gbase + tfw0_o;
   assign \$623  = tfw0_elem ? \$622  : 14'h0000;
   assign \$625  = ~ busy;
@@ -8429,7 +8380,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$629  = \$627  & \$628 ;
   assign \$630  = \$626  & \$629 ;
   assign \$631  = \$630  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$627  = \$624  | \$631 [3:0];
+  assign \$signature__addr$629  = \$624  | \$631 [3:0];
   assign \$632  = | \$472 [31:0];
   assign \$633  = \$632  ? host_addr[10:1] : 10'h000;
   assign \$634  = | \$472 [31:0];
@@ -8440,7 +8391,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$640  = host_addr[10:0] < 5'h10;
   assign \$641  = \$639  & \$640 ;
   assign \$642  = \$638  & \$641 ;
-  assign \$signature__en$633  = \$636  | \$642 ;
+  assign \$signature__en$635  = \$636  | \$642 ;
   assign \$644  = loss_gbase + \$643 ;
   assign \$645  = loss_slot ? \$644  : 14'h0000;
   assign \$647  = ~ busy;
@@ -8450,7 +8401,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$651  = \$649  & \$650 ;
   assign \$652  = \$648  & \$651 ;
   assign \$653  = \$652  ? host_addr[10:0] : 11'h000;
-  assign \$signature__addr$634  = \$646  | \$653 [3:0];
+  assign \$signature__addr$636  = \$646  | \$653 [3:0];
   assign \$654  = | \$480 [8:0];
   assign \$655  = \$654  ? host_addr[10:0] : 11'h000;
   assign \$656  = | \$480 [8:0];
@@ -8461,7 +8412,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$662  = host_addr[10:1] < 9'h100;
   assign \$663  = \$661  & \$662 ;
   assign \$664  = \$660  & \$663 ;
-  assign \$signature__en$640  = \$658  | \$664 ;
+  assign \$signature__en$642  = \$658  | \$664 ;
   assign \$665  = \$20 [6:0] == 7'h40;
   assign \$667  = \$665  ? 7'h00 : \$666 ;
   assign \$668  = fw1_base + fw1_o;
@@ -8473,7 +8424,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$675  = \$673  & \$674 ;
   assign \$676  = \$672  & \$675 ;
   assign \$677  = \$676  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$641  = \$670  | \$677 [7:0];
+  assign \$signature__addr$643  = \$670  | \$677 [7:0];
   assign \$679  = \$678  >= 7'h40;
   assign \$680  = \$679  ? 5'h00 : wa1_o;
   assign \$682  = wa1_base + \$681 ;
@@ -8520,7 +8471,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$724  = host_addr[10:1] < 9'h100;
   assign \$725  = \$723  & \$724 ;
   assign \$726  = \$722  & \$725 ;
-  assign \$signature__en$656  = \$720  | \$726 ;
+  assign \$signature__en$658  = \$720  | \$726 ;
   assign \$727  = \$33 [6:0] == 7'h40;
   assign \$729  = \$727  ? 7'h00 : \$728 ;
   assign \$730  = fw2_base + fw2_o;
@@ -8532,7 +8483,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$737  = \$735  & \$736 ;
   assign \$738  = \$734  & \$737 ;
   assign \$739  = \$738  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$657  = \$732  | \$739 [7:0];
+  assign \$signature__addr$659  = \$732  | \$739 [7:0];
   assign \$741  = \$740  >= 7'h40;
   assign \$742  = \$741  ? 5'h00 : wa2_o;
   assign \$744  = wa2_base + \$743 ;
@@ -8579,7 +8530,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$786  = host_addr[10:1] < 5'h10;
   assign \$787  = \$785  & \$786 ;
   assign \$788  = \$784  & \$787 ;
-  assign \$signature__en$672  = \$782  | \$788 ;
+  assign \$signature__en$674  = \$782  | \$788 ;
   assign \$790  = loss_base + \$789 ;
   assign \$791  = loss_slot ? \$790  : 14'h0000;
   assign \$793  = ~ busy;
@@ -8589,7 +8540,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$797  = \$795  & \$796 ;
   assign \$798  = \$794  & \$797 ;
   assign \$799  = \$798  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$673  = \$792  | \$799 [3:0];
+  assign \$signature__addr$675  = \$792  | \$799 [3:0];
   assign \$800  = | fw2_onehot;
   assign \$801  = \$800  ? fw2_raddr : 24'h000000;
   assign \$802  = | fw2_onehot;
@@ -8600,7 +8551,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$808  = host_addr[10:1] < 9'h100;
   assign \$809  = \$807  & \$808 ;
   assign \$810  = \$806  & \$809 ;
-  assign \$signature__en$683  = \$804  | \$810 ;
+  assign \$signature__en$685  = \$804  | \$810 ;
   assign \$811  = \$57 [6:0] == 7'h40;
   assign \$813  = \$811  ? 7'h00 : \$812 ;
   assign \$814  = tfw1_base + tfw1_o;
@@ -8612,7 +8563,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$821  = \$819  & \$820 ;
   assign \$822  = \$818  & \$821 ;
   assign \$823  = \$822  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$684  = \$816  | \$823 [7:0];
+  assign \$signature__addr$686  = \$816  | \$823 [7:0];
   assign \$824  = | tfw0_onehot;
   assign \$825  = \$824  ? tfw0_raddr : 24'h000000;
   assign \$826  = | tfw0_onehot;
@@ -8655,7 +8606,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$864  = host_addr[10:1] < 9'h100;
   assign \$865  = \$863  & \$864 ;
   assign \$866  = \$862  & \$865 ;
-  assign \$signature__en$695  = \$860  | \$866 ;
+  assign \$signature__en$697  = \$860  | \$866 ;
   assign \$867  = \$70 [6:0] == 7'h40;
   assign \$869  = \$867  ? 7'h00 : \$868 ;
   assign \$870  = tfw2_base + tfw2_o;
@@ -8667,7 +8618,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$877  = \$875  & \$876 ;
   assign \$878  = \$874  & \$877 ;
   assign \$879  = \$878  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$696  = \$872  | \$879 [7:0];
+  assign \$signature__addr$698  = \$872  | \$879 [7:0];
   assign \$880  = | tfw1_onehot;
   assign \$881  = \$880  ? tfw1_raddr : 24'h000000;
   assign \$882  = | tfw1_onehot;
@@ -8710,7 +8661,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$920  = host_addr[10:1] < 5'h10;
   assign \$921  = \$919  & \$920 ;
   assign \$922  = \$918  & \$921 ;
-  assign \$signature__en$707  = \$916  | \$922 ;
+  assign \$signature__en$709  = \$916  | \$922 ;
   assign \$924  = loss_base + \$923 ;
   assign \$925  = loss_slot ? \$924  : 14'h0000;
   assign \$927  = ~ busy;
@@ -8720,7 +8671,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$931  = \$929  & \$930 ;
   assign \$932  = \$928  & \$931 ;
   assign \$933  = \$932  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$708  = \$926  | \$933 [3:0];
+  assign \$signature__addr$710  = \$926  | \$933 [3:0];
   assign \$934  = | tfw2_onehot;
   assign \$935  = \$934  ? tfw2_raddr : 24'h000000;
   assign \$936  = | tfw2_onehot;
@@ -8731,7 +8682,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$942  = host_addr[10:1] < 9'h100;
   assign \$943  = \$941  & \$942 ;
   assign \$944  = \$940  & \$943 ;
-  assign \$signature__en$717  = \$938  | \$944 ;
+  assign \$signature__en$719  = \$938  | \$944 ;
   assign \$946  = wa0_base + \$945 ;
   assign \$947  = wa0_elem ? { \$946 , wa0_n[3:0] } : 18'h00000;
   assign \$949  = ~ busy;
@@ -8741,57 +8692,57 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$953  = \$951  & \$952 ;
   assign \$954  = \$950  & \$953 ;
   assign \$955  = \$954  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$718  = \$948  | \$955 [7:0];
+  assign \$signature__addr$720  = \$948  | \$955 [7:0];
   assign \$956  = | bw1_onehot;
   assign \$957  = \$956  ? bw1_raddr : 24'h000000;
   assign \$958  = | bw1_onehot;
   assign \$5163  = bw1_rrow * 3'h4;
-  assign \$959  = \$signature__data$725  >> \$5163 ;
+  assign \$959  = \$signature__data$727  >> \$5163 ;
   assign \$960  = \$959 [0] ? bw1_rc0 : 16'h0000;
   assign \$5167  = bw1_rrow * 3'h4;
-  assign \$961  = \$signature__data$725  >> \$5167 ;
+  assign \$961  = \$signature__data$727  >> \$5167 ;
   assign \$962  = \$961 [1] ? bw1_rc1 : 16'h0000;
   assign \$5171  = bw1_rrow * 3'h4;
-  assign \$963  = \$signature__data$725  >> \$5171 ;
+  assign \$963  = \$signature__data$727  >> \$5171 ;
   assign \$964  = \$963 [2] ? bw1_rc2 : 16'h0000;
   assign \$5175  = bw1_rrow * 3'h4;
-  assign \$965  = \$signature__data$725  >> \$5175 ;
+  assign \$965  = \$signature__data$727  >> \$5175 ;
   assign \$966  = \$965 [3] ? bw1_rc3 : 16'h0000;
   assign \$5179  = bw1_rrow * 3'h4;
-  assign \$967  = \$signature__data$725  >> \$5179 ;
+  assign \$967  = \$signature__data$727  >> \$5179 ;
   assign \$968  = \$967 [0] ? bw1_rc0 : 16'h0000;
   assign \$5183  = bw1_rrow * 3'h4;
-  assign \$969  = \$signature__data$725  >> \$5183 ;
+  assign \$969  = \$signature__data$727  >> \$5183 ;
   assign \$970  = \$969 [1] ? bw1_rc1 : 16'h0000;
   assign \$5187  = bw1_rrow * 3'h4;
-  assign \$971  = \$signature__data$725  >> \$5187 ;
+  assign \$971  = \$signature__data$727  >> \$5187 ;
   assign \$972  = \$971 [2] ? bw1_rc2 : 16'h0000;
   assign \$5191  = bw1_rrow * 3'h4;
-  assign \$973  = \$signature__data$725  >> \$5191 ;
+  assign \$973  = \$signature__data$727  >> \$5191 ;
   assign \$974  = \$973 [3] ? bw1_rc3 : 16'h0000;
   assign \$5195  = bw1_rrow * 3'h4;
-  assign \$975  = \$signature__data$725  >> \$5195 ;
+  assign \$975  = \$signature__data$727  >> \$5195 ;
   assign \$976  = \$975 [0] ? bw1_rc0 : 16'h0000;
   assign \$5199  = bw1_rrow * 3'h4;
-  assign \$977  = \$signature__data$725  >> \$5199 ;
+  assign \$977  = \$signature__data$727  >> \$5199 ;
   assign \$978  = \$977 [1] ? bw1_rc1 : 16'h0000;
   assign \$5203  = bw1_rrow * 3'h4;
-  assign \$979  = \$signature__data$725  >> \$5203 ;
+  assign \$979  = \$signature__data$727  >> \$5203 ;
   assign \$980  = \$979 [2] ? bw1_rc2 : 16'h0000;
   assign \$5207  = bw1_rrow * 3'h4;
-  assign \$981  = \$signature__data$725  >> \$5207 ;
+  assign \$981  = \$signature__data$727  >> \$5207 ;
   assign \$982  = \$981 [3] ? bw1_rc3 : 16'h0000;
   assign \$5211  = bw1_rrow * 3'h4;
-  assign \$983  = \$signature__data$725  >> \$5211 ;
+  assign \$983  = \$signature__data$727  >> \$5211 ;
   assign \$984  = \$983 [0] ? bw1_rc0 : 16'h0000;
   assign \$5215  = bw1_rrow * 3'h4;
-  assign \$985  = \$signature__data$725  >> \$5215 ;
+  assign \$985  = \$signature__data$727  >> \$5215 ;
   assign \$986  = \$985 [1] ? bw1_rc1 : 16'h0000;
   assign \$5219  = bw1_rrow * 3'h4;
-  assign \$987  = \$signature__data$725  >> \$5219 ;
+  assign \$987  = \$signature__data$727  >> \$5219 ;
   assign \$988  = \$987 [2] ? bw1_rc2 : 16'h0000;
   assign \$5223  = bw1_rrow * 3'h4;
-  assign \$989  = \$signature__data$725  >> \$5223 ;
+  assign \$989  = \$signature__data$727  >> \$5223 ;
   assign \$990  = \$989 [3] ? bw1_rc3 : 16'h0000;
   assign \$991  = \$958  ? { \$990 , \$988 , \$986 , \$984 , \$982 , \$980 , \$978 , \$976 , \$974 , \$972 , \$970 , \$968 , \$966 , \$964 , \$962 , \$960  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$993  = ~ busy;
@@ -8800,7 +8751,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$996  = host_addr[10:1] < 9'h100;
   assign \$997  = \$995  & \$996 ;
   assign \$998  = \$994  & \$997 ;
-  assign \$signature__en$730  = \$992  | \$998 ;
+  assign \$signature__en$732  = \$992  | \$998 ;
   assign \$1000  = bw1_base + bw1_o;
   assign \$1001  = bw1_elem ? { \$1000 , \$999 [3:0] } : 18'h00000;
   assign \$1003  = ~ busy;
@@ -8810,59 +8761,59 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1007  = \$1005  & \$1006 ;
   assign \$1008  = \$1004  & \$1007 ;
   assign \$1009  = \$1008  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$731  = \$1002  | \$1009 [7:0];
+  assign \$signature__addr$733  = \$1002  | \$1009 [7:0];
   assign \$1011  = wa1_base + \$1010 ;
   assign \$1012  = wa1_elem ? { \$1011 , wa1_n[3:0] } : 18'h00000;
   assign \$1013  = | bw2_onehot;
   assign \$1014  = \$1013  ? bw2_raddr : 24'h000000;
   assign \$1015  = | bw2_onehot;
   assign \$5259  = bw2_rrow * 3'h4;
-  assign \$1016  = \$signature__data$741  >> \$5259 ;
+  assign \$1016  = \$signature__data$743  >> \$5259 ;
   assign \$1017  = \$1016 [0] ? bw2_rc0 : 16'h0000;
   assign \$5263  = bw2_rrow * 3'h4;
-  assign \$1018  = \$signature__data$741  >> \$5263 ;
+  assign \$1018  = \$signature__data$743  >> \$5263 ;
   assign \$1019  = \$1018 [1] ? bw2_rc1 : 16'h0000;
   assign \$5267  = bw2_rrow * 3'h4;
-  assign \$1020  = \$signature__data$741  >> \$5267 ;
+  assign \$1020  = \$signature__data$743  >> \$5267 ;
   assign \$1021  = \$1020 [2] ? bw2_rc2 : 16'h0000;
   assign \$5271  = bw2_rrow * 3'h4;
-  assign \$1022  = \$signature__data$741  >> \$5271 ;
+  assign \$1022  = \$signature__data$743  >> \$5271 ;
   assign \$1023  = \$1022 [3] ? bw2_rc3 : 16'h0000;
   assign \$5275  = bw2_rrow * 3'h4;
-  assign \$1024  = \$signature__data$741  >> \$5275 ;
+  assign \$1024  = \$signature__data$743  >> \$5275 ;
   assign \$1025  = \$1024 [0] ? bw2_rc0 : 16'h0000;
   assign \$5279  = bw2_rrow * 3'h4;
-  assign \$1026  = \$signature__data$741  >> \$5279 ;
+  assign \$1026  = \$signature__data$743  >> \$5279 ;
   assign \$1027  = \$1026 [1] ? bw2_rc1 : 16'h0000;
   assign \$5283  = bw2_rrow * 3'h4;
-  assign \$1028  = \$signature__data$741  >> \$5283 ;
+  assign \$1028  = \$signature__data$743  >> \$5283 ;
   assign \$1029  = \$1028 [2] ? bw2_rc2 : 16'h0000;
   assign \$5287  = bw2_rrow * 3'h4;
-  assign \$1030  = \$signature__data$741  >> \$5287 ;
+  assign \$1030  = \$signature__data$743  >> \$5287 ;
   assign \$1031  = \$1030 [3] ? bw2_rc3 : 16'h0000;
   assign \$5291  = bw2_rrow * 3'h4;
-  assign \$1032  = \$signature__data$741  >> \$5291 ;
+  assign \$1032  = \$signature__data$743  >> \$5291 ;
   assign \$1033  = \$1032 [0] ? bw2_rc0 : 16'h0000;
   assign \$5295  = bw2_rrow * 3'h4;
-  assign \$1034  = \$signature__data$741  >> \$5295 ;
+  assign \$1034  = \$signature__data$743  >> \$5295 ;
   assign \$1035  = \$1034 [1] ? bw2_rc1 : 16'h0000;
   assign \$5299  = bw2_rrow * 3'h4;
-  assign \$1036  = \$signature__data$741  >> \$5299 ;
+  assign \$1036  = \$signature__data$743  >> \$5299 ;
   assign \$1037  = \$1036 [2] ? bw2_rc2 : 16'h0000;
   assign \$5303  = bw2_rrow * 3'h4;
-  assign \$1038  = \$signature__data$741  >> \$5303 ;
+  assign \$1038  = \$signature__data$743  >> \$5303 ;
   assign \$1039  = \$1038 [3] ? bw2_rc3 : 16'h0000;
   assign \$5307  = bw2_rrow * 3'h4;
-  assign \$1040  = \$signature__data$741  >> \$5307 ;
+  assign \$1040  = \$signature__data$743  >> \$5307 ;
   assign \$1041  = \$1040 [0] ? bw2_rc0 : 16'h0000;
   assign \$5311  = bw2_rrow * 3'h4;
-  assign \$1042  = \$signature__data$741  >> \$5311 ;
+  assign \$1042  = \$signature__data$743  >> \$5311 ;
   assign \$1043  = \$1042 [1] ? bw2_rc1 : 16'h0000;
   assign \$5315  = bw2_rrow * 3'h4;
-  assign \$1044  = \$signature__data$741  >> \$5315 ;
+  assign \$1044  = \$signature__data$743  >> \$5315 ;
   assign \$1045  = \$1044 [2] ? bw2_rc2 : 16'h0000;
   assign \$5319  = bw2_rrow * 3'h4;
-  assign \$1046  = \$signature__data$741  >> \$5319 ;
+  assign \$1046  = \$signature__data$743  >> \$5319 ;
   assign \$1047  = \$1046 [3] ? bw2_rc3 : 16'h0000;
   assign \$1048  = \$1015  ? { \$1047 , \$1045 , \$1043 , \$1041 , \$1039 , \$1037 , \$1035 , \$1033 , \$1031 , \$1029 , \$1027 , \$1025 , \$1023 , \$1021 , \$1019 , \$1017  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1050  = ~ busy;
@@ -8871,7 +8822,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1053  = host_addr[10:1] < 5'h10;
   assign \$1054  = \$1052  & \$1053 ;
   assign \$1055  = \$1051  & \$1054 ;
-  assign \$signature__en$746  = \$1049  | \$1055 ;
+  assign \$signature__en$748  = \$1049  | \$1055 ;
   assign \$1056  = bw2_base + bw2_o;
   assign \$1057  = bw2_elem ? \$1056  : 14'h0000;
   assign \$1059  = ~ busy;
@@ -8881,7 +8832,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1063  = \$1061  & \$1062 ;
   assign \$1064  = \$1060  & \$1063 ;
   assign \$1065  = \$1064  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$747  = \$1058  | \$1065 [3:0];
+  assign \$signature__addr$749  = \$1058  | \$1065 [3:0];
   assign \$1067  = wa2_base + \$1066 ;
   assign \$1068  = wa2_elem ? \$1067  : 14'h0000;
   assign \$1069  = | loss_onehot;
@@ -8907,7 +8858,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1126  = host_addr[10:1] < 6'h20;
   assign \$1127  = \$1125  & \$1126 ;
   assign \$1128  = \$1124  & \$1127 ;
-  assign \$signature__en$758  = \$1122  | \$1128 ;
+  assign \$signature__en$760  = \$1122  | \$1128 ;
   assign \$1130  = fw0_elem ? { \$1129 , fw0_n[3:0] } : 7'h00;
   assign \$1132  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
   assign \$1133  = \$1131  | \$1132 [4:0];
@@ -8918,18 +8869,18 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1138  = \$1136  & \$1137 ;
   assign \$1139  = \$1135  & \$1138 ;
   assign \$1140  = \$1139  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$759  = \$1133  | \$1140 [4:0];
-  assign \wp__en$761  = \$1141  | \$488 [31:0];
+  assign \$signature__addr$761  = \$1133  | \$1140 [4:0];
+  assign \wp__en$763  = \$1141  | \$488 [31:0];
   assign \$1142  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
   assign \$1143  = \$1142  ? wu0_a6 : 24'h000000;
   assign \$1145  = | \$488 [31:0];
   assign \$1146  = \$1145  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$762  = \$1144  | \$1146 [4:0];
+  assign \wp__addr$764  = \$1144  | \$1146 [4:0];
   assign \$1147  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
   assign \$1148  = \$1147  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1150  = | \$488 [31:0];
   assign \$1151  = \$1150  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$764  = \$1149  | \$1151 ;
+  assign \wp__data$766  = \$1149  | \$1151 ;
   assign \$1153  = \$1152  | wu1_slot;
   assign \$1154  = ~ busy;
   assign \$1155  = \$1154  & host_re;
@@ -8937,7 +8888,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1157  = host_addr[10:1] < 9'h110;
   assign \$1158  = \$1156  & \$1157 ;
   assign \$1159  = \$1155  & \$1158 ;
-  assign \$signature__en$769  = \$1153  | \$1159 ;
+  assign \$signature__en$771  = \$1153  | \$1159 ;
   assign \$1161  = fw1_elem ? { \$1160 , fw1_n[3:0] } : 11'h000;
   assign \$1163  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
   assign \$1164  = \$1162  | \$1163 ;
@@ -8948,19 +8899,19 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1169  = \$1167  & \$1168 ;
   assign \$1170  = \$1166  & \$1169 ;
   assign \$1171  = \$1170  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$770  = \$1164  | \$1171 [8:0];
+  assign \$signature__addr$772  = \$1164  | \$1171 [8:0];
   assign \$1173  = bw1_elem ? { bw1_n, \$1172 [3:0] } : 9'h000;
-  assign \wp__en$775  = \$1174  | \$496 [31:0];
+  assign \wp__en$777  = \$1174  | \$496 [31:0];
   assign \$1175  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
   assign \$1176  = \$1175  ? wu1_a6 : 24'h000000;
   assign \$1178  = | \$496 [31:0];
   assign \$1179  = \$1178  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$776  = \$1177  | \$1179 [8:0];
+  assign \wp__addr$778  = \$1177  | \$1179 [8:0];
   assign \$1180  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
   assign \$1181  = \$1180  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1183  = | \$496 [31:0];
   assign \$1184  = \$1183  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$778  = \$1182  | \$1184 ;
+  assign \wp__data$780  = \$1182  | \$1184 ;
   assign \$1186  = \$1185  | wu2_slot;
   assign \$1187  = ~ busy;
   assign \$1188  = \$1187  & host_re;
@@ -8968,7 +8919,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1190  = host_addr[10:1] < 5'h11;
   assign \$1191  = \$1189  & \$1190 ;
   assign \$1192  = \$1188  & \$1191 ;
-  assign \$signature__en$783  = \$1186  | \$1192 ;
+  assign \$signature__en$785  = \$1186  | \$1192 ;
   assign \$1194  = fw2_elem ? \$1193  : 7'h00;
   assign \$1196  = wu2_slot ? wu2_rg : 5'h00;
   assign \$1197  = \$1195  | \$1196 ;
@@ -8979,26 +8930,26 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1202  = \$1200  & \$1201 ;
   assign \$1203  = \$1199  & \$1202 ;
   assign \$1204  = \$1203  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$784  = \$1197  | \$1204 [4:0];
+  assign \$signature__addr$786  = \$1197  | \$1204 [4:0];
   assign \$1205  = bw2_elem ? bw2_n : 5'h00;
-  assign \wp__en$788  = \$1206  | \$504 [31:0];
+  assign \wp__en$790  = \$1206  | \$504 [31:0];
   assign \$1207  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
   assign \$1208  = \$1207  ? wu2_a6 : 24'h000000;
   assign \$1210  = | \$504 [31:0];
   assign \$1211  = \$1210  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$789  = \$1209  | \$1211 [4:0];
+  assign \wp__addr$791  = \$1209  | \$1211 [4:0];
   assign \$1212  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
   assign \$1213  = \$1212  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1215  = | \$504 [31:0];
   assign \$1216  = \$1215  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$791  = \$1214  | \$1216 ;
+  assign \wp__data$793  = \$1214  | \$1216 ;
   assign \$1218  = ~ busy;
   assign \$1219  = \$1218  & host_re;
   assign \$1220  = host_addr[15:11] == 4'hf;
   assign \$1221  = host_addr[10:1] < 6'h20;
   assign \$1222  = \$1220  & \$1221 ;
   assign \$1223  = \$1219  & \$1222 ;
-  assign \$signature__en$796  = \$1217  | \$1223 ;
+  assign \$signature__en$798  = \$1217  | \$1223 ;
   assign \$1225  = tfw0_elem ? { \$1224 , tfw0_n[3:0] } : 7'h00;
   assign \$1227  = ~ busy;
   assign \$1228  = \$1227  & host_re;
@@ -9007,121 +8958,121 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1231  = \$1229  & \$1230 ;
   assign \$1232  = \$1228  & \$1231 ;
   assign \$1233  = \$1232  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$797  = \$1226  | \$1233 [4:0];
-  assign \$1234  = synced ? wu0_onehot : 4'h0;
-  assign \$1235  = synced ? wu0_onehot : 4'h0;
-  assign \$1236  = synced ? wu0_onehot : 4'h0;
-  assign \$1237  = synced ? wu0_onehot : 4'h0;
-  assign \$1238  = synced ? wu0_onehot : 4'h0;
-  assign \$1239  = synced ? wu0_onehot : 4'h0;
-  assign \$1240  = synced ? wu0_onehot : 4'h0;
-  assign \$1241  = synced ? wu0_onehot : 4'h0;
-  assign \$1242  = synced ? wu0_onehot : 4'h0;
-  assign \$1243  = synced ? wu0_onehot : 4'h0;
-  assign \$1244  = synced ? wu0_onehot : 4'h0;
-  assign \$1245  = synced ? wu0_onehot : 4'h0;
-  assign \$1246  = synced ? wu0_onehot : 4'h0;
-  assign \$1247  = synced ? wu0_onehot : 4'h0;
-  assign \$1248  = synced ? wu0_onehot : 4'h0;
-  assign \$1249  = synced ? wu0_onehot : 4'h0;
-  assign \$1250  = synced ? wu0_onehot : 4'h0;
-  assign \$1251  = synced ? wu0_onehot : 4'h0;
-  assign \$1252  = synced ? wu0_onehot : 4'h0;
-  assign \$1253  = synced ? wu0_onehot : 4'h0;
-  assign \$1254  = synced ? wu0_onehot : 4'h0;
-  assign \$1255  = synced ? wu0_onehot : 4'h0;
-  assign \$1256  = synced ? wu0_onehot : 4'h0;
-  assign \$1257  = synced ? wu0_onehot : 4'h0;
-  assign \$1258  = synced ? wu0_onehot : 4'h0;
-  assign \$1259  = synced ? wu0_onehot : 4'h0;
-  assign \$1260  = synced ? wu0_onehot : 4'h0;
-  assign \$1261  = synced ? wu0_onehot : 4'h0;
-  assign \$1262  = synced ? wu0_onehot : 4'h0;
-  assign \$1263  = synced ? wu0_onehot : 4'h0;
-  assign \$1264  = synced ? wu0_onehot : 4'h0;
-  assign \$1265  = synced ? wu0_onehot : 4'h0;
-  assign \wp__en$799  = \$1266  | \$512 [31:0];
-  assign \$1267  = synced ? wu0_onehot : 4'h0;
-  assign \$1268  = synced ? wu0_onehot : 4'h0;
-  assign \$1269  = synced ? wu0_onehot : 4'h0;
-  assign \$1270  = synced ? wu0_onehot : 4'h0;
-  assign \$1271  = synced ? wu0_onehot : 4'h0;
-  assign \$1272  = synced ? wu0_onehot : 4'h0;
-  assign \$1273  = synced ? wu0_onehot : 4'h0;
-  assign \$1274  = synced ? wu0_onehot : 4'h0;
-  assign \$1275  = synced ? wu0_onehot : 4'h0;
-  assign \$1276  = synced ? wu0_onehot : 4'h0;
-  assign \$1277  = synced ? wu0_onehot : 4'h0;
-  assign \$1278  = synced ? wu0_onehot : 4'h0;
-  assign \$1279  = synced ? wu0_onehot : 4'h0;
-  assign \$1280  = synced ? wu0_onehot : 4'h0;
-  assign \$1281  = synced ? wu0_onehot : 4'h0;
-  assign \$1282  = synced ? wu0_onehot : 4'h0;
-  assign \$1283  = synced ? wu0_onehot : 4'h0;
-  assign \$1284  = synced ? wu0_onehot : 4'h0;
-  assign \$1285  = synced ? wu0_onehot : 4'h0;
-  assign \$1286  = synced ? wu0_onehot : 4'h0;
-  assign \$1287  = synced ? wu0_onehot : 4'h0;
-  assign \$1288  = synced ? wu0_onehot : 4'h0;
-  assign \$1289  = synced ? wu0_onehot : 4'h0;
-  assign \$1290  = synced ? wu0_onehot : 4'h0;
-  assign \$1291  = synced ? wu0_onehot : 4'h0;
-  assign \$1292  = synced ? wu0_onehot : 4'h0;
-  assign \$1293  = synced ? wu0_onehot : 4'h0;
-  assign \$1294  = synced ? wu0_onehot : 4'h0;
-  assign \$1295  = synced ? wu0_onehot : 4'h0;
-  assign \$1296  = synced ? wu0_onehot : 4'h0;
-  assign \$1297  = synced ? wu0_onehot : 4'h0;
-  assign \$1298  = synced ? wu0_onehot : 4'h0;
+  assign \$signature__addr$799  = \$1226  | \$1233 [4:0];
+  assign \$1234  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1235  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1236  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1237  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1238  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1239  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1240  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1241  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1242  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1243  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1244  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1245  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1246  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1247  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1248  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1249  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1250  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1251  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1252  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1253  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1254  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1255  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1256  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1257  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1258  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1259  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1260  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1261  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1262  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1263  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1264  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1265  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \wp__en$801  = \$1266  | \$512 [31:0];
+  assign \$1267  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1268  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1269  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1270  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1271  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1272  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1273  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1274  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1275  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1276  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1277  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1278  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1279  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1280  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1281  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1282  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1283  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1284  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1285  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1286  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1287  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1288  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1289  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1290  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1291  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1292  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1293  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1294  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1295  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1296  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1297  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1298  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1299  = | { \$1298 [3], \$1297 [3], \$1296 [3], \$1295 [3], \$1294 [3], \$1293 [3], \$1292 [3], \$1291 [3], \$1290 [2], \$1289 [2], \$1288 [2], \$1287 [2], \$1286 [2], \$1285 [2], \$1284 [2], \$1283 [2], \$1282 [1], \$1281 [1], \$1280 [1], \$1279 [1], \$1278 [1], \$1277 [1], \$1276 [1], \$1275 [1], \$1274 [0], \$1273 [0], \$1272 [0], \$1271 [0], \$1270 [0], \$1269 [0], \$1268 [0], \$1267 [0] };
   assign \$1300  = \$1299  ? wu0_a6 : 24'h000000;
   assign \$1302  = | \$512 [31:0];
   assign \$1303  = \$1302  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$800  = \$1301  | \$1303 [4:0];
-  assign \$1304  = synced ? wu0_onehot : 4'h0;
-  assign \$1305  = synced ? wu0_onehot : 4'h0;
-  assign \$1306  = synced ? wu0_onehot : 4'h0;
-  assign \$1307  = synced ? wu0_onehot : 4'h0;
-  assign \$1308  = synced ? wu0_onehot : 4'h0;
-  assign \$1309  = synced ? wu0_onehot : 4'h0;
-  assign \$1310  = synced ? wu0_onehot : 4'h0;
-  assign \$1311  = synced ? wu0_onehot : 4'h0;
-  assign \$1312  = synced ? wu0_onehot : 4'h0;
-  assign \$1313  = synced ? wu0_onehot : 4'h0;
-  assign \$1314  = synced ? wu0_onehot : 4'h0;
-  assign \$1315  = synced ? wu0_onehot : 4'h0;
-  assign \$1316  = synced ? wu0_onehot : 4'h0;
-  assign \$1317  = synced ? wu0_onehot : 4'h0;
-  assign \$1318  = synced ? wu0_onehot : 4'h0;
-  assign \$1319  = synced ? wu0_onehot : 4'h0;
-  assign \$1320  = synced ? wu0_onehot : 4'h0;
-  assign \$1321  = synced ? wu0_onehot : 4'h0;
-  assign \$1322  = synced ? wu0_onehot : 4'h0;
-  assign \$1323  = synced ? wu0_onehot : 4'h0;
-  assign \$1324  = synced ? wu0_onehot : 4'h0;
-  assign \$1325  = synced ? wu0_onehot : 4'h0;
-  assign \$1326  = synced ? wu0_onehot : 4'h0;
-  assign \$1327  = synced ? wu0_onehot : 4'h0;
-  assign \$1328  = synced ? wu0_onehot : 4'h0;
-  assign \$1329  = synced ? wu0_onehot : 4'h0;
-  assign \$1330  = synced ? wu0_onehot : 4'h0;
-  assign \$1331  = synced ? wu0_onehot : 4'h0;
-  assign \$1332  = synced ? wu0_onehot : 4'h0;
-  assign \$1333  = synced ? wu0_onehot : 4'h0;
-  assign \$1334  = synced ? wu0_onehot : 4'h0;
-  assign \$1335  = synced ? wu0_onehot : 4'h0;
+  assign \wp__addr$802  = \$1301  | \$1303 [4:0];
+  assign \$1304  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1305  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1306  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1307  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1308  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1309  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1310  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1311  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1312  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1313  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1314  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1315  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1316  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1317  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1318  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1319  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1320  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1321  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1322  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1323  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1324  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1325  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1326  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1327  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1328  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1329  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1330  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1331  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1332  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1333  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1334  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1335  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1336  = | { \$1335 [3], \$1334 [3], \$1333 [3], \$1332 [3], \$1331 [3], \$1330 [3], \$1329 [3], \$1328 [3], \$1327 [2], \$1326 [2], \$1325 [2], \$1324 [2], \$1323 [2], \$1322 [2], \$1321 [2], \$1320 [2], \$1319 [1], \$1318 [1], \$1317 [1], \$1316 [1], \$1315 [1], \$1314 [1], \$1313 [1], \$1312 [1], \$1311 [0], \$1310 [0], \$1309 [0], \$1308 [0], \$1307 [0], \$1306 [0], \$1305 [0], \$1304 [0] };
   assign \$1337  = \$1336  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1339  = | \$512 [31:0];
   assign \$1340  = \$1339  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$801  = \$1338  | \$1340 ;
+  assign \wp__data$803  = \$1338  | \$1340 ;
   assign \$1342  = ~ busy;
   assign \$1343  = \$1342  & host_re;
   assign \$1344  = host_addr[15:11] == 5'h10;
   assign \$1345  = host_addr[10:1] < 9'h110;
   assign \$1346  = \$1344  & \$1345 ;
   assign \$1347  = \$1343  & \$1346 ;
-  assign \$signature__en$802  = \$1341  | \$1347 ;
+  assign \$signature__en$804  = \$1341  | \$1347 ;
   assign \$1349  = tfw1_elem ? { \$1348 , tfw1_n[3:0] } : 11'h000;
   assign \$1351  = ~ busy;
   assign \$1352  = \$1351  & host_re;
@@ -9130,121 +9081,121 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1355  = \$1353  & \$1354 ;
   assign \$1356  = \$1352  & \$1355 ;
   assign \$1357  = \$1356  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$803  = \$1350  | \$1357 [8:0];
-  assign \$1358  = synced ? wu1_onehot : 4'h0;
-  assign \$1359  = synced ? wu1_onehot : 4'h0;
-  assign \$1360  = synced ? wu1_onehot : 4'h0;
-  assign \$1361  = synced ? wu1_onehot : 4'h0;
-  assign \$1362  = synced ? wu1_onehot : 4'h0;
-  assign \$1363  = synced ? wu1_onehot : 4'h0;
-  assign \$1364  = synced ? wu1_onehot : 4'h0;
-  assign \$1365  = synced ? wu1_onehot : 4'h0;
-  assign \$1366  = synced ? wu1_onehot : 4'h0;
-  assign \$1367  = synced ? wu1_onehot : 4'h0;
-  assign \$1368  = synced ? wu1_onehot : 4'h0;
-  assign \$1369  = synced ? wu1_onehot : 4'h0;
-  assign \$1370  = synced ? wu1_onehot : 4'h0;
-  assign \$1371  = synced ? wu1_onehot : 4'h0;
-  assign \$1372  = synced ? wu1_onehot : 4'h0;
-  assign \$1373  = synced ? wu1_onehot : 4'h0;
-  assign \$1374  = synced ? wu1_onehot : 4'h0;
-  assign \$1375  = synced ? wu1_onehot : 4'h0;
-  assign \$1376  = synced ? wu1_onehot : 4'h0;
-  assign \$1377  = synced ? wu1_onehot : 4'h0;
-  assign \$1378  = synced ? wu1_onehot : 4'h0;
-  assign \$1379  = synced ? wu1_onehot : 4'h0;
-  assign \$1380  = synced ? wu1_onehot : 4'h0;
-  assign \$1381  = synced ? wu1_onehot : 4'h0;
-  assign \$1382  = synced ? wu1_onehot : 4'h0;
-  assign \$1383  = synced ? wu1_onehot : 4'h0;
-  assign \$1384  = synced ? wu1_onehot : 4'h0;
-  assign \$1385  = synced ? wu1_onehot : 4'h0;
-  assign \$1386  = synced ? wu1_onehot : 4'h0;
-  assign \$1387  = synced ? wu1_onehot : 4'h0;
-  assign \$1388  = synced ? wu1_onehot : 4'h0;
-  assign \$1389  = synced ? wu1_onehot : 4'h0;
-  assign \wp__en$805  = \$1390  | \$520 [31:0];
-  assign \$1391  = synced ? wu1_onehot : 4'h0;
-  assign \$1392  = synced ? wu1_onehot : 4'h0;
-  assign \$1393  = synced ? wu1_onehot : 4'h0;
-  assign \$1394  = synced ? wu1_onehot : 4'h0;
-  assign \$1395  = synced ? wu1_onehot : 4'h0;
-  assign \$1396  = synced ? wu1_onehot : 4'h0;
-  assign \$1397  = synced ? wu1_onehot : 4'h0;
-  assign \$1398  = synced ? wu1_onehot : 4'h0;
-  assign \$1399  = synced ? wu1_onehot : 4'h0;
-  assign \$1400  = synced ? wu1_onehot : 4'h0;
-  assign \$1401  = synced ? wu1_onehot : 4'h0;
-  assign \$1402  = synced ? wu1_onehot : 4'h0;
-  assign \$1403  = synced ? wu1_onehot : 4'h0;
-  assign \$1404  = synced ? wu1_onehot : 4'h0;
-  assign \$1405  = synced ? wu1_onehot : 4'h0;
-  assign \$1406  = synced ? wu1_onehot : 4'h0;
-  assign \$1407  = synced ? wu1_onehot : 4'h0;
-  assign \$1408  = synced ? wu1_onehot : 4'h0;
-  assign \$1409  = synced ? wu1_onehot : 4'h0;
-  assign \$1410  = synced ? wu1_onehot : 4'h0;
-  assign \$1411  = synced ? wu1_onehot : 4'h0;
-  assign \$1412  = synced ? wu1_onehot : 4'h0;
-  assign \$1413  = synced ? wu1_onehot : 4'h0;
-  assign \$1414  = synced ? wu1_onehot : 4'h0;
-  assign \$1415  = synced ? wu1_onehot : 4'h0;
-  assign \$1416  = synced ? wu1_onehot : 4'h0;
-  assign \$1417  = synced ? wu1_onehot : 4'h0;
-  assign \$1418  = synced ? wu1_onehot : 4'h0;
-  assign \$1419  = synced ? wu1_onehot : 4'h0;
-  assign \$1420  = synced ? wu1_onehot : 4'h0;
-  assign \$1421  = synced ? wu1_onehot : 4'h0;
-  assign \$1422  = synced ? wu1_onehot : 4'h0;
+  assign \$signature__addr$805  = \$1350  | \$1357 [8:0];
+  assign \$1358  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1359  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1360  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1361  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1362  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1363  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1364  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1365  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1366  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1367  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1368  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1369  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1370  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1371  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1372  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1373  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1374  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1375  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1376  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1377  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1378  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1379  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1380  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1381  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1382  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1383  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1384  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1385  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1386  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1387  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1388  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1389  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \wp__en$807  = \$1390  | \$520 [31:0];
+  assign \$1391  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1392  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1393  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1394  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1395  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1396  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1397  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1398  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1399  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1400  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1401  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1402  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1403  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1404  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1405  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1406  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1407  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1408  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1409  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1410  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1411  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1412  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1413  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1414  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1415  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1416  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1417  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1418  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1419  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1420  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1421  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1422  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1423  = | { \$1422 [3], \$1421 [3], \$1420 [3], \$1419 [3], \$1418 [3], \$1417 [3], \$1416 [3], \$1415 [3], \$1414 [2], \$1413 [2], \$1412 [2], \$1411 [2], \$1410 [2], \$1409 [2], \$1408 [2], \$1407 [2], \$1406 [1], \$1405 [1], \$1404 [1], \$1403 [1], \$1402 [1], \$1401 [1], \$1400 [1], \$1399 [1], \$1398 [0], \$1397 [0], \$1396 [0], \$1395 [0], \$1394 [0], \$1393 [0], \$1392 [0], \$1391 [0] };
   assign \$1424  = \$1423  ? wu1_a6 : 24'h000000;
   assign \$1426  = | \$520 [31:0];
   assign \$1427  = \$1426  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$806  = \$1425  | \$1427 [8:0];
-  assign \$1428  = synced ? wu1_onehot : 4'h0;
-  assign \$1429  = synced ? wu1_onehot : 4'h0;
-  assign \$1430  = synced ? wu1_onehot : 4'h0;
-  assign \$1431  = synced ? wu1_onehot : 4'h0;
-  assign \$1432  = synced ? wu1_onehot : 4'h0;
-  assign \$1433  = synced ? wu1_onehot : 4'h0;
-  assign \$1434  = synced ? wu1_onehot : 4'h0;
-  assign \$1435  = synced ? wu1_onehot : 4'h0;
-  assign \$1436  = synced ? wu1_onehot : 4'h0;
-  assign \$1437  = synced ? wu1_onehot : 4'h0;
-  assign \$1438  = synced ? wu1_onehot : 4'h0;
-  assign \$1439  = synced ? wu1_onehot : 4'h0;
-  assign \$1440  = synced ? wu1_onehot : 4'h0;
-  assign \$1441  = synced ? wu1_onehot : 4'h0;
-  assign \$1442  = synced ? wu1_onehot : 4'h0;
-  assign \$1443  = synced ? wu1_onehot : 4'h0;
-  assign \$1444  = synced ? wu1_onehot : 4'h0;
-  assign \$1445  = synced ? wu1_onehot : 4'h0;
-  assign \$1446  = synced ? wu1_onehot : 4'h0;
-  assign \$1447  = synced ? wu1_onehot : 4'h0;
-  assign \$1448  = synced ? wu1_onehot : 4'h0;
-  assign \$1449  = synced ? wu1_onehot : 4'h0;
-  assign \$1450  = synced ? wu1_onehot : 4'h0;
-  assign \$1451  = synced ? wu1_onehot : 4'h0;
-  assign \$1452  = synced ? wu1_onehot : 4'h0;
-  assign \$1453  = synced ? wu1_onehot : 4'h0;
-  assign \$1454  = synced ? wu1_onehot : 4'h0;
-  assign \$1455  = synced ? wu1_onehot : 4'h0;
-  assign \$1456  = synced ? wu1_onehot : 4'h0;
-  assign \$1457  = synced ? wu1_onehot : 4'h0;
-  assign \$1458  = synced ? wu1_onehot : 4'h0;
-  assign \$1459  = synced ? wu1_onehot : 4'h0;
+  assign \wp__addr$808  = \$1425  | \$1427 [8:0];
+  assign \$1428  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1429  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1430  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1431  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1432  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1433  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1434  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1435  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1436  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1437  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1438  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1439  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1440  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1441  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1442  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1443  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1444  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1445  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1446  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1447  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1448  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1449  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1450  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1451  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1452  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1453  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1454  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1455  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1456  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1457  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1458  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1459  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1460  = | { \$1459 [3], \$1458 [3], \$1457 [3], \$1456 [3], \$1455 [3], \$1454 [3], \$1453 [3], \$1452 [3], \$1451 [2], \$1450 [2], \$1449 [2], \$1448 [2], \$1447 [2], \$1446 [2], \$1445 [2], \$1444 [2], \$1443 [1], \$1442 [1], \$1441 [1], \$1440 [1], \$1439 [1], \$1438 [1], \$1437 [1], \$1436 [1], \$1435 [0], \$1434 [0], \$1433 [0], \$1432 [0], \$1431 [0], \$1430 [0], \$1429 [0], \$1428 [0] };
   assign \$1461  = \$1460  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1463  = | \$520 [31:0];
   assign \$1464  = \$1463  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$807  = \$1462  | \$1464 ;
+  assign \wp__data$809  = \$1462  | \$1464 ;
   assign \$1466  = ~ busy;
   assign \$1467  = \$1466  & host_re;
   assign \$1468  = host_addr[15:11] == 5'h11;
   assign \$1469  = host_addr[10:1] < 5'h11;
   assign \$1470  = \$1468  & \$1469 ;
   assign \$1471  = \$1467  & \$1470 ;
-  assign \$signature__en$808  = \$1465  | \$1471 ;
+  assign \$signature__en$810  = \$1465  | \$1471 ;
   assign \$1473  = tfw2_elem ? \$1472  : 7'h00;
   assign \$1475  = ~ busy;
   assign \$1476  = \$1475  & host_re;
@@ -9253,121 +9204,121 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1479  = \$1477  & \$1478 ;
   assign \$1480  = \$1476  & \$1479 ;
   assign \$1481  = \$1480  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$809  = \$1474  | \$1481 [4:0];
-  assign \$1482  = synced ? wu2_onehot : 4'h0;
-  assign \$1483  = synced ? wu2_onehot : 4'h0;
-  assign \$1484  = synced ? wu2_onehot : 4'h0;
-  assign \$1485  = synced ? wu2_onehot : 4'h0;
-  assign \$1486  = synced ? wu2_onehot : 4'h0;
-  assign \$1487  = synced ? wu2_onehot : 4'h0;
-  assign \$1488  = synced ? wu2_onehot : 4'h0;
-  assign \$1489  = synced ? wu2_onehot : 4'h0;
-  assign \$1490  = synced ? wu2_onehot : 4'h0;
-  assign \$1491  = synced ? wu2_onehot : 4'h0;
-  assign \$1492  = synced ? wu2_onehot : 4'h0;
-  assign \$1493  = synced ? wu2_onehot : 4'h0;
-  assign \$1494  = synced ? wu2_onehot : 4'h0;
-  assign \$1495  = synced ? wu2_onehot : 4'h0;
-  assign \$1496  = synced ? wu2_onehot : 4'h0;
-  assign \$1497  = synced ? wu2_onehot : 4'h0;
-  assign \$1498  = synced ? wu2_onehot : 4'h0;
-  assign \$1499  = synced ? wu2_onehot : 4'h0;
-  assign \$1500  = synced ? wu2_onehot : 4'h0;
-  assign \$1501  = synced ? wu2_onehot : 4'h0;
-  assign \$1502  = synced ? wu2_onehot : 4'h0;
-  assign \$1503  = synced ? wu2_onehot : 4'h0;
-  assign \$1504  = synced ? wu2_onehot : 4'h0;
-  assign \$1505  = synced ? wu2_onehot : 4'h0;
-  assign \$1506  = synced ? wu2_onehot : 4'h0;
-  assign \$1507  = synced ? wu2_onehot : 4'h0;
-  assign \$1508  = synced ? wu2_onehot : 4'h0;
-  assign \$1509  = synced ? wu2_onehot : 4'h0;
-  assign \$1510  = synced ? wu2_onehot : 4'h0;
-  assign \$1511  = synced ? wu2_onehot : 4'h0;
-  assign \$1512  = synced ? wu2_onehot : 4'h0;
-  assign \$1513  = synced ? wu2_onehot : 4'h0;
-  assign \wp__en$810  = \$1514  | \$528 [31:0];
-  assign \$1515  = synced ? wu2_onehot : 4'h0;
-  assign \$1516  = synced ? wu2_onehot : 4'h0;
-  assign \$1517  = synced ? wu2_onehot : 4'h0;
-  assign \$1518  = synced ? wu2_onehot : 4'h0;
-  assign \$1519  = synced ? wu2_onehot : 4'h0;
-  assign \$1520  = synced ? wu2_onehot : 4'h0;
-  assign \$1521  = synced ? wu2_onehot : 4'h0;
-  assign \$1522  = synced ? wu2_onehot : 4'h0;
-  assign \$1523  = synced ? wu2_onehot : 4'h0;
-  assign \$1524  = synced ? wu2_onehot : 4'h0;
-  assign \$1525  = synced ? wu2_onehot : 4'h0;
-  assign \$1526  = synced ? wu2_onehot : 4'h0;
-  assign \$1527  = synced ? wu2_onehot : 4'h0;
-  assign \$1528  = synced ? wu2_onehot : 4'h0;
-  assign \$1529  = synced ? wu2_onehot : 4'h0;
-  assign \$1530  = synced ? wu2_onehot : 4'h0;
-  assign \$1531  = synced ? wu2_onehot : 4'h0;
-  assign \$1532  = synced ? wu2_onehot : 4'h0;
-  assign \$1533  = synced ? wu2_onehot : 4'h0;
-  assign \$1534  = synced ? wu2_onehot : 4'h0;
-  assign \$1535  = synced ? wu2_onehot : 4'h0;
-  assign \$1536  = synced ? wu2_onehot : 4'h0;
-  assign \$1537  = synced ? wu2_onehot : 4'h0;
-  assign \$1538  = synced ? wu2_onehot : 4'h0;
-  assign \$1539  = synced ? wu2_onehot : 4'h0;
-  assign \$1540  = synced ? wu2_onehot : 4'h0;
-  assign \$1541  = synced ? wu2_onehot : 4'h0;
-  assign \$1542  = synced ? wu2_onehot : 4'h0;
-  assign \$1543  = synced ? wu2_onehot : 4'h0;
-  assign \$1544  = synced ? wu2_onehot : 4'h0;
-  assign \$1545  = synced ? wu2_onehot : 4'h0;
-  assign \$1546  = synced ? wu2_onehot : 4'h0;
+  assign \$signature__addr$811  = \$1474  | \$1481 [4:0];
+  assign \$1482  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1483  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1484  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1485  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1486  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1487  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1488  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1489  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1490  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1491  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1492  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1493  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1494  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1495  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1496  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1497  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1498  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1499  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1500  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1501  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1502  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1503  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1504  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1505  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1506  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1507  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1508  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1509  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1510  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1511  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1512  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1513  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \wp__en$812  = \$1514  | \$528 [31:0];
+  assign \$1515  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1516  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1517  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1518  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1519  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1520  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1521  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1522  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1523  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1524  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1525  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1526  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1527  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1528  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1529  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1530  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1531  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1532  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1533  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1534  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1535  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1536  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1537  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1538  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1539  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1540  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1541  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1542  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1543  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1544  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1545  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1546  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1547  = | { \$1546 [3], \$1545 [3], \$1544 [3], \$1543 [3], \$1542 [3], \$1541 [3], \$1540 [3], \$1539 [3], \$1538 [2], \$1537 [2], \$1536 [2], \$1535 [2], \$1534 [2], \$1533 [2], \$1532 [2], \$1531 [2], \$1530 [1], \$1529 [1], \$1528 [1], \$1527 [1], \$1526 [1], \$1525 [1], \$1524 [1], \$1523 [1], \$1522 [0], \$1521 [0], \$1520 [0], \$1519 [0], \$1518 [0], \$1517 [0], \$1516 [0], \$1515 [0] };
   assign \$1548  = \$1547  ? wu2_a6 : 24'h000000;
   assign \$1550  = | \$528 [31:0];
   assign \$1551  = \$1550  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$811  = \$1549  | \$1551 [4:0];
-  assign \$1552  = synced ? wu2_onehot : 4'h0;
-  assign \$1553  = synced ? wu2_onehot : 4'h0;
-  assign \$1554  = synced ? wu2_onehot : 4'h0;
-  assign \$1555  = synced ? wu2_onehot : 4'h0;
-  assign \$1556  = synced ? wu2_onehot : 4'h0;
-  assign \$1557  = synced ? wu2_onehot : 4'h0;
-  assign \$1558  = synced ? wu2_onehot : 4'h0;
-  assign \$1559  = synced ? wu2_onehot : 4'h0;
-  assign \$1560  = synced ? wu2_onehot : 4'h0;
-  assign \$1561  = synced ? wu2_onehot : 4'h0;
-  assign \$1562  = synced ? wu2_onehot : 4'h0;
-  assign \$1563  = synced ? wu2_onehot : 4'h0;
-  assign \$1564  = synced ? wu2_onehot : 4'h0;
-  assign \$1565  = synced ? wu2_onehot : 4'h0;
-  assign \$1566  = synced ? wu2_onehot : 4'h0;
-  assign \$1567  = synced ? wu2_onehot : 4'h0;
-  assign \$1568  = synced ? wu2_onehot : 4'h0;
-  assign \$1569  = synced ? wu2_onehot : 4'h0;
-  assign \$1570  = synced ? wu2_onehot : 4'h0;
-  assign \$1571  = synced ? wu2_onehot : 4'h0;
-  assign \$1572  = synced ? wu2_onehot : 4'h0;
-  assign \$1573  = synced ? wu2_onehot : 4'h0;
-  assign \$1574  = synced ? wu2_onehot : 4'h0;
-  assign \$1575  = synced ? wu2_onehot : 4'h0;
-  assign \$1576  = synced ? wu2_onehot : 4'h0;
-  assign \$1577  = synced ? wu2_onehot : 4'h0;
-  assign \$1578  = synced ? wu2_onehot : 4'h0;
-  assign \$1579  = synced ? wu2_onehot : 4'h0;
-  assign \$1580  = synced ? wu2_onehot : 4'h0;
-  assign \$1581  = synced ? wu2_onehot : 4'h0;
-  assign \$1582  = synced ? wu2_onehot : 4'h0;
-  assign \$1583  = synced ? wu2_onehot : 4'h0;
+  assign \wp__addr$813  = \$1549  | \$1551 [4:0];
+  assign \$1552  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1553  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1554  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1555  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1556  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1557  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1558  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1559  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1560  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1561  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1562  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1563  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1564  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1565  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1566  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1567  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1568  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1569  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1570  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1571  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1572  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1573  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1574  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1575  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1576  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1577  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1578  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1579  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1580  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1581  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1582  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1583  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1584  = | { \$1583 [3], \$1582 [3], \$1581 [3], \$1580 [3], \$1579 [3], \$1578 [3], \$1577 [3], \$1576 [3], \$1575 [2], \$1574 [2], \$1573 [2], \$1572 [2], \$1571 [2], \$1570 [2], \$1569 [2], \$1568 [2], \$1567 [1], \$1566 [1], \$1565 [1], \$1564 [1], \$1563 [1], \$1562 [1], \$1561 [1], \$1560 [1], \$1559 [0], \$1558 [0], \$1557 [0], \$1556 [0], \$1555 [0], \$1554 [0], \$1553 [0], \$1552 [0] };
   assign \$1585  = \$1584  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$1587  = | \$528 [31:0];
   assign \$1588  = \$1587  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$812  = \$1586  | \$1588 ;
+  assign \wp__data$814  = \$1586  | \$1588 ;
   assign \$1590  = ~ busy;
   assign \$1591  = \$1590  & host_re;
   assign \$1592  = host_addr[15:11] == 5'h12;
   assign \$1593  = host_addr[10:2] < 6'h20;
   assign \$1594  = \$1592  & \$1593 ;
   assign \$1595  = \$1591  & \$1594 ;
-  assign \$signature__en$813  = \$1589  | \$1595 ;
+  assign \$signature__en$815  = \$1589  | \$1595 ;
   assign \$1596  = o__valid ? { wa0_wo, wa0_wn[3:0] } : 6'h00;
   assign \$1598  = ~ busy;
   assign \$1599  = \$1598  & host_re;
@@ -9376,7 +9327,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1602  = \$1600  & \$1601 ;
   assign \$1603  = \$1599  & \$1602 ;
   assign \$1604  = \$1603  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$815  = \$1597  | \$1604 [4:0];
+  assign \$signature__addr$817  = \$1597  | \$1604 [4:0];
   assign \$1605  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
   assign \$1606  = | wa0_onehot;
   assign \$1607  = \$1606  ? wa0_uaddr : 24'h000000;
@@ -9388,8 +9339,8 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1614  = host_addr[10:2] < 9'h110;
   assign \$1615  = \$1613  & \$1614 ;
   assign \$1616  = \$1612  & \$1615 ;
-  assign \$signature__en$825  = \$1610  | \$1616 ;
-  assign \$1617  = \o__valid$826  ? { wa1_wo, wa1_wn[3:0] } : 9'h000;
+  assign \$signature__en$827  = \$1610  | \$1616 ;
+  assign \$1617  = \o__valid$828  ? { wa1_wo, wa1_wn[3:0] } : 9'h000;
   assign \$1619  = ~ busy;
   assign \$1620  = \$1619  & host_re;
   assign \$1621  = host_addr[15:11] == 5'h13;
@@ -9397,7 +9348,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1623  = \$1621  & \$1622 ;
   assign \$1624  = \$1620  & \$1623 ;
   assign \$1625  = \$1624  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$827  = \$1618  | \$1625 ;
+  assign \$signature__addr$829  = \$1618  | \$1625 ;
   assign \$1626  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
   assign \$1627  = | wa1_onehot;
   assign \$1628  = \$1627  ? wa1_uaddr : 24'h000000;
@@ -9409,8 +9360,8 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1635  = host_addr[10:2] < 5'h11;
   assign \$1636  = \$1634  & \$1635 ;
   assign \$1637  = \$1633  & \$1636 ;
-  assign \$signature__en$837  = \$1631  | \$1637 ;
-  assign \$1638  = \o__valid$838  ? wa2_wo : 5'h00;
+  assign \$signature__en$839  = \$1631  | \$1637 ;
+  assign \$1638  = \o__valid$840  ? wa2_wo : 5'h00;
   assign \$1640  = ~ busy;
   assign \$1641  = \$1640  & host_re;
   assign \$1642  = host_addr[15:11] == 5'h14;
@@ -9418,14 +9369,14 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1644  = \$1642  & \$1643 ;
   assign \$1645  = \$1641  & \$1644 ;
   assign \$1646  = \$1645  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$839  = \$1639  | \$1646 [4:0];
+  assign \$signature__addr$841  = \$1639  | \$1646 [4:0];
   assign \$1647  = wu2_slot ? wu2_rg : 5'h00;
   assign \$1648  = | wa2_onehot;
   assign \$1649  = \$1648  ? wa2_uaddr : 24'h000000;
   assign \$1650  = | wa2_onehot;
   assign \$1651  = \$1650  ? { wa2_usum, wa2_usum, wa2_usum, wa2_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   assign \$1652  = bw1_w_base + bw1_wo;
-  assign \$1653  = \o__valid$849  ? { \$1652 , bw1_wn[3:0] } : 18'h00000;
+  assign \$1653  = \o__valid$851  ? { \$1652 , bw1_wn[3:0] } : 18'h00000;
   assign \$1654  = | fw0_onehot;
   assign \$1655  = \$1654  ? fw0_raddr : 24'h000000;
   assign \$1656  = | fw0_onehot;
@@ -9447,7 +9398,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1672  = $signed(fw0_rc3) > $signed(1'h0);
   assign \$1673  = \$1656  ? { \$1672 , \$1671 , \$1670 , \$1669 , \$1668 , \$1667 , \$1666 , \$1665 , \$1664 , \$1663 , \$1662 , \$1661 , \$1660 , \$1659 , \$1658 , \$1657  } : 16'h0000;
   assign \$1674  = bw2_w_base + bw2_wo;
-  assign \$1675  = \o__valid$858  ? { \$1674 , bw2_wn[3:0] } : 18'h00000;
+  assign \$1675  = \o__valid$860  ? { \$1674 , bw2_wn[3:0] } : 18'h00000;
   assign \$1676  = | fw1_onehot;
   assign \$1677  = \$1676  ? fw1_raddr : 24'h000000;
   assign \$1678  = | fw1_onehot;
@@ -9502,32 +9453,32 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1736  = fw0_elem & \$1735 ;
   assign \$1737  = fw0_t == 3'h4;
   assign \$6086  = fw0_kl1 * 5'h10;
-  assign \$1738  = \$signature__data$593 [63:0] >> \$6086 ;
+  assign \$1738  = \$signature__data$595 [63:0] >> \$6086 ;
   assign \$1739  = fw0_bias1 ? 16'h0400 : \$1738 ;
   assign \$1740  = fw0_sv1[0] ? \$1739  : 16'h0000;
   assign \$6091  = fw0_kl1 * 5'h10;
-  assign \$1741  = \$signature__data$593 [127:64] >> \$6091 ;
+  assign \$1741  = \$signature__data$595 [127:64] >> \$6091 ;
   assign \$1742  = fw0_bias1 ? 16'h0400 : \$1741 ;
   assign \$1743  = fw0_sv1[1] ? \$1742  : 16'h0000;
   assign \$6096  = fw0_kl1 * 5'h10;
-  assign \$1744  = \$signature__data$593 [191:128] >> \$6096 ;
+  assign \$1744  = \$signature__data$595 [191:128] >> \$6096 ;
   assign \$1745  = fw0_bias1 ? 16'h0400 : \$1744 ;
   assign \$1746  = fw0_sv1[2] ? \$1745  : 16'h0000;
   assign \$6101  = fw0_kl1 * 5'h10;
-  assign \$1747  = \$signature__data$593 [255:192] >> \$6101 ;
+  assign \$1747  = \$signature__data$595 [255:192] >> \$6101 ;
   assign \$1748  = fw0_bias1 ? 16'h0400 : \$1747 ;
   assign \$1749  = fw0_sv1[3] ? \$1748  : 16'h0000;
   assign \$6106  = fw0_kl1 * 7'h40;
-  assign \$1750  = \$signature__data$605  >> \$6106 ;
+  assign \$1750  = \$signature__data$607  >> \$6106 ;
   assign \$1751  = fw0_cv1[0] ? \$1750 [15:0] : 16'h0000;
   assign \$6110  = fw0_kl1 * 7'h40;
-  assign \$1752  = \$signature__data$605  >> \$6110 ;
+  assign \$1752  = \$signature__data$607  >> \$6110 ;
   assign \$1753  = fw0_cv1[1] ? \$1752 [31:16] : 16'h0000;
   assign \$6114  = fw0_kl1 * 7'h40;
-  assign \$1754  = \$signature__data$605  >> \$6114 ;
+  assign \$1754  = \$signature__data$607  >> \$6114 ;
   assign \$1755  = fw0_cv1[2] ? \$1754 [47:32] : 16'h0000;
   assign \$6118  = fw0_kl1 * 7'h40;
-  assign \$1756  = \$signature__data$605  >> \$6118 ;
+  assign \$1756  = \$signature__data$607  >> \$6118 ;
   assign \$1757  = fw0_cv1[3] ? \$1756 [63:48] : 16'h0000;
   assign \$1758  = batch_size - 1'h0;
   assign \$1759  = fw0_wi + 1'h1;
@@ -9542,7 +9493,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1769  = fw0_wo + 1'h1;
   assign \$1770  = fw0_wn + 1'h1;
   assign \$1771  = ~ \clear$557 ;
-  assign \$1772  = \o__valid$882  & \$1771 ;
+  assign \$1772  = \o__valid$884  & \$1771 ;
   assign \$1773  = fw0_wi == 2'h3;
   assign \$1774  = fw0_wn == 4'hf;
   assign \$1775  = \$1773  & \$1774 ;
@@ -9587,32 +9538,32 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1824  = fw1_elem & \$1823 ;
   assign \$1825  = fw1_t == 7'h40;
   assign \$6190  = fw1_kl1 * 5'h10;
-  assign \$1826  = \$signature__data$597 [63:0] >> \$6190 ;
+  assign \$1826  = \$signature__data$599 [63:0] >> \$6190 ;
   assign \$1827  = fw1_bias1 ? 16'h0400 : \$1826 ;
   assign \$1828  = fw1_sv1[0] ? \$1827  : 16'h0000;
   assign \$6195  = fw1_kl1 * 5'h10;
-  assign \$1829  = \$signature__data$597 [127:64] >> \$6195 ;
+  assign \$1829  = \$signature__data$599 [127:64] >> \$6195 ;
   assign \$1830  = fw1_bias1 ? 16'h0400 : \$1829 ;
   assign \$1831  = fw1_sv1[1] ? \$1830  : 16'h0000;
   assign \$6200  = fw1_kl1 * 5'h10;
-  assign \$1832  = \$signature__data$597 [191:128] >> \$6200 ;
+  assign \$1832  = \$signature__data$599 [191:128] >> \$6200 ;
   assign \$1833  = fw1_bias1 ? 16'h0400 : \$1832 ;
   assign \$1834  = fw1_sv1[2] ? \$1833  : 16'h0000;
   assign \$6205  = fw1_kl1 * 5'h10;
-  assign \$1835  = \$signature__data$597 [255:192] >> \$6205 ;
+  assign \$1835  = \$signature__data$599 [255:192] >> \$6205 ;
   assign \$1836  = fw1_bias1 ? 16'h0400 : \$1835 ;
   assign \$1837  = fw1_sv1[3] ? \$1836  : 16'h0000;
   assign \$6210  = fw1_kl1 * 7'h40;
-  assign \$1838  = \$signature__data$606  >> \$6210 ;
+  assign \$1838  = \$signature__data$608  >> \$6210 ;
   assign \$1839  = fw1_cv1[0] ? \$1838 [15:0] : 16'h0000;
   assign \$6214  = fw1_kl1 * 7'h40;
-  assign \$1840  = \$signature__data$606  >> \$6214 ;
+  assign \$1840  = \$signature__data$608  >> \$6214 ;
   assign \$1841  = fw1_cv1[1] ? \$1840 [31:16] : 16'h0000;
   assign \$6218  = fw1_kl1 * 7'h40;
-  assign \$1842  = \$signature__data$606  >> \$6218 ;
+  assign \$1842  = \$signature__data$608  >> \$6218 ;
   assign \$1843  = fw1_cv1[2] ? \$1842 [47:32] : 16'h0000;
   assign \$6222  = fw1_kl1 * 7'h40;
-  assign \$1844  = \$signature__data$606  >> \$6222 ;
+  assign \$1844  = \$signature__data$608  >> \$6222 ;
   assign \$1845  = fw1_cv1[3] ? \$1844 [63:48] : 16'h0000;
   assign \$1846  = batch_size - 1'h0;
   assign \$1847  = fw1_wi + 1'h1;
@@ -9627,7 +9578,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1857  = fw1_wo + 1'h1;
   assign \$1858  = fw1_wn + 1'h1;
   assign \$1859  = ~ \clear$557 ;
-  assign \$1860  = \o__valid$901  & \$1859 ;
+  assign \$1860  = \o__valid$903  & \$1859 ;
   assign \$1861  = fw1_wi == 2'h3;
   assign \$1862  = fw1_wn == 4'hf;
   assign \$1863  = \$1861  & \$1862 ;
@@ -9672,32 +9623,32 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1912  = fw2_elem & \$1911 ;
   assign \$1913  = fw2_t == 7'h40;
   assign \$6294  = fw2_kl1 * 5'h10;
-  assign \$1914  = \$signature__data$598 [63:0] >> \$6294 ;
+  assign \$1914  = \$signature__data$600 [63:0] >> \$6294 ;
   assign \$1915  = fw2_bias1 ? 16'h0400 : \$1914 ;
   assign \$1916  = fw2_sv1[0] ? \$1915  : 16'h0000;
   assign \$6299  = fw2_kl1 * 5'h10;
-  assign \$1917  = \$signature__data$598 [127:64] >> \$6299 ;
+  assign \$1917  = \$signature__data$600 [127:64] >> \$6299 ;
   assign \$1918  = fw2_bias1 ? 16'h0400 : \$1917 ;
   assign \$1919  = fw2_sv1[1] ? \$1918  : 16'h0000;
   assign \$6304  = fw2_kl1 * 5'h10;
-  assign \$1920  = \$signature__data$598 [191:128] >> \$6304 ;
+  assign \$1920  = \$signature__data$600 [191:128] >> \$6304 ;
   assign \$1921  = fw2_bias1 ? 16'h0400 : \$1920 ;
   assign \$1922  = fw2_sv1[2] ? \$1921  : 16'h0000;
   assign \$6309  = fw2_kl1 * 5'h10;
-  assign \$1923  = \$signature__data$598 [255:192] >> \$6309 ;
+  assign \$1923  = \$signature__data$600 [255:192] >> \$6309 ;
   assign \$1924  = fw2_bias1 ? 16'h0400 : \$1923 ;
   assign \$1925  = fw2_sv1[3] ? \$1924  : 16'h0000;
   assign \$6314  = fw2_kl1 * 7'h40;
-  assign \$1926  = \$signature__data$607  >> \$6314 ;
+  assign \$1926  = \$signature__data$609  >> \$6314 ;
   assign \$1927  = fw2_cv1[0] ? \$1926 [15:0] : 16'h0000;
   assign \$6318  = fw2_kl1 * 7'h40;
-  assign \$1928  = \$signature__data$607  >> \$6318 ;
+  assign \$1928  = \$signature__data$609  >> \$6318 ;
   assign \$1929  = fw2_cv1[1] ? \$1928 [31:16] : 16'h0000;
   assign \$6322  = fw2_kl1 * 7'h40;
-  assign \$1930  = \$signature__data$607  >> \$6322 ;
+  assign \$1930  = \$signature__data$609  >> \$6322 ;
   assign \$1931  = fw2_cv1[2] ? \$1930 [47:32] : 16'h0000;
   assign \$6326  = fw2_kl1 * 7'h40;
-  assign \$1932  = \$signature__data$607  >> \$6326 ;
+  assign \$1932  = \$signature__data$609  >> \$6326 ;
   assign \$1933  = fw2_cv1[3] ? \$1932 [63:48] : 16'h0000;
   assign \$1934  = batch_size - 1'h0;
   assign \$1935  = fw2_wi + 1'h1;
@@ -9712,7 +9663,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1945  = fw2_wo + 1'h1;
   assign \$1946  = fw2_wn + 1'h1;
   assign \$1947  = ~ \clear$557 ;
-  assign \$1948  = \o__valid$921  & \$1947 ;
+  assign \$1948  = \o__valid$923  & \$1947 ;
   assign \$1949  = fw2_wi == 2'h3;
   assign \$1950  = ! fw2_wn;
   assign \$1951  = \$1949  & \$1950 ;
@@ -9757,32 +9708,32 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2000  = tfw0_elem & \$1999 ;
   assign \$2001  = tfw0_t == 3'h4;
   assign \$6398  = tfw0_kl1 * 5'h10;
-  assign \$2002  = \$signature__data$595 [63:0] >> \$6398 ;
+  assign \$2002  = \$signature__data$597 [63:0] >> \$6398 ;
   assign \$2003  = tfw0_bias1 ? 16'h0400 : \$2002 ;
   assign \$2004  = tfw0_sv1[0] ? \$2003  : 16'h0000;
   assign \$6403  = tfw0_kl1 * 5'h10;
-  assign \$2005  = \$signature__data$595 [127:64] >> \$6403 ;
+  assign \$2005  = \$signature__data$597 [127:64] >> \$6403 ;
   assign \$2006  = tfw0_bias1 ? 16'h0400 : \$2005 ;
   assign \$2007  = tfw0_sv1[1] ? \$2006  : 16'h0000;
   assign \$6408  = tfw0_kl1 * 5'h10;
-  assign \$2008  = \$signature__data$595 [191:128] >> \$6408 ;
+  assign \$2008  = \$signature__data$597 [191:128] >> \$6408 ;
   assign \$2009  = tfw0_bias1 ? 16'h0400 : \$2008 ;
   assign \$2010  = tfw0_sv1[2] ? \$2009  : 16'h0000;
   assign \$6413  = tfw0_kl1 * 5'h10;
-  assign \$2011  = \$signature__data$595 [255:192] >> \$6413 ;
+  assign \$2011  = \$signature__data$597 [255:192] >> \$6413 ;
   assign \$2012  = tfw0_bias1 ? 16'h0400 : \$2011 ;
   assign \$2013  = tfw0_sv1[3] ? \$2012  : 16'h0000;
   assign \$6418  = tfw0_kl1 * 7'h40;
-  assign \$2014  = \$signature__data$608  >> \$6418 ;
+  assign \$2014  = \$signature__data$610  >> \$6418 ;
   assign \$2015  = tfw0_cv1[0] ? \$2014 [15:0] : 16'h0000;
   assign \$6422  = tfw0_kl1 * 7'h40;
-  assign \$2016  = \$signature__data$608  >> \$6422 ;
+  assign \$2016  = \$signature__data$610  >> \$6422 ;
   assign \$2017  = tfw0_cv1[1] ? \$2016 [31:16] : 16'h0000;
   assign \$6426  = tfw0_kl1 * 7'h40;
-  assign \$2018  = \$signature__data$608  >> \$6426 ;
+  assign \$2018  = \$signature__data$610  >> \$6426 ;
   assign \$2019  = tfw0_cv1[2] ? \$2018 [47:32] : 16'h0000;
   assign \$6430  = tfw0_kl1 * 7'h40;
-  assign \$2020  = \$signature__data$608  >> \$6430 ;
+  assign \$2020  = \$signature__data$610  >> \$6430 ;
   assign \$2021  = tfw0_cv1[3] ? \$2020 [63:48] : 16'h0000;
   assign \$2022  = batch_size - 1'h0;
   assign \$2023  = tfw0_wi + 1'h1;
@@ -9797,7 +9748,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2033  = tfw0_wo + 1'h1;
   assign \$2034  = tfw0_wn + 1'h1;
   assign \$2035  = ~ \clear$557 ;
-  assign \$2036  = \o__valid$941  & \$2035 ;
+  assign \$2036  = \o__valid$943  & \$2035 ;
   assign \$2037  = tfw0_wi == 2'h3;
   assign \$2038  = tfw0_wn == 4'hf;
   assign \$2039  = \$2037  & \$2038 ;
@@ -9842,32 +9793,32 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2088  = tfw1_elem & \$2087 ;
   assign \$2089  = tfw1_t == 7'h40;
   assign \$6502  = tfw1_kl1 * 5'h10;
-  assign \$2090  = \$signature__data$600 [63:0] >> \$6502 ;
+  assign \$2090  = \$signature__data$602 [63:0] >> \$6502 ;
   assign \$2091  = tfw1_bias1 ? 16'h0400 : \$2090 ;
   assign \$2092  = tfw1_sv1[0] ? \$2091  : 16'h0000;
   assign \$6507  = tfw1_kl1 * 5'h10;
-  assign \$2093  = \$signature__data$600 [127:64] >> \$6507 ;
+  assign \$2093  = \$signature__data$602 [127:64] >> \$6507 ;
   assign \$2094  = tfw1_bias1 ? 16'h0400 : \$2093 ;
   assign \$2095  = tfw1_sv1[1] ? \$2094  : 16'h0000;
   assign \$6512  = tfw1_kl1 * 5'h10;
-  assign \$2096  = \$signature__data$600 [191:128] >> \$6512 ;
+  assign \$2096  = \$signature__data$602 [191:128] >> \$6512 ;
   assign \$2097  = tfw1_bias1 ? 16'h0400 : \$2096 ;
   assign \$2098  = tfw1_sv1[2] ? \$2097  : 16'h0000;
   assign \$6517  = tfw1_kl1 * 5'h10;
-  assign \$2099  = \$signature__data$600 [255:192] >> \$6517 ;
+  assign \$2099  = \$signature__data$602 [255:192] >> \$6517 ;
   assign \$2100  = tfw1_bias1 ? 16'h0400 : \$2099 ;
   assign \$2101  = tfw1_sv1[3] ? \$2100  : 16'h0000;
   assign \$6522  = tfw1_kl1 * 7'h40;
-  assign \$2102  = \$signature__data$609  >> \$6522 ;
+  assign \$2102  = \$signature__data$611  >> \$6522 ;
   assign \$2103  = tfw1_cv1[0] ? \$2102 [15:0] : 16'h0000;
   assign \$6526  = tfw1_kl1 * 7'h40;
-  assign \$2104  = \$signature__data$609  >> \$6526 ;
+  assign \$2104  = \$signature__data$611  >> \$6526 ;
   assign \$2105  = tfw1_cv1[1] ? \$2104 [31:16] : 16'h0000;
   assign \$6530  = tfw1_kl1 * 7'h40;
-  assign \$2106  = \$signature__data$609  >> \$6530 ;
+  assign \$2106  = \$signature__data$611  >> \$6530 ;
   assign \$2107  = tfw1_cv1[2] ? \$2106 [47:32] : 16'h0000;
   assign \$6534  = tfw1_kl1 * 7'h40;
-  assign \$2108  = \$signature__data$609  >> \$6534 ;
+  assign \$2108  = \$signature__data$611  >> \$6534 ;
   assign \$2109  = tfw1_cv1[3] ? \$2108 [63:48] : 16'h0000;
   assign \$2110  = batch_size - 1'h0;
   assign \$2111  = tfw1_wi + 1'h1;
@@ -9882,7 +9833,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2121  = tfw1_wo + 1'h1;
   assign \$2122  = tfw1_wn + 1'h1;
   assign \$2123  = ~ \clear$557 ;
-  assign \$2124  = \o__valid$960  & \$2123 ;
+  assign \$2124  = \o__valid$962  & \$2123 ;
   assign \$2125  = tfw1_wi == 2'h3;
   assign \$2126  = tfw1_wn == 4'hf;
   assign \$2127  = \$2125  & \$2126 ;
@@ -9927,32 +9878,32 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2176  = tfw2_elem & \$2175 ;
   assign \$2177  = tfw2_t == 7'h40;
   assign \$6606  = tfw2_kl1 * 5'h10;
-  assign \$2178  = \$signature__data$601 [63:0] >> \$6606 ;
+  assign \$2178  = \$signature__data$603 [63:0] >> \$6606 ;
   assign \$2179  = tfw2_bias1 ? 16'h0400 : \$2178 ;
   assign \$2180  = tfw2_sv1[0] ? \$2179  : 16'h0000;
   assign \$6611  = tfw2_kl1 * 5'h10;
-  assign \$2181  = \$signature__data$601 [127:64] >> \$6611 ;
+  assign \$2181  = \$signature__data$603 [127:64] >> \$6611 ;
   assign \$2182  = tfw2_bias1 ? 16'h0400 : \$2181 ;
   assign \$2183  = tfw2_sv1[1] ? \$2182  : 16'h0000;
   assign \$6616  = tfw2_kl1 * 5'h10;
-  assign \$2184  = \$signature__data$601 [191:128] >> \$6616 ;
+  assign \$2184  = \$signature__data$603 [191:128] >> \$6616 ;
   assign \$2185  = tfw2_bias1 ? 16'h0400 : \$2184 ;
   assign \$2186  = tfw2_sv1[2] ? \$2185  : 16'h0000;
   assign \$6621  = tfw2_kl1 * 5'h10;
-  assign \$2187  = \$signature__data$601 [255:192] >> \$6621 ;
+  assign \$2187  = \$signature__data$603 [255:192] >> \$6621 ;
   assign \$2188  = tfw2_bias1 ? 16'h0400 : \$2187 ;
   assign \$2189  = tfw2_sv1[3] ? \$2188  : 16'h0000;
   assign \$6626  = tfw2_kl1 * 7'h40;
-  assign \$2190  = \$signature__data$610  >> \$6626 ;
+  assign \$2190  = \$signature__data$612  >> \$6626 ;
   assign \$2191  = tfw2_cv1[0] ? \$2190 [15:0] : 16'h0000;
   assign \$6630  = tfw2_kl1 * 7'h40;
-  assign \$2192  = \$signature__data$610  >> \$6630 ;
+  assign \$2192  = \$signature__data$612  >> \$6630 ;
   assign \$2193  = tfw2_cv1[1] ? \$2192 [31:16] : 16'h0000;
   assign \$6634  = tfw2_kl1 * 7'h40;
-  assign \$2194  = \$signature__data$610  >> \$6634 ;
+  assign \$2194  = \$signature__data$612  >> \$6634 ;
   assign \$2195  = tfw2_cv1[2] ? \$2194 [47:32] : 16'h0000;
   assign \$6638  = tfw2_kl1 * 7'h40;
-  assign \$2196  = \$signature__data$610  >> \$6638 ;
+  assign \$2196  = \$signature__data$612  >> \$6638 ;
   assign \$2197  = tfw2_cv1[3] ? \$2196 [63:48] : 16'h0000;
   assign \$2198  = batch_size - 1'h0;
   assign \$2199  = tfw2_wi + 1'h1;
@@ -9967,7 +9918,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2209  = tfw2_wo + 1'h1;
   assign \$2210  = tfw2_wn + 1'h1;
   assign \$2211  = ~ \clear$557 ;
-  assign \$2212  = \o__valid$980  & \$2211 ;
+  assign \$2212  = \o__valid$982  & \$2211 ;
   assign \$2213  = tfw2_wi == 2'h3;
   assign \$2214  = ! tfw2_wn;
   assign \$2215  = \$2213  & \$2214 ;
@@ -10002,15 +9953,15 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2246  = \$2245  ? loss_max3 : loss_runmax;
   assign \$2247  = loss_first1 ? loss_max3 : \$2246 ;
   assign \$6692  = loss_i1 * 7'h40;
-  assign \$2248  = \$signature__data$599  >> \$6692 ;
+  assign \$2248  = \$signature__data$601  >> \$6692 ;
   assign \$6695  = loss_i1 * 7'h40;
-  assign \$2249  = \$signature__data$599  >> \$6695 ;
+  assign \$2249  = \$signature__data$601  >> \$6695 ;
   assign \$6698  = loss_i1 * 7'h40;
-  assign \$2250  = \$signature__data$599  >> \$6698 ;
+  assign \$2250  = \$signature__data$601  >> \$6698 ;
   assign \$6701  = loss_i1 * 7'h40;
-  assign \$2251  = \$signature__data$599  >> \$6701 ;
+  assign \$2251  = \$signature__data$601  >> \$6701 ;
   assign \$6704  = loss_i1 * 5'h12;
-  assign \$2252  = \$signature__data$596  >> \$6704 ;
+  assign \$2252  = \$signature__data$598  >> \$6704 ;
   assign \$6707  = \$2252 [16] * 5'h10;
   assign \$2253  = { \$2251 [63:48], \$2250 [47:32], \$2249 [31:16], \$2248 [15:0] } >> \$6707 ;
   assign \$2255  = loss_v1 & loss_last1;
@@ -10020,23 +9971,23 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2259  = \$2258  ? loss_max3 : loss_runmax;
   assign \$2260  = loss_first1 ? loss_max3 : \$2259 ;
   assign \$6717  = loss_i1 * 7'h40;
-  assign \$2261  = \$signature__data$599  >> \$6717 ;
+  assign \$2261  = \$signature__data$601  >> \$6717 ;
   assign \$6720  = loss_i1 * 7'h40;
-  assign \$2262  = \$signature__data$599  >> \$6720 ;
+  assign \$2262  = \$signature__data$601  >> \$6720 ;
   assign \$6723  = loss_i1 * 7'h40;
-  assign \$2263  = \$signature__data$599  >> \$6723 ;
+  assign \$2263  = \$signature__data$601  >> \$6723 ;
   assign \$6726  = loss_i1 * 7'h40;
-  assign \$2264  = \$signature__data$599  >> \$6726 ;
+  assign \$2264  = \$signature__data$601  >> \$6726 ;
   assign \$6729  = loss_i1 * 5'h12;
-  assign \$2265  = \$signature__data$596  >> \$6729 ;
+  assign \$2265  = \$signature__data$598  >> \$6729 ;
   assign \$6732  = \$2265 [16] * 5'h10;
   assign \$2266  = { \$2264 [63:48], \$2263 [47:32], \$2262 [31:16], \$2261 [15:0] } >> \$6732 ;
   assign \$6736  = loss_i1 * 5'h12;
-  assign \$2268  = \$signature__data$596  >> \$6736 ;
+  assign \$2268  = \$signature__data$598  >> \$6736 ;
   assign \$6739  = loss_i1 * 5'h12;
-  assign \$2269  = \$signature__data$596  >> \$6739 ;
+  assign \$2269  = \$signature__data$598  >> \$6739 ;
   assign \$6742  = loss_i1 * 5'h12;
-  assign \$2270  = \$signature__data$596  >> \$6742 ;
+  assign \$2270  = \$signature__data$598  >> \$6742 ;
   assign \$2271  = ~ \clear$557 ;
   assign \$2272  = loss_v2 & \$2271 ;
   assign \$2273  = $signed(loss_best2) * $signed({ 1'h0, gamma });
@@ -10092,28 +10043,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2332  = bw2_elem & \$2331 ;
   assign \$2333  = bw2_t == 2'h3;
   assign \$6808  = bw2_kl1 * 5'h10;
-  assign \$2334  = \$signature__data$604 [63:0] >> \$6808 ;
+  assign \$2334  = \$signature__data$606 [63:0] >> \$6808 ;
   assign \$2335  = bw2_sv1[0] ? \$2334  : 16'h0000;
   assign \$6812  = bw2_kl1 * 5'h10;
-  assign \$2336  = \$signature__data$604 [127:64] >> \$6812 ;
+  assign \$2336  = \$signature__data$606 [127:64] >> \$6812 ;
   assign \$2337  = bw2_sv1[1] ? \$2336  : 16'h0000;
   assign \$6816  = bw2_kl1 * 5'h10;
-  assign \$2338  = \$signature__data$604 [191:128] >> \$6816 ;
+  assign \$2338  = \$signature__data$606 [191:128] >> \$6816 ;
   assign \$2339  = bw2_sv1[2] ? \$2338  : 16'h0000;
   assign \$6820  = bw2_kl1 * 5'h10;
-  assign \$2340  = \$signature__data$604 [255:192] >> \$6820 ;
+  assign \$2340  = \$signature__data$606 [255:192] >> \$6820 ;
   assign \$2341  = bw2_sv1[3] ? \$2340  : 16'h0000;
   assign \$6824  = bw2_kl1 * 5'h10;
-  assign \$2342  = \$signature__data$1043 [63:0] >> \$6824 ;
+  assign \$2342  = \$signature__data$1045 [63:0] >> \$6824 ;
   assign \$2343  = bw2_rv1[0] ? \$2342  : 16'h0000;
   assign \$6828  = bw2_kl1 * 5'h10;
-  assign \$2344  = \$signature__data$1043 [127:64] >> \$6828 ;
+  assign \$2344  = \$signature__data$1045 [127:64] >> \$6828 ;
   assign \$2345  = bw2_rv1[1] ? \$2344  : 16'h0000;
   assign \$6832  = bw2_kl1 * 5'h10;
-  assign \$2346  = \$signature__data$1043 [191:128] >> \$6832 ;
+  assign \$2346  = \$signature__data$1045 [191:128] >> \$6832 ;
   assign \$2347  = bw2_rv1[2] ? \$2346  : 16'h0000;
   assign \$6836  = bw2_kl1 * 5'h10;
-  assign \$2348  = \$signature__data$1043 [255:192] >> \$6836 ;
+  assign \$2348  = \$signature__data$1045 [255:192] >> \$6836 ;
   assign \$2349  = bw2_rv1[3] ? \$2348  : 16'h0000;
   assign \$2350  = batch_size - 1'h0;
   assign \$2351  = bw2_wi + 1'h1;
@@ -10128,7 +10079,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2361  = bw2_wo + 1'h1;
   assign \$2362  = bw2_wn + 1'h1;
   assign \$2363  = ~ \clear$557 ;
-  assign \$2364  = \o__valid$858  & \$2363 ;
+  assign \$2364  = \o__valid$860  & \$2363 ;
   assign \$2365  = bw2_wi == 2'h3;
   assign \$2366  = bw2_wn == 4'hf;
   assign \$2367  = \$2365  & \$2366 ;
@@ -10172,28 +10123,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2415  = bw1_elem & \$2414 ;
   assign \$2416  = bw1_t == 6'h3f;
   assign \$6907  = bw1_kl1 * 5'h10;
-  assign \$2417  = \$signature__data$603 [63:0] >> \$6907 ;
+  assign \$2417  = \$signature__data$605 [63:0] >> \$6907 ;
   assign \$2418  = bw1_sv1[0] ? \$2417  : 16'h0000;
   assign \$6911  = bw1_kl1 * 5'h10;
-  assign \$2419  = \$signature__data$603 [127:64] >> \$6911 ;
+  assign \$2419  = \$signature__data$605 [127:64] >> \$6911 ;
   assign \$2420  = bw1_sv1[1] ? \$2419  : 16'h0000;
   assign \$6915  = bw1_kl1 * 5'h10;
-  assign \$2421  = \$signature__data$603 [191:128] >> \$6915 ;
+  assign \$2421  = \$signature__data$605 [191:128] >> \$6915 ;
   assign \$2422  = bw1_sv1[2] ? \$2421  : 16'h0000;
   assign \$6919  = bw1_kl1 * 5'h10;
-  assign \$2423  = \$signature__data$603 [255:192] >> \$6919 ;
+  assign \$2423  = \$signature__data$605 [255:192] >> \$6919 ;
   assign \$2424  = bw1_sv1[3] ? \$2423  : 16'h0000;
   assign \$6923  = bw1_kl1 * 5'h10;
-  assign \$2425  = \$signature__data$1059 [63:0] >> \$6923 ;
+  assign \$2425  = \$signature__data$1061 [63:0] >> \$6923 ;
   assign \$2426  = bw1_rv1[0] ? \$2425  : 16'h0000;
   assign \$6927  = bw1_kl1 * 5'h10;
-  assign \$2427  = \$signature__data$1059 [127:64] >> \$6927 ;
+  assign \$2427  = \$signature__data$1061 [127:64] >> \$6927 ;
   assign \$2428  = bw1_rv1[1] ? \$2427  : 16'h0000;
   assign \$6931  = bw1_kl1 * 5'h10;
-  assign \$2429  = \$signature__data$1059 [191:128] >> \$6931 ;
+  assign \$2429  = \$signature__data$1061 [191:128] >> \$6931 ;
   assign \$2430  = bw1_rv1[2] ? \$2429  : 16'h0000;
   assign \$6935  = bw1_kl1 * 5'h10;
-  assign \$2431  = \$signature__data$1059 [255:192] >> \$6935 ;
+  assign \$2431  = \$signature__data$1061 [255:192] >> \$6935 ;
   assign \$2432  = bw1_rv1[3] ? \$2431  : 16'h0000;
   assign \$2433  = batch_size - 1'h0;
   assign \$2434  = bw1_wi + 1'h1;
@@ -10208,7 +10159,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2444  = bw1_wo + 1'h1;
   assign \$2445  = bw1_wn + 1'h1;
   assign \$2446  = ~ \clear$557 ;
-  assign \$2447  = \o__valid$849  & \$2446 ;
+  assign \$2447  = \o__valid$851  & \$2446 ;
   assign \$2448  = bw1_wi == 2'h3;
   assign \$2449  = bw1_wn == 4'hf;
   assign \$2450  = \$2448  & \$2449 ;
@@ -10249,7 +10200,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2491  = \$2490  + 1'h0;
   assign \$2492  = \$2491  < 3'h4;
   assign \$6999  = wa0_kl1 * 7'h40;
-  assign \$2493  = \$signature__data$1075  >> \$6999 ;
+  assign \$2493  = \$signature__data$1077  >> \$6999 ;
   assign \$2495  = \$2494  + 1'h0;
   assign \$2496  = \$2495  == 3'h4;
   assign \$2497  = \$2496  ? 11'h400 : 11'h000;
@@ -10257,7 +10208,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2500  = \$2499  + 1'h1;
   assign \$2501  = \$2500  < 3'h4;
   assign \$7010  = wa0_kl1 * 7'h40;
-  assign \$2502  = \$signature__data$1075  >> \$7010 ;
+  assign \$2502  = \$signature__data$1077  >> \$7010 ;
   assign \$2504  = \$2503  + 1'h1;
   assign \$2505  = \$2504  == 3'h4;
   assign \$2506  = \$2505  ? 11'h400 : 11'h000;
@@ -10265,7 +10216,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2509  = \$2508  + 2'h2;
   assign \$2510  = \$2509  < 3'h4;
   assign \$7021  = wa0_kl1 * 7'h40;
-  assign \$2511  = \$signature__data$1075  >> \$7021 ;
+  assign \$2511  = \$signature__data$1077  >> \$7021 ;
   assign \$2513  = \$2512  + 2'h2;
   assign \$2514  = \$2513  == 3'h4;
   assign \$2515  = \$2514  ? 11'h400 : 11'h000;
@@ -10273,22 +10224,22 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2518  = \$2517  + 2'h3;
   assign \$2519  = \$2518  < 3'h4;
   assign \$7032  = wa0_kl1 * 7'h40;
-  assign \$2520  = \$signature__data$1075  >> \$7032 ;
+  assign \$2520  = \$signature__data$1077  >> \$7032 ;
   assign \$2522  = \$2521  + 2'h3;
   assign \$2523  = \$2522  == 3'h4;
   assign \$2524  = \$2523  ? 11'h400 : 11'h000;
   assign \$2525  = \$2519  ? \$2520 [63:48] : { 5'h00, \$2524  };
   assign \$7040  = wa0_kl1 * 7'h40;
-  assign \$2526  = \$signature__data$602  >> \$7040 ;
+  assign \$2526  = \$signature__data$604  >> \$7040 ;
   assign \$2527  = wa0_cv1[0] ? \$2526 [15:0] : 16'h0000;
   assign \$7044  = wa0_kl1 * 7'h40;
-  assign \$2528  = \$signature__data$602  >> \$7044 ;
+  assign \$2528  = \$signature__data$604  >> \$7044 ;
   assign \$2529  = wa0_cv1[1] ? \$2528 [31:16] : 16'h0000;
   assign \$7048  = wa0_kl1 * 7'h40;
-  assign \$2530  = \$signature__data$602  >> \$7048 ;
+  assign \$2530  = \$signature__data$604  >> \$7048 ;
   assign \$2531  = wa0_cv1[2] ? \$2530 [47:32] : 16'h0000;
   assign \$7052  = wa0_kl1 * 7'h40;
-  assign \$2532  = \$signature__data$602  >> \$7052 ;
+  assign \$2532  = \$signature__data$604  >> \$7052 ;
   assign \$2533  = wa0_cv1[3] ? \$2532 [63:48] : 16'h0000;
   assign \$2534  = batch_size - 1'h0;
   assign \$2535  = wa0_wi + 1'h1;
@@ -10314,13 +10265,13 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2555  = ~ \clear$557 ;
   assign \$2556  = wa0_rv & \$2555 ;
   assign \$7079  = wa0_rrow * 8'h80;
-  assign \$2557  = \$signature__data$611  >> \$7079 ;
+  assign \$2557  = \$signature__data$613  >> \$7079 ;
   assign \$7082  = wa0_rrow * 8'h80;
-  assign \$2558  = \$signature__data$611  >> \$7082 ;
+  assign \$2558  = \$signature__data$613  >> \$7082 ;
   assign \$7085  = wa0_rrow * 8'h80;
-  assign \$2559  = \$signature__data$611  >> \$7085 ;
+  assign \$2559  = \$signature__data$613  >> \$7085 ;
   assign \$7088  = wa0_rrow * 8'h80;
-  assign \$2560  = \$signature__data$611  >> \$7088 ;
+  assign \$2560  = \$signature__data$613  >> \$7088 ;
   assign \$2561  = ~ \clear$557 ;
   assign \$2562  = wa0_qv & \$2561 ;
   assign \$2563  = wa0_qfirst ? wa0_qc0 : \$187 [31:0];
@@ -10361,7 +10312,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2603  = \$2602  + 1'h0;
   assign \$2604  = \$2603  < 7'h40;
   assign \$7135  = wa1_kl1 * 7'h40;
-  assign \$2605  = \$signature__data$1117  >> \$7135 ;
+  assign \$2605  = \$signature__data$1119  >> \$7135 ;
   assign \$2607  = \$2606  + 1'h0;
   assign \$2608  = \$2607  == 7'h40;
   assign \$2609  = \$2608  ? 11'h400 : 11'h000;
@@ -10369,7 +10320,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2612  = \$2611  + 1'h1;
   assign \$2613  = \$2612  < 7'h40;
   assign \$7146  = wa1_kl1 * 7'h40;
-  assign \$2614  = \$signature__data$1117  >> \$7146 ;
+  assign \$2614  = \$signature__data$1119  >> \$7146 ;
   assign \$2616  = \$2615  + 1'h1;
   assign \$2617  = \$2616  == 7'h40;
   assign \$2618  = \$2617  ? 11'h400 : 11'h000;
@@ -10377,7 +10328,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2621  = \$2620  + 2'h2;
   assign \$2622  = \$2621  < 7'h40;
   assign \$7157  = wa1_kl1 * 7'h40;
-  assign \$2623  = \$signature__data$1117  >> \$7157 ;
+  assign \$2623  = \$signature__data$1119  >> \$7157 ;
   assign \$2625  = \$2624  + 2'h2;
   assign \$2626  = \$2625  == 7'h40;
   assign \$2627  = \$2626  ? 11'h400 : 11'h000;
@@ -10385,22 +10336,22 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2630  = \$2629  + 2'h3;
   assign \$2631  = \$2630  < 7'h40;
   assign \$7168  = wa1_kl1 * 7'h40;
-  assign \$2632  = \$signature__data$1117  >> \$7168 ;
+  assign \$2632  = \$signature__data$1119  >> \$7168 ;
   assign \$2634  = \$2633  + 2'h3;
   assign \$2635  = \$2634  == 7'h40;
   assign \$2636  = \$2635  ? 11'h400 : 11'h000;
   assign \$2637  = \$2631  ? \$2632 [63:48] : { 5'h00, \$2636  };
   assign \$7176  = wa1_kl1 * 7'h40;
-  assign \$2638  = \$signature__data$1118  >> \$7176 ;
+  assign \$2638  = \$signature__data$1120  >> \$7176 ;
   assign \$2639  = wa1_cv1[0] ? \$2638 [15:0] : 16'h0000;
   assign \$7180  = wa1_kl1 * 7'h40;
-  assign \$2640  = \$signature__data$1118  >> \$7180 ;
+  assign \$2640  = \$signature__data$1120  >> \$7180 ;
   assign \$2641  = wa1_cv1[1] ? \$2640 [31:16] : 16'h0000;
   assign \$7184  = wa1_kl1 * 7'h40;
-  assign \$2642  = \$signature__data$1118  >> \$7184 ;
+  assign \$2642  = \$signature__data$1120  >> \$7184 ;
   assign \$2643  = wa1_cv1[2] ? \$2642 [47:32] : 16'h0000;
   assign \$7188  = wa1_kl1 * 7'h40;
-  assign \$2644  = \$signature__data$1118  >> \$7188 ;
+  assign \$2644  = \$signature__data$1120  >> \$7188 ;
   assign \$2645  = wa1_cv1[3] ? \$2644 [63:48] : 16'h0000;
   assign \$2646  = batch_size - 1'h0;
   assign \$2647  = wa1_wi + 1'h1;
@@ -10414,7 +10365,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2655  = wa1_wo + 1'h1;
   assign \$2656  = wa1_wn + 1'h1;
   assign \$2657  = ~ \clear$557 ;
-  assign \$2658  = \o__valid$826  & \$2657 ;
+  assign \$2658  = \o__valid$828  & \$2657 ;
   assign \$2659  = wa1_wi == 2'h3;
   assign \$2660  = wa1_wn == 4'hf;
   assign \$2661  = \$2659  & \$2660 ;
@@ -10426,13 +10377,13 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2667  = ~ \clear$557 ;
   assign \$2668  = wa1_rv & \$2667 ;
   assign \$7215  = wa1_rrow * 8'h80;
-  assign \$2669  = \$signature__data$612  >> \$7215 ;
+  assign \$2669  = \$signature__data$614  >> \$7215 ;
   assign \$7218  = wa1_rrow * 8'h80;
-  assign \$2670  = \$signature__data$612  >> \$7218 ;
+  assign \$2670  = \$signature__data$614  >> \$7218 ;
   assign \$7221  = wa1_rrow * 8'h80;
-  assign \$2671  = \$signature__data$612  >> \$7221 ;
+  assign \$2671  = \$signature__data$614  >> \$7221 ;
   assign \$7224  = wa1_rrow * 8'h80;
-  assign \$2672  = \$signature__data$612  >> \$7224 ;
+  assign \$2672  = \$signature__data$614  >> \$7224 ;
   assign \$2673  = ~ \clear$557 ;
   assign \$2674  = wa1_qv & \$2673 ;
   assign \$2675  = wa1_qfirst ? wa1_qc0 : \$227 [31:0];
@@ -10473,7 +10424,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2715  = \$2714  + 1'h0;
   assign \$2716  = \$2715  < 7'h40;
   assign \$7271  = wa2_kl1 * 7'h40;
-  assign \$2717  = \$signature__data$1161  >> \$7271 ;
+  assign \$2717  = \$signature__data$1163  >> \$7271 ;
   assign \$2719  = \$2718  + 1'h0;
   assign \$2720  = \$2719  == 7'h40;
   assign \$2721  = \$2720  ? 11'h400 : 11'h000;
@@ -10481,7 +10432,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2724  = \$2723  + 1'h1;
   assign \$2725  = \$2724  < 7'h40;
   assign \$7282  = wa2_kl1 * 7'h40;
-  assign \$2726  = \$signature__data$1161  >> \$7282 ;
+  assign \$2726  = \$signature__data$1163  >> \$7282 ;
   assign \$2728  = \$2727  + 1'h1;
   assign \$2729  = \$2728  == 7'h40;
   assign \$2730  = \$2729  ? 11'h400 : 11'h000;
@@ -10489,7 +10440,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2733  = \$2732  + 2'h2;
   assign \$2734  = \$2733  < 7'h40;
   assign \$7293  = wa2_kl1 * 7'h40;
-  assign \$2735  = \$signature__data$1161  >> \$7293 ;
+  assign \$2735  = \$signature__data$1163  >> \$7293 ;
   assign \$2737  = \$2736  + 2'h2;
   assign \$2738  = \$2737  == 7'h40;
   assign \$2739  = \$2738  ? 11'h400 : 11'h000;
@@ -10497,22 +10448,22 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2742  = \$2741  + 2'h3;
   assign \$2743  = \$2742  < 7'h40;
   assign \$7304  = wa2_kl1 * 7'h40;
-  assign \$2744  = \$signature__data$1161  >> \$7304 ;
+  assign \$2744  = \$signature__data$1163  >> \$7304 ;
   assign \$2746  = \$2745  + 2'h3;
   assign \$2747  = \$2746  == 7'h40;
   assign \$2748  = \$2747  ? 11'h400 : 11'h000;
   assign \$2749  = \$2743  ? \$2744 [63:48] : { 5'h00, \$2748  };
   assign \$7312  = wa2_kl1 * 7'h40;
-  assign \$2750  = \$signature__data$1162  >> \$7312 ;
+  assign \$2750  = \$signature__data$1164  >> \$7312 ;
   assign \$2751  = wa2_cv1[0] ? \$2750 [15:0] : 16'h0000;
   assign \$7316  = wa2_kl1 * 7'h40;
-  assign \$2752  = \$signature__data$1162  >> \$7316 ;
+  assign \$2752  = \$signature__data$1164  >> \$7316 ;
   assign \$2753  = wa2_cv1[1] ? \$2752 [31:16] : 16'h0000;
   assign \$7320  = wa2_kl1 * 7'h40;
-  assign \$2754  = \$signature__data$1162  >> \$7320 ;
+  assign \$2754  = \$signature__data$1164  >> \$7320 ;
   assign \$2755  = wa2_cv1[2] ? \$2754 [47:32] : 16'h0000;
   assign \$7324  = wa2_kl1 * 7'h40;
-  assign \$2756  = \$signature__data$1162  >> \$7324 ;
+  assign \$2756  = \$signature__data$1164  >> \$7324 ;
   assign \$2757  = wa2_cv1[3] ? \$2756 [63:48] : 16'h0000;
   assign \$2758  = batch_size - 1'h0;
   assign \$2759  = wa2_wi + 1'h1;
@@ -10526,7 +10477,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2767  = wa2_wo + 1'h1;
   assign \$2768  = wa2_wn + 1'h1;
   assign \$2769  = ~ \clear$557 ;
-  assign \$2770  = \o__valid$838  & \$2769 ;
+  assign \$2770  = \o__valid$840  & \$2769 ;
   assign \$2771  = wa2_wi == 2'h3;
   assign \$2772  = ! wa2_wn;
   assign \$2773  = \$2771  & \$2772 ;
@@ -10538,13 +10489,13 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2779  = ~ \clear$557 ;
   assign \$2780  = wa2_rv & \$2779 ;
   assign \$7351  = wa2_rrow * 8'h80;
-  assign \$2781  = \$signature__data$613  >> \$7351 ;
+  assign \$2781  = \$signature__data$615  >> \$7351 ;
   assign \$7354  = wa2_rrow * 8'h80;
-  assign \$2782  = \$signature__data$613  >> \$7354 ;
+  assign \$2782  = \$signature__data$615  >> \$7354 ;
   assign \$7357  = wa2_rrow * 8'h80;
-  assign \$2783  = \$signature__data$613  >> \$7357 ;
+  assign \$2783  = \$signature__data$615  >> \$7357 ;
   assign \$7360  = wa2_rrow * 8'h80;
-  assign \$2784  = \$signature__data$613  >> \$7360 ;
+  assign \$2784  = \$signature__data$615  >> \$7360 ;
   assign \$2785  = ~ \clear$557 ;
   assign \$2786  = wa2_qv & \$2785 ;
   assign \$2787  = wa2_qfirst ? wa2_qc0 : \$267 [31:0];
@@ -10572,21 +10523,21 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2809  = ~ \clear$557 ;
   assign \$2810  = wu0_v1 & \$2809 ;
   assign \$7389  = wu0_r1 * 7'h40;
-  assign \$2811  = \$signature__data$605  >> \$7389 ;
+  assign \$2811  = \$signature__data$607  >> \$7389 ;
   assign \$7392  = wu0_r1 * 7'h40;
-  assign \$2812  = \$signature__data$605  >> \$7392 ;
+  assign \$2812  = \$signature__data$607  >> \$7392 ;
   assign \$7395  = wu0_r1 * 7'h40;
-  assign \$2813  = \$signature__data$605  >> \$7395 ;
+  assign \$2813  = \$signature__data$607  >> \$7395 ;
   assign \$7398  = wu0_r1 * 7'h40;
-  assign \$2814  = \$signature__data$605  >> \$7398 ;
+  assign \$2814  = \$signature__data$607  >> \$7398 ;
   assign \$7401  = wu0_r1 * 8'h80;
-  assign \$2815  = \$signature__data$1211  >> \$7401 ;
+  assign \$2815  = \$signature__data$1213  >> \$7401 ;
   assign \$7404  = wu0_r1 * 8'h80;
-  assign \$2816  = \$signature__data$1211  >> \$7404 ;
+  assign \$2816  = \$signature__data$1213  >> \$7404 ;
   assign \$7407  = wu0_r1 * 8'h80;
-  assign \$2817  = \$signature__data$1211  >> \$7407 ;
+  assign \$2817  = \$signature__data$1213  >> \$7407 ;
   assign \$7410  = wu0_r1 * 8'h80;
-  assign \$2818  = \$signature__data$1211  >> \$7410 ;
+  assign \$2818  = \$signature__data$1213  >> \$7410 ;
   assign \$2819  = ~ \clear$557 ;
   assign \$2820  = wu0_v2 & \$2819 ;
   assign \$2821  = $signed(wu0_g02_0) * $signed({ 1'h0, eta });
@@ -10621,21 +10572,21 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2851  = ~ \clear$557 ;
   assign \$2852  = wu1_v1 & \$2851 ;
   assign \$7447  = wu1_r1 * 7'h40;
-  assign \$2853  = \$signature__data$606  >> \$7447 ;
+  assign \$2853  = \$signature__data$608  >> \$7447 ;
   assign \$7450  = wu1_r1 * 7'h40;
-  assign \$2854  = \$signature__data$606  >> \$7450 ;
+  assign \$2854  = \$signature__data$608  >> \$7450 ;
   assign \$7453  = wu1_r1 * 7'h40;
-  assign \$2855  = \$signature__data$606  >> \$7453 ;
+  assign \$2855  = \$signature__data$608  >> \$7453 ;
   assign \$7456  = wu1_r1 * 7'h40;
-  assign \$2856  = \$signature__data$606  >> \$7456 ;
+  assign \$2856  = \$signature__data$608  >> \$7456 ;
   assign \$7459  = wu1_r1 * 8'h80;
-  assign \$2857  = \$signature__data$1249  >> \$7459 ;
+  assign \$2857  = \$signature__data$1251  >> \$7459 ;
   assign \$7462  = wu1_r1 * 8'h80;
-  assign \$2858  = \$signature__data$1249  >> \$7462 ;
+  assign \$2858  = \$signature__data$1251  >> \$7462 ;
   assign \$7465  = wu1_r1 * 8'h80;
-  assign \$2859  = \$signature__data$1249  >> \$7465 ;
+  assign \$2859  = \$signature__data$1251  >> \$7465 ;
   assign \$7468  = wu1_r1 * 8'h80;
-  assign \$2860  = \$signature__data$1249  >> \$7468 ;
+  assign \$2860  = \$signature__data$1251  >> \$7468 ;
   assign \$2861  = ~ \clear$557 ;
   assign \$2862  = wu1_v2 & \$2861 ;
   assign \$2863  = $signed(wu1_g02_0) * $signed({ 1'h0, eta });
@@ -10670,21 +10621,21 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2893  = ~ \clear$557 ;
   assign \$2894  = wu2_v1 & \$2893 ;
   assign \$7505  = wu2_r1 * 7'h40;
-  assign \$2895  = \$signature__data$607  >> \$7505 ;
+  assign \$2895  = \$signature__data$609  >> \$7505 ;
   assign \$7508  = wu2_r1 * 7'h40;
-  assign \$2896  = \$signature__data$607  >> \$7508 ;
+  assign \$2896  = \$signature__data$609  >> \$7508 ;
   assign \$7511  = wu2_r1 * 7'h40;
-  assign \$2897  = \$signature__data$607  >> \$7511 ;
+  assign \$2897  = \$signature__data$609  >> \$7511 ;
   assign \$7514  = wu2_r1 * 7'h40;
-  assign \$2898  = \$signature__data$607  >> \$7514 ;
+  assign \$2898  = \$signature__data$609  >> \$7514 ;
   assign \$7517  = wu2_r1 * 8'h80;
-  assign \$2899  = \$signature__data$1286  >> \$7517 ;
+  assign \$2899  = \$signature__data$1288  >> \$7517 ;
   assign \$7520  = wu2_r1 * 8'h80;
-  assign \$2900  = \$signature__data$1286  >> \$7520 ;
+  assign \$2900  = \$signature__data$1288  >> \$7520 ;
   assign \$7523  = wu2_r1 * 8'h80;
-  assign \$2901  = \$signature__data$1286  >> \$7523 ;
+  assign \$2901  = \$signature__data$1288  >> \$7523 ;
   assign \$7526  = wu2_r1 * 8'h80;
-  assign \$2902  = \$signature__data$1286  >> \$7526 ;
+  assign \$2902  = \$signature__data$1288  >> \$7526 ;
   assign \$2903  = ~ \clear$557 ;
   assign \$2904  = wu2_v2 & \$2903 ;
   assign \$2905  = $signed(wu2_g02_0) * $signed({ 1'h0, eta });
@@ -10723,41 +10674,41 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$2940  = sync_count + 1'h1;
   assign \$2941  = \$2939  ? 17'h0ffff : \$2940 ;
   assign \$2942  = \$2938  ? 17'h00000 : \$2941 ;
-  assign \$2943  = \o__valid$882  & o__payload[64];
+  assign \$2943  = \o__valid$884  & o__payload[64];
   assign \$2945  = \$2944  + fw0_wi;
   assign \$2946  = \$2945  < \$10 [3:0];
   assign \$2947  = \$2943  & \$2946 ;
-  assign \$2949  = \o__valid$901  & \o__payload$907 [64];
+  assign \$2949  = \o__valid$903  & \o__payload$909 [64];
   assign \$2951  = \$2950  + fw1_wi;
   assign \$2952  = \$2951  < \$23 [3:0];
   assign \$2953  = \$2949  & \$2952 ;
   assign \$2954  = \$2948  | \$2953 ;
-  assign \$2955  = \o__valid$921  & \o__payload$927 [64];
+  assign \$2955  = \o__valid$923  & \o__payload$929 [64];
   assign \$2957  = \$2956  + fw2_wi;
   assign \$2958  = \$2957  < \$36 [3:0];
   assign \$2959  = \$2955  & \$2958 ;
   assign \$2960  = \$2954  | \$2959 ;
-  assign \$2961  = \o__valid$941  & \o__payload$947 [64];
+  assign \$2961  = \o__valid$943  & \o__payload$949 [64];
   assign \$2963  = \$2962  + tfw0_wi;
   assign \$2964  = \$2963  < \$47 [3:0];
   assign \$2965  = \$2961  & \$2964 ;
-  assign \$2967  = \o__valid$960  & \o__payload$966 [64];
+  assign \$2967  = \o__valid$962  & \o__payload$968 [64];
   assign \$2969  = \$2968  + tfw1_wi;
   assign \$2970  = \$2969  < \$60 [3:0];
   assign \$2971  = \$2967  & \$2970 ;
   assign \$2972  = \$2966  | \$2971 ;
-  assign \$2973  = \o__valid$980  & \o__payload$986 [64];
+  assign \$2973  = \o__valid$982  & \o__payload$988 [64];
   assign \$2975  = \$2974  + tfw2_wi;
   assign \$2976  = \$2975  < \$73 [3:0];
   assign \$2977  = \$2973  & \$2976 ;
   assign \$2978  = \$2972  | \$2977 ;
   assign \$2979  = loss_v4a & loss_y_ovf;
   assign \$2981  = loss_v4c & loss_delta_ovf;
-  assign \$2983  = \o__valid$858  & \o__payload$1050 [64];
+  assign \$2983  = \o__valid$860  & \o__payload$1052 [64];
   assign \$2985  = \$2984  + bw2_wi;
   assign \$2986  = \$2985  < \$152 [3:0];
   assign \$2987  = \$2983  & \$2986 ;
-  assign \$2989  = \o__valid$849  & \o__payload$1066 [64];
+  assign \$2989  = \o__valid$851  & \o__payload$1068 [64];
   assign \$2991  = \$2990  + bw1_wi;
   assign \$2992  = \$2991  < \$165 [3:0];
   assign \$2993  = \$2989  & \$2992 ;
@@ -12525,7 +12476,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   always @(posedge clk)
     loss_acc <= \$3949 ;
   always @(posedge clk)
-    synced <= \$3950 ;
+    status_target_synced <= \$3950 ;
   always @(posedge clk)
     error <= \$3951 ;
   always @(posedge clk)
@@ -12533,19 +12484,19 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   always @(posedge clk)
     sync_count <= \$3953 ;
   always @(posedge clk)
-    flag_fw <= \$3954 ;
+    status_fw_overflow <= \$3954 ;
   always @(posedge clk)
-    flag_target_fw <= \$3955 ;
+    status_target_fw_overflow <= \$3955 ;
   always @(posedge clk)
-    flag_target <= \$3956 ;
+    status_target_overflow <= \$3956 ;
   always @(posedge clk)
-    flag_delta <= \$3957 ;
+    status_delta_overflow <= \$3957 ;
   always @(posedge clk)
-    flag_bw <= \$3958 ;
+    status_bw_overflow <= \$3958 ;
   always @(posedge clk)
-    flag_wa <= \$3959 ;
+    status_wa_overflow <= \$3959 ;
   always @(posedge clk)
-    flag_wu <= \$3960 ;
+    status_wu_overflow <= \$3960 ;
   always @(posedge clk)
     host_region_q <= \$3961 ;
   always @(posedge clk)
@@ -12556,16 +12507,16 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     .clk(clk),
     .i__payload(\i__payload$278 ),
     .i__valid(\i__valid$276 ),
-    .o__payload(\o__payload$1066 ),
-    .o_valid(\o__valid$849 ),
+    .o__payload(\o__payload$1068 ),
+    .o_valid(\o__valid$851 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_bw2  tu_bw2 (
     .clk(clk),
     .i__payload(\i__payload$245 ),
     .i__valid(\i__valid$243 ),
-    .o__payload(\o__payload$1050 ),
-    .o_valid(\o__valid$858 ),
+    .o__payload(\o__payload$1052 ),
+    .o_valid(\o__valid$860 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_fw0  tu_fw0 (
@@ -12573,54 +12524,54 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     .i__payload(i__payload),
     .i__valid(i__valid),
     .o__payload(o__payload),
-    .o_valid(\o__valid$882 ),
+    .o_valid(\o__valid$884 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_fw1  tu_fw1 (
     .clk(clk),
     .i__payload(\i__payload$54 ),
     .i__valid(\i__valid$52 ),
-    .o__payload(\o__payload$907 ),
-    .o_valid(\o__valid$901 ),
+    .o__payload(\o__payload$909 ),
+    .o_valid(\o__valid$903 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_fw2  tu_fw2 (
     .clk(clk),
     .i__payload(\i__payload$87 ),
     .i__valid(\i__valid$85 ),
-    .o__payload(\o__payload$927 ),
-    .o_valid(\o__valid$921 ),
+    .o__payload(\o__payload$929 ),
+    .o_valid(\o__valid$923 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_tfw0  tu_tfw0 (
     .clk(clk),
     .i__payload(\i__payload$118 ),
     .i__valid(\i__valid$116 ),
-    .o__payload(\o__payload$947 ),
-    .o_valid(\o__valid$941 ),
+    .o__payload(\o__payload$949 ),
+    .o_valid(\o__valid$943 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_tfw1  tu_tfw1 (
     .clk(clk),
     .i__payload(\i__payload$151 ),
     .i__valid(\i__valid$149 ),
-    .o__payload(\o__payload$966 ),
-    .o_valid(\o__valid$960 ),
+    .o__payload(\o__payload$968 ),
+    .o_valid(\o__valid$962 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_tfw2  tu_tfw2 (
     .clk(clk),
     .i__payload(\i__payload$184 ),
     .i__valid(\i__valid$182 ),
-    .o__payload(\o__payload$986 ),
-    .o_valid(\o__valid$980 ),
+    .o__payload(\o__payload$988 ),
+    .o_valid(\o__valid$982 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_wa0  tu_wa0 (
     .clk(clk),
     .i__payload(\i__payload$312 ),
     .i__valid(\i__valid$310 ),
-    .o__payload(\o__payload$1088 ),
+    .o__payload(\o__payload$1090 ),
     .o_valid(o__valid),
     .rst(rst)
   );
@@ -12628,16 +12579,16 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     .clk(clk),
     .i__payload(\i__payload$365 ),
     .i__valid(\i__valid$363 ),
-    .o__payload(\o__payload$1131 ),
-    .o_valid(\o__valid$826 ),
+    .o__payload(\o__payload$1133 ),
+    .o_valid(\o__valid$828 ),
     .rst(rst)
   );
   \learner_kernel_s4.accel.core.tu_wa2  tu_wa2 (
     .clk(clk),
     .i__payload(\i__payload$418 ),
     .i__valid(\i__valid$416 ),
-    .o__payload(\o__payload$1176 ),
-    .o_valid(\o__valid$838 ),
+    .o__payload(\o__payload$1178 ),
+    .o_valid(\o__valid$840 ),
     .rst(rst)
   );
   always @* begin
@@ -12950,7 +12901,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3164  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -12970,7 +12921,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3165  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -12990,7 +12941,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3166  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -13010,7 +12961,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3167  = \$1758 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           if (\$1764 ) begin
@@ -13028,7 +12979,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3168  = fw0_wi;
     if (\clear$557 ) begin
       \$3168  = 2'h0;
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       \$3168  = \$1759 [1:0];
       if (\$1760 ) begin
         \$3168  = 2'h0;
@@ -13043,7 +12994,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3169  = fw0_wo;
     if (\clear$557 ) begin
       \$3169  = 2'h0;
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         if (\$1761 ) begin
           (* full_case = 32'd1 *)
@@ -13064,7 +13015,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3170  = fw0_wn;
     if (\clear$557 ) begin
       \$3170  = 5'h00;
-    end else if (\o__valid$882 ) begin
+    end else if (\o__valid$884 ) begin
       if (\$1760 ) begin
         (* full_case = 32'd1 *)
         if (\$1761 ) begin
@@ -13462,7 +13413,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3208  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -13482,7 +13433,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3209  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -13502,7 +13453,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3210  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -13522,7 +13473,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3211  = \$1846 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           if (\$1852 ) begin
@@ -13540,7 +13491,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3212  = fw1_wi;
     if (\clear$557 ) begin
       \$3212  = 2'h0;
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       \$3212  = \$1847 [1:0];
       if (\$1848 ) begin
         \$3212  = 2'h0;
@@ -13555,7 +13506,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3213  = fw1_wo;
     if (\clear$557 ) begin
       \$3213  = 2'h0;
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         if (\$1849 ) begin
           (* full_case = 32'd1 *)
@@ -13576,7 +13527,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3214  = fw1_wn;
     if (\clear$557 ) begin
       \$3214  = 5'h00;
-    end else if (\o__valid$901 ) begin
+    end else if (\o__valid$903 ) begin
       if (\$1848 ) begin
         (* full_case = 32'd1 *)
         if (\$1849 ) begin
@@ -13627,28 +13578,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3220  = \o__payload$907 [15:0];
+    \$3220  = \o__payload$909 [15:0];
     if (rst) begin
       \$3220  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3221  = \o__payload$907 [31:16];
+    \$3221  = \o__payload$909 [31:16];
     if (rst) begin
       \$3221  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3222  = \o__payload$907 [47:32];
+    \$3222  = \o__payload$909 [47:32];
     if (rst) begin
       \$3222  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3223  = \o__payload$907 [63:48];
+    \$3223  = \o__payload$909 [63:48];
     if (rst) begin
       \$3223  = 16'h0000;
     end
@@ -13974,7 +13925,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3252  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -13994,7 +13945,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3253  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -14014,7 +13965,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3254  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -14034,7 +13985,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3255  = \$1934 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           if (\$1940 ) begin
@@ -14052,7 +14003,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3256  = fw2_wi;
     if (\clear$557 ) begin
       \$3256  = 2'h0;
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       \$3256  = \$1935 [1:0];
       if (\$1936 ) begin
         \$3256  = 2'h0;
@@ -14067,7 +14018,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3257  = fw2_wo;
     if (\clear$557 ) begin
       \$3257  = 2'h0;
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         if (\$1937 ) begin
           (* full_case = 32'd1 *)
@@ -14088,7 +14039,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3258  = fw2_wn;
     if (\clear$557 ) begin
       \$3258  = 1'h0;
-    end else if (\o__valid$921 ) begin
+    end else if (\o__valid$923 ) begin
       if (\$1936 ) begin
         (* full_case = 32'd1 *)
         if (\$1937 ) begin
@@ -14139,28 +14090,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3264  = \o__payload$927 [15:0];
+    \$3264  = \o__payload$929 [15:0];
     if (rst) begin
       \$3264  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3265  = \o__payload$927 [31:16];
+    \$3265  = \o__payload$929 [31:16];
     if (rst) begin
       \$3265  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3266  = \o__payload$927 [47:32];
+    \$3266  = \o__payload$929 [47:32];
     if (rst) begin
       \$3266  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3267  = \o__payload$927 [63:48];
+    \$3267  = \o__payload$929 [63:48];
     if (rst) begin
       \$3267  = 16'h0000;
     end
@@ -14486,7 +14437,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3296  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -14506,7 +14457,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3297  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -14526,7 +14477,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3298  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -14546,7 +14497,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3299  = \$2022 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           if (\$2028 ) begin
@@ -14564,7 +14515,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3300  = tfw0_wi;
     if (\clear$557 ) begin
       \$3300  = 2'h0;
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       \$3300  = \$2023 [1:0];
       if (\$2024 ) begin
         \$3300  = 2'h0;
@@ -14579,7 +14530,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3301  = tfw0_wo;
     if (\clear$557 ) begin
       \$3301  = 2'h0;
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         if (\$2025 ) begin
           (* full_case = 32'd1 *)
@@ -14600,7 +14551,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3302  = tfw0_wn;
     if (\clear$557 ) begin
       \$3302  = 5'h00;
-    end else if (\o__valid$941 ) begin
+    end else if (\o__valid$943 ) begin
       if (\$2024 ) begin
         (* full_case = 32'd1 *)
         if (\$2025 ) begin
@@ -14651,28 +14602,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3308  = \o__payload$947 [15:0];
+    \$3308  = \o__payload$949 [15:0];
     if (rst) begin
       \$3308  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3309  = \o__payload$947 [31:16];
+    \$3309  = \o__payload$949 [31:16];
     if (rst) begin
       \$3309  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3310  = \o__payload$947 [47:32];
+    \$3310  = \o__payload$949 [47:32];
     if (rst) begin
       \$3310  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3311  = \o__payload$947 [63:48];
+    \$3311  = \o__payload$949 [63:48];
     if (rst) begin
       \$3311  = 16'h0000;
     end
@@ -14998,7 +14949,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3340  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -15018,7 +14969,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3341  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -15038,7 +14989,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3342  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -15058,7 +15009,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3343  = \$2110 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           if (\$2116 ) begin
@@ -15076,7 +15027,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3344  = tfw1_wi;
     if (\clear$557 ) begin
       \$3344  = 2'h0;
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       \$3344  = \$2111 [1:0];
       if (\$2112 ) begin
         \$3344  = 2'h0;
@@ -15091,7 +15042,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3345  = tfw1_wo;
     if (\clear$557 ) begin
       \$3345  = 2'h0;
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         if (\$2113 ) begin
           (* full_case = 32'd1 *)
@@ -15112,7 +15063,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3346  = tfw1_wn;
     if (\clear$557 ) begin
       \$3346  = 5'h00;
-    end else if (\o__valid$960 ) begin
+    end else if (\o__valid$962 ) begin
       if (\$2112 ) begin
         (* full_case = 32'd1 *)
         if (\$2113 ) begin
@@ -15163,28 +15114,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3352  = \o__payload$966 [15:0];
+    \$3352  = \o__payload$968 [15:0];
     if (rst) begin
       \$3352  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3353  = \o__payload$966 [31:16];
+    \$3353  = \o__payload$968 [31:16];
     if (rst) begin
       \$3353  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3354  = \o__payload$966 [47:32];
+    \$3354  = \o__payload$968 [47:32];
     if (rst) begin
       \$3354  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3355  = \o__payload$966 [63:48];
+    \$3355  = \o__payload$968 [63:48];
     if (rst) begin
       \$3355  = 16'h0000;
     end
@@ -15510,7 +15461,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3384  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -15530,7 +15481,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3385  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -15550,7 +15501,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3386  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -15570,7 +15521,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3387  = \$2198 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           if (\$2204 ) begin
@@ -15588,7 +15539,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3388  = tfw2_wi;
     if (\clear$557 ) begin
       \$3388  = 2'h0;
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       \$3388  = \$2199 [1:0];
       if (\$2200 ) begin
         \$3388  = 2'h0;
@@ -15603,7 +15554,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3389  = tfw2_wo;
     if (\clear$557 ) begin
       \$3389  = 2'h0;
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         if (\$2201 ) begin
           (* full_case = 32'd1 *)
@@ -15624,7 +15575,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3390  = tfw2_wn;
     if (\clear$557 ) begin
       \$3390  = 1'h0;
-    end else if (\o__valid$980 ) begin
+    end else if (\o__valid$982 ) begin
       if (\$2200 ) begin
         (* full_case = 32'd1 *)
         if (\$2201 ) begin
@@ -15675,28 +15626,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3396  = \o__payload$986 [15:0];
+    \$3396  = \o__payload$988 [15:0];
     if (rst) begin
       \$3396  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3397  = \o__payload$986 [31:16];
+    \$3397  = \o__payload$988 [31:16];
     if (rst) begin
       \$3397  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3398  = \o__payload$986 [47:32];
+    \$3398  = \o__payload$988 [47:32];
     if (rst) begin
       \$3398  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3399  = \o__payload$986 [63:48];
+    \$3399  = \o__payload$988 [63:48];
     if (rst) begin
       \$3399  = 16'h0000;
     end
@@ -16607,7 +16558,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3492  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16627,7 +16578,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3493  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16647,7 +16598,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3494  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16667,7 +16618,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3495  = \$2350 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           if (\$2356 ) begin
@@ -16685,7 +16636,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3496  = bw2_wi;
     if (\clear$557 ) begin
       \$3496  = 2'h0;
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       \$3496  = \$2351 [1:0];
       if (\$2352 ) begin
         \$3496  = 2'h0;
@@ -16700,7 +16651,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3497  = bw2_wo;
     if (\clear$557 ) begin
       \$3497  = 2'h0;
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         if (\$2353 ) begin
           (* full_case = 32'd1 *)
@@ -16721,7 +16672,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3498  = bw2_wn;
     if (\clear$557 ) begin
       \$3498  = 5'h00;
-    end else if (\o__valid$858 ) begin
+    end else if (\o__valid$860 ) begin
       if (\$2352 ) begin
         (* full_case = 32'd1 *)
         if (\$2353 ) begin
@@ -16779,28 +16730,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3505  = \o__payload$1050 [15:0];
+    \$3505  = \o__payload$1052 [15:0];
     if (rst) begin
       \$3505  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3506  = \o__payload$1050 [31:16];
+    \$3506  = \o__payload$1052 [31:16];
     if (rst) begin
       \$3506  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3507  = \o__payload$1050 [47:32];
+    \$3507  = \o__payload$1052 [47:32];
     if (rst) begin
       \$3507  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3508  = \o__payload$1050 [63:48];
+    \$3508  = \o__payload$1052 [63:48];
     if (rst) begin
       \$3508  = 16'h0000;
     end
@@ -17119,7 +17070,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3536  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -17139,7 +17090,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3537  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -17159,7 +17110,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3538  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -17179,7 +17130,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3539  = \$2433 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           if (\$2439 ) begin
@@ -17197,7 +17148,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3540  = bw1_wi;
     if (\clear$557 ) begin
       \$3540  = 2'h0;
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       \$3540  = \$2434 [1:0];
       if (\$2435 ) begin
         \$3540  = 2'h0;
@@ -17212,7 +17163,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3541  = bw1_wo;
     if (\clear$557 ) begin
       \$3541  = 2'h0;
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         if (\$2436 ) begin
           (* full_case = 32'd1 *)
@@ -17233,7 +17184,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3542  = bw1_wn;
     if (\clear$557 ) begin
       \$3542  = 5'h00;
-    end else if (\o__valid$849 ) begin
+    end else if (\o__valid$851 ) begin
       if (\$2435 ) begin
         (* full_case = 32'd1 *)
         if (\$2436 ) begin
@@ -17291,28 +17242,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3549  = \o__payload$1066 [15:0];
+    \$3549  = \o__payload$1068 [15:0];
     if (rst) begin
       \$3549  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3550  = \o__payload$1066 [31:16];
+    \$3550  = \o__payload$1068 [31:16];
     if (rst) begin
       \$3550  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3551  = \o__payload$1066 [47:32];
+    \$3551  = \o__payload$1068 [47:32];
     if (rst) begin
       \$3551  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3552  = \o__payload$1066 [63:48];
+    \$3552  = \o__payload$1068 [63:48];
     if (rst) begin
       \$3552  = 16'h0000;
     end
@@ -17810,7 +17761,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3594  = \o__payload$1088 [128];
+    \$3594  = \o__payload$1090 [128];
     if (rst) begin
       \$3594  = 1'h0;
     end
@@ -17831,28 +17782,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3597  = \o__payload$1088 [31:0];
+    \$3597  = \o__payload$1090 [31:0];
     if (rst) begin
       \$3597  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3598  = \o__payload$1088 [63:32];
+    \$3598  = \o__payload$1090 [63:32];
     if (rst) begin
       \$3598  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3599  = \o__payload$1088 [95:64];
+    \$3599  = \o__payload$1090 [95:64];
     if (rst) begin
       \$3599  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3600  = \o__payload$1088 [127:96];
+    \$3600  = \o__payload$1090 [127:96];
     if (rst) begin
       \$3600  = 32'd0;
     end
@@ -18374,7 +18325,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3655  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -18394,7 +18345,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3656  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -18414,7 +18365,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3657  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -18434,7 +18385,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3658  = \$2646 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           if (\$2650 ) begin
@@ -18452,7 +18403,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3659  = wa1_wi;
     if (\clear$557 ) begin
       \$3659  = 2'h0;
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       \$3659  = \$2647 [1:0];
       if (\$2648 ) begin
         \$3659  = 2'h0;
@@ -18467,7 +18418,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3660  = wa1_wo;
     if (\clear$557 ) begin
       \$3660  = 5'h00;
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         if (\$2649 ) begin
           (* full_case = 32'd1 *)
@@ -18488,7 +18439,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3661  = wa1_wn;
     if (\clear$557 ) begin
       \$3661  = 5'h00;
-    end else if (\o__valid$826 ) begin
+    end else if (\o__valid$828 ) begin
       if (\$2648 ) begin
         (* full_case = 32'd1 *)
         if (\$2649 ) begin
@@ -18553,7 +18504,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3669  = \o__payload$1131 [128];
+    \$3669  = \o__payload$1133 [128];
     if (rst) begin
       \$3669  = 1'h0;
     end
@@ -18574,28 +18525,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3672  = \o__payload$1131 [31:0];
+    \$3672  = \o__payload$1133 [31:0];
     if (rst) begin
       \$3672  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3673  = \o__payload$1131 [63:32];
+    \$3673  = \o__payload$1133 [63:32];
     if (rst) begin
       \$3673  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3674  = \o__payload$1131 [95:64];
+    \$3674  = \o__payload$1133 [95:64];
     if (rst) begin
       \$3674  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3675  = \o__payload$1131 [127:96];
+    \$3675  = \o__payload$1133 [127:96];
     if (rst) begin
       \$3675  = 32'd0;
     end
@@ -19117,7 +19068,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3730  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -19137,7 +19088,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3731  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -19157,7 +19108,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3732  = 13'h0000;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -19177,7 +19128,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
       \$3733  = \$2758 ;
     end
     if (\clear$557 ) begin
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           if (\$2762 ) begin
@@ -19195,7 +19146,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3734  = wa2_wi;
     if (\clear$557 ) begin
       \$3734  = 2'h0;
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       \$3734  = \$2759 [1:0];
       if (\$2760 ) begin
         \$3734  = 2'h0;
@@ -19210,7 +19161,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3735  = wa2_wo;
     if (\clear$557 ) begin
       \$3735  = 5'h00;
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         if (\$2761 ) begin
           (* full_case = 32'd1 *)
@@ -19231,7 +19182,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     \$3736  = wa2_wn;
     if (\clear$557 ) begin
       \$3736  = 1'h0;
-    end else if (\o__valid$838 ) begin
+    end else if (\o__valid$840 ) begin
       if (\$2760 ) begin
         (* full_case = 32'd1 *)
         if (\$2761 ) begin
@@ -19296,7 +19247,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3744  = \o__payload$1176 [128];
+    \$3744  = \o__payload$1178 [128];
     if (rst) begin
       \$3744  = 1'h0;
     end
@@ -19317,28 +19268,28 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3747  = \o__payload$1176 [31:0];
+    \$3747  = \o__payload$1178 [31:0];
     if (rst) begin
       \$3747  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3748  = \o__payload$1176 [63:32];
+    \$3748  = \o__payload$1178 [63:32];
     if (rst) begin
       \$3748  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3749  = \o__payload$1176 [95:64];
+    \$3749  = \o__payload$1178 [95:64];
     if (rst) begin
       \$3749  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3750  = \o__payload$1176 [127:96];
+    \$3750  = \o__payload$1178 [127:96];
     if (rst) begin
       \$3750  = 32'd0;
     end
@@ -20949,7 +20900,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$3948  = gamma;
     if (\clear$557 ) begin
-      \$3948  = \gamma$1312 ;
+      \$3948  = \gamma$1314 ;
     end
     if (rst) begin
       \$3948  = 17'h00000;
@@ -20970,7 +20921,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3950  = synced;
+    \$3950  = status_target_synced;
     if (\clear$557 ) begin
       \$3950  = 1'h0;
       (* full_case = 32'd1 *)
@@ -21030,7 +20981,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3954  = flag_fw;
+    \$3954  = status_fw_overflow;
     if (\clear$557 ) begin
       \$3954  = 1'h0;
     end else if (\$2960 ) begin
@@ -21042,7 +20993,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3955  = flag_target_fw;
+    \$3955  = status_target_fw_overflow;
     if (\clear$557 ) begin
       \$3955  = 1'h0;
     end else if (\$2978 ) begin
@@ -21054,7 +21005,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3956  = flag_target;
+    \$3956  = status_target_overflow;
     if (\clear$557 ) begin
       \$3956  = 1'h0;
     end else if (\$2980 ) begin
@@ -21066,7 +21017,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3957  = flag_delta;
+    \$3957  = status_delta_overflow;
     if (\clear$557 ) begin
       \$3957  = 1'h0;
     end else if (\$2982 ) begin
@@ -21078,7 +21029,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3958  = flag_bw;
+    \$3958  = status_bw_overflow;
     if (\clear$557 ) begin
       \$3958  = 1'h0;
     end else if (\$2994 ) begin
@@ -21090,7 +21041,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3959  = flag_wa;
+    \$3959  = status_wa_overflow;
     if (\clear$557 ) begin
       \$3959  = 1'h0;
     end else if (\$3039 ) begin
@@ -21102,7 +21053,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$3960  = flag_wu;
+    \$3960  = status_wu_overflow;
     if (\clear$557 ) begin
       \$3960  = 1'h0;
     end else if (\$3045 ) begin
@@ -21260,15 +21211,17 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign wu2_new2 = \$448 [15:0];
   assign wu2_new3 = \$454 [15:0];
   assign count = sync_count;
-  assign _sync_now = synced;
-  assign flag_fw_reg = flag_fw;
-  assign flag_target_fw_reg = flag_target_fw;
-  assign flag_target_reg = flag_target;
-  assign flag_delta_reg = flag_delta;
-  assign flag_bw_reg = flag_bw;
-  assign flag_wa_reg = flag_wa;
-  assign flag_wu_reg = flag_wu;
+  assign _sync_now = status_target_synced;
+  assign flag_fw_reg = status_fw_overflow;
+  assign flag_target_fw_reg = status_target_fw_overflow;
+  assign flag_target_reg = status_target_overflow;
+  assign flag_delta_reg = status_delta_overflow;
+  assign flag_bw_reg = status_bw_overflow;
+  assign flag_wa_reg = status_wa_overflow;
+  assign flag_wu_reg = status_wu_overflow;
   assign loss_sum = { 21'h000000, loss_acc };
+  assign loss_lo = loss_acc[31:0];
+  assign loss_hi = { 21'h000000, loss_acc[42:32] };
   assign host_en_obs = \$464 [31:0];
   assign host_en_next_obs = \$472 [31:0];
   assign host_en_samples = \$480 [15:0];
@@ -21406,76 +21359,76 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \o__payload.c[3]  = o__payload[63:48];
   assign \o__payload.overflow  = o__payload[64];
   assign \o__payload.last  = o__payload[65];
-  assign \o__payload$907.c  = \o__payload$907 [63:0];
-  assign \o__payload$907.c[0]  = \o__payload$907 [15:0];
-  assign \o__payload$907.c[1]  = \o__payload$907 [31:16];
-  assign \o__payload$907.c[2]  = \o__payload$907 [47:32];
-  assign \o__payload$907.c[3]  = \o__payload$907 [63:48];
-  assign \o__payload$907.overflow  = \o__payload$907 [64];
-  assign \o__payload$907.last  = \o__payload$907 [65];
-  assign \o__payload$927.c  = \o__payload$927 [63:0];
-  assign \o__payload$927.c[0]  = \o__payload$927 [15:0];
-  assign \o__payload$927.c[1]  = \o__payload$927 [31:16];
-  assign \o__payload$927.c[2]  = \o__payload$927 [47:32];
-  assign \o__payload$927.c[3]  = \o__payload$927 [63:48];
-  assign \o__payload$927.overflow  = \o__payload$927 [64];
-  assign \o__payload$927.last  = \o__payload$927 [65];
-  assign \o__payload$947.c  = \o__payload$947 [63:0];
-  assign \o__payload$947.c[0]  = \o__payload$947 [15:0];
-  assign \o__payload$947.c[1]  = \o__payload$947 [31:16];
-  assign \o__payload$947.c[2]  = \o__payload$947 [47:32];
-  assign \o__payload$947.c[3]  = \o__payload$947 [63:48];
-  assign \o__payload$947.overflow  = \o__payload$947 [64];
-  assign \o__payload$947.last  = \o__payload$947 [65];
-  assign \o__payload$966.c  = \o__payload$966 [63:0];
-  assign \o__payload$966.c[0]  = \o__payload$966 [15:0];
-  assign \o__payload$966.c[1]  = \o__payload$966 [31:16];
-  assign \o__payload$966.c[2]  = \o__payload$966 [47:32];
-  assign \o__payload$966.c[3]  = \o__payload$966 [63:48];
-  assign \o__payload$966.overflow  = \o__payload$966 [64];
-  assign \o__payload$966.last  = \o__payload$966 [65];
-  assign \o__payload$986.c  = \o__payload$986 [63:0];
-  assign \o__payload$986.c[0]  = \o__payload$986 [15:0];
-  assign \o__payload$986.c[1]  = \o__payload$986 [31:16];
-  assign \o__payload$986.c[2]  = \o__payload$986 [47:32];
-  assign \o__payload$986.c[3]  = \o__payload$986 [63:48];
-  assign \o__payload$986.overflow  = \o__payload$986 [64];
-  assign \o__payload$986.last  = \o__payload$986 [65];
-  assign \o__payload$1050.c  = \o__payload$1050 [63:0];
-  assign \o__payload$1050.c[0]  = \o__payload$1050 [15:0];
-  assign \o__payload$1050.c[1]  = \o__payload$1050 [31:16];
-  assign \o__payload$1050.c[2]  = \o__payload$1050 [47:32];
-  assign \o__payload$1050.c[3]  = \o__payload$1050 [63:48];
-  assign \o__payload$1050.overflow  = \o__payload$1050 [64];
-  assign \o__payload$1050.last  = \o__payload$1050 [65];
-  assign \o__payload$1066.c  = \o__payload$1066 [63:0];
-  assign \o__payload$1066.c[0]  = \o__payload$1066 [15:0];
-  assign \o__payload$1066.c[1]  = \o__payload$1066 [31:16];
-  assign \o__payload$1066.c[2]  = \o__payload$1066 [47:32];
-  assign \o__payload$1066.c[3]  = \o__payload$1066 [63:48];
-  assign \o__payload$1066.overflow  = \o__payload$1066 [64];
-  assign \o__payload$1066.last  = \o__payload$1066 [65];
-  assign \o__payload$1088.c  = \o__payload$1088 [127:0];
-  assign \o__payload$1088.c[0]  = \o__payload$1088 [31:0];
-  assign \o__payload$1088.c[1]  = \o__payload$1088 [63:32];
-  assign \o__payload$1088.c[2]  = \o__payload$1088 [95:64];
-  assign \o__payload$1088.c[3]  = \o__payload$1088 [127:96];
-  assign \o__payload$1088.overflow  = \o__payload$1088 [128];
-  assign \o__payload$1088.last  = \o__payload$1088 [129];
-  assign \o__payload$1131.c  = \o__payload$1131 [127:0];
-  assign \o__payload$1131.c[0]  = \o__payload$1131 [31:0];
-  assign \o__payload$1131.c[1]  = \o__payload$1131 [63:32];
-  assign \o__payload$1131.c[2]  = \o__payload$1131 [95:64];
-  assign \o__payload$1131.c[3]  = \o__payload$1131 [127:96];
-  assign \o__payload$1131.overflow  = \o__payload$1131 [128];
-  assign \o__payload$1131.last  = \o__payload$1131 [129];
-  assign \o__payload$1176.c  = \o__payload$1176 [127:0];
-  assign \o__payload$1176.c[0]  = \o__payload$1176 [31:0];
-  assign \o__payload$1176.c[1]  = \o__payload$1176 [63:32];
-  assign \o__payload$1176.c[2]  = \o__payload$1176 [95:64];
-  assign \o__payload$1176.c[3]  = \o__payload$1176 [127:96];
-  assign \o__payload$1176.overflow  = \o__payload$1176 [128];
-  assign \o__payload$1176.last  = \o__payload$1176 [129];
+  assign \o__payload$909.c  = \o__payload$909 [63:0];
+  assign \o__payload$909.c[0]  = \o__payload$909 [15:0];
+  assign \o__payload$909.c[1]  = \o__payload$909 [31:16];
+  assign \o__payload$909.c[2]  = \o__payload$909 [47:32];
+  assign \o__payload$909.c[3]  = \o__payload$909 [63:48];
+  assign \o__payload$909.overflow  = \o__payload$909 [64];
+  assign \o__payload$909.last  = \o__payload$909 [65];
+  assign \o__payload$929.c  = \o__payload$929 [63:0];
+  assign \o__payload$929.c[0]  = \o__payload$929 [15:0];
+  assign \o__payload$929.c[1]  = \o__payload$929 [31:16];
+  assign \o__payload$929.c[2]  = \o__payload$929 [47:32];
+  assign \o__payload$929.c[3]  = \o__payload$929 [63:48];
+  assign \o__payload$929.overflow  = \o__payload$929 [64];
+  assign \o__payload$929.last  = \o__payload$929 [65];
+  assign \o__payload$949.c  = \o__payload$949 [63:0];
+  assign \o__payload$949.c[0]  = \o__payload$949 [15:0];
+  assign \o__payload$949.c[1]  = \o__payload$949 [31:16];
+  assign \o__payload$949.c[2]  = \o__payload$949 [47:32];
+  assign \o__payload$949.c[3]  = \o__payload$949 [63:48];
+  assign \o__payload$949.overflow  = \o__payload$949 [64];
+  assign \o__payload$949.last  = \o__payload$949 [65];
+  assign \o__payload$968.c  = \o__payload$968 [63:0];
+  assign \o__payload$968.c[0]  = \o__payload$968 [15:0];
+  assign \o__payload$968.c[1]  = \o__payload$968 [31:16];
+  assign \o__payload$968.c[2]  = \o__payload$968 [47:32];
+  assign \o__payload$968.c[3]  = \o__payload$968 [63:48];
+  assign \o__payload$968.overflow  = \o__payload$968 [64];
+  assign \o__payload$968.last  = \o__payload$968 [65];
+  assign \o__payload$988.c  = \o__payload$988 [63:0];
+  assign \o__payload$988.c[0]  = \o__payload$988 [15:0];
+  assign \o__payload$988.c[1]  = \o__payload$988 [31:16];
+  assign \o__payload$988.c[2]  = \o__payload$988 [47:32];
+  assign \o__payload$988.c[3]  = \o__payload$988 [63:48];
+  assign \o__payload$988.overflow  = \o__payload$988 [64];
+  assign \o__payload$988.last  = \o__payload$988 [65];
+  assign \o__payload$1052.c  = \o__payload$1052 [63:0];
+  assign \o__payload$1052.c[0]  = \o__payload$1052 [15:0];
+  assign \o__payload$1052.c[1]  = \o__payload$1052 [31:16];
+  assign \o__payload$1052.c[2]  = \o__payload$1052 [47:32];
+  assign \o__payload$1052.c[3]  = \o__payload$1052 [63:48];
+  assign \o__payload$1052.overflow  = \o__payload$1052 [64];
+  assign \o__payload$1052.last  = \o__payload$1052 [65];
+  assign \o__payload$1068.c  = \o__payload$1068 [63:0];
+  assign \o__payload$1068.c[0]  = \o__payload$1068 [15:0];
+  assign \o__payload$1068.c[1]  = \o__payload$1068 [31:16];
+  assign \o__payload$1068.c[2]  = \o__payload$1068 [47:32];
+  assign \o__payload$1068.c[3]  = \o__payload$1068 [63:48];
+  assign \o__payload$1068.overflow  = \o__payload$1068 [64];
+  assign \o__payload$1068.last  = \o__payload$1068 [65];
+  assign \o__payload$1090.c  = \o__payload$1090 [127:0];
+  assign \o__payload$1090.c[0]  = \o__payload$1090 [31:0];
+  assign \o__payload$1090.c[1]  = \o__payload$1090 [63:32];
+  assign \o__payload$1090.c[2]  = \o__payload$1090 [95:64];
+  assign \o__payload$1090.c[3]  = \o__payload$1090 [127:96];
+  assign \o__payload$1090.overflow  = \o__payload$1090 [128];
+  assign \o__payload$1090.last  = \o__payload$1090 [129];
+  assign \o__payload$1133.c  = \o__payload$1133 [127:0];
+  assign \o__payload$1133.c[0]  = \o__payload$1133 [31:0];
+  assign \o__payload$1133.c[1]  = \o__payload$1133 [63:32];
+  assign \o__payload$1133.c[2]  = \o__payload$1133 [95:64];
+  assign \o__payload$1133.c[3]  = \o__payload$1133 [127:96];
+  assign \o__payload$1133.overflow  = \o__payload$1133 [128];
+  assign \o__payload$1133.last  = \o__payload$1133 [129];
+  assign \o__payload$1178.c  = \o__payload$1178 [127:0];
+  assign \o__payload$1178.c[0]  = \o__payload$1178 [31:0];
+  assign \o__payload$1178.c[1]  = \o__payload$1178 [63:32];
+  assign \o__payload$1178.c[2]  = \o__payload$1178 [95:64];
+  assign \o__payload$1178.c[3]  = \o__payload$1178 [127:96];
+  assign \o__payload$1178.overflow  = \o__payload$1178 [128];
+  assign \o__payload$1178.last  = \o__payload$1178 [129];
   assign \i__payload$418 [128] = wa2_last;
   assign \i__payload$418 [127:112] = wa2_b3;
   assign \i__payload$418 [111:96] = wa2_b2;
@@ -21632,89 +21585,89 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$480  = { 63'h0000000000000000, \$478  };
   assign \$591  = fw0_slot;
   assign \$600  = \$599 [3:0];
-  assign \$signature__en$619  = wa0_elem;
+  assign \$signature__en$621  = wa0_elem;
   assign \$608  = { 2'h0, \$178 [3:2] };
-  assign \$signature__addr$620  = \$610 [3:0];
+  assign \$signature__addr$622  = \$610 [3:0];
   assign wp__en = \$464 [31:0];
   assign wp__addr = \$612 [3:0];
   assign wp__data = \$614 ;
   assign \$615  = tfw0_slot;
   assign \$624  = \$623 [3:0];
-  assign \wp__en$630  = \$472 [31:0];
-  assign \wp__addr$631  = \$633 [3:0];
-  assign \wp__data$632  = \$635 ;
+  assign \wp__en$632  = \$472 [31:0];
+  assign \wp__addr$633  = \$633 [3:0];
+  assign \wp__data$634  = \$635 ;
   assign \$636  = loss_slot;
   assign \$643  = { 2'h0, loss_s[3:2] };
   assign \$646  = \$645 [3:0];
-  assign \wp__en$637  = \$480 [8:0];
-  assign \wp__addr$638  = \$655 [3:0];
-  assign \wp__data$639  = \$657 ;
+  assign \wp__en$639  = \$480 [8:0];
+  assign \wp__addr$640  = \$655 [3:0];
+  assign \wp__data$641  = \$657 ;
   assign \$658  = fw1_slot;
   assign \$666  = { 2'h0, \$20 [6:2] };
   assign \$670  = \$669 [7:0];
-  assign \$signature__en$644  = wa1_elem;
+  assign \$signature__en$646  = wa1_elem;
   assign \$678  = { 1'h0, wa1_o, 2'h0 };
   assign \$681  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$645  = \$683 [7:0];
-  assign \wp__en$648  = fw0_onehot;
-  assign \wp__addr$649  = \$685 [7:0];
-  assign \wp__data$651  = \$719 ;
+  assign \$signature__addr$647  = \$683 [7:0];
+  assign \wp__en$650  = fw0_onehot;
+  assign \wp__addr$651  = \$685 [7:0];
+  assign \wp__data$653  = \$719 ;
   assign \$720  = fw2_slot;
   assign \$728  = { 2'h0, \$33 [6:2] };
   assign \$732  = \$731 [7:0];
-  assign \$signature__en$660  = wa2_elem;
+  assign \$signature__en$662  = wa2_elem;
   assign \$740  = { 1'h0, wa2_o, 2'h0 };
   assign \$743  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$661  = \$745 [7:0];
-  assign \wp__en$664  = fw1_onehot;
-  assign \wp__addr$665  = \$747 [7:0];
-  assign \wp__data$667  = \$781 ;
+  assign \$signature__addr$663  = \$745 [7:0];
+  assign \wp__en$666  = fw1_onehot;
+  assign \wp__addr$667  = \$747 [7:0];
+  assign \wp__data$669  = \$781 ;
   assign \$782  = loss_slot;
   assign \$789  = { 2'h0, loss_s[3:2] };
   assign \$792  = \$791 [3:0];
-  assign \wp__en$675  = fw2_onehot;
-  assign \wp__addr$676  = \$801 [3:0];
-  assign \wp__data$678  = \$803 ;
+  assign \wp__en$677  = fw2_onehot;
+  assign \wp__addr$678  = \$801 [3:0];
+  assign \wp__data$680  = \$803 ;
   assign \$804  = tfw1_slot;
   assign \$812  = { 2'h0, \$57 [6:2] };
   assign \$816  = \$815 [7:0];
-  assign \wp__en$687  = tfw0_onehot;
-  assign \wp__addr$688  = \$825 [7:0];
-  assign \wp__data$690  = \$859 ;
+  assign \wp__en$689  = tfw0_onehot;
+  assign \wp__addr$690  = \$825 [7:0];
+  assign \wp__data$692  = \$859 ;
   assign \$860  = tfw2_slot;
   assign \$868  = { 2'h0, \$70 [6:2] };
   assign \$872  = \$871 [7:0];
-  assign \wp__en$699  = tfw1_onehot;
-  assign \wp__addr$700  = \$881 [7:0];
-  assign \wp__data$702  = \$915 ;
+  assign \wp__en$701  = tfw1_onehot;
+  assign \wp__addr$702  = \$881 [7:0];
+  assign \wp__data$704  = \$915 ;
   assign \$916  = loss_slot;
   assign \$923  = { 2'h0, loss_s[3:2] };
   assign \$926  = \$925 [3:0];
-  assign \wp__en$709  = tfw2_onehot;
-  assign \wp__addr$710  = \$935 [3:0];
-  assign \wp__data$712  = \$937 ;
+  assign \wp__en$711  = tfw2_onehot;
+  assign \wp__addr$712  = \$935 [3:0];
+  assign \wp__data$714  = \$937 ;
   assign \$938  = wa0_elem;
   assign \$945  = { 2'h0, \$178 [3:2] };
   assign \$948  = \$947 [7:0];
-  assign \wp__en$721  = bw1_onehot;
-  assign \wp__addr$722  = \$957 [7:0];
-  assign \wp__data$724  = \$991 ;
+  assign \wp__en$723  = bw1_onehot;
+  assign \wp__addr$724  = \$957 [7:0];
+  assign \wp__data$726  = \$991 ;
   assign \$992  = bw1_slot;
   assign \$999  = { 2'h0, \$162 [6:2] };
   assign \$1002  = \$1001 [7:0];
-  assign \$signature__en$734  = wa1_elem;
+  assign \$signature__en$736  = wa1_elem;
   assign \$1010  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$735  = \$1012 [7:0];
-  assign \wp__en$737  = bw2_onehot;
-  assign \wp__addr$738  = \$1014 [7:0];
-  assign \wp__data$740  = \$1048 ;
+  assign \$signature__addr$737  = \$1012 [7:0];
+  assign \wp__en$739  = bw2_onehot;
+  assign \wp__addr$740  = \$1014 [7:0];
+  assign \wp__data$742  = \$1048 ;
   assign \$1049  = bw2_elem;
   assign \$1058  = \$1057 [3:0];
-  assign \$signature__en$750  = wa2_elem;
+  assign \$signature__en$752  = wa2_elem;
   assign \$1066  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$751  = \$1068 [3:0];
-  assign \wp__en$752  = loss_onehot;
-  assign \wp__addr$753  = \$1070 [3:0];
+  assign \$signature__addr$753  = \$1068 [3:0];
+  assign \wp__en$754  = loss_onehot;
+  assign \wp__addr$755  = \$1070 [3:0];
   assign \$1073  = \$1072 ;
   assign \$1075  = loss_wsa;
   assign \$1076  = loss_wsa;
@@ -21751,7 +21704,7 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1117  = 1'h0;
   assign \$1118  = 1'h0;
   assign \$1119  = 16'h0000;
-  assign \wp__data$755  = \$1120 ;
+  assign \wp__data$757  = \$1120 ;
   assign \$1121  = fw0_slot;
   assign \$1129  = { 2'h0, \$7 [2] };
   assign \$1131  = \$1130 [4:0];
@@ -21761,17 +21714,17 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1152  = fw1_slot;
   assign \$1160  = { 2'h0, \$20 [6:2] };
   assign \$1162  = \$1161 [8:0];
-  assign \$signature__en$772  = bw1_slot;
+  assign \$signature__en$774  = bw1_slot;
   assign \$1172  = { 2'h0, \$162 [6:2] };
-  assign \$signature__addr$773  = \$1173 ;
+  assign \$signature__addr$775  = \$1173 ;
   assign \$1174  = { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
   assign \$1177  = \$1176 [8:0];
   assign \$1182  = \$1181 ;
   assign \$1185  = fw2_slot;
   assign \$1193  = { 2'h0, \$33 [6:2] };
   assign \$1195  = \$1194 [4:0];
-  assign \$signature__en$785  = bw2_elem;
-  assign \$signature__addr$786  = \$1205 ;
+  assign \$signature__en$787  = bw2_elem;
+  assign \$signature__addr$788  = \$1205 ;
   assign \$1206  = { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
   assign \$1209  = \$1208 [4:0];
   assign \$1214  = \$1213 ;
@@ -21795,35 +21748,35 @@ module \learner_kernel_s4.accel.core (rst, host_re, host_we, host_enable, host_r
   assign \$1586  = \$1585 ;
   assign \$1589  = o__valid;
   assign \$1597  = \$1596 [4:0];
-  assign \$signature__en$818  = wu0_slot;
-  assign \$signature__addr$819  = \$1605 [4:0];
-  assign \wp__en$820  = wa0_onehot;
-  assign \wp__addr$821  = \$1607 [4:0];
-  assign \wp__data$823  = \$1609 ;
-  assign \$1610  = \o__valid$826 ;
+  assign \$signature__en$820  = wu0_slot;
+  assign \$signature__addr$821  = \$1605 [4:0];
+  assign \wp__en$822  = wa0_onehot;
+  assign \wp__addr$823  = \$1607 [4:0];
+  assign \wp__data$825  = \$1609 ;
+  assign \$1610  = \o__valid$828 ;
   assign \$1618  = \$1617 ;
-  assign \$signature__en$830  = wu1_slot;
-  assign \$signature__addr$831  = \$1626 ;
-  assign \wp__en$832  = wa1_onehot;
-  assign \wp__addr$833  = \$1628 [8:0];
-  assign \wp__data$835  = \$1630 ;
-  assign \$1631  = \o__valid$838 ;
+  assign \$signature__en$832  = wu1_slot;
+  assign \$signature__addr$833  = \$1626 ;
+  assign \wp__en$834  = wa1_onehot;
+  assign \wp__addr$835  = \$1628 [8:0];
+  assign \wp__data$837  = \$1630 ;
+  assign \$1631  = \o__valid$840 ;
   assign \$1639  = \$1638 ;
-  assign \$signature__en$841  = wu2_slot;
-  assign \$signature__addr$842  = \$1647 ;
-  assign \wp__en$843  = wa2_onehot;
-  assign \wp__addr$844  = \$1649 [4:0];
-  assign \wp__data$846  = \$1651 ;
-  assign \$signature__en$848  = \o__valid$849 ;
-  assign \$signature__addr$850  = \$1653 [7:0];
-  assign \wp__en$854  = fw0_onehot;
-  assign \wp__addr$855  = \$1655 [7:0];
-  assign \wp__data$856  = \$1673 ;
-  assign \$signature__en$857  = \o__valid$858 ;
-  assign \$signature__addr$859  = \$1675 [7:0];
-  assign \wp__en$863  = fw1_onehot;
-  assign \wp__addr$864  = \$1677 [7:0];
-  assign \wp__data$865  = \$1695 ;
+  assign \$signature__en$843  = wu2_slot;
+  assign \$signature__addr$844  = \$1647 ;
+  assign \wp__en$845  = wa2_onehot;
+  assign \wp__addr$846  = \$1649 [4:0];
+  assign \wp__data$848  = \$1651 ;
+  assign \$signature__en$850  = \o__valid$851 ;
+  assign \$signature__addr$852  = \$1653 [7:0];
+  assign \wp__en$856  = fw0_onehot;
+  assign \wp__addr$857  = \$1655 [7:0];
+  assign \wp__data$858  = \$1673 ;
+  assign \$signature__en$859  = \o__valid$860 ;
+  assign \$signature__addr$861  = \$1675 [7:0];
+  assign \wp__en$865  = fw1_onehot;
+  assign \wp__addr$866  = \$1677 [7:0];
+  assign \wp__data$867  = \$1695 ;
   assign \$1701  = { 1'h0, \$1700 , 2'h0 };
   assign \$1711  = { 1'h0, fw0_o, 2'h0 };
   assign \$1714  = { 1'h0, fw0_o, 2'h0 };
@@ -63649,7 +63602,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error, dma_status_write_error
 , dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir
-, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10579$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
+, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10589$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -63698,20 +63651,20 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$139 ;
   wire \$14 ;
   wire \$140 ;
-  wire [1:0] \$141 ;
-  wire [31:0] \$142 ;
-  wire [1:0] \$143 ;
-  wire [31:0] \$144 ;
-  wire [3:0] \$145 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire [1:0] \$145 ;
   wire [31:0] \$146 ;
-  wire [3:0] \$147 ;
+  wire [1:0] \$147 ;
   wire [31:0] \$148 ;
-  wire [7:0] \$149 ;
+  wire [3:0] \$149 ;
   wire \$15 ;
   wire [31:0] \$150 ;
-  wire [1:0] \$151 ;
+  wire [3:0] \$151 ;
   wire [31:0] \$152 ;
-  wire [1:0] \$153 ;
+  wire [7:0] \$153 ;
   wire [31:0] \$154 ;
   wire [1:0] \$155 ;
   wire [31:0] \$156 ;
@@ -63720,22 +63673,22 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire [1:0] \$159 ;
   wire \$16 ;
   wire [31:0] \$160 ;
-  wire [13:0] \$161 ;
+  wire [1:0] \$161 ;
   wire [31:0] \$162 ;
-  wire [24:0] \$163 ;
+  wire [1:0] \$163 ;
   wire [31:0] \$164 ;
-  wire [17:0] \$165 ;
+  wire [13:0] \$165 ;
   wire [31:0] \$166 ;
-  wire [1:0] \$167 ;
+  wire [24:0] \$167 ;
   wire [31:0] \$168 ;
-  wire [16:0] \$169 ;
+  wire [17:0] \$169 ;
   wire \$17 ;
   wire [31:0] \$170 ;
-  wire [2:0] \$171 ;
+  wire [1:0] \$171 ;
   wire [31:0] \$172 ;
-  wire [15:0] \$173 ;
+  wire [16:0] \$173 ;
   wire [31:0] \$174 ;
-  wire [15:0] \$175 ;
+  wire [2:0] \$175 ;
   wire [31:0] \$176 ;
   wire [15:0] \$177 ;
   wire [31:0] \$178 ;
@@ -63750,114 +63703,114 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire [31:0] \$186 ;
   wire [15:0] \$187 ;
   wire [31:0] \$188 ;
-  wire [31:0] \$189 ;
+  wire [15:0] \$189 ;
   wire \$19 ;
   wire [31:0] \$190 ;
-  wire [32:0] \$191 ;
-  wire [32:0] \$192 ;
-  wire [32:0] \$193 ;
-  wire [32:0] \$194 ;
+  wire [15:0] \$191 ;
+  wire [31:0] \$192 ;
+  wire [31:0] \$193 ;
+  wire [31:0] \$194 ;
   wire [32:0] \$195 ;
   wire [32:0] \$196 ;
-  wire [16:0] \$197 ;
-  wire [31:0] \$198 ;
-  wire [8:0] \$199 ;
+  wire [32:0] \$197 ;
+  wire [32:0] \$198 ;
+  wire [32:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [31:0] \$200 ;
-  wire [22:0] \$201 ;
+  wire [32:0] \$200 ;
+  wire [16:0] \$201 ;
   wire [31:0] \$202 ;
-  wire [46:0] \$203 ;
-  wire [46:0] \$204 ;
-  wire [4:0] \$205 ;
+  wire [8:0] \$203 ;
+  wire [31:0] \$204 ;
+  wire [22:0] \$205 ;
   wire [31:0] \$206 ;
-  wire [10:0] \$207 ;
-  wire [31:0] \$208 ;
-  wire [22:0] \$209 ;
+  wire [46:0] \$207 ;
+  wire [46:0] \$208 ;
+  wire [4:0] \$209 ;
   wire \$21 ;
   wire [31:0] \$210 ;
-  wire [38:0] \$211 ;
-  wire [38:0] \$212 ;
-  wire [8:0] \$213 ;
+  wire [10:0] \$211 ;
+  wire [31:0] \$212 ;
+  wire [22:0] \$213 ;
   wire [31:0] \$214 ;
-  wire [22:0] \$215 ;
-  wire [31:0] \$216 ;
-  wire [38:0] \$217 ;
-  wire [38:0] \$218 ;
-  wire [38:0] \$219 ;
+  wire [38:0] \$215 ;
+  wire [38:0] \$216 ;
+  wire [8:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [22:0] \$219 ;
   wire \$22 ;
-  wire [38:0] \$220 ;
-  wire [8:0] \$221 ;
-  wire [31:0] \$222 ;
-  wire [22:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [38:0] \$225 ;
-  wire [38:0] \$226 ;
-  wire [38:0] \$227 ;
-  wire [38:0] \$228 ;
-  wire [16:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [38:0] \$221 ;
+  wire [38:0] \$222 ;
+  wire [38:0] \$223 ;
+  wire [38:0] \$224 ;
+  wire [8:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [22:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [38:0] \$229 ;
   wire \$23 ;
-  wire [31:0] \$230 ;
-  wire [16:0] \$231 ;
-  wire [31:0] \$232 ;
+  wire [38:0] \$230 ;
+  wire [38:0] \$231 ;
+  wire [38:0] \$232 ;
   wire [16:0] \$233 ;
   wire [31:0] \$234 ;
   wire [16:0] \$235 ;
   wire [31:0] \$236 ;
-  wire [32:0] \$237 ;
-  wire [32:0] \$238 ;
-  wire [32:0] \$239 ;
+  wire [16:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [16:0] \$239 ;
   wire \$24 ;
-  wire [32:0] \$240 ;
+  wire [31:0] \$240 ;
   wire [32:0] \$241 ;
   wire [32:0] \$242 ;
   wire [32:0] \$243 ;
   wire [32:0] \$244 ;
-  wire [1:0] \$245 ;
-  wire [31:0] \$246 ;
-  wire [1:0] \$247 ;
-  wire [31:0] \$248 ;
+  wire [32:0] \$245 ;
+  wire [32:0] \$246 ;
+  wire [32:0] \$247 ;
+  wire [32:0] \$248 ;
   wire [1:0] \$249 ;
   wire \$25 ;
   wire [31:0] \$250 ;
   wire [1:0] \$251 ;
   wire [31:0] \$252 ;
-  wire [3:0] \$253 ;
+  wire [1:0] \$253 ;
   wire [31:0] \$254 ;
-  wire [3:0] \$255 ;
+  wire [1:0] \$255 ;
   wire [31:0] \$256 ;
-  wire [7:0] \$257 ;
+  wire [3:0] \$257 ;
   wire [31:0] \$258 ;
-  wire [7:0] \$259 ;
+  wire [3:0] \$259 ;
   wire \$26 ;
   wire [31:0] \$260 ;
-  wire [32:0] \$261 ;
-  wire [32:0] \$262 ;
-  wire [32:0] \$263 ;
-  wire [32:0] \$264 ;
-  wire [16:0] \$265 ;
-  wire [31:0] \$266 ;
-  wire [46:0] \$267 ;
-  wire [46:0] \$268 ;
-  wire \$269 ;
+  wire [7:0] \$261 ;
+  wire [31:0] \$262 ;
+  wire [7:0] \$263 ;
+  wire [31:0] \$264 ;
+  wire [32:0] \$265 ;
+  wire [32:0] \$266 ;
+  wire [32:0] \$267 ;
+  wire [32:0] \$268 ;
+  wire [16:0] \$269 ;
   wire \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
+  wire [31:0] \$270 ;
+  wire [46:0] \$271 ;
+  wire [46:0] \$272 ;
+  wire [32:0] \$273 ;
+  wire [32:0] \$274 ;
   wire \$275 ;
   wire \$276 ;
   wire \$277 ;
   wire \$278 ;
-  wire [1:0] \$279 ;
+  wire \$279 ;
   wire \$28 ;
   wire \$280 ;
   wire \$281 ;
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire \$285 ;
+  wire [1:0] \$285 ;
   wire \$286 ;
   wire \$287 ;
   wire \$288 ;
@@ -63901,39 +63854,39 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$321 ;
   wire \$322 ;
   wire \$323 ;
-  wire [12:0] \$324 ;
-  wire [12:0] \$325 ;
-  wire [12:0] \$326 ;
-  wire [12:0] \$327 ;
-  wire [23:0] \$328 ;
-  wire [23:0] \$329 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
-  wire [23:0] \$330 ;
-  wire [23:0] \$331 ;
-  wire [16:0] \$332 ;
-  wire [16:0] \$333 ;
-  wire [16:0] \$334 ;
-  wire [16:0] \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire \$339 ;
+  wire [12:0] \$330 ;
+  wire [12:0] \$331 ;
+  wire [12:0] \$332 ;
+  wire [12:0] \$333 ;
+  wire [23:0] \$334 ;
+  wire [23:0] \$335 ;
+  wire [23:0] \$336 ;
+  wire [23:0] \$337 ;
+  wire [16:0] \$338 ;
+  wire [16:0] \$339 ;
   wire \$34 ;
-  wire [15:0] \$340 ;
-  wire [15:0] \$341 ;
-  wire [15:0] \$342 ;
-  wire [15:0] \$343 ;
-  wire [25:0] \$344 ;
-  wire [25:0] \$345 ;
-  wire [25:0] \$346 ;
-  wire [25:0] \$347 ;
-  wire [31:0] \$348 ;
-  wire [31:0] \$349 ;
+  wire [16:0] \$340 ;
+  wire [16:0] \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire [15:0] \$346 ;
+  wire [15:0] \$347 ;
+  wire [15:0] \$348 ;
+  wire [15:0] \$349 ;
   wire \$35 ;
-  wire [31:0] \$350 ;
-  wire [31:0] \$351 ;
-  wire [31:0] \$352 ;
-  wire [31:0] \$353 ;
+  wire [25:0] \$350 ;
+  wire [25:0] \$351 ;
+  wire [25:0] \$352 ;
+  wire [25:0] \$353 ;
   wire [31:0] \$354 ;
   wire [31:0] \$355 ;
   wire [31:0] \$356 ;
@@ -63941,33 +63894,33 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire [31:0] \$358 ;
   wire [31:0] \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
+  wire [31:0] \$360 ;
+  wire [31:0] \$361 ;
+  wire [31:0] \$362 ;
+  wire [31:0] \$363 ;
+  wire [31:0] \$364 ;
+  wire [31:0] \$365 ;
   wire \$366 ;
   wire \$367 ;
   wire \$368 ;
-  wire [1:0] \$369 ;
+  wire \$369 ;
   wire \$37 ;
   wire \$370 ;
-  reg \$371 ;
-  reg \$372 ;
-  reg \$373 ;
-  reg [11:0] \$374 ;
-  reg [31:0] \$375 ;
-  reg [3:0] \$376 ;
+  wire \$371 ;
+  wire \$372 ;
+  wire \$373 ;
+  wire \$374 ;
+  wire [1:0] \$375 ;
+  wire \$376 ;
   reg \$377 ;
-  reg [1:0] \$378 ;
+  reg \$378 ;
   reg \$379 ;
   wire \$38 ;
-  reg \$380 ;
-  reg \$381 ;
-  reg \$382 ;
+  reg [11:0] \$380 ;
+  reg [31:0] \$381 ;
+  reg [3:0] \$382 ;
   reg \$383 ;
-  reg \$384 ;
+  reg [1:0] \$384 ;
   reg \$385 ;
   reg \$386 ;
   reg \$387 ;
@@ -63975,27 +63928,27 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg \$389 ;
   wire \$39 ;
   reg \$390 ;
-  reg [12:0] \$391 ;
-  reg [23:0] \$392 ;
-  reg [16:0] \$393 ;
+  reg \$391 ;
+  reg \$392 ;
+  reg \$393 ;
   reg \$394 ;
-  reg [15:0] \$395 ;
-  reg [25:0] \$396 ;
-  reg [31:0] \$397 ;
-  reg [31:0] \$398 ;
-  reg [31:0] \$399 ;
+  reg \$395 ;
+  reg \$396 ;
+  reg [12:0] \$397 ;
+  reg [23:0] \$398 ;
+  reg [16:0] \$399 ;
   wire \$4 ;
   wire \$40 ;
   reg \$400 ;
-  reg \$401 ;
-  reg [31:0] \$402 ;
-  reg [1:0] \$403 ;
-  reg \$404 ;
-  reg \$405 ;
+  reg [15:0] \$401 ;
+  reg [25:0] \$402 ;
+  reg [31:0] \$403 ;
+  reg [31:0] \$404 ;
+  reg [31:0] \$405 ;
   reg \$406 ;
   reg \$407 ;
-  reg \$408 ;
-  reg \$409 ;
+  reg [31:0] \$408 ;
+  reg [1:0] \$409 ;
   wire \$41 ;
   reg \$410 ;
   reg \$411 ;
@@ -64020,8 +63973,15 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg \$429 ;
   wire \$43 ;
   reg \$430 ;
-  reg [31:0] \$431 ;
-  reg [3:0] \$432 ;
+  reg \$431 ;
+  reg \$432 ;
+  reg \$433 ;
+  reg \$434 ;
+  reg \$435 ;
+  reg \$436 ;
+  reg \$437 ;
+  reg [31:0] \$438 ;
+  reg [3:0] \$439 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -64129,8 +64089,6 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire cycles_rd;
   wire cycles_we;
   reg cycles_wr_pulse = 1'h0;
-  wire [15:0] dma_align_bytes;
-  wire [15:0] dma_align_offset;
   wire dma_align_rd;
   wire dma_align_we;
   reg dma_align_wr_pulse = 1'h0;
@@ -64181,7 +64139,6 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg dma_status_wr_pulse = 1'h0;
   input dma_status_write_error;
   wire dma_status_write_error;
-  wire [31:0] dma_window;
   wire dma_window_rd;
   wire dma_window_we;
   reg dma_window_wr_pulse = 1'h0;
@@ -64195,46 +64152,27 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg gier_enable_q = 1'h0;
   wire gier_rd;
   wire gier_we;
-  wire [7:0] hw_array_array;
-  wire [15:0] hw_array_max_batch;
   wire hw_array_rd;
-  wire [7:0] hw_array_sub_batch;
   wire hw_array_we;
   reg hw_array_wr_pulse = 1'h0;
-  wire [7:0] hw_format2_acc_width;
-  wire [7:0] hw_format2_coef_width;
-  wire [7:0] hw_format2_lr_frac;
-  wire [7:0] hw_format2_lr_width;
   wire hw_format2_rd;
   wire hw_format2_we;
   reg hw_format2_wr_pulse = 1'h0;
-  wire [7:0] hw_format_act_frac;
-  wire [7:0] hw_format_grad_frac;
   wire hw_format_rd;
   wire hw_format_we;
-  wire [7:0] hw_format_weight_frac;
-  wire [7:0] hw_format_width;
   reg hw_format_wr_pulse = 1'h0;
-  wire [7:0] hw_layers_axi_bytes;
-  wire [7:0] hw_layers_dp;
-  wire [3:0] hw_layers_layers;
-  wire [3:0] hw_layers_loss;
   wire hw_layers_rd;
   wire hw_layers_we;
   reg hw_layers_wr_pulse = 1'h0;
-  wire [15:0] hw_size0;
   wire hw_size0_rd;
   wire hw_size0_we;
   reg hw_size0_wr_pulse = 1'h0;
-  wire [15:0] hw_size1;
   wire hw_size1_rd;
   wire hw_size1_we;
   reg hw_size1_wr_pulse = 1'h0;
-  wire [15:0] hw_size2;
   wire hw_size2_rd;
   wire hw_size2_we;
   reg hw_size2_wr_pulse = 1'h0;
-  wire [15:0] hw_size3;
   wire hw_size3_rd;
   wire hw_size3_we;
   reg hw_size3_wr_pulse = 1'h0;
@@ -64277,8 +64215,8 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire mem_ptr_lo_rd;
   wire mem_ptr_lo_we;
   reg mem_ptr_lo_wr_pulse = 1'h0;
-  input [42:0] \port$10579$0 ;
-  wire [42:0] \port$10579$0 ;
+  input [42:0] \port$10589$0 ;
+  wire [42:0] \port$10589$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -64323,6 +64261,9 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire [3:0] s_axi_control_wstrb;
   input s_axi_control_wvalid;
   wire s_axi_control_wvalid;
+  wire shell_version_rd;
+  wire shell_version_we;
+  reg shell_version_wr_pulse = 1'h0;
   input status_bw_overflow;
   wire status_bw_overflow;
   input status_delta_overflow;
@@ -64376,7 +64317,23 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
   always @(posedge clk)
-    wr_strb <= \$432 ;
+    dma_bytes_wr_pulse <= \$431 ;
+  always @(posedge clk)
+    dma_ctrl_wr_pulse <= \$432 ;
+  always @(posedge clk)
+    dma_status_wr_pulse <= \$433 ;
+  always @(posedge clk)
+    dma_cycles_wr_pulse <= \$434 ;
+  always @(posedge clk)
+    dma_window_wr_pulse <= \$435 ;
+  always @(posedge clk)
+    dma_align_wr_pulse <= \$436 ;
+  always @(posedge clk)
+    shell_version_wr_pulse <= \$437 ;
+  always @(posedge clk)
+    wr_data <= \$438 ;
+  always @(posedge clk)
+    wr_strb <= \$439 ;
   assign \$1  = ~ aw_got;
   assign \$2  = ~ bvalid;
   assign s_axi_control_awready = \$1  & \$2 ;
@@ -64524,638 +64481,641 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_align_we = commit & \$76 ;
   assign \$77  = s_axi_control_araddr[11:2] == 5'h1e;
   assign dma_align_rd = ar_hs & \$77 ;
-  assign \$78  = ! w_addr[11:2];
-  assign \$79  = w_addr[11:2] == 1'h1;
-  assign \$80  = w_addr[11:2] == 2'h2;
-  assign \$81  = w_addr[11:2] == 2'h3;
-  assign \$82  = w_addr[11:2] == 3'h4;
-  assign \$83  = w_addr[11:2] == 3'h5;
-  assign \$84  = w_addr[11:2] == 3'h6;
-  assign \$85  = w_addr[11:2] == 3'h7;
-  assign \$86  = w_addr[11:2] == 4'h8;
-  assign \$87  = w_addr[11:2] == 4'h9;
-  assign \$88  = w_addr[11:2] == 4'ha;
-  assign \$89  = w_addr[11:2] == 4'hb;
-  assign \$90  = w_addr[11:2] == 4'hc;
-  assign \$91  = w_addr[11:2] == 4'hd;
-  assign \$92  = w_addr[11:2] == 4'he;
-  assign \$93  = w_addr[11:2] == 4'hf;
-  assign \$94  = w_addr[11:2] == 5'h10;
-  assign \$95  = w_addr[11:2] == 5'h11;
-  assign \$96  = w_addr[11:2] == 5'h12;
-  assign \$97  = w_addr[11:2] == 5'h13;
-  assign \$98  = w_addr[11:2] == 5'h14;
-  assign \$99  = w_addr[11:2] == 5'h15;
-  assign \$100  = w_addr[11:2] == 5'h16;
-  assign \$101  = w_addr[11:2] == 5'h17;
-  assign \$102  = w_addr[11:2] == 5'h18;
-  assign \$103  = w_addr[11:2] == 5'h19;
-  assign \$104  = w_addr[11:2] == 5'h1a;
-  assign \$105  = w_addr[11:2] == 5'h1b;
-  assign \$106  = w_addr[11:2] == 5'h1c;
-  assign \$107  = w_addr[11:2] == 5'h1d;
-  assign \$108  = w_addr[11:2] == 5'h1e;
-  assign w_hit = | { \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78  };
-  assign \$109  = ! s_axi_control_araddr[11:2];
-  assign \$110  = s_axi_control_araddr[11:2] == 1'h1;
-  assign \$111  = s_axi_control_araddr[11:2] == 2'h2;
-  assign \$112  = s_axi_control_araddr[11:2] == 2'h3;
-  assign \$113  = s_axi_control_araddr[11:2] == 3'h4;
-  assign \$114  = s_axi_control_araddr[11:2] == 3'h5;
-  assign \$115  = s_axi_control_araddr[11:2] == 3'h6;
-  assign \$116  = s_axi_control_araddr[11:2] == 3'h7;
-  assign \$117  = s_axi_control_araddr[11:2] == 4'h8;
-  assign \$118  = s_axi_control_araddr[11:2] == 4'h9;
-  assign \$119  = s_axi_control_araddr[11:2] == 4'ha;
-  assign \$120  = s_axi_control_araddr[11:2] == 4'hb;
-  assign \$121  = s_axi_control_araddr[11:2] == 4'hc;
-  assign \$122  = s_axi_control_araddr[11:2] == 4'hd;
-  assign \$123  = s_axi_control_araddr[11:2] == 4'he;
-  assign \$124  = s_axi_control_araddr[11:2] == 4'hf;
-  assign \$125  = s_axi_control_araddr[11:2] == 5'h10;
-  assign \$126  = s_axi_control_araddr[11:2] == 5'h11;
-  assign \$127  = s_axi_control_araddr[11:2] == 5'h12;
-  assign \$128  = s_axi_control_araddr[11:2] == 5'h13;
-  assign \$129  = s_axi_control_araddr[11:2] == 5'h14;
-  assign \$130  = s_axi_control_araddr[11:2] == 5'h15;
-  assign \$131  = s_axi_control_araddr[11:2] == 5'h16;
-  assign \$132  = s_axi_control_araddr[11:2] == 5'h17;
-  assign \$133  = s_axi_control_araddr[11:2] == 5'h18;
-  assign \$134  = s_axi_control_araddr[11:2] == 5'h19;
-  assign \$135  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign \$136  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign \$137  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign \$138  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign \$139  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign r_hit = | { \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109  };
-  assign \$140  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$140 ;
-  assign \$144  = \$142  | { 30'h00000000, \$143  };
-  assign \$146  = \$144  | { 28'h0000000, \$145  };
-  assign \$148  = \$146  | { 28'h0000000, \$147  };
-  assign \$150  = \$148  | { 24'h000000, \$149  };
-  assign \$156  = \$154  | { 30'h00000000, \$155  };
+  assign \$78  = w_addr[11:2] == 5'h1f;
+  assign shell_version_we = commit & \$78 ;
+  assign \$79  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign shell_version_rd = ar_hs & \$79 ;
+  assign \$80  = ! w_addr[11:2];
+  assign \$81  = w_addr[11:2] == 1'h1;
+  assign \$82  = w_addr[11:2] == 2'h2;
+  assign \$83  = w_addr[11:2] == 2'h3;
+  assign \$84  = w_addr[11:2] == 3'h4;
+  assign \$85  = w_addr[11:2] == 3'h5;
+  assign \$86  = w_addr[11:2] == 3'h6;
+  assign \$87  = w_addr[11:2] == 3'h7;
+  assign \$88  = w_addr[11:2] == 4'h8;
+  assign \$89  = w_addr[11:2] == 4'h9;
+  assign \$90  = w_addr[11:2] == 4'ha;
+  assign \$91  = w_addr[11:2] == 4'hb;
+  assign \$92  = w_addr[11:2] == 4'hc;
+  assign \$93  = w_addr[11:2] == 4'hd;
+  assign \$94  = w_addr[11:2] == 4'he;
+  assign \$95  = w_addr[11:2] == 4'hf;
+  assign \$96  = w_addr[11:2] == 5'h10;
+  assign \$97  = w_addr[11:2] == 5'h11;
+  assign \$98  = w_addr[11:2] == 5'h12;
+  assign \$99  = w_addr[11:2] == 5'h13;
+  assign \$100  = w_addr[11:2] == 5'h14;
+  assign \$101  = w_addr[11:2] == 5'h15;
+  assign \$102  = w_addr[11:2] == 5'h16;
+  assign \$103  = w_addr[11:2] == 5'h17;
+  assign \$104  = w_addr[11:2] == 5'h18;
+  assign \$105  = w_addr[11:2] == 5'h19;
+  assign \$106  = w_addr[11:2] == 5'h1a;
+  assign \$107  = w_addr[11:2] == 5'h1b;
+  assign \$108  = w_addr[11:2] == 5'h1c;
+  assign \$109  = w_addr[11:2] == 5'h1d;
+  assign \$110  = w_addr[11:2] == 5'h1e;
+  assign \$111  = w_addr[11:2] == 5'h1f;
+  assign w_hit = | { \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80  };
+  assign \$112  = ! s_axi_control_araddr[11:2];
+  assign \$113  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$114  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$115  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$116  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$117  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$118  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$119  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$120  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$121  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$122  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$123  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$124  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$125  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$126  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$127  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$128  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$129  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$130  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$131  = s_axi_control_araddr[11:2] == 5'h13;
+  assign \$132  = s_axi_control_araddr[11:2] == 5'h14;
+  assign \$133  = s_axi_control_araddr[11:2] == 5'h15;
+  assign \$134  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$135  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$136  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$137  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$138  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$139  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$140  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$141  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$142  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign \$143  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign r_hit = | { \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112  };
+  assign \$144  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$144 ;
+  assign \$148  = \$146  | { 30'h00000000, \$147  };
+  assign \$150  = \$148  | { 28'h0000000, \$149  };
+  assign \$152  = \$150  | { 28'h0000000, \$151  };
+  assign \$154  = \$152  | { 24'h000000, \$153  };
   assign \$160  = \$158  | { 30'h00000000, \$159  };
-  assign \$174  = \$172  | { 16'h0000, \$173  };
-  assign \$176  = \$174  | { 16'h0000, \$175  };
+  assign \$164  = \$162  | { 30'h00000000, \$163  };
   assign \$178  = \$176  | { 16'h0000, \$177  };
   assign \$180  = \$178  | { 16'h0000, \$179  };
   assign \$182  = \$180  | { 16'h0000, \$181  };
   assign \$184  = \$182  | { 16'h0000, \$183  };
   assign \$186  = \$184  | { 16'h0000, \$185  };
   assign \$188  = \$186  | { 16'h0000, \$187  };
-  assign \$190  = \$188  | \$189 ;
-  assign \$248  = \$246  | { 30'h00000000, \$247  };
+  assign \$190  = \$188  | { 16'h0000, \$189  };
+  assign \$192  = \$190  | { 16'h0000, \$191  };
+  assign \$194  = \$192  | \$193 ;
   assign \$252  = \$250  | { 30'h00000000, \$251  };
-  assign \$254  = \$252  | { 28'h0000000, \$253  };
-  assign \$256  = \$254  | { 28'h0000000, \$255  };
-  assign \$258  = \$256  | { 24'h000000, \$257  };
-  assign \$260  = \$258  | { 24'h000000, \$259  };
-  assign \$269  = ~ aw_got;
-  assign \$270  = s_axi_control_awvalid & \$269 ;
-  assign \$271  = ~ bvalid;
-  assign \$272  = \$270  & \$271 ;
-  assign \$273  = ~ w_got;
-  assign \$274  = s_axi_control_wvalid & \$273 ;
-  assign \$275  = ~ bvalid;
-  assign \$276  = \$274  & \$275 ;
-  assign \$277  = bvalid & s_axi_control_bready;
-  assign \$278  = rvalid & s_axi_control_rready;
-  assign \$279  = w_hit ? 2'h0 : 2'h2;
-  assign \$280  = w_data[0] & w_strb[0];
-  assign \$281  = ctrl_we & \$280 ;
-  assign \$282  = w_data[0] & w_strb[0];
-  assign \$283  = ctrl_we & \$282 ;
-  assign \$284  = ~ auto_status;
-  assign \$285  = ap_done & \$284 ;
-  assign \$286  = auto_status & ap_idle;
-  assign \$287  = ~ ctrl_ap_idle_q;
-  assign \$288  = \$286  & \$287 ;
-  assign \$289  = \$285  | \$288 ;
-  assign \$290  = ~ ctrl_rd;
-  assign \$291  = ctrl_ap_done_q & \$290 ;
-  assign \$292  = \$289  | \$291 ;
-  assign \$293  = ~ auto_restart;
-  assign \$294  = ap_ready & \$293 ;
-  assign \$295  = ~ ctrl_rd;
-  assign \$296  = ctrl_ap_ready_q & \$295 ;
-  assign \$297  = \$294  | \$296 ;
-  assign \$298  = ip_ier_ap_done_q & ap_done;
-  assign \$299  = w_data[0] & w_strb[0];
-  assign \$300  = ip_isr_we ? \$299  : 1'h0;
-  assign \$301  = ip_isr_ap_done_q ^ \$300 ;
-  assign \$302  = \$298  | \$301 ;
-  assign \$303  = ip_ier_ap_ready_q & ap_ready;
-  assign \$304  = w_data[1] & w_strb[0];
-  assign \$305  = ip_isr_we ? \$304  : 1'h0;
-  assign \$306  = ip_isr_ap_ready_q ^ \$305 ;
-  assign \$307  = \$303  | \$306 ;
-  assign \$308  = ~ w_strb[0];
-  assign \$309  = auto_restart & \$308 ;
-  assign \$310  = w_data[7] & w_strb[0];
-  assign \$311  = \$309  | \$310 ;
-  assign \$312  = ~ w_strb[0];
-  assign \$313  = gier_enable_q & \$312 ;
-  assign \$314  = w_data[0] & w_strb[0];
-  assign \$315  = \$313  | \$314 ;
-  assign \$316  = ~ w_strb[0];
-  assign \$317  = ip_ier_ap_done_q & \$316 ;
-  assign \$318  = w_data[0] & w_strb[0];
-  assign \$319  = \$317  | \$318 ;
-  assign \$320  = ~ w_strb[0];
-  assign \$321  = ip_ier_ap_ready_q & \$320 ;
-  assign \$322  = w_data[1] & w_strb[0];
-  assign \$323  = \$321  | \$322 ;
-  assign \$324  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$325  = batch_size & \$324 ;
-  assign \$326  = w_data[12:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$327  = \$325  | \$326 ;
-  assign \$328  = ~ { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$329  = lr & \$328 ;
-  assign \$330  = w_data[23:0] & { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$331  = \$329  | \$330 ;
-  assign \$332  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$333  = gamma & \$332 ;
-  assign \$334  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$335  = \$333  | \$334 ;
-  assign \$336  = ~ w_strb[0];
-  assign \$337  = sync_target & \$336 ;
-  assign \$338  = w_data[0] & w_strb[0];
-  assign \$339  = \$337  | \$338 ;
-  assign \$340  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$341  = sync_period & \$340 ;
-  assign \$342  = w_data[15:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$343  = \$341  | \$342 ;
-  assign \$344  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$345  = mem_ptr_lo & \$344 ;
-  assign \$346  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$347  = \$345  | \$346 ;
-  assign \$348  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$349  = mem_ptr_hi & \$348 ;
-  assign \$350  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$351  = \$349  | \$350 ;
-  assign \$352  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$353  = dma_offset & \$352 ;
-  assign \$354  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$355  = \$353  | \$354 ;
-  assign \$356  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$357  = dma_bytes & \$356 ;
-  assign \$358  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$359  = \$357  | \$358 ;
-  assign \$360  = w_data[0] & w_strb[0];
-  assign \$361  = dma_ctrl_we ? \$360  : 1'h0;
-  assign \$362  = ~ dma_ctrl_start_clear;
-  assign \$363  = dma_ctrl_start & \$362 ;
-  assign \$364  = \$361  | \$363 ;
-  assign \$365  = ~ w_strb[0];
-  assign \$366  = dma_ctrl_dir & \$365 ;
-  assign \$367  = w_data[1] & w_strb[0];
-  assign \$368  = \$366  | \$367 ;
-  assign \$369  = r_hit ? 2'h0 : 2'h2;
-  assign \$370  = commit & w_hit;
+  assign \$256  = \$254  | { 30'h00000000, \$255  };
+  assign \$258  = \$256  | { 28'h0000000, \$257  };
+  assign \$260  = \$258  | { 28'h0000000, \$259  };
+  assign \$262  = \$260  | { 24'h000000, \$261  };
+  assign \$264  = \$262  | { 24'h000000, \$263  };
+  assign \$275  = ~ aw_got;
+  assign \$276  = s_axi_control_awvalid & \$275 ;
+  assign \$277  = ~ bvalid;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = ~ w_got;
+  assign \$280  = s_axi_control_wvalid & \$279 ;
+  assign \$281  = ~ bvalid;
+  assign \$282  = \$280  & \$281 ;
+  assign \$283  = bvalid & s_axi_control_bready;
+  assign \$284  = rvalid & s_axi_control_rready;
+  assign \$285  = w_hit ? 2'h0 : 2'h2;
+  assign \$286  = w_data[0] & w_strb[0];
+  assign \$287  = ctrl_we & \$286 ;
+  assign \$288  = w_data[0] & w_strb[0];
+  assign \$289  = ctrl_we & \$288 ;
+  assign \$290  = ~ auto_status;
+  assign \$291  = ap_done & \$290 ;
+  assign \$292  = auto_status & ap_idle;
+  assign \$293  = ~ ctrl_ap_idle_q;
+  assign \$294  = \$292  & \$293 ;
+  assign \$295  = \$291  | \$294 ;
+  assign \$296  = ~ ctrl_rd;
+  assign \$297  = ctrl_ap_done_q & \$296 ;
+  assign \$298  = \$295  | \$297 ;
+  assign \$299  = ~ auto_restart;
+  assign \$300  = ap_ready & \$299 ;
+  assign \$301  = ~ ctrl_rd;
+  assign \$302  = ctrl_ap_ready_q & \$301 ;
+  assign \$303  = \$300  | \$302 ;
+  assign \$304  = ip_ier_ap_done_q & ap_done;
+  assign \$305  = w_data[0] & w_strb[0];
+  assign \$306  = ip_isr_we ? \$305  : 1'h0;
+  assign \$307  = ip_isr_ap_done_q ^ \$306 ;
+  assign \$308  = \$304  | \$307 ;
+  assign \$309  = ip_ier_ap_ready_q & ap_ready;
+  assign \$310  = w_data[1] & w_strb[0];
+  assign \$311  = ip_isr_we ? \$310  : 1'h0;
+  assign \$312  = ip_isr_ap_ready_q ^ \$311 ;
+  assign \$313  = \$309  | \$312 ;
+  assign \$314  = ~ w_strb[0];
+  assign \$315  = auto_restart & \$314 ;
+  assign \$316  = w_data[7] & w_strb[0];
+  assign \$317  = \$315  | \$316 ;
+  assign \$318  = ~ w_strb[0];
+  assign \$319  = gier_enable_q & \$318 ;
+  assign \$320  = w_data[0] & w_strb[0];
+  assign \$321  = \$319  | \$320 ;
+  assign \$322  = ~ w_strb[0];
+  assign \$323  = ip_ier_ap_done_q & \$322 ;
+  assign \$324  = w_data[0] & w_strb[0];
+  assign \$325  = \$323  | \$324 ;
+  assign \$326  = ~ w_strb[0];
+  assign \$327  = ip_ier_ap_ready_q & \$326 ;
+  assign \$328  = w_data[1] & w_strb[0];
+  assign \$329  = \$327  | \$328 ;
+  assign \$330  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$331  = batch_size & \$330 ;
+  assign \$332  = w_data[12:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$333  = \$331  | \$332 ;
+  assign \$334  = ~ { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$335  = lr & \$334 ;
+  assign \$336  = w_data[23:0] & { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$337  = \$335  | \$336 ;
+  assign \$338  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$339  = gamma & \$338 ;
+  assign \$340  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$341  = \$339  | \$340 ;
+  assign \$342  = ~ w_strb[0];
+  assign \$343  = sync_target & \$342 ;
+  assign \$344  = w_data[0] & w_strb[0];
+  assign \$345  = \$343  | \$344 ;
+  assign \$346  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$347  = sync_period & \$346 ;
+  assign \$348  = w_data[15:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$349  = \$347  | \$348 ;
+  assign \$350  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$351  = mem_ptr_lo & \$350 ;
+  assign \$352  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$353  = \$351  | \$352 ;
+  assign \$354  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$355  = mem_ptr_hi & \$354 ;
+  assign \$356  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$357  = \$355  | \$356 ;
+  assign \$358  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$359  = dma_offset & \$358 ;
+  assign \$360  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$361  = \$359  | \$360 ;
+  assign \$362  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$363  = dma_bytes & \$362 ;
+  assign \$364  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$365  = \$363  | \$364 ;
+  assign \$366  = w_data[0] & w_strb[0];
+  assign \$367  = dma_ctrl_we ? \$366  : 1'h0;
+  assign \$368  = ~ dma_ctrl_start_clear;
+  assign \$369  = dma_ctrl_start & \$368 ;
+  assign \$370  = \$367  | \$369 ;
+  assign \$371  = ~ w_strb[0];
+  assign \$372  = dma_ctrl_dir & \$371 ;
+  assign \$373  = w_data[1] & w_strb[0];
+  assign \$374  = \$372  | \$373 ;
+  assign \$375  = r_hit ? 2'h0 : 2'h2;
+  assign \$376  = commit & w_hit;
   always @(posedge clk)
-    aw_got <= \$371 ;
+    aw_got <= \$377 ;
   always @(posedge clk)
-    w_got <= \$372 ;
+    w_got <= \$378 ;
   always @(posedge clk)
-    bvalid <= \$373 ;
+    bvalid <= \$379 ;
   always @(posedge clk)
-    aw_addr_q <= \$374 ;
+    aw_addr_q <= \$380 ;
   always @(posedge clk)
-    w_data_q <= \$375 ;
+    w_data_q <= \$381 ;
   always @(posedge clk)
-    w_strb_q <= \$376 ;
+    w_strb_q <= \$382 ;
   always @(posedge clk)
-    rvalid <= \$377 ;
+    rvalid <= \$383 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$378 ;
+    s_axi_control_bresp <= \$384 ;
   always @(posedge clk)
-    auto_status <= \$379 ;
+    auto_status <= \$385 ;
   always @(posedge clk)
-    ap_start <= \$380 ;
+    ap_start <= \$386 ;
   always @(posedge clk)
-    ap_start_write <= \$381 ;
+    ap_start_write <= \$387 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$382 ;
+    ctrl_ap_idle_q <= \$388 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$383 ;
+    ctrl_ap_done_q <= \$389 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$384 ;
+    ctrl_ap_ready_q <= \$390 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$385 ;
+    ip_isr_ap_done_q <= \$391 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$386 ;
+    ip_isr_ap_ready_q <= \$392 ;
   always @(posedge clk)
-    auto_restart <= \$387 ;
+    auto_restart <= \$393 ;
   always @(posedge clk)
-    gier_enable_q <= \$388 ;
+    gier_enable_q <= \$394 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$389 ;
+    ip_ier_ap_done_q <= \$395 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$390 ;
+    ip_ier_ap_ready_q <= \$396 ;
   always @(posedge clk)
-    batch_size <= \$391 ;
+    batch_size <= \$397 ;
   always @(posedge clk)
-    lr <= \$392 ;
+    lr <= \$398 ;
   always @(posedge clk)
-    gamma <= \$393 ;
+    gamma <= \$399 ;
   always @(posedge clk)
-    sync_target <= \$394 ;
+    sync_target <= \$400 ;
   always @(posedge clk)
-    sync_period <= \$395 ;
+    sync_period <= \$401 ;
   always @(posedge clk)
-    mem_ptr_lo <= \$396 ;
+    mem_ptr_lo <= \$402 ;
   always @(posedge clk)
-    mem_ptr_hi <= \$397 ;
+    mem_ptr_hi <= \$403 ;
   always @(posedge clk)
-    dma_offset <= \$398 ;
+    dma_offset <= \$404 ;
   always @(posedge clk)
-    dma_bytes <= \$399 ;
+    dma_bytes <= \$405 ;
   always @(posedge clk)
-    dma_ctrl_start <= \$400 ;
+    dma_ctrl_start <= \$406 ;
   always @(posedge clk)
-    dma_ctrl_dir <= \$401 ;
+    dma_ctrl_dir <= \$407 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$402 ;
+    s_axi_control_rdata <= \$408 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$403 ;
+    s_axi_control_rresp <= \$409 ;
   always @(posedge clk)
-    batch_size_wr_pulse <= \$404 ;
+    batch_size_wr_pulse <= \$410 ;
   always @(posedge clk)
-    lr_wr_pulse <= \$405 ;
+    lr_wr_pulse <= \$411 ;
   always @(posedge clk)
-    gamma_wr_pulse <= \$406 ;
+    gamma_wr_pulse <= \$412 ;
   always @(posedge clk)
-    sync_target_wr_pulse <= \$407 ;
+    sync_target_wr_pulse <= \$413 ;
   always @(posedge clk)
-    sync_period_wr_pulse <= \$408 ;
+    sync_period_wr_pulse <= \$414 ;
   always @(posedge clk)
-    status_wr_pulse <= \$409 ;
+    status_wr_pulse <= \$415 ;
   always @(posedge clk)
-    loss_lo_wr_pulse <= \$410 ;
+    loss_lo_wr_pulse <= \$416 ;
   always @(posedge clk)
-    loss_hi_wr_pulse <= \$411 ;
+    loss_hi_wr_pulse <= \$417 ;
   always @(posedge clk)
-    cycles_wr_pulse <= \$412 ;
+    cycles_wr_pulse <= \$418 ;
   always @(posedge clk)
-    sync_count_wr_pulse <= \$413 ;
+    sync_count_wr_pulse <= \$419 ;
   always @(posedge clk)
-    hw_array_wr_pulse <= \$414 ;
+    hw_array_wr_pulse <= \$420 ;
   always @(posedge clk)
-    hw_layers_wr_pulse <= \$415 ;
+    hw_layers_wr_pulse <= \$421 ;
   always @(posedge clk)
-    hw_format_wr_pulse <= \$416 ;
+    hw_format_wr_pulse <= \$422 ;
   always @(posedge clk)
-    hw_format2_wr_pulse <= \$417 ;
+    hw_format2_wr_pulse <= \$423 ;
   always @(posedge clk)
-    hw_size0_wr_pulse <= \$418 ;
+    hw_size0_wr_pulse <= \$424 ;
   always @(posedge clk)
-    hw_size1_wr_pulse <= \$419 ;
+    hw_size1_wr_pulse <= \$425 ;
   always @(posedge clk)
-    hw_size2_wr_pulse <= \$420 ;
+    hw_size2_wr_pulse <= \$426 ;
   always @(posedge clk)
-    hw_size3_wr_pulse <= \$421 ;
+    hw_size3_wr_pulse <= \$427 ;
   always @(posedge clk)
-    mem_ptr_lo_wr_pulse <= \$422 ;
+    mem_ptr_lo_wr_pulse <= \$428 ;
   always @(posedge clk)
-    mem_ptr_hi_wr_pulse <= \$423 ;
+    mem_ptr_hi_wr_pulse <= \$429 ;
   always @(posedge clk)
-    dma_offset_wr_pulse <= \$424 ;
-  always @(posedge clk)
-    dma_bytes_wr_pulse <= \$425 ;
-  always @(posedge clk)
-    dma_ctrl_wr_pulse <= \$426 ;
-  always @(posedge clk)
-    dma_status_wr_pulse <= \$427 ;
-  always @(posedge clk)
-    dma_cycles_wr_pulse <= \$428 ;
-  always @(posedge clk)
-    dma_window_wr_pulse <= \$429 ;
-  always @(posedge clk)
-    dma_align_wr_pulse <= \$430 ;
-  always @(posedge clk)
-    wr_data <= \$431 ;
+    dma_offset_wr_pulse <= \$430 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$431  = dma_bytes_we;
+    if (rst) begin
+      \$431  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$432  = dma_ctrl_we;
+    if (rst) begin
+      \$432  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$433  = dma_status_we;
+    if (rst) begin
+      \$433  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$434  = dma_cycles_we;
+    if (rst) begin
+      \$434  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$435  = dma_window_we;
+    if (rst) begin
+      \$435  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$436  = dma_align_we;
+    if (rst) begin
+      \$436  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$437  = shell_version_we;
+    if (rst) begin
+      \$437  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$438  = wr_data;
+    if (\$376 ) begin
+      \$438  = w_data;
+    end
+    if (rst) begin
+      \$438  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$439  = wr_strb;
+    if (\$376 ) begin
+      \$439  = w_strb;
+    end
+    if (rst) begin
+      \$439  = 4'h0;
+    end
+  end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[11:2])
       10'h000:
-          r_value = \$150 ;
+          r_value = \$154 ;
       10'h001:
-          r_value = \$152 ;
-      10'h002:
           r_value = \$156 ;
-      10'h003:
+      10'h002:
           r_value = \$160 ;
-      10'h004:
-          r_value = \$162 ;
-      10'h005:
+      10'h003:
           r_value = \$164 ;
-      10'h006:
+      10'h004:
           r_value = \$166 ;
-      10'h007:
+      10'h005:
           r_value = \$168 ;
-      10'h008:
+      10'h006:
           r_value = \$170 ;
+      10'h007:
+          r_value = \$172 ;
+      10'h008:
+          r_value = \$174 ;
       10'h009:
-          r_value = \$190 ;
+          r_value = \$194 ;
       10'h00a:
-          r_value = \$192 [31:0];
-      10'h00b:
-          r_value = \$194 [31:0];
-      10'h00c:
           r_value = \$196 [31:0];
+      10'h00b:
+          r_value = \$198 [31:0];
+      10'h00c:
+          r_value = \$200 [31:0];
       10'h00d:
-          r_value = \$198 ;
+          r_value = \$202 ;
       10'h00e:
-          r_value = \$204 [31:0];
+          r_value = \$208 [31:0];
       10'h00f:
-          r_value = \$212 [31:0];
+          r_value = \$216 [31:0];
       10'h010:
-          r_value = \$220 [31:0];
+          r_value = \$224 [31:0];
       10'h011:
-          r_value = \$228 [31:0];
+          r_value = \$232 [31:0];
       10'h012:
-          r_value = \$230 ;
-      10'h013:
-          r_value = \$232 ;
-      10'h014:
           r_value = \$234 ;
-      10'h015:
+      10'h013:
           r_value = \$236 ;
+      10'h014:
+          r_value = \$238 ;
+      10'h015:
+          r_value = \$240 ;
       10'h016:
-          r_value = \$238 [31:0];
-      10'h017:
-          r_value = \$240 [31:0];
-      10'h018:
           r_value = \$242 [31:0];
-      10'h019:
+      10'h017:
           r_value = \$244 [31:0];
+      10'h018:
+          r_value = \$246 [31:0];
+      10'h019:
+          r_value = \$248 [31:0];
       10'h01a:
-          r_value = \$248 ;
+          r_value = \$252 ;
       10'h01b:
-          r_value = \$260 ;
+          r_value = \$264 ;
       10'h01c:
-          r_value = \$262 [31:0];
+          r_value = \$266 [31:0];
       10'h01d:
-          r_value = \$264 [31:0];
-      10'h01e:
           r_value = \$268 [31:0];
+      10'h01e:
+          r_value = \$272 [31:0];
+      10'h01f:
+          r_value = \$274 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$371  = aw_got;
+    \$377  = aw_got;
     (* full_case = 32'd1 *)
     if (commit) begin
-      \$371  = 1'h0;
-    end else begin
-      if (\$272 ) begin
-        \$371  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$371  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$372  = w_got;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-      \$372  = 1'h0;
-    end else begin
-      if (\$276 ) begin
-        \$372  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$373  = bvalid;
-    if (commit) begin
-      \$373  = 1'h1;
-    end
-    if (\$277 ) begin
-      \$373  = 1'h0;
-    end
-    if (rst) begin
-      \$373  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$374  = aw_addr_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$272 ) begin
-        \$374  = s_axi_control_awaddr;
-      end
-    end
-    if (rst) begin
-      \$374  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$375  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$276 ) begin
-        \$375  = s_axi_control_wdata;
-      end
-    end
-    if (rst) begin
-      \$375  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$376  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$276 ) begin
-        \$376  = s_axi_control_wstrb;
-      end
-    end
-    if (rst) begin
-      \$376  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$377  = rvalid;
-    if (\$278 ) begin
       \$377  = 1'h0;
+    end else begin
+      if (\$278 ) begin
+        \$377  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$377  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$378  = w_got;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+      \$378  = 1'h0;
+    end else begin
+      if (\$282 ) begin
+        \$378  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$378  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$379  = bvalid;
+    if (commit) begin
+      \$379  = 1'h1;
+    end
+    if (\$283 ) begin
+      \$379  = 1'h0;
+    end
+    if (rst) begin
+      \$379  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$380  = aw_addr_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$278 ) begin
+        \$380  = s_axi_control_awaddr;
+      end
+    end
+    if (rst) begin
+      \$380  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$381  = w_data_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$282 ) begin
+        \$381  = s_axi_control_wdata;
+      end
+    end
+    if (rst) begin
+      \$381  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$382  = w_strb_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$282 ) begin
+        \$382  = s_axi_control_wstrb;
+      end
+    end
+    if (rst) begin
+      \$382  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$383  = rvalid;
+    if (\$284 ) begin
+      \$383  = 1'h0;
     end
     if (ar_hs) begin
-      \$377  = 1'h1;
+      \$383  = 1'h1;
     end
-    if (rst) begin
-      \$377  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$378  = s_axi_control_bresp;
-    if (commit) begin
-      \$378  = \$279 ;
-    end
-    if (rst) begin
-      \$378  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$379  = auto_status;
-    if (auto_restart) begin
-      \$379  = 1'h1;
-    end else if (ap_idle) begin
-      \$379  = 1'h0;
-    end
-    if (rst) begin
-      \$379  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$380  = ap_start;
-    if (\$281 ) begin
-      \$380  = 1'h1;
-    end else if (ap_ready) begin
-      \$380  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$380  = 1'h0;
-    end
-    if (rst) begin
-      \$380  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$381  = \$283 ;
-    if (rst) begin
-      \$381  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$382  = ap_idle;
-    if (rst) begin
-      \$382  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$383  = \$292 ;
     if (rst) begin
       \$383  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$384  = \$297 ;
+    \$384  = s_axi_control_bresp;
+    if (commit) begin
+      \$384  = \$285 ;
+    end
     if (rst) begin
-      \$384  = 1'h0;
+      \$384  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$385  = \$302 ;
+    \$385  = auto_status;
+    if (auto_restart) begin
+      \$385  = 1'h1;
+    end else if (ap_idle) begin
+      \$385  = 1'h0;
+    end
     if (rst) begin
       \$385  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$386  = \$307 ;
+    \$386  = ap_start;
+    if (\$287 ) begin
+      \$386  = 1'h1;
+    end else if (ap_ready) begin
+      \$386  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$386  = 1'h0;
+    end
     if (rst) begin
       \$386  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$387  = auto_restart;
-    if (ctrl_we) begin
-      \$387  = \$311 ;
-    end
+    \$387  = \$289 ;
     if (rst) begin
       \$387  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$388  = gier_enable_q;
-    if (gier_we) begin
-      \$388  = \$315 ;
-    end
+    \$388  = ap_idle;
     if (rst) begin
       \$388  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$389  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$389  = \$319 ;
-    end
+    \$389  = \$298 ;
     if (rst) begin
       \$389  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$390  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$390  = \$323 ;
-    end
+    \$390  = \$303 ;
     if (rst) begin
       \$390  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$391  = batch_size;
-    if (batch_size_we) begin
-      \$391  = \$327 ;
-    end
+    \$391  = \$308 ;
     if (rst) begin
-      \$391  = 13'h0000;
+      \$391  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$392  = lr;
-    if (lr_we) begin
-      \$392  = \$331 ;
-    end
+    \$392  = \$313 ;
     if (rst) begin
-      \$392  = 24'h000000;
+      \$392  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$393  = gamma;
-    if (gamma_we) begin
-      \$393  = \$335 ;
+    \$393  = auto_restart;
+    if (ctrl_we) begin
+      \$393  = \$317 ;
     end
     if (rst) begin
-      \$393  = 17'h00000;
+      \$393  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$394  = sync_target;
-    if (sync_target_we) begin
-      \$394  = \$339 ;
+    \$394  = gier_enable_q;
+    if (gier_we) begin
+      \$394  = \$321 ;
     end
     if (rst) begin
       \$394  = 1'h0;
@@ -65163,298 +65123,296 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$395  = sync_period;
-    if (sync_period_we) begin
-      \$395  = \$343 ;
+    \$395  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$395  = \$325 ;
     end
     if (rst) begin
-      \$395  = 16'h0000;
+      \$395  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$396  = mem_ptr_lo;
-    if (mem_ptr_lo_we) begin
-      \$396  = \$347 ;
+    \$396  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$396  = \$329 ;
     end
     if (rst) begin
-      \$396  = 26'h0000000;
+      \$396  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$397  = mem_ptr_hi;
-    if (mem_ptr_hi_we) begin
-      \$397  = \$351 ;
+    \$397  = batch_size;
+    if (batch_size_we) begin
+      \$397  = \$333 ;
     end
     if (rst) begin
-      \$397  = 32'd0;
+      \$397  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$398  = dma_offset;
-    if (dma_offset_we) begin
-      \$398  = \$355 ;
+    \$398  = lr;
+    if (lr_we) begin
+      \$398  = \$337 ;
     end
     if (rst) begin
-      \$398  = 32'd0;
+      \$398  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$399  = dma_bytes;
-    if (dma_bytes_we) begin
-      \$399  = \$359 ;
+    \$399  = gamma;
+    if (gamma_we) begin
+      \$399  = \$341 ;
     end
     if (rst) begin
-      \$399  = 32'd0;
+      \$399  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$400  = \$364 ;
+    \$400  = sync_target;
+    if (sync_target_we) begin
+      \$400  = \$345 ;
+    end
     if (rst) begin
       \$400  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$401  = dma_ctrl_dir;
-    if (dma_ctrl_we) begin
-      \$401  = \$368 ;
+    \$401  = sync_period;
+    if (sync_period_we) begin
+      \$401  = \$349 ;
     end
     if (rst) begin
-      \$401  = 1'h0;
+      \$401  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$402  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$402  = r_value;
+    \$402  = mem_ptr_lo;
+    if (mem_ptr_lo_we) begin
+      \$402  = \$353 ;
     end
     if (rst) begin
-      \$402  = 32'd0;
+      \$402  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$403  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$403  = \$369 ;
+    \$403  = mem_ptr_hi;
+    if (mem_ptr_hi_we) begin
+      \$403  = \$357 ;
     end
     if (rst) begin
-      \$403  = 2'h0;
+      \$403  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$404  = batch_size_we;
+    \$404  = dma_offset;
+    if (dma_offset_we) begin
+      \$404  = \$361 ;
+    end
     if (rst) begin
-      \$404  = 1'h0;
+      \$404  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$405  = lr_we;
+    \$405  = dma_bytes;
+    if (dma_bytes_we) begin
+      \$405  = \$365 ;
+    end
     if (rst) begin
-      \$405  = 1'h0;
+      \$405  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$406  = gamma_we;
+    \$406  = \$370 ;
     if (rst) begin
       \$406  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$407  = sync_target_we;
+    \$407  = dma_ctrl_dir;
+    if (dma_ctrl_we) begin
+      \$407  = \$374 ;
+    end
     if (rst) begin
       \$407  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$408  = sync_period_we;
+    \$408  = s_axi_control_rdata;
+    if (ar_hs) begin
+      \$408  = r_value;
+    end
     if (rst) begin
-      \$408  = 1'h0;
+      \$408  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$409  = status_we;
+    \$409  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$409  = \$375 ;
+    end
     if (rst) begin
-      \$409  = 1'h0;
+      \$409  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$410  = loss_lo_we;
+    \$410  = batch_size_we;
     if (rst) begin
       \$410  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$411  = loss_hi_we;
+    \$411  = lr_we;
     if (rst) begin
       \$411  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$412  = cycles_we;
+    \$412  = gamma_we;
     if (rst) begin
       \$412  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$413  = sync_count_we;
+    \$413  = sync_target_we;
     if (rst) begin
       \$413  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$414  = hw_array_we;
+    \$414  = sync_period_we;
     if (rst) begin
       \$414  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$415  = hw_layers_we;
+    \$415  = status_we;
     if (rst) begin
       \$415  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$416  = hw_format_we;
+    \$416  = loss_lo_we;
     if (rst) begin
       \$416  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$417  = hw_format2_we;
+    \$417  = loss_hi_we;
     if (rst) begin
       \$417  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$418  = hw_size0_we;
+    \$418  = cycles_we;
     if (rst) begin
       \$418  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$419  = hw_size1_we;
+    \$419  = sync_count_we;
     if (rst) begin
       \$419  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$420  = hw_size2_we;
+    \$420  = hw_array_we;
     if (rst) begin
       \$420  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$421  = hw_size3_we;
+    \$421  = hw_layers_we;
     if (rst) begin
       \$421  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$422  = mem_ptr_lo_we;
+    \$422  = hw_format_we;
     if (rst) begin
       \$422  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$423  = mem_ptr_hi_we;
+    \$423  = hw_format2_we;
     if (rst) begin
       \$423  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$424  = dma_offset_we;
+    \$424  = hw_size0_we;
     if (rst) begin
       \$424  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$425  = dma_bytes_we;
+    \$425  = hw_size1_we;
     if (rst) begin
       \$425  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$426  = dma_ctrl_we;
+    \$426  = hw_size2_we;
     if (rst) begin
       \$426  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$427  = dma_status_we;
+    \$427  = hw_size3_we;
     if (rst) begin
       \$427  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$428  = dma_cycles_we;
+    \$428  = mem_ptr_lo_we;
     if (rst) begin
       \$428  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$429  = dma_window_we;
+    \$429  = mem_ptr_hi_we;
     if (rst) begin
       \$429  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$430  = dma_align_we;
+    \$430  = dma_offset_we;
     if (rst) begin
       \$430  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$431  = wr_data;
-    if (\$370 ) begin
-      \$431  = w_data;
-    end
-    if (rst) begin
-      \$431  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$432  = wr_strb;
-    if (\$370 ) begin
-      \$432  = w_strb;
-    end
-    if (rst) begin
-      \$432  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
@@ -65476,160 +65434,140 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign loss_lo = \port$10579$0 [31:0];
-  assign loss_hi = { 21'h000000, \port$10579$0 [42:32] };
-  assign hw_array_array = 8'h04;
-  assign hw_array_sub_batch = 8'h08;
-  assign hw_array_max_batch = 16'h0040;
-  assign hw_layers_layers = 4'h3;
-  assign hw_layers_loss = 4'h0;
-  assign hw_layers_axi_bytes = 8'h10;
-  assign hw_layers_dp = 8'h01;
-  assign hw_format_width = 8'h10;
-  assign hw_format_act_frac = 8'h0a;
-  assign hw_format_weight_frac = 8'h0d;
-  assign hw_format_grad_frac = 8'h0b;
-  assign hw_format2_acc_width = 8'h20;
-  assign hw_format2_coef_width = 8'h11;
-  assign hw_format2_lr_width = 8'h18;
-  assign hw_format2_lr_frac = 8'h18;
-  assign hw_size0 = 16'h0004;
-  assign hw_size1 = 16'h0040;
-  assign hw_size2 = 16'h0040;
-  assign hw_size3 = 16'h0002;
-  assign dma_window = 32'd1048576;
-  assign dma_align_offset = 16'h0040;
-  assign dma_align_bytes = 16'h0010;
-  assign \$141  = { 1'h0, ap_start };
-  assign \$142  = { 30'h00000000, \$141  };
-  assign \$143  = { ctrl_ap_done_q, 1'h0 };
-  assign \$145  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$147  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$149  = { auto_restart, 7'h00 };
-  assign \$151  = { 1'h0, gier_enable_q };
-  assign \$152  = { 30'h00000000, \$151  };
-  assign \$153  = { 1'h0, ip_ier_ap_done_q };
-  assign \$154  = { 30'h00000000, \$153  };
-  assign \$155  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$157  = { 1'h0, ip_isr_ap_done_q };
+  assign loss_lo = \port$10589$0 [31:0];
+  assign loss_hi = { 21'h000000, \port$10589$0 [42:32] };
+  assign \$145  = { 1'h0, ap_start };
+  assign \$146  = { 30'h00000000, \$145  };
+  assign \$147  = { ctrl_ap_done_q, 1'h0 };
+  assign \$149  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$151  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$153  = { auto_restart, 7'h00 };
+  assign \$155  = { 1'h0, gier_enable_q };
+  assign \$156  = { 30'h00000000, \$155  };
+  assign \$157  = { 1'h0, ip_ier_ap_done_q };
   assign \$158  = { 30'h00000000, \$157  };
-  assign \$159  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$161  = { 1'h0, batch_size };
-  assign \$162  = { 18'h00000, \$161  };
-  assign \$163  = { 1'h0, lr };
-  assign \$164  = { 7'h00, \$163  };
-  assign \$165  = { 1'h0, gamma };
-  assign \$166  = { 14'h0000, \$165  };
-  assign \$167  = { 1'h0, sync_target };
-  assign \$168  = { 30'h00000000, \$167  };
-  assign \$169  = { 1'h0, sync_period };
-  assign \$170  = { 15'h0000, \$169  };
-  assign \$171  = { 1'h0, status_error };
-  assign \$172  = { 29'h00000000, \$171  };
-  assign \$173  = { 7'h00, status_fw_overflow, 8'h00 };
-  assign \$175  = { 6'h00, status_target_fw_overflow, 9'h000 };
-  assign \$177  = { 5'h00, status_target_overflow, 10'h000 };
-  assign \$179  = { 4'h0, status_delta_overflow, 11'h000 };
-  assign \$181  = { 3'h0, status_bw_overflow, 12'h000 };
-  assign \$183  = { 2'h0, status_wa_overflow, 13'h0000 };
-  assign \$185  = { 1'h0, status_wu_overflow, 14'h0000 };
-  assign \$187  = { status_start_refused, 15'h0000 };
-  assign \$189  = { 15'h0000, status_target_synced, 16'h0000 };
-  assign \$191  = { 1'h0, \port$10579$0 [31:0] };
-  assign \$192  = \$191 ;
-  assign \$193  = { 22'h000000, \port$10579$0 [42:32] };
-  assign \$194  = \$193 ;
-  assign \$195  = { 1'h0, cycles };
+  assign \$159  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$161  = { 1'h0, ip_isr_ap_done_q };
+  assign \$162  = { 30'h00000000, \$161  };
+  assign \$163  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$165  = { 1'h0, batch_size };
+  assign \$166  = { 18'h00000, \$165  };
+  assign \$167  = { 1'h0, lr };
+  assign \$168  = { 7'h00, \$167  };
+  assign \$169  = { 1'h0, gamma };
+  assign \$170  = { 14'h0000, \$169  };
+  assign \$171  = { 1'h0, sync_target };
+  assign \$172  = { 30'h00000000, \$171  };
+  assign \$173  = { 1'h0, sync_period };
+  assign \$174  = { 15'h0000, \$173  };
+  assign \$175  = { 1'h0, status_error };
+  assign \$176  = { 29'h00000000, \$175  };
+  assign \$177  = { 7'h00, status_fw_overflow, 8'h00 };
+  assign \$179  = { 6'h00, status_target_fw_overflow, 9'h000 };
+  assign \$181  = { 5'h00, status_target_overflow, 10'h000 };
+  assign \$183  = { 4'h0, status_delta_overflow, 11'h000 };
+  assign \$185  = { 3'h0, status_bw_overflow, 12'h000 };
+  assign \$187  = { 2'h0, status_wa_overflow, 13'h0000 };
+  assign \$189  = { 1'h0, status_wu_overflow, 14'h0000 };
+  assign \$191  = { status_start_refused, 15'h0000 };
+  assign \$193  = { 15'h0000, status_target_synced, 16'h0000 };
+  assign \$195  = { 1'h0, \port$10589$0 [31:0] };
   assign \$196  = \$195 ;
-  assign \$197  = { 1'h0, sync_count };
-  assign \$198  = { 15'h0000, \$197  };
-  assign \$199  = 9'h004;
-  assign \$200  = { 23'h000000, \$199  };
-  assign \$201  = 23'h000800;
-  assign \$203  = 47'h000000400000;
-  assign \$205  = 5'h03;
-  assign \$206  = { 27'h0000000, \$205  };
-  assign \$207  = 11'h000;
-  assign \$209  = 23'h001000;
-  assign \$211  = 39'h0000010000;
-  assign \$213  = 9'h010;
-  assign \$214  = { 23'h000000, \$213  };
-  assign \$215  = 23'h000a00;
-  assign \$217  = 39'h00000d0000;
-  assign \$219  = 39'h000b000000;
-  assign \$221  = 9'h020;
-  assign \$222  = { 23'h000000, \$221  };
-  assign \$223  = 23'h001100;
-  assign \$225  = 39'h0000180000;
-  assign \$227  = 39'h0018000000;
-  assign \$229  = 17'h00004;
-  assign \$230  = { 15'h0000, \$229  };
-  assign \$231  = 17'h00040;
-  assign \$232  = { 15'h0000, \$231  };
-  assign \$233  = 17'h00040;
+  assign \$197  = { 22'h000000, \port$10589$0 [42:32] };
+  assign \$198  = \$197 ;
+  assign \$199  = { 1'h0, cycles };
+  assign \$200  = \$199 ;
+  assign \$201  = { 1'h0, sync_count };
+  assign \$202  = { 15'h0000, \$201  };
+  assign \$203  = 9'h004;
+  assign \$204  = { 23'h000000, \$203  };
+  assign \$205  = 23'h000800;
+  assign \$207  = 47'h000000400000;
+  assign \$209  = 5'h03;
+  assign \$210  = { 27'h0000000, \$209  };
+  assign \$211  = 11'h000;
+  assign \$213  = 23'h001000;
+  assign \$215  = 39'h0000010000;
+  assign \$217  = 9'h010;
+  assign \$218  = { 23'h000000, \$217  };
+  assign \$219  = 23'h000a00;
+  assign \$221  = 39'h00000d0000;
+  assign \$223  = 39'h000b000000;
+  assign \$225  = 9'h020;
+  assign \$226  = { 23'h000000, \$225  };
+  assign \$227  = 23'h001100;
+  assign \$229  = 39'h0000180000;
+  assign \$231  = 39'h0018000000;
+  assign \$233  = 17'h00004;
   assign \$234  = { 15'h0000, \$233  };
-  assign \$235  = 17'h00002;
+  assign \$235  = 17'h00040;
   assign \$236  = { 15'h0000, \$235  };
-  assign \$237  = { 1'h0, mem_ptr_lo, 6'h00 };
-  assign \$238  = \$237 ;
-  assign \$239  = { 1'h0, mem_ptr_hi };
-  assign \$240  = \$239 ;
-  assign \$241  = { 1'h0, dma_offset };
+  assign \$237  = 17'h00040;
+  assign \$238  = { 15'h0000, \$237  };
+  assign \$239  = 17'h00002;
+  assign \$240  = { 15'h0000, \$239  };
+  assign \$241  = { 1'h0, mem_ptr_lo, 6'h00 };
   assign \$242  = \$241 ;
-  assign \$243  = { 1'h0, dma_bytes };
+  assign \$243  = { 1'h0, mem_ptr_hi };
   assign \$244  = \$243 ;
-  assign \$245  = { 1'h0, dma_ctrl_start };
-  assign \$246  = { 30'h00000000, \$245  };
-  assign \$247  = { dma_ctrl_dir, 1'h0 };
-  assign \$249  = { 1'h0, dma_status_busy };
+  assign \$245  = { 1'h0, dma_offset };
+  assign \$246  = \$245 ;
+  assign \$247  = { 1'h0, dma_bytes };
+  assign \$248  = \$247 ;
+  assign \$249  = { 1'h0, dma_ctrl_start };
   assign \$250  = { 30'h00000000, \$249  };
-  assign \$251  = { dma_status_done, 1'h0 };
-  assign \$253  = { 1'h0, dma_status_read_error, 2'h0 };
-  assign \$255  = { dma_status_write_error, 3'h0 };
-  assign \$257  = { 3'h0, dma_status_locked, 4'h0 };
-  assign \$259  = { 2'h0, dma_status_range, 5'h00 };
-  assign \$261  = { 1'h0, dma_cycles };
-  assign \$262  = \$261 ;
-  assign \$263  = 33'h000100000;
-  assign \$264  = \$263 ;
-  assign \$265  = 17'h00040;
-  assign \$266  = { 15'h0000, \$265  };
-  assign \$267  = 47'h000000100000;
-  assign \$202  = 32'd2052;
-  assign \$204  = 47'h000000400804;
-  assign \$208  = 32'd3;
-  assign \$210  = 32'd4099;
-  assign \$212  = 39'h0000011003;
-  assign \$216  = 32'd2576;
-  assign \$218  = 39'h00000d0a10;
-  assign \$220  = 39'h000b0d0a10;
-  assign \$224  = 32'd4384;
-  assign \$226  = 39'h0000181120;
-  assign \$228  = 39'h0018181120;
-  assign \$268  = 47'h000000100040;
+  assign \$251  = { dma_ctrl_dir, 1'h0 };
+  assign \$253  = { 1'h0, dma_status_busy };
+  assign \$254  = { 30'h00000000, \$253  };
+  assign \$255  = { dma_status_done, 1'h0 };
+  assign \$257  = { 1'h0, dma_status_read_error, 2'h0 };
+  assign \$259  = { dma_status_write_error, 3'h0 };
+  assign \$261  = { 3'h0, dma_status_locked, 4'h0 };
+  assign \$263  = { 2'h0, dma_status_range, 5'h00 };
+  assign \$265  = { 1'h0, dma_cycles };
+  assign \$266  = \$265 ;
+  assign \$267  = 33'h000100000;
+  assign \$268  = \$267 ;
+  assign \$269  = 17'h00040;
+  assign \$270  = { 15'h0000, \$269  };
+  assign \$271  = 47'h000000100000;
+  assign \$273  = 33'h000000001;
+  assign \$274  = \$273 ;
+  assign \$206  = 32'd2052;
+  assign \$208  = 47'h000000400804;
+  assign \$212  = 32'd3;
+  assign \$214  = 32'd4099;
+  assign \$216  = 39'h0000011003;
+  assign \$220  = 32'd2576;
+  assign \$222  = 39'h00000d0a10;
+  assign \$224  = 39'h000b0d0a10;
+  assign \$228  = 32'd4384;
+  assign \$230  = 39'h0000181120;
+  assign \$232  = 39'h0018181120;
+  assign \$272  = 47'h000000100040;
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_rdata, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$8599$0 , \port$8600$0 , \port$8601$0 , m_axi_gmem_wvalid, mem_we
-, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, mem_rdata, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$8602$0 , \port$8603$0 , \port$8604$0 , m_axi_gmem_wvalid, mem_re
+, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire [7:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [2:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire [64:0] \$103 ;
-  wire [17:0] \$104 ;
-  wire \$105 ;
-  wire [8:0] \$106 ;
-  wire [9:0] \$107 ;
+  wire [16:0] \$100 ;
+  wire [17:0] \$101 ;
+  wire [17:0] \$102 ;
+  wire \$103 ;
+  wire [2:0] \$104 ;
+  wire [2:0] \$105 ;
+  wire [64:0] \$106 ;
+  wire [17:0] \$107 ;
   wire \$108 ;
-  wire [16:0] \$109 ;
+  wire [8:0] \$109 ;
   wire \$11 ;
-  wire [17:0] \$110 ;
+  wire [9:0] \$110 ;
   wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
+  wire [16:0] \$112 ;
+  wire [17:0] \$113 ;
   wire \$114 ;
   wire \$115 ;
   wire \$116 ;
@@ -65642,17 +65580,17 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [2:0] \$125 ;
-  wire [2:0] \$126 ;
+  wire \$125 ;
+  wire \$126 ;
   wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [2:0] \$128 ;
+  wire [2:0] \$129 ;
   wire \$13 ;
-  wire [2:0] \$130 ;
-  wire [2:0] \$131 ;
+  wire \$130 ;
+  wire \$131 ;
   wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [2:0] \$133 ;
+  wire [2:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
@@ -65661,35 +65599,35 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire [3:0] \$142 ;
-  wire [3:0] \$143 ;
+  wire \$142 ;
+  wire \$143 ;
   wire \$144 ;
-  wire \$145 ;
-  wire \$146 ;
+  wire [3:0] \$145 ;
+  wire [3:0] \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
   wire \$151 ;
-  wire [3:0] \$152 ;
-  wire [3:0] \$153 ;
+  wire \$152 ;
+  wire \$153 ;
   wire \$154 ;
-  wire \$155 ;
-  wire \$156 ;
+  wire [3:0] \$155 ;
+  wire [3:0] \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [17:0] \$160 ;
-  wire [17:0] \$161 ;
-  wire [16:0] \$162 ;
-  wire [16:0] \$163 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire [17:0] \$163 ;
   wire [17:0] \$164 ;
-  wire [17:0] \$165 ;
-  wire \$166 ;
-  wire \$167 ;
-  wire \$168 ;
+  wire [16:0] \$165 ;
+  wire [16:0] \$166 ;
+  wire [17:0] \$167 ;
+  wire [17:0] \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
@@ -65698,48 +65636,51 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  reg \$176 ;
-  reg \$177 ;
-  reg [63:0] \$178 ;
-  reg [7:0] \$179 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  reg \$179 ;
   wire \$18 ;
-  reg [16:0] \$180 ;
-  reg \$181 ;
-  reg [63:0] \$182 ;
-  reg [2:0] \$183 ;
-  reg [15:0] \$184 ;
-  reg [1:0] \$185 ;
-  reg \$186 ;
-  reg [511:0] \$187 ;
+  reg \$180 ;
+  reg [63:0] \$181 ;
+  reg [7:0] \$182 ;
+  reg [16:0] \$183 ;
+  reg \$184 ;
+  reg [63:0] \$185 ;
+  reg [2:0] \$186 ;
+  reg [15:0] \$187 ;
   reg [1:0] \$188 ;
-  reg [16:0] \$189 ;
+  reg \$189 ;
   wire \$19 ;
-  reg \$190 ;
-  reg \$191 ;
+  reg [511:0] \$190 ;
+  reg [1:0] \$191 ;
   reg [16:0] \$192 ;
-  reg [1:0] \$193 ;
+  reg \$193 ;
   reg \$194 ;
-  reg [1:0] \$195 ;
-  reg \$196 ;
-  reg [1:0] \$197 ;
-  reg [63:0] \$198 ;
-  reg [16:0] \$199 ;
+  reg [16:0] \$195 ;
+  reg [1:0] \$196 ;
+  reg \$197 ;
+  reg [1:0] \$198 ;
+  reg \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [8:0] \$200 ;
-  reg [1:0] \$201 ;
-  reg \$202 ;
-  reg [127:0] \$203 ;
-  reg [127:0] \$204 ;
-  reg [127:0] \$205 ;
+  reg [1:0] \$200 ;
+  reg [63:0] \$201 ;
+  reg [16:0] \$202 ;
+  reg [8:0] \$203 ;
+  reg [1:0] \$204 ;
+  reg \$205 ;
   reg [127:0] \$206 ;
-  reg [1:0] \$207 ;
-  reg [1:0] \$208 ;
-  reg [2:0] \$209 ;
+  reg [127:0] \$207 ;
+  reg [127:0] \$208 ;
+  reg [127:0] \$209 ;
   wire \$21 ;
-  reg [2:0] \$210 ;
-  reg \$211 ;
-  reg \$212 ;
+  reg [1:0] \$210 ;
+  reg [1:0] \$211 ;
+  reg [2:0] \$212 ;
+  reg [2:0] \$213 ;
+  reg \$214 ;
+  reg \$215 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
@@ -65769,32 +65710,32 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [9:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
-  wire [8:0] \$51 ;
-  wire [15:0] \$52 ;
-  wire [64:0] \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire [9:0] \$52 ;
+  wire [17:0] \$53 ;
+  wire [8:0] \$54 ;
+  wire [15:0] \$55 ;
+  wire [64:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [16:0] \$6 ;
-  wire [3:0] \$60 ;
-  wire [3:0] \$61 ;
-  wire [16:0] \$62 ;
-  wire [2:0] \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire [3:0] \$64 ;
+  wire [16:0] \$65 ;
+  wire [2:0] \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire [16:0] \$7 ;
-  wire [16:0] \$70 ;
-  wire [17:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire \$72 ;
   wire [16:0] \$73 ;
   wire [17:0] \$74 ;
@@ -65802,29 +65743,29 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire [16:0] \$76 ;
   wire [17:0] \$77 ;
   wire \$78 ;
-  wire \$79 ;
+  wire [16:0] \$79 ;
   wire \$8 ;
-  wire [16:0] \$80 ;
-  wire [17:0] \$81 ;
-  wire [17:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire [16:0] \$86 ;
-  wire [17:0] \$87 ;
-  wire [17:0] \$88 ;
-  wire \$89 ;
+  wire [17:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire [16:0] \$83 ;
+  wire [17:0] \$84 ;
+  wire [17:0] \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire [16:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
+  wire [17:0] \$90 ;
+  wire [17:0] \$91 ;
   wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [16:0] \$97 ;
-  wire [17:0] \$98 ;
-  wire [17:0] \$99 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   reg \$signal$48  = 1'h0;
   reg [1:0] \$signal$50  = 2'h0;
@@ -65866,6 +65807,8 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [2:0] count = 3'h0;
   output done;
   reg done = 1'h0;
+  output dropped;
+  wire dropped;
   (* init = 1'h0 *)
   wire err;
   output error;
@@ -65920,8 +65863,11 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire m_axi_gmem_wvalid;
   output [15:0] mem_addr;
   reg [15:0] mem_addr = 16'h0000;
+  input mem_enable;
+  wire mem_enable;
   input [127:0] mem_rdata;
   wire [127:0] mem_rdata;
+  output mem_re;
   wire mem_re;
   wire [127:0] mem_wdata;
   output [15:0] mem_we;
@@ -65936,14 +65882,13 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [1:0] p_last_lane = 2'h0;
   reg p_wlast = 1'h0;
   reg [16:0] p_words = 17'h00000;
-  output \port$8599$0 ;
-  wire \port$8599$0 ;
-  output \port$8600$0 ;
-  wire \port$8600$0 ;
-  output \port$8601$0 ;
-  wire \port$8601$0 ;
+  output \port$8602$0 ;
+  wire \port$8602$0 ;
+  output \port$8603$0 ;
+  wire \port$8603$0 ;
+  output \port$8604$0 ;
+  wire \port$8604$0 ;
   reg q_wlast = 1'h0;
-  output rd_issue;
   wire rd_issue;
   (* init = 2'h0 *)
   wire [1:0] rd_ptr;
@@ -66029,205 +65974,210 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign \$47  = \$46  & m_axi_gmem_rlast;
   assign \$48  = to_dev ? m_axi_gmem_bvalid : \$47 ;
   assign ax_done = \$48  & busy;
-  assign mem_we = s_valid ? 16'hffff : 16'h0000;
-  assign \$49  = \$7 [8:0] - 1'h1;
-  assign \$50  = a_beats - \$7 [8:0];
-  assign \$51  = m_axi_gmem_awlen + 1'h1;
-  assign \$53  = m_axi_gmem_awaddr + \$52 ;
-  assign \$54  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$55  = ax_valid & \$54 ;
-  assign \$56  = ~ ax_done;
-  assign \$57  = ax_issue & \$56 ;
-  assign \$58  = ~ ax_issue;
-  assign \$59  = \$58  & ax_done;
-  assign \$60  = outstanding + 1'h1;
-  assign \$61  = outstanding - 1'h1;
-  assign \$62  = mem_addr + 1'h1;
-  assign \$63  = s_idx + 1'h1;
-  assign \$64  = s_idx == s_last;
-  assign \$65  = m_axi_gmem_rvalid & rready;
-  assign \$66  = \$65  & busy;
-  assign \$67  = ~ to_dev;
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = rx_words < 3'h4;
-  assign \$70  = \$69  ? rx_words : 17'h00004;
-  assign \$71  = \$70  - 1'h1;
+  assign mem_re = rd_issue & mem_enable;
+  assign \$49  = s_valid & mem_enable;
+  assign mem_we = \$49  ? 16'hffff : 16'h0000;
+  assign \$50  = rd_issue | s_valid;
+  assign \$51  = ~ mem_enable;
+  assign dropped = \$50  & \$51 ;
+  assign \$52  = \$7 [8:0] - 1'h1;
+  assign \$53  = a_beats - \$7 [8:0];
+  assign \$54  = m_axi_gmem_awlen + 1'h1;
+  assign \$56  = m_axi_gmem_awaddr + \$55 ;
+  assign \$57  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$58  = ax_valid & \$57 ;
+  assign \$59  = ~ ax_done;
+  assign \$60  = ax_issue & \$59 ;
+  assign \$61  = ~ ax_issue;
+  assign \$62  = \$61  & ax_done;
+  assign \$63  = outstanding + 1'h1;
+  assign \$64  = outstanding - 1'h1;
+  assign \$65  = mem_addr + 1'h1;
+  assign \$66  = s_idx + 1'h1;
+  assign \$67  = s_idx == s_last;
+  assign \$68  = m_axi_gmem_rvalid & rready;
+  assign \$69  = \$68  & busy;
+  assign \$70  = ~ to_dev;
+  assign \$71  = \$69  & \$70 ;
   assign \$72  = rx_words < 3'h4;
   assign \$73  = \$72  ? rx_words : 17'h00004;
-  assign \$74  = rx_words - \$73 ;
-  assign \$75  = | m_axi_gmem_rresp;
-  assign \$76  = mem_addr + 1'h1;
-  assign \$77  = p_words - 1'h1;
-  assign \$78  = | p_idx;
-  assign \$79  = p_words < 3'h4;
-  assign \$80  = \$79  ? p_words : 17'h00004;
-  assign \$81  = \$80  - 1'h1;
-  assign \$82  = \$78  ? { 16'h0000, p_last_lane } : \$81 ;
-  assign \$83  = p_idx == \$82 ;
-  assign \$84  = | p_idx;
-  assign \$85  = p_words < 3'h4;
-  assign \$86  = \$85  ? p_words : 17'h00004;
-  assign \$87  = \$86  - 1'h1;
-  assign \$88  = \$84  ? { 16'h0000, p_last_lane } : \$87 ;
-  assign \$89  = | p_idx;
-  assign \$90  = ! p_burst;
-  assign \$91  = \$34 [8:0] == 1'h1;
-  assign \$92  = p_burst == 1'h1;
-  assign \$93  = \$90  ? \$91  : \$92 ;
-  assign \$94  = \$89  ? p_wlast : \$93 ;
-  assign \$95  = | p_idx;
-  assign \$96  = p_words < 3'h4;
-  assign \$97  = \$96  ? p_words : 17'h00004;
-  assign \$98  = \$97  - 1'h1;
-  assign \$99  = \$95  ? { 16'h0000, p_last_lane } : \$98 ;
-  assign \$100  = p_idx == \$99 ;
-  assign \$101  = p_idx + 1'h1;
-  assign \$102  = \$100  ? 3'h0 : \$101 ;
-  assign \$103  = p_dev + 7'h40;
-  assign \$104  = p_beats - 1'h1;
-  assign \$105  = ! p_burst;
-  assign \$106  = \$105  ? \$34 [8:0] : p_burst;
-  assign \$107  = \$106  - 1'h1;
-  assign \$108  = p_words < 3'h4;
-  assign \$109  = \$108  ? p_words : 17'h00004;
+  assign \$74  = \$73  - 1'h1;
+  assign \$75  = rx_words < 3'h4;
+  assign \$76  = \$75  ? rx_words : 17'h00004;
+  assign \$77  = rx_words - \$76 ;
+  assign \$78  = | m_axi_gmem_rresp;
+  assign \$79  = mem_addr + 1'h1;
+  assign \$80  = p_words - 1'h1;
+  assign \$81  = | p_idx;
+  assign \$82  = p_words < 3'h4;
+  assign \$83  = \$82  ? p_words : 17'h00004;
+  assign \$84  = \$83  - 1'h1;
+  assign \$85  = \$81  ? { 16'h0000, p_last_lane } : \$84 ;
+  assign \$86  = p_idx == \$85 ;
+  assign \$87  = | p_idx;
+  assign \$88  = p_words < 3'h4;
+  assign \$89  = \$88  ? p_words : 17'h00004;
+  assign \$90  = \$89  - 1'h1;
+  assign \$91  = \$87  ? { 16'h0000, p_last_lane } : \$90 ;
+  assign \$92  = | p_idx;
+  assign \$93  = ! p_burst;
+  assign \$94  = \$34 [8:0] == 1'h1;
+  assign \$95  = p_burst == 1'h1;
+  assign \$96  = \$93  ? \$94  : \$95 ;
+  assign \$97  = \$92  ? p_wlast : \$96 ;
+  assign \$98  = | p_idx;
+  assign \$99  = p_words < 3'h4;
+  assign \$100  = \$99  ? p_words : 17'h00004;
+  assign \$101  = \$100  - 1'h1;
+  assign \$102  = \$98  ? { 16'h0000, p_last_lane } : \$101 ;
+  assign \$103  = p_idx == \$102 ;
+  assign \$104  = p_idx + 1'h1;
+  assign \$105  = \$103  ? 3'h0 : \$104 ;
+  assign \$106  = p_dev + 7'h40;
+  assign \$107  = p_beats - 1'h1;
+  assign \$108  = ! p_burst;
+  assign \$109  = \$108  ? \$34 [8:0] : p_burst;
   assign \$110  = \$109  - 1'h1;
-  assign \$111  = ! p_burst;
-  assign \$112  = \$34 [8:0] == 1'h1;
-  assign \$113  = p_burst == 1'h1;
-  assign \$114  = \$111  ? \$112  : \$113 ;
-  assign \$115  = ! \$signal$50 ;
-  assign \$116  = \$signal  & \$115 ;
-  assign \$117  = \$signal$50  == 1'h1;
-  assign \$118  = \$signal  & \$117 ;
-  assign \$119  = \$signal$50  == 2'h2;
-  assign \$120  = \$signal  & \$119 ;
-  assign \$121  = \$signal$50  == 2'h3;
-  assign \$122  = \$signal  & \$121 ;
-  assign \$123  = \$signal  & \$signal$48 ;
-  assign \$124  = bw__addr == 2'h3;
-  assign \$125  = bw__addr + 1'h1;
-  assign \$126  = \$124  ? 3'h0 : \$125 ;
-  assign \$127  = | count;
-  assign \$128  = \$127  & m_axi_gmem_wready;
-  assign \$129  = br__addr == 2'h3;
-  assign \$130  = br__addr + 1'h1;
-  assign \$131  = \$129  ? 3'h0 : \$130 ;
-  assign \$132  = \$signal  & \$signal$48 ;
-  assign \$133  = | count;
-  assign \$134  = \$133  & m_axi_gmem_wready;
-  assign \$135  = ~ \$134 ;
-  assign \$136  = \$132  & \$135 ;
-  assign \$137  = | count;
-  assign \$138  = \$137  & m_axi_gmem_wready;
-  assign \$139  = \$signal  & \$signal$48 ;
-  assign \$140  = ~ \$139 ;
-  assign \$141  = \$138  & \$140 ;
-  assign \$142  = count + 1'h1;
-  assign \$143  = count - 1'h1;
-  assign \$144  = | count;
-  assign \$145  = \$144  & m_axi_gmem_wready;
-  assign \$146  = ~ \$145 ;
-  assign \$147  = start_beat & \$146 ;
-  assign \$148  = | count;
-  assign \$149  = \$148  & m_axi_gmem_wready;
-  assign \$150  = ~ start_beat;
-  assign \$151  = \$149  & \$150 ;
-  assign \$152  = used + 1'h1;
-  assign \$153  = used - 1'h1;
-  assign \$154  = m_axi_gmem_bvalid & busy;
-  assign \$155  = \$154  & to_dev;
-  assign \$156  = | m_axi_gmem_bresp;
-  assign \$157  = \$155  & \$156 ;
-  assign \$158  = ~ busy;
-  assign \$159  = cmd__valid & \$158 ;
-  assign \$160  = cmd__payload[96:80] + 2'h3;
-  assign \$162  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
-  assign \$163  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
-  assign \$164  = cmd__payload[96:80] + 2'h3;
-  assign \$166  = ! a_beats;
-  assign \$167  = ~ ax_valid;
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = ! outstanding;
-  assign \$170  = \$168  & \$169 ;
-  assign \$171  = ! rx_words;
-  assign \$172  = ~ s_valid;
+  assign \$111  = p_words < 3'h4;
+  assign \$112  = \$111  ? p_words : 17'h00004;
+  assign \$113  = \$112  - 1'h1;
+  assign \$114  = ! p_burst;
+  assign \$115  = \$34 [8:0] == 1'h1;
+  assign \$116  = p_burst == 1'h1;
+  assign \$117  = \$114  ? \$115  : \$116 ;
+  assign \$118  = ! \$signal$50 ;
+  assign \$119  = \$signal  & \$118 ;
+  assign \$120  = \$signal$50  == 1'h1;
+  assign \$121  = \$signal  & \$120 ;
+  assign \$122  = \$signal$50  == 2'h2;
+  assign \$123  = \$signal  & \$122 ;
+  assign \$124  = \$signal$50  == 2'h3;
+  assign \$125  = \$signal  & \$124 ;
+  assign \$126  = \$signal  & \$signal$48 ;
+  assign \$127  = bw__addr == 2'h3;
+  assign \$128  = bw__addr + 1'h1;
+  assign \$129  = \$127  ? 3'h0 : \$128 ;
+  assign \$130  = | count;
+  assign \$131  = \$130  & m_axi_gmem_wready;
+  assign \$132  = br__addr == 2'h3;
+  assign \$133  = br__addr + 1'h1;
+  assign \$134  = \$132  ? 3'h0 : \$133 ;
+  assign \$135  = \$signal  & \$signal$48 ;
+  assign \$136  = | count;
+  assign \$137  = \$136  & m_axi_gmem_wready;
+  assign \$138  = ~ \$137 ;
+  assign \$139  = \$135  & \$138 ;
+  assign \$140  = | count;
+  assign \$141  = \$140  & m_axi_gmem_wready;
+  assign \$142  = \$signal  & \$signal$48 ;
+  assign \$143  = ~ \$142 ;
+  assign \$144  = \$141  & \$143 ;
+  assign \$145  = count + 1'h1;
+  assign \$146  = count - 1'h1;
+  assign \$147  = | count;
+  assign \$148  = \$147  & m_axi_gmem_wready;
+  assign \$149  = ~ \$148 ;
+  assign \$150  = start_beat & \$149 ;
+  assign \$151  = | count;
+  assign \$152  = \$151  & m_axi_gmem_wready;
+  assign \$153  = ~ start_beat;
+  assign \$154  = \$152  & \$153 ;
+  assign \$155  = used + 1'h1;
+  assign \$156  = used - 1'h1;
+  assign \$157  = m_axi_gmem_bvalid & busy;
+  assign \$158  = \$157  & to_dev;
+  assign \$159  = | m_axi_gmem_bresp;
+  assign \$160  = \$158  & \$159 ;
+  assign \$161  = ~ busy;
+  assign \$162  = cmd__valid & \$161 ;
+  assign \$163  = cmd__payload[96:80] + 2'h3;
+  assign \$165  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
+  assign \$166  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
+  assign \$167  = cmd__payload[96:80] + 2'h3;
+  assign \$169  = ! a_beats;
+  assign \$170  = ~ ax_valid;
+  assign \$171  = \$169  & \$170 ;
+  assign \$172  = ! outstanding;
   assign \$173  = \$171  & \$172 ;
-  assign \$174  = to_dev ? \$170  : \$173 ;
-  assign \$175  = busy & \$174 ;
+  assign \$174  = ! rx_words;
+  assign \$175  = ~ s_valid;
+  assign \$176  = \$174  & \$175 ;
+  assign \$177  = to_dev ? \$173  : \$176 ;
+  assign \$178  = busy & \$177 ;
   always @(posedge clk)
-    done <= \$176 ;
+    done <= \$179 ;
   always @(posedge clk)
-    ax_valid <= \$177 ;
+    ax_valid <= \$180 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$178 ;
+    m_axi_gmem_awaddr <= \$181 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$179 ;
+    m_axi_gmem_awlen <= \$182 ;
   always @(posedge clk)
-    a_beats <= \$180 ;
+    a_beats <= \$183 ;
   always @(posedge clk)
-    a_step <= \$181 ;
+    a_step <= \$184 ;
   always @(posedge clk)
-    a_addr <= \$182 ;
+    a_addr <= \$185 ;
   always @(posedge clk)
-    outstanding <= \$183 ;
+    outstanding <= \$186 ;
   always @(posedge clk)
-    mem_addr <= \$184 ;
+    mem_addr <= \$187 ;
   always @(posedge clk)
-    s_idx <= \$185 ;
+    s_idx <= \$188 ;
   always @(posedge clk)
-    s_valid <= \$186 ;
+    s_valid <= \$189 ;
   always @(posedge clk)
-    s_data <= \$187 ;
+    s_data <= \$190 ;
   always @(posedge clk)
-    s_last <= \$188 ;
+    s_last <= \$191 ;
   always @(posedge clk)
-    rx_words <= \$189 ;
+    rx_words <= \$192 ;
   always @(posedge clk)
-    error <= \$190 ;
+    error <= \$193 ;
   always @(posedge clk)
-    \$signal  <= \$191 ;
+    \$signal  <= \$194 ;
   always @(posedge clk)
-    p_words <= \$192 ;
+    p_words <= \$195 ;
   always @(posedge clk)
-    \$signal$50  <= \$193 ;
+    \$signal$50  <= \$196 ;
   always @(posedge clk)
-    \$signal$48  <= \$194 ;
+    \$signal$48  <= \$197 ;
   always @(posedge clk)
-    \$signal$56  <= \$195 ;
+    \$signal$56  <= \$198 ;
   always @(posedge clk)
-    q_wlast <= \$196 ;
+    q_wlast <= \$199 ;
   always @(posedge clk)
-    p_idx <= \$197 ;
+    p_idx <= \$200 ;
   always @(posedge clk)
-    p_dev <= \$198 ;
+    p_dev <= \$201 ;
   always @(posedge clk)
-    p_beats <= \$199 ;
+    p_beats <= \$202 ;
   always @(posedge clk)
-    p_burst <= \$200 ;
+    p_burst <= \$203 ;
   always @(posedge clk)
-    p_last_lane <= \$201 ;
+    p_last_lane <= \$204 ;
   always @(posedge clk)
-    p_wlast <= \$202 ;
+    p_wlast <= \$205 ;
   always @(posedge clk)
-    asm0 <= \$203 ;
+    asm0 <= \$206 ;
   always @(posedge clk)
-    asm1 <= \$204 ;
+    asm1 <= \$207 ;
   always @(posedge clk)
-    asm2 <= \$205 ;
+    asm2 <= \$208 ;
   always @(posedge clk)
-    asm3 <= \$206 ;
+    asm3 <= \$209 ;
   always @(posedge clk)
-    bw__addr <= \$207 ;
+    bw__addr <= \$210 ;
   always @(posedge clk)
-    br__addr <= \$208 ;
+    br__addr <= \$211 ;
   always @(posedge clk)
-    count <= \$209 ;
+    count <= \$212 ;
   always @(posedge clk)
-    used <= \$210 ;
+    used <= \$213 ;
   always @(posedge clk)
-    busy <= \$211 ;
+    busy <= \$214 ;
   always @(posedge clk)
-    to_dev <= \$212 ;
+    to_dev <= \$215 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
@@ -66244,157 +66194,122 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$176  = 1'h0;
-    if (\$175 ) begin
-      \$176  = 1'h1;
+    \$179  = 1'h0;
+    if (\$178 ) begin
+      \$179  = 1'h1;
     end
     if (rst) begin
-      \$176  = 1'h0;
+      \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$177  = ax_valid;
+    \$180  = ax_valid;
     if (ax_issue) begin
-      \$177  = 1'h1;
+      \$180  = 1'h1;
     end
-    if (\$55 ) begin
-      \$177  = 1'h0;
+    if (\$58 ) begin
+      \$180  = 1'h0;
     end
     if (rst) begin
-      \$177  = 1'h0;
+      \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$178  = m_axi_gmem_awaddr;
+    \$181  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$178  = a_addr;
+      \$181  = a_addr;
     end
     if (rst) begin
-      \$178  = 64'h0000000000000000;
+      \$181  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$179  = m_axi_gmem_awlen;
+    \$182  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$179  = \$49 [7:0];
+      \$182  = \$52 [7:0];
     end
     if (rst) begin
-      \$179  = 8'h00;
+      \$182  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$180  = a_beats;
+    \$183  = a_beats;
     if (ax_issue) begin
-      \$180  = \$50 [16:0];
+      \$183  = \$53 [16:0];
     end
-    if (\$159 ) begin
-      \$180  = \$161 [16:0];
+    if (\$162 ) begin
+      \$183  = \$164 [16:0];
     end
     if (rst) begin
-      \$180  = 17'h00000;
+      \$183  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$181  = a_step;
+    \$184  = a_step;
     if (ax_issue) begin
-      \$181  = 1'h1;
+      \$184  = 1'h1;
     end
     if (a_step) begin
-      \$181  = 1'h0;
+      \$184  = 1'h0;
     end
     if (rst) begin
-      \$181  = 1'h0;
+      \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$182  = a_addr;
+    \$185  = a_addr;
     if (a_step) begin
-      \$182  = \$53 [63:0];
+      \$185  = \$56 [63:0];
     end
-    if (\$159 ) begin
-      \$182  = { cmd__payload[63:6], 6'h00 };
+    if (\$162 ) begin
+      \$185  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$182  = 64'h0000000000000000;
+      \$185  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$183  = outstanding;
-    if (\$57 ) begin
-      \$183  = \$60 [2:0];
-    end else if (\$59 ) begin
-      \$183  = \$61 [2:0];
+    \$186  = outstanding;
+    if (\$60 ) begin
+      \$186  = \$63 [2:0];
+    end else if (\$62 ) begin
+      \$186  = \$64 [2:0];
     end
     if (rst) begin
-      \$183  = 3'h0;
+      \$186  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$184  = mem_addr;
+    \$187  = mem_addr;
     if (s_valid) begin
-      \$184  = \$62 [15:0];
+      \$187  = \$65 [15:0];
     end
     if (rd_issue) begin
-      \$184  = \$76 [15:0];
+      \$187  = \$79 [15:0];
     end
-    if (\$159 ) begin
-      \$184  = cmd__payload[79:64];
+    if (\$162 ) begin
+      \$187  = cmd__payload[79:64];
     end
     if (rst) begin
-      \$184  = 16'h0000;
+      \$187  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$185  = s_idx;
+    \$188  = s_idx;
     if (s_valid) begin
-      \$185  = \$63 [1:0];
+      \$188  = \$66 [1:0];
     end
-    if (\$68 ) begin
-      \$185  = 2'h0;
-    end
-    if (rst) begin
-      \$185  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$186  = s_valid;
-    if (s_valid) begin
-      if (\$64 ) begin
-        \$186  = 1'h0;
-      end
-    end
-    if (\$68 ) begin
-      \$186  = 1'h1;
-    end
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$187  = s_data;
-    if (\$68 ) begin
-      \$187  = m_axi_gmem_rdata;
-    end
-    if (rst) begin
-      \$187  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$188  = s_last;
-    if (\$68 ) begin
-      \$188  = \$71 [1:0];
+    if (\$71 ) begin
+      \$188  = 2'h0;
     end
     if (rst) begin
       \$188  = 2'h0;
@@ -66402,50 +66317,47 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$189  = rx_words;
-    if (\$68 ) begin
-      \$189  = \$74 [16:0];
-    end
-    if (\$159 ) begin
-      \$189  = \$162 ;
-    end
-    if (rst) begin
-      \$189  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$190  = error;
-    if (\$68 ) begin
-      if (\$75 ) begin
-        \$190  = 1'h1;
+    \$189  = s_valid;
+    if (s_valid) begin
+      if (\$67 ) begin
+        \$189  = 1'h0;
       end
     end
-    if (\$157 ) begin
-      \$190  = 1'h1;
-    end
-    if (\$159 ) begin
-      \$190  = 1'h0;
+    if (\$71 ) begin
+      \$189  = 1'h1;
     end
     if (rst) begin
-      \$190  = 1'h0;
+      \$189  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$191  = rd_issue;
+    \$190  = s_data;
+    if (\$71 ) begin
+      \$190  = m_axi_gmem_rdata;
+    end
     if (rst) begin
-      \$191  = 1'h0;
+      \$190  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$192  = p_words;
-    if (rd_issue) begin
+    \$191  = s_last;
+    if (\$71 ) begin
+      \$191  = \$74 [1:0];
+    end
+    if (rst) begin
+      \$191  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$192  = rx_words;
+    if (\$71 ) begin
       \$192  = \$77 [16:0];
     end
-    if (\$159 ) begin
-      \$192  = \$163 ;
+    if (\$162 ) begin
+      \$192  = \$165 ;
     end
     if (rst) begin
       \$192  = 17'h00000;
@@ -66453,150 +66365,158 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$193  = \$signal$50 ;
-    if (rd_issue) begin
-      \$193  = p_idx;
+    \$193  = error;
+    if (\$71 ) begin
+      if (\$78 ) begin
+        \$193  = 1'h1;
+      end
+    end
+    if (\$160 ) begin
+      \$193  = 1'h1;
+    end
+    if (\$162 ) begin
+      \$193  = 1'h0;
     end
     if (rst) begin
-      \$193  = 2'h0;
+      \$193  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$194  = \$signal$48 ;
-    if (rd_issue) begin
-      \$194  = \$83 ;
-    end
+    \$194  = rd_issue;
     if (rst) begin
       \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$195  = \$signal$56 ;
+    \$195  = p_words;
     if (rd_issue) begin
-      \$195  = \$88 [1:0];
+      \$195  = \$80 [16:0];
+    end
+    if (\$162 ) begin
+      \$195  = \$166 ;
     end
     if (rst) begin
-      \$195  = 2'h0;
+      \$195  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$196  = q_wlast;
+    \$196  = \$signal$50 ;
     if (rd_issue) begin
-      \$196  = \$94 ;
+      \$196  = p_idx;
     end
     if (rst) begin
-      \$196  = 1'h0;
+      \$196  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$197  = p_idx;
+    \$197  = \$signal$48 ;
     if (rd_issue) begin
-      \$197  = \$102 [1:0];
-    end
-    if (\$159 ) begin
-      \$197  = 2'h0;
+      \$197  = \$86 ;
     end
     if (rst) begin
-      \$197  = 2'h0;
+      \$197  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$198  = p_dev;
+    \$198  = \$signal$56 ;
+    if (rd_issue) begin
+      \$198  = \$91 [1:0];
+    end
+    if (rst) begin
+      \$198  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$199  = q_wlast;
+    if (rd_issue) begin
+      \$199  = \$97 ;
+    end
+    if (rst) begin
+      \$199  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$200  = p_idx;
+    if (rd_issue) begin
+      \$200  = \$105 [1:0];
+    end
+    if (\$162 ) begin
+      \$200  = 2'h0;
+    end
+    if (rst) begin
+      \$200  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$201  = p_dev;
     if (start_beat) begin
-      \$198  = \$103 [63:0];
+      \$201  = \$106 [63:0];
     end
-    if (\$159 ) begin
-      \$198  = { cmd__payload[63:6], 6'h00 };
+    if (\$162 ) begin
+      \$201  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$198  = 64'h0000000000000000;
+      \$201  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$199  = p_beats;
+    \$202  = p_beats;
     if (start_beat) begin
-      \$199  = \$104 [16:0];
+      \$202  = \$107 [16:0];
     end
-    if (\$159 ) begin
-      \$199  = \$165 [16:0];
+    if (\$162 ) begin
+      \$202  = \$168 [16:0];
     end
     if (rst) begin
-      \$199  = 17'h00000;
+      \$202  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$200  = p_burst;
+    \$203  = p_burst;
     if (start_beat) begin
-      \$200  = \$107 [8:0];
+      \$203  = \$110 [8:0];
     end
-    if (\$159 ) begin
-      \$200  = 9'h000;
+    if (\$162 ) begin
+      \$203  = 9'h000;
     end
     if (rst) begin
-      \$200  = 9'h000;
+      \$203  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$201  = p_last_lane;
+    \$204  = p_last_lane;
     if (start_beat) begin
-      \$201  = \$110 [1:0];
+      \$204  = \$113 [1:0];
     end
     if (rst) begin
-      \$201  = 2'h0;
+      \$204  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$202  = p_wlast;
+    \$205  = p_wlast;
     if (start_beat) begin
-      \$202  = \$114 ;
+      \$205  = \$117 ;
     end
     if (rst) begin
-      \$202  = 1'h0;
+      \$205  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$203  = asm0;
-    if (\$116 ) begin
-      \$203  = mem_rdata;
-    end
-    if (rst) begin
-      \$203  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$204  = asm1;
-    if (\$118 ) begin
-      \$204  = mem_rdata;
-    end
-    if (rst) begin
-      \$204  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$205  = asm2;
-    if (\$120 ) begin
-      \$205  = mem_rdata;
-    end
-    if (rst) begin
-      \$205  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$206  = asm3;
-    if (\$122 ) begin
+    \$206  = asm0;
+    if (\$119 ) begin
       \$206  = mem_rdata;
     end
     if (rst) begin
@@ -66605,69 +66525,99 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$207  = bw__addr;
+    \$207  = asm1;
+    if (\$121 ) begin
+      \$207  = mem_rdata;
+    end
+    if (rst) begin
+      \$207  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$208  = asm2;
     if (\$123 ) begin
-      \$207  = \$126 [1:0];
+      \$208  = mem_rdata;
     end
     if (rst) begin
-      \$207  = 2'h0;
+      \$208  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$208  = br__addr;
-    if (\$128 ) begin
-      \$208  = \$131 [1:0];
+    \$209  = asm3;
+    if (\$125 ) begin
+      \$209  = mem_rdata;
     end
     if (rst) begin
-      \$208  = 2'h0;
+      \$209  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$209  = count;
-    if (\$136 ) begin
-      \$209  = \$142 [2:0];
-    end else if (\$141 ) begin
-      \$209  = \$143 [2:0];
+    \$210  = bw__addr;
+    if (\$126 ) begin
+      \$210  = \$129 [1:0];
     end
     if (rst) begin
-      \$209  = 3'h0;
+      \$210  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$210  = used;
-    if (\$147 ) begin
-      \$210  = \$152 [2:0];
-    end else if (\$151 ) begin
-      \$210  = \$153 [2:0];
+    \$211  = br__addr;
+    if (\$131 ) begin
+      \$211  = \$134 [1:0];
     end
     if (rst) begin
-      \$210  = 3'h0;
+      \$211  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$211  = busy;
-    if (\$159 ) begin
-      \$211  = 1'h1;
-    end
-    if (\$175 ) begin
-      \$211  = 1'h0;
+    \$212  = count;
+    if (\$139 ) begin
+      \$212  = \$145 [2:0];
+    end else if (\$144 ) begin
+      \$212  = \$146 [2:0];
     end
     if (rst) begin
-      \$211  = 1'h0;
+      \$212  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$212  = to_dev;
-    if (\$159 ) begin
-      \$212  = cmd__payload[97];
+    \$213  = used;
+    if (\$150 ) begin
+      \$213  = \$155 [2:0];
+    end else if (\$154 ) begin
+      \$213  = \$156 [2:0];
     end
     if (rst) begin
-      \$212  = 1'h0;
+      \$213  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$214  = busy;
+    if (\$162 ) begin
+      \$214  = 1'h1;
+    end
+    if (\$178 ) begin
+      \$214  = 1'h0;
+    end
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$215  = to_dev;
+    if (\$162 ) begin
+      \$215  = cmd__payload[97];
+    end
+    if (rst) begin
+      \$215  = 1'h0;
     end
   end
   assign \busy$2  = busy;
@@ -66694,18 +66644,17 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_wstrb = { \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
-  assign mem_re = rd_issue;
   assign mem_wdata = s_word;
-  assign \port$8599$0  = \$43 ;
-  assign \port$8600$0  = \$44 ;
-  assign \port$8601$0  = \$45 ;
+  assign \port$8602$0  = \$43 ;
+  assign \port$8603$0  = \$44 ;
+  assign \port$8604$0  = \$45 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$52  = { 1'h0, \$51 , 6'h00 };
-  assign \$161  = { 2'h0, \$160 [17:2] };
-  assign \$165  = { 2'h0, \$164 [17:2] };
+  assign \$55  = { 1'h0, \$54 , 6'h00 };
+  assign \$164  = { 2'h0, \$163 [17:2] };
+  assign \$168  = { 2'h0, \$167 [17:2] };
 endmodule

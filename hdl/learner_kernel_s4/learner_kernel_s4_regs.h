@@ -327,4 +327,11 @@
 #define LEARNER_KERNEL_S4_DMA_ALIGN_BYTES_WIDTH           16
 #define LEARNER_KERNEL_S4_DMA_ALIGN_BYTES_MASK            0xffff0000u
 
+/* 0x7c SHELL_VERSION: version of this register layout (1) */
+#define LEARNER_KERNEL_S4_SHELL_VERSION_OFFSET            0x7c
+#define LEARNER_KERNEL_S4_SHELL_VERSION_RESET             0x00000000u
+#define LEARNER_KERNEL_S4_SHELL_VERSION_SHIFT             0             /* ro: version of this register layout (1) */
+#define LEARNER_KERNEL_S4_SHELL_VERSION_WIDTH             32
+#define LEARNER_KERNEL_S4_SHELL_VERSION_MASK              0xffffffffu
+
 #endif /* LEARNER_KERNEL_S4_REGMAP_H */

@@ -6,176 +6,18 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
-  wire [14:0] \$1 ;
-  wire \$10 ;
-  wire [2:0] \$100 ;
-  wire [2:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire [4:0] \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  reg [2:0] \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg [31:0] \$118 ;
-  reg \$119 ;
-  wire \$12 ;
-  reg [2:0] \$120 ;
-  reg [12:0] \$121 ;
-  reg \$122 ;
-  reg \$123 ;
-  reg [1:0] \$124 ;
-  reg [12:0] \$125 ;
-  reg [31:0] \$126 ;
-  reg [1:0] \$127 ;
-  reg [12:0] \$128 ;
-  reg \$129 ;
-  wire \$13 ;
-  reg [12:0] \$130 ;
-  reg \$131 ;
-  reg [1:0] \$132 ;
-  reg [12:0] \$133 ;
-  reg [2:0] \$134 ;
-  reg [2:0] \$135 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [3:0] \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire \$1 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [3:0] \$26 ;
-  wire \$27 ;
-  wire [15:0] \$28 ;
-  wire [15:0] \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire [39:0] \$31 ;
-  wire [39:0] \$32 ;
-  wire \$33 ;
-  wire [31:0] \$34 ;
-  wire [39:0] \$35 ;
-  wire \$36 ;
-  wire [15:0] \$37 ;
-  wire [39:0] \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire [31:0] \$40 ;
-  wire [39:0] \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire [1:0] \$51 ;
-  wire \$52 ;
-  wire [3:0] \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire [1:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [32:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire [2:0] \$79 ;
-  wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire [13:0] \$83 ;
-  wire [12:0] \$84 ;
-  wire [13:0] \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire [2:0] \$92 ;
-  wire \$93 ;
-  wire [13:0] \$94 ;
-  wire [32:0] \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  reg [11:0] \$signature__addr ;
-  reg [11:0] \$signature__addr$104 ;
-  reg [11:0] \$signature__addr$109 ;
-  reg [11:0] \$signature__addr$111 ;
-  reg [11:0] \$signature__addr$114 ;
-  reg [11:0] \$signature__addr$116 ;
-  reg [11:0] \$signature__addr$119 ;
-  reg [11:0] \$signature__addr$121 ;
-  reg [11:0] \$signature__addr$124 ;
-  reg [11:0] \$signature__addr$126 ;
-  reg [15:0] \$signature__data ;
-  reg [39:0] \$signature__data$112 ;
-  reg [31:0] \$signature__data$117 ;
-  reg [15:0] \$signature__data$122 ;
-  reg [31:0] \$signature__data$127 ;
-  wire [15:0] \$signature__data$131 ;
-  wire [39:0] \$signature__data$132 ;
-  wire [31:0] \$signature__data$133 ;
-  wire [15:0] \$signature__data$134 ;
-  wire [31:0] \$signature__data$135 ;
-  reg \$signature__en ;
-  reg [1:0] \$signature__en$107 ;
-  reg \$signature__en$110 ;
-  reg [4:0] \$signature__en$113 ;
-  reg \$signature__en$115 ;
-  reg [3:0] \$signature__en$118 ;
-  reg \$signature__en$120 ;
-  reg [1:0] \$signature__en$123 ;
-  reg \$signature__en$125 ;
-  reg [3:0] \$signature__en$128 ;
+  reg \$3 ;
+  wire [39:0] \$4 ;
+  wire [15:0] \$5 ;
+  wire [16:0] \$6 ;
+  wire [47:0] \$7 ;
   input ap_clk;
   wire ap_clk;
-  reg ap_done = 1'h0;
+  wire ap_done;
   wire ap_idle;
-  reg ap_ready = 1'h0;
+  wire ap_ready;
   input ap_rst_n;
   wire ap_rst_n;
   wire ap_start;
@@ -183,127 +25,42 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   wire ap_start_write;
   wire auto_restart;
   wire [31:0] batch_size;
-  reg busy = 1'h0;
-  wire \busy$164 ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  reg [2:0] c_op = 3'h0;
-  reg c_valid = 1'h0;
-  reg clear;
+  wire [31:0] \batch_size$111 ;
+  wire busy;
   wire clk;
-  wire [93:0] cmd__payload;
-  wire [15:0] \cmd__payload.index ;
-  wire [2:0] \cmd__payload.level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \cmd__payload.op ;
-  wire [39:0] \cmd__payload.priority ;
-  wire [31:0] \cmd__payload.target ;
-  wire cmd__ready;
-  (* init = 1'h0 *)
-  wire cmd__valid;
-  reg [31:0] cycles = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] \cycles$180 ;
-  (* init = 1'h0 *)
+  wire [31:0] cycles;
+  wire [31:0] \cycles$149 ;
   wire done;
-  wire empty;
-  wire enable;
-  reg [1:0] engine_state = 2'h0;
-  (* init = 2'h0 *)
   wire [1:0] error;
-  reg [1:0] fail;
-  wire [2:0] h_region;
-  reg [2:0] h_region_q = 3'h0;
-  wire [11:0] h_word;
-  wire [31:0] hw_capacity;
-  wire [7:0] hw_format_input_guard_bits;
-  wire [7:0] hw_format_priority_frac;
-  wire [7:0] hw_format_priority_width;
-  wire [7:0] hw_format_target_bits;
-  wire [31:0] hw_max_batch;
-  wire [7:0] hw_tree_fanout;
-  wire [7:0] hw_tree_latency;
-  wire [7:0] hw_tree_levels;
+  wire [14:0] host_addr;
+  wire host_enable;
+  wire [63:0] host_rdata;
+  wire host_re;
+  wire [63:0] host_wdata;
+  wire [7:0] host_we;
   output interrupt;
   wire interrupt;
-  wire \interrupt$138 ;
-  wire invalid;
-  reg [12:0] issue_i = 13'h0000;
-  reg issuing = 1'h0;
-  wire [31:0] max_priority;
+  wire \interrupt$99 ;
   wire [31:0] max_priority_hi;
+  wire [31:0] \max_priority_hi$123 ;
   wire [31:0] max_priority_lo;
+  wire [31:0] \max_priority_lo$125 ;
   wire [14:0] mem_addr;
+  wire mem_enable;
   wire [63:0] mem_rdata;
   wire mem_re;
   wire [63:0] mem_wdata;
   wire [7:0] mem_we;
-  reg [12:0] n_rsp = 13'h0000;
   wire [3:0] op_code;
+  wire [3:0] \op_code$113 ;
   wire op_prng;
+  wire \op_prng$115 ;
   wire op_relaxed;
-  reg [12:0] ph0_n = 13'h0000;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  reg [2:0] ph0_op = 3'h0;
-  reg [12:0] ph1_n = 13'h0000;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  reg [2:0] ph1_op = 3'h0;
-  reg phase = 1'h0;
-  (* init = 1'h0 *)
+  wire \op_relaxed$117 ;
   wire ready;
   wire refused;
-  reg [31:0] response_cycles = 32'd0;
-  wire [68:0] rsp__payload;
-  wire \rsp__payload.empty ;
-  wire [15:0] \rsp__payload.index ;
-  wire \rsp__payload.invalid ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \rsp__payload.op ;
-  wire [47:0] \rsp__payload.value ;
-  wire rsp__ready;
-  wire rsp__valid;
-  (* init = 32'd0 *)
-  wire [31:0] rsp_cycles;
-  reg [12:0] rsp_j = 13'h0000;
+  wire [31:0] response_cycles;
+  wire [31:0] \response_cycles$127 ;
   wire rst;
   input [6:0] s_axi_control_araddr;
   wire [6:0] s_axi_control_araddr;
@@ -443,276 +200,74 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   input s_axi_mem_wvalid;
   wire s_axi_mem_wvalid;
   wire \s_axi_mem_wvalid$78 ;
-  wire saturated;
   wire [31:0] seed;
-  wire [31:0] \seed$167 ;
-  reg seed_load;
+  wire [31:0] \seed$119 ;
   wire [31:0] size;
-  wire [16:0] \size$190 ;
+  wire [31:0] \size$129 ;
+  wire start;
   (* init = 1'h0 *)
   wire start_refused;
   wire status_empty;
-  reg [1:0] status_error = 2'h0;
+  wire \status_empty$131 ;
+  wire [1:0] status_error;
   wire status_invalid_index;
+  wire \status_invalid_index$133 ;
   wire status_saturated;
+  wire \status_saturated$135 ;
   reg status_start_refused = 1'h0;
   wire status_tree_busy;
-  reg [1:0] tail = 2'h0;
-  wire [47:0] total;
+  wire \status_tree_busy$137 ;
   wire [31:0] total_hi;
+  wire [31:0] \total_hi$139 ;
   wire [31:0] total_lo;
+  wire [31:0] \total_lo$141 ;
   wire [31:0] update_size;
-  reg wait_tree = 1'h0;
+  wire [31:0] \update_size$121 ;
   wire [31:0] write_pointer;
-  wire [15:0] \write_pointer$192 ;
-  reg [15:0] buf_idx_in [4095:0];
-  always @(posedge ap_clk) begin
-    if (\$signature__en$107 [0])
-      buf_idx_in[\$signature__addr$104 ][7:0] <= \$signature__data [7:0];
-    if (\$signature__en$107 [1])
-      buf_idx_in[\$signature__addr$104 ][15:8] <= \$signature__data [15:8];
-  end
-  reg [15:0] _0_;
-  always @(posedge ap_clk) begin
-    if (\$signature__en ) begin
-      _0_ <= buf_idx_in[\$signature__addr ];
-    end
-  end
-  assign \$signature__data$131  = _0_;
-  reg [15:0] buf_idx_out [4095:0];
-  always @(posedge ap_clk) begin
-    if (\$signature__en$123 [0])
-      buf_idx_out[\$signature__addr$121 ][7:0] <= \$signature__data$122 [7:0];
-    if (\$signature__en$123 [1])
-      buf_idx_out[\$signature__addr$121 ][15:8] <= \$signature__data$122 [15:8];
-  end
-  reg [15:0] _1_;
-  always @(posedge ap_clk) begin
-    if (\$signature__en$120 ) begin
-      _1_ <= buf_idx_out[\$signature__addr$119 ];
-    end
-  end
-  assign \$signature__data$134  = _1_;
-  reg [39:0] buf_prio_in [4095:0];
-  always @(posedge ap_clk) begin
-    if (\$signature__en$113 [0])
-      buf_prio_in[\$signature__addr$111 ][7:0] <= \$signature__data$112 [7:0];
-    if (\$signature__en$113 [1])
-      buf_prio_in[\$signature__addr$111 ][15:8] <= \$signature__data$112 [15:8];
-    if (\$signature__en$113 [2])
-      buf_prio_in[\$signature__addr$111 ][23:16] <= \$signature__data$112 [23:16];
-    if (\$signature__en$113 [3])
-      buf_prio_in[\$signature__addr$111 ][31:24] <= \$signature__data$112 [31:24];
-    if (\$signature__en$113 [4])
-      buf_prio_in[\$signature__addr$111 ][39:32] <= \$signature__data$112 [39:32];
-  end
-  reg [39:0] _2_;
-  always @(posedge ap_clk) begin
-    if (\$signature__en$110 ) begin
-      _2_ <= buf_prio_in[\$signature__addr$109 ];
-    end
-  end
-  assign \$signature__data$132  = _2_;
-  reg [31:0] buf_prio_out [4095:0];
-  always @(posedge ap_clk) begin
-    if (\$signature__en$128 [0])
-      buf_prio_out[\$signature__addr$126 ][7:0] <= \$signature__data$127 [7:0];
-    if (\$signature__en$128 [1])
-      buf_prio_out[\$signature__addr$126 ][15:8] <= \$signature__data$127 [15:8];
-    if (\$signature__en$128 [2])
-      buf_prio_out[\$signature__addr$126 ][23:16] <= \$signature__data$127 [23:16];
-    if (\$signature__en$128 [3])
-      buf_prio_out[\$signature__addr$126 ][31:24] <= \$signature__data$127 [31:24];
-  end
-  reg [31:0] _3_;
-  always @(posedge ap_clk) begin
-    if (\$signature__en$125 ) begin
-      _3_ <= buf_prio_out[\$signature__addr$124 ];
-    end
-  end
-  assign \$signature__data$135  = _3_;
-  reg [31:0] buf_target_in [4095:0];
-  always @(posedge ap_clk) begin
-    if (\$signature__en$118 [0])
-      buf_target_in[\$signature__addr$116 ][7:0] <= \$signature__data$117 [7:0];
-    if (\$signature__en$118 [1])
-      buf_target_in[\$signature__addr$116 ][15:8] <= \$signature__data$117 [15:8];
-    if (\$signature__en$118 [2])
-      buf_target_in[\$signature__addr$116 ][23:16] <= \$signature__data$117 [23:16];
-    if (\$signature__en$118 [3])
-      buf_target_in[\$signature__addr$116 ][31:24] <= \$signature__data$117 [31:24];
-  end
-  reg [31:0] _4_;
-  always @(posedge ap_clk) begin
-    if (\$signature__en$115 ) begin
-      _4_ <= buf_target_in[\$signature__addr$114 ];
-    end
-  end
-  assign \$signature__data$133  = _4_;
+  wire [31:0] \write_pointer$143 ;
+  assign \$1  = ap_start_write & busy;
+  assign \$2  = ~ auto_restart;
+  assign refused = \$1  & \$2 ;
+  always @(posedge ap_clk)
+    status_start_refused <= \$3 ;
   assign rst = ~ ap_rst_n;
-  assign \$2  = ~ busy;
-  assign \$3  = ! \$1 [2:0];
-  assign \$4  = mem_re & \$3 ;
-  assign \$5  = ! \$1 [2:0];
-  assign \$6  = \$5  ? mem_we[1:0] : 2'h0;
-  assign \$7  = ~ busy;
-  assign \$8  = \$1 [2:0] == 1'h1;
-  assign \$9  = mem_re & \$8 ;
-  assign \$10  = \$1 [2:0] == 1'h1;
-  assign \$11  = \$10  ? mem_we[4:0] : 5'h00;
-  assign \$12  = ~ busy;
-  assign \$13  = \$1 [2:0] == 2'h2;
-  assign \$14  = mem_re & \$13 ;
-  assign \$15  = \$1 [2:0] == 2'h2;
-  assign \$16  = \$15  ? mem_we[3:0] : 4'h0;
-  assign \$17  = ~ busy;
-  assign \$18  = \$1 [2:0] == 2'h3;
-  assign \$19  = mem_re & \$18 ;
-  assign \$20  = \$1 [2:0] == 2'h3;
-  assign \$21  = \$20  ? mem_we[1:0] : 2'h0;
-  assign \$22  = ~ busy;
-  assign \$23  = \$1 [2:0] == 3'h4;
-  assign \$24  = mem_re & \$23 ;
-  assign \$25  = \$1 [2:0] == 3'h4;
-  assign \$26  = \$25  ? mem_we[3:0] : 4'h0;
-  assign \$27  = ! h_region_q;
-  assign \$28  = \$27  ? \$signature__data$131  : 16'h0000;
-  assign \$30  = h_region_q == 1'h1;
-  assign \$31  = \$30  ? \$signature__data$132  : 40'h0000000000;
-  assign \$32  = { 24'h000000, \$29  } | \$31 ;
-  assign \$33  = h_region_q == 2'h2;
-  assign \$34  = \$33  ? \$signature__data$133  : 32'd0;
-  assign \$35  = \$32  | { 8'h00, \$34  };
-  assign \$36  = h_region_q == 2'h3;
-  assign \$37  = \$36  ? \$signature__data$134  : 16'h0000;
-  assign \$38  = \$35  | { 24'h000000, \$37  };
-  assign \$39  = h_region_q == 3'h4;
-  assign \$40  = \$39  ? \$signature__data$135  : 32'd0;
-  assign \$41  = \$38  | { 8'h00, \$40  };
-  assign enable = ~ busy;
   assign ap_idle = ~ busy;
-  assign \$42  = ap_start_write & busy;
-  assign \$43  = ~ auto_restart;
-  assign refused = \$42  & \$43 ;
-  assign \$44  = ~ c_valid;
-  assign \$45  = \$44  | cmd__ready;
-  assign \$46  = ~ c_valid;
-  assign \$47  = \$46  | cmd__ready;
-  assign \$48  = ~ c_valid;
-  assign \$49  = \$48  | cmd__ready;
-  assign \$50  = rsp__valid & busy;
-  assign \$51  = \$50  ? 2'h3 : 2'h0;
-  assign \$52  = rsp__valid & busy;
-  assign \$53  = \$52  ? 4'hf : 4'h0;
-  assign \$54  = ~ ap_ready;
-  assign \$55  = ap_start & \$54 ;
-  assign \$56  = op_code > 3'h7;
-  assign \$57  = op_code != 3'h6;
-  assign \$58  = op_code != 3'h7;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = ! batch_size;
-  assign \$61  = batch_size > 13'h1000;
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = \$59  & \$62 ;
-  assign \$64  = op_code == 3'h5;
-  assign \$65  = ! update_size;
-  assign \$66  = update_size > 13'h1000;
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = \$64  & \$67 ;
-  assign \$69  = ~ \busy$164 ;
-  assign \$70  = ! engine_state;
-  assign \$71  = engine_state == 1'h1;
-  assign \$72  = engine_state == 2'h2;
-  assign \$73  = cycles + 1'h1;
-  assign \$74  = ~ c_valid;
-  assign \$75  = \$74  | cmd__ready;
-  assign \$76  = ~ c_valid;
-  assign \$77  = \$76  | cmd__ready;
-  assign \$78  = issuing & \$77 ;
-  assign \$79  = phase ? ph1_op : ph0_op;
-  assign \$80  = ~ c_valid;
-  assign \$81  = \$80  | cmd__ready;
-  assign \$82  = issuing & \$81 ;
-  assign \$83  = issue_i + 1'h1;
-  assign \$84  = phase ? ph1_n : ph0_n;
-  assign \$85  = \$84  - 1'h1;
-  assign \$86  = issue_i == \$85 ;
-  assign \$87  = ~ phase;
-  assign \$88  = | ph1_n;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = c_valid & cmd__ready;
-  assign \$91  = | tail;
-  assign \$92  = tail - 1'h1;
-  assign \$93  = rsp__valid & busy;
-  assign \$94  = rsp_j + 1'h1;
-  assign \$95  = cycles + 1'h1;
-  assign \$96  = ~ ap_ready;
-  assign \$97  = ap_start & \$96 ;
-  assign \$98  = | fail;
-  assign \$99  = op_code == 3'h7;
-  assign \$100  = op_prng ? 3'h1 : 3'h0;
-  assign \$101  = op_prng ? 3'h1 : 3'h0;
-  assign \$102  = op_prng ? 3'h1 : 3'h0;
-  assign \$103  = ~ issuing;
-  assign \$104  = ~ c_valid;
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = rsp_j == n_rsp;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = ! tail;
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = wait_tree & \busy$164 ;
-  assign \$111  = ~ \$110 ;
-  assign \$112  = \$109  & \$111 ;
-  assign \$113  = ~ \busy$164 ;
-  always @(posedge ap_clk)
-    h_region_q <= \$114 ;
-  always @(posedge ap_clk)
-    status_start_refused <= \$115 ;
-  always @(posedge ap_clk)
-    ap_ready <= \$116 ;
-  always @(posedge ap_clk)
-    ap_done <= \$117 ;
-  always @(posedge ap_clk)
-    cycles <= \$118 ;
-  always @(posedge ap_clk)
-    c_valid <= \$119 ;
-  always @(posedge ap_clk)
-    c_op <= \$120 ;
-  always @(posedge ap_clk)
-    issue_i <= \$121 ;
-  always @(posedge ap_clk)
-    phase <= \$122 ;
-  always @(posedge ap_clk)
-    issuing <= \$123 ;
-  always @(posedge ap_clk)
-    tail <= \$124 ;
-  always @(posedge ap_clk)
-    rsp_j <= \$125 ;
-  always @(posedge ap_clk)
-    response_cycles <= \$126 ;
-  always @(posedge ap_clk)
-    status_error <= \$127 ;
-  always @(posedge ap_clk)
-    n_rsp <= \$128 ;
-  always @(posedge ap_clk)
-    wait_tree <= \$129 ;
-  always @(posedge ap_clk)
-    ph1_n <= \$130 ;
-  always @(posedge ap_clk)
-    busy <= \$131 ;
-  always @(posedge ap_clk)
-    engine_state <= \$132 ;
-  always @(posedge ap_clk)
-    ph0_n <= \$133 ;
-  always @(posedge ap_clk)
-    ph0_op <= \$134 ;
-  always @(posedge ap_clk)
-    ph1_op <= \$135 ;
+  \replay_accel_k16.core  core (
+    .batch_size(batch_size),
+    .busy(busy),
+    .\busy$62 (status_tree_busy),
+    .clk(ap_clk),
+    .cycles(cycles),
+    .done(ap_done),
+    .error(status_error),
+    .host_addr(host_addr),
+    .host_enable(mem_enable),
+    .host_re(host_re),
+    .host_wdata(host_wdata),
+    .host_we(host_we),
+    .max_priority_lo(max_priority_lo),
+    .op_code(op_code),
+    .op_prng(op_prng),
+    .op_relaxed(op_relaxed),
+    .\port$635$0 (\$4 ),
+    .ready(ap_ready),
+    .response_cycles(response_cycles),
+    .rst(rst),
+    .seed(seed),
+    .\size$86 (\$6 ),
+    .start(start),
+    .status_empty(status_empty),
+    .status_invalid_index(status_invalid_index),
+    .status_saturated(status_saturated),
+    .total(\$7 ),
+    .update_size(update_size),
+    .\write_pointer$88 (\$5 )
+  );
   \replay_accel_k16.csr  csr (
     .ap_done(ap_done),
     .ap_idle(ap_idle),
     .ap_ready(ap_ready),
-    .ap_start(ap_start),
+    .ap_start(start),
     .ap_start_refuse(refused),
     .ap_start_write(ap_start_write),
     .auto_restart(auto_restart),
@@ -725,9 +280,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2440$0 (\write_pointer$192 ),
-    .\port$2442$0 (\size$190 ),
-    .\port$2458$0 (total),
+    .\port$2442$0 (\$5 ),
+    .\port$2444$0 (\$6 ),
+    .\port$2460$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -752,18 +307,18 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .status_invalid_index(status_invalid_index),
     .status_saturated(status_saturated),
     .status_start_refused(status_start_refused),
-    .status_tree_busy(\busy$164 ),
+    .status_tree_busy(status_tree_busy),
     .update_size(update_size)
   );
   \replay_accel_k16.mem  mem (
     .bvalid(s_axi_mem_bvalid),
     .clk(ap_clk),
-    .enable(enable),
-    .mem_addr(mem_addr),
-    .mem_re(mem_re),
-    .mem_wdata(mem_wdata),
-    .mem_we(mem_we),
-    .\port$52$0 (\$41 ),
+    .mem_addr(host_addr),
+    .mem_enable(mem_enable),
+    .mem_re(host_re),
+    .mem_wdata(host_wdata),
+    .mem_we(host_we),
+    .\port$635$0 (\$4 ),
     .rst(rst),
     .s_axi_mem_araddr(s_axi_mem_araddr),
     .s_axi_mem_arburst(s_axi_mem_arburst),
@@ -793,761 +348,16 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .s_axi_mem_wstrb(s_axi_mem_wstrb),
     .s_axi_mem_wvalid(s_axi_mem_wvalid)
   );
-  \replay_accel_k16.tree  tree (
-    .busy(\busy$164 ),
-    .clear(clear),
-    .clk(ap_clk),
-    .cmd__payload(cmd__payload),
-    .cmd__ready(cmd__ready),
-    .cmd__valid(c_valid),
-    .empty(status_empty),
-    .invalid(status_invalid_index),
-    .load(seed_load),
-    .max_priority(max_priority_lo),
-    .rsp__payload(rsp__payload),
-    .rsp__valid(rsp__valid),
-    .rst(rst),
-    .saturated(status_saturated),
-    .seed(seed),
-    .size(\size$190 ),
-    .total(total),
-    .write_pointer(\write_pointer$192 )
-  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr  = mem_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en  = 1'h1;
-    if (\$2 ) begin
-      \$signature__en  = \$4 ;
-    end
-    if (busy) begin
-      \$signature__en  = \$45 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$104  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr$104  = mem_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__data  = 16'h0000;
-    if (\$2 ) begin
-      \$signature__data  = mem_wdata[15:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$107  = 2'h0;
-    if (\$2 ) begin
-      \$signature__en$107  = \$6 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$109  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$109  = mem_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$109  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$110  = 1'h1;
-    if (\$7 ) begin
-      \$signature__en$110  = \$9 ;
-    end
-    if (busy) begin
-      \$signature__en$110  = \$47 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$111  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$111  = mem_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__data$112  = 40'h0000000000;
-    if (\$7 ) begin
-      \$signature__data$112  = mem_wdata[39:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$113  = 5'h00;
-    if (\$7 ) begin
-      \$signature__en$113  = \$11 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$114  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$114  = mem_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$114  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$115  = 1'h1;
-    if (\$12 ) begin
-      \$signature__en$115  = \$14 ;
-    end
-    if (busy) begin
-      \$signature__en$115  = \$49 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$116  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$116  = mem_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__data$117  = 32'd0;
-    if (\$12 ) begin
-      \$signature__data$117  = mem_wdata[31:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$118  = 4'h0;
-    if (\$12 ) begin
-      \$signature__en$118  = \$16 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$119  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$119  = mem_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$120  = 1'h1;
-    if (\$17 ) begin
-      \$signature__en$120  = \$19 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$121  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$121  = mem_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$121  = rsp_j[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__data$122  = 16'h0000;
-    if (\$17 ) begin
-      \$signature__data$122  = mem_wdata[15:0];
-    end
-    if (busy) begin
-      \$signature__data$122  = rsp__payload[18:3];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$123  = 2'h0;
-    if (\$17 ) begin
-      \$signature__en$123  = \$21 ;
-    end
-    if (busy) begin
-      \$signature__en$123  = \$51 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$124  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$124  = mem_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$125  = 1'h1;
-    if (\$22 ) begin
-      \$signature__en$125  = \$24 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__addr$126  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$126  = mem_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$126  = rsp_j[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__data$127  = 32'd0;
-    if (\$22 ) begin
-      \$signature__data$127  = mem_wdata[31:0];
-    end
-    if (busy) begin
-      \$signature__data$127  = rsp__payload[50:19];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$signature__en$128  = 4'h0;
-    if (\$22 ) begin
-      \$signature__en$128  = \$26 ;
-    end
-    if (busy) begin
-      \$signature__en$128  = \$53 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    clear = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$55 ) begin
-            clear = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    fail = 2'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$55 ) begin
-            if (\$56 ) begin
-              fail = 2'h1;
-            end else if (\$63 ) begin
-              fail = 2'h2;
-            end else if (\$68 ) begin
-              fail = 2'h3;
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    seed_load = 1'h0;
-    casez (engine_state)
-      2'h0:
-          /* empty */;
-      2'h2:
-          /* empty */;
-      2'h1:
-          if (\$69 ) begin
-            seed_load = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$114  = \$1 [2:0];
-    if (rst) begin
-      \$114  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$115  = status_start_refused;
+    \$3  = status_start_refused;
     if (ap_ready) begin
-      \$115  = 1'h0;
+      \$3  = 1'h0;
     end else if (refused) begin
-      \$115  = 1'h1;
+      \$3  = 1'h1;
     end
     if (rst) begin
-      \$115  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$116  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$116  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$117  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            if (\$98 ) begin
-              \$117  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$112 ) begin
-            \$117  = 1'h1;
-          end
-      2'h1:
-          if (\$113 ) begin
-            \$117  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$118  = cycles;
-    if (busy) begin
-      \$118  = \$73 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$118  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$118  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$119  = c_valid;
-    if (\$75 ) begin
-      \$119  = \$78 ;
-    end
-    if (rst) begin
-      \$119  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$120  = c_op;
-    if (\$75 ) begin
-      \$120  = \$79 ;
-    end
-    if (rst) begin
-      \$120  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$121  = issue_i;
-    if (\$82 ) begin
-      \$121  = \$83 [12:0];
-      if (\$86 ) begin
-        \$121  = 13'h0000;
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$121  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$121  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$122  = phase;
-    if (\$82 ) begin
-      if (\$86 ) begin
-        if (\$89 ) begin
-          \$122  = 1'h1;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$122  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$122  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$123  = issuing;
-    if (\$82 ) begin
-      if (\$86 ) begin
-        (* full_case = 32'd1 *)
-        if (\$89 ) begin
-        end else begin
-          \$123  = 1'h0;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              \$123  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$124  = tail;
-    if (\$90 ) begin
-      \$124  = 2'h3;
-    end else if (\$91 ) begin
-      \$124  = \$92 [1:0];
-    end
-    if (rst) begin
-      \$124  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$125  = rsp_j;
-    if (\$93 ) begin
-      \$125  = \$94 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$125  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$125  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$126  = response_cycles;
-    if (\$93 ) begin
-      \$126  = \$95 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$126  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$126  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$127  = status_error;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$127  = 2'h0;
-            if (\$98 ) begin
-              \$127  = fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$127  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$128  = n_rsp;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$128  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    \$128  = batch_size[12:0];
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    \$128  = batch_size[12:0];
-                4'h3:
-                    \$128  = batch_size[12:0];
-                4'h4:
-                    \$128  = batch_size[12:0];
-                4'h5:
-                    \$128  = batch_size[12:0];
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$128  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$129  = wait_tree;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$129  = 1'h0;
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    /* empty */;
-                4'h6:
-                    \$129  = 1'h1;
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$129  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$130  = ph1_n;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$130  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$130  = update_size[12:0];
-                    end else begin
-                      \$130  = batch_size[12:0];
-                    end
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$130  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$131  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-              \$131  = 1'h1;
-            end else begin
-              \$131  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$112 ) begin
-            \$131  = 1'h0;
-          end
-      2'h1:
-          if (\$113 ) begin
-            \$131  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$131  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$132  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-              \$132  = 2'h1;
-            end else begin
-              \$132  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$112 ) begin
-            \$132  = 2'h0;
-          end
-      2'h1:
-          if (\$113 ) begin
-            \$132  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$132  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$133  = ph0_n;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              \$133  = batch_size[12:0];
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                    end else begin
-                      \$133  = update_size[12:0];
-                    end
-                4'h6:
-                    \$133  = 13'h0001;
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$133  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$134  = ph0_op;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    \$134  = \$100 ;
-                4'h1:
-                    \$134  = 3'h2;
-                4'h2:
-                    \$134  = 3'h3;
-                4'h3:
-                    \$134  = 3'h4;
-                4'h4:
-                    \$134  = 3'h5;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$134  = \$101 ;
-                    end else begin
-                      \$134  = 3'h2;
-                    end
-                4'h6:
-                    \$134  = 3'h7;
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$134  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$135  = ph1_op;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$135  = 3'h2;
-                    end else begin
-                      \$135  = \$102 ;
-                    end
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$135  = 3'h0;
+      \$3  = 1'h0;
     end
   end
   assign clk = ap_clk;
@@ -1597,306 +407,118 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   assign \s_axi_mem_rlast$94  = s_axi_mem_rlast;
   assign \s_axi_mem_rvalid$95  = s_axi_mem_rvalid;
   assign \s_axi_mem_rready$96  = s_axi_mem_rready;
-  assign h_region = \$1 [2:0];
-  assign h_word = mem_addr[11:0];
-  assign mem_rdata = { 24'h000000, \$41  };
-  assign \interrupt$138  = interrupt;
+  assign \interrupt$99  = interrupt;
   assign ap_start_refuse = refused;
+  assign ap_start = start;
   assign ready = ap_ready;
   assign done = ap_done;
-  assign cmd__valid = c_valid;
-  assign rsp__ready = 1'h1;
-  assign \seed$167  = seed;
-  assign error = status_error;
-  assign empty = status_empty;
-  assign saturated = status_saturated;
-  assign invalid = status_invalid_index;
-  assign start_refused = status_start_refused;
-  assign status_tree_busy = \busy$164 ;
-  assign \cycles$180  = cycles;
-  assign rsp_cycles = response_cycles;
-  assign total_lo = total[31:0];
-  assign total_hi = { 16'h0000, total[47:32] };
-  assign max_priority = max_priority_lo;
+  assign \batch_size$111  = batch_size;
+  assign \op_code$113  = op_code;
+  assign \op_prng$115  = op_prng;
+  assign \op_relaxed$117  = op_relaxed;
+  assign \seed$119  = seed;
+  assign \update_size$121  = update_size;
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \size$190  };
-  assign write_pointer = { 16'h0000, \write_pointer$192  };
-  assign hw_capacity = 32'd65536;
-  assign hw_tree_fanout = 8'h10;
-  assign hw_tree_levels = 8'h04;
-  assign hw_tree_latency = 8'h12;
-  assign hw_format_priority_width = 8'h20;
-  assign hw_format_priority_frac = 8'h10;
-  assign hw_format_input_guard_bits = 8'h08;
-  assign hw_format_target_bits = 8'h20;
-  assign hw_max_batch = 32'd4096;
-  assign \cmd__payload.op  = cmd__payload[2:0];
-  assign \cmd__payload.level  = cmd__payload[5:3];
-  assign \cmd__payload.index  = cmd__payload[21:6];
-  assign \cmd__payload.priority  = cmd__payload[61:22];
-  assign \cmd__payload.target  = cmd__payload[93:62];
-  assign \rsp__payload.op  = rsp__payload[2:0];
-  assign \rsp__payload.index  = rsp__payload[18:3];
-  assign \rsp__payload.value  = rsp__payload[66:19];
-  assign \rsp__payload.empty  = rsp__payload[67];
-  assign \rsp__payload.invalid  = rsp__payload[68];
-  assign cmd__payload[93:62] = \$signature__data$133 ;
-  assign cmd__payload[61:22] = \$signature__data$132 ;
-  assign cmd__payload[21:6] = \$signature__data$131 ;
-  assign cmd__payload[2:0] = c_op;
-  assign cmd__payload[5:3] = 3'h0;
-  assign \$1  = { 12'h000, mem_addr[14:12] };
-  assign \$29  = \$28 ;
+  assign \max_priority_hi$123  = 32'd0;
+  assign \max_priority_lo$125  = max_priority_lo;
+  assign \response_cycles$127  = response_cycles;
+  assign size = { 15'h0000, \$6  };
+  assign \size$129  = { 15'h0000, \$6  };
+  assign \status_empty$131  = status_empty;
+  assign \status_invalid_index$133  = status_invalid_index;
+  assign \status_saturated$135  = status_saturated;
+  assign \status_tree_busy$137  = status_tree_busy;
+  assign total_hi = { 16'h0000, \$7 [47:32] };
+  assign \total_hi$139  = { 16'h0000, \$7 [47:32] };
+  assign total_lo = \$7 [31:0];
+  assign \total_lo$141  = \$7 [31:0];
+  assign write_pointer = { 16'h0000, \$5  };
+  assign \write_pointer$143  = { 16'h0000, \$5  };
+  assign error = status_error;
+  assign start_refused = status_start_refused;
+  assign \cycles$149  = cycles;
+  assign mem_addr = host_addr;
+  assign host_enable = mem_enable;
+  assign mem_rdata = { 24'h000000, \$4  };
+  assign host_rdata = { 24'h000000, \$4  };
+  assign mem_re = host_re;
+  assign mem_wdata = host_wdata;
+  assign mem_we = host_we;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, ap_ready, ap_done, cycles
-, response_cycles, status_error, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, \port$2440$0 , \port$2442$0 , max_priority_lo, \port$2458$0 , status_empty
-, status_saturated, status_invalid_index, clk);
+module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , host_enable, \busy$62 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
+, \write_pointer$88 , \size$86 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire \$1 ;
+  wire [14:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [1:0] \$101 ;
-  wire [31:0] \$102 ;
-  wire [1:0] \$103 ;
-  wire [31:0] \$104 ;
-  wire [3:0] \$105 ;
-  wire [31:0] \$106 ;
-  wire [3:0] \$107 ;
-  wire [31:0] \$108 ;
-  wire [7:0] \$109 ;
-  wire \$11 ;
-  wire [31:0] \$110 ;
-  wire [1:0] \$111 ;
-  wire [31:0] \$112 ;
-  wire [1:0] \$113 ;
-  wire [31:0] \$114 ;
-  wire [1:0] \$115 ;
-  wire [31:0] \$116 ;
-  wire [1:0] \$117 ;
-  wire [31:0] \$118 ;
-  wire [1:0] \$119 ;
+  wire [2:0] \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire [4:0] \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  reg [2:0] \$112 ;
+  reg \$113 ;
+  reg \$114 ;
+  reg [31:0] \$115 ;
+  reg \$116 ;
+  reg [2:0] \$117 ;
+  reg [12:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  wire [31:0] \$120 ;
-  wire [4:0] \$121 ;
-  wire [31:0] \$122 ;
-  wire [15:0] \$123 ;
-  wire [31:0] \$124 ;
-  wire [15:0] \$125 ;
-  wire [31:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire [32:0] \$128 ;
-  wire [32:0] \$129 ;
+  reg \$120 ;
+  reg [1:0] \$121 ;
+  reg [12:0] \$122 ;
+  reg [31:0] \$123 ;
+  reg [1:0] \$124 ;
+  reg [12:0] \$125 ;
+  reg \$126 ;
+  reg [12:0] \$127 ;
+  reg \$128 ;
+  reg [1:0] \$129 ;
   wire \$13 ;
-  wire [32:0] \$130 ;
-  wire [32:0] \$131 ;
-  wire [32:0] \$132 ;
-  wire [2:0] \$133 ;
-  wire [31:0] \$134 ;
-  wire [15:0] \$135 ;
-  wire [31:0] \$136 ;
-  wire [15:0] \$137 ;
-  wire [31:0] \$138 ;
-  wire [15:0] \$139 ;
+  reg [12:0] \$130 ;
+  reg [2:0] \$131 ;
+  reg [2:0] \$132 ;
   wire \$14 ;
-  wire [31:0] \$140 ;
-  wire [15:0] \$141 ;
-  wire [31:0] \$142 ;
-  wire [15:0] \$143 ;
-  wire [31:0] \$144 ;
-  wire [32:0] \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
-  wire [32:0] \$148 ;
-  wire [32:0] \$149 ;
   wire \$15 ;
-  wire [32:0] \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
-  wire [32:0] \$153 ;
-  wire [32:0] \$154 ;
-  wire [32:0] \$155 ;
-  wire [32:0] \$156 ;
-  wire [32:0] \$157 ;
-  wire [32:0] \$158 ;
-  wire [32:0] \$159 ;
-  wire \$16 ;
-  wire [32:0] \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
-  wire [8:0] \$163 ;
-  wire [31:0] \$164 ;
-  wire [22:0] \$165 ;
-  wire [31:0] \$166 ;
-  wire [38:0] \$167 ;
-  wire [38:0] \$168 ;
-  wire [8:0] \$169 ;
+  wire [3:0] \$16 ;
   wire \$17 ;
-  wire [31:0] \$170 ;
-  wire [22:0] \$171 ;
-  wire [31:0] \$172 ;
-  wire [38:0] \$173 ;
-  wire [38:0] \$174 ;
-  wire [38:0] \$175 ;
-  wire [38:0] \$176 ;
-  wire [32:0] \$177 ;
-  wire [32:0] \$178 ;
-  wire \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
-  wire \$187 ;
-  wire \$188 ;
-  wire [1:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire \$209 ;
-  wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [1:0] \$21 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire [3:0] \$234 ;
-  wire [3:0] \$235 ;
-  wire [3:0] \$236 ;
-  wire [3:0] \$237 ;
-  wire \$238 ;
-  wire \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire [31:0] \$246 ;
-  wire [31:0] \$247 ;
-  wire [31:0] \$248 ;
-  wire [31:0] \$249 ;
   wire \$25 ;
-  wire [31:0] \$250 ;
-  wire [31:0] \$251 ;
-  wire [31:0] \$252 ;
-  wire [31:0] \$253 ;
-  wire [31:0] \$254 ;
-  wire [31:0] \$255 ;
-  wire [31:0] \$256 ;
-  wire [31:0] \$257 ;
-  wire [1:0] \$258 ;
-  wire \$259 ;
-  wire \$26 ;
-  reg \$260 ;
-  reg \$261 ;
-  reg \$262 ;
-  reg [6:0] \$263 ;
-  reg [31:0] \$264 ;
-  reg [3:0] \$265 ;
-  reg \$266 ;
-  reg [1:0] \$267 ;
-  reg \$268 ;
-  reg \$269 ;
+  wire [3:0] \$26 ;
   wire \$27 ;
-  reg \$270 ;
-  reg \$271 ;
-  reg \$272 ;
-  reg \$273 ;
-  reg \$274 ;
-  reg \$275 ;
-  reg \$276 ;
-  reg \$277 ;
-  reg \$278 ;
-  reg \$279 ;
-  wire \$28 ;
-  reg [3:0] \$280 ;
-  reg \$281 ;
-  reg \$282 ;
-  reg [31:0] \$283 ;
-  reg [31:0] \$284 ;
-  reg [31:0] \$285 ;
-  reg [31:0] \$286 ;
-  reg [1:0] \$287 ;
-  reg \$288 ;
-  reg \$289 ;
-  wire \$29 ;
-  reg \$290 ;
-  reg \$291 ;
-  reg \$292 ;
-  reg \$293 ;
-  reg \$294 ;
-  reg \$295 ;
-  reg \$296 ;
-  reg \$297 ;
-  reg \$298 ;
-  reg \$299 ;
+  wire [15:0] \$28 ;
+  wire [15:0] \$29 ;
   wire \$3 ;
   wire \$30 ;
-  reg \$300 ;
-  reg \$301 ;
-  reg \$302 ;
-  reg \$303 ;
-  reg \$304 ;
-  reg [31:0] \$305 ;
-  reg [3:0] \$306 ;
-  wire \$31 ;
-  wire \$32 ;
+  wire [39:0] \$31 ;
+  wire [39:0] \$32 ;
   wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
+  wire [31:0] \$34 ;
+  wire [39:0] \$35 ;
   wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  wire [15:0] \$37 ;
+  wire [39:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
+  wire [31:0] \$40 ;
+  wire [39:0] \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
@@ -1904,10 +526,10 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
+  wire [3:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -1916,7 +538,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [1:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -1929,20 +551,20 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [32:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
   wire \$76 ;
-  wire \$77 ;
+  wire [2:0] \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
+  wire [13:0] \$81 ;
+  wire [12:0] \$82 ;
+  wire [13:0] \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
@@ -1950,2174 +572,1236 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [2:0] \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
+  wire [13:0] \$92 ;
+  wire [32:0] \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  input ap_done;
-  wire ap_done;
-  input ap_idle;
-  wire ap_idle;
-  input ap_ready;
-  wire ap_ready;
-  output ap_start;
-  reg ap_start = 1'h0;
-  input ap_start_refuse;
-  wire ap_start_refuse;
-  output ap_start_write;
-  reg ap_start_write = 1'h0;
-  wire ar_hs;
-  output auto_restart;
-  reg auto_restart = 1'h0;
-  reg auto_status = 1'h0;
-  reg [6:0] aw_addr_q = 7'h00;
-  reg aw_got = 1'h0;
-  output [31:0] batch_size;
-  reg [31:0] batch_size = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] batch_size_q;
-  wire batch_size_rd;
-  wire batch_size_we;
-  reg batch_size_wr_pulse = 1'h0;
-  (* init = 2'h0 *)
-  wire [1:0] bresp;
-  output bvalid;
-  reg bvalid = 1'h0;
+  wire [2:0] \$98 ;
+  wire [2:0] \$99 ;
+  reg [11:0] \$signature__addr ;
+  reg [11:0] \$signature__addr$12 ;
+  reg [11:0] \$signature__addr$14 ;
+  reg [11:0] \$signature__addr$17 ;
+  reg [11:0] \$signature__addr$19 ;
+  reg [11:0] \$signature__addr$22 ;
+  reg [11:0] \$signature__addr$24 ;
+  reg [11:0] \$signature__addr$27 ;
+  reg [11:0] \$signature__addr$29 ;
+  reg [11:0] \$signature__addr$7 ;
+  reg [15:0] \$signature__data ;
+  reg [39:0] \$signature__data$15 ;
+  reg [31:0] \$signature__data$20 ;
+  reg [15:0] \$signature__data$25 ;
+  reg [31:0] \$signature__data$30 ;
+  wire [15:0] \$signature__data$34 ;
+  wire [39:0] \$signature__data$35 ;
+  wire [31:0] \$signature__data$36 ;
+  wire [15:0] \$signature__data$37 ;
+  wire [31:0] \$signature__data$38 ;
+  reg \$signature__en ;
+  reg [1:0] \$signature__en$10 ;
+  reg \$signature__en$13 ;
+  reg [4:0] \$signature__en$16 ;
+  reg \$signature__en$18 ;
+  reg [3:0] \$signature__en$21 ;
+  reg \$signature__en$23 ;
+  reg [1:0] \$signature__en$26 ;
+  reg \$signature__en$28 ;
+  reg [3:0] \$signature__en$31 ;
+  input [31:0] batch_size;
+  wire [31:0] batch_size;
+  output busy;
+  reg busy = 1'h0;
+  (* init = 1'h0 *)
+  wire \busy$40 ;
+  output \busy$62 ;
+  wire \busy$62 ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] c_op = 3'h0;
+  reg c_valid = 1'h0;
+  reg clear;
   input clk;
   wire clk;
-  wire commit;
-  reg ctrl_ap_done_q = 1'h0;
-  reg ctrl_ap_idle_q = 1'h0;
-  reg ctrl_ap_ready_q = 1'h0;
+  wire [93:0] cmd__payload;
+  wire [15:0] \cmd__payload.index ;
+  wire [2:0] \cmd__payload.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \cmd__payload.op ;
+  wire [39:0] \cmd__payload.priority ;
+  wire [31:0] \cmd__payload.target ;
+  wire cmd__ready;
   (* init = 1'h0 *)
-  wire ctrl_ap_start_q;
-  (* init = 1'h0 *)
-  wire ctrl_auto_restart_q;
-  wire ctrl_rd;
-  wire ctrl_we;
-  input [31:0] cycles;
-  wire [31:0] cycles;
-  wire cycles_rd;
-  wire cycles_we;
-  reg cycles_wr_pulse = 1'h0;
-  reg gier_enable_q = 1'h0;
-  wire gier_rd;
-  wire gier_we;
-  wire [31:0] hw_capacity;
-  wire hw_capacity_rd;
-  wire hw_capacity_we;
-  reg hw_capacity_wr_pulse = 1'h0;
-  wire [7:0] hw_format_input_guard_bits;
-  wire [7:0] hw_format_priority_frac;
-  wire [7:0] hw_format_priority_width;
-  wire hw_format_rd;
-  wire [7:0] hw_format_target_bits;
-  wire hw_format_we;
-  reg hw_format_wr_pulse = 1'h0;
-  wire [31:0] hw_max_batch;
-  wire hw_max_batch_rd;
-  wire hw_max_batch_we;
-  reg hw_max_batch_wr_pulse = 1'h0;
-  wire [7:0] hw_tree_fanout;
-  wire [7:0] hw_tree_latency;
-  wire [7:0] hw_tree_levels;
-  wire hw_tree_rd;
-  wire hw_tree_we;
-  reg hw_tree_wr_pulse = 1'h0;
-  output interrupt;
-  wire interrupt;
-  reg ip_ier_ap_done_q = 1'h0;
-  reg ip_ier_ap_ready_q = 1'h0;
-  wire ip_ier_rd;
-  wire ip_ier_we;
-  reg ip_isr_ap_done_q = 1'h0;
-  reg ip_isr_ap_ready_q = 1'h0;
-  wire ip_isr_rd;
-  wire ip_isr_we;
-  wire [31:0] max_priority_hi;
-  wire max_priority_hi_rd;
-  wire max_priority_hi_we;
-  reg max_priority_hi_wr_pulse = 1'h0;
-  input [31:0] max_priority_lo;
-  wire [31:0] max_priority_lo;
-  wire max_priority_lo_rd;
-  wire max_priority_lo_we;
-  reg max_priority_lo_wr_pulse = 1'h0;
-  output [3:0] op_code;
-  reg [3:0] op_code = 4'h0;
-  (* init = 4'h0 *)
-  wire [3:0] op_code_q;
-  output op_prng;
-  reg op_prng = 1'h0;
-  (* init = 1'h0 *)
-  wire op_prng_q;
-  wire op_rd;
-  output op_relaxed;
-  reg op_relaxed = 1'h0;
-  (* init = 1'h0 *)
-  wire op_relaxed_q;
-  wire op_we;
-  reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2440$0 ;
-  wire [15:0] \port$2440$0 ;
-  input [16:0] \port$2442$0 ;
-  wire [16:0] \port$2442$0 ;
-  input [47:0] \port$2458$0 ;
-  wire [47:0] \port$2458$0 ;
-  wire r_hit;
-  reg [31:0] r_value;
+  wire cmd__valid;
+  output [31:0] cycles;
+  reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] rdata;
-  input [31:0] response_cycles;
-  wire [31:0] response_cycles;
-  wire response_cycles_rd;
-  wire response_cycles_we;
-  reg response_cycles_wr_pulse = 1'h0;
+  wire [31:0] \cycles$76 ;
+  output done;
+  reg done = 1'h0;
+  (* init = 1'h0 *)
+  wire \done$44 ;
+  wire empty;
+  reg [1:0] engine_state = 2'h0;
+  output [1:0] error;
+  reg [1:0] error = 2'h0;
   (* init = 2'h0 *)
-  wire [1:0] rresp;
+  wire [1:0] \error$67 ;
+  reg [1:0] fail;
+  wire [2:0] h_region;
+  reg [2:0] h_region_q = 3'h0;
+  wire [11:0] h_word;
+  input [14:0] host_addr;
+  wire [14:0] host_addr;
+  output host_enable;
+  wire host_enable;
+  wire [63:0] host_rdata;
+  input host_re;
+  wire host_re;
+  input [63:0] host_wdata;
+  wire [63:0] host_wdata;
+  input [7:0] host_we;
+  wire [7:0] host_we;
+  wire invalid;
+  reg [12:0] issue_i = 13'h0000;
+  reg issuing = 1'h0;
+  wire [31:0] max_priority;
+  wire [31:0] max_priority_hi;
+  output [31:0] max_priority_lo;
+  wire [31:0] max_priority_lo;
+  reg [12:0] n_rsp = 13'h0000;
+  input [3:0] op_code;
+  wire [3:0] op_code;
+  input op_prng;
+  wire op_prng;
+  input op_relaxed;
+  wire op_relaxed;
+  reg [12:0] ph0_n = 13'h0000;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] ph0_op = 3'h0;
+  reg [12:0] ph1_n = 13'h0000;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] ph1_op = 3'h0;
+  reg phase = 1'h0;
+  output [39:0] \port$635$0 ;
+  wire [39:0] \port$635$0 ;
+  output ready;
+  reg ready = 1'h0;
+  (* init = 1'h0 *)
+  wire \ready$42 ;
+  output [31:0] response_cycles;
+  reg [31:0] response_cycles = 32'd0;
+  wire [68:0] rsp__payload;
+  wire \rsp__payload.empty ;
+  wire [15:0] \rsp__payload.index ;
+  wire \rsp__payload.invalid ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \rsp__payload.op ;
+  wire [47:0] \rsp__payload.value ;
+  wire rsp__ready;
+  wire rsp__valid;
+  (* init = 32'd0 *)
+  wire [31:0] rsp_cycles;
+  reg [12:0] rsp_j = 13'h0000;
   input rst;
   wire rst;
-  output rvalid;
-  reg rvalid = 1'h0;
-  input [6:0] s_axi_control_araddr;
-  wire [6:0] s_axi_control_araddr;
-  output s_axi_control_arready;
-  wire s_axi_control_arready;
-  input s_axi_control_arvalid;
-  wire s_axi_control_arvalid;
-  input [6:0] s_axi_control_awaddr;
-  wire [6:0] s_axi_control_awaddr;
-  output s_axi_control_awready;
-  wire s_axi_control_awready;
-  input s_axi_control_awvalid;
-  wire s_axi_control_awvalid;
-  input s_axi_control_bready;
-  wire s_axi_control_bready;
-  output [1:0] s_axi_control_bresp;
-  reg [1:0] s_axi_control_bresp = 2'h0;
-  (* init = 1'h0 *)
-  wire s_axi_control_bvalid;
-  output [31:0] s_axi_control_rdata;
-  reg [31:0] s_axi_control_rdata = 32'd0;
-  input s_axi_control_rready;
-  wire s_axi_control_rready;
-  output [1:0] s_axi_control_rresp;
-  reg [1:0] s_axi_control_rresp = 2'h0;
-  (* init = 1'h0 *)
-  wire s_axi_control_rvalid;
-  input [31:0] s_axi_control_wdata;
-  wire [31:0] s_axi_control_wdata;
-  output s_axi_control_wready;
-  wire s_axi_control_wready;
-  input [3:0] s_axi_control_wstrb;
-  wire [3:0] s_axi_control_wstrb;
-  input s_axi_control_wvalid;
-  wire s_axi_control_wvalid;
-  output [31:0] seed;
-  reg [31:0] seed = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] seed_q;
-  wire seed_rd;
-  wire seed_we;
-  reg seed_wr_pulse = 1'h0;
+  wire saturated;
+  input [31:0] seed;
+  wire [31:0] seed;
+  wire [31:0] \seed$65 ;
+  reg seed_load;
   wire [31:0] size;
-  wire size_rd;
-  wire size_we;
-  reg size_wr_pulse = 1'h0;
-  input status_empty;
+  output [16:0] \size$86 ;
+  wire [16:0] \size$86 ;
+  input start;
+  wire start;
+  output status_empty;
   wire status_empty;
-  input [1:0] status_error;
-  wire [1:0] status_error;
-  input status_invalid_index;
+  output status_invalid_index;
   wire status_invalid_index;
-  wire status_rd;
-  input status_saturated;
+  output status_saturated;
   wire status_saturated;
-  input status_start_refused;
-  wire status_start_refused;
-  input status_tree_busy;
   wire status_tree_busy;
-  wire status_we;
-  reg status_wr_pulse = 1'h0;
+  reg [1:0] tail = 2'h0;
+  output [47:0] total;
+  wire [47:0] total;
   wire [31:0] total_hi;
-  wire total_hi_rd;
-  wire total_hi_we;
-  reg total_hi_wr_pulse = 1'h0;
   wire [31:0] total_lo;
-  wire total_lo_rd;
-  wire total_lo_we;
-  reg total_lo_wr_pulse = 1'h0;
-  output [31:0] update_size;
-  reg [31:0] update_size = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] update_size_q;
-  wire update_size_rd;
-  wire update_size_we;
-  reg update_size_wr_pulse = 1'h0;
-  wire [6:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
-  reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
-  reg [31:0] wr_data = 32'd0;
-  reg [3:0] wr_strb = 4'h0;
+  input [31:0] update_size;
+  wire [31:0] update_size;
+  reg wait_tree = 1'h0;
   wire [31:0] write_pointer;
-  wire write_pointer_rd;
-  wire write_pointer_we;
-  reg write_pointer_wr_pulse = 1'h0;
-  assign \$1  = ~ aw_got;
-  assign \$2  = ~ bvalid;
-  assign s_axi_control_awready = \$1  & \$2 ;
-  assign \$3  = ~ w_got;
-  assign \$4  = ~ bvalid;
-  assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
-  assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[6:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[6:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[6:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[6:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[6:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[6:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[6:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[6:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[6:2] == 3'h4;
-  assign op_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[6:2] == 3'h4;
-  assign op_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[6:2] == 3'h5;
-  assign batch_size_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[6:2] == 3'h5;
-  assign batch_size_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[6:2] == 3'h6;
-  assign update_size_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[6:2] == 3'h6;
-  assign update_size_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[6:2] == 3'h7;
-  assign seed_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[6:2] == 3'h7;
-  assign seed_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[6:2] == 4'h8;
-  assign status_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[6:2] == 4'h8;
-  assign status_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[6:2] == 4'h9;
-  assign cycles_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[6:2] == 4'h9;
-  assign cycles_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[6:2] == 4'ha;
-  assign response_cycles_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[6:2] == 4'ha;
-  assign response_cycles_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[6:2] == 4'hb;
-  assign total_lo_we = commit & \$38 ;
-  assign \$39  = s_axi_control_araddr[6:2] == 4'hb;
-  assign total_lo_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[6:2] == 4'hc;
-  assign total_hi_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[6:2] == 4'hc;
-  assign total_hi_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[6:2] == 4'hd;
-  assign max_priority_lo_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[6:2] == 4'hd;
-  assign max_priority_lo_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[6:2] == 4'he;
-  assign max_priority_hi_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[6:2] == 4'he;
-  assign max_priority_hi_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[6:2] == 4'hf;
-  assign size_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[6:2] == 4'hf;
-  assign size_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[6:2] == 5'h10;
-  assign write_pointer_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[6:2] == 5'h10;
-  assign write_pointer_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[6:2] == 5'h11;
-  assign hw_capacity_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[6:2] == 5'h11;
-  assign hw_capacity_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[6:2] == 5'h12;
-  assign hw_tree_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[6:2] == 5'h12;
-  assign hw_tree_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[6:2] == 5'h13;
-  assign hw_format_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[6:2] == 5'h13;
-  assign hw_format_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[6:2] == 5'h14;
-  assign hw_max_batch_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[6:2] == 5'h14;
-  assign hw_max_batch_rd = ar_hs & \$57 ;
-  assign \$58  = ! w_addr[6:2];
-  assign \$59  = w_addr[6:2] == 1'h1;
-  assign \$60  = w_addr[6:2] == 2'h2;
-  assign \$61  = w_addr[6:2] == 2'h3;
-  assign \$62  = w_addr[6:2] == 3'h4;
-  assign \$63  = w_addr[6:2] == 3'h5;
-  assign \$64  = w_addr[6:2] == 3'h6;
-  assign \$65  = w_addr[6:2] == 3'h7;
-  assign \$66  = w_addr[6:2] == 4'h8;
-  assign \$67  = w_addr[6:2] == 4'h9;
-  assign \$68  = w_addr[6:2] == 4'ha;
-  assign \$69  = w_addr[6:2] == 4'hb;
-  assign \$70  = w_addr[6:2] == 4'hc;
-  assign \$71  = w_addr[6:2] == 4'hd;
-  assign \$72  = w_addr[6:2] == 4'he;
-  assign \$73  = w_addr[6:2] == 4'hf;
-  assign \$74  = w_addr[6:2] == 5'h10;
-  assign \$75  = w_addr[6:2] == 5'h11;
-  assign \$76  = w_addr[6:2] == 5'h12;
-  assign \$77  = w_addr[6:2] == 5'h13;
-  assign \$78  = w_addr[6:2] == 5'h14;
-  assign w_hit = | { \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58  };
-  assign \$79  = ! s_axi_control_araddr[6:2];
-  assign \$80  = s_axi_control_araddr[6:2] == 1'h1;
-  assign \$81  = s_axi_control_araddr[6:2] == 2'h2;
-  assign \$82  = s_axi_control_araddr[6:2] == 2'h3;
-  assign \$83  = s_axi_control_araddr[6:2] == 3'h4;
-  assign \$84  = s_axi_control_araddr[6:2] == 3'h5;
-  assign \$85  = s_axi_control_araddr[6:2] == 3'h6;
-  assign \$86  = s_axi_control_araddr[6:2] == 3'h7;
-  assign \$87  = s_axi_control_araddr[6:2] == 4'h8;
-  assign \$88  = s_axi_control_araddr[6:2] == 4'h9;
-  assign \$89  = s_axi_control_araddr[6:2] == 4'ha;
-  assign \$90  = s_axi_control_araddr[6:2] == 4'hb;
-  assign \$91  = s_axi_control_araddr[6:2] == 4'hc;
-  assign \$92  = s_axi_control_araddr[6:2] == 4'hd;
-  assign \$93  = s_axi_control_araddr[6:2] == 4'he;
-  assign \$94  = s_axi_control_araddr[6:2] == 4'hf;
-  assign \$95  = s_axi_control_araddr[6:2] == 5'h10;
-  assign \$96  = s_axi_control_araddr[6:2] == 5'h11;
-  assign \$97  = s_axi_control_araddr[6:2] == 5'h12;
-  assign \$98  = s_axi_control_araddr[6:2] == 5'h13;
-  assign \$99  = s_axi_control_araddr[6:2] == 5'h14;
-  assign r_hit = | { \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79  };
-  assign \$100  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$100 ;
-  assign \$104  = \$102  | { 30'h00000000, \$103  };
-  assign \$106  = \$104  | { 28'h0000000, \$105  };
-  assign \$108  = \$106  | { 28'h0000000, \$107  };
-  assign \$110  = \$108  | { 24'h000000, \$109  };
-  assign \$116  = \$114  | { 30'h00000000, \$115  };
-  assign \$120  = \$118  | { 30'h00000000, \$119  };
-  assign \$124  = \$122  | { 16'h0000, \$123  };
-  assign \$126  = \$124  | { 16'h0000, \$125  };
-  assign \$136  = \$134  | { 16'h0000, \$135  };
-  assign \$138  = \$136  | { 16'h0000, \$137  };
-  assign \$140  = \$138  | { 16'h0000, \$139  };
-  assign \$142  = \$140  | { 16'h0000, \$141  };
-  assign \$144  = \$142  | { 16'h0000, \$143  };
-  assign \$179  = ~ aw_got;
-  assign \$180  = s_axi_control_awvalid & \$179 ;
-  assign \$181  = ~ bvalid;
-  assign \$182  = \$180  & \$181 ;
-  assign \$183  = ~ w_got;
-  assign \$184  = s_axi_control_wvalid & \$183 ;
-  assign \$185  = ~ bvalid;
-  assign \$186  = \$184  & \$185 ;
-  assign \$187  = bvalid & s_axi_control_bready;
-  assign \$188  = rvalid & s_axi_control_rready;
-  assign \$189  = w_hit ? 2'h0 : 2'h2;
-  assign \$190  = w_data[0] & w_strb[0];
-  assign \$191  = ctrl_we & \$190 ;
-  assign \$192  = w_data[0] & w_strb[0];
-  assign \$193  = ctrl_we & \$192 ;
-  assign \$194  = ~ auto_status;
-  assign \$195  = ap_done & \$194 ;
-  assign \$196  = auto_status & ap_idle;
-  assign \$197  = ~ ctrl_ap_idle_q;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = \$195  | \$198 ;
-  assign \$200  = ~ ctrl_rd;
-  assign \$201  = ctrl_ap_done_q & \$200 ;
-  assign \$202  = \$199  | \$201 ;
-  assign \$203  = ~ auto_restart;
-  assign \$204  = ap_ready & \$203 ;
-  assign \$205  = ~ ctrl_rd;
-  assign \$206  = ctrl_ap_ready_q & \$205 ;
-  assign \$207  = \$204  | \$206 ;
-  assign \$208  = ip_ier_ap_done_q & ap_done;
-  assign \$209  = w_data[0] & w_strb[0];
-  assign \$210  = ip_isr_we ? \$209  : 1'h0;
-  assign \$211  = ip_isr_ap_done_q ^ \$210 ;
-  assign \$212  = \$208  | \$211 ;
-  assign \$213  = ip_ier_ap_ready_q & ap_ready;
-  assign \$214  = w_data[1] & w_strb[0];
-  assign \$215  = ip_isr_we ? \$214  : 1'h0;
-  assign \$216  = ip_isr_ap_ready_q ^ \$215 ;
-  assign \$217  = \$213  | \$216 ;
-  assign \$218  = ~ w_strb[0];
-  assign \$219  = auto_restart & \$218 ;
-  assign \$220  = w_data[7] & w_strb[0];
-  assign \$221  = \$219  | \$220 ;
-  assign \$222  = ~ w_strb[0];
-  assign \$223  = gier_enable_q & \$222 ;
-  assign \$224  = w_data[0] & w_strb[0];
-  assign \$225  = \$223  | \$224 ;
-  assign \$226  = ~ w_strb[0];
-  assign \$227  = ip_ier_ap_done_q & \$226 ;
-  assign \$228  = w_data[0] & w_strb[0];
-  assign \$229  = \$227  | \$228 ;
-  assign \$230  = ~ w_strb[0];
-  assign \$231  = ip_ier_ap_ready_q & \$230 ;
-  assign \$232  = w_data[1] & w_strb[0];
-  assign \$233  = \$231  | \$232 ;
-  assign \$234  = ~ { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$235  = op_code & \$234 ;
-  assign \$236  = w_data[3:0] & { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = ~ w_strb[1];
-  assign \$239  = op_prng & \$238 ;
-  assign \$240  = w_data[8] & w_strb[1];
-  assign \$241  = \$239  | \$240 ;
-  assign \$242  = ~ w_strb[1];
-  assign \$243  = op_relaxed & \$242 ;
-  assign \$244  = w_data[9] & w_strb[1];
-  assign \$245  = \$243  | \$244 ;
-  assign \$246  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$247  = batch_size & \$246 ;
-  assign \$248  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$251  = update_size & \$250 ;
-  assign \$252  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$255  = seed & \$254 ;
-  assign \$256  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = r_hit ? 2'h0 : 2'h2;
-  assign \$259  = commit & w_hit;
+  output [15:0] \write_pointer$88 ;
+  wire [15:0] \write_pointer$88 ;
+  reg [15:0] buf_idx_in [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$10 [0])
+      buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
+    if (\$signature__en$10 [1])
+      buf_idx_in[\$signature__addr$7 ][15:8] <= \$signature__data [15:8];
+  end
+  reg [15:0] _0_;
+  always @(posedge clk) begin
+    if (\$signature__en ) begin
+      _0_ <= buf_idx_in[\$signature__addr ];
+    end
+  end
+  assign \$signature__data$34  = _0_;
+  reg [15:0] buf_idx_out [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$26 [0])
+      buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
+    if (\$signature__en$26 [1])
+      buf_idx_out[\$signature__addr$24 ][15:8] <= \$signature__data$25 [15:8];
+  end
+  reg [15:0] _1_;
+  always @(posedge clk) begin
+    if (\$signature__en$23 ) begin
+      _1_ <= buf_idx_out[\$signature__addr$22 ];
+    end
+  end
+  assign \$signature__data$37  = _1_;
+  reg [39:0] buf_prio_in [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$16 [0])
+      buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
+    if (\$signature__en$16 [1])
+      buf_prio_in[\$signature__addr$14 ][15:8] <= \$signature__data$15 [15:8];
+    if (\$signature__en$16 [2])
+      buf_prio_in[\$signature__addr$14 ][23:16] <= \$signature__data$15 [23:16];
+    if (\$signature__en$16 [3])
+      buf_prio_in[\$signature__addr$14 ][31:24] <= \$signature__data$15 [31:24];
+    if (\$signature__en$16 [4])
+      buf_prio_in[\$signature__addr$14 ][39:32] <= \$signature__data$15 [39:32];
+  end
+  reg [39:0] _2_;
+  always @(posedge clk) begin
+    if (\$signature__en$13 ) begin
+      _2_ <= buf_prio_in[\$signature__addr$12 ];
+    end
+  end
+  assign \$signature__data$35  = _2_;
+  reg [31:0] buf_prio_out [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$31 [0])
+      buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
+    if (\$signature__en$31 [1])
+      buf_prio_out[\$signature__addr$29 ][15:8] <= \$signature__data$30 [15:8];
+    if (\$signature__en$31 [2])
+      buf_prio_out[\$signature__addr$29 ][23:16] <= \$signature__data$30 [23:16];
+    if (\$signature__en$31 [3])
+      buf_prio_out[\$signature__addr$29 ][31:24] <= \$signature__data$30 [31:24];
+  end
+  reg [31:0] _3_;
+  always @(posedge clk) begin
+    if (\$signature__en$28 ) begin
+      _3_ <= buf_prio_out[\$signature__addr$27 ];
+    end
+  end
+  assign \$signature__data$38  = _3_;
+  reg [31:0] buf_target_in [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$21 [0])
+      buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
+    if (\$signature__en$21 [1])
+      buf_target_in[\$signature__addr$19 ][15:8] <= \$signature__data$20 [15:8];
+    if (\$signature__en$21 [2])
+      buf_target_in[\$signature__addr$19 ][23:16] <= \$signature__data$20 [23:16];
+    if (\$signature__en$21 [3])
+      buf_target_in[\$signature__addr$19 ][31:24] <= \$signature__data$20 [31:24];
+  end
+  reg [31:0] _4_;
+  always @(posedge clk) begin
+    if (\$signature__en$18 ) begin
+      _4_ <= buf_target_in[\$signature__addr$17 ];
+    end
+  end
+  assign \$signature__data$36  = _4_;
+  assign \$2  = ~ busy;
+  assign \$3  = ! \$1 [2:0];
+  assign \$4  = host_re & \$3 ;
+  assign \$5  = ! \$1 [2:0];
+  assign \$6  = \$5  ? host_we[1:0] : 2'h0;
+  assign \$7  = ~ busy;
+  assign \$8  = \$1 [2:0] == 1'h1;
+  assign \$9  = host_re & \$8 ;
+  assign \$10  = \$1 [2:0] == 1'h1;
+  assign \$11  = \$10  ? host_we[4:0] : 5'h00;
+  assign \$12  = ~ busy;
+  assign \$13  = \$1 [2:0] == 2'h2;
+  assign \$14  = host_re & \$13 ;
+  assign \$15  = \$1 [2:0] == 2'h2;
+  assign \$16  = \$15  ? host_we[3:0] : 4'h0;
+  assign \$17  = ~ busy;
+  assign \$18  = \$1 [2:0] == 2'h3;
+  assign \$19  = host_re & \$18 ;
+  assign \$20  = \$1 [2:0] == 2'h3;
+  assign \$21  = \$20  ? host_we[1:0] : 2'h0;
+  assign \$22  = ~ busy;
+  assign \$23  = \$1 [2:0] == 3'h4;
+  assign \$24  = host_re & \$23 ;
+  assign \$25  = \$1 [2:0] == 3'h4;
+  assign \$26  = \$25  ? host_we[3:0] : 4'h0;
+  assign \$27  = ! h_region_q;
+  assign \$28  = \$27  ? \$signature__data$34  : 16'h0000;
+  assign \$30  = h_region_q == 1'h1;
+  assign \$31  = \$30  ? \$signature__data$35  : 40'h0000000000;
+  assign \$32  = { 24'h000000, \$29  } | \$31 ;
+  assign \$33  = h_region_q == 2'h2;
+  assign \$34  = \$33  ? \$signature__data$36  : 32'd0;
+  assign \$35  = \$32  | { 8'h00, \$34  };
+  assign \$36  = h_region_q == 2'h3;
+  assign \$37  = \$36  ? \$signature__data$37  : 16'h0000;
+  assign \$38  = \$35  | { 24'h000000, \$37  };
+  assign \$39  = h_region_q == 3'h4;
+  assign \$40  = \$39  ? \$signature__data$38  : 32'd0;
+  assign \$41  = \$38  | { 8'h00, \$40  };
+  assign host_enable = ~ busy;
+  assign \$42  = ~ c_valid;
+  assign \$43  = \$42  | cmd__ready;
+  assign \$44  = ~ c_valid;
+  assign \$45  = \$44  | cmd__ready;
+  assign \$46  = ~ c_valid;
+  assign \$47  = \$46  | cmd__ready;
+  assign \$48  = rsp__valid & busy;
+  assign \$49  = \$48  ? 2'h3 : 2'h0;
+  assign \$50  = rsp__valid & busy;
+  assign \$51  = \$50  ? 4'hf : 4'h0;
+  assign \$52  = ~ ready;
+  assign \$53  = start & \$52 ;
+  assign \$54  = op_code > 3'h7;
+  assign \$55  = op_code != 3'h6;
+  assign \$56  = op_code != 3'h7;
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = ! batch_size;
+  assign \$59  = batch_size > 13'h1000;
+  assign \$60  = \$58  | \$59 ;
+  assign \$61  = \$57  & \$60 ;
+  assign \$62  = op_code == 3'h5;
+  assign \$63  = ! update_size;
+  assign \$64  = update_size > 13'h1000;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = \$62  & \$65 ;
+  assign \$67  = ~ \busy$62 ;
+  assign \$68  = ! engine_state;
+  assign \$69  = engine_state == 1'h1;
+  assign \$70  = engine_state == 2'h2;
+  assign \$71  = cycles + 1'h1;
+  assign \$72  = ~ c_valid;
+  assign \$73  = \$72  | cmd__ready;
+  assign \$74  = ~ c_valid;
+  assign \$75  = \$74  | cmd__ready;
+  assign \$76  = issuing & \$75 ;
+  assign \$77  = phase ? ph1_op : ph0_op;
+  assign \$78  = ~ c_valid;
+  assign \$79  = \$78  | cmd__ready;
+  assign \$80  = issuing & \$79 ;
+  assign \$81  = issue_i + 1'h1;
+  assign \$82  = phase ? ph1_n : ph0_n;
+  assign \$83  = \$82  - 1'h1;
+  assign \$84  = issue_i == \$83 ;
+  assign \$85  = ~ phase;
+  assign \$86  = | ph1_n;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = c_valid & cmd__ready;
+  assign \$89  = | tail;
+  assign \$90  = tail - 1'h1;
+  assign \$91  = rsp__valid & busy;
+  assign \$92  = rsp_j + 1'h1;
+  assign \$93  = cycles + 1'h1;
+  assign \$94  = ~ ready;
+  assign \$95  = start & \$94 ;
+  assign \$96  = | fail;
+  assign \$97  = op_code == 3'h7;
+  assign \$98  = op_prng ? 3'h1 : 3'h0;
+  assign \$99  = op_prng ? 3'h1 : 3'h0;
+  assign \$100  = op_prng ? 3'h1 : 3'h0;
+  assign \$101  = ~ issuing;
+  assign \$102  = ~ c_valid;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = rsp_j == n_rsp;
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = ! tail;
+  assign \$107  = \$105  & \$106 ;
+  assign \$108  = wait_tree & \busy$62 ;
+  assign \$109  = ~ \$108 ;
+  assign \$110  = \$107  & \$109 ;
+  assign \$111  = ~ \busy$62 ;
   always @(posedge clk)
-    aw_got <= \$260 ;
+    h_region_q <= \$112 ;
   always @(posedge clk)
-    w_got <= \$261 ;
+    ready <= \$113 ;
   always @(posedge clk)
-    bvalid <= \$262 ;
+    done <= \$114 ;
   always @(posedge clk)
-    aw_addr_q <= \$263 ;
+    cycles <= \$115 ;
   always @(posedge clk)
-    w_data_q <= \$264 ;
+    c_valid <= \$116 ;
   always @(posedge clk)
-    w_strb_q <= \$265 ;
+    c_op <= \$117 ;
   always @(posedge clk)
-    rvalid <= \$266 ;
+    issue_i <= \$118 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$267 ;
+    phase <= \$119 ;
   always @(posedge clk)
-    auto_status <= \$268 ;
+    issuing <= \$120 ;
   always @(posedge clk)
-    ap_start <= \$269 ;
+    tail <= \$121 ;
   always @(posedge clk)
-    ap_start_write <= \$270 ;
+    rsp_j <= \$122 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$271 ;
+    response_cycles <= \$123 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$272 ;
+    error <= \$124 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$273 ;
+    n_rsp <= \$125 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$274 ;
+    wait_tree <= \$126 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$275 ;
+    ph1_n <= \$127 ;
   always @(posedge clk)
-    auto_restart <= \$276 ;
+    busy <= \$128 ;
   always @(posedge clk)
-    gier_enable_q <= \$277 ;
+    engine_state <= \$129 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$278 ;
+    ph0_n <= \$130 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$279 ;
+    ph0_op <= \$131 ;
   always @(posedge clk)
-    op_code <= \$280 ;
-  always @(posedge clk)
-    op_prng <= \$281 ;
-  always @(posedge clk)
-    op_relaxed <= \$282 ;
-  always @(posedge clk)
-    batch_size <= \$283 ;
-  always @(posedge clk)
-    update_size <= \$284 ;
-  always @(posedge clk)
-    seed <= \$285 ;
-  always @(posedge clk)
-    s_axi_control_rdata <= \$286 ;
-  always @(posedge clk)
-    s_axi_control_rresp <= \$287 ;
-  always @(posedge clk)
-    op_wr_pulse <= \$288 ;
-  always @(posedge clk)
-    batch_size_wr_pulse <= \$289 ;
-  always @(posedge clk)
-    update_size_wr_pulse <= \$290 ;
-  always @(posedge clk)
-    seed_wr_pulse <= \$291 ;
-  always @(posedge clk)
-    status_wr_pulse <= \$292 ;
-  always @(posedge clk)
-    cycles_wr_pulse <= \$293 ;
-  always @(posedge clk)
-    response_cycles_wr_pulse <= \$294 ;
-  always @(posedge clk)
-    total_lo_wr_pulse <= \$295 ;
-  always @(posedge clk)
-    total_hi_wr_pulse <= \$296 ;
-  always @(posedge clk)
-    max_priority_lo_wr_pulse <= \$297 ;
-  always @(posedge clk)
-    max_priority_hi_wr_pulse <= \$298 ;
-  always @(posedge clk)
-    size_wr_pulse <= \$299 ;
-  always @(posedge clk)
-    write_pointer_wr_pulse <= \$300 ;
-  always @(posedge clk)
-    hw_capacity_wr_pulse <= \$301 ;
-  always @(posedge clk)
-    hw_tree_wr_pulse <= \$302 ;
-  always @(posedge clk)
-    hw_format_wr_pulse <= \$303 ;
-  always @(posedge clk)
-    hw_max_batch_wr_pulse <= \$304 ;
-  always @(posedge clk)
-    wr_data <= \$305 ;
-  always @(posedge clk)
-    wr_strb <= \$306 ;
+    ph1_op <= \$132 ;
+  \replay_accel_k16.core.tree  tree (
+    .busy(\busy$62 ),
+    .clear(clear),
+    .clk(clk),
+    .cmd__payload(cmd__payload),
+    .cmd__ready(cmd__ready),
+    .cmd__valid(c_valid),
+    .empty(status_empty),
+    .invalid(status_invalid_index),
+    .load(seed_load),
+    .max_priority(max_priority_lo),
+    .rsp__payload(rsp__payload),
+    .rsp__valid(rsp__valid),
+    .rst(rst),
+    .saturated(status_saturated),
+    .seed(seed),
+    .size(\size$86 ),
+    .total(total),
+    .write_pointer(\write_pointer$88 )
+  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    (* full_case = 32'd1 *)
-    casez (s_axi_control_araddr[6:2])
-      5'h00:
-          r_value = \$110 ;
-      5'h01:
-          r_value = \$112 ;
-      5'h02:
-          r_value = \$116 ;
-      5'h03:
-          r_value = \$120 ;
-      5'h04:
-          r_value = \$126 ;
-      5'h05:
-          r_value = \$128 [31:0];
-      5'h06:
-          r_value = \$130 [31:0];
-      5'h07:
-          r_value = \$132 [31:0];
-      5'h08:
-          r_value = \$144 ;
-      5'h09:
-          r_value = \$146 [31:0];
-      5'h0a:
-          r_value = \$148 [31:0];
-      5'h0b:
-          r_value = \$150 [31:0];
-      5'h0c:
-          r_value = \$152 [31:0];
-      5'h0d:
-          r_value = \$154 [31:0];
-      5'h0e:
-          r_value = \$156 [31:0];
-      5'h0f:
-          r_value = \$158 [31:0];
-      5'h10:
-          r_value = \$160 [31:0];
-      5'h11:
-          r_value = \$162 [31:0];
-      5'h12:
-          r_value = \$168 [31:0];
-      5'h13:
-          r_value = \$176 [31:0];
-      5'h14:
-          r_value = \$178 [31:0];
-      default:
-          r_value = 32'd0;
+    \$signature__addr  = 12'h000;
+    if (\$2 ) begin
+      \$signature__addr  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr  = issue_i[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en  = 1'h1;
+    if (\$2 ) begin
+      \$signature__en  = \$4 ;
+    end
+    if (busy) begin
+      \$signature__en  = \$43 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$7  = 12'h000;
+    if (\$2 ) begin
+      \$signature__addr$7  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data  = 16'h0000;
+    if (\$2 ) begin
+      \$signature__data  = host_wdata[15:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$10  = 2'h0;
+    if (\$2 ) begin
+      \$signature__en$10  = \$6 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$12  = 12'h000;
+    if (\$7 ) begin
+      \$signature__addr$12  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$12  = issue_i[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$13  = 1'h1;
+    if (\$7 ) begin
+      \$signature__en$13  = \$9 ;
+    end
+    if (busy) begin
+      \$signature__en$13  = \$45 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$14  = 12'h000;
+    if (\$7 ) begin
+      \$signature__addr$14  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data$15  = 40'h0000000000;
+    if (\$7 ) begin
+      \$signature__data$15  = host_wdata[39:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$16  = 5'h00;
+    if (\$7 ) begin
+      \$signature__en$16  = \$11 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$17  = 12'h000;
+    if (\$12 ) begin
+      \$signature__addr$17  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$17  = issue_i[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$18  = 1'h1;
+    if (\$12 ) begin
+      \$signature__en$18  = \$14 ;
+    end
+    if (busy) begin
+      \$signature__en$18  = \$47 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$19  = 12'h000;
+    if (\$12 ) begin
+      \$signature__addr$19  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data$20  = 32'd0;
+    if (\$12 ) begin
+      \$signature__data$20  = host_wdata[31:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$21  = 4'h0;
+    if (\$12 ) begin
+      \$signature__en$21  = \$16 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$22  = 12'h000;
+    if (\$17 ) begin
+      \$signature__addr$22  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$23  = 1'h1;
+    if (\$17 ) begin
+      \$signature__en$23  = \$19 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$24  = 12'h000;
+    if (\$17 ) begin
+      \$signature__addr$24  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$24  = rsp_j[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data$25  = 16'h0000;
+    if (\$17 ) begin
+      \$signature__data$25  = host_wdata[15:0];
+    end
+    if (busy) begin
+      \$signature__data$25  = rsp__payload[18:3];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$26  = 2'h0;
+    if (\$17 ) begin
+      \$signature__en$26  = \$21 ;
+    end
+    if (busy) begin
+      \$signature__en$26  = \$49 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$27  = 12'h000;
+    if (\$22 ) begin
+      \$signature__addr$27  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$28  = 1'h1;
+    if (\$22 ) begin
+      \$signature__en$28  = \$24 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$29  = 12'h000;
+    if (\$22 ) begin
+      \$signature__addr$29  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$29  = rsp_j[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data$30  = 32'd0;
+    if (\$22 ) begin
+      \$signature__data$30  = host_wdata[31:0];
+    end
+    if (busy) begin
+      \$signature__data$30  = rsp__payload[50:19];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$31  = 4'h0;
+    if (\$22 ) begin
+      \$signature__en$31  = \$26 ;
+    end
+    if (busy) begin
+      \$signature__en$31  = \$51 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    clear = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$53 ) begin
+            clear = 1'h1;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$260  = aw_got;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-      \$260  = 1'h0;
-    end else begin
-      if (\$182 ) begin
-        \$260  = 1'h1;
+    fail = 2'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$53 ) begin
+            if (\$54 ) begin
+              fail = 2'h1;
+            end else if (\$61 ) begin
+              fail = 2'h2;
+            end else if (\$66 ) begin
+              fail = 2'h3;
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    seed_load = 1'h0;
+    casez (engine_state)
+      2'h0:
+          /* empty */;
+      2'h2:
+          /* empty */;
+      2'h1:
+          if (\$67 ) begin
+            seed_load = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$112  = \$1 [2:0];
+    if (rst) begin
+      \$112  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$113  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$113  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$113  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$114  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            if (\$96 ) begin
+              \$114  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$110 ) begin
+            \$114  = 1'h1;
+          end
+      2'h1:
+          if (\$111 ) begin
+            \$114  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$114  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$115  = cycles;
+    if (busy) begin
+      \$115  = \$71 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$115  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$115  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$116  = c_valid;
+    if (\$73 ) begin
+      \$116  = \$76 ;
+    end
+    if (rst) begin
+      \$116  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$117  = c_op;
+    if (\$73 ) begin
+      \$117  = \$77 ;
+    end
+    if (rst) begin
+      \$117  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$118  = issue_i;
+    if (\$80 ) begin
+      \$118  = \$81 [12:0];
+      if (\$84 ) begin
+        \$118  = 13'h0000;
       end
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$118  = 13'h0000;
+          end
+    endcase
     if (rst) begin
-      \$260  = 1'h0;
+      \$118  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$261  = w_got;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-      \$261  = 1'h0;
-    end else begin
-      if (\$186 ) begin
-        \$261  = 1'h1;
+    \$119  = phase;
+    if (\$80 ) begin
+      if (\$84 ) begin
+        if (\$87 ) begin
+          \$119  = 1'h1;
+        end
       end
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$119  = 1'h0;
+          end
+    endcase
     if (rst) begin
-      \$261  = 1'h0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$262  = bvalid;
-    if (commit) begin
-      \$262  = 1'h1;
-    end
-    if (\$187 ) begin
-      \$262  = 1'h0;
-    end
-    if (rst) begin
-      \$262  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$263  = aw_addr_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$182 ) begin
-        \$263  = s_axi_control_awaddr;
+    \$120  = issuing;
+    if (\$80 ) begin
+      if (\$84 ) begin
+        (* full_case = 32'd1 *)
+        if (\$87 ) begin
+        end else begin
+          \$120  = 1'h0;
+        end
       end
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              \$120  = 1'h1;
+            end
+          end
+    endcase
     if (rst) begin
-      \$263  = 7'h00;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$264  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$186 ) begin
-        \$264  = s_axi_control_wdata;
-      end
+    \$121  = tail;
+    if (\$88 ) begin
+      \$121  = 2'h3;
+    end else if (\$89 ) begin
+      \$121  = \$90 [1:0];
     end
     if (rst) begin
-      \$264  = 32'd0;
+      \$121  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$265  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$186 ) begin
-        \$265  = s_axi_control_wstrb;
-      end
-    end
-    if (rst) begin
-      \$265  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$266  = rvalid;
-    if (\$188 ) begin
-      \$266  = 1'h0;
-    end
-    if (ar_hs) begin
-      \$266  = 1'h1;
-    end
-    if (rst) begin
-      \$266  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$267  = s_axi_control_bresp;
-    if (commit) begin
-      \$267  = \$189 ;
-    end
-    if (rst) begin
-      \$267  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$268  = auto_status;
-    if (auto_restart) begin
-      \$268  = 1'h1;
-    end else if (ap_idle) begin
-      \$268  = 1'h0;
-    end
-    if (rst) begin
-      \$268  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$269  = ap_start;
-    if (\$191 ) begin
-      \$269  = 1'h1;
-    end else if (ap_ready) begin
-      \$269  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$269  = 1'h0;
-    end
-    if (rst) begin
-      \$269  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$270  = \$193 ;
-    if (rst) begin
-      \$270  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$271  = ap_idle;
-    if (rst) begin
-      \$271  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$272  = \$202 ;
-    if (rst) begin
-      \$272  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$273  = \$207 ;
-    if (rst) begin
-      \$273  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$274  = \$212 ;
-    if (rst) begin
-      \$274  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$275  = \$217 ;
-    if (rst) begin
-      \$275  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$276  = auto_restart;
-    if (ctrl_we) begin
-      \$276  = \$221 ;
-    end
-    if (rst) begin
-      \$276  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$277  = gier_enable_q;
-    if (gier_we) begin
-      \$277  = \$225 ;
-    end
-    if (rst) begin
-      \$277  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$278  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$278  = \$229 ;
-    end
-    if (rst) begin
-      \$278  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$279  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$279  = \$233 ;
-    end
-    if (rst) begin
-      \$279  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$280  = op_code;
-    if (op_we) begin
-      \$280  = \$237 ;
-    end
-    if (rst) begin
-      \$280  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$281  = op_prng;
-    if (op_we) begin
-      \$281  = \$241 ;
-    end
-    if (rst) begin
-      \$281  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$282  = op_relaxed;
-    if (op_we) begin
-      \$282  = \$245 ;
-    end
-    if (rst) begin
-      \$282  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$283  = batch_size;
-    if (batch_size_we) begin
-      \$283  = \$249 ;
-    end
-    if (rst) begin
-      \$283  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$284  = update_size;
-    if (update_size_we) begin
-      \$284  = \$253 ;
-    end
-    if (rst) begin
-      \$284  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$285  = seed;
-    if (seed_we) begin
-      \$285  = \$257 ;
-    end
-    if (rst) begin
-      \$285  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$286  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$286  = r_value;
-    end
-    if (rst) begin
-      \$286  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$287  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$287  = \$258 ;
-    end
-    if (rst) begin
-      \$287  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$288  = op_we;
-    if (rst) begin
-      \$288  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$289  = batch_size_we;
-    if (rst) begin
-      \$289  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$290  = update_size_we;
-    if (rst) begin
-      \$290  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$291  = seed_we;
-    if (rst) begin
-      \$291  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$292  = status_we;
-    if (rst) begin
-      \$292  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$293  = cycles_we;
-    if (rst) begin
-      \$293  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$294  = response_cycles_we;
-    if (rst) begin
-      \$294  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$295  = total_lo_we;
-    if (rst) begin
-      \$295  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$296  = total_hi_we;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$297  = max_priority_lo_we;
-    if (rst) begin
-      \$297  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$298  = max_priority_hi_we;
-    if (rst) begin
-      \$298  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$299  = size_we;
-    if (rst) begin
-      \$299  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$300  = write_pointer_we;
-    if (rst) begin
-      \$300  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$301  = hw_capacity_we;
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$302  = hw_tree_we;
-    if (rst) begin
-      \$302  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$303  = hw_format_we;
-    if (rst) begin
-      \$303  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$304  = hw_max_batch_we;
-    if (rst) begin
-      \$304  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$305  = wr_data;
-    if (\$259 ) begin
-      \$305  = w_data;
-    end
-    if (rst) begin
-      \$305  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$306  = wr_strb;
-    if (\$259 ) begin
-      \$306  = w_strb;
-    end
-    if (rst) begin
-      \$306  = 4'h0;
-    end
-  end
-  assign s_axi_control_bvalid = bvalid;
-  assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign s_axi_control_rvalid = rvalid;
-  assign rdata = s_axi_control_rdata;
-  assign rresp = s_axi_control_rresp;
-  assign ctrl_ap_start_q = ap_start;
-  assign ctrl_auto_restart_q = auto_restart;
-  assign op_code_q = op_code;
-  assign op_prng_q = op_prng;
-  assign op_relaxed_q = op_relaxed;
-  assign batch_size_q = batch_size;
-  assign update_size_q = update_size;
-  assign seed_q = seed;
-  assign total_lo = \port$2458$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2458$0 [47:32] };
-  assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2442$0  };
-  assign write_pointer = { 16'h0000, \port$2440$0  };
-  assign hw_capacity = 32'd65536;
-  assign hw_tree_fanout = 8'h10;
-  assign hw_tree_levels = 8'h04;
-  assign hw_tree_latency = 8'h12;
-  assign hw_format_priority_width = 8'h20;
-  assign hw_format_priority_frac = 8'h10;
-  assign hw_format_input_guard_bits = 8'h08;
-  assign hw_format_target_bits = 8'h20;
-  assign hw_max_batch = 32'd4096;
-  assign \$101  = { 1'h0, ap_start };
-  assign \$102  = { 30'h00000000, \$101  };
-  assign \$103  = { ctrl_ap_done_q, 1'h0 };
-  assign \$105  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$107  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$109  = { auto_restart, 7'h00 };
-  assign \$111  = { 1'h0, gier_enable_q };
-  assign \$112  = { 30'h00000000, \$111  };
-  assign \$113  = { 1'h0, ip_ier_ap_done_q };
-  assign \$114  = { 30'h00000000, \$113  };
-  assign \$115  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$117  = { 1'h0, ip_isr_ap_done_q };
-  assign \$118  = { 30'h00000000, \$117  };
-  assign \$119  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$121  = { 1'h0, op_code };
-  assign \$122  = { 27'h0000000, \$121  };
-  assign \$123  = { 7'h00, op_prng, 8'h00 };
-  assign \$125  = { 6'h00, op_relaxed, 9'h000 };
-  assign \$127  = { 1'h0, batch_size };
-  assign \$128  = \$127 ;
-  assign \$129  = { 1'h0, update_size };
-  assign \$130  = \$129 ;
-  assign \$131  = { 1'h0, seed };
-  assign \$132  = \$131 ;
-  assign \$133  = { 1'h0, status_error };
-  assign \$134  = { 29'h00000000, \$133  };
-  assign \$135  = { 7'h00, status_empty, 8'h00 };
-  assign \$137  = { 6'h00, status_saturated, 9'h000 };
-  assign \$139  = { 5'h00, status_invalid_index, 10'h000 };
-  assign \$141  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$143  = { 3'h0, status_tree_busy, 12'h000 };
-  assign \$145  = { 1'h0, cycles };
-  assign \$146  = \$145 ;
-  assign \$147  = { 1'h0, response_cycles };
-  assign \$148  = \$147 ;
-  assign \$149  = { 1'h0, \port$2458$0 [31:0] };
-  assign \$150  = \$149 ;
-  assign \$151  = { 17'h00000, \port$2458$0 [47:32] };
-  assign \$152  = \$151 ;
-  assign \$153  = { 1'h0, max_priority_lo };
-  assign \$154  = \$153 ;
-  assign \$155  = 33'h000000000;
-  assign \$156  = \$155 ;
-  assign \$157  = { 16'h0000, \port$2442$0  };
-  assign \$158  = \$157 ;
-  assign \$159  = { 17'h00000, \port$2440$0  };
-  assign \$160  = \$159 ;
-  assign \$161  = 33'h000010000;
-  assign \$162  = \$161 ;
-  assign \$163  = 9'h010;
-  assign \$164  = { 23'h000000, \$163  };
-  assign \$165  = 23'h000400;
-  assign \$167  = 39'h0000120000;
-  assign \$169  = 9'h020;
-  assign \$170  = { 23'h000000, \$169  };
-  assign \$171  = 23'h001000;
-  assign \$173  = 39'h0000080000;
-  assign \$175  = 39'h0020000000;
-  assign \$177  = 33'h000001000;
-  assign \$178  = \$177 ;
-  assign \$166  = 32'd1040;
-  assign \$168  = 39'h0000120410;
-  assign \$172  = 32'd4128;
-  assign \$174  = 39'h0000081020;
-  assign \$176  = 39'h0020081020;
-endmodule
-
-(* generator = "Amaranth" *)
-module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, \port$52$0 , enable, s_axi_mem_awready
-, s_axi_mem_arready, s_axi_mem_wready, mem_addr, mem_re, mem_we, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire [17:0] \$100 ;
-  wire [17:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire [2:0] \$103 ;
-  wire [18:0] \$104 ;
-  wire [17:0] \$105 ;
-  wire [17:0] \$106 ;
-  wire [8:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire \$110 ;
-  wire [1:0] \$111 ;
-  wire \$112 ;
-  wire [1:0] \$113 ;
-  wire [1:0] \$114 ;
-  wire [1:0] \$115 ;
-  wire \$116 ;
-  wire [1:0] \$117 ;
-  wire [1:0] \$118 ;
-  wire \$119 ;
-  wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
-  wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
-  wire \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [1:0] \$146 ;
-  wire [1:0] \$147 ;
-  wire [1:0] \$148 ;
-  wire \$149 ;
-  wire \$15 ;
-  wire [17:0] \$150 ;
-  wire [17:0] \$151 ;
-  wire [2:0] \$152 ;
-  wire [2:0] \$153 ;
-  wire [18:0] \$154 ;
-  wire [17:0] \$155 ;
-  wire [17:0] \$156 ;
-  wire [8:0] \$157 ;
-  wire \$158 ;
-  wire \$159 ;
-  wire \$16 ;
-  wire \$160 ;
-  wire \$161 ;
-  wire [63:0] \$162 ;
-  wire [63:0] \$163 ;
-  wire [63:0] \$164 ;
-  reg \$165 ;
-  reg \$166 ;
-  reg [17:0] \$167 ;
-  reg [7:0] \$168 ;
-  reg \$169 ;
-  wire \$17 ;
-  reg [3:0] \$170 ;
-  reg [2:0] \$171 ;
-  reg [17:0] \$172 ;
-  reg \$173 ;
-  reg \$174 ;
-  reg \$175 ;
-  reg \$176 ;
-  reg [14:0] \$177 ;
-  reg [63:0] \$178 ;
-  reg [7:0] \$179 ;
-  wire \$18 ;
-  reg [1:0] \$180 ;
-  reg \$181 ;
-  reg \$182 ;
-  reg [1:0] \$183 ;
-  reg [1:0] \$184 ;
-  reg \$185 ;
-  reg \$186 ;
-  reg [1:0] \$187 ;
-  reg \$188 ;
-  reg \$189 ;
-  wire \$19 ;
-  reg [63:0] \$190 ;
-  reg [1:0] \$191 ;
-  reg \$192 ;
-  reg \$193 ;
-  reg \$194 ;
-  reg [63:0] \$195 ;
-  reg [1:0] \$196 ;
-  reg \$197 ;
-  reg \$198 ;
-  reg \$199 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire [17:0] \$52 ;
-  wire [7:0] \$53 ;
-  wire [2:0] \$54 ;
-  wire \$55 ;
-  wire [1:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire [1:0] \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire [7:0] \$61 ;
-  wire \$62 ;
-  wire [7:0] \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [7:0] \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire [7:0] \$69 ;
-  wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire [1:0] \$75 ;
-  wire \$76 ;
-  wire [3:0] \$77 ;
-  wire [1:0] \$78 ;
-  wire \$79 ;
-  wire [2:0] \$8 ;
-  wire [4:0] \$80 ;
-  wire [2:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire \$83 ;
-  wire [7:0] \$84 ;
-  wire [2:0] \$85 ;
-  wire [14:0] \$86 ;
-  wire [4:0] \$87 ;
-  wire [14:0] \$88 ;
-  wire [17:0] \$89 ;
-  wire [10:0] \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [1:0] \$98 ;
-  wire [1:0] \$99 ;
-  reg [17:0] addr = 18'h00000;
-  reg [2:0] amask = 3'h0;
-  wire [3:0] ax_incr;
-  reg [1:0] b_acc = 2'h0;
-  reg bad = 1'h0;
-  output bvalid;
-  reg bvalid = 1'h0;
-  input clk;
-  wire clk;
-  input enable;
-  wire enable;
-  (* init = 64'h0000000000000000 *)
-  wire [63:0] h_data;
-  (* init = 1'h0 *)
-  wire h_id;
-  (* init = 1'h0 *)
-  wire h_last;
-  (* init = 2'h0 *)
-  wire [1:0] h_resp;
-  (* init = 1'h0 *)
-  wire h_valid;
-  reg [3:0] incr = 4'h0;
-  reg [7:0] left = 8'h00;
-  reg m_id = 1'h0;
-  reg m_last = 1'h0;
-  reg m_ok = 1'h0;
-  reg [1:0] m_resp = 2'h0;
-  reg m_valid = 1'h0;
-  output [14:0] mem_addr;
-  wire [14:0] mem_addr;
-  wire [63:0] mem_rdata;
-  output mem_re;
-  wire mem_re;
-  output [63:0] mem_wdata;
-  reg [63:0] mem_wdata = 64'h0000000000000000;
-  output [7:0] mem_we;
-  wire [7:0] mem_we;
-  input [39:0] \port$52$0 ;
-  wire [39:0] \port$52$0 ;
-  reg rd_act = 1'h0;
-  input rst;
-  wire rst;
-  input [17:0] s_axi_mem_araddr;
-  wire [17:0] s_axi_mem_araddr;
-  input [1:0] s_axi_mem_arburst;
-  wire [1:0] s_axi_mem_arburst;
-  input s_axi_mem_arid;
-  wire s_axi_mem_arid;
-  input [7:0] s_axi_mem_arlen;
-  wire [7:0] s_axi_mem_arlen;
-  output s_axi_mem_arready;
-  wire s_axi_mem_arready;
-  input [2:0] s_axi_mem_arsize;
-  wire [2:0] s_axi_mem_arsize;
-  input s_axi_mem_arvalid;
-  wire s_axi_mem_arvalid;
-  input [17:0] s_axi_mem_awaddr;
-  wire [17:0] s_axi_mem_awaddr;
-  input [1:0] s_axi_mem_awburst;
-  wire [1:0] s_axi_mem_awburst;
-  input s_axi_mem_awid;
-  wire s_axi_mem_awid;
-  input [7:0] s_axi_mem_awlen;
-  wire [7:0] s_axi_mem_awlen;
-  output s_axi_mem_awready;
-  wire s_axi_mem_awready;
-  input [2:0] s_axi_mem_awsize;
-  wire [2:0] s_axi_mem_awsize;
-  input s_axi_mem_awvalid;
-  wire s_axi_mem_awvalid;
-  output s_axi_mem_bid;
-  reg s_axi_mem_bid = 1'h0;
-  input s_axi_mem_bready;
-  wire s_axi_mem_bready;
-  output [1:0] s_axi_mem_bresp;
-  reg [1:0] s_axi_mem_bresp = 2'h0;
-  (* init = 1'h0 *)
-  wire s_axi_mem_bvalid;
-  output [63:0] s_axi_mem_rdata;
-  reg [63:0] s_axi_mem_rdata = 64'h0000000000000000;
-  output s_axi_mem_rid;
-  reg s_axi_mem_rid = 1'h0;
-  output s_axi_mem_rlast;
-  reg s_axi_mem_rlast = 1'h0;
-  input s_axi_mem_rready;
-  wire s_axi_mem_rready;
-  output [1:0] s_axi_mem_rresp;
-  reg [1:0] s_axi_mem_rresp = 2'h0;
-  output s_axi_mem_rvalid;
-  reg s_axi_mem_rvalid = 1'h0;
-  input [63:0] s_axi_mem_wdata;
-  wire [63:0] s_axi_mem_wdata;
-  output s_axi_mem_wready;
-  wire s_axi_mem_wready;
-  input [7:0] s_axi_mem_wstrb;
-  wire [7:0] s_axi_mem_wstrb;
-  input s_axi_mem_wvalid;
-  wire s_axi_mem_wvalid;
-  reg [63:0] t_data = 64'h0000000000000000;
-  reg t_id = 1'h0;
-  reg t_last = 1'h0;
-  reg [1:0] t_resp = 2'h0;
-  reg t_valid = 1'h0;
-  reg tr_id = 1'h0;
-  reg turn_w = 1'h1;
-  reg [17:0] wmask = 18'h00000;
-  reg wr_act = 1'h0;
-  reg [14:0] ws_addr = 15'h0000;
-  (* init = 64'h0000000000000000 *)
-  wire [63:0] ws_data;
-  reg ws_last = 1'h0;
-  reg [1:0] ws_resp = 2'h0;
-  reg [7:0] ws_strb = 8'h00;
-  reg ws_valid = 1'h0;
-  assign \$1  = ~ wr_act;
-  assign \$2  = ~ rd_act;
-  assign \$3  = \$1  & \$2 ;
-  assign s_axi_mem_awready = \$3  & turn_w;
-  assign \$4  = ~ wr_act;
-  assign \$5  = ~ rd_act;
-  assign \$6  = \$4  & \$5 ;
-  assign \$7  = ~ turn_w;
-  assign s_axi_mem_arready = \$6  & \$7 ;
-  assign \$8  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$9  = 1'h1 << \$8 ;
-  assign \$10  = ! left;
-  assign \$11  = ~ \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  | \$12 ;
-  assign s_axi_mem_wready = wr_act & \$13 ;
-  assign mem_addr = ws_valid ? ws_addr : addr[17:3];
-  assign \$14  = ~ s_axi_mem_rvalid;
-  assign \$15  = ~ t_valid;
-  assign \$16  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$17  = ~ m_valid;
-  assign \$18  = \$16  | \$17 ;
-  assign \$19  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$20  = ~ m_valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = t_valid ? \$21  : \$18 ;
-  assign \$23  = s_axi_mem_rvalid ? \$22  : 1'h1;
-  assign \$24  = rd_act & \$23 ;
-  assign \$25  = ~ bad;
-  assign \$26  = addr[17:3] < 15'h5000;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = \$27  & enable;
-  assign mem_re = \$24  & \$28 ;
-  assign \$29  = ! ws_resp;
-  assign \$30  = ws_valid & \$29 ;
-  assign \$31  = \$30  & enable;
-  assign mem_we = \$31  ? ws_strb : 8'h00;
-  assign \$32  = ~ wr_act;
-  assign \$33  = ~ rd_act;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = ~ s_axi_mem_awvalid;
-  assign \$42  = turn_w & \$41 ;
-  assign \$43  = \$42  & s_axi_mem_arvalid;
-  assign \$44  = ~ turn_w;
-  assign \$45  = ~ s_axi_mem_arvalid;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$46  & s_axi_mem_awvalid;
-  assign \$48  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$49  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$50  = \$48  | \$49 ;
-  assign \$51  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$52  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
-  assign \$53  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$54  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$55  = \$54  > 2'h3;
-  assign \$56  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$57  = \$56  == 2'h3;
-  assign \$58  = \$55  | \$57 ;
-  assign \$59  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$60  = \$59  == 2'h2;
-  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$62  = \$61  == 1'h1;
-  assign \$63  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$64  = \$63  == 2'h3;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$67  = \$66  == 3'h7;
-  assign \$68  = \$65  | \$67 ;
-  assign \$69  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$70  = \$69  == 4'hf;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$60  & \$72 ;
-  assign \$74  = \$58  | \$73 ;
-  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$76  = ! \$75 ;
-  assign \$77  = \$76  ? 4'h0 : \$9 [3:0];
-  assign \$78  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$79  = ! \$78 ;
-  assign \$80  = \$9 [3:0] - 1'h1;
-  assign \$81  = \$79  ? 3'h0 : \$80 [2:0];
-  assign \$82  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$83  = \$82  == 2'h2;
-  assign \$84  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$85  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$86  = \$84  << \$85 ;
-  assign \$87  = \$9 [3:0] - 1'h1;
-  assign \$88  = \$86  | { 12'h000, \$87 [2:0] };
-  assign \$89  = \$83  ? { 3'h0, \$88  } : 18'h3ffff;
-  assign \$90  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$91  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$92  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$94  = ! left;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$97  = addr[17:3] < 15'h5000;
-  assign \$98  = \$97  ? 2'h0 : 2'h3;
-  assign \$99  = bad ? 2'h2 : \$98 ;
-  assign \$100  = ~ wmask;
-  assign \$101  = addr & \$100 ;
-  assign \$102  = ~ amask;
-  assign \$103  = addr[2:0] & \$102 ;
-  assign \$104  = { addr[17:3], \$103  } + incr;
-  assign \$105  = \$104 [17:0] & wmask;
-  assign \$106  = \$101  | \$105 ;
-  assign \$107  = left - 1'h1;
-  assign \$108  = ! left;
-  assign \$109  = ~ s_axi_mem_arvalid;
-  assign \$110  = bvalid & s_axi_mem_bready;
-  assign \$111  = enable ? ws_resp : 2'h2;
-  assign \$112  = b_acc > \$111 ;
-  assign \$113  = enable ? ws_resp : 2'h2;
-  assign \$114  = \$112  ? b_acc : \$113 ;
-  assign \$115  = enable ? ws_resp : 2'h2;
-  assign \$116  = b_acc > \$115 ;
-  assign \$117  = enable ? ws_resp : 2'h2;
-  assign \$118  = \$116  ? b_acc : \$117 ;
-  assign \$119  = ~ s_axi_mem_rvalid;
-  assign \$120  = ~ t_valid;
-  assign \$121  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$122  = ~ m_valid;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$125  = ~ m_valid;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = t_valid ? \$126  : \$123 ;
-  assign \$128  = s_axi_mem_rvalid ? \$127  : 1'h1;
-  assign \$129  = rd_act & \$128 ;
-  assign \$130  = ~ s_axi_mem_rvalid;
-  assign \$131  = ~ t_valid;
-  assign \$132  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$133  = ~ m_valid;
-  assign \$134  = \$132  | \$133 ;
-  assign \$135  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$136  = ~ m_valid;
-  assign \$137  = \$135  & \$136 ;
-  assign \$138  = t_valid ? \$137  : \$134 ;
-  assign \$139  = s_axi_mem_rvalid ? \$138  : 1'h1;
-  assign \$140  = rd_act & \$139 ;
-  assign \$141  = ~ bad;
-  assign \$142  = addr[17:3] < 15'h5000;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = \$143  & enable;
-  assign \$145  = addr[17:3] < 15'h5000;
-  assign \$146  = \$145  ? 2'h0 : 2'h3;
-  assign \$147  = bad ? 2'h2 : \$146 ;
-  assign \$148  = enable ? \$147  : 2'h2;
-  assign \$149  = ! left;
-  assign \$150  = ~ wmask;
-  assign \$151  = addr & \$150 ;
-  assign \$152  = ~ amask;
-  assign \$153  = addr[2:0] & \$152 ;
-  assign \$154  = { addr[17:3], \$153  } + incr;
-  assign \$155  = \$154 [17:0] & wmask;
-  assign \$156  = \$151  | \$155 ;
-  assign \$157  = left - 1'h1;
-  assign \$158  = ! left;
-  assign \$159  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$160  = ~ s_axi_mem_rvalid;
-  assign \$161  = \$159  | \$160 ;
-  assign \$162  = m_ok ? { 24'h000000, \port$52$0  } : 64'h0000000000000000;
-  assign \$163  = m_ok ? { 24'h000000, \port$52$0  } : 64'h0000000000000000;
-  assign \$164  = m_ok ? { 24'h000000, \port$52$0  } : 64'h0000000000000000;
-  always @(posedge clk)
-    turn_w <= \$165 ;
-  always @(posedge clk)
-    tr_id <= \$166 ;
-  always @(posedge clk)
-    addr <= \$167 ;
-  always @(posedge clk)
-    left <= \$168 ;
-  always @(posedge clk)
-    bad <= \$169 ;
-  always @(posedge clk)
-    incr <= \$170 ;
-  always @(posedge clk)
-    amask <= \$171 ;
-  always @(posedge clk)
-    wmask <= \$172 ;
-  always @(posedge clk)
-    wr_act <= \$173 ;
-  always @(posedge clk)
-    rd_act <= \$174 ;
-  always @(posedge clk)
-    ws_valid <= \$175 ;
-  always @(posedge clk)
-    ws_last <= \$176 ;
-  always @(posedge clk)
-    ws_addr <= \$177 ;
-  always @(posedge clk)
-    mem_wdata <= \$178 ;
-  always @(posedge clk)
-    ws_strb <= \$179 ;
-  always @(posedge clk)
-    ws_resp <= \$180 ;
-  always @(posedge clk)
-    bvalid <= \$181 ;
-  always @(posedge clk)
-    s_axi_mem_bid <= \$182 ;
-  always @(posedge clk)
-    s_axi_mem_bresp <= \$183 ;
-  always @(posedge clk)
-    b_acc <= \$184 ;
-  always @(posedge clk)
-    m_valid <= \$185 ;
-  always @(posedge clk)
-    m_ok <= \$186 ;
-  always @(posedge clk)
-    m_resp <= \$187 ;
-  always @(posedge clk)
-    m_last <= \$188 ;
-  always @(posedge clk)
-    m_id <= \$189 ;
-  always @(posedge clk)
-    s_axi_mem_rdata <= \$190 ;
-  always @(posedge clk)
-    s_axi_mem_rresp <= \$191 ;
-  always @(posedge clk)
-    s_axi_mem_rlast <= \$192 ;
-  always @(posedge clk)
-    s_axi_mem_rid <= \$193 ;
-  always @(posedge clk)
-    t_valid <= \$194 ;
-  always @(posedge clk)
-    t_data <= \$195 ;
-  always @(posedge clk)
-    t_resp <= \$196 ;
-  always @(posedge clk)
-    t_last <= \$197 ;
-  always @(posedge clk)
-    t_id <= \$198 ;
-  always @(posedge clk)
-    s_axi_mem_rvalid <= \$199 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$165  = turn_w;
-    if (\$40 ) begin
-      if (\$43 ) begin
-        \$165  = 1'h0;
-      end
-      if (\$47 ) begin
-        \$165  = 1'h1;
-      end
-    end
-    if (\$96 ) begin
-      if (\$108 ) begin
-        \$165  = \$109 ;
-      end
-    end
-    if (\$140 ) begin
-      if (\$158 ) begin
-        \$165  = s_axi_mem_awvalid;
-      end
-    end
-    if (rst) begin
-      \$165  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$166  = tr_id;
-    if (\$50 ) begin
-      \$166  = \$51 ;
-    end
-    if (rst) begin
-      \$166  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$167  = addr;
-    if (\$50 ) begin
-      \$167  = \$52 ;
-    end
-    if (\$96 ) begin
-      \$167  = \$106 ;
-    end
-    if (\$140 ) begin
-      \$167  = \$156 ;
-    end
-    if (rst) begin
-      \$167  = 18'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = left;
-    if (\$50 ) begin
-      \$168  = \$53 ;
-    end
-    if (\$96 ) begin
-      \$168  = \$107 [7:0];
-    end
-    if (\$140 ) begin
-      \$168  = \$157 [7:0];
-    end
-    if (rst) begin
-      \$168  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$169  = bad;
-    if (\$50 ) begin
-      \$169  = \$74 ;
-    end
-    if (rst) begin
-      \$169  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$170  = incr;
-    if (\$50 ) begin
-      \$170  = \$77 ;
-    end
-    if (rst) begin
-      \$170  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$171  = amask;
-    if (\$50 ) begin
-      \$171  = \$81 ;
-    end
-    if (rst) begin
-      \$171  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$172  = wmask;
-    if (\$50 ) begin
-      \$172  = \$89 ;
-    end
-    if (rst) begin
-      \$172  = 18'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$173  = wr_act;
-    if (\$90 ) begin
-      \$173  = 1'h1;
-    end
-    if (\$96 ) begin
-      if (\$108 ) begin
-        \$173  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$173  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$174  = rd_act;
+    \$122  = rsp_j;
     if (\$91 ) begin
-      \$174  = 1'h1;
+      \$122  = \$92 [12:0];
     end
-    if (\$140 ) begin
-      if (\$158 ) begin
-        \$174  = 1'h0;
-      end
-    end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$122  = 13'h0000;
+          end
+    endcase
     if (rst) begin
-      \$174  = 1'h0;
+      \$122  = 13'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$175  = \$92 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$123  = response_cycles;
+    if (\$91 ) begin
+      \$123  = \$93 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$123  = 32'd0;
+          end
+    endcase
     if (rst) begin
-      \$175  = 1'h0;
+      \$123  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$176  = \$95 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$124  = error;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$124  = 2'h0;
+            if (\$96 ) begin
+              \$124  = fail;
+            end
+          end
+    endcase
     if (rst) begin
-      \$176  = 1'h0;
+      \$124  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$177  = ws_addr;
-    if (\$96 ) begin
-      \$177  = addr[17:3];
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$125  = n_rsp;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$125  = 13'h0000;
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    \$125  = batch_size[12:0];
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    \$125  = batch_size[12:0];
+                4'h3:
+                    \$125  = batch_size[12:0];
+                4'h4:
+                    \$125  = batch_size[12:0];
+                4'h5:
+                    \$125  = batch_size[12:0];
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$177  = 15'h0000;
+      \$125  = 13'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$178  = mem_wdata;
-    if (\$96 ) begin
-      \$178  = s_axi_mem_wdata;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$126  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$126  = 1'h0;
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    /* empty */;
+                4'h6:
+                    \$126  = 1'h1;
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$178  = 64'h0000000000000000;
+      \$126  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$179  = ws_strb;
-    if (\$96 ) begin
-      \$179  = s_axi_mem_wstrb;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$127  = ph1_n;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$127  = 13'h0000;
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$127  = update_size[12:0];
+                    end else begin
+                      \$127  = batch_size[12:0];
+                    end
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$179  = 8'h00;
+      \$127  = 13'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$180  = ws_resp;
-    if (\$96 ) begin
-      \$180  = \$99 ;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$128  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+              \$128  = 1'h1;
+            end else begin
+              \$128  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$110 ) begin
+            \$128  = 1'h0;
+          end
+      2'h1:
+          if (\$111 ) begin
+            \$128  = 1'h0;
+          end
+    endcase
     if (rst) begin
-      \$180  = 2'h0;
+      \$128  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$181  = bvalid;
-    if (\$110 ) begin
-      \$181  = 1'h0;
-    end
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$181  = 1'h1;
-      end
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$129  = engine_state;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+              \$129  = 2'h1;
+            end else begin
+              \$129  = 2'h2;
+            end
+          end
+      2'h2:
+          if (\$110 ) begin
+            \$129  = 2'h0;
+          end
+      2'h1:
+          if (\$111 ) begin
+            \$129  = 2'h0;
+          end
+    endcase
     if (rst) begin
-      \$181  = 1'h0;
+      \$129  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$182  = s_axi_mem_bid;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$182  = tr_id;
-      end
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$130  = ph0_n;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              \$130  = batch_size[12:0];
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                    end else begin
+                      \$130  = update_size[12:0];
+                    end
+                4'h6:
+                    \$130  = 13'h0001;
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$182  = 1'h0;
+      \$130  = 13'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$183  = s_axi_mem_bresp;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$183  = \$114 ;
-      end
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$131  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    \$131  = \$98 ;
+                4'h1:
+                    \$131  = 3'h2;
+                4'h2:
+                    \$131  = 3'h3;
+                4'h3:
+                    \$131  = 3'h4;
+                4'h4:
+                    \$131  = 3'h5;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$131  = \$99 ;
+                    end else begin
+                      \$131  = 3'h2;
+                    end
+                4'h6:
+                    \$131  = 3'h7;
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$183  = 2'h0;
+      \$131  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$184  = b_acc;
-    if (ws_valid) begin
-      (* full_case = 32'd1 *)
-      if (ws_last) begin
-        \$184  = 2'h0;
-      end else begin
-        \$184  = \$118 ;
-      end
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$132  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$132  = 3'h2;
+                    end else begin
+                      \$132  = \$100 ;
+                    end
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$184  = 2'h0;
+      \$132  = 3'h0;
     end
   end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$185  = \$129 ;
-    if (rst) begin
-      \$185  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$186  = m_ok;
-    if (\$140 ) begin
-      \$186  = \$144 ;
-    end
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$187  = m_resp;
-    if (\$140 ) begin
-      \$187  = \$148 ;
-    end
-    if (rst) begin
-      \$187  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$188  = m_last;
-    if (\$140 ) begin
-      \$188  = \$149 ;
-    end
-    if (rst) begin
-      \$188  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$189  = m_id;
-    if (\$140 ) begin
-      \$189  = tr_id;
-    end
-    if (rst) begin
-      \$189  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$190  = s_axi_mem_rdata;
-    if (\$161 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$190  = t_data;
-      end else begin
-        if (m_valid) begin
-          \$190  = \$163 ;
-        end
-      end
-    end
-    if (rst) begin
-      \$190  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$191  = s_axi_mem_rresp;
-    if (\$161 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$191  = t_resp;
-      end else begin
-        if (m_valid) begin
-          \$191  = m_resp;
-        end
-      end
-    end
-    if (rst) begin
-      \$191  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$192  = s_axi_mem_rlast;
-    if (\$161 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$192  = t_last;
-      end else begin
-        if (m_valid) begin
-          \$192  = m_last;
-        end
-      end
-    end
-    if (rst) begin
-      \$192  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$193  = s_axi_mem_rid;
-    if (\$161 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$193  = t_id;
-      end else begin
-        if (m_valid) begin
-          \$193  = m_id;
-        end
-      end
-    end
-    if (rst) begin
-      \$193  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$194  = t_valid;
-    if (\$161 ) begin
-      if (t_valid) begin
-        \$194  = m_valid;
-      end
-    end else if (m_valid) begin
-      \$194  = 1'h1;
-    end
-    if (rst) begin
-      \$194  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$195  = t_data;
-    if (\$161 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$195  = \$162 ;
-        end
-      end
-    end else if (m_valid) begin
-      \$195  = \$164 ;
-    end
-    if (rst) begin
-      \$195  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$196  = t_resp;
-    if (\$161 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$196  = m_resp;
-        end
-      end
-    end else if (m_valid) begin
-      \$196  = m_resp;
-    end
-    if (rst) begin
-      \$196  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$197  = t_last;
-    if (\$161 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$197  = m_last;
-        end
-      end
-    end else if (m_valid) begin
-      \$197  = m_last;
-    end
-    if (rst) begin
-      \$197  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$198  = t_id;
-    if (\$161 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$198  = m_id;
-        end
-      end
-    end else if (m_valid) begin
-      \$198  = m_id;
-    end
-    if (rst) begin
-      \$198  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$199  = s_axi_mem_rvalid;
-    if (\$161 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-      end else begin
-        \$199  = m_valid;
-      end
-    end
-    if (rst) begin
-      \$199  = 1'h0;
-    end
-  end
-  assign ax_incr = \$9 [3:0];
-  assign s_axi_mem_bvalid = bvalid;
-  assign h_valid = s_axi_mem_rvalid;
-  assign h_data = s_axi_mem_rdata;
-  assign h_resp = s_axi_mem_rresp;
-  assign h_last = s_axi_mem_rlast;
-  assign h_id = s_axi_mem_rid;
-  assign ws_data = mem_wdata;
-  assign mem_rdata = { 24'h000000, \port$52$0  };
+  assign h_region = \$1 [2:0];
+  assign h_word = host_addr[11:0];
+  assign host_rdata = { 24'h000000, \$41  };
+  assign \busy$40  = busy;
+  assign \ready$42  = ready;
+  assign \done$44  = done;
+  assign cmd__valid = c_valid;
+  assign rsp__ready = 1'h1;
+  assign \seed$65  = seed;
+  assign \error$67  = error;
+  assign empty = status_empty;
+  assign saturated = status_saturated;
+  assign invalid = status_invalid_index;
+  assign status_tree_busy = \busy$62 ;
+  assign \cycles$76  = cycles;
+  assign rsp_cycles = response_cycles;
+  assign total_lo = total[31:0];
+  assign total_hi = { 16'h0000, total[47:32] };
+  assign max_priority = max_priority_lo;
+  assign max_priority_hi = 32'd0;
+  assign size = { 15'h0000, \size$86  };
+  assign write_pointer = { 16'h0000, \write_pointer$88  };
+  assign \port$635$0  = \$41 ;
+  assign \cmd__payload.op  = cmd__payload[2:0];
+  assign \cmd__payload.level  = cmd__payload[5:3];
+  assign \cmd__payload.index  = cmd__payload[21:6];
+  assign \cmd__payload.priority  = cmd__payload[61:22];
+  assign \cmd__payload.target  = cmd__payload[93:62];
+  assign \rsp__payload.op  = rsp__payload[2:0];
+  assign \rsp__payload.index  = rsp__payload[18:3];
+  assign \rsp__payload.value  = rsp__payload[66:19];
+  assign \rsp__payload.empty  = rsp__payload[67];
+  assign \rsp__payload.invalid  = rsp__payload[68];
+  assign cmd__payload[93:62] = \$signature__data$36 ;
+  assign cmd__payload[61:22] = \$signature__data$35 ;
+  assign cmd__payload[21:6] = \$signature__data$34 ;
+  assign cmd__payload[2:0] = c_op;
+  assign cmd__payload[5:3] = 3'h0;
+  assign \$1  = { 12'h000, host_addr[14:12] };
+  assign \$29  = \$28 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, cmd__payload, clear, load, cmd__valid, seed, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, seed, cmd__payload, clear, load, cmd__valid, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [69:0] \$100 ;
@@ -5345,7 +3029,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     saturated <= \$274 ;
   always @(posedge clk)
     invalid <= \$275 ;
-  \replay_accel_k16.tree.level1  level1 (
+  \replay_accel_k16.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
     .o(\i$2 ),
@@ -5355,7 +3039,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     .tap_p(tap_p),
     .tap_s(tap_s)
   );
-  \replay_accel_k16.tree.level2  level2 (
+  \replay_accel_k16.core.tree.level2  level2 (
     .clk(clk),
     .i(\i$2 ),
     .o(\i$4 ),
@@ -5365,7 +3049,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     .tap_p(\tap_p$25 ),
     .tap_s(\tap_s$26 )
   );
-  \replay_accel_k16.tree.level3  level3 (
+  \replay_accel_k16.core.tree.level3  level3 (
     .clk(clk),
     .i(\i$4 ),
     .o(\i$6 ),
@@ -5375,7 +3059,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     .tap_p(\tap_p$27 ),
     .tap_s(\tap_s$28 )
   );
-  \replay_accel_k16.tree.level4  level4 (
+  \replay_accel_k16.core.tree.level4  level4 (
     .clk(clk),
     .i(\i$6 ),
     .lookup_data(lookup_data),
@@ -5387,7 +3071,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     .tap_p(\tap_p$29 ),
     .tap_s(\tap_s$30 )
   );
-  \replay_accel_k16.tree.prng  prng (
+  \replay_accel_k16.core.tree.prng  prng (
     .clk(clk),
     .load(load),
     .rst(rst),
@@ -5395,7 +3079,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     .step(step),
     .word(word)
   );
-  \replay_accel_k16.tree.rsp_fifo  rsp_fifo (
+  \replay_accel_k16.core.tree.rsp_fifo  rsp_fifo (
     .clk(clk),
     .r_data(rsp__payload),
     .r_rdy(rsp__valid),
@@ -5404,7 +3088,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     .w_port__data(response)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     casez (b[18:15])
       4'h0:
@@ -5442,7 +3126,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$256  = reserved;
     if (\$117 ) begin
       \$256  = \$130 [4:0];
@@ -5454,21 +3138,21 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$257  = \$135 ;
     if (rst) begin
       \$257  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$258  = cmd__payload;
     if (rst) begin
       \$258  = 94'h000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$259  = sweep_addr;
     if (sweep) begin
       \$259  = \$136 [11:0];
@@ -5484,7 +3168,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$260  = sweep;
     if (sweep) begin
       if (\$137 ) begin
@@ -5499,7 +3183,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$261 [0] = a_valid;
     \$261 [3:1] = a[2:0];
     \$261 [4] = \$141 ;
@@ -5521,7 +3205,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$262  = write_pointer;
     if (\$205 ) begin
       \$262  = \$208 [15:0];
@@ -5534,7 +3218,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$263  = size;
     if (\$205 ) begin
       \$263  = \$211 [16:0];
@@ -5547,7 +3231,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$264  = max_priority;
     if (\$213 ) begin
       \$264  = new_value;
@@ -5560,7 +3244,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     { \$265 [191:96], \$265 [62:0] } = { b[191:96], b[62:0] };
     \$265 [95:63] = \$214 ;
     if (b[7]) begin
@@ -5571,35 +3255,35 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$266  = \$215 ;
     if (rst) begin
       \$266  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$267  = \$216 ;
     if (rst) begin
       \$267  = 39'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$268  = \$217 ;
     if (rst) begin
       \$268  = 41'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$269  = \$218 ;
     if (rst) begin
       \$269  = 37'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$270  = c;
     if (\$221 ) begin
       \$270 [4] = 1'h0;
@@ -5613,7 +3297,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$271  = total;
     if (c[6]) begin
       \$271  = \$219 [47:0];
@@ -5626,7 +3310,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$272  = m;
     if (m[4]) begin
       \$272 [143:96] = \$105 [79:32];
@@ -5636,7 +3320,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$273  = empty;
     if (clear) begin
       \$273  = 1'h0;
@@ -5649,7 +3333,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$274  = saturated;
     if (clear) begin
       \$274  = 1'h0;
@@ -5662,7 +3346,7 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$275  = invalid;
     if (clear) begin
       \$275  = 1'h0;
@@ -6063,8 +3747,8 @@ module \replay_accel_k16.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -6703,7 +4387,7 @@ module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
   always @(posedge clk)
     o <= \$227 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (\$7 [3:0])
       4'h0:
@@ -6741,7 +4425,7 @@ module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (tap_p[18:15])
       4'h0:
@@ -6779,7 +4463,7 @@ module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$209  = rd_data;
     if (wr_en) begin
       \$209  = wr_data;
@@ -6789,14 +4473,14 @@ module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$210  = i;
     if (rst) begin
       \$210  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$211  = tap_p;
     if (\$143 ) begin
       \$211 [191:144] = { 4'h0, \$144  };
@@ -6806,112 +4490,112 @@ module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$212  = { 4'h0, rd_data[43:0] };
     if (rst) begin
       \$212  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$213  = { 3'h0, \$66  };
     if (rst) begin
       \$213  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$214  = \$74 [47:0];
     if (rst) begin
       \$214  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$215  = \$75 [47:0];
     if (rst) begin
       \$215  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$216  = \$82 [47:0];
     if (rst) begin
       \$216  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$217  = \$83 [47:0];
     if (rst) begin
       \$217  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$218  = \$84 [47:0];
     if (rst) begin
       \$218  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$219  = \$85 [47:0];
     if (rst) begin
       \$219  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$220  = \$90 [47:0];
     if (rst) begin
       \$220  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$221  = \$91 [47:0];
     if (rst) begin
       \$221  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$222  = \$92 [47:0];
     if (rst) begin
       \$222  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$223  = \$93 [47:0];
     if (rst) begin
       \$223  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$224  = \$94 [47:0];
     if (rst) begin
       \$224  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$225  = \$95 [47:0];
     if (rst) begin
       \$225  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$226  = \$96 [47:0];
     if (rst) begin
       \$226  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$227  = tap_s;
     if (tap_s[4]) begin
       \$227 [30:15] = { tap_s[26:15], \$176 , \$168 , \$160 , \$152  };
@@ -7067,8 +4751,8 @@ module \replay_accel_k16.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -7717,7 +5401,7 @@ module \replay_accel_k16.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
   always @(posedge clk)
     o <= \$226 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (\$7 [3:0])
       4'h0:
@@ -7755,7 +5439,7 @@ module \replay_accel_k16.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (tap_p[18:15])
       4'h0:
@@ -7793,14 +5477,14 @@ module \replay_accel_k16.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$209  = i;
     if (rst) begin
       \$209  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$210  = tap_p;
     if (\$143 ) begin
       \$210 [191:144] = { 8'h00, \$144  };
@@ -7810,112 +5494,112 @@ module \replay_accel_k16.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$211  = { 4'h0, rd_data[39:0] };
     if (rst) begin
       \$211  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$212  = { 3'h0, \$66  };
     if (rst) begin
       \$212  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$213  = \$74 [43:0];
     if (rst) begin
       \$213  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$214  = \$75 [43:0];
     if (rst) begin
       \$214  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$215  = \$82 [43:0];
     if (rst) begin
       \$215  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$216  = \$83 [43:0];
     if (rst) begin
       \$216  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$217  = \$84 [43:0];
     if (rst) begin
       \$217  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$218  = \$85 [43:0];
     if (rst) begin
       \$218  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$219  = \$90 [43:0];
     if (rst) begin
       \$219  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$220  = \$91 [43:0];
     if (rst) begin
       \$220  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$221  = \$92 [43:0];
     if (rst) begin
       \$221  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$222  = \$93 [43:0];
     if (rst) begin
       \$222  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$223  = \$94 [43:0];
     if (rst) begin
       \$223  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$224  = \$95 [43:0];
     if (rst) begin
       \$224  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$225  = \$96 [43:0];
     if (rst) begin
       \$225  = 44'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$226  = tap_s;
     if (tap_s[4]) begin
       \$226 [30:15] = { tap_s[26:15], \$176 , \$168 , \$160 , \$152  };
@@ -8075,8 +5759,8 @@ module \replay_accel_k16.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -8725,7 +6409,7 @@ module \replay_accel_k16.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
   always @(posedge clk)
     o <= \$226 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (\$7 [3:0])
       4'h0:
@@ -8763,7 +6447,7 @@ module \replay_accel_k16.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (tap_p[18:15])
       4'h0:
@@ -8801,14 +6485,14 @@ module \replay_accel_k16.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$209  = i;
     if (rst) begin
       \$209  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$210  = tap_p;
     if (\$143 ) begin
       \$210 [191:144] = { 12'h000, \$144  };
@@ -8818,112 +6502,112 @@ module \replay_accel_k16.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$211  = { 4'h0, rd_data[35:0] };
     if (rst) begin
       \$211  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$212  = { 3'h0, \$66  };
     if (rst) begin
       \$212  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$213  = \$74 [39:0];
     if (rst) begin
       \$213  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$214  = \$75 [39:0];
     if (rst) begin
       \$214  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$215  = \$82 [39:0];
     if (rst) begin
       \$215  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$216  = \$83 [39:0];
     if (rst) begin
       \$216  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$217  = \$84 [39:0];
     if (rst) begin
       \$217  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$218  = \$85 [39:0];
     if (rst) begin
       \$218  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$219  = \$90 [39:0];
     if (rst) begin
       \$219  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$220  = \$91 [39:0];
     if (rst) begin
       \$220  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$221  = \$92 [39:0];
     if (rst) begin
       \$221  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$222  = \$93 [39:0];
     if (rst) begin
       \$222  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$223  = \$94 [39:0];
     if (rst) begin
       \$223  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$224  = \$95 [39:0];
     if (rst) begin
       \$224  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$225  = \$96 [39:0];
     if (rst) begin
       \$225  = 40'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$226  = tap_s;
     if (tap_s[4]) begin
       \$226 [30:15] = { tap_s[26:15], \$176 , \$168 , \$160 , \$152  };
@@ -9083,8 +6767,8 @@ module \replay_accel_k16.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -9833,7 +7517,7 @@ module \replay_accel_k16.tree.level4 (rst, lport__addr, lookup_data, sweep_addr,
   always @(posedge clk)
     o <= \$232 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (tap_p[18:15])
       4'h0:
@@ -9871,14 +7555,14 @@ module \replay_accel_k16.tree.level4 (rst, lport__addr, lookup_data, sweep_addr,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$199  = i;
     if (rst) begin
       \$199  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$200  = tap_p;
     if (\$101 ) begin
       \$200 [191:144] = { 16'h0000, \$102  };
@@ -9888,224 +7572,224 @@ module \replay_accel_k16.tree.level4 (rst, lport__addr, lookup_data, sweep_addr,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$201  = { 4'h0, rd_data[31:0] };
     if (rst) begin
       \$201  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$202  = { 3'h0, \$24  };
     if (rst) begin
       \$202  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$203  = \$32 [35:0];
     if (rst) begin
       \$203  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$204  = \$33 [35:0];
     if (rst) begin
       \$204  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$205  = \$40 [35:0];
     if (rst) begin
       \$205  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$206  = \$41 [35:0];
     if (rst) begin
       \$206  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$207  = \$42 [35:0];
     if (rst) begin
       \$207  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$208  = \$43 [35:0];
     if (rst) begin
       \$208  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$209  = \$48 [35:0];
     if (rst) begin
       \$209  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$210  = \$49 [35:0];
     if (rst) begin
       \$210  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$211  = \$50 [35:0];
     if (rst) begin
       \$211  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$212  = \$51 [35:0];
     if (rst) begin
       \$212  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$213  = \$52 [35:0];
     if (rst) begin
       \$213  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$214  = \$53 [35:0];
     if (rst) begin
       \$214  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$215  = \$54 [35:0];
     if (rst) begin
       \$215  = 36'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$216  = rd_data[31:0];
     if (rst) begin
       \$216  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$217  = rd_data[63:32];
     if (rst) begin
       \$217  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$218  = rd_data[95:64];
     if (rst) begin
       \$218  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$219  = rd_data[127:96];
     if (rst) begin
       \$219  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$220  = rd_data[159:128];
     if (rst) begin
       \$220  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$221  = rd_data[191:160];
     if (rst) begin
       \$221  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$222  = rd_data[223:192];
     if (rst) begin
       \$222  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$223  = rd_data[255:224];
     if (rst) begin
       \$223  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$224  = rd_data[287:256];
     if (rst) begin
       \$224  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$225  = rd_data[319:288];
     if (rst) begin
       \$225  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$226  = rd_data[351:320];
     if (rst) begin
       \$226  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$227  = rd_data[383:352];
     if (rst) begin
       \$227  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$228  = rd_data[415:384];
     if (rst) begin
       \$228  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$229  = rd_data[447:416];
     if (rst) begin
       \$229  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$230  = rd_data[479:448];
     if (rst) begin
       \$230  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$231  = rd_data[511:480];
     if (rst) begin
       \$231  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$232  = tap_s;
     if (tap_s[4]) begin
       \$232 [30:15] = { tap_s[26:15], \$134 , \$126 , \$118 , \$110  };
@@ -10250,8 +7934,8 @@ module \replay_accel_k16.tree.level4 (rst, lport__addr, lookup_data, sweep_addr,
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree.prng (rst, step, word, load, seed, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+module \replay_accel_k16.core.tree.prng (rst, step, word, seed, load, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [46:0] \$1 ;
   wire [46:0] \$10 ;
   wire [31:0] \$11 ;
@@ -10294,7 +7978,7 @@ module \replay_accel_k16.tree.prng (rst, step, word, load, seed, clk);
   always @(posedge clk)
     state <= \$17 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$17  = state;
     if (load) begin
       \$17  = \$16 ;
@@ -10316,8 +8000,8 @@ module \replay_accel_k16.tree.prng (rst, step, word, load, seed, clk);
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -10398,7 +8082,7 @@ module \replay_accel_k16.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, 
   always @(posedge clk)
     level <= \$21 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$19  = w_port__addr;
     if (\$1 ) begin
       \$19  = \$4 [4:0];
@@ -10408,7 +8092,7 @@ module \replay_accel_k16.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$20  = r_port__addr;
     if (\$5 ) begin
       \$20  = \$8 [4:0];
@@ -10418,7 +8102,7 @@ module \replay_accel_k16.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, 
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$21  = level;
     if (\$12 ) begin
       \$21  = \$13 [4:0];
@@ -10440,4 +8124,2452 @@ module \replay_accel_k16.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, 
   assign \$5  = r_rdy;
   assign \$10  = r_rdy;
   assign \$14  = r_rdy;
+endmodule
+
+(* generator = "Amaranth" *)
+module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2442$0 , \port$2444$0 , max_priority_lo, \port$2460$0 , status_empty
+, status_saturated, status_invalid_index, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [1:0] \$101 ;
+  wire [31:0] \$102 ;
+  wire [1:0] \$103 ;
+  wire [31:0] \$104 ;
+  wire [3:0] \$105 ;
+  wire [31:0] \$106 ;
+  wire [3:0] \$107 ;
+  wire [31:0] \$108 ;
+  wire [7:0] \$109 ;
+  wire \$11 ;
+  wire [31:0] \$110 ;
+  wire [1:0] \$111 ;
+  wire [31:0] \$112 ;
+  wire [1:0] \$113 ;
+  wire [31:0] \$114 ;
+  wire [1:0] \$115 ;
+  wire [31:0] \$116 ;
+  wire [1:0] \$117 ;
+  wire [31:0] \$118 ;
+  wire [1:0] \$119 ;
+  wire \$12 ;
+  wire [31:0] \$120 ;
+  wire [4:0] \$121 ;
+  wire [31:0] \$122 ;
+  wire [15:0] \$123 ;
+  wire [31:0] \$124 ;
+  wire [15:0] \$125 ;
+  wire [31:0] \$126 ;
+  wire [32:0] \$127 ;
+  wire [32:0] \$128 ;
+  wire [32:0] \$129 ;
+  wire \$13 ;
+  wire [32:0] \$130 ;
+  wire [32:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [2:0] \$133 ;
+  wire [31:0] \$134 ;
+  wire [15:0] \$135 ;
+  wire [31:0] \$136 ;
+  wire [15:0] \$137 ;
+  wire [31:0] \$138 ;
+  wire [15:0] \$139 ;
+  wire \$14 ;
+  wire [31:0] \$140 ;
+  wire [15:0] \$141 ;
+  wire [31:0] \$142 ;
+  wire [15:0] \$143 ;
+  wire [31:0] \$144 ;
+  wire [32:0] \$145 ;
+  wire [32:0] \$146 ;
+  wire [32:0] \$147 ;
+  wire [32:0] \$148 ;
+  wire [32:0] \$149 ;
+  wire \$15 ;
+  wire [32:0] \$150 ;
+  wire [32:0] \$151 ;
+  wire [32:0] \$152 ;
+  wire [32:0] \$153 ;
+  wire [32:0] \$154 ;
+  wire [32:0] \$155 ;
+  wire [32:0] \$156 ;
+  wire [32:0] \$157 ;
+  wire [32:0] \$158 ;
+  wire [32:0] \$159 ;
+  wire \$16 ;
+  wire [32:0] \$160 ;
+  wire [32:0] \$161 ;
+  wire [32:0] \$162 ;
+  wire [8:0] \$163 ;
+  wire [31:0] \$164 ;
+  wire [22:0] \$165 ;
+  wire [31:0] \$166 ;
+  wire [38:0] \$167 ;
+  wire [38:0] \$168 ;
+  wire [8:0] \$169 ;
+  wire \$17 ;
+  wire [31:0] \$170 ;
+  wire [22:0] \$171 ;
+  wire [31:0] \$172 ;
+  wire [38:0] \$173 ;
+  wire [38:0] \$174 ;
+  wire [38:0] \$175 ;
+  wire [38:0] \$176 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
+  wire \$179 ;
+  wire \$18 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire [1:0] \$189 ;
+  wire \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
+  wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
+  wire \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
+  wire \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire [3:0] \$234 ;
+  wire [3:0] \$235 ;
+  wire [3:0] \$236 ;
+  wire [3:0] \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire \$24 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire [31:0] \$246 ;
+  wire [31:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
+  wire \$25 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
+  wire [31:0] \$256 ;
+  wire [31:0] \$257 ;
+  wire [1:0] \$258 ;
+  wire \$259 ;
+  wire \$26 ;
+  reg \$260 ;
+  reg \$261 ;
+  reg \$262 ;
+  reg [6:0] \$263 ;
+  reg [31:0] \$264 ;
+  reg [3:0] \$265 ;
+  reg \$266 ;
+  reg [1:0] \$267 ;
+  reg \$268 ;
+  reg \$269 ;
+  wire \$27 ;
+  reg \$270 ;
+  reg \$271 ;
+  reg \$272 ;
+  reg \$273 ;
+  reg \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
+  wire \$28 ;
+  reg [3:0] \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg [31:0] \$283 ;
+  reg [31:0] \$284 ;
+  reg [31:0] \$285 ;
+  reg [31:0] \$286 ;
+  reg [1:0] \$287 ;
+  reg \$288 ;
+  reg \$289 ;
+  wire \$29 ;
+  reg \$290 ;
+  reg \$291 ;
+  reg \$292 ;
+  reg \$293 ;
+  reg \$294 ;
+  reg \$295 ;
+  reg \$296 ;
+  reg \$297 ;
+  reg \$298 ;
+  reg \$299 ;
+  wire \$3 ;
+  wire \$30 ;
+  reg \$300 ;
+  reg \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [31:0] \$305 ;
+  reg [3:0] \$306 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
+  wire \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  input ap_done;
+  wire ap_done;
+  input ap_idle;
+  wire ap_idle;
+  input ap_ready;
+  wire ap_ready;
+  output ap_start;
+  reg ap_start = 1'h0;
+  input ap_start_refuse;
+  wire ap_start_refuse;
+  output ap_start_write;
+  reg ap_start_write = 1'h0;
+  wire ar_hs;
+  output auto_restart;
+  reg auto_restart = 1'h0;
+  reg auto_status = 1'h0;
+  reg [6:0] aw_addr_q = 7'h00;
+  reg aw_got = 1'h0;
+  output [31:0] batch_size;
+  reg [31:0] batch_size = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] batch_size_q;
+  wire batch_size_rd;
+  wire batch_size_we;
+  reg batch_size_wr_pulse = 1'h0;
+  (* init = 2'h0 *)
+  wire [1:0] bresp;
+  output bvalid;
+  reg bvalid = 1'h0;
+  input clk;
+  wire clk;
+  wire commit;
+  reg ctrl_ap_done_q = 1'h0;
+  reg ctrl_ap_idle_q = 1'h0;
+  reg ctrl_ap_ready_q = 1'h0;
+  (* init = 1'h0 *)
+  wire ctrl_ap_start_q;
+  (* init = 1'h0 *)
+  wire ctrl_auto_restart_q;
+  wire ctrl_rd;
+  wire ctrl_we;
+  input [31:0] cycles;
+  wire [31:0] cycles;
+  wire cycles_rd;
+  wire cycles_we;
+  reg cycles_wr_pulse = 1'h0;
+  reg gier_enable_q = 1'h0;
+  wire gier_rd;
+  wire gier_we;
+  wire hw_capacity_rd;
+  wire hw_capacity_we;
+  reg hw_capacity_wr_pulse = 1'h0;
+  wire hw_format_rd;
+  wire hw_format_we;
+  reg hw_format_wr_pulse = 1'h0;
+  wire hw_max_batch_rd;
+  wire hw_max_batch_we;
+  reg hw_max_batch_wr_pulse = 1'h0;
+  wire hw_tree_rd;
+  wire hw_tree_we;
+  reg hw_tree_wr_pulse = 1'h0;
+  output interrupt;
+  wire interrupt;
+  reg ip_ier_ap_done_q = 1'h0;
+  reg ip_ier_ap_ready_q = 1'h0;
+  wire ip_ier_rd;
+  wire ip_ier_we;
+  reg ip_isr_ap_done_q = 1'h0;
+  reg ip_isr_ap_ready_q = 1'h0;
+  wire ip_isr_rd;
+  wire ip_isr_we;
+  wire [31:0] max_priority_hi;
+  wire max_priority_hi_rd;
+  wire max_priority_hi_we;
+  reg max_priority_hi_wr_pulse = 1'h0;
+  input [31:0] max_priority_lo;
+  wire [31:0] max_priority_lo;
+  wire max_priority_lo_rd;
+  wire max_priority_lo_we;
+  reg max_priority_lo_wr_pulse = 1'h0;
+  output [3:0] op_code;
+  reg [3:0] op_code = 4'h0;
+  (* init = 4'h0 *)
+  wire [3:0] op_code_q;
+  output op_prng;
+  reg op_prng = 1'h0;
+  (* init = 1'h0 *)
+  wire op_prng_q;
+  wire op_rd;
+  output op_relaxed;
+  reg op_relaxed = 1'h0;
+  (* init = 1'h0 *)
+  wire op_relaxed_q;
+  wire op_we;
+  reg op_wr_pulse = 1'h0;
+  input [15:0] \port$2442$0 ;
+  wire [15:0] \port$2442$0 ;
+  input [16:0] \port$2444$0 ;
+  wire [16:0] \port$2444$0 ;
+  input [47:0] \port$2460$0 ;
+  wire [47:0] \port$2460$0 ;
+  wire r_hit;
+  reg [31:0] r_value;
+  (* init = 32'd0 *)
+  wire [31:0] rdata;
+  input [31:0] response_cycles;
+  wire [31:0] response_cycles;
+  wire response_cycles_rd;
+  wire response_cycles_we;
+  reg response_cycles_wr_pulse = 1'h0;
+  (* init = 2'h0 *)
+  wire [1:0] rresp;
+  input rst;
+  wire rst;
+  output rvalid;
+  reg rvalid = 1'h0;
+  input [6:0] s_axi_control_araddr;
+  wire [6:0] s_axi_control_araddr;
+  output s_axi_control_arready;
+  wire s_axi_control_arready;
+  input s_axi_control_arvalid;
+  wire s_axi_control_arvalid;
+  input [6:0] s_axi_control_awaddr;
+  wire [6:0] s_axi_control_awaddr;
+  output s_axi_control_awready;
+  wire s_axi_control_awready;
+  input s_axi_control_awvalid;
+  wire s_axi_control_awvalid;
+  input s_axi_control_bready;
+  wire s_axi_control_bready;
+  output [1:0] s_axi_control_bresp;
+  reg [1:0] s_axi_control_bresp = 2'h0;
+  (* init = 1'h0 *)
+  wire s_axi_control_bvalid;
+  output [31:0] s_axi_control_rdata;
+  reg [31:0] s_axi_control_rdata = 32'd0;
+  input s_axi_control_rready;
+  wire s_axi_control_rready;
+  output [1:0] s_axi_control_rresp;
+  reg [1:0] s_axi_control_rresp = 2'h0;
+  (* init = 1'h0 *)
+  wire s_axi_control_rvalid;
+  input [31:0] s_axi_control_wdata;
+  wire [31:0] s_axi_control_wdata;
+  output s_axi_control_wready;
+  wire s_axi_control_wready;
+  input [3:0] s_axi_control_wstrb;
+  wire [3:0] s_axi_control_wstrb;
+  input s_axi_control_wvalid;
+  wire s_axi_control_wvalid;
+  output [31:0] seed;
+  reg [31:0] seed = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] seed_q;
+  wire seed_rd;
+  wire seed_we;
+  reg seed_wr_pulse = 1'h0;
+  wire [31:0] size;
+  wire size_rd;
+  wire size_we;
+  reg size_wr_pulse = 1'h0;
+  input status_empty;
+  wire status_empty;
+  input [1:0] status_error;
+  wire [1:0] status_error;
+  input status_invalid_index;
+  wire status_invalid_index;
+  wire status_rd;
+  input status_saturated;
+  wire status_saturated;
+  input status_start_refused;
+  wire status_start_refused;
+  input status_tree_busy;
+  wire status_tree_busy;
+  wire status_we;
+  reg status_wr_pulse = 1'h0;
+  wire [31:0] total_hi;
+  wire total_hi_rd;
+  wire total_hi_we;
+  reg total_hi_wr_pulse = 1'h0;
+  wire [31:0] total_lo;
+  wire total_lo_rd;
+  wire total_lo_we;
+  reg total_lo_wr_pulse = 1'h0;
+  output [31:0] update_size;
+  reg [31:0] update_size = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] update_size_q;
+  wire update_size_rd;
+  wire update_size_we;
+  reg update_size_wr_pulse = 1'h0;
+  wire [6:0] w_addr;
+  wire [31:0] w_data;
+  reg [31:0] w_data_q = 32'd0;
+  reg w_got = 1'h0;
+  wire w_hit;
+  wire [31:0] w_mask;
+  wire [3:0] w_strb;
+  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] wr_data = 32'd0;
+  reg [3:0] wr_strb = 4'h0;
+  wire [31:0] write_pointer;
+  wire write_pointer_rd;
+  wire write_pointer_we;
+  reg write_pointer_wr_pulse = 1'h0;
+  assign \$1  = ~ aw_got;
+  assign \$2  = ~ bvalid;
+  assign s_axi_control_awready = \$1  & \$2 ;
+  assign \$3  = ~ w_got;
+  assign \$4  = ~ bvalid;
+  assign s_axi_control_wready = \$3  & \$4 ;
+  assign \$5  = ~ aw_got;
+  assign \$6  = s_axi_control_awvalid & \$5 ;
+  assign \$7  = ~ bvalid;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = aw_got | \$8 ;
+  assign \$10  = ~ w_got;
+  assign \$11  = s_axi_control_wvalid & \$10 ;
+  assign \$12  = ~ bvalid;
+  assign \$13  = \$11  & \$12 ;
+  assign \$14  = w_got | \$13 ;
+  assign commit = \$9  & \$14 ;
+  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
+  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
+  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign s_axi_control_arready = ~ rvalid;
+  assign \$15  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$15 ;
+  assign \$16  = ! w_addr[6:2];
+  assign ctrl_we = commit & \$16 ;
+  assign \$17  = ! s_axi_control_araddr[6:2];
+  assign ctrl_rd = ar_hs & \$17 ;
+  assign \$18  = w_addr[6:2] == 1'h1;
+  assign gier_we = commit & \$18 ;
+  assign \$19  = s_axi_control_araddr[6:2] == 1'h1;
+  assign gier_rd = ar_hs & \$19 ;
+  assign \$20  = w_addr[6:2] == 2'h2;
+  assign ip_ier_we = commit & \$20 ;
+  assign \$21  = s_axi_control_araddr[6:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$21 ;
+  assign \$22  = w_addr[6:2] == 2'h3;
+  assign ip_isr_we = commit & \$22 ;
+  assign \$23  = s_axi_control_araddr[6:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$23 ;
+  assign \$24  = w_addr[6:2] == 3'h4;
+  assign op_we = commit & \$24 ;
+  assign \$25  = s_axi_control_araddr[6:2] == 3'h4;
+  assign op_rd = ar_hs & \$25 ;
+  assign \$26  = w_addr[6:2] == 3'h5;
+  assign batch_size_we = commit & \$26 ;
+  assign \$27  = s_axi_control_araddr[6:2] == 3'h5;
+  assign batch_size_rd = ar_hs & \$27 ;
+  assign \$28  = w_addr[6:2] == 3'h6;
+  assign update_size_we = commit & \$28 ;
+  assign \$29  = s_axi_control_araddr[6:2] == 3'h6;
+  assign update_size_rd = ar_hs & \$29 ;
+  assign \$30  = w_addr[6:2] == 3'h7;
+  assign seed_we = commit & \$30 ;
+  assign \$31  = s_axi_control_araddr[6:2] == 3'h7;
+  assign seed_rd = ar_hs & \$31 ;
+  assign \$32  = w_addr[6:2] == 4'h8;
+  assign status_we = commit & \$32 ;
+  assign \$33  = s_axi_control_araddr[6:2] == 4'h8;
+  assign status_rd = ar_hs & \$33 ;
+  assign \$34  = w_addr[6:2] == 4'h9;
+  assign cycles_we = commit & \$34 ;
+  assign \$35  = s_axi_control_araddr[6:2] == 4'h9;
+  assign cycles_rd = ar_hs & \$35 ;
+  assign \$36  = w_addr[6:2] == 4'ha;
+  assign response_cycles_we = commit & \$36 ;
+  assign \$37  = s_axi_control_araddr[6:2] == 4'ha;
+  assign response_cycles_rd = ar_hs & \$37 ;
+  assign \$38  = w_addr[6:2] == 4'hb;
+  assign total_lo_we = commit & \$38 ;
+  assign \$39  = s_axi_control_araddr[6:2] == 4'hb;
+  assign total_lo_rd = ar_hs & \$39 ;
+  assign \$40  = w_addr[6:2] == 4'hc;
+  assign total_hi_we = commit & \$40 ;
+  assign \$41  = s_axi_control_araddr[6:2] == 4'hc;
+  assign total_hi_rd = ar_hs & \$41 ;
+  assign \$42  = w_addr[6:2] == 4'hd;
+  assign max_priority_lo_we = commit & \$42 ;
+  assign \$43  = s_axi_control_araddr[6:2] == 4'hd;
+  assign max_priority_lo_rd = ar_hs & \$43 ;
+  assign \$44  = w_addr[6:2] == 4'he;
+  assign max_priority_hi_we = commit & \$44 ;
+  assign \$45  = s_axi_control_araddr[6:2] == 4'he;
+  assign max_priority_hi_rd = ar_hs & \$45 ;
+  assign \$46  = w_addr[6:2] == 4'hf;
+  assign size_we = commit & \$46 ;
+  assign \$47  = s_axi_control_araddr[6:2] == 4'hf;
+  assign size_rd = ar_hs & \$47 ;
+  assign \$48  = w_addr[6:2] == 5'h10;
+  assign write_pointer_we = commit & \$48 ;
+  assign \$49  = s_axi_control_araddr[6:2] == 5'h10;
+  assign write_pointer_rd = ar_hs & \$49 ;
+  assign \$50  = w_addr[6:2] == 5'h11;
+  assign hw_capacity_we = commit & \$50 ;
+  assign \$51  = s_axi_control_araddr[6:2] == 5'h11;
+  assign hw_capacity_rd = ar_hs & \$51 ;
+  assign \$52  = w_addr[6:2] == 5'h12;
+  assign hw_tree_we = commit & \$52 ;
+  assign \$53  = s_axi_control_araddr[6:2] == 5'h12;
+  assign hw_tree_rd = ar_hs & \$53 ;
+  assign \$54  = w_addr[6:2] == 5'h13;
+  assign hw_format_we = commit & \$54 ;
+  assign \$55  = s_axi_control_araddr[6:2] == 5'h13;
+  assign hw_format_rd = ar_hs & \$55 ;
+  assign \$56  = w_addr[6:2] == 5'h14;
+  assign hw_max_batch_we = commit & \$56 ;
+  assign \$57  = s_axi_control_araddr[6:2] == 5'h14;
+  assign hw_max_batch_rd = ar_hs & \$57 ;
+  assign \$58  = ! w_addr[6:2];
+  assign \$59  = w_addr[6:2] == 1'h1;
+  assign \$60  = w_addr[6:2] == 2'h2;
+  assign \$61  = w_addr[6:2] == 2'h3;
+  assign \$62  = w_addr[6:2] == 3'h4;
+  assign \$63  = w_addr[6:2] == 3'h5;
+  assign \$64  = w_addr[6:2] == 3'h6;
+  assign \$65  = w_addr[6:2] == 3'h7;
+  assign \$66  = w_addr[6:2] == 4'h8;
+  assign \$67  = w_addr[6:2] == 4'h9;
+  assign \$68  = w_addr[6:2] == 4'ha;
+  assign \$69  = w_addr[6:2] == 4'hb;
+  assign \$70  = w_addr[6:2] == 4'hc;
+  assign \$71  = w_addr[6:2] == 4'hd;
+  assign \$72  = w_addr[6:2] == 4'he;
+  assign \$73  = w_addr[6:2] == 4'hf;
+  assign \$74  = w_addr[6:2] == 5'h10;
+  assign \$75  = w_addr[6:2] == 5'h11;
+  assign \$76  = w_addr[6:2] == 5'h12;
+  assign \$77  = w_addr[6:2] == 5'h13;
+  assign \$78  = w_addr[6:2] == 5'h14;
+  assign w_hit = | { \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58  };
+  assign \$79  = ! s_axi_control_araddr[6:2];
+  assign \$80  = s_axi_control_araddr[6:2] == 1'h1;
+  assign \$81  = s_axi_control_araddr[6:2] == 2'h2;
+  assign \$82  = s_axi_control_araddr[6:2] == 2'h3;
+  assign \$83  = s_axi_control_araddr[6:2] == 3'h4;
+  assign \$84  = s_axi_control_araddr[6:2] == 3'h5;
+  assign \$85  = s_axi_control_araddr[6:2] == 3'h6;
+  assign \$86  = s_axi_control_araddr[6:2] == 3'h7;
+  assign \$87  = s_axi_control_araddr[6:2] == 4'h8;
+  assign \$88  = s_axi_control_araddr[6:2] == 4'h9;
+  assign \$89  = s_axi_control_araddr[6:2] == 4'ha;
+  assign \$90  = s_axi_control_araddr[6:2] == 4'hb;
+  assign \$91  = s_axi_control_araddr[6:2] == 4'hc;
+  assign \$92  = s_axi_control_araddr[6:2] == 4'hd;
+  assign \$93  = s_axi_control_araddr[6:2] == 4'he;
+  assign \$94  = s_axi_control_araddr[6:2] == 4'hf;
+  assign \$95  = s_axi_control_araddr[6:2] == 5'h10;
+  assign \$96  = s_axi_control_araddr[6:2] == 5'h11;
+  assign \$97  = s_axi_control_araddr[6:2] == 5'h12;
+  assign \$98  = s_axi_control_araddr[6:2] == 5'h13;
+  assign \$99  = s_axi_control_araddr[6:2] == 5'h14;
+  assign r_hit = | { \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79  };
+  assign \$100  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$100 ;
+  assign \$104  = \$102  | { 30'h00000000, \$103  };
+  assign \$106  = \$104  | { 28'h0000000, \$105  };
+  assign \$108  = \$106  | { 28'h0000000, \$107  };
+  assign \$110  = \$108  | { 24'h000000, \$109  };
+  assign \$116  = \$114  | { 30'h00000000, \$115  };
+  assign \$120  = \$118  | { 30'h00000000, \$119  };
+  assign \$124  = \$122  | { 16'h0000, \$123  };
+  assign \$126  = \$124  | { 16'h0000, \$125  };
+  assign \$136  = \$134  | { 16'h0000, \$135  };
+  assign \$138  = \$136  | { 16'h0000, \$137  };
+  assign \$140  = \$138  | { 16'h0000, \$139  };
+  assign \$142  = \$140  | { 16'h0000, \$141  };
+  assign \$144  = \$142  | { 16'h0000, \$143  };
+  assign \$179  = ~ aw_got;
+  assign \$180  = s_axi_control_awvalid & \$179 ;
+  assign \$181  = ~ bvalid;
+  assign \$182  = \$180  & \$181 ;
+  assign \$183  = ~ w_got;
+  assign \$184  = s_axi_control_wvalid & \$183 ;
+  assign \$185  = ~ bvalid;
+  assign \$186  = \$184  & \$185 ;
+  assign \$187  = bvalid & s_axi_control_bready;
+  assign \$188  = rvalid & s_axi_control_rready;
+  assign \$189  = w_hit ? 2'h0 : 2'h2;
+  assign \$190  = w_data[0] & w_strb[0];
+  assign \$191  = ctrl_we & \$190 ;
+  assign \$192  = w_data[0] & w_strb[0];
+  assign \$193  = ctrl_we & \$192 ;
+  assign \$194  = ~ auto_status;
+  assign \$195  = ap_done & \$194 ;
+  assign \$196  = auto_status & ap_idle;
+  assign \$197  = ~ ctrl_ap_idle_q;
+  assign \$198  = \$196  & \$197 ;
+  assign \$199  = \$195  | \$198 ;
+  assign \$200  = ~ ctrl_rd;
+  assign \$201  = ctrl_ap_done_q & \$200 ;
+  assign \$202  = \$199  | \$201 ;
+  assign \$203  = ~ auto_restart;
+  assign \$204  = ap_ready & \$203 ;
+  assign \$205  = ~ ctrl_rd;
+  assign \$206  = ctrl_ap_ready_q & \$205 ;
+  assign \$207  = \$204  | \$206 ;
+  assign \$208  = ip_ier_ap_done_q & ap_done;
+  assign \$209  = w_data[0] & w_strb[0];
+  assign \$210  = ip_isr_we ? \$209  : 1'h0;
+  assign \$211  = ip_isr_ap_done_q ^ \$210 ;
+  assign \$212  = \$208  | \$211 ;
+  assign \$213  = ip_ier_ap_ready_q & ap_ready;
+  assign \$214  = w_data[1] & w_strb[0];
+  assign \$215  = ip_isr_we ? \$214  : 1'h0;
+  assign \$216  = ip_isr_ap_ready_q ^ \$215 ;
+  assign \$217  = \$213  | \$216 ;
+  assign \$218  = ~ w_strb[0];
+  assign \$219  = auto_restart & \$218 ;
+  assign \$220  = w_data[7] & w_strb[0];
+  assign \$221  = \$219  | \$220 ;
+  assign \$222  = ~ w_strb[0];
+  assign \$223  = gier_enable_q & \$222 ;
+  assign \$224  = w_data[0] & w_strb[0];
+  assign \$225  = \$223  | \$224 ;
+  assign \$226  = ~ w_strb[0];
+  assign \$227  = ip_ier_ap_done_q & \$226 ;
+  assign \$228  = w_data[0] & w_strb[0];
+  assign \$229  = \$227  | \$228 ;
+  assign \$230  = ~ w_strb[0];
+  assign \$231  = ip_ier_ap_ready_q & \$230 ;
+  assign \$232  = w_data[1] & w_strb[0];
+  assign \$233  = \$231  | \$232 ;
+  assign \$234  = ~ { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$235  = op_code & \$234 ;
+  assign \$236  = w_data[3:0] & { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$237  = \$235  | \$236 ;
+  assign \$238  = ~ w_strb[1];
+  assign \$239  = op_prng & \$238 ;
+  assign \$240  = w_data[8] & w_strb[1];
+  assign \$241  = \$239  | \$240 ;
+  assign \$242  = ~ w_strb[1];
+  assign \$243  = op_relaxed & \$242 ;
+  assign \$244  = w_data[9] & w_strb[1];
+  assign \$245  = \$243  | \$244 ;
+  assign \$246  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$247  = batch_size & \$246 ;
+  assign \$248  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$249  = \$247  | \$248 ;
+  assign \$250  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$251  = update_size & \$250 ;
+  assign \$252  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$253  = \$251  | \$252 ;
+  assign \$254  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$255  = seed & \$254 ;
+  assign \$256  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = r_hit ? 2'h0 : 2'h2;
+  assign \$259  = commit & w_hit;
+  always @(posedge clk)
+    aw_got <= \$260 ;
+  always @(posedge clk)
+    w_got <= \$261 ;
+  always @(posedge clk)
+    bvalid <= \$262 ;
+  always @(posedge clk)
+    aw_addr_q <= \$263 ;
+  always @(posedge clk)
+    w_data_q <= \$264 ;
+  always @(posedge clk)
+    w_strb_q <= \$265 ;
+  always @(posedge clk)
+    rvalid <= \$266 ;
+  always @(posedge clk)
+    s_axi_control_bresp <= \$267 ;
+  always @(posedge clk)
+    auto_status <= \$268 ;
+  always @(posedge clk)
+    ap_start <= \$269 ;
+  always @(posedge clk)
+    ap_start_write <= \$270 ;
+  always @(posedge clk)
+    ctrl_ap_idle_q <= \$271 ;
+  always @(posedge clk)
+    ctrl_ap_done_q <= \$272 ;
+  always @(posedge clk)
+    ctrl_ap_ready_q <= \$273 ;
+  always @(posedge clk)
+    ip_isr_ap_done_q <= \$274 ;
+  always @(posedge clk)
+    ip_isr_ap_ready_q <= \$275 ;
+  always @(posedge clk)
+    auto_restart <= \$276 ;
+  always @(posedge clk)
+    gier_enable_q <= \$277 ;
+  always @(posedge clk)
+    ip_ier_ap_done_q <= \$278 ;
+  always @(posedge clk)
+    ip_ier_ap_ready_q <= \$279 ;
+  always @(posedge clk)
+    op_code <= \$280 ;
+  always @(posedge clk)
+    op_prng <= \$281 ;
+  always @(posedge clk)
+    op_relaxed <= \$282 ;
+  always @(posedge clk)
+    batch_size <= \$283 ;
+  always @(posedge clk)
+    update_size <= \$284 ;
+  always @(posedge clk)
+    seed <= \$285 ;
+  always @(posedge clk)
+    s_axi_control_rdata <= \$286 ;
+  always @(posedge clk)
+    s_axi_control_rresp <= \$287 ;
+  always @(posedge clk)
+    op_wr_pulse <= \$288 ;
+  always @(posedge clk)
+    batch_size_wr_pulse <= \$289 ;
+  always @(posedge clk)
+    update_size_wr_pulse <= \$290 ;
+  always @(posedge clk)
+    seed_wr_pulse <= \$291 ;
+  always @(posedge clk)
+    status_wr_pulse <= \$292 ;
+  always @(posedge clk)
+    cycles_wr_pulse <= \$293 ;
+  always @(posedge clk)
+    response_cycles_wr_pulse <= \$294 ;
+  always @(posedge clk)
+    total_lo_wr_pulse <= \$295 ;
+  always @(posedge clk)
+    total_hi_wr_pulse <= \$296 ;
+  always @(posedge clk)
+    max_priority_lo_wr_pulse <= \$297 ;
+  always @(posedge clk)
+    max_priority_hi_wr_pulse <= \$298 ;
+  always @(posedge clk)
+    size_wr_pulse <= \$299 ;
+  always @(posedge clk)
+    write_pointer_wr_pulse <= \$300 ;
+  always @(posedge clk)
+    hw_capacity_wr_pulse <= \$301 ;
+  always @(posedge clk)
+    hw_tree_wr_pulse <= \$302 ;
+  always @(posedge clk)
+    hw_format_wr_pulse <= \$303 ;
+  always @(posedge clk)
+    hw_max_batch_wr_pulse <= \$304 ;
+  always @(posedge clk)
+    wr_data <= \$305 ;
+  always @(posedge clk)
+    wr_strb <= \$306 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    (* full_case = 32'd1 *)
+    casez (s_axi_control_araddr[6:2])
+      5'h00:
+          r_value = \$110 ;
+      5'h01:
+          r_value = \$112 ;
+      5'h02:
+          r_value = \$116 ;
+      5'h03:
+          r_value = \$120 ;
+      5'h04:
+          r_value = \$126 ;
+      5'h05:
+          r_value = \$128 [31:0];
+      5'h06:
+          r_value = \$130 [31:0];
+      5'h07:
+          r_value = \$132 [31:0];
+      5'h08:
+          r_value = \$144 ;
+      5'h09:
+          r_value = \$146 [31:0];
+      5'h0a:
+          r_value = \$148 [31:0];
+      5'h0b:
+          r_value = \$150 [31:0];
+      5'h0c:
+          r_value = \$152 [31:0];
+      5'h0d:
+          r_value = \$154 [31:0];
+      5'h0e:
+          r_value = \$156 [31:0];
+      5'h0f:
+          r_value = \$158 [31:0];
+      5'h10:
+          r_value = \$160 [31:0];
+      5'h11:
+          r_value = \$162 [31:0];
+      5'h12:
+          r_value = \$168 [31:0];
+      5'h13:
+          r_value = \$176 [31:0];
+      5'h14:
+          r_value = \$178 [31:0];
+      default:
+          r_value = 32'd0;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$260  = aw_got;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+      \$260  = 1'h0;
+    end else begin
+      if (\$182 ) begin
+        \$260  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$260  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$261  = w_got;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+      \$261  = 1'h0;
+    end else begin
+      if (\$186 ) begin
+        \$261  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$261  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$262  = bvalid;
+    if (commit) begin
+      \$262  = 1'h1;
+    end
+    if (\$187 ) begin
+      \$262  = 1'h0;
+    end
+    if (rst) begin
+      \$262  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$263  = aw_addr_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$182 ) begin
+        \$263  = s_axi_control_awaddr;
+      end
+    end
+    if (rst) begin
+      \$263  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$264  = w_data_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$186 ) begin
+        \$264  = s_axi_control_wdata;
+      end
+    end
+    if (rst) begin
+      \$264  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$265  = w_strb_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$186 ) begin
+        \$265  = s_axi_control_wstrb;
+      end
+    end
+    if (rst) begin
+      \$265  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$266  = rvalid;
+    if (\$188 ) begin
+      \$266  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$266  = 1'h1;
+    end
+    if (rst) begin
+      \$266  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$267  = s_axi_control_bresp;
+    if (commit) begin
+      \$267  = \$189 ;
+    end
+    if (rst) begin
+      \$267  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$268  = auto_status;
+    if (auto_restart) begin
+      \$268  = 1'h1;
+    end else if (ap_idle) begin
+      \$268  = 1'h0;
+    end
+    if (rst) begin
+      \$268  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$269  = ap_start;
+    if (\$191 ) begin
+      \$269  = 1'h1;
+    end else if (ap_ready) begin
+      \$269  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$269  = 1'h0;
+    end
+    if (rst) begin
+      \$269  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$270  = \$193 ;
+    if (rst) begin
+      \$270  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$271  = ap_idle;
+    if (rst) begin
+      \$271  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$272  = \$202 ;
+    if (rst) begin
+      \$272  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$273  = \$207 ;
+    if (rst) begin
+      \$273  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$274  = \$212 ;
+    if (rst) begin
+      \$274  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$275  = \$217 ;
+    if (rst) begin
+      \$275  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$276  = auto_restart;
+    if (ctrl_we) begin
+      \$276  = \$221 ;
+    end
+    if (rst) begin
+      \$276  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$277  = gier_enable_q;
+    if (gier_we) begin
+      \$277  = \$225 ;
+    end
+    if (rst) begin
+      \$277  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$278  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$278  = \$229 ;
+    end
+    if (rst) begin
+      \$278  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$279  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$279  = \$233 ;
+    end
+    if (rst) begin
+      \$279  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$280  = op_code;
+    if (op_we) begin
+      \$280  = \$237 ;
+    end
+    if (rst) begin
+      \$280  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$281  = op_prng;
+    if (op_we) begin
+      \$281  = \$241 ;
+    end
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$282  = op_relaxed;
+    if (op_we) begin
+      \$282  = \$245 ;
+    end
+    if (rst) begin
+      \$282  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$283  = batch_size;
+    if (batch_size_we) begin
+      \$283  = \$249 ;
+    end
+    if (rst) begin
+      \$283  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$284  = update_size;
+    if (update_size_we) begin
+      \$284  = \$253 ;
+    end
+    if (rst) begin
+      \$284  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$285  = seed;
+    if (seed_we) begin
+      \$285  = \$257 ;
+    end
+    if (rst) begin
+      \$285  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$286  = s_axi_control_rdata;
+    if (ar_hs) begin
+      \$286  = r_value;
+    end
+    if (rst) begin
+      \$286  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$287  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$287  = \$258 ;
+    end
+    if (rst) begin
+      \$287  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$288  = op_we;
+    if (rst) begin
+      \$288  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$289  = batch_size_we;
+    if (rst) begin
+      \$289  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$290  = update_size_we;
+    if (rst) begin
+      \$290  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$291  = seed_we;
+    if (rst) begin
+      \$291  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$292  = status_we;
+    if (rst) begin
+      \$292  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$293  = cycles_we;
+    if (rst) begin
+      \$293  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$294  = response_cycles_we;
+    if (rst) begin
+      \$294  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$295  = total_lo_we;
+    if (rst) begin
+      \$295  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$296  = total_hi_we;
+    if (rst) begin
+      \$296  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$297  = max_priority_lo_we;
+    if (rst) begin
+      \$297  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$298  = max_priority_hi_we;
+    if (rst) begin
+      \$298  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$299  = size_we;
+    if (rst) begin
+      \$299  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$300  = write_pointer_we;
+    if (rst) begin
+      \$300  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$301  = hw_capacity_we;
+    if (rst) begin
+      \$301  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$302  = hw_tree_we;
+    if (rst) begin
+      \$302  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$303  = hw_format_we;
+    if (rst) begin
+      \$303  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$304  = hw_max_batch_we;
+    if (rst) begin
+      \$304  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$305  = wr_data;
+    if (\$259 ) begin
+      \$305  = w_data;
+    end
+    if (rst) begin
+      \$305  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$306  = wr_strb;
+    if (\$259 ) begin
+      \$306  = w_strb;
+    end
+    if (rst) begin
+      \$306  = 4'h0;
+    end
+  end
+  assign s_axi_control_bvalid = bvalid;
+  assign bresp = s_axi_control_bresp;
+  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign s_axi_control_rvalid = rvalid;
+  assign rdata = s_axi_control_rdata;
+  assign rresp = s_axi_control_rresp;
+  assign ctrl_ap_start_q = ap_start;
+  assign ctrl_auto_restart_q = auto_restart;
+  assign op_code_q = op_code;
+  assign op_prng_q = op_prng;
+  assign op_relaxed_q = op_relaxed;
+  assign batch_size_q = batch_size;
+  assign update_size_q = update_size;
+  assign seed_q = seed;
+  assign total_lo = \port$2460$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2460$0 [47:32] };
+  assign max_priority_hi = 32'd0;
+  assign size = { 15'h0000, \port$2444$0  };
+  assign write_pointer = { 16'h0000, \port$2442$0  };
+  assign \$101  = { 1'h0, ap_start };
+  assign \$102  = { 30'h00000000, \$101  };
+  assign \$103  = { ctrl_ap_done_q, 1'h0 };
+  assign \$105  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$107  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$109  = { auto_restart, 7'h00 };
+  assign \$111  = { 1'h0, gier_enable_q };
+  assign \$112  = { 30'h00000000, \$111  };
+  assign \$113  = { 1'h0, ip_ier_ap_done_q };
+  assign \$114  = { 30'h00000000, \$113  };
+  assign \$115  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$117  = { 1'h0, ip_isr_ap_done_q };
+  assign \$118  = { 30'h00000000, \$117  };
+  assign \$119  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$121  = { 1'h0, op_code };
+  assign \$122  = { 27'h0000000, \$121  };
+  assign \$123  = { 7'h00, op_prng, 8'h00 };
+  assign \$125  = { 6'h00, op_relaxed, 9'h000 };
+  assign \$127  = { 1'h0, batch_size };
+  assign \$128  = \$127 ;
+  assign \$129  = { 1'h0, update_size };
+  assign \$130  = \$129 ;
+  assign \$131  = { 1'h0, seed };
+  assign \$132  = \$131 ;
+  assign \$133  = { 1'h0, status_error };
+  assign \$134  = { 29'h00000000, \$133  };
+  assign \$135  = { 7'h00, status_empty, 8'h00 };
+  assign \$137  = { 6'h00, status_saturated, 9'h000 };
+  assign \$139  = { 5'h00, status_invalid_index, 10'h000 };
+  assign \$141  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$143  = { 3'h0, status_tree_busy, 12'h000 };
+  assign \$145  = { 1'h0, cycles };
+  assign \$146  = \$145 ;
+  assign \$147  = { 1'h0, response_cycles };
+  assign \$148  = \$147 ;
+  assign \$149  = { 1'h0, \port$2460$0 [31:0] };
+  assign \$150  = \$149 ;
+  assign \$151  = { 17'h00000, \port$2460$0 [47:32] };
+  assign \$152  = \$151 ;
+  assign \$153  = { 1'h0, max_priority_lo };
+  assign \$154  = \$153 ;
+  assign \$155  = 33'h000000000;
+  assign \$156  = \$155 ;
+  assign \$157  = { 16'h0000, \port$2444$0  };
+  assign \$158  = \$157 ;
+  assign \$159  = { 17'h00000, \port$2442$0  };
+  assign \$160  = \$159 ;
+  assign \$161  = 33'h000010000;
+  assign \$162  = \$161 ;
+  assign \$163  = 9'h010;
+  assign \$164  = { 23'h000000, \$163  };
+  assign \$165  = 23'h000400;
+  assign \$167  = 39'h0000120000;
+  assign \$169  = 9'h020;
+  assign \$170  = { 23'h000000, \$169  };
+  assign \$171  = 23'h001000;
+  assign \$173  = 39'h0000080000;
+  assign \$175  = 39'h0020000000;
+  assign \$177  = 33'h000001000;
+  assign \$178  = \$177 ;
+  assign \$166  = 32'd1040;
+  assign \$168  = 39'h0000120410;
+  assign \$172  = 32'd4128;
+  assign \$174  = 39'h0000081020;
+  assign \$176  = 39'h0020081020;
+endmodule
+
+(* generator = "Amaranth" *)
+module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
+, mem_addr, mem_re, mem_we, \port$635$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire [17:0] \$100 ;
+  wire [17:0] \$101 ;
+  wire [2:0] \$102 ;
+  wire [2:0] \$103 ;
+  wire [18:0] \$104 ;
+  wire [17:0] \$105 ;
+  wire [17:0] \$106 ;
+  wire [8:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire \$110 ;
+  wire [1:0] \$111 ;
+  wire \$112 ;
+  wire [1:0] \$113 ;
+  wire [1:0] \$114 ;
+  wire [1:0] \$115 ;
+  wire \$116 ;
+  wire [1:0] \$117 ;
+  wire [1:0] \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
+  wire \$14 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire [1:0] \$146 ;
+  wire [1:0] \$147 ;
+  wire [1:0] \$148 ;
+  wire \$149 ;
+  wire \$15 ;
+  wire [17:0] \$150 ;
+  wire [17:0] \$151 ;
+  wire [2:0] \$152 ;
+  wire [2:0] \$153 ;
+  wire [18:0] \$154 ;
+  wire [17:0] \$155 ;
+  wire [17:0] \$156 ;
+  wire [8:0] \$157 ;
+  wire \$158 ;
+  wire \$159 ;
+  wire \$16 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire [63:0] \$162 ;
+  wire [63:0] \$163 ;
+  wire [63:0] \$164 ;
+  reg \$165 ;
+  reg \$166 ;
+  reg [17:0] \$167 ;
+  reg [7:0] \$168 ;
+  reg \$169 ;
+  wire \$17 ;
+  reg [3:0] \$170 ;
+  reg [2:0] \$171 ;
+  reg [17:0] \$172 ;
+  reg \$173 ;
+  reg \$174 ;
+  reg \$175 ;
+  reg \$176 ;
+  reg [14:0] \$177 ;
+  reg [63:0] \$178 ;
+  reg [7:0] \$179 ;
+  wire \$18 ;
+  reg [1:0] \$180 ;
+  reg \$181 ;
+  reg \$182 ;
+  reg [1:0] \$183 ;
+  reg [1:0] \$184 ;
+  reg \$185 ;
+  reg \$186 ;
+  reg [1:0] \$187 ;
+  reg \$188 ;
+  reg \$189 ;
+  wire \$19 ;
+  reg [63:0] \$190 ;
+  reg [1:0] \$191 ;
+  reg \$192 ;
+  reg \$193 ;
+  reg \$194 ;
+  reg [63:0] \$195 ;
+  reg [1:0] \$196 ;
+  reg \$197 ;
+  reg \$198 ;
+  reg \$199 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire [17:0] \$52 ;
+  wire [7:0] \$53 ;
+  wire [2:0] \$54 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire [1:0] \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire [7:0] \$61 ;
+  wire \$62 ;
+  wire [7:0] \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire [7:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire [7:0] \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire [1:0] \$75 ;
+  wire \$76 ;
+  wire [3:0] \$77 ;
+  wire [1:0] \$78 ;
+  wire \$79 ;
+  wire [2:0] \$8 ;
+  wire [4:0] \$80 ;
+  wire [2:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire \$83 ;
+  wire [7:0] \$84 ;
+  wire [2:0] \$85 ;
+  wire [14:0] \$86 ;
+  wire [4:0] \$87 ;
+  wire [14:0] \$88 ;
+  wire [17:0] \$89 ;
+  wire [10:0] \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire [1:0] \$98 ;
+  wire [1:0] \$99 ;
+  reg [17:0] addr = 18'h00000;
+  reg [2:0] amask = 3'h0;
+  wire [3:0] ax_incr;
+  reg [1:0] b_acc = 2'h0;
+  reg bad = 1'h0;
+  output bvalid;
+  reg bvalid = 1'h0;
+  input clk;
+  wire clk;
+  (* init = 64'h0000000000000000 *)
+  wire [63:0] h_data;
+  (* init = 1'h0 *)
+  wire h_id;
+  (* init = 1'h0 *)
+  wire h_last;
+  (* init = 2'h0 *)
+  wire [1:0] h_resp;
+  (* init = 1'h0 *)
+  wire h_valid;
+  reg [3:0] incr = 4'h0;
+  reg [7:0] left = 8'h00;
+  reg m_id = 1'h0;
+  reg m_last = 1'h0;
+  reg m_ok = 1'h0;
+  reg [1:0] m_resp = 2'h0;
+  reg m_valid = 1'h0;
+  output [14:0] mem_addr;
+  wire [14:0] mem_addr;
+  input mem_enable;
+  wire mem_enable;
+  wire [63:0] mem_rdata;
+  output mem_re;
+  wire mem_re;
+  output [63:0] mem_wdata;
+  reg [63:0] mem_wdata = 64'h0000000000000000;
+  output [7:0] mem_we;
+  wire [7:0] mem_we;
+  input [39:0] \port$635$0 ;
+  wire [39:0] \port$635$0 ;
+  reg rd_act = 1'h0;
+  input rst;
+  wire rst;
+  input [17:0] s_axi_mem_araddr;
+  wire [17:0] s_axi_mem_araddr;
+  input [1:0] s_axi_mem_arburst;
+  wire [1:0] s_axi_mem_arburst;
+  input s_axi_mem_arid;
+  wire s_axi_mem_arid;
+  input [7:0] s_axi_mem_arlen;
+  wire [7:0] s_axi_mem_arlen;
+  output s_axi_mem_arready;
+  wire s_axi_mem_arready;
+  input [2:0] s_axi_mem_arsize;
+  wire [2:0] s_axi_mem_arsize;
+  input s_axi_mem_arvalid;
+  wire s_axi_mem_arvalid;
+  input [17:0] s_axi_mem_awaddr;
+  wire [17:0] s_axi_mem_awaddr;
+  input [1:0] s_axi_mem_awburst;
+  wire [1:0] s_axi_mem_awburst;
+  input s_axi_mem_awid;
+  wire s_axi_mem_awid;
+  input [7:0] s_axi_mem_awlen;
+  wire [7:0] s_axi_mem_awlen;
+  output s_axi_mem_awready;
+  wire s_axi_mem_awready;
+  input [2:0] s_axi_mem_awsize;
+  wire [2:0] s_axi_mem_awsize;
+  input s_axi_mem_awvalid;
+  wire s_axi_mem_awvalid;
+  output s_axi_mem_bid;
+  reg s_axi_mem_bid = 1'h0;
+  input s_axi_mem_bready;
+  wire s_axi_mem_bready;
+  output [1:0] s_axi_mem_bresp;
+  reg [1:0] s_axi_mem_bresp = 2'h0;
+  (* init = 1'h0 *)
+  wire s_axi_mem_bvalid;
+  output [63:0] s_axi_mem_rdata;
+  reg [63:0] s_axi_mem_rdata = 64'h0000000000000000;
+  output s_axi_mem_rid;
+  reg s_axi_mem_rid = 1'h0;
+  output s_axi_mem_rlast;
+  reg s_axi_mem_rlast = 1'h0;
+  input s_axi_mem_rready;
+  wire s_axi_mem_rready;
+  output [1:0] s_axi_mem_rresp;
+  reg [1:0] s_axi_mem_rresp = 2'h0;
+  output s_axi_mem_rvalid;
+  reg s_axi_mem_rvalid = 1'h0;
+  input [63:0] s_axi_mem_wdata;
+  wire [63:0] s_axi_mem_wdata;
+  output s_axi_mem_wready;
+  wire s_axi_mem_wready;
+  input [7:0] s_axi_mem_wstrb;
+  wire [7:0] s_axi_mem_wstrb;
+  input s_axi_mem_wvalid;
+  wire s_axi_mem_wvalid;
+  reg [63:0] t_data = 64'h0000000000000000;
+  reg t_id = 1'h0;
+  reg t_last = 1'h0;
+  reg [1:0] t_resp = 2'h0;
+  reg t_valid = 1'h0;
+  reg tr_id = 1'h0;
+  reg turn_w = 1'h1;
+  reg [17:0] wmask = 18'h00000;
+  reg wr_act = 1'h0;
+  reg [14:0] ws_addr = 15'h0000;
+  (* init = 64'h0000000000000000 *)
+  wire [63:0] ws_data;
+  reg ws_last = 1'h0;
+  reg [1:0] ws_resp = 2'h0;
+  reg [7:0] ws_strb = 8'h00;
+  reg ws_valid = 1'h0;
+  assign \$1  = ~ wr_act;
+  assign \$2  = ~ rd_act;
+  assign \$3  = \$1  & \$2 ;
+  assign s_axi_mem_awready = \$3  & turn_w;
+  assign \$4  = ~ wr_act;
+  assign \$5  = ~ rd_act;
+  assign \$6  = \$4  & \$5 ;
+  assign \$7  = ~ turn_w;
+  assign s_axi_mem_arready = \$6  & \$7 ;
+  assign \$8  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$9  = 1'h1 << \$8 ;
+  assign \$10  = ! left;
+  assign \$11  = ~ \$10 ;
+  assign \$12  = ~ bvalid;
+  assign \$13  = \$11  | \$12 ;
+  assign s_axi_mem_wready = wr_act & \$13 ;
+  assign mem_addr = ws_valid ? ws_addr : addr[17:3];
+  assign \$14  = ~ s_axi_mem_rvalid;
+  assign \$15  = ~ t_valid;
+  assign \$16  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$17  = ~ m_valid;
+  assign \$18  = \$16  | \$17 ;
+  assign \$19  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$20  = ~ m_valid;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = t_valid ? \$21  : \$18 ;
+  assign \$23  = s_axi_mem_rvalid ? \$22  : 1'h1;
+  assign \$24  = rd_act & \$23 ;
+  assign \$25  = ~ bad;
+  assign \$26  = addr[17:3] < 15'h5000;
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = \$27  & mem_enable;
+  assign mem_re = \$24  & \$28 ;
+  assign \$29  = ! ws_resp;
+  assign \$30  = ws_valid & \$29 ;
+  assign \$31  = \$30  & mem_enable;
+  assign mem_we = \$31  ? ws_strb : 8'h00;
+  assign \$32  = ~ wr_act;
+  assign \$33  = ~ rd_act;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = ~ s_axi_mem_awvalid;
+  assign \$42  = turn_w & \$41 ;
+  assign \$43  = \$42  & s_axi_mem_arvalid;
+  assign \$44  = ~ turn_w;
+  assign \$45  = ~ s_axi_mem_arvalid;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$46  & s_axi_mem_awvalid;
+  assign \$48  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$49  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$50  = \$48  | \$49 ;
+  assign \$51  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$52  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$53  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$54  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$55  = \$54  > 2'h3;
+  assign \$56  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$57  = \$56  == 2'h3;
+  assign \$58  = \$55  | \$57 ;
+  assign \$59  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$60  = \$59  == 2'h2;
+  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$62  = \$61  == 1'h1;
+  assign \$63  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$64  = \$63  == 2'h3;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$67  = \$66  == 3'h7;
+  assign \$68  = \$65  | \$67 ;
+  assign \$69  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$70  = \$69  == 4'hf;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = ~ \$71 ;
+  assign \$73  = \$60  & \$72 ;
+  assign \$74  = \$58  | \$73 ;
+  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$76  = ! \$75 ;
+  assign \$77  = \$76  ? 4'h0 : \$9 [3:0];
+  assign \$78  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$79  = ! \$78 ;
+  assign \$80  = \$9 [3:0] - 1'h1;
+  assign \$81  = \$79  ? 3'h0 : \$80 [2:0];
+  assign \$82  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$83  = \$82  == 2'h2;
+  assign \$84  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$85  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$86  = \$84  << \$85 ;
+  assign \$87  = \$9 [3:0] - 1'h1;
+  assign \$88  = \$86  | { 12'h000, \$87 [2:0] };
+  assign \$89  = \$83  ? { 3'h0, \$88  } : 18'h3ffff;
+  assign \$90  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$91  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$92  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$94  = ! left;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$97  = addr[17:3] < 15'h5000;
+  assign \$98  = \$97  ? 2'h0 : 2'h3;
+  assign \$99  = bad ? 2'h2 : \$98 ;
+  assign \$100  = ~ wmask;
+  assign \$101  = addr & \$100 ;
+  assign \$102  = ~ amask;
+  assign \$103  = addr[2:0] & \$102 ;
+  assign \$104  = { addr[17:3], \$103  } + incr;
+  assign \$105  = \$104 [17:0] & wmask;
+  assign \$106  = \$101  | \$105 ;
+  assign \$107  = left - 1'h1;
+  assign \$108  = ! left;
+  assign \$109  = ~ s_axi_mem_arvalid;
+  assign \$110  = bvalid & s_axi_mem_bready;
+  assign \$111  = mem_enable ? ws_resp : 2'h2;
+  assign \$112  = b_acc > \$111 ;
+  assign \$113  = mem_enable ? ws_resp : 2'h2;
+  assign \$114  = \$112  ? b_acc : \$113 ;
+  assign \$115  = mem_enable ? ws_resp : 2'h2;
+  assign \$116  = b_acc > \$115 ;
+  assign \$117  = mem_enable ? ws_resp : 2'h2;
+  assign \$118  = \$116  ? b_acc : \$117 ;
+  assign \$119  = ~ s_axi_mem_rvalid;
+  assign \$120  = ~ t_valid;
+  assign \$121  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$122  = ~ m_valid;
+  assign \$123  = \$121  | \$122 ;
+  assign \$124  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$125  = ~ m_valid;
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = t_valid ? \$126  : \$123 ;
+  assign \$128  = s_axi_mem_rvalid ? \$127  : 1'h1;
+  assign \$129  = rd_act & \$128 ;
+  assign \$130  = ~ s_axi_mem_rvalid;
+  assign \$131  = ~ t_valid;
+  assign \$132  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$133  = ~ m_valid;
+  assign \$134  = \$132  | \$133 ;
+  assign \$135  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$136  = ~ m_valid;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = t_valid ? \$137  : \$134 ;
+  assign \$139  = s_axi_mem_rvalid ? \$138  : 1'h1;
+  assign \$140  = rd_act & \$139 ;
+  assign \$141  = ~ bad;
+  assign \$142  = addr[17:3] < 15'h5000;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = \$143  & mem_enable;
+  assign \$145  = addr[17:3] < 15'h5000;
+  assign \$146  = \$145  ? 2'h0 : 2'h3;
+  assign \$147  = bad ? 2'h2 : \$146 ;
+  assign \$148  = mem_enable ? \$147  : 2'h2;
+  assign \$149  = ! left;
+  assign \$150  = ~ wmask;
+  assign \$151  = addr & \$150 ;
+  assign \$152  = ~ amask;
+  assign \$153  = addr[2:0] & \$152 ;
+  assign \$154  = { addr[17:3], \$153  } + incr;
+  assign \$155  = \$154 [17:0] & wmask;
+  assign \$156  = \$151  | \$155 ;
+  assign \$157  = left - 1'h1;
+  assign \$158  = ! left;
+  assign \$159  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$160  = ~ s_axi_mem_rvalid;
+  assign \$161  = \$159  | \$160 ;
+  assign \$162  = m_ok ? { 24'h000000, \port$635$0  } : 64'h0000000000000000;
+  assign \$163  = m_ok ? { 24'h000000, \port$635$0  } : 64'h0000000000000000;
+  assign \$164  = m_ok ? { 24'h000000, \port$635$0  } : 64'h0000000000000000;
+  always @(posedge clk)
+    turn_w <= \$165 ;
+  always @(posedge clk)
+    tr_id <= \$166 ;
+  always @(posedge clk)
+    addr <= \$167 ;
+  always @(posedge clk)
+    left <= \$168 ;
+  always @(posedge clk)
+    bad <= \$169 ;
+  always @(posedge clk)
+    incr <= \$170 ;
+  always @(posedge clk)
+    amask <= \$171 ;
+  always @(posedge clk)
+    wmask <= \$172 ;
+  always @(posedge clk)
+    wr_act <= \$173 ;
+  always @(posedge clk)
+    rd_act <= \$174 ;
+  always @(posedge clk)
+    ws_valid <= \$175 ;
+  always @(posedge clk)
+    ws_last <= \$176 ;
+  always @(posedge clk)
+    ws_addr <= \$177 ;
+  always @(posedge clk)
+    mem_wdata <= \$178 ;
+  always @(posedge clk)
+    ws_strb <= \$179 ;
+  always @(posedge clk)
+    ws_resp <= \$180 ;
+  always @(posedge clk)
+    bvalid <= \$181 ;
+  always @(posedge clk)
+    s_axi_mem_bid <= \$182 ;
+  always @(posedge clk)
+    s_axi_mem_bresp <= \$183 ;
+  always @(posedge clk)
+    b_acc <= \$184 ;
+  always @(posedge clk)
+    m_valid <= \$185 ;
+  always @(posedge clk)
+    m_ok <= \$186 ;
+  always @(posedge clk)
+    m_resp <= \$187 ;
+  always @(posedge clk)
+    m_last <= \$188 ;
+  always @(posedge clk)
+    m_id <= \$189 ;
+  always @(posedge clk)
+    s_axi_mem_rdata <= \$190 ;
+  always @(posedge clk)
+    s_axi_mem_rresp <= \$191 ;
+  always @(posedge clk)
+    s_axi_mem_rlast <= \$192 ;
+  always @(posedge clk)
+    s_axi_mem_rid <= \$193 ;
+  always @(posedge clk)
+    t_valid <= \$194 ;
+  always @(posedge clk)
+    t_data <= \$195 ;
+  always @(posedge clk)
+    t_resp <= \$196 ;
+  always @(posedge clk)
+    t_last <= \$197 ;
+  always @(posedge clk)
+    t_id <= \$198 ;
+  always @(posedge clk)
+    s_axi_mem_rvalid <= \$199 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$165  = turn_w;
+    if (\$40 ) begin
+      if (\$43 ) begin
+        \$165  = 1'h0;
+      end
+      if (\$47 ) begin
+        \$165  = 1'h1;
+      end
+    end
+    if (\$96 ) begin
+      if (\$108 ) begin
+        \$165  = \$109 ;
+      end
+    end
+    if (\$140 ) begin
+      if (\$158 ) begin
+        \$165  = s_axi_mem_awvalid;
+      end
+    end
+    if (rst) begin
+      \$165  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$166  = tr_id;
+    if (\$50 ) begin
+      \$166  = \$51 ;
+    end
+    if (rst) begin
+      \$166  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$167  = addr;
+    if (\$50 ) begin
+      \$167  = \$52 ;
+    end
+    if (\$96 ) begin
+      \$167  = \$106 ;
+    end
+    if (\$140 ) begin
+      \$167  = \$156 ;
+    end
+    if (rst) begin
+      \$167  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$168  = left;
+    if (\$50 ) begin
+      \$168  = \$53 ;
+    end
+    if (\$96 ) begin
+      \$168  = \$107 [7:0];
+    end
+    if (\$140 ) begin
+      \$168  = \$157 [7:0];
+    end
+    if (rst) begin
+      \$168  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$169  = bad;
+    if (\$50 ) begin
+      \$169  = \$74 ;
+    end
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$170  = incr;
+    if (\$50 ) begin
+      \$170  = \$77 ;
+    end
+    if (rst) begin
+      \$170  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$171  = amask;
+    if (\$50 ) begin
+      \$171  = \$81 ;
+    end
+    if (rst) begin
+      \$171  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$172  = wmask;
+    if (\$50 ) begin
+      \$172  = \$89 ;
+    end
+    if (rst) begin
+      \$172  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$173  = wr_act;
+    if (\$90 ) begin
+      \$173  = 1'h1;
+    end
+    if (\$96 ) begin
+      if (\$108 ) begin
+        \$173  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$174  = rd_act;
+    if (\$91 ) begin
+      \$174  = 1'h1;
+    end
+    if (\$140 ) begin
+      if (\$158 ) begin
+        \$174  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$174  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$175  = \$92 ;
+    if (rst) begin
+      \$175  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$176  = \$95 ;
+    if (rst) begin
+      \$176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$177  = ws_addr;
+    if (\$96 ) begin
+      \$177  = addr[17:3];
+    end
+    if (rst) begin
+      \$177  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$178  = mem_wdata;
+    if (\$96 ) begin
+      \$178  = s_axi_mem_wdata;
+    end
+    if (rst) begin
+      \$178  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$179  = ws_strb;
+    if (\$96 ) begin
+      \$179  = s_axi_mem_wstrb;
+    end
+    if (rst) begin
+      \$179  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$180  = ws_resp;
+    if (\$96 ) begin
+      \$180  = \$99 ;
+    end
+    if (rst) begin
+      \$180  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$181  = bvalid;
+    if (\$110 ) begin
+      \$181  = 1'h0;
+    end
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$181  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$181  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$182  = s_axi_mem_bid;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$182  = tr_id;
+      end
+    end
+    if (rst) begin
+      \$182  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$183  = s_axi_mem_bresp;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$183  = \$114 ;
+      end
+    end
+    if (rst) begin
+      \$183  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$184  = b_acc;
+    if (ws_valid) begin
+      (* full_case = 32'd1 *)
+      if (ws_last) begin
+        \$184  = 2'h0;
+      end else begin
+        \$184  = \$118 ;
+      end
+    end
+    if (rst) begin
+      \$184  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$185  = \$129 ;
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$186  = m_ok;
+    if (\$140 ) begin
+      \$186  = \$144 ;
+    end
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$187  = m_resp;
+    if (\$140 ) begin
+      \$187  = \$148 ;
+    end
+    if (rst) begin
+      \$187  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$188  = m_last;
+    if (\$140 ) begin
+      \$188  = \$149 ;
+    end
+    if (rst) begin
+      \$188  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$189  = m_id;
+    if (\$140 ) begin
+      \$189  = tr_id;
+    end
+    if (rst) begin
+      \$189  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$190  = s_axi_mem_rdata;
+    if (\$161 ) begin
+      (* full_case = 32'd1 *)
+      if (t_valid) begin
+        \$190  = t_data;
+      end else begin
+        if (m_valid) begin
+          \$190  = \$163 ;
+        end
+      end
+    end
+    if (rst) begin
+      \$190  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$191  = s_axi_mem_rresp;
+    if (\$161 ) begin
+      (* full_case = 32'd1 *)
+      if (t_valid) begin
+        \$191  = t_resp;
+      end else begin
+        if (m_valid) begin
+          \$191  = m_resp;
+        end
+      end
+    end
+    if (rst) begin
+      \$191  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$192  = s_axi_mem_rlast;
+    if (\$161 ) begin
+      (* full_case = 32'd1 *)
+      if (t_valid) begin
+        \$192  = t_last;
+      end else begin
+        if (m_valid) begin
+          \$192  = m_last;
+        end
+      end
+    end
+    if (rst) begin
+      \$192  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$193  = s_axi_mem_rid;
+    if (\$161 ) begin
+      (* full_case = 32'd1 *)
+      if (t_valid) begin
+        \$193  = t_id;
+      end else begin
+        if (m_valid) begin
+          \$193  = m_id;
+        end
+      end
+    end
+    if (rst) begin
+      \$193  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$194  = t_valid;
+    if (\$161 ) begin
+      if (t_valid) begin
+        \$194  = m_valid;
+      end
+    end else if (m_valid) begin
+      \$194  = 1'h1;
+    end
+    if (rst) begin
+      \$194  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$195  = t_data;
+    if (\$161 ) begin
+      if (t_valid) begin
+        if (m_valid) begin
+          \$195  = \$162 ;
+        end
+      end
+    end else if (m_valid) begin
+      \$195  = \$164 ;
+    end
+    if (rst) begin
+      \$195  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$196  = t_resp;
+    if (\$161 ) begin
+      if (t_valid) begin
+        if (m_valid) begin
+          \$196  = m_resp;
+        end
+      end
+    end else if (m_valid) begin
+      \$196  = m_resp;
+    end
+    if (rst) begin
+      \$196  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$197  = t_last;
+    if (\$161 ) begin
+      if (t_valid) begin
+        if (m_valid) begin
+          \$197  = m_last;
+        end
+      end
+    end else if (m_valid) begin
+      \$197  = m_last;
+    end
+    if (rst) begin
+      \$197  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$198  = t_id;
+    if (\$161 ) begin
+      if (t_valid) begin
+        if (m_valid) begin
+          \$198  = m_id;
+        end
+      end
+    end else if (m_valid) begin
+      \$198  = m_id;
+    end
+    if (rst) begin
+      \$198  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$199  = s_axi_mem_rvalid;
+    if (\$161 ) begin
+      (* full_case = 32'd1 *)
+      if (t_valid) begin
+      end else begin
+        \$199  = m_valid;
+      end
+    end
+    if (rst) begin
+      \$199  = 1'h0;
+    end
+  end
+  assign ax_incr = \$9 [3:0];
+  assign s_axi_mem_bvalid = bvalid;
+  assign h_valid = s_axi_mem_rvalid;
+  assign h_data = s_axi_mem_rdata;
+  assign h_resp = s_axi_mem_rresp;
+  assign h_last = s_axi_mem_rlast;
+  assign h_id = s_axi_mem_rid;
+  assign ws_data = mem_wdata;
+  assign mem_rdata = { 24'h000000, \port$635$0  };
 endmodule

@@ -14,31 +14,27 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  reg [31:0] \$17 ;
+  reg [31:0] \$18 ;
+  reg [31:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  reg [31:0] \$21 ;
-  reg [31:0] \$22 ;
-  reg [31:0] \$23 ;
+  reg \$20 ;
+  reg \$21 ;
+  reg \$22 ;
+  reg \$23 ;
   reg \$24 ;
   reg \$25 ;
   reg \$26 ;
-  reg \$27 ;
-  reg \$28 ;
-  reg \$29 ;
+  reg [1:0] \$27 ;
+  wire [39:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  reg \$30 ;
-  reg [1:0] \$31 ;
-  wire [39:0] \$32 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
   wire \$4 ;
   wire [32:0] \$5 ;
   wire \$6 ;
@@ -62,8 +58,6 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg [1:0] copy_state = 2'h0;
   (* init = 32'd0 *)
   wire [31:0] cycles;
-  wire [15:0] dma_align_bytes;
-  wire [15:0] dma_align_offset;
   wire [31:0] dma_bytes;
   wire dma_ctrl_dir;
   wire dma_ctrl_start;
@@ -76,10 +70,10 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg dma_status_range = 1'h0;
   reg dma_status_read_error = 1'h0;
   reg dma_status_write_error = 1'h0;
-  wire [31:0] dma_window;
   (* init = 1'h0 *)
   wire done;
-  wire \done$140 ;
+  wire \done$138 ;
+  wire dropped;
   wire error;
   (* init = 1'h0 *)
   wire flag_locked;
@@ -186,6 +180,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire m_axi_gmem_wvalid;
   wire \m_axi_gmem_wvalid$61 ;
   wire [14:0] mem_addr;
+  wire mem_enable;
   wire [31:0] mem_ptr_hi;
   wire [25:0] mem_ptr_lo;
   wire [63:0] mem_rdata;
@@ -249,8 +244,6 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg to_buffer = 1'h0;
   assign rst = ~ ap_rst_n;
   assign \$1  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + offset;
-  assign host_re = mem_re & host_enable;
-  assign host_we = mem_we & { host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable, host_enable };
   assign \$2  = ! copy_state;
   assign \$3  = copy_state == 1'h1;
   assign \$4  = copy_state == 2'h2;
@@ -263,35 +256,31 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \$11  = \$10  <= 18'h28000;
   assign \$12  = ~ \$11 ;
   assign \$13  = \$9  | \$12 ;
-  assign \$14  = ~ host_enable;
-  assign \$15  = \done$140  & error;
-  assign \$16  = ~ host_enable;
-  assign \$17  = dma_status_busy & \$16 ;
-  assign \$18  = | mem_we;
-  assign \$19  = mem_re | \$18 ;
-  assign \$20  = \$17  & \$19 ;
+  assign \$14  = ~ mem_enable;
+  assign \$15  = \done$138  & error;
+  assign \$16  = dma_status_busy & dropped;
   always @(posedge ap_clk)
-    dma_cycles <= \$21 ;
+    dma_cycles <= \$17 ;
   always @(posedge ap_clk)
-    offset <= \$22 ;
+    offset <= \$18 ;
   always @(posedge ap_clk)
-    nbytes <= \$23 ;
+    nbytes <= \$19 ;
   always @(posedge ap_clk)
-    to_buffer <= \$24 ;
+    to_buffer <= \$20 ;
   always @(posedge ap_clk)
-    dma_status_done <= \$25 ;
+    dma_status_done <= \$21 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$26 ;
+    dma_status_read_error <= \$22 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$27 ;
+    dma_status_write_error <= \$23 ;
   always @(posedge ap_clk)
-    dma_status_locked <= \$28 ;
+    dma_status_locked <= \$24 ;
   always @(posedge ap_clk)
-    dma_status_range <= \$29 ;
+    dma_status_range <= \$25 ;
   always @(posedge ap_clk)
-    dma_status_busy <= \$30 ;
+    dma_status_busy <= \$26 ;
   always @(posedge ap_clk)
-    copy_state <= \$31 ;
+    copy_state <= \$27 ;
   \replay_kernel_k16.accel  accel (
     .clk(ap_clk),
     .dma_bytes(dma_bytes),
@@ -307,14 +296,14 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .dma_status_read_error(dma_status_read_error),
     .dma_status_write_error(dma_status_write_error),
     .host_addr(host_addr),
-    .host_enable(host_enable),
+    .host_enable(mem_enable),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
     .interrupt(interrupt),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .\port$95$0 (\$32 ),
+    .\port$606$0 (\$28 ),
     .rst(rst),
     .s_axi_control_araddr(s_axi_control_araddr),
     .s_axi_control_arready(s_axi_control_arready),
@@ -339,7 +328,8 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$140 ),
+    .done(\done$138 ),
+    .dropped(dropped),
     .error(error),
     .m_axi_gmem_arready(m_axi_gmem_arready),
     .m_axi_gmem_arvalid(m_axi_gmem_arvalid),
@@ -358,16 +348,17 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .m_axi_gmem_wready(m_axi_gmem_wready),
     .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
     .mem_addr(host_addr),
-    .mem_we(mem_we),
-    .\port$2215$0 (\$33 ),
-    .\port$2216$0 (\$34 ),
-    .\port$2217$0 (\$35 ),
-    .\port$2218$0 (\$36 ),
-    .\port$2219$0 (\$37 ),
-    .\port$2220$0 (\$38 ),
-    .\port$2221$0 (\$39 ),
-    .\port$95$0 (\$32 ),
-    .rd_issue(mem_re),
+    .mem_enable(mem_enable),
+    .mem_re(host_re),
+    .mem_we(host_we),
+    .\port$2218$0 (\$29 ),
+    .\port$2219$0 (\$30 ),
+    .\port$2220$0 (\$31 ),
+    .\port$2221$0 (\$32 ),
+    .\port$2222$0 (\$33 ),
+    .\port$2223$0 (\$34 ),
+    .\port$2224$0 (\$35 ),
+    .\port$606$0 (\$28 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -409,77 +400,151 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$21  = dma_cycles;
+    \$17  = dma_cycles;
     if (dma_status_busy) begin
-      \$21  = \$5 [31:0];
+      \$17  = \$5 [31:0];
     end
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$21  = 32'd0;
+            \$17  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$21  = 32'd0;
+      \$17  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$22  = offset;
+    \$18  = offset;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$22  = dma_offset;
+            \$18  = dma_offset;
           end
     endcase
     if (rst) begin
-      \$22  = 32'd0;
+      \$18  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$23  = nbytes;
+    \$19  = nbytes;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$23  = dma_bytes;
+            \$19  = dma_bytes;
           end
     endcase
     if (rst) begin
-      \$23  = 32'd0;
+      \$19  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$24  = to_buffer;
+    \$20  = to_buffer;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$24  = dma_ctrl_dir;
+            \$20  = dma_ctrl_dir;
           end
     endcase
+    if (rst) begin
+      \$20  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$21  = dma_status_done;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$21  = 1'h0;
+            if (\$13 ) begin
+              \$21  = 1'h1;
+            end else if (\$14 ) begin
+              \$21  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$138 ) begin
+            \$21  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$21  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$22  = dma_status_read_error;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$22  = 1'h0;
+          end
+    endcase
+    if (\$15 ) begin
+      (* full_case = 32'd1 *)
+      if (to_buffer) begin
+      end else begin
+        \$22  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$22  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$23  = dma_status_write_error;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$23  = 1'h0;
+          end
+    endcase
+    if (\$15 ) begin
+      if (to_buffer) begin
+        \$23  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$23  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$24  = dma_status_locked;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$24  = 1'h0;
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+              \$24  = 1'h1;
+            end
+          end
+    endcase
+    if (\$16 ) begin
+      \$24  = 1'h1;
+    end
     if (rst) begin
       \$24  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$25  = dma_status_done;
+    \$25  = dma_status_range;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$25  = 1'h0;
             if (\$13 ) begin
               \$25  = 1'h1;
-            end else if (\$14 ) begin
-              \$25  = 1'h1;
             end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$140 ) begin
-            \$25  = 1'h1;
           end
     endcase
     if (rst) begin
@@ -488,81 +553,31 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$26  = dma_status_read_error;
+    \$26  = dma_status_busy;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$13 ) begin
+            end else if (\$14 ) begin
+            end else begin
+              \$26  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$138 ) begin
             \$26  = 1'h0;
           end
     endcase
-    if (\$15 ) begin
-      (* full_case = 32'd1 *)
-      if (to_buffer) begin
-      end else begin
-        \$26  = 1'h1;
-      end
-    end
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$27  = dma_status_write_error;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$27  = 1'h0;
-          end
-    endcase
-    if (\$15 ) begin
-      if (to_buffer) begin
-        \$27  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$27  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$28  = dma_status_locked;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$28  = 1'h0;
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-              \$28  = 1'h1;
-            end
-          end
-    endcase
-    if (\$20 ) begin
-      \$28  = 1'h1;
-    end
-    if (rst) begin
-      \$28  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$29  = dma_status_range;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$29  = 1'h0;
-            if (\$13 ) begin
-              \$29  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$29  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$30  = dma_status_busy;
+    \$27  = copy_state;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
@@ -570,44 +585,20 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
             if (\$13 ) begin
             end else if (\$14 ) begin
             end else begin
-              \$30  = 1'h1;
-            end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$140 ) begin
-            \$30  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$30  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$31  = copy_state;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-            end else begin
-              \$31  = 2'h1;
+              \$27  = 2'h1;
             end
           end
       2'h1:
           if (cmd__ready) begin
-            \$31  = 2'h2;
+            \$27  = 2'h2;
           end
       2'h2:
-          if (\done$140 ) begin
-            \$31  = 2'h0;
+          if (\done$138 ) begin
+            \$27  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$31  = 2'h0;
+      \$27  = 2'h0;
     end
   end
   assign clk = ap_clk;
@@ -619,7 +610,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$59  = { \$39 , \$39 , \$39 , \$39 , \$39 , \$39 , \$39 , \$39 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , 8'hff };
+  assign \m_axi_gmem_wstrb$59  = { \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 8'hff };
   assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
@@ -659,23 +650,23 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \s_axi_control_rready$96  = s_axi_control_rready;
   assign \interrupt$97  = interrupt;
   assign mem_addr = host_addr;
+  assign host_enable = mem_enable;
+  assign mem_rdata = { 24'h000000, \$28  };
+  assign host_rdata = { 24'h000000, \$28  };
+  assign mem_re = host_re;
   assign mem_wdata = host_wdata;
-  assign mem_rdata = { 24'h000000, \$32  };
-  assign host_rdata = { 24'h000000, \$32  };
+  assign mem_we = host_we;
   assign \$signal  = dma_status_busy;
   assign done = dma_status_done;
-  assign cycles = dma_cycles;
   assign flag_read_error = dma_status_read_error;
   assign flag_write_error = dma_status_write_error;
   assign flag_locked = dma_status_locked;
   assign flag_range = dma_status_range;
-  assign dma_window = 32'd163840;
-  assign dma_align_offset = 16'h0040;
-  assign dma_align_bytes = 16'h0008;
+  assign cycles = dma_cycles;
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$39 , \$39 , \$39 , \$39 , \$39 , \$39 , \$39 , \$39 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , 8'hff };
+  assign m_axi_gmem_wstrb = { \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 8'hff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -689,221 +680,30 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, host_re, host_we, \port$95$0 , host_enable, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, dma_ctrl_start_clear, dma_cycles, dma_status_done
+module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, \port$606$0 , host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
 , dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire [14:0] \$1 ;
-  wire \$10 ;
-  wire [2:0] \$100 ;
-  wire [2:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire [4:0] \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  reg [2:0] \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg [31:0] \$118 ;
-  reg \$119 ;
-  wire \$12 ;
-  reg [2:0] \$120 ;
-  reg [12:0] \$121 ;
-  reg \$122 ;
-  reg \$123 ;
-  reg [1:0] \$124 ;
-  reg [12:0] \$125 ;
-  reg [31:0] \$126 ;
-  reg [1:0] \$127 ;
-  reg [12:0] \$128 ;
-  reg \$129 ;
-  wire \$13 ;
-  reg [12:0] \$130 ;
-  reg \$131 ;
-  reg [1:0] \$132 ;
-  reg [12:0] \$133 ;
-  reg [2:0] \$134 ;
-  reg [2:0] \$135 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire [3:0] \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire \$1 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire [3:0] \$26 ;
-  wire \$27 ;
-  wire [15:0] \$28 ;
-  wire [15:0] \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire [39:0] \$31 ;
-  wire [39:0] \$32 ;
-  wire \$33 ;
-  wire [31:0] \$34 ;
-  wire [39:0] \$35 ;
-  wire \$36 ;
-  wire [15:0] \$37 ;
-  wire [39:0] \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire [31:0] \$40 ;
-  wire [39:0] \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire [1:0] \$51 ;
-  wire \$52 ;
-  wire [3:0] \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire [1:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [32:0] \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire [2:0] \$79 ;
-  wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire [13:0] \$83 ;
-  wire [12:0] \$84 ;
-  wire [13:0] \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire [2:0] \$92 ;
-  wire \$93 ;
-  wire [13:0] \$94 ;
-  wire [32:0] \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  reg [11:0] \$signature__addr ;
-  reg [11:0] \$signature__addr$41 ;
-  reg [11:0] \$signature__addr$46 ;
-  reg [11:0] \$signature__addr$48 ;
-  reg [11:0] \$signature__addr$51 ;
-  reg [11:0] \$signature__addr$53 ;
-  reg [11:0] \$signature__addr$56 ;
-  reg [11:0] \$signature__addr$58 ;
-  reg [11:0] \$signature__addr$61 ;
-  reg [11:0] \$signature__addr$63 ;
-  reg [15:0] \$signature__data ;
-  reg [39:0] \$signature__data$49 ;
-  reg [31:0] \$signature__data$54 ;
-  reg [15:0] \$signature__data$59 ;
-  reg [31:0] \$signature__data$64 ;
-  wire [15:0] \$signature__data$68 ;
-  wire [39:0] \$signature__data$69 ;
-  wire [31:0] \$signature__data$70 ;
-  wire [15:0] \$signature__data$71 ;
-  wire [31:0] \$signature__data$72 ;
-  reg \$signature__en ;
-  reg [1:0] \$signature__en$44 ;
-  reg \$signature__en$47 ;
-  reg [4:0] \$signature__en$50 ;
-  reg \$signature__en$52 ;
-  reg [3:0] \$signature__en$55 ;
-  reg \$signature__en$57 ;
-  reg [1:0] \$signature__en$60 ;
-  reg \$signature__en$62 ;
-  reg [3:0] \$signature__en$65 ;
-  reg ap_done = 1'h0;
+  reg \$3 ;
+  wire [39:0] \$4 ;
+  wire [15:0] \$5 ;
+  wire [16:0] \$6 ;
+  wire [47:0] \$7 ;
+  wire ap_done;
   wire ap_idle;
-  reg ap_ready = 1'h0;
+  wire ap_ready;
   wire ap_start;
   wire ap_start_refuse;
   wire ap_start_write;
   wire auto_restart;
   wire [31:0] batch_size;
-  reg busy = 1'h0;
-  wire \busy$102 ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  reg [2:0] c_op = 3'h0;
-  reg c_valid = 1'h0;
-  reg clear;
+  wire [31:0] \batch_size$49 ;
+  wire busy;
   input clk;
   wire clk;
-  wire [93:0] cmd__payload;
-  wire [15:0] \cmd__payload.index ;
-  wire [2:0] \cmd__payload.level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \cmd__payload.op ;
-  wire [39:0] \cmd__payload.priority ;
-  wire [31:0] \cmd__payload.target ;
-  wire cmd__ready;
-  (* init = 1'h0 *)
-  wire cmd__valid;
-  reg [31:0] cycles = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] \cycles$118 ;
-  wire [15:0] dma_align_bytes;
-  wire [15:0] dma_align_offset;
+  wire [31:0] cycles;
+  wire [31:0] \cycles$87 ;
   output [31:0] dma_bytes;
   wire [31:0] dma_bytes;
   output dma_ctrl_dir;
@@ -928,103 +728,48 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire dma_status_read_error;
   input dma_status_write_error;
   wire dma_status_write_error;
-  wire [31:0] dma_window;
-  (* init = 1'h0 *)
   wire done;
-  wire empty;
-  reg [1:0] engine_state = 2'h0;
-  (* init = 2'h0 *)
   wire [1:0] error;
-  reg [1:0] fail;
-  wire [2:0] h_region;
-  reg [2:0] h_region_q = 3'h0;
-  wire [11:0] h_word;
   input [14:0] host_addr;
   wire [14:0] host_addr;
+  wire [14:0] \host_addr$89 ;
   output host_enable;
   wire host_enable;
+  wire \host_enable$91 ;
   wire [63:0] host_rdata;
+  wire [63:0] \host_rdata$93 ;
   input host_re;
   wire host_re;
+  wire \host_re$95 ;
   input [63:0] host_wdata;
   wire [63:0] host_wdata;
+  wire [63:0] \host_wdata$97 ;
   input [7:0] host_we;
   wire [7:0] host_we;
-  wire [31:0] hw_capacity;
-  wire [7:0] hw_format_input_guard_bits;
-  wire [7:0] hw_format_priority_frac;
-  wire [7:0] hw_format_priority_width;
-  wire [7:0] hw_format_target_bits;
-  wire [31:0] hw_max_batch;
-  wire [7:0] hw_tree_fanout;
-  wire [7:0] hw_tree_latency;
-  wire [7:0] hw_tree_levels;
+  wire [7:0] \host_we$99 ;
   output interrupt;
   wire interrupt;
-  wire \interrupt$76 ;
-  wire invalid;
-  reg [12:0] issue_i = 13'h0000;
-  reg issuing = 1'h0;
-  wire [31:0] max_priority;
+  wire \interrupt$37 ;
   wire [31:0] max_priority_hi;
+  wire [31:0] \max_priority_hi$61 ;
   wire [31:0] max_priority_lo;
+  wire [31:0] \max_priority_lo$63 ;
   output [31:0] mem_ptr_hi;
   wire [31:0] mem_ptr_hi;
   output [25:0] mem_ptr_lo;
   wire [25:0] mem_ptr_lo;
-  reg [12:0] n_rsp = 13'h0000;
   wire [3:0] op_code;
+  wire [3:0] \op_code$51 ;
   wire op_prng;
+  wire \op_prng$53 ;
   wire op_relaxed;
-  reg [12:0] ph0_n = 13'h0000;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  reg [2:0] ph0_op = 3'h0;
-  reg [12:0] ph1_n = 13'h0000;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  reg [2:0] ph1_op = 3'h0;
-  reg phase = 1'h0;
-  output [39:0] \port$95$0 ;
-  wire [39:0] \port$95$0 ;
-  (* init = 1'h0 *)
+  wire \op_relaxed$55 ;
+  output [39:0] \port$606$0 ;
+  wire [39:0] \port$606$0 ;
   wire ready;
   wire refused;
-  reg [31:0] response_cycles = 32'd0;
-  wire [68:0] rsp__payload;
-  wire \rsp__payload.empty ;
-  wire [15:0] \rsp__payload.index ;
-  wire \rsp__payload.invalid ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \rsp__payload.op ;
-  wire [47:0] \rsp__payload.value ;
-  wire rsp__ready;
-  wire rsp__valid;
-  (* init = 32'd0 *)
-  wire [31:0] rsp_cycles;
-  reg [12:0] rsp_j = 13'h0000;
+  wire [31:0] response_cycles;
+  wire [31:0] \response_cycles$65 ;
   input rst;
   wire rst;
   input [11:0] s_axi_control_araddr;
@@ -1078,275 +823,73 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   input s_axi_control_wvalid;
   wire s_axi_control_wvalid;
   wire \s_axi_control_wvalid$11 ;
-  wire saturated;
   wire [31:0] seed;
-  wire [31:0] \seed$105 ;
-  reg seed_load;
+  wire [31:0] \seed$57 ;
   wire [31:0] size;
-  wire [16:0] \size$128 ;
+  wire [31:0] \size$67 ;
+  wire start;
   (* init = 1'h0 *)
   wire start_refused;
   wire status_empty;
-  reg [1:0] status_error = 2'h0;
+  wire \status_empty$69 ;
+  wire [1:0] status_error;
   wire status_invalid_index;
+  wire \status_invalid_index$71 ;
   wire status_saturated;
+  wire \status_saturated$73 ;
   reg status_start_refused = 1'h0;
   wire status_tree_busy;
-  reg [1:0] tail = 2'h0;
-  wire [47:0] total;
+  wire \status_tree_busy$75 ;
   wire [31:0] total_hi;
+  wire [31:0] \total_hi$77 ;
   wire [31:0] total_lo;
+  wire [31:0] \total_lo$79 ;
   wire [31:0] update_size;
-  reg wait_tree = 1'h0;
+  wire [31:0] \update_size$59 ;
   wire [31:0] write_pointer;
-  wire [15:0] \write_pointer$130 ;
-  reg [15:0] buf_idx_in [4095:0];
-  always @(posedge clk) begin
-    if (\$signature__en$44 [0])
-      buf_idx_in[\$signature__addr$41 ][7:0] <= \$signature__data [7:0];
-    if (\$signature__en$44 [1])
-      buf_idx_in[\$signature__addr$41 ][15:8] <= \$signature__data [15:8];
-  end
-  reg [15:0] _0_;
-  always @(posedge clk) begin
-    if (\$signature__en ) begin
-      _0_ <= buf_idx_in[\$signature__addr ];
-    end
-  end
-  assign \$signature__data$68  = _0_;
-  reg [15:0] buf_idx_out [4095:0];
-  always @(posedge clk) begin
-    if (\$signature__en$60 [0])
-      buf_idx_out[\$signature__addr$58 ][7:0] <= \$signature__data$59 [7:0];
-    if (\$signature__en$60 [1])
-      buf_idx_out[\$signature__addr$58 ][15:8] <= \$signature__data$59 [15:8];
-  end
-  reg [15:0] _1_;
-  always @(posedge clk) begin
-    if (\$signature__en$57 ) begin
-      _1_ <= buf_idx_out[\$signature__addr$56 ];
-    end
-  end
-  assign \$signature__data$71  = _1_;
-  reg [39:0] buf_prio_in [4095:0];
-  always @(posedge clk) begin
-    if (\$signature__en$50 [0])
-      buf_prio_in[\$signature__addr$48 ][7:0] <= \$signature__data$49 [7:0];
-    if (\$signature__en$50 [1])
-      buf_prio_in[\$signature__addr$48 ][15:8] <= \$signature__data$49 [15:8];
-    if (\$signature__en$50 [2])
-      buf_prio_in[\$signature__addr$48 ][23:16] <= \$signature__data$49 [23:16];
-    if (\$signature__en$50 [3])
-      buf_prio_in[\$signature__addr$48 ][31:24] <= \$signature__data$49 [31:24];
-    if (\$signature__en$50 [4])
-      buf_prio_in[\$signature__addr$48 ][39:32] <= \$signature__data$49 [39:32];
-  end
-  reg [39:0] _2_;
-  always @(posedge clk) begin
-    if (\$signature__en$47 ) begin
-      _2_ <= buf_prio_in[\$signature__addr$46 ];
-    end
-  end
-  assign \$signature__data$69  = _2_;
-  reg [31:0] buf_prio_out [4095:0];
-  always @(posedge clk) begin
-    if (\$signature__en$65 [0])
-      buf_prio_out[\$signature__addr$63 ][7:0] <= \$signature__data$64 [7:0];
-    if (\$signature__en$65 [1])
-      buf_prio_out[\$signature__addr$63 ][15:8] <= \$signature__data$64 [15:8];
-    if (\$signature__en$65 [2])
-      buf_prio_out[\$signature__addr$63 ][23:16] <= \$signature__data$64 [23:16];
-    if (\$signature__en$65 [3])
-      buf_prio_out[\$signature__addr$63 ][31:24] <= \$signature__data$64 [31:24];
-  end
-  reg [31:0] _3_;
-  always @(posedge clk) begin
-    if (\$signature__en$62 ) begin
-      _3_ <= buf_prio_out[\$signature__addr$61 ];
-    end
-  end
-  assign \$signature__data$72  = _3_;
-  reg [31:0] buf_target_in [4095:0];
-  always @(posedge clk) begin
-    if (\$signature__en$55 [0])
-      buf_target_in[\$signature__addr$53 ][7:0] <= \$signature__data$54 [7:0];
-    if (\$signature__en$55 [1])
-      buf_target_in[\$signature__addr$53 ][15:8] <= \$signature__data$54 [15:8];
-    if (\$signature__en$55 [2])
-      buf_target_in[\$signature__addr$53 ][23:16] <= \$signature__data$54 [23:16];
-    if (\$signature__en$55 [3])
-      buf_target_in[\$signature__addr$53 ][31:24] <= \$signature__data$54 [31:24];
-  end
-  reg [31:0] _4_;
-  always @(posedge clk) begin
-    if (\$signature__en$52 ) begin
-      _4_ <= buf_target_in[\$signature__addr$51 ];
-    end
-  end
-  assign \$signature__data$70  = _4_;
-  assign \$2  = ~ busy;
-  assign \$3  = ! \$1 [2:0];
-  assign \$4  = host_re & \$3 ;
-  assign \$5  = ! \$1 [2:0];
-  assign \$6  = \$5  ? host_we[1:0] : 2'h0;
-  assign \$7  = ~ busy;
-  assign \$8  = \$1 [2:0] == 1'h1;
-  assign \$9  = host_re & \$8 ;
-  assign \$10  = \$1 [2:0] == 1'h1;
-  assign \$11  = \$10  ? host_we[4:0] : 5'h00;
-  assign \$12  = ~ busy;
-  assign \$13  = \$1 [2:0] == 2'h2;
-  assign \$14  = host_re & \$13 ;
-  assign \$15  = \$1 [2:0] == 2'h2;
-  assign \$16  = \$15  ? host_we[3:0] : 4'h0;
-  assign \$17  = ~ busy;
-  assign \$18  = \$1 [2:0] == 2'h3;
-  assign \$19  = host_re & \$18 ;
-  assign \$20  = \$1 [2:0] == 2'h3;
-  assign \$21  = \$20  ? host_we[1:0] : 2'h0;
-  assign \$22  = ~ busy;
-  assign \$23  = \$1 [2:0] == 3'h4;
-  assign \$24  = host_re & \$23 ;
-  assign \$25  = \$1 [2:0] == 3'h4;
-  assign \$26  = \$25  ? host_we[3:0] : 4'h0;
-  assign \$27  = ! h_region_q;
-  assign \$28  = \$27  ? \$signature__data$68  : 16'h0000;
-  assign \$30  = h_region_q == 1'h1;
-  assign \$31  = \$30  ? \$signature__data$69  : 40'h0000000000;
-  assign \$32  = { 24'h000000, \$29  } | \$31 ;
-  assign \$33  = h_region_q == 2'h2;
-  assign \$34  = \$33  ? \$signature__data$70  : 32'd0;
-  assign \$35  = \$32  | { 8'h00, \$34  };
-  assign \$36  = h_region_q == 2'h3;
-  assign \$37  = \$36  ? \$signature__data$71  : 16'h0000;
-  assign \$38  = \$35  | { 24'h000000, \$37  };
-  assign \$39  = h_region_q == 3'h4;
-  assign \$40  = \$39  ? \$signature__data$72  : 32'd0;
-  assign \$41  = \$38  | { 8'h00, \$40  };
-  assign host_enable = ~ busy;
+  wire [31:0] \write_pointer$81 ;
+  assign \$2  = ~ auto_restart;
+  assign refused = \$1  & \$2 ;
+  always @(posedge clk)
+    status_start_refused <= \$3 ;
   assign ap_idle = ~ busy;
-  assign \$42  = ap_start_write & busy;
-  assign \$43  = ~ auto_restart;
-  assign refused = \$42  & \$43 ;
-  assign \$44  = ~ c_valid;
-  assign \$45  = \$44  | cmd__ready;
-  assign \$46  = ~ c_valid;
-  assign \$47  = \$46  | cmd__ready;
-  assign \$48  = ~ c_valid;
-  assign \$49  = \$48  | cmd__ready;
-  assign \$50  = rsp__valid & busy;
-  assign \$51  = \$50  ? 2'h3 : 2'h0;
-  assign \$52  = rsp__valid & busy;
-  assign \$53  = \$52  ? 4'hf : 4'h0;
-  assign \$54  = ~ ap_ready;
-  assign \$55  = ap_start & \$54 ;
-  assign \$56  = op_code > 3'h7;
-  assign \$57  = op_code != 3'h6;
-  assign \$58  = op_code != 3'h7;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = ! batch_size;
-  assign \$61  = batch_size > 13'h1000;
-  assign \$62  = \$60  | \$61 ;
-  assign \$63  = \$59  & \$62 ;
-  assign \$64  = op_code == 3'h5;
-  assign \$65  = ! update_size;
-  assign \$66  = update_size > 13'h1000;
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = \$64  & \$67 ;
-  assign \$69  = ~ \busy$102 ;
-  assign \$70  = ! engine_state;
-  assign \$71  = engine_state == 1'h1;
-  assign \$72  = engine_state == 2'h2;
-  assign \$73  = cycles + 1'h1;
-  assign \$74  = ~ c_valid;
-  assign \$75  = \$74  | cmd__ready;
-  assign \$76  = ~ c_valid;
-  assign \$77  = \$76  | cmd__ready;
-  assign \$78  = issuing & \$77 ;
-  assign \$79  = phase ? ph1_op : ph0_op;
-  assign \$80  = ~ c_valid;
-  assign \$81  = \$80  | cmd__ready;
-  assign \$82  = issuing & \$81 ;
-  assign \$83  = issue_i + 1'h1;
-  assign \$84  = phase ? ph1_n : ph0_n;
-  assign \$85  = \$84  - 1'h1;
-  assign \$86  = issue_i == \$85 ;
-  assign \$87  = ~ phase;
-  assign \$88  = | ph1_n;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = c_valid & cmd__ready;
-  assign \$91  = | tail;
-  assign \$92  = tail - 1'h1;
-  assign \$93  = rsp__valid & busy;
-  assign \$94  = rsp_j + 1'h1;
-  assign \$95  = cycles + 1'h1;
-  assign \$96  = ~ ap_ready;
-  assign \$97  = ap_start & \$96 ;
-  assign \$98  = | fail;
-  assign \$99  = op_code == 3'h7;
-  assign \$100  = op_prng ? 3'h1 : 3'h0;
-  assign \$101  = op_prng ? 3'h1 : 3'h0;
-  assign \$102  = op_prng ? 3'h1 : 3'h0;
-  assign \$103  = ~ issuing;
-  assign \$104  = ~ c_valid;
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = rsp_j == n_rsp;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = ! tail;
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = wait_tree & \busy$102 ;
-  assign \$111  = ~ \$110 ;
-  assign \$112  = \$109  & \$111 ;
-  assign \$113  = ~ \busy$102 ;
-  always @(posedge clk)
-    h_region_q <= \$114 ;
-  always @(posedge clk)
-    status_start_refused <= \$115 ;
-  always @(posedge clk)
-    ap_ready <= \$116 ;
-  always @(posedge clk)
-    ap_done <= \$117 ;
-  always @(posedge clk)
-    cycles <= \$118 ;
-  always @(posedge clk)
-    c_valid <= \$119 ;
-  always @(posedge clk)
-    c_op <= \$120 ;
-  always @(posedge clk)
-    issue_i <= \$121 ;
-  always @(posedge clk)
-    phase <= \$122 ;
-  always @(posedge clk)
-    issuing <= \$123 ;
-  always @(posedge clk)
-    tail <= \$124 ;
-  always @(posedge clk)
-    rsp_j <= \$125 ;
-  always @(posedge clk)
-    response_cycles <= \$126 ;
-  always @(posedge clk)
-    status_error <= \$127 ;
-  always @(posedge clk)
-    n_rsp <= \$128 ;
-  always @(posedge clk)
-    wait_tree <= \$129 ;
-  always @(posedge clk)
-    ph1_n <= \$130 ;
-  always @(posedge clk)
-    busy <= \$131 ;
-  always @(posedge clk)
-    engine_state <= \$132 ;
-  always @(posedge clk)
-    ph0_n <= \$133 ;
-  always @(posedge clk)
-    ph0_op <= \$134 ;
-  always @(posedge clk)
-    ph1_op <= \$135 ;
+  assign \$1  = ap_start_write & busy;
+  \replay_kernel_k16.accel.core  core (
+    .batch_size(batch_size),
+    .busy(busy),
+    .\busy$62 (status_tree_busy),
+    .clk(clk),
+    .cycles(cycles),
+    .done(ap_done),
+    .error(status_error),
+    .host_addr(host_addr),
+    .host_enable(host_enable),
+    .host_re(host_re),
+    .host_wdata(host_wdata),
+    .host_we(host_we),
+    .max_priority_lo(max_priority_lo),
+    .op_code(op_code),
+    .op_prng(op_prng),
+    .op_relaxed(op_relaxed),
+    .\port$606$0 (\$4 ),
+    .ready(ap_ready),
+    .response_cycles(response_cycles),
+    .rst(rst),
+    .seed(seed),
+    .\size$86 (\$6 ),
+    .start(start),
+    .status_empty(status_empty),
+    .status_invalid_index(status_invalid_index),
+    .status_saturated(status_saturated),
+    .total(\$7 ),
+    .update_size(update_size),
+    .\write_pointer$88 (\$5 )
+  );
   \replay_kernel_k16.accel.csr  csr (
     .ap_done(ap_done),
     .ap_idle(ap_idle),
     .ap_ready(ap_ready),
-    .ap_start(ap_start),
+    .ap_start(start),
     .ap_start_refuse(refused),
     .ap_start_write(ap_start_write),
     .auto_restart(auto_restart),
@@ -1373,9 +916,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2664$0 (\write_pointer$130 ),
-    .\port$2666$0 (\size$128 ),
-    .\port$2682$0 (total),
+    .\port$2676$0 (\$5 ),
+    .\port$2678$0 (\$6 ),
+    .\port$2694$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1400,764 +943,19 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .status_invalid_index(status_invalid_index),
     .status_saturated(status_saturated),
     .status_start_refused(status_start_refused),
-    .status_tree_busy(\busy$102 ),
+    .status_tree_busy(status_tree_busy),
     .update_size(update_size)
   );
-  \replay_kernel_k16.accel.tree  tree (
-    .busy(\busy$102 ),
-    .clear(clear),
-    .clk(clk),
-    .cmd__payload(cmd__payload),
-    .cmd__ready(cmd__ready),
-    .cmd__valid(c_valid),
-    .empty(status_empty),
-    .invalid(status_invalid_index),
-    .load(seed_load),
-    .max_priority(max_priority_lo),
-    .rsp__payload(rsp__payload),
-    .rsp__valid(rsp__valid),
-    .rst(rst),
-    .saturated(status_saturated),
-    .seed(seed),
-    .size(\size$128 ),
-    .total(total),
-    .write_pointer(\write_pointer$130 )
-  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en  = 1'h1;
-    if (\$2 ) begin
-      \$signature__en  = \$4 ;
-    end
-    if (busy) begin
-      \$signature__en  = \$45 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$41  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr$41  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data  = 16'h0000;
-    if (\$2 ) begin
-      \$signature__data  = host_wdata[15:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$44  = 2'h0;
-    if (\$2 ) begin
-      \$signature__en$44  = \$6 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$46  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$46  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$46  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$47  = 1'h1;
-    if (\$7 ) begin
-      \$signature__en$47  = \$9 ;
-    end
-    if (busy) begin
-      \$signature__en$47  = \$47 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$48  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$48  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$49  = 40'h0000000000;
-    if (\$7 ) begin
-      \$signature__data$49  = host_wdata[39:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$50  = 5'h00;
-    if (\$7 ) begin
-      \$signature__en$50  = \$11 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$51  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$51  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$51  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$52  = 1'h1;
-    if (\$12 ) begin
-      \$signature__en$52  = \$14 ;
-    end
-    if (busy) begin
-      \$signature__en$52  = \$49 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$53  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$53  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$54  = 32'd0;
-    if (\$12 ) begin
-      \$signature__data$54  = host_wdata[31:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$55  = 4'h0;
-    if (\$12 ) begin
-      \$signature__en$55  = \$16 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$56  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$56  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$57  = 1'h1;
-    if (\$17 ) begin
-      \$signature__en$57  = \$19 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$58  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$58  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$58  = rsp_j[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$59  = 16'h0000;
-    if (\$17 ) begin
-      \$signature__data$59  = host_wdata[15:0];
-    end
-    if (busy) begin
-      \$signature__data$59  = rsp__payload[18:3];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$60  = 2'h0;
-    if (\$17 ) begin
-      \$signature__en$60  = \$21 ;
-    end
-    if (busy) begin
-      \$signature__en$60  = \$51 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$61  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$61  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$62  = 1'h1;
-    if (\$22 ) begin
-      \$signature__en$62  = \$24 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$63  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$63  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$63  = rsp_j[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$64  = 32'd0;
-    if (\$22 ) begin
-      \$signature__data$64  = host_wdata[31:0];
-    end
-    if (busy) begin
-      \$signature__data$64  = rsp__payload[50:19];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$65  = 4'h0;
-    if (\$22 ) begin
-      \$signature__en$65  = \$26 ;
-    end
-    if (busy) begin
-      \$signature__en$65  = \$53 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    clear = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$55 ) begin
-            clear = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    fail = 2'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$55 ) begin
-            if (\$56 ) begin
-              fail = 2'h1;
-            end else if (\$63 ) begin
-              fail = 2'h2;
-            end else if (\$68 ) begin
-              fail = 2'h3;
-            end
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    seed_load = 1'h0;
-    casez (engine_state)
-      2'h0:
-          /* empty */;
-      2'h2:
-          /* empty */;
-      2'h1:
-          if (\$69 ) begin
-            seed_load = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$114  = \$1 [2:0];
-    if (rst) begin
-      \$114  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = status_start_refused;
+    \$3  = status_start_refused;
     if (ap_ready) begin
-      \$115  = 1'h0;
+      \$3  = 1'h0;
     end else if (refused) begin
-      \$115  = 1'h1;
+      \$3  = 1'h1;
     end
     if (rst) begin
-      \$115  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$116  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            if (\$98 ) begin
-              \$117  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$112 ) begin
-            \$117  = 1'h1;
-          end
-      2'h1:
-          if (\$113 ) begin
-            \$117  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = cycles;
-    if (busy) begin
-      \$118  = \$73 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$118  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$118  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = c_valid;
-    if (\$75 ) begin
-      \$119  = \$78 ;
-    end
-    if (rst) begin
-      \$119  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = c_op;
-    if (\$75 ) begin
-      \$120  = \$79 ;
-    end
-    if (rst) begin
-      \$120  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = issue_i;
-    if (\$82 ) begin
-      \$121  = \$83 [12:0];
-      if (\$86 ) begin
-        \$121  = 13'h0000;
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$121  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$121  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = phase;
-    if (\$82 ) begin
-      if (\$86 ) begin
-        if (\$89 ) begin
-          \$122  = 1'h1;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$122  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$122  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = issuing;
-    if (\$82 ) begin
-      if (\$86 ) begin
-        (* full_case = 32'd1 *)
-        if (\$89 ) begin
-        end else begin
-          \$123  = 1'h0;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              \$123  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = tail;
-    if (\$90 ) begin
-      \$124  = 2'h3;
-    end else if (\$91 ) begin
-      \$124  = \$92 [1:0];
-    end
-    if (rst) begin
-      \$124  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = rsp_j;
-    if (\$93 ) begin
-      \$125  = \$94 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$125  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$125  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = response_cycles;
-    if (\$93 ) begin
-      \$126  = \$95 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$126  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$126  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = status_error;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$127  = 2'h0;
-            if (\$98 ) begin
-              \$127  = fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$127  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = n_rsp;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$128  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    \$128  = batch_size[12:0];
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    \$128  = batch_size[12:0];
-                4'h3:
-                    \$128  = batch_size[12:0];
-                4'h4:
-                    \$128  = batch_size[12:0];
-                4'h5:
-                    \$128  = batch_size[12:0];
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$128  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = wait_tree;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$129  = 1'h0;
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    /* empty */;
-                4'h6:
-                    \$129  = 1'h1;
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$129  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = ph1_n;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            \$130  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$130  = update_size[12:0];
-                    end else begin
-                      \$130  = batch_size[12:0];
-                    end
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$130  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-              \$131  = 1'h1;
-            end else begin
-              \$131  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$112 ) begin
-            \$131  = 1'h0;
-          end
-      2'h1:
-          if (\$113 ) begin
-            \$131  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$131  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-              \$132  = 2'h1;
-            end else begin
-              \$132  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$112 ) begin
-            \$132  = 2'h0;
-          end
-      2'h1:
-          if (\$113 ) begin
-            \$132  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$132  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = ph0_n;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              \$133  = batch_size[12:0];
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                    end else begin
-                      \$133  = update_size[12:0];
-                    end
-                4'h6:
-                    \$133  = 13'h0001;
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$133  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$134  = ph0_op;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    \$134  = \$100 ;
-                4'h1:
-                    \$134  = 3'h2;
-                4'h2:
-                    \$134  = 3'h3;
-                4'h3:
-                    \$134  = 3'h4;
-                4'h4:
-                    \$134  = 3'h5;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$134  = \$101 ;
-                    end else begin
-                      \$134  = 3'h2;
-                    end
-                4'h6:
-                    \$134  = 3'h7;
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$134  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$135  = ph1_op;
-    casez (engine_state)
-      2'h0:
-          if (\$97 ) begin
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else if (\$99 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$135  = 3'h2;
-                    end else begin
-                      \$135  = \$102 ;
-                    end
-              endcase
-            end
-          end
-    endcase
-    if (rst) begin
-      \$135  = 3'h0;
+      \$3  = 1'h0;
     end
   end
   assign \s_axi_control_awaddr$1  = s_axi_control_awaddr;
@@ -2177,70 +975,53 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \s_axi_control_rresp$29  = s_axi_control_rresp;
   assign \s_axi_control_rvalid$31  = s_axi_control_rvalid;
   assign \s_axi_control_rready$33  = s_axi_control_rready;
-  assign h_region = \$1 [2:0];
-  assign h_word = host_addr[11:0];
-  assign host_rdata = { 24'h000000, \$41  };
-  assign \interrupt$76  = interrupt;
+  assign \interrupt$37  = interrupt;
   assign ap_start_refuse = refused;
+  assign ap_start = start;
   assign ready = ap_ready;
   assign done = ap_done;
-  assign cmd__valid = c_valid;
-  assign rsp__ready = 1'h1;
-  assign \seed$105  = seed;
-  assign error = status_error;
-  assign empty = status_empty;
-  assign saturated = status_saturated;
-  assign invalid = status_invalid_index;
-  assign start_refused = status_start_refused;
-  assign status_tree_busy = \busy$102 ;
-  assign \cycles$118  = cycles;
-  assign rsp_cycles = response_cycles;
-  assign total_lo = total[31:0];
-  assign total_hi = { 16'h0000, total[47:32] };
-  assign max_priority = max_priority_lo;
+  assign \batch_size$49  = batch_size;
+  assign \op_code$51  = op_code;
+  assign \op_prng$53  = op_prng;
+  assign \op_relaxed$55  = op_relaxed;
+  assign \seed$57  = seed;
+  assign \update_size$59  = update_size;
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \size$128  };
-  assign write_pointer = { 16'h0000, \write_pointer$130  };
-  assign hw_capacity = 32'd65536;
-  assign hw_tree_fanout = 8'h10;
-  assign hw_tree_levels = 8'h04;
-  assign hw_tree_latency = 8'h12;
-  assign hw_format_priority_width = 8'h20;
-  assign hw_format_priority_frac = 8'h10;
-  assign hw_format_input_guard_bits = 8'h08;
-  assign hw_format_target_bits = 8'h20;
-  assign hw_max_batch = 32'd4096;
-  assign dma_window = 32'd163840;
-  assign dma_align_offset = 16'h0040;
-  assign dma_align_bytes = 16'h0008;
-  assign \port$95$0  = \$41 ;
-  assign \cmd__payload.op  = cmd__payload[2:0];
-  assign \cmd__payload.level  = cmd__payload[5:3];
-  assign \cmd__payload.index  = cmd__payload[21:6];
-  assign \cmd__payload.priority  = cmd__payload[61:22];
-  assign \cmd__payload.target  = cmd__payload[93:62];
-  assign \rsp__payload.op  = rsp__payload[2:0];
-  assign \rsp__payload.index  = rsp__payload[18:3];
-  assign \rsp__payload.value  = rsp__payload[66:19];
-  assign \rsp__payload.empty  = rsp__payload[67];
-  assign \rsp__payload.invalid  = rsp__payload[68];
-  assign cmd__payload[93:62] = \$signature__data$70 ;
-  assign cmd__payload[61:22] = \$signature__data$69 ;
-  assign cmd__payload[21:6] = \$signature__data$68 ;
-  assign cmd__payload[2:0] = c_op;
-  assign cmd__payload[5:3] = 3'h0;
-  assign \$1  = { 12'h000, host_addr[14:12] };
-  assign \$29  = \$28 ;
+  assign \max_priority_hi$61  = 32'd0;
+  assign \max_priority_lo$63  = max_priority_lo;
+  assign \response_cycles$65  = response_cycles;
+  assign size = { 15'h0000, \$6  };
+  assign \size$67  = { 15'h0000, \$6  };
+  assign \status_empty$69  = status_empty;
+  assign \status_invalid_index$71  = status_invalid_index;
+  assign \status_saturated$73  = status_saturated;
+  assign \status_tree_busy$75  = status_tree_busy;
+  assign total_hi = { 16'h0000, \$7 [47:32] };
+  assign \total_hi$77  = { 16'h0000, \$7 [47:32] };
+  assign total_lo = \$7 [31:0];
+  assign \total_lo$79  = \$7 [31:0];
+  assign write_pointer = { 16'h0000, \$5  };
+  assign \write_pointer$81  = { 16'h0000, \$5  };
+  assign error = status_error;
+  assign start_refused = status_start_refused;
+  assign \cycles$87  = cycles;
+  assign \host_addr$89  = host_addr;
+  assign \host_enable$91  = host_enable;
+  assign host_rdata = { 24'h000000, \$4  };
+  assign \host_rdata$93  = { 24'h000000, \$4  };
+  assign \host_re$95  = host_re;
+  assign \host_wdata$97  = host_wdata;
+  assign \host_we$99  = host_we;
+  assign \port$606$0  = \$4 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
-, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, ap_ready, ap_done, cycles, response_cycles, status_error, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size
-, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, \port$2664$0 , \port$2666$0 , max_priority_lo, \port$2682$0 , status_empty, status_saturated, status_invalid_index, clk);
+module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$88 , \size$86 
+, max_priority_lo, total, status_empty, status_saturated, status_invalid_index, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
-  wire \$1 ;
+  wire [14:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [2:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -2250,345 +1031,63 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  wire [4:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  reg [2:0] \$112 ;
+  reg \$113 ;
+  reg \$114 ;
+  reg [31:0] \$115 ;
+  reg \$116 ;
+  reg [2:0] \$117 ;
+  reg [12:0] \$118 ;
+  reg \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  reg \$120 ;
+  reg [1:0] \$121 ;
+  reg [12:0] \$122 ;
+  reg [31:0] \$123 ;
+  reg [1:0] \$124 ;
+  reg [12:0] \$125 ;
+  reg \$126 ;
+  reg [12:0] \$127 ;
+  reg \$128 ;
+  reg [1:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire [1:0] \$137 ;
-  wire [31:0] \$138 ;
-  wire [1:0] \$139 ;
+  reg [12:0] \$130 ;
+  reg [2:0] \$131 ;
+  reg [2:0] \$132 ;
   wire \$14 ;
-  wire [31:0] \$140 ;
-  wire [3:0] \$141 ;
-  wire [31:0] \$142 ;
-  wire [3:0] \$143 ;
-  wire [31:0] \$144 ;
-  wire [7:0] \$145 ;
-  wire [31:0] \$146 ;
-  wire [1:0] \$147 ;
-  wire [31:0] \$148 ;
-  wire [1:0] \$149 ;
   wire \$15 ;
-  wire [31:0] \$150 ;
-  wire [1:0] \$151 ;
-  wire [31:0] \$152 ;
-  wire [1:0] \$153 ;
-  wire [31:0] \$154 ;
-  wire [1:0] \$155 ;
-  wire [31:0] \$156 ;
-  wire [4:0] \$157 ;
-  wire [31:0] \$158 ;
-  wire [15:0] \$159 ;
-  wire \$16 ;
-  wire [31:0] \$160 ;
-  wire [15:0] \$161 ;
-  wire [31:0] \$162 ;
-  wire [32:0] \$163 ;
-  wire [32:0] \$164 ;
-  wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [2:0] \$169 ;
+  wire [3:0] \$16 ;
   wire \$17 ;
-  wire [31:0] \$170 ;
-  wire [15:0] \$171 ;
-  wire [31:0] \$172 ;
-  wire [15:0] \$173 ;
-  wire [31:0] \$174 ;
-  wire [15:0] \$175 ;
-  wire [31:0] \$176 ;
-  wire [15:0] \$177 ;
-  wire [31:0] \$178 ;
-  wire [15:0] \$179 ;
   wire \$18 ;
-  wire [31:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
-  wire [32:0] \$184 ;
-  wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
-  wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
-  wire [32:0] \$189 ;
   wire \$19 ;
-  wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
-  wire [32:0] \$192 ;
-  wire [32:0] \$193 ;
-  wire [32:0] \$194 ;
-  wire [32:0] \$195 ;
-  wire [32:0] \$196 ;
-  wire [32:0] \$197 ;
-  wire [32:0] \$198 ;
-  wire [8:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [31:0] \$200 ;
-  wire [22:0] \$201 ;
-  wire [31:0] \$202 ;
-  wire [38:0] \$203 ;
-  wire [38:0] \$204 ;
-  wire [8:0] \$205 ;
-  wire [31:0] \$206 ;
-  wire [22:0] \$207 ;
-  wire [31:0] \$208 ;
-  wire [38:0] \$209 ;
-  wire \$21 ;
-  wire [38:0] \$210 ;
-  wire [38:0] \$211 ;
-  wire [38:0] \$212 ;
-  wire [32:0] \$213 ;
-  wire [32:0] \$214 ;
-  wire [32:0] \$215 ;
-  wire [32:0] \$216 ;
-  wire [32:0] \$217 ;
-  wire [32:0] \$218 ;
-  wire [32:0] \$219 ;
+  wire [1:0] \$21 ;
   wire \$22 ;
-  wire [32:0] \$220 ;
-  wire [32:0] \$221 ;
-  wire [32:0] \$222 ;
-  wire [1:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [1:0] \$225 ;
-  wire [31:0] \$226 ;
-  wire [1:0] \$227 ;
-  wire [31:0] \$228 ;
-  wire [1:0] \$229 ;
   wire \$23 ;
-  wire [31:0] \$230 ;
-  wire [3:0] \$231 ;
-  wire [31:0] \$232 ;
-  wire [3:0] \$233 ;
-  wire [31:0] \$234 ;
-  wire [7:0] \$235 ;
-  wire [31:0] \$236 ;
-  wire [7:0] \$237 ;
-  wire [31:0] \$238 ;
-  wire [32:0] \$239 ;
   wire \$24 ;
-  wire [32:0] \$240 ;
-  wire [32:0] \$241 ;
-  wire [32:0] \$242 ;
-  wire [16:0] \$243 ;
-  wire [31:0] \$244 ;
-  wire [46:0] \$245 ;
-  wire [46:0] \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire [1:0] \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire \$26 ;
-  wire \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire \$269 ;
+  wire [3:0] \$26 ;
   wire \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire \$28 ;
-  wire \$280 ;
-  wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
-  wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [15:0] \$28 ;
+  wire [15:0] \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire [3:0] \$302 ;
-  wire [3:0] \$303 ;
-  wire [3:0] \$304 ;
-  wire [3:0] \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
-  wire \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire [31:0] \$314 ;
-  wire [31:0] \$315 ;
-  wire [31:0] \$316 ;
-  wire [31:0] \$317 ;
-  wire [31:0] \$318 ;
-  wire [31:0] \$319 ;
-  wire \$32 ;
-  wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
-  wire [31:0] \$322 ;
-  wire [31:0] \$323 ;
-  wire [31:0] \$324 ;
-  wire [31:0] \$325 ;
-  wire [25:0] \$326 ;
-  wire [25:0] \$327 ;
-  wire [25:0] \$328 ;
-  wire [25:0] \$329 ;
+  wire [39:0] \$31 ;
+  wire [39:0] \$32 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
-  wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
-  wire \$35 ;
-  wire \$350 ;
-  wire [1:0] \$351 ;
-  wire \$352 ;
-  reg \$353 ;
-  reg \$354 ;
-  reg \$355 ;
-  reg [11:0] \$356 ;
-  reg [31:0] \$357 ;
-  reg [3:0] \$358 ;
-  reg \$359 ;
+  wire [31:0] \$34 ;
+  wire [39:0] \$35 ;
   wire \$36 ;
-  reg [1:0] \$360 ;
-  reg \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg \$364 ;
-  reg \$365 ;
-  reg \$366 ;
-  reg \$367 ;
-  reg \$368 ;
-  reg \$369 ;
-  wire \$37 ;
-  reg \$370 ;
-  reg \$371 ;
-  reg \$372 ;
-  reg [3:0] \$373 ;
-  reg \$374 ;
-  reg \$375 ;
-  reg [31:0] \$376 ;
-  reg [31:0] \$377 ;
-  reg [31:0] \$378 ;
-  reg [25:0] \$379 ;
-  wire \$38 ;
-  reg [31:0] \$380 ;
-  reg [31:0] \$381 ;
-  reg [31:0] \$382 ;
-  reg \$383 ;
-  reg \$384 ;
-  reg [31:0] \$385 ;
-  reg [1:0] \$386 ;
-  reg \$387 ;
-  reg \$388 ;
-  reg \$389 ;
+  wire [15:0] \$37 ;
+  wire [39:0] \$38 ;
   wire \$39 ;
-  reg \$390 ;
-  reg \$391 ;
-  reg \$392 ;
-  reg \$393 ;
-  reg \$394 ;
-  reg \$395 ;
-  reg \$396 ;
-  reg \$397 ;
-  reg \$398 ;
-  reg \$399 ;
   wire \$4 ;
-  wire \$40 ;
-  reg \$400 ;
-  reg \$401 ;
-  reg \$402 ;
-  reg \$403 ;
-  reg \$404 ;
-  reg \$405 ;
-  reg \$406 ;
-  reg \$407 ;
-  reg \$408 ;
-  reg \$409 ;
-  wire \$41 ;
-  reg \$410 ;
-  reg \$411 ;
-  reg \$412 ;
-  reg [31:0] \$413 ;
-  reg [3:0] \$414 ;
+  wire [31:0] \$40 ;
+  wire [39:0] \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
@@ -2596,10 +1095,10 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
+  wire [3:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -2608,7 +1107,7 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [1:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -2621,20 +1120,20 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [32:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
   wire \$75 ;
   wire \$76 ;
-  wire \$77 ;
+  wire [2:0] \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
+  wire [13:0] \$81 ;
+  wire [12:0] \$82 ;
+  wire [13:0] \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
@@ -2642,1511 +1141,1235 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [2:0] \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
+  wire [13:0] \$92 ;
+  wire [32:0] \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  input ap_done;
-  wire ap_done;
-  input ap_idle;
-  wire ap_idle;
-  input ap_ready;
-  wire ap_ready;
-  output ap_start;
-  reg ap_start = 1'h0;
-  input ap_start_refuse;
-  wire ap_start_refuse;
-  output ap_start_write;
-  reg ap_start_write = 1'h0;
-  wire ar_hs;
-  output auto_restart;
-  reg auto_restart = 1'h0;
-  reg auto_status = 1'h0;
-  reg [11:0] aw_addr_q = 12'h000;
-  reg aw_got = 1'h0;
-  output [31:0] batch_size;
-  reg [31:0] batch_size = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] batch_size_q;
-  wire batch_size_rd;
-  wire batch_size_we;
-  reg batch_size_wr_pulse = 1'h0;
-  (* init = 2'h0 *)
-  wire [1:0] bresp;
-  output bvalid;
-  reg bvalid = 1'h0;
+  wire [2:0] \$98 ;
+  wire [2:0] \$99 ;
+  reg [11:0] \$signature__addr ;
+  reg [11:0] \$signature__addr$12 ;
+  reg [11:0] \$signature__addr$14 ;
+  reg [11:0] \$signature__addr$17 ;
+  reg [11:0] \$signature__addr$19 ;
+  reg [11:0] \$signature__addr$22 ;
+  reg [11:0] \$signature__addr$24 ;
+  reg [11:0] \$signature__addr$27 ;
+  reg [11:0] \$signature__addr$29 ;
+  reg [11:0] \$signature__addr$7 ;
+  reg [15:0] \$signature__data ;
+  reg [39:0] \$signature__data$15 ;
+  reg [31:0] \$signature__data$20 ;
+  reg [15:0] \$signature__data$25 ;
+  reg [31:0] \$signature__data$30 ;
+  wire [15:0] \$signature__data$34 ;
+  wire [39:0] \$signature__data$35 ;
+  wire [31:0] \$signature__data$36 ;
+  wire [15:0] \$signature__data$37 ;
+  wire [31:0] \$signature__data$38 ;
+  reg \$signature__en ;
+  reg [1:0] \$signature__en$10 ;
+  reg \$signature__en$13 ;
+  reg [4:0] \$signature__en$16 ;
+  reg \$signature__en$18 ;
+  reg [3:0] \$signature__en$21 ;
+  reg \$signature__en$23 ;
+  reg [1:0] \$signature__en$26 ;
+  reg \$signature__en$28 ;
+  reg [3:0] \$signature__en$31 ;
+  input [31:0] batch_size;
+  wire [31:0] batch_size;
+  output busy;
+  reg busy = 1'h0;
+  (* init = 1'h0 *)
+  wire \busy$40 ;
+  output \busy$62 ;
+  wire \busy$62 ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] c_op = 3'h0;
+  reg c_valid = 1'h0;
+  reg clear;
   input clk;
   wire clk;
-  wire commit;
-  reg ctrl_ap_done_q = 1'h0;
-  reg ctrl_ap_idle_q = 1'h0;
-  reg ctrl_ap_ready_q = 1'h0;
+  wire [93:0] cmd__payload;
+  wire [15:0] \cmd__payload.index ;
+  wire [2:0] \cmd__payload.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \cmd__payload.op ;
+  wire [39:0] \cmd__payload.priority ;
+  wire [31:0] \cmd__payload.target ;
+  wire cmd__ready;
   (* init = 1'h0 *)
-  wire ctrl_ap_start_q;
-  (* init = 1'h0 *)
-  wire ctrl_auto_restart_q;
-  wire ctrl_rd;
-  wire ctrl_we;
-  input [31:0] cycles;
-  wire [31:0] cycles;
-  wire cycles_rd;
-  wire cycles_we;
-  reg cycles_wr_pulse = 1'h0;
-  wire [15:0] dma_align_bytes;
-  wire [15:0] dma_align_offset;
-  wire dma_align_rd;
-  wire dma_align_we;
-  reg dma_align_wr_pulse = 1'h0;
-  output [31:0] dma_bytes;
-  reg [31:0] dma_bytes = 32'd0;
+  wire cmd__valid;
+  output [31:0] cycles;
+  reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] dma_bytes_q;
-  wire dma_bytes_rd;
-  wire dma_bytes_we;
-  reg dma_bytes_wr_pulse = 1'h0;
-  output dma_ctrl_dir;
-  reg dma_ctrl_dir = 1'h0;
+  wire [31:0] \cycles$76 ;
+  output done;
+  reg done = 1'h0;
   (* init = 1'h0 *)
-  wire dma_ctrl_dir_q;
-  wire dma_ctrl_rd;
-  output dma_ctrl_start;
-  reg dma_ctrl_start = 1'h0;
-  input dma_ctrl_start_clear;
-  wire dma_ctrl_start_clear;
-  (* init = 1'h0 *)
-  wire dma_ctrl_start_q;
-  wire dma_ctrl_we;
-  reg dma_ctrl_wr_pulse = 1'h0;
-  input [31:0] dma_cycles;
-  wire [31:0] dma_cycles;
-  wire dma_cycles_rd;
-  wire dma_cycles_we;
-  reg dma_cycles_wr_pulse = 1'h0;
-  output [31:0] dma_offset;
-  reg [31:0] dma_offset = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] dma_offset_q;
-  wire dma_offset_rd;
-  wire dma_offset_we;
-  reg dma_offset_wr_pulse = 1'h0;
-  input dma_status_busy;
-  wire dma_status_busy;
-  input dma_status_done;
-  wire dma_status_done;
-  input dma_status_locked;
-  wire dma_status_locked;
-  input dma_status_range;
-  wire dma_status_range;
-  wire dma_status_rd;
-  input dma_status_read_error;
-  wire dma_status_read_error;
-  wire dma_status_we;
-  reg dma_status_wr_pulse = 1'h0;
-  input dma_status_write_error;
-  wire dma_status_write_error;
-  wire [31:0] dma_window;
-  wire dma_window_rd;
-  wire dma_window_we;
-  reg dma_window_wr_pulse = 1'h0;
-  reg gier_enable_q = 1'h0;
-  wire gier_rd;
-  wire gier_we;
-  wire [31:0] hw_capacity;
-  wire hw_capacity_rd;
-  wire hw_capacity_we;
-  reg hw_capacity_wr_pulse = 1'h0;
-  wire [7:0] hw_format_input_guard_bits;
-  wire [7:0] hw_format_priority_frac;
-  wire [7:0] hw_format_priority_width;
-  wire hw_format_rd;
-  wire [7:0] hw_format_target_bits;
-  wire hw_format_we;
-  reg hw_format_wr_pulse = 1'h0;
-  wire [31:0] hw_max_batch;
-  wire hw_max_batch_rd;
-  wire hw_max_batch_we;
-  reg hw_max_batch_wr_pulse = 1'h0;
-  wire [7:0] hw_tree_fanout;
-  wire [7:0] hw_tree_latency;
-  wire [7:0] hw_tree_levels;
-  wire hw_tree_rd;
-  wire hw_tree_we;
-  reg hw_tree_wr_pulse = 1'h0;
-  output interrupt;
-  wire interrupt;
-  reg ip_ier_ap_done_q = 1'h0;
-  reg ip_ier_ap_ready_q = 1'h0;
-  wire ip_ier_rd;
-  wire ip_ier_we;
-  reg ip_isr_ap_done_q = 1'h0;
-  reg ip_isr_ap_ready_q = 1'h0;
-  wire ip_isr_rd;
-  wire ip_isr_we;
-  wire [31:0] max_priority_hi;
-  wire max_priority_hi_rd;
-  wire max_priority_hi_we;
-  reg max_priority_hi_wr_pulse = 1'h0;
-  input [31:0] max_priority_lo;
-  wire [31:0] max_priority_lo;
-  wire max_priority_lo_rd;
-  wire max_priority_lo_we;
-  reg max_priority_lo_wr_pulse = 1'h0;
-  output [31:0] mem_ptr_hi;
-  reg [31:0] mem_ptr_hi = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] mem_ptr_hi_q;
-  wire mem_ptr_hi_rd;
-  wire mem_ptr_hi_we;
-  reg mem_ptr_hi_wr_pulse = 1'h0;
-  output [25:0] mem_ptr_lo;
-  reg [25:0] mem_ptr_lo = 26'h0000000;
-  (* init = 26'h0000000 *)
-  wire [25:0] mem_ptr_lo_q;
-  wire mem_ptr_lo_rd;
-  wire mem_ptr_lo_we;
-  reg mem_ptr_lo_wr_pulse = 1'h0;
-  output [3:0] op_code;
-  reg [3:0] op_code = 4'h0;
-  (* init = 4'h0 *)
-  wire [3:0] op_code_q;
-  output op_prng;
-  reg op_prng = 1'h0;
-  (* init = 1'h0 *)
-  wire op_prng_q;
-  wire op_rd;
-  output op_relaxed;
-  reg op_relaxed = 1'h0;
-  (* init = 1'h0 *)
-  wire op_relaxed_q;
-  wire op_we;
-  reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2664$0 ;
-  wire [15:0] \port$2664$0 ;
-  input [16:0] \port$2666$0 ;
-  wire [16:0] \port$2666$0 ;
-  input [47:0] \port$2682$0 ;
-  wire [47:0] \port$2682$0 ;
-  wire r_hit;
-  reg [31:0] r_value;
-  (* init = 32'd0 *)
-  wire [31:0] rdata;
-  input [31:0] response_cycles;
-  wire [31:0] response_cycles;
-  wire response_cycles_rd;
-  wire response_cycles_we;
-  reg response_cycles_wr_pulse = 1'h0;
+  wire \done$44 ;
+  wire empty;
+  reg [1:0] engine_state = 2'h0;
+  output [1:0] error;
+  reg [1:0] error = 2'h0;
   (* init = 2'h0 *)
-  wire [1:0] rresp;
+  wire [1:0] \error$67 ;
+  reg [1:0] fail;
+  wire [2:0] h_region;
+  reg [2:0] h_region_q = 3'h0;
+  wire [11:0] h_word;
+  input [14:0] host_addr;
+  wire [14:0] host_addr;
+  output host_enable;
+  wire host_enable;
+  wire [63:0] host_rdata;
+  input host_re;
+  wire host_re;
+  input [63:0] host_wdata;
+  wire [63:0] host_wdata;
+  input [7:0] host_we;
+  wire [7:0] host_we;
+  wire invalid;
+  reg [12:0] issue_i = 13'h0000;
+  reg issuing = 1'h0;
+  wire [31:0] max_priority;
+  wire [31:0] max_priority_hi;
+  output [31:0] max_priority_lo;
+  wire [31:0] max_priority_lo;
+  reg [12:0] n_rsp = 13'h0000;
+  input [3:0] op_code;
+  wire [3:0] op_code;
+  input op_prng;
+  wire op_prng;
+  input op_relaxed;
+  wire op_relaxed;
+  reg [12:0] ph0_n = 13'h0000;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] ph0_op = 3'h0;
+  reg [12:0] ph1_n = 13'h0000;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] ph1_op = 3'h0;
+  reg phase = 1'h0;
+  output [39:0] \port$606$0 ;
+  wire [39:0] \port$606$0 ;
+  output ready;
+  reg ready = 1'h0;
+  (* init = 1'h0 *)
+  wire \ready$42 ;
+  output [31:0] response_cycles;
+  reg [31:0] response_cycles = 32'd0;
+  wire [68:0] rsp__payload;
+  wire \rsp__payload.empty ;
+  wire [15:0] \rsp__payload.index ;
+  wire \rsp__payload.invalid ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \rsp__payload.op ;
+  wire [47:0] \rsp__payload.value ;
+  wire rsp__ready;
+  wire rsp__valid;
+  (* init = 32'd0 *)
+  wire [31:0] rsp_cycles;
+  reg [12:0] rsp_j = 13'h0000;
   input rst;
   wire rst;
-  output rvalid;
-  reg rvalid = 1'h0;
-  input [11:0] s_axi_control_araddr;
-  wire [11:0] s_axi_control_araddr;
-  output s_axi_control_arready;
-  wire s_axi_control_arready;
-  input s_axi_control_arvalid;
-  wire s_axi_control_arvalid;
-  input [11:0] s_axi_control_awaddr;
-  wire [11:0] s_axi_control_awaddr;
-  output s_axi_control_awready;
-  wire s_axi_control_awready;
-  input s_axi_control_awvalid;
-  wire s_axi_control_awvalid;
-  input s_axi_control_bready;
-  wire s_axi_control_bready;
-  output [1:0] s_axi_control_bresp;
-  reg [1:0] s_axi_control_bresp = 2'h0;
-  (* init = 1'h0 *)
-  wire s_axi_control_bvalid;
-  output [31:0] s_axi_control_rdata;
-  reg [31:0] s_axi_control_rdata = 32'd0;
-  input s_axi_control_rready;
-  wire s_axi_control_rready;
-  output [1:0] s_axi_control_rresp;
-  reg [1:0] s_axi_control_rresp = 2'h0;
-  (* init = 1'h0 *)
-  wire s_axi_control_rvalid;
-  input [31:0] s_axi_control_wdata;
-  wire [31:0] s_axi_control_wdata;
-  output s_axi_control_wready;
-  wire s_axi_control_wready;
-  input [3:0] s_axi_control_wstrb;
-  wire [3:0] s_axi_control_wstrb;
-  input s_axi_control_wvalid;
-  wire s_axi_control_wvalid;
-  output [31:0] seed;
-  reg [31:0] seed = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] seed_q;
-  wire seed_rd;
-  wire seed_we;
-  reg seed_wr_pulse = 1'h0;
+  wire saturated;
+  input [31:0] seed;
+  wire [31:0] seed;
+  wire [31:0] \seed$65 ;
+  reg seed_load;
   wire [31:0] size;
-  wire size_rd;
-  wire size_we;
-  reg size_wr_pulse = 1'h0;
-  input status_empty;
+  output [16:0] \size$86 ;
+  wire [16:0] \size$86 ;
+  input start;
+  wire start;
+  output status_empty;
   wire status_empty;
-  input [1:0] status_error;
-  wire [1:0] status_error;
-  input status_invalid_index;
+  output status_invalid_index;
   wire status_invalid_index;
-  wire status_rd;
-  input status_saturated;
+  output status_saturated;
   wire status_saturated;
-  input status_start_refused;
-  wire status_start_refused;
-  input status_tree_busy;
   wire status_tree_busy;
-  wire status_we;
-  reg status_wr_pulse = 1'h0;
+  reg [1:0] tail = 2'h0;
+  output [47:0] total;
+  wire [47:0] total;
   wire [31:0] total_hi;
-  wire total_hi_rd;
-  wire total_hi_we;
-  reg total_hi_wr_pulse = 1'h0;
   wire [31:0] total_lo;
-  wire total_lo_rd;
-  wire total_lo_we;
-  reg total_lo_wr_pulse = 1'h0;
-  output [31:0] update_size;
-  reg [31:0] update_size = 32'd0;
-  (* init = 32'd0 *)
-  wire [31:0] update_size_q;
-  wire update_size_rd;
-  wire update_size_we;
-  reg update_size_wr_pulse = 1'h0;
-  wire [11:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
-  reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
-  reg [31:0] wr_data = 32'd0;
-  reg [3:0] wr_strb = 4'h0;
+  input [31:0] update_size;
+  wire [31:0] update_size;
+  reg wait_tree = 1'h0;
   wire [31:0] write_pointer;
-  wire write_pointer_rd;
-  wire write_pointer_we;
-  reg write_pointer_wr_pulse = 1'h0;
-  assign \$1  = ~ aw_got;
-  assign \$2  = ~ bvalid;
-  assign s_axi_control_awready = \$1  & \$2 ;
-  assign \$3  = ~ w_got;
-  assign \$4  = ~ bvalid;
-  assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
-  assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[11:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[11:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[11:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[11:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[11:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[11:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[11:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[11:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[11:2] == 3'h4;
-  assign op_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[11:2] == 3'h4;
-  assign op_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[11:2] == 3'h5;
-  assign batch_size_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[11:2] == 3'h5;
-  assign batch_size_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[11:2] == 3'h6;
-  assign update_size_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[11:2] == 3'h6;
-  assign update_size_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[11:2] == 3'h7;
-  assign seed_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[11:2] == 3'h7;
-  assign seed_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[11:2] == 4'h8;
-  assign status_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[11:2] == 4'h8;
-  assign status_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[11:2] == 4'h9;
-  assign cycles_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[11:2] == 4'h9;
-  assign cycles_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[11:2] == 4'ha;
-  assign response_cycles_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[11:2] == 4'ha;
-  assign response_cycles_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[11:2] == 4'hb;
-  assign total_lo_we = commit & \$38 ;
-  assign \$39  = s_axi_control_araddr[11:2] == 4'hb;
-  assign total_lo_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[11:2] == 4'hc;
-  assign total_hi_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[11:2] == 4'hc;
-  assign total_hi_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[11:2] == 4'hd;
-  assign max_priority_lo_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[11:2] == 4'hd;
-  assign max_priority_lo_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[11:2] == 4'he;
-  assign max_priority_hi_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[11:2] == 4'he;
-  assign max_priority_hi_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[11:2] == 4'hf;
-  assign size_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[11:2] == 4'hf;
-  assign size_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[11:2] == 5'h10;
-  assign write_pointer_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[11:2] == 5'h10;
-  assign write_pointer_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[11:2] == 5'h11;
-  assign hw_capacity_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[11:2] == 5'h11;
-  assign hw_capacity_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[11:2] == 5'h12;
-  assign hw_tree_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[11:2] == 5'h12;
-  assign hw_tree_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[11:2] == 5'h13;
-  assign hw_format_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[11:2] == 5'h13;
-  assign hw_format_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[11:2] == 5'h14;
-  assign hw_max_batch_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[11:2] == 5'h14;
-  assign hw_max_batch_rd = ar_hs & \$57 ;
-  assign \$58  = w_addr[11:2] == 5'h15;
-  assign mem_ptr_lo_we = commit & \$58 ;
-  assign \$59  = s_axi_control_araddr[11:2] == 5'h15;
-  assign mem_ptr_lo_rd = ar_hs & \$59 ;
-  assign \$60  = w_addr[11:2] == 5'h16;
-  assign mem_ptr_hi_we = commit & \$60 ;
-  assign \$61  = s_axi_control_araddr[11:2] == 5'h16;
-  assign mem_ptr_hi_rd = ar_hs & \$61 ;
-  assign \$62  = w_addr[11:2] == 5'h17;
-  assign dma_offset_we = commit & \$62 ;
-  assign \$63  = s_axi_control_araddr[11:2] == 5'h17;
-  assign dma_offset_rd = ar_hs & \$63 ;
-  assign \$64  = w_addr[11:2] == 5'h18;
-  assign dma_bytes_we = commit & \$64 ;
-  assign \$65  = s_axi_control_araddr[11:2] == 5'h18;
-  assign dma_bytes_rd = ar_hs & \$65 ;
-  assign \$66  = w_addr[11:2] == 5'h19;
-  assign dma_ctrl_we = commit & \$66 ;
-  assign \$67  = s_axi_control_araddr[11:2] == 5'h19;
-  assign dma_ctrl_rd = ar_hs & \$67 ;
-  assign \$68  = w_addr[11:2] == 5'h1a;
-  assign dma_status_we = commit & \$68 ;
-  assign \$69  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign dma_status_rd = ar_hs & \$69 ;
-  assign \$70  = w_addr[11:2] == 5'h1b;
-  assign dma_cycles_we = commit & \$70 ;
-  assign \$71  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign dma_cycles_rd = ar_hs & \$71 ;
-  assign \$72  = w_addr[11:2] == 5'h1c;
-  assign dma_window_we = commit & \$72 ;
-  assign \$73  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign dma_window_rd = ar_hs & \$73 ;
-  assign \$74  = w_addr[11:2] == 5'h1d;
-  assign dma_align_we = commit & \$74 ;
-  assign \$75  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign dma_align_rd = ar_hs & \$75 ;
-  assign \$76  = ! w_addr[11:2];
-  assign \$77  = w_addr[11:2] == 1'h1;
-  assign \$78  = w_addr[11:2] == 2'h2;
-  assign \$79  = w_addr[11:2] == 2'h3;
-  assign \$80  = w_addr[11:2] == 3'h4;
-  assign \$81  = w_addr[11:2] == 3'h5;
-  assign \$82  = w_addr[11:2] == 3'h6;
-  assign \$83  = w_addr[11:2] == 3'h7;
-  assign \$84  = w_addr[11:2] == 4'h8;
-  assign \$85  = w_addr[11:2] == 4'h9;
-  assign \$86  = w_addr[11:2] == 4'ha;
-  assign \$87  = w_addr[11:2] == 4'hb;
-  assign \$88  = w_addr[11:2] == 4'hc;
-  assign \$89  = w_addr[11:2] == 4'hd;
-  assign \$90  = w_addr[11:2] == 4'he;
-  assign \$91  = w_addr[11:2] == 4'hf;
-  assign \$92  = w_addr[11:2] == 5'h10;
-  assign \$93  = w_addr[11:2] == 5'h11;
-  assign \$94  = w_addr[11:2] == 5'h12;
-  assign \$95  = w_addr[11:2] == 5'h13;
-  assign \$96  = w_addr[11:2] == 5'h14;
-  assign \$97  = w_addr[11:2] == 5'h15;
-  assign \$98  = w_addr[11:2] == 5'h16;
-  assign \$99  = w_addr[11:2] == 5'h17;
-  assign \$100  = w_addr[11:2] == 5'h18;
-  assign \$101  = w_addr[11:2] == 5'h19;
-  assign \$102  = w_addr[11:2] == 5'h1a;
-  assign \$103  = w_addr[11:2] == 5'h1b;
-  assign \$104  = w_addr[11:2] == 5'h1c;
-  assign \$105  = w_addr[11:2] == 5'h1d;
-  assign w_hit = | { \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78 , \$77 , \$76  };
-  assign \$106  = ! s_axi_control_araddr[11:2];
-  assign \$107  = s_axi_control_araddr[11:2] == 1'h1;
-  assign \$108  = s_axi_control_araddr[11:2] == 2'h2;
-  assign \$109  = s_axi_control_araddr[11:2] == 2'h3;
-  assign \$110  = s_axi_control_araddr[11:2] == 3'h4;
-  assign \$111  = s_axi_control_araddr[11:2] == 3'h5;
-  assign \$112  = s_axi_control_araddr[11:2] == 3'h6;
-  assign \$113  = s_axi_control_araddr[11:2] == 3'h7;
-  assign \$114  = s_axi_control_araddr[11:2] == 4'h8;
-  assign \$115  = s_axi_control_araddr[11:2] == 4'h9;
-  assign \$116  = s_axi_control_araddr[11:2] == 4'ha;
-  assign \$117  = s_axi_control_araddr[11:2] == 4'hb;
-  assign \$118  = s_axi_control_araddr[11:2] == 4'hc;
-  assign \$119  = s_axi_control_araddr[11:2] == 4'hd;
-  assign \$120  = s_axi_control_araddr[11:2] == 4'he;
-  assign \$121  = s_axi_control_araddr[11:2] == 4'hf;
-  assign \$122  = s_axi_control_araddr[11:2] == 5'h10;
-  assign \$123  = s_axi_control_araddr[11:2] == 5'h11;
-  assign \$124  = s_axi_control_araddr[11:2] == 5'h12;
-  assign \$125  = s_axi_control_araddr[11:2] == 5'h13;
-  assign \$126  = s_axi_control_araddr[11:2] == 5'h14;
-  assign \$127  = s_axi_control_araddr[11:2] == 5'h15;
-  assign \$128  = s_axi_control_araddr[11:2] == 5'h16;
-  assign \$129  = s_axi_control_araddr[11:2] == 5'h17;
-  assign \$130  = s_axi_control_araddr[11:2] == 5'h18;
-  assign \$131  = s_axi_control_araddr[11:2] == 5'h19;
-  assign \$132  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign \$133  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign \$134  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign \$135  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign r_hit = | { \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106  };
-  assign \$136  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$136 ;
-  assign \$140  = \$138  | { 30'h00000000, \$139  };
-  assign \$142  = \$140  | { 28'h0000000, \$141  };
-  assign \$144  = \$142  | { 28'h0000000, \$143  };
-  assign \$146  = \$144  | { 24'h000000, \$145  };
-  assign \$152  = \$150  | { 30'h00000000, \$151  };
-  assign \$156  = \$154  | { 30'h00000000, \$155  };
-  assign \$160  = \$158  | { 16'h0000, \$159  };
-  assign \$162  = \$160  | { 16'h0000, \$161  };
-  assign \$172  = \$170  | { 16'h0000, \$171  };
-  assign \$174  = \$172  | { 16'h0000, \$173  };
-  assign \$176  = \$174  | { 16'h0000, \$175  };
-  assign \$178  = \$176  | { 16'h0000, \$177  };
-  assign \$180  = \$178  | { 16'h0000, \$179  };
-  assign \$226  = \$224  | { 30'h00000000, \$225  };
-  assign \$230  = \$228  | { 30'h00000000, \$229  };
-  assign \$232  = \$230  | { 28'h0000000, \$231  };
-  assign \$234  = \$232  | { 28'h0000000, \$233  };
-  assign \$236  = \$234  | { 24'h000000, \$235  };
-  assign \$238  = \$236  | { 24'h000000, \$237  };
-  assign \$247  = ~ aw_got;
-  assign \$248  = s_axi_control_awvalid & \$247 ;
-  assign \$249  = ~ bvalid;
-  assign \$250  = \$248  & \$249 ;
-  assign \$251  = ~ w_got;
-  assign \$252  = s_axi_control_wvalid & \$251 ;
-  assign \$253  = ~ bvalid;
-  assign \$254  = \$252  & \$253 ;
-  assign \$255  = bvalid & s_axi_control_bready;
-  assign \$256  = rvalid & s_axi_control_rready;
-  assign \$257  = w_hit ? 2'h0 : 2'h2;
-  assign \$258  = w_data[0] & w_strb[0];
-  assign \$259  = ctrl_we & \$258 ;
-  assign \$260  = w_data[0] & w_strb[0];
-  assign \$261  = ctrl_we & \$260 ;
-  assign \$262  = ~ auto_status;
-  assign \$263  = ap_done & \$262 ;
-  assign \$264  = auto_status & ap_idle;
-  assign \$265  = ~ ctrl_ap_idle_q;
-  assign \$266  = \$264  & \$265 ;
-  assign \$267  = \$263  | \$266 ;
-  assign \$268  = ~ ctrl_rd;
-  assign \$269  = ctrl_ap_done_q & \$268 ;
-  assign \$270  = \$267  | \$269 ;
-  assign \$271  = ~ auto_restart;
-  assign \$272  = ap_ready & \$271 ;
-  assign \$273  = ~ ctrl_rd;
-  assign \$274  = ctrl_ap_ready_q & \$273 ;
-  assign \$275  = \$272  | \$274 ;
-  assign \$276  = ip_ier_ap_done_q & ap_done;
-  assign \$277  = w_data[0] & w_strb[0];
-  assign \$278  = ip_isr_we ? \$277  : 1'h0;
-  assign \$279  = ip_isr_ap_done_q ^ \$278 ;
-  assign \$280  = \$276  | \$279 ;
-  assign \$281  = ip_ier_ap_ready_q & ap_ready;
-  assign \$282  = w_data[1] & w_strb[0];
-  assign \$283  = ip_isr_we ? \$282  : 1'h0;
-  assign \$284  = ip_isr_ap_ready_q ^ \$283 ;
-  assign \$285  = \$281  | \$284 ;
-  assign \$286  = ~ w_strb[0];
-  assign \$287  = auto_restart & \$286 ;
-  assign \$288  = w_data[7] & w_strb[0];
-  assign \$289  = \$287  | \$288 ;
-  assign \$290  = ~ w_strb[0];
-  assign \$291  = gier_enable_q & \$290 ;
-  assign \$292  = w_data[0] & w_strb[0];
-  assign \$293  = \$291  | \$292 ;
-  assign \$294  = ~ w_strb[0];
-  assign \$295  = ip_ier_ap_done_q & \$294 ;
-  assign \$296  = w_data[0] & w_strb[0];
-  assign \$297  = \$295  | \$296 ;
-  assign \$298  = ~ w_strb[0];
-  assign \$299  = ip_ier_ap_ready_q & \$298 ;
-  assign \$300  = w_data[1] & w_strb[0];
-  assign \$301  = \$299  | \$300 ;
-  assign \$302  = ~ { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$303  = op_code & \$302 ;
-  assign \$304  = w_data[3:0] & { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$305  = \$303  | \$304 ;
-  assign \$306  = ~ w_strb[1];
-  assign \$307  = op_prng & \$306 ;
-  assign \$308  = w_data[8] & w_strb[1];
-  assign \$309  = \$307  | \$308 ;
-  assign \$310  = ~ w_strb[1];
-  assign \$311  = op_relaxed & \$310 ;
-  assign \$312  = w_data[9] & w_strb[1];
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$315  = batch_size & \$314 ;
-  assign \$316  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$319  = update_size & \$318 ;
-  assign \$320  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$321  = \$319  | \$320 ;
-  assign \$322  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$323  = seed & \$322 ;
-  assign \$324  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$325  = \$323  | \$324 ;
-  assign \$326  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$327  = mem_ptr_lo & \$326 ;
-  assign \$328  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$331  = mem_ptr_hi & \$330 ;
-  assign \$332  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$333  = \$331  | \$332 ;
-  assign \$334  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$335  = dma_offset & \$334 ;
-  assign \$336  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$337  = \$335  | \$336 ;
-  assign \$338  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$339  = dma_bytes & \$338 ;
-  assign \$340  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$341  = \$339  | \$340 ;
-  assign \$342  = w_data[0] & w_strb[0];
-  assign \$343  = dma_ctrl_we ? \$342  : 1'h0;
-  assign \$344  = ~ dma_ctrl_start_clear;
-  assign \$345  = dma_ctrl_start & \$344 ;
-  assign \$346  = \$343  | \$345 ;
-  assign \$347  = ~ w_strb[0];
-  assign \$348  = dma_ctrl_dir & \$347 ;
-  assign \$349  = w_data[1] & w_strb[0];
-  assign \$350  = \$348  | \$349 ;
-  assign \$351  = r_hit ? 2'h0 : 2'h2;
-  assign \$352  = commit & w_hit;
+  output [15:0] \write_pointer$88 ;
+  wire [15:0] \write_pointer$88 ;
+  reg [15:0] buf_idx_in [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$10 [0])
+      buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
+    if (\$signature__en$10 [1])
+      buf_idx_in[\$signature__addr$7 ][15:8] <= \$signature__data [15:8];
+  end
+  reg [15:0] _0_;
+  always @(posedge clk) begin
+    if (\$signature__en ) begin
+      _0_ <= buf_idx_in[\$signature__addr ];
+    end
+  end
+  assign \$signature__data$34  = _0_;
+  reg [15:0] buf_idx_out [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$26 [0])
+      buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
+    if (\$signature__en$26 [1])
+      buf_idx_out[\$signature__addr$24 ][15:8] <= \$signature__data$25 [15:8];
+  end
+  reg [15:0] _1_;
+  always @(posedge clk) begin
+    if (\$signature__en$23 ) begin
+      _1_ <= buf_idx_out[\$signature__addr$22 ];
+    end
+  end
+  assign \$signature__data$37  = _1_;
+  reg [39:0] buf_prio_in [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$16 [0])
+      buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
+    if (\$signature__en$16 [1])
+      buf_prio_in[\$signature__addr$14 ][15:8] <= \$signature__data$15 [15:8];
+    if (\$signature__en$16 [2])
+      buf_prio_in[\$signature__addr$14 ][23:16] <= \$signature__data$15 [23:16];
+    if (\$signature__en$16 [3])
+      buf_prio_in[\$signature__addr$14 ][31:24] <= \$signature__data$15 [31:24];
+    if (\$signature__en$16 [4])
+      buf_prio_in[\$signature__addr$14 ][39:32] <= \$signature__data$15 [39:32];
+  end
+  reg [39:0] _2_;
+  always @(posedge clk) begin
+    if (\$signature__en$13 ) begin
+      _2_ <= buf_prio_in[\$signature__addr$12 ];
+    end
+  end
+  assign \$signature__data$35  = _2_;
+  reg [31:0] buf_prio_out [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$31 [0])
+      buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
+    if (\$signature__en$31 [1])
+      buf_prio_out[\$signature__addr$29 ][15:8] <= \$signature__data$30 [15:8];
+    if (\$signature__en$31 [2])
+      buf_prio_out[\$signature__addr$29 ][23:16] <= \$signature__data$30 [23:16];
+    if (\$signature__en$31 [3])
+      buf_prio_out[\$signature__addr$29 ][31:24] <= \$signature__data$30 [31:24];
+  end
+  reg [31:0] _3_;
+  always @(posedge clk) begin
+    if (\$signature__en$28 ) begin
+      _3_ <= buf_prio_out[\$signature__addr$27 ];
+    end
+  end
+  assign \$signature__data$38  = _3_;
+  reg [31:0] buf_target_in [4095:0];
+  always @(posedge clk) begin
+    if (\$signature__en$21 [0])
+      buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
+    if (\$signature__en$21 [1])
+      buf_target_in[\$signature__addr$19 ][15:8] <= \$signature__data$20 [15:8];
+    if (\$signature__en$21 [2])
+      buf_target_in[\$signature__addr$19 ][23:16] <= \$signature__data$20 [23:16];
+    if (\$signature__en$21 [3])
+      buf_target_in[\$signature__addr$19 ][31:24] <= \$signature__data$20 [31:24];
+  end
+  reg [31:0] _4_;
+  always @(posedge clk) begin
+    if (\$signature__en$18 ) begin
+      _4_ <= buf_target_in[\$signature__addr$17 ];
+    end
+  end
+  assign \$signature__data$36  = _4_;
+  assign \$2  = ~ busy;
+  assign \$3  = ! \$1 [2:0];
+  assign \$4  = host_re & \$3 ;
+  assign \$5  = ! \$1 [2:0];
+  assign \$6  = \$5  ? host_we[1:0] : 2'h0;
+  assign \$7  = ~ busy;
+  assign \$8  = \$1 [2:0] == 1'h1;
+  assign \$9  = host_re & \$8 ;
+  assign \$10  = \$1 [2:0] == 1'h1;
+  assign \$11  = \$10  ? host_we[4:0] : 5'h00;
+  assign \$12  = ~ busy;
+  assign \$13  = \$1 [2:0] == 2'h2;
+  assign \$14  = host_re & \$13 ;
+  assign \$15  = \$1 [2:0] == 2'h2;
+  assign \$16  = \$15  ? host_we[3:0] : 4'h0;
+  assign \$17  = ~ busy;
+  assign \$18  = \$1 [2:0] == 2'h3;
+  assign \$19  = host_re & \$18 ;
+  assign \$20  = \$1 [2:0] == 2'h3;
+  assign \$21  = \$20  ? host_we[1:0] : 2'h0;
+  assign \$22  = ~ busy;
+  assign \$23  = \$1 [2:0] == 3'h4;
+  assign \$24  = host_re & \$23 ;
+  assign \$25  = \$1 [2:0] == 3'h4;
+  assign \$26  = \$25  ? host_we[3:0] : 4'h0;
+  assign \$27  = ! h_region_q;
+  assign \$28  = \$27  ? \$signature__data$34  : 16'h0000;
+  assign \$30  = h_region_q == 1'h1;
+  assign \$31  = \$30  ? \$signature__data$35  : 40'h0000000000;
+  assign \$32  = { 24'h000000, \$29  } | \$31 ;
+  assign \$33  = h_region_q == 2'h2;
+  assign \$34  = \$33  ? \$signature__data$36  : 32'd0;
+  assign \$35  = \$32  | { 8'h00, \$34  };
+  assign \$36  = h_region_q == 2'h3;
+  assign \$37  = \$36  ? \$signature__data$37  : 16'h0000;
+  assign \$38  = \$35  | { 24'h000000, \$37  };
+  assign \$39  = h_region_q == 3'h4;
+  assign \$40  = \$39  ? \$signature__data$38  : 32'd0;
+  assign \$41  = \$38  | { 8'h00, \$40  };
+  assign host_enable = ~ busy;
+  assign \$42  = ~ c_valid;
+  assign \$43  = \$42  | cmd__ready;
+  assign \$44  = ~ c_valid;
+  assign \$45  = \$44  | cmd__ready;
+  assign \$46  = ~ c_valid;
+  assign \$47  = \$46  | cmd__ready;
+  assign \$48  = rsp__valid & busy;
+  assign \$49  = \$48  ? 2'h3 : 2'h0;
+  assign \$50  = rsp__valid & busy;
+  assign \$51  = \$50  ? 4'hf : 4'h0;
+  assign \$52  = ~ ready;
+  assign \$53  = start & \$52 ;
+  assign \$54  = op_code > 3'h7;
+  assign \$55  = op_code != 3'h6;
+  assign \$56  = op_code != 3'h7;
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = ! batch_size;
+  assign \$59  = batch_size > 13'h1000;
+  assign \$60  = \$58  | \$59 ;
+  assign \$61  = \$57  & \$60 ;
+  assign \$62  = op_code == 3'h5;
+  assign \$63  = ! update_size;
+  assign \$64  = update_size > 13'h1000;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = \$62  & \$65 ;
+  assign \$67  = ~ \busy$62 ;
+  assign \$68  = ! engine_state;
+  assign \$69  = engine_state == 1'h1;
+  assign \$70  = engine_state == 2'h2;
+  assign \$71  = cycles + 1'h1;
+  assign \$72  = ~ c_valid;
+  assign \$73  = \$72  | cmd__ready;
+  assign \$74  = ~ c_valid;
+  assign \$75  = \$74  | cmd__ready;
+  assign \$76  = issuing & \$75 ;
+  assign \$77  = phase ? ph1_op : ph0_op;
+  assign \$78  = ~ c_valid;
+  assign \$79  = \$78  | cmd__ready;
+  assign \$80  = issuing & \$79 ;
+  assign \$81  = issue_i + 1'h1;
+  assign \$82  = phase ? ph1_n : ph0_n;
+  assign \$83  = \$82  - 1'h1;
+  assign \$84  = issue_i == \$83 ;
+  assign \$85  = ~ phase;
+  assign \$86  = | ph1_n;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = c_valid & cmd__ready;
+  assign \$89  = | tail;
+  assign \$90  = tail - 1'h1;
+  assign \$91  = rsp__valid & busy;
+  assign \$92  = rsp_j + 1'h1;
+  assign \$93  = cycles + 1'h1;
+  assign \$94  = ~ ready;
+  assign \$95  = start & \$94 ;
+  assign \$96  = | fail;
+  assign \$97  = op_code == 3'h7;
+  assign \$98  = op_prng ? 3'h1 : 3'h0;
+  assign \$99  = op_prng ? 3'h1 : 3'h0;
+  assign \$100  = op_prng ? 3'h1 : 3'h0;
+  assign \$101  = ~ issuing;
+  assign \$102  = ~ c_valid;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = rsp_j == n_rsp;
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = ! tail;
+  assign \$107  = \$105  & \$106 ;
+  assign \$108  = wait_tree & \busy$62 ;
+  assign \$109  = ~ \$108 ;
+  assign \$110  = \$107  & \$109 ;
+  assign \$111  = ~ \busy$62 ;
   always @(posedge clk)
-    aw_got <= \$353 ;
+    h_region_q <= \$112 ;
   always @(posedge clk)
-    w_got <= \$354 ;
+    ready <= \$113 ;
   always @(posedge clk)
-    bvalid <= \$355 ;
+    done <= \$114 ;
   always @(posedge clk)
-    aw_addr_q <= \$356 ;
+    cycles <= \$115 ;
   always @(posedge clk)
-    w_data_q <= \$357 ;
+    c_valid <= \$116 ;
   always @(posedge clk)
-    w_strb_q <= \$358 ;
+    c_op <= \$117 ;
   always @(posedge clk)
-    rvalid <= \$359 ;
+    issue_i <= \$118 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$360 ;
+    phase <= \$119 ;
   always @(posedge clk)
-    auto_status <= \$361 ;
+    issuing <= \$120 ;
   always @(posedge clk)
-    ap_start <= \$362 ;
+    tail <= \$121 ;
   always @(posedge clk)
-    ap_start_write <= \$363 ;
+    rsp_j <= \$122 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$364 ;
+    response_cycles <= \$123 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$365 ;
+    error <= \$124 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$366 ;
+    n_rsp <= \$125 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$367 ;
+    wait_tree <= \$126 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$368 ;
+    ph1_n <= \$127 ;
   always @(posedge clk)
-    auto_restart <= \$369 ;
+    busy <= \$128 ;
   always @(posedge clk)
-    gier_enable_q <= \$370 ;
+    engine_state <= \$129 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$371 ;
+    ph0_n <= \$130 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$372 ;
+    ph0_op <= \$131 ;
   always @(posedge clk)
-    op_code <= \$373 ;
-  always @(posedge clk)
-    op_prng <= \$374 ;
-  always @(posedge clk)
-    op_relaxed <= \$375 ;
-  always @(posedge clk)
-    batch_size <= \$376 ;
-  always @(posedge clk)
-    update_size <= \$377 ;
-  always @(posedge clk)
-    seed <= \$378 ;
-  always @(posedge clk)
-    mem_ptr_lo <= \$379 ;
-  always @(posedge clk)
-    mem_ptr_hi <= \$380 ;
-  always @(posedge clk)
-    dma_offset <= \$381 ;
-  always @(posedge clk)
-    dma_bytes <= \$382 ;
-  always @(posedge clk)
-    dma_ctrl_start <= \$383 ;
-  always @(posedge clk)
-    dma_ctrl_dir <= \$384 ;
-  always @(posedge clk)
-    s_axi_control_rdata <= \$385 ;
-  always @(posedge clk)
-    s_axi_control_rresp <= \$386 ;
-  always @(posedge clk)
-    op_wr_pulse <= \$387 ;
-  always @(posedge clk)
-    batch_size_wr_pulse <= \$388 ;
-  always @(posedge clk)
-    update_size_wr_pulse <= \$389 ;
-  always @(posedge clk)
-    seed_wr_pulse <= \$390 ;
-  always @(posedge clk)
-    status_wr_pulse <= \$391 ;
-  always @(posedge clk)
-    cycles_wr_pulse <= \$392 ;
-  always @(posedge clk)
-    response_cycles_wr_pulse <= \$393 ;
-  always @(posedge clk)
-    total_lo_wr_pulse <= \$394 ;
-  always @(posedge clk)
-    total_hi_wr_pulse <= \$395 ;
-  always @(posedge clk)
-    max_priority_lo_wr_pulse <= \$396 ;
-  always @(posedge clk)
-    max_priority_hi_wr_pulse <= \$397 ;
-  always @(posedge clk)
-    size_wr_pulse <= \$398 ;
-  always @(posedge clk)
-    write_pointer_wr_pulse <= \$399 ;
-  always @(posedge clk)
-    hw_capacity_wr_pulse <= \$400 ;
-  always @(posedge clk)
-    hw_tree_wr_pulse <= \$401 ;
-  always @(posedge clk)
-    hw_format_wr_pulse <= \$402 ;
-  always @(posedge clk)
-    hw_max_batch_wr_pulse <= \$403 ;
-  always @(posedge clk)
-    mem_ptr_lo_wr_pulse <= \$404 ;
-  always @(posedge clk)
-    mem_ptr_hi_wr_pulse <= \$405 ;
-  always @(posedge clk)
-    dma_offset_wr_pulse <= \$406 ;
-  always @(posedge clk)
-    dma_bytes_wr_pulse <= \$407 ;
-  always @(posedge clk)
-    dma_ctrl_wr_pulse <= \$408 ;
-  always @(posedge clk)
-    dma_status_wr_pulse <= \$409 ;
-  always @(posedge clk)
-    dma_cycles_wr_pulse <= \$410 ;
-  always @(posedge clk)
-    dma_window_wr_pulse <= \$411 ;
-  always @(posedge clk)
-    dma_align_wr_pulse <= \$412 ;
-  always @(posedge clk)
-    wr_data <= \$413 ;
-  always @(posedge clk)
-    wr_strb <= \$414 ;
+    ph1_op <= \$132 ;
+  \replay_kernel_k16.accel.core.tree  tree (
+    .busy(\busy$62 ),
+    .clear(clear),
+    .clk(clk),
+    .cmd__payload(cmd__payload),
+    .cmd__ready(cmd__ready),
+    .cmd__valid(c_valid),
+    .empty(status_empty),
+    .invalid(status_invalid_index),
+    .load(seed_load),
+    .max_priority(max_priority_lo),
+    .rsp__payload(rsp__payload),
+    .rsp__valid(rsp__valid),
+    .rst(rst),
+    .saturated(status_saturated),
+    .seed(seed),
+    .size(\size$86 ),
+    .total(total),
+    .write_pointer(\write_pointer$88 )
+  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    (* full_case = 32'd1 *)
-    casez (s_axi_control_araddr[11:2])
-      10'h000:
-          r_value = \$146 ;
-      10'h001:
-          r_value = \$148 ;
-      10'h002:
-          r_value = \$152 ;
-      10'h003:
-          r_value = \$156 ;
-      10'h004:
-          r_value = \$162 ;
-      10'h005:
-          r_value = \$164 [31:0];
-      10'h006:
-          r_value = \$166 [31:0];
-      10'h007:
-          r_value = \$168 [31:0];
-      10'h008:
-          r_value = \$180 ;
-      10'h009:
-          r_value = \$182 [31:0];
-      10'h00a:
-          r_value = \$184 [31:0];
-      10'h00b:
-          r_value = \$186 [31:0];
-      10'h00c:
-          r_value = \$188 [31:0];
-      10'h00d:
-          r_value = \$190 [31:0];
-      10'h00e:
-          r_value = \$192 [31:0];
-      10'h00f:
-          r_value = \$194 [31:0];
-      10'h010:
-          r_value = \$196 [31:0];
-      10'h011:
-          r_value = \$198 [31:0];
-      10'h012:
-          r_value = \$204 [31:0];
-      10'h013:
-          r_value = \$212 [31:0];
-      10'h014:
-          r_value = \$214 [31:0];
-      10'h015:
-          r_value = \$216 [31:0];
-      10'h016:
-          r_value = \$218 [31:0];
-      10'h017:
-          r_value = \$220 [31:0];
-      10'h018:
-          r_value = \$222 [31:0];
-      10'h019:
-          r_value = \$226 ;
-      10'h01a:
-          r_value = \$238 ;
-      10'h01b:
-          r_value = \$240 [31:0];
-      10'h01c:
-          r_value = \$242 [31:0];
-      10'h01d:
-          r_value = \$246 [31:0];
-      default:
-          r_value = 32'd0;
+    \$signature__addr  = 12'h000;
+    if (\$2 ) begin
+      \$signature__addr  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr  = issue_i[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en  = 1'h1;
+    if (\$2 ) begin
+      \$signature__en  = \$4 ;
+    end
+    if (busy) begin
+      \$signature__en  = \$43 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$7  = 12'h000;
+    if (\$2 ) begin
+      \$signature__addr$7  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data  = 16'h0000;
+    if (\$2 ) begin
+      \$signature__data  = host_wdata[15:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$10  = 2'h0;
+    if (\$2 ) begin
+      \$signature__en$10  = \$6 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$12  = 12'h000;
+    if (\$7 ) begin
+      \$signature__addr$12  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$12  = issue_i[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$13  = 1'h1;
+    if (\$7 ) begin
+      \$signature__en$13  = \$9 ;
+    end
+    if (busy) begin
+      \$signature__en$13  = \$45 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$14  = 12'h000;
+    if (\$7 ) begin
+      \$signature__addr$14  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data$15  = 40'h0000000000;
+    if (\$7 ) begin
+      \$signature__data$15  = host_wdata[39:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$16  = 5'h00;
+    if (\$7 ) begin
+      \$signature__en$16  = \$11 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$17  = 12'h000;
+    if (\$12 ) begin
+      \$signature__addr$17  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$17  = issue_i[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$18  = 1'h1;
+    if (\$12 ) begin
+      \$signature__en$18  = \$14 ;
+    end
+    if (busy) begin
+      \$signature__en$18  = \$47 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$19  = 12'h000;
+    if (\$12 ) begin
+      \$signature__addr$19  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data$20  = 32'd0;
+    if (\$12 ) begin
+      \$signature__data$20  = host_wdata[31:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$21  = 4'h0;
+    if (\$12 ) begin
+      \$signature__en$21  = \$16 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$22  = 12'h000;
+    if (\$17 ) begin
+      \$signature__addr$22  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$23  = 1'h1;
+    if (\$17 ) begin
+      \$signature__en$23  = \$19 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$24  = 12'h000;
+    if (\$17 ) begin
+      \$signature__addr$24  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$24  = rsp_j[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data$25  = 16'h0000;
+    if (\$17 ) begin
+      \$signature__data$25  = host_wdata[15:0];
+    end
+    if (busy) begin
+      \$signature__data$25  = rsp__payload[18:3];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$26  = 2'h0;
+    if (\$17 ) begin
+      \$signature__en$26  = \$21 ;
+    end
+    if (busy) begin
+      \$signature__en$26  = \$49 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$27  = 12'h000;
+    if (\$22 ) begin
+      \$signature__addr$27  = host_addr[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$28  = 1'h1;
+    if (\$22 ) begin
+      \$signature__en$28  = \$24 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$29  = 12'h000;
+    if (\$22 ) begin
+      \$signature__addr$29  = host_addr[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$29  = rsp_j[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data$30  = 32'd0;
+    if (\$22 ) begin
+      \$signature__data$30  = host_wdata[31:0];
+    end
+    if (busy) begin
+      \$signature__data$30  = rsp__payload[50:19];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$31  = 4'h0;
+    if (\$22 ) begin
+      \$signature__en$31  = \$26 ;
+    end
+    if (busy) begin
+      \$signature__en$31  = \$51 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    clear = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$53 ) begin
+            clear = 1'h1;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$353  = aw_got;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-      \$353  = 1'h0;
-    end else begin
-      if (\$250 ) begin
-        \$353  = 1'h1;
+    fail = 2'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$53 ) begin
+            if (\$54 ) begin
+              fail = 2'h1;
+            end else if (\$61 ) begin
+              fail = 2'h2;
+            end else if (\$66 ) begin
+              fail = 2'h3;
+            end
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    seed_load = 1'h0;
+    casez (engine_state)
+      2'h0:
+          /* empty */;
+      2'h2:
+          /* empty */;
+      2'h1:
+          if (\$67 ) begin
+            seed_load = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$112  = \$1 [2:0];
+    if (rst) begin
+      \$112  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$113  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$113  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$113  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$114  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            if (\$96 ) begin
+              \$114  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$110 ) begin
+            \$114  = 1'h1;
+          end
+      2'h1:
+          if (\$111 ) begin
+            \$114  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$114  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$115  = cycles;
+    if (busy) begin
+      \$115  = \$71 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$115  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$115  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$116  = c_valid;
+    if (\$73 ) begin
+      \$116  = \$76 ;
+    end
+    if (rst) begin
+      \$116  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$117  = c_op;
+    if (\$73 ) begin
+      \$117  = \$77 ;
+    end
+    if (rst) begin
+      \$117  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$118  = issue_i;
+    if (\$80 ) begin
+      \$118  = \$81 [12:0];
+      if (\$84 ) begin
+        \$118  = 13'h0000;
       end
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$118  = 13'h0000;
+          end
+    endcase
     if (rst) begin
-      \$353  = 1'h0;
+      \$118  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$354  = w_got;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-      \$354  = 1'h0;
-    end else begin
-      if (\$254 ) begin
-        \$354  = 1'h1;
+    \$119  = phase;
+    if (\$80 ) begin
+      if (\$84 ) begin
+        if (\$87 ) begin
+          \$119  = 1'h1;
+        end
       end
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$119  = 1'h0;
+          end
+    endcase
     if (rst) begin
-      \$354  = 1'h0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$355  = bvalid;
-    if (commit) begin
-      \$355  = 1'h1;
-    end
-    if (\$255 ) begin
-      \$355  = 1'h0;
-    end
-    if (rst) begin
-      \$355  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$356  = aw_addr_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$250 ) begin
-        \$356  = s_axi_control_awaddr;
+    \$120  = issuing;
+    if (\$80 ) begin
+      if (\$84 ) begin
+        (* full_case = 32'd1 *)
+        if (\$87 ) begin
+        end else begin
+          \$120  = 1'h0;
+        end
       end
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              \$120  = 1'h1;
+            end
+          end
+    endcase
     if (rst) begin
-      \$356  = 12'h000;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$357  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$254 ) begin
-        \$357  = s_axi_control_wdata;
-      end
+    \$121  = tail;
+    if (\$88 ) begin
+      \$121  = 2'h3;
+    end else if (\$89 ) begin
+      \$121  = \$90 [1:0];
     end
     if (rst) begin
-      \$357  = 32'd0;
+      \$121  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$358  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$254 ) begin
-        \$358  = s_axi_control_wstrb;
-      end
+    \$122  = rsp_j;
+    if (\$91 ) begin
+      \$122  = \$92 [12:0];
     end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$122  = 13'h0000;
+          end
+    endcase
     if (rst) begin
-      \$358  = 4'h0;
+      \$122  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$359  = rvalid;
-    if (\$256 ) begin
-      \$359  = 1'h0;
+    \$123  = response_cycles;
+    if (\$91 ) begin
+      \$123  = \$93 [31:0];
     end
-    if (ar_hs) begin
-      \$359  = 1'h1;
-    end
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$123  = 32'd0;
+          end
+    endcase
     if (rst) begin
-      \$359  = 1'h0;
+      \$123  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$360  = s_axi_control_bresp;
-    if (commit) begin
-      \$360  = \$257 ;
-    end
+    \$124  = error;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$124  = 2'h0;
+            if (\$96 ) begin
+              \$124  = fail;
+            end
+          end
+    endcase
     if (rst) begin
-      \$360  = 2'h0;
+      \$124  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$361  = auto_status;
-    if (auto_restart) begin
-      \$361  = 1'h1;
-    end else if (ap_idle) begin
-      \$361  = 1'h0;
-    end
+    \$125  = n_rsp;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$125  = 13'h0000;
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    \$125  = batch_size[12:0];
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    \$125  = batch_size[12:0];
+                4'h3:
+                    \$125  = batch_size[12:0];
+                4'h4:
+                    \$125  = batch_size[12:0];
+                4'h5:
+                    \$125  = batch_size[12:0];
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$361  = 1'h0;
+      \$125  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$362  = ap_start;
-    if (\$259 ) begin
-      \$362  = 1'h1;
-    end else if (ap_ready) begin
-      \$362  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$362  = 1'h0;
-    end
+    \$126  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$126  = 1'h0;
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    /* empty */;
+                4'h6:
+                    \$126  = 1'h1;
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$362  = 1'h0;
+      \$126  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$363  = \$261 ;
+    \$127  = ph1_n;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            \$127  = 13'h0000;
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$127  = update_size[12:0];
+                    end else begin
+                      \$127  = batch_size[12:0];
+                    end
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$363  = 1'h0;
+      \$127  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$364  = ap_idle;
+    \$128  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+              \$128  = 1'h1;
+            end else begin
+              \$128  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$110 ) begin
+            \$128  = 1'h0;
+          end
+      2'h1:
+          if (\$111 ) begin
+            \$128  = 1'h0;
+          end
+    endcase
     if (rst) begin
-      \$364  = 1'h0;
+      \$128  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$365  = \$270 ;
+    \$129  = engine_state;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+              \$129  = 2'h1;
+            end else begin
+              \$129  = 2'h2;
+            end
+          end
+      2'h2:
+          if (\$110 ) begin
+            \$129  = 2'h0;
+          end
+      2'h1:
+          if (\$111 ) begin
+            \$129  = 2'h0;
+          end
+    endcase
     if (rst) begin
-      \$365  = 1'h0;
+      \$129  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$366  = \$275 ;
+    \$130  = ph0_n;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              \$130  = batch_size[12:0];
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                    end else begin
+                      \$130  = update_size[12:0];
+                    end
+                4'h6:
+                    \$130  = 13'h0001;
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$366  = 1'h0;
+      \$130  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$367  = \$280 ;
+    \$131  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    \$131  = \$98 ;
+                4'h1:
+                    \$131  = 3'h2;
+                4'h2:
+                    \$131  = 3'h3;
+                4'h3:
+                    \$131  = 3'h4;
+                4'h4:
+                    \$131  = 3'h5;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$131  = \$99 ;
+                    end else begin
+                      \$131  = 3'h2;
+                    end
+                4'h6:
+                    \$131  = 3'h7;
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$367  = 1'h0;
+      \$131  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$368  = \$285 ;
+    \$132  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$95 ) begin
+            (* full_case = 32'd1 *)
+            if (\$96 ) begin
+            end else if (\$97 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$132  = 3'h2;
+                    end else begin
+                      \$132  = \$100 ;
+                    end
+              endcase
+            end
+          end
+    endcase
     if (rst) begin
-      \$368  = 1'h0;
+      \$132  = 3'h0;
     end
   end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$369  = auto_restart;
-    if (ctrl_we) begin
-      \$369  = \$289 ;
-    end
-    if (rst) begin
-      \$369  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$370  = gier_enable_q;
-    if (gier_we) begin
-      \$370  = \$293 ;
-    end
-    if (rst) begin
-      \$370  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$371  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$371  = \$297 ;
-    end
-    if (rst) begin
-      \$371  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$372  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$372  = \$301 ;
-    end
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$373  = op_code;
-    if (op_we) begin
-      \$373  = \$305 ;
-    end
-    if (rst) begin
-      \$373  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$374  = op_prng;
-    if (op_we) begin
-      \$374  = \$309 ;
-    end
-    if (rst) begin
-      \$374  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$375  = op_relaxed;
-    if (op_we) begin
-      \$375  = \$313 ;
-    end
-    if (rst) begin
-      \$375  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$376  = batch_size;
-    if (batch_size_we) begin
-      \$376  = \$317 ;
-    end
-    if (rst) begin
-      \$376  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$377  = update_size;
-    if (update_size_we) begin
-      \$377  = \$321 ;
-    end
-    if (rst) begin
-      \$377  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$378  = seed;
-    if (seed_we) begin
-      \$378  = \$325 ;
-    end
-    if (rst) begin
-      \$378  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$379  = mem_ptr_lo;
-    if (mem_ptr_lo_we) begin
-      \$379  = \$329 ;
-    end
-    if (rst) begin
-      \$379  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$380  = mem_ptr_hi;
-    if (mem_ptr_hi_we) begin
-      \$380  = \$333 ;
-    end
-    if (rst) begin
-      \$380  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$381  = dma_offset;
-    if (dma_offset_we) begin
-      \$381  = \$337 ;
-    end
-    if (rst) begin
-      \$381  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$382  = dma_bytes;
-    if (dma_bytes_we) begin
-      \$382  = \$341 ;
-    end
-    if (rst) begin
-      \$382  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$383  = \$346 ;
-    if (rst) begin
-      \$383  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$384  = dma_ctrl_dir;
-    if (dma_ctrl_we) begin
-      \$384  = \$350 ;
-    end
-    if (rst) begin
-      \$384  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$385  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$385  = r_value;
-    end
-    if (rst) begin
-      \$385  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$386  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$386  = \$351 ;
-    end
-    if (rst) begin
-      \$386  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$387  = op_we;
-    if (rst) begin
-      \$387  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$388  = batch_size_we;
-    if (rst) begin
-      \$388  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$389  = update_size_we;
-    if (rst) begin
-      \$389  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$390  = seed_we;
-    if (rst) begin
-      \$390  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$391  = status_we;
-    if (rst) begin
-      \$391  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$392  = cycles_we;
-    if (rst) begin
-      \$392  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$393  = response_cycles_we;
-    if (rst) begin
-      \$393  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$394  = total_lo_we;
-    if (rst) begin
-      \$394  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$395  = total_hi_we;
-    if (rst) begin
-      \$395  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$396  = max_priority_lo_we;
-    if (rst) begin
-      \$396  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$397  = max_priority_hi_we;
-    if (rst) begin
-      \$397  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$398  = size_we;
-    if (rst) begin
-      \$398  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$399  = write_pointer_we;
-    if (rst) begin
-      \$399  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$400  = hw_capacity_we;
-    if (rst) begin
-      \$400  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$401  = hw_tree_we;
-    if (rst) begin
-      \$401  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$402  = hw_format_we;
-    if (rst) begin
-      \$402  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$403  = hw_max_batch_we;
-    if (rst) begin
-      \$403  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$404  = mem_ptr_lo_we;
-    if (rst) begin
-      \$404  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$405  = mem_ptr_hi_we;
-    if (rst) begin
-      \$405  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$406  = dma_offset_we;
-    if (rst) begin
-      \$406  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$407  = dma_bytes_we;
-    if (rst) begin
-      \$407  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$408  = dma_ctrl_we;
-    if (rst) begin
-      \$408  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$409  = dma_status_we;
-    if (rst) begin
-      \$409  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$410  = dma_cycles_we;
-    if (rst) begin
-      \$410  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$411  = dma_window_we;
-    if (rst) begin
-      \$411  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$412  = dma_align_we;
-    if (rst) begin
-      \$412  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$413  = wr_data;
-    if (\$352 ) begin
-      \$413  = w_data;
-    end
-    if (rst) begin
-      \$413  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$414  = wr_strb;
-    if (\$352 ) begin
-      \$414  = w_strb;
-    end
-    if (rst) begin
-      \$414  = 4'h0;
-    end
-  end
-  assign s_axi_control_bvalid = bvalid;
-  assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign s_axi_control_rvalid = rvalid;
-  assign rdata = s_axi_control_rdata;
-  assign rresp = s_axi_control_rresp;
-  assign ctrl_ap_start_q = ap_start;
-  assign ctrl_auto_restart_q = auto_restart;
-  assign op_code_q = op_code;
-  assign op_prng_q = op_prng;
-  assign op_relaxed_q = op_relaxed;
-  assign batch_size_q = batch_size;
-  assign update_size_q = update_size;
-  assign seed_q = seed;
-  assign mem_ptr_lo_q = mem_ptr_lo;
-  assign mem_ptr_hi_q = mem_ptr_hi;
-  assign dma_offset_q = dma_offset;
-  assign dma_bytes_q = dma_bytes;
-  assign dma_ctrl_start_q = dma_ctrl_start;
-  assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$2682$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2682$0 [47:32] };
+  assign h_region = \$1 [2:0];
+  assign h_word = host_addr[11:0];
+  assign host_rdata = { 24'h000000, \$41  };
+  assign \busy$40  = busy;
+  assign \ready$42  = ready;
+  assign \done$44  = done;
+  assign cmd__valid = c_valid;
+  assign rsp__ready = 1'h1;
+  assign \seed$65  = seed;
+  assign \error$67  = error;
+  assign empty = status_empty;
+  assign saturated = status_saturated;
+  assign invalid = status_invalid_index;
+  assign status_tree_busy = \busy$62 ;
+  assign \cycles$76  = cycles;
+  assign rsp_cycles = response_cycles;
+  assign total_lo = total[31:0];
+  assign total_hi = { 16'h0000, total[47:32] };
+  assign max_priority = max_priority_lo;
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2666$0  };
-  assign write_pointer = { 16'h0000, \port$2664$0  };
-  assign hw_capacity = 32'd65536;
-  assign hw_tree_fanout = 8'h10;
-  assign hw_tree_levels = 8'h04;
-  assign hw_tree_latency = 8'h12;
-  assign hw_format_priority_width = 8'h20;
-  assign hw_format_priority_frac = 8'h10;
-  assign hw_format_input_guard_bits = 8'h08;
-  assign hw_format_target_bits = 8'h20;
-  assign hw_max_batch = 32'd4096;
-  assign dma_window = 32'd163840;
-  assign dma_align_offset = 16'h0040;
-  assign dma_align_bytes = 16'h0008;
-  assign \$137  = { 1'h0, ap_start };
-  assign \$138  = { 30'h00000000, \$137  };
-  assign \$139  = { ctrl_ap_done_q, 1'h0 };
-  assign \$141  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$143  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$145  = { auto_restart, 7'h00 };
-  assign \$147  = { 1'h0, gier_enable_q };
-  assign \$148  = { 30'h00000000, \$147  };
-  assign \$149  = { 1'h0, ip_ier_ap_done_q };
-  assign \$150  = { 30'h00000000, \$149  };
-  assign \$151  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$153  = { 1'h0, ip_isr_ap_done_q };
-  assign \$154  = { 30'h00000000, \$153  };
-  assign \$155  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$157  = { 1'h0, op_code };
-  assign \$158  = { 27'h0000000, \$157  };
-  assign \$159  = { 7'h00, op_prng, 8'h00 };
-  assign \$161  = { 6'h00, op_relaxed, 9'h000 };
-  assign \$163  = { 1'h0, batch_size };
-  assign \$164  = \$163 ;
-  assign \$165  = { 1'h0, update_size };
-  assign \$166  = \$165 ;
-  assign \$167  = { 1'h0, seed };
-  assign \$168  = \$167 ;
-  assign \$169  = { 1'h0, status_error };
-  assign \$170  = { 29'h00000000, \$169  };
-  assign \$171  = { 7'h00, status_empty, 8'h00 };
-  assign \$173  = { 6'h00, status_saturated, 9'h000 };
-  assign \$175  = { 5'h00, status_invalid_index, 10'h000 };
-  assign \$177  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$179  = { 3'h0, status_tree_busy, 12'h000 };
-  assign \$181  = { 1'h0, cycles };
-  assign \$182  = \$181 ;
-  assign \$183  = { 1'h0, response_cycles };
-  assign \$184  = \$183 ;
-  assign \$185  = { 1'h0, \port$2682$0 [31:0] };
-  assign \$186  = \$185 ;
-  assign \$187  = { 17'h00000, \port$2682$0 [47:32] };
-  assign \$188  = \$187 ;
-  assign \$189  = { 1'h0, max_priority_lo };
-  assign \$190  = \$189 ;
-  assign \$191  = 33'h000000000;
-  assign \$192  = \$191 ;
-  assign \$193  = { 16'h0000, \port$2666$0  };
-  assign \$194  = \$193 ;
-  assign \$195  = { 17'h00000, \port$2664$0  };
-  assign \$196  = \$195 ;
-  assign \$197  = 33'h000010000;
-  assign \$198  = \$197 ;
-  assign \$199  = 9'h010;
-  assign \$200  = { 23'h000000, \$199  };
-  assign \$201  = 23'h000400;
-  assign \$203  = 39'h0000120000;
-  assign \$205  = 9'h020;
-  assign \$206  = { 23'h000000, \$205  };
-  assign \$207  = 23'h001000;
-  assign \$209  = 39'h0000080000;
-  assign \$211  = 39'h0020000000;
-  assign \$213  = 33'h000001000;
-  assign \$214  = \$213 ;
-  assign \$215  = { 1'h0, mem_ptr_lo, 6'h00 };
-  assign \$216  = \$215 ;
-  assign \$217  = { 1'h0, mem_ptr_hi };
-  assign \$218  = \$217 ;
-  assign \$219  = { 1'h0, dma_offset };
-  assign \$220  = \$219 ;
-  assign \$221  = { 1'h0, dma_bytes };
-  assign \$222  = \$221 ;
-  assign \$223  = { 1'h0, dma_ctrl_start };
-  assign \$224  = { 30'h00000000, \$223  };
-  assign \$225  = { dma_ctrl_dir, 1'h0 };
-  assign \$227  = { 1'h0, dma_status_busy };
-  assign \$228  = { 30'h00000000, \$227  };
-  assign \$229  = { dma_status_done, 1'h0 };
-  assign \$231  = { 1'h0, dma_status_read_error, 2'h0 };
-  assign \$233  = { dma_status_write_error, 3'h0 };
-  assign \$235  = { 3'h0, dma_status_locked, 4'h0 };
-  assign \$237  = { 2'h0, dma_status_range, 5'h00 };
-  assign \$239  = { 1'h0, dma_cycles };
-  assign \$240  = \$239 ;
-  assign \$241  = 33'h000028000;
-  assign \$242  = \$241 ;
-  assign \$243  = 17'h00040;
-  assign \$244  = { 15'h0000, \$243  };
-  assign \$245  = 47'h000000080000;
-  assign \$202  = 32'd1040;
-  assign \$204  = 39'h0000120410;
-  assign \$208  = 32'd4128;
-  assign \$210  = 39'h0000081020;
-  assign \$212  = 39'h0020081020;
-  assign \$246  = 47'h000000080040;
+  assign size = { 15'h0000, \size$86  };
+  assign write_pointer = { 16'h0000, \write_pointer$88  };
+  assign \port$606$0  = \$41 ;
+  assign \cmd__payload.op  = cmd__payload[2:0];
+  assign \cmd__payload.level  = cmd__payload[5:3];
+  assign \cmd__payload.index  = cmd__payload[21:6];
+  assign \cmd__payload.priority  = cmd__payload[61:22];
+  assign \cmd__payload.target  = cmd__payload[93:62];
+  assign \rsp__payload.op  = rsp__payload[2:0];
+  assign \rsp__payload.index  = rsp__payload[18:3];
+  assign \rsp__payload.value  = rsp__payload[66:19];
+  assign \rsp__payload.empty  = rsp__payload[67];
+  assign \rsp__payload.invalid  = rsp__payload[68];
+  assign cmd__payload[93:62] = \$signature__data$36 ;
+  assign cmd__payload[61:22] = \$signature__data$35 ;
+  assign cmd__payload[21:6] = \$signature__data$34 ;
+  assign cmd__payload[2:0] = c_op;
+  assign cmd__payload[5:3] = 3'h0;
+  assign \$1  = { 12'h000, host_addr[14:12] };
+  assign \$29  = \$28 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, cmd__payload, clear, load, cmd__valid, seed, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
+module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, seed, cmd__payload, clear, load, cmd__valid, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5375,7 +3598,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
     saturated <= \$274 ;
   always @(posedge clk)
     invalid <= \$275 ;
-  \replay_kernel_k16.accel.tree.level1  level1 (
+  \replay_kernel_k16.accel.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
     .o(\i$2 ),
@@ -5385,7 +3608,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
     .tap_p(tap_p),
     .tap_s(tap_s)
   );
-  \replay_kernel_k16.accel.tree.level2  level2 (
+  \replay_kernel_k16.accel.core.tree.level2  level2 (
     .clk(clk),
     .i(\i$2 ),
     .o(\i$4 ),
@@ -5395,7 +3618,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
     .tap_p(\tap_p$25 ),
     .tap_s(\tap_s$26 )
   );
-  \replay_kernel_k16.accel.tree.level3  level3 (
+  \replay_kernel_k16.accel.core.tree.level3  level3 (
     .clk(clk),
     .i(\i$4 ),
     .o(\i$6 ),
@@ -5405,7 +3628,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
     .tap_p(\tap_p$27 ),
     .tap_s(\tap_s$28 )
   );
-  \replay_kernel_k16.accel.tree.level4  level4 (
+  \replay_kernel_k16.accel.core.tree.level4  level4 (
     .clk(clk),
     .i(\i$6 ),
     .lookup_data(lookup_data),
@@ -5417,7 +3640,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
     .tap_p(\tap_p$29 ),
     .tap_s(\tap_s$30 )
   );
-  \replay_kernel_k16.accel.tree.prng  prng (
+  \replay_kernel_k16.accel.core.tree.prng  prng (
     .clk(clk),
     .load(load),
     .rst(rst),
@@ -5425,7 +3648,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
     .step(step),
     .word(word)
   );
-  \replay_kernel_k16.accel.tree.rsp_fifo  rsp_fifo (
+  \replay_kernel_k16.accel.core.tree.rsp_fifo  rsp_fifo (
     .clk(clk),
     .r_data(rsp__payload),
     .r_rdy(rsp__valid),
@@ -6093,7 +4316,7 @@ module \replay_kernel_k16.accel.tree (rst, cmd__ready, busy, rsp__valid, rsp__pa
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7053,6 +5276,7 @@ module \replay_kernel_k16.accel.tree.level1 (rst, sweep_addr, sweep, i, tap_p, t
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
+  assign \$113  = s_diff0[48];
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = 16'h0000;
   assign \$7  = { 12'h000, tap_p[30:27] };
@@ -7074,10 +5298,6 @@ module \replay_kernel_k16.accel.tree.level1 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$55  = { 12'h000, tap_p[30:27] };
   assign \$58  = { 12'h000, tap_p[30:27] };
   assign \$61  = { 12'h000, tap_p[30:27] };
-  assign \$130  = s_diff9[48];
-  assign \$128  = s_diff8[48];
-  assign \$169  = \$129 ;
-  assign \$113  = s_diff0[48];
   assign \$114  = s_diff1[48];
   assign \$116  = s_diff2[48];
   assign \$118  = s_diff3[48];
@@ -7085,6 +5305,8 @@ module \replay_kernel_k16.accel.tree.level1 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$122  = s_diff5[48];
   assign \$124  = s_diff6[48];
   assign \$126  = s_diff7[48];
+  assign \$128  = s_diff8[48];
+  assign \$130  = s_diff9[48];
   assign \$132  = s_diff10[48];
   assign \$134  = s_diff11[48];
   assign \$136  = s_diff12[48];
@@ -7093,11 +5315,12 @@ module \replay_kernel_k16.accel.tree.level1 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$145  = \$115 ;
   assign \$153  = \$117 ;
   assign \$161  = \$121 ;
+  assign \$169  = \$129 ;
   assign \$178  = \$177 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8061,6 +6284,8 @@ module \replay_kernel_k16.accel.tree.level2 (rst, sweep_addr, sweep, i, tap_p, t
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
+  assign \$113  = s_diff0[44];
+  assign \$178  = \$177 ;
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 12'h000, i[30:27] };
   assign \$7  = { 8'h00, tap_p[30:23] };
@@ -8082,11 +6307,6 @@ module \replay_kernel_k16.accel.tree.level2 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$55  = { 8'h00, tap_p[30:23] };
   assign \$58  = { 8'h00, tap_p[30:23] };
   assign \$61  = { 8'h00, tap_p[30:23] };
-  assign \$132  = s_diff10[44];
-  assign \$130  = s_diff9[44];
-  assign \$128  = s_diff8[44];
-  assign \$169  = \$129 ;
-  assign \$113  = s_diff0[44];
   assign \$114  = s_diff1[44];
   assign \$116  = s_diff2[44];
   assign \$118  = s_diff3[44];
@@ -8094,6 +6314,9 @@ module \replay_kernel_k16.accel.tree.level2 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$122  = s_diff5[44];
   assign \$124  = s_diff6[44];
   assign \$126  = s_diff7[44];
+  assign \$128  = s_diff8[44];
+  assign \$130  = s_diff9[44];
+  assign \$132  = s_diff10[44];
   assign \$134  = s_diff11[44];
   assign \$136  = s_diff12[44];
   assign \$138  = s_diff13[44];
@@ -8101,11 +6324,11 @@ module \replay_kernel_k16.accel.tree.level2 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$145  = \$115 ;
   assign \$153  = \$117 ;
   assign \$161  = \$121 ;
-  assign \$178  = \$177 ;
+  assign \$169  = \$129 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9069,6 +7292,8 @@ module \replay_kernel_k16.accel.tree.level3 (rst, sweep_addr, sweep, i, tap_p, t
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
+  assign \$113  = s_diff0[40];
+  assign \$178  = \$177 ;
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 8'h00, i[30:23] };
   assign \$7  = { 4'h0, tap_p[30:19] };
@@ -9090,11 +7315,6 @@ module \replay_kernel_k16.accel.tree.level3 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$55  = { 4'h0, tap_p[30:19] };
   assign \$58  = { 4'h0, tap_p[30:19] };
   assign \$61  = { 4'h0, tap_p[30:19] };
-  assign \$132  = s_diff10[40];
-  assign \$130  = s_diff9[40];
-  assign \$128  = s_diff8[40];
-  assign \$169  = \$129 ;
-  assign \$113  = s_diff0[40];
   assign \$114  = s_diff1[40];
   assign \$116  = s_diff2[40];
   assign \$118  = s_diff3[40];
@@ -9102,6 +7322,9 @@ module \replay_kernel_k16.accel.tree.level3 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$122  = s_diff5[40];
   assign \$124  = s_diff6[40];
   assign \$126  = s_diff7[40];
+  assign \$128  = s_diff8[40];
+  assign \$130  = s_diff9[40];
+  assign \$132  = s_diff10[40];
   assign \$134  = s_diff11[40];
   assign \$136  = s_diff12[40];
   assign \$138  = s_diff13[40];
@@ -9109,11 +7332,11 @@ module \replay_kernel_k16.accel.tree.level3 (rst, sweep_addr, sweep, i, tap_p, t
   assign \$145  = \$115 ;
   assign \$153  = \$117 ;
   assign \$161  = \$121 ;
-  assign \$178  = \$177 ;
+  assign \$169  = \$129 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -10253,11 +8476,12 @@ module \replay_kernel_k16.accel.tree.level4 (rst, lport__addr, lookup_data, swee
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$3  = { 4'h0, i[30:19] };
-  assign \$4  = { 4'h0, i[30:19] };
   assign \$71  = s_diff0[36];
+  assign \$168  = \$167 ;
   assign \$72  = s_diff1[36];
   assign \$74  = s_diff2[36];
+  assign \$3  = { 4'h0, i[30:19] };
+  assign \$4  = { 4'h0, i[30:19] };
   assign \$76  = s_diff3[36];
   assign \$78  = s_diff4[36];
   assign \$80  = s_diff5[36];
@@ -10275,12 +8499,11 @@ module \replay_kernel_k16.accel.tree.level4 (rst, lport__addr, lookup_data, swee
   assign \$119  = \$79 ;
   assign \$127  = \$87 ;
   assign \$136  = \$135 ;
-  assign \$168  = \$167 ;
   assign \$5  = \$4 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree.prng (rst, step, word, load, seed, clk);
+module \replay_kernel_k16.accel.core.tree.prng (rst, step, word, seed, load, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire [46:0] \$1 ;
   wire [46:0] \$10 ;
@@ -10346,7 +8569,7 @@ module \replay_kernel_k16.accel.tree.prng (rst, step, word, load, seed, clk);
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
+module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -10473,12 +8696,13 @@ module \replay_kernel_k16.accel.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port_
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$95$0 , cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, rd_issue, \port$2215$0 , \port$2216$0 , \port$2217$0 , \port$2218$0 , \port$2219$0 
-, \port$2220$0 , \port$2221$0 , m_axi_gmem_wvalid, mem_we, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
+, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2676$0 , \port$2678$0 , max_priority_lo, \port$2694$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
-  wire [7:0] \$1 ;
+  wire \$1 ;
   wire \$10 ;
-  wire [16:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -10487,25 +8711,1941 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire [15:0] \$109 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [16:0] \$110 ;
-  wire [16:0] \$111 ;
+  wire \$110 ;
+  wire \$111 ;
   wire \$112 ;
-  wire [3:0] \$113 ;
-  wire [3:0] \$114 ;
-  wire [64:0] \$115 ;
-  wire [16:0] \$116 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
   wire \$117 ;
-  wire [8:0] \$118 ;
-  wire [9:0] \$119 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
   wire \$120 ;
-  wire [15:0] \$121 ;
-  wire [16:0] \$122 ;
+  wire \$121 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
+  wire \$14 ;
+  wire \$140 ;
+  wire [1:0] \$141 ;
+  wire [31:0] \$142 ;
+  wire [1:0] \$143 ;
+  wire [31:0] \$144 ;
+  wire [3:0] \$145 ;
+  wire [31:0] \$146 ;
+  wire [3:0] \$147 ;
+  wire [31:0] \$148 ;
+  wire [7:0] \$149 ;
+  wire \$15 ;
+  wire [31:0] \$150 ;
+  wire [1:0] \$151 ;
+  wire [31:0] \$152 ;
+  wire [1:0] \$153 ;
+  wire [31:0] \$154 ;
+  wire [1:0] \$155 ;
+  wire [31:0] \$156 ;
+  wire [1:0] \$157 ;
+  wire [31:0] \$158 ;
+  wire [1:0] \$159 ;
+  wire \$16 ;
+  wire [31:0] \$160 ;
+  wire [4:0] \$161 ;
+  wire [31:0] \$162 ;
+  wire [15:0] \$163 ;
+  wire [31:0] \$164 ;
+  wire [15:0] \$165 ;
+  wire [31:0] \$166 ;
+  wire [32:0] \$167 ;
+  wire [32:0] \$168 ;
+  wire [32:0] \$169 ;
+  wire \$17 ;
+  wire [32:0] \$170 ;
+  wire [32:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [2:0] \$173 ;
+  wire [31:0] \$174 ;
+  wire [15:0] \$175 ;
+  wire [31:0] \$176 ;
+  wire [15:0] \$177 ;
+  wire [31:0] \$178 ;
+  wire [15:0] \$179 ;
+  wire \$18 ;
+  wire [31:0] \$180 ;
+  wire [15:0] \$181 ;
+  wire [31:0] \$182 ;
+  wire [15:0] \$183 ;
+  wire [31:0] \$184 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
+  wire [32:0] \$189 ;
+  wire \$19 ;
+  wire [32:0] \$190 ;
+  wire [32:0] \$191 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
+  wire [32:0] \$196 ;
+  wire [32:0] \$197 ;
+  wire [32:0] \$198 ;
+  wire [32:0] \$199 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [32:0] \$200 ;
+  wire [32:0] \$201 ;
+  wire [32:0] \$202 ;
+  wire [8:0] \$203 ;
+  wire [31:0] \$204 ;
+  wire [22:0] \$205 ;
+  wire [31:0] \$206 ;
+  wire [38:0] \$207 ;
+  wire [38:0] \$208 ;
+  wire [8:0] \$209 ;
+  wire \$21 ;
+  wire [31:0] \$210 ;
+  wire [22:0] \$211 ;
+  wire [31:0] \$212 ;
+  wire [38:0] \$213 ;
+  wire [38:0] \$214 ;
+  wire [38:0] \$215 ;
+  wire [38:0] \$216 ;
+  wire [32:0] \$217 ;
+  wire [32:0] \$218 ;
+  wire [32:0] \$219 ;
+  wire \$22 ;
+  wire [32:0] \$220 ;
+  wire [32:0] \$221 ;
+  wire [32:0] \$222 ;
+  wire [32:0] \$223 ;
+  wire [32:0] \$224 ;
+  wire [32:0] \$225 ;
+  wire [32:0] \$226 ;
+  wire [1:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [1:0] \$229 ;
+  wire \$23 ;
+  wire [31:0] \$230 ;
+  wire [1:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [1:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [3:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [3:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [7:0] \$239 ;
+  wire \$24 ;
+  wire [31:0] \$240 ;
+  wire [7:0] \$241 ;
+  wire [31:0] \$242 ;
+  wire [32:0] \$243 ;
+  wire [32:0] \$244 ;
+  wire [32:0] \$245 ;
+  wire [32:0] \$246 ;
+  wire [16:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [46:0] \$249 ;
+  wire \$25 ;
+  wire [46:0] \$250 ;
+  wire [32:0] \$251 ;
+  wire [32:0] \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
+  wire \$26 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire [1:0] \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
+  wire \$27 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
+  wire \$28 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
+  wire \$29 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire [3:0] \$308 ;
+  wire [3:0] \$309 ;
+  wire \$31 ;
+  wire [3:0] \$310 ;
+  wire [3:0] \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
+  wire \$32 ;
+  wire [31:0] \$320 ;
+  wire [31:0] \$321 ;
+  wire [31:0] \$322 ;
+  wire [31:0] \$323 ;
+  wire [31:0] \$324 ;
+  wire [31:0] \$325 ;
+  wire [31:0] \$326 ;
+  wire [31:0] \$327 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
+  wire \$33 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [25:0] \$332 ;
+  wire [25:0] \$333 ;
+  wire [25:0] \$334 ;
+  wire [25:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
+  wire \$34 ;
+  wire [31:0] \$340 ;
+  wire [31:0] \$341 ;
+  wire [31:0] \$342 ;
+  wire [31:0] \$343 ;
+  wire [31:0] \$344 ;
+  wire [31:0] \$345 ;
+  wire [31:0] \$346 ;
+  wire [31:0] \$347 ;
+  wire \$348 ;
+  wire \$349 ;
+  wire \$35 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
+  wire \$355 ;
+  wire \$356 ;
+  wire [1:0] \$357 ;
+  wire \$358 ;
+  reg \$359 ;
+  wire \$36 ;
+  reg \$360 ;
+  reg \$361 ;
+  reg [11:0] \$362 ;
+  reg [31:0] \$363 ;
+  reg [3:0] \$364 ;
+  reg \$365 ;
+  reg [1:0] \$366 ;
+  reg \$367 ;
+  reg \$368 ;
+  reg \$369 ;
+  wire \$37 ;
+  reg \$370 ;
+  reg \$371 ;
+  reg \$372 ;
+  reg \$373 ;
+  reg \$374 ;
+  reg \$375 ;
+  reg \$376 ;
+  reg \$377 ;
+  reg \$378 ;
+  reg [3:0] \$379 ;
+  wire \$38 ;
+  reg \$380 ;
+  reg \$381 ;
+  reg [31:0] \$382 ;
+  reg [31:0] \$383 ;
+  reg [31:0] \$384 ;
+  reg [25:0] \$385 ;
+  reg [31:0] \$386 ;
+  reg [31:0] \$387 ;
+  reg [31:0] \$388 ;
+  reg \$389 ;
+  wire \$39 ;
+  reg \$390 ;
+  reg [31:0] \$391 ;
+  reg [1:0] \$392 ;
+  reg \$393 ;
+  reg \$394 ;
+  reg \$395 ;
+  reg \$396 ;
+  reg \$397 ;
+  reg \$398 ;
+  reg \$399 ;
+  wire \$4 ;
+  wire \$40 ;
+  reg \$400 ;
+  reg \$401 ;
+  reg \$402 ;
+  reg \$403 ;
+  reg \$404 ;
+  reg \$405 ;
+  reg \$406 ;
+  reg \$407 ;
+  reg \$408 ;
+  reg \$409 ;
+  wire \$41 ;
+  reg \$410 ;
+  reg \$411 ;
+  reg \$412 ;
+  reg \$413 ;
+  reg \$414 ;
+  reg \$415 ;
+  reg \$416 ;
+  reg \$417 ;
+  reg \$418 ;
+  reg \$419 ;
+  wire \$42 ;
+  reg [31:0] \$420 ;
+  reg [3:0] \$421 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
+  wire \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  input ap_done;
+  wire ap_done;
+  input ap_idle;
+  wire ap_idle;
+  input ap_ready;
+  wire ap_ready;
+  output ap_start;
+  reg ap_start = 1'h0;
+  input ap_start_refuse;
+  wire ap_start_refuse;
+  output ap_start_write;
+  reg ap_start_write = 1'h0;
+  wire ar_hs;
+  output auto_restart;
+  reg auto_restart = 1'h0;
+  reg auto_status = 1'h0;
+  reg [11:0] aw_addr_q = 12'h000;
+  reg aw_got = 1'h0;
+  output [31:0] batch_size;
+  reg [31:0] batch_size = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] batch_size_q;
+  wire batch_size_rd;
+  wire batch_size_we;
+  reg batch_size_wr_pulse = 1'h0;
+  (* init = 2'h0 *)
+  wire [1:0] bresp;
+  output bvalid;
+  reg bvalid = 1'h0;
+  input clk;
+  wire clk;
+  wire commit;
+  reg ctrl_ap_done_q = 1'h0;
+  reg ctrl_ap_idle_q = 1'h0;
+  reg ctrl_ap_ready_q = 1'h0;
+  (* init = 1'h0 *)
+  wire ctrl_ap_start_q;
+  (* init = 1'h0 *)
+  wire ctrl_auto_restart_q;
+  wire ctrl_rd;
+  wire ctrl_we;
+  input [31:0] cycles;
+  wire [31:0] cycles;
+  wire cycles_rd;
+  wire cycles_we;
+  reg cycles_wr_pulse = 1'h0;
+  wire dma_align_rd;
+  wire dma_align_we;
+  reg dma_align_wr_pulse = 1'h0;
+  output [31:0] dma_bytes;
+  reg [31:0] dma_bytes = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] dma_bytes_q;
+  wire dma_bytes_rd;
+  wire dma_bytes_we;
+  reg dma_bytes_wr_pulse = 1'h0;
+  output dma_ctrl_dir;
+  reg dma_ctrl_dir = 1'h0;
+  (* init = 1'h0 *)
+  wire dma_ctrl_dir_q;
+  wire dma_ctrl_rd;
+  output dma_ctrl_start;
+  reg dma_ctrl_start = 1'h0;
+  input dma_ctrl_start_clear;
+  wire dma_ctrl_start_clear;
+  (* init = 1'h0 *)
+  wire dma_ctrl_start_q;
+  wire dma_ctrl_we;
+  reg dma_ctrl_wr_pulse = 1'h0;
+  input [31:0] dma_cycles;
+  wire [31:0] dma_cycles;
+  wire dma_cycles_rd;
+  wire dma_cycles_we;
+  reg dma_cycles_wr_pulse = 1'h0;
+  output [31:0] dma_offset;
+  reg [31:0] dma_offset = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] dma_offset_q;
+  wire dma_offset_rd;
+  wire dma_offset_we;
+  reg dma_offset_wr_pulse = 1'h0;
+  input dma_status_busy;
+  wire dma_status_busy;
+  input dma_status_done;
+  wire dma_status_done;
+  input dma_status_locked;
+  wire dma_status_locked;
+  input dma_status_range;
+  wire dma_status_range;
+  wire dma_status_rd;
+  input dma_status_read_error;
+  wire dma_status_read_error;
+  wire dma_status_we;
+  reg dma_status_wr_pulse = 1'h0;
+  input dma_status_write_error;
+  wire dma_status_write_error;
+  wire dma_window_rd;
+  wire dma_window_we;
+  reg dma_window_wr_pulse = 1'h0;
+  reg gier_enable_q = 1'h0;
+  wire gier_rd;
+  wire gier_we;
+  wire hw_capacity_rd;
+  wire hw_capacity_we;
+  reg hw_capacity_wr_pulse = 1'h0;
+  wire hw_format_rd;
+  wire hw_format_we;
+  reg hw_format_wr_pulse = 1'h0;
+  wire hw_max_batch_rd;
+  wire hw_max_batch_we;
+  reg hw_max_batch_wr_pulse = 1'h0;
+  wire hw_tree_rd;
+  wire hw_tree_we;
+  reg hw_tree_wr_pulse = 1'h0;
+  output interrupt;
+  wire interrupt;
+  reg ip_ier_ap_done_q = 1'h0;
+  reg ip_ier_ap_ready_q = 1'h0;
+  wire ip_ier_rd;
+  wire ip_ier_we;
+  reg ip_isr_ap_done_q = 1'h0;
+  reg ip_isr_ap_ready_q = 1'h0;
+  wire ip_isr_rd;
+  wire ip_isr_we;
+  wire [31:0] max_priority_hi;
+  wire max_priority_hi_rd;
+  wire max_priority_hi_we;
+  reg max_priority_hi_wr_pulse = 1'h0;
+  input [31:0] max_priority_lo;
+  wire [31:0] max_priority_lo;
+  wire max_priority_lo_rd;
+  wire max_priority_lo_we;
+  reg max_priority_lo_wr_pulse = 1'h0;
+  output [31:0] mem_ptr_hi;
+  reg [31:0] mem_ptr_hi = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] mem_ptr_hi_q;
+  wire mem_ptr_hi_rd;
+  wire mem_ptr_hi_we;
+  reg mem_ptr_hi_wr_pulse = 1'h0;
+  output [25:0] mem_ptr_lo;
+  reg [25:0] mem_ptr_lo = 26'h0000000;
+  (* init = 26'h0000000 *)
+  wire [25:0] mem_ptr_lo_q;
+  wire mem_ptr_lo_rd;
+  wire mem_ptr_lo_we;
+  reg mem_ptr_lo_wr_pulse = 1'h0;
+  output [3:0] op_code;
+  reg [3:0] op_code = 4'h0;
+  (* init = 4'h0 *)
+  wire [3:0] op_code_q;
+  output op_prng;
+  reg op_prng = 1'h0;
+  (* init = 1'h0 *)
+  wire op_prng_q;
+  wire op_rd;
+  output op_relaxed;
+  reg op_relaxed = 1'h0;
+  (* init = 1'h0 *)
+  wire op_relaxed_q;
+  wire op_we;
+  reg op_wr_pulse = 1'h0;
+  input [15:0] \port$2676$0 ;
+  wire [15:0] \port$2676$0 ;
+  input [16:0] \port$2678$0 ;
+  wire [16:0] \port$2678$0 ;
+  input [47:0] \port$2694$0 ;
+  wire [47:0] \port$2694$0 ;
+  wire r_hit;
+  reg [31:0] r_value;
+  (* init = 32'd0 *)
+  wire [31:0] rdata;
+  input [31:0] response_cycles;
+  wire [31:0] response_cycles;
+  wire response_cycles_rd;
+  wire response_cycles_we;
+  reg response_cycles_wr_pulse = 1'h0;
+  (* init = 2'h0 *)
+  wire [1:0] rresp;
+  input rst;
+  wire rst;
+  output rvalid;
+  reg rvalid = 1'h0;
+  input [11:0] s_axi_control_araddr;
+  wire [11:0] s_axi_control_araddr;
+  output s_axi_control_arready;
+  wire s_axi_control_arready;
+  input s_axi_control_arvalid;
+  wire s_axi_control_arvalid;
+  input [11:0] s_axi_control_awaddr;
+  wire [11:0] s_axi_control_awaddr;
+  output s_axi_control_awready;
+  wire s_axi_control_awready;
+  input s_axi_control_awvalid;
+  wire s_axi_control_awvalid;
+  input s_axi_control_bready;
+  wire s_axi_control_bready;
+  output [1:0] s_axi_control_bresp;
+  reg [1:0] s_axi_control_bresp = 2'h0;
+  (* init = 1'h0 *)
+  wire s_axi_control_bvalid;
+  output [31:0] s_axi_control_rdata;
+  reg [31:0] s_axi_control_rdata = 32'd0;
+  input s_axi_control_rready;
+  wire s_axi_control_rready;
+  output [1:0] s_axi_control_rresp;
+  reg [1:0] s_axi_control_rresp = 2'h0;
+  (* init = 1'h0 *)
+  wire s_axi_control_rvalid;
+  input [31:0] s_axi_control_wdata;
+  wire [31:0] s_axi_control_wdata;
+  output s_axi_control_wready;
+  wire s_axi_control_wready;
+  input [3:0] s_axi_control_wstrb;
+  wire [3:0] s_axi_control_wstrb;
+  input s_axi_control_wvalid;
+  wire s_axi_control_wvalid;
+  output [31:0] seed;
+  reg [31:0] seed = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] seed_q;
+  wire seed_rd;
+  wire seed_we;
+  reg seed_wr_pulse = 1'h0;
+  wire shell_version_rd;
+  wire shell_version_we;
+  reg shell_version_wr_pulse = 1'h0;
+  wire [31:0] size;
+  wire size_rd;
+  wire size_we;
+  reg size_wr_pulse = 1'h0;
+  input status_empty;
+  wire status_empty;
+  input [1:0] status_error;
+  wire [1:0] status_error;
+  input status_invalid_index;
+  wire status_invalid_index;
+  wire status_rd;
+  input status_saturated;
+  wire status_saturated;
+  input status_start_refused;
+  wire status_start_refused;
+  input status_tree_busy;
+  wire status_tree_busy;
+  wire status_we;
+  reg status_wr_pulse = 1'h0;
+  wire [31:0] total_hi;
+  wire total_hi_rd;
+  wire total_hi_we;
+  reg total_hi_wr_pulse = 1'h0;
+  wire [31:0] total_lo;
+  wire total_lo_rd;
+  wire total_lo_we;
+  reg total_lo_wr_pulse = 1'h0;
+  output [31:0] update_size;
+  reg [31:0] update_size = 32'd0;
+  (* init = 32'd0 *)
+  wire [31:0] update_size_q;
+  wire update_size_rd;
+  wire update_size_we;
+  reg update_size_wr_pulse = 1'h0;
+  wire [11:0] w_addr;
+  wire [31:0] w_data;
+  reg [31:0] w_data_q = 32'd0;
+  reg w_got = 1'h0;
+  wire w_hit;
+  wire [31:0] w_mask;
+  wire [3:0] w_strb;
+  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] wr_data = 32'd0;
+  reg [3:0] wr_strb = 4'h0;
+  wire [31:0] write_pointer;
+  wire write_pointer_rd;
+  wire write_pointer_we;
+  reg write_pointer_wr_pulse = 1'h0;
+  assign \$1  = ~ aw_got;
+  assign \$2  = ~ bvalid;
+  assign s_axi_control_awready = \$1  & \$2 ;
+  assign \$3  = ~ w_got;
+  assign \$4  = ~ bvalid;
+  assign s_axi_control_wready = \$3  & \$4 ;
+  assign \$5  = ~ aw_got;
+  assign \$6  = s_axi_control_awvalid & \$5 ;
+  assign \$7  = ~ bvalid;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = aw_got | \$8 ;
+  assign \$10  = ~ w_got;
+  assign \$11  = s_axi_control_wvalid & \$10 ;
+  assign \$12  = ~ bvalid;
+  assign \$13  = \$11  & \$12 ;
+  assign \$14  = w_got | \$13 ;
+  assign commit = \$9  & \$14 ;
+  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
+  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
+  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign s_axi_control_arready = ~ rvalid;
+  assign \$15  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$15 ;
+  assign \$16  = ! w_addr[11:2];
+  assign ctrl_we = commit & \$16 ;
+  assign \$17  = ! s_axi_control_araddr[11:2];
+  assign ctrl_rd = ar_hs & \$17 ;
+  assign \$18  = w_addr[11:2] == 1'h1;
+  assign gier_we = commit & \$18 ;
+  assign \$19  = s_axi_control_araddr[11:2] == 1'h1;
+  assign gier_rd = ar_hs & \$19 ;
+  assign \$20  = w_addr[11:2] == 2'h2;
+  assign ip_ier_we = commit & \$20 ;
+  assign \$21  = s_axi_control_araddr[11:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$21 ;
+  assign \$22  = w_addr[11:2] == 2'h3;
+  assign ip_isr_we = commit & \$22 ;
+  assign \$23  = s_axi_control_araddr[11:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$23 ;
+  assign \$24  = w_addr[11:2] == 3'h4;
+  assign op_we = commit & \$24 ;
+  assign \$25  = s_axi_control_araddr[11:2] == 3'h4;
+  assign op_rd = ar_hs & \$25 ;
+  assign \$26  = w_addr[11:2] == 3'h5;
+  assign batch_size_we = commit & \$26 ;
+  assign \$27  = s_axi_control_araddr[11:2] == 3'h5;
+  assign batch_size_rd = ar_hs & \$27 ;
+  assign \$28  = w_addr[11:2] == 3'h6;
+  assign update_size_we = commit & \$28 ;
+  assign \$29  = s_axi_control_araddr[11:2] == 3'h6;
+  assign update_size_rd = ar_hs & \$29 ;
+  assign \$30  = w_addr[11:2] == 3'h7;
+  assign seed_we = commit & \$30 ;
+  assign \$31  = s_axi_control_araddr[11:2] == 3'h7;
+  assign seed_rd = ar_hs & \$31 ;
+  assign \$32  = w_addr[11:2] == 4'h8;
+  assign status_we = commit & \$32 ;
+  assign \$33  = s_axi_control_araddr[11:2] == 4'h8;
+  assign status_rd = ar_hs & \$33 ;
+  assign \$34  = w_addr[11:2] == 4'h9;
+  assign cycles_we = commit & \$34 ;
+  assign \$35  = s_axi_control_araddr[11:2] == 4'h9;
+  assign cycles_rd = ar_hs & \$35 ;
+  assign \$36  = w_addr[11:2] == 4'ha;
+  assign response_cycles_we = commit & \$36 ;
+  assign \$37  = s_axi_control_araddr[11:2] == 4'ha;
+  assign response_cycles_rd = ar_hs & \$37 ;
+  assign \$38  = w_addr[11:2] == 4'hb;
+  assign total_lo_we = commit & \$38 ;
+  assign \$39  = s_axi_control_araddr[11:2] == 4'hb;
+  assign total_lo_rd = ar_hs & \$39 ;
+  assign \$40  = w_addr[11:2] == 4'hc;
+  assign total_hi_we = commit & \$40 ;
+  assign \$41  = s_axi_control_araddr[11:2] == 4'hc;
+  assign total_hi_rd = ar_hs & \$41 ;
+  assign \$42  = w_addr[11:2] == 4'hd;
+  assign max_priority_lo_we = commit & \$42 ;
+  assign \$43  = s_axi_control_araddr[11:2] == 4'hd;
+  assign max_priority_lo_rd = ar_hs & \$43 ;
+  assign \$44  = w_addr[11:2] == 4'he;
+  assign max_priority_hi_we = commit & \$44 ;
+  assign \$45  = s_axi_control_araddr[11:2] == 4'he;
+  assign max_priority_hi_rd = ar_hs & \$45 ;
+  assign \$46  = w_addr[11:2] == 4'hf;
+  assign size_we = commit & \$46 ;
+  assign \$47  = s_axi_control_araddr[11:2] == 4'hf;
+  assign size_rd = ar_hs & \$47 ;
+  assign \$48  = w_addr[11:2] == 5'h10;
+  assign write_pointer_we = commit & \$48 ;
+  assign \$49  = s_axi_control_araddr[11:2] == 5'h10;
+  assign write_pointer_rd = ar_hs & \$49 ;
+  assign \$50  = w_addr[11:2] == 5'h11;
+  assign hw_capacity_we = commit & \$50 ;
+  assign \$51  = s_axi_control_araddr[11:2] == 5'h11;
+  assign hw_capacity_rd = ar_hs & \$51 ;
+  assign \$52  = w_addr[11:2] == 5'h12;
+  assign hw_tree_we = commit & \$52 ;
+  assign \$53  = s_axi_control_araddr[11:2] == 5'h12;
+  assign hw_tree_rd = ar_hs & \$53 ;
+  assign \$54  = w_addr[11:2] == 5'h13;
+  assign hw_format_we = commit & \$54 ;
+  assign \$55  = s_axi_control_araddr[11:2] == 5'h13;
+  assign hw_format_rd = ar_hs & \$55 ;
+  assign \$56  = w_addr[11:2] == 5'h14;
+  assign hw_max_batch_we = commit & \$56 ;
+  assign \$57  = s_axi_control_araddr[11:2] == 5'h14;
+  assign hw_max_batch_rd = ar_hs & \$57 ;
+  assign \$58  = w_addr[11:2] == 5'h15;
+  assign mem_ptr_lo_we = commit & \$58 ;
+  assign \$59  = s_axi_control_araddr[11:2] == 5'h15;
+  assign mem_ptr_lo_rd = ar_hs & \$59 ;
+  assign \$60  = w_addr[11:2] == 5'h16;
+  assign mem_ptr_hi_we = commit & \$60 ;
+  assign \$61  = s_axi_control_araddr[11:2] == 5'h16;
+  assign mem_ptr_hi_rd = ar_hs & \$61 ;
+  assign \$62  = w_addr[11:2] == 5'h17;
+  assign dma_offset_we = commit & \$62 ;
+  assign \$63  = s_axi_control_araddr[11:2] == 5'h17;
+  assign dma_offset_rd = ar_hs & \$63 ;
+  assign \$64  = w_addr[11:2] == 5'h18;
+  assign dma_bytes_we = commit & \$64 ;
+  assign \$65  = s_axi_control_araddr[11:2] == 5'h18;
+  assign dma_bytes_rd = ar_hs & \$65 ;
+  assign \$66  = w_addr[11:2] == 5'h19;
+  assign dma_ctrl_we = commit & \$66 ;
+  assign \$67  = s_axi_control_araddr[11:2] == 5'h19;
+  assign dma_ctrl_rd = ar_hs & \$67 ;
+  assign \$68  = w_addr[11:2] == 5'h1a;
+  assign dma_status_we = commit & \$68 ;
+  assign \$69  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign dma_status_rd = ar_hs & \$69 ;
+  assign \$70  = w_addr[11:2] == 5'h1b;
+  assign dma_cycles_we = commit & \$70 ;
+  assign \$71  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign dma_cycles_rd = ar_hs & \$71 ;
+  assign \$72  = w_addr[11:2] == 5'h1c;
+  assign dma_window_we = commit & \$72 ;
+  assign \$73  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign dma_window_rd = ar_hs & \$73 ;
+  assign \$74  = w_addr[11:2] == 5'h1d;
+  assign dma_align_we = commit & \$74 ;
+  assign \$75  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign dma_align_rd = ar_hs & \$75 ;
+  assign \$76  = w_addr[11:2] == 5'h1e;
+  assign shell_version_we = commit & \$76 ;
+  assign \$77  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign shell_version_rd = ar_hs & \$77 ;
+  assign \$78  = ! w_addr[11:2];
+  assign \$79  = w_addr[11:2] == 1'h1;
+  assign \$80  = w_addr[11:2] == 2'h2;
+  assign \$81  = w_addr[11:2] == 2'h3;
+  assign \$82  = w_addr[11:2] == 3'h4;
+  assign \$83  = w_addr[11:2] == 3'h5;
+  assign \$84  = w_addr[11:2] == 3'h6;
+  assign \$85  = w_addr[11:2] == 3'h7;
+  assign \$86  = w_addr[11:2] == 4'h8;
+  assign \$87  = w_addr[11:2] == 4'h9;
+  assign \$88  = w_addr[11:2] == 4'ha;
+  assign \$89  = w_addr[11:2] == 4'hb;
+  assign \$90  = w_addr[11:2] == 4'hc;
+  assign \$91  = w_addr[11:2] == 4'hd;
+  assign \$92  = w_addr[11:2] == 4'he;
+  assign \$93  = w_addr[11:2] == 4'hf;
+  assign \$94  = w_addr[11:2] == 5'h10;
+  assign \$95  = w_addr[11:2] == 5'h11;
+  assign \$96  = w_addr[11:2] == 5'h12;
+  assign \$97  = w_addr[11:2] == 5'h13;
+  assign \$98  = w_addr[11:2] == 5'h14;
+  assign \$99  = w_addr[11:2] == 5'h15;
+  assign \$100  = w_addr[11:2] == 5'h16;
+  assign \$101  = w_addr[11:2] == 5'h17;
+  assign \$102  = w_addr[11:2] == 5'h18;
+  assign \$103  = w_addr[11:2] == 5'h19;
+  assign \$104  = w_addr[11:2] == 5'h1a;
+  assign \$105  = w_addr[11:2] == 5'h1b;
+  assign \$106  = w_addr[11:2] == 5'h1c;
+  assign \$107  = w_addr[11:2] == 5'h1d;
+  assign \$108  = w_addr[11:2] == 5'h1e;
+  assign w_hit = | { \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78  };
+  assign \$109  = ! s_axi_control_araddr[11:2];
+  assign \$110  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$111  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$112  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$113  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$114  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$115  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$116  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$117  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$118  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$119  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$120  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$121  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$122  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$123  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$124  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$125  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$126  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$127  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$128  = s_axi_control_araddr[11:2] == 5'h13;
+  assign \$129  = s_axi_control_araddr[11:2] == 5'h14;
+  assign \$130  = s_axi_control_araddr[11:2] == 5'h15;
+  assign \$131  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$132  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$133  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$134  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$135  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$136  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$137  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$138  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$139  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign r_hit = | { \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109  };
+  assign \$140  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$140 ;
+  assign \$144  = \$142  | { 30'h00000000, \$143  };
+  assign \$146  = \$144  | { 28'h0000000, \$145  };
+  assign \$148  = \$146  | { 28'h0000000, \$147  };
+  assign \$150  = \$148  | { 24'h000000, \$149  };
+  assign \$156  = \$154  | { 30'h00000000, \$155  };
+  assign \$160  = \$158  | { 30'h00000000, \$159  };
+  assign \$164  = \$162  | { 16'h0000, \$163  };
+  assign \$166  = \$164  | { 16'h0000, \$165  };
+  assign \$176  = \$174  | { 16'h0000, \$175  };
+  assign \$178  = \$176  | { 16'h0000, \$177  };
+  assign \$180  = \$178  | { 16'h0000, \$179  };
+  assign \$182  = \$180  | { 16'h0000, \$181  };
+  assign \$184  = \$182  | { 16'h0000, \$183  };
+  assign \$230  = \$228  | { 30'h00000000, \$229  };
+  assign \$234  = \$232  | { 30'h00000000, \$233  };
+  assign \$236  = \$234  | { 28'h0000000, \$235  };
+  assign \$238  = \$236  | { 28'h0000000, \$237  };
+  assign \$240  = \$238  | { 24'h000000, \$239  };
+  assign \$242  = \$240  | { 24'h000000, \$241  };
+  assign \$253  = ~ aw_got;
+  assign \$254  = s_axi_control_awvalid & \$253 ;
+  assign \$255  = ~ bvalid;
+  assign \$256  = \$254  & \$255 ;
+  assign \$257  = ~ w_got;
+  assign \$258  = s_axi_control_wvalid & \$257 ;
+  assign \$259  = ~ bvalid;
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = bvalid & s_axi_control_bready;
+  assign \$262  = rvalid & s_axi_control_rready;
+  assign \$263  = w_hit ? 2'h0 : 2'h2;
+  assign \$264  = w_data[0] & w_strb[0];
+  assign \$265  = ctrl_we & \$264 ;
+  assign \$266  = w_data[0] & w_strb[0];
+  assign \$267  = ctrl_we & \$266 ;
+  assign \$268  = ~ auto_status;
+  assign \$269  = ap_done & \$268 ;
+  assign \$270  = auto_status & ap_idle;
+  assign \$271  = ~ ctrl_ap_idle_q;
+  assign \$272  = \$270  & \$271 ;
+  assign \$273  = \$269  | \$272 ;
+  assign \$274  = ~ ctrl_rd;
+  assign \$275  = ctrl_ap_done_q & \$274 ;
+  assign \$276  = \$273  | \$275 ;
+  assign \$277  = ~ auto_restart;
+  assign \$278  = ap_ready & \$277 ;
+  assign \$279  = ~ ctrl_rd;
+  assign \$280  = ctrl_ap_ready_q & \$279 ;
+  assign \$281  = \$278  | \$280 ;
+  assign \$282  = ip_ier_ap_done_q & ap_done;
+  assign \$283  = w_data[0] & w_strb[0];
+  assign \$284  = ip_isr_we ? \$283  : 1'h0;
+  assign \$285  = ip_isr_ap_done_q ^ \$284 ;
+  assign \$286  = \$282  | \$285 ;
+  assign \$287  = ip_ier_ap_ready_q & ap_ready;
+  assign \$288  = w_data[1] & w_strb[0];
+  assign \$289  = ip_isr_we ? \$288  : 1'h0;
+  assign \$290  = ip_isr_ap_ready_q ^ \$289 ;
+  assign \$291  = \$287  | \$290 ;
+  assign \$292  = ~ w_strb[0];
+  assign \$293  = auto_restart & \$292 ;
+  assign \$294  = w_data[7] & w_strb[0];
+  assign \$295  = \$293  | \$294 ;
+  assign \$296  = ~ w_strb[0];
+  assign \$297  = gier_enable_q & \$296 ;
+  assign \$298  = w_data[0] & w_strb[0];
+  assign \$299  = \$297  | \$298 ;
+  assign \$300  = ~ w_strb[0];
+  assign \$301  = ip_ier_ap_done_q & \$300 ;
+  assign \$302  = w_data[0] & w_strb[0];
+  assign \$303  = \$301  | \$302 ;
+  assign \$304  = ~ w_strb[0];
+  assign \$305  = ip_ier_ap_ready_q & \$304 ;
+  assign \$306  = w_data[1] & w_strb[0];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = ~ { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$309  = op_code & \$308 ;
+  assign \$310  = w_data[3:0] & { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$311  = \$309  | \$310 ;
+  assign \$312  = ~ w_strb[1];
+  assign \$313  = op_prng & \$312 ;
+  assign \$314  = w_data[8] & w_strb[1];
+  assign \$315  = \$313  | \$314 ;
+  assign \$316  = ~ w_strb[1];
+  assign \$317  = op_relaxed & \$316 ;
+  assign \$318  = w_data[9] & w_strb[1];
+  assign \$319  = \$317  | \$318 ;
+  assign \$320  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$321  = batch_size & \$320 ;
+  assign \$322  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$323  = \$321  | \$322 ;
+  assign \$324  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$325  = update_size & \$324 ;
+  assign \$326  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$327  = \$325  | \$326 ;
+  assign \$328  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$329  = seed & \$328 ;
+  assign \$330  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$331  = \$329  | \$330 ;
+  assign \$332  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$333  = mem_ptr_lo & \$332 ;
+  assign \$334  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
+  assign \$335  = \$333  | \$334 ;
+  assign \$336  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$337  = mem_ptr_hi & \$336 ;
+  assign \$338  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$339  = \$337  | \$338 ;
+  assign \$340  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$341  = dma_offset & \$340 ;
+  assign \$342  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$343  = \$341  | \$342 ;
+  assign \$344  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$345  = dma_bytes & \$344 ;
+  assign \$346  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign \$347  = \$345  | \$346 ;
+  assign \$348  = w_data[0] & w_strb[0];
+  assign \$349  = dma_ctrl_we ? \$348  : 1'h0;
+  assign \$350  = ~ dma_ctrl_start_clear;
+  assign \$351  = dma_ctrl_start & \$350 ;
+  assign \$352  = \$349  | \$351 ;
+  assign \$353  = ~ w_strb[0];
+  assign \$354  = dma_ctrl_dir & \$353 ;
+  assign \$355  = w_data[1] & w_strb[0];
+  assign \$356  = \$354  | \$355 ;
+  assign \$357  = r_hit ? 2'h0 : 2'h2;
+  assign \$358  = commit & w_hit;
+  always @(posedge clk)
+    aw_got <= \$359 ;
+  always @(posedge clk)
+    w_got <= \$360 ;
+  always @(posedge clk)
+    bvalid <= \$361 ;
+  always @(posedge clk)
+    aw_addr_q <= \$362 ;
+  always @(posedge clk)
+    w_data_q <= \$363 ;
+  always @(posedge clk)
+    w_strb_q <= \$364 ;
+  always @(posedge clk)
+    rvalid <= \$365 ;
+  always @(posedge clk)
+    s_axi_control_bresp <= \$366 ;
+  always @(posedge clk)
+    auto_status <= \$367 ;
+  always @(posedge clk)
+    ap_start <= \$368 ;
+  always @(posedge clk)
+    ap_start_write <= \$369 ;
+  always @(posedge clk)
+    ctrl_ap_idle_q <= \$370 ;
+  always @(posedge clk)
+    ctrl_ap_done_q <= \$371 ;
+  always @(posedge clk)
+    ctrl_ap_ready_q <= \$372 ;
+  always @(posedge clk)
+    ip_isr_ap_done_q <= \$373 ;
+  always @(posedge clk)
+    ip_isr_ap_ready_q <= \$374 ;
+  always @(posedge clk)
+    auto_restart <= \$375 ;
+  always @(posedge clk)
+    gier_enable_q <= \$376 ;
+  always @(posedge clk)
+    ip_ier_ap_done_q <= \$377 ;
+  always @(posedge clk)
+    ip_ier_ap_ready_q <= \$378 ;
+  always @(posedge clk)
+    op_code <= \$379 ;
+  always @(posedge clk)
+    op_prng <= \$380 ;
+  always @(posedge clk)
+    op_relaxed <= \$381 ;
+  always @(posedge clk)
+    batch_size <= \$382 ;
+  always @(posedge clk)
+    update_size <= \$383 ;
+  always @(posedge clk)
+    seed <= \$384 ;
+  always @(posedge clk)
+    mem_ptr_lo <= \$385 ;
+  always @(posedge clk)
+    mem_ptr_hi <= \$386 ;
+  always @(posedge clk)
+    dma_offset <= \$387 ;
+  always @(posedge clk)
+    dma_bytes <= \$388 ;
+  always @(posedge clk)
+    dma_ctrl_start <= \$389 ;
+  always @(posedge clk)
+    dma_ctrl_dir <= \$390 ;
+  always @(posedge clk)
+    s_axi_control_rdata <= \$391 ;
+  always @(posedge clk)
+    s_axi_control_rresp <= \$392 ;
+  always @(posedge clk)
+    op_wr_pulse <= \$393 ;
+  always @(posedge clk)
+    batch_size_wr_pulse <= \$394 ;
+  always @(posedge clk)
+    update_size_wr_pulse <= \$395 ;
+  always @(posedge clk)
+    seed_wr_pulse <= \$396 ;
+  always @(posedge clk)
+    status_wr_pulse <= \$397 ;
+  always @(posedge clk)
+    cycles_wr_pulse <= \$398 ;
+  always @(posedge clk)
+    response_cycles_wr_pulse <= \$399 ;
+  always @(posedge clk)
+    total_lo_wr_pulse <= \$400 ;
+  always @(posedge clk)
+    total_hi_wr_pulse <= \$401 ;
+  always @(posedge clk)
+    max_priority_lo_wr_pulse <= \$402 ;
+  always @(posedge clk)
+    max_priority_hi_wr_pulse <= \$403 ;
+  always @(posedge clk)
+    size_wr_pulse <= \$404 ;
+  always @(posedge clk)
+    write_pointer_wr_pulse <= \$405 ;
+  always @(posedge clk)
+    hw_capacity_wr_pulse <= \$406 ;
+  always @(posedge clk)
+    hw_tree_wr_pulse <= \$407 ;
+  always @(posedge clk)
+    hw_format_wr_pulse <= \$408 ;
+  always @(posedge clk)
+    hw_max_batch_wr_pulse <= \$409 ;
+  always @(posedge clk)
+    mem_ptr_lo_wr_pulse <= \$410 ;
+  always @(posedge clk)
+    mem_ptr_hi_wr_pulse <= \$411 ;
+  always @(posedge clk)
+    dma_offset_wr_pulse <= \$412 ;
+  always @(posedge clk)
+    dma_bytes_wr_pulse <= \$413 ;
+  always @(posedge clk)
+    dma_ctrl_wr_pulse <= \$414 ;
+  always @(posedge clk)
+    dma_status_wr_pulse <= \$415 ;
+  always @(posedge clk)
+    dma_cycles_wr_pulse <= \$416 ;
+  always @(posedge clk)
+    dma_window_wr_pulse <= \$417 ;
+  always @(posedge clk)
+    dma_align_wr_pulse <= \$418 ;
+  always @(posedge clk)
+    shell_version_wr_pulse <= \$419 ;
+  always @(posedge clk)
+    wr_data <= \$420 ;
+  always @(posedge clk)
+    wr_strb <= \$421 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (s_axi_control_araddr[11:2])
+      10'h000:
+          r_value = \$150 ;
+      10'h001:
+          r_value = \$152 ;
+      10'h002:
+          r_value = \$156 ;
+      10'h003:
+          r_value = \$160 ;
+      10'h004:
+          r_value = \$166 ;
+      10'h005:
+          r_value = \$168 [31:0];
+      10'h006:
+          r_value = \$170 [31:0];
+      10'h007:
+          r_value = \$172 [31:0];
+      10'h008:
+          r_value = \$184 ;
+      10'h009:
+          r_value = \$186 [31:0];
+      10'h00a:
+          r_value = \$188 [31:0];
+      10'h00b:
+          r_value = \$190 [31:0];
+      10'h00c:
+          r_value = \$192 [31:0];
+      10'h00d:
+          r_value = \$194 [31:0];
+      10'h00e:
+          r_value = \$196 [31:0];
+      10'h00f:
+          r_value = \$198 [31:0];
+      10'h010:
+          r_value = \$200 [31:0];
+      10'h011:
+          r_value = \$202 [31:0];
+      10'h012:
+          r_value = \$208 [31:0];
+      10'h013:
+          r_value = \$216 [31:0];
+      10'h014:
+          r_value = \$218 [31:0];
+      10'h015:
+          r_value = \$220 [31:0];
+      10'h016:
+          r_value = \$222 [31:0];
+      10'h017:
+          r_value = \$224 [31:0];
+      10'h018:
+          r_value = \$226 [31:0];
+      10'h019:
+          r_value = \$230 ;
+      10'h01a:
+          r_value = \$242 ;
+      10'h01b:
+          r_value = \$244 [31:0];
+      10'h01c:
+          r_value = \$246 [31:0];
+      10'h01d:
+          r_value = \$250 [31:0];
+      10'h01e:
+          r_value = \$252 [31:0];
+      default:
+          r_value = 32'd0;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$359  = aw_got;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+      \$359  = 1'h0;
+    end else begin
+      if (\$256 ) begin
+        \$359  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$359  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$360  = w_got;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+      \$360  = 1'h0;
+    end else begin
+      if (\$260 ) begin
+        \$360  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$360  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$361  = bvalid;
+    if (commit) begin
+      \$361  = 1'h1;
+    end
+    if (\$261 ) begin
+      \$361  = 1'h0;
+    end
+    if (rst) begin
+      \$361  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$362  = aw_addr_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$256 ) begin
+        \$362  = s_axi_control_awaddr;
+      end
+    end
+    if (rst) begin
+      \$362  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$363  = w_data_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$260 ) begin
+        \$363  = s_axi_control_wdata;
+      end
+    end
+    if (rst) begin
+      \$363  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$364  = w_strb_q;
+    (* full_case = 32'd1 *)
+    if (commit) begin
+    end else begin
+      if (\$260 ) begin
+        \$364  = s_axi_control_wstrb;
+      end
+    end
+    if (rst) begin
+      \$364  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$365  = rvalid;
+    if (\$262 ) begin
+      \$365  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$365  = 1'h1;
+    end
+    if (rst) begin
+      \$365  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$366  = s_axi_control_bresp;
+    if (commit) begin
+      \$366  = \$263 ;
+    end
+    if (rst) begin
+      \$366  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$367  = auto_status;
+    if (auto_restart) begin
+      \$367  = 1'h1;
+    end else if (ap_idle) begin
+      \$367  = 1'h0;
+    end
+    if (rst) begin
+      \$367  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$368  = ap_start;
+    if (\$265 ) begin
+      \$368  = 1'h1;
+    end else if (ap_ready) begin
+      \$368  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$368  = 1'h0;
+    end
+    if (rst) begin
+      \$368  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$369  = \$267 ;
+    if (rst) begin
+      \$369  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$370  = ap_idle;
+    if (rst) begin
+      \$370  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$371  = \$276 ;
+    if (rst) begin
+      \$371  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$372  = \$281 ;
+    if (rst) begin
+      \$372  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$373  = \$286 ;
+    if (rst) begin
+      \$373  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$374  = \$291 ;
+    if (rst) begin
+      \$374  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$375  = auto_restart;
+    if (ctrl_we) begin
+      \$375  = \$295 ;
+    end
+    if (rst) begin
+      \$375  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$376  = gier_enable_q;
+    if (gier_we) begin
+      \$376  = \$299 ;
+    end
+    if (rst) begin
+      \$376  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$377  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$377  = \$303 ;
+    end
+    if (rst) begin
+      \$377  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$378  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$378  = \$307 ;
+    end
+    if (rst) begin
+      \$378  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$379  = op_code;
+    if (op_we) begin
+      \$379  = \$311 ;
+    end
+    if (rst) begin
+      \$379  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$380  = op_prng;
+    if (op_we) begin
+      \$380  = \$315 ;
+    end
+    if (rst) begin
+      \$380  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$381  = op_relaxed;
+    if (op_we) begin
+      \$381  = \$319 ;
+    end
+    if (rst) begin
+      \$381  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$382  = batch_size;
+    if (batch_size_we) begin
+      \$382  = \$323 ;
+    end
+    if (rst) begin
+      \$382  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$383  = update_size;
+    if (update_size_we) begin
+      \$383  = \$327 ;
+    end
+    if (rst) begin
+      \$383  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$384  = seed;
+    if (seed_we) begin
+      \$384  = \$331 ;
+    end
+    if (rst) begin
+      \$384  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$385  = mem_ptr_lo;
+    if (mem_ptr_lo_we) begin
+      \$385  = \$335 ;
+    end
+    if (rst) begin
+      \$385  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$386  = mem_ptr_hi;
+    if (mem_ptr_hi_we) begin
+      \$386  = \$339 ;
+    end
+    if (rst) begin
+      \$386  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$387  = dma_offset;
+    if (dma_offset_we) begin
+      \$387  = \$343 ;
+    end
+    if (rst) begin
+      \$387  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$388  = dma_bytes;
+    if (dma_bytes_we) begin
+      \$388  = \$347 ;
+    end
+    if (rst) begin
+      \$388  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$389  = \$352 ;
+    if (rst) begin
+      \$389  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$390  = dma_ctrl_dir;
+    if (dma_ctrl_we) begin
+      \$390  = \$356 ;
+    end
+    if (rst) begin
+      \$390  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$391  = s_axi_control_rdata;
+    if (ar_hs) begin
+      \$391  = r_value;
+    end
+    if (rst) begin
+      \$391  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$392  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$392  = \$357 ;
+    end
+    if (rst) begin
+      \$392  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$393  = op_we;
+    if (rst) begin
+      \$393  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$394  = batch_size_we;
+    if (rst) begin
+      \$394  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$395  = update_size_we;
+    if (rst) begin
+      \$395  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$396  = seed_we;
+    if (rst) begin
+      \$396  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$397  = status_we;
+    if (rst) begin
+      \$397  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$398  = cycles_we;
+    if (rst) begin
+      \$398  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$399  = response_cycles_we;
+    if (rst) begin
+      \$399  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$400  = total_lo_we;
+    if (rst) begin
+      \$400  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$401  = total_hi_we;
+    if (rst) begin
+      \$401  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$402  = max_priority_lo_we;
+    if (rst) begin
+      \$402  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$403  = max_priority_hi_we;
+    if (rst) begin
+      \$403  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$404  = size_we;
+    if (rst) begin
+      \$404  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$405  = write_pointer_we;
+    if (rst) begin
+      \$405  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$406  = hw_capacity_we;
+    if (rst) begin
+      \$406  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$407  = hw_tree_we;
+    if (rst) begin
+      \$407  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$408  = hw_format_we;
+    if (rst) begin
+      \$408  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$409  = hw_max_batch_we;
+    if (rst) begin
+      \$409  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$410  = mem_ptr_lo_we;
+    if (rst) begin
+      \$410  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$411  = mem_ptr_hi_we;
+    if (rst) begin
+      \$411  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$412  = dma_offset_we;
+    if (rst) begin
+      \$412  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$413  = dma_bytes_we;
+    if (rst) begin
+      \$413  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$414  = dma_ctrl_we;
+    if (rst) begin
+      \$414  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$415  = dma_status_we;
+    if (rst) begin
+      \$415  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$416  = dma_cycles_we;
+    if (rst) begin
+      \$416  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$417  = dma_window_we;
+    if (rst) begin
+      \$417  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$418  = dma_align_we;
+    if (rst) begin
+      \$418  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$419  = shell_version_we;
+    if (rst) begin
+      \$419  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$420  = wr_data;
+    if (\$358 ) begin
+      \$420  = w_data;
+    end
+    if (rst) begin
+      \$420  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$421  = wr_strb;
+    if (\$358 ) begin
+      \$421  = w_strb;
+    end
+    if (rst) begin
+      \$421  = 4'h0;
+    end
+  end
+  assign s_axi_control_bvalid = bvalid;
+  assign bresp = s_axi_control_bresp;
+  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
+  assign s_axi_control_rvalid = rvalid;
+  assign rdata = s_axi_control_rdata;
+  assign rresp = s_axi_control_rresp;
+  assign ctrl_ap_start_q = ap_start;
+  assign ctrl_auto_restart_q = auto_restart;
+  assign op_code_q = op_code;
+  assign op_prng_q = op_prng;
+  assign op_relaxed_q = op_relaxed;
+  assign batch_size_q = batch_size;
+  assign update_size_q = update_size;
+  assign seed_q = seed;
+  assign mem_ptr_lo_q = mem_ptr_lo;
+  assign mem_ptr_hi_q = mem_ptr_hi;
+  assign dma_offset_q = dma_offset;
+  assign dma_bytes_q = dma_bytes;
+  assign dma_ctrl_start_q = dma_ctrl_start;
+  assign dma_ctrl_dir_q = dma_ctrl_dir;
+  assign total_lo = \port$2694$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2694$0 [47:32] };
+  assign max_priority_hi = 32'd0;
+  assign size = { 15'h0000, \port$2678$0  };
+  assign write_pointer = { 16'h0000, \port$2676$0  };
+  assign \$141  = { 1'h0, ap_start };
+  assign \$142  = { 30'h00000000, \$141  };
+  assign \$143  = { ctrl_ap_done_q, 1'h0 };
+  assign \$145  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$147  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$149  = { auto_restart, 7'h00 };
+  assign \$151  = { 1'h0, gier_enable_q };
+  assign \$152  = { 30'h00000000, \$151  };
+  assign \$153  = { 1'h0, ip_ier_ap_done_q };
+  assign \$154  = { 30'h00000000, \$153  };
+  assign \$155  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$157  = { 1'h0, ip_isr_ap_done_q };
+  assign \$158  = { 30'h00000000, \$157  };
+  assign \$159  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$161  = { 1'h0, op_code };
+  assign \$162  = { 27'h0000000, \$161  };
+  assign \$163  = { 7'h00, op_prng, 8'h00 };
+  assign \$165  = { 6'h00, op_relaxed, 9'h000 };
+  assign \$167  = { 1'h0, batch_size };
+  assign \$168  = \$167 ;
+  assign \$169  = { 1'h0, update_size };
+  assign \$170  = \$169 ;
+  assign \$171  = { 1'h0, seed };
+  assign \$172  = \$171 ;
+  assign \$173  = { 1'h0, status_error };
+  assign \$174  = { 29'h00000000, \$173  };
+  assign \$175  = { 7'h00, status_empty, 8'h00 };
+  assign \$177  = { 6'h00, status_saturated, 9'h000 };
+  assign \$179  = { 5'h00, status_invalid_index, 10'h000 };
+  assign \$181  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$183  = { 3'h0, status_tree_busy, 12'h000 };
+  assign \$185  = { 1'h0, cycles };
+  assign \$186  = \$185 ;
+  assign \$187  = { 1'h0, response_cycles };
+  assign \$188  = \$187 ;
+  assign \$189  = { 1'h0, \port$2694$0 [31:0] };
+  assign \$190  = \$189 ;
+  assign \$191  = { 17'h00000, \port$2694$0 [47:32] };
+  assign \$192  = \$191 ;
+  assign \$193  = { 1'h0, max_priority_lo };
+  assign \$194  = \$193 ;
+  assign \$195  = 33'h000000000;
+  assign \$196  = \$195 ;
+  assign \$197  = { 16'h0000, \port$2678$0  };
+  assign \$198  = \$197 ;
+  assign \$199  = { 17'h00000, \port$2676$0  };
+  assign \$200  = \$199 ;
+  assign \$201  = 33'h000010000;
+  assign \$202  = \$201 ;
+  assign \$203  = 9'h010;
+  assign \$204  = { 23'h000000, \$203  };
+  assign \$205  = 23'h000400;
+  assign \$207  = 39'h0000120000;
+  assign \$209  = 9'h020;
+  assign \$210  = { 23'h000000, \$209  };
+  assign \$211  = 23'h001000;
+  assign \$213  = 39'h0000080000;
+  assign \$215  = 39'h0020000000;
+  assign \$217  = 33'h000001000;
+  assign \$218  = \$217 ;
+  assign \$219  = { 1'h0, mem_ptr_lo, 6'h00 };
+  assign \$220  = \$219 ;
+  assign \$221  = { 1'h0, mem_ptr_hi };
+  assign \$222  = \$221 ;
+  assign \$223  = { 1'h0, dma_offset };
+  assign \$224  = \$223 ;
+  assign \$225  = { 1'h0, dma_bytes };
+  assign \$226  = \$225 ;
+  assign \$227  = { 1'h0, dma_ctrl_start };
+  assign \$228  = { 30'h00000000, \$227  };
+  assign \$229  = { dma_ctrl_dir, 1'h0 };
+  assign \$231  = { 1'h0, dma_status_busy };
+  assign \$232  = { 30'h00000000, \$231  };
+  assign \$233  = { dma_status_done, 1'h0 };
+  assign \$235  = { 1'h0, dma_status_read_error, 2'h0 };
+  assign \$237  = { dma_status_write_error, 3'h0 };
+  assign \$239  = { 3'h0, dma_status_locked, 4'h0 };
+  assign \$241  = { 2'h0, dma_status_range, 5'h00 };
+  assign \$243  = { 1'h0, dma_cycles };
+  assign \$244  = \$243 ;
+  assign \$245  = 33'h000028000;
+  assign \$246  = \$245 ;
+  assign \$247  = 17'h00040;
+  assign \$248  = { 15'h0000, \$247  };
+  assign \$249  = 47'h000000080000;
+  assign \$251  = 33'h000000001;
+  assign \$252  = \$251 ;
+  assign \$206  = 32'd1040;
+  assign \$208  = 39'h0000120410;
+  assign \$212  = 32'd4128;
+  assign \$214  = 39'h0000081020;
+  assign \$216  = 39'h0020081020;
+  assign \$250  = 47'h000000080040;
+endmodule
+
+(* generator = "Amaranth" *)
+module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$606$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2218$0 , \port$2219$0 , \port$2220$0 , \port$2221$0 , \port$2222$0 
+, \port$2223$0 , \port$2224$0 , m_axi_gmem_wvalid, mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+  wire [7:0] \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [15:0] \$101 ;
+  wire [16:0] \$102 ;
+  wire [16:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire [15:0] \$112 ;
+  wire [16:0] \$113 ;
+  wire [16:0] \$114 ;
+  wire \$115 ;
+  wire [3:0] \$116 ;
+  wire [3:0] \$117 ;
+  wire [64:0] \$118 ;
+  wire [16:0] \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire [8:0] \$121 ;
+  wire [9:0] \$122 ;
+  wire \$123 ;
+  wire [15:0] \$124 ;
+  wire [16:0] \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
@@ -10527,17 +10667,17 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$142 ;
   wire \$143 ;
   wire \$144 ;
-  wire [2:0] \$145 ;
-  wire [2:0] \$146 ;
+  wire \$145 ;
+  wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
-  wire \$149 ;
+  wire [2:0] \$148 ;
+  wire [2:0] \$149 ;
   wire \$15 ;
-  wire [2:0] \$150 ;
-  wire [2:0] \$151 ;
+  wire \$150 ;
+  wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
-  wire \$154 ;
+  wire [2:0] \$153 ;
+  wire [2:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
@@ -10546,35 +10686,35 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [3:0] \$162 ;
-  wire [3:0] \$163 ;
+  wire \$162 ;
+  wire \$163 ;
   wire \$164 ;
-  wire \$165 ;
-  wire \$166 ;
+  wire [3:0] \$165 ;
+  wire [3:0] \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
+  wire \$172 ;
+  wire \$173 ;
   wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
+  wire [3:0] \$175 ;
+  wire [3:0] \$176 ;
   wire \$177 ;
   wire \$178 ;
   wire \$179 ;
   wire \$18 ;
-  wire [16:0] \$180 ;
-  wire [16:0] \$181 ;
-  wire [15:0] \$182 ;
-  wire [15:0] \$183 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire [16:0] \$183 ;
   wire [16:0] \$184 ;
-  wire [16:0] \$185 ;
-  wire \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire [15:0] \$185 ;
+  wire [15:0] \$186 ;
+  wire [16:0] \$187 ;
+  wire [16:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
@@ -10583,52 +10723,55 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$193 ;
   wire \$194 ;
   wire \$195 ;
-  reg \$196 ;
-  reg \$197 ;
-  reg [63:0] \$198 ;
-  reg [7:0] \$199 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [15:0] \$200 ;
-  reg \$201 ;
-  reg [63:0] \$202 ;
-  reg [2:0] \$203 ;
-  reg [14:0] \$204 ;
-  reg [2:0] \$205 ;
-  reg \$206 ;
-  reg [511:0] \$207 ;
+  reg \$200 ;
+  reg [63:0] \$201 ;
+  reg [7:0] \$202 ;
+  reg [15:0] \$203 ;
+  reg \$204 ;
+  reg [63:0] \$205 ;
+  reg [2:0] \$206 ;
+  reg [14:0] \$207 ;
   reg [2:0] \$208 ;
-  reg [15:0] \$209 ;
+  reg \$209 ;
   wire \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [511:0] \$210 ;
+  reg [2:0] \$211 ;
   reg [15:0] \$212 ;
-  reg [2:0] \$213 ;
+  reg \$213 ;
   reg \$214 ;
-  reg [2:0] \$215 ;
-  reg \$216 ;
-  reg [2:0] \$217 ;
-  reg [63:0] \$218 ;
-  reg [15:0] \$219 ;
+  reg [15:0] \$215 ;
+  reg [2:0] \$216 ;
+  reg \$217 ;
+  reg [2:0] \$218 ;
+  reg \$219 ;
   wire \$22 ;
-  reg [8:0] \$220 ;
-  reg [2:0] \$221 ;
-  reg \$222 ;
-  reg [63:0] \$223 ;
-  reg [63:0] \$224 ;
-  reg [63:0] \$225 ;
+  reg [2:0] \$220 ;
+  reg [63:0] \$221 ;
+  reg [15:0] \$222 ;
+  reg [8:0] \$223 ;
+  reg [2:0] \$224 ;
+  reg \$225 ;
   reg [63:0] \$226 ;
   reg [63:0] \$227 ;
   reg [63:0] \$228 ;
   reg [63:0] \$229 ;
   wire \$23 ;
   reg [63:0] \$230 ;
-  reg [1:0] \$231 ;
-  reg [1:0] \$232 ;
-  reg [2:0] \$233 ;
-  reg [2:0] \$234 ;
-  reg \$235 ;
-  reg \$236 ;
+  reg [63:0] \$231 ;
+  reg [63:0] \$232 ;
+  reg [63:0] \$233 ;
+  reg [1:0] \$234 ;
+  reg [1:0] \$235 ;
+  reg [2:0] \$236 ;
+  reg [2:0] \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
@@ -10670,31 +10813,31 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$59 ;
   wire [15:0] \$6 ;
   wire \$60 ;
-  wire [9:0] \$61 ;
-  wire [16:0] \$62 ;
-  wire [8:0] \$63 ;
-  wire [15:0] \$64 ;
-  wire [64:0] \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire [9:0] \$64 ;
+  wire [16:0] \$65 ;
+  wire [8:0] \$66 ;
+  wire [15:0] \$67 ;
+  wire [64:0] \$68 ;
   wire \$69 ;
   wire [15:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire [3:0] \$72 ;
-  wire [3:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
   wire [3:0] \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
+  wire [3:0] \$76 ;
+  wire [15:0] \$77 ;
+  wire [3:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire [15:0] \$82 ;
-  wire [16:0] \$83 ;
+  wire \$82 ;
+  wire \$83 ;
   wire \$84 ;
   wire [15:0] \$85 ;
   wire [16:0] \$86 ;
@@ -10703,15 +10846,15 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire [16:0] \$89 ;
   wire \$9 ;
   wire \$90 ;
-  wire \$91 ;
-  wire [15:0] \$92 ;
-  wire [16:0] \$93 ;
-  wire [16:0] \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [15:0] \$98 ;
-  wire [16:0] \$99 ;
+  wire [15:0] \$91 ;
+  wire [16:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [15:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire [16:0] \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   reg \$signal$48  = 1'h0;
   reg [2:0] \$signal$50  = 3'h0;
@@ -10757,6 +10900,8 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [2:0] count = 3'h0;
   output done;
   reg done = 1'h0;
+  output dropped;
+  wire dropped;
   (* init = 1'h0 *)
   wire err;
   output error;
@@ -10811,7 +10956,10 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire m_axi_gmem_wvalid;
   output [14:0] mem_addr;
   reg [14:0] mem_addr = 15'h0000;
+  input mem_enable;
+  wire mem_enable;
   wire [63:0] mem_rdata;
+  output mem_re;
   wire mem_re;
   wire [63:0] mem_wdata;
   output [7:0] mem_we;
@@ -10826,12 +10974,6 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [2:0] p_last_lane = 3'h0;
   reg p_wlast = 1'h0;
   reg [15:0] p_words = 16'h0000;
-  output \port$2215$0 ;
-  wire \port$2215$0 ;
-  output \port$2216$0 ;
-  wire \port$2216$0 ;
-  output \port$2217$0 ;
-  wire \port$2217$0 ;
   output \port$2218$0 ;
   wire \port$2218$0 ;
   output \port$2219$0 ;
@@ -10840,10 +10982,15 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \port$2220$0 ;
   output \port$2221$0 ;
   wire \port$2221$0 ;
-  input [39:0] \port$95$0 ;
-  wire [39:0] \port$95$0 ;
+  output \port$2222$0 ;
+  wire \port$2222$0 ;
+  output \port$2223$0 ;
+  wire \port$2223$0 ;
+  output \port$2224$0 ;
+  wire \port$2224$0 ;
+  input [39:0] \port$606$0 ;
+  wire [39:0] \port$606$0 ;
   reg q_wlast = 1'h0;
-  output rd_issue;
   wire rd_issue;
   (* init = 2'h0 *)
   wire [1:0] rd_ptr;
@@ -10914,21 +11061,21 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign \$34  = \$31  ? { 9'h000, \$28 [6:0] } : \$33 ;
   assign bw__en = \$signal  & \$signal$48 ;
   assign \$35  = ! \$signal$50 ;
-  assign \$36  = \$35  ? { 24'h000000, \port$95$0  } : asm0;
+  assign \$36  = \$35  ? { 24'h000000, \port$606$0  } : asm0;
   assign \$37  = \$signal$50  == 1'h1;
-  assign \$38  = \$37  ? { 24'h000000, \port$95$0  } : asm1;
+  assign \$38  = \$37  ? { 24'h000000, \port$606$0  } : asm1;
   assign \$39  = \$signal$50  == 2'h2;
-  assign \$40  = \$39  ? { 24'h000000, \port$95$0  } : asm2;
+  assign \$40  = \$39  ? { 24'h000000, \port$606$0  } : asm2;
   assign \$41  = \$signal$50  == 2'h3;
-  assign \$42  = \$41  ? { 24'h000000, \port$95$0  } : asm3;
+  assign \$42  = \$41  ? { 24'h000000, \port$606$0  } : asm3;
   assign \$43  = \$signal$50  == 3'h4;
-  assign \$44  = \$43  ? { 24'h000000, \port$95$0  } : asm4;
+  assign \$44  = \$43  ? { 24'h000000, \port$606$0  } : asm4;
   assign \$45  = \$signal$50  == 3'h5;
-  assign \$46  = \$45  ? { 24'h000000, \port$95$0  } : asm5;
+  assign \$46  = \$45  ? { 24'h000000, \port$606$0  } : asm5;
   assign \$47  = \$signal$50  == 3'h6;
-  assign \$48  = \$47  ? { 24'h000000, \port$95$0  } : asm6;
+  assign \$48  = \$47  ? { 24'h000000, \port$606$0  } : asm6;
   assign \$49  = \$signal$50  == 3'h7;
-  assign \$50  = \$49  ? { 24'h000000, \port$95$0  } : asm7;
+  assign \$50  = \$49  ? { 24'h000000, \port$606$0  } : asm7;
   assign \$51  = br__data[514:512] >= 1'h1;
   assign \$52  = br__data[514:512] >= 2'h2;
   assign \$53  = br__data[514:512] >= 2'h3;
@@ -10941,223 +11088,228 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign \$59  = \$58  & m_axi_gmem_rlast;
   assign \$60  = to_dev ? m_axi_gmem_bvalid : \$59 ;
   assign ax_done = \$60  & busy;
-  assign mem_we = s_valid ? 8'hff : 8'h00;
-  assign \$61  = \$7 [8:0] - 1'h1;
-  assign \$62  = a_beats - \$7 [8:0];
-  assign \$63  = m_axi_gmem_awlen + 1'h1;
-  assign \$65  = m_axi_gmem_awaddr + \$64 ;
-  assign \$66  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$67  = ax_valid & \$66 ;
-  assign \$68  = ~ ax_done;
-  assign \$69  = ax_issue & \$68 ;
-  assign \$70  = ~ ax_issue;
-  assign \$71  = \$70  & ax_done;
-  assign \$72  = outstanding + 1'h1;
-  assign \$73  = outstanding - 1'h1;
-  assign \$74  = mem_addr + 1'h1;
-  assign \$75  = s_idx + 1'h1;
-  assign \$76  = s_idx == s_last;
-  assign \$77  = m_axi_gmem_rvalid & rready;
-  assign \$78  = \$77  & busy;
-  assign \$79  = ~ to_dev;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = rx_words < 4'h8;
-  assign \$82  = \$81  ? rx_words : 16'h0008;
-  assign \$83  = \$82  - 1'h1;
+  assign mem_re = rd_issue & mem_enable;
+  assign \$61  = s_valid & mem_enable;
+  assign mem_we = \$61  ? 8'hff : 8'h00;
+  assign \$62  = rd_issue | s_valid;
+  assign \$63  = ~ mem_enable;
+  assign dropped = \$62  & \$63 ;
+  assign \$64  = \$7 [8:0] - 1'h1;
+  assign \$65  = a_beats - \$7 [8:0];
+  assign \$66  = m_axi_gmem_awlen + 1'h1;
+  assign \$68  = m_axi_gmem_awaddr + \$67 ;
+  assign \$69  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$70  = ax_valid & \$69 ;
+  assign \$71  = ~ ax_done;
+  assign \$72  = ax_issue & \$71 ;
+  assign \$73  = ~ ax_issue;
+  assign \$74  = \$73  & ax_done;
+  assign \$75  = outstanding + 1'h1;
+  assign \$76  = outstanding - 1'h1;
+  assign \$77  = mem_addr + 1'h1;
+  assign \$78  = s_idx + 1'h1;
+  assign \$79  = s_idx == s_last;
+  assign \$80  = m_axi_gmem_rvalid & rready;
+  assign \$81  = \$80  & busy;
+  assign \$82  = ~ to_dev;
+  assign \$83  = \$81  & \$82 ;
   assign \$84  = rx_words < 4'h8;
   assign \$85  = \$84  ? rx_words : 16'h0008;
-  assign \$86  = rx_words - \$85 ;
-  assign \$87  = | m_axi_gmem_rresp;
-  assign \$88  = mem_addr + 1'h1;
-  assign \$89  = p_words - 1'h1;
-  assign \$90  = | p_idx;
-  assign \$91  = p_words < 4'h8;
-  assign \$92  = \$91  ? p_words : 16'h0008;
-  assign \$93  = \$92  - 1'h1;
-  assign \$94  = \$90  ? { 14'h0000, p_last_lane } : \$93 ;
-  assign \$95  = p_idx == \$94 ;
-  assign \$96  = | p_idx;
-  assign \$97  = p_words < 4'h8;
-  assign \$98  = \$97  ? p_words : 16'h0008;
-  assign \$99  = \$98  - 1'h1;
-  assign \$100  = \$96  ? { 14'h0000, p_last_lane } : \$99 ;
-  assign \$101  = | p_idx;
-  assign \$102  = ! p_burst;
-  assign \$103  = \$34 [8:0] == 1'h1;
-  assign \$104  = p_burst == 1'h1;
-  assign \$105  = \$102  ? \$103  : \$104 ;
-  assign \$106  = \$101  ? p_wlast : \$105 ;
-  assign \$107  = | p_idx;
-  assign \$108  = p_words < 4'h8;
-  assign \$109  = \$108  ? p_words : 16'h0008;
-  assign \$110  = \$109  - 1'h1;
-  assign \$111  = \$107  ? { 14'h0000, p_last_lane } : \$110 ;
-  assign \$112  = p_idx == \$111 ;
-  assign \$113  = p_idx + 1'h1;
-  assign \$114  = \$112  ? 4'h0 : \$113 ;
-  assign \$115  = p_dev + 7'h40;
-  assign \$116  = p_beats - 1'h1;
-  assign \$117  = ! p_burst;
-  assign \$118  = \$117  ? \$34 [8:0] : p_burst;
-  assign \$119  = \$118  - 1'h1;
-  assign \$120  = p_words < 4'h8;
-  assign \$121  = \$120  ? p_words : 16'h0008;
+  assign \$86  = \$85  - 1'h1;
+  assign \$87  = rx_words < 4'h8;
+  assign \$88  = \$87  ? rx_words : 16'h0008;
+  assign \$89  = rx_words - \$88 ;
+  assign \$90  = | m_axi_gmem_rresp;
+  assign \$91  = mem_addr + 1'h1;
+  assign \$92  = p_words - 1'h1;
+  assign \$93  = | p_idx;
+  assign \$94  = p_words < 4'h8;
+  assign \$95  = \$94  ? p_words : 16'h0008;
+  assign \$96  = \$95  - 1'h1;
+  assign \$97  = \$93  ? { 14'h0000, p_last_lane } : \$96 ;
+  assign \$98  = p_idx == \$97 ;
+  assign \$99  = | p_idx;
+  assign \$100  = p_words < 4'h8;
+  assign \$101  = \$100  ? p_words : 16'h0008;
+  assign \$102  = \$101  - 1'h1;
+  assign \$103  = \$99  ? { 14'h0000, p_last_lane } : \$102 ;
+  assign \$104  = | p_idx;
+  assign \$105  = ! p_burst;
+  assign \$106  = \$34 [8:0] == 1'h1;
+  assign \$107  = p_burst == 1'h1;
+  assign \$108  = \$105  ? \$106  : \$107 ;
+  assign \$109  = \$104  ? p_wlast : \$108 ;
+  assign \$110  = | p_idx;
+  assign \$111  = p_words < 4'h8;
+  assign \$112  = \$111  ? p_words : 16'h0008;
+  assign \$113  = \$112  - 1'h1;
+  assign \$114  = \$110  ? { 14'h0000, p_last_lane } : \$113 ;
+  assign \$115  = p_idx == \$114 ;
+  assign \$116  = p_idx + 1'h1;
+  assign \$117  = \$115  ? 4'h0 : \$116 ;
+  assign \$118  = p_dev + 7'h40;
+  assign \$119  = p_beats - 1'h1;
+  assign \$120  = ! p_burst;
+  assign \$121  = \$120  ? \$34 [8:0] : p_burst;
   assign \$122  = \$121  - 1'h1;
-  assign \$123  = ! p_burst;
-  assign \$124  = \$34 [8:0] == 1'h1;
-  assign \$125  = p_burst == 1'h1;
-  assign \$126  = \$123  ? \$124  : \$125 ;
-  assign \$127  = ! \$signal$50 ;
-  assign \$128  = \$signal  & \$127 ;
-  assign \$129  = \$signal$50  == 1'h1;
-  assign \$130  = \$signal  & \$129 ;
-  assign \$131  = \$signal$50  == 2'h2;
-  assign \$132  = \$signal  & \$131 ;
-  assign \$133  = \$signal$50  == 2'h3;
-  assign \$134  = \$signal  & \$133 ;
-  assign \$135  = \$signal$50  == 3'h4;
-  assign \$136  = \$signal  & \$135 ;
-  assign \$137  = \$signal$50  == 3'h5;
-  assign \$138  = \$signal  & \$137 ;
-  assign \$139  = \$signal$50  == 3'h6;
-  assign \$140  = \$signal  & \$139 ;
-  assign \$141  = \$signal$50  == 3'h7;
-  assign \$142  = \$signal  & \$141 ;
-  assign \$143  = \$signal  & \$signal$48 ;
-  assign \$144  = bw__addr == 2'h3;
-  assign \$145  = bw__addr + 1'h1;
-  assign \$146  = \$144  ? 3'h0 : \$145 ;
-  assign \$147  = | count;
-  assign \$148  = \$147  & m_axi_gmem_wready;
-  assign \$149  = br__addr == 2'h3;
-  assign \$150  = br__addr + 1'h1;
-  assign \$151  = \$149  ? 3'h0 : \$150 ;
-  assign \$152  = \$signal  & \$signal$48 ;
-  assign \$153  = | count;
-  assign \$154  = \$153  & m_axi_gmem_wready;
-  assign \$155  = ~ \$154 ;
-  assign \$156  = \$152  & \$155 ;
-  assign \$157  = | count;
-  assign \$158  = \$157  & m_axi_gmem_wready;
-  assign \$159  = \$signal  & \$signal$48 ;
-  assign \$160  = ~ \$159 ;
-  assign \$161  = \$158  & \$160 ;
-  assign \$162  = count + 1'h1;
-  assign \$163  = count - 1'h1;
-  assign \$164  = | count;
-  assign \$165  = \$164  & m_axi_gmem_wready;
-  assign \$166  = ~ \$165 ;
-  assign \$167  = start_beat & \$166 ;
-  assign \$168  = | count;
-  assign \$169  = \$168  & m_axi_gmem_wready;
-  assign \$170  = ~ start_beat;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = used + 1'h1;
-  assign \$173  = used - 1'h1;
-  assign \$174  = m_axi_gmem_bvalid & busy;
-  assign \$175  = \$174  & to_dev;
-  assign \$176  = | m_axi_gmem_bresp;
-  assign \$177  = \$175  & \$176 ;
-  assign \$178  = ~ busy;
-  assign \$179  = cmd__valid & \$178 ;
-  assign \$180  = cmd__payload[94:79] + 3'h7;
-  assign \$182  = cmd__payload[95] ? 16'h0000 : cmd__payload[94:79];
-  assign \$183  = cmd__payload[95] ? cmd__payload[94:79] : 16'h0000;
-  assign \$184  = cmd__payload[94:79] + 3'h7;
-  assign \$186  = ! a_beats;
-  assign \$187  = ~ ax_valid;
-  assign \$188  = \$186  & \$187 ;
-  assign \$189  = ! outstanding;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = ! rx_words;
-  assign \$192  = ~ s_valid;
+  assign \$123  = p_words < 4'h8;
+  assign \$124  = \$123  ? p_words : 16'h0008;
+  assign \$125  = \$124  - 1'h1;
+  assign \$126  = ! p_burst;
+  assign \$127  = \$34 [8:0] == 1'h1;
+  assign \$128  = p_burst == 1'h1;
+  assign \$129  = \$126  ? \$127  : \$128 ;
+  assign \$130  = ! \$signal$50 ;
+  assign \$131  = \$signal  & \$130 ;
+  assign \$132  = \$signal$50  == 1'h1;
+  assign \$133  = \$signal  & \$132 ;
+  assign \$134  = \$signal$50  == 2'h2;
+  assign \$135  = \$signal  & \$134 ;
+  assign \$136  = \$signal$50  == 2'h3;
+  assign \$137  = \$signal  & \$136 ;
+  assign \$138  = \$signal$50  == 3'h4;
+  assign \$139  = \$signal  & \$138 ;
+  assign \$140  = \$signal$50  == 3'h5;
+  assign \$141  = \$signal  & \$140 ;
+  assign \$142  = \$signal$50  == 3'h6;
+  assign \$143  = \$signal  & \$142 ;
+  assign \$144  = \$signal$50  == 3'h7;
+  assign \$145  = \$signal  & \$144 ;
+  assign \$146  = \$signal  & \$signal$48 ;
+  assign \$147  = bw__addr == 2'h3;
+  assign \$148  = bw__addr + 1'h1;
+  assign \$149  = \$147  ? 3'h0 : \$148 ;
+  assign \$150  = | count;
+  assign \$151  = \$150  & m_axi_gmem_wready;
+  assign \$152  = br__addr == 2'h3;
+  assign \$153  = br__addr + 1'h1;
+  assign \$154  = \$152  ? 3'h0 : \$153 ;
+  assign \$155  = \$signal  & \$signal$48 ;
+  assign \$156  = | count;
+  assign \$157  = \$156  & m_axi_gmem_wready;
+  assign \$158  = ~ \$157 ;
+  assign \$159  = \$155  & \$158 ;
+  assign \$160  = | count;
+  assign \$161  = \$160  & m_axi_gmem_wready;
+  assign \$162  = \$signal  & \$signal$48 ;
+  assign \$163  = ~ \$162 ;
+  assign \$164  = \$161  & \$163 ;
+  assign \$165  = count + 1'h1;
+  assign \$166  = count - 1'h1;
+  assign \$167  = | count;
+  assign \$168  = \$167  & m_axi_gmem_wready;
+  assign \$169  = ~ \$168 ;
+  assign \$170  = start_beat & \$169 ;
+  assign \$171  = | count;
+  assign \$172  = \$171  & m_axi_gmem_wready;
+  assign \$173  = ~ start_beat;
+  assign \$174  = \$172  & \$173 ;
+  assign \$175  = used + 1'h1;
+  assign \$176  = used - 1'h1;
+  assign \$177  = m_axi_gmem_bvalid & busy;
+  assign \$178  = \$177  & to_dev;
+  assign \$179  = | m_axi_gmem_bresp;
+  assign \$180  = \$178  & \$179 ;
+  assign \$181  = ~ busy;
+  assign \$182  = cmd__valid & \$181 ;
+  assign \$183  = cmd__payload[94:79] + 3'h7;
+  assign \$185  = cmd__payload[95] ? 16'h0000 : cmd__payload[94:79];
+  assign \$186  = cmd__payload[95] ? cmd__payload[94:79] : 16'h0000;
+  assign \$187  = cmd__payload[94:79] + 3'h7;
+  assign \$189  = ! a_beats;
+  assign \$190  = ~ ax_valid;
+  assign \$191  = \$189  & \$190 ;
+  assign \$192  = ! outstanding;
   assign \$193  = \$191  & \$192 ;
-  assign \$194  = to_dev ? \$190  : \$193 ;
-  assign \$195  = busy & \$194 ;
+  assign \$194  = ! rx_words;
+  assign \$195  = ~ s_valid;
+  assign \$196  = \$194  & \$195 ;
+  assign \$197  = to_dev ? \$193  : \$196 ;
+  assign \$198  = busy & \$197 ;
   always @(posedge clk)
-    done <= \$196 ;
+    done <= \$199 ;
   always @(posedge clk)
-    ax_valid <= \$197 ;
+    ax_valid <= \$200 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$198 ;
+    m_axi_gmem_awaddr <= \$201 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$199 ;
+    m_axi_gmem_awlen <= \$202 ;
   always @(posedge clk)
-    a_beats <= \$200 ;
+    a_beats <= \$203 ;
   always @(posedge clk)
-    a_step <= \$201 ;
+    a_step <= \$204 ;
   always @(posedge clk)
-    a_addr <= \$202 ;
+    a_addr <= \$205 ;
   always @(posedge clk)
-    outstanding <= \$203 ;
+    outstanding <= \$206 ;
   always @(posedge clk)
-    mem_addr <= \$204 ;
+    mem_addr <= \$207 ;
   always @(posedge clk)
-    s_idx <= \$205 ;
+    s_idx <= \$208 ;
   always @(posedge clk)
-    s_valid <= \$206 ;
+    s_valid <= \$209 ;
   always @(posedge clk)
-    s_data <= \$207 ;
+    s_data <= \$210 ;
   always @(posedge clk)
-    s_last <= \$208 ;
+    s_last <= \$211 ;
   always @(posedge clk)
-    rx_words <= \$209 ;
+    rx_words <= \$212 ;
   always @(posedge clk)
-    error <= \$210 ;
+    error <= \$213 ;
   always @(posedge clk)
-    \$signal  <= \$211 ;
+    \$signal  <= \$214 ;
   always @(posedge clk)
-    p_words <= \$212 ;
+    p_words <= \$215 ;
   always @(posedge clk)
-    \$signal$50  <= \$213 ;
+    \$signal$50  <= \$216 ;
   always @(posedge clk)
-    \$signal$48  <= \$214 ;
+    \$signal$48  <= \$217 ;
   always @(posedge clk)
-    \$signal$60  <= \$215 ;
+    \$signal$60  <= \$218 ;
   always @(posedge clk)
-    q_wlast <= \$216 ;
+    q_wlast <= \$219 ;
   always @(posedge clk)
-    p_idx <= \$217 ;
+    p_idx <= \$220 ;
   always @(posedge clk)
-    p_dev <= \$218 ;
+    p_dev <= \$221 ;
   always @(posedge clk)
-    p_beats <= \$219 ;
+    p_beats <= \$222 ;
   always @(posedge clk)
-    p_burst <= \$220 ;
+    p_burst <= \$223 ;
   always @(posedge clk)
-    p_last_lane <= \$221 ;
+    p_last_lane <= \$224 ;
   always @(posedge clk)
-    p_wlast <= \$222 ;
+    p_wlast <= \$225 ;
   always @(posedge clk)
-    asm0 <= \$223 ;
+    asm0 <= \$226 ;
   always @(posedge clk)
-    asm1 <= \$224 ;
+    asm1 <= \$227 ;
   always @(posedge clk)
-    asm2 <= \$225 ;
+    asm2 <= \$228 ;
   always @(posedge clk)
-    asm3 <= \$226 ;
+    asm3 <= \$229 ;
   always @(posedge clk)
-    asm4 <= \$227 ;
+    asm4 <= \$230 ;
   always @(posedge clk)
-    asm5 <= \$228 ;
+    asm5 <= \$231 ;
   always @(posedge clk)
-    asm6 <= \$229 ;
+    asm6 <= \$232 ;
   always @(posedge clk)
-    asm7 <= \$230 ;
+    asm7 <= \$233 ;
   always @(posedge clk)
-    bw__addr <= \$231 ;
+    bw__addr <= \$234 ;
   always @(posedge clk)
-    br__addr <= \$232 ;
+    br__addr <= \$235 ;
   always @(posedge clk)
-    count <= \$233 ;
+    count <= \$236 ;
   always @(posedge clk)
-    used <= \$234 ;
+    used <= \$237 ;
   always @(posedge clk)
-    busy <= \$235 ;
+    busy <= \$238 ;
   always @(posedge clk)
-    to_dev <= \$236 ;
+    to_dev <= \$239 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
     casez (s_idx)
       3'h0:
@@ -11179,471 +11331,471 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$196  = 1'h0;
-    if (\$195 ) begin
-      \$196  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$199  = 1'h0;
+    if (\$198 ) begin
+      \$199  = 1'h1;
     end
     if (rst) begin
-      \$196  = 1'h0;
+      \$199  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$197  = ax_valid;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$200  = ax_valid;
     if (ax_issue) begin
-      \$197  = 1'h1;
+      \$200  = 1'h1;
     end
-    if (\$67 ) begin
-      \$197  = 1'h0;
+    if (\$70 ) begin
+      \$200  = 1'h0;
     end
     if (rst) begin
-      \$197  = 1'h0;
+      \$200  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$198  = m_axi_gmem_awaddr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$201  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$198  = a_addr;
+      \$201  = a_addr;
     end
     if (rst) begin
-      \$198  = 64'h0000000000000000;
+      \$201  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$199  = m_axi_gmem_awlen;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$202  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$199  = \$61 [7:0];
+      \$202  = \$64 [7:0];
     end
     if (rst) begin
-      \$199  = 8'h00;
+      \$202  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$200  = a_beats;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$203  = a_beats;
     if (ax_issue) begin
-      \$200  = \$62 [15:0];
+      \$203  = \$65 [15:0];
     end
-    if (\$179 ) begin
-      \$200  = \$181 [15:0];
+    if (\$182 ) begin
+      \$203  = \$184 [15:0];
     end
     if (rst) begin
-      \$200  = 16'h0000;
+      \$203  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$201  = a_step;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$204  = a_step;
     if (ax_issue) begin
-      \$201  = 1'h1;
+      \$204  = 1'h1;
     end
     if (a_step) begin
-      \$201  = 1'h0;
+      \$204  = 1'h0;
     end
     if (rst) begin
-      \$201  = 1'h0;
+      \$204  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$202  = a_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$205  = a_addr;
     if (a_step) begin
-      \$202  = \$65 [63:0];
+      \$205  = \$68 [63:0];
     end
-    if (\$179 ) begin
-      \$202  = { cmd__payload[63:6], 6'h00 };
+    if (\$182 ) begin
+      \$205  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$202  = 64'h0000000000000000;
+      \$205  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$203  = outstanding;
-    if (\$69 ) begin
-      \$203  = \$72 [2:0];
-    end else if (\$71 ) begin
-      \$203  = \$73 [2:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$206  = outstanding;
+    if (\$72 ) begin
+      \$206  = \$75 [2:0];
+    end else if (\$74 ) begin
+      \$206  = \$76 [2:0];
     end
     if (rst) begin
-      \$203  = 3'h0;
+      \$206  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$204  = mem_addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$207  = mem_addr;
     if (s_valid) begin
-      \$204  = \$74 [14:0];
+      \$207  = \$77 [14:0];
     end
     if (rd_issue) begin
-      \$204  = \$88 [14:0];
+      \$207  = \$91 [14:0];
     end
-    if (\$179 ) begin
-      \$204  = cmd__payload[78:64];
+    if (\$182 ) begin
+      \$207  = cmd__payload[78:64];
     end
     if (rst) begin
-      \$204  = 15'h0000;
+      \$207  = 15'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$205  = s_idx;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$208  = s_idx;
     if (s_valid) begin
-      \$205  = \$75 [2:0];
+      \$208  = \$78 [2:0];
     end
-    if (\$80 ) begin
-      \$205  = 3'h0;
-    end
-    if (rst) begin
-      \$205  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$206  = s_valid;
-    if (s_valid) begin
-      if (\$76 ) begin
-        \$206  = 1'h0;
-      end
-    end
-    if (\$80 ) begin
-      \$206  = 1'h1;
-    end
-    if (rst) begin
-      \$206  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$207  = s_data;
-    if (\$80 ) begin
-      \$207  = m_axi_gmem_rdata;
-    end
-    if (rst) begin
-      \$207  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$208  = s_last;
-    if (\$80 ) begin
-      \$208  = \$83 [2:0];
+    if (\$83 ) begin
+      \$208  = 3'h0;
     end
     if (rst) begin
       \$208  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$209  = rx_words;
-    if (\$80 ) begin
-      \$209  = \$86 [15:0];
-    end
-    if (\$179 ) begin
-      \$209  = \$182 ;
-    end
-    if (rst) begin
-      \$209  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$210  = error;
-    if (\$80 ) begin
-      if (\$87 ) begin
-        \$210  = 1'h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$209  = s_valid;
+    if (s_valid) begin
+      if (\$79 ) begin
+        \$209  = 1'h0;
       end
     end
-    if (\$177 ) begin
-      \$210  = 1'h1;
-    end
-    if (\$179 ) begin
-      \$210  = 1'h0;
+    if (\$83 ) begin
+      \$209  = 1'h1;
     end
     if (rst) begin
-      \$210  = 1'h0;
+      \$209  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$211  = rd_issue;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$210  = s_data;
+    if (\$83 ) begin
+      \$210  = m_axi_gmem_rdata;
+    end
     if (rst) begin
-      \$211  = 1'h0;
+      \$210  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$212  = p_words;
-    if (rd_issue) begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$211  = s_last;
+    if (\$83 ) begin
+      \$211  = \$86 [2:0];
+    end
+    if (rst) begin
+      \$211  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$212  = rx_words;
+    if (\$83 ) begin
       \$212  = \$89 [15:0];
     end
-    if (\$179 ) begin
-      \$212  = \$183 ;
+    if (\$182 ) begin
+      \$212  = \$185 ;
     end
     if (rst) begin
       \$212  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$213  = \$signal$50 ;
-    if (rd_issue) begin
-      \$213  = p_idx;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$213  = error;
+    if (\$83 ) begin
+      if (\$90 ) begin
+        \$213  = 1'h1;
+      end
+    end
+    if (\$180 ) begin
+      \$213  = 1'h1;
+    end
+    if (\$182 ) begin
+      \$213  = 1'h0;
     end
     if (rst) begin
-      \$213  = 3'h0;
+      \$213  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$214  = \$signal$48 ;
-    if (rd_issue) begin
-      \$214  = \$95 ;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$214  = rd_issue;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$215  = \$signal$60 ;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$215  = p_words;
     if (rd_issue) begin
-      \$215  = \$100 [2:0];
+      \$215  = \$92 [15:0];
+    end
+    if (\$182 ) begin
+      \$215  = \$186 ;
     end
     if (rst) begin
-      \$215  = 3'h0;
+      \$215  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$216  = q_wlast;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$216  = \$signal$50 ;
     if (rd_issue) begin
-      \$216  = \$106 ;
+      \$216  = p_idx;
     end
     if (rst) begin
-      \$216  = 1'h0;
+      \$216  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$217  = p_idx;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$217  = \$signal$48 ;
     if (rd_issue) begin
-      \$217  = \$114 [2:0];
-    end
-    if (\$179 ) begin
-      \$217  = 3'h0;
+      \$217  = \$98 ;
     end
     if (rst) begin
-      \$217  = 3'h0;
+      \$217  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$218  = p_dev;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$218  = \$signal$60 ;
+    if (rd_issue) begin
+      \$218  = \$103 [2:0];
+    end
+    if (rst) begin
+      \$218  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$219  = q_wlast;
+    if (rd_issue) begin
+      \$219  = \$109 ;
+    end
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$220  = p_idx;
+    if (rd_issue) begin
+      \$220  = \$117 [2:0];
+    end
+    if (\$182 ) begin
+      \$220  = 3'h0;
+    end
+    if (rst) begin
+      \$220  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$221  = p_dev;
     if (start_beat) begin
-      \$218  = \$115 [63:0];
+      \$221  = \$118 [63:0];
     end
-    if (\$179 ) begin
-      \$218  = { cmd__payload[63:6], 6'h00 };
+    if (\$182 ) begin
+      \$221  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$218  = 64'h0000000000000000;
+      \$221  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$219  = p_beats;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$222  = p_beats;
     if (start_beat) begin
-      \$219  = \$116 [15:0];
+      \$222  = \$119 [15:0];
     end
-    if (\$179 ) begin
-      \$219  = \$185 [15:0];
+    if (\$182 ) begin
+      \$222  = \$188 [15:0];
     end
     if (rst) begin
-      \$219  = 16'h0000;
+      \$222  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$220  = p_burst;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$223  = p_burst;
     if (start_beat) begin
-      \$220  = \$119 [8:0];
+      \$223  = \$122 [8:0];
     end
-    if (\$179 ) begin
-      \$220  = 9'h000;
+    if (\$182 ) begin
+      \$223  = 9'h000;
     end
     if (rst) begin
-      \$220  = 9'h000;
+      \$223  = 9'h000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$221  = p_last_lane;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$224  = p_last_lane;
     if (start_beat) begin
-      \$221  = \$122 [2:0];
+      \$224  = \$125 [2:0];
     end
     if (rst) begin
-      \$221  = 3'h0;
+      \$224  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$222  = p_wlast;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$225  = p_wlast;
     if (start_beat) begin
-      \$222  = \$126 ;
+      \$225  = \$129 ;
     end
     if (rst) begin
-      \$222  = 1'h0;
+      \$225  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$223  = asm0;
-    if (\$128 ) begin
-      \$223  = { 24'h000000, \port$95$0  };
-    end
-    if (rst) begin
-      \$223  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$224  = asm1;
-    if (\$130 ) begin
-      \$224  = { 24'h000000, \port$95$0  };
-    end
-    if (rst) begin
-      \$224  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$225  = asm2;
-    if (\$132 ) begin
-      \$225  = { 24'h000000, \port$95$0  };
-    end
-    if (rst) begin
-      \$225  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$226  = asm3;
-    if (\$134 ) begin
-      \$226  = { 24'h000000, \port$95$0  };
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$226  = asm0;
+    if (\$131 ) begin
+      \$226  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
       \$226  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$227  = asm4;
-    if (\$136 ) begin
-      \$227  = { 24'h000000, \port$95$0  };
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$227  = asm1;
+    if (\$133 ) begin
+      \$227  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
       \$227  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$228  = asm5;
-    if (\$138 ) begin
-      \$228  = { 24'h000000, \port$95$0  };
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$228  = asm2;
+    if (\$135 ) begin
+      \$228  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
       \$228  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$229  = asm6;
-    if (\$140 ) begin
-      \$229  = { 24'h000000, \port$95$0  };
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$229  = asm3;
+    if (\$137 ) begin
+      \$229  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
       \$229  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$230  = asm7;
-    if (\$142 ) begin
-      \$230  = { 24'h000000, \port$95$0  };
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$230  = asm4;
+    if (\$139 ) begin
+      \$230  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
       \$230  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$231  = bw__addr;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$231  = asm5;
+    if (\$141 ) begin
+      \$231  = { 24'h000000, \port$606$0  };
+    end
+    if (rst) begin
+      \$231  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$232  = asm6;
     if (\$143 ) begin
-      \$231  = \$146 [1:0];
+      \$232  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
-      \$231  = 2'h0;
+      \$232  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$232  = br__addr;
-    if (\$148 ) begin
-      \$232  = \$151 [1:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$233  = asm7;
+    if (\$145 ) begin
+      \$233  = { 24'h000000, \port$606$0  };
     end
     if (rst) begin
-      \$232  = 2'h0;
+      \$233  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$233  = count;
-    if (\$156 ) begin
-      \$233  = \$162 [2:0];
-    end else if (\$161 ) begin
-      \$233  = \$163 [2:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$234  = bw__addr;
+    if (\$146 ) begin
+      \$234  = \$149 [1:0];
     end
     if (rst) begin
-      \$233  = 3'h0;
+      \$234  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$234  = used;
-    if (\$167 ) begin
-      \$234  = \$172 [2:0];
-    end else if (\$171 ) begin
-      \$234  = \$173 [2:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$235  = br__addr;
+    if (\$151 ) begin
+      \$235  = \$154 [1:0];
     end
     if (rst) begin
-      \$234  = 3'h0;
+      \$235  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$235  = busy;
-    if (\$179 ) begin
-      \$235  = 1'h1;
-    end
-    if (\$195 ) begin
-      \$235  = 1'h0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$236  = count;
+    if (\$159 ) begin
+      \$236  = \$165 [2:0];
+    end else if (\$164 ) begin
+      \$236  = \$166 [2:0];
     end
     if (rst) begin
-      \$235  = 1'h0;
+      \$236  = 3'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$236  = to_dev;
-    if (\$179 ) begin
-      \$236  = cmd__payload[95];
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$237  = used;
+    if (\$170 ) begin
+      \$237  = \$175 [2:0];
+    end else if (\$174 ) begin
+      \$237  = \$176 [2:0];
     end
     if (rst) begin
-      \$236  = 1'h0;
+      \$237  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$238  = busy;
+    if (\$182 ) begin
+      \$238  = 1'h1;
+    end
+    if (\$198 ) begin
+      \$238  = 1'h0;
+    end
+    if (rst) begin
+      \$238  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$239  = to_dev;
+    if (\$182 ) begin
+      \$239  = cmd__payload[95];
+    end
+    if (rst) begin
+      \$239  = 1'h0;
     end
   end
   assign \busy$2  = busy;
@@ -11665,28 +11817,27 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign \n$42  = \$34 [8:0];
   assign wr_ptr = bw__addr;
   assign bw__data = { q_wlast, \$signal$60 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40 , \$38 , \$36  };
-  assign mem_rdata = { 24'h000000, \port$95$0  };
+  assign mem_rdata = { 24'h000000, \port$606$0  };
   assign rd_ptr = br__addr;
   assign lane_on = { \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , 1'h1 };
   assign m_axi_gmem_wstrb = { \$57 , \$57 , \$57 , \$57 , \$57 , \$57 , \$57 , \$57 , \$56 , \$56 , \$56 , \$56 , \$56 , \$56 , \$56 , \$56 , \$55 , \$55 , \$55 , \$55 , \$55 , \$55 , \$55 , \$55 , \$54 , \$54 , \$54 , \$54 , \$54 , \$54 , \$54 , \$54 , \$53 , \$53 , \$53 , \$53 , \$53 , \$53 , \$53 , \$53 , \$52 , \$52 , \$52 , \$52 , \$52 , \$52 , \$52 , \$52 , \$51 , \$51 , \$51 , \$51 , \$51 , \$51 , \$51 , \$51 , 8'hff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
-  assign mem_re = rd_issue;
   assign mem_wdata = s_word;
-  assign \port$2215$0  = \$51 ;
-  assign \port$2216$0  = \$52 ;
-  assign \port$2217$0  = \$53 ;
-  assign \port$2218$0  = \$54 ;
-  assign \port$2219$0  = \$55 ;
-  assign \port$2220$0  = \$56 ;
-  assign \port$2221$0  = \$57 ;
+  assign \port$2218$0  = \$51 ;
+  assign \port$2219$0  = \$52 ;
+  assign \port$2220$0  = \$53 ;
+  assign \port$2221$0  = \$54 ;
+  assign \port$2222$0  = \$55 ;
+  assign \port$2223$0  = \$56 ;
+  assign \port$2224$0  = \$57 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[78:64];
   assign \cmd__payload.words  = cmd__payload[94:79];
   assign \cmd__payload.to_device  = cmd__payload[95];
-  assign \$64  = { 1'h0, \$63 , 6'h00 };
-  assign \$181  = { 3'h0, \$180 [16:3] };
-  assign \$185  = { 3'h0, \$184 [16:3] };
+  assign \$67  = { 1'h0, \$66 , 6'h00 };
+  assign \$184  = { 3'h0, \$183 [16:3] };
+  assign \$188  = { 3'h0, \$187 [16:3] };
 endmodule

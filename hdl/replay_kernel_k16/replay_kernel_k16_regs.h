@@ -296,4 +296,11 @@
 #define REPLAY_KERNEL_K16_DMA_ALIGN_BYTES_WIDTH            16
 #define REPLAY_KERNEL_K16_DMA_ALIGN_BYTES_MASK             0xffff0000u
 
+/* 0x78 SHELL_VERSION: version of this register layout (1) */
+#define REPLAY_KERNEL_K16_SHELL_VERSION_OFFSET             0x78
+#define REPLAY_KERNEL_K16_SHELL_VERSION_RESET              0x00000000u
+#define REPLAY_KERNEL_K16_SHELL_VERSION_SHIFT              0             /* ro: version of this register layout (1) */
+#define REPLAY_KERNEL_K16_SHELL_VERSION_WIDTH              32
+#define REPLAY_KERNEL_K16_SHELL_VERSION_MASK               0xffffffffu
+
 #endif /* REPLAY_KERNEL_K16_REGMAP_H */

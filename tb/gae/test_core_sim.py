@@ -53,43 +53,44 @@ def run_core(cfg, codes, args, *, runs=1):
     async def host_write(ctx, name, img):
         base = region_base(cfg, name) // DB
         for i in range(len(img) // DB):
-            ctx.set(dut.host_addr, base + i)
-            ctx.set(dut.host_we, (1 << DB) - 1)
-            ctx.set(dut.host_wdata, int.from_bytes(img[i * DB:(i + 1) * DB], "little"))
+            ctx.set(dut.host.addr, base + i)
+            ctx.set(dut.host.we, (1 << DB) - 1)
+            ctx.set(dut.host.wdata, int.from_bytes(img[i * DB:(i + 1) * DB], "little"))
             await ctx.tick()
-        ctx.set(dut.host_we, 0)
+        ctx.set(dut.host.we, 0)
 
     async def host_read(ctx, name, nbytes):
         base = region_base(cfg, name) // DB
         buf = bytearray()
         for i in range(nbytes // DB):
-            ctx.set(dut.host_addr, base + i)
-            ctx.set(dut.host_re, 1)
+            ctx.set(dut.host.addr, base + i)
+            ctx.set(dut.host.re, 1)
             await ctx.tick()
-            ctx.set(dut.host_re, 0)
-            buf += ctx.get(dut.host_rdata).to_bytes(DB, "little")
+            ctx.set(dut.host.re, 0)
+            buf += ctx.get(dut.host.rdata).to_bytes(DB, "little")
         return bytes(buf)
 
     async def bench(ctx):
         for name, img in imgs.items():
             await host_write(ctx, name, img)
         for k, v in vars(args).items():
-            if hasattr(dut, k):
-                ctx.set(getattr(dut, k), v)
+            if hasattr(dut.args, k):               # the registers' raw bits
+                sig = getattr(dut.args, k)
+                ctx.set(sig, v & ((1 << len(sig)) - 1))
         for _ in range(runs):
-            ctx.set(dut.start, 1)
+            ctx.set(dut.ctrl.start, 1)
             await ctx.tick()
-            ctx.set(dut.start, 0)
+            ctx.set(dut.ctrl.start, 0)
             cycles = 1
-            while not ctx.get(dut.done):
+            while not ctx.get(dut.ctrl.done):
                 assert cycles < 100_000
                 await ctx.tick()
                 cycles += 1
         res["cycles"] = cycles
-        res["busy_cycles"] = ctx.get(dut.cycles)
-        res["error"] = ctx.get(dut.error)
+        res["busy_cycles"] = ctx.get(dut.ctrl.cycles)
+        res["error"] = ctx.get(dut.ctrl.error)
         for f in ("dequant_overflow", "pe_overflow", "requant_overflow"):
-            res[f] = bool(ctx.get(getattr(dut, f)))
+            res[f] = bool(ctx.get(getattr(dut.status, f"status_{f}")))
         G = -(-M // cfg.n_pe)
         res["images"] = {name: await host_read(ctx, name, (T + 1) * G * word_bytes(cfg, name))
                          for name in cfg.regions}

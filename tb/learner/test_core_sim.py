@@ -111,13 +111,14 @@ def test_bad_batch_size_touches_nothing():
         for name, img in input_images(cfg, case).items():
             await host.write(name, img)
         for bad in (0, cfg.max_batch + 1):
-            ctx.set(dut.batch_size, bad)
-            ctx.set(dut.start, 1)
+            ctx.set(dut.args.batch_size, bad)
+            ctx.set(dut.ctrl.start, 1)
             await ctx.tick()
-            ctx.set(dut.start, 0)
-            assert ctx.get(dut.done) and ctx.get(dut.error) == 1 and not ctx.get(dut.busy)
+            ctx.set(dut.ctrl.start, 0)
+            assert ctx.get(dut.ctrl.done) and ctx.get(dut.ctrl.error) == 1
+            assert not ctx.get(dut.ctrl.busy)
             await ctx.tick()
-            assert not ctx.get(dut.busy) and not ctx.get(dut.done)
+            assert not ctx.get(dut.ctrl.busy) and not ctx.get(dut.ctrl.done)
         out["w0"] = await host.read_matrix("w0", 4)
         out["q"] = await host.read_matrix("q", 4)
 
@@ -145,20 +146,20 @@ def test_host_port_edges():
         r = region(cfg, "w1")
         past = region_base(cfg, "w1") + r.depth(cfg) * sub_words(cfg, r) * DB
         assert past < region_base(cfg, "w1") + region_bytes(cfg)
-        ctx.set(dut.host_addr, past // DB)
-        ctx.set(dut.host_we, (1 << DB) - 1)
-        ctx.set(dut.host_wdata, (1 << cfg.axi_data_width) - 1)
+        ctx.set(dut.host.addr, past // DB)
+        ctx.set(dut.host.we, (1 << DB) - 1)
+        ctx.set(dut.host.wdata, (1 << cfg.axi_data_width) - 1)
         await ctx.tick()
-        ctx.set(dut.host_we, 0)
+        ctx.set(dut.host.we, 0)
         await host.write("w1", ones)                                # first word of w1: all 1s
-        ctx.set(dut.host_addr, past // DB)
-        ctx.set(dut.host_re, 1)
+        ctx.set(dut.host.addr, past // DB)
+        ctx.set(dut.host.re, 1)
         await ctx.tick()
-        ctx.set(dut.host_re, 0)
-        assert ctx.get(dut.host_rdata) == 0
+        ctx.set(dut.host.re, 0)
+        assert ctx.get(dut.host.rdata) == 0
         w1 = await host.read_matrix("w1", 5)
         assert (w1[:2, :2] == -1).all() and not w1[2:].any()       # block (0, 0) only
-        assert ctx.get(dut.host_enable)
+        assert ctx.get(dut.host.enable)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -282,13 +283,13 @@ def test_target_sync_period_and_forced(dp):
         for name, img in input_images(cfg, case).items():
             await host.write(name, img)
         # A refused start (bad batch size) counts no step.
-        ctx.set(dut.batch_size, 0)
-        ctx.set(dut.sync_period, period)
-        ctx.set(dut.start, 1)
+        ctx.set(dut.args.batch_size, 0)
+        ctx.set(dut.args.sync_period, period)
+        ctx.set(dut.ctrl.start, 1)
         await ctx.tick()
-        ctx.set(dut.start, 0)
+        ctx.set(dut.ctrl.start, 0)
         await ctx.tick()
-        assert ctx.get(dut.sync_count) == 0 and not ctx.get(dut.synced)
+        assert ctx.get(dut.status.sync_count) == 0 and not ctx.get(dut.status.status_target_synced)
         for i in range(7):
             case.sync_target = i in forced
             status = await host.step(case, period=period)
