@@ -1,4 +1,5 @@
-"""Host drivers: PYNQ-style register access and the GAE accelerator on any backend.
+"""Host drivers and their backends: PYNQ-style register access, the three accelerators'
+drivers and golden devices (re-exported from their blocks), and the devices they run on.
 
 * :mod:`sw.driver.mmio` -- the bus interfaces (:class:`Mmio`, :class:`MemoryPort`,
   :class:`Device`);
@@ -16,72 +17,48 @@
   their backend is instantiated.
 """
 
-from sw.gae.device import GoldenDevice
-from sw.gae.driver import (
-                           GAE_KERNEL_NAME,
-                           GAE_VLNV,
-                           GAE_VLNVS,
-                           DequantOverflowWarning,
-                           GaeBatch,
-                           GaeBusyError,
-                           GaeConfigMismatchError,
-                           GaeDriver,
-                           GaeError,
-                           GaeOverflowWarning,
-                           GaeTimeoutError,
-                           PeOverflowWarning,
-                           RequantOverflowWarning,
-                           StartRefusedWarning,
-                           read_hw_config,
-)
-from sw.learner.device import LearnerGoldenDevice
-from sw.learner.driver import (
-                           LEARNER_VLNV,
-                           LEARNER_VLNVS,
-                           LearnerBatch,
-                           LearnerBusyError,
-                           LearnerConfigMismatchError,
-                           LearnerDriver,
-                           LearnerError,
-                           LearnerOverflowWarning,
-                           LearnerRangeWarning,
-                           LearnerTimeoutError,
-                           StepDetails,
-                           read_learner_config,
-)
-from sw.replay.device import ReplayGoldenDevice
-from sw.replay.driver import (
-                           REPLAY_VLNV,
-                           REPLAY_VLNVS,
-                           PrioritySaturatedWarning,
-                           ReplayBusyError,
-                           ReplayConfigMismatchError,
-                           ReplayDriver,
-                           ReplayEmptyError,
-                           ReplayError,
-                           ReplayTimeoutError,
-                           read_replay_config,
-)
+import importlib
 
 from .mmio import BusError, Device, MemoryPort, Mmio
-from .pynq_device import PynqDevice, gae_ip_class
 from .regmap import RegisterAccessError, RegisterMapAccess, load_register_map
-from .sim import SimDevice
-from .xrt_device import XrtDevice
 
-__all__ = [
-    "Mmio", "MemoryPort", "Device", "BusError",
-    "RegisterMapAccess", "RegisterAccessError", "load_register_map",
-    "GaeDriver", "GaeBatch", "read_hw_config", "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME",
-    "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
-    "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
-    "RequantOverflowWarning", "StartRefusedWarning",
-    "LearnerDriver", "LearnerBatch", "StepDetails", "read_learner_config", "LEARNER_VLNV",
-    "LEARNER_VLNVS", "LearnerError", "LearnerBusyError", "LearnerTimeoutError",
-    "LearnerConfigMismatchError", "LearnerOverflowWarning", "LearnerRangeWarning",
-    "ReplayDriver", "read_replay_config", "REPLAY_VLNV", "REPLAY_VLNVS", "ReplayError",
-    "ReplayEmptyError", "ReplayBusyError", "ReplayTimeoutError", "ReplayConfigMismatchError",
-    "PrioritySaturatedWarning", "ReplayGoldenDevice",
-    "GoldenDevice", "LearnerGoldenDevice", "SimDevice", "PynqDevice", "XrtDevice",
-    "gae_ip_class",
-]
+#: Names re-exported from the blocks' own modules, imported when first used (PEP 562): the
+#: blocks' drivers and golden devices import this package's backends, so importing them here
+#: eagerly would make ``import sw.replay.device`` circular.
+_LAZY = {
+    "sw.gae.device": ("GoldenDevice",),
+    "sw.gae.driver": (
+        "GAE_KERNEL_NAME", "GAE_VLNV", "GAE_VLNVS", "DequantOverflowWarning", "GaeBatch",
+        "GaeBusyError", "GaeConfigMismatchError", "GaeDriver", "GaeError", "GaeOverflowWarning",
+        "GaeTimeoutError", "PeOverflowWarning", "RequantOverflowWarning", "StartRefusedWarning",
+        "read_hw_config"),
+    "sw.learner.device": ("LearnerGoldenDevice",),
+    "sw.learner.driver": (
+        "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerBatch", "LearnerBusyError",
+        "LearnerConfigMismatchError", "LearnerDriver", "LearnerError", "LearnerOverflowWarning",
+        "LearnerRangeWarning", "LearnerTimeoutError", "StepDetails", "read_learner_config"),
+    "sw.replay.device": ("ReplayGoldenDevice",),
+    "sw.replay.driver": (
+        "REPLAY_VLNV", "REPLAY_VLNVS", "PrioritySaturatedWarning", "ReplayBusyError",
+        "ReplayConfigMismatchError", "ReplayDriver", "ReplayEmptyError", "ReplayError",
+        "ReplayTimeoutError", "read_replay_config"),
+    "sw.driver.pynq_device": ("PynqDevice", "gae_ip_class"),
+    "sw.driver.sim": ("SimDevice",),
+    "sw.driver.xrt_device": ("XrtDevice",),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+
+__all__ = ["Mmio", "MemoryPort", "Device", "BusError", "RegisterMapAccess",
+           "RegisterAccessError", "load_register_map", *_WHERE]
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sw.driver' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
-from sw.shell.spec import DmaParams, copy_cycles, window_kernel_register_map
+from sw.shell.spec import DmaParams, copy_cycles, kernel_register_map
 
 __all__ = ["GAE_MODES", "GAE_RESULT_MODES", "AXI_DATA_WIDTHS", "LIMITS", "MAX_RUN_TRAJECTORIES",
            "GaePeConfig", "GaeCoreConfig", "GAE_CORE_ARGS", "GaeCoreArgs", "ERRORS", "ERROR_CODES",
@@ -434,6 +434,9 @@ class GaeKernelConfig(DmaParams, GaeCoreConfig):
     driver use).
     """
     what = "GAE kernel"
+    kernel_name = "gae_kernel"
+    kernel_doc = "HEPPO GAE accelerator as a Vitis kernel (window DMA shell)"
+    accel_register_map = staticmethod(gae_register_map)
 
     @property
     def window_word_bits(self) -> int:
@@ -444,16 +447,8 @@ class GaeKernelConfig(DmaParams, GaeCoreConfig):
         return len(self.regions) * self.region_bytes
 
 
-def gae_kernel_register_map(config: GaeKernelConfig) -> RegisterMap:
-    """The kernel's control map: :func:`gae_register_map` of ``config.accel`` unchanged, then
-    the window shell's registers (:func:`~sw.shell.spec.window_kernel_register_map`, layout
-    version :data:`~sw.shell.spec.SHELL_VERSION`)."""
-    if not isinstance(config, GaeKernelConfig):
-        raise TypeError(f"config must be a GaeKernelConfig, not {config!r}")
-    return window_kernel_register_map("gae_kernel", gae_register_map(config.accel),
-                                      gmem_data_width=config.gmem_data_width,
-                                      doc="HEPPO GAE accelerator as a Vitis kernel "
-                                          "(window DMA shell)")
+#: The kernel's control map (:func:`sw.shell.spec.kernel_register_map`).
+gae_kernel_register_map = kernel_register_map
 
 
 def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> dict:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
-from sw.shell.spec import DmaParams, window_kernel_register_map
+from sw.shell.spec import DmaParams, kernel_register_map
 
 from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, NumericParams, TensorUnitConfig
 
@@ -396,6 +396,9 @@ class LearnerKernelConfig(DmaParams, LearnerConfig):
     :attr:`accel` is the :class:`LearnerConfig` part (what the accelerator and driver use).
     """
     what = "learner kernel"
+    kernel_name = "learner_kernel"
+    kernel_doc = "MLP learner accelerator as a Vitis kernel (window DMA shell)"
+    accel_register_map = staticmethod(learner_register_map)
 
     @property
     def window_word_bits(self) -> int:
@@ -407,11 +410,5 @@ class LearnerKernelConfig(DmaParams, LearnerConfig):
         return 1 << mem_addr_bits(self)
 
 
-def learner_kernel_register_map(config: LearnerKernelConfig) -> RegisterMap:
-    """The kernel's control map: the accelerator's registers (of ``config.accel``) unchanged,
-    then the window shell's (:func:`~sw.shell.spec.window_kernel_register_map`)."""
-    if not isinstance(config, LearnerKernelConfig):
-        raise TypeError(f"config must be a LearnerKernelConfig, not {config!r}")
-    return window_kernel_register_map("learner_kernel", learner_register_map(config.accel),
-                                      gmem_data_width=config.gmem_data_width,
-                                      doc="MLP learner accelerator as a Vitis kernel (DMA shell)")
+#: The kernel's control map (:func:`sw.shell.spec.kernel_register_map`).
+learner_kernel_register_map = kernel_register_map

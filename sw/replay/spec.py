@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
-from sw.shell.spec import DmaParams, window_kernel_register_map
+from sw.shell.spec import DmaParams, kernel_register_map
 
 __all__ = ["SumTreeConfig", "XORSHIFT32_SHIFTS", "XORSHIFT32_ZERO_SEED", "PRNG_BITS", "FANOUTS",
            "LIMITS", "check_fanout", "tree_shape", "ReplayOp", "OP_BITS", "REPLAY_ERRORS",
@@ -506,6 +506,9 @@ class ReplayKernelConfig(DmaParams, SumTreeConfig):
     :attr:`accel` is the :class:`SumTreeConfig` part (what the accelerator and driver use).
     """
     what = "replay kernel"
+    kernel_name = "replay_kernel"
+    kernel_doc = "prioritized replay accelerator as a Vitis kernel (window DMA shell)"
+    accel_register_map = staticmethod(replay_register_map)
 
     @property
     def window_word_bits(self) -> int:
@@ -516,12 +519,5 @@ class ReplayKernelConfig(DmaParams, SumTreeConfig):
         return len(REGIONS) * region_words(self) * WORD_BYTES
 
 
-def replay_kernel_register_map(config: ReplayKernelConfig) -> RegisterMap:
-    """The kernel's control map: the accelerator's registers (of ``config.accel``) unchanged,
-    then the window shell's (:func:`~sw.shell.spec.window_kernel_register_map`)."""
-    if not isinstance(config, ReplayKernelConfig):
-        raise TypeError(f"config must be a ReplayKernelConfig, not {config!r}")
-    return window_kernel_register_map("replay_kernel", replay_register_map(config.accel),
-                                      gmem_data_width=config.gmem_data_width,
-                                      doc="prioritized replay accelerator as a Vitis kernel "
-                                          "(DMA shell)")
+#: The kernel's control map (:func:`sw.shell.spec.kernel_register_map`).
+replay_kernel_register_map = kernel_register_map

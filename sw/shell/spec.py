@@ -19,7 +19,7 @@ from sw.regmap import Field, Info, Register, RegisterMap
 
 __all__ = ["SHELL_FIELDS", "SHELL_VERSION", "DmaParams", "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS", "DMA_FLAGS",
            "TO_ACCELERATOR", "TO_BUFFER", "DMA_PARAMS", "without_dma_params", "check_dma_params",
-           "window_kernel_register_map", "copy_cycles", "kernel_args"]
+           "window_kernel_register_map", "kernel_register_map", "copy_cycles", "kernel_args"]
 
 #: ``(register, field)`` of every accelerator's register map that its ``ap_ctrl_hs`` shell
 #: drives itself, not the core: the error code of the last start, the refused-start flag and
@@ -95,7 +95,9 @@ class DmaParams:
         Most bursts in flight per direction, 1..32.
 
     A subclass gives :attr:`window_word_bits` and :attr:`window_bytes` (the accelerator's memory
-    window, from its spec); :attr:`accel` is the accelerator's part of the configuration.
+    window, from its spec) and the class attributes ``kernel_name`` (the register map's name),
+    ``kernel_doc`` and ``accel_register_map`` (the accelerator's map function);
+    :attr:`accel` is the accelerator's part of the configuration.
     """
     gmem_data_width: int = 512
     max_burst: int = 256
@@ -204,6 +206,18 @@ def copy_cycles(nbytes: int, word_bytes: int, *, latency: int) -> int:
     answers ``latency`` cycles after a request: ``N + L + 5`` (``N`` words; 0 words: 3)."""
     n = nbytes // word_bytes
     return n + latency + 5 if n else 3
+
+
+def kernel_register_map(config: DmaParams) -> RegisterMap:
+    """A kernel's control map: the accelerator's registers (``accel_register_map`` of
+    ``config.accel``) unchanged, then the window shell's
+    (:func:`window_kernel_register_map`, layout :data:`SHELL_VERSION`)."""
+    if not isinstance(config, DmaParams):
+        raise TypeError(f"config must be a kernel configuration (DmaParams), not {config!r}")
+    return window_kernel_register_map(config.kernel_name,
+                                      config.accel_register_map(config.accel),
+                                      gmem_data_width=config.gmem_data_width,
+                                      doc=config.kernel_doc)
 
 
 def kernel_args(config, regmap: RegisterMap, base: RegisterMap) -> dict:
