@@ -87,7 +87,7 @@ class DmaParams:
     ----------
     gmem_data_width : int
         Data width W of ``m_axi_gmem``: one of :data:`GMEM_WIDTHS`, at least the accelerator's
-        memory word (Alveo DDR: 512). The copy rate is one memory word per cycle whatever W
+        memory word, ``W / 8`` dividing the window's bytes (Alveo DDR: 512). The copy rate is one memory word per cycle whatever W
         is: a wider W only means fewer, fuller beats.
     max_burst : int
         Most beats per AXI burst, 1..256 (bursts never cross 4 KiB either).
@@ -111,7 +111,7 @@ class DmaParams:
         check_dma_params(gmem_data_width=self.gmem_data_width, max_burst=self.max_burst,
                          max_outstanding=self.max_outstanding, word_bits=self.window_word_bits)
         if self.window_bytes % (self.gmem_data_width // 8):
-            raise ValueError(f"gmem_data_width must be at most 8 times the memory window "
+            raise ValueError(f"gmem_data_width / 8 must divide the memory window "
                              f"({self.window_bytes} bytes), not {self.gmem_data_width!r}")
 
     @property
