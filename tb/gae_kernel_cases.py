@@ -24,7 +24,7 @@ from sw.gae.spec import copy_plan, run_cycles
 from sw.registry import shipped
 from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, TO_ACCELERATOR, TO_BUFFER, copy_cycles
 
-__all__ = ["CONFIGS", "JUNK", "image_blocks", "region_spans", "random_image", "expected",
+__all__ = ["CONFIGS", "JUNK", "run_kernel", "image_blocks", "region_spans", "random_image", "expected",
            "results_of", "assert_results", "copy_bursts", "gae_batch", "refused_runs",
            "locked_copies", "range_refusals", "registers"]
 
@@ -47,6 +47,29 @@ _DONE = 1 << DMA_FLAGS["DONE"]
 
 def _flag(*names):
     return _DONE | sum(1 << DMA_FLAGS[n] for n in names)
+
+
+def run_kernel(name, test_file, *, seed):
+    """:func:`cocotb_util.run_block` of the GAE kernel of ``CONFIGS[name]`` with the cocotb
+    tests of ``test_file``, holding a lock on its build directory: tb/gae/test_kernel_rtl.py
+    and test_kernel_xrt_rtl.py share each configuration's Verilator model, and two pytest-xdist
+    workers must not build it (or write its results.xml) at the same time."""
+    import fcntl
+    import hashlib
+    import json
+
+    from cocotb_util import ROOT, run_block
+
+    params = CONFIGS[name]
+    key = hashlib.sha256(json.dumps(["gae-kernel", params], sort_keys=True).encode())
+    lock = ROOT / "build" / "sim" / f"gae-kernel-{key.hexdigest()[:12]}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            run_block("gae-kernel", params, test_file, seed=seed)
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # -- images and results --------------------------------------------------------------------------
@@ -129,8 +152,7 @@ async def _checked_copy(host, cfg, offset, nbytes, direction, latency):
     assert (got_r, got_w) == ((want, []) if direction == TO_ACCELERATOR else ([], want)), \
         (offset, nbytes, direction, got_r, got_w)
     if latency is not None:
-        L = latency[("in", "out")[direction]] if isinstance(latency, dict) else latency
-        want_cycles = copy_cycles(nbytes, cfg.axi_data_width // 8, latency=L)
+        want_cycles = copy_cycles(nbytes, cfg.axi_data_width // 8, latency=latency)
         assert cycles == want_cycles, (offset, nbytes, direction, cycles, want_cycles)
     return cycles
 
@@ -147,8 +169,8 @@ async def start_run(host, args):
 async def gae_batch(host, cfg, codes, args, *, latency=None) -> dict:
     """One GAE batch through host-commanded copies, checked (module docstring).
 
-    ``latency``: the device memory's latency (an int, or ``{"in": L, "out": L}`` by copy
-    direction) for exact DMA_CYCLES; None when it stalls. Returns ``{"copies": [(direction,
+    ``latency``: the device memory's latency (cycles) for exact DMA_CYCLES; None when it
+    stalls. Returns ``{"copies": [(direction,
     bytes, DMA_CYCLES)], "cycles": run cycles (CYCLES + 1), "status": STATUS fields}``.
     """
     T, M = args.num_timesteps, args.num_trajectories

@@ -15,10 +15,10 @@ __all__ = ["WindowHost", "AXI_RAM_LATENCY"]
 
 #: Latency ``L`` of cocotbext-axi's ``AxiRam`` in the sense of
 #: :func:`sw.shell.spec.copy_cycles` (cycles from an AR handshake to its first R beat, from the
-#: last W beat to B) when it never pauses, as the DMA_CYCLES of the window shell show it
-#: (measured on the RTL, and the same for every copy of every kernel: the RTL tests assert
-#: ``DMA_CYCLES == copy_cycles(n, word_bytes, latency=AXI_RAM_LATENCY[direction])``).
-AXI_RAM_LATENCY = {"in": 1, "out": 1}
+#: last W beat to B) when it never pauses, as the window shell's DMA_CYCLES show it: measured on
+#: the RTL, the same for every copy in either direction (the RTL tests assert
+#: ``DMA_CYCLES == copy_cycles(n, word_bytes, latency=AXI_RAM_LATENCY)``).
+AXI_RAM_LATENCY = 2
 
 _DONE = 1 << DMA_FLAGS["DONE"]
 _BUSY = 1 << DMA_FLAGS["BUSY"]
