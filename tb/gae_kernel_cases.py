@@ -335,9 +335,10 @@ async def range_refusals(host, cfg, *, latency=None):
     window, align, word = cfg.window_bytes, cfg.pointer_align, cfg.axi_data_width // 8
     host.load(host.ptr, bytes([JUNK]) * window)
     before = host.dump(host.ptr, window)
-    cases = [(align // 2, word), (word, word) if align > word else (0, word // 2),
-             (0, word // 2), (0, window + word), (window - align, 2 * align),
-             (window + align, 0), (0x1_0000_0000 - align, 2 * align)]
+    cases = ([(align // 2, word)] + ([(word, word)] if align > word else [])   # offsets
+             + [(0, word // 2), (0, word + 1)]                                   # lengths
+             + [(0, window + word), (window - align, 2 * align), (window + align, 0),
+                (0x1_0000_0000 - align, 2 * align)])                             # past the end
     for direction in (TO_ACCELERATOR, TO_BUFFER):
         for off, n in cases:
             r0, w0 = len(host.reads), len(host.writes)
