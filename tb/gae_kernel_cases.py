@@ -24,9 +24,9 @@ from sw.gae.spec import copy_plan, run_cycles
 from sw.registry import shipped
 from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, TO_ACCELERATOR, TO_BUFFER, copy_cycles
 
-__all__ = ["CONFIGS", "JUNK", "run_kernel", "image_blocks", "region_spans", "random_image", "expected",
-           "results_of", "assert_results", "copy_bursts", "gae_batch", "refused_runs",
-           "locked_copies", "range_refusals", "registers"]
+__all__ = ["CONFIGS", "JUNK", "run_kernel", "image_blocks", "region_spans", "random_image",
+           "expected", "results_of", "assert_results", "copy_bursts", "start_run", "gae_batch",
+           "refused_runs", "locked_copies", "range_refusals", "registers"]
 
 #: The thorough tier's configurations: the shipped kernel (``gae_kernel_n8``: HEPPO's
 #: 64 x 1024 on 8 PEs, 128-bit words, 512-bit m_axi), and full results on 5 PEs with

@@ -15,7 +15,7 @@ testbench on a kernel.
 
 from sw.shell.spec import DMA_FLAGS
 
-__all__ = ["BUFFER", "WindowSimHost", "simulate_kernel", "dma_flags"]
+__all__ = ["BUFFER", "WindowSimHost", "simulate_kernel"]
 
 #: Device address of the buffer in both tiers' tests: 4 KiB aligned, above 4 GiB (so
 #: MEM_PTR_HI matters).
@@ -23,11 +23,6 @@ BUFFER = 0x1_2340_0000
 
 _DONE = 1 << DMA_FLAGS["DONE"]
 _BUSY = 1 << DMA_FLAGS["BUSY"]
-
-
-def dma_flags(word: int) -> set:
-    """The DMA_STATUS flags set in ``word`` (``{"DONE", "LOCKED"}``)."""
-    return {name for name, bit in DMA_FLAGS.items() if word >> bit & 1}
 
 
 class WindowSimHost:

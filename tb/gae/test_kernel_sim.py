@@ -52,10 +52,10 @@ L = 2                     # SimAxiRam's latency (cycles) in the runs with exact 
 # == configuration, register map, ports, lint ===================================================
 @pytest.mark.parametrize("params,exc,msg", [
     ({"gmem_data_width": 96}, ValueError,
-     r"gmem_data_width must be one of 32, 64, 128, 256, 512 and at least the accelerator's "
-     r"memory word \(128 bits\), not 96"),
-    ({"gmem_data_width": 64}, ValueError, r"at least the accelerator's memory word \(128 bits\), "
-                                          r"not 64"),
+     (r"gmem_data_width must be one of 32, 64, 128, 256, 512 and at least the accelerator's "
+      r"memory word \(128 bits\), not 96")),
+    ({"gmem_data_width": 64}, ValueError,
+     r"at least the accelerator's memory word \(128 bits\), not 64"),
     ({"n_pe": 1, "max_trajectories": 1, "capacity": 1, "axi_data_width": 32,
       "gmem_data_width": 512}, ValueError,
      r"gmem_data_width must be at most 8 times the memory window \(24 bytes\), not 512"),
@@ -174,7 +174,7 @@ def test_verilog_lint_clean(tmp_path, params):
     path.write_text(verilog.convert(GaeKernel(GaeKernelConfig.from_dict(params)),
                                     name="gae_kernel", emit_src=False))
     res = subprocess.run(["verilator", "--lint-only", "-Wall", str(WAIVERS), str(path)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
