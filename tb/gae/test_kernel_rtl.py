@@ -1,26 +1,30 @@
-"""The GAE Vitis kernel (GaeKernel), thorough tier: cocotb + Verilator.
+"""The GAE Vitis kernel (:class:`~rtl_gen.gae.kernel.GaeKernel`, the window DMA shell), thorough
+tier: cocotb + Verilator.
 
-cocotbext-axi's ``AxiRam`` is the device memory on ``m_axi_gmem`` and ``AxiLiteMaster`` drives
-the control port (:class:`gae_kernel_cases.Host`): HEPPO's 64 x 1024 on 8 PEs (the shipped
-kernel) with its cycle count and copy bandwidth, random back-pressure on every channel, refused
-runs, registers, a reset in the middle of a copy. Every run is checked as in the fast tier
-(tb/gae/test_kernel_sim.py): results bit for bit against :func:`sw.gae.model.gae_core`, the
-AXI bursts, and no other byte of device memory changed.
+The sessions of the fast tier (tb/gae/test_kernel_sim.py, from tb/gae_kernel_cases.py) through
+the Verilated kernel's AXI ports (:class:`window_host.WindowHost`: cocotbext-axi's
+``AxiLiteMaster`` on ``s_axi_control``, ``AxiRam`` as device memory on ``m_axi_gmem``), on the
+shipped ``gae_kernel_n8`` (HEPPO's 64 x 1024 on 8 PEs, 512-bit m_axi) and on full results with 5
+interleaved PEs: whole batches through host-commanded copies -- bit for bit against
+:func:`sw.gae.model.gae_core`, the bursts of every copy, no other buffer byte changed,
+DMA_CYCLES of every copy (:func:`sw.shell.spec.copy_cycles` with ``AxiRam``'s latency), CYCLES
+(:func:`sw.gae.spec.run_cycles`) and their sum (:func:`sw.gae.spec.kernel_run_cycles`) exact --
+then under random back-pressure on every channel; refused runs, copies and starts refused
+during a run, RANGE, the register file, a reset in the middle of a copy.
 """
 
 import numpy as np
 import pytest
 
-from cocotb_util import run_block
-from gae_kernel_cases import CONFIGS, IMAGE_BASE, Host, random_args, random_codes
-from sw.gae import spec as gae_spec
-from sw.gae.spec import copy_plan
+from gae_kernel_cases import CONFIGS, run_kernel
+
+SEED = 20261124
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_gae_kernel_rtl(name):
-    run_block("gae-kernel", CONFIGS[name], __file__, seed=20261124)
+    run_kernel(name, __file__, seed=SEED)
 
 
 try:
@@ -29,89 +33,106 @@ except ImportError:  # pragma: no cover
     cocotb = None
 
 if cocotb is not None:
-    @cocotb.test()
-    async def heppo_shape_cycles_and_bandwidth(dut):
-        """64 x 1024 (or the largest shape): bit-exact; copy-in + run + copy-out cycles."""
-        host = Host(dut)
+    async def _host(dut):
+        from cocotb_util import load_manifest
+        from rtl_gen.gae.kernel import GaeKernel
+        from sw.gae.spec import GaeKernelConfig
+        from window_host import WindowHost
+
+        cfg = GaeKernelConfig.from_dict(load_manifest()["config"])
+        host = WindowHost(dut, GaeKernel(cfg).regmap)
         await host.start()
-        cfg = host.cfg
-        T, M = (1024, 64) if cfg.capacity >= 1024 else (cfg.capacity, cfg.max_trajectories)
-        rng = np.random.default_rng(cocotb.RANDOM_SEED)
-        codes = random_codes(cfg, T, M, rng)
-        total, run = await host.check_run(codes, random_args(cfg, T, M))
-        plan = copy_plan(cfg, T, M)
-        b_in = sum(n for _, _, n in plan["in"])
-        b_out = sum(n for _, _, n in plan["out"])
-        copy = total - run
-        words = (b_in + b_out) // (cfg.axi_data_width // 8)
-        dut._log.info(
-            "%d x %d on %d PEs, m_axi %d bits: %d cycles = %d copy + %d core run; copied %d B "
-            "in + %d B out = %.2f B/cycle (%d-bit core words: %.3f words/cycle)",
-            M, T, cfg.n_pe, cfg.gmem_data_width, total, copy, run, b_in, b_out,
-            (b_in + b_out) / copy, cfg.axi_data_width, words / copy)
-        # One core word per cycle, plus per block the memory's latency and 5 cycles.
-        fixed = gae_spec.kernel_run_cycles(cfg, T, M, latency=0)
-        assert fixed < total <= fixed + 5 * 20, (total, fixed)
-        dut._log.info("that is sw.gae.spec.kernel_run_cycles with a mean AxiRam latency of %.1f "
-                      "cycles", (total - fixed) / 5)
+        return host, cfg
+
+    def _rng(k):
+        return np.random.default_rng(cocotb.RANDOM_SEED + k)
+
+    @cocotb.test()
+    async def batches_with_exact_cycles(dut):
+        """The largest batch (HEPPO's 64 x 1024 on the shipped kernel), one trajectory, a
+        partial group: bit-exact, every copy N + L + 5 cycles, the run run_cycles."""
+        from gae_cases import random_args, random_codes
+        from gae_kernel_cases import gae_batch
+        from sw.gae.spec import kernel_run_cycles
+        from window_host import AXI_RAM_LATENCY
+
+        host, cfg = await _host(dut)
+        rng = _rng(0)
+        for T, M in ((cfg.capacity, cfg.max_trajectories), (1, 1), (7, cfg.n_pe + 1)):
+            got = await gae_batch(host, cfg, random_codes(cfg, T, M, rng),
+                                  random_args(cfg, T, M), latency=AXI_RAM_LATENCY)
+            copied = sum(n for _, n, _ in got["copies"])
+            copy = sum(c for _, _, c in got["copies"])
+            total = copy + got["cycles"]
+            assert total == kernel_run_cycles(cfg, T, M, latency=AXI_RAM_LATENCY)
+            dut._log.info(
+                "%d x %d on %d PEs, m_axi %d bits: %d cycles = %d in %d copies + %d run; "
+                "%d bytes copied, %.2f B/cycle of copy (%d-bit words: %.3f words/cycle)",
+                M, T, cfg.n_pe, cfg.gmem_data_width, total, copy, len(got["copies"]),
+                got["cycles"], copied, copied / copy, cfg.axi_data_width,
+                copied / (cfg.axi_data_width // 8) / copy)
 
     @cocotb.test()
     async def random_backpressure(dut):
-        """Random stalls on AR, R, AW, W and B: results still bit-exact, nothing else touched."""
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        rng = np.random.default_rng(cocotb.RANDOM_SEED + 1)
+        """Random pauses on AR, R, AW, W and B: results still bit-exact, bursts as planned,
+        nothing else in the buffer touched."""
+        from gae_cases import random_args, random_codes
+        from gae_kernel_cases import gae_batch
+
+        host, cfg = await _host(dut)
+        rng = _rng(1)
         host.stalls(0.4, cocotb.RANDOM_SEED)
         for T, M in ((min(cfg.capacity, 120), cfg.max_trajectories), (7, cfg.n_pe + 1), (1, 1)):
-            await host.check_run(random_codes(cfg, T, M, rng, p_done=0.1),
-                                 random_args(cfg, T, M), base=IMAGE_BASE + 0x40 * T)
+            await gae_batch(host, cfg, random_codes(cfg, T, M, rng, p_done=0.1),
+                            random_args(cfg, T, M))
+        host.stalls(0, 0)
 
     @cocotb.test()
-    async def refused_runs_copy_nothing(dut):
-        """Each core error code: AP_DONE, STATUS.ERROR, not one device-memory beat."""
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        rng = np.random.default_rng(cocotb.RANDOM_SEED + 2)
-        before = host.load(random_codes(cfg, 4, 3, rng))
-        one = 1 << cfg.pe.coef_frac
-        for (T, M), change, err in [((0, 3), {}, 1), ((4, 0), {}, 2), ((cfg.depth, 1), {}, 3),
-                                    ((3, 5000), {}, 3), ((4, 3), {"gamma": one + 1}, 4)]:
-            args = random_args(cfg, T, M)
-            for k, v in change.items():
-                setattr(args, k, v)
-            await host.run(args)
-            assert (await host.status())["ERROR"] == err
-            assert host.reads == host.writes == 0, (T, M, change)
-        assert host.ram.read(IMAGE_BASE, len(before)) == before
-        await host.check_run(random_codes(cfg, 4, 3, rng), random_args(cfg, 4, 3))
+    async def refused_runs_touch_nothing(dut):
+        """Each STATUS.ERROR: AP_DONE, no burst, the accelerator's memory unchanged."""
+        from gae_kernel_cases import refused_runs
+
+        host, cfg = await _host(dut)
+        await refused_runs(host, cfg, _rng(2))
 
     @cocotb.test()
-    async def registers_and_reset_mid_copy(dut):
-        """Register read-back; AP_START during a run refused; reset during the copy-in."""
-        from cocotb.triggers import ClockCycles
+    async def refusals_during_a_run(dut):
+        """Copies either way refused while a run is in progress (LOCKED), AP_START refused,
+        the run's results right; a run started during a copy drops its remaining words."""
+        from gae_kernel_cases import locked_copies
 
-        host = Host(dut)
-        await host.start()
-        cfg = host.cfg
-        for reg in host.regs.user_registers:
-            rw = sum(f.mask for f in reg.fields if f.access == "rw")
-            if rw:
-                await host.wr(reg.name, 0xFFFF_FFFF)
-                assert await host.rd(reg.name) == rw, reg.name
-        assert await host.rd("HW_N_PE") == cfg.n_pe
-        rng = np.random.default_rng(cocotb.RANDOM_SEED + 3)
-        T, M = min(cfg.capacity, 100), cfg.max_trajectories
-        codes, args = random_codes(cfg, T, M, rng), random_args(cfg, T, M)
-        host.load(codes)
-        await host.run(args, wait=False)
-        await ClockCycles(dut.ap_clk, 30)
-        await host.wr("CTRL", 1)                                   # refused
-        await host.wait_done()
-        assert (await host.status())["START_REFUSED"] == 1
-        await host.run(args, wait=False)
-        await ClockCycles(dut.ap_clk, 60)                          # in the copy-in
+        host, cfg = await _host(dut)
+        await locked_copies(host, cfg, _rng(3))
+
+    @cocotb.test()
+    async def range_refusals_and_registers(dut):
+        """RANGE on misaligned or out-of-window copies; constants, SHELL_VERSION, read-back."""
+        from gae_kernel_cases import range_refusals, registers
+        from window_host import AXI_RAM_LATENCY
+
+        host, cfg = await _host(dut)
+        await range_refusals(host, cfg, latency=AXI_RAM_LATENCY)
+        await registers(host, cfg)
+
+    @cocotb.test()
+    async def reset_mid_copy(dut):
+        """A reset in the middle of a copy in: the shell idles with its registers cleared
+        (MEM_PTR too); after MEM_PTR is written again a batch is right."""
+        from gae_cases import random_args, random_codes
+        from gae_kernel_cases import gae_batch, region_spans
+        from window_host import AXI_RAM_LATENCY
+
+        host, cfg = await _host(dut)
+        _, off, n = max(region_spans(cfg), key=lambda s: s[2])
+        await host.copy(off, n, 0, wait=False)
+        await host.idle(40)
+        assert await host.rd("DMA_STATUS") & 1, "the copy is not running"
         await host.reset()
         assert (await host.rd("CTRL")) & 0b100, "not idle after reset"
-        await host.check_run(random_codes(cfg, T, M, rng), args)
+        for name in ("DMA_STATUS", "DMA_CYCLES", "MEM_PTR_LO", "MEM_PTR_HI"):
+            assert await host.rd(name) == 0, name
+        await host.set_pointer()
+        rng = _rng(4)
+        T, M = min(cfg.capacity, 100), cfg.max_trajectories
+        await gae_batch(host, cfg, random_codes(cfg, T, M, rng), random_args(cfg, T, M),
+                        latency=AXI_RAM_LATENCY)

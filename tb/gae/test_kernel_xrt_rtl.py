@@ -1,67 +1,28 @@
-"""XrtDevice + GaeDriver on the GAE kernel's RTL: the host side of the DMA shell contract.
+"""XrtDevice + the unmodified GaeDriver on the GAE kernel's RTL (the window DMA shell).
 
-``pyxrt`` is replaced by the fake of :mod:`xrt_fake`, whose buffer object lives in the cocotb
-``AxiRam`` the kernel's ``m_axi_gmem`` reads and writes and whose ``xrt::ip`` register access
-goes through cocotbext-axi's ``AxiLiteMaster``. The unmodified
-:class:`~sw.driver.xrt_device.XrtDevice` and :class:`~sw.gae.driver.GaeDriver` run in a
-``bridge`` thread (as with :class:`~sw.driver.sim.SimDevice`), on simulation time, and must
-return bit for bit what the same driver returns on a :class:`~sw.gae.device.GoldenDevice`.
-The shipped kernel's Verilator model is shared with ``test_kernel_rtl.py`` (same build).
+The kernels of tb/gae/test_kernel_rtl.py (the shipped ``gae_kernel_n8`` and full results on 5
+interleaved PEs; the same Verilator models), with ``pyxrt`` the fake of :mod:`xrt_fake`: the
+buffer object lives in the cocotbext-axi ``AxiRam`` the kernel's ``m_axi_gmem`` reads and
+writes, ``xrt::ip`` register access goes through ``AxiLiteMaster``. The driver session of
+``tb/gae_session.py`` -- :meth:`~sw.gae.driver.GaeDriver.compute` on several shapes (one with
+retried saturated results), the code-level :meth:`~sw.gae.driver.GaeDriver.run`, a refused run,
+a second start, a memory access and a raw AP_START during a run -- runs through
+:class:`~sw.driver.xrt_device.XrtDevice` (every memory access a host-commanded copy) and must
+equal the same session on :class:`~sw.gae.device.GoldenDevice` bit for bit, STATUS and CYCLES
+included.
 """
 
-import numpy as np
 import pytest
 
-from cocotb_util import load_manifest, run_block
-from gae_kernel_cases import CONFIGS, Host
-from xrt_fake import xrt_session
+from gae_kernel_cases import CONFIGS, run_kernel
+
+SEED = 20261125
 
 
 @pytest.mark.slow
-def test_xrt_device_on_kernel_rtl():
-    run_block("gae-kernel", CONFIGS["n8"], __file__, seed=20261125)
-
-
-def rollout(rng, T, M, *, p_done=0.05):
-    """Sparse rewards (-1 at episode ends), a smooth critic with noise, last values."""
-    dones = rng.random((T, M)) < p_done
-    rewards = np.where(dones, -1.0, 0.0) + 0.1 * rng.normal(size=(T, M))
-    values = np.cumsum(rng.normal(size=(T, M)), axis=0) * 0.2 + rng.normal(size=(T, M)) * 0.05
-    return rewards, values, dones, values[-1] + rng.normal(size=M) * 0.1
-
-
-def session(make_device, config):
-    """Blocking driver code; returns what it observed (results, STATUS, the refused run)."""
-    from sw.driver import GaeDriver, GaeError
-    from sw.gae.golden import quantize_coefs
-    from sw.gae.spec import GaeCoreArgs
-
-    device = make_device()
-    drv = GaeDriver(device, config, timeout=1e-3, poll_interval=2e-7)
-    rng = np.random.default_rng(41)
-    out = {"compute": []}
-    for T, M in ((48, 16), (100, 64), (5, 3)):
-        adv, ret = drv.compute(*rollout(rng, T, M), 0.99, 0.95)
-        out["compute"].append((adv, ret, drv.last_batch.runs,
-                               {k: v for k, v in drv.last_status.items() if k != "CYCLES"}))
-    q, rf = config.code_max, config.reg_format
-    T, M = 30, 11
-    codes = [rng.integers(-q, q + 1, (T, M)), rng.integers(-q, q + 1, (T, M)),
-             rng.integers(-q, q + 1, M), rng.random((T, M)) < 0.1]
-    g, gl = quantize_coefs(0.97, 0.9, config.pe)
-    args = GaeCoreArgs(T, M, g, gl, int(rf.quantize(0.1)), 0, int(rf.quantize(0.05)),
-                       int(rf.quantize(0.25)), int(rf.quantize(2.0)), 0, int(rf.quantize(4.0)),
-                       int(rf.quantize(0.5)))
-    out["run"] = drv.run(*codes, args)
-    out["run"].pop("cycles")
-    drv.start(GaeCoreArgs(T, M, (1 << config.pe.coef_frac) + 1, gl, 0, 0, 0, 0))
-    try:
-        drv.wait()
-        out["error"] = None
-    except GaeError as e:
-        out["error"] = e.code
-    out["after_error"] = drv.read_results(T, M)       # the refused run changed nothing
-    return out
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_gae_driver_through_xrt_device_on_kernel_rtl(name):
+    run_kernel(name, __file__, seed=SEED)
 
 
 try:
@@ -71,33 +32,46 @@ except ImportError:  # pragma: no cover
 
 if cocotb is not None:
     @cocotb.test()
-    async def xrt_device_drives_the_kernel(dut):
-        """XrtDevice (fake pyxrt on the RTL) == GoldenDevice, bit for bit."""
-        from sw.gae.spec import GaeKernelConfig
+    async def xrt_device_runs_the_gae_driver(dut):
+        """session() through XrtDevice (fake pyxrt on the RTL) == on GoldenDevice."""
+        from cocotb_util import load_manifest
+        from gae_session import compare, session
+        from rtl_gen.gae.kernel import GaeKernel
         from sw.driver import GoldenDevice
         from sw.driver.xrt_device import XRT_KERNEL_NAME
+        from sw.gae.spec import GaeKernelConfig
+        from sw.shell.spec import copy_cycles
+        from window_host import AXI_RAM_LATENCY, WindowHost
+        from xrt_fake import xrt_session
 
         kcfg = GaeKernelConfig.from_dict(load_manifest()["config"])
-        host = Host(dut)
-        await host.start()
-        rtl, pyxrt = await xrt_session(host, session, kcfg.core, xclbin="gae_kernel_n8.xclbin")
-        gold = session(lambda: GoldenDevice(kcfg.core), kcfg.core)
+        # The shipped kernel by its default name, the other by the block's module name.
+        shipped = kcfg == GaeKernelConfig.from_dict(CONFIGS["n8"])
+        kernel = XRT_KERNEL_NAME if shipped else "gae_kernel"
+        host = WindowHost(dut, GaeKernel(kcfg).regmap)
+        await host.start()                              # (XrtDevice rewrites MEM_PTR)
+        cards = []
 
-        assert ("ip", f"{XRT_KERNEL_NAME}:{{{XRT_KERNEL_NAME}_1}}") in pyxrt.log
-        for (a, r, n, st), (ga, gr, gn, gst) in zip(rtl["compute"], gold["compute"]):
-            np.testing.assert_array_equal(a, ga)
-            np.testing.assert_array_equal(r, gr)
-            assert n == gn and st == gst, (n, gn, st, gst)
-        for key in ("adv", "rtg"):
-            np.testing.assert_array_equal(rtl["run"][key], gold["run"][key])
-        assert {k: v for k, v in rtl["run"].items() if k not in ("adv", "rtg")} == \
-            {k: v for k, v in gold["run"].items() if k not in ("adv", "rtg")}
-        assert rtl["error"] == gold["error"] == 4
-        for x, y in zip(rtl["after_error"], gold["after_error"]):
-            np.testing.assert_array_equal(x, y)
+        def run(make_device):
+            card = make_device()
+            cards.append(card)
+            return session(card, kcfg.accel)
+
+        rtl, pyxrt = await xrt_session(host, run, kernel=kernel, max_sleep=1e-6)
+        gold = session(GoldenDevice(kcfg.accel), kcfg.accel)
+        compare(rtl, gold)
+        card = cards[0]
+        assert card.block == "gae-kernel" and card.config.depth == kcfg.depth
+        assert ("ip", f"{kernel}:{{{kernel}_1}}") in pyxrt.log
         syncs = [e for e in pyxrt.log if e[0] in ("to_device", "from_device")]
         assert {d for d, _, _ in syncs} == {"to_device", "from_device"}
-        assert all(off + n <= 1 << kcfg.core.mem_addr_bits for _, off, n in syncs)
-        dut._log.info("XrtDevice on the RTL == GoldenDevice: %d compute calls (%s runs), a "
-                      "code-level run, a refused run; %d buffer syncs", len(rtl["compute"]),
-                      [c[2] for c in rtl["compute"]], len(syncs))
+        assert all(off + n <= kcfg.window_bytes for _, off, n in syncs)
+        # The last access read a block back: one copy of that block, exact cycles.
+        direction, _, nbytes = syncs[-1]
+        assert direction == "from_device"
+        assert card.last_copy_cycles == copy_cycles(nbytes, kcfg.axi_data_width // 8,
+                                                    latency=AXI_RAM_LATENCY)
+        dut._log.info("GaeDriver through XrtDevice == GoldenDevice (%d computes, runs %s; %d "
+                      "buffer syncs, %d bursts in, %d out)", len(rtl["compute"]),
+                      [c[2] for c in rtl["compute"]], len(syncs), len(host.reads),
+                      len(host.writes))
