@@ -426,10 +426,11 @@ def config_from_hw(params: dict) -> GaeCoreConfig:
 
 @dataclass(frozen=True)
 class GaeKernelConfig(DmaParams, GaeCoreConfig):
-    """:class:`GaeCoreConfig` and the window shell's parameters (:class:`~sw.shell.spec.DmaParams`:
-    ``gmem_data_width``, ``max_burst``, ``max_outstanding``), for the Vitis kernel. The window
-    is the accelerator's memory regions (:mod:`sw.gae.layout`), ``axi_data_width``-bit words;
-    ``gmem_data_width`` must be at least ``axi_data_width`` and at most 8 times the window.
+    """:class:`GaeCoreConfig` and the window shell's parameters
+    (:class:`~sw.shell.spec.DmaParams`: ``gmem_data_width``, ``max_burst``,
+    ``max_outstanding``), for the Vitis kernel. The window is the accelerator's memory regions
+    (:mod:`sw.gae.layout`), ``axi_data_width``-bit words; ``gmem_data_width`` must be at least
+    ``axi_data_width`` and ``gmem_data_width / 8`` must divide the window's bytes.
     :attr:`accel` is the :class:`GaeCoreConfig` part (what the core, its register map and
     driver use).
     """

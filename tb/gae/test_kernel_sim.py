@@ -58,7 +58,7 @@ L = 2                     # SimAxiRam's latency (cycles) in the runs with exact 
      r"at least the accelerator's memory word \(128 bits\), not 64"),
     ({"n_pe": 1, "max_trajectories": 1, "capacity": 1, "axi_data_width": 32,
       "gmem_data_width": 512}, ValueError,
-     r"gmem_data_width must be at most 8 times the memory window \(24 bytes\), not 512"),
+     r"gmem_data_width / 8 must divide the memory window \(24 bytes\), not 512"),
     ({"max_burst": 0}, ValueError, r"max_burst must be an integer in 1..256, not 0"),
     ({"max_outstanding": 33}, ValueError, r"max_outstanding must be an integer in 1..32, not 33"),
     ({"n_pe": 0}, ValueError, r"n_pe must be an integer in 1..128, not 0"),
