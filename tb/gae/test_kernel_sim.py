@@ -82,7 +82,8 @@ def test_config_parts_and_type_checks():
     assert cfg.shell_version == SHELL_VERSION
     with pytest.raises(TypeError, match="config must be a GaeKernelConfig, not GaeCoreConfig"):
         GaeKernel(accel)
-    with pytest.raises(TypeError, match="config must be a GaeKernelConfig, not GaeCoreConfig"):
+    with pytest.raises(TypeError, match=r"config must be a kernel configuration \(DmaParams\), "
+                                        r"not GaeCoreConfig"):
         gae_kernel_register_map(accel)
 
 
