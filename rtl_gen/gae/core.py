@@ -39,8 +39,9 @@ class GaeCore(wiring.Component):
        and values, or written at full precision (``"full"``), through the memories' second
        port, ``latency`` cycles behind the reads.
 
-    Cycles of a run: ``1 + G + 1 + ceil(G / L) * L * (T + 1) + drain``, ``drain = pe.latency + 3``
-    (start accepted, setup, group start, reads, drain).
+    Cycles of a run (:func:`sw.gae.spec.run_cycles`): ``1 + G + 1 + wait + ceil(G / L) * L *
+    (T + 1) + pe.latency + 3`` (start accepted, setup, the wait for the coefficient powers when
+    k > 6, group start, reads, drain).
     While busy the host port is disabled (``host_enable`` = 0). Sticky flags (cleared at each
     start): ``dequant_overflow``, ``pe_overflow``, ``requant_overflow``.
 

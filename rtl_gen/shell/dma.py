@@ -44,8 +44,8 @@ def dma_command_layout(*, addr_width, mem_addr_width):
 class AxiDma(wiring.Component):
     """AXI4 master copying blocks of words between device memory and a local memory port.
 
-    A kernel that owns on-chip memory (the GAE core's stack memory) uses it to fetch its input
-    from, and return its results to, the device memory a host (XRT) allocated: one command is
+    The window DMA shell (:class:`~rtl_gen.shell.window.WindowKernel`) uses it to copy between
+    an accelerator's on-chip memory and the device memory a host (XRT) allocated: one command is
     one contiguous block, ``words`` local words of ``mem_data_width`` bits at consecutive local
     addresses, laid out in device memory at consecutive byte addresses from ``dev_addr``
     (little-endian, local word ``i`` at bytes ``dev_addr + i * mem_data_width / 8``).

@@ -23,8 +23,9 @@ function of ``hdl/``, which is committed and checked for freshness by ``tb/test_
 ``alveo_xo.tcl``, ``alveo_u200.cfg``, ``alveo_u250.cfg``, ``kernel.xml``
     Vitis RTL kernel packaging (``package_xo``, ``ap_ctrl_hs``) and ``v++ --link``
     configurations. A Vitis kernel moves buffers only through AXI4 *master* ports: for a
-    kernel with one (:class:`~rtl_gen.gae.kernel.GaeKernel`, ``m_axi_gmem``) the pointer
-    argument and the ``m_axi`` port go into the IP and into ``kernel.xml``
+    kernel with one (a window kernel, :class:`~rtl_gen.shell.window.WindowKernel`:
+    ``m_axi_gmem``) the pointer argument and the ``m_axi`` port go into the IP and into
+    ``kernel.xml``
     (:func:`kernel_xml`), and the ``.cfg`` files connect the port to a DDR bank; for an
     accelerator whose memory is an AXI4 slave the scripts stop with an explanation (see
     :data:`DMA_GAP`). Alveo cards get no ZCU106 script, ZCU106 designs need ``s_axi_mem``.

@@ -1,9 +1,9 @@
 """Alveo U200/U250: ``alveo_xo.tcl`` (Vitis RTL kernel ``.xo``), ``kernel.xml`` and the
 ``v++ --link`` configurations ``alveo_u200.cfg`` / ``alveo_u250.cfg``.
 
-A Vitis kernel moves buffers only through AXI4 *master* ports: for a kernel with one
-(:class:`~rtl_gen.gae.kernel.GaeKernel`, ``m_axi_gmem``) the pointer argument and the
-``m_axi`` port go into the IP and into ``kernel.xml`` (:func:`kernel_xml`), and the ``.cfg``
+A Vitis kernel moves buffers only through AXI4 *master* ports: for a kernel with one (a window
+kernel, :class:`~rtl_gen.shell.window.WindowKernel`: ``m_axi_gmem``) the pointer argument and
+the ``m_axi`` port go into the IP and into ``kernel.xml`` (:func:`kernel_xml`), and the ``.cfg``
 files connect the port to a DDR bank (:data:`ALVEO_MEMORY`); for an accelerator whose memory
 is an AXI4 slave the scripts stop with an explanation (:data:`DMA_GAP`).
 """

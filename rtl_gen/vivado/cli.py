@@ -49,7 +49,7 @@ def _accelerators(hdl: Path, wanted) -> dict:
 
 
 def main(argv=None) -> int:
-    """``python -m rtl_gen.vivado {scripts,run}``: see ``--help`` and scripts/vivado/README.md.
+    """``python -m rtl_gen.vivado {scripts,run}``: see ``--help`` and docs/boards.md.
 
     Parameters
     ----------

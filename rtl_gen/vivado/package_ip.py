@@ -221,8 +221,8 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         L += [
             "",
             f"# 5. s_axi_mem's memory map: one memory block over its {mem.window}-byte window",
-            f"#    (2**{mem.addr_width}; the memory regions and their layout: sw/ and the "
-            "README).",
+            f"#    (2**{mem.addr_width}; the memory regions and their layout: docs/ and "
+            "the block's sw/<block>/spec.py).",
             "set mm [ipx::add_memory_map s_axi_mem $core]",
             "set_property SLAVE_MEMORY_MAP_REF s_axi_mem \\",
             "    [ipx::get_bus_interfaces s_axi_mem -of_objects $core]",

@@ -1,8 +1,9 @@
 """Zynq UltraScale+ boards (ZCU106) with PYNQ: the accelerator in a Vivado block design.
 
-Assumed block design (the Vivado flow lives in scripts/vivado/): the packaged accelerator
-(VLNV :data:`~sw.gae.driver.GAE_VLNV`) with ``s_axi_control`` and ``s_axi_mem`` both behind an
-AXI SmartConnect on a PS master port (M_AXI_HPM0_FPD), ``ap_clk`` from a PL clock, ``ap_rst_n``
+Assumed block design (:mod:`rtl_gen.vivado.zcu106_bd`, docs/boards.md): the packaged
+accelerator (VLNV ``rlk:accel:<module>:1.0``, :func:`sw.registry.vlnv`) with ``s_axi_control``
+behind an AXI SmartConnect on M_AXI_HPM0_FPD and ``s_axi_mem`` on M_AXI_HPM1_FPD, ``ap_clk``
+from a PL clock, ``ap_rst_n``
 from the matching processor system reset, and ``interrupt`` on an AXI Interrupt Controller
 (or a PS IRQ) for PYNQ's :class:`pynq.Interrupt`. PYNQ's ``.hwh`` parser lists an IP with two
 address ranges as two ``ip_dict`` entries, ``<instance>/s_axi_control`` and

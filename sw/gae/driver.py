@@ -20,7 +20,7 @@ in order:
 3. **run** (:meth:`GaeDriver.run`, also usable on codes directly): the codes into the memory
    regions of :mod:`sw.gae.layout`, the arguments into their registers, AP_START, then the
    interrupt (or polling of CTRL.AP_DONE) with a timeout, STATUS: ``ERROR`` raises
-   :class:`GaeError` with the text of :data:`sw.gae.model.ERRORS`, the overflow flags
+   :class:`GaeError` with the text of :data:`sw.gae.spec.ERRORS`, the overflow flags
    warn with a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
    :class:`StartRefusedWarning`; the result codes or words read back;
 4. **de-quantization** to float64.
@@ -117,7 +117,7 @@ GAE_KERNEL_NAME = "gae_accel"
 # -- errors and warnings ----------------------------------------------------------------------
 class GaeError(CodedError):
     """The accelerator refused a run (STATUS.ERROR != 0). ``code`` and ``reason`` hold the
-    error code and its text (:data:`sw.gae.model.ERRORS`)."""
+    error code and its text (:data:`sw.gae.spec.ERRORS`)."""
 
     _what = "GAE accelerator"
     _errors = ERRORS

@@ -62,7 +62,7 @@ class GaePeConfig(Config):
     mode : str
         ``"lookahead"`` or ``"interleaved"``.
     rounding : str
-        Rounding mode of every dropped fraction bit (see :mod:`rtl_gen.fixed`).
+        Rounding mode of every dropped fraction bit (see :mod:`sw.fixed`).
     timestep_bits, trajectory_bits : int
         Widths of the tags carried from input to output unchanged.
     """

@@ -60,9 +60,9 @@ class TensorUnitConfig(Config):
     out_width, out_frac : int
         Signed output format, out_width ≤ acc_width and out_frac ≤ a_frac + b_frac. The
         accumulator is rounded (``rounding``) by ``a_frac + b_frac - out_frac`` bits and
-        saturated to it with :mod:`rtl_gen.fixed`.
+        saturated to it with :mod:`sw.fixed`.
     rounding : str
-        Rounding mode of the output conversion (see :mod:`rtl_gen.fixed`).
+        Rounding mode of the output conversion (see :mod:`sw.fixed`).
     max_k : int
         Longest reduction (elements up to and including the one with ``last``), 1..2**20. It
         sizes the reduction counter; a longer reduction still computes the saturating sum but

@@ -91,7 +91,7 @@ def test_bad_arguments_are_named():
 def test_dqn_learns_cartpole_on_the_golden_accelerators(tmp_path):
     """10k environment steps (9k gradient steps, ~50 s): a random policy scores ~22; DQN with
     both accelerators must pass 150 (287 measured on the development machine; over 3 seeds at
-    20k steps 276 vs 286 for float32 torch, README's RL section)."""
+    20k steps 276 vs 286 for float32 torch, docs/rl.md)."""
     cfg = DQNConfig(total_steps=LEARN_STEPS, seed=0)
     learner, replay = accelerators(target_period=cfg.target_period)
     res = train(cfg, learner, replay, progress=False)
