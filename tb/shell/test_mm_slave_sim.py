@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Shape
 from amaranth.lib.wiring import In, Out
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 from axi_ram import AxiRamHarness
 from cocotb_util import WAIVERS
 from rtl_gen.shell.mm_slave import AxiBurst, AxiMemorySlave, AxiResp
+from rtl_gen.shell.signatures import MemoryPortSignature
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
@@ -87,20 +87,26 @@ def test_positional_parameters_rejected():
 
 def test_ports_and_properties():
     s = AxiMemorySlave(data_width=64, addr_width=20, id_width=6, depth=3000, prefix="s_axi_gmem")
-    ports = {name: (member.flow, Shape.cast(member.shape).width)
-             for name, member in s.signature.members.items()}
+    # the AXI ports, and the memory side as one interface (flat: mem.addr, mem.re, ...)
+    ports = {"_".join(map(str, path)): (member.flow, len(value))
+             for path, member, value in s.signature.flatten(s)}
     expect = {f"s_axi_gmem_{n}" for n in AXI_NAMES} | {
-        "mem_addr", "mem_re", "mem_we", "mem_wdata", "mem_rdata", "enable"}
+        "mem_addr", "mem_re", "mem_we", "mem_wdata", "mem_rdata", "mem_enable"}
     assert set(ports) == expect
     widths = {n: w for n, (_, w) in ports.items()}
     assert widths["s_axi_gmem_awaddr"] == 20 and widths["s_axi_gmem_araddr"] == 20
     assert widths["s_axi_gmem_awid"] == widths["s_axi_gmem_rid"] == 6
     assert widths["s_axi_gmem_wstrb"] == 8 and widths["s_axi_gmem_rdata"] == 64
-    assert widths["mem_addr"] == 12 and widths["mem_we"] == 8
-    assert ports["enable"][0] == In and ports["mem_re"][0] == Out
+    assert widths["mem_addr"] == 12 and widths["mem_we"] == 8 and widths["mem_wdata"] == 64
+    # the slave is the initiator of the memory port: enable and rdata come in
+    assert ports["mem_enable"][0] == In and ports["mem_rdata"][0] == In
+    assert all(ports[f"mem_{n}"][0] == Out for n in ("addr", "re", "we", "wdata"))
+    mem = s.signature.members["mem"]
+    assert mem.flow == Out and mem.signature == MemoryPortSignature(data_width=64, addr_width=12)
+    assert s.mem.enable.init == 1 and s.mem.enable.name == "mem_enable"
+    assert s.mem.addr.name == "mem_addr"
     assert s.mem_addr_width == 12 and s.depth == 3000 and s.prefix == "s_axi_gmem"
     assert s.axi("rready") is s.s_axi_gmem_rready
-    assert s.signature.members["enable"].init == 1
     full = AxiMemorySlave(data_width=128, addr_width=16)
     assert full.depth == 4096 and full.mem_addr_width == 12
     assert AxiMemorySlave(data_width=32, addr_width=3, depth=1).mem_addr_width == 1
