@@ -22,6 +22,7 @@ from sw.replay.spec import ReplayKernelConfig
 from sw.replay.spec import (REGIONS, ReplayOp, field_bits, region_base, replay_register_map,
                             replay_kernel_register_map)
 from axi_ram import SimAxiRam
+from axi_sim import LiteBus
 from sw.shell import spec as shell_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
@@ -136,57 +137,13 @@ def test_register_map_and_kernel_args():
 
 
 # -- simulation --------------------------------------------------------------------------------
-class Bus:
-    """AXI4-Lite master and a cycle counter on a kernel in Amaranth's simulator."""
+class Bus(LiteBus):
+    """:class:`axi_sim.LiteBus` on a kernel's control port, a cycle counter (advanced by the
+    device-memory process) and the copy commands."""
 
     def __init__(self, dut, rm):
-        self.dut, self.rm = dut, rm
+        super().__init__(dut, rm)
         self.cycle = 0
-
-    def c(self, name):
-        return getattr(self.dut, f"s_axi_control_{name}")
-
-    async def edge(self, ctx):
-        await ctx.posedge(self.dut.ap_clk)
-
-    async def wr(self, ctx, reg, value):
-        c = self.c
-        ctx.set(c("awaddr"), self.rm.offset(reg))
-        ctx.set(c("wdata"), value)
-        ctx.set(c("wstrb"), 0xF)
-        ctx.set(c("awvalid"), 1)
-        ctx.set(c("wvalid"), 1)
-        ctx.set(c("bready"), 1)
-        aw = w = False
-        while not (aw and w):
-            a_r, w_r = ctx.get(c("awready")), ctx.get(c("wready"))
-            await self.edge(ctx)
-            aw, w = aw or a_r, w or w_r
-            ctx.set(c("awvalid"), not aw)
-            ctx.set(c("wvalid"), not w)
-        while True:
-            v, resp = ctx.get(c("bvalid")), ctx.get(c("bresp"))
-            await self.edge(ctx)
-            if v:
-                assert resp == 0, reg
-                return
-
-    async def rd(self, ctx, reg):
-        c = self.c
-        ctx.set(c("araddr"), self.rm.offset(reg))
-        ctx.set(c("rready"), 1)
-        ctx.set(c("arvalid"), 1)
-        while True:
-            r = ctx.get(c("arready"))
-            await self.edge(ctx)
-            if r:
-                break
-        ctx.set(c("arvalid"), 0)
-        while True:
-            v, data = ctx.get(c("rvalid")), ctx.get(c("rdata"))
-            await self.edge(ctx)
-            if v:
-                return data
 
     async def copy(self, ctx, offset, nbytes, to_buffer, *, wait=True):
         """Command a copy; returns DMA_STATUS once DONE (and DMA_CYCLES)."""
