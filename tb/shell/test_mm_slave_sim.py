@@ -4,9 +4,9 @@ Both tiers run the slave inside :class:`axi_ram.AxiRamHarness`, the intended use
 memory port drives an ``amaranth.lib.memory.Memory`` (byte write enables, one-cycle read port).
 
 Parameter checks, port names, ``verilator --lint-only -Wall``, and a cycle-level AXI master
-(:class:`axi_sim.SimMaster`) in Amaranth's simulator that checks exact latencies, the per-beat address
-sequence of INCR/FIXED/WRAP bursts (also narrow) against the AXI specification's formula,
-responses, arbitration, and data under random stalls. The thorough tier (cocotbext-axi under
+(:class:`axi_sim.SimMaster`) in Amaranth's simulator that checks exact latencies, the per-beat
+address sequence of INCR/FIXED/WRAP bursts (also narrow) against the AXI specification's
+formula, responses, arbitration, and data under random stalls. The thorough tier (cocotbext-axi under
 Verilator): tb/shell/test_mm_slave_rtl.py.
 """
 
