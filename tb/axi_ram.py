@@ -25,16 +25,18 @@ P = "m_axi_gmem"
 class AxiRamHarness(wiring.Component):
     """An :class:`AxiMemorySlave` in front of a ``Memory``: an AXI-attached RAM.
 
-    Ports: the slave's AXI ports and ``enable``, plus ``dbg_mem_re``, ``dbg_mem_we`` and
-    ``dbg_mem_addr`` mirroring its memory port so tests can watch the accesses.
+    Ports: the slave's AXI ports, ``enable`` (``In(1, init=1)``, the slave's ``mem.enable``),
+    plus ``dbg_mem_re``, ``dbg_mem_we`` and ``dbg_mem_addr`` mirroring its memory port so
+    tests can watch the accesses.
     """
 
     def __init__(self, **params):
         self.slave = AxiMemorySlave(**params)
         s = self.slave
         members = {name: member for name, member in s.signature.members.items()
-                   if not name.startswith("mem_")}
+                   if name != "mem"}
         members.update({
+            "enable": In(1, init=1),
             "dbg_mem_re": Out(1),
             "dbg_mem_we": Out(s.data_width // 8),
             "dbg_mem_addr": Out(s.mem_addr_width),
@@ -47,14 +49,16 @@ class AxiRamHarness(wiring.Component):
         m.submodules.mem = mem = Memory(shape=unsigned(s.data_width), depth=s.depth, init=[])
         wp = mem.write_port(granularity=8)
         rp = mem.read_port(domain="sync")
+        port = s.mem
         m.d.comb += [
-            wp.addr.eq(s.mem_addr), wp.en.eq(s.mem_we), wp.data.eq(s.mem_wdata),
-            rp.addr.eq(s.mem_addr), rp.en.eq(s.mem_re), s.mem_rdata.eq(rp.data),
-            self.dbg_mem_re.eq(s.mem_re), self.dbg_mem_we.eq(s.mem_we),
-            self.dbg_mem_addr.eq(s.mem_addr),
+            wp.addr.eq(port.addr), wp.en.eq(port.we), wp.data.eq(port.wdata),
+            rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rp.data),
+            port.enable.eq(self.enable),
+            self.dbg_mem_re.eq(port.re), self.dbg_mem_we.eq(port.we),
+            self.dbg_mem_addr.eq(port.addr),
         ]
         for name, member in s.signature.members.items():
-            if name.startswith("mem_"):
+            if name == "mem":
                 continue
             if member.flow == In:
                 m.d.comb += getattr(s, name).eq(getattr(self, name))

@@ -53,10 +53,6 @@ def build(config):
     return AxiLiteCsr(make(), **kw)
 
 
-def port(r, f):
-    return r.path(f).lower()
-
-
 # -- reference model ------------------------------------------------------------------------------
 class CsrModel:
     """Register-level behaviour with the core's inputs held still (no set/clear pulses)."""
@@ -170,6 +166,15 @@ class Harness:
                         if d == "out" and (w == 1 or name in ("wr_data", "wr_strb"))]
         self.in_ports = [name for name, d, _, _ in csr.core_ports if d == "in"]
 
+    def port(self, r, f):
+        """The core-side port of field ``f`` of register ``r`` by its top-level name: a plain
+        port (``cmd_go``) or a member of ``args``/``status`` (``args__arg0``)."""
+        p = r.path(f).lower()
+        for group in ("args", "status"):
+            if p in self.csr.signature.members[group].signature.members:
+                return f"{group}__{p}"
+        return p
+
     def model(self, rng=None):
         """A fresh model; drives random values on the ``ro`` inputs (held until changed)."""
         m = CsrModel(self.rm, self.csr.addr_width)
@@ -178,7 +183,7 @@ class Harness:
             for f in r.fields:
                 if f.access == "ro":
                     m.inputs[r.name, f.name] = v = rng.getrandbits(f.width)
-                    self.set(port(r, f), v)
+                    self.set(self.port(r, f), v)
         if self.hs:
             m.inputs["CTRL", "AP_IDLE"] = 1
         return m
@@ -249,7 +254,7 @@ async def scenario_reset_values(h, rng):
     for r in h.rm.user_registers:
         for f in r.fields:
             if f.access in ("rw", "wo", "rw_sc"):
-                assert h.get(port(r, f)) == f.reset, (r.name, f.name)
+                assert h.get(h.port(r, f)) == f.reset, (r.name, f.name)
     if h.hs:
         assert h.get("ap_start") == 0 and h.get("interrupt") == 0
 
@@ -268,7 +273,7 @@ async def scenario_read_write_all(h, rng):
             assert (resp, data) == m.read(r.offset), (r.name, hex(p), hex(data))
             for f in (r.fields if r in h.rm.user_registers else ()):
                 if f.access in ("rw", "wo", "rw_sc"):
-                    assert h.get(port(r, f)) == m.q[r.name, f.name], (r.name, f.name)
+                    assert h.get(h.port(r, f)) == m.q[r.name, f.name], (r.name, f.name)
 
 
 async def scenario_random_traffic(h, rng, n=300):
@@ -299,7 +304,7 @@ async def scenario_random_traffic(h, rng, n=300):
     for r in h.rm.user_registers:
         for f in r.fields:
             if f.access in ("rw", "wo", "rw_sc"):
-                assert h.get(port(r, f)) == m.q[r.name, f.name], (r.name, f.name)
+                assert h.get(h.port(r, f)) == m.q[r.name, f.name], (r.name, f.name)
 
 
 async def scenario_unmapped(h, rng):
@@ -385,7 +390,7 @@ async def scenario_core_ports(h, rng):
     h.model(rng)
     for r in h.rm.user_registers:
         for f in r.fields:
-            ones, p = (1 << f.width) - 1, port(r, f)
+            ones, p = (1 << f.width) - 1, h.port(r, f)
             if f.access in ("rw", "wo"):
                 v = rng.getrandbits(f.width)
                 await h.write(r.offset, v << f.lsb)
@@ -451,7 +456,7 @@ async def scenario_ap_ctrl_hs(h, rng):
     await h.write(ctrl, START)
     assert h.get("ap_start") == 1 and core.runs == 0
     await h.until(lambda: h.get("interrupt") == 1)
-    assert core.runs == 1 and h.get("ap_start") == 0 and h.get("arg0") == 0x1234
+    assert core.runs == 1 and h.get("ap_start") == 0 and h.get("args__arg0") == 0x1234
     assert await h.read_reg("IP_ISR") == 0b11
     assert await h.read_reg("CTRL") == DONE | READY | IDLE
     assert await h.read_reg("CTRL") == IDLE                   # AP_DONE, AP_READY: clear on read

@@ -103,6 +103,8 @@ def test_gateware_device_and_driver_names(name):
 
 @pytest.mark.parametrize("name", HOST_SIDE)
 def test_register_map_is_the_gateware_s(name):
+    from rtl_gen.shell.signatures import arg_fields
+
     b = BLOCKS[name]
     cfg = b.config.from_dict(SMALL[name])
     component = b.build(cfg)
@@ -112,13 +114,26 @@ def test_register_map_is_the_gateware_s(name):
     assert accel.family == b.family and accel.role == "accelerator"
     base = b.base_regmap(cfg)
     if b.role == "kernel":
-        assert base == accel.regmap(b.accel_config(cfg))
-        assert base == accel.build(b.accel_config(cfg)).regmap
+        assert base == accel.regmap(cfg.accel)
+        assert base == accel.build(cfg.accel).regmap == component.accelerator.base
         assert rm.registers[:len(base)] == base.registers    # same offsets, fields, docs
         assert len(rm.registers) > len(base.registers)      # plus the shell's registers
+        # what kernel.xml needs, against the gateware: the pointer registers, the master's
+        # width and limits, the core's argument registers
         args = b.kernel_args(cfg)
-        assert args == component.kernel_manifest
+        assert args["pointers"] == [{"name": "MEM_PTR", "port": "m_axi_gmem",
+                                     "lo": "MEM_PTR_LO", "hi": "MEM_PTR_HI",
+                                     "offset": component.regmap.offset("MEM_PTR_LO")}]
         assert args["pointers"][0]["offset"] == base.span
+        assert args["m_axi"] == {"m_axi_gmem": {
+            "data_width": len(component.m_axi_gmem_wdata), "max_burst": cfg.max_burst,
+            "outstanding": cfg.max_outstanding}}
+        assert args["scalars"] == list(dict.fromkeys(
+            r.name for r, _ in arg_fields(component.accelerator.base)))
+        # the shell's constants read the configuration: DMA_WINDOW is the accelerator's window
+        host = component.accelerator.signature.members["host"].signature
+        assert rm.info_values(cfg)["DMA_WINDOW"] == cfg.window_bytes \
+            == component.accelerator.mem_words * host.data_width // 8
     else:
         assert accel is b and base == rm and b.kernel_args(cfg) is None
 
@@ -196,7 +211,7 @@ def test_kernel_runs_take_longer_than_their_accelerator_s():
         if b.role != "kernel":
             continue
         cfg = b.config.from_dict(params)
-        accel = b.accelerator.latency(b.accel_config(cfg))["cycles"]
+        accel = b.accelerator.latency(cfg.accel)["cycles"]
         if b.family == "gae":
             assert b.latency(cfg)["cycles"] > accel, m
         else:

@@ -185,9 +185,12 @@ class AcceleratorShell(wiring.Component):
             raise ValueError(f"constants must give every constant register, not miss "
                              f"{', '.join(sorted(missing))}")
         sig = core.signature.members
-        host_sig = sig["host"].signature.flip() if "host" in sig else None
         want = {"ctrl": In, "args": In, "status": Out, "host": In}
-        if (any(name not in sig or sig[name].flow != flow for name, flow in want.items())
+        # (a port member has no signature: check for interfaces before looking at them)
+        shaped = all(name in sig and sig[name].is_signature and sig[name].flow == flow
+                     for name, flow in want.items())
+        host_sig = sig["host"].signature.flip() if shaped else None
+        if (not shaped
                 or not isinstance(sig["ctrl"].signature.flip(), RunControlSignature)
                 or sig["args"].signature.flip() != ArgsSignature(base)
                 or sig["status"].signature != StatusSignature(base)

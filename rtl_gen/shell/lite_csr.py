@@ -136,7 +136,10 @@ class AxiLiteCsr(wiring.Component):
     wr_data : ``Out(32)``, wr_strb : ``Out(4)``
         WDATA and WSTRB of the last write to a mapped address; valid with any ``_wr_pulse``.
 
-    :attr:`core_ports` lists the core-side ports with a description.
+    :attr:`core_ports` lists the core-side ports with a description: the plain ports above by
+    their names, then the members of :attr:`args` and :attr:`status` by the names Amaranth gives
+    them when this block is the top level (``args__<P>``, ``status__<P>``: the Verilog ports a
+    testbench drives); :meth:`port` gives any field's signal inside Amaranth.
 
     Timing (cycles of ``clk``; one write and one read may be in progress at the same time):
 
@@ -238,10 +241,15 @@ class AxiLiteCsr(wiring.Component):
                                  f"rename the register or field")
             seen[name] = f"core port {name!r} ({doc})"
             members[name] = flow(width)
-        self._core_ports = tuple((name, "in" if flow is In else "out", width, doc)
-                                 for name, flow, width, doc in core)
         members["args"] = Out(ArgsSignature(base))
         members["status"] = In(StatusSignature(base))
+        # The grouped fields by their top-level (path) names, after the plain ports.
+        for group, fields, flow in (("args", arg_fields(base), Out),
+                                    ("status", status_fields(base), In)):
+            core += [(f"{group}__{field_port(r, f)}", flow, f.width,
+                      f"{r.name}.{f.name} ({f.access}, {group})") for r, f in fields]
+        self._core_ports = tuple((name, "in" if flow is In else "out", width, doc)
+                                 for name, flow, width, doc in core)
         self._grouped = {(r.name, f.name): ("args" if f.access == "rw" else "status")
                          for r, f in arg_fields(base) + status_fields(base)}
         super().__init__(members)
@@ -260,7 +268,9 @@ class AxiLiteCsr(wiring.Component):
 
     @property
     def core_ports(self) -> tuple:
-        """``(name, "in" | "out", width, description)`` of every core-side port, in order."""
+        """``(name, "in" | "out", width, description)`` of every core-side port, in order: the
+        plain ports, then the :attr:`args` and :attr:`status` members by their top-level names
+        (``args__<P>``, ``status__<P>``)."""
         return self._core_ports
 
     def port(self, reg, f):

@@ -5,11 +5,13 @@ The fakes implement the parts of the real APIs the backends use, as documented (
 ``MMIO.read``/``MMIO.write``, ``DefaultIP`` with ``bindto`` registration, ``Interrupt`` with an
 ``async wait()``; pyxrt: ``device``, ``xclbin``, ``device.load_xclbin``, ``bo`` with
 ``write``/``read``/``sync``/``address``, ``ip`` or ``kernel`` ``read_register``/
-``write_register``), backed by a :class:`~sw.gae.device.GoldenDevice`. The fake XRT shell
-follows the DMA shell contract of :mod:`sw.driver.xrt_device` (the copies of
-:func:`sw.gae.spec.copy_plan`, none for a refused run), with separate host and device
-copies of the buffer so a missing ``sync`` shows. Every backend must give exactly what the
-GoldenDevice gives. (``tb/gae/test_kernel_xrt_rtl.py`` runs XrtDevice on the kernel's RTL.)
+``write_register``), backed by a :class:`~sw.gae.device.GoldenDevice`. The GAE kernel is a
+window kernel: the fake XRT kernel is the golden device in the window shell model
+(:class:`xrt_fake.WindowShell`, the contract of :mod:`sw.driver.xrt_device`), with separate
+host and device copies of the buffer so a missing ``sync`` shows; the host commands the copies
+of :func:`sw.gae.spec.copy_plan` (none out for a refused run). Every backend must give exactly
+what the GoldenDevice gives. (``tb/gae/test_kernel_xrt_rtl.py`` runs XrtDevice on the kernel's
+RTL.)
 """
 
 import asyncio
@@ -22,19 +24,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import GaeCoreConfig, GaeKernelConfig
 from sw.gae.spec import copy_plan
 from sw.gae.spec import gae_register_map
-from sw.driver import GAE_VLNVS, GaeDriver, GoldenDevice
+from sw.driver import GAE_VLNVS, GaeDriver, GaeError, GoldenDevice
 from sw.driver.mmio import BusError
-from sw.gae.spec import GaeCoreArgs, check_args
+from sw.gae.spec import GaeCoreArgs
+from sw.shell.spec import DMA_FLAGS, SHELL_VERSION
 
 GAE_VLNV = GAE_VLNVS[0]      # rlk:accel:gae_accel_n8:1.0, as packaged by rtl_gen.vivado
 from sw.driver import pynq_device as pynq_backend
 from sw.driver.pynq_device import ACCELERATOR_VLNVS, PynqMemory, find_gae_windows
 
 from driver_util import SMALL, rollout
-from xrt_fake import HostBo, xclBOSyncDirection
+from xrt_fake import WindowShell, window_pyxrt
 
 CTRL_BASE, MEM_BASE = 0xA000_0000, 0xA010_0000
 
@@ -292,145 +295,44 @@ def test_without_optional_packages_the_package_imports_and_explains():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
-# -- fake pyxrt ------------------------------------------------------------------------------------
-def fake_pyxrt(dev, *, mode="ip", ptr_offset=None):
-    """pyxrt with a DMA shell around ``dev``: MEM_PTR after the map, copies at start/done."""
-    cfg = dev.config
-    span = gae_register_map(cfg).span if ptr_offset is None else ptr_offset
-    mod = types.ModuleType("pyxrt")
-    mod.log = []
+# -- fake pyxrt: the GAE kernel is a window kernel -------------------------------------------------
+def gae_card(monkeypatch, *, mode="ip", address=0x4_0000_1000, version=SHELL_VERSION, **kw):
+    """An XrtDevice on a fake pyxrt whose kernel is a GoldenDevice in the window shell model
+    (:class:`xrt_fake.WindowShell`) with the GAE kernel's window and granularities."""
+    from sw.driver import XrtDevice
 
-    class bo(HostBo):                                   # noqa: N801
-        instances = []
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    kcfg = GaeKernelConfig(**SMALL)
+    dev = GoldenDevice(cfg)
+    shell = WindowShell(dev, gae_register_map(cfg), window=kcfg.window_bytes,
+                        align=kcfg.pointer_align, word=kcfg.window_word_bits // 8,
+                        version=version)
+    pyxrt = window_pyxrt(shell, mode=mode, address=address)
+    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
+    card = XrtDevice("gae.xclbin", **kw)
+    # the golden device's clock, so that runs take time and copies can see it busy
+    card.time, card.sleep = dev.time, dev.sleep
+    return card, dev, shell, pyxrt
 
-        def __init__(self, device, size, flags, group):
-            super().__init__(size)
-            self.size_, self.flags_, self.group = size, flags, group
-            self.device = np.zeros(size, np.uint8)
-            bo.instances.append(self)
 
-        def sync(self, direction, size, offset):
-            mod.log.append(("sync", direction, size, offset))
-            if direction == xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE:
-                self.device[offset:offset + size] = self.host[offset:offset + size]
-            else:
-                self.host[offset:offset + size] = self.device[offset:offset + size]
-
-        def address(self):
-            return 0x4_0000_1000
-
-        def size(self):
-            return self.size_
-
-    rm = gae_register_map(cfg)
-
-    class Shell:
-        """The DMA shell: the accelerator's map, then MEM_PTR_LO/HI, DMA_STATUS, DMA_CYCLES;
-        on AP_START the in-blocks of copy_plan (valid arguments only), after the run the
-        out-blocks (STATUS.ERROR = 0 only). ``touched`` records every copied block."""
-
-        def __init__(self):
-            self.ptr = [0, 0]
-            self.dma_status = 0
-            self.plan = None                # copy-out pending for the run in progress
-            self.touched = []
-
-        def _sync_done(self):
-            if self.plan is not None and not dev.busy:
-                error = rm["STATUS"].field("ERROR").get(dev.control.read32(rm.offset("STATUS")))
-                buf = bo.instances[-1]
-                for _, off, n in self.plan["out"] if not error else ():
-                    buf.device[off:off + n] = np.frombuffer(dev.memory.read(off, n), np.uint8)
-                    self.touched.append(("out", off, n))
-                self.plan = None
-
-        def read_register(self, offset):
-            self._sync_done()
-            if offset in (span, span + 4):
-                return self.ptr[(offset - span) // 4]
-            if offset == span + 8:
-                return self.dma_status
-            if offset == span + 12:
-                return 0
-            value = dev.control.read32(offset)
-            self._sync_done()
-            return value
-
-        def write_register(self, offset, value):
-            self._sync_done()
-            if offset in (span, span + 4):
-                self.ptr[(offset - span) // 4] = value
-                return
-            if offset == 0 and value & 1 and not dev.busy:
-                buf = bo.instances[-1]
-                assert self.ptr[0] | self.ptr[1] << 32 == buf.address()
-                arg = {n: dev.control.read32(rm.offset(n)) for n in
-                       ("NUM_TIMESTEPS", "NUM_TRAJECTORIES", "GAMMA", "GAMMA_LAMBDA")}
-                args = GaeCoreArgs(*arg.values(), 0, 0, 0, 0)
-                T, M = args.num_timesteps, args.num_trajectories
-                self.plan = copy_plan(cfg, T, M)
-                for _, off, n in self.plan["in"] if not check_args(args, cfg) else ():
-                    dev.memory.write(off, buf.device[off:off + n].tobytes())
-                    self.touched.append(("in", off, n))
-            dev.control.write32(offset, value)
-            self._sync_done()
-
-    class device:                                       # noqa: N801
-        def __init__(self, index=0):
-            self.index = index
-
-        def load_xclbin(self, xclbin):
-            mod.log.append(("load", xclbin.path))
-            return "uuid-1234"
-
-    class xclbin:                                       # noqa: N801
-        def __init__(self, path):
-            self.path = path
-
-    shell = Shell()
-
-    class ip:                                           # noqa: N801
-        def __init__(self, device, uuid, name):
-            mod.log.append(("ip", uuid, name))
-            self.read_register = shell.read_register
-            self.write_register = shell.write_register
-
-    class kernel:                                       # noqa: N801
-        cu_access_mode = types.SimpleNamespace(exclusive="exclusive", shared="shared")
-
-        def __init__(self, device, uuid, name, mode):
-            mod.log.append(("kernel", uuid, name, mode))
-            if mode != "exclusive":
-                raise RuntimeError("register access needs exclusive CU access")
-            if mod.kernel_registers:
-                self.read_register = shell.read_register
-                self.write_register = shell.write_register
-
-        def group_id(self, index):
-            return 3
-
-    mod.xclBOSyncDirection, mod.bo, mod.device, mod.xclbin = xclBOSyncDirection, bo, device, xclbin
-    mod.kernel = kernel
-    mod.kernel_registers = mode == "kernel"
-    if mode == "ip":
-        mod.ip = ip
-    mod.shell = shell
-    return mod
+def plan_copies(cfg, T, M):
+    """The copies of one batch: copy_plan's in-blocks to the accelerator, then its
+    out-blocks to the buffer, each accepted (DMA_STATUS = DONE)."""
+    plan = copy_plan(cfg, T, M)
+    return ([(o, n, False, 2) for _, o, n in plan["in"]]
+            + [(o, n, True, 2) for _, o, n in plan["out"]])
 
 
 @pytest.mark.parametrize("mode", ["ip", "kernel"])
 def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
     cfg = GaeCoreConfig.from_dict(SMALL)
-    dev = GoldenDevice(cfg)
-    pyxrt = fake_pyxrt(dev, mode=mode)
-    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
-    from sw.driver import XrtDevice
-
-    card = XrtDevice("gae.xclbin")
-    assert card.config.depth == cfg.depth and not card.has_interrupt
-    span = gae_register_map(cfg).span
-    assert card.mem_ptr_offset == span and pyxrt.shell.ptr == [0x1000, 0x4]
-    assert card.bo.size() == 1 << cfg.mem_addr_bits
+    card, dev, shell, pyxrt = gae_card(monkeypatch, mode=mode)
+    assert card.block == "gae-kernel" and not card.has_interrupt
+    assert card.config.depth == cfg.depth and card.config.n_pe == cfg.n_pe   # from HW_*
+    # MEM_PTR right after the accelerator's map holds the buffer's address
+    assert shell.regs.offset("MEM_PTR_LO") == gae_register_map(cfg).span
+    assert [shell.r["MEM_PTR_LO"], shell.r["MEM_PTR_HI"]] == [0x1000, 0x4]
+    assert card.bo.size() == GaeKernelConfig(**SMALL).window_bytes
     assert card.bo.group == (3 if mode == "kernel" else 0)
     if mode == "ip":
         assert ("ip", "uuid-1234", "gae_kernel_n8:{gae_kernel_n8_1}") in pyxrt.log
@@ -442,81 +344,89 @@ def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
     assert_same(got, reference(cfg, batches()))
     directions = {d for kind, d, *_ in pyxrt.log if kind == "sync"}
     assert directions == {"to_device", "from_device"}
-    # The shell copied exactly the plan of each run (all of the same shape; a retried run
-    # counts twice): its in-blocks, then its out-blocks.
+    # The host commanded exactly the copies of copy_plan for each run (all of the same shape;
+    # a retried run counts twice): its in-blocks, then its out-blocks.
     T, M = batches()[0][0].shape
-    plan = copy_plan(cfg, T, M)
-    one_run = [("in", o, n) for _, o, n in plan["in"]] + [("out", o, n) for _, o, n in
-                                                          plan["out"]]
-    runs = len(pyxrt.shell.touched) // len(one_run)
-    assert pyxrt.shell.touched == one_run * runs and runs >= len(got)
+    one_run = plan_copies(cfg, T, M)
+    runs = len(shell.copies) // len(one_run)
+    assert shell.copies == one_run * runs and runs >= len(got)
+    assert card.last_copy_cycles == one_run[-1][1] // 8 + 6
 
 
 def test_xrt_without_register_access_says_so(monkeypatch):
-    dev = GoldenDevice(GaeCoreConfig.from_dict(SMALL))
-    pyxrt = fake_pyxrt(dev, mode="none")
-    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
-    from sw.driver import XrtDevice
-
     with pytest.raises(RuntimeError, match="binds neither xrt::ip nor "
                                            "xrt::kernel::read_register"):
-        XrtDevice("gae.xclbin")
+        gae_card(monkeypatch, mode="none")
 
 
-def test_xrt_refused_run_copies_nothing_and_dma_errors_raise(monkeypatch):
+def test_xrt_gae_kernel_before_the_window_shell_is_refused(monkeypatch):
+    """A GAE kernel of the earlier layout (copies inside its runs, no SHELL_VERSION register:
+    reads 0) is refused with the advice to rebuild."""
+    with pytest.raises(RuntimeError, match=r"SHELL_VERSION reads 0x0, not 1: not a window "
+                                           r"kernel .*a GAE kernel built before the window "
+                                           r"shell\? rebuild the xclbin"):
+        gae_card(monkeypatch, version=0)
+
+
+def test_xrt_refused_run_copies_nothing_out_and_copy_errors_raise(monkeypatch):
     cfg = GaeCoreConfig.from_dict(SMALL)
-    dev = GoldenDevice(cfg)
-    pyxrt = fake_pyxrt(dev)
-    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
-    from sw.driver import GaeError, XrtDevice
-
-    card = XrtDevice("gae.xclbin")
-    assert card.dma_status_offset == gae_register_map(cfg).span + 8
+    card, dev, shell, pyxrt = gae_card(monkeypatch)
     drv = GaeDriver(card)
-    drv.start(GaeCoreArgs(0, 3, 1, 1, 0, 0, 0, 0))          # ERROR 1: no time steps
+    T, M = 3, 2
+    codes = np.ones((T, M), np.int64)
+    drv.load(codes, codes, np.ones(M, np.int64), np.zeros((T, M), bool))
+    assert shell.copies == plan_copies(cfg, T, M)[:3]                 # the in-blocks
+    drv.start(GaeCoreArgs(0, M, 1, 1, 0, 0, 0, 0))                    # ERROR 1: no time steps
     with pytest.raises(GaeError, match="num_timesteps is 0"):
         drv.wait()
-    assert pyxrt.shell.touched == []
-    pyxrt.shell.dma_status = 0b10
-    with pytest.raises(BusError, match="writing the results .DMA_STATUS=0x2."):
+    assert len(shell.copies) == 3                                     # nothing copied out
+    # a copy answered with an error flag raises, naming it
+    for flag, to_buffer in (("READ_ERROR", False), ("WRITE_ERROR", True)):
+        shell.inject = 1 << DMA_FLAGS[flag]
+        status = shell.inject | 1 << DMA_FLAGS["DONE"]
+        what = "accelerator -> buffer" if to_buffer else "buffer -> accelerator"
+        with pytest.raises(BusError, match=f"copy of 64 bytes at 0x40 \\({what}\\) failed: "
+                                           f"{flag} \\(DMA_STATUS={status:#x}\\)"):
+            if to_buffer:
+                card.memory.read(0x40, 64)
+            else:
+                card.memory.write(0x40, bytes(64))
+    loaded = dev.memory.read(0, 16)
+    assert any(loaded) and card.memory.read(0, 16) == loaded
+    # a copy while the accelerator runs is refused (what s_axi_mem answers with SLVERR)
+    drv.start(GaeCoreArgs(T, M, 1, 1, 0, 0, 0, 0))
+    assert dev.busy
+    with pytest.raises(BusError, match="LOCKED"):
         card.memory.read(0, 16)
-    pyxrt.shell.dma_status = 0
-    assert card.memory.read(0, 16) == bytes(16)
-    quiet = XrtDevice("gae.xclbin", dma_status_offset=False)
-    pyxrt.shell.dma_status = 0b01
-    assert quiet.dma_status_offset is None and quiet.memory.read(0, 4) == bytes(4)
+    assert shell.copies[-1][3] == 1 << DMA_FLAGS["LOCKED"] | 1 << DMA_FLAGS["DONE"]
+    drv.wait()
+    assert card.memory.read(0, 16) == dev.memory.read(0, 16)
 
 
 def test_xrt_pointer_must_read_back(monkeypatch):
-    dev = GoldenDevice(GaeCoreConfig.from_dict(SMALL))
-    pyxrt = fake_pyxrt(dev)
-    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
-    from sw.driver import XrtDevice
-
-    pyxrt.bo.address = lambda self: 0x4_0000_1020                # not 64-byte aligned
-    real = pyxrt.shell.write_register
-
-    def masked(offset, value):                                   # the kernel drops bits 5:0
-        real(offset, value & ~0x3F if offset == gae_register_map(dev.config).span else value)
-
-    pyxrt.shell.write_register = masked
+    # a buffer address the kernel cannot take: not 64-byte aligned (gmem_data_width = 512)
     with pytest.raises(RuntimeError, match="reads back 0x400001000 after writing the buffer "
                                            "address 0x400001020"):
-        XrtDevice("gae.xclbin")
+        gae_card(monkeypatch, address=0x4_0000_1020)
 
 
 def test_xrt_memory_bounds(monkeypatch):
-    cfg = GaeCoreConfig.from_dict(SMALL)
-    dev = GoldenDevice(cfg)
-    pyxrt = fake_pyxrt(dev, ptr_offset=0x100)
-    monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
-    from sw.driver import XrtDevice
-
-    card = XrtDevice("gae.xclbin", cu="gae_kernel_n8_2", mem_ptr_offset=0x100)
+    card, dev, shell, pyxrt = gae_card(monkeypatch, cu="gae_kernel_n8_2")
     assert ("ip", "uuid-1234", "gae_kernel_n8:{gae_kernel_n8_2}") in pyxrt.log
-    assert card.mem_ptr_offset == 0x100
-    size = 1 << cfg.mem_addr_bits
-    with pytest.raises(ValueError, match="go past the memory image"):
+    size = GaeKernelConfig(**SMALL).window_bytes
+    with pytest.raises(ValueError, match="go past the memory window"):
         card.memory.read(size - 4, 8)
-    card.memory.write(size - 4, b"\x01\x02\x03\x04")
-    assert card.memory.read(size - 4, 4) == b"\x01\x02\x03\x04"
+    with pytest.raises(ValueError, match="go past the memory window"):
+        card.memory.write(size - 4, bytes(8))
+    assert card.memory.read(size - 8, 8) == dev.memory.read(size - 8, 8)
+    assert shell.copies[-1][:3] == (size - 64, 64, True)          # widened to DMA_ALIGN
+    # a block inside one word: the write is widened to 0..63 and keeps its neighbours (the
+    # rewards region's code lanes, bytes 0..3 of each 8-byte word, are writable)
+    image = bytes(np.random.default_rng(4).integers(1, 256, 64, np.uint8))
+    dev.memory.write(0, image)
+    before = dev.memory.read(0, 64)
+    card.memory.write(0x38, b"\x01\x02\x03\x04")
+    assert card.memory.read(0x38, 4) == b"\x01\x02\x03\x04"
+    assert dev.memory.read(0, 64) == before[:0x38] + b"\x01\x02\x03\x04" + before[0x3C:]
+    assert [c[:3] for c in shell.copies[-3:]] == [(0, 64, True), (0, 64, False),
+                                                  (0, 64, True)]

@@ -1,6 +1,8 @@
 """XrtDevice on window kernels (replay, learner), fast tier: a fake ``pyxrt`` whose kernel is a
-golden device behind a Python model of the window DMA shell (:mod:`rtl_gen.shell.window`:
-MEM_PTR, DMA_OFFSET/BYTES/CTRL/STATUS, the alignment, range and LOCKED rules).
+golden device behind a Python model of the window DMA shell (:class:`xrt_fake.WindowShell`, the
+contract of :mod:`rtl_gen.shell.window`: MEM_PTR, DMA_OFFSET/BYTES/CTRL/STATUS, the alignment,
+range and LOCKED rules, SHELL_VERSION). The GAE kernel, also a window kernel:
+``tb/driver/test_backends.py``.
 
 The drivers' whole sessions (those the RTL tests run) must give on it what they give on the
 golden devices directly; blocks that are not aligned to the copy granularities are widened
@@ -10,127 +12,30 @@ contract: ``tb/replay/test_kernel_xrt_rtl.py``, ``tb/learner/test_kernel_xrt_rtl
 """
 
 import sys
-import types
 
 import numpy as np
 import pytest
 
-from sw.shell.spec import DMA_FLAGS, window_kernel_register_map
+from sw.shell.spec import DMA_FLAGS, SHELL_VERSION
 from sw.replay.spec import SumTreeConfig
 from sw.replay.spec import replay_register_map
 from sw.driver.mmio import BusError
-from xrt_fake import HostBo, xclBOSyncDirection
+from xrt_fake import WindowShell, window_pyxrt
 
 BO_ADDRESS = 0x1_0000_1000
 REPLAY = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_guard_bits=4,
               target_bits=28, max_batch=64)
 
 
-class WindowShell:
-    """The shell's registers over ``dev`` (a golden device: its registers below ``span``)."""
-
-    def __init__(self, dev, base, *, window, align, word):
-        self.dev, self.span = dev, base.span
-        self.regs = window_kernel_register_map("k", base, gmem_data_width=8 * align)
-        self.window, self.align, self.word = window, align, word
-        self.r = {name: 0 for name in ("MEM_PTR_LO", "MEM_PTR_HI", "DMA_OFFSET", "DMA_BYTES",
-                                       "DMA_STATUS", "DMA_CYCLES")}
-        self.bo = None
-        self.copies = []                 # (offset, bytes, to_buffer, status)
-        self.inject = 0                  # extra DMA_STATUS flags of the next copy
-
-    def _name(self, offset):
-        for r in self.regs.registers:
-            if r.offset == offset and offset >= self.span:
-                return r.name
-        return None
-
-    def read_register(self, offset):
-        name = self._name(offset)
-        if name is None:
-            return self.dev.control.read32(offset)
-        if name == "DMA_WINDOW":
-            return self.window
-        if name == "DMA_ALIGN":
-            return self.align | self.word << 16
-        if name == "DMA_CTRL":
-            return 0
-        return self.r[name]
-
-    def write_register(self, offset, value):
-        name = self._name(offset)
-        if name is None:
-            self.dev.control.write32(offset, value)
-        elif name == "MEM_PTR_LO":
-            self.r[name] = value & ~(self.align - 1) & 0xFFFF_FFFF
-        elif name == "DMA_CTRL":
-            if value & 1:
-                self._copy(bool(value & 2))
-        elif name in self.r:
-            self.r[name] = value
-
-    def _copy(self, to_buffer):
-        off, n = self.r["DMA_OFFSET"], self.r["DMA_BYTES"]
-        status = 1 << DMA_FLAGS["DONE"]
-        if off % self.align or n % self.word or off + n > self.window:
-            status |= 1 << DMA_FLAGS["RANGE"]
-        elif self.dev.busy:
-            status |= 1 << DMA_FLAGS["LOCKED"]
-        else:
-            ptr = self.r["MEM_PTR_LO"] | self.r["MEM_PTR_HI"] << 32
-            base = ptr - BO_ADDRESS + off
-            if to_buffer:
-                self.bo.device[base:base + n] = np.frombuffer(self.dev.memory.read(off, n),
-                                                              np.uint8)
-            else:
-                self.dev.memory.write(off, self.bo.device[base:base + n].tobytes())
-            status |= self.inject
-        self.inject = 0
-        self.r["DMA_STATUS"] = status
-        self.r["DMA_CYCLES"] = n // self.word + 6
-        self.copies.append((off, n, to_buffer, status))
-
-
-def fake_pyxrt(shell):
-    mod = types.ModuleType("pyxrt")
-    mod.log = []
-
-    class bo(HostBo):                                   # noqa: N801
-        def __init__(self, device, size, flags, group):
-            super().__init__(size)
-            self.device = np.zeros(size, np.uint8)
-            shell.bo = self
-
-        def sync(self, direction, size, offset):
-            mod.log.append((direction, offset, size))
-            src, dst = ((self.host, self.device) if direction == "to_device" else
-                        (self.device, self.host))
-            dst[offset:offset + size] = src[offset:offset + size]
-
-        def address(self):
-            return BO_ADDRESS
-
-    class ip:                                           # noqa: N801
-        def __init__(self, device, uuid, name):
-            mod.log.append(("ip", name))
-            self.read_register = shell.read_register
-            self.write_register = shell.write_register
-
-    mod.device = lambda index=0: types.SimpleNamespace(load_xclbin=lambda x: "uuid")
-    mod.xclbin = lambda path: path
-    mod.xclBOSyncDirection, mod.bo, mod.ip = xclBOSyncDirection, bo, ip
-    return mod
-
-
-def replay_card(monkeypatch, *, align=16, **kw):
+def replay_card(monkeypatch, *, align=16, version=SHELL_VERSION, **kw):
     from sw.driver import XrtDevice
     from sw.replay.device import ReplayGoldenDevice
 
     cfg = SumTreeConfig(**REPLAY)
     dev = ReplayGoldenDevice(cfg)
     base = replay_register_map(cfg)
-    shell = WindowShell(dev, base, window=5 * 64 * 8, align=align, word=8)
-    pyxrt = fake_pyxrt(shell)
+    shell = WindowShell(dev, base, window=5 * 64 * 8, align=align, word=8, version=version)
+    pyxrt = window_pyxrt(shell, address=BO_ADDRESS)
     monkeypatch.setitem(sys.modules, "pyxrt", pyxrt)
     card = XrtDevice("replay.xclbin", **kw)
     # the golden device's clock, so that runs take time and copies can see it busy
@@ -145,8 +50,9 @@ def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
 
     card, dev, shell, pyxrt = replay_card(monkeypatch, kernel="replay_kernel_k16")
     assert card.block == "replay-kernel" and card.config == SumTreeConfig(**REPLAY)
-    assert ("ip", "replay_kernel_k16:{replay_kernel_k16_1}") in pyxrt.log
-    assert card.mem_ptr_offset == replay_register_map(card.config).span
+    assert ("ip", "uuid-1234", "replay_kernel_k16:{replay_kernel_k16_1}") in pyxrt.log
+    # MEM_PTR (right after the accelerator's map) holds the buffer's address
+    assert shell.regs.offset("MEM_PTR_LO") == replay_register_map(card.config).span
     assert shell.r["MEM_PTR_LO"] == BO_ADDRESS & 0xFFFF_FFFF and shell.r["MEM_PTR_HI"] == 1
     assert len(card.bo.host) == 5 * 64 * 8
     same(session(card), session(ReplayGoldenDevice(SumTreeConfig(**REPLAY))))
@@ -167,7 +73,7 @@ def test_learner_session_through_xrt_device_equals_golden(monkeypatch):
     # the window is the accelerator's whole byte address space (LearnerKernel.window_bytes)
     shell = WindowShell(dev, learner_register_map(cfg), window=1 << mem_addr_bits(cfg), align=8,
                         word=4)
-    monkeypatch.setitem(sys.modules, "pyxrt", fake_pyxrt(shell))
+    monkeypatch.setitem(sys.modules, "pyxrt", window_pyxrt(shell, address=BO_ADDRESS))
     card = XrtDevice("learner.xclbin", kernel="learner_kernel")
     card.time, card.sleep = dev.time, dev.sleep
     assert card.block == "learner-kernel" and card.config == cfg
@@ -194,7 +100,7 @@ def test_unaligned_blocks_are_widened_and_keep_their_neighbours(monkeypatch):
         card.memory.read(5 * 64 * 8 - 8, 16)
 
 
-@pytest.mark.parametrize("flag", ["READ_ERROR", "WRITE_ERROR", "LOCKED"])
+@pytest.mark.parametrize("flag", ["READ_ERROR", "WRITE_ERROR", "LOCKED", "RANGE"])
 def test_copy_errors_raise_bus_error(monkeypatch, flag):
     card, dev, shell, _ = replay_card(monkeypatch, kernel="replay_kernel_k16")
     shell.inject = 1 << DMA_FLAGS[flag]
@@ -212,6 +118,17 @@ def test_copy_while_the_accelerator_runs_raises_bus_error(monkeypatch):
     assert dev.busy
     with pytest.raises(BusError, match="LOCKED"):
         card.memory.read(0, 8)
+
+
+@pytest.mark.parametrize("version", [0, SHELL_VERSION + 1])
+def test_shell_version_is_checked(monkeypatch, version):
+    """A kernel whose SHELL_VERSION is not this layout's (0: no such register, as on a GAE
+    kernel built before the window shell) is refused before the buffer is allocated."""
+    with pytest.raises(RuntimeError, match=f"SHELL_VERSION reads {version:#x}, not "
+                                           f"{SHELL_VERSION}: not a window kernel"):
+        replay_card(monkeypatch, kernel="replay_kernel_k16", version=version)
+    assert not any(e[0] == "sync" for e in sys.modules["pyxrt"].log)
+    assert sys.modules["pyxrt"].shell.bo is None
 
 
 def test_block_selection(monkeypatch):

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from lite_csr_scenarios import CONFIGS, SCENARIOS, Harness, build, hs_map, strb_range
+from lite_csr_scenarios import (CONFIGS, SCENARIOS, Harness, build, hs_map, plain_map,
+                                strb_range)
 from rtl_gen.shell import AxiLiteCsr
+from rtl_gen.emit import port_table
 from rtl_gen.shell.lite_csr import OKAY
-from sw.regmap import Field, Register, RegisterMap
+from sw.regmap import Field, Info, Register, RegisterMap
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
@@ -30,18 +32,25 @@ class AmaranthHarness(Harness):
         super().__init__(csr)
         self.ctx = ctx
         self.rst = rst
-        self._sigs = [csr.axi(k[4:]) if k.startswith("axi.") else getattr(csr, k)
+        self._sigs = [csr.axi(k[4:]) if k.startswith("axi.") else self.signal(k)
                       for k in self.traced]
         for name in self.in_ports:
-            ctx.set(getattr(csr, name), 0)
+            ctx.set(self.signal(name), 0)
         if self.hs:
             ctx.set(csr.ap_idle, 1)
 
+    def signal(self, name):
+        """The signal of a core port by its top-level name (``args__arg0``: ``csr.args.arg0``)."""
+        obj = self.csr
+        for part in name.split("__"):
+            obj = getattr(obj, part)
+        return obj
+
     def set(self, name, value):
-        self.ctx.set(getattr(self.csr, name), value)
+        self.ctx.set(self.signal(name), value)
 
     def get(self, name):
-        return self.ctx.get(getattr(self.csr, name))
+        return self.ctx.get(self.signal(name))
 
     def _axi(self, **values):
         for k, v in values.items():
@@ -151,11 +160,12 @@ class AmaranthHarness(Harness):
         await self.reset()
 
 
-def run_amaranth(config, body, seed=1):
+def run_amaranth(config, body, seed=1, *, csr=None):
+    """Run ``body(harness, rng)`` on ``build(config)`` (or on ``csr``)."""
     from amaranth.hdl import ClockDomain, Elaboratable, Module
     from amaranth.sim import Simulator
 
-    csr = build(config)
+    csr = build(config) if csr is None else csr
 
     class Top(Elaboratable):
         def __init__(self):
@@ -195,7 +205,7 @@ def test_lite_csr_sim_corner_cases():
         # unaligned byte addresses select their word (the harness puts AWADDR on the first
         # enabled byte lane: here ARG0 + 2)
         resp, t = await h.write(h.rm["ARG0"].offset, 0xAB0000, 0b0100)
-        assert resp == OKAY and h.get("arg0") == 0xAB0000
+        assert resp == OKAY and h.get("args__arg0") == 0xAB0000
         resp, data, _ = await h.read(h.rm["ARG0"].offset + 3)
         assert (resp, data) == (OKAY, 0xAB0000)
         # ro_cor: a set pulse in the cycle of the clearing read survives the read
@@ -234,7 +244,7 @@ def test_lite_csr_sim_corner_cases():
         start = len(h.trace)
         resp, t = await h.write(h.rm["SCRATCH"].offset, 0, 0)
         await h.tick()
-        assert resp == OKAY and h.get("scratch") == 0x600DF00D
+        assert resp == OKAY and h.get("args__scratch") == 0x600DF00D
         assert [c for c in range(start, len(h.trace)) if h.trace[c]["scratch_wr_pulse"]] \
             == [t["b_first"]]
         assert h.trace[t["b_first"]]["wr_strb"] == 0
@@ -242,11 +252,37 @@ def test_lite_csr_sim_corner_cases():
 
 
 def test_minimal_map_ports():
-    """A map with one whole-register field, addr_width above the minimum."""
+    """A map with one whole-register field (a run argument: ``args.a``), addr_width above the
+    minimum."""
     rm = RegisterMap("tiny", [Register.scalar("A", 8, reset=7)])
     csr = AxiLiteCsr(rm, addr_width=6)
     assert csr.addr_width == 6 and rm.min_addr_width == 2
-    assert [p[0] for p in csr.core_ports] == ["a", "a_wr_pulse", "wr_data", "wr_strb"]
+    assert [p[0] for p in csr.core_ports] == ["a_wr_pulse", "wr_data", "wr_strb", "args__a"]
+    assert csr.port(rm["A"], rm["A"].fields[0]) is csr.args.a and len(csr.args.a) == 8
+
+
+def test_constants_read_their_word_and_have_no_port():
+    """A read-only register given in ``constants`` (an ``HW_*`` register: its fields carry an
+    Info) reads that word (writes change nothing) and has no core-side port;
+    :meth:`AxiLiteCsr.port` gives its fields as constants."""
+    base = plain_map()
+    rm = RegisterMap(base.name, base.registers + (
+        Register("HW_INFO", None, (Field("A", 0, 8, "ro", info=Info("a")),
+                                   Field("B", 16, 16, "ro", info=Info("b")))),))
+    csr = AxiLiteCsr(rm, prefix="s_axi_ctrl", addr_width=12,
+                     constants={"HW_INFO": 0x1234_0056})
+    names = [n for n, *_ in csr.core_ports]
+    assert not any("hw_info" in n and "wr_pulse" not in n for n in names), names
+    assert "status__id" in names                         # the other read-only register
+    hw = rm["HW_INFO"]
+    assert [csr.port(hw, f).value for f in hw.fields] == [0x56, 0x1234]
+
+    async def body(h, rng):
+        assert await h.read_reg("HW_INFO") == 0x1234_0056
+        await h.write_reg("HW_INFO", 0)
+        assert await h.read_reg("HW_INFO") == 0x1234_0056
+
+    run_amaranth("plain", body, csr=csr)
 
 
 # -- construction, ports, lint --------------------------------------------------------------------
@@ -259,10 +295,21 @@ def test_core_ports_ap_ctrl_hs():
         ("ap_start", "out", 1), ("ap_done", "in", 1), ("ap_ready", "in", 1),
         ("ap_idle", "in", 1), ("interrupt", "out", 1), ("auto_restart", "out", 1),
         ("ap_start_write", "out", 1), ("ap_start_refuse", "in", 1),
-        ("gamma", "out", 18), ("gamma_lambda", "out", 18),
-        ("status_busy", "in", 1), ("status_count", "in", 16),
         ("gamma_wr_pulse", "out", 1), ("gamma_lambda_wr_pulse", "out", 1),
-        ("status_wr_pulse", "out", 1), ("wr_data", "out", 32), ("wr_strb", "out", 4)]
+        ("status_wr_pulse", "out", 1), ("wr_data", "out", 32), ("wr_strb", "out", 4),
+        ("args__gamma", "out", 18), ("args__gamma_lambda", "out", 18),
+        ("status__status_busy", "in", 1), ("status__status_count", "in", 16)]
+    # the argument and status fields are the args and status interfaces, named flat inside
+    assert set(csr.signature.members["args"].signature.members) == {"gamma", "gamma_lambda"}
+    assert set(csr.signature.members["status"].signature.members) == {"status_busy",
+                                                                       "status_count"}
+    assert csr.args.gamma.name == "gamma" and csr.status.status_count.name == "status_count"
+    st = rm["STATUS"]
+    assert csr.port(st, st.field("COUNT")) is csr.status.status_count
+    # core_ports and the AXI ports are exactly the Verilog ports of the block as a top level
+    table = {p["name"]: (p["dir"], p["width"]) for p in port_table(csr)}
+    core = {n: (d + "put", w) for n, d, w, _ in csr.core_ports}
+    assert {n: v for n, v in table.items() if not n.startswith("s_axi_control_")} == core
     names = [n for n, _ in csr.signature.members.items()]
     assert names[:17] == [f"s_axi_control_{s}" for s in (
         "awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid",
@@ -281,16 +328,26 @@ def test_construction_errors():
         AxiLiteCsr(rm, prefix="s-axi")
     with pytest.raises(TypeError, match=r"regmap must be a RegisterMap"):
         AxiLiteCsr({"registers": []})
-    clash = RegisterMap("c", [Register("S_AXI", 0, (Field("CONTROL_AWADDR", 0, 1, "rw"),))])
+    # (plain ports: fields outside the args and status interfaces, whose top-level names are
+    # args__<name> and status__<name>)
+    clash = RegisterMap("c", [Register("S_AXI", 0, (Field("CONTROL_AWADDR", 0, 1, "wo"),))])
     with pytest.raises(ValueError, match=r"core port 's_axi_control_awaddr' .* clashes with an "
                                          r"AXI port"):
         AxiLiteCsr(clash)
-    clash = RegisterMap("c", [Register.scalar("A"), Register.scalar("A_WR_PULSE", 1, "ro")])
+    clash = RegisterMap("c", [Register.scalar("A"),
+                              Register.scalar("A_WR_PULSE", 1, "ro_cor")])
     with pytest.raises(ValueError, match=r"core port 'a_wr_pulse' .* clashes with core port "
                                          r"'a_wr_pulse'"):
         AxiLiteCsr(clash)
     with pytest.raises(ValueError, match=r"core port 'input' .* is a Verilog keyword"):
-        AxiLiteCsr(RegisterMap("k", [Register.scalar("INPUT")]))
+        AxiLiteCsr(RegisterMap("k", [Register.scalar("INPUT", 32, "wo")]))
+    # base and constants
+    with pytest.raises(ValueError, match=r"base must be a RegisterMap that regmap starts with"):
+        AxiLiteCsr(rm, base=plain_map())
+    with pytest.raises(ValueError, match=r"constants: register 'ARG0' is not read-only"):
+        AxiLiteCsr(rm, constants={"ARG0": 1})
+    with pytest.raises(KeyError, match=r"no register 'NOPE'"):
+        AxiLiteCsr(rm, constants={"NOPE": 1})
 
 
 def _lint(path, *extra):

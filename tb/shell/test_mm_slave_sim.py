@@ -4,9 +4,9 @@ Both tiers run the slave inside :class:`axi_ram.AxiRamHarness`, the intended use
 memory port drives an ``amaranth.lib.memory.Memory`` (byte write enables, one-cycle read port).
 
 Parameter checks, port names, ``verilator --lint-only -Wall``, and a cycle-level AXI master
-(:class:`SimMaster`) in Amaranth's simulator that checks exact latencies, the per-beat address
-sequence of INCR/FIXED/WRAP bursts (also narrow) against the AXI specification's formula,
-responses, arbitration, and data under random stalls. The thorough tier (cocotbext-axi under
+(:class:`axi_sim.SimMaster`) in Amaranth's simulator that checks exact latencies, the per-beat
+address sequence of INCR/FIXED/WRAP bursts (also narrow) against the AXI specification's
+formula, responses, arbitration, and data under random stalls. The thorough tier (cocotbext-axi under
 Verilator): tb/shell/test_mm_slave_rtl.py.
 """
 
@@ -15,18 +15,18 @@ import subprocess
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Shape
 from amaranth.lib.wiring import In, Out
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from axi_ram import AxiRamHarness
+from axi_sim import SimMaster
 from cocotb_util import WAIVERS
 from rtl_gen.shell.mm_slave import AxiBurst, AxiMemorySlave, AxiResp
+from rtl_gen.shell.signatures import MemoryPortSignature
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
-PREFIX = "s_axi_mem"
 AXI_NAMES = [
     "awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready",
     "wdata", "wstrb", "wlast", "wvalid", "wready",
@@ -87,20 +87,26 @@ def test_positional_parameters_rejected():
 
 def test_ports_and_properties():
     s = AxiMemorySlave(data_width=64, addr_width=20, id_width=6, depth=3000, prefix="s_axi_gmem")
-    ports = {name: (member.flow, Shape.cast(member.shape).width)
-             for name, member in s.signature.members.items()}
+    # the AXI ports, and the memory side as one interface (flat: mem.addr, mem.re, ...)
+    ports = {"_".join(map(str, path)): (member.flow, len(value))
+             for path, member, value in s.signature.flatten(s)}
     expect = {f"s_axi_gmem_{n}" for n in AXI_NAMES} | {
-        "mem_addr", "mem_re", "mem_we", "mem_wdata", "mem_rdata", "enable"}
+        "mem_addr", "mem_re", "mem_we", "mem_wdata", "mem_rdata", "mem_enable"}
     assert set(ports) == expect
     widths = {n: w for n, (_, w) in ports.items()}
     assert widths["s_axi_gmem_awaddr"] == 20 and widths["s_axi_gmem_araddr"] == 20
     assert widths["s_axi_gmem_awid"] == widths["s_axi_gmem_rid"] == 6
     assert widths["s_axi_gmem_wstrb"] == 8 and widths["s_axi_gmem_rdata"] == 64
-    assert widths["mem_addr"] == 12 and widths["mem_we"] == 8
-    assert ports["enable"][0] == In and ports["mem_re"][0] == Out
+    assert widths["mem_addr"] == 12 and widths["mem_we"] == 8 and widths["mem_wdata"] == 64
+    # the slave is the initiator of the memory port: enable and rdata come in
+    assert ports["mem_enable"][0] == In and ports["mem_rdata"][0] == In
+    assert all(ports[f"mem_{n}"][0] == Out for n in ("addr", "re", "we", "wdata"))
+    mem = s.signature.members["mem"]
+    assert mem.flow == Out and mem.signature == MemoryPortSignature(data_width=64, addr_width=12)
+    assert s.mem.enable.init == 1 and s.mem.enable.name == "mem_enable"
+    assert s.mem.addr.name == "mem_addr"
     assert s.mem_addr_width == 12 and s.depth == 3000 and s.prefix == "s_axi_gmem"
     assert s.axi("rready") is s.s_axi_gmem_rready
-    assert s.signature.members["enable"].init == 1
     full = AxiMemorySlave(data_width=128, addr_width=16)
     assert full.depth == 4096 and full.mem_addr_width == 12
     assert AxiMemorySlave(data_width=32, addr_width=3, depth=1).mem_addr_width == 1
@@ -124,90 +130,7 @@ def test_verilog_lint_clean(tmp_path, params):
         assert res.returncode == 0, res.stdout + res.stderr
 
 
-# == fast tier: cycle-level AXI master in Amaranth's simulator ====================================
-class SimMaster:
-    """Cycle-level AXI master for Amaranth's simulator, one coroutine, exact cycle numbers.
-
-    ``writes``: list of ``(id, addr, len, size, burst, [(data, strb), ...])``; ``reads``: list of
-    ``(id, addr, len, size, burst)``. Address and W channels run independently (W beats may be
-    offered before their AW); ``idle`` is the probability of not raising a valid, ``stall`` of
-    dropping ``bready``/``rready``. :meth:`run` returns a record of every handshake and memory
-    access with its cycle number.
-    """
-
-    def __init__(self, dut, *, idle=0.0, stall=0.0, seed=0):
-        self.dut = dut
-        self.idle, self.stall = idle, stall
-        self.rng = random.Random(seed)
-
-    def sig(self, name):
-        return getattr(self.dut, f"{PREFIX}_{name}")
-
-    async def run(self, ctx, writes=(), reads=(), max_cycles=20000, on_cycle=None):
-        s = self.sig
-        rng = self.rng
-        beats = [(d, st, i == len(w[5]) - 1) for w in writes for i, (d, st) in enumerate(w[5])]
-        n_r = sum(r[2] + 1 for r in reads)
-        rec = {k: [] for k in ("aw", "w", "b", "ar", "r", "re", "we")}
-        ia = iw = ir = 0
-        on = {"aw": False, "w": False, "ar": False}
-        for cycle in range(max_cycles):
-            if len(rec["b"]) == len(writes) and len(rec["r"]) == n_r:
-                return rec
-            if on_cycle is not None:
-                on_cycle(ctx, self.dut, cycle)
-            for ch, i, n in (("aw", ia, len(writes)), ("w", iw, len(beats)),
-                             ("ar", ir, len(reads))):
-                if not on[ch]:
-                    on[ch] = i < n and not (self.idle and rng.random() < self.idle)
-            if on["aw"]:
-                tid, addr, ln, size, burst, _ = writes[ia]
-                for f, v in (("id", tid), ("addr", addr), ("len", ln), ("size", size),
-                             ("burst", burst)):
-                    ctx.set(s(f"aw{f}"), v)
-            if on["w"]:
-                d, st, lst = beats[iw]
-                ctx.set(s("wdata"), d)
-                ctx.set(s("wstrb"), st)
-                ctx.set(s("wlast"), lst)
-            if on["ar"]:
-                tid, addr, ln, size, burst = reads[ir]
-                for f, v in (("id", tid), ("addr", addr), ("len", ln), ("size", size),
-                             ("burst", burst)):
-                    ctx.set(s(f"ar{f}"), v)
-            ctx.set(s("awvalid"), on["aw"])
-            ctx.set(s("wvalid"), on["w"])
-            ctx.set(s("arvalid"), on["ar"])
-            ctx.set(s("bready"), not (self.stall and rng.random() < self.stall))
-            ctx.set(s("rready"), not (self.stall and rng.random() < self.stall))
-            if on["aw"] and ctx.get(s("awready")):
-                rec["aw"].append(cycle)
-                ia += 1
-                on["aw"] = False
-            if on["w"] and ctx.get(s("wready")):
-                rec["w"].append(cycle)
-                iw += 1
-                on["w"] = False
-            if on["ar"] and ctx.get(s("arready")):
-                rec["ar"].append(cycle)
-                ir += 1
-                on["ar"] = False
-            if ctx.get(s("bvalid")) and ctx.get(s("bready")):
-                rec["b"].append((cycle, ctx.get(s("bid")), ctx.get(s("bresp"))))
-            if ctx.get(s("rvalid")) and ctx.get(s("rready")):
-                rec["r"].append((cycle, ctx.get(s("rid")), ctx.get(s("rdata")),
-                                 ctx.get(s("rresp")), ctx.get(s("rlast"))))
-            re, we = ctx.get(self.dut.dbg_mem_re), ctx.get(self.dut.dbg_mem_we)
-            assert not (re and we), f"read and write in the same cycle {cycle}"
-            if re:
-                rec["re"].append((cycle, ctx.get(self.dut.dbg_mem_addr)))
-            if we:
-                rec["we"].append((cycle, ctx.get(self.dut.dbg_mem_addr), we))
-            await ctx.tick()
-        raise AssertionError(f"timeout after {max_cycles} cycles: {len(rec['b'])} of "
-                             f"{len(writes)} B, {len(rec['r'])} of {n_r} R beats")
-
-
+# == fast tier: cycle-level AXI master in Amaranth's simulator (axi_sim.SimMaster) ================
 def simulate(params, testbench):
     from amaranth.sim import Simulator
 

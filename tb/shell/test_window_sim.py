@@ -8,10 +8,12 @@ and error flags (RANGE, LOCKED while the accelerator runs or when it starts mid-
 READ_ERROR, WRITE_ERROR).
 """
 
+import gc
+
 import numpy as np
 import pytest
 
-from sw.shell.spec import DMA_FLAGS, window_kernel_register_map
+from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, window_kernel_register_map
 from rtl_gen.shell.window import WindowKernel
 from rtl_gen.learner.kernel import LearnerKernel
 from sw.learner.spec import LearnerKernelConfig
@@ -19,11 +21,21 @@ from sw.replay.spec import SumTreeConfig
 from rtl_gen.replay.accelerator import ReplayAccelerator
 from rtl_gen.replay.kernel import ReplayKernel
 from sw.replay.spec import ReplayKernelConfig
-from sw.replay.spec import REGIONS, ReplayOp, field_bits, region_base, replay_register_map
+from sw.replay.spec import (REGIONS, ReplayOp, field_bits, region_base, replay_register_map,
+                            replay_kernel_register_map)
 from axi_ram import SimAxiRam
+from axi_sim import LiteBus
 from sw.shell import spec as shell_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+
+
+@pytest.fixture(autouse=True)
+def _collect_the_components():
+    """Components built here and never elaborated (refused ones too): collect them while this
+    module's filter hides their UnusedElaboratable warnings, not during a later test."""
+    yield
+    gc.collect()
 
 SMALL = dict(fanout=2, capacity=10, priority_width=12, priority_frac=4, input_guard_bits=2,
              target_bits=16, max_batch=8)
@@ -55,100 +67,93 @@ def test_shell_option_checks():
         ReplayKernel(cfg)
     with pytest.raises(TypeError, match="config must be a LearnerKernelConfig"):
         LearnerKernel(SMALL)
+    kcfg = ReplayKernelConfig(**SMALL, gmem_data_width=128)
     base = replay_register_map(cfg)
-    kmap = window_kernel_register_map("k", base, gmem_data_width=512)
-    with pytest.raises(TypeError, match="build must be callable"):
-        WindowKernel(None, kmap, base, word_bits=64)
-    with pytest.raises(ValueError, match="regmap must be window_kernel_register_map of base"):
-        WindowKernel(lambda rm: ReplayAccelerator(cfg, host_port="local", regmap=rm),
-                     window_kernel_register_map("k", base, gmem_data_width=64), base,
-                     word_bits=64)
-    with pytest.raises(TypeError, match="host_port='local'"):
-        WindowKernel(lambda rm: ReplayAccelerator(cfg, regmap=rm), kmap, base, word_bits=64)
-    with pytest.raises(ValueError, match="word_bits .* is not the accelerator's memory word"):
-        WindowKernel(lambda rm: ReplayAccelerator(cfg, host_port="local", regmap=rm),
-                     kmap, base, word_bits=128)
+    kmap = window_kernel_register_map("k", base, gmem_data_width=128)
+    with pytest.raises(TypeError, match=r"config must be a kernel configuration \(DmaParams\), "
+                                        r"not SumTreeConfig"):
+        WindowKernel(ReplayAccelerator, cfg, kmap)
+    with pytest.raises(TypeError, match="accelerator must be an AcceleratorShell class, not None"):
+        WindowKernel(None, kcfg, kmap)
+    with pytest.raises(TypeError, match="accelerator must be an AcceleratorShell class"):
+        WindowKernel(ReplayAccelerator(cfg), kcfg, kmap)        # an instance, not the class
+    with pytest.raises(ValueError, match="regmap must be window_kernel_register_map of the "
+                                         "accelerator's map with gmem_data_width=128"):
+        WindowKernel(ReplayAccelerator, kcfg,
+                     window_kernel_register_map("k", base, gmem_data_width=64))
+
+    class WideWindow(ReplayKernelConfig):                         # a window the accelerator
+        @property                                                 # does not have
+        def window_bytes(self):
+            return 2 * super().window_bytes
+
+    with pytest.raises(ValueError, match=r"config's window \(640 bytes of 64-bit words\) is "
+                                         r"not the accelerator's \(40 words of 64 bits\)"):
+        WindowKernel(ReplayAccelerator, WideWindow(**SMALL, gmem_data_width=128), kmap)
     with pytest.raises(ValueError, match="base must be an ap_ctrl_hs RegisterMap"):
         window_kernel_register_map("k", None, gmem_data_width=64)
 
 
-def test_register_map_and_manifest():
+def test_register_map_and_kernel_args():
+    """The kernel's map is the accelerator's, then the shell's registers; DMA_WINDOW,
+    DMA_ALIGN and SHELL_VERSION are constants of the configuration (no ports); the registry's
+    kernel arguments (what kernel.xml needs) are the gateware's."""
+    from sw.registry import BLOCKS
+    from rtl_gen.shell.signatures import arg_fields
+
     cfg = ReplayKernelConfig(**SMALL, gmem_data_width=128)
     k = ReplayKernel(cfg)
     base = replay_register_map(cfg.accel)
     rm = k.regmap
+    assert rm == replay_kernel_register_map(cfg) and k.accelerator.regmap is rm
+    assert k.accelerator.base == base and k.config is cfg
     assert rm.registers[:len(base.registers)] == base.registers
     names = ["MEM_PTR_LO", "MEM_PTR_HI", "DMA_OFFSET", "DMA_BYTES", "DMA_CTRL", "DMA_STATUS",
-             "DMA_CYCLES", "DMA_WINDOW", "DMA_ALIGN"]
+             "DMA_CYCLES", "DMA_WINDOW", "DMA_ALIGN", "SHELL_VERSION"]
+    assert [r.name for r in rm.registers[len(base.registers):]] == names
     assert [rm.offset(n) for n in names] == [base.span + 4 * i for i in range(len(names))]
     assert rm["MEM_PTR_LO"].fields[0].lsb == 4                  # 16-byte aligned pointer
     assert {f.name: f.lsb for f in rm["DMA_STATUS"].fields} == DMA_FLAGS
     assert k.window_bytes == 5 * 8 * 8 and k.pointer_align == 16 and k.word_bytes == 8
-    man = k.kernel_manifest
-    assert man["pointers"][0]["offset"] == base.span
-    assert man["m_axi"] == {"m_axi_gmem": {"data_width": 128, "max_burst": 256,
-                                           "outstanding": 4}}
-    assert man["scalars"] == ["OP", "BATCH_SIZE", "UPDATE_SIZE", "SEED"]
+    # the shell's constants, next to the accelerator's HW_* registers
+    consts = rm.info_values(cfg)
+    assert {n: consts[n] for n in ("DMA_WINDOW", "DMA_ALIGN", "SHELL_VERSION")} == {
+        "DMA_WINDOW": 320, "DMA_ALIGN": 16 | 8 << 16, "SHELL_VERSION": SHELL_VERSION}
+    assert set(consts) == {r.name for r in base.info_registers} | {
+        "DMA_WINDOW", "DMA_ALIGN", "SHELL_VERSION"}
+    ports = [n for n, *_ in k.accelerator.csr.core_ports]
+    assert not any(n.startswith(("dma_window", "dma_align", "shell_version", "hw_"))
+                   for n in ports if not n.endswith("_wr_pulse")), ports
+    assert {"dma_offset", "dma_bytes", "dma_ctrl_start", "dma_status_locked", "mem_ptr_lo",
+            "mem_ptr_hi"} <= set(ports)
+    # kernel.xml: the registry's arguments are the gateware's pointer, port and scalars
+    args = BLOCKS["replay-kernel"].kernel_args(cfg)
+    assert args == shell_spec.kernel_args(cfg, rm, base)
+    assert args["pointers"] == [{"name": "MEM_PTR", "port": "m_axi_gmem", "lo": "MEM_PTR_LO",
+                                 "hi": "MEM_PTR_HI", "offset": base.span}]
+    assert args["m_axi"] == {"m_axi_gmem": {"data_width": len(k.m_axi_gmem_wdata),
+                                            "max_burst": 256, "outstanding": 4}}
+    assert len(k.m_axi_gmem_wdata) == 128 and len(k.m_axi_gmem_araddr) == 64
+    scalars = list(dict.fromkeys(r.name for r, _ in arg_fields(base)))   # the core's args
+    assert args["scalars"] == scalars == ["OP", "BATCH_SIZE", "UPDATE_SIZE", "SEED"]
     assert cfg.accel == SumTreeConfig(**SMALL) and k.latency == 3 * cfg.levels + 6
     assert shell_spec.copy_cycles(80, 8, latency=2) == 10 + 2 + 5
     ports = set(k.signature.members)
     assert "s_axi_mem_awaddr" not in ports and "m_axi_gmem_araddr" in ports
     assert {"ap_clk", "ap_rst_n", "interrupt", "s_axi_control_awaddr"} <= ports
     assert len(k.s_axi_control_awaddr) == 12
+    # the accelerator inside is the local-port variant
+    assert k.accelerator.host_port == "local" and "host" in k.accelerator.signature.members
 
 
 # -- simulation --------------------------------------------------------------------------------
-class Bus:
-    """AXI4-Lite master and a cycle counter on a kernel in Amaranth's simulator."""
+class Bus(LiteBus):
+    """:class:`axi_sim.LiteBus` on a kernel's control port, a cycle counter (advanced by the
+    device-memory process) and the copy commands."""
 
     def __init__(self, dut, rm):
-        self.dut, self.rm = dut, rm
+        super().__init__(dut, rm)
         self.cycle = 0
-
-    def c(self, name):
-        return getattr(self.dut, f"s_axi_control_{name}")
-
-    async def edge(self, ctx):
-        await ctx.posedge(self.dut.ap_clk)
-
-    async def wr(self, ctx, reg, value):
-        c = self.c
-        ctx.set(c("awaddr"), self.rm.offset(reg))
-        ctx.set(c("wdata"), value)
-        ctx.set(c("wstrb"), 0xF)
-        ctx.set(c("awvalid"), 1)
-        ctx.set(c("wvalid"), 1)
-        ctx.set(c("bready"), 1)
-        aw = w = False
-        while not (aw and w):
-            a_r, w_r = ctx.get(c("awready")), ctx.get(c("wready"))
-            await self.edge(ctx)
-            aw, w = aw or a_r, w or w_r
-            ctx.set(c("awvalid"), not aw)
-            ctx.set(c("wvalid"), not w)
-        while True:
-            v, resp = ctx.get(c("bvalid")), ctx.get(c("bresp"))
-            await self.edge(ctx)
-            if v:
-                assert resp == 0, reg
-                return
-
-    async def rd(self, ctx, reg):
-        c = self.c
-        ctx.set(c("araddr"), self.rm.offset(reg))
-        ctx.set(c("rready"), 1)
-        ctx.set(c("arvalid"), 1)
-        while True:
-            r = ctx.get(c("arready"))
-            await self.edge(ctx)
-            if r:
-                break
-        ctx.set(c("arvalid"), 0)
-        while True:
-            v, data = ctx.get(c("rvalid")), ctx.get(c("rdata"))
-            await self.edge(ctx)
-            if v:
-                return data
 
     async def copy(self, ctx, offset, nbytes, to_buffer, *, wait=True):
         """Command a copy; returns DMA_STATUS once DONE (and DMA_CYCLES)."""
@@ -235,6 +240,9 @@ def test_replay_kernel_in_amaranth_simulator():
     async def tb(ctx, bus, ram):
         assert await bus.rd(ctx, "DMA_WINDOW") == window == 320
         assert await bus.rd(ctx, "DMA_ALIGN") == 16 | 8 << 16
+        assert await bus.rd(ctx, "SHELL_VERSION") == SHELL_VERSION
+        await bus.wr(ctx, "SHELL_VERSION", 0)                   # a constant: writes ignored
+        assert await bus.rd(ctx, "SHELL_VERSION") == SHELL_VERSION
         assert await bus.rd(ctx, "DMA_STATUS") == 0
         assert await bus.rd(ctx, "MEM_PTR_LO") == BUF & 0xFFFF_FFFF
         # 1. The whole window in, out again into a cleared buffer: identical, exact cycles.
@@ -332,6 +340,7 @@ def test_learner_kernel_in_amaranth_simulator():
     async def tb(ctx, bus, ram):
         assert await bus.rd(ctx, "DMA_WINDOW") == dut.window_bytes
         assert await bus.rd(ctx, "DMA_ALIGN") == 8 | 4 << 16
+        assert await bus.rd(ctx, "SHELL_VERSION") == SHELL_VERSION
         for name, img in imgs.items():
             ram.load(BUF + l_base(cfg, name), img)
             st, cyc = await bus.copy(ctx, l_base(cfg, name), len(img), 0)
