@@ -157,6 +157,5 @@ def fake_pynq_overlay(monkeypatch, dev, instance, module, *, ctrl_base=0xA000_00
     mod.PL = types.SimpleNamespace(ip_dict=ip_dict)
     mod.Overlay = lambda bitfile, download=True: types.SimpleNamespace(ip_dict=ip_dict)
     monkeypatch.setitem(sys.modules, "pynq", mod)
-    for name in ("_REPLAY_IP_CLASS", "_LEARNER_IP_CLASS", "_GAE_IP_CLASS"):
-        monkeypatch.setattr(pb, name, None)
+    monkeypatch.setattr(pb, "_IP_CLASSES", {})
     return ip_dict, vl

@@ -23,18 +23,13 @@ import threading
 
 import numpy as np
 
-from sw.gae.driver import GAE_VLNV, GAE_VLNVS, GaeDriver, read_hw_config
-from sw.gae.spec import gae_register_map
-from sw.learner.driver import LEARNER_VLNV, LEARNER_VLNVS, LearnerDriver, read_learner_config
-from sw.learner.spec import learner_register_map
-from sw.replay.driver import REPLAY_VLNV, REPLAY_VLNVS, ReplayDriver, read_replay_config
-from sw.replay.spec import replay_register_map
+from sw.registry import BLOCKS, FAMILIES, family_vlnvs, vlnv
 
 from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 from .regmap import RegisterMapAccess
 
-__all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "gae_ip_class", "learner_ip_class",
-           "replay_ip_class", "find_gae_windows", "ACCELERATOR_VLNVS"]
+__all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "ip_class", "gae_ip_class",
+           "learner_ip_class", "replay_ip_class", "find_gae_windows", "ACCELERATOR_VLNVS"]
 
 
 def _import_pynq():
@@ -105,7 +100,7 @@ def _vlnv_matches(vlnv, want):
 
 #: VLNV prefixes of every accelerator this package drives (GAE, learner, replay): what
 #: :class:`PynqDevice` looks for when no ``vlnv`` is given.
-ACCELERATOR_VLNVS = (GAE_VLNV, LEARNER_VLNV, REPLAY_VLNV)
+ACCELERATOR_VLNVS = tuple(vlnv(b.module) for b in BLOCKS.values() if b.role == "accelerator")
 
 
 def find_gae_windows(ip_dict: dict, *, name=None, vlnv=None):
@@ -277,7 +272,7 @@ def _ip_base(pynq):
         #: who owns the window, in the error of ``register_map`` on the memory window
         _window_owner = "accelerator's"
         #: VLNV :class:`PynqDevice` looks for
-        _device_vlnv = GAE_VLNV
+        _device_vlnv = None
 
         def __init__(self, description):
             super().__init__(description)
@@ -322,85 +317,89 @@ def _ip_base(pynq):
     return _AcceleratorIP
 
 
-_GAE_IP_CLASS = None
+class _GaeMethods:
+    @property
+    def is_memory_window(self) -> bool:
+        return self._on_memory_window()
+
+    def compute(self, rewards, values, dones, last_values, gamma, lam):
+        """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` on this IP."""
+        return self.driver().compute(rewards, values, dones, last_values, gamma, lam)
 
 
-def gae_ip_class():
-    """The ``pynq.DefaultIP`` subclass bound to :data:`~sw.gae.driver.GAE_VLNV` (created,
-    and so registered with PYNQ, on the first call; needs ``pynq``).
+class _LearnerMethods:
+    def load_weights(self, weights, biases, **kwargs):
+        return self.driver().load_weights(weights, biases, **kwargs)
+
+    def read_weights(self, **kwargs):
+        return self.driver().read_weights(**kwargs)
+
+    def train_step(self, *args, **kwargs):
+        return self.driver().train_step(*args, **kwargs)
+
+    def sync_target(self):
+        return self.driver().sync_target()
+
+
+class _ReplayMethods:
+    pass
+
+
+#: Per family: the IP class's name and the driver shortcuts it offers.
+_IP_KINDS = {"gae": ("GaeIP", _GaeMethods), "learner": ("LearnerIP", _LearnerMethods),
+             "replay": ("ReplayIP", _ReplayMethods)}
+_IP_CLASSES = {}
+
+
+def ip_class(family: str):
+    """The ``pynq.DefaultIP`` subclass of an accelerator family (``"gae"``, ``"learner"``,
+    ``"replay"``), bound to the VLNVs of its shipped accelerators
+    (:func:`sw.registry.family_vlnvs`); created, and so registered with PYNQ, on the first
+    call (needs ``pynq``). Everything it knows -- the VLNVs, how to read the configuration
+    from the HW_* registers, the register map and the driver class -- comes from
+    :data:`sw.registry.BLOCKS`.
 
     Instances are what ``overlay.<instance>`` returns for our IP. On the control window they
     offer ``register_map`` (:class:`~sw.driver.regmap.RegisterMapAccess`, replacing PYNQ's
-    ``.hwh``-derived one), ``driver(config=None, **kwargs)`` (a
-    :class:`~sw.gae.driver.GaeDriver` on a :class:`PynqDevice` for this overlay) and
-    ``compute(...)`` (its :meth:`~sw.gae.driver.GaeDriver.compute`).
+    ``.hwh``-derived one) and ``driver(config=None, **kwargs)`` (the family's driver on a
+    :class:`PynqDevice` for this overlay; ``mem_addr``, ``mem_range``, ``use_interrupt``,
+    ``bulk`` go to the device), plus the driver's main calls: ``compute`` (GAE),
+    ``load_weights``, ``read_weights``, ``train_step``, ``sync_target`` (learner).
     """
-    global _GAE_IP_CLASS
-    if _GAE_IP_CLASS is not None:
-        return _GAE_IP_CLASS
+    if family not in _IP_KINDS:
+        raise ValueError(f"family must be one of {', '.join(_IP_KINDS)}, not {family!r}")
+    if family in _IP_CLASSES:
+        return _IP_CLASSES[family]
     pynq = _import_pynq()
-
-    class GaeIP(_ip_base(pynq)):
-        """PYNQ driver of the HEPPO GAE accelerator (see :func:`gae_ip_class`)."""
-
-        bindto = list(GAE_VLNVS)
-        _read_config = staticmethod(read_hw_config)
-        _register_map_of = staticmethod(gae_register_map)
-        _driver_class = GaeDriver
-
-        @property
-        def is_memory_window(self) -> bool:
-            return self._on_memory_window()
-
-        def compute(self, rewards, values, dones, last_values, gamma, lam):
-            """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` on this IP."""
-            return self.driver().compute(rewards, values, dones, last_values, gamma, lam)
-
-    GaeIP.__module__ = __name__
-    _GAE_IP_CLASS = GaeIP
-    return GaeIP
+    accel = next(b for b in BLOCKS.values() if b.family == family and b.role == "accelerator")
+    name, methods = _IP_KINDS[family]
+    cls = type(name, (methods, _ip_base(pynq)), {
+        "__doc__": f"PYNQ driver of the {FAMILIES[family]} (see :func:`ip_class`).",
+        "__module__": __name__, "__qualname__": name,
+        "bindto": list(family_vlnvs(family)),
+        "_window_owner": f"{FAMILIES[family]}'s",
+        "_device_vlnv": vlnv(accel.module),
+        "_read_config": staticmethod(accel.load("reader")),
+        "_register_map_of": staticmethod(accel.regmap),
+        "_driver_class": accel.load("driver"),
+    })
+    _IP_CLASSES[family] = cls
+    return cls
 
 
-_LEARNER_IP_CLASS = None
+def gae_ip_class():
+    """:func:`ip_class` of the GAE accelerator (``GaeIP``)."""
+    return ip_class("gae")
 
 
 def learner_ip_class():
-    """The ``pynq.DefaultIP`` subclass bound to the shipped learners' VLNVs
-    (:data:`~sw.learner.driver.LEARNER_VLNVS`), as :func:`gae_ip_class` is for the GAE
-    accelerator: ``register_map``, ``driver(config=None, **kwargs)`` (a
-    :class:`~sw.learner.driver.LearnerDriver` on a :class:`PynqDevice` for this overlay),
-    ``load_weights``, ``read_weights``, ``train_step`` and ``sync_target`` (the driver's).
-    """
-    global _LEARNER_IP_CLASS
-    if _LEARNER_IP_CLASS is not None:
-        return _LEARNER_IP_CLASS
-    pynq = _import_pynq()
+    """:func:`ip_class` of the learner (``LearnerIP``)."""
+    return ip_class("learner")
 
-    class LearnerIP(_ip_base(pynq)):
-        """PYNQ driver of the MLP learner accelerator (see :func:`learner_ip_class`)."""
 
-        bindto = list(LEARNER_VLNVS)
-        _window_owner = "learner's"
-        _device_vlnv = LEARNER_VLNV
-        _read_config = staticmethod(read_learner_config)
-        _register_map_of = staticmethod(learner_register_map)
-        _driver_class = LearnerDriver
-
-        def load_weights(self, weights, biases, **kwargs):
-            return self.driver().load_weights(weights, biases, **kwargs)
-
-        def read_weights(self, **kwargs):
-            return self.driver().read_weights(**kwargs)
-
-        def train_step(self, *args, **kwargs):
-            return self.driver().train_step(*args, **kwargs)
-
-        def sync_target(self):
-            return self.driver().sync_target()
-
-    LearnerIP.__module__ = __name__
-    _LEARNER_IP_CLASS = LearnerIP
-    return LearnerIP
+def replay_ip_class():
+    """:func:`ip_class` of the replay accelerator (``ReplayIP``)."""
+    return ip_class("replay")
 
 
 class _ActiveOverlay:
@@ -411,40 +410,7 @@ class _ActiveOverlay:
 
 
 def __getattr__(name):
-    if name == "GaeIP":
-        return gae_ip_class()
-    if name == "LearnerIP":
-        return learner_ip_class()
-    if name == "ReplayIP":
-        return replay_ip_class()
+    for family, (cls_name, _) in _IP_KINDS.items():
+        if name == cls_name:
+            return ip_class(family)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_REPLAY_IP_CLASS = None
-
-
-def replay_ip_class():
-    """The ``pynq.DefaultIP`` subclass bound to the shipped replay accelerators' VLNVs
-    (:data:`~sw.replay.driver.REPLAY_VLNVS`), as :func:`learner_ip_class` is for the learner:
-    ``register_map`` and ``driver(config=None, **kwargs)`` (a
-    :class:`~sw.replay.driver.ReplayDriver` on a :class:`PynqDevice` for this overlay;
-    ``mem_addr``, ``mem_range``, ``use_interrupt``, ``bulk`` go to the device).
-    """
-    global _REPLAY_IP_CLASS
-    if _REPLAY_IP_CLASS is not None:
-        return _REPLAY_IP_CLASS
-    pynq = _import_pynq()
-
-    class ReplayIP(_ip_base(pynq)):
-        """PYNQ driver of the prioritized replay accelerator (see :func:`replay_ip_class`)."""
-
-        bindto = list(REPLAY_VLNVS)
-        _window_owner = "replay accelerator's"
-        _device_vlnv = REPLAY_VLNV
-        _read_config = staticmethod(read_replay_config)
-        _register_map_of = staticmethod(replay_register_map)
-        _driver_class = ReplayDriver
-
-    ReplayIP.__module__ = __name__
-    _REPLAY_IP_CLASS = ReplayIP
-    return ReplayIP

@@ -170,7 +170,7 @@ def pynq_env(monkeypatch):
     def install(dev, **kw):
         mod = fake_pynq(dev, **kw)
         monkeypatch.setitem(sys.modules, "pynq", mod)
-        monkeypatch.setattr(pynq_backend, "_GAE_IP_CLASS", None)
+        monkeypatch.setattr(pynq_backend, "_IP_CLASSES", {})
         return mod
     return install
 
@@ -251,7 +251,8 @@ def test_pynq_windows_are_found_or_explained(pynq_env):
                                    "mem_id": "s_axi_control"})
     with pytest.raises(ValueError, match=r"found \['g', 'r'\]; pass name= \(or vlnv=\)"):
         find_gae_windows(mixed)
-    gae_prefix, _, replay_prefix = ACCELERATOR_VLNVS
+    gae_prefix, replay_prefix = (next(v for v in ACCELERATOR_VLNVS if f":{m}:" in v)
+                                 for m in ("gae_accel", "replay_accel"))
     assert find_gae_windows(mixed, vlnv=replay_prefix)[0] == "r"
     assert find_gae_windows(mixed, vlnv=(gae_prefix, "x:y:z:1.0"))[0] == "g"
 
