@@ -52,12 +52,12 @@ lint: hdl
 estimate: hdl
 	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
 
-# Benchmarks: CPU baselines measured in the same run as the accelerators' cycle models.
+# End-to-end benchmark (docs/benchmarks.md): each accelerator's host, bus and kernel time
+# against the strongest CPU code measured in the same run; build/bench_e2e.json.
+# `make bench QUICK=1` finishes in under a minute.
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	$(PY) scripts/bench_gae.py
-	$(PY) scripts/bench_replay.py
-	$(PY) scripts/dse_learner.py
+	$(PY) scripts/bench_e2e.py $(if $(QUICK),--quick)
 
 # PPO on CartPole with GAE on the accelerator (golden model) vs the CPU: learning curves.
 ppo: $(STAMP)

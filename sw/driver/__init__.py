@@ -13,8 +13,9 @@ drivers and golden devices (re-exported from their blocks), and the devices they
   ``read_weights``, ``sync_target``);
 * backends: :class:`GoldenDevice`, :class:`LearnerGoldenDevice` (pure Python),
   :class:`SimDevice` (Verilator + cocotb), :class:`PynqDevice` (ZCU106), :class:`XrtDevice`
-  (Alveo). Optional packages (cocotb, cocotbext-axi, pynq, pyxrt) are imported only when
-  their backend is instantiated.
+  (Alveo); :class:`InstantDevice` (a register-file stub whose runs end at once, for timing
+  and unit-testing host code). Optional packages (cocotb, cocotbext-axi, pynq, pyxrt) are
+  imported only when their backend is instantiated.
 """
 
 import importlib
@@ -44,6 +45,7 @@ _LAZY = {
         "ReplayTimeoutError", "read_replay_config"),
     "sw.driver.pynq_device": ("PynqDevice", "gae_ip_class"),
     "sw.driver.sim": ("SimDevice",),
+    "sw.driver.stub": ("InstantDevice", "TrafficCounter"),
     "sw.driver.xrt_device": ("XrtDevice",),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}

@@ -1,0 +1,180 @@
+"""Prioritized replay end to end: sample a batch (indices and importance weights), update a batch
+of priorities.
+
+Accelerator: :class:`sw.replay.driver.ReplayDriver` ``sample(B, beta)`` (on-chip PRNG) and
+``update(indices, priorities)`` on the shipped Alveo kernel ``replay_kernel_k16`` (K = 16,
+2^16 leaves), host code timed against :class:`sw.driver.stub.InstantDevice`, the bytes through
+the PCIe model, the run's cycles (:func:`sw.replay.spec.run_cycles`) plus the window shell's
+copies. 2^20 leaves are not shipped (they need the URAM of a larger part, docs/replay.md):
+those rows take the same driver traffic (it depends on B only) and the cycle model of a
+K = 16 tree of 2^20 leaves, which is a configuration nobody has emitted, simulated or
+synthesized; the config column says so.
+
+CPU baselines on a float64 tree of the same fan-out and size:
+
+* ``numba``: a batched K-ary sum tree (levels in one array; sampling draws its own uniform
+  targets and descends, scanning K children per level, then computes the weights; updates
+  set the leaf and add the difference up the levels), the strongest straightforward code
+  (PERF.md);
+* ``cpprb``: ``PrioritizedReplayBuffer.sample`` / ``update_priorities`` (a C++ segment tree),
+  if installed.
+"""
+
+import numpy as np
+
+from bench.common import traffic_of
+
+MODULE = "replay_kernel_k16"
+BATCH = 256
+BETA = 0.4
+#: Leaves: the shipped 2^16 and the 2^20 of PERF.md (not shipped).
+CAPACITIES = (1 << 16, 1 << 20)
+
+
+def tree_layout(capacity, fanout):
+    """Level offsets of a K-ary tree of ``capacity`` leaves in one array (root first)."""
+    sizes = [capacity]
+    while sizes[-1] > 1:
+        sizes.append(-(-sizes[-1] // fanout))
+    sizes = sizes[::-1]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return offs, len(sizes) - 1
+
+
+def make_numba_tree(numba):
+    """``(build, sample, update)`` jitted, or None without numba."""
+    if numba is None:
+        return None
+    njit = numba.njit(cache=False)
+
+    @njit
+    def build(tree, offs, K, depth):
+        for lvl in range(depth - 1, -1, -1):
+            for i in range(offs[lvl + 1] - offs[lvl]):
+                s = 0.0
+                for j in range(K):
+                    c = offs[lvl + 1] + i * K + j
+                    if c < offs[lvl + 2]:
+                        s += tree[c]
+                tree[offs[lvl] + i] = s
+
+    @njit
+    def sample(tree, offs, K, depth, size, beta, idx, w):
+        total = tree[0]
+        wmax = 0.0
+        for b in range(idx.size):
+            x = np.random.random() * total
+            node = 0
+            for lvl in range(1, depth + 1):
+                base = offs[lvl] + node * K
+                j = 0
+                while j < K - 1 and x >= tree[base + j]:
+                    x -= tree[base + j]
+                    j += 1
+                node = node * K + j
+            idx[b] = node
+            p = tree[offs[depth] + node] / total
+            w[b] = (size * p) ** -beta
+            wmax = max(wmax, w[b])
+        for b in range(idx.size):
+            w[b] /= wmax
+
+    @njit
+    def update(tree, offs, K, depth, idx, prio):
+        for b in range(idx.size):
+            node = idx[b]
+            leaf = offs[depth] + node
+            delta = prio[b] - tree[leaf]
+            tree[leaf] = prio[b]
+            for lvl in range(depth - 1, -1, -1):
+                node //= K
+                tree[offs[lvl] + node] += delta
+
+    return build, sample, update
+
+
+def _cpprb(capacity, prio):
+    try:
+        from cpprb import PrioritizedReplayBuffer
+    except ImportError:
+        return None
+    rb = PrioritizedReplayBuffer(capacity, {"obs": {"shape": 1}}, alpha=1.0)
+    rb.add(obs=np.zeros((capacity, 1)), priorities=prio)
+    return rb
+
+
+def _baselines(env, capacity, fanout, rng):
+    """name -> callable for sample and for update at ``capacity`` leaves."""
+    prio = rng.random(capacity) + 0.01
+    idx_u = rng.integers(0, capacity, BATCH)
+    prio_u = rng.random(BATCH) + 0.01
+    sample, update = {}, {}
+    nt = make_numba_tree(env.numba)
+    if nt is not None:
+        build, nsample, nupdate = nt
+        offs, depth = tree_layout(capacity, fanout)
+        offs = np.concatenate([offs, offs[-1:]])          # offs[depth + 2] for build
+        tree = np.zeros(offs[-1])
+        tree[offs[depth]:offs[depth] + capacity] = prio
+        build(tree, offs, fanout, depth)
+        assert abs(tree[0] - prio.sum()) < 1e-6 * prio.sum()
+        idx, w = np.empty(BATCH, np.int64), np.empty(BATCH)
+        sample["numba"] = lambda: nsample(tree, offs, fanout, depth, capacity, BETA, idx, w)
+        update["numba"] = lambda: nupdate(tree, offs, fanout, depth, idx_u, prio_u)
+        sample["numba"]()
+        assert 0 <= idx.min() and idx.max() < capacity and w.max() == 1.0
+    rb = _cpprb(capacity, prio)
+    if rb is not None:
+        sample["cpprb"] = lambda: rb.sample(BATCH, beta=BETA)
+        update["cpprb"] = lambda: rb.update_priorities(idx_u, prio_u)
+    return sample, update
+
+
+def rows(quick: bool, env, capacities=None) -> list:
+    """Sample and update rows per capacity (the module docstring)."""
+    from sw.driver import InstantDevice, ReplayDriver
+    from sw.registry import shipped_config
+    from sw.replay.spec import ReplayOp, SumTreeConfig, region_base, run_cycles
+
+    _, kcfg = shipped_config(MODULE)
+    acfg = kcfg.accel
+    dev = InstantDevice.for_kernel(MODULE, store=True)
+    drv = ReplayDriver(dev)
+    rng = np.random.default_rng(0)
+    # What the stub answers: a full tree whose sampled leaves have priority 1 of a total
+    # equal to the capacity (so the driver's weights are finite, as on a real tree).
+    one = int(acfg.priority_format.quantize(1.0))
+    dev.memory.write(region_base(acfg, "PRIO_OUT"),
+                     np.full(BATCH, one, "<u8").tobytes())
+    total = one * acfg.capacity
+    dev.answer("TOTAL_LO", total & 0xFFFF_FFFF)
+    dev.answer("TOTAL_HI", total >> 32)
+    dev.answer("SIZE", acfg.capacity)
+    idx_u = rng.integers(0, acfg.capacity, BATCH)
+    prio_u = rng.random(BATCH) + 0.01
+    accel = {"sample": lambda: drv.sample(BATCH, BETA),
+             "update": lambda: drv.update(idx_u, prio_u)}
+    traffic = {op: traffic_of(dev, fn) for op, fn in accel.items()}
+    ops = {"sample": ReplayOp.SAMPLE, "update": ReplayOp.UPDATE}
+    out = []
+    for cap in capacities or CAPACITIES:
+        sample, update = _baselines(env, cap, acfg.fanout, rng)
+        shipped = cap == acfg.capacity
+        tree = acfg if shipped else SumTreeConfig(fanout=acfg.fanout, capacity=cap)
+        config = (f"{MODULE} (K={acfg.fanout}, 2^{cap.bit_length() - 1} leaves), Alveo"
+                  if shipped else
+                  f"NOT SHIPPED, cycle model only: K={acfg.fanout}, 2^{cap.bit_length() - 1} "
+                  f"leaves; host and bus of "
+                  f"{MODULE}, Alveo")
+        for op, fns in (("sample", sample), ("update", update)):
+            if not fns:
+                continue
+            times = env.best_of({**fns, "host": accel[op]},
+                                desc=f"replay {op} 2^{cap.bit_length() - 1}")
+            host = times.pop("host")
+            out.append(env.kernel_row(
+                block="replay", module=MODULE, config=config,
+                shape=f"{op} B={BATCH}, N=2^{cap.bit_length() - 1}", baselines=times,
+                host_us=host, traffic=traffic[op],
+                run_cycles=run_cycles(tree, ops[op], BATCH)))
+    return out

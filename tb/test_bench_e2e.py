@@ -1,0 +1,78 @@
+"""scripts/bench_e2e.py: the framework on tiny shapes (rows, keys, sums, JSON). No wall-clock
+assertion: only that the rows are well formed and add up."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import bench_e2e  # noqa: E402
+from bench import common, gae, learner, replay  # noqa: E402
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Tiny shapes, no numba (no JIT compile in the fast tier)."""
+    monkeypatch.setattr(gae, "SHAPES", ((8, 4),))
+    monkeypatch.setattr(replay, "CAPACITIES", (1 << 16, 1 << 8))
+    monkeypatch.setattr(replay, "BATCH", 16)
+    monkeypatch.setattr(learner, "BATCHES", (4, 65))
+    monkeypatch.setattr(common, "numba_or_none", lambda: None)
+
+
+def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench_e2e.main(["--quick", "--rounds", "5", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["block"] for r in rows] == ["gae"] + ["learner"] * 2 + ["replay"] * 4
+    for r in rows:
+        assert tuple(r) == common.ROW_KEYS
+        assert r["baseline"] in ("numba", "numpy", "torch", "cpprb")
+        assert r["baseline_us"] > 0
+        if "REFUSED" in r["config"]:
+            assert r["shape"] == "DQN step B=65"
+            assert r["total_us"] is None and r["speedup"] is None
+            continue
+        assert min(r["host_us"], r["bus_us"], r["kernel_us"]) > 0
+        assert math.isclose(r["total_us"], r["host_us"] + r["bus_us"] + r["kernel_us"])
+        assert math.isclose(r["speedup"], r["baseline_us"] / r["total_us"])
+    assert "NOT SHIPPED" in rows[-1]["config"] and "2^8" in rows[-1]["shape"]
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert "300 MHz assumed" in meta["assumptions"]["clock (gae)"]
+    assert "PCIe Gen3 x16 (Alveo, XRT)" in " ".join(meta["assumptions"])
+    text = capsys.readouterr().out
+    assert "| block | config | shape | baseline |" in text and "load average" in text
+
+
+def test_bus_model_counts_every_term():
+    from sw.driver import TrafficCounter
+    bus = common.BusModel("b", 1e6, 5e5, transfer_us=10, reg_read_us=2, reg_write_us=1,
+                          launch_us=7, why="")
+    t = TrafficCounter(writes=1, reads=2, bytes_written=10, bytes_read=10, reg_writes=3,
+                       reg_reads=4, starts=5)
+    assert bus.time_us(t) == pytest.approx(10 + 20 + 3 * 10 + 8 + 3 + 35)
+
+
+def test_window_copy_cycles_match_the_kernel_model():
+    from sw.driver import TrafficCounter
+    from sw.gae.spec import copy_plan, kernel_run_cycles, run_cycles
+    from sw.registry import shipped_config
+    _, cfg = shipped_config("gae_kernel_n8")
+    plan = copy_plan(cfg, 100, 16)
+    t = TrafficCounter(transfers=[("x", base, n) for _, base, n in plan["in"] + plan["out"]])
+    assert common.window_copy_cycles(cfg, t) + run_cycles(cfg.accel, 100, 16) == \
+        kernel_run_cycles(cfg, 100, 16, latency=common.DDR_LATENCY)
+
+
+def test_row_sums_and_refused():
+    r = common.Env.row(block="b", config="c", shape="s", baseline="numba", baseline_us=30,
+                       host_us=1, bus_us=2, kernel_us=3)
+    assert r["total_us"] == 6 and r["speedup"] == 5
+    r = common.Env.refused(block="b", config="c", shape="s", baseline="numba", baseline_us=3,
+                           why="too big")
+    assert r["speedup"] is None and "REFUSED: too big" in r["config"]
