@@ -21,8 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES", "CLOCK_HZ", "CLOCK_LABEL",
-           "CLOCKS", "DDR_LATENCY", "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
+__all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES", "CLOCK_HZ",
+           "CLOCK_LABEL", "CLOCKS", "DDR_LATENCY", "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
 
 #: Keys of a row, in the order the table prints them.
 ROW_KEYS = ("block", "config", "shape", "baseline", "baseline_us", "host_us", "bus_us",
@@ -77,7 +77,7 @@ class BusModel:
 ALVEO_PCIE = BusModel(
     "PCIe Gen3 x16 (Alveo, XRT)", 12e9, 12e9, transfer_us=10.0 + 3 * 1.0 + 2 * 2.0,
     reg_read_us=2.0, reg_write_us=1.0, launch_us=2.0,
-    why="12 GB/s effective each way (of 15.75 GB/s raw, PERF.md); per transfer 10 us for "
+    why="12 GB/s effective each way (of 15.75 GB/s raw); per transfer 10 us for "
         "the XRT buffer sync (an ioctl, pinning, one XDMA descriptor round trip and its "
         "completion) plus the window shell's copy command (3 register writes, 2 reads: "
         "DMA_STATUS, DMA_CYCLES), so 17 us; a register read 2 us (a syscall and a "
