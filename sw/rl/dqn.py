@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from sw.replay.spec import PER_ALPHA, td_priorities
+
 __all__ = ["DQNConfig", "DQNResult", "AcceleratorLearner", "TorchLearner", "AcceleratorReplay",
            "CpuReplay", "accelerators", "cpu_baseline", "train", "plot_curves", "main"]
 
@@ -52,7 +54,7 @@ class DQNConfig:
     eps_start: float = 1.0
     eps_end: float = 0.05
     eps_fraction: float = 0.4
-    alpha: float = 0.6
+    alpha: float = PER_ALPHA
     beta: float = 0.4
     prio_eps: float = 1e-3
     hidden: int = 64
@@ -238,11 +240,11 @@ class AcceleratorReplay:
         return idx, w
 
     def update(self, idx, prio):
-        self.driver.update(idx, prio)           # saturates at the priority format's maximum
+        self.driver.update(idx, priorities=prio)    # saturates at the format's maximum
         self._count()
 
     def update_and_sample(self, idx, prio, batch, beta):
-        new, w, _ = self.driver.update_and_sample(idx, prio, batch, beta)
+        new, w, _ = self.driver.update_and_sample(idx, None, batch, beta, priorities=prio)
         self._count()
         return new, w
 
@@ -359,7 +361,7 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
             res.learner_seconds += time.perf_counter() - g0
             res.grad_steps += 1
             res.losses.append((res.grad_steps, float(loss)))
-            pending = (idx, (np.abs(delta) + cfg.prio_eps) ** cfg.alpha)
+            pending = (idx, td_priorities(delta, cfg.alpha, cfg.prio_eps))
             if res.grad_steps % cfg.actor_refresh == 0:
                 learner.refresh()
             if step % 500 == 0:
