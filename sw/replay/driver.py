@@ -40,6 +40,7 @@ import warnings
 
 import numpy as np
 
+from sw.config import check_real
 from sw.driver.common import ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level
 from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
@@ -103,13 +104,6 @@ class PrioritySaturatedWarning(RuntimeWarning):
 class PriorityClampedWarning(RuntimeWarning):
     """A positive priority below half an LSB of the priority format was stored as one LSB
     (not 0, which would never be sampled again); :attr:`ReplayDriver.clamped` counts them."""
-
-
-def _nonnegative(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
-    return float(value)
 
 
 def read_replay_config(mmio) -> SumTreeConfig:
@@ -178,8 +172,8 @@ class ReplayDriver(DriverBase):
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
                  poll_interval=1e-4, use_interrupt=None, alpha=replay_spec.PER_ALPHA,
                  eps=replay_spec.PER_EPS):
-        self.alpha = _nonnegative(alpha, "alpha")
-        self.eps = _nonnegative(eps, "eps")
+        self.alpha = check_real("alpha", alpha, positive=False)
+        self.eps = check_real("eps", eps, positive=False)
         self.clamped = 0
         config = self._init_args(device, config, SumTreeConfig, timeout, clock_hz, poll_interval)
         self._use_irq = use_interrupt_arg(device, use_interrupt)
