@@ -11,12 +11,58 @@ Examples::
 import argparse
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
 from sw.registry import BLOCKS, SHIPPED
 
-from .emit import emit, shipped_table
+from .emit import check_module_name, emit, shipped_table
+
+
+def _accepted(config_cls, name):
+    """What ``config_cls`` accepts for parameter ``name`` (``"an integer in 1..16"``), read
+    from its own validation message so that the help never restates a range; for a range that
+    depends on other parameters, the one at their defaults. None if the message says nothing
+    usable."""
+    try:
+        config_cls(**{name: None})
+    except (ValueError, TypeError) as e:
+        m = re.fullmatch(rf"{re.escape(name)} must be (.*), not None", str(e), re.S)
+        return m.group(1) if m else None
+    return None
+
+
+def _param_help(config_cls, field):
+    default = field.default
+    if dataclasses.is_dataclass(default):
+        default = dataclasses.asdict(default)
+    accepted = _accepted(config_cls, field.name)
+    return (f"{accepted}; " if accepted else "") + f"default {default!r}"
+
+
+def _read_config_file(path: Path, block) -> dict:
+    """The parameters of a ``--config`` JSON file; ``ValueError`` naming the file."""
+    where = f"--config {path}"
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ValueError(f"{where}: cannot read it ({e.strerror or e})") from None
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: must be JSON ({e})") from None
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}: must hold a JSON object of parameters, not a "
+                         f"{type(params).__name__}")
+    names = {f.name for f in dataclasses.fields(block.config)}
+    unknown = {k: v for k, v in params.items() if k not in names}
+    if unknown:
+        try:                                # the configuration's own message names them
+            block.config.from_dict(unknown)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return params
 
 
 def _parse_value(field, text):
@@ -35,17 +81,17 @@ def _parse_value(field, text):
 
 def _block_parser(sub, block):
     p = sub.add_parser(block.name, help=block.summary,
-                       description=f"{block.summary}. Unset parameters take their defaults.")
+                       description=f"{block.summary}. Unset parameters take their defaults; "
+                                   "a range that depends on other parameters is shown for "
+                                   "their defaults.")
     p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--name", help=f"Verilog module name (default {block.module})")
+    p.add_argument("--name", help=f"Verilog module name, also the files' names: a Verilog "
+                                  f"identifier (default {block.module})")
     p.add_argument("--config", type=Path,
                    help="JSON file of parameters; command-line flags override it")
     for field in dataclasses.fields(block.config):
-        default = field.default
-        if dataclasses.is_dataclass(default):
-            default = dataclasses.asdict(default)
         p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, metavar="V",
-                       help=f"(default {default!r})")
+                       help=_param_help(block.config, field))
     p.set_defaults(block=block)
     return p
 
@@ -65,7 +111,7 @@ def main(argv=None):
             for block in BLOCKS.values():
                 print(f"{block.name}: {block.summary}")
                 for f in dataclasses.fields(block.config):
-                    print(f"    --{f.name.replace('_', '-')} (default {f.default!r})")
+                    print(f"    --{f.name.replace('_', '-')} ({_param_help(block.config, f)})")
             return 0
         if args.command == "shipped":
             manifests = []
@@ -76,9 +122,11 @@ def main(argv=None):
             print(f"wrote {args.out / 'shipped.md'}")
             return 0
         block = args.block
+        if args.name is not None:
+            check_module_name(args.name, "name")
         params = {}
         if args.config:
-            params.update(json.loads(args.config.read_text()))
+            params.update(_read_config_file(args.config, block))
         for field in dataclasses.fields(block.config):
             text = getattr(args, field.name)
             if text is not None:

@@ -21,7 +21,33 @@ from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
 
 __all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
-           "shipped_table"]
+           "shipped_table", "check_module_name", "VERILOG_KEYWORDS"]
+
+#: Reserved words of Verilog-2005 (IEEE 1364-2005, Annex B): not usable as a module name.
+VERILOG_KEYWORDS = frozenset("""
+    always and assign automatic begin buf bufif0 bufif1 case casex casez cell cmos config
+    deassign default defparam design disable edge else end endcase endconfig endfunction
+    endgenerate endmodule endprimitive endspecify endtable endtask event for force forever fork
+    function generate genvar highz0 highz1 if ifnone incdir include initial inout input instance
+    integer join large liblist library localparam macromodule medium module nand negedge nmos nor
+    noshowcancelled not notif0 notif1 or output parameter pmos posedge primitive pull0 pull1
+    pulldown pullup pulsestyle_onevent pulsestyle_ondetect rcmos real realtime reg release repeat
+    rnmos rpmos rtran rtranif0 rtranif1 scalared showcancelled signed small specify specparam
+    strong0 strong1 supply0 supply1 table task time tran tranif0 tranif1 tri tri0 tri1 triand
+    trior trireg unsigned use uwire vectored wait wand weak0 weak1 while wire wor xnor xor
+    """.split())
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def check_module_name(name, arg="module"):
+    """``name`` if it can name a Verilog module and its files (a letter or ``_``, then letters,
+    digits and ``_``, at most 128 characters, not a Verilog keyword): no path separators, so
+    the files stay in the output directory. ``ValueError`` naming ``arg`` otherwise."""
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name) \
+            or name in VERILOG_KEYWORDS:
+        raise ValueError(f"{arg} must be a Verilog identifier (a letter or _, then letters, "
+                         f"digits or _; not a keyword), not {name!r}")
+    return name
 
 #: An ``initial`` block of Yosys' ``write_verilog`` that only zeroes memory words, e.g.
 #: ``initial begin\n    mem[0] = 144'h000...;\n    mem[1] = ...;\n  end\n``.
@@ -102,13 +128,14 @@ def manifest(block, config, component, module: str) -> dict:
 def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -> dict:
     """Elaborate a block, write ``<module>.v`` and ``<module>.json`` (manifest) to ``out_dir``.
 
-    Raises ``ValueError`` for unknown blocks or invalid parameters (message names the parameter).
-    Returns the manifest.
+    Raises ``ValueError`` for unknown blocks, invalid parameters (message names the parameter)
+    or a ``module`` name that is not a Verilog identifier (:func:`check_module_name`), before
+    writing anything. Returns the manifest.
     """
     block = find_block(block_name)
+    module = check_module_name(block.module if module is None else module)
     config = block.config.from_dict(params)
     component = block.build(config)
-    module = module or block.module
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = to_verilog(component, module)

@@ -7,15 +7,27 @@ A block's configuration is a frozen dataclass deriving from :class:`Config`; its
 manifests. Plain Python, no Amaranth.
 """
 
+import math
+import numbers
 from dataclasses import asdict, fields, is_dataclass
 
-__all__ = ["Config", "check_int", "check_choice"]
+__all__ = ["Config", "check_int", "check_choice", "check_real"]
 
 
 def check_int(name: str, value, lo: int, hi: int):
     """``ValueError`` unless ``value`` is an ``int`` (not a bool) in ``lo..hi``."""
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value!r}")
+
+
+def check_real(name: str, value, *, positive: bool = True) -> float:
+    """``value`` as a float; ``ValueError`` unless it is a finite real number (not a bool),
+    ``> 0`` if ``positive``, else ``>= 0``: "lr must be a finite positive number, not nan"."""
+    what = "a finite positive number" if positive else "a finite number >= 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(value) or (value <= 0 if positive else value < 0):
+        raise ValueError(f"{name} must be {what}, not {value!r}")
+    return float(value)
 
 
 def check_choice(name: str, value, choices):

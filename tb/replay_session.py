@@ -52,14 +52,16 @@ def session(device) -> list:
         step(f"sample prng {b}", rb.sample, b, 0.5)
         step(f"sample host {b}", rb.sample, b, 0.7, targets=rng.random(b))
     idx = rng.integers(0, cfg.capacity, 64)
-    step("update", rb.update, idx, rng.uniform(0, 8, 64))
-    step("update chunks", rb.update, rng.integers(0, cfg.capacity, 150), rng.uniform(0, 2, 150))
+    step("update", rb.update, idx, priorities=rng.uniform(0, 8, 64))
+    step("update chunks", rb.update, rng.integers(0, cfg.capacity, 150),
+         priorities=rng.uniform(0, 2, 150))
+    step("update td", rb.update, idx[:20], rng.normal(0, 2, 20))
     step("read", rb.read, idx)
     for relaxed in (False, True):
         step(f"fused {relaxed}", rb.update_and_sample, rng.integers(0, cfg.capacity, 40),
-             rng.uniform(0, 3, 40), 48, 0.4, relaxed=relaxed)
+             None, 48, 0.4, priorities=rng.uniform(0, 3, 40), relaxed=relaxed)
         step(f"fused host {relaxed}", rb.update_and_sample, rng.integers(0, cfg.capacity, 64),
-             rng.uniform(0, 3, 64), 8, 1.0, targets=rng.random(8), relaxed=relaxed)
+             rng.normal(0, 3, 64), 8, 1.0, targets=rng.random(8), relaxed=relaxed)
     step("bad batch (hardware)", rb._run, __import__("sw.replay.spec", fromlist=["x"])
          .ReplayOp.SAMPLE, 0)
     step("reset", rb.reset)

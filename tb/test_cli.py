@@ -55,3 +55,55 @@ def test_module_entry_point_and_list():
     out = subprocess.run([sys.executable, "-m", "rtl_gen", "list"], capture_output=True,
                          text=True, check=True).stdout
     assert "gae-pe" in out and "--coef-width" in out
+
+
+@pytest.mark.parametrize("name", ["bad name", "../escape", "a/b", "9lives", "module", "x-y", ""])
+def test_bad_module_name_is_refused_before_writing(tmp_path, capsys, name):
+    out = tmp_path / "out"
+    assert main(["gae-pe", "--name", name, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "error: name must be a Verilog identifier" in err and repr(name) in err
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_emit_refuses_a_bad_module_name_too(tmp_path):
+    from rtl_gen.emit import emit
+
+    with pytest.raises(ValueError, match=r"module must be a Verilog identifier .*'\.\./x'"):
+        emit("gae-pe", {}, tmp_path, module="../x")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("text,message", [
+    ("{k: 3}", "must be JSON"),
+    ("[1, 2]", "must hold a JSON object of parameters, not a list"),
+    ('{"kk": 3}', "unknown GAE PE parameter(s): kk"),
+])
+def test_config_file_errors_name_the_file(tmp_path, capsys, text, message):
+    cfg = tmp_path / "my_pe.json"
+    cfg.write_text(text)
+    assert main(["gae-pe", "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --config {cfg}: " in err and message in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_config_file_is_named(tmp_path, capsys):
+    missing = tmp_path / "nope.json"
+    assert main(["gae-pe", "--config", str(missing), "--out", str(tmp_path / "o")]) == 2
+    assert f"error: --config {missing}: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("block,expected", [
+    ("gae-pe", ["--k V an integer in 1..16; default 2",
+                "--mode V one of lookahead, interleaved; default 'lookahead'"]),
+    ("replay-accel", ["an integer in 1..1048576", "a power of two in 2..64", "default 16"]),
+    ("learner", ["one of dqn, mse", "default 'dqn'"]),
+])
+def test_block_help_shows_defaults_and_ranges(capsys, block, expected):
+    with pytest.raises(SystemExit) as e:
+        main([block, "--help"])
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for text in expected:
+        assert text in out, (text, out)

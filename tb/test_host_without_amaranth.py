@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent('''
     prio = rng.uniform(0.1, 2.0, size=100)
     slots = rep.insert(prio)
     assert list(slots) == list(range(100))
-    rep.update(np.arange(10), np.full(10, 4.0))
+    rep.update(np.arange(10), priorities=np.full(10, 4.0))
     tree = SumTree(fanout=16, capacity=1 << 16)
     tree.update(np.arange(100), prio)
     tree.update(np.arange(10), np.full(10, 4.0))

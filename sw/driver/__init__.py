@@ -40,7 +40,8 @@ _LAZY = {
         "LearnerRangeWarning", "LearnerTimeoutError", "StepDetails", "read_learner_config"),
     "sw.replay.device": ("ReplayGoldenDevice",),
     "sw.replay.driver": (
-        "REPLAY_VLNV", "REPLAY_VLNVS", "PrioritySaturatedWarning", "ReplayBusyError",
+        "REPLAY_VLNV", "REPLAY_VLNVS", "PriorityClampedWarning", "PrioritySaturatedWarning",
+        "ReplayBusyError",
         "ReplayConfigMismatchError", "ReplayDriver", "ReplayEmptyError", "ReplayError",
         "ReplayTimeoutError", "read_replay_config"),
     "sw.driver.pynq_device": ("PynqDevice", "gae_ip_class"),

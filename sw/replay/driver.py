@@ -9,8 +9,9 @@ device :class:`~sw.replay.device.ReplayGoldenDevice`, the Verilated RTL through
     idx, w, p = rb.sample(32, beta=0.4)              # on-chip PRNG targets
     idx, w, p = rb.update_and_sample(idx, td_errors, 32, beta=0.4)   # one fused run
 
-Every call validates its inputs (shapes, dtypes, finiteness, ranges, ``batch <= max_batch``)
-and raises ``ValueError`` naming the argument **before any bus access**, then loads the batch
+Every call validates its inputs (shapes, dtypes, finiteness, ranges, ``batch <= max_batch``,
+indices of filled slots only) and raises ``ValueError`` naming the argument **before any bus
+write** (the one read is SIZE, for the indices), then loads the batch
 buffers, writes OP/BATCH_SIZE/UPDATE_SIZE, starts, waits for the interrupt (or polls
 CTRL.AP_DONE) and checks STATUS: ERROR raises :class:`ReplayError`, EMPTY raises
 :class:`ReplayEmptyError` (every priority is zero: nothing to sample), INVALID_INDEX raises
@@ -19,9 +20,17 @@ buffers), SATURATED warns :class:`PrioritySaturatedWarning` (a priority above th
 maximum was stored as that maximum), START_REFUSED warns
 :class:`~sw.gae.driver.StartRefusedWarning`.
 
+``update`` and ``update_and_sample`` take TD errors of any sign, as cpprb and TorchRL users
+pass them, and store the priorities ``(|delta| + eps) ** alpha``
+(:func:`sw.replay.spec.td_priorities`; ``alpha`` and ``eps`` are the driver's, default
+:data:`~sw.replay.spec.PER_ALPHA` = 0.6 and :data:`~sw.replay.spec.PER_EPS` = 1e-4), or raw
+priorities by keyword (``priorities=``), stored as given; ``insert`` takes raw priorities.
 Priorities are real numbers, converted to the tree's fixed-point input format with the
 configuration's rounding (above the input format they are clipped to its maximum, which the
-hardware then saturates and flags). Importance weights (Schaul et al. 2016) are computed on the
+hardware then saturates and flags). A positive priority that would round to 0 (below half an
+LSB, ``2 ** -priority_frac``) is stored as one LSB instead, so it can still be sampled: the
+driver counts these in :attr:`ReplayDriver.clamped` and warns :class:`PriorityClampedWarning`.
+Importance weights (Schaul et al. 2016) are computed on the
 host from the sampled raw priorities, the root the samples saw and SIZE:
 ``w_i = (size * p_i / total) ** -beta / max_j w_j``.
 """
@@ -31,6 +40,7 @@ import warnings
 
 import numpy as np
 
+from sw.config import check_real
 from sw.driver.common import ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level
 from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
@@ -50,6 +60,7 @@ from .spec import (
 
 __all__ = ["ReplayDriver", "ReplayError", "ReplayEmptyError", "ReplayBusyError",
            "ReplayTimeoutError", "ReplayConfigMismatchError", "PrioritySaturatedWarning",
+           "PriorityClampedWarning",
            "REPLAY_VLNV", "REPLAY_VLNVS", "read_replay_config"]
 
 #: VLNV prefix of packaged replay accelerators (``rlk:accel:replay_accel...:1.0``).
@@ -88,6 +99,11 @@ class ReplayConfigMismatchError(ValueError):
 
 class PrioritySaturatedWarning(RuntimeWarning):
     """STATUS.SATURATED: a priority above the leaf format's maximum was stored as that maximum."""
+
+
+class PriorityClampedWarning(RuntimeWarning):
+    """A positive priority below half an LSB of the priority format was stored as one LSB
+    (not 0, which would never be sampled again); :attr:`ReplayDriver.clamped` counts them."""
 
 
 def read_replay_config(mmio) -> SumTreeConfig:
@@ -136,6 +152,11 @@ class ReplayDriver(DriverBase):
         Seconds between CTRL reads when polling.
     use_interrupt : bool or None
         Wait for the interrupt line; default ``device.has_interrupt``.
+    alpha : float
+        Priority exponent (>= 0) applied to TD errors: ``(|delta| + eps) ** alpha``; 0 is
+        uniform replay. Default :data:`sw.replay.spec.PER_ALPHA` (0.6, Schaul et al.).
+    eps : float
+        Added to ``|delta|`` (>= 0). Default :data:`sw.replay.spec.PER_EPS` (1e-4, cpprb's).
 
     Members
     -------
@@ -143,10 +164,17 @@ class ReplayDriver(DriverBase):
     register_map : RegisterMapAccess
     last_status : dict
         STATUS fields, CYCLES and RESPONSE_CYCLES of the last run.
+    alpha, eps : float
+    clamped : int
+        Positive priorities stored as one LSB because they would have rounded to 0.
     """
 
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
-                 poll_interval=1e-4, use_interrupt=None):
+                 poll_interval=1e-4, use_interrupt=None, alpha=replay_spec.PER_ALPHA,
+                 eps=replay_spec.PER_EPS):
+        self.alpha = check_real("alpha", alpha, positive=False)
+        self.eps = check_real("eps", eps, positive=False)
+        self.clamped = 0
         config = self._init_args(device, config, SumTreeConfig, timeout, clock_hz, poll_interval)
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._config = config = self._attach(device, config, read_replay_config,
@@ -167,6 +195,20 @@ class ReplayDriver(DriverBase):
             raise ValueError(f"{name} must be in 0..{cap - 1} (the capacity is {cap})")
         return a
 
+    def _filled(self, indices, name="indices"):
+        """Indices of slots that hold a transition (one SIZE read; the FIFO fills 0, 1, ...):
+        a slot never filled has priority 0 and no data, and must not be given a priority."""
+        a = self._indices(indices, name)
+        if a.size:
+            size = self.size
+            if size == 0:
+                raise ValueError(f"{name} must be filled slots: nothing was inserted yet "
+                                 f"(size 0), not {int(a.max())}")
+            if a.max() >= size:
+                raise ValueError(f"{name} must be filled slots, in 0..{size - 1} ({size} of "
+                                 f"{self._config.capacity} inserted), not {int(a.max())}")
+        return a
+
     def _priorities(self, priorities, n=None, name="priorities"):
         a = np.asarray(priorities)
         if a.ndim != 1:
@@ -178,8 +220,44 @@ class ReplayDriver(DriverBase):
             raise ValueError(f"{name} must be finite and non-negative")
         if n is not None and a.size != n:
             raise ValueError(f"{name} must have {n} elements (one per index), not {a.size}")
+        return a
+
+    def _raw(self, a):
+        """Raw input-format priorities of validated real ``a``; call after every check."""
         fmt = self._config.input_format
-        return np.asarray(fmt.quantize(np.minimum(a, fmt.max_value)), np.int64)
+        raw = np.asarray(fmt.quantize(np.minimum(a, fmt.max_value)), np.int64)
+        lost = (raw == 0) & (a > 0)
+        if lost.any():
+            n = int(lost.sum())
+            raw[lost] = 1
+            self.clamped += n
+            warnings.warn(f"{n} positive priorities below one LSB (2**-{fmt.frac} = "
+                          f"{2.0 ** -fmt.frac:.3g}) were stored as one LSB, not 0 (smallest "
+                          f"{a[lost].min():.3g})", PriorityClampedWarning,
+                          stacklevel=warn_level())
+        return raw
+
+    def _new_priorities(self, td_errors, priorities, n):
+        """Real priorities of an update: from TD errors (``(|delta| + eps) ** alpha``) or
+        given; not yet quantized (:meth:`_raw`)."""
+        if (td_errors is None) == (priorities is None):
+            raise ValueError("give td_errors or priorities, not both" if
+                             priorities is not None else "give td_errors or priorities "
+                             "(keyword): the new priorities of the indices")
+        if priorities is not None:
+            return self._priorities(priorities, n)
+        a = np.asarray(td_errors)
+        if a.ndim != 1:
+            raise ValueError(f"td_errors must be a 1-D array, not shape {a.shape}")
+        if a.size and a.dtype.kind not in "biuf":
+            raise ValueError(f"td_errors must be real numbers, not dtype {a.dtype}")
+        a = a.astype(np.float64)
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"td_errors must be finite: {int((~np.isfinite(a)).sum())} NaN "
+                             f"or infinite")
+        if a.size != n:
+            raise ValueError(f"td_errors must have {n} elements (one per index), not {a.size}")
+        return self._priorities(replay_spec.td_priorities(a, self.alpha, self.eps), n)
 
     def _targets(self, targets, batch):
         if targets is None:
@@ -269,7 +347,7 @@ class ReplayDriver(DriverBase):
         else:
             if count is not None:
                 raise ValueError("give priorities or count, not both")
-            raw = self._priorities(priorities)
+            raw = self._raw(self._priorities(priorities))
             n = raw.size
             if n == 0:
                 return np.zeros(0, np.int64)
@@ -283,11 +361,14 @@ class ReplayDriver(DriverBase):
             slots.append(self._fetch("IDX_OUT", hi - lo))
         return np.concatenate(slots)
 
-    def update(self, indices, priorities) -> None:
-        """Set the priorities of leaves ``indices`` (in order: for a repeated index the last
-        value wins). Batches above ``max_batch`` run in chunks."""
+    def update(self, indices, td_errors=None, *, priorities=None) -> None:
+        """Set the priorities of filled slots ``indices`` (in order: for a repeated index the
+        last value wins) from ``td_errors`` of any sign (``(|delta| + eps) ** alpha``) or to
+        raw ``priorities`` (keyword, >= 0). Batches above ``max_batch`` run in chunks."""
         idx = self._indices(indices)
-        raw = self._priorities(priorities, idx.size)
+        prio = self._new_priorities(td_errors, priorities, idx.size)
+        idx = self._filled(idx)
+        raw = self._raw(prio)
         for lo, hi in self._chunks(idx.size):
             self._load("IDX_IN", idx[lo:hi])
             self._load("PRIO_IN", raw[lo:hi])
@@ -319,19 +400,22 @@ class ReplayDriver(DriverBase):
         self._run(ReplayOp.SAMPLE, n, prng=x is None)
         return self._sampled(n, self._read64("TOTAL"), beta)
 
-    def update_and_sample(self, indices, priorities, batch: int, beta: float, targets=None, *,
-                          relaxed=False):
-        """One fused run: update ``indices`` to ``priorities``, then sample ``batch`` leaves
-        (see :meth:`sample`). With ``relaxed`` the samples are drawn first and do not see these
+    def update_and_sample(self, indices, td_errors=None, batch: int = None, beta: float = None,
+                          targets=None, *, priorities=None, relaxed=False):
+        """One fused run: update filled slots ``indices`` (from ``td_errors`` or to raw
+        ``priorities``, as :meth:`update`), then sample ``batch`` leaves (see :meth:`sample`).
+        With ``relaxed`` the samples are drawn first and do not see these
         updates (one batch of priority-update delay), and the run is shorter by the tree
         latency when the update batch is large enough (:func:`sw.replay.spec.run_cycles`).
         """
         idx = self._indices(indices)
         u = _count(idx.size, "len(indices)", self._config.max_batch)
-        raw = self._priorities(priorities, u)
         n = _count(batch, "batch", self._config.max_batch)
         beta = self._beta(beta)
         x = self._targets(targets, n)
+        prio = self._new_priorities(td_errors, priorities, u)
+        idx = self._filled(idx)
+        raw = self._raw(prio)
         self._load("IDX_IN", idx)
         self._load("PRIO_IN", raw)
         if x is not None:
@@ -341,8 +425,9 @@ class ReplayDriver(DriverBase):
         return self._sampled(n, before if relaxed else self._read64("TOTAL"), beta)
 
     def read(self, indices) -> np.ndarray:
-        """Priorities of leaves ``indices`` (float64). Batches above ``max_batch`` in chunks."""
-        idx = self._indices(indices)
+        """Priorities of filled slots ``indices`` (float64). Batches above ``max_batch`` run
+        in chunks."""
+        idx = self._filled(indices)
         out = []
         for lo, hi in self._chunks(idx.size):
             self._load("IDX_IN", idx[lo:hi])

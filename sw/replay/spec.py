@@ -47,6 +47,8 @@ instead. The period is 2**32 - 1; ``w`` is never 0.
 import enum
 from dataclasses import dataclass
 
+import numpy as np
+
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 from sw.regmap import Field, Info, Register, RegisterMap
@@ -57,7 +59,8 @@ __all__ = ["SumTreeConfig", "XORSHIFT32_SHIFTS", "XORSHIFT32_ZERO_SEED", "PRNG_B
            "ERRORS", "STATUS_FLAGS", "TREE_BUSY_BIT", "REGIONS", "WORD_BYTES", "region_words",
            "region_base", "region_bits", "field_bits", "mem_addr_bits", "responds",
            "replay_register_map", "hw_info_values", "config_from_hw", "TAIL", "run_cycles",
-           "response_cycles", "ReplayKernelConfig", "replay_kernel_register_map"]
+           "response_cycles", "ReplayKernelConfig", "replay_kernel_register_map", "PER_ALPHA",
+           "PER_EPS", "td_priorities"]
 
 #: Shift amounts (left, right, left) of the 32-bit xorshift PRNG.
 XORSHIFT32_SHIFTS = (13, 17, 5)
@@ -65,6 +68,18 @@ XORSHIFT32_SHIFTS = (13, 17, 5)
 XORSHIFT32_ZERO_SEED = 0x9E3779B9
 #: Bits of one PRNG word.
 PRNG_BITS = 32
+
+#: Default priority exponent of proportional prioritized replay (Schaul et al. 2016, Table 3).
+PER_ALPHA = 0.6
+#: Default constant added to ``|TD error|`` so that no transition gets priority 0 (cpprb's eps).
+PER_EPS = 1e-4
+
+
+def td_priorities(td_errors, alpha=PER_ALPHA, eps=PER_EPS):
+    """Priorities ``(|delta| + eps) ** alpha`` of TD errors ``delta`` (float64 array); the
+    replay driver, the CPU buffer's users and the DQN program share this one definition."""
+    return (np.abs(np.asarray(td_errors, np.float64)) + eps) ** alpha
+
 
 #: Accepted ranges, used for validation, the CLI help and the docs.
 LIMITS = {

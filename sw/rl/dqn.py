@@ -32,6 +32,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from sw.config import check_real
+from sw.replay.spec import PER_ALPHA, td_priorities
+
 __all__ = ["DQNConfig", "DQNResult", "AcceleratorLearner", "TorchLearner", "AcceleratorReplay",
            "CpuReplay", "accelerators", "cpu_baseline", "train", "plot_curves", "main"]
 
@@ -52,7 +55,7 @@ class DQNConfig:
     eps_start: float = 1.0
     eps_end: float = 0.05
     eps_fraction: float = 0.4
-    alpha: float = 0.6
+    alpha: float = PER_ALPHA
     beta: float = 0.4
     prio_eps: float = 1e-3
     hidden: int = 64
@@ -68,8 +71,13 @@ class DQNConfig:
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], not {v!r}")
-        if self.lr <= 0 or self.reward_scale <= 0 or self.prio_eps <= 0:
-            raise ValueError("lr, reward_scale and prio_eps must be positive")
+        for name in ("lr", "reward_scale", "prio_eps"):
+            check_real(name, getattr(self, name))
+        check_real("beta", self.beta, positive=False)
+        if self.total_steps <= self.learning_starts:
+            raise ValueError(f"total_steps must be above learning_starts "
+                             f"({self.learning_starts}) or nothing is trained, not "
+                             f"{self.total_steps}")
 
     def epsilon(self, step):
         frac = min(1.0, step / max(1.0, self.eps_fraction * self.total_steps))
@@ -238,11 +246,11 @@ class AcceleratorReplay:
         return idx, w
 
     def update(self, idx, prio):
-        self.driver.update(idx, prio)           # saturates at the priority format's maximum
+        self.driver.update(idx, priorities=prio)    # saturates at the format's maximum
         self._count()
 
     def update_and_sample(self, idx, prio, batch, beta):
-        new, w, _ = self.driver.update_and_sample(idx, prio, batch, beta)
+        new, w, _ = self.driver.update_and_sample(idx, None, batch, beta, priorities=prio)
         self._count()
         return new, w
 
@@ -359,7 +367,7 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
             res.learner_seconds += time.perf_counter() - g0
             res.grad_steps += 1
             res.losses.append((res.grad_steps, float(loss)))
-            pending = (idx, (np.abs(delta) + cfg.prio_eps) ** cfg.alpha)
+            pending = (idx, td_priorities(delta, cfg.alpha, cfg.prio_eps))
             if res.grad_steps % cfg.actor_refresh == 0:
                 learner.refresh()
             if step % 500 == 0:
@@ -386,18 +394,26 @@ def plot_curves(results, path, *, window=20):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m sw.rl.dqn", description=__doc__.split("\n")[0])
-    ap.add_argument("--backend", choices=("accel", "cpu", "both"), default="both")
+    """The command line (``--help``); every argument is checked before anything trains."""
+    ap = argparse.ArgumentParser(prog="python -m sw.rl.dqn", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--backend", choices=("accel", "cpu", "both"), default="both",
+                    help="the accelerators (on --learner-device, --replay-device), the CPU "
+                         "baseline, or both")
     ap.add_argument("--learner-device", default="golden",
                     help="golden (model of learner_cartpole_s4), pynq:BITFILE[:NAME] or "
                          "xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--replay-device", default="golden",
                     help="golden (model of replay_accel_k16), pynq:BITFILE[:NAME] or "
                          "xrt:XCLBIN[:KERNEL]")
-    ap.add_argument("--total-steps", type=int, default=30_000)
-    ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=DQNConfig.lr)
-    ap.add_argument("--plot", default=None)
+    ap.add_argument("--total-steps", type=int, default=30_000, metavar="N",
+                    help="environment steps: at least learning_starts + 1 "
+                         f"({DQNConfig.learning_starts + 1}) and at most the replay capacity")
+    ap.add_argument("--seeds", type=int, default=1, metavar="N",
+                    help="train with seeds 0..N-1 per backend (N at least 1)")
+    ap.add_argument("--lr", type=float, default=DQNConfig.lr,
+                    help="SGD learning rate, a finite positive number")
+    ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
     args = ap.parse_args(argv)
     from .devices import parse_spec
     for opt in ("learner_device", "replay_device"):
@@ -405,16 +421,37 @@ def main(argv=None):
             parse_spec(getattr(args, opt))
         except ValueError as e:
             ap.error(f"--{opt.replace('_', '-')}: {e}")
+    if args.seeds < 1:
+        ap.error(f"--seeds must be a positive integer, not {args.seeds}")
+    try:
+        configs = [DQNConfig(total_steps=args.total_steps, seed=s, lr=args.lr)
+                   for s in range(args.seeds)]
+    except ValueError as e:
+        ap.error(str(e))
+
+    def make(backend, cfg):
+        if backend == "accel":
+            return accelerators(target_period=cfg.target_period,
+                                learner_device=args.learner_device,
+                                replay_device=args.replay_device)
+        return cpu_baseline(target_period=cfg.target_period, seed=cfg.seed)
+
+    backends = ("accel", "cpu") if args.backend == "both" else (args.backend,)
+    first = {}                      # seed 0 of every backend, opened before anything trains
+    for backend in backends:
+        try:
+            first[backend] = make(backend, configs[0])
+        except ValueError as e:
+            ap.error(str(e))
+        capacity = first[backend][1].capacity
+        if args.total_steps > capacity:
+            ap.error(f"total_steps ({args.total_steps}) must not exceed the replay capacity "
+                     f"({capacity}) of {first[backend][1].name}")
     results, finals = [], {}
-    for backend in (("accel", "cpu") if args.backend == "both" else (args.backend,)):
-        for seed in range(args.seeds):
-            cfg = DQNConfig(total_steps=args.total_steps, seed=seed, lr=args.lr)
-            if backend == "accel":
-                learner, replay = accelerators(target_period=cfg.target_period,
-                                               learner_device=args.learner_device,
-                                               replay_device=args.replay_device)
-            else:
-                learner, replay = cpu_baseline(target_period=cfg.target_period, seed=seed)
+    for backend in backends:
+        for cfg in configs:
+            seed = cfg.seed
+            learner, replay = first.pop(backend, None) or make(backend, cfg)
             res = train(cfg, learner, replay)
             results.append(res)
             finals.setdefault(res.name, []).append(res.mean_return())

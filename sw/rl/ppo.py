@@ -26,7 +26,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from sw.config import check_real
 from sw.gae.golden import gae_reference
+from sw.registry import shipped_modules
 
 __all__ = ["PPOConfig", "TrainResult", "CpuAdvantages", "AcceleratorAdvantages",
            "accelerator", "golden_accelerator", "train", "plot_curves", "main"]
@@ -68,12 +70,18 @@ class PPOConfig:
         if (self.num_envs * self.num_steps) % self.minibatches:
             raise ValueError(f"minibatches must divide num_envs * num_steps "
                              f"({self.num_envs * self.num_steps}), not {self.minibatches}")
-        if self.lr <= 0 or self.clip <= 0:
-            raise ValueError("lr and clip must be positive")
+        for name in ("lr", "clip", "vf_coef", "max_grad_norm"):
+            check_real(name, getattr(self, name))
+        check_real("ent_coef", self.ent_coef, positive=False)
+        if self.total_steps < self.num_envs * self.num_steps:
+            raise ValueError(f"total_steps must be at least num_envs * num_steps "
+                             f"({self.num_envs * self.num_steps}), one iteration, not "
+                             f"{self.total_steps}")
 
     @property
     def iterations(self) -> int:
-        return max(1, self.total_steps // (self.num_envs * self.num_steps))
+        """Iterations of ``num_envs * num_steps`` steps: ``total_steps`` rounded down."""
+        return self.total_steps // (self.num_envs * self.num_steps)
 
 
 @dataclass
@@ -290,8 +298,30 @@ def plot_curves(results, path, *, window=20):
                  window=window, legend="lower right")
 
 
+def _check_env(env_id):
+    """``None`` if PPO here can train on ``env_id`` (discrete actions, a flat observation
+    vector), else why not."""
+    import gymnasium as gym
+
+    try:
+        env = gym.make(env_id)
+    except gym.error.Error as e:
+        return f"--env: {e}"
+    try:
+        obs, act = env.observation_space, env.action_space
+    finally:
+        env.close()
+    if not isinstance(act, gym.spaces.Discrete) or not isinstance(obs, gym.spaces.Box) \
+            or len(obs.shape) != 1:
+        return (f"--env must be an environment with discrete actions and a flat observation "
+                f"vector, not {env_id!r} (actions {act}, observations {obs})")
+    return None
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m sw.rl.ppo", description=__doc__.split("\n")[0])
+    """The command line (``--help``); every argument is checked before anything trains."""
+    ap = argparse.ArgumentParser(prog="python -m sw.rl.ppo", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--backend", choices=("golden", "accel", "cpu", "both"), default="both",
                     help="GAE on the accelerator (golden = accel: on --device), on the CPU, or "
                          "both")
@@ -299,21 +329,44 @@ def main(argv=None):
                     help="the GAE accelerator: golden (model of --module), pynq:BITFILE[:NAME] "
                          "or xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--module", default="gae_accel_n8",
-                    help="shipped GAE configuration of the golden model")
-    ap.add_argument("--env", default="CartPole-v1")
-    ap.add_argument("--total-steps", type=int, default=100_000)
-    ap.add_argument("--seeds", type=int, default=1,
-                    help="train with seeds 0..N-1 per backend and report mean and spread")
-    ap.add_argument("--reward-norm", choices=("scale", "center"), default="scale")
+                    help="shipped GAE configuration of the golden model: "
+                         + ", ".join(shipped_modules(family="gae", role="accelerator")))
+    ap.add_argument("--env", default="CartPole-v1",
+                    help="gymnasium environment with discrete actions")
+    ap.add_argument("--total-steps", type=int, default=100_000, metavar="N",
+                    help=f"environment steps, at least one iteration of num_envs * num_steps "
+                         f"({PPOConfig.num_envs * PPOConfig.num_steps}); rounded down to "
+                         f"whole iterations")
+    ap.add_argument("--seeds", type=int, default=1, metavar="N",
+                    help="train with seeds 0..N-1 per backend (N at least 1) and report mean "
+                         "and spread")
+    ap.add_argument("--reward-norm", choices=("scale", "center"), default="scale",
+                    help="reward normalisation before GAE (sw.gae.quant)")
     ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
     args = ap.parse_args(argv)
     if args.seeds < 1:
-        ap.error("--seeds must be at least 1")
+        ap.error(f"--seeds must be a positive integer, not {args.seeds}")
     from .devices import parse_spec
     try:
-        parse_spec(args.device)
+        kind, _, _ = parse_spec(args.device)
     except ValueError as e:
         ap.error(f"--device: {e}")
+    try:
+        configs = [PPOConfig(env_id=args.env, total_steps=args.total_steps, seed=s)
+                   for s in range(args.seeds)]
+    except ValueError as e:
+        ap.error(str(e))
+    modules = shipped_modules(family="gae", role="accelerator")
+    if args.backend != "cpu" and kind == "golden" and args.module not in modules:
+        ap.error(f"--module: module must be a shipped GAE accelerator configuration "
+                 f"({', '.join(modules)}), not {args.module!r}")
+    why = _check_env(args.env)
+    if why:
+        ap.error(why)
+    steps = configs[0].iterations * configs[0].num_envs * configs[0].num_steps
+    print(f"PPO on {args.env}: {configs[0].iterations} iterations of "
+          f"{configs[0].num_envs} x {configs[0].num_steps} = {steps:,} environment steps "
+          f"per run", flush=True)
     makers = []
     if args.backend in ("golden", "accel", "both"):
         makers.append(lambda: accelerator(args.device, args.module,
@@ -322,8 +375,8 @@ def main(argv=None):
         makers.append(lambda: CpuAdvantages(args.reward_norm))
     results, finals = [], {}
     for make in makers:
-        for seed in range(args.seeds):
-            cfg = PPOConfig(env_id=args.env, total_steps=args.total_steps, seed=seed)
+        for cfg in configs:
+            seed = cfg.seed
             adv = make()                    # fresh reward statistics per run
             res = train(cfg, adv)
             results.append(res)

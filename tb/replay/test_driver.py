@@ -57,13 +57,15 @@ def _driver(**kw):
     (lambda rb: rb.sample(2, 0.4, targets=[0, 1]), r"targets must be floats"),
     (lambda rb: rb.sample(2, 0.4, targets=np.array([0.1, 1.0])), r"fractions in \[0, 1\)"),
     (lambda rb: rb.sample(2, 0.4, targets=np.zeros(3)), r"shape \(2,\)"),
-    (lambda rb: rb.update([1, 2], [1.0]), "priorities must have 2 elements"),
+    (lambda rb: rb.update([1, 2], priorities=[1.0]), "priorities must have 2 elements"),
+    (lambda rb: rb.update([1, 2], [1.0]), "td_errors must have 2 elements"),
     (lambda rb: rb.update([1000], [1.0]), r"indices must be in 0..999"),
     (lambda rb: rb.update([-1], [1.0]), r"indices must be in 0..999"),
     (lambda rb: rb.update([1.0], [1.0]), "indices must be integers"),
     (lambda rb: rb.update([[1]], [1.0]), "indices must be a 1-D array"),
-    (lambda rb: rb.update([1], [np.inf]), "finite and non-negative"),
-    (lambda rb: rb.update([1], [-0.5]), "finite and non-negative"),
+    (lambda rb: rb.update([1], priorities=[np.inf]), "finite and non-negative"),
+    (lambda rb: rb.update([1], priorities=[-0.5]), "finite and non-negative"),
+    (lambda rb: rb.update([1], [np.inf]), "td_errors must be finite"),
     (lambda rb: rb.insert(["a"]), "priorities must be real numbers"),
     (lambda rb: rb.insert([1.0], count=2), "not both"),
     (lambda rb: rb.insert(count=0), "count must be an integer"),
@@ -114,10 +116,12 @@ def test_weights_and_relaxed_semantics():
     np.testing.assert_allclose(w, raw / raw.max())
     # Relaxed: the samples see the tree before the run's updates; strict: after them.
     x = np.array([0.05, 0.95])
-    idx_r, _, p_r = rb.update_and_sample([0, 3], [0.0, 0.0], 2, 0.5, targets=x, relaxed=True)
+    idx_r, _, p_r = rb.update_and_sample([0, 3], None, 2, 0.5, targets=x, relaxed=True,
+                                         priorities=[0.0, 0.0])
     np.testing.assert_array_equal(idx_r, [0, 3])
-    rb.update([0, 3], [1.0, 4.0])
-    idx_s, _, p_s = rb.update_and_sample([0, 3], [0.0, 0.0], 2, 0.5, targets=x)
+    rb.update([0, 3], priorities=[1.0, 4.0])
+    idx_s, _, p_s = rb.update_and_sample([0, 3], None, 2, 0.5, targets=x,
+                                         priorities=[0.0, 0.0])
     np.testing.assert_array_equal(idx_s, [1, 1])
     assert rb.total() == 3.0
 
@@ -183,5 +187,6 @@ def test_exports():
 
     for name in ("ReplayDriver", "ReplayGoldenDevice", "ReplayError", "ReplayEmptyError",
                  "ReplayBusyError", "ReplayTimeoutError", "ReplayConfigMismatchError",
-                 "PrioritySaturatedWarning", "read_replay_config", "REPLAY_VLNV"):
+                 "PrioritySaturatedWarning", "PriorityClampedWarning", "read_replay_config",
+                 "REPLAY_VLNV"):
         assert name in d.__all__ and hasattr(d, name)
