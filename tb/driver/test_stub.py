@@ -75,11 +75,13 @@ def test_replay_update_traffic_matches_golden_device():
     _, cfg = shipped_config("replay_accel_k16")
     golden = ReplayGoldenDevice(cfg)
     drv = ReplayDriver(golden)
+    drv.insert(count=64)                       # update takes filled slots only
     rec = _Recorder(golden)
     idx, prio = np.arange(0, 64, 3), np.linspace(0.5, 2.0, 22)
     drv.update(idx, prio)
     stub = _stub_of(cfg, golden.regmap, golden.image.size)
     ReplayDriver(stub)
+    stub.answer("SIZE", 64)
     stub.traffic.reset()
     ReplayDriver(stub, cfg).update(idx, prio)
     assert stub.traffic.transfers == rec.transfers
