@@ -54,14 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     g = ap.add_argument_group("DQN")
     g.add_argument("--total-steps", type=int, default=10_000,
                    help="environment steps of all actors (default 10000)")
-    g.add_argument("--learning-starts", type=int, default=d.learning_starts)
-    g.add_argument("--batch", type=int, default=d.batch, help="each learner's local batch")
-    g.add_argument("--lr", type=float, default=d.lr)
+    g.add_argument("--learning-starts", type=int, default=d.learning_starts,
+                   help=f"environment steps before learning (default {d.learning_starts})")
+    g.add_argument("--batch", type=int, default=d.batch,
+                   help=f"each learner's local batch (default {d.batch})")
+    g.add_argument("--lr", type=float, default=d.lr, help=f"learning rate (default {d.lr})")
     g.add_argument("--train-freq", type=int, default=d.train_freq,
-                   help="environment steps per policy update (default 1)")
+                   help=f"environment steps per policy update (default {d.train_freq})")
     g.add_argument("--target-period", type=int, default=d.target_period,
-                   help="local steps between target syncs (rounded up to whole rounds)")
-    g.add_argument("--seed", type=int, default=0)
+                   help=f"local steps between target syncs, rounded up to whole rounds "
+                        f"(default {d.target_period})")
+    g.add_argument("--seed", type=int, default=0, help="seed of everything (default 0)")
     g = ap.add_argument_group("Ray")
     g.add_argument("--address", default=None,
                    help="Ray cluster to join (auto, ray://HOST:10001); default: a local Ray")
