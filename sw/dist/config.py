@@ -161,9 +161,7 @@ class DistConfig:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if not isinstance(self.dqn, DQNConfig):
             raise ValueError(f"dqn must be a sw.rl.dqn.DQNConfig, not {self.dqn!r}")
-        if self.dqn.learning_starts >= self.dqn.total_steps:
-            raise ValueError(f"dqn.learning_starts ({self.dqn.learning_starts}) must be below "
-                             f"dqn.total_steps ({self.dqn.total_steps})")
+        # DQNConfig itself refuses total_steps <= learning_starts (nothing would train).
         if not isinstance(self.trace, bool):
             raise ValueError(f"trace must be a bool, not {self.trace!r}")
         for role in ROLES:

@@ -200,7 +200,7 @@ class ReplayBank:
             self._buf.update(idx, p)                # the buffer applies alpha
         else:
             with self._lock:
-                self._drv.update(idx, p ** self._alpha)
+                self._drv.update(idx, priorities=p ** self._alpha)
                 self._run_done()
         self._count(updated=len(idx))
 
@@ -213,7 +213,7 @@ class ReplayBank:
         p = self._priorities_of(td) ** self._alpha
         idx = np.asarray(idx, np.int64)
         with self._lock:
-            new, w, pr = self._drv.update_and_sample(idx, p, int(n), beta)
+            new, w, pr = self._drv.update_and_sample(idx, None, int(n), beta, priorities=p)
             self._run_done()
             self._count(updated=len(idx))
             return self._gather(new, w, pr)

@@ -19,8 +19,6 @@ from sw.rl.dqn import DQNConfig
                                  "must be 'golden', "),
     (dict(learner_device="xrt:"), "learner_device must be 'cpu' or a device spec: "),
     (dict(dqn={}), "dqn must be a sw.rl.dqn.DQNConfig"),
-    (dict(dqn=DQNConfig(total_steps=500)), r"dqn.learning_starts \(1000\) must be below "
-                                           r"dqn.total_steps \(500\)"),
     (dict(learner_resources="fpga"), "learner_resources must read like 'fpga=1,CPU=0.5'"),
     (dict(actor_resources={"CPU": -1}), "actor_resources must map resource names to amounts"),
     (dict(trace=1), "trace must be a bool, not 1"),
