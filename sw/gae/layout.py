@@ -13,6 +13,7 @@ The values region has one more row, ``t = T``: the bootstrap values V(s_T).
 import numpy as np
 
 from sw.gae.spec import GaeCoreConfig
+from sw.packing import LANE_DTYPES, pack_lanes, unpack_lanes
 
 __all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base"]
 
@@ -30,10 +31,6 @@ def word_bytes(config: GaeCoreConfig, region: str) -> int:
 def region_base(config: GaeCoreConfig, region: str) -> int:
     """Byte offset of a region in the AXI4 memory port's address space."""
     return config.regions.index(region) * config.region_bytes
-
-
-#: numpy dtypes of byte-aligned lanes (little-endian), by lane width: (unsigned, signed).
-_LANE_DTYPES = {8: ("<u1", "<i1"), 16: ("<u2", "<i2"), 32: ("<u4", "<i4"), 64: ("<u8", "<i8")}
 
 
 def _words(config: GaeCoreConfig, region: str, W: int, buf=None):
@@ -54,8 +51,7 @@ def pack_rows(config: GaeCoreConfig, region: str, rows, *, out=None):
 
     ``rows`` has one row per time step and M columns; columns are grouped by ``n_pe``, the
     last group padded with zeros. Each lane keeps the low ``w`` bits of its integer (two's
-    complement). Vectorized: byte-aligned lanes are cast into a view of the image, other widths
-    go through :func:`numpy.packbits`.
+    complement). Vectorized (:mod:`sw.packing`).
 
     Parameters
     ----------
@@ -73,22 +69,16 @@ def pack_rows(config: GaeCoreConfig, region: str, rows, *, out=None):
     G = -(-M // n)
     full, rest = divmod(M, n)
     words = _words(config, region, T * G, out)
-    if w in _LANE_DTYPES:
-        # Casting to the unsigned lane type keeps the low w bits (modular), as the mask does.
-        lanes = words[:, :n * w // 8].view(_LANE_DTYPES[w][0]).reshape(T, G, n)
+    if w in LANE_DTYPES:
+        # the lanes of the full groups, then the last group's, cast into a view of the image
+        lanes = words[:, :n * w // 8].view(LANE_DTYPES[w][0]).reshape(T, G, n)
         lanes[:, :full] = rows[:, :full * n].reshape(T, full, n)
         if rest:
             lanes[:, full, :rest] = rows[:, full * n:]
     else:
         padded = np.zeros((T, G * n), np.int64)
         padded[:, :M] = rows
-        lanes = padded.reshape(T * G, n)
-        if w == 1:
-            bits = (lanes & 1).astype(np.uint8)
-        else:
-            bits = ((lanes[:, :, None] >> np.arange(w, dtype=np.int64)) & 1).astype(np.uint8)
-        packed = np.packbits(bits.reshape(T * G, n * w), axis=1, bitorder="little")
-        words[:, :packed.shape[1]] = packed
+        pack_lanes(padded.reshape(T * G, n), w, words)
     return words.tobytes() if out is None else words
 
 
@@ -102,15 +92,4 @@ def unpack_rows(config: GaeCoreConfig, region: str, data, T: int, M: int, *,
     if len(data) < T * G * nbytes:
         raise ValueError(f"need {T * G * nbytes} bytes for {T} x {M}, got {len(data)}")
     words = np.frombuffer(data, np.uint8, count=T * G * nbytes).reshape(T * G, nbytes)
-    if w in _LANE_DTYPES:
-        lanes = words[:, :n * w // 8].view(_LANE_DTYPES[w][signed and w > 1])
-        return lanes.reshape(T, G, n).astype(np.int64).reshape(T, G * n)[:, :M]
-    bits = np.unpackbits(words[:, :-(-n * w // 8)], axis=1, count=n * w, bitorder="little")
-    if w == 1:
-        v = bits.astype(np.int64)
-    else:
-        v = bits.reshape(T * G, n, w).astype(np.int64) @ (np.int64(1) << np.arange(
-            w, dtype=np.int64))
-        if signed:
-            v -= (v >> (w - 1)) << w
-    return v.reshape(T, G * n)[:, :M]
+    return unpack_lanes(words, n, w, signed=signed).reshape(T, G * n)[:, :M]
