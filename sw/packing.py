@@ -28,11 +28,14 @@ def pack_lanes(lanes, width: int, words):
         words[:, :n * width // 8].view(LANE_DTYPES[width][0])[...] = lanes
         return words
     if width == 1:
-        bits = (lanes & 1).astype(np.uint8)
+        bits = lanes.view(np.uint8) if lanes.dtype == np.bool_ else (lanes & 1).astype(np.uint8)
     else:
         bits = ((lanes.astype(np.int64)[:, :, None] >> np.arange(width, dtype=np.int64)) & 1
                 ).astype(np.uint8)
-    packed = np.packbits(bits.reshape(W, n * width), axis=1, bitorder="little")
+    if n * width % 8 == 0:        # whole bytes a word: one flat packbits (much faster)
+        packed = np.packbits(bits.reshape(-1), bitorder="little").reshape(W, n * width // 8)
+    else:
+        packed = np.packbits(bits.reshape(W, n * width), axis=1, bitorder="little")
     words[:, :packed.shape[1]] = packed
     return words
 
@@ -44,8 +47,12 @@ def unpack_lanes(words, n: int, width: int, *, signed: bool):
     if width in LANE_DTYPES:
         return words[:, :n * width // 8].view(LANE_DTYPES[width][signed]).astype(np.int64)
     W = words.shape[0]
-    bits = np.unpackbits(words[:, :-(-n * width // 8)], axis=1, count=n * width,
-                         bitorder="little")
+    if n * width % 8 == 0:
+        bits = np.unpackbits(np.ascontiguousarray(words[:, :n * width // 8]).reshape(-1),
+                             bitorder="little").reshape(W, n * width)
+    else:
+        bits = np.unpackbits(words[:, :-(-n * width // 8)], axis=1, count=n * width,
+                             bitorder="little")
     if width == 1:
         return bits.astype(np.int64)
     v = bits.reshape(W, n, width).astype(np.int64) @ (

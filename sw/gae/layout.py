@@ -76,7 +76,7 @@ def pack_rows(config: GaeCoreConfig, region: str, rows, *, out=None):
         if rest:
             lanes[:, full, :rest] = rows[:, full * n:]
     else:
-        padded = np.zeros((T, G * n), np.int64)
+        padded = np.zeros((T, G * n), rows.dtype)
         padded[:, :M] = rows
         pack_lanes(padded.reshape(T * G, n), w, words)
     return words.tobytes() if out is None else words
