@@ -2,12 +2,13 @@
 
 Each driver runs on its golden device (:class:`sw.gae.device.GoldenDevice`,
 :class:`sw.replay.device.ReplayGoldenDevice`, :class:`sw.learner.device.LearnerGoldenDevice`)
-wrapped in :class:`TimedDevice`, which adds up the wall time spent *inside* the device
+wrapped in :class:`TimedDevice`, which adds up the time spent *inside* the device
 (register reads and writes, memory reads and writes, interrupt waits: the golden model's own
 work, which hardware does). The host time of a call is its time minus that: validation,
 quantization, packing, unpacking, dequantization and the register-map bookkeeping in Python.
 Times are the calling thread's CPU time (:data:`_now`), best of ``--repeats`` calls, all
-configurations timed in one process, interleaved; the load average is printed. The modeled device time is the spec's cycle model at ``--clock`` (300 MHz default):
+configurations timed in one process, interleaved; the load average is printed. The modeled
+device time is the spec's cycle model at ``--clock`` (300 MHz default):
 
 * GAE accelerator: :func:`sw.gae.spec.run_cycles` (the image is written and read over AXI by
   the host, which is not counted here: see the bytes column);
@@ -21,7 +22,7 @@ of the call. ``--profile NAME`` prints the cProfile of one call instead.
 
 Usage::
 
-    PYTHONPATH=. python scripts/profile_host.py [--repeats 5] [--profile gae_accel_n8-64x1024]
+    PYTHONPATH=. python scripts/profile_host.py [--repeats 5] [--profile "gae_accel_n8 compute 64x1024"]
 """
 
 import argparse
@@ -32,6 +33,7 @@ import time
 import warnings
 
 import numpy as np
+from tqdm import tqdm
 
 from sw.driver.mmio import Device, MemoryPort, Mmio
 from sw.gae import spec as gae_spec
@@ -236,7 +238,7 @@ def main():
     if args.profile:
         name, dev, call, _ = next(c for c in cases if args.profile in c[0])
         call()
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(_now)
         prof.runcall(call)
         print(name)
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
@@ -244,7 +246,7 @@ def main():
     for _, _, call, _ in cases:                        # warm up (numba compiles once)
         call()
     best = {c[0]: (float("inf"), 0, 0) for c in cases}
-    for _ in range(args.repeats):                      # interleaved rounds
+    for _ in tqdm(range(args.repeats), desc="rounds"):  # interleaved rounds
         for name, dev, call, _ in cases:
             host, nbytes, regs = _host_time(dev, call)
             best[name] = (min(best[name][0], host), nbytes, regs)
