@@ -499,7 +499,6 @@ class GaeDriver(DriverBase):
             else:
                 if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
                     raise ValueError(f"{name} must be integer codes in {lo}..{hi}")
-                a = a.astype(np.int64)
             arrays[name] = a
         T, M = arrays["reward_codes"].shape
         for name in ("value_codes", "dones"):
@@ -599,7 +598,7 @@ class GaeDriver(DriverBase):
         for region in regions:
             data = self._device.memory.read(region_base(cfg, region),
                                             T * G * word_bytes(cfg, region))
-            out.append(unpack_rows(cfg, region, bytes(data), T, M))
+            out.append(unpack_rows(cfg, region, data, T, M))
         return out[0], out[1]
 
     def run(self, reward_codes, value_codes, bootstrap_codes, dones, args: GaeCoreArgs, *,

@@ -13,6 +13,7 @@ The values region has one more row, ``t = T``: the bootstrap values V(s_T).
 import numpy as np
 
 from sw.gae.spec import GaeCoreConfig
+from sw.packing import LANE_DTYPES, pack_lanes, unpack_lanes
 
 __all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base"]
 
@@ -32,46 +33,63 @@ def region_base(config: GaeCoreConfig, region: str) -> int:
     return config.regions.index(region) * config.region_bytes
 
 
-def pack_rows(config: GaeCoreConfig, region: str, rows) -> bytes:
+def _words(config: GaeCoreConfig, region: str, W: int, buf=None):
+    """``(W, word_bytes)`` uint8 view of ``buf`` (zeroed), or a new zeroed array."""
+    nbytes = word_bytes(config, region)
+    if buf is None:
+        return np.zeros((W, nbytes), np.uint8)
+    out = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8)
+    if out.size < W * nbytes or not out.flags.writeable:
+        raise ValueError(f"out must be a writable buffer of at least {W * nbytes} bytes")
+    out = out.reshape(-1)[:W * nbytes].reshape(W, nbytes)
+    out[...] = 0
+    return out
+
+
+def pack_rows(config: GaeCoreConfig, region: str, rows, *, out=None):
     """Pack ``rows[t, j]`` (integers; bools for dones) into the region's byte image.
 
     ``rows`` has one row per time step and M columns; columns are grouped by ``n_pe``, the
-    last group padded with zeros.
+    last group padded with zeros. Each lane keeps the low ``w`` bits of its integer (two's
+    complement). Vectorized (:mod:`sw.packing`).
+
+    Parameters
+    ----------
+    out : writable buffer, optional
+        Where to pack (e.g. a backend-allocated buffer): its first ``T * G * word_bytes`` bytes
+        are overwritten and returned as a uint8 array. Without it, ``bytes`` are returned.
     """
     rows = np.asarray(rows)
     if rows.ndim != 2:
         raise ValueError(f"rows must be a [T, M] array, not shape {rows.shape}")
+    if rows.dtype.kind not in "biu":
+        rows = rows.astype(np.int64)
     T, M = rows.shape
     n, w = config.n_pe, lane_width(config, region)
     G = -(-M // n)
-    padded = np.zeros((T, G * n), np.int64)
-    padded[:, :M] = rows
-    lanes = padded.reshape(T * G, n) & ((1 << w) - 1)
-    nbytes = word_bytes(config, region)
-    out = bytearray(T * G * nbytes)
-    for i, word_lanes in enumerate(lanes.tolist()):
-        word = 0
-        for p, v in enumerate(word_lanes):
-            word |= v << (p * w)
-        out[i * nbytes:(i + 1) * nbytes] = word.to_bytes(nbytes, "little")
-    return bytes(out)
+    full, rest = divmod(M, n)
+    words = _words(config, region, T * G, out)
+    if w in LANE_DTYPES:
+        # the lanes of the full groups, then the last group's, cast into a view of the image
+        lanes = words[:, :n * w // 8].view(LANE_DTYPES[w][0]).reshape(T, G, n)
+        lanes[:, :full] = rows[:, :full * n].reshape(T, full, n)
+        if rest:
+            lanes[:, full, :rest] = rows[:, full * n:]
+    else:
+        padded = np.zeros((T, G * n), np.int64)
+        padded[:, :M] = rows
+        pack_lanes(padded.reshape(T * G, n), w, words)
+    return words.tobytes() if out is None else words
 
 
-def unpack_rows(config: GaeCoreConfig, region: str, data: bytes, T: int, M: int, *,
+def unpack_rows(config: GaeCoreConfig, region: str, data, T: int, M: int, *,
                 signed=True) -> np.ndarray:
-    """Inverse of :func:`pack_rows`: the ``[T, M]`` array stored in a region's byte image."""
+    """Inverse of :func:`pack_rows`: the ``[T, M]`` int64 array stored in a region's byte image
+    (``data``: bytes or any buffer; read without a copy)."""
     n, w = config.n_pe, lane_width(config, region)
     G = -(-M // n)
     nbytes = word_bytes(config, region)
     if len(data) < T * G * nbytes:
         raise ValueError(f"need {T * G * nbytes} bytes for {T} x {M}, got {len(data)}")
-    out = np.zeros((T * G, n), np.int64)
-    mask = (1 << w) - 1
-    for i in range(T * G):
-        word = int.from_bytes(data[i * nbytes:(i + 1) * nbytes], "little")
-        for p in range(n):
-            v = (word >> (p * w)) & mask
-            if signed and w > 1 and v >> (w - 1):
-                v -= 1 << w
-            out[i, p] = v
-    return out.reshape(T, G * n)[:, :M]
+    words = np.frombuffer(data, np.uint8, count=T * G * nbytes).reshape(T * G, nbytes)
+    return unpack_lanes(words, n, w, signed=signed).reshape(T, G * n)[:, :M]

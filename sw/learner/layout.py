@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sw.packing import pack_lanes, unpack_lanes
+
 from .spec import LearnerConfig, _pow2_at_least
 
 __all__ = ["Region", "regions", "region", "region_index", "sub_words", "region_bytes",
@@ -170,11 +172,6 @@ def word_bytes(config: LearnerConfig, name: str) -> int:
     return sub_words(config, region(config, name)) * config.axi_data_width // 8
 
 
-def _to_bytes(config, r, words):
-    nb = word_bytes(config, r.name)
-    return b"".join(int(x).to_bytes(nb, "little") for x in words)
-
-
 def _check_rows(config, r, n, what):
     if not 1 <= n <= r.rows:
         raise ValueError(f"{what} must have 1..{r.rows} rows for region {r.name!r}, not {n}")
@@ -199,27 +196,11 @@ def pack_matrix(config: LearnerConfig, name: str, matrix) -> bytes:
                          f"{lo}..{hi}")
     rg = config.groups(x.shape[0])
     G = r.col_groups(config)
-    if lb % 8 == 0 and lb < 64:
-        # Byte-aligned lanes: a word is its S*S lanes' little-endian bytes, padded to the
-        # word size (the same bytes as the general path below, without Python loops).
-        pad = np.zeros((rg * S, G * S), dtype=np.int64)
-        pad[:x.shape[0], :x.shape[1]] = x.astype(np.int64)
-        lanes = pad.reshape(rg, S, G, S).transpose(0, 2, 1, 3).reshape(rg * G, S * S)
-        raw = lanes.astype("<i8").view(np.uint8).reshape(rg * G, S * S, 8)[:, :, :lb // 8]
-        out = np.zeros((rg * G, word_bytes(config, name)), dtype=np.uint8)
-        out[:, :S * S * lb // 8] = raw.reshape(rg * G, -1)
-        return out.tobytes()
-    pad = np.zeros((rg * S, G * S), dtype=object)
-    pad[:x.shape[0], :x.shape[1]] = x.astype(np.int64)
-    mask = (1 << lb) - 1
-    words = []
-    for a in range(rg * G):
-        blk = pad[(a // G) * S:(a // G + 1) * S, (a % G) * S:(a % G + 1) * S].ravel()
-        word = 0
-        for lane, v in enumerate(blk):
-            word |= (int(v) & mask) << (lane * lb)
-        words.append(word)
-    return _to_bytes(config, r, words)
+    pad = np.zeros((rg * S, G * S), dtype=np.int64)
+    pad[:x.shape[0], :x.shape[1]] = x
+    lanes = pad.reshape(rg, S, G, S).transpose(0, 2, 1, 3).reshape(rg * G, S * S)
+    words = np.zeros((rg * G, word_bytes(config, name)), dtype=np.uint8)
+    return pack_lanes(lanes, lb, words).tobytes()
 
 
 def unpack_matrix(config: LearnerConfig, name: str, image: bytes, n_rows: int):
@@ -234,26 +215,10 @@ def unpack_matrix(config: LearnerConfig, name: str, image: bytes, n_rows: int):
     if len(image) < rg * G * nb:
         raise ValueError(f"image of region {name!r} must hold {rg * G * nb} bytes for "
                          f"{n_rows} rows, not {len(image)}")
-    if lb % 8 == 0 and lb < 64:
-        words = np.frombuffer(bytes(image[:rg * G * nb]), np.uint8).reshape(rg * G, nb)
-        lanes = words[:, :S * S * lb // 8].reshape(rg * G, S * S, lb // 8)
-        full = np.zeros((rg * G, S * S, 8), dtype=np.uint8)
-        full[:, :, :lb // 8] = lanes
-        v = full.view("<u8").reshape(rg * G, S * S).astype(np.int64)
-        if r.signed and lb < 64:
-            v = np.where(v >= 1 << (lb - 1), v - (1 << lb), v)
-        out = v.reshape(rg, G, S, S).transpose(0, 2, 1, 3).reshape(rg * S, G * S)
-        return np.ascontiguousarray(out[:n_rows, :r.cols])
-    out = np.zeros((rg * S, G * S), dtype=np.int64)
-    mask, sign = (1 << lb) - 1, 1 << (lb - 1)
-    for a in range(rg * G):
-        word = int.from_bytes(image[a * nb:(a + 1) * nb], "little")
-        for lane in range(S * S):
-            v = (word >> (lane * lb)) & mask
-            if r.signed and v & sign:
-                v -= 1 << lb
-            out[(a // G) * S + lane // S, (a % G) * S + lane % S] = v
-    return out[:n_rows, :r.cols]
+    words = np.frombuffer(image, np.uint8, count=rg * G * nb).reshape(rg * G, nb)
+    v = unpack_lanes(words, S * S, lb, signed=r.signed)
+    out = v.reshape(rg, G, S, S).transpose(0, 2, 1, 3).reshape(rg * S, G * S)
+    return np.ascontiguousarray(out[:n_rows, :r.cols])
 
 
 def pack_samples(config: LearnerConfig, actions, rewards, dones) -> bytes:
@@ -271,16 +236,10 @@ def pack_samples(config: LearnerConfig, actions, rewards, dones) -> bytes:
         raise ValueError(f"actions must be in 0..{config.n_out - 1}")
     config.numerics.act_format.check_raw(rw, "rewards")
     S, w, ab = config.array, config.width, config.action_bits
-    words = []
-    for g in range(config.groups(B)):
-        word = 0
-        for i in range(S):
-            s = g * S + i
-            if s < B:
-                lane = (int(rw[s]) & ((1 << w) - 1)) | int(a[s]) << w | int(d[s]) << (w + ab)
-                word |= lane << (i * r.lane_bits)
-        words.append(word)
-    return _to_bytes(config, r, words)
+    lanes = np.zeros(config.groups(B) * S, np.int64)
+    lanes[:B] = (rw & ((1 << w) - 1)) | a << w | d.astype(np.int64) << (w + ab)
+    words = np.zeros((config.groups(B), word_bytes(config, "samples")), np.uint8)
+    return pack_lanes(lanes.reshape(-1, S), r.lane_bits, words).tobytes()
 
 
 def unpack_samples(config: LearnerConfig, image: bytes, n: int):
@@ -288,12 +247,13 @@ def unpack_samples(config: LearnerConfig, image: bytes, n: int):
     r = region(config, "samples")
     S, w, ab, lb = config.array, config.width, config.action_bits, r.lane_bits
     nb = word_bytes(config, "samples")
-    acts, rews, dones = [], [], []
-    for s in range(n):
-        word = int.from_bytes(image[(s // S) * nb:(s // S + 1) * nb], "little")
-        lane = (word >> ((s % S) * lb)) & ((1 << lb) - 1)
-        rv = lane & ((1 << w) - 1)
-        rews.append(rv - (1 << w) if rv >> (w - 1) else rv)
-        acts.append((lane >> w) & ((1 << ab) - 1))
-        dones.append(bool(lane >> (w + ab) & 1))
-    return np.array(acts, np.int64), np.array(rews, np.int64), np.array(dones, bool)
+    groups = -(-n // S)
+    if len(image) < groups * nb:
+        raise ValueError(f"image of region 'samples' must hold {groups * nb} bytes for {n} "
+                         f"samples, not {len(image)}")
+    words = np.frombuffer(image, np.uint8, count=groups * nb).reshape(groups, nb)
+    lane = unpack_lanes(words, S, lb, signed=False).reshape(-1)[:n]
+    rv = lane & ((1 << w) - 1)
+    rews = rv - ((rv >> (w - 1)) << w)
+    acts = (lane >> w) & ((1 << ab) - 1)
+    return acts, rews, (lane >> (w + ab) & 1).astype(bool)
