@@ -38,6 +38,9 @@ RANDOM_ARGS_SATURATE = pytest.mark.filterwarnings("ignore::sw.driver.GaeOverflow
 
 
 def make(params=SMALL, **kw):
+    """A golden device and a driver on it; in standardized units unless ``units`` is given
+    (the bound below is that mode's; tb/gae/test_driver_units.py checks the caller's units)."""
+    kw.setdefault("units", "standardized")
     cfg = GaeCoreConfig.from_dict(params)
     dev = GoldenDevice(cfg)
     return dev, GaeDriver(dev, cfg, **kw)

@@ -81,7 +81,7 @@ def test_driver_images_and_results_equal_the_reference(module, T, M, p_done):
     cfg = getattr(cfg, "accel", cfg)
     dev = GoldenDevice(cfg)
     mem = RefImages(dev, cfg)
-    drv = GaeDriver(dev, cfg)
+    drv = GaeDriver(dev, cfg, units="standardized")    # checks the pipeline's codes
     rng = np.random.default_rng(T * M)
     r = rng.normal(size=(T, M)) * 3 + 1
     r[0, 0] = 1e6                                             # an extreme reward (clipped)
