@@ -47,36 +47,11 @@ Units of the results
     and statistics of the last call (e.g. to feed :func:`~sw.golden.gae.gae_reference`).
 
 Result scale (in-place results)
-    The accelerator writes ``code = round(x * scale + offset)``, saturated to ``±qmax``
-    (``qmax = 2**(code_bits-1) - 1``), over the rewards (advantages) and values (returns).
-    The driver picks, from the dequantized inputs it is about to send, the TD errors
-    ``d_t = r_t + gamma V_{t+1} (1 - done_t) - V_t`` and ``H = sum_{l<T} (gamma lambda)^l``,
-    ``H2 = sum_{l<T} (gamma lambda)^(2l)``:
-
-    * the advantage range ``R_A = min(max|d| H, |mean d| H + sigmas * std(d) sqrt(H2))``
-      (``sigmas`` = ``result_sigmas``, default 4): the first term bounds ``|A|`` rigorously,
-      the second is what ``A`` spans if TD errors are uncorrelated (a well-trained critic),
-      ``sigmas`` standard deviations wide; centred on 0;
-    * the return range ``R_G = R_A + max|V - mean V|``, centred on the values' block mean
-      (rigorous given ``|A| <= R_A``).
-
-    ``scale = qmax / R`` (and ``offset = -centre * scale``), rounded to the register format;
-    the de-quantization uses the registers actually written. Inside the range the result error
-    is at most half a code, ``R / (2 qmax)`` (with 8-bit codes and ``R_A = 4 std(A)``: 1.6 % of
-    ``std(A)``, RMS 0.9 %), on top of the input quantization error that
-    :mod:`sw.gae.quant` describes. TD errors are rarely uncorrelated and often heavy-tailed
-    (sparse rewards standardize to large spikes): on synthetic 64 x 19 batches
-    (tb/driver_util.rollout) ``max|A|`` reached 4 to 6 ``std(A)``, and the 4-sigma
-    range saturated in 3 of 6 batches with sparse rewards, 0 of 6 with Gaussian ones. So by
-    default (``on_requant_overflow="retry"``) a run whose STATUS.REQUANT_OVERFLOW
-    is set is repeated with both ranges doubled (up to their rigorous bounds, so it ends
-    without saturation; it costs one more load and run); ``"warn"`` keeps the saturated
-    results and warns (:class:`RequantOverflowWarning`). ``result_range`` overrides the choice.
-    Full-precision results (``results="full"``) are the PE's data format and need none of
-    this.
+    The driver picks the requantizer registers of the results from the batch, and by default
+    (``on_requant_overflow="retry"``) repeats a run whose results saturated with wider ranges:
+    :mod:`sw.gae.batch`, "Result scale".
 """
 
-import math
 import operator
 import warnings
 
@@ -96,8 +71,18 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from . import spec as gae_spec
-from .batch import (GaeBatch, check_batch, check_units, coefficient, episode_dones, flags,
-                    numeric, prepare_caller_units)
+from .batch import (
+    GaeBatch,
+    check_batch,
+    check_units,
+    choose_result_scale,
+    coefficient,
+    episode_dones,
+    flags,
+    numeric,
+    prepare_caller_units,
+    set_result_registers,
+)
 from .golden import quantize_coefs
 from .layout import pack_rows, region_base, unpack_rows, word_bytes
 from .quant import GaeQuantizationPipeline
@@ -115,7 +100,7 @@ __all__ = [
     "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
     "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
     "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
-    "RequantOverflowWarning", "StartRefusedWarning",
+    "RequantOverflowWarning", "StartRefusedWarning", "ClippingWarning",
 ]
 
 #: IP-XACT VLNV prefix of packaged GAE accelerators: ``sw.registry.vlnv(module)`` gives
@@ -164,6 +149,11 @@ class PeOverflowWarning(GaeOverflowWarning):
 
 class RequantOverflowWarning(GaeOverflowWarning):
     """STATUS.REQUANT_OVERFLOW: an in-place result code saturated (outside the result range)."""
+
+
+class ClippingWarning(RuntimeWarning):
+    """More than ``clip_warning`` of a batch's standardized rewards or values were clipped to
+    the quantizers' ranges (standardized units only; the caller's units never clip)."""
 
 
 class StartRefusedWarning(RuntimeWarning):
@@ -266,6 +256,13 @@ class GaeDriver(DriverBase):
         ``"caller"`` (default: textbook GAE of the caller's rewards and values, per call) or
         ``"standardized"`` (HEPPO's training mode: GAE of the dynamically standardized
         rewards, statistics in ``pipeline`` carried across calls); module docstring.
+    clip_warning : float or (float, float)
+        In standardized units, a batch with more than this fraction of its rewards (first) or
+        values (second) outside the quantizers' clipping ranges warns
+        :class:`ClippingWarning`: clipped rewards bias every advantage of their episodes.
+        Default 0.1 % of the rewards, 1 % of the values (their ``+-4`` std range is the
+        quantizer of least squared error; critics' heavy tails go past it: 0.3 % in PPO on
+        CartPole).
 
     Members
     -------
@@ -284,9 +281,16 @@ class GaeDriver(DriverBase):
 
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
-                 result_range=None, on_requant_overflow="retry", units="caller"):
+                 result_range=None, on_requant_overflow="retry", units="caller",
+                 clip_warning=(1e-3, 1e-2)):
         config = self._init_args(device, config, GaeCoreConfig, timeout, clock_hz, poll_interval)
         self._units = check_units(units)
+        pair = clip_warning if isinstance(clip_warning, (tuple, list)) else (clip_warning,) * 2
+        if len(pair) != 2 or any(isinstance(f, bool) or not isinstance(f, (int, float))
+                                 or not 0 <= f <= 1 for f in pair):
+            raise ValueError(f"clip_warning must be a fraction in [0, 1] or a pair of them "
+                             f"(rewards, values), not {clip_warning!r}")
+        self._clip_warning = tuple(float(f) for f in pair)
         self._sigmas = _positive(result_sigmas, "result_sigmas")
         if result_range is not None:
             if not (isinstance(result_range, (tuple, list)) and len(result_range) == 2):
@@ -364,6 +368,7 @@ class GaeDriver(DriverBase):
                                         reward_rounding=self.pipeline.reward_rounding)
         else:
             prep = self.pipeline.prepare(r, v, last)
+            self._warn_clipping(prep)
         args = GaeCoreArgs(T, M, g_raw, gl_raw, prep["reward_scale_raw"],
                            prep["reward_offset_raw"], prep["value_scale_raw"],
                            prep["value_offset_raw"])
@@ -375,54 +380,47 @@ class GaeDriver(DriverBase):
             self._choose_result_scale(batch)
         return batch
 
+    def _warn_clipping(self, prep):
+        pipe, bad = self.pipeline, []
+        for stream, q, limit in (("reward", pipe.reward_quantizer, self._clip_warning[0]),
+                                 ("value", pipe.value_quantizer, self._clip_warning[1])):
+            frac = prep[f"{stream}_clipped"]
+            if frac > limit:
+                bad.append(f"{100 * frac:.3g} % of the {stream}s clipped at +-{q.clip:g} std "
+                           f"(more than {100 * limit:g} %)")
+        if bad:
+            warnings.warn(f"GAE input clipping: {'; '.join(bad)}: their advantages are biased; "
+                          f"units='caller' never clips", ClippingWarning,
+                          stacklevel=warn_level())
+
+    # -- statistics state (standardized units) ------------------------------------------------
+    def reset(self):
+        """Forget the running reward statistics (standardized units; the caller's units keep
+        none)."""
+        self.pipeline.reset()
+
+    def state_dict(self) -> dict:
+        """``units`` and the pipeline's :meth:`~sw.gae.quant.GaeQuantizationPipeline.state_dict`
+        (configuration and running reward statistics), as plain Python values."""
+        return {"units": self._units, "pipeline": self.pipeline.state_dict()}
+
+    def load_state_dict(self, state: dict):
+        """Restore the running reward statistics of a :meth:`state_dict`; ``ValueError`` if it
+        comes from a driver with other units or another pipeline configuration."""
+        if not isinstance(state, dict) or set(state) != {"units", "pipeline"}:
+            raise ValueError("state must be a dict with keys 'units' and 'pipeline' "
+                             "(GaeDriver.state_dict)")
+        if state["units"] != self._units:
+            raise ValueError(f"state has units={state['units']!r}, this driver "
+                             f"{self._units!r}")
+        self.pipeline.load_state_dict(state["pipeline"])
+        return self
+
     def _choose_result_scale(self, batch: GaeBatch):
-        cfg, a, c = self._config, batch.args, batch.codes
-        rf = cfg.reg_format
-        cf = 2.0 ** -cfg.pe.coef_frac
-        gamma, gl = a.gamma * cf, a.gamma_lambda * cf
-
-        def deq(codes, scale, offset):
-            return np.asarray(codes, np.float64) * rf.to_float(scale) + rf.to_float(offset)
-
-        r = deq(c["rewards"], a.reward_scale, a.reward_offset)
-        v = deq(c["values"], a.value_scale, a.value_offset)
-        boot = deq(c["bootstrap"], a.value_scale, a.value_offset)
-        v_next = np.concatenate([v[1:], boot[None]], axis=0)
-        delta = r + gamma * v_next * ~c["dones"] - v
-        T = batch.T
-        H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
-        H2 = T if gl == 1.0 else (1.0 - gl ** (2 * T)) / (1.0 - gl * gl)
-        slack = 1.0 + 1e-6
-        ulps = 4 * cfg.pe.data_format.ulp
-        adv_bound = float(np.abs(delta).max()) * H * slack + ulps * H
-        estimate = abs(float(delta.mean())) * H + self._sigmas * float(delta.std()) \
-            * math.sqrt(H2)
-        center = float(batch.prepared["value_mean"])
-        v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
-        rtg_bound = adv_bound + v_dev
-        if self._result_range is not None:
-            adv_range, rtg_range = (x * batch.unit_scale for x in self._result_range)
-        else:
-            adv_range = min(adv_bound, estimate)
-            rtg_range = adv_range + v_dev
-        batch.adv_bound, batch.rtg_bound, batch.rtg_center = adv_bound, rtg_bound, center
-        self._set_result_registers(batch, adv_range, rtg_range)
+        choose_result_scale(batch, self._config, self._sigmas, self._result_range)
 
     def _set_result_registers(self, batch, adv_range, rtg_range):
-        cfg = self._config
-        rf, qmax = cfg.reg_format, cfg.code_max
-
-        def registers(rng, center):
-            # scale = qmax / R must fit the register and be >= 1 ulp; the offset must fit too.
-            rng = max(rng, qmax / rf.max_value, qmax * abs(center) / rf.max_value * 1.001,
-                      qmax * rf.ulp)
-            scale_raw = int(rf.quantize(qmax / rng))
-            offset_raw = int(rf.quantize(-center * rf.to_float(scale_raw)))
-            return qmax / float(rf.to_float(scale_raw)), scale_raw, offset_raw
-
-        batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
-        batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
-            rtg_range, batch.rtg_center)
+        set_result_registers(batch, self._config, adv_range, rtg_range)
 
     def dequantize(self, batch: GaeBatch, adv_raw, rtg_raw):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
@@ -593,11 +591,12 @@ class GaeDriver(DriverBase):
         gymnasium) (:mod:`sw.gae.batch`). Results in the caller's units by default
         (``units="caller"``: textbook GAE of the given rewards and values, within the
         quantization error, nothing carried between calls), or in standardized-reward units
-        (``units="standardized"``, module docstring). Raises ``ValueError`` before any bus access for invalid
-        input, :class:`GaeError`, :class:`GaeTimeoutError`, :class:`GaeBusyError` for a failed
-        run; warns :class:`GaeOverflowWarning` subclasses. With
-        ``on_requant_overflow="retry"`` a saturated in-place result reruns the batch with
-        both result ranges doubled (at most up to their rigorous bounds).
+        (``units="standardized"``, module docstring). Raises ``ValueError`` before any bus
+        access for invalid input, :class:`GaeError`, :class:`GaeTimeoutError`,
+        :class:`GaeBusyError` for a failed run; warns :class:`GaeOverflowWarning` subclasses
+        and :class:`ClippingWarning`. With ``on_requant_overflow="retry"`` a saturated in-place
+        result reruns the batch with both result ranges doubled (at most up to their rigorous
+        bounds).
         """
         batch = self.prepare(rewards, values, dones, last_values, gamma, lam,
                              episode_starts=episode_starts, next_done=next_done,

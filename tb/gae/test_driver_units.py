@@ -11,12 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+from driver_util import rollout
 
 from sw.driver import GaeDriver, GaeOverflowWarning, GoldenDevice
 from sw.gae.golden import dones_from_episode_starts, gae_reference
 from sw.gae.spec import GaeCoreConfig
-
-from driver_util import rollout
 
 HEPPO = {"n_pe": 8, "max_trajectories": 64, "capacity": 256}
 PAIRS = [(0.99, 0.95), (0.9, 0.0), (1.0, 1.0)]
@@ -159,7 +158,7 @@ def test_standardized_units_are_the_old_behaviour():
 
 # -- episode flags ---------------------------------------------------------------------------
 def test_episode_starts_match_sb3():
-    r, v, d, last = rollout(np.random.default_rng(9), 96, 16, reward="gauss")
+    r, v, _, last = rollout(np.random.default_rng(9), 96, 16, reward="gauss")
     rng = np.random.default_rng(10)
     starts = rng.random(r.shape) < 0.05
     next_done = rng.random(16) < 0.3
