@@ -52,6 +52,7 @@ Result scale (in-place results)
     :mod:`sw.gae.batch`, "Result scale".
 """
 
+import dataclasses
 import operator
 import warnings
 
@@ -604,10 +605,25 @@ class GaeDriver(DriverBase):
                              final_values=final_values)
         self.last_batch = batch
         c = batch.codes
-        batch.runs = 0
+        batch.runs, batch.run_args = 0, []
+        qmax, results, saturated, origin = self._config.code_max, None, None, None
         while True:
             out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"], batch.args)
+            batch.run_args.append(dataclasses.replace(batch.args))
             batch.runs += 1
+            # Results decode with the registers of their own run; an element keeps the result
+            # of the narrowest run in which its code did not saturate.
+            decoded = self.dequantize(batch, out["adv"], out["rtg"])
+            sat = [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
+                if self._config.results == "inplace" else [False, False]
+            if results is None:
+                results, saturated = list(decoded), sat
+                origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
+            else:
+                for i in (0, 1):
+                    results[i] = np.where(saturated[i], decoded[i], results[i])
+                    origin[i][saturated[i]] = batch.runs - 1
+                    saturated[i] = saturated[i] & sat[i]
             retry = (out["requant_overflow"] and self._on_requant == "retry"
                      and (batch.adv_range < batch.adv_bound
                           or batch.rtg_range < batch.rtg_bound))
@@ -616,5 +632,6 @@ class GaeDriver(DriverBase):
             self._set_result_registers(batch, min(2 * batch.adv_range, batch.adv_bound),
                                        min(2 * batch.rtg_range, batch.rtg_bound))
         batch.status = dict(self.last_status)
+        batch.result_run = (origin[0], origin[1])
         self._warn(self.last_status)
-        return self.dequantize(batch, out["adv"], out["rtg"])
+        return results[0], results[1]
