@@ -22,9 +22,12 @@ Values -- block standardization (section II-B)
     ``x * std + mean`` folds into the same multiply-add: ``scale = step * std``, ``offset = mean``,
     so the processing element receives values in the critic's own units.
 
-What the caller gets back from the accelerator
-    Advantages ``A = sum_l (gamma*lambda)^l (r~ + gamma V' - V)`` are in *standardized-reward
-    units*, and so are the rewards-to-go ``A + V`` that become the critic's targets. That is only
+What the caller gets back from the accelerator (standardized units)
+    :class:`~sw.gae.driver.GaeDriver` uses this pipeline only with ``units="standardized"``,
+    HEPPO's training mode; its default returns GAE in the caller's units
+    (:func:`sw.gae.batch.prepare_caller_units`). In standardized units, advantages
+    ``A = sum_l (gamma*lambda)^l (r~ + gamma V' - V)`` are in *standardized-reward units*, and
+    so are the rewards-to-go ``A + V`` that become the critic's targets. That is only
     consistent if the critic is trained on those targets, i.e. predicts returns of the
     standardized rewards (what HEPPO does); a critic trained on raw returns mixes units. Only
     the scale can be undone afterwards (multiply by the reward std); the subtracted mean cannot,
