@@ -223,11 +223,15 @@ def test_truncation_needs_the_callers_units():
 
 
 # -- in-place result ranges (host side) ------------------------------------------------------
-def test_segment_lengths_count_steps_to_the_episode_end():
-    from sw.gae.batch import segment_lengths
+@pytest.mark.parametrize("dones, longest", [
+    ([[0, 1], [1, 0], [0, 0], [0, 1], [0, 0]], 3),   # trajectory 1: steps 1..3
+    ([[0, 0], [0, 0], [0, 1]], 3), ([[1], [1], [1]], 1), ([[0], [0], [1], [0]], 3),
+    ([[1, 0], [0, 0], [0, 0], [1, 0]], 4),           # trajectory 1: the whole batch
+])
+def test_longest_segment_counts_steps_to_an_episode_end(dones, longest):
+    from sw.gae.batch import longest_segment
 
-    d = np.array([[0, 1], [1, 0], [0, 0], [0, 1], [0, 0]], bool)
-    np.testing.assert_array_equal(segment_lengths(d).T, [[2, 1, 3, 2, 1], [1, 3, 2, 1, 1]])
+    assert longest_segment(np.array(dones, bool)) == longest
 
 
 def test_retry_keeps_the_unsaturated_results_of_the_narrower_run():
