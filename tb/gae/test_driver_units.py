@@ -261,3 +261,37 @@ def test_gamma_lambda_one_within_three_percent_in_8_bits(kind, cartpole):
     adv, _ = compute(make(), *batch, 1.0, 1.0)
     ref_a, _ = gae_reference(*batch, 1.0, 1.0)
     assert rel_rms(adv, ref_a) <= 0.03, rel_rms(adv, ref_a)
+
+
+def test_gymnasium_rollout_with_time_limit_truncation():
+    """A real CartPole-v1 rollout under a 12-step TimeLimit: gymnasium's flags and final
+    observations straight into compute, against textbook GAE written out."""
+    import gymnasium as gym
+
+    T, M = 96, 8
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1", max_episode_steps=12) for _ in range(M)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    w = np.array([1.0, 0.5, -3.0, -1.0])
+
+    def critic(o):
+        return 15.0 + o @ w
+
+    obs, _ = envs.reset(seed=21)
+    envs.action_space.seed(21)
+    r, v = np.zeros((T, M)), np.zeros((T, M))
+    term, trunc = np.zeros((T, M), bool), np.zeros((T, M), bool)
+    final = np.full((T, M), np.nan)
+    for t in range(T):
+        v[t] = critic(obs)
+        obs, r[t], term[t], trunc[t], info = envs.step(envs.action_space.sample())
+        if "final_obs" in info:                        # the final observation of step t
+            for j in np.flatnonzero(info["_final_obs"]):
+                final[t, j] = critic(info["final_obs"][j])
+    envs.close()
+    last = critic(obs)
+    adv, ret = compute(make(16), r, v, last_values=last, gamma=0.99, lam=0.95, terminated=term,
+                       truncated=trunc, final_values=final)
+    ref_a, ref_r = gymnasium_gae(r, v, term, trunc, final, last, 0.99, 0.95)
+    assert trunc.sum() >= 20 and term.sum() >= 10 and np.isfinite(final[trunc]).all()
+    assert rel_rms(adv, ref_a) <= 1e-3 and rel_rms(ret, ref_r) <= 1e-3
