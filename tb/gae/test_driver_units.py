@@ -295,3 +295,37 @@ def test_gymnasium_rollout_with_time_limit_truncation():
     ref_a, ref_r = gymnasium_gae(r, v, term, trunc, final, last, 0.99, 0.95)
     assert trunc.sum() >= 20 and term.sum() >= 10 and np.isfinite(final[trunc]).all()
     assert rel_rms(adv, ref_a) <= 1e-3 and rel_rms(ret, ref_r) <= 1e-3
+
+
+# -- a worst-case bound, not only RMS --------------------------------------------------------
+def caller_bound(drv, b, values, last, rewards):
+    """Elementwise bound on |compute - gae_reference| in the caller's units: the reward part
+    of an advantage within one reward code (error feedback), each value within half a value
+    code (codes computed against the rounded registers, so no register rounding), reaching an
+    advantage through ``(1 + gamma) H`` TD errors; the coefficient rounding through ``|V| H``
+    and ``|delta| H^2``; the PE's rounding a few ulps per step; half a result code."""
+    cfg, u = drv.config, b.unit_scale
+    rf, df = cfg.reg_format, cfg.pe.data_format
+    g, gl = b.gamma, b.gamma * b.lam
+    H = sum(gl ** k for k in range(b.T))
+    e_r = rf.to_float(b.args.reward_scale) / u
+    e_v = rf.to_float(b.args.value_scale) / 2 / u
+    v_max = max(np.abs(values).max(), np.abs(last).max()) + e_v
+    d_max = np.abs(rewards).max() + e_r + (1 + g) * v_max
+    coef = 2.0 ** -cfg.pe.coef_frac
+    adv = e_r + (1 + g) * e_v * H + coef * v_max * H + coef * d_max * H * H + 4 * df.ulp * H / u
+    code = (b.adv_range / cfg.code_max / 2 / u, b.rtg_range / cfg.code_max / 2 / u) \
+        if cfg.results == "inplace" else (df.ulp / u, df.ulp / u)
+    return adv + code[0], adv + e_v + code[1]
+
+
+@pytest.mark.parametrize("kind", ["gauss", "sparse", "cartpole"])
+@pytest.mark.parametrize("bits, results", [(8, "inplace"), (8, "full"), (16, "inplace")])
+def test_default_is_within_the_quantization_bound(kind, bits, results, cartpole):
+    r, v, d, last = data(kind, cartpole)
+    drv = make(bits, results)
+    adv, ret = compute(drv, r, v, d, last, 0.99, 0.95)
+    ref_a, ref_r = gae_reference(r, v, d, last, 0.99, 0.95)
+    bound_a, bound_r = caller_bound(drv, drv.last_batch, v, last, r)
+    assert np.abs(adv - ref_a).max() <= bound_a, (np.abs(adv - ref_a).max(), bound_a)
+    assert np.abs(ret - ref_r).max() <= bound_r, (np.abs(ret - ref_r).max(), bound_r)
