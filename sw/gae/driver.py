@@ -33,18 +33,12 @@ in order:
 
 Units of the results
     ``units="caller"`` (default): textbook GAE, :func:`~sw.golden.gae.gae_reference` of the
-    caller's rewards, values and flags, in their units, within the quantization error
-    (docs/gae.md, "Accuracy"); the same batch gives the same answer whatever came before.
-
-    ``units="standardized"`` (HEPPO's training mode, section II-C): advantages of the rewards
-    after dynamic standardization with running statistics over every call so far (as in
-    :mod:`sw.gae.quant`: mean subtracted unless ``reward_norm="scale"``), and returns ``A + V``
-    in the critic's units, which must be those same standardized-reward returns for the
-    targets to be consistent. Consequences: the results are not GAE of the caller's rewards
-    (a constant reward centres to 0; the subtracted mean cannot be undone because its share of
-    a return depends on where episodes end), and the same batch gives different answers
-    depending on earlier calls. :attr:`GaeDriver.last_batch` keeps the standardized rewards
-    and statistics of the last call (e.g. to feed :func:`~sw.golden.gae.gae_reference`).
+    caller's rewards, values and flags, in their units, within the quantization error; the
+    same batch gives the same answer whatever came before. ``units="standardized"`` (HEPPO's
+    training mode): GAE of the rewards standardized with running statistics over every call
+    (:mod:`sw.gae.quant`), so not GAE of the caller's rewards and dependent on earlier calls;
+    the critic must learn those returns. Consequences and measured errors: docs/gae.md,
+    "Driver" and "Accuracy". :attr:`GaeDriver.last_batch` keeps what the last call computed.
 
 Result scale (in-place results)
     The driver picks the requantizer registers of the results from the batch, and by default
