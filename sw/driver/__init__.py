@@ -32,7 +32,7 @@ _LAZY = {
         "GAE_KERNEL_NAME", "GAE_VLNV", "GAE_VLNVS", "DequantOverflowWarning", "GaeBatch",
         "GaeBusyError", "GaeConfigMismatchError", "GaeDriver", "GaeError", "GaeOverflowWarning",
         "GaeTimeoutError", "PeOverflowWarning", "RequantOverflowWarning", "StartRefusedWarning",
-        "read_hw_config"),
+        "ClippingWarning", "read_hw_config"),
     "sw.learner.device": ("LearnerGoldenDevice",),
     "sw.learner.driver": (
         "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerBatch", "LearnerBusyError",

@@ -5,6 +5,8 @@ model, the Verilated RTL, a PYNQ board, an Alveo card)::
 
     drv = GaeDriver(device, config)           # or config=None: read back from HW_* registers
     adv, ret = drv.compute(rewards, values, dones, last_values, 0.99, 0.95)
+    adv, ret = drv.compute(rewards, values, last_values=v_next, gamma=0.99, lam=0.95,
+                           terminated=term, truncated=trunc, final_values=v_final)
 
 :meth:`GaeDriver.compute` has the signature of :func:`sw.golden.gae.gae_reference` and does,
 in order:
@@ -12,9 +14,13 @@ in order:
 1. **validation, before any bus access**: shapes (``[T, M]`` and ``[M]``), dtypes (numeric;
    dones bool or 0/1), finiteness, ``gamma`` and ``lam`` in [0, 1], and capacity
    (``(T + 1) * ceil(M / n_pe) <= depth``, ``M <= 4096``): ``ValueError`` naming the argument;
-2. **quantization** (:class:`~sw.gae.quant.GaeQuantizationPipeline`, whose running reward
-   statistics persist across calls): rewards dynamically standardized, values block
-   standardized, both to ``code_bits`` codes, plus the dequantizer registers; the
+2. **quantization**, by ``units``: in the caller's units (default,
+   :func:`sw.gae.batch.prepare_caller_units`, no state) each stream's mid-range and range
+   become the dequantizer's offset and scale, so the accelerator works on the caller's own
+   rewards and values (times an exact power of two); in standardized units
+   (:class:`~sw.gae.quant.GaeQuantizationPipeline`, whose running reward statistics persist
+   across calls) rewards are dynamically standardized and values block standardized; both
+   to ``code_bits`` codes, plus the dequantizer registers; the
    in-place requantizer registers (see *Result scale*); ``gamma`` and ``gamma * lam`` rounded
    once to the coefficient format (:func:`sw.golden.gae.quantize_coefs`);
 3. **run** (:meth:`GaeDriver.run`, also usable on codes directly): the codes into the memory
@@ -25,46 +31,24 @@ in order:
    :class:`StartRefusedWarning`; the result codes or words read back;
 4. **de-quantization** to float64.
 
-Units of the results (as in :mod:`sw.gae.quant`): advantages are in *standardized-reward
-units* (the rewards after dynamic standardization, mean subtracted), and the returns
-``A + V`` are in the critic's units, which must be those same standardized-reward returns for
-the targets to be consistent. :attr:`GaeDriver.last_batch` keeps the standardized rewards and
-statistics of the last call (e.g. to feed :func:`~sw.golden.gae.gae_reference`).
+Units of the results
+    ``units="caller"`` (default): textbook GAE, :func:`~sw.golden.gae.gae_reference` of the
+    caller's rewards, values and flags, in their units, within the quantization error; the
+    same batch gives the same answer whatever came before. ``units="standardized"`` (HEPPO's
+    training mode): GAE of the rewards standardized with running statistics over every call
+    (:mod:`sw.gae.quant`), so not GAE of the caller's rewards and dependent on earlier calls;
+    the critic must learn those returns. Consequences and measured errors: docs/gae.md,
+    "Driver" and "Accuracy". :attr:`GaeDriver.last_batch` keeps what the last call computed.
 
 Result scale (in-place results)
-    The accelerator writes ``code = round(x * scale + offset)``, saturated to ``±qmax``
-    (``qmax = 2**(code_bits-1) - 1``), over the rewards (advantages) and values (returns).
-    The driver picks, from the dequantized inputs it is about to send, the TD errors
-    ``d_t = r_t + gamma V_{t+1} (1 - done_t) - V_t`` and ``H = sum_{l<T} (gamma lambda)^l``,
-    ``H2 = sum_{l<T} (gamma lambda)^(2l)``:
-
-    * the advantage range ``R_A = min(max|d| H, |mean d| H + sigmas * std(d) sqrt(H2))``
-      (``sigmas`` = ``result_sigmas``, default 4): the first term bounds ``|A|`` rigorously,
-      the second is what ``A`` spans if TD errors are uncorrelated (a well-trained critic),
-      ``sigmas`` standard deviations wide; centred on 0;
-    * the return range ``R_G = R_A + max|V - mean V|``, centred on the values' block mean
-      (rigorous given ``|A| <= R_A``).
-
-    ``scale = qmax / R`` (and ``offset = -centre * scale``), rounded to the register format;
-    the de-quantization uses the registers actually written. Inside the range the result error
-    is at most half a code, ``R / (2 qmax)`` (with 8-bit codes and ``R_A = 4 std(A)``: 1.6 % of
-    ``std(A)``, RMS 0.9 %), on top of the input quantization error that
-    :mod:`sw.gae.quant` describes. TD errors are rarely uncorrelated and often heavy-tailed
-    (sparse rewards standardize to large spikes): on synthetic 64 x 19 batches
-    (tb/driver_util.rollout) ``max|A|`` reached 4 to 6 ``std(A)``, and the 4-sigma
-    range saturated in 3 of 6 batches with sparse rewards, 0 of 6 with Gaussian ones. So by
-    default (``on_requant_overflow="retry"``) a run whose STATUS.REQUANT_OVERFLOW
-    is set is repeated with both ranges doubled (up to their rigorous bounds, so it ends
-    without saturation; it costs one more load and run); ``"warn"`` keeps the saturated
-    results and warns (:class:`RequantOverflowWarning`). ``result_range`` overrides the choice.
-    Full-precision results (``results="full"``) are the PE's data format and need none of
-    this.
+    The driver picks the requantizer registers of the results from the batch, and by default
+    (``on_requant_overflow="retry"``) repeats a run whose results saturated with wider ranges:
+    :mod:`sw.gae.batch`, "Result scale".
 """
 
-import math
+import dataclasses
 import operator
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -72,7 +56,6 @@ from sw.driver.common import (
     CodedError,
     ControlOf,
     DriverBase,
-    check_finite,
     hw_field_mismatches,
     use_interrupt_arg,
     warn_level,
@@ -83,6 +66,18 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from . import spec as gae_spec
+from .batch import (
+    GaeBatch,
+    check_batch,
+    check_units,
+    choose_result_scale,
+    coefficient,
+    episode_dones,
+    flags,
+    numeric,
+    prepare_caller_units,
+    set_result_registers,
+)
 from .golden import quantize_coefs
 from .layout import pack_rows, region_base, unpack_rows, word_bytes
 from .quant import GaeQuantizationPipeline
@@ -100,7 +95,7 @@ __all__ = [
     "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
     "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
     "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
-    "RequantOverflowWarning", "StartRefusedWarning",
+    "RequantOverflowWarning", "StartRefusedWarning", "ClippingWarning",
 ]
 
 #: IP-XACT VLNV prefix of packaged GAE accelerators: ``sw.registry.vlnv(module)`` gives
@@ -149,6 +144,11 @@ class PeOverflowWarning(GaeOverflowWarning):
 
 class RequantOverflowWarning(GaeOverflowWarning):
     """STATUS.REQUANT_OVERFLOW: an in-place result code saturated (outside the result range)."""
+
+
+class ClippingWarning(RuntimeWarning):
+    """More than ``clip_warning`` of a batch's standardized rewards or values were clipped to
+    the quantizers' ranges (standardized units only; the caller's units never clip)."""
 
 
 class StartRefusedWarning(RuntimeWarning):
@@ -215,76 +215,6 @@ def _check_against(config: GaeCoreConfig, hw: GaeCoreConfig):
         raise GaeConfigMismatchError("config does not match the hardware: " + "; ".join(bad))
 
 
-# -- validation ----------------------------------------------------------------------------------
-def _numeric(x, name, *, ndim):
-    try:
-        a = np.asarray(x)
-    except Exception:  # noqa: BLE001 - ragged lists and the like
-        raise ValueError(f"{name} must be a numeric array") from None
-    if a.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be a numeric array (bool, integer or float), "
-                         f"not dtype {a.dtype}")
-    if a.ndim != ndim:
-        shape = "[T, M]" if ndim == 2 else "[M]"
-        raise ValueError(f"{name} must be a {shape} array, not shape {a.shape}")
-    return check_finite(a, name)
-
-
-def _coefficient(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and 0.0 <= v <= 1.0):
-        raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
-    return v
-
-
-# -- one batch ---------------------------------------------------------------------------------
-@dataclass
-class GaeBatch:
-    """What :meth:`GaeDriver.prepare` computes for one call (no hardware involved).
-
-    Members
-    -------
-    T, M : int
-        Time steps and trajectories.
-    gamma, lam : float
-        As given.
-    codes : dict
-        ``rewards``, ``values`` ([T, M]) and ``bootstrap`` ([M]) codes, ``dones`` (bool).
-    args : GaeCoreArgs
-        The argument registers of the run (raw integers).
-    prepared : dict
-        The output of :meth:`GaeQuantizationPipeline.prepare` (statistics, standardized
-        rewards, clipping fractions).
-    adv_range, rtg_range : float or None
-        Result ranges of in-place results (see the module docstring); None for full results.
-    adv_bound, rtg_bound : float or None
-        Their rigorous upper limits (what ``"retry"`` widens up to).
-    rtg_center : float
-        Centre of the return range (the values' block mean).
-    status : dict
-        STATUS fields and CYCLES of the (last) run.
-    runs : int
-        Runs it took (more than 1 after ``on_requant_overflow="retry"`` widened the ranges).
-    """
-    T: int
-    M: int
-    gamma: float
-    lam: float
-    codes: dict
-    args: GaeCoreArgs
-    prepared: dict
-    adv_range: float | None = None
-    rtg_range: float | None = None
-    adv_bound: float | None = None
-    rtg_bound: float | None = None
-    rtg_center: float = 0.0
-    status: dict = field(default_factory=dict)
-    runs: int = 0
-
-
 class GaeDriver(DriverBase):
     """The GAE accelerator on any :class:`~sw.driver.mmio.Device`.
 
@@ -317,6 +247,17 @@ class GaeDriver(DriverBase):
     on_requant_overflow : str
         ``"retry"`` (default: widen the in-place result ranges and run again, see the module
         docstring) or ``"warn"`` (keep the saturated results, warn).
+    units : str
+        ``"caller"`` (default: textbook GAE of the caller's rewards and values, per call) or
+        ``"standardized"`` (HEPPO's training mode: GAE of the dynamically standardized
+        rewards, statistics in ``pipeline`` carried across calls); module docstring.
+    clip_warning : float or (float, float)
+        In standardized units, a batch with more than this fraction of its rewards (first) or
+        values (second) outside the quantizers' clipping ranges warns
+        :class:`ClippingWarning`: clipped rewards bias every advantage of their episodes.
+        Default 0.1 % of the rewards, 1 % of the values (their ``+-4`` std range is the
+        quantizer of least squared error; critics' heavy tails go past it: 0.3 % in PPO on
+        CartPole).
 
     Members
     -------
@@ -324,6 +265,9 @@ class GaeDriver(DriverBase):
     register_map : RegisterMapAccess
         PYNQ-style access to every register (``drv.register_map.STATUS.ERROR``).
     pipeline : GaeQuantizationPipeline
+        Its running statistics are used (and updated) in standardized units only; in the
+        caller's units only its ``reward_rounding`` is.
+    units : str
     last_batch : GaeBatch or None
         The batch of the last :meth:`compute`.
     last_status : dict
@@ -332,8 +276,16 @@ class GaeDriver(DriverBase):
 
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
-                 result_range=None, on_requant_overflow="retry"):
+                 result_range=None, on_requant_overflow="retry", units="caller",
+                 clip_warning=(1e-3, 1e-2)):
         config = self._init_args(device, config, GaeCoreConfig, timeout, clock_hz, poll_interval)
+        self._units = check_units(units)
+        pair = clip_warning if isinstance(clip_warning, (tuple, list)) else (clip_warning,) * 2
+        if len(pair) != 2 or any(isinstance(f, bool) or not isinstance(f, (int, float))
+                                 or not 0 <= f <= 1 for f in pair):
+            raise ValueError(f"clip_warning must be a fraction in [0, 1] or a pair of them "
+                             f"(rewards, values), not {clip_warning!r}")
+        self._clip_warning = tuple(float(f) for f in pair)
         self._sigmas = _positive(result_sigmas, "result_sigmas")
         if result_range is not None:
             if not (isinstance(result_range, (tuple, list)) and len(result_range) == 2):
@@ -360,6 +312,7 @@ class GaeDriver(DriverBase):
             raise ValueError(f"pipeline must have bits={config.code_bits} and reg_format "
                              f"{config.reg_format}, not bits={pipeline.bits}, {rf}")
         self.pipeline = pipeline
+        self.units = self._units
         self.last_batch = None
         self.last_status = {}
 
@@ -377,104 +330,106 @@ class GaeDriver(DriverBase):
                 f"ceil(M / n_pe) = {T + 1} * {G} = {(T + 1) * G} memory words (and M <= 4096), "
                 f"the accelerator has {cfg.depth} (e.g. T <= {cfg.depth // G - 1} for this M)")
 
-    def prepare(self, rewards, values, dones, last_values, gamma, lam) -> GaeBatch:
-        """Validate and quantize one batch; updates the running reward statistics.
+    def prepare(self, rewards, values, dones=None, last_values=None, gamma=None, lam=None, *,
+                episode_starts=None, next_done=None, terminated=None, truncated=None,
+                final_values=None) -> GaeBatch:
+        """Validate and quantize one batch (arguments as :meth:`compute`); in standardized
+        units this updates the running reward statistics.
 
         Raises ``ValueError`` (before any bus access and before the statistics change) for any
         invalid argument; see the module docstring.
         """
-        r = _numeric(rewards, "rewards", ndim=2)
+        for name, x in (("last_values", last_values), ("gamma", gamma), ("lam", lam)):
+            if x is None:
+                raise ValueError(f"{name} is required")
+        r, v, last = check_batch(rewards, values, last_values)
         T, M = r.shape
-        v = _numeric(values, "values", ndim=2)
-        if v.shape != r.shape:
-            raise ValueError(f"values must have the shape of rewards {r.shape}, not {v.shape}")
-        d = _numeric(dones, "dones", ndim=2)
-        if d.shape != r.shape:
-            raise ValueError(f"dones must have the shape of rewards {r.shape}, not {d.shape}")
-        if d.dtype.kind != "b":
-            if not np.isin(d, (0, 1)).all():
-                raise ValueError("dones must be bool-like: bool, or numbers that are all "
-                                 "0 or 1")
-        d = d.astype(bool)
-        last = _numeric(last_values, "last_values", ndim=1)
-        if last.shape != (M,):
-            raise ValueError(f"last_values must have shape ({M},), not {last.shape}")
-        gamma = _coefficient(gamma, "gamma")
-        lam = _coefficient(lam, "lam")
+        gamma = coefficient(gamma, "gamma")
+        lam = coefficient(lam, "lam")
+        if self._units == "standardized" and truncated is not None and np.any(
+                flags(truncated, "truncated", (T, M))):
+            raise ValueError("truncated steps need units='caller': in standardized units the "
+                             "final observations' values cannot be folded into the rewards "
+                             "before their standardization")
+        d, r, _ = episode_dones((T, M), gamma, r, dones=dones, episode_starts=episode_starts,
+                                next_done=next_done, terminated=terminated,
+                                truncated=truncated, final_values=final_values)
         self.check_shape(T, M)
         cfg = self._config
         g_raw, gl_raw = quantize_coefs(gamma, lam, cfg.pe)
-        prep = self.pipeline.prepare(r, v, last)
+        if self._units == "caller":
+            prep = prepare_caller_units(r, v, last, d, gamma, lam, bits=cfg.code_bits,
+                                        reg_format=cfg.reg_format, data_format=cfg.pe.data_format,
+                                        reward_rounding=self.pipeline.reward_rounding)
+        else:
+            prep = self.pipeline.prepare(r, v, last)
+            self._warn_clipping(prep)
         args = GaeCoreArgs(T, M, g_raw, gl_raw, prep["reward_scale_raw"],
                            prep["reward_offset_raw"], prep["value_scale_raw"],
                            prep["value_offset_raw"])
         codes = {"rewards": prep["reward_codes"], "values": prep["value_codes"],
                  "bootstrap": prep["bootstrap_codes"], "dones": d}
-        batch = GaeBatch(T, M, gamma, lam, codes, args, prep)
+        batch = GaeBatch(T, M, gamma, lam, codes, args, prep, units=self._units,
+                         unit_scale=prep.get("unit_scale", 1.0))
         if cfg.results == "inplace":
             self._choose_result_scale(batch)
         return batch
 
+    def _warn_clipping(self, prep):
+        pipe, bad = self.pipeline, []
+        for stream, q, limit in (("reward", pipe.reward_quantizer, self._clip_warning[0]),
+                                 ("value", pipe.value_quantizer, self._clip_warning[1])):
+            frac = prep[f"{stream}_clipped"]
+            if frac > limit:
+                bad.append(f"{100 * frac:.3g} % of the {stream}s clipped at +-{q.clip:g} std "
+                           f"(more than {100 * limit:g} %)")
+        if bad:
+            warnings.warn(f"GAE input clipping: {'; '.join(bad)}: their advantages are biased; "
+                          f"units='caller' never clips", ClippingWarning,
+                          stacklevel=warn_level())
+
+    # -- statistics state (standardized units) ------------------------------------------------
+    def reset(self):
+        """Forget the running reward statistics (standardized units; the caller's units keep
+        none)."""
+        self.pipeline.reset()
+
+    def state_dict(self) -> dict:
+        """``units`` and the pipeline's :meth:`~sw.gae.quant.GaeQuantizationPipeline.state_dict`
+        (configuration and running reward statistics), as plain Python values."""
+        return {"units": self._units, "pipeline": self.pipeline.state_dict()}
+
+    def load_state_dict(self, state: dict):
+        """Restore the running reward statistics of a :meth:`state_dict`; ``ValueError`` if it
+        comes from a driver with other units or another pipeline configuration."""
+        if not isinstance(state, dict) or set(state) != {"units", "pipeline"}:
+            raise ValueError("state must be a dict with keys 'units' and 'pipeline' "
+                             "(GaeDriver.state_dict)")
+        if state["units"] != self._units:
+            raise ValueError(f"state has units={state['units']!r}, this driver "
+                             f"{self._units!r}")
+        self.pipeline.load_state_dict(state["pipeline"])
+        return self
+
     def _choose_result_scale(self, batch: GaeBatch):
-        cfg, a, c = self._config, batch.args, batch.codes
-        rf = cfg.reg_format
-        cf = 2.0 ** -cfg.pe.coef_frac
-        gamma, gl = a.gamma * cf, a.gamma_lambda * cf
-
-        def deq(codes, scale, offset):
-            return np.asarray(codes, np.float64) * rf.to_float(scale) + rf.to_float(offset)
-
-        r = deq(c["rewards"], a.reward_scale, a.reward_offset)
-        v = deq(c["values"], a.value_scale, a.value_offset)
-        boot = deq(c["bootstrap"], a.value_scale, a.value_offset)
-        v_next = np.concatenate([v[1:], boot[None]], axis=0)
-        delta = r + gamma * v_next * ~c["dones"] - v
-        T = batch.T
-        H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
-        H2 = T if gl == 1.0 else (1.0 - gl ** (2 * T)) / (1.0 - gl * gl)
-        slack = 1.0 + 1e-6
-        ulps = 4 * cfg.pe.data_format.ulp
-        adv_bound = float(np.abs(delta).max()) * H * slack + ulps * H
-        estimate = abs(float(delta.mean())) * H + self._sigmas * float(delta.std()) \
-            * math.sqrt(H2)
-        center = float(batch.prepared["value_mean"])
-        v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
-        rtg_bound = adv_bound + v_dev
-        if self._result_range is not None:
-            adv_range, rtg_range = self._result_range
-        else:
-            adv_range = min(adv_bound, estimate)
-            rtg_range = adv_range + v_dev
-        batch.adv_bound, batch.rtg_bound, batch.rtg_center = adv_bound, rtg_bound, center
-        self._set_result_registers(batch, adv_range, rtg_range)
+        choose_result_scale(batch, self._config, self._sigmas, self._result_range)
 
     def _set_result_registers(self, batch, adv_range, rtg_range):
-        cfg = self._config
-        rf, qmax = cfg.reg_format, cfg.code_max
-
-        def registers(rng, center):
-            # scale = qmax / R must fit the register and be >= 1 ulp; the offset must fit too.
-            rng = max(rng, qmax / rf.max_value, qmax * abs(center) / rf.max_value * 1.001,
-                      qmax * rf.ulp)
-            scale_raw = int(rf.quantize(qmax / rng))
-            offset_raw = int(rf.quantize(-center * rf.to_float(scale_raw)))
-            return qmax / float(rf.to_float(scale_raw)), scale_raw, offset_raw
-
-        batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
-        batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
-            rtg_range, batch.rtg_center)
+        set_result_registers(batch, self._config, adv_range, rtg_range)
 
     def dequantize(self, batch: GaeBatch, adv_raw, rtg_raw):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
         cfg = self._config
+        u = batch.unit_scale
         if cfg.results == "full":
             fmt = cfg.pe.data_format
-            return fmt.to_float(adv_raw), fmt.to_float(rtg_raw)
+            return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
         rf, a = cfg.reg_format, batch.args
         out = []
         for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
                                    (rtg_raw, a.rtg_scale, a.rtg_offset)):
-            out.append((np.asarray(raw, np.float64) - rf.to_float(offset)) / rf.to_float(scale))
+            out.append((np.asarray(raw, np.float64) - rf.to_float(offset))
+                       / rf.to_float(scale) / u)
         return out[0], out[1]
 
     # -- the run --------------------------------------------------------------------------------
@@ -490,7 +445,7 @@ class GaeDriver(DriverBase):
         arrays = {}
         for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),
                               ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
-            a = _numeric(x, name, ndim=ndim)
+            a = numeric(x, name, ndim=ndim)
             if name == "dones":
                 if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
                     raise ValueError("dones must be bool-like: bool, or numbers that are all "
@@ -620,23 +575,49 @@ class GaeDriver(DriverBase):
                 **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
 
     # -- the whole thing -------------------------------------------------------------------------
-    def compute(self, rewards, values, dones, last_values, gamma, lam):
+    def compute(self, rewards, values, dones=None, last_values=None, gamma=None, lam=None, *,
+                episode_starts=None, next_done=None, terminated=None, truncated=None,
+                final_values=None):
         """GAE on the accelerator: ``(advantages, returns)``, float64 ``[T, M]``.
 
-        Same signature as :func:`sw.golden.gae.gae_reference`; results in standardized-reward
-        units (module docstring). Raises ``ValueError`` before any bus access for invalid
-        input, :class:`GaeError`, :class:`GaeTimeoutError`, :class:`GaeBusyError` for a failed
-        run; warns :class:`GaeOverflowWarning` subclasses. With
-        ``on_requant_overflow="retry"`` a saturated in-place result reruns the batch with
-        both result ranges doubled (at most up to their rigorous bounds).
+        Same signature as :func:`sw.golden.gae.gae_reference`, with ``dones[t]`` = the episode
+        ended at step t; instead of ``dones`` the keyword pairs ``episode_starts`` +
+        ``next_done`` (SB3/CleanRL) or ``terminated`` + ``truncated`` (+ ``final_values``;
+        gymnasium) (:mod:`sw.gae.batch`). Results in the caller's units by default
+        (``units="caller"``: textbook GAE of the given rewards and values, within the
+        quantization error, nothing carried between calls), or in standardized-reward units
+        (``units="standardized"``, module docstring). Raises ``ValueError`` before any bus
+        access for invalid input, :class:`GaeError`, :class:`GaeTimeoutError`,
+        :class:`GaeBusyError` for a failed run; warns :class:`GaeOverflowWarning` subclasses
+        and :class:`ClippingWarning`. With ``on_requant_overflow="retry"`` a saturated in-place
+        result reruns the batch with both result ranges doubled (at most up to their rigorous
+        bounds).
         """
-        batch = self.prepare(rewards, values, dones, last_values, gamma, lam)
+        batch = self.prepare(rewards, values, dones, last_values, gamma, lam,
+                             episode_starts=episode_starts, next_done=next_done,
+                             terminated=terminated, truncated=truncated,
+                             final_values=final_values)
         self.last_batch = batch
         c = batch.codes
-        batch.runs = 0
+        batch.runs, batch.run_args = 0, []
+        qmax, results, saturated, origin = self._config.code_max, None, None, None
         while True:
             out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"], batch.args)
+            batch.run_args.append(dataclasses.replace(batch.args))
             batch.runs += 1
+            # Results decode with the registers of their own run; an element keeps the result
+            # of the narrowest run in which its code did not saturate.
+            decoded = self.dequantize(batch, out["adv"], out["rtg"])
+            sat = [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
+                if self._config.results == "inplace" else [False, False]
+            if results is None:
+                results, saturated = list(decoded), sat
+                origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
+            else:
+                for i in (0, 1):
+                    results[i] = np.where(saturated[i], decoded[i], results[i])
+                    origin[i][saturated[i]] = batch.runs - 1
+                    saturated[i] = saturated[i] & sat[i]
             retry = (out["requant_overflow"] and self._on_requant == "retry"
                      and (batch.adv_range < batch.adv_bound
                           or batch.rtg_range < batch.rtg_bound))
@@ -645,5 +626,6 @@ class GaeDriver(DriverBase):
             self._set_result_registers(batch, min(2 * batch.adv_range, batch.adv_bound),
                                        min(2 * batch.rtg_range, batch.rtg_bound))
         batch.status = dict(self.last_status)
+        batch.result_run = (origin[0], origin[1])
         self._warn(self.last_status)
-        return self.dequantize(batch, out["adv"], out["rtg"])
+        return results[0], results[1]

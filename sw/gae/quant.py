@@ -22,9 +22,12 @@ Values -- block standardization (section II-B)
     ``x * std + mean`` folds into the same multiply-add: ``scale = step * std``, ``offset = mean``,
     so the processing element receives values in the critic's own units.
 
-What the caller gets back from the accelerator
-    Advantages ``A = sum_l (gamma*lambda)^l (r~ + gamma V' - V)`` are in *standardized-reward
-    units*, and so are the rewards-to-go ``A + V`` that become the critic's targets. That is only
+What the caller gets back from the accelerator (standardized units)
+    :class:`~sw.gae.driver.GaeDriver` uses this pipeline only with ``units="standardized"``,
+    HEPPO's training mode; its default returns GAE in the caller's units
+    (:func:`sw.gae.batch.prepare_caller_units`). In standardized units, advantages
+    ``A = sum_l (gamma*lambda)^l (r~ + gamma V' - V)`` are in *standardized-reward units*, and
+    so are the rewards-to-go ``A + V`` that become the critic's targets. That is only
     consistent if the critic is trained on those targets, i.e. predicts returns of the
     standardized rewards (what HEPPO does); a critic trained on raw returns mixes units. Only
     the scale can be undone afterwards (multiply by the reward std); the subtracted mean cannot,
@@ -71,8 +74,20 @@ import numpy as np
 
 from sw.fixed import MAX_INTERMEDIATE_BITS, FixedFormat
 
+from .stats import (
+    DEFAULT_MIN_STD,
+    DEFAULT_UPDATE_CLIP,
+    REWARD_NORMS,
+    DynamicRewardStandardizer,
+    RunningMeanStd,
+    _check_min_std,
+    _finite_array,
+    block_standardize,
+)
+
 __all__ = [
-    "DEFAULT_REWARD_CLIP", "DEFAULT_VALUE_CLIP", "DEFAULT_MIN_STD", "BITS_RANGE",
+    "DEFAULT_REWARD_CLIP", "DEFAULT_VALUE_CLIP", "DEFAULT_MIN_STD", "DEFAULT_UPDATE_CLIP",
+    "BITS_RANGE",
     "REWARD_ROUNDINGS", "REWARD_NORMS",
     "RunningMeanStd", "DynamicRewardStandardizer", "block_standardize",
     "UniformQuantizer", "dequantize", "GaeQuantizationPipeline",
@@ -92,238 +107,16 @@ DEFAULT_REWARD_CLIP = 8.0
 #: +-4 against 0.36 % with +-8. Also the default of :class:`UniformQuantizer`.
 DEFAULT_VALUE_CLIP = 4.0
 
-#: Floor of the standard deviations used to standardize (a constant stream has std 0).
-DEFAULT_MIN_STD = 1e-8
-
 #: Accepted code widths.
 BITS_RANGE = (2, 16)
 
 #: Ways of rounding rewards to codes in :class:`GaeQuantizationPipeline`.
 REWARD_ROUNDINGS = ("error_feedback", "nearest")
-#: Reward normalizations: ``"center"`` (HEPPO: ``(r - mean) / std``) and ``"scale"``
-#: (``r / rms``, no centring; for constant per-step rewards).
-REWARD_NORMS = ("center", "scale")
-
-
 # -- validation helpers -----------------------------------------------------------------------
-def _finite_array(x, name, *, ndim=None):
-    """``x`` as a float64 array; ``ValueError`` naming ``name`` if not numeric, finite, ndim."""
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of real numbers") from None
-    if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-D array, not shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite (no NaN or infinity)")
-    return a
-
-
-def _check_min_std(min_std):
-    if (isinstance(min_std, bool) or not isinstance(min_std, (int, float))
-            or not math.isfinite(min_std) or min_std <= 0):
-        raise ValueError(f"min_std must be a positive finite number, not {min_std!r}")
-    return float(min_std)
-
-
 def _check_format(fmt, name):
     if not isinstance(fmt, FixedFormat):
         raise ValueError(f"{name} must be a FixedFormat, not {fmt!r}")
     return fmt
-
-
-# -- running statistics ------------------------------------------------------------------------
-class RunningMeanStd:
-    """Running mean and (population) variance of a stream of numbers, in float64.
-
-    Equivalent to HEPPO's per-element Welford recurrence (eqs. 6-9)::
-
-        M_n = M_{n-1} + (x_n - M_{n-1}) / n
-        S_n = S_{n-1} + (x_n - M_{n-1}) * (x_n - M_n)
-        std_n = sqrt(S_n / n)
-
-    but updated a batch at a time with the parallel merge of Chan, Golub and LeVeque (1979): the
-    batch's own mean and sum of squared deviations (two passes, so a large common offset does not
-    cancel catastrophically), merged into the running ``(n, M, S)``. The variance is the
-    population variance ``S / n`` (``ddof=0``, eq. 9), 0 before any data.
-
-    Members
-    -------
-    count : int
-        Number of elements seen.
-    mean, var, std : float
-        Running statistics (0 when ``count == 0``).
-    m2 : float
-        ``S_n``, the sum of squared deviations from the mean.
-    """
-
-    def __init__(self):
-        self._count = 0
-        self._mean = 0.0
-        self._m2 = 0.0
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-    @property
-    def mean(self) -> float:
-        return self._mean
-
-    @property
-    def m2(self) -> float:
-        return self._m2
-
-    @property
-    def var(self) -> float:
-        return self._m2 / self._count if self._count else 0.0
-
-    @property
-    def std(self) -> float:
-        return math.sqrt(self.var)
-
-    def _merge(self, n, mean, m2):
-        if n == 0:
-            return
-        total = self._count + n
-        delta = mean - self._mean
-        self._mean += delta * (n / total)
-        self._m2 += m2 + delta * delta * (self._count * n / total)
-        self._count = total
-
-    def update(self, batch):
-        """Add every element of ``batch`` (any shape, finite). Returns ``self``.
-
-        Raises
-        ------
-        ValueError
-            If ``batch`` is not numeric or holds NaN or infinity.
-        """
-        x = _finite_array(batch, "batch").ravel()
-        if x.size:
-            mean = float(x.mean())
-            self._merge(int(x.size), mean, float(np.sum(np.square(x - mean))))
-        return self
-
-    def merge(self, other: "RunningMeanStd"):
-        """Add the statistics of another :class:`RunningMeanStd` (e.g. another worker's)."""
-        if not isinstance(other, RunningMeanStd):
-            raise ValueError(f"other must be a RunningMeanStd, not {other!r}")
-        self._merge(other.count, other.mean, other.m2)
-        return self
-
-    def state_dict(self) -> dict:
-        """The state as plain Python numbers: ``{"count", "mean", "m2"}``."""
-        return {"count": self._count, "mean": self._mean, "m2": self._m2}
-
-    def load_state_dict(self, state: dict):
-        """Restore a state saved by :meth:`state_dict`. Returns ``self``."""
-        if not isinstance(state, dict) or set(state) != {"count", "mean", "m2"}:
-            raise ValueError("state must be a dict with keys 'count', 'mean', 'm2', "
-                             f"not {state!r}")
-        count, mean, m2 = state["count"], state["mean"], state["m2"]
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-            raise ValueError(f"state['count'] must be a non-negative integer, not {count!r}")
-        if not (math.isfinite(mean) and math.isfinite(m2)) or m2 < 0:
-            raise ValueError(f"state['mean'] and state['m2'] must be finite, m2 >= 0; "
-                             f"got {mean!r}, {m2!r}")
-        if count == 0 and (mean != 0 or m2 != 0):
-            raise ValueError("state with count 0 must have mean 0 and m2 0")
-        self._count, self._mean, self._m2 = int(count), float(mean), float(m2)
-        return self
-
-    @classmethod
-    def from_state_dict(cls, state: dict) -> "RunningMeanStd":
-        return cls().load_state_dict(state)
-
-    def __repr__(self):
-        return f"RunningMeanStd(count={self._count}, mean={self._mean!r}, std={self.std!r})"
-
-
-class DynamicRewardStandardizer:
-    """HEPPO dynamic standardization of rewards (section II-A).
-
-    Each call updates the running statistics with the batch, then returns
-    ``(rewards - mean) / max(std, min_std)`` with the statistics of every reward seen so far,
-    this batch included. See the module docstring for what the mean subtraction implies.
-    With ``norm="scale"`` it returns ``rewards / max(rms, min_std)`` instead, ``rms =
-    sqrt(mean**2 + std**2)`` (no centring; the returned "mean" is 0 and "std" the RMS).
-
-    Parameters
-    ----------
-    min_std : float
-        Floor of the standard deviation (a stream of identical rewards has std 0; they then
-        standardize to exactly 0).
-    norm : str
-        ``"center"`` (default, HEPPO) or ``"scale"`` (:data:`REWARD_NORMS`).
-
-    Members
-    -------
-    stats : RunningMeanStd
-        The running statistics (save them with ``stats.state_dict()``).
-    """
-
-    def __init__(self, *, min_std=DEFAULT_MIN_STD, norm="center"):
-        self._min_std = _check_min_std(min_std)
-        if norm not in REWARD_NORMS:
-            raise ValueError(f"norm must be one of {', '.join(REWARD_NORMS)}, not {norm!r}")
-        self._norm = norm
-        self.stats = RunningMeanStd()
-
-    @property
-    def min_std(self) -> float:
-        return self._min_std
-
-    @property
-    def norm(self) -> str:
-        return self._norm
-
-    def standardize(self, rewards):
-        """Standardize with the current statistics, without updating them.
-
-        Returns ``(standardized, mean, std)``: ``std`` is the floored divisor actually used
-        (the RMS for ``norm="scale"``, whose ``mean`` is 0: nothing is subtracted).
-        """
-        r = _finite_array(rewards, "rewards")
-        if self._norm == "scale":
-            rms = max(math.hypot(self.stats.mean, self.stats.std), self._min_std)
-            return r / rms, 0.0, rms
-        mean, std = self.stats.mean, max(self.stats.std, self._min_std)
-        return (r - mean) / std, mean, std
-
-    def __call__(self, rewards):
-        """Update with ``rewards``, then standardize them. Returns ``(standardized, mean, std)``."""
-        r = _finite_array(rewards, "rewards")
-        self.stats.update(r)
-        return self.standardize(r)
-
-
-def block_standardize(values, last_values, *, min_std=DEFAULT_MIN_STD):
-    """HEPPO block standardization of one batch of values (section II-B).
-
-    Parameters
-    ----------
-    values : array [T, N]
-        Critic values of the batch.
-    last_values : array [N]
-        Bootstrap values ``V(s_T)``; part of the block, so they share its statistics.
-    min_std : float
-        Floor of the standard deviation.
-
-    Returns
-    -------
-    (z_values, z_last, mean, std)
-        Standardized arrays and the statistics (population std, floored) that undo it:
-        ``values = z_values * std + mean``.
-    """
-    v = _finite_array(values, "values", ndim=2)
-    last = _finite_array(last_values, "last_values", ndim=1)
-    if last.shape != v.shape[1:]:
-        raise ValueError(f"last_values must have shape ({v.shape[1]},), not {last.shape}")
-    min_std = _check_min_std(min_std)
-    stats = RunningMeanStd().update(v).update(last)
-    mean, std = stats.mean, max(stats.std, min_std)
-    return (v - mean) / std, (last - mean) / std, mean, std
 
 
 # -- quantization -------------------------------------------------------------------------------
@@ -606,17 +399,23 @@ class GaeQuantizationPipeline:
         Format of the scale and offset registers.
     min_std : float
         Floor of both standard deviations.
+    update_clip : float or None
+        Robust update of the running reward statistics (:class:`DynamicRewardStandardizer`:
+        rewards enter them winsorized at ``update_clip`` running RMS); None: HEPPO's plain
+        update.
 
     Members
     -------
     reward_quantizer, value_quantizer : UniformQuantizer
     rewards : DynamicRewardStandardizer
-        Holds the running reward statistics (:meth:`state_dict` saves them).
+        Holds the running reward statistics (:meth:`state_dict` saves them, :meth:`reset`
+        clears them).
     """
 
     def __init__(self, *, bits=8, reward_clip=DEFAULT_REWARD_CLIP, value_clip=DEFAULT_VALUE_CLIP,
                  reward_rounding="error_feedback", reg_format=FixedFormat(32, 16),
-                 min_std=DEFAULT_MIN_STD, reward_norm="center"):
+                 min_std=DEFAULT_MIN_STD, reward_norm="center",
+                 update_clip=DEFAULT_UPDATE_CLIP):
         self.reward_quantizer = UniformQuantizer(bits=bits, clip=reward_clip)
         self.value_quantizer = UniformQuantizer(bits=bits, clip=value_clip)
         if reward_rounding not in REWARD_ROUNDINGS:
@@ -625,7 +424,8 @@ class GaeQuantizationPipeline:
         self._reward_rounding = reward_rounding
         self._reg_format = _check_format(reg_format, "reg_format")
         self._min_std = _check_min_std(min_std)
-        self.rewards = DynamicRewardStandardizer(min_std=min_std, norm=reward_norm)
+        self.rewards = DynamicRewardStandardizer(min_std=min_std, norm=reward_norm,
+                                                 update_clip=update_clip)
 
     @property
     def bits(self) -> int:
@@ -744,20 +544,40 @@ class GaeQuantizationPipeline:
         return {"bits": self.bits, "reward_clip": self.reward_quantizer.clip,
                 "value_clip": self.value_quantizer.clip, "reward_rounding": self._reward_rounding,
                 "reg_format": self._reg_format.to_dict(), "min_std": self._min_std,
-                "reward_norm": self.rewards.norm, "reward_stats": self.rewards.stats.state_dict()}
+                "reward_norm": self.rewards.norm, "update_clip": self.rewards.update_clip,
+                "reward_stats": self.rewards.stats.state_dict()}
+
+    def reset(self):
+        """Forget the running reward statistics."""
+        self.rewards.reset()
+
+    def load_state_dict(self, state: dict):
+        """Restore the running reward statistics of a :meth:`state_dict` of a pipeline
+        configured like this one (``ValueError`` naming the first differing setting)."""
+        other = type(self).from_state_dict(state)
+        mine = self.state_dict()
+        for key, value in other.state_dict().items():
+            if key != "reward_stats" and value != mine[key]:
+                raise ValueError(f"state has {key}={value!r}, this pipeline {mine[key]!r}")
+        self.rewards.stats.load_state_dict(state["reward_stats"])
+        self.rewards.clamped = 0
+        return self
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "GaeQuantizationPipeline":
         """Rebuild a pipeline saved by :meth:`state_dict`."""
         keys = {"bits", "reward_clip", "value_clip", "reward_rounding", "reg_format", "min_std",
                 "reward_stats"}
-        # reward_norm is optional: states saved before it existed are "center".
-        if not isinstance(state, dict) or not keys <= set(state) <= keys | {"reward_norm"}:
+        # reward_norm and update_clip are optional: states saved before they existed are
+        # "center" and the plain update (None).
+        optional = {"reward_norm", "update_clip"}
+        if not isinstance(state, dict) or not keys <= set(state) <= keys | optional:
             raise ValueError(f"state must be a dict with keys {', '.join(sorted(keys))} "
-                             f"(and optionally reward_norm)")
+                             f"(and optionally reward_norm, update_clip)")
         pipe = cls(bits=state["bits"], reward_clip=state["reward_clip"],
                    value_clip=state["value_clip"], reward_rounding=state["reward_rounding"],
                    reg_format=FixedFormat(**state["reg_format"]), min_std=state["min_std"],
-                   reward_norm=state.get("reward_norm", "center"))
+                   reward_norm=state.get("reward_norm", "center"),
+                   update_clip=state.get("update_clip"))
         pipe.rewards.stats.load_state_dict(state["reward_stats"])
         return pipe

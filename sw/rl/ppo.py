@@ -12,7 +12,9 @@ callable with the signature of :func:`sw.golden.gae.gae_reference`, e.g.
   baseline to compare learning curves against.
 
 Both return advantages and returns in the same normalised-reward units (see
-:mod:`sw.gae.quant`), and the critic learns those returns. CartPole's constant +1 reward needs
+:mod:`sw.gae.quant`), and the critic learns those returns: the accelerator's driver runs in
+HEPPO's training mode, ``GaeDriver(..., units="standardized")`` (its default, the caller's
+raw-reward units, would change what the critic learns). CartPole's constant +1 reward needs
 ``reward_norm="scale"`` (HEPPO's centring would turn every reward into 0); it is the default.
 
 Run ``python -m sw.rl.ppo --backend both --seeds 3 --plot build/ppo_cartpole.png`` for the
@@ -163,7 +165,8 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale"):
     cfg = cfg or read_hw_config(dev.control)
     pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
                                    reward_norm=reward_norm)
-    return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe), name=label)
+    return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe, units="standardized"),
+                                 name=label)
 
 
 def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale"):

@@ -193,3 +193,29 @@ def test_core_refuses_coefficient_above_one():
 def test_core_config_rejects_bad_parameters(params, match):
     with pytest.raises(ValueError, match=match):
         GaeCoreConfig(**params)
+
+
+def test_core_matches_golden_on_the_drivers_caller_units_registers():
+    """The registers GaeDriver's default (caller's units) writes: a non-zero reward offset
+    (mid-range) and scales rounded up to whole ulps, here for a constant +1 reward stream with
+    a few -5s; the simulated core equals the bit-exact model."""
+    from sw.driver import GaeDriver, GoldenDevice
+
+    cfg = GaeCoreConfig(n_pe=2, max_trajectories=6, capacity=10, axi_data_width=32,
+                        results="inplace", pe=GaePeConfig(k=2, mode="lookahead"))
+    T, M = 6, 3
+    rng = np.random.default_rng(31)
+    r = np.ones((T, M))
+    r[2, 1] = r[5, 0] = -5.0
+    v = 10 + rng.normal(size=(T, M))
+    d = np.zeros((T, M), bool)
+    d[2, 1] = True
+    b = GaeDriver(GoldenDevice(cfg), cfg).prepare(r, v, d, 10 + rng.normal(size=M), 0.99, 0.95)
+    assert b.args.reward_offset != 0
+    exp = gae_core(b.codes["rewards"], b.codes["values"], b.codes["bootstrap"], b.codes["dones"],
+                   b.args, cfg)
+    res, _ = run_core(cfg, b.codes, b.args)
+    assert res["error"] == 0
+    adv, rtg = results_of(cfg, res, T, M)
+    np.testing.assert_array_equal(adv, exp["adv"])
+    np.testing.assert_array_equal(rtg, exp["rtg"])

@@ -10,6 +10,7 @@ rounding (``2**-coef_width`` each) through ``|V| H`` and ``|delta| H^2``; the PE
 a few data-format ulps per step; the result code half a code of the result range.
 """
 
+import dataclasses
 import math
 import warnings
 
@@ -38,6 +39,9 @@ RANDOM_ARGS_SATURATE = pytest.mark.filterwarnings("ignore::sw.driver.GaeOverflow
 
 
 def make(params=SMALL, **kw):
+    """A golden device and a driver on it; in standardized units unless ``units`` is given
+    (the bound below is that mode's; tb/gae/test_driver_units.py checks the caller's units)."""
+    kw.setdefault("units", "standardized")
     cfg = GaeCoreConfig.from_dict(params)
     dev = GoldenDevice(cfg)
     return dev, GaeDriver(dev, cfg, **kw)
@@ -129,11 +133,18 @@ def test_compute_is_gae_core_on_the_codes_it_chose():
     rewards, values, dones, last = rollout(np.random.default_rng(9), 64, 19)
     adv, ret = drv.compute(rewards, values, dones, last, 0.97, 0.9)
     b = drv.last_batch
-    exp = gae_core(b.codes["rewards"], b.codes["values"], b.codes["bootstrap"], b.codes["dones"],
-                   b.args, drv.config)
-    e_adv, e_ret = drv.dequantize(b, exp["adv"], exp["rtg"])
-    np.testing.assert_array_equal(adv, e_adv)
-    np.testing.assert_array_equal(ret, e_ret)
+    assert b.runs > 1                        # the retry's merge is checked too
+    got = (adv, ret)
+    for run, args in enumerate(b.run_args):  # each element from the run the driver says
+        exp = gae_core(b.codes["rewards"], b.codes["values"], b.codes["bootstrap"],
+                       b.codes["dones"], args, drv.config)
+        dec = drv.dequantize(dataclasses.replace(b, args=args), exp["adv"], exp["rtg"])
+        for i in (0, 1):
+            here = b.result_run[i] == run
+            np.testing.assert_array_equal(got[i][here], dec[i][here])
+            if run < b.runs - 1:             # taken from a run only where its code fitted
+                key = ("adv", "rtg")[i]
+                assert (np.abs(exp[key][here]) < drv.config.code_max).all()
 
 
 # -- validation before any bus access --------------------------------------------------------------

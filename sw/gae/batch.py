@@ -1,0 +1,389 @@
+"""One GAE batch on the host: argument checks, episode flags, quantization in the caller's units.
+
+:class:`~sw.gae.driver.GaeDriver` calls these before it touches the bus; nothing here needs a
+device.
+
+Episode flags (:func:`episode_dones`)
+    The accelerator takes one flag per step, ``dones[t]`` = *the episode ended at step t* (no
+    bootstrap from ``V_{t+1}``, the advantage recursion restarts): the convention of
+    :func:`sw.gae.golden.gae_reference` and of the processing element. Users hold one of:
+
+    * ``dones`` -- that convention;
+    * ``episode_starts`` [T, M] and ``next_done`` [M] -- Stable-Baselines3 / CleanRL:
+      ``episode_starts[t]`` = observation t is the first of an episode, ``next_done`` the flag
+      of the observation after the batch (SB3's ``dones`` argument of
+      ``compute_returns_and_advantage``, CleanRL's ``next_done``). Then ``dones[t] =
+      episode_starts[t + 1]`` and ``dones[T - 1] = next_done``; SB3 and CleanRL do not tell
+      termination from truncation in these flags (every end is a termination);
+    * ``terminated``, ``truncated`` [T, M] -- gymnasium's ``step`` flags, with
+      ``final_values`` [T, M], the critic's value of the final observation of each truncated
+      step (``info["final_obs"]``; read only where ``truncated`` is set). A terminated step does
+      not bootstrap; a truncated one bootstraps from the final observation:
+      ``delta_t = r_t + gamma V(final_t) - V_t`` and the recursion restarts. The host folds the
+      bootstrap into the reward (``r_t + gamma V(final_t)``, done set), which is exactly that
+      (as SB3 does for ``TimeLimit.truncated``).
+
+Caller's units (:func:`prepare_caller_units`)
+    Each stream's dequantizer computes ``code * scale + offset``. Here ``offset`` is the
+    stream's mid-range and ``scale`` the smallest register value whose ``qmax`` codes reach
+    both ends of the range (``scale = ceil(half_range / qmax)`` in register ulps), so nothing
+    is clipped, and the codes are computed against the *rounded* registers, so their rounding
+    adds no error: each element is within half a code of its value (rewards: error feedback
+    along time, every suffix sum within half a code). Before that the whole batch is
+    multiplied by a power of two ``unit_scale`` (exact; GAE is linear in rewards and values
+    jointly) so that the returns' rigorous bound ``max(|r|, |V|) + H max|delta|``, ``H =
+    sum_{l<T} (gamma lambda)^l``, fills half the processing element's data range: large
+    rewards do not saturate it, small ones keep its resolution. The driver divides the results
+    by ``unit_scale``. Only this batch is used: no state carries between calls.
+
+Result scale (in-place results, :func:`choose_result_scale`)
+    The accelerator writes ``code = round(x * scale + offset)``, saturated to ``±qmax``
+    (``qmax = 2**(code_bits-1) - 1``), over the rewards (advantages) and values (returns).
+    The driver picks, from the dequantized inputs it is about to send, the TD errors
+    ``d_t = r_t + gamma V_{t+1} (1 - done_t) - V_t``, the most TD errors ``L`` any advantage
+    sums (:func:`longest_segment`: the longest stretch of a trajectory up to an episode's end
+    in the batch), ``H = sum_{l<L} (gamma lambda)^l``, ``H2 = sum_{l<L} (gamma lambda)^(2l)``:
+
+    * the advantage range ``R_A = min(max|d| H, |mean d| H + sigmas * std(d) sqrt(H2))``
+      (``sigmas`` = ``result_sigmas``, default 4): the first term bounds ``|A|`` rigorously,
+      the second is what ``A`` spans if TD errors are uncorrelated (a well-trained critic),
+      ``sigmas`` standard deviations wide; centred on 0. (Until issue #14 both used ``L = T``,
+      which at ``gamma = lambda = 1`` made the range span the whole batch instead of its
+      longest episode: 4-5 % error at 8 bits instead of 2-3 %.)
+    * the return range ``R_G = R_A + max|V - mean V|``, centred on the values' block mean
+      (rigorous given ``|A| <= R_A``).
+
+    ``scale = qmax / R`` (and ``offset = -centre * scale``), rounded to the register format;
+    the de-quantization uses the registers actually written. Inside the range the result error
+    is at most half a code, ``R / (2 qmax)`` (with 8-bit codes and ``R_A = 4 std(A)``: 1.6 % of
+    ``std(A)``, RMS 0.9 %), on top of the input quantization error. TD errors are rarely
+    uncorrelated and often heavy-tailed (sparse rewards are spikes), so the range may saturate.
+    By default (``on_requant_overflow="retry"``) a run whose STATUS.REQUANT_OVERFLOW is set is
+    repeated with both ranges doubled (up to their rigorous bounds, so it ends without
+    saturation; each costs one more load and run), and every element keeps the result of the
+    narrowest run in which its code did not saturate (so a retry refines, rather than
+    coarsens, the elements that fitted: two or more result exponents, chosen per element, from
+    an accelerator that has one per stream). ``"warn"`` keeps the saturated results and warns
+    (:class:`~sw.gae.driver.RequantOverflowWarning`). ``result_range`` (caller's units)
+    overrides the choice. A smaller ``result_sigmas`` trades runs for accuracy (docs/gae.md).
+    Full-precision results (``results="full"``) are the PE's data format and need none of
+    this.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sw.driver.common import check_finite
+
+from .quant import UniformQuantizer
+from .spec import GaeCoreArgs
+
+__all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
+           "choose_result_scale", "set_result_registers", "longest_segment"]
+
+#: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
+#: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
+#: (HEPPO: GAE of the dynamically standardized rewards, running statistics across calls).
+UNITS = ("caller", "standardized")
+
+#: Largest ``unit_scale`` (batches of zeros would otherwise ask for an unbounded one).
+MAX_UNIT_SCALE = 2.0 ** 20
+
+
+def numeric(x, name, *, ndim, finite=True):
+    """``x`` as a numeric array of ``ndim`` dimensions; ``ValueError`` naming ``name``."""
+    try:
+        a = np.asarray(x)
+    except Exception:  # noqa: BLE001 - ragged lists and the like
+        raise ValueError(f"{name} must be a numeric array") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a numeric array (bool, integer or float), "
+                         f"not dtype {a.dtype}")
+    if a.ndim != ndim:
+        shape = "[T, M]" if ndim == 2 else "[M]"
+        raise ValueError(f"{name} must be a {shape} array, not shape {a.shape}")
+    return check_finite(a, name) if finite else a
+
+
+def flags(x, name, shape):
+    """Bool flags of ``shape``: bool, or numbers that are all 0 or 1."""
+    a = numeric(x, name, ndim=len(shape))
+    if a.shape != shape:
+        raise ValueError(f"{name} must have the shape of rewards {shape}, not {a.shape}"
+                         if len(shape) == 2 else f"{name} must have shape {shape}, not {a.shape}")
+    if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
+        raise ValueError(f"{name} must be bool-like: bool, or numbers that are all 0 or 1")
+    return a.astype(bool)
+
+
+def coefficient(value, name):
+    """``value`` as a float in [0, 1]; ``ValueError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+        raise ValueError(f"{name} must be a real number in [0, 1], not {value!r}")
+    return v
+
+
+def episode_dones(shape, gamma, rewards, *, dones=None, episode_starts=None, next_done=None,
+                  terminated=None, truncated=None, final_values=None):
+    """The accelerator's ``dones`` and the rewards it needs, from any one flag convention.
+
+    Exactly one of ``dones``, ``episode_starts`` (with ``next_done``) and ``terminated`` (with
+    ``truncated`` and, if any is set, ``final_values``) must be given (module docstring).
+
+    Returns
+    -------
+    (dones, rewards, truncations) : (bool [T, M], float64 [T, M], int)
+        ``rewards`` has ``gamma * final_values`` added where a step was truncated (not
+        terminated); ``truncations`` counts those steps.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: none or several conventions, a missing companion, a shape, a
+        non-finite ``final_values`` at a truncated step.
+    """
+    T, M = shape
+    given = [n for n, x in (("dones", dones), ("episode_starts", episode_starts),
+                            ("terminated", terminated)) if x is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one of dones (ended at t), episode_starts (with "
+                         "next_done; SB3/CleanRL) and terminated (with truncated; gymnasium), "
+                         f"not {', '.join(given) or 'none'}")
+    extra = [n for n, x, owner in (("next_done", next_done, "episode_starts"),
+                                   ("truncated", truncated, "terminated"),
+                                   ("final_values", final_values, "terminated"))
+             if x is not None and given[0] != owner]
+    if extra:
+        raise ValueError(f"{extra[0]} goes with "
+                         f"{'episode_starts' if extra[0] == 'next_done' else 'terminated'}, "
+                         f"not with {given[0]}")
+    r = np.asarray(rewards, np.float64)
+    if dones is not None:
+        return flags(dones, "dones", (T, M)), r, 0
+    if episode_starts is not None:
+        if next_done is None:
+            raise ValueError("episode_starts needs next_done: the [M] flags of the observation "
+                             "after the batch (SB3's dones, CleanRL's next_done)")
+        starts = flags(episode_starts, "episode_starts", (T, M))
+        nxt = flags(next_done, "next_done", (M,))
+        return np.concatenate([starts[1:], nxt[None]], axis=0), r, 0
+    term = flags(terminated, "terminated", (T, M))
+    if truncated is None:
+        raise ValueError("terminated needs truncated (gymnasium's pair of step flags)")
+    trunc = flags(truncated, "truncated", (T, M)) & ~term
+    if trunc.any():
+        if final_values is None:
+            raise ValueError("truncated steps need final_values: the [T, M] values of their "
+                             "final observations (read where truncated is set)")
+        fv = numeric(final_values, "final_values", ndim=2, finite=False)
+        if fv.shape != (T, M):
+            raise ValueError(f"final_values must have shape {(T, M)}, not {fv.shape}")
+        fv = fv[trunc].astype(np.float64)
+        if not np.isfinite(fv).all():
+            raise ValueError("final_values must be finite where truncated is set")
+        r = r.copy()
+        r[trunc] += gamma * fv
+    return term | trunc, r, int(trunc.sum())
+
+
+def check_batch(rewards, values, last_values):
+    """Rewards, values ([T, M]) and last values ([M]) as checked arrays."""
+    r = numeric(rewards, "rewards", ndim=2)
+    v = numeric(values, "values", ndim=2)
+    if v.shape != r.shape:
+        raise ValueError(f"values must have the shape of rewards {r.shape}, not {v.shape}")
+    last = numeric(last_values, "last_values", ndim=1)
+    if last.shape != (r.shape[1],):
+        raise ValueError(f"last_values must have shape ({r.shape[1]},), not {last.shape}")
+    return r, v, last
+
+
+def _stream(x, bits, reg_format, *, error_feedback):
+    """Registers (mid-range offset, covering scale, both rounded first) and codes of ``x``."""
+    qmax = (1 << (bits - 1)) - 1
+    lo, hi = float(x.min()), float(x.max())
+    off_raw = int(reg_format.quantize((lo + hi) / 2))
+    off = float(reg_format.to_float(off_raw))
+    half = max(hi - off, off - lo, 0.0)
+    scale_raw = max(1, math.ceil(half / qmax / reg_format.ulp))
+    scale = float(reg_format.to_float(scale_raw))
+    # Step 1 in units of the realized scale: the codes are rint((x - off) / scale).
+    q = UniformQuantizer(bits=bits, clip=float(qmax))
+    codes = q.quantize((x - off) / scale, error_feedback=error_feedback)
+    return codes, scale_raw, off_raw
+
+
+def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bits, reg_format,
+                         data_format, reward_rounding="error_feedback"):
+    """Codes and dequantizer registers whose dequantized values are the caller's own
+    rewards and values times ``unit_scale`` (module docstring). No state.
+
+    Returns
+    -------
+    dict
+        ``reward_codes``, ``value_codes``, ``bootstrap_codes``; the four registers
+        ``reward_scale_raw``, ``reward_offset_raw``, ``value_scale_raw``, ``value_offset_raw``;
+        ``unit_scale``; ``value_mean`` (scaled, the centre of the return range);
+        ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped).
+    """
+    r = np.asarray(rewards, np.float64)
+    v = np.asarray(values, np.float64)
+    last = np.asarray(last_values, np.float64)
+    T = r.shape[0]
+    gl = gamma * lam
+    H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
+    v_next = np.concatenate([v[1:], last[None]], axis=0)
+    delta = r + gamma * v_next * ~dones - v
+    bound = max(np.abs(r).max(), np.abs(v).max(), np.abs(last).max()) \
+        + H * float(np.abs(delta).max())
+    if bound > 0:
+        k = math.floor(math.log2(data_format.max_value / 2 / bound))
+        unit_scale = min(2.0 ** k, MAX_UNIT_SCALE)
+    else:
+        unit_scale = MAX_UNIT_SCALE
+    feedback = reward_rounding == "error_feedback"
+    rc, rs, ro = _stream(r * unit_scale, bits, reg_format, error_feedback=feedback)
+    vall = np.concatenate([v, last[None]], axis=0) * unit_scale
+    vc, vs, vo = _stream(vall, bits, reg_format, error_feedback=False)
+    return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
+            "reward_scale_raw": rs, "reward_offset_raw": ro,
+            "value_scale_raw": vs, "value_offset_raw": vo,
+            "unit_scale": unit_scale, "value_mean": float(vall.mean()),
+            "reward_clipped": 0.0, "value_clipped": 0.0}
+
+
+@dataclass
+class GaeBatch:
+    """What :meth:`GaeDriver.prepare <sw.gae.driver.GaeDriver.prepare>` computes for one call
+    (no hardware involved).
+
+    Members
+    -------
+    T, M : int
+        Time steps and trajectories.
+    gamma, lam : float
+        As given.
+    codes : dict
+        ``rewards``, ``values`` ([T, M]) and ``bootstrap`` ([M]) codes, ``dones`` (bool, the
+        accelerator's "ended at t" flags whatever convention the caller used).
+    args : GaeCoreArgs
+        The argument registers of the run (raw integers).
+    prepared : dict
+        Caller's units: the output of :func:`prepare_caller_units`; standardized: of
+        :meth:`GaeQuantizationPipeline.prepare <sw.gae.quant.GaeQuantizationPipeline.prepare>`
+        (statistics, standardized rewards, clipping fractions).
+    units : str
+        ``"caller"`` or ``"standardized"`` (:data:`UNITS`).
+    unit_scale : float
+        The power of two the inputs were multiplied by (1 for standardized units).
+    adv_range, rtg_range : float or None
+        Result ranges of in-place results, in the accelerator's units (the caller's times
+        ``unit_scale``); None for full results.
+    adv_bound, rtg_bound : float or None
+        Their rigorous upper limits (what ``"retry"`` widens up to).
+    rtg_center : float
+        Centre of the return range (the values' block mean).
+    status : dict
+        STATUS fields and CYCLES of the (last) run.
+    runs : int
+        Runs it took (more than 1 after ``on_requant_overflow="retry"`` widened the ranges).
+    run_args : list of GaeCoreArgs
+        The arguments of each run (they differ in the result registers).
+    result_run : (array, array) or None
+        ``[T, M]`` indices into ``run_args`` of the run each advantage and return was taken
+        from (the narrowest in which its code did not saturate).
+    """
+    T: int
+    M: int
+    gamma: float
+    lam: float
+    codes: dict
+    args: GaeCoreArgs
+    prepared: dict
+    units: str = "caller"
+    unit_scale: float = 1.0
+    adv_range: float | None = None
+    rtg_range: float | None = None
+    adv_bound: float | None = None
+    rtg_bound: float | None = None
+    rtg_center: float = 0.0
+    status: dict = field(default_factory=dict)
+    runs: int = 0
+    run_args: list = field(default_factory=list)
+    result_run: tuple | None = None
+
+
+def check_units(units):
+    """``units`` if it is one of :data:`UNITS`, else ``ValueError``."""
+    if units not in UNITS:
+        raise ValueError(f"units must be one of {', '.join(map(repr, UNITS))}, not {units!r}")
+    return units
+
+
+# -- result scale (in-place results) ------------------------------------------------------------
+def longest_segment(dones) -> int:
+    """The most TD errors any advantage of the batch sums: the longest run of steps of one
+    trajectory up to an episode's end (a done, or the batch's last step), both included."""
+    ends = np.array(np.asarray(dones, bool).T)            # [M, T], one trajectory per row
+    ends[:, -1] = True
+    return int(np.diff(np.flatnonzero(ends), prepend=-1).max())
+
+
+def choose_result_scale(batch, cfg, sigmas, result_range=None):
+    """Set ``batch``'s in-place result ranges, bounds and requantizer registers from its
+    dequantized inputs (module docstring, "Result scale"); ``result_range`` (caller's
+    units) overrides the automatic ranges."""
+    a, c = batch.args, batch.codes
+    rf = cfg.reg_format
+    cf = 2.0 ** -cfg.pe.coef_frac
+    gamma, gl = a.gamma * cf, a.gamma_lambda * cf
+
+    def deq(codes, scale, offset):
+        return np.asarray(codes, np.float64) * rf.to_float(scale) + rf.to_float(offset)
+
+    r = deq(c["rewards"], a.reward_scale, a.reward_offset)
+    v = deq(c["values"], a.value_scale, a.value_offset)
+    boot = deq(c["bootstrap"], a.value_scale, a.value_offset)
+    v_next = np.concatenate([v[1:], boot[None]], axis=0)
+    delta = r + gamma * v_next * ~c["dones"] - v
+    L = longest_segment(c["dones"])            # both ranges grow with L: the longest decides
+    H = L if gl == 1.0 else (1.0 - gl ** L) / (1.0 - gl)
+    H2 = L if gl == 1.0 else (1.0 - gl ** (2 * L)) / (1.0 - gl * gl)
+    slack = 1.0 + 1e-6
+    ulps = 4 * cfg.pe.data_format.ulp
+    adv_bound = float(np.abs(delta).max()) * H * slack + ulps * H
+    estimate = abs(float(delta.mean())) * H + sigmas * float(delta.std()) * math.sqrt(H2)
+    center = float(batch.prepared["value_mean"])
+    v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
+    rtg_bound = adv_bound + v_dev
+    if result_range is not None:
+        adv_range, rtg_range = (x * batch.unit_scale for x in result_range)
+    else:
+        adv_range = min(adv_bound, estimate)
+        rtg_range = adv_range + v_dev
+    batch.adv_bound, batch.rtg_bound, batch.rtg_center = adv_bound, rtg_bound, center
+    set_result_registers(batch, cfg, adv_range, rtg_range)
+
+def set_result_registers(batch, cfg, adv_range, rtg_range):
+    """The requantizer registers of result ranges ``adv_range`` (centred on 0) and
+    ``rtg_range`` (centred on ``batch.rtg_center``), into ``batch.args``; the ranges
+    actually realized into ``batch``."""
+    rf, qmax = cfg.reg_format, cfg.code_max
+
+    def registers(rng, center):
+        # scale = qmax / R must fit the register and be >= 1 ulp; the offset must fit too.
+        rng = max(rng, qmax / rf.max_value, qmax * abs(center) / rf.max_value * 1.001,
+                  qmax * rf.ulp)
+        scale_raw = int(rf.quantize(qmax / rng))
+        offset_raw = int(rf.quantize(-center * rf.to_float(scale_raw)))
+        return qmax / float(rf.to_float(scale_raw)), scale_raw, offset_raw
+
+    batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
+    batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
+        rtg_range, batch.rtg_center)
