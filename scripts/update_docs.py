@@ -327,36 +327,49 @@ def replay_cycles_page() -> str:
 
 
 def learner_cycles_page() -> str:
-    module = registry.shipped_modules(family="learner", role="accelerator")[0]
-    _, c = registry.shipped_config(module)
-    big = dataclasses.replace(c, array=8)
-    sizes = "-".join(map(str, c.sizes))
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    from bench.common import CLOCKS                  # the clock the benchmarks assume
+    hz, label = CLOCKS["learner"]
+    mhz = f"{hz / 1e6:g} MHz"
+    configs = {m: registry.shipped_config(m)[1]
+               for m in registry.shipped_modules(family="learner", role="accelerator")}
+    top = max(c.max_batch for c in configs.values())
     out = [HEADER.format(src="sw.learner.schedule (step_cycles, timeline)"),
            "# Learner cycles", "",
-           f"## Training steps of `{module}`", "",
-           f"{sizes} MLP, `{c.loss}` loss, sub-batches of {c.sub_batch}. Cycles of one step "
-           "(`sw.learner.schedule.step_cycles`, what CYCLES reads), batch and weights already on "
-           f"chip; the last column is the same configuration with {big.array} x {big.array} "
-           "tensor units (not shipped).", ""]
+           "## Training steps of the shipped learners", "",
+           "Cycles of one step (`sw.learner.schedule.step_cycles`, what CYCLES reads), batch and "
+           f"weights already on chip, and the time at the clock of scripts/bench/common.py: "
+           f"{label}.", ""]
+    for m, c in configs.items():
+        arrays = f"{c.array} x {c.array} blocks" + (", per-stage arrays" if c.stage_arrays
+                                                     else f", {c.array} x {c.array} arrays")
+        out.append(f"* `{m}`: {'-'.join(map(str, c.sizes))} MLP, `{c.loss}` loss, {arrays}, "
+                   f"{c.dp} pipeline{'s' if c.dp > 1 else ''}, sub-batches of {c.sub_batch}, "
+                   f"B up to {c.max_batch}.")
+    out.append("")
     rows = []
-    for B in (1, 8, 16, 32, 64):
-        if B > c.max_batch:
+    for B in (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
+        if B > top:
             continue
-        cyc = schedule.step_cycles(c, B)
-        rows.append([str(B), n(cyc), f"{B / cyc:.4f}", n(schedule.step_cycles(big, B))])
-    out += table(["B", f"cycles ({c.array} x {c.array})", "samples per cycle",
-                  f"cycles ({big.array} x {big.array})"], rows)
-    B = c.max_batch
-    out += ["", f"## Stage timeline of one step, B = {B}", "",
-            "Per stage of `sw.learner.schedule.stages` (fw/tfw: forward of the online/target "
-            "network, loss, bw: backward, wa: weight gradient, wu: weight update; the number is "
-            "the 0-based weight layer): its sub-batch items, the cycle its first item starts "
-            "and the cycle its last item is done (`timeline`).", ""]
-    rows = []
-    for name, items in schedule.timeline(c, B).items():
-        if items:
-            rows.append([f"`{name}`", str(len(items)), n(items[0][0]), n(items[-1][2])])
-    out += table(["stage", "items", "first slot", "done"], rows)
+        row = [str(B)]
+        for c in configs.values():
+            cyc = schedule.step_cycles(c, B) if B <= c.max_batch else None
+            row.append("-" if cyc is None else f"{n(cyc)} ({cyc / hz * 1e6:,.1f} us)")
+        rows.append(row)
+    out += table(["B"] + [f"`{m}` cycles (at {mhz})" for m in configs], rows)
+    for m, c in configs.items():
+        B = c.max_batch
+        out += ["", f"## Stage timeline of one step of `{m}`, B = {B}", "",
+                "Per stage of `sw.learner.schedule.stages` (fw/tfw: forward of the online/target "
+                "network, loss, bw: backward, wa: weight gradient, wu: weight update; the number "
+                "is the 0-based weight layer, `@d` the pipeline): its sub-batch items, the cycle "
+                "its first item starts and the cycle its last item is done (`timeline`).", ""]
+        rows = []
+        for name, items in schedule.timeline(c, B).items():
+            if items:
+                rows.append([f"`{name}`", str(len(items)), n(items[0][0]), n(items[-1][2])])
+        out += table(["stage", "items", "first slot", "done"], rows)
     return "\n".join(out) + "\n"
 
 

@@ -286,14 +286,13 @@ SHIPPED = [
     ("replay_accel_k16", "replay-accel", {"fanout": 16, "capacity": 1 << 16}),
     # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
     ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
-    # CartPole DQN 4-64-64-2 with its target network on 4 x 4 tensor units, batches up to 64
-    # in sub-batches of 8, 128-bit memory port (ZCU106 HPM0). 8 x 8 units take 3.3x fewer
-    # cycles but 3.4x the LUTs, 3.5x the DSPs and minutes more to emit and synthesize.
-    ("learner_cartpole_s4", "learner", {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64,
+    # CartPole DQN 4-64-64-2 with its target network on 4 x 4 tensor units, batches up to 256
+    # in sub-batches of 8, 128-bit memory port (ZCU106 HPM0): the small one.
+    ("learner_cartpole_s4", "learner", {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 256,
                                         "sub_batch": 8, "axi_data_width": 128}),
     # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
     ("learner_kernel_s4", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 4,
-                                             "max_batch": 64, "sub_batch": 8,
+                                             "max_batch": 256, "sub_batch": 8,
                                              "axi_data_width": 128}),
 ]
 

@@ -9,7 +9,7 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
-  wire [42:0] \$4 ;
+  wire [44:0] \$4 ;
   input ap_clk;
   wire ap_clk;
   wire ap_done;
@@ -412,8 +412,8 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
   assign \lr$115  = lr;
   assign \sync_period$117  = sync_period;
   assign \sync_target$119  = sync_target;
-  assign loss_hi = { 21'h000000, \$4 [42:32] };
-  assign \loss_hi$121  = { 21'h000000, \$4 [42:32] };
+  assign loss_hi = { 19'h00000, \$4 [44:32] };
+  assign \loss_hi$121  = { 19'h00000, \$4 [44:32] };
   assign loss_lo = \$4 [31:0];
   assign \loss_lo$123  = \$4 [31:0];
   assign \status_bw_overflow$125  = status_bw_overflow;
@@ -445,7 +445,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$100 ;
   wire [13:0] \$1000 ;
   wire [17:0] \$1001 ;
-  wire [7:0] \$1002 ;
+  wire [9:0] \$1002 ;
   wire \$1003 ;
   wire \$1004 ;
   wire \$1005 ;
@@ -506,7 +506,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$1055 ;
   wire [13:0] \$1056 ;
   wire [13:0] \$1057 ;
-  wire [3:0] \$1058 ;
+  wire [5:0] \$1058 ;
   wire \$1059 ;
   wire [3:0] \$106 ;
   wire \$1060 ;
@@ -2718,7 +2718,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$3046 ;
   wire [35:0] \$3047 ;
   wire [36:0] \$3048 ;
-  wire [43:0] \$3049 ;
+  wire [45:0] \$3049 ;
   wire \$305 ;
   wire \$3050 ;
   wire \$3051 ;
@@ -3717,7 +3717,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg \$3946 ;
   reg [23:0] \$3947 ;
   reg [16:0] \$3948 ;
-  reg [42:0] \$3949 ;
+  reg [44:0] \$3949 ;
   wire \$395 ;
   reg \$3950 ;
   reg [1:0] \$3951 ;
@@ -4021,7 +4021,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [13:0] \$599 ;
   wire \$6 ;
   wire [13:0] \$60 ;
-  wire [3:0] \$600 ;
+  wire [5:0] \$600 ;
   wire \$601 ;
   wire \$602 ;
   wire \$603 ;
@@ -4063,7 +4063,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [13:0] \$622 ;
   wire [8:0] \$6222 ;
   wire [13:0] \$623 ;
-  wire [3:0] \$624 ;
+  wire [5:0] \$624 ;
   wire \$625 ;
   wire \$626 ;
   wire \$627 ;
@@ -4103,7 +4103,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [8:0] \$6430 ;
   wire [13:0] \$644 ;
   wire [13:0] \$645 ;
-  wire [3:0] \$646 ;
+  wire [5:0] \$646 ;
   wire \$647 ;
   wire \$648 ;
   wire \$649 ;
@@ -4149,7 +4149,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [8:0] \$6695 ;
   wire [8:0] \$6698 ;
   wire \$67 ;
-  wire [7:0] \$670 ;
+  wire [9:0] \$670 ;
   wire [8:0] \$6701 ;
   wire [6:0] \$6704 ;
   wire [5:0] \$6707 ;
@@ -4276,7 +4276,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [17:0] \$731 ;
   wire [8:0] \$7312 ;
   wire [8:0] \$7316 ;
-  wire [7:0] \$732 ;
+  wire [9:0] \$732 ;
   wire [8:0] \$7320 ;
   wire [8:0] \$7324 ;
   wire \$733 ;
@@ -4372,7 +4372,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$79 ;
   wire [13:0] \$790 ;
   wire [13:0] \$791 ;
-  wire [3:0] \$792 ;
+  wire [5:0] \$792 ;
   wire \$793 ;
   wire \$794 ;
   wire \$795 ;
@@ -4399,7 +4399,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [6:0] \$813 ;
   wire [13:0] \$814 ;
   wire [17:0] \$815 ;
-  wire [7:0] \$816 ;
+  wire [9:0] \$816 ;
   wire \$817 ;
   wire \$818 ;
   wire \$819 ;
@@ -4461,7 +4461,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$87 ;
   wire [13:0] \$870 ;
   wire [17:0] \$871 ;
-  wire [7:0] \$872 ;
+  wire [9:0] \$872 ;
   wire \$873 ;
   wire \$874 ;
   wire \$875 ;
@@ -4521,7 +4521,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$923 ;
   wire [13:0] \$924 ;
   wire [13:0] \$925 ;
-  wire [3:0] \$926 ;
+  wire [5:0] \$926 ;
   wire \$927 ;
   wire \$928 ;
   wire \$929 ;
@@ -4545,7 +4545,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$945 ;
   wire [13:0] \$946 ;
   wire [17:0] \$947 ;
-  wire [7:0] \$948 ;
+  wire [9:0] \$948 ;
   wire \$949 ;
   wire \$95 ;
   wire \$950 ;
@@ -4602,23 +4602,23 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$997 ;
   wire \$998 ;
   wire [6:0] \$999 ;
-  wire [3:0] \$signature__addr ;
-  wire [3:0] \$signature__addr$622 ;
-  wire [3:0] \$signature__addr$629 ;
-  wire [3:0] \$signature__addr$636 ;
-  wire [7:0] \$signature__addr$643 ;
-  wire [7:0] \$signature__addr$647 ;
-  wire [7:0] \$signature__addr$659 ;
-  wire [7:0] \$signature__addr$663 ;
-  wire [3:0] \$signature__addr$675 ;
-  wire [7:0] \$signature__addr$686 ;
-  wire [7:0] \$signature__addr$698 ;
-  wire [3:0] \$signature__addr$710 ;
-  wire [7:0] \$signature__addr$720 ;
-  wire [7:0] \$signature__addr$733 ;
-  wire [7:0] \$signature__addr$737 ;
-  wire [3:0] \$signature__addr$749 ;
-  wire [3:0] \$signature__addr$753 ;
+  wire [5:0] \$signature__addr ;
+  wire [5:0] \$signature__addr$622 ;
+  wire [5:0] \$signature__addr$629 ;
+  wire [5:0] \$signature__addr$636 ;
+  wire [9:0] \$signature__addr$643 ;
+  wire [9:0] \$signature__addr$647 ;
+  wire [9:0] \$signature__addr$659 ;
+  wire [9:0] \$signature__addr$663 ;
+  wire [5:0] \$signature__addr$675 ;
+  wire [9:0] \$signature__addr$686 ;
+  wire [9:0] \$signature__addr$698 ;
+  wire [5:0] \$signature__addr$710 ;
+  wire [9:0] \$signature__addr$720 ;
+  wire [9:0] \$signature__addr$733 ;
+  wire [9:0] \$signature__addr$737 ;
+  wire [5:0] \$signature__addr$749 ;
+  wire [5:0] \$signature__addr$753 ;
   wire [4:0] \$signature__addr$761 ;
   wire [8:0] \$signature__addr$772 ;
   wire [8:0] \$signature__addr$775 ;
@@ -4633,8 +4633,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [8:0] \$signature__addr$833 ;
   wire [4:0] \$signature__addr$841 ;
   wire [4:0] \$signature__addr$844 ;
-  wire [7:0] \$signature__addr$852 ;
-  wire [7:0] \$signature__addr$861 ;
+  wire [9:0] \$signature__addr$852 ;
+  wire [9:0] \$signature__addr$861 ;
   wire [255:0] \$signature__data ;
   wire [255:0] \$signature__data$1045 ;
   wire [255:0] \$signature__data$1061 ;
@@ -5200,8 +5200,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg loss_a4a = 1'h0;
   reg loss_a4b = 1'h0;
   reg loss_a4c = 1'h0;
-  output [42:0] loss_acc;
-  reg [42:0] loss_acc = 43'h00000000000;
+  output [44:0] loss_acc;
+  reg [44:0] loss_acc = 45'h000000000000;
   wire loss_all;
   reg [12:0] loss_base = 13'h0000;
   reg [15:0] loss_best2 = 16'h0000;
@@ -5881,18 +5881,18 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [1:0] wa2_wi = 2'h0;
   reg wa2_wn = 1'h0;
   reg [4:0] wa2_wo = 5'h00;
-  wire [3:0] wp__addr;
-  wire [3:0] \wp__addr$633 ;
-  wire [3:0] \wp__addr$640 ;
-  wire [7:0] \wp__addr$651 ;
-  wire [7:0] \wp__addr$667 ;
-  wire [3:0] \wp__addr$678 ;
-  wire [7:0] \wp__addr$690 ;
-  wire [7:0] \wp__addr$702 ;
-  wire [3:0] \wp__addr$712 ;
-  wire [7:0] \wp__addr$724 ;
-  wire [7:0] \wp__addr$740 ;
-  wire [3:0] \wp__addr$755 ;
+  wire [5:0] wp__addr;
+  wire [5:0] \wp__addr$633 ;
+  wire [5:0] \wp__addr$640 ;
+  wire [9:0] \wp__addr$651 ;
+  wire [9:0] \wp__addr$667 ;
+  wire [5:0] \wp__addr$678 ;
+  wire [9:0] \wp__addr$690 ;
+  wire [9:0] \wp__addr$702 ;
+  wire [5:0] \wp__addr$712 ;
+  wire [9:0] \wp__addr$724 ;
+  wire [9:0] \wp__addr$740 ;
+  wire [5:0] \wp__addr$755 ;
   wire [4:0] \wp__addr$764 ;
   wire [8:0] \wp__addr$778 ;
   wire [4:0] \wp__addr$791 ;
@@ -5902,8 +5902,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [4:0] \wp__addr$823 ;
   wire [8:0] \wp__addr$835 ;
   wire [4:0] \wp__addr$846 ;
-  wire [7:0] \wp__addr$857 ;
-  wire [7:0] \wp__addr$866 ;
+  wire [9:0] \wp__addr$857 ;
+  wire [9:0] \wp__addr$866 ;
   wire [255:0] wp__data;
   wire [255:0] \wp__data$634 ;
   wire [71:0] \wp__data$641 ;
@@ -6169,7 +6169,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [15:0] wu2_w6_1 = 16'h0000;
   reg [15:0] wu2_w6_2 = 16'h0000;
   reg [15:0] wu2_w6_3 = 16'h0000;
-  reg [255:0] mem_delta0 [255:0];
+  reg [255:0] mem_delta0 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$723 [0])
       mem_delta0[\wp__addr$724 ][63:0] <= \wp__data$726 [63:0];
@@ -6187,7 +6187,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$604  = _0_;
-  reg [255:0] mem_delta1 [255:0];
+  reg [255:0] mem_delta1 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$739 [0])
       mem_delta1[\wp__addr$740 ][63:0] <= \wp__data$742 [63:0];
@@ -6210,7 +6210,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$1120  = _1_;
   assign \$signature__data$605  = _2_;
-  reg [255:0] mem_delta2 [15:0];
+  reg [255:0] mem_delta2 [63:0];
   always @(posedge clk) begin
     if (\wp__en$754 [0])
       mem_delta2[\wp__addr$755 ][63:0] <= \wp__data$757 [63:0];
@@ -6302,7 +6302,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$1288  = _9_;
   assign \$signature__data$615  = _10_;
-  reg [255:0] mem_h0 [255:0];
+  reg [255:0] mem_h0 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$650 [0])
       mem_h0[\wp__addr$651 ][63:0] <= \wp__data$653 [63:0];
@@ -6325,7 +6325,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$1119  = _11_;
   assign \$signature__data$599  = _12_;
-  reg [255:0] mem_h1 [255:0];
+  reg [255:0] mem_h1 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$666 [0])
       mem_h1[\wp__addr$667 ][63:0] <= \wp__data$669 [63:0];
@@ -6348,7 +6348,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$1163  = _13_;
   assign \$signature__data$600  = _14_;
-  reg [15:0] mem_mask0 [255:0];
+  reg [15:0] mem_mask0 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$856 [0])
       mem_mask0[\wp__addr$857 ][3:0] <= \wp__data$858 [3:0];
@@ -6366,7 +6366,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$727  = _15_;
-  reg [15:0] mem_mask1 [255:0];
+  reg [15:0] mem_mask1 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$865 [0])
       mem_mask1[\wp__addr$866 ][3:0] <= \wp__data$867 [3:0];
@@ -6384,7 +6384,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$743  = _16_;
-  reg [255:0] mem_next_obs [15:0];
+  reg [255:0] mem_next_obs [63:0];
   always @(posedge clk) begin
     if (\wp__en$632 [0])
       mem_next_obs[\wp__addr$633 ][7:0] <= \wp__data$634 [7:0];
@@ -6458,7 +6458,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$597  = _17_;
-  reg [255:0] mem_obs [15:0];
+  reg [255:0] mem_obs [63:0];
   always @(posedge clk) begin
     if (wp__en[0])
       mem_obs[wp__addr][7:0] <= wp__data[7:0];
@@ -6537,7 +6537,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$1077  = _18_;
   assign \$signature__data$595  = _19_;
-  reg [255:0] mem_q [15:0];
+  reg [255:0] mem_q [63:0];
   always @(posedge clk) begin
     if (\wp__en$677 [0])
       mem_q[\wp__addr$678 ][63:0] <= \wp__data$680 [63:0];
@@ -6555,7 +6555,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$601  = _20_;
-  reg [71:0] mem_samples [15:0];
+  reg [71:0] mem_samples [63:0];
   always @(posedge clk) begin
     if (\wp__en$639 [0])
       mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
@@ -6583,7 +6583,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$598  = _21_;
-  reg [255:0] mem_th0 [255:0];
+  reg [255:0] mem_th0 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$689 [0])
       mem_th0[\wp__addr$690 ][63:0] <= \wp__data$692 [63:0];
@@ -6601,7 +6601,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$602  = _22_;
-  reg [255:0] mem_th1 [255:0];
+  reg [255:0] mem_th1 [1023:0];
   always @(posedge clk) begin
     if (\wp__en$701 [0])
       mem_th1[\wp__addr$702 ][63:0] <= \wp__data$704 [63:0];
@@ -6619,7 +6619,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$603  = _23_;
-  reg [255:0] mem_tq [15:0];
+  reg [255:0] mem_tq [63:0];
   always @(posedge clk) begin
     if (\wp__en$711 [0])
       mem_tq[\wp__addr$712 ][63:0] <= \wp__data$714 [63:0];
@@ -7633,7 +7633,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \clear$557  = start & \$456 ;
   assign \$457  = ~ busy;
   assign \$458  = ! host_addr[15:11];
-  assign \$459  = host_addr[10:1] < 5'h10;
+  assign \$459  = host_addr[10:1] < 7'h40;
   assign \$460  = \$458  & \$459 ;
   assign \$461  = \$457  & \$460 ;
   assign \$462  = \$461  ? host_we : 16'h0000;
@@ -7641,7 +7641,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$464  = \$462  << \$463 ;
   assign \$465  = ~ busy;
   assign \$466  = host_addr[15:11] == 1'h1;
-  assign \$467  = host_addr[10:1] < 5'h10;
+  assign \$467  = host_addr[10:1] < 7'h40;
   assign \$468  = \$466  & \$467 ;
   assign \$469  = \$465  & \$468 ;
   assign \$470  = \$469  ? host_we : 16'h0000;
@@ -7649,7 +7649,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$472  = \$470  << \$471 ;
   assign \$473  = ~ busy;
   assign \$474  = host_addr[15:11] == 2'h2;
-  assign \$475  = host_addr[10:0] < 5'h10;
+  assign \$475  = host_addr[10:0] < 7'h40;
   assign \$476  = \$474  & \$475 ;
   assign \$477  = \$473  & \$476 ;
   assign \$478  = \$477  ? host_we : 16'h0000;
@@ -7787,7 +7787,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$592  = ~ busy;
   assign \$593  = \$592  & host_re;
   assign \$594  = ! host_addr[15:11];
-  assign \$595  = host_addr[10:1] < 5'h10;
+  assign \$595  = host_addr[10:1] < 7'h40;
   assign \$596  = \$594  & \$595 ;
   assign \$597  = \$593  & \$596 ;
   assign \$signature__en  = \$591  | \$597 ;
@@ -7796,11 +7796,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$601  = ~ busy;
   assign \$602  = \$601  & host_re;
   assign \$603  = ! host_addr[15:11];
-  assign \$604  = host_addr[10:1] < 5'h10;
+  assign \$604  = host_addr[10:1] < 7'h40;
   assign \$605  = \$603  & \$604 ;
   assign \$606  = \$602  & \$605 ;
   assign \$607  = \$606  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr  = \$600  | \$607 [3:0];
+  assign \$signature__addr  = \$600  | \$607 [5:0];
   assign \$609  = wa0_gbase + \$608 ;
   assign \$610  = wa0_elem ? \$609  : 14'h0000;
   assign \$611  = | \$464 [31:0];
@@ -7810,7 +7810,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$616  = ~ busy;
   assign \$617  = \$616  & host_re;
   assign \$618  = host_addr[15:11] == 1'h1;
-  assign \$619  = host_addr[10:1] < 5'h10;
+  assign \$619  = host_addr[10:1] < 7'h40;
   assign \$620  = \$618  & \$619 ;
   assign \$621  = \$617  & \$620 ;
   assign \$signature__en$628  = \$615  | \$621 ;
@@ -7819,11 +7819,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$625  = ~ busy;
   assign \$626  = \$625  & host_re;
   assign \$627  = host_addr[15:11] == 1'h1;
-  assign \$628  = host_addr[10:1] < 5'h10;
+  assign \$628  = host_addr[10:1] < 7'h40;
   assign \$629  = \$627  & \$628 ;
   assign \$630  = \$626  & \$629 ;
   assign \$631  = \$630  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$629  = \$624  | \$631 [3:0];
+  assign \$signature__addr$629  = \$624  | \$631 [5:0];
   assign \$632  = | \$472 [31:0];
   assign \$633  = \$632  ? host_addr[10:1] : 10'h000;
   assign \$634  = | \$472 [31:0];
@@ -7831,7 +7831,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$637  = ~ busy;
   assign \$638  = \$637  & host_re;
   assign \$639  = host_addr[15:11] == 2'h2;
-  assign \$640  = host_addr[10:0] < 5'h10;
+  assign \$640  = host_addr[10:0] < 7'h40;
   assign \$641  = \$639  & \$640 ;
   assign \$642  = \$638  & \$641 ;
   assign \$signature__en$635  = \$636  | \$642 ;
@@ -7840,11 +7840,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$647  = ~ busy;
   assign \$648  = \$647  & host_re;
   assign \$649  = host_addr[15:11] == 2'h2;
-  assign \$650  = host_addr[10:0] < 5'h10;
+  assign \$650  = host_addr[10:0] < 7'h40;
   assign \$651  = \$649  & \$650 ;
   assign \$652  = \$648  & \$651 ;
   assign \$653  = \$652  ? host_addr[10:0] : 11'h000;
-  assign \$signature__addr$636  = \$646  | \$653 [3:0];
+  assign \$signature__addr$636  = \$646  | \$653 [5:0];
   assign \$654  = | \$480 [8:0];
   assign \$655  = \$654  ? host_addr[10:0] : 11'h000;
   assign \$656  = | \$480 [8:0];
@@ -7852,7 +7852,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$659  = ~ busy;
   assign \$660  = \$659  & host_re;
   assign \$661  = host_addr[15:11] == 2'h3;
-  assign \$662  = host_addr[10:1] < 9'h100;
+  assign \$662  = host_addr[10:1] < 11'h400;
   assign \$663  = \$661  & \$662 ;
   assign \$664  = \$660  & \$663 ;
   assign \$signature__en$642  = \$658  | \$664 ;
@@ -7863,11 +7863,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$671  = ~ busy;
   assign \$672  = \$671  & host_re;
   assign \$673  = host_addr[15:11] == 2'h3;
-  assign \$674  = host_addr[10:1] < 9'h100;
+  assign \$674  = host_addr[10:1] < 11'h400;
   assign \$675  = \$673  & \$674 ;
   assign \$676  = \$672  & \$675 ;
   assign \$677  = \$676  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$643  = \$670  | \$677 [7:0];
+  assign \$signature__addr$643  = \$670  | \$677 ;
   assign \$679  = \$678  >= 7'h40;
   assign \$680  = \$679  ? 5'h00 : wa1_o;
   assign \$682  = wa1_base + \$681 ;
@@ -7911,7 +7911,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$721  = ~ busy;
   assign \$722  = \$721  & host_re;
   assign \$723  = host_addr[15:11] == 3'h4;
-  assign \$724  = host_addr[10:1] < 9'h100;
+  assign \$724  = host_addr[10:1] < 11'h400;
   assign \$725  = \$723  & \$724 ;
   assign \$726  = \$722  & \$725 ;
   assign \$signature__en$658  = \$720  | \$726 ;
@@ -7922,11 +7922,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$733  = ~ busy;
   assign \$734  = \$733  & host_re;
   assign \$735  = host_addr[15:11] == 3'h4;
-  assign \$736  = host_addr[10:1] < 9'h100;
+  assign \$736  = host_addr[10:1] < 11'h400;
   assign \$737  = \$735  & \$736 ;
   assign \$738  = \$734  & \$737 ;
   assign \$739  = \$738  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$659  = \$732  | \$739 [7:0];
+  assign \$signature__addr$659  = \$732  | \$739 ;
   assign \$741  = \$740  >= 7'h40;
   assign \$742  = \$741  ? 5'h00 : wa2_o;
   assign \$744  = wa2_base + \$743 ;
@@ -7970,7 +7970,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$783  = ~ busy;
   assign \$784  = \$783  & host_re;
   assign \$785  = host_addr[15:11] == 3'h5;
-  assign \$786  = host_addr[10:1] < 5'h10;
+  assign \$786  = host_addr[10:1] < 7'h40;
   assign \$787  = \$785  & \$786 ;
   assign \$788  = \$784  & \$787 ;
   assign \$signature__en$674  = \$782  | \$788 ;
@@ -7979,11 +7979,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$793  = ~ busy;
   assign \$794  = \$793  & host_re;
   assign \$795  = host_addr[15:11] == 3'h5;
-  assign \$796  = host_addr[10:1] < 5'h10;
+  assign \$796  = host_addr[10:1] < 7'h40;
   assign \$797  = \$795  & \$796 ;
   assign \$798  = \$794  & \$797 ;
   assign \$799  = \$798  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$675  = \$792  | \$799 [3:0];
+  assign \$signature__addr$675  = \$792  | \$799 [5:0];
   assign \$800  = | fw2_onehot;
   assign \$801  = \$800  ? fw2_raddr : 24'h000000;
   assign \$802  = | fw2_onehot;
@@ -7991,7 +7991,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$805  = ~ busy;
   assign \$806  = \$805  & host_re;
   assign \$807  = host_addr[15:11] == 3'h6;
-  assign \$808  = host_addr[10:1] < 9'h100;
+  assign \$808  = host_addr[10:1] < 11'h400;
   assign \$809  = \$807  & \$808 ;
   assign \$810  = \$806  & \$809 ;
   assign \$signature__en$685  = \$804  | \$810 ;
@@ -8002,11 +8002,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$817  = ~ busy;
   assign \$818  = \$817  & host_re;
   assign \$819  = host_addr[15:11] == 3'h6;
-  assign \$820  = host_addr[10:1] < 9'h100;
+  assign \$820  = host_addr[10:1] < 11'h400;
   assign \$821  = \$819  & \$820 ;
   assign \$822  = \$818  & \$821 ;
   assign \$823  = \$822  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$686  = \$816  | \$823 [7:0];
+  assign \$signature__addr$686  = \$816  | \$823 ;
   assign \$824  = | tfw0_onehot;
   assign \$825  = \$824  ? tfw0_raddr : 24'h000000;
   assign \$826  = | tfw0_onehot;
@@ -8046,7 +8046,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$861  = ~ busy;
   assign \$862  = \$861  & host_re;
   assign \$863  = host_addr[15:11] == 3'h7;
-  assign \$864  = host_addr[10:1] < 9'h100;
+  assign \$864  = host_addr[10:1] < 11'h400;
   assign \$865  = \$863  & \$864 ;
   assign \$866  = \$862  & \$865 ;
   assign \$signature__en$697  = \$860  | \$866 ;
@@ -8057,11 +8057,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$873  = ~ busy;
   assign \$874  = \$873  & host_re;
   assign \$875  = host_addr[15:11] == 3'h7;
-  assign \$876  = host_addr[10:1] < 9'h100;
+  assign \$876  = host_addr[10:1] < 11'h400;
   assign \$877  = \$875  & \$876 ;
   assign \$878  = \$874  & \$877 ;
   assign \$879  = \$878  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$698  = \$872  | \$879 [7:0];
+  assign \$signature__addr$698  = \$872  | \$879 ;
   assign \$880  = | tfw1_onehot;
   assign \$881  = \$880  ? tfw1_raddr : 24'h000000;
   assign \$882  = | tfw1_onehot;
@@ -8101,7 +8101,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$917  = ~ busy;
   assign \$918  = \$917  & host_re;
   assign \$919  = host_addr[15:11] == 4'h8;
-  assign \$920  = host_addr[10:1] < 5'h10;
+  assign \$920  = host_addr[10:1] < 7'h40;
   assign \$921  = \$919  & \$920 ;
   assign \$922  = \$918  & \$921 ;
   assign \$signature__en$709  = \$916  | \$922 ;
@@ -8110,11 +8110,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$927  = ~ busy;
   assign \$928  = \$927  & host_re;
   assign \$929  = host_addr[15:11] == 4'h8;
-  assign \$930  = host_addr[10:1] < 5'h10;
+  assign \$930  = host_addr[10:1] < 7'h40;
   assign \$931  = \$929  & \$930 ;
   assign \$932  = \$928  & \$931 ;
   assign \$933  = \$932  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$710  = \$926  | \$933 [3:0];
+  assign \$signature__addr$710  = \$926  | \$933 [5:0];
   assign \$934  = | tfw2_onehot;
   assign \$935  = \$934  ? tfw2_raddr : 24'h000000;
   assign \$936  = | tfw2_onehot;
@@ -8122,7 +8122,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$939  = ~ busy;
   assign \$940  = \$939  & host_re;
   assign \$941  = host_addr[15:11] == 4'h9;
-  assign \$942  = host_addr[10:1] < 9'h100;
+  assign \$942  = host_addr[10:1] < 11'h400;
   assign \$943  = \$941  & \$942 ;
   assign \$944  = \$940  & \$943 ;
   assign \$signature__en$719  = \$938  | \$944 ;
@@ -8131,11 +8131,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$949  = ~ busy;
   assign \$950  = \$949  & host_re;
   assign \$951  = host_addr[15:11] == 4'h9;
-  assign \$952  = host_addr[10:1] < 9'h100;
+  assign \$952  = host_addr[10:1] < 11'h400;
   assign \$953  = \$951  & \$952 ;
   assign \$954  = \$950  & \$953 ;
   assign \$955  = \$954  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$720  = \$948  | \$955 [7:0];
+  assign \$signature__addr$720  = \$948  | \$955 ;
   assign \$956  = | bw1_onehot;
   assign \$957  = \$956  ? bw1_raddr : 24'h000000;
   assign \$958  = | bw1_onehot;
@@ -8191,7 +8191,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$993  = ~ busy;
   assign \$994  = \$993  & host_re;
   assign \$995  = host_addr[15:11] == 4'ha;
-  assign \$996  = host_addr[10:1] < 9'h100;
+  assign \$996  = host_addr[10:1] < 11'h400;
   assign \$997  = \$995  & \$996 ;
   assign \$998  = \$994  & \$997 ;
   assign \$signature__en$732  = \$992  | \$998 ;
@@ -8200,11 +8200,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1003  = ~ busy;
   assign \$1004  = \$1003  & host_re;
   assign \$1005  = host_addr[15:11] == 4'ha;
-  assign \$1006  = host_addr[10:1] < 9'h100;
+  assign \$1006  = host_addr[10:1] < 11'h400;
   assign \$1007  = \$1005  & \$1006 ;
   assign \$1008  = \$1004  & \$1007 ;
   assign \$1009  = \$1008  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$733  = \$1002  | \$1009 [7:0];
+  assign \$signature__addr$733  = \$1002  | \$1009 ;
   assign \$1011  = wa1_base + \$1010 ;
   assign \$1012  = wa1_elem ? { \$1011 , wa1_n[3:0] } : 18'h00000;
   assign \$1013  = | bw2_onehot;
@@ -8262,7 +8262,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1050  = ~ busy;
   assign \$1051  = \$1050  & host_re;
   assign \$1052  = host_addr[15:11] == 4'hb;
-  assign \$1053  = host_addr[10:1] < 5'h10;
+  assign \$1053  = host_addr[10:1] < 7'h40;
   assign \$1054  = \$1052  & \$1053 ;
   assign \$1055  = \$1051  & \$1054 ;
   assign \$signature__en$748  = \$1049  | \$1055 ;
@@ -8271,11 +8271,11 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1059  = ~ busy;
   assign \$1060  = \$1059  & host_re;
   assign \$1061  = host_addr[15:11] == 4'hb;
-  assign \$1062  = host_addr[10:1] < 5'h10;
+  assign \$1062  = host_addr[10:1] < 7'h40;
   assign \$1063  = \$1061  & \$1062 ;
   assign \$1064  = \$1060  & \$1063 ;
   assign \$1065  = \$1064  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$749  = \$1058  | \$1065 [3:0];
+  assign \$signature__addr$749  = \$1058  | \$1065 [5:0];
   assign \$1067  = wa2_base + \$1066 ;
   assign \$1068  = wa2_elem ? \$1067  : 14'h0000;
   assign \$1069  = | loss_onehot;
@@ -10101,7 +10101,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$2924  = \$2923  & wu2_done;
   assign \$2925  = busy & \$2924 ;
   assign \$2926  = ! batch_size;
-  assign \$2927  = batch_size > 7'h40;
+  assign \$2927  = batch_size > 9'h100;
   assign \$2928  = \$2926  | \$2927 ;
   assign \$2929  = | sync_period;
   assign \$2930  = sync_count + 1'h1;
@@ -10209,50 +10209,50 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$3050  = ~ busy;
   assign \$3051  = host_re & \$3050 ;
   assign \$3052  = ! host_addr[15:11];
-  assign \$3053  = host_addr[10:1] < 5'h10;
+  assign \$3053  = host_addr[10:1] < 7'h40;
   assign \$3054  = \$3052  & \$3053 ;
   assign \$3056  = host_addr[15:11] == 1'h1;
-  assign \$3057  = host_addr[10:1] < 5'h10;
+  assign \$3057  = host_addr[10:1] < 7'h40;
   assign \$3058  = \$3056  & \$3057 ;
   assign \$3059  = \$3055  | \$3058 ;
   assign \$3060  = host_addr[15:11] == 2'h2;
-  assign \$3061  = host_addr[10:0] < 5'h10;
+  assign \$3061  = host_addr[10:0] < 7'h40;
   assign \$3062  = \$3060  & \$3061 ;
   assign \$3063  = \$3059  | \$3062 ;
   assign \$3064  = host_addr[15:11] == 2'h3;
-  assign \$3065  = host_addr[10:1] < 9'h100;
+  assign \$3065  = host_addr[10:1] < 11'h400;
   assign \$3066  = \$3064  & \$3065 ;
   assign \$3067  = \$3063  | \$3066 ;
   assign \$3068  = host_addr[15:11] == 3'h4;
-  assign \$3069  = host_addr[10:1] < 9'h100;
+  assign \$3069  = host_addr[10:1] < 11'h400;
   assign \$3070  = \$3068  & \$3069 ;
   assign \$3071  = \$3067  | \$3070 ;
   assign \$3072  = host_addr[15:11] == 3'h5;
-  assign \$3073  = host_addr[10:1] < 5'h10;
+  assign \$3073  = host_addr[10:1] < 7'h40;
   assign \$3074  = \$3072  & \$3073 ;
   assign \$3075  = \$3071  | \$3074 ;
   assign \$3076  = host_addr[15:11] == 3'h6;
-  assign \$3077  = host_addr[10:1] < 9'h100;
+  assign \$3077  = host_addr[10:1] < 11'h400;
   assign \$3078  = \$3076  & \$3077 ;
   assign \$3079  = \$3075  | \$3078 ;
   assign \$3080  = host_addr[15:11] == 3'h7;
-  assign \$3081  = host_addr[10:1] < 9'h100;
+  assign \$3081  = host_addr[10:1] < 11'h400;
   assign \$3082  = \$3080  & \$3081 ;
   assign \$3083  = \$3079  | \$3082 ;
   assign \$3084  = host_addr[15:11] == 4'h8;
-  assign \$3085  = host_addr[10:1] < 5'h10;
+  assign \$3085  = host_addr[10:1] < 7'h40;
   assign \$3086  = \$3084  & \$3085 ;
   assign \$3087  = \$3083  | \$3086 ;
   assign \$3088  = host_addr[15:11] == 4'h9;
-  assign \$3089  = host_addr[10:1] < 9'h100;
+  assign \$3089  = host_addr[10:1] < 11'h400;
   assign \$3090  = \$3088  & \$3089 ;
   assign \$3091  = \$3087  | \$3090 ;
   assign \$3092  = host_addr[15:11] == 4'ha;
-  assign \$3093  = host_addr[10:1] < 9'h100;
+  assign \$3093  = host_addr[10:1] < 11'h400;
   assign \$3094  = \$3092  & \$3093 ;
   assign \$3095  = \$3091  | \$3094 ;
   assign \$3096  = host_addr[15:11] == 4'hb;
-  assign \$3097  = host_addr[10:1] < 5'h10;
+  assign \$3097  = host_addr[10:1] < 7'h40;
   assign \$3098  = \$3096  & \$3097 ;
   assign \$3099  = \$3095  | \$3098 ;
   assign \$3100  = host_addr[15:11] == 4'hc;
@@ -20353,13 +20353,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3949  = loss_acc;
     if (\clear$557 ) begin
-      \$3949  = 43'h00000000000;
+      \$3949  = 45'h000000000000;
     end
     if (\$3046 ) begin
-      \$3949  = \$3049 [42:0];
+      \$3949  = \$3049 [44:0];
     end
     if (rst) begin
-      \$3949  = 43'h00000000000;
+      \$3949  = 45'h000000000000;
     end
   end
   always @* begin
@@ -20662,9 +20662,9 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign flag_bw_reg = status_bw_overflow;
   assign flag_wa_reg = status_wa_overflow;
   assign flag_wu_reg = status_wu_overflow;
-  assign loss_sum = { 21'h000000, loss_acc };
+  assign loss_sum = { 19'h00000, loss_acc };
   assign loss_lo = loss_acc[31:0];
-  assign loss_hi = { 21'h000000, loss_acc[42:32] };
+  assign loss_hi = { 19'h00000, loss_acc[44:32] };
   assign host_en_obs = \$464 [31:0];
   assign host_en_next_obs = \$472 [31:0];
   assign host_en_samples = \$480 [15:0];
@@ -21027,90 +21027,90 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$479  = 6'h00;
   assign \$480  = { 63'h0000000000000000, \$478  };
   assign \$591  = fw0_slot;
-  assign \$600  = \$599 [3:0];
+  assign \$600  = \$599 [5:0];
   assign \$signature__en$621  = wa0_elem;
   assign \$608  = { 2'h0, \$178 [3:2] };
-  assign \$signature__addr$622  = \$610 [3:0];
+  assign \$signature__addr$622  = \$610 [5:0];
   assign wp__en = \$464 [31:0];
-  assign wp__addr = \$612 [3:0];
+  assign wp__addr = \$612 [5:0];
   assign wp__data = \$614 ;
   assign \$615  = tfw0_slot;
-  assign \$624  = \$623 [3:0];
+  assign \$624  = \$623 [5:0];
   assign \wp__en$632  = \$472 [31:0];
-  assign \wp__addr$633  = \$633 [3:0];
+  assign \wp__addr$633  = \$633 [5:0];
   assign \wp__data$634  = \$635 ;
   assign \$636  = loss_slot;
   assign \$643  = { 2'h0, loss_s[3:2] };
-  assign \$646  = \$645 [3:0];
+  assign \$646  = \$645 [5:0];
   assign \wp__en$639  = \$480 [8:0];
-  assign \wp__addr$640  = \$655 [3:0];
+  assign \wp__addr$640  = \$655 [5:0];
   assign \wp__data$641  = \$657 ;
   assign \$658  = fw1_slot;
   assign \$666  = { 2'h0, \$20 [6:2] };
-  assign \$670  = \$669 [7:0];
+  assign \$670  = \$669 [9:0];
   assign \$signature__en$646  = wa1_elem;
   assign \$678  = { 1'h0, wa1_o, 2'h0 };
   assign \$681  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$647  = \$683 [7:0];
+  assign \$signature__addr$647  = \$683 [9:0];
   assign \wp__en$650  = fw0_onehot;
-  assign \wp__addr$651  = \$685 [7:0];
+  assign \wp__addr$651  = \$685 [9:0];
   assign \wp__data$653  = \$719 ;
   assign \$720  = fw2_slot;
   assign \$728  = { 2'h0, \$33 [6:2] };
-  assign \$732  = \$731 [7:0];
+  assign \$732  = \$731 [9:0];
   assign \$signature__en$662  = wa2_elem;
   assign \$740  = { 1'h0, wa2_o, 2'h0 };
   assign \$743  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$663  = \$745 [7:0];
+  assign \$signature__addr$663  = \$745 [9:0];
   assign \wp__en$666  = fw1_onehot;
-  assign \wp__addr$667  = \$747 [7:0];
+  assign \wp__addr$667  = \$747 [9:0];
   assign \wp__data$669  = \$781 ;
   assign \$782  = loss_slot;
   assign \$789  = { 2'h0, loss_s[3:2] };
-  assign \$792  = \$791 [3:0];
+  assign \$792  = \$791 [5:0];
   assign \wp__en$677  = fw2_onehot;
-  assign \wp__addr$678  = \$801 [3:0];
+  assign \wp__addr$678  = \$801 [5:0];
   assign \wp__data$680  = \$803 ;
   assign \$804  = tfw1_slot;
   assign \$812  = { 2'h0, \$57 [6:2] };
-  assign \$816  = \$815 [7:0];
+  assign \$816  = \$815 [9:0];
   assign \wp__en$689  = tfw0_onehot;
-  assign \wp__addr$690  = \$825 [7:0];
+  assign \wp__addr$690  = \$825 [9:0];
   assign \wp__data$692  = \$859 ;
   assign \$860  = tfw2_slot;
   assign \$868  = { 2'h0, \$70 [6:2] };
-  assign \$872  = \$871 [7:0];
+  assign \$872  = \$871 [9:0];
   assign \wp__en$701  = tfw1_onehot;
-  assign \wp__addr$702  = \$881 [7:0];
+  assign \wp__addr$702  = \$881 [9:0];
   assign \wp__data$704  = \$915 ;
   assign \$916  = loss_slot;
   assign \$923  = { 2'h0, loss_s[3:2] };
-  assign \$926  = \$925 [3:0];
+  assign \$926  = \$925 [5:0];
   assign \wp__en$711  = tfw2_onehot;
-  assign \wp__addr$712  = \$935 [3:0];
+  assign \wp__addr$712  = \$935 [5:0];
   assign \wp__data$714  = \$937 ;
   assign \$938  = wa0_elem;
   assign \$945  = { 2'h0, \$178 [3:2] };
-  assign \$948  = \$947 [7:0];
+  assign \$948  = \$947 [9:0];
   assign \wp__en$723  = bw1_onehot;
-  assign \wp__addr$724  = \$957 [7:0];
+  assign \wp__addr$724  = \$957 [9:0];
   assign \wp__data$726  = \$991 ;
   assign \$992  = bw1_slot;
   assign \$999  = { 2'h0, \$162 [6:2] };
-  assign \$1002  = \$1001 [7:0];
+  assign \$1002  = \$1001 [9:0];
   assign \$signature__en$736  = wa1_elem;
   assign \$1010  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$737  = \$1012 [7:0];
+  assign \$signature__addr$737  = \$1012 [9:0];
   assign \wp__en$739  = bw2_onehot;
-  assign \wp__addr$740  = \$1014 [7:0];
+  assign \wp__addr$740  = \$1014 [9:0];
   assign \wp__data$742  = \$1048 ;
   assign \$1049  = bw2_elem;
-  assign \$1058  = \$1057 [3:0];
+  assign \$1058  = \$1057 [5:0];
   assign \$signature__en$752  = wa2_elem;
   assign \$1066  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$753  = \$1068 [3:0];
+  assign \$signature__addr$753  = \$1068 [5:0];
   assign \wp__en$754  = loss_onehot;
-  assign \wp__addr$755  = \$1070 [3:0];
+  assign \wp__addr$755  = \$1070 [5:0];
   assign \$1073  = \$1072 ;
   assign \$1075  = loss_wsa;
   assign \$1076  = loss_wsa;
@@ -21211,14 +21211,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \wp__addr$846  = \$1649 [4:0];
   assign \wp__data$848  = \$1651 ;
   assign \$signature__en$850  = \o__valid$851 ;
-  assign \$signature__addr$852  = \$1653 [7:0];
+  assign \$signature__addr$852  = \$1653 [9:0];
   assign \wp__en$856  = fw0_onehot;
-  assign \wp__addr$857  = \$1655 [7:0];
+  assign \wp__addr$857  = \$1655 [9:0];
   assign \wp__data$858  = \$1673 ;
   assign \$signature__en$859  = \o__valid$860 ;
-  assign \$signature__addr$861  = \$1675 [7:0];
+  assign \$signature__addr$861  = \$1675 [9:0];
   assign \wp__en$865  = fw1_onehot;
-  assign \wp__addr$866  = \$1677 [7:0];
+  assign \wp__addr$866  = \$1677 [9:0];
   assign \wp__data$867  = \$1695 ;
   assign \$1701  = { 1'h0, \$1700 , 2'h0 };
   assign \$1711  = { 1'h0, fw0_o, 2'h0 };
@@ -21417,7 +21417,7 @@ module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, 
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -21548,7 +21548,7 @@ module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -22019,7 +22019,7 @@ module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -22542,9 +22542,9 @@ module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, 
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -23905,13 +23905,13 @@ module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, 
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -25215,7 +25215,7 @@ module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, 
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -25346,7 +25346,7 @@ module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -25817,7 +25817,7 @@ module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -26340,9 +26340,9 @@ module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, 
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -27703,13 +27703,13 @@ module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, 
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -29013,7 +29013,7 @@ module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, 
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -29144,7 +29144,7 @@ module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -29615,7 +29615,7 @@ module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -30138,9 +30138,9 @@ module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, 
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -31501,13 +31501,13 @@ module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, 
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -32811,7 +32811,7 @@ module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, 
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -32942,7 +32942,7 @@ module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -33413,7 +33413,7 @@ module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -33936,9 +33936,9 @@ module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, 
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -35299,13 +35299,13 @@ module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, 
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -36609,7 +36609,7 @@ module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, 
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -36740,7 +36740,7 @@ module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -37211,7 +37211,7 @@ module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -37734,9 +37734,9 @@ module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, 
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -39097,13 +39097,13 @@ module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, 
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -40407,7 +40407,7 @@ module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload,
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -40538,7 +40538,7 @@ module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload,
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -41009,7 +41009,7 @@ module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload,
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -41532,9 +41532,9 @@ module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload,
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -42895,13 +42895,13 @@ module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload,
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -44205,7 +44205,7 @@ module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload,
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -44336,7 +44336,7 @@ module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload,
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -44807,7 +44807,7 @@ module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload,
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -45330,9 +45330,9 @@ module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload,
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -46693,13 +46693,13 @@ module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload,
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -48003,7 +48003,7 @@ module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload,
   wire \$134 ;
   wire [3:0] \$135 ;
   wire \$136 ;
-  wire [7:0] \$137 ;
+  wire [9:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
@@ -48134,7 +48134,7 @@ module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload,
   wire [2:0] \$252 ;
   wire [2:0] \$253 ;
   reg [2:0] \$254 ;
-  reg [6:0] \$255 ;
+  reg [8:0] \$255 ;
   reg \$256 ;
   reg \$257 ;
   reg [15:0] \$258 ;
@@ -48605,7 +48605,7 @@ module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload,
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -49128,9 +49128,9 @@ module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload,
   assign \$133  = accept & i__payload[128];
   assign \$134  = gap < 3'h4;
   assign \$135  = gap + 1'h1;
-  assign \$136  = kcount < 7'h41;
+  assign \$136  = kcount < 9'h100;
   assign \$137  = kcount + 1'h1;
-  assign \$138  = kcount >= 7'h41;
+  assign \$138  = kcount >= 9'h100;
   assign \$139  = accept & \$138 ;
   assign \$141  = \$140  & o__payload[64];
   assign \$142  = accept ? i__payload[47:32] : 16'h0000;
@@ -50491,13 +50491,13 @@ module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload,
     \$255  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$255  = 7'h00;
+        \$255  = 9'h000;
       end else if (\$136 ) begin
-        \$255  = \$137 [6:0];
+        \$255  = \$137 [8:0];
       end
     end
     if (rst) begin
-      \$255  = 7'h00;
+      \$255  = 9'h000;
     end
   end
   always @* begin
@@ -51779,7 +51779,7 @@ module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, 
   wire \$114 ;
   wire [3:0] \$115 ;
   wire \$116 ;
-  wire [7:0] \$117 ;
+  wire [9:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -51910,7 +51910,7 @@ module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$232 ;
   wire [2:0] \$233 ;
   reg [2:0] \$234 ;
-  reg [6:0] \$235 ;
+  reg [8:0] \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg [15:0] \$238 ;
@@ -52387,7 +52387,7 @@ module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -52838,9 +52838,9 @@ module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, 
   assign \$113  = accept & i__payload[128];
   assign \$114  = gap < 3'h4;
   assign \$115  = gap + 1'h1;
-  assign \$116  = kcount < 7'h41;
+  assign \$116  = kcount < 9'h100;
   assign \$117  = kcount + 1'h1;
-  assign \$118  = kcount >= 7'h41;
+  assign \$118  = kcount >= 9'h100;
   assign \$119  = accept & \$118 ;
   assign \$121  = \$120  & o__payload[128];
   assign \$122  = accept ? i__payload[47:32] : 16'h0000;
@@ -54021,13 +54021,13 @@ module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, 
     \$235  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$235  = 7'h00;
+        \$235  = 9'h000;
       end else if (\$116 ) begin
-        \$235  = \$117 [6:0];
+        \$235  = \$117 [8:0];
       end
     end
     if (rst) begin
-      \$235  = 7'h00;
+      \$235  = 9'h000;
     end
   end
   always @* begin
@@ -55541,7 +55541,7 @@ module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, 
   wire \$114 ;
   wire [3:0] \$115 ;
   wire \$116 ;
-  wire [7:0] \$117 ;
+  wire [9:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -55672,7 +55672,7 @@ module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$232 ;
   wire [2:0] \$233 ;
   reg [2:0] \$234 ;
-  reg [6:0] \$235 ;
+  reg [8:0] \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg [15:0] \$238 ;
@@ -56149,7 +56149,7 @@ module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -56600,9 +56600,9 @@ module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, 
   assign \$113  = accept & i__payload[128];
   assign \$114  = gap < 3'h4;
   assign \$115  = gap + 1'h1;
-  assign \$116  = kcount < 7'h41;
+  assign \$116  = kcount < 9'h100;
   assign \$117  = kcount + 1'h1;
-  assign \$118  = kcount >= 7'h41;
+  assign \$118  = kcount >= 9'h100;
   assign \$119  = accept & \$118 ;
   assign \$121  = \$120  & o__payload[128];
   assign \$122  = accept ? i__payload[47:32] : 16'h0000;
@@ -57783,13 +57783,13 @@ module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, 
     \$235  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$235  = 7'h00;
+        \$235  = 9'h000;
       end else if (\$116 ) begin
-        \$235  = \$117 [6:0];
+        \$235  = \$117 [8:0];
       end
     end
     if (rst) begin
-      \$235  = 7'h00;
+      \$235  = 9'h000;
     end
   end
   always @* begin
@@ -59303,7 +59303,7 @@ module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, 
   wire \$114 ;
   wire [3:0] \$115 ;
   wire \$116 ;
-  wire [7:0] \$117 ;
+  wire [9:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -59434,7 +59434,7 @@ module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, 
   wire [2:0] \$232 ;
   wire [2:0] \$233 ;
   reg [2:0] \$234 ;
-  reg [6:0] \$235 ;
+  reg [8:0] \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg [15:0] \$238 ;
@@ -59911,7 +59911,7 @@ module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, 
   input i__valid;
   wire i__valid;
   reg k_overflow = 1'h0;
-  reg [6:0] kcount = 7'h00;
+  reg [8:0] kcount = 9'h000;
   reg l_0_0 = 1'h0;
   reg l_0_1 = 1'h0;
   reg l_0_2 = 1'h0;
@@ -60362,9 +60362,9 @@ module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, 
   assign \$113  = accept & i__payload[128];
   assign \$114  = gap < 3'h4;
   assign \$115  = gap + 1'h1;
-  assign \$116  = kcount < 7'h41;
+  assign \$116  = kcount < 9'h100;
   assign \$117  = kcount + 1'h1;
-  assign \$118  = kcount >= 7'h41;
+  assign \$118  = kcount >= 9'h100;
   assign \$119  = accept & \$118 ;
   assign \$121  = \$120  & o__payload[128];
   assign \$122  = accept ? i__payload[47:32] : 16'h0000;
@@ -61545,13 +61545,13 @@ module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, 
     \$235  = kcount;
     if (accept) begin
       if (i__payload[128]) begin
-        \$235  = 7'h00;
+        \$235  = 9'h000;
       end else if (\$116 ) begin
-        \$235  = \$117 [6:0];
+        \$235  = \$117 [8:0];
       end
     end
     if (rst) begin
-      \$235  = 7'h00;
+      \$235  = 9'h000;
     end
   end
   always @* begin
@@ -63476,8 +63476,8 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire lr_rd;
   wire lr_we;
   reg lr_wr_pulse = 1'h0;
-  input [42:0] \port$10383$0 ;
-  wire [42:0] \port$10383$0 ;
+  input [44:0] \port$10383$0 ;
+  wire [44:0] \port$10383$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -64417,7 +64417,7 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign sync_target_q = sync_target;
   assign sync_period_q = sync_period;
   assign loss_lo = \port$10383$0 [31:0];
-  assign loss_hi = { 21'h000000, \port$10383$0 [42:32] };
+  assign loss_hi = { 19'h00000, \port$10383$0 [44:32] };
   assign \$105  = { 1'h0, ap_start };
   assign \$106  = { 30'h00000000, \$105  };
   assign \$107  = { ctrl_ap_done_q, 1'h0 };
@@ -64455,7 +64455,7 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \$153  = { 15'h0000, status_target_synced, 16'h0000 };
   assign \$155  = { 1'h0, \port$10383$0 [31:0] };
   assign \$156  = \$155 ;
-  assign \$157  = { 22'h000000, \port$10383$0 [42:32] };
+  assign \$157  = { 20'h00000, \port$10383$0 [44:32] };
   assign \$158  = \$157 ;
   assign \$159  = { 1'h0, cycles };
   assign \$160  = \$159 ;
@@ -64464,7 +64464,7 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \$163  = 9'h004;
   assign \$164  = { 23'h000000, \$163  };
   assign \$165  = 23'h000800;
-  assign \$167  = 47'h000000400000;
+  assign \$167  = 47'h000001000000;
   assign \$169  = 5'h03;
   assign \$170  = { 27'h0000000, \$169  };
   assign \$171  = 11'h000;
@@ -64489,7 +64489,7 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \$199  = 17'h00002;
   assign \$200  = { 15'h0000, \$199  };
   assign \$166  = 32'd2052;
-  assign \$168  = 47'h000000400804;
+  assign \$168  = 47'h000001000804;
   assign \$172  = 32'd3;
   assign \$174  = 32'd4099;
   assign \$176  = 39'h0000011003;

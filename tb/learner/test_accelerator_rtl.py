@@ -16,15 +16,25 @@ import pytest
 from axi_host import AxiHost
 from cocotb_util import load_manifest, run_block
 
+def _shipped(module):
+    from sw.registry import SHIPPED
+    return next(dict(p) for m, _, p in SHIPPED if m == module)
+
+
 CONFIGS = {
-    # CartPole DQN, 4 x 4 arrays (10 tensor units), batch up to 64 in sub-batches of 8.
-    "cartpole-s4": {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
-                    "axi_data_width": 128},
+    # CartPole DQN, 4 x 4 arrays (11 tensor units), batch up to 256 in sub-batches of 8.
+    "cartpole-s4": _shipped("learner_cartpole_s4"),
+    # The shape of learner_cartpole_s8 (two pipelines, per-stage arrays, B up to 256) on a
+    # 4-8-8-2 network with 4 x 4 blocks: a Verilator build of seconds instead of many minutes.
+    "small-dp2-stages": {
+        "sizes": [4, 8, 8, 2], "array": 4, "max_batch": 256, "sub_batch": 4, "dp": 2,
+        "stage_arrays": "fw0:2x4,tfw0:2x4,wa0:2x4,fw2:2x2,tfw2:2x2,wa2:2x2,bw2:2x2",
+        "axi_data_width": 32},
 }
-# Longer Verilator builds (minutes), on request: 8 x 8 arrays; two 4 x 4 pipelines.
+# Longer Verilator builds (minutes), on request: the shipped 8 x 8 learner (two pipelines of
+# per-stage arrays); 8 x 8 arrays everywhere; two 4 x 4 pipelines.
 if os.environ.get("LEARNER_S8"):
-    CONFIGS["cartpole-s8"] = {"sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64,
-                              "sub_batch": 8, "axi_data_width": 128}
+    CONFIGS["cartpole-s8"] = _shipped("learner_cartpole_s8")
 if os.environ.get("LEARNER_STAGES"):          # per-stage arrays on 8 x 8 blocks (384 cells)
     CONFIGS["cartpole-stages"] = {
         "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64, "sub_batch": 8,
@@ -109,7 +119,8 @@ except ImportError:  # pragma: no cover
 if cocotb is not None:
     @cocotb.test()
     async def cartpole_steps_bit_exact(dut):
-        """B = 32 and B = 64: every result region bit-exact, flags, loss, cycles."""
+        """B = 32, 64 and 256 (those up to max_batch): every result region bit-exact,
+        flags, loss, cycles."""
         from learner_cases import golden, input_images, random_case
         from sw.learner.layout import regions
 
@@ -119,7 +130,7 @@ if cocotb is not None:
         rng = np.random.default_rng(cocotb.RANDOM_SEED)
         results = [r.name for r in regions(cfg) if not r.host_write] + \
             [f"w{l}" for l in range(cfg.n_layers)]
-        for B in (32, 64):
+        for B in (b for b in (32, 64, 256) if b <= cfg.max_batch):
             case = random_case(cfg, B, rng, lr=0.01)
             step = golden(cfg, case)
             assert not step.any_overflow

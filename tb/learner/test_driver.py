@@ -15,9 +15,10 @@ import pytest
 
 from driver_util import fake_pynq_overlay, record
 from learner_session import SEED, init_net, random_batch
+from sw.registry import shipped_modules
 
 #: The learner of the fast tests: CartPole DQN 4-64-64-2 on 4 x 4 arrays (the shipped one).
-CARTPOLE = {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
+CARTPOLE = {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 256, "sub_batch": 8,
             "axi_data_width": 128}
 
 
@@ -124,8 +125,8 @@ def _dqn(**change):
 
 BAD_STEPS = [
     (_dqn(obs=np.zeros((8, 5))), r"obs must be a \[B, 4\] array, not shape \(8, 5\)"),
-    (_dqn(obs=np.zeros((0, 4))), r"obs must hold 1..64 samples \(max_batch\), not 0"),
-    (_dqn(obs=np.zeros((65, 4))), r"obs must hold 1..64 samples \(max_batch\), not 65"),
+    (_dqn(obs=np.zeros((0, 4))), r"obs must hold 1..256 samples \(max_batch\), not 0"),
+    (_dqn(obs=np.zeros((257, 4))), r"obs must hold 1..256 samples \(max_batch\), not 257"),
     (_dqn(obs=np.array([["a"] * 4] * 8)), "obs must be a numeric array"),
     (_dqn(rewards=np.r_[np.ones(7), np.nan]), r"rewards must be finite: 1 NaN .* at \(7,\)"),
     (_dqn(rewards=np.ones(7)), r"rewards must be a \[8\] array, not shape \(7,\)"),
@@ -222,10 +223,17 @@ def test_on_range_clip_saturates_with_a_warning():
 
 
 # -- the step --------------------------------------------------------------------------------
-def test_step_equals_the_golden_model_on_the_quantized_batch():
-    from sw.learner.mlp import train_step
+SHIPPED_LEARNERS = shipped_modules(family="learner", role="accelerator")
 
-    drv, dev = make()
+
+@pytest.mark.parametrize("module", SHIPPED_LEARNERS)
+def test_step_equals_the_golden_model_on_the_quantized_batch(module):
+    """Steps of B = max_batch (256), 64 and 13 on each shipped learner's golden device."""
+    from sw.learner.mlp import train_step
+    from sw.registry import SHIPPED
+
+    params = next(p for m, _, p in SHIPPED if m == module)
+    drv, dev = make(params)
     rng = np.random.default_rng(4)
     ws, bs = init_net((4, 64, 64, 2), rng)
     drv.load_weights(ws, bs)
@@ -233,14 +241,14 @@ def test_step_equals_the_golden_model_on_the_quantized_batch():
     fmt = drv.config.numerics.weight_format
     for l in range(3):                                   # weights quantized, bias last row
         np.testing.assert_array_equal(raw0[l], fmt.quantize(np.vstack([ws[l], bs[l]])))
-    for B in (64, 13):
+    for B in (drv.config.max_batch, 64, 13):
         batch = random_batch(rng, B)
         d = drv.train_step(**batch, gamma=0.97, lr=0.02, details=True)
         nb = drv.last_batch
         step = train_step(raw0, nb.obs, drv.config.numerics, lr=nb.lr, actions=nb.actions,
                           rewards=nb.rewards, dones=nb.dones, next_obs=nb.next_obs,
                           target_weights=drv.read_raw_weights(target=True), gamma=nb.gamma,
-                          sub_batch=drv.config.sub_batch)
+                          sub_batch=drv.config.sub_batch, dp=drv.config.dp)
         assert nb.lr == round(0.02 * 2 / B * 2 ** 24) and nb.gamma == round(0.97 * 2 ** 16)
         assert d.loss_sum == step.loss_sum and d.loss == pytest.approx(step.loss, rel=1e-12)
         np.testing.assert_array_equal(d.q, drv.config.numerics.act_format.to_float(step.q))
@@ -251,7 +259,8 @@ def test_step_equals_the_golden_model_on_the_quantized_batch():
         for a, b in zip(raw1, step.weights):
             np.testing.assert_array_equal(a, b)
         from sw.learner.schedule import step_cycles
-        assert d.cycles == step_cycles(drv.config, B) and not d.synced
+        # The shipped configuration: stage_arrays is not in the HW_* registers (drv.config).
+        assert d.cycles == step_cycles(dev.config, B) and not d.synced
         assert d.status["ERROR"] == 0 and not any(d.status[f] for f in
                                                   ("FW_OVERFLOW", "WU_OVERFLOW"))
         raw0 = raw1
@@ -377,7 +386,7 @@ def test_status_error_busy_refused_and_timeout():
     rng = np.random.default_rng(8)
     drv.load_weights(*init_net((4, 64, 64, 2), rng))
     before = dev.image.copy()
-    for bad in (0, 65):                              # the hardware refuses: memory untouched
+    for bad in (0, 257):                             # the hardware refuses: memory untouched
         drv.start(bad, 100, 0)
         with pytest.raises(LearnerError, match="learner error 1: BATCH_SIZE is 0 or above "
                                                "max_batch") as e:
