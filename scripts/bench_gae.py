@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GAE on the CPU vs the GAE accelerator's cycle count at 300 MHz, measured in one run.
+"""GAE on the CPU vs the GAE accelerator's cycle count at its estimated clock, in one run.
 
 Baselines, each timed on the same rollout (default 64 trajectories x 1024 steps, HEPPO's shape):
 
@@ -10,7 +10,8 @@ Baselines, each timed on the same rollout (default 64 trajectories x 1024 steps,
 * ``golden``: this project's bit-exact fixed-point model (for reference, not a baseline).
 
 The accelerator's time is its cycle count for the run, ``sw.gae.spec.run_cycles`` (the tests assert
-that the RTL takes exactly these cycles), at 300 MHz; it is compute only, with the data already in
+that the RTL takes exactly these cycles), at ``min(300 MHz, estimated Fmax)`` of the shipped
+GAE accelerators (:func:`sw.timing.clock_mhz`, ``make timing``; ``--clock-mhz`` overrides); it is compute only, with the data already in
 the on-chip stack memory, as in HEPPO's SoC flow. Ratios are baseline time / accelerator time.
 
 Usage: ``python scripts/bench_gae.py [--steps 1024] [--envs 64] [--repeat 5]``
@@ -26,6 +27,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sw import registry, timing  # noqa: E402
 from sw.gae import spec as gae_spec
 from sw.gae.golden import gae_fixed, quantize_coefs  # noqa: E402
 from sw.gae.spec import GaeCoreConfig, GaePeConfig  # noqa: E402
@@ -95,8 +97,18 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=1024)
     ap.add_argument("--envs", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--clock-mhz", type=float, default=300.0)
+    ap.add_argument("--clock-mhz", type=float, default=None,
+                    help="kernel clock (default: the lowest sw.timing.clock_mhz of the shipped "
+                         "GAE accelerators)")
     args = ap.parse_args(argv)
+    if args.clock_mhz is None:
+        args.clock_mhz, clock_label = min(
+            timing.clock_mhz(m) for m in registry.shipped_modules(family="gae",
+                                                                  role="accelerator"))
+    elif args.clock_mhz <= 0:
+        ap.error(f"--clock-mhz must be positive, not {args.clock_mhz}")
+    else:
+        clock_label = "given"
     T, N = args.steps, args.envs
 
     rng = np.random.default_rng(0)
@@ -132,7 +144,7 @@ def main(argv=None):
     for name, sec in results.items():
         print(f"{name:34s} {sec * 1e3:10.3f} ms {N * T / sec / 1e6:10.3f}")
 
-    print(f"\nAccelerator at {args.clock_mhz:.0f} MHz (cycles of sw.gae.spec.run_cycles, "
+    print(f"\nAccelerator at {args.clock_mhz:.0f} MHz ({clock_label}) (cycles of sw.gae.spec.run_cycles, "
           f"k=2 lookahead PEs, data already on chip):")
     header = f"{'PEs':>5s} {'cycles':>9s} {'time':>10s} {'elem/cycle':>11s}"
     header += "".join(f" {'vs ' + name.split(' ')[0]:>12s}" for name in results)
