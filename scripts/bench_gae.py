@@ -9,10 +9,11 @@ Baselines, each timed on the same rollout (default 64 trajectories x 1024 steps,
 * ``torch``: CleanRL's ``ppo.py`` loop with CPU tensors;
 * ``golden``: this project's bit-exact fixed-point model (for reference, not a baseline).
 
-The accelerator's time is its cycle count for the run, ``sw.gae.spec.run_cycles`` (the tests assert
-that the RTL takes exactly these cycles), at ``min(300 MHz, estimated Fmax)`` of the shipped
-GAE accelerators (:func:`sw.timing.clock_mhz`, ``make timing``; ``--clock-mhz`` overrides); it is compute only, with the data already in
-the on-chip stack memory, as in HEPPO's SoC flow. Ratios are baseline time / accelerator time.
+The accelerator's time is its cycle count for the run, ``sw.gae.spec.run_cycles`` (the tests
+assert that the RTL takes exactly these cycles), at ``min(300 MHz, estimated Fmax)`` of the
+shipped GAE accelerators (:func:`sw.timing.clock_mhz`, ``make timing``; ``--clock-mhz``
+overrides); it is compute only, with the data already in the on-chip stack memory, as in
+HEPPO's SoC flow. Ratios are baseline time / accelerator time.
 
 Usage: ``python scripts/bench_gae.py [--steps 1024] [--envs 64] [--repeat 5]``
 """
@@ -144,8 +145,8 @@ def main(argv=None):
     for name, sec in results.items():
         print(f"{name:34s} {sec * 1e3:10.3f} ms {N * T / sec / 1e6:10.3f}")
 
-    print(f"\nAccelerator at {args.clock_mhz:.0f} MHz ({clock_label}) (cycles of sw.gae.spec.run_cycles, "
-          f"k=2 lookahead PEs, data already on chip):")
+    print(f"\nAccelerator at {args.clock_mhz:.0f} MHz ({clock_label}) (cycles of "
+          f"sw.gae.spec.run_cycles, k=2 lookahead PEs, data already on chip):")
     header = f"{'PEs':>5s} {'cycles':>9s} {'time':>10s} {'elem/cycle':>11s}"
     header += "".join(f" {'vs ' + name.split(' ')[0]:>12s}" for name in results)
     print(header)

@@ -31,7 +31,6 @@ a unit costs ``carry8_in``, crossing into the next unit ``carry8_cascade``, and 
 CARRY8 units.
 """
 
-import math
 from dataclasses import dataclass, field
 
 __all__ = ["MODEL", "Netlist", "analyze", "fmax_mhz"]
