@@ -211,8 +211,8 @@ def main(argv=None) -> int:
             kept[m] = {**r, "paths": r["paths"][:3]}
         doc = {**head, "modules": {m: kept[m] for m in shipped if m in kept}}
         artefact.write_text(json.dumps(doc, indent=1) + "\n")
-        refresh_manifests(args.hdl, records, artefact)
-        print(f"wrote {artefact} and the clock_mhz of {len(records)} manifests")
+        refresh_manifests(args.hdl, shipped, artefact)
+        print(f"wrote {artefact} and the clock_mhz of the {len(shipped)} manifests")
     if args.vivado:
         write_vivado(args.vivado, list(records), args.hdl, args.target_mhz)
     return 1 if errors else 0

@@ -138,7 +138,9 @@ def timing_page() -> str:
     for module in registry.shipped_modules():
         e = timing.entry(module)
         if e is None:
-            rows.append([f"`{module}`"] + ["stale: run `make timing`"] + ["—"] * 9)
+            why = ("not estimated yet" if timing.status(module) == "missing" else "stale")
+            rows.append([f"`{module}`", f"{why}: run `make timing`"] + ["—"] * 3
+                        + [f"{timing.TARGET_MHZ} (assumed)"] + ["—"] * 5)
             continue
         lv, r = e["levels"], e["resources"]
         mhz, label = timing.clock_mhz(module)

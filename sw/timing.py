@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["TARGET_MHZ", "HDL", "TIMING_JSON", "verilog_sha256", "load_timing", "entry",
-           "clock_mhz", "manifest_clock", "stale_modules"]
+           "status", "clock_mhz", "manifest_clock", "stale_modules"]
 
 #: The clock every flow targets (Vivado constraints, block design, Vitis ``--kernel_frequency``).
 TARGET_MHZ = 300
@@ -114,6 +114,14 @@ def manifest_clock(module: str, verilog_text: str, throughput: dict | None, *,
     return out
 
 
+def status(module: str, *, path=None) -> str:
+    """``"fresh"``, ``"stale"`` (an entry computed from other Verilog than
+    ``hdl/<module>/<module>.v``) or ``"missing"`` (no entry: ``make timing`` has not run on it)."""
+    if module not in load_timing(path).get("modules", {}):
+        return "missing"
+    return "fresh" if entry(module, path=path) is not None else "stale"
+
+
 def stale_modules(modules, *, path=None) -> list:
-    """The modules of ``modules`` without a fresh entry in the artefact."""
-    return [m for m in modules if entry(m, path=path) is None]
+    """The modules of ``modules`` whose entry in the artefact is stale."""
+    return [m for m in modules if status(m, path=path) == "stale"]

@@ -204,6 +204,7 @@ def test_clock_is_min_of_target_and_estimate(tmp_path):
     # stale: the Verilog changed since the estimate
     assert timing.clock_mhz("m", verilog_text="module m2; endmodule", path=p) == \
         (timing.TARGET_MHZ, "assumed")
+    assert timing.status("m", path=p) == "stale" and timing.status("x", path=p) == "missing"
     man = timing.manifest_clock("m", "module m; endmodule", {"per_cycle": 2}, path=p)
     assert man["used"] == timing.TARGET_MHZ and man["throughput_per_second"] == 2 * 300e6
     with pytest.raises(ValueError, match="target must be a positive number"):
@@ -215,15 +216,23 @@ def test_clock_is_min_of_target_and_estimate(tmp_path):
 # -- freshness (no Yosys) ---------------------------------------------------------------------
 @pytest.mark.parametrize("module", registry.shipped_modules())
 def test_timing_artefact_is_fresh(module):
+    """No estimate computed from other Verilog is quoted; the manifest's clock is the
+    artefact's. A module ``make timing`` has not reached is skipped (its clock is labelled
+    "assumed" everywhere), a stale one fails."""
     assert timing.TIMING_JSON.is_file(), "hdl/timing.json missing: run `make timing`"
-    e = timing.entry(module)
-    assert e is not None, (f"hdl/timing.json has no entry for {module} matching "
-                           f"hdl/{module}/{module}.v: run `make timing` and commit hdl/")
-    assert e["fmax_mhz"] > 0 and e["levels"]["total"] >= 0 and e["paths"]
     man = json.loads((timing.HDL / module / f"{module}.json").read_text())
     text = (timing.HDL / module / f"{module}.v").read_text()
     assert man["clock_mhz"] == timing.manifest_clock(module, text, man["throughput"]), \
         f"hdl/{module}/{module}.json clock_mhz is stale: run `make timing`"
+    state = timing.status(module)
+    assert state != "stale", (f"hdl/timing.json's entry for {module} was computed from other "
+                              f"Verilog than hdl/{module}/{module}.v: run `make timing`")
+    if state == "missing":
+        assert man["clock_mhz"]["label"] == "assumed"
+        pytest.skip(f"no timing estimate of {module} yet: run "
+                    f"`python scripts/timing.py --module {module}`")
+    e = timing.entry(module)
+    assert e["fmax_mhz"] > 0 and e["levels"]["total"] >= 0 and e["paths"]
     assert man["clock_mhz"]["label"] in ("estimated", "target")
 
 
