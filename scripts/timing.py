@@ -70,6 +70,7 @@ def module_record(module: str, est, result: dict, target: float) -> dict:
                 "combinational": sum(d["combinational"] for d in result["dsp"]),
                 "with_mreg": sum(d["MREG"] > 0 for d in result["dsp"]),
                 "inputs_from_ffs": sum(d["inputs_from_ffs"] for d in result["dsp"]),
+                "outputs_to_ffs": sum(d["outputs_to_ffs"] for d in result["dsp"]),
                 "internal_ns": result["dsp_internal_ns"]},
         "bram": {"count": len(result["bram"]),
                  "output_registered": sum(bool(b["DOA_REG"] or b["DOB_REG"])
@@ -119,7 +120,8 @@ def worst_paths_text(records: dict) -> str:
         if d["count"]:
             out.append(f"  DSP48E2: {d['count']}, {d['combinational']} without any register "
                        f"(Yosys leaves AREG/BREG/MREG/PREG unpacked), {d['inputs_from_ffs']} "
-                       f"fed by flip-flops only (AREG/BREG absorbable)")
+                       f"fed by flip-flops only (AREG/BREG absorbable), "
+                       f"{d['outputs_to_ffs']} read by flip-flops only (PREG absorbable)")
         if r["bram"]["count"]:
             out.append(f"  block RAM: {r['bram']['count']}, {r['bram']['output_registered']} "
                        f"with DO*_REG")

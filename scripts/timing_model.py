@@ -138,7 +138,15 @@ class Netlist:
         self._chain = {}
 
     def bit_name(self, bit) -> str:
-        return self.names.get(bit, f"${bit}")
+        """The public net name of a bit; for a Yosys-internal one (``$abc$...``), the line of
+        the module's Verilog the cell driving it comes from (``"line 1234"``)."""
+        name = self.names.get(bit, f"${bit}")
+        if not name.startswith("$") or bit not in self.driver:
+            return name
+        cell = self.cells[self.driver[bit][0]]
+        src = str(cell.get("attributes", {}).get("src", "")).split("|")[0]
+        line = src.rpartition(":")[2].split(".")[0] if ":" in src else ""
+        return f"line {line}" if line.isdigit() else name
 
     def carry_index(self, name) -> int:
         """Position of a CARRY4/CARRY8 in its chain (0 for the first)."""
@@ -356,7 +364,8 @@ def analyze(nl: Netlist, *, model=MODEL, paths: int = 3) -> dict:
         ``levels`` of the worst path, ``paths`` (each: ``ns``, ``start``, ``end``, ``levels``,
         ``cells``: the cells on it with their kind and delay), ``dsp`` (every DSP48E2: its
         register parameters, whether Yosys left it combinational, whether the flip-flops around
-        it could be absorbed as AREG/BREG/PREG), ``bram`` (block RAMs and their output
+        it could be absorbed as AREG/BREG (``inputs_from_ffs``) and PREG (``outputs_to_ffs``:
+        P read by flip-flops only)), ``bram`` (block RAMs and their output
         registers), ``unmodelled`` (cell types timed as path boundaries only) and
         ``combinational_loops``.
     """
@@ -458,6 +467,15 @@ def analyze(nl: Netlist, *, model=MODEL, paths: int = 3) -> dict:
         if len(out) == paths:
             break
 
+    p_bits = {b for c in nl.cells.values() if c["type"] == "DSP48E2"
+              for b in c["connections"].get("P", []) if isinstance(b, int)}
+    p_to_non_ff = set()             # P bits read by anything but a flip-flop's D
+    for c in nl.cells.values():
+        dirs = c.get("port_directions", {})
+        for port, bits in c.get("connections", {}).items():
+            if dirs.get(port) != "input" or (c["type"] in _FFS and port == "D"):
+                continue
+            p_to_non_ff.update(b for b in bits if b in p_bits)
     dsps, internal = [], 0.0
     for cname, cell in nl.cells.items():
         if cell["type"] != "DSP48E2":
@@ -472,7 +490,9 @@ def analyze(nl: Netlist, *, model=MODEL, paths: int = 3) -> dict:
         dsps.append({"cell": cname, **{k: int(v) for k, v in regs.items()},
                      "combinational": not any(regs[r] for r in ("AREG", "BREG", "MREG",
                                                                  "PREG")),
-                     "inputs_from_ffs": fed_by_ff, "internal_ns": round(inner, 3)})
+                     "inputs_from_ffs": fed_by_ff,
+                     "outputs_to_ffs": not any(b in p_to_non_ff for b in conns.get("P", [])),
+                     "internal_ns": round(inner, 3)})
     brams = [{"cell": n, "type": c["type"], "DOA_REG": _int_param(c, "DOA_REG"),
               "DOB_REG": _int_param(c, "DOB_REG")}
              for n, c in nl.cells.items() if c["type"] in _BRAM]

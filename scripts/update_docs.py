@@ -154,7 +154,8 @@ def timing_page() -> str:
         paths.append([f"`{module}`", f"`{p['start']}`", f"`{p['end']}`",
                       " → ".join(c.split(":")[0] for c in p["cells"][1:]),
                       f"{d['count']} ({d['combinational']} without registers, "
-                      f"{d['inputs_from_ffs']} fed by FFs only)" if d["count"] else "—",
+                      f"{d['inputs_from_ffs']} fed by FFs only, {d.get('outputs_to_ffs', 0)} "
+                      f"read by FFs only)" if d["count"] else "—",
                       f"{e['bram']['count']} ({e['bram']['output_registered']} with DO*_REG)"
                       if e["bram"]["count"] else "—"])
     target = doc.get("target_mhz", timing.TARGET_MHZ)

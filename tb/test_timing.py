@@ -129,7 +129,12 @@ def test_dsp_without_registers_is_combinational():
     assert r["period_ns"] == pytest.approx(
         reg_to_reg(M["route"] + M["dsp_mult"] + M["dsp_alu"]))
     (d,) = r["dsp"]
-    assert d["combinational"] and d["inputs_from_ffs"]
+    assert d["combinational"] and d["inputs_from_ffs"] and d["outputs_to_ffs"]
+    nl = dsp_netlist()
+    p1 = nl.cells["m"]["connections"]["P"][1]
+    nl.cells["l"] = {"type": "LUT1", "parameters": {}, "connections": {"I0": [p1], "O": [99]},
+                     "port_directions": {"I0": "input", "O": "output"}}
+    assert not tm.analyze(tm.Netlist(nl.cells))["dsp"][0]["outputs_to_ffs"]
 
 
 def test_dsp_with_mreg_cuts_the_path():
