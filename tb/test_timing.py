@@ -256,3 +256,20 @@ def test_make_timing_on_a_pe(tmp_path, capsys):
     assert rec["resources"]["dsp"] == rec["dsp"]["count"]
     tcl = (tmp_path / "viv" / "gae_pe_k1" / "timing_ooc.tcl").read_text()
     assert "synth_design -top $module" in tcl and "create_clock -period 3.333 -name clk" in tcl
+
+
+def test_vivado_ooc_script_for_any_module(tmp_path):
+    """The Vivado check of the estimate: a unit (no register map) constrains its own clock."""
+    from rtl_gen.vivado.ooc_timing import module_timing_tcl
+
+    for module, clock in (("gae_pe_k2", "clk"), ("replay_kernel_k16", "ap_clk")):
+        man = json.loads((timing.HDL / module / f"{module}.json").read_text())
+        tcl = module_timing_tcl(man, timing.HDL / module / f"{module}.v", tmp_path,
+                                period_ns=1000 / 300)
+        assert f"-name {clock} [get_ports {clock}]" in tcl and "-period 3.333" in tcl
+        assert "report_design_analysis -logic_level_distribution" in tcl
+        assert f"set module {module}" in tcl and "-mode out_of_context" in tcl
+    with pytest.raises(ValueError, match="period_ns must be a positive number"):
+        module_timing_tcl(man, "x.v", tmp_path, period_ns=0)
+    with pytest.raises(ValueError, match="manifest must name its module and clock"):
+        module_timing_tcl({}, "x.v", tmp_path, period_ns=3.0)
