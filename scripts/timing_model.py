@@ -496,9 +496,7 @@ def analyze(nl: Netlist, *, model=MODEL, paths: int = 3) -> dict:
     brams = [{"cell": n, "type": c["type"], "DOA_REG": _int_param(c, "DOA_REG"),
               "DOB_REG": _int_param(c, "DOB_REG")}
              for n, c in nl.cells.items() if c["type"] in _BRAM]
-    period = max([out[0]["ns"]] if out else [] + [internal]) if (out or internal) else 0.0
-    if internal > period:
-        period = internal
+    period = max(out[0]["ns"] if out else 0.0, internal)
     return {"period_ns": round(period, 3),
             "fmax_mhz": round(fmax_mhz(period, model), 1) if period else None,
             "levels": out[0]["levels"] if out else None,
