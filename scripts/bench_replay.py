@@ -19,7 +19,8 @@ Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).
 
 Part 3 projects the replay accelerator (``rtl_gen.replay.accelerator``, K=16 at the same N): its
 exact cycle counts (:func:`sw.replay.spec.run_cycles`, asserted against the RTL by
-tb/replay/test_accelerator_rtl.py) at 300 MHz, against the CPU times measured in the same run.
+tb/replay/test_accelerator_rtl.py) at ``min(300 MHz, estimated Fmax)`` of ``replay_accel_k16``
+(:func:`sw.timing.clock_mhz`, ``make timing``), against the CPU times measured in the same run.
 That is kernel time with the batch already in the on-chip buffers: the driver's register
 accesses and buffer transfers over AXI are not included.
 
@@ -35,6 +36,7 @@ import time
 import numpy as np
 from tqdm import tqdm
 
+from sw import timing
 from sw.replay import PrioritizedReplayBuffer
 from sw.replay import spec as replay_spec
 from sw.replay.spec import ReplayOp, SumTreeConfig
@@ -189,14 +191,19 @@ def bench_fanout(capacity, fanouts, batches, repeats, seed):
     return results
 
 
-def bench_rtl(capacity, batches, cpu, clock_hz=300e6, fanout=16):
-    """Projected accelerator times (exact cycles at ``clock_hz``) and their ratios to the CPU
+def bench_rtl(capacity, batches, cpu, clock_hz=None, fanout=16):
+    """Projected accelerator times (exact cycles at ``clock_hz``, by default the clock
+    :func:`sw.timing.clock_mhz` quotes for ``replay_accel_k16``) and their ratios to the CPU
     times of :func:`bench_buffers` (``cpu[batch, name] = (sample_s, update_s)``)."""
+    label = "given"
+    if clock_hz is None:
+        mhz, label = timing.clock_mhz("replay_accel_k16")
+        clock_hz = mhz * 1e6
     cfg = SumTreeConfig(fanout=fanout, capacity=capacity, max_batch=max(batches))
     L = 3 * cfg.levels + 6
     names = sorted({name for _, name in cpu})
     print(f"\nReplay accelerator (RTL), K = {fanout}, N = {capacity} ({cfg.levels} levels, tree "
-          f"latency {L}), exact cycles at {clock_hz / 1e6:.0f} MHz, kernel only; "
+          f"latency {L}), exact cycles at {clock_hz / 1e6:.0f} MHz ({label}), kernel only; "
           f"speed-up = CPU time / accelerator time")
     head = f"{'batch':>6} {'run':<22} | {'cycles':>7} {'us':>8} | " + " ".join(
         f"{'vs ' + n:>20}" for n in names)

@@ -60,13 +60,15 @@ scratchpad per layer. Not counted (not generated yet): the LOSS, ReLU, FIFO, WU 
 control logic, and the platform shell; ``--usable`` (default 75 %) leaves room for them.
 URAM is not used by the model.
 
-The projected gradient steps per second (``--mhz``, default 300 MHz) are printed beside torch
+The projected gradient steps per second (``--mhz``, default the clock :func:`sw.timing.clock_mhz`
+quotes for the shipped ``learner_cartpole_s4``, ``min(300 MHz, estimated Fmax)``: other
+configurations are assumed to close the same clock) are printed beside torch
 on this machine's CPU, measured in the same run (float32, the same network and batch, one DQN
 step: online and target FW, loss, backward, SGD; the best of 5 timed rounds, with one thread
 and with torch's default, the faster kept: on a shared machine the best round is the least
 disturbed), and a plot of the design space is written to ``build/dse_learner.png``. The
 projection counts the learner's compute only: no host transfers, replay sampling or clock
-closure (300 MHz is an assumption, not a timing result).
+closure (the clock is an estimate from ``make timing``, not a Vivado result).
 """
 
 import argparse
@@ -85,6 +87,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from sw import timing  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.learner.spec import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
 
@@ -510,7 +513,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=list(DEVICES) + ["all"], default="all")
     ap.add_argument("--usable", type=float, default=0.75,
                     help="fraction of each device resource the learner may use (default 0.75)")
-    ap.add_argument("--mhz", type=float, default=300.0)
+    ap.add_argument("--mhz", type=float, default=None,
+                    help="clock (default: sw.timing.clock_mhz of learner_cartpole_s4)")
     ap.add_argument("--no-target", action="store_true", help="no target-network FW chain")
     ap.add_argument("--any-point", action="store_true",
                     help="search CF'22's whole space (any DP, m, WU lanes; cycles from the "
@@ -537,6 +541,11 @@ def main(argv=None) -> int:
         ap.error(f"--sizes must be comma-separated positive integers, not {args.sizes!r}")
     if not 0 < args.usable <= 1:
         ap.error(f"--usable must be in (0, 1], not {args.usable}")
+    clock_label = "given"
+    if args.mhz is None:
+        args.mhz, clock_label = timing.clock_mhz("learner_cartpole_s4")
+    elif args.mhz <= 0:
+        ap.error(f"--mhz must be positive, not {args.mhz}")
     for b in args.batch:
         if b < 1:
             ap.error(f"--batch must be positive, not {b}")
@@ -601,7 +610,8 @@ def main(argv=None) -> int:
             print(f"  {t} thread{'s' if t > 1 else ' '}: "
                   + ", ".join(f"B={b} {cpu_runs[(b, t)][0]:.0f} ({cpu_runs[(b, t)][1]:.0f})"
                               for b in args.batch))
-    print(f"\nChosen configurations at {args.mhz:g} MHz (ratio = FPGA / best CPU round, "
+    print(f"\nChosen configurations at {args.mhz:g} MHz ({clock_label}) "
+          f"(ratio = FPGA / best CPU round, "
           f"T_* in cycles; cycles = "
           + ("the model's T_pipe + T_WU" if args.any_point else
              "the generated pipeline's exact step_cycles") + "):")

@@ -11,6 +11,7 @@ Each Verilog file is synthesized on its own by YoWASP's Yosys (WebAssembly, from
 
     read_verilog <file>; synth_xilinx -family xcup -top <module> -flatten; stat
     ltp -noff t:FD* t:RAMB* %u t:URAM* %u t:BUFG* %u %n
+    select -module <module> *; write_json -selected netlist.json
 
 The top module comes from the ``<module>.json`` manifest that ``python -m rtl_gen`` writes next
 to the Verilog (key ``"module"``); without a manifest the file's stem is used. ``--block`` and
@@ -51,11 +52,14 @@ one operand (32 x 18: 2 DSPs), are counted as Vivado would.
 Results are cached under ``build/estimate-cache/``, keyed by the SHA-256 of the Verilog text
 (together with the top module, the Yosys script and the Yosys version), so a repeated
 ``make estimate`` only reads the cache. The Yosys log of each design is kept there as
-``<key>.log``; it ends with the ``stat`` table and the cells of the longest path.
+``<key>.log``; it ends with the ``stat`` table and the cells of the longest path. The mapped
+netlist is kept as ``<key>.netlist.json.gz`` (Yosys ``write_json``, the top module only): the
+register-to-register timing estimate, ``scripts/timing.py``, walks it.
 """
 
 import argparse
 import dataclasses
+import gzip
 import hashlib
 import json
 import os
@@ -74,13 +78,15 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = REPO / "build" / "estimate-cache"
 DEFAULT_YOWASP_CACHE = REPO / "build" / "yowasp-cache"
 #: Bump when the way results are produced changes, to invalidate old cache entries.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 YOSYS_SCRIPT = """\
 read_verilog design.v
 synth_xilinx -family xcup -top {top} -flatten
 tee -o stat.txt stat
 tee -o ltp.txt ltp -noff t:FD* t:RAMB* %u t:URAM* %u t:BUFG* %u %n
+select -module {top} *
+write_json -selected netlist.json
 """
 
 #: LUTs occupied by each LUT-RAM / shift-register primitive.
@@ -139,6 +145,8 @@ class Estimate:
         The result was read from the cache.
     log : Path or None
         The Yosys log.
+    netlist : Path or None
+        The mapped netlist (gzipped Yosys JSON of the top module), if kept.
 
     Attributes
     ----------
@@ -151,6 +159,7 @@ class Estimate:
     seconds: float
     cached: bool = False
     log: Path | None = None
+    netlist: Path | None = None
     summary: dict = field(init=False)
 
     def __post_init__(self):
@@ -340,8 +349,10 @@ def load_cached(design: Design, text: str, cache_dir: Path) -> Estimate | None:
     entry = cache_dir / f"{key}.json"
     try:
         data = json.loads(entry.read_text())
+        netlist = cache_dir / f"{key}.netlist.json.gz"
         return Estimate(design, data["cells"], data["depth"], data["seconds"], cached=True,
-                        log=cache_dir / f"{key}.log")
+                        log=cache_dir / f"{key}.log",
+                        netlist=netlist if netlist.is_file() else None)
     except (OSError, json.JSONDecodeError, KeyError):
         return None
 
@@ -386,12 +397,18 @@ def synthesize(design: Design, text: str, cache_dir: Path) -> Estimate:
                                 f"log: {log_path}") from None
         ltp = work / "ltp.txt"
         depth = parse_ltp(ltp.read_text()) if ltp.exists() else None
+        netlist = None
+        if (work / "netlist.json").is_file():
+            netlist = cache_dir / f"{key}.netlist.json.gz"
+            with gzip.open(netlist.with_suffix(".tmp"), "wb", compresslevel=6) as f:
+                f.write((work / "netlist.json").read_bytes())
+            netlist.with_suffix(".tmp").replace(netlist)
     entry = cache_dir / f"{key}.json"
     tmp = entry.with_suffix(".tmp")
     tmp.write_text(json.dumps({"module": design.top, "cells": cells, "depth": depth,
                                "seconds": seconds, "yosys": yosys_version()}, indent=1) + "\n")
     tmp.replace(entry)
-    return Estimate(design, cells, depth, seconds, log=log_path)
+    return Estimate(design, cells, depth, seconds, log=log_path, netlist=netlist)
 
 
 def warm_up():

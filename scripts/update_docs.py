@@ -11,7 +11,8 @@ Every table comes from the plain-Python specification, never from hand-kept text
 (:class:`sw.regmap.RegisterMap`, the same description that builds the CSR hardware and the
 ``hdl/<module>/<module>_regs.*`` files), the configuration dataclasses' numpydoc ``Parameters``
 sections and the exact cycle models (:func:`sw.gae.spec.run_cycles`,
-:func:`sw.replay.spec.run_cycles`, :func:`sw.learner.schedule.step_cycles`). No Amaranth is
+:func:`sw.replay.spec.run_cycles`, :func:`sw.learner.schedule.step_cycles`), except the
+estimated timing, read from ``hdl/timing.json`` (``make timing``, :mod:`sw.timing`). No Amaranth is
 imported, so this runs in a second.
 
 The hand-written pages in ``docs/`` link to these files. ``tb/test_docs.py`` calls
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:               # the checkout's sw/, not an installed copy
     sys.path.insert(0, str(ROOT))
 
-from sw import registry  # noqa: E402
+from sw import registry, timing  # noqa: E402
 from sw.gae import spec as gae  # noqa: E402
 from sw.learner import schedule  # noqa: E402
 from sw.learner.numerics import LearnerNumerics, TensorUnitConfig  # noqa: E402
@@ -122,6 +123,58 @@ def n(x) -> str:
     return f"{x:,}"
 
 
+def si(x: float) -> str:
+    """``2.4e9`` -> ``"2.40 G"``."""
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= scale:
+            return f"{x / scale:.3g} {prefix}"
+    return f"{x:.3g} "
+
+
+def timing_page() -> str:
+    """The estimated timing of every shipped module, from ``hdl/timing.json``."""
+    doc = timing.load_timing()
+    rows, paths = [], []
+    for module in registry.shipped_modules():
+        e = timing.entry(module)
+        if e is None:
+            why = ("not estimated yet" if timing.status(module) == "missing" else "stale")
+            rows.append([f"`{module}`", f"{why}: run `make timing`"] + ["—"] * 3
+                        + [f"{timing.TARGET_MHZ} (assumed)"] + ["—"] * 5)
+            continue
+        lv, r = e["levels"], e["resources"]
+        mhz, label = timing.clock_mhz(module)
+        rows.append([f"`{module}`", str(lv["total"]),
+                     f"{lv['lut']} + {lv['carry8']} ({lv['carry4']}) + {lv['dsp']}",
+                     f"{e['period_ns']:.2f}", f"{e['fmax_mhz']:.0f}", f"{mhz:.0f} ({label})",
+                     str(e["stages_at_target"]), n(r["lut"]), n(r["ff"]), str(r["dsp"]),
+                     str(r["bram36"])])
+        p = e["paths"][0]
+        d = e["dsp"]
+        paths.append([f"`{module}`", f"`{p['start']}`", f"`{p['end']}`",
+                      " → ".join(c.split(":")[0] for c in p["cells"][1:]),
+                      f"{d['count']} ({d['combinational']} without registers, "
+                      f"{d['inputs_from_ffs']} fed by FFs only, {d.get('outputs_to_ffs', 0)} "
+                      f"read by FFs only)" if d["count"] else "—",
+                      f"{e['bram']['count']} ({e['bram']['output_registered']} with DO*_REG)"
+                      if e["bram"]["count"] else "—"])
+    target = doc.get("target_mhz", timing.TARGET_MHZ)
+    out = [HEADER.format(src="hdl/timing.json (make timing)"), "# Estimated timing", "",
+           f"Written from `hdl/timing.json`, which `make timing` (`scripts/timing.py`) computes "
+           f"with {doc.get('tool', 'Yosys')}: `{doc.get('flow', '')}`. The delay model "
+           "(UltraScale+ -2) and its limits are in [../timing.md](../timing.md): **an "
+           "estimate; Vivado is the reference.** Levels are LUTs + CARRY8 units (the CARRY4 "
+           "Yosys maps in brackets) + DSP48E2 crossed on the worst register-to-register path; "
+           f"*stages* is how many pipeline stages that path needs at the {target:g} MHz "
+           "target; the clock is `min(target, estimated Fmax)`. Resources from "
+           "`scripts/estimate.py` (DSP and BRAM solid; LUT and FF estimates).", ""]
+    out += table(["module", "levels", "LUT + CARRY8 (CARRY4) + DSP", "est. ns", "est. Fmax (MHz)",
+                  "clock (MHz)", "stages", "LUT", "FF", "DSP", "BRAM36"], rows)
+    out += ["", "## Worst path of each module", ""]
+    out += table(["module", "from", "to", "through", "DSP48E2", "block RAM"], paths)
+    return "\n".join(out) + "\n"
+
+
 # -- pages ----------------------------------------------------------------------------------------
 def shipped_page() -> str:
     rows = []
@@ -130,19 +183,25 @@ def shipped_page() -> str:
         lat, thr = block.latency(config), block.throughput(config)
         regs = f"[registers]({module}_regs.md)" if block.regmap else "—"
         rate = f"{thr['per_cycle']:.4g}: {thr['unit']}" if thr else "—"
+        mhz, label = timing.clock_mhz(module)
+        per_s = f"{si(thr['per_cycle'] * mhz * 1e6)}/s" if thr else "—"
         rows.append([f"`{module}`", f"[`{name}`](../{PAGES[name]})", block.role,
                      fmt_params(params), f"{n(lat['cycles'])}: {lat['of']}" if lat else "—",
-                     rate, regs,
+                     rate, f"{mhz:.0f} ({label})", per_s, regs,
                      f"`{registry.vlnv(module)}`" if block.role != "unit" else "—"])
     out = [HEADER.format(src="sw.registry.SHIPPED"), "# Shipped modules", "",
            "What `make` writes to `hdl/` (`python -m rtl_gen shipped --out hdl`): one directory "
            "per module with its Verilog, its manifest `<module>.json` and, for accelerators and "
            "kernels, its register map as JSON, C header and Markdown. Parameters not listed take "
            "the block's defaults; latency and throughput come from the block's cycle model, "
-           "which the tests assert against the RTL. Vivado packages every accelerator and "
-           "kernel under the VLNV shown (PYNQ binds drivers by it).", ""]
+           "which the tests assert against the RTL. The clock is `min(target, estimated "
+           "Fmax)` (`sw.timing.clock_mhz`, from `make timing`: an estimate, not Vivado; see "
+           "[timing.md](timing.md)), and the throughput per second is taken at it. Vivado "
+           "packages every accelerator and kernel under the VLNV shown (PYNQ binds drivers by "
+           "it).", ""]
     out += table(["module", "block", "role", "parameters", "latency (cycles)",
-                  "throughput per cycle", "register map", "VLNV"], rows)
+                  "throughput per cycle", "clock (MHz)", "throughput per second",
+                  "register map", "VLNV"], rows)
     return "\n".join(out) + "\n"
 
 
@@ -327,20 +386,17 @@ def replay_cycles_page() -> str:
 
 
 def learner_cycles_page() -> str:
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    from bench.common import CLOCKS                  # the clock the benchmarks assume
-    hz, label = CLOCKS["learner"]
-    mhz = f"{hz / 1e6:g} MHz"
+    from sw.timing import clock_mhz                  # min(target, estimate), labelled
     configs = {m: registry.shipped_config(m)[1]
                for m in registry.shipped_modules(family="learner", role="accelerator")}
     top = max(c.max_batch for c in configs.values())
+    clocks = {m: clock_mhz(m) for m in configs}
     out = [HEADER.format(src="sw.learner.schedule (step_cycles, timeline)"),
            "# Learner cycles", "",
            "## Training steps of the shipped learners", "",
            "Cycles of one step (`sw.learner.schedule.step_cycles`, what CYCLES reads), batch and "
-           f"weights already on chip, and the time at the clock of scripts/bench/common.py: "
-           f"{label}.", ""]
+           "weights already on chip, and the time at each module's clock "
+           "(`sw.timing.clock_mhz`: min(target, estimated Fmax), [timing.md](../timing.md)).", ""]
     for m, c in configs.items():
         arrays = f"{c.array} x {c.array} blocks" + (", per-stage arrays" if c.stage_arrays
                                                      else f", {c.array} x {c.array} arrays")
@@ -353,11 +409,12 @@ def learner_cycles_page() -> str:
         if B > top:
             continue
         row = [str(B)]
-        for c in configs.values():
+        for m, c in configs.items():
             cyc = schedule.step_cycles(c, B) if B <= c.max_batch else None
-            row.append("-" if cyc is None else f"{n(cyc)} ({cyc / hz * 1e6:,.1f} us)")
+            row.append("-" if cyc is None else f"{n(cyc)} ({cyc / clocks[m][0] * 1e6:,.1f} us)")
         rows.append(row)
-    out += table(["B"] + [f"`{m}` cycles (at {mhz})" for m in configs], rows)
+    out += table(["B"] + [f"`{m}` cycles (at {clocks[m][0]:g} MHz, {clocks[m][1]})"
+                          for m in configs], rows)
     for m, c in configs.items():
         B = c.max_batch
         out += ["", f"## Stage timeline of one step of `{m}`, B = {B}", "",
@@ -380,6 +437,7 @@ def index_page(files: dict) -> str:
         "gae_cycles.md": "GAE: PE latency, accelerator runs, kernel copies",
         "replay_cycles.md": "replay: run cycles per operation and batch, tree latency per K",
         "learner_cycles.md": "learner: step cycles per batch, stage timeline",
+        "timing.md": "estimated timing: levels, worst paths, Fmax, clock, resources",
     }
     rows = []
     for name in sorted(files):
@@ -404,7 +462,7 @@ def render() -> dict:
     """File name (in ``docs/generated/``) -> text of every generated file."""
     files = {"shipped.md": shipped_page(), "blocks.md": blocks_page(),
              "gae_cycles.md": gae_cycles_page(), "replay_cycles.md": replay_cycles_page(),
-             "learner_cycles.md": learner_cycles_page()}
+             "learner_cycles.md": learner_cycles_page(), "timing.md": timing_page()}
     for module, name, _ in registry.SHIPPED:
         if registry.BLOCKS[name].regmap is not None:
             files[f"{module}_regs.md"] = regs_page(module)

@@ -43,7 +43,13 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
         assert math.isclose(r["speedup"], r["baseline_us"] / r["total_us"])
     assert "NOT SHIPPED" in rows[-1]["config"] and "2^8" in rows[-1]["shape"]
     meta = json.loads(out.with_suffix(".meta.json").read_text())
-    assert "300 MHz assumed" in meta["assumptions"]["clock (gae)"]
+    from sw.timing import clock_mhz
+    clocks = {k[len("clock ("):-1]: v for k, v in meta["assumptions"].items()
+              if k.startswith("clock (")}
+    assert "gae_kernel_n8" in clocks
+    for module, text in clocks.items():        # the clock each row used, with its label
+        mhz, label = clock_mhz(module)
+        assert text.startswith(f"{mhz:.0f} MHz {label}"), (module, text)
     assert "PCIe Gen3 x16 (Alveo, XRT)" in " ".join(meta["assumptions"])
     text = capsys.readouterr().out
     assert "| block | config | shape | baseline |" in text and "load average" in text

@@ -52,7 +52,7 @@ from .cli import main
 from .flows import board_commands, write_scripts
 from .model import (BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, TARGET_FREQ_MHZ, Accelerator,
                     AxiInterface, Board, find_accelerators, find_manifests)
-from .ooc_timing import ooc_timing_tcl
+from .ooc_timing import module_timing_tcl, ooc_timing_tcl
 from .package_ip import IPXACT_ACCESS, package_ip_tcl
 from .tcl import tcl_str
 from .zcu106_bd import (CONTROL_RANGE, HPM0_FPD_BASE, HPM1_FPD_BASE, HPM_WINDOW,
@@ -62,7 +62,8 @@ __all__ = [
     "VENDOR", "LIBRARY", "VERSION", "vlnv", "bd_instance", "TARGET_FREQ_MHZ", "BOARDS", "Board",
     "IPXACT_ACCESS", "CONTROL_BLOCK", "MEMORY_BLOCK", "DMA_GAP", "Accelerator", "AxiInterface",
     "find_accelerators", "tcl_str", "package_ip_tcl", "zcu106_bd_tcl", "alveo_xo_tcl",
-    "kernel_xml", "vpp_link_cfg", "ooc_timing_tcl", "write_scripts", "board_commands", "main",
+    "kernel_xml", "vpp_link_cfg", "ooc_timing_tcl", "module_timing_tcl",
+    "write_scripts", "board_commands", "main",
     "ALVEO_MEMORY", "find_manifests",
     # The ZCU106 address plan (zcu106_bd): block-design windows the tests check against.
     "ZCU106_BOARD_PART", "HPM0_FPD_BASE", "HPM1_FPD_BASE", "HPM_WINDOW", "CONTROL_RANGE",

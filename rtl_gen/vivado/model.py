@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sw.regmap import RegisterMap
+from sw.timing import TARGET_MHZ
 
 __all__ = ["TARGET_FREQ_MHZ", "CONTROL_BLOCK", "MEMORY_BLOCK", "Board", "BOARDS",
            "AxiInterface", "Accelerator", "check_accelerator", "find_manifests",
@@ -20,7 +21,7 @@ __all__ = ["TARGET_FREQ_MHZ", "CONTROL_BLOCK", "MEMORY_BLOCK", "Board", "BOARDS"
 
 #: Kernel clock target of every flow: PS ``pl_clk0`` on the ZCU106, ``kernel_frequency`` on
 #: Alveo, the ``create_clock`` of ``constraints/accel_ooc.xdc``.
-TARGET_FREQ_MHZ = 300
+TARGET_FREQ_MHZ = TARGET_MHZ
 
 #: Address block names; a block design addresses them as ``<cell>/<busif>/<block>``.
 CONTROL_BLOCK = "reg0"

@@ -21,8 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES", "CLOCK_HZ",
-           "CLOCK_LABEL", "CLOCKS", "DDR_LATENCY", "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
+__all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES",
+           "DDR_LATENCY", "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
 
 #: Keys of a row, in the order the table prints them.
 ROW_KEYS = ("block", "config", "shape", "baseline", "baseline_us", "host_us", "bus_us",
@@ -100,11 +100,6 @@ ZCU106_HPM = BusModel(
 
 BUSES = {"alveo": ALVEO_PCIE, "zcu106": ZCU106_HPM}
 
-#: Kernel clock of every block, (Hz, label): the one constant the timing issue (#13)
-#: replaces with its estimates. Until then an assumed 300 MHz (HEPPO's clock).
-CLOCK_HZ = 300e6
-CLOCK_LABEL = "300 MHz assumed (HEPPO's clock; no placed-and-routed design yet, #13)"
-CLOCKS = {block: (CLOCK_HZ, CLOCK_LABEL) for block in ("gae", "replay", "learner")}
 
 #: Cycles device memory (DDR4 behind the Alveo shell) takes to answer a burst request, for the
 #: window shell's copies (:func:`sw.shell.spec.copy_cycles`): ~210 ns at 300 MHz (assumed).
@@ -172,11 +167,15 @@ class Env:
         self.progress = progress
         self.assumptions = {}
 
-    def clock(self, block: str):
-        """``(Hz, label)`` of a block's kernel clock (:data:`CLOCKS`)."""
-        hz, label = CLOCKS[block]
-        self.assumptions[f"clock ({block})"] = label
-        return hz, label
+    def clock(self, module: str):
+        """``(Hz, label)`` of a shipped module's clock: :func:`sw.timing.clock_mhz`, that is
+        ``min(300 MHz, the estimated Fmax of make timing)`` (docs/timing.md)."""
+        from sw.timing import clock_mhz
+        mhz, label = clock_mhz(module)
+        self.assumptions[f"clock ({module})"] = (
+            f"{mhz:.0f} MHz {label}" + (" (Yosys + the delay model of docs/timing.md, not "
+                                        "Vivado)" if label == "estimated" else ""))
+        return mhz * 1e6, label
 
     def bus(self, name: str) -> BusModel:
         """A bus model by name; its assumptions are printed with the results."""
@@ -220,7 +219,7 @@ class Env:
         """
         from sw.registry import shipped_config
         _, kcfg = shipped_config(module)
-        hz, _ = self.clock(block)
+        hz, _ = self.clock(module)
         copies = window_copy_cycles(kcfg, traffic)
         name = min(baselines, key=baselines.get)
         self.note(f"{block} {shape}",

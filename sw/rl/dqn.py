@@ -34,6 +34,7 @@ import numpy as np
 
 from sw.config import check_real
 from sw.replay.spec import PER_ALPHA, td_priorities
+from sw.timing import clock_mhz
 
 __all__ = ["DQNConfig", "DQNResult", "AcceleratorLearner", "TorchLearner", "AcceleratorReplay",
            "CpuReplay", "accelerators", "cpu_baseline", "train", "plot_curves", "main"]
@@ -461,9 +462,11 @@ def main(argv=None):
                   f" s, replay {res.replay_seconds:.1f} s)")
             if res.learner_cycles:
                 c = res.cycles_per_grad_step()
+                mhz, label = clock_mhz("learner_cartpole_s4")
                 print(f"  accelerator cycles per gradient step: {c:,.0f} (learner "
                       f"{res.learner_cycles / res.grad_steps:,.0f}), i.e. "
-                      f"{300e6 / c:,.0f} gradient steps/s at 300 MHz without host time")
+                      f"{mhz * 1e6 / c:,.0f} gradient steps/s at {mhz:.0f} MHz ({label}) "
+                      f"without host time")
     from .plot import report
 
     report(finals, results, args.plot, plot_curves)

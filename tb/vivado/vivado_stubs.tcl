@@ -468,6 +468,8 @@ proc ::stub::h::package_xo {opts pos} {
 ::stub::define report_timing_summary {-file= -max_paths= -delay_type=
     -report_unconstrained} 0 0
 ::stub::define report_utilization {-file= -hierarchical} 0 0
+::stub::define report_timing {-file= -max_paths= -nworst= -delay_type= -from= -to=} 0 0
+::stub::define report_design_analysis {-file= -logic_level_distribution -timing} 0 0
 ::stub::define write_checkpoint {-force -cell=} 1 1
 ::stub::define get_timing_paths {-delay_type= -max_paths= -nworst= -setup -hold -from=
     -to=} 0 0
@@ -483,7 +485,7 @@ proc ::stub::h::read_xdc {opts pos} {
 proc ::stub::h::synth_design {opts pos} {
     ::stub::need synth_design $opts {-top -part}
 }
-foreach cmd {report_timing_summary report_utilization} {
+foreach cmd {report_timing_summary report_utilization report_timing report_design_analysis} {
     proc ::stub::h::$cmd {opts pos} {
         if {[dict exists $opts -file]} { ::stub::touch [dict get $opts -file] }
     }
