@@ -21,8 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES",
-           "DDR_LATENCY", "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
+__all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES", "DDR_LATENCY",
+           "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
 
 #: Keys of a row, in the order the table prints them.
 ROW_KEYS = ("block", "config", "shape", "baseline", "baseline_us", "host_us", "bus_us",
