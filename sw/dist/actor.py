@@ -22,6 +22,8 @@ transitions never repeat the ids of its earlier life.
 
 import numpy as np
 
+from sw.rl.dqn import forward
+
 from .learner import call
 from .replay import transition_fields
 
@@ -29,15 +31,6 @@ __all__ = ["EnvActor", "forward"]
 
 #: Bits of a transition id below the actor's incarnation (2**36 transitions per life).
 _TID_BITS = 36
-
-
-def forward(ws, bs, x):
-    """Q values of the MLP (ReLU between layers) for observations ``x``."""
-    for l, (w, b) in enumerate(zip(ws, bs)):
-        x = x @ w + b
-        if l < len(ws) - 1:
-            x = np.maximum(x, 0.0)
-    return x
 
 
 class EnvActor:

@@ -123,7 +123,9 @@ def _init_weights(sizes, rng):
     return ws, bs
 
 
-def _forward(ws, bs, x):
+def forward(ws, bs, x):
+    """Q values of the MLP (ReLU between layers) for observations ``x``: the float policy of
+    an actor (here and in :mod:`sw.dist.actor`)."""
     for l, (w, b) in enumerate(zip(ws, bs)):
         x = x @ w + b
         if l < len(ws) - 1:
@@ -148,7 +150,7 @@ class AcceleratorLearner:
         self._ws, self._bs = self.driver.read_weights()
 
     def q(self, obs):
-        return _forward(self._ws, self._bs, obs)
+        return forward(self._ws, self._bs, obs)
 
     def step(self, obs, actions, rewards, next_obs, dones, gamma, lr):
         d = self.driver.train_step(obs, actions, rewards, next_obs, dones, gamma=gamma, lr=lr,
