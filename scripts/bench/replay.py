@@ -16,6 +16,9 @@ CPU baselines on a float64 tree of the same fan-out and size:
   targets and descends, scanning K children per level, then computes the weights; updates
   set the leaf and add the difference up the levels), the strongest straightforward code
   (PERF.md);
+* ``numpy``: the same tree, the batch vectorized level by level (sampling: the K children of
+  every sampled node, their running sums, the first child whose sum passes the target;
+  updates: the leaves set, then the touched parents recomputed level by level), always there;
 * ``cpprb``: ``PrioritizedReplayBuffer.sample`` / ``update_priorities`` (a C++ segment tree),
   if installed.
 """
@@ -93,6 +96,50 @@ def make_numba_tree(numba):
     return build, sample, update
 
 
+def make_numpy_tree(capacity, fanout, prio):
+    """``(sample, update)`` of a float64 K-ary sum tree over ``prio``, vectorized over the
+    batch with numpy (module docstring): ``sample(rng, B, beta) -> (idx, weights)``,
+    ``update(idx, prio)`` (for a repeated index the last value wins)."""
+    offs, depth = tree_layout(capacity, fanout)
+    tree = np.zeros(offs[-1])
+    levels = [tree[offs[lvl]:offs[lvl + 1]] for lvl in range(depth + 1)]   # views
+    levels[depth][:] = prio
+    kids = np.arange(fanout)
+
+    def children(lvl, nodes):
+        """Sums of the children (level ``lvl + 1``) of ``nodes``, 0 past the level's end."""
+        c = nodes[:, None] * fanout + kids
+        below = levels[lvl + 1]
+        return np.where(c < below.size, below[np.minimum(c, below.size - 1)], 0.0), c
+
+    for lvl in range(depth - 1, -1, -1):
+        levels[lvl][:] = children(lvl, np.arange(levels[lvl].size))[0].sum(axis=1)
+
+    def sample(rng, batch, beta):
+        total = levels[0][0]
+        x = rng.random(batch) * total
+        node = np.zeros(batch, np.int64)
+        rows = np.arange(batch)
+        for lvl in range(depth):
+            vals, c = children(lvl, node)
+            run = np.cumsum(vals, axis=1)
+            j = np.minimum((run <= x[:, None]).sum(axis=1),
+                           (c < levels[lvl + 1].size).sum(axis=1) - 1)
+            x = x - np.where(j > 0, run[rows, np.maximum(j - 1, 0)], 0.0)
+            node = node * fanout + j
+        w = (capacity * levels[depth][node] / total) ** -beta
+        return node, w / w.max()
+
+    def update(idx, p):
+        levels[depth][idx] = p
+        node = np.unique(idx)
+        for lvl in range(depth - 1, -1, -1):
+            node = np.unique(node // fanout)
+            levels[lvl][node] = children(lvl, node)[0].sum(axis=1)
+
+    return sample, update
+
+
 def _cpprb(capacity, prio):
     try:
         from cpprb import PrioritizedReplayBuffer
@@ -123,6 +170,12 @@ def _baselines(env, capacity, fanout, rng):
         update["numba"] = lambda: nupdate(tree, offs, fanout, depth, idx_u, prio_u)
         sample["numba"]()
         assert 0 <= idx.min() and idx.max() < capacity and w.max() == 1.0
+    np_sample, np_update = make_numpy_tree(capacity, fanout, prio)
+    np_rng = np.random.default_rng(1)
+    sample["numpy"] = lambda: np_sample(np_rng, BATCH, BETA)
+    update["numpy"] = lambda: np_update(idx_u, prio_u)
+    i, w = sample["numpy"]()
+    assert 0 <= i.min() and i.max() < capacity and w.max() == 1.0
     rb = _cpprb(capacity, prio)
     if rb is not None:
         sample["cpprb"] = lambda: rb.sample(BATCH, beta=BETA)
