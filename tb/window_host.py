@@ -8,8 +8,8 @@ session written against them (``gae_kernel_cases.gae_batch``) runs on both tiers
 """
 
 from axi_host import AxiHost
-from sw.shell.spec import DMA_FLAGS, GMEM
-from window_sim import BUFFER
+from sw.shell.spec import GMEM
+from window_sim import BUFFER, WindowShellCommands
 
 __all__ = ["WindowHost", "AXI_RAM_LATENCY"]
 
@@ -20,11 +20,7 @@ __all__ = ["WindowHost", "AXI_RAM_LATENCY"]
 #: ``DMA_CYCLES == copy_cycles(n, word_bytes, latency=AXI_RAM_LATENCY)``).
 AXI_RAM_LATENCY = 2
 
-_DONE = 1 << DMA_FLAGS["DONE"]
-_BUSY = 1 << DMA_FLAGS["BUSY"]
-
-
-class WindowHost(AxiHost):
+class WindowHost(AxiHost, WindowShellCommands):
     """cocotbext-axi masters on a window kernel, and the host side of its copy engine.
 
     Parameters
@@ -41,6 +37,9 @@ class WindowHost(AxiHost):
         Every read and write burst the kernel has issued on ``m_axi_gmem`` (address
         handshakes, in order).
     """
+
+    #: DMA_STATUS polls per copy under cocotb (the bound this harness has always had).
+    COPY_POLLS = 1_000_000
 
     def __init__(self, dut, regs, *, ptr=BUFFER):
         super().__init__(dut, regs, mem=GMEM)
@@ -67,28 +66,6 @@ class WindowHost(AxiHost):
             for (valid, ready, addr, ln), log in ((ar, self.reads), (aw, self.writes)):
                 if valid.value == 1 and ready.value == 1:
                     log.append((int(addr.value), int(ln.value) + 1))
-
-    async def set_pointer(self, ptr=None):
-        """MEM_PTR = the buffer's device address (after every reset)."""
-        if ptr is not None:
-            self.ptr = ptr
-        await self.wr("MEM_PTR_LO", self.ptr & 0xFFFF_FFFF)
-        await self.wr("MEM_PTR_HI", self.ptr >> 32)
-
-    async def copy(self, offset, nbytes, to_buffer, *, wait=True, max_polls=1_000_000):
-        """Command a copy (DMA_OFFSET, DMA_BYTES, DMA_CTRL); with ``wait``, poll DMA_STATUS
-        until DONE and not BUSY and return ``(DMA_STATUS, DMA_CYCLES)``."""
-        await self.wr("DMA_OFFSET", offset)
-        await self.wr("DMA_BYTES", nbytes)
-        await self.wr("DMA_CTRL", self.regs["DMA_CTRL"].pack({"START": 1,
-                                                               "DIR": int(to_buffer)}))
-        if not wait:
-            return None
-        for _ in range(max_polls):
-            st = await self.rd("DMA_STATUS")
-            if st & _DONE and not st & _BUSY:
-                return st, await self.rd("DMA_CYCLES")
-        raise AssertionError(f"copy of {nbytes} bytes at {offset:#x} never done")
 
     async def idle(self, n):
         from cocotb.triggers import ClockCycles

@@ -15,7 +15,7 @@ testbench on a kernel.
 
 from sw.shell.spec import DMA_FLAGS
 
-__all__ = ["BUFFER", "WindowSimHost", "simulate_kernel"]
+__all__ = ["BUFFER", "WindowShellCommands", "WindowSimHost", "simulate_kernel"]
 
 #: Device address of the buffer in both tiers' tests: 4 KiB aligned, above 4 GiB (so
 #: MEM_PTR_HI matters).
@@ -25,7 +25,41 @@ _DONE = 1 << DMA_FLAGS["DONE"]
 _BUSY = 1 << DMA_FLAGS["BUSY"]
 
 
-class WindowSimHost:
+class WindowShellCommands:
+    """The host's commands to the window shell, over a harness's register access: a mixin for
+    :class:`WindowSimHost` (Amaranth's simulator) and ``window_host.WindowHost`` (cocotb).
+
+    Needs ``async wr(reg, value)``, ``async rd(reg)``, ``regs`` (the kernel's RegisterMap) and
+    ``ptr``; :attr:`COPY_POLLS` bounds the DMA_STATUS polls of one :meth:`copy`.
+    """
+
+    COPY_POLLS = 100_000
+
+    async def set_pointer(self, ptr=None):
+        """MEM_PTR = the buffer's device address (after every reset)."""
+        if ptr is not None:
+            self.ptr = ptr
+        await self.wr("MEM_PTR_LO", self.ptr & 0xFFFF_FFFF)
+        await self.wr("MEM_PTR_HI", self.ptr >> 32)
+
+    async def copy(self, offset, nbytes, to_buffer, *, wait=True, max_polls=None):
+        """Command a copy (DMA_OFFSET, DMA_BYTES, DMA_CTRL); with ``wait``, poll DMA_STATUS
+        (at most ``max_polls`` times, default :attr:`COPY_POLLS`) until DONE and not BUSY and
+        return ``(DMA_STATUS, DMA_CYCLES)``."""
+        await self.wr("DMA_OFFSET", offset)
+        await self.wr("DMA_BYTES", nbytes)
+        await self.wr("DMA_CTRL", self.regs["DMA_CTRL"].pack({"START": 1,
+                                                               "DIR": int(to_buffer)}))
+        if not wait:
+            return None
+        for _ in range(self.COPY_POLLS if max_polls is None else max_polls):
+            st = await self.rd("DMA_STATUS")
+            if st & _DONE and not st & _BUSY:
+                return st, await self.rd("DMA_CYCLES")
+        raise AssertionError(f"copy of {nbytes} bytes at {offset:#x} never done")
+
+
+class WindowSimHost(WindowShellCommands):
     """AXI4-Lite master, device memory and cycle counter on a window kernel in Amaranth's
     simulator.
 
@@ -119,29 +153,6 @@ class WindowSimHost:
 
     async def status(self):
         return await self.fields("STATUS")
-
-    # -- the shell -----------------------------------------------------------------------------
-    async def set_pointer(self, ptr=None):
-        """MEM_PTR = the buffer's device address (after every reset)."""
-        if ptr is not None:
-            self.ptr = ptr
-        await self.wr("MEM_PTR_LO", self.ptr & 0xFFFF_FFFF)
-        await self.wr("MEM_PTR_HI", self.ptr >> 32)
-
-    async def copy(self, offset, nbytes, to_buffer, *, wait=True, max_polls=100_000):
-        """Command a copy (DMA_OFFSET, DMA_BYTES, DMA_CTRL); with ``wait``, poll DMA_STATUS
-        until DONE and not BUSY and return ``(DMA_STATUS, DMA_CYCLES)``."""
-        await self.wr("DMA_OFFSET", offset)
-        await self.wr("DMA_BYTES", nbytes)
-        await self.wr("DMA_CTRL", self.regs["DMA_CTRL"].pack({"START": 1,
-                                                               "DIR": int(to_buffer)}))
-        if not wait:
-            return None
-        for _ in range(max_polls):
-            st = await self.rd("DMA_STATUS")
-            if st & _DONE and not st & _BUSY:
-                return st, await self.rd("DMA_CYCLES")
-        raise AssertionError(f"copy of {nbytes} bytes at {offset:#x} never done")
 
     # -- ap_ctrl_hs ----------------------------------------------------------------------------
     async def kick(self):
