@@ -31,7 +31,8 @@ request (unaligned or negative offset, value not a 32-bit unsigned integer).
 import operator
 import time
 
-__all__ = ["BusError", "Mmio", "MemoryPort", "Device", "check_offset", "check_word"]
+__all__ = ["BusError", "Mmio", "MemoryPort", "Device", "check_offset", "check_span",
+           "check_word"]
 
 
 class BusError(RuntimeError):
@@ -52,6 +53,17 @@ def check_offset(offset, *, align=4, what="offset"):
     if isinstance(offset, bool) or value < 0 or value % align:
         raise ValueError(f"{what} must be a non-negative multiple of {align}, not {offset!r}")
     return value
+
+
+def check_span(offset, nbytes, window):
+    """``(offset, nbytes)`` as non-negative ``int``\ s whose bytes lie inside a memory window of
+    ``window`` bytes; ``ValueError`` otherwise."""
+    offset = check_offset(offset, align=1)
+    nbytes = check_offset(nbytes, align=1, what="nbytes")
+    if offset + nbytes > window:
+        raise ValueError(f"{nbytes} bytes at {offset:#x} go past the memory window "
+                         f"({window:#x} bytes)")
+    return offset, nbytes
 
 
 def check_word(value, *, what="value"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_word
+from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_span, check_word
 
 __all__ = ["InstantDevice", "TrafficCounter"]
 
@@ -98,18 +98,10 @@ class _Memory(MemoryPort):
         self._zeros = np.zeros(0, np.uint8)
         self._store = store
 
-    def _span(self, offset, n):
-        offset = check_offset(offset, align=1)
-        n = check_offset(n, align=1, what="nbytes")
-        if offset + n > self._nbytes:
-            raise ValueError(f"{n} bytes at {offset:#x} go past the memory window "
-                             f"({self._nbytes:#x} bytes)")
-        return offset
-
     def write(self, offset, data):
         view = memoryview(data).cast("B")
         n = view.nbytes
-        offset = self._span(offset, n)
+        offset, n = check_span(offset, n, self._nbytes)
         t = self._dev.traffic
         t.writes += 1
         t.bytes_written += n
@@ -118,7 +110,7 @@ class _Memory(MemoryPort):
             self._image[offset:offset + n] = np.frombuffer(view, np.uint8)
 
     def read(self, offset, nbytes):
-        offset = self._span(offset, nbytes)
+        offset, nbytes = check_span(offset, nbytes, self._nbytes)
         t = self._dev.traffic
         t.reads += 1
         t.bytes_read += nbytes

@@ -50,7 +50,7 @@ import numpy as np
 from sw.registry import BLOCKS, block_of_module, shipped_modules
 from sw.shell.spec import SHELL_VERSION, window_kernel_register_map
 
-from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_word
+from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_span, check_word
 
 __all__ = ["XrtDevice", "XRT_KERNEL_NAME", "XRT_BLOCKS"]
 
@@ -99,11 +99,7 @@ class _XrtWindowMemory(MemoryPort):
         self.last_copy_cycles = None
 
     def _span(self, offset, nbytes):
-        offset = check_offset(offset, align=1)
-        nbytes = check_offset(nbytes, align=1, what="nbytes")
-        if offset + nbytes > self._window:
-            raise ValueError(f"{nbytes} bytes at {offset:#x} go past the memory window "
-                             f"({self._window:#x} bytes)")
+        offset, nbytes = check_span(offset, nbytes, self._window)
         lo = offset - offset % self._align
         hi = -(-(offset + nbytes) // self._word) * self._word
         return offset, nbytes, lo, hi
