@@ -133,7 +133,8 @@ def host_costs(batch=64):
     rdev.instant = True
 
     def rstep():
-        rdrv.update_and_sample(idx, prio, batch, 0.4)
+        # As a bank calls it (sw.dist.replay): priorities computed by the bank, by keyword.
+        rdrv.update_and_sample(idx, None, batch, 0.4, priorities=prio)
 
     rstep()
     rdev.count_reset()
