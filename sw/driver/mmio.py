@@ -56,7 +56,7 @@ def check_offset(offset, *, align=4, what="offset"):
 
 
 def check_span(offset, nbytes, window):
-    """``(offset, nbytes)`` as non-negative ``int``\ s whose bytes lie inside a memory window of
+    """``(offset, nbytes)`` as non-negative integers whose bytes lie inside a memory window of
     ``window`` bytes; ``ValueError`` otherwise."""
     offset = check_offset(offset, align=1)
     nbytes = check_offset(nbytes, align=1, what="nbytes")
