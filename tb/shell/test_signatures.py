@@ -5,7 +5,6 @@ signatures :class:`ArgsSignature` and :class:`StatusSignature` (:func:`arg_field
 (``<interface>_<member>``, or after the member), equality, and that a core and its shell connect
 by signature."""
 
-import gc
 
 import pytest
 from amaranth.hdl import Module
@@ -19,15 +18,10 @@ from sw.regmap import Field, Info, Register, RegisterMap
 from sw.replay.spec import SumTreeConfig, replay_register_map
 from sw.shell.spec import SHELL_FIELDS
 
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-
-
-@pytest.fixture(autouse=True)
-def _collect_the_components():
-    """Components built here and never elaborated (refused ones too): collect them while this
-    module's filter hides their UnusedElaboratable warnings, not during a later test."""
-    yield
-    gc.collect()
+# Components built here and never elaborated: collect them while the filter hides their
+# UnusedElaboratable warnings (tb/conftest.py, collect_components).
+pytestmark = [pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable"),
+              pytest.mark.usefixtures("collect_components")]
 
 
 def members(sig):

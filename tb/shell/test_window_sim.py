@@ -8,7 +8,6 @@ and error flags (RANGE, LOCKED while the accelerator runs or when it starts mid-
 READ_ERROR, WRITE_ERROR).
 """
 
-import gc
 
 import numpy as np
 import pytest
@@ -27,15 +26,11 @@ from axi_ram import SimAxiRam
 from axi_sim import LiteBus
 from sw.shell import spec as shell_spec
 
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+# Components built here and never elaborated: collect them while the filter hides their
+# UnusedElaboratable warnings (tb/conftest.py, collect_components).
+pytestmark = [pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable"),
+              pytest.mark.usefixtures("collect_components")]
 
-
-@pytest.fixture(autouse=True)
-def _collect_the_components():
-    """Components built here and never elaborated (refused ones too): collect them while this
-    module's filter hides their UnusedElaboratable warnings, not during a later test."""
-    yield
-    gc.collect()
 
 SMALL = dict(fanout=2, capacity=10, priority_width=12, priority_frac=4, input_guard_bits=2,
              target_bits=16, max_batch=8)
