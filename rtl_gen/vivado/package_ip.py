@@ -16,7 +16,7 @@ from sw.regmap import ACCESS_TYPES
 from .model import BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, Accelerator, check_accelerator
 from .tcl import dict_line, prologue, tcl_str
 
-__all__ = ["IPXACT_ACCESS", "package_ip_tcl"]
+__all__ = ["IPXACT_ACCESS", "register_access", "package_ip_tcl"]
 
 #: The register map's access types as IP-XACT field properties: ``(ACCESS,
 #: MODIFIED_WRITE_VALUE, READ_ACTION)``, ``None`` where IP-XACT's default (plain write, no
@@ -30,6 +30,15 @@ IPXACT_ACCESS = {
     "rw_tow": ("read-write", "oneToToggle", None),    # a written 1 toggles (clears a set bit)
 }
 assert set(IPXACT_ACCESS) == set(ACCESS_TYPES)
+
+
+def register_access(r) -> str:
+    """IP-XACT access of a whole register: ``read-write``, ``read-only`` or ``write-only``,
+    from whether any field is readable and any is host-writable."""
+    readable = any(f.readable for f in r.fields)
+    writable = any(f.host_writable for f in r.fields)
+    return ("read-write" if readable and writable else
+            "read-only" if readable else "write-only")
 
 
 # -- package_ip.tcl ----------------------------------------------------------------------------
@@ -196,10 +205,7 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
             if r.name == q["lo"]:
                 L += _pointer_register(q, r)
             continue
-        readable = any(f.readable for f in r.fields)
-        writable = any(f.host_writable for f in r.fields)
-        reg_access = ("read-write" if readable and writable else
-                      "read-only" if readable else "write-only")
+        reg_access = register_access(r)
         L += [
             "",
             f"set reg [ipx::add_register {r.name} $block]",

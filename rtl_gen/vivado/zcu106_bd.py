@@ -14,14 +14,14 @@ from .model import (BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, TARGET_FREQ_MHZ, Accele
                     check_accelerator)
 from .tcl import dict_line, prologue
 
-__all__ = ["bd_instance", "zcu106_bd_tcl", "ZCU106_BOARD_PART", "HPM0_FPD_BASE",
-           "HPM1_FPD_BASE", "HPM_WINDOW", "CONTROL_RANGE"]
+__all__ = ["bd_instance", "zcu106_bd_tcl", "hpm1_width", "ZCU106_BOARD_PART", "HPM0_FPD_BASE",
+           "HPM1_FPD_BASE", "HPM_WINDOW", "HPM0_WIDTH", "CONTROL_RANGE"]
 
 def bd_instance(module: str) -> str:
     """Cell name of the accelerator in the ZCU106 block design (``<module>_0``).
 
-    PYNQ keys its ``ip_dict`` by cell and, because the cell has two addressed slave
-    interfaces, by interface: ``<module>_0/s_axi_control`` and ``<module>_0/s_axi_mem``.
+    PYNQ 4 keys its ``ip_dict`` by cell and lists the cell's ``s_axi_mem`` range in
+    ``mem_dict`` (docs/boards.md; PYNQ 2's parser keyed ``<cell>/<interface>``).
     """
     return f"{module}_0"
 
@@ -36,6 +36,13 @@ HPM_WINDOW = 0x1000_0000
 #: Block-design address ranges of the control slave and the interrupt controller (64 KiB, the
 #: usual Vivado/PYNQ minimum, is far more than the 4 KiB page the 4 KiB Linux UIO map needs).
 CONTROL_RANGE = 0x1_0000
+#: Data width of M_AXI_HPM0_FPD in the block design (the control port's side).
+HPM0_WIDTH = 128
+
+
+def hpm1_width(acc: Accelerator) -> int:
+    """Data width of M_AXI_HPM1_FPD: as wide as ``s_axi_mem`` (the PS allows 32 to 128)."""
+    return min(128, max(32, acc.memory.data_width))
 
 
 # -- zcu106_bd.tcl -----------------------------------------------------------------------------
@@ -75,7 +82,7 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
     if mem.window > HPM_WINDOW:
         raise ValueError(f"{acc.module}: s_axi_mem ({mem.window} bytes) does not fit the "
                          f"256 MiB HPM1_FPD window")
-    hpm1_width = min(128, max(32, mem.data_width))
+    hpm1 = hpm1_width(acc)
     L = prologue(acc, out_dir, "zcu106_bd.tcl", [
         f"ZCU106 ({board.part}) block design around {acc.module}, bitstream, and the files",
         "PYNQ loads: <module>.bit and <module>.hwh side by side (pynq.Overlay('<module>.bit')).",
@@ -144,9 +151,9 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         *dict_line([("CONFIG.PSU__FPGA_PL0_ENABLE", 1),
                      ("CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ", TARGET_FREQ_MHZ),
                      ("CONFIG.PSU__USE__M_AXI_GP0", 1),
-                     ("CONFIG.PSU__MAXIGP0__DATA_WIDTH", 128),
+                     ("CONFIG.PSU__MAXIGP0__DATA_WIDTH", HPM0_WIDTH),
                      ("CONFIG.PSU__USE__M_AXI_GP1", 1),
-                     ("CONFIG.PSU__MAXIGP1__DATA_WIDTH", hpm1_width),
+                     ("CONFIG.PSU__MAXIGP1__DATA_WIDTH", hpm1),
                      ("CONFIG.PSU__USE__M_AXI_GP2", 0),
                      ("CONFIG.PSU__USE__IRQ0", 1)], "[get_bd_cells $ps]"),
         "",

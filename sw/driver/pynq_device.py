@@ -5,10 +5,17 @@ accelerator (VLNV ``rlk:accel:<module>:1.0``, :func:`sw.registry.vlnv`) with ``s
 behind an AXI SmartConnect on M_AXI_HPM0_FPD and ``s_axi_mem`` on M_AXI_HPM1_FPD, ``ap_clk``
 from a PL clock, ``ap_rst_n``
 from the matching processor system reset, and ``interrupt`` on an AXI Interrupt Controller
-(or a PS IRQ) for PYNQ's :class:`pynq.Interrupt`. PYNQ's ``.hwh`` parser lists an IP with two
-address ranges as two ``ip_dict`` entries, ``<instance>/s_axi_control`` and
-``<instance>/s_axi_mem``; both are found by VLNV. Without a usable interrupt the driver polls
+(or a PS IRQ) for PYNQ's :class:`pynq.Interrupt`. Without a usable interrupt the driver polls
 CTRL.AP_DONE.
+
+Where the two windows are found: PYNQ 2's ``.hwh`` parser lists an IP with two address ranges
+as two ``ip_dict`` entries, ``<instance>/s_axi_control`` and ``<instance>/s_axi_mem``. PYNQ 3
+and 4 (``pynqmetadata``) list the ``s_axi_mem`` range, a memory address block, in ``mem_dict``
+and then drop the instance from ``ip_dict``; the windows are then read from the overlay's
+``systemgraph`` (the parsed ``.hwh``), in the same entry layout (:func:`overlay_windows`), and
+:func:`overlay_ip` gives the IP driver PYNQ would have bound by VLNV. The same code runs on the
+board, and on a host PC driving a board over PYNQ's remote devices (``PYNQ_REMOTE_DEVICES``,
+gRPC: MMIO goes over the network; docs/boards.md).
 
 ``pynq`` is imported only when a :class:`PynqDevice` is created (or :func:`gae_ip_class` is
 called), so :mod:`sw.driver` works on machines without it.
@@ -29,15 +36,16 @@ from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
 from .regmap import RegisterMapAccess
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "ip_class", "gae_ip_class",
-           "learner_ip_class", "replay_ip_class", "find_gae_windows", "ACCELERATOR_VLNVS"]
+           "learner_ip_class", "replay_ip_class", "find_gae_windows", "overlay_windows",
+           "overlay_ip", "ACCELERATOR_VLNVS"]
 
 
 def _import_pynq():
     try:
         import pynq
     except ImportError as e:
-        raise ImportError("PynqDevice needs the 'pynq' package (PYNQ 3.x on the board's "
-                          "Linux image)") from e
+        raise ImportError("PynqDevice needs the 'pynq' package (PYNQ 3 or 4 on the board's "
+                          "Linux image; on a host PC the 'pynq' extra, docs/boards.md)") from e
     return pynq
 
 
@@ -142,6 +150,67 @@ def find_gae_windows(ip_dict: dict, *, name=None, vlnv=None):
     return instance, control, memory
 
 
+def _registers_of(port) -> dict:
+    """A ``pynqmetadata`` port's registers in ``ip_dict`` form (what ``DefaultIP`` builds
+    ``register_map`` from)."""
+    return {r.name: {"address_offset": r.offset, "size": r.width, "access": r.access,
+                     "description": r.description,
+                     "fields": {f.name: {"bit_offset": f.LSB, "bit_width": f.MSB - f.LSB + 1,
+                                         "access": f.access, "description": f.description}
+                                for f in r.bitfields.values()}}
+            for r in port.registers.values()}
+
+
+def overlay_windows(overlay) -> dict:
+    """The overlay's ``ip_dict`` plus, for every IP core missing from it (PYNQ 3 and 4 move a
+    core with a memory address block to ``mem_dict``), one entry per addressed slave
+    interface read from ``overlay.systemgraph``, keyed ``<instance>/<interface>`` with
+    ``phys_addr``, ``addr_range``, ``type`` (VLNV), ``mem_id``, ``fullpath``, ``registers``
+    and ``interrupts``: PYNQ 2's layout, which :func:`find_gae_windows` reads."""
+    ip_dict = dict(getattr(overlay, "ip_dict", {}) or {})
+    graph = getattr(overlay, "systemgraph", None)
+    if graph is None:
+        return ip_dict
+    present = {key.rpartition("/")[0] if "/" in key and isinstance(e, dict)
+               and key.endswith("/" + str(e.get("mem_id"))) else key
+               for key, e in ip_dict.items()}
+    pins = getattr(overlay, "interrupt_pins", {}) or {}
+    for core in graph.blocks.values():
+        inst, core_vlnv = core.hierarchy_name, getattr(core, "vlnv", None)
+        if inst in present or core_vlnv is None:
+            continue
+        irq = {pin.rpartition("/")[2]: d for pin, d in pins.items()
+               if pin.rpartition("/")[0] == inst}
+        for intf, port in core.ports.items():
+            if getattr(port, "baseaddr", None) is None or not hasattr(port, "registers"):
+                continue
+            ip_dict[f"{inst}/{intf}"] = {
+                "phys_addr": port.baseaddr, "addr_range": port.range, "type": core_vlnv.str,
+                "mem_id": intf, "fullpath": f"{inst}/{intf}", "registers": _registers_of(port),
+                "interrupts": irq, "gpio": {}, "parameters": {}}
+    return ip_dict
+
+
+def overlay_ip(overlay, *, name=None, vlnv=None):
+    """The IP driver of our accelerator in ``overlay`` (a :func:`ip_class` instance), chosen
+    as ``pynq.Overlay`` chooses drivers: by the IP's VLNV in PYNQ's driver registry (where
+    the ``bindto`` of our classes put it), ``DefaultIP`` if none is bound. For PYNQ 3 and 4,
+    where ``overlay.<instance>`` is the ``s_axi_mem`` memory, not the IP. ``name``/``vlnv``
+    as for :func:`find_gae_windows`."""
+    pynq = _import_pynq()
+    for family in _IP_KINDS:
+        ip_class(family)
+    from pynq.overlay import _ip_drivers
+    instance, control, memory = find_gae_windows(overlay_windows(overlay), name=name,
+                                                 vlnv=vlnv)
+    kind = control.get("type") or ""
+    cls = _ip_drivers.get(kind) or _ip_drivers.get(kind.rpartition(":")[0]) or pynq.DefaultIP
+    description = dict(control, _rlk_windows={"control": control, "memory": memory})
+    if getattr(overlay, "device", None) is not None:
+        description["device"] = overlay.device
+    return cls(description)
+
+
 class _LoopThread:
     """One asyncio event loop in a daemon thread, for the lifetime of a device.
 
@@ -186,7 +255,7 @@ class PynqDevice(Device):
         Physical base and size of the ``s_axi_mem`` window, if the ``.hwh`` does not list it.
     use_interrupt : bool
         Use ``pynq.Interrupt("<instance>/interrupt")`` if the pin is wired to an interrupt
-        controller (silently polled otherwise).
+        controller (silently polled otherwise, and always on a PYNQ remote device).
     bulk : bool
         See :class:`PynqMemory`.
     download : bool
@@ -208,9 +277,13 @@ class PynqDevice(Device):
                 raise ValueError("give bitfile= or overlay=")
             overlay = pynq.Overlay(bitfile, download=download)
         self.overlay = overlay
-        instance, control, memory = find_gae_windows(overlay.ip_dict, name=name, vlnv=vlnv)
+        instance, control, memory = find_gae_windows(overlay_windows(overlay), name=name,
+                                                     vlnv=vlnv)
         self.instance, self.ip_entry, self.mem_entry = instance, control, memory
-        ctl = pynq.MMIO(control["phys_addr"], control["addr_range"])
+        # the overlay's device (a RemoteDevice for a board driven over the network), else
+        # PYNQ's active device
+        on = {"device": overlay.device} if getattr(overlay, "device", None) is not None else {}
+        ctl = pynq.MMIO(control["phys_addr"], control["addr_range"], **on)
         if mem_addr is None:
             if memory is None:
                 raise ValueError(f"accelerator {instance!r}: the overlay lists no s_axi_mem "
@@ -218,11 +291,14 @@ class PynqDevice(Device):
             mem_addr, mem_range = memory["phys_addr"], memory["addr_range"]
         elif mem_range is None:
             raise ValueError("mem_range must be given with mem_addr")
-        mem = pynq.MMIO(int(mem_addr), int(mem_range))
+        mem = pynq.MMIO(int(mem_addr), int(mem_range), **on)
         super().__init__(PynqMmio(ctl), PynqMemory(mem, bulk=bulk))
         self._interrupt = None
         self._loop = None
-        if use_interrupt:
+        # PYNQ's remote devices have no interrupts yet (RemoteInterrupt.wait raises): poll.
+        remote = getattr(overlay, "device", None) is not None and \
+            overlay.device.has_capability("REMOTE")
+        if use_interrupt and not remote:
             self._interrupt = self._find_interrupt(pynq, instance, control)
         self.has_interrupt = self._interrupt is not None
 
@@ -294,6 +370,12 @@ def _ip_base(pynq):
                     self._register_map_of(self._read_config(mmio)), mmio)
             return self._ip_regs
 
+        @property
+        def hwh_register_map(self):
+            """PYNQ's own ``register_map`` (``pynq.registers.RegisterMap``), built by PYNQ
+            from the registers the ``.hwh`` declares (what ``DefaultIP.register_map`` is)."""
+            return pynq.DefaultIP.register_map.fget(self)
+
         def _device(self, kwargs):
             """A :class:`PynqDevice` for this IP's instance in the loaded overlay (takes the
             device's keyword arguments out of ``kwargs``)."""
@@ -302,7 +384,12 @@ def _ip_base(pynq):
             path = self._description.get("fullpath", "")
             mem_id = str(self._description.get("mem_id") or "")
             instance = path.rpartition("/")[0] if mem_id and path.endswith(mem_id) else path
-            return PynqDevice(overlay=_ActiveOverlay(pynq), name=instance or None,
+            windows = self._description.get("_rlk_windows")
+            if windows is not None:          # made by overlay_ip: its windows, its device
+                overlay = _Windows(windows, self._description.get("device"))
+            else:
+                overlay = _ActiveOverlay(pynq)
+            return PynqDevice(overlay=overlay, name=instance or None,
                               vlnv=self._device_vlnv, **dev_kw)
 
         def driver(self, config=None, **kwargs):
@@ -407,6 +494,14 @@ class _ActiveOverlay:
 
     def __init__(self, pynq):
         self.ip_dict = pynq.PL.ip_dict
+
+
+class _Windows:
+    """The windows :func:`overlay_ip` found, as an overlay for :class:`PynqDevice`."""
+
+    def __init__(self, windows, device):
+        self.ip_dict = {e["fullpath"]: e for e in windows.values() if e is not None}
+        self.device = device
 
 
 def __getattr__(name):
