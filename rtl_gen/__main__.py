@@ -6,6 +6,7 @@ Examples::
     python -m rtl_gen gae-pe --config my_pe.json --out build/my_pe
     python -m rtl_gen shipped --out hdl          # every configuration shipped in hdl/
     python -m rtl_gen list                       # blocks and their parameters
+    python -m rtl_gen regs --format ipxact --module gae_accel_n8 --out build/regs
 """
 
 import argparse
@@ -18,6 +19,7 @@ from pathlib import Path
 from sw.registry import BLOCKS, SHIPPED
 
 from .emit import check_module_name, emit, shipped_table
+from .regs import FORMATS, export, regmap_modules
 
 
 def _accepted(config_cls, name):
@@ -104,6 +106,12 @@ def main(argv=None):
     sp = sub.add_parser("shipped", help="emit every configuration shipped in hdl/")
     sp.add_argument("--out", required=True, type=Path)
     sub.add_parser("list", help="list blocks and parameters")
+    rp = sub.add_parser("regs", help="SystemRDL or IP-XACT of shipped register maps "
+                                     "(docs/regs.md)")
+    rp.add_argument("--format", choices=FORMATS, default="rdl")
+    rp.add_argument("--module", action="append",
+                    help="a shipped module with a register map (repeatable; default all)")
+    rp.add_argument("--out", required=True, type=Path)
     args = ap.parse_args(argv)
 
     try:
@@ -112,6 +120,10 @@ def main(argv=None):
                 print(f"{block.name}: {block.summary}")
                 for f in dataclasses.fields(block.config):
                     print(f"    --{f.name.replace('_', '-')} ({_param_help(block.config, f)})")
+            return 0
+        if args.command == "regs":
+            for module in args.module or regmap_modules():
+                print(f"wrote {export(module, args.format, args.out)}")
             return 0
         if args.command == "shipped":
             manifests = []
@@ -136,7 +148,7 @@ def main(argv=None):
         print(f"wrote {args.out / manifest['verilog']}"
               + (f" (latency {lat['cycles']} cycles: {lat['of']})" if lat else ""))
         return 0
-    except (ValueError, TypeError, OSError, json.JSONDecodeError) as e:
+    except (ValueError, TypeError, OSError, ImportError, json.JSONDecodeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,139 @@
+"""SystemRDL and IP-XACT exports of the register maps (rtl_gen.regs, sw.rdl; docs/regs.md).
+
+The SystemRDL of every shipped register map compiles with ``systemrdl-compiler`` into the
+same registers, addresses, fields, bit ranges, reset values and access (sw/hw and side
+effects) as the description; the IP-XACT PeakRDL-ipxact writes from it declares what the IP
+packaging script (``package_ip.tcl``) declares.
+"""
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from systemrdl.rdltypes import AccessType, OnReadType, OnWriteType
+
+from rtl_gen.__main__ import main
+from rtl_gen.regs import compile_rdl, export, regmap_modules
+from rtl_gen.vivado.model import Accelerator
+from rtl_gen.vivado.package_ip import package_ip_tcl
+from sw.rdl import to_systemrdl
+from sw.registry import BLOCKS, SHIPPED, shipped_config
+from sw.regmap import Field, Register, RegisterMap
+
+HDL = Path(__file__).resolve().parents[1] / "hdl"
+SPIRIT = "{http://www.spiritconsortium.org/XMLSchema/SPIRIT/1685-2009}"
+
+
+def regmap(module):
+    block, cfg = shipped_config(module)
+    return block.regmap(cfg)
+
+
+def test_every_shipped_register_map_is_exported():
+    assert regmap_modules() == [m for m, b, _ in SHIPPED if BLOCKS[b].role != "unit"]
+    assert {"gae_accel_n8", "replay_kernel_k16", "learner_cartpole_s4"} <= set(regmap_modules())
+
+
+@pytest.mark.parametrize("module", regmap_modules())
+def test_systemrdl_compiles_to_the_description(tmp_path, module):
+    rm = regmap(module)
+    top = compile_rdl(export(module, "rdl", tmp_path)).top
+    assert top.inst_name == module
+    regs = list(top.registers())
+    assert [(r.inst_name, r.absolute_address, r.size) for r in regs] == \
+        [(r.name, r.offset, 4) for r in rm]
+    for node, r in zip(regs, rm):
+        fields = sorted(node.fields(), key=lambda f: f.lsb)
+        assert [(f.inst_name, f.lsb, f.msb) for f in fields] == \
+            sorted(((f.name, f.lsb, f.msb) for f in r.fields), key=lambda t: t[1])
+        for f in fields:
+            want = r.field(f.inst_name)
+            assert (f.is_sw_readable, f.is_sw_writable) == (want.readable, want.host_writable)
+            assert f.get_property("reset") == want.reset
+            # the core drives the value of a read-only field, sets or clears bits of others
+            assert (f.get_property("hw") == AccessType.w) == (want.access == "ro")
+            assert f.get_property("onread") == (OnReadType.rclr if want.access == "ro_cor"
+                                                else None)
+            assert f.get_property("onwrite") == {"rw_sc": OnWriteType.woset,
+                                                 "rw_tow": OnWriteType.wot}.get(want.access)
+            assert f.get_property("hwset") == (want.access in ("ro_cor", "rw_tow"))
+            assert f.get_property("hwclr") == (want.access == "rw_sc")
+
+
+def tcl_registers(module):
+    """name -> (offset, size, access, {field: (offset, width, access, mwv, read action)}) as
+    package_ip.tcl declares them."""
+    text = package_ip_tcl(Accelerator.load(HDL / module), HDL / module)
+    regs, cur = {}, None
+    for line in text.splitlines():
+        if m := re.match(r"set reg \[ipx::add_register (\w+) \$block\]", line):
+            cur = regs.setdefault(m.group(1), [None, {}])
+        elif m := re.match(r"set field \[ipx::add_field (\w+) \$reg\]", line):
+            fname = m.group(1)
+        elif m := re.match(r"set_property -dict \{(.*)\} \$(reg|field)", line):
+            props = dict(zip(*[iter(m.group(1).split())] * 2))
+            if m.group(2) == "reg":
+                cur[0] = (int(props["ADDRESS_OFFSET"], 16), int(props["SIZE"]),
+                          props["ACCESS"])
+            else:
+                cur[1][fname] = (int(props["BIT_OFFSET"]), int(props["BIT_WIDTH"]),
+                                 props["ACCESS"], props.get("MODIFIED_WRITE_VALUE"),
+                                 props.get("READ_ACTION"))
+    return {k: (*v[0], v[1]) for k, v in regs.items()}
+
+
+def ipxact_registers(path):
+    def text(node, tag):
+        e = node.find(SPIRIT + tag)
+        return None if e is None else e.text
+
+    out = {}
+    for reg in ET.parse(path).getroot().iter(SPIRIT + "register"):
+        fields = {text(f, "name"): (int(text(f, "bitOffset")), int(text(f, "bitWidth")),
+                                    text(f, "access"), text(f, "modifiedWriteValue"),
+                                    text(f, "readAction"))
+                  for f in reg.iter(SPIRIT + "field")}
+        acc = {a for f in fields.values() for a in f[2].split("-")}
+        access = ("read-write" if {"read", "write"} <= acc else
+                  "read-only" if "read" in acc else "write-only")
+        out[text(reg, "name")] = (int(text(reg, "addressOffset"), 0), int(text(reg, "size")),
+                                  access, fields)
+    return out
+
+
+@pytest.mark.parametrize("module", regmap_modules())
+def test_ipxact_from_peakrdl_matches_the_packaging_tcl(tmp_path, module):
+    got = ipxact_registers(export(module, "ipxact", tmp_path))
+    want = tcl_registers(module)
+    kernel = Accelerator.load(HDL / module).kernel or {}
+    for q in kernel.get("pointers", ()):
+        # package_ip.tcl declares a pointer argument as one 64-bit register over its two words
+        off, size, access, fields = want.pop(q["name"])
+        lo, hi = got.pop(q["lo"]), got.pop(q["hi"])
+        assert (off, size, access) == (lo[0], 64, "read-write") and hi[0] == off + 4
+        (lsb, width, _, _, _), = fields.values()
+        (lo_lsb, lo_w, *_), = lo[3].values()
+        (hi_lsb, hi_w, *_), = hi[3].values()
+        assert (lsb, lsb + width) == (lo_lsb, 32 + hi_lsb + hi_w)
+    assert got == want
+
+
+def test_cli_writes_rdl_and_explains_bad_modules(tmp_path, capsys):
+    assert main(["regs", "--module", "gae_accel_n8", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "gae_accel_n8.rdl").read_text() == to_systemrdl(regmap("gae_accel_n8"),
+                                                                        name="gae_accel_n8")
+    assert main(["regs", "--module", "gae_pe_k2", "--out", str(tmp_path)]) == 2
+    assert "module must be a shipped module with a register map" in capsys.readouterr().err
+
+
+def test_names_that_are_systemrdl_keywords_are_escaped(tmp_path):
+    rm = RegisterMap("m", (Register("field", 0, (Field("sw", 0, 4, "rw", reset=3),)),
+                           Register.scalar("NAME", 8, "ro")))
+    path = tmp_path / "m.rdl"
+    path.write_text(to_systemrdl(rm))
+    (a, b) = compile_rdl(path).top.registers()
+    assert (a.inst_name, a.absolute_address, b.inst_name) == ("field", 0, "NAME")
+    assert a.get_child_by_name("sw").get_property("reset") == 3
+    with pytest.raises(TypeError, match="regmap must be a RegisterMap"):
+        to_systemrdl({"name": "m"})
