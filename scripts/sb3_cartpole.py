@@ -39,14 +39,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--buffers", nargs="+", choices=("sb3", "accelerator"),
+                    default=["sb3", "accelerator"])
     args = ap.parse_args(argv)
     if args.steps < 2048:
         ap.error(f"--steps must be at least 2048 (one rollout), not {args.steps}")
     torch.set_num_threads(1)
-    jobs = [(b, s) for s in args.seeds for b in ("sb3", "accelerator")]
-    results = [run(b, s, args.steps) for b, s in tqdm(jobs, desc="PPO runs")]
-    for r in results:
-        print(json.dumps(r))
+    jobs = [(b, s) for s in args.seeds for b in args.buffers]
+    for b, s in tqdm(jobs, desc="PPO runs"):
+        print(json.dumps(run(b, s, args.steps)), flush=True)
 
 
 if __name__ == "__main__":
