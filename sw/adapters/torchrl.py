@@ -95,6 +95,13 @@ class AcceleratedGAE(GAE):
                 return self._forward(tensordict, params, target_params, time_dim)
         return self._forward(tensordict, params, target_params, time_dim)
 
+    def value_estimate(self, tensordict, params=None, target_params=None, time_dim=None,
+                       **kwargs):
+        """The ``value_target`` of :meth:`forward` (advantage + value), ``tensordict`` left
+        unchanged, as :meth:`torchrl.objectives.value.GAE.value_estimate`."""
+        out = self._forward(tensordict.copy(), params, target_params, time_dim)
+        return out.get(self.tensor_keys.value_target)
+
     @torch.no_grad()
     def _forward(self, tensordict, params, target_params, time_dim):
         if tensordict.batch_dims < 1:

@@ -120,6 +120,10 @@ def test_gae_time_dim_keys_and_average():
         est.set_keys(advantage="adv", value_target="target")
     a, b = ref(td.clone()), acc(td.clone())
     assert "advantage" not in b.keys() and rel(b["adv"], a["adv"]) <= 0.03
+    # value_estimate: the value targets, the tensordict untouched
+    vt = acc.value_estimate(td)
+    assert "target" not in td.keys() and rel(vt, ref.value_estimate(td)) <= 0.03
+    torch.testing.assert_close(vt, b["target"])
     # time first: [T, B] with time_dim=0 gives the transposed results
     t = acc(td.clone().transpose(0, 1), time_dim=0)
     torch.testing.assert_close(t["target"].transpose(0, 1), b["target"])
