@@ -6,22 +6,19 @@ Accuracy targets are those of docs/gae.md ("Accuracy"): relative RMS error <= 3 
 shipped 8-bit codes, <= 0.1 % with 16-bit codes, at gamma = 0.99, lambda = 0.95.
 """
 
+import gymnasium as gym
 import numpy as np
 import pytest
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.env_util import make_vec_env
 
-pytest.importorskip("stable_baselines3")
-
-import gymnasium as gym  # noqa: E402
-import torch  # noqa: E402
-from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.buffers import RolloutBuffer  # noqa: E402
-from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
-
-from sw.adapters.sb3 import AcceleratedRolloutBuffer  # noqa: E402
-from sw.driver import GaeDriver, GoldenDevice  # noqa: E402
-from sw.gae.golden import gae_reference  # noqa: E402
-from sw.gae.spec import GaeCoreConfig  # noqa: E402
-from sw.rollouts import collect  # noqa: E402
+from sw.adapters.sb3 import AcceleratedRolloutBuffer
+from sw.driver import GaeDriver, GoldenDevice
+from sw.gae.golden import gae_reference
+from sw.gae.spec import GaeCoreConfig
+from sw.rollouts import collect
 
 GAMMA, LAM = 0.99, 0.95
 SPACES = (gym.spaces.Box(-1.0, 1.0, (4,), np.float32), gym.spaces.Discrete(2))
@@ -105,6 +102,7 @@ def test_runs_on_a_pynq_device_spec(monkeypatch):
     """The same buffer on a device spec: ``pynq:BITFILE`` opens the overlay (a fake pynq over
     a golden device's memory) and reads the configuration back from the HW_* registers."""
     from driver_util import fake_pynq_overlay
+
     from sw.registry import shipped_config
     from sw.rl import devices
 

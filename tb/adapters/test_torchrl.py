@@ -9,22 +9,18 @@ rest of it unchanged.
 
 import numpy as np
 import pytest
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
+from torchrl.data import LazyTensorStorage, PrioritizedSampler, TensorDictReplayBuffer
+from torchrl.envs import GymEnv
+from torchrl.objectives.value import GAE
+from torchrl.objectives.value.functional import generalized_advantage_estimate
 
-pytest.importorskip("torchrl")
-
-import torch  # noqa: E402
-from tensordict import TensorDict  # noqa: E402
-from tensordict.nn import TensorDictModule  # noqa: E402
-from torchrl.data import LazyTensorStorage, PrioritizedSampler  # noqa: E402
-from torchrl.data import TensorDictReplayBuffer  # noqa: E402
-from torchrl.envs import GymEnv  # noqa: E402
-from torchrl.objectives.value import GAE  # noqa: E402
-from torchrl.objectives.value.functional import generalized_advantage_estimate  # noqa: E402
-
-from adapters import segment_trees  # noqa: E402
-from sw.adapters.torchrl import AcceleratedGAE, AcceleratedPrioritizedSampler  # noqa: E402
-from sw.driver import GaeDriver, GoldenDevice  # noqa: E402
-from sw.replay.spec import td_priorities  # noqa: E402
+from adapters import segment_trees
+from sw.adapters.torchrl import AcceleratedGAE, AcceleratedPrioritizedSampler
+from sw.driver import GaeDriver, GoldenDevice
+from sw.replay.spec import td_priorities
 
 GAMMA, LAM = 0.99, 0.95
 
