@@ -26,7 +26,7 @@ all: hdl
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,dist,pynq,regs]'
+	$(PY) -m pip install --quiet -e '.[dev,dist,pynq,regs,adapters]'
 	$(PY) -m pip install --quiet --no-deps $$($(PY) -c "import tomllib; \
 	  print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['tool']['rlk']['pynq-no-deps']))")
 	$(TOOLS_ENV) && verilator --version

@@ -4,7 +4,9 @@ and run with Amaranth (and every generator) unimportable.
 A subprocess installs an import hook that refuses ``amaranth`` and ``rtl_gen``, then runs a GAE,
 a replay and a learner session on the golden devices of the shipped modules, through the
 public import paths, and checks the results against the golden models. Nothing of the generator
-stack may be imported along the way.
+stack may be imported along the way. The RL libraries of the optional ``adapters`` extra
+(Stable-Baselines3, TorchRL, tensordict) are refused too: ``sw.adapters`` and its drivers
+import without them.
 """
 
 import subprocess
@@ -17,11 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = textwrap.dedent('''
     import sys
 
+    BLOCKED = ("amaranth", "rtl_gen", "stable_baselines3", "torchrl", "tensordict")
+
     class Refuse:
         """Meta path finder: amaranth and rtl_gen cannot be imported."""
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("amaranth", "rtl_gen"):
-                raise ImportError(f"{name} is blocked (a board has no generator stack)")
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{name} is blocked (a board has no generator stack, "
+                                  f"nor the adapters' RL libraries)")
             return None
 
     sys.meta_path.insert(0, Refuse())
@@ -79,7 +84,14 @@ SCRIPT = textwrap.dedent('''
                           rng.normal(size=(B, sizes[0])), rng.random(B) < 0.1, lr=1e-3)
     assert np.isfinite(loss) and loss > 0
 
-    bad = sorted(m for m in sys.modules if m.split(".")[0] in ("amaranth", "rtl_gen"))
+    # The adapters' package and their drivers, without the RL libraries.
+    import sw.adapters
+    from sw.adapters.common import gae_driver, replay_driver
+    adv2, _ = gae_driver("golden").compute(r, v, d, last, 0.99, 0.95)
+    assert np.array_equal(adv2, adv)
+    assert replay_driver("golden", alpha=0.5).alpha == 0.5
+
+    bad = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
     assert not bad, bad
     print("host session ok")
 ''')
