@@ -15,7 +15,7 @@ import numpy as np
 from sw.gae.spec import GaeCoreConfig
 from sw.packing import LANE_DTYPES, pack_lanes, unpack_lanes
 
-__all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base"]
+__all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base", "row_offset"]
 
 
 def lane_width(config: GaeCoreConfig, region: str) -> int:
@@ -31,6 +31,12 @@ def word_bytes(config: GaeCoreConfig, region: str) -> int:
 def region_base(config: GaeCoreConfig, region: str) -> int:
     """Byte offset of a region in the AXI4 memory port's address space."""
     return config.regions.index(region) * config.region_bytes
+
+
+def row_offset(config: GaeCoreConfig, region: str, t: int, M: int) -> int:
+    """Byte offset of row ``t`` (time step t of all M trajectories) of a region: where a
+    :class:`~sw.gae.stream.GaeStream` writes that step's ``pack_rows`` image."""
+    return region_base(config, region) + t * -(-M // config.n_pe) * word_bytes(config, region)
 
 
 def _words(config: GaeCoreConfig, region: str, W: int, buf=None):
