@@ -23,8 +23,9 @@ Scales (the consequence for accuracy: docs/gae.md, "Streaming")
     * standardized units: rewards are dynamically standardized with the running statistics
       updated *per push* (HEPPO §II-A's per-reward recurrence, a step of N rewards at a time);
       their register is the quantizer's step and depends on nothing else. Values are block
-      standardized with the *previous* batch's mean and std (HEPPO §II-B's premise: batches
-      collected at the same point of training are alike);
+      standardized with the *previous* batch's mean and :data:`VALUE_STD_MARGIN` times its std
+      (HEPPO §II-B's premise: batches collected at the same point of training are alike; the
+      margin absorbs the critic's drift between iterations);
     * the caller's units: the previous batch's reward range (extended to include 0: a zero
       reward is always plausible) and value range, each widened :data:`STREAM_MARGIN` times
       about its centre, and the power of two ``unit_scale`` of those ranges.
@@ -64,10 +65,16 @@ from .golden import quantize_coefs
 from .layout import pack_rows, row_offset
 from .spec import MAX_RUN_TRAJECTORIES, GaeCoreArgs
 
-__all__ = ["GaeStream", "StreamReference", "STREAM_MARGIN", "FIXED_ARGS"]
+__all__ = ["GaeStream", "StreamReference", "STREAM_MARGIN", "VALUE_STD_MARGIN", "FIXED_ARGS"]
 
 #: How many times the previous batch's half-range a stream's range is (caller's units).
 STREAM_MARGIN = 1.5
+
+#: How many times the previous batch's value std a stream's value step is scaled by
+#: (standardized units). PPO on CartPole (60k steps, 8 x 128, seed 0): values clipped per
+#: batch 3.1 % on average (22 % at worst) with 1.0, 0.59 % (4.9 %) with 1.5, 0.04 % (0.97 %)
+#: with 2.0; the price is a value step twice the batch path's.
+VALUE_STD_MARGIN = 2.0
 
 #: Argument registers a stream writes when it opens (the in-place result registers, which need
 #: the whole batch, are written by ``finish``).
@@ -168,7 +175,8 @@ class GaeStream:
             u = 1.0
             rs, ro = pipe.reward_quantizer.dequantize_params(rf)
             vs, vo = pipe.value_quantizer.dequantize_params(
-                rf, std=max(ref.value_std, pipe._min_std), mean=ref.value_mean)
+                rf, std=max(ref.value_std * VALUE_STD_MARGIN, pipe._min_std),
+                mean=ref.value_mean)
         else:
             r_lo, r_hi = _widened(min(ref.reward_range[0], 0.0), max(ref.reward_range[1], 0.0),
                                   STREAM_MARGIN)

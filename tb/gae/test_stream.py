@@ -20,7 +20,7 @@ from sw.gae.golden import gae_reference
 from sw.gae.layout import row_offset, word_bytes
 from sw.gae.model import gae_core
 from sw.gae.spec import GaeCoreConfig, gae_register_map, hw_info_values
-from sw.gae.stream import FIXED_ARGS
+from sw.gae.stream import FIXED_ARGS, VALUE_STD_MARGIN
 from sw.registry import shipped_config
 
 from driver_util import SMALL
@@ -155,8 +155,8 @@ def test_per_push_standardization_and_the_reference():
         ref.value_std == pytest.approx(allv.std())
     count = drv.pipeline.rewards.stats.count
     s = drv.stream(8, 20, 0.99, 0.95)
-    vs, vo = drv.pipeline.value_quantizer.dequantize_params(cfg.reg_format, std=ref.value_std,
-                                                           mean=ref.value_mean)
+    vs, vo = drv.pipeline.value_quantizer.dequantize_params(
+        cfg.reg_format, std=ref.value_std * VALUE_STD_MARGIN, mean=ref.value_mean)
     assert (s._args.value_scale, s._args.value_offset) == (vs, vo)
     s.push(r[0], v[0], d[0])
     assert drv.pipeline.rewards.stats.count == count + 8
