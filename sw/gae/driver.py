@@ -446,11 +446,14 @@ class GaeDriver(DriverBase):
             fmt = cfg.pe.data_format
             return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
         rf, a = cfg.reg_format, batch.args
+        lo = 1 << (cfg.code_bits - 1)
+        codes = np.arange(-lo, lo, dtype=np.float64)
         out = []
         for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
                                    (rtg_raw, a.rtg_scale, a.rtg_offset)):
-            out.append((np.asarray(raw, np.float64) - rf.to_float(offset))
-                       / rf.to_float(scale) / u)
+            # a table of every code's value (the same operations per element), then one take
+            table = (codes - rf.to_float(offset)) / rf.to_float(scale) / u
+            out.append(np.take(table, np.asarray(raw) + lo))
         return out[0], out[1]
 
     # -- the run --------------------------------------------------------------------------------
@@ -657,21 +660,26 @@ class GaeDriver(DriverBase):
             # Results decode with the registers of their own run; an element keeps the result
             # of the narrowest run in which its code did not saturate.
             decoded = self.dequantize(batch, out["adv"], out["rtg"])
-            sat = [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
-                if self._config.results == "inplace" else [False, False]
+
+            def sat():
+                return [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
+                    if self._config.results == "inplace" else [False, False]
             if results is None:
-                results, saturated = list(decoded), sat
+                results = list(decoded)
                 origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
             else:
+                now = sat()
                 for i in (0, 1):
                     results[i] = np.where(saturated[i], decoded[i], results[i])
                     origin[i][saturated[i]] = batch.runs - 1
-                    saturated[i] = saturated[i] & sat[i]
+                    saturated[i] = saturated[i] & now[i]
             retry = (out["requant_overflow"] and self._on_requant == "retry"
                      and (batch.adv_range < batch.adv_bound
                           or batch.rtg_range < batch.rtg_bound))
             if not retry:
                 break
+            if saturated is None:            # only a retry needs the first run's saturation
+                saturated = sat()
             self._set_result_registers(batch, min(2 * batch.adv_range, batch.adv_bound),
                                        min(2 * batch.rtg_range, batch.rtg_bound))
         batch.status = dict(self.last_status)

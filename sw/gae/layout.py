@@ -10,6 +10,8 @@ takes ``region_sub_words * axi_data_width / 8`` bytes; the bytes past the lanes 
 The values region has one more row, ``t = T``: the bootstrap values V(s_T).
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from sw.gae.spec import GaeCoreConfig
@@ -23,11 +25,13 @@ def lane_width(config: GaeCoreConfig, region: str) -> int:
             "adv": config.pe.data_width, "rtg": config.pe.data_width}[region]
 
 
+@lru_cache(maxsize=256)
 def word_bytes(config: GaeCoreConfig, region: str) -> int:
     """Bytes one memory word takes in host address space (lanes plus padding)."""
     return config.region_sub_words(region) * config.axi_data_width // 8
 
 
+@lru_cache(maxsize=256)
 def region_base(config: GaeCoreConfig, region: str) -> int:
     """Byte offset of a region in the AXI4 memory port's address space."""
     return config.regions.index(region) * config.region_bytes
