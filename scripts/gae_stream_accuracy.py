@@ -2,12 +2,16 @@
 (docs/gae.md, "Streaming"): gae_accel_n8 golden device, caller units, gamma 0.99, lambda 0.95.
 Run: PYNQ-free, ``PYTHONPATH=. python scripts/gae_stream_accuracy.py`` (a few seconds)."""
 
-import warnings, numpy as np
+import warnings
+
+import numpy as np
+
 from sw.gae.device import GoldenDevice
 from sw.gae.driver import GaeDriver
 from sw.gae.golden import gae_reference
 from sw.registry import shipped_config
 from sw.rollouts import collect
+
 _, cfg = shipped_config("gae_accel_n8")
 rel = lambda x, y: np.sqrt(np.mean((x - y) ** 2) / np.mean(y ** 2))
 warnings.simplefilter("ignore")
@@ -15,7 +19,8 @@ def data(kind, it):
     if kind == "random":
         rng = np.random.default_rng(it)
         T, M = 256, 8
-        return rng.normal(size=(T, M)), rng.normal(size=(T, M)), rng.random((T, M)) < 0.01, rng.normal(size=M)
+        return (rng.normal(size=(T, M)), rng.normal(size=(T, M)), rng.random((T, M)) < 0.01,
+                rng.normal(size=M))
     ro = collect("CartPole-v1", num_envs=8, num_steps=128, seed=it)
     return ro.rewards, ro.values, ro.dones, ro.last_values
 for kind in ("random", "cartpole"):
@@ -33,4 +38,7 @@ for kind in ("random", "cartpole"):
             b.append((rel(a, ra), rel(g, rr))); s.append((rel(a2, ra), rel(g2, rr)))
             clip.append((st.clipped["reward"], st.clipped["value"]))
     b, s = np.array(b), np.array(s)
-    print(kind, "batch adv %.2f%% ret %.2f%%" % tuple(100*b.mean(0)), "stream adv %.2f%% ret %.2f%% (worst %.2f%% / %.2f%%)" % (*(100*s.mean(0)), *(100*s.max(0))), "clipped", clip)
+    (ba, bg), (sa, sg), (wa, wg) = 100 * b.mean(0), 100 * s.mean(0), 100 * s.max(0)
+    print(f"{kind}: batch adv {ba:.2f} % (returns {bg:.2f} %), stream adv {sa:.2f} % "
+          f"({sg:.2f} %), worst stream {wa:.2f} % ({wg:.2f} %); clipped (rewards, values) "
+          f"per stream {clip}")

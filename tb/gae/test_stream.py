@@ -12,6 +12,7 @@ import zlib
 
 import numpy as np
 import pytest
+from driver_util import SMALL
 
 from sw.driver import InstantDevice
 from sw.gae.device import GoldenDevice
@@ -22,8 +23,6 @@ from sw.gae.model import gae_core
 from sw.gae.spec import GaeCoreConfig, gae_register_map, hw_info_values
 from sw.gae.stream import FIXED_ARGS, VALUE_STD_MARGIN
 from sw.registry import shipped_config
-
-from driver_util import SMALL
 
 CONFIGS = {
     "n8": shipped_config("gae_accel_n8")[1],
