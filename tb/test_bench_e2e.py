@@ -29,7 +29,8 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench_e2e.main(["--quick", "--rounds", "5", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
-    assert [r["block"] for r in rows] == ["gae"] + ["learner"] * 2 + ["replay"] * 4
+    assert [r["block"] for r in rows] == ["gae"] * 3 + ["learner"] * 2 + ["replay"] * 4
+    assert ["streamed" in r["config"] for r in rows[:3]] == [False, True, True]
     for r in rows:
         assert tuple(r) == common.ROW_KEYS
         assert r["baseline"] in ("numba", "numpy", "torch", "cpprb")

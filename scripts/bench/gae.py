@@ -13,10 +13,11 @@ CPU baselines on the same float32 arrays, results float32 ``[T, N]``:
 * ``numpy``: the same loop over T vectorized over N (Stable-Baselines3's shape);
 * ``torch``: the loop over T on tensors (CleanRL's shape), if torch is installed.
 
-The PPO view "time the accelerator adds after the last environment step" is the same figure
-today: the driver takes the whole batch once the rollout has ended, so nothing overlaps the
-rollout. Hiding the transfers behind the environment steps needs a streaming API (write each
-step's rewards and values as they come), which the driver does not have.
+The PPO view "time the accelerator adds after the last environment step" (:func:`stream_rows`):
+the rollout pushes each step's codes into the accelerator's memory as it is collected
+(:meth:`sw.gae.driver.GaeDriver.stream`), and only ``finish`` (bootstrap row, result registers,
+run, read-back, de-quantization) follows the last step; rows for the shipped Alveo kernel
+(PCIe) and the 64-PE accelerator (ZCU106), against numba GAE on the whole batch.
 """
 
 import numpy as np
@@ -142,7 +143,120 @@ def rows(quick: bool, env, shapes=None) -> list:
             config=f"{MODULE} (n_pe={kcfg.n_pe}, 8-bit codes in place), Alveo",
             shape=f"T={T} x N={N}", baselines=times, host_us=host, traffic=traffic,
             run_cycles=run_cycles(kcfg.accel, T, N)))
-    env.note("gae PPO view", "the time added after the last env step equals total_us today: "
-             "the driver takes the batch after the rollout; overlapping it needs a streaming "
-             "API")
+    env.note("gae PPO view", "the batch rows are compute() after the rollout; the streamed "
+             "rows are the time left after the last environment step when the rollout pushes "
+             "each step (GaeDriver.stream)")
+    return out + stream_rows(quick, env, shapes)
+
+
+#: Shipped configurations of the streaming rows: (module, bus model).
+STREAM_CONFIGS = (("gae_kernel_n8", "alveo"), ("gae_accel_n64", "zcu106"))
+
+
+def _stub(module):
+    """An :class:`~sw.driver.stub.InstantDevice` of a shipped GAE kernel or accelerator."""
+    from sw.driver import InstantDevice
+    from sw.gae.spec import gae_register_map, hw_info_values
+    from sw.registry import shipped_config
+
+    _, cfg = shipped_config(module)
+    if hasattr(cfg, "accel"):
+        return InstantDevice.for_kernel(module), cfg.accel
+    return InstantDevice(gae_register_map(cfg), hw_info_values(cfg), 1 << cfg.mem_addr_bits), cfg
+
+
+def stream_rows(quick: bool, env, shapes=None) -> list:
+    """The PPO view: time added to one iteration after the last environment step. The rollout
+    pushes each step into the accelerator (:meth:`sw.gae.driver.GaeDriver.stream`); after the
+    last step, ``finish`` writes the bootstrap row and the result registers, starts the run,
+    waits, reads the results back and de-quantizes them. ``host_us``: ``finish`` on the
+    instant stub; ``bus_us``: what ``finish`` moves; ``kernel_us``: the run (and, on the
+    Alveo kernel, the window shell's copies of ``finish``'s transfers) at the estimated
+    clock. The pushes (host, bus and copy time per step) are stated in the notes: they
+    overlap the environment steps only if the bus transfers are asynchronous, and their host
+    time is added to the rollout. Against numba GAE on the whole batch, timed in the same
+    rounds."""
+    import time
+
+    from sw.driver import GaeDriver
+    from sw.gae.spec import run_cycles
+    from sw.registry import shipped_config
+
+    from bench.common import _calls_per_round, window_copy_cycles
+
+    nb = make_numba_gae(env.numba)
+    out = []
+    for module, bus_name in STREAM_CONFIGS:
+        dev, cfg = _stub(module)
+        _, shipped = shipped_config(module)
+        hz, _ = env.clock(module)
+        bus = env.bus(bus_name)
+        for T, N in shapes or SHAPES:
+            r, v, d, last = batch(T, N, seed=1)
+            r64, v64, db, last64 = (np.asarray(x, np.float64) for x in (r, v, d, last))
+            db = db.astype(bool)
+            drv = GaeDriver(dev, cfg)
+            base = {"numpy": lambda: numpy_gae(r, v, d, last, GAMMA, LAM)}
+            if nb is not None:
+                adv, ret = np.empty_like(r), np.empty_like(r)
+                base = {"numba": lambda: nb(r, v, d, last, GAMMA, LAM, adv, ret)}
+                base["numba"]()
+
+            def rollout():
+                s = drv.stream(N, T, GAMMA, LAM)
+                p0 = time.perf_counter()
+                for t in range(T):
+                    s.push(r64[t], v64[t], db[t])
+                return s, (time.perf_counter() - p0) / T
+
+            s, _ = rollout()                     # the first stream is the batch path
+            s.finish(last64)
+            reps = {name: _calls_per_round(fn, 2e-3) for name, fn in base.items()}
+            best = {k: np.inf for k in (*base, "finish", "push")}
+            for _ in env.progress(range(env.rounds), desc=f"gae stream {module} {T}x{N}",
+                                  leave=False):
+                for name, fn in base.items():
+                    t0 = time.perf_counter()
+                    for _ in range(reps[name]):
+                        fn()
+                    best[name] = min(best[name], (time.perf_counter() - t0) / reps[name])
+                s, push = rollout()
+                best["push"] = min(best["push"], push)
+                t0 = time.perf_counter()
+                s.finish(last64)
+                best["finish"] = min(best["finish"], time.perf_counter() - t0)
+            s, _ = rollout()
+            dev.traffic.reset()
+            s.finish(last64)
+            fin = _copy(dev.traffic)
+            # one push's traffic: a fresh stream, one push
+            s = drv.stream(N, T, GAMMA, LAM)
+            dev.traffic.reset()
+            s.push(r64[0], v64[0], db[0])
+            one = _copy(dev.traffic)
+            s.abort()
+            cycles = run_cycles(cfg, T, N)
+            copies = push_copies = 0
+            if hasattr(shipped, "accel"):
+                copies = window_copy_cycles(shipped, fin)
+                push_copies = window_copy_cycles(shipped, one)
+            name = min(base, key=lambda k: best[k])
+            env.note(f"gae stream {module} T={T} x N={N}",
+                     f"after the last step: {fin.writes} write ({fin.bytes_written:,} B), "
+                     f"{fin.reads} reads ({fin.bytes_read:,} B), "
+                     f"{fin.reg_writes + fin.reg_reads} register accesses, {cycles:,} run + "
+                     f"{copies:,} copy cycles; per pushed step (overlapped with the "
+                     f"environments): host {best['push'] * 1e6:,.1f} us, bus "
+                     f"{bus.time_us(one):,.1f} us ({one.writes} writes, "
+                     f"{one.bytes_written:,} B), {push_copies:,} copy cycles")
+            out.append(env.row(
+                block="gae", config=f"{module} streamed: time after the last env step, "
+                f"{bus.name.split(' (')[0]}", shape=f"T={T} x N={N}", baseline=name,
+                baseline_us=best[name] * 1e6, host_us=best["finish"] * 1e6,
+                bus_us=bus.time_us(fin), kernel_us=(cycles + copies) / hz * 1e6))
     return out
+
+
+def _copy(t):
+    from sw.driver.stub import TrafficCounter
+    return TrafficCounter(**t.as_dict(), transfers=list(t.transfers))

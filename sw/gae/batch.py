@@ -81,7 +81,7 @@ from .quant import UniformQuantizer
 from .spec import GaeCoreArgs
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
-           "choose_result_scale", "set_result_registers", "longest_segment"]
+           "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
 #: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
@@ -204,19 +204,37 @@ def check_batch(rewards, values, last_values):
     return r, v, last
 
 
-def _stream(x, bits, reg_format, *, error_feedback):
-    """Registers (mid-range offset, covering scale, both rounded first) and codes of ``x``."""
+def range_registers(lo, hi, bits, reg_format):
+    """``(scale_raw, offset_raw)`` of a dequantizer whose ``qmax`` codes reach both ends of
+    ``[lo, hi]``: the mid-range, rounded, and the smallest scale that covers the range from it."""
     qmax = (1 << (bits - 1)) - 1
-    lo, hi = float(x.min()), float(x.max())
     off_raw = int(reg_format.quantize((lo + hi) / 2))
     off = float(reg_format.to_float(off_raw))
     half = max(hi - off, off - lo, 0.0)
-    scale_raw = max(1, math.ceil(half / qmax / reg_format.ulp))
+    return max(1, math.ceil(half / qmax / reg_format.ulp)), off_raw
+
+
+def _stream(x, bits, reg_format, *, error_feedback):
+    """Registers (mid-range offset, covering scale, both rounded first) and codes of ``x``."""
+    qmax = (1 << (bits - 1)) - 1
+    scale_raw, off_raw = range_registers(float(x.min()), float(x.max()), bits, reg_format)
     scale = float(reg_format.to_float(scale_raw))
+    off = float(reg_format.to_float(off_raw))
     # Step 1 in units of the realized scale: the codes are rint((x - off) / scale).
     q = UniformQuantizer(bits=bits, clip=float(qmax))
     codes = q.quantize((x - off) / scale, error_feedback=error_feedback)
     return codes, scale_raw, off_raw
+
+
+def unit_scale_for(max_abs_input, max_abs_delta, T, gl, data_format):
+    """The power of two that puts the returns' bound ``max_abs_input + H max_abs_delta``
+    (``H = sum_{l<T} gl^l``) at half the PE data range (module docstring)."""
+    H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
+    bound = max_abs_input + H * max_abs_delta
+    if bound > 0:
+        k = math.floor(math.log2(data_format.max_value / 2 / bound))
+        return min(2.0 ** k, MAX_UNIT_SCALE)
+    return MAX_UNIT_SCALE
 
 
 def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bits, reg_format,
@@ -236,17 +254,10 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
     v = np.asarray(values, np.float64)
     last = np.asarray(last_values, np.float64)
     T = r.shape[0]
-    gl = gamma * lam
-    H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
     v_next = np.concatenate([v[1:], last[None]], axis=0)
     delta = r + gamma * v_next * ~dones - v
-    bound = max(np.abs(r).max(), np.abs(v).max(), np.abs(last).max()) \
-        + H * float(np.abs(delta).max())
-    if bound > 0:
-        k = math.floor(math.log2(data_format.max_value / 2 / bound))
-        unit_scale = min(2.0 ** k, MAX_UNIT_SCALE)
-    else:
-        unit_scale = MAX_UNIT_SCALE
+    unit_scale = unit_scale_for(max(np.abs(r).max(), np.abs(v).max(), np.abs(last).max()),
+                                float(np.abs(delta).max()), T, gamma * lam, data_format)
     feedback = reward_rounding == "error_feedback"
     rc, rs, ro = _stream(r * unit_scale, bits, reg_format, error_feedback=feedback)
     vall = np.concatenate([v, last[None]], axis=0) * unit_scale
@@ -353,14 +364,28 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None):
     v_next = np.concatenate([v[1:], boot[None]], axis=0)
     delta = r + gamma * v_next * ~c["dones"] - v
     L = longest_segment(c["dones"])            # both ranges grow with L: the longest decides
+    center = float(batch.prepared["value_mean"])
+    v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
+    set_result_ranges(batch, cfg, sigmas, result_range, max_abs_delta=float(np.abs(delta).max()),
+                      mean_delta=float(delta.mean()), std_delta=float(delta.std()),
+                      longest=L, center=center, v_dev=v_dev)
+
+
+def set_result_ranges(batch, cfg, sigmas, result_range, *, max_abs_delta, mean_delta,
+                      std_delta, longest, center, v_dev):
+    """:func:`choose_result_scale` from statistics of the dequantized inputs: the TD errors'
+    largest magnitude, mean and (population) std, the longest episode stretch ``longest``, the
+    return range's ``center`` and the values' largest distance ``v_dev`` from it (what a
+    :class:`~sw.gae.stream.GaeStream` accumulates push by push)."""
+    a = batch.args
+    gl = a.gamma_lambda * 2.0 ** -cfg.pe.coef_frac
+    L = longest
     H = L if gl == 1.0 else (1.0 - gl ** L) / (1.0 - gl)
     H2 = L if gl == 1.0 else (1.0 - gl ** (2 * L)) / (1.0 - gl * gl)
     slack = 1.0 + 1e-6
     ulps = 4 * cfg.pe.data_format.ulp
-    adv_bound = float(np.abs(delta).max()) * H * slack + ulps * H
-    estimate = abs(float(delta.mean())) * H + sigmas * float(delta.std()) * math.sqrt(H2)
-    center = float(batch.prepared["value_mean"])
-    v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
+    adv_bound = max_abs_delta * H * slack + ulps * H
+    estimate = abs(mean_delta) * H + sigmas * std_delta * math.sqrt(H2)
     rtg_bound = adv_bound + v_dev
     if result_range is not None:
         adv_range, rtg_range = (x * batch.unit_scale for x in result_range)
@@ -369,6 +394,7 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None):
         rtg_range = adv_range + v_dev
     batch.adv_bound, batch.rtg_bound, batch.rtg_center = adv_bound, rtg_bound, center
     set_result_registers(batch, cfg, adv_range, rtg_range)
+
 
 def set_result_registers(batch, cfg, adv_range, rtg_range):
     """The requantizer registers of result ranges ``adv_range`` (centred on 0) and

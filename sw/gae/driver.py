@@ -315,6 +315,10 @@ class GaeDriver(DriverBase):
         self.units = self._units
         self.last_batch = None
         self.last_status = {}
+        self._stream = None
+        #: what the last stream saw (:class:`~sw.gae.stream.StreamReference`), the next one's
+        #: quantization scales
+        self.stream_reference = None
 
     # -- validation and quantization (no bus access) ------------------------------------------
     def check_shape(self, T: int, M: int):
@@ -390,9 +394,26 @@ class GaeDriver(DriverBase):
 
     # -- statistics state (standardized units) ------------------------------------------------
     def reset(self):
-        """Forget the running reward statistics (standardized units; the caller's units keep
-        none)."""
+        """Forget the running reward statistics (standardized units) and the statistics the
+        next stream's scales come from (:attr:`stream_reference`)."""
         self.pipeline.reset()
+        self.stream_reference = None
+
+    # -- streaming (HEPPO's FILO stack filled during the rollout) -----------------------------
+    def stream(self, n_envs, horizon, gamma, lam):
+        """A :class:`~sw.gae.stream.GaeStream` of ``horizon`` time steps of ``n_envs``
+        trajectories: ``push`` each step as the rollout produces it, ``finish`` with the
+        bootstrap values (:mod:`sw.gae.stream`). One stream at a time; :meth:`compute` and
+        :meth:`run` refuse while one is open."""
+        from .stream import GaeStream
+        self._check_no_stream()
+        self._stream = GaeStream(self, n_envs, horizon, gamma, lam)
+        return self._stream
+
+    def _check_no_stream(self):
+        if self._stream is not None and self._stream.is_open:
+            raise RuntimeError("a GaeStream is open on this driver (its codes are in the "
+                               "accelerator's memory): finish() or abort() it first")
 
     def state_dict(self) -> dict:
         """``units`` and the pipeline's :meth:`~sw.gae.quant.GaeQuantizationPipeline.state_dict`
@@ -425,11 +446,14 @@ class GaeDriver(DriverBase):
             fmt = cfg.pe.data_format
             return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
         rf, a = cfg.reg_format, batch.args
+        lo = 1 << (cfg.code_bits - 1)
+        codes = np.arange(-lo, lo, dtype=np.float64)
         out = []
         for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
                                    (rtg_raw, a.rtg_scale, a.rtg_offset)):
-            out.append((np.asarray(raw, np.float64) - rf.to_float(offset))
-                       / rf.to_float(scale) / u)
+            # a table of every code's value (the same operations per element), then one take
+            table = (codes - rf.to_float(offset)) / rf.to_float(scale) / u
+            out.append(np.take(table, np.asarray(raw) + lo))
         return out[0], out[1]
 
     # -- the run --------------------------------------------------------------------------------
@@ -469,15 +493,27 @@ class GaeDriver(DriverBase):
                              ("dones", arrays["dones"])):
             mem.write(region_base(cfg, region), pack_rows(cfg, region, rows))
 
-    def start(self, args: GaeCoreArgs):
+    def start(self, args: GaeCoreArgs, *, names=None):
         """Write the argument registers and set AP_START (interrupt armed if used).
 
         Reads CTRL first (which also clears a stale AP_DONE): if AP_IDLE is 0 a run is in
-        progress and :class:`GaeBusyError` is raised before anything is written.
+        progress and :class:`GaeBusyError` is raised before anything is written. ``names``:
+        write only these arguments (the others were written before, e.g. by a
+        :class:`~sw.gae.stream.GaeStream`).
         """
+        self.write_args(args, names)
+        self._start()
+        self._expected_cycles = gae_spec.run_cycles(self._config, max(1, args.num_timesteps),
+                                                   max(1, args.num_trajectories))
+
+    def write_args(self, args: GaeCoreArgs, names=None):
+        """Check the accelerator is idle (:class:`GaeBusyError`), then write the argument
+        registers ``names`` (default all) of ``args``, without starting."""
         if not isinstance(args, GaeCoreArgs):
             raise TypeError(f"args must be a GaeCoreArgs, not {args!r}")
         spec = GAE_CORE_ARGS(self._config)
+        if names is not None:
+            spec = {n: spec[n] for n in names if n in spec}
         words = {}
         for name, (width, is_signed) in spec.items():
             value = getattr(args, name)
@@ -498,9 +534,6 @@ class GaeDriver(DriverBase):
                                "progress")
         for name, word in words.items():
             rm[name] = word
-        self._start()
-        self._expected_cycles = gae_spec.run_cycles(self._config, max(1, args.num_timesteps),
-                                                   max(1, args.num_trajectories))
 
     def wait(self, timeout=None) -> dict:
         """Wait for AP_DONE, then check STATUS. Returns the STATUS fields and ``CYCLES``.
@@ -562,6 +595,7 @@ class GaeDriver(DriverBase):
         :func:`sw.gae.model.gae_core` (``error`` 0, ``adv``, ``rtg``, the flags) plus
         ``cycles``. A refused run raises :class:`GaeError` instead of returning its code; the
         flags also warn (after the results are read)."""
+        self._check_no_stream()
         out = self._run(reward_codes, value_codes, bootstrap_codes, dones, args, timeout)
         self._warn(self.last_status)
         return out
@@ -593,36 +627,59 @@ class GaeDriver(DriverBase):
         result reruns the batch with both result ranges doubled (at most up to their rigorous
         bounds).
         """
+        self._check_no_stream()
         batch = self.prepare(rewards, values, dones, last_values, gamma, lam,
                              episode_starts=episode_starts, next_done=next_done,
                              terminated=terminated, truncated=truncated,
                              final_values=final_values)
+        return self.execute(batch)
+
+    def execute(self, batch: GaeBatch, *, loaded=()):
+        """Run a prepared batch (:meth:`prepare`, or a :class:`~sw.gae.stream.GaeStream`'s):
+        load, start, wait, read back, de-quantize, with the in-place retries of
+        :meth:`compute`. ``(advantages, returns)``. ``loaded``: the argument register names
+        already written and the codes already in memory (a stream's first run: then only
+        the other registers are written and nothing is loaded; a retry loads everything)."""
         self.last_batch = batch
         c = batch.codes
         batch.runs, batch.run_args = 0, []
         qmax, results, saturated, origin = self._config.code_max, None, None, None
         while True:
-            out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"], batch.args)
+            if batch.runs == 0 and loaded:
+                names = [n for n in GAE_CORE_ARGS(self._config) if n not in loaded]
+                self.start(batch.args, names=names)
+                status = self._wait(None)
+                adv, rtg = self.read_results(batch.T, batch.M)
+                out = {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
+                       **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
+            else:
+                out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"],
+                                batch.args)
             batch.run_args.append(dataclasses.replace(batch.args))
             batch.runs += 1
             # Results decode with the registers of their own run; an element keeps the result
             # of the narrowest run in which its code did not saturate.
             decoded = self.dequantize(batch, out["adv"], out["rtg"])
-            sat = [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
-                if self._config.results == "inplace" else [False, False]
+
+            def sat():
+                return [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
+                    if self._config.results == "inplace" else [False, False]
             if results is None:
-                results, saturated = list(decoded), sat
+                results = list(decoded)
                 origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
             else:
+                now = sat()
                 for i in (0, 1):
                     results[i] = np.where(saturated[i], decoded[i], results[i])
                     origin[i][saturated[i]] = batch.runs - 1
-                    saturated[i] = saturated[i] & sat[i]
+                    saturated[i] = saturated[i] & now[i]
             retry = (out["requant_overflow"] and self._on_requant == "retry"
                      and (batch.adv_range < batch.adv_bound
                           or batch.rtg_range < batch.rtg_bound))
             if not retry:
                 break
+            if saturated is None:            # only a retry needs the first run's saturation
+                saturated = sat()
             self._set_result_registers(batch, min(2 * batch.adv_range, batch.adv_bound),
                                        min(2 * batch.rtg_range, batch.rtg_bound))
         batch.status = dict(self.last_status)

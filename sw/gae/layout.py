@@ -10,12 +10,14 @@ takes ``region_sub_words * axi_data_width / 8`` bytes; the bytes past the lanes 
 The values region has one more row, ``t = T``: the bootstrap values V(s_T).
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from sw.gae.spec import GaeCoreConfig
 from sw.packing import LANE_DTYPES, pack_lanes, unpack_lanes
 
-__all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base"]
+__all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base", "row_offset"]
 
 
 def lane_width(config: GaeCoreConfig, region: str) -> int:
@@ -23,14 +25,22 @@ def lane_width(config: GaeCoreConfig, region: str) -> int:
             "adv": config.pe.data_width, "rtg": config.pe.data_width}[region]
 
 
+@lru_cache(maxsize=256)
 def word_bytes(config: GaeCoreConfig, region: str) -> int:
     """Bytes one memory word takes in host address space (lanes plus padding)."""
     return config.region_sub_words(region) * config.axi_data_width // 8
 
 
+@lru_cache(maxsize=256)
 def region_base(config: GaeCoreConfig, region: str) -> int:
     """Byte offset of a region in the AXI4 memory port's address space."""
     return config.regions.index(region) * config.region_bytes
+
+
+def row_offset(config: GaeCoreConfig, region: str, t: int, M: int) -> int:
+    """Byte offset of row ``t`` (time step t of all M trajectories) of a region: where a
+    :class:`~sw.gae.stream.GaeStream` writes that step's ``pack_rows`` image."""
+    return region_base(config, region) + t * -(-M // config.n_pe) * word_bytes(config, region)
 
 
 def _words(config: GaeCoreConfig, region: str, W: int, buf=None):

@@ -7,7 +7,10 @@ callable with the signature of :func:`sw.golden.gae.gae_reference`, e.g.
 
 * :class:`AcceleratorAdvantages` -- :meth:`sw.gae.driver.GaeDriver.compute` on any device: the
   golden model (:class:`~sw.gae.device.GoldenDevice`, no hardware), the Verilated RTL, a
-  ZCU106 with PYNQ or an Alveo card: 8-bit codes in, 8-bit results written back in place;
+  ZCU106 with PYNQ or an Alveo card: 8-bit codes in, 8-bit results written back in place.
+  By default the rollout streams each step into the accelerator as it is collected
+  (:meth:`sw.gae.driver.GaeDriver.stream`, the critic evaluated per step) so that only the run
+  and the read-back follow the last environment step; ``--batch-gae`` keeps one call after it;
 * :class:`CpuAdvantages` -- the float64 reference with the *same* reward normalisation, the
   baseline to compare learning curves against.
 
@@ -91,13 +94,16 @@ class TrainResult:
     """What :func:`train` returns.
 
     ``episodes``: ``(global_step, undiscounted return)`` of every finished episode;
-    ``gae_seconds`` and ``total_seconds``: wall time in the advantage callable and overall;
-    ``gae_calls``: batches computed; ``name``: the advantage backend's name.
+    ``gae_seconds`` and ``total_seconds``: wall time in the advantage callable after the
+    rollout (a stream's ``finish``) and overall; ``push_seconds``: wall time of a stream's
+    pushes during the rollouts; ``gae_calls``: batches computed; ``name``: the advantage
+    backend's name.
     """
     name: str
     config: dict
     episodes: list = field(default_factory=list)
     gae_seconds: float = 0.0
+    push_seconds: float = 0.0
     total_seconds: float = 0.0
     gae_calls: int = 0
 
@@ -130,31 +136,55 @@ class CpuAdvantages:
 
 
 class AcceleratorAdvantages:
-    """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` as the advantage callable.
+    """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` as the advantage callable,
+    or, with ``streaming`` (what :func:`train` then uses), :meth:`stream`: the rollout pushes
+    each step into the accelerator's memory as it is collected
+    (:meth:`GaeDriver.stream <sw.gae.driver.GaeDriver.stream>`) and only the run and the
+    read-back follow the last environment step.
 
     ``runs`` counts accelerator runs (more than calls when the driver re-ran a batch whose
     in-place results saturated) and ``cycles`` sums the cycles of the (last) run of each call,
     start to done (the CYCLES register + 1, :meth:`sw.gae.spec.run_cycles`).
     """
 
-    def __init__(self, driver, name=None):
+    def __init__(self, driver, name=None, *, streaming=False):
         self.driver = driver
         self.name = name or f"accelerator ({type(driver.device).__name__})"
+        self.streaming = bool(streaming)
         self.runs = 0
         self.cycles = 0
 
-    def __call__(self, rewards, values, dones, last_values, gamma, lam):
-        adv, ret = self.driver.compute(rewards, values, dones, last_values, gamma, lam)
+    def _count(self):
         batch = self.driver.last_batch
         self.runs += batch.runs
         self.cycles += int(batch.status.get("CYCLES", 0)) + 1
+
+    def __call__(self, rewards, values, dones, last_values, gamma, lam):
+        adv, ret = self.driver.compute(rewards, values, dones, last_values, gamma, lam)
+        self._count()
         return adv, ret
 
+    def stream(self, num_envs, num_steps, gamma, lam):
+        """A stream of one rollout: ``push(rewards, values, dones)`` per step, then
+        ``finish(last_values) -> (advantages, returns)``."""
+        acc, s = self, self.driver.stream(num_envs, num_steps, gamma, lam)
 
-def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale"):
+        class _Stream:
+            push = s.push
+
+            @staticmethod
+            def finish(last_values):
+                out = s.finish(last_values)
+                acc._count()
+                return out
+        return _Stream()
+
+
+def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale", streaming=True):
     """:class:`AcceleratorAdvantages` on a device spec (:mod:`sw.rl.devices`: ``golden``, the
     golden model of the shipped ``module``; ``pynq:BITFILE``; ``xrt:XCLBIN``), with the
-    quantization pipeline the configuration read from the device asks for."""
+    quantization pipeline the configuration read from the device asks for; ``streaming``
+    (default): the rollout pushes each step (False: one batch call after the rollout)."""
     from sw.driver import GaeDriver
     from sw.gae.driver import read_hw_config
     from sw.gae.quant import GaeQuantizationPipeline
@@ -166,12 +196,12 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale"):
     pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
                                    reward_norm=reward_norm)
     return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe, units="standardized"),
-                                 name=label)
+                                 name=label, streaming=streaming)
 
 
-def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale"):
+def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale", streaming=True):
     """:class:`AcceleratorAdvantages` on the golden model of a shipped GAE configuration."""
-    return accelerator("golden", module, reward_norm=reward_norm)
+    return accelerator("golden", module, reward_norm=reward_norm, streaming=streaming)
 
 
 def _agent(obs_dim, n_actions, hidden):
@@ -216,6 +246,7 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
     result = TrainResult(getattr(advantages, "name", type(advantages).__name__), asdict(cfg))
 
     T, N = cfg.num_steps, cfg.num_envs
+    streaming = bool(getattr(advantages, "streaming", False))
     obs = np.zeros((T + 1, N, obs_dim), np.float32)
     actions = np.zeros((T, N), np.int64)
     logps = np.zeros((T, N), np.float32)
@@ -231,9 +262,12 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
     for it in bar:
         if cfg.anneal_lr:
             opt.param_groups[0]["lr"] = cfg.lr * (1.0 - it / cfg.iterations)
-        # -- rollout --------------------------------------------------------------------------
+        # -- rollout (a streaming accelerator takes each step as it comes) --------------------
+        stream = advantages.stream(N, T, cfg.gamma, cfg.lam) if streaming else None
         with torch.no_grad():
             for t in range(T):
+                if stream is not None:
+                    v_t = agent["critic"](torch.from_numpy(obs[t])).numpy()[:, 0]
                 logits = agent["actor"](torch.from_numpy(obs[t]))
                 dist = torch.distributions.Categorical(logits=logits)
                 a = dist.sample()
@@ -249,13 +283,23 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
                         running[j] = 0.0
                         o, _ = env.reset(seed=int(rng.integers(1 << 31)))
                     obs[t + 1, j] = o
+                if stream is not None:
+                    p0 = time.perf_counter()
+                    stream.push(rewards[t], v_t.astype(np.float64), dones[t])
+                    result.push_seconds += time.perf_counter() - p0
             step += T * N
-            values = agent["critic"](torch.from_numpy(obs.reshape(-1, obs_dim)))
-            values = values.numpy().reshape(T + 1, N).astype(np.float64)
+            if stream is None:
+                values = agent["critic"](torch.from_numpy(obs.reshape(-1, obs_dim)))
+                values = values.numpy().reshape(T + 1, N).astype(np.float64)
+            else:
+                last = agent["critic"](torch.from_numpy(obs[T])).numpy()[:, 0]
         # -- advantages: the accelerator (or the CPU) -----------------------------------------
         g0 = time.perf_counter()
-        adv, ret = advantages(rewards.copy(), values[:T], dones.copy(), values[T], cfg.gamma,
-                              cfg.lam)
+        if stream is None:
+            adv, ret = advantages(rewards.copy(), values[:T], dones.copy(), values[T],
+                                  cfg.gamma, cfg.lam)
+        else:
+            adv, ret = stream.finish(last.astype(np.float64))
         result.gae_seconds += time.perf_counter() - g0
         result.gae_calls += 1
         # -- update ---------------------------------------------------------------------------
@@ -343,6 +387,9 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=1, metavar="N",
                     help="train with seeds 0..N-1 per backend (N at least 1) and report mean "
                          "and spread")
+    ap.add_argument("--batch-gae", action="store_true",
+                    help="give the accelerator the whole rollout after its last step instead "
+                         "of streaming each step into it as it is collected")
     ap.add_argument("--reward-norm", choices=("scale", "center"), default="scale",
                     help="reward normalisation before GAE (sw.gae.quant)")
     ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
@@ -373,7 +420,8 @@ def main(argv=None):
     makers = []
     if args.backend in ("golden", "accel", "both"):
         makers.append(lambda: accelerator(args.device, args.module,
-                                          reward_norm=args.reward_norm))
+                                          reward_norm=args.reward_norm,
+                                          streaming=not args.batch_gae))
     if args.backend in ("cpu", "both"):
         makers.append(lambda: CpuAdvantages(args.reward_norm))
     results, finals = [], {}
@@ -391,7 +439,8 @@ def main(argv=None):
             print(f"{res.name} seed {seed}: mean return of the last 20 episodes "
                   f"{res.mean_return():.1f} after {cfg.iterations * cfg.num_envs * cfg.num_steps}"
                   f" steps, {len(res.episodes)} episodes, {res.total_seconds:.1f} s "
-                  f"({res.gae_seconds:.2f} s in GAE){extra}")
+                  f"({res.gae_seconds:.2f} s in GAE after the rollouts, "
+                  f"{res.push_seconds:.2f} s pushing during them){extra}")
     from .plot import report
 
     report(finals, results, args.plot, plot_curves)
