@@ -51,7 +51,7 @@ class DQNConfig:
     total_steps: int = 30_000
     batch: int = 64
     gamma: float = 0.99
-    lr: float = 0.01
+    lr: float = 0.02                    # 0.01 before the IS weights (mean ~0.5) reached the loss
     reward_scale: float = 0.1
     learning_starts: int = 1000
     train_freq: int = 1
