@@ -25,14 +25,26 @@ class Case:
     target_weights: list = field(default_factory=list)
     targets: np.ndarray = None
     sync_target: bool = False          # DQN: force a target sync at the end of the step
+    loss_weights: np.ndarray = None    # DQN: raw per-sample loss weights (None: all 1.0)
 
     @property
     def batch(self) -> int:
         return len(self.obs)
 
 
+def random_loss_weights(cfg: LearnerConfig, B: int, rng):
+    """Raw loss weights as prioritized replay gives them (normalized by their maximum, so
+    one is 1.0), with a 0 and the smallest positive weight among them when B allows."""
+    fmt = cfg.numerics.loss_weight_format
+    raw = rng.integers(0, (1 << fmt.frac) + 1, B)
+    special = [1 << fmt.frac, 0, 1][:B]
+    raw[:len(special)] = special
+    return rng.permutation(raw)
+
+
 def random_case(cfg: LearnerConfig, B: int, rng, *, lr=0.05, gamma=0.99, scale=1.0,
-                p_done=0.2) -> Case:
+                p_done=0.2, weighted=False) -> Case:
+    """A random batch; ``weighted`` (DQN): random loss weights (:func:`random_loss_weights`)."""
     num = cfg.numerics
     act = num.act_format
     n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
@@ -43,10 +55,13 @@ def random_case(cfg: LearnerConfig, B: int, rng, *, lr=0.05, gamma=0.99, scale=1
         return Case(w, obs, eta, targets=act.quantize(rng.normal(0, 1, (B, n_out))))
     wt = [num.weight_format.quantize(num.weight_format.to_float(x) + rng.normal(0, 0.05, x.shape))
           for x in w]
-    return Case(w, obs, eta, gamma=quantize_coef(gamma, num.coef_format, "gamma"),
+    case = Case(w, obs, eta, gamma=quantize_coef(gamma, num.coef_format, "gamma"),
                 actions=rng.integers(0, n_out, B), rewards=act.quantize(rng.normal(0.5, 0.5, B)),
                 dones=rng.random(B) < p_done, next_obs=act.quantize(rng.normal(0, 1, (B, n_in))),
                 target_weights=wt)
+    if weighted:
+        case.loss_weights = random_loss_weights(cfg, B, rng)
+    return case
 
 
 def golden(cfg: LearnerConfig, case: Case, weights=None, *, target_weights=None, sync=None):
@@ -61,7 +76,8 @@ def golden(cfg: LearnerConfig, case: Case, weights=None, *, target_weights=None,
     tw = case.target_weights if target_weights is None else target_weights
     return train_step(w, case.obs, cfg.numerics, lr=case.lr, actions=case.actions,
                       rewards=case.rewards, dones=case.dones, next_obs=case.next_obs,
-                      target_weights=tw, gamma=case.gamma, sub_batch=cfg.sub_batch, dp=cfg.dp,
+                      target_weights=tw, gamma=case.gamma, loss_weights=case.loss_weights,
+                      sub_batch=cfg.sub_batch, dp=cfg.dp,
                       sync_target=case.sync_target if sync is None else sync)
 
 
@@ -72,7 +88,8 @@ def input_images(cfg: LearnerConfig, case: Case, *, weights=True) -> dict:
         out["targets"] = pack_matrix(cfg, "targets", case.targets)
     else:
         out["next_obs"] = pack_matrix(cfg, "next_obs", case.next_obs)
-        out["samples"] = pack_samples(cfg, case.actions, case.rewards, case.dones)
+        out["samples"] = pack_samples(cfg, case.actions, case.rewards, case.dones,
+                                      case.loss_weights)
     if weights:
         for l, m in enumerate(case.weights):
             out[f"w{l}"] = pack_matrix(cfg, f"w{l}", m)

@@ -44,11 +44,18 @@ def session(device) -> dict:
     drv.load_weights(*init_net(cfg.sizes, rng))
     out["weights0"] = drv.read_raw_weights() + drv.read_raw_weights(target=True)
     steps = out["steps"] = []
-    # Steps in a row with changing batch sizes (partial sub-batches and S-groups), a sync.
+    # Steps in a row with changing batch sizes (partial sub-batches and S-groups), a sync,
+    # per-sample loss weights (one of them 0) in two of them.
     for i, B in enumerate((16, 5, 12, 1, 16)):
+        lw = None
+        if i in (1, 4):
+            lw = rng.uniform(0, 1, B)
+            lw[0] = 0.0
+            lw[-1] = 1.0
         d = drv.train_step(**random_batch(rng, B, cfg.sizes[0], cfg.sizes[-1]), gamma=0.95,
-                           lr=0.05, sync_target=(i == 2), details=True)
-        steps.append((d.loss_sum, d.q, d.td_errors, d.cycles, d.synced, dict(d.status)))
+                           lr=0.05, sync_target=(i == 2), loss_weights=lw, details=True)
+        steps.append((d.loss_sum, d.q, d.td_errors, d.cycles, d.synced, dict(d.status),
+                      d.weighted_loss))
     out["weights1"] = drv.read_raw_weights() + drv.read_raw_weights(target=True)
     drv.sync_target()
     out["weights2"] = drv.read_raw_weights(target=True)

@@ -234,7 +234,7 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
     .cycles(cycles),
     .done(ap_done),
     .error(status_error),
-    .\gamma$1314 (gamma),
+    .\gamma$1319 (gamma),
     .host_addr(host_addr),
     .host_enable(mem_enable),
     .host_rdata(mem_rdata),
@@ -273,7 +273,7 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
     .gamma(gamma),
     .interrupt(interrupt),
     .lr(lr),
-    .\port$10383$0 (\$4 ),
+    .\port$10397$0 (\$4 ),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
     .s_axi_control_araddr(s_axi_control_araddr),
@@ -437,31 +437,31 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1314 , sync_target, sync_period, host_wdata, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count
+module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1319 , sync_target, sync_period, host_wdata, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count
 , status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire \$1 ;
   wire [13:0] \$10 ;
   wire [15:0] \$100 ;
-  wire [13:0] \$1000 ;
-  wire [17:0] \$1001 ;
-  wire [9:0] \$1002 ;
-  wire \$1003 ;
-  wire \$1004 ;
+  wire \$1000 ;
+  wire [6:0] \$1001 ;
+  wire [13:0] \$1002 ;
+  wire [17:0] \$1003 ;
+  wire [9:0] \$1004 ;
   wire \$1005 ;
   wire \$1006 ;
   wire \$1007 ;
   wire \$1008 ;
-  wire [9:0] \$1009 ;
+  wire \$1009 ;
   wire [3:0] \$101 ;
-  wire [3:0] \$1010 ;
-  wire [13:0] \$1011 ;
-  wire [17:0] \$1012 ;
-  wire \$1013 ;
-  wire [23:0] \$1014 ;
+  wire \$1010 ;
+  wire [9:0] \$1011 ;
+  wire [3:0] \$1012 ;
+  wire [13:0] \$1013 ;
+  wire [17:0] \$1014 ;
   wire \$1015 ;
-  wire [3:0] \$1016 ;
-  wire [15:0] \$1017 ;
+  wire [23:0] \$1016 ;
+  wire \$1017 ;
   wire [3:0] \$1018 ;
   wire [15:0] \$1019 ;
   wire [4:0] \$102 ;
@@ -495,124 +495,124 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$1045 ;
   wire [3:0] \$1046 ;
   wire [15:0] \$1047 ;
-  wire [255:0] \$1048 ;
-  wire \$1049 ;
+  wire [3:0] \$1048 ;
+  wire [15:0] \$1049 ;
   wire [15:0] \$105 ;
-  wire \$1050 ;
+  wire [255:0] \$1050 ;
   wire \$1051 ;
   wire \$1052 ;
   wire \$1053 ;
   wire \$1054 ;
   wire \$1055 ;
-  wire [13:0] \$1056 ;
-  wire [13:0] \$1057 ;
-  wire [5:0] \$1058 ;
-  wire \$1059 ;
+  wire \$1056 ;
+  wire \$1057 ;
+  wire [13:0] \$1058 ;
+  wire [13:0] \$1059 ;
   wire [3:0] \$106 ;
-  wire \$1060 ;
+  wire [5:0] \$1060 ;
   wire \$1061 ;
   wire \$1062 ;
   wire \$1063 ;
   wire \$1064 ;
-  wire [9:0] \$1065 ;
-  wire [3:0] \$1066 ;
-  wire [13:0] \$1067 ;
-  wire [13:0] \$1068 ;
-  wire \$1069 ;
+  wire \$1065 ;
+  wire \$1066 ;
+  wire [9:0] \$1067 ;
+  wire [3:0] \$1068 ;
+  wire [13:0] \$1069 ;
   wire [4:0] \$107 ;
-  wire [12:0] \$1070 ;
+  wire [13:0] \$1070 ;
   wire \$1071 ;
-  wire \$1072 ;
+  wire [12:0] \$1072 ;
   wire \$1073 ;
-  wire [15:0] \$1074 ;
+  wire \$1074 ;
   wire \$1075 ;
-  wire \$1076 ;
-  wire [15:0] \$1077 ;
+  wire [15:0] \$1076 ;
+  wire \$1077 ;
   wire \$1078 ;
-  wire \$1079 ;
+  wire [15:0] \$1079 ;
   wire \$108 ;
-  wire [15:0] \$1080 ;
+  wire \$1080 ;
   wire \$1081 ;
-  wire \$1082 ;
-  wire [15:0] \$1083 ;
+  wire [15:0] \$1082 ;
+  wire \$1083 ;
   wire \$1084 ;
-  wire \$1085 ;
-  wire [15:0] \$1086 ;
+  wire [15:0] \$1085 ;
+  wire \$1086 ;
   wire \$1087 ;
-  wire \$1088 ;
-  wire [15:0] \$1089 ;
+  wire [15:0] \$1088 ;
+  wire \$1089 ;
   wire [63:0] \$109 ;
   wire \$1090 ;
-  wire \$1091 ;
-  wire [15:0] \$1092 ;
+  wire [15:0] \$1091 ;
+  wire \$1092 ;
   wire \$1093 ;
-  wire \$1094 ;
-  wire [15:0] \$1095 ;
+  wire [15:0] \$1094 ;
+  wire \$1095 ;
   wire \$1096 ;
-  wire \$1097 ;
-  wire [15:0] \$1098 ;
+  wire [15:0] \$1097 ;
+  wire \$1098 ;
   wire \$1099 ;
   wire [3:0] \$11 ;
   wire [15:0] \$110 ;
-  wire \$1100 ;
-  wire [15:0] \$1101 ;
+  wire [15:0] \$1100 ;
+  wire \$1101 ;
   wire \$1102 ;
-  wire \$1103 ;
-  wire [15:0] \$1104 ;
+  wire [15:0] \$1103 ;
+  wire \$1104 ;
   wire \$1105 ;
-  wire \$1106 ;
-  wire [15:0] \$1107 ;
+  wire [15:0] \$1106 ;
+  wire \$1107 ;
   wire \$1108 ;
-  wire \$1109 ;
+  wire [15:0] \$1109 ;
   wire \$111 ;
-  wire [15:0] \$1110 ;
+  wire \$1110 ;
   wire \$1111 ;
-  wire \$1112 ;
-  wire [15:0] \$1113 ;
+  wire [15:0] \$1112 ;
+  wire \$1113 ;
   wire \$1114 ;
-  wire \$1115 ;
-  wire [15:0] \$1116 ;
+  wire [15:0] \$1115 ;
+  wire \$1116 ;
   wire \$1117 ;
-  wire \$1118 ;
-  wire [15:0] \$1119 ;
+  wire [15:0] \$1118 ;
+  wire \$1119 ;
   wire [3:0] \$112 ;
-  wire [255:0] \$1120 ;
-  wire \$1121 ;
-  wire \$1122 ;
+  wire \$1120 ;
+  wire [15:0] \$1121 ;
+  wire [255:0] \$1122 ;
   wire \$1123 ;
   wire \$1124 ;
   wire \$1125 ;
   wire \$1126 ;
   wire \$1127 ;
   wire \$1128 ;
-  wire [2:0] \$1129 ;
+  wire \$1129 ;
   wire [4:0] \$113 ;
-  wire [6:0] \$1130 ;
-  wire [4:0] \$1131 ;
-  wire [5:0] \$1132 ;
+  wire \$1130 ;
+  wire [2:0] \$1131 ;
+  wire [6:0] \$1132 ;
   wire [4:0] \$1133 ;
-  wire \$1134 ;
-  wire \$1135 ;
+  wire [5:0] \$1134 ;
+  wire [4:0] \$1135 ;
   wire \$1136 ;
   wire \$1137 ;
   wire \$1138 ;
   wire \$1139 ;
   wire \$114 ;
-  wire [9:0] \$1140 ;
-  wire [31:0] \$1141 ;
-  wire \$1142 ;
-  wire [23:0] \$1143 ;
-  wire [4:0] \$1144 ;
-  wire \$1145 ;
-  wire [9:0] \$1146 ;
+  wire \$1140 ;
+  wire \$1141 ;
+  wire [9:0] \$1142 ;
+  wire [31:0] \$1143 ;
+  wire \$1144 ;
+  wire [23:0] \$1145 ;
+  wire [4:0] \$1146 ;
   wire \$1147 ;
-  wire [255:0] \$1148 ;
-  wire [255:0] \$1149 ;
+  wire [9:0] \$1148 ;
+  wire \$1149 ;
   wire [63:0] \$115 ;
-  wire \$1150 ;
+  wire [255:0] \$1150 ;
   wire [255:0] \$1151 ;
   wire \$1152 ;
-  wire \$1153 ;
+  wire [255:0] \$1153 ;
   wire \$1154 ;
   wire \$1155 ;
   wire \$1156 ;
@@ -620,35 +620,35 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$1158 ;
   wire \$1159 ;
   wire [15:0] \$116 ;
-  wire [6:0] \$1160 ;
-  wire [10:0] \$1161 ;
-  wire [8:0] \$1162 ;
-  wire [8:0] \$1163 ;
+  wire \$1160 ;
+  wire \$1161 ;
+  wire [6:0] \$1162 ;
+  wire [10:0] \$1163 ;
   wire [8:0] \$1164 ;
-  wire \$1165 ;
-  wire \$1166 ;
+  wire [8:0] \$1165 ;
+  wire [8:0] \$1166 ;
   wire \$1167 ;
   wire \$1168 ;
   wire \$1169 ;
   wire [3:0] \$117 ;
   wire \$1170 ;
-  wire [9:0] \$1171 ;
-  wire [6:0] \$1172 ;
-  wire [8:0] \$1173 ;
-  wire [31:0] \$1174 ;
-  wire \$1175 ;
-  wire [23:0] \$1176 ;
-  wire [8:0] \$1177 ;
-  wire \$1178 ;
-  wire [9:0] \$1179 ;
+  wire \$1171 ;
+  wire \$1172 ;
+  wire [9:0] \$1173 ;
+  wire [6:0] \$1174 ;
+  wire [8:0] \$1175 ;
+  wire [31:0] \$1176 ;
+  wire \$1177 ;
+  wire [23:0] \$1178 ;
+  wire [8:0] \$1179 ;
   wire [4:0] \$118 ;
   wire \$1180 ;
-  wire [255:0] \$1181 ;
-  wire [255:0] \$1182 ;
-  wire \$1183 ;
+  wire [9:0] \$1181 ;
+  wire \$1182 ;
+  wire [255:0] \$1183 ;
   wire [255:0] \$1184 ;
   wire \$1185 ;
-  wire \$1186 ;
+  wire [255:0] \$1186 ;
   wire \$1187 ;
   wire \$1188 ;
   wire \$1189 ;
@@ -656,54 +656,54 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$1190 ;
   wire \$1191 ;
   wire \$1192 ;
-  wire [6:0] \$1193 ;
-  wire [6:0] \$1194 ;
-  wire [4:0] \$1195 ;
-  wire [4:0] \$1196 ;
+  wire \$1193 ;
+  wire \$1194 ;
+  wire [6:0] \$1195 ;
+  wire [6:0] \$1196 ;
   wire [4:0] \$1197 ;
-  wire \$1198 ;
-  wire \$1199 ;
+  wire [4:0] \$1198 ;
+  wire [4:0] \$1199 ;
   wire \$12 ;
   wire [63:0] \$120 ;
   wire \$1200 ;
   wire \$1201 ;
   wire \$1202 ;
   wire \$1203 ;
-  wire [9:0] \$1204 ;
-  wire [4:0] \$1205 ;
-  wire [31:0] \$1206 ;
-  wire \$1207 ;
-  wire [23:0] \$1208 ;
-  wire [4:0] \$1209 ;
+  wire \$1204 ;
+  wire \$1205 ;
+  wire [9:0] \$1206 ;
+  wire [4:0] \$1207 ;
+  wire [31:0] \$1208 ;
+  wire \$1209 ;
   wire [15:0] \$121 ;
-  wire \$1210 ;
-  wire [9:0] \$1211 ;
+  wire [23:0] \$1210 ;
+  wire [4:0] \$1211 ;
   wire \$1212 ;
-  wire [255:0] \$1213 ;
-  wire [255:0] \$1214 ;
-  wire \$1215 ;
+  wire [9:0] \$1213 ;
+  wire \$1214 ;
+  wire [255:0] \$1215 ;
   wire [255:0] \$1216 ;
   wire \$1217 ;
-  wire \$1218 ;
+  wire [255:0] \$1218 ;
   wire \$1219 ;
   wire \$122 ;
   wire \$1220 ;
   wire \$1221 ;
   wire \$1222 ;
   wire \$1223 ;
-  wire [2:0] \$1224 ;
-  wire [6:0] \$1225 ;
-  wire [4:0] \$1226 ;
-  wire \$1227 ;
-  wire \$1228 ;
+  wire \$1224 ;
+  wire \$1225 ;
+  wire [2:0] \$1226 ;
+  wire [6:0] \$1227 ;
+  wire [4:0] \$1228 ;
   wire \$1229 ;
   wire [3:0] \$123 ;
   wire \$1230 ;
   wire \$1231 ;
   wire \$1232 ;
-  wire [9:0] \$1233 ;
-  wire [3:0] \$1234 ;
-  wire [3:0] \$1235 ;
+  wire \$1233 ;
+  wire \$1234 ;
+  wire [9:0] \$1235 ;
   wire [3:0] \$1236 ;
   wire [3:0] \$1237 ;
   wire [3:0] \$1238 ;
@@ -737,9 +737,9 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1263 ;
   wire [3:0] \$1264 ;
   wire [3:0] \$1265 ;
-  wire [31:0] \$1266 ;
+  wire [3:0] \$1266 ;
   wire [3:0] \$1267 ;
-  wire [3:0] \$1268 ;
+  wire [31:0] \$1268 ;
   wire [3:0] \$1269 ;
   wire [15:0] \$127 ;
   wire [3:0] \$1270 ;
@@ -773,15 +773,15 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1296 ;
   wire [3:0] \$1297 ;
   wire [3:0] \$1298 ;
-  wire \$1299 ;
+  wire [3:0] \$1299 ;
   wire [13:0] \$13 ;
   wire \$130 ;
-  wire [23:0] \$1300 ;
-  wire [4:0] \$1301 ;
-  wire \$1302 ;
-  wire [9:0] \$1303 ;
-  wire [3:0] \$1304 ;
-  wire [3:0] \$1305 ;
+  wire [3:0] \$1300 ;
+  wire \$1301 ;
+  wire [23:0] \$1302 ;
+  wire [4:0] \$1303 ;
+  wire \$1304 ;
+  wire [9:0] \$1305 ;
   wire [3:0] \$1306 ;
   wire [3:0] \$1307 ;
   wire [3:0] \$1308 ;
@@ -815,32 +815,32 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1333 ;
   wire [3:0] \$1334 ;
   wire [3:0] \$1335 ;
-  wire \$1336 ;
-  wire [255:0] \$1337 ;
-  wire [255:0] \$1338 ;
-  wire \$1339 ;
-  wire \$134 ;
+  wire [3:0] \$1336 ;
+  wire [3:0] \$1337 ;
+  wire \$1338 ;
+  wire [255:0] \$1339 ;
+  wire [34:0] \$134 ;
   wire [255:0] \$1340 ;
   wire \$1341 ;
-  wire \$1342 ;
+  wire [255:0] \$1342 ;
   wire \$1343 ;
   wire \$1344 ;
   wire \$1345 ;
   wire \$1346 ;
   wire \$1347 ;
-  wire [6:0] \$1348 ;
-  wire [10:0] \$1349 ;
+  wire \$1348 ;
+  wire \$1349 ;
   wire \$135 ;
-  wire [8:0] \$1350 ;
-  wire \$1351 ;
-  wire \$1352 ;
+  wire [6:0] \$1350 ;
+  wire [10:0] \$1351 ;
+  wire [8:0] \$1352 ;
   wire \$1353 ;
   wire \$1354 ;
   wire \$1355 ;
   wire \$1356 ;
-  wire [9:0] \$1357 ;
-  wire [3:0] \$1358 ;
-  wire [3:0] \$1359 ;
+  wire \$1357 ;
+  wire \$1358 ;
+  wire [9:0] \$1359 ;
   wire \$136 ;
   wire [3:0] \$1360 ;
   wire [3:0] \$1361 ;
@@ -863,7 +863,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1377 ;
   wire [3:0] \$1378 ;
   wire [3:0] \$1379 ;
-  wire [16:0] \$138 ;
+  wire \$138 ;
   wire [3:0] \$1380 ;
   wire [3:0] \$1381 ;
   wire [3:0] \$1382 ;
@@ -875,9 +875,9 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1388 ;
   wire [3:0] \$1389 ;
   wire [16:0] \$139 ;
-  wire [31:0] \$1390 ;
+  wire [3:0] \$1390 ;
   wire [3:0] \$1391 ;
-  wire [3:0] \$1392 ;
+  wire [31:0] \$1392 ;
   wire [3:0] \$1393 ;
   wire [3:0] \$1394 ;
   wire [3:0] \$1395 ;
@@ -886,7 +886,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1398 ;
   wire [3:0] \$1399 ;
   wire \$14 ;
-  wire [3:0] \$140 ;
+  wire [16:0] \$140 ;
   wire [3:0] \$1400 ;
   wire [3:0] \$1401 ;
   wire [3:0] \$1402 ;
@@ -897,7 +897,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1407 ;
   wire [3:0] \$1408 ;
   wire [3:0] \$1409 ;
-  wire \$141 ;
+  wire [3:0] \$141 ;
   wire [3:0] \$1410 ;
   wire [3:0] \$1411 ;
   wire [3:0] \$1412 ;
@@ -908,18 +908,18 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1417 ;
   wire [3:0] \$1418 ;
   wire [3:0] \$1419 ;
-  wire [13:0] \$142 ;
+  wire \$142 ;
   wire [3:0] \$1420 ;
   wire [3:0] \$1421 ;
   wire [3:0] \$1422 ;
-  wire \$1423 ;
-  wire [23:0] \$1424 ;
-  wire [8:0] \$1425 ;
-  wire \$1426 ;
-  wire [9:0] \$1427 ;
-  wire [3:0] \$1428 ;
-  wire [3:0] \$1429 ;
-  wire \$143 ;
+  wire [3:0] \$1423 ;
+  wire [3:0] \$1424 ;
+  wire \$1425 ;
+  wire [23:0] \$1426 ;
+  wire [8:0] \$1427 ;
+  wire \$1428 ;
+  wire [9:0] \$1429 ;
+  wire [13:0] \$143 ;
   wire [3:0] \$1430 ;
   wire [3:0] \$1431 ;
   wire [3:0] \$1432 ;
@@ -953,39 +953,39 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1458 ;
   wire [3:0] \$1459 ;
   wire \$146 ;
-  wire \$1460 ;
-  wire [255:0] \$1461 ;
-  wire [255:0] \$1462 ;
-  wire \$1463 ;
+  wire [3:0] \$1460 ;
+  wire [3:0] \$1461 ;
+  wire \$1462 ;
+  wire [255:0] \$1463 ;
   wire [255:0] \$1464 ;
   wire \$1465 ;
-  wire \$1466 ;
+  wire [255:0] \$1466 ;
   wire \$1467 ;
   wire \$1468 ;
   wire \$1469 ;
   wire \$147 ;
   wire \$1470 ;
   wire \$1471 ;
-  wire [6:0] \$1472 ;
-  wire [6:0] \$1473 ;
-  wire [4:0] \$1474 ;
-  wire \$1475 ;
-  wire \$1476 ;
+  wire \$1472 ;
+  wire \$1473 ;
+  wire [6:0] \$1474 ;
+  wire [6:0] \$1475 ;
+  wire [4:0] \$1476 ;
   wire \$1477 ;
   wire \$1478 ;
   wire \$1479 ;
   wire \$148 ;
   wire \$1480 ;
-  wire [9:0] \$1481 ;
-  wire [3:0] \$1482 ;
-  wire [3:0] \$1483 ;
+  wire \$1481 ;
+  wire \$1482 ;
+  wire [9:0] \$1483 ;
   wire [3:0] \$1484 ;
   wire [3:0] \$1485 ;
   wire [3:0] \$1486 ;
   wire [3:0] \$1487 ;
   wire [3:0] \$1488 ;
   wire [3:0] \$1489 ;
-  wire [3:0] \$149 ;
+  wire \$149 ;
   wire [3:0] \$1490 ;
   wire [3:0] \$1491 ;
   wire [3:0] \$1492 ;
@@ -997,7 +997,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1498 ;
   wire [3:0] \$1499 ;
   wire \$15 ;
-  wire \$150 ;
+  wire [3:0] \$150 ;
   wire [3:0] \$1500 ;
   wire [3:0] \$1501 ;
   wire [3:0] \$1502 ;
@@ -1013,13 +1013,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1511 ;
   wire [3:0] \$1512 ;
   wire [3:0] \$1513 ;
-  wire [31:0] \$1514 ;
+  wire [3:0] \$1514 ;
   wire [3:0] \$1515 ;
-  wire [3:0] \$1516 ;
+  wire [31:0] \$1516 ;
   wire [3:0] \$1517 ;
   wire [3:0] \$1518 ;
   wire [3:0] \$1519 ;
-  wire [13:0] \$152 ;
+  wire \$152 ;
   wire [3:0] \$1520 ;
   wire [3:0] \$1521 ;
   wire [3:0] \$1522 ;
@@ -1030,7 +1030,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1527 ;
   wire [3:0] \$1528 ;
   wire [3:0] \$1529 ;
-  wire [3:0] \$153 ;
+  wire [13:0] \$153 ;
   wire [3:0] \$1530 ;
   wire [3:0] \$1531 ;
   wire [3:0] \$1532 ;
@@ -1041,7 +1041,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1537 ;
   wire [3:0] \$1538 ;
   wire [3:0] \$1539 ;
-  wire \$154 ;
+  wire [3:0] \$154 ;
   wire [3:0] \$1540 ;
   wire [3:0] \$1541 ;
   wire [3:0] \$1542 ;
@@ -1049,21 +1049,21 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1544 ;
   wire [3:0] \$1545 ;
   wire [3:0] \$1546 ;
-  wire \$1547 ;
-  wire [23:0] \$1548 ;
-  wire [4:0] \$1549 ;
-  wire [13:0] \$155 ;
-  wire \$1550 ;
-  wire [9:0] \$1551 ;
-  wire [3:0] \$1552 ;
-  wire [3:0] \$1553 ;
+  wire [3:0] \$1547 ;
+  wire [3:0] \$1548 ;
+  wire \$1549 ;
+  wire \$155 ;
+  wire [23:0] \$1550 ;
+  wire [4:0] \$1551 ;
+  wire \$1552 ;
+  wire [9:0] \$1553 ;
   wire [3:0] \$1554 ;
   wire [3:0] \$1555 ;
   wire [3:0] \$1556 ;
   wire [3:0] \$1557 ;
   wire [3:0] \$1558 ;
   wire [3:0] \$1559 ;
-  wire \$156 ;
+  wire [13:0] \$156 ;
   wire [3:0] \$1560 ;
   wire [3:0] \$1561 ;
   wire [3:0] \$1562 ;
@@ -1090,91 +1090,91 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$1581 ;
   wire [3:0] \$1582 ;
   wire [3:0] \$1583 ;
-  wire \$1584 ;
-  wire [255:0] \$1585 ;
-  wire [255:0] \$1586 ;
-  wire \$1587 ;
+  wire [3:0] \$1584 ;
+  wire [3:0] \$1585 ;
+  wire \$1586 ;
+  wire [255:0] \$1587 ;
   wire [255:0] \$1588 ;
   wire \$1589 ;
   wire \$159 ;
-  wire \$1590 ;
+  wire [255:0] \$1590 ;
   wire \$1591 ;
   wire \$1592 ;
   wire \$1593 ;
   wire \$1594 ;
   wire \$1595 ;
-  wire [5:0] \$1596 ;
-  wire [4:0] \$1597 ;
-  wire \$1598 ;
-  wire \$1599 ;
+  wire \$1596 ;
+  wire \$1597 ;
+  wire [5:0] \$1598 ;
+  wire [4:0] \$1599 ;
   wire \$16 ;
   wire \$160 ;
   wire \$1600 ;
   wire \$1601 ;
   wire \$1602 ;
   wire \$1603 ;
-  wire [8:0] \$1604 ;
-  wire [5:0] \$1605 ;
-  wire \$1606 ;
-  wire [23:0] \$1607 ;
+  wire \$1604 ;
+  wire \$1605 ;
+  wire [8:0] \$1606 ;
+  wire [5:0] \$1607 ;
   wire \$1608 ;
-  wire [511:0] \$1609 ;
+  wire [23:0] \$1609 ;
   wire \$161 ;
   wire \$1610 ;
-  wire \$1611 ;
+  wire [511:0] \$1611 ;
   wire \$1612 ;
   wire \$1613 ;
   wire \$1614 ;
   wire \$1615 ;
   wire \$1616 ;
-  wire [8:0] \$1617 ;
-  wire [8:0] \$1618 ;
-  wire \$1619 ;
-  wire [7:0] \$162 ;
-  wire \$1620 ;
+  wire \$1617 ;
+  wire \$1618 ;
+  wire [8:0] \$1619 ;
+  wire \$162 ;
+  wire [8:0] \$1620 ;
   wire \$1621 ;
   wire \$1622 ;
   wire \$1623 ;
   wire \$1624 ;
-  wire [8:0] \$1625 ;
-  wire [8:0] \$1626 ;
-  wire \$1627 ;
-  wire [23:0] \$1628 ;
+  wire \$1625 ;
+  wire \$1626 ;
+  wire [8:0] \$1627 ;
+  wire [8:0] \$1628 ;
   wire \$1629 ;
-  wire \$163 ;
-  wire [511:0] \$1630 ;
+  wire [7:0] \$163 ;
+  wire [23:0] \$1630 ;
   wire \$1631 ;
-  wire \$1632 ;
+  wire [511:0] \$1632 ;
   wire \$1633 ;
   wire \$1634 ;
   wire \$1635 ;
   wire \$1636 ;
   wire \$1637 ;
-  wire [4:0] \$1638 ;
-  wire [4:0] \$1639 ;
+  wire \$1638 ;
+  wire \$1639 ;
   wire \$164 ;
-  wire \$1640 ;
-  wire \$1641 ;
+  wire [4:0] \$1640 ;
+  wire [4:0] \$1641 ;
   wire \$1642 ;
   wire \$1643 ;
   wire \$1644 ;
   wire \$1645 ;
-  wire [8:0] \$1646 ;
-  wire [4:0] \$1647 ;
-  wire \$1648 ;
-  wire [23:0] \$1649 ;
-  wire [13:0] \$165 ;
+  wire \$1646 ;
+  wire \$1647 ;
+  wire [8:0] \$1648 ;
+  wire [4:0] \$1649 ;
+  wire \$165 ;
   wire \$1650 ;
-  wire [511:0] \$1651 ;
-  wire [13:0] \$1652 ;
-  wire [17:0] \$1653 ;
-  wire \$1654 ;
-  wire [23:0] \$1655 ;
+  wire [23:0] \$1651 ;
+  wire \$1652 ;
+  wire [511:0] \$1653 ;
+  wire [13:0] \$1654 ;
+  wire [17:0] \$1655 ;
   wire \$1656 ;
-  wire \$1657 ;
+  wire [23:0] \$1657 ;
   wire \$1658 ;
   wire \$1659 ;
-  wire [3:0] \$166 ;
+  wire [13:0] \$166 ;
   wire \$1660 ;
   wire \$1661 ;
   wire \$1662 ;
@@ -1185,18 +1185,18 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$1667 ;
   wire \$1668 ;
   wire \$1669 ;
-  wire \$167 ;
+  wire [3:0] \$167 ;
   wire \$1670 ;
   wire \$1671 ;
   wire \$1672 ;
-  wire [15:0] \$1673 ;
-  wire [13:0] \$1674 ;
-  wire [17:0] \$1675 ;
-  wire \$1676 ;
-  wire [23:0] \$1677 ;
+  wire \$1673 ;
+  wire \$1674 ;
+  wire [15:0] \$1675 ;
+  wire [13:0] \$1676 ;
+  wire [17:0] \$1677 ;
   wire \$1678 ;
-  wire \$1679 ;
-  wire [13:0] \$168 ;
+  wire [23:0] \$1679 ;
+  wire \$168 ;
   wire \$1680 ;
   wire \$1681 ;
   wire \$1682 ;
@@ -1207,62 +1207,62 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$1687 ;
   wire \$1688 ;
   wire \$1689 ;
-  wire \$169 ;
+  wire [13:0] \$169 ;
   wire \$1690 ;
   wire \$1691 ;
   wire \$1692 ;
   wire \$1693 ;
   wire \$1694 ;
-  wire [15:0] \$1695 ;
-  wire [32:0] \$1696 ;
-  wire [13:0] \$1697 ;
-  wire \$1698 ;
-  wire \$1699 ;
+  wire \$1695 ;
+  wire \$1696 ;
+  wire [15:0] \$1697 ;
+  wire [32:0] \$1698 ;
+  wire [13:0] \$1699 ;
   wire \$17 ;
-  wire [4:0] \$170 ;
-  wire [2:0] \$1700 ;
-  wire [5:0] \$1701 ;
-  wire \$1702 ;
-  wire [13:0] \$1703 ;
-  wire [13:0] \$1704 ;
+  wire \$170 ;
+  wire \$1700 ;
+  wire \$1701 ;
+  wire [2:0] \$1702 ;
+  wire [5:0] \$1703 ;
+  wire \$1704 ;
   wire [13:0] \$1705 ;
-  wire [14:0] \$1706 ;
-  wire [2:0] \$1707 ;
-  wire [5:0] \$1708 ;
-  wire [3:0] \$1709 ;
+  wire [13:0] \$1706 ;
+  wire [13:0] \$1707 ;
+  wire [14:0] \$1708 ;
+  wire [2:0] \$1709 ;
   wire [4:0] \$171 ;
-  wire \$1710 ;
-  wire [4:0] \$1711 ;
-  wire [5:0] \$1712 ;
-  wire \$1713 ;
-  wire [4:0] \$1714 ;
-  wire [5:0] \$1715 ;
-  wire \$1716 ;
-  wire [4:0] \$1717 ;
-  wire [5:0] \$1718 ;
-  wire \$1719 ;
-  wire \$172 ;
-  wire [4:0] \$1720 ;
-  wire [5:0] \$1721 ;
-  wire \$1722 ;
-  wire [7:0] \$1723 ;
-  wire [8:0] \$1724 ;
-  wire \$1725 ;
-  wire [7:0] \$1726 ;
-  wire [8:0] \$1727 ;
-  wire \$1728 ;
-  wire [7:0] \$1729 ;
+  wire [5:0] \$1710 ;
+  wire [3:0] \$1711 ;
+  wire \$1712 ;
+  wire [4:0] \$1713 ;
+  wire [5:0] \$1714 ;
+  wire \$1715 ;
+  wire [4:0] \$1716 ;
+  wire [5:0] \$1717 ;
+  wire \$1718 ;
+  wire [4:0] \$1719 ;
+  wire [4:0] \$172 ;
+  wire [5:0] \$1720 ;
+  wire \$1721 ;
+  wire [4:0] \$1722 ;
+  wire [5:0] \$1723 ;
+  wire \$1724 ;
+  wire [7:0] \$1725 ;
+  wire [8:0] \$1726 ;
+  wire \$1727 ;
+  wire [7:0] \$1728 ;
+  wire [8:0] \$1729 ;
   wire \$173 ;
-  wire [8:0] \$1730 ;
-  wire \$1731 ;
-  wire [7:0] \$1732 ;
-  wire [8:0] \$1733 ;
-  wire \$1734 ;
-  wire \$1735 ;
+  wire \$1730 ;
+  wire [7:0] \$1731 ;
+  wire [8:0] \$1732 ;
+  wire \$1733 ;
+  wire [7:0] \$1734 ;
+  wire [8:0] \$1735 ;
   wire \$1736 ;
   wire \$1737 ;
-  wire [15:0] \$1738 ;
-  wire [15:0] \$1739 ;
+  wire \$1738 ;
+  wire \$1739 ;
   wire \$174 ;
   wire [15:0] \$1740 ;
   wire [15:0] \$1741 ;
@@ -1275,7 +1275,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$1748 ;
   wire [15:0] \$1749 ;
   wire \$175 ;
-  wire [63:0] \$1750 ;
+  wire [15:0] \$1750 ;
   wire [15:0] \$1751 ;
   wire [63:0] \$1752 ;
   wire [15:0] \$1753 ;
@@ -1283,84 +1283,84 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$1755 ;
   wire [63:0] \$1756 ;
   wire [15:0] \$1757 ;
-  wire [13:0] \$1758 ;
-  wire [2:0] \$1759 ;
+  wire [63:0] \$1758 ;
+  wire [15:0] \$1759 ;
   wire \$176 ;
-  wire \$1760 ;
-  wire \$1761 ;
-  wire [2:0] \$1762 ;
-  wire [5:0] \$1763 ;
-  wire \$1764 ;
-  wire [13:0] \$1765 ;
-  wire [13:0] \$1766 ;
+  wire [13:0] \$1760 ;
+  wire [2:0] \$1761 ;
+  wire \$1762 ;
+  wire \$1763 ;
+  wire [2:0] \$1764 ;
+  wire [5:0] \$1765 ;
+  wire \$1766 ;
   wire [13:0] \$1767 ;
-  wire [14:0] \$1768 ;
-  wire [2:0] \$1769 ;
+  wire [13:0] \$1768 ;
+  wire [13:0] \$1769 ;
   wire \$177 ;
-  wire [5:0] \$1770 ;
-  wire \$1771 ;
-  wire \$1772 ;
+  wire [14:0] \$1770 ;
+  wire [2:0] \$1771 ;
+  wire [5:0] \$1772 ;
   wire \$1773 ;
   wire \$1774 ;
   wire \$1775 ;
-  wire [2:0] \$1776 ;
-  wire [5:0] \$1777 ;
-  wire \$1778 ;
-  wire \$1779 ;
-  wire [4:0] \$178 ;
-  wire [13:0] \$1780 ;
+  wire \$1776 ;
+  wire \$1777 ;
+  wire [2:0] \$1778 ;
+  wire [5:0] \$1779 ;
+  wire \$178 ;
+  wire \$1780 ;
   wire \$1781 ;
   wire [13:0] \$1782 ;
-  wire [13:0] \$1783 ;
-  wire [14:0] \$1784 ;
+  wire \$1783 ;
+  wire [13:0] \$1784 ;
   wire [13:0] \$1785 ;
-  wire \$1786 ;
-  wire \$1787 ;
-  wire [2:0] \$1788 ;
-  wire [5:0] \$1789 ;
-  wire \$179 ;
-  wire \$1790 ;
-  wire [13:0] \$1791 ;
-  wire [13:0] \$1792 ;
+  wire [14:0] \$1786 ;
+  wire [13:0] \$1787 ;
+  wire \$1788 ;
+  wire \$1789 ;
+  wire [4:0] \$179 ;
+  wire [2:0] \$1790 ;
+  wire [5:0] \$1791 ;
+  wire \$1792 ;
   wire [13:0] \$1793 ;
-  wire [14:0] \$1794 ;
-  wire [2:0] \$1795 ;
-  wire [5:0] \$1796 ;
-  wire [7:0] \$1797 ;
-  wire \$1798 ;
-  wire [4:0] \$1799 ;
+  wire [13:0] \$1794 ;
+  wire [13:0] \$1795 ;
+  wire [14:0] \$1796 ;
+  wire [2:0] \$1797 ;
+  wire [5:0] \$1798 ;
+  wire [7:0] \$1799 ;
   wire \$18 ;
   wire \$180 ;
-  wire [5:0] \$1800 ;
-  wire \$1801 ;
-  wire [4:0] \$1802 ;
-  wire [5:0] \$1803 ;
-  wire \$1804 ;
-  wire [4:0] \$1805 ;
-  wire [5:0] \$1806 ;
-  wire \$1807 ;
-  wire [4:0] \$1808 ;
-  wire [5:0] \$1809 ;
-  wire [13:0] \$181 ;
-  wire \$1810 ;
-  wire [7:0] \$1811 ;
-  wire [8:0] \$1812 ;
-  wire \$1813 ;
-  wire [7:0] \$1814 ;
-  wire [8:0] \$1815 ;
-  wire \$1816 ;
-  wire [7:0] \$1817 ;
-  wire [8:0] \$1818 ;
-  wire \$1819 ;
-  wire \$182 ;
-  wire [7:0] \$1820 ;
-  wire [8:0] \$1821 ;
-  wire \$1822 ;
-  wire \$1823 ;
+  wire \$1800 ;
+  wire [4:0] \$1801 ;
+  wire [5:0] \$1802 ;
+  wire \$1803 ;
+  wire [4:0] \$1804 ;
+  wire [5:0] \$1805 ;
+  wire \$1806 ;
+  wire [4:0] \$1807 ;
+  wire [5:0] \$1808 ;
+  wire \$1809 ;
+  wire \$181 ;
+  wire [4:0] \$1810 ;
+  wire [5:0] \$1811 ;
+  wire \$1812 ;
+  wire [7:0] \$1813 ;
+  wire [8:0] \$1814 ;
+  wire \$1815 ;
+  wire [7:0] \$1816 ;
+  wire [8:0] \$1817 ;
+  wire \$1818 ;
+  wire [7:0] \$1819 ;
+  wire [13:0] \$182 ;
+  wire [8:0] \$1820 ;
+  wire \$1821 ;
+  wire [7:0] \$1822 ;
+  wire [8:0] \$1823 ;
   wire \$1824 ;
   wire \$1825 ;
-  wire [15:0] \$1826 ;
-  wire [15:0] \$1827 ;
+  wire \$1826 ;
+  wire \$1827 ;
   wire [15:0] \$1828 ;
   wire [15:0] \$1829 ;
   wire \$183 ;
@@ -1372,7 +1372,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$1835 ;
   wire [15:0] \$1836 ;
   wire [15:0] \$1837 ;
-  wire [63:0] \$1838 ;
+  wire [15:0] \$1838 ;
   wire [15:0] \$1839 ;
   wire \$184 ;
   wire [63:0] \$1840 ;
@@ -1381,96 +1381,96 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$1843 ;
   wire [63:0] \$1844 ;
   wire [15:0] \$1845 ;
-  wire [13:0] \$1846 ;
-  wire [2:0] \$1847 ;
-  wire \$1848 ;
-  wire \$1849 ;
+  wire [63:0] \$1846 ;
+  wire [15:0] \$1847 ;
+  wire [13:0] \$1848 ;
+  wire [2:0] \$1849 ;
   wire \$185 ;
-  wire [2:0] \$1850 ;
-  wire [5:0] \$1851 ;
-  wire \$1852 ;
-  wire [13:0] \$1853 ;
-  wire [13:0] \$1854 ;
+  wire \$1850 ;
+  wire \$1851 ;
+  wire [2:0] \$1852 ;
+  wire [5:0] \$1853 ;
+  wire \$1854 ;
   wire [13:0] \$1855 ;
-  wire [14:0] \$1856 ;
-  wire [2:0] \$1857 ;
-  wire [5:0] \$1858 ;
-  wire \$1859 ;
-  wire [32:0] \$186 ;
-  wire \$1860 ;
+  wire [13:0] \$1856 ;
+  wire [13:0] \$1857 ;
+  wire [14:0] \$1858 ;
+  wire [2:0] \$1859 ;
+  wire \$186 ;
+  wire [5:0] \$1860 ;
   wire \$1861 ;
   wire \$1862 ;
   wire \$1863 ;
-  wire [2:0] \$1864 ;
-  wire [5:0] \$1865 ;
-  wire \$1866 ;
-  wire \$1867 ;
-  wire [13:0] \$1868 ;
+  wire \$1864 ;
+  wire \$1865 ;
+  wire [2:0] \$1866 ;
+  wire [5:0] \$1867 ;
+  wire \$1868 ;
   wire \$1869 ;
   wire [32:0] \$187 ;
   wire [13:0] \$1870 ;
-  wire [13:0] \$1871 ;
-  wire [14:0] \$1872 ;
+  wire \$1871 ;
+  wire [13:0] \$1872 ;
   wire [13:0] \$1873 ;
-  wire \$1874 ;
-  wire \$1875 ;
-  wire [2:0] \$1876 ;
-  wire [5:0] \$1877 ;
-  wire \$1878 ;
-  wire [13:0] \$1879 ;
-  wire \$188 ;
-  wire [13:0] \$1880 ;
+  wire [14:0] \$1874 ;
+  wire [13:0] \$1875 ;
+  wire \$1876 ;
+  wire \$1877 ;
+  wire [2:0] \$1878 ;
+  wire [5:0] \$1879 ;
+  wire [32:0] \$188 ;
+  wire \$1880 ;
   wire [13:0] \$1881 ;
-  wire [14:0] \$1882 ;
-  wire [2:0] \$1883 ;
-  wire [1:0] \$1884 ;
-  wire [7:0] \$1885 ;
-  wire \$1886 ;
-  wire [4:0] \$1887 ;
-  wire [5:0] \$1888 ;
-  wire \$1889 ;
+  wire [13:0] \$1882 ;
+  wire [13:0] \$1883 ;
+  wire [14:0] \$1884 ;
+  wire [2:0] \$1885 ;
+  wire [1:0] \$1886 ;
+  wire [7:0] \$1887 ;
+  wire \$1888 ;
+  wire [4:0] \$1889 ;
   wire \$189 ;
-  wire [4:0] \$1890 ;
-  wire [5:0] \$1891 ;
-  wire \$1892 ;
-  wire [4:0] \$1893 ;
-  wire [5:0] \$1894 ;
-  wire \$1895 ;
-  wire [4:0] \$1896 ;
-  wire [5:0] \$1897 ;
-  wire \$1898 ;
-  wire [3:0] \$1899 ;
+  wire [5:0] \$1890 ;
+  wire \$1891 ;
+  wire [4:0] \$1892 ;
+  wire [5:0] \$1893 ;
+  wire \$1894 ;
+  wire [4:0] \$1895 ;
+  wire [5:0] \$1896 ;
+  wire \$1897 ;
+  wire [4:0] \$1898 ;
+  wire [5:0] \$1899 ;
   wire \$19 ;
   wire \$190 ;
-  wire [4:0] \$1900 ;
-  wire \$1901 ;
-  wire [3:0] \$1902 ;
-  wire [4:0] \$1903 ;
-  wire \$1904 ;
-  wire [3:0] \$1905 ;
-  wire [4:0] \$1906 ;
-  wire \$1907 ;
-  wire [3:0] \$1908 ;
-  wire [4:0] \$1909 ;
+  wire \$1900 ;
+  wire [3:0] \$1901 ;
+  wire [4:0] \$1902 ;
+  wire \$1903 ;
+  wire [3:0] \$1904 ;
+  wire [4:0] \$1905 ;
+  wire \$1906 ;
+  wire [3:0] \$1907 ;
+  wire [4:0] \$1908 ;
+  wire \$1909 ;
   wire \$191 ;
-  wire \$1910 ;
-  wire \$1911 ;
+  wire [3:0] \$1910 ;
+  wire [4:0] \$1911 ;
   wire \$1912 ;
   wire \$1913 ;
-  wire [15:0] \$1914 ;
-  wire [15:0] \$1915 ;
+  wire \$1914 ;
+  wire \$1915 ;
   wire [15:0] \$1916 ;
   wire [15:0] \$1917 ;
   wire [15:0] \$1918 ;
   wire [15:0] \$1919 ;
-  wire [32:0] \$192 ;
+  wire \$192 ;
   wire [15:0] \$1920 ;
   wire [15:0] \$1921 ;
   wire [15:0] \$1922 ;
   wire [15:0] \$1923 ;
   wire [15:0] \$1924 ;
   wire [15:0] \$1925 ;
-  wire [63:0] \$1926 ;
+  wire [15:0] \$1926 ;
   wire [15:0] \$1927 ;
   wire [63:0] \$1928 ;
   wire [15:0] \$1929 ;
@@ -1479,85 +1479,85 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$1931 ;
   wire [63:0] \$1932 ;
   wire [15:0] \$1933 ;
-  wire [13:0] \$1934 ;
-  wire [2:0] \$1935 ;
-  wire \$1936 ;
-  wire \$1937 ;
-  wire [2:0] \$1938 ;
-  wire [5:0] \$1939 ;
-  wire \$194 ;
-  wire \$1940 ;
-  wire [13:0] \$1941 ;
-  wire [13:0] \$1942 ;
+  wire [63:0] \$1934 ;
+  wire [15:0] \$1935 ;
+  wire [13:0] \$1936 ;
+  wire [2:0] \$1937 ;
+  wire \$1938 ;
+  wire \$1939 ;
+  wire [32:0] \$194 ;
+  wire [2:0] \$1940 ;
+  wire [5:0] \$1941 ;
+  wire \$1942 ;
   wire [13:0] \$1943 ;
-  wire [14:0] \$1944 ;
-  wire [2:0] \$1945 ;
-  wire [1:0] \$1946 ;
-  wire \$1947 ;
-  wire \$1948 ;
+  wire [13:0] \$1944 ;
+  wire [13:0] \$1945 ;
+  wire [14:0] \$1946 ;
+  wire [2:0] \$1947 ;
+  wire [1:0] \$1948 ;
   wire \$1949 ;
   wire \$195 ;
   wire \$1950 ;
   wire \$1951 ;
-  wire [2:0] \$1952 ;
-  wire [5:0] \$1953 ;
-  wire \$1954 ;
-  wire \$1955 ;
-  wire [13:0] \$1956 ;
+  wire \$1952 ;
+  wire \$1953 ;
+  wire [2:0] \$1954 ;
+  wire [5:0] \$1955 ;
+  wire \$1956 ;
   wire \$1957 ;
   wire [13:0] \$1958 ;
-  wire [13:0] \$1959 ;
+  wire \$1959 ;
   wire \$196 ;
-  wire [14:0] \$1960 ;
+  wire [13:0] \$1960 ;
   wire [13:0] \$1961 ;
-  wire \$1962 ;
-  wire \$1963 ;
-  wire [2:0] \$1964 ;
-  wire [5:0] \$1965 ;
-  wire \$1966 ;
-  wire [13:0] \$1967 ;
-  wire [13:0] \$1968 ;
+  wire [14:0] \$1962 ;
+  wire [13:0] \$1963 ;
+  wire \$1964 ;
+  wire \$1965 ;
+  wire [2:0] \$1966 ;
+  wire [5:0] \$1967 ;
+  wire \$1968 ;
   wire [13:0] \$1969 ;
   wire \$197 ;
-  wire [14:0] \$1970 ;
-  wire [2:0] \$1971 ;
-  wire [5:0] \$1972 ;
-  wire [3:0] \$1973 ;
-  wire \$1974 ;
-  wire [4:0] \$1975 ;
-  wire [5:0] \$1976 ;
-  wire \$1977 ;
-  wire [4:0] \$1978 ;
-  wire [5:0] \$1979 ;
-  wire [32:0] \$198 ;
-  wire \$1980 ;
-  wire [4:0] \$1981 ;
-  wire [5:0] \$1982 ;
-  wire \$1983 ;
-  wire [4:0] \$1984 ;
-  wire [5:0] \$1985 ;
-  wire \$1986 ;
-  wire [7:0] \$1987 ;
-  wire [8:0] \$1988 ;
-  wire \$1989 ;
+  wire [13:0] \$1970 ;
+  wire [13:0] \$1971 ;
+  wire [14:0] \$1972 ;
+  wire [2:0] \$1973 ;
+  wire [5:0] \$1974 ;
+  wire [3:0] \$1975 ;
+  wire \$1976 ;
+  wire [4:0] \$1977 ;
+  wire [5:0] \$1978 ;
+  wire \$1979 ;
+  wire \$198 ;
+  wire [4:0] \$1980 ;
+  wire [5:0] \$1981 ;
+  wire \$1982 ;
+  wire [4:0] \$1983 ;
+  wire [5:0] \$1984 ;
+  wire \$1985 ;
+  wire [4:0] \$1986 ;
+  wire [5:0] \$1987 ;
+  wire \$1988 ;
+  wire [7:0] \$1989 ;
   wire [32:0] \$199 ;
-  wire [7:0] \$1990 ;
-  wire [8:0] \$1991 ;
-  wire \$1992 ;
-  wire [7:0] \$1993 ;
-  wire [8:0] \$1994 ;
-  wire \$1995 ;
-  wire [7:0] \$1996 ;
-  wire [8:0] \$1997 ;
-  wire \$1998 ;
-  wire \$1999 ;
+  wire [8:0] \$1990 ;
+  wire \$1991 ;
+  wire [7:0] \$1992 ;
+  wire [8:0] \$1993 ;
+  wire \$1994 ;
+  wire [7:0] \$1995 ;
+  wire [8:0] \$1996 ;
+  wire \$1997 ;
+  wire [7:0] \$1998 ;
+  wire [8:0] \$1999 ;
   wire [13:0] \$2 ;
   wire [7:0] \$20 ;
-  wire \$200 ;
+  wire [32:0] \$200 ;
   wire \$2000 ;
   wire \$2001 ;
-  wire [15:0] \$2002 ;
-  wire [15:0] \$2003 ;
+  wire \$2002 ;
+  wire \$2003 ;
   wire [15:0] \$2004 ;
   wire [15:0] \$2005 ;
   wire [15:0] \$2006 ;
@@ -1569,7 +1569,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$2011 ;
   wire [15:0] \$2012 ;
   wire [15:0] \$2013 ;
-  wire [63:0] \$2014 ;
+  wire [15:0] \$2014 ;
   wire [15:0] \$2015 ;
   wire [63:0] \$2016 ;
   wire [15:0] \$2017 ;
@@ -1578,83 +1578,83 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$202 ;
   wire [63:0] \$2020 ;
   wire [15:0] \$2021 ;
-  wire [13:0] \$2022 ;
-  wire [2:0] \$2023 ;
-  wire \$2024 ;
-  wire \$2025 ;
-  wire [2:0] \$2026 ;
-  wire [5:0] \$2027 ;
-  wire \$2028 ;
-  wire [13:0] \$2029 ;
+  wire [63:0] \$2022 ;
+  wire [15:0] \$2023 ;
+  wire [13:0] \$2024 ;
+  wire [2:0] \$2025 ;
+  wire \$2026 ;
+  wire \$2027 ;
+  wire [2:0] \$2028 ;
+  wire [5:0] \$2029 ;
   wire \$203 ;
-  wire [13:0] \$2030 ;
+  wire \$2030 ;
   wire [13:0] \$2031 ;
-  wire [14:0] \$2032 ;
-  wire [2:0] \$2033 ;
-  wire [5:0] \$2034 ;
-  wire \$2035 ;
-  wire \$2036 ;
+  wire [13:0] \$2032 ;
+  wire [13:0] \$2033 ;
+  wire [14:0] \$2034 ;
+  wire [2:0] \$2035 ;
+  wire [5:0] \$2036 ;
   wire \$2037 ;
   wire \$2038 ;
   wire \$2039 ;
-  wire [32:0] \$204 ;
-  wire [2:0] \$2040 ;
-  wire [5:0] \$2041 ;
-  wire \$2042 ;
-  wire \$2043 ;
-  wire [13:0] \$2044 ;
+  wire \$204 ;
+  wire \$2040 ;
+  wire \$2041 ;
+  wire [2:0] \$2042 ;
+  wire [5:0] \$2043 ;
+  wire \$2044 ;
   wire \$2045 ;
   wire [13:0] \$2046 ;
-  wire [13:0] \$2047 ;
-  wire [14:0] \$2048 ;
+  wire \$2047 ;
+  wire [13:0] \$2048 ;
   wire [13:0] \$2049 ;
   wire [32:0] \$205 ;
-  wire \$2050 ;
-  wire \$2051 ;
-  wire [2:0] \$2052 ;
-  wire [5:0] \$2053 ;
-  wire \$2054 ;
-  wire [13:0] \$2055 ;
-  wire [13:0] \$2056 ;
+  wire [14:0] \$2050 ;
+  wire [13:0] \$2051 ;
+  wire \$2052 ;
+  wire \$2053 ;
+  wire [2:0] \$2054 ;
+  wire [5:0] \$2055 ;
+  wire \$2056 ;
   wire [13:0] \$2057 ;
-  wire [14:0] \$2058 ;
-  wire [2:0] \$2059 ;
-  wire [3:0] \$206 ;
-  wire [5:0] \$2060 ;
-  wire [7:0] \$2061 ;
-  wire \$2062 ;
-  wire [4:0] \$2063 ;
-  wire [5:0] \$2064 ;
-  wire \$2065 ;
-  wire [4:0] \$2066 ;
-  wire [5:0] \$2067 ;
-  wire \$2068 ;
-  wire [4:0] \$2069 ;
-  wire \$207 ;
-  wire [5:0] \$2070 ;
-  wire \$2071 ;
-  wire [4:0] \$2072 ;
-  wire [5:0] \$2073 ;
-  wire \$2074 ;
-  wire [7:0] \$2075 ;
-  wire [8:0] \$2076 ;
-  wire \$2077 ;
-  wire [7:0] \$2078 ;
-  wire [8:0] \$2079 ;
-  wire [13:0] \$208 ;
-  wire \$2080 ;
-  wire [7:0] \$2081 ;
-  wire [8:0] \$2082 ;
-  wire \$2083 ;
-  wire [7:0] \$2084 ;
-  wire [8:0] \$2085 ;
-  wire \$2086 ;
-  wire \$2087 ;
+  wire [13:0] \$2058 ;
+  wire [13:0] \$2059 ;
+  wire [32:0] \$206 ;
+  wire [14:0] \$2060 ;
+  wire [2:0] \$2061 ;
+  wire [5:0] \$2062 ;
+  wire [7:0] \$2063 ;
+  wire \$2064 ;
+  wire [4:0] \$2065 ;
+  wire [5:0] \$2066 ;
+  wire \$2067 ;
+  wire [4:0] \$2068 ;
+  wire [5:0] \$2069 ;
+  wire [3:0] \$207 ;
+  wire \$2070 ;
+  wire [4:0] \$2071 ;
+  wire [5:0] \$2072 ;
+  wire \$2073 ;
+  wire [4:0] \$2074 ;
+  wire [5:0] \$2075 ;
+  wire \$2076 ;
+  wire [7:0] \$2077 ;
+  wire [8:0] \$2078 ;
+  wire \$2079 ;
+  wire \$208 ;
+  wire [7:0] \$2080 ;
+  wire [8:0] \$2081 ;
+  wire \$2082 ;
+  wire [7:0] \$2083 ;
+  wire [8:0] \$2084 ;
+  wire \$2085 ;
+  wire [7:0] \$2086 ;
+  wire [8:0] \$2087 ;
   wire \$2088 ;
   wire \$2089 ;
-  wire \$209 ;
-  wire [15:0] \$2090 ;
-  wire [15:0] \$2091 ;
+  wire [13:0] \$209 ;
+  wire \$2090 ;
+  wire \$2091 ;
   wire [15:0] \$2092 ;
   wire [15:0] \$2093 ;
   wire [15:0] \$2094 ;
@@ -1664,10 +1664,10 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$2098 ;
   wire [15:0] \$2099 ;
   wire \$21 ;
-  wire [4:0] \$210 ;
+  wire \$210 ;
   wire [15:0] \$2100 ;
   wire [15:0] \$2101 ;
-  wire [63:0] \$2102 ;
+  wire [15:0] \$2102 ;
   wire [15:0] \$2103 ;
   wire [63:0] \$2104 ;
   wire [15:0] \$2105 ;
@@ -1676,83 +1676,83 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [63:0] \$2108 ;
   wire [15:0] \$2109 ;
   wire [4:0] \$211 ;
-  wire [13:0] \$2110 ;
-  wire [2:0] \$2111 ;
-  wire \$2112 ;
-  wire \$2113 ;
-  wire [2:0] \$2114 ;
-  wire [5:0] \$2115 ;
-  wire \$2116 ;
-  wire [13:0] \$2117 ;
-  wire [13:0] \$2118 ;
+  wire [63:0] \$2110 ;
+  wire [15:0] \$2111 ;
+  wire [13:0] \$2112 ;
+  wire [2:0] \$2113 ;
+  wire \$2114 ;
+  wire \$2115 ;
+  wire [2:0] \$2116 ;
+  wire [5:0] \$2117 ;
+  wire \$2118 ;
   wire [13:0] \$2119 ;
-  wire \$212 ;
-  wire [14:0] \$2120 ;
-  wire [2:0] \$2121 ;
-  wire [5:0] \$2122 ;
-  wire \$2123 ;
-  wire \$2124 ;
+  wire [4:0] \$212 ;
+  wire [13:0] \$2120 ;
+  wire [13:0] \$2121 ;
+  wire [14:0] \$2122 ;
+  wire [2:0] \$2123 ;
+  wire [5:0] \$2124 ;
   wire \$2125 ;
   wire \$2126 ;
   wire \$2127 ;
-  wire [2:0] \$2128 ;
-  wire [5:0] \$2129 ;
+  wire \$2128 ;
+  wire \$2129 ;
   wire \$213 ;
-  wire \$2130 ;
-  wire \$2131 ;
-  wire [13:0] \$2132 ;
+  wire [2:0] \$2130 ;
+  wire [5:0] \$2131 ;
+  wire \$2132 ;
   wire \$2133 ;
   wire [13:0] \$2134 ;
-  wire [13:0] \$2135 ;
-  wire [14:0] \$2136 ;
+  wire \$2135 ;
+  wire [13:0] \$2136 ;
   wire [13:0] \$2137 ;
-  wire \$2138 ;
-  wire \$2139 ;
+  wire [14:0] \$2138 ;
+  wire [13:0] \$2139 ;
   wire \$214 ;
-  wire [2:0] \$2140 ;
-  wire [5:0] \$2141 ;
-  wire \$2142 ;
-  wire [13:0] \$2143 ;
-  wire [13:0] \$2144 ;
+  wire \$2140 ;
+  wire \$2141 ;
+  wire [2:0] \$2142 ;
+  wire [5:0] \$2143 ;
+  wire \$2144 ;
   wire [13:0] \$2145 ;
-  wire [14:0] \$2146 ;
-  wire [2:0] \$2147 ;
-  wire [1:0] \$2148 ;
-  wire [7:0] \$2149 ;
+  wire [13:0] \$2146 ;
+  wire [13:0] \$2147 ;
+  wire [14:0] \$2148 ;
+  wire [2:0] \$2149 ;
   wire \$215 ;
-  wire \$2150 ;
-  wire [4:0] \$2151 ;
-  wire [5:0] \$2152 ;
-  wire \$2153 ;
-  wire [4:0] \$2154 ;
-  wire [5:0] \$2155 ;
-  wire \$2156 ;
-  wire [4:0] \$2157 ;
-  wire [5:0] \$2158 ;
-  wire \$2159 ;
+  wire [1:0] \$2150 ;
+  wire [7:0] \$2151 ;
+  wire \$2152 ;
+  wire [4:0] \$2153 ;
+  wire [5:0] \$2154 ;
+  wire \$2155 ;
+  wire [4:0] \$2156 ;
+  wire [5:0] \$2157 ;
+  wire \$2158 ;
+  wire [4:0] \$2159 ;
   wire \$216 ;
-  wire [4:0] \$2160 ;
-  wire [5:0] \$2161 ;
-  wire \$2162 ;
-  wire [3:0] \$2163 ;
-  wire [4:0] \$2164 ;
-  wire \$2165 ;
-  wire [3:0] \$2166 ;
-  wire [4:0] \$2167 ;
-  wire \$2168 ;
-  wire [3:0] \$2169 ;
+  wire [5:0] \$2160 ;
+  wire \$2161 ;
+  wire [4:0] \$2162 ;
+  wire [5:0] \$2163 ;
+  wire \$2164 ;
+  wire [3:0] \$2165 ;
+  wire [4:0] \$2166 ;
+  wire \$2167 ;
+  wire [3:0] \$2168 ;
+  wire [4:0] \$2169 ;
   wire \$217 ;
-  wire [4:0] \$2170 ;
-  wire \$2171 ;
-  wire [3:0] \$2172 ;
-  wire [4:0] \$2173 ;
-  wire \$2174 ;
-  wire \$2175 ;
+  wire \$2170 ;
+  wire [3:0] \$2171 ;
+  wire [4:0] \$2172 ;
+  wire \$2173 ;
+  wire [3:0] \$2174 ;
+  wire [4:0] \$2175 ;
   wire \$2176 ;
   wire \$2177 ;
-  wire [15:0] \$2178 ;
-  wire [15:0] \$2179 ;
-  wire [4:0] \$218 ;
+  wire \$2178 ;
+  wire \$2179 ;
+  wire \$218 ;
   wire [15:0] \$2180 ;
   wire [15:0] \$2181 ;
   wire [15:0] \$2182 ;
@@ -1763,8 +1763,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$2187 ;
   wire [15:0] \$2188 ;
   wire [15:0] \$2189 ;
-  wire \$219 ;
-  wire [63:0] \$2190 ;
+  wire [4:0] \$219 ;
+  wire [15:0] \$2190 ;
   wire [15:0] \$2191 ;
   wire [63:0] \$2192 ;
   wire [15:0] \$2193 ;
@@ -1772,165 +1772,165 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$2195 ;
   wire [63:0] \$2196 ;
   wire [15:0] \$2197 ;
-  wire [13:0] \$2198 ;
-  wire [2:0] \$2199 ;
+  wire [63:0] \$2198 ;
+  wire [15:0] \$2199 ;
   wire \$22 ;
   wire \$220 ;
-  wire \$2200 ;
-  wire \$2201 ;
-  wire [2:0] \$2202 ;
-  wire [5:0] \$2203 ;
-  wire \$2204 ;
-  wire [13:0] \$2205 ;
-  wire [13:0] \$2206 ;
+  wire [13:0] \$2200 ;
+  wire [2:0] \$2201 ;
+  wire \$2202 ;
+  wire \$2203 ;
+  wire [2:0] \$2204 ;
+  wire [5:0] \$2205 ;
+  wire \$2206 ;
   wire [13:0] \$2207 ;
-  wire [14:0] \$2208 ;
-  wire [2:0] \$2209 ;
-  wire [13:0] \$221 ;
-  wire [1:0] \$2210 ;
-  wire \$2211 ;
-  wire \$2212 ;
+  wire [13:0] \$2208 ;
+  wire [13:0] \$2209 ;
+  wire \$221 ;
+  wire [14:0] \$2210 ;
+  wire [2:0] \$2211 ;
+  wire [1:0] \$2212 ;
   wire \$2213 ;
   wire \$2214 ;
   wire \$2215 ;
-  wire [2:0] \$2216 ;
-  wire [5:0] \$2217 ;
-  wire \$2218 ;
-  wire \$2219 ;
-  wire \$222 ;
-  wire [13:0] \$2220 ;
+  wire \$2216 ;
+  wire \$2217 ;
+  wire [2:0] \$2218 ;
+  wire [5:0] \$2219 ;
+  wire [13:0] \$222 ;
+  wire \$2220 ;
   wire \$2221 ;
   wire [13:0] \$2222 ;
-  wire [13:0] \$2223 ;
-  wire [14:0] \$2224 ;
+  wire \$2223 ;
+  wire [13:0] \$2224 ;
   wire [13:0] \$2225 ;
-  wire \$2226 ;
-  wire [4:0] \$2227 ;
+  wire [14:0] \$2226 ;
+  wire [13:0] \$2227 ;
   wire \$2228 ;
-  wire [13:0] \$2229 ;
+  wire [4:0] \$2229 ;
   wire \$223 ;
-  wire [13:0] \$2230 ;
+  wire \$2230 ;
   wire [13:0] \$2231 ;
-  wire [14:0] \$2232 ;
-  wire [4:0] \$2233 ;
-  wire [1:0] \$2234 ;
-  wire \$2235 ;
-  wire \$2236 ;
+  wire [13:0] \$2232 ;
+  wire [13:0] \$2233 ;
+  wire [14:0] \$2234 ;
+  wire [4:0] \$2235 ;
+  wire [1:0] \$2236 ;
   wire \$2237 ;
   wire \$2238 ;
   wire \$2239 ;
   wire \$224 ;
-  wire [4:0] \$2240 ;
+  wire \$2240 ;
   wire \$2241 ;
-  wire \$2242 ;
-  wire [3:0] \$2243 ;
-  wire [13:0] \$2244 ;
-  wire \$2245 ;
-  wire [15:0] \$2246 ;
-  wire [15:0] \$2247 ;
-  wire [63:0] \$2248 ;
-  wire [63:0] \$2249 ;
+  wire [4:0] \$2242 ;
+  wire \$2243 ;
+  wire \$2244 ;
+  wire [3:0] \$2245 ;
+  wire [13:0] \$2246 ;
+  wire \$2247 ;
+  wire [15:0] \$2248 ;
+  wire [15:0] \$2249 ;
   wire \$225 ;
   wire [63:0] \$2250 ;
   wire [63:0] \$2251 ;
-  wire [17:0] \$2252 ;
-  wire [15:0] \$2253 ;
-  wire [15:0] \$2254 ;
-  wire \$2255 ;
-  wire \$2256 ;
+  wire [63:0] \$2252 ;
+  wire [63:0] \$2253 ;
+  wire [34:0] \$2254 ;
+  wire [15:0] \$2255 ;
+  wire [15:0] \$2256 ;
   wire \$2257 ;
   wire \$2258 ;
-  wire [15:0] \$2259 ;
-  wire [32:0] \$226 ;
-  wire [15:0] \$2260 ;
-  wire [63:0] \$2261 ;
-  wire [63:0] \$2262 ;
+  wire \$2259 ;
+  wire \$226 ;
+  wire \$2260 ;
+  wire [15:0] \$2261 ;
+  wire [15:0] \$2262 ;
   wire [63:0] \$2263 ;
   wire [63:0] \$2264 ;
-  wire [17:0] \$2265 ;
-  wire [15:0] \$2266 ;
-  wire [15:0] \$2267 ;
-  wire [17:0] \$2268 ;
-  wire [17:0] \$2269 ;
+  wire [63:0] \$2265 ;
+  wire [63:0] \$2266 ;
+  wire [34:0] \$2267 ;
+  wire [15:0] \$2268 ;
+  wire [15:0] \$2269 ;
   wire [32:0] \$227 ;
-  wire [17:0] \$2270 ;
-  wire \$2271 ;
-  wire \$2272 ;
-  wire [32:0] \$2273 ;
-  wire [32:0] \$2274 ;
+  wire [34:0] \$2270 ;
+  wire [34:0] \$2271 ;
+  wire [34:0] \$2272 ;
+  wire [34:0] \$2273 ;
+  wire \$2274 ;
   wire \$2275 ;
-  wire \$2276 ;
-  wire [34:0] \$2277 ;
+  wire [32:0] \$2276 ;
+  wire [32:0] \$2277 ;
   wire \$2278 ;
   wire \$2279 ;
-  wire \$228 ;
-  wire \$2280 ;
+  wire [32:0] \$228 ;
+  wire [34:0] \$2280 ;
   wire \$2281 ;
-  wire [16:0] \$2282 ;
-  wire [33:0] \$2283 ;
+  wire \$2282 ;
+  wire \$2283 ;
   wire \$2284 ;
-  wire \$2285 ;
-  wire \$2286 ;
-  wire [1:0] \$2287 ;
-  wire \$2288 ;
+  wire [16:0] \$2285 ;
+  wire [16:0] \$2286 ;
+  wire [33:0] \$2287 ;
+  wire [33:0] \$2288 ;
   wire \$2289 ;
   wire \$229 ;
   wire \$2290 ;
-  wire [13:0] \$2291 ;
-  wire [13:0] \$2292 ;
-  wire [14:0] \$2293 ;
-  wire [13:0] \$2294 ;
+  wire \$2291 ;
+  wire [1:0] \$2292 ;
+  wire \$2293 ;
+  wire \$2294 ;
   wire \$2295 ;
-  wire \$2296 ;
-  wire [2:0] \$2297 ;
-  wire [5:0] \$2298 ;
-  wire \$2299 ;
+  wire [13:0] \$2296 ;
+  wire [13:0] \$2297 ;
+  wire [14:0] \$2298 ;
+  wire [13:0] \$2299 ;
   wire [13:0] \$23 ;
   wire \$230 ;
-  wire [13:0] \$2300 ;
-  wire [13:0] \$2301 ;
-  wire [13:0] \$2302 ;
-  wire [14:0] \$2303 ;
-  wire [2:0] \$2304 ;
-  wire [5:0] \$2305 ;
-  wire [3:0] \$2306 ;
-  wire [4:0] \$2307 ;
-  wire [5:0] \$2308 ;
-  wire \$2309 ;
+  wire \$2300 ;
+  wire \$2301 ;
+  wire [2:0] \$2302 ;
+  wire [5:0] \$2303 ;
+  wire \$2304 ;
+  wire [13:0] \$2305 ;
+  wire [13:0] \$2306 ;
+  wire [13:0] \$2307 ;
+  wire [14:0] \$2308 ;
+  wire [2:0] \$2309 ;
   wire \$231 ;
-  wire [4:0] \$2310 ;
-  wire [5:0] \$2311 ;
-  wire \$2312 ;
-  wire [4:0] \$2313 ;
-  wire [5:0] \$2314 ;
-  wire \$2315 ;
-  wire [4:0] \$2316 ;
-  wire [5:0] \$2317 ;
-  wire \$2318 ;
-  wire [7:0] \$2319 ;
-  wire [32:0] \$232 ;
-  wire [8:0] \$2320 ;
-  wire \$2321 ;
-  wire [7:0] \$2322 ;
-  wire [8:0] \$2323 ;
-  wire \$2324 ;
-  wire [7:0] \$2325 ;
-  wire [8:0] \$2326 ;
-  wire \$2327 ;
-  wire [7:0] \$2328 ;
-  wire [8:0] \$2329 ;
+  wire [5:0] \$2310 ;
+  wire [3:0] \$2311 ;
+  wire [4:0] \$2312 ;
+  wire [5:0] \$2313 ;
+  wire \$2314 ;
+  wire [4:0] \$2315 ;
+  wire [5:0] \$2316 ;
+  wire \$2317 ;
+  wire [4:0] \$2318 ;
+  wire [5:0] \$2319 ;
+  wire \$232 ;
+  wire \$2320 ;
+  wire [4:0] \$2321 ;
+  wire [5:0] \$2322 ;
+  wire \$2323 ;
+  wire [7:0] \$2324 ;
+  wire [8:0] \$2325 ;
+  wire \$2326 ;
+  wire [7:0] \$2327 ;
+  wire [8:0] \$2328 ;
+  wire \$2329 ;
   wire [32:0] \$233 ;
-  wire \$2330 ;
-  wire \$2331 ;
+  wire [7:0] \$2330 ;
+  wire [8:0] \$2331 ;
   wire \$2332 ;
-  wire \$2333 ;
-  wire [15:0] \$2334 ;
-  wire [15:0] \$2335 ;
-  wire [15:0] \$2336 ;
-  wire [15:0] \$2337 ;
-  wire [15:0] \$2338 ;
+  wire [7:0] \$2333 ;
+  wire [8:0] \$2334 ;
+  wire \$2335 ;
+  wire \$2336 ;
+  wire \$2337 ;
+  wire \$2338 ;
   wire [15:0] \$2339 ;
-  wire \$234 ;
+  wire [32:0] \$234 ;
   wire [15:0] \$2340 ;
   wire [15:0] \$2341 ;
   wire [15:0] \$2342 ;
@@ -1942,86 +1942,86 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$2348 ;
   wire [15:0] \$2349 ;
   wire \$235 ;
-  wire [13:0] \$2350 ;
-  wire [2:0] \$2351 ;
-  wire \$2352 ;
-  wire \$2353 ;
-  wire [2:0] \$2354 ;
-  wire [5:0] \$2355 ;
-  wire \$2356 ;
-  wire [13:0] \$2357 ;
-  wire [13:0] \$2358 ;
-  wire [13:0] \$2359 ;
+  wire [15:0] \$2350 ;
+  wire [15:0] \$2351 ;
+  wire [15:0] \$2352 ;
+  wire [15:0] \$2353 ;
+  wire [15:0] \$2354 ;
+  wire [13:0] \$2355 ;
+  wire [2:0] \$2356 ;
+  wire \$2357 ;
+  wire \$2358 ;
+  wire [2:0] \$2359 ;
   wire \$236 ;
-  wire [14:0] \$2360 ;
-  wire [2:0] \$2361 ;
-  wire [5:0] \$2362 ;
-  wire \$2363 ;
-  wire \$2364 ;
-  wire \$2365 ;
-  wire \$2366 ;
-  wire \$2367 ;
-  wire [2:0] \$2368 ;
-  wire [5:0] \$2369 ;
+  wire [5:0] \$2360 ;
+  wire \$2361 ;
+  wire [13:0] \$2362 ;
+  wire [13:0] \$2363 ;
+  wire [13:0] \$2364 ;
+  wire [14:0] \$2365 ;
+  wire [2:0] \$2366 ;
+  wire [5:0] \$2367 ;
+  wire \$2368 ;
+  wire \$2369 ;
   wire \$237 ;
   wire \$2370 ;
   wire \$2371 ;
-  wire [13:0] \$2372 ;
-  wire \$2373 ;
-  wire [13:0] \$2374 ;
-  wire [13:0] \$2375 ;
-  wire [14:0] \$2376 ;
+  wire \$2372 ;
+  wire [2:0] \$2373 ;
+  wire [5:0] \$2374 ;
+  wire \$2375 ;
+  wire \$2376 ;
   wire [13:0] \$2377 ;
   wire \$2378 ;
-  wire \$2379 ;
-  wire [32:0] \$238 ;
-  wire [2:0] \$2380 ;
-  wire [5:0] \$2381 ;
-  wire \$2382 ;
-  wire [13:0] \$2383 ;
-  wire [13:0] \$2384 ;
-  wire [13:0] \$2385 ;
-  wire [14:0] \$2386 ;
-  wire [2:0] \$2387 ;
-  wire [5:0] \$2388 ;
-  wire [7:0] \$2389 ;
+  wire [13:0] \$2379 ;
+  wire \$238 ;
+  wire [13:0] \$2380 ;
+  wire [14:0] \$2381 ;
+  wire [13:0] \$2382 ;
+  wire \$2383 ;
+  wire \$2384 ;
+  wire [2:0] \$2385 ;
+  wire [5:0] \$2386 ;
+  wire \$2387 ;
+  wire [13:0] \$2388 ;
+  wire [13:0] \$2389 ;
   wire [32:0] \$239 ;
-  wire [4:0] \$2390 ;
-  wire [5:0] \$2391 ;
-  wire \$2392 ;
-  wire [4:0] \$2393 ;
-  wire [5:0] \$2394 ;
-  wire \$2395 ;
-  wire [4:0] \$2396 ;
-  wire [5:0] \$2397 ;
-  wire \$2398 ;
-  wire [4:0] \$2399 ;
+  wire [13:0] \$2390 ;
+  wire [14:0] \$2391 ;
+  wire [2:0] \$2392 ;
+  wire [5:0] \$2393 ;
+  wire [7:0] \$2394 ;
+  wire [4:0] \$2395 ;
+  wire [5:0] \$2396 ;
+  wire \$2397 ;
+  wire [4:0] \$2398 ;
+  wire [5:0] \$2399 ;
   wire [3:0] \$24 ;
-  wire \$240 ;
-  wire [5:0] \$2400 ;
-  wire \$2401 ;
-  wire [7:0] \$2402 ;
-  wire [8:0] \$2403 ;
-  wire \$2404 ;
-  wire [7:0] \$2405 ;
-  wire [8:0] \$2406 ;
-  wire \$2407 ;
-  wire [7:0] \$2408 ;
-  wire [8:0] \$2409 ;
+  wire [32:0] \$240 ;
+  wire \$2400 ;
+  wire [4:0] \$2401 ;
+  wire [5:0] \$2402 ;
+  wire \$2403 ;
+  wire [4:0] \$2404 ;
+  wire [5:0] \$2405 ;
+  wire \$2406 ;
+  wire [7:0] \$2407 ;
+  wire [8:0] \$2408 ;
+  wire \$2409 ;
   wire \$241 ;
-  wire \$2410 ;
-  wire [7:0] \$2411 ;
-  wire [8:0] \$2412 ;
-  wire \$2413 ;
-  wire \$2414 ;
+  wire [7:0] \$2410 ;
+  wire [8:0] \$2411 ;
+  wire \$2412 ;
+  wire [7:0] \$2413 ;
+  wire [8:0] \$2414 ;
   wire \$2415 ;
-  wire \$2416 ;
-  wire [15:0] \$2417 ;
-  wire [15:0] \$2418 ;
-  wire [15:0] \$2419 ;
+  wire [7:0] \$2416 ;
+  wire [8:0] \$2417 ;
+  wire \$2418 ;
+  wire \$2419 ;
   wire \$242 ;
-  wire [15:0] \$2420 ;
-  wire [15:0] \$2421 ;
+  wire \$2420 ;
+  wire \$2421 ;
   wire [15:0] \$2422 ;
   wire [15:0] \$2423 ;
   wire [15:0] \$2424 ;
@@ -2034,135 +2034,135 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$2430 ;
   wire [15:0] \$2431 ;
   wire [15:0] \$2432 ;
-  wire [13:0] \$2433 ;
-  wire [2:0] \$2434 ;
-  wire \$2435 ;
-  wire \$2436 ;
-  wire [2:0] \$2437 ;
-  wire [5:0] \$2438 ;
-  wire \$2439 ;
-  wire [32:0] \$244 ;
-  wire [13:0] \$2440 ;
-  wire [13:0] \$2441 ;
-  wire [13:0] \$2442 ;
-  wire [14:0] \$2443 ;
-  wire [2:0] \$2444 ;
-  wire [5:0] \$2445 ;
-  wire \$2446 ;
-  wire \$2447 ;
-  wire \$2448 ;
-  wire \$2449 ;
+  wire [15:0] \$2433 ;
+  wire [15:0] \$2434 ;
+  wire [15:0] \$2435 ;
+  wire [15:0] \$2436 ;
+  wire [15:0] \$2437 ;
+  wire [13:0] \$2438 ;
+  wire [2:0] \$2439 ;
+  wire \$244 ;
+  wire \$2440 ;
+  wire \$2441 ;
+  wire [2:0] \$2442 ;
+  wire [5:0] \$2443 ;
+  wire \$2444 ;
+  wire [13:0] \$2445 ;
+  wire [13:0] \$2446 ;
+  wire [13:0] \$2447 ;
+  wire [14:0] \$2448 ;
+  wire [2:0] \$2449 ;
   wire [32:0] \$245 ;
-  wire \$2450 ;
-  wire [2:0] \$2451 ;
-  wire [5:0] \$2452 ;
+  wire [5:0] \$2450 ;
+  wire \$2451 ;
+  wire \$2452 ;
   wire \$2453 ;
   wire \$2454 ;
-  wire [13:0] \$2455 ;
-  wire \$2456 ;
-  wire [13:0] \$2457 ;
-  wire [13:0] \$2458 ;
-  wire [14:0] \$2459 ;
-  wire [3:0] \$246 ;
+  wire \$2455 ;
+  wire [2:0] \$2456 ;
+  wire [5:0] \$2457 ;
+  wire \$2458 ;
+  wire \$2459 ;
+  wire [32:0] \$246 ;
   wire [13:0] \$2460 ;
-  wire [4:0] \$2461 ;
-  wire [5:0] \$2462 ;
-  wire \$2463 ;
-  wire \$2464 ;
-  wire \$2465 ;
-  wire [13:0] \$2466 ;
-  wire [13:0] \$2467 ;
-  wire [13:0] \$2468 ;
-  wire [14:0] \$2469 ;
-  wire \$247 ;
-  wire [2:0] \$2470 ;
-  wire [5:0] \$2471 ;
-  wire [4:0] \$2472 ;
-  wire [7:0] \$2473 ;
-  wire [8:0] \$2474 ;
-  wire \$2475 ;
-  wire [7:0] \$2476 ;
-  wire [8:0] \$2477 ;
-  wire \$2478 ;
-  wire [7:0] \$2479 ;
-  wire [13:0] \$248 ;
-  wire [8:0] \$2480 ;
-  wire \$2481 ;
-  wire [7:0] \$2482 ;
-  wire [8:0] \$2483 ;
-  wire \$2484 ;
-  wire \$2485 ;
+  wire \$2461 ;
+  wire [13:0] \$2462 ;
+  wire [13:0] \$2463 ;
+  wire [14:0] \$2464 ;
+  wire [13:0] \$2465 ;
+  wire [4:0] \$2466 ;
+  wire [5:0] \$2467 ;
+  wire \$2468 ;
+  wire \$2469 ;
+  wire [3:0] \$247 ;
+  wire \$2470 ;
+  wire [13:0] \$2471 ;
+  wire [13:0] \$2472 ;
+  wire [13:0] \$2473 ;
+  wire [14:0] \$2474 ;
+  wire [2:0] \$2475 ;
+  wire [5:0] \$2476 ;
+  wire [4:0] \$2477 ;
+  wire [7:0] \$2478 ;
+  wire [8:0] \$2479 ;
+  wire \$248 ;
+  wire \$2480 ;
+  wire [7:0] \$2481 ;
+  wire [8:0] \$2482 ;
+  wire \$2483 ;
+  wire [7:0] \$2484 ;
+  wire [8:0] \$2485 ;
   wire \$2486 ;
-  wire [4:0] \$2487 ;
-  wire [5:0] \$2488 ;
+  wire [7:0] \$2487 ;
+  wire [8:0] \$2488 ;
   wire \$2489 ;
-  wire \$249 ;
-  wire [4:0] \$2490 ;
-  wire [5:0] \$2491 ;
-  wire \$2492 ;
-  wire [63:0] \$2493 ;
-  wire [4:0] \$2494 ;
-  wire [5:0] \$2495 ;
-  wire \$2496 ;
-  wire [10:0] \$2497 ;
-  wire [15:0] \$2498 ;
+  wire [13:0] \$249 ;
+  wire \$2490 ;
+  wire \$2491 ;
+  wire [4:0] \$2492 ;
+  wire [5:0] \$2493 ;
+  wire \$2494 ;
+  wire [4:0] \$2495 ;
+  wire [5:0] \$2496 ;
+  wire \$2497 ;
+  wire [63:0] \$2498 ;
   wire [4:0] \$2499 ;
   wire \$25 ;
-  wire [4:0] \$250 ;
+  wire \$250 ;
   wire [5:0] \$2500 ;
   wire \$2501 ;
-  wire [63:0] \$2502 ;
-  wire [4:0] \$2503 ;
-  wire [5:0] \$2504 ;
-  wire \$2505 ;
-  wire [10:0] \$2506 ;
-  wire [15:0] \$2507 ;
+  wire [10:0] \$2502 ;
+  wire [15:0] \$2503 ;
+  wire [4:0] \$2504 ;
+  wire [5:0] \$2505 ;
+  wire \$2506 ;
+  wire [63:0] \$2507 ;
   wire [4:0] \$2508 ;
   wire [5:0] \$2509 ;
   wire [4:0] \$251 ;
   wire \$2510 ;
-  wire [63:0] \$2511 ;
-  wire [4:0] \$2512 ;
-  wire [5:0] \$2513 ;
-  wire \$2514 ;
-  wire [10:0] \$2515 ;
-  wire [15:0] \$2516 ;
+  wire [10:0] \$2511 ;
+  wire [15:0] \$2512 ;
+  wire [4:0] \$2513 ;
+  wire [5:0] \$2514 ;
+  wire \$2515 ;
+  wire [63:0] \$2516 ;
   wire [4:0] \$2517 ;
   wire [5:0] \$2518 ;
   wire \$2519 ;
-  wire \$252 ;
-  wire [63:0] \$2520 ;
-  wire [4:0] \$2521 ;
-  wire [5:0] \$2522 ;
-  wire \$2523 ;
-  wire [10:0] \$2524 ;
-  wire [15:0] \$2525 ;
-  wire [63:0] \$2526 ;
-  wire [15:0] \$2527 ;
-  wire [63:0] \$2528 ;
-  wire [15:0] \$2529 ;
+  wire [4:0] \$252 ;
+  wire [10:0] \$2520 ;
+  wire [15:0] \$2521 ;
+  wire [4:0] \$2522 ;
+  wire [5:0] \$2523 ;
+  wire \$2524 ;
+  wire [63:0] \$2525 ;
+  wire [4:0] \$2526 ;
+  wire [5:0] \$2527 ;
+  wire \$2528 ;
+  wire [10:0] \$2529 ;
   wire \$253 ;
-  wire [63:0] \$2530 ;
-  wire [15:0] \$2531 ;
-  wire [63:0] \$2532 ;
-  wire [15:0] \$2533 ;
-  wire [13:0] \$2534 ;
-  wire [2:0] \$2535 ;
-  wire \$2536 ;
-  wire \$2537 ;
-  wire \$2538 ;
+  wire [15:0] \$2530 ;
+  wire [63:0] \$2531 ;
+  wire [15:0] \$2532 ;
+  wire [63:0] \$2533 ;
+  wire [15:0] \$2534 ;
+  wire [63:0] \$2535 ;
+  wire [15:0] \$2536 ;
+  wire [63:0] \$2537 ;
+  wire [15:0] \$2538 ;
   wire [13:0] \$2539 ;
   wire \$254 ;
-  wire [13:0] \$2540 ;
-  wire [13:0] \$2541 ;
-  wire [14:0] \$2542 ;
-  wire [2:0] \$2543 ;
-  wire [5:0] \$2544 ;
-  wire \$2545 ;
-  wire \$2546 ;
-  wire \$2547 ;
-  wire \$2548 ;
-  wire \$2549 ;
+  wire [2:0] \$2540 ;
+  wire \$2541 ;
+  wire \$2542 ;
+  wire \$2543 ;
+  wire [13:0] \$2544 ;
+  wire [13:0] \$2545 ;
+  wire [13:0] \$2546 ;
+  wire [14:0] \$2547 ;
+  wire [2:0] \$2548 ;
+  wire [5:0] \$2549 ;
   wire \$255 ;
   wire \$2550 ;
   wire \$2551 ;
@@ -2171,123 +2171,123 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$2554 ;
   wire \$2555 ;
   wire \$2556 ;
-  wire [127:0] \$2557 ;
-  wire [127:0] \$2558 ;
-  wire [127:0] \$2559 ;
+  wire \$2557 ;
+  wire \$2558 ;
+  wire \$2559 ;
   wire \$256 ;
-  wire [127:0] \$2560 ;
+  wire \$2560 ;
   wire \$2561 ;
-  wire \$2562 ;
-  wire [31:0] \$2563 ;
-  wire [31:0] \$2564 ;
-  wire [31:0] \$2565 ;
-  wire [31:0] \$2566 ;
+  wire [127:0] \$2562 ;
+  wire [127:0] \$2563 ;
+  wire [127:0] \$2564 ;
+  wire [127:0] \$2565 ;
+  wire \$2566 ;
   wire \$2567 ;
-  wire [13:0] \$2568 ;
-  wire [13:0] \$2569 ;
+  wire [31:0] \$2568 ;
+  wire [31:0] \$2569 ;
   wire \$257 ;
-  wire [14:0] \$2570 ;
-  wire [6:0] \$2571 ;
-  wire [13:0] \$2572 ;
-  wire [4:0] \$2573 ;
-  wire [5:0] \$2574 ;
-  wire \$2575 ;
-  wire \$2576 ;
-  wire \$2577 ;
-  wire [13:0] \$2578 ;
-  wire [13:0] \$2579 ;
-  wire [4:0] \$258 ;
-  wire [13:0] \$2580 ;
-  wire [14:0] \$2581 ;
-  wire [5:0] \$2582 ;
-  wire [5:0] \$2583 ;
-  wire [4:0] \$2584 ;
-  wire [7:0] \$2585 ;
-  wire [8:0] \$2586 ;
-  wire \$2587 ;
-  wire [7:0] \$2588 ;
-  wire [8:0] \$2589 ;
-  wire \$259 ;
-  wire \$2590 ;
-  wire [7:0] \$2591 ;
-  wire [8:0] \$2592 ;
-  wire \$2593 ;
-  wire [7:0] \$2594 ;
-  wire [8:0] \$2595 ;
-  wire \$2596 ;
-  wire \$2597 ;
+  wire [31:0] \$2570 ;
+  wire [31:0] \$2571 ;
+  wire \$2572 ;
+  wire [13:0] \$2573 ;
+  wire [13:0] \$2574 ;
+  wire [14:0] \$2575 ;
+  wire [6:0] \$2576 ;
+  wire [13:0] \$2577 ;
+  wire [4:0] \$2578 ;
+  wire [5:0] \$2579 ;
+  wire \$258 ;
+  wire \$2580 ;
+  wire \$2581 ;
+  wire \$2582 ;
+  wire [13:0] \$2583 ;
+  wire [13:0] \$2584 ;
+  wire [13:0] \$2585 ;
+  wire [14:0] \$2586 ;
+  wire [5:0] \$2587 ;
+  wire [5:0] \$2588 ;
+  wire [4:0] \$2589 ;
+  wire [4:0] \$259 ;
+  wire [7:0] \$2590 ;
+  wire [8:0] \$2591 ;
+  wire \$2592 ;
+  wire [7:0] \$2593 ;
+  wire [8:0] \$2594 ;
+  wire \$2595 ;
+  wire [7:0] \$2596 ;
+  wire [8:0] \$2597 ;
   wire \$2598 ;
-  wire [4:0] \$2599 ;
+  wire [7:0] \$2599 ;
   wire [13:0] \$26 ;
   wire \$260 ;
-  wire [5:0] \$2600 ;
+  wire [8:0] \$2600 ;
   wire \$2601 ;
-  wire [7:0] \$2602 ;
-  wire [8:0] \$2603 ;
-  wire \$2604 ;
-  wire [63:0] \$2605 ;
-  wire [7:0] \$2606 ;
-  wire [8:0] \$2607 ;
-  wire \$2608 ;
-  wire [10:0] \$2609 ;
-  wire [13:0] \$261 ;
-  wire [15:0] \$2610 ;
+  wire \$2602 ;
+  wire \$2603 ;
+  wire [4:0] \$2604 ;
+  wire [5:0] \$2605 ;
+  wire \$2606 ;
+  wire [7:0] \$2607 ;
+  wire [8:0] \$2608 ;
+  wire \$2609 ;
+  wire \$261 ;
+  wire [63:0] \$2610 ;
   wire [7:0] \$2611 ;
   wire [8:0] \$2612 ;
   wire \$2613 ;
-  wire [63:0] \$2614 ;
-  wire [7:0] \$2615 ;
-  wire [8:0] \$2616 ;
-  wire \$2617 ;
-  wire [10:0] \$2618 ;
-  wire [15:0] \$2619 ;
-  wire \$262 ;
+  wire [10:0] \$2614 ;
+  wire [15:0] \$2615 ;
+  wire [7:0] \$2616 ;
+  wire [8:0] \$2617 ;
+  wire \$2618 ;
+  wire [63:0] \$2619 ;
+  wire [13:0] \$262 ;
   wire [7:0] \$2620 ;
   wire [8:0] \$2621 ;
   wire \$2622 ;
-  wire [63:0] \$2623 ;
-  wire [7:0] \$2624 ;
-  wire [8:0] \$2625 ;
-  wire \$2626 ;
-  wire [10:0] \$2627 ;
-  wire [15:0] \$2628 ;
+  wire [10:0] \$2623 ;
+  wire [15:0] \$2624 ;
+  wire [7:0] \$2625 ;
+  wire [8:0] \$2626 ;
+  wire \$2627 ;
+  wire [63:0] \$2628 ;
   wire [7:0] \$2629 ;
   wire \$263 ;
   wire [8:0] \$2630 ;
   wire \$2631 ;
-  wire [63:0] \$2632 ;
-  wire [7:0] \$2633 ;
-  wire [8:0] \$2634 ;
-  wire \$2635 ;
-  wire [10:0] \$2636 ;
-  wire [15:0] \$2637 ;
-  wire [63:0] \$2638 ;
-  wire [15:0] \$2639 ;
+  wire [10:0] \$2632 ;
+  wire [15:0] \$2633 ;
+  wire [7:0] \$2634 ;
+  wire [8:0] \$2635 ;
+  wire \$2636 ;
+  wire [63:0] \$2637 ;
+  wire [7:0] \$2638 ;
+  wire [8:0] \$2639 ;
   wire \$264 ;
-  wire [63:0] \$2640 ;
-  wire [15:0] \$2641 ;
-  wire [63:0] \$2642 ;
-  wire [15:0] \$2643 ;
-  wire [63:0] \$2644 ;
-  wire [15:0] \$2645 ;
-  wire [13:0] \$2646 ;
-  wire [2:0] \$2647 ;
-  wire \$2648 ;
-  wire \$2649 ;
+  wire \$2640 ;
+  wire [10:0] \$2641 ;
+  wire [15:0] \$2642 ;
+  wire [63:0] \$2643 ;
+  wire [15:0] \$2644 ;
+  wire [63:0] \$2645 ;
+  wire [15:0] \$2646 ;
+  wire [63:0] \$2647 ;
+  wire [15:0] \$2648 ;
+  wire [63:0] \$2649 ;
   wire \$265 ;
-  wire \$2650 ;
+  wire [15:0] \$2650 ;
   wire [13:0] \$2651 ;
-  wire [13:0] \$2652 ;
-  wire [13:0] \$2653 ;
-  wire [14:0] \$2654 ;
-  wire [5:0] \$2655 ;
-  wire [5:0] \$2656 ;
-  wire \$2657 ;
-  wire \$2658 ;
-  wire \$2659 ;
-  wire [32:0] \$266 ;
-  wire \$2660 ;
-  wire \$2661 ;
+  wire [2:0] \$2652 ;
+  wire \$2653 ;
+  wire \$2654 ;
+  wire \$2655 ;
+  wire [13:0] \$2656 ;
+  wire [13:0] \$2657 ;
+  wire [13:0] \$2658 ;
+  wire [14:0] \$2659 ;
+  wire \$266 ;
+  wire [5:0] \$2660 ;
+  wire [5:0] \$2661 ;
   wire \$2662 ;
   wire \$2663 ;
   wire \$2664 ;
@@ -2295,285 +2295,285 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$2666 ;
   wire \$2667 ;
   wire \$2668 ;
-  wire [127:0] \$2669 ;
+  wire \$2669 ;
   wire [32:0] \$267 ;
-  wire [127:0] \$2670 ;
-  wire [127:0] \$2671 ;
-  wire [127:0] \$2672 ;
+  wire \$2670 ;
+  wire \$2671 ;
+  wire \$2672 ;
   wire \$2673 ;
-  wire \$2674 ;
-  wire [31:0] \$2675 ;
-  wire [31:0] \$2676 ;
-  wire [31:0] \$2677 ;
-  wire [31:0] \$2678 ;
+  wire [127:0] \$2674 ;
+  wire [127:0] \$2675 ;
+  wire [127:0] \$2676 ;
+  wire [127:0] \$2677 ;
+  wire \$2678 ;
   wire \$2679 ;
-  wire \$268 ;
-  wire [13:0] \$2680 ;
-  wire [13:0] \$2681 ;
-  wire [14:0] \$2682 ;
-  wire [9:0] \$2683 ;
-  wire [13:0] \$2684 ;
-  wire [4:0] \$2685 ;
-  wire [5:0] \$2686 ;
-  wire \$2687 ;
-  wire \$2688 ;
-  wire \$2689 ;
+  wire [32:0] \$268 ;
+  wire [31:0] \$2680 ;
+  wire [31:0] \$2681 ;
+  wire [31:0] \$2682 ;
+  wire [31:0] \$2683 ;
+  wire \$2684 ;
+  wire [13:0] \$2685 ;
+  wire [13:0] \$2686 ;
+  wire [14:0] \$2687 ;
+  wire [9:0] \$2688 ;
+  wire [13:0] \$2689 ;
   wire \$269 ;
-  wire [13:0] \$2690 ;
-  wire [13:0] \$2691 ;
-  wire [13:0] \$2692 ;
-  wire [14:0] \$2693 ;
-  wire [5:0] \$2694 ;
-  wire [1:0] \$2695 ;
-  wire [4:0] \$2696 ;
-  wire [3:0] \$2697 ;
-  wire [4:0] \$2698 ;
-  wire \$2699 ;
+  wire [4:0] \$2690 ;
+  wire [5:0] \$2691 ;
+  wire \$2692 ;
+  wire \$2693 ;
+  wire \$2694 ;
+  wire [13:0] \$2695 ;
+  wire [13:0] \$2696 ;
+  wire [13:0] \$2697 ;
+  wire [14:0] \$2698 ;
+  wire [5:0] \$2699 ;
   wire \$27 ;
   wire \$270 ;
-  wire [3:0] \$2700 ;
+  wire [1:0] \$2700 ;
   wire [4:0] \$2701 ;
-  wire \$2702 ;
-  wire [3:0] \$2703 ;
-  wire [4:0] \$2704 ;
-  wire \$2705 ;
-  wire [3:0] \$2706 ;
-  wire [4:0] \$2707 ;
-  wire \$2708 ;
-  wire \$2709 ;
+  wire [3:0] \$2702 ;
+  wire [4:0] \$2703 ;
+  wire \$2704 ;
+  wire [3:0] \$2705 ;
+  wire [4:0] \$2706 ;
+  wire \$2707 ;
+  wire [3:0] \$2708 ;
+  wire [4:0] \$2709 ;
   wire \$271 ;
   wire \$2710 ;
-  wire [4:0] \$2711 ;
-  wire [5:0] \$2712 ;
+  wire [3:0] \$2711 ;
+  wire [4:0] \$2712 ;
   wire \$2713 ;
-  wire [7:0] \$2714 ;
-  wire [8:0] \$2715 ;
-  wire \$2716 ;
-  wire [63:0] \$2717 ;
-  wire [7:0] \$2718 ;
-  wire [8:0] \$2719 ;
-  wire [32:0] \$272 ;
-  wire \$2720 ;
-  wire [10:0] \$2721 ;
-  wire [15:0] \$2722 ;
+  wire \$2714 ;
+  wire \$2715 ;
+  wire [4:0] \$2716 ;
+  wire [5:0] \$2717 ;
+  wire \$2718 ;
+  wire [7:0] \$2719 ;
+  wire \$272 ;
+  wire [8:0] \$2720 ;
+  wire \$2721 ;
+  wire [63:0] \$2722 ;
   wire [7:0] \$2723 ;
   wire [8:0] \$2724 ;
   wire \$2725 ;
-  wire [63:0] \$2726 ;
-  wire [7:0] \$2727 ;
-  wire [8:0] \$2728 ;
-  wire \$2729 ;
+  wire [10:0] \$2726 ;
+  wire [15:0] \$2727 ;
+  wire [7:0] \$2728 ;
+  wire [8:0] \$2729 ;
   wire [32:0] \$273 ;
-  wire [10:0] \$2730 ;
-  wire [15:0] \$2731 ;
+  wire \$2730 ;
+  wire [63:0] \$2731 ;
   wire [7:0] \$2732 ;
   wire [8:0] \$2733 ;
   wire \$2734 ;
-  wire [63:0] \$2735 ;
-  wire [7:0] \$2736 ;
-  wire [8:0] \$2737 ;
-  wire \$2738 ;
-  wire [10:0] \$2739 ;
-  wire \$274 ;
-  wire [15:0] \$2740 ;
+  wire [10:0] \$2735 ;
+  wire [15:0] \$2736 ;
+  wire [7:0] \$2737 ;
+  wire [8:0] \$2738 ;
+  wire \$2739 ;
+  wire [32:0] \$274 ;
+  wire [63:0] \$2740 ;
   wire [7:0] \$2741 ;
   wire [8:0] \$2742 ;
   wire \$2743 ;
-  wire [63:0] \$2744 ;
-  wire [7:0] \$2745 ;
-  wire [8:0] \$2746 ;
-  wire \$2747 ;
-  wire [10:0] \$2748 ;
-  wire [15:0] \$2749 ;
+  wire [10:0] \$2744 ;
+  wire [15:0] \$2745 ;
+  wire [7:0] \$2746 ;
+  wire [8:0] \$2747 ;
+  wire \$2748 ;
+  wire [63:0] \$2749 ;
   wire \$275 ;
-  wire [63:0] \$2750 ;
-  wire [15:0] \$2751 ;
-  wire [63:0] \$2752 ;
-  wire [15:0] \$2753 ;
-  wire [63:0] \$2754 ;
-  wire [15:0] \$2755 ;
-  wire [63:0] \$2756 ;
-  wire [15:0] \$2757 ;
-  wire [13:0] \$2758 ;
-  wire [2:0] \$2759 ;
+  wire [7:0] \$2750 ;
+  wire [8:0] \$2751 ;
+  wire \$2752 ;
+  wire [10:0] \$2753 ;
+  wire [15:0] \$2754 ;
+  wire [63:0] \$2755 ;
+  wire [15:0] \$2756 ;
+  wire [63:0] \$2757 ;
+  wire [15:0] \$2758 ;
+  wire [63:0] \$2759 ;
   wire \$276 ;
-  wire \$2760 ;
-  wire \$2761 ;
-  wire \$2762 ;
+  wire [15:0] \$2760 ;
+  wire [63:0] \$2761 ;
+  wire [15:0] \$2762 ;
   wire [13:0] \$2763 ;
-  wire [13:0] \$2764 ;
-  wire [13:0] \$2765 ;
-  wire [14:0] \$2766 ;
-  wire [5:0] \$2767 ;
-  wire [1:0] \$2768 ;
-  wire \$2769 ;
+  wire [2:0] \$2764 ;
+  wire \$2765 ;
+  wire \$2766 ;
+  wire \$2767 ;
+  wire [13:0] \$2768 ;
+  wire [13:0] \$2769 ;
   wire \$277 ;
-  wire \$2770 ;
-  wire \$2771 ;
-  wire \$2772 ;
-  wire \$2773 ;
+  wire [13:0] \$2770 ;
+  wire [14:0] \$2771 ;
+  wire [5:0] \$2772 ;
+  wire [1:0] \$2773 ;
   wire \$2774 ;
   wire \$2775 ;
   wire \$2776 ;
   wire \$2777 ;
   wire \$2778 ;
   wire \$2779 ;
-  wire [32:0] \$278 ;
+  wire \$278 ;
   wire \$2780 ;
-  wire [127:0] \$2781 ;
-  wire [127:0] \$2782 ;
-  wire [127:0] \$2783 ;
-  wire [127:0] \$2784 ;
+  wire \$2781 ;
+  wire \$2782 ;
+  wire \$2783 ;
+  wire \$2784 ;
   wire \$2785 ;
-  wire \$2786 ;
-  wire [31:0] \$2787 ;
-  wire [31:0] \$2788 ;
-  wire [31:0] \$2789 ;
+  wire [127:0] \$2786 ;
+  wire [127:0] \$2787 ;
+  wire [127:0] \$2788 ;
+  wire [127:0] \$2789 ;
   wire [32:0] \$279 ;
-  wire [31:0] \$2790 ;
+  wire \$2790 ;
   wire \$2791 ;
-  wire [13:0] \$2792 ;
-  wire [13:0] \$2793 ;
-  wire [14:0] \$2794 ;
-  wire [5:0] \$2795 ;
-  wire [2:0] \$2796 ;
-  wire \$2797 ;
-  wire \$2798 ;
-  wire \$2799 ;
+  wire [31:0] \$2792 ;
+  wire [31:0] \$2793 ;
+  wire [31:0] \$2794 ;
+  wire [31:0] \$2795 ;
+  wire \$2796 ;
+  wire [13:0] \$2797 ;
+  wire [13:0] \$2798 ;
+  wire [14:0] \$2799 ;
   wire \$28 ;
-  wire \$280 ;
-  wire [2:0] \$2800 ;
-  wire [5:0] \$2801 ;
+  wire [32:0] \$280 ;
+  wire [5:0] \$2800 ;
+  wire [2:0] \$2801 ;
   wire \$2802 ;
   wire \$2803 ;
   wire \$2804 ;
-  wire \$2805 ;
-  wire \$2806 ;
+  wire [2:0] \$2805 ;
+  wire [5:0] \$2806 ;
   wire \$2807 ;
   wire \$2808 ;
   wire \$2809 ;
   wire \$281 ;
   wire \$2810 ;
-  wire [63:0] \$2811 ;
-  wire [63:0] \$2812 ;
-  wire [63:0] \$2813 ;
-  wire [63:0] \$2814 ;
-  wire [127:0] \$2815 ;
-  wire [127:0] \$2816 ;
-  wire [127:0] \$2817 ;
-  wire [127:0] \$2818 ;
-  wire \$2819 ;
+  wire \$2811 ;
+  wire \$2812 ;
+  wire \$2813 ;
+  wire \$2814 ;
+  wire \$2815 ;
+  wire [63:0] \$2816 ;
+  wire [63:0] \$2817 ;
+  wire [63:0] \$2818 ;
+  wire [63:0] \$2819 ;
   wire \$282 ;
-  wire \$2820 ;
-  wire [55:0] \$2821 ;
-  wire [55:0] \$2822 ;
-  wire [55:0] \$2823 ;
-  wire [55:0] \$2824 ;
+  wire [127:0] \$2820 ;
+  wire [127:0] \$2821 ;
+  wire [127:0] \$2822 ;
+  wire [127:0] \$2823 ;
+  wire \$2824 ;
   wire \$2825 ;
-  wire \$2826 ;
-  wire [56:0] \$2827 ;
-  wire [56:0] \$2828 ;
-  wire [56:0] \$2829 ;
+  wire [55:0] \$2826 ;
+  wire [55:0] \$2827 ;
+  wire [55:0] \$2828 ;
+  wire [55:0] \$2829 ;
   wire \$283 ;
-  wire [56:0] \$2830 ;
+  wire \$2830 ;
   wire \$2831 ;
-  wire \$2832 ;
-  wire \$2833 ;
-  wire \$2834 ;
-  wire \$2835 ;
+  wire [56:0] \$2832 ;
+  wire [56:0] \$2833 ;
+  wire [56:0] \$2834 ;
+  wire [56:0] \$2835 ;
   wire \$2836 ;
   wire \$2837 ;
-  wire [2:0] \$2838 ;
+  wire \$2838 ;
   wire \$2839 ;
-  wire [32:0] \$284 ;
+  wire \$284 ;
   wire \$2840 ;
   wire \$2841 ;
-  wire [5:0] \$2842 ;
-  wire [5:0] \$2843 ;
+  wire \$2842 ;
+  wire [2:0] \$2843 ;
   wire \$2844 ;
   wire \$2845 ;
   wire \$2846 ;
-  wire \$2847 ;
-  wire \$2848 ;
+  wire [5:0] \$2847 ;
+  wire [5:0] \$2848 ;
   wire \$2849 ;
   wire [32:0] \$285 ;
   wire \$2850 ;
   wire \$2851 ;
   wire \$2852 ;
-  wire [63:0] \$2853 ;
-  wire [63:0] \$2854 ;
-  wire [63:0] \$2855 ;
-  wire [63:0] \$2856 ;
-  wire [127:0] \$2857 ;
-  wire [127:0] \$2858 ;
-  wire [127:0] \$2859 ;
-  wire [3:0] \$286 ;
-  wire [127:0] \$2860 ;
-  wire \$2861 ;
-  wire \$2862 ;
-  wire [55:0] \$2863 ;
-  wire [55:0] \$2864 ;
-  wire [55:0] \$2865 ;
-  wire [55:0] \$2866 ;
+  wire \$2853 ;
+  wire \$2854 ;
+  wire \$2855 ;
+  wire \$2856 ;
+  wire \$2857 ;
+  wire [63:0] \$2858 ;
+  wire [63:0] \$2859 ;
+  wire [32:0] \$286 ;
+  wire [63:0] \$2860 ;
+  wire [63:0] \$2861 ;
+  wire [127:0] \$2862 ;
+  wire [127:0] \$2863 ;
+  wire [127:0] \$2864 ;
+  wire [127:0] \$2865 ;
+  wire \$2866 ;
   wire \$2867 ;
-  wire \$2868 ;
-  wire [56:0] \$2869 ;
-  wire [2:0] \$287 ;
-  wire [56:0] \$2870 ;
-  wire [56:0] \$2871 ;
-  wire [56:0] \$2872 ;
+  wire [55:0] \$2868 ;
+  wire [55:0] \$2869 ;
+  wire [3:0] \$287 ;
+  wire [55:0] \$2870 ;
+  wire [55:0] \$2871 ;
+  wire \$2872 ;
   wire \$2873 ;
-  wire \$2874 ;
-  wire \$2875 ;
-  wire \$2876 ;
-  wire \$2877 ;
+  wire [56:0] \$2874 ;
+  wire [56:0] \$2875 ;
+  wire [56:0] \$2876 ;
+  wire [56:0] \$2877 ;
   wire \$2878 ;
   wire \$2879 ;
-  wire [3:0] \$288 ;
-  wire [2:0] \$2880 ;
+  wire [2:0] \$288 ;
+  wire \$2880 ;
   wire \$2881 ;
   wire \$2882 ;
   wire \$2883 ;
-  wire [5:0] \$2884 ;
-  wire [1:0] \$2885 ;
+  wire \$2884 ;
+  wire [2:0] \$2885 ;
   wire \$2886 ;
   wire \$2887 ;
   wire \$2888 ;
-  wire \$2889 ;
-  wire \$289 ;
-  wire \$2890 ;
+  wire [5:0] \$2889 ;
+  wire [3:0] \$289 ;
+  wire [1:0] \$2890 ;
   wire \$2891 ;
   wire \$2892 ;
   wire \$2893 ;
   wire \$2894 ;
-  wire [63:0] \$2895 ;
-  wire [63:0] \$2896 ;
-  wire [63:0] \$2897 ;
-  wire [63:0] \$2898 ;
-  wire [127:0] \$2899 ;
+  wire \$2895 ;
+  wire \$2896 ;
+  wire \$2897 ;
+  wire \$2898 ;
+  wire \$2899 ;
   wire \$29 ;
-  wire [2:0] \$290 ;
-  wire [127:0] \$2900 ;
-  wire [127:0] \$2901 ;
-  wire [127:0] \$2902 ;
-  wire \$2903 ;
-  wire \$2904 ;
-  wire [55:0] \$2905 ;
-  wire [55:0] \$2906 ;
-  wire [55:0] \$2907 ;
-  wire [55:0] \$2908 ;
+  wire \$290 ;
+  wire [63:0] \$2900 ;
+  wire [63:0] \$2901 ;
+  wire [63:0] \$2902 ;
+  wire [63:0] \$2903 ;
+  wire [127:0] \$2904 ;
+  wire [127:0] \$2905 ;
+  wire [127:0] \$2906 ;
+  wire [127:0] \$2907 ;
+  wire \$2908 ;
   wire \$2909 ;
-  wire [3:0] \$291 ;
-  wire \$2910 ;
-  wire [56:0] \$2911 ;
-  wire [56:0] \$2912 ;
-  wire [56:0] \$2913 ;
-  wire [56:0] \$2914 ;
+  wire [2:0] \$291 ;
+  wire [55:0] \$2910 ;
+  wire [55:0] \$2911 ;
+  wire [55:0] \$2912 ;
+  wire [55:0] \$2913 ;
+  wire \$2914 ;
   wire \$2915 ;
-  wire \$2916 ;
-  wire \$2917 ;
-  wire \$2918 ;
-  wire \$2919 ;
+  wire [56:0] \$2916 ;
+  wire [56:0] \$2917 ;
+  wire [56:0] \$2918 ;
+  wire [56:0] \$2919 ;
   wire [3:0] \$292 ;
   wire \$2920 ;
   wire \$2921 ;
@@ -2585,8 +2585,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$2927 ;
   wire \$2928 ;
   wire \$2929 ;
-  wire [5:0] \$293 ;
-  wire [16:0] \$2930 ;
+  wire [3:0] \$293 ;
+  wire \$2930 ;
   wire \$2931 ;
   wire \$2932 ;
   wire \$2933 ;
@@ -2596,75 +2596,75 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$2937 ;
   wire \$2938 ;
   wire \$2939 ;
-  wire [6:0] \$294 ;
+  wire [5:0] \$294 ;
   wire [16:0] \$2940 ;
-  wire [16:0] \$2941 ;
-  wire [16:0] \$2942 ;
+  wire \$2941 ;
+  wire \$2942 ;
   wire \$2943 ;
-  wire [4:0] \$2944 ;
-  wire [5:0] \$2945 ;
-  wire \$2946 ;
-  wire \$2947 ;
+  wire \$2944 ;
+  wire [16:0] \$2945 ;
+  wire [16:0] \$2946 ;
+  wire [16:0] \$2947 ;
   wire \$2948 ;
-  wire \$2949 ;
-  wire \$295 ;
-  wire [4:0] \$2950 ;
-  wire [5:0] \$2951 ;
+  wire [4:0] \$2949 ;
+  wire [6:0] \$295 ;
+  wire [5:0] \$2950 ;
+  wire \$2951 ;
   wire \$2952 ;
   wire \$2953 ;
   wire \$2954 ;
-  wire \$2955 ;
-  wire [4:0] \$2956 ;
-  wire [5:0] \$2957 ;
+  wire [4:0] \$2955 ;
+  wire [5:0] \$2956 ;
+  wire \$2957 ;
   wire \$2958 ;
   wire \$2959 ;
-  wire [5:0] \$296 ;
+  wire \$296 ;
   wire \$2960 ;
-  wire \$2961 ;
-  wire [4:0] \$2962 ;
-  wire [5:0] \$2963 ;
+  wire [4:0] \$2961 ;
+  wire [5:0] \$2962 ;
+  wire \$2963 ;
   wire \$2964 ;
   wire \$2965 ;
   wire \$2966 ;
-  wire \$2967 ;
-  wire [4:0] \$2968 ;
-  wire [5:0] \$2969 ;
-  wire [6:0] \$297 ;
+  wire [4:0] \$2967 ;
+  wire [5:0] \$2968 ;
+  wire \$2969 ;
+  wire [5:0] \$297 ;
   wire \$2970 ;
   wire \$2971 ;
   wire \$2972 ;
-  wire \$2973 ;
-  wire [4:0] \$2974 ;
-  wire [5:0] \$2975 ;
+  wire [4:0] \$2973 ;
+  wire [5:0] \$2974 ;
+  wire \$2975 ;
   wire \$2976 ;
   wire \$2977 ;
   wire \$2978 ;
-  wire \$2979 ;
+  wire [4:0] \$2979 ;
   wire [6:0] \$298 ;
-  wire \$2980 ;
+  wire [5:0] \$2980 ;
   wire \$2981 ;
   wire \$2982 ;
   wire \$2983 ;
-  wire [4:0] \$2984 ;
-  wire [5:0] \$2985 ;
+  wire \$2984 ;
+  wire \$2985 ;
   wire \$2986 ;
   wire \$2987 ;
   wire \$2988 ;
-  wire \$2989 ;
-  wire [2:0] \$299 ;
-  wire [4:0] \$2990 ;
-  wire [5:0] \$2991 ;
+  wire [4:0] \$2989 ;
+  wire [6:0] \$299 ;
+  wire [5:0] \$2990 ;
+  wire \$2991 ;
   wire \$2992 ;
   wire \$2993 ;
   wire \$2994 ;
-  wire \$2995 ;
-  wire \$2996 ;
+  wire [4:0] \$2995 ;
+  wire [5:0] \$2996 ;
   wire \$2997 ;
   wire \$2998 ;
   wire \$2999 ;
   wire \$3 ;
   wire \$30 ;
-  wire [7:0] \$300 ;
+  wire [2:0] \$300 ;
   wire \$3000 ;
   wire \$3001 ;
   wire \$3002 ;
@@ -2675,7 +2675,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$3007 ;
   wire \$3008 ;
   wire \$3009 ;
-  wire [8:0] \$301 ;
+  wire [7:0] \$301 ;
   wire \$3010 ;
   wire \$3011 ;
   wire \$3012 ;
@@ -2686,7 +2686,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$3017 ;
   wire \$3018 ;
   wire \$3019 ;
-  wire [9:0] \$302 ;
+  wire [8:0] \$302 ;
   wire \$3020 ;
   wire \$3021 ;
   wire \$3022 ;
@@ -2697,7 +2697,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$3027 ;
   wire \$3028 ;
   wire \$3029 ;
-  wire \$303 ;
+  wire [9:0] \$303 ;
   wire \$3030 ;
   wire \$3031 ;
   wire \$3032 ;
@@ -2716,15 +2716,15 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$3044 ;
   wire \$3045 ;
   wire \$3046 ;
-  wire [35:0] \$3047 ;
-  wire [36:0] \$3048 ;
-  wire [45:0] \$3049 ;
+  wire \$3047 ;
+  wire \$3048 ;
+  wire \$3049 ;
   wire \$305 ;
   wire \$3050 ;
   wire \$3051 ;
-  wire \$3052 ;
-  wire \$3053 ;
-  wire \$3054 ;
+  wire [35:0] \$3052 ;
+  wire [36:0] \$3053 ;
+  wire [45:0] \$3054 ;
   wire \$3055 ;
   wire \$3056 ;
   wire \$3057 ;
@@ -2816,954 +2816,964 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$3134 ;
   wire \$3135 ;
   wire \$3136 ;
-  reg [31:0] \$3137 ;
-  reg [12:0] \$3138 ;
-  reg [12:0] \$3139 ;
+  wire \$3137 ;
+  wire \$3138 ;
+  wire \$3139 ;
   wire \$314 ;
-  reg [12:0] \$3140 ;
-  reg [13:0] \$3141 ;
-  reg \$3142 ;
-  reg [1:0] \$3143 ;
-  reg [4:0] \$3144 ;
-  reg [2:0] \$3145 ;
-  reg [1:0] \$3146 ;
+  wire \$3140 ;
+  wire \$3141 ;
+  reg [31:0] \$3142 ;
+  reg [12:0] \$3143 ;
+  reg [12:0] \$3144 ;
+  reg [12:0] \$3145 ;
+  reg [13:0] \$3146 ;
   reg \$3147 ;
-  reg \$3148 ;
-  reg \$3149 ;
+  reg [1:0] \$3148 ;
+  reg [4:0] \$3149 ;
   wire \$315 ;
-  reg [3:0] \$3150 ;
-  reg [3:0] \$3151 ;
+  reg [2:0] \$3150 ;
+  reg [1:0] \$3151 ;
   reg \$3152 ;
   reg \$3153 ;
   reg \$3154 ;
-  reg [15:0] \$3155 ;
-  reg [15:0] \$3156 ;
-  reg [15:0] \$3157 ;
-  reg [15:0] \$3158 ;
-  reg [15:0] \$3159 ;
+  reg [3:0] \$3155 ;
+  reg [3:0] \$3156 ;
+  reg \$3157 ;
+  reg \$3158 ;
+  reg \$3159 ;
   wire \$316 ;
   reg [15:0] \$3160 ;
   reg [15:0] \$3161 ;
   reg [15:0] \$3162 ;
-  reg \$3163 ;
-  reg [12:0] \$3164 ;
-  reg [12:0] \$3165 ;
-  reg [12:0] \$3166 ;
-  reg [13:0] \$3167 ;
-  reg [1:0] \$3168 ;
-  reg [1:0] \$3169 ;
+  reg [15:0] \$3163 ;
+  reg [15:0] \$3164 ;
+  reg [15:0] \$3165 ;
+  reg [15:0] \$3166 ;
+  reg [15:0] \$3167 ;
+  reg \$3168 ;
+  reg [12:0] \$3169 ;
   wire \$317 ;
-  reg [4:0] \$3170 ;
-  reg \$3171 ;
-  reg \$3172 ;
+  reg [12:0] \$3170 ;
+  reg [12:0] \$3171 ;
+  reg [13:0] \$3172 ;
   reg [1:0] \$3173 ;
-  reg [3:0] \$3174 ;
-  reg [23:0] \$3175 ;
-  reg [15:0] \$3176 ;
-  reg [15:0] \$3177 ;
-  reg [15:0] \$3178 ;
-  reg [15:0] \$3179 ;
+  reg [1:0] \$3174 ;
+  reg [4:0] \$3175 ;
+  reg \$3176 ;
+  reg \$3177 ;
+  reg [1:0] \$3178 ;
+  reg [3:0] \$3179 ;
   wire \$318 ;
-  reg [12:0] \$3180 ;
-  reg [13:0] \$3181 ;
-  reg [12:0] \$3182 ;
-  reg [12:0] \$3183 ;
-  reg [12:0] \$3184 ;
-  reg [13:0] \$3185 ;
-  reg \$3186 ;
-  reg [1:0] \$3187 ;
-  reg [4:0] \$3188 ;
-  reg [6:0] \$3189 ;
+  reg [23:0] \$3180 ;
+  reg [15:0] \$3181 ;
+  reg [15:0] \$3182 ;
+  reg [15:0] \$3183 ;
+  reg [15:0] \$3184 ;
+  reg [12:0] \$3185 ;
+  reg [13:0] \$3186 ;
+  reg [12:0] \$3187 ;
+  reg [12:0] \$3188 ;
+  reg [12:0] \$3189 ;
   wire \$319 ;
-  reg [1:0] \$3190 ;
+  reg [13:0] \$3190 ;
   reg \$3191 ;
-  reg \$3192 ;
-  reg \$3193 ;
-  reg [3:0] \$3194 ;
-  reg [3:0] \$3195 ;
+  reg [1:0] \$3192 ;
+  reg [4:0] \$3193 ;
+  reg [6:0] \$3194 ;
+  reg [1:0] \$3195 ;
   reg \$3196 ;
   reg \$3197 ;
   reg \$3198 ;
-  reg [15:0] \$3199 ;
+  reg [3:0] \$3199 ;
   wire \$32 ;
   wire \$320 ;
-  reg [15:0] \$3200 ;
-  reg [15:0] \$3201 ;
-  reg [15:0] \$3202 ;
-  reg [15:0] \$3203 ;
+  reg [3:0] \$3200 ;
+  reg \$3201 ;
+  reg \$3202 ;
+  reg \$3203 ;
   reg [15:0] \$3204 ;
   reg [15:0] \$3205 ;
   reg [15:0] \$3206 ;
-  reg \$3207 ;
-  reg [12:0] \$3208 ;
-  reg [12:0] \$3209 ;
-  wire [16:0] \$321 ;
-  reg [12:0] \$3210 ;
-  reg [13:0] \$3211 ;
-  reg [1:0] \$3212 ;
-  reg [1:0] \$3213 ;
-  reg [4:0] \$3214 ;
-  reg \$3215 ;
-  reg \$3216 ;
+  reg [15:0] \$3207 ;
+  reg [15:0] \$3208 ;
+  reg [15:0] \$3209 ;
+  wire \$321 ;
+  reg [15:0] \$3210 ;
+  reg [15:0] \$3211 ;
+  reg \$3212 ;
+  reg [12:0] \$3213 ;
+  reg [12:0] \$3214 ;
+  reg [12:0] \$3215 ;
+  reg [13:0] \$3216 ;
   reg [1:0] \$3217 ;
-  reg [3:0] \$3218 ;
-  reg [23:0] \$3219 ;
+  reg [1:0] \$3218 ;
+  reg [4:0] \$3219 ;
   wire [16:0] \$322 ;
-  reg [15:0] \$3220 ;
-  reg [15:0] \$3221 ;
-  reg [15:0] \$3222 ;
-  reg [15:0] \$3223 ;
-  reg [12:0] \$3224 ;
-  reg [13:0] \$3225 ;
-  reg [12:0] \$3226 ;
-  reg [12:0] \$3227 ;
-  reg [12:0] \$3228 ;
-  reg [13:0] \$3229 ;
-  wire \$323 ;
-  reg \$3230 ;
-  reg [1:0] \$3231 ;
-  reg \$3232 ;
-  reg [6:0] \$3233 ;
-  reg [1:0] \$3234 ;
+  reg \$3220 ;
+  reg \$3221 ;
+  reg [1:0] \$3222 ;
+  reg [3:0] \$3223 ;
+  reg [23:0] \$3224 ;
+  reg [15:0] \$3225 ;
+  reg [15:0] \$3226 ;
+  reg [15:0] \$3227 ;
+  reg [15:0] \$3228 ;
+  reg [12:0] \$3229 ;
+  wire [16:0] \$323 ;
+  reg [13:0] \$3230 ;
+  reg [12:0] \$3231 ;
+  reg [12:0] \$3232 ;
+  reg [12:0] \$3233 ;
+  reg [13:0] \$3234 ;
   reg \$3235 ;
-  reg \$3236 ;
+  reg [1:0] \$3236 ;
   reg \$3237 ;
-  reg [3:0] \$3238 ;
-  reg [3:0] \$3239 ;
+  reg [6:0] \$3238 ;
+  reg [1:0] \$3239 ;
   wire \$324 ;
   reg \$3240 ;
   reg \$3241 ;
   reg \$3242 ;
-  reg [15:0] \$3243 ;
-  reg [15:0] \$3244 ;
-  reg [15:0] \$3245 ;
-  reg [15:0] \$3246 ;
-  reg [15:0] \$3247 ;
+  reg [3:0] \$3243 ;
+  reg [3:0] \$3244 ;
+  reg \$3245 ;
+  reg \$3246 ;
+  reg \$3247 ;
   reg [15:0] \$3248 ;
   reg [15:0] \$3249 ;
   wire \$325 ;
   reg [15:0] \$3250 ;
-  reg \$3251 ;
-  reg [12:0] \$3252 ;
-  reg [12:0] \$3253 ;
-  reg [12:0] \$3254 ;
-  reg [13:0] \$3255 ;
-  reg [1:0] \$3256 ;
-  reg [1:0] \$3257 ;
-  reg \$3258 ;
-  reg \$3259 ;
+  reg [15:0] \$3251 ;
+  reg [15:0] \$3252 ;
+  reg [15:0] \$3253 ;
+  reg [15:0] \$3254 ;
+  reg [15:0] \$3255 ;
+  reg \$3256 ;
+  reg [12:0] \$3257 ;
+  reg [12:0] \$3258 ;
+  reg [12:0] \$3259 ;
   wire \$326 ;
-  reg \$3260 ;
+  reg [13:0] \$3260 ;
   reg [1:0] \$3261 ;
-  reg [3:0] \$3262 ;
-  reg [23:0] \$3263 ;
-  reg [15:0] \$3264 ;
-  reg [15:0] \$3265 ;
-  reg [15:0] \$3266 ;
-  reg [15:0] \$3267 ;
-  reg [12:0] \$3268 ;
-  reg [13:0] \$3269 ;
-  wire [16:0] \$327 ;
-  reg [12:0] \$3270 ;
-  reg [12:0] \$3271 ;
-  reg [12:0] \$3272 ;
-  reg [13:0] \$3273 ;
-  reg \$3274 ;
-  reg [1:0] \$3275 ;
-  reg [4:0] \$3276 ;
-  reg [2:0] \$3277 ;
-  reg [1:0] \$3278 ;
+  reg [1:0] \$3262 ;
+  reg \$3263 ;
+  reg \$3264 ;
+  reg \$3265 ;
+  reg [1:0] \$3266 ;
+  reg [3:0] \$3267 ;
+  reg [23:0] \$3268 ;
+  reg [15:0] \$3269 ;
+  wire \$327 ;
+  reg [15:0] \$3270 ;
+  reg [15:0] \$3271 ;
+  reg [15:0] \$3272 ;
+  reg [12:0] \$3273 ;
+  reg [13:0] \$3274 ;
+  reg [12:0] \$3275 ;
+  reg [12:0] \$3276 ;
+  reg [12:0] \$3277 ;
+  reg [13:0] \$3278 ;
   reg \$3279 ;
   wire [16:0] \$328 ;
-  reg \$3280 ;
-  reg \$3281 ;
-  reg [3:0] \$3282 ;
-  reg [3:0] \$3283 ;
+  reg [1:0] \$3280 ;
+  reg [4:0] \$3281 ;
+  reg [2:0] \$3282 ;
+  reg [1:0] \$3283 ;
   reg \$3284 ;
   reg \$3285 ;
   reg \$3286 ;
-  reg [15:0] \$3287 ;
-  reg [15:0] \$3288 ;
-  reg [15:0] \$3289 ;
-  wire \$329 ;
-  reg [15:0] \$3290 ;
-  reg [15:0] \$3291 ;
+  reg [3:0] \$3287 ;
+  reg [3:0] \$3288 ;
+  reg \$3289 ;
+  wire [16:0] \$329 ;
+  reg \$3290 ;
+  reg \$3291 ;
   reg [15:0] \$3292 ;
   reg [15:0] \$3293 ;
   reg [15:0] \$3294 ;
-  reg \$3295 ;
-  reg [12:0] \$3296 ;
-  reg [12:0] \$3297 ;
-  reg [12:0] \$3298 ;
-  reg [13:0] \$3299 ;
+  reg [15:0] \$3295 ;
+  reg [15:0] \$3296 ;
+  reg [15:0] \$3297 ;
+  reg [15:0] \$3298 ;
+  reg [15:0] \$3299 ;
   wire [7:0] \$33 ;
   wire \$330 ;
-  reg [1:0] \$3300 ;
-  reg [1:0] \$3301 ;
-  reg [4:0] \$3302 ;
-  reg \$3303 ;
-  reg \$3304 ;
+  reg \$3300 ;
+  reg [12:0] \$3301 ;
+  reg [12:0] \$3302 ;
+  reg [12:0] \$3303 ;
+  reg [13:0] \$3304 ;
   reg [1:0] \$3305 ;
-  reg [3:0] \$3306 ;
-  reg [23:0] \$3307 ;
-  reg [15:0] \$3308 ;
-  reg [15:0] \$3309 ;
+  reg [1:0] \$3306 ;
+  reg [4:0] \$3307 ;
+  reg \$3308 ;
+  reg \$3309 ;
   wire \$331 ;
-  reg [15:0] \$3310 ;
-  reg [15:0] \$3311 ;
-  reg [12:0] \$3312 ;
-  reg [13:0] \$3313 ;
-  reg [12:0] \$3314 ;
-  reg [12:0] \$3315 ;
-  reg [12:0] \$3316 ;
-  reg [13:0] \$3317 ;
-  reg \$3318 ;
-  reg [1:0] \$3319 ;
+  reg [1:0] \$3310 ;
+  reg [3:0] \$3311 ;
+  reg [23:0] \$3312 ;
+  reg [15:0] \$3313 ;
+  reg [15:0] \$3314 ;
+  reg [15:0] \$3315 ;
+  reg [15:0] \$3316 ;
+  reg [12:0] \$3317 ;
+  reg [13:0] \$3318 ;
+  reg [12:0] \$3319 ;
   wire \$332 ;
-  reg [4:0] \$3320 ;
-  reg [6:0] \$3321 ;
-  reg [1:0] \$3322 ;
+  reg [12:0] \$3320 ;
+  reg [12:0] \$3321 ;
+  reg [13:0] \$3322 ;
   reg \$3323 ;
-  reg \$3324 ;
-  reg \$3325 ;
-  reg [3:0] \$3326 ;
-  reg [3:0] \$3327 ;
+  reg [1:0] \$3324 ;
+  reg [4:0] \$3325 ;
+  reg [6:0] \$3326 ;
+  reg [1:0] \$3327 ;
   reg \$3328 ;
   reg \$3329 ;
-  wire [16:0] \$333 ;
+  wire \$333 ;
   reg \$3330 ;
-  reg [15:0] \$3331 ;
-  reg [15:0] \$3332 ;
-  reg [15:0] \$3333 ;
-  reg [15:0] \$3334 ;
-  reg [15:0] \$3335 ;
+  reg [3:0] \$3331 ;
+  reg [3:0] \$3332 ;
+  reg \$3333 ;
+  reg \$3334 ;
+  reg \$3335 ;
   reg [15:0] \$3336 ;
   reg [15:0] \$3337 ;
   reg [15:0] \$3338 ;
-  reg \$3339 ;
+  reg [15:0] \$3339 ;
   wire [16:0] \$334 ;
-  reg [12:0] \$3340 ;
-  reg [12:0] \$3341 ;
-  reg [12:0] \$3342 ;
-  reg [13:0] \$3343 ;
-  reg [1:0] \$3344 ;
-  reg [1:0] \$3345 ;
-  reg [4:0] \$3346 ;
-  reg \$3347 ;
-  reg \$3348 ;
+  reg [15:0] \$3340 ;
+  reg [15:0] \$3341 ;
+  reg [15:0] \$3342 ;
+  reg [15:0] \$3343 ;
+  reg \$3344 ;
+  reg [12:0] \$3345 ;
+  reg [12:0] \$3346 ;
+  reg [12:0] \$3347 ;
+  reg [13:0] \$3348 ;
   reg [1:0] \$3349 ;
-  wire \$335 ;
-  reg [3:0] \$3350 ;
-  reg [23:0] \$3351 ;
-  reg [15:0] \$3352 ;
-  reg [15:0] \$3353 ;
-  reg [15:0] \$3354 ;
-  reg [15:0] \$3355 ;
-  reg [12:0] \$3356 ;
-  reg [13:0] \$3357 ;
-  reg [12:0] \$3358 ;
-  reg [12:0] \$3359 ;
+  wire [16:0] \$335 ;
+  reg [1:0] \$3350 ;
+  reg [4:0] \$3351 ;
+  reg \$3352 ;
+  reg \$3353 ;
+  reg [1:0] \$3354 ;
+  reg [3:0] \$3355 ;
+  reg [23:0] \$3356 ;
+  reg [15:0] \$3357 ;
+  reg [15:0] \$3358 ;
+  reg [15:0] \$3359 ;
   wire \$336 ;
-  reg [12:0] \$3360 ;
-  reg [13:0] \$3361 ;
-  reg \$3362 ;
-  reg [1:0] \$3363 ;
-  reg \$3364 ;
-  reg [6:0] \$3365 ;
-  reg [1:0] \$3366 ;
+  reg [15:0] \$3360 ;
+  reg [12:0] \$3361 ;
+  reg [13:0] \$3362 ;
+  reg [12:0] \$3363 ;
+  reg [12:0] \$3364 ;
+  reg [12:0] \$3365 ;
+  reg [13:0] \$3366 ;
   reg \$3367 ;
-  reg \$3368 ;
+  reg [1:0] \$3368 ;
   reg \$3369 ;
   wire \$337 ;
-  reg [3:0] \$3370 ;
-  reg [3:0] \$3371 ;
+  reg [6:0] \$3370 ;
+  reg [1:0] \$3371 ;
   reg \$3372 ;
   reg \$3373 ;
   reg \$3374 ;
-  reg [15:0] \$3375 ;
-  reg [15:0] \$3376 ;
-  reg [15:0] \$3377 ;
-  reg [15:0] \$3378 ;
-  reg [15:0] \$3379 ;
+  reg [3:0] \$3375 ;
+  reg [3:0] \$3376 ;
+  reg \$3377 ;
+  reg \$3378 ;
+  reg \$3379 ;
   wire \$338 ;
   reg [15:0] \$3380 ;
   reg [15:0] \$3381 ;
   reg [15:0] \$3382 ;
-  reg \$3383 ;
-  reg [12:0] \$3384 ;
-  reg [12:0] \$3385 ;
-  reg [12:0] \$3386 ;
-  reg [13:0] \$3387 ;
-  reg [1:0] \$3388 ;
-  reg [1:0] \$3389 ;
-  wire [16:0] \$339 ;
-  reg \$3390 ;
-  reg \$3391 ;
-  reg \$3392 ;
+  reg [15:0] \$3383 ;
+  reg [15:0] \$3384 ;
+  reg [15:0] \$3385 ;
+  reg [15:0] \$3386 ;
+  reg [15:0] \$3387 ;
+  reg \$3388 ;
+  reg [12:0] \$3389 ;
+  wire \$339 ;
+  reg [12:0] \$3390 ;
+  reg [12:0] \$3391 ;
+  reg [13:0] \$3392 ;
   reg [1:0] \$3393 ;
-  reg [3:0] \$3394 ;
-  reg [23:0] \$3395 ;
-  reg [15:0] \$3396 ;
-  reg [15:0] \$3397 ;
-  reg [15:0] \$3398 ;
-  reg [15:0] \$3399 ;
+  reg [1:0] \$3394 ;
+  reg \$3395 ;
+  reg \$3396 ;
+  reg \$3397 ;
+  reg [1:0] \$3398 ;
+  reg [3:0] \$3399 ;
   wire \$34 ;
   wire [16:0] \$340 ;
-  reg [12:0] \$3400 ;
-  reg [13:0] \$3401 ;
-  reg [12:0] \$3402 ;
-  reg [12:0] \$3403 ;
-  reg [12:0] \$3404 ;
-  reg [13:0] \$3405 ;
-  reg \$3406 ;
-  reg [3:0] \$3407 ;
-  reg \$3408 ;
-  reg \$3409 ;
-  wire [3:0] \$341 ;
-  reg [1:0] \$3410 ;
+  reg [23:0] \$3400 ;
+  reg [15:0] \$3401 ;
+  reg [15:0] \$3402 ;
+  reg [15:0] \$3403 ;
+  reg [15:0] \$3404 ;
+  reg [12:0] \$3405 ;
+  reg [13:0] \$3406 ;
+  reg [12:0] \$3407 ;
+  reg [12:0] \$3408 ;
+  reg [12:0] \$3409 ;
+  wire [16:0] \$341 ;
+  reg [13:0] \$3410 ;
   reg \$3411 ;
-  reg \$3412 ;
+  reg [3:0] \$3412 ;
   reg \$3413 ;
   reg \$3414 ;
-  reg [12:0] \$3415 ;
-  reg [15:0] \$3416 ;
-  reg [15:0] \$3417 ;
+  reg [1:0] \$3415 ;
+  reg \$3416 ;
+  reg \$3417 ;
   reg \$3418 ;
   reg \$3419 ;
-  wire [5:0] \$342 ;
-  reg [15:0] \$3420 ;
+  wire [3:0] \$342 ;
+  reg [12:0] \$3420 ;
   reg [15:0] \$3421 ;
   reg [15:0] \$3422 ;
   reg \$3423 ;
   reg \$3424 ;
-  reg [1:0] \$3425 ;
-  reg [12:0] \$3426 ;
-  reg \$3427 ;
+  reg [15:0] \$3425 ;
+  reg [15:0] \$3426 ;
+  reg [15:0] \$3427 ;
   reg \$3428 ;
-  reg [33:0] \$3429 ;
-  wire [6:0] \$343 ;
-  reg [15:0] \$3430 ;
-  reg [15:0] \$3431 ;
-  reg \$3432 ;
-  reg [1:0] \$3433 ;
-  reg [12:0] \$3434 ;
-  reg \$3435 ;
-  reg \$3436 ;
+  reg \$3429 ;
+  wire [5:0] \$343 ;
+  reg [1:0] \$3430 ;
+  reg [12:0] \$3431 ;
+  reg [16:0] \$3432 ;
+  reg \$3433 ;
+  reg \$3434 ;
+  reg [33:0] \$3435 ;
+  reg [15:0] \$3436 ;
   reg [15:0] \$3437 ;
   reg \$3438 ;
   reg [1:0] \$3439 ;
-  wire \$344 ;
+  wire [6:0] \$344 ;
   reg [12:0] \$3440 ;
-  reg [15:0] \$3441 ;
-  reg [18:0] \$3442 ;
+  reg [16:0] \$3441 ;
+  reg \$3442 ;
   reg \$3443 ;
-  reg \$3444 ;
-  reg [15:0] \$3445 ;
-  reg \$3446 ;
-  reg [1:0] \$3447 ;
-  reg [12:0] \$3448 ;
+  reg [15:0] \$3444 ;
+  reg \$3445 ;
+  reg [1:0] \$3446 ;
+  reg [12:0] \$3447 ;
+  reg [16:0] \$3448 ;
   reg [15:0] \$3449 ;
-  wire [5:0] \$345 ;
-  reg \$3450 ;
+  wire \$345 ;
+  reg [18:0] \$3450 ;
   reg \$3451 ;
   reg \$3452 ;
-  reg [1:0] \$3453 ;
-  reg [12:0] \$3454 ;
-  reg [16:0] \$3455 ;
-  reg [35:0] \$3456 ;
-  reg \$3457 ;
-  reg \$3458 ;
+  reg [15:0] \$3453 ;
+  reg \$3454 ;
+  reg [1:0] \$3455 ;
+  reg [12:0] \$3456 ;
+  reg [16:0] \$3457 ;
+  reg [15:0] \$3458 ;
   reg \$3459 ;
-  wire [6:0] \$346 ;
+  wire [5:0] \$346 ;
   reg \$3460 ;
-  reg [15:0] \$3461 ;
-  reg \$3462 ;
-  reg [1:0] \$3463 ;
-  reg [12:0] \$3464 ;
-  reg [12:0] \$3465 ;
-  reg [13:0] \$3466 ;
-  reg [12:0] \$3467 ;
-  reg [12:0] \$3468 ;
-  reg [12:0] \$3469 ;
+  reg \$3461 ;
+  reg [1:0] \$3462 ;
+  reg [12:0] \$3463 ;
+  reg [16:0] \$3464 ;
+  reg [33:0] \$3465 ;
+  reg [35:0] \$3466 ;
+  reg \$3467 ;
+  reg \$3468 ;
+  reg \$3469 ;
   wire [6:0] \$347 ;
-  reg [13:0] \$3470 ;
-  reg \$3471 ;
-  reg [1:0] \$3472 ;
-  reg [4:0] \$3473 ;
-  reg [2:0] \$3474 ;
-  reg [1:0] \$3475 ;
-  reg \$3476 ;
-  reg \$3477 ;
-  reg [3:0] \$3478 ;
-  reg [3:0] \$3479 ;
-  wire [5:0] \$348 ;
-  reg \$3480 ;
+  reg \$3470 ;
+  reg [15:0] \$3471 ;
+  reg \$3472 ;
+  reg [1:0] \$3473 ;
+  reg [12:0] \$3474 ;
+  reg [12:0] \$3475 ;
+  reg [13:0] \$3476 ;
+  reg [12:0] \$3477 ;
+  reg [12:0] \$3478 ;
+  reg [12:0] \$3479 ;
+  wire [6:0] \$348 ;
+  reg [13:0] \$3480 ;
   reg \$3481 ;
-  reg \$3482 ;
-  reg [15:0] \$3483 ;
-  reg [15:0] \$3484 ;
-  reg [15:0] \$3485 ;
-  reg [15:0] \$3486 ;
-  reg [15:0] \$3487 ;
-  reg [15:0] \$3488 ;
-  reg [15:0] \$3489 ;
-  wire [6:0] \$349 ;
-  reg [15:0] \$3490 ;
+  reg [1:0] \$3482 ;
+  reg [4:0] \$3483 ;
+  reg [2:0] \$3484 ;
+  reg [1:0] \$3485 ;
+  reg \$3486 ;
+  reg \$3487 ;
+  reg [3:0] \$3488 ;
+  reg [3:0] \$3489 ;
+  wire [5:0] \$349 ;
+  reg \$3490 ;
   reg \$3491 ;
-  reg [12:0] \$3492 ;
-  reg [12:0] \$3493 ;
-  reg [12:0] \$3494 ;
-  reg [13:0] \$3495 ;
-  reg [1:0] \$3496 ;
-  reg [1:0] \$3497 ;
-  reg [4:0] \$3498 ;
-  reg \$3499 ;
+  reg \$3492 ;
+  reg [15:0] \$3493 ;
+  reg [15:0] \$3494 ;
+  reg [15:0] \$3495 ;
+  reg [15:0] \$3496 ;
+  reg [15:0] \$3497 ;
+  reg [15:0] \$3498 ;
+  reg [15:0] \$3499 ;
   wire \$35 ;
-  wire \$350 ;
-  reg \$3500 ;
-  reg [1:0] \$3501 ;
-  reg \$3502 ;
-  reg [3:0] \$3503 ;
-  reg [23:0] \$3504 ;
-  reg [15:0] \$3505 ;
-  reg [15:0] \$3506 ;
-  reg [15:0] \$3507 ;
-  reg [15:0] \$3508 ;
-  reg [12:0] \$3509 ;
-  wire [5:0] \$351 ;
-  reg [13:0] \$3510 ;
-  reg [12:0] \$3511 ;
-  reg [12:0] \$3512 ;
-  reg [12:0] \$3513 ;
-  reg [13:0] \$3514 ;
-  reg \$3515 ;
-  reg [1:0] \$3516 ;
-  reg [4:0] \$3517 ;
-  reg [6:0] \$3518 ;
-  reg [1:0] \$3519 ;
-  wire [6:0] \$352 ;
-  reg \$3520 ;
-  reg \$3521 ;
-  reg [3:0] \$3522 ;
-  reg [3:0] \$3523 ;
-  reg \$3524 ;
+  wire [6:0] \$350 ;
+  reg [15:0] \$3500 ;
+  reg \$3501 ;
+  reg [12:0] \$3502 ;
+  reg [12:0] \$3503 ;
+  reg [12:0] \$3504 ;
+  reg [13:0] \$3505 ;
+  reg [1:0] \$3506 ;
+  reg [1:0] \$3507 ;
+  reg [4:0] \$3508 ;
+  reg \$3509 ;
+  wire \$351 ;
+  reg \$3510 ;
+  reg [1:0] \$3511 ;
+  reg \$3512 ;
+  reg [3:0] \$3513 ;
+  reg [23:0] \$3514 ;
+  reg [15:0] \$3515 ;
+  reg [15:0] \$3516 ;
+  reg [15:0] \$3517 ;
+  reg [15:0] \$3518 ;
+  reg [12:0] \$3519 ;
+  wire [5:0] \$352 ;
+  reg [13:0] \$3520 ;
+  reg [12:0] \$3521 ;
+  reg [12:0] \$3522 ;
+  reg [12:0] \$3523 ;
+  reg [13:0] \$3524 ;
   reg \$3525 ;
-  reg \$3526 ;
-  reg [15:0] \$3527 ;
-  reg [15:0] \$3528 ;
-  reg [15:0] \$3529 ;
+  reg [1:0] \$3526 ;
+  reg [4:0] \$3527 ;
+  reg [6:0] \$3528 ;
+  reg [1:0] \$3529 ;
   wire [6:0] \$353 ;
-  reg [15:0] \$3530 ;
-  reg [15:0] \$3531 ;
-  reg [15:0] \$3532 ;
-  reg [15:0] \$3533 ;
-  reg [15:0] \$3534 ;
+  reg \$3530 ;
+  reg \$3531 ;
+  reg [3:0] \$3532 ;
+  reg [3:0] \$3533 ;
+  reg \$3534 ;
   reg \$3535 ;
-  reg [12:0] \$3536 ;
-  reg [12:0] \$3537 ;
-  reg [12:0] \$3538 ;
-  reg [13:0] \$3539 ;
-  wire [5:0] \$354 ;
-  reg [1:0] \$3540 ;
-  reg [1:0] \$3541 ;
-  reg [4:0] \$3542 ;
-  reg \$3543 ;
-  reg \$3544 ;
-  reg [1:0] \$3545 ;
-  reg \$3546 ;
-  reg [3:0] \$3547 ;
-  reg [23:0] \$3548 ;
-  reg [15:0] \$3549 ;
-  wire [10:0] \$355 ;
-  reg [15:0] \$3550 ;
-  reg [15:0] \$3551 ;
-  reg [15:0] \$3552 ;
-  reg [12:0] \$3553 ;
-  reg [13:0] \$3554 ;
-  reg [12:0] \$3555 ;
-  reg [12:0] \$3556 ;
-  reg [12:0] \$3557 ;
-  reg [13:0] \$3558 ;
-  reg \$3559 ;
-  wire [11:0] \$356 ;
-  reg [1:0] \$3560 ;
-  reg [4:0] \$3561 ;
-  reg [3:0] \$3562 ;
-  reg [1:0] \$3563 ;
-  reg [1:0] \$3564 ;
-  reg \$3565 ;
-  reg \$3566 ;
-  reg [3:0] \$3567 ;
-  reg \$3568 ;
+  reg \$3536 ;
+  reg [15:0] \$3537 ;
+  reg [15:0] \$3538 ;
+  reg [15:0] \$3539 ;
+  wire [6:0] \$354 ;
+  reg [15:0] \$3540 ;
+  reg [15:0] \$3541 ;
+  reg [15:0] \$3542 ;
+  reg [15:0] \$3543 ;
+  reg [15:0] \$3544 ;
+  reg \$3545 ;
+  reg [12:0] \$3546 ;
+  reg [12:0] \$3547 ;
+  reg [12:0] \$3548 ;
+  reg [13:0] \$3549 ;
+  wire [5:0] \$355 ;
+  reg [1:0] \$3550 ;
+  reg [1:0] \$3551 ;
+  reg [4:0] \$3552 ;
+  reg \$3553 ;
+  reg \$3554 ;
+  reg [1:0] \$3555 ;
+  reg \$3556 ;
+  reg [3:0] \$3557 ;
+  reg [23:0] \$3558 ;
+  reg [15:0] \$3559 ;
+  wire [10:0] \$356 ;
+  reg [15:0] \$3560 ;
+  reg [15:0] \$3561 ;
+  reg [15:0] \$3562 ;
+  reg [12:0] \$3563 ;
+  reg [13:0] \$3564 ;
+  reg [12:0] \$3565 ;
+  reg [12:0] \$3566 ;
+  reg [12:0] \$3567 ;
+  reg [13:0] \$3568 ;
   reg \$3569 ;
-  wire [12:0] \$357 ;
-  reg \$3570 ;
-  reg [15:0] \$3571 ;
-  reg [15:0] \$3572 ;
-  reg [15:0] \$3573 ;
-  reg [15:0] \$3574 ;
-  reg [15:0] \$3575 ;
-  reg [15:0] \$3576 ;
-  reg [15:0] \$3577 ;
-  reg [15:0] \$3578 ;
+  wire [11:0] \$357 ;
+  reg [1:0] \$3570 ;
+  reg [4:0] \$3571 ;
+  reg [3:0] \$3572 ;
+  reg [1:0] \$3573 ;
+  reg [1:0] \$3574 ;
+  reg \$3575 ;
+  reg \$3576 ;
+  reg [3:0] \$3577 ;
+  reg \$3578 ;
   reg \$3579 ;
-  wire \$358 ;
-  reg [12:0] \$3580 ;
-  reg [12:0] \$3581 ;
-  reg [12:0] \$3582 ;
-  reg [13:0] \$3583 ;
-  reg [1:0] \$3584 ;
-  reg [1:0] \$3585 ;
-  reg [4:0] \$3586 ;
-  reg \$3587 ;
-  reg \$3588 ;
-  reg [1:0] \$3589 ;
+  wire [12:0] \$358 ;
+  reg \$3580 ;
+  reg [15:0] \$3581 ;
+  reg [15:0] \$3582 ;
+  reg [15:0] \$3583 ;
+  reg [15:0] \$3584 ;
+  reg [15:0] \$3585 ;
+  reg [15:0] \$3586 ;
+  reg [15:0] \$3587 ;
+  reg [15:0] \$3588 ;
+  reg \$3589 ;
   wire \$359 ;
-  reg \$3590 ;
-  reg [3:0] \$3591 ;
-  reg [23:0] \$3592 ;
-  reg \$3593 ;
-  reg \$3594 ;
-  reg \$3595 ;
-  reg \$3596 ;
-  reg [31:0] \$3597 ;
-  reg [31:0] \$3598 ;
-  reg [31:0] \$3599 ;
+  reg [12:0] \$3590 ;
+  reg [12:0] \$3591 ;
+  reg [12:0] \$3592 ;
+  reg [13:0] \$3593 ;
+  reg [1:0] \$3594 ;
+  reg [1:0] \$3595 ;
+  reg [4:0] \$3596 ;
+  reg \$3597 ;
+  reg \$3598 ;
+  reg [1:0] \$3599 ;
   wire [13:0] \$36 ;
   wire \$360 ;
-  reg [31:0] \$3600 ;
-  reg \$3601 ;
+  reg \$3600 ;
+  reg [3:0] \$3601 ;
   reg [23:0] \$3602 ;
-  reg [1:0] \$3603 ;
-  reg [3:0] \$3604 ;
+  reg \$3603 ;
+  reg \$3604 ;
   reg \$3605 ;
   reg \$3606 ;
-  reg \$3607 ;
-  reg \$3608 ;
-  reg \$3609 ;
+  reg [31:0] \$3607 ;
+  reg [31:0] \$3608 ;
+  reg [31:0] \$3609 ;
   wire \$361 ;
   reg [31:0] \$3610 ;
-  reg [31:0] \$3611 ;
-  reg [31:0] \$3612 ;
-  reg [31:0] \$3613 ;
-  reg [31:0] \$3614 ;
-  reg [31:0] \$3615 ;
-  reg [31:0] \$3616 ;
-  reg [31:0] \$3617 ;
+  reg \$3611 ;
+  reg [23:0] \$3612 ;
+  reg [1:0] \$3613 ;
+  reg [3:0] \$3614 ;
+  reg \$3615 ;
+  reg \$3616 ;
+  reg \$3617 ;
   reg \$3618 ;
   reg \$3619 ;
   wire \$362 ;
-  reg [23:0] \$3620 ;
-  reg [1:0] \$3621 ;
-  reg [3:0] \$3622 ;
-  reg [127:0] \$3623 ;
-  reg \$3624 ;
-  reg \$3625 ;
-  reg [12:0] \$3626 ;
-  reg [13:0] \$3627 ;
-  reg [5:0] \$3628 ;
+  reg [31:0] \$3620 ;
+  reg [31:0] \$3621 ;
+  reg [31:0] \$3622 ;
+  reg [31:0] \$3623 ;
+  reg [31:0] \$3624 ;
+  reg [31:0] \$3625 ;
+  reg [31:0] \$3626 ;
+  reg [31:0] \$3627 ;
+  reg \$3628 ;
   reg \$3629 ;
   wire \$363 ;
-  reg [12:0] \$3630 ;
-  reg [12:0] \$3631 ;
-  reg [12:0] \$3632 ;
-  reg [13:0] \$3633 ;
+  reg [23:0] \$3630 ;
+  reg [1:0] \$3631 ;
+  reg [3:0] \$3632 ;
+  reg [127:0] \$3633 ;
   reg \$3634 ;
-  reg [4:0] \$3635 ;
-  reg [4:0] \$3636 ;
-  reg [3:0] \$3637 ;
-  reg [1:0] \$3638 ;
-  reg [4:0] \$3639 ;
+  reg \$3635 ;
+  reg [12:0] \$3636 ;
+  reg [13:0] \$3637 ;
+  reg [5:0] \$3638 ;
+  reg \$3639 ;
   wire \$364 ;
-  reg \$3640 ;
-  reg \$3641 ;
-  reg [3:0] \$3642 ;
-  reg \$3643 ;
+  reg [12:0] \$3640 ;
+  reg [12:0] \$3641 ;
+  reg [12:0] \$3642 ;
+  reg [13:0] \$3643 ;
   reg \$3644 ;
-  reg \$3645 ;
-  reg [15:0] \$3646 ;
-  reg [15:0] \$3647 ;
-  reg [15:0] \$3648 ;
-  reg [15:0] \$3649 ;
+  reg [4:0] \$3645 ;
+  reg [4:0] \$3646 ;
+  reg [3:0] \$3647 ;
+  reg [1:0] \$3648 ;
+  reg [4:0] \$3649 ;
   wire \$365 ;
-  reg [15:0] \$3650 ;
-  reg [15:0] \$3651 ;
-  reg [15:0] \$3652 ;
-  reg [15:0] \$3653 ;
+  reg \$3650 ;
+  reg \$3651 ;
+  reg [3:0] \$3652 ;
+  reg \$3653 ;
   reg \$3654 ;
-  reg [12:0] \$3655 ;
-  reg [12:0] \$3656 ;
-  reg [12:0] \$3657 ;
-  reg [13:0] \$3658 ;
-  reg [1:0] \$3659 ;
+  reg \$3655 ;
+  reg [15:0] \$3656 ;
+  reg [15:0] \$3657 ;
+  reg [15:0] \$3658 ;
+  reg [15:0] \$3659 ;
   wire \$366 ;
-  reg [4:0] \$3660 ;
-  reg [4:0] \$3661 ;
-  reg \$3662 ;
-  reg \$3663 ;
-  reg [1:0] \$3664 ;
-  reg \$3665 ;
-  reg [3:0] \$3666 ;
-  reg [23:0] \$3667 ;
-  reg \$3668 ;
-  reg \$3669 ;
+  reg [15:0] \$3660 ;
+  reg [15:0] \$3661 ;
+  reg [15:0] \$3662 ;
+  reg [15:0] \$3663 ;
+  reg \$3664 ;
+  reg [12:0] \$3665 ;
+  reg [12:0] \$3666 ;
+  reg [12:0] \$3667 ;
+  reg [13:0] \$3668 ;
+  reg [1:0] \$3669 ;
   wire \$367 ;
-  reg \$3670 ;
-  reg \$3671 ;
-  reg [31:0] \$3672 ;
-  reg [31:0] \$3673 ;
-  reg [31:0] \$3674 ;
-  reg [31:0] \$3675 ;
-  reg \$3676 ;
+  reg [4:0] \$3670 ;
+  reg [4:0] \$3671 ;
+  reg \$3672 ;
+  reg \$3673 ;
+  reg [1:0] \$3674 ;
+  reg \$3675 ;
+  reg [3:0] \$3676 ;
   reg [23:0] \$3677 ;
-  reg [1:0] \$3678 ;
-  reg [3:0] \$3679 ;
+  reg \$3678 ;
+  reg \$3679 ;
   wire \$368 ;
   reg \$3680 ;
   reg \$3681 ;
-  reg \$3682 ;
-  reg \$3683 ;
-  reg \$3684 ;
+  reg [31:0] \$3682 ;
+  reg [31:0] \$3683 ;
+  reg [31:0] \$3684 ;
   reg [31:0] \$3685 ;
-  reg [31:0] \$3686 ;
-  reg [31:0] \$3687 ;
-  reg [31:0] \$3688 ;
-  reg [31:0] \$3689 ;
+  reg \$3686 ;
+  reg [23:0] \$3687 ;
+  reg [1:0] \$3688 ;
+  reg [3:0] \$3689 ;
   wire \$369 ;
-  reg [31:0] \$3690 ;
-  reg [31:0] \$3691 ;
-  reg [31:0] \$3692 ;
+  reg \$3690 ;
+  reg \$3691 ;
+  reg \$3692 ;
   reg \$3693 ;
   reg \$3694 ;
-  reg [23:0] \$3695 ;
-  reg [1:0] \$3696 ;
-  reg [3:0] \$3697 ;
-  reg [127:0] \$3698 ;
-  reg \$3699 ;
+  reg [31:0] \$3695 ;
+  reg [31:0] \$3696 ;
+  reg [31:0] \$3697 ;
+  reg [31:0] \$3698 ;
+  reg [31:0] \$3699 ;
   wire [3:0] \$37 ;
   wire \$370 ;
-  reg \$3700 ;
-  reg [12:0] \$3701 ;
-  reg [13:0] \$3702 ;
-  reg [8:0] \$3703 ;
+  reg [31:0] \$3700 ;
+  reg [31:0] \$3701 ;
+  reg [31:0] \$3702 ;
+  reg \$3703 ;
   reg \$3704 ;
-  reg [12:0] \$3705 ;
-  reg [12:0] \$3706 ;
-  reg [12:0] \$3707 ;
-  reg [13:0] \$3708 ;
+  reg [23:0] \$3705 ;
+  reg [1:0] \$3706 ;
+  reg [3:0] \$3707 ;
+  reg [127:0] \$3708 ;
   reg \$3709 ;
   wire \$371 ;
-  reg [4:0] \$3710 ;
-  reg \$3711 ;
-  reg [3:0] \$3712 ;
-  reg [1:0] \$3713 ;
-  reg [4:0] \$3714 ;
-  reg \$3715 ;
-  reg \$3716 ;
-  reg [3:0] \$3717 ;
-  reg \$3718 ;
+  reg \$3710 ;
+  reg [12:0] \$3711 ;
+  reg [13:0] \$3712 ;
+  reg [8:0] \$3713 ;
+  reg \$3714 ;
+  reg [12:0] \$3715 ;
+  reg [12:0] \$3716 ;
+  reg [12:0] \$3717 ;
+  reg [13:0] \$3718 ;
   reg \$3719 ;
   wire \$372 ;
-  reg \$3720 ;
-  reg [15:0] \$3721 ;
-  reg [15:0] \$3722 ;
-  reg [15:0] \$3723 ;
-  reg [15:0] \$3724 ;
-  reg [15:0] \$3725 ;
-  reg [15:0] \$3726 ;
-  reg [15:0] \$3727 ;
-  reg [15:0] \$3728 ;
+  reg [4:0] \$3720 ;
+  reg \$3721 ;
+  reg [3:0] \$3722 ;
+  reg [1:0] \$3723 ;
+  reg [4:0] \$3724 ;
+  reg \$3725 ;
+  reg \$3726 ;
+  reg [3:0] \$3727 ;
+  reg \$3728 ;
   reg \$3729 ;
   wire \$373 ;
-  reg [12:0] \$3730 ;
-  reg [12:0] \$3731 ;
-  reg [12:0] \$3732 ;
-  reg [13:0] \$3733 ;
-  reg [1:0] \$3734 ;
-  reg [4:0] \$3735 ;
-  reg \$3736 ;
-  reg \$3737 ;
-  reg \$3738 ;
-  reg [1:0] \$3739 ;
+  reg \$3730 ;
+  reg [15:0] \$3731 ;
+  reg [15:0] \$3732 ;
+  reg [15:0] \$3733 ;
+  reg [15:0] \$3734 ;
+  reg [15:0] \$3735 ;
+  reg [15:0] \$3736 ;
+  reg [15:0] \$3737 ;
+  reg [15:0] \$3738 ;
+  reg \$3739 ;
   wire \$374 ;
-  reg \$3740 ;
-  reg [3:0] \$3741 ;
-  reg [23:0] \$3742 ;
-  reg \$3743 ;
-  reg \$3744 ;
-  reg \$3745 ;
+  reg [12:0] \$3740 ;
+  reg [12:0] \$3741 ;
+  reg [12:0] \$3742 ;
+  reg [13:0] \$3743 ;
+  reg [1:0] \$3744 ;
+  reg [4:0] \$3745 ;
   reg \$3746 ;
-  reg [31:0] \$3747 ;
-  reg [31:0] \$3748 ;
-  reg [31:0] \$3749 ;
+  reg \$3747 ;
+  reg \$3748 ;
+  reg [1:0] \$3749 ;
   wire \$375 ;
-  reg [31:0] \$3750 ;
-  reg \$3751 ;
+  reg \$3750 ;
+  reg [3:0] \$3751 ;
   reg [23:0] \$3752 ;
-  reg [1:0] \$3753 ;
-  reg [3:0] \$3754 ;
+  reg \$3753 ;
+  reg \$3754 ;
   reg \$3755 ;
   reg \$3756 ;
-  reg \$3757 ;
-  reg \$3758 ;
-  reg \$3759 ;
+  reg [31:0] \$3757 ;
+  reg [31:0] \$3758 ;
+  reg [31:0] \$3759 ;
   wire \$376 ;
   reg [31:0] \$3760 ;
-  reg [31:0] \$3761 ;
-  reg [31:0] \$3762 ;
-  reg [31:0] \$3763 ;
-  reg [31:0] \$3764 ;
-  reg [31:0] \$3765 ;
-  reg [31:0] \$3766 ;
-  reg [31:0] \$3767 ;
+  reg \$3761 ;
+  reg [23:0] \$3762 ;
+  reg [1:0] \$3763 ;
+  reg [3:0] \$3764 ;
+  reg \$3765 ;
+  reg \$3766 ;
+  reg \$3767 ;
   reg \$3768 ;
   reg \$3769 ;
   wire \$377 ;
-  reg [23:0] \$3770 ;
-  reg [1:0] \$3771 ;
-  reg [3:0] \$3772 ;
-  reg [127:0] \$3773 ;
-  reg \$3774 ;
-  reg \$3775 ;
-  reg [12:0] \$3776 ;
-  reg [13:0] \$3777 ;
-  reg [4:0] \$3778 ;
+  reg [31:0] \$3770 ;
+  reg [31:0] \$3771 ;
+  reg [31:0] \$3772 ;
+  reg [31:0] \$3773 ;
+  reg [31:0] \$3774 ;
+  reg [31:0] \$3775 ;
+  reg [31:0] \$3776 ;
+  reg [31:0] \$3777 ;
+  reg \$3778 ;
   reg \$3779 ;
-  wire [16:0] \$378 ;
-  reg \$3780 ;
-  reg \$3781 ;
-  reg [1:0] \$3782 ;
-  reg [4:0] \$3783 ;
-  reg [1:0] \$3784 ;
+  wire \$378 ;
+  reg [23:0] \$3780 ;
+  reg [1:0] \$3781 ;
+  reg [3:0] \$3782 ;
+  reg [127:0] \$3783 ;
+  reg \$3784 ;
   reg \$3785 ;
-  reg [1:0] \$3786 ;
-  reg [23:0] \$3787 ;
-  reg \$3788 ;
+  reg [12:0] \$3786 ;
+  reg [13:0] \$3787 ;
+  reg [4:0] \$3788 ;
   reg \$3789 ;
   wire [16:0] \$379 ;
-  reg [1:0] \$3790 ;
-  reg [23:0] \$3791 ;
-  reg \$3792 ;
-  reg [15:0] \$3793 ;
-  reg [15:0] \$3794 ;
-  reg [15:0] \$3795 ;
-  reg [15:0] \$3796 ;
-  reg [31:0] \$3797 ;
-  reg [31:0] \$3798 ;
-  reg [31:0] \$3799 ;
+  reg \$3790 ;
+  reg \$3791 ;
+  reg [1:0] \$3792 ;
+  reg [4:0] \$3793 ;
+  reg [1:0] \$3794 ;
+  reg \$3795 ;
+  reg [1:0] \$3796 ;
+  reg [23:0] \$3797 ;
+  reg \$3798 ;
+  reg \$3799 ;
   wire \$38 ;
-  wire \$380 ;
-  reg [31:0] \$3800 ;
-  reg \$3801 ;
-  reg [1:0] \$3802 ;
-  reg [23:0] \$3803 ;
-  reg \$3804 ;
+  wire [16:0] \$380 ;
+  reg [1:0] \$3800 ;
+  reg [23:0] \$3801 ;
+  reg \$3802 ;
+  reg [15:0] \$3803 ;
+  reg [15:0] \$3804 ;
   reg [15:0] \$3805 ;
   reg [15:0] \$3806 ;
-  reg [15:0] \$3807 ;
-  reg [15:0] \$3808 ;
-  reg [55:0] \$3809 ;
+  reg [31:0] \$3807 ;
+  reg [31:0] \$3808 ;
+  reg [31:0] \$3809 ;
   wire \$381 ;
-  reg [55:0] \$3810 ;
-  reg [55:0] \$3811 ;
-  reg [55:0] \$3812 ;
-  reg \$3813 ;
-  reg [1:0] \$3814 ;
-  reg [23:0] \$3815 ;
-  reg \$3816 ;
+  reg [31:0] \$3810 ;
+  reg \$3811 ;
+  reg [1:0] \$3812 ;
+  reg [23:0] \$3813 ;
+  reg \$3814 ;
+  reg [15:0] \$3815 ;
+  reg [15:0] \$3816 ;
   reg [15:0] \$3817 ;
   reg [15:0] \$3818 ;
-  reg [15:0] \$3819 ;
+  reg [55:0] \$3819 ;
   wire \$382 ;
-  reg [15:0] \$3820 ;
-  reg [24:0] \$3821 ;
-  reg [24:0] \$3822 ;
-  reg [24:0] \$3823 ;
-  reg [24:0] \$3824 ;
-  reg \$3825 ;
-  reg [1:0] \$3826 ;
-  reg [23:0] \$3827 ;
-  reg \$3828 ;
+  reg [55:0] \$3820 ;
+  reg [55:0] \$3821 ;
+  reg [55:0] \$3822 ;
+  reg \$3823 ;
+  reg [1:0] \$3824 ;
+  reg [23:0] \$3825 ;
+  reg \$3826 ;
+  reg [15:0] \$3827 ;
+  reg [15:0] \$3828 ;
   reg [15:0] \$3829 ;
   wire \$383 ;
   reg [15:0] \$3830 ;
-  reg [15:0] \$3831 ;
-  reg [15:0] \$3832 ;
-  reg \$3833 ;
-  reg \$3834 ;
+  reg [24:0] \$3831 ;
+  reg [24:0] \$3832 ;
+  reg [24:0] \$3833 ;
+  reg [24:0] \$3834 ;
   reg \$3835 ;
-  reg \$3836 ;
-  reg [4:0] \$3837 ;
-  reg [4:0] \$3838 ;
-  reg [1:0] \$3839 ;
-  wire [16:0] \$384 ;
-  reg \$3840 ;
-  reg [1:0] \$3841 ;
-  reg [23:0] \$3842 ;
+  reg [1:0] \$3836 ;
+  reg [23:0] \$3837 ;
+  reg \$3838 ;
+  reg [15:0] \$3839 ;
+  wire \$384 ;
+  reg [15:0] \$3840 ;
+  reg [15:0] \$3841 ;
+  reg [15:0] \$3842 ;
   reg \$3843 ;
   reg \$3844 ;
-  reg [1:0] \$3845 ;
-  reg [23:0] \$3846 ;
-  reg \$3847 ;
-  reg [15:0] \$3848 ;
-  reg [15:0] \$3849 ;
+  reg \$3845 ;
+  reg \$3846 ;
+  reg [4:0] \$3847 ;
+  reg [4:0] \$3848 ;
+  reg [1:0] \$3849 ;
   wire [16:0] \$385 ;
-  reg [15:0] \$3850 ;
-  reg [15:0] \$3851 ;
-  reg [31:0] \$3852 ;
-  reg [31:0] \$3853 ;
-  reg [31:0] \$3854 ;
-  reg [31:0] \$3855 ;
-  reg \$3856 ;
-  reg [1:0] \$3857 ;
-  reg [23:0] \$3858 ;
-  reg \$3859 ;
-  wire \$386 ;
+  reg \$3850 ;
+  reg [1:0] \$3851 ;
+  reg [23:0] \$3852 ;
+  reg \$3853 ;
+  reg \$3854 ;
+  reg [1:0] \$3855 ;
+  reg [23:0] \$3856 ;
+  reg \$3857 ;
+  reg [15:0] \$3858 ;
+  reg [15:0] \$3859 ;
+  wire [16:0] \$386 ;
   reg [15:0] \$3860 ;
   reg [15:0] \$3861 ;
-  reg [15:0] \$3862 ;
-  reg [15:0] \$3863 ;
-  reg [55:0] \$3864 ;
-  reg [55:0] \$3865 ;
-  reg [55:0] \$3866 ;
-  reg [55:0] \$3867 ;
-  reg \$3868 ;
-  reg [1:0] \$3869 ;
+  reg [31:0] \$3862 ;
+  reg [31:0] \$3863 ;
+  reg [31:0] \$3864 ;
+  reg [31:0] \$3865 ;
+  reg \$3866 ;
+  reg [1:0] \$3867 ;
+  reg [23:0] \$3868 ;
+  reg \$3869 ;
   wire \$387 ;
-  reg [23:0] \$3870 ;
-  reg \$3871 ;
+  reg [15:0] \$3870 ;
+  reg [15:0] \$3871 ;
   reg [15:0] \$3872 ;
   reg [15:0] \$3873 ;
-  reg [15:0] \$3874 ;
-  reg [15:0] \$3875 ;
-  reg [24:0] \$3876 ;
-  reg [24:0] \$3877 ;
-  reg [24:0] \$3878 ;
-  reg [24:0] \$3879 ;
+  reg [55:0] \$3874 ;
+  reg [55:0] \$3875 ;
+  reg [55:0] \$3876 ;
+  reg [55:0] \$3877 ;
+  reg \$3878 ;
+  reg [1:0] \$3879 ;
   wire \$388 ;
-  reg \$3880 ;
-  reg [1:0] \$3881 ;
-  reg [23:0] \$3882 ;
-  reg \$3883 ;
+  reg [23:0] \$3880 ;
+  reg \$3881 ;
+  reg [15:0] \$3882 ;
+  reg [15:0] \$3883 ;
   reg [15:0] \$3884 ;
   reg [15:0] \$3885 ;
-  reg [15:0] \$3886 ;
-  reg [15:0] \$3887 ;
-  reg \$3888 ;
-  reg \$3889 ;
+  reg [24:0] \$3886 ;
+  reg [24:0] \$3887 ;
+  reg [24:0] \$3888 ;
+  reg [24:0] \$3889 ;
   wire \$389 ;
   reg \$3890 ;
-  reg \$3891 ;
-  reg [4:0] \$3892 ;
+  reg [1:0] \$3891 ;
+  reg [23:0] \$3892 ;
   reg \$3893 ;
-  reg [1:0] \$3894 ;
-  reg \$3895 ;
-  reg [1:0] \$3896 ;
-  reg [23:0] \$3897 ;
+  reg [15:0] \$3894 ;
+  reg [15:0] \$3895 ;
+  reg [15:0] \$3896 ;
+  reg [15:0] \$3897 ;
   reg \$3898 ;
   reg \$3899 ;
   wire [13:0] \$39 ;
-  wire [16:0] \$390 ;
-  reg [1:0] \$3900 ;
-  reg [23:0] \$3901 ;
-  reg \$3902 ;
-  reg [15:0] \$3903 ;
-  reg [15:0] \$3904 ;
-  reg [15:0] \$3905 ;
-  reg [15:0] \$3906 ;
-  reg [31:0] \$3907 ;
-  reg [31:0] \$3908 ;
-  reg [31:0] \$3909 ;
+  wire \$390 ;
+  reg \$3900 ;
+  reg \$3901 ;
+  reg [4:0] \$3902 ;
+  reg \$3903 ;
+  reg [1:0] \$3904 ;
+  reg \$3905 ;
+  reg [1:0] \$3906 ;
+  reg [23:0] \$3907 ;
+  reg \$3908 ;
+  reg \$3909 ;
   wire [16:0] \$391 ;
-  reg [31:0] \$3910 ;
-  reg \$3911 ;
-  reg [1:0] \$3912 ;
-  reg [23:0] \$3913 ;
-  reg \$3914 ;
+  reg [1:0] \$3910 ;
+  reg [23:0] \$3911 ;
+  reg \$3912 ;
+  reg [15:0] \$3913 ;
+  reg [15:0] \$3914 ;
   reg [15:0] \$3915 ;
   reg [15:0] \$3916 ;
-  reg [15:0] \$3917 ;
-  reg [15:0] \$3918 ;
-  reg [55:0] \$3919 ;
-  wire \$392 ;
-  reg [55:0] \$3920 ;
-  reg [55:0] \$3921 ;
-  reg [55:0] \$3922 ;
-  reg \$3923 ;
-  reg [1:0] \$3924 ;
-  reg [23:0] \$3925 ;
-  reg \$3926 ;
+  reg [31:0] \$3917 ;
+  reg [31:0] \$3918 ;
+  reg [31:0] \$3919 ;
+  wire [16:0] \$392 ;
+  reg [31:0] \$3920 ;
+  reg \$3921 ;
+  reg [1:0] \$3922 ;
+  reg [23:0] \$3923 ;
+  reg \$3924 ;
+  reg [15:0] \$3925 ;
+  reg [15:0] \$3926 ;
   reg [15:0] \$3927 ;
   reg [15:0] \$3928 ;
-  reg [15:0] \$3929 ;
+  reg [55:0] \$3929 ;
   wire \$393 ;
-  reg [15:0] \$3930 ;
-  reg [24:0] \$3931 ;
-  reg [24:0] \$3932 ;
-  reg [24:0] \$3933 ;
-  reg [24:0] \$3934 ;
-  reg \$3935 ;
-  reg [1:0] \$3936 ;
-  reg [23:0] \$3937 ;
-  reg \$3938 ;
+  reg [55:0] \$3930 ;
+  reg [55:0] \$3931 ;
+  reg [55:0] \$3932 ;
+  reg \$3933 ;
+  reg [1:0] \$3934 ;
+  reg [23:0] \$3935 ;
+  reg \$3936 ;
+  reg [15:0] \$3937 ;
+  reg [15:0] \$3938 ;
   reg [15:0] \$3939 ;
   wire \$394 ;
   reg [15:0] \$3940 ;
-  reg [15:0] \$3941 ;
-  reg [15:0] \$3942 ;
-  reg \$3943 ;
-  reg \$3944 ;
+  reg [24:0] \$3941 ;
+  reg [24:0] \$3942 ;
+  reg [24:0] \$3943 ;
+  reg [24:0] \$3944 ;
   reg \$3945 ;
-  reg \$3946 ;
+  reg [1:0] \$3946 ;
   reg [23:0] \$3947 ;
-  reg [16:0] \$3948 ;
-  reg [44:0] \$3949 ;
+  reg \$3948 ;
+  reg [15:0] \$3949 ;
   wire \$395 ;
-  reg \$3950 ;
-  reg [1:0] \$3951 ;
-  reg \$3952 ;
-  reg [15:0] \$3953 ;
+  reg [15:0] \$3950 ;
+  reg [15:0] \$3951 ;
+  reg [15:0] \$3952 ;
+  reg \$3953 ;
   reg \$3954 ;
   reg \$3955 ;
   reg \$3956 ;
-  reg \$3957 ;
-  reg \$3958 ;
-  reg \$3959 ;
-  wire [16:0] \$396 ;
+  reg [23:0] \$3957 ;
+  reg [16:0] \$3958 ;
+  reg [44:0] \$3959 ;
+  wire \$396 ;
   reg \$3960 ;
-  reg [4:0] \$3961 ;
-  reg [10:0] \$3962 ;
-  reg \$3963 ;
+  reg [1:0] \$3961 ;
+  reg \$3962 ;
+  reg [15:0] \$3963 ;
+  reg \$3964 ;
+  reg \$3965 ;
+  reg \$3966 ;
+  reg \$3967 ;
+  reg \$3968 ;
+  reg \$3969 ;
   wire [16:0] \$397 ;
-  wire [3:0] \$398 ;
-  wire [5:0] \$399 ;
+  reg \$3970 ;
+  reg [4:0] \$3971 ;
+  reg [10:0] \$3972 ;
+  reg \$3973 ;
+  wire [16:0] \$398 ;
+  wire [3:0] \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire [6:0] \$400 ;
-  wire \$401 ;
-  wire [5:0] \$402 ;
-  wire [6:0] \$403 ;
+  wire [5:0] \$400 ;
+  wire [6:0] \$401 ;
+  wire \$402 ;
+  wire [5:0] \$403 ;
   wire [6:0] \$404 ;
-  wire [1:0] \$405 ;
-  wire [2:0] \$406 ;
-  wire \$407 ;
-  wire [1:0] \$408 ;
-  wire [8:0] \$4084 ;
-  wire [2:0] \$409 ;
-  wire [8:0] \$4091 ;
-  wire [8:0] \$4099 ;
+  wire [6:0] \$405 ;
+  wire [1:0] \$406 ;
+  wire [2:0] \$407 ;
+  wire \$408 ;
+  wire [1:0] \$409 ;
+  wire [8:0] \$4094 ;
   wire \$41 ;
   wire [2:0] \$410 ;
-  wire [8:0] \$4106 ;
-  wire [5:0] \$411 ;
-  wire [8:0] \$4114 ;
-  wire [6:0] \$412 ;
-  wire [8:0] \$4122 ;
-  wire [7:0] \$413 ;
-  wire [8:0] \$4130 ;
-  wire [8:0] \$4138 ;
-  wire [8:0] \$414 ;
-  wire \$415 ;
+  wire [8:0] \$4101 ;
+  wire [8:0] \$4109 ;
+  wire [2:0] \$411 ;
+  wire [8:0] \$4116 ;
+  wire [5:0] \$412 ;
+  wire [8:0] \$4124 ;
+  wire [6:0] \$413 ;
+  wire [8:0] \$4132 ;
+  wire [7:0] \$414 ;
+  wire [8:0] \$4140 ;
+  wire [8:0] \$4148 ;
+  wire [8:0] \$415 ;
   wire \$416 ;
   wire \$417 ;
   wire \$418 ;
@@ -3785,209 +3795,210 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$432 ;
   wire \$433 ;
   wire \$434 ;
-  wire [16:0] \$435 ;
+  wire \$435 ;
   wire [16:0] \$436 ;
-  wire \$437 ;
+  wire [16:0] \$437 ;
   wire \$438 ;
   wire \$439 ;
   wire [3:0] \$44 ;
   wire \$440 ;
-  wire [16:0] \$441 ;
+  wire \$441 ;
   wire [16:0] \$442 ;
-  wire \$443 ;
+  wire [16:0] \$443 ;
   wire \$444 ;
   wire \$445 ;
   wire \$446 ;
-  wire [16:0] \$447 ;
+  wire \$447 ;
   wire [16:0] \$448 ;
-  wire \$449 ;
+  wire [16:0] \$449 ;
   wire \$45 ;
   wire \$450 ;
   wire \$451 ;
   wire \$452 ;
-  wire [16:0] \$453 ;
+  wire \$453 ;
   wire [16:0] \$454 ;
-  wire [3:0] \$455 ;
-  wire \$456 ;
+  wire [16:0] \$455 ;
+  wire [3:0] \$456 ;
   wire \$457 ;
   wire \$458 ;
   wire \$459 ;
   wire \$46 ;
   wire \$460 ;
   wire \$461 ;
-  wire [15:0] \$462 ;
-  wire [5:0] \$463 ;
-  wire [9:0] \$4638 ;
-  wire [78:0] \$464 ;
-  wire [9:0] \$4642 ;
-  wire [9:0] \$4646 ;
-  wire \$465 ;
-  wire [8:0] \$4650 ;
-  wire [8:0] \$4654 ;
-  wire [8:0] \$4658 ;
+  wire \$462 ;
+  wire [15:0] \$463 ;
+  wire [5:0] \$464 ;
+  wire [9:0] \$4648 ;
+  wire [78:0] \$465 ;
+  wire [9:0] \$4652 ;
+  wire [9:0] \$4656 ;
   wire \$466 ;
-  wire [8:0] \$4662 ;
-  wire [8:0] \$4666 ;
+  wire [8:0] \$4660 ;
+  wire [8:0] \$4664 ;
+  wire [8:0] \$4668 ;
   wire \$467 ;
-  wire [8:0] \$4670 ;
-  wire [8:0] \$4674 ;
-  wire [8:0] \$4678 ;
+  wire [8:0] \$4672 ;
+  wire [8:0] \$4676 ;
   wire \$468 ;
-  wire [8:0] \$4682 ;
-  wire [8:0] \$4686 ;
+  wire [8:0] \$4680 ;
+  wire [8:0] \$4684 ;
+  wire [8:0] \$4688 ;
   wire \$469 ;
-  wire [8:0] \$4690 ;
-  wire [8:0] \$4694 ;
-  wire [8:0] \$4698 ;
+  wire [8:0] \$4692 ;
+  wire [8:0] \$4696 ;
   wire [13:0] \$47 ;
-  wire [15:0] \$470 ;
-  wire [8:0] \$4702 ;
-  wire [8:0] \$4706 ;
-  wire [5:0] \$471 ;
-  wire [8:0] \$4711 ;
-  wire [8:0] \$4715 ;
-  wire [78:0] \$472 ;
-  wire \$473 ;
+  wire \$470 ;
+  wire [8:0] \$4700 ;
+  wire [8:0] \$4704 ;
+  wire [8:0] \$4708 ;
+  wire [15:0] \$471 ;
+  wire [8:0] \$4712 ;
+  wire [8:0] \$4716 ;
+  wire [5:0] \$472 ;
+  wire [8:0] \$4720 ;
+  wire [8:0] \$4724 ;
+  wire [8:0] \$4728 ;
+  wire [78:0] \$473 ;
   wire \$474 ;
   wire \$475 ;
   wire \$476 ;
   wire \$477 ;
-  wire [15:0] \$478 ;
-  wire [5:0] \$479 ;
+  wire \$478 ;
+  wire [15:0] \$479 ;
   wire [3:0] \$48 ;
-  wire [78:0] \$480 ;
-  wire \$481 ;
+  wire [5:0] \$480 ;
+  wire [78:0] \$481 ;
   wire \$482 ;
   wire \$483 ;
   wire \$484 ;
   wire \$485 ;
-  wire [15:0] \$486 ;
-  wire [5:0] \$487 ;
-  wire [78:0] \$488 ;
-  wire \$489 ;
+  wire \$486 ;
+  wire [15:0] \$487 ;
+  wire [5:0] \$488 ;
+  wire [78:0] \$489 ;
   wire \$49 ;
   wire \$490 ;
   wire \$491 ;
   wire \$492 ;
   wire \$493 ;
-  wire [15:0] \$494 ;
-  wire [5:0] \$495 ;
-  wire [78:0] \$496 ;
-  wire \$497 ;
+  wire \$494 ;
+  wire [15:0] \$495 ;
+  wire [5:0] \$496 ;
+  wire [78:0] \$497 ;
   wire \$498 ;
   wire \$499 ;
   wire \$5 ;
   wire [13:0] \$50 ;
   wire \$500 ;
   wire \$501 ;
-  wire [15:0] \$502 ;
-  wire [5:0] \$503 ;
-  wire [78:0] \$504 ;
-  wire \$505 ;
+  wire \$502 ;
+  wire [15:0] \$503 ;
+  wire [5:0] \$504 ;
+  wire [78:0] \$505 ;
   wire \$506 ;
   wire \$507 ;
   wire \$508 ;
   wire \$509 ;
   wire \$51 ;
-  wire [15:0] \$510 ;
-  wire [5:0] \$511 ;
-  wire [78:0] \$512 ;
-  wire \$513 ;
+  wire \$510 ;
+  wire [15:0] \$511 ;
+  wire [5:0] \$512 ;
+  wire [78:0] \$513 ;
   wire \$514 ;
   wire \$515 ;
   wire \$516 ;
-  wire [4:0] \$5163 ;
-  wire [4:0] \$5167 ;
   wire \$517 ;
-  wire [4:0] \$5171 ;
-  wire [4:0] \$5175 ;
-  wire [4:0] \$5179 ;
-  wire [15:0] \$518 ;
-  wire [4:0] \$5183 ;
-  wire [4:0] \$5187 ;
-  wire [5:0] \$519 ;
-  wire [4:0] \$5191 ;
-  wire [4:0] \$5195 ;
-  wire [4:0] \$5199 ;
+  wire [4:0] \$5176 ;
+  wire \$518 ;
+  wire [4:0] \$5180 ;
+  wire [4:0] \$5184 ;
+  wire [4:0] \$5188 ;
+  wire [15:0] \$519 ;
+  wire [4:0] \$5192 ;
+  wire [4:0] \$5196 ;
   wire \$52 ;
-  wire [78:0] \$520 ;
-  wire [4:0] \$5203 ;
-  wire [4:0] \$5207 ;
-  wire \$521 ;
-  wire [4:0] \$5211 ;
-  wire [4:0] \$5215 ;
-  wire [4:0] \$5219 ;
+  wire [5:0] \$520 ;
+  wire [4:0] \$5200 ;
+  wire [4:0] \$5204 ;
+  wire [4:0] \$5208 ;
+  wire [78:0] \$521 ;
+  wire [4:0] \$5212 ;
+  wire [4:0] \$5216 ;
   wire \$522 ;
-  wire [4:0] \$5223 ;
+  wire [4:0] \$5220 ;
+  wire [4:0] \$5224 ;
+  wire [4:0] \$5228 ;
   wire \$523 ;
+  wire [4:0] \$5232 ;
+  wire [4:0] \$5236 ;
   wire \$524 ;
   wire \$525 ;
-  wire [4:0] \$5259 ;
-  wire [15:0] \$526 ;
-  wire [4:0] \$5263 ;
-  wire [4:0] \$5267 ;
-  wire [5:0] \$527 ;
-  wire [4:0] \$5271 ;
-  wire [4:0] \$5275 ;
-  wire [4:0] \$5279 ;
-  wire [78:0] \$528 ;
-  wire [4:0] \$5283 ;
-  wire [4:0] \$5287 ;
-  wire \$529 ;
-  wire [4:0] \$5291 ;
-  wire [4:0] \$5295 ;
-  wire [4:0] \$5299 ;
+  wire \$526 ;
+  wire [15:0] \$527 ;
+  wire [4:0] \$5272 ;
+  wire [4:0] \$5276 ;
+  wire [5:0] \$528 ;
+  wire [4:0] \$5280 ;
+  wire [4:0] \$5284 ;
+  wire [4:0] \$5288 ;
+  wire [78:0] \$529 ;
+  wire [4:0] \$5292 ;
+  wire [4:0] \$5296 ;
   wire \$53 ;
-  wire [127:0] \$530 ;
-  wire [4:0] \$5303 ;
-  wire [4:0] \$5307 ;
-  wire \$531 ;
-  wire [4:0] \$5311 ;
-  wire [4:0] \$5315 ;
-  wire [4:0] \$5319 ;
-  wire [127:0] \$532 ;
-  wire \$533 ;
-  wire [127:0] \$534 ;
-  wire \$535 ;
-  wire [127:0] \$536 ;
-  wire \$537 ;
-  wire [127:0] \$538 ;
-  wire \$539 ;
+  wire \$530 ;
+  wire [4:0] \$5300 ;
+  wire [4:0] \$5304 ;
+  wire [4:0] \$5308 ;
+  wire [127:0] \$531 ;
+  wire [4:0] \$5312 ;
+  wire [4:0] \$5316 ;
+  wire \$532 ;
+  wire [4:0] \$5320 ;
+  wire [4:0] \$5324 ;
+  wire [4:0] \$5328 ;
+  wire [127:0] \$533 ;
+  wire [4:0] \$5332 ;
+  wire \$534 ;
+  wire [127:0] \$535 ;
+  wire \$536 ;
+  wire [127:0] \$537 ;
+  wire \$538 ;
+  wire [127:0] \$539 ;
   wire \$54 ;
-  wire [127:0] \$540 ;
-  wire \$541 ;
-  wire [127:0] \$542 ;
-  wire \$543 ;
-  wire [127:0] \$544 ;
-  wire \$545 ;
-  wire [127:0] \$546 ;
-  wire \$547 ;
-  wire [127:0] \$548 ;
-  wire \$549 ;
+  wire \$540 ;
+  wire [127:0] \$541 ;
+  wire \$542 ;
+  wire [127:0] \$543 ;
+  wire \$544 ;
+  wire [127:0] \$545 ;
+  wire \$546 ;
+  wire [127:0] \$547 ;
+  wire \$548 ;
+  wire [127:0] \$549 ;
   wire \$55 ;
-  wire [127:0] \$550 ;
-  wire \$551 ;
-  wire [127:0] \$552 ;
-  wire \$553 ;
-  wire [127:0] \$554 ;
-  wire \$555 ;
-  wire [127:0] \$556 ;
-  wire \$557 ;
-  wire [127:0] \$558 ;
-  wire \$559 ;
+  wire \$550 ;
+  wire [127:0] \$551 ;
+  wire \$552 ;
+  wire [127:0] \$553 ;
+  wire \$554 ;
+  wire [127:0] \$555 ;
+  wire \$556 ;
+  wire [127:0] \$557 ;
+  wire \$558 ;
+  wire [127:0] \$559 ;
   wire \$56 ;
-  wire [127:0] \$560 ;
-  wire \$561 ;
-  wire [127:0] \$562 ;
-  wire \$563 ;
-  wire [127:0] \$564 ;
-  wire \$565 ;
+  wire \$560 ;
+  wire [127:0] \$561 ;
+  wire \$562 ;
+  wire [127:0] \$563 ;
+  wire \$564 ;
+  wire [127:0] \$565 ;
   wire \$566 ;
   wire [127:0] \$567 ;
   wire \$568 ;
   wire [127:0] \$569 ;
   wire [7:0] \$57 ;
-  wire [127:0] \$570 ;
+  wire \$570 ;
   wire [127:0] \$571 ;
   wire [127:0] \$572 ;
   wire [127:0] \$573 ;
@@ -4010,327 +4021,328 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [127:0] \$589 ;
   wire \$59 ;
   wire [127:0] \$590 ;
-  wire \$591 ;
-  wire \$592 ;
+  wire [127:0] \$591 ;
+  wire [127:0] \$592 ;
   wire \$593 ;
   wire \$594 ;
   wire \$595 ;
   wire \$596 ;
   wire \$597 ;
-  wire [13:0] \$598 ;
-  wire [13:0] \$599 ;
+  wire \$598 ;
+  wire \$599 ;
   wire \$6 ;
   wire [13:0] \$60 ;
-  wire [5:0] \$600 ;
-  wire \$601 ;
-  wire \$602 ;
+  wire [13:0] \$600 ;
+  wire [13:0] \$601 ;
+  wire [5:0] \$602 ;
   wire \$603 ;
   wire \$604 ;
   wire \$605 ;
   wire \$606 ;
-  wire [9:0] \$607 ;
-  wire [3:0] \$608 ;
-  wire [6:0] \$6086 ;
-  wire [13:0] \$609 ;
-  wire [6:0] \$6091 ;
-  wire [6:0] \$6096 ;
+  wire \$607 ;
+  wire \$608 ;
+  wire [9:0] \$609 ;
+  wire [6:0] \$6099 ;
   wire [3:0] \$61 ;
-  wire [13:0] \$610 ;
-  wire [6:0] \$6101 ;
-  wire [8:0] \$6106 ;
-  wire \$611 ;
-  wire [8:0] \$6110 ;
-  wire [8:0] \$6114 ;
-  wire [8:0] \$6118 ;
-  wire [9:0] \$612 ;
+  wire [3:0] \$610 ;
+  wire [6:0] \$6104 ;
+  wire [6:0] \$6109 ;
+  wire [13:0] \$611 ;
+  wire [6:0] \$6114 ;
+  wire [8:0] \$6119 ;
+  wire [13:0] \$612 ;
+  wire [8:0] \$6123 ;
+  wire [8:0] \$6127 ;
   wire \$613 ;
-  wire [255:0] \$614 ;
+  wire [8:0] \$6131 ;
+  wire [9:0] \$614 ;
   wire \$615 ;
-  wire \$616 ;
+  wire [255:0] \$616 ;
   wire \$617 ;
   wire \$618 ;
   wire \$619 ;
-  wire [6:0] \$6190 ;
-  wire [6:0] \$6195 ;
   wire \$62 ;
   wire \$620 ;
-  wire [6:0] \$6200 ;
-  wire [6:0] \$6205 ;
+  wire [6:0] \$6203 ;
+  wire [6:0] \$6208 ;
   wire \$621 ;
-  wire [8:0] \$6210 ;
-  wire [8:0] \$6214 ;
-  wire [8:0] \$6218 ;
-  wire [13:0] \$622 ;
-  wire [8:0] \$6222 ;
-  wire [13:0] \$623 ;
-  wire [5:0] \$624 ;
-  wire \$625 ;
-  wire \$626 ;
+  wire [6:0] \$6213 ;
+  wire [6:0] \$6218 ;
+  wire \$622 ;
+  wire [8:0] \$6223 ;
+  wire [8:0] \$6227 ;
+  wire \$623 ;
+  wire [8:0] \$6231 ;
+  wire [8:0] \$6235 ;
+  wire [13:0] \$624 ;
+  wire [13:0] \$625 ;
+  wire [5:0] \$626 ;
   wire \$627 ;
   wire \$628 ;
   wire \$629 ;
-  wire [6:0] \$6294 ;
-  wire [6:0] \$6299 ;
   wire [13:0] \$63 ;
   wire \$630 ;
-  wire [6:0] \$6304 ;
-  wire [6:0] \$6309 ;
-  wire [9:0] \$631 ;
-  wire [8:0] \$6314 ;
-  wire [8:0] \$6318 ;
+  wire [6:0] \$6307 ;
+  wire \$631 ;
+  wire [6:0] \$6312 ;
+  wire [6:0] \$6317 ;
   wire \$632 ;
-  wire [8:0] \$6322 ;
-  wire [8:0] \$6326 ;
+  wire [6:0] \$6322 ;
+  wire [8:0] \$6327 ;
   wire [9:0] \$633 ;
+  wire [8:0] \$6331 ;
+  wire [8:0] \$6335 ;
+  wire [8:0] \$6339 ;
   wire \$634 ;
-  wire [255:0] \$635 ;
+  wire [9:0] \$635 ;
   wire \$636 ;
-  wire \$637 ;
+  wire [255:0] \$637 ;
   wire \$638 ;
   wire \$639 ;
-  wire [6:0] \$6398 ;
   wire \$64 ;
   wire \$640 ;
-  wire [6:0] \$6403 ;
-  wire [6:0] \$6408 ;
   wire \$641 ;
-  wire [6:0] \$6413 ;
-  wire [8:0] \$6418 ;
+  wire [6:0] \$6411 ;
+  wire [6:0] \$6416 ;
   wire \$642 ;
-  wire [8:0] \$6422 ;
-  wire [8:0] \$6426 ;
-  wire [3:0] \$643 ;
-  wire [8:0] \$6430 ;
-  wire [13:0] \$644 ;
-  wire [13:0] \$645 ;
-  wire [5:0] \$646 ;
-  wire \$647 ;
-  wire \$648 ;
+  wire [6:0] \$6421 ;
+  wire [6:0] \$6426 ;
+  wire \$643 ;
+  wire [8:0] \$6431 ;
+  wire [8:0] \$6435 ;
+  wire [8:0] \$6439 ;
+  wire \$644 ;
+  wire [8:0] \$6443 ;
+  wire [3:0] \$645 ;
+  wire [13:0] \$646 ;
+  wire [13:0] \$647 ;
+  wire [5:0] \$648 ;
   wire \$649 ;
   wire \$65 ;
   wire \$650 ;
-  wire [6:0] \$6502 ;
-  wire [6:0] \$6507 ;
   wire \$651 ;
-  wire [6:0] \$6512 ;
-  wire [6:0] \$6517 ;
+  wire [6:0] \$6515 ;
   wire \$652 ;
-  wire [8:0] \$6522 ;
-  wire [8:0] \$6526 ;
-  wire [10:0] \$653 ;
-  wire [8:0] \$6530 ;
-  wire [8:0] \$6534 ;
+  wire [6:0] \$6520 ;
+  wire [6:0] \$6525 ;
+  wire \$653 ;
+  wire [6:0] \$6530 ;
+  wire [8:0] \$6535 ;
+  wire [8:0] \$6539 ;
   wire \$654 ;
-  wire [10:0] \$655 ;
+  wire [8:0] \$6543 ;
+  wire [8:0] \$6547 ;
+  wire [9:0] \$655 ;
   wire \$656 ;
-  wire [71:0] \$657 ;
+  wire [9:0] \$657 ;
   wire \$658 ;
-  wire \$659 ;
+  wire [143:0] \$659 ;
   wire \$66 ;
   wire \$660 ;
-  wire [6:0] \$6606 ;
   wire \$661 ;
-  wire [6:0] \$6611 ;
-  wire [6:0] \$6616 ;
+  wire [6:0] \$6619 ;
   wire \$662 ;
-  wire [6:0] \$6621 ;
-  wire [8:0] \$6626 ;
+  wire [6:0] \$6624 ;
+  wire [6:0] \$6629 ;
   wire \$663 ;
-  wire [8:0] \$6630 ;
-  wire [8:0] \$6634 ;
-  wire [8:0] \$6638 ;
+  wire [6:0] \$6634 ;
+  wire [8:0] \$6639 ;
   wire \$664 ;
+  wire [8:0] \$6643 ;
+  wire [8:0] \$6647 ;
   wire \$665 ;
-  wire [6:0] \$666 ;
-  wire [6:0] \$667 ;
-  wire [13:0] \$668 ;
-  wire [17:0] \$669 ;
-  wire [8:0] \$6692 ;
-  wire [8:0] \$6695 ;
-  wire [8:0] \$6698 ;
+  wire [8:0] \$6651 ;
+  wire \$666 ;
+  wire \$667 ;
+  wire [6:0] \$668 ;
+  wire [6:0] \$669 ;
   wire \$67 ;
-  wire [9:0] \$670 ;
-  wire [8:0] \$6701 ;
-  wire [6:0] \$6704 ;
-  wire [5:0] \$6707 ;
-  wire \$671 ;
-  wire [8:0] \$6717 ;
-  wire \$672 ;
-  wire [8:0] \$6720 ;
-  wire [8:0] \$6723 ;
-  wire [8:0] \$6726 ;
-  wire [6:0] \$6729 ;
+  wire [13:0] \$670 ;
+  wire [8:0] \$6705 ;
+  wire [8:0] \$6708 ;
+  wire [17:0] \$671 ;
+  wire [8:0] \$6711 ;
+  wire [8:0] \$6714 ;
+  wire [7:0] \$6717 ;
+  wire [9:0] \$672 ;
+  wire [5:0] \$6720 ;
   wire \$673 ;
-  wire [5:0] \$6732 ;
-  wire [6:0] \$6736 ;
-  wire [6:0] \$6739 ;
+  wire [8:0] \$6730 ;
+  wire [8:0] \$6733 ;
+  wire [8:0] \$6736 ;
+  wire [8:0] \$6739 ;
   wire \$674 ;
-  wire [6:0] \$6742 ;
+  wire [7:0] \$6742 ;
+  wire [5:0] \$6745 ;
+  wire [7:0] \$6749 ;
   wire \$675 ;
+  wire [7:0] \$6752 ;
+  wire [7:0] \$6755 ;
+  wire [7:0] \$6758 ;
   wire \$676 ;
-  wire [9:0] \$677 ;
-  wire [7:0] \$678 ;
-  wire \$679 ;
+  wire \$677 ;
+  wire \$678 ;
+  wire [9:0] \$679 ;
   wire \$68 ;
-  wire [4:0] \$680 ;
-  wire [6:0] \$6808 ;
-  wire [3:0] \$681 ;
-  wire [6:0] \$6812 ;
-  wire [6:0] \$6816 ;
-  wire [13:0] \$682 ;
-  wire [6:0] \$6820 ;
-  wire [6:0] \$6824 ;
-  wire [6:0] \$6828 ;
-  wire [17:0] \$683 ;
-  wire [6:0] \$6832 ;
-  wire [6:0] \$6836 ;
-  wire \$684 ;
-  wire [23:0] \$685 ;
+  wire [7:0] \$680 ;
+  wire \$681 ;
+  wire [4:0] \$682 ;
+  wire [6:0] \$6826 ;
+  wire [3:0] \$683 ;
+  wire [6:0] \$6830 ;
+  wire [6:0] \$6834 ;
+  wire [6:0] \$6838 ;
+  wire [13:0] \$684 ;
+  wire [6:0] \$6842 ;
+  wire [6:0] \$6846 ;
+  wire [17:0] \$685 ;
+  wire [6:0] \$6850 ;
+  wire [6:0] \$6854 ;
   wire \$686 ;
-  wire \$687 ;
-  wire [15:0] \$688 ;
+  wire [23:0] \$687 ;
+  wire \$688 ;
   wire \$689 ;
   wire \$69 ;
   wire [15:0] \$690 ;
-  wire [6:0] \$6907 ;
   wire \$691 ;
-  wire [6:0] \$6911 ;
-  wire [6:0] \$6915 ;
-  wire [6:0] \$6919 ;
   wire [15:0] \$692 ;
-  wire [6:0] \$6923 ;
-  wire [6:0] \$6927 ;
+  wire [6:0] \$6925 ;
+  wire [6:0] \$6929 ;
   wire \$693 ;
-  wire [6:0] \$6931 ;
-  wire [6:0] \$6935 ;
+  wire [6:0] \$6933 ;
+  wire [6:0] \$6937 ;
   wire [15:0] \$694 ;
+  wire [6:0] \$6941 ;
+  wire [6:0] \$6945 ;
+  wire [6:0] \$6949 ;
   wire \$695 ;
+  wire [6:0] \$6953 ;
   wire [15:0] \$696 ;
   wire \$697 ;
   wire [15:0] \$698 ;
   wire \$699 ;
-  wire [8:0] \$6999 ;
   wire [3:0] \$7 ;
   wire [7:0] \$70 ;
   wire [15:0] \$700 ;
   wire \$701 ;
-  wire [8:0] \$7010 ;
+  wire [8:0] \$7017 ;
   wire [15:0] \$702 ;
-  wire [8:0] \$7021 ;
+  wire [8:0] \$7028 ;
   wire \$703 ;
-  wire [8:0] \$7032 ;
+  wire [8:0] \$7039 ;
   wire [15:0] \$704 ;
-  wire [8:0] \$7040 ;
-  wire [8:0] \$7044 ;
-  wire [8:0] \$7048 ;
   wire \$705 ;
-  wire [8:0] \$7052 ;
+  wire [8:0] \$7050 ;
+  wire [8:0] \$7058 ;
   wire [15:0] \$706 ;
+  wire [8:0] \$7062 ;
+  wire [8:0] \$7066 ;
   wire \$707 ;
-  wire [9:0] \$7079 ;
+  wire [8:0] \$7070 ;
   wire [15:0] \$708 ;
-  wire [9:0] \$7082 ;
-  wire [9:0] \$7085 ;
-  wire [9:0] \$7088 ;
   wire \$709 ;
+  wire [9:0] \$7097 ;
   wire \$71 ;
   wire [15:0] \$710 ;
+  wire [9:0] \$7100 ;
+  wire [9:0] \$7103 ;
+  wire [9:0] \$7106 ;
   wire \$711 ;
   wire [15:0] \$712 ;
   wire \$713 ;
-  wire [8:0] \$7135 ;
   wire [15:0] \$714 ;
-  wire [8:0] \$7146 ;
   wire \$715 ;
-  wire [8:0] \$7157 ;
+  wire [8:0] \$7153 ;
   wire [15:0] \$716 ;
-  wire [8:0] \$7168 ;
+  wire [8:0] \$7164 ;
   wire \$717 ;
-  wire [8:0] \$7176 ;
+  wire [8:0] \$7175 ;
   wire [15:0] \$718 ;
-  wire [8:0] \$7180 ;
-  wire [8:0] \$7184 ;
-  wire [8:0] \$7188 ;
-  wire [255:0] \$719 ;
+  wire [8:0] \$7186 ;
+  wire \$719 ;
+  wire [8:0] \$7194 ;
+  wire [8:0] \$7198 ;
   wire \$72 ;
-  wire \$720 ;
-  wire \$721 ;
-  wire [9:0] \$7215 ;
-  wire [9:0] \$7218 ;
+  wire [15:0] \$720 ;
+  wire [8:0] \$7202 ;
+  wire [8:0] \$7206 ;
+  wire [255:0] \$721 ;
   wire \$722 ;
-  wire [9:0] \$7221 ;
-  wire [9:0] \$7224 ;
   wire \$723 ;
+  wire [9:0] \$7233 ;
+  wire [9:0] \$7236 ;
+  wire [9:0] \$7239 ;
   wire \$724 ;
+  wire [9:0] \$7242 ;
   wire \$725 ;
   wire \$726 ;
   wire \$727 ;
-  wire [8:0] \$7271 ;
-  wire [6:0] \$728 ;
-  wire [8:0] \$7282 ;
-  wire [6:0] \$729 ;
-  wire [8:0] \$7293 ;
+  wire \$728 ;
+  wire [8:0] \$7289 ;
+  wire \$729 ;
   wire [13:0] \$73 ;
-  wire [13:0] \$730 ;
-  wire [8:0] \$7304 ;
-  wire [17:0] \$731 ;
-  wire [8:0] \$7312 ;
-  wire [8:0] \$7316 ;
-  wire [9:0] \$732 ;
-  wire [8:0] \$7320 ;
-  wire [8:0] \$7324 ;
-  wire \$733 ;
-  wire \$734 ;
+  wire [6:0] \$730 ;
+  wire [8:0] \$7300 ;
+  wire [6:0] \$731 ;
+  wire [8:0] \$7311 ;
+  wire [13:0] \$732 ;
+  wire [8:0] \$7322 ;
+  wire [17:0] \$733 ;
+  wire [8:0] \$7330 ;
+  wire [8:0] \$7334 ;
+  wire [8:0] \$7338 ;
+  wire [9:0] \$734 ;
+  wire [8:0] \$7342 ;
   wire \$735 ;
-  wire [9:0] \$7351 ;
-  wire [9:0] \$7354 ;
-  wire [9:0] \$7357 ;
   wire \$736 ;
-  wire [9:0] \$7360 ;
+  wire [9:0] \$7369 ;
   wire \$737 ;
+  wire [9:0] \$7372 ;
+  wire [9:0] \$7375 ;
+  wire [9:0] \$7378 ;
   wire \$738 ;
-  wire [8:0] \$7389 ;
-  wire [9:0] \$739 ;
-  wire [8:0] \$7392 ;
-  wire [8:0] \$7395 ;
-  wire [8:0] \$7398 ;
+  wire \$739 ;
   wire [3:0] \$74 ;
-  wire [7:0] \$740 ;
-  wire [9:0] \$7401 ;
-  wire [9:0] \$7404 ;
-  wire [9:0] \$7407 ;
-  wire \$741 ;
-  wire [9:0] \$7410 ;
-  wire [4:0] \$742 ;
-  wire [3:0] \$743 ;
-  wire [13:0] \$744 ;
-  wire [8:0] \$7447 ;
-  wire [17:0] \$745 ;
-  wire [8:0] \$7450 ;
-  wire [8:0] \$7453 ;
-  wire [8:0] \$7456 ;
-  wire [9:0] \$7459 ;
-  wire \$746 ;
-  wire [9:0] \$7462 ;
-  wire [9:0] \$7465 ;
-  wire [9:0] \$7468 ;
-  wire [23:0] \$747 ;
+  wire \$740 ;
+  wire [8:0] \$7407 ;
+  wire [9:0] \$741 ;
+  wire [8:0] \$7410 ;
+  wire [8:0] \$7413 ;
+  wire [8:0] \$7416 ;
+  wire [9:0] \$7419 ;
+  wire [7:0] \$742 ;
+  wire [9:0] \$7422 ;
+  wire [9:0] \$7425 ;
+  wire [9:0] \$7428 ;
+  wire \$743 ;
+  wire [4:0] \$744 ;
+  wire [3:0] \$745 ;
+  wire [13:0] \$746 ;
+  wire [8:0] \$7465 ;
+  wire [8:0] \$7468 ;
+  wire [17:0] \$747 ;
+  wire [8:0] \$7471 ;
+  wire [8:0] \$7474 ;
+  wire [9:0] \$7477 ;
   wire \$748 ;
-  wire \$749 ;
+  wire [9:0] \$7480 ;
+  wire [9:0] \$7483 ;
+  wire [9:0] \$7486 ;
+  wire [23:0] \$749 ;
   wire \$75 ;
-  wire [15:0] \$750 ;
-  wire [8:0] \$7505 ;
-  wire [8:0] \$7508 ;
+  wire \$750 ;
   wire \$751 ;
-  wire [8:0] \$7511 ;
-  wire [8:0] \$7514 ;
-  wire [9:0] \$7517 ;
   wire [15:0] \$752 ;
-  wire [9:0] \$7520 ;
-  wire [9:0] \$7523 ;
-  wire [9:0] \$7526 ;
+  wire [8:0] \$7523 ;
+  wire [8:0] \$7526 ;
+  wire [8:0] \$7529 ;
   wire \$753 ;
+  wire [8:0] \$7532 ;
+  wire [9:0] \$7535 ;
+  wire [9:0] \$7538 ;
   wire [15:0] \$754 ;
+  wire [9:0] \$7541 ;
+  wire [9:0] \$7544 ;
   wire \$755 ;
   wire [15:0] \$756 ;
   wire \$757 ;
@@ -4360,34 +4372,34 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$779 ;
   wire \$78 ;
   wire [15:0] \$780 ;
-  wire [255:0] \$781 ;
-  wire \$782 ;
-  wire \$783 ;
+  wire \$781 ;
+  wire [15:0] \$782 ;
+  wire [255:0] \$783 ;
   wire \$784 ;
   wire \$785 ;
   wire \$786 ;
   wire \$787 ;
   wire \$788 ;
-  wire [3:0] \$789 ;
+  wire \$789 ;
   wire \$79 ;
-  wire [13:0] \$790 ;
-  wire [13:0] \$791 ;
-  wire [5:0] \$792 ;
-  wire \$793 ;
-  wire \$794 ;
+  wire \$790 ;
+  wire [3:0] \$791 ;
+  wire [13:0] \$792 ;
+  wire [13:0] \$793 ;
+  wire [5:0] \$794 ;
   wire \$795 ;
   wire \$796 ;
   wire \$797 ;
   wire \$798 ;
-  wire [9:0] \$799 ;
+  wire \$799 ;
   wire \$8 ;
   wire \$80 ;
   wire \$800 ;
-  wire [23:0] \$801 ;
+  wire [9:0] \$801 ;
   wire \$802 ;
-  wire [255:0] \$803 ;
+  wire [23:0] \$803 ;
   wire \$804 ;
-  wire \$805 ;
+  wire [255:0] \$805 ;
   wire \$806 ;
   wire \$807 ;
   wire \$808 ;
@@ -4395,24 +4407,24 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire \$81 ;
   wire \$810 ;
   wire \$811 ;
-  wire [6:0] \$812 ;
-  wire [6:0] \$813 ;
-  wire [13:0] \$814 ;
-  wire [17:0] \$815 ;
-  wire [9:0] \$816 ;
-  wire \$817 ;
-  wire \$818 ;
+  wire \$812 ;
+  wire \$813 ;
+  wire [6:0] \$814 ;
+  wire [6:0] \$815 ;
+  wire [13:0] \$816 ;
+  wire [17:0] \$817 ;
+  wire [9:0] \$818 ;
   wire \$819 ;
   wire \$82 ;
   wire \$820 ;
   wire \$821 ;
   wire \$822 ;
-  wire [9:0] \$823 ;
+  wire \$823 ;
   wire \$824 ;
-  wire [23:0] \$825 ;
+  wire [9:0] \$825 ;
   wire \$826 ;
-  wire \$827 ;
-  wire [15:0] \$828 ;
+  wire [23:0] \$827 ;
+  wire \$828 ;
   wire \$829 ;
   wire \$83 ;
   wire [15:0] \$830 ;
@@ -4446,35 +4458,35 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$856 ;
   wire \$857 ;
   wire [15:0] \$858 ;
-  wire [255:0] \$859 ;
+  wire \$859 ;
   wire [4:0] \$86 ;
-  wire \$860 ;
-  wire \$861 ;
+  wire [15:0] \$860 ;
+  wire [255:0] \$861 ;
   wire \$862 ;
   wire \$863 ;
   wire \$864 ;
   wire \$865 ;
   wire \$866 ;
   wire \$867 ;
-  wire [6:0] \$868 ;
-  wire [6:0] \$869 ;
+  wire \$868 ;
+  wire \$869 ;
   wire \$87 ;
-  wire [13:0] \$870 ;
-  wire [17:0] \$871 ;
-  wire [9:0] \$872 ;
-  wire \$873 ;
-  wire \$874 ;
+  wire [6:0] \$870 ;
+  wire [6:0] \$871 ;
+  wire [13:0] \$872 ;
+  wire [17:0] \$873 ;
+  wire [9:0] \$874 ;
   wire \$875 ;
   wire \$876 ;
   wire \$877 ;
   wire \$878 ;
-  wire [9:0] \$879 ;
+  wire \$879 ;
   wire [63:0] \$88 ;
   wire \$880 ;
-  wire [23:0] \$881 ;
+  wire [9:0] \$881 ;
   wire \$882 ;
-  wire \$883 ;
-  wire [15:0] \$884 ;
+  wire [23:0] \$883 ;
+  wire \$884 ;
   wire \$885 ;
   wire [15:0] \$886 ;
   wire \$887 ;
@@ -4509,57 +4521,57 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \$912 ;
   wire \$913 ;
   wire [15:0] \$914 ;
-  wire [255:0] \$915 ;
-  wire \$916 ;
-  wire \$917 ;
+  wire \$915 ;
+  wire [15:0] \$916 ;
+  wire [255:0] \$917 ;
   wire \$918 ;
   wire \$919 ;
   wire \$92 ;
   wire \$920 ;
   wire \$921 ;
   wire \$922 ;
-  wire [3:0] \$923 ;
-  wire [13:0] \$924 ;
-  wire [13:0] \$925 ;
-  wire [5:0] \$926 ;
-  wire \$927 ;
-  wire \$928 ;
+  wire \$923 ;
+  wire \$924 ;
+  wire [3:0] \$925 ;
+  wire [13:0] \$926 ;
+  wire [13:0] \$927 ;
+  wire [5:0] \$928 ;
   wire \$929 ;
   wire [63:0] \$93 ;
   wire \$930 ;
   wire \$931 ;
   wire \$932 ;
-  wire [9:0] \$933 ;
+  wire \$933 ;
   wire \$934 ;
-  wire [23:0] \$935 ;
+  wire [9:0] \$935 ;
   wire \$936 ;
-  wire [255:0] \$937 ;
+  wire [23:0] \$937 ;
   wire \$938 ;
-  wire \$939 ;
+  wire [255:0] \$939 ;
   wire [15:0] \$94 ;
   wire \$940 ;
   wire \$941 ;
   wire \$942 ;
   wire \$943 ;
   wire \$944 ;
-  wire [3:0] \$945 ;
-  wire [13:0] \$946 ;
-  wire [17:0] \$947 ;
-  wire [9:0] \$948 ;
-  wire \$949 ;
+  wire \$945 ;
+  wire \$946 ;
+  wire [3:0] \$947 ;
+  wire [13:0] \$948 ;
+  wire [17:0] \$949 ;
   wire \$95 ;
-  wire \$950 ;
+  wire [9:0] \$950 ;
   wire \$951 ;
   wire \$952 ;
   wire \$953 ;
   wire \$954 ;
-  wire [9:0] \$955 ;
+  wire \$955 ;
   wire \$956 ;
-  wire [23:0] \$957 ;
+  wire [9:0] \$957 ;
   wire \$958 ;
-  wire [3:0] \$959 ;
+  wire [23:0] \$959 ;
   wire [3:0] \$96 ;
-  wire [15:0] \$960 ;
+  wire \$960 ;
   wire [3:0] \$961 ;
   wire [15:0] \$962 ;
   wire [3:0] \$963 ;
@@ -4593,15 +4605,15 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] \$989 ;
   wire [63:0] \$99 ;
   wire [15:0] \$990 ;
-  wire [255:0] \$991 ;
-  wire \$992 ;
-  wire \$993 ;
+  wire [3:0] \$991 ;
+  wire [15:0] \$992 ;
+  wire [255:0] \$993 ;
   wire \$994 ;
   wire \$995 ;
   wire \$996 ;
   wire \$997 ;
   wire \$998 ;
-  wire [6:0] \$999 ;
+  wire \$999 ;
   wire [5:0] \$signature__addr ;
   wire [5:0] \$signature__addr$622 ;
   wire [5:0] \$signature__addr$629 ;
@@ -4636,19 +4648,19 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [9:0] \$signature__addr$852 ;
   wire [9:0] \$signature__addr$861 ;
   wire [255:0] \$signature__data ;
-  wire [255:0] \$signature__data$1045 ;
-  wire [255:0] \$signature__data$1061 ;
-  wire [255:0] \$signature__data$1077 ;
-  wire [255:0] \$signature__data$1119 ;
-  wire [255:0] \$signature__data$1120 ;
-  wire [255:0] \$signature__data$1163 ;
-  wire [255:0] \$signature__data$1164 ;
-  wire [511:0] \$signature__data$1213 ;
-  wire [511:0] \$signature__data$1251 ;
-  wire [511:0] \$signature__data$1288 ;
+  wire [255:0] \$signature__data$1050 ;
+  wire [255:0] \$signature__data$1066 ;
+  wire [255:0] \$signature__data$1082 ;
+  wire [255:0] \$signature__data$1124 ;
+  wire [255:0] \$signature__data$1125 ;
+  wire [255:0] \$signature__data$1168 ;
+  wire [255:0] \$signature__data$1169 ;
+  wire [511:0] \$signature__data$1218 ;
+  wire [511:0] \$signature__data$1256 ;
+  wire [511:0] \$signature__data$1293 ;
   wire [255:0] \$signature__data$595 ;
   wire [255:0] \$signature__data$597 ;
-  wire [71:0] \$signature__data$598 ;
+  wire [143:0] \$signature__data$598 ;
   wire [255:0] \$signature__data$599 ;
   wire [255:0] \$signature__data$600 ;
   wire [255:0] \$signature__data$601 ;
@@ -5026,13 +5038,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg fw2_wn = 1'h0;
   reg [1:0] fw2_wo = 2'h0;
   reg [16:0] gamma = 17'h00000;
-  input [16:0] \gamma$1314 ;
-  wire [16:0] \gamma$1314 ;
+  input [16:0] \gamma$1319 ;
+  wire [16:0] \gamma$1319 ;
   input [15:0] host_addr;
   wire [15:0] host_addr;
   wire [31:0] host_en_next_obs;
   wire [31:0] host_en_obs;
-  wire [15:0] host_en_samples;
+  wire [31:0] host_en_samples;
   wire [31:0] host_en_tw0;
   wire [31:0] host_en_tw1;
   wire [31:0] host_en_tw2;
@@ -5208,7 +5220,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [3:0] loss_cnt;
   reg loss_d2 = 1'h0;
   wire [15:0] loss_delta;
-  wire [17:0] loss_delta_full;
+  wire [19:0] loss_delta_full;
   wire loss_delta_ovf;
   reg [16:0] loss_diff4c = 17'h00000;
   reg [18:0] loss_disc4a = 19'h00000;
@@ -5268,6 +5280,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg loss_v4a = 1'h0;
   reg loss_v4b = 1'h0;
   reg loss_v4c = 1'h0;
+  reg [33:0] loss_wdiff4c = 34'h000000000;
   reg loss_wsa = 1'h0;
   reg [15:0] loss_wsd = 16'h0000;
   reg loss_wsend = 1'h0;
@@ -5275,6 +5288,10 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [1:0] loss_wsi = 2'h0;
   reg [12:0] loss_wsrg = 13'h0000;
   reg loss_wsv = 1'h0;
+  reg [16:0] loss_wt2 = 17'h00000;
+  reg [16:0] loss_wt3 = 17'h00000;
+  reg [16:0] loss_wt4a = 17'h00000;
+  reg [16:0] loss_wt4b = 17'h00000;
   wire [15:0] loss_y;
   reg [15:0] loss_y4b = 16'h0000;
   wire [19:0] loss_y_full;
@@ -5282,46 +5299,46 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   input [23:0] lr;
   wire [23:0] lr;
   wire [65:0] o__payload;
-  wire [65:0] \o__payload$1052 ;
-  wire [63:0] \o__payload$1052.c ;
-  wire [15:0] \o__payload$1052.c[0] ;
-  wire [15:0] \o__payload$1052.c[1] ;
-  wire [15:0] \o__payload$1052.c[2] ;
-  wire [15:0] \o__payload$1052.c[3] ;
-  wire \o__payload$1052.last ;
-  wire \o__payload$1052.overflow ;
-  wire [65:0] \o__payload$1068 ;
-  wire [63:0] \o__payload$1068.c ;
-  wire [15:0] \o__payload$1068.c[0] ;
-  wire [15:0] \o__payload$1068.c[1] ;
-  wire [15:0] \o__payload$1068.c[2] ;
-  wire [15:0] \o__payload$1068.c[3] ;
-  wire \o__payload$1068.last ;
-  wire \o__payload$1068.overflow ;
-  wire [129:0] \o__payload$1090 ;
-  wire [127:0] \o__payload$1090.c ;
-  wire [31:0] \o__payload$1090.c[0] ;
-  wire [31:0] \o__payload$1090.c[1] ;
-  wire [31:0] \o__payload$1090.c[2] ;
-  wire [31:0] \o__payload$1090.c[3] ;
-  wire \o__payload$1090.last ;
-  wire \o__payload$1090.overflow ;
-  wire [129:0] \o__payload$1133 ;
-  wire [127:0] \o__payload$1133.c ;
-  wire [31:0] \o__payload$1133.c[0] ;
-  wire [31:0] \o__payload$1133.c[1] ;
-  wire [31:0] \o__payload$1133.c[2] ;
-  wire [31:0] \o__payload$1133.c[3] ;
-  wire \o__payload$1133.last ;
-  wire \o__payload$1133.overflow ;
-  wire [129:0] \o__payload$1178 ;
-  wire [127:0] \o__payload$1178.c ;
-  wire [31:0] \o__payload$1178.c[0] ;
-  wire [31:0] \o__payload$1178.c[1] ;
-  wire [31:0] \o__payload$1178.c[2] ;
-  wire [31:0] \o__payload$1178.c[3] ;
-  wire \o__payload$1178.last ;
-  wire \o__payload$1178.overflow ;
+  wire [65:0] \o__payload$1057 ;
+  wire [63:0] \o__payload$1057.c ;
+  wire [15:0] \o__payload$1057.c[0] ;
+  wire [15:0] \o__payload$1057.c[1] ;
+  wire [15:0] \o__payload$1057.c[2] ;
+  wire [15:0] \o__payload$1057.c[3] ;
+  wire \o__payload$1057.last ;
+  wire \o__payload$1057.overflow ;
+  wire [65:0] \o__payload$1073 ;
+  wire [63:0] \o__payload$1073.c ;
+  wire [15:0] \o__payload$1073.c[0] ;
+  wire [15:0] \o__payload$1073.c[1] ;
+  wire [15:0] \o__payload$1073.c[2] ;
+  wire [15:0] \o__payload$1073.c[3] ;
+  wire \o__payload$1073.last ;
+  wire \o__payload$1073.overflow ;
+  wire [129:0] \o__payload$1095 ;
+  wire [127:0] \o__payload$1095.c ;
+  wire [31:0] \o__payload$1095.c[0] ;
+  wire [31:0] \o__payload$1095.c[1] ;
+  wire [31:0] \o__payload$1095.c[2] ;
+  wire [31:0] \o__payload$1095.c[3] ;
+  wire \o__payload$1095.last ;
+  wire \o__payload$1095.overflow ;
+  wire [129:0] \o__payload$1138 ;
+  wire [127:0] \o__payload$1138.c ;
+  wire [31:0] \o__payload$1138.c[0] ;
+  wire [31:0] \o__payload$1138.c[1] ;
+  wire [31:0] \o__payload$1138.c[2] ;
+  wire [31:0] \o__payload$1138.c[3] ;
+  wire \o__payload$1138.last ;
+  wire \o__payload$1138.overflow ;
+  wire [129:0] \o__payload$1183 ;
+  wire [127:0] \o__payload$1183.c ;
+  wire [31:0] \o__payload$1183.c[0] ;
+  wire [31:0] \o__payload$1183.c[1] ;
+  wire [31:0] \o__payload$1183.c[2] ;
+  wire [31:0] \o__payload$1183.c[3] ;
+  wire \o__payload$1183.last ;
+  wire \o__payload$1183.overflow ;
   wire [65:0] \o__payload$909 ;
   wire [63:0] \o__payload$909.c ;
   wire [15:0] \o__payload$909.c[0] ;
@@ -5906,7 +5923,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [9:0] \wp__addr$866 ;
   wire [255:0] wp__data;
   wire [255:0] \wp__data$634 ;
-  wire [71:0] \wp__data$641 ;
+  wire [143:0] \wp__data$641 ;
   wire [255:0] \wp__data$653 ;
   wire [255:0] \wp__data$669 ;
   wire [255:0] \wp__data$680 ;
@@ -5929,7 +5946,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   wire [15:0] \wp__data$867 ;
   wire [31:0] wp__en;
   wire [31:0] \wp__en$632 ;
-  wire [8:0] \wp__en$639 ;
+  wire [17:0] \wp__en$639 ;
   wire [3:0] \wp__en$650 ;
   wire [3:0] \wp__en$666 ;
   wire [3:0] \wp__en$677 ;
@@ -6208,7 +6225,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _2_ <= mem_delta1[\$signature__addr$733 ];
     end
   end
-  assign \$signature__data$1120  = _1_;
+  assign \$signature__data$1125  = _1_;
   assign \$signature__data$605  = _2_;
   reg [255:0] mem_delta2 [63:0];
   always @(posedge clk) begin
@@ -6231,7 +6248,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _4_ <= mem_delta2[\$signature__addr$749 ];
     end
   end
-  assign \$signature__data$1164  = _3_;
+  assign \$signature__data$1169  = _3_;
   assign \$signature__data$606  = _4_;
   reg [511:0] mem_grad0 [31:0];
   always @(posedge clk) begin
@@ -6254,7 +6271,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _6_ <= mem_grad0[\$signature__addr$817 ];
     end
   end
-  assign \$signature__data$1213  = _5_;
+  assign \$signature__data$1218  = _5_;
   assign \$signature__data$613  = _6_;
   reg [511:0] mem_grad1 [271:0];
   always @(posedge clk) begin
@@ -6277,7 +6294,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _8_ <= mem_grad1[\$signature__addr$829 ];
     end
   end
-  assign \$signature__data$1251  = _7_;
+  assign \$signature__data$1256  = _7_;
   assign \$signature__data$614  = _8_;
   reg [511:0] mem_grad2 [16:0];
   always @(posedge clk) begin
@@ -6300,7 +6317,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _10_ <= mem_grad2[\$signature__addr$841 ];
     end
   end
-  assign \$signature__data$1288  = _9_;
+  assign \$signature__data$1293  = _9_;
   assign \$signature__data$615  = _10_;
   reg [255:0] mem_h0 [1023:0];
   always @(posedge clk) begin
@@ -6323,7 +6340,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _12_ <= mem_h0[\$signature__addr$643 ];
     end
   end
-  assign \$signature__data$1119  = _11_;
+  assign \$signature__data$1124  = _11_;
   assign \$signature__data$599  = _12_;
   reg [255:0] mem_h1 [1023:0];
   always @(posedge clk) begin
@@ -6346,7 +6363,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _14_ <= mem_h1[\$signature__addr$659 ];
     end
   end
-  assign \$signature__data$1163  = _13_;
+  assign \$signature__data$1168  = _13_;
   assign \$signature__data$600  = _14_;
   reg [15:0] mem_mask0 [1023:0];
   always @(posedge clk) begin
@@ -6535,7 +6552,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _19_ <= mem_obs[\$signature__addr ];
     end
   end
-  assign \$signature__data$1077  = _18_;
+  assign \$signature__data$1082  = _18_;
   assign \$signature__data$595  = _19_;
   reg [255:0] mem_q [63:0];
   always @(posedge clk) begin
@@ -6555,7 +6572,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     end
   end
   assign \$signature__data$601  = _20_;
-  reg [71:0] mem_samples [63:0];
+  reg [143:0] mem_samples [63:0];
   always @(posedge clk) begin
     if (\wp__en$639 [0])
       mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
@@ -6575,8 +6592,26 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       mem_samples[\wp__addr$640 ][63:56] <= \wp__data$641 [63:56];
     if (\wp__en$639 [8])
       mem_samples[\wp__addr$640 ][71:64] <= \wp__data$641 [71:64];
+    if (\wp__en$639 [9])
+      mem_samples[\wp__addr$640 ][79:72] <= \wp__data$641 [79:72];
+    if (\wp__en$639 [10])
+      mem_samples[\wp__addr$640 ][87:80] <= \wp__data$641 [87:80];
+    if (\wp__en$639 [11])
+      mem_samples[\wp__addr$640 ][95:88] <= \wp__data$641 [95:88];
+    if (\wp__en$639 [12])
+      mem_samples[\wp__addr$640 ][103:96] <= \wp__data$641 [103:96];
+    if (\wp__en$639 [13])
+      mem_samples[\wp__addr$640 ][111:104] <= \wp__data$641 [111:104];
+    if (\wp__en$639 [14])
+      mem_samples[\wp__addr$640 ][119:112] <= \wp__data$641 [119:112];
+    if (\wp__en$639 [15])
+      mem_samples[\wp__addr$640 ][127:120] <= \wp__data$641 [127:120];
+    if (\wp__en$639 [16])
+      mem_samples[\wp__addr$640 ][135:128] <= \wp__data$641 [135:128];
+    if (\wp__en$639 [17])
+      mem_samples[\wp__addr$640 ][143:136] <= \wp__data$641 [143:136];
   end
-  reg [71:0] _21_;
+  reg [143:0] _21_;
   always @(posedge clk) begin
     if (\$signature__en$635 ) begin
       _21_ <= mem_samples[\$signature__addr$636 ];
@@ -7010,7 +7045,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _30_ <= mem_w1[\$signature__addr$772 ];
     end
   end
-  assign \$signature__data$1061  = _29_;
+  assign \$signature__data$1066  = _29_;
   assign \$signature__data$608  = _30_;
   reg [255:0] mem_w2 [16:0];
   always @(posedge clk) begin
@@ -7089,7 +7124,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
       _32_ <= mem_w2[\$signature__addr$786 ];
     end
   end
-  assign \$signature__data$1045  = _31_;
+  assign \$signature__data$1050  = _31_;
   assign \$signature__data$609  = _32_;
   assign host_enable = ~ busy;
   assign \$1  = $signed(fw0_rem) < $signed(5'h08);
@@ -7191,48 +7226,48 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign loss_slot = loss_go | loss_running;
   assign \$86  = \$85  + 1'h1;
   assign \$87  = \$86  < 2'h2;
-  assign \$4084  = loss_i1 * 7'h40;
-  assign \$88  = \$signature__data  >> \$4084 ;
+  assign \$4094  = loss_i1 * 7'h40;
+  assign \$88  = \$signature__data  >> \$4094 ;
   assign \$89  = \$87  ? \$88 [31:16] : 16'h8000;
   assign \$91  = \$90  + 1'h0;
   assign \$92  = \$91  < 2'h2;
-  assign \$4091  = loss_i1 * 7'h40;
-  assign \$93  = \$signature__data  >> \$4091 ;
+  assign \$4101  = loss_i1 * 7'h40;
+  assign \$93  = \$signature__data  >> \$4101 ;
   assign \$94  = \$92  ? \$93 [15:0] : 16'h8000;
   assign \$95  = $signed(\$89 ) > $signed(\$94 );
   assign \$97  = \$96  + 1'h1;
   assign \$98  = \$97  < 2'h2;
-  assign \$4099  = loss_i1 * 7'h40;
-  assign \$99  = \$signature__data  >> \$4099 ;
+  assign \$4109  = loss_i1 * 7'h40;
+  assign \$99  = \$signature__data  >> \$4109 ;
   assign \$100  = \$98  ? \$99 [31:16] : 16'h8000;
   assign \$102  = \$101  + 1'h0;
   assign \$103  = \$102  < 2'h2;
-  assign \$4106  = loss_i1 * 7'h40;
-  assign \$104  = \$signature__data  >> \$4106 ;
+  assign \$4116  = loss_i1 * 7'h40;
+  assign \$104  = \$signature__data  >> \$4116 ;
   assign \$105  = \$103  ? \$104 [15:0] : 16'h8000;
   assign loss_max1 = \$95  ? \$100  : \$105 ;
   assign \$107  = \$106  + 2'h2;
   assign \$108  = \$107  < 2'h2;
-  assign \$4114  = loss_i1 * 7'h40;
-  assign \$109  = \$signature__data  >> \$4114 ;
+  assign \$4124  = loss_i1 * 7'h40;
+  assign \$109  = \$signature__data  >> \$4124 ;
   assign \$110  = \$108  ? \$109 [47:32] : 16'h8000;
   assign \$111  = $signed(\$110 ) > $signed(loss_max1);
   assign \$113  = \$112  + 2'h2;
   assign \$114  = \$113  < 2'h2;
-  assign \$4122  = loss_i1 * 7'h40;
-  assign \$115  = \$signature__data  >> \$4122 ;
+  assign \$4132  = loss_i1 * 7'h40;
+  assign \$115  = \$signature__data  >> \$4132 ;
   assign \$116  = \$114  ? \$115 [47:32] : 16'h8000;
   assign loss_max2 = \$111  ? \$116  : loss_max1;
   assign \$118  = \$117  + 2'h3;
   assign \$119  = \$118  < 2'h2;
-  assign \$4130  = loss_i1 * 7'h40;
-  assign \$120  = \$signature__data  >> \$4130 ;
+  assign \$4140  = loss_i1 * 7'h40;
+  assign \$120  = \$signature__data  >> \$4140 ;
   assign \$121  = \$119  ? \$120 [63:48] : 16'h8000;
   assign \$122  = $signed(\$121 ) > $signed(loss_max2);
   assign \$124  = \$123  + 2'h3;
   assign \$125  = \$124  < 2'h2;
-  assign \$4138  = loss_i1 * 7'h40;
-  assign \$126  = \$signature__data  >> \$4138 ;
+  assign \$4148  = loss_i1 * 7'h40;
+  assign \$126  = \$signature__data  >> \$4148 ;
   assign \$127  = \$125  ? \$126 [63:48] : 16'h8000;
   assign loss_max3 = \$122  ? \$127  : loss_max2;
   assign loss_y_full = $signed(loss_r4a) + $signed(loss_disc4a);
@@ -7243,1167 +7278,1170 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$131  = $signed(loss_y_full) < $signed(16'h8000);
   assign \$132  = \$131  ? 17'h18000 : { 1'h0, loss_y_full[15:0] };
   assign \$133  = \$130  ? 17'h07fff : \$132 ;
-  assign \$134  = $signed(loss_delta_full) > $signed(16'h7fff);
-  assign \$135  = $signed(loss_delta_full) < $signed(16'h8000);
-  assign loss_delta_ovf = \$134  | \$135 ;
-  assign \$136  = $signed(loss_delta_full) > $signed(16'h7fff);
-  assign \$137  = $signed(loss_delta_full) < $signed(16'h8000);
-  assign \$138  = \$137  ? 17'h18000 : { 1'h0, loss_delta_full[15:0] };
-  assign \$139  = \$136  ? 17'h07fff : \$138 ;
-  assign \$140  = 1'h1 << loss_wsi;
-  assign loss_onehot = loss_wsv ? \$140  : 4'h0;
+  assign \$134  = $signed(loss_wdiff4c) + $signed(16'h4000);
+  assign \$135  = $signed(\$134 [34:15]) > $signed(16'h7fff);
+  assign \$136  = $signed(\$134 [34:15]) < $signed(16'h8000);
+  assign loss_delta_ovf = \$135  | \$136 ;
+  assign \$137  = $signed(\$134 [34:15]) > $signed(16'h7fff);
+  assign \$138  = $signed(\$134 [34:15]) < $signed(16'h8000);
+  assign \$139  = \$138  ? 17'h18000 : { 1'h0, \$134 [30:15] };
+  assign \$140  = \$137  ? 17'h07fff : \$139 ;
+  assign \$141  = 1'h1 << loss_wsi;
+  assign loss_onehot = loss_wsv ? \$141  : 4'h0;
   assign loss_all = $signed(loss_left) <= $signed(1'h0);
-  assign \$141  = $signed(bw2_rem) < $signed(5'h08);
-  assign \$142  = \$141  ? bw2_rem : 14'h0008;
-  assign \$143  = ~ bw2_running;
-  assign \$144  = busy & \$143 ;
-  assign \$145  = $signed(bw2_rem) > $signed(1'h0);
-  assign \$146  = \$144  & \$145 ;
-  assign \$147  = loss_done > bw2_p;
-  assign bw2_go = \$146  & \$148 ;
+  assign \$142  = $signed(bw2_rem) < $signed(5'h08);
+  assign \$143  = \$142  ? bw2_rem : 14'h0008;
+  assign \$144  = ~ bw2_running;
+  assign \$145  = busy & \$144 ;
+  assign \$146  = $signed(bw2_rem) > $signed(1'h0);
+  assign \$147  = \$145  & \$146 ;
+  assign \$148  = loss_done > bw2_p;
+  assign bw2_go = \$147  & \$149 ;
   assign bw2_slot = bw2_go | bw2_running;
   assign bw2_bubble = bw2_t < 2'h2;
-  assign \$149  = bw2_t - 2'h2;
-  assign \$150  = ~ bw2_bubble;
-  assign bw2_elem = bw2_slot & \$150 ;
-  assign \$151  = $signed(bw2_w_rem) < $signed(5'h08);
-  assign \$152  = \$151  ? bw2_w_rem : 14'h0008;
-  assign \$153  = 1'h1 << bw2_rrow;
-  assign bw2_onehot = bw2_rv ? \$153  : 4'h0;
+  assign \$150  = bw2_t - 2'h2;
+  assign \$151  = ~ bw2_bubble;
+  assign bw2_elem = bw2_slot & \$151 ;
+  assign \$152  = $signed(bw2_w_rem) < $signed(5'h08);
+  assign \$153  = \$152  ? bw2_w_rem : 14'h0008;
+  assign \$154  = 1'h1 << bw2_rrow;
+  assign bw2_onehot = bw2_rv ? \$154  : 4'h0;
   assign bw2_all = $signed(bw2_left) <= $signed(1'h0);
-  assign \$154  = $signed(bw1_rem) < $signed(5'h08);
-  assign \$155  = \$154  ? bw1_rem : 14'h0008;
-  assign \$156  = ~ bw1_running;
-  assign \$157  = busy & \$156 ;
-  assign \$158  = $signed(bw1_rem) > $signed(1'h0);
-  assign \$159  = \$157  & \$158 ;
-  assign \$160  = bw2_done > bw1_p;
-  assign bw1_go = \$159  & \$161 ;
+  assign \$155  = $signed(bw1_rem) < $signed(5'h08);
+  assign \$156  = \$155  ? bw1_rem : 14'h0008;
+  assign \$157  = ~ bw1_running;
+  assign \$158  = busy & \$157 ;
+  assign \$159  = $signed(bw1_rem) > $signed(1'h0);
+  assign \$160  = \$158  & \$159 ;
+  assign \$161  = bw2_done > bw1_p;
+  assign bw1_go = \$160  & \$162 ;
   assign bw1_slot = bw1_go | bw1_running;
-  assign \$162  = bw1_t - 1'h0;
-  assign \$164  = $signed(bw1_w_rem) < $signed(5'h08);
-  assign \$165  = \$164  ? bw1_w_rem : 14'h0008;
-  assign \$166  = 1'h1 << bw1_rrow;
-  assign bw1_onehot = bw1_rv ? \$166  : 4'h0;
+  assign \$163  = bw1_t - 1'h0;
+  assign \$165  = $signed(bw1_w_rem) < $signed(5'h08);
+  assign \$166  = \$165  ? bw1_w_rem : 14'h0008;
+  assign \$167  = 1'h1 << bw1_rrow;
+  assign bw1_onehot = bw1_rv ? \$167  : 4'h0;
   assign bw1_all = $signed(bw1_left) <= $signed(1'h0);
-  assign \$167  = $signed(wa0_rem) < $signed(5'h08);
-  assign \$168  = \$167  ? wa0_rem : 14'h0008;
-  assign \$169  = \$168 [3:0] < 3'h4;
-  assign \$170  = 3'h4 - \$168 [3:0];
-  assign \$171  = \$169  ? \$170  : 5'h00;
-  assign \$172  = ~ wa0_running;
-  assign \$173  = busy & \$172 ;
-  assign \$174  = $signed(wa0_rem) > $signed(1'h0);
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = bw1_done > wa0_p;
-  assign wa0_go = \$175  & \$177 ;
+  assign \$168  = $signed(wa0_rem) < $signed(5'h08);
+  assign \$169  = \$168  ? wa0_rem : 14'h0008;
+  assign \$170  = \$169 [3:0] < 3'h4;
+  assign \$171  = 3'h4 - \$169 [3:0];
+  assign \$172  = \$170  ? \$171  : 5'h00;
+  assign \$173  = ~ wa0_running;
+  assign \$174  = busy & \$173 ;
+  assign \$175  = $signed(wa0_rem) > $signed(1'h0);
+  assign \$176  = \$174  & \$175 ;
+  assign \$177  = bw1_done > wa0_p;
+  assign wa0_go = \$176  & \$178 ;
   assign wa0_slot = wa0_go | wa0_running;
-  assign wa0_bubble = wa0_t < \$171 [2:0];
-  assign \$178  = wa0_t - \$171 [2:0];
-  assign \$179  = ~ wa0_bubble;
-  assign wa0_elem = wa0_slot & \$179 ;
-  assign \$180  = $signed(wa0_w_rem) < $signed(5'h08);
-  assign \$181  = \$180  ? wa0_w_rem : 14'h0008;
+  assign wa0_bubble = wa0_t < \$172 [2:0];
+  assign \$179  = wa0_t - \$172 [2:0];
+  assign \$180  = ~ wa0_bubble;
+  assign wa0_elem = wa0_slot & \$180 ;
+  assign \$181  = $signed(wa0_w_rem) < $signed(5'h08);
+  assign \$182  = \$181  ? wa0_w_rem : 14'h0008;
   assign wa0_sum0_full = $signed(wa0_qold0) + $signed(wa0_qc0);
-  assign \$182  = $signed(wa0_sum0_full) > $signed(32'd2147483647);
-  assign \$183  = $signed(wa0_sum0_full) < $signed(32'd2147483648);
-  assign wa0_sum0_ovf = \$182  | \$183 ;
-  assign \$184  = $signed(wa0_sum0_full) > $signed(32'd2147483647);
-  assign \$185  = $signed(wa0_sum0_full) < $signed(32'd2147483648);
-  assign \$186  = \$185  ? 33'h180000000 : { 1'h0, wa0_sum0_full[31:0] };
-  assign \$187  = \$184  ? 33'h07fffffff : \$186 ;
+  assign \$183  = $signed(wa0_sum0_full) > $signed(32'd2147483647);
+  assign \$184  = $signed(wa0_sum0_full) < $signed(32'd2147483648);
+  assign wa0_sum0_ovf = \$183  | \$184 ;
+  assign \$185  = $signed(wa0_sum0_full) > $signed(32'd2147483647);
+  assign \$186  = $signed(wa0_sum0_full) < $signed(32'd2147483648);
+  assign \$187  = \$186  ? 33'h180000000 : { 1'h0, wa0_sum0_full[31:0] };
+  assign \$188  = \$185  ? 33'h07fffffff : \$187 ;
   assign wa0_sum1_full = $signed(wa0_qold1) + $signed(wa0_qc1);
-  assign \$188  = $signed(wa0_sum1_full) > $signed(32'd2147483647);
-  assign \$189  = $signed(wa0_sum1_full) < $signed(32'd2147483648);
-  assign wa0_sum1_ovf = \$188  | \$189 ;
-  assign \$190  = $signed(wa0_sum1_full) > $signed(32'd2147483647);
-  assign \$191  = $signed(wa0_sum1_full) < $signed(32'd2147483648);
-  assign \$192  = \$191  ? 33'h180000000 : { 1'h0, wa0_sum1_full[31:0] };
-  assign \$193  = \$190  ? 33'h07fffffff : \$192 ;
+  assign \$189  = $signed(wa0_sum1_full) > $signed(32'd2147483647);
+  assign \$190  = $signed(wa0_sum1_full) < $signed(32'd2147483648);
+  assign wa0_sum1_ovf = \$189  | \$190 ;
+  assign \$191  = $signed(wa0_sum1_full) > $signed(32'd2147483647);
+  assign \$192  = $signed(wa0_sum1_full) < $signed(32'd2147483648);
+  assign \$193  = \$192  ? 33'h180000000 : { 1'h0, wa0_sum1_full[31:0] };
+  assign \$194  = \$191  ? 33'h07fffffff : \$193 ;
   assign wa0_sum2_full = $signed(wa0_qold2) + $signed(wa0_qc2);
-  assign \$194  = $signed(wa0_sum2_full) > $signed(32'd2147483647);
-  assign \$195  = $signed(wa0_sum2_full) < $signed(32'd2147483648);
-  assign wa0_sum2_ovf = \$194  | \$195 ;
-  assign \$196  = $signed(wa0_sum2_full) > $signed(32'd2147483647);
-  assign \$197  = $signed(wa0_sum2_full) < $signed(32'd2147483648);
-  assign \$198  = \$197  ? 33'h180000000 : { 1'h0, wa0_sum2_full[31:0] };
-  assign \$199  = \$196  ? 33'h07fffffff : \$198 ;
+  assign \$195  = $signed(wa0_sum2_full) > $signed(32'd2147483647);
+  assign \$196  = $signed(wa0_sum2_full) < $signed(32'd2147483648);
+  assign wa0_sum2_ovf = \$195  | \$196 ;
+  assign \$197  = $signed(wa0_sum2_full) > $signed(32'd2147483647);
+  assign \$198  = $signed(wa0_sum2_full) < $signed(32'd2147483648);
+  assign \$199  = \$198  ? 33'h180000000 : { 1'h0, wa0_sum2_full[31:0] };
+  assign \$200  = \$197  ? 33'h07fffffff : \$199 ;
   assign wa0_sum3_full = $signed(wa0_qold3) + $signed(wa0_qc3);
-  assign \$200  = $signed(wa0_sum3_full) > $signed(32'd2147483647);
-  assign \$201  = $signed(wa0_sum3_full) < $signed(32'd2147483648);
-  assign wa0_sum3_ovf = \$200  | \$201 ;
-  assign \$202  = $signed(wa0_sum3_full) > $signed(32'd2147483647);
-  assign \$203  = $signed(wa0_sum3_full) < $signed(32'd2147483648);
-  assign \$204  = \$203  ? 33'h180000000 : { 1'h0, wa0_sum3_full[31:0] };
-  assign \$205  = \$202  ? 33'h07fffffff : \$204 ;
-  assign \$206  = 1'h1 << wa0_urow;
-  assign wa0_onehot = wa0_uv ? \$206  : 4'h0;
+  assign \$201  = $signed(wa0_sum3_full) > $signed(32'd2147483647);
+  assign \$202  = $signed(wa0_sum3_full) < $signed(32'd2147483648);
+  assign wa0_sum3_ovf = \$201  | \$202 ;
+  assign \$203  = $signed(wa0_sum3_full) > $signed(32'd2147483647);
+  assign \$204  = $signed(wa0_sum3_full) < $signed(32'd2147483648);
+  assign \$205  = \$204  ? 33'h180000000 : { 1'h0, wa0_sum3_full[31:0] };
+  assign \$206  = \$203  ? 33'h07fffffff : \$205 ;
+  assign \$207  = 1'h1 << wa0_urow;
+  assign wa0_onehot = wa0_uv ? \$207  : 4'h0;
   assign wa0_all = $signed(wa0_left) <= $signed(1'h0);
-  assign \$207  = $signed(wa1_rem) < $signed(5'h08);
-  assign \$208  = \$207  ? wa1_rem : 14'h0008;
-  assign \$209  = \$208 [3:0] < 3'h4;
-  assign \$210  = 3'h4 - \$208 [3:0];
-  assign \$211  = \$209  ? \$210  : 5'h00;
-  assign \$212  = ~ wa1_running;
-  assign \$213  = busy & \$212 ;
-  assign \$214  = $signed(wa1_rem) > $signed(1'h0);
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = bw2_done > wa1_p;
-  assign wa1_go = \$215  & \$217 ;
+  assign \$208  = $signed(wa1_rem) < $signed(5'h08);
+  assign \$209  = \$208  ? wa1_rem : 14'h0008;
+  assign \$210  = \$209 [3:0] < 3'h4;
+  assign \$211  = 3'h4 - \$209 [3:0];
+  assign \$212  = \$210  ? \$211  : 5'h00;
+  assign \$213  = ~ wa1_running;
+  assign \$214  = busy & \$213 ;
+  assign \$215  = $signed(wa1_rem) > $signed(1'h0);
+  assign \$216  = \$214  & \$215 ;
+  assign \$217  = bw2_done > wa1_p;
+  assign wa1_go = \$216  & \$218 ;
   assign wa1_slot = wa1_go | wa1_running;
-  assign wa1_bubble = wa1_t < \$211 [2:0];
-  assign \$218  = wa1_t - \$211 [2:0];
-  assign \$219  = ~ wa1_bubble;
-  assign wa1_elem = wa1_slot & \$219 ;
-  assign \$220  = $signed(wa1_w_rem) < $signed(5'h08);
-  assign \$221  = \$220  ? wa1_w_rem : 14'h0008;
+  assign wa1_bubble = wa1_t < \$212 [2:0];
+  assign \$219  = wa1_t - \$212 [2:0];
+  assign \$220  = ~ wa1_bubble;
+  assign wa1_elem = wa1_slot & \$220 ;
+  assign \$221  = $signed(wa1_w_rem) < $signed(5'h08);
+  assign \$222  = \$221  ? wa1_w_rem : 14'h0008;
   assign wa1_sum0_full = $signed(wa1_qold0) + $signed(wa1_qc0);
-  assign \$222  = $signed(wa1_sum0_full) > $signed(32'd2147483647);
-  assign \$223  = $signed(wa1_sum0_full) < $signed(32'd2147483648);
-  assign wa1_sum0_ovf = \$222  | \$223 ;
-  assign \$224  = $signed(wa1_sum0_full) > $signed(32'd2147483647);
-  assign \$225  = $signed(wa1_sum0_full) < $signed(32'd2147483648);
-  assign \$226  = \$225  ? 33'h180000000 : { 1'h0, wa1_sum0_full[31:0] };
-  assign \$227  = \$224  ? 33'h07fffffff : \$226 ;
+  assign \$223  = $signed(wa1_sum0_full) > $signed(32'd2147483647);
+  assign \$224  = $signed(wa1_sum0_full) < $signed(32'd2147483648);
+  assign wa1_sum0_ovf = \$223  | \$224 ;
+  assign \$225  = $signed(wa1_sum0_full) > $signed(32'd2147483647);
+  assign \$226  = $signed(wa1_sum0_full) < $signed(32'd2147483648);
+  assign \$227  = \$226  ? 33'h180000000 : { 1'h0, wa1_sum0_full[31:0] };
+  assign \$228  = \$225  ? 33'h07fffffff : \$227 ;
   assign wa1_sum1_full = $signed(wa1_qold1) + $signed(wa1_qc1);
-  assign \$228  = $signed(wa1_sum1_full) > $signed(32'd2147483647);
-  assign \$229  = $signed(wa1_sum1_full) < $signed(32'd2147483648);
-  assign wa1_sum1_ovf = \$228  | \$229 ;
-  assign \$230  = $signed(wa1_sum1_full) > $signed(32'd2147483647);
-  assign \$231  = $signed(wa1_sum1_full) < $signed(32'd2147483648);
-  assign \$232  = \$231  ? 33'h180000000 : { 1'h0, wa1_sum1_full[31:0] };
-  assign \$233  = \$230  ? 33'h07fffffff : \$232 ;
+  assign \$229  = $signed(wa1_sum1_full) > $signed(32'd2147483647);
+  assign \$230  = $signed(wa1_sum1_full) < $signed(32'd2147483648);
+  assign wa1_sum1_ovf = \$229  | \$230 ;
+  assign \$231  = $signed(wa1_sum1_full) > $signed(32'd2147483647);
+  assign \$232  = $signed(wa1_sum1_full) < $signed(32'd2147483648);
+  assign \$233  = \$232  ? 33'h180000000 : { 1'h0, wa1_sum1_full[31:0] };
+  assign \$234  = \$231  ? 33'h07fffffff : \$233 ;
   assign wa1_sum2_full = $signed(wa1_qold2) + $signed(wa1_qc2);
-  assign \$234  = $signed(wa1_sum2_full) > $signed(32'd2147483647);
-  assign \$235  = $signed(wa1_sum2_full) < $signed(32'd2147483648);
-  assign wa1_sum2_ovf = \$234  | \$235 ;
-  assign \$236  = $signed(wa1_sum2_full) > $signed(32'd2147483647);
-  assign \$237  = $signed(wa1_sum2_full) < $signed(32'd2147483648);
-  assign \$238  = \$237  ? 33'h180000000 : { 1'h0, wa1_sum2_full[31:0] };
-  assign \$239  = \$236  ? 33'h07fffffff : \$238 ;
+  assign \$235  = $signed(wa1_sum2_full) > $signed(32'd2147483647);
+  assign \$236  = $signed(wa1_sum2_full) < $signed(32'd2147483648);
+  assign wa1_sum2_ovf = \$235  | \$236 ;
+  assign \$237  = $signed(wa1_sum2_full) > $signed(32'd2147483647);
+  assign \$238  = $signed(wa1_sum2_full) < $signed(32'd2147483648);
+  assign \$239  = \$238  ? 33'h180000000 : { 1'h0, wa1_sum2_full[31:0] };
+  assign \$240  = \$237  ? 33'h07fffffff : \$239 ;
   assign wa1_sum3_full = $signed(wa1_qold3) + $signed(wa1_qc3);
-  assign \$240  = $signed(wa1_sum3_full) > $signed(32'd2147483647);
-  assign \$241  = $signed(wa1_sum3_full) < $signed(32'd2147483648);
-  assign wa1_sum3_ovf = \$240  | \$241 ;
-  assign \$242  = $signed(wa1_sum3_full) > $signed(32'd2147483647);
-  assign \$243  = $signed(wa1_sum3_full) < $signed(32'd2147483648);
-  assign \$244  = \$243  ? 33'h180000000 : { 1'h0, wa1_sum3_full[31:0] };
-  assign \$245  = \$242  ? 33'h07fffffff : \$244 ;
-  assign \$246  = 1'h1 << wa1_urow;
-  assign wa1_onehot = wa1_uv ? \$246  : 4'h0;
+  assign \$241  = $signed(wa1_sum3_full) > $signed(32'd2147483647);
+  assign \$242  = $signed(wa1_sum3_full) < $signed(32'd2147483648);
+  assign wa1_sum3_ovf = \$241  | \$242 ;
+  assign \$243  = $signed(wa1_sum3_full) > $signed(32'd2147483647);
+  assign \$244  = $signed(wa1_sum3_full) < $signed(32'd2147483648);
+  assign \$245  = \$244  ? 33'h180000000 : { 1'h0, wa1_sum3_full[31:0] };
+  assign \$246  = \$243  ? 33'h07fffffff : \$245 ;
+  assign \$247  = 1'h1 << wa1_urow;
+  assign wa1_onehot = wa1_uv ? \$247  : 4'h0;
   assign wa1_all = $signed(wa1_left) <= $signed(1'h0);
-  assign \$247  = $signed(wa2_rem) < $signed(5'h08);
-  assign \$248  = \$247  ? wa2_rem : 14'h0008;
-  assign \$249  = \$248 [3:0] < 3'h4;
-  assign \$250  = 3'h4 - \$248 [3:0];
-  assign \$251  = \$249  ? \$250  : 5'h00;
-  assign \$252  = ~ wa2_running;
-  assign \$253  = busy & \$252 ;
-  assign \$254  = $signed(wa2_rem) > $signed(1'h0);
-  assign \$255  = \$253  & \$254 ;
-  assign \$256  = loss_done > wa2_p;
-  assign wa2_go = \$255  & \$257 ;
+  assign \$248  = $signed(wa2_rem) < $signed(5'h08);
+  assign \$249  = \$248  ? wa2_rem : 14'h0008;
+  assign \$250  = \$249 [3:0] < 3'h4;
+  assign \$251  = 3'h4 - \$249 [3:0];
+  assign \$252  = \$250  ? \$251  : 5'h00;
+  assign \$253  = ~ wa2_running;
+  assign \$254  = busy & \$253 ;
+  assign \$255  = $signed(wa2_rem) > $signed(1'h0);
+  assign \$256  = \$254  & \$255 ;
+  assign \$257  = loss_done > wa2_p;
+  assign wa2_go = \$256  & \$258 ;
   assign wa2_slot = wa2_go | wa2_running;
-  assign wa2_bubble = wa2_t < \$251 [2:0];
-  assign \$258  = wa2_t - \$251 [2:0];
-  assign \$259  = ~ wa2_bubble;
-  assign wa2_elem = wa2_slot & \$259 ;
-  assign \$260  = $signed(wa2_w_rem) < $signed(5'h08);
-  assign \$261  = \$260  ? wa2_w_rem : 14'h0008;
+  assign wa2_bubble = wa2_t < \$252 [2:0];
+  assign \$259  = wa2_t - \$252 [2:0];
+  assign \$260  = ~ wa2_bubble;
+  assign wa2_elem = wa2_slot & \$260 ;
+  assign \$261  = $signed(wa2_w_rem) < $signed(5'h08);
+  assign \$262  = \$261  ? wa2_w_rem : 14'h0008;
   assign wa2_sum0_full = $signed(wa2_qold0) + $signed(wa2_qc0);
-  assign \$262  = $signed(wa2_sum0_full) > $signed(32'd2147483647);
-  assign \$263  = $signed(wa2_sum0_full) < $signed(32'd2147483648);
-  assign wa2_sum0_ovf = \$262  | \$263 ;
-  assign \$264  = $signed(wa2_sum0_full) > $signed(32'd2147483647);
-  assign \$265  = $signed(wa2_sum0_full) < $signed(32'd2147483648);
-  assign \$266  = \$265  ? 33'h180000000 : { 1'h0, wa2_sum0_full[31:0] };
-  assign \$267  = \$264  ? 33'h07fffffff : \$266 ;
+  assign \$263  = $signed(wa2_sum0_full) > $signed(32'd2147483647);
+  assign \$264  = $signed(wa2_sum0_full) < $signed(32'd2147483648);
+  assign wa2_sum0_ovf = \$263  | \$264 ;
+  assign \$265  = $signed(wa2_sum0_full) > $signed(32'd2147483647);
+  assign \$266  = $signed(wa2_sum0_full) < $signed(32'd2147483648);
+  assign \$267  = \$266  ? 33'h180000000 : { 1'h0, wa2_sum0_full[31:0] };
+  assign \$268  = \$265  ? 33'h07fffffff : \$267 ;
   assign wa2_sum1_full = $signed(wa2_qold1) + $signed(wa2_qc1);
-  assign \$268  = $signed(wa2_sum1_full) > $signed(32'd2147483647);
-  assign \$269  = $signed(wa2_sum1_full) < $signed(32'd2147483648);
-  assign wa2_sum1_ovf = \$268  | \$269 ;
-  assign \$270  = $signed(wa2_sum1_full) > $signed(32'd2147483647);
-  assign \$271  = $signed(wa2_sum1_full) < $signed(32'd2147483648);
-  assign \$272  = \$271  ? 33'h180000000 : { 1'h0, wa2_sum1_full[31:0] };
-  assign \$273  = \$270  ? 33'h07fffffff : \$272 ;
+  assign \$269  = $signed(wa2_sum1_full) > $signed(32'd2147483647);
+  assign \$270  = $signed(wa2_sum1_full) < $signed(32'd2147483648);
+  assign wa2_sum1_ovf = \$269  | \$270 ;
+  assign \$271  = $signed(wa2_sum1_full) > $signed(32'd2147483647);
+  assign \$272  = $signed(wa2_sum1_full) < $signed(32'd2147483648);
+  assign \$273  = \$272  ? 33'h180000000 : { 1'h0, wa2_sum1_full[31:0] };
+  assign \$274  = \$271  ? 33'h07fffffff : \$273 ;
   assign wa2_sum2_full = $signed(wa2_qold2) + $signed(wa2_qc2);
-  assign \$274  = $signed(wa2_sum2_full) > $signed(32'd2147483647);
-  assign \$275  = $signed(wa2_sum2_full) < $signed(32'd2147483648);
-  assign wa2_sum2_ovf = \$274  | \$275 ;
-  assign \$276  = $signed(wa2_sum2_full) > $signed(32'd2147483647);
-  assign \$277  = $signed(wa2_sum2_full) < $signed(32'd2147483648);
-  assign \$278  = \$277  ? 33'h180000000 : { 1'h0, wa2_sum2_full[31:0] };
-  assign \$279  = \$276  ? 33'h07fffffff : \$278 ;
+  assign \$275  = $signed(wa2_sum2_full) > $signed(32'd2147483647);
+  assign \$276  = $signed(wa2_sum2_full) < $signed(32'd2147483648);
+  assign wa2_sum2_ovf = \$275  | \$276 ;
+  assign \$277  = $signed(wa2_sum2_full) > $signed(32'd2147483647);
+  assign \$278  = $signed(wa2_sum2_full) < $signed(32'd2147483648);
+  assign \$279  = \$278  ? 33'h180000000 : { 1'h0, wa2_sum2_full[31:0] };
+  assign \$280  = \$277  ? 33'h07fffffff : \$279 ;
   assign wa2_sum3_full = $signed(wa2_qold3) + $signed(wa2_qc3);
-  assign \$280  = $signed(wa2_sum3_full) > $signed(32'd2147483647);
-  assign \$281  = $signed(wa2_sum3_full) < $signed(32'd2147483648);
-  assign wa2_sum3_ovf = \$280  | \$281 ;
-  assign \$282  = $signed(wa2_sum3_full) > $signed(32'd2147483647);
-  assign \$283  = $signed(wa2_sum3_full) < $signed(32'd2147483648);
-  assign \$284  = \$283  ? 33'h180000000 : { 1'h0, wa2_sum3_full[31:0] };
-  assign \$285  = \$282  ? 33'h07fffffff : \$284 ;
-  assign \$286  = 1'h1 << wa2_urow;
-  assign wa2_onehot = wa2_uv ? \$286  : 4'h0;
+  assign \$281  = $signed(wa2_sum3_full) > $signed(32'd2147483647);
+  assign \$282  = $signed(wa2_sum3_full) < $signed(32'd2147483648);
+  assign wa2_sum3_ovf = \$281  | \$282 ;
+  assign \$283  = $signed(wa2_sum3_full) > $signed(32'd2147483647);
+  assign \$284  = $signed(wa2_sum3_full) < $signed(32'd2147483648);
+  assign \$285  = \$284  ? 33'h180000000 : { 1'h0, wa2_sum3_full[31:0] };
+  assign \$286  = \$283  ? 33'h07fffffff : \$285 ;
+  assign \$287  = 1'h1 << wa2_urow;
+  assign wa2_onehot = wa2_uv ? \$287  : 4'h0;
   assign wa2_all = $signed(wa2_left) <= $signed(1'h0);
-  assign \$287  = wu0_rg + 1'h1;
-  assign \$289  = \$288  > 2'h2;
-  assign \$290  = wu0_rg + 1'h1;
-  assign \$292  = \$289  ? 4'h2 : \$291 ;
-  assign \$293  = wu0_cg + 1'h1;
-  assign \$295  = \$294  > 5'h10;
-  assign \$296  = wu0_cg + 1'h1;
-  assign \$298  = \$295  ? 7'h10 : \$297 ;
-  assign \$299  = \$292 [1:0] - 1'h1;
-  assign \$300  = $signed(\$299 ) * $signed(6'h10);
-  assign \$301  = $signed(\$300 ) + $signed({ 1'h0, \$298 [4:0] });
-  assign \$302  = $signed(\$301 ) - $signed(2'h1);
-  assign \$303  = ~ wu0_finished;
-  assign \$304  = busy & \$303 ;
-  assign \$305  = wa0_tiles > \$302 [5:0];
-  assign \$306  = wa0_inlast & \$305 ;
-  assign \$307  = wa0_all | \$306 ;
-  assign wu0_go = \$304  & \$308 ;
-  assign \$309  = ~ wu0_finished;
-  assign \$310  = busy & \$309 ;
-  assign \$311  = | wu0_r;
-  assign \$312  = wa0_tiles > \$302 [5:0];
-  assign \$313  = wa0_inlast & \$312 ;
-  assign \$314  = wa0_all | \$313 ;
-  assign \$316  = \$311  | \$315 ;
-  assign wu0_slot = \$310  & \$316 ;
+  assign \$288  = wu0_rg + 1'h1;
+  assign \$290  = \$289  > 2'h2;
+  assign \$291  = wu0_rg + 1'h1;
+  assign \$293  = \$290  ? 4'h2 : \$292 ;
+  assign \$294  = wu0_cg + 1'h1;
+  assign \$296  = \$295  > 5'h10;
+  assign \$297  = wu0_cg + 1'h1;
+  assign \$299  = \$296  ? 7'h10 : \$298 ;
+  assign \$300  = \$293 [1:0] - 1'h1;
+  assign \$301  = $signed(\$300 ) * $signed(6'h10);
+  assign \$302  = $signed(\$301 ) + $signed({ 1'h0, \$299 [4:0] });
+  assign \$303  = $signed(\$302 ) - $signed(2'h1);
+  assign \$304  = ~ wu0_finished;
+  assign \$305  = busy & \$304 ;
+  assign \$306  = wa0_tiles > \$303 [5:0];
+  assign \$307  = wa0_inlast & \$306 ;
+  assign \$308  = wa0_all | \$307 ;
+  assign wu0_go = \$305  & \$309 ;
+  assign \$310  = ~ wu0_finished;
+  assign \$311  = busy & \$310 ;
+  assign \$312  = | wu0_r;
+  assign \$313  = wa0_tiles > \$303 [5:0];
+  assign \$314  = wa0_inlast & \$313 ;
+  assign \$315  = wa0_all | \$314 ;
+  assign \$317  = \$312  | \$316 ;
+  assign wu0_slot = \$311  & \$317 ;
   assign wu0_new0_full = $signed(wu0_w5_0) - $signed(wu0_u5_0);
-  assign \$317  = $signed(wu0_new0_full) > $signed(16'h7fff);
-  assign \$318  = $signed(wu0_new0_full) < $signed(16'h8000);
-  assign wu0_new0_ovf = \$317  | \$318 ;
-  assign \$319  = $signed(wu0_new0_full) > $signed(16'h7fff);
-  assign \$320  = $signed(wu0_new0_full) < $signed(16'h8000);
-  assign \$321  = \$320  ? 17'h18000 : { 1'h0, wu0_new0_full[15:0] };
-  assign \$322  = \$319  ? 17'h07fff : \$321 ;
+  assign \$318  = $signed(wu0_new0_full) > $signed(16'h7fff);
+  assign \$319  = $signed(wu0_new0_full) < $signed(16'h8000);
+  assign wu0_new0_ovf = \$318  | \$319 ;
+  assign \$320  = $signed(wu0_new0_full) > $signed(16'h7fff);
+  assign \$321  = $signed(wu0_new0_full) < $signed(16'h8000);
+  assign \$322  = \$321  ? 17'h18000 : { 1'h0, wu0_new0_full[15:0] };
+  assign \$323  = \$320  ? 17'h07fff : \$322 ;
   assign wu0_new1_full = $signed(wu0_w5_1) - $signed(wu0_u5_1);
-  assign \$323  = $signed(wu0_new1_full) > $signed(16'h7fff);
-  assign \$324  = $signed(wu0_new1_full) < $signed(16'h8000);
-  assign wu0_new1_ovf = \$323  | \$324 ;
-  assign \$325  = $signed(wu0_new1_full) > $signed(16'h7fff);
-  assign \$326  = $signed(wu0_new1_full) < $signed(16'h8000);
-  assign \$327  = \$326  ? 17'h18000 : { 1'h0, wu0_new1_full[15:0] };
-  assign \$328  = \$325  ? 17'h07fff : \$327 ;
+  assign \$324  = $signed(wu0_new1_full) > $signed(16'h7fff);
+  assign \$325  = $signed(wu0_new1_full) < $signed(16'h8000);
+  assign wu0_new1_ovf = \$324  | \$325 ;
+  assign \$326  = $signed(wu0_new1_full) > $signed(16'h7fff);
+  assign \$327  = $signed(wu0_new1_full) < $signed(16'h8000);
+  assign \$328  = \$327  ? 17'h18000 : { 1'h0, wu0_new1_full[15:0] };
+  assign \$329  = \$326  ? 17'h07fff : \$328 ;
   assign wu0_new2_full = $signed(wu0_w5_2) - $signed(wu0_u5_2);
-  assign \$329  = $signed(wu0_new2_full) > $signed(16'h7fff);
-  assign \$330  = $signed(wu0_new2_full) < $signed(16'h8000);
-  assign wu0_new2_ovf = \$329  | \$330 ;
-  assign \$331  = $signed(wu0_new2_full) > $signed(16'h7fff);
-  assign \$332  = $signed(wu0_new2_full) < $signed(16'h8000);
-  assign \$333  = \$332  ? 17'h18000 : { 1'h0, wu0_new2_full[15:0] };
-  assign \$334  = \$331  ? 17'h07fff : \$333 ;
+  assign \$330  = $signed(wu0_new2_full) > $signed(16'h7fff);
+  assign \$331  = $signed(wu0_new2_full) < $signed(16'h8000);
+  assign wu0_new2_ovf = \$330  | \$331 ;
+  assign \$332  = $signed(wu0_new2_full) > $signed(16'h7fff);
+  assign \$333  = $signed(wu0_new2_full) < $signed(16'h8000);
+  assign \$334  = \$333  ? 17'h18000 : { 1'h0, wu0_new2_full[15:0] };
+  assign \$335  = \$332  ? 17'h07fff : \$334 ;
   assign wu0_new3_full = $signed(wu0_w5_3) - $signed(wu0_u5_3);
-  assign \$335  = $signed(wu0_new3_full) > $signed(16'h7fff);
-  assign \$336  = $signed(wu0_new3_full) < $signed(16'h8000);
-  assign wu0_new3_ovf = \$335  | \$336 ;
-  assign \$337  = $signed(wu0_new3_full) > $signed(16'h7fff);
-  assign \$338  = $signed(wu0_new3_full) < $signed(16'h8000);
-  assign \$339  = \$338  ? 17'h18000 : { 1'h0, wu0_new3_full[15:0] };
-  assign \$340  = \$337  ? 17'h07fff : \$339 ;
-  assign \$341  = 1'h1 << wu0_r6;
-  assign wu0_onehot = wu0_v6 ? \$341  : 4'h0;
-  assign \$342  = wu1_rg + 1'h1;
-  assign \$344  = \$343  > 5'h11;
-  assign \$345  = wu1_rg + 1'h1;
-  assign \$347  = \$344  ? 7'h11 : \$346 ;
-  assign \$348  = wu1_cg + 1'h1;
-  assign \$350  = \$349  > 5'h10;
-  assign \$351  = wu1_cg + 1'h1;
-  assign \$353  = \$350  ? 7'h10 : \$352 ;
-  assign \$354  = \$347 [4:0] - 1'h1;
-  assign \$355  = $signed(\$354 ) * $signed(6'h10);
-  assign \$356  = $signed(\$355 ) + $signed({ 1'h0, \$353 [4:0] });
-  assign \$357  = $signed(\$356 ) - $signed(2'h1);
-  assign \$358  = ~ wu1_finished;
-  assign \$359  = busy & \$358 ;
-  assign \$361  = wa1_tiles > \$357 [8:0];
-  assign \$362  = wa1_inlast & \$361 ;
-  assign \$363  = wa1_all | \$362 ;
-  assign \$364  = \$360  & \$363 ;
-  assign wu1_go = \$359  & \$364 ;
-  assign \$365  = ~ wu1_finished;
-  assign \$366  = busy & \$365 ;
-  assign \$367  = | wu1_r;
-  assign \$369  = wa1_tiles > \$357 [8:0];
-  assign \$370  = wa1_inlast & \$369 ;
-  assign \$371  = wa1_all | \$370 ;
-  assign \$372  = \$368  & \$371 ;
-  assign \$373  = \$367  | \$372 ;
-  assign wu1_slot = \$366  & \$373 ;
+  assign \$336  = $signed(wu0_new3_full) > $signed(16'h7fff);
+  assign \$337  = $signed(wu0_new3_full) < $signed(16'h8000);
+  assign wu0_new3_ovf = \$336  | \$337 ;
+  assign \$338  = $signed(wu0_new3_full) > $signed(16'h7fff);
+  assign \$339  = $signed(wu0_new3_full) < $signed(16'h8000);
+  assign \$340  = \$339  ? 17'h18000 : { 1'h0, wu0_new3_full[15:0] };
+  assign \$341  = \$338  ? 17'h07fff : \$340 ;
+  assign \$342  = 1'h1 << wu0_r6;
+  assign wu0_onehot = wu0_v6 ? \$342  : 4'h0;
+  assign \$343  = wu1_rg + 1'h1;
+  assign \$345  = \$344  > 5'h11;
+  assign \$346  = wu1_rg + 1'h1;
+  assign \$348  = \$345  ? 7'h11 : \$347 ;
+  assign \$349  = wu1_cg + 1'h1;
+  assign \$351  = \$350  > 5'h10;
+  assign \$352  = wu1_cg + 1'h1;
+  assign \$354  = \$351  ? 7'h10 : \$353 ;
+  assign \$355  = \$348 [4:0] - 1'h1;
+  assign \$356  = $signed(\$355 ) * $signed(6'h10);
+  assign \$357  = $signed(\$356 ) + $signed({ 1'h0, \$354 [4:0] });
+  assign \$358  = $signed(\$357 ) - $signed(2'h1);
+  assign \$359  = ~ wu1_finished;
+  assign \$360  = busy & \$359 ;
+  assign \$362  = wa1_tiles > \$358 [8:0];
+  assign \$363  = wa1_inlast & \$362 ;
+  assign \$364  = wa1_all | \$363 ;
+  assign \$365  = \$361  & \$364 ;
+  assign wu1_go = \$360  & \$365 ;
+  assign \$366  = ~ wu1_finished;
+  assign \$367  = busy & \$366 ;
+  assign \$368  = | wu1_r;
+  assign \$370  = wa1_tiles > \$358 [8:0];
+  assign \$371  = wa1_inlast & \$370 ;
+  assign \$372  = wa1_all | \$371 ;
+  assign \$373  = \$369  & \$372 ;
+  assign \$374  = \$368  | \$373 ;
+  assign wu1_slot = \$367  & \$374 ;
   assign wu1_new0_full = $signed(wu1_w5_0) - $signed(wu1_u5_0);
-  assign \$374  = $signed(wu1_new0_full) > $signed(16'h7fff);
-  assign \$375  = $signed(wu1_new0_full) < $signed(16'h8000);
-  assign wu1_new0_ovf = \$374  | \$375 ;
-  assign \$376  = $signed(wu1_new0_full) > $signed(16'h7fff);
-  assign \$377  = $signed(wu1_new0_full) < $signed(16'h8000);
-  assign \$378  = \$377  ? 17'h18000 : { 1'h0, wu1_new0_full[15:0] };
-  assign \$379  = \$376  ? 17'h07fff : \$378 ;
+  assign \$375  = $signed(wu1_new0_full) > $signed(16'h7fff);
+  assign \$376  = $signed(wu1_new0_full) < $signed(16'h8000);
+  assign wu1_new0_ovf = \$375  | \$376 ;
+  assign \$377  = $signed(wu1_new0_full) > $signed(16'h7fff);
+  assign \$378  = $signed(wu1_new0_full) < $signed(16'h8000);
+  assign \$379  = \$378  ? 17'h18000 : { 1'h0, wu1_new0_full[15:0] };
+  assign \$380  = \$377  ? 17'h07fff : \$379 ;
   assign wu1_new1_full = $signed(wu1_w5_1) - $signed(wu1_u5_1);
-  assign \$380  = $signed(wu1_new1_full) > $signed(16'h7fff);
-  assign \$381  = $signed(wu1_new1_full) < $signed(16'h8000);
-  assign wu1_new1_ovf = \$380  | \$381 ;
-  assign \$382  = $signed(wu1_new1_full) > $signed(16'h7fff);
-  assign \$383  = $signed(wu1_new1_full) < $signed(16'h8000);
-  assign \$384  = \$383  ? 17'h18000 : { 1'h0, wu1_new1_full[15:0] };
-  assign \$385  = \$382  ? 17'h07fff : \$384 ;
+  assign \$381  = $signed(wu1_new1_full) > $signed(16'h7fff);
+  assign \$382  = $signed(wu1_new1_full) < $signed(16'h8000);
+  assign wu1_new1_ovf = \$381  | \$382 ;
+  assign \$383  = $signed(wu1_new1_full) > $signed(16'h7fff);
+  assign \$384  = $signed(wu1_new1_full) < $signed(16'h8000);
+  assign \$385  = \$384  ? 17'h18000 : { 1'h0, wu1_new1_full[15:0] };
+  assign \$386  = \$383  ? 17'h07fff : \$385 ;
   assign wu1_new2_full = $signed(wu1_w5_2) - $signed(wu1_u5_2);
-  assign \$386  = $signed(wu1_new2_full) > $signed(16'h7fff);
-  assign \$387  = $signed(wu1_new2_full) < $signed(16'h8000);
-  assign wu1_new2_ovf = \$386  | \$387 ;
-  assign \$388  = $signed(wu1_new2_full) > $signed(16'h7fff);
-  assign \$389  = $signed(wu1_new2_full) < $signed(16'h8000);
-  assign \$390  = \$389  ? 17'h18000 : { 1'h0, wu1_new2_full[15:0] };
-  assign \$391  = \$388  ? 17'h07fff : \$390 ;
+  assign \$387  = $signed(wu1_new2_full) > $signed(16'h7fff);
+  assign \$388  = $signed(wu1_new2_full) < $signed(16'h8000);
+  assign wu1_new2_ovf = \$387  | \$388 ;
+  assign \$389  = $signed(wu1_new2_full) > $signed(16'h7fff);
+  assign \$390  = $signed(wu1_new2_full) < $signed(16'h8000);
+  assign \$391  = \$390  ? 17'h18000 : { 1'h0, wu1_new2_full[15:0] };
+  assign \$392  = \$389  ? 17'h07fff : \$391 ;
   assign wu1_new3_full = $signed(wu1_w5_3) - $signed(wu1_u5_3);
-  assign \$392  = $signed(wu1_new3_full) > $signed(16'h7fff);
-  assign \$393  = $signed(wu1_new3_full) < $signed(16'h8000);
-  assign wu1_new3_ovf = \$392  | \$393 ;
-  assign \$394  = $signed(wu1_new3_full) > $signed(16'h7fff);
-  assign \$395  = $signed(wu1_new3_full) < $signed(16'h8000);
-  assign \$396  = \$395  ? 17'h18000 : { 1'h0, wu1_new3_full[15:0] };
-  assign \$397  = \$394  ? 17'h07fff : \$396 ;
-  assign \$398  = 1'h1 << wu1_r6;
-  assign wu1_onehot = wu1_v6 ? \$398  : 4'h0;
-  assign \$399  = wu2_rg + 1'h1;
-  assign \$401  = \$400  > 5'h11;
-  assign \$402  = wu2_rg + 1'h1;
-  assign \$404  = \$401  ? 7'h11 : \$403 ;
-  assign \$405  = wu2_cg + 1'h1;
-  assign \$407  = \$406  > 1'h1;
-  assign \$408  = wu2_cg + 1'h1;
-  assign \$410  = \$407  ? 3'h1 : \$409 ;
-  assign \$411  = \$404 [4:0] - 1'h1;
-  assign \$412  = $signed(\$411 ) * $signed(2'h1);
-  assign \$413  = $signed(\$412 ) + $signed({ 1'h0, \$410 [0] });
-  assign \$414  = $signed(\$413 ) - $signed(2'h1);
-  assign \$415  = ~ wu2_finished;
-  assign \$416  = busy & \$415 ;
-  assign \$418  = wa2_tiles > \$414 [4:0];
-  assign \$419  = wa2_inlast & \$418 ;
-  assign \$420  = wa2_all | \$419 ;
-  assign \$421  = \$417  & \$420 ;
-  assign wu2_go = \$416  & \$421 ;
-  assign \$422  = ~ wu2_finished;
-  assign \$423  = busy & \$422 ;
-  assign \$424  = | wu2_r;
-  assign \$426  = wa2_tiles > \$414 [4:0];
-  assign \$427  = wa2_inlast & \$426 ;
-  assign \$428  = wa2_all | \$427 ;
-  assign \$429  = \$425  & \$428 ;
-  assign \$430  = \$424  | \$429 ;
-  assign wu2_slot = \$423  & \$430 ;
+  assign \$393  = $signed(wu1_new3_full) > $signed(16'h7fff);
+  assign \$394  = $signed(wu1_new3_full) < $signed(16'h8000);
+  assign wu1_new3_ovf = \$393  | \$394 ;
+  assign \$395  = $signed(wu1_new3_full) > $signed(16'h7fff);
+  assign \$396  = $signed(wu1_new3_full) < $signed(16'h8000);
+  assign \$397  = \$396  ? 17'h18000 : { 1'h0, wu1_new3_full[15:0] };
+  assign \$398  = \$395  ? 17'h07fff : \$397 ;
+  assign \$399  = 1'h1 << wu1_r6;
+  assign wu1_onehot = wu1_v6 ? \$399  : 4'h0;
+  assign \$400  = wu2_rg + 1'h1;
+  assign \$402  = \$401  > 5'h11;
+  assign \$403  = wu2_rg + 1'h1;
+  assign \$405  = \$402  ? 7'h11 : \$404 ;
+  assign \$406  = wu2_cg + 1'h1;
+  assign \$408  = \$407  > 1'h1;
+  assign \$409  = wu2_cg + 1'h1;
+  assign \$411  = \$408  ? 3'h1 : \$410 ;
+  assign \$412  = \$405 [4:0] - 1'h1;
+  assign \$413  = $signed(\$412 ) * $signed(2'h1);
+  assign \$414  = $signed(\$413 ) + $signed({ 1'h0, \$411 [0] });
+  assign \$415  = $signed(\$414 ) - $signed(2'h1);
+  assign \$416  = ~ wu2_finished;
+  assign \$417  = busy & \$416 ;
+  assign \$419  = wa2_tiles > \$415 [4:0];
+  assign \$420  = wa2_inlast & \$419 ;
+  assign \$421  = wa2_all | \$420 ;
+  assign \$422  = \$418  & \$421 ;
+  assign wu2_go = \$417  & \$422 ;
+  assign \$423  = ~ wu2_finished;
+  assign \$424  = busy & \$423 ;
+  assign \$425  = | wu2_r;
+  assign \$427  = wa2_tiles > \$415 [4:0];
+  assign \$428  = wa2_inlast & \$427 ;
+  assign \$429  = wa2_all | \$428 ;
+  assign \$430  = \$426  & \$429 ;
+  assign \$431  = \$425  | \$430 ;
+  assign wu2_slot = \$424  & \$431 ;
   assign wu2_new0_full = $signed(wu2_w5_0) - $signed(wu2_u5_0);
-  assign \$431  = $signed(wu2_new0_full) > $signed(16'h7fff);
-  assign \$432  = $signed(wu2_new0_full) < $signed(16'h8000);
-  assign wu2_new0_ovf = \$431  | \$432 ;
-  assign \$433  = $signed(wu2_new0_full) > $signed(16'h7fff);
-  assign \$434  = $signed(wu2_new0_full) < $signed(16'h8000);
-  assign \$435  = \$434  ? 17'h18000 : { 1'h0, wu2_new0_full[15:0] };
-  assign \$436  = \$433  ? 17'h07fff : \$435 ;
+  assign \$432  = $signed(wu2_new0_full) > $signed(16'h7fff);
+  assign \$433  = $signed(wu2_new0_full) < $signed(16'h8000);
+  assign wu2_new0_ovf = \$432  | \$433 ;
+  assign \$434  = $signed(wu2_new0_full) > $signed(16'h7fff);
+  assign \$435  = $signed(wu2_new0_full) < $signed(16'h8000);
+  assign \$436  = \$435  ? 17'h18000 : { 1'h0, wu2_new0_full[15:0] };
+  assign \$437  = \$434  ? 17'h07fff : \$436 ;
   assign wu2_new1_full = $signed(wu2_w5_1) - $signed(wu2_u5_1);
-  assign \$437  = $signed(wu2_new1_full) > $signed(16'h7fff);
-  assign \$438  = $signed(wu2_new1_full) < $signed(16'h8000);
-  assign wu2_new1_ovf = \$437  | \$438 ;
-  assign \$439  = $signed(wu2_new1_full) > $signed(16'h7fff);
-  assign \$440  = $signed(wu2_new1_full) < $signed(16'h8000);
-  assign \$441  = \$440  ? 17'h18000 : { 1'h0, wu2_new1_full[15:0] };
-  assign \$442  = \$439  ? 17'h07fff : \$441 ;
+  assign \$438  = $signed(wu2_new1_full) > $signed(16'h7fff);
+  assign \$439  = $signed(wu2_new1_full) < $signed(16'h8000);
+  assign wu2_new1_ovf = \$438  | \$439 ;
+  assign \$440  = $signed(wu2_new1_full) > $signed(16'h7fff);
+  assign \$441  = $signed(wu2_new1_full) < $signed(16'h8000);
+  assign \$442  = \$441  ? 17'h18000 : { 1'h0, wu2_new1_full[15:0] };
+  assign \$443  = \$440  ? 17'h07fff : \$442 ;
   assign wu2_new2_full = $signed(wu2_w5_2) - $signed(wu2_u5_2);
-  assign \$443  = $signed(wu2_new2_full) > $signed(16'h7fff);
-  assign \$444  = $signed(wu2_new2_full) < $signed(16'h8000);
-  assign wu2_new2_ovf = \$443  | \$444 ;
-  assign \$445  = $signed(wu2_new2_full) > $signed(16'h7fff);
-  assign \$446  = $signed(wu2_new2_full) < $signed(16'h8000);
-  assign \$447  = \$446  ? 17'h18000 : { 1'h0, wu2_new2_full[15:0] };
-  assign \$448  = \$445  ? 17'h07fff : \$447 ;
+  assign \$444  = $signed(wu2_new2_full) > $signed(16'h7fff);
+  assign \$445  = $signed(wu2_new2_full) < $signed(16'h8000);
+  assign wu2_new2_ovf = \$444  | \$445 ;
+  assign \$446  = $signed(wu2_new2_full) > $signed(16'h7fff);
+  assign \$447  = $signed(wu2_new2_full) < $signed(16'h8000);
+  assign \$448  = \$447  ? 17'h18000 : { 1'h0, wu2_new2_full[15:0] };
+  assign \$449  = \$446  ? 17'h07fff : \$448 ;
   assign wu2_new3_full = $signed(wu2_w5_3) - $signed(wu2_u5_3);
-  assign \$449  = $signed(wu2_new3_full) > $signed(16'h7fff);
-  assign \$450  = $signed(wu2_new3_full) < $signed(16'h8000);
-  assign wu2_new3_ovf = \$449  | \$450 ;
-  assign \$451  = $signed(wu2_new3_full) > $signed(16'h7fff);
-  assign \$452  = $signed(wu2_new3_full) < $signed(16'h8000);
-  assign \$453  = \$452  ? 17'h18000 : { 1'h0, wu2_new3_full[15:0] };
-  assign \$454  = \$451  ? 17'h07fff : \$453 ;
-  assign \$455  = 1'h1 << wu2_r6;
-  assign wu2_onehot = wu2_v6 ? \$455  : 4'h0;
-  assign \$456  = ~ busy;
-  assign \clear$557  = start & \$456 ;
+  assign \$450  = $signed(wu2_new3_full) > $signed(16'h7fff);
+  assign \$451  = $signed(wu2_new3_full) < $signed(16'h8000);
+  assign wu2_new3_ovf = \$450  | \$451 ;
+  assign \$452  = $signed(wu2_new3_full) > $signed(16'h7fff);
+  assign \$453  = $signed(wu2_new3_full) < $signed(16'h8000);
+  assign \$454  = \$453  ? 17'h18000 : { 1'h0, wu2_new3_full[15:0] };
+  assign \$455  = \$452  ? 17'h07fff : \$454 ;
+  assign \$456  = 1'h1 << wu2_r6;
+  assign wu2_onehot = wu2_v6 ? \$456  : 4'h0;
   assign \$457  = ~ busy;
-  assign \$458  = ! host_addr[15:11];
-  assign \$459  = host_addr[10:1] < 7'h40;
-  assign \$460  = \$458  & \$459 ;
-  assign \$461  = \$457  & \$460 ;
-  assign \$462  = \$461  ? host_we : 16'h0000;
-  assign \$463  = host_addr[0] * 5'h10;
-  assign \$464  = \$462  << \$463 ;
-  assign \$465  = ~ busy;
-  assign \$466  = host_addr[15:11] == 1'h1;
-  assign \$467  = host_addr[10:1] < 7'h40;
-  assign \$468  = \$466  & \$467 ;
-  assign \$469  = \$465  & \$468 ;
-  assign \$470  = \$469  ? host_we : 16'h0000;
-  assign \$471  = host_addr[0] * 5'h10;
-  assign \$472  = \$470  << \$471 ;
-  assign \$473  = ~ busy;
-  assign \$474  = host_addr[15:11] == 2'h2;
-  assign \$475  = host_addr[10:0] < 7'h40;
-  assign \$476  = \$474  & \$475 ;
-  assign \$477  = \$473  & \$476 ;
-  assign \$478  = \$477  ? host_we : 16'h0000;
-  assign \$481  = ~ busy;
-  assign \$482  = host_addr[15:11] == 4'hc;
-  assign \$483  = host_addr[10:1] < 6'h20;
-  assign \$484  = \$482  & \$483 ;
-  assign \$485  = \$481  & \$484 ;
-  assign \$486  = \$485  ? host_we : 16'h0000;
-  assign \$487  = host_addr[0] * 5'h10;
-  assign \$488  = \$486  << \$487 ;
-  assign \$489  = ~ busy;
-  assign \$490  = host_addr[15:11] == 4'hd;
-  assign \$491  = host_addr[10:1] < 9'h110;
-  assign \$492  = \$490  & \$491 ;
-  assign \$493  = \$489  & \$492 ;
-  assign \$494  = \$493  ? host_we : 16'h0000;
-  assign \$495  = host_addr[0] * 5'h10;
-  assign \$496  = \$494  << \$495 ;
-  assign \$497  = ~ busy;
-  assign \$498  = host_addr[15:11] == 4'he;
-  assign \$499  = host_addr[10:1] < 5'h11;
-  assign \$500  = \$498  & \$499 ;
-  assign \$501  = \$497  & \$500 ;
-  assign \$502  = \$501  ? host_we : 16'h0000;
-  assign \$503  = host_addr[0] * 5'h10;
-  assign \$504  = \$502  << \$503 ;
-  assign \$505  = ~ busy;
-  assign \$506  = host_addr[15:11] == 4'hf;
-  assign \$507  = host_addr[10:1] < 6'h20;
-  assign \$508  = \$506  & \$507 ;
-  assign \$509  = \$505  & \$508 ;
-  assign \$510  = \$509  ? host_we : 16'h0000;
-  assign \$511  = host_addr[0] * 5'h10;
-  assign \$512  = \$510  << \$511 ;
-  assign \$513  = ~ busy;
-  assign \$514  = host_addr[15:11] == 5'h10;
-  assign \$515  = host_addr[10:1] < 9'h110;
-  assign \$516  = \$514  & \$515 ;
-  assign \$517  = \$513  & \$516 ;
-  assign \$518  = \$517  ? host_we : 16'h0000;
-  assign \$519  = host_addr[0] * 5'h10;
-  assign \$520  = \$518  << \$519 ;
-  assign \$521  = ~ busy;
-  assign \$522  = host_addr[15:11] == 5'h11;
-  assign \$523  = host_addr[10:1] < 5'h11;
-  assign \$524  = \$522  & \$523 ;
-  assign \$525  = \$521  & \$524 ;
-  assign \$526  = \$525  ? host_we : 16'h0000;
-  assign \$527  = host_addr[0] * 5'h10;
-  assign \$528  = \$526  << \$527 ;
-  assign \$529  = host_region_q == 5'h14;
-  assign \$4638  = host_local_q[1:0] * 8'h80;
-  assign \$530  = \$signature__data$615  >> \$4638 ;
-  assign \$531  = host_region_q == 5'h13;
-  assign \$4642  = host_local_q[1:0] * 8'h80;
-  assign \$532  = \$signature__data$614  >> \$4642 ;
-  assign \$533  = host_region_q == 5'h12;
-  assign \$4646  = host_local_q[1:0] * 8'h80;
-  assign \$534  = \$signature__data$613  >> \$4646 ;
-  assign \$535  = host_region_q == 5'h11;
-  assign \$4650  = host_local_q[0] * 8'h80;
-  assign \$536  = \$signature__data$612  >> \$4650 ;
-  assign \$537  = host_region_q == 5'h10;
-  assign \$4654  = host_local_q[0] * 8'h80;
-  assign \$538  = \$signature__data$611  >> \$4654 ;
-  assign \$539  = host_region_q == 4'hf;
-  assign \$4658  = host_local_q[0] * 8'h80;
-  assign \$540  = \$signature__data$610  >> \$4658 ;
-  assign \$541  = host_region_q == 4'he;
-  assign \$4662  = host_local_q[0] * 8'h80;
-  assign \$542  = \$signature__data$609  >> \$4662 ;
-  assign \$543  = host_region_q == 4'hd;
-  assign \$4666  = host_local_q[0] * 8'h80;
-  assign \$544  = \$signature__data$608  >> \$4666 ;
-  assign \$545  = host_region_q == 4'hc;
-  assign \$4670  = host_local_q[0] * 8'h80;
-  assign \$546  = \$signature__data$607  >> \$4670 ;
-  assign \$547  = host_region_q == 4'hb;
-  assign \$4674  = host_local_q[0] * 8'h80;
-  assign \$548  = \$signature__data$606  >> \$4674 ;
-  assign \$549  = host_region_q == 4'ha;
-  assign \$4678  = host_local_q[0] * 8'h80;
-  assign \$550  = \$signature__data$605  >> \$4678 ;
-  assign \$551  = host_region_q == 4'h9;
-  assign \$4682  = host_local_q[0] * 8'h80;
-  assign \$552  = \$signature__data$604  >> \$4682 ;
-  assign \$553  = host_region_q == 4'h8;
-  assign \$4686  = host_local_q[0] * 8'h80;
-  assign \$554  = \$signature__data  >> \$4686 ;
-  assign \$555  = host_region_q == 3'h7;
-  assign \$4690  = host_local_q[0] * 8'h80;
-  assign \$556  = \$signature__data$603  >> \$4690 ;
-  assign \$557  = host_region_q == 3'h6;
-  assign \$4694  = host_local_q[0] * 8'h80;
-  assign \$558  = \$signature__data$602  >> \$4694 ;
-  assign \$559  = host_region_q == 3'h5;
-  assign \$4698  = host_local_q[0] * 8'h80;
-  assign \$560  = \$signature__data$601  >> \$4698 ;
-  assign \$561  = host_region_q == 3'h4;
-  assign \$4702  = host_local_q[0] * 8'h80;
-  assign \$562  = \$signature__data$600  >> \$4702 ;
-  assign \$563  = host_region_q == 2'h3;
-  assign \$4706  = host_local_q[0] * 8'h80;
-  assign \$564  = \$signature__data$599  >> \$4706 ;
-  assign \$565  = host_region_q == 2'h2;
-  assign \$566  = host_region_q == 1'h1;
-  assign \$4711  = host_local_q[0] * 8'h80;
-  assign \$567  = \$signature__data$597  >> \$4711 ;
-  assign \$568  = ! host_region_q;
-  assign \$4715  = host_local_q[0] * 8'h80;
-  assign \$569  = \$signature__data$595  >> \$4715 ;
-  assign \$570  = \$568  ? \$569  : 128'h00000000000000000000000000000000;
-  assign \$571  = \$566  ? \$567  : \$570 ;
-  assign \$572  = \$565  ? { 56'h00000000000000, \$signature__data$598  } : \$571 ;
-  assign \$573  = \$563  ? \$564  : \$572 ;
-  assign \$574  = \$561  ? \$562  : \$573 ;
-  assign \$575  = \$559  ? \$560  : \$574 ;
-  assign \$576  = \$557  ? \$558  : \$575 ;
-  assign \$577  = \$555  ? \$556  : \$576 ;
-  assign \$578  = \$553  ? \$554  : \$577 ;
-  assign \$579  = \$551  ? \$552  : \$578 ;
-  assign \$580  = \$549  ? \$550  : \$579 ;
-  assign \$581  = \$547  ? \$548  : \$580 ;
-  assign \$582  = \$545  ? \$546  : \$581 ;
-  assign \$583  = \$543  ? \$544  : \$582 ;
-  assign \$584  = \$541  ? \$542  : \$583 ;
-  assign \$585  = \$539  ? \$540  : \$584 ;
-  assign \$586  = \$537  ? \$538  : \$585 ;
-  assign \$587  = \$535  ? \$536  : \$586 ;
-  assign \$588  = \$533  ? \$534  : \$587 ;
-  assign \$589  = \$531  ? \$532  : \$588 ;
-  assign \$590  = \$529  ? \$530  : \$589 ;
-  assign host_rdata = host_ok_q ? \$590  : 128'h00000000000000000000000000000000;
-  assign \$592  = ~ busy;
-  assign \$593  = \$592  & host_re;
-  assign \$594  = ! host_addr[15:11];
-  assign \$595  = host_addr[10:1] < 7'h40;
-  assign \$596  = \$594  & \$595 ;
-  assign \$597  = \$593  & \$596 ;
-  assign \$signature__en  = \$591  | \$597 ;
-  assign \$598  = fw0_gbase + fw0_o;
-  assign \$599  = fw0_elem ? \$598  : 14'h0000;
-  assign \$601  = ~ busy;
-  assign \$602  = \$601  & host_re;
-  assign \$603  = ! host_addr[15:11];
-  assign \$604  = host_addr[10:1] < 7'h40;
-  assign \$605  = \$603  & \$604 ;
-  assign \$606  = \$602  & \$605 ;
-  assign \$607  = \$606  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr  = \$600  | \$607 [5:0];
-  assign \$609  = wa0_gbase + \$608 ;
-  assign \$610  = wa0_elem ? \$609  : 14'h0000;
-  assign \$611  = | \$464 [31:0];
-  assign \$612  = \$611  ? host_addr[10:1] : 10'h000;
-  assign \$613  = | \$464 [31:0];
-  assign \$614  = \$613  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$616  = ~ busy;
-  assign \$617  = \$616  & host_re;
-  assign \$618  = host_addr[15:11] == 1'h1;
-  assign \$619  = host_addr[10:1] < 7'h40;
-  assign \$620  = \$618  & \$619 ;
-  assign \$621  = \$617  & \$620 ;
-  assign \$signature__en$628  = \$615  | \$621 ;
-  assign \$622  = tfw0_gbase + tfw0_o;
-  assign \$623  = tfw0_elem ? \$622  : 14'h0000;
-  assign \$625  = ~ busy;
-  assign \$626  = \$625  & host_re;
-  assign \$627  = host_addr[15:11] == 1'h1;
-  assign \$628  = host_addr[10:1] < 7'h40;
-  assign \$629  = \$627  & \$628 ;
-  assign \$630  = \$626  & \$629 ;
-  assign \$631  = \$630  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$629  = \$624  | \$631 [5:0];
-  assign \$632  = | \$472 [31:0];
+  assign \clear$557  = start & \$457 ;
+  assign \$458  = ~ busy;
+  assign \$459  = ! host_addr[15:11];
+  assign \$460  = host_addr[10:1] < 7'h40;
+  assign \$461  = \$459  & \$460 ;
+  assign \$462  = \$458  & \$461 ;
+  assign \$463  = \$462  ? host_we : 16'h0000;
+  assign \$464  = host_addr[0] * 5'h10;
+  assign \$465  = \$463  << \$464 ;
+  assign \$466  = ~ busy;
+  assign \$467  = host_addr[15:11] == 1'h1;
+  assign \$468  = host_addr[10:1] < 7'h40;
+  assign \$469  = \$467  & \$468 ;
+  assign \$470  = \$466  & \$469 ;
+  assign \$471  = \$470  ? host_we : 16'h0000;
+  assign \$472  = host_addr[0] * 5'h10;
+  assign \$473  = \$471  << \$472 ;
+  assign \$474  = ~ busy;
+  assign \$475  = host_addr[15:11] == 2'h2;
+  assign \$476  = host_addr[10:1] < 7'h40;
+  assign \$477  = \$475  & \$476 ;
+  assign \$478  = \$474  & \$477 ;
+  assign \$479  = \$478  ? host_we : 16'h0000;
+  assign \$480  = host_addr[0] * 5'h10;
+  assign \$481  = \$479  << \$480 ;
+  assign \$482  = ~ busy;
+  assign \$483  = host_addr[15:11] == 4'hc;
+  assign \$484  = host_addr[10:1] < 6'h20;
+  assign \$485  = \$483  & \$484 ;
+  assign \$486  = \$482  & \$485 ;
+  assign \$487  = \$486  ? host_we : 16'h0000;
+  assign \$488  = host_addr[0] * 5'h10;
+  assign \$489  = \$487  << \$488 ;
+  assign \$490  = ~ busy;
+  assign \$491  = host_addr[15:11] == 4'hd;
+  assign \$492  = host_addr[10:1] < 9'h110;
+  assign \$493  = \$491  & \$492 ;
+  assign \$494  = \$490  & \$493 ;
+  assign \$495  = \$494  ? host_we : 16'h0000;
+  assign \$496  = host_addr[0] * 5'h10;
+  assign \$497  = \$495  << \$496 ;
+  assign \$498  = ~ busy;
+  assign \$499  = host_addr[15:11] == 4'he;
+  assign \$500  = host_addr[10:1] < 5'h11;
+  assign \$501  = \$499  & \$500 ;
+  assign \$502  = \$498  & \$501 ;
+  assign \$503  = \$502  ? host_we : 16'h0000;
+  assign \$504  = host_addr[0] * 5'h10;
+  assign \$505  = \$503  << \$504 ;
+  assign \$506  = ~ busy;
+  assign \$507  = host_addr[15:11] == 4'hf;
+  assign \$508  = host_addr[10:1] < 6'h20;
+  assign \$509  = \$507  & \$508 ;
+  assign \$510  = \$506  & \$509 ;
+  assign \$511  = \$510  ? host_we : 16'h0000;
+  assign \$512  = host_addr[0] * 5'h10;
+  assign \$513  = \$511  << \$512 ;
+  assign \$514  = ~ busy;
+  assign \$515  = host_addr[15:11] == 5'h10;
+  assign \$516  = host_addr[10:1] < 9'h110;
+  assign \$517  = \$515  & \$516 ;
+  assign \$518  = \$514  & \$517 ;
+  assign \$519  = \$518  ? host_we : 16'h0000;
+  assign \$520  = host_addr[0] * 5'h10;
+  assign \$521  = \$519  << \$520 ;
+  assign \$522  = ~ busy;
+  assign \$523  = host_addr[15:11] == 5'h11;
+  assign \$524  = host_addr[10:1] < 5'h11;
+  assign \$525  = \$523  & \$524 ;
+  assign \$526  = \$522  & \$525 ;
+  assign \$527  = \$526  ? host_we : 16'h0000;
+  assign \$528  = host_addr[0] * 5'h10;
+  assign \$529  = \$527  << \$528 ;
+  assign \$530  = host_region_q == 5'h14;
+  assign \$4648  = host_local_q[1:0] * 8'h80;
+  assign \$531  = \$signature__data$615  >> \$4648 ;
+  assign \$532  = host_region_q == 5'h13;
+  assign \$4652  = host_local_q[1:0] * 8'h80;
+  assign \$533  = \$signature__data$614  >> \$4652 ;
+  assign \$534  = host_region_q == 5'h12;
+  assign \$4656  = host_local_q[1:0] * 8'h80;
+  assign \$535  = \$signature__data$613  >> \$4656 ;
+  assign \$536  = host_region_q == 5'h11;
+  assign \$4660  = host_local_q[0] * 8'h80;
+  assign \$537  = \$signature__data$612  >> \$4660 ;
+  assign \$538  = host_region_q == 5'h10;
+  assign \$4664  = host_local_q[0] * 8'h80;
+  assign \$539  = \$signature__data$611  >> \$4664 ;
+  assign \$540  = host_region_q == 4'hf;
+  assign \$4668  = host_local_q[0] * 8'h80;
+  assign \$541  = \$signature__data$610  >> \$4668 ;
+  assign \$542  = host_region_q == 4'he;
+  assign \$4672  = host_local_q[0] * 8'h80;
+  assign \$543  = \$signature__data$609  >> \$4672 ;
+  assign \$544  = host_region_q == 4'hd;
+  assign \$4676  = host_local_q[0] * 8'h80;
+  assign \$545  = \$signature__data$608  >> \$4676 ;
+  assign \$546  = host_region_q == 4'hc;
+  assign \$4680  = host_local_q[0] * 8'h80;
+  assign \$547  = \$signature__data$607  >> \$4680 ;
+  assign \$548  = host_region_q == 4'hb;
+  assign \$4684  = host_local_q[0] * 8'h80;
+  assign \$549  = \$signature__data$606  >> \$4684 ;
+  assign \$550  = host_region_q == 4'ha;
+  assign \$4688  = host_local_q[0] * 8'h80;
+  assign \$551  = \$signature__data$605  >> \$4688 ;
+  assign \$552  = host_region_q == 4'h9;
+  assign \$4692  = host_local_q[0] * 8'h80;
+  assign \$553  = \$signature__data$604  >> \$4692 ;
+  assign \$554  = host_region_q == 4'h8;
+  assign \$4696  = host_local_q[0] * 8'h80;
+  assign \$555  = \$signature__data  >> \$4696 ;
+  assign \$556  = host_region_q == 3'h7;
+  assign \$4700  = host_local_q[0] * 8'h80;
+  assign \$557  = \$signature__data$603  >> \$4700 ;
+  assign \$558  = host_region_q == 3'h6;
+  assign \$4704  = host_local_q[0] * 8'h80;
+  assign \$559  = \$signature__data$602  >> \$4704 ;
+  assign \$560  = host_region_q == 3'h5;
+  assign \$4708  = host_local_q[0] * 8'h80;
+  assign \$561  = \$signature__data$601  >> \$4708 ;
+  assign \$562  = host_region_q == 3'h4;
+  assign \$4712  = host_local_q[0] * 8'h80;
+  assign \$563  = \$signature__data$600  >> \$4712 ;
+  assign \$564  = host_region_q == 2'h3;
+  assign \$4716  = host_local_q[0] * 8'h80;
+  assign \$565  = \$signature__data$599  >> \$4716 ;
+  assign \$566  = host_region_q == 2'h2;
+  assign \$4720  = host_local_q[0] * 8'h80;
+  assign \$567  = \$signature__data$598  >> \$4720 ;
+  assign \$568  = host_region_q == 1'h1;
+  assign \$4724  = host_local_q[0] * 8'h80;
+  assign \$569  = \$signature__data$597  >> \$4724 ;
+  assign \$570  = ! host_region_q;
+  assign \$4728  = host_local_q[0] * 8'h80;
+  assign \$571  = \$signature__data$595  >> \$4728 ;
+  assign \$572  = \$570  ? \$571  : 128'h00000000000000000000000000000000;
+  assign \$573  = \$568  ? \$569  : \$572 ;
+  assign \$574  = \$566  ? \$567  : \$573 ;
+  assign \$575  = \$564  ? \$565  : \$574 ;
+  assign \$576  = \$562  ? \$563  : \$575 ;
+  assign \$577  = \$560  ? \$561  : \$576 ;
+  assign \$578  = \$558  ? \$559  : \$577 ;
+  assign \$579  = \$556  ? \$557  : \$578 ;
+  assign \$580  = \$554  ? \$555  : \$579 ;
+  assign \$581  = \$552  ? \$553  : \$580 ;
+  assign \$582  = \$550  ? \$551  : \$581 ;
+  assign \$583  = \$548  ? \$549  : \$582 ;
+  assign \$584  = \$546  ? \$547  : \$583 ;
+  assign \$585  = \$544  ? \$545  : \$584 ;
+  assign \$586  = \$542  ? \$543  : \$585 ;
+  assign \$587  = \$540  ? \$541  : \$586 ;
+  assign \$588  = \$538  ? \$539  : \$587 ;
+  assign \$589  = \$536  ? \$537  : \$588 ;
+  assign \$590  = \$534  ? \$535  : \$589 ;
+  assign \$591  = \$532  ? \$533  : \$590 ;
+  assign \$592  = \$530  ? \$531  : \$591 ;
+  assign host_rdata = host_ok_q ? \$592  : 128'h00000000000000000000000000000000;
+  assign \$594  = ~ busy;
+  assign \$595  = \$594  & host_re;
+  assign \$596  = ! host_addr[15:11];
+  assign \$597  = host_addr[10:1] < 7'h40;
+  assign \$598  = \$596  & \$597 ;
+  assign \$599  = \$595  & \$598 ;
+  assign \$signature__en  = \$593  | \$599 ;
+  assign \$600  = fw0_gbase + fw0_o;
+  assign \$601  = fw0_elem ? \$600  : 14'h0000;
+  assign \$603  = ~ busy;
+  assign \$604  = \$603  & host_re;
+  assign \$605  = ! host_addr[15:11];
+  assign \$606  = host_addr[10:1] < 7'h40;
+  assign \$607  = \$605  & \$606 ;
+  assign \$608  = \$604  & \$607 ;
+  assign \$609  = \$608  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr  = \$602  | \$609 [5:0];
+  assign \$611  = wa0_gbase + \$610 ;
+  assign \$612  = wa0_elem ? \$611  : 14'h0000;
+  assign \$613  = | \$465 [31:0];
+  assign \$614  = \$613  ? host_addr[10:1] : 10'h000;
+  assign \$615  = | \$465 [31:0];
+  assign \$616  = \$615  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$618  = ~ busy;
+  assign \$619  = \$618  & host_re;
+  assign \$620  = host_addr[15:11] == 1'h1;
+  assign \$621  = host_addr[10:1] < 7'h40;
+  assign \$622  = \$620  & \$621 ;
+  assign \$623  = \$619  & \$622 ;
+  assign \$signature__en$628  = \$617  | \$623 ;
+  assign \$624  = tfw0_gbase + tfw0_o;
+  assign \$625  = tfw0_elem ? \$624  : 14'h0000;
+  assign \$627  = ~ busy;
+  assign \$628  = \$627  & host_re;
+  assign \$629  = host_addr[15:11] == 1'h1;
+  assign \$630  = host_addr[10:1] < 7'h40;
+  assign \$631  = \$629  & \$630 ;
+  assign \$632  = \$628  & \$631 ;
   assign \$633  = \$632  ? host_addr[10:1] : 10'h000;
-  assign \$634  = | \$472 [31:0];
-  assign \$635  = \$634  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$637  = ~ busy;
-  assign \$638  = \$637  & host_re;
-  assign \$639  = host_addr[15:11] == 2'h2;
-  assign \$640  = host_addr[10:0] < 7'h40;
-  assign \$641  = \$639  & \$640 ;
-  assign \$642  = \$638  & \$641 ;
-  assign \$signature__en$635  = \$636  | \$642 ;
-  assign \$644  = loss_gbase + \$643 ;
-  assign \$645  = loss_slot ? \$644  : 14'h0000;
-  assign \$647  = ~ busy;
-  assign \$648  = \$647  & host_re;
-  assign \$649  = host_addr[15:11] == 2'h2;
-  assign \$650  = host_addr[10:0] < 7'h40;
-  assign \$651  = \$649  & \$650 ;
-  assign \$652  = \$648  & \$651 ;
-  assign \$653  = \$652  ? host_addr[10:0] : 11'h000;
-  assign \$signature__addr$636  = \$646  | \$653 [5:0];
-  assign \$654  = | \$480 [8:0];
-  assign \$655  = \$654  ? host_addr[10:0] : 11'h000;
-  assign \$656  = | \$480 [8:0];
-  assign \$657  = \$656  ? host_wdata[71:0] : 72'h000000000000000000;
-  assign \$659  = ~ busy;
-  assign \$660  = \$659  & host_re;
-  assign \$661  = host_addr[15:11] == 2'h3;
-  assign \$662  = host_addr[10:1] < 11'h400;
-  assign \$663  = \$661  & \$662 ;
-  assign \$664  = \$660  & \$663 ;
-  assign \$signature__en$642  = \$658  | \$664 ;
-  assign \$665  = \$20 [6:0] == 7'h40;
-  assign \$667  = \$665  ? 7'h00 : \$666 ;
-  assign \$668  = fw1_base + fw1_o;
-  assign \$669  = fw1_elem ? { \$668 , \$667 [3:0] } : 18'h00000;
-  assign \$671  = ~ busy;
-  assign \$672  = \$671  & host_re;
-  assign \$673  = host_addr[15:11] == 2'h3;
-  assign \$674  = host_addr[10:1] < 11'h400;
-  assign \$675  = \$673  & \$674 ;
-  assign \$676  = \$672  & \$675 ;
-  assign \$677  = \$676  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$643  = \$670  | \$677 ;
-  assign \$679  = \$678  >= 7'h40;
-  assign \$680  = \$679  ? 5'h00 : wa1_o;
-  assign \$682  = wa1_base + \$681 ;
-  assign \$683  = wa1_elem ? { \$682 , \$680 [3:0] } : 18'h00000;
-  assign \$684  = | fw0_onehot;
-  assign \$685  = \$684  ? fw0_raddr : 24'h000000;
+  assign \$signature__addr$629  = \$626  | \$633 [5:0];
+  assign \$634  = | \$473 [31:0];
+  assign \$635  = \$634  ? host_addr[10:1] : 10'h000;
+  assign \$636  = | \$473 [31:0];
+  assign \$637  = \$636  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$639  = ~ busy;
+  assign \$640  = \$639  & host_re;
+  assign \$641  = host_addr[15:11] == 2'h2;
+  assign \$642  = host_addr[10:1] < 7'h40;
+  assign \$643  = \$641  & \$642 ;
+  assign \$644  = \$640  & \$643 ;
+  assign \$signature__en$635  = \$638  | \$644 ;
+  assign \$646  = loss_gbase + \$645 ;
+  assign \$647  = loss_slot ? \$646  : 14'h0000;
+  assign \$649  = ~ busy;
+  assign \$650  = \$649  & host_re;
+  assign \$651  = host_addr[15:11] == 2'h2;
+  assign \$652  = host_addr[10:1] < 7'h40;
+  assign \$653  = \$651  & \$652 ;
+  assign \$654  = \$650  & \$653 ;
+  assign \$655  = \$654  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$636  = \$648  | \$655 [5:0];
+  assign \$656  = | \$481 [17:0];
+  assign \$657  = \$656  ? host_addr[10:1] : 10'h000;
+  assign \$658  = | \$481 [17:0];
+  assign \$659  = \$658  ? { host_wdata[15:0], host_wdata } : 144'h000000000000000000000000000000000000;
+  assign \$661  = ~ busy;
+  assign \$662  = \$661  & host_re;
+  assign \$663  = host_addr[15:11] == 2'h3;
+  assign \$664  = host_addr[10:1] < 11'h400;
+  assign \$665  = \$663  & \$664 ;
+  assign \$666  = \$662  & \$665 ;
+  assign \$signature__en$642  = \$660  | \$666 ;
+  assign \$667  = \$20 [6:0] == 7'h40;
+  assign \$669  = \$667  ? 7'h00 : \$668 ;
+  assign \$670  = fw1_base + fw1_o;
+  assign \$671  = fw1_elem ? { \$670 , \$669 [3:0] } : 18'h00000;
+  assign \$673  = ~ busy;
+  assign \$674  = \$673  & host_re;
+  assign \$675  = host_addr[15:11] == 2'h3;
+  assign \$676  = host_addr[10:1] < 11'h400;
+  assign \$677  = \$675  & \$676 ;
+  assign \$678  = \$674  & \$677 ;
+  assign \$679  = \$678  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$643  = \$672  | \$679 ;
+  assign \$681  = \$680  >= 7'h40;
+  assign \$682  = \$681  ? 5'h00 : wa1_o;
+  assign \$684  = wa1_base + \$683 ;
+  assign \$685  = wa1_elem ? { \$684 , \$682 [3:0] } : 18'h00000;
   assign \$686  = | fw0_onehot;
-  assign \$687  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$688  = \$687  ? fw0_rc0 : 16'h0000;
-  assign \$689  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$690  = \$689  ? fw0_rc1 : 16'h0000;
-  assign \$691  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$692  = \$691  ? fw0_rc2 : 16'h0000;
-  assign \$693  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$694  = \$693  ? fw0_rc3 : 16'h0000;
-  assign \$695  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$696  = \$695  ? fw0_rc0 : 16'h0000;
-  assign \$697  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$698  = \$697  ? fw0_rc1 : 16'h0000;
-  assign \$699  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$700  = \$699  ? fw0_rc2 : 16'h0000;
-  assign \$701  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$702  = \$701  ? fw0_rc3 : 16'h0000;
-  assign \$703  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$704  = \$703  ? fw0_rc0 : 16'h0000;
-  assign \$705  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$706  = \$705  ? fw0_rc1 : 16'h0000;
-  assign \$707  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$708  = \$707  ? fw0_rc2 : 16'h0000;
-  assign \$709  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$710  = \$709  ? fw0_rc3 : 16'h0000;
-  assign \$711  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$712  = \$711  ? fw0_rc0 : 16'h0000;
-  assign \$713  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$714  = \$713  ? fw0_rc1 : 16'h0000;
-  assign \$715  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$716  = \$715  ? fw0_rc2 : 16'h0000;
-  assign \$717  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$718  = \$717  ? fw0_rc3 : 16'h0000;
-  assign \$719  = \$686  ? { \$718 , \$716 , \$714 , \$712 , \$710 , \$708 , \$706 , \$704 , \$702 , \$700 , \$698 , \$696 , \$694 , \$692 , \$690 , \$688  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$721  = ~ busy;
-  assign \$722  = \$721  & host_re;
-  assign \$723  = host_addr[15:11] == 3'h4;
-  assign \$724  = host_addr[10:1] < 11'h400;
-  assign \$725  = \$723  & \$724 ;
-  assign \$726  = \$722  & \$725 ;
-  assign \$signature__en$658  = \$720  | \$726 ;
-  assign \$727  = \$33 [6:0] == 7'h40;
-  assign \$729  = \$727  ? 7'h00 : \$728 ;
-  assign \$730  = fw2_base + fw2_o;
-  assign \$731  = fw2_elem ? { \$730 , \$729 [3:0] } : 18'h00000;
-  assign \$733  = ~ busy;
-  assign \$734  = \$733  & host_re;
-  assign \$735  = host_addr[15:11] == 3'h4;
-  assign \$736  = host_addr[10:1] < 11'h400;
-  assign \$737  = \$735  & \$736 ;
-  assign \$738  = \$734  & \$737 ;
-  assign \$739  = \$738  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$659  = \$732  | \$739 ;
-  assign \$741  = \$740  >= 7'h40;
-  assign \$742  = \$741  ? 5'h00 : wa2_o;
-  assign \$744  = wa2_base + \$743 ;
-  assign \$745  = wa2_elem ? { \$744 , \$742 [3:0] } : 18'h00000;
-  assign \$746  = | fw1_onehot;
-  assign \$747  = \$746  ? fw1_raddr : 24'h000000;
+  assign \$687  = \$686  ? fw0_raddr : 24'h000000;
+  assign \$688  = | fw0_onehot;
+  assign \$689  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$690  = \$689  ? fw0_rc0 : 16'h0000;
+  assign \$691  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$692  = \$691  ? fw0_rc1 : 16'h0000;
+  assign \$693  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$694  = \$693  ? fw0_rc2 : 16'h0000;
+  assign \$695  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$696  = \$695  ? fw0_rc3 : 16'h0000;
+  assign \$697  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$698  = \$697  ? fw0_rc0 : 16'h0000;
+  assign \$699  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$700  = \$699  ? fw0_rc1 : 16'h0000;
+  assign \$701  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$702  = \$701  ? fw0_rc2 : 16'h0000;
+  assign \$703  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$704  = \$703  ? fw0_rc3 : 16'h0000;
+  assign \$705  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$706  = \$705  ? fw0_rc0 : 16'h0000;
+  assign \$707  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$708  = \$707  ? fw0_rc1 : 16'h0000;
+  assign \$709  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$710  = \$709  ? fw0_rc2 : 16'h0000;
+  assign \$711  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$712  = \$711  ? fw0_rc3 : 16'h0000;
+  assign \$713  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$714  = \$713  ? fw0_rc0 : 16'h0000;
+  assign \$715  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$716  = \$715  ? fw0_rc1 : 16'h0000;
+  assign \$717  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$718  = \$717  ? fw0_rc2 : 16'h0000;
+  assign \$719  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$720  = \$719  ? fw0_rc3 : 16'h0000;
+  assign \$721  = \$688  ? { \$720 , \$718 , \$716 , \$714 , \$712 , \$710 , \$708 , \$706 , \$704 , \$702 , \$700 , \$698 , \$696 , \$694 , \$692 , \$690  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$723  = ~ busy;
+  assign \$724  = \$723  & host_re;
+  assign \$725  = host_addr[15:11] == 3'h4;
+  assign \$726  = host_addr[10:1] < 11'h400;
+  assign \$727  = \$725  & \$726 ;
+  assign \$728  = \$724  & \$727 ;
+  assign \$signature__en$658  = \$722  | \$728 ;
+  assign \$729  = \$33 [6:0] == 7'h40;
+  assign \$731  = \$729  ? 7'h00 : \$730 ;
+  assign \$732  = fw2_base + fw2_o;
+  assign \$733  = fw2_elem ? { \$732 , \$731 [3:0] } : 18'h00000;
+  assign \$735  = ~ busy;
+  assign \$736  = \$735  & host_re;
+  assign \$737  = host_addr[15:11] == 3'h4;
+  assign \$738  = host_addr[10:1] < 11'h400;
+  assign \$739  = \$737  & \$738 ;
+  assign \$740  = \$736  & \$739 ;
+  assign \$741  = \$740  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$659  = \$734  | \$741 ;
+  assign \$743  = \$742  >= 7'h40;
+  assign \$744  = \$743  ? 5'h00 : wa2_o;
+  assign \$746  = wa2_base + \$745 ;
+  assign \$747  = wa2_elem ? { \$746 , \$744 [3:0] } : 18'h00000;
   assign \$748  = | fw1_onehot;
-  assign \$749  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$750  = \$749  ? fw1_rc0 : 16'h0000;
-  assign \$751  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$752  = \$751  ? fw1_rc1 : 16'h0000;
-  assign \$753  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$754  = \$753  ? fw1_rc2 : 16'h0000;
-  assign \$755  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$756  = \$755  ? fw1_rc3 : 16'h0000;
-  assign \$757  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$758  = \$757  ? fw1_rc0 : 16'h0000;
-  assign \$759  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$760  = \$759  ? fw1_rc1 : 16'h0000;
-  assign \$761  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$762  = \$761  ? fw1_rc2 : 16'h0000;
-  assign \$763  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$764  = \$763  ? fw1_rc3 : 16'h0000;
-  assign \$765  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$766  = \$765  ? fw1_rc0 : 16'h0000;
-  assign \$767  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$768  = \$767  ? fw1_rc1 : 16'h0000;
-  assign \$769  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$770  = \$769  ? fw1_rc2 : 16'h0000;
-  assign \$771  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$772  = \$771  ? fw1_rc3 : 16'h0000;
-  assign \$773  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$774  = \$773  ? fw1_rc0 : 16'h0000;
-  assign \$775  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$776  = \$775  ? fw1_rc1 : 16'h0000;
-  assign \$777  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$778  = \$777  ? fw1_rc2 : 16'h0000;
-  assign \$779  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$780  = \$779  ? fw1_rc3 : 16'h0000;
-  assign \$781  = \$748  ? { \$780 , \$778 , \$776 , \$774 , \$772 , \$770 , \$768 , \$766 , \$764 , \$762 , \$760 , \$758 , \$756 , \$754 , \$752 , \$750  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$783  = ~ busy;
-  assign \$784  = \$783  & host_re;
-  assign \$785  = host_addr[15:11] == 3'h5;
-  assign \$786  = host_addr[10:1] < 7'h40;
-  assign \$787  = \$785  & \$786 ;
-  assign \$788  = \$784  & \$787 ;
-  assign \$signature__en$674  = \$782  | \$788 ;
-  assign \$790  = loss_base + \$789 ;
-  assign \$791  = loss_slot ? \$790  : 14'h0000;
-  assign \$793  = ~ busy;
-  assign \$794  = \$793  & host_re;
-  assign \$795  = host_addr[15:11] == 3'h5;
-  assign \$796  = host_addr[10:1] < 7'h40;
-  assign \$797  = \$795  & \$796 ;
-  assign \$798  = \$794  & \$797 ;
-  assign \$799  = \$798  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$675  = \$792  | \$799 [5:0];
-  assign \$800  = | fw2_onehot;
-  assign \$801  = \$800  ? fw2_raddr : 24'h000000;
+  assign \$749  = \$748  ? fw1_raddr : 24'h000000;
+  assign \$750  = | fw1_onehot;
+  assign \$751  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$752  = \$751  ? fw1_rc0 : 16'h0000;
+  assign \$753  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$754  = \$753  ? fw1_rc1 : 16'h0000;
+  assign \$755  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$756  = \$755  ? fw1_rc2 : 16'h0000;
+  assign \$757  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$758  = \$757  ? fw1_rc3 : 16'h0000;
+  assign \$759  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$760  = \$759  ? fw1_rc0 : 16'h0000;
+  assign \$761  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$762  = \$761  ? fw1_rc1 : 16'h0000;
+  assign \$763  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$764  = \$763  ? fw1_rc2 : 16'h0000;
+  assign \$765  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$766  = \$765  ? fw1_rc3 : 16'h0000;
+  assign \$767  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$768  = \$767  ? fw1_rc0 : 16'h0000;
+  assign \$769  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$770  = \$769  ? fw1_rc1 : 16'h0000;
+  assign \$771  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$772  = \$771  ? fw1_rc2 : 16'h0000;
+  assign \$773  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$774  = \$773  ? fw1_rc3 : 16'h0000;
+  assign \$775  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$776  = \$775  ? fw1_rc0 : 16'h0000;
+  assign \$777  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$778  = \$777  ? fw1_rc1 : 16'h0000;
+  assign \$779  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$780  = \$779  ? fw1_rc2 : 16'h0000;
+  assign \$781  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$782  = \$781  ? fw1_rc3 : 16'h0000;
+  assign \$783  = \$750  ? { \$782 , \$780 , \$778 , \$776 , \$774 , \$772 , \$770 , \$768 , \$766 , \$764 , \$762 , \$760 , \$758 , \$756 , \$754 , \$752  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$785  = ~ busy;
+  assign \$786  = \$785  & host_re;
+  assign \$787  = host_addr[15:11] == 3'h5;
+  assign \$788  = host_addr[10:1] < 7'h40;
+  assign \$789  = \$787  & \$788 ;
+  assign \$790  = \$786  & \$789 ;
+  assign \$signature__en$674  = \$784  | \$790 ;
+  assign \$792  = loss_base + \$791 ;
+  assign \$793  = loss_slot ? \$792  : 14'h0000;
+  assign \$795  = ~ busy;
+  assign \$796  = \$795  & host_re;
+  assign \$797  = host_addr[15:11] == 3'h5;
+  assign \$798  = host_addr[10:1] < 7'h40;
+  assign \$799  = \$797  & \$798 ;
+  assign \$800  = \$796  & \$799 ;
+  assign \$801  = \$800  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$675  = \$794  | \$801 [5:0];
   assign \$802  = | fw2_onehot;
-  assign \$803  = \$802  ? { fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0, fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0, fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0, fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$805  = ~ busy;
-  assign \$806  = \$805  & host_re;
-  assign \$807  = host_addr[15:11] == 3'h6;
-  assign \$808  = host_addr[10:1] < 11'h400;
-  assign \$809  = \$807  & \$808 ;
-  assign \$810  = \$806  & \$809 ;
-  assign \$signature__en$685  = \$804  | \$810 ;
-  assign \$811  = \$57 [6:0] == 7'h40;
-  assign \$813  = \$811  ? 7'h00 : \$812 ;
-  assign \$814  = tfw1_base + tfw1_o;
-  assign \$815  = tfw1_elem ? { \$814 , \$813 [3:0] } : 18'h00000;
-  assign \$817  = ~ busy;
-  assign \$818  = \$817  & host_re;
-  assign \$819  = host_addr[15:11] == 3'h6;
-  assign \$820  = host_addr[10:1] < 11'h400;
-  assign \$821  = \$819  & \$820 ;
-  assign \$822  = \$818  & \$821 ;
-  assign \$823  = \$822  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$686  = \$816  | \$823 ;
-  assign \$824  = | tfw0_onehot;
-  assign \$825  = \$824  ? tfw0_raddr : 24'h000000;
+  assign \$803  = \$802  ? fw2_raddr : 24'h000000;
+  assign \$804  = | fw2_onehot;
+  assign \$805  = \$804  ? { fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0, fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0, fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0, fw2_rc3, fw2_rc2, fw2_rc1, fw2_rc0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$807  = ~ busy;
+  assign \$808  = \$807  & host_re;
+  assign \$809  = host_addr[15:11] == 3'h6;
+  assign \$810  = host_addr[10:1] < 11'h400;
+  assign \$811  = \$809  & \$810 ;
+  assign \$812  = \$808  & \$811 ;
+  assign \$signature__en$685  = \$806  | \$812 ;
+  assign \$813  = \$57 [6:0] == 7'h40;
+  assign \$815  = \$813  ? 7'h00 : \$814 ;
+  assign \$816  = tfw1_base + tfw1_o;
+  assign \$817  = tfw1_elem ? { \$816 , \$815 [3:0] } : 18'h00000;
+  assign \$819  = ~ busy;
+  assign \$820  = \$819  & host_re;
+  assign \$821  = host_addr[15:11] == 3'h6;
+  assign \$822  = host_addr[10:1] < 11'h400;
+  assign \$823  = \$821  & \$822 ;
+  assign \$824  = \$820  & \$823 ;
+  assign \$825  = \$824  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$686  = \$818  | \$825 ;
   assign \$826  = | tfw0_onehot;
-  assign \$827  = $signed(tfw0_rc0) > $signed(1'h0);
-  assign \$828  = \$827  ? tfw0_rc0 : 16'h0000;
-  assign \$829  = $signed(tfw0_rc1) > $signed(1'h0);
-  assign \$830  = \$829  ? tfw0_rc1 : 16'h0000;
-  assign \$831  = $signed(tfw0_rc2) > $signed(1'h0);
-  assign \$832  = \$831  ? tfw0_rc2 : 16'h0000;
-  assign \$833  = $signed(tfw0_rc3) > $signed(1'h0);
-  assign \$834  = \$833  ? tfw0_rc3 : 16'h0000;
-  assign \$835  = $signed(tfw0_rc0) > $signed(1'h0);
-  assign \$836  = \$835  ? tfw0_rc0 : 16'h0000;
-  assign \$837  = $signed(tfw0_rc1) > $signed(1'h0);
-  assign \$838  = \$837  ? tfw0_rc1 : 16'h0000;
-  assign \$839  = $signed(tfw0_rc2) > $signed(1'h0);
-  assign \$840  = \$839  ? tfw0_rc2 : 16'h0000;
-  assign \$841  = $signed(tfw0_rc3) > $signed(1'h0);
-  assign \$842  = \$841  ? tfw0_rc3 : 16'h0000;
-  assign \$843  = $signed(tfw0_rc0) > $signed(1'h0);
-  assign \$844  = \$843  ? tfw0_rc0 : 16'h0000;
-  assign \$845  = $signed(tfw0_rc1) > $signed(1'h0);
-  assign \$846  = \$845  ? tfw0_rc1 : 16'h0000;
-  assign \$847  = $signed(tfw0_rc2) > $signed(1'h0);
-  assign \$848  = \$847  ? tfw0_rc2 : 16'h0000;
-  assign \$849  = $signed(tfw0_rc3) > $signed(1'h0);
-  assign \$850  = \$849  ? tfw0_rc3 : 16'h0000;
-  assign \$851  = $signed(tfw0_rc0) > $signed(1'h0);
-  assign \$852  = \$851  ? tfw0_rc0 : 16'h0000;
-  assign \$853  = $signed(tfw0_rc1) > $signed(1'h0);
-  assign \$854  = \$853  ? tfw0_rc1 : 16'h0000;
-  assign \$855  = $signed(tfw0_rc2) > $signed(1'h0);
-  assign \$856  = \$855  ? tfw0_rc2 : 16'h0000;
-  assign \$857  = $signed(tfw0_rc3) > $signed(1'h0);
-  assign \$858  = \$857  ? tfw0_rc3 : 16'h0000;
-  assign \$859  = \$826  ? { \$858 , \$856 , \$854 , \$852 , \$850 , \$848 , \$846 , \$844 , \$842 , \$840 , \$838 , \$836 , \$834 , \$832 , \$830 , \$828  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$861  = ~ busy;
-  assign \$862  = \$861  & host_re;
-  assign \$863  = host_addr[15:11] == 3'h7;
-  assign \$864  = host_addr[10:1] < 11'h400;
-  assign \$865  = \$863  & \$864 ;
-  assign \$866  = \$862  & \$865 ;
-  assign \$signature__en$697  = \$860  | \$866 ;
-  assign \$867  = \$70 [6:0] == 7'h40;
-  assign \$869  = \$867  ? 7'h00 : \$868 ;
-  assign \$870  = tfw2_base + tfw2_o;
-  assign \$871  = tfw2_elem ? { \$870 , \$869 [3:0] } : 18'h00000;
-  assign \$873  = ~ busy;
-  assign \$874  = \$873  & host_re;
-  assign \$875  = host_addr[15:11] == 3'h7;
-  assign \$876  = host_addr[10:1] < 11'h400;
-  assign \$877  = \$875  & \$876 ;
-  assign \$878  = \$874  & \$877 ;
-  assign \$879  = \$878  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$698  = \$872  | \$879 ;
-  assign \$880  = | tfw1_onehot;
-  assign \$881  = \$880  ? tfw1_raddr : 24'h000000;
+  assign \$827  = \$826  ? tfw0_raddr : 24'h000000;
+  assign \$828  = | tfw0_onehot;
+  assign \$829  = $signed(tfw0_rc0) > $signed(1'h0);
+  assign \$830  = \$829  ? tfw0_rc0 : 16'h0000;
+  assign \$831  = $signed(tfw0_rc1) > $signed(1'h0);
+  assign \$832  = \$831  ? tfw0_rc1 : 16'h0000;
+  assign \$833  = $signed(tfw0_rc2) > $signed(1'h0);
+  assign \$834  = \$833  ? tfw0_rc2 : 16'h0000;
+  assign \$835  = $signed(tfw0_rc3) > $signed(1'h0);
+  assign \$836  = \$835  ? tfw0_rc3 : 16'h0000;
+  assign \$837  = $signed(tfw0_rc0) > $signed(1'h0);
+  assign \$838  = \$837  ? tfw0_rc0 : 16'h0000;
+  assign \$839  = $signed(tfw0_rc1) > $signed(1'h0);
+  assign \$840  = \$839  ? tfw0_rc1 : 16'h0000;
+  assign \$841  = $signed(tfw0_rc2) > $signed(1'h0);
+  assign \$842  = \$841  ? tfw0_rc2 : 16'h0000;
+  assign \$843  = $signed(tfw0_rc3) > $signed(1'h0);
+  assign \$844  = \$843  ? tfw0_rc3 : 16'h0000;
+  assign \$845  = $signed(tfw0_rc0) > $signed(1'h0);
+  assign \$846  = \$845  ? tfw0_rc0 : 16'h0000;
+  assign \$847  = $signed(tfw0_rc1) > $signed(1'h0);
+  assign \$848  = \$847  ? tfw0_rc1 : 16'h0000;
+  assign \$849  = $signed(tfw0_rc2) > $signed(1'h0);
+  assign \$850  = \$849  ? tfw0_rc2 : 16'h0000;
+  assign \$851  = $signed(tfw0_rc3) > $signed(1'h0);
+  assign \$852  = \$851  ? tfw0_rc3 : 16'h0000;
+  assign \$853  = $signed(tfw0_rc0) > $signed(1'h0);
+  assign \$854  = \$853  ? tfw0_rc0 : 16'h0000;
+  assign \$855  = $signed(tfw0_rc1) > $signed(1'h0);
+  assign \$856  = \$855  ? tfw0_rc1 : 16'h0000;
+  assign \$857  = $signed(tfw0_rc2) > $signed(1'h0);
+  assign \$858  = \$857  ? tfw0_rc2 : 16'h0000;
+  assign \$859  = $signed(tfw0_rc3) > $signed(1'h0);
+  assign \$860  = \$859  ? tfw0_rc3 : 16'h0000;
+  assign \$861  = \$828  ? { \$860 , \$858 , \$856 , \$854 , \$852 , \$850 , \$848 , \$846 , \$844 , \$842 , \$840 , \$838 , \$836 , \$834 , \$832 , \$830  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$863  = ~ busy;
+  assign \$864  = \$863  & host_re;
+  assign \$865  = host_addr[15:11] == 3'h7;
+  assign \$866  = host_addr[10:1] < 11'h400;
+  assign \$867  = \$865  & \$866 ;
+  assign \$868  = \$864  & \$867 ;
+  assign \$signature__en$697  = \$862  | \$868 ;
+  assign \$869  = \$70 [6:0] == 7'h40;
+  assign \$871  = \$869  ? 7'h00 : \$870 ;
+  assign \$872  = tfw2_base + tfw2_o;
+  assign \$873  = tfw2_elem ? { \$872 , \$871 [3:0] } : 18'h00000;
+  assign \$875  = ~ busy;
+  assign \$876  = \$875  & host_re;
+  assign \$877  = host_addr[15:11] == 3'h7;
+  assign \$878  = host_addr[10:1] < 11'h400;
+  assign \$879  = \$877  & \$878 ;
+  assign \$880  = \$876  & \$879 ;
+  assign \$881  = \$880  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$698  = \$874  | \$881 ;
   assign \$882  = | tfw1_onehot;
-  assign \$883  = $signed(tfw1_rc0) > $signed(1'h0);
-  assign \$884  = \$883  ? tfw1_rc0 : 16'h0000;
-  assign \$885  = $signed(tfw1_rc1) > $signed(1'h0);
-  assign \$886  = \$885  ? tfw1_rc1 : 16'h0000;
-  assign \$887  = $signed(tfw1_rc2) > $signed(1'h0);
-  assign \$888  = \$887  ? tfw1_rc2 : 16'h0000;
-  assign \$889  = $signed(tfw1_rc3) > $signed(1'h0);
-  assign \$890  = \$889  ? tfw1_rc3 : 16'h0000;
-  assign \$891  = $signed(tfw1_rc0) > $signed(1'h0);
-  assign \$892  = \$891  ? tfw1_rc0 : 16'h0000;
-  assign \$893  = $signed(tfw1_rc1) > $signed(1'h0);
-  assign \$894  = \$893  ? tfw1_rc1 : 16'h0000;
-  assign \$895  = $signed(tfw1_rc2) > $signed(1'h0);
-  assign \$896  = \$895  ? tfw1_rc2 : 16'h0000;
-  assign \$897  = $signed(tfw1_rc3) > $signed(1'h0);
-  assign \$898  = \$897  ? tfw1_rc3 : 16'h0000;
-  assign \$899  = $signed(tfw1_rc0) > $signed(1'h0);
-  assign \$900  = \$899  ? tfw1_rc0 : 16'h0000;
-  assign \$901  = $signed(tfw1_rc1) > $signed(1'h0);
-  assign \$902  = \$901  ? tfw1_rc1 : 16'h0000;
-  assign \$903  = $signed(tfw1_rc2) > $signed(1'h0);
-  assign \$904  = \$903  ? tfw1_rc2 : 16'h0000;
-  assign \$905  = $signed(tfw1_rc3) > $signed(1'h0);
-  assign \$906  = \$905  ? tfw1_rc3 : 16'h0000;
-  assign \$907  = $signed(tfw1_rc0) > $signed(1'h0);
-  assign \$908  = \$907  ? tfw1_rc0 : 16'h0000;
-  assign \$909  = $signed(tfw1_rc1) > $signed(1'h0);
-  assign \$910  = \$909  ? tfw1_rc1 : 16'h0000;
-  assign \$911  = $signed(tfw1_rc2) > $signed(1'h0);
-  assign \$912  = \$911  ? tfw1_rc2 : 16'h0000;
-  assign \$913  = $signed(tfw1_rc3) > $signed(1'h0);
-  assign \$914  = \$913  ? tfw1_rc3 : 16'h0000;
-  assign \$915  = \$882  ? { \$914 , \$912 , \$910 , \$908 , \$906 , \$904 , \$902 , \$900 , \$898 , \$896 , \$894 , \$892 , \$890 , \$888 , \$886 , \$884  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$917  = ~ busy;
-  assign \$918  = \$917  & host_re;
-  assign \$919  = host_addr[15:11] == 4'h8;
-  assign \$920  = host_addr[10:1] < 7'h40;
-  assign \$921  = \$919  & \$920 ;
-  assign \$922  = \$918  & \$921 ;
-  assign \$signature__en$709  = \$916  | \$922 ;
-  assign \$924  = loss_base + \$923 ;
-  assign \$925  = loss_slot ? \$924  : 14'h0000;
-  assign \$927  = ~ busy;
-  assign \$928  = \$927  & host_re;
-  assign \$929  = host_addr[15:11] == 4'h8;
-  assign \$930  = host_addr[10:1] < 7'h40;
-  assign \$931  = \$929  & \$930 ;
-  assign \$932  = \$928  & \$931 ;
-  assign \$933  = \$932  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$710  = \$926  | \$933 [5:0];
-  assign \$934  = | tfw2_onehot;
-  assign \$935  = \$934  ? tfw2_raddr : 24'h000000;
+  assign \$883  = \$882  ? tfw1_raddr : 24'h000000;
+  assign \$884  = | tfw1_onehot;
+  assign \$885  = $signed(tfw1_rc0) > $signed(1'h0);
+  assign \$886  = \$885  ? tfw1_rc0 : 16'h0000;
+  assign \$887  = $signed(tfw1_rc1) > $signed(1'h0);
+  assign \$888  = \$887  ? tfw1_rc1 : 16'h0000;
+  assign \$889  = $signed(tfw1_rc2) > $signed(1'h0);
+  assign \$890  = \$889  ? tfw1_rc2 : 16'h0000;
+  assign \$891  = $signed(tfw1_rc3) > $signed(1'h0);
+  assign \$892  = \$891  ? tfw1_rc3 : 16'h0000;
+  assign \$893  = $signed(tfw1_rc0) > $signed(1'h0);
+  assign \$894  = \$893  ? tfw1_rc0 : 16'h0000;
+  assign \$895  = $signed(tfw1_rc1) > $signed(1'h0);
+  assign \$896  = \$895  ? tfw1_rc1 : 16'h0000;
+  assign \$897  = $signed(tfw1_rc2) > $signed(1'h0);
+  assign \$898  = \$897  ? tfw1_rc2 : 16'h0000;
+  assign \$899  = $signed(tfw1_rc3) > $signed(1'h0);
+  assign \$900  = \$899  ? tfw1_rc3 : 16'h0000;
+  assign \$901  = $signed(tfw1_rc0) > $signed(1'h0);
+  assign \$902  = \$901  ? tfw1_rc0 : 16'h0000;
+  assign \$903  = $signed(tfw1_rc1) > $signed(1'h0);
+  assign \$904  = \$903  ? tfw1_rc1 : 16'h0000;
+  assign \$905  = $signed(tfw1_rc2) > $signed(1'h0);
+  assign \$906  = \$905  ? tfw1_rc2 : 16'h0000;
+  assign \$907  = $signed(tfw1_rc3) > $signed(1'h0);
+  assign \$908  = \$907  ? tfw1_rc3 : 16'h0000;
+  assign \$909  = $signed(tfw1_rc0) > $signed(1'h0);
+  assign \$910  = \$909  ? tfw1_rc0 : 16'h0000;
+  assign \$911  = $signed(tfw1_rc1) > $signed(1'h0);
+  assign \$912  = \$911  ? tfw1_rc1 : 16'h0000;
+  assign \$913  = $signed(tfw1_rc2) > $signed(1'h0);
+  assign \$914  = \$913  ? tfw1_rc2 : 16'h0000;
+  assign \$915  = $signed(tfw1_rc3) > $signed(1'h0);
+  assign \$916  = \$915  ? tfw1_rc3 : 16'h0000;
+  assign \$917  = \$884  ? { \$916 , \$914 , \$912 , \$910 , \$908 , \$906 , \$904 , \$902 , \$900 , \$898 , \$896 , \$894 , \$892 , \$890 , \$888 , \$886  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$919  = ~ busy;
+  assign \$920  = \$919  & host_re;
+  assign \$921  = host_addr[15:11] == 4'h8;
+  assign \$922  = host_addr[10:1] < 7'h40;
+  assign \$923  = \$921  & \$922 ;
+  assign \$924  = \$920  & \$923 ;
+  assign \$signature__en$709  = \$918  | \$924 ;
+  assign \$926  = loss_base + \$925 ;
+  assign \$927  = loss_slot ? \$926  : 14'h0000;
+  assign \$929  = ~ busy;
+  assign \$930  = \$929  & host_re;
+  assign \$931  = host_addr[15:11] == 4'h8;
+  assign \$932  = host_addr[10:1] < 7'h40;
+  assign \$933  = \$931  & \$932 ;
+  assign \$934  = \$930  & \$933 ;
+  assign \$935  = \$934  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$710  = \$928  | \$935 [5:0];
   assign \$936  = | tfw2_onehot;
-  assign \$937  = \$936  ? { tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0, tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0, tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0, tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$939  = ~ busy;
-  assign \$940  = \$939  & host_re;
-  assign \$941  = host_addr[15:11] == 4'h9;
-  assign \$942  = host_addr[10:1] < 11'h400;
-  assign \$943  = \$941  & \$942 ;
-  assign \$944  = \$940  & \$943 ;
-  assign \$signature__en$719  = \$938  | \$944 ;
-  assign \$946  = wa0_base + \$945 ;
-  assign \$947  = wa0_elem ? { \$946 , wa0_n[3:0] } : 18'h00000;
-  assign \$949  = ~ busy;
-  assign \$950  = \$949  & host_re;
-  assign \$951  = host_addr[15:11] == 4'h9;
-  assign \$952  = host_addr[10:1] < 11'h400;
-  assign \$953  = \$951  & \$952 ;
-  assign \$954  = \$950  & \$953 ;
-  assign \$955  = \$954  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$720  = \$948  | \$955 ;
-  assign \$956  = | bw1_onehot;
-  assign \$957  = \$956  ? bw1_raddr : 24'h000000;
+  assign \$937  = \$936  ? tfw2_raddr : 24'h000000;
+  assign \$938  = | tfw2_onehot;
+  assign \$939  = \$938  ? { tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0, tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0, tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0, tfw2_rc3, tfw2_rc2, tfw2_rc1, tfw2_rc0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$941  = ~ busy;
+  assign \$942  = \$941  & host_re;
+  assign \$943  = host_addr[15:11] == 4'h9;
+  assign \$944  = host_addr[10:1] < 11'h400;
+  assign \$945  = \$943  & \$944 ;
+  assign \$946  = \$942  & \$945 ;
+  assign \$signature__en$719  = \$940  | \$946 ;
+  assign \$948  = wa0_base + \$947 ;
+  assign \$949  = wa0_elem ? { \$948 , wa0_n[3:0] } : 18'h00000;
+  assign \$951  = ~ busy;
+  assign \$952  = \$951  & host_re;
+  assign \$953  = host_addr[15:11] == 4'h9;
+  assign \$954  = host_addr[10:1] < 11'h400;
+  assign \$955  = \$953  & \$954 ;
+  assign \$956  = \$952  & \$955 ;
+  assign \$957  = \$956  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$720  = \$950  | \$957 ;
   assign \$958  = | bw1_onehot;
-  assign \$5163  = bw1_rrow * 3'h4;
-  assign \$959  = \$signature__data$727  >> \$5163 ;
-  assign \$960  = \$959 [0] ? bw1_rc0 : 16'h0000;
-  assign \$5167  = bw1_rrow * 3'h4;
-  assign \$961  = \$signature__data$727  >> \$5167 ;
-  assign \$962  = \$961 [1] ? bw1_rc1 : 16'h0000;
-  assign \$5171  = bw1_rrow * 3'h4;
-  assign \$963  = \$signature__data$727  >> \$5171 ;
-  assign \$964  = \$963 [2] ? bw1_rc2 : 16'h0000;
-  assign \$5175  = bw1_rrow * 3'h4;
-  assign \$965  = \$signature__data$727  >> \$5175 ;
-  assign \$966  = \$965 [3] ? bw1_rc3 : 16'h0000;
-  assign \$5179  = bw1_rrow * 3'h4;
-  assign \$967  = \$signature__data$727  >> \$5179 ;
-  assign \$968  = \$967 [0] ? bw1_rc0 : 16'h0000;
-  assign \$5183  = bw1_rrow * 3'h4;
-  assign \$969  = \$signature__data$727  >> \$5183 ;
-  assign \$970  = \$969 [1] ? bw1_rc1 : 16'h0000;
-  assign \$5187  = bw1_rrow * 3'h4;
-  assign \$971  = \$signature__data$727  >> \$5187 ;
-  assign \$972  = \$971 [2] ? bw1_rc2 : 16'h0000;
-  assign \$5191  = bw1_rrow * 3'h4;
-  assign \$973  = \$signature__data$727  >> \$5191 ;
-  assign \$974  = \$973 [3] ? bw1_rc3 : 16'h0000;
-  assign \$5195  = bw1_rrow * 3'h4;
-  assign \$975  = \$signature__data$727  >> \$5195 ;
-  assign \$976  = \$975 [0] ? bw1_rc0 : 16'h0000;
-  assign \$5199  = bw1_rrow * 3'h4;
-  assign \$977  = \$signature__data$727  >> \$5199 ;
-  assign \$978  = \$977 [1] ? bw1_rc1 : 16'h0000;
-  assign \$5203  = bw1_rrow * 3'h4;
-  assign \$979  = \$signature__data$727  >> \$5203 ;
-  assign \$980  = \$979 [2] ? bw1_rc2 : 16'h0000;
-  assign \$5207  = bw1_rrow * 3'h4;
-  assign \$981  = \$signature__data$727  >> \$5207 ;
-  assign \$982  = \$981 [3] ? bw1_rc3 : 16'h0000;
-  assign \$5211  = bw1_rrow * 3'h4;
-  assign \$983  = \$signature__data$727  >> \$5211 ;
-  assign \$984  = \$983 [0] ? bw1_rc0 : 16'h0000;
-  assign \$5215  = bw1_rrow * 3'h4;
-  assign \$985  = \$signature__data$727  >> \$5215 ;
-  assign \$986  = \$985 [1] ? bw1_rc1 : 16'h0000;
-  assign \$5219  = bw1_rrow * 3'h4;
-  assign \$987  = \$signature__data$727  >> \$5219 ;
-  assign \$988  = \$987 [2] ? bw1_rc2 : 16'h0000;
-  assign \$5223  = bw1_rrow * 3'h4;
-  assign \$989  = \$signature__data$727  >> \$5223 ;
-  assign \$990  = \$989 [3] ? bw1_rc3 : 16'h0000;
-  assign \$991  = \$958  ? { \$990 , \$988 , \$986 , \$984 , \$982 , \$980 , \$978 , \$976 , \$974 , \$972 , \$970 , \$968 , \$966 , \$964 , \$962 , \$960  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$993  = ~ busy;
-  assign \$994  = \$993  & host_re;
-  assign \$995  = host_addr[15:11] == 4'ha;
-  assign \$996  = host_addr[10:1] < 11'h400;
-  assign \$997  = \$995  & \$996 ;
-  assign \$998  = \$994  & \$997 ;
-  assign \$signature__en$732  = \$992  | \$998 ;
-  assign \$1000  = bw1_base + bw1_o;
-  assign \$1001  = bw1_elem ? { \$1000 , \$999 [3:0] } : 18'h00000;
-  assign \$1003  = ~ busy;
-  assign \$1004  = \$1003  & host_re;
-  assign \$1005  = host_addr[15:11] == 4'ha;
-  assign \$1006  = host_addr[10:1] < 11'h400;
-  assign \$1007  = \$1005  & \$1006 ;
-  assign \$1008  = \$1004  & \$1007 ;
-  assign \$1009  = \$1008  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$733  = \$1002  | \$1009 ;
-  assign \$1011  = wa1_base + \$1010 ;
-  assign \$1012  = wa1_elem ? { \$1011 , wa1_n[3:0] } : 18'h00000;
-  assign \$1013  = | bw2_onehot;
-  assign \$1014  = \$1013  ? bw2_raddr : 24'h000000;
+  assign \$959  = \$958  ? bw1_raddr : 24'h000000;
+  assign \$960  = | bw1_onehot;
+  assign \$5176  = bw1_rrow * 3'h4;
+  assign \$961  = \$signature__data$727  >> \$5176 ;
+  assign \$962  = \$961 [0] ? bw1_rc0 : 16'h0000;
+  assign \$5180  = bw1_rrow * 3'h4;
+  assign \$963  = \$signature__data$727  >> \$5180 ;
+  assign \$964  = \$963 [1] ? bw1_rc1 : 16'h0000;
+  assign \$5184  = bw1_rrow * 3'h4;
+  assign \$965  = \$signature__data$727  >> \$5184 ;
+  assign \$966  = \$965 [2] ? bw1_rc2 : 16'h0000;
+  assign \$5188  = bw1_rrow * 3'h4;
+  assign \$967  = \$signature__data$727  >> \$5188 ;
+  assign \$968  = \$967 [3] ? bw1_rc3 : 16'h0000;
+  assign \$5192  = bw1_rrow * 3'h4;
+  assign \$969  = \$signature__data$727  >> \$5192 ;
+  assign \$970  = \$969 [0] ? bw1_rc0 : 16'h0000;
+  assign \$5196  = bw1_rrow * 3'h4;
+  assign \$971  = \$signature__data$727  >> \$5196 ;
+  assign \$972  = \$971 [1] ? bw1_rc1 : 16'h0000;
+  assign \$5200  = bw1_rrow * 3'h4;
+  assign \$973  = \$signature__data$727  >> \$5200 ;
+  assign \$974  = \$973 [2] ? bw1_rc2 : 16'h0000;
+  assign \$5204  = bw1_rrow * 3'h4;
+  assign \$975  = \$signature__data$727  >> \$5204 ;
+  assign \$976  = \$975 [3] ? bw1_rc3 : 16'h0000;
+  assign \$5208  = bw1_rrow * 3'h4;
+  assign \$977  = \$signature__data$727  >> \$5208 ;
+  assign \$978  = \$977 [0] ? bw1_rc0 : 16'h0000;
+  assign \$5212  = bw1_rrow * 3'h4;
+  assign \$979  = \$signature__data$727  >> \$5212 ;
+  assign \$980  = \$979 [1] ? bw1_rc1 : 16'h0000;
+  assign \$5216  = bw1_rrow * 3'h4;
+  assign \$981  = \$signature__data$727  >> \$5216 ;
+  assign \$982  = \$981 [2] ? bw1_rc2 : 16'h0000;
+  assign \$5220  = bw1_rrow * 3'h4;
+  assign \$983  = \$signature__data$727  >> \$5220 ;
+  assign \$984  = \$983 [3] ? bw1_rc3 : 16'h0000;
+  assign \$5224  = bw1_rrow * 3'h4;
+  assign \$985  = \$signature__data$727  >> \$5224 ;
+  assign \$986  = \$985 [0] ? bw1_rc0 : 16'h0000;
+  assign \$5228  = bw1_rrow * 3'h4;
+  assign \$987  = \$signature__data$727  >> \$5228 ;
+  assign \$988  = \$987 [1] ? bw1_rc1 : 16'h0000;
+  assign \$5232  = bw1_rrow * 3'h4;
+  assign \$989  = \$signature__data$727  >> \$5232 ;
+  assign \$990  = \$989 [2] ? bw1_rc2 : 16'h0000;
+  assign \$5236  = bw1_rrow * 3'h4;
+  assign \$991  = \$signature__data$727  >> \$5236 ;
+  assign \$992  = \$991 [3] ? bw1_rc3 : 16'h0000;
+  assign \$993  = \$960  ? { \$992 , \$990 , \$988 , \$986 , \$984 , \$982 , \$980 , \$978 , \$976 , \$974 , \$972 , \$970 , \$968 , \$966 , \$964 , \$962  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$995  = ~ busy;
+  assign \$996  = \$995  & host_re;
+  assign \$997  = host_addr[15:11] == 4'ha;
+  assign \$998  = host_addr[10:1] < 11'h400;
+  assign \$999  = \$997  & \$998 ;
+  assign \$1000  = \$996  & \$999 ;
+  assign \$signature__en$732  = \$994  | \$1000 ;
+  assign \$1002  = bw1_base + bw1_o;
+  assign \$1003  = bw1_elem ? { \$1002 , \$1001 [3:0] } : 18'h00000;
+  assign \$1005  = ~ busy;
+  assign \$1006  = \$1005  & host_re;
+  assign \$1007  = host_addr[15:11] == 4'ha;
+  assign \$1008  = host_addr[10:1] < 11'h400;
+  assign \$1009  = \$1007  & \$1008 ;
+  assign \$1010  = \$1006  & \$1009 ;
+  assign \$1011  = \$1010  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$733  = \$1004  | \$1011 ;
+  assign \$1013  = wa1_base + \$1012 ;
+  assign \$1014  = wa1_elem ? { \$1013 , wa1_n[3:0] } : 18'h00000;
   assign \$1015  = | bw2_onehot;
-  assign \$5259  = bw2_rrow * 3'h4;
-  assign \$1016  = \$signature__data$743  >> \$5259 ;
-  assign \$1017  = \$1016 [0] ? bw2_rc0 : 16'h0000;
-  assign \$5263  = bw2_rrow * 3'h4;
-  assign \$1018  = \$signature__data$743  >> \$5263 ;
-  assign \$1019  = \$1018 [1] ? bw2_rc1 : 16'h0000;
-  assign \$5267  = bw2_rrow * 3'h4;
-  assign \$1020  = \$signature__data$743  >> \$5267 ;
-  assign \$1021  = \$1020 [2] ? bw2_rc2 : 16'h0000;
-  assign \$5271  = bw2_rrow * 3'h4;
-  assign \$1022  = \$signature__data$743  >> \$5271 ;
-  assign \$1023  = \$1022 [3] ? bw2_rc3 : 16'h0000;
-  assign \$5275  = bw2_rrow * 3'h4;
-  assign \$1024  = \$signature__data$743  >> \$5275 ;
-  assign \$1025  = \$1024 [0] ? bw2_rc0 : 16'h0000;
-  assign \$5279  = bw2_rrow * 3'h4;
-  assign \$1026  = \$signature__data$743  >> \$5279 ;
-  assign \$1027  = \$1026 [1] ? bw2_rc1 : 16'h0000;
-  assign \$5283  = bw2_rrow * 3'h4;
-  assign \$1028  = \$signature__data$743  >> \$5283 ;
-  assign \$1029  = \$1028 [2] ? bw2_rc2 : 16'h0000;
-  assign \$5287  = bw2_rrow * 3'h4;
-  assign \$1030  = \$signature__data$743  >> \$5287 ;
-  assign \$1031  = \$1030 [3] ? bw2_rc3 : 16'h0000;
-  assign \$5291  = bw2_rrow * 3'h4;
-  assign \$1032  = \$signature__data$743  >> \$5291 ;
-  assign \$1033  = \$1032 [0] ? bw2_rc0 : 16'h0000;
-  assign \$5295  = bw2_rrow * 3'h4;
-  assign \$1034  = \$signature__data$743  >> \$5295 ;
-  assign \$1035  = \$1034 [1] ? bw2_rc1 : 16'h0000;
-  assign \$5299  = bw2_rrow * 3'h4;
-  assign \$1036  = \$signature__data$743  >> \$5299 ;
-  assign \$1037  = \$1036 [2] ? bw2_rc2 : 16'h0000;
-  assign \$5303  = bw2_rrow * 3'h4;
-  assign \$1038  = \$signature__data$743  >> \$5303 ;
-  assign \$1039  = \$1038 [3] ? bw2_rc3 : 16'h0000;
-  assign \$5307  = bw2_rrow * 3'h4;
-  assign \$1040  = \$signature__data$743  >> \$5307 ;
-  assign \$1041  = \$1040 [0] ? bw2_rc0 : 16'h0000;
-  assign \$5311  = bw2_rrow * 3'h4;
-  assign \$1042  = \$signature__data$743  >> \$5311 ;
-  assign \$1043  = \$1042 [1] ? bw2_rc1 : 16'h0000;
-  assign \$5315  = bw2_rrow * 3'h4;
-  assign \$1044  = \$signature__data$743  >> \$5315 ;
-  assign \$1045  = \$1044 [2] ? bw2_rc2 : 16'h0000;
-  assign \$5319  = bw2_rrow * 3'h4;
-  assign \$1046  = \$signature__data$743  >> \$5319 ;
-  assign \$1047  = \$1046 [3] ? bw2_rc3 : 16'h0000;
-  assign \$1048  = \$1015  ? { \$1047 , \$1045 , \$1043 , \$1041 , \$1039 , \$1037 , \$1035 , \$1033 , \$1031 , \$1029 , \$1027 , \$1025 , \$1023 , \$1021 , \$1019 , \$1017  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1050  = ~ busy;
-  assign \$1051  = \$1050  & host_re;
-  assign \$1052  = host_addr[15:11] == 4'hb;
-  assign \$1053  = host_addr[10:1] < 7'h40;
-  assign \$1054  = \$1052  & \$1053 ;
-  assign \$1055  = \$1051  & \$1054 ;
-  assign \$signature__en$748  = \$1049  | \$1055 ;
-  assign \$1056  = bw2_base + bw2_o;
-  assign \$1057  = bw2_elem ? \$1056  : 14'h0000;
-  assign \$1059  = ~ busy;
-  assign \$1060  = \$1059  & host_re;
-  assign \$1061  = host_addr[15:11] == 4'hb;
-  assign \$1062  = host_addr[10:1] < 7'h40;
-  assign \$1063  = \$1061  & \$1062 ;
-  assign \$1064  = \$1060  & \$1063 ;
-  assign \$1065  = \$1064  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$749  = \$1058  | \$1065 [5:0];
-  assign \$1067  = wa2_base + \$1066 ;
-  assign \$1068  = wa2_elem ? \$1067  : 14'h0000;
-  assign \$1069  = | loss_onehot;
-  assign \$1070  = \$1069  ? loss_wsrg : 13'h0000;
+  assign \$1016  = \$1015  ? bw2_raddr : 24'h000000;
+  assign \$1017  = | bw2_onehot;
+  assign \$5272  = bw2_rrow * 3'h4;
+  assign \$1018  = \$signature__data$743  >> \$5272 ;
+  assign \$1019  = \$1018 [0] ? bw2_rc0 : 16'h0000;
+  assign \$5276  = bw2_rrow * 3'h4;
+  assign \$1020  = \$signature__data$743  >> \$5276 ;
+  assign \$1021  = \$1020 [1] ? bw2_rc1 : 16'h0000;
+  assign \$5280  = bw2_rrow * 3'h4;
+  assign \$1022  = \$signature__data$743  >> \$5280 ;
+  assign \$1023  = \$1022 [2] ? bw2_rc2 : 16'h0000;
+  assign \$5284  = bw2_rrow * 3'h4;
+  assign \$1024  = \$signature__data$743  >> \$5284 ;
+  assign \$1025  = \$1024 [3] ? bw2_rc3 : 16'h0000;
+  assign \$5288  = bw2_rrow * 3'h4;
+  assign \$1026  = \$signature__data$743  >> \$5288 ;
+  assign \$1027  = \$1026 [0] ? bw2_rc0 : 16'h0000;
+  assign \$5292  = bw2_rrow * 3'h4;
+  assign \$1028  = \$signature__data$743  >> \$5292 ;
+  assign \$1029  = \$1028 [1] ? bw2_rc1 : 16'h0000;
+  assign \$5296  = bw2_rrow * 3'h4;
+  assign \$1030  = \$signature__data$743  >> \$5296 ;
+  assign \$1031  = \$1030 [2] ? bw2_rc2 : 16'h0000;
+  assign \$5300  = bw2_rrow * 3'h4;
+  assign \$1032  = \$signature__data$743  >> \$5300 ;
+  assign \$1033  = \$1032 [3] ? bw2_rc3 : 16'h0000;
+  assign \$5304  = bw2_rrow * 3'h4;
+  assign \$1034  = \$signature__data$743  >> \$5304 ;
+  assign \$1035  = \$1034 [0] ? bw2_rc0 : 16'h0000;
+  assign \$5308  = bw2_rrow * 3'h4;
+  assign \$1036  = \$signature__data$743  >> \$5308 ;
+  assign \$1037  = \$1036 [1] ? bw2_rc1 : 16'h0000;
+  assign \$5312  = bw2_rrow * 3'h4;
+  assign \$1038  = \$signature__data$743  >> \$5312 ;
+  assign \$1039  = \$1038 [2] ? bw2_rc2 : 16'h0000;
+  assign \$5316  = bw2_rrow * 3'h4;
+  assign \$1040  = \$signature__data$743  >> \$5316 ;
+  assign \$1041  = \$1040 [3] ? bw2_rc3 : 16'h0000;
+  assign \$5320  = bw2_rrow * 3'h4;
+  assign \$1042  = \$signature__data$743  >> \$5320 ;
+  assign \$1043  = \$1042 [0] ? bw2_rc0 : 16'h0000;
+  assign \$5324  = bw2_rrow * 3'h4;
+  assign \$1044  = \$signature__data$743  >> \$5324 ;
+  assign \$1045  = \$1044 [1] ? bw2_rc1 : 16'h0000;
+  assign \$5328  = bw2_rrow * 3'h4;
+  assign \$1046  = \$signature__data$743  >> \$5328 ;
+  assign \$1047  = \$1046 [2] ? bw2_rc2 : 16'h0000;
+  assign \$5332  = bw2_rrow * 3'h4;
+  assign \$1048  = \$signature__data$743  >> \$5332 ;
+  assign \$1049  = \$1048 [3] ? bw2_rc3 : 16'h0000;
+  assign \$1050  = \$1017  ? { \$1049 , \$1047 , \$1045 , \$1043 , \$1041 , \$1039 , \$1037 , \$1035 , \$1033 , \$1031 , \$1029 , \$1027 , \$1025 , \$1023 , \$1021 , \$1019  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1052  = ~ busy;
+  assign \$1053  = \$1052  & host_re;
+  assign \$1054  = host_addr[15:11] == 4'hb;
+  assign \$1055  = host_addr[10:1] < 7'h40;
+  assign \$1056  = \$1054  & \$1055 ;
+  assign \$1057  = \$1053  & \$1056 ;
+  assign \$signature__en$748  = \$1051  | \$1057 ;
+  assign \$1058  = bw2_base + bw2_o;
+  assign \$1059  = bw2_elem ? \$1058  : 14'h0000;
+  assign \$1061  = ~ busy;
+  assign \$1062  = \$1061  & host_re;
+  assign \$1063  = host_addr[15:11] == 4'hb;
+  assign \$1064  = host_addr[10:1] < 7'h40;
+  assign \$1065  = \$1063  & \$1064 ;
+  assign \$1066  = \$1062  & \$1065 ;
+  assign \$1067  = \$1066  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$749  = \$1060  | \$1067 [5:0];
+  assign \$1069  = wa2_base + \$1068 ;
+  assign \$1070  = wa2_elem ? \$1069  : 14'h0000;
   assign \$1071  = | loss_onehot;
-  assign \$1072  = ! loss_wsa;
-  assign \$1074  = loss_wsa ? 16'h0000 : loss_wsd;
-  assign \$1077  = \$1076  ? loss_wsd : 16'h0000;
-  assign \$1084  = ! loss_wsa;
-  assign \$1086  = loss_wsa ? 16'h0000 : loss_wsd;
-  assign \$1089  = \$1088  ? loss_wsd : 16'h0000;
-  assign \$1096  = ! loss_wsa;
-  assign \$1098  = loss_wsa ? 16'h0000 : loss_wsd;
-  assign \$1101  = \$1100  ? loss_wsd : 16'h0000;
-  assign \$1108  = ! loss_wsa;
-  assign \$1110  = loss_wsa ? 16'h0000 : loss_wsd;
-  assign \$1113  = \$1112  ? loss_wsd : 16'h0000;
-  assign \$1120  = \$1071  ? { \$1119 , \$1116 , \$1113 , \$1110 , \$1107 , \$1104 , \$1101 , \$1098 , \$1095 , \$1092 , \$1089 , \$1086 , \$1083 , \$1080 , \$1077 , \$1074  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1122  = \$1121  | wu0_slot;
-  assign \$1123  = ~ busy;
-  assign \$1124  = \$1123  & host_re;
-  assign \$1125  = host_addr[15:11] == 4'hc;
-  assign \$1126  = host_addr[10:1] < 6'h20;
-  assign \$1127  = \$1125  & \$1126 ;
-  assign \$1128  = \$1124  & \$1127 ;
-  assign \$signature__en$760  = \$1122  | \$1128 ;
-  assign \$1130  = fw0_elem ? { \$1129 , fw0_n[3:0] } : 7'h00;
-  assign \$1132  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
-  assign \$1133  = \$1131  | \$1132 [4:0];
-  assign \$1134  = ~ busy;
-  assign \$1135  = \$1134  & host_re;
-  assign \$1136  = host_addr[15:11] == 4'hc;
-  assign \$1137  = host_addr[10:1] < 6'h20;
-  assign \$1138  = \$1136  & \$1137 ;
-  assign \$1139  = \$1135  & \$1138 ;
-  assign \$1140  = \$1139  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$761  = \$1133  | \$1140 [4:0];
-  assign \wp__en$763  = \$1141  | \$488 [31:0];
-  assign \$1142  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
-  assign \$1143  = \$1142  ? wu0_a6 : 24'h000000;
-  assign \$1145  = | \$488 [31:0];
-  assign \$1146  = \$1145  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$764  = \$1144  | \$1146 [4:0];
-  assign \$1147  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
-  assign \$1148  = \$1147  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1150  = | \$488 [31:0];
-  assign \$1151  = \$1150  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$766  = \$1149  | \$1151 ;
-  assign \$1153  = \$1152  | wu1_slot;
-  assign \$1154  = ~ busy;
-  assign \$1155  = \$1154  & host_re;
-  assign \$1156  = host_addr[15:11] == 4'hd;
-  assign \$1157  = host_addr[10:1] < 9'h110;
-  assign \$1158  = \$1156  & \$1157 ;
-  assign \$1159  = \$1155  & \$1158 ;
-  assign \$signature__en$771  = \$1153  | \$1159 ;
-  assign \$1161  = fw1_elem ? { \$1160 , fw1_n[3:0] } : 11'h000;
-  assign \$1163  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
-  assign \$1164  = \$1162  | \$1163 ;
-  assign \$1165  = ~ busy;
-  assign \$1166  = \$1165  & host_re;
-  assign \$1167  = host_addr[15:11] == 4'hd;
-  assign \$1168  = host_addr[10:1] < 9'h110;
-  assign \$1169  = \$1167  & \$1168 ;
-  assign \$1170  = \$1166  & \$1169 ;
-  assign \$1171  = \$1170  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$772  = \$1164  | \$1171 [8:0];
-  assign \$1173  = bw1_elem ? { bw1_n, \$1172 [3:0] } : 9'h000;
-  assign \wp__en$777  = \$1174  | \$496 [31:0];
-  assign \$1175  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
-  assign \$1176  = \$1175  ? wu1_a6 : 24'h000000;
-  assign \$1178  = | \$496 [31:0];
-  assign \$1179  = \$1178  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$778  = \$1177  | \$1179 [8:0];
-  assign \$1180  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
-  assign \$1181  = \$1180  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1183  = | \$496 [31:0];
-  assign \$1184  = \$1183  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$780  = \$1182  | \$1184 ;
-  assign \$1186  = \$1185  | wu2_slot;
-  assign \$1187  = ~ busy;
-  assign \$1188  = \$1187  & host_re;
-  assign \$1189  = host_addr[15:11] == 4'he;
-  assign \$1190  = host_addr[10:1] < 5'h11;
-  assign \$1191  = \$1189  & \$1190 ;
-  assign \$1192  = \$1188  & \$1191 ;
-  assign \$signature__en$785  = \$1186  | \$1192 ;
-  assign \$1194  = fw2_elem ? \$1193  : 7'h00;
-  assign \$1196  = wu2_slot ? wu2_rg : 5'h00;
-  assign \$1197  = \$1195  | \$1196 ;
-  assign \$1198  = ~ busy;
-  assign \$1199  = \$1198  & host_re;
-  assign \$1200  = host_addr[15:11] == 4'he;
-  assign \$1201  = host_addr[10:1] < 5'h11;
-  assign \$1202  = \$1200  & \$1201 ;
-  assign \$1203  = \$1199  & \$1202 ;
-  assign \$1204  = \$1203  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$786  = \$1197  | \$1204 [4:0];
-  assign \$1205  = bw2_elem ? bw2_n : 5'h00;
-  assign \wp__en$790  = \$1206  | \$504 [31:0];
-  assign \$1207  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
-  assign \$1208  = \$1207  ? wu2_a6 : 24'h000000;
-  assign \$1210  = | \$504 [31:0];
-  assign \$1211  = \$1210  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$791  = \$1209  | \$1211 [4:0];
-  assign \$1212  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
-  assign \$1213  = \$1212  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1215  = | \$504 [31:0];
-  assign \$1216  = \$1215  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$793  = \$1214  | \$1216 ;
-  assign \$1218  = ~ busy;
-  assign \$1219  = \$1218  & host_re;
-  assign \$1220  = host_addr[15:11] == 4'hf;
-  assign \$1221  = host_addr[10:1] < 6'h20;
-  assign \$1222  = \$1220  & \$1221 ;
-  assign \$1223  = \$1219  & \$1222 ;
-  assign \$signature__en$798  = \$1217  | \$1223 ;
-  assign \$1225  = tfw0_elem ? { \$1224 , tfw0_n[3:0] } : 7'h00;
-  assign \$1227  = ~ busy;
-  assign \$1228  = \$1227  & host_re;
-  assign \$1229  = host_addr[15:11] == 4'hf;
-  assign \$1230  = host_addr[10:1] < 6'h20;
-  assign \$1231  = \$1229  & \$1230 ;
-  assign \$1232  = \$1228  & \$1231 ;
-  assign \$1233  = \$1232  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$799  = \$1226  | \$1233 [4:0];
-  assign \$1234  = status_target_synced ? wu0_onehot : 4'h0;
-  assign \$1235  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1072  = \$1071  ? loss_wsrg : 13'h0000;
+  assign \$1073  = | loss_onehot;
+  assign \$1074  = ! loss_wsa;
+  assign \$1076  = loss_wsa ? 16'h0000 : loss_wsd;
+  assign \$1079  = \$1078  ? loss_wsd : 16'h0000;
+  assign \$1086  = ! loss_wsa;
+  assign \$1088  = loss_wsa ? 16'h0000 : loss_wsd;
+  assign \$1091  = \$1090  ? loss_wsd : 16'h0000;
+  assign \$1098  = ! loss_wsa;
+  assign \$1100  = loss_wsa ? 16'h0000 : loss_wsd;
+  assign \$1103  = \$1102  ? loss_wsd : 16'h0000;
+  assign \$1110  = ! loss_wsa;
+  assign \$1112  = loss_wsa ? 16'h0000 : loss_wsd;
+  assign \$1115  = \$1114  ? loss_wsd : 16'h0000;
+  assign \$1122  = \$1073  ? { \$1121 , \$1118 , \$1115 , \$1112 , \$1109 , \$1106 , \$1103 , \$1100 , \$1097 , \$1094 , \$1091 , \$1088 , \$1085 , \$1082 , \$1079 , \$1076  } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1124  = \$1123  | wu0_slot;
+  assign \$1125  = ~ busy;
+  assign \$1126  = \$1125  & host_re;
+  assign \$1127  = host_addr[15:11] == 4'hc;
+  assign \$1128  = host_addr[10:1] < 6'h20;
+  assign \$1129  = \$1127  & \$1128 ;
+  assign \$1130  = \$1126  & \$1129 ;
+  assign \$signature__en$760  = \$1124  | \$1130 ;
+  assign \$1132  = fw0_elem ? { \$1131 , fw0_n[3:0] } : 7'h00;
+  assign \$1134  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
+  assign \$1135  = \$1133  | \$1134 [4:0];
+  assign \$1136  = ~ busy;
+  assign \$1137  = \$1136  & host_re;
+  assign \$1138  = host_addr[15:11] == 4'hc;
+  assign \$1139  = host_addr[10:1] < 6'h20;
+  assign \$1140  = \$1138  & \$1139 ;
+  assign \$1141  = \$1137  & \$1140 ;
+  assign \$1142  = \$1141  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$761  = \$1135  | \$1142 [4:0];
+  assign \wp__en$763  = \$1143  | \$489 [31:0];
+  assign \$1144  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
+  assign \$1145  = \$1144  ? wu0_a6 : 24'h000000;
+  assign \$1147  = | \$489 [31:0];
+  assign \$1148  = \$1147  ? host_addr[10:1] : 10'h000;
+  assign \wp__addr$764  = \$1146  | \$1148 [4:0];
+  assign \$1149  = | { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
+  assign \$1150  = \$1149  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1152  = | \$489 [31:0];
+  assign \$1153  = \$1152  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \wp__data$766  = \$1151  | \$1153 ;
+  assign \$1155  = \$1154  | wu1_slot;
+  assign \$1156  = ~ busy;
+  assign \$1157  = \$1156  & host_re;
+  assign \$1158  = host_addr[15:11] == 4'hd;
+  assign \$1159  = host_addr[10:1] < 9'h110;
+  assign \$1160  = \$1158  & \$1159 ;
+  assign \$1161  = \$1157  & \$1160 ;
+  assign \$signature__en$771  = \$1155  | \$1161 ;
+  assign \$1163  = fw1_elem ? { \$1162 , fw1_n[3:0] } : 11'h000;
+  assign \$1165  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
+  assign \$1166  = \$1164  | \$1165 ;
+  assign \$1167  = ~ busy;
+  assign \$1168  = \$1167  & host_re;
+  assign \$1169  = host_addr[15:11] == 4'hd;
+  assign \$1170  = host_addr[10:1] < 9'h110;
+  assign \$1171  = \$1169  & \$1170 ;
+  assign \$1172  = \$1168  & \$1171 ;
+  assign \$1173  = \$1172  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$772  = \$1166  | \$1173 [8:0];
+  assign \$1175  = bw1_elem ? { bw1_n, \$1174 [3:0] } : 9'h000;
+  assign \wp__en$777  = \$1176  | \$497 [31:0];
+  assign \$1177  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
+  assign \$1178  = \$1177  ? wu1_a6 : 24'h000000;
+  assign \$1180  = | \$497 [31:0];
+  assign \$1181  = \$1180  ? host_addr[10:1] : 10'h000;
+  assign \wp__addr$778  = \$1179  | \$1181 [8:0];
+  assign \$1182  = | { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
+  assign \$1183  = \$1182  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1185  = | \$497 [31:0];
+  assign \$1186  = \$1185  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \wp__data$780  = \$1184  | \$1186 ;
+  assign \$1188  = \$1187  | wu2_slot;
+  assign \$1189  = ~ busy;
+  assign \$1190  = \$1189  & host_re;
+  assign \$1191  = host_addr[15:11] == 4'he;
+  assign \$1192  = host_addr[10:1] < 5'h11;
+  assign \$1193  = \$1191  & \$1192 ;
+  assign \$1194  = \$1190  & \$1193 ;
+  assign \$signature__en$785  = \$1188  | \$1194 ;
+  assign \$1196  = fw2_elem ? \$1195  : 7'h00;
+  assign \$1198  = wu2_slot ? wu2_rg : 5'h00;
+  assign \$1199  = \$1197  | \$1198 ;
+  assign \$1200  = ~ busy;
+  assign \$1201  = \$1200  & host_re;
+  assign \$1202  = host_addr[15:11] == 4'he;
+  assign \$1203  = host_addr[10:1] < 5'h11;
+  assign \$1204  = \$1202  & \$1203 ;
+  assign \$1205  = \$1201  & \$1204 ;
+  assign \$1206  = \$1205  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$786  = \$1199  | \$1206 [4:0];
+  assign \$1207  = bw2_elem ? bw2_n : 5'h00;
+  assign \wp__en$790  = \$1208  | \$505 [31:0];
+  assign \$1209  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
+  assign \$1210  = \$1209  ? wu2_a6 : 24'h000000;
+  assign \$1212  = | \$505 [31:0];
+  assign \$1213  = \$1212  ? host_addr[10:1] : 10'h000;
+  assign \wp__addr$791  = \$1211  | \$1213 [4:0];
+  assign \$1214  = | { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
+  assign \$1215  = \$1214  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1217  = | \$505 [31:0];
+  assign \$1218  = \$1217  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \wp__data$793  = \$1216  | \$1218 ;
+  assign \$1220  = ~ busy;
+  assign \$1221  = \$1220  & host_re;
+  assign \$1222  = host_addr[15:11] == 4'hf;
+  assign \$1223  = host_addr[10:1] < 6'h20;
+  assign \$1224  = \$1222  & \$1223 ;
+  assign \$1225  = \$1221  & \$1224 ;
+  assign \$signature__en$798  = \$1219  | \$1225 ;
+  assign \$1227  = tfw0_elem ? { \$1226 , tfw0_n[3:0] } : 7'h00;
+  assign \$1229  = ~ busy;
+  assign \$1230  = \$1229  & host_re;
+  assign \$1231  = host_addr[15:11] == 4'hf;
+  assign \$1232  = host_addr[10:1] < 6'h20;
+  assign \$1233  = \$1231  & \$1232 ;
+  assign \$1234  = \$1230  & \$1233 ;
+  assign \$1235  = \$1234  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$799  = \$1228  | \$1235 [4:0];
   assign \$1236  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1237  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1238  = status_target_synced ? wu0_onehot : 4'h0;
@@ -8434,9 +8472,9 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1263  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1264  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1265  = status_target_synced ? wu0_onehot : 4'h0;
-  assign \wp__en$801  = \$1266  | \$512 [31:0];
+  assign \$1266  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1267  = status_target_synced ? wu0_onehot : 4'h0;
-  assign \$1268  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \wp__en$801  = \$1268  | \$513 [31:0];
   assign \$1269  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1270  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1271  = status_target_synced ? wu0_onehot : 4'h0;
@@ -8467,13 +8505,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1296  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1297  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1298  = status_target_synced ? wu0_onehot : 4'h0;
-  assign \$1299  = | { \$1298 [3], \$1297 [3], \$1296 [3], \$1295 [3], \$1294 [3], \$1293 [3], \$1292 [3], \$1291 [3], \$1290 [2], \$1289 [2], \$1288 [2], \$1287 [2], \$1286 [2], \$1285 [2], \$1284 [2], \$1283 [2], \$1282 [1], \$1281 [1], \$1280 [1], \$1279 [1], \$1278 [1], \$1277 [1], \$1276 [1], \$1275 [1], \$1274 [0], \$1273 [0], \$1272 [0], \$1271 [0], \$1270 [0], \$1269 [0], \$1268 [0], \$1267 [0] };
-  assign \$1300  = \$1299  ? wu0_a6 : 24'h000000;
-  assign \$1302  = | \$512 [31:0];
-  assign \$1303  = \$1302  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$802  = \$1301  | \$1303 [4:0];
-  assign \$1304  = status_target_synced ? wu0_onehot : 4'h0;
-  assign \$1305  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1299  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1300  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1301  = | { \$1300 [3], \$1299 [3], \$1298 [3], \$1297 [3], \$1296 [3], \$1295 [3], \$1294 [3], \$1293 [3], \$1292 [2], \$1291 [2], \$1290 [2], \$1289 [2], \$1288 [2], \$1287 [2], \$1286 [2], \$1285 [2], \$1284 [1], \$1283 [1], \$1282 [1], \$1281 [1], \$1280 [1], \$1279 [1], \$1278 [1], \$1277 [1], \$1276 [0], \$1275 [0], \$1274 [0], \$1273 [0], \$1272 [0], \$1271 [0], \$1270 [0], \$1269 [0] };
+  assign \$1302  = \$1301  ? wu0_a6 : 24'h000000;
+  assign \$1304  = | \$513 [31:0];
+  assign \$1305  = \$1304  ? host_addr[10:1] : 10'h000;
+  assign \wp__addr$802  = \$1303  | \$1305 [4:0];
   assign \$1306  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1307  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1308  = status_target_synced ? wu0_onehot : 4'h0;
@@ -8504,29 +8542,29 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1333  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1334  = status_target_synced ? wu0_onehot : 4'h0;
   assign \$1335  = status_target_synced ? wu0_onehot : 4'h0;
-  assign \$1336  = | { \$1335 [3], \$1334 [3], \$1333 [3], \$1332 [3], \$1331 [3], \$1330 [3], \$1329 [3], \$1328 [3], \$1327 [2], \$1326 [2], \$1325 [2], \$1324 [2], \$1323 [2], \$1322 [2], \$1321 [2], \$1320 [2], \$1319 [1], \$1318 [1], \$1317 [1], \$1316 [1], \$1315 [1], \$1314 [1], \$1313 [1], \$1312 [1], \$1311 [0], \$1310 [0], \$1309 [0], \$1308 [0], \$1307 [0], \$1306 [0], \$1305 [0], \$1304 [0] };
-  assign \$1337  = \$1336  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1339  = | \$512 [31:0];
-  assign \$1340  = \$1339  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$803  = \$1338  | \$1340 ;
-  assign \$1342  = ~ busy;
-  assign \$1343  = \$1342  & host_re;
-  assign \$1344  = host_addr[15:11] == 5'h10;
-  assign \$1345  = host_addr[10:1] < 9'h110;
-  assign \$1346  = \$1344  & \$1345 ;
-  assign \$1347  = \$1343  & \$1346 ;
-  assign \$signature__en$804  = \$1341  | \$1347 ;
-  assign \$1349  = tfw1_elem ? { \$1348 , tfw1_n[3:0] } : 11'h000;
-  assign \$1351  = ~ busy;
-  assign \$1352  = \$1351  & host_re;
-  assign \$1353  = host_addr[15:11] == 5'h10;
-  assign \$1354  = host_addr[10:1] < 9'h110;
-  assign \$1355  = \$1353  & \$1354 ;
-  assign \$1356  = \$1352  & \$1355 ;
-  assign \$1357  = \$1356  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$805  = \$1350  | \$1357 [8:0];
-  assign \$1358  = status_target_synced ? wu1_onehot : 4'h0;
-  assign \$1359  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1336  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1337  = status_target_synced ? wu0_onehot : 4'h0;
+  assign \$1338  = | { \$1337 [3], \$1336 [3], \$1335 [3], \$1334 [3], \$1333 [3], \$1332 [3], \$1331 [3], \$1330 [3], \$1329 [2], \$1328 [2], \$1327 [2], \$1326 [2], \$1325 [2], \$1324 [2], \$1323 [2], \$1322 [2], \$1321 [1], \$1320 [1], \$1319 [1], \$1318 [1], \$1317 [1], \$1316 [1], \$1315 [1], \$1314 [1], \$1313 [0], \$1312 [0], \$1311 [0], \$1310 [0], \$1309 [0], \$1308 [0], \$1307 [0], \$1306 [0] };
+  assign \$1339  = \$1338  ? { wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0, wu0_w6_3, wu0_w6_2, wu0_w6_1, wu0_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1341  = | \$513 [31:0];
+  assign \$1342  = \$1341  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \wp__data$803  = \$1340  | \$1342 ;
+  assign \$1344  = ~ busy;
+  assign \$1345  = \$1344  & host_re;
+  assign \$1346  = host_addr[15:11] == 5'h10;
+  assign \$1347  = host_addr[10:1] < 9'h110;
+  assign \$1348  = \$1346  & \$1347 ;
+  assign \$1349  = \$1345  & \$1348 ;
+  assign \$signature__en$804  = \$1343  | \$1349 ;
+  assign \$1351  = tfw1_elem ? { \$1350 , tfw1_n[3:0] } : 11'h000;
+  assign \$1353  = ~ busy;
+  assign \$1354  = \$1353  & host_re;
+  assign \$1355  = host_addr[15:11] == 5'h10;
+  assign \$1356  = host_addr[10:1] < 9'h110;
+  assign \$1357  = \$1355  & \$1356 ;
+  assign \$1358  = \$1354  & \$1357 ;
+  assign \$1359  = \$1358  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$805  = \$1352  | \$1359 [8:0];
   assign \$1360  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1361  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1362  = status_target_synced ? wu1_onehot : 4'h0;
@@ -8557,9 +8595,9 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1387  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1388  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1389  = status_target_synced ? wu1_onehot : 4'h0;
-  assign \wp__en$807  = \$1390  | \$520 [31:0];
+  assign \$1390  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1391  = status_target_synced ? wu1_onehot : 4'h0;
-  assign \$1392  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \wp__en$807  = \$1392  | \$521 [31:0];
   assign \$1393  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1394  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1395  = status_target_synced ? wu1_onehot : 4'h0;
@@ -8590,13 +8628,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1420  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1421  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1422  = status_target_synced ? wu1_onehot : 4'h0;
-  assign \$1423  = | { \$1422 [3], \$1421 [3], \$1420 [3], \$1419 [3], \$1418 [3], \$1417 [3], \$1416 [3], \$1415 [3], \$1414 [2], \$1413 [2], \$1412 [2], \$1411 [2], \$1410 [2], \$1409 [2], \$1408 [2], \$1407 [2], \$1406 [1], \$1405 [1], \$1404 [1], \$1403 [1], \$1402 [1], \$1401 [1], \$1400 [1], \$1399 [1], \$1398 [0], \$1397 [0], \$1396 [0], \$1395 [0], \$1394 [0], \$1393 [0], \$1392 [0], \$1391 [0] };
-  assign \$1424  = \$1423  ? wu1_a6 : 24'h000000;
-  assign \$1426  = | \$520 [31:0];
-  assign \$1427  = \$1426  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$808  = \$1425  | \$1427 [8:0];
-  assign \$1428  = status_target_synced ? wu1_onehot : 4'h0;
-  assign \$1429  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1423  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1424  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1425  = | { \$1424 [3], \$1423 [3], \$1422 [3], \$1421 [3], \$1420 [3], \$1419 [3], \$1418 [3], \$1417 [3], \$1416 [2], \$1415 [2], \$1414 [2], \$1413 [2], \$1412 [2], \$1411 [2], \$1410 [2], \$1409 [2], \$1408 [1], \$1407 [1], \$1406 [1], \$1405 [1], \$1404 [1], \$1403 [1], \$1402 [1], \$1401 [1], \$1400 [0], \$1399 [0], \$1398 [0], \$1397 [0], \$1396 [0], \$1395 [0], \$1394 [0], \$1393 [0] };
+  assign \$1426  = \$1425  ? wu1_a6 : 24'h000000;
+  assign \$1428  = | \$521 [31:0];
+  assign \$1429  = \$1428  ? host_addr[10:1] : 10'h000;
+  assign \wp__addr$808  = \$1427  | \$1429 [8:0];
   assign \$1430  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1431  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1432  = status_target_synced ? wu1_onehot : 4'h0;
@@ -8627,29 +8665,29 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1457  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1458  = status_target_synced ? wu1_onehot : 4'h0;
   assign \$1459  = status_target_synced ? wu1_onehot : 4'h0;
-  assign \$1460  = | { \$1459 [3], \$1458 [3], \$1457 [3], \$1456 [3], \$1455 [3], \$1454 [3], \$1453 [3], \$1452 [3], \$1451 [2], \$1450 [2], \$1449 [2], \$1448 [2], \$1447 [2], \$1446 [2], \$1445 [2], \$1444 [2], \$1443 [1], \$1442 [1], \$1441 [1], \$1440 [1], \$1439 [1], \$1438 [1], \$1437 [1], \$1436 [1], \$1435 [0], \$1434 [0], \$1433 [0], \$1432 [0], \$1431 [0], \$1430 [0], \$1429 [0], \$1428 [0] };
-  assign \$1461  = \$1460  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1463  = | \$520 [31:0];
-  assign \$1464  = \$1463  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$809  = \$1462  | \$1464 ;
-  assign \$1466  = ~ busy;
-  assign \$1467  = \$1466  & host_re;
-  assign \$1468  = host_addr[15:11] == 5'h11;
-  assign \$1469  = host_addr[10:1] < 5'h11;
-  assign \$1470  = \$1468  & \$1469 ;
-  assign \$1471  = \$1467  & \$1470 ;
-  assign \$signature__en$810  = \$1465  | \$1471 ;
-  assign \$1473  = tfw2_elem ? \$1472  : 7'h00;
-  assign \$1475  = ~ busy;
-  assign \$1476  = \$1475  & host_re;
-  assign \$1477  = host_addr[15:11] == 5'h11;
-  assign \$1478  = host_addr[10:1] < 5'h11;
-  assign \$1479  = \$1477  & \$1478 ;
-  assign \$1480  = \$1476  & \$1479 ;
-  assign \$1481  = \$1480  ? host_addr[10:1] : 10'h000;
-  assign \$signature__addr$811  = \$1474  | \$1481 [4:0];
-  assign \$1482  = status_target_synced ? wu2_onehot : 4'h0;
-  assign \$1483  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1460  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1461  = status_target_synced ? wu1_onehot : 4'h0;
+  assign \$1462  = | { \$1461 [3], \$1460 [3], \$1459 [3], \$1458 [3], \$1457 [3], \$1456 [3], \$1455 [3], \$1454 [3], \$1453 [2], \$1452 [2], \$1451 [2], \$1450 [2], \$1449 [2], \$1448 [2], \$1447 [2], \$1446 [2], \$1445 [1], \$1444 [1], \$1443 [1], \$1442 [1], \$1441 [1], \$1440 [1], \$1439 [1], \$1438 [1], \$1437 [0], \$1436 [0], \$1435 [0], \$1434 [0], \$1433 [0], \$1432 [0], \$1431 [0], \$1430 [0] };
+  assign \$1463  = \$1462  ? { wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0, wu1_w6_3, wu1_w6_2, wu1_w6_1, wu1_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1465  = | \$521 [31:0];
+  assign \$1466  = \$1465  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \wp__data$809  = \$1464  | \$1466 ;
+  assign \$1468  = ~ busy;
+  assign \$1469  = \$1468  & host_re;
+  assign \$1470  = host_addr[15:11] == 5'h11;
+  assign \$1471  = host_addr[10:1] < 5'h11;
+  assign \$1472  = \$1470  & \$1471 ;
+  assign \$1473  = \$1469  & \$1472 ;
+  assign \$signature__en$810  = \$1467  | \$1473 ;
+  assign \$1475  = tfw2_elem ? \$1474  : 7'h00;
+  assign \$1477  = ~ busy;
+  assign \$1478  = \$1477  & host_re;
+  assign \$1479  = host_addr[15:11] == 5'h11;
+  assign \$1480  = host_addr[10:1] < 5'h11;
+  assign \$1481  = \$1479  & \$1480 ;
+  assign \$1482  = \$1478  & \$1481 ;
+  assign \$1483  = \$1482  ? host_addr[10:1] : 10'h000;
+  assign \$signature__addr$811  = \$1476  | \$1483 [4:0];
   assign \$1484  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1485  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1486  = status_target_synced ? wu2_onehot : 4'h0;
@@ -8680,9 +8718,9 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1511  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1512  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1513  = status_target_synced ? wu2_onehot : 4'h0;
-  assign \wp__en$812  = \$1514  | \$528 [31:0];
+  assign \$1514  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1515  = status_target_synced ? wu2_onehot : 4'h0;
-  assign \$1516  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \wp__en$812  = \$1516  | \$529 [31:0];
   assign \$1517  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1518  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1519  = status_target_synced ? wu2_onehot : 4'h0;
@@ -8713,13 +8751,13 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1544  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1545  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1546  = status_target_synced ? wu2_onehot : 4'h0;
-  assign \$1547  = | { \$1546 [3], \$1545 [3], \$1544 [3], \$1543 [3], \$1542 [3], \$1541 [3], \$1540 [3], \$1539 [3], \$1538 [2], \$1537 [2], \$1536 [2], \$1535 [2], \$1534 [2], \$1533 [2], \$1532 [2], \$1531 [2], \$1530 [1], \$1529 [1], \$1528 [1], \$1527 [1], \$1526 [1], \$1525 [1], \$1524 [1], \$1523 [1], \$1522 [0], \$1521 [0], \$1520 [0], \$1519 [0], \$1518 [0], \$1517 [0], \$1516 [0], \$1515 [0] };
-  assign \$1548  = \$1547  ? wu2_a6 : 24'h000000;
-  assign \$1550  = | \$528 [31:0];
-  assign \$1551  = \$1550  ? host_addr[10:1] : 10'h000;
-  assign \wp__addr$813  = \$1549  | \$1551 [4:0];
-  assign \$1552  = status_target_synced ? wu2_onehot : 4'h0;
-  assign \$1553  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1547  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1548  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1549  = | { \$1548 [3], \$1547 [3], \$1546 [3], \$1545 [3], \$1544 [3], \$1543 [3], \$1542 [3], \$1541 [3], \$1540 [2], \$1539 [2], \$1538 [2], \$1537 [2], \$1536 [2], \$1535 [2], \$1534 [2], \$1533 [2], \$1532 [1], \$1531 [1], \$1530 [1], \$1529 [1], \$1528 [1], \$1527 [1], \$1526 [1], \$1525 [1], \$1524 [0], \$1523 [0], \$1522 [0], \$1521 [0], \$1520 [0], \$1519 [0], \$1518 [0], \$1517 [0] };
+  assign \$1550  = \$1549  ? wu2_a6 : 24'h000000;
+  assign \$1552  = | \$529 [31:0];
+  assign \$1553  = \$1552  ? host_addr[10:1] : 10'h000;
+  assign \wp__addr$813  = \$1551  | \$1553 [4:0];
   assign \$1554  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1555  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1556  = status_target_synced ? wu2_onehot : 4'h0;
@@ -8750,3207 +8788,3223 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$1581  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1582  = status_target_synced ? wu2_onehot : 4'h0;
   assign \$1583  = status_target_synced ? wu2_onehot : 4'h0;
-  assign \$1584  = | { \$1583 [3], \$1582 [3], \$1581 [3], \$1580 [3], \$1579 [3], \$1578 [3], \$1577 [3], \$1576 [3], \$1575 [2], \$1574 [2], \$1573 [2], \$1572 [2], \$1571 [2], \$1570 [2], \$1569 [2], \$1568 [2], \$1567 [1], \$1566 [1], \$1565 [1], \$1564 [1], \$1563 [1], \$1562 [1], \$1561 [1], \$1560 [1], \$1559 [0], \$1558 [0], \$1557 [0], \$1556 [0], \$1555 [0], \$1554 [0], \$1553 [0], \$1552 [0] };
-  assign \$1585  = \$1584  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1587  = | \$528 [31:0];
-  assign \$1588  = \$1587  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \wp__data$814  = \$1586  | \$1588 ;
-  assign \$1590  = ~ busy;
-  assign \$1591  = \$1590  & host_re;
-  assign \$1592  = host_addr[15:11] == 5'h12;
-  assign \$1593  = host_addr[10:2] < 6'h20;
-  assign \$1594  = \$1592  & \$1593 ;
-  assign \$1595  = \$1591  & \$1594 ;
-  assign \$signature__en$815  = \$1589  | \$1595 ;
-  assign \$1596  = o__valid ? { wa0_wo, wa0_wn[3:0] } : 6'h00;
-  assign \$1598  = ~ busy;
-  assign \$1599  = \$1598  & host_re;
-  assign \$1600  = host_addr[15:11] == 5'h12;
-  assign \$1601  = host_addr[10:2] < 6'h20;
-  assign \$1602  = \$1600  & \$1601 ;
-  assign \$1603  = \$1599  & \$1602 ;
-  assign \$1604  = \$1603  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$817  = \$1597  | \$1604 [4:0];
-  assign \$1605  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
-  assign \$1606  = | wa0_onehot;
-  assign \$1607  = \$1606  ? wa0_uaddr : 24'h000000;
+  assign \$1584  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1585  = status_target_synced ? wu2_onehot : 4'h0;
+  assign \$1586  = | { \$1585 [3], \$1584 [3], \$1583 [3], \$1582 [3], \$1581 [3], \$1580 [3], \$1579 [3], \$1578 [3], \$1577 [2], \$1576 [2], \$1575 [2], \$1574 [2], \$1573 [2], \$1572 [2], \$1571 [2], \$1570 [2], \$1569 [1], \$1568 [1], \$1567 [1], \$1566 [1], \$1565 [1], \$1564 [1], \$1563 [1], \$1562 [1], \$1561 [0], \$1560 [0], \$1559 [0], \$1558 [0], \$1557 [0], \$1556 [0], \$1555 [0], \$1554 [0] };
+  assign \$1587  = \$1586  ? { wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0, wu2_w6_3, wu2_w6_2, wu2_w6_1, wu2_w6_0 } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1589  = | \$529 [31:0];
+  assign \$1590  = \$1589  ? { host_wdata, host_wdata } : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \wp__data$814  = \$1588  | \$1590 ;
+  assign \$1592  = ~ busy;
+  assign \$1593  = \$1592  & host_re;
+  assign \$1594  = host_addr[15:11] == 5'h12;
+  assign \$1595  = host_addr[10:2] < 6'h20;
+  assign \$1596  = \$1594  & \$1595 ;
+  assign \$1597  = \$1593  & \$1596 ;
+  assign \$signature__en$815  = \$1591  | \$1597 ;
+  assign \$1598  = o__valid ? { wa0_wo, wa0_wn[3:0] } : 6'h00;
+  assign \$1600  = ~ busy;
+  assign \$1601  = \$1600  & host_re;
+  assign \$1602  = host_addr[15:11] == 5'h12;
+  assign \$1603  = host_addr[10:2] < 6'h20;
+  assign \$1604  = \$1602  & \$1603 ;
+  assign \$1605  = \$1601  & \$1604 ;
+  assign \$1606  = \$1605  ? host_addr[10:2] : 9'h000;
+  assign \$signature__addr$817  = \$1599  | \$1606 [4:0];
+  assign \$1607  = wu0_slot ? { wu0_rg, wu0_cg[3:0] } : 6'h00;
   assign \$1608  = | wa0_onehot;
-  assign \$1609  = \$1608  ? { wa0_usum, wa0_usum, wa0_usum, wa0_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1611  = ~ busy;
-  assign \$1612  = \$1611  & host_re;
-  assign \$1613  = host_addr[15:11] == 5'h13;
-  assign \$1614  = host_addr[10:2] < 9'h110;
-  assign \$1615  = \$1613  & \$1614 ;
-  assign \$1616  = \$1612  & \$1615 ;
-  assign \$signature__en$827  = \$1610  | \$1616 ;
-  assign \$1617  = \o__valid$828  ? { wa1_wo, wa1_wn[3:0] } : 9'h000;
-  assign \$1619  = ~ busy;
-  assign \$1620  = \$1619  & host_re;
-  assign \$1621  = host_addr[15:11] == 5'h13;
-  assign \$1622  = host_addr[10:2] < 9'h110;
-  assign \$1623  = \$1621  & \$1622 ;
-  assign \$1624  = \$1620  & \$1623 ;
-  assign \$1625  = \$1624  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$829  = \$1618  | \$1625 ;
-  assign \$1626  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
-  assign \$1627  = | wa1_onehot;
-  assign \$1628  = \$1627  ? wa1_uaddr : 24'h000000;
+  assign \$1609  = \$1608  ? wa0_uaddr : 24'h000000;
+  assign \$1610  = | wa0_onehot;
+  assign \$1611  = \$1610  ? { wa0_usum, wa0_usum, wa0_usum, wa0_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1613  = ~ busy;
+  assign \$1614  = \$1613  & host_re;
+  assign \$1615  = host_addr[15:11] == 5'h13;
+  assign \$1616  = host_addr[10:2] < 9'h110;
+  assign \$1617  = \$1615  & \$1616 ;
+  assign \$1618  = \$1614  & \$1617 ;
+  assign \$signature__en$827  = \$1612  | \$1618 ;
+  assign \$1619  = \o__valid$828  ? { wa1_wo, wa1_wn[3:0] } : 9'h000;
+  assign \$1621  = ~ busy;
+  assign \$1622  = \$1621  & host_re;
+  assign \$1623  = host_addr[15:11] == 5'h13;
+  assign \$1624  = host_addr[10:2] < 9'h110;
+  assign \$1625  = \$1623  & \$1624 ;
+  assign \$1626  = \$1622  & \$1625 ;
+  assign \$1627  = \$1626  ? host_addr[10:2] : 9'h000;
+  assign \$signature__addr$829  = \$1620  | \$1627 ;
+  assign \$1628  = wu1_slot ? { wu1_rg, wu1_cg[3:0] } : 9'h000;
   assign \$1629  = | wa1_onehot;
-  assign \$1630  = \$1629  ? { wa1_usum, wa1_usum, wa1_usum, wa1_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1632  = ~ busy;
-  assign \$1633  = \$1632  & host_re;
-  assign \$1634  = host_addr[15:11] == 5'h14;
-  assign \$1635  = host_addr[10:2] < 5'h11;
-  assign \$1636  = \$1634  & \$1635 ;
-  assign \$1637  = \$1633  & \$1636 ;
-  assign \$signature__en$839  = \$1631  | \$1637 ;
-  assign \$1638  = \o__valid$840  ? wa2_wo : 5'h00;
-  assign \$1640  = ~ busy;
-  assign \$1641  = \$1640  & host_re;
-  assign \$1642  = host_addr[15:11] == 5'h14;
-  assign \$1643  = host_addr[10:2] < 5'h11;
-  assign \$1644  = \$1642  & \$1643 ;
-  assign \$1645  = \$1641  & \$1644 ;
-  assign \$1646  = \$1645  ? host_addr[10:2] : 9'h000;
-  assign \$signature__addr$841  = \$1639  | \$1646 [4:0];
-  assign \$1647  = wu2_slot ? wu2_rg : 5'h00;
-  assign \$1648  = | wa2_onehot;
-  assign \$1649  = \$1648  ? wa2_uaddr : 24'h000000;
+  assign \$1630  = \$1629  ? wa1_uaddr : 24'h000000;
+  assign \$1631  = | wa1_onehot;
+  assign \$1632  = \$1631  ? { wa1_usum, wa1_usum, wa1_usum, wa1_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1634  = ~ busy;
+  assign \$1635  = \$1634  & host_re;
+  assign \$1636  = host_addr[15:11] == 5'h14;
+  assign \$1637  = host_addr[10:2] < 5'h11;
+  assign \$1638  = \$1636  & \$1637 ;
+  assign \$1639  = \$1635  & \$1638 ;
+  assign \$signature__en$839  = \$1633  | \$1639 ;
+  assign \$1640  = \o__valid$840  ? wa2_wo : 5'h00;
+  assign \$1642  = ~ busy;
+  assign \$1643  = \$1642  & host_re;
+  assign \$1644  = host_addr[15:11] == 5'h14;
+  assign \$1645  = host_addr[10:2] < 5'h11;
+  assign \$1646  = \$1644  & \$1645 ;
+  assign \$1647  = \$1643  & \$1646 ;
+  assign \$1648  = \$1647  ? host_addr[10:2] : 9'h000;
+  assign \$signature__addr$841  = \$1641  | \$1648 [4:0];
+  assign \$1649  = wu2_slot ? wu2_rg : 5'h00;
   assign \$1650  = | wa2_onehot;
-  assign \$1651  = \$1650  ? { wa2_usum, wa2_usum, wa2_usum, wa2_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-  assign \$1652  = bw1_w_base + bw1_wo;
-  assign \$1653  = \o__valid$851  ? { \$1652 , bw1_wn[3:0] } : 18'h00000;
-  assign \$1654  = | fw0_onehot;
-  assign \$1655  = \$1654  ? fw0_raddr : 24'h000000;
+  assign \$1651  = \$1650  ? wa2_uaddr : 24'h000000;
+  assign \$1652  = | wa2_onehot;
+  assign \$1653  = \$1652  ? { wa2_usum, wa2_usum, wa2_usum, wa2_usum } : 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  assign \$1654  = bw1_w_base + bw1_wo;
+  assign \$1655  = \o__valid$851  ? { \$1654 , bw1_wn[3:0] } : 18'h00000;
   assign \$1656  = | fw0_onehot;
-  assign \$1657  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$1658  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$1659  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$1660  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$1661  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$1662  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$1663  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$1664  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$1665  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$1666  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$1667  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$1668  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$1669  = $signed(fw0_rc0) > $signed(1'h0);
-  assign \$1670  = $signed(fw0_rc1) > $signed(1'h0);
-  assign \$1671  = $signed(fw0_rc2) > $signed(1'h0);
-  assign \$1672  = $signed(fw0_rc3) > $signed(1'h0);
-  assign \$1673  = \$1656  ? { \$1672 , \$1671 , \$1670 , \$1669 , \$1668 , \$1667 , \$1666 , \$1665 , \$1664 , \$1663 , \$1662 , \$1661 , \$1660 , \$1659 , \$1658 , \$1657  } : 16'h0000;
-  assign \$1674  = bw2_w_base + bw2_wo;
-  assign \$1675  = \o__valid$860  ? { \$1674 , bw2_wn[3:0] } : 18'h00000;
-  assign \$1676  = | fw1_onehot;
-  assign \$1677  = \$1676  ? fw1_raddr : 24'h000000;
+  assign \$1657  = \$1656  ? fw0_raddr : 24'h000000;
+  assign \$1658  = | fw0_onehot;
+  assign \$1659  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$1660  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$1661  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$1662  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$1663  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$1664  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$1665  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$1666  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$1667  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$1668  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$1669  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$1670  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$1671  = $signed(fw0_rc0) > $signed(1'h0);
+  assign \$1672  = $signed(fw0_rc1) > $signed(1'h0);
+  assign \$1673  = $signed(fw0_rc2) > $signed(1'h0);
+  assign \$1674  = $signed(fw0_rc3) > $signed(1'h0);
+  assign \$1675  = \$1658  ? { \$1674 , \$1673 , \$1672 , \$1671 , \$1670 , \$1669 , \$1668 , \$1667 , \$1666 , \$1665 , \$1664 , \$1663 , \$1662 , \$1661 , \$1660 , \$1659  } : 16'h0000;
+  assign \$1676  = bw2_w_base + bw2_wo;
+  assign \$1677  = \o__valid$860  ? { \$1676 , bw2_wn[3:0] } : 18'h00000;
   assign \$1678  = | fw1_onehot;
-  assign \$1679  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$1680  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$1681  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$1682  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$1683  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$1684  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$1685  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$1686  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$1687  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$1688  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$1689  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$1690  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$1691  = $signed(fw1_rc0) > $signed(1'h0);
-  assign \$1692  = $signed(fw1_rc1) > $signed(1'h0);
-  assign \$1693  = $signed(fw1_rc2) > $signed(1'h0);
-  assign \$1694  = $signed(fw1_rc3) > $signed(1'h0);
-  assign \$1695  = \$1678  ? { \$1694 , \$1693 , \$1692 , \$1691 , \$1690 , \$1689 , \$1688 , \$1687 , \$1686 , \$1685 , \$1684 , \$1683 , \$1682 , \$1681 , \$1680 , \$1679  } : 16'h0000;
-  assign \$1696  = cycles + 1'h1;
-  assign \$1697  = batch_size - 1'h0;
-  assign \$1698  = fw0_t == 3'h4;
-  assign \$1699  = fw0_n == 4'hf;
-  assign \$1700  = fw0_o + 1'h1;
-  assign \$1702  = \$1701  >= \$2 [3:0];
-  assign \$1703  = fw0_p + 1'h1;
-  assign \$1704  = fw0_base + 2'h2;
-  assign \$1705  = fw0_gbase + 2'h2;
-  assign \$1706  = $signed(fw0_rem) - $signed(5'h08);
-  assign \$1707  = fw0_o + 1'h1;
-  assign \$1708  = fw0_n + 1'h1;
-  assign \$1709  = fw0_t + 1'h1;
-  assign \$1710  = \$7 [2:0] == 3'h4;
-  assign \$1712  = \$1711  + 1'h0;
-  assign \$1713  = \$1712  < \$2 [3:0];
-  assign \$1715  = \$1714  + 1'h1;
-  assign \$1716  = \$1715  < \$2 [3:0];
-  assign \$1718  = \$1717  + 2'h2;
-  assign \$1719  = \$1718  < \$2 [3:0];
-  assign \$1721  = \$1720  + 2'h3;
-  assign \$1722  = \$1721  < \$2 [3:0];
-  assign \$1724  = \$1723  + 1'h0;
-  assign \$1725  = \$1724  < 7'h40;
-  assign \$1727  = \$1726  + 1'h1;
-  assign \$1728  = \$1727  < 7'h40;
-  assign \$1730  = \$1729  + 2'h2;
-  assign \$1731  = \$1730  < 7'h40;
-  assign \$1733  = \$1732  + 2'h3;
-  assign \$1734  = \$1733  < 7'h40;
-  assign \$1735  = ~ \clear$557 ;
-  assign \$1736  = fw0_elem & \$1735 ;
-  assign \$1737  = fw0_t == 3'h4;
-  assign \$6086  = fw0_kl1 * 5'h10;
-  assign \$1738  = \$signature__data$595 [63:0] >> \$6086 ;
-  assign \$1739  = fw0_bias1 ? 16'h0400 : \$1738 ;
-  assign \$1740  = fw0_sv1[0] ? \$1739  : 16'h0000;
-  assign \$6091  = fw0_kl1 * 5'h10;
-  assign \$1741  = \$signature__data$595 [127:64] >> \$6091 ;
-  assign \$1742  = fw0_bias1 ? 16'h0400 : \$1741 ;
-  assign \$1743  = fw0_sv1[1] ? \$1742  : 16'h0000;
-  assign \$6096  = fw0_kl1 * 5'h10;
-  assign \$1744  = \$signature__data$595 [191:128] >> \$6096 ;
-  assign \$1745  = fw0_bias1 ? 16'h0400 : \$1744 ;
-  assign \$1746  = fw0_sv1[2] ? \$1745  : 16'h0000;
-  assign \$6101  = fw0_kl1 * 5'h10;
-  assign \$1747  = \$signature__data$595 [255:192] >> \$6101 ;
-  assign \$1748  = fw0_bias1 ? 16'h0400 : \$1747 ;
-  assign \$1749  = fw0_sv1[3] ? \$1748  : 16'h0000;
-  assign \$6106  = fw0_kl1 * 7'h40;
-  assign \$1750  = \$signature__data$607  >> \$6106 ;
-  assign \$1751  = fw0_cv1[0] ? \$1750 [15:0] : 16'h0000;
-  assign \$6110  = fw0_kl1 * 7'h40;
-  assign \$1752  = \$signature__data$607  >> \$6110 ;
-  assign \$1753  = fw0_cv1[1] ? \$1752 [31:16] : 16'h0000;
-  assign \$6114  = fw0_kl1 * 7'h40;
-  assign \$1754  = \$signature__data$607  >> \$6114 ;
-  assign \$1755  = fw0_cv1[2] ? \$1754 [47:32] : 16'h0000;
-  assign \$6118  = fw0_kl1 * 7'h40;
-  assign \$1756  = \$signature__data$607  >> \$6118 ;
-  assign \$1757  = fw0_cv1[3] ? \$1756 [63:48] : 16'h0000;
-  assign \$1758  = batch_size - 1'h0;
-  assign \$1759  = fw0_wi + 1'h1;
-  assign \$1760  = fw0_wi == 2'h3;
-  assign \$1761  = fw0_wn == 4'hf;
-  assign \$1762  = fw0_wo + 1'h1;
-  assign \$1764  = \$1763  >= \$10 [3:0];
-  assign \$1765  = fw0_w_p + 1'h1;
-  assign \$1766  = fw0_w_base + 2'h2;
-  assign \$1767  = fw0_w_gbase + 2'h2;
-  assign \$1768  = $signed(fw0_w_rem) - $signed(5'h08);
-  assign \$1769  = fw0_wo + 1'h1;
-  assign \$1770  = fw0_wn + 1'h1;
-  assign \$1771  = ~ \clear$557 ;
-  assign \$1772  = \o__valid$884  & \$1771 ;
-  assign \$1773  = fw0_wi == 2'h3;
-  assign \$1774  = fw0_wn == 4'hf;
-  assign \$1775  = \$1773  & \$1774 ;
-  assign \$1776  = fw0_wo + 1'h1;
-  assign \$1778  = \$1777  >= \$10 [3:0];
-  assign \$1779  = \$1775  & \$1778 ;
-  assign \$1780  = fw0_w_base + fw0_wo;
-  assign \$1781  = fw0_rv & fw0_rlast;
-  assign \$1782  = batch_size - 1'h0;
-  assign \$1783  = fw0_done + 1'h1;
-  assign \$1784  = $signed(fw0_left) - $signed(5'h08);
-  assign \$1785  = batch_size - 1'h0;
-  assign \$1786  = fw1_t == 7'h40;
-  assign \$1787  = fw1_n == 4'hf;
-  assign \$1788  = fw1_o + 1'h1;
-  assign \$1790  = \$1789  >= \$13 [3:0];
-  assign \$1791  = fw1_p + 1'h1;
-  assign \$1792  = fw1_base + 2'h2;
-  assign \$1793  = fw1_gbase + 2'h2;
-  assign \$1794  = $signed(fw1_rem) - $signed(5'h08);
-  assign \$1795  = fw1_o + 1'h1;
-  assign \$1796  = fw1_n + 1'h1;
-  assign \$1797  = fw1_t + 1'h1;
-  assign \$1798  = \$20 [6:0] == 7'h40;
-  assign \$1800  = \$1799  + 1'h0;
-  assign \$1801  = \$1800  < \$13 [3:0];
-  assign \$1803  = \$1802  + 1'h1;
-  assign \$1804  = \$1803  < \$13 [3:0];
-  assign \$1806  = \$1805  + 2'h2;
-  assign \$1807  = \$1806  < \$13 [3:0];
-  assign \$1809  = \$1808  + 2'h3;
-  assign \$1810  = \$1809  < \$13 [3:0];
-  assign \$1812  = \$1811  + 1'h0;
-  assign \$1813  = \$1812  < 7'h40;
-  assign \$1815  = \$1814  + 1'h1;
-  assign \$1816  = \$1815  < 7'h40;
-  assign \$1818  = \$1817  + 2'h2;
-  assign \$1819  = \$1818  < 7'h40;
-  assign \$1821  = \$1820  + 2'h3;
-  assign \$1822  = \$1821  < 7'h40;
-  assign \$1823  = ~ \clear$557 ;
-  assign \$1824  = fw1_elem & \$1823 ;
-  assign \$1825  = fw1_t == 7'h40;
-  assign \$6190  = fw1_kl1 * 5'h10;
-  assign \$1826  = \$signature__data$599 [63:0] >> \$6190 ;
-  assign \$1827  = fw1_bias1 ? 16'h0400 : \$1826 ;
-  assign \$1828  = fw1_sv1[0] ? \$1827  : 16'h0000;
-  assign \$6195  = fw1_kl1 * 5'h10;
-  assign \$1829  = \$signature__data$599 [127:64] >> \$6195 ;
-  assign \$1830  = fw1_bias1 ? 16'h0400 : \$1829 ;
-  assign \$1831  = fw1_sv1[1] ? \$1830  : 16'h0000;
-  assign \$6200  = fw1_kl1 * 5'h10;
-  assign \$1832  = \$signature__data$599 [191:128] >> \$6200 ;
-  assign \$1833  = fw1_bias1 ? 16'h0400 : \$1832 ;
-  assign \$1834  = fw1_sv1[2] ? \$1833  : 16'h0000;
-  assign \$6205  = fw1_kl1 * 5'h10;
-  assign \$1835  = \$signature__data$599 [255:192] >> \$6205 ;
-  assign \$1836  = fw1_bias1 ? 16'h0400 : \$1835 ;
-  assign \$1837  = fw1_sv1[3] ? \$1836  : 16'h0000;
-  assign \$6210  = fw1_kl1 * 7'h40;
-  assign \$1838  = \$signature__data$608  >> \$6210 ;
-  assign \$1839  = fw1_cv1[0] ? \$1838 [15:0] : 16'h0000;
-  assign \$6214  = fw1_kl1 * 7'h40;
-  assign \$1840  = \$signature__data$608  >> \$6214 ;
-  assign \$1841  = fw1_cv1[1] ? \$1840 [31:16] : 16'h0000;
-  assign \$6218  = fw1_kl1 * 7'h40;
-  assign \$1842  = \$signature__data$608  >> \$6218 ;
-  assign \$1843  = fw1_cv1[2] ? \$1842 [47:32] : 16'h0000;
-  assign \$6222  = fw1_kl1 * 7'h40;
-  assign \$1844  = \$signature__data$608  >> \$6222 ;
-  assign \$1845  = fw1_cv1[3] ? \$1844 [63:48] : 16'h0000;
-  assign \$1846  = batch_size - 1'h0;
-  assign \$1847  = fw1_wi + 1'h1;
-  assign \$1848  = fw1_wi == 2'h3;
-  assign \$1849  = fw1_wn == 4'hf;
-  assign \$1850  = fw1_wo + 1'h1;
-  assign \$1852  = \$1851  >= \$23 [3:0];
-  assign \$1853  = fw1_w_p + 1'h1;
-  assign \$1854  = fw1_w_base + 2'h2;
-  assign \$1855  = fw1_w_gbase + 2'h2;
-  assign \$1856  = $signed(fw1_w_rem) - $signed(5'h08);
-  assign \$1857  = fw1_wo + 1'h1;
-  assign \$1858  = fw1_wn + 1'h1;
-  assign \$1859  = ~ \clear$557 ;
-  assign \$1860  = \o__valid$903  & \$1859 ;
-  assign \$1861  = fw1_wi == 2'h3;
-  assign \$1862  = fw1_wn == 4'hf;
-  assign \$1863  = \$1861  & \$1862 ;
-  assign \$1864  = fw1_wo + 1'h1;
-  assign \$1866  = \$1865  >= \$23 [3:0];
-  assign \$1867  = \$1863  & \$1866 ;
-  assign \$1868  = fw1_w_base + fw1_wo;
-  assign \$1869  = fw1_rv & fw1_rlast;
-  assign \$1870  = batch_size - 1'h0;
-  assign \$1871  = fw1_done + 1'h1;
-  assign \$1872  = $signed(fw1_left) - $signed(5'h08);
-  assign \$1873  = batch_size - 1'h0;
-  assign \$1874  = fw2_t == 7'h40;
-  assign \$1875  = ! fw2_n;
-  assign \$1876  = fw2_o + 1'h1;
-  assign \$1878  = \$1877  >= \$26 [3:0];
-  assign \$1879  = fw2_p + 1'h1;
-  assign \$1880  = fw2_base + 2'h2;
-  assign \$1881  = fw2_gbase + 2'h2;
-  assign \$1882  = $signed(fw2_rem) - $signed(5'h08);
-  assign \$1883  = fw2_o + 1'h1;
-  assign \$1884  = fw2_n + 1'h1;
-  assign \$1885  = fw2_t + 1'h1;
-  assign \$1886  = \$33 [6:0] == 7'h40;
-  assign \$1888  = \$1887  + 1'h0;
-  assign \$1889  = \$1888  < \$26 [3:0];
-  assign \$1891  = \$1890  + 1'h1;
-  assign \$1892  = \$1891  < \$26 [3:0];
-  assign \$1894  = \$1893  + 2'h2;
-  assign \$1895  = \$1894  < \$26 [3:0];
-  assign \$1897  = \$1896  + 2'h3;
-  assign \$1898  = \$1897  < \$26 [3:0];
-  assign \$1900  = \$1899  + 1'h0;
-  assign \$1901  = \$1900  < 2'h2;
-  assign \$1903  = \$1902  + 1'h1;
-  assign \$1904  = \$1903  < 2'h2;
-  assign \$1906  = \$1905  + 2'h2;
-  assign \$1907  = \$1906  < 2'h2;
-  assign \$1909  = \$1908  + 2'h3;
-  assign \$1910  = \$1909  < 2'h2;
-  assign \$1911  = ~ \clear$557 ;
-  assign \$1912  = fw2_elem & \$1911 ;
-  assign \$1913  = fw2_t == 7'h40;
-  assign \$6294  = fw2_kl1 * 5'h10;
-  assign \$1914  = \$signature__data$600 [63:0] >> \$6294 ;
-  assign \$1915  = fw2_bias1 ? 16'h0400 : \$1914 ;
-  assign \$1916  = fw2_sv1[0] ? \$1915  : 16'h0000;
-  assign \$6299  = fw2_kl1 * 5'h10;
-  assign \$1917  = \$signature__data$600 [127:64] >> \$6299 ;
-  assign \$1918  = fw2_bias1 ? 16'h0400 : \$1917 ;
-  assign \$1919  = fw2_sv1[1] ? \$1918  : 16'h0000;
-  assign \$6304  = fw2_kl1 * 5'h10;
-  assign \$1920  = \$signature__data$600 [191:128] >> \$6304 ;
-  assign \$1921  = fw2_bias1 ? 16'h0400 : \$1920 ;
-  assign \$1922  = fw2_sv1[2] ? \$1921  : 16'h0000;
-  assign \$6309  = fw2_kl1 * 5'h10;
-  assign \$1923  = \$signature__data$600 [255:192] >> \$6309 ;
-  assign \$1924  = fw2_bias1 ? 16'h0400 : \$1923 ;
-  assign \$1925  = fw2_sv1[3] ? \$1924  : 16'h0000;
-  assign \$6314  = fw2_kl1 * 7'h40;
-  assign \$1926  = \$signature__data$609  >> \$6314 ;
-  assign \$1927  = fw2_cv1[0] ? \$1926 [15:0] : 16'h0000;
-  assign \$6318  = fw2_kl1 * 7'h40;
-  assign \$1928  = \$signature__data$609  >> \$6318 ;
-  assign \$1929  = fw2_cv1[1] ? \$1928 [31:16] : 16'h0000;
-  assign \$6322  = fw2_kl1 * 7'h40;
-  assign \$1930  = \$signature__data$609  >> \$6322 ;
-  assign \$1931  = fw2_cv1[2] ? \$1930 [47:32] : 16'h0000;
-  assign \$6326  = fw2_kl1 * 7'h40;
-  assign \$1932  = \$signature__data$609  >> \$6326 ;
-  assign \$1933  = fw2_cv1[3] ? \$1932 [63:48] : 16'h0000;
-  assign \$1934  = batch_size - 1'h0;
-  assign \$1935  = fw2_wi + 1'h1;
-  assign \$1936  = fw2_wi == 2'h3;
-  assign \$1937  = ! fw2_wn;
-  assign \$1938  = fw2_wo + 1'h1;
-  assign \$1940  = \$1939  >= \$36 [3:0];
-  assign \$1941  = fw2_w_p + 1'h1;
-  assign \$1942  = fw2_w_base + 2'h2;
-  assign \$1943  = fw2_w_gbase + 2'h2;
-  assign \$1944  = $signed(fw2_w_rem) - $signed(5'h08);
-  assign \$1945  = fw2_wo + 1'h1;
-  assign \$1946  = fw2_wn + 1'h1;
-  assign \$1947  = ~ \clear$557 ;
-  assign \$1948  = \o__valid$923  & \$1947 ;
-  assign \$1949  = fw2_wi == 2'h3;
-  assign \$1950  = ! fw2_wn;
-  assign \$1951  = \$1949  & \$1950 ;
-  assign \$1952  = fw2_wo + 1'h1;
-  assign \$1954  = \$1953  >= \$36 [3:0];
-  assign \$1955  = \$1951  & \$1954 ;
-  assign \$1956  = fw2_w_base + fw2_wo;
-  assign \$1957  = fw2_rv & fw2_rlast;
-  assign \$1958  = batch_size - 1'h0;
-  assign \$1959  = fw2_done + 1'h1;
-  assign \$1960  = $signed(fw2_left) - $signed(5'h08);
-  assign \$1961  = batch_size - 1'h0;
-  assign \$1962  = tfw0_t == 3'h4;
-  assign \$1963  = tfw0_n == 4'hf;
-  assign \$1964  = tfw0_o + 1'h1;
-  assign \$1966  = \$1965  >= \$39 [3:0];
-  assign \$1967  = tfw0_p + 1'h1;
-  assign \$1968  = tfw0_base + 2'h2;
-  assign \$1969  = tfw0_gbase + 2'h2;
-  assign \$1970  = $signed(tfw0_rem) - $signed(5'h08);
-  assign \$1971  = tfw0_o + 1'h1;
-  assign \$1972  = tfw0_n + 1'h1;
-  assign \$1973  = tfw0_t + 1'h1;
-  assign \$1974  = \$44 [2:0] == 3'h4;
-  assign \$1976  = \$1975  + 1'h0;
-  assign \$1977  = \$1976  < \$39 [3:0];
-  assign \$1979  = \$1978  + 1'h1;
-  assign \$1980  = \$1979  < \$39 [3:0];
-  assign \$1982  = \$1981  + 2'h2;
-  assign \$1983  = \$1982  < \$39 [3:0];
-  assign \$1985  = \$1984  + 2'h3;
-  assign \$1986  = \$1985  < \$39 [3:0];
-  assign \$1988  = \$1987  + 1'h0;
-  assign \$1989  = \$1988  < 7'h40;
-  assign \$1991  = \$1990  + 1'h1;
-  assign \$1992  = \$1991  < 7'h40;
-  assign \$1994  = \$1993  + 2'h2;
-  assign \$1995  = \$1994  < 7'h40;
-  assign \$1997  = \$1996  + 2'h3;
-  assign \$1998  = \$1997  < 7'h40;
-  assign \$1999  = ~ \clear$557 ;
-  assign \$2000  = tfw0_elem & \$1999 ;
-  assign \$2001  = tfw0_t == 3'h4;
-  assign \$6398  = tfw0_kl1 * 5'h10;
-  assign \$2002  = \$signature__data$597 [63:0] >> \$6398 ;
-  assign \$2003  = tfw0_bias1 ? 16'h0400 : \$2002 ;
-  assign \$2004  = tfw0_sv1[0] ? \$2003  : 16'h0000;
-  assign \$6403  = tfw0_kl1 * 5'h10;
-  assign \$2005  = \$signature__data$597 [127:64] >> \$6403 ;
-  assign \$2006  = tfw0_bias1 ? 16'h0400 : \$2005 ;
-  assign \$2007  = tfw0_sv1[1] ? \$2006  : 16'h0000;
-  assign \$6408  = tfw0_kl1 * 5'h10;
-  assign \$2008  = \$signature__data$597 [191:128] >> \$6408 ;
-  assign \$2009  = tfw0_bias1 ? 16'h0400 : \$2008 ;
-  assign \$2010  = tfw0_sv1[2] ? \$2009  : 16'h0000;
-  assign \$6413  = tfw0_kl1 * 5'h10;
-  assign \$2011  = \$signature__data$597 [255:192] >> \$6413 ;
-  assign \$2012  = tfw0_bias1 ? 16'h0400 : \$2011 ;
-  assign \$2013  = tfw0_sv1[3] ? \$2012  : 16'h0000;
-  assign \$6418  = tfw0_kl1 * 7'h40;
-  assign \$2014  = \$signature__data$610  >> \$6418 ;
-  assign \$2015  = tfw0_cv1[0] ? \$2014 [15:0] : 16'h0000;
-  assign \$6422  = tfw0_kl1 * 7'h40;
-  assign \$2016  = \$signature__data$610  >> \$6422 ;
-  assign \$2017  = tfw0_cv1[1] ? \$2016 [31:16] : 16'h0000;
-  assign \$6426  = tfw0_kl1 * 7'h40;
-  assign \$2018  = \$signature__data$610  >> \$6426 ;
-  assign \$2019  = tfw0_cv1[2] ? \$2018 [47:32] : 16'h0000;
-  assign \$6430  = tfw0_kl1 * 7'h40;
-  assign \$2020  = \$signature__data$610  >> \$6430 ;
-  assign \$2021  = tfw0_cv1[3] ? \$2020 [63:48] : 16'h0000;
-  assign \$2022  = batch_size - 1'h0;
-  assign \$2023  = tfw0_wi + 1'h1;
-  assign \$2024  = tfw0_wi == 2'h3;
-  assign \$2025  = tfw0_wn == 4'hf;
-  assign \$2026  = tfw0_wo + 1'h1;
-  assign \$2028  = \$2027  >= \$47 [3:0];
-  assign \$2029  = tfw0_w_p + 1'h1;
-  assign \$2030  = tfw0_w_base + 2'h2;
-  assign \$2031  = tfw0_w_gbase + 2'h2;
-  assign \$2032  = $signed(tfw0_w_rem) - $signed(5'h08);
-  assign \$2033  = tfw0_wo + 1'h1;
-  assign \$2034  = tfw0_wn + 1'h1;
-  assign \$2035  = ~ \clear$557 ;
-  assign \$2036  = \o__valid$943  & \$2035 ;
-  assign \$2037  = tfw0_wi == 2'h3;
-  assign \$2038  = tfw0_wn == 4'hf;
-  assign \$2039  = \$2037  & \$2038 ;
-  assign \$2040  = tfw0_wo + 1'h1;
-  assign \$2042  = \$2041  >= \$47 [3:0];
-  assign \$2043  = \$2039  & \$2042 ;
-  assign \$2044  = tfw0_w_base + tfw0_wo;
-  assign \$2045  = tfw0_rv & tfw0_rlast;
-  assign \$2046  = batch_size - 1'h0;
-  assign \$2047  = tfw0_done + 1'h1;
-  assign \$2048  = $signed(tfw0_left) - $signed(5'h08);
-  assign \$2049  = batch_size - 1'h0;
-  assign \$2050  = tfw1_t == 7'h40;
-  assign \$2051  = tfw1_n == 4'hf;
-  assign \$2052  = tfw1_o + 1'h1;
-  assign \$2054  = \$2053  >= \$50 [3:0];
-  assign \$2055  = tfw1_p + 1'h1;
-  assign \$2056  = tfw1_base + 2'h2;
-  assign \$2057  = tfw1_gbase + 2'h2;
-  assign \$2058  = $signed(tfw1_rem) - $signed(5'h08);
-  assign \$2059  = tfw1_o + 1'h1;
-  assign \$2060  = tfw1_n + 1'h1;
-  assign \$2061  = tfw1_t + 1'h1;
-  assign \$2062  = \$57 [6:0] == 7'h40;
-  assign \$2064  = \$2063  + 1'h0;
-  assign \$2065  = \$2064  < \$50 [3:0];
-  assign \$2067  = \$2066  + 1'h1;
-  assign \$2068  = \$2067  < \$50 [3:0];
-  assign \$2070  = \$2069  + 2'h2;
-  assign \$2071  = \$2070  < \$50 [3:0];
-  assign \$2073  = \$2072  + 2'h3;
-  assign \$2074  = \$2073  < \$50 [3:0];
-  assign \$2076  = \$2075  + 1'h0;
-  assign \$2077  = \$2076  < 7'h40;
-  assign \$2079  = \$2078  + 1'h1;
-  assign \$2080  = \$2079  < 7'h40;
-  assign \$2082  = \$2081  + 2'h2;
-  assign \$2083  = \$2082  < 7'h40;
-  assign \$2085  = \$2084  + 2'h3;
-  assign \$2086  = \$2085  < 7'h40;
-  assign \$2087  = ~ \clear$557 ;
-  assign \$2088  = tfw1_elem & \$2087 ;
-  assign \$2089  = tfw1_t == 7'h40;
-  assign \$6502  = tfw1_kl1 * 5'h10;
-  assign \$2090  = \$signature__data$602 [63:0] >> \$6502 ;
-  assign \$2091  = tfw1_bias1 ? 16'h0400 : \$2090 ;
-  assign \$2092  = tfw1_sv1[0] ? \$2091  : 16'h0000;
-  assign \$6507  = tfw1_kl1 * 5'h10;
-  assign \$2093  = \$signature__data$602 [127:64] >> \$6507 ;
-  assign \$2094  = tfw1_bias1 ? 16'h0400 : \$2093 ;
-  assign \$2095  = tfw1_sv1[1] ? \$2094  : 16'h0000;
-  assign \$6512  = tfw1_kl1 * 5'h10;
-  assign \$2096  = \$signature__data$602 [191:128] >> \$6512 ;
-  assign \$2097  = tfw1_bias1 ? 16'h0400 : \$2096 ;
-  assign \$2098  = tfw1_sv1[2] ? \$2097  : 16'h0000;
-  assign \$6517  = tfw1_kl1 * 5'h10;
-  assign \$2099  = \$signature__data$602 [255:192] >> \$6517 ;
-  assign \$2100  = tfw1_bias1 ? 16'h0400 : \$2099 ;
-  assign \$2101  = tfw1_sv1[3] ? \$2100  : 16'h0000;
-  assign \$6522  = tfw1_kl1 * 7'h40;
-  assign \$2102  = \$signature__data$611  >> \$6522 ;
-  assign \$2103  = tfw1_cv1[0] ? \$2102 [15:0] : 16'h0000;
-  assign \$6526  = tfw1_kl1 * 7'h40;
-  assign \$2104  = \$signature__data$611  >> \$6526 ;
-  assign \$2105  = tfw1_cv1[1] ? \$2104 [31:16] : 16'h0000;
-  assign \$6530  = tfw1_kl1 * 7'h40;
-  assign \$2106  = \$signature__data$611  >> \$6530 ;
-  assign \$2107  = tfw1_cv1[2] ? \$2106 [47:32] : 16'h0000;
-  assign \$6534  = tfw1_kl1 * 7'h40;
-  assign \$2108  = \$signature__data$611  >> \$6534 ;
-  assign \$2109  = tfw1_cv1[3] ? \$2108 [63:48] : 16'h0000;
-  assign \$2110  = batch_size - 1'h0;
-  assign \$2111  = tfw1_wi + 1'h1;
-  assign \$2112  = tfw1_wi == 2'h3;
-  assign \$2113  = tfw1_wn == 4'hf;
-  assign \$2114  = tfw1_wo + 1'h1;
-  assign \$2116  = \$2115  >= \$60 [3:0];
-  assign \$2117  = tfw1_w_p + 1'h1;
-  assign \$2118  = tfw1_w_base + 2'h2;
-  assign \$2119  = tfw1_w_gbase + 2'h2;
-  assign \$2120  = $signed(tfw1_w_rem) - $signed(5'h08);
-  assign \$2121  = tfw1_wo + 1'h1;
-  assign \$2122  = tfw1_wn + 1'h1;
-  assign \$2123  = ~ \clear$557 ;
-  assign \$2124  = \o__valid$962  & \$2123 ;
-  assign \$2125  = tfw1_wi == 2'h3;
-  assign \$2126  = tfw1_wn == 4'hf;
-  assign \$2127  = \$2125  & \$2126 ;
-  assign \$2128  = tfw1_wo + 1'h1;
-  assign \$2130  = \$2129  >= \$60 [3:0];
-  assign \$2131  = \$2127  & \$2130 ;
-  assign \$2132  = tfw1_w_base + tfw1_wo;
-  assign \$2133  = tfw1_rv & tfw1_rlast;
-  assign \$2134  = batch_size - 1'h0;
-  assign \$2135  = tfw1_done + 1'h1;
-  assign \$2136  = $signed(tfw1_left) - $signed(5'h08);
-  assign \$2137  = batch_size - 1'h0;
-  assign \$2138  = tfw2_t == 7'h40;
-  assign \$2139  = ! tfw2_n;
-  assign \$2140  = tfw2_o + 1'h1;
-  assign \$2142  = \$2141  >= \$63 [3:0];
-  assign \$2143  = tfw2_p + 1'h1;
-  assign \$2144  = tfw2_base + 2'h2;
-  assign \$2145  = tfw2_gbase + 2'h2;
-  assign \$2146  = $signed(tfw2_rem) - $signed(5'h08);
-  assign \$2147  = tfw2_o + 1'h1;
-  assign \$2148  = tfw2_n + 1'h1;
-  assign \$2149  = tfw2_t + 1'h1;
-  assign \$2150  = \$70 [6:0] == 7'h40;
-  assign \$2152  = \$2151  + 1'h0;
-  assign \$2153  = \$2152  < \$63 [3:0];
-  assign \$2155  = \$2154  + 1'h1;
-  assign \$2156  = \$2155  < \$63 [3:0];
-  assign \$2158  = \$2157  + 2'h2;
-  assign \$2159  = \$2158  < \$63 [3:0];
-  assign \$2161  = \$2160  + 2'h3;
-  assign \$2162  = \$2161  < \$63 [3:0];
-  assign \$2164  = \$2163  + 1'h0;
-  assign \$2165  = \$2164  < 2'h2;
-  assign \$2167  = \$2166  + 1'h1;
-  assign \$2168  = \$2167  < 2'h2;
-  assign \$2170  = \$2169  + 2'h2;
-  assign \$2171  = \$2170  < 2'h2;
-  assign \$2173  = \$2172  + 2'h3;
-  assign \$2174  = \$2173  < 2'h2;
-  assign \$2175  = ~ \clear$557 ;
-  assign \$2176  = tfw2_elem & \$2175 ;
-  assign \$2177  = tfw2_t == 7'h40;
-  assign \$6606  = tfw2_kl1 * 5'h10;
-  assign \$2178  = \$signature__data$603 [63:0] >> \$6606 ;
-  assign \$2179  = tfw2_bias1 ? 16'h0400 : \$2178 ;
-  assign \$2180  = tfw2_sv1[0] ? \$2179  : 16'h0000;
-  assign \$6611  = tfw2_kl1 * 5'h10;
-  assign \$2181  = \$signature__data$603 [127:64] >> \$6611 ;
-  assign \$2182  = tfw2_bias1 ? 16'h0400 : \$2181 ;
-  assign \$2183  = tfw2_sv1[1] ? \$2182  : 16'h0000;
-  assign \$6616  = tfw2_kl1 * 5'h10;
-  assign \$2184  = \$signature__data$603 [191:128] >> \$6616 ;
-  assign \$2185  = tfw2_bias1 ? 16'h0400 : \$2184 ;
-  assign \$2186  = tfw2_sv1[2] ? \$2185  : 16'h0000;
-  assign \$6621  = tfw2_kl1 * 5'h10;
-  assign \$2187  = \$signature__data$603 [255:192] >> \$6621 ;
-  assign \$2188  = tfw2_bias1 ? 16'h0400 : \$2187 ;
-  assign \$2189  = tfw2_sv1[3] ? \$2188  : 16'h0000;
-  assign \$6626  = tfw2_kl1 * 7'h40;
-  assign \$2190  = \$signature__data$612  >> \$6626 ;
-  assign \$2191  = tfw2_cv1[0] ? \$2190 [15:0] : 16'h0000;
-  assign \$6630  = tfw2_kl1 * 7'h40;
-  assign \$2192  = \$signature__data$612  >> \$6630 ;
-  assign \$2193  = tfw2_cv1[1] ? \$2192 [31:16] : 16'h0000;
-  assign \$6634  = tfw2_kl1 * 7'h40;
-  assign \$2194  = \$signature__data$612  >> \$6634 ;
-  assign \$2195  = tfw2_cv1[2] ? \$2194 [47:32] : 16'h0000;
-  assign \$6638  = tfw2_kl1 * 7'h40;
-  assign \$2196  = \$signature__data$612  >> \$6638 ;
-  assign \$2197  = tfw2_cv1[3] ? \$2196 [63:48] : 16'h0000;
-  assign \$2198  = batch_size - 1'h0;
-  assign \$2199  = tfw2_wi + 1'h1;
-  assign \$2200  = tfw2_wi == 2'h3;
-  assign \$2201  = ! tfw2_wn;
-  assign \$2202  = tfw2_wo + 1'h1;
-  assign \$2204  = \$2203  >= \$73 [3:0];
-  assign \$2205  = tfw2_w_p + 1'h1;
-  assign \$2206  = tfw2_w_base + 2'h2;
-  assign \$2207  = tfw2_w_gbase + 2'h2;
-  assign \$2208  = $signed(tfw2_w_rem) - $signed(5'h08);
-  assign \$2209  = tfw2_wo + 1'h1;
-  assign \$2210  = tfw2_wn + 1'h1;
-  assign \$2211  = ~ \clear$557 ;
-  assign \$2212  = \o__valid$982  & \$2211 ;
-  assign \$2213  = tfw2_wi == 2'h3;
-  assign \$2214  = ! tfw2_wn;
-  assign \$2215  = \$2213  & \$2214 ;
-  assign \$2216  = tfw2_wo + 1'h1;
-  assign \$2218  = \$2217  >= \$73 [3:0];
-  assign \$2219  = \$2215  & \$2218 ;
-  assign \$2220  = tfw2_w_base + tfw2_wo;
-  assign \$2221  = tfw2_rv & tfw2_rlast;
-  assign \$2222  = batch_size - 1'h0;
-  assign \$2223  = tfw2_done + 1'h1;
-  assign \$2224  = $signed(tfw2_left) - $signed(5'h08);
-  assign \$2225  = batch_size - 1'h0;
-  assign \$2226  = ! loss_g;
-  assign \$2227  = \$76 [3:0] - 1'h1;
-  assign \$2228  = loss_s == \$2227 ;
-  assign \$2229  = loss_p + 1'h1;
-  assign \$2230  = loss_base + 2'h2;
-  assign \$2231  = loss_gbase + 2'h2;
-  assign \$2232  = $signed(loss_rem) - $signed(5'h08);
-  assign \$2233  = loss_s + 1'h1;
-  assign \$2234  = loss_g + 1'h1;
-  assign \$2235  = ~ \clear$557 ;
-  assign \$2236  = loss_slot & \$2235 ;
-  assign \$2237  = ! loss_g;
-  assign \$2238  = ! loss_g;
+  assign \$1679  = \$1678  ? fw1_raddr : 24'h000000;
+  assign \$1680  = | fw1_onehot;
+  assign \$1681  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$1682  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$1683  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$1684  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$1685  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$1686  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$1687  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$1688  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$1689  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$1690  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$1691  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$1692  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$1693  = $signed(fw1_rc0) > $signed(1'h0);
+  assign \$1694  = $signed(fw1_rc1) > $signed(1'h0);
+  assign \$1695  = $signed(fw1_rc2) > $signed(1'h0);
+  assign \$1696  = $signed(fw1_rc3) > $signed(1'h0);
+  assign \$1697  = \$1680  ? { \$1696 , \$1695 , \$1694 , \$1693 , \$1692 , \$1691 , \$1690 , \$1689 , \$1688 , \$1687 , \$1686 , \$1685 , \$1684 , \$1683 , \$1682 , \$1681  } : 16'h0000;
+  assign \$1698  = cycles + 1'h1;
+  assign \$1699  = batch_size - 1'h0;
+  assign \$1700  = fw0_t == 3'h4;
+  assign \$1701  = fw0_n == 4'hf;
+  assign \$1702  = fw0_o + 1'h1;
+  assign \$1704  = \$1703  >= \$2 [3:0];
+  assign \$1705  = fw0_p + 1'h1;
+  assign \$1706  = fw0_base + 2'h2;
+  assign \$1707  = fw0_gbase + 2'h2;
+  assign \$1708  = $signed(fw0_rem) - $signed(5'h08);
+  assign \$1709  = fw0_o + 1'h1;
+  assign \$1710  = fw0_n + 1'h1;
+  assign \$1711  = fw0_t + 1'h1;
+  assign \$1712  = \$7 [2:0] == 3'h4;
+  assign \$1714  = \$1713  + 1'h0;
+  assign \$1715  = \$1714  < \$2 [3:0];
+  assign \$1717  = \$1716  + 1'h1;
+  assign \$1718  = \$1717  < \$2 [3:0];
+  assign \$1720  = \$1719  + 2'h2;
+  assign \$1721  = \$1720  < \$2 [3:0];
+  assign \$1723  = \$1722  + 2'h3;
+  assign \$1724  = \$1723  < \$2 [3:0];
+  assign \$1726  = \$1725  + 1'h0;
+  assign \$1727  = \$1726  < 7'h40;
+  assign \$1729  = \$1728  + 1'h1;
+  assign \$1730  = \$1729  < 7'h40;
+  assign \$1732  = \$1731  + 2'h2;
+  assign \$1733  = \$1732  < 7'h40;
+  assign \$1735  = \$1734  + 2'h3;
+  assign \$1736  = \$1735  < 7'h40;
+  assign \$1737  = ~ \clear$557 ;
+  assign \$1738  = fw0_elem & \$1737 ;
+  assign \$1739  = fw0_t == 3'h4;
+  assign \$6099  = fw0_kl1 * 5'h10;
+  assign \$1740  = \$signature__data$595 [63:0] >> \$6099 ;
+  assign \$1741  = fw0_bias1 ? 16'h0400 : \$1740 ;
+  assign \$1742  = fw0_sv1[0] ? \$1741  : 16'h0000;
+  assign \$6104  = fw0_kl1 * 5'h10;
+  assign \$1743  = \$signature__data$595 [127:64] >> \$6104 ;
+  assign \$1744  = fw0_bias1 ? 16'h0400 : \$1743 ;
+  assign \$1745  = fw0_sv1[1] ? \$1744  : 16'h0000;
+  assign \$6109  = fw0_kl1 * 5'h10;
+  assign \$1746  = \$signature__data$595 [191:128] >> \$6109 ;
+  assign \$1747  = fw0_bias1 ? 16'h0400 : \$1746 ;
+  assign \$1748  = fw0_sv1[2] ? \$1747  : 16'h0000;
+  assign \$6114  = fw0_kl1 * 5'h10;
+  assign \$1749  = \$signature__data$595 [255:192] >> \$6114 ;
+  assign \$1750  = fw0_bias1 ? 16'h0400 : \$1749 ;
+  assign \$1751  = fw0_sv1[3] ? \$1750  : 16'h0000;
+  assign \$6119  = fw0_kl1 * 7'h40;
+  assign \$1752  = \$signature__data$607  >> \$6119 ;
+  assign \$1753  = fw0_cv1[0] ? \$1752 [15:0] : 16'h0000;
+  assign \$6123  = fw0_kl1 * 7'h40;
+  assign \$1754  = \$signature__data$607  >> \$6123 ;
+  assign \$1755  = fw0_cv1[1] ? \$1754 [31:16] : 16'h0000;
+  assign \$6127  = fw0_kl1 * 7'h40;
+  assign \$1756  = \$signature__data$607  >> \$6127 ;
+  assign \$1757  = fw0_cv1[2] ? \$1756 [47:32] : 16'h0000;
+  assign \$6131  = fw0_kl1 * 7'h40;
+  assign \$1758  = \$signature__data$607  >> \$6131 ;
+  assign \$1759  = fw0_cv1[3] ? \$1758 [63:48] : 16'h0000;
+  assign \$1760  = batch_size - 1'h0;
+  assign \$1761  = fw0_wi + 1'h1;
+  assign \$1762  = fw0_wi == 2'h3;
+  assign \$1763  = fw0_wn == 4'hf;
+  assign \$1764  = fw0_wo + 1'h1;
+  assign \$1766  = \$1765  >= \$10 [3:0];
+  assign \$1767  = fw0_w_p + 1'h1;
+  assign \$1768  = fw0_w_base + 2'h2;
+  assign \$1769  = fw0_w_gbase + 2'h2;
+  assign \$1770  = $signed(fw0_w_rem) - $signed(5'h08);
+  assign \$1771  = fw0_wo + 1'h1;
+  assign \$1772  = fw0_wn + 1'h1;
+  assign \$1773  = ~ \clear$557 ;
+  assign \$1774  = \o__valid$884  & \$1773 ;
+  assign \$1775  = fw0_wi == 2'h3;
+  assign \$1776  = fw0_wn == 4'hf;
+  assign \$1777  = \$1775  & \$1776 ;
+  assign \$1778  = fw0_wo + 1'h1;
+  assign \$1780  = \$1779  >= \$10 [3:0];
+  assign \$1781  = \$1777  & \$1780 ;
+  assign \$1782  = fw0_w_base + fw0_wo;
+  assign \$1783  = fw0_rv & fw0_rlast;
+  assign \$1784  = batch_size - 1'h0;
+  assign \$1785  = fw0_done + 1'h1;
+  assign \$1786  = $signed(fw0_left) - $signed(5'h08);
+  assign \$1787  = batch_size - 1'h0;
+  assign \$1788  = fw1_t == 7'h40;
+  assign \$1789  = fw1_n == 4'hf;
+  assign \$1790  = fw1_o + 1'h1;
+  assign \$1792  = \$1791  >= \$13 [3:0];
+  assign \$1793  = fw1_p + 1'h1;
+  assign \$1794  = fw1_base + 2'h2;
+  assign \$1795  = fw1_gbase + 2'h2;
+  assign \$1796  = $signed(fw1_rem) - $signed(5'h08);
+  assign \$1797  = fw1_o + 1'h1;
+  assign \$1798  = fw1_n + 1'h1;
+  assign \$1799  = fw1_t + 1'h1;
+  assign \$1800  = \$20 [6:0] == 7'h40;
+  assign \$1802  = \$1801  + 1'h0;
+  assign \$1803  = \$1802  < \$13 [3:0];
+  assign \$1805  = \$1804  + 1'h1;
+  assign \$1806  = \$1805  < \$13 [3:0];
+  assign \$1808  = \$1807  + 2'h2;
+  assign \$1809  = \$1808  < \$13 [3:0];
+  assign \$1811  = \$1810  + 2'h3;
+  assign \$1812  = \$1811  < \$13 [3:0];
+  assign \$1814  = \$1813  + 1'h0;
+  assign \$1815  = \$1814  < 7'h40;
+  assign \$1817  = \$1816  + 1'h1;
+  assign \$1818  = \$1817  < 7'h40;
+  assign \$1820  = \$1819  + 2'h2;
+  assign \$1821  = \$1820  < 7'h40;
+  assign \$1823  = \$1822  + 2'h3;
+  assign \$1824  = \$1823  < 7'h40;
+  assign \$1825  = ~ \clear$557 ;
+  assign \$1826  = fw1_elem & \$1825 ;
+  assign \$1827  = fw1_t == 7'h40;
+  assign \$6203  = fw1_kl1 * 5'h10;
+  assign \$1828  = \$signature__data$599 [63:0] >> \$6203 ;
+  assign \$1829  = fw1_bias1 ? 16'h0400 : \$1828 ;
+  assign \$1830  = fw1_sv1[0] ? \$1829  : 16'h0000;
+  assign \$6208  = fw1_kl1 * 5'h10;
+  assign \$1831  = \$signature__data$599 [127:64] >> \$6208 ;
+  assign \$1832  = fw1_bias1 ? 16'h0400 : \$1831 ;
+  assign \$1833  = fw1_sv1[1] ? \$1832  : 16'h0000;
+  assign \$6213  = fw1_kl1 * 5'h10;
+  assign \$1834  = \$signature__data$599 [191:128] >> \$6213 ;
+  assign \$1835  = fw1_bias1 ? 16'h0400 : \$1834 ;
+  assign \$1836  = fw1_sv1[2] ? \$1835  : 16'h0000;
+  assign \$6218  = fw1_kl1 * 5'h10;
+  assign \$1837  = \$signature__data$599 [255:192] >> \$6218 ;
+  assign \$1838  = fw1_bias1 ? 16'h0400 : \$1837 ;
+  assign \$1839  = fw1_sv1[3] ? \$1838  : 16'h0000;
+  assign \$6223  = fw1_kl1 * 7'h40;
+  assign \$1840  = \$signature__data$608  >> \$6223 ;
+  assign \$1841  = fw1_cv1[0] ? \$1840 [15:0] : 16'h0000;
+  assign \$6227  = fw1_kl1 * 7'h40;
+  assign \$1842  = \$signature__data$608  >> \$6227 ;
+  assign \$1843  = fw1_cv1[1] ? \$1842 [31:16] : 16'h0000;
+  assign \$6231  = fw1_kl1 * 7'h40;
+  assign \$1844  = \$signature__data$608  >> \$6231 ;
+  assign \$1845  = fw1_cv1[2] ? \$1844 [47:32] : 16'h0000;
+  assign \$6235  = fw1_kl1 * 7'h40;
+  assign \$1846  = \$signature__data$608  >> \$6235 ;
+  assign \$1847  = fw1_cv1[3] ? \$1846 [63:48] : 16'h0000;
+  assign \$1848  = batch_size - 1'h0;
+  assign \$1849  = fw1_wi + 1'h1;
+  assign \$1850  = fw1_wi == 2'h3;
+  assign \$1851  = fw1_wn == 4'hf;
+  assign \$1852  = fw1_wo + 1'h1;
+  assign \$1854  = \$1853  >= \$23 [3:0];
+  assign \$1855  = fw1_w_p + 1'h1;
+  assign \$1856  = fw1_w_base + 2'h2;
+  assign \$1857  = fw1_w_gbase + 2'h2;
+  assign \$1858  = $signed(fw1_w_rem) - $signed(5'h08);
+  assign \$1859  = fw1_wo + 1'h1;
+  assign \$1860  = fw1_wn + 1'h1;
+  assign \$1861  = ~ \clear$557 ;
+  assign \$1862  = \o__valid$903  & \$1861 ;
+  assign \$1863  = fw1_wi == 2'h3;
+  assign \$1864  = fw1_wn == 4'hf;
+  assign \$1865  = \$1863  & \$1864 ;
+  assign \$1866  = fw1_wo + 1'h1;
+  assign \$1868  = \$1867  >= \$23 [3:0];
+  assign \$1869  = \$1865  & \$1868 ;
+  assign \$1870  = fw1_w_base + fw1_wo;
+  assign \$1871  = fw1_rv & fw1_rlast;
+  assign \$1872  = batch_size - 1'h0;
+  assign \$1873  = fw1_done + 1'h1;
+  assign \$1874  = $signed(fw1_left) - $signed(5'h08);
+  assign \$1875  = batch_size - 1'h0;
+  assign \$1876  = fw2_t == 7'h40;
+  assign \$1877  = ! fw2_n;
+  assign \$1878  = fw2_o + 1'h1;
+  assign \$1880  = \$1879  >= \$26 [3:0];
+  assign \$1881  = fw2_p + 1'h1;
+  assign \$1882  = fw2_base + 2'h2;
+  assign \$1883  = fw2_gbase + 2'h2;
+  assign \$1884  = $signed(fw2_rem) - $signed(5'h08);
+  assign \$1885  = fw2_o + 1'h1;
+  assign \$1886  = fw2_n + 1'h1;
+  assign \$1887  = fw2_t + 1'h1;
+  assign \$1888  = \$33 [6:0] == 7'h40;
+  assign \$1890  = \$1889  + 1'h0;
+  assign \$1891  = \$1890  < \$26 [3:0];
+  assign \$1893  = \$1892  + 1'h1;
+  assign \$1894  = \$1893  < \$26 [3:0];
+  assign \$1896  = \$1895  + 2'h2;
+  assign \$1897  = \$1896  < \$26 [3:0];
+  assign \$1899  = \$1898  + 2'h3;
+  assign \$1900  = \$1899  < \$26 [3:0];
+  assign \$1902  = \$1901  + 1'h0;
+  assign \$1903  = \$1902  < 2'h2;
+  assign \$1905  = \$1904  + 1'h1;
+  assign \$1906  = \$1905  < 2'h2;
+  assign \$1908  = \$1907  + 2'h2;
+  assign \$1909  = \$1908  < 2'h2;
+  assign \$1911  = \$1910  + 2'h3;
+  assign \$1912  = \$1911  < 2'h2;
+  assign \$1913  = ~ \clear$557 ;
+  assign \$1914  = fw2_elem & \$1913 ;
+  assign \$1915  = fw2_t == 7'h40;
+  assign \$6307  = fw2_kl1 * 5'h10;
+  assign \$1916  = \$signature__data$600 [63:0] >> \$6307 ;
+  assign \$1917  = fw2_bias1 ? 16'h0400 : \$1916 ;
+  assign \$1918  = fw2_sv1[0] ? \$1917  : 16'h0000;
+  assign \$6312  = fw2_kl1 * 5'h10;
+  assign \$1919  = \$signature__data$600 [127:64] >> \$6312 ;
+  assign \$1920  = fw2_bias1 ? 16'h0400 : \$1919 ;
+  assign \$1921  = fw2_sv1[1] ? \$1920  : 16'h0000;
+  assign \$6317  = fw2_kl1 * 5'h10;
+  assign \$1922  = \$signature__data$600 [191:128] >> \$6317 ;
+  assign \$1923  = fw2_bias1 ? 16'h0400 : \$1922 ;
+  assign \$1924  = fw2_sv1[2] ? \$1923  : 16'h0000;
+  assign \$6322  = fw2_kl1 * 5'h10;
+  assign \$1925  = \$signature__data$600 [255:192] >> \$6322 ;
+  assign \$1926  = fw2_bias1 ? 16'h0400 : \$1925 ;
+  assign \$1927  = fw2_sv1[3] ? \$1926  : 16'h0000;
+  assign \$6327  = fw2_kl1 * 7'h40;
+  assign \$1928  = \$signature__data$609  >> \$6327 ;
+  assign \$1929  = fw2_cv1[0] ? \$1928 [15:0] : 16'h0000;
+  assign \$6331  = fw2_kl1 * 7'h40;
+  assign \$1930  = \$signature__data$609  >> \$6331 ;
+  assign \$1931  = fw2_cv1[1] ? \$1930 [31:16] : 16'h0000;
+  assign \$6335  = fw2_kl1 * 7'h40;
+  assign \$1932  = \$signature__data$609  >> \$6335 ;
+  assign \$1933  = fw2_cv1[2] ? \$1932 [47:32] : 16'h0000;
+  assign \$6339  = fw2_kl1 * 7'h40;
+  assign \$1934  = \$signature__data$609  >> \$6339 ;
+  assign \$1935  = fw2_cv1[3] ? \$1934 [63:48] : 16'h0000;
+  assign \$1936  = batch_size - 1'h0;
+  assign \$1937  = fw2_wi + 1'h1;
+  assign \$1938  = fw2_wi == 2'h3;
+  assign \$1939  = ! fw2_wn;
+  assign \$1940  = fw2_wo + 1'h1;
+  assign \$1942  = \$1941  >= \$36 [3:0];
+  assign \$1943  = fw2_w_p + 1'h1;
+  assign \$1944  = fw2_w_base + 2'h2;
+  assign \$1945  = fw2_w_gbase + 2'h2;
+  assign \$1946  = $signed(fw2_w_rem) - $signed(5'h08);
+  assign \$1947  = fw2_wo + 1'h1;
+  assign \$1948  = fw2_wn + 1'h1;
+  assign \$1949  = ~ \clear$557 ;
+  assign \$1950  = \o__valid$923  & \$1949 ;
+  assign \$1951  = fw2_wi == 2'h3;
+  assign \$1952  = ! fw2_wn;
+  assign \$1953  = \$1951  & \$1952 ;
+  assign \$1954  = fw2_wo + 1'h1;
+  assign \$1956  = \$1955  >= \$36 [3:0];
+  assign \$1957  = \$1953  & \$1956 ;
+  assign \$1958  = fw2_w_base + fw2_wo;
+  assign \$1959  = fw2_rv & fw2_rlast;
+  assign \$1960  = batch_size - 1'h0;
+  assign \$1961  = fw2_done + 1'h1;
+  assign \$1962  = $signed(fw2_left) - $signed(5'h08);
+  assign \$1963  = batch_size - 1'h0;
+  assign \$1964  = tfw0_t == 3'h4;
+  assign \$1965  = tfw0_n == 4'hf;
+  assign \$1966  = tfw0_o + 1'h1;
+  assign \$1968  = \$1967  >= \$39 [3:0];
+  assign \$1969  = tfw0_p + 1'h1;
+  assign \$1970  = tfw0_base + 2'h2;
+  assign \$1971  = tfw0_gbase + 2'h2;
+  assign \$1972  = $signed(tfw0_rem) - $signed(5'h08);
+  assign \$1973  = tfw0_o + 1'h1;
+  assign \$1974  = tfw0_n + 1'h1;
+  assign \$1975  = tfw0_t + 1'h1;
+  assign \$1976  = \$44 [2:0] == 3'h4;
+  assign \$1978  = \$1977  + 1'h0;
+  assign \$1979  = \$1978  < \$39 [3:0];
+  assign \$1981  = \$1980  + 1'h1;
+  assign \$1982  = \$1981  < \$39 [3:0];
+  assign \$1984  = \$1983  + 2'h2;
+  assign \$1985  = \$1984  < \$39 [3:0];
+  assign \$1987  = \$1986  + 2'h3;
+  assign \$1988  = \$1987  < \$39 [3:0];
+  assign \$1990  = \$1989  + 1'h0;
+  assign \$1991  = \$1990  < 7'h40;
+  assign \$1993  = \$1992  + 1'h1;
+  assign \$1994  = \$1993  < 7'h40;
+  assign \$1996  = \$1995  + 2'h2;
+  assign \$1997  = \$1996  < 7'h40;
+  assign \$1999  = \$1998  + 2'h3;
+  assign \$2000  = \$1999  < 7'h40;
+  assign \$2001  = ~ \clear$557 ;
+  assign \$2002  = tfw0_elem & \$2001 ;
+  assign \$2003  = tfw0_t == 3'h4;
+  assign \$6411  = tfw0_kl1 * 5'h10;
+  assign \$2004  = \$signature__data$597 [63:0] >> \$6411 ;
+  assign \$2005  = tfw0_bias1 ? 16'h0400 : \$2004 ;
+  assign \$2006  = tfw0_sv1[0] ? \$2005  : 16'h0000;
+  assign \$6416  = tfw0_kl1 * 5'h10;
+  assign \$2007  = \$signature__data$597 [127:64] >> \$6416 ;
+  assign \$2008  = tfw0_bias1 ? 16'h0400 : \$2007 ;
+  assign \$2009  = tfw0_sv1[1] ? \$2008  : 16'h0000;
+  assign \$6421  = tfw0_kl1 * 5'h10;
+  assign \$2010  = \$signature__data$597 [191:128] >> \$6421 ;
+  assign \$2011  = tfw0_bias1 ? 16'h0400 : \$2010 ;
+  assign \$2012  = tfw0_sv1[2] ? \$2011  : 16'h0000;
+  assign \$6426  = tfw0_kl1 * 5'h10;
+  assign \$2013  = \$signature__data$597 [255:192] >> \$6426 ;
+  assign \$2014  = tfw0_bias1 ? 16'h0400 : \$2013 ;
+  assign \$2015  = tfw0_sv1[3] ? \$2014  : 16'h0000;
+  assign \$6431  = tfw0_kl1 * 7'h40;
+  assign \$2016  = \$signature__data$610  >> \$6431 ;
+  assign \$2017  = tfw0_cv1[0] ? \$2016 [15:0] : 16'h0000;
+  assign \$6435  = tfw0_kl1 * 7'h40;
+  assign \$2018  = \$signature__data$610  >> \$6435 ;
+  assign \$2019  = tfw0_cv1[1] ? \$2018 [31:16] : 16'h0000;
+  assign \$6439  = tfw0_kl1 * 7'h40;
+  assign \$2020  = \$signature__data$610  >> \$6439 ;
+  assign \$2021  = tfw0_cv1[2] ? \$2020 [47:32] : 16'h0000;
+  assign \$6443  = tfw0_kl1 * 7'h40;
+  assign \$2022  = \$signature__data$610  >> \$6443 ;
+  assign \$2023  = tfw0_cv1[3] ? \$2022 [63:48] : 16'h0000;
+  assign \$2024  = batch_size - 1'h0;
+  assign \$2025  = tfw0_wi + 1'h1;
+  assign \$2026  = tfw0_wi == 2'h3;
+  assign \$2027  = tfw0_wn == 4'hf;
+  assign \$2028  = tfw0_wo + 1'h1;
+  assign \$2030  = \$2029  >= \$47 [3:0];
+  assign \$2031  = tfw0_w_p + 1'h1;
+  assign \$2032  = tfw0_w_base + 2'h2;
+  assign \$2033  = tfw0_w_gbase + 2'h2;
+  assign \$2034  = $signed(tfw0_w_rem) - $signed(5'h08);
+  assign \$2035  = tfw0_wo + 1'h1;
+  assign \$2036  = tfw0_wn + 1'h1;
+  assign \$2037  = ~ \clear$557 ;
+  assign \$2038  = \o__valid$943  & \$2037 ;
+  assign \$2039  = tfw0_wi == 2'h3;
+  assign \$2040  = tfw0_wn == 4'hf;
+  assign \$2041  = \$2039  & \$2040 ;
+  assign \$2042  = tfw0_wo + 1'h1;
+  assign \$2044  = \$2043  >= \$47 [3:0];
+  assign \$2045  = \$2041  & \$2044 ;
+  assign \$2046  = tfw0_w_base + tfw0_wo;
+  assign \$2047  = tfw0_rv & tfw0_rlast;
+  assign \$2048  = batch_size - 1'h0;
+  assign \$2049  = tfw0_done + 1'h1;
+  assign \$2050  = $signed(tfw0_left) - $signed(5'h08);
+  assign \$2051  = batch_size - 1'h0;
+  assign \$2052  = tfw1_t == 7'h40;
+  assign \$2053  = tfw1_n == 4'hf;
+  assign \$2054  = tfw1_o + 1'h1;
+  assign \$2056  = \$2055  >= \$50 [3:0];
+  assign \$2057  = tfw1_p + 1'h1;
+  assign \$2058  = tfw1_base + 2'h2;
+  assign \$2059  = tfw1_gbase + 2'h2;
+  assign \$2060  = $signed(tfw1_rem) - $signed(5'h08);
+  assign \$2061  = tfw1_o + 1'h1;
+  assign \$2062  = tfw1_n + 1'h1;
+  assign \$2063  = tfw1_t + 1'h1;
+  assign \$2064  = \$57 [6:0] == 7'h40;
+  assign \$2066  = \$2065  + 1'h0;
+  assign \$2067  = \$2066  < \$50 [3:0];
+  assign \$2069  = \$2068  + 1'h1;
+  assign \$2070  = \$2069  < \$50 [3:0];
+  assign \$2072  = \$2071  + 2'h2;
+  assign \$2073  = \$2072  < \$50 [3:0];
+  assign \$2075  = \$2074  + 2'h3;
+  assign \$2076  = \$2075  < \$50 [3:0];
+  assign \$2078  = \$2077  + 1'h0;
+  assign \$2079  = \$2078  < 7'h40;
+  assign \$2081  = \$2080  + 1'h1;
+  assign \$2082  = \$2081  < 7'h40;
+  assign \$2084  = \$2083  + 2'h2;
+  assign \$2085  = \$2084  < 7'h40;
+  assign \$2087  = \$2086  + 2'h3;
+  assign \$2088  = \$2087  < 7'h40;
+  assign \$2089  = ~ \clear$557 ;
+  assign \$2090  = tfw1_elem & \$2089 ;
+  assign \$2091  = tfw1_t == 7'h40;
+  assign \$6515  = tfw1_kl1 * 5'h10;
+  assign \$2092  = \$signature__data$602 [63:0] >> \$6515 ;
+  assign \$2093  = tfw1_bias1 ? 16'h0400 : \$2092 ;
+  assign \$2094  = tfw1_sv1[0] ? \$2093  : 16'h0000;
+  assign \$6520  = tfw1_kl1 * 5'h10;
+  assign \$2095  = \$signature__data$602 [127:64] >> \$6520 ;
+  assign \$2096  = tfw1_bias1 ? 16'h0400 : \$2095 ;
+  assign \$2097  = tfw1_sv1[1] ? \$2096  : 16'h0000;
+  assign \$6525  = tfw1_kl1 * 5'h10;
+  assign \$2098  = \$signature__data$602 [191:128] >> \$6525 ;
+  assign \$2099  = tfw1_bias1 ? 16'h0400 : \$2098 ;
+  assign \$2100  = tfw1_sv1[2] ? \$2099  : 16'h0000;
+  assign \$6530  = tfw1_kl1 * 5'h10;
+  assign \$2101  = \$signature__data$602 [255:192] >> \$6530 ;
+  assign \$2102  = tfw1_bias1 ? 16'h0400 : \$2101 ;
+  assign \$2103  = tfw1_sv1[3] ? \$2102  : 16'h0000;
+  assign \$6535  = tfw1_kl1 * 7'h40;
+  assign \$2104  = \$signature__data$611  >> \$6535 ;
+  assign \$2105  = tfw1_cv1[0] ? \$2104 [15:0] : 16'h0000;
+  assign \$6539  = tfw1_kl1 * 7'h40;
+  assign \$2106  = \$signature__data$611  >> \$6539 ;
+  assign \$2107  = tfw1_cv1[1] ? \$2106 [31:16] : 16'h0000;
+  assign \$6543  = tfw1_kl1 * 7'h40;
+  assign \$2108  = \$signature__data$611  >> \$6543 ;
+  assign \$2109  = tfw1_cv1[2] ? \$2108 [47:32] : 16'h0000;
+  assign \$6547  = tfw1_kl1 * 7'h40;
+  assign \$2110  = \$signature__data$611  >> \$6547 ;
+  assign \$2111  = tfw1_cv1[3] ? \$2110 [63:48] : 16'h0000;
+  assign \$2112  = batch_size - 1'h0;
+  assign \$2113  = tfw1_wi + 1'h1;
+  assign \$2114  = tfw1_wi == 2'h3;
+  assign \$2115  = tfw1_wn == 4'hf;
+  assign \$2116  = tfw1_wo + 1'h1;
+  assign \$2118  = \$2117  >= \$60 [3:0];
+  assign \$2119  = tfw1_w_p + 1'h1;
+  assign \$2120  = tfw1_w_base + 2'h2;
+  assign \$2121  = tfw1_w_gbase + 2'h2;
+  assign \$2122  = $signed(tfw1_w_rem) - $signed(5'h08);
+  assign \$2123  = tfw1_wo + 1'h1;
+  assign \$2124  = tfw1_wn + 1'h1;
+  assign \$2125  = ~ \clear$557 ;
+  assign \$2126  = \o__valid$962  & \$2125 ;
+  assign \$2127  = tfw1_wi == 2'h3;
+  assign \$2128  = tfw1_wn == 4'hf;
+  assign \$2129  = \$2127  & \$2128 ;
+  assign \$2130  = tfw1_wo + 1'h1;
+  assign \$2132  = \$2131  >= \$60 [3:0];
+  assign \$2133  = \$2129  & \$2132 ;
+  assign \$2134  = tfw1_w_base + tfw1_wo;
+  assign \$2135  = tfw1_rv & tfw1_rlast;
+  assign \$2136  = batch_size - 1'h0;
+  assign \$2137  = tfw1_done + 1'h1;
+  assign \$2138  = $signed(tfw1_left) - $signed(5'h08);
+  assign \$2139  = batch_size - 1'h0;
+  assign \$2140  = tfw2_t == 7'h40;
+  assign \$2141  = ! tfw2_n;
+  assign \$2142  = tfw2_o + 1'h1;
+  assign \$2144  = \$2143  >= \$63 [3:0];
+  assign \$2145  = tfw2_p + 1'h1;
+  assign \$2146  = tfw2_base + 2'h2;
+  assign \$2147  = tfw2_gbase + 2'h2;
+  assign \$2148  = $signed(tfw2_rem) - $signed(5'h08);
+  assign \$2149  = tfw2_o + 1'h1;
+  assign \$2150  = tfw2_n + 1'h1;
+  assign \$2151  = tfw2_t + 1'h1;
+  assign \$2152  = \$70 [6:0] == 7'h40;
+  assign \$2154  = \$2153  + 1'h0;
+  assign \$2155  = \$2154  < \$63 [3:0];
+  assign \$2157  = \$2156  + 1'h1;
+  assign \$2158  = \$2157  < \$63 [3:0];
+  assign \$2160  = \$2159  + 2'h2;
+  assign \$2161  = \$2160  < \$63 [3:0];
+  assign \$2163  = \$2162  + 2'h3;
+  assign \$2164  = \$2163  < \$63 [3:0];
+  assign \$2166  = \$2165  + 1'h0;
+  assign \$2167  = \$2166  < 2'h2;
+  assign \$2169  = \$2168  + 1'h1;
+  assign \$2170  = \$2169  < 2'h2;
+  assign \$2172  = \$2171  + 2'h2;
+  assign \$2173  = \$2172  < 2'h2;
+  assign \$2175  = \$2174  + 2'h3;
+  assign \$2176  = \$2175  < 2'h2;
+  assign \$2177  = ~ \clear$557 ;
+  assign \$2178  = tfw2_elem & \$2177 ;
+  assign \$2179  = tfw2_t == 7'h40;
+  assign \$6619  = tfw2_kl1 * 5'h10;
+  assign \$2180  = \$signature__data$603 [63:0] >> \$6619 ;
+  assign \$2181  = tfw2_bias1 ? 16'h0400 : \$2180 ;
+  assign \$2182  = tfw2_sv1[0] ? \$2181  : 16'h0000;
+  assign \$6624  = tfw2_kl1 * 5'h10;
+  assign \$2183  = \$signature__data$603 [127:64] >> \$6624 ;
+  assign \$2184  = tfw2_bias1 ? 16'h0400 : \$2183 ;
+  assign \$2185  = tfw2_sv1[1] ? \$2184  : 16'h0000;
+  assign \$6629  = tfw2_kl1 * 5'h10;
+  assign \$2186  = \$signature__data$603 [191:128] >> \$6629 ;
+  assign \$2187  = tfw2_bias1 ? 16'h0400 : \$2186 ;
+  assign \$2188  = tfw2_sv1[2] ? \$2187  : 16'h0000;
+  assign \$6634  = tfw2_kl1 * 5'h10;
+  assign \$2189  = \$signature__data$603 [255:192] >> \$6634 ;
+  assign \$2190  = tfw2_bias1 ? 16'h0400 : \$2189 ;
+  assign \$2191  = tfw2_sv1[3] ? \$2190  : 16'h0000;
+  assign \$6639  = tfw2_kl1 * 7'h40;
+  assign \$2192  = \$signature__data$612  >> \$6639 ;
+  assign \$2193  = tfw2_cv1[0] ? \$2192 [15:0] : 16'h0000;
+  assign \$6643  = tfw2_kl1 * 7'h40;
+  assign \$2194  = \$signature__data$612  >> \$6643 ;
+  assign \$2195  = tfw2_cv1[1] ? \$2194 [31:16] : 16'h0000;
+  assign \$6647  = tfw2_kl1 * 7'h40;
+  assign \$2196  = \$signature__data$612  >> \$6647 ;
+  assign \$2197  = tfw2_cv1[2] ? \$2196 [47:32] : 16'h0000;
+  assign \$6651  = tfw2_kl1 * 7'h40;
+  assign \$2198  = \$signature__data$612  >> \$6651 ;
+  assign \$2199  = tfw2_cv1[3] ? \$2198 [63:48] : 16'h0000;
+  assign \$2200  = batch_size - 1'h0;
+  assign \$2201  = tfw2_wi + 1'h1;
+  assign \$2202  = tfw2_wi == 2'h3;
+  assign \$2203  = ! tfw2_wn;
+  assign \$2204  = tfw2_wo + 1'h1;
+  assign \$2206  = \$2205  >= \$73 [3:0];
+  assign \$2207  = tfw2_w_p + 1'h1;
+  assign \$2208  = tfw2_w_base + 2'h2;
+  assign \$2209  = tfw2_w_gbase + 2'h2;
+  assign \$2210  = $signed(tfw2_w_rem) - $signed(5'h08);
+  assign \$2211  = tfw2_wo + 1'h1;
+  assign \$2212  = tfw2_wn + 1'h1;
+  assign \$2213  = ~ \clear$557 ;
+  assign \$2214  = \o__valid$982  & \$2213 ;
+  assign \$2215  = tfw2_wi == 2'h3;
+  assign \$2216  = ! tfw2_wn;
+  assign \$2217  = \$2215  & \$2216 ;
+  assign \$2218  = tfw2_wo + 1'h1;
+  assign \$2220  = \$2219  >= \$73 [3:0];
+  assign \$2221  = \$2217  & \$2220 ;
+  assign \$2222  = tfw2_w_base + tfw2_wo;
+  assign \$2223  = tfw2_rv & tfw2_rlast;
+  assign \$2224  = batch_size - 1'h0;
+  assign \$2225  = tfw2_done + 1'h1;
+  assign \$2226  = $signed(tfw2_left) - $signed(5'h08);
+  assign \$2227  = batch_size - 1'h0;
+  assign \$2228  = ! loss_g;
+  assign \$2229  = \$76 [3:0] - 1'h1;
+  assign \$2230  = loss_s == \$2229 ;
+  assign \$2231  = loss_p + 1'h1;
+  assign \$2232  = loss_base + 2'h2;
+  assign \$2233  = loss_gbase + 2'h2;
+  assign \$2234  = $signed(loss_rem) - $signed(5'h08);
+  assign \$2235  = loss_s + 1'h1;
+  assign \$2236  = loss_g + 1'h1;
+  assign \$2237  = ~ \clear$557 ;
+  assign \$2238  = loss_slot & \$2237 ;
   assign \$2239  = ! loss_g;
-  assign \$2240  = \$76 [3:0] - 1'h1;
-  assign \$2241  = loss_s == \$2240 ;
-  assign \$2242  = \$2239  & \$2241 ;
-  assign \$2244  = loss_base + \$2243 ;
-  assign \$2245  = $signed(loss_max3) > $signed(loss_runmax);
-  assign \$2246  = \$2245  ? loss_max3 : loss_runmax;
-  assign \$2247  = loss_first1 ? loss_max3 : \$2246 ;
-  assign \$6692  = loss_i1 * 7'h40;
-  assign \$2248  = \$signature__data$601  >> \$6692 ;
-  assign \$6695  = loss_i1 * 7'h40;
-  assign \$2249  = \$signature__data$601  >> \$6695 ;
-  assign \$6698  = loss_i1 * 7'h40;
-  assign \$2250  = \$signature__data$601  >> \$6698 ;
-  assign \$6701  = loss_i1 * 7'h40;
-  assign \$2251  = \$signature__data$601  >> \$6701 ;
-  assign \$6704  = loss_i1 * 5'h12;
-  assign \$2252  = \$signature__data$598  >> \$6704 ;
-  assign \$6707  = \$2252 [16] * 5'h10;
-  assign \$2253  = { \$2251 [63:48], \$2250 [47:32], \$2249 [31:16], \$2248 [15:0] } >> \$6707 ;
-  assign \$2255  = loss_v1 & loss_last1;
-  assign \$2256  = ~ \clear$557 ;
-  assign \$2257  = \$2255  & \$2256 ;
-  assign \$2258  = $signed(loss_max3) > $signed(loss_runmax);
-  assign \$2259  = \$2258  ? loss_max3 : loss_runmax;
-  assign \$2260  = loss_first1 ? loss_max3 : \$2259 ;
-  assign \$6717  = loss_i1 * 7'h40;
-  assign \$2261  = \$signature__data$601  >> \$6717 ;
-  assign \$6720  = loss_i1 * 7'h40;
-  assign \$2262  = \$signature__data$601  >> \$6720 ;
-  assign \$6723  = loss_i1 * 7'h40;
-  assign \$2263  = \$signature__data$601  >> \$6723 ;
-  assign \$6726  = loss_i1 * 7'h40;
-  assign \$2264  = \$signature__data$601  >> \$6726 ;
-  assign \$6729  = loss_i1 * 5'h12;
-  assign \$2265  = \$signature__data$598  >> \$6729 ;
-  assign \$6732  = \$2265 [16] * 5'h10;
-  assign \$2266  = { \$2264 [63:48], \$2263 [47:32], \$2262 [31:16], \$2261 [15:0] } >> \$6732 ;
-  assign \$6736  = loss_i1 * 5'h12;
-  assign \$2268  = \$signature__data$598  >> \$6736 ;
-  assign \$6739  = loss_i1 * 5'h12;
-  assign \$2269  = \$signature__data$598  >> \$6739 ;
-  assign \$6742  = loss_i1 * 5'h12;
-  assign \$2270  = \$signature__data$598  >> \$6742 ;
-  assign \$2271  = ~ \clear$557 ;
-  assign \$2272  = loss_v2 & \$2271 ;
-  assign \$2273  = $signed(loss_best2) * $signed({ 1'h0, gamma });
-  assign \$2274  = loss_d2 ? 33'h000000000 : \$2273 ;
-  assign \$2275  = ~ \clear$557 ;
-  assign \$2276  = loss_v3 & \$2275 ;
-  assign \$2277  = $signed(loss_prod3) + $signed(17'h08000);
+  assign \$2240  = ! loss_g;
+  assign \$2241  = ! loss_g;
+  assign \$2242  = \$76 [3:0] - 1'h1;
+  assign \$2243  = loss_s == \$2242 ;
+  assign \$2244  = \$2241  & \$2243 ;
+  assign \$2246  = loss_base + \$2245 ;
+  assign \$2247  = $signed(loss_max3) > $signed(loss_runmax);
+  assign \$2248  = \$2247  ? loss_max3 : loss_runmax;
+  assign \$2249  = loss_first1 ? loss_max3 : \$2248 ;
+  assign \$6705  = loss_i1 * 7'h40;
+  assign \$2250  = \$signature__data$601  >> \$6705 ;
+  assign \$6708  = loss_i1 * 7'h40;
+  assign \$2251  = \$signature__data$601  >> \$6708 ;
+  assign \$6711  = loss_i1 * 7'h40;
+  assign \$2252  = \$signature__data$601  >> \$6711 ;
+  assign \$6714  = loss_i1 * 7'h40;
+  assign \$2253  = \$signature__data$601  >> \$6714 ;
+  assign \$6717  = loss_i1 * 6'h23;
+  assign \$2254  = \$signature__data$598  >> \$6717 ;
+  assign \$6720  = \$2254 [16] * 5'h10;
+  assign \$2255  = { \$2253 [63:48], \$2252 [47:32], \$2251 [31:16], \$2250 [15:0] } >> \$6720 ;
+  assign \$2257  = loss_v1 & loss_last1;
+  assign \$2258  = ~ \clear$557 ;
+  assign \$2259  = \$2257  & \$2258 ;
+  assign \$2260  = $signed(loss_max3) > $signed(loss_runmax);
+  assign \$2261  = \$2260  ? loss_max3 : loss_runmax;
+  assign \$2262  = loss_first1 ? loss_max3 : \$2261 ;
+  assign \$6730  = loss_i1 * 7'h40;
+  assign \$2263  = \$signature__data$601  >> \$6730 ;
+  assign \$6733  = loss_i1 * 7'h40;
+  assign \$2264  = \$signature__data$601  >> \$6733 ;
+  assign \$6736  = loss_i1 * 7'h40;
+  assign \$2265  = \$signature__data$601  >> \$6736 ;
+  assign \$6739  = loss_i1 * 7'h40;
+  assign \$2266  = \$signature__data$601  >> \$6739 ;
+  assign \$6742  = loss_i1 * 6'h23;
+  assign \$2267  = \$signature__data$598  >> \$6742 ;
+  assign \$6745  = \$2267 [16] * 5'h10;
+  assign \$2268  = { \$2266 [63:48], \$2265 [47:32], \$2264 [31:16], \$2263 [15:0] } >> \$6745 ;
+  assign \$6749  = loss_i1 * 6'h23;
+  assign \$2270  = \$signature__data$598  >> \$6749 ;
+  assign \$6752  = loss_i1 * 6'h23;
+  assign \$2271  = \$signature__data$598  >> \$6752 ;
+  assign \$6755  = loss_i1 * 6'h23;
+  assign \$2272  = \$signature__data$598  >> \$6755 ;
+  assign \$6758  = loss_i1 * 6'h23;
+  assign \$2273  = \$signature__data$598  >> \$6758 ;
+  assign \$2274  = ~ \clear$557 ;
+  assign \$2275  = loss_v2 & \$2274 ;
+  assign \$2276  = $signed(loss_best2) * $signed({ 1'h0, gamma });
+  assign \$2277  = loss_d2 ? 33'h000000000 : \$2276 ;
   assign \$2278  = ~ \clear$557 ;
-  assign \$2279  = loss_v4a & \$2278 ;
-  assign \$2280  = ~ \clear$557 ;
-  assign \$2281  = loss_v4b & \$2280 ;
-  assign \$2282  = $signed(loss_qa4b) - $signed(loss_y4b);
-  assign \$2283  = $signed(loss_diff4c) * $signed(loss_diff4c);
-  assign \$2284  = ~ \clear$557 ;
-  assign \$2285  = loss_v4c & \$2284 ;
-  assign \$2286  = ! loss_wsg;
-  assign \$2287  = loss_wsg + 1'h1;
-  assign \$2288  = ! loss_wsg;
-  assign \$2289  = loss_wsv & \$2288 ;
-  assign \$2290  = \$2289  & loss_wsend;
-  assign \$2291  = batch_size - 1'h0;
-  assign \$2292  = loss_done + 1'h1;
-  assign \$2293  = $signed(loss_left) - $signed(5'h08);
-  assign \$2294  = batch_size - 1'h0;
-  assign \$2295  = bw2_t == 2'h3;
-  assign \$2296  = bw2_n == 4'hf;
-  assign \$2297  = bw2_o + 1'h1;
-  assign \$2299  = \$2298  >= \$142 [3:0];
-  assign \$2300  = bw2_p + 1'h1;
-  assign \$2301  = bw2_base + 2'h2;
-  assign \$2302  = bw2_gbase + 2'h2;
-  assign \$2303  = $signed(bw2_rem) - $signed(5'h08);
-  assign \$2304  = bw2_o + 1'h1;
-  assign \$2305  = bw2_n + 1'h1;
-  assign \$2306  = bw2_t + 1'h1;
-  assign \$2308  = \$2307  + 1'h0;
-  assign \$2309  = \$2308  < \$142 [3:0];
-  assign \$2311  = \$2310  + 1'h1;
-  assign \$2312  = \$2311  < \$142 [3:0];
-  assign \$2314  = \$2313  + 2'h2;
-  assign \$2315  = \$2314  < \$142 [3:0];
-  assign \$2317  = \$2316  + 2'h3;
-  assign \$2318  = \$2317  < \$142 [3:0];
-  assign \$2320  = \$2319  + 1'h0;
-  assign \$2321  = \$2320  < 7'h40;
-  assign \$2323  = \$2322  + 1'h1;
-  assign \$2324  = \$2323  < 7'h40;
-  assign \$2326  = \$2325  + 2'h2;
-  assign \$2327  = \$2326  < 7'h40;
-  assign \$2329  = \$2328  + 2'h3;
-  assign \$2330  = \$2329  < 7'h40;
-  assign \$2331  = ~ \clear$557 ;
-  assign \$2332  = bw2_elem & \$2331 ;
-  assign \$2333  = bw2_t == 2'h3;
-  assign \$6808  = bw2_kl1 * 5'h10;
-  assign \$2334  = \$signature__data$606 [63:0] >> \$6808 ;
-  assign \$2335  = bw2_sv1[0] ? \$2334  : 16'h0000;
-  assign \$6812  = bw2_kl1 * 5'h10;
-  assign \$2336  = \$signature__data$606 [127:64] >> \$6812 ;
-  assign \$2337  = bw2_sv1[1] ? \$2336  : 16'h0000;
-  assign \$6816  = bw2_kl1 * 5'h10;
-  assign \$2338  = \$signature__data$606 [191:128] >> \$6816 ;
-  assign \$2339  = bw2_sv1[2] ? \$2338  : 16'h0000;
-  assign \$6820  = bw2_kl1 * 5'h10;
-  assign \$2340  = \$signature__data$606 [255:192] >> \$6820 ;
-  assign \$2341  = bw2_sv1[3] ? \$2340  : 16'h0000;
-  assign \$6824  = bw2_kl1 * 5'h10;
-  assign \$2342  = \$signature__data$1045 [63:0] >> \$6824 ;
-  assign \$2343  = bw2_rv1[0] ? \$2342  : 16'h0000;
-  assign \$6828  = bw2_kl1 * 5'h10;
-  assign \$2344  = \$signature__data$1045 [127:64] >> \$6828 ;
-  assign \$2345  = bw2_rv1[1] ? \$2344  : 16'h0000;
-  assign \$6832  = bw2_kl1 * 5'h10;
-  assign \$2346  = \$signature__data$1045 [191:128] >> \$6832 ;
-  assign \$2347  = bw2_rv1[2] ? \$2346  : 16'h0000;
-  assign \$6836  = bw2_kl1 * 5'h10;
-  assign \$2348  = \$signature__data$1045 [255:192] >> \$6836 ;
-  assign \$2349  = bw2_rv1[3] ? \$2348  : 16'h0000;
-  assign \$2350  = batch_size - 1'h0;
-  assign \$2351  = bw2_wi + 1'h1;
-  assign \$2352  = bw2_wi == 2'h3;
-  assign \$2353  = bw2_wn == 4'hf;
-  assign \$2354  = bw2_wo + 1'h1;
-  assign \$2356  = \$2355  >= \$152 [3:0];
-  assign \$2357  = bw2_w_p + 1'h1;
-  assign \$2358  = bw2_w_base + 2'h2;
-  assign \$2359  = bw2_w_gbase + 2'h2;
-  assign \$2360  = $signed(bw2_w_rem) - $signed(5'h08);
-  assign \$2361  = bw2_wo + 1'h1;
-  assign \$2362  = bw2_wn + 1'h1;
-  assign \$2363  = ~ \clear$557 ;
-  assign \$2364  = \o__valid$860  & \$2363 ;
-  assign \$2365  = bw2_wi == 2'h3;
-  assign \$2366  = bw2_wn == 4'hf;
-  assign \$2367  = \$2365  & \$2366 ;
-  assign \$2368  = bw2_wo + 1'h1;
-  assign \$2370  = \$2369  >= \$152 [3:0];
-  assign \$2371  = \$2367  & \$2370 ;
-  assign \$2372  = bw2_w_base + bw2_wo;
-  assign \$2373  = bw2_rv & bw2_rlast;
-  assign \$2374  = batch_size - 1'h0;
-  assign \$2375  = bw2_done + 1'h1;
-  assign \$2376  = $signed(bw2_left) - $signed(5'h08);
-  assign \$2377  = batch_size - 1'h0;
-  assign \$2378  = bw1_t == 6'h3f;
-  assign \$2379  = bw1_n == 4'hf;
-  assign \$2380  = bw1_o + 1'h1;
-  assign \$2382  = \$2381  >= \$155 [3:0];
-  assign \$2383  = bw1_p + 1'h1;
-  assign \$2384  = bw1_base + 2'h2;
-  assign \$2385  = bw1_gbase + 2'h2;
-  assign \$2386  = $signed(bw1_rem) - $signed(5'h08);
-  assign \$2387  = bw1_o + 1'h1;
-  assign \$2388  = bw1_n + 1'h1;
-  assign \$2389  = bw1_t + 1'h1;
-  assign \$2391  = \$2390  + 1'h0;
-  assign \$2392  = \$2391  < \$155 [3:0];
-  assign \$2394  = \$2393  + 1'h1;
-  assign \$2395  = \$2394  < \$155 [3:0];
-  assign \$2397  = \$2396  + 2'h2;
-  assign \$2398  = \$2397  < \$155 [3:0];
-  assign \$2400  = \$2399  + 2'h3;
-  assign \$2401  = \$2400  < \$155 [3:0];
-  assign \$2403  = \$2402  + 1'h0;
-  assign \$2404  = \$2403  < 7'h40;
-  assign \$2406  = \$2405  + 1'h1;
-  assign \$2407  = \$2406  < 7'h40;
-  assign \$2409  = \$2408  + 2'h2;
-  assign \$2410  = \$2409  < 7'h40;
-  assign \$2412  = \$2411  + 2'h3;
-  assign \$2413  = \$2412  < 7'h40;
-  assign \$2414  = ~ \clear$557 ;
-  assign \$2415  = bw1_elem & \$2414 ;
-  assign \$2416  = bw1_t == 6'h3f;
-  assign \$6907  = bw1_kl1 * 5'h10;
-  assign \$2417  = \$signature__data$605 [63:0] >> \$6907 ;
-  assign \$2418  = bw1_sv1[0] ? \$2417  : 16'h0000;
-  assign \$6911  = bw1_kl1 * 5'h10;
-  assign \$2419  = \$signature__data$605 [127:64] >> \$6911 ;
-  assign \$2420  = bw1_sv1[1] ? \$2419  : 16'h0000;
-  assign \$6915  = bw1_kl1 * 5'h10;
-  assign \$2421  = \$signature__data$605 [191:128] >> \$6915 ;
-  assign \$2422  = bw1_sv1[2] ? \$2421  : 16'h0000;
-  assign \$6919  = bw1_kl1 * 5'h10;
-  assign \$2423  = \$signature__data$605 [255:192] >> \$6919 ;
-  assign \$2424  = bw1_sv1[3] ? \$2423  : 16'h0000;
-  assign \$6923  = bw1_kl1 * 5'h10;
-  assign \$2425  = \$signature__data$1061 [63:0] >> \$6923 ;
-  assign \$2426  = bw1_rv1[0] ? \$2425  : 16'h0000;
-  assign \$6927  = bw1_kl1 * 5'h10;
-  assign \$2427  = \$signature__data$1061 [127:64] >> \$6927 ;
-  assign \$2428  = bw1_rv1[1] ? \$2427  : 16'h0000;
-  assign \$6931  = bw1_kl1 * 5'h10;
-  assign \$2429  = \$signature__data$1061 [191:128] >> \$6931 ;
-  assign \$2430  = bw1_rv1[2] ? \$2429  : 16'h0000;
-  assign \$6935  = bw1_kl1 * 5'h10;
-  assign \$2431  = \$signature__data$1061 [255:192] >> \$6935 ;
-  assign \$2432  = bw1_rv1[3] ? \$2431  : 16'h0000;
-  assign \$2433  = batch_size - 1'h0;
-  assign \$2434  = bw1_wi + 1'h1;
-  assign \$2435  = bw1_wi == 2'h3;
-  assign \$2436  = bw1_wn == 4'hf;
-  assign \$2437  = bw1_wo + 1'h1;
-  assign \$2439  = \$2438  >= \$165 [3:0];
-  assign \$2440  = bw1_w_p + 1'h1;
-  assign \$2441  = bw1_w_base + 2'h2;
-  assign \$2442  = bw1_w_gbase + 2'h2;
-  assign \$2443  = $signed(bw1_w_rem) - $signed(5'h08);
-  assign \$2444  = bw1_wo + 1'h1;
-  assign \$2445  = bw1_wn + 1'h1;
-  assign \$2446  = ~ \clear$557 ;
-  assign \$2447  = \o__valid$851  & \$2446 ;
-  assign \$2448  = bw1_wi == 2'h3;
-  assign \$2449  = bw1_wn == 4'hf;
-  assign \$2450  = \$2448  & \$2449 ;
-  assign \$2451  = bw1_wo + 1'h1;
-  assign \$2453  = \$2452  >= \$165 [3:0];
-  assign \$2454  = \$2450  & \$2453 ;
-  assign \$2455  = bw1_w_base + bw1_wo;
-  assign \$2456  = bw1_rv & bw1_rlast;
-  assign \$2457  = batch_size - 1'h0;
-  assign \$2458  = bw1_done + 1'h1;
-  assign \$2459  = $signed(bw1_left) - $signed(5'h08);
-  assign \$2460  = batch_size - 1'h0;
-  assign \$2461  = \$171 [2:0] + \$168 [3:0];
-  assign \$2462  = \$2461  - 1'h1;
-  assign \$2463  = wa0_t == \$2462 ;
-  assign \$2464  = wa0_n == 4'hf;
-  assign \$2465  = wa0_o == 1'h1;
-  assign \$2466  = wa0_p + 1'h1;
-  assign \$2467  = wa0_base + 2'h2;
-  assign \$2468  = wa0_gbase + 2'h2;
-  assign \$2469  = $signed(wa0_rem) - $signed(5'h08);
-  assign \$2470  = wa0_o + 1'h1;
-  assign \$2471  = wa0_n + 1'h1;
-  assign \$2472  = wa0_t + 1'h1;
-  assign \$2474  = \$2473  + 1'h0;
-  assign \$2475  = \$2474  < 7'h40;
-  assign \$2477  = \$2476  + 1'h1;
-  assign \$2478  = \$2477  < 7'h40;
-  assign \$2480  = \$2479  + 2'h2;
-  assign \$2481  = \$2480  < 7'h40;
-  assign \$2483  = \$2482  + 2'h3;
-  assign \$2484  = \$2483  < 7'h40;
-  assign \$2485  = ~ \clear$557 ;
-  assign \$2486  = wa0_elem & \$2485 ;
-  assign \$2487  = \$171 [2:0] + \$168 [3:0];
-  assign \$2488  = \$2487  - 1'h1;
-  assign \$2489  = wa0_t == \$2488 ;
-  assign \$2491  = \$2490  + 1'h0;
-  assign \$2492  = \$2491  < 3'h4;
-  assign \$6999  = wa0_kl1 * 7'h40;
-  assign \$2493  = \$signature__data$1077  >> \$6999 ;
-  assign \$2495  = \$2494  + 1'h0;
-  assign \$2496  = \$2495  == 3'h4;
-  assign \$2497  = \$2496  ? 11'h400 : 11'h000;
-  assign \$2498  = \$2492  ? \$2493 [15:0] : { 5'h00, \$2497  };
-  assign \$2500  = \$2499  + 1'h1;
-  assign \$2501  = \$2500  < 3'h4;
-  assign \$7010  = wa0_kl1 * 7'h40;
-  assign \$2502  = \$signature__data$1077  >> \$7010 ;
-  assign \$2504  = \$2503  + 1'h1;
-  assign \$2505  = \$2504  == 3'h4;
-  assign \$2506  = \$2505  ? 11'h400 : 11'h000;
-  assign \$2507  = \$2501  ? \$2502 [31:16] : { 5'h00, \$2506  };
-  assign \$2509  = \$2508  + 2'h2;
-  assign \$2510  = \$2509  < 3'h4;
-  assign \$7021  = wa0_kl1 * 7'h40;
-  assign \$2511  = \$signature__data$1077  >> \$7021 ;
-  assign \$2513  = \$2512  + 2'h2;
-  assign \$2514  = \$2513  == 3'h4;
-  assign \$2515  = \$2514  ? 11'h400 : 11'h000;
-  assign \$2516  = \$2510  ? \$2511 [47:32] : { 5'h00, \$2515  };
-  assign \$2518  = \$2517  + 2'h3;
-  assign \$2519  = \$2518  < 3'h4;
-  assign \$7032  = wa0_kl1 * 7'h40;
-  assign \$2520  = \$signature__data$1077  >> \$7032 ;
-  assign \$2522  = \$2521  + 2'h3;
-  assign \$2523  = \$2522  == 3'h4;
-  assign \$2524  = \$2523  ? 11'h400 : 11'h000;
-  assign \$2525  = \$2519  ? \$2520 [63:48] : { 5'h00, \$2524  };
-  assign \$7040  = wa0_kl1 * 7'h40;
-  assign \$2526  = \$signature__data$604  >> \$7040 ;
-  assign \$2527  = wa0_cv1[0] ? \$2526 [15:0] : 16'h0000;
-  assign \$7044  = wa0_kl1 * 7'h40;
-  assign \$2528  = \$signature__data$604  >> \$7044 ;
-  assign \$2529  = wa0_cv1[1] ? \$2528 [31:16] : 16'h0000;
-  assign \$7048  = wa0_kl1 * 7'h40;
-  assign \$2530  = \$signature__data$604  >> \$7048 ;
-  assign \$2531  = wa0_cv1[2] ? \$2530 [47:32] : 16'h0000;
-  assign \$7052  = wa0_kl1 * 7'h40;
-  assign \$2532  = \$signature__data$604  >> \$7052 ;
-  assign \$2533  = wa0_cv1[3] ? \$2532 [63:48] : 16'h0000;
-  assign \$2534  = batch_size - 1'h0;
-  assign \$2535  = wa0_wi + 1'h1;
-  assign \$2536  = wa0_wi == 2'h3;
-  assign \$2537  = wa0_wn == 4'hf;
-  assign \$2538  = wa0_wo == 1'h1;
-  assign \$2539  = wa0_w_p + 1'h1;
-  assign \$2540  = wa0_w_base + 2'h2;
-  assign \$2541  = wa0_w_gbase + 2'h2;
-  assign \$2542  = $signed(wa0_w_rem) - $signed(5'h08);
-  assign \$2543  = wa0_wo + 1'h1;
-  assign \$2544  = wa0_wn + 1'h1;
-  assign \$2545  = ~ \clear$557 ;
-  assign \$2546  = o__valid & \$2545 ;
-  assign \$2547  = wa0_wi == 2'h3;
-  assign \$2548  = wa0_wn == 4'hf;
-  assign \$2549  = \$2547  & \$2548 ;
-  assign \$2550  = wa0_wo == 1'h1;
-  assign \$2551  = \$2549  & \$2550 ;
-  assign \$2552  = ! wa0_w_p;
-  assign \$2553  = wa0_wi == 2'h3;
-  assign \$2554  = $signed(wa0_w_rem) <= $signed(5'h08);
-  assign \$2555  = ~ \clear$557 ;
-  assign \$2556  = wa0_rv & \$2555 ;
-  assign \$7079  = wa0_rrow * 8'h80;
-  assign \$2557  = \$signature__data$613  >> \$7079 ;
-  assign \$7082  = wa0_rrow * 8'h80;
-  assign \$2558  = \$signature__data$613  >> \$7082 ;
-  assign \$7085  = wa0_rrow * 8'h80;
-  assign \$2559  = \$signature__data$613  >> \$7085 ;
-  assign \$7088  = wa0_rrow * 8'h80;
-  assign \$2560  = \$signature__data$613  >> \$7088 ;
-  assign \$2561  = ~ \clear$557 ;
-  assign \$2562  = wa0_qv & \$2561 ;
-  assign \$2563  = wa0_qfirst ? wa0_qc0 : \$187 [31:0];
-  assign \$2564  = wa0_qfirst ? wa0_qc1 : \$193 [31:0];
-  assign \$2565  = wa0_qfirst ? wa0_qc2 : \$199 [31:0];
-  assign \$2566  = wa0_qfirst ? wa0_qc3 : \$205 [31:0];
-  assign \$2567  = wa0_uv & wa0_ulast;
-  assign \$2568  = batch_size - 1'h0;
-  assign \$2569  = wa0_done + 1'h1;
-  assign \$2570  = $signed(wa0_left) - $signed(5'h08);
-  assign \$2571  = wa0_tiles + 1'h1;
-  assign \$2572  = batch_size - 1'h0;
-  assign \$2573  = \$211 [2:0] + \$208 [3:0];
-  assign \$2574  = \$2573  - 1'h1;
-  assign \$2575  = wa1_t == \$2574 ;
-  assign \$2576  = wa1_n == 4'hf;
-  assign \$2577  = wa1_o == 5'h10;
-  assign \$2578  = wa1_p + 1'h1;
-  assign \$2579  = wa1_base + 2'h2;
-  assign \$2580  = wa1_gbase + 2'h2;
-  assign \$2581  = $signed(wa1_rem) - $signed(5'h08);
-  assign \$2582  = wa1_o + 1'h1;
-  assign \$2583  = wa1_n + 1'h1;
-  assign \$2584  = wa1_t + 1'h1;
-  assign \$2586  = \$2585  + 1'h0;
-  assign \$2587  = \$2586  < 7'h40;
-  assign \$2589  = \$2588  + 1'h1;
-  assign \$2590  = \$2589  < 7'h40;
-  assign \$2592  = \$2591  + 2'h2;
-  assign \$2593  = \$2592  < 7'h40;
-  assign \$2595  = \$2594  + 2'h3;
-  assign \$2596  = \$2595  < 7'h40;
-  assign \$2597  = ~ \clear$557 ;
-  assign \$2598  = wa1_elem & \$2597 ;
-  assign \$2599  = \$211 [2:0] + \$208 [3:0];
-  assign \$2600  = \$2599  - 1'h1;
-  assign \$2601  = wa1_t == \$2600 ;
-  assign \$2603  = \$2602  + 1'h0;
-  assign \$2604  = \$2603  < 7'h40;
-  assign \$7135  = wa1_kl1 * 7'h40;
-  assign \$2605  = \$signature__data$1119  >> \$7135 ;
-  assign \$2607  = \$2606  + 1'h0;
-  assign \$2608  = \$2607  == 7'h40;
-  assign \$2609  = \$2608  ? 11'h400 : 11'h000;
-  assign \$2610  = \$2604  ? \$2605 [15:0] : { 5'h00, \$2609  };
-  assign \$2612  = \$2611  + 1'h1;
-  assign \$2613  = \$2612  < 7'h40;
-  assign \$7146  = wa1_kl1 * 7'h40;
-  assign \$2614  = \$signature__data$1119  >> \$7146 ;
-  assign \$2616  = \$2615  + 1'h1;
-  assign \$2617  = \$2616  == 7'h40;
-  assign \$2618  = \$2617  ? 11'h400 : 11'h000;
-  assign \$2619  = \$2613  ? \$2614 [31:16] : { 5'h00, \$2618  };
-  assign \$2621  = \$2620  + 2'h2;
-  assign \$2622  = \$2621  < 7'h40;
-  assign \$7157  = wa1_kl1 * 7'h40;
-  assign \$2623  = \$signature__data$1119  >> \$7157 ;
-  assign \$2625  = \$2624  + 2'h2;
-  assign \$2626  = \$2625  == 7'h40;
-  assign \$2627  = \$2626  ? 11'h400 : 11'h000;
-  assign \$2628  = \$2622  ? \$2623 [47:32] : { 5'h00, \$2627  };
-  assign \$2630  = \$2629  + 2'h3;
-  assign \$2631  = \$2630  < 7'h40;
-  assign \$7168  = wa1_kl1 * 7'h40;
-  assign \$2632  = \$signature__data$1119  >> \$7168 ;
-  assign \$2634  = \$2633  + 2'h3;
-  assign \$2635  = \$2634  == 7'h40;
-  assign \$2636  = \$2635  ? 11'h400 : 11'h000;
-  assign \$2637  = \$2631  ? \$2632 [63:48] : { 5'h00, \$2636  };
-  assign \$7176  = wa1_kl1 * 7'h40;
-  assign \$2638  = \$signature__data$1120  >> \$7176 ;
-  assign \$2639  = wa1_cv1[0] ? \$2638 [15:0] : 16'h0000;
-  assign \$7180  = wa1_kl1 * 7'h40;
-  assign \$2640  = \$signature__data$1120  >> \$7180 ;
-  assign \$2641  = wa1_cv1[1] ? \$2640 [31:16] : 16'h0000;
-  assign \$7184  = wa1_kl1 * 7'h40;
-  assign \$2642  = \$signature__data$1120  >> \$7184 ;
-  assign \$2643  = wa1_cv1[2] ? \$2642 [47:32] : 16'h0000;
-  assign \$7188  = wa1_kl1 * 7'h40;
-  assign \$2644  = \$signature__data$1120  >> \$7188 ;
-  assign \$2645  = wa1_cv1[3] ? \$2644 [63:48] : 16'h0000;
-  assign \$2646  = batch_size - 1'h0;
-  assign \$2647  = wa1_wi + 1'h1;
-  assign \$2648  = wa1_wi == 2'h3;
-  assign \$2649  = wa1_wn == 4'hf;
-  assign \$2650  = wa1_wo == 5'h10;
-  assign \$2651  = wa1_w_p + 1'h1;
-  assign \$2652  = wa1_w_base + 2'h2;
-  assign \$2653  = wa1_w_gbase + 2'h2;
-  assign \$2654  = $signed(wa1_w_rem) - $signed(5'h08);
-  assign \$2655  = wa1_wo + 1'h1;
-  assign \$2656  = wa1_wn + 1'h1;
-  assign \$2657  = ~ \clear$557 ;
-  assign \$2658  = \o__valid$828  & \$2657 ;
-  assign \$2659  = wa1_wi == 2'h3;
-  assign \$2660  = wa1_wn == 4'hf;
-  assign \$2661  = \$2659  & \$2660 ;
-  assign \$2662  = wa1_wo == 5'h10;
-  assign \$2663  = \$2661  & \$2662 ;
-  assign \$2664  = ! wa1_w_p;
-  assign \$2665  = wa1_wi == 2'h3;
-  assign \$2666  = $signed(wa1_w_rem) <= $signed(5'h08);
-  assign \$2667  = ~ \clear$557 ;
-  assign \$2668  = wa1_rv & \$2667 ;
-  assign \$7215  = wa1_rrow * 8'h80;
-  assign \$2669  = \$signature__data$614  >> \$7215 ;
-  assign \$7218  = wa1_rrow * 8'h80;
-  assign \$2670  = \$signature__data$614  >> \$7218 ;
-  assign \$7221  = wa1_rrow * 8'h80;
-  assign \$2671  = \$signature__data$614  >> \$7221 ;
-  assign \$7224  = wa1_rrow * 8'h80;
-  assign \$2672  = \$signature__data$614  >> \$7224 ;
-  assign \$2673  = ~ \clear$557 ;
-  assign \$2674  = wa1_qv & \$2673 ;
-  assign \$2675  = wa1_qfirst ? wa1_qc0 : \$227 [31:0];
-  assign \$2676  = wa1_qfirst ? wa1_qc1 : \$233 [31:0];
-  assign \$2677  = wa1_qfirst ? wa1_qc2 : \$239 [31:0];
-  assign \$2678  = wa1_qfirst ? wa1_qc3 : \$245 [31:0];
-  assign \$2679  = wa1_uv & wa1_ulast;
-  assign \$2680  = batch_size - 1'h0;
-  assign \$2681  = wa1_done + 1'h1;
-  assign \$2682  = $signed(wa1_left) - $signed(5'h08);
-  assign \$2683  = wa1_tiles + 1'h1;
-  assign \$2684  = batch_size - 1'h0;
-  assign \$2685  = \$251 [2:0] + \$248 [3:0];
-  assign \$2686  = \$2685  - 1'h1;
-  assign \$2687  = wa2_t == \$2686 ;
-  assign \$2688  = ! wa2_n;
-  assign \$2689  = wa2_o == 5'h10;
-  assign \$2690  = wa2_p + 1'h1;
-  assign \$2691  = wa2_base + 2'h2;
-  assign \$2692  = wa2_gbase + 2'h2;
-  assign \$2693  = $signed(wa2_rem) - $signed(5'h08);
-  assign \$2694  = wa2_o + 1'h1;
-  assign \$2695  = wa2_n + 1'h1;
-  assign \$2696  = wa2_t + 1'h1;
-  assign \$2698  = \$2697  + 1'h0;
-  assign \$2699  = \$2698  < 2'h2;
-  assign \$2701  = \$2700  + 1'h1;
-  assign \$2702  = \$2701  < 2'h2;
-  assign \$2704  = \$2703  + 2'h2;
-  assign \$2705  = \$2704  < 2'h2;
-  assign \$2707  = \$2706  + 2'h3;
-  assign \$2708  = \$2707  < 2'h2;
-  assign \$2709  = ~ \clear$557 ;
-  assign \$2710  = wa2_elem & \$2709 ;
-  assign \$2711  = \$251 [2:0] + \$248 [3:0];
-  assign \$2712  = \$2711  - 1'h1;
-  assign \$2713  = wa2_t == \$2712 ;
-  assign \$2715  = \$2714  + 1'h0;
-  assign \$2716  = \$2715  < 7'h40;
-  assign \$7271  = wa2_kl1 * 7'h40;
-  assign \$2717  = \$signature__data$1163  >> \$7271 ;
-  assign \$2719  = \$2718  + 1'h0;
-  assign \$2720  = \$2719  == 7'h40;
-  assign \$2721  = \$2720  ? 11'h400 : 11'h000;
-  assign \$2722  = \$2716  ? \$2717 [15:0] : { 5'h00, \$2721  };
-  assign \$2724  = \$2723  + 1'h1;
-  assign \$2725  = \$2724  < 7'h40;
-  assign \$7282  = wa2_kl1 * 7'h40;
-  assign \$2726  = \$signature__data$1163  >> \$7282 ;
-  assign \$2728  = \$2727  + 1'h1;
-  assign \$2729  = \$2728  == 7'h40;
-  assign \$2730  = \$2729  ? 11'h400 : 11'h000;
-  assign \$2731  = \$2725  ? \$2726 [31:16] : { 5'h00, \$2730  };
-  assign \$2733  = \$2732  + 2'h2;
-  assign \$2734  = \$2733  < 7'h40;
-  assign \$7293  = wa2_kl1 * 7'h40;
-  assign \$2735  = \$signature__data$1163  >> \$7293 ;
-  assign \$2737  = \$2736  + 2'h2;
-  assign \$2738  = \$2737  == 7'h40;
-  assign \$2739  = \$2738  ? 11'h400 : 11'h000;
-  assign \$2740  = \$2734  ? \$2735 [47:32] : { 5'h00, \$2739  };
-  assign \$2742  = \$2741  + 2'h3;
-  assign \$2743  = \$2742  < 7'h40;
-  assign \$7304  = wa2_kl1 * 7'h40;
-  assign \$2744  = \$signature__data$1163  >> \$7304 ;
-  assign \$2746  = \$2745  + 2'h3;
-  assign \$2747  = \$2746  == 7'h40;
-  assign \$2748  = \$2747  ? 11'h400 : 11'h000;
-  assign \$2749  = \$2743  ? \$2744 [63:48] : { 5'h00, \$2748  };
-  assign \$7312  = wa2_kl1 * 7'h40;
-  assign \$2750  = \$signature__data$1164  >> \$7312 ;
-  assign \$2751  = wa2_cv1[0] ? \$2750 [15:0] : 16'h0000;
-  assign \$7316  = wa2_kl1 * 7'h40;
-  assign \$2752  = \$signature__data$1164  >> \$7316 ;
-  assign \$2753  = wa2_cv1[1] ? \$2752 [31:16] : 16'h0000;
-  assign \$7320  = wa2_kl1 * 7'h40;
-  assign \$2754  = \$signature__data$1164  >> \$7320 ;
-  assign \$2755  = wa2_cv1[2] ? \$2754 [47:32] : 16'h0000;
-  assign \$7324  = wa2_kl1 * 7'h40;
-  assign \$2756  = \$signature__data$1164  >> \$7324 ;
-  assign \$2757  = wa2_cv1[3] ? \$2756 [63:48] : 16'h0000;
-  assign \$2758  = batch_size - 1'h0;
-  assign \$2759  = wa2_wi + 1'h1;
-  assign \$2760  = wa2_wi == 2'h3;
-  assign \$2761  = ! wa2_wn;
-  assign \$2762  = wa2_wo == 5'h10;
-  assign \$2763  = wa2_w_p + 1'h1;
-  assign \$2764  = wa2_w_base + 2'h2;
-  assign \$2765  = wa2_w_gbase + 2'h2;
-  assign \$2766  = $signed(wa2_w_rem) - $signed(5'h08);
-  assign \$2767  = wa2_wo + 1'h1;
-  assign \$2768  = wa2_wn + 1'h1;
-  assign \$2769  = ~ \clear$557 ;
-  assign \$2770  = \o__valid$840  & \$2769 ;
-  assign \$2771  = wa2_wi == 2'h3;
-  assign \$2772  = ! wa2_wn;
-  assign \$2773  = \$2771  & \$2772 ;
-  assign \$2774  = wa2_wo == 5'h10;
-  assign \$2775  = \$2773  & \$2774 ;
-  assign \$2776  = ! wa2_w_p;
-  assign \$2777  = wa2_wi == 2'h3;
-  assign \$2778  = $signed(wa2_w_rem) <= $signed(5'h08);
-  assign \$2779  = ~ \clear$557 ;
-  assign \$2780  = wa2_rv & \$2779 ;
-  assign \$7351  = wa2_rrow * 8'h80;
-  assign \$2781  = \$signature__data$615  >> \$7351 ;
-  assign \$7354  = wa2_rrow * 8'h80;
-  assign \$2782  = \$signature__data$615  >> \$7354 ;
-  assign \$7357  = wa2_rrow * 8'h80;
-  assign \$2783  = \$signature__data$615  >> \$7357 ;
-  assign \$7360  = wa2_rrow * 8'h80;
-  assign \$2784  = \$signature__data$615  >> \$7360 ;
-  assign \$2785  = ~ \clear$557 ;
-  assign \$2786  = wa2_qv & \$2785 ;
-  assign \$2787  = wa2_qfirst ? wa2_qc0 : \$267 [31:0];
-  assign \$2788  = wa2_qfirst ? wa2_qc1 : \$273 [31:0];
-  assign \$2789  = wa2_qfirst ? wa2_qc2 : \$279 [31:0];
-  assign \$2790  = wa2_qfirst ? wa2_qc3 : \$285 [31:0];
-  assign \$2791  = wa2_uv & wa2_ulast;
-  assign \$2792  = batch_size - 1'h0;
-  assign \$2793  = wa2_done + 1'h1;
-  assign \$2794  = $signed(wa2_left) - $signed(5'h08);
-  assign \$2795  = wa2_tiles + 1'h1;
-  assign \$2796  = wu0_r + 1'h1;
-  assign \$2797  = wu0_r == 2'h3;
-  assign \$2798  = wu0_cg == 4'hf;
-  assign \$2799  = wu0_rg == 1'h1;
-  assign \$2800  = wu0_rg + 1'h1;
-  assign \$2801  = wu0_cg + 1'h1;
-  assign \$2802  = ~ \clear$557 ;
-  assign \$2803  = wu0_slot & \$2802 ;
-  assign \$2804  = wu0_r == 2'h3;
-  assign \$2805  = wu0_cg == 4'hf;
-  assign \$2806  = \$2804  & \$2805 ;
-  assign \$2807  = wu0_rg == 1'h1;
-  assign \$2808  = \$2806  & \$2807 ;
-  assign \$2809  = ~ \clear$557 ;
-  assign \$2810  = wu0_v1 & \$2809 ;
-  assign \$7389  = wu0_r1 * 7'h40;
-  assign \$2811  = \$signature__data$607  >> \$7389 ;
-  assign \$7392  = wu0_r1 * 7'h40;
-  assign \$2812  = \$signature__data$607  >> \$7392 ;
-  assign \$7395  = wu0_r1 * 7'h40;
-  assign \$2813  = \$signature__data$607  >> \$7395 ;
-  assign \$7398  = wu0_r1 * 7'h40;
-  assign \$2814  = \$signature__data$607  >> \$7398 ;
-  assign \$7401  = wu0_r1 * 8'h80;
-  assign \$2815  = \$signature__data$1213  >> \$7401 ;
-  assign \$7404  = wu0_r1 * 8'h80;
-  assign \$2816  = \$signature__data$1213  >> \$7404 ;
-  assign \$7407  = wu0_r1 * 8'h80;
-  assign \$2817  = \$signature__data$1213  >> \$7407 ;
-  assign \$7410  = wu0_r1 * 8'h80;
-  assign \$2818  = \$signature__data$1213  >> \$7410 ;
-  assign \$2819  = ~ \clear$557 ;
-  assign \$2820  = wu0_v2 & \$2819 ;
-  assign \$2821  = $signed(wu0_g02_0) * $signed({ 1'h0, eta });
-  assign \$2822  = $signed(wu0_g02_1) * $signed({ 1'h0, eta });
-  assign \$2823  = $signed(wu0_g02_2) * $signed({ 1'h0, eta });
-  assign \$2824  = $signed(wu0_g02_3) * $signed({ 1'h0, eta });
-  assign \$2825  = ~ \clear$557 ;
-  assign \$2826  = wu0_v4 & \$2825 ;
-  assign \$2827  = $signed(wu0_p4_0) + $signed(33'h080000000);
-  assign \$2828  = $signed(wu0_p4_1) + $signed(33'h080000000);
-  assign \$2829  = $signed(wu0_p4_2) + $signed(33'h080000000);
-  assign \$2830  = $signed(wu0_p4_3) + $signed(33'h080000000);
-  assign \$2831  = ~ \clear$557 ;
-  assign \$2832  = wu0_v5 & \$2831 ;
-  assign \$2834  = \$2833  | wu0_new1_ovf;
-  assign \$2835  = \$2834  | wu0_new2_ovf;
-  assign \$2836  = \$2835  | wu0_new3_ovf;
-  assign \$2837  = wu0_v6 & wu0_e6;
-  assign \$2838  = wu1_r + 1'h1;
-  assign \$2839  = wu1_r == 2'h3;
-  assign \$2840  = wu1_cg == 4'hf;
-  assign \$2841  = wu1_rg == 5'h10;
-  assign \$2842  = wu1_rg + 1'h1;
-  assign \$2843  = wu1_cg + 1'h1;
-  assign \$2844  = ~ \clear$557 ;
-  assign \$2845  = wu1_slot & \$2844 ;
-  assign \$2846  = wu1_r == 2'h3;
-  assign \$2847  = wu1_cg == 4'hf;
-  assign \$2848  = \$2846  & \$2847 ;
-  assign \$2849  = wu1_rg == 5'h10;
-  assign \$2850  = \$2848  & \$2849 ;
-  assign \$2851  = ~ \clear$557 ;
-  assign \$2852  = wu1_v1 & \$2851 ;
-  assign \$7447  = wu1_r1 * 7'h40;
-  assign \$2853  = \$signature__data$608  >> \$7447 ;
-  assign \$7450  = wu1_r1 * 7'h40;
-  assign \$2854  = \$signature__data$608  >> \$7450 ;
-  assign \$7453  = wu1_r1 * 7'h40;
-  assign \$2855  = \$signature__data$608  >> \$7453 ;
-  assign \$7456  = wu1_r1 * 7'h40;
-  assign \$2856  = \$signature__data$608  >> \$7456 ;
-  assign \$7459  = wu1_r1 * 8'h80;
-  assign \$2857  = \$signature__data$1251  >> \$7459 ;
-  assign \$7462  = wu1_r1 * 8'h80;
-  assign \$2858  = \$signature__data$1251  >> \$7462 ;
-  assign \$7465  = wu1_r1 * 8'h80;
-  assign \$2859  = \$signature__data$1251  >> \$7465 ;
-  assign \$7468  = wu1_r1 * 8'h80;
-  assign \$2860  = \$signature__data$1251  >> \$7468 ;
-  assign \$2861  = ~ \clear$557 ;
-  assign \$2862  = wu1_v2 & \$2861 ;
-  assign \$2863  = $signed(wu1_g02_0) * $signed({ 1'h0, eta });
-  assign \$2864  = $signed(wu1_g02_1) * $signed({ 1'h0, eta });
-  assign \$2865  = $signed(wu1_g02_2) * $signed({ 1'h0, eta });
-  assign \$2866  = $signed(wu1_g02_3) * $signed({ 1'h0, eta });
-  assign \$2867  = ~ \clear$557 ;
-  assign \$2868  = wu1_v4 & \$2867 ;
-  assign \$2869  = $signed(wu1_p4_0) + $signed(33'h080000000);
-  assign \$2870  = $signed(wu1_p4_1) + $signed(33'h080000000);
-  assign \$2871  = $signed(wu1_p4_2) + $signed(33'h080000000);
-  assign \$2872  = $signed(wu1_p4_3) + $signed(33'h080000000);
-  assign \$2873  = ~ \clear$557 ;
-  assign \$2874  = wu1_v5 & \$2873 ;
-  assign \$2876  = \$2875  | wu1_new1_ovf;
-  assign \$2877  = \$2876  | wu1_new2_ovf;
-  assign \$2878  = \$2877  | wu1_new3_ovf;
-  assign \$2879  = wu1_v6 & wu1_e6;
-  assign \$2880  = wu2_r + 1'h1;
-  assign \$2881  = wu2_r == 2'h3;
-  assign \$2882  = ! wu2_cg;
-  assign \$2883  = wu2_rg == 5'h10;
-  assign \$2884  = wu2_rg + 1'h1;
-  assign \$2885  = wu2_cg + 1'h1;
-  assign \$2886  = ~ \clear$557 ;
-  assign \$2887  = wu2_slot & \$2886 ;
-  assign \$2888  = wu2_r == 2'h3;
-  assign \$2889  = ! wu2_cg;
-  assign \$2890  = \$2888  & \$2889 ;
-  assign \$2891  = wu2_rg == 5'h10;
-  assign \$2892  = \$2890  & \$2891 ;
-  assign \$2893  = ~ \clear$557 ;
-  assign \$2894  = wu2_v1 & \$2893 ;
-  assign \$7505  = wu2_r1 * 7'h40;
-  assign \$2895  = \$signature__data$609  >> \$7505 ;
-  assign \$7508  = wu2_r1 * 7'h40;
-  assign \$2896  = \$signature__data$609  >> \$7508 ;
-  assign \$7511  = wu2_r1 * 7'h40;
-  assign \$2897  = \$signature__data$609  >> \$7511 ;
-  assign \$7514  = wu2_r1 * 7'h40;
-  assign \$2898  = \$signature__data$609  >> \$7514 ;
-  assign \$7517  = wu2_r1 * 8'h80;
-  assign \$2899  = \$signature__data$1288  >> \$7517 ;
-  assign \$7520  = wu2_r1 * 8'h80;
-  assign \$2900  = \$signature__data$1288  >> \$7520 ;
-  assign \$7523  = wu2_r1 * 8'h80;
-  assign \$2901  = \$signature__data$1288  >> \$7523 ;
-  assign \$7526  = wu2_r1 * 8'h80;
-  assign \$2902  = \$signature__data$1288  >> \$7526 ;
-  assign \$2903  = ~ \clear$557 ;
-  assign \$2904  = wu2_v2 & \$2903 ;
-  assign \$2905  = $signed(wu2_g02_0) * $signed({ 1'h0, eta });
-  assign \$2906  = $signed(wu2_g02_1) * $signed({ 1'h0, eta });
-  assign \$2907  = $signed(wu2_g02_2) * $signed({ 1'h0, eta });
-  assign \$2908  = $signed(wu2_g02_3) * $signed({ 1'h0, eta });
-  assign \$2909  = ~ \clear$557 ;
-  assign \$2910  = wu2_v4 & \$2909 ;
-  assign \$2911  = $signed(wu2_p4_0) + $signed(33'h080000000);
-  assign \$2912  = $signed(wu2_p4_1) + $signed(33'h080000000);
-  assign \$2913  = $signed(wu2_p4_2) + $signed(33'h080000000);
-  assign \$2914  = $signed(wu2_p4_3) + $signed(33'h080000000);
-  assign \$2915  = ~ \clear$557 ;
-  assign \$2916  = wu2_v5 & \$2915 ;
-  assign \$2918  = \$2917  | wu2_new1_ovf;
-  assign \$2919  = \$2918  | wu2_new2_ovf;
-  assign \$2920  = \$2919  | wu2_new3_ovf;
-  assign \$2921  = wu2_v6 & wu2_e6;
-  assign \$2923  = \$2922  & wu1_done;
-  assign \$2924  = \$2923  & wu2_done;
-  assign \$2925  = busy & \$2924 ;
-  assign \$2926  = ! batch_size;
-  assign \$2927  = batch_size > 9'h100;
-  assign \$2928  = \$2926  | \$2927 ;
-  assign \$2929  = | sync_period;
-  assign \$2930  = sync_count + 1'h1;
-  assign \$2931  = \$2930  >= sync_period;
-  assign \$2932  = \$2929  & \$2931 ;
-  assign \$2933  = sync_target | \$2932 ;
+  assign \$2279  = loss_v3 & \$2278 ;
+  assign \$2280  = $signed(loss_prod3) + $signed(17'h08000);
+  assign \$2281  = ~ \clear$557 ;
+  assign \$2282  = loss_v4a & \$2281 ;
+  assign \$2283  = ~ \clear$557 ;
+  assign \$2284  = loss_v4b & \$2283 ;
+  assign \$2285  = $signed(loss_qa4b) - $signed(loss_y4b);
+  assign \$2286  = $signed(loss_qa4b) - $signed(loss_y4b);
+  assign \$2287  = $signed(\$2286 ) * $signed({ 1'h0, loss_wt4b });
+  assign \$2288  = $signed(loss_diff4c) * $signed(loss_diff4c);
+  assign \$2289  = ~ \clear$557 ;
+  assign \$2290  = loss_v4c & \$2289 ;
+  assign \$2291  = ! loss_wsg;
+  assign \$2292  = loss_wsg + 1'h1;
+  assign \$2293  = ! loss_wsg;
+  assign \$2294  = loss_wsv & \$2293 ;
+  assign \$2295  = \$2294  & loss_wsend;
+  assign \$2296  = batch_size - 1'h0;
+  assign \$2297  = loss_done + 1'h1;
+  assign \$2298  = $signed(loss_left) - $signed(5'h08);
+  assign \$2299  = batch_size - 1'h0;
+  assign \$2300  = bw2_t == 2'h3;
+  assign \$2301  = bw2_n == 4'hf;
+  assign \$2302  = bw2_o + 1'h1;
+  assign \$2304  = \$2303  >= \$143 [3:0];
+  assign \$2305  = bw2_p + 1'h1;
+  assign \$2306  = bw2_base + 2'h2;
+  assign \$2307  = bw2_gbase + 2'h2;
+  assign \$2308  = $signed(bw2_rem) - $signed(5'h08);
+  assign \$2309  = bw2_o + 1'h1;
+  assign \$2310  = bw2_n + 1'h1;
+  assign \$2311  = bw2_t + 1'h1;
+  assign \$2313  = \$2312  + 1'h0;
+  assign \$2314  = \$2313  < \$143 [3:0];
+  assign \$2316  = \$2315  + 1'h1;
+  assign \$2317  = \$2316  < \$143 [3:0];
+  assign \$2319  = \$2318  + 2'h2;
+  assign \$2320  = \$2319  < \$143 [3:0];
+  assign \$2322  = \$2321  + 2'h3;
+  assign \$2323  = \$2322  < \$143 [3:0];
+  assign \$2325  = \$2324  + 1'h0;
+  assign \$2326  = \$2325  < 7'h40;
+  assign \$2328  = \$2327  + 1'h1;
+  assign \$2329  = \$2328  < 7'h40;
+  assign \$2331  = \$2330  + 2'h2;
+  assign \$2332  = \$2331  < 7'h40;
+  assign \$2334  = \$2333  + 2'h3;
+  assign \$2335  = \$2334  < 7'h40;
+  assign \$2336  = ~ \clear$557 ;
+  assign \$2337  = bw2_elem & \$2336 ;
+  assign \$2338  = bw2_t == 2'h3;
+  assign \$6826  = bw2_kl1 * 5'h10;
+  assign \$2339  = \$signature__data$606 [63:0] >> \$6826 ;
+  assign \$2340  = bw2_sv1[0] ? \$2339  : 16'h0000;
+  assign \$6830  = bw2_kl1 * 5'h10;
+  assign \$2341  = \$signature__data$606 [127:64] >> \$6830 ;
+  assign \$2342  = bw2_sv1[1] ? \$2341  : 16'h0000;
+  assign \$6834  = bw2_kl1 * 5'h10;
+  assign \$2343  = \$signature__data$606 [191:128] >> \$6834 ;
+  assign \$2344  = bw2_sv1[2] ? \$2343  : 16'h0000;
+  assign \$6838  = bw2_kl1 * 5'h10;
+  assign \$2345  = \$signature__data$606 [255:192] >> \$6838 ;
+  assign \$2346  = bw2_sv1[3] ? \$2345  : 16'h0000;
+  assign \$6842  = bw2_kl1 * 5'h10;
+  assign \$2347  = \$signature__data$1050 [63:0] >> \$6842 ;
+  assign \$2348  = bw2_rv1[0] ? \$2347  : 16'h0000;
+  assign \$6846  = bw2_kl1 * 5'h10;
+  assign \$2349  = \$signature__data$1050 [127:64] >> \$6846 ;
+  assign \$2350  = bw2_rv1[1] ? \$2349  : 16'h0000;
+  assign \$6850  = bw2_kl1 * 5'h10;
+  assign \$2351  = \$signature__data$1050 [191:128] >> \$6850 ;
+  assign \$2352  = bw2_rv1[2] ? \$2351  : 16'h0000;
+  assign \$6854  = bw2_kl1 * 5'h10;
+  assign \$2353  = \$signature__data$1050 [255:192] >> \$6854 ;
+  assign \$2354  = bw2_rv1[3] ? \$2353  : 16'h0000;
+  assign \$2355  = batch_size - 1'h0;
+  assign \$2356  = bw2_wi + 1'h1;
+  assign \$2357  = bw2_wi == 2'h3;
+  assign \$2358  = bw2_wn == 4'hf;
+  assign \$2359  = bw2_wo + 1'h1;
+  assign \$2361  = \$2360  >= \$153 [3:0];
+  assign \$2362  = bw2_w_p + 1'h1;
+  assign \$2363  = bw2_w_base + 2'h2;
+  assign \$2364  = bw2_w_gbase + 2'h2;
+  assign \$2365  = $signed(bw2_w_rem) - $signed(5'h08);
+  assign \$2366  = bw2_wo + 1'h1;
+  assign \$2367  = bw2_wn + 1'h1;
+  assign \$2368  = ~ \clear$557 ;
+  assign \$2369  = \o__valid$860  & \$2368 ;
+  assign \$2370  = bw2_wi == 2'h3;
+  assign \$2371  = bw2_wn == 4'hf;
+  assign \$2372  = \$2370  & \$2371 ;
+  assign \$2373  = bw2_wo + 1'h1;
+  assign \$2375  = \$2374  >= \$153 [3:0];
+  assign \$2376  = \$2372  & \$2375 ;
+  assign \$2377  = bw2_w_base + bw2_wo;
+  assign \$2378  = bw2_rv & bw2_rlast;
+  assign \$2379  = batch_size - 1'h0;
+  assign \$2380  = bw2_done + 1'h1;
+  assign \$2381  = $signed(bw2_left) - $signed(5'h08);
+  assign \$2382  = batch_size - 1'h0;
+  assign \$2383  = bw1_t == 6'h3f;
+  assign \$2384  = bw1_n == 4'hf;
+  assign \$2385  = bw1_o + 1'h1;
+  assign \$2387  = \$2386  >= \$156 [3:0];
+  assign \$2388  = bw1_p + 1'h1;
+  assign \$2389  = bw1_base + 2'h2;
+  assign \$2390  = bw1_gbase + 2'h2;
+  assign \$2391  = $signed(bw1_rem) - $signed(5'h08);
+  assign \$2392  = bw1_o + 1'h1;
+  assign \$2393  = bw1_n + 1'h1;
+  assign \$2394  = bw1_t + 1'h1;
+  assign \$2396  = \$2395  + 1'h0;
+  assign \$2397  = \$2396  < \$156 [3:0];
+  assign \$2399  = \$2398  + 1'h1;
+  assign \$2400  = \$2399  < \$156 [3:0];
+  assign \$2402  = \$2401  + 2'h2;
+  assign \$2403  = \$2402  < \$156 [3:0];
+  assign \$2405  = \$2404  + 2'h3;
+  assign \$2406  = \$2405  < \$156 [3:0];
+  assign \$2408  = \$2407  + 1'h0;
+  assign \$2409  = \$2408  < 7'h40;
+  assign \$2411  = \$2410  + 1'h1;
+  assign \$2412  = \$2411  < 7'h40;
+  assign \$2414  = \$2413  + 2'h2;
+  assign \$2415  = \$2414  < 7'h40;
+  assign \$2417  = \$2416  + 2'h3;
+  assign \$2418  = \$2417  < 7'h40;
+  assign \$2419  = ~ \clear$557 ;
+  assign \$2420  = bw1_elem & \$2419 ;
+  assign \$2421  = bw1_t == 6'h3f;
+  assign \$6925  = bw1_kl1 * 5'h10;
+  assign \$2422  = \$signature__data$605 [63:0] >> \$6925 ;
+  assign \$2423  = bw1_sv1[0] ? \$2422  : 16'h0000;
+  assign \$6929  = bw1_kl1 * 5'h10;
+  assign \$2424  = \$signature__data$605 [127:64] >> \$6929 ;
+  assign \$2425  = bw1_sv1[1] ? \$2424  : 16'h0000;
+  assign \$6933  = bw1_kl1 * 5'h10;
+  assign \$2426  = \$signature__data$605 [191:128] >> \$6933 ;
+  assign \$2427  = bw1_sv1[2] ? \$2426  : 16'h0000;
+  assign \$6937  = bw1_kl1 * 5'h10;
+  assign \$2428  = \$signature__data$605 [255:192] >> \$6937 ;
+  assign \$2429  = bw1_sv1[3] ? \$2428  : 16'h0000;
+  assign \$6941  = bw1_kl1 * 5'h10;
+  assign \$2430  = \$signature__data$1066 [63:0] >> \$6941 ;
+  assign \$2431  = bw1_rv1[0] ? \$2430  : 16'h0000;
+  assign \$6945  = bw1_kl1 * 5'h10;
+  assign \$2432  = \$signature__data$1066 [127:64] >> \$6945 ;
+  assign \$2433  = bw1_rv1[1] ? \$2432  : 16'h0000;
+  assign \$6949  = bw1_kl1 * 5'h10;
+  assign \$2434  = \$signature__data$1066 [191:128] >> \$6949 ;
+  assign \$2435  = bw1_rv1[2] ? \$2434  : 16'h0000;
+  assign \$6953  = bw1_kl1 * 5'h10;
+  assign \$2436  = \$signature__data$1066 [255:192] >> \$6953 ;
+  assign \$2437  = bw1_rv1[3] ? \$2436  : 16'h0000;
+  assign \$2438  = batch_size - 1'h0;
+  assign \$2439  = bw1_wi + 1'h1;
+  assign \$2440  = bw1_wi == 2'h3;
+  assign \$2441  = bw1_wn == 4'hf;
+  assign \$2442  = bw1_wo + 1'h1;
+  assign \$2444  = \$2443  >= \$166 [3:0];
+  assign \$2445  = bw1_w_p + 1'h1;
+  assign \$2446  = bw1_w_base + 2'h2;
+  assign \$2447  = bw1_w_gbase + 2'h2;
+  assign \$2448  = $signed(bw1_w_rem) - $signed(5'h08);
+  assign \$2449  = bw1_wo + 1'h1;
+  assign \$2450  = bw1_wn + 1'h1;
+  assign \$2451  = ~ \clear$557 ;
+  assign \$2452  = \o__valid$851  & \$2451 ;
+  assign \$2453  = bw1_wi == 2'h3;
+  assign \$2454  = bw1_wn == 4'hf;
+  assign \$2455  = \$2453  & \$2454 ;
+  assign \$2456  = bw1_wo + 1'h1;
+  assign \$2458  = \$2457  >= \$166 [3:0];
+  assign \$2459  = \$2455  & \$2458 ;
+  assign \$2460  = bw1_w_base + bw1_wo;
+  assign \$2461  = bw1_rv & bw1_rlast;
+  assign \$2462  = batch_size - 1'h0;
+  assign \$2463  = bw1_done + 1'h1;
+  assign \$2464  = $signed(bw1_left) - $signed(5'h08);
+  assign \$2465  = batch_size - 1'h0;
+  assign \$2466  = \$172 [2:0] + \$169 [3:0];
+  assign \$2467  = \$2466  - 1'h1;
+  assign \$2468  = wa0_t == \$2467 ;
+  assign \$2469  = wa0_n == 4'hf;
+  assign \$2470  = wa0_o == 1'h1;
+  assign \$2471  = wa0_p + 1'h1;
+  assign \$2472  = wa0_base + 2'h2;
+  assign \$2473  = wa0_gbase + 2'h2;
+  assign \$2474  = $signed(wa0_rem) - $signed(5'h08);
+  assign \$2475  = wa0_o + 1'h1;
+  assign \$2476  = wa0_n + 1'h1;
+  assign \$2477  = wa0_t + 1'h1;
+  assign \$2479  = \$2478  + 1'h0;
+  assign \$2480  = \$2479  < 7'h40;
+  assign \$2482  = \$2481  + 1'h1;
+  assign \$2483  = \$2482  < 7'h40;
+  assign \$2485  = \$2484  + 2'h2;
+  assign \$2486  = \$2485  < 7'h40;
+  assign \$2488  = \$2487  + 2'h3;
+  assign \$2489  = \$2488  < 7'h40;
+  assign \$2490  = ~ \clear$557 ;
+  assign \$2491  = wa0_elem & \$2490 ;
+  assign \$2492  = \$172 [2:0] + \$169 [3:0];
+  assign \$2493  = \$2492  - 1'h1;
+  assign \$2494  = wa0_t == \$2493 ;
+  assign \$2496  = \$2495  + 1'h0;
+  assign \$2497  = \$2496  < 3'h4;
+  assign \$7017  = wa0_kl1 * 7'h40;
+  assign \$2498  = \$signature__data$1082  >> \$7017 ;
+  assign \$2500  = \$2499  + 1'h0;
+  assign \$2501  = \$2500  == 3'h4;
+  assign \$2502  = \$2501  ? 11'h400 : 11'h000;
+  assign \$2503  = \$2497  ? \$2498 [15:0] : { 5'h00, \$2502  };
+  assign \$2505  = \$2504  + 1'h1;
+  assign \$2506  = \$2505  < 3'h4;
+  assign \$7028  = wa0_kl1 * 7'h40;
+  assign \$2507  = \$signature__data$1082  >> \$7028 ;
+  assign \$2509  = \$2508  + 1'h1;
+  assign \$2510  = \$2509  == 3'h4;
+  assign \$2511  = \$2510  ? 11'h400 : 11'h000;
+  assign \$2512  = \$2506  ? \$2507 [31:16] : { 5'h00, \$2511  };
+  assign \$2514  = \$2513  + 2'h2;
+  assign \$2515  = \$2514  < 3'h4;
+  assign \$7039  = wa0_kl1 * 7'h40;
+  assign \$2516  = \$signature__data$1082  >> \$7039 ;
+  assign \$2518  = \$2517  + 2'h2;
+  assign \$2519  = \$2518  == 3'h4;
+  assign \$2520  = \$2519  ? 11'h400 : 11'h000;
+  assign \$2521  = \$2515  ? \$2516 [47:32] : { 5'h00, \$2520  };
+  assign \$2523  = \$2522  + 2'h3;
+  assign \$2524  = \$2523  < 3'h4;
+  assign \$7050  = wa0_kl1 * 7'h40;
+  assign \$2525  = \$signature__data$1082  >> \$7050 ;
+  assign \$2527  = \$2526  + 2'h3;
+  assign \$2528  = \$2527  == 3'h4;
+  assign \$2529  = \$2528  ? 11'h400 : 11'h000;
+  assign \$2530  = \$2524  ? \$2525 [63:48] : { 5'h00, \$2529  };
+  assign \$7058  = wa0_kl1 * 7'h40;
+  assign \$2531  = \$signature__data$604  >> \$7058 ;
+  assign \$2532  = wa0_cv1[0] ? \$2531 [15:0] : 16'h0000;
+  assign \$7062  = wa0_kl1 * 7'h40;
+  assign \$2533  = \$signature__data$604  >> \$7062 ;
+  assign \$2534  = wa0_cv1[1] ? \$2533 [31:16] : 16'h0000;
+  assign \$7066  = wa0_kl1 * 7'h40;
+  assign \$2535  = \$signature__data$604  >> \$7066 ;
+  assign \$2536  = wa0_cv1[2] ? \$2535 [47:32] : 16'h0000;
+  assign \$7070  = wa0_kl1 * 7'h40;
+  assign \$2537  = \$signature__data$604  >> \$7070 ;
+  assign \$2538  = wa0_cv1[3] ? \$2537 [63:48] : 16'h0000;
+  assign \$2539  = batch_size - 1'h0;
+  assign \$2540  = wa0_wi + 1'h1;
+  assign \$2541  = wa0_wi == 2'h3;
+  assign \$2542  = wa0_wn == 4'hf;
+  assign \$2543  = wa0_wo == 1'h1;
+  assign \$2544  = wa0_w_p + 1'h1;
+  assign \$2545  = wa0_w_base + 2'h2;
+  assign \$2546  = wa0_w_gbase + 2'h2;
+  assign \$2547  = $signed(wa0_w_rem) - $signed(5'h08);
+  assign \$2548  = wa0_wo + 1'h1;
+  assign \$2549  = wa0_wn + 1'h1;
+  assign \$2550  = ~ \clear$557 ;
+  assign \$2551  = o__valid & \$2550 ;
+  assign \$2552  = wa0_wi == 2'h3;
+  assign \$2553  = wa0_wn == 4'hf;
+  assign \$2554  = \$2552  & \$2553 ;
+  assign \$2555  = wa0_wo == 1'h1;
+  assign \$2556  = \$2554  & \$2555 ;
+  assign \$2557  = ! wa0_w_p;
+  assign \$2558  = wa0_wi == 2'h3;
+  assign \$2559  = $signed(wa0_w_rem) <= $signed(5'h08);
+  assign \$2560  = ~ \clear$557 ;
+  assign \$2561  = wa0_rv & \$2560 ;
+  assign \$7097  = wa0_rrow * 8'h80;
+  assign \$2562  = \$signature__data$613  >> \$7097 ;
+  assign \$7100  = wa0_rrow * 8'h80;
+  assign \$2563  = \$signature__data$613  >> \$7100 ;
+  assign \$7103  = wa0_rrow * 8'h80;
+  assign \$2564  = \$signature__data$613  >> \$7103 ;
+  assign \$7106  = wa0_rrow * 8'h80;
+  assign \$2565  = \$signature__data$613  >> \$7106 ;
+  assign \$2566  = ~ \clear$557 ;
+  assign \$2567  = wa0_qv & \$2566 ;
+  assign \$2568  = wa0_qfirst ? wa0_qc0 : \$188 [31:0];
+  assign \$2569  = wa0_qfirst ? wa0_qc1 : \$194 [31:0];
+  assign \$2570  = wa0_qfirst ? wa0_qc2 : \$200 [31:0];
+  assign \$2571  = wa0_qfirst ? wa0_qc3 : \$206 [31:0];
+  assign \$2572  = wa0_uv & wa0_ulast;
+  assign \$2573  = batch_size - 1'h0;
+  assign \$2574  = wa0_done + 1'h1;
+  assign \$2575  = $signed(wa0_left) - $signed(5'h08);
+  assign \$2576  = wa0_tiles + 1'h1;
+  assign \$2577  = batch_size - 1'h0;
+  assign \$2578  = \$212 [2:0] + \$209 [3:0];
+  assign \$2579  = \$2578  - 1'h1;
+  assign \$2580  = wa1_t == \$2579 ;
+  assign \$2581  = wa1_n == 4'hf;
+  assign \$2582  = wa1_o == 5'h10;
+  assign \$2583  = wa1_p + 1'h1;
+  assign \$2584  = wa1_base + 2'h2;
+  assign \$2585  = wa1_gbase + 2'h2;
+  assign \$2586  = $signed(wa1_rem) - $signed(5'h08);
+  assign \$2587  = wa1_o + 1'h1;
+  assign \$2588  = wa1_n + 1'h1;
+  assign \$2589  = wa1_t + 1'h1;
+  assign \$2591  = \$2590  + 1'h0;
+  assign \$2592  = \$2591  < 7'h40;
+  assign \$2594  = \$2593  + 1'h1;
+  assign \$2595  = \$2594  < 7'h40;
+  assign \$2597  = \$2596  + 2'h2;
+  assign \$2598  = \$2597  < 7'h40;
+  assign \$2600  = \$2599  + 2'h3;
+  assign \$2601  = \$2600  < 7'h40;
+  assign \$2602  = ~ \clear$557 ;
+  assign \$2603  = wa1_elem & \$2602 ;
+  assign \$2604  = \$212 [2:0] + \$209 [3:0];
+  assign \$2605  = \$2604  - 1'h1;
+  assign \$2606  = wa1_t == \$2605 ;
+  assign \$2608  = \$2607  + 1'h0;
+  assign \$2609  = \$2608  < 7'h40;
+  assign \$7153  = wa1_kl1 * 7'h40;
+  assign \$2610  = \$signature__data$1124  >> \$7153 ;
+  assign \$2612  = \$2611  + 1'h0;
+  assign \$2613  = \$2612  == 7'h40;
+  assign \$2614  = \$2613  ? 11'h400 : 11'h000;
+  assign \$2615  = \$2609  ? \$2610 [15:0] : { 5'h00, \$2614  };
+  assign \$2617  = \$2616  + 1'h1;
+  assign \$2618  = \$2617  < 7'h40;
+  assign \$7164  = wa1_kl1 * 7'h40;
+  assign \$2619  = \$signature__data$1124  >> \$7164 ;
+  assign \$2621  = \$2620  + 1'h1;
+  assign \$2622  = \$2621  == 7'h40;
+  assign \$2623  = \$2622  ? 11'h400 : 11'h000;
+  assign \$2624  = \$2618  ? \$2619 [31:16] : { 5'h00, \$2623  };
+  assign \$2626  = \$2625  + 2'h2;
+  assign \$2627  = \$2626  < 7'h40;
+  assign \$7175  = wa1_kl1 * 7'h40;
+  assign \$2628  = \$signature__data$1124  >> \$7175 ;
+  assign \$2630  = \$2629  + 2'h2;
+  assign \$2631  = \$2630  == 7'h40;
+  assign \$2632  = \$2631  ? 11'h400 : 11'h000;
+  assign \$2633  = \$2627  ? \$2628 [47:32] : { 5'h00, \$2632  };
+  assign \$2635  = \$2634  + 2'h3;
+  assign \$2636  = \$2635  < 7'h40;
+  assign \$7186  = wa1_kl1 * 7'h40;
+  assign \$2637  = \$signature__data$1124  >> \$7186 ;
+  assign \$2639  = \$2638  + 2'h3;
+  assign \$2640  = \$2639  == 7'h40;
+  assign \$2641  = \$2640  ? 11'h400 : 11'h000;
+  assign \$2642  = \$2636  ? \$2637 [63:48] : { 5'h00, \$2641  };
+  assign \$7194  = wa1_kl1 * 7'h40;
+  assign \$2643  = \$signature__data$1125  >> \$7194 ;
+  assign \$2644  = wa1_cv1[0] ? \$2643 [15:0] : 16'h0000;
+  assign \$7198  = wa1_kl1 * 7'h40;
+  assign \$2645  = \$signature__data$1125  >> \$7198 ;
+  assign \$2646  = wa1_cv1[1] ? \$2645 [31:16] : 16'h0000;
+  assign \$7202  = wa1_kl1 * 7'h40;
+  assign \$2647  = \$signature__data$1125  >> \$7202 ;
+  assign \$2648  = wa1_cv1[2] ? \$2647 [47:32] : 16'h0000;
+  assign \$7206  = wa1_kl1 * 7'h40;
+  assign \$2649  = \$signature__data$1125  >> \$7206 ;
+  assign \$2650  = wa1_cv1[3] ? \$2649 [63:48] : 16'h0000;
+  assign \$2651  = batch_size - 1'h0;
+  assign \$2652  = wa1_wi + 1'h1;
+  assign \$2653  = wa1_wi == 2'h3;
+  assign \$2654  = wa1_wn == 4'hf;
+  assign \$2655  = wa1_wo == 5'h10;
+  assign \$2656  = wa1_w_p + 1'h1;
+  assign \$2657  = wa1_w_base + 2'h2;
+  assign \$2658  = wa1_w_gbase + 2'h2;
+  assign \$2659  = $signed(wa1_w_rem) - $signed(5'h08);
+  assign \$2660  = wa1_wo + 1'h1;
+  assign \$2661  = wa1_wn + 1'h1;
+  assign \$2662  = ~ \clear$557 ;
+  assign \$2663  = \o__valid$828  & \$2662 ;
+  assign \$2664  = wa1_wi == 2'h3;
+  assign \$2665  = wa1_wn == 4'hf;
+  assign \$2666  = \$2664  & \$2665 ;
+  assign \$2667  = wa1_wo == 5'h10;
+  assign \$2668  = \$2666  & \$2667 ;
+  assign \$2669  = ! wa1_w_p;
+  assign \$2670  = wa1_wi == 2'h3;
+  assign \$2671  = $signed(wa1_w_rem) <= $signed(5'h08);
+  assign \$2672  = ~ \clear$557 ;
+  assign \$2673  = wa1_rv & \$2672 ;
+  assign \$7233  = wa1_rrow * 8'h80;
+  assign \$2674  = \$signature__data$614  >> \$7233 ;
+  assign \$7236  = wa1_rrow * 8'h80;
+  assign \$2675  = \$signature__data$614  >> \$7236 ;
+  assign \$7239  = wa1_rrow * 8'h80;
+  assign \$2676  = \$signature__data$614  >> \$7239 ;
+  assign \$7242  = wa1_rrow * 8'h80;
+  assign \$2677  = \$signature__data$614  >> \$7242 ;
+  assign \$2678  = ~ \clear$557 ;
+  assign \$2679  = wa1_qv & \$2678 ;
+  assign \$2680  = wa1_qfirst ? wa1_qc0 : \$228 [31:0];
+  assign \$2681  = wa1_qfirst ? wa1_qc1 : \$234 [31:0];
+  assign \$2682  = wa1_qfirst ? wa1_qc2 : \$240 [31:0];
+  assign \$2683  = wa1_qfirst ? wa1_qc3 : \$246 [31:0];
+  assign \$2684  = wa1_uv & wa1_ulast;
+  assign \$2685  = batch_size - 1'h0;
+  assign \$2686  = wa1_done + 1'h1;
+  assign \$2687  = $signed(wa1_left) - $signed(5'h08);
+  assign \$2688  = wa1_tiles + 1'h1;
+  assign \$2689  = batch_size - 1'h0;
+  assign \$2690  = \$252 [2:0] + \$249 [3:0];
+  assign \$2691  = \$2690  - 1'h1;
+  assign \$2692  = wa2_t == \$2691 ;
+  assign \$2693  = ! wa2_n;
+  assign \$2694  = wa2_o == 5'h10;
+  assign \$2695  = wa2_p + 1'h1;
+  assign \$2696  = wa2_base + 2'h2;
+  assign \$2697  = wa2_gbase + 2'h2;
+  assign \$2698  = $signed(wa2_rem) - $signed(5'h08);
+  assign \$2699  = wa2_o + 1'h1;
+  assign \$2700  = wa2_n + 1'h1;
+  assign \$2701  = wa2_t + 1'h1;
+  assign \$2703  = \$2702  + 1'h0;
+  assign \$2704  = \$2703  < 2'h2;
+  assign \$2706  = \$2705  + 1'h1;
+  assign \$2707  = \$2706  < 2'h2;
+  assign \$2709  = \$2708  + 2'h2;
+  assign \$2710  = \$2709  < 2'h2;
+  assign \$2712  = \$2711  + 2'h3;
+  assign \$2713  = \$2712  < 2'h2;
+  assign \$2714  = ~ \clear$557 ;
+  assign \$2715  = wa2_elem & \$2714 ;
+  assign \$2716  = \$252 [2:0] + \$249 [3:0];
+  assign \$2717  = \$2716  - 1'h1;
+  assign \$2718  = wa2_t == \$2717 ;
+  assign \$2720  = \$2719  + 1'h0;
+  assign \$2721  = \$2720  < 7'h40;
+  assign \$7289  = wa2_kl1 * 7'h40;
+  assign \$2722  = \$signature__data$1168  >> \$7289 ;
+  assign \$2724  = \$2723  + 1'h0;
+  assign \$2725  = \$2724  == 7'h40;
+  assign \$2726  = \$2725  ? 11'h400 : 11'h000;
+  assign \$2727  = \$2721  ? \$2722 [15:0] : { 5'h00, \$2726  };
+  assign \$2729  = \$2728  + 1'h1;
+  assign \$2730  = \$2729  < 7'h40;
+  assign \$7300  = wa2_kl1 * 7'h40;
+  assign \$2731  = \$signature__data$1168  >> \$7300 ;
+  assign \$2733  = \$2732  + 1'h1;
+  assign \$2734  = \$2733  == 7'h40;
+  assign \$2735  = \$2734  ? 11'h400 : 11'h000;
+  assign \$2736  = \$2730  ? \$2731 [31:16] : { 5'h00, \$2735  };
+  assign \$2738  = \$2737  + 2'h2;
+  assign \$2739  = \$2738  < 7'h40;
+  assign \$7311  = wa2_kl1 * 7'h40;
+  assign \$2740  = \$signature__data$1168  >> \$7311 ;
+  assign \$2742  = \$2741  + 2'h2;
+  assign \$2743  = \$2742  == 7'h40;
+  assign \$2744  = \$2743  ? 11'h400 : 11'h000;
+  assign \$2745  = \$2739  ? \$2740 [47:32] : { 5'h00, \$2744  };
+  assign \$2747  = \$2746  + 2'h3;
+  assign \$2748  = \$2747  < 7'h40;
+  assign \$7322  = wa2_kl1 * 7'h40;
+  assign \$2749  = \$signature__data$1168  >> \$7322 ;
+  assign \$2751  = \$2750  + 2'h3;
+  assign \$2752  = \$2751  == 7'h40;
+  assign \$2753  = \$2752  ? 11'h400 : 11'h000;
+  assign \$2754  = \$2748  ? \$2749 [63:48] : { 5'h00, \$2753  };
+  assign \$7330  = wa2_kl1 * 7'h40;
+  assign \$2755  = \$signature__data$1169  >> \$7330 ;
+  assign \$2756  = wa2_cv1[0] ? \$2755 [15:0] : 16'h0000;
+  assign \$7334  = wa2_kl1 * 7'h40;
+  assign \$2757  = \$signature__data$1169  >> \$7334 ;
+  assign \$2758  = wa2_cv1[1] ? \$2757 [31:16] : 16'h0000;
+  assign \$7338  = wa2_kl1 * 7'h40;
+  assign \$2759  = \$signature__data$1169  >> \$7338 ;
+  assign \$2760  = wa2_cv1[2] ? \$2759 [47:32] : 16'h0000;
+  assign \$7342  = wa2_kl1 * 7'h40;
+  assign \$2761  = \$signature__data$1169  >> \$7342 ;
+  assign \$2762  = wa2_cv1[3] ? \$2761 [63:48] : 16'h0000;
+  assign \$2763  = batch_size - 1'h0;
+  assign \$2764  = wa2_wi + 1'h1;
+  assign \$2765  = wa2_wi == 2'h3;
+  assign \$2766  = ! wa2_wn;
+  assign \$2767  = wa2_wo == 5'h10;
+  assign \$2768  = wa2_w_p + 1'h1;
+  assign \$2769  = wa2_w_base + 2'h2;
+  assign \$2770  = wa2_w_gbase + 2'h2;
+  assign \$2771  = $signed(wa2_w_rem) - $signed(5'h08);
+  assign \$2772  = wa2_wo + 1'h1;
+  assign \$2773  = wa2_wn + 1'h1;
+  assign \$2774  = ~ \clear$557 ;
+  assign \$2775  = \o__valid$840  & \$2774 ;
+  assign \$2776  = wa2_wi == 2'h3;
+  assign \$2777  = ! wa2_wn;
+  assign \$2778  = \$2776  & \$2777 ;
+  assign \$2779  = wa2_wo == 5'h10;
+  assign \$2780  = \$2778  & \$2779 ;
+  assign \$2781  = ! wa2_w_p;
+  assign \$2782  = wa2_wi == 2'h3;
+  assign \$2783  = $signed(wa2_w_rem) <= $signed(5'h08);
+  assign \$2784  = ~ \clear$557 ;
+  assign \$2785  = wa2_rv & \$2784 ;
+  assign \$7369  = wa2_rrow * 8'h80;
+  assign \$2786  = \$signature__data$615  >> \$7369 ;
+  assign \$7372  = wa2_rrow * 8'h80;
+  assign \$2787  = \$signature__data$615  >> \$7372 ;
+  assign \$7375  = wa2_rrow * 8'h80;
+  assign \$2788  = \$signature__data$615  >> \$7375 ;
+  assign \$7378  = wa2_rrow * 8'h80;
+  assign \$2789  = \$signature__data$615  >> \$7378 ;
+  assign \$2790  = ~ \clear$557 ;
+  assign \$2791  = wa2_qv & \$2790 ;
+  assign \$2792  = wa2_qfirst ? wa2_qc0 : \$268 [31:0];
+  assign \$2793  = wa2_qfirst ? wa2_qc1 : \$274 [31:0];
+  assign \$2794  = wa2_qfirst ? wa2_qc2 : \$280 [31:0];
+  assign \$2795  = wa2_qfirst ? wa2_qc3 : \$286 [31:0];
+  assign \$2796  = wa2_uv & wa2_ulast;
+  assign \$2797  = batch_size - 1'h0;
+  assign \$2798  = wa2_done + 1'h1;
+  assign \$2799  = $signed(wa2_left) - $signed(5'h08);
+  assign \$2800  = wa2_tiles + 1'h1;
+  assign \$2801  = wu0_r + 1'h1;
+  assign \$2802  = wu0_r == 2'h3;
+  assign \$2803  = wu0_cg == 4'hf;
+  assign \$2804  = wu0_rg == 1'h1;
+  assign \$2805  = wu0_rg + 1'h1;
+  assign \$2806  = wu0_cg + 1'h1;
+  assign \$2807  = ~ \clear$557 ;
+  assign \$2808  = wu0_slot & \$2807 ;
+  assign \$2809  = wu0_r == 2'h3;
+  assign \$2810  = wu0_cg == 4'hf;
+  assign \$2811  = \$2809  & \$2810 ;
+  assign \$2812  = wu0_rg == 1'h1;
+  assign \$2813  = \$2811  & \$2812 ;
+  assign \$2814  = ~ \clear$557 ;
+  assign \$2815  = wu0_v1 & \$2814 ;
+  assign \$7407  = wu0_r1 * 7'h40;
+  assign \$2816  = \$signature__data$607  >> \$7407 ;
+  assign \$7410  = wu0_r1 * 7'h40;
+  assign \$2817  = \$signature__data$607  >> \$7410 ;
+  assign \$7413  = wu0_r1 * 7'h40;
+  assign \$2818  = \$signature__data$607  >> \$7413 ;
+  assign \$7416  = wu0_r1 * 7'h40;
+  assign \$2819  = \$signature__data$607  >> \$7416 ;
+  assign \$7419  = wu0_r1 * 8'h80;
+  assign \$2820  = \$signature__data$1218  >> \$7419 ;
+  assign \$7422  = wu0_r1 * 8'h80;
+  assign \$2821  = \$signature__data$1218  >> \$7422 ;
+  assign \$7425  = wu0_r1 * 8'h80;
+  assign \$2822  = \$signature__data$1218  >> \$7425 ;
+  assign \$7428  = wu0_r1 * 8'h80;
+  assign \$2823  = \$signature__data$1218  >> \$7428 ;
+  assign \$2824  = ~ \clear$557 ;
+  assign \$2825  = wu0_v2 & \$2824 ;
+  assign \$2826  = $signed(wu0_g02_0) * $signed({ 1'h0, eta });
+  assign \$2827  = $signed(wu0_g02_1) * $signed({ 1'h0, eta });
+  assign \$2828  = $signed(wu0_g02_2) * $signed({ 1'h0, eta });
+  assign \$2829  = $signed(wu0_g02_3) * $signed({ 1'h0, eta });
+  assign \$2830  = ~ \clear$557 ;
+  assign \$2831  = wu0_v4 & \$2830 ;
+  assign \$2832  = $signed(wu0_p4_0) + $signed(33'h080000000);
+  assign \$2833  = $signed(wu0_p4_1) + $signed(33'h080000000);
+  assign \$2834  = $signed(wu0_p4_2) + $signed(33'h080000000);
+  assign \$2835  = $signed(wu0_p4_3) + $signed(33'h080000000);
+  assign \$2836  = ~ \clear$557 ;
+  assign \$2837  = wu0_v5 & \$2836 ;
+  assign \$2839  = \$2838  | wu0_new1_ovf;
+  assign \$2840  = \$2839  | wu0_new2_ovf;
+  assign \$2841  = \$2840  | wu0_new3_ovf;
+  assign \$2842  = wu0_v6 & wu0_e6;
+  assign \$2843  = wu1_r + 1'h1;
+  assign \$2844  = wu1_r == 2'h3;
+  assign \$2845  = wu1_cg == 4'hf;
+  assign \$2846  = wu1_rg == 5'h10;
+  assign \$2847  = wu1_rg + 1'h1;
+  assign \$2848  = wu1_cg + 1'h1;
+  assign \$2849  = ~ \clear$557 ;
+  assign \$2850  = wu1_slot & \$2849 ;
+  assign \$2851  = wu1_r == 2'h3;
+  assign \$2852  = wu1_cg == 4'hf;
+  assign \$2853  = \$2851  & \$2852 ;
+  assign \$2854  = wu1_rg == 5'h10;
+  assign \$2855  = \$2853  & \$2854 ;
+  assign \$2856  = ~ \clear$557 ;
+  assign \$2857  = wu1_v1 & \$2856 ;
+  assign \$7465  = wu1_r1 * 7'h40;
+  assign \$2858  = \$signature__data$608  >> \$7465 ;
+  assign \$7468  = wu1_r1 * 7'h40;
+  assign \$2859  = \$signature__data$608  >> \$7468 ;
+  assign \$7471  = wu1_r1 * 7'h40;
+  assign \$2860  = \$signature__data$608  >> \$7471 ;
+  assign \$7474  = wu1_r1 * 7'h40;
+  assign \$2861  = \$signature__data$608  >> \$7474 ;
+  assign \$7477  = wu1_r1 * 8'h80;
+  assign \$2862  = \$signature__data$1256  >> \$7477 ;
+  assign \$7480  = wu1_r1 * 8'h80;
+  assign \$2863  = \$signature__data$1256  >> \$7480 ;
+  assign \$7483  = wu1_r1 * 8'h80;
+  assign \$2864  = \$signature__data$1256  >> \$7483 ;
+  assign \$7486  = wu1_r1 * 8'h80;
+  assign \$2865  = \$signature__data$1256  >> \$7486 ;
+  assign \$2866  = ~ \clear$557 ;
+  assign \$2867  = wu1_v2 & \$2866 ;
+  assign \$2868  = $signed(wu1_g02_0) * $signed({ 1'h0, eta });
+  assign \$2869  = $signed(wu1_g02_1) * $signed({ 1'h0, eta });
+  assign \$2870  = $signed(wu1_g02_2) * $signed({ 1'h0, eta });
+  assign \$2871  = $signed(wu1_g02_3) * $signed({ 1'h0, eta });
+  assign \$2872  = ~ \clear$557 ;
+  assign \$2873  = wu1_v4 & \$2872 ;
+  assign \$2874  = $signed(wu1_p4_0) + $signed(33'h080000000);
+  assign \$2875  = $signed(wu1_p4_1) + $signed(33'h080000000);
+  assign \$2876  = $signed(wu1_p4_2) + $signed(33'h080000000);
+  assign \$2877  = $signed(wu1_p4_3) + $signed(33'h080000000);
+  assign \$2878  = ~ \clear$557 ;
+  assign \$2879  = wu1_v5 & \$2878 ;
+  assign \$2881  = \$2880  | wu1_new1_ovf;
+  assign \$2882  = \$2881  | wu1_new2_ovf;
+  assign \$2883  = \$2882  | wu1_new3_ovf;
+  assign \$2884  = wu1_v6 & wu1_e6;
+  assign \$2885  = wu2_r + 1'h1;
+  assign \$2886  = wu2_r == 2'h3;
+  assign \$2887  = ! wu2_cg;
+  assign \$2888  = wu2_rg == 5'h10;
+  assign \$2889  = wu2_rg + 1'h1;
+  assign \$2890  = wu2_cg + 1'h1;
+  assign \$2891  = ~ \clear$557 ;
+  assign \$2892  = wu2_slot & \$2891 ;
+  assign \$2893  = wu2_r == 2'h3;
+  assign \$2894  = ! wu2_cg;
+  assign \$2895  = \$2893  & \$2894 ;
+  assign \$2896  = wu2_rg == 5'h10;
+  assign \$2897  = \$2895  & \$2896 ;
+  assign \$2898  = ~ \clear$557 ;
+  assign \$2899  = wu2_v1 & \$2898 ;
+  assign \$7523  = wu2_r1 * 7'h40;
+  assign \$2900  = \$signature__data$609  >> \$7523 ;
+  assign \$7526  = wu2_r1 * 7'h40;
+  assign \$2901  = \$signature__data$609  >> \$7526 ;
+  assign \$7529  = wu2_r1 * 7'h40;
+  assign \$2902  = \$signature__data$609  >> \$7529 ;
+  assign \$7532  = wu2_r1 * 7'h40;
+  assign \$2903  = \$signature__data$609  >> \$7532 ;
+  assign \$7535  = wu2_r1 * 8'h80;
+  assign \$2904  = \$signature__data$1293  >> \$7535 ;
+  assign \$7538  = wu2_r1 * 8'h80;
+  assign \$2905  = \$signature__data$1293  >> \$7538 ;
+  assign \$7541  = wu2_r1 * 8'h80;
+  assign \$2906  = \$signature__data$1293  >> \$7541 ;
+  assign \$7544  = wu2_r1 * 8'h80;
+  assign \$2907  = \$signature__data$1293  >> \$7544 ;
+  assign \$2908  = ~ \clear$557 ;
+  assign \$2909  = wu2_v2 & \$2908 ;
+  assign \$2910  = $signed(wu2_g02_0) * $signed({ 1'h0, eta });
+  assign \$2911  = $signed(wu2_g02_1) * $signed({ 1'h0, eta });
+  assign \$2912  = $signed(wu2_g02_2) * $signed({ 1'h0, eta });
+  assign \$2913  = $signed(wu2_g02_3) * $signed({ 1'h0, eta });
+  assign \$2914  = ~ \clear$557 ;
+  assign \$2915  = wu2_v4 & \$2914 ;
+  assign \$2916  = $signed(wu2_p4_0) + $signed(33'h080000000);
+  assign \$2917  = $signed(wu2_p4_1) + $signed(33'h080000000);
+  assign \$2918  = $signed(wu2_p4_2) + $signed(33'h080000000);
+  assign \$2919  = $signed(wu2_p4_3) + $signed(33'h080000000);
+  assign \$2920  = ~ \clear$557 ;
+  assign \$2921  = wu2_v5 & \$2920 ;
+  assign \$2923  = \$2922  | wu2_new1_ovf;
+  assign \$2924  = \$2923  | wu2_new2_ovf;
+  assign \$2925  = \$2924  | wu2_new3_ovf;
+  assign \$2926  = wu2_v6 & wu2_e6;
+  assign \$2928  = \$2927  & wu1_done;
+  assign \$2929  = \$2928  & wu2_done;
+  assign \$2930  = busy & \$2929 ;
+  assign \$2931  = ! batch_size;
+  assign \$2932  = batch_size > 9'h100;
+  assign \$2933  = \$2931  | \$2932 ;
   assign \$2934  = | sync_period;
   assign \$2935  = sync_count + 1'h1;
   assign \$2936  = \$2935  >= sync_period;
   assign \$2937  = \$2934  & \$2936 ;
   assign \$2938  = sync_target | \$2937 ;
-  assign \$2939  = sync_count == 16'hffff;
+  assign \$2939  = | sync_period;
   assign \$2940  = sync_count + 1'h1;
-  assign \$2941  = \$2939  ? 17'h0ffff : \$2940 ;
-  assign \$2942  = \$2938  ? 17'h00000 : \$2941 ;
-  assign \$2943  = \o__valid$884  & o__payload[64];
-  assign \$2945  = \$2944  + fw0_wi;
-  assign \$2946  = \$2945  < \$10 [3:0];
-  assign \$2947  = \$2943  & \$2946 ;
-  assign \$2949  = \o__valid$903  & \o__payload$909 [64];
-  assign \$2951  = \$2950  + fw1_wi;
-  assign \$2952  = \$2951  < \$23 [3:0];
-  assign \$2953  = \$2949  & \$2952 ;
-  assign \$2954  = \$2948  | \$2953 ;
-  assign \$2955  = \o__valid$923  & \o__payload$929 [64];
-  assign \$2957  = \$2956  + fw2_wi;
-  assign \$2958  = \$2957  < \$36 [3:0];
-  assign \$2959  = \$2955  & \$2958 ;
-  assign \$2960  = \$2954  | \$2959 ;
-  assign \$2961  = \o__valid$943  & \o__payload$949 [64];
-  assign \$2963  = \$2962  + tfw0_wi;
-  assign \$2964  = \$2963  < \$47 [3:0];
-  assign \$2965  = \$2961  & \$2964 ;
-  assign \$2967  = \o__valid$962  & \o__payload$968 [64];
-  assign \$2969  = \$2968  + tfw1_wi;
-  assign \$2970  = \$2969  < \$60 [3:0];
-  assign \$2971  = \$2967  & \$2970 ;
-  assign \$2972  = \$2966  | \$2971 ;
-  assign \$2973  = \o__valid$982  & \o__payload$988 [64];
-  assign \$2975  = \$2974  + tfw2_wi;
-  assign \$2976  = \$2975  < \$73 [3:0];
-  assign \$2977  = \$2973  & \$2976 ;
-  assign \$2978  = \$2972  | \$2977 ;
-  assign \$2979  = loss_v4a & loss_y_ovf;
-  assign \$2981  = loss_v4c & loss_delta_ovf;
-  assign \$2983  = \o__valid$860  & \o__payload$1052 [64];
-  assign \$2985  = \$2984  + bw2_wi;
-  assign \$2986  = \$2985  < \$152 [3:0];
-  assign \$2987  = \$2983  & \$2986 ;
-  assign \$2989  = \o__valid$851  & \o__payload$1068 [64];
-  assign \$2991  = \$2990  + bw1_wi;
-  assign \$2992  = \$2991  < \$165 [3:0];
-  assign \$2993  = \$2989  & \$2992 ;
-  assign \$2994  = \$2988  | \$2993 ;
-  assign \$2995  = ~ wa0_qfirst;
-  assign \$2996  = \$2995  & wa0_sum0_ovf;
-  assign \$2998  = ~ wa0_qfirst;
-  assign \$2999  = \$2998  & wa0_sum1_ovf;
-  assign \$3000  = \$2997  | \$2999 ;
-  assign \$3001  = ~ wa0_qfirst;
-  assign \$3002  = \$3001  & wa0_sum2_ovf;
-  assign \$3003  = \$3000  | \$3002 ;
-  assign \$3004  = ~ wa0_qfirst;
-  assign \$3005  = \$3004  & wa0_sum3_ovf;
-  assign \$3006  = \$3003  | \$3005 ;
-  assign \$3007  = wa0_qovf | \$3006 ;
-  assign \$3008  = wa0_qv & \$3007 ;
-  assign \$3010  = ~ wa1_qfirst;
-  assign \$3011  = \$3010  & wa1_sum0_ovf;
-  assign \$3013  = ~ wa1_qfirst;
-  assign \$3014  = \$3013  & wa1_sum1_ovf;
-  assign \$3015  = \$3012  | \$3014 ;
-  assign \$3016  = ~ wa1_qfirst;
-  assign \$3017  = \$3016  & wa1_sum2_ovf;
-  assign \$3018  = \$3015  | \$3017 ;
-  assign \$3019  = ~ wa1_qfirst;
-  assign \$3020  = \$3019  & wa1_sum3_ovf;
-  assign \$3021  = \$3018  | \$3020 ;
-  assign \$3022  = wa1_qovf | \$3021 ;
-  assign \$3023  = wa1_qv & \$3022 ;
-  assign \$3024  = \$3009  | \$3023 ;
-  assign \$3025  = ~ wa2_qfirst;
-  assign \$3026  = \$3025  & wa2_sum0_ovf;
-  assign \$3028  = ~ wa2_qfirst;
-  assign \$3029  = \$3028  & wa2_sum1_ovf;
-  assign \$3030  = \$3027  | \$3029 ;
-  assign \$3031  = ~ wa2_qfirst;
-  assign \$3032  = \$3031  & wa2_sum2_ovf;
-  assign \$3033  = \$3030  | \$3032 ;
-  assign \$3034  = ~ wa2_qfirst;
-  assign \$3035  = \$3034  & wa2_sum3_ovf;
-  assign \$3036  = \$3033  | \$3035 ;
-  assign \$3037  = wa2_qovf | \$3036 ;
-  assign \$3038  = wa2_qv & \$3037 ;
-  assign \$3039  = \$3024  | \$3038 ;
-  assign \$3040  = wu0_v6 & wu0_o6;
-  assign \$3042  = wu1_v6 & wu1_o6;
-  assign \$3043  = \$3041  | \$3042 ;
-  assign \$3044  = wu2_v6 & wu2_o6;
-  assign \$3045  = \$3043  | \$3044 ;
-  assign \$3046  = ~ \clear$557 ;
-  assign \$3047  = loss_sqv ? loss_sq : 36'h000000000;
-  assign \$3048  = 1'h0 + \$3047 ;
-  assign \$3049  = loss_acc + \$3048 ;
-  assign \$3050  = ~ busy;
-  assign \$3051  = host_re & \$3050 ;
-  assign \$3052  = ! host_addr[15:11];
-  assign \$3053  = host_addr[10:1] < 7'h40;
-  assign \$3054  = \$3052  & \$3053 ;
-  assign \$3056  = host_addr[15:11] == 1'h1;
-  assign \$3057  = host_addr[10:1] < 7'h40;
-  assign \$3058  = \$3056  & \$3057 ;
-  assign \$3059  = \$3055  | \$3058 ;
-  assign \$3060  = host_addr[15:11] == 2'h2;
-  assign \$3061  = host_addr[10:0] < 7'h40;
-  assign \$3062  = \$3060  & \$3061 ;
-  assign \$3063  = \$3059  | \$3062 ;
-  assign \$3064  = host_addr[15:11] == 2'h3;
-  assign \$3065  = host_addr[10:1] < 11'h400;
-  assign \$3066  = \$3064  & \$3065 ;
-  assign \$3067  = \$3063  | \$3066 ;
-  assign \$3068  = host_addr[15:11] == 3'h4;
-  assign \$3069  = host_addr[10:1] < 11'h400;
-  assign \$3070  = \$3068  & \$3069 ;
-  assign \$3071  = \$3067  | \$3070 ;
-  assign \$3072  = host_addr[15:11] == 3'h5;
-  assign \$3073  = host_addr[10:1] < 7'h40;
-  assign \$3074  = \$3072  & \$3073 ;
-  assign \$3075  = \$3071  | \$3074 ;
-  assign \$3076  = host_addr[15:11] == 3'h6;
-  assign \$3077  = host_addr[10:1] < 11'h400;
-  assign \$3078  = \$3076  & \$3077 ;
-  assign \$3079  = \$3075  | \$3078 ;
-  assign \$3080  = host_addr[15:11] == 3'h7;
-  assign \$3081  = host_addr[10:1] < 11'h400;
-  assign \$3082  = \$3080  & \$3081 ;
-  assign \$3083  = \$3079  | \$3082 ;
-  assign \$3084  = host_addr[15:11] == 4'h8;
-  assign \$3085  = host_addr[10:1] < 7'h40;
-  assign \$3086  = \$3084  & \$3085 ;
-  assign \$3087  = \$3083  | \$3086 ;
-  assign \$3088  = host_addr[15:11] == 4'h9;
-  assign \$3089  = host_addr[10:1] < 11'h400;
-  assign \$3090  = \$3088  & \$3089 ;
-  assign \$3091  = \$3087  | \$3090 ;
-  assign \$3092  = host_addr[15:11] == 4'ha;
-  assign \$3093  = host_addr[10:1] < 11'h400;
-  assign \$3094  = \$3092  & \$3093 ;
-  assign \$3095  = \$3091  | \$3094 ;
-  assign \$3096  = host_addr[15:11] == 4'hb;
-  assign \$3097  = host_addr[10:1] < 7'h40;
-  assign \$3098  = \$3096  & \$3097 ;
-  assign \$3099  = \$3095  | \$3098 ;
-  assign \$3100  = host_addr[15:11] == 4'hc;
-  assign \$3101  = host_addr[10:1] < 6'h20;
-  assign \$3102  = \$3100  & \$3101 ;
-  assign \$3103  = \$3099  | \$3102 ;
-  assign \$3104  = host_addr[15:11] == 4'hd;
-  assign \$3105  = host_addr[10:1] < 9'h110;
-  assign \$3106  = \$3104  & \$3105 ;
-  assign \$3107  = \$3103  | \$3106 ;
-  assign \$3108  = host_addr[15:11] == 4'he;
-  assign \$3109  = host_addr[10:1] < 5'h11;
-  assign \$3110  = \$3108  & \$3109 ;
-  assign \$3111  = \$3107  | \$3110 ;
-  assign \$3112  = host_addr[15:11] == 4'hf;
-  assign \$3113  = host_addr[10:1] < 6'h20;
-  assign \$3114  = \$3112  & \$3113 ;
-  assign \$3115  = \$3111  | \$3114 ;
-  assign \$3116  = host_addr[15:11] == 5'h10;
-  assign \$3117  = host_addr[10:1] < 9'h110;
-  assign \$3118  = \$3116  & \$3117 ;
-  assign \$3119  = \$3115  | \$3118 ;
-  assign \$3120  = host_addr[15:11] == 5'h11;
-  assign \$3121  = host_addr[10:1] < 5'h11;
-  assign \$3122  = \$3120  & \$3121 ;
-  assign \$3123  = \$3119  | \$3122 ;
-  assign \$3124  = host_addr[15:11] == 5'h12;
-  assign \$3125  = host_addr[10:2] < 6'h20;
-  assign \$3126  = \$3124  & \$3125 ;
-  assign \$3127  = \$3123  | \$3126 ;
-  assign \$3128  = host_addr[15:11] == 5'h13;
-  assign \$3129  = host_addr[10:2] < 9'h110;
-  assign \$3130  = \$3128  & \$3129 ;
-  assign \$3131  = \$3127  | \$3130 ;
-  assign \$3132  = host_addr[15:11] == 5'h14;
-  assign \$3133  = host_addr[10:2] < 5'h11;
-  assign \$3134  = \$3132  & \$3133 ;
-  assign \$3135  = \$3131  | \$3134 ;
-  assign \$3136  = \$3051  & \$3135 ;
+  assign \$2941  = \$2940  >= sync_period;
+  assign \$2942  = \$2939  & \$2941 ;
+  assign \$2943  = sync_target | \$2942 ;
+  assign \$2944  = sync_count == 16'hffff;
+  assign \$2945  = sync_count + 1'h1;
+  assign \$2946  = \$2944  ? 17'h0ffff : \$2945 ;
+  assign \$2947  = \$2943  ? 17'h00000 : \$2946 ;
+  assign \$2948  = \o__valid$884  & o__payload[64];
+  assign \$2950  = \$2949  + fw0_wi;
+  assign \$2951  = \$2950  < \$10 [3:0];
+  assign \$2952  = \$2948  & \$2951 ;
+  assign \$2954  = \o__valid$903  & \o__payload$909 [64];
+  assign \$2956  = \$2955  + fw1_wi;
+  assign \$2957  = \$2956  < \$23 [3:0];
+  assign \$2958  = \$2954  & \$2957 ;
+  assign \$2959  = \$2953  | \$2958 ;
+  assign \$2960  = \o__valid$923  & \o__payload$929 [64];
+  assign \$2962  = \$2961  + fw2_wi;
+  assign \$2963  = \$2962  < \$36 [3:0];
+  assign \$2964  = \$2960  & \$2963 ;
+  assign \$2965  = \$2959  | \$2964 ;
+  assign \$2966  = \o__valid$943  & \o__payload$949 [64];
+  assign \$2968  = \$2967  + tfw0_wi;
+  assign \$2969  = \$2968  < \$47 [3:0];
+  assign \$2970  = \$2966  & \$2969 ;
+  assign \$2972  = \o__valid$962  & \o__payload$968 [64];
+  assign \$2974  = \$2973  + tfw1_wi;
+  assign \$2975  = \$2974  < \$60 [3:0];
+  assign \$2976  = \$2972  & \$2975 ;
+  assign \$2977  = \$2971  | \$2976 ;
+  assign \$2978  = \o__valid$982  & \o__payload$988 [64];
+  assign \$2980  = \$2979  + tfw2_wi;
+  assign \$2981  = \$2980  < \$73 [3:0];
+  assign \$2982  = \$2978  & \$2981 ;
+  assign \$2983  = \$2977  | \$2982 ;
+  assign \$2984  = loss_v4a & loss_y_ovf;
+  assign \$2986  = loss_v4c & loss_delta_ovf;
+  assign \$2988  = \o__valid$860  & \o__payload$1057 [64];
+  assign \$2990  = \$2989  + bw2_wi;
+  assign \$2991  = \$2990  < \$153 [3:0];
+  assign \$2992  = \$2988  & \$2991 ;
+  assign \$2994  = \o__valid$851  & \o__payload$1073 [64];
+  assign \$2996  = \$2995  + bw1_wi;
+  assign \$2997  = \$2996  < \$166 [3:0];
+  assign \$2998  = \$2994  & \$2997 ;
+  assign \$2999  = \$2993  | \$2998 ;
+  assign \$3000  = ~ wa0_qfirst;
+  assign \$3001  = \$3000  & wa0_sum0_ovf;
+  assign \$3003  = ~ wa0_qfirst;
+  assign \$3004  = \$3003  & wa0_sum1_ovf;
+  assign \$3005  = \$3002  | \$3004 ;
+  assign \$3006  = ~ wa0_qfirst;
+  assign \$3007  = \$3006  & wa0_sum2_ovf;
+  assign \$3008  = \$3005  | \$3007 ;
+  assign \$3009  = ~ wa0_qfirst;
+  assign \$3010  = \$3009  & wa0_sum3_ovf;
+  assign \$3011  = \$3008  | \$3010 ;
+  assign \$3012  = wa0_qovf | \$3011 ;
+  assign \$3013  = wa0_qv & \$3012 ;
+  assign \$3015  = ~ wa1_qfirst;
+  assign \$3016  = \$3015  & wa1_sum0_ovf;
+  assign \$3018  = ~ wa1_qfirst;
+  assign \$3019  = \$3018  & wa1_sum1_ovf;
+  assign \$3020  = \$3017  | \$3019 ;
+  assign \$3021  = ~ wa1_qfirst;
+  assign \$3022  = \$3021  & wa1_sum2_ovf;
+  assign \$3023  = \$3020  | \$3022 ;
+  assign \$3024  = ~ wa1_qfirst;
+  assign \$3025  = \$3024  & wa1_sum3_ovf;
+  assign \$3026  = \$3023  | \$3025 ;
+  assign \$3027  = wa1_qovf | \$3026 ;
+  assign \$3028  = wa1_qv & \$3027 ;
+  assign \$3029  = \$3014  | \$3028 ;
+  assign \$3030  = ~ wa2_qfirst;
+  assign \$3031  = \$3030  & wa2_sum0_ovf;
+  assign \$3033  = ~ wa2_qfirst;
+  assign \$3034  = \$3033  & wa2_sum1_ovf;
+  assign \$3035  = \$3032  | \$3034 ;
+  assign \$3036  = ~ wa2_qfirst;
+  assign \$3037  = \$3036  & wa2_sum2_ovf;
+  assign \$3038  = \$3035  | \$3037 ;
+  assign \$3039  = ~ wa2_qfirst;
+  assign \$3040  = \$3039  & wa2_sum3_ovf;
+  assign \$3041  = \$3038  | \$3040 ;
+  assign \$3042  = wa2_qovf | \$3041 ;
+  assign \$3043  = wa2_qv & \$3042 ;
+  assign \$3044  = \$3029  | \$3043 ;
+  assign \$3045  = wu0_v6 & wu0_o6;
+  assign \$3047  = wu1_v6 & wu1_o6;
+  assign \$3048  = \$3046  | \$3047 ;
+  assign \$3049  = wu2_v6 & wu2_o6;
+  assign \$3050  = \$3048  | \$3049 ;
+  assign \$3051  = ~ \clear$557 ;
+  assign \$3052  = loss_sqv ? loss_sq : 36'h000000000;
+  assign \$3053  = 1'h0 + \$3052 ;
+  assign \$3054  = loss_acc + \$3053 ;
+  assign \$3055  = ~ busy;
+  assign \$3056  = host_re & \$3055 ;
+  assign \$3057  = ! host_addr[15:11];
+  assign \$3058  = host_addr[10:1] < 7'h40;
+  assign \$3059  = \$3057  & \$3058 ;
+  assign \$3061  = host_addr[15:11] == 1'h1;
+  assign \$3062  = host_addr[10:1] < 7'h40;
+  assign \$3063  = \$3061  & \$3062 ;
+  assign \$3064  = \$3060  | \$3063 ;
+  assign \$3065  = host_addr[15:11] == 2'h2;
+  assign \$3066  = host_addr[10:1] < 7'h40;
+  assign \$3067  = \$3065  & \$3066 ;
+  assign \$3068  = \$3064  | \$3067 ;
+  assign \$3069  = host_addr[15:11] == 2'h3;
+  assign \$3070  = host_addr[10:1] < 11'h400;
+  assign \$3071  = \$3069  & \$3070 ;
+  assign \$3072  = \$3068  | \$3071 ;
+  assign \$3073  = host_addr[15:11] == 3'h4;
+  assign \$3074  = host_addr[10:1] < 11'h400;
+  assign \$3075  = \$3073  & \$3074 ;
+  assign \$3076  = \$3072  | \$3075 ;
+  assign \$3077  = host_addr[15:11] == 3'h5;
+  assign \$3078  = host_addr[10:1] < 7'h40;
+  assign \$3079  = \$3077  & \$3078 ;
+  assign \$3080  = \$3076  | \$3079 ;
+  assign \$3081  = host_addr[15:11] == 3'h6;
+  assign \$3082  = host_addr[10:1] < 11'h400;
+  assign \$3083  = \$3081  & \$3082 ;
+  assign \$3084  = \$3080  | \$3083 ;
+  assign \$3085  = host_addr[15:11] == 3'h7;
+  assign \$3086  = host_addr[10:1] < 11'h400;
+  assign \$3087  = \$3085  & \$3086 ;
+  assign \$3088  = \$3084  | \$3087 ;
+  assign \$3089  = host_addr[15:11] == 4'h8;
+  assign \$3090  = host_addr[10:1] < 7'h40;
+  assign \$3091  = \$3089  & \$3090 ;
+  assign \$3092  = \$3088  | \$3091 ;
+  assign \$3093  = host_addr[15:11] == 4'h9;
+  assign \$3094  = host_addr[10:1] < 11'h400;
+  assign \$3095  = \$3093  & \$3094 ;
+  assign \$3096  = \$3092  | \$3095 ;
+  assign \$3097  = host_addr[15:11] == 4'ha;
+  assign \$3098  = host_addr[10:1] < 11'h400;
+  assign \$3099  = \$3097  & \$3098 ;
+  assign \$3100  = \$3096  | \$3099 ;
+  assign \$3101  = host_addr[15:11] == 4'hb;
+  assign \$3102  = host_addr[10:1] < 7'h40;
+  assign \$3103  = \$3101  & \$3102 ;
+  assign \$3104  = \$3100  | \$3103 ;
+  assign \$3105  = host_addr[15:11] == 4'hc;
+  assign \$3106  = host_addr[10:1] < 6'h20;
+  assign \$3107  = \$3105  & \$3106 ;
+  assign \$3108  = \$3104  | \$3107 ;
+  assign \$3109  = host_addr[15:11] == 4'hd;
+  assign \$3110  = host_addr[10:1] < 9'h110;
+  assign \$3111  = \$3109  & \$3110 ;
+  assign \$3112  = \$3108  | \$3111 ;
+  assign \$3113  = host_addr[15:11] == 4'he;
+  assign \$3114  = host_addr[10:1] < 5'h11;
+  assign \$3115  = \$3113  & \$3114 ;
+  assign \$3116  = \$3112  | \$3115 ;
+  assign \$3117  = host_addr[15:11] == 4'hf;
+  assign \$3118  = host_addr[10:1] < 6'h20;
+  assign \$3119  = \$3117  & \$3118 ;
+  assign \$3120  = \$3116  | \$3119 ;
+  assign \$3121  = host_addr[15:11] == 5'h10;
+  assign \$3122  = host_addr[10:1] < 9'h110;
+  assign \$3123  = \$3121  & \$3122 ;
+  assign \$3124  = \$3120  | \$3123 ;
+  assign \$3125  = host_addr[15:11] == 5'h11;
+  assign \$3126  = host_addr[10:1] < 5'h11;
+  assign \$3127  = \$3125  & \$3126 ;
+  assign \$3128  = \$3124  | \$3127 ;
+  assign \$3129  = host_addr[15:11] == 5'h12;
+  assign \$3130  = host_addr[10:2] < 6'h20;
+  assign \$3131  = \$3129  & \$3130 ;
+  assign \$3132  = \$3128  | \$3131 ;
+  assign \$3133  = host_addr[15:11] == 5'h13;
+  assign \$3134  = host_addr[10:2] < 9'h110;
+  assign \$3135  = \$3133  & \$3134 ;
+  assign \$3136  = \$3132  | \$3135 ;
+  assign \$3137  = host_addr[15:11] == 5'h14;
+  assign \$3138  = host_addr[10:2] < 5'h11;
+  assign \$3139  = \$3137  & \$3138 ;
+  assign \$3140  = \$3136  | \$3139 ;
+  assign \$3141  = \$3056  & \$3140 ;
   always @(posedge clk)
-    cycles <= \$3137 ;
+    cycles <= \$3142 ;
   always @(posedge clk)
-    fw0_p <= \$3138 ;
+    fw0_p <= \$3143 ;
   always @(posedge clk)
-    fw0_base <= \$3139 ;
+    fw0_base <= \$3144 ;
   always @(posedge clk)
-    fw0_gbase <= \$3140 ;
+    fw0_gbase <= \$3145 ;
   always @(posedge clk)
-    fw0_rem <= \$3141 ;
+    fw0_rem <= \$3146 ;
   always @(posedge clk)
-    fw0_running <= \$3142 ;
+    fw0_running <= \$3147 ;
   always @(posedge clk)
-    fw0_o <= \$3143 ;
+    fw0_o <= \$3148 ;
   always @(posedge clk)
-    fw0_n <= \$3144 ;
+    fw0_n <= \$3149 ;
   always @(posedge clk)
-    fw0_t <= \$3145 ;
+    fw0_t <= \$3150 ;
   always @(posedge clk)
-    fw0_kl1 <= \$3146 ;
+    fw0_kl1 <= \$3151 ;
   always @(posedge clk)
-    fw0_bias1 <= \$3147 ;
+    fw0_bias1 <= \$3152 ;
   always @(posedge clk)
-    fw0_osub1 <= \$3148 ;
+    fw0_osub1 <= \$3153 ;
   always @(posedge clk)
-    fw0_nsub1 <= \$3149 ;
+    fw0_nsub1 <= \$3154 ;
   always @(posedge clk)
-    fw0_sv1 <= \$3150 ;
+    fw0_sv1 <= \$3155 ;
   always @(posedge clk)
-    fw0_cv1 <= \$3151 ;
+    fw0_cv1 <= \$3156 ;
   always @(posedge clk)
-    fw0_v1 <= \$3152 ;
+    fw0_v1 <= \$3157 ;
   always @(posedge clk)
-    fw0_l1 <= \$3153 ;
+    fw0_l1 <= \$3158 ;
   always @(posedge clk)
-    i__valid <= \$3154 ;
+    i__valid <= \$3159 ;
   always @(posedge clk)
-    fw0_a0 <= \$3155 ;
+    fw0_a0 <= \$3160 ;
   always @(posedge clk)
-    fw0_a1 <= \$3156 ;
+    fw0_a1 <= \$3161 ;
   always @(posedge clk)
-    fw0_a2 <= \$3157 ;
+    fw0_a2 <= \$3162 ;
   always @(posedge clk)
-    fw0_a3 <= \$3158 ;
+    fw0_a3 <= \$3163 ;
   always @(posedge clk)
-    fw0_b0 <= \$3159 ;
+    fw0_b0 <= \$3164 ;
   always @(posedge clk)
-    fw0_b1 <= \$3160 ;
+    fw0_b1 <= \$3165 ;
   always @(posedge clk)
-    fw0_b2 <= \$3161 ;
+    fw0_b2 <= \$3166 ;
   always @(posedge clk)
-    fw0_b3 <= \$3162 ;
+    fw0_b3 <= \$3167 ;
   always @(posedge clk)
-    fw0_last <= \$3163 ;
+    fw0_last <= \$3168 ;
   always @(posedge clk)
-    fw0_w_p <= \$3164 ;
+    fw0_w_p <= \$3169 ;
   always @(posedge clk)
-    fw0_w_base <= \$3165 ;
+    fw0_w_base <= \$3170 ;
   always @(posedge clk)
-    fw0_w_gbase <= \$3166 ;
+    fw0_w_gbase <= \$3171 ;
   always @(posedge clk)
-    fw0_w_rem <= \$3167 ;
+    fw0_w_rem <= \$3172 ;
   always @(posedge clk)
-    fw0_wi <= \$3168 ;
+    fw0_wi <= \$3173 ;
   always @(posedge clk)
-    fw0_wo <= \$3169 ;
+    fw0_wo <= \$3174 ;
   always @(posedge clk)
-    fw0_wn <= \$3170 ;
+    fw0_wn <= \$3175 ;
   always @(posedge clk)
-    fw0_rv <= \$3171 ;
+    fw0_rv <= \$3176 ;
   always @(posedge clk)
-    fw0_rlast <= \$3172 ;
+    fw0_rlast <= \$3177 ;
   always @(posedge clk)
-    fw0_rrow <= \$3173 ;
+    fw0_rrow <= \$3178 ;
   always @(posedge clk)
-    fw0_rlanes <= \$3174 ;
+    fw0_rlanes <= \$3179 ;
   always @(posedge clk)
-    fw0_raddr <= \$3175 ;
+    fw0_raddr <= \$3180 ;
   always @(posedge clk)
-    fw0_rc0 <= \$3176 ;
+    fw0_rc0 <= \$3181 ;
   always @(posedge clk)
-    fw0_rc1 <= \$3177 ;
+    fw0_rc1 <= \$3182 ;
   always @(posedge clk)
-    fw0_rc2 <= \$3178 ;
+    fw0_rc2 <= \$3183 ;
   always @(posedge clk)
-    fw0_rc3 <= \$3179 ;
+    fw0_rc3 <= \$3184 ;
   always @(posedge clk)
-    fw0_done <= \$3180 ;
+    fw0_done <= \$3185 ;
   always @(posedge clk)
-    fw0_left <= \$3181 ;
+    fw0_left <= \$3186 ;
   always @(posedge clk)
-    fw1_p <= \$3182 ;
+    fw1_p <= \$3187 ;
   always @(posedge clk)
-    fw1_base <= \$3183 ;
+    fw1_base <= \$3188 ;
   always @(posedge clk)
-    fw1_gbase <= \$3184 ;
+    fw1_gbase <= \$3189 ;
   always @(posedge clk)
-    fw1_rem <= \$3185 ;
+    fw1_rem <= \$3190 ;
   always @(posedge clk)
-    fw1_running <= \$3186 ;
+    fw1_running <= \$3191 ;
   always @(posedge clk)
-    fw1_o <= \$3187 ;
+    fw1_o <= \$3192 ;
   always @(posedge clk)
-    fw1_n <= \$3188 ;
+    fw1_n <= \$3193 ;
   always @(posedge clk)
-    fw1_t <= \$3189 ;
+    fw1_t <= \$3194 ;
   always @(posedge clk)
-    fw1_kl1 <= \$3190 ;
+    fw1_kl1 <= \$3195 ;
   always @(posedge clk)
-    fw1_bias1 <= \$3191 ;
+    fw1_bias1 <= \$3196 ;
   always @(posedge clk)
-    fw1_osub1 <= \$3192 ;
+    fw1_osub1 <= \$3197 ;
   always @(posedge clk)
-    fw1_nsub1 <= \$3193 ;
+    fw1_nsub1 <= \$3198 ;
   always @(posedge clk)
-    fw1_sv1 <= \$3194 ;
+    fw1_sv1 <= \$3199 ;
   always @(posedge clk)
-    fw1_cv1 <= \$3195 ;
+    fw1_cv1 <= \$3200 ;
   always @(posedge clk)
-    fw1_v1 <= \$3196 ;
+    fw1_v1 <= \$3201 ;
   always @(posedge clk)
-    fw1_l1 <= \$3197 ;
+    fw1_l1 <= \$3202 ;
   always @(posedge clk)
-    \i__valid$52  <= \$3198 ;
+    \i__valid$52  <= \$3203 ;
   always @(posedge clk)
-    fw1_a0 <= \$3199 ;
+    fw1_a0 <= \$3204 ;
   always @(posedge clk)
-    fw1_a1 <= \$3200 ;
+    fw1_a1 <= \$3205 ;
   always @(posedge clk)
-    fw1_a2 <= \$3201 ;
+    fw1_a2 <= \$3206 ;
   always @(posedge clk)
-    fw1_a3 <= \$3202 ;
+    fw1_a3 <= \$3207 ;
   always @(posedge clk)
-    fw1_b0 <= \$3203 ;
+    fw1_b0 <= \$3208 ;
   always @(posedge clk)
-    fw1_b1 <= \$3204 ;
+    fw1_b1 <= \$3209 ;
   always @(posedge clk)
-    fw1_b2 <= \$3205 ;
+    fw1_b2 <= \$3210 ;
   always @(posedge clk)
-    fw1_b3 <= \$3206 ;
+    fw1_b3 <= \$3211 ;
   always @(posedge clk)
-    fw1_last <= \$3207 ;
+    fw1_last <= \$3212 ;
   always @(posedge clk)
-    fw1_w_p <= \$3208 ;
+    fw1_w_p <= \$3213 ;
   always @(posedge clk)
-    fw1_w_base <= \$3209 ;
+    fw1_w_base <= \$3214 ;
   always @(posedge clk)
-    fw1_w_gbase <= \$3210 ;
+    fw1_w_gbase <= \$3215 ;
   always @(posedge clk)
-    fw1_w_rem <= \$3211 ;
+    fw1_w_rem <= \$3216 ;
   always @(posedge clk)
-    fw1_wi <= \$3212 ;
+    fw1_wi <= \$3217 ;
   always @(posedge clk)
-    fw1_wo <= \$3213 ;
+    fw1_wo <= \$3218 ;
   always @(posedge clk)
-    fw1_wn <= \$3214 ;
+    fw1_wn <= \$3219 ;
   always @(posedge clk)
-    fw1_rv <= \$3215 ;
+    fw1_rv <= \$3220 ;
   always @(posedge clk)
-    fw1_rlast <= \$3216 ;
+    fw1_rlast <= \$3221 ;
   always @(posedge clk)
-    fw1_rrow <= \$3217 ;
+    fw1_rrow <= \$3222 ;
   always @(posedge clk)
-    fw1_rlanes <= \$3218 ;
+    fw1_rlanes <= \$3223 ;
   always @(posedge clk)
-    fw1_raddr <= \$3219 ;
+    fw1_raddr <= \$3224 ;
   always @(posedge clk)
-    fw1_rc0 <= \$3220 ;
+    fw1_rc0 <= \$3225 ;
   always @(posedge clk)
-    fw1_rc1 <= \$3221 ;
+    fw1_rc1 <= \$3226 ;
   always @(posedge clk)
-    fw1_rc2 <= \$3222 ;
+    fw1_rc2 <= \$3227 ;
   always @(posedge clk)
-    fw1_rc3 <= \$3223 ;
+    fw1_rc3 <= \$3228 ;
   always @(posedge clk)
-    fw1_done <= \$3224 ;
+    fw1_done <= \$3229 ;
   always @(posedge clk)
-    fw1_left <= \$3225 ;
+    fw1_left <= \$3230 ;
   always @(posedge clk)
-    fw2_p <= \$3226 ;
+    fw2_p <= \$3231 ;
   always @(posedge clk)
-    fw2_base <= \$3227 ;
+    fw2_base <= \$3232 ;
   always @(posedge clk)
-    fw2_gbase <= \$3228 ;
+    fw2_gbase <= \$3233 ;
   always @(posedge clk)
-    fw2_rem <= \$3229 ;
+    fw2_rem <= \$3234 ;
   always @(posedge clk)
-    fw2_running <= \$3230 ;
+    fw2_running <= \$3235 ;
   always @(posedge clk)
-    fw2_o <= \$3231 ;
+    fw2_o <= \$3236 ;
   always @(posedge clk)
-    fw2_n <= \$3232 ;
+    fw2_n <= \$3237 ;
   always @(posedge clk)
-    fw2_t <= \$3233 ;
+    fw2_t <= \$3238 ;
   always @(posedge clk)
-    fw2_kl1 <= \$3234 ;
+    fw2_kl1 <= \$3239 ;
   always @(posedge clk)
-    fw2_bias1 <= \$3235 ;
+    fw2_bias1 <= \$3240 ;
   always @(posedge clk)
-    fw2_osub1 <= \$3236 ;
+    fw2_osub1 <= \$3241 ;
   always @(posedge clk)
-    fw2_nsub1 <= \$3237 ;
+    fw2_nsub1 <= \$3242 ;
   always @(posedge clk)
-    fw2_sv1 <= \$3238 ;
+    fw2_sv1 <= \$3243 ;
   always @(posedge clk)
-    fw2_cv1 <= \$3239 ;
+    fw2_cv1 <= \$3244 ;
   always @(posedge clk)
-    fw2_v1 <= \$3240 ;
+    fw2_v1 <= \$3245 ;
   always @(posedge clk)
-    fw2_l1 <= \$3241 ;
+    fw2_l1 <= \$3246 ;
   always @(posedge clk)
-    \i__valid$85  <= \$3242 ;
+    \i__valid$85  <= \$3247 ;
   always @(posedge clk)
-    fw2_a0 <= \$3243 ;
+    fw2_a0 <= \$3248 ;
   always @(posedge clk)
-    fw2_a1 <= \$3244 ;
+    fw2_a1 <= \$3249 ;
   always @(posedge clk)
-    fw2_a2 <= \$3245 ;
+    fw2_a2 <= \$3250 ;
   always @(posedge clk)
-    fw2_a3 <= \$3246 ;
+    fw2_a3 <= \$3251 ;
   always @(posedge clk)
-    fw2_b0 <= \$3247 ;
+    fw2_b0 <= \$3252 ;
   always @(posedge clk)
-    fw2_b1 <= \$3248 ;
+    fw2_b1 <= \$3253 ;
   always @(posedge clk)
-    fw2_b2 <= \$3249 ;
+    fw2_b2 <= \$3254 ;
   always @(posedge clk)
-    fw2_b3 <= \$3250 ;
+    fw2_b3 <= \$3255 ;
   always @(posedge clk)
-    fw2_last <= \$3251 ;
+    fw2_last <= \$3256 ;
   always @(posedge clk)
-    fw2_w_p <= \$3252 ;
+    fw2_w_p <= \$3257 ;
   always @(posedge clk)
-    fw2_w_base <= \$3253 ;
+    fw2_w_base <= \$3258 ;
   always @(posedge clk)
-    fw2_w_gbase <= \$3254 ;
+    fw2_w_gbase <= \$3259 ;
   always @(posedge clk)
-    fw2_w_rem <= \$3255 ;
+    fw2_w_rem <= \$3260 ;
   always @(posedge clk)
-    fw2_wi <= \$3256 ;
+    fw2_wi <= \$3261 ;
   always @(posedge clk)
-    fw2_wo <= \$3257 ;
+    fw2_wo <= \$3262 ;
   always @(posedge clk)
-    fw2_wn <= \$3258 ;
+    fw2_wn <= \$3263 ;
   always @(posedge clk)
-    fw2_rv <= \$3259 ;
+    fw2_rv <= \$3264 ;
   always @(posedge clk)
-    fw2_rlast <= \$3260 ;
+    fw2_rlast <= \$3265 ;
   always @(posedge clk)
-    fw2_rrow <= \$3261 ;
+    fw2_rrow <= \$3266 ;
   always @(posedge clk)
-    fw2_rlanes <= \$3262 ;
+    fw2_rlanes <= \$3267 ;
   always @(posedge clk)
-    fw2_raddr <= \$3263 ;
+    fw2_raddr <= \$3268 ;
   always @(posedge clk)
-    fw2_rc0 <= \$3264 ;
+    fw2_rc0 <= \$3269 ;
   always @(posedge clk)
-    fw2_rc1 <= \$3265 ;
+    fw2_rc1 <= \$3270 ;
   always @(posedge clk)
-    fw2_rc2 <= \$3266 ;
+    fw2_rc2 <= \$3271 ;
   always @(posedge clk)
-    fw2_rc3 <= \$3267 ;
+    fw2_rc3 <= \$3272 ;
   always @(posedge clk)
-    fw2_done <= \$3268 ;
+    fw2_done <= \$3273 ;
   always @(posedge clk)
-    fw2_left <= \$3269 ;
+    fw2_left <= \$3274 ;
   always @(posedge clk)
-    tfw0_p <= \$3270 ;
+    tfw0_p <= \$3275 ;
   always @(posedge clk)
-    tfw0_base <= \$3271 ;
+    tfw0_base <= \$3276 ;
   always @(posedge clk)
-    tfw0_gbase <= \$3272 ;
+    tfw0_gbase <= \$3277 ;
   always @(posedge clk)
-    tfw0_rem <= \$3273 ;
+    tfw0_rem <= \$3278 ;
   always @(posedge clk)
-    tfw0_running <= \$3274 ;
+    tfw0_running <= \$3279 ;
   always @(posedge clk)
-    tfw0_o <= \$3275 ;
+    tfw0_o <= \$3280 ;
   always @(posedge clk)
-    tfw0_n <= \$3276 ;
+    tfw0_n <= \$3281 ;
   always @(posedge clk)
-    tfw0_t <= \$3277 ;
+    tfw0_t <= \$3282 ;
   always @(posedge clk)
-    tfw0_kl1 <= \$3278 ;
+    tfw0_kl1 <= \$3283 ;
   always @(posedge clk)
-    tfw0_bias1 <= \$3279 ;
+    tfw0_bias1 <= \$3284 ;
   always @(posedge clk)
-    tfw0_osub1 <= \$3280 ;
+    tfw0_osub1 <= \$3285 ;
   always @(posedge clk)
-    tfw0_nsub1 <= \$3281 ;
+    tfw0_nsub1 <= \$3286 ;
   always @(posedge clk)
-    tfw0_sv1 <= \$3282 ;
+    tfw0_sv1 <= \$3287 ;
   always @(posedge clk)
-    tfw0_cv1 <= \$3283 ;
+    tfw0_cv1 <= \$3288 ;
   always @(posedge clk)
-    tfw0_v1 <= \$3284 ;
+    tfw0_v1 <= \$3289 ;
   always @(posedge clk)
-    tfw0_l1 <= \$3285 ;
+    tfw0_l1 <= \$3290 ;
   always @(posedge clk)
-    \i__valid$116  <= \$3286 ;
+    \i__valid$116  <= \$3291 ;
   always @(posedge clk)
-    tfw0_a0 <= \$3287 ;
+    tfw0_a0 <= \$3292 ;
   always @(posedge clk)
-    tfw0_a1 <= \$3288 ;
+    tfw0_a1 <= \$3293 ;
   always @(posedge clk)
-    tfw0_a2 <= \$3289 ;
+    tfw0_a2 <= \$3294 ;
   always @(posedge clk)
-    tfw0_a3 <= \$3290 ;
+    tfw0_a3 <= \$3295 ;
   always @(posedge clk)
-    tfw0_b0 <= \$3291 ;
+    tfw0_b0 <= \$3296 ;
   always @(posedge clk)
-    tfw0_b1 <= \$3292 ;
+    tfw0_b1 <= \$3297 ;
   always @(posedge clk)
-    tfw0_b2 <= \$3293 ;
+    tfw0_b2 <= \$3298 ;
   always @(posedge clk)
-    tfw0_b3 <= \$3294 ;
+    tfw0_b3 <= \$3299 ;
   always @(posedge clk)
-    tfw0_last <= \$3295 ;
+    tfw0_last <= \$3300 ;
   always @(posedge clk)
-    tfw0_w_p <= \$3296 ;
+    tfw0_w_p <= \$3301 ;
   always @(posedge clk)
-    tfw0_w_base <= \$3297 ;
+    tfw0_w_base <= \$3302 ;
   always @(posedge clk)
-    tfw0_w_gbase <= \$3298 ;
+    tfw0_w_gbase <= \$3303 ;
   always @(posedge clk)
-    tfw0_w_rem <= \$3299 ;
+    tfw0_w_rem <= \$3304 ;
   always @(posedge clk)
-    tfw0_wi <= \$3300 ;
+    tfw0_wi <= \$3305 ;
   always @(posedge clk)
-    tfw0_wo <= \$3301 ;
+    tfw0_wo <= \$3306 ;
   always @(posedge clk)
-    tfw0_wn <= \$3302 ;
+    tfw0_wn <= \$3307 ;
   always @(posedge clk)
-    tfw0_rv <= \$3303 ;
+    tfw0_rv <= \$3308 ;
   always @(posedge clk)
-    tfw0_rlast <= \$3304 ;
+    tfw0_rlast <= \$3309 ;
   always @(posedge clk)
-    tfw0_rrow <= \$3305 ;
+    tfw0_rrow <= \$3310 ;
   always @(posedge clk)
-    tfw0_rlanes <= \$3306 ;
+    tfw0_rlanes <= \$3311 ;
   always @(posedge clk)
-    tfw0_raddr <= \$3307 ;
+    tfw0_raddr <= \$3312 ;
   always @(posedge clk)
-    tfw0_rc0 <= \$3308 ;
+    tfw0_rc0 <= \$3313 ;
   always @(posedge clk)
-    tfw0_rc1 <= \$3309 ;
+    tfw0_rc1 <= \$3314 ;
   always @(posedge clk)
-    tfw0_rc2 <= \$3310 ;
+    tfw0_rc2 <= \$3315 ;
   always @(posedge clk)
-    tfw0_rc3 <= \$3311 ;
+    tfw0_rc3 <= \$3316 ;
   always @(posedge clk)
-    tfw0_done <= \$3312 ;
+    tfw0_done <= \$3317 ;
   always @(posedge clk)
-    tfw0_left <= \$3313 ;
+    tfw0_left <= \$3318 ;
   always @(posedge clk)
-    tfw1_p <= \$3314 ;
+    tfw1_p <= \$3319 ;
   always @(posedge clk)
-    tfw1_base <= \$3315 ;
+    tfw1_base <= \$3320 ;
   always @(posedge clk)
-    tfw1_gbase <= \$3316 ;
+    tfw1_gbase <= \$3321 ;
   always @(posedge clk)
-    tfw1_rem <= \$3317 ;
+    tfw1_rem <= \$3322 ;
   always @(posedge clk)
-    tfw1_running <= \$3318 ;
+    tfw1_running <= \$3323 ;
   always @(posedge clk)
-    tfw1_o <= \$3319 ;
+    tfw1_o <= \$3324 ;
   always @(posedge clk)
-    tfw1_n <= \$3320 ;
+    tfw1_n <= \$3325 ;
   always @(posedge clk)
-    tfw1_t <= \$3321 ;
+    tfw1_t <= \$3326 ;
   always @(posedge clk)
-    tfw1_kl1 <= \$3322 ;
+    tfw1_kl1 <= \$3327 ;
   always @(posedge clk)
-    tfw1_bias1 <= \$3323 ;
+    tfw1_bias1 <= \$3328 ;
   always @(posedge clk)
-    tfw1_osub1 <= \$3324 ;
+    tfw1_osub1 <= \$3329 ;
   always @(posedge clk)
-    tfw1_nsub1 <= \$3325 ;
+    tfw1_nsub1 <= \$3330 ;
   always @(posedge clk)
-    tfw1_sv1 <= \$3326 ;
+    tfw1_sv1 <= \$3331 ;
   always @(posedge clk)
-    tfw1_cv1 <= \$3327 ;
+    tfw1_cv1 <= \$3332 ;
   always @(posedge clk)
-    tfw1_v1 <= \$3328 ;
+    tfw1_v1 <= \$3333 ;
   always @(posedge clk)
-    tfw1_l1 <= \$3329 ;
+    tfw1_l1 <= \$3334 ;
   always @(posedge clk)
-    \i__valid$149  <= \$3330 ;
+    \i__valid$149  <= \$3335 ;
   always @(posedge clk)
-    tfw1_a0 <= \$3331 ;
+    tfw1_a0 <= \$3336 ;
   always @(posedge clk)
-    tfw1_a1 <= \$3332 ;
+    tfw1_a1 <= \$3337 ;
   always @(posedge clk)
-    tfw1_a2 <= \$3333 ;
+    tfw1_a2 <= \$3338 ;
   always @(posedge clk)
-    tfw1_a3 <= \$3334 ;
+    tfw1_a3 <= \$3339 ;
   always @(posedge clk)
-    tfw1_b0 <= \$3335 ;
+    tfw1_b0 <= \$3340 ;
   always @(posedge clk)
-    tfw1_b1 <= \$3336 ;
+    tfw1_b1 <= \$3341 ;
   always @(posedge clk)
-    tfw1_b2 <= \$3337 ;
+    tfw1_b2 <= \$3342 ;
   always @(posedge clk)
-    tfw1_b3 <= \$3338 ;
+    tfw1_b3 <= \$3343 ;
   always @(posedge clk)
-    tfw1_last <= \$3339 ;
+    tfw1_last <= \$3344 ;
   always @(posedge clk)
-    tfw1_w_p <= \$3340 ;
+    tfw1_w_p <= \$3345 ;
   always @(posedge clk)
-    tfw1_w_base <= \$3341 ;
+    tfw1_w_base <= \$3346 ;
   always @(posedge clk)
-    tfw1_w_gbase <= \$3342 ;
+    tfw1_w_gbase <= \$3347 ;
   always @(posedge clk)
-    tfw1_w_rem <= \$3343 ;
+    tfw1_w_rem <= \$3348 ;
   always @(posedge clk)
-    tfw1_wi <= \$3344 ;
+    tfw1_wi <= \$3349 ;
   always @(posedge clk)
-    tfw1_wo <= \$3345 ;
+    tfw1_wo <= \$3350 ;
   always @(posedge clk)
-    tfw1_wn <= \$3346 ;
+    tfw1_wn <= \$3351 ;
   always @(posedge clk)
-    tfw1_rv <= \$3347 ;
+    tfw1_rv <= \$3352 ;
   always @(posedge clk)
-    tfw1_rlast <= \$3348 ;
+    tfw1_rlast <= \$3353 ;
   always @(posedge clk)
-    tfw1_rrow <= \$3349 ;
+    tfw1_rrow <= \$3354 ;
   always @(posedge clk)
-    tfw1_rlanes <= \$3350 ;
+    tfw1_rlanes <= \$3355 ;
   always @(posedge clk)
-    tfw1_raddr <= \$3351 ;
+    tfw1_raddr <= \$3356 ;
   always @(posedge clk)
-    tfw1_rc0 <= \$3352 ;
+    tfw1_rc0 <= \$3357 ;
   always @(posedge clk)
-    tfw1_rc1 <= \$3353 ;
+    tfw1_rc1 <= \$3358 ;
   always @(posedge clk)
-    tfw1_rc2 <= \$3354 ;
+    tfw1_rc2 <= \$3359 ;
   always @(posedge clk)
-    tfw1_rc3 <= \$3355 ;
+    tfw1_rc3 <= \$3360 ;
   always @(posedge clk)
-    tfw1_done <= \$3356 ;
+    tfw1_done <= \$3361 ;
   always @(posedge clk)
-    tfw1_left <= \$3357 ;
+    tfw1_left <= \$3362 ;
   always @(posedge clk)
-    tfw2_p <= \$3358 ;
+    tfw2_p <= \$3363 ;
   always @(posedge clk)
-    tfw2_base <= \$3359 ;
+    tfw2_base <= \$3364 ;
   always @(posedge clk)
-    tfw2_gbase <= \$3360 ;
+    tfw2_gbase <= \$3365 ;
   always @(posedge clk)
-    tfw2_rem <= \$3361 ;
+    tfw2_rem <= \$3366 ;
   always @(posedge clk)
-    tfw2_running <= \$3362 ;
+    tfw2_running <= \$3367 ;
   always @(posedge clk)
-    tfw2_o <= \$3363 ;
+    tfw2_o <= \$3368 ;
   always @(posedge clk)
-    tfw2_n <= \$3364 ;
+    tfw2_n <= \$3369 ;
   always @(posedge clk)
-    tfw2_t <= \$3365 ;
+    tfw2_t <= \$3370 ;
   always @(posedge clk)
-    tfw2_kl1 <= \$3366 ;
+    tfw2_kl1 <= \$3371 ;
   always @(posedge clk)
-    tfw2_bias1 <= \$3367 ;
+    tfw2_bias1 <= \$3372 ;
   always @(posedge clk)
-    tfw2_osub1 <= \$3368 ;
+    tfw2_osub1 <= \$3373 ;
   always @(posedge clk)
-    tfw2_nsub1 <= \$3369 ;
+    tfw2_nsub1 <= \$3374 ;
   always @(posedge clk)
-    tfw2_sv1 <= \$3370 ;
+    tfw2_sv1 <= \$3375 ;
   always @(posedge clk)
-    tfw2_cv1 <= \$3371 ;
+    tfw2_cv1 <= \$3376 ;
   always @(posedge clk)
-    tfw2_v1 <= \$3372 ;
+    tfw2_v1 <= \$3377 ;
   always @(posedge clk)
-    tfw2_l1 <= \$3373 ;
+    tfw2_l1 <= \$3378 ;
   always @(posedge clk)
-    \i__valid$182  <= \$3374 ;
+    \i__valid$182  <= \$3379 ;
   always @(posedge clk)
-    tfw2_a0 <= \$3375 ;
+    tfw2_a0 <= \$3380 ;
   always @(posedge clk)
-    tfw2_a1 <= \$3376 ;
+    tfw2_a1 <= \$3381 ;
   always @(posedge clk)
-    tfw2_a2 <= \$3377 ;
+    tfw2_a2 <= \$3382 ;
   always @(posedge clk)
-    tfw2_a3 <= \$3378 ;
+    tfw2_a3 <= \$3383 ;
   always @(posedge clk)
-    tfw2_b0 <= \$3379 ;
+    tfw2_b0 <= \$3384 ;
   always @(posedge clk)
-    tfw2_b1 <= \$3380 ;
+    tfw2_b1 <= \$3385 ;
   always @(posedge clk)
-    tfw2_b2 <= \$3381 ;
+    tfw2_b2 <= \$3386 ;
   always @(posedge clk)
-    tfw2_b3 <= \$3382 ;
+    tfw2_b3 <= \$3387 ;
   always @(posedge clk)
-    tfw2_last <= \$3383 ;
+    tfw2_last <= \$3388 ;
   always @(posedge clk)
-    tfw2_w_p <= \$3384 ;
+    tfw2_w_p <= \$3389 ;
   always @(posedge clk)
-    tfw2_w_base <= \$3385 ;
+    tfw2_w_base <= \$3390 ;
   always @(posedge clk)
-    tfw2_w_gbase <= \$3386 ;
+    tfw2_w_gbase <= \$3391 ;
   always @(posedge clk)
-    tfw2_w_rem <= \$3387 ;
+    tfw2_w_rem <= \$3392 ;
   always @(posedge clk)
-    tfw2_wi <= \$3388 ;
+    tfw2_wi <= \$3393 ;
   always @(posedge clk)
-    tfw2_wo <= \$3389 ;
+    tfw2_wo <= \$3394 ;
   always @(posedge clk)
-    tfw2_wn <= \$3390 ;
+    tfw2_wn <= \$3395 ;
   always @(posedge clk)
-    tfw2_rv <= \$3391 ;
+    tfw2_rv <= \$3396 ;
   always @(posedge clk)
-    tfw2_rlast <= \$3392 ;
+    tfw2_rlast <= \$3397 ;
   always @(posedge clk)
-    tfw2_rrow <= \$3393 ;
+    tfw2_rrow <= \$3398 ;
   always @(posedge clk)
-    tfw2_rlanes <= \$3394 ;
+    tfw2_rlanes <= \$3399 ;
   always @(posedge clk)
-    tfw2_raddr <= \$3395 ;
+    tfw2_raddr <= \$3400 ;
   always @(posedge clk)
-    tfw2_rc0 <= \$3396 ;
+    tfw2_rc0 <= \$3401 ;
   always @(posedge clk)
-    tfw2_rc1 <= \$3397 ;
+    tfw2_rc1 <= \$3402 ;
   always @(posedge clk)
-    tfw2_rc2 <= \$3398 ;
+    tfw2_rc2 <= \$3403 ;
   always @(posedge clk)
-    tfw2_rc3 <= \$3399 ;
+    tfw2_rc3 <= \$3404 ;
   always @(posedge clk)
-    tfw2_done <= \$3400 ;
+    tfw2_done <= \$3405 ;
   always @(posedge clk)
-    tfw2_left <= \$3401 ;
+    tfw2_left <= \$3406 ;
   always @(posedge clk)
-    loss_p <= \$3402 ;
+    loss_p <= \$3407 ;
   always @(posedge clk)
-    loss_base <= \$3403 ;
+    loss_base <= \$3408 ;
   always @(posedge clk)
-    loss_gbase <= \$3404 ;
+    loss_gbase <= \$3409 ;
   always @(posedge clk)
-    loss_rem <= \$3405 ;
+    loss_rem <= \$3410 ;
   always @(posedge clk)
-    loss_running <= \$3406 ;
+    loss_running <= \$3411 ;
   always @(posedge clk)
-    loss_s <= \$3407 ;
+    loss_s <= \$3412 ;
   always @(posedge clk)
-    loss_g <= \$3408 ;
+    loss_g <= \$3413 ;
   always @(posedge clk)
-    loss_v1 <= \$3409 ;
+    loss_v1 <= \$3414 ;
   always @(posedge clk)
-    loss_i1 <= \$3410 ;
+    loss_i1 <= \$3415 ;
   always @(posedge clk)
-    loss_g1 <= \$3411 ;
+    loss_g1 <= \$3416 ;
   always @(posedge clk)
-    loss_first1 <= \$3412 ;
+    loss_first1 <= \$3417 ;
   always @(posedge clk)
-    loss_last1 <= \$3413 ;
+    loss_last1 <= \$3418 ;
   always @(posedge clk)
-    loss_end1 <= \$3414 ;
+    loss_end1 <= \$3419 ;
   always @(posedge clk)
-    loss_rg1 <= \$3415 ;
+    loss_rg1 <= \$3420 ;
   always @(posedge clk)
-    loss_runmax <= \$3416 ;
+    loss_runmax <= \$3421 ;
   always @(posedge clk)
-    loss_runqa <= \$3417 ;
+    loss_runqa <= \$3422 ;
   always @(posedge clk)
-    loss_v2 <= \$3418 ;
+    loss_v2 <= \$3423 ;
   always @(posedge clk)
-    loss_end2 <= \$3419 ;
+    loss_end2 <= \$3424 ;
   always @(posedge clk)
-    loss_best2 <= \$3420 ;
+    loss_best2 <= \$3425 ;
   always @(posedge clk)
-    loss_qa2 <= \$3421 ;
+    loss_qa2 <= \$3426 ;
   always @(posedge clk)
-    loss_r2 <= \$3422 ;
+    loss_r2 <= \$3427 ;
   always @(posedge clk)
-    loss_d2 <= \$3423 ;
+    loss_d2 <= \$3428 ;
   always @(posedge clk)
-    loss_a2 <= \$3424 ;
+    loss_a2 <= \$3429 ;
   always @(posedge clk)
-    loss_i2 <= \$3425 ;
+    loss_i2 <= \$3430 ;
   always @(posedge clk)
-    loss_rg2 <= \$3426 ;
+    loss_rg2 <= \$3431 ;
   always @(posedge clk)
-    loss_v3 <= \$3427 ;
+    loss_wt2 <= \$3432 ;
   always @(posedge clk)
-    loss_end3 <= \$3428 ;
+    loss_v3 <= \$3433 ;
   always @(posedge clk)
-    loss_prod3 <= \$3429 ;
+    loss_end3 <= \$3434 ;
   always @(posedge clk)
-    loss_qa3 <= \$3430 ;
+    loss_prod3 <= \$3435 ;
   always @(posedge clk)
-    loss_r3 <= \$3431 ;
+    loss_qa3 <= \$3436 ;
   always @(posedge clk)
-    loss_a3 <= \$3432 ;
+    loss_r3 <= \$3437 ;
   always @(posedge clk)
-    loss_i3 <= \$3433 ;
+    loss_a3 <= \$3438 ;
   always @(posedge clk)
-    loss_rg3 <= \$3434 ;
+    loss_i3 <= \$3439 ;
   always @(posedge clk)
-    loss_v4a <= \$3435 ;
+    loss_rg3 <= \$3440 ;
   always @(posedge clk)
-    loss_end4a <= \$3436 ;
+    loss_wt3 <= \$3441 ;
   always @(posedge clk)
-    loss_qa4a <= \$3437 ;
+    loss_v4a <= \$3442 ;
   always @(posedge clk)
-    loss_a4a <= \$3438 ;
+    loss_end4a <= \$3443 ;
   always @(posedge clk)
-    loss_i4a <= \$3439 ;
+    loss_qa4a <= \$3444 ;
   always @(posedge clk)
-    loss_rg4a <= \$3440 ;
+    loss_a4a <= \$3445 ;
   always @(posedge clk)
-    loss_r4a <= \$3441 ;
+    loss_i4a <= \$3446 ;
   always @(posedge clk)
-    loss_disc4a <= \$3442 ;
+    loss_rg4a <= \$3447 ;
   always @(posedge clk)
-    loss_v4b <= \$3443 ;
+    loss_wt4a <= \$3448 ;
   always @(posedge clk)
-    loss_end4b <= \$3444 ;
+    loss_r4a <= \$3449 ;
   always @(posedge clk)
-    loss_qa4b <= \$3445 ;
+    loss_disc4a <= \$3450 ;
   always @(posedge clk)
-    loss_a4b <= \$3446 ;
+    loss_v4b <= \$3451 ;
   always @(posedge clk)
-    loss_i4b <= \$3447 ;
+    loss_end4b <= \$3452 ;
   always @(posedge clk)
-    loss_rg4b <= \$3448 ;
+    loss_qa4b <= \$3453 ;
   always @(posedge clk)
-    loss_y4b <= \$3449 ;
+    loss_a4b <= \$3454 ;
   always @(posedge clk)
-    loss_v4c <= \$3450 ;
+    loss_i4b <= \$3455 ;
   always @(posedge clk)
-    loss_end4c <= \$3451 ;
+    loss_rg4b <= \$3456 ;
   always @(posedge clk)
-    loss_a4c <= \$3452 ;
+    loss_wt4b <= \$3457 ;
   always @(posedge clk)
-    loss_i4c <= \$3453 ;
+    loss_y4b <= \$3458 ;
   always @(posedge clk)
-    loss_rg4c <= \$3454 ;
+    loss_v4c <= \$3459 ;
   always @(posedge clk)
-    loss_diff4c <= \$3455 ;
+    loss_end4c <= \$3460 ;
   always @(posedge clk)
-    loss_sq <= \$3456 ;
+    loss_a4c <= \$3461 ;
   always @(posedge clk)
-    loss_sqv <= \$3457 ;
+    loss_i4c <= \$3462 ;
   always @(posedge clk)
-    loss_wsv <= \$3458 ;
+    loss_rg4c <= \$3463 ;
   always @(posedge clk)
-    loss_wsg <= \$3459 ;
+    loss_diff4c <= \$3464 ;
   always @(posedge clk)
-    loss_wsend <= \$3460 ;
+    loss_wdiff4c <= \$3465 ;
   always @(posedge clk)
-    loss_wsd <= \$3461 ;
+    loss_sq <= \$3466 ;
   always @(posedge clk)
-    loss_wsa <= \$3462 ;
+    loss_sqv <= \$3467 ;
   always @(posedge clk)
-    loss_wsi <= \$3463 ;
+    loss_wsv <= \$3468 ;
   always @(posedge clk)
-    loss_wsrg <= \$3464 ;
+    loss_wsg <= \$3469 ;
   always @(posedge clk)
-    loss_done <= \$3465 ;
+    loss_wsend <= \$3470 ;
   always @(posedge clk)
-    loss_left <= \$3466 ;
+    loss_wsd <= \$3471 ;
   always @(posedge clk)
-    bw2_p <= \$3467 ;
+    loss_wsa <= \$3472 ;
   always @(posedge clk)
-    bw2_base <= \$3468 ;
+    loss_wsi <= \$3473 ;
   always @(posedge clk)
-    bw2_gbase <= \$3469 ;
+    loss_wsrg <= \$3474 ;
   always @(posedge clk)
-    bw2_rem <= \$3470 ;
+    loss_done <= \$3475 ;
   always @(posedge clk)
-    bw2_running <= \$3471 ;
+    loss_left <= \$3476 ;
   always @(posedge clk)
-    bw2_o <= \$3472 ;
+    bw2_p <= \$3477 ;
   always @(posedge clk)
-    bw2_n <= \$3473 ;
+    bw2_base <= \$3478 ;
   always @(posedge clk)
-    bw2_t <= \$3474 ;
+    bw2_gbase <= \$3479 ;
   always @(posedge clk)
-    bw2_kl1 <= \$3475 ;
+    bw2_rem <= \$3480 ;
   always @(posedge clk)
-    bw2_osub1 <= \$3476 ;
+    bw2_running <= \$3481 ;
   always @(posedge clk)
-    bw2_nsub1 <= \$3477 ;
+    bw2_o <= \$3482 ;
   always @(posedge clk)
-    bw2_sv1 <= \$3478 ;
+    bw2_n <= \$3483 ;
   always @(posedge clk)
-    bw2_rv1 <= \$3479 ;
+    bw2_t <= \$3484 ;
   always @(posedge clk)
-    bw2_v1 <= \$3480 ;
+    bw2_kl1 <= \$3485 ;
   always @(posedge clk)
-    bw2_l1 <= \$3481 ;
+    bw2_osub1 <= \$3486 ;
   always @(posedge clk)
-    \i__valid$243  <= \$3482 ;
+    bw2_nsub1 <= \$3487 ;
   always @(posedge clk)
-    bw2_a0 <= \$3483 ;
+    bw2_sv1 <= \$3488 ;
   always @(posedge clk)
-    bw2_a1 <= \$3484 ;
+    bw2_rv1 <= \$3489 ;
   always @(posedge clk)
-    bw2_a2 <= \$3485 ;
+    bw2_v1 <= \$3490 ;
   always @(posedge clk)
-    bw2_a3 <= \$3486 ;
+    bw2_l1 <= \$3491 ;
   always @(posedge clk)
-    bw2_b0 <= \$3487 ;
+    \i__valid$243  <= \$3492 ;
   always @(posedge clk)
-    bw2_b1 <= \$3488 ;
+    bw2_a0 <= \$3493 ;
   always @(posedge clk)
-    bw2_b2 <= \$3489 ;
+    bw2_a1 <= \$3494 ;
   always @(posedge clk)
-    bw2_b3 <= \$3490 ;
+    bw2_a2 <= \$3495 ;
   always @(posedge clk)
-    bw2_last <= \$3491 ;
+    bw2_a3 <= \$3496 ;
   always @(posedge clk)
-    bw2_w_p <= \$3492 ;
+    bw2_b0 <= \$3497 ;
   always @(posedge clk)
-    bw2_w_base <= \$3493 ;
+    bw2_b1 <= \$3498 ;
   always @(posedge clk)
-    bw2_w_gbase <= \$3494 ;
+    bw2_b2 <= \$3499 ;
   always @(posedge clk)
-    bw2_w_rem <= \$3495 ;
+    bw2_b3 <= \$3500 ;
   always @(posedge clk)
-    bw2_wi <= \$3496 ;
+    bw2_last <= \$3501 ;
   always @(posedge clk)
-    bw2_wo <= \$3497 ;
+    bw2_w_p <= \$3502 ;
   always @(posedge clk)
-    bw2_wn <= \$3498 ;
+    bw2_w_base <= \$3503 ;
   always @(posedge clk)
-    bw2_rv <= \$3499 ;
+    bw2_w_gbase <= \$3504 ;
   always @(posedge clk)
-    bw2_rlast <= \$3500 ;
+    bw2_w_rem <= \$3505 ;
   always @(posedge clk)
-    bw2_rrow <= \$3501 ;
+    bw2_wi <= \$3506 ;
   always @(posedge clk)
-    bw2_rnsub <= \$3502 ;
+    bw2_wo <= \$3507 ;
   always @(posedge clk)
-    bw2_rlanes <= \$3503 ;
+    bw2_wn <= \$3508 ;
   always @(posedge clk)
-    bw2_raddr <= \$3504 ;
+    bw2_rv <= \$3509 ;
   always @(posedge clk)
-    bw2_rc0 <= \$3505 ;
+    bw2_rlast <= \$3510 ;
   always @(posedge clk)
-    bw2_rc1 <= \$3506 ;
+    bw2_rrow <= \$3511 ;
   always @(posedge clk)
-    bw2_rc2 <= \$3507 ;
+    bw2_rnsub <= \$3512 ;
   always @(posedge clk)
-    bw2_rc3 <= \$3508 ;
+    bw2_rlanes <= \$3513 ;
   always @(posedge clk)
-    bw2_done <= \$3509 ;
+    bw2_raddr <= \$3514 ;
   always @(posedge clk)
-    bw2_left <= \$3510 ;
+    bw2_rc0 <= \$3515 ;
   always @(posedge clk)
-    bw1_p <= \$3511 ;
+    bw2_rc1 <= \$3516 ;
   always @(posedge clk)
-    bw1_base <= \$3512 ;
+    bw2_rc2 <= \$3517 ;
   always @(posedge clk)
-    bw1_gbase <= \$3513 ;
+    bw2_rc3 <= \$3518 ;
   always @(posedge clk)
-    bw1_rem <= \$3514 ;
+    bw2_done <= \$3519 ;
   always @(posedge clk)
-    bw1_running <= \$3515 ;
+    bw2_left <= \$3520 ;
   always @(posedge clk)
-    bw1_o <= \$3516 ;
+    bw1_p <= \$3521 ;
   always @(posedge clk)
-    bw1_n <= \$3517 ;
+    bw1_base <= \$3522 ;
   always @(posedge clk)
-    bw1_t <= \$3518 ;
+    bw1_gbase <= \$3523 ;
   always @(posedge clk)
-    bw1_kl1 <= \$3519 ;
+    bw1_rem <= \$3524 ;
   always @(posedge clk)
-    bw1_osub1 <= \$3520 ;
+    bw1_running <= \$3525 ;
   always @(posedge clk)
-    bw1_nsub1 <= \$3521 ;
+    bw1_o <= \$3526 ;
   always @(posedge clk)
-    bw1_sv1 <= \$3522 ;
+    bw1_n <= \$3527 ;
   always @(posedge clk)
-    bw1_rv1 <= \$3523 ;
+    bw1_t <= \$3528 ;
   always @(posedge clk)
-    bw1_v1 <= \$3524 ;
+    bw1_kl1 <= \$3529 ;
   always @(posedge clk)
-    bw1_l1 <= \$3525 ;
+    bw1_osub1 <= \$3530 ;
   always @(posedge clk)
-    \i__valid$276  <= \$3526 ;
+    bw1_nsub1 <= \$3531 ;
   always @(posedge clk)
-    bw1_a0 <= \$3527 ;
+    bw1_sv1 <= \$3532 ;
   always @(posedge clk)
-    bw1_a1 <= \$3528 ;
+    bw1_rv1 <= \$3533 ;
   always @(posedge clk)
-    bw1_a2 <= \$3529 ;
+    bw1_v1 <= \$3534 ;
   always @(posedge clk)
-    bw1_a3 <= \$3530 ;
+    bw1_l1 <= \$3535 ;
   always @(posedge clk)
-    bw1_b0 <= \$3531 ;
+    \i__valid$276  <= \$3536 ;
   always @(posedge clk)
-    bw1_b1 <= \$3532 ;
+    bw1_a0 <= \$3537 ;
   always @(posedge clk)
-    bw1_b2 <= \$3533 ;
+    bw1_a1 <= \$3538 ;
   always @(posedge clk)
-    bw1_b3 <= \$3534 ;
+    bw1_a2 <= \$3539 ;
   always @(posedge clk)
-    bw1_last <= \$3535 ;
+    bw1_a3 <= \$3540 ;
   always @(posedge clk)
-    bw1_w_p <= \$3536 ;
+    bw1_b0 <= \$3541 ;
   always @(posedge clk)
-    bw1_w_base <= \$3537 ;
+    bw1_b1 <= \$3542 ;
   always @(posedge clk)
-    bw1_w_gbase <= \$3538 ;
+    bw1_b2 <= \$3543 ;
   always @(posedge clk)
-    bw1_w_rem <= \$3539 ;
+    bw1_b3 <= \$3544 ;
   always @(posedge clk)
-    bw1_wi <= \$3540 ;
+    bw1_last <= \$3545 ;
   always @(posedge clk)
-    bw1_wo <= \$3541 ;
+    bw1_w_p <= \$3546 ;
   always @(posedge clk)
-    bw1_wn <= \$3542 ;
+    bw1_w_base <= \$3547 ;
   always @(posedge clk)
-    bw1_rv <= \$3543 ;
+    bw1_w_gbase <= \$3548 ;
   always @(posedge clk)
-    bw1_rlast <= \$3544 ;
+    bw1_w_rem <= \$3549 ;
   always @(posedge clk)
-    bw1_rrow <= \$3545 ;
+    bw1_wi <= \$3550 ;
   always @(posedge clk)
-    bw1_rnsub <= \$3546 ;
+    bw1_wo <= \$3551 ;
   always @(posedge clk)
-    bw1_rlanes <= \$3547 ;
+    bw1_wn <= \$3552 ;
   always @(posedge clk)
-    bw1_raddr <= \$3548 ;
+    bw1_rv <= \$3553 ;
   always @(posedge clk)
-    bw1_rc0 <= \$3549 ;
+    bw1_rlast <= \$3554 ;
   always @(posedge clk)
-    bw1_rc1 <= \$3550 ;
+    bw1_rrow <= \$3555 ;
   always @(posedge clk)
-    bw1_rc2 <= \$3551 ;
+    bw1_rnsub <= \$3556 ;
   always @(posedge clk)
-    bw1_rc3 <= \$3552 ;
+    bw1_rlanes <= \$3557 ;
   always @(posedge clk)
-    bw1_done <= \$3553 ;
+    bw1_raddr <= \$3558 ;
   always @(posedge clk)
-    bw1_left <= \$3554 ;
+    bw1_rc0 <= \$3559 ;
   always @(posedge clk)
-    wa0_p <= \$3555 ;
+    bw1_rc1 <= \$3560 ;
   always @(posedge clk)
-    wa0_base <= \$3556 ;
+    bw1_rc2 <= \$3561 ;
   always @(posedge clk)
-    wa0_gbase <= \$3557 ;
+    bw1_rc3 <= \$3562 ;
   always @(posedge clk)
-    wa0_rem <= \$3558 ;
+    bw1_done <= \$3563 ;
   always @(posedge clk)
-    wa0_running <= \$3559 ;
+    bw1_left <= \$3564 ;
   always @(posedge clk)
-    wa0_o <= \$3560 ;
+    wa0_p <= \$3565 ;
   always @(posedge clk)
-    wa0_n <= \$3561 ;
+    wa0_base <= \$3566 ;
   always @(posedge clk)
-    wa0_t <= \$3562 ;
+    wa0_gbase <= \$3567 ;
   always @(posedge clk)
-    wa0_kl1 <= \$3563 ;
+    wa0_rem <= \$3568 ;
   always @(posedge clk)
-    wa0_o1 <= \$3564 ;
+    wa0_running <= \$3569 ;
   always @(posedge clk)
-    wa0_osub1 <= \$3565 ;
+    wa0_o <= \$3570 ;
   always @(posedge clk)
-    wa0_nsub1 <= \$3566 ;
+    wa0_n <= \$3571 ;
   always @(posedge clk)
-    wa0_cv1 <= \$3567 ;
+    wa0_t <= \$3572 ;
   always @(posedge clk)
-    wa0_v1 <= \$3568 ;
+    wa0_kl1 <= \$3573 ;
   always @(posedge clk)
-    wa0_l1 <= \$3569 ;
+    wa0_o1 <= \$3574 ;
   always @(posedge clk)
-    \i__valid$310  <= \$3570 ;
+    wa0_osub1 <= \$3575 ;
   always @(posedge clk)
-    wa0_a0 <= \$3571 ;
+    wa0_nsub1 <= \$3576 ;
   always @(posedge clk)
-    wa0_a1 <= \$3572 ;
+    wa0_cv1 <= \$3577 ;
   always @(posedge clk)
-    wa0_a2 <= \$3573 ;
+    wa0_v1 <= \$3578 ;
   always @(posedge clk)
-    wa0_a3 <= \$3574 ;
+    wa0_l1 <= \$3579 ;
   always @(posedge clk)
-    wa0_b0 <= \$3575 ;
+    \i__valid$310  <= \$3580 ;
   always @(posedge clk)
-    wa0_b1 <= \$3576 ;
+    wa0_a0 <= \$3581 ;
   always @(posedge clk)
-    wa0_b2 <= \$3577 ;
+    wa0_a1 <= \$3582 ;
   always @(posedge clk)
-    wa0_b3 <= \$3578 ;
+    wa0_a2 <= \$3583 ;
   always @(posedge clk)
-    wa0_last <= \$3579 ;
+    wa0_a3 <= \$3584 ;
   always @(posedge clk)
-    wa0_w_p <= \$3580 ;
+    wa0_b0 <= \$3585 ;
   always @(posedge clk)
-    wa0_w_base <= \$3581 ;
+    wa0_b1 <= \$3586 ;
   always @(posedge clk)
-    wa0_w_gbase <= \$3582 ;
+    wa0_b2 <= \$3587 ;
   always @(posedge clk)
-    wa0_w_rem <= \$3583 ;
+    wa0_b3 <= \$3588 ;
   always @(posedge clk)
-    wa0_wi <= \$3584 ;
+    wa0_last <= \$3589 ;
   always @(posedge clk)
-    wa0_wo <= \$3585 ;
+    wa0_w_p <= \$3590 ;
   always @(posedge clk)
-    wa0_wn <= \$3586 ;
+    wa0_w_base <= \$3591 ;
   always @(posedge clk)
-    wa0_rv <= \$3587 ;
+    wa0_w_gbase <= \$3592 ;
   always @(posedge clk)
-    wa0_rlast <= \$3588 ;
+    wa0_w_rem <= \$3593 ;
   always @(posedge clk)
-    wa0_rrow <= \$3589 ;
+    wa0_wi <= \$3594 ;
   always @(posedge clk)
-    wa0_rnsub <= \$3590 ;
+    wa0_wo <= \$3595 ;
   always @(posedge clk)
-    wa0_rlanes <= \$3591 ;
+    wa0_wn <= \$3596 ;
   always @(posedge clk)
-    wa0_raddr <= \$3592 ;
+    wa0_rv <= \$3597 ;
   always @(posedge clk)
-    wa0_rfirst <= \$3593 ;
+    wa0_rlast <= \$3598 ;
   always @(posedge clk)
-    wa0_rovf <= \$3594 ;
+    wa0_rrow <= \$3599 ;
   always @(posedge clk)
-    wa0_rtend <= \$3595 ;
+    wa0_rnsub <= \$3600 ;
   always @(posedge clk)
-    wa0_rlastitem <= \$3596 ;
+    wa0_rlanes <= \$3601 ;
   always @(posedge clk)
-    wa0_rc0 <= \$3597 ;
+    wa0_raddr <= \$3602 ;
   always @(posedge clk)
-    wa0_rc1 <= \$3598 ;
+    wa0_rfirst <= \$3603 ;
   always @(posedge clk)
-    wa0_rc2 <= \$3599 ;
+    wa0_rovf <= \$3604 ;
   always @(posedge clk)
-    wa0_rc3 <= \$3600 ;
+    wa0_rtend <= \$3605 ;
   always @(posedge clk)
-    wa0_qv <= \$3601 ;
+    wa0_rlastitem <= \$3606 ;
   always @(posedge clk)
-    wa0_qaddr <= \$3602 ;
+    wa0_rc0 <= \$3607 ;
   always @(posedge clk)
-    wa0_qrow <= \$3603 ;
+    wa0_rc1 <= \$3608 ;
   always @(posedge clk)
-    wa0_qlanes <= \$3604 ;
+    wa0_rc2 <= \$3609 ;
   always @(posedge clk)
-    wa0_qfirst <= \$3605 ;
+    wa0_rc3 <= \$3610 ;
   always @(posedge clk)
-    wa0_qovf <= \$3606 ;
+    wa0_qv <= \$3611 ;
   always @(posedge clk)
-    wa0_qlast <= \$3607 ;
+    wa0_qaddr <= \$3612 ;
   always @(posedge clk)
-    wa0_qtend <= \$3608 ;
+    wa0_qrow <= \$3613 ;
   always @(posedge clk)
-    wa0_qlastitem <= \$3609 ;
+    wa0_qlanes <= \$3614 ;
   always @(posedge clk)
-    wa0_qc0 <= \$3610 ;
+    wa0_qfirst <= \$3615 ;
   always @(posedge clk)
-    wa0_qc1 <= \$3611 ;
+    wa0_qovf <= \$3616 ;
   always @(posedge clk)
-    wa0_qc2 <= \$3612 ;
+    wa0_qlast <= \$3617 ;
   always @(posedge clk)
-    wa0_qc3 <= \$3613 ;
+    wa0_qtend <= \$3618 ;
   always @(posedge clk)
-    wa0_qold0 <= \$3614 ;
+    wa0_qlastitem <= \$3619 ;
   always @(posedge clk)
-    wa0_qold1 <= \$3615 ;
+    wa0_qc0 <= \$3620 ;
   always @(posedge clk)
-    wa0_qold2 <= \$3616 ;
+    wa0_qc1 <= \$3621 ;
   always @(posedge clk)
-    wa0_qold3 <= \$3617 ;
+    wa0_qc2 <= \$3622 ;
   always @(posedge clk)
-    wa0_uv <= \$3618 ;
+    wa0_qc3 <= \$3623 ;
   always @(posedge clk)
-    wa0_ulast <= \$3619 ;
+    wa0_qold0 <= \$3624 ;
   always @(posedge clk)
-    wa0_uaddr <= \$3620 ;
+    wa0_qold1 <= \$3625 ;
   always @(posedge clk)
-    wa0_urow <= \$3621 ;
+    wa0_qold2 <= \$3626 ;
   always @(posedge clk)
-    wa0_ulanes <= \$3622 ;
+    wa0_qold3 <= \$3627 ;
   always @(posedge clk)
-    wa0_usum <= \$3623 ;
+    wa0_uv <= \$3628 ;
   always @(posedge clk)
-    wa0_utend <= \$3624 ;
+    wa0_ulast <= \$3629 ;
   always @(posedge clk)
-    wa0_ulastitem <= \$3625 ;
+    wa0_uaddr <= \$3630 ;
   always @(posedge clk)
-    wa0_done <= \$3626 ;
+    wa0_urow <= \$3631 ;
   always @(posedge clk)
-    wa0_left <= \$3627 ;
+    wa0_ulanes <= \$3632 ;
   always @(posedge clk)
-    wa0_tiles <= \$3628 ;
+    wa0_usum <= \$3633 ;
   always @(posedge clk)
-    wa0_inlast <= \$3629 ;
+    wa0_utend <= \$3634 ;
   always @(posedge clk)
-    wa1_p <= \$3630 ;
+    wa0_ulastitem <= \$3635 ;
   always @(posedge clk)
-    wa1_base <= \$3631 ;
+    wa0_done <= \$3636 ;
   always @(posedge clk)
-    wa1_gbase <= \$3632 ;
+    wa0_left <= \$3637 ;
   always @(posedge clk)
-    wa1_rem <= \$3633 ;
+    wa0_tiles <= \$3638 ;
   always @(posedge clk)
-    wa1_running <= \$3634 ;
+    wa0_inlast <= \$3639 ;
   always @(posedge clk)
-    wa1_o <= \$3635 ;
+    wa1_p <= \$3640 ;
   always @(posedge clk)
-    wa1_n <= \$3636 ;
+    wa1_base <= \$3641 ;
   always @(posedge clk)
-    wa1_t <= \$3637 ;
+    wa1_gbase <= \$3642 ;
   always @(posedge clk)
-    wa1_kl1 <= \$3638 ;
+    wa1_rem <= \$3643 ;
   always @(posedge clk)
-    wa1_o1 <= \$3639 ;
+    wa1_running <= \$3644 ;
   always @(posedge clk)
-    wa1_osub1 <= \$3640 ;
+    wa1_o <= \$3645 ;
   always @(posedge clk)
-    wa1_nsub1 <= \$3641 ;
+    wa1_n <= \$3646 ;
   always @(posedge clk)
-    wa1_cv1 <= \$3642 ;
+    wa1_t <= \$3647 ;
   always @(posedge clk)
-    wa1_v1 <= \$3643 ;
+    wa1_kl1 <= \$3648 ;
   always @(posedge clk)
-    wa1_l1 <= \$3644 ;
+    wa1_o1 <= \$3649 ;
   always @(posedge clk)
-    \i__valid$363  <= \$3645 ;
+    wa1_osub1 <= \$3650 ;
   always @(posedge clk)
-    wa1_a0 <= \$3646 ;
+    wa1_nsub1 <= \$3651 ;
   always @(posedge clk)
-    wa1_a1 <= \$3647 ;
+    wa1_cv1 <= \$3652 ;
   always @(posedge clk)
-    wa1_a2 <= \$3648 ;
+    wa1_v1 <= \$3653 ;
   always @(posedge clk)
-    wa1_a3 <= \$3649 ;
+    wa1_l1 <= \$3654 ;
   always @(posedge clk)
-    wa1_b0 <= \$3650 ;
+    \i__valid$363  <= \$3655 ;
   always @(posedge clk)
-    wa1_b1 <= \$3651 ;
+    wa1_a0 <= \$3656 ;
   always @(posedge clk)
-    wa1_b2 <= \$3652 ;
+    wa1_a1 <= \$3657 ;
   always @(posedge clk)
-    wa1_b3 <= \$3653 ;
+    wa1_a2 <= \$3658 ;
   always @(posedge clk)
-    wa1_last <= \$3654 ;
+    wa1_a3 <= \$3659 ;
   always @(posedge clk)
-    wa1_w_p <= \$3655 ;
+    wa1_b0 <= \$3660 ;
   always @(posedge clk)
-    wa1_w_base <= \$3656 ;
+    wa1_b1 <= \$3661 ;
   always @(posedge clk)
-    wa1_w_gbase <= \$3657 ;
+    wa1_b2 <= \$3662 ;
   always @(posedge clk)
-    wa1_w_rem <= \$3658 ;
+    wa1_b3 <= \$3663 ;
   always @(posedge clk)
-    wa1_wi <= \$3659 ;
+    wa1_last <= \$3664 ;
   always @(posedge clk)
-    wa1_wo <= \$3660 ;
+    wa1_w_p <= \$3665 ;
   always @(posedge clk)
-    wa1_wn <= \$3661 ;
+    wa1_w_base <= \$3666 ;
   always @(posedge clk)
-    wa1_rv <= \$3662 ;
+    wa1_w_gbase <= \$3667 ;
   always @(posedge clk)
-    wa1_rlast <= \$3663 ;
+    wa1_w_rem <= \$3668 ;
   always @(posedge clk)
-    wa1_rrow <= \$3664 ;
+    wa1_wi <= \$3669 ;
   always @(posedge clk)
-    wa1_rnsub <= \$3665 ;
+    wa1_wo <= \$3670 ;
   always @(posedge clk)
-    wa1_rlanes <= \$3666 ;
+    wa1_wn <= \$3671 ;
   always @(posedge clk)
-    wa1_raddr <= \$3667 ;
+    wa1_rv <= \$3672 ;
   always @(posedge clk)
-    wa1_rfirst <= \$3668 ;
+    wa1_rlast <= \$3673 ;
   always @(posedge clk)
-    wa1_rovf <= \$3669 ;
+    wa1_rrow <= \$3674 ;
   always @(posedge clk)
-    wa1_rtend <= \$3670 ;
+    wa1_rnsub <= \$3675 ;
   always @(posedge clk)
-    wa1_rlastitem <= \$3671 ;
+    wa1_rlanes <= \$3676 ;
   always @(posedge clk)
-    wa1_rc0 <= \$3672 ;
+    wa1_raddr <= \$3677 ;
   always @(posedge clk)
-    wa1_rc1 <= \$3673 ;
+    wa1_rfirst <= \$3678 ;
   always @(posedge clk)
-    wa1_rc2 <= \$3674 ;
+    wa1_rovf <= \$3679 ;
   always @(posedge clk)
-    wa1_rc3 <= \$3675 ;
+    wa1_rtend <= \$3680 ;
   always @(posedge clk)
-    wa1_qv <= \$3676 ;
+    wa1_rlastitem <= \$3681 ;
   always @(posedge clk)
-    wa1_qaddr <= \$3677 ;
+    wa1_rc0 <= \$3682 ;
   always @(posedge clk)
-    wa1_qrow <= \$3678 ;
+    wa1_rc1 <= \$3683 ;
   always @(posedge clk)
-    wa1_qlanes <= \$3679 ;
+    wa1_rc2 <= \$3684 ;
   always @(posedge clk)
-    wa1_qfirst <= \$3680 ;
+    wa1_rc3 <= \$3685 ;
   always @(posedge clk)
-    wa1_qovf <= \$3681 ;
+    wa1_qv <= \$3686 ;
   always @(posedge clk)
-    wa1_qlast <= \$3682 ;
+    wa1_qaddr <= \$3687 ;
   always @(posedge clk)
-    wa1_qtend <= \$3683 ;
+    wa1_qrow <= \$3688 ;
   always @(posedge clk)
-    wa1_qlastitem <= \$3684 ;
+    wa1_qlanes <= \$3689 ;
   always @(posedge clk)
-    wa1_qc0 <= \$3685 ;
+    wa1_qfirst <= \$3690 ;
   always @(posedge clk)
-    wa1_qc1 <= \$3686 ;
+    wa1_qovf <= \$3691 ;
   always @(posedge clk)
-    wa1_qc2 <= \$3687 ;
+    wa1_qlast <= \$3692 ;
   always @(posedge clk)
-    wa1_qc3 <= \$3688 ;
+    wa1_qtend <= \$3693 ;
   always @(posedge clk)
-    wa1_qold0 <= \$3689 ;
+    wa1_qlastitem <= \$3694 ;
   always @(posedge clk)
-    wa1_qold1 <= \$3690 ;
+    wa1_qc0 <= \$3695 ;
   always @(posedge clk)
-    wa1_qold2 <= \$3691 ;
+    wa1_qc1 <= \$3696 ;
   always @(posedge clk)
-    wa1_qold3 <= \$3692 ;
+    wa1_qc2 <= \$3697 ;
   always @(posedge clk)
-    wa1_uv <= \$3693 ;
+    wa1_qc3 <= \$3698 ;
   always @(posedge clk)
-    wa1_ulast <= \$3694 ;
+    wa1_qold0 <= \$3699 ;
   always @(posedge clk)
-    wa1_uaddr <= \$3695 ;
+    wa1_qold1 <= \$3700 ;
   always @(posedge clk)
-    wa1_urow <= \$3696 ;
+    wa1_qold2 <= \$3701 ;
   always @(posedge clk)
-    wa1_ulanes <= \$3697 ;
+    wa1_qold3 <= \$3702 ;
   always @(posedge clk)
-    wa1_usum <= \$3698 ;
+    wa1_uv <= \$3703 ;
   always @(posedge clk)
-    wa1_utend <= \$3699 ;
+    wa1_ulast <= \$3704 ;
   always @(posedge clk)
-    wa1_ulastitem <= \$3700 ;
+    wa1_uaddr <= \$3705 ;
   always @(posedge clk)
-    wa1_done <= \$3701 ;
+    wa1_urow <= \$3706 ;
   always @(posedge clk)
-    wa1_left <= \$3702 ;
+    wa1_ulanes <= \$3707 ;
   always @(posedge clk)
-    wa1_tiles <= \$3703 ;
+    wa1_usum <= \$3708 ;
   always @(posedge clk)
-    wa1_inlast <= \$3704 ;
+    wa1_utend <= \$3709 ;
   always @(posedge clk)
-    wa2_p <= \$3705 ;
+    wa1_ulastitem <= \$3710 ;
   always @(posedge clk)
-    wa2_base <= \$3706 ;
+    wa1_done <= \$3711 ;
   always @(posedge clk)
-    wa2_gbase <= \$3707 ;
+    wa1_left <= \$3712 ;
   always @(posedge clk)
-    wa2_rem <= \$3708 ;
+    wa1_tiles <= \$3713 ;
   always @(posedge clk)
-    wa2_running <= \$3709 ;
+    wa1_inlast <= \$3714 ;
   always @(posedge clk)
-    wa2_o <= \$3710 ;
+    wa2_p <= \$3715 ;
   always @(posedge clk)
-    wa2_n <= \$3711 ;
+    wa2_base <= \$3716 ;
   always @(posedge clk)
-    wa2_t <= \$3712 ;
+    wa2_gbase <= \$3717 ;
   always @(posedge clk)
-    wa2_kl1 <= \$3713 ;
+    wa2_rem <= \$3718 ;
   always @(posedge clk)
-    wa2_o1 <= \$3714 ;
+    wa2_running <= \$3719 ;
   always @(posedge clk)
-    wa2_osub1 <= \$3715 ;
+    wa2_o <= \$3720 ;
   always @(posedge clk)
-    wa2_nsub1 <= \$3716 ;
+    wa2_n <= \$3721 ;
   always @(posedge clk)
-    wa2_cv1 <= \$3717 ;
+    wa2_t <= \$3722 ;
   always @(posedge clk)
-    wa2_v1 <= \$3718 ;
+    wa2_kl1 <= \$3723 ;
   always @(posedge clk)
-    wa2_l1 <= \$3719 ;
+    wa2_o1 <= \$3724 ;
   always @(posedge clk)
-    \i__valid$416  <= \$3720 ;
+    wa2_osub1 <= \$3725 ;
   always @(posedge clk)
-    wa2_a0 <= \$3721 ;
+    wa2_nsub1 <= \$3726 ;
   always @(posedge clk)
-    wa2_a1 <= \$3722 ;
+    wa2_cv1 <= \$3727 ;
   always @(posedge clk)
-    wa2_a2 <= \$3723 ;
+    wa2_v1 <= \$3728 ;
   always @(posedge clk)
-    wa2_a3 <= \$3724 ;
+    wa2_l1 <= \$3729 ;
   always @(posedge clk)
-    wa2_b0 <= \$3725 ;
+    \i__valid$416  <= \$3730 ;
   always @(posedge clk)
-    wa2_b1 <= \$3726 ;
+    wa2_a0 <= \$3731 ;
   always @(posedge clk)
-    wa2_b2 <= \$3727 ;
+    wa2_a1 <= \$3732 ;
   always @(posedge clk)
-    wa2_b3 <= \$3728 ;
+    wa2_a2 <= \$3733 ;
   always @(posedge clk)
-    wa2_last <= \$3729 ;
+    wa2_a3 <= \$3734 ;
   always @(posedge clk)
-    wa2_w_p <= \$3730 ;
+    wa2_b0 <= \$3735 ;
   always @(posedge clk)
-    wa2_w_base <= \$3731 ;
+    wa2_b1 <= \$3736 ;
   always @(posedge clk)
-    wa2_w_gbase <= \$3732 ;
+    wa2_b2 <= \$3737 ;
   always @(posedge clk)
-    wa2_w_rem <= \$3733 ;
+    wa2_b3 <= \$3738 ;
   always @(posedge clk)
-    wa2_wi <= \$3734 ;
+    wa2_last <= \$3739 ;
   always @(posedge clk)
-    wa2_wo <= \$3735 ;
+    wa2_w_p <= \$3740 ;
   always @(posedge clk)
-    wa2_wn <= \$3736 ;
+    wa2_w_base <= \$3741 ;
   always @(posedge clk)
-    wa2_rv <= \$3737 ;
+    wa2_w_gbase <= \$3742 ;
   always @(posedge clk)
-    wa2_rlast <= \$3738 ;
+    wa2_w_rem <= \$3743 ;
   always @(posedge clk)
-    wa2_rrow <= \$3739 ;
+    wa2_wi <= \$3744 ;
   always @(posedge clk)
-    wa2_rnsub <= \$3740 ;
+    wa2_wo <= \$3745 ;
   always @(posedge clk)
-    wa2_rlanes <= \$3741 ;
+    wa2_wn <= \$3746 ;
   always @(posedge clk)
-    wa2_raddr <= \$3742 ;
+    wa2_rv <= \$3747 ;
   always @(posedge clk)
-    wa2_rfirst <= \$3743 ;
+    wa2_rlast <= \$3748 ;
   always @(posedge clk)
-    wa2_rovf <= \$3744 ;
+    wa2_rrow <= \$3749 ;
   always @(posedge clk)
-    wa2_rtend <= \$3745 ;
+    wa2_rnsub <= \$3750 ;
   always @(posedge clk)
-    wa2_rlastitem <= \$3746 ;
+    wa2_rlanes <= \$3751 ;
   always @(posedge clk)
-    wa2_rc0 <= \$3747 ;
+    wa2_raddr <= \$3752 ;
   always @(posedge clk)
-    wa2_rc1 <= \$3748 ;
+    wa2_rfirst <= \$3753 ;
   always @(posedge clk)
-    wa2_rc2 <= \$3749 ;
+    wa2_rovf <= \$3754 ;
   always @(posedge clk)
-    wa2_rc3 <= \$3750 ;
+    wa2_rtend <= \$3755 ;
   always @(posedge clk)
-    wa2_qv <= \$3751 ;
+    wa2_rlastitem <= \$3756 ;
   always @(posedge clk)
-    wa2_qaddr <= \$3752 ;
+    wa2_rc0 <= \$3757 ;
   always @(posedge clk)
-    wa2_qrow <= \$3753 ;
+    wa2_rc1 <= \$3758 ;
   always @(posedge clk)
-    wa2_qlanes <= \$3754 ;
+    wa2_rc2 <= \$3759 ;
   always @(posedge clk)
-    wa2_qfirst <= \$3755 ;
+    wa2_rc3 <= \$3760 ;
   always @(posedge clk)
-    wa2_qovf <= \$3756 ;
+    wa2_qv <= \$3761 ;
   always @(posedge clk)
-    wa2_qlast <= \$3757 ;
+    wa2_qaddr <= \$3762 ;
   always @(posedge clk)
-    wa2_qtend <= \$3758 ;
+    wa2_qrow <= \$3763 ;
   always @(posedge clk)
-    wa2_qlastitem <= \$3759 ;
+    wa2_qlanes <= \$3764 ;
   always @(posedge clk)
-    wa2_qc0 <= \$3760 ;
+    wa2_qfirst <= \$3765 ;
   always @(posedge clk)
-    wa2_qc1 <= \$3761 ;
+    wa2_qovf <= \$3766 ;
   always @(posedge clk)
-    wa2_qc2 <= \$3762 ;
+    wa2_qlast <= \$3767 ;
   always @(posedge clk)
-    wa2_qc3 <= \$3763 ;
+    wa2_qtend <= \$3768 ;
   always @(posedge clk)
-    wa2_qold0 <= \$3764 ;
+    wa2_qlastitem <= \$3769 ;
   always @(posedge clk)
-    wa2_qold1 <= \$3765 ;
+    wa2_qc0 <= \$3770 ;
   always @(posedge clk)
-    wa2_qold2 <= \$3766 ;
+    wa2_qc1 <= \$3771 ;
   always @(posedge clk)
-    wa2_qold3 <= \$3767 ;
+    wa2_qc2 <= \$3772 ;
   always @(posedge clk)
-    wa2_uv <= \$3768 ;
+    wa2_qc3 <= \$3773 ;
   always @(posedge clk)
-    wa2_ulast <= \$3769 ;
+    wa2_qold0 <= \$3774 ;
   always @(posedge clk)
-    wa2_uaddr <= \$3770 ;
+    wa2_qold1 <= \$3775 ;
   always @(posedge clk)
-    wa2_urow <= \$3771 ;
+    wa2_qold2 <= \$3776 ;
   always @(posedge clk)
-    wa2_ulanes <= \$3772 ;
+    wa2_qold3 <= \$3777 ;
   always @(posedge clk)
-    wa2_usum <= \$3773 ;
+    wa2_uv <= \$3778 ;
   always @(posedge clk)
-    wa2_utend <= \$3774 ;
+    wa2_ulast <= \$3779 ;
   always @(posedge clk)
-    wa2_ulastitem <= \$3775 ;
+    wa2_uaddr <= \$3780 ;
   always @(posedge clk)
-    wa2_done <= \$3776 ;
+    wa2_urow <= \$3781 ;
   always @(posedge clk)
-    wa2_left <= \$3777 ;
+    wa2_ulanes <= \$3782 ;
   always @(posedge clk)
-    wa2_tiles <= \$3778 ;
+    wa2_usum <= \$3783 ;
   always @(posedge clk)
-    wa2_inlast <= \$3779 ;
+    wa2_utend <= \$3784 ;
   always @(posedge clk)
-    wu0_running <= \$3780 ;
+    wa2_ulastitem <= \$3785 ;
   always @(posedge clk)
-    wu0_finished <= \$3781 ;
+    wa2_done <= \$3786 ;
   always @(posedge clk)
-    wu0_rg <= \$3782 ;
+    wa2_left <= \$3787 ;
   always @(posedge clk)
-    wu0_cg <= \$3783 ;
+    wa2_tiles <= \$3788 ;
   always @(posedge clk)
-    wu0_r <= \$3784 ;
+    wa2_inlast <= \$3789 ;
   always @(posedge clk)
-    wu0_v1 <= \$3785 ;
+    wu0_running <= \$3790 ;
   always @(posedge clk)
-    wu0_r1 <= \$3786 ;
+    wu0_finished <= \$3791 ;
   always @(posedge clk)
-    wu0_a1 <= \$3787 ;
+    wu0_rg <= \$3792 ;
   always @(posedge clk)
-    wu0_e1 <= \$3788 ;
+    wu0_cg <= \$3793 ;
   always @(posedge clk)
-    wu0_v2 <= \$3789 ;
+    wu0_r <= \$3794 ;
   always @(posedge clk)
-    wu0_r2 <= \$3790 ;
+    wu0_v1 <= \$3795 ;
   always @(posedge clk)
-    wu0_a2 <= \$3791 ;
+    wu0_r1 <= \$3796 ;
   always @(posedge clk)
-    wu0_e2 <= \$3792 ;
+    wu0_a1 <= \$3797 ;
   always @(posedge clk)
-    wu0_w2_0 <= \$3793 ;
+    wu0_e1 <= \$3798 ;
   always @(posedge clk)
-    wu0_w2_1 <= \$3794 ;
+    wu0_v2 <= \$3799 ;
   always @(posedge clk)
-    wu0_w2_2 <= \$3795 ;
+    wu0_r2 <= \$3800 ;
   always @(posedge clk)
-    wu0_w2_3 <= \$3796 ;
+    wu0_a2 <= \$3801 ;
   always @(posedge clk)
-    wu0_g02_0 <= \$3797 ;
+    wu0_e2 <= \$3802 ;
   always @(posedge clk)
-    wu0_g02_1 <= \$3798 ;
+    wu0_w2_0 <= \$3803 ;
   always @(posedge clk)
-    wu0_g02_2 <= \$3799 ;
+    wu0_w2_1 <= \$3804 ;
   always @(posedge clk)
-    wu0_g02_3 <= \$3800 ;
+    wu0_w2_2 <= \$3805 ;
   always @(posedge clk)
-    wu0_v4 <= \$3801 ;
+    wu0_w2_3 <= \$3806 ;
   always @(posedge clk)
-    wu0_r4 <= \$3802 ;
+    wu0_g02_0 <= \$3807 ;
   always @(posedge clk)
-    wu0_a4 <= \$3803 ;
+    wu0_g02_1 <= \$3808 ;
   always @(posedge clk)
-    wu0_e4 <= \$3804 ;
+    wu0_g02_2 <= \$3809 ;
   always @(posedge clk)
-    wu0_w4_0 <= \$3805 ;
+    wu0_g02_3 <= \$3810 ;
   always @(posedge clk)
-    wu0_w4_1 <= \$3806 ;
+    wu0_v4 <= \$3811 ;
   always @(posedge clk)
-    wu0_w4_2 <= \$3807 ;
+    wu0_r4 <= \$3812 ;
   always @(posedge clk)
-    wu0_w4_3 <= \$3808 ;
+    wu0_a4 <= \$3813 ;
   always @(posedge clk)
-    wu0_p4_0 <= \$3809 ;
+    wu0_e4 <= \$3814 ;
   always @(posedge clk)
-    wu0_p4_1 <= \$3810 ;
+    wu0_w4_0 <= \$3815 ;
   always @(posedge clk)
-    wu0_p4_2 <= \$3811 ;
+    wu0_w4_1 <= \$3816 ;
   always @(posedge clk)
-    wu0_p4_3 <= \$3812 ;
+    wu0_w4_2 <= \$3817 ;
   always @(posedge clk)
-    wu0_v5 <= \$3813 ;
+    wu0_w4_3 <= \$3818 ;
   always @(posedge clk)
-    wu0_r5 <= \$3814 ;
+    wu0_p4_0 <= \$3819 ;
   always @(posedge clk)
-    wu0_a5 <= \$3815 ;
+    wu0_p4_1 <= \$3820 ;
   always @(posedge clk)
-    wu0_e5 <= \$3816 ;
+    wu0_p4_2 <= \$3821 ;
   always @(posedge clk)
-    wu0_w5_0 <= \$3817 ;
+    wu0_p4_3 <= \$3822 ;
   always @(posedge clk)
-    wu0_w5_1 <= \$3818 ;
+    wu0_v5 <= \$3823 ;
   always @(posedge clk)
-    wu0_w5_2 <= \$3819 ;
+    wu0_r5 <= \$3824 ;
   always @(posedge clk)
-    wu0_w5_3 <= \$3820 ;
+    wu0_a5 <= \$3825 ;
   always @(posedge clk)
-    wu0_u5_0 <= \$3821 ;
+    wu0_e5 <= \$3826 ;
   always @(posedge clk)
-    wu0_u5_1 <= \$3822 ;
+    wu0_w5_0 <= \$3827 ;
   always @(posedge clk)
-    wu0_u5_2 <= \$3823 ;
+    wu0_w5_1 <= \$3828 ;
   always @(posedge clk)
-    wu0_u5_3 <= \$3824 ;
+    wu0_w5_2 <= \$3829 ;
   always @(posedge clk)
-    wu0_v6 <= \$3825 ;
+    wu0_w5_3 <= \$3830 ;
   always @(posedge clk)
-    wu0_r6 <= \$3826 ;
+    wu0_u5_0 <= \$3831 ;
   always @(posedge clk)
-    wu0_a6 <= \$3827 ;
+    wu0_u5_1 <= \$3832 ;
   always @(posedge clk)
-    wu0_e6 <= \$3828 ;
+    wu0_u5_2 <= \$3833 ;
   always @(posedge clk)
-    wu0_w6_0 <= \$3829 ;
+    wu0_u5_3 <= \$3834 ;
   always @(posedge clk)
-    wu0_w6_1 <= \$3830 ;
+    wu0_v6 <= \$3835 ;
   always @(posedge clk)
-    wu0_w6_2 <= \$3831 ;
+    wu0_r6 <= \$3836 ;
   always @(posedge clk)
-    wu0_w6_3 <= \$3832 ;
+    wu0_a6 <= \$3837 ;
   always @(posedge clk)
-    wu0_o6 <= \$3833 ;
+    wu0_e6 <= \$3838 ;
   always @(posedge clk)
-    wu0_done <= \$3834 ;
+    wu0_w6_0 <= \$3839 ;
   always @(posedge clk)
-    wu1_running <= \$3835 ;
+    wu0_w6_1 <= \$3840 ;
   always @(posedge clk)
-    wu1_finished <= \$3836 ;
+    wu0_w6_2 <= \$3841 ;
   always @(posedge clk)
-    wu1_rg <= \$3837 ;
+    wu0_w6_3 <= \$3842 ;
   always @(posedge clk)
-    wu1_cg <= \$3838 ;
+    wu0_o6 <= \$3843 ;
   always @(posedge clk)
-    wu1_r <= \$3839 ;
+    wu0_done <= \$3844 ;
   always @(posedge clk)
-    wu1_v1 <= \$3840 ;
+    wu1_running <= \$3845 ;
   always @(posedge clk)
-    wu1_r1 <= \$3841 ;
+    wu1_finished <= \$3846 ;
   always @(posedge clk)
-    wu1_a1 <= \$3842 ;
+    wu1_rg <= \$3847 ;
   always @(posedge clk)
-    wu1_e1 <= \$3843 ;
+    wu1_cg <= \$3848 ;
   always @(posedge clk)
-    wu1_v2 <= \$3844 ;
+    wu1_r <= \$3849 ;
   always @(posedge clk)
-    wu1_r2 <= \$3845 ;
+    wu1_v1 <= \$3850 ;
   always @(posedge clk)
-    wu1_a2 <= \$3846 ;
+    wu1_r1 <= \$3851 ;
   always @(posedge clk)
-    wu1_e2 <= \$3847 ;
+    wu1_a1 <= \$3852 ;
   always @(posedge clk)
-    wu1_w2_0 <= \$3848 ;
+    wu1_e1 <= \$3853 ;
   always @(posedge clk)
-    wu1_w2_1 <= \$3849 ;
+    wu1_v2 <= \$3854 ;
   always @(posedge clk)
-    wu1_w2_2 <= \$3850 ;
+    wu1_r2 <= \$3855 ;
   always @(posedge clk)
-    wu1_w2_3 <= \$3851 ;
+    wu1_a2 <= \$3856 ;
   always @(posedge clk)
-    wu1_g02_0 <= \$3852 ;
+    wu1_e2 <= \$3857 ;
   always @(posedge clk)
-    wu1_g02_1 <= \$3853 ;
+    wu1_w2_0 <= \$3858 ;
   always @(posedge clk)
-    wu1_g02_2 <= \$3854 ;
+    wu1_w2_1 <= \$3859 ;
   always @(posedge clk)
-    wu1_g02_3 <= \$3855 ;
+    wu1_w2_2 <= \$3860 ;
   always @(posedge clk)
-    wu1_v4 <= \$3856 ;
+    wu1_w2_3 <= \$3861 ;
   always @(posedge clk)
-    wu1_r4 <= \$3857 ;
+    wu1_g02_0 <= \$3862 ;
   always @(posedge clk)
-    wu1_a4 <= \$3858 ;
+    wu1_g02_1 <= \$3863 ;
   always @(posedge clk)
-    wu1_e4 <= \$3859 ;
+    wu1_g02_2 <= \$3864 ;
   always @(posedge clk)
-    wu1_w4_0 <= \$3860 ;
+    wu1_g02_3 <= \$3865 ;
   always @(posedge clk)
-    wu1_w4_1 <= \$3861 ;
+    wu1_v4 <= \$3866 ;
   always @(posedge clk)
-    wu1_w4_2 <= \$3862 ;
+    wu1_r4 <= \$3867 ;
   always @(posedge clk)
-    wu1_w4_3 <= \$3863 ;
+    wu1_a4 <= \$3868 ;
   always @(posedge clk)
-    wu1_p4_0 <= \$3864 ;
+    wu1_e4 <= \$3869 ;
   always @(posedge clk)
-    wu1_p4_1 <= \$3865 ;
+    wu1_w4_0 <= \$3870 ;
   always @(posedge clk)
-    wu1_p4_2 <= \$3866 ;
+    wu1_w4_1 <= \$3871 ;
   always @(posedge clk)
-    wu1_p4_3 <= \$3867 ;
+    wu1_w4_2 <= \$3872 ;
   always @(posedge clk)
-    wu1_v5 <= \$3868 ;
+    wu1_w4_3 <= \$3873 ;
   always @(posedge clk)
-    wu1_r5 <= \$3869 ;
+    wu1_p4_0 <= \$3874 ;
   always @(posedge clk)
-    wu1_a5 <= \$3870 ;
+    wu1_p4_1 <= \$3875 ;
   always @(posedge clk)
-    wu1_e5 <= \$3871 ;
+    wu1_p4_2 <= \$3876 ;
   always @(posedge clk)
-    wu1_w5_0 <= \$3872 ;
+    wu1_p4_3 <= \$3877 ;
   always @(posedge clk)
-    wu1_w5_1 <= \$3873 ;
+    wu1_v5 <= \$3878 ;
   always @(posedge clk)
-    wu1_w5_2 <= \$3874 ;
+    wu1_r5 <= \$3879 ;
   always @(posedge clk)
-    wu1_w5_3 <= \$3875 ;
+    wu1_a5 <= \$3880 ;
   always @(posedge clk)
-    wu1_u5_0 <= \$3876 ;
+    wu1_e5 <= \$3881 ;
   always @(posedge clk)
-    wu1_u5_1 <= \$3877 ;
+    wu1_w5_0 <= \$3882 ;
   always @(posedge clk)
-    wu1_u5_2 <= \$3878 ;
+    wu1_w5_1 <= \$3883 ;
   always @(posedge clk)
-    wu1_u5_3 <= \$3879 ;
+    wu1_w5_2 <= \$3884 ;
   always @(posedge clk)
-    wu1_v6 <= \$3880 ;
+    wu1_w5_3 <= \$3885 ;
   always @(posedge clk)
-    wu1_r6 <= \$3881 ;
+    wu1_u5_0 <= \$3886 ;
   always @(posedge clk)
-    wu1_a6 <= \$3882 ;
+    wu1_u5_1 <= \$3887 ;
   always @(posedge clk)
-    wu1_e6 <= \$3883 ;
+    wu1_u5_2 <= \$3888 ;
   always @(posedge clk)
-    wu1_w6_0 <= \$3884 ;
+    wu1_u5_3 <= \$3889 ;
   always @(posedge clk)
-    wu1_w6_1 <= \$3885 ;
+    wu1_v6 <= \$3890 ;
   always @(posedge clk)
-    wu1_w6_2 <= \$3886 ;
+    wu1_r6 <= \$3891 ;
   always @(posedge clk)
-    wu1_w6_3 <= \$3887 ;
+    wu1_a6 <= \$3892 ;
   always @(posedge clk)
-    wu1_o6 <= \$3888 ;
+    wu1_e6 <= \$3893 ;
   always @(posedge clk)
-    wu1_done <= \$3889 ;
+    wu1_w6_0 <= \$3894 ;
   always @(posedge clk)
-    wu2_running <= \$3890 ;
+    wu1_w6_1 <= \$3895 ;
   always @(posedge clk)
-    wu2_finished <= \$3891 ;
+    wu1_w6_2 <= \$3896 ;
   always @(posedge clk)
-    wu2_rg <= \$3892 ;
+    wu1_w6_3 <= \$3897 ;
   always @(posedge clk)
-    wu2_cg <= \$3893 ;
+    wu1_o6 <= \$3898 ;
   always @(posedge clk)
-    wu2_r <= \$3894 ;
+    wu1_done <= \$3899 ;
   always @(posedge clk)
-    wu2_v1 <= \$3895 ;
+    wu2_running <= \$3900 ;
   always @(posedge clk)
-    wu2_r1 <= \$3896 ;
+    wu2_finished <= \$3901 ;
   always @(posedge clk)
-    wu2_a1 <= \$3897 ;
+    wu2_rg <= \$3902 ;
   always @(posedge clk)
-    wu2_e1 <= \$3898 ;
+    wu2_cg <= \$3903 ;
   always @(posedge clk)
-    wu2_v2 <= \$3899 ;
+    wu2_r <= \$3904 ;
   always @(posedge clk)
-    wu2_r2 <= \$3900 ;
+    wu2_v1 <= \$3905 ;
   always @(posedge clk)
-    wu2_a2 <= \$3901 ;
+    wu2_r1 <= \$3906 ;
   always @(posedge clk)
-    wu2_e2 <= \$3902 ;
+    wu2_a1 <= \$3907 ;
   always @(posedge clk)
-    wu2_w2_0 <= \$3903 ;
+    wu2_e1 <= \$3908 ;
   always @(posedge clk)
-    wu2_w2_1 <= \$3904 ;
+    wu2_v2 <= \$3909 ;
   always @(posedge clk)
-    wu2_w2_2 <= \$3905 ;
+    wu2_r2 <= \$3910 ;
   always @(posedge clk)
-    wu2_w2_3 <= \$3906 ;
+    wu2_a2 <= \$3911 ;
   always @(posedge clk)
-    wu2_g02_0 <= \$3907 ;
+    wu2_e2 <= \$3912 ;
   always @(posedge clk)
-    wu2_g02_1 <= \$3908 ;
+    wu2_w2_0 <= \$3913 ;
   always @(posedge clk)
-    wu2_g02_2 <= \$3909 ;
+    wu2_w2_1 <= \$3914 ;
   always @(posedge clk)
-    wu2_g02_3 <= \$3910 ;
+    wu2_w2_2 <= \$3915 ;
   always @(posedge clk)
-    wu2_v4 <= \$3911 ;
+    wu2_w2_3 <= \$3916 ;
   always @(posedge clk)
-    wu2_r4 <= \$3912 ;
+    wu2_g02_0 <= \$3917 ;
   always @(posedge clk)
-    wu2_a4 <= \$3913 ;
+    wu2_g02_1 <= \$3918 ;
   always @(posedge clk)
-    wu2_e4 <= \$3914 ;
+    wu2_g02_2 <= \$3919 ;
   always @(posedge clk)
-    wu2_w4_0 <= \$3915 ;
+    wu2_g02_3 <= \$3920 ;
   always @(posedge clk)
-    wu2_w4_1 <= \$3916 ;
+    wu2_v4 <= \$3921 ;
   always @(posedge clk)
-    wu2_w4_2 <= \$3917 ;
+    wu2_r4 <= \$3922 ;
   always @(posedge clk)
-    wu2_w4_3 <= \$3918 ;
+    wu2_a4 <= \$3923 ;
   always @(posedge clk)
-    wu2_p4_0 <= \$3919 ;
+    wu2_e4 <= \$3924 ;
   always @(posedge clk)
-    wu2_p4_1 <= \$3920 ;
+    wu2_w4_0 <= \$3925 ;
   always @(posedge clk)
-    wu2_p4_2 <= \$3921 ;
+    wu2_w4_1 <= \$3926 ;
   always @(posedge clk)
-    wu2_p4_3 <= \$3922 ;
+    wu2_w4_2 <= \$3927 ;
   always @(posedge clk)
-    wu2_v5 <= \$3923 ;
+    wu2_w4_3 <= \$3928 ;
   always @(posedge clk)
-    wu2_r5 <= \$3924 ;
+    wu2_p4_0 <= \$3929 ;
   always @(posedge clk)
-    wu2_a5 <= \$3925 ;
+    wu2_p4_1 <= \$3930 ;
   always @(posedge clk)
-    wu2_e5 <= \$3926 ;
+    wu2_p4_2 <= \$3931 ;
   always @(posedge clk)
-    wu2_w5_0 <= \$3927 ;
+    wu2_p4_3 <= \$3932 ;
   always @(posedge clk)
-    wu2_w5_1 <= \$3928 ;
+    wu2_v5 <= \$3933 ;
   always @(posedge clk)
-    wu2_w5_2 <= \$3929 ;
+    wu2_r5 <= \$3934 ;
   always @(posedge clk)
-    wu2_w5_3 <= \$3930 ;
+    wu2_a5 <= \$3935 ;
   always @(posedge clk)
-    wu2_u5_0 <= \$3931 ;
+    wu2_e5 <= \$3936 ;
   always @(posedge clk)
-    wu2_u5_1 <= \$3932 ;
+    wu2_w5_0 <= \$3937 ;
   always @(posedge clk)
-    wu2_u5_2 <= \$3933 ;
+    wu2_w5_1 <= \$3938 ;
   always @(posedge clk)
-    wu2_u5_3 <= \$3934 ;
+    wu2_w5_2 <= \$3939 ;
   always @(posedge clk)
-    wu2_v6 <= \$3935 ;
+    wu2_w5_3 <= \$3940 ;
   always @(posedge clk)
-    wu2_r6 <= \$3936 ;
+    wu2_u5_0 <= \$3941 ;
   always @(posedge clk)
-    wu2_a6 <= \$3937 ;
+    wu2_u5_1 <= \$3942 ;
   always @(posedge clk)
-    wu2_e6 <= \$3938 ;
+    wu2_u5_2 <= \$3943 ;
   always @(posedge clk)
-    wu2_w6_0 <= \$3939 ;
+    wu2_u5_3 <= \$3944 ;
   always @(posedge clk)
-    wu2_w6_1 <= \$3940 ;
+    wu2_v6 <= \$3945 ;
   always @(posedge clk)
-    wu2_w6_2 <= \$3941 ;
+    wu2_r6 <= \$3946 ;
   always @(posedge clk)
-    wu2_w6_3 <= \$3942 ;
+    wu2_a6 <= \$3947 ;
   always @(posedge clk)
-    wu2_o6 <= \$3943 ;
+    wu2_e6 <= \$3948 ;
   always @(posedge clk)
-    wu2_done <= \$3944 ;
+    wu2_w6_0 <= \$3949 ;
   always @(posedge clk)
-    ready <= \$3945 ;
+    wu2_w6_1 <= \$3950 ;
   always @(posedge clk)
-    done <= \$3946 ;
+    wu2_w6_2 <= \$3951 ;
   always @(posedge clk)
-    eta <= \$3947 ;
+    wu2_w6_3 <= \$3952 ;
   always @(posedge clk)
-    gamma <= \$3948 ;
+    wu2_o6 <= \$3953 ;
   always @(posedge clk)
-    loss_acc <= \$3949 ;
+    wu2_done <= \$3954 ;
   always @(posedge clk)
-    status_target_synced <= \$3950 ;
+    ready <= \$3955 ;
   always @(posedge clk)
-    error <= \$3951 ;
+    done <= \$3956 ;
   always @(posedge clk)
-    busy <= \$3952 ;
+    eta <= \$3957 ;
   always @(posedge clk)
-    sync_count <= \$3953 ;
+    gamma <= \$3958 ;
   always @(posedge clk)
-    status_fw_overflow <= \$3954 ;
+    loss_acc <= \$3959 ;
   always @(posedge clk)
-    status_target_fw_overflow <= \$3955 ;
+    status_target_synced <= \$3960 ;
   always @(posedge clk)
-    status_target_overflow <= \$3956 ;
+    error <= \$3961 ;
   always @(posedge clk)
-    status_delta_overflow <= \$3957 ;
+    busy <= \$3962 ;
   always @(posedge clk)
-    status_bw_overflow <= \$3958 ;
+    sync_count <= \$3963 ;
   always @(posedge clk)
-    status_wa_overflow <= \$3959 ;
+    status_fw_overflow <= \$3964 ;
   always @(posedge clk)
-    status_wu_overflow <= \$3960 ;
+    status_target_fw_overflow <= \$3965 ;
   always @(posedge clk)
-    host_region_q <= \$3961 ;
+    status_target_overflow <= \$3966 ;
   always @(posedge clk)
-    host_local_q <= \$3962 ;
+    status_delta_overflow <= \$3967 ;
   always @(posedge clk)
-    host_ok_q <= \$3963 ;
+    status_bw_overflow <= \$3968 ;
+  always @(posedge clk)
+    status_wa_overflow <= \$3969 ;
+  always @(posedge clk)
+    status_wu_overflow <= \$3970 ;
+  always @(posedge clk)
+    host_region_q <= \$3971 ;
+  always @(posedge clk)
+    host_local_q <= \$3972 ;
+  always @(posedge clk)
+    host_ok_q <= \$3973 ;
   \learner_cartpole_s4.core.tu_bw1  tu_bw1 (
     .clk(clk),
     .i__payload(\i__payload$278 ),
     .i__valid(\i__valid$276 ),
-    .o__payload(\o__payload$1068 ),
+    .o__payload(\o__payload$1073 ),
     .o_valid(\o__valid$851 ),
     .rst(rst)
   );
@@ -11958,7 +12012,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .clk(clk),
     .i__payload(\i__payload$245 ),
     .i__valid(\i__valid$243 ),
-    .o__payload(\o__payload$1052 ),
+    .o__payload(\o__payload$1057 ),
     .o_valid(\o__valid$860 ),
     .rst(rst)
   );
@@ -12014,7 +12068,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .clk(clk),
     .i__payload(\i__payload$312 ),
     .i__valid(\i__valid$310 ),
-    .o__payload(\o__payload$1090 ),
+    .o__payload(\o__payload$1095 ),
     .o_valid(o__valid),
     .rst(rst)
   );
@@ -12022,7 +12076,7 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .clk(clk),
     .i__payload(\i__payload$365 ),
     .i__valid(\i__valid$363 ),
-    .o__payload(\o__payload$1133 ),
+    .o__payload(\o__payload$1138 ),
     .o_valid(\o__valid$828 ),
     .rst(rst)
   );
@@ -12030,8404 +12084,8310 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
     .clk(clk),
     .i__payload(\i__payload$418 ),
     .i__valid(\i__valid$416 ),
-    .o__payload(\o__payload$1178 ),
+    .o__payload(\o__payload$1183 ),
     .o_valid(\o__valid$840 ),
     .rst(rst)
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3137  = cycles;
+    \$3142  = cycles;
     if (busy) begin
-      \$3137  = \$1696 [31:0];
+      \$3142  = \$1698 [31:0];
     end
     if (\clear$557 ) begin
-      \$3137  = 32'd0;
+      \$3142  = 32'd0;
     end
     if (rst) begin
-      \$3137  = 32'd0;
+      \$3142  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3138  = fw0_p;
+    \$3143  = fw0_p;
     if (\clear$557 ) begin
-      \$3138  = 13'h0000;
+      \$3143  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw0_slot) begin
-      if (\$1698 ) begin
-        if (\$1699 ) begin
-          if (\$1702 ) begin
-            \$3138  = \$1703 [12:0];
+      if (\$1700 ) begin
+        if (\$1701 ) begin
+          if (\$1704 ) begin
+            \$3143  = \$1705 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3138  = 13'h0000;
+      \$3143  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3139  = fw0_base;
+    \$3144  = fw0_base;
     if (\clear$557 ) begin
-      \$3139  = 13'h0000;
+      \$3144  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw0_slot) begin
-      if (\$1698 ) begin
-        if (\$1699 ) begin
-          if (\$1702 ) begin
-            \$3139  = \$1704 [12:0];
+      if (\$1700 ) begin
+        if (\$1701 ) begin
+          if (\$1704 ) begin
+            \$3144  = \$1706 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3139  = 13'h0000;
+      \$3144  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3140  = fw0_gbase;
+    \$3145  = fw0_gbase;
     if (\clear$557 ) begin
-      \$3140  = 13'h0000;
+      \$3145  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw0_slot) begin
-      if (\$1698 ) begin
-        if (\$1699 ) begin
-          if (\$1702 ) begin
-            \$3140  = \$1705 [12:0];
+      if (\$1700 ) begin
+        if (\$1701 ) begin
+          if (\$1704 ) begin
+            \$3145  = \$1707 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3140  = 13'h0000;
+      \$3145  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3141  = fw0_rem;
+    \$3146  = fw0_rem;
     if (\clear$557 ) begin
-      \$3141  = \$1697 ;
+      \$3146  = \$1699 ;
     end
     if (\clear$557 ) begin
     end else if (fw0_slot) begin
-      if (\$1698 ) begin
-        if (\$1699 ) begin
-          if (\$1702 ) begin
-            \$3141  = \$1706 [13:0];
+      if (\$1700 ) begin
+        if (\$1701 ) begin
+          if (\$1704 ) begin
+            \$3146  = \$1708 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3141  = 14'h0000;
+      \$3146  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3142  = fw0_running;
+    \$3147  = fw0_running;
     if (\clear$557 ) begin
-      \$3142  = 1'h0;
+      \$3147  = 1'h0;
     end else if (fw0_slot) begin
       (* full_case = 32'd1 *)
-      if (\$1698 ) begin
+      if (\$1700 ) begin
         (* full_case = 32'd1 *)
-        if (\$1699 ) begin
+        if (\$1701 ) begin
           (* full_case = 32'd1 *)
-          if (\$1702 ) begin
-            \$3142  = 1'h0;
+          if (\$1704 ) begin
+            \$3147  = 1'h0;
           end else begin
-            \$3142  = 1'h1;
+            \$3147  = 1'h1;
           end
         end else begin
-          \$3142  = 1'h1;
+          \$3147  = 1'h1;
         end
       end else begin
-        \$3142  = 1'h1;
+        \$3147  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3142  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3143  = fw0_o;
-    if (\clear$557 ) begin
-      \$3143  = 2'h0;
-    end else if (fw0_slot) begin
-      if (\$1698 ) begin
-        if (\$1699 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1702 ) begin
-            \$3143  = 2'h0;
-          end else begin
-            \$3143  = \$1707 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3143  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3144  = fw0_n;
-    if (\clear$557 ) begin
-      \$3144  = 5'h00;
-    end else if (fw0_slot) begin
-      if (\$1698 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1699 ) begin
-          \$3144  = 5'h00;
-        end else begin
-          \$3144  = \$1708 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3144  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3145  = fw0_t;
-    if (\clear$557 ) begin
-      \$3145  = 3'h0;
-    end else if (fw0_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$1698 ) begin
-        \$3145  = 3'h0;
-      end else begin
-        \$3145  = \$1709 [2:0];
-      end
-    end
-    if (rst) begin
-      \$3145  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3146  = \$7 [1:0];
-    if (rst) begin
-      \$3146  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3147  = \$1710 ;
     if (rst) begin
       \$3147  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3148  = 1'h0;
+    \$3148  = fw0_o;
+    if (\clear$557 ) begin
+      \$3148  = 2'h0;
+    end else if (fw0_slot) begin
+      if (\$1700 ) begin
+        if (\$1701 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1704 ) begin
+            \$3148  = 2'h0;
+          end else begin
+            \$3148  = \$1709 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3148  = 1'h0;
+      \$3148  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3149  = 1'h0;
+    \$3149  = fw0_n;
+    if (\clear$557 ) begin
+      \$3149  = 5'h00;
+    end else if (fw0_slot) begin
+      if (\$1700 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1701 ) begin
+          \$3149  = 5'h00;
+        end else begin
+          \$3149  = \$1710 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3149  = 1'h0;
+      \$3149  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3150  = { \$1722 , \$1719 , \$1716 , \$1713  };
+    \$3150  = fw0_t;
+    if (\clear$557 ) begin
+      \$3150  = 3'h0;
+    end else if (fw0_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$1700 ) begin
+        \$3150  = 3'h0;
+      end else begin
+        \$3150  = \$1711 [2:0];
+      end
+    end
     if (rst) begin
-      \$3150  = 4'h0;
+      \$3150  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3151  = { \$1734 , \$1731 , \$1728 , \$1725  };
+    \$3151  = \$7 [1:0];
     if (rst) begin
-      \$3151  = 4'h0;
+      \$3151  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3152  = \$1736 ;
+    \$3152  = \$1712 ;
     if (rst) begin
       \$3152  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3153  = \$1737 ;
+    \$3153  = 1'h0;
     if (rst) begin
       \$3153  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3154  = fw0_v1;
+    \$3154  = 1'h0;
     if (rst) begin
       \$3154  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3155  = \$1740 ;
+    \$3155  = { \$1724 , \$1721 , \$1718 , \$1715  };
     if (rst) begin
-      \$3155  = 16'h0000;
+      \$3155  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3156  = \$1743 ;
+    \$3156  = { \$1736 , \$1733 , \$1730 , \$1727  };
     if (rst) begin
-      \$3156  = 16'h0000;
+      \$3156  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3157  = \$1746 ;
+    \$3157  = \$1738 ;
     if (rst) begin
-      \$3157  = 16'h0000;
+      \$3157  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3158  = \$1749 ;
+    \$3158  = \$1739 ;
     if (rst) begin
-      \$3158  = 16'h0000;
+      \$3158  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3159  = \$1751 ;
+    \$3159  = fw0_v1;
     if (rst) begin
-      \$3159  = 16'h0000;
+      \$3159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3160  = \$1753 ;
+    \$3160  = \$1742 ;
     if (rst) begin
       \$3160  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3161  = \$1755 ;
+    \$3161  = \$1745 ;
     if (rst) begin
       \$3161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3162  = \$1757 ;
+    \$3162  = \$1748 ;
     if (rst) begin
       \$3162  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3163  = fw0_l1;
+    \$3163  = \$1751 ;
     if (rst) begin
-      \$3163  = 1'h0;
+      \$3163  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3164  = fw0_w_p;
+    \$3164  = \$1753 ;
+    if (rst) begin
+      \$3164  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3165  = \$1755 ;
+    if (rst) begin
+      \$3165  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3166  = \$1757 ;
+    if (rst) begin
+      \$3166  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3167  = \$1759 ;
+    if (rst) begin
+      \$3167  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3168  = fw0_l1;
+    if (rst) begin
+      \$3168  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3169  = fw0_w_p;
     if (\clear$557 ) begin
-      \$3164  = 13'h0000;
+      \$3169  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$884 ) begin
-      if (\$1760 ) begin
-        if (\$1761 ) begin
-          if (\$1764 ) begin
-            \$3164  = \$1765 [12:0];
+      if (\$1762 ) begin
+        if (\$1763 ) begin
+          if (\$1766 ) begin
+            \$3169  = \$1767 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3164  = 13'h0000;
+      \$3169  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3165  = fw0_w_base;
+    \$3170  = fw0_w_base;
     if (\clear$557 ) begin
-      \$3165  = 13'h0000;
+      \$3170  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$884 ) begin
-      if (\$1760 ) begin
-        if (\$1761 ) begin
-          if (\$1764 ) begin
-            \$3165  = \$1766 [12:0];
+      if (\$1762 ) begin
+        if (\$1763 ) begin
+          if (\$1766 ) begin
+            \$3170  = \$1768 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3165  = 13'h0000;
+      \$3170  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3166  = fw0_w_gbase;
+    \$3171  = fw0_w_gbase;
     if (\clear$557 ) begin
-      \$3166  = 13'h0000;
+      \$3171  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$884 ) begin
-      if (\$1760 ) begin
-        if (\$1761 ) begin
-          if (\$1764 ) begin
-            \$3166  = \$1767 [12:0];
+      if (\$1762 ) begin
+        if (\$1763 ) begin
+          if (\$1766 ) begin
+            \$3171  = \$1769 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3166  = 13'h0000;
+      \$3171  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3167  = fw0_w_rem;
+    \$3172  = fw0_w_rem;
     if (\clear$557 ) begin
-      \$3167  = \$1758 ;
+      \$3172  = \$1760 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$884 ) begin
-      if (\$1760 ) begin
-        if (\$1761 ) begin
-          if (\$1764 ) begin
-            \$3167  = \$1768 [13:0];
+      if (\$1762 ) begin
+        if (\$1763 ) begin
+          if (\$1766 ) begin
+            \$3172  = \$1770 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3167  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3168  = fw0_wi;
-    if (\clear$557 ) begin
-      \$3168  = 2'h0;
-    end else if (\o__valid$884 ) begin
-      \$3168  = \$1759 [1:0];
-      if (\$1760 ) begin
-        \$3168  = 2'h0;
-      end
-    end
-    if (rst) begin
-      \$3168  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3169  = fw0_wo;
-    if (\clear$557 ) begin
-      \$3169  = 2'h0;
-    end else if (\o__valid$884 ) begin
-      if (\$1760 ) begin
-        if (\$1761 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1764 ) begin
-            \$3169  = 2'h0;
-          end else begin
-            \$3169  = \$1769 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3169  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3170  = fw0_wn;
-    if (\clear$557 ) begin
-      \$3170  = 5'h00;
-    end else if (\o__valid$884 ) begin
-      if (\$1760 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1761 ) begin
-          \$3170  = 5'h00;
-        end else begin
-          \$3170  = \$1770 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3170  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3171  = \$1772 ;
-    if (rst) begin
-      \$3171  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3172  = \$1779 ;
-    if (rst) begin
-      \$3172  = 1'h0;
+      \$3172  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3173  = fw0_wi;
+    if (\clear$557 ) begin
+      \$3173  = 2'h0;
+    end else if (\o__valid$884 ) begin
+      \$3173  = \$1761 [1:0];
+      if (\$1762 ) begin
+        \$3173  = 2'h0;
+      end
+    end
     if (rst) begin
       \$3173  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3174  = 4'hf;
-    if (rst) begin
-      \$3174  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3175  = { 6'h00, \$1780 , fw0_wn[3:0] };
-    if (rst) begin
-      \$3175  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3176  = o__payload[15:0];
-    if (rst) begin
-      \$3176  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3177  = o__payload[31:16];
-    if (rst) begin
-      \$3177  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3178  = o__payload[47:32];
-    if (rst) begin
-      \$3178  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3179  = o__payload[63:48];
-    if (rst) begin
-      \$3179  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3180  = fw0_done;
+    \$3174  = fw0_wo;
     if (\clear$557 ) begin
-      \$3180  = 13'h0000;
-    end else if (\$1781 ) begin
-      \$3180  = \$1783 [12:0];
-    end
-    if (rst) begin
-      \$3180  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3181  = fw0_left;
-    if (\clear$557 ) begin
-      \$3181  = \$1782 ;
-    end else if (\$1781 ) begin
-      \$3181  = \$1784 [13:0];
-    end
-    if (rst) begin
-      \$3181  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3182  = fw1_p;
-    if (\clear$557 ) begin
-      \$3182  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (fw1_slot) begin
-      if (\$1786 ) begin
-        if (\$1787 ) begin
-          if (\$1790 ) begin
-            \$3182  = \$1791 [12:0];
+      \$3174  = 2'h0;
+    end else if (\o__valid$884 ) begin
+      if (\$1762 ) begin
+        if (\$1763 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1766 ) begin
+            \$3174  = 2'h0;
+          end else begin
+            \$3174  = \$1771 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3182  = 13'h0000;
+      \$3174  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3183  = fw1_base;
+    \$3175  = fw0_wn;
     if (\clear$557 ) begin
-      \$3183  = 13'h0000;
+      \$3175  = 5'h00;
+    end else if (\o__valid$884 ) begin
+      if (\$1762 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1763 ) begin
+          \$3175  = 5'h00;
+        end else begin
+          \$3175  = \$1772 [4:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3175  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3176  = \$1774 ;
+    if (rst) begin
+      \$3176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3177  = \$1781 ;
+    if (rst) begin
+      \$3177  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3178  = fw0_wi;
+    if (rst) begin
+      \$3178  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3179  = 4'hf;
+    if (rst) begin
+      \$3179  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3180  = { 6'h00, \$1782 , fw0_wn[3:0] };
+    if (rst) begin
+      \$3180  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3181  = o__payload[15:0];
+    if (rst) begin
+      \$3181  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3182  = o__payload[31:16];
+    if (rst) begin
+      \$3182  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3183  = o__payload[47:32];
+    if (rst) begin
+      \$3183  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3184  = o__payload[63:48];
+    if (rst) begin
+      \$3184  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3185  = fw0_done;
+    if (\clear$557 ) begin
+      \$3185  = 13'h0000;
+    end else if (\$1783 ) begin
+      \$3185  = \$1785 [12:0];
+    end
+    if (rst) begin
+      \$3185  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3186  = fw0_left;
+    if (\clear$557 ) begin
+      \$3186  = \$1784 ;
+    end else if (\$1783 ) begin
+      \$3186  = \$1786 [13:0];
+    end
+    if (rst) begin
+      \$3186  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3187  = fw1_p;
+    if (\clear$557 ) begin
+      \$3187  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw1_slot) begin
-      if (\$1786 ) begin
-        if (\$1787 ) begin
-          if (\$1790 ) begin
-            \$3183  = \$1792 [12:0];
+      if (\$1788 ) begin
+        if (\$1789 ) begin
+          if (\$1792 ) begin
+            \$3187  = \$1793 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3183  = 13'h0000;
+      \$3187  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3184  = fw1_gbase;
+    \$3188  = fw1_base;
     if (\clear$557 ) begin
-      \$3184  = 13'h0000;
+      \$3188  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw1_slot) begin
-      if (\$1786 ) begin
-        if (\$1787 ) begin
-          if (\$1790 ) begin
-            \$3184  = \$1793 [12:0];
+      if (\$1788 ) begin
+        if (\$1789 ) begin
+          if (\$1792 ) begin
+            \$3188  = \$1794 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3184  = 13'h0000;
+      \$3188  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3185  = fw1_rem;
+    \$3189  = fw1_gbase;
     if (\clear$557 ) begin
-      \$3185  = \$1785 ;
+      \$3189  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw1_slot) begin
-      if (\$1786 ) begin
-        if (\$1787 ) begin
-          if (\$1790 ) begin
-            \$3185  = \$1794 [13:0];
+      if (\$1788 ) begin
+        if (\$1789 ) begin
+          if (\$1792 ) begin
+            \$3189  = \$1795 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3185  = 14'h0000;
+      \$3189  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3186  = fw1_running;
+    \$3190  = fw1_rem;
     if (\clear$557 ) begin
-      \$3186  = 1'h0;
+      \$3190  = \$1787 ;
+    end
+    if (\clear$557 ) begin
+    end else if (fw1_slot) begin
+      if (\$1788 ) begin
+        if (\$1789 ) begin
+          if (\$1792 ) begin
+            \$3190  = \$1796 [13:0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$3190  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3191  = fw1_running;
+    if (\clear$557 ) begin
+      \$3191  = 1'h0;
     end else if (fw1_slot) begin
       (* full_case = 32'd1 *)
-      if (\$1786 ) begin
+      if (\$1788 ) begin
         (* full_case = 32'd1 *)
-        if (\$1787 ) begin
+        if (\$1789 ) begin
           (* full_case = 32'd1 *)
-          if (\$1790 ) begin
-            \$3186  = 1'h0;
+          if (\$1792 ) begin
+            \$3191  = 1'h0;
           end else begin
-            \$3186  = 1'h1;
+            \$3191  = 1'h1;
           end
         end else begin
-          \$3186  = 1'h1;
+          \$3191  = 1'h1;
         end
       end else begin
-        \$3186  = 1'h1;
+        \$3191  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3187  = fw1_o;
-    if (\clear$557 ) begin
-      \$3187  = 2'h0;
-    end else if (fw1_slot) begin
-      if (\$1786 ) begin
-        if (\$1787 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1790 ) begin
-            \$3187  = 2'h0;
-          end else begin
-            \$3187  = \$1795 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3187  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3188  = fw1_n;
-    if (\clear$557 ) begin
-      \$3188  = 5'h00;
-    end else if (fw1_slot) begin
-      if (\$1786 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1787 ) begin
-          \$3188  = 5'h00;
-        end else begin
-          \$3188  = \$1796 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3188  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3189  = fw1_t;
-    if (\clear$557 ) begin
-      \$3189  = 7'h00;
-    end else if (fw1_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$1786 ) begin
-        \$3189  = 7'h00;
-      end else begin
-        \$3189  = \$1797 [6:0];
-      end
-    end
-    if (rst) begin
-      \$3189  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3190  = \$20 [1:0];
-    if (rst) begin
-      \$3190  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3191  = \$1798 ;
     if (rst) begin
       \$3191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3192  = 1'h0;
+    \$3192  = fw1_o;
+    if (\clear$557 ) begin
+      \$3192  = 2'h0;
+    end else if (fw1_slot) begin
+      if (\$1788 ) begin
+        if (\$1789 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1792 ) begin
+            \$3192  = 2'h0;
+          end else begin
+            \$3192  = \$1797 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3192  = 1'h0;
+      \$3192  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3193  = 1'h0;
+    \$3193  = fw1_n;
+    if (\clear$557 ) begin
+      \$3193  = 5'h00;
+    end else if (fw1_slot) begin
+      if (\$1788 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1789 ) begin
+          \$3193  = 5'h00;
+        end else begin
+          \$3193  = \$1798 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3193  = 1'h0;
+      \$3193  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3194  = { \$1810 , \$1807 , \$1804 , \$1801  };
+    \$3194  = fw1_t;
+    if (\clear$557 ) begin
+      \$3194  = 7'h00;
+    end else if (fw1_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$1788 ) begin
+        \$3194  = 7'h00;
+      end else begin
+        \$3194  = \$1799 [6:0];
+      end
+    end
     if (rst) begin
-      \$3194  = 4'h0;
+      \$3194  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3195  = { \$1822 , \$1819 , \$1816 , \$1813  };
+    \$3195  = \$20 [1:0];
     if (rst) begin
-      \$3195  = 4'h0;
+      \$3195  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3196  = \$1824 ;
+    \$3196  = \$1800 ;
     if (rst) begin
       \$3196  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3197  = \$1825 ;
+    \$3197  = 1'h0;
     if (rst) begin
       \$3197  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3198  = fw1_v1;
+    \$3198  = 1'h0;
     if (rst) begin
       \$3198  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3199  = \$1828 ;
+    \$3199  = { \$1812 , \$1809 , \$1806 , \$1803  };
     if (rst) begin
-      \$3199  = 16'h0000;
+      \$3199  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3200  = \$1831 ;
+    \$3200  = { \$1824 , \$1821 , \$1818 , \$1815  };
     if (rst) begin
-      \$3200  = 16'h0000;
+      \$3200  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3201  = \$1834 ;
+    \$3201  = \$1826 ;
     if (rst) begin
-      \$3201  = 16'h0000;
+      \$3201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3202  = \$1837 ;
+    \$3202  = \$1827 ;
     if (rst) begin
-      \$3202  = 16'h0000;
+      \$3202  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3203  = \$1839 ;
+    \$3203  = fw1_v1;
     if (rst) begin
-      \$3203  = 16'h0000;
+      \$3203  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3204  = \$1841 ;
+    \$3204  = \$1830 ;
     if (rst) begin
       \$3204  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3205  = \$1843 ;
+    \$3205  = \$1833 ;
     if (rst) begin
       \$3205  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3206  = \$1845 ;
+    \$3206  = \$1836 ;
     if (rst) begin
       \$3206  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3207  = fw1_l1;
+    \$3207  = \$1839 ;
     if (rst) begin
-      \$3207  = 1'h0;
+      \$3207  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3208  = fw1_w_p;
+    \$3208  = \$1841 ;
+    if (rst) begin
+      \$3208  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3209  = \$1843 ;
+    if (rst) begin
+      \$3209  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3210  = \$1845 ;
+    if (rst) begin
+      \$3210  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3211  = \$1847 ;
+    if (rst) begin
+      \$3211  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3212  = fw1_l1;
+    if (rst) begin
+      \$3212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3213  = fw1_w_p;
     if (\clear$557 ) begin
-      \$3208  = 13'h0000;
+      \$3213  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$903 ) begin
-      if (\$1848 ) begin
-        if (\$1849 ) begin
-          if (\$1852 ) begin
-            \$3208  = \$1853 [12:0];
+      if (\$1850 ) begin
+        if (\$1851 ) begin
+          if (\$1854 ) begin
+            \$3213  = \$1855 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3208  = 13'h0000;
+      \$3213  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3209  = fw1_w_base;
+    \$3214  = fw1_w_base;
     if (\clear$557 ) begin
-      \$3209  = 13'h0000;
+      \$3214  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$903 ) begin
-      if (\$1848 ) begin
-        if (\$1849 ) begin
-          if (\$1852 ) begin
-            \$3209  = \$1854 [12:0];
+      if (\$1850 ) begin
+        if (\$1851 ) begin
+          if (\$1854 ) begin
+            \$3214  = \$1856 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3209  = 13'h0000;
+      \$3214  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3210  = fw1_w_gbase;
+    \$3215  = fw1_w_gbase;
     if (\clear$557 ) begin
-      \$3210  = 13'h0000;
+      \$3215  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$903 ) begin
-      if (\$1848 ) begin
-        if (\$1849 ) begin
-          if (\$1852 ) begin
-            \$3210  = \$1855 [12:0];
+      if (\$1850 ) begin
+        if (\$1851 ) begin
+          if (\$1854 ) begin
+            \$3215  = \$1857 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3210  = 13'h0000;
+      \$3215  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3211  = fw1_w_rem;
+    \$3216  = fw1_w_rem;
     if (\clear$557 ) begin
-      \$3211  = \$1846 ;
+      \$3216  = \$1848 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$903 ) begin
-      if (\$1848 ) begin
-        if (\$1849 ) begin
-          if (\$1852 ) begin
-            \$3211  = \$1856 [13:0];
+      if (\$1850 ) begin
+        if (\$1851 ) begin
+          if (\$1854 ) begin
+            \$3216  = \$1858 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3211  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3212  = fw1_wi;
-    if (\clear$557 ) begin
-      \$3212  = 2'h0;
-    end else if (\o__valid$903 ) begin
-      \$3212  = \$1847 [1:0];
-      if (\$1848 ) begin
-        \$3212  = 2'h0;
-      end
-    end
-    if (rst) begin
-      \$3212  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3213  = fw1_wo;
-    if (\clear$557 ) begin
-      \$3213  = 2'h0;
-    end else if (\o__valid$903 ) begin
-      if (\$1848 ) begin
-        if (\$1849 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1852 ) begin
-            \$3213  = 2'h0;
-          end else begin
-            \$3213  = \$1857 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3213  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3214  = fw1_wn;
-    if (\clear$557 ) begin
-      \$3214  = 5'h00;
-    end else if (\o__valid$903 ) begin
-      if (\$1848 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1849 ) begin
-          \$3214  = 5'h00;
-        end else begin
-          \$3214  = \$1858 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3214  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3215  = \$1860 ;
-    if (rst) begin
-      \$3215  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3216  = \$1867 ;
-    if (rst) begin
-      \$3216  = 1'h0;
+      \$3216  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3217  = fw1_wi;
+    if (\clear$557 ) begin
+      \$3217  = 2'h0;
+    end else if (\o__valid$903 ) begin
+      \$3217  = \$1849 [1:0];
+      if (\$1850 ) begin
+        \$3217  = 2'h0;
+      end
+    end
     if (rst) begin
       \$3217  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3218  = 4'hf;
-    if (rst) begin
-      \$3218  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3219  = { 6'h00, \$1868 , fw1_wn[3:0] };
-    if (rst) begin
-      \$3219  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3220  = \o__payload$909 [15:0];
-    if (rst) begin
-      \$3220  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3221  = \o__payload$909 [31:16];
-    if (rst) begin
-      \$3221  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3222  = \o__payload$909 [47:32];
-    if (rst) begin
-      \$3222  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3223  = \o__payload$909 [63:48];
-    if (rst) begin
-      \$3223  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3224  = fw1_done;
+    \$3218  = fw1_wo;
     if (\clear$557 ) begin
-      \$3224  = 13'h0000;
-    end else if (\$1869 ) begin
-      \$3224  = \$1871 [12:0];
-    end
-    if (rst) begin
-      \$3224  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3225  = fw1_left;
-    if (\clear$557 ) begin
-      \$3225  = \$1870 ;
-    end else if (\$1869 ) begin
-      \$3225  = \$1872 [13:0];
-    end
-    if (rst) begin
-      \$3225  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3226  = fw2_p;
-    if (\clear$557 ) begin
-      \$3226  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (fw2_slot) begin
-      if (\$1874 ) begin
-        if (\$1875 ) begin
-          if (\$1878 ) begin
-            \$3226  = \$1879 [12:0];
+      \$3218  = 2'h0;
+    end else if (\o__valid$903 ) begin
+      if (\$1850 ) begin
+        if (\$1851 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1854 ) begin
+            \$3218  = 2'h0;
+          end else begin
+            \$3218  = \$1859 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3226  = 13'h0000;
+      \$3218  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3227  = fw2_base;
+    \$3219  = fw1_wn;
     if (\clear$557 ) begin
-      \$3227  = 13'h0000;
+      \$3219  = 5'h00;
+    end else if (\o__valid$903 ) begin
+      if (\$1850 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1851 ) begin
+          \$3219  = 5'h00;
+        end else begin
+          \$3219  = \$1860 [4:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3219  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3220  = \$1862 ;
+    if (rst) begin
+      \$3220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3221  = \$1869 ;
+    if (rst) begin
+      \$3221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3222  = fw1_wi;
+    if (rst) begin
+      \$3222  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3223  = 4'hf;
+    if (rst) begin
+      \$3223  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3224  = { 6'h00, \$1870 , fw1_wn[3:0] };
+    if (rst) begin
+      \$3224  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3225  = \o__payload$909 [15:0];
+    if (rst) begin
+      \$3225  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3226  = \o__payload$909 [31:16];
+    if (rst) begin
+      \$3226  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3227  = \o__payload$909 [47:32];
+    if (rst) begin
+      \$3227  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3228  = \o__payload$909 [63:48];
+    if (rst) begin
+      \$3228  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3229  = fw1_done;
+    if (\clear$557 ) begin
+      \$3229  = 13'h0000;
+    end else if (\$1871 ) begin
+      \$3229  = \$1873 [12:0];
+    end
+    if (rst) begin
+      \$3229  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3230  = fw1_left;
+    if (\clear$557 ) begin
+      \$3230  = \$1872 ;
+    end else if (\$1871 ) begin
+      \$3230  = \$1874 [13:0];
+    end
+    if (rst) begin
+      \$3230  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3231  = fw2_p;
+    if (\clear$557 ) begin
+      \$3231  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw2_slot) begin
-      if (\$1874 ) begin
-        if (\$1875 ) begin
-          if (\$1878 ) begin
-            \$3227  = \$1880 [12:0];
+      if (\$1876 ) begin
+        if (\$1877 ) begin
+          if (\$1880 ) begin
+            \$3231  = \$1881 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3227  = 13'h0000;
+      \$3231  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3228  = fw2_gbase;
+    \$3232  = fw2_base;
     if (\clear$557 ) begin
-      \$3228  = 13'h0000;
+      \$3232  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw2_slot) begin
-      if (\$1874 ) begin
-        if (\$1875 ) begin
-          if (\$1878 ) begin
-            \$3228  = \$1881 [12:0];
+      if (\$1876 ) begin
+        if (\$1877 ) begin
+          if (\$1880 ) begin
+            \$3232  = \$1882 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3228  = 13'h0000;
+      \$3232  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3229  = fw2_rem;
+    \$3233  = fw2_gbase;
     if (\clear$557 ) begin
-      \$3229  = \$1873 ;
+      \$3233  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (fw2_slot) begin
-      if (\$1874 ) begin
-        if (\$1875 ) begin
-          if (\$1878 ) begin
-            \$3229  = \$1882 [13:0];
+      if (\$1876 ) begin
+        if (\$1877 ) begin
+          if (\$1880 ) begin
+            \$3233  = \$1883 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3229  = 14'h0000;
+      \$3233  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3230  = fw2_running;
+    \$3234  = fw2_rem;
     if (\clear$557 ) begin
-      \$3230  = 1'h0;
+      \$3234  = \$1875 ;
+    end
+    if (\clear$557 ) begin
+    end else if (fw2_slot) begin
+      if (\$1876 ) begin
+        if (\$1877 ) begin
+          if (\$1880 ) begin
+            \$3234  = \$1884 [13:0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$3234  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3235  = fw2_running;
+    if (\clear$557 ) begin
+      \$3235  = 1'h0;
     end else if (fw2_slot) begin
       (* full_case = 32'd1 *)
-      if (\$1874 ) begin
+      if (\$1876 ) begin
         (* full_case = 32'd1 *)
-        if (\$1875 ) begin
+        if (\$1877 ) begin
           (* full_case = 32'd1 *)
-          if (\$1878 ) begin
-            \$3230  = 1'h0;
+          if (\$1880 ) begin
+            \$3235  = 1'h0;
           end else begin
-            \$3230  = 1'h1;
+            \$3235  = 1'h1;
           end
         end else begin
-          \$3230  = 1'h1;
+          \$3235  = 1'h1;
         end
       end else begin
-        \$3230  = 1'h1;
+        \$3235  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3230  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3231  = fw2_o;
-    if (\clear$557 ) begin
-      \$3231  = 2'h0;
-    end else if (fw2_slot) begin
-      if (\$1874 ) begin
-        if (\$1875 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1878 ) begin
-            \$3231  = 2'h0;
-          end else begin
-            \$3231  = \$1883 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3231  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3232  = fw2_n;
-    if (\clear$557 ) begin
-      \$3232  = 1'h0;
-    end else if (fw2_slot) begin
-      if (\$1874 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1875 ) begin
-          \$3232  = 1'h0;
-        end else begin
-          \$3232  = \$1884 [0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3232  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3233  = fw2_t;
-    if (\clear$557 ) begin
-      \$3233  = 7'h00;
-    end else if (fw2_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$1874 ) begin
-        \$3233  = 7'h00;
-      end else begin
-        \$3233  = \$1885 [6:0];
-      end
-    end
-    if (rst) begin
-      \$3233  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3234  = \$33 [1:0];
-    if (rst) begin
-      \$3234  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3235  = \$1886 ;
     if (rst) begin
       \$3235  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3236  = 1'h0;
+    \$3236  = fw2_o;
+    if (\clear$557 ) begin
+      \$3236  = 2'h0;
+    end else if (fw2_slot) begin
+      if (\$1876 ) begin
+        if (\$1877 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1880 ) begin
+            \$3236  = 2'h0;
+          end else begin
+            \$3236  = \$1885 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3236  = 1'h0;
+      \$3236  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3237  = 1'h0;
+    \$3237  = fw2_n;
+    if (\clear$557 ) begin
+      \$3237  = 1'h0;
+    end else if (fw2_slot) begin
+      if (\$1876 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1877 ) begin
+          \$3237  = 1'h0;
+        end else begin
+          \$3237  = \$1886 [0];
+        end
+      end
+    end
     if (rst) begin
       \$3237  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3238  = { \$1898 , \$1895 , \$1892 , \$1889  };
+    \$3238  = fw2_t;
+    if (\clear$557 ) begin
+      \$3238  = 7'h00;
+    end else if (fw2_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$1876 ) begin
+        \$3238  = 7'h00;
+      end else begin
+        \$3238  = \$1887 [6:0];
+      end
+    end
     if (rst) begin
-      \$3238  = 4'h0;
+      \$3238  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3239  = { \$1910 , \$1907 , \$1904 , \$1901  };
+    \$3239  = \$33 [1:0];
     if (rst) begin
-      \$3239  = 4'h0;
+      \$3239  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3240  = \$1912 ;
+    \$3240  = \$1888 ;
     if (rst) begin
       \$3240  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3241  = \$1913 ;
+    \$3241  = 1'h0;
     if (rst) begin
       \$3241  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3242  = fw2_v1;
+    \$3242  = 1'h0;
     if (rst) begin
       \$3242  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3243  = \$1916 ;
+    \$3243  = { \$1900 , \$1897 , \$1894 , \$1891  };
     if (rst) begin
-      \$3243  = 16'h0000;
+      \$3243  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3244  = \$1919 ;
+    \$3244  = { \$1912 , \$1909 , \$1906 , \$1903  };
     if (rst) begin
-      \$3244  = 16'h0000;
+      \$3244  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3245  = \$1922 ;
+    \$3245  = \$1914 ;
     if (rst) begin
-      \$3245  = 16'h0000;
+      \$3245  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3246  = \$1925 ;
+    \$3246  = \$1915 ;
     if (rst) begin
-      \$3246  = 16'h0000;
+      \$3246  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3247  = \$1927 ;
+    \$3247  = fw2_v1;
     if (rst) begin
-      \$3247  = 16'h0000;
+      \$3247  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3248  = \$1929 ;
+    \$3248  = \$1918 ;
     if (rst) begin
       \$3248  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3249  = \$1931 ;
+    \$3249  = \$1921 ;
     if (rst) begin
       \$3249  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3250  = \$1933 ;
+    \$3250  = \$1924 ;
     if (rst) begin
       \$3250  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3251  = fw2_l1;
+    \$3251  = \$1927 ;
     if (rst) begin
-      \$3251  = 1'h0;
+      \$3251  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3252  = fw2_w_p;
+    \$3252  = \$1929 ;
+    if (rst) begin
+      \$3252  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3253  = \$1931 ;
+    if (rst) begin
+      \$3253  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3254  = \$1933 ;
+    if (rst) begin
+      \$3254  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3255  = \$1935 ;
+    if (rst) begin
+      \$3255  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3256  = fw2_l1;
+    if (rst) begin
+      \$3256  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3257  = fw2_w_p;
     if (\clear$557 ) begin
-      \$3252  = 13'h0000;
+      \$3257  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$923 ) begin
-      if (\$1936 ) begin
-        if (\$1937 ) begin
-          if (\$1940 ) begin
-            \$3252  = \$1941 [12:0];
+      if (\$1938 ) begin
+        if (\$1939 ) begin
+          if (\$1942 ) begin
+            \$3257  = \$1943 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3252  = 13'h0000;
+      \$3257  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3253  = fw2_w_base;
+    \$3258  = fw2_w_base;
     if (\clear$557 ) begin
-      \$3253  = 13'h0000;
+      \$3258  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$923 ) begin
-      if (\$1936 ) begin
-        if (\$1937 ) begin
-          if (\$1940 ) begin
-            \$3253  = \$1942 [12:0];
+      if (\$1938 ) begin
+        if (\$1939 ) begin
+          if (\$1942 ) begin
+            \$3258  = \$1944 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3253  = 13'h0000;
+      \$3258  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3254  = fw2_w_gbase;
+    \$3259  = fw2_w_gbase;
     if (\clear$557 ) begin
-      \$3254  = 13'h0000;
+      \$3259  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$923 ) begin
-      if (\$1936 ) begin
-        if (\$1937 ) begin
-          if (\$1940 ) begin
-            \$3254  = \$1943 [12:0];
+      if (\$1938 ) begin
+        if (\$1939 ) begin
+          if (\$1942 ) begin
+            \$3259  = \$1945 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3254  = 13'h0000;
+      \$3259  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3255  = fw2_w_rem;
+    \$3260  = fw2_w_rem;
     if (\clear$557 ) begin
-      \$3255  = \$1934 ;
+      \$3260  = \$1936 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$923 ) begin
-      if (\$1936 ) begin
-        if (\$1937 ) begin
-          if (\$1940 ) begin
-            \$3255  = \$1944 [13:0];
+      if (\$1938 ) begin
+        if (\$1939 ) begin
+          if (\$1942 ) begin
+            \$3260  = \$1946 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3255  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3256  = fw2_wi;
-    if (\clear$557 ) begin
-      \$3256  = 2'h0;
-    end else if (\o__valid$923 ) begin
-      \$3256  = \$1935 [1:0];
-      if (\$1936 ) begin
-        \$3256  = 2'h0;
-      end
-    end
-    if (rst) begin
-      \$3256  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3257  = fw2_wo;
-    if (\clear$557 ) begin
-      \$3257  = 2'h0;
-    end else if (\o__valid$923 ) begin
-      if (\$1936 ) begin
-        if (\$1937 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1940 ) begin
-            \$3257  = 2'h0;
-          end else begin
-            \$3257  = \$1945 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3257  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3258  = fw2_wn;
-    if (\clear$557 ) begin
-      \$3258  = 1'h0;
-    end else if (\o__valid$923 ) begin
-      if (\$1936 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1937 ) begin
-          \$3258  = 1'h0;
-        end else begin
-          \$3258  = \$1946 [0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3258  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3259  = \$1948 ;
-    if (rst) begin
-      \$3259  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3260  = \$1955 ;
-    if (rst) begin
-      \$3260  = 1'h0;
+      \$3260  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3261  = fw2_wi;
+    if (\clear$557 ) begin
+      \$3261  = 2'h0;
+    end else if (\o__valid$923 ) begin
+      \$3261  = \$1937 [1:0];
+      if (\$1938 ) begin
+        \$3261  = 2'h0;
+      end
+    end
     if (rst) begin
       \$3261  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3262  = 4'hf;
-    if (rst) begin
-      \$3262  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3263  = { 10'h000, \$1956  };
-    if (rst) begin
-      \$3263  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3264  = \o__payload$929 [15:0];
-    if (rst) begin
-      \$3264  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3265  = \o__payload$929 [31:16];
-    if (rst) begin
-      \$3265  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3266  = \o__payload$929 [47:32];
-    if (rst) begin
-      \$3266  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3267  = \o__payload$929 [63:48];
-    if (rst) begin
-      \$3267  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3268  = fw2_done;
+    \$3262  = fw2_wo;
     if (\clear$557 ) begin
-      \$3268  = 13'h0000;
-    end else if (\$1957 ) begin
-      \$3268  = \$1959 [12:0];
-    end
-    if (rst) begin
-      \$3268  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3269  = fw2_left;
-    if (\clear$557 ) begin
-      \$3269  = \$1958 ;
-    end else if (\$1957 ) begin
-      \$3269  = \$1960 [13:0];
-    end
-    if (rst) begin
-      \$3269  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3270  = tfw0_p;
-    if (\clear$557 ) begin
-      \$3270  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (tfw0_slot) begin
-      if (\$1962 ) begin
-        if (\$1963 ) begin
-          if (\$1966 ) begin
-            \$3270  = \$1967 [12:0];
+      \$3262  = 2'h0;
+    end else if (\o__valid$923 ) begin
+      if (\$1938 ) begin
+        if (\$1939 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1942 ) begin
+            \$3262  = 2'h0;
+          end else begin
+            \$3262  = \$1947 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3270  = 13'h0000;
+      \$3262  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3271  = tfw0_base;
+    \$3263  = fw2_wn;
     if (\clear$557 ) begin
-      \$3271  = 13'h0000;
+      \$3263  = 1'h0;
+    end else if (\o__valid$923 ) begin
+      if (\$1938 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1939 ) begin
+          \$3263  = 1'h0;
+        end else begin
+          \$3263  = \$1948 [0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3263  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3264  = \$1950 ;
+    if (rst) begin
+      \$3264  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3265  = \$1957 ;
+    if (rst) begin
+      \$3265  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3266  = fw2_wi;
+    if (rst) begin
+      \$3266  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3267  = 4'hf;
+    if (rst) begin
+      \$3267  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3268  = { 10'h000, \$1958  };
+    if (rst) begin
+      \$3268  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3269  = \o__payload$929 [15:0];
+    if (rst) begin
+      \$3269  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3270  = \o__payload$929 [31:16];
+    if (rst) begin
+      \$3270  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3271  = \o__payload$929 [47:32];
+    if (rst) begin
+      \$3271  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3272  = \o__payload$929 [63:48];
+    if (rst) begin
+      \$3272  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3273  = fw2_done;
+    if (\clear$557 ) begin
+      \$3273  = 13'h0000;
+    end else if (\$1959 ) begin
+      \$3273  = \$1961 [12:0];
+    end
+    if (rst) begin
+      \$3273  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3274  = fw2_left;
+    if (\clear$557 ) begin
+      \$3274  = \$1960 ;
+    end else if (\$1959 ) begin
+      \$3274  = \$1962 [13:0];
+    end
+    if (rst) begin
+      \$3274  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3275  = tfw0_p;
+    if (\clear$557 ) begin
+      \$3275  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw0_slot) begin
-      if (\$1962 ) begin
-        if (\$1963 ) begin
-          if (\$1966 ) begin
-            \$3271  = \$1968 [12:0];
+      if (\$1964 ) begin
+        if (\$1965 ) begin
+          if (\$1968 ) begin
+            \$3275  = \$1969 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3271  = 13'h0000;
+      \$3275  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3272  = tfw0_gbase;
+    \$3276  = tfw0_base;
     if (\clear$557 ) begin
-      \$3272  = 13'h0000;
+      \$3276  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw0_slot) begin
-      if (\$1962 ) begin
-        if (\$1963 ) begin
-          if (\$1966 ) begin
-            \$3272  = \$1969 [12:0];
+      if (\$1964 ) begin
+        if (\$1965 ) begin
+          if (\$1968 ) begin
+            \$3276  = \$1970 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3272  = 13'h0000;
+      \$3276  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3273  = tfw0_rem;
+    \$3277  = tfw0_gbase;
     if (\clear$557 ) begin
-      \$3273  = \$1961 ;
+      \$3277  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw0_slot) begin
-      if (\$1962 ) begin
-        if (\$1963 ) begin
-          if (\$1966 ) begin
-            \$3273  = \$1970 [13:0];
+      if (\$1964 ) begin
+        if (\$1965 ) begin
+          if (\$1968 ) begin
+            \$3277  = \$1971 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3273  = 14'h0000;
+      \$3277  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3274  = tfw0_running;
+    \$3278  = tfw0_rem;
     if (\clear$557 ) begin
-      \$3274  = 1'h0;
+      \$3278  = \$1963 ;
+    end
+    if (\clear$557 ) begin
+    end else if (tfw0_slot) begin
+      if (\$1964 ) begin
+        if (\$1965 ) begin
+          if (\$1968 ) begin
+            \$3278  = \$1972 [13:0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$3278  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3279  = tfw0_running;
+    if (\clear$557 ) begin
+      \$3279  = 1'h0;
     end else if (tfw0_slot) begin
       (* full_case = 32'd1 *)
-      if (\$1962 ) begin
+      if (\$1964 ) begin
         (* full_case = 32'd1 *)
-        if (\$1963 ) begin
+        if (\$1965 ) begin
           (* full_case = 32'd1 *)
-          if (\$1966 ) begin
-            \$3274  = 1'h0;
+          if (\$1968 ) begin
+            \$3279  = 1'h0;
           end else begin
-            \$3274  = 1'h1;
+            \$3279  = 1'h1;
           end
         end else begin
-          \$3274  = 1'h1;
+          \$3279  = 1'h1;
         end
       end else begin
-        \$3274  = 1'h1;
+        \$3279  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3274  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3275  = tfw0_o;
-    if (\clear$557 ) begin
-      \$3275  = 2'h0;
-    end else if (tfw0_slot) begin
-      if (\$1962 ) begin
-        if (\$1963 ) begin
-          (* full_case = 32'd1 *)
-          if (\$1966 ) begin
-            \$3275  = 2'h0;
-          end else begin
-            \$3275  = \$1971 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3275  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3276  = tfw0_n;
-    if (\clear$557 ) begin
-      \$3276  = 5'h00;
-    end else if (tfw0_slot) begin
-      if (\$1962 ) begin
-        (* full_case = 32'd1 *)
-        if (\$1963 ) begin
-          \$3276  = 5'h00;
-        end else begin
-          \$3276  = \$1972 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3276  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3277  = tfw0_t;
-    if (\clear$557 ) begin
-      \$3277  = 3'h0;
-    end else if (tfw0_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$1962 ) begin
-        \$3277  = 3'h0;
-      end else begin
-        \$3277  = \$1973 [2:0];
-      end
-    end
-    if (rst) begin
-      \$3277  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3278  = \$44 [1:0];
-    if (rst) begin
-      \$3278  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3279  = \$1974 ;
     if (rst) begin
       \$3279  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3280  = 1'h0;
+    \$3280  = tfw0_o;
+    if (\clear$557 ) begin
+      \$3280  = 2'h0;
+    end else if (tfw0_slot) begin
+      if (\$1964 ) begin
+        if (\$1965 ) begin
+          (* full_case = 32'd1 *)
+          if (\$1968 ) begin
+            \$3280  = 2'h0;
+          end else begin
+            \$3280  = \$1973 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3280  = 1'h0;
+      \$3280  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3281  = 1'h0;
+    \$3281  = tfw0_n;
+    if (\clear$557 ) begin
+      \$3281  = 5'h00;
+    end else if (tfw0_slot) begin
+      if (\$1964 ) begin
+        (* full_case = 32'd1 *)
+        if (\$1965 ) begin
+          \$3281  = 5'h00;
+        end else begin
+          \$3281  = \$1974 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3281  = 1'h0;
+      \$3281  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3282  = { \$1986 , \$1983 , \$1980 , \$1977  };
+    \$3282  = tfw0_t;
+    if (\clear$557 ) begin
+      \$3282  = 3'h0;
+    end else if (tfw0_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$1964 ) begin
+        \$3282  = 3'h0;
+      end else begin
+        \$3282  = \$1975 [2:0];
+      end
+    end
     if (rst) begin
-      \$3282  = 4'h0;
+      \$3282  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3283  = { \$1998 , \$1995 , \$1992 , \$1989  };
+    \$3283  = \$44 [1:0];
     if (rst) begin
-      \$3283  = 4'h0;
+      \$3283  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3284  = \$2000 ;
+    \$3284  = \$1976 ;
     if (rst) begin
       \$3284  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3285  = \$2001 ;
+    \$3285  = 1'h0;
     if (rst) begin
       \$3285  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3286  = tfw0_v1;
+    \$3286  = 1'h0;
     if (rst) begin
       \$3286  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3287  = \$2004 ;
+    \$3287  = { \$1988 , \$1985 , \$1982 , \$1979  };
     if (rst) begin
-      \$3287  = 16'h0000;
+      \$3287  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3288  = \$2007 ;
+    \$3288  = { \$2000 , \$1997 , \$1994 , \$1991  };
     if (rst) begin
-      \$3288  = 16'h0000;
+      \$3288  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3289  = \$2010 ;
+    \$3289  = \$2002 ;
     if (rst) begin
-      \$3289  = 16'h0000;
+      \$3289  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3290  = \$2013 ;
+    \$3290  = \$2003 ;
     if (rst) begin
-      \$3290  = 16'h0000;
+      \$3290  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3291  = \$2015 ;
+    \$3291  = tfw0_v1;
     if (rst) begin
-      \$3291  = 16'h0000;
+      \$3291  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3292  = \$2017 ;
+    \$3292  = \$2006 ;
     if (rst) begin
       \$3292  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3293  = \$2019 ;
+    \$3293  = \$2009 ;
     if (rst) begin
       \$3293  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3294  = \$2021 ;
+    \$3294  = \$2012 ;
     if (rst) begin
       \$3294  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3295  = tfw0_l1;
+    \$3295  = \$2015 ;
     if (rst) begin
-      \$3295  = 1'h0;
+      \$3295  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3296  = tfw0_w_p;
+    \$3296  = \$2017 ;
+    if (rst) begin
+      \$3296  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3297  = \$2019 ;
+    if (rst) begin
+      \$3297  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3298  = \$2021 ;
+    if (rst) begin
+      \$3298  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3299  = \$2023 ;
+    if (rst) begin
+      \$3299  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3300  = tfw0_l1;
+    if (rst) begin
+      \$3300  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3301  = tfw0_w_p;
     if (\clear$557 ) begin
-      \$3296  = 13'h0000;
+      \$3301  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$943 ) begin
-      if (\$2024 ) begin
-        if (\$2025 ) begin
-          if (\$2028 ) begin
-            \$3296  = \$2029 [12:0];
+      if (\$2026 ) begin
+        if (\$2027 ) begin
+          if (\$2030 ) begin
+            \$3301  = \$2031 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3296  = 13'h0000;
+      \$3301  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3297  = tfw0_w_base;
+    \$3302  = tfw0_w_base;
     if (\clear$557 ) begin
-      \$3297  = 13'h0000;
+      \$3302  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$943 ) begin
-      if (\$2024 ) begin
-        if (\$2025 ) begin
-          if (\$2028 ) begin
-            \$3297  = \$2030 [12:0];
+      if (\$2026 ) begin
+        if (\$2027 ) begin
+          if (\$2030 ) begin
+            \$3302  = \$2032 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3297  = 13'h0000;
+      \$3302  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3298  = tfw0_w_gbase;
+    \$3303  = tfw0_w_gbase;
     if (\clear$557 ) begin
-      \$3298  = 13'h0000;
+      \$3303  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$943 ) begin
-      if (\$2024 ) begin
-        if (\$2025 ) begin
-          if (\$2028 ) begin
-            \$3298  = \$2031 [12:0];
+      if (\$2026 ) begin
+        if (\$2027 ) begin
+          if (\$2030 ) begin
+            \$3303  = \$2033 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3298  = 13'h0000;
+      \$3303  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3299  = tfw0_w_rem;
+    \$3304  = tfw0_w_rem;
     if (\clear$557 ) begin
-      \$3299  = \$2022 ;
+      \$3304  = \$2024 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$943 ) begin
-      if (\$2024 ) begin
-        if (\$2025 ) begin
-          if (\$2028 ) begin
-            \$3299  = \$2032 [13:0];
+      if (\$2026 ) begin
+        if (\$2027 ) begin
+          if (\$2030 ) begin
+            \$3304  = \$2034 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3299  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3300  = tfw0_wi;
-    if (\clear$557 ) begin
-      \$3300  = 2'h0;
-    end else if (\o__valid$943 ) begin
-      \$3300  = \$2023 [1:0];
-      if (\$2024 ) begin
-        \$3300  = 2'h0;
-      end
-    end
-    if (rst) begin
-      \$3300  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3301  = tfw0_wo;
-    if (\clear$557 ) begin
-      \$3301  = 2'h0;
-    end else if (\o__valid$943 ) begin
-      if (\$2024 ) begin
-        if (\$2025 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2028 ) begin
-            \$3301  = 2'h0;
-          end else begin
-            \$3301  = \$2033 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3301  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3302  = tfw0_wn;
-    if (\clear$557 ) begin
-      \$3302  = 5'h00;
-    end else if (\o__valid$943 ) begin
-      if (\$2024 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2025 ) begin
-          \$3302  = 5'h00;
-        end else begin
-          \$3302  = \$2034 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3302  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3303  = \$2036 ;
-    if (rst) begin
-      \$3303  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3304  = \$2043 ;
-    if (rst) begin
-      \$3304  = 1'h0;
+      \$3304  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3305  = tfw0_wi;
+    if (\clear$557 ) begin
+      \$3305  = 2'h0;
+    end else if (\o__valid$943 ) begin
+      \$3305  = \$2025 [1:0];
+      if (\$2026 ) begin
+        \$3305  = 2'h0;
+      end
+    end
     if (rst) begin
       \$3305  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3306  = 4'hf;
-    if (rst) begin
-      \$3306  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3307  = { 6'h00, \$2044 , tfw0_wn[3:0] };
-    if (rst) begin
-      \$3307  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3308  = \o__payload$949 [15:0];
-    if (rst) begin
-      \$3308  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3309  = \o__payload$949 [31:16];
-    if (rst) begin
-      \$3309  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3310  = \o__payload$949 [47:32];
-    if (rst) begin
-      \$3310  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3311  = \o__payload$949 [63:48];
-    if (rst) begin
-      \$3311  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3312  = tfw0_done;
+    \$3306  = tfw0_wo;
     if (\clear$557 ) begin
-      \$3312  = 13'h0000;
-    end else if (\$2045 ) begin
-      \$3312  = \$2047 [12:0];
-    end
-    if (rst) begin
-      \$3312  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3313  = tfw0_left;
-    if (\clear$557 ) begin
-      \$3313  = \$2046 ;
-    end else if (\$2045 ) begin
-      \$3313  = \$2048 [13:0];
-    end
-    if (rst) begin
-      \$3313  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3314  = tfw1_p;
-    if (\clear$557 ) begin
-      \$3314  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (tfw1_slot) begin
-      if (\$2050 ) begin
-        if (\$2051 ) begin
-          if (\$2054 ) begin
-            \$3314  = \$2055 [12:0];
+      \$3306  = 2'h0;
+    end else if (\o__valid$943 ) begin
+      if (\$2026 ) begin
+        if (\$2027 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2030 ) begin
+            \$3306  = 2'h0;
+          end else begin
+            \$3306  = \$2035 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3314  = 13'h0000;
+      \$3306  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3315  = tfw1_base;
+    \$3307  = tfw0_wn;
     if (\clear$557 ) begin
-      \$3315  = 13'h0000;
+      \$3307  = 5'h00;
+    end else if (\o__valid$943 ) begin
+      if (\$2026 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2027 ) begin
+          \$3307  = 5'h00;
+        end else begin
+          \$3307  = \$2036 [4:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3307  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3308  = \$2038 ;
+    if (rst) begin
+      \$3308  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3309  = \$2045 ;
+    if (rst) begin
+      \$3309  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3310  = tfw0_wi;
+    if (rst) begin
+      \$3310  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3311  = 4'hf;
+    if (rst) begin
+      \$3311  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3312  = { 6'h00, \$2046 , tfw0_wn[3:0] };
+    if (rst) begin
+      \$3312  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3313  = \o__payload$949 [15:0];
+    if (rst) begin
+      \$3313  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3314  = \o__payload$949 [31:16];
+    if (rst) begin
+      \$3314  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3315  = \o__payload$949 [47:32];
+    if (rst) begin
+      \$3315  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3316  = \o__payload$949 [63:48];
+    if (rst) begin
+      \$3316  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3317  = tfw0_done;
+    if (\clear$557 ) begin
+      \$3317  = 13'h0000;
+    end else if (\$2047 ) begin
+      \$3317  = \$2049 [12:0];
+    end
+    if (rst) begin
+      \$3317  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3318  = tfw0_left;
+    if (\clear$557 ) begin
+      \$3318  = \$2048 ;
+    end else if (\$2047 ) begin
+      \$3318  = \$2050 [13:0];
+    end
+    if (rst) begin
+      \$3318  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3319  = tfw1_p;
+    if (\clear$557 ) begin
+      \$3319  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw1_slot) begin
-      if (\$2050 ) begin
-        if (\$2051 ) begin
-          if (\$2054 ) begin
-            \$3315  = \$2056 [12:0];
+      if (\$2052 ) begin
+        if (\$2053 ) begin
+          if (\$2056 ) begin
+            \$3319  = \$2057 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3315  = 13'h0000;
+      \$3319  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3316  = tfw1_gbase;
+    \$3320  = tfw1_base;
     if (\clear$557 ) begin
-      \$3316  = 13'h0000;
+      \$3320  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw1_slot) begin
-      if (\$2050 ) begin
-        if (\$2051 ) begin
-          if (\$2054 ) begin
-            \$3316  = \$2057 [12:0];
+      if (\$2052 ) begin
+        if (\$2053 ) begin
+          if (\$2056 ) begin
+            \$3320  = \$2058 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3316  = 13'h0000;
+      \$3320  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3317  = tfw1_rem;
+    \$3321  = tfw1_gbase;
     if (\clear$557 ) begin
-      \$3317  = \$2049 ;
+      \$3321  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw1_slot) begin
-      if (\$2050 ) begin
-        if (\$2051 ) begin
-          if (\$2054 ) begin
-            \$3317  = \$2058 [13:0];
+      if (\$2052 ) begin
+        if (\$2053 ) begin
+          if (\$2056 ) begin
+            \$3321  = \$2059 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3317  = 14'h0000;
+      \$3321  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3318  = tfw1_running;
+    \$3322  = tfw1_rem;
     if (\clear$557 ) begin
-      \$3318  = 1'h0;
+      \$3322  = \$2051 ;
+    end
+    if (\clear$557 ) begin
+    end else if (tfw1_slot) begin
+      if (\$2052 ) begin
+        if (\$2053 ) begin
+          if (\$2056 ) begin
+            \$3322  = \$2060 [13:0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$3322  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3323  = tfw1_running;
+    if (\clear$557 ) begin
+      \$3323  = 1'h0;
     end else if (tfw1_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2050 ) begin
+      if (\$2052 ) begin
         (* full_case = 32'd1 *)
-        if (\$2051 ) begin
+        if (\$2053 ) begin
           (* full_case = 32'd1 *)
-          if (\$2054 ) begin
-            \$3318  = 1'h0;
+          if (\$2056 ) begin
+            \$3323  = 1'h0;
           end else begin
-            \$3318  = 1'h1;
+            \$3323  = 1'h1;
           end
         end else begin
-          \$3318  = 1'h1;
+          \$3323  = 1'h1;
         end
       end else begin
-        \$3318  = 1'h1;
+        \$3323  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3318  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3319  = tfw1_o;
-    if (\clear$557 ) begin
-      \$3319  = 2'h0;
-    end else if (tfw1_slot) begin
-      if (\$2050 ) begin
-        if (\$2051 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2054 ) begin
-            \$3319  = 2'h0;
-          end else begin
-            \$3319  = \$2059 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3319  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3320  = tfw1_n;
-    if (\clear$557 ) begin
-      \$3320  = 5'h00;
-    end else if (tfw1_slot) begin
-      if (\$2050 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2051 ) begin
-          \$3320  = 5'h00;
-        end else begin
-          \$3320  = \$2060 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3320  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3321  = tfw1_t;
-    if (\clear$557 ) begin
-      \$3321  = 7'h00;
-    end else if (tfw1_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2050 ) begin
-        \$3321  = 7'h00;
-      end else begin
-        \$3321  = \$2061 [6:0];
-      end
-    end
-    if (rst) begin
-      \$3321  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3322  = \$57 [1:0];
-    if (rst) begin
-      \$3322  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3323  = \$2062 ;
     if (rst) begin
       \$3323  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3324  = 1'h0;
+    \$3324  = tfw1_o;
+    if (\clear$557 ) begin
+      \$3324  = 2'h0;
+    end else if (tfw1_slot) begin
+      if (\$2052 ) begin
+        if (\$2053 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2056 ) begin
+            \$3324  = 2'h0;
+          end else begin
+            \$3324  = \$2061 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3324  = 1'h0;
+      \$3324  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3325  = 1'h0;
+    \$3325  = tfw1_n;
+    if (\clear$557 ) begin
+      \$3325  = 5'h00;
+    end else if (tfw1_slot) begin
+      if (\$2052 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2053 ) begin
+          \$3325  = 5'h00;
+        end else begin
+          \$3325  = \$2062 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3325  = 1'h0;
+      \$3325  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3326  = { \$2074 , \$2071 , \$2068 , \$2065  };
+    \$3326  = tfw1_t;
+    if (\clear$557 ) begin
+      \$3326  = 7'h00;
+    end else if (tfw1_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2052 ) begin
+        \$3326  = 7'h00;
+      end else begin
+        \$3326  = \$2063 [6:0];
+      end
+    end
     if (rst) begin
-      \$3326  = 4'h0;
+      \$3326  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3327  = { \$2086 , \$2083 , \$2080 , \$2077  };
+    \$3327  = \$57 [1:0];
     if (rst) begin
-      \$3327  = 4'h0;
+      \$3327  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3328  = \$2088 ;
+    \$3328  = \$2064 ;
     if (rst) begin
       \$3328  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3329  = \$2089 ;
+    \$3329  = 1'h0;
     if (rst) begin
       \$3329  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3330  = tfw1_v1;
+    \$3330  = 1'h0;
     if (rst) begin
       \$3330  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3331  = \$2092 ;
+    \$3331  = { \$2076 , \$2073 , \$2070 , \$2067  };
     if (rst) begin
-      \$3331  = 16'h0000;
+      \$3331  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3332  = \$2095 ;
+    \$3332  = { \$2088 , \$2085 , \$2082 , \$2079  };
     if (rst) begin
-      \$3332  = 16'h0000;
+      \$3332  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3333  = \$2098 ;
+    \$3333  = \$2090 ;
     if (rst) begin
-      \$3333  = 16'h0000;
+      \$3333  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3334  = \$2101 ;
+    \$3334  = \$2091 ;
     if (rst) begin
-      \$3334  = 16'h0000;
+      \$3334  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3335  = \$2103 ;
+    \$3335  = tfw1_v1;
     if (rst) begin
-      \$3335  = 16'h0000;
+      \$3335  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3336  = \$2105 ;
+    \$3336  = \$2094 ;
     if (rst) begin
       \$3336  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3337  = \$2107 ;
+    \$3337  = \$2097 ;
     if (rst) begin
       \$3337  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3338  = \$2109 ;
+    \$3338  = \$2100 ;
     if (rst) begin
       \$3338  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3339  = tfw1_l1;
+    \$3339  = \$2103 ;
     if (rst) begin
-      \$3339  = 1'h0;
+      \$3339  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3340  = tfw1_w_p;
+    \$3340  = \$2105 ;
+    if (rst) begin
+      \$3340  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3341  = \$2107 ;
+    if (rst) begin
+      \$3341  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3342  = \$2109 ;
+    if (rst) begin
+      \$3342  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3343  = \$2111 ;
+    if (rst) begin
+      \$3343  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3344  = tfw1_l1;
+    if (rst) begin
+      \$3344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3345  = tfw1_w_p;
     if (\clear$557 ) begin
-      \$3340  = 13'h0000;
+      \$3345  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$962 ) begin
-      if (\$2112 ) begin
-        if (\$2113 ) begin
-          if (\$2116 ) begin
-            \$3340  = \$2117 [12:0];
+      if (\$2114 ) begin
+        if (\$2115 ) begin
+          if (\$2118 ) begin
+            \$3345  = \$2119 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3340  = 13'h0000;
+      \$3345  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3341  = tfw1_w_base;
+    \$3346  = tfw1_w_base;
     if (\clear$557 ) begin
-      \$3341  = 13'h0000;
+      \$3346  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$962 ) begin
-      if (\$2112 ) begin
-        if (\$2113 ) begin
-          if (\$2116 ) begin
-            \$3341  = \$2118 [12:0];
+      if (\$2114 ) begin
+        if (\$2115 ) begin
+          if (\$2118 ) begin
+            \$3346  = \$2120 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3341  = 13'h0000;
+      \$3346  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3342  = tfw1_w_gbase;
+    \$3347  = tfw1_w_gbase;
     if (\clear$557 ) begin
-      \$3342  = 13'h0000;
+      \$3347  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$962 ) begin
-      if (\$2112 ) begin
-        if (\$2113 ) begin
-          if (\$2116 ) begin
-            \$3342  = \$2119 [12:0];
+      if (\$2114 ) begin
+        if (\$2115 ) begin
+          if (\$2118 ) begin
+            \$3347  = \$2121 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3342  = 13'h0000;
+      \$3347  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3343  = tfw1_w_rem;
+    \$3348  = tfw1_w_rem;
     if (\clear$557 ) begin
-      \$3343  = \$2110 ;
+      \$3348  = \$2112 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$962 ) begin
-      if (\$2112 ) begin
-        if (\$2113 ) begin
-          if (\$2116 ) begin
-            \$3343  = \$2120 [13:0];
+      if (\$2114 ) begin
+        if (\$2115 ) begin
+          if (\$2118 ) begin
+            \$3348  = \$2122 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3343  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3344  = tfw1_wi;
-    if (\clear$557 ) begin
-      \$3344  = 2'h0;
-    end else if (\o__valid$962 ) begin
-      \$3344  = \$2111 [1:0];
-      if (\$2112 ) begin
-        \$3344  = 2'h0;
-      end
-    end
-    if (rst) begin
-      \$3344  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3345  = tfw1_wo;
-    if (\clear$557 ) begin
-      \$3345  = 2'h0;
-    end else if (\o__valid$962 ) begin
-      if (\$2112 ) begin
-        if (\$2113 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2116 ) begin
-            \$3345  = 2'h0;
-          end else begin
-            \$3345  = \$2121 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3345  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3346  = tfw1_wn;
-    if (\clear$557 ) begin
-      \$3346  = 5'h00;
-    end else if (\o__valid$962 ) begin
-      if (\$2112 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2113 ) begin
-          \$3346  = 5'h00;
-        end else begin
-          \$3346  = \$2122 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3346  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3347  = \$2124 ;
-    if (rst) begin
-      \$3347  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3348  = \$2131 ;
-    if (rst) begin
-      \$3348  = 1'h0;
+      \$3348  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3349  = tfw1_wi;
+    if (\clear$557 ) begin
+      \$3349  = 2'h0;
+    end else if (\o__valid$962 ) begin
+      \$3349  = \$2113 [1:0];
+      if (\$2114 ) begin
+        \$3349  = 2'h0;
+      end
+    end
     if (rst) begin
       \$3349  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3350  = 4'hf;
-    if (rst) begin
-      \$3350  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3351  = { 6'h00, \$2132 , tfw1_wn[3:0] };
-    if (rst) begin
-      \$3351  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3352  = \o__payload$968 [15:0];
-    if (rst) begin
-      \$3352  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3353  = \o__payload$968 [31:16];
-    if (rst) begin
-      \$3353  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3354  = \o__payload$968 [47:32];
-    if (rst) begin
-      \$3354  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3355  = \o__payload$968 [63:48];
-    if (rst) begin
-      \$3355  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3356  = tfw1_done;
+    \$3350  = tfw1_wo;
     if (\clear$557 ) begin
-      \$3356  = 13'h0000;
-    end else if (\$2133 ) begin
-      \$3356  = \$2135 [12:0];
-    end
-    if (rst) begin
-      \$3356  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3357  = tfw1_left;
-    if (\clear$557 ) begin
-      \$3357  = \$2134 ;
-    end else if (\$2133 ) begin
-      \$3357  = \$2136 [13:0];
-    end
-    if (rst) begin
-      \$3357  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3358  = tfw2_p;
-    if (\clear$557 ) begin
-      \$3358  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (tfw2_slot) begin
-      if (\$2138 ) begin
-        if (\$2139 ) begin
-          if (\$2142 ) begin
-            \$3358  = \$2143 [12:0];
+      \$3350  = 2'h0;
+    end else if (\o__valid$962 ) begin
+      if (\$2114 ) begin
+        if (\$2115 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2118 ) begin
+            \$3350  = 2'h0;
+          end else begin
+            \$3350  = \$2123 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3358  = 13'h0000;
+      \$3350  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3359  = tfw2_base;
+    \$3351  = tfw1_wn;
     if (\clear$557 ) begin
-      \$3359  = 13'h0000;
+      \$3351  = 5'h00;
+    end else if (\o__valid$962 ) begin
+      if (\$2114 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2115 ) begin
+          \$3351  = 5'h00;
+        end else begin
+          \$3351  = \$2124 [4:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3351  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3352  = \$2126 ;
+    if (rst) begin
+      \$3352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3353  = \$2133 ;
+    if (rst) begin
+      \$3353  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3354  = tfw1_wi;
+    if (rst) begin
+      \$3354  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3355  = 4'hf;
+    if (rst) begin
+      \$3355  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3356  = { 6'h00, \$2134 , tfw1_wn[3:0] };
+    if (rst) begin
+      \$3356  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3357  = \o__payload$968 [15:0];
+    if (rst) begin
+      \$3357  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3358  = \o__payload$968 [31:16];
+    if (rst) begin
+      \$3358  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3359  = \o__payload$968 [47:32];
+    if (rst) begin
+      \$3359  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3360  = \o__payload$968 [63:48];
+    if (rst) begin
+      \$3360  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3361  = tfw1_done;
+    if (\clear$557 ) begin
+      \$3361  = 13'h0000;
+    end else if (\$2135 ) begin
+      \$3361  = \$2137 [12:0];
+    end
+    if (rst) begin
+      \$3361  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3362  = tfw1_left;
+    if (\clear$557 ) begin
+      \$3362  = \$2136 ;
+    end else if (\$2135 ) begin
+      \$3362  = \$2138 [13:0];
+    end
+    if (rst) begin
+      \$3362  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3363  = tfw2_p;
+    if (\clear$557 ) begin
+      \$3363  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw2_slot) begin
-      if (\$2138 ) begin
-        if (\$2139 ) begin
-          if (\$2142 ) begin
-            \$3359  = \$2144 [12:0];
+      if (\$2140 ) begin
+        if (\$2141 ) begin
+          if (\$2144 ) begin
+            \$3363  = \$2145 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3359  = 13'h0000;
+      \$3363  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3360  = tfw2_gbase;
+    \$3364  = tfw2_base;
     if (\clear$557 ) begin
-      \$3360  = 13'h0000;
+      \$3364  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw2_slot) begin
-      if (\$2138 ) begin
-        if (\$2139 ) begin
-          if (\$2142 ) begin
-            \$3360  = \$2145 [12:0];
+      if (\$2140 ) begin
+        if (\$2141 ) begin
+          if (\$2144 ) begin
+            \$3364  = \$2146 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3360  = 13'h0000;
+      \$3364  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3361  = tfw2_rem;
+    \$3365  = tfw2_gbase;
     if (\clear$557 ) begin
-      \$3361  = \$2137 ;
+      \$3365  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (tfw2_slot) begin
-      if (\$2138 ) begin
-        if (\$2139 ) begin
-          if (\$2142 ) begin
-            \$3361  = \$2146 [13:0];
+      if (\$2140 ) begin
+        if (\$2141 ) begin
+          if (\$2144 ) begin
+            \$3365  = \$2147 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3361  = 14'h0000;
+      \$3365  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3362  = tfw2_running;
+    \$3366  = tfw2_rem;
     if (\clear$557 ) begin
-      \$3362  = 1'h0;
+      \$3366  = \$2139 ;
+    end
+    if (\clear$557 ) begin
+    end else if (tfw2_slot) begin
+      if (\$2140 ) begin
+        if (\$2141 ) begin
+          if (\$2144 ) begin
+            \$3366  = \$2148 [13:0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$3366  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3367  = tfw2_running;
+    if (\clear$557 ) begin
+      \$3367  = 1'h0;
     end else if (tfw2_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2138 ) begin
+      if (\$2140 ) begin
         (* full_case = 32'd1 *)
-        if (\$2139 ) begin
+        if (\$2141 ) begin
           (* full_case = 32'd1 *)
-          if (\$2142 ) begin
-            \$3362  = 1'h0;
+          if (\$2144 ) begin
+            \$3367  = 1'h0;
           end else begin
-            \$3362  = 1'h1;
+            \$3367  = 1'h1;
           end
         end else begin
-          \$3362  = 1'h1;
+          \$3367  = 1'h1;
         end
       end else begin
-        \$3362  = 1'h1;
+        \$3367  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3362  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3363  = tfw2_o;
-    if (\clear$557 ) begin
-      \$3363  = 2'h0;
-    end else if (tfw2_slot) begin
-      if (\$2138 ) begin
-        if (\$2139 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2142 ) begin
-            \$3363  = 2'h0;
-          end else begin
-            \$3363  = \$2147 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3363  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3364  = tfw2_n;
-    if (\clear$557 ) begin
-      \$3364  = 1'h0;
-    end else if (tfw2_slot) begin
-      if (\$2138 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2139 ) begin
-          \$3364  = 1'h0;
-        end else begin
-          \$3364  = \$2148 [0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3364  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3365  = tfw2_t;
-    if (\clear$557 ) begin
-      \$3365  = 7'h00;
-    end else if (tfw2_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2138 ) begin
-        \$3365  = 7'h00;
-      end else begin
-        \$3365  = \$2149 [6:0];
-      end
-    end
-    if (rst) begin
-      \$3365  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3366  = \$70 [1:0];
-    if (rst) begin
-      \$3366  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3367  = \$2150 ;
     if (rst) begin
       \$3367  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3368  = 1'h0;
+    \$3368  = tfw2_o;
+    if (\clear$557 ) begin
+      \$3368  = 2'h0;
+    end else if (tfw2_slot) begin
+      if (\$2140 ) begin
+        if (\$2141 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2144 ) begin
+            \$3368  = 2'h0;
+          end else begin
+            \$3368  = \$2149 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3368  = 1'h0;
+      \$3368  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3369  = 1'h0;
+    \$3369  = tfw2_n;
+    if (\clear$557 ) begin
+      \$3369  = 1'h0;
+    end else if (tfw2_slot) begin
+      if (\$2140 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2141 ) begin
+          \$3369  = 1'h0;
+        end else begin
+          \$3369  = \$2150 [0];
+        end
+      end
+    end
     if (rst) begin
       \$3369  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3370  = { \$2162 , \$2159 , \$2156 , \$2153  };
+    \$3370  = tfw2_t;
+    if (\clear$557 ) begin
+      \$3370  = 7'h00;
+    end else if (tfw2_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2140 ) begin
+        \$3370  = 7'h00;
+      end else begin
+        \$3370  = \$2151 [6:0];
+      end
+    end
     if (rst) begin
-      \$3370  = 4'h0;
+      \$3370  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3371  = { \$2174 , \$2171 , \$2168 , \$2165  };
+    \$3371  = \$70 [1:0];
     if (rst) begin
-      \$3371  = 4'h0;
+      \$3371  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3372  = \$2176 ;
+    \$3372  = \$2152 ;
     if (rst) begin
       \$3372  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3373  = \$2177 ;
+    \$3373  = 1'h0;
     if (rst) begin
       \$3373  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3374  = tfw2_v1;
+    \$3374  = 1'h0;
     if (rst) begin
       \$3374  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3375  = \$2180 ;
+    \$3375  = { \$2164 , \$2161 , \$2158 , \$2155  };
     if (rst) begin
-      \$3375  = 16'h0000;
+      \$3375  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3376  = \$2183 ;
+    \$3376  = { \$2176 , \$2173 , \$2170 , \$2167  };
     if (rst) begin
-      \$3376  = 16'h0000;
+      \$3376  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3377  = \$2186 ;
+    \$3377  = \$2178 ;
     if (rst) begin
-      \$3377  = 16'h0000;
+      \$3377  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3378  = \$2189 ;
+    \$3378  = \$2179 ;
     if (rst) begin
-      \$3378  = 16'h0000;
+      \$3378  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3379  = \$2191 ;
+    \$3379  = tfw2_v1;
     if (rst) begin
-      \$3379  = 16'h0000;
+      \$3379  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3380  = \$2193 ;
+    \$3380  = \$2182 ;
     if (rst) begin
       \$3380  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3381  = \$2195 ;
+    \$3381  = \$2185 ;
     if (rst) begin
       \$3381  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3382  = \$2197 ;
+    \$3382  = \$2188 ;
     if (rst) begin
       \$3382  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3383  = tfw2_l1;
+    \$3383  = \$2191 ;
     if (rst) begin
-      \$3383  = 1'h0;
+      \$3383  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3384  = tfw2_w_p;
+    \$3384  = \$2193 ;
+    if (rst) begin
+      \$3384  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3385  = \$2195 ;
+    if (rst) begin
+      \$3385  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3386  = \$2197 ;
+    if (rst) begin
+      \$3386  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3387  = \$2199 ;
+    if (rst) begin
+      \$3387  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3388  = tfw2_l1;
+    if (rst) begin
+      \$3388  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3389  = tfw2_w_p;
     if (\clear$557 ) begin
-      \$3384  = 13'h0000;
+      \$3389  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$982 ) begin
-      if (\$2200 ) begin
-        if (\$2201 ) begin
-          if (\$2204 ) begin
-            \$3384  = \$2205 [12:0];
+      if (\$2202 ) begin
+        if (\$2203 ) begin
+          if (\$2206 ) begin
+            \$3389  = \$2207 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3384  = 13'h0000;
+      \$3389  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3385  = tfw2_w_base;
+    \$3390  = tfw2_w_base;
     if (\clear$557 ) begin
-      \$3385  = 13'h0000;
+      \$3390  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$982 ) begin
-      if (\$2200 ) begin
-        if (\$2201 ) begin
-          if (\$2204 ) begin
-            \$3385  = \$2206 [12:0];
+      if (\$2202 ) begin
+        if (\$2203 ) begin
+          if (\$2206 ) begin
+            \$3390  = \$2208 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3385  = 13'h0000;
+      \$3390  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3386  = tfw2_w_gbase;
+    \$3391  = tfw2_w_gbase;
     if (\clear$557 ) begin
-      \$3386  = 13'h0000;
+      \$3391  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$982 ) begin
-      if (\$2200 ) begin
-        if (\$2201 ) begin
-          if (\$2204 ) begin
-            \$3386  = \$2207 [12:0];
+      if (\$2202 ) begin
+        if (\$2203 ) begin
+          if (\$2206 ) begin
+            \$3391  = \$2209 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3386  = 13'h0000;
+      \$3391  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3387  = tfw2_w_rem;
+    \$3392  = tfw2_w_rem;
     if (\clear$557 ) begin
-      \$3387  = \$2198 ;
+      \$3392  = \$2200 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$982 ) begin
-      if (\$2200 ) begin
-        if (\$2201 ) begin
-          if (\$2204 ) begin
-            \$3387  = \$2208 [13:0];
+      if (\$2202 ) begin
+        if (\$2203 ) begin
+          if (\$2206 ) begin
+            \$3392  = \$2210 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3387  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3388  = tfw2_wi;
-    if (\clear$557 ) begin
-      \$3388  = 2'h0;
-    end else if (\o__valid$982 ) begin
-      \$3388  = \$2199 [1:0];
-      if (\$2200 ) begin
-        \$3388  = 2'h0;
-      end
-    end
-    if (rst) begin
-      \$3388  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3389  = tfw2_wo;
-    if (\clear$557 ) begin
-      \$3389  = 2'h0;
-    end else if (\o__valid$982 ) begin
-      if (\$2200 ) begin
-        if (\$2201 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2204 ) begin
-            \$3389  = 2'h0;
-          end else begin
-            \$3389  = \$2209 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3389  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3390  = tfw2_wn;
-    if (\clear$557 ) begin
-      \$3390  = 1'h0;
-    end else if (\o__valid$982 ) begin
-      if (\$2200 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2201 ) begin
-          \$3390  = 1'h0;
-        end else begin
-          \$3390  = \$2210 [0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3390  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3391  = \$2212 ;
-    if (rst) begin
-      \$3391  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3392  = \$2219 ;
-    if (rst) begin
-      \$3392  = 1'h0;
+      \$3392  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$3393  = tfw2_wi;
+    if (\clear$557 ) begin
+      \$3393  = 2'h0;
+    end else if (\o__valid$982 ) begin
+      \$3393  = \$2201 [1:0];
+      if (\$2202 ) begin
+        \$3393  = 2'h0;
+      end
+    end
     if (rst) begin
       \$3393  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3394  = 4'hf;
-    if (rst) begin
-      \$3394  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3395  = { 10'h000, \$2220  };
-    if (rst) begin
-      \$3395  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3396  = \o__payload$988 [15:0];
-    if (rst) begin
-      \$3396  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3397  = \o__payload$988 [31:16];
-    if (rst) begin
-      \$3397  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3398  = \o__payload$988 [47:32];
-    if (rst) begin
-      \$3398  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3399  = \o__payload$988 [63:48];
-    if (rst) begin
-      \$3399  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3400  = tfw2_done;
+    \$3394  = tfw2_wo;
     if (\clear$557 ) begin
-      \$3400  = 13'h0000;
-    end else if (\$2221 ) begin
-      \$3400  = \$2223 [12:0];
-    end
-    if (rst) begin
-      \$3400  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3401  = tfw2_left;
-    if (\clear$557 ) begin
-      \$3401  = \$2222 ;
-    end else if (\$2221 ) begin
-      \$3401  = \$2224 [13:0];
-    end
-    if (rst) begin
-      \$3401  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3402  = loss_p;
-    if (\clear$557 ) begin
-      \$3402  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (loss_slot) begin
-      if (\$2226 ) begin
-        if (\$2228 ) begin
-          \$3402  = \$2229 [12:0];
+      \$3394  = 2'h0;
+    end else if (\o__valid$982 ) begin
+      if (\$2202 ) begin
+        if (\$2203 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2206 ) begin
+            \$3394  = 2'h0;
+          end else begin
+            \$3394  = \$2211 [1:0];
+          end
         end
       end
     end
     if (rst) begin
-      \$3402  = 13'h0000;
+      \$3394  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3403  = loss_base;
+    \$3395  = tfw2_wn;
     if (\clear$557 ) begin
-      \$3403  = 13'h0000;
-    end
-    if (\clear$557 ) begin
-    end else if (loss_slot) begin
-      if (\$2226 ) begin
-        if (\$2228 ) begin
-          \$3403  = \$2230 [12:0];
+      \$3395  = 1'h0;
+    end else if (\o__valid$982 ) begin
+      if (\$2202 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2203 ) begin
+          \$3395  = 1'h0;
+        end else begin
+          \$3395  = \$2212 [0];
         end
       end
     end
     if (rst) begin
-      \$3403  = 13'h0000;
+      \$3395  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3404  = loss_gbase;
+    \$3396  = \$2214 ;
+    if (rst) begin
+      \$3396  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3397  = \$2221 ;
+    if (rst) begin
+      \$3397  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3398  = tfw2_wi;
+    if (rst) begin
+      \$3398  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3399  = 4'hf;
+    if (rst) begin
+      \$3399  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3400  = { 10'h000, \$2222  };
+    if (rst) begin
+      \$3400  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3401  = \o__payload$988 [15:0];
+    if (rst) begin
+      \$3401  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3402  = \o__payload$988 [31:16];
+    if (rst) begin
+      \$3402  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3403  = \o__payload$988 [47:32];
+    if (rst) begin
+      \$3403  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3404  = \o__payload$988 [63:48];
+    if (rst) begin
+      \$3404  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3405  = tfw2_done;
     if (\clear$557 ) begin
-      \$3404  = 13'h0000;
+      \$3405  = 13'h0000;
+    end else if (\$2223 ) begin
+      \$3405  = \$2225 [12:0];
+    end
+    if (rst) begin
+      \$3405  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3406  = tfw2_left;
+    if (\clear$557 ) begin
+      \$3406  = \$2224 ;
+    end else if (\$2223 ) begin
+      \$3406  = \$2226 [13:0];
+    end
+    if (rst) begin
+      \$3406  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3407  = loss_p;
+    if (\clear$557 ) begin
+      \$3407  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (loss_slot) begin
-      if (\$2226 ) begin
-        if (\$2228 ) begin
-          \$3404  = \$2231 [12:0];
+      if (\$2228 ) begin
+        if (\$2230 ) begin
+          \$3407  = \$2231 [12:0];
         end
       end
     end
     if (rst) begin
-      \$3404  = 13'h0000;
+      \$3407  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3405  = loss_rem;
+    \$3408  = loss_base;
     if (\clear$557 ) begin
-      \$3405  = \$2225 ;
+      \$3408  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (loss_slot) begin
-      if (\$2226 ) begin
-        if (\$2228 ) begin
-          \$3405  = \$2232 [13:0];
+      if (\$2228 ) begin
+        if (\$2230 ) begin
+          \$3408  = \$2232 [12:0];
         end
       end
     end
     if (rst) begin
-      \$3405  = 14'h0000;
+      \$3408  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3406  = loss_running;
+    \$3409  = loss_gbase;
     if (\clear$557 ) begin
-      \$3406  = 1'h0;
+      \$3409  = 13'h0000;
+    end
+    if (\clear$557 ) begin
+    end else if (loss_slot) begin
+      if (\$2228 ) begin
+        if (\$2230 ) begin
+          \$3409  = \$2233 [12:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3409  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3410  = loss_rem;
+    if (\clear$557 ) begin
+      \$3410  = \$2227 ;
+    end
+    if (\clear$557 ) begin
+    end else if (loss_slot) begin
+      if (\$2228 ) begin
+        if (\$2230 ) begin
+          \$3410  = \$2234 [13:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$3410  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3411  = loss_running;
+    if (\clear$557 ) begin
+      \$3411  = 1'h0;
     end else if (loss_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2226 ) begin
+      if (\$2228 ) begin
         (* full_case = 32'd1 *)
-        if (\$2228 ) begin
-          \$3406  = 1'h0;
+        if (\$2230 ) begin
+          \$3411  = 1'h0;
         end else begin
-          \$3406  = 1'h1;
+          \$3411  = 1'h1;
         end
       end else begin
-        \$3406  = 1'h1;
+        \$3411  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3406  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3407  = loss_s;
-    if (\clear$557 ) begin
-      \$3407  = 4'h0;
-    end else if (loss_slot) begin
-      if (\$2226 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2228 ) begin
-          \$3407  = 4'h0;
-        end else begin
-          \$3407  = \$2233 [3:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3407  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3408  = loss_g;
-    if (\clear$557 ) begin
-      \$3408  = 1'h0;
-    end else if (loss_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2226 ) begin
-        \$3408  = 1'h0;
-      end else begin
-        \$3408  = \$2234 [0];
-      end
-    end
-    if (rst) begin
-      \$3408  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3409  = \$2236 ;
-    if (rst) begin
-      \$3409  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3410  = loss_s[1:0];
-    if (rst) begin
-      \$3410  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3411  = loss_g;
     if (rst) begin
       \$3411  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3412  = \$2237 ;
+    \$3412  = loss_s;
+    if (\clear$557 ) begin
+      \$3412  = 4'h0;
+    end else if (loss_slot) begin
+      if (\$2228 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2230 ) begin
+          \$3412  = 4'h0;
+        end else begin
+          \$3412  = \$2235 [3:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3412  = 1'h0;
+      \$3412  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3413  = \$2238 ;
+    \$3413  = loss_g;
+    if (\clear$557 ) begin
+      \$3413  = 1'h0;
+    end else if (loss_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2228 ) begin
+        \$3413  = 1'h0;
+      end else begin
+        \$3413  = \$2236 [0];
+      end
+    end
     if (rst) begin
       \$3413  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3414  = \$2242 ;
+    \$3414  = \$2238 ;
     if (rst) begin
       \$3414  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3415  = \$2244 [12:0];
+    \$3415  = loss_s[1:0];
     if (rst) begin
-      \$3415  = 13'h0000;
+      \$3415  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3416  = loss_runmax;
-    if (loss_v1) begin
-      \$3416  = \$2247 ;
-    end
+    \$3416  = loss_g;
     if (rst) begin
-      \$3416  = 16'h0000;
+      \$3416  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3417  = loss_runqa;
-    if (loss_v1) begin
-      \$3417  = \$2254 ;
-    end
+    \$3417  = \$2239 ;
     if (rst) begin
-      \$3417  = 16'h0000;
+      \$3417  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3418  = \$2257 ;
+    \$3418  = \$2240 ;
     if (rst) begin
       \$3418  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3419  = loss_end1;
+    \$3419  = \$2244 ;
     if (rst) begin
       \$3419  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3420  = \$2260 ;
+    \$3420  = \$2246 [12:0];
     if (rst) begin
-      \$3420  = 16'h0000;
+      \$3420  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3421  = \$2267 ;
+    \$3421  = loss_runmax;
+    if (loss_v1) begin
+      \$3421  = \$2249 ;
+    end
     if (rst) begin
       \$3421  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3422  = \$2268 [15:0];
+    \$3422  = loss_runqa;
+    if (loss_v1) begin
+      \$3422  = \$2256 ;
+    end
     if (rst) begin
       \$3422  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3423  = \$2269 [17];
+    \$3423  = \$2259 ;
     if (rst) begin
       \$3423  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3424  = \$2270 [16];
+    \$3424  = loss_end1;
     if (rst) begin
       \$3424  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3425  = loss_i1;
+    \$3425  = \$2262 ;
     if (rst) begin
-      \$3425  = 2'h0;
+      \$3425  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3426  = loss_rg1;
+    \$3426  = \$2269 ;
     if (rst) begin
-      \$3426  = 13'h0000;
+      \$3426  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3427  = \$2272 ;
+    \$3427  = \$2270 [15:0];
     if (rst) begin
-      \$3427  = 1'h0;
+      \$3427  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3428  = loss_end2;
+    \$3428  = \$2271 [17];
     if (rst) begin
       \$3428  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3429  = { \$2274 [32], \$2274  };
+    \$3429  = \$2272 [16];
     if (rst) begin
-      \$3429  = 34'h000000000;
+      \$3429  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3430  = loss_qa2;
+    \$3430  = loss_i1;
     if (rst) begin
-      \$3430  = 16'h0000;
+      \$3430  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3431  = loss_r2;
+    \$3431  = loss_rg1;
     if (rst) begin
-      \$3431  = 16'h0000;
+      \$3431  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3432  = loss_a2;
+    \$3432  = \$2273 [34:18];
     if (rst) begin
-      \$3432  = 1'h0;
+      \$3432  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3433  = loss_i2;
+    \$3433  = \$2275 ;
     if (rst) begin
-      \$3433  = 2'h0;
+      \$3433  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3434  = loss_rg2;
+    \$3434  = loss_end2;
     if (rst) begin
-      \$3434  = 13'h0000;
+      \$3434  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3435  = \$2276 ;
+    \$3435  = { \$2277 [32], \$2277  };
     if (rst) begin
-      \$3435  = 1'h0;
+      \$3435  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3436  = loss_end3;
+    \$3436  = loss_qa2;
     if (rst) begin
-      \$3436  = 1'h0;
+      \$3436  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3437  = loss_qa3;
+    \$3437  = loss_r2;
     if (rst) begin
       \$3437  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3438  = loss_a3;
+    \$3438  = loss_a2;
     if (rst) begin
       \$3438  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3439  = loss_i3;
+    \$3439  = loss_i2;
     if (rst) begin
       \$3439  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3440  = loss_rg3;
+    \$3440  = loss_rg2;
     if (rst) begin
       \$3440  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3441  = loss_r3;
+    \$3441  = loss_wt2;
     if (rst) begin
-      \$3441  = 16'h0000;
+      \$3441  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3442  = \$2277 [34:16];
+    \$3442  = \$2279 ;
     if (rst) begin
-      \$3442  = 19'h00000;
+      \$3442  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3443  = \$2279 ;
+    \$3443  = loss_end3;
     if (rst) begin
       \$3443  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3444  = loss_end4a;
+    \$3444  = loss_qa3;
     if (rst) begin
-      \$3444  = 1'h0;
+      \$3444  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3445  = loss_qa4a;
+    \$3445  = loss_a3;
     if (rst) begin
-      \$3445  = 16'h0000;
+      \$3445  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3446  = loss_a4a;
+    \$3446  = loss_i3;
     if (rst) begin
-      \$3446  = 1'h0;
+      \$3446  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3447  = loss_i4a;
+    \$3447  = loss_rg3;
     if (rst) begin
-      \$3447  = 2'h0;
+      \$3447  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3448  = loss_rg4a;
+    \$3448  = loss_wt3;
     if (rst) begin
-      \$3448  = 13'h0000;
+      \$3448  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3449  = \$133 [15:0];
+    \$3449  = loss_r3;
     if (rst) begin
       \$3449  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3450  = \$2281 ;
+    \$3450  = \$2280 [34:16];
     if (rst) begin
-      \$3450  = 1'h0;
+      \$3450  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3451  = loss_end4b;
+    \$3451  = \$2282 ;
     if (rst) begin
       \$3451  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3452  = loss_a4b;
+    \$3452  = loss_end4a;
     if (rst) begin
       \$3452  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3453  = loss_i4b;
+    \$3453  = loss_qa4a;
     if (rst) begin
-      \$3453  = 2'h0;
+      \$3453  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3454  = loss_rg4b;
+    \$3454  = loss_a4a;
     if (rst) begin
-      \$3454  = 13'h0000;
+      \$3454  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3455  = \$2282 ;
+    \$3455  = loss_i4a;
     if (rst) begin
-      \$3455  = 17'h00000;
+      \$3455  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3456  = { \$2283 [33], \$2283 [33], \$2283  };
+    \$3456  = loss_rg4a;
     if (rst) begin
-      \$3456  = 36'h000000000;
+      \$3456  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3457  = \$2285 ;
+    \$3457  = loss_wt4a;
     if (rst) begin
-      \$3457  = 1'h0;
+      \$3457  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3458  = loss_wsv;
-    if (\clear$557 ) begin
-      \$3458  = 1'h0;
-    end else if (loss_v4c) begin
-      \$3458  = 1'h1;
-    end else if (loss_wsv) begin
-      if (\$2286 ) begin
-        \$3458  = 1'h0;
-      end
-    end
+    \$3458  = \$133 [15:0];
     if (rst) begin
-      \$3458  = 1'h0;
+      \$3458  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3459  = loss_wsg;
-    if (\clear$557 ) begin
-      \$3459  = 1'h0;
-    end else if (loss_v4c) begin
-      \$3459  = 1'h0;
-    end else if (loss_wsv) begin
-      (* full_case = 32'd1 *)
-      if (\$2286 ) begin
-      end else begin
-        \$3459  = \$2287 [0];
-      end
-    end
+    \$3459  = \$2284 ;
     if (rst) begin
       \$3459  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3460  = loss_wsend;
-    if (\clear$557 ) begin
-    end else if (loss_v4c) begin
-      \$3460  = loss_end4c;
-    end
+    \$3460  = loss_end4b;
     if (rst) begin
       \$3460  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3461  = loss_wsd;
+    \$3461  = loss_a4b;
+    if (rst) begin
+      \$3461  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3462  = loss_i4b;
+    if (rst) begin
+      \$3462  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3463  = loss_rg4b;
+    if (rst) begin
+      \$3463  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3464  = \$2285 ;
+    if (rst) begin
+      \$3464  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3465  = \$2287 ;
+    if (rst) begin
+      \$3465  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3466  = { \$2288 [33], \$2288 [33], \$2288  };
+    if (rst) begin
+      \$3466  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3467  = \$2290 ;
+    if (rst) begin
+      \$3467  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3468  = loss_wsv;
+    if (\clear$557 ) begin
+      \$3468  = 1'h0;
+    end else if (loss_v4c) begin
+      \$3468  = 1'h1;
+    end else if (loss_wsv) begin
+      if (\$2291 ) begin
+        \$3468  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$3468  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3469  = loss_wsg;
+    if (\clear$557 ) begin
+      \$3469  = 1'h0;
+    end else if (loss_v4c) begin
+      \$3469  = 1'h0;
+    end else if (loss_wsv) begin
+      (* full_case = 32'd1 *)
+      if (\$2291 ) begin
+      end else begin
+        \$3469  = \$2292 [0];
+      end
+    end
+    if (rst) begin
+      \$3469  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3470  = loss_wsend;
     if (\clear$557 ) begin
     end else if (loss_v4c) begin
-      \$3461  = \$139 [15:0];
+      \$3470  = loss_end4c;
     end
     if (rst) begin
-      \$3461  = 16'h0000;
+      \$3470  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3462  = loss_wsa;
+    \$3471  = loss_wsd;
     if (\clear$557 ) begin
     end else if (loss_v4c) begin
-      \$3462  = loss_a4c;
+      \$3471  = \$140 [15:0];
     end
     if (rst) begin
-      \$3462  = 1'h0;
+      \$3471  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3463  = loss_wsi;
+    \$3472  = loss_wsa;
     if (\clear$557 ) begin
     end else if (loss_v4c) begin
-      \$3463  = loss_i4c;
+      \$3472  = loss_a4c;
     end
     if (rst) begin
-      \$3463  = 2'h0;
+      \$3472  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3464  = loss_wsrg;
+    \$3473  = loss_wsi;
     if (\clear$557 ) begin
     end else if (loss_v4c) begin
-      \$3464  = loss_rg4c;
+      \$3473  = loss_i4c;
     end
     if (rst) begin
-      \$3464  = 13'h0000;
+      \$3473  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3465  = loss_done;
+    \$3474  = loss_wsrg;
     if (\clear$557 ) begin
-      \$3465  = 13'h0000;
-    end else if (\$2290 ) begin
-      \$3465  = \$2292 [12:0];
+    end else if (loss_v4c) begin
+      \$3474  = loss_rg4c;
     end
     if (rst) begin
-      \$3465  = 13'h0000;
+      \$3474  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3466  = loss_left;
+    \$3475  = loss_done;
     if (\clear$557 ) begin
-      \$3466  = \$2291 ;
-    end else if (\$2290 ) begin
-      \$3466  = \$2293 [13:0];
+      \$3475  = 13'h0000;
+    end else if (\$2295 ) begin
+      \$3475  = \$2297 [12:0];
     end
     if (rst) begin
-      \$3466  = 14'h0000;
+      \$3475  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3467  = bw2_p;
+    \$3476  = loss_left;
     if (\clear$557 ) begin
-      \$3467  = 13'h0000;
+      \$3476  = \$2296 ;
+    end else if (\$2295 ) begin
+      \$3476  = \$2298 [13:0];
+    end
+    if (rst) begin
+      \$3476  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3477  = bw2_p;
+    if (\clear$557 ) begin
+      \$3477  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (bw2_slot) begin
-      if (\$2295 ) begin
-        if (\$2296 ) begin
-          if (\$2299 ) begin
-            \$3467  = \$2300 [12:0];
+      if (\$2300 ) begin
+        if (\$2301 ) begin
+          if (\$2304 ) begin
+            \$3477  = \$2305 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3467  = 13'h0000;
+      \$3477  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3468  = bw2_base;
+    \$3478  = bw2_base;
     if (\clear$557 ) begin
-      \$3468  = 13'h0000;
+      \$3478  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (bw2_slot) begin
-      if (\$2295 ) begin
-        if (\$2296 ) begin
-          if (\$2299 ) begin
-            \$3468  = \$2301 [12:0];
+      if (\$2300 ) begin
+        if (\$2301 ) begin
+          if (\$2304 ) begin
+            \$3478  = \$2306 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3468  = 13'h0000;
+      \$3478  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3469  = bw2_gbase;
+    \$3479  = bw2_gbase;
     if (\clear$557 ) begin
-      \$3469  = 13'h0000;
+      \$3479  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (bw2_slot) begin
-      if (\$2295 ) begin
-        if (\$2296 ) begin
-          if (\$2299 ) begin
-            \$3469  = \$2302 [12:0];
+      if (\$2300 ) begin
+        if (\$2301 ) begin
+          if (\$2304 ) begin
+            \$3479  = \$2307 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3469  = 13'h0000;
+      \$3479  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3470  = bw2_rem;
+    \$3480  = bw2_rem;
     if (\clear$557 ) begin
-      \$3470  = \$2294 ;
+      \$3480  = \$2299 ;
     end
     if (\clear$557 ) begin
     end else if (bw2_slot) begin
-      if (\$2295 ) begin
-        if (\$2296 ) begin
-          if (\$2299 ) begin
-            \$3470  = \$2303 [13:0];
+      if (\$2300 ) begin
+        if (\$2301 ) begin
+          if (\$2304 ) begin
+            \$3480  = \$2308 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3470  = 14'h0000;
+      \$3480  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3471  = bw2_running;
+    \$3481  = bw2_running;
     if (\clear$557 ) begin
-      \$3471  = 1'h0;
+      \$3481  = 1'h0;
     end else if (bw2_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2295 ) begin
+      if (\$2300 ) begin
         (* full_case = 32'd1 *)
-        if (\$2296 ) begin
+        if (\$2301 ) begin
           (* full_case = 32'd1 *)
-          if (\$2299 ) begin
-            \$3471  = 1'h0;
+          if (\$2304 ) begin
+            \$3481  = 1'h0;
           end else begin
-            \$3471  = 1'h1;
+            \$3481  = 1'h1;
           end
         end else begin
-          \$3471  = 1'h1;
+          \$3481  = 1'h1;
         end
       end else begin
-        \$3471  = 1'h1;
+        \$3481  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3471  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3472  = bw2_o;
-    if (\clear$557 ) begin
-      \$3472  = 2'h0;
-    end else if (bw2_slot) begin
-      if (\$2295 ) begin
-        if (\$2296 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2299 ) begin
-            \$3472  = 2'h0;
-          end else begin
-            \$3472  = \$2304 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3472  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3473  = bw2_n;
-    if (\clear$557 ) begin
-      \$3473  = 5'h00;
-    end else if (bw2_slot) begin
-      if (\$2295 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2296 ) begin
-          \$3473  = 5'h00;
-        end else begin
-          \$3473  = \$2305 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3473  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3474  = bw2_t;
-    if (\clear$557 ) begin
-      \$3474  = 3'h0;
-    end else if (bw2_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2295 ) begin
-        \$3474  = 3'h0;
-      end else begin
-        \$3474  = \$2306 [2:0];
-      end
-    end
-    if (rst) begin
-      \$3474  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3475  = \$149 [1:0];
-    if (rst) begin
-      \$3475  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3476  = 1'h0;
-    if (rst) begin
-      \$3476  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3477  = 1'h0;
-    if (rst) begin
-      \$3477  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3478  = { \$2318 , \$2315 , \$2312 , \$2309  };
-    if (rst) begin
-      \$3478  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3479  = { \$2330 , \$2327 , \$2324 , \$2321  };
-    if (rst) begin
-      \$3479  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3480  = \$2332 ;
-    if (rst) begin
-      \$3480  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3481  = \$2333 ;
     if (rst) begin
       \$3481  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3482  = bw2_v1;
+    \$3482  = bw2_o;
+    if (\clear$557 ) begin
+      \$3482  = 2'h0;
+    end else if (bw2_slot) begin
+      if (\$2300 ) begin
+        if (\$2301 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2304 ) begin
+            \$3482  = 2'h0;
+          end else begin
+            \$3482  = \$2309 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3482  = 1'h0;
+      \$3482  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3483  = \$2335 ;
+    \$3483  = bw2_n;
+    if (\clear$557 ) begin
+      \$3483  = 5'h00;
+    end else if (bw2_slot) begin
+      if (\$2300 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2301 ) begin
+          \$3483  = 5'h00;
+        end else begin
+          \$3483  = \$2310 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3483  = 16'h0000;
+      \$3483  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3484  = \$2337 ;
+    \$3484  = bw2_t;
+    if (\clear$557 ) begin
+      \$3484  = 3'h0;
+    end else if (bw2_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2300 ) begin
+        \$3484  = 3'h0;
+      end else begin
+        \$3484  = \$2311 [2:0];
+      end
+    end
     if (rst) begin
-      \$3484  = 16'h0000;
+      \$3484  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3485  = \$2339 ;
+    \$3485  = \$150 [1:0];
     if (rst) begin
-      \$3485  = 16'h0000;
+      \$3485  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3486  = \$2341 ;
+    \$3486  = 1'h0;
     if (rst) begin
-      \$3486  = 16'h0000;
+      \$3486  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3487  = \$2343 ;
+    \$3487  = 1'h0;
     if (rst) begin
-      \$3487  = 16'h0000;
+      \$3487  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3488  = \$2345 ;
+    \$3488  = { \$2323 , \$2320 , \$2317 , \$2314  };
     if (rst) begin
-      \$3488  = 16'h0000;
+      \$3488  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3489  = \$2347 ;
+    \$3489  = { \$2335 , \$2332 , \$2329 , \$2326  };
     if (rst) begin
-      \$3489  = 16'h0000;
+      \$3489  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3490  = \$2349 ;
+    \$3490  = \$2337 ;
     if (rst) begin
-      \$3490  = 16'h0000;
+      \$3490  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3491  = bw2_l1;
+    \$3491  = \$2338 ;
     if (rst) begin
       \$3491  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3492  = bw2_w_p;
+    \$3492  = bw2_v1;
+    if (rst) begin
+      \$3492  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3493  = \$2340 ;
+    if (rst) begin
+      \$3493  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3494  = \$2342 ;
+    if (rst) begin
+      \$3494  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3495  = \$2344 ;
+    if (rst) begin
+      \$3495  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3496  = \$2346 ;
+    if (rst) begin
+      \$3496  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3497  = \$2348 ;
+    if (rst) begin
+      \$3497  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3498  = \$2350 ;
+    if (rst) begin
+      \$3498  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3499  = \$2352 ;
+    if (rst) begin
+      \$3499  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3500  = \$2354 ;
+    if (rst) begin
+      \$3500  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3501  = bw2_l1;
+    if (rst) begin
+      \$3501  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3502  = bw2_w_p;
     if (\clear$557 ) begin
-      \$3492  = 13'h0000;
+      \$3502  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$860 ) begin
-      if (\$2352 ) begin
-        if (\$2353 ) begin
-          if (\$2356 ) begin
-            \$3492  = \$2357 [12:0];
+      if (\$2357 ) begin
+        if (\$2358 ) begin
+          if (\$2361 ) begin
+            \$3502  = \$2362 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3492  = 13'h0000;
+      \$3502  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3493  = bw2_w_base;
+    \$3503  = bw2_w_base;
     if (\clear$557 ) begin
-      \$3493  = 13'h0000;
+      \$3503  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$860 ) begin
-      if (\$2352 ) begin
-        if (\$2353 ) begin
-          if (\$2356 ) begin
-            \$3493  = \$2358 [12:0];
+      if (\$2357 ) begin
+        if (\$2358 ) begin
+          if (\$2361 ) begin
+            \$3503  = \$2363 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3493  = 13'h0000;
+      \$3503  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3494  = bw2_w_gbase;
+    \$3504  = bw2_w_gbase;
     if (\clear$557 ) begin
-      \$3494  = 13'h0000;
+      \$3504  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$860 ) begin
-      if (\$2352 ) begin
-        if (\$2353 ) begin
-          if (\$2356 ) begin
-            \$3494  = \$2359 [12:0];
+      if (\$2357 ) begin
+        if (\$2358 ) begin
+          if (\$2361 ) begin
+            \$3504  = \$2364 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3494  = 13'h0000;
+      \$3504  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3495  = bw2_w_rem;
+    \$3505  = bw2_w_rem;
     if (\clear$557 ) begin
-      \$3495  = \$2350 ;
+      \$3505  = \$2355 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$860 ) begin
-      if (\$2352 ) begin
-        if (\$2353 ) begin
-          if (\$2356 ) begin
-            \$3495  = \$2360 [13:0];
+      if (\$2357 ) begin
+        if (\$2358 ) begin
+          if (\$2361 ) begin
+            \$3505  = \$2365 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3495  = 14'h0000;
+      \$3505  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3496  = bw2_wi;
+    \$3506  = bw2_wi;
     if (\clear$557 ) begin
-      \$3496  = 2'h0;
+      \$3506  = 2'h0;
     end else if (\o__valid$860 ) begin
-      \$3496  = \$2351 [1:0];
-      if (\$2352 ) begin
-        \$3496  = 2'h0;
+      \$3506  = \$2356 [1:0];
+      if (\$2357 ) begin
+        \$3506  = 2'h0;
       end
     end
     if (rst) begin
-      \$3496  = 2'h0;
+      \$3506  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3497  = bw2_wo;
+    \$3507  = bw2_wo;
     if (\clear$557 ) begin
-      \$3497  = 2'h0;
+      \$3507  = 2'h0;
     end else if (\o__valid$860 ) begin
-      if (\$2352 ) begin
-        if (\$2353 ) begin
+      if (\$2357 ) begin
+        if (\$2358 ) begin
           (* full_case = 32'd1 *)
-          if (\$2356 ) begin
-            \$3497  = 2'h0;
+          if (\$2361 ) begin
+            \$3507  = 2'h0;
           end else begin
-            \$3497  = \$2361 [1:0];
+            \$3507  = \$2366 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3497  = 2'h0;
+      \$3507  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3498  = bw2_wn;
+    \$3508  = bw2_wn;
     if (\clear$557 ) begin
-      \$3498  = 5'h00;
+      \$3508  = 5'h00;
     end else if (\o__valid$860 ) begin
-      if (\$2352 ) begin
+      if (\$2357 ) begin
         (* full_case = 32'd1 *)
-        if (\$2353 ) begin
-          \$3498  = 5'h00;
+        if (\$2358 ) begin
+          \$3508  = 5'h00;
         end else begin
-          \$3498  = \$2362 [4:0];
+          \$3508  = \$2367 [4:0];
         end
       end
     end
     if (rst) begin
-      \$3498  = 5'h00;
+      \$3508  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3499  = \$2364 ;
+    \$3509  = \$2369 ;
     if (rst) begin
-      \$3499  = 1'h0;
+      \$3509  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3500  = \$2371 ;
+    \$3510  = \$2376 ;
     if (rst) begin
-      \$3500  = 1'h0;
+      \$3510  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3501  = bw2_wi;
+    \$3511  = bw2_wi;
     if (rst) begin
-      \$3501  = 2'h0;
+      \$3511  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3502  = 1'h0;
+    \$3512  = 1'h0;
     if (rst) begin
-      \$3502  = 1'h0;
+      \$3512  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3503  = 4'hf;
+    \$3513  = 4'hf;
     if (rst) begin
-      \$3503  = 4'h0;
+      \$3513  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3504  = { 6'h00, \$2372 , bw2_wn[3:0] };
+    \$3514  = { 6'h00, \$2377 , bw2_wn[3:0] };
     if (rst) begin
-      \$3504  = 24'h000000;
+      \$3514  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3505  = \o__payload$1052 [15:0];
+    \$3515  = \o__payload$1057 [15:0];
     if (rst) begin
-      \$3505  = 16'h0000;
+      \$3515  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3506  = \o__payload$1052 [31:16];
+    \$3516  = \o__payload$1057 [31:16];
     if (rst) begin
-      \$3506  = 16'h0000;
+      \$3516  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3507  = \o__payload$1052 [47:32];
+    \$3517  = \o__payload$1057 [47:32];
     if (rst) begin
-      \$3507  = 16'h0000;
+      \$3517  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3508  = \o__payload$1052 [63:48];
+    \$3518  = \o__payload$1057 [63:48];
     if (rst) begin
-      \$3508  = 16'h0000;
+      \$3518  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3509  = bw2_done;
+    \$3519  = bw2_done;
     if (\clear$557 ) begin
-      \$3509  = 13'h0000;
-    end else if (\$2373 ) begin
-      \$3509  = \$2375 [12:0];
+      \$3519  = 13'h0000;
+    end else if (\$2378 ) begin
+      \$3519  = \$2380 [12:0];
     end
     if (rst) begin
-      \$3509  = 13'h0000;
+      \$3519  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3510  = bw2_left;
+    \$3520  = bw2_left;
     if (\clear$557 ) begin
-      \$3510  = \$2374 ;
-    end else if (\$2373 ) begin
-      \$3510  = \$2376 [13:0];
+      \$3520  = \$2379 ;
+    end else if (\$2378 ) begin
+      \$3520  = \$2381 [13:0];
     end
     if (rst) begin
-      \$3510  = 14'h0000;
+      \$3520  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3511  = bw1_p;
+    \$3521  = bw1_p;
     if (\clear$557 ) begin
-      \$3511  = 13'h0000;
+      \$3521  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (bw1_slot) begin
-      if (\$2378 ) begin
-        if (\$2379 ) begin
-          if (\$2382 ) begin
-            \$3511  = \$2383 [12:0];
+      if (\$2383 ) begin
+        if (\$2384 ) begin
+          if (\$2387 ) begin
+            \$3521  = \$2388 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3511  = 13'h0000;
+      \$3521  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3512  = bw1_base;
+    \$3522  = bw1_base;
     if (\clear$557 ) begin
-      \$3512  = 13'h0000;
+      \$3522  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (bw1_slot) begin
-      if (\$2378 ) begin
-        if (\$2379 ) begin
-          if (\$2382 ) begin
-            \$3512  = \$2384 [12:0];
+      if (\$2383 ) begin
+        if (\$2384 ) begin
+          if (\$2387 ) begin
+            \$3522  = \$2389 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3512  = 13'h0000;
+      \$3522  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3513  = bw1_gbase;
+    \$3523  = bw1_gbase;
     if (\clear$557 ) begin
-      \$3513  = 13'h0000;
+      \$3523  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (bw1_slot) begin
-      if (\$2378 ) begin
-        if (\$2379 ) begin
-          if (\$2382 ) begin
-            \$3513  = \$2385 [12:0];
+      if (\$2383 ) begin
+        if (\$2384 ) begin
+          if (\$2387 ) begin
+            \$3523  = \$2390 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3513  = 13'h0000;
+      \$3523  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3514  = bw1_rem;
+    \$3524  = bw1_rem;
     if (\clear$557 ) begin
-      \$3514  = \$2377 ;
+      \$3524  = \$2382 ;
     end
     if (\clear$557 ) begin
     end else if (bw1_slot) begin
-      if (\$2378 ) begin
-        if (\$2379 ) begin
-          if (\$2382 ) begin
-            \$3514  = \$2386 [13:0];
+      if (\$2383 ) begin
+        if (\$2384 ) begin
+          if (\$2387 ) begin
+            \$3524  = \$2391 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3514  = 14'h0000;
+      \$3524  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3515  = bw1_running;
+    \$3525  = bw1_running;
     if (\clear$557 ) begin
-      \$3515  = 1'h0;
+      \$3525  = 1'h0;
     end else if (bw1_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2378 ) begin
+      if (\$2383 ) begin
         (* full_case = 32'd1 *)
-        if (\$2379 ) begin
+        if (\$2384 ) begin
           (* full_case = 32'd1 *)
-          if (\$2382 ) begin
-            \$3515  = 1'h0;
+          if (\$2387 ) begin
+            \$3525  = 1'h0;
           end else begin
-            \$3515  = 1'h1;
+            \$3525  = 1'h1;
           end
         end else begin
-          \$3515  = 1'h1;
+          \$3525  = 1'h1;
         end
       end else begin
-        \$3515  = 1'h1;
+        \$3525  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3515  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3516  = bw1_o;
-    if (\clear$557 ) begin
-      \$3516  = 2'h0;
-    end else if (bw1_slot) begin
-      if (\$2378 ) begin
-        if (\$2379 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2382 ) begin
-            \$3516  = 2'h0;
-          end else begin
-            \$3516  = \$2387 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3516  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3517  = bw1_n;
-    if (\clear$557 ) begin
-      \$3517  = 5'h00;
-    end else if (bw1_slot) begin
-      if (\$2378 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2379 ) begin
-          \$3517  = 5'h00;
-        end else begin
-          \$3517  = \$2388 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3517  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3518  = bw1_t;
-    if (\clear$557 ) begin
-      \$3518  = 7'h00;
-    end else if (bw1_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2378 ) begin
-        \$3518  = 7'h00;
-      end else begin
-        \$3518  = \$2389 [6:0];
-      end
-    end
-    if (rst) begin
-      \$3518  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3519  = \$162 [1:0];
-    if (rst) begin
-      \$3519  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3520  = 1'h0;
-    if (rst) begin
-      \$3520  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3521  = 1'h0;
-    if (rst) begin
-      \$3521  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3522  = { \$2401 , \$2398 , \$2395 , \$2392  };
-    if (rst) begin
-      \$3522  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3523  = { \$2413 , \$2410 , \$2407 , \$2404  };
-    if (rst) begin
-      \$3523  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3524  = \$2415 ;
-    if (rst) begin
-      \$3524  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3525  = \$2416 ;
     if (rst) begin
       \$3525  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3526  = bw1_v1;
+    \$3526  = bw1_o;
+    if (\clear$557 ) begin
+      \$3526  = 2'h0;
+    end else if (bw1_slot) begin
+      if (\$2383 ) begin
+        if (\$2384 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2387 ) begin
+            \$3526  = 2'h0;
+          end else begin
+            \$3526  = \$2392 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3526  = 1'h0;
+      \$3526  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3527  = \$2418 ;
+    \$3527  = bw1_n;
+    if (\clear$557 ) begin
+      \$3527  = 5'h00;
+    end else if (bw1_slot) begin
+      if (\$2383 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2384 ) begin
+          \$3527  = 5'h00;
+        end else begin
+          \$3527  = \$2393 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3527  = 16'h0000;
+      \$3527  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3528  = \$2420 ;
+    \$3528  = bw1_t;
+    if (\clear$557 ) begin
+      \$3528  = 7'h00;
+    end else if (bw1_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2383 ) begin
+        \$3528  = 7'h00;
+      end else begin
+        \$3528  = \$2394 [6:0];
+      end
+    end
     if (rst) begin
-      \$3528  = 16'h0000;
+      \$3528  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3529  = \$2422 ;
+    \$3529  = \$163 [1:0];
     if (rst) begin
-      \$3529  = 16'h0000;
+      \$3529  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3530  = \$2424 ;
+    \$3530  = 1'h0;
     if (rst) begin
-      \$3530  = 16'h0000;
+      \$3530  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3531  = \$2426 ;
+    \$3531  = 1'h0;
     if (rst) begin
-      \$3531  = 16'h0000;
+      \$3531  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3532  = \$2428 ;
+    \$3532  = { \$2406 , \$2403 , \$2400 , \$2397  };
     if (rst) begin
-      \$3532  = 16'h0000;
+      \$3532  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3533  = \$2430 ;
+    \$3533  = { \$2418 , \$2415 , \$2412 , \$2409  };
     if (rst) begin
-      \$3533  = 16'h0000;
+      \$3533  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3534  = \$2432 ;
+    \$3534  = \$2420 ;
     if (rst) begin
-      \$3534  = 16'h0000;
+      \$3534  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3535  = bw1_l1;
+    \$3535  = \$2421 ;
     if (rst) begin
       \$3535  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3536  = bw1_w_p;
+    \$3536  = bw1_v1;
+    if (rst) begin
+      \$3536  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3537  = \$2423 ;
+    if (rst) begin
+      \$3537  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3538  = \$2425 ;
+    if (rst) begin
+      \$3538  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3539  = \$2427 ;
+    if (rst) begin
+      \$3539  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3540  = \$2429 ;
+    if (rst) begin
+      \$3540  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3541  = \$2431 ;
+    if (rst) begin
+      \$3541  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3542  = \$2433 ;
+    if (rst) begin
+      \$3542  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3543  = \$2435 ;
+    if (rst) begin
+      \$3543  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3544  = \$2437 ;
+    if (rst) begin
+      \$3544  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3545  = bw1_l1;
+    if (rst) begin
+      \$3545  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3546  = bw1_w_p;
     if (\clear$557 ) begin
-      \$3536  = 13'h0000;
+      \$3546  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$851 ) begin
-      if (\$2435 ) begin
-        if (\$2436 ) begin
-          if (\$2439 ) begin
-            \$3536  = \$2440 [12:0];
+      if (\$2440 ) begin
+        if (\$2441 ) begin
+          if (\$2444 ) begin
+            \$3546  = \$2445 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3536  = 13'h0000;
+      \$3546  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3537  = bw1_w_base;
+    \$3547  = bw1_w_base;
     if (\clear$557 ) begin
-      \$3537  = 13'h0000;
+      \$3547  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$851 ) begin
-      if (\$2435 ) begin
-        if (\$2436 ) begin
-          if (\$2439 ) begin
-            \$3537  = \$2441 [12:0];
+      if (\$2440 ) begin
+        if (\$2441 ) begin
+          if (\$2444 ) begin
+            \$3547  = \$2446 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3537  = 13'h0000;
+      \$3547  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3538  = bw1_w_gbase;
+    \$3548  = bw1_w_gbase;
     if (\clear$557 ) begin
-      \$3538  = 13'h0000;
+      \$3548  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$851 ) begin
-      if (\$2435 ) begin
-        if (\$2436 ) begin
-          if (\$2439 ) begin
-            \$3538  = \$2442 [12:0];
+      if (\$2440 ) begin
+        if (\$2441 ) begin
+          if (\$2444 ) begin
+            \$3548  = \$2447 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3538  = 13'h0000;
+      \$3548  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3539  = bw1_w_rem;
+    \$3549  = bw1_w_rem;
     if (\clear$557 ) begin
-      \$3539  = \$2433 ;
+      \$3549  = \$2438 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$851 ) begin
-      if (\$2435 ) begin
-        if (\$2436 ) begin
-          if (\$2439 ) begin
-            \$3539  = \$2443 [13:0];
+      if (\$2440 ) begin
+        if (\$2441 ) begin
+          if (\$2444 ) begin
+            \$3549  = \$2448 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3539  = 14'h0000;
+      \$3549  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3540  = bw1_wi;
+    \$3550  = bw1_wi;
     if (\clear$557 ) begin
-      \$3540  = 2'h0;
+      \$3550  = 2'h0;
     end else if (\o__valid$851 ) begin
-      \$3540  = \$2434 [1:0];
-      if (\$2435 ) begin
-        \$3540  = 2'h0;
+      \$3550  = \$2439 [1:0];
+      if (\$2440 ) begin
+        \$3550  = 2'h0;
       end
     end
     if (rst) begin
-      \$3540  = 2'h0;
+      \$3550  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3541  = bw1_wo;
+    \$3551  = bw1_wo;
     if (\clear$557 ) begin
-      \$3541  = 2'h0;
+      \$3551  = 2'h0;
     end else if (\o__valid$851 ) begin
-      if (\$2435 ) begin
-        if (\$2436 ) begin
+      if (\$2440 ) begin
+        if (\$2441 ) begin
           (* full_case = 32'd1 *)
-          if (\$2439 ) begin
-            \$3541  = 2'h0;
+          if (\$2444 ) begin
+            \$3551  = 2'h0;
           end else begin
-            \$3541  = \$2444 [1:0];
+            \$3551  = \$2449 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3541  = 2'h0;
+      \$3551  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3542  = bw1_wn;
+    \$3552  = bw1_wn;
     if (\clear$557 ) begin
-      \$3542  = 5'h00;
+      \$3552  = 5'h00;
     end else if (\o__valid$851 ) begin
-      if (\$2435 ) begin
+      if (\$2440 ) begin
         (* full_case = 32'd1 *)
-        if (\$2436 ) begin
-          \$3542  = 5'h00;
+        if (\$2441 ) begin
+          \$3552  = 5'h00;
         end else begin
-          \$3542  = \$2445 [4:0];
+          \$3552  = \$2450 [4:0];
         end
       end
     end
     if (rst) begin
-      \$3542  = 5'h00;
+      \$3552  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3543  = \$2447 ;
+    \$3553  = \$2452 ;
     if (rst) begin
-      \$3543  = 1'h0;
+      \$3553  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3544  = \$2454 ;
+    \$3554  = \$2459 ;
     if (rst) begin
-      \$3544  = 1'h0;
+      \$3554  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3545  = bw1_wi;
+    \$3555  = bw1_wi;
     if (rst) begin
-      \$3545  = 2'h0;
+      \$3555  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3546  = 1'h0;
+    \$3556  = 1'h0;
     if (rst) begin
-      \$3546  = 1'h0;
+      \$3556  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3547  = 4'hf;
+    \$3557  = 4'hf;
     if (rst) begin
-      \$3547  = 4'h0;
+      \$3557  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3548  = { 6'h00, \$2455 , bw1_wn[3:0] };
+    \$3558  = { 6'h00, \$2460 , bw1_wn[3:0] };
     if (rst) begin
-      \$3548  = 24'h000000;
+      \$3558  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3549  = \o__payload$1068 [15:0];
+    \$3559  = \o__payload$1073 [15:0];
     if (rst) begin
-      \$3549  = 16'h0000;
+      \$3559  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3550  = \o__payload$1068 [31:16];
+    \$3560  = \o__payload$1073 [31:16];
     if (rst) begin
-      \$3550  = 16'h0000;
+      \$3560  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3551  = \o__payload$1068 [47:32];
+    \$3561  = \o__payload$1073 [47:32];
     if (rst) begin
-      \$3551  = 16'h0000;
+      \$3561  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3552  = \o__payload$1068 [63:48];
+    \$3562  = \o__payload$1073 [63:48];
     if (rst) begin
-      \$3552  = 16'h0000;
+      \$3562  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3553  = bw1_done;
+    \$3563  = bw1_done;
     if (\clear$557 ) begin
-      \$3553  = 13'h0000;
-    end else if (\$2456 ) begin
-      \$3553  = \$2458 [12:0];
+      \$3563  = 13'h0000;
+    end else if (\$2461 ) begin
+      \$3563  = \$2463 [12:0];
     end
     if (rst) begin
-      \$3553  = 13'h0000;
+      \$3563  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3554  = bw1_left;
+    \$3564  = bw1_left;
     if (\clear$557 ) begin
-      \$3554  = \$2457 ;
-    end else if (\$2456 ) begin
-      \$3554  = \$2459 [13:0];
+      \$3564  = \$2462 ;
+    end else if (\$2461 ) begin
+      \$3564  = \$2464 [13:0];
     end
     if (rst) begin
-      \$3554  = 14'h0000;
+      \$3564  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3555  = wa0_p;
+    \$3565  = wa0_p;
     if (\clear$557 ) begin
-      \$3555  = 13'h0000;
+      \$3565  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa0_slot) begin
-      if (\$2463 ) begin
-        if (\$2464 ) begin
-          if (\$2465 ) begin
-            \$3555  = \$2466 [12:0];
+      if (\$2468 ) begin
+        if (\$2469 ) begin
+          if (\$2470 ) begin
+            \$3565  = \$2471 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3555  = 13'h0000;
+      \$3565  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3556  = wa0_base;
+    \$3566  = wa0_base;
     if (\clear$557 ) begin
-      \$3556  = 13'h0000;
+      \$3566  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa0_slot) begin
-      if (\$2463 ) begin
-        if (\$2464 ) begin
-          if (\$2465 ) begin
-            \$3556  = \$2467 [12:0];
+      if (\$2468 ) begin
+        if (\$2469 ) begin
+          if (\$2470 ) begin
+            \$3566  = \$2472 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3556  = 13'h0000;
+      \$3566  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3557  = wa0_gbase;
+    \$3567  = wa0_gbase;
     if (\clear$557 ) begin
-      \$3557  = 13'h0000;
+      \$3567  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa0_slot) begin
-      if (\$2463 ) begin
-        if (\$2464 ) begin
-          if (\$2465 ) begin
-            \$3557  = \$2468 [12:0];
+      if (\$2468 ) begin
+        if (\$2469 ) begin
+          if (\$2470 ) begin
+            \$3567  = \$2473 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3557  = 13'h0000;
+      \$3567  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3558  = wa0_rem;
+    \$3568  = wa0_rem;
     if (\clear$557 ) begin
-      \$3558  = \$2460 ;
+      \$3568  = \$2465 ;
     end
     if (\clear$557 ) begin
     end else if (wa0_slot) begin
-      if (\$2463 ) begin
-        if (\$2464 ) begin
-          if (\$2465 ) begin
-            \$3558  = \$2469 [13:0];
+      if (\$2468 ) begin
+        if (\$2469 ) begin
+          if (\$2470 ) begin
+            \$3568  = \$2474 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3558  = 14'h0000;
+      \$3568  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3559  = wa0_running;
+    \$3569  = wa0_running;
     if (\clear$557 ) begin
-      \$3559  = 1'h0;
+      \$3569  = 1'h0;
     end else if (wa0_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2463 ) begin
+      if (\$2468 ) begin
         (* full_case = 32'd1 *)
-        if (\$2464 ) begin
+        if (\$2469 ) begin
           (* full_case = 32'd1 *)
-          if (\$2465 ) begin
-            \$3559  = 1'h0;
+          if (\$2470 ) begin
+            \$3569  = 1'h0;
           end else begin
-            \$3559  = 1'h1;
+            \$3569  = 1'h1;
           end
         end else begin
-          \$3559  = 1'h1;
+          \$3569  = 1'h1;
         end
       end else begin
-        \$3559  = 1'h1;
+        \$3569  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3559  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3560  = wa0_o;
-    if (\clear$557 ) begin
-      \$3560  = 2'h0;
-    end else if (wa0_slot) begin
-      if (\$2463 ) begin
-        if (\$2464 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2465 ) begin
-            \$3560  = 2'h0;
-          end else begin
-            \$3560  = \$2470 [1:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3560  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3561  = wa0_n;
-    if (\clear$557 ) begin
-      \$3561  = 5'h00;
-    end else if (wa0_slot) begin
-      if (\$2463 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2464 ) begin
-          \$3561  = 5'h00;
-        end else begin
-          \$3561  = \$2471 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3561  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3562  = wa0_t;
-    if (\clear$557 ) begin
-      \$3562  = 4'h0;
-    end else if (wa0_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2463 ) begin
-        \$3562  = 4'h0;
-      end else begin
-        \$3562  = \$2472 [3:0];
-      end
-    end
-    if (rst) begin
-      \$3562  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3563  = \$178 [1:0];
-    if (rst) begin
-      \$3563  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3564  = wa0_o;
-    if (rst) begin
-      \$3564  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3565  = 1'h0;
-    if (rst) begin
-      \$3565  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3566  = 1'h0;
-    if (rst) begin
-      \$3566  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3567  = { \$2484 , \$2481 , \$2478 , \$2475  };
-    if (rst) begin
-      \$3567  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3568  = \$2486 ;
-    if (rst) begin
-      \$3568  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3569  = \$2489 ;
     if (rst) begin
       \$3569  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3570  = wa0_v1;
+    \$3570  = wa0_o;
+    if (\clear$557 ) begin
+      \$3570  = 2'h0;
+    end else if (wa0_slot) begin
+      if (\$2468 ) begin
+        if (\$2469 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2470 ) begin
+            \$3570  = 2'h0;
+          end else begin
+            \$3570  = \$2475 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3570  = 1'h0;
+      \$3570  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3571  = \$2498 ;
+    \$3571  = wa0_n;
+    if (\clear$557 ) begin
+      \$3571  = 5'h00;
+    end else if (wa0_slot) begin
+      if (\$2468 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2469 ) begin
+          \$3571  = 5'h00;
+        end else begin
+          \$3571  = \$2476 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3571  = 16'h0000;
+      \$3571  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3572  = \$2507 ;
+    \$3572  = wa0_t;
+    if (\clear$557 ) begin
+      \$3572  = 4'h0;
+    end else if (wa0_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2468 ) begin
+        \$3572  = 4'h0;
+      end else begin
+        \$3572  = \$2477 [3:0];
+      end
+    end
     if (rst) begin
-      \$3572  = 16'h0000;
+      \$3572  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3573  = \$2516 ;
+    \$3573  = \$179 [1:0];
     if (rst) begin
-      \$3573  = 16'h0000;
+      \$3573  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3574  = \$2525 ;
+    \$3574  = wa0_o;
     if (rst) begin
-      \$3574  = 16'h0000;
+      \$3574  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3575  = \$2527 ;
+    \$3575  = 1'h0;
     if (rst) begin
-      \$3575  = 16'h0000;
+      \$3575  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3576  = \$2529 ;
+    \$3576  = 1'h0;
     if (rst) begin
-      \$3576  = 16'h0000;
+      \$3576  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3577  = \$2531 ;
+    \$3577  = { \$2489 , \$2486 , \$2483 , \$2480  };
     if (rst) begin
-      \$3577  = 16'h0000;
+      \$3577  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3578  = \$2533 ;
+    \$3578  = \$2491 ;
     if (rst) begin
-      \$3578  = 16'h0000;
+      \$3578  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3579  = wa0_l1;
+    \$3579  = \$2494 ;
     if (rst) begin
       \$3579  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3580  = wa0_w_p;
+    \$3580  = wa0_v1;
+    if (rst) begin
+      \$3580  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3581  = \$2503 ;
+    if (rst) begin
+      \$3581  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3582  = \$2512 ;
+    if (rst) begin
+      \$3582  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3583  = \$2521 ;
+    if (rst) begin
+      \$3583  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3584  = \$2530 ;
+    if (rst) begin
+      \$3584  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3585  = \$2532 ;
+    if (rst) begin
+      \$3585  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3586  = \$2534 ;
+    if (rst) begin
+      \$3586  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3587  = \$2536 ;
+    if (rst) begin
+      \$3587  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3588  = \$2538 ;
+    if (rst) begin
+      \$3588  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3589  = wa0_l1;
+    if (rst) begin
+      \$3589  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3590  = wa0_w_p;
     if (\clear$557 ) begin
-      \$3580  = 13'h0000;
+      \$3590  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (o__valid) begin
-      if (\$2536 ) begin
-        if (\$2537 ) begin
-          if (\$2538 ) begin
-            \$3580  = \$2539 [12:0];
+      if (\$2541 ) begin
+        if (\$2542 ) begin
+          if (\$2543 ) begin
+            \$3590  = \$2544 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3580  = 13'h0000;
+      \$3590  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3581  = wa0_w_base;
+    \$3591  = wa0_w_base;
     if (\clear$557 ) begin
-      \$3581  = 13'h0000;
+      \$3591  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (o__valid) begin
-      if (\$2536 ) begin
-        if (\$2537 ) begin
-          if (\$2538 ) begin
-            \$3581  = \$2540 [12:0];
+      if (\$2541 ) begin
+        if (\$2542 ) begin
+          if (\$2543 ) begin
+            \$3591  = \$2545 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3581  = 13'h0000;
+      \$3591  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3582  = wa0_w_gbase;
+    \$3592  = wa0_w_gbase;
     if (\clear$557 ) begin
-      \$3582  = 13'h0000;
+      \$3592  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (o__valid) begin
-      if (\$2536 ) begin
-        if (\$2537 ) begin
-          if (\$2538 ) begin
-            \$3582  = \$2541 [12:0];
+      if (\$2541 ) begin
+        if (\$2542 ) begin
+          if (\$2543 ) begin
+            \$3592  = \$2546 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3582  = 13'h0000;
+      \$3592  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3583  = wa0_w_rem;
+    \$3593  = wa0_w_rem;
     if (\clear$557 ) begin
-      \$3583  = \$2534 ;
+      \$3593  = \$2539 ;
     end
     if (\clear$557 ) begin
     end else if (o__valid) begin
-      if (\$2536 ) begin
-        if (\$2537 ) begin
-          if (\$2538 ) begin
-            \$3583  = \$2542 [13:0];
+      if (\$2541 ) begin
+        if (\$2542 ) begin
+          if (\$2543 ) begin
+            \$3593  = \$2547 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3583  = 14'h0000;
+      \$3593  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3584  = wa0_wi;
+    \$3594  = wa0_wi;
     if (\clear$557 ) begin
-      \$3584  = 2'h0;
+      \$3594  = 2'h0;
     end else if (o__valid) begin
-      \$3584  = \$2535 [1:0];
-      if (\$2536 ) begin
-        \$3584  = 2'h0;
+      \$3594  = \$2540 [1:0];
+      if (\$2541 ) begin
+        \$3594  = 2'h0;
       end
     end
     if (rst) begin
-      \$3584  = 2'h0;
+      \$3594  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3585  = wa0_wo;
+    \$3595  = wa0_wo;
     if (\clear$557 ) begin
-      \$3585  = 2'h0;
+      \$3595  = 2'h0;
     end else if (o__valid) begin
-      if (\$2536 ) begin
-        if (\$2537 ) begin
+      if (\$2541 ) begin
+        if (\$2542 ) begin
           (* full_case = 32'd1 *)
-          if (\$2538 ) begin
-            \$3585  = 2'h0;
+          if (\$2543 ) begin
+            \$3595  = 2'h0;
           end else begin
-            \$3585  = \$2543 [1:0];
+            \$3595  = \$2548 [1:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3585  = 2'h0;
+      \$3595  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3586  = wa0_wn;
+    \$3596  = wa0_wn;
     if (\clear$557 ) begin
-      \$3586  = 5'h00;
+      \$3596  = 5'h00;
     end else if (o__valid) begin
-      if (\$2536 ) begin
+      if (\$2541 ) begin
         (* full_case = 32'd1 *)
-        if (\$2537 ) begin
-          \$3586  = 5'h00;
+        if (\$2542 ) begin
+          \$3596  = 5'h00;
         end else begin
-          \$3586  = \$2544 [4:0];
+          \$3596  = \$2549 [4:0];
         end
       end
     end
     if (rst) begin
-      \$3586  = 5'h00;
+      \$3596  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3587  = \$2546 ;
+    \$3597  = \$2551 ;
     if (rst) begin
-      \$3587  = 1'h0;
+      \$3597  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3588  = \$2551 ;
+    \$3598  = \$2556 ;
     if (rst) begin
-      \$3588  = 1'h0;
+      \$3598  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3589  = wa0_wi;
+    \$3599  = wa0_wi;
     if (rst) begin
-      \$3589  = 2'h0;
+      \$3599  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3590  = 1'h0;
+    \$3600  = 1'h0;
     if (rst) begin
-      \$3590  = 1'h0;
+      \$3600  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3591  = 4'hf;
+    \$3601  = 4'hf;
     if (rst) begin
-      \$3591  = 4'h0;
+      \$3601  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3592  = { 18'h00000, wa0_wo, wa0_wn[3:0] };
-    if (rst) begin
-      \$3592  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3593  = \$2552 ;
-    if (rst) begin
-      \$3593  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3594  = \o__payload$1090 [128];
-    if (rst) begin
-      \$3594  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3595  = \$2553 ;
-    if (rst) begin
-      \$3595  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3596  = \$2554 ;
-    if (rst) begin
-      \$3596  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3597  = \o__payload$1090 [31:0];
-    if (rst) begin
-      \$3597  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3598  = \o__payload$1090 [63:32];
-    if (rst) begin
-      \$3598  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3599  = \o__payload$1090 [95:64];
-    if (rst) begin
-      \$3599  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3600  = \o__payload$1090 [127:96];
-    if (rst) begin
-      \$3600  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3601  = \$2556 ;
-    if (rst) begin
-      \$3601  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3602  = wa0_raddr;
+    \$3602  = { 18'h00000, wa0_wo, wa0_wn[3:0] };
     if (rst) begin
       \$3602  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3603  = wa0_rrow;
+    \$3603  = \$2557 ;
     if (rst) begin
-      \$3603  = 2'h0;
+      \$3603  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3604  = wa0_rlanes;
+    \$3604  = \o__payload$1095 [128];
     if (rst) begin
-      \$3604  = 4'h0;
+      \$3604  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3605  = wa0_rfirst;
+    \$3605  = \$2558 ;
     if (rst) begin
       \$3605  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3606  = wa0_rovf;
+    \$3606  = \$2559 ;
     if (rst) begin
       \$3606  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3607  = wa0_rlast;
+    \$3607  = \o__payload$1095 [31:0];
     if (rst) begin
-      \$3607  = 1'h0;
+      \$3607  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3608  = wa0_rtend;
+    \$3608  = \o__payload$1095 [63:32];
     if (rst) begin
-      \$3608  = 1'h0;
+      \$3608  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3609  = wa0_rlastitem;
+    \$3609  = \o__payload$1095 [95:64];
     if (rst) begin
-      \$3609  = 1'h0;
+      \$3609  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3610  = wa0_rc0;
+    \$3610  = \o__payload$1095 [127:96];
     if (rst) begin
       \$3610  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3611  = wa0_rc1;
+    \$3611  = \$2561 ;
     if (rst) begin
-      \$3611  = 32'd0;
+      \$3611  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3612  = wa0_rc2;
+    \$3612  = wa0_raddr;
     if (rst) begin
-      \$3612  = 32'd0;
+      \$3612  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3613  = wa0_rc3;
+    \$3613  = wa0_rrow;
     if (rst) begin
-      \$3613  = 32'd0;
+      \$3613  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3614  = \$2557 [31:0];
+    \$3614  = wa0_rlanes;
     if (rst) begin
-      \$3614  = 32'd0;
+      \$3614  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3615  = \$2558 [63:32];
+    \$3615  = wa0_rfirst;
     if (rst) begin
-      \$3615  = 32'd0;
+      \$3615  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3616  = \$2559 [95:64];
+    \$3616  = wa0_rovf;
     if (rst) begin
-      \$3616  = 32'd0;
+      \$3616  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3617  = \$2560 [127:96];
+    \$3617  = wa0_rlast;
     if (rst) begin
-      \$3617  = 32'd0;
+      \$3617  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3618  = \$2562 ;
+    \$3618  = wa0_rtend;
     if (rst) begin
       \$3618  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3619  = wa0_qlast;
+    \$3619  = wa0_rlastitem;
     if (rst) begin
       \$3619  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3620  = wa0_qaddr;
+    \$3620  = wa0_rc0;
     if (rst) begin
-      \$3620  = 24'h000000;
+      \$3620  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3621  = wa0_qrow;
+    \$3621  = wa0_rc1;
     if (rst) begin
-      \$3621  = 2'h0;
+      \$3621  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3622  = wa0_qlanes;
+    \$3622  = wa0_rc2;
     if (rst) begin
-      \$3622  = 4'h0;
+      \$3622  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3623  = { \$2566 , \$2565 , \$2564 , \$2563  };
+    \$3623  = wa0_rc3;
     if (rst) begin
-      \$3623  = 128'h00000000000000000000000000000000;
+      \$3623  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3624  = wa0_qtend;
+    \$3624  = \$2562 [31:0];
     if (rst) begin
-      \$3624  = 1'h0;
+      \$3624  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3625  = wa0_qlastitem;
+    \$3625  = \$2563 [63:32];
     if (rst) begin
-      \$3625  = 1'h0;
+      \$3625  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3626  = wa0_done;
+    \$3626  = \$2564 [95:64];
+    if (rst) begin
+      \$3626  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3627  = \$2565 [127:96];
+    if (rst) begin
+      \$3627  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3628  = \$2567 ;
+    if (rst) begin
+      \$3628  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3629  = wa0_qlast;
+    if (rst) begin
+      \$3629  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3630  = wa0_qaddr;
+    if (rst) begin
+      \$3630  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3631  = wa0_qrow;
+    if (rst) begin
+      \$3631  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3632  = wa0_qlanes;
+    if (rst) begin
+      \$3632  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3633  = { \$2571 , \$2570 , \$2569 , \$2568  };
+    if (rst) begin
+      \$3633  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3634  = wa0_qtend;
+    if (rst) begin
+      \$3634  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3635  = wa0_qlastitem;
+    if (rst) begin
+      \$3635  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3636  = wa0_done;
     if (\clear$557 ) begin
-      \$3626  = 13'h0000;
-    end else if (\$2567 ) begin
-      \$3626  = \$2569 [12:0];
+      \$3636  = 13'h0000;
+    end else if (\$2572 ) begin
+      \$3636  = \$2574 [12:0];
     end
     if (rst) begin
-      \$3626  = 13'h0000;
+      \$3636  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3627  = wa0_left;
+    \$3637  = wa0_left;
     if (\clear$557 ) begin
-      \$3627  = \$2568 ;
-    end else if (\$2567 ) begin
-      \$3627  = \$2570 [13:0];
+      \$3637  = \$2573 ;
+    end else if (\$2572 ) begin
+      \$3637  = \$2575 [13:0];
     end
     if (rst) begin
-      \$3627  = 14'h0000;
+      \$3637  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3628  = wa0_tiles;
+    \$3638  = wa0_tiles;
     if (\clear$557 ) begin
-      \$3628  = 6'h00;
+      \$3638  = 6'h00;
     end else if (wa0_uv) begin
       if (wa0_ulast) begin
-        \$3628  = 6'h00;
+        \$3638  = 6'h00;
       end else if (wa0_utend) begin
-        \$3628  = \$2571 [5:0];
+        \$3638  = \$2576 [5:0];
       end
     end
     if (rst) begin
-      \$3628  = 6'h00;
+      \$3638  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3629  = wa0_inlast;
+    \$3639  = wa0_inlast;
     if (\clear$557 ) begin
-      \$3629  = 1'h0;
+      \$3639  = 1'h0;
     end else if (wa0_uv) begin
-      \$3629  = wa0_ulastitem;
+      \$3639  = wa0_ulastitem;
     end
     if (rst) begin
-      \$3629  = 1'h0;
+      \$3639  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3630  = wa1_p;
+    \$3640  = wa1_p;
     if (\clear$557 ) begin
-      \$3630  = 13'h0000;
+      \$3640  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa1_slot) begin
-      if (\$2575 ) begin
-        if (\$2576 ) begin
-          if (\$2577 ) begin
-            \$3630  = \$2578 [12:0];
+      if (\$2580 ) begin
+        if (\$2581 ) begin
+          if (\$2582 ) begin
+            \$3640  = \$2583 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3630  = 13'h0000;
+      \$3640  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3631  = wa1_base;
+    \$3641  = wa1_base;
     if (\clear$557 ) begin
-      \$3631  = 13'h0000;
+      \$3641  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa1_slot) begin
-      if (\$2575 ) begin
-        if (\$2576 ) begin
-          if (\$2577 ) begin
-            \$3631  = \$2579 [12:0];
+      if (\$2580 ) begin
+        if (\$2581 ) begin
+          if (\$2582 ) begin
+            \$3641  = \$2584 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3631  = 13'h0000;
+      \$3641  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3632  = wa1_gbase;
+    \$3642  = wa1_gbase;
     if (\clear$557 ) begin
-      \$3632  = 13'h0000;
+      \$3642  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa1_slot) begin
-      if (\$2575 ) begin
-        if (\$2576 ) begin
-          if (\$2577 ) begin
-            \$3632  = \$2580 [12:0];
+      if (\$2580 ) begin
+        if (\$2581 ) begin
+          if (\$2582 ) begin
+            \$3642  = \$2585 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3632  = 13'h0000;
+      \$3642  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3633  = wa1_rem;
+    \$3643  = wa1_rem;
     if (\clear$557 ) begin
-      \$3633  = \$2572 ;
+      \$3643  = \$2577 ;
     end
     if (\clear$557 ) begin
     end else if (wa1_slot) begin
-      if (\$2575 ) begin
-        if (\$2576 ) begin
-          if (\$2577 ) begin
-            \$3633  = \$2581 [13:0];
+      if (\$2580 ) begin
+        if (\$2581 ) begin
+          if (\$2582 ) begin
+            \$3643  = \$2586 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3633  = 14'h0000;
+      \$3643  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3634  = wa1_running;
+    \$3644  = wa1_running;
     if (\clear$557 ) begin
-      \$3634  = 1'h0;
+      \$3644  = 1'h0;
     end else if (wa1_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2575 ) begin
+      if (\$2580 ) begin
         (* full_case = 32'd1 *)
-        if (\$2576 ) begin
+        if (\$2581 ) begin
           (* full_case = 32'd1 *)
-          if (\$2577 ) begin
-            \$3634  = 1'h0;
+          if (\$2582 ) begin
+            \$3644  = 1'h0;
           end else begin
-            \$3634  = 1'h1;
+            \$3644  = 1'h1;
           end
         end else begin
-          \$3634  = 1'h1;
+          \$3644  = 1'h1;
         end
       end else begin
-        \$3634  = 1'h1;
+        \$3644  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3634  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3635  = wa1_o;
-    if (\clear$557 ) begin
-      \$3635  = 5'h00;
-    end else if (wa1_slot) begin
-      if (\$2575 ) begin
-        if (\$2576 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2577 ) begin
-            \$3635  = 5'h00;
-          end else begin
-            \$3635  = \$2582 [4:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3635  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3636  = wa1_n;
-    if (\clear$557 ) begin
-      \$3636  = 5'h00;
-    end else if (wa1_slot) begin
-      if (\$2575 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2576 ) begin
-          \$3636  = 5'h00;
-        end else begin
-          \$3636  = \$2583 [4:0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3636  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3637  = wa1_t;
-    if (\clear$557 ) begin
-      \$3637  = 4'h0;
-    end else if (wa1_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2575 ) begin
-        \$3637  = 4'h0;
-      end else begin
-        \$3637  = \$2584 [3:0];
-      end
-    end
-    if (rst) begin
-      \$3637  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3638  = \$218 [1:0];
-    if (rst) begin
-      \$3638  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3639  = wa1_o;
-    if (rst) begin
-      \$3639  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3640  = 1'h0;
-    if (rst) begin
-      \$3640  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3641  = 1'h0;
-    if (rst) begin
-      \$3641  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3642  = { \$2596 , \$2593 , \$2590 , \$2587  };
-    if (rst) begin
-      \$3642  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3643  = \$2598 ;
-    if (rst) begin
-      \$3643  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3644  = \$2601 ;
     if (rst) begin
       \$3644  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3645  = wa1_v1;
+    \$3645  = wa1_o;
+    if (\clear$557 ) begin
+      \$3645  = 5'h00;
+    end else if (wa1_slot) begin
+      if (\$2580 ) begin
+        if (\$2581 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2582 ) begin
+            \$3645  = 5'h00;
+          end else begin
+            \$3645  = \$2587 [4:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3645  = 1'h0;
+      \$3645  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3646  = \$2610 ;
+    \$3646  = wa1_n;
+    if (\clear$557 ) begin
+      \$3646  = 5'h00;
+    end else if (wa1_slot) begin
+      if (\$2580 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2581 ) begin
+          \$3646  = 5'h00;
+        end else begin
+          \$3646  = \$2588 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3646  = 16'h0000;
+      \$3646  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3647  = \$2619 ;
+    \$3647  = wa1_t;
+    if (\clear$557 ) begin
+      \$3647  = 4'h0;
+    end else if (wa1_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2580 ) begin
+        \$3647  = 4'h0;
+      end else begin
+        \$3647  = \$2589 [3:0];
+      end
+    end
     if (rst) begin
-      \$3647  = 16'h0000;
+      \$3647  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3648  = \$2628 ;
+    \$3648  = \$219 [1:0];
     if (rst) begin
-      \$3648  = 16'h0000;
+      \$3648  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3649  = \$2637 ;
+    \$3649  = wa1_o;
     if (rst) begin
-      \$3649  = 16'h0000;
+      \$3649  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3650  = \$2639 ;
+    \$3650  = 1'h0;
     if (rst) begin
-      \$3650  = 16'h0000;
+      \$3650  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3651  = \$2641 ;
+    \$3651  = 1'h0;
     if (rst) begin
-      \$3651  = 16'h0000;
+      \$3651  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3652  = \$2643 ;
+    \$3652  = { \$2601 , \$2598 , \$2595 , \$2592  };
     if (rst) begin
-      \$3652  = 16'h0000;
+      \$3652  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3653  = \$2645 ;
+    \$3653  = \$2603 ;
     if (rst) begin
-      \$3653  = 16'h0000;
+      \$3653  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3654  = wa1_l1;
+    \$3654  = \$2606 ;
     if (rst) begin
       \$3654  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3655  = wa1_w_p;
+    \$3655  = wa1_v1;
+    if (rst) begin
+      \$3655  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3656  = \$2615 ;
+    if (rst) begin
+      \$3656  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3657  = \$2624 ;
+    if (rst) begin
+      \$3657  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3658  = \$2633 ;
+    if (rst) begin
+      \$3658  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3659  = \$2642 ;
+    if (rst) begin
+      \$3659  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3660  = \$2644 ;
+    if (rst) begin
+      \$3660  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3661  = \$2646 ;
+    if (rst) begin
+      \$3661  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3662  = \$2648 ;
+    if (rst) begin
+      \$3662  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3663  = \$2650 ;
+    if (rst) begin
+      \$3663  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3664  = wa1_l1;
+    if (rst) begin
+      \$3664  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3665  = wa1_w_p;
     if (\clear$557 ) begin
-      \$3655  = 13'h0000;
+      \$3665  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$828 ) begin
-      if (\$2648 ) begin
-        if (\$2649 ) begin
-          if (\$2650 ) begin
-            \$3655  = \$2651 [12:0];
+      if (\$2653 ) begin
+        if (\$2654 ) begin
+          if (\$2655 ) begin
+            \$3665  = \$2656 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3655  = 13'h0000;
+      \$3665  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3656  = wa1_w_base;
+    \$3666  = wa1_w_base;
     if (\clear$557 ) begin
-      \$3656  = 13'h0000;
+      \$3666  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$828 ) begin
-      if (\$2648 ) begin
-        if (\$2649 ) begin
-          if (\$2650 ) begin
-            \$3656  = \$2652 [12:0];
+      if (\$2653 ) begin
+        if (\$2654 ) begin
+          if (\$2655 ) begin
+            \$3666  = \$2657 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3656  = 13'h0000;
+      \$3666  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3657  = wa1_w_gbase;
+    \$3667  = wa1_w_gbase;
     if (\clear$557 ) begin
-      \$3657  = 13'h0000;
+      \$3667  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$828 ) begin
-      if (\$2648 ) begin
-        if (\$2649 ) begin
-          if (\$2650 ) begin
-            \$3657  = \$2653 [12:0];
+      if (\$2653 ) begin
+        if (\$2654 ) begin
+          if (\$2655 ) begin
+            \$3667  = \$2658 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3657  = 13'h0000;
+      \$3667  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3658  = wa1_w_rem;
+    \$3668  = wa1_w_rem;
     if (\clear$557 ) begin
-      \$3658  = \$2646 ;
+      \$3668  = \$2651 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$828 ) begin
-      if (\$2648 ) begin
-        if (\$2649 ) begin
-          if (\$2650 ) begin
-            \$3658  = \$2654 [13:0];
+      if (\$2653 ) begin
+        if (\$2654 ) begin
+          if (\$2655 ) begin
+            \$3668  = \$2659 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3658  = 14'h0000;
+      \$3668  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3659  = wa1_wi;
+    \$3669  = wa1_wi;
     if (\clear$557 ) begin
-      \$3659  = 2'h0;
+      \$3669  = 2'h0;
     end else if (\o__valid$828 ) begin
-      \$3659  = \$2647 [1:0];
-      if (\$2648 ) begin
-        \$3659  = 2'h0;
+      \$3669  = \$2652 [1:0];
+      if (\$2653 ) begin
+        \$3669  = 2'h0;
       end
     end
     if (rst) begin
-      \$3659  = 2'h0;
+      \$3669  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3660  = wa1_wo;
+    \$3670  = wa1_wo;
     if (\clear$557 ) begin
-      \$3660  = 5'h00;
+      \$3670  = 5'h00;
     end else if (\o__valid$828 ) begin
-      if (\$2648 ) begin
-        if (\$2649 ) begin
+      if (\$2653 ) begin
+        if (\$2654 ) begin
           (* full_case = 32'd1 *)
-          if (\$2650 ) begin
-            \$3660  = 5'h00;
+          if (\$2655 ) begin
+            \$3670  = 5'h00;
           end else begin
-            \$3660  = \$2655 [4:0];
+            \$3670  = \$2660 [4:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3660  = 5'h00;
+      \$3670  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3661  = wa1_wn;
+    \$3671  = wa1_wn;
     if (\clear$557 ) begin
-      \$3661  = 5'h00;
+      \$3671  = 5'h00;
     end else if (\o__valid$828 ) begin
-      if (\$2648 ) begin
+      if (\$2653 ) begin
         (* full_case = 32'd1 *)
-        if (\$2649 ) begin
-          \$3661  = 5'h00;
+        if (\$2654 ) begin
+          \$3671  = 5'h00;
         end else begin
-          \$3661  = \$2656 [4:0];
+          \$3671  = \$2661 [4:0];
         end
       end
     end
     if (rst) begin
-      \$3661  = 5'h00;
+      \$3671  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3662  = \$2658 ;
+    \$3672  = \$2663 ;
     if (rst) begin
-      \$3662  = 1'h0;
+      \$3672  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3663  = \$2663 ;
+    \$3673  = \$2668 ;
     if (rst) begin
-      \$3663  = 1'h0;
+      \$3673  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3664  = wa1_wi;
+    \$3674  = wa1_wi;
     if (rst) begin
-      \$3664  = 2'h0;
+      \$3674  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3665  = 1'h0;
+    \$3675  = 1'h0;
     if (rst) begin
-      \$3665  = 1'h0;
+      \$3675  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3666  = 4'hf;
+    \$3676  = 4'hf;
     if (rst) begin
-      \$3666  = 4'h0;
+      \$3676  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3667  = { 15'h0000, wa1_wo, wa1_wn[3:0] };
-    if (rst) begin
-      \$3667  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3668  = \$2664 ;
-    if (rst) begin
-      \$3668  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3669  = \o__payload$1133 [128];
-    if (rst) begin
-      \$3669  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3670  = \$2665 ;
-    if (rst) begin
-      \$3670  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3671  = \$2666 ;
-    if (rst) begin
-      \$3671  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3672  = \o__payload$1133 [31:0];
-    if (rst) begin
-      \$3672  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3673  = \o__payload$1133 [63:32];
-    if (rst) begin
-      \$3673  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3674  = \o__payload$1133 [95:64];
-    if (rst) begin
-      \$3674  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3675  = \o__payload$1133 [127:96];
-    if (rst) begin
-      \$3675  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3676  = \$2668 ;
-    if (rst) begin
-      \$3676  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3677  = wa1_raddr;
+    \$3677  = { 15'h0000, wa1_wo, wa1_wn[3:0] };
     if (rst) begin
       \$3677  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3678  = wa1_rrow;
+    \$3678  = \$2669 ;
     if (rst) begin
-      \$3678  = 2'h0;
+      \$3678  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3679  = wa1_rlanes;
+    \$3679  = \o__payload$1138 [128];
     if (rst) begin
-      \$3679  = 4'h0;
+      \$3679  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3680  = wa1_rfirst;
+    \$3680  = \$2670 ;
     if (rst) begin
       \$3680  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3681  = wa1_rovf;
+    \$3681  = \$2671 ;
     if (rst) begin
       \$3681  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3682  = wa1_rlast;
+    \$3682  = \o__payload$1138 [31:0];
     if (rst) begin
-      \$3682  = 1'h0;
+      \$3682  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3683  = wa1_rtend;
+    \$3683  = \o__payload$1138 [63:32];
     if (rst) begin
-      \$3683  = 1'h0;
+      \$3683  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3684  = wa1_rlastitem;
+    \$3684  = \o__payload$1138 [95:64];
     if (rst) begin
-      \$3684  = 1'h0;
+      \$3684  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3685  = wa1_rc0;
+    \$3685  = \o__payload$1138 [127:96];
     if (rst) begin
       \$3685  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3686  = wa1_rc1;
+    \$3686  = \$2673 ;
     if (rst) begin
-      \$3686  = 32'd0;
+      \$3686  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3687  = wa1_rc2;
+    \$3687  = wa1_raddr;
     if (rst) begin
-      \$3687  = 32'd0;
+      \$3687  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3688  = wa1_rc3;
+    \$3688  = wa1_rrow;
     if (rst) begin
-      \$3688  = 32'd0;
+      \$3688  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3689  = \$2669 [31:0];
+    \$3689  = wa1_rlanes;
     if (rst) begin
-      \$3689  = 32'd0;
+      \$3689  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3690  = \$2670 [63:32];
+    \$3690  = wa1_rfirst;
     if (rst) begin
-      \$3690  = 32'd0;
+      \$3690  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3691  = \$2671 [95:64];
+    \$3691  = wa1_rovf;
     if (rst) begin
-      \$3691  = 32'd0;
+      \$3691  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3692  = \$2672 [127:96];
+    \$3692  = wa1_rlast;
     if (rst) begin
-      \$3692  = 32'd0;
+      \$3692  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3693  = \$2674 ;
+    \$3693  = wa1_rtend;
     if (rst) begin
       \$3693  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3694  = wa1_qlast;
+    \$3694  = wa1_rlastitem;
     if (rst) begin
       \$3694  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3695  = wa1_qaddr;
+    \$3695  = wa1_rc0;
     if (rst) begin
-      \$3695  = 24'h000000;
+      \$3695  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3696  = wa1_qrow;
+    \$3696  = wa1_rc1;
     if (rst) begin
-      \$3696  = 2'h0;
+      \$3696  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3697  = wa1_qlanes;
+    \$3697  = wa1_rc2;
     if (rst) begin
-      \$3697  = 4'h0;
+      \$3697  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3698  = { \$2678 , \$2677 , \$2676 , \$2675  };
+    \$3698  = wa1_rc3;
     if (rst) begin
-      \$3698  = 128'h00000000000000000000000000000000;
+      \$3698  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3699  = wa1_qtend;
+    \$3699  = \$2674 [31:0];
     if (rst) begin
-      \$3699  = 1'h0;
+      \$3699  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3700  = wa1_qlastitem;
+    \$3700  = \$2675 [63:32];
     if (rst) begin
-      \$3700  = 1'h0;
+      \$3700  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3701  = wa1_done;
+    \$3701  = \$2676 [95:64];
+    if (rst) begin
+      \$3701  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3702  = \$2677 [127:96];
+    if (rst) begin
+      \$3702  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3703  = \$2679 ;
+    if (rst) begin
+      \$3703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3704  = wa1_qlast;
+    if (rst) begin
+      \$3704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3705  = wa1_qaddr;
+    if (rst) begin
+      \$3705  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3706  = wa1_qrow;
+    if (rst) begin
+      \$3706  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3707  = wa1_qlanes;
+    if (rst) begin
+      \$3707  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3708  = { \$2683 , \$2682 , \$2681 , \$2680  };
+    if (rst) begin
+      \$3708  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3709  = wa1_qtend;
+    if (rst) begin
+      \$3709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3710  = wa1_qlastitem;
+    if (rst) begin
+      \$3710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3711  = wa1_done;
     if (\clear$557 ) begin
-      \$3701  = 13'h0000;
-    end else if (\$2679 ) begin
-      \$3701  = \$2681 [12:0];
+      \$3711  = 13'h0000;
+    end else if (\$2684 ) begin
+      \$3711  = \$2686 [12:0];
     end
     if (rst) begin
-      \$3701  = 13'h0000;
+      \$3711  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3702  = wa1_left;
+    \$3712  = wa1_left;
     if (\clear$557 ) begin
-      \$3702  = \$2680 ;
-    end else if (\$2679 ) begin
-      \$3702  = \$2682 [13:0];
+      \$3712  = \$2685 ;
+    end else if (\$2684 ) begin
+      \$3712  = \$2687 [13:0];
     end
     if (rst) begin
-      \$3702  = 14'h0000;
+      \$3712  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3703  = wa1_tiles;
+    \$3713  = wa1_tiles;
     if (\clear$557 ) begin
-      \$3703  = 9'h000;
+      \$3713  = 9'h000;
     end else if (wa1_uv) begin
       if (wa1_ulast) begin
-        \$3703  = 9'h000;
+        \$3713  = 9'h000;
       end else if (wa1_utend) begin
-        \$3703  = \$2683 [8:0];
+        \$3713  = \$2688 [8:0];
       end
     end
     if (rst) begin
-      \$3703  = 9'h000;
+      \$3713  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3704  = wa1_inlast;
+    \$3714  = wa1_inlast;
     if (\clear$557 ) begin
-      \$3704  = 1'h0;
+      \$3714  = 1'h0;
     end else if (wa1_uv) begin
-      \$3704  = wa1_ulastitem;
+      \$3714  = wa1_ulastitem;
     end
     if (rst) begin
-      \$3704  = 1'h0;
+      \$3714  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3705  = wa2_p;
+    \$3715  = wa2_p;
     if (\clear$557 ) begin
-      \$3705  = 13'h0000;
+      \$3715  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa2_slot) begin
-      if (\$2687 ) begin
-        if (\$2688 ) begin
-          if (\$2689 ) begin
-            \$3705  = \$2690 [12:0];
+      if (\$2692 ) begin
+        if (\$2693 ) begin
+          if (\$2694 ) begin
+            \$3715  = \$2695 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3705  = 13'h0000;
+      \$3715  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3706  = wa2_base;
+    \$3716  = wa2_base;
     if (\clear$557 ) begin
-      \$3706  = 13'h0000;
+      \$3716  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa2_slot) begin
-      if (\$2687 ) begin
-        if (\$2688 ) begin
-          if (\$2689 ) begin
-            \$3706  = \$2691 [12:0];
+      if (\$2692 ) begin
+        if (\$2693 ) begin
+          if (\$2694 ) begin
+            \$3716  = \$2696 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3706  = 13'h0000;
+      \$3716  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3707  = wa2_gbase;
+    \$3717  = wa2_gbase;
     if (\clear$557 ) begin
-      \$3707  = 13'h0000;
+      \$3717  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (wa2_slot) begin
-      if (\$2687 ) begin
-        if (\$2688 ) begin
-          if (\$2689 ) begin
-            \$3707  = \$2692 [12:0];
+      if (\$2692 ) begin
+        if (\$2693 ) begin
+          if (\$2694 ) begin
+            \$3717  = \$2697 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3707  = 13'h0000;
+      \$3717  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3708  = wa2_rem;
+    \$3718  = wa2_rem;
     if (\clear$557 ) begin
-      \$3708  = \$2684 ;
+      \$3718  = \$2689 ;
     end
     if (\clear$557 ) begin
     end else if (wa2_slot) begin
-      if (\$2687 ) begin
-        if (\$2688 ) begin
-          if (\$2689 ) begin
-            \$3708  = \$2693 [13:0];
+      if (\$2692 ) begin
+        if (\$2693 ) begin
+          if (\$2694 ) begin
+            \$3718  = \$2698 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3708  = 14'h0000;
+      \$3718  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3709  = wa2_running;
+    \$3719  = wa2_running;
     if (\clear$557 ) begin
-      \$3709  = 1'h0;
+      \$3719  = 1'h0;
     end else if (wa2_slot) begin
       (* full_case = 32'd1 *)
-      if (\$2687 ) begin
+      if (\$2692 ) begin
         (* full_case = 32'd1 *)
-        if (\$2688 ) begin
+        if (\$2693 ) begin
           (* full_case = 32'd1 *)
-          if (\$2689 ) begin
-            \$3709  = 1'h0;
+          if (\$2694 ) begin
+            \$3719  = 1'h0;
           end else begin
-            \$3709  = 1'h1;
+            \$3719  = 1'h1;
           end
         end else begin
-          \$3709  = 1'h1;
+          \$3719  = 1'h1;
         end
       end else begin
-        \$3709  = 1'h1;
+        \$3719  = 1'h1;
       end
     end
-    if (rst) begin
-      \$3709  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3710  = wa2_o;
-    if (\clear$557 ) begin
-      \$3710  = 5'h00;
-    end else if (wa2_slot) begin
-      if (\$2687 ) begin
-        if (\$2688 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2689 ) begin
-            \$3710  = 5'h00;
-          end else begin
-            \$3710  = \$2694 [4:0];
-          end
-        end
-      end
-    end
-    if (rst) begin
-      \$3710  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3711  = wa2_n;
-    if (\clear$557 ) begin
-      \$3711  = 1'h0;
-    end else if (wa2_slot) begin
-      if (\$2687 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2688 ) begin
-          \$3711  = 1'h0;
-        end else begin
-          \$3711  = \$2695 [0];
-        end
-      end
-    end
-    if (rst) begin
-      \$3711  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3712  = wa2_t;
-    if (\clear$557 ) begin
-      \$3712  = 4'h0;
-    end else if (wa2_slot) begin
-      (* full_case = 32'd1 *)
-      if (\$2687 ) begin
-        \$3712  = 4'h0;
-      end else begin
-        \$3712  = \$2696 [3:0];
-      end
-    end
-    if (rst) begin
-      \$3712  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3713  = \$258 [1:0];
-    if (rst) begin
-      \$3713  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3714  = wa2_o;
-    if (rst) begin
-      \$3714  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3715  = 1'h0;
-    if (rst) begin
-      \$3715  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3716  = 1'h0;
-    if (rst) begin
-      \$3716  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3717  = { \$2708 , \$2705 , \$2702 , \$2699  };
-    if (rst) begin
-      \$3717  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3718  = \$2710 ;
-    if (rst) begin
-      \$3718  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3719  = \$2713 ;
     if (rst) begin
       \$3719  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3720  = wa2_v1;
+    \$3720  = wa2_o;
+    if (\clear$557 ) begin
+      \$3720  = 5'h00;
+    end else if (wa2_slot) begin
+      if (\$2692 ) begin
+        if (\$2693 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2694 ) begin
+            \$3720  = 5'h00;
+          end else begin
+            \$3720  = \$2699 [4:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3720  = 1'h0;
+      \$3720  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3721  = \$2722 ;
+    \$3721  = wa2_n;
+    if (\clear$557 ) begin
+      \$3721  = 1'h0;
+    end else if (wa2_slot) begin
+      if (\$2692 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2693 ) begin
+          \$3721  = 1'h0;
+        end else begin
+          \$3721  = \$2700 [0];
+        end
+      end
+    end
     if (rst) begin
-      \$3721  = 16'h0000;
+      \$3721  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3722  = \$2731 ;
+    \$3722  = wa2_t;
+    if (\clear$557 ) begin
+      \$3722  = 4'h0;
+    end else if (wa2_slot) begin
+      (* full_case = 32'd1 *)
+      if (\$2692 ) begin
+        \$3722  = 4'h0;
+      end else begin
+        \$3722  = \$2701 [3:0];
+      end
+    end
     if (rst) begin
-      \$3722  = 16'h0000;
+      \$3722  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3723  = \$2740 ;
+    \$3723  = \$259 [1:0];
     if (rst) begin
-      \$3723  = 16'h0000;
+      \$3723  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3724  = \$2749 ;
+    \$3724  = wa2_o;
     if (rst) begin
-      \$3724  = 16'h0000;
+      \$3724  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3725  = \$2751 ;
+    \$3725  = 1'h0;
     if (rst) begin
-      \$3725  = 16'h0000;
+      \$3725  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3726  = \$2753 ;
+    \$3726  = 1'h0;
     if (rst) begin
-      \$3726  = 16'h0000;
+      \$3726  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3727  = \$2755 ;
+    \$3727  = { \$2713 , \$2710 , \$2707 , \$2704  };
     if (rst) begin
-      \$3727  = 16'h0000;
+      \$3727  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3728  = \$2757 ;
+    \$3728  = \$2715 ;
     if (rst) begin
-      \$3728  = 16'h0000;
+      \$3728  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3729  = wa2_l1;
+    \$3729  = \$2718 ;
     if (rst) begin
       \$3729  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3730  = wa2_w_p;
+    \$3730  = wa2_v1;
+    if (rst) begin
+      \$3730  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3731  = \$2727 ;
+    if (rst) begin
+      \$3731  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3732  = \$2736 ;
+    if (rst) begin
+      \$3732  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3733  = \$2745 ;
+    if (rst) begin
+      \$3733  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3734  = \$2754 ;
+    if (rst) begin
+      \$3734  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3735  = \$2756 ;
+    if (rst) begin
+      \$3735  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3736  = \$2758 ;
+    if (rst) begin
+      \$3736  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3737  = \$2760 ;
+    if (rst) begin
+      \$3737  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3738  = \$2762 ;
+    if (rst) begin
+      \$3738  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3739  = wa2_l1;
+    if (rst) begin
+      \$3739  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3740  = wa2_w_p;
     if (\clear$557 ) begin
-      \$3730  = 13'h0000;
+      \$3740  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$840 ) begin
-      if (\$2760 ) begin
-        if (\$2761 ) begin
-          if (\$2762 ) begin
-            \$3730  = \$2763 [12:0];
+      if (\$2765 ) begin
+        if (\$2766 ) begin
+          if (\$2767 ) begin
+            \$3740  = \$2768 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3730  = 13'h0000;
+      \$3740  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3731  = wa2_w_base;
+    \$3741  = wa2_w_base;
     if (\clear$557 ) begin
-      \$3731  = 13'h0000;
+      \$3741  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$840 ) begin
-      if (\$2760 ) begin
-        if (\$2761 ) begin
-          if (\$2762 ) begin
-            \$3731  = \$2764 [12:0];
+      if (\$2765 ) begin
+        if (\$2766 ) begin
+          if (\$2767 ) begin
+            \$3741  = \$2769 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3731  = 13'h0000;
+      \$3741  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3732  = wa2_w_gbase;
+    \$3742  = wa2_w_gbase;
     if (\clear$557 ) begin
-      \$3732  = 13'h0000;
+      \$3742  = 13'h0000;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$840 ) begin
-      if (\$2760 ) begin
-        if (\$2761 ) begin
-          if (\$2762 ) begin
-            \$3732  = \$2765 [12:0];
+      if (\$2765 ) begin
+        if (\$2766 ) begin
+          if (\$2767 ) begin
+            \$3742  = \$2770 [12:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3732  = 13'h0000;
+      \$3742  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3733  = wa2_w_rem;
+    \$3743  = wa2_w_rem;
     if (\clear$557 ) begin
-      \$3733  = \$2758 ;
+      \$3743  = \$2763 ;
     end
     if (\clear$557 ) begin
     end else if (\o__valid$840 ) begin
-      if (\$2760 ) begin
-        if (\$2761 ) begin
-          if (\$2762 ) begin
-            \$3733  = \$2766 [13:0];
+      if (\$2765 ) begin
+        if (\$2766 ) begin
+          if (\$2767 ) begin
+            \$3743  = \$2771 [13:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3733  = 14'h0000;
+      \$3743  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3734  = wa2_wi;
+    \$3744  = wa2_wi;
     if (\clear$557 ) begin
-      \$3734  = 2'h0;
+      \$3744  = 2'h0;
     end else if (\o__valid$840 ) begin
-      \$3734  = \$2759 [1:0];
-      if (\$2760 ) begin
-        \$3734  = 2'h0;
+      \$3744  = \$2764 [1:0];
+      if (\$2765 ) begin
+        \$3744  = 2'h0;
       end
     end
     if (rst) begin
-      \$3734  = 2'h0;
+      \$3744  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3735  = wa2_wo;
+    \$3745  = wa2_wo;
     if (\clear$557 ) begin
-      \$3735  = 5'h00;
+      \$3745  = 5'h00;
     end else if (\o__valid$840 ) begin
-      if (\$2760 ) begin
-        if (\$2761 ) begin
+      if (\$2765 ) begin
+        if (\$2766 ) begin
           (* full_case = 32'd1 *)
-          if (\$2762 ) begin
-            \$3735  = 5'h00;
+          if (\$2767 ) begin
+            \$3745  = 5'h00;
           end else begin
-            \$3735  = \$2767 [4:0];
+            \$3745  = \$2772 [4:0];
           end
         end
       end
     end
     if (rst) begin
-      \$3735  = 5'h00;
+      \$3745  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3736  = wa2_wn;
+    \$3746  = wa2_wn;
     if (\clear$557 ) begin
-      \$3736  = 1'h0;
+      \$3746  = 1'h0;
     end else if (\o__valid$840 ) begin
-      if (\$2760 ) begin
+      if (\$2765 ) begin
         (* full_case = 32'd1 *)
-        if (\$2761 ) begin
-          \$3736  = 1'h0;
+        if (\$2766 ) begin
+          \$3746  = 1'h0;
         end else begin
-          \$3736  = \$2768 [0];
+          \$3746  = \$2773 [0];
         end
       end
     end
-    if (rst) begin
-      \$3736  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3737  = \$2770 ;
-    if (rst) begin
-      \$3737  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3738  = \$2775 ;
-    if (rst) begin
-      \$3738  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3739  = wa2_wi;
-    if (rst) begin
-      \$3739  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3740  = 1'h0;
-    if (rst) begin
-      \$3740  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3741  = 4'hf;
-    if (rst) begin
-      \$3741  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3742  = { 19'h00000, wa2_wo };
-    if (rst) begin
-      \$3742  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3743  = \$2776 ;
-    if (rst) begin
-      \$3743  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3744  = \o__payload$1178 [128];
-    if (rst) begin
-      \$3744  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3745  = \$2777 ;
-    if (rst) begin
-      \$3745  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3746  = \$2778 ;
     if (rst) begin
       \$3746  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3747  = \o__payload$1178 [31:0];
+    \$3747  = \$2775 ;
     if (rst) begin
-      \$3747  = 32'd0;
+      \$3747  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3748  = \o__payload$1178 [63:32];
+    \$3748  = \$2780 ;
     if (rst) begin
-      \$3748  = 32'd0;
+      \$3748  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3749  = \o__payload$1178 [95:64];
+    \$3749  = wa2_wi;
     if (rst) begin
-      \$3749  = 32'd0;
+      \$3749  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3750  = \o__payload$1178 [127:96];
+    \$3750  = 1'h0;
     if (rst) begin
-      \$3750  = 32'd0;
+      \$3750  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3751  = \$2780 ;
+    \$3751  = 4'hf;
     if (rst) begin
-      \$3751  = 1'h0;
+      \$3751  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3752  = wa2_raddr;
+    \$3752  = { 19'h00000, wa2_wo };
     if (rst) begin
       \$3752  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3753  = wa2_rrow;
+    \$3753  = \$2781 ;
     if (rst) begin
-      \$3753  = 2'h0;
+      \$3753  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3754  = wa2_rlanes;
+    \$3754  = \o__payload$1183 [128];
     if (rst) begin
-      \$3754  = 4'h0;
+      \$3754  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3755  = wa2_rfirst;
+    \$3755  = \$2782 ;
     if (rst) begin
       \$3755  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3756  = wa2_rovf;
+    \$3756  = \$2783 ;
     if (rst) begin
       \$3756  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3757  = wa2_rlast;
+    \$3757  = \o__payload$1183 [31:0];
     if (rst) begin
-      \$3757  = 1'h0;
+      \$3757  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3758  = wa2_rtend;
+    \$3758  = \o__payload$1183 [63:32];
     if (rst) begin
-      \$3758  = 1'h0;
+      \$3758  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3759  = wa2_rlastitem;
+    \$3759  = \o__payload$1183 [95:64];
     if (rst) begin
-      \$3759  = 1'h0;
+      \$3759  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3760  = wa2_rc0;
+    \$3760  = \o__payload$1183 [127:96];
     if (rst) begin
       \$3760  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3761  = wa2_rc1;
+    \$3761  = \$2785 ;
     if (rst) begin
-      \$3761  = 32'd0;
+      \$3761  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3762  = wa2_rc2;
+    \$3762  = wa2_raddr;
     if (rst) begin
-      \$3762  = 32'd0;
+      \$3762  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3763  = wa2_rc3;
+    \$3763  = wa2_rrow;
     if (rst) begin
-      \$3763  = 32'd0;
+      \$3763  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3764  = \$2781 [31:0];
+    \$3764  = wa2_rlanes;
     if (rst) begin
-      \$3764  = 32'd0;
+      \$3764  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3765  = \$2782 [63:32];
+    \$3765  = wa2_rfirst;
     if (rst) begin
-      \$3765  = 32'd0;
+      \$3765  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3766  = \$2783 [95:64];
+    \$3766  = wa2_rovf;
     if (rst) begin
-      \$3766  = 32'd0;
+      \$3766  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3767  = \$2784 [127:96];
+    \$3767  = wa2_rlast;
     if (rst) begin
-      \$3767  = 32'd0;
+      \$3767  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3768  = \$2786 ;
+    \$3768  = wa2_rtend;
     if (rst) begin
       \$3768  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3769  = wa2_qlast;
+    \$3769  = wa2_rlastitem;
     if (rst) begin
       \$3769  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3770  = wa2_qaddr;
+    \$3770  = wa2_rc0;
     if (rst) begin
-      \$3770  = 24'h000000;
+      \$3770  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3771  = wa2_qrow;
+    \$3771  = wa2_rc1;
     if (rst) begin
-      \$3771  = 2'h0;
+      \$3771  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3772  = wa2_qlanes;
+    \$3772  = wa2_rc2;
     if (rst) begin
-      \$3772  = 4'h0;
+      \$3772  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3773  = { \$2790 , \$2789 , \$2788 , \$2787  };
+    \$3773  = wa2_rc3;
     if (rst) begin
-      \$3773  = 128'h00000000000000000000000000000000;
+      \$3773  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3774  = wa2_qtend;
+    \$3774  = \$2786 [31:0];
     if (rst) begin
-      \$3774  = 1'h0;
+      \$3774  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3775  = wa2_qlastitem;
+    \$3775  = \$2787 [63:32];
     if (rst) begin
-      \$3775  = 1'h0;
+      \$3775  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3776  = wa2_done;
-    if (\clear$557 ) begin
-      \$3776  = 13'h0000;
-    end else if (\$2791 ) begin
-      \$3776  = \$2793 [12:0];
-    end
+    \$3776  = \$2788 [95:64];
     if (rst) begin
-      \$3776  = 13'h0000;
+      \$3776  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3777  = wa2_left;
-    if (\clear$557 ) begin
-      \$3777  = \$2792 ;
-    end else if (\$2791 ) begin
-      \$3777  = \$2794 [13:0];
-    end
+    \$3777  = \$2789 [127:96];
     if (rst) begin
-      \$3777  = 14'h0000;
+      \$3777  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3778  = wa2_tiles;
-    if (\clear$557 ) begin
-      \$3778  = 5'h00;
-    end else if (wa2_uv) begin
-      if (wa2_ulast) begin
-        \$3778  = 5'h00;
-      end else if (wa2_utend) begin
-        \$3778  = \$2795 [4:0];
-      end
-    end
+    \$3778  = \$2791 ;
     if (rst) begin
-      \$3778  = 5'h00;
+      \$3778  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3779  = wa2_inlast;
-    if (\clear$557 ) begin
-      \$3779  = 1'h0;
-    end else if (wa2_uv) begin
-      \$3779  = wa2_ulastitem;
-    end
+    \$3779  = wa2_qlast;
     if (rst) begin
       \$3779  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3780  = wu0_running;
-    if (\clear$557 ) begin
-      \$3780  = 1'h0;
-    end else if (wu0_slot) begin
-      \$3780  = 1'h1;
-      if (\$2797 ) begin
-        if (\$2798 ) begin
-          if (\$2799 ) begin
-            \$3780  = 1'h0;
-          end
-        end
-      end
-    end
+    \$3780  = wa2_qaddr;
     if (rst) begin
-      \$3780  = 1'h0;
+      \$3780  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3781  = wu0_finished;
-    if (\clear$557 ) begin
-      \$3781  = 1'h0;
-    end else if (wu0_slot) begin
-      if (\$2797 ) begin
-        if (\$2798 ) begin
-          if (\$2799 ) begin
-            \$3781  = 1'h1;
-          end
-        end
-      end
-    end
+    \$3781  = wa2_qrow;
     if (rst) begin
-      \$3781  = 1'h0;
+      \$3781  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3782  = wu0_rg;
-    if (\clear$557 ) begin
-      \$3782  = 2'h0;
-    end else if (wu0_slot) begin
-      if (\$2797 ) begin
-        if (\$2798 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2799 ) begin
-            \$3782  = 2'h0;
-          end else begin
-            \$3782  = \$2800 [1:0];
-          end
-        end
-      end
-    end
+    \$3782  = wa2_qlanes;
     if (rst) begin
-      \$3782  = 2'h0;
+      \$3782  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3783  = wu0_cg;
-    if (\clear$557 ) begin
-      \$3783  = 5'h00;
-    end else if (wu0_slot) begin
-      if (\$2797 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2798 ) begin
-          \$3783  = 5'h00;
-        end else begin
-          \$3783  = \$2801 [4:0];
-        end
-      end
-    end
+    \$3783  = { \$2795 , \$2794 , \$2793 , \$2792  };
     if (rst) begin
-      \$3783  = 5'h00;
+      \$3783  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3784  = wu0_r;
-    if (\clear$557 ) begin
-      \$3784  = 2'h0;
-    end else if (wu0_slot) begin
-      \$3784  = \$2796 [1:0];
-      if (\$2797 ) begin
-        \$3784  = 2'h0;
-      end
-    end
+    \$3784  = wa2_qtend;
     if (rst) begin
-      \$3784  = 2'h0;
+      \$3784  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3785  = \$2803 ;
+    \$3785  = wa2_qlastitem;
     if (rst) begin
       \$3785  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3786  = wu0_r;
+    \$3786  = wa2_done;
+    if (\clear$557 ) begin
+      \$3786  = 13'h0000;
+    end else if (\$2796 ) begin
+      \$3786  = \$2798 [12:0];
+    end
     if (rst) begin
-      \$3786  = 2'h0;
+      \$3786  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3787  = { 18'h00000, wu0_rg, wu0_cg[3:0] };
+    \$3787  = wa2_left;
+    if (\clear$557 ) begin
+      \$3787  = \$2797 ;
+    end else if (\$2796 ) begin
+      \$3787  = \$2799 [13:0];
+    end
     if (rst) begin
-      \$3787  = 24'h000000;
+      \$3787  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3788  = \$2808 ;
+    \$3788  = wa2_tiles;
+    if (\clear$557 ) begin
+      \$3788  = 5'h00;
+    end else if (wa2_uv) begin
+      if (wa2_ulast) begin
+        \$3788  = 5'h00;
+      end else if (wa2_utend) begin
+        \$3788  = \$2800 [4:0];
+      end
+    end
     if (rst) begin
-      \$3788  = 1'h0;
+      \$3788  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3789  = \$2810 ;
+    \$3789  = wa2_inlast;
+    if (\clear$557 ) begin
+      \$3789  = 1'h0;
+    end else if (wa2_uv) begin
+      \$3789  = wa2_ulastitem;
+    end
     if (rst) begin
       \$3789  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3790  = wu0_r1;
+    \$3790  = wu0_running;
+    if (\clear$557 ) begin
+      \$3790  = 1'h0;
+    end else if (wu0_slot) begin
+      \$3790  = 1'h1;
+      if (\$2802 ) begin
+        if (\$2803 ) begin
+          if (\$2804 ) begin
+            \$3790  = 1'h0;
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3790  = 2'h0;
+      \$3790  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3791  = wu0_a1;
+    \$3791  = wu0_finished;
+    if (\clear$557 ) begin
+      \$3791  = 1'h0;
+    end else if (wu0_slot) begin
+      if (\$2802 ) begin
+        if (\$2803 ) begin
+          if (\$2804 ) begin
+            \$3791  = 1'h1;
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3791  = 24'h000000;
+      \$3791  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3792  = wu0_e1;
+    \$3792  = wu0_rg;
+    if (\clear$557 ) begin
+      \$3792  = 2'h0;
+    end else if (wu0_slot) begin
+      if (\$2802 ) begin
+        if (\$2803 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2804 ) begin
+            \$3792  = 2'h0;
+          end else begin
+            \$3792  = \$2805 [1:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3792  = 1'h0;
+      \$3792  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3793  = \$2811 [15:0];
+    \$3793  = wu0_cg;
+    if (\clear$557 ) begin
+      \$3793  = 5'h00;
+    end else if (wu0_slot) begin
+      if (\$2802 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2803 ) begin
+          \$3793  = 5'h00;
+        end else begin
+          \$3793  = \$2806 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3793  = 16'h0000;
+      \$3793  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3794  = \$2812 [31:16];
+    \$3794  = wu0_r;
+    if (\clear$557 ) begin
+      \$3794  = 2'h0;
+    end else if (wu0_slot) begin
+      \$3794  = \$2801 [1:0];
+      if (\$2802 ) begin
+        \$3794  = 2'h0;
+      end
+    end
     if (rst) begin
-      \$3794  = 16'h0000;
+      \$3794  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3795  = \$2813 [47:32];
+    \$3795  = \$2808 ;
     if (rst) begin
-      \$3795  = 16'h0000;
+      \$3795  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3796  = \$2814 [63:48];
+    \$3796  = wu0_r;
     if (rst) begin
-      \$3796  = 16'h0000;
+      \$3796  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3797  = \$2815 [31:0];
+    \$3797  = { 18'h00000, wu0_rg, wu0_cg[3:0] };
     if (rst) begin
-      \$3797  = 32'd0;
+      \$3797  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3798  = \$2816 [63:32];
+    \$3798  = \$2813 ;
     if (rst) begin
-      \$3798  = 32'd0;
+      \$3798  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3799  = \$2817 [95:64];
+    \$3799  = \$2815 ;
     if (rst) begin
-      \$3799  = 32'd0;
+      \$3799  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3800  = \$2818 [127:96];
+    \$3800  = wu0_r1;
     if (rst) begin
-      \$3800  = 32'd0;
+      \$3800  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3801  = \$2820 ;
+    \$3801  = wu0_a1;
     if (rst) begin
-      \$3801  = 1'h0;
+      \$3801  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3802  = wu0_r2;
+    \$3802  = wu0_e1;
     if (rst) begin
-      \$3802  = 2'h0;
+      \$3802  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3803  = wu0_a2;
+    \$3803  = \$2816 [15:0];
     if (rst) begin
-      \$3803  = 24'h000000;
+      \$3803  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3804  = wu0_e2;
+    \$3804  = \$2817 [31:16];
     if (rst) begin
-      \$3804  = 1'h0;
+      \$3804  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3805  = wu0_w2_0;
+    \$3805  = \$2818 [47:32];
     if (rst) begin
       \$3805  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3806  = wu0_w2_1;
+    \$3806  = \$2819 [63:48];
     if (rst) begin
       \$3806  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3807  = wu0_w2_2;
+    \$3807  = \$2820 [31:0];
     if (rst) begin
-      \$3807  = 16'h0000;
+      \$3807  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3808  = wu0_w2_3;
+    \$3808  = \$2821 [63:32];
     if (rst) begin
-      \$3808  = 16'h0000;
+      \$3808  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3809  = \$2821 ;
+    \$3809  = \$2822 [95:64];
     if (rst) begin
-      \$3809  = 56'h00000000000000;
+      \$3809  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3810  = \$2822 ;
+    \$3810  = \$2823 [127:96];
     if (rst) begin
-      \$3810  = 56'h00000000000000;
+      \$3810  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3811  = \$2823 ;
+    \$3811  = \$2825 ;
     if (rst) begin
-      \$3811  = 56'h00000000000000;
+      \$3811  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3812  = \$2824 ;
+    \$3812  = wu0_r2;
     if (rst) begin
-      \$3812  = 56'h00000000000000;
+      \$3812  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3813  = \$2826 ;
+    \$3813  = wu0_a2;
     if (rst) begin
-      \$3813  = 1'h0;
+      \$3813  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3814  = wu0_r4;
+    \$3814  = wu0_e2;
     if (rst) begin
-      \$3814  = 2'h0;
+      \$3814  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3815  = wu0_a4;
+    \$3815  = wu0_w2_0;
     if (rst) begin
-      \$3815  = 24'h000000;
+      \$3815  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3816  = wu0_e4;
+    \$3816  = wu0_w2_1;
     if (rst) begin
-      \$3816  = 1'h0;
+      \$3816  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3817  = wu0_w4_0;
+    \$3817  = wu0_w2_2;
     if (rst) begin
       \$3817  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3818  = wu0_w4_1;
+    \$3818  = wu0_w2_3;
     if (rst) begin
       \$3818  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3819  = wu0_w4_2;
+    \$3819  = \$2826 ;
     if (rst) begin
-      \$3819  = 16'h0000;
+      \$3819  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3820  = wu0_w4_3;
+    \$3820  = \$2827 ;
     if (rst) begin
-      \$3820  = 16'h0000;
+      \$3820  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3821  = \$2827 [56:32];
+    \$3821  = \$2828 ;
     if (rst) begin
-      \$3821  = 25'h0000000;
+      \$3821  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3822  = \$2828 [56:32];
+    \$3822  = \$2829 ;
     if (rst) begin
-      \$3822  = 25'h0000000;
+      \$3822  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3823  = \$2829 [56:32];
+    \$3823  = \$2831 ;
     if (rst) begin
-      \$3823  = 25'h0000000;
+      \$3823  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3824  = \$2830 [56:32];
+    \$3824  = wu0_r4;
     if (rst) begin
-      \$3824  = 25'h0000000;
+      \$3824  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3825  = \$2832 ;
+    \$3825  = wu0_a4;
     if (rst) begin
-      \$3825  = 1'h0;
+      \$3825  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3826  = wu0_r5;
+    \$3826  = wu0_e4;
     if (rst) begin
-      \$3826  = 2'h0;
+      \$3826  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3827  = wu0_a5;
+    \$3827  = wu0_w4_0;
     if (rst) begin
-      \$3827  = 24'h000000;
+      \$3827  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3828  = wu0_e5;
+    \$3828  = wu0_w4_1;
     if (rst) begin
-      \$3828  = 1'h0;
+      \$3828  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3829  = \$322 [15:0];
+    \$3829  = wu0_w4_2;
     if (rst) begin
       \$3829  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3830  = \$328 [15:0];
+    \$3830  = wu0_w4_3;
     if (rst) begin
       \$3830  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3831  = \$334 [15:0];
+    \$3831  = \$2832 [56:32];
     if (rst) begin
-      \$3831  = 16'h0000;
+      \$3831  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3832  = \$340 [15:0];
+    \$3832  = \$2833 [56:32];
     if (rst) begin
-      \$3832  = 16'h0000;
+      \$3832  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3833  = \$2836 ;
+    \$3833  = \$2834 [56:32];
     if (rst) begin
-      \$3833  = 1'h0;
+      \$3833  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3834  = wu0_done;
-    if (\clear$557 ) begin
-      \$3834  = 1'h0;
-    end else if (\$2837 ) begin
-      \$3834  = 1'h1;
-    end
+    \$3834  = \$2835 [56:32];
     if (rst) begin
-      \$3834  = 1'h0;
+      \$3834  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3835  = wu1_running;
-    if (\clear$557 ) begin
-      \$3835  = 1'h0;
-    end else if (wu1_slot) begin
-      \$3835  = 1'h1;
-      if (\$2839 ) begin
-        if (\$2840 ) begin
-          if (\$2841 ) begin
-            \$3835  = 1'h0;
-          end
-        end
-      end
-    end
+    \$3835  = \$2837 ;
     if (rst) begin
       \$3835  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3836  = wu1_finished;
-    if (\clear$557 ) begin
-      \$3836  = 1'h0;
-    end else if (wu1_slot) begin
-      if (\$2839 ) begin
-        if (\$2840 ) begin
-          if (\$2841 ) begin
-            \$3836  = 1'h1;
-          end
-        end
-      end
-    end
+    \$3836  = wu0_r5;
     if (rst) begin
-      \$3836  = 1'h0;
+      \$3836  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3837  = wu1_rg;
-    if (\clear$557 ) begin
-      \$3837  = 5'h00;
-    end else if (wu1_slot) begin
-      if (\$2839 ) begin
-        if (\$2840 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2841 ) begin
-            \$3837  = 5'h00;
-          end else begin
-            \$3837  = \$2842 [4:0];
-          end
-        end
-      end
-    end
+    \$3837  = wu0_a5;
     if (rst) begin
-      \$3837  = 5'h00;
+      \$3837  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3838  = wu1_cg;
-    if (\clear$557 ) begin
-      \$3838  = 5'h00;
-    end else if (wu1_slot) begin
-      if (\$2839 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2840 ) begin
-          \$3838  = 5'h00;
-        end else begin
-          \$3838  = \$2843 [4:0];
-        end
-      end
-    end
+    \$3838  = wu0_e5;
     if (rst) begin
-      \$3838  = 5'h00;
+      \$3838  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3839  = wu1_r;
-    if (\clear$557 ) begin
-      \$3839  = 2'h0;
-    end else if (wu1_slot) begin
-      \$3839  = \$2838 [1:0];
-      if (\$2839 ) begin
-        \$3839  = 2'h0;
-      end
-    end
+    \$3839  = \$323 [15:0];
     if (rst) begin
-      \$3839  = 2'h0;
+      \$3839  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3840  = \$2845 ;
+    \$3840  = \$329 [15:0];
     if (rst) begin
-      \$3840  = 1'h0;
+      \$3840  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3841  = wu1_r;
+    \$3841  = \$335 [15:0];
     if (rst) begin
-      \$3841  = 2'h0;
+      \$3841  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3842  = { 15'h0000, wu1_rg, wu1_cg[3:0] };
+    \$3842  = \$341 [15:0];
     if (rst) begin
-      \$3842  = 24'h000000;
+      \$3842  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3843  = \$2850 ;
+    \$3843  = \$2841 ;
     if (rst) begin
       \$3843  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3844  = \$2852 ;
+    \$3844  = wu0_done;
+    if (\clear$557 ) begin
+      \$3844  = 1'h0;
+    end else if (\$2842 ) begin
+      \$3844  = 1'h1;
+    end
     if (rst) begin
       \$3844  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3845  = wu1_r1;
+    \$3845  = wu1_running;
+    if (\clear$557 ) begin
+      \$3845  = 1'h0;
+    end else if (wu1_slot) begin
+      \$3845  = 1'h1;
+      if (\$2844 ) begin
+        if (\$2845 ) begin
+          if (\$2846 ) begin
+            \$3845  = 1'h0;
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3845  = 2'h0;
+      \$3845  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3846  = wu1_a1;
+    \$3846  = wu1_finished;
+    if (\clear$557 ) begin
+      \$3846  = 1'h0;
+    end else if (wu1_slot) begin
+      if (\$2844 ) begin
+        if (\$2845 ) begin
+          if (\$2846 ) begin
+            \$3846  = 1'h1;
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3846  = 24'h000000;
+      \$3846  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3847  = wu1_e1;
+    \$3847  = wu1_rg;
+    if (\clear$557 ) begin
+      \$3847  = 5'h00;
+    end else if (wu1_slot) begin
+      if (\$2844 ) begin
+        if (\$2845 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2846 ) begin
+            \$3847  = 5'h00;
+          end else begin
+            \$3847  = \$2847 [4:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3847  = 1'h0;
+      \$3847  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3848  = \$2853 [15:0];
+    \$3848  = wu1_cg;
+    if (\clear$557 ) begin
+      \$3848  = 5'h00;
+    end else if (wu1_slot) begin
+      if (\$2844 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2845 ) begin
+          \$3848  = 5'h00;
+        end else begin
+          \$3848  = \$2848 [4:0];
+        end
+      end
+    end
     if (rst) begin
-      \$3848  = 16'h0000;
+      \$3848  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3849  = \$2854 [31:16];
+    \$3849  = wu1_r;
+    if (\clear$557 ) begin
+      \$3849  = 2'h0;
+    end else if (wu1_slot) begin
+      \$3849  = \$2843 [1:0];
+      if (\$2844 ) begin
+        \$3849  = 2'h0;
+      end
+    end
     if (rst) begin
-      \$3849  = 16'h0000;
+      \$3849  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3850  = \$2855 [47:32];
+    \$3850  = \$2850 ;
     if (rst) begin
-      \$3850  = 16'h0000;
+      \$3850  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3851  = \$2856 [63:48];
+    \$3851  = wu1_r;
     if (rst) begin
-      \$3851  = 16'h0000;
+      \$3851  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3852  = \$2857 [31:0];
+    \$3852  = { 15'h0000, wu1_rg, wu1_cg[3:0] };
     if (rst) begin
-      \$3852  = 32'd0;
+      \$3852  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3853  = \$2858 [63:32];
+    \$3853  = \$2855 ;
     if (rst) begin
-      \$3853  = 32'd0;
+      \$3853  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3854  = \$2859 [95:64];
+    \$3854  = \$2857 ;
     if (rst) begin
-      \$3854  = 32'd0;
+      \$3854  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3855  = \$2860 [127:96];
+    \$3855  = wu1_r1;
     if (rst) begin
-      \$3855  = 32'd0;
+      \$3855  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3856  = \$2862 ;
+    \$3856  = wu1_a1;
     if (rst) begin
-      \$3856  = 1'h0;
+      \$3856  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3857  = wu1_r2;
+    \$3857  = wu1_e1;
     if (rst) begin
-      \$3857  = 2'h0;
+      \$3857  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3858  = wu1_a2;
+    \$3858  = \$2858 [15:0];
     if (rst) begin
-      \$3858  = 24'h000000;
+      \$3858  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3859  = wu1_e2;
+    \$3859  = \$2859 [31:16];
     if (rst) begin
-      \$3859  = 1'h0;
+      \$3859  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3860  = wu1_w2_0;
+    \$3860  = \$2860 [47:32];
     if (rst) begin
       \$3860  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3861  = wu1_w2_1;
+    \$3861  = \$2861 [63:48];
     if (rst) begin
       \$3861  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3862  = wu1_w2_2;
+    \$3862  = \$2862 [31:0];
     if (rst) begin
-      \$3862  = 16'h0000;
+      \$3862  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3863  = wu1_w2_3;
+    \$3863  = \$2863 [63:32];
     if (rst) begin
-      \$3863  = 16'h0000;
+      \$3863  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3864  = \$2863 ;
+    \$3864  = \$2864 [95:64];
     if (rst) begin
-      \$3864  = 56'h00000000000000;
+      \$3864  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3865  = \$2864 ;
+    \$3865  = \$2865 [127:96];
     if (rst) begin
-      \$3865  = 56'h00000000000000;
+      \$3865  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3866  = \$2865 ;
+    \$3866  = \$2867 ;
     if (rst) begin
-      \$3866  = 56'h00000000000000;
+      \$3866  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3867  = \$2866 ;
+    \$3867  = wu1_r2;
     if (rst) begin
-      \$3867  = 56'h00000000000000;
+      \$3867  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3868  = \$2868 ;
+    \$3868  = wu1_a2;
     if (rst) begin
-      \$3868  = 1'h0;
+      \$3868  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3869  = wu1_r4;
+    \$3869  = wu1_e2;
     if (rst) begin
-      \$3869  = 2'h0;
+      \$3869  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3870  = wu1_a4;
+    \$3870  = wu1_w2_0;
     if (rst) begin
-      \$3870  = 24'h000000;
+      \$3870  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3871  = wu1_e4;
+    \$3871  = wu1_w2_1;
     if (rst) begin
-      \$3871  = 1'h0;
+      \$3871  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3872  = wu1_w4_0;
+    \$3872  = wu1_w2_2;
     if (rst) begin
       \$3872  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3873  = wu1_w4_1;
+    \$3873  = wu1_w2_3;
     if (rst) begin
       \$3873  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3874  = wu1_w4_2;
+    \$3874  = \$2868 ;
     if (rst) begin
-      \$3874  = 16'h0000;
+      \$3874  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3875  = wu1_w4_3;
+    \$3875  = \$2869 ;
     if (rst) begin
-      \$3875  = 16'h0000;
+      \$3875  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3876  = \$2869 [56:32];
+    \$3876  = \$2870 ;
     if (rst) begin
-      \$3876  = 25'h0000000;
+      \$3876  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3877  = \$2870 [56:32];
+    \$3877  = \$2871 ;
     if (rst) begin
-      \$3877  = 25'h0000000;
+      \$3877  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3878  = \$2871 [56:32];
+    \$3878  = \$2873 ;
     if (rst) begin
-      \$3878  = 25'h0000000;
+      \$3878  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3879  = \$2872 [56:32];
+    \$3879  = wu1_r4;
     if (rst) begin
-      \$3879  = 25'h0000000;
+      \$3879  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3880  = \$2874 ;
+    \$3880  = wu1_a4;
     if (rst) begin
-      \$3880  = 1'h0;
+      \$3880  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3881  = wu1_r5;
+    \$3881  = wu1_e4;
     if (rst) begin
-      \$3881  = 2'h0;
+      \$3881  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3882  = wu1_a5;
+    \$3882  = wu1_w4_0;
     if (rst) begin
-      \$3882  = 24'h000000;
+      \$3882  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3883  = wu1_e5;
+    \$3883  = wu1_w4_1;
     if (rst) begin
-      \$3883  = 1'h0;
+      \$3883  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3884  = \$379 [15:0];
+    \$3884  = wu1_w4_2;
     if (rst) begin
       \$3884  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3885  = \$385 [15:0];
+    \$3885  = wu1_w4_3;
     if (rst) begin
       \$3885  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3886  = \$391 [15:0];
+    \$3886  = \$2874 [56:32];
     if (rst) begin
-      \$3886  = 16'h0000;
+      \$3886  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3887  = \$397 [15:0];
+    \$3887  = \$2875 [56:32];
     if (rst) begin
-      \$3887  = 16'h0000;
+      \$3887  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3888  = \$2878 ;
+    \$3888  = \$2876 [56:32];
     if (rst) begin
-      \$3888  = 1'h0;
+      \$3888  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3889  = wu1_done;
-    if (\clear$557 ) begin
-      \$3889  = 1'h0;
-    end else if (\$2879 ) begin
-      \$3889  = 1'h1;
-    end
+    \$3889  = \$2877 [56:32];
     if (rst) begin
-      \$3889  = 1'h0;
+      \$3889  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3890  = wu2_running;
-    if (\clear$557 ) begin
-      \$3890  = 1'h0;
-    end else if (wu2_slot) begin
-      \$3890  = 1'h1;
-      if (\$2881 ) begin
-        if (\$2882 ) begin
-          if (\$2883 ) begin
-            \$3890  = 1'h0;
-          end
-        end
-      end
-    end
+    \$3890  = \$2879 ;
     if (rst) begin
       \$3890  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3891  = wu2_finished;
-    if (\clear$557 ) begin
-      \$3891  = 1'h0;
-    end else if (wu2_slot) begin
-      if (\$2881 ) begin
-        if (\$2882 ) begin
-          if (\$2883 ) begin
-            \$3891  = 1'h1;
-          end
-        end
-      end
-    end
+    \$3891  = wu1_r5;
     if (rst) begin
-      \$3891  = 1'h0;
+      \$3891  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3892  = wu2_rg;
-    if (\clear$557 ) begin
-      \$3892  = 5'h00;
-    end else if (wu2_slot) begin
-      if (\$2881 ) begin
-        if (\$2882 ) begin
-          (* full_case = 32'd1 *)
-          if (\$2883 ) begin
-            \$3892  = 5'h00;
-          end else begin
-            \$3892  = \$2884 [4:0];
-          end
-        end
-      end
-    end
+    \$3892  = wu1_a5;
     if (rst) begin
-      \$3892  = 5'h00;
+      \$3892  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3893  = wu2_cg;
-    if (\clear$557 ) begin
-      \$3893  = 1'h0;
-    end else if (wu2_slot) begin
-      if (\$2881 ) begin
-        (* full_case = 32'd1 *)
-        if (\$2882 ) begin
-          \$3893  = 1'h0;
-        end else begin
-          \$3893  = \$2885 [0];
-        end
-      end
-    end
+    \$3893  = wu1_e5;
     if (rst) begin
       \$3893  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3894  = wu2_r;
-    if (\clear$557 ) begin
-      \$3894  = 2'h0;
-    end else if (wu2_slot) begin
-      \$3894  = \$2880 [1:0];
-      if (\$2881 ) begin
-        \$3894  = 2'h0;
-      end
-    end
+    \$3894  = \$380 [15:0];
     if (rst) begin
-      \$3894  = 2'h0;
+      \$3894  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3895  = \$2887 ;
+    \$3895  = \$386 [15:0];
     if (rst) begin
-      \$3895  = 1'h0;
+      \$3895  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3896  = wu2_r;
+    \$3896  = \$392 [15:0];
     if (rst) begin
-      \$3896  = 2'h0;
+      \$3896  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3897  = { 19'h00000, wu2_rg };
+    \$3897  = \$398 [15:0];
     if (rst) begin
-      \$3897  = 24'h000000;
+      \$3897  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3898  = \$2892 ;
+    \$3898  = \$2883 ;
     if (rst) begin
       \$3898  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3899  = \$2894 ;
+    \$3899  = wu1_done;
+    if (\clear$557 ) begin
+      \$3899  = 1'h0;
+    end else if (\$2884 ) begin
+      \$3899  = 1'h1;
+    end
     if (rst) begin
       \$3899  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3900  = wu2_r1;
+    \$3900  = wu2_running;
+    if (\clear$557 ) begin
+      \$3900  = 1'h0;
+    end else if (wu2_slot) begin
+      \$3900  = 1'h1;
+      if (\$2886 ) begin
+        if (\$2887 ) begin
+          if (\$2888 ) begin
+            \$3900  = 1'h0;
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3900  = 2'h0;
+      \$3900  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3901  = wu2_a1;
+    \$3901  = wu2_finished;
+    if (\clear$557 ) begin
+      \$3901  = 1'h0;
+    end else if (wu2_slot) begin
+      if (\$2886 ) begin
+        if (\$2887 ) begin
+          if (\$2888 ) begin
+            \$3901  = 1'h1;
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3901  = 24'h000000;
+      \$3901  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3902  = wu2_e1;
+    \$3902  = wu2_rg;
+    if (\clear$557 ) begin
+      \$3902  = 5'h00;
+    end else if (wu2_slot) begin
+      if (\$2886 ) begin
+        if (\$2887 ) begin
+          (* full_case = 32'd1 *)
+          if (\$2888 ) begin
+            \$3902  = 5'h00;
+          end else begin
+            \$3902  = \$2889 [4:0];
+          end
+        end
+      end
+    end
     if (rst) begin
-      \$3902  = 1'h0;
+      \$3902  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3903  = \$2895 [15:0];
+    \$3903  = wu2_cg;
+    if (\clear$557 ) begin
+      \$3903  = 1'h0;
+    end else if (wu2_slot) begin
+      if (\$2886 ) begin
+        (* full_case = 32'd1 *)
+        if (\$2887 ) begin
+          \$3903  = 1'h0;
+        end else begin
+          \$3903  = \$2890 [0];
+        end
+      end
+    end
     if (rst) begin
-      \$3903  = 16'h0000;
+      \$3903  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3904  = \$2896 [31:16];
+    \$3904  = wu2_r;
+    if (\clear$557 ) begin
+      \$3904  = 2'h0;
+    end else if (wu2_slot) begin
+      \$3904  = \$2885 [1:0];
+      if (\$2886 ) begin
+        \$3904  = 2'h0;
+      end
+    end
     if (rst) begin
-      \$3904  = 16'h0000;
+      \$3904  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3905  = \$2897 [47:32];
+    \$3905  = \$2892 ;
     if (rst) begin
-      \$3905  = 16'h0000;
+      \$3905  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3906  = \$2898 [63:48];
+    \$3906  = wu2_r;
     if (rst) begin
-      \$3906  = 16'h0000;
+      \$3906  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3907  = \$2899 [31:0];
+    \$3907  = { 19'h00000, wu2_rg };
     if (rst) begin
-      \$3907  = 32'd0;
+      \$3907  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3908  = \$2900 [63:32];
+    \$3908  = \$2897 ;
     if (rst) begin
-      \$3908  = 32'd0;
+      \$3908  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3909  = \$2901 [95:64];
+    \$3909  = \$2899 ;
     if (rst) begin
-      \$3909  = 32'd0;
+      \$3909  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3910  = \$2902 [127:96];
+    \$3910  = wu2_r1;
     if (rst) begin
-      \$3910  = 32'd0;
+      \$3910  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3911  = \$2904 ;
+    \$3911  = wu2_a1;
     if (rst) begin
-      \$3911  = 1'h0;
+      \$3911  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3912  = wu2_r2;
+    \$3912  = wu2_e1;
     if (rst) begin
-      \$3912  = 2'h0;
+      \$3912  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3913  = wu2_a2;
+    \$3913  = \$2900 [15:0];
     if (rst) begin
-      \$3913  = 24'h000000;
+      \$3913  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3914  = wu2_e2;
+    \$3914  = \$2901 [31:16];
     if (rst) begin
-      \$3914  = 1'h0;
+      \$3914  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3915  = wu2_w2_0;
+    \$3915  = \$2902 [47:32];
     if (rst) begin
       \$3915  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3916  = wu2_w2_1;
+    \$3916  = \$2903 [63:48];
     if (rst) begin
       \$3916  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3917  = wu2_w2_2;
+    \$3917  = \$2904 [31:0];
     if (rst) begin
-      \$3917  = 16'h0000;
+      \$3917  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3918  = wu2_w2_3;
+    \$3918  = \$2905 [63:32];
     if (rst) begin
-      \$3918  = 16'h0000;
+      \$3918  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3919  = \$2905 ;
+    \$3919  = \$2906 [95:64];
     if (rst) begin
-      \$3919  = 56'h00000000000000;
+      \$3919  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3920  = \$2906 ;
+    \$3920  = \$2907 [127:96];
     if (rst) begin
-      \$3920  = 56'h00000000000000;
+      \$3920  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3921  = \$2907 ;
+    \$3921  = \$2909 ;
     if (rst) begin
-      \$3921  = 56'h00000000000000;
+      \$3921  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3922  = \$2908 ;
+    \$3922  = wu2_r2;
     if (rst) begin
-      \$3922  = 56'h00000000000000;
+      \$3922  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3923  = \$2910 ;
+    \$3923  = wu2_a2;
     if (rst) begin
-      \$3923  = 1'h0;
+      \$3923  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3924  = wu2_r4;
+    \$3924  = wu2_e2;
     if (rst) begin
-      \$3924  = 2'h0;
+      \$3924  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3925  = wu2_a4;
+    \$3925  = wu2_w2_0;
     if (rst) begin
-      \$3925  = 24'h000000;
+      \$3925  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3926  = wu2_e4;
+    \$3926  = wu2_w2_1;
     if (rst) begin
-      \$3926  = 1'h0;
+      \$3926  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3927  = wu2_w4_0;
+    \$3927  = wu2_w2_2;
     if (rst) begin
       \$3927  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3928  = wu2_w4_1;
+    \$3928  = wu2_w2_3;
     if (rst) begin
       \$3928  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3929  = wu2_w4_2;
+    \$3929  = \$2910 ;
     if (rst) begin
-      \$3929  = 16'h0000;
+      \$3929  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3930  = wu2_w4_3;
+    \$3930  = \$2911 ;
     if (rst) begin
-      \$3930  = 16'h0000;
+      \$3930  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3931  = \$2911 [56:32];
+    \$3931  = \$2912 ;
     if (rst) begin
-      \$3931  = 25'h0000000;
+      \$3931  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3932  = \$2912 [56:32];
+    \$3932  = \$2913 ;
     if (rst) begin
-      \$3932  = 25'h0000000;
+      \$3932  = 56'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3933  = \$2913 [56:32];
+    \$3933  = \$2915 ;
     if (rst) begin
-      \$3933  = 25'h0000000;
+      \$3933  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3934  = \$2914 [56:32];
+    \$3934  = wu2_r4;
     if (rst) begin
-      \$3934  = 25'h0000000;
+      \$3934  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3935  = \$2916 ;
+    \$3935  = wu2_a4;
     if (rst) begin
-      \$3935  = 1'h0;
+      \$3935  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3936  = wu2_r5;
+    \$3936  = wu2_e4;
     if (rst) begin
-      \$3936  = 2'h0;
+      \$3936  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3937  = wu2_a5;
+    \$3937  = wu2_w4_0;
     if (rst) begin
-      \$3937  = 24'h000000;
+      \$3937  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3938  = wu2_e5;
+    \$3938  = wu2_w4_1;
     if (rst) begin
-      \$3938  = 1'h0;
+      \$3938  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3939  = \$436 [15:0];
+    \$3939  = wu2_w4_2;
     if (rst) begin
       \$3939  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3940  = \$442 [15:0];
+    \$3940  = wu2_w4_3;
     if (rst) begin
       \$3940  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3941  = \$448 [15:0];
+    \$3941  = \$2916 [56:32];
     if (rst) begin
-      \$3941  = 16'h0000;
+      \$3941  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3942  = \$454 [15:0];
+    \$3942  = \$2917 [56:32];
     if (rst) begin
-      \$3942  = 16'h0000;
+      \$3942  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3943  = \$2920 ;
+    \$3943  = \$2918 [56:32];
     if (rst) begin
-      \$3943  = 1'h0;
+      \$3943  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3944  = wu2_done;
-    if (\clear$557 ) begin
-      \$3944  = 1'h0;
-    end else if (\$2921 ) begin
-      \$3944  = 1'h1;
-    end
+    \$3944  = \$2919 [56:32];
     if (rst) begin
-      \$3944  = 1'h0;
+      \$3944  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3945  = 1'h0;
-    if (\clear$557 ) begin
-      \$3945  = 1'h1;
-    end
+    \$3945  = \$2921 ;
     if (rst) begin
       \$3945  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3946  = 1'h0;
-    if (\clear$557 ) begin
-      if (\$2928 ) begin
-        \$3946  = 1'h1;
-      end
-    end else if (\$2925 ) begin
-      \$3946  = 1'h1;
-    end
+    \$3946  = wu2_r5;
     if (rst) begin
-      \$3946  = 1'h0;
+      \$3946  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3947  = eta;
-    if (\clear$557 ) begin
-      \$3947  = lr;
-    end
+    \$3947  = wu2_a5;
     if (rst) begin
       \$3947  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3948  = gamma;
-    if (\clear$557 ) begin
-      \$3948  = \gamma$1314 ;
-    end
+    \$3948  = wu2_e5;
     if (rst) begin
-      \$3948  = 17'h00000;
+      \$3948  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3949  = loss_acc;
-    if (\clear$557 ) begin
-      \$3949  = 45'h000000000000;
-    end
-    if (\$3046 ) begin
-      \$3949  = \$3049 [44:0];
-    end
+    \$3949  = \$437 [15:0];
     if (rst) begin
-      \$3949  = 45'h000000000000;
+      \$3949  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3950  = status_target_synced;
-    if (\clear$557 ) begin
-      \$3950  = 1'h0;
-      (* full_case = 32'd1 *)
-      if (\$2928 ) begin
-      end else begin
-        \$3950  = \$2933 ;
-      end
-    end
+    \$3950  = \$443 [15:0];
     if (rst) begin
-      \$3950  = 1'h0;
+      \$3950  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3951  = error;
-    if (\clear$557 ) begin
-      (* full_case = 32'd1 *)
-      if (\$2928 ) begin
-        \$3951  = 2'h1;
-      end else begin
-        \$3951  = 2'h0;
-      end
-    end
+    \$3951  = \$449 [15:0];
     if (rst) begin
-      \$3951  = 2'h0;
+      \$3951  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3952  = busy;
-    if (\clear$557 ) begin
-      (* full_case = 32'd1 *)
-      if (\$2928 ) begin
-      end else begin
-        \$3952  = 1'h1;
-      end
-    end else if (\$2925 ) begin
-      \$3952  = 1'h0;
-    end
+    \$3952  = \$455 [15:0];
     if (rst) begin
-      \$3952  = 1'h0;
+      \$3952  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3953  = sync_count;
-    if (\clear$557 ) begin
-      (* full_case = 32'd1 *)
-      if (\$2928 ) begin
-      end else begin
-        \$3953  = \$2942 [15:0];
-      end
-    end
+    \$3953  = \$2925 ;
     if (rst) begin
-      \$3953  = 16'h0000;
+      \$3953  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3954  = status_fw_overflow;
+    \$3954  = wu2_done;
     if (\clear$557 ) begin
       \$3954  = 1'h0;
-    end else if (\$2960 ) begin
+    end else if (\$2926 ) begin
       \$3954  = 1'h1;
     end
     if (rst) begin
@@ -20436,10 +20396,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3955  = status_target_fw_overflow;
+    \$3955  = 1'h0;
     if (\clear$557 ) begin
-      \$3955  = 1'h0;
-    end else if (\$2978 ) begin
       \$3955  = 1'h1;
     end
     if (rst) begin
@@ -20448,10 +20406,12 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3956  = status_target_overflow;
+    \$3956  = 1'h0;
     if (\clear$557 ) begin
-      \$3956  = 1'h0;
-    end else if (\$2980 ) begin
+      if (\$2933 ) begin
+        \$3956  = 1'h1;
+      end
+    end else if (\$2930 ) begin
       \$3956  = 1'h1;
     end
     if (rst) begin
@@ -20460,47 +20420,47 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3957  = status_delta_overflow;
+    \$3957  = eta;
     if (\clear$557 ) begin
-      \$3957  = 1'h0;
-    end else if (\$2982 ) begin
-      \$3957  = 1'h1;
+      \$3957  = lr;
     end
     if (rst) begin
-      \$3957  = 1'h0;
+      \$3957  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3958  = status_bw_overflow;
+    \$3958  = gamma;
     if (\clear$557 ) begin
-      \$3958  = 1'h0;
-    end else if (\$2994 ) begin
-      \$3958  = 1'h1;
+      \$3958  = \gamma$1319 ;
     end
     if (rst) begin
-      \$3958  = 1'h0;
+      \$3958  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3959  = status_wa_overflow;
+    \$3959  = loss_acc;
     if (\clear$557 ) begin
-      \$3959  = 1'h0;
-    end else if (\$3039 ) begin
-      \$3959  = 1'h1;
+      \$3959  = 45'h000000000000;
+    end
+    if (\$3051 ) begin
+      \$3959  = \$3054 [44:0];
     end
     if (rst) begin
-      \$3959  = 1'h0;
+      \$3959  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3960  = status_wu_overflow;
+    \$3960  = status_target_synced;
     if (\clear$557 ) begin
       \$3960  = 1'h0;
-    end else if (\$3045 ) begin
-      \$3960  = 1'h1;
+      (* full_case = 32'd1 *)
+      if (\$2933 ) begin
+      end else begin
+        \$3960  = \$2938 ;
+      end
     end
     if (rst) begin
       \$3960  = 1'h0;
@@ -20508,23 +20468,152 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3961  = host_addr[15:11];
+    \$3961  = error;
+    if (\clear$557 ) begin
+      (* full_case = 32'd1 *)
+      if (\$2933 ) begin
+        \$3961  = 2'h1;
+      end else begin
+        \$3961  = 2'h0;
+      end
+    end
     if (rst) begin
-      \$3961  = 5'h00;
+      \$3961  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3962  = host_addr[10:0];
+    \$3962  = busy;
+    if (\clear$557 ) begin
+      (* full_case = 32'd1 *)
+      if (\$2933 ) begin
+      end else begin
+        \$3962  = 1'h1;
+      end
+    end else if (\$2930 ) begin
+      \$3962  = 1'h0;
+    end
     if (rst) begin
-      \$3962  = 11'h000;
+      \$3962  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3963  = \$3136 ;
+    \$3963  = sync_count;
+    if (\clear$557 ) begin
+      (* full_case = 32'd1 *)
+      if (\$2933 ) begin
+      end else begin
+        \$3963  = \$2947 [15:0];
+      end
+    end
     if (rst) begin
-      \$3963  = 1'h0;
+      \$3963  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3964  = status_fw_overflow;
+    if (\clear$557 ) begin
+      \$3964  = 1'h0;
+    end else if (\$2965 ) begin
+      \$3964  = 1'h1;
+    end
+    if (rst) begin
+      \$3964  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3965  = status_target_fw_overflow;
+    if (\clear$557 ) begin
+      \$3965  = 1'h0;
+    end else if (\$2983 ) begin
+      \$3965  = 1'h1;
+    end
+    if (rst) begin
+      \$3965  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3966  = status_target_overflow;
+    if (\clear$557 ) begin
+      \$3966  = 1'h0;
+    end else if (\$2985 ) begin
+      \$3966  = 1'h1;
+    end
+    if (rst) begin
+      \$3966  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3967  = status_delta_overflow;
+    if (\clear$557 ) begin
+      \$3967  = 1'h0;
+    end else if (\$2987 ) begin
+      \$3967  = 1'h1;
+    end
+    if (rst) begin
+      \$3967  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3968  = status_bw_overflow;
+    if (\clear$557 ) begin
+      \$3968  = 1'h0;
+    end else if (\$2999 ) begin
+      \$3968  = 1'h1;
+    end
+    if (rst) begin
+      \$3968  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3969  = status_wa_overflow;
+    if (\clear$557 ) begin
+      \$3969  = 1'h0;
+    end else if (\$3044 ) begin
+      \$3969  = 1'h1;
+    end
+    if (rst) begin
+      \$3969  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3970  = status_wu_overflow;
+    if (\clear$557 ) begin
+      \$3970  = 1'h0;
+    end else if (\$3050 ) begin
+      \$3970  = 1'h1;
+    end
+    if (rst) begin
+      \$3970  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3971  = host_addr[15:11];
+    if (rst) begin
+      \$3971  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3972  = host_addr[10:0];
+    if (rst) begin
+      \$3972  = 11'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3973  = \$3141 ;
+    if (rst) begin
+      \$3973  = 1'h0;
     end
   end
   assign \busy$1  = busy;
@@ -20580,79 +20669,80 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign tfw2_w_cnt = \$73 [3:0];
   assign loss_cnt = \$76 [3:0];
   assign loss_y = \$133 [15:0];
-  assign loss_delta = \$139 [15:0];
+  assign loss_delta_full = \$134 [34:15];
+  assign loss_delta = \$140 [15:0];
   assign \o__ready$229  = 1'h1;
   assign \clear$230  = 1'h0;
-  assign bw2_cnt = \$142 [3:0];
-  assign bw2_k = \$149 [2:0];
-  assign bw2_kk = \$149 [1:0];
+  assign bw2_cnt = \$143 [3:0];
+  assign bw2_k = \$150 [2:0];
+  assign bw2_kk = \$150 [1:0];
   assign bw2_v2 = \i__valid$243 ;
-  assign bw2_w_cnt = \$152 [3:0];
+  assign bw2_w_cnt = \$153 [3:0];
   assign \o__ready$262  = 1'h1;
   assign \clear$263  = 1'h0;
-  assign bw1_cnt = \$155 [3:0];
+  assign bw1_cnt = \$156 [3:0];
   assign bw1_bubble = 1'h0;
-  assign bw1_k = \$162 [6:0];
-  assign bw1_kk = \$162 [6:0];
+  assign bw1_k = \$163 [6:0];
+  assign bw1_kk = \$163 [6:0];
   assign bw1_v2 = \i__valid$276 ;
-  assign bw1_w_cnt = \$165 [3:0];
+  assign bw1_w_cnt = \$166 [3:0];
   assign \o__ready$295  = 1'h1;
   assign \clear$296  = 1'h0;
-  assign wa0_cnt = \$168 [3:0];
-  assign wa0_K = \$168 [3:0];
-  assign wa0_pad = \$171 [2:0];
-  assign wa0_k = \$178 [3:0];
+  assign wa0_cnt = \$169 [3:0];
+  assign wa0_K = \$169 [3:0];
+  assign wa0_pad = \$172 [2:0];
+  assign wa0_k = \$179 [3:0];
   assign wa0_v2 = \i__valid$310 ;
-  assign wa0_w_cnt = \$181 [3:0];
-  assign wa0_sum0 = \$187 [31:0];
-  assign wa0_sum1 = \$193 [31:0];
-  assign wa0_sum2 = \$199 [31:0];
-  assign wa0_sum3 = \$205 [31:0];
+  assign wa0_w_cnt = \$182 [3:0];
+  assign wa0_sum0 = \$188 [31:0];
+  assign wa0_sum1 = \$194 [31:0];
+  assign wa0_sum2 = \$200 [31:0];
+  assign wa0_sum3 = \$206 [31:0];
   assign \o__ready$349  = 1'h1;
   assign \clear$350  = 1'h0;
-  assign wa1_cnt = \$208 [3:0];
-  assign wa1_K = \$208 [3:0];
-  assign wa1_pad = \$211 [2:0];
-  assign wa1_k = \$218 [3:0];
+  assign wa1_cnt = \$209 [3:0];
+  assign wa1_K = \$209 [3:0];
+  assign wa1_pad = \$212 [2:0];
+  assign wa1_k = \$219 [3:0];
   assign wa1_v2 = \i__valid$363 ;
-  assign wa1_w_cnt = \$221 [3:0];
-  assign wa1_sum0 = \$227 [31:0];
-  assign wa1_sum1 = \$233 [31:0];
-  assign wa1_sum2 = \$239 [31:0];
-  assign wa1_sum3 = \$245 [31:0];
+  assign wa1_w_cnt = \$222 [3:0];
+  assign wa1_sum0 = \$228 [31:0];
+  assign wa1_sum1 = \$234 [31:0];
+  assign wa1_sum2 = \$240 [31:0];
+  assign wa1_sum3 = \$246 [31:0];
   assign \o__ready$402  = 1'h1;
   assign \clear$403  = 1'h0;
-  assign wa2_cnt = \$248 [3:0];
-  assign wa2_K = \$248 [3:0];
-  assign wa2_pad = \$251 [2:0];
-  assign wa2_k = \$258 [3:0];
+  assign wa2_cnt = \$249 [3:0];
+  assign wa2_K = \$249 [3:0];
+  assign wa2_pad = \$252 [2:0];
+  assign wa2_k = \$259 [3:0];
   assign wa2_v2 = \i__valid$416 ;
-  assign wa2_w_cnt = \$261 [3:0];
-  assign wa2_sum0 = \$267 [31:0];
-  assign wa2_sum1 = \$273 [31:0];
-  assign wa2_sum2 = \$279 [31:0];
-  assign wa2_sum3 = \$285 [31:0];
-  assign wu0_ohi = \$292 [1:0];
-  assign wu0_nhi = \$298 [4:0];
-  assign wu0_need = \$302 [5:0];
-  assign wu0_new0 = \$322 [15:0];
-  assign wu0_new1 = \$328 [15:0];
-  assign wu0_new2 = \$334 [15:0];
-  assign wu0_new3 = \$340 [15:0];
-  assign wu1_ohi = \$347 [4:0];
-  assign wu1_nhi = \$353 [4:0];
-  assign wu1_need = \$357 [8:0];
-  assign wu1_new0 = \$379 [15:0];
-  assign wu1_new1 = \$385 [15:0];
-  assign wu1_new2 = \$391 [15:0];
-  assign wu1_new3 = \$397 [15:0];
-  assign wu2_ohi = \$404 [4:0];
-  assign wu2_nhi = \$410 [0];
-  assign wu2_need = \$414 [4:0];
-  assign wu2_new0 = \$436 [15:0];
-  assign wu2_new1 = \$442 [15:0];
-  assign wu2_new2 = \$448 [15:0];
-  assign wu2_new3 = \$454 [15:0];
+  assign wa2_w_cnt = \$262 [3:0];
+  assign wa2_sum0 = \$268 [31:0];
+  assign wa2_sum1 = \$274 [31:0];
+  assign wa2_sum2 = \$280 [31:0];
+  assign wa2_sum3 = \$286 [31:0];
+  assign wu0_ohi = \$293 [1:0];
+  assign wu0_nhi = \$299 [4:0];
+  assign wu0_need = \$303 [5:0];
+  assign wu0_new0 = \$323 [15:0];
+  assign wu0_new1 = \$329 [15:0];
+  assign wu0_new2 = \$335 [15:0];
+  assign wu0_new3 = \$341 [15:0];
+  assign wu1_ohi = \$348 [4:0];
+  assign wu1_nhi = \$354 [4:0];
+  assign wu1_need = \$358 [8:0];
+  assign wu1_new0 = \$380 [15:0];
+  assign wu1_new1 = \$386 [15:0];
+  assign wu1_new2 = \$392 [15:0];
+  assign wu1_new3 = \$398 [15:0];
+  assign wu2_ohi = \$405 [4:0];
+  assign wu2_nhi = \$411 [0];
+  assign wu2_need = \$415 [4:0];
+  assign wu2_new0 = \$437 [15:0];
+  assign wu2_new1 = \$443 [15:0];
+  assign wu2_new2 = \$449 [15:0];
+  assign wu2_new3 = \$455 [15:0];
   assign count = sync_count;
   assign _sync_now = status_target_synced;
   assign flag_fw_reg = status_fw_overflow;
@@ -20665,15 +20755,15 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign loss_sum = { 19'h00000, loss_acc };
   assign loss_lo = loss_acc[31:0];
   assign loss_hi = { 19'h00000, loss_acc[44:32] };
-  assign host_en_obs = \$464 [31:0];
-  assign host_en_next_obs = \$472 [31:0];
-  assign host_en_samples = \$480 [15:0];
-  assign host_en_w0 = \$488 [31:0];
-  assign host_en_w1 = \$496 [31:0];
-  assign host_en_w2 = \$504 [31:0];
-  assign host_en_tw0 = \$512 [31:0];
-  assign host_en_tw1 = \$520 [31:0];
-  assign host_en_tw2 = \$528 [31:0];
+  assign host_en_obs = \$465 [31:0];
+  assign host_en_next_obs = \$473 [31:0];
+  assign host_en_samples = \$481 [31:0];
+  assign host_en_w0 = \$489 [31:0];
+  assign host_en_w1 = \$497 [31:0];
+  assign host_en_w2 = \$505 [31:0];
+  assign host_en_tw0 = \$513 [31:0];
+  assign host_en_tw1 = \$521 [31:0];
+  assign host_en_tw2 = \$529 [31:0];
   assign \i__payload.a  = i__payload[63:0];
   assign \i__payload.a[0]  = i__payload[15:0];
   assign \i__payload.a[1]  = i__payload[31:16];
@@ -20837,41 +20927,41 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \o__payload$988.c[3]  = \o__payload$988 [63:48];
   assign \o__payload$988.overflow  = \o__payload$988 [64];
   assign \o__payload$988.last  = \o__payload$988 [65];
-  assign \o__payload$1052.c  = \o__payload$1052 [63:0];
-  assign \o__payload$1052.c[0]  = \o__payload$1052 [15:0];
-  assign \o__payload$1052.c[1]  = \o__payload$1052 [31:16];
-  assign \o__payload$1052.c[2]  = \o__payload$1052 [47:32];
-  assign \o__payload$1052.c[3]  = \o__payload$1052 [63:48];
-  assign \o__payload$1052.overflow  = \o__payload$1052 [64];
-  assign \o__payload$1052.last  = \o__payload$1052 [65];
-  assign \o__payload$1068.c  = \o__payload$1068 [63:0];
-  assign \o__payload$1068.c[0]  = \o__payload$1068 [15:0];
-  assign \o__payload$1068.c[1]  = \o__payload$1068 [31:16];
-  assign \o__payload$1068.c[2]  = \o__payload$1068 [47:32];
-  assign \o__payload$1068.c[3]  = \o__payload$1068 [63:48];
-  assign \o__payload$1068.overflow  = \o__payload$1068 [64];
-  assign \o__payload$1068.last  = \o__payload$1068 [65];
-  assign \o__payload$1090.c  = \o__payload$1090 [127:0];
-  assign \o__payload$1090.c[0]  = \o__payload$1090 [31:0];
-  assign \o__payload$1090.c[1]  = \o__payload$1090 [63:32];
-  assign \o__payload$1090.c[2]  = \o__payload$1090 [95:64];
-  assign \o__payload$1090.c[3]  = \o__payload$1090 [127:96];
-  assign \o__payload$1090.overflow  = \o__payload$1090 [128];
-  assign \o__payload$1090.last  = \o__payload$1090 [129];
-  assign \o__payload$1133.c  = \o__payload$1133 [127:0];
-  assign \o__payload$1133.c[0]  = \o__payload$1133 [31:0];
-  assign \o__payload$1133.c[1]  = \o__payload$1133 [63:32];
-  assign \o__payload$1133.c[2]  = \o__payload$1133 [95:64];
-  assign \o__payload$1133.c[3]  = \o__payload$1133 [127:96];
-  assign \o__payload$1133.overflow  = \o__payload$1133 [128];
-  assign \o__payload$1133.last  = \o__payload$1133 [129];
-  assign \o__payload$1178.c  = \o__payload$1178 [127:0];
-  assign \o__payload$1178.c[0]  = \o__payload$1178 [31:0];
-  assign \o__payload$1178.c[1]  = \o__payload$1178 [63:32];
-  assign \o__payload$1178.c[2]  = \o__payload$1178 [95:64];
-  assign \o__payload$1178.c[3]  = \o__payload$1178 [127:96];
-  assign \o__payload$1178.overflow  = \o__payload$1178 [128];
-  assign \o__payload$1178.last  = \o__payload$1178 [129];
+  assign \o__payload$1057.c  = \o__payload$1057 [63:0];
+  assign \o__payload$1057.c[0]  = \o__payload$1057 [15:0];
+  assign \o__payload$1057.c[1]  = \o__payload$1057 [31:16];
+  assign \o__payload$1057.c[2]  = \o__payload$1057 [47:32];
+  assign \o__payload$1057.c[3]  = \o__payload$1057 [63:48];
+  assign \o__payload$1057.overflow  = \o__payload$1057 [64];
+  assign \o__payload$1057.last  = \o__payload$1057 [65];
+  assign \o__payload$1073.c  = \o__payload$1073 [63:0];
+  assign \o__payload$1073.c[0]  = \o__payload$1073 [15:0];
+  assign \o__payload$1073.c[1]  = \o__payload$1073 [31:16];
+  assign \o__payload$1073.c[2]  = \o__payload$1073 [47:32];
+  assign \o__payload$1073.c[3]  = \o__payload$1073 [63:48];
+  assign \o__payload$1073.overflow  = \o__payload$1073 [64];
+  assign \o__payload$1073.last  = \o__payload$1073 [65];
+  assign \o__payload$1095.c  = \o__payload$1095 [127:0];
+  assign \o__payload$1095.c[0]  = \o__payload$1095 [31:0];
+  assign \o__payload$1095.c[1]  = \o__payload$1095 [63:32];
+  assign \o__payload$1095.c[2]  = \o__payload$1095 [95:64];
+  assign \o__payload$1095.c[3]  = \o__payload$1095 [127:96];
+  assign \o__payload$1095.overflow  = \o__payload$1095 [128];
+  assign \o__payload$1095.last  = \o__payload$1095 [129];
+  assign \o__payload$1138.c  = \o__payload$1138 [127:0];
+  assign \o__payload$1138.c[0]  = \o__payload$1138 [31:0];
+  assign \o__payload$1138.c[1]  = \o__payload$1138 [63:32];
+  assign \o__payload$1138.c[2]  = \o__payload$1138 [95:64];
+  assign \o__payload$1138.c[3]  = \o__payload$1138 [127:96];
+  assign \o__payload$1138.overflow  = \o__payload$1138 [128];
+  assign \o__payload$1138.last  = \o__payload$1138 [129];
+  assign \o__payload$1183.c  = \o__payload$1183 [127:0];
+  assign \o__payload$1183.c[0]  = \o__payload$1183 [31:0];
+  assign \o__payload$1183.c[1]  = \o__payload$1183 [63:32];
+  assign \o__payload$1183.c[2]  = \o__payload$1183 [95:64];
+  assign \o__payload$1183.c[3]  = \o__payload$1183 [127:96];
+  assign \o__payload$1183.overflow  = \o__payload$1183 [128];
+  assign \o__payload$1183.last  = \o__payload$1183 [129];
   assign \i__payload$418 [128] = wa2_last;
   assign \i__payload$418 [127:112] = wa2_b3;
   assign \i__payload$418 [111:96] = wa2_b2;
@@ -20998,378 +21088,375 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$112  = { 1'h0, loss_g1, 2'h0 };
   assign \$117  = { 1'h0, loss_g1, 2'h0 };
   assign \$123  = { 1'h0, loss_g1, 2'h0 };
-  assign loss_delta_full = { loss_diff4c, 1'h0 };
-  assign \$148  = \$147 ;
-  assign \$161  = \$160 ;
-  assign \$163  = 1'h1;
+  assign \$149  = \$148 ;
+  assign \$162  = \$161 ;
+  assign \$164  = 1'h1;
   assign bw1_elem = bw1_slot;
-  assign \$177  = \$176 ;
-  assign \$217  = \$216 ;
-  assign \$257  = \$256 ;
-  assign \$288  = { 1'h0, \$287  };
-  assign \$291  = { 1'h0, \$290  };
-  assign \$294  = { 1'h0, \$293  };
-  assign \$297  = { 1'h0, \$296  };
-  assign \$308  = \$307 ;
-  assign \$315  = \$314 ;
-  assign \$343  = { 1'h0, \$342  };
-  assign \$346  = { 1'h0, \$345  };
-  assign \$349  = { 1'h0, \$348  };
-  assign \$352  = { 1'h0, \$351  };
-  assign \$360  = bw1_all;
-  assign \$368  = bw1_all;
-  assign \$400  = { 1'h0, \$399  };
-  assign \$403  = { 1'h0, \$402  };
-  assign \$406  = { 1'h0, \$405  };
-  assign \$409  = { 1'h0, \$408  };
-  assign \$417  = bw2_all;
-  assign \$425  = bw2_all;
-  assign \$479  = 6'h00;
-  assign \$480  = { 63'h0000000000000000, \$478  };
-  assign \$591  = fw0_slot;
-  assign \$600  = \$599 [5:0];
+  assign \$178  = \$177 ;
+  assign \$218  = \$217 ;
+  assign \$258  = \$257 ;
+  assign \$289  = { 1'h0, \$288  };
+  assign \$292  = { 1'h0, \$291  };
+  assign \$295  = { 1'h0, \$294  };
+  assign \$298  = { 1'h0, \$297  };
+  assign \$309  = \$308 ;
+  assign \$316  = \$315 ;
+  assign \$344  = { 1'h0, \$343  };
+  assign \$347  = { 1'h0, \$346  };
+  assign \$350  = { 1'h0, \$349  };
+  assign \$353  = { 1'h0, \$352  };
+  assign \$361  = bw1_all;
+  assign \$369  = bw1_all;
+  assign \$401  = { 1'h0, \$400  };
+  assign \$404  = { 1'h0, \$403  };
+  assign \$407  = { 1'h0, \$406  };
+  assign \$410  = { 1'h0, \$409  };
+  assign \$418  = bw2_all;
+  assign \$426  = bw2_all;
+  assign \$593  = fw0_slot;
+  assign \$602  = \$601 [5:0];
   assign \$signature__en$621  = wa0_elem;
-  assign \$608  = { 2'h0, \$178 [3:2] };
-  assign \$signature__addr$622  = \$610 [5:0];
-  assign wp__en = \$464 [31:0];
-  assign wp__addr = \$612 [5:0];
-  assign wp__data = \$614 ;
-  assign \$615  = tfw0_slot;
-  assign \$624  = \$623 [5:0];
-  assign \wp__en$632  = \$472 [31:0];
-  assign \wp__addr$633  = \$633 [5:0];
-  assign \wp__data$634  = \$635 ;
-  assign \$636  = loss_slot;
-  assign \$643  = { 2'h0, loss_s[3:2] };
-  assign \$646  = \$645 [5:0];
-  assign \wp__en$639  = \$480 [8:0];
-  assign \wp__addr$640  = \$655 [5:0];
-  assign \wp__data$641  = \$657 ;
-  assign \$658  = fw1_slot;
-  assign \$666  = { 2'h0, \$20 [6:2] };
-  assign \$670  = \$669 [9:0];
+  assign \$610  = { 2'h0, \$179 [3:2] };
+  assign \$signature__addr$622  = \$612 [5:0];
+  assign wp__en = \$465 [31:0];
+  assign wp__addr = \$614 [5:0];
+  assign wp__data = \$616 ;
+  assign \$617  = tfw0_slot;
+  assign \$626  = \$625 [5:0];
+  assign \wp__en$632  = \$473 [31:0];
+  assign \wp__addr$633  = \$635 [5:0];
+  assign \wp__data$634  = \$637 ;
+  assign \$638  = loss_slot;
+  assign \$645  = { 2'h0, loss_s[3:2] };
+  assign \$648  = \$647 [5:0];
+  assign \wp__en$639  = \$481 [17:0];
+  assign \wp__addr$640  = \$657 [5:0];
+  assign \wp__data$641  = \$659 ;
+  assign \$660  = fw1_slot;
+  assign \$668  = { 2'h0, \$20 [6:2] };
+  assign \$672  = \$671 [9:0];
   assign \$signature__en$646  = wa1_elem;
-  assign \$678  = { 1'h0, wa1_o, 2'h0 };
-  assign \$681  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$647  = \$683 [9:0];
+  assign \$680  = { 1'h0, wa1_o, 2'h0 };
+  assign \$683  = { 2'h0, \$219 [3:2] };
+  assign \$signature__addr$647  = \$685 [9:0];
   assign \wp__en$650  = fw0_onehot;
-  assign \wp__addr$651  = \$685 [9:0];
-  assign \wp__data$653  = \$719 ;
-  assign \$720  = fw2_slot;
-  assign \$728  = { 2'h0, \$33 [6:2] };
-  assign \$732  = \$731 [9:0];
+  assign \wp__addr$651  = \$687 [9:0];
+  assign \wp__data$653  = \$721 ;
+  assign \$722  = fw2_slot;
+  assign \$730  = { 2'h0, \$33 [6:2] };
+  assign \$734  = \$733 [9:0];
   assign \$signature__en$662  = wa2_elem;
-  assign \$740  = { 1'h0, wa2_o, 2'h0 };
-  assign \$743  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$663  = \$745 [9:0];
+  assign \$742  = { 1'h0, wa2_o, 2'h0 };
+  assign \$745  = { 2'h0, \$259 [3:2] };
+  assign \$signature__addr$663  = \$747 [9:0];
   assign \wp__en$666  = fw1_onehot;
-  assign \wp__addr$667  = \$747 [9:0];
-  assign \wp__data$669  = \$781 ;
-  assign \$782  = loss_slot;
-  assign \$789  = { 2'h0, loss_s[3:2] };
-  assign \$792  = \$791 [5:0];
+  assign \wp__addr$667  = \$749 [9:0];
+  assign \wp__data$669  = \$783 ;
+  assign \$784  = loss_slot;
+  assign \$791  = { 2'h0, loss_s[3:2] };
+  assign \$794  = \$793 [5:0];
   assign \wp__en$677  = fw2_onehot;
-  assign \wp__addr$678  = \$801 [5:0];
-  assign \wp__data$680  = \$803 ;
-  assign \$804  = tfw1_slot;
-  assign \$812  = { 2'h0, \$57 [6:2] };
-  assign \$816  = \$815 [9:0];
+  assign \wp__addr$678  = \$803 [5:0];
+  assign \wp__data$680  = \$805 ;
+  assign \$806  = tfw1_slot;
+  assign \$814  = { 2'h0, \$57 [6:2] };
+  assign \$818  = \$817 [9:0];
   assign \wp__en$689  = tfw0_onehot;
-  assign \wp__addr$690  = \$825 [9:0];
-  assign \wp__data$692  = \$859 ;
-  assign \$860  = tfw2_slot;
-  assign \$868  = { 2'h0, \$70 [6:2] };
-  assign \$872  = \$871 [9:0];
+  assign \wp__addr$690  = \$827 [9:0];
+  assign \wp__data$692  = \$861 ;
+  assign \$862  = tfw2_slot;
+  assign \$870  = { 2'h0, \$70 [6:2] };
+  assign \$874  = \$873 [9:0];
   assign \wp__en$701  = tfw1_onehot;
-  assign \wp__addr$702  = \$881 [9:0];
-  assign \wp__data$704  = \$915 ;
-  assign \$916  = loss_slot;
-  assign \$923  = { 2'h0, loss_s[3:2] };
-  assign \$926  = \$925 [5:0];
+  assign \wp__addr$702  = \$883 [9:0];
+  assign \wp__data$704  = \$917 ;
+  assign \$918  = loss_slot;
+  assign \$925  = { 2'h0, loss_s[3:2] };
+  assign \$928  = \$927 [5:0];
   assign \wp__en$711  = tfw2_onehot;
-  assign \wp__addr$712  = \$935 [5:0];
-  assign \wp__data$714  = \$937 ;
-  assign \$938  = wa0_elem;
-  assign \$945  = { 2'h0, \$178 [3:2] };
-  assign \$948  = \$947 [9:0];
+  assign \wp__addr$712  = \$937 [5:0];
+  assign \wp__data$714  = \$939 ;
+  assign \$940  = wa0_elem;
+  assign \$947  = { 2'h0, \$179 [3:2] };
+  assign \$950  = \$949 [9:0];
   assign \wp__en$723  = bw1_onehot;
-  assign \wp__addr$724  = \$957 [9:0];
-  assign \wp__data$726  = \$991 ;
-  assign \$992  = bw1_slot;
-  assign \$999  = { 2'h0, \$162 [6:2] };
-  assign \$1002  = \$1001 [9:0];
+  assign \wp__addr$724  = \$959 [9:0];
+  assign \wp__data$726  = \$993 ;
+  assign \$994  = bw1_slot;
+  assign \$1001  = { 2'h0, \$163 [6:2] };
+  assign \$1004  = \$1003 [9:0];
   assign \$signature__en$736  = wa1_elem;
-  assign \$1010  = { 2'h0, \$218 [3:2] };
-  assign \$signature__addr$737  = \$1012 [9:0];
+  assign \$1012  = { 2'h0, \$219 [3:2] };
+  assign \$signature__addr$737  = \$1014 [9:0];
   assign \wp__en$739  = bw2_onehot;
-  assign \wp__addr$740  = \$1014 [9:0];
-  assign \wp__data$742  = \$1048 ;
-  assign \$1049  = bw2_elem;
-  assign \$1058  = \$1057 [5:0];
+  assign \wp__addr$740  = \$1016 [9:0];
+  assign \wp__data$742  = \$1050 ;
+  assign \$1051  = bw2_elem;
+  assign \$1060  = \$1059 [5:0];
   assign \$signature__en$752  = wa2_elem;
-  assign \$1066  = { 2'h0, \$258 [3:2] };
-  assign \$signature__addr$753  = \$1068 [5:0];
+  assign \$1068  = { 2'h0, \$259 [3:2] };
+  assign \$signature__addr$753  = \$1070 [5:0];
   assign \wp__en$754  = loss_onehot;
-  assign \wp__addr$755  = \$1070 [5:0];
-  assign \$1073  = \$1072 ;
-  assign \$1075  = loss_wsa;
-  assign \$1076  = loss_wsa;
-  assign \$1078  = 1'h0;
-  assign \$1079  = 1'h0;
-  assign \$1080  = 16'h0000;
+  assign \wp__addr$755  = \$1072 [5:0];
+  assign \$1075  = \$1074 ;
+  assign \$1077  = loss_wsa;
+  assign \$1078  = loss_wsa;
+  assign \$1080  = 1'h0;
   assign \$1081  = 1'h0;
-  assign \$1082  = 1'h0;
-  assign \$1083  = 16'h0000;
-  assign \$1085  = \$1084 ;
-  assign \$1087  = loss_wsa;
-  assign \$1088  = loss_wsa;
-  assign \$1090  = 1'h0;
-  assign \$1091  = 1'h0;
-  assign \$1092  = 16'h0000;
+  assign \$1082  = 16'h0000;
+  assign \$1083  = 1'h0;
+  assign \$1084  = 1'h0;
+  assign \$1085  = 16'h0000;
+  assign \$1087  = \$1086 ;
+  assign \$1089  = loss_wsa;
+  assign \$1090  = loss_wsa;
+  assign \$1092  = 1'h0;
   assign \$1093  = 1'h0;
-  assign \$1094  = 1'h0;
-  assign \$1095  = 16'h0000;
-  assign \$1097  = \$1096 ;
-  assign \$1099  = loss_wsa;
-  assign \$1100  = loss_wsa;
-  assign \$1102  = 1'h0;
-  assign \$1103  = 1'h0;
-  assign \$1104  = 16'h0000;
+  assign \$1094  = 16'h0000;
+  assign \$1095  = 1'h0;
+  assign \$1096  = 1'h0;
+  assign \$1097  = 16'h0000;
+  assign \$1099  = \$1098 ;
+  assign \$1101  = loss_wsa;
+  assign \$1102  = loss_wsa;
+  assign \$1104  = 1'h0;
   assign \$1105  = 1'h0;
-  assign \$1106  = 1'h0;
-  assign \$1107  = 16'h0000;
-  assign \$1109  = \$1108 ;
-  assign \$1111  = loss_wsa;
-  assign \$1112  = loss_wsa;
-  assign \$1114  = 1'h0;
-  assign \$1115  = 1'h0;
-  assign \$1116  = 16'h0000;
+  assign \$1106  = 16'h0000;
+  assign \$1107  = 1'h0;
+  assign \$1108  = 1'h0;
+  assign \$1109  = 16'h0000;
+  assign \$1111  = \$1110 ;
+  assign \$1113  = loss_wsa;
+  assign \$1114  = loss_wsa;
+  assign \$1116  = 1'h0;
   assign \$1117  = 1'h0;
-  assign \$1118  = 1'h0;
-  assign \$1119  = 16'h0000;
-  assign \wp__data$757  = \$1120 ;
-  assign \$1121  = fw0_slot;
-  assign \$1129  = { 2'h0, \$7 [2] };
-  assign \$1131  = \$1130 [4:0];
-  assign \$1141  = { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
-  assign \$1144  = \$1143 [4:0];
-  assign \$1149  = \$1148 ;
-  assign \$1152  = fw1_slot;
-  assign \$1160  = { 2'h0, \$20 [6:2] };
-  assign \$1162  = \$1161 [8:0];
+  assign \$1118  = 16'h0000;
+  assign \$1119  = 1'h0;
+  assign \$1120  = 1'h0;
+  assign \$1121  = 16'h0000;
+  assign \wp__data$757  = \$1122 ;
+  assign \$1123  = fw0_slot;
+  assign \$1131  = { 2'h0, \$7 [2] };
+  assign \$1133  = \$1132 [4:0];
+  assign \$1143  = { wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3], wu0_onehot[3:2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2], wu0_onehot[2:1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1], wu0_onehot[1:0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0], wu0_onehot[0] };
+  assign \$1146  = \$1145 [4:0];
+  assign \$1151  = \$1150 ;
+  assign \$1154  = fw1_slot;
+  assign \$1162  = { 2'h0, \$20 [6:2] };
+  assign \$1164  = \$1163 [8:0];
   assign \$signature__en$774  = bw1_slot;
-  assign \$1172  = { 2'h0, \$162 [6:2] };
-  assign \$signature__addr$775  = \$1173 ;
-  assign \$1174  = { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
-  assign \$1177  = \$1176 [8:0];
-  assign \$1182  = \$1181 ;
-  assign \$1185  = fw2_slot;
-  assign \$1193  = { 2'h0, \$33 [6:2] };
-  assign \$1195  = \$1194 [4:0];
+  assign \$1174  = { 2'h0, \$163 [6:2] };
+  assign \$signature__addr$775  = \$1175 ;
+  assign \$1176  = { wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3], wu1_onehot[3:2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2], wu1_onehot[2:1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1], wu1_onehot[1:0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0], wu1_onehot[0] };
+  assign \$1179  = \$1178 [8:0];
+  assign \$1184  = \$1183 ;
+  assign \$1187  = fw2_slot;
+  assign \$1195  = { 2'h0, \$33 [6:2] };
+  assign \$1197  = \$1196 [4:0];
   assign \$signature__en$787  = bw2_elem;
-  assign \$signature__addr$788  = \$1205 ;
-  assign \$1206  = { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
-  assign \$1209  = \$1208 [4:0];
-  assign \$1214  = \$1213 ;
-  assign \$1217  = tfw0_slot;
-  assign \$1224  = { 2'h0, \$44 [2] };
-  assign \$1226  = \$1225 [4:0];
-  assign \$1266  = { \$1265 [3], \$1264 [3], \$1263 [3], \$1262 [3], \$1261 [3], \$1260 [3], \$1259 [3], \$1258 [3], \$1257 [2], \$1256 [2], \$1255 [2], \$1254 [2], \$1253 [2], \$1252 [2], \$1251 [2], \$1250 [2], \$1249 [1], \$1248 [1], \$1247 [1], \$1246 [1], \$1245 [1], \$1244 [1], \$1243 [1], \$1242 [1], \$1241 [0], \$1240 [0], \$1239 [0], \$1238 [0], \$1237 [0], \$1236 [0], \$1235 [0], \$1234 [0] };
-  assign \$1301  = \$1300 [4:0];
-  assign \$1338  = \$1337 ;
-  assign \$1341  = tfw1_slot;
-  assign \$1348  = { 2'h0, \$57 [6:2] };
-  assign \$1350  = \$1349 [8:0];
-  assign \$1390  = { \$1389 [3], \$1388 [3], \$1387 [3], \$1386 [3], \$1385 [3], \$1384 [3], \$1383 [3], \$1382 [3], \$1381 [2], \$1380 [2], \$1379 [2], \$1378 [2], \$1377 [2], \$1376 [2], \$1375 [2], \$1374 [2], \$1373 [1], \$1372 [1], \$1371 [1], \$1370 [1], \$1369 [1], \$1368 [1], \$1367 [1], \$1366 [1], \$1365 [0], \$1364 [0], \$1363 [0], \$1362 [0], \$1361 [0], \$1360 [0], \$1359 [0], \$1358 [0] };
-  assign \$1425  = \$1424 [8:0];
-  assign \$1462  = \$1461 ;
-  assign \$1465  = tfw2_slot;
-  assign \$1472  = { 2'h0, \$70 [6:2] };
-  assign \$1474  = \$1473 [4:0];
-  assign \$1514  = { \$1513 [3], \$1512 [3], \$1511 [3], \$1510 [3], \$1509 [3], \$1508 [3], \$1507 [3], \$1506 [3], \$1505 [2], \$1504 [2], \$1503 [2], \$1502 [2], \$1501 [2], \$1500 [2], \$1499 [2], \$1498 [2], \$1497 [1], \$1496 [1], \$1495 [1], \$1494 [1], \$1493 [1], \$1492 [1], \$1491 [1], \$1490 [1], \$1489 [0], \$1488 [0], \$1487 [0], \$1486 [0], \$1485 [0], \$1484 [0], \$1483 [0], \$1482 [0] };
-  assign \$1549  = \$1548 [4:0];
-  assign \$1586  = \$1585 ;
-  assign \$1589  = o__valid;
-  assign \$1597  = \$1596 [4:0];
+  assign \$signature__addr$788  = \$1207 ;
+  assign \$1208  = { wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3], wu2_onehot[3:2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2], wu2_onehot[2:1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1], wu2_onehot[1:0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0], wu2_onehot[0] };
+  assign \$1211  = \$1210 [4:0];
+  assign \$1216  = \$1215 ;
+  assign \$1219  = tfw0_slot;
+  assign \$1226  = { 2'h0, \$44 [2] };
+  assign \$1228  = \$1227 [4:0];
+  assign \$1268  = { \$1267 [3], \$1266 [3], \$1265 [3], \$1264 [3], \$1263 [3], \$1262 [3], \$1261 [3], \$1260 [3], \$1259 [2], \$1258 [2], \$1257 [2], \$1256 [2], \$1255 [2], \$1254 [2], \$1253 [2], \$1252 [2], \$1251 [1], \$1250 [1], \$1249 [1], \$1248 [1], \$1247 [1], \$1246 [1], \$1245 [1], \$1244 [1], \$1243 [0], \$1242 [0], \$1241 [0], \$1240 [0], \$1239 [0], \$1238 [0], \$1237 [0], \$1236 [0] };
+  assign \$1303  = \$1302 [4:0];
+  assign \$1340  = \$1339 ;
+  assign \$1343  = tfw1_slot;
+  assign \$1350  = { 2'h0, \$57 [6:2] };
+  assign \$1352  = \$1351 [8:0];
+  assign \$1392  = { \$1391 [3], \$1390 [3], \$1389 [3], \$1388 [3], \$1387 [3], \$1386 [3], \$1385 [3], \$1384 [3], \$1383 [2], \$1382 [2], \$1381 [2], \$1380 [2], \$1379 [2], \$1378 [2], \$1377 [2], \$1376 [2], \$1375 [1], \$1374 [1], \$1373 [1], \$1372 [1], \$1371 [1], \$1370 [1], \$1369 [1], \$1368 [1], \$1367 [0], \$1366 [0], \$1365 [0], \$1364 [0], \$1363 [0], \$1362 [0], \$1361 [0], \$1360 [0] };
+  assign \$1427  = \$1426 [8:0];
+  assign \$1464  = \$1463 ;
+  assign \$1467  = tfw2_slot;
+  assign \$1474  = { 2'h0, \$70 [6:2] };
+  assign \$1476  = \$1475 [4:0];
+  assign \$1516  = { \$1515 [3], \$1514 [3], \$1513 [3], \$1512 [3], \$1511 [3], \$1510 [3], \$1509 [3], \$1508 [3], \$1507 [2], \$1506 [2], \$1505 [2], \$1504 [2], \$1503 [2], \$1502 [2], \$1501 [2], \$1500 [2], \$1499 [1], \$1498 [1], \$1497 [1], \$1496 [1], \$1495 [1], \$1494 [1], \$1493 [1], \$1492 [1], \$1491 [0], \$1490 [0], \$1489 [0], \$1488 [0], \$1487 [0], \$1486 [0], \$1485 [0], \$1484 [0] };
+  assign \$1551  = \$1550 [4:0];
+  assign \$1588  = \$1587 ;
+  assign \$1591  = o__valid;
+  assign \$1599  = \$1598 [4:0];
   assign \$signature__en$820  = wu0_slot;
-  assign \$signature__addr$821  = \$1605 [4:0];
+  assign \$signature__addr$821  = \$1607 [4:0];
   assign \wp__en$822  = wa0_onehot;
-  assign \wp__addr$823  = \$1607 [4:0];
-  assign \wp__data$825  = \$1609 ;
-  assign \$1610  = \o__valid$828 ;
-  assign \$1618  = \$1617 ;
+  assign \wp__addr$823  = \$1609 [4:0];
+  assign \wp__data$825  = \$1611 ;
+  assign \$1612  = \o__valid$828 ;
+  assign \$1620  = \$1619 ;
   assign \$signature__en$832  = wu1_slot;
-  assign \$signature__addr$833  = \$1626 ;
+  assign \$signature__addr$833  = \$1628 ;
   assign \wp__en$834  = wa1_onehot;
-  assign \wp__addr$835  = \$1628 [8:0];
-  assign \wp__data$837  = \$1630 ;
-  assign \$1631  = \o__valid$840 ;
-  assign \$1639  = \$1638 ;
+  assign \wp__addr$835  = \$1630 [8:0];
+  assign \wp__data$837  = \$1632 ;
+  assign \$1633  = \o__valid$840 ;
+  assign \$1641  = \$1640 ;
   assign \$signature__en$843  = wu2_slot;
-  assign \$signature__addr$844  = \$1647 ;
+  assign \$signature__addr$844  = \$1649 ;
   assign \wp__en$845  = wa2_onehot;
-  assign \wp__addr$846  = \$1649 [4:0];
-  assign \wp__data$848  = \$1651 ;
+  assign \wp__addr$846  = \$1651 [4:0];
+  assign \wp__data$848  = \$1653 ;
   assign \$signature__en$850  = \o__valid$851 ;
-  assign \$signature__addr$852  = \$1653 [9:0];
+  assign \$signature__addr$852  = \$1655 [9:0];
   assign \wp__en$856  = fw0_onehot;
-  assign \wp__addr$857  = \$1655 [9:0];
-  assign \wp__data$858  = \$1673 ;
+  assign \wp__addr$857  = \$1657 [9:0];
+  assign \wp__data$858  = \$1675 ;
   assign \$signature__en$859  = \o__valid$860 ;
-  assign \$signature__addr$861  = \$1675 [9:0];
+  assign \$signature__addr$861  = \$1677 [9:0];
   assign \wp__en$865  = fw1_onehot;
-  assign \wp__addr$866  = \$1677 [9:0];
-  assign \wp__data$867  = \$1695 ;
-  assign \$1701  = { 1'h0, \$1700 , 2'h0 };
-  assign \$1711  = { 1'h0, fw0_o, 2'h0 };
-  assign \$1714  = { 1'h0, fw0_o, 2'h0 };
-  assign \$1717  = { 1'h0, fw0_o, 2'h0 };
-  assign \$1720  = { 1'h0, fw0_o, 2'h0 };
-  assign \$1723  = { 1'h0, fw0_n, 2'h0 };
-  assign \$1726  = { 1'h0, fw0_n, 2'h0 };
-  assign \$1729  = { 1'h0, fw0_n, 2'h0 };
-  assign \$1732  = { 1'h0, fw0_n, 2'h0 };
-  assign \$1763  = { 1'h0, \$1762 , 2'h0 };
-  assign \$1777  = { 1'h0, \$1776 , 2'h0 };
-  assign \$1789  = { 1'h0, \$1788 , 2'h0 };
-  assign \$1799  = { 1'h0, fw1_o, 2'h0 };
-  assign \$1802  = { 1'h0, fw1_o, 2'h0 };
-  assign \$1805  = { 1'h0, fw1_o, 2'h0 };
-  assign \$1808  = { 1'h0, fw1_o, 2'h0 };
-  assign \$1811  = { 1'h0, fw1_n, 2'h0 };
-  assign \$1814  = { 1'h0, fw1_n, 2'h0 };
-  assign \$1817  = { 1'h0, fw1_n, 2'h0 };
-  assign \$1820  = { 1'h0, fw1_n, 2'h0 };
-  assign \$1851  = { 1'h0, \$1850 , 2'h0 };
-  assign \$1865  = { 1'h0, \$1864 , 2'h0 };
-  assign \$1877  = { 1'h0, \$1876 , 2'h0 };
-  assign \$1887  = { 1'h0, fw2_o, 2'h0 };
-  assign \$1890  = { 1'h0, fw2_o, 2'h0 };
-  assign \$1893  = { 1'h0, fw2_o, 2'h0 };
-  assign \$1896  = { 1'h0, fw2_o, 2'h0 };
-  assign \$1899  = { 1'h0, fw2_n, 2'h0 };
-  assign \$1902  = { 1'h0, fw2_n, 2'h0 };
-  assign \$1905  = { 1'h0, fw2_n, 2'h0 };
-  assign \$1908  = { 1'h0, fw2_n, 2'h0 };
-  assign \$1939  = { 1'h0, \$1938 , 2'h0 };
-  assign \$1953  = { 1'h0, \$1952 , 2'h0 };
-  assign \$1965  = { 1'h0, \$1964 , 2'h0 };
-  assign \$1975  = { 1'h0, tfw0_o, 2'h0 };
-  assign \$1978  = { 1'h0, tfw0_o, 2'h0 };
-  assign \$1981  = { 1'h0, tfw0_o, 2'h0 };
-  assign \$1984  = { 1'h0, tfw0_o, 2'h0 };
-  assign \$1987  = { 1'h0, tfw0_n, 2'h0 };
-  assign \$1990  = { 1'h0, tfw0_n, 2'h0 };
-  assign \$1993  = { 1'h0, tfw0_n, 2'h0 };
-  assign \$1996  = { 1'h0, tfw0_n, 2'h0 };
-  assign \$2027  = { 1'h0, \$2026 , 2'h0 };
-  assign \$2041  = { 1'h0, \$2040 , 2'h0 };
-  assign \$2053  = { 1'h0, \$2052 , 2'h0 };
-  assign \$2063  = { 1'h0, tfw1_o, 2'h0 };
-  assign \$2066  = { 1'h0, tfw1_o, 2'h0 };
-  assign \$2069  = { 1'h0, tfw1_o, 2'h0 };
-  assign \$2072  = { 1'h0, tfw1_o, 2'h0 };
-  assign \$2075  = { 1'h0, tfw1_n, 2'h0 };
-  assign \$2078  = { 1'h0, tfw1_n, 2'h0 };
-  assign \$2081  = { 1'h0, tfw1_n, 2'h0 };
-  assign \$2084  = { 1'h0, tfw1_n, 2'h0 };
-  assign \$2115  = { 1'h0, \$2114 , 2'h0 };
-  assign \$2129  = { 1'h0, \$2128 , 2'h0 };
-  assign \$2141  = { 1'h0, \$2140 , 2'h0 };
-  assign \$2151  = { 1'h0, tfw2_o, 2'h0 };
-  assign \$2154  = { 1'h0, tfw2_o, 2'h0 };
-  assign \$2157  = { 1'h0, tfw2_o, 2'h0 };
-  assign \$2160  = { 1'h0, tfw2_o, 2'h0 };
-  assign \$2163  = { 1'h0, tfw2_n, 2'h0 };
-  assign \$2166  = { 1'h0, tfw2_n, 2'h0 };
-  assign \$2169  = { 1'h0, tfw2_n, 2'h0 };
-  assign \$2172  = { 1'h0, tfw2_n, 2'h0 };
-  assign \$2203  = { 1'h0, \$2202 , 2'h0 };
-  assign \$2217  = { 1'h0, \$2216 , 2'h0 };
-  assign \$2243  = { 2'h0, loss_s[3:2] };
-  assign \$2254  = \$2253 ;
-  assign \$2267  = \$2266 ;
-  assign \$2298  = { 1'h0, \$2297 , 2'h0 };
-  assign \$2307  = { 1'h0, bw2_o, 2'h0 };
-  assign \$2310  = { 1'h0, bw2_o, 2'h0 };
-  assign \$2313  = { 1'h0, bw2_o, 2'h0 };
-  assign \$2316  = { 1'h0, bw2_o, 2'h0 };
-  assign \$2319  = { 1'h0, bw2_n, 2'h0 };
-  assign \$2322  = { 1'h0, bw2_n, 2'h0 };
-  assign \$2325  = { 1'h0, bw2_n, 2'h0 };
-  assign \$2328  = { 1'h0, bw2_n, 2'h0 };
-  assign \$2355  = { 1'h0, \$2354 , 2'h0 };
-  assign \$2369  = { 1'h0, \$2368 , 2'h0 };
-  assign \$2381  = { 1'h0, \$2380 , 2'h0 };
-  assign \$2390  = { 1'h0, bw1_o, 2'h0 };
-  assign \$2393  = { 1'h0, bw1_o, 2'h0 };
-  assign \$2396  = { 1'h0, bw1_o, 2'h0 };
-  assign \$2399  = { 1'h0, bw1_o, 2'h0 };
-  assign \$2402  = { 1'h0, bw1_n, 2'h0 };
-  assign \$2405  = { 1'h0, bw1_n, 2'h0 };
-  assign \$2408  = { 1'h0, bw1_n, 2'h0 };
-  assign \$2411  = { 1'h0, bw1_n, 2'h0 };
-  assign \$2438  = { 1'h0, \$2437 , 2'h0 };
-  assign \$2452  = { 1'h0, \$2451 , 2'h0 };
-  assign \$2473  = { 1'h0, wa0_n, 2'h0 };
-  assign \$2476  = { 1'h0, wa0_n, 2'h0 };
-  assign \$2479  = { 1'h0, wa0_n, 2'h0 };
-  assign \$2482  = { 1'h0, wa0_n, 2'h0 };
-  assign \$2490  = { 1'h0, wa0_o1, 2'h0 };
-  assign \$2494  = { 1'h0, wa0_o1, 2'h0 };
+  assign \wp__addr$866  = \$1679 [9:0];
+  assign \wp__data$867  = \$1697 ;
+  assign \$1703  = { 1'h0, \$1702 , 2'h0 };
+  assign \$1713  = { 1'h0, fw0_o, 2'h0 };
+  assign \$1716  = { 1'h0, fw0_o, 2'h0 };
+  assign \$1719  = { 1'h0, fw0_o, 2'h0 };
+  assign \$1722  = { 1'h0, fw0_o, 2'h0 };
+  assign \$1725  = { 1'h0, fw0_n, 2'h0 };
+  assign \$1728  = { 1'h0, fw0_n, 2'h0 };
+  assign \$1731  = { 1'h0, fw0_n, 2'h0 };
+  assign \$1734  = { 1'h0, fw0_n, 2'h0 };
+  assign \$1765  = { 1'h0, \$1764 , 2'h0 };
+  assign \$1779  = { 1'h0, \$1778 , 2'h0 };
+  assign \$1791  = { 1'h0, \$1790 , 2'h0 };
+  assign \$1801  = { 1'h0, fw1_o, 2'h0 };
+  assign \$1804  = { 1'h0, fw1_o, 2'h0 };
+  assign \$1807  = { 1'h0, fw1_o, 2'h0 };
+  assign \$1810  = { 1'h0, fw1_o, 2'h0 };
+  assign \$1813  = { 1'h0, fw1_n, 2'h0 };
+  assign \$1816  = { 1'h0, fw1_n, 2'h0 };
+  assign \$1819  = { 1'h0, fw1_n, 2'h0 };
+  assign \$1822  = { 1'h0, fw1_n, 2'h0 };
+  assign \$1853  = { 1'h0, \$1852 , 2'h0 };
+  assign \$1867  = { 1'h0, \$1866 , 2'h0 };
+  assign \$1879  = { 1'h0, \$1878 , 2'h0 };
+  assign \$1889  = { 1'h0, fw2_o, 2'h0 };
+  assign \$1892  = { 1'h0, fw2_o, 2'h0 };
+  assign \$1895  = { 1'h0, fw2_o, 2'h0 };
+  assign \$1898  = { 1'h0, fw2_o, 2'h0 };
+  assign \$1901  = { 1'h0, fw2_n, 2'h0 };
+  assign \$1904  = { 1'h0, fw2_n, 2'h0 };
+  assign \$1907  = { 1'h0, fw2_n, 2'h0 };
+  assign \$1910  = { 1'h0, fw2_n, 2'h0 };
+  assign \$1941  = { 1'h0, \$1940 , 2'h0 };
+  assign \$1955  = { 1'h0, \$1954 , 2'h0 };
+  assign \$1967  = { 1'h0, \$1966 , 2'h0 };
+  assign \$1977  = { 1'h0, tfw0_o, 2'h0 };
+  assign \$1980  = { 1'h0, tfw0_o, 2'h0 };
+  assign \$1983  = { 1'h0, tfw0_o, 2'h0 };
+  assign \$1986  = { 1'h0, tfw0_o, 2'h0 };
+  assign \$1989  = { 1'h0, tfw0_n, 2'h0 };
+  assign \$1992  = { 1'h0, tfw0_n, 2'h0 };
+  assign \$1995  = { 1'h0, tfw0_n, 2'h0 };
+  assign \$1998  = { 1'h0, tfw0_n, 2'h0 };
+  assign \$2029  = { 1'h0, \$2028 , 2'h0 };
+  assign \$2043  = { 1'h0, \$2042 , 2'h0 };
+  assign \$2055  = { 1'h0, \$2054 , 2'h0 };
+  assign \$2065  = { 1'h0, tfw1_o, 2'h0 };
+  assign \$2068  = { 1'h0, tfw1_o, 2'h0 };
+  assign \$2071  = { 1'h0, tfw1_o, 2'h0 };
+  assign \$2074  = { 1'h0, tfw1_o, 2'h0 };
+  assign \$2077  = { 1'h0, tfw1_n, 2'h0 };
+  assign \$2080  = { 1'h0, tfw1_n, 2'h0 };
+  assign \$2083  = { 1'h0, tfw1_n, 2'h0 };
+  assign \$2086  = { 1'h0, tfw1_n, 2'h0 };
+  assign \$2117  = { 1'h0, \$2116 , 2'h0 };
+  assign \$2131  = { 1'h0, \$2130 , 2'h0 };
+  assign \$2143  = { 1'h0, \$2142 , 2'h0 };
+  assign \$2153  = { 1'h0, tfw2_o, 2'h0 };
+  assign \$2156  = { 1'h0, tfw2_o, 2'h0 };
+  assign \$2159  = { 1'h0, tfw2_o, 2'h0 };
+  assign \$2162  = { 1'h0, tfw2_o, 2'h0 };
+  assign \$2165  = { 1'h0, tfw2_n, 2'h0 };
+  assign \$2168  = { 1'h0, tfw2_n, 2'h0 };
+  assign \$2171  = { 1'h0, tfw2_n, 2'h0 };
+  assign \$2174  = { 1'h0, tfw2_n, 2'h0 };
+  assign \$2205  = { 1'h0, \$2204 , 2'h0 };
+  assign \$2219  = { 1'h0, \$2218 , 2'h0 };
+  assign \$2245  = { 2'h0, loss_s[3:2] };
+  assign \$2256  = \$2255 ;
+  assign \$2269  = \$2268 ;
+  assign \$2303  = { 1'h0, \$2302 , 2'h0 };
+  assign \$2312  = { 1'h0, bw2_o, 2'h0 };
+  assign \$2315  = { 1'h0, bw2_o, 2'h0 };
+  assign \$2318  = { 1'h0, bw2_o, 2'h0 };
+  assign \$2321  = { 1'h0, bw2_o, 2'h0 };
+  assign \$2324  = { 1'h0, bw2_n, 2'h0 };
+  assign \$2327  = { 1'h0, bw2_n, 2'h0 };
+  assign \$2330  = { 1'h0, bw2_n, 2'h0 };
+  assign \$2333  = { 1'h0, bw2_n, 2'h0 };
+  assign \$2360  = { 1'h0, \$2359 , 2'h0 };
+  assign \$2374  = { 1'h0, \$2373 , 2'h0 };
+  assign \$2386  = { 1'h0, \$2385 , 2'h0 };
+  assign \$2395  = { 1'h0, bw1_o, 2'h0 };
+  assign \$2398  = { 1'h0, bw1_o, 2'h0 };
+  assign \$2401  = { 1'h0, bw1_o, 2'h0 };
+  assign \$2404  = { 1'h0, bw1_o, 2'h0 };
+  assign \$2407  = { 1'h0, bw1_n, 2'h0 };
+  assign \$2410  = { 1'h0, bw1_n, 2'h0 };
+  assign \$2413  = { 1'h0, bw1_n, 2'h0 };
+  assign \$2416  = { 1'h0, bw1_n, 2'h0 };
+  assign \$2443  = { 1'h0, \$2442 , 2'h0 };
+  assign \$2457  = { 1'h0, \$2456 , 2'h0 };
+  assign \$2478  = { 1'h0, wa0_n, 2'h0 };
+  assign \$2481  = { 1'h0, wa0_n, 2'h0 };
+  assign \$2484  = { 1'h0, wa0_n, 2'h0 };
+  assign \$2487  = { 1'h0, wa0_n, 2'h0 };
+  assign \$2495  = { 1'h0, wa0_o1, 2'h0 };
   assign \$2499  = { 1'h0, wa0_o1, 2'h0 };
-  assign \$2503  = { 1'h0, wa0_o1, 2'h0 };
+  assign \$2504  = { 1'h0, wa0_o1, 2'h0 };
   assign \$2508  = { 1'h0, wa0_o1, 2'h0 };
-  assign \$2512  = { 1'h0, wa0_o1, 2'h0 };
+  assign \$2513  = { 1'h0, wa0_o1, 2'h0 };
   assign \$2517  = { 1'h0, wa0_o1, 2'h0 };
-  assign \$2521  = { 1'h0, wa0_o1, 2'h0 };
-  assign \$2585  = { 1'h0, wa1_n, 2'h0 };
-  assign \$2588  = { 1'h0, wa1_n, 2'h0 };
-  assign \$2591  = { 1'h0, wa1_n, 2'h0 };
-  assign \$2594  = { 1'h0, wa1_n, 2'h0 };
-  assign \$2602  = { 1'h0, wa1_o1, 2'h0 };
-  assign \$2606  = { 1'h0, wa1_o1, 2'h0 };
+  assign \$2522  = { 1'h0, wa0_o1, 2'h0 };
+  assign \$2526  = { 1'h0, wa0_o1, 2'h0 };
+  assign \$2590  = { 1'h0, wa1_n, 2'h0 };
+  assign \$2593  = { 1'h0, wa1_n, 2'h0 };
+  assign \$2596  = { 1'h0, wa1_n, 2'h0 };
+  assign \$2599  = { 1'h0, wa1_n, 2'h0 };
+  assign \$2607  = { 1'h0, wa1_o1, 2'h0 };
   assign \$2611  = { 1'h0, wa1_o1, 2'h0 };
-  assign \$2615  = { 1'h0, wa1_o1, 2'h0 };
+  assign \$2616  = { 1'h0, wa1_o1, 2'h0 };
   assign \$2620  = { 1'h0, wa1_o1, 2'h0 };
-  assign \$2624  = { 1'h0, wa1_o1, 2'h0 };
+  assign \$2625  = { 1'h0, wa1_o1, 2'h0 };
   assign \$2629  = { 1'h0, wa1_o1, 2'h0 };
-  assign \$2633  = { 1'h0, wa1_o1, 2'h0 };
-  assign \$2697  = { 1'h0, wa2_n, 2'h0 };
-  assign \$2700  = { 1'h0, wa2_n, 2'h0 };
-  assign \$2703  = { 1'h0, wa2_n, 2'h0 };
-  assign \$2706  = { 1'h0, wa2_n, 2'h0 };
-  assign \$2714  = { 1'h0, wa2_o1, 2'h0 };
-  assign \$2718  = { 1'h0, wa2_o1, 2'h0 };
+  assign \$2634  = { 1'h0, wa1_o1, 2'h0 };
+  assign \$2638  = { 1'h0, wa1_o1, 2'h0 };
+  assign \$2702  = { 1'h0, wa2_n, 2'h0 };
+  assign \$2705  = { 1'h0, wa2_n, 2'h0 };
+  assign \$2708  = { 1'h0, wa2_n, 2'h0 };
+  assign \$2711  = { 1'h0, wa2_n, 2'h0 };
+  assign \$2719  = { 1'h0, wa2_o1, 2'h0 };
   assign \$2723  = { 1'h0, wa2_o1, 2'h0 };
-  assign \$2727  = { 1'h0, wa2_o1, 2'h0 };
+  assign \$2728  = { 1'h0, wa2_o1, 2'h0 };
   assign \$2732  = { 1'h0, wa2_o1, 2'h0 };
-  assign \$2736  = { 1'h0, wa2_o1, 2'h0 };
+  assign \$2737  = { 1'h0, wa2_o1, 2'h0 };
   assign \$2741  = { 1'h0, wa2_o1, 2'h0 };
-  assign \$2745  = { 1'h0, wa2_o1, 2'h0 };
-  assign \$2833  = wu0_new0_ovf;
-  assign \$2875  = wu1_new0_ovf;
-  assign \$2917  = wu2_new0_ovf;
-  assign \$2922  = wu0_done;
-  assign \$2944  = { 1'h0, fw0_wo, 2'h0 };
-  assign \$2948  = \$2947 ;
-  assign \$2950  = { 1'h0, fw1_wo, 2'h0 };
-  assign \$2956  = { 1'h0, fw2_wo, 2'h0 };
-  assign \$2962  = { 1'h0, tfw0_wo, 2'h0 };
-  assign \$2966  = \$2965 ;
-  assign \$2968  = { 1'h0, tfw1_wo, 2'h0 };
-  assign \$2974  = { 1'h0, tfw2_wo, 2'h0 };
-  assign \$2980  = \$2979 ;
-  assign \$2982  = \$2981 ;
-  assign \$2984  = { 1'h0, bw2_wo, 2'h0 };
-  assign \$2988  = \$2987 ;
-  assign \$2990  = { 1'h0, bw1_wo, 2'h0 };
-  assign \$2997  = \$2996 ;
-  assign \$3009  = \$3008 ;
-  assign \$3012  = \$3011 ;
-  assign \$3027  = \$3026 ;
-  assign \$3041  = \$3040 ;
-  assign \$3055  = \$3054 ;
+  assign \$2746  = { 1'h0, wa2_o1, 2'h0 };
+  assign \$2750  = { 1'h0, wa2_o1, 2'h0 };
+  assign \$2838  = wu0_new0_ovf;
+  assign \$2880  = wu1_new0_ovf;
+  assign \$2922  = wu2_new0_ovf;
+  assign \$2927  = wu0_done;
+  assign \$2949  = { 1'h0, fw0_wo, 2'h0 };
+  assign \$2953  = \$2952 ;
+  assign \$2955  = { 1'h0, fw1_wo, 2'h0 };
+  assign \$2961  = { 1'h0, fw2_wo, 2'h0 };
+  assign \$2967  = { 1'h0, tfw0_wo, 2'h0 };
+  assign \$2971  = \$2970 ;
+  assign \$2973  = { 1'h0, tfw1_wo, 2'h0 };
+  assign \$2979  = { 1'h0, tfw2_wo, 2'h0 };
+  assign \$2985  = \$2984 ;
+  assign \$2987  = \$2986 ;
+  assign \$2989  = { 1'h0, bw2_wo, 2'h0 };
+  assign \$2993  = \$2992 ;
+  assign \$2995  = { 1'h0, bw1_wo, 2'h0 };
+  assign \$3002  = \$3001 ;
+  assign \$3014  = \$3013 ;
+  assign \$3017  = \$3016 ;
+  assign \$3032  = \$3031 ;
+  assign \$3046  = \$3045 ;
+  assign \$3060  = \$3059 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -63044,7 +63131,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start
-, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10383$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow
+, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10397$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow
 , status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
@@ -63476,8 +63563,8 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire lr_rd;
   wire lr_we;
   reg lr_wr_pulse = 1'h0;
-  input [44:0] \port$10383$0 ;
-  wire [44:0] \port$10383$0 ;
+  input [44:0] \port$10397$0 ;
+  wire [44:0] \port$10397$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -64416,8 +64503,8 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign gamma_q = gamma;
   assign sync_target_q = sync_target;
   assign sync_period_q = sync_period;
-  assign loss_lo = \port$10383$0 [31:0];
-  assign loss_hi = { 19'h00000, \port$10383$0 [44:32] };
+  assign loss_lo = \port$10397$0 [31:0];
+  assign loss_hi = { 19'h00000, \port$10397$0 [44:32] };
   assign \$105  = { 1'h0, ap_start };
   assign \$106  = { 30'h00000000, \$105  };
   assign \$107  = { ctrl_ap_done_q, 1'h0 };
@@ -64453,9 +64540,9 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \$149  = { 1'h0, status_wu_overflow, 14'h0000 };
   assign \$151  = { status_start_refused, 15'h0000 };
   assign \$153  = { 15'h0000, status_target_synced, 16'h0000 };
-  assign \$155  = { 1'h0, \port$10383$0 [31:0] };
+  assign \$155  = { 1'h0, \port$10397$0 [31:0] };
   assign \$156  = \$155 ;
-  assign \$157  = { 20'h00000, \port$10383$0 [44:32] };
+  assign \$157  = { 20'h00000, \port$10397$0 [44:32] };
   assign \$158  = \$157 ;
   assign \$159  = { 1'h0, cycles };
   assign \$160  = \$159 ;

@@ -19,8 +19,8 @@ A learner owns one of:
 * ``"cpu"``: the float32 torch network of :class:`sw.rl.dqn.TorchLearner` (same loss, plain
   SGD); weights are float32 matrices in the same ``(n_in + 1) x n_out`` layout.
 
-Importance-sampling weights are not applied (the learner accelerator has no per-sample loss
-weights; the torch learner follows it so that the two compare), as in :mod:`sw.rl.dqn`.
+The bank's importance-sampling weights weight the loss per sample on both (the accelerator's
+``loss_weights``, torch's weighted squared errors), as in :mod:`sw.rl.dqn`.
 """
 
 import numpy as np
@@ -58,9 +58,10 @@ class _AccelNet:
 
     def step(self, s, gamma, lr):
         d = self.driver.train_step(s["obs"], s["action"], s["reward"], s["next_obs"],
-                                   s["done"], gamma=gamma, lr=lr, details=True)
+                                   s["done"], gamma=gamma, lr=lr, loss_weights=s["weights"],
+                                   details=True)
         self.cycles += int(d.cycles)
-        return float(d.loss), np.asarray(d.td_errors, np.float64)
+        return float(d.weighted_loss), np.asarray(d.td_errors, np.float64)
 
     def get(self, target=False):
         return self.driver.read_raw_weights(target=target)
@@ -89,7 +90,7 @@ class _TorchNet:
 
     def step(self, s, gamma, lr):
         loss, td = self._net.step(s["obs"], s["action"], s["reward"], s["next_obs"],
-                                  s["done"], gamma, lr)
+                                  s["done"], gamma, lr, s["weights"])
         return float(loss), td
 
     def _linears(self, target):

@@ -150,9 +150,10 @@ class LearnerGoldenDevice(ApCtrlGoldenDevice):
                               **kw)
         base, nb = region_base(cfg, "samples"), word_bytes(cfg, "samples")
         image = self.image[base:base + cfg.groups(B) * nb].tobytes()
-        actions, rewards, dones = unpack_samples(cfg, image, B)
+        actions, rewards, dones, loss_weights = unpack_samples(cfg, image, B)
         return train_step(weights, obs, cfg.numerics, actions=actions, rewards=rewards,
-                          dones=dones, next_obs=self._matrix("next_obs", B),
+                          dones=dones, loss_weights=loss_weights,
+                          next_obs=self._matrix("next_obs", B),
                           target_weights=[self._matrix(f"tw{l}", cfg.sizes[l] + 1)
                                           for l in range(L)],
                           gamma=self._arg("GAMMA"), **kw)

@@ -40,6 +40,14 @@ Loss: ``(1/B) sum_b sum_o (Q[b, o] - y[b, o])**2`` with, for DQN, only the actio
 plain SGD with learning rate ``lr`` on it. The value returned is exact for the fixed-point Q
 values and targets (the LOSS registers hold the sum of squares in raw units).
 
+Per-sample loss weights (DQN, ``loss_weights=``: prioritized replay's importance-sampling
+weights, in [0, 1], normalized by their maximum as :meth:`sw.replay.driver.ReplayDriver.sample`
+returns them): the step is SGD on ``(1/B) sum_b w_b (Q[b, a_b] - y_b)**2`` (torch:
+``(w * (q.gather(1, a).squeeze(1) - y)**2).mean()``); the hardware multiplies each sample's
+error by ``w_b`` in the coefficient format (``coef_width - 1`` fraction bits) before
+back-propagating it. The value returned stays the unweighted loss (the LOSS registers);
+``details=True`` gives the weighted one too.
+
 Target network (DQN): :meth:`LearnerDriver.sync_target` copies the online weights into the
 target weights now. ``train_step(..., sync_target=True)`` makes that step's updated weights the
 target weights, and ``sync_period=N`` (constructor or attribute) does so every N-th step
@@ -75,6 +83,7 @@ from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from .layout import pack_matrix, pack_samples, region, region_base, unpack_matrix, word_bytes
+from .mlp import dqn_targets
 from .schedule import step_cycles
 from .spec import (
     ERRORS,
@@ -245,6 +254,8 @@ class LearnerBatch:
         Raw discount in the coefficient format (0 for MSE).
     lr_value, gamma_value : float
         As given.
+    loss_weights : int array ``[B]`` or None
+        DQN: raw per-sample loss weights (coefficient format); None: all 1.0.
     """
     batch_size: int
     obs: np.ndarray
@@ -257,6 +268,7 @@ class LearnerBatch:
     targets: np.ndarray = None
     lr_value: float = 0.0
     gamma_value: float = 0.0
+    loss_weights: np.ndarray = None
 
 
 @dataclass
@@ -273,7 +285,12 @@ class StepDetails:
         Q values of the step (before the update).
     td_errors : float array
         ``Q - y`` as the step back-propagated it (grad format, saturated if DELTA_OVERFLOW):
-        ``[B]`` at the actions taken (DQN), ``[B, n_out]`` (MSE).
+        ``[B]`` at the actions taken (DQN), ``[B, n_out]`` (MSE). With loss weights (DQN):
+        ``Q[a] - y`` without the weights, computed on the host from the Q values and the
+        target network's Q values read back (exact, act format), for new priorities.
+    weighted_loss : float
+        ``(1/B) sum_b w_b (Q[b, a_b] - y_b)**2``, the loss the step descended (``loss`` when
+        no weights were given).
     cycles : int
         CYCLES: accelerator cycles of the step.
     synced : bool
@@ -288,6 +305,7 @@ class StepDetails:
     cycles: int
     synced: bool
     status: dict = field(default_factory=dict)
+    weighted_loss: float = None
 
 
 class LearnerDriver(DriverBase):
@@ -407,12 +425,12 @@ class LearnerDriver(DriverBase):
         return out
 
     def prepare(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
-                targets=None, gamma=0.99, lr) -> LearnerBatch:
+                targets=None, gamma=0.99, lr, loss_weights=None) -> LearnerBatch:
         """Validate and quantize one step's batch (see the module docstring). No bus access.
 
-        DQN: ``obs``, ``actions``, ``rewards``, ``next_obs``, ``dones``, ``gamma``, ``lr``;
-        MSE: ``obs``, ``targets``, ``lr``. Raises ``ValueError`` naming the first bad
-        argument.
+        DQN: ``obs``, ``actions``, ``rewards``, ``next_obs``, ``dones``, ``gamma``, ``lr``,
+        optionally ``loss_weights`` (``[B]`` in [0, 1]); MSE: ``obs``, ``targets``, ``lr``.
+        Raises ``ValueError`` naming the first bad argument.
         """
         cfg = self._config
         num = cfg.numerics
@@ -434,7 +452,7 @@ class LearnerDriver(DriverBase):
                              f"register's resolution {eta_fmt.ulp:g}: it would round to 0")
         batch = LearnerBatch(B, self._quantize(x, act, "obs"), int(eta_raw), lr_value=lr)
         dqn_args = {"actions": actions, "rewards": rewards, "next_obs": next_obs,
-                    "dones": dones}
+                    "dones": dones, "loss_weights": loss_weights}
         if cfg.loss == "mse":
             given = [k for k, v in dqn_args.items() if v is not None]
             if given:
@@ -449,7 +467,7 @@ class LearnerDriver(DriverBase):
         if targets is not None:
             raise ValueError("targets: only for an MSE learner; this one's loss is 'dqn' "
                              "(give actions, rewards, next_obs, dones)")
-        missing = [k for k, v in dqn_args.items() if v is None]
+        missing = [k for k, v in dqn_args.items() if v is None and k != "loss_weights"]
         if missing:
             raise ValueError(f"{', '.join(missing)} must be given for a DQN learner")
         a = _array(actions, "actions", shape=(B,), kinds="iu")
@@ -469,6 +487,15 @@ class LearnerDriver(DriverBase):
         batch.next_obs = self._quantize(xn, act, "next_obs")
         batch.dones = d.astype(bool)
         batch.gamma, batch.gamma_value = int(g_raw), gamma
+        if loss_weights is not None:
+            lw = _array(loss_weights, "loss_weights", shape=(B,), kinds="iuf")
+            if B and (lw.min() < 0 or lw.max() > 1):
+                bad = int(np.argwhere((lw < 0) | (lw > 1))[0][0])
+                raise ValueError(f"loss_weights must be in [0, 1] (normalize them by their "
+                                 f"maximum, as prioritized replay does), not loss_weights[{bad}]"
+                                 f" = {float(lw[bad]):g}")
+            batch.loss_weights = num.loss_weight_format.quantize(
+                lw.astype(np.float64)).astype(np.int64)
         return batch
 
     # -- memory ----------------------------------------------------------------------------------
@@ -479,7 +506,8 @@ class LearnerDriver(DriverBase):
             out["targets"] = pack_matrix(cfg, "targets", batch.targets)
         else:
             out["next_obs"] = pack_matrix(cfg, "next_obs", batch.next_obs)
-            out["samples"] = pack_samples(cfg, batch.actions, batch.rewards, batch.dones)
+            out["samples"] = pack_samples(cfg, batch.actions, batch.rewards, batch.dones,
+                                          batch.loss_weights)
         return out
 
     def _require_idle(self):
@@ -687,12 +715,14 @@ class LearnerDriver(DriverBase):
         return status
 
     def train_step(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
-                   targets=None, gamma=0.99, lr, sync_target=False, details=False,
-                   timeout=None):
-        """One SGD step on the accelerator; the loss of the batch before the update.
+                   targets=None, gamma=0.99, lr, loss_weights=None, sync_target=False,
+                   details=False, timeout=None):
+        """One SGD step on the accelerator; the (unweighted) loss of the batch before the
+        update.
 
-        DQN: ``train_step(obs, actions, rewards, next_obs, dones, gamma=, lr=)``; MSE:
-        ``train_step(obs, targets=Y, lr=)``. ``sync_target=True`` (DQN) makes the updated
+        DQN: ``train_step(obs, actions, rewards, next_obs, dones, gamma=, lr=)``, with
+        ``loss_weights=w`` (``[B]`` in [0, 1], e.g. PER's importance-sampling weights) the step
+        descends ``(1/B) sum w_b (Q - y)**2``; MSE: ``train_step(obs, targets=Y, lr=)``. ``sync_target=True`` (DQN) makes the updated
         weights the target network after this step. ``details=True`` returns a
         :class:`StepDetails` (also reads the Q values and TD errors back). Raises
         ``ValueError`` before any bus access for invalid input, :class:`LearnerError`,
@@ -705,16 +735,25 @@ class LearnerDriver(DriverBase):
         cfg = self._config
         _require_dqn(cfg, sync_target, "sync_target")
         batch = self.prepare(obs, actions, rewards, next_obs, dones, targets=targets,
-                             gamma=gamma, lr=lr)
+                             gamma=gamma, lr=lr, loss_weights=loss_weights)
         status = self.run(batch, sync_target=sync_target, timeout=timeout)
         B = batch.batch_size
         loss = status["LOSS"] * 2.0 ** (-2 * cfg.act_frac) / B
         if not details:
             return loss
         num = cfg.numerics
-        q = num.act_format.to_float(self.read_raw("q", B))
-        delta = num.grad_format.to_float(self.read_raw(f"delta{cfg.n_layers - 1}", B))
-        if cfg.loss == "dqn":
-            delta = delta[np.arange(B), batch.actions]
+        q_raw = self.read_raw("q", B)
+        q = num.act_format.to_float(q_raw)
+        weighted = loss
+        if batch.loss_weights is None:
+            delta = num.grad_format.to_float(self.read_raw(f"delta{cfg.n_layers - 1}", B))
+            if cfg.loss == "dqn":
+                delta = delta[np.arange(B), batch.actions]
+        else:                          # δ holds w·(Q - y): Q - y from Q and the target's Q
+            y, _ = dqn_targets(self.read_raw("tq", B), batch.rewards, batch.dones,
+                               batch.gamma, num)
+            delta = num.act_format.to_float(q_raw[np.arange(B), batch.actions] - y)
+            w = num.loss_weight_format.to_float(batch.loss_weights)
+            weighted = float(np.sum(w * delta ** 2) / B)
         return StepDetails(loss, status["LOSS"], q, delta, status["CYCLES"], status["SYNCED"],
-                           dict(status))
+                           dict(status), weighted)

@@ -10,8 +10,11 @@ are bit fields. One read gives a tensor unit S operands in either orientation: a
 the block (FW and BW: feature k of S samples; BW: column k of W, i.e. a row of Wᵀ) or a row
 (WA: S features of one sample; FW: row k of W). Transposes are read orders, not copies.
 
-The per-sample DQN data (action, reward, done) is one word per S samples (``"samples"``,
-lane i = sample ``rg·S + i``: reward in bits ``0..width-1``, then the action, then done).
+The per-sample DQN data (action, reward, done, loss weight) is one word per S samples
+(``"samples"``, lane i = sample ``rg·S + i``: reward in bits ``0..width-1``, then the action,
+then done, then the loss weight in :attr:`~sw.learner.numerics.LearnerNumerics.
+loss_weight_format`, ``coef_width`` bits; :func:`pack_samples` writes 1.0 when no weights are
+given).
 
 Host address map (byte addresses on the AXI4 memory port, ``axi_data_width`` = D bits): region
 r starts at ``r · region_bytes``; memory word a of a region is ``sub`` consecutive D-bit words
@@ -102,8 +105,10 @@ def _regions(config: LearnerConfig) -> tuple:
     if config.loss == "dqn":
         out += [Region("next_obs", "matrix", B, sizes[0], w, True, True,
                        "next observations s' (act format)"),
-                Region("samples", "samples", B, 1, w + config.action_bits + 1, False, True,
-                       "per sample: reward (act format), action, done")]
+                Region("samples", "samples", B, 1,
+                       w + config.action_bits + 1 + num.loss_weight_format.width, False, True,
+                       "per sample: reward (act format), action, done, loss weight "
+                       "(coefficient format)")]
     else:
         out.append(Region("targets", "matrix", B, sizes[-1], w, True, True,
                           "MSE targets Y (act format)"))
@@ -221,29 +226,35 @@ def unpack_matrix(config: LearnerConfig, name: str, image: bytes, n_rows: int):
     return np.ascontiguousarray(out[:n_rows, :r.cols])
 
 
-def pack_samples(config: LearnerConfig, actions, rewards, dones) -> bytes:
-    """Host image of the DQN ``samples`` region: B actions, raw rewards (act format), dones."""
+def pack_samples(config: LearnerConfig, actions, rewards, dones, weights=None) -> bytes:
+    """Host image of the DQN ``samples`` region: B actions, raw rewards (act format), dones and
+    raw loss weights (``loss_weight_format``; default None: all 1.0, the unweighted loss)."""
     r = region(config, "samples")
     a = np.asarray(actions, dtype=np.int64)
     rw = np.asarray(rewards, dtype=np.int64)
     d = np.asarray(dones).astype(bool)
     B = len(a)
-    if rw.shape != (B,) or d.shape != (B,):
-        raise ValueError(f"actions, rewards and dones must have the same length, not "
-                         f"{a.shape}, {rw.shape}, {d.shape}")
+    wfmt = config.numerics.loss_weight_format
+    wt = (np.full(B, 1 << wfmt.frac, np.int64) if weights is None
+          else np.asarray(weights, dtype=np.int64))
+    if rw.shape != (B,) or d.shape != (B,) or wt.shape != (B,):
+        raise ValueError(f"actions, rewards, dones and weights must have the same length, not "
+                         f"{a.shape}, {rw.shape}, {d.shape}, {wt.shape}")
     _check_rows(config, r, B, "the batch")
     if B and (a.min() < 0 or a.max() >= config.n_out):
         raise ValueError(f"actions must be in 0..{config.n_out - 1}")
     config.numerics.act_format.check_raw(rw, "rewards")
+    wfmt.check_raw(wt, "weights")
     S, w, ab = config.array, config.width, config.action_bits
     lanes = np.zeros(config.groups(B) * S, np.int64)
-    lanes[:B] = (rw & ((1 << w) - 1)) | a << w | d.astype(np.int64) << (w + ab)
+    lanes[:B] = ((rw & ((1 << w) - 1)) | a << w | d.astype(np.int64) << (w + ab)
+                 | wt << (w + ab + 1))
     words = np.zeros((config.groups(B), word_bytes(config, "samples")), np.uint8)
     return pack_lanes(lanes.reshape(-1, S), r.lane_bits, words).tobytes()
 
 
 def unpack_samples(config: LearnerConfig, image: bytes, n: int):
-    """Inverse of :func:`pack_samples`: ``(actions, rewards, dones)``."""
+    """Inverse of :func:`pack_samples`: ``(actions, rewards, dones, weights)`` (weights raw)."""
     r = region(config, "samples")
     S, w, ab, lb = config.array, config.width, config.action_bits, r.lane_bits
     nb = word_bytes(config, "samples")
@@ -256,4 +267,4 @@ def unpack_samples(config: LearnerConfig, image: bytes, n: int):
     rv = lane & ((1 << w) - 1)
     rews = rv - ((rv >> (w - 1)) << w)
     acts = (lane >> w) & ((1 << ab) - 1)
-    return acts, rews, (lane >> (w + ab) & 1).astype(bool)
+    return acts, rews, (lane >> (w + ab) & 1).astype(bool), lane >> (w + ab + 1)

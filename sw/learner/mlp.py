@@ -8,9 +8,13 @@ FW
     ``z_l = [h_{l-1}, 1]·W_l`` (bias = last row of W_l), ``h_l = relu(z_l)``, ``Q = z_L``.
 LOSS
     MSE: ``δ_L = Q - Y``. DQN: ``y = r + γ·(1-d)·max_a Q_target(s', a)`` (the target network's
-    FW, run by a parallel chain of tensor units), ``δ_L[b, a_b] = Q[b, a_b] - y_b`` and 0 for
-    the actions not taken. The loss is ``(1/B)·Σ δ_L²`` and its gradient ``(2/B)·δ_L``; the
-    factor 2/B is folded into the update coefficient η so δ keeps its magnitude in fixed point.
+    FW, run by a parallel chain of tensor units), ``δ_L[b, a_b] = w_b·(Q[b, a_b] - y_b)`` and 0
+    for the actions not taken, with per-sample loss weights ``w_b`` (prioritized replay's
+    importance-sampling weights, ``loss_weight_format``; 1.0 by default). The loss is
+    ``(1/B)·Σ_b w_b·(Q[b, a_b] - y_b)²`` and its gradient ``(2/B)·δ_L``; the factor 2/B is
+    folded into the update coefficient η so δ keeps its magnitude in fixed point. The product
+    ``w_b·(Q - y)`` is exact and rounded once into the grad format (so w = 1.0 gives δ bit for
+    bit as without weights).
 BW
     ``δ_{l-1} = (δ_l·W_lᵀ) ⊙ [z_{l-1} > 0]`` (W_l without its bias row; Wᵀ is a read
     order).
@@ -160,7 +164,8 @@ class StepResult:
     grads : list of arrays
         Weight gradients G (wgrad format): the loss gradient is ``(2/B)·G``.
     loss : float
-        ``(1/B)·Σ δ_L²`` in real units, from the fixed-point δ before conversion.
+        ``(1/B)·Σ (Q - y)²`` in real units, from the fixed-point ``Q - y`` before conversion
+        (without the loss weights: what the LOSS registers hold).
     overflow : dict of str to bool
         Saturation anywhere in FW, the target, δ_L, BW, WA or WU.
     extra : dict
@@ -220,7 +225,7 @@ class TargetSync:
 
 def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rewards=None,
                dones=None, next_obs=None, target_weights=None, gamma=None, targets=None,
-               sub_batch=None, dp=1, sync_target=False):
+               loss_weights=None, sub_batch=None, dp=1, sync_target=False):
     """One bit-exact SGD step (see the module docstring).
 
     Parameters
@@ -237,6 +242,9 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         observations, target network weights, raw γ in ``num.coef_format``.
     targets : int array, B × n_out, optional
         MSE targets instead of the DQN arguments (raw act format).
+    loss_weights : int array, B, optional
+        DQN: raw per-sample loss weights in ``num.loss_weight_format`` (δ of sample b is
+        ``w_b·(Q - y)``); default None: 1.0 each. Not for MSE.
     sub_batch : int, optional
         Compute WA per sub-batch of this many samples and add the partial gradients with
         saturation, in order (see the module docstring); default: one reduction.
@@ -283,6 +291,14 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
             raise ValueError(f"next_obs must have {B} rows, not {next_obs.shape[0]}")
         target_weights = _check_weights(target_weights, num)
         q_next, next_inputs, next_pre, ovf["target_fw"] = forward(target_weights, next_obs, num)
+        wfmt_l = num.loss_weight_format
+        if loss_weights is None:
+            lw = None
+        else:
+            lw = np.asarray(loss_weights)
+            if lw.shape != (B,):
+                raise ValueError(f"loss_weights must have shape ({B},), not {lw.shape}")
+            lw = wfmt_l.check_raw(lw, "loss_weights").astype(np.int64)
         y, o = dqn_targets(q_next, rewards, dones, int(gamma), num)
         ovf["target"] = bool(o.any())
         diff = np.zeros_like(q)
@@ -291,8 +307,11 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         target = y
         extra.update(target_weights=target_weights, q_next=q_next, next_inputs=next_inputs,
                      next_pre=next_pre, actions=actions, dones=np.asarray(dones, bool),
-                     gamma=int(gamma))
+                     gamma=int(gamma), loss_weights=lw)
     else:
+        if loss_weights is not None:
+            raise ValueError("loss_weights need a DQN step (the MSE learner has no per-sample "
+                             "weights)")
         targets = np.asarray(targets)
         if targets.shape != q.shape:
             raise ValueError(f"targets must have shape {q.shape}, not {targets.shape}")
@@ -300,7 +319,11 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         diff = q - target
     loss = float(np.sum(act.to_float(diff) ** 2) / B)
     loss_sum = int(np.sum(diff.astype(object) ** 2))
-    delta, o = _convert(diff, num.act_frac, gfmt)
+    if dqn and extra["loss_weights"] is not None:
+        delta, o = _convert(diff * extra["loss_weights"][:, None],
+                            num.act_frac + num.loss_weight_format.frac, gfmt)
+    else:
+        delta, o = _convert(diff, num.act_frac, gfmt)
     ovf["delta"] = bool(o.any())
 
     L = len(weights)
@@ -404,6 +427,12 @@ def error_bounds(weights, step: StepResult, num: LearnerNumerics, *, lr: int) ->
         e_diff = e_q
         out["target"] = np.zeros(B)
     conv = rounding_error(gfmt) if num.grad_frac < num.act_frac else 0.0
+    lw = step.extra.get("loss_weights") if step.extra else None
+    if lw is not None:                            # δ = round(w·(Q - y)): scaled error, rounded
+        wf = num.loss_weight_format
+        e_diff = e_diff * wf.to_float(lw)[:, None]
+        if num.grad_frac < num.act_frac + wf.frac:
+            conv = rounding_error(gfmt)
     e_delta = [None] * L
     e_delta[L - 1] = e_diff + np.where(e_diff > 0, conv, 0.0)
     rb = rounding_error(gfmt) if num.tensor_unit("bw").shift else 0.0

@@ -212,7 +212,8 @@ class LearnerNumerics(NumericParams):
         Accumulator bits of every tensor unit (saturating), 2·width..56. The weight gradients
         are read out at this width without rounding (fraction act_frac + grad_frac).
     coef_width : int
-        Bits of the unsigned discount γ (fraction coef_width-1, so 1.0 is exact), 2..24.
+        Bits of the unsigned discount γ and of the per-sample loss weights (fraction
+        coef_width-1, so 1.0 is exact), 2..24.
     lr_width, lr_frac : int
         Unsigned format of the update coefficient η = lr·2/B (the 2/B of the mean squared error
         is folded in, so δ = Q - y keeps its magnitude): 2..24 bits, lr_frac ≤ lr_width. The
@@ -268,6 +269,13 @@ class LearnerNumerics(NumericParams):
     @property
     def coef_format(self) -> FixedFormat:
         return FixedFormat(self.coef_width, self.coef_width - 1, False, self.rounding)
+
+    @property
+    def loss_weight_format(self) -> FixedFormat:
+        """Per-sample loss weights (prioritized replay's importance-sampling weights, DQN):
+        the coefficient format, unsigned with ``coef_width - 1`` fraction bits, so 1.0 is exact
+        and a weight of 1.0 leaves δ bit for bit as without weights."""
+        return self.coef_format
 
     @property
     def lr_format(self) -> FixedFormat:

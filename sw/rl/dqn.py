@@ -4,7 +4,8 @@ Every environment step the host inserts the transition into the **replay acceler
 maximum priority, FIFO slots; the transitions themselves stay in host memory, indexed by slot),
 then every ``train_freq`` steps it samples a batch there (the on-chip PRNG, priorities^alpha
 proportional), runs one SGD step on the **learner accelerator** (DQN TD target from the on-chip
-target network, mean-squared TD error) and reads the TD errors back; their
+target network, mean-squared TD error weighted per sample by the replay's importance-sampling
+weights) and reads the TD errors back; their
 ``(|delta| + eps)**alpha`` become the new priorities in the same replay run that samples the
 next batch (``update_and_sample``: updates first, then the sampling behind them in the tree's
 pipeline). This is the data flow of CF'22's Fig. 2 with the host as the actor. The target
@@ -19,9 +20,12 @@ shows what the accelerators' fixed-point arithmetic costs.
 
 Scaling: the learner's activations are 16-bit with ``act_frac`` fraction bits (Q5.10 by default,
 range +-32), so Q values must stay well inside that: rewards are multiplied by
-``reward_scale`` (0.1 for CartPole: Q <= 0.1 / (1 - gamma) = 10). The learner has no
-per-sample loss weights, so importance-sampling weights are not applied (beta only affects the
-reported weights); priorities still steer the sampling.
+``reward_scale`` (0.1 for CartPole: Q <= 0.1 / (1 - gamma) = 10).
+
+Importance sampling (Schaul et al. 2016): the replay returns ``w_i = (N p_i)**-beta / max_j
+w_j``; both learners descend ``(1/B) sum_i w_i (Q_i - y_i)**2`` (the accelerator multiplies each
+sample's error by its weight in the LOSS stage, ``LearnerDriver.train_step(loss_weights=)``;
+torch weights the squared errors), so ``beta = 0`` is the plain mean squared TD error.
 
 Run ``python -m sw.rl.dqn --backend both --plot build/dqn_cartpole.png``.
 """
@@ -47,7 +51,7 @@ class DQNConfig:
     total_steps: int = 30_000
     batch: int = 64
     gamma: float = 0.99
-    lr: float = 0.01
+    lr: float = 0.02                    # 0.01 before the IS weights (mean ~0.5) reached the loss
     reward_scale: float = 0.1
     learning_starts: int = 1000
     train_freq: int = 1
@@ -152,16 +156,18 @@ class AcceleratorLearner:
     def q(self, obs):
         return forward(self._ws, self._bs, obs)
 
-    def step(self, obs, actions, rewards, next_obs, dones, gamma, lr):
+    def step(self, obs, actions, rewards, next_obs, dones, gamma, lr, weights=None):
+        """One SGD step on ``mean(weights · (Q - y)²)`` (None: all 1); returns the loss (the
+        weighted one) and the unweighted TD errors ``Q - y``."""
         d = self.driver.train_step(obs, actions, rewards, next_obs, dones, gamma=gamma, lr=lr,
-                                   details=True)
+                                   loss_weights=weights, details=True)
         self.cycles += int(d.cycles)
-        return d.loss, np.asarray(d.td_errors, np.float64)
+        return d.weighted_loss, np.asarray(d.td_errors, np.float64)
 
 
 class TorchLearner:
-    """The same network, loss (mean squared TD error, target network) and plain SGD in float32
-    torch: the CPU baseline."""
+    """The same network, loss (mean squared TD error weighted per sample, target network) and
+    plain SGD in float32 torch: the CPU baseline."""
 
     def __init__(self, sizes, sync_period):
         import torch
@@ -198,7 +204,8 @@ class TorchLearner:
         with torch.no_grad():
             return self.net(torch.as_tensor(obs, dtype=torch.float32)).numpy()
 
-    def step(self, obs, actions, rewards, next_obs, dones, gamma, lr):
+    def step(self, obs, actions, rewards, next_obs, dones, gamma, lr, weights=None):
+        """As :meth:`AcceleratorLearner.step`."""
         import torch
 
         o = torch.as_tensor(obs, dtype=torch.float32)
@@ -210,7 +217,10 @@ class TorchLearner:
             y = r + gamma * (1 - d) * self.target(o2).max(dim=1).values
         q = self.net(o).gather(1, a[:, None]).squeeze(1)
         delta = q - y
-        loss = (delta ** 2).mean()
+        sq = delta ** 2
+        if weights is not None:
+            sq = torch.as_tensor(weights, dtype=torch.float32) * sq
+        loss = sq.mean()
         self.net.zero_grad()
         loss.backward()
         with torch.no_grad():
@@ -360,13 +370,13 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
         if step >= cfg.learning_starts and step % cfg.train_freq == 0:
             g0 = time.perf_counter()
             if pending is None:
-                idx, _ = replay.sample(cfg.batch, cfg.beta)
+                idx, w = replay.sample(cfg.batch, cfg.beta)
             else:                   # last step's new priorities, then this step's batch
-                idx, _ = replay.update_and_sample(*pending, cfg.batch, cfg.beta)
+                idx, w = replay.update_and_sample(*pending, cfg.batch, cfg.beta)
             res.replay_seconds += time.perf_counter() - g0
             g0 = time.perf_counter()
             loss, delta = learner.step(S[idx], A[idx], R[idx], S2[idx], D[idx], cfg.gamma,
-                                       cfg.lr)
+                                       cfg.lr, w)
             res.learner_seconds += time.perf_counter() - g0
             res.grad_steps += 1
             res.losses.append((res.grad_steps, float(loss)))

@@ -8,6 +8,8 @@ flags and the loss sum must match, and ``cycles`` must equal
 :func:`sw.learner.schedule.step_cycles`.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
@@ -362,3 +364,19 @@ def test_per_stage_arrays_data_parallel():
     case = random_case(cfg, 14, np.random.default_rng(9))
     status, got = simulate(cfg, case)
     check_step(cfg, case, status[0], got, golden(cfg, case))
+
+
+@pytest.mark.parametrize("B,sub_batch,dp", [(7, 2, 1), (8, 4, 2)])
+def test_loss_weights_bit_exact(B, sub_batch, dp):
+    """Random per-sample loss weights (a 0, the smallest, 1.0 among them) on 5-6-4-3 (LOSS
+    over two groups): δ = round(w·(Q - y)) and everything after it bit-exact, the loss sum
+    unweighted, the cycles those of the unweighted step."""
+    cfg = LearnerConfig(sizes=(5, 6, 4, 3), array=2, max_batch=8, sub_batch=sub_batch, dp=dp)
+    case = random_case(cfg, B, np.random.default_rng(B + dp), lr=0.1, weighted=True)
+    step = golden(cfg, case)
+    assert not step.any_overflow
+    plain = golden(cfg, replace(case, loss_weights=None))
+    assert step.loss_sum == plain.loss_sum
+    assert not np.array_equal(step.deltas[-1], plain.deltas[-1])
+    status, got = simulate(cfg, case)
+    check_step(cfg, case, status[0], got, step)

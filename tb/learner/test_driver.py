@@ -144,6 +144,11 @@ BAD_STEPS = [
     (_dqn(obs=np.full((8, 4), 40.0)), r"obs: 32 value\(s\) outside the sQ6.10/half_up range "
                                       r"\[-32, 31.999\], the first obs\[0, 0\] = 40"),
     (_dqn(rewards=np.r_[np.zeros(7), -33.0]), r"the first rewards\[7\] = -33"),
+    (_dqn(loss_weights=np.ones(7)), r"loss_weights must be a \[8\] array, not shape \(7,\)"),
+    (_dqn(loss_weights=np.r_[np.ones(7), 1.5]),
+     r"loss_weights must be in \[0, 1\] \(normalize them .*loss_weights\[7\] = 1.5"),
+    (_dqn(loss_weights=np.r_[-0.1, np.ones(7)]), r"not loss_weights\[0\] = -0.1"),
+    (_dqn(loss_weights=np.r_[np.nan, np.ones(7)]), "loss_weights must be finite"),
 ]
 
 
@@ -164,6 +169,8 @@ def test_bad_mse_arguments():
         drv.train_step(obs, lr=0.1)
     with pytest.raises(ValueError, match="actions, rewards: only for a DQN learner"):
         drv.train_step(obs, np.zeros(4, int), np.zeros(4), targets=np.zeros((4, 2)), lr=0.1)
+    with pytest.raises(ValueError, match="loss_weights: only for a DQN learner"):
+        drv.train_step(obs, targets=np.zeros((4, 2)), lr=0.1, loss_weights=np.ones(4))
     with pytest.raises(ValueError, match=r"targets must be a \[4, 2\] array"):
         drv.train_step(obs, targets=np.zeros((4, 3)), lr=0.1)
     with pytest.raises(ValueError, match="sync_target needs a DQN learner"):
@@ -264,6 +271,79 @@ def test_step_equals_the_golden_model_on_the_quantized_batch(module):
         assert d.status["ERROR"] == 0 and not any(d.status[f] for f in
                                                   ("FW_OVERFLOW", "WU_OVERFLOW"))
         raw0 = raw1
+
+
+def test_loss_weights_of_one_are_the_unweighted_step():
+    """loss_weights = 1.0 everywhere: the same weights, loss, Q values, TD errors and cycles
+    as no loss_weights (the existing results do not change)."""
+    rng = np.random.default_rng(12)
+    net = init_net((4, 64, 64, 2), rng)
+    batch = random_batch(rng, 40)
+    out = []
+    for lw in (None, np.ones(40)):
+        drv, _ = make()
+        drv.load_weights(*net)
+        d = drv.train_step(**batch, gamma=0.97, lr=0.05, loss_weights=lw, details=True)
+        out.append((d, drv.read_raw_weights()))
+    (a, wa), (b, wb) = out
+    assert (a.loss, a.loss_sum, a.cycles) == (b.loss, b.loss_sum, b.cycles)
+    assert a.weighted_loss == a.loss == b.weighted_loss
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.td_errors, b.td_errors)
+    for x, y in zip(wa, wb):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_loss_weights_reach_the_update():
+    """A weighted step equals the golden model with the quantized weights; a sample of weight
+    0 has no effect on the update (whatever it holds), and halving every weight is not the
+    unweighted step; TD errors stay unweighted, the weighted loss is mean(w·td²)."""
+    from sw.learner.mlp import train_step
+
+    rng = np.random.default_rng(13)
+    net = init_net((4, 64, 64, 2), rng)
+    B = 24
+    batch = random_batch(rng, B)
+    lw = rng.uniform(0.05, 1.0, B)
+    lw[5] = 0.0
+    results = []
+    for change in (False, True):
+        b = {k: v.copy() for k, v in batch.items()}
+        if change:                     # sample 5 is something else entirely
+            b["obs"][5] = [2.0, -1.0, 0.3, 1.5]
+            b["next_obs"][5] *= -1
+            b["rewards"][5] = -3.0
+            b["actions"][5] = 1 - b["actions"][5]
+            b["dones"][5] = not b["dones"][5]
+        drv, _ = make()
+        drv.load_weights(*net)
+        raw0 = drv.read_raw_weights()
+        d = drv.train_step(**b, gamma=0.97, lr=0.05, loss_weights=lw, details=True)
+        results.append((d, drv.read_raw_weights()))
+    (d, w_a), (d_changed, w_b) = results
+    for x, y in zip(w_a, w_b):
+        np.testing.assert_array_equal(x, y)
+    assert d.loss_sum != d_changed.loss_sum          # the unweighted loss sees sample 5
+    nb = drv.last_batch
+    num = drv.config.numerics
+    assert nb.loss_weights[5] == 0 and nb.loss_weights.max() <= 1 << 16
+    step = train_step(raw0, nb.obs, num, lr=nb.lr, actions=nb.actions, rewards=nb.rewards,
+                      dones=nb.dones, next_obs=nb.next_obs, gamma=nb.gamma,
+                      target_weights=drv.read_raw_weights(target=True),
+                      loss_weights=nb.loss_weights, sub_batch=drv.config.sub_batch)
+    for x, y in zip(w_b, step.weights):
+        np.testing.assert_array_equal(x, y)
+    td = num.act_format.to_float(step.q[np.arange(B), nb.actions] - step.target)
+    np.testing.assert_array_equal(d_changed.td_errors, td)
+    w = num.loss_weight_format.to_float(nb.loss_weights)
+    assert d_changed.weighted_loss == pytest.approx(np.mean(w * td ** 2), rel=1e-12)
+    plain = train_step(raw0, nb.obs, num, lr=nb.lr, actions=nb.actions, rewards=nb.rewards,
+                       dones=nb.dones, next_obs=nb.next_obs, gamma=nb.gamma,
+                       target_weights=drv.read_raw_weights(target=True),
+                       sub_batch=drv.config.sub_batch)
+    moved = [np.abs(p - r).sum() for p, r in zip(plain.weights, raw0)]
+    diff = [np.abs(p - x).sum() for p, x in zip(plain.weights, step.weights)]
+    assert sum(diff) > 0.2 * sum(moved)
 
 
 def test_float_reference_within_tolerance():

@@ -49,7 +49,7 @@ def ref_unpack_matrix(config, name, image, n_rows):
     return out[:n_rows, :r.cols]
 
 
-def ref_pack_samples(config, a, rw, d):
+def ref_pack_samples(config, a, rw, d, wt):
     r = layout.region(config, "samples")
     S, w, ab, B = config.array, config.width, config.action_bits, len(a)
     words = []
@@ -58,7 +58,8 @@ def ref_pack_samples(config, a, rw, d):
         for i in range(S):
             s = g * S + i
             if s < B:
-                lane = (int(rw[s]) & ((1 << w) - 1)) | int(a[s]) << w | int(d[s]) << (w + ab)
+                lane = ((int(rw[s]) & ((1 << w) - 1)) | int(a[s]) << w | int(d[s]) << (w + ab)
+                        | int(wt[s]) << (w + ab + 1))
                 word |= lane << (i * r.lane_bits)
         words.append(word)
     return _to_bytes(config, "samples", words)
@@ -68,7 +69,7 @@ def ref_unpack_samples(config, image, n):
     r = layout.region(config, "samples")
     S, w, ab, lb = config.array, config.width, config.action_bits, r.lane_bits
     nb = layout.word_bytes(config, "samples")
-    acts, rews, dones = [], [], []
+    acts, rews, dones, wts = [], [], [], []
     for s in range(n):
         word = int.from_bytes(image[(s // S) * nb:(s // S + 1) * nb], "little")
         lane = (word >> ((s % S) * lb)) & ((1 << lb) - 1)
@@ -76,7 +77,9 @@ def ref_unpack_samples(config, image, n):
         rews.append(rv - (1 << w) if rv >> (w - 1) else rv)
         acts.append((lane >> w) & ((1 << ab) - 1))
         dones.append(bool(lane >> (w + ab) & 1))
-    return np.array(acts, np.int64), np.array(rews, np.int64), np.array(dones, bool)
+        wts.append(lane >> (w + ab + 1))
+    return (np.array(acts, np.int64), np.array(rews, np.int64), np.array(dones, bool),
+            np.array(wts, np.int64))
 
 
 def _configs():
@@ -124,8 +127,9 @@ def test_samples_bit_identical(name):
         rw = rng.integers(fmt.min_raw, fmt.max_raw + 1, B)
         rw[::3] = fmt.min_raw
         d = rng.random(B) < 0.5
-        img = layout.pack_samples(cfg, a, rw, d)
-        assert img == ref_pack_samples(cfg, a, rw, d)
+        wt = rng.integers(0, cfg.numerics.loss_weight_format.max_raw + 1, B)
+        img = layout.pack_samples(cfg, a, rw, d, wt)
+        assert img == ref_pack_samples(cfg, a, rw, d, wt)
         for got, want in zip(layout.unpack_samples(cfg, img, B),
                              ref_unpack_samples(cfg, img, B)):
             assert got.dtype == want.dtype

@@ -38,7 +38,9 @@ def cartpole_batch(B, seed):
     return (np.array(s), np.array(a), np.array(r), np.array(d), np.array(s2))
 
 
-def make_case(B, seed, lr=0.01, gamma=0.99):
+def make_case(B, seed, lr=0.01, gamma=0.99, weighted=False):
+    """``weighted``: PER-like loss weights (importance weights of random priorities with
+    β = 0.4, normalized by their maximum), raw."""
     rng = np.random.default_rng(seed)
     act = NUM.act_format
     s, a, r, d, s2 = cartpole_batch(B, seed)
@@ -50,6 +52,10 @@ def make_case(B, seed, lr=0.01, gamma=0.99):
                 next_obs=act.quantize(s2), target_weights=wt,
                 gamma=quantize_coef(gamma, NUM.coef_format, "gamma"))
     eta = quantize_coef(lr * 2 / B, NUM.lr_format, "eta")
+    if weighted:
+        p = rng.pareto(1.0, B) + 1e-3
+        iw = (p / p.sum() * B) ** -0.4
+        case["loss_weights"] = NUM.loss_weight_format.quantize(iw / iw.max())
     return w, case, eta
 
 
@@ -77,7 +83,10 @@ def torch_step(w, case, eta, *, steps=1):
     losses = []
     for _ in range(steps):
         q = fw(params, t["obs"])
-        loss = ((q.gather(1, acts[:, None]).squeeze(1) - y) ** 2).mean()
+        sq = (q.gather(1, acts[:, None]).squeeze(1) - y) ** 2
+        if case.get("loss_weights") is not None:            # the importance-weighted loss
+            sq = torch.tensor(NUM.loss_weight_format.to_float(case["loss_weights"])) * sq
+        loss = sq.mean()
         for p in params:
             p.grad = None
         loss.backward()
@@ -102,9 +111,12 @@ def within(got, ref, bound):
     return np.all(np.abs(got - ref) <= bound + SLOP * (1 + np.abs(ref)))
 
 
-@pytest.mark.parametrize("B", [32, 64])
-def test_dqn_step_matches_torch_within_bound(B):
-    w, case, eta = make_case(B, seed=B)
+@pytest.mark.parametrize("B,weighted", [(32, False), (64, False), (32, True), (64, True)])
+def test_dqn_step_matches_torch_within_bound(B, weighted):
+    """Unweighted, and with per-sample loss weights against torch's weighted loss
+    ``(w·(Q[a] - y)²).mean()`` (the weights differ from 1.0 in the step, so the gradients
+    differ from the unweighted ones by far more than the bound)."""
+    w, case, eta = make_case(B, seed=B, weighted=weighted)
     step = golden_step(w, case, eta)
     assert not step.any_overflow, step.overflow
     ref = torch_step(w, case, eta)
@@ -128,6 +140,10 @@ def test_dqn_step_matches_torch_within_bound(B):
         assert rel < 0.05, f"layer {l}: relative gradient error {rel:.3%}"
     for l, err, b, rel in used:
         print(f"B={B} layer {l}: max |dG| {err:.3g}, bound max {b:.3g}, rel. error {rel:.3%}")
+    if weighted:                                   # the weights matter: not the plain step
+        plain = torch_step(w, {k: v for k, v in case.items() if k != "loss_weights"}, eta)
+        g0 = plain["grads"][-1]
+        assert np.linalg.norm(ref["grads"][-1] - g0) > 0.2 * np.linalg.norm(g0)
 
 
 def test_golden_steps_reduce_the_loss_like_torch():

@@ -79,9 +79,17 @@ def test_sample_images_round_trip():
     a = rng.integers(0, 3, 9)
     r = rng.integers(-3000, 3000, 9)
     d = rng.random(9) < 0.5
-    out = unpack_samples(CFG, pack_samples(CFG, a, r, d), 9)
-    for got, want in zip(out, (a, r, d)):
+    wt = rng.integers(0, CFG.numerics.loss_weight_format.max_raw + 1, 9)
+    out = unpack_samples(CFG, pack_samples(CFG, a, r, d, wt), 9)
+    assert len(out) == 4
+    for got, want in zip(out, (a, r, d, wt)):
         np.testing.assert_array_equal(got, want)
+    ones = unpack_samples(CFG, pack_samples(CFG, a, r, d), 9)[3]      # default: all 1.0
+    assert (CFG.numerics.loss_weight_format.to_float(ones) == 1.0).all()
+    with pytest.raises(ValueError, match="weights must be raw"):
+        pack_samples(CFG, a, r, d, np.full(9, -1))
+    with pytest.raises(ValueError, match="same length"):
+        pack_samples(CFG, a, r, d, wt[:3])
     with pytest.raises(ValueError, match="actions must be in 0..2"):
         pack_samples(CFG, np.full(3, 3), np.zeros(3, int), np.zeros(3, bool))
 

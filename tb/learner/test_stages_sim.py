@@ -40,18 +40,19 @@ BATCH = {"dqn": 5, "mse": 5, "dqn3_rxc": 11, "mse3_rxc": 10, "mse_dp2": 7, "dqn_
 
 
 @functools.lru_cache(maxsize=None)
-def case_of(name, saturate=False):
+def case_of(name, saturate=False, weighted=False):
     """``(config, case, golden step)``; ``saturate``: weights and inputs large enough to
-    saturate FW, LOSS and WU (as the core's saturation test)."""
+    saturate FW, LOSS and WU (as the core's saturation test); ``weighted``: random per-sample
+    loss weights (DQN)."""
     cfg = LearnerConfig(**CONFIGS[name])
     rng = np.random.default_rng(sum(map(ord, name)) + saturate)
     B = BATCH[name]
     if not saturate:
-        case = random_case(cfg, B, rng)
+        case = random_case(cfg, B, rng, weighted=weighted)
         step = golden(cfg, case)
         assert not step.any_overflow, step.overflow
         return cfg, case, step
-    case = random_case(cfg, B, rng, scale=8.0, lr=0.9)
+    case = random_case(cfg, B, rng, scale=8.0, lr=0.9, weighted=weighted)
     act = cfg.numerics.act_format
     case.obs = act.quantize(rng.uniform(-20, 20, case.obs.shape))
     if cfg.loss == "dqn":
@@ -77,7 +78,8 @@ def region_matrix(cfg, key, words, rows):
 
 
 def sample_words(cfg, case):
-    img, nb = pack_samples(cfg, case.actions, case.rewards, case.dones), word_bytes(cfg, "samples")
+    img = pack_samples(cfg, case.actions, case.rewards, case.dones, case.loss_weights)
+    nb = word_bytes(cfg, "samples")
     return [int.from_bytes(img[i:i + nb], "little") for i in range(0, len(img), nb)]
 
 
@@ -186,12 +188,13 @@ def test_fw_stage(name, stage, saturate):
 
 
 # -- LOSS ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,saturate", [("dqn", False), ("mse", False), ("dqn", True),
-                                           ("mse", True), ("dqn3_rxc", False)])
-def test_loss_stage(name, saturate):
-    """δ of the output layer (DQN: the TD target from the target network's Q values) and the
-    loss sum."""
-    cfg, case, step = case_of(name, saturate)
+@pytest.mark.parametrize("name,saturate,weighted", [
+    ("dqn", False, False), ("mse", False, False), ("dqn", True, False), ("mse", True, False),
+    ("dqn3_rxc", False, False), ("dqn3_rxc", False, True), ("dqn", True, True)])
+def test_loss_stage(name, saturate, weighted):
+    """δ of the output layer (DQN: the TD target from the target network's Q values, times the
+    sample's loss weight when ``weighted``) and the loss sum."""
+    cfg, case, step = case_of(name, saturate, weighted)
     L, B = cfg.n_layers, case.batch
     pre = {"q": region_words(cfg, "q", step.q)}
     if cfg.loss == "dqn":

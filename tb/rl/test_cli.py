@@ -74,7 +74,7 @@ def test_configs_refuse_nan_and_runs_that_would_not_train(cls, kw, message):
 
 
 @pytest.mark.parametrize("main,expected", [
-    (dqn.main, ["--total-steps N", "(default: 30000)", "--lr LR", "(default: 0.01)",
+    (dqn.main, ["--total-steps N", "(default: 30000)", "--lr LR", "(default: 0.02)",
                 "--seeds N", "(default: 1)", "--backend {accel,cpu,both}", "(default: both)"]),
     (ppo.main, ["--total-steps N", "(default: 100000)", "--seeds N", "(default: 1)",
                 "--module MODULE", "gae_accel_n8", "--env ENV", "(default: CartPole-v1)"]),

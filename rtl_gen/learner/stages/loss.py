@@ -9,12 +9,14 @@ from .common import ItemCounter, StageBlock, StageStatus, deps_ok, done_counter,
 __all__ = ["LossStage"]
 
 
-def _to_grad(m, x, num, name):
-    """``x`` (act fraction bits) in the grad format, rounded and saturated (combinational)."""
-    act, gfmt = num.act_format, num.grad_format
-    if gfmt.frac >= act.frac:
-        return saturate(m, x << (gfmt.frac - act.frac), gfmt, name=name)
-    return saturate(m, rshift_round(x, act.frac - gfmt.frac, gfmt.rounding), gfmt, name=name)
+def _to_grad(m, x, num, name, frac=None):
+    """``x`` (``frac`` fraction bits, default act) in the grad format, rounded and saturated
+    (combinational)."""
+    gfmt = num.grad_format
+    frac = num.act_format.frac if frac is None else frac
+    if gfmt.frac >= frac:
+        return saturate(m, x << (gfmt.frac - frac), gfmt, name=name)
+    return saturate(m, rshift_round(x, frac - gfmt.frac, gfmt.rounding), gfmt, name=name)
 
 
 class LossStage(StageBlock):
@@ -22,12 +24,13 @@ class LossStage(StageBlock):
 
     MSE: ``δ = Q - Y`` from ``q`` and ``targets``, S outputs (one block row group) per cycle,
     written 3 cycles after the slot. DQN: ``y = saturate(r + round(γ·(1-d)·max_a Q'))`` from
-    ``tq`` (the target network's Q values), ``samples`` (reward, action, done) and γ, and
-    ``δ[a] = Q[a] - y``, 0 for the actions not taken: a sample's ``ceil(n_out/S)`` groups are
-    read one per cycle (running max), then the target takes 5 register stages (γ product,
-    rounding, saturation, difference, δ) and the sample's δ row is written one group per
-    cycle. δ is converted to the grad format with rounding and saturation and written into
-    ``delta<L-1>``.
+    ``tq`` (the target network's Q values), ``samples`` (reward, action, done, loss weight w)
+    and γ, and ``δ[a] = w·(Q[a] - y)``, 0 for the actions not taken: a sample's
+    ``ceil(n_out/S)`` groups are read one per cycle (running max), then the target takes 5
+    register stages (γ product, rounding, saturation, difference and its product with w, δ)
+    and the sample's δ row is written one group per cycle. δ is the exact product converted to
+    the grad format with one rounding and saturation (w = 1.0: exactly ``Q[a] - y``), written
+    into ``delta<L-1>``; the loss sum takes ``(Q[a] - y)²`` without w.
 
     An item (``cnt`` samples) is ``cnt · ceil(n_out/S)`` slots, one per cycle; it is counted
     in ``done`` :data:`~sw.learner.schedule.LOSS_TAIL` cycles after its last slot (DQN: plus
@@ -154,11 +157,13 @@ class LossStage(StageBlock):
         t_data = bufs.port("tq", d, 0).use(slot, addr)
         smp = bufs.port("samples", d, 0).use(slot, grg)
         trow = [x.as_signed() for x in block_row(t_data, i1, w, S)]
-        lb = w + cfg.action_bits + 1
+        lwf = num.loss_weight_format
+        lb = w + cfg.action_bits + 1 + lwf.width
         lane = smp.word_select(i1, lb)
         r1 = lane[:w].as_signed()
         a1 = lane[w:w + cfg.action_bits]
         d1 = lane[w + cfg.action_bits]
+        wt1 = lane[w + cfg.action_bits + 1:]
         # Max over the valid lanes of this group, then over groups.
         bmax = None
         for j in range(S):
@@ -186,8 +191,10 @@ class LossStage(StageBlock):
         a2 = Signal(cfg.action_bits, name=f"{name}_a2")
         i2 = Signal(range(S), name=f"{name}_i2")
         rg2 = Signal(13, name=f"{name}_rg2")
+        wt2 = Signal(lwf.width, name=f"{name}_wt2")
         m.d.sync += [v2.eq(v1 & last1 & ~ctx.clear), end2.eq(end1), best2.eq(cur_max),
-                     qa2.eq(cur_qa), r2.eq(r1), d2.eq(d1), a2.eq(a1), i2.eq(i1), rg2.eq(rg1)]
+                     qa2.eq(cur_qa), r2.eq(r1), d2.eq(d1), a2.eq(a1), i2.eq(i1), rg2.eq(rg1),
+                     wt2.eq(wt1)]
         # Stage 3: γ·max Q' (0 at episode ends).
         cw = num.coef_width
         v3, end3 = Signal(name=f"{name}_v3"), Signal(name=f"{name}_end3")
@@ -195,12 +202,14 @@ class LossStage(StageBlock):
         qa3, r3 = Signal(signed(w), name=f"{name}_qa3"), Signal(signed(w), name=f"{name}_r3")
         a3, i3, rg3 = Signal.like(a2, name=f"{name}_a3"), Signal.like(i2, name=f"{name}_i3"), \
             Signal.like(rg2, name=f"{name}_rg3")
+        wt3 = Signal.like(wt2, name=f"{name}_wt3")
         m.d.sync += [v3.eq(v2 & ~ctx.clear), end3.eq(end2),
                      prod3.eq(Mux(d2, 0, best2 * ctx.gamma)), qa3.eq(qa2), r3.eq(r2),
-                     a3.eq(a2), i3.eq(i2), rg3.eq(rg2)]
-        # Stages 4a-4c (one adder each): round(γ·max); y = saturate(r + ·); diff = Q[a] - y.
+                     a3.eq(a2), i3.eq(i2), rg3.eq(rg2), wt3.eq(wt2)]
+        # Stages 4a-4c (one adder each): round(γ·max); y = saturate(r + ·); diff = Q[a] - y
+        # and its exact product with the loss weight (a DSP with the difference in front).
         disc = rshift_round(prod3, cw - 1, act.rounding)
-        ctl3 = {"v": v3, "end": end3, "qa": qa3, "a": a3, "i": i3, "rg": rg3}
+        ctl3 = {"v": v3, "end": end3, "qa": qa3, "a": a3, "i": i3, "rg": rg3, "wt": wt3}
 
         def regs(tag, values):
             out = {}
@@ -213,12 +222,13 @@ class LossStage(StageBlock):
         y, yovf = saturate(m, s4a["r"] + s4a["disc"], act, name=f"{name}_y")
         flags.append(("target", s4a["v"] & yovf))
         s4b = regs("4b", {**{k: s4a[k] for k in ctl3}, "y": y})
-        s4 = regs("4c", {**{k: s4b[k] for k in ctl3 if k != "qa"},
-                         "diff": (s4b["qa"] - s4b["y"]).as_signed()})
+        diff4b = (s4b["qa"] - s4b["y"]).as_signed()
+        s4 = regs("4c", {**{k: s4b[k] for k in ctl3 if k not in ("qa", "wt")},
+                         "diff": diff4b, "wdiff": diff4b * s4b["wt"]})
         v4, end4, diff4 = s4["v"], s4["end"], s4["diff"]
         a4, i4, rg4 = s4["a"], s4["i"], s4["rg"]
-        # Stage 5: δ, and the write sequencer (one group per cycle).
-        dv, dovf = _to_grad(m, diff4, num, f"{name}_delta")
+        # Stage 5: δ = round(w·diff), and the write sequencer (one group per cycle).
+        dv, dovf = _to_grad(m, s4["wdiff"], num, f"{name}_delta", frac=act.frac + lwf.frac)
         flags.append(("delta", v4 & dovf))
         sq = Signal(2 * dw, name=f"{name}_sq")
         sq_v = Signal(name=f"{name}_sqv")
