@@ -111,7 +111,7 @@ def plot(rows, capacity, batch, path):
 
     k = np.array([int(r["fanout"]) for r in rows])
     col = {c: np.array([float(r[c]) for r in rows]) for c in COLUMNS[2:-1]}
-    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
     styles = {"numba": "C0", "numpy": "C1", "sumtree": "C2"}
     names = {"numba": "CPU numba tree", "numpy": "CPU numpy tree",
              "sumtree": "CPU sw.replay SumTree"}
@@ -132,10 +132,10 @@ def plot(rows, capacity, batch, path):
     ax.set_ylabel(f"µs per batch of {batch}")
     mhz = float(rows[0]["mhz"])
     ax.set_title(f"K-ary sum tree, 2^{capacity.bit_length() - 1} leaves: CPU (best of rounds; "
-                 f"vertical lines: best K of sample + update) vs the replay cycle model at "
-                 f"{mhz:.0f} MHz", fontsize=8)
+                 f"vertical lines: best K of sample + update)\nvs the replay accelerator's "
+                 f"cycle model at {mhz:.0f} MHz", fontsize=9)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
