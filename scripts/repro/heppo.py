@@ -26,8 +26,10 @@ critic learns the returns the advantage callable gives back (raw units in 1-3, s
 units in 4-5). Experiment 3's per-batch quantization uses the driver's caller units
 (mid-range and range of each stream as the dequantizer's offset and scale, docs/gae.md) rather
 than mean and std: both are per-batch affine maps undone after dequantization. ``--reward-norm``
-(default ``scale``, the project's PPO default) is how experiments 2, 4 and 5 standardize:
-HEPPO centres (``center``), which turns CartPole's constant +1 reward into 0.
+is how experiments 2, 4 and 5 standardize. HEPPO centres (``center``, section II-C1), the
+default here, except on CartPole, whose constant +1 reward centring turns into 0 (no signal
+left): there ``scale`` (divide by the RMS, the project's PPO default), which leaves +1 exactly
++1, so on CartPole experiments 1 and 2, and 4 and 5, are the same runs.
 """
 
 import argparse
@@ -53,9 +55,12 @@ EXPERIMENTS = {
 }
 #: Full-size environments and environment steps per run (make repro-heppo).
 ENVS = {"CartPole-v1": 100_000, "Acrobot-v1": 200_000, "LunarLander-v3": 1_000_000}
+#: Reward normalization of experiments 2, 4 and 5 per environment (module docstring).
+REWARD_NORMS = {"CartPole-v1": "scale"}
+DEFAULT_NORM = "center"
 SEEDS = 5
-SUMMARY = ("env", "experiment", "seed", "steps", "episodes", "final_return", "seconds",
-           "gae_seconds")
+SUMMARY = ("env", "experiment", "seed", "reward_norm", "steps", "episodes", "final_return",
+           "seconds", "gae_seconds")
 CURVE = ("step", "return")
 
 
@@ -96,13 +101,13 @@ def summarize(out, jobs):
     """Rebuild the summary CSV from the per-run files of ``jobs``; returns its rows and the
     curves by (env, experiment)."""
     summary, curves = [], {}
-    for name, (env, exp, seed, *_rest) in jobs:
+    for name, (env, exp, seed, _steps, norm, _module) in jobs:
         path = out / "runs" / f"{name}.csv"
         if not path.exists():
             continue
         rows = read_csv(path)
         first = rows[0] if rows else {}
-        summary.append({"env": env, "experiment": exp, "seed": seed,
+        summary.append({"env": env, "experiment": exp, "seed": seed, "reward_norm": norm,
                         "steps": first.get("steps", 0), "episodes": len(rows),
                         "final_return": float(first.get("final_return", "nan")),
                         "seconds": first.get("seconds", 0),
@@ -149,8 +154,9 @@ def table(summary, envs, args):
             and all(args.steps.get(e, ENVS[e]) >= ENVS[e] for e in envs))
     size = "full size" if full else "**reduced size**"
     seconds = sum(float(r["seconds"]) for r in summary)
-    lines = [f"{size}: {', '.join(f'{e} {args.steps[e]:,} steps' for e in envs)}; seeds 0-"
-             f"{args.seeds - 1}; reward norm `{args.reward_norm}`; `{args.module}` golden model "
+    runs = ", ".join(f"{e} {args.steps[e]:,} steps (reward norm `{args.norms[e]}`)"
+                     for e in envs)
+    lines = [f"{size}: {runs}; seeds 0-{args.seeds - 1}; `{args.module}` golden model "
              f"for 3-5; {seconds / 60:.0f} min of training in all (sum over runs). Command: "
              f"`{args.command}`.", "",
              "| env | exp. | what | final return (mean ± std over seeds) | seeds | HEPPO |",
@@ -176,7 +182,9 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=SEEDS, help="seeds 0..N-1")
     ap.add_argument("--steps", nargs="+", default=[], metavar="ENV=N",
                     help=f"environment steps per run (defaults {ENVS})")
-    ap.add_argument("--reward-norm", choices=("scale", "center"), default="scale")
+    ap.add_argument("--reward-norm", choices=("scale", "center"), default=None,
+                    help=f"reward normalization of experiments 2, 4, 5 (default {DEFAULT_NORM}, "
+                         f"on CartPole scale)")
     ap.add_argument("--module", default="gae_accel_n8", help="shipped GAE configuration")
     ap.add_argument("--out", default=str(ROOT / "build" / "repro" / "heppo"))
     ap.add_argument("--docs", default=None, help="Markdown file whose repro:heppo section is "
@@ -202,11 +210,12 @@ def main(argv=None):
         except ValueError as e:
             ap.error(f"--steps {env}: {e}")
     args.steps = steps
+    args.norms = {e: args.reward_norm or REWARD_NORMS.get(e, DEFAULT_NORM) for e in args.envs}
     args.command = "python scripts/repro/heppo.py " + " ".join(argv if argv is not None
                                                                   else sys.argv[1:])
     out = Path(args.out)
-    jobs = [(f"{env}_exp{exp}_s{seed}_{steps[env]}_{args.reward_norm}",
-             (env, exp, seed, steps[env], args.reward_norm, args.module))
+    jobs = [(f"{env}_exp{exp}_s{seed}_{steps[env]}_{args.norms[env]}",
+             (env, exp, seed, steps[env], args.norms[env], args.module))
             for env in args.envs for seed in range(args.seeds) for exp in args.experiments]
     run_jobs(jobs, run_one, out, desc="HEPPO Table III")
     summary, curves = summarize(out, jobs)
