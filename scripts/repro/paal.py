@@ -33,7 +33,7 @@ FANOUTS = (2, 4, 8, 16, 32, 64)
 CAPACITY = 1 << 20
 BATCH = 512
 BETA = 0.4
-ROUNDS = 7
+ROUNDS = 9
 #: The shipped replay accelerator whose clock converts cycles to microseconds.
 MODULE = "replay_accel_k16"
 CPU = ("numba", "numpy", "sumtree")

@@ -9,7 +9,8 @@ target network, mean-squared TD error) and reads the TD errors back; their
 next batch (``update_and_sample``: updates first, then the sampling behind them in the tree's
 pipeline). ``priority_delay`` D > 0 relaxes that order as the thesis's Data Queue does (Zhang
 2022, section 4.5.2): the new priorities of gradient step g wait in a queue and are written
-back in the run that samples step g + 1 + D, so D batches are sampled ahead of them. This is the data flow of CF'22's Fig. 2 with the host as the actor. The target
+back in the run that samples step g + 1 + D, so D batches are sampled ahead of them. This is
+the data flow of CF'22's Fig. 2 with the host as the actor. The target
 network is synchronised in hardware every ``target_period`` gradient steps
 (``LearnerDriver(sync_period=...)``). The actor acts epsilon-greedily on a float copy of the
 weights read back every ``actor_refresh`` gradient steps.
