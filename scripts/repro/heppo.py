@@ -124,7 +124,8 @@ def plot(curves, envs, steps, path, window=20):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(envs), figsize=(5.2 * len(envs), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(envs), figsize=(max(6.5, 5.2 * len(envs)), 4.2),
+                             squeeze=False)
     for ax, env in zip(axes[0], envs):
         grid = np.linspace(0, steps[env], 101)[1:]
         for exp, (label, _) in EXPERIMENTS.items():
@@ -142,7 +143,8 @@ def plot(curves, envs, steps, path, window=20):
     axes[0][0].set_ylabel(f"return (last {window} episodes)")
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.suptitle("HEPPO Table III experiments: PPO, GAE on the float CPU (1, 2) or the "
-                 "golden model of gae_accel_n8 (3-5); mean ± std over seeds", fontsize=9)
+                 "golden model of gae_accel_n8 (3-5);\nmean ± std over seeds (identical runs "
+                 "overlap)", fontsize=9)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
