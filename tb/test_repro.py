@@ -92,6 +92,10 @@ def test_paal_tiny(tmp_path, capsys):
         assert min(float(r[f"{c}_{op}_us"]) for c in ("numpy", "sumtree")
                    for op in ("sample", "update")) > 0
     assert "| 16 | 3 |" in docs.read_text()
+    assert paal.main(argv + ["--fanouts", "16", "2", "64", "--summarize-only"]) == 0
+    assert "1 unfinished runs left out" in capsys.readouterr().out
+    assert len(common.read_csv(out / "paal.csv")) == 2                  # K = 64 never ran
+    assert "Rebuilt from the finished runs by" in docs.read_text()
 
 
 def test_delay_tiny(tmp_path, capsys):

@@ -26,7 +26,7 @@ for _p in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(_p))
 
 __all__ = ["ROOT", "write_csv", "read_csv", "run_jobs", "write_section", "mean_std",
-           "smooth_curves", "load_average"]
+           "smooth_curves", "load_average", "add_output_args", "command"]
 
 
 def write_csv(path, rows, columns):
@@ -56,10 +56,11 @@ def load_average() -> str:
         return "n/a"
 
 
-def run_jobs(jobs, run, out_dir, *, desc):
+def run_jobs(jobs, run, out_dir, *, desc, summarize_only=False):
     """Run every job of ``jobs`` (``(name, args)`` pairs; ``name`` unique, a file name) whose
     file ``out_dir/runs/<name>.csv`` does not exist yet: ``run(args)`` returns ``(rows,
-    columns)`` for that file. Returns ``(ran, skipped)`` counts and prints the total time."""
+    columns)`` for that file. ``summarize_only``: run none (the outputs are then rebuilt from
+    the finished runs alone). Returns ``(ran, skipped)`` counts and prints the total time."""
     from tqdm import tqdm
 
     runs = Path(out_dir) / "runs"
@@ -68,6 +69,9 @@ def run_jobs(jobs, run, out_dir, *, desc):
     if skipped:
         print(f"{desc}: {skipped} of {len(jobs)} runs already finished in {runs}, skipped",
               flush=True)
+    if summarize_only:
+        print(f"{desc}: --summarize-only, {len(todo)} unfinished runs left out", flush=True)
+        todo = []
     t0 = time.perf_counter()
     for name, args in tqdm(todo, desc=desc, unit="run", disable=not todo):
         rows, columns = run(args)
@@ -75,6 +79,36 @@ def run_jobs(jobs, run, out_dir, *, desc):
     print(f"{desc}: {len(todo)} runs in {time.perf_counter() - t0:.1f} s "
           f"(load average {load_average()})", flush=True)
     return len(todo), skipped
+
+
+def add_output_args(ap, name):
+    """The output options every entry shares: ``--out``, ``--docs``, ``--docs-figure``,
+    ``--summarize-only``."""
+    ap.add_argument("--out", default=str(ROOT / "build" / "repro" / name),
+                    help="output directory (runs/ holds one file per finished run)")
+    ap.add_argument("--docs", default=None,
+                    help=f"Markdown file whose repro:{name} section is replaced by the table")
+    ap.add_argument("--docs-figure", default=None, help="copy the figure here too")
+    ap.add_argument("--summarize-only", action="store_true",
+                    help="run nothing: rebuild the CSV, figure and table from finished runs")
+
+
+def command(script, argv, summarize_only=False) -> str:
+    """How the table was made, for its header: the command line without the output options
+    (``--docs``, ``--docs-figure``) and, after ``--summarize-only``, saying so."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--docs", "--docs-figure"):
+            skip = True
+        elif a != "--summarize-only" and not a.startswith(("--docs=", "--docs-figure=")):
+            kept.append(a)
+    line = " ".join([f"python scripts/repro/{script}.py"] + kept)
+    if summarize_only:
+        return f"Rebuilt from the finished runs by `{line} --summarize-only`"
+    return f"Command: `{line}`"
 
 
 def write_section(path, name, text):

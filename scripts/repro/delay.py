@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repro.common import (ROOT, mean_std, read_csv, run_jobs, smooth_curves,  # noqa: E402
-                          write_csv, write_section)
+from repro.common import (add_output_args, command, mean_std, read_csv,  # noqa: E402
+                          run_jobs, smooth_curves, write_csv, write_section)
 
 DELAYS = (0, 1, 4, 16)
 SEEDS = 5
@@ -109,12 +109,13 @@ def plot(summary, curves, steps, path, window=20):
 
 
 def table(summary, args):
-    full = args.seeds >= SEEDS and args.total_steps >= STEPS and args.learner == "golden"
+    seeds = len({r["seed"] for r in summary})
+    full = seeds >= SEEDS and args.total_steps >= STEPS and args.learner == "golden"
     size = "full size" if full else "**reduced size**"
     minutes = sum(float(r["seconds"]) for r in summary) / 60
-    lines = [f"{size}: {args.env}, {args.total_steps:,} environment steps per run, seeds 0-"
-             f"{args.seeds - 1}, learner `{args.learner}`, replay `replay_accel_k16` golden "
-             f"model; {minutes:.0f} min of training in all. Command: `{args.command}`.", "",
+    lines = [f"{size}: {args.env}, {args.total_steps:,} environment steps per run, {seeds} seeds, "
+             f"learner `{args.learner}`, replay `replay_accel_k16` golden "
+             f"model; {minutes:.0f} min of training in all. {args.command}.", "",
              f"| D | final return (mean ± std over seeds) | / {EXPERT:.0f} | seeds |",
              "|---:|---:|---:|---:|"]
     for d in sorted({r["delay"] for r in summary}):
@@ -132,9 +133,7 @@ def main(argv=None):
     ap.add_argument("--total-steps", type=int, default=STEPS, metavar="N")
     ap.add_argument("--learner", choices=("golden", "torch"), default="golden")
     ap.add_argument("--env", default="CartPole-v1")
-    ap.add_argument("--out", default=str(ROOT / "build" / "repro" / "delay"))
-    ap.add_argument("--docs", default=None)
-    ap.add_argument("--docs-figure", default=None)
+    add_output_args(ap, "delay")
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
@@ -144,13 +143,13 @@ def main(argv=None):
             DQNConfig(env_id=args.env, total_steps=args.total_steps, priority_delay=d)
     except ValueError as e:
         ap.error(str(e))
-    args.command = "python scripts/repro/delay.py " + " ".join(argv if argv is not None
-                                                                  else sys.argv[1:])
+    args.command = command("delay", argv, args.summarize_only)
     out = Path(args.out)
     jobs = [(f"{args.env}_D{d}_s{seed}_{args.total_steps}_{args.learner}",
              (d, seed, args.total_steps, args.learner, args.env))
             for seed in range(args.seeds) for d in args.delays]
-    run_jobs(jobs, run_one, out, desc="priority-update delay")
+    run_jobs(jobs, run_one, out, desc="priority-update delay",
+             summarize_only=args.summarize_only)
     summary, curves = summarize(out, jobs)
     fig = out / "delay.png"
     plot(summary, curves, args.total_steps, fig)

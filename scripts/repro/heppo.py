@@ -42,8 +42,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repro.common import (ROOT, mean_std, read_csv, run_jobs, smooth_curves,  # noqa: E402
-                          write_csv, write_section)
+from repro.common import (add_output_args, command, mean_std, read_csv,  # noqa: E402
+                          run_jobs, smooth_curves, write_csv, write_section)
 
 #: Experiment -> (label, what HEPPO reports about it: section V-C and Fig. 10).
 EXPERIMENTS = {
@@ -152,15 +152,15 @@ def plot(curves, envs, steps, path, window=20):
 
 
 def table(summary, envs, args):
-    full = (set(envs) == set(ENVS) and args.seeds >= SEEDS
+    seeds = {e: len({r["seed"] for r in summary if r["env"] == e}) for e in envs}
+    full = (set(envs) == set(ENVS) and min(seeds.values()) >= SEEDS
             and all(args.steps.get(e, ENVS[e]) >= ENVS[e] for e in envs))
     size = "full size" if full else "**reduced size**"
     seconds = sum(float(r["seconds"]) for r in summary)
-    runs = ", ".join(f"{e} {args.steps[e]:,} steps (reward norm `{args.norms[e]}`)"
-                     for e in envs)
-    lines = [f"{size}: {runs}; seeds 0-{args.seeds - 1}; `{args.module}` golden model "
-             f"for 3-5; {seconds / 60:.0f} min of training in all (sum over runs). Command: "
-             f"`{args.command}`.", "",
+    runs = ", ".join(f"{e} {args.steps[e]:,} steps, {seeds[e]} seeds (reward norm "
+                     f"`{args.norms[e]}`)" for e in envs)
+    lines = [f"{size}: {runs}; `{args.module}` golden model for 3-5; {seconds / 60:.0f} min "
+             f"of training in all (sum over runs). {args.command}.", "",
              "| env | exp. | what | final return (mean ± std over seeds) | seeds | HEPPO |",
              "|---|---:|---|---:|---:|---|"]
     for env in envs:
@@ -188,10 +188,7 @@ def main(argv=None):
                     help=f"reward normalization of experiments 2, 4, 5 (default {DEFAULT_NORM}, "
                          f"on CartPole scale)")
     ap.add_argument("--module", default="gae_accel_n8", help="shipped GAE configuration")
-    ap.add_argument("--out", default=str(ROOT / "build" / "repro" / "heppo"))
-    ap.add_argument("--docs", default=None, help="Markdown file whose repro:heppo section is "
-                                                  "replaced by the table")
-    ap.add_argument("--docs-figure", default=None, help="copy the figure here too")
+    add_output_args(ap, "heppo")
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
@@ -213,13 +210,13 @@ def main(argv=None):
             ap.error(f"--steps {env}: {e}")
     args.steps = steps
     args.norms = {e: args.reward_norm or REWARD_NORMS.get(e, DEFAULT_NORM) for e in args.envs}
-    args.command = "python scripts/repro/heppo.py " + " ".join(argv if argv is not None
-                                                                  else sys.argv[1:])
+    args.command = command("heppo", argv, args.summarize_only)
     out = Path(args.out)
     jobs = [(f"{env}_exp{exp}_s{seed}_{steps[env]}_{args.norms[env]}",
              (env, exp, seed, steps[env], args.norms[env], args.module))
             for env in args.envs for seed in range(args.seeds) for exp in args.experiments]
-    run_jobs(jobs, run_one, out, desc="HEPPO Table III")
+    run_jobs(jobs, run_one, out, desc="HEPPO Table III",
+             summarize_only=args.summarize_only)
     summary, curves = summarize(out, jobs)
     fig = out / "heppo.png"
     plot(curves, args.envs, steps, fig)

@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repro.common import ROOT, load_average, read_csv, run_jobs, write_csv  # noqa: E402
-from repro.common import write_section  # noqa: E402
+from repro.common import (add_output_args, command, load_average, read_csv,  # noqa: E402
+                          run_jobs, write_csv, write_section)
 
 FANOUTS = (2, 4, 8, 16, 32, 64)
 CAPACITY = 1 << 20
@@ -147,7 +147,7 @@ def table(rows, args):
     size = "full size" if full else "**reduced size**"
     lines = [f"{size}: 2^{args.capacity.bit_length() - 1} leaves, batch {args.batch}, best of "
              f"{args.rounds} interleaved rounds, load average {rows[0]['load']} (first K) to "
-             f"{rows[-1]['load']} (last K). Command: `{args.command}`.", "",
+             f"{rows[-1]['load']} (last K). {args.command}.", "",
              "| K | levels | numba sample µs | numba update µs | numpy sample µs | "
              "numpy update µs | SumTree sample µs | SumTree update µs | HW sample cycles | "
              "HW update cycles |",
@@ -178,9 +178,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=BATCH)
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="timing rounds (at least 5)")
     ap.add_argument("--no-numba", action="store_true", help="skip the numba tree")
-    ap.add_argument("--out", default=str(ROOT / "build" / "repro" / "paal"))
-    ap.add_argument("--docs", default=None)
-    ap.add_argument("--docs-figure", default=None)
+    add_output_args(ap, "paal")
     args = ap.parse_args(argv)
     from sw.replay.spec import SumTreeConfig
     try:
@@ -190,14 +188,18 @@ def main(argv=None):
         ap.error(str(e))
     if args.batch < 1:
         ap.error(f"--batch must be a positive integer, not {args.batch}")
-    args.command = "python scripts/repro/paal.py " + " ".join(argv if argv is not None
-                                                                 else sys.argv[1:])
+    args.command = command("paal", argv, args.summarize_only)
     out = Path(args.out)
     tag = f"n{args.capacity}_b{args.batch}"
     jobs = [(f"K{k}_{tag}", (k, args.capacity, args.batch, args.rounds, not args.no_numba))
             for k in sorted(args.fanouts)]
-    run_jobs(jobs, run_one, out, desc="PAAL K sweep")
-    rows = [read_csv(out / "runs" / f"{n}.csv")[0] for n, _ in jobs]
+    run_jobs(jobs, run_one, out, desc="PAAL K sweep",
+             summarize_only=args.summarize_only)
+    rows = [read_csv(out / "runs" / f"{n}.csv")[0] for n, _ in jobs
+            if (out / "runs" / f"{n}.csv").exists()]
+    if not rows:
+        print("no finished runs: nothing to summarize")
+        return 0
     write_csv(out / "paal.csv", rows, COLUMNS)
     fig = out / "paal.png"
     plot(rows, args.capacity, args.batch, fig)
