@@ -95,7 +95,7 @@ dist-scaling: $(STAMP)
 # Reproductions of the papers' results with the project's blocks (docs/results.md): CSV,
 # figure and Markdown table under build/repro/<name>/, the table into docs/results.md and the
 # figure into docs/. Resumable (finished runs are skipped). Not part of `make test`. Full size:
-# HEPPO Table III hours, the PAAL K sweep minutes, the update delay about an hour.
+# HEPPO Table III hours, the PAAL K sweep a minute or two, the update delay about 1.5 h.
 REPRO_ENV = $(PY) -m pip install --quiet -e '.[dev,dist,repro]'
 
 .PHONY: repro-heppo repro-paal repro-delay
