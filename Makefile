@@ -3,7 +3,7 @@
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
 # Other targets: docs, lint, estimate, timing, test-fast, bench, ppo, dqn, dist-dqn,
-# dist-curves, dist-scaling, vivado, vivado-scripts, clean.
+# dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -93,6 +93,26 @@ dist-curves: $(STAMP)
 
 dist-scaling: $(STAMP)
 	$(PY) scripts/dist_scaling.py --plot docs/dist_scaling.png --json build/dist_scaling.json
+
+# Reproductions of the papers' results with the project's blocks (docs/results.md): CSV,
+# figure and Markdown table under build/repro/<name>/, the table into docs/results.md and the
+# figure into docs/. Resumable (finished runs are skipped). Not part of `make test`. Full size:
+# HEPPO Table III hours, the PAAL K sweep a minute or two, the update delay about 1.5 h.
+REPRO_ENV = $(PY) -m pip install --quiet -e '.[dev,dist,repro]'
+
+.PHONY: repro-heppo repro-paal repro-delay
+
+repro-heppo: $(STAMP)
+	$(REPRO_ENV)
+	$(PY) scripts/repro/heppo.py --docs docs/results.md --docs-figure docs/repro_heppo.png
+
+repro-paal: $(STAMP)
+	$(REPRO_ENV)
+	$(PY) scripts/repro/paal.py --docs docs/results.md --docs-figure docs/repro_paal.png
+
+repro-delay: $(STAMP)
+	$(REPRO_ENV)
+	$(PY) scripts/repro/delay.py --docs docs/results.md --docs-figure docs/repro_delay.png
 
 clean:
 	rm -rf build sim_build .pytest_cache

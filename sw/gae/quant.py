@@ -88,7 +88,7 @@ from .stats import (
 __all__ = [
     "DEFAULT_REWARD_CLIP", "DEFAULT_VALUE_CLIP", "DEFAULT_MIN_STD", "DEFAULT_UPDATE_CLIP",
     "BITS_RANGE",
-    "REWARD_ROUNDINGS", "REWARD_NORMS",
+    "REWARD_ROUNDINGS", "REWARD_NORMS", "REWARD_STANDARDIZATIONS",
     "RunningMeanStd", "DynamicRewardStandardizer", "block_standardize",
     "UniformQuantizer", "dequantize", "GaeQuantizationPipeline",
 ]
@@ -112,6 +112,12 @@ BITS_RANGE = (2, 16)
 
 #: Ways of rounding rewards to codes in :class:`GaeQuantizationPipeline`.
 REWARD_ROUNDINGS = ("error_feedback", "nearest")
+
+#: Statistics the rewards are standardized with in :class:`GaeQuantizationPipeline`:
+#: ``"dynamic"`` (HEPPO section II-A: running statistics over every reward seen) or ``"block"``
+#: (this batch's own mean and std, like the values; HEPPO Table III, experiment 4). Either way
+#: the rewards stay standardized in the accelerator.
+REWARD_STANDARDIZATIONS = ("dynamic", "block")
 # -- validation helpers -----------------------------------------------------------------------
 def _check_format(fmt, name):
     if not isinstance(fmt, FixedFormat):
@@ -395,6 +401,9 @@ class GaeQuantizationPipeline:
         ``"error_feedback"`` or ``"nearest"`` (:data:`REWARD_ROUNDINGS`).
     reward_norm : str
         ``"center"`` (HEPPO, default) or ``"scale"`` (:data:`REWARD_NORMS`, module docstring).
+    reward_standardization : str
+        ``"dynamic"`` (default: running statistics, kept across calls) or ``"block"`` (each
+        batch's own statistics, nothing kept; :data:`REWARD_STANDARDIZATIONS`).
     reg_format : FixedFormat
         Format of the scale and offset registers.
     min_std : float
@@ -415,13 +424,18 @@ class GaeQuantizationPipeline:
     def __init__(self, *, bits=8, reward_clip=DEFAULT_REWARD_CLIP, value_clip=DEFAULT_VALUE_CLIP,
                  reward_rounding="error_feedback", reg_format=FixedFormat(32, 16),
                  min_std=DEFAULT_MIN_STD, reward_norm="center",
-                 update_clip=DEFAULT_UPDATE_CLIP):
+                 update_clip=DEFAULT_UPDATE_CLIP, reward_standardization="dynamic"):
         self.reward_quantizer = UniformQuantizer(bits=bits, clip=reward_clip)
         self.value_quantizer = UniformQuantizer(bits=bits, clip=value_clip)
         if reward_rounding not in REWARD_ROUNDINGS:
             raise ValueError(f"reward_rounding must be one of {', '.join(REWARD_ROUNDINGS)}, "
                              f"not {reward_rounding!r}")
         self._reward_rounding = reward_rounding
+        if reward_standardization not in REWARD_STANDARDIZATIONS:
+            raise ValueError(f"reward_standardization must be one of "
+                             f"{', '.join(REWARD_STANDARDIZATIONS)}, not "
+                             f"{reward_standardization!r}")
+        self._reward_standardization = reward_standardization
         self._reg_format = _check_format(reg_format, "reg_format")
         self._min_std = _check_min_std(min_std)
         self.rewards = DynamicRewardStandardizer(min_std=min_std, norm=reward_norm,
@@ -438,6 +452,10 @@ class GaeQuantizationPipeline:
     @property
     def reward_norm(self) -> str:
         return self.rewards.norm
+
+    @property
+    def reward_standardization(self) -> str:
+        return self._reward_standardization
 
     @property
     def reg_format(self) -> FixedFormat:
@@ -459,7 +477,8 @@ class GaeQuantizationPipeline:
             ``reward_codes``, ``value_codes`` ([T, N]) and ``bootstrap_codes`` ([N]) as the
             quantizers' dtype; registers ``reward_scale_raw``, ``reward_offset_raw``,
             ``value_scale_raw``, ``value_offset_raw`` (ints of :attr:`reg_format`); the statistics
-            used, ``reward_mean``, ``reward_std``, ``reward_count`` (running) and ``value_mean``,
+            used, ``reward_mean``, ``reward_std``, ``reward_count`` (running, or the batch's with
+            ``reward_standardization="block"``) and ``value_mean``,
             ``value_std`` (block); ``standardized_rewards`` (float64 [T, N], the unquantized
             input of a float reference); ``reward_clipped``, ``value_clipped`` (fractions of
             elements outside the clipping ranges).
@@ -481,7 +500,15 @@ class GaeQuantizationPipeline:
         qr, qv, fmt = self.reward_quantizer, self.value_quantizer, self._reg_format
         v_scale, v_offset = qv.dequantize_params(fmt, std=vstd, mean=vmean)
         r_scale, r_offset = qr.dequantize_params(fmt)
-        zr, rmean, rstd = self.rewards(r)
+        if self._reward_standardization == "block":
+            # The batch alone: a fresh standardizer (plain update), the running one untouched.
+            block = DynamicRewardStandardizer(min_std=self._min_std, norm=self.rewards.norm,
+                                              update_clip=None)
+            zr, rmean, rstd = block(r)
+            count = block.stats.count
+        else:
+            zr, rmean, rstd = self.rewards(r)
+            count = self.rewards.stats.count
         feedback = self._reward_rounding == "error_feedback"
         return {
             "reward_codes": qr.quantize(zr, name="rewards", error_feedback=feedback),
@@ -489,7 +516,7 @@ class GaeQuantizationPipeline:
             "bootstrap_codes": qv.quantize(zlast, name="last_values"),
             "reward_scale_raw": r_scale, "reward_offset_raw": r_offset,
             "value_scale_raw": v_scale, "value_offset_raw": v_offset,
-            "reward_mean": rmean, "reward_std": rstd, "reward_count": self.rewards.stats.count,
+            "reward_mean": rmean, "reward_std": rstd, "reward_count": count,
             "value_mean": vmean, "value_std": vstd,
             "standardized_rewards": zr,
             "reward_clipped": qr.clipped_fraction(zr),
@@ -545,6 +572,7 @@ class GaeQuantizationPipeline:
                 "value_clip": self.value_quantizer.clip, "reward_rounding": self._reward_rounding,
                 "reg_format": self._reg_format.to_dict(), "min_std": self._min_std,
                 "reward_norm": self.rewards.norm, "update_clip": self.rewards.update_clip,
+                "reward_standardization": self._reward_standardization,
                 "reward_stats": self.rewards.stats.state_dict()}
 
     def reset(self):
@@ -568,16 +596,18 @@ class GaeQuantizationPipeline:
         """Rebuild a pipeline saved by :meth:`state_dict`."""
         keys = {"bits", "reward_clip", "value_clip", "reward_rounding", "reg_format", "min_std",
                 "reward_stats"}
-        # reward_norm and update_clip are optional: states saved before they existed are
-        # "center" and the plain update (None).
-        optional = {"reward_norm", "update_clip"}
+        # reward_norm, update_clip and reward_standardization are optional: states saved before
+        # they existed are "center", the plain update (None) and "dynamic".
+        optional = {"reward_norm", "update_clip", "reward_standardization"}
         if not isinstance(state, dict) or not keys <= set(state) <= keys | optional:
             raise ValueError(f"state must be a dict with keys {', '.join(sorted(keys))} "
-                             f"(and optionally reward_norm, update_clip)")
+                             f"(and optionally reward_norm, update_clip, "
+                             f"reward_standardization)")
         pipe = cls(bits=state["bits"], reward_clip=state["reward_clip"],
                    value_clip=state["value_clip"], reward_rounding=state["reward_rounding"],
                    reg_format=FixedFormat(**state["reg_format"]), min_std=state["min_std"],
                    reward_norm=state.get("reward_norm", "center"),
-                   update_clip=state.get("update_clip"))
+                   update_clip=state.get("update_clip"),
+                   reward_standardization=state.get("reward_standardization", "dynamic"))
         pipe.rewards.stats.load_state_dict(state["reward_stats"])
         return pipe

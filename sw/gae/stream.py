@@ -156,7 +156,11 @@ class GaeStream:
         self.clipped = {"reward": 0, "value": 0}
         self._units = units = driver.units
         ref = driver.stream_reference
-        self.deferred = ref is None or ref.units != units
+        # No previous batch to take scales from, or block-standardized rewards (they need the
+        # whole batch): collect the steps and run the batch at finish.
+        self.deferred = (ref is None or ref.units != units
+                         or (units == "standardized"
+                             and driver.pipeline.reward_standardization == "block"))
         # statistics of the raw batch (the next stream's reference)
         self._raw_v = _Moments()
         self._r_lo = self._v_lo = math.inf

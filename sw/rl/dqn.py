@@ -8,7 +8,10 @@ target network, mean-squared TD error weighted per sample by the replay's import
 weights) and reads the TD errors back; their
 ``(|delta| + eps)**alpha`` become the new priorities in the same replay run that samples the
 next batch (``update_and_sample``: updates first, then the sampling behind them in the tree's
-pipeline). This is the data flow of CF'22's Fig. 2 with the host as the actor. The target
+pipeline). ``priority_delay`` D > 0 relaxes that order as the thesis's Data Queue does (Zhang
+2022, section 4.5.2): the new priorities of gradient step g wait in a queue and are written
+back in the run that samples step g + 1 + D, so D batches are sampled ahead of them. This is
+the data flow of CF'22's Fig. 2 with the host as the actor. The target
 network is synchronised in hardware every ``target_period`` gradient steps
 (``LearnerDriver(sync_period=...)``). The actor acts epsilon-greedily on a float copy of the
 weights read back every ``actor_refresh`` gradient steps.
@@ -32,6 +35,7 @@ Run ``python -m sw.rl.dqn --backend both --plot build/dqn_cartpole.png``.
 
 import argparse
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -63,6 +67,7 @@ class DQNConfig:
     alpha: float = PER_ALPHA
     beta: float = 0.4
     prio_eps: float = 1e-3
+    priority_delay: int = 0             # gradient steps a priority write-back waits (D)
     hidden: int = 64
     seed: int = 0
 
@@ -79,6 +84,9 @@ class DQNConfig:
         for name in ("lr", "reward_scale", "prio_eps"):
             check_real(name, getattr(self, name))
         check_real("beta", self.beta, positive=False)
+        d = self.priority_delay
+        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
+            raise ValueError(f"priority_delay must be a non-negative integer, not {d!r}")
         if self.total_steps <= self.learning_starts:
             raise ValueError(f"total_steps must be above learning_starts "
                              f"({self.learning_starts}) or nothing is trained, not "
@@ -347,7 +355,9 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
     D = np.zeros(replay.capacity, bool)
     o, _ = env.reset(seed=cfg.seed)
     ret = 0.0
-    pending = None                  # (indices, priorities) of the last gradient step
+    # (indices, priorities) of the last gradient steps, oldest first: written back once more
+    # than priority_delay wait (the delay's queue; D = 0: the last step's, before the sample).
+    pending = deque()
     t0 = time.perf_counter()
     bar = tqdm(range(cfg.total_steps), desc=f"DQN {cfg.env_id} [{learner.name}]", unit="step",
                disable=not progress, leave=False, mininterval=0.5)
@@ -369,10 +379,10 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
             o, _ = env.reset(seed=int(rng.integers(1 << 31)))
         if step >= cfg.learning_starts and step % cfg.train_freq == 0:
             g0 = time.perf_counter()
-            if pending is None:
+            if len(pending) <= cfg.priority_delay:
                 idx, w = replay.sample(cfg.batch, cfg.beta)
-            else:                   # last step's new priorities, then this step's batch
-                idx, w = replay.update_and_sample(*pending, cfg.batch, cfg.beta)
+            else:                   # the oldest new priorities, then this step's batch
+                idx, w = replay.update_and_sample(*pending.popleft(), cfg.batch, cfg.beta)
             res.replay_seconds += time.perf_counter() - g0
             g0 = time.perf_counter()
             loss, delta = learner.step(S[idx], A[idx], R[idx], S2[idx], D[idx], cfg.gamma,
@@ -380,15 +390,15 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
             res.learner_seconds += time.perf_counter() - g0
             res.grad_steps += 1
             res.losses.append((res.grad_steps, float(loss)))
-            pending = (idx, td_priorities(delta, cfg.alpha, cfg.prio_eps))
+            pending.append((idx, td_priorities(delta, cfg.alpha, cfg.prio_eps)))
             if res.grad_steps % cfg.actor_refresh == 0:
                 learner.refresh()
             if step % 500 == 0:
                 bar.set_postfix(ret=f"{res.mean_return():.1f}", loss=f"{loss:.4f}")
-    if pending is not None:
-        g0 = time.perf_counter()
-        replay.update(*pending)
-        res.replay_seconds += time.perf_counter() - g0
+    g0 = time.perf_counter()
+    while pending:
+        replay.update(*pending.popleft())
+    res.replay_seconds += time.perf_counter() - g0
     env.close()
     res.total_seconds = time.perf_counter() - t0
     res.learner_cycles = int(getattr(learner, "cycles", 0))
@@ -426,6 +436,9 @@ def main(argv=None):
                     help="train with seeds 0..N-1 per backend (N at least 1)")
     ap.add_argument("--lr", type=float, default=DQNConfig.lr,
                     help="SGD learning rate, a finite positive number")
+    ap.add_argument("--priority-delay", type=int, default=0, metavar="D",
+                    help="gradient steps the new priorities wait before they are written back "
+                         "(0: before the next sample)")
     ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
     args = ap.parse_args(argv)
     from .devices import parse_spec
@@ -437,8 +450,8 @@ def main(argv=None):
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
     try:
-        configs = [DQNConfig(total_steps=args.total_steps, seed=s, lr=args.lr)
-                   for s in range(args.seeds)]
+        configs = [DQNConfig(total_steps=args.total_steps, seed=s, lr=args.lr,
+                             priority_delay=args.priority_delay) for s in range(args.seeds)]
     except ValueError as e:
         ap.error(str(e))
 

@@ -119,20 +119,25 @@ class CpuAdvantages:
 
     Parameters
     ----------
-    reward_norm : str
-        ``"scale"`` or ``"center"`` (:data:`sw.gae.quant.REWARD_NORMS`), as the accelerator's.
+    reward_norm : str or None
+        ``"scale"`` or ``"center"`` (:data:`sw.gae.quant.REWARD_NORMS`), as the accelerator's
+        dynamic standardization; None: the raw rewards (textbook PPO, HEPPO Table III's
+        experiment 1).
     """
 
-    name = "cpu-float64"
-
     def __init__(self, reward_norm="scale"):
-        from sw.gae.quant import DynamicRewardStandardizer
+        from sw.gae.quant import REWARD_NORMS, DynamicRewardStandardizer
 
-        self._norm = DynamicRewardStandardizer(norm=reward_norm)
+        if reward_norm is not None and reward_norm not in REWARD_NORMS:
+            raise ValueError(f"reward_norm must be one of {', '.join(REWARD_NORMS)} or None, "
+                             f"not {reward_norm!r}")
+        self._norm = None if reward_norm is None else DynamicRewardStandardizer(norm=reward_norm)
+        self.name = "cpu-float64" if reward_norm else "cpu-float64 (raw rewards)"
 
     def __call__(self, rewards, values, dones, last_values, gamma, lam):
-        z, _, _ = self._norm(rewards)
-        return gae_reference(z, values, dones, last_values, gamma, lam)
+        if self._norm is not None:
+            rewards, _, _ = self._norm(rewards)
+        return gae_reference(rewards, values, dones, last_values, gamma, lam)
 
 
 class AcceleratorAdvantages:
@@ -180,11 +185,20 @@ class AcceleratorAdvantages:
         return _Stream()
 
 
-def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale", streaming=True):
+def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
+                units="standardized", reward_standardization="dynamic", streaming=True):
     """:class:`AcceleratorAdvantages` on a device spec (:mod:`sw.rl.devices`: ``golden``, the
     golden model of the shipped ``module``; ``pynq:BITFILE``; ``xrt:XCLBIN``), with the
-    quantization pipeline the configuration read from the device asks for; ``streaming``
-    (default): the rollout pushes each step (False: one batch call after the rollout)."""
+    quantization pipeline the configuration read from the device asks for.
+
+    ``units``: the driver's (:class:`~sw.gae.driver.GaeDriver`); ``"standardized"`` (default,
+    HEPPO's training mode) with rewards standardized by ``reward_norm`` and
+    ``reward_standardization`` (``"dynamic"`` or ``"block"``,
+    :data:`sw.gae.quant.REWARD_STANDARDIZATIONS`), or ``"caller"``: textbook GAE of the raw
+    rewards, both streams quantized per batch and de-standardized (the pipeline unused).
+    ``streaming`` (default): the rollout pushes each step (False: one batch call after the
+    rollout; block-standardized rewards need the whole batch, so their streams only collect
+    the steps and run the batch at ``finish``)."""
     from sw.driver import GaeDriver
     from sw.gae.driver import read_hw_config
     from sw.gae.quant import GaeQuantizationPipeline
@@ -194,9 +208,10 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale", 
     dev, cfg, label = open_device(device, "gae", module)
     cfg = cfg or read_hw_config(dev.control)
     pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
-                                   reward_norm=reward_norm)
-    return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe, units="standardized"),
-                                 name=label, streaming=streaming)
+                                   reward_norm=reward_norm,
+                                   reward_standardization=reward_standardization)
+    return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe, units=units), name=label,
+                                 streaming=streaming)
 
 
 def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale", streaming=True):

@@ -607,3 +607,33 @@ def test_cartpole_default_reward_vanishes():
     ro = collect("CartPole-v1", num_envs=2, num_steps=64, seed=3)
     prep = GaeQuantizationPipeline().prepare(ro.rewards, ro.values, ro.last_values)
     assert prep["reward_mean"] == 1.0 and not prep["reward_codes"].any()
+
+
+def test_block_reward_standardization_uses_the_batch_alone():
+    """HEPPO Table III's experiment 4: rewards standardized with their batch's own mean and
+    std (nothing kept across calls), values as always; the state round-trips the mode."""
+    rng = np.random.default_rng(SEED)
+    first = (rng.normal(10, 1, (16, 4)), rng.normal(0, 1, (16, 4)), rng.normal(0, 1, 4))
+    second = (rng.normal(-3, 2, (16, 4)), rng.normal(0, 1, (16, 4)), rng.normal(0, 1, 4))
+    pipe = GaeQuantizationPipeline(reward_standardization="block")
+    pipe.prepare(*first)
+    out = pipe.prepare(*second)
+    r = second[0]
+    np.testing.assert_allclose(out["standardized_rewards"], (r - r.mean()) / r.std(),
+                               rtol=1e-12)
+    assert (out["reward_mean"], out["reward_count"]) == (pytest.approx(r.mean()), 64)
+    assert pipe.rewards.stats.count == 0                    # the running statistics untouched
+    dynamic = GaeQuantizationPipeline()
+    dynamic.prepare(*first)
+    assert abs(dynamic.prepare(*second)["reward_mean"] - out["reward_mean"]) > 1.0
+    scale = GaeQuantizationPipeline(reward_norm="scale", reward_standardization="block")
+    np.testing.assert_allclose(scale.prepare(*second)["standardized_rewards"],
+                               r / np.sqrt(np.mean(r ** 2)), rtol=1e-12)
+    state = pipe.state_dict()
+    assert state["reward_standardization"] == "block"
+    assert GaeQuantizationPipeline.from_state_dict(state).reward_standardization == "block"
+    with pytest.raises(ValueError, match="state has reward_standardization='block'"):
+        GaeQuantizationPipeline().load_state_dict(state)
+    with pytest.raises(ValueError, match="reward_standardization must be one of dynamic, "
+                                         "block, not 'running'"):
+        GaeQuantizationPipeline(reward_standardization="running")

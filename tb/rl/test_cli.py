@@ -37,6 +37,7 @@ def _refused(main, argv, capsys, monkeypatch):
      "total_steps (70000) must not exceed the replay capacity (65536)"),
     (["--total-steps", "70000", "--backend", "accel"],
      "total_steps (70000) must not exceed the replay capacity (65536)"),
+    (["--priority-delay", "-1"], "priority_delay must be a non-negative integer, not -1"),
 ])
 def test_dqn_cli_refuses_bad_arguments_up_front(capsys, monkeypatch, argv, message):
     err = _refused(dqn.main, argv, capsys, monkeypatch)

@@ -135,11 +135,65 @@ def test_short_run_accounts_every_accelerator_run(tmp_path):
     assert (tmp_path / "curve.png").stat().st_size > 10_000
 
 
+class RecordingReplay:
+    """A replay (here the golden accelerator) that logs what the training loop asks of it."""
+
+    def __init__(self, replay):
+        self.replay, self.log = replay, []
+        self.capacity, self.name = replay.capacity, replay.name
+
+    def insert(self):
+        return self.replay.insert()
+
+    def sample(self, batch, beta):
+        idx, w = self.replay.sample(batch, beta)
+        self.log.append(("sample", None, idx.copy()))
+        return idx, w
+
+    def update(self, idx, prio):
+        self.replay.update(idx, prio)
+        self.log.append(("update", idx.copy(), None))
+
+    def update_and_sample(self, idx, prio, batch, beta):
+        new, w = self.replay.update_and_sample(idx, prio, batch, beta)
+        self.log.append(("update_and_sample", idx.copy(), new.copy()))
+        return new, w
+
+
+@pytest.mark.parametrize("delay", [0, 3])
+def test_priority_delay_writes_back_d_steps_late(delay):
+    """priority_delay D: the priorities of gradient step g reach the replay accelerator in the
+    run that samples step g + 1 + D (the first D + 1 samples run alone), each batch's exactly
+    once and in order; the last D + 1 are written after the loop."""
+    cfg = DQNConfig(total_steps=1040, learning_starts=1000, batch=8, seed=1,
+                    priority_delay=delay)
+    learner, _ = cpu_baseline(target_period=cfg.target_period)
+    _, replay = accelerators()
+    rec = RecordingReplay(replay)
+    res = train(cfg, learner, rec, progress=False)
+    g = res.grad_steps
+    assert g == 40
+    kinds = [k for k, _, _ in rec.log]
+    assert kinds == (["sample"] * (delay + 1) + ["update_and_sample"] * (g - delay - 1)
+                     + ["update"] * (delay + 1))
+    sampled = [out for _, _, out in rec.log if out is not None]
+    written = [idx for _, idx, _ in rec.log if idx is not None]
+    assert len(sampled) == len(written) == g
+    for step, idx in enumerate(written):                    # step's batch, in order
+        np.testing.assert_array_equal(idx, sampled[step])
+    for run, (kind, idx, _) in enumerate(rec.log[:g]):      # run r samples step r
+        if kind == "update_and_sample":
+            np.testing.assert_array_equal(idx, sampled[run - 1 - delay])
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="batch must be a positive integer"):
         DQNConfig(batch=0)
     with pytest.raises(ValueError, match="gamma must be in"):
         DQNConfig(gamma=1.5)
+    with pytest.raises(ValueError, match="priority_delay must be a non-negative integer, "
+                                         "not -1"):
+        DQNConfig(priority_delay=-1)
     with pytest.raises(ValueError, match="module must be a shipped learner configuration"):
         accelerators(learner_module="replay_accel_k16")
     learner, replay = cpu_baseline(capacity=1000)

@@ -13,7 +13,7 @@ pytest.importorskip("gymnasium")
 
 from sw.gae.golden import gae_reference  # noqa: E402
 from sw.rl.ppo import (AcceleratorAdvantages, CpuAdvantages, PPOConfig,  # noqa: E402
-                       golden_accelerator, plot_curves, train)
+                       accelerator, golden_accelerator, plot_curves, train)
 from sw.rollouts import collect  # noqa: E402
 from sw.gae import spec as gae_spec
 
@@ -75,3 +75,26 @@ def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="advantages must be callable"):
         train(PPOConfig(total_steps=1024), None)
     assert isinstance(golden_accelerator(), AcceleratorAdvantages)
+
+
+def test_raw_reward_and_block_advantages_for_heppo_experiments():
+    """HEPPO Table III's experiment 1 (CpuAdvantages(None): textbook GAE of the raw rewards),
+    3 (the accelerator in the caller's units: that GAE within 8-bit quantization error) and 4
+    (rewards block-standardized: a batch of rewards times 5 gives the same advantages)."""
+    ro = collect("CartPole-v1", num_envs=8, num_steps=64, seed=2)
+    args = (ro.values, ro.dones, ro.last_values, 0.99, 0.95)
+    a_ref, r_ref = gae_reference(ro.rewards, *args)
+    a_raw, r_raw = CpuAdvantages(None)(ro.rewards, *args)
+    np.testing.assert_array_equal(a_raw, a_ref)
+    a_hw, _ = accelerator(units="caller")(ro.rewards, *args)
+    assert np.sqrt(np.mean((a_hw - a_ref) ** 2) / np.mean(a_ref ** 2)) < 0.03
+    block = accelerator(reward_standardization="block")
+    a1, _ = block(ro.rewards, *args)
+    a5, _ = block(5 * ro.rewards, *args)
+    np.testing.assert_array_equal(a1, a5)
+    dynamic = accelerator()
+    dynamic(ro.rewards, *args)
+    assert not np.array_equal(dynamic(5 * ro.rewards, *args)[0], a1)
+    with pytest.raises(ValueError, match="reward_norm must be one of center, scale or None, "
+                                         "not 'raw'"):
+        CpuAdvantages("raw")
