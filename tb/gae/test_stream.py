@@ -226,3 +226,26 @@ def test_bad_pushes_are_refused_naming_the_argument():
     with pytest.raises(ValueError, match="truncated steps need units='caller'"):
         s.push(r[0], v[0], terminated=d[0], truncated=[True, False, False],
                final_values=v[0])
+
+
+def test_block_standardized_rewards_stream_as_one_batch():
+    """Block standardization needs the whole batch: every stream defers to the batch path at
+    finish, and gives what ``compute`` gives on a twin driver, even after a first batch."""
+    from sw.gae.quant import GaeQuantizationPipeline
+
+    cfg = CONFIGS["n8"]
+    rng = np.random.default_rng(7)
+
+    def driver():
+        pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
+                                       reward_standardization="block")
+        return GaeDriver(GoldenDevice(cfg), cfg, pipeline=pipe, units="standardized")
+
+    streamed, batched = driver(), driver()
+    for _ in range(2):
+        r, v, d, last = rollout(rng, 32, 8)
+        s, (adv, ret) = stream_batch(streamed, r, v, d, last)
+        assert s.deferred
+        adv2, ret2 = batched.compute(r, v, d, last, 0.99, 0.95)
+        np.testing.assert_array_equal(adv, adv2)
+        np.testing.assert_array_equal(ret, ret2)
