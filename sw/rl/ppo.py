@@ -153,8 +153,9 @@ class AcceleratorAdvantages:
 
 def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale"):
     """:class:`AcceleratorAdvantages` on a device spec (:mod:`sw.rl.devices`: ``golden``, the
-    golden model of the shipped ``module``; ``pynq:BITFILE``; ``xrt:XCLBIN``), with the
-    quantization pipeline the configuration read from the device asks for."""
+    golden model of the shipped ``module``; ``sim``, its Verilated RTL; ``pynq:BITFILE``;
+    ``xrt:XCLBIN``), with the quantization pipeline the configuration read from the device
+    asks for."""
     from sw.driver import GaeDriver
     from sw.gae.driver import read_hw_config
     from sw.gae.quant import GaeQuantizationPipeline
@@ -329,8 +330,8 @@ def main(argv=None):
                     help="GAE on the accelerator (golden = accel: on --device), on the CPU, or "
                          "both")
     ap.add_argument("--device", default="golden",
-                    help="the GAE accelerator: golden (model of --module), pynq:BITFILE[:NAME] "
-                         "or xrt:XCLBIN[:KERNEL]")
+                    help="the GAE accelerator: golden (model of --module), sim[:MODULE] (its "
+                         "Verilated RTL; short runs), pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--module", default="gae_accel_n8",
                     help="shipped GAE configuration of the golden model: "
                          + ", ".join(shipped_modules(family="gae", role="accelerator")))
@@ -351,7 +352,7 @@ def main(argv=None):
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
     from .devices import parse_spec
     try:
-        kind, _, _ = parse_spec(args.device)
+        kind, _, name = parse_spec(args.device)
     except ValueError as e:
         ap.error(f"--device: {e}")
     try:
@@ -360,9 +361,10 @@ def main(argv=None):
     except ValueError as e:
         ap.error(str(e))
     modules = shipped_modules(family="gae", role="accelerator")
-    if args.backend != "cpu" and kind == "golden" and args.module not in modules:
-        ap.error(f"--module: module must be a shipped GAE accelerator configuration "
-                 f"({', '.join(modules)}), not {args.module!r}")
+    if args.backend != "cpu" and kind in ("golden", "sim") and (name or args.module) \
+            not in modules:
+        ap.error(f"--{'device' if name else 'module'}: module must be a shipped GAE accelerator "
+                 f"configuration ({', '.join(modules)}), not {name or args.module!r}")
     why = _check_env(args.env)
     if why:
         ap.error(why)
