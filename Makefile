@@ -1,14 +1,20 @@
 # Two commands do everything on a fresh machine:
-#   make        create .venv, install the project, emit Verilog for the shipped configurations
+#   make        create .venv, install the project with every extra (`make EXTRAS=`: the
+#               generator only, no torch; see README), emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
 # Other targets: docs, lint, estimate, timing, test-fast, bench, ppo, dqn, dist-dqn,
 # dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
+# Extras installed into .venv: the RL programs, the test tools, Ray, the real PYNQ, the
+# register exports and the RL-library adapters. `make EXTRAS=` installs
+# only the base dependencies (the generator and the host drivers, no torch) and emits hdl/;
+# `make test` and the RL targets need them all.
+EXTRAS  ?= rl,dev,dist,pynq,regs,adapters
 VENV    := .venv
 PY      := $(VENV)/bin/python
-STAMP   := $(VENV)/.installed-stamp
+STAMP   := $(VENV)/.installed-stamp-$(EXTRAS)
 HDL     := hdl
 JOBS    ?= 2
 
@@ -17,6 +23,9 @@ JOBS    ?= 2
 TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))') \
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
 export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
+# PYNQ 4 and its two helpers, installed with --no-deps (pyproject.toml, the pynq extra).
+PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', \
+	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
 .PHONY: all hdl docs test test-fast lint estimate timing bench ppo dqn dist-dqn dist-curves \
 	dist-scaling clean
@@ -26,10 +35,9 @@ all: hdl
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,dist,pynq,regs,adapters]'
-	$(PY) -m pip install --quiet --no-deps $$($(PY) -c "import tomllib; \
-	  print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['tool']['rlk']['pynq-no-deps']))")
-	$(TOOLS_ENV) && verilator --version
+	$(PY) -m pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	$(if $(findstring pynq,$(EXTRAS)),$(PY) -m pip install --quiet --no-deps $(PYNQ_NO_DEPS))
+	$(if $(findstring dev,$(EXTRAS)),$(TOOLS_ENV) && verilator --version)
 	touch $@
 
 hdl: $(STAMP)

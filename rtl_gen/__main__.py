@@ -128,7 +128,8 @@ def main(argv=None):
         if args.command == "shipped":
             manifests = []
             for module, block, params in SHIPPED:
-                manifests.append(emit(block, params, args.out / module, module=module))
+                manifests.append(emit(block, params, args.out / module, module=module,
+                                      progress=True))
                 print(f"wrote {args.out / module / module}.v")
             (args.out / "shipped.md").write_text(shipped_table(manifests))
             print(f"wrote {args.out / 'shipped.md'}")
@@ -143,7 +144,7 @@ def main(argv=None):
             text = getattr(args, field.name)
             if text is not None:
                 params[field.name] = _parse_value(field, text)
-        manifest = emit(block.name, params, args.out, module=args.name)
+        manifest = emit(block.name, params, args.out, module=args.name, progress=True)
         lat = manifest["latency"]
         print(f"wrote {args.out / manifest['verilog']}"
               + (f" (latency {lat['cycles']} cycles: {lat['of']})" if lat else ""))

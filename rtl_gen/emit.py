@@ -13,13 +13,15 @@ import json
 import re
 from pathlib import Path
 
-from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
+from tqdm import tqdm
 
 from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
 from sw.timing import manifest_clock
+
+from .convert import convert
 
 __all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
            "shipped_table", "check_module_name", "VERILOG_KEYWORDS"]
@@ -92,10 +94,12 @@ def drop_zero_memory_init(text: str) -> str:
     return _ZERO_INIT.sub("", text)
 
 
-def to_verilog(component, name: str) -> str:
+def to_verilog(component, name: str, *, progress=None) -> str:
     """Verilog of ``component`` as module ``name``: Amaranth's output without the all-zero
-    memory initialisers (:func:`drop_zero_memory_init`)."""
-    return drop_zero_memory_init(verilog.convert(component, name=name, emit_src=False))
+    memory initialisers (:func:`drop_zero_memory_init`), in time and memory linear in the size
+    of the design (:func:`rtl_gen.convert.convert` leaves those initialisers out before Yosys
+    rather than after). ``progress``: a tqdm bar, advanced twice (see there)."""
+    return convert(component, name, progress=progress)
 
 
 def manifest(block, config, component, module: str, verilog_text: str | None = None) -> dict:
@@ -130,8 +134,10 @@ def manifest(block, config, component, module: str, verilog_text: str | None = N
     return out
 
 
-def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -> dict:
-    """Elaborate a block, write ``<module>.v`` and ``<module>.json`` (manifest) to ``out_dir``.
+def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
+         progress: bool = False) -> dict:
+    """Elaborate a block, write ``<module>.v`` and ``<module>.json`` (manifest) to ``out_dir``;
+    with ``progress``, a progress line on stderr (the CLI's; large learners take minutes).
 
     Raises ``ValueError`` for unknown blocks, invalid parameters (message names the parameter)
     or a ``module`` name that is not a Verilog identifier (:func:`check_module_name`), before
@@ -143,7 +149,9 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None) -
     component = block.build(config)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = to_verilog(component, module)
+    with tqdm(total=2, desc=f"{module}: Verilog", unit="step", disable=not progress,
+              leave=False, bar_format="{desc} {n}/{total} [{elapsed}{postfix}]") as bar:
+        text = to_verilog(component, module, progress=bar)
     (out_dir / f"{module}.v").write_text(text)
     man = manifest(block, config, component, module, text)
     if block.regmap is not None:

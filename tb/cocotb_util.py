@@ -17,8 +17,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,30 +58,17 @@ def _test_module(test_file) -> tuple[str, Path]:
 
 
 def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None):
-    """Emit, build (cached per configuration) and run the cocotb tests in ``test_file``."""
-    from cocotb_tools.runner import VerilatorControlFile, get_runner
+    """Emit, build (cached per configuration, :func:`sw.driver.sim_process.build_sim`: the
+    builds :func:`~sw.driver.sim_process.open_sim` uses) and run the cocotb tests in
+    ``test_file``."""
+    from cocotb_tools.runner import get_runner
 
-    from rtl_gen.emit import emit
+    from sw.driver.sim_process import build_sim
 
-    key = hashlib.sha256(json.dumps([block, params], sort_keys=True).encode()).hexdigest()[:12]
-    build_dir = ROOT / "build" / "sim" / f"{block}-{key}"
+    build_dir, manifest = build_sim(block, params, cache_dir=ROOT / "build" / "sim")
     src_dir = build_dir / "src"
-    with tempfile.TemporaryDirectory() as tmp:
-        manifest = emit(block, params, tmp)
-        # Copy only what changed, so make does not rebuild an unchanged model.
-        src_dir.mkdir(parents=True, exist_ok=True)
-        for f in Path(tmp).iterdir():
-            dst = src_dir / f.name
-            if not dst.exists() or dst.read_bytes() != f.read_bytes():
-                shutil.copyfile(f, dst)
     runner = get_runner("verilator")
     _fix_verilator_pch()
-    runner.build(
-        sources=[VerilatorControlFile(WAIVERS), src_dir / manifest["verilog"]],
-        hdl_toplevel=manifest["module"],
-        build_dir=build_dir,
-        build_args=["-O2", "--x-assign", "0", "--x-initial", "0"],
-    )
     test_module, test_dir = _test_module(test_file)
     env = {
         MANIFEST_ENV: str(src_dir / f"{manifest['module']}.json"),
@@ -93,6 +78,7 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
     runner.test(
         test_module=test_module,
         hdl_toplevel=manifest["module"],
+        hdl_toplevel_lang="verilog",
         build_dir=build_dir,
         test_dir=test_dir,
         testcase=testcase,

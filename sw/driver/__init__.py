@@ -12,7 +12,9 @@ drivers and golden devices (re-exported from their blocks), and the devices they
 * :mod:`sw.learner.driver` -- :class:`LearnerDriver` (``load_weights``, ``train_step``,
   ``read_weights``, ``sync_target``);
 * backends: :class:`GoldenDevice`, :class:`LearnerGoldenDevice` (pure Python),
-  :class:`SimDevice` (Verilator + cocotb), :class:`PynqDevice` (ZCU106), :class:`XrtDevice`
+  :class:`SimDevice` (Verilator + cocotb, inside a cocotb test), :class:`SimProcessDevice`
+  (the same from any Python process: ``with open_sim("gae_accel_n8") as dev``),
+  :class:`PynqDevice` (ZCU106), :class:`XrtDevice`
   (Alveo); :class:`InstantDevice` (a register-file stub whose runs end at once, for timing
   and unit-testing host code). Optional packages (cocotb, cocotbext-axi, pynq, pyxrt) are
   imported only when their backend is instantiated.
@@ -46,6 +48,7 @@ _LAZY = {
         "ReplayTimeoutError", "read_replay_config"),
     "sw.driver.pynq_device": ("PynqDevice", "gae_ip_class"),
     "sw.driver.sim": ("SimDevice",),
+    "sw.driver.sim_process": ("SimProcessDevice", "open_sim", "build_sim"),
     "sw.driver.stub": ("InstantDevice", "TrafficCounter"),
     "sw.driver.xrt_device": ("XrtDevice",),
 }

@@ -4,6 +4,9 @@
 spec                      device
 ========================  =====================================================================
 ``golden``                the golden model of a shipped configuration (no hardware; bit-exact)
+``sim``                   the Verilated RTL of that configuration (:func:`sw.driver.open_sim`;
+                          the ``dev`` extra; slow: for short runs)
+``sim:MODULE``            the same, of the shipped accelerator ``MODULE``
 ``pynq:BITFILE``          a ZCU106 with PYNQ: :class:`sw.driver.PynqDevice` on the overlay
 ``pynq:BITFILE:NAME``     the same, the accelerator instance ``NAME`` of the block design
 ``xrt:XCLBIN``            an Alveo card: :class:`sw.driver.XrtDevice`, the block's shipped kernel
@@ -11,7 +14,8 @@ spec                      device
 ========================  =====================================================================
 
 On hardware the drivers read the configuration from the HW_* registers, so the bitstream may
-hold any configuration of the block; ``golden`` uses the shipped configuration ``module``. A
+hold any configuration of the block; ``golden`` and ``sim`` use the shipped configuration
+``module``. A
 bitfile is loaded once per process: further specs naming it use the same overlay.
 """
 
@@ -34,12 +38,14 @@ def parse_spec(spec: str):
     """``(kind, path, name)`` of a device spec (module docstring); ValueError if malformed."""
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"device spec must be a non-empty string, not {spec!r}")
-    if spec == "golden":
-        return "golden", None, None
+    if spec in ("golden", "sim"):
+        return spec, None, None
     kind, _, rest = spec.partition(":")
+    if kind == "sim" and rest and ":" not in rest:
+        return "sim", None, rest
     if kind not in ("pynq", "xrt") or not rest:
-        raise ValueError(f"device spec must be 'golden', 'pynq:BITFILE[:NAME]' or "
-                         f"'xrt:XCLBIN[:KERNEL]', not {spec!r}")
+        raise ValueError(f"device spec must be 'golden', 'sim[:MODULE]', 'pynq:BITFILE[:NAME]' "
+                         f"or 'xrt:XCLBIN[:KERNEL]', not {spec!r}")
     path, _, name = rest.partition(":")
     if not path:
         raise ValueError(f"device spec {spec!r} names no file")
@@ -53,19 +59,24 @@ def _family_block(family, role):
 def open_device(spec: str, block: str, module: str):
     """``(device, config_or_None, label)`` for accelerator ``block`` ("gae", "learner" or
     "replay") on ``spec``: for ``golden``, the golden device of the shipped ``module`` and its
-    configuration; on hardware, the board's device and None (the driver reads the
+    configuration; for ``sim[:MODULE]``, the Verilated RTL of that module (``MODULE`` overrides
+    ``module``) and its configuration; on hardware, the board's device and None (the driver reads the
     configuration from the HW_* registers). ``label`` names it in reports."""
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {', '.join(BLOCKS)}, not {block!r}")
     accel = _family_block(block, "accelerator")
     kind, path, name = parse_spec(spec)
-    if kind == "golden":
+    if kind in ("golden", "sim"):
+        module = name or module
         modules = shipped_modules(family=block, role="accelerator")
         if module not in modules:
             raise ValueError(f"module must be a shipped {FAMILIES[block]} configuration "
                              f"({', '.join(modules)}), not {module!r}")
         from sw.registry import shipped_config
         _, cfg = shipped_config(module)
+        if kind == "sim":
+            from sw.driver.sim_process import open_sim
+            return open_sim(module), cfg, f"{module} (Verilated RTL)"
         return accel.load("device")(cfg), cfg, f"{module} (golden model)"
     if kind == "pynq":
         from sw.driver import PynqDevice

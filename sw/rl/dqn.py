@@ -424,11 +424,11 @@ def main(argv=None):
                     help="the accelerators (on --learner-device, --replay-device), the CPU "
                          "baseline, or both")
     ap.add_argument("--learner-device", default="golden",
-                    help="golden (model of learner_cartpole_s4), pynq:BITFILE[:NAME] or "
-                         "xrt:XCLBIN[:KERNEL]")
+                    help="golden (model of learner_cartpole_s4), sim[:MODULE] (its Verilated "
+                         "RTL; short runs), pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--replay-device", default="golden",
-                    help="golden (model of replay_accel_k16), pynq:BITFILE[:NAME] or "
-                         "xrt:XCLBIN[:KERNEL]")
+                    help="golden (model of replay_accel_k16), sim[:MODULE] (its Verilated "
+                         "RTL; short runs), pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--total-steps", type=int, default=30_000, metavar="N",
                     help="environment steps: at least learning_starts + 1 "
                          f"({DQNConfig.learning_starts + 1}) and at most the replay capacity")

@@ -188,8 +188,9 @@ class AcceleratorAdvantages:
 def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
                 units="standardized", reward_standardization="dynamic", streaming=True):
     """:class:`AcceleratorAdvantages` on a device spec (:mod:`sw.rl.devices`: ``golden``, the
-    golden model of the shipped ``module``; ``pynq:BITFILE``; ``xrt:XCLBIN``), with the
-    quantization pipeline the configuration read from the device asks for.
+    golden model of the shipped ``module``; ``sim``, its Verilated RTL; ``pynq:BITFILE``;
+    ``xrt:XCLBIN``), with the quantization pipeline the configuration read from the device
+    asks for.
 
     ``units``: the driver's (:class:`~sw.gae.driver.GaeDriver`); ``"standardized"`` (default,
     HEPPO's training mode) with rewards standardized by ``reward_norm`` and
@@ -388,8 +389,8 @@ def main(argv=None):
                     help="GAE on the accelerator (golden = accel: on --device), on the CPU, or "
                          "both")
     ap.add_argument("--device", default="golden",
-                    help="the GAE accelerator: golden (model of --module), pynq:BITFILE[:NAME] "
-                         "or xrt:XCLBIN[:KERNEL]")
+                    help="the GAE accelerator: golden (model of --module), sim[:MODULE] (its "
+                         "Verilated RTL; short runs), pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--module", default="gae_accel_n8",
                     help="shipped GAE configuration of the golden model: "
                          + ", ".join(shipped_modules(family="gae", role="accelerator")))
@@ -413,7 +414,7 @@ def main(argv=None):
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
     from .devices import parse_spec
     try:
-        kind, _, _ = parse_spec(args.device)
+        kind, _, name = parse_spec(args.device)
     except ValueError as e:
         ap.error(f"--device: {e}")
     try:
@@ -422,9 +423,10 @@ def main(argv=None):
     except ValueError as e:
         ap.error(str(e))
     modules = shipped_modules(family="gae", role="accelerator")
-    if args.backend != "cpu" and kind == "golden" and args.module not in modules:
-        ap.error(f"--module: module must be a shipped GAE accelerator configuration "
-                 f"({', '.join(modules)}), not {args.module!r}")
+    if args.backend != "cpu" and kind in ("golden", "sim") and (name or args.module) \
+            not in modules:
+        ap.error(f"--{'device' if name else 'module'}: module must be a shipped GAE accelerator "
+                 f"configuration ({', '.join(modules)}), not {name or args.module!r}")
     why = _check_env(args.env)
     if why:
         ap.error(why)

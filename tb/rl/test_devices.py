@@ -22,11 +22,13 @@ GOLDEN = {"gae": (GoldenDevice, GaeCoreConfig, "gae_accel_n8"),
 
 def test_parse_spec():
     assert parse_spec("golden") == ("golden", None, None)
+    assert parse_spec("sim") == ("sim", None, None)
+    assert parse_spec("sim:gae_accel_n64") == ("sim", None, "gae_accel_n64")
     assert parse_spec("pynq:/home/xilinx/gae.bit") == ("pynq", "/home/xilinx/gae.bit", None)
     assert parse_spec("pynq:gae.bit:gae_accel_1") == ("pynq", "gae.bit", "gae_accel_1")
     assert parse_spec("xrt:k.xclbin:learner_kernel_s4") == ("xrt", "k.xclbin",
                                                             "learner_kernel_s4")
-    for bad in ("", "board", "pynq", "pynq:", "cuda:x", "xrt::k", None):
+    for bad in ("", "board", "pynq", "pynq:", "cuda:x", "xrt::k", "sim:", "sim:a:b", None):
         with pytest.raises(ValueError, match="device spec"):
             parse_spec(bad)
 
@@ -123,3 +125,23 @@ def test_cli_refuses_bad_specs(capsys):
     with pytest.raises(SystemExit):
         dqn.main(["--replay-device", "xrt:"])
     assert "--replay-device: device spec must be" in capsys.readouterr().err
+
+
+def test_sim_spec_refuses_other_modules_before_building():
+    with pytest.raises(ValueError, match="module must be a shipped GAE accelerator"):
+        open_device("sim:gae_kernel_n8", "gae", "gae_accel_n8")
+
+
+@pytest.mark.slow
+def test_ppo_on_sim_device_equals_golden():
+    """One PPO iteration with GAE on the Verilated RTL of gae_accel_n8 (its build is shared
+    with tb/gae/test_accelerator_rtl.py) trains exactly as on the golden model."""
+    from sw.rl.ppo import PPOConfig, accelerator, train
+
+    cfg = PPOConfig(total_steps=1024, seed=0)
+    sim = accelerator("sim", "gae_accel_n8")
+    assert sim.name == "gae_accel_n8 (Verilated RTL)"
+    on_sim = train(cfg, sim, progress=False)
+    on_golden = train(cfg, accelerator("golden", "gae_accel_n8"), progress=False)
+    assert on_sim.episodes == on_golden.episodes and on_sim.episodes
+    assert sim.runs >= 1
