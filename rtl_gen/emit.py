@@ -20,6 +20,7 @@ from amaranth.lib import data, wiring
 from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
 from sw.timing import manifest_clock
+from sw.verilog_text import sim_safe
 
 __all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
            "shipped_table", "check_module_name", "VERILOG_KEYWORDS"]
@@ -94,8 +95,9 @@ def drop_zero_memory_init(text: str) -> str:
 
 def to_verilog(component, name: str) -> str:
     """Verilog of ``component`` as module ``name``: Amaranth's output without the all-zero
-    memory initialisers (:func:`drop_zero_memory_init`)."""
-    return drop_zero_memory_init(verilog.convert(component, name=name, emit_src=False))
+    memory initialisers (:func:`drop_zero_memory_init`), made to behave the same under
+    Verilog-2005 and SystemVerilog semantics (:func:`sw.verilog_text.sim_safe`)."""
+    return sim_safe(drop_zero_memory_init(verilog.convert(component, name=name, emit_src=False)))
 
 
 def manifest(block, config, component, module: str, verilog_text: str | None = None) -> dict:

@@ -6,6 +6,11 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -440,6 +445,11 @@ endmodule
 module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1314 , sync_target, sync_period, host_wdata, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count
 , status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [13:0] \$10 ;
   wire [15:0] \$100 ;
@@ -21375,6 +21385,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -25173,6 +25188,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -28971,6 +28991,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -32769,6 +32794,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -36567,6 +36597,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -40365,6 +40400,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -44163,6 +44203,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -47961,6 +48006,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -51759,6 +51809,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -55521,6 +55576,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -59283,6 +59343,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$13  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -63047,6 +63112,11 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
 , ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10383$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow
 , status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$14  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -64505,6 +64575,11 @@ endmodule
 module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
 , mem_addr, mem_re, mem_we, mem_enable, mem_rdata, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$15  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$100 ;

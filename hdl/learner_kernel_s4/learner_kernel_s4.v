@@ -6,6 +6,11 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 , interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, m_axi_gmem_awid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_awsize, m_axi_gmem_awburst, m_axi_gmem_awvalid, m_axi_gmem_wdata, m_axi_gmem_wstrb, m_axi_gmem_wlast, m_axi_gmem_wvalid, m_axi_gmem_bready, m_axi_gmem_arid
 , m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_arvalid, m_axi_gmem_rready, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire [64:0] \$1 ;
   wire [32:0] \$10 ;
   wire \$11 ;
@@ -673,6 +678,11 @@ endmodule
 module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_rdata, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
 , dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -997,6 +1007,11 @@ endmodule
 module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, host_we, start, batch_size, lr, \gamma$1314 , sync_target, sync_period, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count, status_fw_overflow, status_target_fw_overflow
 , status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [13:0] \$10 ;
   wire [15:0] \$100 ;
@@ -21932,6 +21947,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_bw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -25730,6 +25750,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_bw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -29528,6 +29553,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_fw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -33326,6 +33356,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_fw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -37124,6 +37159,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_fw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -40922,6 +40962,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_tfw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -44720,6 +44765,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_tfw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -48518,6 +48568,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_tfw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -52316,6 +52371,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_wa0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -56078,6 +56138,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_wa1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$13  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -59840,6 +59905,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_wa2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$14  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -63604,6 +63674,11 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 , dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir
 , s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10589$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$15  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -65551,6 +65626,11 @@ endmodule
 module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, mem_rdata, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$8602$0 , \port$8603$0 , \port$8604$0 , m_axi_gmem_wvalid, mem_re
 , mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$16  = 1'h1;
+`endif
+`endif
   wire [7:0] \$1 ;
   wire \$10 ;
   wire [16:0] \$100 ;
