@@ -6561,6 +6561,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   wire [63:0] wen_rewards;
   wire [63:0] wen_values;
   reg [63:0] mem_dones [1024:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 1024; i = i + 1) mem_dones[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$1286 [0])
       mem_dones[\$signature__addr$1284 ][7:0] <= \$signature__data$1285 [7:0];
@@ -6587,6 +6595,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   assign \$signature__data$32  = _0_;
   reg [511:0] mem_rewards [1024:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 1024; i = i + 1) mem_rewards[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$1211 [0])
       mem_rewards[\$signature__addr$1208 ][7:0] <= \$signature__data$1210 [7:0];
@@ -6725,6 +6741,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   assign \$signature__data  = _1_;
   reg [511:0] mem_values [1024:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 1024; i = i + 1) mem_values[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$1282 [0])
       mem_values[\$signature__addr$1280 ][7:0] <= \$signature__data$1281 [7:0];

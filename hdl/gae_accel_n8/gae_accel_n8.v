@@ -1463,6 +1463,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [7:0] wen_rewards;
   wire [7:0] wen_values;
   reg [7:0] mem_dones [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_dones[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$221 )
       mem_dones[\$signature__addr$219 ] <= \$signature__data$220 ;
@@ -1475,6 +1483,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   assign \$signature__data$31  = _0_;
   reg [63:0] mem_rewards [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_rewards[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$202 [0])
       mem_rewards[\$signature__addr$199 ][7:0] <= \$signature__data$201 [7:0];
@@ -1501,6 +1517,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   assign \$signature__data  = _1_;
   reg [63:0] mem_values [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_values[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$217 [0])
       mem_values[\$signature__addr$215 ][7:0] <= \$signature__data$216 [7:0];

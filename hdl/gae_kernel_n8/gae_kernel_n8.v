@@ -2025,6 +2025,14 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
   wire [7:0] wen_rewards;
   wire [7:0] wen_values;
   reg [7:0] mem_dones [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_dones[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$221 )
       mem_dones[\$signature__addr$219 ] <= \$signature__data$220 ;
@@ -2037,6 +2045,14 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
   end
   assign \$signature__data$31  = _0_;
   reg [63:0] mem_rewards [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_rewards[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$202 [0])
       mem_rewards[\$signature__addr$199 ][7:0] <= \$signature__data$201 [7:0];
@@ -2063,6 +2079,14 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
   end
   assign \$signature__data  = _1_;
   reg [63:0] mem_values [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_values[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$217 [0])
       mem_values[\$signature__addr$215 ][7:0] <= \$signature__data$216 [7:0];
@@ -13469,6 +13493,14 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
   reg [514:0] wbuf [3:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 3; i = i + 1) wbuf[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (bw__en)
       wbuf[bw__addr] <= { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };

@@ -6180,6 +6180,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [15:0] wu2_w6_2 = 16'h0000;
   reg [15:0] wu2_w6_3 = 16'h0000;
   reg [255:0] mem_delta0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_delta0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$723 [0])
       mem_delta0[\wp__addr$724 ][63:0] <= \wp__data$726 [63:0];
@@ -6198,6 +6206,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$604  = _0_;
   reg [255:0] mem_delta1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_delta1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$739 [0])
       mem_delta1[\wp__addr$740 ][63:0] <= \wp__data$742 [63:0];
@@ -6221,6 +6237,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1120  = _1_;
   assign \$signature__data$605  = _2_;
   reg [255:0] mem_delta2 [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_delta2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$754 [0])
       mem_delta2[\wp__addr$755 ][63:0] <= \wp__data$757 [63:0];
@@ -6244,6 +6268,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1164  = _3_;
   assign \$signature__data$606  = _4_;
   reg [511:0] mem_grad0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_grad0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$822 [0])
       mem_grad0[\wp__addr$823 ][127:0] <= \wp__data$825 [127:0];
@@ -6267,6 +6299,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1213  = _5_;
   assign \$signature__data$613  = _6_;
   reg [511:0] mem_grad1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_4
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_grad1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$834 [0])
       mem_grad1[\wp__addr$835 ][127:0] <= \wp__data$837 [127:0];
@@ -6290,6 +6330,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1251  = _7_;
   assign \$signature__data$614  = _8_;
   reg [511:0] mem_grad2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_grad2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$845 [0])
       mem_grad2[\wp__addr$846 ][127:0] <= \wp__data$848 [127:0];
@@ -6313,6 +6361,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1288  = _9_;
   assign \$signature__data$615  = _10_;
   reg [255:0] mem_h0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_6
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_h0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$650 [0])
       mem_h0[\wp__addr$651 ][63:0] <= \wp__data$653 [63:0];
@@ -6336,6 +6392,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1119  = _11_;
   assign \$signature__data$599  = _12_;
   reg [255:0] mem_h1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_7
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_h1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$666 [0])
       mem_h1[\wp__addr$667 ][63:0] <= \wp__data$669 [63:0];
@@ -6359,6 +6423,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1163  = _13_;
   assign \$signature__data$600  = _14_;
   reg [15:0] mem_mask0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_8
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_mask0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$856 [0])
       mem_mask0[\wp__addr$857 ][3:0] <= \wp__data$858 [3:0];
@@ -6377,6 +6449,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$727  = _15_;
   reg [15:0] mem_mask1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_9
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_mask1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$865 [0])
       mem_mask1[\wp__addr$866 ][3:0] <= \wp__data$867 [3:0];
@@ -6395,6 +6475,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$743  = _16_;
   reg [255:0] mem_next_obs [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_10
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_next_obs[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$632 [0])
       mem_next_obs[\wp__addr$633 ][7:0] <= \wp__data$634 [7:0];
@@ -6469,6 +6557,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$597  = _17_;
   reg [255:0] mem_obs [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_11
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_obs[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wp__en[0])
       mem_obs[wp__addr][7:0] <= wp__data[7:0];
@@ -6548,6 +6644,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1077  = _18_;
   assign \$signature__data$595  = _19_;
   reg [255:0] mem_q [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_12
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_q[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$677 [0])
       mem_q[\wp__addr$678 ][63:0] <= \wp__data$680 [63:0];
@@ -6566,6 +6670,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$601  = _20_;
   reg [71:0] mem_samples [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_13
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_samples[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$639 [0])
       mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
@@ -6594,6 +6706,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$598  = _21_;
   reg [255:0] mem_th0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_14
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_th0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$689 [0])
       mem_th0[\wp__addr$690 ][63:0] <= \wp__data$692 [63:0];
@@ -6612,6 +6732,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$602  = _22_;
   reg [255:0] mem_th1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_15
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_th1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$701 [0])
       mem_th1[\wp__addr$702 ][63:0] <= \wp__data$704 [63:0];
@@ -6630,6 +6758,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$603  = _23_;
   reg [255:0] mem_tq [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_16
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_tq[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$711 [0])
       mem_tq[\wp__addr$712 ][63:0] <= \wp__data$714 [63:0];
@@ -6648,6 +6784,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data  = _24_;
   reg [255:0] mem_tw0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_17
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_tw0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$801 [0])
       mem_tw0[\wp__addr$802 ][7:0] <= \wp__data$803 [7:0];
@@ -6722,6 +6866,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$610  = _25_;
   reg [255:0] mem_tw1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_18
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_tw1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$807 [0])
       mem_tw1[\wp__addr$808 ][7:0] <= \wp__data$809 [7:0];
@@ -6796,6 +6948,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$611  = _26_;
   reg [255:0] mem_tw2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_19
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_tw2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$812 [0])
       mem_tw2[\wp__addr$813 ][7:0] <= \wp__data$814 [7:0];
@@ -6870,6 +7030,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$612  = _27_;
   reg [255:0] mem_w0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_20
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_w0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$763 [0])
       mem_w0[\wp__addr$764 ][7:0] <= \wp__data$766 [7:0];
@@ -6944,6 +7112,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$607  = _28_;
   reg [255:0] mem_w1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_21
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_w1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$777 [0])
       mem_w1[\wp__addr$778 ][7:0] <= \wp__data$780 [7:0];
@@ -7023,6 +7199,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1061  = _29_;
   assign \$signature__data$608  = _30_;
   reg [255:0] mem_w2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_22
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_w2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$790 [0])
       mem_w2[\wp__addr$791 ][7:0] <= \wp__data$793 [7:0];

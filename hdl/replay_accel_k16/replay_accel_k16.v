@@ -787,6 +787,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   output [15:0] \write_pointer$88 ;
   wire [15:0] \write_pointer$88 ;
   reg [15:0] buf_idx_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_idx_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$10 [0])
       buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
@@ -801,6 +809,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$34  = _0_;
   reg [15:0] buf_idx_out [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_idx_out[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$26 [0])
       buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
@@ -815,6 +831,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$37  = _1_;
   reg [39:0] buf_prio_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_prio_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$16 [0])
       buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
@@ -835,6 +859,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$35  = _2_;
   reg [31:0] buf_prio_out [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_prio_out[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$31 [0])
       buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
@@ -853,6 +885,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$38  = _3_;
   reg [31:0] buf_target_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_4
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_target_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$21 [0])
       buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
@@ -5197,6 +5237,14 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap
   wire [639:0] wr_data;
   wire wr_en;
   reg [639:0] mem [15:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 15; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en)
       mem[wport__addr] <= wport__data;
@@ -6210,6 +6258,14 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap
   wire [575:0] wr_data;
   wire wr_en;
   reg [575:0] mem [255:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_6
+    integer i;
+    for (i = 0; i <= 255; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en)
       mem[wport__addr] <= wport__data;
@@ -7250,6 +7306,14 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [511:0] wr_data;
   wire [15:0] wr_en;
   reg [511:0] mem [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_7
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en[0])
       mem[wport__addr][31:0] <= wport__data[31:0];
@@ -8097,6 +8161,14 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
   wire w_port__en;
   wire w_rdy;
   reg [68:0] storage [18:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_8
+    integer i;
+    for (i = 0; i <= 18; i = i + 1) storage[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
