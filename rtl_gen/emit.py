@@ -20,6 +20,7 @@ from tqdm import tqdm
 from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
 from sw.timing import manifest_clock
+from sw.verilog_text import sim_safe
 
 from .convert import convert
 
@@ -98,8 +99,9 @@ def to_verilog(component, name: str, *, progress=None) -> str:
     """Verilog of ``component`` as module ``name``: Amaranth's output without the all-zero
     memory initialisers (:func:`drop_zero_memory_init`), in time and memory linear in the size
     of the design (:func:`rtl_gen.convert.convert` leaves those initialisers out before Yosys
-    rather than after). ``progress``: a tqdm bar, advanced twice (see there)."""
-    return convert(component, name, progress=progress)
+    rather than after), made to behave the same under Verilog-2005 and SystemVerilog semantics
+    (:func:`sw.verilog_text.sim_safe`). ``progress``: a tqdm bar, advanced twice (see there)."""
+    return sim_safe(convert(component, name, progress=progress))
 
 
 def manifest(block, config, component, module: str, verilog_text: str | None = None) -> dict:

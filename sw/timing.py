@@ -16,6 +16,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from .verilog_text import synthesis_text
+
 __all__ = ["TARGET_MHZ", "HDL", "TIMING_JSON", "verilog_sha256", "load_timing", "entry",
            "status", "clock_mhz", "manifest_clock", "stale_modules"]
 
@@ -28,8 +30,10 @@ TIMING_JSON = HDL / "timing.json"
 
 
 def verilog_sha256(text: str) -> str:
-    """SHA-256 (hex) of a Verilog text: the key that ties a timing entry to its Verilog."""
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 (hex) of what synthesis reads of a Verilog text
+    (:func:`sw.verilog_text.synthesis_text`: without the simulation-only time-0 wake-ups): the
+    key that ties a timing entry to its Verilog."""
+    return hashlib.sha256(synthesis_text(text).encode()).hexdigest()
 
 
 @lru_cache(maxsize=4)

@@ -10,10 +10,20 @@ the start / wait-for-interrupt handshake. Tests subclass it with their block's l
 checking code.
 """
 
-__all__ = ["AxiHost", "CLOCK_NS"]
+__all__ = ["AxiHost", "CLOCK_NS", "hold_in_reset"]
 
 #: Clock period of every accelerator test (250 MHz).
 CLOCK_NS = 4
+
+
+def hold_in_reset(dut):
+    """Before the clock starts and before the bus models are built: ``ap_rst_n`` low. The
+    cocotbext-axi models drive their valids to 0 when built and wait for the end of the reset,
+    and the clock starts low (``start_high=False``), so no simulator sees a first edge, or the
+    DUT's outputs, before its registers have their reset values (a 4-state simulator such as
+    Icarus shows those as X). A plain write, not ``Immediate``: under Icarus an immediate
+    write here leaves a later mid-run reset without effect on the shell's state."""
+    dut.ap_rst_n.value = 0
 
 
 class AxiHost:
@@ -42,8 +52,13 @@ class AxiHost:
         from cocotb.clock import Clock
         from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster, AxiRam
 
+        from cocotb_util import start_trace
+
         dut = self.dut
-        cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns", impl="gpi").start())
+        hold_in_reset(dut)
+        cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns", impl="gpi").start(
+            start_high=False))
+        start_trace(dut, dut.ap_clk)
         self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
                                  dut.ap_rst_n, reset_active_level=False)
         sides = [self.ctl.write_if, self.ctl.read_if]

@@ -17,11 +17,14 @@ import hashlib
 import json
 import os
 import random
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 MANIFEST_ENV = "RLK_MANIFEST"
+#: Environment variable naming the file :func:`start_trace` appends the output trace to.
+TRACE_ENV = "RLK_TRACE"
 
 
 # -- pytest side ----------------------------------------------------------------------------------
@@ -57,23 +60,34 @@ def _test_module(test_file) -> tuple[str, Path]:
     return ".".join(parts), root
 
 
-def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None):
+def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None,
+              simulator="verilator", extra_env=None):
     """Emit, build (cached per configuration, :func:`sw.driver.sim_process.build_sim`: the
     builds :func:`~sw.driver.sim_process.open_sim` uses) and run the cocotb tests in
-    ``test_file``."""
+    ``test_file`` under ``simulator``: ``"verilator"`` (the project's simulator) or ``"icarus"``
+    (Icarus Verilog with ``-g2012``, SystemVerilog semantics: the second simulator that checks
+    the emitted Verilog does not depend on Verilator's 2-state, time-0 behaviour)."""
     from cocotb_tools.runner import get_runner
 
     from sw.driver.sim_process import build_sim
 
+    if simulator not in ("verilator", "icarus"):
+        raise ValueError(f"simulator must be 'verilator' or 'icarus', not {simulator!r}")
     build_dir, manifest = build_sim(block, params, cache_dir=ROOT / "build" / "sim")
     src_dir = build_dir / "src"
-    runner = get_runner("verilator")
-    _fix_verilator_pch()
+    runner = get_runner(simulator)
+    if simulator == "verilator":
+        _fix_verilator_pch()
+    else:
+        build_dir = build_dir / "icarus"
+        runner.build(sources=[src_dir / manifest["verilog"]], hdl_toplevel=manifest["module"],
+                     build_dir=build_dir, build_args=["-g2012"], timescale=("1ns", "1ps"))
     test_module, test_dir = _test_module(test_file)
     env = {
         MANIFEST_ENV: str(src_dir / f"{manifest['module']}.json"),
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tb"),
                                        os.environ.get("PYTHONPATH", "")]),
+        **(extra_env or {}),
     }
     runner.test(
         test_module=test_module,
@@ -145,6 +159,56 @@ def load_manifest() -> dict:
     return json.loads(Path(os.environ[MANIFEST_ENV]).read_text())
 
 
+def start_trace(dut, clk):
+    """If ``$RLK_TRACE`` names a file, record every output port of the top level (from the
+    manifest's port table) once per cycle, at the falling edge of ``clk`` after the signals
+    settle, and append a line ``<time ns> <port>=<value> ...`` to the file whenever any of them
+    changed (each cocotb test starts its own monitor; sim time runs on across tests). Two simulators that run the same cocotb tests with the same seed must write
+    the same file (:func:`compare_traces`); X and Z are written as such."""
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    import cocotb
+    from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+    from cocotb.utils import get_sim_time
+
+    names = [p["name"] for p in load_manifest()["ports"] if p["dir"] == "output"]
+    handles = [getattr(dut, n) for n in names]
+    # A payload is defined only while its valid is high (a stream's ``<p>__payload``; an AXI
+    # slave's R and B channel fields): written as "-" otherwise, since an idle pipeline
+    # register holds X in a 4-state simulator and 0 in Verilator.
+    qualifier = {}
+    for i, n in enumerate(names):
+        if n.endswith("__payload"):
+            valid = n[:-len("payload")] + "valid"
+        elif re.search(r"_(rdata|rresp|rid|rlast|ruser|bresp|bid|buser)$", n):
+            valid = re.sub(r"_([rb])[a-z]+$", r"_\1valid", n)
+        else:
+            continue
+        if valid in names:
+            qualifier[i] = names.index(valid)
+
+    async def monitor():
+        last = None
+        # From the first rising edge: 4-state simulators see the clock's X -> 0 at time 0 as a
+        # falling edge, Verilator does not.
+        await RisingEdge(clk)
+        with open(path, "a") as f:
+            while True:
+                await FallingEdge(clk)
+                await ReadOnly()
+                raw = [str(h.value) for h in handles]
+                now = tuple("-" if i in qualifier and raw[qualifier[i]] != "1" else v
+                            for i, v in enumerate(raw))
+                if now != last:
+                    t = get_sim_time("ns")
+                    f.write(f"{t:.0f} " + " ".join(
+                        f"{n}={v}" for n, v in zip(names, now)) + "\n")
+                    last = now
+
+    cocotb.start_soon(monitor())
+
+
 class StreamTB:
     """Clock, reset and a combined source/sink for a one-in, one-out stream component.
 
@@ -169,7 +233,13 @@ class StreamTB:
         import cocotb
         from cocotb.clock import Clock
 
-        cocotb.start_soon(Clock(self.dut.clk, self.period_ns, unit="ns", impl="gpi").start())
+        self.i_valid.value = 0
+        self.i_payload.value = 0
+        self.o_ready.value = 0
+        self.dut.rst.value = 1
+        cocotb.start_soon(Clock(self.dut.clk, self.period_ns, unit="ns", impl="gpi").start(
+            start_high=False))
+        start_trace(self.dut, self.dut.clk)
         await self.reset()
 
     async def reset(self):
@@ -184,7 +254,7 @@ class StreamTB:
 
     async def run(self, words, *, idle=0.0, stall=0.0, rng=None, max_cycles=None):
         """Send ``words`` (ints), collect as many outputs. Returns (outputs, in_cycles, out_cycles)."""
-        from cocotb.triggers import FallingEdge, ReadOnly
+        from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
         rng = rng or random.Random(0)
         n = len(words)

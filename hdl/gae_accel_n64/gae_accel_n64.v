@@ -6,6 +6,11 @@ module gae_accel_n64(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -434,6 +439,11 @@ endmodule
 module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start, num_timesteps, num_trajectories, \gamma$1303 , \gamma_lambda$1304 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, host_rdata, cycles
 , ready, done, error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire [14:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$100 ;
@@ -6551,6 +6561,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   wire [63:0] wen_rewards;
   wire [63:0] wen_values;
   reg [63:0] mem_dones [1024:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 1024; i = i + 1) mem_dones[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$1286 [0])
       mem_dones[\$signature__addr$1284 ][7:0] <= \$signature__data$1285 [7:0];
@@ -6577,6 +6595,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   assign \$signature__data$32  = _0_;
   reg [511:0] mem_rewards [1024:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 1024; i = i + 1) mem_rewards[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$1211 [0])
       mem_rewards[\$signature__addr$1208 ][7:0] <= \$signature__data$1210 [7:0];
@@ -6715,6 +6741,14 @@ module \gae_accel_n64.core (rst, host_addr, host_re, host_we, host_enable, start
   end
   assign \$signature__data  = _1_;
   reg [511:0] mem_values [1024:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 1024; i = i + 1) mem_values[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$1282 [0])
       mem_values[\$signature__addr$1280 ][7:0] <= \$signature__data$1281 [7:0];
@@ -17057,6 +17091,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -17884,6 +17923,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -18710,6 +18754,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe10 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -19536,6 +19585,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe11 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -20362,6 +20416,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe12 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -21188,6 +21247,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe13 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -22014,6 +22078,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe14 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -22840,6 +22909,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe15 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -23666,6 +23740,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe16 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -24492,6 +24571,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe17 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -25318,6 +25402,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe18 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$13  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -26144,6 +26233,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe19 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$14  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -26970,6 +27064,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$15  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -27796,6 +27895,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe20 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$16  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -28622,6 +28726,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe21 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$17  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -29448,6 +29557,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe22 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$18  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -30274,6 +30388,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe23 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$19  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -31100,6 +31219,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe24 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$20  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -31926,6 +32050,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe25 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$21  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -32752,6 +32881,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe26 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$22  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -33578,6 +33712,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe27 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$23  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -34404,6 +34543,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe28 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$24  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -35230,6 +35374,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe29 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$25  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -36056,6 +36205,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$26  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$26  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -36882,6 +37036,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe30 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$27  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$27  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -37708,6 +37867,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe31 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$28  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$28  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -38534,6 +38698,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe32 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$29  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$29  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -39360,6 +39529,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe33 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$30  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$30  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -40186,6 +40360,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe34 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$31  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$31  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -41012,6 +41191,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe35 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$32  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$32  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -41838,6 +42022,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe36 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$33  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$33  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -42664,6 +42853,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe37 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$34  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$34  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -43490,6 +43684,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe38 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$35  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$35  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -44316,6 +44515,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe39 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$36  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$36  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -45142,6 +45346,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$37  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$37  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -45968,6 +46177,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe40 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$38  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$38  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -46794,6 +47008,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe41 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$39  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$39  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -47620,6 +47839,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe42 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$40  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$40  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -48446,6 +48670,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe43 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$41  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$41  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -49272,6 +49501,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe44 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$42  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$42  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -50098,6 +50332,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe45 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$43  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$43  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -50924,6 +51163,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe46 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$44  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$44  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -51750,6 +51994,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe47 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$45  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$45  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -52576,6 +52825,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe48 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$46  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$46  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -53402,6 +53656,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe49 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$47  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$47  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -54228,6 +54487,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$48  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$48  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -55054,6 +55318,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe50 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$49  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$49  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -55880,6 +56149,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe51 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$50  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$50  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -56706,6 +56980,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe52 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$51  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$51  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -57532,6 +57811,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe53 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$52  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$52  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -58358,6 +58642,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe54 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$53  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$53  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -59184,6 +59473,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe55 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$54  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$54  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -60010,6 +60304,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe56 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$55  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$55  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -60836,6 +61135,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe57 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$56  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$56  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -61662,6 +61966,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe58 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$57  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$57  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -62488,6 +62797,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe59 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$58  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$58  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -63314,6 +63628,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$59  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$59  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -64140,6 +64459,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe60 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$60  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$60  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -64966,6 +65290,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe61 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$61  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$61  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -65792,6 +66121,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe62 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$62  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$62  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -66618,6 +66952,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe63 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$63  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$63  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -67444,6 +67783,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$64  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$64  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -68270,6 +68614,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe8 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$65  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$65  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -69096,6 +69445,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n64.core.pe9 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$66  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$66  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -69924,6 +70278,11 @@ module \gae_accel_n64.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_co
 , ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow
 , status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$67  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$67  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -71514,6 +71873,11 @@ endmodule
 module \gae_accel_n64.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
 , mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$68  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$68  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [18:0] \$100 ;

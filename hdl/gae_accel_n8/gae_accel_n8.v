@@ -6,6 +6,11 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -434,6 +439,11 @@ endmodule
 module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start, num_timesteps, num_trajectories, \gamma$238 , \gamma_lambda$239 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, host_rdata, cycles
 , ready, done, error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire [16:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -1453,6 +1463,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [7:0] wen_rewards;
   wire [7:0] wen_values;
   reg [7:0] mem_dones [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_dones[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$221 )
       mem_dones[\$signature__addr$219 ] <= \$signature__data$220 ;
@@ -1465,6 +1483,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   assign \$signature__data$31  = _0_;
   reg [63:0] mem_rewards [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_rewards[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$202 [0])
       mem_rewards[\$signature__addr$199 ][7:0] <= \$signature__data$201 [7:0];
@@ -1491,6 +1517,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   assign \$signature__data  = _1_;
   reg [63:0] mem_values [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_values[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$217 [0])
       mem_values[\$signature__addr$215 ][7:0] <= \$signature__data$216 [7:0];
@@ -3797,6 +3831,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -4624,6 +4663,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -5450,6 +5494,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -6276,6 +6325,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -7102,6 +7156,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -7928,6 +7987,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -8754,6 +8818,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -9580,6 +9649,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -10408,6 +10482,11 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
 , ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow
 , status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -11998,6 +12077,11 @@ endmodule
 module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
 , mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [19:0] \$100 ;

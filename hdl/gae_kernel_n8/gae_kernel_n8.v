@@ -6,6 +6,11 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
 , interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, m_axi_gmem_awid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_awsize, m_axi_gmem_awburst, m_axi_gmem_awvalid, m_axi_gmem_wdata, m_axi_gmem_wstrb, m_axi_gmem_wlast, m_axi_gmem_wvalid, m_axi_gmem_bready, m_axi_gmem_arid
 , m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_arvalid, m_axi_gmem_rready, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire [64:0] \$1 ;
   wire [32:0] \$10 ;
   wire \$11 ;
@@ -673,6 +678,11 @@ endmodule
 module \gae_kernel_n8.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_rdata, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -991,6 +1001,11 @@ endmodule
 module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num_timesteps, num_trajectories, \gamma$238 , \gamma_lambda$239 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_rdata, cycles, ready, done
 , error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire [16:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -2010,6 +2025,14 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
   wire [7:0] wen_rewards;
   wire [7:0] wen_values;
   reg [7:0] mem_dones [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_dones[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$221 )
       mem_dones[\$signature__addr$219 ] <= \$signature__data$220 ;
@@ -2022,6 +2045,14 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
   end
   assign \$signature__data$31  = _0_;
   reg [63:0] mem_rewards [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_rewards[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$202 [0])
       mem_rewards[\$signature__addr$199 ][7:0] <= \$signature__data$201 [7:0];
@@ -2048,6 +2079,14 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
   end
   assign \$signature__data  = _1_;
   reg [63:0] mem_values [8199:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 8199; i = i + 1) mem_values[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$217 [0])
       mem_values[\$signature__addr$215 ][7:0] <= \$signature__data$216 [7:0];
@@ -4354,6 +4393,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -5181,6 +5225,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -6007,6 +6056,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -6833,6 +6887,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -7659,6 +7718,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -8485,6 +8549,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -9311,6 +9380,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -10137,6 +10211,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [33:0] \$10 ;
   wire [34:0] \$11 ;
@@ -10965,6 +11044,11 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
 , dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale
 , rtg_offset, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -13044,6 +13128,11 @@ endmodule
 module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2066$0 , \port$2067$0 , \port$2068$0 , m_axi_gmem_wvalid, mem_re, mem_we
 , dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$13  = 1'h1;
+`endif
+`endif
   wire [7:0] \$1 ;
   wire \$10 ;
   wire [16:0] \$100 ;
@@ -13404,6 +13493,14 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
   reg [514:0] wbuf [3:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 3; i = i + 1) wbuf[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (bw__en)
       wbuf[bw__addr] <= { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };

@@ -4,6 +4,11 @@
 (* generator = "Amaranth" *)
 module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__ready, o__payload, o__valid, overflow, i__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [62:0] \$10 ;
   wire [48:0] \$11 ;

@@ -6,6 +6,11 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -440,6 +445,11 @@ endmodule
 module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable, host_rdata, start, batch_size, lr, \gamma$1319 , sync_target, sync_period, host_wdata, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count
 , status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [13:0] \$10 ;
   wire [15:0] \$100 ;
@@ -6187,6 +6197,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   reg [15:0] wu2_w6_2 = 16'h0000;
   reg [15:0] wu2_w6_3 = 16'h0000;
   reg [255:0] mem_delta0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_delta0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$723 [0])
       mem_delta0[\wp__addr$724 ][63:0] <= \wp__data$726 [63:0];
@@ -6205,6 +6223,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$604  = _0_;
   reg [255:0] mem_delta1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_delta1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$739 [0])
       mem_delta1[\wp__addr$740 ][63:0] <= \wp__data$742 [63:0];
@@ -6228,6 +6254,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1125  = _1_;
   assign \$signature__data$605  = _2_;
   reg [255:0] mem_delta2 [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_delta2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$754 [0])
       mem_delta2[\wp__addr$755 ][63:0] <= \wp__data$757 [63:0];
@@ -6251,6 +6285,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1169  = _3_;
   assign \$signature__data$606  = _4_;
   reg [511:0] mem_grad0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_grad0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$822 [0])
       mem_grad0[\wp__addr$823 ][127:0] <= \wp__data$825 [127:0];
@@ -6274,6 +6316,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1218  = _5_;
   assign \$signature__data$613  = _6_;
   reg [511:0] mem_grad1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_4
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_grad1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$834 [0])
       mem_grad1[\wp__addr$835 ][127:0] <= \wp__data$837 [127:0];
@@ -6297,6 +6347,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1256  = _7_;
   assign \$signature__data$614  = _8_;
   reg [511:0] mem_grad2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_grad2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$845 [0])
       mem_grad2[\wp__addr$846 ][127:0] <= \wp__data$848 [127:0];
@@ -6320,6 +6378,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1293  = _9_;
   assign \$signature__data$615  = _10_;
   reg [255:0] mem_h0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_6
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_h0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$650 [0])
       mem_h0[\wp__addr$651 ][63:0] <= \wp__data$653 [63:0];
@@ -6343,6 +6409,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1124  = _11_;
   assign \$signature__data$599  = _12_;
   reg [255:0] mem_h1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_7
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_h1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$666 [0])
       mem_h1[\wp__addr$667 ][63:0] <= \wp__data$669 [63:0];
@@ -6366,6 +6440,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1168  = _13_;
   assign \$signature__data$600  = _14_;
   reg [15:0] mem_mask0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_8
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_mask0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$856 [0])
       mem_mask0[\wp__addr$857 ][3:0] <= \wp__data$858 [3:0];
@@ -6384,6 +6466,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$727  = _15_;
   reg [15:0] mem_mask1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_9
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_mask1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$865 [0])
       mem_mask1[\wp__addr$866 ][3:0] <= \wp__data$867 [3:0];
@@ -6402,6 +6492,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$743  = _16_;
   reg [255:0] mem_next_obs [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_10
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_next_obs[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$632 [0])
       mem_next_obs[\wp__addr$633 ][7:0] <= \wp__data$634 [7:0];
@@ -6476,6 +6574,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$597  = _17_;
   reg [255:0] mem_obs [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_11
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_obs[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wp__en[0])
       mem_obs[wp__addr][7:0] <= wp__data[7:0];
@@ -6555,6 +6661,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1082  = _18_;
   assign \$signature__data$595  = _19_;
   reg [255:0] mem_q [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_12
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_q[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$677 [0])
       mem_q[\wp__addr$678 ][63:0] <= \wp__data$680 [63:0];
@@ -6573,6 +6687,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$601  = _20_;
   reg [143:0] mem_samples [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_13
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_samples[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$639 [0])
       mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
@@ -6619,6 +6741,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$598  = _21_;
   reg [255:0] mem_th0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_14
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_th0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$689 [0])
       mem_th0[\wp__addr$690 ][63:0] <= \wp__data$692 [63:0];
@@ -6637,6 +6767,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$602  = _22_;
   reg [255:0] mem_th1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_15
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_th1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$701 [0])
       mem_th1[\wp__addr$702 ][63:0] <= \wp__data$704 [63:0];
@@ -6655,6 +6793,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$603  = _23_;
   reg [255:0] mem_tq [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_16
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_tq[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$711 [0])
       mem_tq[\wp__addr$712 ][63:0] <= \wp__data$714 [63:0];
@@ -6673,6 +6819,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data  = _24_;
   reg [255:0] mem_tw0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_17
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_tw0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$801 [0])
       mem_tw0[\wp__addr$802 ][7:0] <= \wp__data$803 [7:0];
@@ -6747,6 +6901,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$610  = _25_;
   reg [255:0] mem_tw1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_18
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_tw1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$807 [0])
       mem_tw1[\wp__addr$808 ][7:0] <= \wp__data$809 [7:0];
@@ -6821,6 +6983,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$611  = _26_;
   reg [255:0] mem_tw2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_19
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_tw2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$812 [0])
       mem_tw2[\wp__addr$813 ][7:0] <= \wp__data$814 [7:0];
@@ -6895,6 +7065,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$612  = _27_;
   reg [255:0] mem_w0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_20
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_w0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$763 [0])
       mem_w0[\wp__addr$764 ][7:0] <= \wp__data$766 [7:0];
@@ -6969,6 +7147,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   end
   assign \$signature__data$607  = _28_;
   reg [255:0] mem_w1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_21
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_w1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$777 [0])
       mem_w1[\wp__addr$778 ][7:0] <= \wp__data$780 [7:0];
@@ -7048,6 +7234,14 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
   assign \$signature__data$1066  = _29_;
   assign \$signature__data$608  = _30_;
   reg [255:0] mem_w2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_22
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_w2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$790 [0])
       mem_w2[\wp__addr$791 ][7:0] <= \wp__data$793 [7:0];
@@ -21462,6 +21656,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_bw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -25260,6 +25459,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_bw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -29058,6 +29262,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_fw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -32856,6 +33065,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_fw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -36654,6 +36868,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_fw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -40452,6 +40671,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_tfw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -44250,6 +44474,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_tfw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -48048,6 +48277,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_tfw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -51846,6 +52080,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_wa0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -55608,6 +55847,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_wa1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -59370,6 +59614,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_cartpole_s4.core.tu_wa2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$13  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -63134,6 +63383,11 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
 , ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10397$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow
 , status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$14  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -64592,6 +64846,11 @@ endmodule
 module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
 , mem_addr, mem_re, mem_we, mem_enable, mem_rdata, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$15  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$100 ;

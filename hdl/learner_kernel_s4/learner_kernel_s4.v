@@ -6,6 +6,11 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 , interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, m_axi_gmem_awid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_awsize, m_axi_gmem_awburst, m_axi_gmem_awvalid, m_axi_gmem_wdata, m_axi_gmem_wstrb, m_axi_gmem_wlast, m_axi_gmem_wvalid, m_axi_gmem_bready, m_axi_gmem_arid
 , m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_arvalid, m_axi_gmem_rready, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire [64:0] \$1 ;
   wire [32:0] \$10 ;
   wire \$11 ;
@@ -673,6 +678,11 @@ endmodule
 module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_rdata, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
 , dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -997,6 +1007,11 @@ endmodule
 module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, host_we, start, batch_size, lr, \gamma$1319 , sync_target, sync_period, cycles, ready, done, loss_acc, status_target_synced, error, busy, sync_count, status_fw_overflow, status_target_fw_overflow
 , status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [13:0] \$10 ;
   wire [15:0] \$100 ;
@@ -6744,6 +6759,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   reg [15:0] wu2_w6_2 = 16'h0000;
   reg [15:0] wu2_w6_3 = 16'h0000;
   reg [255:0] mem_delta0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_delta0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$723 [0])
       mem_delta0[\wp__addr$724 ][63:0] <= \wp__data$726 [63:0];
@@ -6762,6 +6785,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$604  = _0_;
   reg [255:0] mem_delta1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_delta1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$739 [0])
       mem_delta1[\wp__addr$740 ][63:0] <= \wp__data$742 [63:0];
@@ -6785,6 +6816,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1125  = _1_;
   assign \$signature__data$605  = _2_;
   reg [255:0] mem_delta2 [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_delta2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$754 [0])
       mem_delta2[\wp__addr$755 ][63:0] <= \wp__data$757 [63:0];
@@ -6808,6 +6847,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1169  = _3_;
   assign \$signature__data$606  = _4_;
   reg [511:0] mem_grad0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_grad0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$822 [0])
       mem_grad0[\wp__addr$823 ][127:0] <= \wp__data$825 [127:0];
@@ -6831,6 +6878,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1218  = _5_;
   assign \$signature__data$613  = _6_;
   reg [511:0] mem_grad1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_4
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_grad1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$834 [0])
       mem_grad1[\wp__addr$835 ][127:0] <= \wp__data$837 [127:0];
@@ -6854,6 +6909,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1256  = _7_;
   assign \$signature__data$614  = _8_;
   reg [511:0] mem_grad2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_grad2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$845 [0])
       mem_grad2[\wp__addr$846 ][127:0] <= \wp__data$848 [127:0];
@@ -6877,6 +6940,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1293  = _9_;
   assign \$signature__data$615  = _10_;
   reg [255:0] mem_h0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_6
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_h0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$650 [0])
       mem_h0[\wp__addr$651 ][63:0] <= \wp__data$653 [63:0];
@@ -6900,6 +6971,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1124  = _11_;
   assign \$signature__data$599  = _12_;
   reg [255:0] mem_h1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_7
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_h1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$666 [0])
       mem_h1[\wp__addr$667 ][63:0] <= \wp__data$669 [63:0];
@@ -6923,6 +7002,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1168  = _13_;
   assign \$signature__data$600  = _14_;
   reg [15:0] mem_mask0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_8
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_mask0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$856 [0])
       mem_mask0[\wp__addr$857 ][3:0] <= \wp__data$858 [3:0];
@@ -6941,6 +7028,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$727  = _15_;
   reg [15:0] mem_mask1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_9
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_mask1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$865 [0])
       mem_mask1[\wp__addr$866 ][3:0] <= \wp__data$867 [3:0];
@@ -6959,6 +7054,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$743  = _16_;
   reg [255:0] mem_next_obs [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_10
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_next_obs[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$632 [0])
       mem_next_obs[\wp__addr$633 ][7:0] <= \wp__data$634 [7:0];
@@ -7033,6 +7136,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$597  = _17_;
   reg [255:0] mem_obs [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_11
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_obs[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wp__en[0])
       mem_obs[wp__addr][7:0] <= wp__data[7:0];
@@ -7112,6 +7223,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1082  = _18_;
   assign \$signature__data$595  = _19_;
   reg [255:0] mem_q [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_12
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_q[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$677 [0])
       mem_q[\wp__addr$678 ][63:0] <= \wp__data$680 [63:0];
@@ -7130,6 +7249,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$601  = _20_;
   reg [143:0] mem_samples [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_13
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_samples[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$639 [0])
       mem_samples[\wp__addr$640 ][7:0] <= \wp__data$641 [7:0];
@@ -7176,6 +7303,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$598  = _21_;
   reg [255:0] mem_th0 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_14
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_th0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$689 [0])
       mem_th0[\wp__addr$690 ][63:0] <= \wp__data$692 [63:0];
@@ -7194,6 +7329,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$602  = _22_;
   reg [255:0] mem_th1 [1023:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_15
+    integer i;
+    for (i = 0; i <= 1023; i = i + 1) mem_th1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$701 [0])
       mem_th1[\wp__addr$702 ][63:0] <= \wp__data$704 [63:0];
@@ -7212,6 +7355,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$603  = _23_;
   reg [255:0] mem_tq [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_16
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) mem_tq[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$711 [0])
       mem_tq[\wp__addr$712 ][63:0] <= \wp__data$714 [63:0];
@@ -7230,6 +7381,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data  = _24_;
   reg [255:0] mem_tw0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_17
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_tw0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$801 [0])
       mem_tw0[\wp__addr$802 ][7:0] <= \wp__data$803 [7:0];
@@ -7304,6 +7463,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$610  = _25_;
   reg [255:0] mem_tw1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_18
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_tw1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$807 [0])
       mem_tw1[\wp__addr$808 ][7:0] <= \wp__data$809 [7:0];
@@ -7378,6 +7545,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$611  = _26_;
   reg [255:0] mem_tw2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_19
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_tw2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$812 [0])
       mem_tw2[\wp__addr$813 ][7:0] <= \wp__data$814 [7:0];
@@ -7452,6 +7627,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$612  = _27_;
   reg [255:0] mem_w0 [31:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_20
+    integer i;
+    for (i = 0; i <= 31; i = i + 1) mem_w0[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$763 [0])
       mem_w0[\wp__addr$764 ][7:0] <= \wp__data$766 [7:0];
@@ -7526,6 +7709,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   end
   assign \$signature__data$607  = _28_;
   reg [255:0] mem_w1 [271:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_21
+    integer i;
+    for (i = 0; i <= 271; i = i + 1) mem_w1[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$777 [0])
       mem_w1[\wp__addr$778 ][7:0] <= \wp__data$780 [7:0];
@@ -7605,6 +7796,14 @@ module \learner_kernel_s4.accel.core (rst, host_enable, host_rdata, host_re, hos
   assign \$signature__data$1066  = _29_;
   assign \$signature__data$608  = _30_;
   reg [255:0] mem_w2 [16:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_22
+    integer i;
+    for (i = 0; i <= 16; i = i + 1) mem_w2[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\wp__en$790 [0])
       mem_w2[\wp__addr$791 ][7:0] <= \wp__data$793 [7:0];
@@ -22019,6 +22218,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_bw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -25817,6 +26021,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_bw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -29615,6 +29824,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_fw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -33413,6 +33627,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_fw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -37211,6 +37430,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_fw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -41009,6 +41233,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_tfw0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -44807,6 +45036,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_tfw1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -48605,6 +48839,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_tfw2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -52403,6 +52642,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_wa0 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -56165,6 +56409,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_wa1 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$13  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -59927,6 +60176,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.core.tu_wa2 (rst, i__payload, i__valid, o__payload, o_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$14  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire [32:0] \$10 ;
   wire [32:0] \$100 ;
@@ -63691,6 +63945,11 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 , dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir
 , s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$10603$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$15  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -65638,6 +65897,11 @@ endmodule
 module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, mem_rdata, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$8606$0 , \port$8607$0 , \port$8608$0 , m_axi_gmem_wvalid, mem_re
 , mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$16  = 1'h1;
+`endif
+`endif
   wire [7:0] \$1 ;
   wire \$10 ;
   wire [16:0] \$100 ;
@@ -65998,6 +66262,14 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
   reg [514:0] wbuf [3:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_23
+    integer i;
+    for (i = 0; i <= 3; i = i + 1) wbuf[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (bw__en)
       wbuf[bw__addr] <= { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };

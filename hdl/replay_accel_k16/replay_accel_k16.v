@@ -6,6 +6,11 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -450,6 +455,11 @@ endmodule
 module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , host_enable, \busy$62 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
 , \write_pointer$88 , \size$86 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire [14:0] \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -777,6 +787,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   output [15:0] \write_pointer$88 ;
   wire [15:0] \write_pointer$88 ;
   reg [15:0] buf_idx_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_idx_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$10 [0])
       buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
@@ -791,6 +809,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$34  = _0_;
   reg [15:0] buf_idx_out [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_idx_out[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$26 [0])
       buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
@@ -805,6 +831,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$37  = _1_;
   reg [39:0] buf_prio_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_prio_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$16 [0])
       buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
@@ -825,6 +859,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$35  = _2_;
   reg [31:0] buf_prio_out [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_prio_out[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$31 [0])
       buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
@@ -843,6 +885,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   end
   assign \$signature__data$38  = _3_;
   reg [31:0] buf_target_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_4
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_target_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$21 [0])
       buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
@@ -1802,6 +1852,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, seed, cmd__payload, clear, load, cmd__valid, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [69:0] \$100 ;
@@ -3749,6 +3804,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -4753,6 +4813,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -5172,6 +5237,14 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap
   wire [639:0] wr_data;
   wire wr_en;
   reg [639:0] mem [15:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 15; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en)
       mem[wport__addr] <= wport__data;
@@ -5761,6 +5834,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -6180,6 +6258,14 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap
   wire [575:0] wr_data;
   wire wr_en;
   reg [575:0] mem [255:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_6
+    integer i;
+    for (i = 0; i <= 255; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en)
       mem[wport__addr] <= wport__data;
@@ -6769,6 +6855,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -7215,6 +7306,14 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [511:0] wr_data;
   wire [15:0] wr_en;
   reg [511:0] mem [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_7
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en[0])
       mem[wport__addr][31:0] <= wport__data[31:0];
@@ -7936,6 +8035,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree.prng (rst, step, word, seed, load, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire [46:0] \$1 ;
   wire [46:0] \$10 ;
   wire [31:0] \$11 ;
@@ -8002,6 +8106,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -8052,6 +8161,14 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
   wire w_port__en;
   wire w_rdy;
   reg [68:0] storage [18:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_8
+    integer i;
+    for (i = 0; i <= 18; i = i + 1) storage[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
@@ -8131,6 +8248,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
 , ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2442$0 , \port$2444$0 , max_priority_lo, \port$2460$0 , status_empty
 , status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -9558,6 +9680,11 @@ endmodule
 module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
 , mem_addr, mem_re, mem_we, \port$635$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [17:0] \$100 ;

@@ -6,6 +6,11 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 , interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, m_axi_gmem_awid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_awsize, m_axi_gmem_awburst, m_axi_gmem_awvalid, m_axi_gmem_wdata, m_axi_gmem_wstrb, m_axi_gmem_wlast, m_axi_gmem_wvalid, m_axi_gmem_bready, m_axi_gmem_arid
 , m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_arvalid, m_axi_gmem_rready, ap_clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+`endif
+`endif
   wire [64:0] \$1 ;
   wire [32:0] \$10 ;
   wire \$11 ;
@@ -683,6 +688,11 @@ endmodule
 module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, \port$606$0 , host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
 , dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
@@ -1019,6 +1029,11 @@ endmodule
 module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$88 , \size$86 
 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+`endif
+`endif
   wire [14:0] \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -1346,6 +1361,14 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   output [15:0] \write_pointer$88 ;
   wire [15:0] \write_pointer$88 ;
   reg [15:0] buf_idx_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_0
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_idx_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$10 [0])
       buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
@@ -1360,6 +1383,14 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   end
   assign \$signature__data$34  = _0_;
   reg [15:0] buf_idx_out [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_1
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_idx_out[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$26 [0])
       buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
@@ -1374,6 +1405,14 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   end
   assign \$signature__data$37  = _1_;
   reg [39:0] buf_prio_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_2
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_prio_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$16 [0])
       buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
@@ -1394,6 +1433,14 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   end
   assign \$signature__data$35  = _2_;
   reg [31:0] buf_prio_out [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_prio_out[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$31 [0])
       buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
@@ -1412,6 +1459,14 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   end
   assign \$signature__data$38  = _3_;
   reg [31:0] buf_target_in [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_4
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) buf_target_in[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (\$signature__en$21 [0])
       buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
@@ -2371,6 +2426,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, seed, cmd__payload, clear, load, cmd__valid, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire [69:0] \$100 ;
@@ -4318,6 +4378,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -5322,6 +5387,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -5741,6 +5811,14 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   wire [639:0] wr_data;
   wire wr_en;
   reg [639:0] mem [15:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 15; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en)
       mem[wport__addr] <= wport__data;
@@ -6330,6 +6408,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -6749,6 +6832,14 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   wire [575:0] wr_data;
   wire wr_en;
   reg [575:0] mem [255:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_6
+    integer i;
+    for (i = 0; i <= 255; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en)
       mem[wport__addr] <= wport__data;
@@ -7338,6 +7429,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -7784,6 +7880,14 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire [511:0] wr_data;
   wire [15:0] wr_en;
   reg [511:0] mem [4095:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_7
+    integer i;
+    for (i = 0; i <= 4095; i = i + 1) mem[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (wport__en[0])
       mem[wport__addr][31:0] <= wport__data[31:0];
@@ -8505,6 +8609,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree.prng (rst, step, word, seed, load, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
+`endif
+`endif
   wire [46:0] \$1 ;
   wire [46:0] \$10 ;
   wire [31:0] \$11 ;
@@ -8571,6 +8680,11 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -8621,6 +8735,14 @@ module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_
   wire w_port__en;
   wire w_rdy;
   reg [68:0] storage [18:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_8
+    integer i;
+    for (i = 0; i <= 18; i = i + 1) storage[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (w_port__en)
       storage[w_port__addr] <= w_port__data;
@@ -8700,6 +8822,11 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
 , dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2676$0 , \port$2678$0 , max_priority_lo, \port$2694$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -10616,6 +10743,11 @@ endmodule
 module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$606$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2218$0 , \port$2219$0 , \port$2220$0 , \port$2221$0 , \port$2222$0 
 , \port$2223$0 , \port$2224$0 , m_axi_gmem_wvalid, mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+`endif
+`endif
   wire [7:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -11013,6 +11145,14 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
   reg [515:0] wbuf [3:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_9
+    integer i;
+    for (i = 0; i <= 3; i = i + 1) wbuf[i] = 0;
+  end
+`endif
+`endif
   always @(posedge clk) begin
     if (bw__en)
       wbuf[bw__addr] <= { q_wlast, \$signal$60 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40 , \$38 , \$36  };

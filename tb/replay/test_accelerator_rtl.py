@@ -80,8 +80,14 @@ class Host:
         from cocotb.clock import Clock
         from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster
 
+        from axi_host import CLOCK_NS, hold_in_reset
+        from cocotb_util import start_trace
+
         dut = self.dut
-        cocotb.start_soon(Clock(dut.ap_clk, 4, unit="ns", impl="gpi").start())
+        hold_in_reset(dut)
+        cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns", impl="gpi").start(
+            start_high=False))
+        start_trace(dut, dut.ap_clk)
         self.ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
                                  dut.ap_rst_n, reset_active_level=False)
         self.mem = AxiMaster(AxiBus.from_prefix(dut, "s_axi_mem"), dut.ap_clk, dut.ap_rst_n,
