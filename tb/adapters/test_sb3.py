@@ -1,6 +1,7 @@
 """The Stable-Baselines3 adapter (:mod:`sw.adapters.sb3`) against SB3's own ``RolloutBuffer``
 and the project's driver on the same data (random batches and a CartPole rollout), on the
-golden device and through a PYNQ device spec, and one short PPO learning run.
+golden device, through a PYNQ device spec and on the Verilated RTL, and one short PPO
+learning run.
 
 Accuracy targets are those of docs/gae.md ("Accuracy"): relative RMS error <= 3 % with the
 shipped 8-bit codes, <= 0.1 % with 16-bit codes, at gamma = 0.99, lambda = 0.95.
@@ -156,3 +157,20 @@ def test_sb3_ppo_trains_cartpole_through_the_accelerator(one_thread):
     assert np.isfinite(buf.advantages).all() and np.isfinite(buf.returns).all()
     assert len(model.ep_info_buffer) > 0
     assert all(np.isfinite(e["r"]) for e in model.ep_info_buffer)
+
+
+@pytest.mark.slow
+def test_runs_on_the_verilated_rtl():
+    """The buffer given a driver on the Verilated RTL (:func:`sw.driver.open_sim`) computes
+    bit for bit what the same buffer computes on the golden device."""
+    from sw.driver.sim_process import open_sim
+    from sw.registry import shipped_config
+
+    _, cfg = shipped_config("gae_accel_n8")
+    T, M = 16, 4
+    batch = random_batch(np.random.default_rng(5), T, M)
+    gold = fill(buffers(T, M, gae=GaeDriver(GoldenDevice(cfg), cfg))[1], batch)
+    with open_sim("gae_accel_n8", quiet=True) as dev:
+        rtl = fill(buffers(T, M, gae=GaeDriver(dev))[1], batch)
+    np.testing.assert_array_equal(rtl.advantages, gold.advantages)
+    np.testing.assert_array_equal(rtl.returns, gold.returns)
