@@ -30,10 +30,8 @@ def session(device) -> list:
     """Blocking driver code; returns everything observable, for comparison across devices."""
     from sw.replay.driver import ReplayDriver
 
-    rb = ReplayDriver(device, timeout=1e-3)
+    rb = ReplayDriver(device, timeout=1e-3)          # waits for the clearing sweep after reset
     rm = rb.register_map
-    while rm.STATUS.TREE_BUSY:                       # the RTL clears its tree after reset
-        device.sleep(1e-6)
     cfg = rb.config
     rng = np.random.default_rng(5)
     log = [cfg.to_dict()]

@@ -181,6 +181,22 @@ class ReplayDriver(DriverBase):
                                              _check_against)
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
+        self._wait_tree_idle()
+
+    def _wait_tree_idle(self):
+        """After a reset the RTL clears its tree (STATUS.TREE_BUSY, one cycle per leaf group:
+        :func:`sw.replay.spec.run_cycles` of RESET); a run started meanwhile waits for it and
+        its CYCLES would count the sweep. Wait here, once, so every run's CYCLES is the cycle
+        model's. ``ReplayTimeoutError`` if the tree stays busy beyond the timeout."""
+        dev, rm = self._device, self.register_map
+        timeout = self._timeout + replay_spec.run_cycles(
+            self._config, replay_spec.ReplayOp.RESET) / self._clock_hz
+        deadline = dev.time() + timeout
+        while rm.STATUS.read().TREE_BUSY:
+            if dev.time() >= deadline:
+                raise ReplayTimeoutError(f"STATUS.TREE_BUSY still set after {timeout:g} s "
+                                         f"(the clearing sweep after reset)")
+            dev.sleep(self._poll)
 
     # -- validation (no bus access) ----------------------------------------------------------
     def _indices(self, indices, name="indices"):
