@@ -14,6 +14,7 @@ input and back-pressure on the output.
 """
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -23,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 MANIFEST_ENV = "RLK_MANIFEST"
+_RUNS = itertools.count()
 #: Environment variable naming the file :func:`start_trace` appends the output trace to.
 TRACE_ENV = "RLK_TRACE"
 
@@ -98,7 +100,8 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
         testcase=testcase,
         seed=seed,
         extra_env=env,
-        results_xml=str(build_dir / "results.xml"),
+        # one file per call: two xdist workers may run tests on one model at the same time
+        results_xml=str(build_dir / f"results-{os.getpid()}-{next(_RUNS)}.xml"),
     )
 
 
@@ -150,7 +153,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         testcase=testcase,
         seed=seed,
         extra_env=env,
-        results_xml=str(build_dir / "results.xml"),
+        results_xml=str(build_dir / f"results-{os.getpid()}-{next(_RUNS)}.xml"),
     )
 
 

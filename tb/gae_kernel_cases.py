@@ -62,7 +62,9 @@ def run_kernel(name, test_file, *, seed):
 
     params = CONFIGS[name]
     key = hashlib.sha256(json.dumps(["gae-kernel", params], sort_keys=True).encode())
-    lock = ROOT / "build" / "sim" / f"gae-kernel-{key.hexdigest()[:12]}.lock"
+    # not the build's own lock (sw.driver.sim_process.build_sim, "<block>-<hash>.lock"): this
+    # one is held around the whole run, and run_block takes that one inside it
+    lock = ROOT / "build" / "sim" / f"gae-kernel-{key.hexdigest()[:12]}.run.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)

@@ -232,7 +232,7 @@ def _run_simulator():
     get_runner("verilator").test(
         test_module="sw.driver.sim_server", hdl_toplevel=run["module"], build_dir=build_dir,
         hdl_toplevel_lang="verilog",
-        test_dir=build_dir / "serve", results_xml=str(build_dir / "serve" / "results.xml"),
+        test_dir=build_dir / "serve", results_xml=str(build_dir / "serve" / f"results-{os.getpid()}.xml"),
         extra_env={k: os.environ[k] for k in ("RLK_SIM_ADDRESS", "RLK_SIM_AUTHKEY",
                                               "RLK_SIM_PERIOD_NS")})
 
