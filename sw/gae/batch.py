@@ -77,6 +77,7 @@ import numpy as np
 
 from sw.driver.common import check_finite
 
+from . import hostfast
 from .quant import UniformQuantizer
 from .spec import GaeCoreArgs
 
@@ -250,6 +251,12 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
         ``unit_scale``; ``value_mean`` (scaled, the centre of the return range);
         ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped).
     """
+    if hostfast.available():            # the same results from compiled passes
+        prep = hostfast.caller_units(rewards, values, last_values, dones, gamma, lam,
+                                     bits=bits, reg_format=reg_format,
+                                     data_format=data_format, reward_rounding=reward_rounding)
+        if prep is not None:
+            return prep
     r = np.asarray(rewards, np.float64)
     v = np.asarray(values, np.float64)
     last = np.asarray(last_values, np.float64)
@@ -350,6 +357,9 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None):
     """Set ``batch``'s in-place result ranges, bounds and requantizer registers from its
     dequantized inputs (module docstring, "Result scale"); ``result_range`` (caller's
     units) overrides the automatic ranges."""
+    if hostfast.available():            # the same statistics from one compiled pass
+        set_result_ranges(batch, cfg, sigmas, result_range, **hostfast.result_stats(batch, cfg))
+        return
     a, c = batch.args, batch.codes
     rf = cfg.reg_format
     cf = 2.0 ** -cfg.pe.coef_frac

@@ -65,7 +65,7 @@ from sw.driver.mmio import BusError, Device
 from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
-from . import spec as gae_spec
+from . import hostfast, spec as gae_spec
 from .batch import (
     GaeBatch,
     check_batch,
@@ -453,7 +453,7 @@ class GaeDriver(DriverBase):
                                    (rtg_raw, a.rtg_scale, a.rtg_offset)):
             # a table of every code's value (the same operations per element), then one take
             table = (codes - rf.to_float(offset)) / rf.to_float(scale) / u
-            out.append(np.take(table, np.asarray(raw) + lo))
+            out.append(hostfast.take(table, raw, lo))
         return out[0], out[1]
 
     # -- the run --------------------------------------------------------------------------------

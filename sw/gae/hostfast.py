@@ -1,0 +1,213 @@
+"""Compiled host kernels of the GAE driver: the batch path in a few passes (issue #12).
+
+:class:`~sw.gae.driver.GaeDriver` and :class:`~sw.gae.stream.GaeStream` call these instead of
+the numpy code of :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and the driver's de-quantization
+when numba is installed; the results are the same bit for bit (``tb/gae/test_host_fast.py``
+compares them with that code): every element goes through the same IEEE operations in the same
+order (no fast-math), and every sum that numpy computes pairwise is still computed by numpy, on
+a buffer that holds exactly the array numpy would have summed.
+
+The kernels are compiled on first use and cached on disk (``cache=True``); each has one or two
+signatures (float64 inputs, int8 or int16 codes).
+"""
+
+import math
+
+import numpy as np
+
+__all__ = ["available", "caller_units", "result_stats", "take"]
+
+_K = []
+
+
+def _build():
+    """The jitted kernels as a dict, or None without numba."""
+    try:
+        import numba
+    except ImportError:                       # a board image without numba: numpy code
+        return None
+    jit = numba.njit(cache=True, nogil=True)
+
+    @jit
+    def clip(x, q):
+        y = x if x > -q else -q
+        return y if y < q else q
+
+    @jit
+    def input_stats(r, v, last, d, gamma):
+        """Finiteness, max |input|, max |TD error|, (min, max) of rewards and of values.
+        Per-trajectory accumulators (min and max do not depend on the order)."""
+        T, M = r.shape
+        nan = np.zeros(M)
+        big, dmax = np.abs(last), np.zeros(M)
+        rlo, rhi = np.full(M, np.inf), np.full(M, -np.inf)
+        vlo, vhi = last.copy(), last.copy()
+        for t in range(T):
+            vn = v[t + 1] if t + 1 < T else last
+            for j in range(M):
+                x, y = r[t, j], v[t, j]
+                nan[j] += x * 0.0 + y * 0.0            # NaN once any element is not finite
+                nd = 0.0 if d[t, j] else 1.0
+                ax, ay, ad = abs(x), abs(y), abs(x + gamma * vn[j] * nd - y)
+                big[j] = max(big[j], max(ax, ay))
+                dmax[j] = max(dmax[j], ad)
+                rlo[j], rhi[j] = min(rlo[j], x), max(rhi[j], x)
+                vlo[j], vhi[j] = min(vlo[j], y), max(vhi[j], y)
+        ok = np.isfinite(last).all() and (nan == 0.0).all()
+        return ok, big.max(), dmax.max(), rlo.min(), rhi.max(), vlo.min(), vhi.max()
+
+    @jit
+    def quantize(r, v, last, u, ro, rs, vo, vs, q, feedback, rc, vc, vall, carry):
+        """Reward codes (error feedback backwards in time, or nearest), value and bootstrap
+        codes into ``vc`` [T+1, M], the scaled values into ``vall``. One loop nest per
+        stream, time in a forward range: either is several times faster in numba."""
+        T, M = r.shape
+        for t in range(T + 1):
+            row = v[t] if t < T else last
+            for j in range(M):
+                x = row[j] * u
+                vall[t, j] = x
+                vc[t, j] = clip(np.rint(clip((x - vo) / vs, q) / 1.0), q)
+        if feedback:
+            carry[:] = 0.0
+            for k in range(T):                  # t = T-1 .. 0
+                t = T - 1 - k
+                for j in range(M):
+                    w = clip((r[t, j] * u - ro) / rs, q) + carry[j]
+                    c = clip(np.rint(w / 1.0), q)
+                    carry[j] = w - c * 1.0
+                    rc[t, j] = c
+        else:
+            for t in range(T):
+                for j in range(M):
+                    rc[t, j] = clip(np.rint(clip((r[t, j] * u - ro) / rs, q) / 1.0), q)
+
+    @jit
+    def deq_stats(rc, vc, boot, d, rs, ro, vs, vo, g, delta, seg):
+        """TD errors of the dequantized codes into ``delta``; their max magnitude, the
+        dequantized values' (min, max) and the longest episode stretch."""
+        T, M = rc.shape
+        dmax = np.zeros(M)
+        vlo, vhi = np.full(M, np.inf), np.full(M, -np.inf)
+        longest = np.zeros(M, np.int64)
+        seg[:] = 0
+        for t in range(T):
+            vn = vc[t + 1] if t + 1 < T else boot
+            for j in range(M):
+                vh = vc[t, j] * vs + vo
+                nd = 0.0 if d[t, j] else 1.0
+                x = rc[t, j] * rs + ro + g * (vn[j] * vs + vo) * nd - vh
+                delta[t, j] = x
+                dmax[j] = max(dmax[j], abs(x))
+                vlo[j], vhi[j] = min(vlo[j], vh), max(vhi[j], vh)
+                seg[j] += 1
+                if d[t, j] or t == T - 1:
+                    longest[j] = max(longest[j], seg[j])
+                    seg[j] = 0
+        for j in range(M):
+            vh = boot[j] * vs + vo
+            vlo[j], vhi[j] = min(vlo[j], vh), max(vhi[j], vh)
+        return dmax.max(), vlo.min(), vhi.max(), longest.max()
+
+    @jit
+    def square_dev(x, m, out):
+        """``out = (x - m) ** 2`` elementwise."""
+        T, M = x.shape
+        for t in range(T):
+            for j in range(M):
+                y = x[t, j] - m
+                out[t, j] = y * y
+
+    @jit
+    def lookup(raw, table, lo, out):
+        """``out = table[raw + lo]``; False (``out`` incomplete) at an index outside it."""
+        T, M = raw.shape
+        n = table.size
+        for t in range(T):
+            for j in range(M):
+                i = raw[t, j] + lo
+                if i < 0 or i >= n:
+                    return False
+                out[t, j] = table[i]
+        return True
+
+    return {"input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+            "square_dev": square_dev, "lookup": lookup}
+
+
+def _kernels():
+    if not _K:
+        _K.append(_build())
+    return _K[0]
+
+
+def available() -> bool:
+    """True if the compiled kernels can be used (numba is installed)."""
+    return _kernels() is not None
+
+
+def _f64(x):
+    return np.ascontiguousarray(x, np.float64)
+
+
+def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
+                 reward_rounding="error_feedback"):
+    """:func:`sw.gae.batch.prepare_caller_units` in two compiled passes, or None if an input
+    is not finite (the caller then takes the numpy path, which raises its error)."""
+    from .batch import range_registers, unit_scale_for
+    k = _kernels()
+    r, v, last, d = _f64(r), _f64(v), _f64(last), np.ascontiguousarray(d, np.bool_)
+    T, M = r.shape
+    ok, big, dmax, rlo, rhi, vlo, vhi = k["input_stats"](r, v, last, d, float(gamma))
+    if not ok:
+        return None
+    u = unit_scale_for(big, dmax, T, gamma * lam, data_format)
+    # min and max commute with the (monotonic) rounded product by u: the same as numpy's
+    rs, ro = range_registers(float(rlo * u), float(rhi * u), bits, reg_format)
+    vs, vo = range_registers(float(vlo * u), float(vhi * u), bits, reg_format)
+    f = [float(reg_format.to_float(x)) for x in (rs, ro, vs, vo)]
+    dtype = np.int8 if bits <= 8 else np.int16
+    rc, vc = np.empty((T, M), dtype), np.empty((T + 1, M), dtype)
+    vall = np.empty((T + 1, M))
+    k["quantize"](r, v, last, u, f[1], f[0], f[3], f[2], float((1 << (bits - 1)) - 1),
+                  reward_rounding == "error_feedback", rc, vc, vall, np.empty(M))
+    return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
+            "reward_scale_raw": rs, "reward_offset_raw": ro,
+            "value_scale_raw": vs, "value_offset_raw": vo,
+            "unit_scale": u, "value_mean": float(vall.mean()),
+            "reward_clipped": 0.0, "value_clipped": 0.0}
+
+
+def result_stats(batch, cfg):
+    """The keyword arguments of :func:`sw.gae.batch.set_result_ranges` that
+    :func:`~sw.gae.batch.choose_result_scale` computes from ``batch``'s codes."""
+    k = _kernels()
+    a, c = batch.args, batch.codes
+    rf = cfg.reg_format
+    g = a.gamma * 2.0 ** -cfg.pe.coef_frac
+    rc, vc = np.asarray(c["rewards"]), np.asarray(c["values"])
+    T, M = rc.shape
+    scales = [float(rf.to_float(x)) for x in (a.reward_scale, a.reward_offset, a.value_scale,
+                                              a.value_offset)]
+    delta = np.empty((T, M))
+    dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, np.asarray(c["bootstrap"]),
+                                             np.asarray(c["dones"], np.bool_),
+                                             *scales, g, delta, np.empty(M, np.int64))
+    mean = delta.mean()
+    sq = np.empty_like(delta)
+    k["square_dev"](delta, float(mean), sq)
+    std = np.sqrt(sq.sum() / np.intp(delta.size))
+    center = float(batch.prepared["value_mean"])
+    v_dev = float(max(abs(vlo - center), abs(vhi - center)))
+    return {"max_abs_delta": float(dmax), "mean_delta": float(mean), "std_delta": float(std),
+            "longest": int(longest), "center": center, "v_dev": v_dev}
+
+
+def take(table, raw, lo):
+    """``np.take(table, raw + lo)`` (in-place result codes ``raw`` to floats)."""
+    raw = np.asarray(raw)
+    if available() and raw.dtype == np.int64 and raw.ndim == 2:
+        out = np.empty(raw.shape)
+        if _kernels()["lookup"](raw, np.ascontiguousarray(table, np.float64), lo, out):
+            return out
+    return np.take(table, raw + lo)               # or its IndexError
