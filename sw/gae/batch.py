@@ -82,7 +82,8 @@ from .quant import UniformQuantizer
 from .spec import GaeCoreArgs
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
-           "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment"]
+           "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment",
+           "result_table", "dequantize_results"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
 #: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
@@ -423,3 +424,24 @@ def set_result_registers(batch, cfg, adv_range, rtg_range):
     batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
     batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
         rtg_range, batch.rtg_center)
+
+
+def result_table(cfg, batch, scale, offset):
+    """The float64 value of every in-place result code ``-2**(b-1) .. 2**(b-1)-1`` under the
+    requantizer registers ``scale``, ``offset``, in the caller's units."""
+    rf, lo = cfg.reg_format, 1 << (cfg.code_bits - 1)
+    codes = np.arange(-lo, lo, dtype=np.float64)
+    return (codes - rf.to_float(offset)) / rf.to_float(scale) / batch.unit_scale
+
+
+def dequantize_results(cfg, batch, adv_raw, rtg_raw):
+    """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
+    u = batch.unit_scale
+    if cfg.results == "full":
+        fmt = cfg.pe.data_format
+        return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
+    a, lo = batch.args, 1 << (cfg.code_bits - 1)
+    # a table of every code's value (the same operations per element), then one take
+    return tuple(hostfast.take(result_table(cfg, batch, scale, offset), raw, lo)
+                 for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
+                                            (rtg_raw, a.rtg_scale, a.rtg_offset)))

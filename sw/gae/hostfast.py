@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-__all__ = ["available", "caller_units", "result_stats", "take"]
+__all__ = ["available", "caller_units", "result_stats", "take", "decode_results"]
 
 _K = []
 
@@ -131,7 +131,20 @@ def _build():
                 out[t, j] = table[i]
         return True
 
-    return {"input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+    @jit
+    def decode(words, n, lane_bytes, T, M, table, lo, out):
+        """``out[t, j] = table[code + lo]`` of the signed little-endian lanes of ``words``."""
+        G = (M + n - 1) // n
+        for t in range(T):
+            for j in range(M):
+                w, p = t * G + j // n, (j % n) * lane_bytes
+                if lane_bytes == 1:
+                    c = np.int64(np.int8(words[w, p]))
+                else:
+                    c = np.int64(np.int16(words[w, p] | (np.uint16(words[w, p + 1]) << 8)))
+                out[t, j] = table[c + lo]
+
+    return {"decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "square_dev": square_dev, "lookup": lookup}
 
 
@@ -211,3 +224,27 @@ def take(table, raw, lo):
         if _kernels()["lookup"](raw, np.ascontiguousarray(table, np.float64), lo, out):
             return out
     return np.take(table, raw + lo)               # or its IndexError
+
+
+def decode_results(cfg, batch, images):
+    """``(adv, returns)`` float64 of the in-place result images ``[(region, data, T, M)] * 2``
+    (:func:`sw.gae.batch.dequantize_results` of their codes), or None without the kernels or
+    for full results."""
+    from .batch import result_table
+    from .layout import word_bytes
+    if not available() or cfg.results != "inplace":
+        return None
+    a, n, lo = batch.args, cfg.n_pe, 1 << (cfg.code_bits - 1)
+    out = []
+    for (region, data, T, M), scale, offset in zip(images, (a.adv_scale, a.rtg_scale),
+                                                   (a.adv_offset, a.rtg_offset)):
+        nbytes = word_bytes(cfg, region)
+        W = T * -(-M // n)
+        if len(data) < W * nbytes:
+            return None                       # unpack_rows raises
+        words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
+        res = np.empty((T, M))
+        _kernels()["decode"](words, n, cfg.code_bits // 8, T, M,
+                             result_table(cfg, batch, scale, offset), lo, res)
+        out.append(res)
+    return out[0], out[1]
