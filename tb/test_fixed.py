@@ -114,3 +114,23 @@ def test_pack_rejects_out_of_range():
     layout = data.StructLayout({"a": signed(4)})
     with pytest.raises(ValueError, match="field 'a' = 8 does not fit"):
         pack(layout, {"a": 8})
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("width,frac,is_signed", [(8, 0, True), (16, 8, True), (32, 16, True),
+                                                  (24, 24, False), (53, 20, True),
+                                                  (54, 20, True), (62, 61, False)])
+def test_quantize_scalar_same_as_array(width, frac, is_signed, rounding):
+    """A Python float takes a path without numpy; same raw integer, flag and types as a 0-d
+    array, at ties, at and past both ends, for huge and tiny values."""
+    f = FixedFormat(width, frac, is_signed, rounding)
+    rng = np.random.default_rng(width * 100 + frac)
+    xs = list(rng.normal(size=300) * 2.0 ** rng.integers(-frac - 3, width - frac + 3, 300))
+    xs += [(k + 0.5) * f.ulp for k in range(-6, 6)]
+    xs += [0.0, -0.0, f.max_value, f.min_value, f.max_value + f.ulp / 2,
+           f.min_value - f.ulp / 2, 1e300, -1e300, 5e-324, 2.0 ** 959, -(2.0 ** 961)]
+    for x in map(float, xs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = f.quantize(x, return_overflow=True)
+            b = f.quantize(np.array(x), return_overflow=True)
+        assert (type(a[0]), type(a[1]), a) == (type(b[0]), type(b[1]), b), x

@@ -136,13 +136,16 @@ def _build():
         """``out[t, j] = table[code + lo]`` of the signed little-endian lanes of ``words``."""
         G = (M + n - 1) // n
         for t in range(T):
-            for j in range(M):
-                w, p = t * G + j // n, (j % n) * lane_bytes
+            for g in range(G):
+                w, j0 = t * G + g, g * n
+                m = min(n, M - j0)
                 if lane_bytes == 1:
-                    c = np.int64(np.int8(words[w, p]))
+                    for p in range(m):
+                        out[t, j0 + p] = table[np.int8(words[w, p]) + lo]
                 else:
-                    c = np.int64(np.int16(words[w, p] | (np.uint16(words[w, p + 1]) << 8)))
-                out[t, j] = table[c + lo]
+                    for p in range(m):
+                        c = np.int16(words[w, 2 * p] | (np.uint16(words[w, 2 * p + 1]) << 8))
+                        out[t, j0 + p] = table[c + lo]
 
     return {"decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "square_dev": square_dev, "lookup": lookup}
