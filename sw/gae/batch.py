@@ -78,12 +78,13 @@ import numpy as np
 from sw.driver.common import check_finite
 
 from . import hostfast
+from .layout import pack_rows
 from .quant import UniformQuantizer
 from .spec import GaeCoreArgs
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
            "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment",
-           "result_table", "dequantize_results"]
+           "result_table", "dequantize_results", "code_images"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
 #: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
@@ -445,3 +446,37 @@ def dequantize_results(cfg, batch, adv_raw, rtg_raw):
     return tuple(hostfast.take(result_table(cfg, batch, scale, offset), raw, lo)
                  for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
                                             (rtg_raw, a.rtg_scale, a.rtg_offset)))
+
+
+def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape):
+    """``[(region, bytes)]``: the memory images of one batch of codes (rewards, values with
+    the bootstrap row, dones), checked first (``ValueError`` naming the argument;
+    ``check_shape(T, M)`` checks the capacity): what ``GaeDriver.load`` writes."""
+    fast = hostfast.pack_codes(cfg, reward_codes, value_codes, bootstrap_codes, dones)
+    if fast is not None:
+        return fast
+    lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
+    arrays = {}
+    for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),
+                          ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
+        a = numeric(x, name, ndim=ndim)
+        if name == "dones":
+            if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
+                raise ValueError("dones must be bool-like: bool, or numbers that are all "
+                                 "0 or 1")
+            a = a.astype(bool)
+        else:
+            if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
+                raise ValueError(f"{name} must be integer codes in {lo}..{hi}")
+        arrays[name] = a
+    T, M = arrays["reward_codes"].shape
+    for name in ("value_codes", "dones"):
+        if arrays[name].shape != (T, M):
+            raise ValueError(f"{name} must have shape {(T, M)}, not {arrays[name].shape}")
+    if arrays["bootstrap_codes"].shape != (M,):
+        raise ValueError(f"bootstrap_codes must have shape ({M},), not "
+                         f"{arrays['bootstrap_codes'].shape}")
+    check_shape(T, M)
+    values = np.vstack([arrays["value_codes"], arrays["bootstrap_codes"][None]])
+    return [(region, pack_rows(cfg, region, rows)) for region, rows in (
+        ("rewards", arrays["reward_codes"]), ("values", values), ("dones", arrays["dones"]))]

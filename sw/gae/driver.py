@@ -65,22 +65,23 @@ from sw.driver.mmio import BusError, Device
 from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
-from . import hostfast, spec as gae_spec
+from . import hostfast
+from . import spec as gae_spec
 from .batch import (
     GaeBatch,
     check_batch,
     check_units,
     choose_result_scale,
+    code_images,
     coefficient,
     dequantize_results,
     episode_dones,
     flags,
-    numeric,
     prepare_caller_units,
     set_result_registers,
 )
 from .golden import quantize_coefs
-from .layout import pack_rows, region_base, unpack_rows, word_bytes
+from .layout import region_base, unpack_rows, word_bytes
 from .quant import GaeQuantizationPipeline
 from .spec import (
     ERRORS,
@@ -456,34 +457,10 @@ class GaeDriver(DriverBase):
         ``bootstrap_codes``: ``[M]``; ``dones``: bool-like ``[T, M]``. Checked before any
         bus access.
         """
-        cfg = self._config
-        lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
-        arrays = {}
-        for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),
-                              ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
-            a = numeric(x, name, ndim=ndim)
-            if name == "dones":
-                if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
-                    raise ValueError("dones must be bool-like: bool, or numbers that are all "
-                                     "0 or 1")
-                a = a.astype(bool)
-            else:
-                if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
-                    raise ValueError(f"{name} must be integer codes in {lo}..{hi}")
-            arrays[name] = a
-        T, M = arrays["reward_codes"].shape
-        for name in ("value_codes", "dones"):
-            if arrays[name].shape != (T, M):
-                raise ValueError(f"{name} must have shape {(T, M)}, not {arrays[name].shape}")
-        if arrays["bootstrap_codes"].shape != (M,):
-            raise ValueError(f"bootstrap_codes must have shape ({M},), not "
-                             f"{arrays['bootstrap_codes'].shape}")
-        self.check_shape(T, M)
-        values = np.vstack([arrays["value_codes"], arrays["bootstrap_codes"][None]])
-        mem = self._device.memory
-        for region, rows in (("rewards", arrays["reward_codes"]), ("values", values),
-                             ("dones", arrays["dones"])):
-            mem.write(region_base(cfg, region), pack_rows(cfg, region, rows))
+        cfg, mem = self._config, self._device.memory
+        for region, image in code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones,
+                                         self.check_shape):
+            mem.write(region_base(cfg, region), image)
 
     def start(self, args: GaeCoreArgs, *, names=None):
         """Write the argument registers and set AP_START (interrupt armed if used).

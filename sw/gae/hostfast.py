@@ -11,11 +11,11 @@ The kernels are compiled on first use and cached on disk (``cache=True``); each 
 signatures (float64 inputs, int8 or int16 codes).
 """
 
-import math
 
 import numpy as np
 
-__all__ = ["available", "caller_units", "result_stats", "take", "decode_results"]
+__all__ = ["available", "caller_units", "result_stats", "take", "decode_results",
+           "pack_codes"]
 
 _K = []
 
@@ -30,8 +30,9 @@ def _build():
 
     @jit
     def clip(x, q):
-        y = x if x > -q else -q
-        return y if y < q else q
+        """``np.clip(x, -q, q)`` of a finite float (compares: they vectorize, min/max less)."""
+        y = x if x > -q else -q  # noqa: FURB136
+        return y if y < q else q  # noqa: FURB136
 
     @jit
     def input_stats(r, v, last, d, gamma):
@@ -147,7 +148,33 @@ def _build():
                         c = np.int16(words[w, 2 * p] | (np.uint16(words[w, 2 * p + 1]) << 8))
                         out[t, j0 + p] = table[c + lo]
 
-    return {"decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+    @jit
+    def pack(rc, vc, boot, d, n, lane_bytes, lo, hi, rimg, vimg, dimg):
+        """The images of :func:`sw.gae.layout.pack_rows` (zeroed by the caller) of reward
+        codes, value codes with the bootstrap row, dones; False at a code outside lo..hi."""
+        T, M = rc.shape
+        G = (M + n - 1) // n
+        for t in range(T + 1):
+            for g in range(G):
+                w, j0 = t * G + g, g * n
+                for p in range(min(n, M - j0)):
+                    x = np.int64(vc[t, j0 + p] if t < T else boot[j0 + p])
+                    y = np.int64(rc[t, j0 + p] if t < T else 0)
+                    if x < lo or x > hi or y < lo or y > hi:
+                        return False
+                    if lane_bytes == 1:
+                        vimg[w, p] = x & 0xFF
+                        if t < T:
+                            rimg[w, p] = y & 0xFF
+                    else:
+                        vimg[w, 2 * p], vimg[w, 2 * p + 1] = x & 0xFF, (x >> 8) & 0xFF
+                        if t < T:
+                            rimg[w, 2 * p], rimg[w, 2 * p + 1] = y & 0xFF, (y >> 8) & 0xFF
+                    if t < T and d[t, j0 + p]:
+                        dimg[w, p >> 3] |= np.uint8(1 << (p & 7))
+        return True
+
+    return {"pack": pack, "decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "square_dev": square_dev, "lookup": lookup}
 
 
@@ -251,3 +278,29 @@ def decode_results(cfg, batch, images):
                              result_table(cfg, batch, scale, offset), lo, res)
         out.append(res)
     return out[0], out[1]
+
+
+def pack_codes(cfg, rc, vc, boot, d):
+    """``[(region, bytes)]``: the rewards, values (bootstrap row last) and dones images that
+    :meth:`GaeDriver.load <sw.gae.driver.GaeDriver.load>` writes, for int8/int16 codes and
+    bool dones of consistent shapes whose codes fit; else None (the numpy path, which raises
+    for invalid ones)."""
+    from .layout import word_bytes
+    if not available() or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous
+                                  for a in (rc, vc, boot, d)):
+        return None
+    if (rc.dtype not in (np.int8, np.int16) or vc.dtype != rc.dtype or boot.dtype != rc.dtype
+            or d.dtype != np.bool_ or rc.ndim != 2 or vc.shape != rc.shape
+            or d.shape != rc.shape or boot.shape != rc.shape[1:]):
+        return None
+    T, M = rc.shape
+    G = -(-M // cfg.n_pe)
+    if T < 1 or M < 1 or M > 4096 or (T + 1) * G > cfg.depth:
+        return None
+    images = {r: np.zeros((rows * G, word_bytes(cfg, r)), np.uint8)
+              for r, rows in (("rewards", T), ("values", T + 1), ("dones", T))}
+    hi = (1 << (cfg.code_bits - 1)) - 1
+    if not _kernels()["pack"](rc, vc, boot, d, cfg.n_pe, cfg.code_bits // 8, -hi - 1, hi,
+                              images["rewards"], images["values"], images["dones"]):
+        return None
+    return [(r, img.tobytes()) for r, img in images.items()]
