@@ -174,7 +174,88 @@ def _build():
                         dimg[w, p >> 3] |= np.uint8(1 << (p & 7))
         return True
 
-    return {"pack": pack, "decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+    @jit
+    def pairwise(a, lo, n):
+        """numpy's pairwise sum of ``a[lo:lo + n]`` (``pairwise_sum`` of its float add
+        reduction: blocks of up to 128 in 8 accumulators, halves above): the same float."""
+        if n < 8:
+            res = 0.0
+            for i in range(lo, lo + n):
+                res += a[i]
+            return res
+        if n <= 128:
+            r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+            r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+            i = 8
+            while i < n - n % 8:
+                k = lo + i
+                r0, r1, r2, r3 = r0 + a[k], r1 + a[k + 1], r2 + a[k + 2], r3 + a[k + 3]
+                r4, r5, r6, r7 = r4 + a[k + 4], r5 + a[k + 5], r6 + a[k + 6], r7 + a[k + 7]
+                i += 8
+            res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            while i < n:
+                res += a[lo + i]
+                i += 1
+            return res
+        n2 = n // 2
+        n2 -= n2 % 8
+        return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2)
+
+    @jit
+    def push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh, n,
+                 lane_bytes, rimg, vimg, dimg):
+        """One stream step: reward codes ``clip(rint((x u - ro) / rs))`` (error feedback
+        forward in time through ``carry``, or nearest), value codes, the dequantized rows
+        ``rh``, ``vh``, the three row images; the clipped counts."""
+        M = x.size
+        cr = cv = 0
+        for j in range(M):
+            y = (x[j] * u - ro) / rs
+            if abs(y) > q + 0.5:
+                cr += 1
+            if feedback:
+                a = clip(y, q) + carry[j]
+                c = clip(np.rint(a), q)
+                carry[j] = a - c
+            else:
+                c = clip(np.rint(y), q)
+            y = (v[j] * u - vo) / vs
+            if abs(y) > q + 0.5:
+                cv += 1
+            cw = clip(np.rint(y), q)
+            rc[j], vc[j], dc[j] = c, cw, d[j]
+            rh[j], vh[j] = c * rs + ro, cw * vs + vo
+            w, p = j // n, j % n
+            ci, wi = np.int64(c), np.int64(cw)
+            for b in range(lane_bytes):
+                rimg[w, p * lane_bytes + b] = (ci >> (8 * b)) & 0xFF
+                vimg[w, p * lane_bytes + b] = (wi >> (8 * b)) & 0xFF
+            if d[j]:
+                dimg[w, p >> 3] |= np.uint8(1 << (p & 7))
+        return cr, cv
+
+    @jit
+    def row_stats(r, v, pr, pv, pd, g, prev, delta):
+        """(min, max) of ``r`` (if given) and ``v``, the pairwise sum of ``v``, and with a
+        previous step the TD errors ``pr + g v (1 - pd) - pv`` into ``delta``, their pairwise
+        sum and max magnitude."""
+        M = v.size
+        rlo, rhi = np.inf, -np.inf
+        for j in range(r.size):
+            rlo, rhi = min(rlo, r[j]), max(rhi, r[j])
+        vlo, vhi = np.inf, -np.inf
+        for j in range(M):
+            vlo, vhi = min(vlo, v[j]), max(vhi, v[j])
+        dmax = 0.0
+        if prev:
+            for j in range(M):
+                nd = 0.0 if pd[j] else 1.0
+                delta[j] = pr[j] + g * v[j] * nd - pv[j]
+                dmax = max(dmax, abs(delta[j]))
+        return (rlo, rhi, vlo, vhi, 0.0 + pairwise(v, 0, M),
+                0.0 + pairwise(delta, 0, M) if prev else 0.0, dmax)
+
+    return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "square_dev": square_dev, "lookup": lookup}
 
 
