@@ -134,3 +134,31 @@ def test_quantize_scalar_same_as_array(width, frac, is_signed, rounding):
             a = f.quantize(x, return_overflow=True)
             b = f.quantize(np.array(x), return_overflow=True)
         assert (type(a[0]), type(a[1]), a) == (type(b[0]), type(b[1]), b), x
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("width,frac,is_signed", [(8, 0, True), (16, 13, True), (32, 16, True),
+                                                  (24, 24, False), (53, 20, True)])
+def test_quantize_compiled_same_as_numpy(width, frac, is_signed, rounding, monkeypatch):
+    """Float arrays of 8 elements and more take a compiled loop: the same raw integers and
+    flags as the numpy code (arrays of ties, ends, huge values; float32; 2-D), which still
+    raises for NaN and infinity."""
+    import sw.fixed as fixed
+    f = FixedFormat(width, frac, is_signed, rounding)
+    rng = np.random.default_rng(width + frac)
+    x = rng.normal(size=(40, 9)) * 2.0 ** rng.integers(-frac - 3, width - frac + 3, (40, 9))
+    x[0, :6] = [(k + 0.5) * f.ulp for k in range(-3, 3)]
+    x[1, :4] = [f.max_value, f.min_value, f.max_value + f.ulp / 2, f.min_value - f.ulp / 2]
+    cases = [x, x.astype(np.float32), x[2], np.full(8, 1e300), x[:, 0].copy()]
+    fast = [f.quantize(c, return_overflow=True) for c in cases]
+    monkeypatch.setattr(fixed, "_QUANTIZE_KERNEL", [None])
+    with np.errstate(over="ignore"):
+        slow = [f.quantize(c, return_overflow=True) for c in cases]
+    for (a, b), (c, d) in zip(fast, slow):
+        assert a.dtype == c.dtype and b.dtype == d.dtype
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+    monkeypatch.undo()
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            f.quantize(np.full(9, bad))
