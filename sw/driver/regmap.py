@@ -370,7 +370,9 @@ class RegisterMapAccess:
 
     # -- bus access ------------------------------------------------------------------------------
     def _read(self, reg: Register) -> RegisterValue:
-        word = check_word(self._mmio.read32(reg.offset), what=f"{reg.name} read value")
+        word = self._mmio.read32(reg.offset)
+        if type(word) is not int or not 0 <= word <= 0xFFFF_FFFF:   # what check_word passes
+            word = check_word(word, what=f"{reg.name} read value")
         for f in reg.fields:
             if f.access == "rw":
                 self._shadow[reg.name, f.name] = f.get(word)
