@@ -241,3 +241,39 @@ def test_dequantize_out_of_range_raises():
     drv.compute(*data(np.random.default_rng(0), 4, 3, "gauss")[:3], np.zeros(3), 0.9, 0.9)
     with pytest.raises(IndexError):
         drv.dequantize(drv.last_batch, np.full((4, 3), 500), np.zeros((4, 3), np.int64))
+
+
+def reference_result_stats(batch, cfg):
+    """The statistics :func:`sw.gae.batch.choose_result_scale` takes, straight numpy."""
+    a, c, rf = batch.args, batch.codes, cfg.reg_format
+    g = a.gamma * 2.0 ** -cfg.pe.coef_frac
+
+    def deq(x, scale, offset):
+        return np.asarray(x, np.float64) * rf.to_float(scale) + rf.to_float(offset)
+    r = deq(c["rewards"], a.reward_scale, a.reward_offset)
+    v = deq(c["values"], a.value_scale, a.value_offset)
+    boot = deq(c["bootstrap"], a.value_scale, a.value_offset)
+    delta = r + g * np.concatenate([v[1:], boot[None]]) * ~c["dones"] - v
+    ends = np.array(c["dones"].T)
+    ends[:, -1] = True
+    center = float(batch.prepared["value_mean"])
+    return {"max_abs_delta": float(np.abs(delta).max()), "mean_delta": float(delta.mean()),
+            "std_delta": float(delta.std()),
+            "longest": int(np.diff(np.flatnonzero(ends), prepend=-1).max()), "center": center,
+            "v_dev": float(max(np.abs(v - center).max(), np.abs(boot - center).max()))}
+
+
+@pytest.mark.parametrize("T,M", [(1024, 64), (1023, 61), (200, 9), (1, 1), (129, 1), (3, 64)])
+def test_sums_same_as_numpy(T, M):
+    """numpy's pairwise sums (value mean, TD error mean and std) reproduced bit for bit on
+    shapes whose sums split many times, and what else the result scale takes."""
+    from sw.driver import InstantDevice
+    drv = GaeDriver(InstantDevice.for_kernel("gae_kernel_n8"))
+    rng = np.random.default_rng(T * 100 + M)
+    for kind in ("gauss", "sparse", "discrete"):
+        r, v, d, last = data(rng, T, M, kind)
+        v = v + rng.normal(size=v.shape) * 1e-3
+        batch = drv.prepare(r, v, d, last, 0.99, 0.95)
+        vall = np.concatenate([v, last[None]]) * batch.unit_scale
+        same(batch.prepared["value_mean"], float(vall.mean()))
+        same(hostfast.result_stats(batch, drv.config), reference_result_stats(batch, drv.config))
