@@ -58,15 +58,16 @@ def _build():
         return ok, big.max(), dmax.max(), rlo.min(), rhi.max(), vlo.min(), vhi.max()
 
     @jit
-    def quantize(r, v, last, u, ro, rs, vo, vs, q, feedback, rc, vc, carry):
+    def quantize(r, v, last, u, ro, rs, vo, vs, q, feedback, rc, vc, vall, carry):
         """Reward codes (error feedback backwards in time, or nearest), value and bootstrap
-        codes into ``vc`` [T+1, M]. One loop nest per stream, time in a forward range:
-        either is several times faster in numba."""
+        codes into ``vc`` [T+1, M], the scaled values into ``vall``. One loop nest per
+        stream, time in a forward range: either is several times faster in numba."""
         T, M = r.shape
         for t in range(T + 1):
             row = v[t] if t < T else last
             for j in range(M):
                 x = row[j] * u
+                vall[t, j] = x
                 vc[t, j] = clip(np.rint(clip((x - vo) / vs, q) / 1.0), q)
         if feedback:
             carry[:] = 0.0
@@ -83,9 +84,9 @@ def _build():
                     rc[t, j] = clip(np.rint(clip((r[t, j] * u - ro) / rs, q) / 1.0), q)
 
     @jit
-    def deq_stats(rc, vc, boot, d, rs, ro, vs, vo, g, seg):
-        """The TD errors' of the dequantized codes max magnitude, the dequantized values'
-        (min, max) and the longest episode stretch."""
+    def deq_stats(rc, vc, boot, d, rs, ro, vs, vo, g, delta, seg):
+        """TD errors of the dequantized codes into ``delta``; their max magnitude, the
+        dequantized values' (min, max) and the longest episode stretch."""
         T, M = rc.shape
         dmax = np.zeros(M)
         vlo, vhi = np.full(M, np.inf), np.full(M, -np.inf)
@@ -97,6 +98,7 @@ def _build():
                 vh = vc[t, j] * vs + vo
                 nd = 0.0 if d[t, j] else 1.0
                 x = rc[t, j] * rs + ro + g * (vn[j] * vs + vo) * nd - vh
+                delta[t, j] = x
                 dmax[j] = max(dmax[j], abs(x))
                 vlo[j], vhi[j] = min(vlo[j], vh), max(vhi[j], vh)
                 seg[j] += 1
@@ -107,6 +109,15 @@ def _build():
             vh = boot[j] * vs + vo
             vlo[j], vhi[j] = min(vlo[j], vh), max(vhi[j], vh)
         return dmax.max(), vlo.min(), vhi.max(), longest.max()
+
+    @jit
+    def square_dev(x, m, out):
+        """``out = (x - m) ** 2`` elementwise."""
+        T, M = x.shape
+        for t in range(T):
+            for j in range(M):
+                y = x[t, j] - m
+                out[t, j] = y * y
 
     @jit
     def lookup(raw, table, lo, out):
@@ -191,41 +202,6 @@ def _build():
         return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2)
 
     @jit
-    def fill(kind, i0, n, buf, v, last, u, rc, vc, boot, d, rs, ro, vs, vo, g, m):
-        """``buf[:n]`` = elements ``i0 .. i0 + n - 1`` (row-major) of: the scaled values with
-        the bootstrap row ``[v; last] * u`` (kind 0), the TD errors of the dequantized codes
-        (kind 1, as :func:`deq_stats`), their squared deviations from ``m`` (kind 2)."""
-        M = v.shape[1] if kind == 0 else rc.shape[1]
-        T = v.shape[0] if kind == 0 else rc.shape[0]
-        t, j = i0 // M, i0 % M
-        for k in range(n):
-            if kind == 0:
-                x = (v[t, j] if t < T else last[j]) * u
-            else:
-                vn = vc[t + 1, j] if t + 1 < T else boot[j]
-                nd = 0.0 if d[t, j] else 1.0
-                x = rc[t, j] * rs + ro + g * (vn * vs + vo) * nd - (vc[t, j] * vs + vo)
-                if kind == 2:
-                    x = (x - m) * (x - m)
-            buf[k] = x
-            j += 1
-            if j == M:
-                t, j = t + 1, 0
-
-    @jit
-    def tree_sum(kind, lo, n, buf, v, last, u, rc, vc, boot, d, rs, ro, vs, vo, g, m):
-        """numpy's pairwise sum (:func:`pairwise`) of the elements ``lo .. lo + n - 1`` of
-        :func:`fill`'s array, computed a leaf (at most 128) at a time instead of stored."""
-        if n <= 128:
-            fill(kind, lo, n, buf, v, last, u, rc, vc, boot, d, rs, ro, vs, vo, g, m)
-            return pairwise(buf, 0, n)
-        n2 = n // 2
-        n2 -= n2 % 8
-        return (tree_sum(kind, lo, n2, buf, v, last, u, rc, vc, boot, d, rs, ro, vs, vo, g, m)
-                + tree_sum(kind, lo + n2, n - n2, buf, v, last, u, rc, vc, boot, d, rs, ro, vs,
-                           vo, g, m))
-
-    @jit
     def push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh, n,
                  lane_bytes, rimg, vimg, dimg):
         """One stream step: reward codes ``clip(rint((x u - ro) / rs))`` (error feedback
@@ -280,7 +256,7 @@ def _build():
                 0.0 + pairwise(delta, 0, M) if prev else 0.0, dmax)
 
     return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
-            "tree_sum": tree_sum, "lookup": lookup}
+            "square_dev": square_dev, "lookup": lookup}
 
 
 def _kernels():
@@ -316,15 +292,13 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
     f = [float(reg_format.to_float(x)) for x in (rs, ro, vs, vo)]
     dtype = np.int8 if bits <= 8 else np.int16
     rc, vc = np.empty((T, M), dtype), np.empty((T + 1, M), dtype)
+    vall = np.empty((T + 1, M))
     k["quantize"](r, v, last, u, f[1], f[0], f[3], f[2], float((1 << (bits - 1)) - 1),
-                  reward_rounding == "error_feedback", rc, vc, np.empty(M))
-    n = (T + 1) * M                       # numpy's mean of [v; last] * u, nothing stored
-    vsum = k["tree_sum"](0, 0, n, np.empty(128), v, last, u, rc, vc, vc[0], np.empty(
-        (0, 0), np.bool_), 1.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+                  reward_rounding == "error_feedback", rc, vc, vall, np.empty(M))
     return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
             "reward_scale_raw": rs, "reward_offset_raw": ro,
             "value_scale_raw": vs, "value_offset_raw": vo,
-            "unit_scale": u, "value_mean": float(np.float64(0.0 + vsum) / n),
+            "unit_scale": u, "value_mean": float(vall.mean()),
             "reward_clipped": 0.0, "value_clipped": 0.0}
 
 
@@ -339,13 +313,14 @@ def result_stats(batch, cfg):
     T, M = rc.shape
     scales = [float(rf.to_float(x)) for x in (a.reward_scale, a.reward_offset, a.value_scale,
                                               a.value_offset)]
-    boot, d = np.asarray(c["bootstrap"]), np.asarray(c["dones"], np.bool_)
-    dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, boot, d, *scales, g, np.empty(M, np.int64))
-    # numpy's delta.mean() and delta.std(): pairwise sums, the deviations from the mean
-    args = (np.empty(128), np.empty((0, 0)), np.empty(0), 1.0, rc, vc, boot, d, *scales, g)
-    n = T * M
-    mean = np.float64(0.0 + k["tree_sum"](1, 0, n, *args, 0.0)) / n
-    std = np.sqrt(np.float64(0.0 + k["tree_sum"](2, 0, n, *args, float(mean))) / n)
+    delta = np.empty((T, M))
+    dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, np.asarray(c["bootstrap"]),
+                                             np.asarray(c["dones"], np.bool_),
+                                             *scales, g, delta, np.empty(M, np.int64))
+    mean = delta.mean()
+    sq = np.empty_like(delta)
+    k["square_dev"](delta, float(mean), sq)
+    std = np.sqrt(sq.sum() / np.intp(delta.size))
     center = float(batch.prepared["value_mean"])
     v_dev = float(max(abs(vlo - center), abs(vhi - center)))
     return {"max_abs_delta": float(dmax), "mean_delta": float(mean), "std_delta": float(std),
