@@ -359,8 +359,9 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None):
     """Set ``batch``'s in-place result ranges, bounds and requantizer registers from its
     dequantized inputs (module docstring, "Result scale"); ``result_range`` (caller's
     units) overrides the automatic ranges."""
-    if hostfast.available():            # the same statistics from one compiled pass
-        set_result_ranges(batch, cfg, sigmas, result_range, **hostfast.result_stats(batch, cfg))
+    stats = hostfast.result_stats(batch, cfg) if hostfast.available() else None
+    if stats is not None:               # the same statistics from one compiled pass
+        set_result_ranges(batch, cfg, sigmas, result_range, **stats)
         return
     a, c = batch.args, batch.codes
     rf = cfg.reg_format

@@ -281,6 +281,9 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
     from .batch import range_registers, unit_scale_for
     k = _kernels()
     r, v, last, d = _f64(r), _f64(v), _f64(last), np.ascontiguousarray(d, np.bool_)
+    if r.ndim != 2 or r.size == 0 or v.shape != r.shape or d.shape != r.shape \
+            or last.shape != r.shape[1:]:
+        return None                           # the numpy code's behaviour (or error)
     T, M = r.shape
     ok, big, dmax, rlo, rhi, vlo, vhi = k["input_stats"](r, v, last, d, float(gamma))
     if not ok:
@@ -304,18 +307,23 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
 
 def result_stats(batch, cfg):
     """The keyword arguments of :func:`sw.gae.batch.set_result_ranges` that
-    :func:`~sw.gae.batch.choose_result_scale` computes from ``batch``'s codes."""
+    :func:`~sw.gae.batch.choose_result_scale` computes from ``batch``'s codes, or None for
+    codes the kernels do not take (shapes that disagree, non-integer codes, non-bool dones)."""
     k = _kernels()
     a, c = batch.args, batch.codes
     rf = cfg.reg_format
     g = a.gamma * 2.0 ** -cfg.pe.coef_frac
     rc, vc = np.asarray(c["rewards"]), np.asarray(c["values"])
+    boot, d = np.asarray(c["bootstrap"]), np.asarray(c["dones"])
+    if (rc.ndim != 2 or rc.size == 0 or vc.shape != rc.shape or d.shape != rc.shape
+            or boot.shape != rc.shape[1:] or d.dtype != np.bool_
+            or any(x.dtype.kind not in "iu" for x in (rc, vc, boot))):
+        return None                           # the numpy code's behaviour (or error)
     T, M = rc.shape
     scales = [float(rf.to_float(x)) for x in (a.reward_scale, a.reward_offset, a.value_scale,
                                               a.value_offset)]
     delta = np.empty((T, M))
-    dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, np.asarray(c["bootstrap"]),
-                                             np.asarray(c["dones"], np.bool_),
+    dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, boot, d,
                                              *scales, g, delta, np.empty(M, np.int64))
     mean = delta.mean()
     sq = np.empty_like(delta)

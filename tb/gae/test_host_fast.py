@@ -277,3 +277,34 @@ def test_sums_same_as_numpy(T, M):
         vall = np.concatenate([v, last[None]]) * batch.unit_scale
         same(batch.prepared["value_mean"], float(vall.mean()))
         same(hostfast.result_stats(batch, drv.config), reference_result_stats(batch, drv.config))
+
+
+def test_unusual_inputs_take_the_numpy_path():
+    """Inputs the kernels do not take (shapes that disagree, int dones in a batch) give what
+    the numpy code gives, error or result."""
+    from sw.gae.batch import choose_result_scale, prepare_caller_units
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    kw = {"bits": 8, "reg_format": cfg.reg_format, "data_format": cfg.pe.data_format}
+    r, v, d, last = data(np.random.default_rng(5), 6, 3, "gauss")
+    cases = [(r[0], v[0], last, d[0]), (r, v, last[:2], d), (r, v[:, :2], last, d)]
+
+    def outcome(f):
+        try:
+            return f()
+        except Exception as e:  # noqa: BLE001 - the same exception is the point
+            return type(e).__name__, str(e)
+    kernels = hostfast._kernels()
+    got = []
+    for fast in (True, False):
+        hostfast._K[:] = [kernels if fast else None]
+        try:
+            got.append([outcome(lambda a=a: prepare_caller_units(*a, 0.9, 0.9, **kw))
+                        for a in cases])
+            drv = GaeDriver(GoldenDevice(cfg), cfg)
+            batch = drv.prepare(r, v, d, last, 0.9, 0.9)
+            batch.codes["dones"] = batch.codes["dones"].astype(np.int64)
+            choose_result_scale(batch, cfg, 4.0)
+            got[-1].append(batch_view(batch))
+        finally:
+            hostfast._K[:] = [kernels]
+    same(got[0], got[1])
