@@ -14,8 +14,7 @@ signatures (float64 inputs, int8 or int16 codes).
 
 import numpy as np
 
-__all__ = ["available", "caller_units", "result_stats", "take", "decode_results",
-           "pack_codes"]
+__all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
 
 _K = []
 
