@@ -163,6 +163,8 @@ class FixedFormat:
 
     def to_float(self, raw):
         """Real value of raw integers."""
+        if type(raw) is int and -(1 << 53) <= raw <= 1 << 53:   # one register: no numpy call
+            return np.float64(math.ldexp(float(raw), -self.frac))
         return np.ldexp(np.asarray(raw, dtype=np.float64), -self.frac)
 
     def check_raw(self, raw, name="value"):

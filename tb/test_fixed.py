@@ -162,3 +162,12 @@ def test_quantize_compiled_same_as_numpy(width, frac, is_signed, rounding, monke
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError, match="NaN or infinite"):
             f.quantize(np.full(9, bad))
+
+
+@pytest.mark.parametrize("frac", [0, 1, 16, 40, 62])
+def test_to_float_int_same_as_array(frac):
+    """A Python int takes a path without numpy: the same np.float64 as a 0-d array."""
+    f = FixedFormat(62, frac)
+    for raw in (0, 1, -1, 3, -(1 << 53), 1 << 53, (1 << 53) - 1, 12345678901, -987654321):
+        a, b = f.to_float(raw), f.to_float(np.array(raw))
+        assert type(a) is type(b) and a.tobytes() == b.tobytes(), raw
