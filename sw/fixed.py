@@ -20,6 +20,7 @@ Overflow always saturates to the format's range; the operations return an overfl
 hardware can raise a sticky status bit and the driver can report it.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,6 +126,13 @@ class FixedFormat:
 
     def quantize(self, x, *, return_overflow=False):
         """Convert real numbers to raw integers: this format's rounding, then saturation."""
+        if isinstance(x, float) and self.width <= 53 and math.isfinite(x) and abs(x) < 2.0 ** 960:
+            return self._quantize_scalar(x, return_overflow)
+        if (isinstance(x, np.ndarray) and x.dtype in _FAST_DTYPES and x.size >= 8
+                and self.width <= 53 and x.flags.c_contiguous):
+            out = _quantize_compiled(self, x)
+            if out is not None:
+                return out if return_overflow else out[0]
         x = np.asarray(x, dtype=np.float64)
         if not np.all(np.isfinite(x)):
             raise ValueError("cannot quantize NaN or infinite values")
@@ -139,8 +147,24 @@ class FixedFormat:
         raw = np.clip(r, self.min_raw, self.max_raw).astype(np.int64)
         return (raw, over) if return_overflow else raw
 
+    def _quantize_scalar(self, x, return_overflow):
+        """:meth:`quantize` of one finite Python float, without numpy's per-call cost: the
+        same IEEE operations (exact scaling, the rounding, saturation), the same types."""
+        scaled = math.ldexp(x, self.frac)               # exact: |x| * 2**frac stays finite
+        if self.rounding == "floor":
+            r = math.floor(scaled)
+        elif self.rounding == "half_up":
+            r = math.floor(scaled + 0.5)
+        else:
+            r = round(scaled)                           # ties to even, as numpy
+        lo, hi = self.min_raw, self.max_raw
+        raw = np.int64(min(max(r, lo), hi))
+        return (raw, np.bool_(r > hi or r < lo)) if return_overflow else raw
+
     def to_float(self, raw):
         """Real value of raw integers."""
+        if type(raw) is int and -(1 << 53) <= raw <= 1 << 53:   # one register: no numpy call
+            return np.float64(math.ldexp(float(raw), -self.frac))
         return np.ldexp(np.asarray(raw, dtype=np.float64), -self.frac)
 
     def check_raw(self, raw, name="value"):
@@ -150,3 +174,51 @@ class FixedFormat:
             raise ValueError(f"{name} must be raw {self} integers in "
                              f"{self.min_raw}..{self.max_raw}")
         return raw
+
+
+#: Array dtypes :meth:`FixedFormat.quantize` hands to its compiled loop (one signature each).
+_FAST_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+_QUANTIZE_KERNEL = []
+
+
+def _quantize_kernel():
+    """The compiled loop of :meth:`FixedFormat.quantize` (the same IEEE operations per element
+    as its numpy code, no fast-math), or None without numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(cache=True, nogil=True)
+    def kernel(x, scale, mode, lo, hi, raw, over):
+        for i in range(x.size):
+            v = np.float64(x[i])
+            if not abs(v) < 2.0 ** 960:         # NaN, infinite, or past ldexp's range
+                return False
+            s = v * scale                       # ldexp: exact, scale is a power of two
+            if mode == 0:
+                r = np.floor(s)
+            elif mode == 1:
+                r = np.floor(s + 0.5)
+            else:
+                r = np.rint(s)
+            over[i] = r > hi or r < lo
+            raw[i] = np.int64(min(max(r, lo), hi))
+        return True
+    return kernel
+
+
+def _quantize_compiled(fmt, x):
+    """``(raw, over)`` of :meth:`FixedFormat.quantize` for a C-contiguous float array (width
+    at most 53 bits: the limits are exact floats), or None (numpy then does it, and raises)."""
+    if not _QUANTIZE_KERNEL:
+        _QUANTIZE_KERNEL.append(_quantize_kernel())
+    kernel = _QUANTIZE_KERNEL[0]
+    if kernel is None:
+        return None
+    raw, over = np.empty(x.shape, np.int64), np.empty(x.shape, np.bool_)
+    mode = ("floor", "half_up", "half_even").index(fmt.rounding)
+    if not kernel(x.reshape(-1), 2.0 ** fmt.frac, mode, float(fmt.min_raw), float(fmt.max_raw),
+                  raw.reshape(-1), over.reshape(-1)):
+        return None
+    return raw, over

@@ -114,3 +114,60 @@ def test_pack_rejects_out_of_range():
     layout = data.StructLayout({"a": signed(4)})
     with pytest.raises(ValueError, match="field 'a' = 8 does not fit"):
         pack(layout, {"a": 8})
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("width,frac,is_signed", [(8, 0, True), (16, 8, True), (32, 16, True),
+                                                  (24, 24, False), (53, 20, True),
+                                                  (54, 20, True), (62, 61, False)])
+def test_quantize_scalar_same_as_array(width, frac, is_signed, rounding):
+    """A Python float takes a path without numpy; same raw integer, flag and types as a 0-d
+    array, at ties, at and past both ends, for huge and tiny values."""
+    f = FixedFormat(width, frac, is_signed, rounding)
+    rng = np.random.default_rng(width * 100 + frac)
+    xs = list(rng.normal(size=300) * 2.0 ** rng.integers(-frac - 3, width - frac + 3, 300))
+    xs += [(k + 0.5) * f.ulp for k in range(-6, 6)]
+    xs += [0.0, -0.0, f.max_value, f.min_value, f.max_value + f.ulp / 2,
+           f.min_value - f.ulp / 2, 1e300, -1e300, 5e-324, 2.0 ** 959, -(2.0 ** 961)]
+    for x in map(float, xs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = f.quantize(x, return_overflow=True)
+            b = f.quantize(np.array(x), return_overflow=True)
+        assert (type(a[0]), type(a[1]), a) == (type(b[0]), type(b[1]), b), x
+
+
+@pytest.mark.parametrize("rounding", ROUNDING_MODES)
+@pytest.mark.parametrize("width,frac,is_signed", [(8, 0, True), (16, 13, True), (32, 16, True),
+                                                  (24, 24, False), (53, 20, True)])
+def test_quantize_compiled_same_as_numpy(width, frac, is_signed, rounding, monkeypatch):
+    """Float arrays of 8 elements and more take a compiled loop: the same raw integers and
+    flags as the numpy code (arrays of ties, ends, huge values; float32; 2-D), which still
+    raises for NaN and infinity."""
+    import sw.fixed as fixed
+    f = FixedFormat(width, frac, is_signed, rounding)
+    rng = np.random.default_rng(width + frac)
+    x = rng.normal(size=(40, 9)) * 2.0 ** rng.integers(-frac - 3, width - frac + 3, (40, 9))
+    x[0, :6] = [(k + 0.5) * f.ulp for k in range(-3, 3)]
+    x[1, :4] = [f.max_value, f.min_value, f.max_value + f.ulp / 2, f.min_value - f.ulp / 2]
+    cases = [x, x.astype(np.float32), x[2], np.full(8, 1e300), x[:, 0].copy()]
+    fast = [f.quantize(c, return_overflow=True) for c in cases]
+    monkeypatch.setattr(fixed, "_QUANTIZE_KERNEL", [None])
+    with np.errstate(over="ignore"):
+        slow = [f.quantize(c, return_overflow=True) for c in cases]
+    for (a, b), (c, d) in zip(fast, slow):
+        assert a.dtype == c.dtype and b.dtype == d.dtype
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+    monkeypatch.undo()
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            f.quantize(np.full(9, bad))
+
+
+@pytest.mark.parametrize("frac", [0, 1, 16, 40, 62])
+def test_to_float_int_same_as_array(frac):
+    """A Python int takes a path without numpy: the same np.float64 as a 0-d array."""
+    f = FixedFormat(62, frac)
+    for raw in (0, 1, -1, 3, -(1 << 53), 1 << 53, (1 << 53) - 1, 12345678901, -987654321):
+        a, b = f.to_float(raw), f.to_float(np.array(raw))
+        assert type(a) is type(b) and a.tobytes() == b.tobytes(), raw

@@ -309,6 +309,10 @@ class RegisterMapAccess:
         object.__setattr__(self, "_by_name", {r.name: RegisterAccess(self, r) for r in rm})
         object.__setattr__(self, "_shadow", {
             (r.name, f.name): f.reset for r in rm for f in r.fields if f.access in ("rw", "wo")})
+        # registers that are one writable field of their own name: a write is that field alone
+        object.__setattr__(self, "_plain", {
+            r.name: (r, r.fields[0]) for r in rm if len(r.fields) == 1
+            and r.fields[0].name == r.name and r.fields[0].access not in _READ_ONLY})
 
     # -- mapping-like --------------------------------------------------------------------------
     def __getattr__(self, name):
@@ -326,6 +330,11 @@ class RegisterMapAccess:
     def __setattr__(self, name, value):
         if name.startswith("_"):
             raise AttributeError(f"cannot set {name!r} on a register map")
+        plain = self._plain.get(name)
+        if plain is not None:            # what _write_fields does for it, without its lookups
+            reg, f = plain
+            self._commit(reg, f.put(0, _check_value(reg, f, value)))
+            return
         reg = self.__getattr__(name)._register
         if len(reg.fields) == 1 and reg.fields[0].name == reg.name:
             self._write_fields(reg, {reg.name: value})
@@ -361,7 +370,9 @@ class RegisterMapAccess:
 
     # -- bus access ------------------------------------------------------------------------------
     def _read(self, reg: Register) -> RegisterValue:
-        word = check_word(self._mmio.read32(reg.offset), what=f"{reg.name} read value")
+        word = self._mmio.read32(reg.offset)
+        if type(word) is not int or not 0 <= word <= 0xFFFF_FFFF:   # what check_word passes
+            word = check_word(word, what=f"{reg.name} read value")
         for f in reg.fields:
             if f.access == "rw":
                 self._shadow[reg.name, f.name] = f.get(word)

@@ -77,11 +77,14 @@ import numpy as np
 
 from sw.driver.common import check_finite
 
+from . import hostfast
+from .layout import pack_rows
 from .quant import UniformQuantizer
 from .spec import GaeCoreArgs
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
-           "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment"]
+           "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment",
+           "result_table", "dequantize_results", "code_images"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
 #: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
@@ -250,6 +253,12 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
         ``unit_scale``; ``value_mean`` (scaled, the centre of the return range);
         ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped).
     """
+    if hostfast.available():            # the same results from compiled passes
+        prep = hostfast.caller_units(rewards, values, last_values, dones, gamma, lam,
+                                     bits=bits, reg_format=reg_format,
+                                     data_format=data_format, reward_rounding=reward_rounding)
+        if prep is not None:
+            return prep
     r = np.asarray(rewards, np.float64)
     v = np.asarray(values, np.float64)
     last = np.asarray(last_values, np.float64)
@@ -350,6 +359,10 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None):
     """Set ``batch``'s in-place result ranges, bounds and requantizer registers from its
     dequantized inputs (module docstring, "Result scale"); ``result_range`` (caller's
     units) overrides the automatic ranges."""
+    stats = hostfast.result_stats(batch, cfg) if hostfast.available() else None
+    if stats is not None:               # the same statistics from one compiled pass
+        set_result_ranges(batch, cfg, sigmas, result_range, **stats)
+        return
     a, c = batch.args, batch.codes
     rf = cfg.reg_format
     cf = 2.0 ** -cfg.pe.coef_frac
@@ -413,3 +426,58 @@ def set_result_registers(batch, cfg, adv_range, rtg_range):
     batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
     batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
         rtg_range, batch.rtg_center)
+
+
+def result_table(cfg, batch, scale, offset):
+    """The float64 value of every in-place result code ``-2**(b-1) .. 2**(b-1)-1`` under the
+    requantizer registers ``scale``, ``offset``, in the caller's units."""
+    rf, lo = cfg.reg_format, 1 << (cfg.code_bits - 1)
+    codes = np.arange(-lo, lo, dtype=np.float64)
+    return (codes - rf.to_float(offset)) / rf.to_float(scale) / batch.unit_scale
+
+
+def dequantize_results(cfg, batch, adv_raw, rtg_raw):
+    """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
+    u = batch.unit_scale
+    if cfg.results == "full":
+        fmt = cfg.pe.data_format
+        return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
+    a, lo = batch.args, 1 << (cfg.code_bits - 1)
+    # a table of every code's value (the same operations per element), then one take
+    return tuple(hostfast.take(result_table(cfg, batch, scale, offset), raw, lo)
+                 for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
+                                            (rtg_raw, a.rtg_scale, a.rtg_offset)))
+
+
+def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape):
+    """``[(region, bytes)]``: the memory images of one batch of codes (rewards, values with
+    the bootstrap row, dones), checked first (``ValueError`` naming the argument;
+    ``check_shape(T, M)`` checks the capacity): what ``GaeDriver.load`` writes."""
+    fast = hostfast.pack_codes(cfg, reward_codes, value_codes, bootstrap_codes, dones)
+    if fast is not None:
+        return fast
+    lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
+    arrays = {}
+    for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),
+                          ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
+        a = numeric(x, name, ndim=ndim)
+        if name == "dones":
+            if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
+                raise ValueError("dones must be bool-like: bool, or numbers that are all "
+                                 "0 or 1")
+            a = a.astype(bool)
+        else:
+            if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
+                raise ValueError(f"{name} must be integer codes in {lo}..{hi}")
+        arrays[name] = a
+    T, M = arrays["reward_codes"].shape
+    for name in ("value_codes", "dones"):
+        if arrays[name].shape != (T, M):
+            raise ValueError(f"{name} must have shape {(T, M)}, not {arrays[name].shape}")
+    if arrays["bootstrap_codes"].shape != (M,):
+        raise ValueError(f"bootstrap_codes must have shape ({M},), not "
+                         f"{arrays['bootstrap_codes'].shape}")
+    check_shape(T, M)
+    values = np.vstack([arrays["value_codes"], arrays["bootstrap_codes"][None]])
+    return [(region, pack_rows(cfg, region, rows)) for region, rows in (
+        ("rewards", arrays["reward_codes"]), ("values", values), ("dones", arrays["dones"]))]

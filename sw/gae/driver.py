@@ -65,21 +65,23 @@ from sw.driver.mmio import BusError, Device
 from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
+from . import hostfast
 from . import spec as gae_spec
 from .batch import (
     GaeBatch,
     check_batch,
     check_units,
     choose_result_scale,
+    code_images,
     coefficient,
+    dequantize_results,
     episode_dones,
     flags,
-    numeric,
     prepare_caller_units,
     set_result_registers,
 )
 from .golden import quantize_coefs
-from .layout import pack_rows, region_base, unpack_rows, word_bytes
+from .layout import region_base, unpack_rows, word_bytes
 from .quant import GaeQuantizationPipeline
 from .spec import (
     ERRORS,
@@ -440,21 +442,12 @@ class GaeDriver(DriverBase):
 
     def dequantize(self, batch: GaeBatch, adv_raw, rtg_raw):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
-        cfg = self._config
-        u = batch.unit_scale
-        if cfg.results == "full":
-            fmt = cfg.pe.data_format
-            return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
-        rf, a = cfg.reg_format, batch.args
-        lo = 1 << (cfg.code_bits - 1)
-        codes = np.arange(-lo, lo, dtype=np.float64)
-        out = []
-        for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
-                                   (rtg_raw, a.rtg_scale, a.rtg_offset)):
-            # a table of every code's value (the same operations per element), then one take
-            table = (codes - rf.to_float(offset)) / rf.to_float(scale) / u
-            out.append(np.take(table, np.asarray(raw) + lo))
-        return out[0], out[1]
+        return dequantize_results(self._config, batch, adv_raw, rtg_raw)
+
+    def _decode(self, batch: GaeBatch, images):
+        """:meth:`dequantize` of the memory images :meth:`_read_images` read."""
+        fast = hostfast.decode_results(self._config, batch, images)
+        return fast if fast is not None else self.dequantize(batch, *self._unpack(images))
 
     # -- the run --------------------------------------------------------------------------------
     def load(self, reward_codes, value_codes, bootstrap_codes, dones):
@@ -464,34 +457,10 @@ class GaeDriver(DriverBase):
         ``bootstrap_codes``: ``[M]``; ``dones``: bool-like ``[T, M]``. Checked before any
         bus access.
         """
-        cfg = self._config
-        lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
-        arrays = {}
-        for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),
-                              ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
-            a = numeric(x, name, ndim=ndim)
-            if name == "dones":
-                if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
-                    raise ValueError("dones must be bool-like: bool, or numbers that are all "
-                                     "0 or 1")
-                a = a.astype(bool)
-            else:
-                if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
-                    raise ValueError(f"{name} must be integer codes in {lo}..{hi}")
-            arrays[name] = a
-        T, M = arrays["reward_codes"].shape
-        for name in ("value_codes", "dones"):
-            if arrays[name].shape != (T, M):
-                raise ValueError(f"{name} must have shape {(T, M)}, not {arrays[name].shape}")
-        if arrays["bootstrap_codes"].shape != (M,):
-            raise ValueError(f"bootstrap_codes must have shape ({M},), not "
-                             f"{arrays['bootstrap_codes'].shape}")
-        self.check_shape(T, M)
-        values = np.vstack([arrays["value_codes"], arrays["bootstrap_codes"][None]])
-        mem = self._device.memory
-        for region, rows in (("rewards", arrays["reward_codes"]), ("values", values),
-                             ("dones", arrays["dones"])):
-            mem.write(region_base(cfg, region), pack_rows(cfg, region, rows))
+        cfg, mem = self._config, self._device.memory
+        for region, image in code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones,
+                                         self.check_shape):
+            mem.write(region_base(cfg, region), image)
 
     def start(self, args: GaeCoreArgs, *, names=None):
         """Write the argument registers and set AP_START (interrupt armed if used).
@@ -578,16 +547,20 @@ class GaeDriver(DriverBase):
     def read_results(self, T: int, M: int):
         """The raw results of the last run: ``(adv, rtg)`` ``[T, M]`` int64 arrays (codes in
         place, data-format words for full results)."""
+        return self._unpack(self._read_images(T, M))
+
+    def _read_images(self, T, M):
+        """``[(region, bytes), (region, bytes)]``: the memory images of the results."""
         cfg = self._config
         self.check_shape(T, M)
         regions = ("rewards", "values") if cfg.results == "inplace" else ("adv", "rtg")
         G = -(-M // cfg.n_pe)
-        out = []
-        for region in regions:
-            data = self._device.memory.read(region_base(cfg, region),
-                                            T * G * word_bytes(cfg, region))
-            out.append(unpack_rows(cfg, region, data, T, M))
-        return out[0], out[1]
+        return [(region, self._device.memory.read(region_base(cfg, region),
+                                                  T * G * word_bytes(cfg, region)), T, M)
+                for region in regions]
+
+    def _unpack(self, images):
+        return tuple(unpack_rows(self._config, r, data, T, M) for r, data, T, M in images)
 
     def run(self, reward_codes, value_codes, bootstrap_codes, dones, args: GaeCoreArgs, *,
             timeout=None) -> dict:
@@ -600,11 +573,15 @@ class GaeDriver(DriverBase):
         self._warn(self.last_status)
         return out
 
-    def _run(self, reward_codes, value_codes, bootstrap_codes, dones, args, timeout=None):
+    def _run(self, reward_codes, value_codes, bootstrap_codes, dones, args, timeout=None, *,
+             images=False):
+        """:meth:`run`; ``images``: ``adv`` and ``rtg`` are :meth:`_read_images`'s."""
         self.load(reward_codes, value_codes, bootstrap_codes, dones)
         self.start(args)
         status = self._wait(timeout)
-        adv, rtg = self.read_results(args.num_timesteps, args.num_trajectories)
+        adv, rtg = self._read_images(args.num_timesteps, args.num_trajectories)
+        if not images:
+            adv, rtg = self._unpack((adv, rtg))
         return {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
                 **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
 
@@ -649,20 +626,20 @@ class GaeDriver(DriverBase):
                 names = [n for n in GAE_CORE_ARGS(self._config) if n not in loaded]
                 self.start(batch.args, names=names)
                 status = self._wait(None)
-                adv, rtg = self.read_results(batch.T, batch.M)
+                adv, rtg = self._read_images(batch.T, batch.M)
                 out = {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
                        **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
             else:
                 out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"],
-                                batch.args)
+                                batch.args, images=True)
             batch.run_args.append(dataclasses.replace(batch.args))
             batch.runs += 1
             # Results decode with the registers of their own run; an element keeps the result
             # of the narrowest run in which its code did not saturate.
-            decoded = self.dequantize(batch, out["adv"], out["rtg"])
+            decoded = self._decode(batch, (out["adv"], out["rtg"]))
 
             def sat():
-                return [np.abs(np.asarray(out[k])) >= qmax for k in ("adv", "rtg")] \
+                return [np.abs(x) >= qmax for x in self._unpack((out["adv"], out["rtg"]))] \
                     if self._config.results == "inplace" else [False, False]
             if results is None:
                 results = list(decoded)

@@ -15,6 +15,7 @@ device and the driver all derive from this module.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
@@ -92,7 +93,7 @@ class GaePeConfig(Config):
             raise ValueError(f"data_width + coef_width too large for k={self.k}")
 
     # -- derived ------------------------------------------------------------------------------
-    @property
+    @cached_property
     def data_format(self) -> FixedFormat:
         return FixedFormat(self.data_width, self.data_frac, True, self.rounding)
 
@@ -208,7 +209,7 @@ class GaeCoreConfig(Config):
     def addr_bits(self) -> int:
         return max(1, (self.depth - 1).bit_length())
 
-    @property
+    @cached_property
     def reg_format(self) -> FixedFormat:
         return FixedFormat(self.reg_width, self.reg_frac, True, self.pe.rounding)
 

@@ -62,7 +62,8 @@ from .batch import (
     unit_scale_for,
 )
 from .golden import quantize_coefs
-from .layout import pack_rows, row_offset
+from . import hostfast
+from .layout import pack_rows, row_offset, word_bytes
 from .spec import MAX_RUN_TRAJECTORIES, GaeCoreArgs
 
 __all__ = ["GaeStream", "StreamReference", "STREAM_MARGIN", "VALUE_STD_MARGIN", "FIXED_ARGS"]
@@ -106,8 +107,9 @@ class _Moments:
     def __init__(self):
         self.n, self.mean, self.m2 = 0, 0.0, 0.0
 
-    def add(self, x):
-        m = float(x.mean())
+    def add(self, x, x_sum=None):
+        """Merge the elements of ``x`` (``x_sum``: their numpy sum, if known)."""
+        m = float(x.mean()) if x_sum is None else float(x_sum) / x.size
         n, total = x.size, self.n + x.size
         d = m - self.mean
         self.m2 += float(np.dot(x - m, x - m)) + d * d * (self.n * n / total)
@@ -201,6 +203,8 @@ class GaeStream:
         self._dc = np.zeros((T, M), bool)
         self._carry = np.zeros(M)
         self._feedback = driver.pipeline.reward_rounding == "error_feedback"
+        # (a zero scale divides by zero: numpy's warnings and NaN, on the numpy path)
+        self._fast = hostfast.available() and bits in (8, 16) and self._rs != 0 != self._vs
         # statistics of the dequantized batch (the in-place result scale)
         self._delta = _Moments()
         self._dmax = 0.0
@@ -282,6 +286,9 @@ class GaeStream:
         r = self._vector(rewards, "rewards")
         v = self._vector(values, "values")
         d, r = self._flags(r, dones, terminated, truncated, final_values)
+        if not self.deferred and self._fast:
+            self._push_fast(t, np.ascontiguousarray(r), np.ascontiguousarray(v), d)
+            return
         self._raw_stats(r, v, d)
         if self.deferred:
             self._r[t], self._v[t], self._d[t] = r, v, d
@@ -308,6 +315,67 @@ class GaeStream:
             mem.write(row_offset(cfg, region, t, M), pack_rows(cfg, region, row[None]))
         self._result_stats(rc * self._rs + self._ro, vc * self._vs + self._vo, d)
         self.pushed += 1
+
+    def _push_fast(self, t, r, v, d):
+        """:meth:`push` after the checks, in compiled passes (:mod:`sw.gae.hostfast`): the
+        same codes, images, statistics and counts bit for bit."""
+        k = hostfast._kernels()
+        self._raw_stats_fast(k, r, v, d)
+        if self._units == "standardized":
+            x, u, ro = self._drv.pipeline.rewards(r)[0], 1.0, 0.0   # statistics per push
+        else:
+            x, u, ro = r, self._u, self._ro
+        cfg, M = self._cfg, self.M
+        images = {region: np.zeros((-(-M // cfg.n_pe), word_bytes(cfg, region)), np.uint8)
+                  for region in ("rewards", "values", "dones")}
+        rh, vh = np.empty(M), np.empty(M)
+        cr, cv = k["push_row"](x, v, d, u, ro, self._rs, self._vo, self._vs, self._qmax,
+                               self._feedback, self._carry, self._rc[t], self._vc[t],
+                               self._dc[t], rh, vh, cfg.n_pe, cfg.code_bits // 8,
+                               images["rewards"], images["values"], images["dones"])
+        self.clipped["reward"] += int(cr)
+        self.clipped["value"] += int(cv)
+        mem = self._drv.device.memory
+        for region, image in images.items():
+            mem.write(row_offset(cfg, region, t, M), image.tobytes())
+        self._result_stats_fast(k, rh, vh, d)
+        self.pushed += 1
+
+    def _raw_stats_fast(self, k, r, v, d):
+        """:meth:`_raw_stats` in one compiled pass (numpy's dot for the second moment)."""
+        prev = self._prev is not None
+        pr, pv, pd = self._prev if prev else (v, v, d if d is not None else v > 0)
+        delta = np.empty(v.size)
+        rlo, rhi, vlo, vhi, vsum, _, dmax = k["row_stats"](
+            r if r is not None else v[:0], v, pr, pv, pd, self._gamma, prev, delta)
+        rlo, rhi, vlo, vhi = map(np.float64, (rlo, rhi, vlo, vhi))   # numpy's min/max types
+        self._raw_v.add(v, vsum)
+        if r is not None:
+            self._r_lo, self._r_hi = min(self._r_lo, rlo), max(self._r_hi, rhi)
+        self._v_lo, self._v_hi = min(self._v_lo, vlo), max(self._v_hi, vhi)
+        if prev:
+            self._raw_dmax = max(self._raw_dmax, float(dmax))
+        self._prev = (r, v, d)
+
+    def _result_stats_fast(self, k, r_hat, v_hat, d):
+        """:meth:`_result_stats` in one compiled pass."""
+        prev = self._prev_hat is not None
+        pr, pv, pd = self._prev_hat if prev else (v_hat, v_hat, v_hat > 0)
+        delta = np.empty(v_hat.size)
+        _, _, vlo, vhi, vsum, dsum, dmax = k["row_stats"](v_hat[:0], v_hat, pr, pv, pd,
+                                                          self._g, prev, delta)
+        vlo, vhi = np.float64(vlo), np.float64(vhi)
+        self._vsum += float(vsum)
+        self._vmin, self._vmax = min(self._vmin, vlo), max(self._vmax, vhi)
+        if prev:
+            self._delta.add(delta, dsum)
+            self._dmax = max(self._dmax, float(dmax))
+        if d is not None:
+            self._seg += 1
+            if d.any():
+                self._longest = max(self._longest, int(self._seg[d].max()))
+                self._seg[d] = 0
+        self._prev_hat = (r_hat, v_hat, d)
 
     def _raw_stats(self, r, v, d):
         """The next stream's reference: value moments, ranges, largest raw TD error

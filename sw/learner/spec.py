@@ -7,6 +7,7 @@ number formats (:mod:`sw.learner.numerics`).
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
@@ -222,9 +223,10 @@ class LearnerConfig(NumericParams):
         kind = stage.split("@")[0].rstrip("0123456789")
         return self.numerics.tensor_unit("fw" if kind == "tfw" else kind, rows=R, cols=C)
 
-    @property
+    @cached_property
     def numerics(self) -> LearnerNumerics:
-        """The fixed-point formats; ``max_k`` covers the longest reduction of any unit."""
+        """The fixed-point formats; ``max_k`` covers the longest reduction of any unit (built
+        once per configuration: both are frozen)."""
         return LearnerNumerics(sizes=self.sizes, max_k=max(self.max_batch, max(self.sizes) + 1),
                                **self.numeric_params)
 

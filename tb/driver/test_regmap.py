@@ -251,3 +251,32 @@ def test_gae_hardware_info_and_read_only(gae):
     with pytest.raises(ValueError, match=r"GAMMA: value must be an integer in 0\.\.131071 "
                                          r"\(17 bits\)"):
         acc.GAMMA = 1 << 17
+
+
+def test_plain_register_write_same_as_field_write():
+    """A register that is one writable field of its own name takes a shortcut on assignment:
+    the same bus writes, shadow values and errors as writing that field."""
+    rm = gae_register_map(GaeCoreConfig.from_dict(SMALL))
+    plain = [r for r in rm if len(r.fields) == 1 and r.fields[0].name == r.name
+             and r.fields[0].access not in ("ro", "ro_cor")]
+    assert len(plain) >= 8
+    logs, shadows, errors = [], [], []
+    for shortcut in (True, False):
+        log = []
+        acc = RegisterMapAccess(rm, RecordingMmio(ModelMmio(rm), log))
+        errs = []
+        for r in plain:
+            top = (1 << r.fields[0].width) - 1
+            for v in (0, 1, top, np.int64(top // 3), top + 1, -1, 1.5, "x"):
+                try:
+                    if shortcut:
+                        acc[r.name] = v
+                    else:
+                        acc._write_fields(r, {r.name: v})
+                except ValueError as e:
+                    errs.append(str(e))
+        logs.append(log)
+        shadows.append(dict(acc._shadow))
+        errors.append(errs)
+    assert logs[0] == logs[1] and shadows[0] == shadows[1] and errors[0] == errors[1]
+    assert len(errors[0]) == 4 * len(plain)

@@ -1,0 +1,394 @@
+"""Compiled host kernels of the GAE driver: the batch path in a few passes (issue #12).
+
+:class:`~sw.gae.driver.GaeDriver` and :class:`~sw.gae.stream.GaeStream` call these instead of
+the numpy code of :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and the driver's de-quantization
+when numba is installed; the results are the same bit for bit (``tb/gae/test_host_fast.py``
+compares them with that code): every element goes through the same IEEE operations in the same
+order (no fast-math), and every sum that numpy computes pairwise is still computed by numpy, on
+a buffer that holds exactly the array numpy would have summed.
+
+The kernels are compiled on first use and cached on disk (``cache=True``); each has one or two
+signatures (float64 inputs, int8 or int16 codes).
+"""
+
+
+import numpy as np
+
+__all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
+
+_K = []
+
+
+def _build():
+    """The jitted kernels as a dict, or None without numba."""
+    try:
+        import numba
+    except ImportError:                       # a board image without numba: numpy code
+        return None
+    jit = numba.njit(cache=True, nogil=True)
+
+    @jit
+    def clip(x, q):
+        """``np.clip(x, -q, q)`` of a finite float (compares: they vectorize, min/max less)."""
+        y = x if x > -q else -q  # noqa: FURB136
+        return y if y < q else q  # noqa: FURB136
+
+    @jit
+    def input_stats(r, v, last, d, gamma):
+        """Finiteness, max |input|, max |TD error|, (min, max) of rewards and of values.
+        Per-trajectory accumulators (min and max do not depend on the order)."""
+        T, M = r.shape
+        nan = np.zeros(M)
+        big, dmax = np.abs(last), np.zeros(M)
+        rlo, rhi = np.full(M, np.inf), np.full(M, -np.inf)
+        vlo, vhi = last.copy(), last.copy()
+        for t in range(T):
+            vn = v[t + 1] if t + 1 < T else last
+            for j in range(M):
+                x, y = r[t, j], v[t, j]
+                nan[j] += x * 0.0 + y * 0.0            # NaN once any element is not finite
+                nd = 0.0 if d[t, j] else 1.0
+                ax, ay, ad = abs(x), abs(y), abs(x + gamma * vn[j] * nd - y)
+                big[j] = max(big[j], max(ax, ay))
+                dmax[j] = max(dmax[j], ad)
+                rlo[j], rhi[j] = min(rlo[j], x), max(rhi[j], x)
+                vlo[j], vhi[j] = min(vlo[j], y), max(vhi[j], y)
+        ok = np.isfinite(last).all() and (nan == 0.0).all()
+        return ok, big.max(), dmax.max(), rlo.min(), rhi.max(), vlo.min(), vhi.max()
+
+    @jit
+    def quantize(r, v, last, u, ro, rs, vo, vs, q, feedback, rc, vc, vall, carry):
+        """Reward codes (error feedback backwards in time, or nearest), value and bootstrap
+        codes into ``vc`` [T+1, M], the scaled values into ``vall``. One loop nest per
+        stream, time in a forward range: either is several times faster in numba."""
+        T, M = r.shape
+        for t in range(T + 1):
+            row = v[t] if t < T else last
+            for j in range(M):
+                x = row[j] * u
+                vall[t, j] = x
+                vc[t, j] = clip(np.rint(clip((x - vo) / vs, q) / 1.0), q)
+        if feedback:
+            carry[:] = 0.0
+            for k in range(T):                  # t = T-1 .. 0
+                t = T - 1 - k
+                for j in range(M):
+                    w = clip((r[t, j] * u - ro) / rs, q) + carry[j]
+                    c = clip(np.rint(w / 1.0), q)
+                    carry[j] = w - c * 1.0
+                    rc[t, j] = c
+        else:
+            for t in range(T):
+                for j in range(M):
+                    rc[t, j] = clip(np.rint(clip((r[t, j] * u - ro) / rs, q) / 1.0), q)
+
+    @jit
+    def deq_stats(rc, vc, boot, d, rs, ro, vs, vo, g, delta, seg):
+        """TD errors of the dequantized codes into ``delta``; their max magnitude, the
+        dequantized values' (min, max) and the longest episode stretch."""
+        T, M = rc.shape
+        dmax = np.zeros(M)
+        vlo, vhi = np.full(M, np.inf), np.full(M, -np.inf)
+        longest = np.zeros(M, np.int64)
+        seg[:] = 0
+        for t in range(T):
+            vn = vc[t + 1] if t + 1 < T else boot
+            for j in range(M):
+                vh = vc[t, j] * vs + vo
+                nd = 0.0 if d[t, j] else 1.0
+                x = rc[t, j] * rs + ro + g * (vn[j] * vs + vo) * nd - vh
+                delta[t, j] = x
+                dmax[j] = max(dmax[j], abs(x))
+                vlo[j], vhi[j] = min(vlo[j], vh), max(vhi[j], vh)
+                seg[j] += 1
+                if d[t, j] or t == T - 1:
+                    longest[j] = max(longest[j], seg[j])
+                    seg[j] = 0
+        for j in range(M):
+            vh = boot[j] * vs + vo
+            vlo[j], vhi[j] = min(vlo[j], vh), max(vhi[j], vh)
+        return dmax.max(), vlo.min(), vhi.max(), longest.max()
+
+    @jit
+    def square_dev(x, m, out):
+        """``out = (x - m) ** 2`` elementwise."""
+        T, M = x.shape
+        for t in range(T):
+            for j in range(M):
+                y = x[t, j] - m
+                out[t, j] = y * y
+
+    @jit
+    def lookup(raw, table, lo, out):
+        """``out = table[raw + lo]``; False (``out`` incomplete) at an index outside it."""
+        T, M = raw.shape
+        n = table.size
+        for t in range(T):
+            for j in range(M):
+                i = raw[t, j] + lo
+                if i < 0 or i >= n:
+                    return False
+                out[t, j] = table[i]
+        return True
+
+    @jit
+    def decode(words, n, lane_bytes, T, M, table, lo, out):
+        """``out[t, j] = table[code + lo]`` of the signed little-endian lanes of ``words``."""
+        G = (M + n - 1) // n
+        for t in range(T):
+            for g in range(G):
+                w, j0 = t * G + g, g * n
+                m = min(n, M - j0)
+                if lane_bytes == 1:
+                    for p in range(m):
+                        out[t, j0 + p] = table[np.int8(words[w, p]) + lo]
+                else:
+                    for p in range(m):
+                        c = np.int16(words[w, 2 * p] | (np.uint16(words[w, 2 * p + 1]) << 8))
+                        out[t, j0 + p] = table[c + lo]
+
+    @jit
+    def pack(rc, vc, boot, d, n, lane_bytes, lo, hi, rimg, vimg, dimg):
+        """The images of :func:`sw.gae.layout.pack_rows` (zeroed by the caller) of reward
+        codes, value codes with the bootstrap row, dones; False at a code outside lo..hi."""
+        T, M = rc.shape
+        G = (M + n - 1) // n
+        for t in range(T + 1):
+            for g in range(G):
+                w, j0 = t * G + g, g * n
+                for p in range(min(n, M - j0)):
+                    x = np.int64(vc[t, j0 + p] if t < T else boot[j0 + p])
+                    y = np.int64(rc[t, j0 + p] if t < T else 0)
+                    if x < lo or x > hi or y < lo or y > hi:
+                        return False
+                    if lane_bytes == 1:
+                        vimg[w, p] = x & 0xFF
+                        if t < T:
+                            rimg[w, p] = y & 0xFF
+                    else:
+                        vimg[w, 2 * p], vimg[w, 2 * p + 1] = x & 0xFF, (x >> 8) & 0xFF
+                        if t < T:
+                            rimg[w, 2 * p], rimg[w, 2 * p + 1] = y & 0xFF, (y >> 8) & 0xFF
+                    if t < T and d[t, j0 + p]:
+                        dimg[w, p >> 3] |= np.uint8(1 << (p & 7))
+        return True
+
+    @jit
+    def pairwise(a, lo, n):
+        """numpy's pairwise sum of ``a[lo:lo + n]`` (``pairwise_sum`` of its float add
+        reduction: blocks of up to 128 in 8 accumulators, halves above): the same float."""
+        if n < 8:
+            res = 0.0
+            for i in range(lo, lo + n):
+                res += a[i]
+            return res
+        if n <= 128:
+            r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+            r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+            i = 8
+            while i < n - n % 8:
+                k = lo + i
+                r0, r1, r2, r3 = r0 + a[k], r1 + a[k + 1], r2 + a[k + 2], r3 + a[k + 3]
+                r4, r5, r6, r7 = r4 + a[k + 4], r5 + a[k + 5], r6 + a[k + 6], r7 + a[k + 7]
+                i += 8
+            res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            while i < n:
+                res += a[lo + i]
+                i += 1
+            return res
+        n2 = n // 2
+        n2 -= n2 % 8
+        return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2)
+
+    @jit
+    def push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh, n,
+                 lane_bytes, rimg, vimg, dimg):
+        """One stream step: reward codes ``clip(rint((x u - ro) / rs))`` (error feedback
+        forward in time through ``carry``, or nearest), value codes, the dequantized rows
+        ``rh``, ``vh``, the three row images; the clipped counts."""
+        M = x.size
+        cr = cv = 0
+        for j in range(M):
+            y = (x[j] * u - ro) / rs
+            if abs(y) > q + 0.5:
+                cr += 1
+            if feedback:
+                a = clip(y, q) + carry[j]
+                c = clip(np.rint(a), q)
+                carry[j] = a - c
+            else:
+                c = clip(np.rint(y), q)
+            y = (v[j] * u - vo) / vs
+            if abs(y) > q + 0.5:
+                cv += 1
+            cw = clip(np.rint(y), q)
+            rc[j], vc[j], dc[j] = c, cw, d[j]
+            rh[j], vh[j] = c * rs + ro, cw * vs + vo
+            w, p = j // n, j % n
+            ci, wi = np.int64(c), np.int64(cw)
+            for b in range(lane_bytes):
+                rimg[w, p * lane_bytes + b] = (ci >> (8 * b)) & 0xFF
+                vimg[w, p * lane_bytes + b] = (wi >> (8 * b)) & 0xFF
+            if d[j]:
+                dimg[w, p >> 3] |= np.uint8(1 << (p & 7))
+        return cr, cv
+
+    @jit
+    def row_stats(r, v, pr, pv, pd, g, prev, delta):
+        """(min, max) of ``r`` (if given) and ``v``, the pairwise sum of ``v``, and with a
+        previous step the TD errors ``pr + g v (1 - pd) - pv`` into ``delta``, their pairwise
+        sum and max magnitude."""
+        M = v.size
+        rlo, rhi = np.inf, -np.inf
+        for j in range(r.size):
+            rlo, rhi = min(rlo, r[j]), max(rhi, r[j])
+        vlo, vhi = np.inf, -np.inf
+        for j in range(M):
+            vlo, vhi = min(vlo, v[j]), max(vhi, v[j])
+        dmax = 0.0
+        if prev:
+            for j in range(M):
+                nd = 0.0 if pd[j] else 1.0
+                delta[j] = pr[j] + g * v[j] * nd - pv[j]
+                dmax = max(dmax, abs(delta[j]))
+        return (rlo, rhi, vlo, vhi, 0.0 + pairwise(v, 0, M),
+                0.0 + pairwise(delta, 0, M) if prev else 0.0, dmax)
+
+    return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+            "square_dev": square_dev, "lookup": lookup}
+
+
+def _kernels():
+    if not _K:
+        _K.append(_build())
+    return _K[0]
+
+
+def available() -> bool:
+    """True if the compiled kernels can be used (numba is installed)."""
+    return _kernels() is not None
+
+
+def _f64(x):
+    return np.ascontiguousarray(x, np.float64)
+
+
+def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
+                 reward_rounding="error_feedback"):
+    """:func:`sw.gae.batch.prepare_caller_units` in two compiled passes, or None if an input
+    is not finite (the caller then takes the numpy path, which raises its error)."""
+    from .batch import range_registers, unit_scale_for
+    k = _kernels()
+    r, v, last, d = _f64(r), _f64(v), _f64(last), np.ascontiguousarray(d, np.bool_)
+    if r.ndim != 2 or r.size == 0 or v.shape != r.shape or d.shape != r.shape \
+            or last.shape != r.shape[1:]:
+        return None                           # the numpy code's behaviour (or error)
+    T, M = r.shape
+    ok, big, dmax, rlo, rhi, vlo, vhi = k["input_stats"](r, v, last, d, float(gamma))
+    if not ok:
+        return None
+    u = unit_scale_for(big, dmax, T, gamma * lam, data_format)
+    # min and max commute with the (monotonic) rounded product by u: the same as numpy's
+    rs, ro = range_registers(float(rlo * u), float(rhi * u), bits, reg_format)
+    vs, vo = range_registers(float(vlo * u), float(vhi * u), bits, reg_format)
+    f = [float(reg_format.to_float(x)) for x in (rs, ro, vs, vo)]
+    dtype = np.int8 if bits <= 8 else np.int16
+    rc, vc = np.empty((T, M), dtype), np.empty((T + 1, M), dtype)
+    vall = np.empty((T + 1, M))
+    k["quantize"](r, v, last, u, f[1], f[0], f[3], f[2], float((1 << (bits - 1)) - 1),
+                  reward_rounding == "error_feedback", rc, vc, vall, np.empty(M))
+    return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
+            "reward_scale_raw": rs, "reward_offset_raw": ro,
+            "value_scale_raw": vs, "value_offset_raw": vo,
+            "unit_scale": u, "value_mean": float(vall.mean()),
+            "reward_clipped": 0.0, "value_clipped": 0.0}
+
+
+def result_stats(batch, cfg):
+    """The keyword arguments of :func:`sw.gae.batch.set_result_ranges` that
+    :func:`~sw.gae.batch.choose_result_scale` computes from ``batch``'s codes, or None for
+    codes the kernels do not take (shapes that disagree, non-integer codes, non-bool dones)."""
+    k = _kernels()
+    a, c = batch.args, batch.codes
+    rf = cfg.reg_format
+    g = a.gamma * 2.0 ** -cfg.pe.coef_frac
+    rc, vc = np.asarray(c["rewards"]), np.asarray(c["values"])
+    boot, d = np.asarray(c["bootstrap"]), np.asarray(c["dones"])
+    if (rc.ndim != 2 or rc.size == 0 or vc.shape != rc.shape or d.shape != rc.shape
+            or boot.shape != rc.shape[1:] or d.dtype != np.bool_
+            or any(x.dtype.kind not in "iu" for x in (rc, vc, boot))):
+        return None                           # the numpy code's behaviour (or error)
+    T, M = rc.shape
+    scales = [float(rf.to_float(x)) for x in (a.reward_scale, a.reward_offset, a.value_scale,
+                                              a.value_offset)]
+    delta = np.empty((T, M))
+    dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, boot, d,
+                                             *scales, g, delta, np.empty(M, np.int64))
+    mean = delta.mean()
+    sq = np.empty_like(delta)
+    k["square_dev"](delta, float(mean), sq)
+    std = np.sqrt(sq.sum() / np.intp(delta.size))
+    center = float(batch.prepared["value_mean"])
+    v_dev = float(max(abs(vlo - center), abs(vhi - center)))
+    return {"max_abs_delta": float(dmax), "mean_delta": float(mean), "std_delta": float(std),
+            "longest": int(longest), "center": center, "v_dev": v_dev}
+
+
+def take(table, raw, lo):
+    """``np.take(table, raw + lo)`` (in-place result codes ``raw`` to floats)."""
+    raw = np.asarray(raw)
+    if available() and raw.dtype == np.int64 and raw.ndim == 2:
+        out = np.empty(raw.shape)
+        if _kernels()["lookup"](raw, np.ascontiguousarray(table, np.float64), lo, out):
+            return out
+    return np.take(table, raw + lo)               # or its IndexError
+
+
+def decode_results(cfg, batch, images):
+    """``(adv, returns)`` float64 of the in-place result images ``[(region, data, T, M)] * 2``
+    (:func:`sw.gae.batch.dequantize_results` of their codes), or None without the kernels or
+    for full results."""
+    from .batch import result_table
+    from .layout import word_bytes
+    if not available() or cfg.results != "inplace":
+        return None
+    a, n, lo = batch.args, cfg.n_pe, 1 << (cfg.code_bits - 1)
+    out = []
+    for (region, data, T, M), scale, offset in zip(images, (a.adv_scale, a.rtg_scale),
+                                                   (a.adv_offset, a.rtg_offset)):
+        nbytes = word_bytes(cfg, region)
+        W = T * -(-M // n)
+        if len(data) < W * nbytes:
+            return None                       # unpack_rows raises
+        words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
+        res = np.empty((T, M))
+        _kernels()["decode"](words, n, cfg.code_bits // 8, T, M,
+                             result_table(cfg, batch, scale, offset), lo, res)
+        out.append(res)
+    return out[0], out[1]
+
+
+def pack_codes(cfg, rc, vc, boot, d):
+    """``[(region, bytes)]``: the rewards, values (bootstrap row last) and dones images that
+    :meth:`GaeDriver.load <sw.gae.driver.GaeDriver.load>` writes, for int8/int16 codes and
+    bool dones of consistent shapes whose codes fit; else None (the numpy path, which raises
+    for invalid ones)."""
+    from .layout import word_bytes
+    if not available() or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous
+                                  for a in (rc, vc, boot, d)):
+        return None
+    if (rc.dtype not in (np.int8, np.int16) or vc.dtype != rc.dtype or boot.dtype != rc.dtype
+            or d.dtype != np.bool_ or rc.ndim != 2 or vc.shape != rc.shape
+            or d.shape != rc.shape or boot.shape != rc.shape[1:]):
+        return None
+    T, M = rc.shape
+    G = -(-M // cfg.n_pe)
+    if T < 1 or M < 1 or M > 4096 or (T + 1) * G > cfg.depth:
+        return None
+    images = {r: np.zeros((rows * G, word_bytes(cfg, r)), np.uint8)
+              for r, rows in (("rewards", T), ("values", T + 1), ("dones", T))}
+    hi = (1 << (cfg.code_bits - 1)) - 1
+    if not _kernels()["pack"](rc, vc, boot, d, cfg.n_pe, cfg.code_bits // 8, -hi - 1, hi,
+                              images["rewards"], images["values"], images["dones"]):
+        return None
+    return [(r, img.tobytes()) for r, img in images.items()]

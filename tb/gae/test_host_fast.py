@@ -1,0 +1,310 @@
+"""The compiled host kernels (:mod:`sw.gae.hostfast`) change nothing: every register write, every
+byte written to the accelerator's memory and every returned float equal those of the numpy
+code they replace (the same driver with the kernels switched off), on many random batches,
+options and edge cases, on the golden device (which computes, so the results read back
+depend on the images written)."""
+
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+from driver_util import SMALL
+
+from sw.driver import GaeDriver, GoldenDevice
+from sw.gae import hostfast
+from sw.gae.quant import GaeQuantizationPipeline
+from sw.gae.spec import GaeCoreConfig
+
+pytestmark = pytest.mark.skipif(not hostfast.available(), reason="numba is not installed")
+
+CONFIGS = {
+    "small8": SMALL,
+    "small16": {**SMALL, "code_bits": 16},
+    "n8": {"n_pe": 8, "max_trajectories": 24, "capacity": 128},
+    "full": {"n_pe": 5, "max_trajectories": 20, "capacity": 40, "results": "full",
+             "axi_data_width": 64},
+}
+
+
+class Recorder:
+    """Every register write and memory write (with its bytes) of a device."""
+
+    def __init__(self, dev):
+        self.log = []
+        control, memory, log = dev.control, dev.memory, self.log
+        w32, mw = control.write32, memory.write
+
+        def write32(offset, value):
+            log.append(("w", offset, int(value)))
+            w32(offset, value)
+
+        def write(offset, data):
+            log.append(("mw", offset, bytes(data)))
+            mw(offset, data)
+        control.write32, memory.write = write32, write
+
+
+def run_both(cfg_name, calls, *, drv_kw=None, pipe_kw=None):
+    """``calls(drv)`` with the kernels on and off: (log, outputs) of each."""
+    out = []
+    kernels = hostfast._kernels()
+    for fast in (True, False):
+        hostfast._K[:] = [kernels if fast else None]
+        try:
+            cfg = GaeCoreConfig.from_dict(CONFIGS[cfg_name])
+            dev = GoldenDevice(cfg)
+            kw = dict(drv_kw or {})
+            if pipe_kw is not None:
+                kw["pipeline"] = GaeQuantizationPipeline(bits=cfg.code_bits,
+                                                         reg_format=cfg.reg_format, **pipe_kw)
+            drv = GaeDriver(dev, cfg, **kw)
+            rec = Recorder(dev)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = calls(drv)
+            out.append((rec.log, res, [(w.category, str(w.message)) for w in caught]))
+        finally:
+            hostfast._K[:] = [kernels]
+    return out
+
+
+def same(a, b, path="out"):
+    """Equal bit for bit (floats compared by their bytes, NaN-safe)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), path
+        for k in a:
+            same(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    elif isinstance(a, (np.ndarray, np.generic)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape, (path, a.dtype, b.dtype)
+        assert a.tobytes() == b.tobytes(), path
+    elif isinstance(a, float):
+        assert type(b) is float and np.float64(a).tobytes() == np.float64(b).tobytes(), \
+            (path, a, b)
+    else:
+        assert a == b, (path, a, b)
+
+
+def batch_view(batch):
+    """What a batch holds that the host computed."""
+    return {"codes": batch.codes, "args": vars(batch.args), "prepared": batch.prepared,
+            "ranges": (batch.adv_range, batch.rtg_range, batch.adv_bound, batch.rtg_bound,
+                       batch.rtg_center, batch.unit_scale), "runs": batch.runs,
+            "result_run": batch.result_run}
+
+
+def data(rng, T, M, kind):
+    """Rewards, values, dones, last values of one kind of batch."""
+    d = rng.random((T, M)) < rng.choice([0.0, 0.02, 0.2, 0.9])
+    v = rng.normal(scale=rng.choice([0.01, 1.0, 300.0]), size=(T, M)).cumsum(0)
+    last = v[-1] + rng.normal(size=M)
+    r = {"gauss": lambda: rng.normal(scale=rng.choice([1e-3, 1.0, 50.0]), size=(T, M)),
+         "sparse": lambda: np.where(d, -1.0, 0.0),
+         "zero": lambda: np.zeros((T, M)),
+         "constant": lambda: np.full((T, M), 1.0),
+         "discrete": lambda: rng.integers(-2, 3, (T, M)).astype(float)}[kind]()
+    if kind in ("zero", "constant") and rng.random() < 0.5:
+        v, last = np.zeros((T, M)), np.zeros(M)
+    return r, v, d, last
+
+
+def shapes(cfg_name, rng, n):
+    cfg = GaeCoreConfig.from_dict(CONFIGS[cfg_name])
+    out = [(1, 1), (1, cfg.n_pe + 1)]
+    while len(out) < n:
+        M = int(rng.integers(1, cfg.max_trajectories + 1))
+        G = -(-M // cfg.n_pe)
+        out.append((int(rng.integers(1, cfg.depth // G)), M))
+    return out
+
+
+@pytest.mark.parametrize("cfg_name", CONFIGS)
+@pytest.mark.parametrize("units", ["caller", "standardized"])
+def test_compute_same(cfg_name, units):
+    rng = np.random.default_rng(zlib.crc32(f"{cfg_name} {units}".encode()))
+    kinds = ["gauss", "sparse", "zero", "constant", "discrete"]
+    for i, (T, M) in enumerate(shapes(cfg_name, rng, 14)):
+        kind = kinds[i % len(kinds)]
+        r, v, d, last = data(rng, T, M, kind)
+        dtype = [np.float64, np.float32][i % 2]
+        r, v, last = r.astype(dtype), v.astype(dtype), last.astype(dtype)
+        rounding = ["error_feedback", "nearest"][(i // 2) % 2]
+        drv_kw = {"units": units, "on_requant_overflow": ["retry", "warn"][(i // 3) % 2],
+                  "result_sigmas": [4.0, 0.5][(i // 4) % 2]}
+
+        def calls(drv):
+            a = drv.compute(r, v, d, last, 0.99, 0.95)
+            b = drv.compute(r * 2, v, d, last, 1.0, [1.0, 0.9][i % 2])  # statistics carried
+            return a, b, batch_view(drv.last_batch)
+        (log1, out1, w1), (log0, out0, w0) = run_both(cfg_name, calls, drv_kw=drv_kw,
+                                                      pipe_kw={"reward_rounding": rounding})
+        same(out1, out0)
+        same(w1, w0)
+        assert log1 == log0
+
+
+@pytest.mark.parametrize("cfg_name", ["small8", "n8"])
+def test_gymnasium_and_sb3_flags_same(cfg_name):
+    rng = np.random.default_rng(7)
+    for T, M in shapes(cfg_name, rng, 6):
+        r, v, d, last = data(rng, T, M, "gauss")
+        trunc = rng.random((T, M)) < 0.1
+        fv = np.where(trunc, rng.normal(size=(T, M)), np.nan)
+        starts = rng.random((T, M)) < 0.1
+        nxt = rng.random(M) < 0.5
+
+        def calls(drv):
+            a = drv.compute(r, v, last_values=last, gamma=0.98, lam=0.9, terminated=d,
+                            truncated=trunc, final_values=fv)
+            b = drv.compute(r, v, last_values=last, gamma=0.98, lam=0.9,
+                            episode_starts=starts, next_done=nxt)
+            c = drv.compute(r, v, d.astype(np.int64), last, 0.5, 0.5)
+            return a, b, c, batch_view(drv.last_batch)
+        (log1, out1, _), (log0, out0, _) = run_both(cfg_name, calls)
+        same(out1, out0)
+        assert log1 == log0
+
+
+def test_fixed_result_range_same():
+    rng = np.random.default_rng(3)
+    r, v, d, last = data(rng, 20, 7, "gauss")
+    (log1, out1, _), (log0, out0, _) = run_both(
+        "small8", lambda drv: drv.compute(r, v, d, last, 0.99, 0.95),
+        drv_kw={"units": "caller", "result_range": (0.5, 2.0)})
+    same(out1, out0)
+    assert log1 == log0
+
+
+@pytest.mark.parametrize("bad", ["nan_rewards", "inf_values", "nan_last", "huge_truncation"])
+def test_errors_same(bad):
+    """Non-finite inputs: the same error, or the same result, as the numpy path."""
+    rng = np.random.default_rng(11)
+    r, v, d, last = data(rng, 10, 6, "gauss")
+    kw = {}
+    if bad == "nan_rewards":
+        r[3, 2] = np.nan
+    elif bad == "inf_values":
+        v[0, 0] = np.inf
+    elif bad == "nan_last":
+        last[5] = np.nan
+    else:
+        kw = {"terminated": d, "truncated": ~d, "final_values": np.full(r.shape, 1e308)}
+        r = r + 1e308
+
+    def calls(drv):
+        try:
+            if kw:
+                return drv.compute(r, v, last_values=last, gamma=0.99, lam=0.95, **kw)
+            return drv.compute(r, v, d, last, 0.99, 0.95)
+        except (ValueError, OverflowError) as e:
+            return type(e).__name__, str(e)
+    (log1, out1, _), (log0, out0, _) = run_both("small8", calls)
+    same(out1, out0)
+    assert log1 == log0
+
+
+@pytest.mark.parametrize("cfg_name", ["small8", "small16", "full"])
+@pytest.mark.parametrize("units", ["caller", "standardized"])
+def test_stream_same(cfg_name, units):
+    """Two streams (the first deferred, the second on the first's scales), step by step."""
+    rng = np.random.default_rng(zlib.crc32(f"{cfg_name} {units} stream".encode()))
+    kinds = [("gauss", "discrete", "sparse"), ("zero", "constant", "gauss")]
+    for i, (T, M) in enumerate(shapes(cfg_name, rng, 6)):
+        batches = [data(rng, T, M, k) for k in kinds[i % 2]]
+
+        def calls(drv):
+            out = []
+            try:
+                for r, v, d, last in batches:
+                    s = drv.stream(M, T, 0.99, 0.95)
+                    for t in range(T):
+                        s.push(r[t], v[t], d[t])
+                    out.append((s.finish(last), batch_view(s.batch), dict(s.clipped)))
+            except (ValueError, ZeroDivisionError) as e:      # the same error, or none
+                out.append((type(e).__name__, str(e)))
+            return out
+        (log1, out1, w1), (log0, out0, w0) = run_both(cfg_name, calls, drv_kw={"units": units})
+        same(out1, out0)
+        same(w1, w0)
+        assert log1 == log0
+
+
+def test_dequantize_out_of_range_raises():
+    """Codes outside the code range: np.take's IndexError, as before."""
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    drv = GaeDriver(GoldenDevice(cfg), cfg)
+    drv.compute(*data(np.random.default_rng(0), 4, 3, "gauss")[:3], np.zeros(3), 0.9, 0.9)
+    with pytest.raises(IndexError):
+        drv.dequantize(drv.last_batch, np.full((4, 3), 500), np.zeros((4, 3), np.int64))
+
+
+def reference_result_stats(batch, cfg):
+    """The statistics :func:`sw.gae.batch.choose_result_scale` takes, straight numpy."""
+    a, c, rf = batch.args, batch.codes, cfg.reg_format
+    g = a.gamma * 2.0 ** -cfg.pe.coef_frac
+
+    def deq(x, scale, offset):
+        return np.asarray(x, np.float64) * rf.to_float(scale) + rf.to_float(offset)
+    r = deq(c["rewards"], a.reward_scale, a.reward_offset)
+    v = deq(c["values"], a.value_scale, a.value_offset)
+    boot = deq(c["bootstrap"], a.value_scale, a.value_offset)
+    delta = r + g * np.concatenate([v[1:], boot[None]]) * ~c["dones"] - v
+    ends = np.array(c["dones"].T)
+    ends[:, -1] = True
+    center = float(batch.prepared["value_mean"])
+    return {"max_abs_delta": float(np.abs(delta).max()), "mean_delta": float(delta.mean()),
+            "std_delta": float(delta.std()),
+            "longest": int(np.diff(np.flatnonzero(ends), prepend=-1).max()), "center": center,
+            "v_dev": float(max(np.abs(v - center).max(), np.abs(boot - center).max()))}
+
+
+@pytest.mark.parametrize("T,M", [(1024, 64), (1023, 61), (200, 9), (1, 1), (129, 1), (3, 64)])
+def test_sums_same_as_numpy(T, M):
+    """numpy's pairwise sums (value mean, TD error mean and std) reproduced bit for bit on
+    shapes whose sums split many times, and what else the result scale takes."""
+    from sw.driver import InstantDevice
+    drv = GaeDriver(InstantDevice.for_kernel("gae_kernel_n8"))
+    rng = np.random.default_rng(T * 100 + M)
+    for kind in ("gauss", "sparse", "discrete"):
+        r, v, d, last = data(rng, T, M, kind)
+        v = v + rng.normal(size=v.shape) * 1e-3
+        batch = drv.prepare(r, v, d, last, 0.99, 0.95)
+        vall = np.concatenate([v, last[None]]) * batch.unit_scale
+        same(batch.prepared["value_mean"], float(vall.mean()))
+        same(hostfast.result_stats(batch, drv.config), reference_result_stats(batch, drv.config))
+
+
+def test_unusual_inputs_take_the_numpy_path():
+    """Inputs the kernels do not take (shapes that disagree, int dones in a batch) give what
+    the numpy code gives, error or result."""
+    from sw.gae.batch import choose_result_scale, prepare_caller_units
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    kw = {"bits": 8, "reg_format": cfg.reg_format, "data_format": cfg.pe.data_format}
+    r, v, d, last = data(np.random.default_rng(5), 6, 3, "gauss")
+    cases = [(r[0], v[0], last, d[0]), (r, v, last[:2], d), (r, v[:, :2], last, d)]
+
+    def outcome(f):
+        try:
+            return f()
+        except Exception as e:  # noqa: BLE001 - the same exception is the point
+            return type(e).__name__, str(e)
+    kernels = hostfast._kernels()
+    got = []
+    for fast in (True, False):
+        hostfast._K[:] = [kernels if fast else None]
+        try:
+            got.append([outcome(lambda a=a: prepare_caller_units(*a, 0.9, 0.9, **kw))
+                        for a in cases])
+            drv = GaeDriver(GoldenDevice(cfg), cfg)
+            batch = drv.prepare(r, v, d, last, 0.9, 0.9)
+            batch.codes["dones"] = batch.codes["dones"].astype(np.int64)
+            choose_result_scale(batch, cfg, 4.0)
+            got[-1].append(batch_view(batch))
+        finally:
+            hostfast._K[:] = [kernels]
+    same(got[0], got[1])
