@@ -916,7 +916,10 @@ def test_make_vivado_without_vivado(tmp_path):
     make = shutil.which("make")
     if make is None:
         pytest.skip("make not on PATH")
-    if subprocess.run([make, "-q", ".venv/.installed-stamp"], cwd=ROOT).returncode != 0:
+    stamp = subprocess.run([make, "-s", "--no-print-directory",
+                            "--eval=rlk-print-stamp: ; @echo $(STAMP)", "rlk-print-stamp"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    if subprocess.run([make, "-q", stamp], cwd=ROOT).returncode != 0:
         pytest.skip("the .venv stamp is out of date; `make` would reinstall")
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
     res = subprocess.run([make, "-s", "vivado", "BOARD=zcu106", f"VIVADO_OUT={tmp_path}"],
