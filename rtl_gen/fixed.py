@@ -16,7 +16,7 @@ from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
 
 __all__ = [
     "ROUNDING_MODES", "MAX_INTERMEDIATE_BITS", "FixedFormat", "fixed_shape",
-    "rshift_round", "saturate", "pack", "unpack", "pack_array", "unpack_array",
+    "rshift_round", "saturate", "saturate_fast", "pack", "unpack", "pack_array", "unpack_array",
 ]
 
 
@@ -71,6 +71,38 @@ def saturate(m, value, fmt: FixedFormat, *, name: str):
         overflow.eq(hi | lo),
         result.eq(Mux(hi, Const(fmt.max_raw, fixed_shape(fmt)),
                       Mux(lo, Const(fmt.min_raw, fixed_shape(fmt)), inner))),
+    ]
+    return result, overflow
+
+
+def saturate_fast(m, value, fmt: FixedFormat, *, name: str):
+    """:func:`saturate` with the range checks as bit tests: ``value`` is out of range iff its
+    bits above the format's width (and, signed, the format's sign bit) are not all equal to
+    its sign. Same results and signals; a reduction of the high bits instead of two
+    comparators (carry chains), for pipeline stages that must be short. Falls back to
+    :func:`saturate` unless ``value`` and ``fmt`` have the same signedness and ``value`` is
+    wider than ``fmt``.
+    """
+    value = Value.cast(value)
+    vshape = value.shape()
+    w = fmt.width
+    if vshape.signed != fmt.signed or vshape.width <= w:
+        return saturate(m, value, fmt, name=name)
+    wide = Signal(vshape, name=f"{name}_full")
+    result = Signal(fixed_shape(fmt), name=name)
+    overflow = Signal(name=f"{name}_ovf")
+    hi, lo = Signal(name=f"{name}_hi"), Signal(name=f"{name}_lo")
+    if fmt.signed:
+        sign = wide[-1]
+        high = wide[w - 1:-1]            # must all equal the sign
+        m.d.comb += [hi.eq(~sign & high.any()), lo.eq(sign & ~high.all())]
+    else:
+        m.d.comb += [hi.eq(wide[w:].any()), lo.eq(0)]
+    m.d.comb += [
+        wide.eq(value),
+        overflow.eq(hi | lo),
+        result.eq(Mux(hi, Const(fmt.max_raw, fixed_shape(fmt)),
+                      Mux(lo, Const(fmt.min_raw, fixed_shape(fmt)), wide[:w]))),
     ]
     return result, overflow
 

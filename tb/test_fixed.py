@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sw.fixed import ROUNDING_MODES, FixedFormat
-from rtl_gen.fixed import pack, rshift_round, saturate, unpack
+from rtl_gen.fixed import pack, rshift_round, saturate, saturate_fast, unpack
 
 
 def comb_eval(m, inp, outs, values):
@@ -26,6 +26,19 @@ def comb_eval(m, inp, outs, values):
     sim.add_testbench(bench)
     sim.run()
     return np.array(results, dtype=np.int64)
+
+
+@pytest.mark.parametrize("is_signed", [True, False])
+def test_saturate_fast_equals_saturate(is_signed):
+    """Every value of a 9-bit input into a 5-bit format: same result and overflow bit."""
+    fmt = FixedFormat(5, 2, is_signed, "half_up")
+    m = Module()
+    x = Signal(signed(9) if is_signed else unsigned(9))
+    a, oa = saturate(m, x, fmt, name="a")
+    b, ob = saturate_fast(m, x, fmt, name="b")
+    values = range(-256, 256) if is_signed else range(512)
+    got = comb_eval(m, x, [a, oa, b, ob], values)
+    assert (got[:, 0] == got[:, 2]).all() and (got[:, 1] == got[:, 3]).all()
 
 
 @pytest.mark.parametrize("rounding", ROUNDING_MODES)

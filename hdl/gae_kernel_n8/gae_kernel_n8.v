@@ -352,9 +352,9 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2066$0 (\$28 ),
-    .\port$2067$0 (\$29 ),
-    .\port$2068$0 (\$30 ),
+    .\port$3170$0 (\$28 ),
+    .\port$3171$0 (\$29 ),
+    .\port$3172$0 (\$30 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -3630,7 +3630,7 @@ module \gae_kernel_n8.accel.core (rst, host_enable, host_re, host_we, start, num
             if (boot) begin
             end else if (\$269 ) begin
               if (\$273 ) begin
-                \$541  = 4'ha;
+                \$541  = 4'he;
               end
             end
           end
@@ -4399,111 +4399,275 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -4512,6 +4676,28 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -4527,15 +4713,16 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -4552,7 +4739,17 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -4567,13 +4764,19 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -4582,8 +4785,8 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -4594,8 +4797,9 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -4604,7 +4808,8 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -4612,9 +4817,8 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -4622,550 +4826,822 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign o_valid = o2[0];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign o_valid = o3[0];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -5184,6 +5660,12 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -5196,30 +5678,189 @@ module \gae_kernel_n8.accel.core.pe0 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5231,111 +5872,275 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -5344,6 +6149,28 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -5359,15 +6186,16 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -5384,7 +6212,17 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -5398,13 +6236,19 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -5413,8 +6257,8 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -5425,8 +6269,9 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -5435,7 +6280,8 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -5443,9 +6289,8 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -5453,550 +6298,822 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -6015,6 +7132,12 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -6027,30 +7150,189 @@ module \gae_kernel_n8.accel.core.pe1 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6062,111 +7344,275 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -6175,6 +7621,28 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -6190,15 +7658,16 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -6215,7 +7684,17 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -6229,13 +7708,19 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -6244,8 +7729,8 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -6256,8 +7741,9 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -6266,7 +7752,8 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -6274,9 +7761,8 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -6284,550 +7770,822 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -6846,6 +8604,12 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -6858,30 +8622,189 @@ module \gae_kernel_n8.accel.core.pe2 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6893,111 +8816,275 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -7006,6 +9093,28 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -7021,15 +9130,16 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -7046,7 +9156,17 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -7060,13 +9180,19 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -7075,8 +9201,8 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -7087,8 +9213,9 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -7097,7 +9224,8 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -7105,9 +9233,8 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -7115,550 +9242,822 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -7677,6 +10076,12 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -7689,30 +10094,189 @@ module \gae_kernel_n8.accel.core.pe3 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7724,111 +10288,275 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -7837,6 +10565,28 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -7852,15 +10602,16 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -7877,7 +10628,17 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -7891,13 +10652,19 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -7906,8 +10673,8 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -7918,8 +10685,9 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -7928,7 +10696,8 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -7936,9 +10705,8 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -7946,550 +10714,822 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -8508,6 +11548,12 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -8520,30 +11566,189 @@ module \gae_kernel_n8.accel.core.pe4 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -8555,111 +11760,275 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -8668,6 +12037,28 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -8683,15 +12074,16 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -8708,7 +12100,17 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -8722,13 +12124,19 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -8737,8 +12145,8 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -8749,8 +12157,9 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -8759,7 +12168,8 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -8767,9 +12177,8 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -8777,550 +12186,822 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -9339,6 +13020,12 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -9351,30 +13038,189 @@ module \gae_kernel_n8.accel.core.pe5 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -9386,111 +13232,275 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -9499,6 +13509,28 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -9514,15 +13546,16 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -9539,7 +13572,17 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -9553,13 +13596,19 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -9568,8 +13617,8 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -9580,8 +13629,9 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -9590,7 +13640,8 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -9598,9 +13649,8 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -9608,550 +13658,822 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -10170,6 +14492,12 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -10182,30 +14510,189 @@ module \gae_kernel_n8.accel.core.pe6 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -10217,111 +14704,275 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  wire [34:0] \$11 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [16:0] \$14 ;
-  reg [31:0] \$15 ;
-  wire [48:0] \$16 ;
-  wire [53:0] \$17 ;
-  wire [54:0] \$18 ;
-  wire \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire [32:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire [31:0] \$37 ;
-  wire [16:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
-  wire [16:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [62:0] \$48 ;
-  wire [63:0] \$49 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  reg [16:0] \$60 ;
-  reg [16:0] \$61 ;
-  reg \$62 ;
-  reg [31:0] \$63 ;
-  reg [58:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [31:0] \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [58:0] \$69 ;
-  wire \$7 ;
-  reg [49:0] \$70 ;
-  reg [31:0] \$71 ;
-  reg \$72 ;
-  reg [58:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg \$75 ;
-  reg [16:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg \$78 ;
-  reg [58:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg [16:0] \$81 ;
-  reg [49:0] \$82 ;
-  reg [58:0] \$83 ;
-  reg [52:0] \$84 ;
-  reg [16:0] \$85 ;
-  reg [58:0] \$86 ;
-  reg [52:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [31:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [31:0] \$90 ;
-  reg [58:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [58:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg \$96 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -10330,6 +14981,28 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
   reg hbrk1 = 1'h0;
   reg [31:0] hist1 = 32'd0;
   input [121:0] i__payload;
@@ -10345,15 +15018,16 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   input i__valid;
   wire i__valid;
   reg lane_in = 1'h0;
-  reg [58:0] loop1 = 59'h000000000000000;
-  wire \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -10370,7 +15044,17 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -10384,13 +15068,19 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -10399,8 +15089,8 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -10411,8 +15101,9 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -10421,7 +15112,8 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [58:0] s3 = 59'h000000000000000;
   wire \s3.lane ;
   wire \s3.overflow ;
@@ -10429,9 +15121,8 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [58:0] s4 = 59'h000000000000000;
   wire \s4.lane ;
   wire \s4.overflow ;
@@ -10439,550 +15130,822 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$16  = $signed({ 1'h0, s4_p }) * $signed(\$15 );
-  assign \$17  = $signed(loop1_g) + $signed(loop1_prod);
-  assign \$18  = $signed(\$17 ) + $signed(17'h08000);
-  assign \$19  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$20  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$19  | \$20 ;
-  assign \$21  = $signed(\$18 [54:16]) > $signed(32'd2147483647);
-  assign \$22  = $signed(\$18 [54:16]) < $signed(32'd2147483648);
-  assign \$23  = \$22  ? 33'h180000000 : { 1'h0, \$18 [47:16] };
-  assign \$24  = \$21  ? 33'h07fffffff : \$23 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$25  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$26  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$25  | \$26 ;
-  assign \$27  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$28  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$29  = \$28  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$30  = \$27  ? 33'h07fffffff : \$29 ;
-  assign \$33  = lane_in + 1'h1;
-  assign \$34  = \$32  ? 2'h0 : \$33 ;
-  assign \$37  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$38  = s0_done ? 17'h00000 : gamma_q;
-  assign \$39  = $signed(s0_vnext) * $signed({ 1'h0, \$38  });
-  assign \$40  = s0_done | s0_first;
-  assign \$42  = s2_brk | hbrk1;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$42  ? 17'h00000 : pow2;
-  assign \$45  = ~ s2_brk;
-  assign \$46  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$47  = $signed({ 1'h0, \$46  }) * $signed(hist1);
-  assign \$49  = $signed(\$48 ) + $signed(s3_term1);
-  assign \$51  = ! loop1[58];
-  assign \$52  = \$50  & \$51 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = loop1[33] | adv_ovf;
-  assign \$57  = o1[33] | rtg_ovf;
-  assign \$59  = \$58  & o2[33];
+  assign \$1  = ~ o3[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$198  = \$197  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$60 ;
+    gamma_q <= \$199 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$61 ;
+    gamma_lambda_q <= \$200 ;
   always @(posedge clk)
-    lane_in <= \$62 ;
+    lane_in <= \$201 ;
   always @(posedge clk)
-    vprev0 <= \$63 ;
+    vprev0 <= \$202 ;
   always @(posedge clk)
-    s0 <= \$64 ;
+    s0 <= \$203 ;
   always @(posedge clk)
-    s0_reward <= \$65 ;
+    s0_reward <= \$204 ;
   always @(posedge clk)
-    s0_vnext <= \$66 ;
+    s0_vnext <= \$205 ;
   always @(posedge clk)
-    s0_done <= \$67 ;
+    s0_gamma <= \$206 ;
   always @(posedge clk)
-    s0_first <= \$68 ;
+    s0_brk <= \$207 ;
   always @(posedge clk)
-    s1 <= \$69 ;
+    s1 <= \$208 ;
   always @(posedge clk)
-    s1_prod <= \$70 ;
+    s1_pp0 <= \$209 ;
   always @(posedge clk)
-    s1_reward <= \$71 ;
+    s1_pp1 <= \$210 ;
   always @(posedge clk)
-    s1_brk <= \$72 ;
+    s1_rv <= \$211 ;
   always @(posedge clk)
-    s2 <= \$73 ;
+    s1_brk <= \$212 ;
   always @(posedge clk)
-    s2_delta <= \$74 ;
+    s2 <= \$213 ;
   always @(posedge clk)
-    s2_brk <= \$75 ;
+    s2_prod <= \$214 ;
   always @(posedge clk)
-    pow2 <= \$76 ;
+    s2_rv <= \$215 ;
   always @(posedge clk)
-    hist1 <= \$77 ;
+    s2_brk <= \$216 ;
   always @(posedge clk)
-    hbrk1 <= \$78 ;
+    s3 <= \$217 ;
   always @(posedge clk)
-    s3 <= \$79 ;
+    s3_dsum <= \$218 ;
   always @(posedge clk)
-    s3_delta <= \$80 ;
+    s3_brk <= \$219 ;
   always @(posedge clk)
-    s3_p <= \$81 ;
+    s4 <= \$220 ;
   always @(posedge clk)
-    s3_term1 <= \$82 ;
+    s4_delta <= \$221 ;
   always @(posedge clk)
-    s4 <= \$83 ;
+    s4_brk <= \$222 ;
   always @(posedge clk)
-    s4_g <= \$84 ;
+    s4_p <= \$223 ;
   always @(posedge clk)
-    s4_p <= \$85 ;
+    pow2_prod <= \$224 ;
   always @(posedge clk)
-    loop1 <= \$86 ;
+    pow2_next_full <= \$225 ;
   always @(posedge clk)
-    loop1_g <= \$87 ;
+    pow2 <= \$226 ;
   always @(posedge clk)
-    loop1_prod <= \$88 ;
+    hist1 <= \$227 ;
   always @(posedge clk)
-    a_lane0 <= \$89 ;
+    hbrk1 <= \$228 ;
   always @(posedge clk)
-    a_lane1 <= \$90 ;
+    h1 <= \$229 ;
   always @(posedge clk)
-    o1 <= \$91 ;
+    h1_delta <= \$230 ;
   always @(posedge clk)
-    o1_adv <= \$92 ;
+    h1_p1 <= \$231 ;
   always @(posedge clk)
-    o2 <= \$93 ;
+    h1_p2 <= \$232 ;
   always @(posedge clk)
-    o2_adv <= \$94 ;
+    h1_h1 <= \$233 ;
   always @(posedge clk)
-    o2_rtg <= \$95 ;
+    h2 <= \$234 ;
   always @(posedge clk)
-    overflow <= \$96 ;
-  assign \$1  = ~ o2[0];
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[58])
+    casez (tree1[58])
       1'h0:
-          \$15  = a_lane0;
+          \$184  = a_lane0;
       1'h1:
-          \$15  = a_lane1;
+          \$184  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$60  = gamma;
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$199  = gamma;
     if (rst) begin
-      \$60  = 17'h00000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$61  = gamma_lambda;
+    \$200  = gamma_lambda;
     if (rst) begin
-      \$61  = 17'h00000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$62  = lane_in;
-    if (\$31 ) begin
-      \$62  = \$34 [0];
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
     end
     if (rst) begin
-      \$62  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$63  = vprev0;
-    if (\$36 ) begin
-      \$63  = i__payload[63:32];
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$64  = s0;
+    \$203  = s0;
     if (en) begin
-      \$64 [0] = i__valid;
-      \$64 [32:1] = i__payload[63:32];
-      \$64 [33] = 1'h0;
-      \$64 [49:34] = i__payload[113:98];
-      \$64 [57:50] = i__payload[121:114];
-      \$64 [58] = lane_in;
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
     end
     if (rst) begin
-      \$64  = 59'h000000000000000;
+      \$203  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$65  = s0_reward;
+    \$204  = s0_reward;
     if (en) begin
-      \$65  = i__payload[31:0];
+      \$204  = i__payload[31:0];
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$66  = s0_vnext;
+    \$205  = s0_vnext;
     if (en) begin
-      \$66  = \$37 ;
+      \$205  = \$95 ;
     end
     if (rst) begin
-      \$66  = 32'd0;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$67  = s0_done;
+    \$206  = s0_gamma;
     if (en) begin
-      \$67  = i__payload[96];
+      \$206  = \$96 ;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$68  = s0_first;
+    \$207  = s0_brk;
     if (en) begin
-      \$68  = i__payload[97];
+      \$207  = \$97 ;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$207  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$69  = s1;
+    \$208  = s1;
     if (en) begin
-      \$69  = s0;
+      \$208  = s0;
     end
     if (rst) begin
-      \$69  = 59'h000000000000000;
+      \$208  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$70  = s1_prod;
+    \$209  = s1_pp0;
     if (en) begin
-      \$70  = { \$39 [48], \$39  };
+      \$209  = \$98 ;
     end
     if (rst) begin
-      \$70  = 50'h0000000000000;
+      \$209  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$71  = s1_reward;
+    \$210  = s1_pp1;
     if (en) begin
-      \$71  = s0_reward;
+      \$210  = \$99 ;
     end
     if (rst) begin
-      \$71  = 32'd0;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$72  = s1_brk;
+    \$211  = s1_rv;
     if (en) begin
-      \$72  = \$40 ;
+      \$211  = \$100 ;
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$211  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$73  = s2;
+    \$212  = s1_brk;
     if (en) begin
-      { \$73 [58:34], \$73 [32:0] } = { s1[58:34], s1[32:0] };
-      \$73 [33] = delta_ovf;
+      \$212  = s0_brk;
     end
     if (rst) begin
-      \$73  = 59'h000000000000000;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$74  = s2_delta;
+    \$213  = s2;
     if (en) begin
-      \$74  = \$9 [31:0];
+      \$213  = s1;
     end
     if (rst) begin
-      \$74  = 32'd0;
+      \$213  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$75  = s2_brk;
+    \$214  = s2_prod;
     if (en) begin
-      \$75  = s1_brk;
+      \$214  = \$103 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$214  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$76  = pow2_next;
-    if (rst) begin
-      \$76  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$77  = hist1;
-    if (\$41 ) begin
-      \$77  = s2_delta;
-    end
-    if (rst) begin
-      \$77  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$78  = hbrk1;
-    if (\$41 ) begin
-      \$78  = s2_brk;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$79  = s3;
+    \$215  = s2_rv;
     if (en) begin
-      \$79  = s2;
+      \$215  = s1_rv;
     end
     if (rst) begin
-      \$79  = 59'h000000000000000;
+      \$215  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$80  = s3_delta;
+    \$216  = s2_brk;
     if (en) begin
-      \$80  = s2_delta;
+      \$216  = s1_brk;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$81  = s3_p;
+    \$217  = s3;
     if (en) begin
-      \$81  = \$44 ;
+      \$217  = s2;
     end
     if (rst) begin
-      \$81  = 17'h00000;
+      \$217  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$82  = s3_term1;
+    \$218  = s3_dsum;
     if (en) begin
-      \$82  = { \$47 [48], \$47  };
+      \$218  = \$104 ;
     end
     if (rst) begin
-      \$82  = 50'h0000000000000;
+      \$218  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$83  = s4;
+    \$219  = s3_brk;
     if (en) begin
-      \$83  = s3;
+      \$219  = s2_brk;
     end
     if (rst) begin
-      \$83  = 59'h000000000000000;
+      \$219  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$84  = s4_g;
+    \$220  = s4;
     if (en) begin
-      \$84  = \$49 [52:0];
+      \$220  = s3;
     end
-    if (rst) begin
-      \$84  = 53'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$85  = s4_p;
     if (en) begin
-      \$85  = s3_p;
+      \$220 [33] = delta_ovf;
     end
     if (rst) begin
-      \$85  = 17'h00000;
+      \$220  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$86  = loop1;
+    \$221  = s4_delta;
     if (en) begin
-      \$86  = s4;
+      \$221  = \$7 [31:0];
     end
     if (rst) begin
-      \$86  = 59'h000000000000000;
+      \$221  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$87  = loop1_g;
+    \$222  = s4_brk;
     if (en) begin
-      \$87  = s4_g;
+      \$222  = s3_brk;
     end
     if (rst) begin
-      \$87  = 53'h00000000000000;
+      \$222  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$88  = loop1_prod;
+    \$223  = s4_p;
     if (en) begin
-      \$88  = { \$16 [48], \$16  };
+      \$223  = \$105 ;
     end
     if (rst) begin
-      \$88  = 50'h0000000000000;
+      \$223  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$89  = a_lane0;
-    if (\$52 ) begin
-      \$89  = \$24 [31:0];
-    end
+    \$224  = \$106 ;
     if (rst) begin
-      \$89  = 32'd0;
+      \$224  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$90  = a_lane1;
-    if (\$55 ) begin
-      \$90  = \$24 [31:0];
-    end
+    \$225  = \$107 [34:16];
     if (rst) begin
-      \$90  = 32'd0;
+      \$225  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$91  = o1;
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$229  = h1;
     if (en) begin
-      { \$91 [58:34], \$91 [32:0] } = { loop1[58:34], loop1[32:0] };
-      \$91 [33] = \$56 ;
+      \$229  = s4;
     end
     if (rst) begin
-      \$91  = 59'h000000000000000;
+      \$229  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$92  = o1_adv;
+    \$230  = h1_delta;
     if (en) begin
-      \$92  = \$24 [31:0];
+      \$230  = s4_delta;
     end
     if (rst) begin
-      \$92  = 32'd0;
+      \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$93  = o2;
+    \$231  = h1_p1;
     if (en) begin
-      { \$93 [58:34], \$93 [32:0] } = { o1[58:34], o1[32:0] };
-      \$93 [33] = \$57 ;
+      \$231  = \$110 ;
     end
     if (rst) begin
-      \$93  = 59'h000000000000000;
+      \$231  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$94  = o2_adv;
+    \$232  = h1_p2;
     if (en) begin
-      \$94  = o1_adv;
+      \$232  = \$113 ;
     end
     if (rst) begin
-      \$94  = 32'd0;
+      \$232  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$95  = o2_rtg;
+    \$233  = h1_h1;
     if (en) begin
-      \$95  = \$30 [31:0];
+      \$233  = hist1;
     end
     if (rst) begin
-      \$95  = 32'd0;
+      \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$96  = overflow;
-    if (\$59 ) begin
-      \$96  = 1'h1;
+    \$234  = h2;
+    if (en) begin
+      \$234  = h1;
     end
     if (rst) begin
-      \$96  = 1'h0;
+      \$234  = 59'h000000000000000;
     end
   end
-  assign o_valid = o2[0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$235  = h2_g;
+    if (en) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$236  = h2_p;
+    if (en) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$237  = h2_t10;
+    if (en) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$238  = h2_t11;
+    if (en) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$239  = tree1;
+    if (en) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$240  = tree1_p;
+    if (en) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$241  = tree1_g0;
+    if (en) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$242  = loop_mul;
+    if (en) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$243  = loop_mul_g;
+    if (en) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$244  = loop_mul_pp0;
+    if (en) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$245  = loop_mul_pp1;
+    if (en) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$248  = o1;
+    if (en) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$249  = o1_adv;
+    if (en) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$250  = o2;
+    if (en) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$251  = o2_adv;
+    if (en) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$252  = rtg_full;
+    if (en) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$253  = o3;
+    if (en) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$254  = o3_adv;
+    if (en) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$255  = o3_rtg;
+    if (en) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$256  = overflow;
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign o_valid = o3[0];
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign prod = { \$16 [48], \$16  };
-  assign adv_full = \$18 [54:16];
-  assign adv = \$24 [31:0];
-  assign rtg = \$30 [31:0];
-  assign o__valid = o2[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
   assign clear = 1'h0;
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
   assign \o__payload.advantage  = o__payload[31:0];
   assign \o__payload.rtg  = o__payload[63:32];
   assign \o__payload.overflow  = o__payload[64];
@@ -11001,6 +15964,12 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -11013,30 +15982,189 @@ module \gae_kernel_n8.accel.core.pe7 (rst, i__valid, i__payload, gamma, gamma_la
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
   assign en = 1'h1;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign \$31  = i__valid;
-  assign \$32  = lane_in;
-  assign \$35  = i__valid;
-  assign \$36  = i__valid;
-  assign \$41  = s2[0];
-  assign \$48  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
-  assign \$50  = loop1[0];
-  assign \$53  = loop1[0];
-  assign \$54  = loop1[58];
-  assign \$58  = o2[0];
+  assign \$188  = loop_mul[0];
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$89  = i__valid;
+  assign \$90  = lane_in;
+  assign \$93  = i__valid;
+  assign \$94  = i__valid;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$108  = s4[0];
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$191  = loop_mul[0];
+  assign \$192  = loop_mul[58];
+  assign \$197  = o3[0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -13125,7 +18253,7 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2066$0 , \port$2067$0 , \port$2068$0 , m_axi_gmem_wvalid, mem_re, mem_we
+module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$3170$0 , \port$3171$0 , \port$3172$0 , m_axi_gmem_wvalid, mem_re, mem_we
 , dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -13464,12 +18592,12 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   reg [1:0] p_last_lane = 2'h0;
   reg p_wlast = 1'h0;
   reg [16:0] p_words = 17'h00000;
-  output \port$2066$0 ;
-  wire \port$2066$0 ;
-  output \port$2067$0 ;
-  wire \port$2067$0 ;
-  output \port$2068$0 ;
-  wire \port$2068$0 ;
+  output \port$3170$0 ;
+  wire \port$3170$0 ;
+  output \port$3171$0 ;
+  wire \port$3171$0 ;
+  output \port$3172$0 ;
+  wire \port$3172$0 ;
   reg q_wlast = 1'h0;
   wire rd_issue;
   (* init = 2'h0 *)
@@ -14235,9 +19363,9 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2066$0  = \$43 ;
-  assign \port$2067$0  = \$44 ;
-  assign \port$2068$0  = \$45 ;
+  assign \port$3170$0  = \$43 ;
+  assign \port$3171$0  = \$44 ;
+  assign \port$3172$0  = \$45 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

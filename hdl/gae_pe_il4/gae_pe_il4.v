@@ -10,119 +10,211 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
 `endif
 `endif
   wire \$1 ;
-  wire [62:0] \$10 ;
-  reg [31:0] \$100 ;
-  reg \$101 ;
-  reg [31:0] \$11 ;
-  wire [48:0] \$12 ;
-  wire [54:0] \$13 ;
-  wire [55:0] \$14 ;
+  wire \$10 ;
+  wire [35:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [35:0] \$102 ;
+  wire [35:0] \$103 ;
+  wire [35:0] \$104 ;
+  wire [35:0] \$105 ;
+  wire [35:0] \$106 ;
+  wire [35:0] \$107 ;
+  wire [35:0] \$108 ;
+  wire [35:0] \$109 ;
+  wire \$11 ;
+  wire [35:0] \$110 ;
+  wire [35:0] \$111 ;
+  wire [35:0] \$112 ;
+  wire [35:0] \$113 ;
+  wire [35:0] \$114 ;
+  wire [35:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [62:0] \$118 ;
+  wire [54:0] \$119 ;
+  wire [32:0] \$12 ;
+  wire [54:0] \$120 ;
+  wire [55:0] \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [32:0] \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [32:0] \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  reg [16:0] \$139 ;
+  wire \$14 ;
+  reg [16:0] \$140 ;
+  reg [1:0] \$141 ;
+  reg [31:0] \$142 ;
+  reg [31:0] \$143 ;
+  reg [31:0] \$144 ;
+  reg [31:0] \$145 ;
+  reg [59:0] \$146 ;
+  reg [31:0] \$147 ;
+  reg [31:0] \$148 ;
+  reg [16:0] \$149 ;
   wire \$15 ;
+  reg \$150 ;
+  reg [59:0] \$151 ;
+  reg [33:0] \$152 ;
+  reg [31:0] \$153 ;
+  reg [32:0] \$154 ;
+  reg \$155 ;
+  reg [59:0] \$156 ;
+  reg [63:0] \$157 ;
+  reg [32:0] \$158 ;
+  reg \$159 ;
   wire \$16 ;
+  reg [59:0] \$160 ;
+  reg [65:0] \$161 ;
+  reg \$162 ;
+  reg [59:0] \$163 ;
+  reg [31:0] \$164 ;
+  reg \$165 ;
+  reg [16:0] \$166 ;
+  reg [59:0] \$167 ;
+  reg [47:0] \$168 ;
+  reg [16:0] \$169 ;
   wire \$17 ;
-  wire \$18 ;
+  reg [31:0] \$170 ;
+  reg [59:0] \$171 ;
+  reg [47:0] \$172 ;
+  reg [33:0] \$173 ;
+  reg [31:0] \$174 ;
+  reg [59:0] \$175 ;
+  reg [38:0] \$176 ;
+  reg [31:0] \$177 ;
+  reg [31:0] \$178 ;
+  reg [31:0] \$179 ;
+  wire [32:0] \$18 ;
+  reg [31:0] \$180 ;
+  reg [59:0] \$181 ;
+  reg [31:0] \$182 ;
+  reg [59:0] \$183 ;
+  reg [31:0] \$184 ;
+  reg [32:0] \$185 ;
+  reg [59:0] \$186 ;
+  reg [31:0] \$187 ;
+  reg [31:0] \$188 ;
+  reg \$189 ;
   wire [32:0] \$19 ;
-  wire [50:0] \$2 ;
-  wire [32:0] \$20 ;
+  wire \$2 ;
+  wire \$20 ;
   wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
+  wire [2:0] \$22 ;
+  wire [2:0] \$23 ;
   wire \$24 ;
-  wire [32:0] \$25 ;
-  wire [32:0] \$26 ;
+  wire \$25 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire [2:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [2:0] \$30 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
+  reg [31:0] \$36 ;
+  wire [31:0] \$37 ;
+  wire [16:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  reg [31:0] \$43 ;
-  wire [31:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [33:0] \$40 ;
+  wire [31:0] \$41 ;
+  wire [32:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [62:0] \$44 ;
+  wire [63:0] \$45 ;
+  wire [65:0] \$46 ;
+  wire [16:0] \$47 ;
+  reg [31:0] \$48 ;
+  wire [33:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  reg [16:0] \$64 ;
-  reg [16:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg [31:0] \$67 ;
-  reg [31:0] \$68 ;
-  reg [31:0] \$69 ;
-  wire \$7 ;
-  reg [31:0] \$70 ;
-  reg [59:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg [31:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
-  reg [59:0] \$76 ;
-  reg [49:0] \$77 ;
-  reg [31:0] \$78 ;
-  reg \$79 ;
-  wire [32:0] \$8 ;
-  reg [59:0] \$80 ;
-  reg [31:0] \$81 ;
-  reg \$82 ;
-  reg [59:0] \$83 ;
-  reg [53:0] \$84 ;
-  reg [49:0] \$85 ;
-  reg [59:0] \$86 ;
-  reg [53:0] \$87 ;
-  reg [49:0] \$88 ;
-  reg [59:0] \$89 ;
-  wire [32:0] \$9 ;
-  reg [53:0] \$90 ;
-  reg [49:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [31:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg [59:0] \$96 ;
-  reg [31:0] \$97 ;
-  reg [59:0] \$98 ;
-  reg [31:0] \$99 ;
+  wire [31:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [35:0] \$54 ;
+  wire [35:0] \$55 ;
+  wire [35:0] \$56 ;
+  wire [35:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [54:0] \$71 ;
+  wire [62:0] \$72 ;
+  wire [54:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [35:0] \$77 ;
+  wire [35:0] \$78 ;
+  wire [35:0] \$79 ;
+  wire \$8 ;
+  wire [35:0] \$80 ;
+  wire [35:0] \$81 ;
+  wire [35:0] \$82 ;
+  wire [35:0] \$83 ;
+  wire [35:0] \$84 ;
+  wire [35:0] \$85 ;
+  wire [35:0] \$86 ;
+  wire [35:0] \$87 ;
+  wire [35:0] \$88 ;
+  wire [35:0] \$89 ;
+  wire \$9 ;
+  wire [35:0] \$90 ;
+  wire [35:0] \$91 ;
+  wire [35:0] \$92 ;
+  wire [35:0] \$93 ;
+  wire [54:0] \$94 ;
+  wire [62:0] \$95 ;
+  wire [54:0] \$96 ;
+  wire [54:0] \$97 ;
+  wire [35:0] \$98 ;
+  wire [35:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   reg [31:0] a_lane2 = 32'd0;
   reg [31:0] a_lane3 = 32'd0;
   wire [31:0] adv;
-  wire [39:0] adv_full;
+  reg [38:0] adv_full = 39'h0000000000;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   input clear;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -145,35 +237,35 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   input i__valid;
   wire i__valid;
   reg [1:0] lane_in = 2'h0;
-  reg [59:0] loop1 = 60'h000000000000000;
-  wire [1:0] \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [53:0] loop1_g = 54'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
-  reg [59:0] loop2 = 60'h000000000000000;
-  wire [1:0] \loop2.lane ;
-  wire \loop2.overflow ;
-  wire [15:0] \loop2.timestep ;
-  wire [7:0] \loop2.trajectory ;
-  wire \loop2.valid ;
-  wire [31:0] \loop2.value ;
-  reg [53:0] loop2_g = 54'h00000000000000;
-  reg [49:0] loop2_prod = 50'h0000000000000;
-  reg [59:0] loop3 = 60'h000000000000000;
-  wire [1:0] \loop3.lane ;
-  wire \loop3.overflow ;
-  wire [15:0] \loop3.timestep ;
-  wire [7:0] \loop3.trajectory ;
-  wire \loop3.valid ;
-  wire [31:0] \loop3.value ;
-  reg [53:0] loop3_g = 54'h00000000000000;
-  reg [49:0] loop3_prod = 50'h0000000000000;
-  wire [53:0] loop_g;
-  wire [16:0] loop_p;
+  reg [59:0] loop_add = 60'h000000000000000;
+  wire [1:0] \loop_add.lane ;
+  wire \loop_add.overflow ;
+  wire [15:0] \loop_add.timestep ;
+  wire [7:0] \loop_add.trajectory ;
+  wire \loop_add.valid ;
+  wire [31:0] \loop_add.value ;
+  (* init = 39'h0000000000 *)
+  wire [38:0] loop_add_total;
+  reg [59:0] loop_mul = 60'h000000000000000;
+  wire [1:0] \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [47:0] loop_mul_g = 48'h000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
+  reg [59:0] loop_sel = 60'h000000000000000;
+  wire [1:0] \loop_sel.lane ;
+  wire \loop_sel.overflow ;
+  wire [15:0] \loop_sel.timestep ;
+  wire [7:0] \loop_sel.trajectory ;
+  wire \loop_sel.valid ;
+  wire [31:0] \loop_sel.value ;
+  reg [31:0] loop_sel_a = 32'd0;
+  reg [47:0] loop_sel_g = 48'h000000000000;
+  reg [16:0] loop_sel_p = 17'h00000;
   reg [59:0] o1 = 60'h000000000000000;
   wire [1:0] \o1.lane ;
   wire \o1.overflow ;
@@ -190,7 +282,17 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [59:0] o3 = 60'h000000000000000;
+  wire [1:0] \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -205,11 +307,12 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire o_valid;
   output overflow;
   reg overflow = 1'h0;
-  wire [49:0] prod;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [59:0] s0 = 60'h000000000000000;
   wire [1:0] \s0.lane ;
@@ -218,8 +321,8 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [59:0] s1 = 60'h000000000000000;
@@ -230,8 +333,9 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [59:0] s2 = 60'h000000000000000;
   wire [1:0] \s2.lane ;
   wire \s2.overflow ;
@@ -240,576 +344,766 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
+  reg [59:0] s3 = 60'h000000000000000;
+  wire [1:0] \s3.lane ;
+  wire \s3.overflow ;
+  wire [15:0] \s3.timestep ;
+  wire [7:0] \s3.trajectory ;
+  wire \s3.valid ;
+  wire [31:0] \s3.value ;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
+  reg [59:0] s4 = 60'h000000000000000;
+  wire [1:0] \s4.lane ;
+  wire \s4.overflow ;
+  wire [15:0] \s4.timestep ;
+  wire [7:0] \s4.trajectory ;
+  wire \s4.valid ;
+  wire [31:0] \s4.value ;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
+  reg [16:0] s4_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
   reg [31:0] vprev1 = 32'd0;
   reg [31:0] vprev2 = 32'd0;
   reg [31:0] vprev3 = 32'd0;
-  assign \$1  = ~ o2[0];
+  assign \$1  = ~ o3[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign loop_p = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$12  = $signed({ 1'h0, loop_p }) * $signed(\$11 );
-  assign \$13  = $signed(loop3_g) + $signed(loop3_prod);
-  assign \$14  = $signed(\$13 ) + $signed(17'h08000);
-  assign \$15  = $signed(\$14 [55:16]) > $signed(32'd2147483647);
-  assign \$16  = $signed(\$14 [55:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$15  | \$16 ;
-  assign \$17  = $signed(\$14 [55:16]) > $signed(32'd2147483647);
-  assign \$18  = $signed(\$14 [55:16]) < $signed(32'd2147483648);
-  assign \$19  = \$18  ? 33'h180000000 : { 1'h0, \$14 [47:16] };
-  assign \$20  = \$17  ? 33'h07fffffff : \$19 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$21  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$22  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$21  | \$22 ;
-  assign \$23  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$24  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$25  = \$24  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$26  = \$23  ? 33'h07fffffff : \$25 ;
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign \$8  = ~ adv_full[38];
+  assign \$9  = | adv_full[37:31];
+  assign adv_hi = \$8  & \$9 ;
+  assign \$10  = & adv_full[37:31];
+  assign \$11  = ~ \$10 ;
+  assign adv_lo = adv_full[38] & \$11 ;
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$12  = adv_lo ? 33'h180000000 : { 1'h0, adv_full[31:0] };
+  assign \$13  = adv_hi ? 33'h07fffffff : \$12 ;
+  assign \$14  = ~ rtg_full[32];
+  assign rtg_hi = \$14  & \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign rtg_lo = rtg_full[32] & \$17 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$18  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$19  = rtg_hi ? 33'h07fffffff : \$18 ;
+  assign \$20  = i__valid & i__ready;
+  assign \$21  = lane_in == 2'h3;
+  assign \$22  = lane_in + 1'h1;
+  assign \$23  = \$21  ? 3'h0 : \$22 ;
+  assign \$24  = i__valid & i__ready;
+  assign \$25  = ! lane_in;
+  assign \$26  = \$24  & \$25 ;
   assign \$27  = i__valid & i__ready;
-  assign \$28  = lane_in == 2'h3;
-  assign \$29  = lane_in + 1'h1;
-  assign \$30  = \$28  ? 3'h0 : \$29 ;
-  assign \$31  = i__valid & i__ready;
-  assign \$32  = ! lane_in;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = i__valid & i__ready;
-  assign \$35  = lane_in == 1'h1;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = i__valid & i__ready;
-  assign \$38  = lane_in == 2'h2;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = i__valid & i__ready;
-  assign \$41  = lane_in == 2'h3;
-  assign \$42  = \$40  & \$41 ;
-  assign \$44  = i__payload[97] ? i__payload[95:64] : \$43 ;
-  assign \$45  = s0_done ? 17'h00000 : gamma_q;
-  assign \$46  = $signed(s0_vnext) * $signed({ 1'h0, \$45  });
-  assign \$47  = s0_done | s0_first;
-  assign \$48  = i__ready & loop3[0];
-  assign \$49  = ! loop3[59:58];
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = i__ready & loop3[0];
-  assign \$52  = loop3[59:58] == 1'h1;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = i__ready & loop3[0];
-  assign \$55  = loop3[59:58] == 2'h2;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = i__ready & loop3[0];
-  assign \$58  = loop3[59:58] == 2'h3;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = loop3[33] | adv_ovf;
-  assign \$61  = o1[33] | rtg_ovf;
-  assign \$62  = o2[0] & o__ready;
-  assign \$63  = \$62  & o2[33];
+  assign \$28  = lane_in == 1'h1;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = i__valid & i__ready;
+  assign \$31  = lane_in == 2'h2;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = i__valid & i__ready;
+  assign \$34  = lane_in == 2'h3;
+  assign \$35  = \$33  & \$34 ;
+  assign \$37  = i__payload[97] ? i__payload[95:64] : \$36 ;
+  assign \$38  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$39  = i__payload[96] | i__payload[97];
+  assign \$40  = s0_gamma * s0_vnext[16:0];
+  assign \$41  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$42  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$45  = $signed(\$43 ) + $signed(\$44 );
+  assign \$46  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$47  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$49  = loop_sel_p * loop_sel_a[16:0];
+  assign \$50  = $signed({ 1'h0, loop_sel_p }) * $signed(loop_sel_a[31:17]);
+  assign \$71  = { loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g } ^ { \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58 [35], \$57 [35], \$56 [35], \$55 [35], \$54 [35], \$53 [35], \$52 [35], \$51  };
+  assign \$73  = \$71  ^ \$72 [54:0];
+  assign \$94  = { loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g } & { \$93 [35], \$92 [35], \$91 [35], \$90 [35], \$89 [35], \$88 [35], \$87 [35], \$86 [35], \$85 [35], \$84 [35], \$83 [35], \$82 [35], \$81 [35], \$80 [35], \$79 [35], \$78 [35], \$77 [35], \$76 [35], \$75 [35], \$74  };
+  assign \$96  = { loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g[47], loop_mul_g } & \$95 [54:0];
+  assign \$97  = \$94  | \$96 ;
+  assign \$119  = { \$117 [35], \$116 [35], \$115 [35], \$114 [35], \$113 [35], \$112 [35], \$111 [35], \$110 [35], \$109 [35], \$108 [35], \$107 [35], \$106 [35], \$105 [35], \$104 [35], \$103 [35], \$102 [35], \$101 [35], \$100 [35], \$99 [35], \$98  } & \$118 [54:0];
+  assign \$120  = \$97  | \$119 ;
+  assign \$121  = \$73  + { \$120 [53:0], 1'h0 };
+  assign \$122  = i__ready & loop_add[0];
+  assign \$123  = ! loop_add[59:58];
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = i__ready & loop_add[0];
+  assign \$126  = loop_add[59:58] == 1'h1;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = i__ready & loop_add[0];
+  assign \$129  = loop_add[59:58] == 2'h2;
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = i__ready & loop_add[0];
+  assign \$132  = loop_add[59:58] == 2'h3;
+  assign \$133  = \$131  & \$132 ;
+  assign \$134  = loop_add[33] | adv_ovf;
+  assign \$135  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$136  = o2[33] | rtg_ovf;
+  assign \$137  = o3[0] & o__ready;
+  assign \$138  = \$137  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$64 ;
+    gamma_q <= \$139 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$65 ;
+    gamma_lambda_q <= \$140 ;
   always @(posedge clk)
-    lane_in <= \$66 ;
+    lane_in <= \$141 ;
   always @(posedge clk)
-    vprev0 <= \$67 ;
+    vprev0 <= \$142 ;
   always @(posedge clk)
-    vprev1 <= \$68 ;
+    vprev1 <= \$143 ;
   always @(posedge clk)
-    vprev2 <= \$69 ;
+    vprev2 <= \$144 ;
   always @(posedge clk)
-    vprev3 <= \$70 ;
+    vprev3 <= \$145 ;
   always @(posedge clk)
-    s0 <= \$71 ;
+    s0 <= \$146 ;
   always @(posedge clk)
-    s0_reward <= \$72 ;
+    s0_reward <= \$147 ;
   always @(posedge clk)
-    s0_vnext <= \$73 ;
+    s0_vnext <= \$148 ;
   always @(posedge clk)
-    s0_done <= \$74 ;
+    s0_gamma <= \$149 ;
   always @(posedge clk)
-    s0_first <= \$75 ;
+    s0_brk <= \$150 ;
   always @(posedge clk)
-    s1 <= \$76 ;
+    s1 <= \$151 ;
   always @(posedge clk)
-    s1_prod <= \$77 ;
+    s1_pp0 <= \$152 ;
   always @(posedge clk)
-    s1_reward <= \$78 ;
+    s1_pp1 <= \$153 ;
   always @(posedge clk)
-    s1_brk <= \$79 ;
+    s1_rv <= \$154 ;
   always @(posedge clk)
-    s2 <= \$80 ;
+    s1_brk <= \$155 ;
   always @(posedge clk)
-    s2_delta <= \$81 ;
+    s2 <= \$156 ;
   always @(posedge clk)
-    s2_brk <= \$82 ;
+    s2_prod <= \$157 ;
   always @(posedge clk)
-    loop1 <= \$83 ;
+    s2_rv <= \$158 ;
   always @(posedge clk)
-    loop1_g <= \$84 ;
+    s2_brk <= \$159 ;
   always @(posedge clk)
-    loop1_prod <= \$85 ;
+    s3 <= \$160 ;
   always @(posedge clk)
-    loop2 <= \$86 ;
+    s3_dsum <= \$161 ;
   always @(posedge clk)
-    loop2_g <= \$87 ;
+    s3_brk <= \$162 ;
   always @(posedge clk)
-    loop2_prod <= \$88 ;
+    s4 <= \$163 ;
   always @(posedge clk)
-    loop3 <= \$89 ;
+    s4_delta <= \$164 ;
   always @(posedge clk)
-    loop3_g <= \$90 ;
+    s4_brk <= \$165 ;
   always @(posedge clk)
-    loop3_prod <= \$91 ;
+    s4_p <= \$166 ;
   always @(posedge clk)
-    a_lane0 <= \$92 ;
+    loop_sel <= \$167 ;
   always @(posedge clk)
-    a_lane1 <= \$93 ;
+    loop_sel_g <= \$168 ;
   always @(posedge clk)
-    a_lane2 <= \$94 ;
+    loop_sel_p <= \$169 ;
   always @(posedge clk)
-    a_lane3 <= \$95 ;
+    loop_sel_a <= \$170 ;
   always @(posedge clk)
-    o1 <= \$96 ;
+    loop_mul <= \$171 ;
   always @(posedge clk)
-    o1_adv <= \$97 ;
+    loop_mul_g <= \$172 ;
   always @(posedge clk)
-    o2 <= \$98 ;
+    loop_mul_pp0 <= \$173 ;
   always @(posedge clk)
-    o2_adv <= \$99 ;
+    loop_mul_pp1 <= \$174 ;
   always @(posedge clk)
-    o2_rtg <= \$100 ;
+    loop_add <= \$175 ;
   always @(posedge clk)
-    overflow <= \$101 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    (* full_case = 32'd1 *)
-    casez (s2[59:58])
-      2'h0:
-          \$11  = a_lane0;
-      2'h1:
-          \$11  = a_lane1;
-      2'h2:
-          \$11  = a_lane2;
-      2'h3:
-          \$11  = a_lane3;
-    endcase
-  end
+    adv_full <= \$176 ;
+  always @(posedge clk)
+    a_lane0 <= \$177 ;
+  always @(posedge clk)
+    a_lane1 <= \$178 ;
+  always @(posedge clk)
+    a_lane2 <= \$179 ;
+  always @(posedge clk)
+    a_lane3 <= \$180 ;
+  always @(posedge clk)
+    o1 <= \$181 ;
+  always @(posedge clk)
+    o1_adv <= \$182 ;
+  always @(posedge clk)
+    o2 <= \$183 ;
+  always @(posedge clk)
+    o2_adv <= \$184 ;
+  always @(posedge clk)
+    rtg_full <= \$185 ;
+  always @(posedge clk)
+    o3 <= \$186 ;
+  always @(posedge clk)
+    o3_adv <= \$187 ;
+  always @(posedge clk)
+    o3_rtg <= \$188 ;
+  always @(posedge clk)
+    overflow <= \$189 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     (* full_case = 32'd1 *)
     casez (lane_in)
       2'h0:
-          \$43  = vprev0;
+          \$36  = vprev0;
       2'h1:
-          \$43  = vprev1;
+          \$36  = vprev1;
       2'h2:
-          \$43  = vprev2;
+          \$36  = vprev2;
       2'h3:
-          \$43  = vprev3;
+          \$36  = vprev3;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$64  = gamma;
+    (* full_case = 32'd1 *)
+    casez (s4[59:58])
+      2'h0:
+          \$48  = a_lane0;
+      2'h1:
+          \$48  = a_lane1;
+      2'h2:
+          \$48  = a_lane2;
+      2'h3:
+          \$48  = a_lane3;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$139  = gamma;
     if (rst) begin
-      \$64  = 17'h00000;
+      \$139  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$65  = gamma_lambda;
+    \$140  = gamma_lambda;
     if (rst) begin
-      \$65  = 17'h00000;
+      \$140  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$66  = lane_in;
-    if (\$27 ) begin
-      \$66  = \$30 [1:0];
+    \$141  = lane_in;
+    if (\$20 ) begin
+      \$141  = \$23 [1:0];
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$141  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$67  = vprev0;
-    if (\$33 ) begin
-      \$67  = i__payload[63:32];
+    \$142  = vprev0;
+    if (\$26 ) begin
+      \$142  = i__payload[63:32];
     end
     if (rst) begin
-      \$67  = 32'd0;
+      \$142  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$68  = vprev1;
-    if (\$36 ) begin
-      \$68  = i__payload[63:32];
+    \$143  = vprev1;
+    if (\$29 ) begin
+      \$143  = i__payload[63:32];
     end
     if (rst) begin
-      \$68  = 32'd0;
+      \$143  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$69  = vprev2;
-    if (\$39 ) begin
-      \$69  = i__payload[63:32];
+    \$144  = vprev2;
+    if (\$32 ) begin
+      \$144  = i__payload[63:32];
     end
     if (rst) begin
-      \$69  = 32'd0;
+      \$144  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$70  = vprev3;
-    if (\$42 ) begin
-      \$70  = i__payload[63:32];
+    \$145  = vprev3;
+    if (\$35 ) begin
+      \$145  = i__payload[63:32];
     end
     if (rst) begin
-      \$70  = 32'd0;
+      \$145  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$71  = s0;
+    \$146  = s0;
     if (i__ready) begin
-      \$71 [0] = i__valid;
-      \$71 [32:1] = i__payload[63:32];
-      \$71 [33] = 1'h0;
-      \$71 [49:34] = i__payload[113:98];
-      \$71 [57:50] = i__payload[121:114];
-      \$71 [59:58] = lane_in;
+      \$146 [0] = i__valid;
+      \$146 [32:1] = i__payload[63:32];
+      \$146 [33] = 1'h0;
+      \$146 [49:34] = i__payload[113:98];
+      \$146 [57:50] = i__payload[121:114];
+      \$146 [59:58] = lane_in;
     end
     if (rst) begin
-      \$71  = 60'h000000000000000;
+      \$146  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$72  = s0_reward;
+    \$147  = s0_reward;
     if (i__ready) begin
-      \$72  = i__payload[31:0];
+      \$147  = i__payload[31:0];
     end
     if (rst) begin
-      \$72  = 32'd0;
+      \$147  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$73  = s0_vnext;
+    \$148  = s0_vnext;
     if (i__ready) begin
-      \$73  = \$44 ;
+      \$148  = \$37 ;
     end
     if (rst) begin
-      \$73  = 32'd0;
+      \$148  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = s0_done;
+    \$149  = s0_gamma;
     if (i__ready) begin
-      \$74  = i__payload[96];
+      \$149  = \$38 ;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$149  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = s0_first;
+    \$150  = s0_brk;
     if (i__ready) begin
-      \$75  = i__payload[97];
+      \$150  = \$39 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$150  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = s1;
+    \$151  = s1;
     if (i__ready) begin
-      \$76  = s0;
+      \$151  = s0;
     end
     if (rst) begin
-      \$76  = 60'h000000000000000;
+      \$151  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = s1_prod;
+    \$152  = s1_pp0;
     if (i__ready) begin
-      \$77  = { \$46 [48], \$46  };
+      \$152  = \$40 ;
     end
     if (rst) begin
-      \$77  = 50'h0000000000000;
+      \$152  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = s1_reward;
+    \$153  = s1_pp1;
     if (i__ready) begin
-      \$78  = s0_reward;
+      \$153  = \$41 ;
     end
     if (rst) begin
-      \$78  = 32'd0;
+      \$153  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = s1_brk;
+    \$154  = s1_rv;
     if (i__ready) begin
-      \$79  = \$47 ;
+      \$154  = \$42 ;
     end
     if (rst) begin
-      \$79  = 1'h0;
+      \$154  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = s2;
+    \$155  = s1_brk;
     if (i__ready) begin
-      { \$80 [59:34], \$80 [32:0] } = { s1[59:34], s1[32:0] };
-      \$80 [33] = delta_ovf;
+      \$155  = s0_brk;
     end
     if (rst) begin
-      \$80  = 60'h000000000000000;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = s2_delta;
+    \$156  = s2;
     if (i__ready) begin
-      \$81  = \$9 [31:0];
+      \$156  = s1;
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$156  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = s2_brk;
+    \$157  = s2_prod;
     if (i__ready) begin
-      \$82  = s1_brk;
+      \$157  = \$45 ;
     end
     if (rst) begin
-      \$82  = 1'h0;
+      \$157  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = loop1;
+    \$158  = s2_rv;
     if (i__ready) begin
-      \$83  = s2;
+      \$158  = s1_rv;
     end
     if (rst) begin
-      \$83  = 60'h000000000000000;
+      \$158  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = loop1_g;
+    \$159  = s2_brk;
     if (i__ready) begin
-      \$84  = \$10 [53:0];
+      \$159  = s1_brk;
     end
     if (rst) begin
-      \$84  = 54'h00000000000000;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = loop1_prod;
+    \$160  = s3;
     if (i__ready) begin
-      \$85  = { \$12 [48], \$12  };
+      \$160  = s2;
     end
     if (rst) begin
-      \$85  = 50'h0000000000000;
+      \$160  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = loop2;
+    \$161  = s3_dsum;
     if (i__ready) begin
-      \$86  = loop1;
+      \$161  = \$46 ;
     end
     if (rst) begin
-      \$86  = 60'h000000000000000;
+      \$161  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = loop2_g;
+    \$162  = s3_brk;
     if (i__ready) begin
-      \$87  = loop1_g;
+      \$162  = s2_brk;
     end
     if (rst) begin
-      \$87  = 54'h00000000000000;
+      \$162  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = loop2_prod;
+    \$163  = s4;
     if (i__ready) begin
-      \$88  = loop1_prod;
+      \$163  = s3;
     end
-    if (rst) begin
-      \$88  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = loop3;
     if (i__ready) begin
-      \$89  = loop2;
+      \$163 [33] = delta_ovf;
     end
     if (rst) begin
-      \$89  = 60'h000000000000000;
+      \$163  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = loop3_g;
+    \$164  = s4_delta;
     if (i__ready) begin
-      \$90  = loop2_g;
+      \$164  = \$7 [31:0];
     end
     if (rst) begin
-      \$90  = 54'h00000000000000;
+      \$164  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = loop3_prod;
+    \$165  = s4_brk;
     if (i__ready) begin
-      \$91  = loop2_prod;
+      \$165  = s3_brk;
     end
     if (rst) begin
-      \$91  = 50'h0000000000000;
+      \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$92  = a_lane0;
-    if (\$50 ) begin
-      \$92  = \$20 [31:0];
-    end
-    if (rst) begin
-      \$92  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$93  = a_lane1;
-    if (\$53 ) begin
-      \$93  = \$20 [31:0];
-    end
-    if (rst) begin
-      \$93  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$94  = a_lane2;
-    if (\$56 ) begin
-      \$94  = \$20 [31:0];
-    end
-    if (rst) begin
-      \$94  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$95  = a_lane3;
-    if (\$59 ) begin
-      \$95  = \$20 [31:0];
-    end
-    if (rst) begin
-      \$95  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$96  = o1;
+    \$166  = s4_p;
     if (i__ready) begin
-      { \$96 [59:34], \$96 [32:0] } = { loop3[59:34], loop3[32:0] };
-      \$96 [33] = \$60 ;
+      \$166  = \$47 ;
     end
     if (rst) begin
-      \$96  = 60'h000000000000000;
+      \$166  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$97  = o1_adv;
+    \$167  = loop_sel;
     if (i__ready) begin
-      \$97  = \$20 [31:0];
+      \$167  = s4;
     end
     if (rst) begin
-      \$97  = 32'd0;
+      \$167  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$98  = o2;
+    \$168  = loop_sel_g;
     if (i__ready) begin
-      { \$98 [59:34], \$98 [32:0] } = { o1[59:34], o1[32:0] };
-      \$98 [33] = \$61 ;
+      \$168  = { s4_delta, 16'h8000 };
     end
     if (rst) begin
-      \$98  = 60'h000000000000000;
+      \$168  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$99  = o2_adv;
+    \$169  = loop_sel_p;
     if (i__ready) begin
-      \$99  = o1_adv;
+      \$169  = s4_p;
     end
     if (rst) begin
-      \$99  = 32'd0;
+      \$169  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$100  = o2_rtg;
+    \$170  = loop_sel_a;
     if (i__ready) begin
-      \$100  = \$26 [31:0];
+      \$170  = \$48 ;
     end
     if (rst) begin
-      \$100  = 32'd0;
+      \$170  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$101  = overflow;
+    \$171  = loop_mul;
+    if (i__ready) begin
+      \$171  = loop_sel;
+    end
+    if (rst) begin
+      \$171  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$172  = loop_mul_g;
+    if (i__ready) begin
+      \$172  = loop_sel_g;
+    end
+    if (rst) begin
+      \$172  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$173  = loop_mul_pp0;
+    if (i__ready) begin
+      \$173  = \$49 ;
+    end
+    if (rst) begin
+      \$173  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$174  = loop_mul_pp1;
+    if (i__ready) begin
+      \$174  = \$50 ;
+    end
+    if (rst) begin
+      \$174  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$175  = loop_add;
+    if (i__ready) begin
+      \$175  = loop_mul;
+    end
+    if (rst) begin
+      \$175  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$176  = adv_full;
+    if (i__ready) begin
+      \$176  = \$121 [54:16];
+    end
+    if (rst) begin
+      \$176  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$177  = a_lane0;
+    if (\$124 ) begin
+      \$177  = \$13 [31:0];
+    end
+    if (rst) begin
+      \$177  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$178  = a_lane1;
+    if (\$127 ) begin
+      \$178  = \$13 [31:0];
+    end
+    if (rst) begin
+      \$178  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$179  = a_lane2;
+    if (\$130 ) begin
+      \$179  = \$13 [31:0];
+    end
+    if (rst) begin
+      \$179  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$180  = a_lane3;
+    if (\$133 ) begin
+      \$180  = \$13 [31:0];
+    end
+    if (rst) begin
+      \$180  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$181  = o1;
+    if (i__ready) begin
+      { \$181 [59:34], \$181 [32:0] } = { loop_add[59:34], loop_add[32:0] };
+      \$181 [33] = \$134 ;
+    end
+    if (rst) begin
+      \$181  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$182  = o1_adv;
+    if (i__ready) begin
+      \$182  = \$13 [31:0];
+    end
+    if (rst) begin
+      \$182  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$183  = o2;
+    if (i__ready) begin
+      \$183  = o1;
+    end
+    if (rst) begin
+      \$183  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$184  = o2_adv;
+    if (i__ready) begin
+      \$184  = o1_adv;
+    end
+    if (rst) begin
+      \$184  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$185  = rtg_full;
+    if (i__ready) begin
+      \$185  = \$135 ;
+    end
+    if (rst) begin
+      \$185  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$186  = o3;
+    if (i__ready) begin
+      { \$186 [59:34], \$186 [32:0] } = { o2[59:34], o2[32:0] };
+      \$186 [33] = \$136 ;
+    end
+    if (rst) begin
+      \$186  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$187  = o3_adv;
+    if (i__ready) begin
+      \$187  = o2_adv;
+    end
+    if (rst) begin
+      \$187  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$188  = o3_rtg;
+    if (i__ready) begin
+      \$188  = \$19 [31:0];
+    end
+    if (rst) begin
+      \$188  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$189  = overflow;
     if (clear) begin
-      \$101  = 1'h0;
+      \$189  = 1'h0;
     end
-    if (\$63 ) begin
-      \$101  = 1'h1;
+    if (\$138 ) begin
+      \$189  = 1'h1;
     end
     if (rst) begin
-      \$101  = 1'h0;
+      \$189  = 1'h0;
     end
   end
   assign en = i__ready;
-  assign o_valid = o2[0];
-  assign delta = \$9 [31:0];
-  assign loop_g = \$10 [53:0];
-  assign prod = { \$12 [48], \$12  };
-  assign adv_full = \$14 [55:16];
-  assign adv = \$20 [31:0];
-  assign rtg = \$26 [31:0];
-  assign o__valid = o2[0];
+  assign o_valid = o3[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign loop_add_total = adv_full;
+  assign adv = \$13 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$19 [31:0];
+  assign o__valid = o3[0];
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -822,6 +1116,18 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \o__payload.overflow  = o__payload[64];
   assign \o__payload.timestep  = o__payload[80:65];
   assign \o__payload.trajectory  = o__payload[88:81];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[59:58];
+  assign \s0.valid  = s0[0];
+  assign \s0.value  = s0[32:1];
+  assign \s0.overflow  = s0[33];
+  assign \s0.timestep  = s0[49:34];
+  assign \s0.trajectory  = s0[57:50];
+  assign \s0.lane  = s0[59:58];
   assign \s1.valid  = s1[0];
   assign \s1.value  = s1[32:1];
   assign \s1.overflow  = s1[33];
@@ -834,6 +1140,36 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \s2.timestep  = s2[49:34];
   assign \s2.trajectory  = s2[57:50];
   assign \s2.lane  = s2[59:58];
+  assign \s3.valid  = s3[0];
+  assign \s3.value  = s3[32:1];
+  assign \s3.overflow  = s3[33];
+  assign \s3.timestep  = s3[49:34];
+  assign \s3.trajectory  = s3[57:50];
+  assign \s3.lane  = s3[59:58];
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[59:58];
+  assign \loop_sel.valid  = loop_sel[0];
+  assign \loop_sel.value  = loop_sel[32:1];
+  assign \loop_sel.overflow  = loop_sel[33];
+  assign \loop_sel.timestep  = loop_sel[49:34];
+  assign \loop_sel.trajectory  = loop_sel[57:50];
+  assign \loop_sel.lane  = loop_sel[59:58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[59:58];
+  assign \loop_add.valid  = loop_add[0];
+  assign \loop_add.value  = loop_add[32:1];
+  assign \loop_add.overflow  = loop_add[33];
+  assign \loop_add.timestep  = loop_add[49:34];
+  assign \loop_add.trajectory  = loop_add[57:50];
+  assign \loop_add.lane  = loop_add[59:58];
   assign \o1.valid  = o1[0];
   assign \o1.value  = o1[32:1];
   assign \o1.overflow  = o1[33];
@@ -846,34 +1182,76 @@ module gae_pe_il4(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__r
   assign \o2.timestep  = o2[49:34];
   assign \o2.trajectory  = o2[57:50];
   assign \o2.lane  = o2[59:58];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[59:58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[59:58];
-  assign \loop2.valid  = loop2[0];
-  assign \loop2.value  = loop2[32:1];
-  assign \loop2.overflow  = loop2[33];
-  assign \loop2.timestep  = loop2[49:34];
-  assign \loop2.trajectory  = loop2[57:50];
-  assign \loop2.lane  = loop2[59:58];
-  assign \loop3.valid  = loop3[0];
-  assign \loop3.value  = loop3[32:1];
-  assign \loop3.overflow  = loop3[33];
-  assign \loop3.timestep  = loop3[49:34];
-  assign \loop3.trajectory  = loop3[57:50];
-  assign \loop3.lane  = loop3[59:58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
-  assign \$10  = { s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta, 16'h0000 };
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
+  assign \$15  = rtg_full[31];
+  assign \$16  = rtg_full[31];
+  assign \$43  = { 2'h0, s1_pp0 };
+  assign \$44  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$54  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { 2'h0, loop_mul_pp0 };
+  assign \$56  = { 2'h0, loop_mul_pp0 };
+  assign \$57  = { 2'h0, loop_mul_pp0 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { 2'h0, loop_mul_pp0 };
+  assign \$78  = { 2'h0, loop_mul_pp0 };
+  assign \$79  = { 2'h0, loop_mul_pp0 };
+  assign \$80  = { 2'h0, loop_mul_pp0 };
+  assign \$81  = { 2'h0, loop_mul_pp0 };
+  assign \$82  = { 2'h0, loop_mul_pp0 };
+  assign \$83  = { 2'h0, loop_mul_pp0 };
+  assign \$84  = { 2'h0, loop_mul_pp0 };
+  assign \$85  = { 2'h0, loop_mul_pp0 };
+  assign \$86  = { 2'h0, loop_mul_pp0 };
+  assign \$87  = { 2'h0, loop_mul_pp0 };
+  assign \$88  = { 2'h0, loop_mul_pp0 };
+  assign \$89  = { 2'h0, loop_mul_pp0 };
+  assign \$90  = { 2'h0, loop_mul_pp0 };
+  assign \$91  = { 2'h0, loop_mul_pp0 };
+  assign \$92  = { 2'h0, loop_mul_pp0 };
+  assign \$93  = { 2'h0, loop_mul_pp0 };
+  assign \$95  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$98  = { 2'h0, loop_mul_pp0 };
+  assign \$99  = { 2'h0, loop_mul_pp0 };
+  assign \$100  = { 2'h0, loop_mul_pp0 };
+  assign \$101  = { 2'h0, loop_mul_pp0 };
+  assign \$102  = { 2'h0, loop_mul_pp0 };
+  assign \$103  = { 2'h0, loop_mul_pp0 };
+  assign \$104  = { 2'h0, loop_mul_pp0 };
+  assign \$105  = { 2'h0, loop_mul_pp0 };
+  assign \$106  = { 2'h0, loop_mul_pp0 };
+  assign \$107  = { 2'h0, loop_mul_pp0 };
+  assign \$108  = { 2'h0, loop_mul_pp0 };
+  assign \$109  = { 2'h0, loop_mul_pp0 };
+  assign \$110  = { 2'h0, loop_mul_pp0 };
+  assign \$111  = { 2'h0, loop_mul_pp0 };
+  assign \$112  = { 2'h0, loop_mul_pp0 };
+  assign \$113  = { 2'h0, loop_mul_pp0 };
+  assign \$114  = { 2'h0, loop_mul_pp0 };
+  assign \$115  = { 2'h0, loop_mul_pp0 };
+  assign \$116  = { 2'h0, loop_mul_pp0 };
+  assign \$117  = { 2'h0, loop_mul_pp0 };
+  assign \$118  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
 endmodule

@@ -10,74 +10,214 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
 `endif
 `endif
   wire \$1 ;
-  wire [62:0] \$10 ;
-  wire [48:0] \$11 ;
-  wire [52:0] \$12 ;
-  wire [53:0] \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire [32:0] \$18 ;
-  wire [32:0] \$19 ;
-  wire [50:0] \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire [32:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire [31:0] \$28 ;
-  wire [16:0] \$29 ;
-  wire [35:0] \$3 ;
-  wire [48:0] \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  reg [16:0] \$38 ;
-  reg [16:0] \$39 ;
+  wire \$10 ;
+  wire [35:0] \$100 ;
+  wire [33:0] \$101 ;
+  wire [35:0] \$102 ;
+  wire [33:0] \$103 ;
+  wire [35:0] \$104 ;
+  wire [33:0] \$105 ;
+  wire [35:0] \$106 ;
+  wire [33:0] \$107 ;
+  wire [35:0] \$108 ;
+  wire [33:0] \$109 ;
+  wire \$11 ;
+  wire [35:0] \$110 ;
+  wire [33:0] \$111 ;
+  wire [35:0] \$112 ;
+  wire [33:0] \$113 ;
+  wire [35:0] \$114 ;
+  wire [33:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [33:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [33:0] \$119 ;
+  wire [33:0] \$12 ;
+  wire [35:0] \$120 ;
+  wire [33:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [33:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [33:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [33:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [31:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [62:0] \$130 ;
+  wire [52:0] \$131 ;
+  wire [52:0] \$132 ;
+  wire [53:0] \$133 ;
+  wire [32:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
+  wire [33:0] \$14 ;
+  wire [32:0] \$140 ;
+  wire [32:0] \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire [31:0] \$144 ;
+  wire [16:0] \$145 ;
+  wire \$146 ;
+  wire [33:0] \$147 ;
+  wire [31:0] \$148 ;
+  wire [32:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [62:0] \$151 ;
+  wire [63:0] \$152 ;
+  wire [65:0] \$153 ;
+  wire [16:0] \$154 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire [32:0] \$158 ;
+  wire \$159 ;
+  wire [33:0] \$16 ;
+  wire \$160 ;
+  wire \$161 ;
+  reg [16:0] \$162 ;
+  reg [16:0] \$163 ;
+  reg [31:0] \$164 ;
+  reg [58:0] \$165 ;
+  reg [31:0] \$166 ;
+  reg [31:0] \$167 ;
+  reg [16:0] \$168 ;
+  reg \$169 ;
+  wire [35:0] \$17 ;
+  reg [58:0] \$170 ;
+  reg [33:0] \$171 ;
+  reg [31:0] \$172 ;
+  reg [32:0] \$173 ;
+  reg \$174 ;
+  reg [58:0] \$175 ;
+  reg [63:0] \$176 ;
+  reg [32:0] \$177 ;
+  reg \$178 ;
+  reg [58:0] \$179 ;
+  wire [33:0] \$18 ;
+  reg [65:0] \$180 ;
+  reg \$181 ;
+  reg [58:0] \$182 ;
+  reg [31:0] \$183 ;
+  reg \$184 ;
+  reg [16:0] \$185 ;
+  reg [31:0] \$186 ;
+  reg [58:0] \$187 ;
+  reg [31:0] \$188 ;
+  reg [58:0] \$189 ;
+  wire [35:0] \$19 ;
+  reg [31:0] \$190 ;
+  reg [32:0] \$191 ;
+  reg [58:0] \$192 ;
+  reg [31:0] \$193 ;
+  reg [31:0] \$194 ;
+  reg \$195 ;
+  wire \$2 ;
+  wire [33:0] \$20 ;
+  wire [35:0] \$21 ;
+  wire [33:0] \$22 ;
+  wire [35:0] \$23 ;
+  wire [33:0] \$24 ;
+  wire [35:0] \$25 ;
+  wire [33:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [33:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [33:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [33:0] \$32 ;
+  wire [35:0] \$33 ;
+  wire [33:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [33:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [33:0] \$38 ;
+  wire [35:0] \$39 ;
   wire \$4 ;
-  reg [31:0] \$40 ;
-  reg [58:0] \$41 ;
-  reg [31:0] \$42 ;
-  reg [31:0] \$43 ;
-  reg \$44 ;
-  reg \$45 ;
-  reg [58:0] \$46 ;
-  reg [49:0] \$47 ;
-  reg [31:0] \$48 ;
-  reg \$49 ;
+  wire [33:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [33:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [33:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [33:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [52:0] \$48 ;
+  wire [31:0] \$49 ;
   wire \$5 ;
-  reg [58:0] \$50 ;
-  reg [31:0] \$51 ;
-  reg \$52 ;
-  reg [31:0] \$53 ;
-  reg [58:0] \$54 ;
-  reg [31:0] \$55 ;
-  reg [58:0] \$56 ;
-  reg [31:0] \$57 ;
-  reg [31:0] \$58 ;
-  reg \$59 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire [32:0] \$8 ;
-  wire [32:0] \$9 ;
+  wire [62:0] \$50 ;
+  wire [52:0] \$51 ;
+  wire [33:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [33:0] \$54 ;
+  wire [35:0] \$55 ;
+  wire [33:0] \$56 ;
+  wire [35:0] \$57 ;
+  wire [33:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [33:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [33:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [33:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [33:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [33:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [33:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [33:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [33:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [33:0] \$76 ;
+  wire [35:0] \$77 ;
+  wire [33:0] \$78 ;
+  wire [35:0] \$79 ;
+  wire \$8 ;
+  wire [33:0] \$80 ;
+  wire [35:0] \$81 ;
+  wire [33:0] \$82 ;
+  wire [35:0] \$83 ;
+  wire [33:0] \$84 ;
+  wire [35:0] \$85 ;
+  wire [33:0] \$86 ;
+  wire [35:0] \$87 ;
+  wire [52:0] \$88 ;
+  wire [31:0] \$89 ;
+  wire \$9 ;
+  wire [62:0] \$90 ;
+  wire [52:0] \$91 ;
+  wire [52:0] \$92 ;
+  wire [33:0] \$93 ;
+  wire [35:0] \$94 ;
+  wire [33:0] \$95 ;
+  wire [35:0] \$96 ;
+  wire [33:0] \$97 ;
+  wire [35:0] \$98 ;
+  wire [33:0] \$99 ;
   reg [31:0] a_lane0 = 32'd0;
   wire [31:0] adv;
-  wire [37:0] adv_full;
+  wire [36:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   input clear;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -100,8 +240,6 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   input i__valid;
   wire i__valid;
   wire lane_in;
-  wire [51:0] loop_g;
-  wire [16:0] loop_p;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -118,7 +256,17 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -133,11 +281,12 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire o_valid;
   output overflow;
   reg overflow = 1'h0;
-  wire [49:0] prod;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [58:0] s0 = 59'h000000000000000;
   wire \s0.lane ;
@@ -146,8 +295,8 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [58:0] s1 = 59'h000000000000000;
@@ -158,8 +307,9 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [58:0] s2 = 59'h000000000000000;
   wire \s2.lane ;
   wire \s2.overflow ;
@@ -168,328 +318,561 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
+  reg [58:0] s3 = 59'h000000000000000;
+  wire \s3.lane ;
+  wire \s3.overflow ;
+  wire [15:0] \s3.timestep ;
+  wire [7:0] \s3.trajectory ;
+  wire \s3.valid ;
+  wire [31:0] \s3.value ;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
+  reg [58:0] s4 = 59'h000000000000000;
+  wire \s4.lane ;
+  wire \s4.overflow ;
+  wire [15:0] \s4.timestep ;
+  wire [7:0] \s4.trajectory ;
+  wire \s4.valid ;
+  wire [31:0] \s4.value ;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
+  reg [16:0] s4_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$34  = s2[33] | adv_ovf;
-  assign \$35  = o1[33] | rtg_ovf;
-  assign \$36  = o2[0] & o__ready;
-  assign \$37  = \$36  & o2[33];
-  always @(posedge clk)
-    gamma_q <= \$38 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$39 ;
-  always @(posedge clk)
-    vprev0 <= \$40 ;
-  always @(posedge clk)
-    s0 <= \$41 ;
-  always @(posedge clk)
-    s0_reward <= \$42 ;
-  always @(posedge clk)
-    s0_vnext <= \$43 ;
-  always @(posedge clk)
-    s0_done <= \$44 ;
-  always @(posedge clk)
-    s0_first <= \$45 ;
-  always @(posedge clk)
-    s1 <= \$46 ;
-  always @(posedge clk)
-    s1_prod <= \$47 ;
-  always @(posedge clk)
-    s1_reward <= \$48 ;
-  always @(posedge clk)
-    s1_brk <= \$49 ;
-  always @(posedge clk)
-    s2 <= \$50 ;
-  always @(posedge clk)
-    s2_delta <= \$51 ;
-  always @(posedge clk)
-    s2_brk <= \$52 ;
-  always @(posedge clk)
-    a_lane0 <= \$53 ;
-  always @(posedge clk)
-    o1 <= \$54 ;
-  always @(posedge clk)
-    o1_adv <= \$55 ;
-  always @(posedge clk)
-    o2 <= \$56 ;
-  always @(posedge clk)
-    o2_adv <= \$57 ;
-  always @(posedge clk)
-    o2_rtg <= \$58 ;
-  always @(posedge clk)
-    overflow <= \$59 ;
-  assign \$1  = ~ o2[0];
+  assign \$1  = ~ o3[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign loop_p = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$11  = $signed({ 1'h0, loop_p }) * $signed(a_lane0);
-  assign \$12  = $signed(\$10 [51:0]) + $signed(\$11 );
-  assign \$13  = $signed(\$12 ) + $signed(17'h08000);
-  assign \$14  = $signed(\$13 [53:16]) > $signed(32'd2147483647);
-  assign \$15  = $signed(\$13 [53:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$14  | \$15 ;
-  assign \$16  = $signed(\$13 [53:16]) > $signed(32'd2147483647);
-  assign \$17  = $signed(\$13 [53:16]) < $signed(32'd2147483648);
-  assign \$18  = \$17  ? 33'h180000000 : { 1'h0, \$13 [47:16] };
-  assign \$19  = \$16  ? 33'h07fffffff : \$18 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$20  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$21  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$20  | \$21 ;
-  assign \$22  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$23  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$24  = \$23  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$25  = \$22  ? 33'h07fffffff : \$24 ;
-  assign \$26  = i__valid & i__ready;
-  assign \$28  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$29  = s0_done ? 17'h00000 : gamma_q;
-  assign \$30  = $signed(s0_vnext) * $signed({ 1'h0, \$29  });
-  assign \$31  = s0_done | s0_first;
-  assign \$32  = i__ready & s2[0];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign \$8  = ~ \$133 [52];
+  assign \$9  = | \$133 [51:47];
+  assign adv_hi = \$8  & \$9 ;
+  assign \$10  = & \$133 [51:47];
+  assign \$11  = ~ \$10 ;
+  assign adv_lo = \$133 [52] & \$11 ;
+  assign \$12  = s4_p * a_lane0[16:0];
+  assign \$14  = s4_p * a_lane0[16:0];
+  assign \$16  = s4_p * a_lane0[16:0];
+  assign \$18  = s4_p * a_lane0[16:0];
+  assign \$20  = s4_p * a_lane0[16:0];
+  assign \$22  = s4_p * a_lane0[16:0];
+  assign \$24  = s4_p * a_lane0[16:0];
+  assign \$26  = s4_p * a_lane0[16:0];
+  assign \$28  = s4_p * a_lane0[16:0];
+  assign \$30  = s4_p * a_lane0[16:0];
+  assign \$32  = s4_p * a_lane0[16:0];
+  assign \$34  = s4_p * a_lane0[16:0];
+  assign \$36  = s4_p * a_lane0[16:0];
+  assign \$38  = s4_p * a_lane0[16:0];
+  assign \$40  = s4_p * a_lane0[16:0];
+  assign \$42  = s4_p * a_lane0[16:0];
+  assign \$44  = s4_p * a_lane0[16:0];
+  assign \$46  = s4_p * a_lane0[16:0];
+  assign \$48  = { s4_delta[31], s4_delta[31], s4_delta[31], s4_delta[31], s4_delta[31], s4_delta, 16'h8000 } ^ { \$47 [35], \$45 [35], \$43 [35], \$41 [35], \$39 [35], \$37 [35], \$35 [35], \$33 [35], \$31 [35], \$29 [35], \$27 [35], \$25 [35], \$23 [35], \$21 [35], \$19 [35], \$17 [35], \$15 [35], \$13  };
+  assign \$49  = $signed({ 1'h0, s4_p }) * $signed(a_lane0[31:17]);
+  assign \$51  = \$48  ^ \$50 [52:0];
+  assign \$52  = s4_p * a_lane0[16:0];
+  assign \$54  = s4_p * a_lane0[16:0];
+  assign \$56  = s4_p * a_lane0[16:0];
+  assign \$58  = s4_p * a_lane0[16:0];
+  assign \$60  = s4_p * a_lane0[16:0];
+  assign \$62  = s4_p * a_lane0[16:0];
+  assign \$64  = s4_p * a_lane0[16:0];
+  assign \$66  = s4_p * a_lane0[16:0];
+  assign \$68  = s4_p * a_lane0[16:0];
+  assign \$70  = s4_p * a_lane0[16:0];
+  assign \$72  = s4_p * a_lane0[16:0];
+  assign \$74  = s4_p * a_lane0[16:0];
+  assign \$76  = s4_p * a_lane0[16:0];
+  assign \$78  = s4_p * a_lane0[16:0];
+  assign \$80  = s4_p * a_lane0[16:0];
+  assign \$82  = s4_p * a_lane0[16:0];
+  assign \$84  = s4_p * a_lane0[16:0];
+  assign \$86  = s4_p * a_lane0[16:0];
+  assign \$88  = { s4_delta[31], s4_delta[31], s4_delta[31], s4_delta[31], s4_delta[31], s4_delta, 16'h8000 } & { \$87 [35], \$85 [35], \$83 [35], \$81 [35], \$79 [35], \$77 [35], \$75 [35], \$73 [35], \$71 [35], \$69 [35], \$67 [35], \$65 [35], \$63 [35], \$61 [35], \$59 [35], \$57 [35], \$55 [35], \$53  };
+  assign \$89  = $signed({ 1'h0, s4_p }) * $signed(a_lane0[31:17]);
+  assign \$91  = { s4_delta[31], s4_delta[31], s4_delta[31], s4_delta[31], s4_delta[31], s4_delta, 16'h8000 } & \$90 [52:0];
+  assign \$92  = \$88  | \$91 ;
+  assign \$93  = s4_p * a_lane0[16:0];
+  assign \$95  = s4_p * a_lane0[16:0];
+  assign \$97  = s4_p * a_lane0[16:0];
+  assign \$99  = s4_p * a_lane0[16:0];
+  assign \$101  = s4_p * a_lane0[16:0];
+  assign \$103  = s4_p * a_lane0[16:0];
+  assign \$105  = s4_p * a_lane0[16:0];
+  assign \$107  = s4_p * a_lane0[16:0];
+  assign \$109  = s4_p * a_lane0[16:0];
+  assign \$111  = s4_p * a_lane0[16:0];
+  assign \$113  = s4_p * a_lane0[16:0];
+  assign \$115  = s4_p * a_lane0[16:0];
+  assign \$117  = s4_p * a_lane0[16:0];
+  assign \$119  = s4_p * a_lane0[16:0];
+  assign \$121  = s4_p * a_lane0[16:0];
+  assign \$123  = s4_p * a_lane0[16:0];
+  assign \$125  = s4_p * a_lane0[16:0];
+  assign \$127  = s4_p * a_lane0[16:0];
+  assign \$129  = $signed({ 1'h0, s4_p }) * $signed(a_lane0[31:17]);
+  assign \$131  = { \$128 [35], \$126 [35], \$124 [35], \$122 [35], \$120 [35], \$118 [35], \$116 [35], \$114 [35], \$112 [35], \$110 [35], \$108 [35], \$106 [35], \$104 [35], \$102 [35], \$100 [35], \$98 [35], \$96 [35], \$94  } & \$130 [52:0];
+  assign \$132  = \$92  | \$131 ;
+  assign \$133  = \$51  + { \$132 [51:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$134  = adv_lo ? 33'h180000000 : { 1'h0, \$133 [47:16] };
+  assign \$135  = adv_hi ? 33'h07fffffff : \$134 ;
+  assign \$136  = ~ rtg_full[32];
+  assign rtg_hi = \$136  & \$137 ;
+  assign \$139  = ~ \$138 ;
+  assign rtg_lo = rtg_full[32] & \$139 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$140  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$141  = rtg_hi ? 33'h07fffffff : \$140 ;
+  assign \$142  = i__valid & i__ready;
+  assign \$144  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$145  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$146  = i__payload[96] | i__payload[97];
+  assign \$147  = s0_gamma * s0_vnext[16:0];
+  assign \$148  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$149  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$152  = $signed(\$150 ) + $signed(\$151 );
+  assign \$153  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$154  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$155  = i__ready & s4[0];
+  assign \$157  = s4[33] | adv_ovf;
+  assign \$158  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$159  = o2[33] | rtg_ovf;
+  assign \$160  = o3[0] & o__ready;
+  assign \$161  = \$160  & o3[33];
+  always @(posedge clk)
+    gamma_q <= \$162 ;
+  always @(posedge clk)
+    gamma_lambda_q <= \$163 ;
+  always @(posedge clk)
+    vprev0 <= \$164 ;
+  always @(posedge clk)
+    s0 <= \$165 ;
+  always @(posedge clk)
+    s0_reward <= \$166 ;
+  always @(posedge clk)
+    s0_vnext <= \$167 ;
+  always @(posedge clk)
+    s0_gamma <= \$168 ;
+  always @(posedge clk)
+    s0_brk <= \$169 ;
+  always @(posedge clk)
+    s1 <= \$170 ;
+  always @(posedge clk)
+    s1_pp0 <= \$171 ;
+  always @(posedge clk)
+    s1_pp1 <= \$172 ;
+  always @(posedge clk)
+    s1_rv <= \$173 ;
+  always @(posedge clk)
+    s1_brk <= \$174 ;
+  always @(posedge clk)
+    s2 <= \$175 ;
+  always @(posedge clk)
+    s2_prod <= \$176 ;
+  always @(posedge clk)
+    s2_rv <= \$177 ;
+  always @(posedge clk)
+    s2_brk <= \$178 ;
+  always @(posedge clk)
+    s3 <= \$179 ;
+  always @(posedge clk)
+    s3_dsum <= \$180 ;
+  always @(posedge clk)
+    s3_brk <= \$181 ;
+  always @(posedge clk)
+    s4 <= \$182 ;
+  always @(posedge clk)
+    s4_delta <= \$183 ;
+  always @(posedge clk)
+    s4_brk <= \$184 ;
+  always @(posedge clk)
+    s4_p <= \$185 ;
+  always @(posedge clk)
+    a_lane0 <= \$186 ;
+  always @(posedge clk)
+    o1 <= \$187 ;
+  always @(posedge clk)
+    o1_adv <= \$188 ;
+  always @(posedge clk)
+    o2 <= \$189 ;
+  always @(posedge clk)
+    o2_adv <= \$190 ;
+  always @(posedge clk)
+    rtg_full <= \$191 ;
+  always @(posedge clk)
+    o3 <= \$192 ;
+  always @(posedge clk)
+    o3_adv <= \$193 ;
+  always @(posedge clk)
+    o3_rtg <= \$194 ;
+  always @(posedge clk)
+    overflow <= \$195 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$38  = gamma;
+    \$162  = gamma;
     if (rst) begin
-      \$38  = 17'h00000;
+      \$162  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$39  = gamma_lambda;
+    \$163  = gamma_lambda;
     if (rst) begin
-      \$39  = 17'h00000;
+      \$163  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$40  = vprev0;
-    if (\$27 ) begin
-      \$40  = i__payload[63:32];
+    \$164  = vprev0;
+    if (\$143 ) begin
+      \$164  = i__payload[63:32];
     end
     if (rst) begin
-      \$40  = 32'd0;
+      \$164  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$41  = s0;
+    \$165  = s0;
     if (i__ready) begin
-      \$41 [0] = i__valid;
-      \$41 [32:1] = i__payload[63:32];
-      \$41 [33] = 1'h0;
-      \$41 [49:34] = i__payload[113:98];
-      \$41 [57:50] = i__payload[121:114];
-      \$41 [58] = 1'h0;
+      \$165 [0] = i__valid;
+      \$165 [32:1] = i__payload[63:32];
+      \$165 [33] = 1'h0;
+      \$165 [49:34] = i__payload[113:98];
+      \$165 [57:50] = i__payload[121:114];
+      \$165 [58] = 1'h0;
     end
     if (rst) begin
-      \$41  = 59'h000000000000000;
+      \$165  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$42  = s0_reward;
+    \$166  = s0_reward;
     if (i__ready) begin
-      \$42  = i__payload[31:0];
+      \$166  = i__payload[31:0];
     end
     if (rst) begin
-      \$42  = 32'd0;
+      \$166  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$43  = s0_vnext;
+    \$167  = s0_vnext;
     if (i__ready) begin
-      \$43  = \$28 ;
+      \$167  = \$144 ;
     end
     if (rst) begin
-      \$43  = 32'd0;
+      \$167  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$44  = s0_done;
+    \$168  = s0_gamma;
     if (i__ready) begin
-      \$44  = i__payload[96];
+      \$168  = \$145 ;
     end
     if (rst) begin
-      \$44  = 1'h0;
+      \$168  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$45  = s0_first;
+    \$169  = s0_brk;
     if (i__ready) begin
-      \$45  = i__payload[97];
+      \$169  = \$146 ;
     end
     if (rst) begin
-      \$45  = 1'h0;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$46  = s1;
+    \$170  = s1;
     if (i__ready) begin
-      \$46  = s0;
+      \$170  = s0;
     end
     if (rst) begin
-      \$46  = 59'h000000000000000;
+      \$170  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$47  = s1_prod;
+    \$171  = s1_pp0;
     if (i__ready) begin
-      \$47  = { \$30 [48], \$30  };
+      \$171  = \$147 ;
     end
     if (rst) begin
-      \$47  = 50'h0000000000000;
+      \$171  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$48  = s1_reward;
+    \$172  = s1_pp1;
     if (i__ready) begin
-      \$48  = s0_reward;
+      \$172  = \$148 ;
     end
     if (rst) begin
-      \$48  = 32'd0;
+      \$172  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$49  = s1_brk;
+    \$173  = s1_rv;
     if (i__ready) begin
-      \$49  = \$31 ;
+      \$173  = \$149 ;
     end
     if (rst) begin
-      \$49  = 1'h0;
+      \$173  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$50  = s2;
+    \$174  = s1_brk;
     if (i__ready) begin
-      { \$50 [58:34], \$50 [32:0] } = { s1[58:34], s1[32:0] };
-      \$50 [33] = delta_ovf;
+      \$174  = s0_brk;
     end
     if (rst) begin
-      \$50  = 59'h000000000000000;
+      \$174  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$51  = s2_delta;
+    \$175  = s2;
     if (i__ready) begin
-      \$51  = \$9 [31:0];
+      \$175  = s1;
     end
     if (rst) begin
-      \$51  = 32'd0;
+      \$175  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$52  = s2_brk;
+    \$176  = s2_prod;
     if (i__ready) begin
-      \$52  = s1_brk;
+      \$176  = \$152 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
+      \$176  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$53  = a_lane0;
-    if (\$33 ) begin
-      \$53  = \$19 [31:0];
-    end
-    if (rst) begin
-      \$53  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$54  = o1;
+    \$177  = s2_rv;
     if (i__ready) begin
-      { \$54 [58:34], \$54 [32:0] } = { s2[58:34], s2[32:0] };
-      \$54 [33] = \$34 ;
+      \$177  = s1_rv;
     end
     if (rst) begin
-      \$54  = 59'h000000000000000;
+      \$177  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$55  = o1_adv;
+    \$178  = s2_brk;
     if (i__ready) begin
-      \$55  = \$19 [31:0];
+      \$178  = s1_brk;
     end
     if (rst) begin
-      \$55  = 32'd0;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$56  = o2;
+    \$179  = s3;
     if (i__ready) begin
-      { \$56 [58:34], \$56 [32:0] } = { o1[58:34], o1[32:0] };
-      \$56 [33] = \$35 ;
+      \$179  = s2;
     end
     if (rst) begin
-      \$56  = 59'h000000000000000;
+      \$179  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$57  = o2_adv;
+    \$180  = s3_dsum;
     if (i__ready) begin
-      \$57  = o1_adv;
+      \$180  = \$153 ;
     end
     if (rst) begin
-      \$57  = 32'd0;
+      \$180  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$58  = o2_rtg;
+    \$181  = s3_brk;
     if (i__ready) begin
-      \$58  = \$25 [31:0];
+      \$181  = s2_brk;
     end
     if (rst) begin
-      \$58  = 32'd0;
+      \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$59  = overflow;
+    \$182  = s4;
+    if (i__ready) begin
+      \$182  = s3;
+    end
+    if (i__ready) begin
+      \$182 [33] = delta_ovf;
+    end
+    if (rst) begin
+      \$182  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$183  = s4_delta;
+    if (i__ready) begin
+      \$183  = \$7 [31:0];
+    end
+    if (rst) begin
+      \$183  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$184  = s4_brk;
+    if (i__ready) begin
+      \$184  = s3_brk;
+    end
+    if (rst) begin
+      \$184  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$185  = s4_p;
+    if (i__ready) begin
+      \$185  = \$154 ;
+    end
+    if (rst) begin
+      \$185  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$186  = a_lane0;
+    if (\$156 ) begin
+      \$186  = \$135 [31:0];
+    end
+    if (rst) begin
+      \$186  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$187  = o1;
+    if (i__ready) begin
+      { \$187 [58:34], \$187 [32:0] } = { s4[58:34], s4[32:0] };
+      \$187 [33] = \$157 ;
+    end
+    if (rst) begin
+      \$187  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$188  = o1_adv;
+    if (i__ready) begin
+      \$188  = \$135 [31:0];
+    end
+    if (rst) begin
+      \$188  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$189  = o2;
+    if (i__ready) begin
+      \$189  = o1;
+    end
+    if (rst) begin
+      \$189  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$190  = o2_adv;
+    if (i__ready) begin
+      \$190  = o1_adv;
+    end
+    if (rst) begin
+      \$190  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$191  = rtg_full;
+    if (i__ready) begin
+      \$191  = \$158 ;
+    end
+    if (rst) begin
+      \$191  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$192  = o3;
+    if (i__ready) begin
+      { \$192 [58:34], \$192 [32:0] } = { o2[58:34], o2[32:0] };
+      \$192 [33] = \$159 ;
+    end
+    if (rst) begin
+      \$192  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$193  = o3_adv;
+    if (i__ready) begin
+      \$193  = o2_adv;
+    end
+    if (rst) begin
+      \$193  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$194  = o3_rtg;
+    if (i__ready) begin
+      \$194  = \$141 [31:0];
+    end
+    if (rst) begin
+      \$194  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$195  = overflow;
     if (clear) begin
-      \$59  = 1'h0;
+      \$195  = 1'h0;
     end
-    if (\$37 ) begin
-      \$59  = 1'h1;
+    if (\$161 ) begin
+      \$195  = 1'h1;
     end
     if (rst) begin
-      \$59  = 1'h0;
+      \$195  = 1'h0;
     end
   end
   assign en = i__ready;
-  assign o_valid = o2[0];
-  assign delta = \$9 [31:0];
-  assign loop_g = \$10 [51:0];
-  assign prod = { \$11 [48], \$11  };
-  assign adv_full = \$13 [53:16];
-  assign adv = \$19 [31:0];
-  assign rtg = \$25 [31:0];
+  assign o_valid = o3[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign adv_full = \$133 [52:16];
+  assign adv = \$135 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$141 [31:0];
   assign lane_in = 1'h0;
-  assign o__valid = o2[0];
+  assign o__valid = o3[0];
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -502,12 +885,42 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \o__payload.overflow  = o__payload[64];
   assign \o__payload.timestep  = o__payload[80:65];
   assign \o__payload.trajectory  = o__payload[88:81];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
+  assign \s0.valid  = s0[0];
+  assign \s0.value  = s0[32:1];
+  assign \s0.overflow  = s0[33];
+  assign \s0.timestep  = s0[49:34];
+  assign \s0.trajectory  = s0[57:50];
+  assign \s0.lane  = s0[58];
   assign \s1.valid  = s1[0];
   assign \s1.value  = s1[32:1];
   assign \s1.overflow  = s1[33];
   assign \s1.timestep  = s1[49:34];
   assign \s1.trajectory  = s1[57:50];
   assign \s1.lane  = s1[58];
+  assign \s2.valid  = s2[0];
+  assign \s2.value  = s2[32:1];
+  assign \s2.overflow  = s2[33];
+  assign \s2.timestep  = s2[49:34];
+  assign \s2.trajectory  = s2[57:50];
+  assign \s2.lane  = s2[58];
+  assign \s3.valid  = s3[0];
+  assign \s3.value  = s3[32:1];
+  assign \s3.overflow  = s3[33];
+  assign \s3.timestep  = s3[49:34];
+  assign \s3.trajectory  = s3[57:50];
+  assign \s3.lane  = s3[58];
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
   assign \o1.valid  = o1[0];
   assign \o1.value  = o1[32:1];
   assign \o1.overflow  = o1[33];
@@ -520,24 +933,72 @@ module gae_pe_k1(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \o2.timestep  = o2[49:34];
   assign \o2.trajectory  = o2[57:50];
   assign \o2.lane  = o2[58];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
-  assign \$10  = { s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta[31], s2_delta, 16'h0000 };
-  assign \$27  = \$26 ;
-  assign \$33  = \$32 ;
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
+  assign \$13  = { 2'h0, \$12  };
+  assign \$15  = { 2'h0, \$14  };
+  assign \$17  = { 2'h0, \$16  };
+  assign \$19  = { 2'h0, \$18  };
+  assign \$21  = { 2'h0, \$20  };
+  assign \$23  = { 2'h0, \$22  };
+  assign \$25  = { 2'h0, \$24  };
+  assign \$27  = { 2'h0, \$26  };
+  assign \$29  = { 2'h0, \$28  };
+  assign \$31  = { 2'h0, \$30  };
+  assign \$33  = { 2'h0, \$32  };
+  assign \$35  = { 2'h0, \$34  };
+  assign \$37  = { 2'h0, \$36  };
+  assign \$39  = { 2'h0, \$38  };
+  assign \$41  = { 2'h0, \$40  };
+  assign \$43  = { 2'h0, \$42  };
+  assign \$45  = { 2'h0, \$44  };
+  assign \$47  = { 2'h0, \$46  };
+  assign \$50  = { \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 [31], \$49 , 17'h00000 };
+  assign \$53  = { 2'h0, \$52  };
+  assign \$55  = { 2'h0, \$54  };
+  assign \$57  = { 2'h0, \$56  };
+  assign \$59  = { 2'h0, \$58  };
+  assign \$61  = { 2'h0, \$60  };
+  assign \$63  = { 2'h0, \$62  };
+  assign \$65  = { 2'h0, \$64  };
+  assign \$67  = { 2'h0, \$66  };
+  assign \$69  = { 2'h0, \$68  };
+  assign \$71  = { 2'h0, \$70  };
+  assign \$73  = { 2'h0, \$72  };
+  assign \$75  = { 2'h0, \$74  };
+  assign \$77  = { 2'h0, \$76  };
+  assign \$79  = { 2'h0, \$78  };
+  assign \$81  = { 2'h0, \$80  };
+  assign \$83  = { 2'h0, \$82  };
+  assign \$85  = { 2'h0, \$84  };
+  assign \$87  = { 2'h0, \$86  };
+  assign \$90  = { \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 [31], \$89 , 17'h00000 };
+  assign \$94  = { 2'h0, \$93  };
+  assign \$96  = { 2'h0, \$95  };
+  assign \$98  = { 2'h0, \$97  };
+  assign \$100  = { 2'h0, \$99  };
+  assign \$102  = { 2'h0, \$101  };
+  assign \$104  = { 2'h0, \$103  };
+  assign \$106  = { 2'h0, \$105  };
+  assign \$108  = { 2'h0, \$107  };
+  assign \$110  = { 2'h0, \$109  };
+  assign \$112  = { 2'h0, \$111  };
+  assign \$114  = { 2'h0, \$113  };
+  assign \$116  = { 2'h0, \$115  };
+  assign \$118  = { 2'h0, \$117  };
+  assign \$120  = { 2'h0, \$119  };
+  assign \$122  = { 2'h0, \$121  };
+  assign \$124  = { 2'h0, \$123  };
+  assign \$126  = { 2'h0, \$125  };
+  assign \$128  = { 2'h0, \$127  };
+  assign \$130  = { \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 [31], \$129 , 17'h00000 };
+  assign \$137  = rtg_full[31];
+  assign \$138  = rtg_full[31];
+  assign \$143  = \$142 ;
+  assign \$150  = { 2'h0, s1_pp0 };
+  assign \$151  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$156  = \$155 ;
 endmodule

@@ -10,135 +10,313 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
 `endif
 `endif
   wire \$1 ;
-  wire [33:0] \$10 ;
-  reg [49:0] \$100 ;
-  reg [59:0] \$101 ;
-  reg [52:0] \$102 ;
-  reg [16:0] \$103 ;
-  reg [59:0] \$104 ;
-  reg [52:0] \$105 ;
-  reg [49:0] \$106 ;
-  reg [59:0] \$107 ;
-  reg [52:0] \$108 ;
-  reg [49:0] \$109 ;
-  wire [34:0] \$11 ;
-  reg [31:0] \$110 ;
-  reg [31:0] \$111 ;
-  reg [31:0] \$112 ;
-  reg [59:0] \$113 ;
-  reg [31:0] \$114 ;
-  reg [59:0] \$115 ;
-  reg [31:0] \$116 ;
-  reg [31:0] \$117 ;
-  reg \$118 ;
+  wire \$10 ;
+  wire [53:0] \$100 ;
+  wire [53:0] \$101 ;
+  wire [35:0] \$102 ;
+  wire [35:0] \$103 ;
+  wire [35:0] \$104 ;
+  wire [35:0] \$105 ;
+  wire [35:0] \$106 ;
+  wire [35:0] \$107 ;
+  wire [35:0] \$108 ;
+  wire [35:0] \$109 ;
+  wire \$11 ;
+  wire [35:0] \$110 ;
+  wire [35:0] \$111 ;
+  wire [35:0] \$112 ;
+  wire [35:0] \$113 ;
+  wire [35:0] \$114 ;
+  wire [35:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
   wire \$12 ;
+  wire [35:0] \$120 ;
+  wire [62:0] \$121 ;
+  wire [53:0] \$122 ;
+  wire [53:0] \$123 ;
+  wire [54:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [62:0] \$126 ;
+  wire [63:0] \$127 ;
+  wire [64:0] \$128 ;
+  wire [33:0] \$129 ;
   wire \$13 ;
-  wire [16:0] \$14 ;
-  wire [33:0] \$15 ;
-  wire [34:0] \$16 ;
+  wire [31:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [35:0] \$135 ;
+  wire [35:0] \$136 ;
+  wire [35:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [32:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [32:0] \$15 ;
+  wire [53:0] \$150 ;
+  wire [62:0] \$151 ;
+  wire [53:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [35:0] \$157 ;
+  wire [35:0] \$158 ;
+  wire [35:0] \$159 ;
+  wire \$16 ;
+  wire [35:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
   wire \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [53:0] \$172 ;
+  wire [62:0] \$173 ;
+  wire [53:0] \$174 ;
+  wire [53:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
   wire \$18 ;
-  wire [16:0] \$19 ;
-  wire [50:0] \$2 ;
-  reg [31:0] \$20 ;
-  wire [48:0] \$21 ;
-  wire [53:0] \$22 ;
-  wire [54:0] \$23 ;
-  wire \$24 ;
-  wire \$25 ;
+  wire [35:0] \$180 ;
+  wire [35:0] \$181 ;
+  wire [35:0] \$182 ;
+  wire [35:0] \$183 ;
+  wire [35:0] \$184 ;
+  wire [35:0] \$185 ;
+  wire [35:0] \$186 ;
+  wire [35:0] \$187 ;
+  wire [35:0] \$188 ;
+  wire [35:0] \$189 ;
+  wire \$19 ;
+  wire [35:0] \$190 ;
+  wire [35:0] \$191 ;
+  wire [35:0] \$192 ;
+  wire [35:0] \$193 ;
+  wire [35:0] \$194 ;
+  wire [62:0] \$195 ;
+  wire [53:0] \$196 ;
+  wire [53:0] \$197 ;
+  wire [54:0] \$198 ;
+  wire \$199 ;
+  wire \$2 ;
+  wire [32:0] \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
+  wire [32:0] \$21 ;
+  reg [31:0] \$210 ;
+  wire [31:0] \$211 ;
+  wire \$212 ;
+  wire [32:0] \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  reg [16:0] \$217 ;
+  reg [16:0] \$218 ;
+  reg [1:0] \$219 ;
+  wire \$22 ;
+  reg [31:0] \$220 ;
+  reg [59:0] \$221 ;
+  reg [31:0] \$222 ;
+  reg [31:0] \$223 ;
+  reg [16:0] \$224 ;
+  reg \$225 ;
+  reg [59:0] \$226 ;
+  reg [33:0] \$227 ;
+  reg [31:0] \$228 ;
+  reg [32:0] \$229 ;
+  wire \$23 ;
+  reg \$230 ;
+  reg [59:0] \$231 ;
+  reg [63:0] \$232 ;
+  reg [32:0] \$233 ;
+  reg \$234 ;
+  reg [59:0] \$235 ;
+  reg [65:0] \$236 ;
+  reg \$237 ;
+  reg [59:0] \$238 ;
+  reg [31:0] \$239 ;
+  wire [2:0] \$24 ;
+  reg \$240 ;
+  reg [16:0] \$241 ;
+  reg [33:0] \$242 ;
+  reg [18:0] \$243 ;
+  reg [16:0] \$244 ;
+  reg [33:0] \$245 ;
+  reg [18:0] \$246 ;
+  reg [16:0] \$247 ;
+  reg [31:0] \$248 ;
+  reg \$249 ;
+  wire [2:0] \$25 ;
+  reg [31:0] \$250 ;
+  reg \$251 ;
+  reg [59:0] \$252 ;
+  reg [31:0] \$253 ;
+  reg [16:0] \$254 ;
+  reg [16:0] \$255 ;
+  reg [16:0] \$256 ;
+  reg [31:0] \$257 ;
+  reg [31:0] \$258 ;
+  reg [59:0] \$259 ;
   wire \$26 ;
+  reg [47:0] \$260 ;
+  reg [16:0] \$261 ;
+  reg [33:0] \$262 ;
+  reg [31:0] \$263 ;
+  reg [33:0] \$264 ;
+  reg [31:0] \$265 ;
+  reg [59:0] \$266 ;
+  reg [16:0] \$267 ;
+  reg [53:0] \$268 ;
+  reg [63:0] \$269 ;
   wire \$27 ;
-  wire [32:0] \$28 ;
-  wire [32:0] \$29 ;
-  wire [35:0] \$3 ;
+  reg [59:0] \$270 ;
+  reg [16:0] \$271 ;
+  reg [64:0] \$272 ;
+  reg [59:0] \$273 ;
+  reg [64:0] \$274 ;
+  reg [33:0] \$275 ;
+  reg [31:0] \$276 ;
+  reg [59:0] \$277 ;
+  reg [37:0] \$278 ;
+  reg [31:0] \$279 ;
+  wire [31:0] \$28 ;
+  reg [31:0] \$280 ;
+  reg [31:0] \$281 ;
+  reg [31:0] \$282 ;
+  reg [59:0] \$283 ;
+  reg [31:0] \$284 ;
+  reg [59:0] \$285 ;
+  reg [31:0] \$286 ;
+  reg [32:0] \$287 ;
+  reg [59:0] \$288 ;
+  reg [31:0] \$289 ;
+  wire [16:0] \$29 ;
+  reg [31:0] \$290 ;
+  reg \$291 ;
+  wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire [32:0] \$34 ;
-  wire [32:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [2:0] \$38 ;
-  wire [2:0] \$39 ;
+  wire [33:0] \$31 ;
+  wire [31:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire [35:0] \$34 ;
+  wire [62:0] \$35 ;
+  wire [63:0] \$36 ;
+  wire [65:0] \$37 ;
+  wire [16:0] \$38 ;
+  wire [33:0] \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire [31:0] \$42 ;
-  wire [16:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire \$45 ;
+  wire [34:0] \$40 ;
+  wire [33:0] \$41 ;
+  wire [34:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire [16:0] \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [16:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire [16:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
   wire [16:0] \$52 ;
-  wire [48:0] \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire [16:0] \$56 ;
-  wire [48:0] \$57 ;
-  wire [62:0] \$58 ;
-  wire [63:0] \$59 ;
-  wire \$6 ;
-  wire [64:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  reg [16:0] \$74 ;
-  reg [16:0] \$75 ;
-  reg [1:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg [59:0] \$78 ;
-  reg [31:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [31:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [59:0] \$83 ;
-  reg [49:0] \$84 ;
-  reg [31:0] \$85 ;
-  reg \$86 ;
-  reg [59:0] \$87 ;
-  reg [31:0] \$88 ;
-  reg \$89 ;
-  wire [32:0] \$9 ;
-  reg [16:0] \$90 ;
-  reg [16:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg \$93 ;
-  reg [31:0] \$94 ;
-  reg \$95 ;
-  reg [59:0] \$96 ;
-  reg [31:0] \$97 ;
-  reg [16:0] \$98 ;
-  reg [49:0] \$99 ;
+  wire [33:0] \$53 ;
+  wire [31:0] \$54 ;
+  wire [33:0] \$55 ;
+  wire [31:0] \$56 ;
+  wire [35:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [53:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [35:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [35:0] \$80 ;
+  wire [35:0] \$81 ;
+  wire [35:0] \$82 ;
+  wire [35:0] \$83 ;
+  wire [35:0] \$84 ;
+  wire [35:0] \$85 ;
+  wire [35:0] \$86 ;
+  wire [35:0] \$87 ;
+  wire [35:0] \$88 ;
+  wire [35:0] \$89 ;
+  wire [16:0] \$9 ;
+  wire [35:0] \$90 ;
+  wire [35:0] \$91 ;
+  wire [35:0] \$92 ;
+  wire [35:0] \$93 ;
+  wire [35:0] \$94 ;
+  wire [35:0] \$95 ;
+  wire [35:0] \$96 ;
+  wire [35:0] \$97 ;
+  wire [53:0] \$98 ;
+  wire [62:0] \$99 ;
+  reg [31:0] a_early = 32'd0;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   reg [31:0] a_lane2 = 32'd0;
   wire [31:0] adv;
-  wire [38:0] adv_full;
+  reg [37:0] adv_full = 38'h0000000000;
+  wire adv_hi;
+  wire adv_lo;
   wire adv_ovf;
   input clear;
   wire clear;
   input clk;
   wire clk;
   wire [31:0] delta;
-  wire [36:0] delta_full;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
   wire delta_ovf;
   wire en;
   input [16:0] gamma;
@@ -147,6 +325,32 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [16:0] gamma_lambda;
   reg [16:0] gamma_lambda_q = 17'h00000;
   reg [16:0] gamma_q = 17'h00000;
+  reg [59:0] h1 = 60'h000000000000000;
+  wire [1:0] \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [31:0] h1_h2 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [16:0] h1_p3 = 17'h00000;
+  reg [59:0] h2 = 60'h000000000000000;
+  wire [1:0] \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
+  reg [33:0] h2_t20 = 34'h000000000;
+  reg [31:0] h2_t21 = 32'd0;
   reg hbrk1 = 1'h0;
   reg hbrk2 = 1'h0;
   reg [31:0] hist1 = 32'd0;
@@ -165,24 +369,25 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   input i__valid;
   wire i__valid;
   reg [1:0] lane_in = 2'h0;
-  reg [59:0] loop1 = 60'h000000000000000;
-  wire [1:0] \loop1.lane ;
-  wire \loop1.overflow ;
-  wire [15:0] \loop1.timestep ;
-  wire [7:0] \loop1.trajectory ;
-  wire \loop1.valid ;
-  wire [31:0] \loop1.value ;
-  reg [52:0] loop1_g = 53'h00000000000000;
-  reg [49:0] loop1_prod = 50'h0000000000000;
-  reg [59:0] loop2 = 60'h000000000000000;
-  wire [1:0] \loop2.lane ;
-  wire \loop2.overflow ;
-  wire [15:0] \loop2.timestep ;
-  wire [7:0] \loop2.trajectory ;
-  wire \loop2.valid ;
-  wire [31:0] \loop2.value ;
-  reg [52:0] loop2_g = 53'h00000000000000;
-  reg [49:0] loop2_prod = 50'h0000000000000;
+  reg [59:0] loop_add = 60'h000000000000000;
+  wire [1:0] \loop_add.lane ;
+  wire \loop_add.overflow ;
+  wire [15:0] \loop_add.timestep ;
+  wire [7:0] \loop_add.trajectory ;
+  wire \loop_add.valid ;
+  wire [31:0] \loop_add.value ;
+  (* init = 38'h0000000000 *)
+  wire [37:0] loop_add_total;
+  reg [59:0] loop_mul = 60'h000000000000000;
+  wire [1:0] \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [64:0] loop_mul_g = 65'h00000000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
   reg [59:0] o1 = 60'h000000000000000;
   wire [1:0] \o1.lane ;
   wire \o1.overflow ;
@@ -199,7 +404,17 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \o2.valid ;
   wire [31:0] \o2.value ;
   reg [31:0] o2_adv = 32'd0;
-  reg [31:0] o2_rtg = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [59:0] o3 = 60'h000000000000000;
+  wire [1:0] \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
   output [88:0] o__payload;
   wire [88:0] o__payload;
   wire [31:0] \o__payload.advantage ;
@@ -216,17 +431,28 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
   wire [16:0] pow2_next;
-  wire [18:0] pow2_next_full;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
   wire pow2_next_ovf;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
   reg [16:0] pow3 = 17'h00000;
   wire [16:0] pow3_next;
-  wire [18:0] pow3_next_full;
+  reg [18:0] pow3_next_full = 19'h00000;
+  wire pow3_next_hi;
+  wire pow3_next_lo;
   wire pow3_next_ovf;
-  wire [49:0] prod;
+  reg [33:0] pow3_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow3_round;
   input rst;
   wire rst;
   wire [31:0] rtg;
-  wire [32:0] rtg_full;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
   wire rtg_ovf;
   reg [59:0] s0 = 60'h000000000000000;
   wire [1:0] \s0.lane ;
@@ -235,8 +461,8 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \s0.trajectory ;
   wire \s0.valid ;
   wire [31:0] \s0.value ;
-  reg s0_done = 1'h0;
-  reg s0_first = 1'h0;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
   reg [31:0] s0_reward = 32'd0;
   reg [31:0] s0_vnext = 32'd0;
   reg [59:0] s1 = 60'h000000000000000;
@@ -247,8 +473,9 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s1.valid ;
   wire [31:0] \s1.value ;
   reg s1_brk = 1'h0;
-  reg [49:0] s1_prod = 50'h0000000000000;
-  reg [31:0] s1_reward = 32'd0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
   reg [59:0] s2 = 60'h000000000000000;
   wire [1:0] \s2.lane ;
   wire \s2.overflow ;
@@ -257,7 +484,8 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \s2.valid ;
   wire [31:0] \s2.value ;
   reg s2_brk = 1'h0;
-  reg [31:0] s2_delta = 32'd0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
   reg [59:0] s3 = 60'h000000000000000;
   wire [1:0] \s3.lane ;
   wire \s3.overflow ;
@@ -265,10 +493,8 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \s3.trajectory ;
   wire \s3.valid ;
   wire [31:0] \s3.value ;
-  reg [31:0] s3_delta = 32'd0;
-  reg [16:0] s3_p = 17'h00000;
-  reg [49:0] s3_term1 = 50'h0000000000000;
-  reg [49:0] s3_term2 = 50'h0000000000000;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
   reg [59:0] s4 = 60'h000000000000000;
   wire [1:0] \s4.lane ;
   wire \s4.overflow ;
@@ -276,648 +502,1045 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire [7:0] \s4.trajectory ;
   wire \s4.valid ;
   wire [31:0] \s4.value ;
-  reg [52:0] s4_g = 53'h00000000000000;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [59:0] tree1 = 60'h000000000000000;
+  wire [1:0] \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [63:0] tree1_g3 = 64'h0000000000000000;
+  reg [16:0] tree1_p = 17'h00000;
+  reg [59:0] tree2 = 60'h000000000000000;
+  wire [1:0] \tree2.lane ;
+  wire \tree2.overflow ;
+  wire [15:0] \tree2.timestep ;
+  wire [7:0] \tree2.trajectory ;
+  wire \tree2.valid ;
+  wire [31:0] \tree2.value ;
+  reg [64:0] tree2_g0 = 65'h00000000000000000;
+  reg [16:0] tree2_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o2[0];
+  assign \$1  = ~ o3[0];
   assign i__ready = \$1  | o__ready;
-  assign \$2  = $signed(s1_prod) + $signed(17'h08000);
-  assign \$3  = $signed(s1_reward) + $signed(\$2 [50:16]);
-  assign delta_full = $signed(\$3 ) - $signed(s1[32:1]);
-  assign \$4  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$5  = $signed(delta_full) < $signed(32'd2147483648);
-  assign delta_ovf = \$4  | \$5 ;
-  assign \$6  = $signed(delta_full) > $signed(32'd2147483647);
-  assign \$7  = $signed(delta_full) < $signed(32'd2147483648);
-  assign \$8  = \$7  ? 33'h180000000 : { 1'h0, delta_full[31:0] };
-  assign \$9  = \$6  ? 33'h07fffffff : \$8 ;
-  assign \$10  = gamma_lambda_q * gamma_lambda_q;
-  assign \$11  = \$10  + 16'h8000;
-  assign \$12  = \$11 [34:16] > 17'h1ffff;
-  assign \$13  = \$11 [34:16] > 17'h1ffff;
-  assign pow2_next = \$13  ? 17'h1ffff : \$14 ;
-  assign \$15  = pow2 * gamma_lambda_q;
-  assign \$16  = \$15  + 16'h8000;
-  assign \$17  = \$16 [34:16] > 17'h1ffff;
-  assign \$18  = \$16 [34:16] > 17'h1ffff;
-  assign pow3_next = \$18  ? 17'h1ffff : \$19 ;
-  assign \$21  = $signed({ 1'h0, s4_p }) * $signed(\$20 );
-  assign \$22  = $signed(loop2_g) + $signed(loop2_prod);
-  assign \$23  = $signed(\$22 ) + $signed(17'h08000);
-  assign \$24  = $signed(\$23 [54:16]) > $signed(32'd2147483647);
-  assign \$25  = $signed(\$23 [54:16]) < $signed(32'd2147483648);
-  assign adv_ovf = \$24  | \$25 ;
-  assign \$26  = $signed(\$23 [54:16]) > $signed(32'd2147483647);
-  assign \$27  = $signed(\$23 [54:16]) < $signed(32'd2147483648);
-  assign \$28  = \$27  ? 33'h180000000 : { 1'h0, \$23 [47:16] };
-  assign \$29  = \$26  ? 33'h07fffffff : \$28 ;
-  assign rtg_full = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$30  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$31  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign rtg_ovf = \$30  | \$31 ;
-  assign \$32  = $signed(rtg_full) > $signed(32'd2147483647);
-  assign \$33  = $signed(rtg_full) < $signed(32'd2147483648);
-  assign \$34  = \$33  ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$35  = \$32  ? 33'h07fffffff : \$34 ;
-  assign \$36  = i__valid & i__ready;
-  assign \$37  = lane_in == 2'h2;
-  assign \$38  = lane_in + 1'h1;
-  assign \$39  = \$37  ? 3'h0 : \$38 ;
-  assign \$40  = i__valid & i__ready;
-  assign \$42  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$43  = s0_done ? 17'h00000 : gamma_q;
-  assign \$44  = $signed(s0_vnext) * $signed({ 1'h0, \$43  });
-  assign \$45  = s0_done | s0_first;
-  assign \$46  = i__ready & s2[0];
-  assign \$47  = s2_brk | hbrk1;
-  assign \$48  = \$47  | hbrk2;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$48  ? 17'h00000 : pow3;
-  assign \$51  = ~ s2_brk;
-  assign \$52  = s2_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$53  = $signed({ 1'h0, \$52  }) * $signed(hist1);
-  assign \$54  = s2_brk | hbrk1;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$54  ? 17'h00000 : pow2;
-  assign \$57  = $signed({ 1'h0, \$56  }) * $signed(hist2);
-  assign \$59  = $signed(\$58 ) + $signed(s3_term1);
-  assign \$60  = $signed(\$59 ) + $signed(s3_term2);
-  assign \$61  = i__ready & loop2[0];
-  assign \$62  = ! loop2[59:58];
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = i__ready & loop2[0];
-  assign \$65  = loop2[59:58] == 1'h1;
-  assign \$66  = \$64  & \$65 ;
-  assign \$67  = i__ready & loop2[0];
-  assign \$68  = loop2[59:58] == 2'h2;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = loop2[33] | adv_ovf;
-  assign \$71  = o1[33] | rtg_ovf;
-  assign \$72  = o2[0] & o__ready;
-  assign \$73  = \$72  & o2[33];
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign pow3_next_hi = | pow3_next_full[18:17];
+  assign pow3_next = pow3_next_hi ? 17'h1ffff : \$9 ;
+  assign \$10  = ~ adv_full[37];
+  assign \$11  = | adv_full[36:31];
+  assign adv_hi = \$10  & \$11 ;
+  assign \$12  = & adv_full[36:31];
+  assign \$13  = ~ \$12 ;
+  assign adv_lo = adv_full[37] & \$13 ;
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$14  = adv_lo ? 33'h180000000 : { 1'h0, adv_full[31:0] };
+  assign \$15  = adv_hi ? 33'h07fffffff : \$14 ;
+  assign \$16  = ~ rtg_full[32];
+  assign rtg_hi = \$16  & \$17 ;
+  assign \$19  = ~ \$18 ;
+  assign rtg_lo = rtg_full[32] & \$19 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$20  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$21  = rtg_hi ? 33'h07fffffff : \$20 ;
+  assign \$22  = i__valid & i__ready;
+  assign \$23  = lane_in == 2'h2;
+  assign \$24  = lane_in + 1'h1;
+  assign \$25  = \$23  ? 3'h0 : \$24 ;
+  assign \$26  = i__valid & i__ready;
+  assign \$28  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$29  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$30  = i__payload[96] | i__payload[97];
+  assign \$31  = s0_gamma * s0_vnext[16:0];
+  assign \$32  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$33  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$36  = $signed(\$34 ) + $signed(\$35 );
+  assign \$37  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$38  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$39  = gamma_lambda_q * gamma_lambda_q;
+  assign \$40  = pow2_prod + 16'h8000;
+  assign \$41  = pow2 * gamma_lambda_q;
+  assign \$42  = pow3_prod + 16'h8000;
+  assign \$43  = i__ready & s4[0];
+  assign \$44  = ~ s4_brk;
+  assign \$45  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$46  = s4_brk | hbrk1;
+  assign \$47  = ~ \$46 ;
+  assign \$48  = \$46  ? 17'h00000 : pow2;
+  assign \$49  = s4_brk | hbrk1;
+  assign \$50  = \$49  | hbrk2;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$50  ? 17'h00000 : pow3;
+  assign \$53  = h1_p1 * h1_h1[16:0];
+  assign \$54  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$55  = h1_p2 * h1_h2[16:0];
+  assign \$56  = $signed({ 1'h0, h1_p2 }) * $signed(h1_h2[31:17]);
+  assign \$76  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58 [35], \$57  };
+  assign \$78  = \$76  ^ \$77 [53:0];
+  assign \$98  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$97 [35], \$96 [35], \$95 [35], \$94 [35], \$93 [35], \$92 [35], \$91 [35], \$90 [35], \$89 [35], \$88 [35], \$87 [35], \$86 [35], \$85 [35], \$84 [35], \$83 [35], \$82 [35], \$81 [35], \$80 [35], \$79  };
+  assign \$100  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$99 [53:0];
+  assign \$101  = \$98  | \$100 ;
+  assign \$122  = { \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116 [35], \$115 [35], \$114 [35], \$113 [35], \$112 [35], \$111 [35], \$110 [35], \$109 [35], \$108 [35], \$107 [35], \$106 [35], \$105 [35], \$104 [35], \$103 [35], \$102  } & \$121 [53:0];
+  assign \$123  = \$101  | \$122 ;
+  assign \$124  = \$78  + { \$123 [52:0], 1'h0 };
+  assign \$127  = $signed(\$125 ) + $signed(\$126 );
+  assign \$128  = $signed(tree1_g0) + $signed(tree1_g3);
+  assign \$129  = tree2_p * a_early[16:0];
+  assign \$130  = $signed({ 1'h0, tree2_p }) * $signed(a_early[31:17]);
+  assign \$150  = loop_mul_g[53:0] ^ { \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138 [35], \$137 [35], \$136 [35], \$135 [35], \$134 [35], \$133 [35], \$132 [35], \$131  };
+  assign \$152  = \$150  ^ \$151 [53:0];
+  assign \$172  = loop_mul_g[53:0] & { \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161 [35], \$160 [35], \$159 [35], \$158 [35], \$157 [35], \$156 [35], \$155 [35], \$154 [35], \$153  };
+  assign \$174  = loop_mul_g[53:0] & \$173 [53:0];
+  assign \$175  = \$172  | \$174 ;
+  assign \$196  = { \$194 [35], \$193 [35], \$192 [35], \$191 [35], \$190 [35], \$189 [35], \$188 [35], \$187 [35], \$186 [35], \$185 [35], \$184 [35], \$183 [35], \$182 [35], \$181 [35], \$180 [35], \$179 [35], \$178 [35], \$177 [35], \$176  } & \$195 [53:0];
+  assign \$197  = \$175  | \$196 ;
+  assign \$198  = \$152  + { \$197 [52:0], 1'h0 };
+  assign \$199  = i__ready & loop_add[0];
+  assign \$200  = ! loop_add[59:58];
+  assign \$201  = \$199  & \$200 ;
+  assign \$202  = i__ready & loop_add[0];
+  assign \$203  = loop_add[59:58] == 1'h1;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = i__ready & loop_add[0];
+  assign \$206  = loop_add[59:58] == 2'h2;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = loop_add[59:58] == tree1[59:58];
+  assign \$209  = loop_add[0] & \$208 ;
+  assign \$211  = \$209  ? \$15 [31:0] : \$210 ;
+  assign \$212  = loop_add[33] | adv_ovf;
+  assign \$213  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$214  = o2[33] | rtg_ovf;
+  assign \$215  = o3[0] & o__ready;
+  assign \$216  = \$215  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$74 ;
+    gamma_q <= \$217 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$75 ;
+    gamma_lambda_q <= \$218 ;
   always @(posedge clk)
-    lane_in <= \$76 ;
+    lane_in <= \$219 ;
   always @(posedge clk)
-    vprev0 <= \$77 ;
+    vprev0 <= \$220 ;
   always @(posedge clk)
-    s0 <= \$78 ;
+    s0 <= \$221 ;
   always @(posedge clk)
-    s0_reward <= \$79 ;
+    s0_reward <= \$222 ;
   always @(posedge clk)
-    s0_vnext <= \$80 ;
+    s0_vnext <= \$223 ;
   always @(posedge clk)
-    s0_done <= \$81 ;
+    s0_gamma <= \$224 ;
   always @(posedge clk)
-    s0_first <= \$82 ;
+    s0_brk <= \$225 ;
   always @(posedge clk)
-    s1 <= \$83 ;
+    s1 <= \$226 ;
   always @(posedge clk)
-    s1_prod <= \$84 ;
+    s1_pp0 <= \$227 ;
   always @(posedge clk)
-    s1_reward <= \$85 ;
+    s1_pp1 <= \$228 ;
   always @(posedge clk)
-    s1_brk <= \$86 ;
+    s1_rv <= \$229 ;
   always @(posedge clk)
-    s2 <= \$87 ;
+    s1_brk <= \$230 ;
   always @(posedge clk)
-    s2_delta <= \$88 ;
+    s2 <= \$231 ;
   always @(posedge clk)
-    s2_brk <= \$89 ;
+    s2_prod <= \$232 ;
   always @(posedge clk)
-    pow2 <= \$90 ;
+    s2_rv <= \$233 ;
   always @(posedge clk)
-    pow3 <= \$91 ;
+    s2_brk <= \$234 ;
   always @(posedge clk)
-    hist1 <= \$92 ;
+    s3 <= \$235 ;
   always @(posedge clk)
-    hbrk1 <= \$93 ;
+    s3_dsum <= \$236 ;
   always @(posedge clk)
-    hist2 <= \$94 ;
+    s3_brk <= \$237 ;
   always @(posedge clk)
-    hbrk2 <= \$95 ;
+    s4 <= \$238 ;
   always @(posedge clk)
-    s3 <= \$96 ;
+    s4_delta <= \$239 ;
   always @(posedge clk)
-    s3_delta <= \$97 ;
+    s4_brk <= \$240 ;
   always @(posedge clk)
-    s3_p <= \$98 ;
+    s4_p <= \$241 ;
   always @(posedge clk)
-    s3_term1 <= \$99 ;
+    pow2_prod <= \$242 ;
   always @(posedge clk)
-    s3_term2 <= \$100 ;
+    pow2_next_full <= \$243 ;
   always @(posedge clk)
-    s4 <= \$101 ;
+    pow2 <= \$244 ;
   always @(posedge clk)
-    s4_g <= \$102 ;
+    pow3_prod <= \$245 ;
   always @(posedge clk)
-    s4_p <= \$103 ;
+    pow3_next_full <= \$246 ;
   always @(posedge clk)
-    loop1 <= \$104 ;
+    pow3 <= \$247 ;
   always @(posedge clk)
-    loop1_g <= \$105 ;
+    hist1 <= \$248 ;
   always @(posedge clk)
-    loop1_prod <= \$106 ;
+    hbrk1 <= \$249 ;
   always @(posedge clk)
-    loop2 <= \$107 ;
+    hist2 <= \$250 ;
   always @(posedge clk)
-    loop2_g <= \$108 ;
+    hbrk2 <= \$251 ;
   always @(posedge clk)
-    loop2_prod <= \$109 ;
+    h1 <= \$252 ;
   always @(posedge clk)
-    a_lane0 <= \$110 ;
+    h1_delta <= \$253 ;
   always @(posedge clk)
-    a_lane1 <= \$111 ;
+    h1_p1 <= \$254 ;
   always @(posedge clk)
-    a_lane2 <= \$112 ;
+    h1_p2 <= \$255 ;
   always @(posedge clk)
-    o1 <= \$113 ;
+    h1_p3 <= \$256 ;
   always @(posedge clk)
-    o1_adv <= \$114 ;
+    h1_h1 <= \$257 ;
   always @(posedge clk)
-    o2 <= \$115 ;
+    h1_h2 <= \$258 ;
   always @(posedge clk)
-    o2_adv <= \$116 ;
+    h2 <= \$259 ;
   always @(posedge clk)
-    o2_rtg <= \$117 ;
+    h2_g <= \$260 ;
   always @(posedge clk)
-    overflow <= \$118 ;
+    h2_p <= \$261 ;
+  always @(posedge clk)
+    h2_t10 <= \$262 ;
+  always @(posedge clk)
+    h2_t11 <= \$263 ;
+  always @(posedge clk)
+    h2_t20 <= \$264 ;
+  always @(posedge clk)
+    h2_t21 <= \$265 ;
+  always @(posedge clk)
+    tree1 <= \$266 ;
+  always @(posedge clk)
+    tree1_p <= \$267 ;
+  always @(posedge clk)
+    tree1_g0 <= \$268 ;
+  always @(posedge clk)
+    tree1_g3 <= \$269 ;
+  always @(posedge clk)
+    tree2 <= \$270 ;
+  always @(posedge clk)
+    tree2_p <= \$271 ;
+  always @(posedge clk)
+    tree2_g0 <= \$272 ;
+  always @(posedge clk)
+    loop_mul <= \$273 ;
+  always @(posedge clk)
+    loop_mul_g <= \$274 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$275 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$276 ;
+  always @(posedge clk)
+    loop_add <= \$277 ;
+  always @(posedge clk)
+    adv_full <= \$278 ;
+  always @(posedge clk)
+    a_lane0 <= \$279 ;
+  always @(posedge clk)
+    a_lane1 <= \$280 ;
+  always @(posedge clk)
+    a_lane2 <= \$281 ;
+  always @(posedge clk)
+    a_early <= \$282 ;
+  always @(posedge clk)
+    o1 <= \$283 ;
+  always @(posedge clk)
+    o1_adv <= \$284 ;
+  always @(posedge clk)
+    o2 <= \$285 ;
+  always @(posedge clk)
+    o2_adv <= \$286 ;
+  always @(posedge clk)
+    rtg_full <= \$287 ;
+  always @(posedge clk)
+    o3 <= \$288 ;
+  always @(posedge clk)
+    o3_adv <= \$289 ;
+  always @(posedge clk)
+    o3_rtg <= \$290 ;
+  always @(posedge clk)
+    overflow <= \$291 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     (* full_case = 32'd1 *)
-    casez (s4[59:58])
+    casez (tree1[59:58])
       2'h0:
-          \$20  = a_lane0;
+          \$210  = a_lane0;
       2'h1:
-          \$20  = a_lane1;
+          \$210  = a_lane1;
       2'h2:
-          \$20  = a_lane2;
+          \$210  = a_lane2;
       2'h3:
-          \$20  = a_lane2;
+          \$210  = a_lane2;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$74  = gamma;
+    \$217  = gamma;
     if (rst) begin
-      \$74  = 17'h00000;
+      \$217  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$75  = gamma_lambda;
+    \$218  = gamma_lambda;
     if (rst) begin
-      \$75  = 17'h00000;
+      \$218  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$76  = lane_in;
-    if (\$36 ) begin
-      \$76  = \$39 [1:0];
+    \$219  = lane_in;
+    if (\$22 ) begin
+      \$219  = \$25 [1:0];
     end
     if (rst) begin
-      \$76  = 2'h0;
+      \$219  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$77  = vprev0;
-    if (\$41 ) begin
-      \$77  = i__payload[63:32];
+    \$220  = vprev0;
+    if (\$27 ) begin
+      \$220  = i__payload[63:32];
     end
     if (rst) begin
-      \$77  = 32'd0;
+      \$220  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$78  = s0;
+    \$221  = s0;
     if (i__ready) begin
-      \$78 [0] = i__valid;
-      \$78 [32:1] = i__payload[63:32];
-      \$78 [33] = 1'h0;
-      \$78 [49:34] = i__payload[113:98];
-      \$78 [57:50] = i__payload[121:114];
-      \$78 [59:58] = lane_in;
+      \$221 [0] = i__valid;
+      \$221 [32:1] = i__payload[63:32];
+      \$221 [33] = 1'h0;
+      \$221 [49:34] = i__payload[113:98];
+      \$221 [57:50] = i__payload[121:114];
+      \$221 [59:58] = lane_in;
     end
     if (rst) begin
-      \$78  = 60'h000000000000000;
+      \$221  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$79  = s0_reward;
+    \$222  = s0_reward;
     if (i__ready) begin
-      \$79  = i__payload[31:0];
+      \$222  = i__payload[31:0];
     end
     if (rst) begin
-      \$79  = 32'd0;
+      \$222  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$80  = s0_vnext;
+    \$223  = s0_vnext;
     if (i__ready) begin
-      \$80  = \$42 ;
+      \$223  = \$28 ;
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$223  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$81  = s0_done;
+    \$224  = s0_gamma;
     if (i__ready) begin
-      \$81  = i__payload[96];
+      \$224  = \$29 ;
     end
     if (rst) begin
-      \$81  = 1'h0;
+      \$224  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$82  = s0_first;
+    \$225  = s0_brk;
     if (i__ready) begin
-      \$82  = i__payload[97];
+      \$225  = \$30 ;
     end
     if (rst) begin
-      \$82  = 1'h0;
+      \$225  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$83  = s1;
+    \$226  = s1;
     if (i__ready) begin
-      \$83  = s0;
+      \$226  = s0;
     end
     if (rst) begin
-      \$83  = 60'h000000000000000;
+      \$226  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$84  = s1_prod;
+    \$227  = s1_pp0;
     if (i__ready) begin
-      \$84  = { \$44 [48], \$44  };
+      \$227  = \$31 ;
     end
     if (rst) begin
-      \$84  = 50'h0000000000000;
+      \$227  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$85  = s1_reward;
+    \$228  = s1_pp1;
     if (i__ready) begin
-      \$85  = s0_reward;
+      \$228  = \$32 ;
     end
     if (rst) begin
-      \$85  = 32'd0;
+      \$228  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$86  = s1_brk;
+    \$229  = s1_rv;
     if (i__ready) begin
-      \$86  = \$45 ;
+      \$229  = \$33 ;
     end
     if (rst) begin
-      \$86  = 1'h0;
+      \$229  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$87  = s2;
+    \$230  = s1_brk;
     if (i__ready) begin
-      { \$87 [59:34], \$87 [32:0] } = { s1[59:34], s1[32:0] };
-      \$87 [33] = delta_ovf;
+      \$230  = s0_brk;
     end
     if (rst) begin
-      \$87  = 60'h000000000000000;
+      \$230  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$88  = s2_delta;
+    \$231  = s2;
     if (i__ready) begin
-      \$88  = \$9 [31:0];
+      \$231  = s1;
     end
     if (rst) begin
-      \$88  = 32'd0;
+      \$231  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$89  = s2_brk;
+    \$232  = s2_prod;
     if (i__ready) begin
-      \$89  = s1_brk;
+      \$232  = \$36 ;
     end
     if (rst) begin
-      \$89  = 1'h0;
+      \$232  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$90  = pow2_next;
-    if (rst) begin
-      \$90  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$91  = pow3_next;
-    if (rst) begin
-      \$91  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$92  = hist1;
-    if (\$46 ) begin
-      \$92  = s2_delta;
-    end
-    if (rst) begin
-      \$92  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$93  = hbrk1;
-    if (\$46 ) begin
-      \$93  = s2_brk;
-    end
-    if (rst) begin
-      \$93  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$94  = hist2;
-    if (\$46 ) begin
-      \$94  = hist1;
-    end
-    if (rst) begin
-      \$94  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$95  = hbrk2;
-    if (\$46 ) begin
-      \$95  = hbrk1;
-    end
-    if (rst) begin
-      \$95  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$96  = s3;
+    \$233  = s2_rv;
     if (i__ready) begin
-      \$96  = s2;
+      \$233  = s1_rv;
     end
     if (rst) begin
-      \$96  = 60'h000000000000000;
+      \$233  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$97  = s3_delta;
+    \$234  = s2_brk;
     if (i__ready) begin
-      \$97  = s2_delta;
+      \$234  = s1_brk;
     end
     if (rst) begin
-      \$97  = 32'd0;
+      \$234  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$98  = s3_p;
+    \$235  = s3;
     if (i__ready) begin
-      \$98  = \$50 ;
+      \$235  = s2;
     end
     if (rst) begin
-      \$98  = 17'h00000;
+      \$235  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$99  = s3_term1;
+    \$236  = s3_dsum;
     if (i__ready) begin
-      \$99  = { \$53 [48], \$53  };
+      \$236  = \$37 ;
     end
     if (rst) begin
-      \$99  = 50'h0000000000000;
+      \$236  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$100  = s3_term2;
+    \$237  = s3_brk;
     if (i__ready) begin
-      \$100  = { \$57 [48], \$57  };
+      \$237  = s2_brk;
     end
     if (rst) begin
-      \$100  = 50'h0000000000000;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$101  = s4;
+    \$238  = s4;
     if (i__ready) begin
-      \$101  = s3;
+      \$238  = s3;
     end
-    if (rst) begin
-      \$101  = 60'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$102  = s4_g;
     if (i__ready) begin
-      \$102  = \$60 [52:0];
+      \$238 [33] = delta_ovf;
     end
     if (rst) begin
-      \$102  = 53'h00000000000000;
+      \$238  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$103  = s4_p;
+    \$239  = s4_delta;
     if (i__ready) begin
-      \$103  = s3_p;
+      \$239  = \$7 [31:0];
     end
     if (rst) begin
-      \$103  = 17'h00000;
+      \$239  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$104  = loop1;
+    \$240  = s4_brk;
     if (i__ready) begin
-      \$104  = s4;
+      \$240  = s3_brk;
     end
     if (rst) begin
-      \$104  = 60'h000000000000000;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$105  = loop1_g;
+    \$241  = s4_p;
     if (i__ready) begin
-      \$105  = s4_g;
+      \$241  = \$38 ;
     end
     if (rst) begin
-      \$105  = 53'h00000000000000;
+      \$241  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$106  = loop1_prod;
+    \$242  = \$39 ;
+    if (rst) begin
+      \$242  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$243  = \$40 [34:16];
+    if (rst) begin
+      \$243  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$244  = pow2_next;
+    if (rst) begin
+      \$244  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$245  = \$41 ;
+    if (rst) begin
+      \$245  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$246  = \$42 [34:16];
+    if (rst) begin
+      \$246  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$247  = pow3_next;
+    if (rst) begin
+      \$247  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$248  = hist1;
+    if (\$43 ) begin
+      \$248  = s4_delta;
+    end
+    if (rst) begin
+      \$248  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$249  = hbrk1;
+    if (\$43 ) begin
+      \$249  = s4_brk;
+    end
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$250  = hist2;
+    if (\$43 ) begin
+      \$250  = hist1;
+    end
+    if (rst) begin
+      \$250  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$251  = hbrk2;
+    if (\$43 ) begin
+      \$251  = hbrk1;
+    end
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$252  = h1;
     if (i__ready) begin
-      \$106  = { \$21 [48], \$21  };
+      \$252  = s4;
     end
     if (rst) begin
-      \$106  = 50'h0000000000000;
+      \$252  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$107  = loop2;
+    \$253  = h1_delta;
     if (i__ready) begin
-      \$107  = loop1;
+      \$253  = s4_delta;
     end
     if (rst) begin
-      \$107  = 60'h000000000000000;
+      \$253  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$108  = loop2_g;
+    \$254  = h1_p1;
     if (i__ready) begin
-      \$108  = loop1_g;
+      \$254  = \$45 ;
     end
     if (rst) begin
-      \$108  = 53'h00000000000000;
+      \$254  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$109  = loop2_prod;
+    \$255  = h1_p2;
     if (i__ready) begin
-      \$109  = loop1_prod;
+      \$255  = \$48 ;
     end
     if (rst) begin
-      \$109  = 50'h0000000000000;
+      \$255  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$110  = a_lane0;
-    if (\$63 ) begin
-      \$110  = \$29 [31:0];
-    end
-    if (rst) begin
-      \$110  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$111  = a_lane1;
-    if (\$66 ) begin
-      \$111  = \$29 [31:0];
-    end
-    if (rst) begin
-      \$111  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$112  = a_lane2;
-    if (\$69 ) begin
-      \$112  = \$29 [31:0];
-    end
-    if (rst) begin
-      \$112  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$113  = o1;
+    \$256  = h1_p3;
     if (i__ready) begin
-      { \$113 [59:34], \$113 [32:0] } = { loop2[59:34], loop2[32:0] };
-      \$113 [33] = \$70 ;
+      \$256  = \$52 ;
     end
     if (rst) begin
-      \$113  = 60'h000000000000000;
+      \$256  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$114  = o1_adv;
+    \$257  = h1_h1;
     if (i__ready) begin
-      \$114  = \$29 [31:0];
+      \$257  = hist1;
     end
     if (rst) begin
-      \$114  = 32'd0;
+      \$257  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$115  = o2;
+    \$258  = h1_h2;
     if (i__ready) begin
-      { \$115 [59:34], \$115 [32:0] } = { o1[59:34], o1[32:0] };
-      \$115 [33] = \$71 ;
+      \$258  = hist2;
     end
     if (rst) begin
-      \$115  = 60'h000000000000000;
+      \$258  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$116  = o2_adv;
+    \$259  = h2;
     if (i__ready) begin
-      \$116  = o1_adv;
+      \$259  = h1;
     end
     if (rst) begin
-      \$116  = 32'd0;
+      \$259  = 60'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$117  = o2_rtg;
+    \$260  = h2_g;
     if (i__ready) begin
-      \$117  = \$35 [31:0];
+      \$260  = { h1_delta, 16'h8000 };
     end
     if (rst) begin
-      \$117  = 32'd0;
+      \$260  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$118  = overflow;
+    \$261  = h2_p;
+    if (i__ready) begin
+      \$261  = h1_p3;
+    end
+    if (rst) begin
+      \$261  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$262  = h2_t10;
+    if (i__ready) begin
+      \$262  = \$53 ;
+    end
+    if (rst) begin
+      \$262  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$263  = h2_t11;
+    if (i__ready) begin
+      \$263  = \$54 ;
+    end
+    if (rst) begin
+      \$263  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$264  = h2_t20;
+    if (i__ready) begin
+      \$264  = \$55 ;
+    end
+    if (rst) begin
+      \$264  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$265  = h2_t21;
+    if (i__ready) begin
+      \$265  = \$56 ;
+    end
+    if (rst) begin
+      \$265  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$266  = tree1;
+    if (i__ready) begin
+      \$266  = h2;
+    end
+    if (rst) begin
+      \$266  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$267  = tree1_p;
+    if (i__ready) begin
+      \$267  = h2_p;
+    end
+    if (rst) begin
+      \$267  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$268  = tree1_g0;
+    if (i__ready) begin
+      \$268  = \$124 [53:0];
+    end
+    if (rst) begin
+      \$268  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$269  = tree1_g3;
+    if (i__ready) begin
+      \$269  = \$127 ;
+    end
+    if (rst) begin
+      \$269  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$270  = tree2;
+    if (i__ready) begin
+      \$270  = tree1;
+    end
+    if (rst) begin
+      \$270  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$271  = tree2_p;
+    if (i__ready) begin
+      \$271  = tree1_p;
+    end
+    if (rst) begin
+      \$271  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$272  = tree2_g0;
+    if (i__ready) begin
+      \$272  = \$128 ;
+    end
+    if (rst) begin
+      \$272  = 65'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$273  = loop_mul;
+    if (i__ready) begin
+      \$273  = tree2;
+    end
+    if (rst) begin
+      \$273  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$274  = loop_mul_g;
+    if (i__ready) begin
+      \$274  = tree2_g0;
+    end
+    if (rst) begin
+      \$274  = 65'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$275  = loop_mul_pp0;
+    if (i__ready) begin
+      \$275  = \$129 ;
+    end
+    if (rst) begin
+      \$275  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$276  = loop_mul_pp1;
+    if (i__ready) begin
+      \$276  = \$130 ;
+    end
+    if (rst) begin
+      \$276  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$277  = loop_add;
+    if (i__ready) begin
+      \$277  = loop_mul;
+    end
+    if (rst) begin
+      \$277  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$278  = adv_full;
+    if (i__ready) begin
+      \$278  = \$198 [53:16];
+    end
+    if (rst) begin
+      \$278  = 38'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$279  = a_lane0;
+    if (\$201 ) begin
+      \$279  = \$15 [31:0];
+    end
+    if (rst) begin
+      \$279  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$280  = a_lane1;
+    if (\$204 ) begin
+      \$280  = \$15 [31:0];
+    end
+    if (rst) begin
+      \$280  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$281  = a_lane2;
+    if (\$207 ) begin
+      \$281  = \$15 [31:0];
+    end
+    if (rst) begin
+      \$281  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$282  = a_early;
+    if (i__ready) begin
+      \$282  = \$211 ;
+    end
+    if (rst) begin
+      \$282  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$283  = o1;
+    if (i__ready) begin
+      { \$283 [59:34], \$283 [32:0] } = { loop_add[59:34], loop_add[32:0] };
+      \$283 [33] = \$212 ;
+    end
+    if (rst) begin
+      \$283  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$284  = o1_adv;
+    if (i__ready) begin
+      \$284  = \$15 [31:0];
+    end
+    if (rst) begin
+      \$284  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$285  = o2;
+    if (i__ready) begin
+      \$285  = o1;
+    end
+    if (rst) begin
+      \$285  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$286  = o2_adv;
+    if (i__ready) begin
+      \$286  = o1_adv;
+    end
+    if (rst) begin
+      \$286  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$287  = rtg_full;
+    if (i__ready) begin
+      \$287  = \$213 ;
+    end
+    if (rst) begin
+      \$287  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$288  = o3;
+    if (i__ready) begin
+      { \$288 [59:34], \$288 [32:0] } = { o2[59:34], o2[32:0] };
+      \$288 [33] = \$214 ;
+    end
+    if (rst) begin
+      \$288  = 60'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$289  = o3_adv;
+    if (i__ready) begin
+      \$289  = o2_adv;
+    end
+    if (rst) begin
+      \$289  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$290  = o3_rtg;
+    if (i__ready) begin
+      \$290  = \$21 [31:0];
+    end
+    if (rst) begin
+      \$290  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$291  = overflow;
     if (clear) begin
-      \$118  = 1'h0;
+      \$291  = 1'h0;
     end
-    if (\$73 ) begin
-      \$118  = 1'h1;
+    if (\$216 ) begin
+      \$291  = 1'h1;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$291  = 1'h0;
     end
   end
   assign en = i__ready;
-  assign o_valid = o2[0];
-  assign delta = \$9 [31:0];
-  assign pow2_next_full = \$11 [34:16];
-  assign pow3_next_full = \$16 [34:16];
-  assign prod = { \$21 [48], \$21  };
-  assign adv_full = \$23 [54:16];
-  assign adv = \$29 [31:0];
-  assign rtg = \$35 [31:0];
-  assign o__valid = o2[0];
+  assign o_valid = o3[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign pow3_next_lo = 1'h0;
+  assign pow3_round = pow3_next_full;
+  assign loop_add_total = adv_full;
+  assign adv = \$15 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$21 [31:0];
+  assign o__valid = o3[0];
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -930,36 +1553,24 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \o__payload.overflow  = o__payload[64];
   assign \o__payload.timestep  = o__payload[80:65];
   assign \o__payload.trajectory  = o__payload[88:81];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[59:58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[59:58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[59:58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[59:58];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[59:58];
   assign \s0.valid  = s0[0];
   assign \s0.value  = s0[32:1];
   assign \s0.overflow  = s0[33];
   assign \s0.timestep  = s0[49:34];
   assign \s0.trajectory  = s0[57:50];
   assign \s0.lane  = s0[59:58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[59:58];
   assign \s2.valid  = s2[0];
   assign \s2.value  = s2[32:1];
   assign \s2.overflow  = s2[33];
@@ -972,27 +1583,194 @@ module gae_pe_k3(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \s3.timestep  = s3[49:34];
   assign \s3.trajectory  = s3[57:50];
   assign \s3.lane  = s3[59:58];
-  assign \loop1.valid  = loop1[0];
-  assign \loop1.value  = loop1[32:1];
-  assign \loop1.overflow  = loop1[33];
-  assign \loop1.timestep  = loop1[49:34];
-  assign \loop1.trajectory  = loop1[57:50];
-  assign \loop1.lane  = loop1[59:58];
-  assign \loop2.valid  = loop2[0];
-  assign \loop2.value  = loop2[32:1];
-  assign \loop2.overflow  = loop2[33];
-  assign \loop2.timestep  = loop2[49:34];
-  assign \loop2.trajectory  = loop2[57:50];
-  assign \loop2.lane  = loop2[59:58];
-  assign o__payload[88:81] = o2[57:50];
-  assign o__payload[80:65] = o2[49:34];
-  assign o__payload[64] = o2[33];
-  assign o__payload[63:32] = o2_rtg;
-  assign o__payload[31:0] = o2_adv;
-  assign pow2_next_ovf = \$12 ;
-  assign \$14  = \$11 [32:16];
-  assign pow3_next_ovf = \$17 ;
-  assign \$19  = \$16 [32:16];
-  assign \$41  = \$40 ;
-  assign \$58  = { s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta[31], s3_delta, 16'h0000 };
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[59:58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[59:58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[59:58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[59:58];
+  assign \tree2.valid  = tree2[0];
+  assign \tree2.value  = tree2[32:1];
+  assign \tree2.overflow  = tree2[33];
+  assign \tree2.timestep  = tree2[49:34];
+  assign \tree2.trajectory  = tree2[57:50];
+  assign \tree2.lane  = tree2[59:58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[59:58];
+  assign \loop_add.valid  = loop_add[0];
+  assign \loop_add.value  = loop_add[32:1];
+  assign \loop_add.overflow  = loop_add[33];
+  assign \loop_add.timestep  = loop_add[49:34];
+  assign \loop_add.trajectory  = loop_add[57:50];
+  assign \loop_add.lane  = loop_add[59:58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[59:58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[59:58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign pow3_next_ovf = pow3_next_hi;
+  assign \$9  = pow3_next_full[16:0];
+  assign \$17  = rtg_full[31];
+  assign \$18  = rtg_full[31];
+  assign \$27  = \$26 ;
+  assign \$34  = { 2'h0, s1_pp0 };
+  assign \$35  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$57  = { 2'h0, h2_t10 };
+  assign \$58  = { 2'h0, h2_t10 };
+  assign \$59  = { 2'h0, h2_t10 };
+  assign \$60  = { 2'h0, h2_t10 };
+  assign \$61  = { 2'h0, h2_t10 };
+  assign \$62  = { 2'h0, h2_t10 };
+  assign \$63  = { 2'h0, h2_t10 };
+  assign \$64  = { 2'h0, h2_t10 };
+  assign \$65  = { 2'h0, h2_t10 };
+  assign \$66  = { 2'h0, h2_t10 };
+  assign \$67  = { 2'h0, h2_t10 };
+  assign \$68  = { 2'h0, h2_t10 };
+  assign \$69  = { 2'h0, h2_t10 };
+  assign \$70  = { 2'h0, h2_t10 };
+  assign \$71  = { 2'h0, h2_t10 };
+  assign \$72  = { 2'h0, h2_t10 };
+  assign \$73  = { 2'h0, h2_t10 };
+  assign \$74  = { 2'h0, h2_t10 };
+  assign \$75  = { 2'h0, h2_t10 };
+  assign \$77  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$79  = { 2'h0, h2_t10 };
+  assign \$80  = { 2'h0, h2_t10 };
+  assign \$81  = { 2'h0, h2_t10 };
+  assign \$82  = { 2'h0, h2_t10 };
+  assign \$83  = { 2'h0, h2_t10 };
+  assign \$84  = { 2'h0, h2_t10 };
+  assign \$85  = { 2'h0, h2_t10 };
+  assign \$86  = { 2'h0, h2_t10 };
+  assign \$87  = { 2'h0, h2_t10 };
+  assign \$88  = { 2'h0, h2_t10 };
+  assign \$89  = { 2'h0, h2_t10 };
+  assign \$90  = { 2'h0, h2_t10 };
+  assign \$91  = { 2'h0, h2_t10 };
+  assign \$92  = { 2'h0, h2_t10 };
+  assign \$93  = { 2'h0, h2_t10 };
+  assign \$94  = { 2'h0, h2_t10 };
+  assign \$95  = { 2'h0, h2_t10 };
+  assign \$96  = { 2'h0, h2_t10 };
+  assign \$97  = { 2'h0, h2_t10 };
+  assign \$99  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$102  = { 2'h0, h2_t10 };
+  assign \$103  = { 2'h0, h2_t10 };
+  assign \$104  = { 2'h0, h2_t10 };
+  assign \$105  = { 2'h0, h2_t10 };
+  assign \$106  = { 2'h0, h2_t10 };
+  assign \$107  = { 2'h0, h2_t10 };
+  assign \$108  = { 2'h0, h2_t10 };
+  assign \$109  = { 2'h0, h2_t10 };
+  assign \$110  = { 2'h0, h2_t10 };
+  assign \$111  = { 2'h0, h2_t10 };
+  assign \$112  = { 2'h0, h2_t10 };
+  assign \$113  = { 2'h0, h2_t10 };
+  assign \$114  = { 2'h0, h2_t10 };
+  assign \$115  = { 2'h0, h2_t10 };
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$125  = { 2'h0, h2_t20 };
+  assign \$126  = { h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21[31], h2_t21, 17'h00000 };
+  assign \$131  = { 2'h0, loop_mul_pp0 };
+  assign \$132  = { 2'h0, loop_mul_pp0 };
+  assign \$133  = { 2'h0, loop_mul_pp0 };
+  assign \$134  = { 2'h0, loop_mul_pp0 };
+  assign \$135  = { 2'h0, loop_mul_pp0 };
+  assign \$136  = { 2'h0, loop_mul_pp0 };
+  assign \$137  = { 2'h0, loop_mul_pp0 };
+  assign \$138  = { 2'h0, loop_mul_pp0 };
+  assign \$139  = { 2'h0, loop_mul_pp0 };
+  assign \$140  = { 2'h0, loop_mul_pp0 };
+  assign \$141  = { 2'h0, loop_mul_pp0 };
+  assign \$142  = { 2'h0, loop_mul_pp0 };
+  assign \$143  = { 2'h0, loop_mul_pp0 };
+  assign \$144  = { 2'h0, loop_mul_pp0 };
+  assign \$145  = { 2'h0, loop_mul_pp0 };
+  assign \$146  = { 2'h0, loop_mul_pp0 };
+  assign \$147  = { 2'h0, loop_mul_pp0 };
+  assign \$148  = { 2'h0, loop_mul_pp0 };
+  assign \$149  = { 2'h0, loop_mul_pp0 };
+  assign \$151  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$153  = { 2'h0, loop_mul_pp0 };
+  assign \$154  = { 2'h0, loop_mul_pp0 };
+  assign \$155  = { 2'h0, loop_mul_pp0 };
+  assign \$156  = { 2'h0, loop_mul_pp0 };
+  assign \$157  = { 2'h0, loop_mul_pp0 };
+  assign \$158  = { 2'h0, loop_mul_pp0 };
+  assign \$159  = { 2'h0, loop_mul_pp0 };
+  assign \$160  = { 2'h0, loop_mul_pp0 };
+  assign \$161  = { 2'h0, loop_mul_pp0 };
+  assign \$162  = { 2'h0, loop_mul_pp0 };
+  assign \$163  = { 2'h0, loop_mul_pp0 };
+  assign \$164  = { 2'h0, loop_mul_pp0 };
+  assign \$165  = { 2'h0, loop_mul_pp0 };
+  assign \$166  = { 2'h0, loop_mul_pp0 };
+  assign \$167  = { 2'h0, loop_mul_pp0 };
+  assign \$168  = { 2'h0, loop_mul_pp0 };
+  assign \$169  = { 2'h0, loop_mul_pp0 };
+  assign \$170  = { 2'h0, loop_mul_pp0 };
+  assign \$171  = { 2'h0, loop_mul_pp0 };
+  assign \$173  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$176  = { 2'h0, loop_mul_pp0 };
+  assign \$177  = { 2'h0, loop_mul_pp0 };
+  assign \$178  = { 2'h0, loop_mul_pp0 };
+  assign \$179  = { 2'h0, loop_mul_pp0 };
+  assign \$180  = { 2'h0, loop_mul_pp0 };
+  assign \$181  = { 2'h0, loop_mul_pp0 };
+  assign \$182  = { 2'h0, loop_mul_pp0 };
+  assign \$183  = { 2'h0, loop_mul_pp0 };
+  assign \$184  = { 2'h0, loop_mul_pp0 };
+  assign \$185  = { 2'h0, loop_mul_pp0 };
+  assign \$186  = { 2'h0, loop_mul_pp0 };
+  assign \$187  = { 2'h0, loop_mul_pp0 };
+  assign \$188  = { 2'h0, loop_mul_pp0 };
+  assign \$189  = { 2'h0, loop_mul_pp0 };
+  assign \$190  = { 2'h0, loop_mul_pp0 };
+  assign \$191  = { 2'h0, loop_mul_pp0 };
+  assign \$192  = { 2'h0, loop_mul_pp0 };
+  assign \$193  = { 2'h0, loop_mul_pp0 };
+  assign \$194  = { 2'h0, loop_mul_pp0 };
+  assign \$195  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
 endmodule

@@ -40,8 +40,8 @@ class GaeCore(wiring.Component):
        port, ``latency`` cycles behind the reads.
 
     Cycles of a run (:func:`sw.gae.spec.run_cycles`): ``1 + G + 1 + wait + ceil(G / L) * L *
-    (T + 1) + pe.latency + 3`` (start accepted, setup, the wait for the coefficient powers when
-    k > 6, group start, reads, drain).
+    (T + 1) + pe.latency + 3`` (start accepted, setup, the wait for the coefficient powers
+    (``config.coef_wait``), group start, reads, drain).
     While busy the host port is disabled (``host_enable`` = 0). Sticky flags (cleared at each
     start): ``dequant_overflow``, ``pe_overflow``, ``requant_overflow``.
 
@@ -148,9 +148,10 @@ class GaeCore(wiring.Component):
         boot = Signal()              # reading bootstrap rows
         issue = Signal()             # a read is issued this cycle
         drain = Signal(range(self.drain + 1))
-        # The PEs register the coefficients and compute powers of gamma*lambda in k cycles; the
-        # first element needs them 7 cycles after start at the earliest, so only k > 6 waits.
-        settle_init = max(0, pe_cfg.k - 6)
+        # The PEs register the coefficients and compute powers of gamma*lambda
+        # (pe.coef_settle cycles); the first element must not need them before
+        # (GaeCoreConfig.coef_wait).
+        settle_init = cfg.coef_wait
         settle = Signal(range(settle_init + 2))
         with m.If(settle != 0):
             m.d.sync += settle.eq(settle - 1)

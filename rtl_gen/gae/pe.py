@@ -1,12 +1,12 @@
 """GAE processing element (HEPPO section III-B), one element per cycle."""
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.gae.spec import GaePeConfig
 
-from ..fixed import fixed_shape, rshift_round, saturate
+from ..fixed import fixed_shape, rshift_round, saturate_fast
 
 __all__ = ["GaeProcessingElement", "gae_input_layout", "gae_output_layout"]
 
@@ -43,6 +43,70 @@ def _select(signals, index):
         return signals[0]
     size = 1 << len(index)
     return Array(list(signals) + [signals[-1]] * (size - len(signals)))[index]
+
+
+#: Bits of the unsigned low part of a multiplier operand split for the DSP48E2 (18-bit signed B).
+_PART = 17
+
+
+class _Products:
+    """``coef * x`` as partial products that each fit one DSP48E2 (27 x 18 signed): ``x``
+    (signed, up to 35 bits) split into an unsigned low part of 17 bits and a signed high part;
+    ``coef`` unsigned, up to 26 bits. ``terms`` are the products, combinational: register
+    them and sum them with :func:`_shifted` (so every DSP has registers on both sides)."""
+
+    def __init__(self, coef, x):
+        x = Value.cast(x)
+        if len(x) <= _PART + 1:
+            self.terms = [coef * x]
+        else:
+            self.terms = [coef * x[:_PART], coef * x[_PART:].as_signed()]
+
+
+def _signed(value):
+    """``value`` as a signed value of the same number (zero-extended if unsigned)."""
+    value = Value.cast(value)
+    return value if value.shape().signed else Cat(value, Const(0, 1)).as_signed()
+
+
+def _shifted(terms):
+    """The partial products of :class:`_Products` at their weights, signed."""
+    return [_signed(t) << (_PART * j) for j, t in enumerate(terms)]
+
+
+def _sum_shifted(terms):
+    out = None
+    for t in _shifted(terms):
+        out = t if out is None else out + t
+    return out
+
+
+def _add3(ops, shape):
+    """Combinational: the sum of up to three signed operands in ``shape`` (wide enough for it)
+    with one carry chain: a carry-save layer, then one adder."""
+    if len(ops) == 1:
+        return _signed(ops[0])
+    if len(ops) == 2:
+        return _signed(ops[0]) + _signed(ops[1])
+    w = shape.width
+    x, y, z = (_signed(o) for o in ops)
+    # Sign-extend every operand to w bits; then s + c == x + y + z (mod 2^w).
+    x, y, z = (Cat(o, o[-1].replicate(max(0, w - len(o))))[:w] for o in (x, y, z))
+    s = x ^ y ^ z
+    c = Cat(Const(0, 1), ((x & y) | (x & z) | (y & z))[:w - 1])
+    return (s + c)[:w].as_signed()
+
+
+def _round(value, shift, rounding):
+    """Combinational: :func:`~rtl_gen.fixed.rshift_round` of an unsigned ``value`` with one adder
+    (the half_even increment enters as a carry-in)."""
+    if rounding == "floor":
+        return value[shift:]
+    half = 1 << (shift - 1)
+    if rounding == "half_up":
+        return (value + half)[shift:]
+    c = value[shift]
+    return (Cat(c, value) + Cat(c, Const(half - 1, shift)))[shift + 1:]
 
 
 class GaeProcessingElement(wiring.Component):
@@ -89,8 +153,8 @@ class GaeProcessingElement(wiring.Component):
     clear : ``In(1)``
         Clears ``overflow``.
 
-    Latency is ``config.latency`` cycles (``k + 4`` interleaved or k = 1, ``k + 6`` lookahead
-    with k > 1); throughput one element per cycle. ``i.ready`` is ``~o.valid | o.ready``: the
+    Latency is ``config.latency`` cycles (``k + 7`` interleaved or k = 1, ``k + 9 +
+    config.lookahead_levels`` lookahead with k > 1); throughput one element per cycle. ``i.ready`` is ``~o.valid | o.ready``: the
     whole pipeline holds while the output is stalled, so no element is lost or reordered.
     """
 
@@ -125,8 +189,11 @@ class GaeProcessingElement(wiring.Component):
         steps = cfg.lookahead_steps
         rnd = cfg.rounding
         dshape = fixed_shape(dfmt)
-        prod_shape = signed(W + Wc + 1)
-        acc_shape = signed(W + Wc + 2 + k.bit_length())
+        acc_shape = signed(W + Wc + 3 + k.bit_length())
+        # Rounding by ``cf`` bits folded into an operand whose low ``cf`` bits are zero: the
+        # constant, and for half_even the carry-in bit (the product's bit ``cf``).
+        half = 1 << (cf - 1)
+        inc = {"half_up": half, "floor": 0, "half_even": half - 1}[rnd]
 
         carry_layout = data.StructLayout({
             "valid": 1, "value": dshape, "overflow": 1,
@@ -145,12 +212,30 @@ class GaeProcessingElement(wiring.Component):
         ]
         accept = self.i.valid & en
 
+        def follow(name, prev, **regs):
+            """A pipeline stage: the element's tags from ``prev`` and ``regs`` registered."""
+            st = stage(name)
+            out = {}
+            with m.If(en):
+                m.d.sync += st.eq(prev)
+                for rname, value in regs.items():
+                    values = value if isinstance(value, list) else [value]
+                    sigs = []
+                    for j, v in enumerate(values):
+                        v = Value.cast(v)
+                        suffix = f"{j}" if isinstance(value, list) else ""
+                        sig = Signal(v.shape(), name=f"{name}_{rname}{suffix}")
+                        m.d.sync += sig.eq(v)
+                        sigs.append(sig)
+                    out[rname] = sigs if isinstance(value, list) else sigs[0]
+            return st, out
+
         # Coefficients are registered once: quasi-static, they need no path from the ports.
         gamma = Signal(unsigned(Wc), name="gamma_q")
         gamma_lambda = Signal(unsigned(Wc), name="gamma_lambda_q")
         m.d.sync += [gamma.eq(self.gamma), gamma_lambda.eq(self.gamma_lambda)]
 
-        # -- input stage: lane counter, V' selection ----------------------------------------------
+        # -- s0, input stage: lane counter, V' selection, gamma*(1-d) ---------------------------
         lane_in = Signal(carry_layout.members["lane"], name="lane_in")
         if k > 1:
             with m.If(accept):
@@ -165,8 +250,8 @@ class GaeProcessingElement(wiring.Component):
         s0 = stage("s0")
         s0_reward = Signal(dshape)
         s0_vnext = Signal(dshape)
-        s0_done = Signal()
-        s0_first = Signal()
+        s0_gamma = Signal(unsigned(Wc))
+        s0_brk = Signal()   # recursion breaks here: done or first
         with m.If(en):
             m.d.sync += [
                 s0.valid.eq(self.i.valid),
@@ -178,138 +263,153 @@ class GaeProcessingElement(wiring.Component):
                 s0_reward.eq(self.i.payload.reward),
                 s0_vnext.eq(Mux(self.i.payload.first, self.i.payload.bootstrap,
                                    _select(vprev, lane_in))),
-                s0_done.eq(self.i.payload.done),
-                s0_first.eq(self.i.payload.first),
+                s0_gamma.eq(Mux(self.i.payload.done, 0, gamma)),
+                s0_brk.eq(self.i.payload.done | self.i.payload.first),
             ]
 
-        # -- gamma * (1 - d) * V' ---------------------------------------------------------------
-        s1 = stage("s1")
-        s1_prod = Signal(prod_shape)
-        s1_reward = Signal(dshape)
-        s1_brk = Signal()   # recursion breaks here: done or first
+        # -- s1: the partial products of gamma*(1-d)*V' (one DSP each); r - V ------------------
+        s1, r1 = follow("s1", s0, pp=_Products(s0_gamma, s0_vnext).terms,
+                        rv=s0_reward - s0.value, brk=s0_brk)
+        # -- s2: the product --------------------------------------------------------------------
+        s2, r2 = follow("s2", s1, prod=_sum_shifted(r1["pp"]), rv=r1["rv"], brk=r1["brk"])
+        # -- s3: delta = r - V + round(gamma*V'), at scale 2^(cf+1) (one adder) ----------------
+        prod = r2["prod"]
+        cin = prod[cf] if rnd == "half_even" else Const(0, 1)
+        dsum = (Cat(cin, Const(inc, cf), r2["rv"]).as_signed()
+                + Cat(cin, prod).as_signed())
+        s3, r3 = follow("s3", s2, dsum=dsum, brk=r2["brk"])
+        # -- s4: saturated delta ----------------------------------------------------------------
+        delta, delta_ovf = saturate_fast(m, r3["dsum"][cf + 1:].as_signed(), dfmt, name="delta")
+        s4, r4 = follow("s4", s3, delta=delta, brk=r3["brk"],
+                        p=Mux(r3["brk"], 0, gamma_lambda))
         with m.If(en):
-            m.d.sync += [
-                s1.eq(s0),
-                s1_prod.eq(s0_vnext * Mux(s0_done, 0, gamma)),
-                s1_reward.eq(s0_reward),
-                s1_brk.eq(s0_done | s0_first),
-            ]
+            m.d.sync += s4.overflow.eq(delta_ovf)
+        s4_delta, s4_brk = r4["delta"], r4["brk"]
 
-        # -- delta = r + gamma*V' - V -----------------------------------------------------------
-        s2 = stage("s2")
-        s2_delta = Signal(dshape)
-        s2_brk = Signal()
-        delta, delta_ovf = saturate(
-            m, s1_reward + rshift_round(s1_prod, cf, rnd) - s1.value, dfmt, name="delta")
-        with m.If(en):
-            m.d.sync += [
-                s2.eq(s1),
-                s2.overflow.eq(delta_ovf),
-                s2_delta.eq(delta),
-                s2_brk.eq(s1_brk),
-            ]
+        def g_of(d):
+            """delta at coefficient scale, with the rounding constant of the loop folded in."""
+            return Cat(Const(inc if rnd != "half_even" else 0, cf), d).as_signed()
 
         # -- loop input: G (delta and the look-ahead terms, at coefficient scale), P -------------
         if steps == 1:
-            loop_in = s2
-            loop_g = Signal(acc_shape)
-            loop_p = Signal(unsigned(Wc))
-            m.d.comb += [
-                loop_g.eq(s2_delta << cf),
-                loop_p.eq(Mux(s2_brk, 0, gamma_lambda)),
-            ]
+            before_loop = s3
+            loop_in, loop_g, loop_p = s4, g_of(s4_delta), r4["p"]
         else:
-            # Powers of gamma*lambda: a free-running chain, settles k-1 cycles after a change.
+            # Powers of gamma*lambda: a free-running chain, three registers a power (product,
+            # rounded, saturated); settles ``config.coef_settle`` cycles after a change.
             pows = [None, gamma_lambda]
             for i in range(2, k + 1):
+                pa = Signal(unsigned(2 * Wc), name=f"pow{i}_prod")
+                pr = Signal(unsigned(2 * Wc - cf + 1), name=f"pow{i}_round")
                 p = Signal(unsigned(Wc), name=f"pow{i}")
-                nxt, _ = saturate(m, rshift_round(pows[i - 1] * gamma_lambda, cf, rnd),
-                                  cfmt, name=f"pow{i}_next")
-                m.d.sync += p.eq(nxt)
+                nxt, _ = saturate_fast(m, pr, cfmt, name=f"pow{i}_next")
+                m.d.sync += [pa.eq(pows[i - 1] * gamma_lambda),
+                             pr.eq(_round(pa, cf, rnd)), p.eq(nxt)]
                 pows.append(p)
             # History of the last k-1 deltas and break bits, shifted once per element.
             hist = [None] + [Signal(dshape, name=f"hist{i}") for i in range(1, k)]
             hbrk = [None] + [Signal(name=f"hbrk{i}") for i in range(1, k)]
-            with m.If(en & s2.valid):
-                m.d.sync += [hist[1].eq(s2_delta), hbrk[1].eq(s2_brk)]
+            with m.If(en & s4.valid):
+                m.d.sync += [hist[1].eq(s4_delta), hbrk[1].eq(s4_brk)]
                 for i in range(2, k):
                     m.d.sync += [hist[i].eq(hist[i - 1]), hbrk[i].eq(hbrk[i - 1])]
             # mask[i]: no break among elements n, n-1, ..., n-i+1.
-            brks = [s2_brk] + hbrk[1:]
+            brks = [s4_brk] + hbrk[1:]
             mask = [None]
             for i in range(1, k + 1):
                 any_brk = brks[0]
                 for b in brks[1:i]:
                     any_brk = any_brk | b
                 mask.append(~any_brk)
+            # h1: masked coefficients and the history registered; h2: the products.
+            h1, rh1 = follow("h1", s4, delta=s4_delta,
+                             **{f"p{i}": Mux(mask[i], pows[i], 0) for i in range(1, k + 1)},
+                             **{f"h{i}": hist[i] for i in range(1, k)})
+            terms = [g_of(rh1["delta"])]
+            pp = {}
+            for i in range(1, k):
+                pp[f"t{i}"] = _Products(rh1[f"p{i}"], rh1[f"h{i}"]).terms
+            h2, rh2 = follow("h2", h1, g=terms[0], p=rh1[f"p{k}"], **pp)
+            # Adder tree: three operands an adder (carry-save), one level a stage.
+            ops = [rh2["g"]] + [t for i in range(1, k) for t in _shifted(rh2[f"t{i}"])]
+            last, level, p = h2, 0, rh2["p"]
+            while len(ops) > 1:
+                level += 1
+                sums = {f"g{j}": _add3(ops[j:j + 3], acc_shape)
+                        for j in range(0, len(ops), 3)}
+                before_loop = last
+                last, rt = follow(f"tree{level}", last, p=p, **sums)
+                ops, p = [rt[f"g{j}"] for j in range(0, len(sums) * 3, 3)], rt["p"]
+            assert level == cfg.lookahead_levels
+            loop_in, loop_g, loop_p = last, ops[0], p
 
-            s3 = stage("s3")
-            s3_delta = Signal(dshape)
-            s3_terms = [Signal(prod_shape, name=f"s3_term{i}") for i in range(1, k)]
-            s3_p = Signal(unsigned(Wc))
-            with m.If(en):
-                m.d.sync += [
-                    s3.eq(s2),
-                    s3_delta.eq(s2_delta),
-                    s3_p.eq(Mux(mask[k], pows[k], 0)),
-                ]
-                for i in range(1, k):
-                    m.d.sync += s3_terms[i - 1].eq(Mux(mask[i], pows[i], 0) * hist[i])
-
-            s4 = stage("s4")
-            s4_g = Signal(acc_shape)
-            s4_p = Signal(unsigned(Wc))
-            g = s3_delta << cf
-            for t in s3_terms:
-                g = g + t
-            with m.If(en):
-                m.d.sync += [s4.eq(s3), s4_g.eq(g), s4_p.eq(s3_p)]
-            loop_in, loop_g, loop_p = s4, s4_g, s4_p
-
-        # -- the feedback loop: k registers (k-1 pipeline stages + the lane's A register) --------
+        # -- the feedback loop: k registers ---------------------------------------------------
+        # Stages of one element: SEL (its lane's A) if k >= 4, MUL (P * A, one DSP a part),
+        # ADD (G + the parts, rounding), SAT (saturation, into the lane's A register). With
+        # fewer than four registers the stages share cycles: k = 3 MUL, ADD, SAT (SEL is done
+        # a cycle early, in parallel with SAT: ``a_early``, with the A being written forwarded);
+        # k = 2 SEL+MUL, ADD+SAT; k = 1 all in one.
         lane_a = [Signal(dshape, name=f"a_lane{j}") for j in range(k)]
-        prod = Signal(prod_shape)
-        m.d.comb += prod.eq(loop_p * _select(lane_a, loop_in.lane))
-        last, last_g, last_prod = loop_in, loop_g, prod
-        for j in range(1, k):
-            st = stage(f"loop{j}")
-            st_g = Signal(acc_shape, name=f"loop{j}_g")
-            st_prod = Signal(prod_shape, name=f"loop{j}_prod")
-            with m.If(en):
-                m.d.sync += [st.eq(last), st_g.eq(last_g), st_prod.eq(last_prod)]
-            last, last_g, last_prod = st, st_g, st_prod
-        adv, adv_ovf = saturate(m, rshift_round(last_g + last_prod, cf, rnd), dfmt, name="adv")
+        a_sel = _select(lane_a, loop_in.lane)
+        if k == 3:
+            a_early = Signal(dshape, name="a_early")
+            a_sel = a_early
+        last, lg, lp = loop_in, loop_g, loop_p
+        if k >= 4:
+            last, rl = follow("loop_sel", last, g=lg, p=lp, a=a_sel)
+            lg, lp, a_sel = rl["g"], rl["p"], rl["a"]
+        terms = _Products(lp, a_sel).terms
+        if k >= 2:
+            last, rl = follow("loop_mul", last, g=lg, pp=terms)
+            lg, terms = rl["g"], rl["pp"]
+        for j in range(max(0, k - 4)):
+            last, rl = follow(f"loop_dly{j}", last, g=lg, pp=terms)
+            lg, terms = rl["g"], rl["pp"]
+        total = _add3([lg] + _shifted(terms), acc_shape)
+        if rnd == "half_even":
+            total = rshift_round(total, cf, rnd)
+        else:
+            total = total[cf:].as_signed()
+        if k >= 3:
+            last, rl = follow("loop_add", last, total=total)
+            total = rl["total"]
+        adv, adv_ovf = saturate_fast(m, total, dfmt, name="adv")
         for j in range(k):
             with m.If(en & last.valid & ((last.lane == j) if k > 1 else 1)):
                 m.d.sync += lane_a[j].eq(adv)
+        if k == 3:
+            # The A of the lane of the element entering the loop at the next edge.
+            with m.If(en):
+                m.d.sync += a_early.eq(Mux(last.valid & (last.lane == before_loop.lane), adv,
+                                           _select(lane_a, before_loop.lane)))
 
-        # -- outputs: A, then RTG = A + V ------------------------------------------------------
+        # -- outputs: A, then RTG = A + V (sum, then saturation) ----------------------------------
         o1 = stage("o1")
         o1_adv = Signal(dshape)
         with m.If(en):
             m.d.sync += [o1.eq(last), o1.overflow.eq(last.overflow | adv_ovf), o1_adv.eq(adv)]
-
-        o2 = stage("o2")
-        o2_adv = Signal(dshape)
-        o2_rtg = Signal(dshape)
-        rtg, rtg_ovf = saturate(m, o1_adv + o1.value, dfmt, name="rtg")
+        o2, ro2 = follow("o2", o1, adv=o1_adv, rtg=o1_adv + o1.value)
+        o3 = stage("o3")
+        o3_adv = Signal(dshape)
+        o3_rtg = Signal(dshape)
+        rtg, rtg_ovf = saturate_fast(m, ro2["rtg"], dfmt, name="rtg")
         with m.If(en):
             m.d.sync += [
-                o2.eq(o1), o2.overflow.eq(o1.overflow | rtg_ovf),
-                o2_adv.eq(o1_adv), o2_rtg.eq(rtg),
+                o3.eq(o2), o3.overflow.eq(o2.overflow | rtg_ovf),
+                o3_adv.eq(ro2["adv"]), o3_rtg.eq(rtg),
             ]
         m.d.comb += [
-            o_valid.eq(o2.valid),
-            self.o.valid.eq(o2.valid),
-            self.o.payload.advantage.eq(o2_adv),
-            self.o.payload.rtg.eq(o2_rtg),
-            self.o.payload.overflow.eq(o2.overflow),
-            self.o.payload.timestep.eq(o2.timestep),
-            self.o.payload.trajectory.eq(o2.trajectory),
+            o_valid.eq(o3.valid),
+            self.o.valid.eq(o3.valid),
+            self.o.payload.advantage.eq(o3_adv),
+            self.o.payload.rtg.eq(o3_rtg),
+            self.o.payload.overflow.eq(o3.overflow),
+            self.o.payload.timestep.eq(o3.timestep),
+            self.o.payload.trajectory.eq(o3.trajectory),
         ]
 
         with m.If(self.clear):
             m.d.sync += self.overflow.eq(0)
-        with m.If(self.o.valid & self.o.ready & o2.overflow):
+        with m.If(self.o.valid & self.o.ready & o3.overflow):
             m.d.sync += self.overflow.eq(1)
         return m

@@ -116,11 +116,47 @@ class GaePeConfig(Config):
         return self.k
 
     @property
+    def multiplier_parts(self) -> int:
+        """DSP48E2 products a data value times a coefficient is split into (17-bit parts)."""
+        return 1 if self.data_width <= 18 else 2
+
+    @property
+    def lookahead_levels(self) -> int:
+        """Pipeline stages of the look-ahead adder tree (three operands an adder): 0 unless
+        lookahead with k > 1."""
+        if self.lookahead_steps == 1:
+            return 0
+        n, levels = 1 + self.multiplier_parts * (self.k - 1), 0
+        while n > 1:
+            n, levels = -(-n // 3), levels + 1
+        return levels
+
+    #: Pipeline registers before the feedback loop (input; gamma*V' products and r - V; the
+    #: product; delta before saturation; delta) and after it (A; A + V; RTG).
+    PRE_STAGES = 5
+    POST_STAGES = 3
+
+    @property
     def latency(self) -> int:
         """Cycles from an input transfer to the output of that element (no stalls)."""
-        # input, gamma*V product, delta; [history products, sum]; k-1 loop registers; A; RTG.
-        extra = 2 if self.lookahead_steps > 1 else 0
-        return 3 + extra + (self.k - 1) + 2
+        # [masked powers and history; their products; the adder tree]; k loop registers
+        # (the last is the lane's A register, read by the first output stage).
+        extra = 2 + self.lookahead_levels if self.lookahead_steps > 1 else 0
+        return self.PRE_STAGES + extra + (self.k - 1) + self.POST_STAGES
+
+    @property
+    def coef_settle(self) -> int:
+        """Cycles after ``gamma``/``gamma_lambda`` change until everything computed from them
+        is settled: the coefficient registers, then the powers of gamma*lambda (lookahead with
+        k > 1: three registers a power)."""
+        return 1 + (3 * (self.k - 1) if self.lookahead_steps > 1 else 0)
+
+    @property
+    def coef_use(self) -> int:
+        """Cycles from an element's input transfer to the edge where it first needs the
+        powers of gamma*lambda settled (the masked powers register after the pre-loop
+        stages)."""
+        return self.PRE_STAGES
 
 
 GAE_RESULT_MODES = ("inplace", "full")
@@ -195,6 +231,18 @@ class GaeCoreConfig(Config):
                 dict(self.pe.to_dict(), timestep_bits=self.addr_bits)))
 
     # -- derived ------------------------------------------------------------------------------
+    #: Cycles from a read issued to the PEs' input transfer of its data (block RAM read,
+    #: dequantizer register).
+    READ_LATENCY = 2
+
+    @property
+    def coef_wait(self) -> int:
+        """Cycles the run waits at most (counted from start) before its first read, so that
+        the PEs' powers of gamma*lambda are settled when the first element needs them:
+        ``pe.coef_settle - pe.coef_use - READ_LATENCY`` (with one group, the first read is
+        issued 2 cycles after start)."""
+        return max(0, self.pe.coef_settle - self.pe.coef_use - self.READ_LATENCY)
+
     @property
     def groups(self) -> int:
         """Memory words per time step at full size: ceil(max_trajectories / n_pe)."""
@@ -328,15 +376,14 @@ def run_cycles(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int)
     that raises ``done`` (CYCLES reads one less).
 
     Exactly what the RTL takes (asserted by the tests): accept, ``G = ceil(M / n_pe)`` setup
-    cycles, the wait for the coefficient powers when k > 6, one group-start cycle,
-    ``ceil(G/L)*L*(T+1)`` reads (``L = k`` in interleaved mode, else 1), ``pe.latency + 3``
+    cycles, the wait for the coefficient powers (``config.coef_wait - G`` when positive), one
+    group-start cycle, ``ceil(G/L)*L*(T+1)`` reads (``L = k`` in interleaved mode, else 1), ``pe.latency + 3``
     drain cycles.
     """
     pe = config.pe
     G = -(-num_trajectories // config.n_pe)
     L = pe.k if pe.mode == "interleaved" else 1
-    settle = max(0, pe.k - 6)
-    wait = max(0, settle - G)
+    wait = max(0, config.coef_wait - G)
     return 1 + G + 1 + wait + -(-G // L) * L * (num_timesteps + 1) + pe.latency + 2 + 1
 
 

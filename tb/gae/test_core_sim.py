@@ -118,7 +118,7 @@ CASES = [
     (1, 2, 6, 32, "full", 4, "lookahead", 1, 1),
     (8, 8, 6, 32, "inplace", 2, "interleaved", 4, 5),
     (5, 5, 4, 128, "full", 2, "lookahead", 3, 5),
-    (2, 4, 5, 32, "inplace", 9, "lookahead", 4, 3),     # k > 6: waits for the power chain
+    (2, 4, 5, 32, "inplace", 9, "lookahead", 4, 3),     # waits for the power chain
     (2, 4, 5, 32, "full", 8, "interleaved", 2, 4),
 ]
 

@@ -79,7 +79,7 @@ async def _run_and_check(tb, cfg, in_layout, out_layout, stream, gamma, gl, **kw
     dut.gamma_lambda.value = gl
     dut.clear.value = 0
     await tb.reset()
-    await ClockCycles(dut.clk, cfg.k + 1)      # coefficient registers and powers settle
+    await ClockCycles(dut.clk, cfg.coef_settle + 1)  # coefficient registers and powers settle
     outs, in_cycles, out_cycles = await tb.run(pack_array(in_layout, stream), **kw)
     got = unpack_array(out_layout, outs)
     for field in ("advantage", "rtg", "overflow", "timestep", "trajectory"):

@@ -25,7 +25,7 @@ def simulate(cfg, stream, gamma, gl, *, idle=0.0, stall=0.0, seed=0):
     async def bench(ctx):
         ctx.set(dut.gamma, gamma)
         ctx.set(dut.gamma_lambda, gl)
-        await ctx.tick().repeat(cfg.k)            # let the power chain settle
+        await ctx.tick().repeat(cfg.coef_settle)  # let the power chain settle
         sent = 0
         for cycle in range(20 * n + 100):
             offer = sent < n and rng.random() >= idle
@@ -96,7 +96,10 @@ def test_pe_latency_and_throughput(mode, k):
     assert (np.diff(cin) == 1).all()
     assert (cout - cin == cfg.latency).all()
     assert cout[-1] - cin[0] + 1 == n + cfg.latency
-    assert cfg.latency == (k + 4 if mode == "interleaved" or k == 1 else k + 6)
+    # 5 registers before the loop, k in it, 3 after; lookahead k > 1: masked powers, products
+    # and the adder tree (3 operands an adder) before the loop.
+    assert cfg.latency == (k + 7 if mode == "interleaved" or k == 1
+                           else k + 9 + cfg.lookahead_levels)
 
 
 def test_pe_saturation_sets_sticky_flag():
