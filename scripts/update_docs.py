@@ -411,7 +411,7 @@ def learner_cycles_page() -> str:
         row = [str(B)]
         for m, c in configs.items():
             cyc = schedule.step_cycles(c, B) if B <= c.max_batch else None
-            row.append("-" if cyc is None else f"{n(cyc)} ({cyc / clocks[m][0] * 1e6:,.1f} us)")
+            row.append("-" if cyc is None else f"{n(cyc)} ({cyc / clocks[m][0]:,.1f} us)")
         rows.append(row)
     out += table(["B"] + [f"`{m}` cycles (at {clocks[m][0]:g} MHz, {clocks[m][1]})"
                           for m in configs], rows)

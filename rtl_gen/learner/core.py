@@ -90,8 +90,8 @@ class LearnerCore(wiring.Component):
     results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 7`` for WA,
     which reads the scratchpad row, adds and writes it back). LOSS handles one sample and S
     outputs per cycle, WU S weights per layer per cycle. :mod:`sw.learner.schedule` gives
-    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11980 cycles on
-    4 × 4 units, 3527 on 8 × 8 (sub-batches of 8), and 3634 with 8 × 8 units on the
+    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11983 cycles on
+    4 × 4 units, 3530 on 8 × 8 (sub-batches of 8), and 3637 with 8 × 8 units on the
     64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
 
     Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW), each
@@ -225,10 +225,17 @@ class LearnerCore(wiring.Component):
             m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
 
         for name, srcs in flags.items():
+            # Each source registered before the or (the flag shows one cycle later, still
+            # by the cycle ``done`` rises: the last source is a WU row, a cycle before).
             reg = Signal(name=f"flag_{name}_reg")
+            hit = Const(0, 1)
+            if srcs:
+                srcs_q = Signal(len(srcs), name=f"flag_{name}_src")
+                m.d.sync += srcs_q.eq(Cat(*srcs))
+                hit = srcs_q.any()
             with m.If(clear):
                 m.d.sync += reg.eq(0)
-            with m.Elif(or_all(srcs)):
+            with m.Elif(hit):
                 m.d.sync += reg.eq(1)
             m.d.comb += getattr(self.status, FLAG_FIELDS[name]).eq(reg)
         with m.If(~clear):
@@ -257,10 +264,9 @@ class LearnerCore(wiring.Component):
         reg = addr[local_bits:]
         idle = ~busy
         rd = []
-        r_reg = Signal(len(reg) if len(reg) else 1, name="host_region_q")
         r_loc = Signal(max(local_bits, 1), name="host_local_q")
         r_ok = Signal(name="host_ok_q")
-        m.d.sync += [r_reg.eq(reg), r_loc.eq(local)]
+        m.d.sync += r_loc.eq(local)
         oks = []
         dp = cfg.dp
         pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
@@ -273,11 +279,11 @@ class LearnerCore(wiring.Component):
             oks.append(in_range)
             if r.name in bufs:
                 buf = bufs[r.name]
-                buf.read_port(0).use(idle & self.host.re & in_range, blk)
+                buf.read_port(0).use(idle & self.host.re & in_range, blk, idle)
                 word = buf.read_port(0).data
             elif r.name.startswith("grad"):           # the reduced gradient, in pipeline 0
                 buf = bufs[f"{r.name}@0"]
-                buf.read_port(0).use(idle & self.host.re & in_range, blk)
+                buf.read_port(0).use(idle & self.host.re & in_range, blk, idle)
                 word = buf.read_port(0).data
             else:
                 # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
@@ -291,7 +297,7 @@ class LearnerCore(wiring.Component):
                 words = []
                 for d in range(dp):
                     port = bufs[f"{r.name}@{d}"].read_port(0)
-                    port.use(idle & self.host.re & in_range & (pipe == d), local_blk)
+                    port.use(idle & self.host.re & in_range & (pipe == d), local_blk, idle)
                     words.append(port.data)
                 word = Const(0, len(words[0]))
                 for d, x in enumerate(words):
@@ -307,12 +313,14 @@ class LearnerCore(wiring.Component):
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
                 hit = idle & in_range
                 sel_w = local[:sbits] if sbits else Const(0, 1)
-                m.d.comb += full.eq(Mux(hit, self.host.we, 0) << (sel_w * DB))
+                m.d.comb += full.eq(Cat(*[Mux(hit & (sel_w == i), self.host.we, 0)
+                                          for i in range(sub)]))
                 assert buf.granularity == 8
                 buf.write(full[:nbytes], blk,
-                          Cat(*([self.host.wdata] * sub))[:r.word_bits(cfg)])
+                          Cat(*([self.host.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
         m.d.sync += r_ok.eq(self.host.re & idle & or_all(oks))
-        out = Const(0, D)
-        for idx, data in rd:
-            out = Mux(r_reg == idx, data, out)
+        # The region decoded one-hot into registers: an and-or of the regions' words.
+        r_hit = Signal(len(rd), name="host_hit_q")
+        m.d.sync += r_hit.eq(Cat(*[reg == idx for idx, _ in rd]))
+        out = or_all(Mux(r_hit[i], data, 0) for i, (_, data) in enumerate(rd))
         m.d.comb += self.host.rdata.eq(Mux(r_ok, out, 0))

@@ -68,9 +68,9 @@ GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 1, "wa": 3}
 #: ``loss`` tail: (slot to done) = 7 + output groups for DQN (read, max, γ product, rounding,
 #: target, difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
 LOSS_TAIL = {"dqn": 7, "mse": 3}
-#: ``wu`` tail: read, row select, η product, rounding, subtract and saturate (and write);
-#: done the next cycle.
-WU_TAIL = 6
+#: ``wu`` tail: read address registered, read, row select, η partial products, their sum,
+#: rounding, subtract, saturate (and write); done the next cycle.
+WU_TAIL = 9
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,10 @@ class ReadPort:
 
     Each user adds its enable and address (:meth:`use`); :meth:`connect` drives the port with
     the or of the enables and of the enabled addresses (combinational). Data arrives one cycle
-    after the enable (a synchronous read port).
+    after the enable (a synchronous read port). A user may select its address with a cheaper
+    signal than its enable (``sel``, high whenever the enable may be and never while another
+    user's is): the host's idle, not its address decode. A single user's address is not
+    muxed at all.
     """
 
     def __init__(self, port):
@@ -87,9 +90,10 @@ class ReadPort:
     def data(self):
         return self.port.data
 
-    def use(self, en, addr):
-        """Add a user reading ``addr`` while ``en``; returns the port's data."""
-        self.users.append((en, addr))
+    def use(self, en, addr, sel=None):
+        """Add a user reading ``addr`` while ``en`` (address selected by ``sel``, default
+        ``en``); returns the port's data."""
+        self.users.append((en, addr, en if sel is None else sel))
         return self.port.data
 
     def connect(self, m):
@@ -97,9 +101,13 @@ class ReadPort:
             m.d.comb += self.port.en.eq(0)
             return
         w = len(self.port.addr)
+        if len(self.users) == 1:
+            addr = widen(self.users[0][1], w)
+        else:
+            addr = or_all(Mux(sel, addr, 0)[:w] for _, addr, sel in self.users)
         m.d.comb += [
-            self.port.en.eq(or_all(en for en, _ in self.users)),
-            self.port.addr.eq(or_all(Mux(en, addr, 0)[:w] for en, addr in self.users)),
+            self.port.en.eq(or_all(en for en, _, _ in self.users)),
+            self.port.addr.eq(addr),
         ]
 
 
@@ -164,9 +172,10 @@ class Buffer:
                 en.append(row_onehot_en[i] & lane_mask[(u * self.granularity) // self.lane_bits])
         return Cat(*en)
 
-    def write(self, en, addr, data):
-        """Add a writer: ``en`` holds the write port's enables (already gated)."""
-        self.writers.append((en, addr, data))
+    def write(self, en, addr, data, sel=None):
+        """Add a writer: ``en`` holds the write port's enables (already gated); ``sel`` (default
+        ``en.any()``) selects its address and data (see :class:`ReadPort`)."""
+        self.writers.append((en, addr, data, en.any() if sel is None else sel))
 
     def connect(self, m):
         """Drive the read ports and the write port from their users (combinational)."""
@@ -177,10 +186,15 @@ class Buffer:
             return
         w = len(self.wp.addr)
         nen = len(self.wp.en)
+        if len(self.writers) == 1:
+            addr, data = widen(self.writers[0][1], w), self.writers[0][2]
+        else:
+            addr = or_all(Mux(sel, addr, 0)[:w] for _, addr, _, sel in self.writers)
+            data = or_all(Mux(sel, data, 0) for _, _, data, sel in self.writers)
         m.d.comb += [
-            self.wp.en.eq(or_all(widen(en, nen) for en, _, _ in self.writers)),
-            self.wp.addr.eq(or_all(Mux(en.any(), addr, 0)[:w] for en, addr, _ in self.writers)),
-            self.wp.data.eq(or_all(Mux(en.any(), data, 0) for en, _, data in self.writers)),
+            self.wp.en.eq(or_all(widen(en, nen) for en, _, _, _ in self.writers)),
+            self.wp.addr.eq(addr),
+            self.wp.data.eq(data),
         ]
 
 

@@ -161,31 +161,62 @@ class ItemCounter:
     rem : Signal(signed(14))
         Samples of the batch from the item on: ``B - (d + p·dp)·m``.
     cnt : Signal
-        Samples of the item, ``min(m, rem)`` (combinational).
+        Samples of the item, ``min(m, rem)``.
+    more : Signal(1)
+        ``rem > 0``: the item exists.
+
+    ``cnt``, ``more`` and what :meth:`derived` adds are registers, loaded with their value for
+    the new ``rem`` at ``clear`` and :meth:`advance` (no arithmetic on ``rem`` in the cycle
+    that uses them).
     """
 
     def __init__(self, m, ctx, name, d):
         cfg = ctx.config
         self._config = cfg
+        self._m, self._ctx, self._d = m, ctx, d
+        self._derived = []
         per = cfg.sub_batch // cfg.array
         self.per = per
         p = Signal(13, name=f"{name}_p")
         base = Signal(13, name=f"{name}_base")             # item's first row group: pipeline's
         gbase = Signal(13, name=f"{name}_gbase")           # and the batch's (shared inputs)
         rem = Signal(signed(14), name=f"{name}_rem")       # B - (d + p·dp)·m
-        cnt = Signal(range(cfg.sub_batch + 1), name=f"{name}_cnt")
-        m.d.comb += cnt.eq(Mux(rem < cfg.sub_batch, rem, cfg.sub_batch))
-        self.p, self.base, self.gbase, self.rem, self.cnt = p, base, gbase, rem, cnt
+        self.p, self.base, self.gbase, self.rem = p, base, gbase, rem
         with m.If(ctx.clear):
             m.d.sync += [p.eq(0), base.eq(0), gbase.eq(d * per),
                          rem.eq(ctx.batch_size - d * cfg.sub_batch)]
+        sbm = cfg.sub_batch
+        self.cnt = self.derived(f"{name}_cnt", range(sbm + 1),
+                                lambda lt, sub, rsub: Mux(lt(sbm), sub(0), sbm))
+        self.more = self.derived(f"{name}_more", 1, lambda lt, sub, rsub: ~lt(1))
+
+    def _next(self, clear):
+        """``(lt, sub, rsub)`` of the next ``rem`` r' (at ``clear`` or on :meth:`advance`):
+        ``lt(c)`` is r' < c, ``sub(c)`` is r' - c, ``rsub(c)`` is c - r', each one compare
+        or subtract of a register and a constant."""
+        cfg = self._config
+        if clear:
+            v, off = self._ctx.batch_size, self._d * cfg.sub_batch
+        else:
+            v, off = self.rem, cfg.sub_batch * cfg.dp
+        return (lambda c: v < c + off), (lambda c: v - (c + off)), (lambda c: (c + off) - v)
+
+    def derived(self, name, shape, fn):
+        """A register holding ``fn(lt, sub, rsub)`` (:meth:`_next`) of the item's ``rem``."""
+        sig = Signal(shape, name=name)
+        with self._m.If(self._ctx.clear):
+            self._m.d.sync += sig.eq(fn(*self._next(True)))
+        self._derived.append((sig, fn))
+        return sig
 
     def advance(self):
         """Statements that move on to the next item."""
         cfg = self._config
+        nxt = self._next(False)
         return [self.p.eq(self.p + 1), self.base.eq(self.base + self.per),
                 self.gbase.eq(self.gbase + self.per * cfg.dp),
-                self.rem.eq(self.rem - cfg.sub_batch * cfg.dp)]
+                self.rem.eq(self.rem - cfg.sub_batch * cfg.dp)] + \
+            [sig.eq(fn(*nxt)) for sig, fn in self._derived]
 
 
 def deps_ok(producers, p):
@@ -211,12 +242,13 @@ def done_counter(m, ctx, stage, event):
     name = hw_name(stage.name)
     done = Signal(13, name=f"{name}_done")
     left = Signal(signed(14), name=f"{name}_left")      # B - (d + done·dp)·m
+    all_done = Signal(name=f"{name}_all")             # left <= 0, registered with left
     with m.If(ctx.clear):
-        m.d.sync += [done.eq(0), left.eq(ctx.batch_size - stage.pipe * cfg.sub_batch)]
+        m.d.sync += [done.eq(0), left.eq(ctx.batch_size - stage.pipe * cfg.sub_batch),
+                     all_done.eq(ctx.batch_size <= stage.pipe * cfg.sub_batch)]
     with m.Elif(event):
-        m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch * cfg.dp)]
-    all_done = Signal(name=f"{name}_all")
-    m.d.comb += all_done.eq(left <= 0)
+        m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch * cfg.dp),
+                     all_done.eq(left <= cfg.sub_batch * cfg.dp)]
     return done, all_done
 
 
@@ -238,32 +270,45 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
     name = hw_name(stage.name)
     busy = ctx.busy
     items = ItemCounter(m, ctx, name, stage.pipe)
-    p, base, gbase, rem, cnt = items.p, items.base, items.gbase, items.rem, items.cnt
+    p, base, gbase, cnt = items.p, items.base, items.gbase, items.cnt
     running = Signal(name=f"{name}_running")
     kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, R)
     o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_o")
     n = Signal(range(middle + 1), name=f"{name}_n")
     t = Signal(range(kmax + 1), name=f"{name}_t")
+    k = Signal(range(kmax + 1), name=f"{name}_k")
+    bubble = Signal(name=f"{name}_bubble")
     if k_runtime:
-        K = Signal(range(kmax + 1), name=f"{name}_K")
-        pad = Signal(range(R + 1), name=f"{name}_pad")
-        m.d.comb += [K.eq(cnt), pad.eq(Mux(cnt < R, R - cnt, 0))]
+        # Registers of the item: the tile's last t (T - 1) and -pad (T - K bubbles), and k
+        # counted from -pad beside t (k = t - pad, bubble while negative).
+        tend = items.derived(f"{name}_tend", range(kmax + 1),
+                             lambda lt, sub, rsub: Const(R - 1) if R >= cfg.sub_batch else
+                             Mux(lt(R), R - 1, Mux(lt(cfg.sub_batch), sub(1),
+                                                   cfg.sub_batch - 1)))
+        # -pad of the next item (r' - R below R): no negation after the subtract.
+        mpad = items.derived(f"{name}_mpad", range(-R, 1),
+                             lambda lt, sub, rsub: Mux(lt(R), sub(R), 0))
+        kc = Signal(range(-R, kmax + 1), name=f"{name}_kc")
+        with m.If(ctx.clear):
+            m.d.sync += kc.eq(Mux(items._next(True)[0](R), items._next(True)[1](R), 0))
+        m.d.comb += [bubble.eq(kc < 0), k.eq(kc)]
+        t_last = t == tend
     else:                       # constants: no compare against a zero pad
         K, pad = k_len, max(0, R - k_len)
+        m.d.comb += [bubble.eq(t < pad) if pad else bubble.eq(0), k.eq(t - pad)]
+        t_last = t == pad + K - 1
     go = Signal(name=f"{name}_go")
     slot = Signal(name=f"{name}_slot")
     m.d.comb += [
-        go.eq(busy & ~running & (rem > 0) & deps_ok(producers, p)),
+        go.eq(busy & ~running & items.more & deps_ok(producers, p)),
         slot.eq(go | running),
     ]
-    k = Signal(range(kmax + 1), name=f"{name}_k")
-    bubble = Signal(name=f"{name}_bubble")
-    m.d.comb += [bubble.eq(t < pad) if not isinstance(pad, int) or pad else bubble.eq(0),
-                 k.eq(t - pad)]
-    t_last = t == pad + K - 1
     n_last = n == middle - 1
     if outer_runtime:
-        o_last = ((o + 1) << lr) >= cnt
+        omax = items.derived(f"{name}_omax", range(max(outer, cfg.sub_batch // R) + 1),
+                             lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
+                                                       (cfg.sub_batch - 1) >> lr))
+        o_last = o == omax
     else:
         o_last = o == outer - 1
     item_last = t_last & n_last & o_last
@@ -272,16 +317,23 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
     with m.Elif(slot):
         with m.If(t_last):
             m.d.sync += t.eq(0)
+            if k_runtime:
+                m.d.sync += kc.eq(mpad)
             with m.If(n_last):
                 m.d.sync += n.eq(0)
                 with m.If(o_last):
                     m.d.sync += [o.eq(0), running.eq(0)] + items.advance()
+                    if k_runtime:
+                        nxt = items._next(False)
+                        m.d.sync += kc.eq(Mux(nxt[0](R), nxt[1](R), 0))
                 with m.Else():
                     m.d.sync += [o.eq(o + 1), running.eq(1)]
             with m.Else():
                 m.d.sync += [n.eq(n + 1), running.eq(1)]
         with m.Else():
             m.d.sync += [t.eq(t + 1), running.eq(1)]
+            if k_runtime:
+                m.d.sync += kc.eq(kc + 1)
     elem = Signal(name=f"{name}_elem")
     m.d.comb += elem.eq(slot & ~bubble)
     return {"p": p, "base": base, "gbase": gbase, "cnt": cnt, "o": o, "n": n, "k": k,
@@ -301,7 +353,13 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
     i_last = i == R - 1
     n_last = n == middle - 1
     lr = R.bit_length() - 1
-    o_last = (((o + 1) << lr) >= items.cnt) if outer_runtime else (o == outer - 1)
+    if outer_runtime:
+        omax = items.derived(f"{name}_womax", range(max(outer, cfg.sub_batch // R) + 1),
+                             lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
+                                                       (cfg.sub_batch - 1) >> lr))
+        o_last = o == omax
+    else:
+        o_last = o == outer - 1
     with m.If(ctx.clear):
         m.d.sync += [i.eq(0), o.eq(0), n.eq(0)]
     with m.Elif(beat):

@@ -61,10 +61,13 @@ class LossStage(StageBlock):
         g = Signal(range(G + 1), name=f"{name}_g")
         go = Signal(name=f"{name}_go")
         slot = Signal(name=f"{name}_slot")
-        m.d.comb += [go.eq(ctx.busy & ~running & (rem > 0) & deps_ok(self.producers, p)),
+        m.d.comb += [go.eq(ctx.busy & ~running & items.more & deps_ok(self.producers, p)),
                      slot.eq(go | running)]
         g_last = g == G - 1
-        s_last = s == cnt - 1
+        send = items.derived(f"{name}_send", range(cfg.sub_batch),
+                             lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1),
+                                                       cfg.sub_batch - 1))
+        s_last = s == send
         with m.If(ctx.clear):
             m.d.sync += [running.eq(0), s.eq(0), g.eq(0)]
         with m.Elif(slot):

@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
-from sw.learner.schedule import wu_overlaps
+from sw.learner.schedule import wu_block_need, wu_overlaps
 
 from ...fixed import rshift_round, saturate
 from .buffers import block_addr, block_row, or_all, widen
@@ -26,10 +26,13 @@ class WuStage(StageBlock):
     once BW of the layer finished every item and WA's last item has written the tile that
     completes the block (WA's ``tiles`` and ``in_last``, reading the scratchpad on a port of
     its own, port 1); with dp > 1 once every producer finished every item. Latency: a row is
-    written ``4 + dp`` cycles after its slot (row select, η·G product, rounding, subtract and
-    saturate, one stage per added pipeline); ``done`` rises the cycle after the last row
+    written ``7 + dp`` cycles after its slot (read enable and address registered, block read,
+    row select, one stage per added pipeline, the two partial products of η·G, their sum,
+    rounding, subtract, saturate); ``done`` rises the cycle after the last row
     (:func:`~sw.learner.schedule.stage_tail`). Throughput: S weights per cycle, ``η·G`` on
-    ``S`` multipliers (``acc_width × lr_width``).
+    ``2S`` multipliers (G's low 17 bits and its high bits × ``lr_width``), each with a register
+    on either side.The WA tile index that completes a block is registered (loaded when WU
+    moves on to the block, from terms computed while it issues the previous one).
 
     Status: ``done`` = ``all`` (1 bit): the weight tensor is updated; flags ``wu`` (a weight
     saturated) and ``wa`` (the reduction saturated). See :class:`~.common.StageBlock` for the
@@ -63,12 +66,29 @@ class WuStage(StageBlock):
             Rw, Cw = cfg.stage_array(f"wa{l}")
             mt_wa, ngo_wa = -(-(n_in + 1) // Rw), -(-n_out // Cw)
             qr, qc = (S // Rw).bit_length() - 1, (S // Cw).bit_length() - 1
-            o_hi = Signal(range((mt + 1) << qr), name=f"{name}_ohi")
-            n_hi = Signal(range((ngo + 1) << qc), name=f"{name}_nhi")
+            # WA's last tile (o-major index) of the block, registered: ``need`` is loaded
+            # with the next block's when WU moves on, from its two terms registered the cycle
+            # before (rg, cg stay for S ≥ 2 cycles). The last tile row / column of block
+            # (rg, cg) is (rg+1)·2^qr - 1 but in the last row group (likewise cg): no adder.
+            def o_end(x, last):
+                return Mux(last, mt_wa - 1, (x << qr) | ((1 << qr) - 1))
+
+            def n_end(x, last):
+                return Mux(last, ngo_wa - 1, (x << qc) | ((1 << qc) - 1))
+
+            o_term = Signal(range(max(mt_wa * ngo_wa, 2)), name=f"{name}_oterm")
+            n_term = Signal(range(max(ngo_wa, 2)), name=f"{name}_nterm")
             need = Signal(range(mt_wa * ngo_wa + 1), name=f"{name}_need")
-            m.d.comb += [o_hi.eq(Mux(((rg + 1) << qr) > mt_wa, mt_wa, (rg + 1) << qr)),
-                         n_hi.eq(Mux(((cg + 1) << qc) > ngo_wa, ngo_wa, (cg + 1) << qc)),
-                         need.eq((o_hi - 1) * ngo_wa + n_hi - 1)]
+            cg_end = cg == ngo - 1
+            rg_pen = (rg == mt - 2) if mt >= 2 else Const(0)
+            cg_pen = (cg == ngo - 2) if ngo >= 2 else Const(0)
+            m.d.sync += [
+                o_term.eq(Mux(cg_end, o_end(rg + 1, rg_pen), o_end(rg, rg == mt - 1)) * ngo_wa),
+                n_term.eq(Mux(cg_end, n_end(Const(0), ngo == 1), n_end(cg + 1, cg_pen)))]
+            with m.If(ctx.clear):
+                m.d.sync += need.eq(wu_block_need(cfg, l, 0, 0))
+            with m.Elif(slot & (r == S - 1)):
+                m.d.sync += need.eq(o_term + n_term)
             others = Const(1, 1)
             for dname in st.deps:
                 if dname != f"wa{l}":
@@ -95,11 +115,6 @@ class WuStage(StageBlock):
                 with m.Else():
                     m.d.sync += cg.eq(cg + 1)
         addr = block_addr(rg, cg, cfg.groups_pow2(n_out))
-        wbuf = bufs.get(f"w{l}", 0)
-        gbufs = [bufs.get(f"grad{l}", d) for d in range(dp)]
-        w_data = wbuf.read_port(0).use(slot, addr)
-        # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
-        g_data = [g.read_port(1 if overlap else 0).use(slot, addr) for g in gbufs]
         aw = num.acc_width
         clear = ctx.clear
 
@@ -116,8 +131,15 @@ class WuStage(StageBlock):
                     m.d.sync += out[key].eq(v & ~clear if key == "v" else v)
             return out
 
-        # Stage 1: the block arrives; stage 2: its row r.
-        s1 = regs(1, {"v": slot, "r": r, "a": widen(addr, 24), "e": r_last & cg_last & rg_last})
+        # Stage 0: the read (enable and address registered); stage 1: the block arrives;
+        # stage 2: its row r.
+        s0 = regs(0, {"v": slot, "r": r, "a": widen(addr, 24), "e": r_last & cg_last & rg_last})
+        wbuf = bufs.get(f"w{l}", 0)
+        gbufs = [bufs.get(f"grad{l}", d) for d in range(dp)]
+        w_data = wbuf.read_port(0).use(s0["v"], s0["a"])
+        # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
+        g_data = [g.read_port(1 if overlap else 0).use(s0["v"], s0["a"]) for g in gbufs]
+        s1 = regs(1, {k: s0[k] for k in ("v", "r", "a", "e")})
         rows = {f"g{d}": [x.as_signed() for x in block_row(g_data[d], s1["r"], aw, S)]
                 for d in range(dp)}
         cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
@@ -148,16 +170,26 @@ class WuStage(StageBlock):
         shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
         wfmt = num.weight_format
         ctl = ("v", "r", "a", "e")
+        # η·G in two products registered on both sides (a DSP48E2 each: A/B, M/P registers),
+        # G's low LO (17) bits unsigned and its high bits signed, added the next cycle.
+        LO = min(17, aw - 1)
+        pshape = (acc[0] * ctx.eta).shape()
         s3 = regs(3 + dp, {**{k: cur[k] for k in ctl}, "w": cur["w"],
-                           "p": [g * ctx.eta for g in acc]})
+                           "pl": [g[:LO] * ctx.eta for g in acc],
+                           "ph": [g[LO:].as_signed() * ctx.eta for g in acc]})
         s4 = regs(4 + dp, {**{k: s3[k] for k in ctl}, "w": s3["w"],
-                           "u": [rshift_round(x, shift, wfmt.rounding) for x in s3["p"]]})
+                           "p": [((h << LO) + lo).as_signed()[:pshape.width].as_signed()
+                                 for h, lo in zip(s3["ph"], s3["pl"])]})
+        s5 = regs(5 + dp, {**{k: s4[k] for k in ctl}, "w": s4["w"],
+                           "u": [rshift_round(x, shift, wfmt.rounding) for x in s4["p"]]})
+        s6 = regs(6 + dp, {**{k: s5[k] for k in ctl},
+                           "d": [x - y for x, y in zip(s5["w"], s5["u"])]})
         news, ovfs = [], []
         for j in range(S):
-            nv, no = saturate(m, s4["w"][j] - s4["u"][j], wfmt, name=f"{name}_new{j}")
+            nv, no = saturate(m, s6["d"][j], wfmt, name=f"{name}_new{j}")
             news.append(nv)
             ovfs.append(no)
-        s5 = regs(5 + dp, {**{k: s4[k] for k in ctl}, "w": news, "o": or_all(ovfs)})
+        s5 = regs(7 + dp, {**{k: s6[k] for k in ctl}, "w": news, "o": or_all(ovfs)})
         flags.append(("wu", s5["v"] & s5["o"]))
         onehot = Signal(S, name=f"{name}_onehot")
         m.d.comb += onehot.eq(Mux(s5["v"], 1 << s5["r"], 0))
