@@ -53,15 +53,13 @@ import warnings
 import numpy as np
 
 from sw.driver.common import (
-    CodedError,
     ControlOf,
     DriverBase,
-    hw_field_mismatches,
     use_interrupt_arg,
     warn_level,
 )
 from sw.driver.common import positive as _positive
-from sw.driver.mmio import BusError, Device
+from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
@@ -80,24 +78,47 @@ from .batch import (
     prepare_caller_units,
     set_result_registers,
 )
+from .errors import (
+    FLAG_WARNINGS,
+    ClippingWarning,
+    DequantOverflowWarning,
+    GaeBusyError,
+    GaeConfigMismatchError,
+    GaeError,
+    GaeOverflowWarning,
+    GaeTimeoutError,
+    PeOverflowWarning,
+    RequantOverflowWarning,
+    StartRefusedWarning,
+)
 from .golden import quantize_coefs
+from .hwinfo import check_against, read_hw_config
 from .layout import region_base, unpack_rows, word_bytes
 from .quant import GaeQuantizationPipeline
 from .spec import (
-    ERRORS,
     GAE_CORE_ARGS,
     GaeCoreArgs,
     GaeCoreConfig,
-    config_from_hw,
     gae_register_map,
-    hw_info_values,
 )
 
 __all__ = [
-    "GAE_VLNV", "GAE_VLNVS", "GAE_KERNEL_NAME", "GaeDriver", "GaeBatch", "read_hw_config",
-    "GaeError", "GaeBusyError", "GaeTimeoutError", "GaeConfigMismatchError",
-    "GaeOverflowWarning", "DequantOverflowWarning", "PeOverflowWarning",
-    "RequantOverflowWarning", "StartRefusedWarning", "ClippingWarning",
+    "GAE_KERNEL_NAME",
+    "GAE_VLNV",
+    "GAE_VLNVS",
+    "ClippingWarning",
+    "DequantOverflowWarning",
+    "GaeBatch",
+    "GaeBusyError",
+    "GaeConfigMismatchError",
+    "GaeDriver",
+    "GaeError",
+    "GaeOverflowWarning",
+    "GaeTimeoutError",
+    "PeOverflowWarning",
+    "RequantOverflowWarning",
+    "StartRefusedWarning",
+    "read_hw_config",
 ]
 
 #: IP-XACT VLNV prefix of packaged GAE accelerators: ``sw.registry.vlnv(module)`` gives
@@ -109,112 +130,6 @@ GAE_VLNVS = family_vlnvs("gae")
 
 #: Kernel / IP instance base name (Vitis kernel name, PYNQ ``<name>_0`` instance).
 GAE_KERNEL_NAME = "gae_accel"
-
-
-# -- errors and warnings ----------------------------------------------------------------------
-class GaeError(CodedError):
-    """The accelerator refused a run (STATUS.ERROR != 0). ``code`` and ``reason`` hold the
-    error code and its text (:data:`sw.gae.spec.ERRORS`)."""
-
-    _what = "GAE accelerator"
-    _errors = ERRORS
-
-
-class GaeBusyError(RuntimeError):
-    """A run is already in progress (CTRL.AP_IDLE = 0); nothing was written."""
-
-
-class GaeTimeoutError(TimeoutError):
-    """The run did not finish within the timeout (on the device's clock)."""
-
-
-class GaeConfigMismatchError(ValueError):
-    """The given configuration does not describe the hardware (HW_* registers)."""
-
-
-class GaeOverflowWarning(RuntimeWarning):
-    """A STATUS overflow flag was set: some results saturated."""
-
-
-class DequantOverflowWarning(GaeOverflowWarning):
-    """STATUS.DEQUANT_OVERFLOW: a dequantized reward or value saturated the PE data format."""
-
-
-class PeOverflowWarning(GaeOverflowWarning):
-    """STATUS.PE_OVERFLOW: a TD error, advantage or return saturated the PE data format."""
-
-
-class RequantOverflowWarning(GaeOverflowWarning):
-    """STATUS.REQUANT_OVERFLOW: an in-place result code saturated (outside the result range)."""
-
-
-class ClippingWarning(RuntimeWarning):
-    """More than ``clip_warning`` of a batch's standardized rewards or values were clipped to
-    the quantizers' ranges (standardized units only; the caller's units never clip)."""
-
-
-class StartRefusedWarning(RuntimeWarning):
-    """STATUS.START_REFUSED: some master wrote AP_START while the run was in progress."""
-
-
-_FLAG_WARNINGS = {
-    "DEQUANT_OVERFLOW": DequantOverflowWarning,
-    "PE_OVERFLOW": PeOverflowWarning,
-    "REQUANT_OVERFLOW": RequantOverflowWarning,
-}
-
-
-# -- reading the configuration back -----------------------------------------------------------
-_HW_REGS = tuple(r.name for r in gae_register_map(GaeCoreConfig()).info_registers)
-
-
-def _decode_hw(rm, words: dict):
-    """The configuration the HW_* words describe in map ``rm``, or None."""
-    try:
-        cfg = config_from_hw(rm.decode_info(words))
-    except (ValueError, TypeError, KeyError):
-        return None
-    return cfg if hw_info_values(cfg) == words else None
-
-
-def read_hw_config(mmio) -> GaeCoreConfig:
-    """The configuration the HW_* registers describe, read without touching unmapped addresses.
-
-    The HW_* registers sit 16 bytes lower in a ``results="full"`` map (4 fewer arguments), and
-    in an in-place map those lower addresses hold RTG_SCALE, RTG_OFFSET, STATUS and CYCLES --
-    registers whose read has no side effect and which can never decode as HW_* values (STATUS
-    bits 31:16 are 0, so "coef_width" would be 0). So the full-map addresses are read first,
-    and the in-place addresses only if those do not decode. Rounding mode and tag widths are
-    not in the registers: the defaults are returned (the driver does not depend on them);
-    ``max_trajectories`` and ``capacity`` are one split of ``depth``.
-
-    Raises
-    ------
-    GaeConfigMismatchError
-        If neither decodes (not a GAE accelerator, or a different register map version), or
-        if a HW_* address answers with a bus error (a smaller register map: another block).
-    """
-    seen = []
-    for results in ("full", "inplace"):
-        rm = gae_register_map(GaeCoreConfig(results=results))
-        try:
-            words = {name: mmio.read32(rm.offset(name)) for name in _HW_REGS}
-        except BusError as e:
-            raise GaeConfigMismatchError(f"the HW_* registers do not describe a GAE accelerator "
-                                         f"({e}: another accelerator's control port?)") from e
-        seen.append(f"{results}: " + ", ".join(f"{n}={w:#x}" for n, w in words.items()))
-        cfg = _decode_hw(rm, words)
-        if cfg is not None and cfg.results == results:
-            return cfg
-    raise GaeConfigMismatchError("the HW_* registers do not describe a GAE accelerator "
-                                 "(read " + "; ".join(seen) + ")")
-
-
-def _check_against(config: GaeCoreConfig, hw: GaeCoreConfig):
-    bad = hw_field_mismatches(gae_register_map(config), _HW_REGS, hw_info_values(config),
-                              hw_info_values(hw))
-    if bad:
-        raise GaeConfigMismatchError("config does not match the hardware: " + "; ".join(bad))
 
 
 class GaeDriver(DriverBase):
@@ -301,7 +216,7 @@ class GaeDriver(DriverBase):
         self._on_requant = on_requant_overflow
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         # Nothing above touched the device; now read the hardware's own description.
-        self._config = config = self._attach(device, config, read_hw_config, _check_against)
+        self._config = config = self._attach(device, config, read_hw_config, check_against)
         self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device))
         if pipeline is None:
             pipeline = GaeQuantizationPipeline(bits=config.code_bits,
@@ -535,7 +450,7 @@ class GaeDriver(DriverBase):
     @staticmethod
     def _warn(status):
         level = warn_level()                # the first caller outside this package
-        for name, cls in _FLAG_WARNINGS.items():
+        for name, cls in FLAG_WARNINGS.items():
             if status[name]:
                 warnings.warn(f"GAE accelerator STATUS.{name}: "
                               f"{cls.__doc__.split(': ', 1)[1]}", cls, stacklevel=level)
@@ -583,7 +498,7 @@ class GaeDriver(DriverBase):
         if not images:
             adv, rtg = self._unpack((adv, rtg))
         return {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
-                **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
+                **{name.lower(): bool(status[name]) for name in FLAG_WARNINGS}}
 
     # -- the whole thing -------------------------------------------------------------------------
     def compute(self, rewards, values, dones=None, last_values=None, gamma=None, lam=None, *,
@@ -628,7 +543,7 @@ class GaeDriver(DriverBase):
                 status = self._wait(None)
                 adv, rtg = self._read_images(batch.T, batch.M)
                 out = {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
-                       **{name.lower(): bool(status[name]) for name in _FLAG_WARNINGS}}
+                       **{name.lower(): bool(status[name]) for name in FLAG_WARNINGS}}
             else:
                 out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"],
                                 batch.args, images=True)
