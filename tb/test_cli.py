@@ -7,19 +7,20 @@ import sys
 import pytest
 
 from rtl_gen.__main__ import main
+from sw.gae.spec import GaePeConfig
 
 
 def test_emit_with_flags(tmp_path, capsys):
     assert main(["gae-pe", "--k", "3", "--mode", "interleaved", "--out", str(tmp_path)]) == 0
     manifest = json.loads((tmp_path / "gae_pe.json").read_text())
     assert manifest["config"]["k"] == 3 and manifest["config"]["mode"] == "interleaved"
-    assert manifest["latency"]["cycles"] == 3 + 4
+    assert manifest["latency"]["cycles"] == GaePeConfig(k=3, mode="interleaved").latency == 10
     text = (tmp_path / "gae_pe.v").read_text()
     assert "module gae_pe(" in text
     ports = {p["name"]: p for p in manifest["ports"]}
     assert ports["i__payload"]["fields"]["reward"] == {"offset": 0, "width": 32, "signed": True}
     assert ports["gamma"]["width"] == 17 and ports["o__valid"]["dir"] == "output"
-    assert "latency 7 cycles" in capsys.readouterr().out
+    assert "latency 10 cycles" in capsys.readouterr().out
 
 
 def test_emit_from_config_file_with_override(tmp_path):

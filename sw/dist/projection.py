@@ -75,7 +75,7 @@ class ClusterModel:
     learner_bytes: int = 4096
     replay_bytes: int = 2048
     weight_bytes: int = 9220
-    learner_cycles: int = 20_300
+    learner_cycles: int = 20_303
     replay_cycles: int = 149
     insert_cycles: int = 37
     inserts_per_step: float = 1.0

@@ -60,19 +60,14 @@ Not checked by the HW_* registers: the rounding mode (a given config's is truste
 is ``half_up``).
 """
 
-import math
 import operator
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from sw.driver.common import (
-    CodedError,
     ControlOf,
     DriverBase,
-    check_finite,
-    hw_field_mismatches,
     integer_in,
     use_interrupt_arg,
     warn_level,
@@ -82,22 +77,46 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
-from .layout import pack_matrix, pack_samples, region, region_base, unpack_matrix, word_bytes
+from .batch import LearnerBatch, StepDetails, array_arg, real_arg, require_dqn
+from .errors import (
+    LearnerBusyError,
+    LearnerConfigMismatchError,
+    LearnerError,
+    LearnerOverflowWarning,
+    LearnerRangeWarning,
+    LearnerTimeoutError,
+    check_against,
+    read_learner_config,
+)
+from .layout import (
+    pack_matrix,
+    pack_samples,
+    region,
+    region_base,
+    unpack_matrix,
+    word_bytes,
+)
 from .mlp import dqn_targets
 from .schedule import step_cycles
 from .spec import (
-    ERRORS,
     STATUS_FLAGS,
     LearnerConfig,
-    config_from_hw,
-    hw_info_values,
     learner_register_map,
 )
 
 __all__ = [
-    "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerDriver", "LearnerBatch", "StepDetails",
-    "read_learner_config", "LearnerError", "LearnerBusyError", "LearnerTimeoutError",
-    "LearnerConfigMismatchError", "LearnerOverflowWarning", "LearnerRangeWarning",
+    "LEARNER_VLNV",
+    "LEARNER_VLNVS",
+    "LearnerBatch",
+    "LearnerBusyError",
+    "LearnerConfigMismatchError",
+    "LearnerDriver",
+    "LearnerError",
+    "LearnerOverflowWarning",
+    "LearnerRangeWarning",
+    "LearnerTimeoutError",
+    "StepDetails",
+    "read_learner_config",
 ]
 
 #: IP-XACT VLNV prefix of packaged learners: every learner module's name starts with
@@ -108,204 +127,6 @@ LEARNER_VLNVS = family_vlnvs("learner")
 
 #: Saturation flags of STATUS (everything in STATUS_FLAGS but START_REFUSED).
 OVERFLOW_FLAGS = {name: doc for name, (_, flag, doc) in STATUS_FLAGS.items() if flag}
-
-
-# -- errors and warnings ----------------------------------------------------------------------
-class LearnerError(CodedError):
-    """The accelerator refused a step (STATUS.ERROR != 0; memory untouched). ``code`` and
-    ``reason`` hold the error code and its text."""
-
-    _what = "learner"
-    _errors = ERRORS
-
-
-class LearnerBusyError(RuntimeError):
-    """A step is in progress (CTRL.AP_IDLE = 0); nothing was written."""
-
-
-class LearnerTimeoutError(TimeoutError):
-    """The step did not finish within the timeout (on the device's clock)."""
-
-
-class LearnerConfigMismatchError(ValueError):
-    """The given configuration does not describe the hardware (HW_* registers)."""
-
-
-class LearnerOverflowWarning(RuntimeWarning):
-    """STATUS saturation flags were set: some values of the step saturated. ``flags`` (on the
-    message) names them: FW_OVERFLOW, TARGET_FW_OVERFLOW, TARGET_OVERFLOW, DELTA_OVERFLOW,
-    BW_OVERFLOW, WA_OVERFLOW, WU_OVERFLOW."""
-
-
-class LearnerRangeWarning(RuntimeWarning):
-    """Host values outside their fixed-point format were saturated (``on_range="clip"``)."""
-
-
-# -- reading the configuration back -----------------------------------------------------------
-_HW_REGS = ("HW_ARRAY", "HW_LAYERS", "HW_FORMAT", "HW_FORMAT2")
-#: Most weight layers a learner has (HW_LAYERS.LAYERS is 4 bits; the sizes are read only for a
-#: plausible count, so a foreign register map is never read past its end).
-_MAX_LAYERS = 7
-
-
-def read_learner_config(mmio) -> LearnerConfig:
-    """The configuration the HW_* registers describe, read without touching unmapped addresses.
-
-    The register map of a DQN learner may hold more argument registers than that of an MSE
-    learner (the target-sync registers), so its HW_* registers may sit higher. The MSE
-    addresses (inside either map, and none of them clear-on-read) are read first; the sizes
-    (``HW_SIZE<i>``) only once the four words decode as a learner of that loss with a
-    plausible number of layers; then the DQN addresses. The rounding mode is not in the
-    registers: ``half_up`` is returned.
-
-    Raises
-    ------
-    LearnerConfigMismatchError
-        If neither decodes (not a learner, or a different register map version).
-    """
-    seen = []
-    for loss in ("mse", "dqn"):
-        probe = learner_register_map(LearnerConfig(loss=loss))
-        words = {name: mmio.read32(probe.offset(name)) for name in _HW_REGS}
-        seen.append(f"{loss}: " + ", ".join(f"{n}={w:#x}" for n, w in words.items()))
-        try:
-            params = probe.decode_info(words)
-        except ValueError:
-            continue
-        n_layers = params["n_layers"]
-        if params["loss"] != loss or not 1 <= n_layers <= _MAX_LAYERS:
-            continue
-        base = probe.offset("HW_SIZE0")
-        sizes = [mmio.read32(base + 4 * i) for i in range(n_layers + 1)]
-        seen[-1] += ", sizes " + ",".join(map(str, sizes))
-        params.update({f"sizes.{i}": n for i, n in enumerate(sizes)})
-        try:
-            cfg = config_from_hw(params)
-        except (ValueError, TypeError):
-            continue
-        rm = learner_register_map(cfg)
-        info = hw_info_values(cfg)
-        if (all(rm.offset(n) == probe.offset(n) for n in _HW_REGS)
-                and rm.offset("HW_SIZE0") == base
-                and all(info[n] == w for n, w in words.items())):
-            return cfg
-    raise LearnerConfigMismatchError("the HW_* registers do not describe a learner "
-                                     "(read " + "; ".join(seen) + ")")
-
-
-def _check_against(config: LearnerConfig, hw: LearnerConfig):
-    bad = []
-    if config.sizes != hw.sizes:
-        bad.append(f"sizes {hw.sizes} (config: {config.sizes})")
-    bad += hw_field_mismatches(learner_register_map(config), _HW_REGS, hw_info_values(config),
-                               hw_info_values(hw))
-    if bad:
-        raise LearnerConfigMismatchError("config does not match the hardware: "
-                                         + "; ".join(bad))
-
-
-def _require_dqn(config: LearnerConfig, flag, what: str):
-    """ValueError if ``flag`` (``what``) asks for the target network of an MSE learner."""
-    if flag and config.loss != "dqn":
-        raise ValueError(f"{what} needs a DQN learner (loss='mse' has no target network)")
-
-
-# -- validation ----------------------------------------------------------------------------------
-def _array(x, name, *, shape, kinds="biuf"):
-    """``x`` as a numeric, finite numpy array of ``shape`` (None entries: any length)."""
-    try:
-        a = np.asarray(x)
-    except Exception:  # noqa: BLE001 - ragged lists and the like
-        raise ValueError(f"{name} must be a numeric array") from None
-    if a.dtype.kind not in kinds:
-        what = {"iu": "an integer", "biu": "an integer or bool"}.get(kinds, "a numeric")
-        raise ValueError(f"{name} must be {what} array, not dtype {a.dtype}")
-    want = "[" + ", ".join("B" if s is None else str(s) for s in shape) + "]"
-    if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape)):
-        raise ValueError(f"{name} must be a {want} array, not shape {a.shape}")
-    return check_finite(a, name)
-
-
-def _real(value, name, lo, hi=None):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, not {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
-        rng = f"in [{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
-        raise ValueError(f"{name} must be a real number {rng}, not {value!r}")
-    return v
-
-
-@dataclass
-class LearnerBatch:
-    """One step's arguments as the hardware takes them (raw integers), from
-    :meth:`LearnerDriver.prepare`; no hardware involved.
-
-    Members
-    -------
-    batch_size : int
-    obs, next_obs : int arrays ``[B, n_in]`` (act format); ``next_obs`` None for MSE
-    actions, rewards, dones : ``[B]`` (rewards raw act format); None for MSE
-    targets : int array ``[B, n_out]`` (MSE) or None
-    lr : int
-        Raw ``eta = lr * 2 / B`` in the LR format.
-    gamma : int
-        Raw discount in the coefficient format (0 for MSE).
-    lr_value, gamma_value : float
-        As given.
-    loss_weights : int array ``[B]`` or None
-        DQN: raw per-sample loss weights (coefficient format); None: all 1.0.
-    """
-    batch_size: int
-    obs: np.ndarray
-    lr: int
-    gamma: int = 0
-    actions: np.ndarray = None
-    rewards: np.ndarray = None
-    dones: np.ndarray = None
-    next_obs: np.ndarray = None
-    targets: np.ndarray = None
-    lr_value: float = 0.0
-    gamma_value: float = 0.0
-    loss_weights: np.ndarray = None
-
-
-@dataclass
-class StepDetails:
-    """What ``train_step(..., details=True)`` returns.
-
-    Members
-    -------
-    loss : float
-        As :meth:`LearnerDriver.train_step` returns it.
-    loss_sum : int
-        LOSS_HI:LOSS_LO, ``sum (Q - y)**2`` in raw units (``2 act_frac`` fraction bits).
-    q : float array ``[B, n_out]``
-        Q values of the step (before the update).
-    td_errors : float array
-        ``Q - y`` as the step back-propagated it (grad format, saturated if DELTA_OVERFLOW):
-        ``[B]`` at the actions taken (DQN), ``[B, n_out]`` (MSE). With loss weights (DQN):
-        ``Q[a] - y`` without the weights, computed on the host from the Q values and the
-        target network's Q values read back (exact, act format), for new priorities.
-    weighted_loss : float
-        ``(1/B) sum_b w_b (Q[b, a_b] - y_b)**2``, the loss the step descended (``loss`` when
-        no weights were given).
-    cycles : int
-        CYCLES: accelerator cycles of the step.
-    synced : bool
-        The target network was set to the updated weights after this step.
-    status : dict
-        STATUS fields, LOSS and CYCLES.
-    """
-    loss: float
-    loss_sum: int
-    q: np.ndarray
-    td_errors: np.ndarray
-    cycles: int
-    synced: bool
-    status: dict = field(default_factory=dict)
-    weighted_loss: float = None
 
 
 class LearnerDriver(DriverBase):
@@ -358,8 +179,8 @@ class LearnerDriver(DriverBase):
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._sync_period = self._check_period(sync_period)
         # Nothing above touched the device; now read the hardware's own description.
-        config = self._attach(device, config, read_learner_config, _check_against)
-        _require_dqn(config, sync_period, "sync_period")
+        config = self._attach(device, config, read_learner_config, check_against)
+        require_dqn(config, sync_period, "sync_period")
         self._config = config
         self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
@@ -376,7 +197,7 @@ class LearnerDriver(DriverBase):
     @sync_period.setter
     def sync_period(self, value):
         value = self._check_period(value)
-        _require_dqn(self._config, value, "sync_period")
+        require_dqn(self._config, value, "sync_period")
         self._sync_period = value
 
     @staticmethod
@@ -417,8 +238,8 @@ class LearnerDriver(DriverBase):
                 raise ValueError(f"weights[{l}] must have shape ({n_in}, {n_out}) (n_in x n_out, "
                                  f"y = x @ W + b), not {a.shape}: transpose torch's "
                                  f"nn.Linear.weight")
-            a = _array(w, f"weights[{l}]", shape=(n_in, n_out), kinds="iuf")
-            bb = _array(b, f"biases[{l}]", shape=(n_out,), kinds="iuf")
+            a = array_arg(w, f"weights[{l}]", shape=(n_in, n_out), kinds="iuf")
+            bb = array_arg(b, f"biases[{l}]", shape=(n_out,), kinds="iuf")
             raw = np.vstack([self._quantize(a, fmt, f"weights[{l}]"),
                              self._quantize(bb, fmt, f"biases[{l}]")[None]])
             out.append(raw)
@@ -436,11 +257,11 @@ class LearnerDriver(DriverBase):
         num = cfg.numerics
         n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
         act = num.act_format
-        x = _array(obs, "obs", shape=(None, n_in), kinds="iuf")
+        x = array_arg(obs, "obs", shape=(None, n_in), kinds="iuf")
         B = x.shape[0]
         if not 1 <= B <= cfg.max_batch:
             raise ValueError(f"obs must hold 1..{cfg.max_batch} samples (max_batch), not {B}")
-        lr = _real(lr, "lr", 0.0)
+        lr = real_arg(lr, "lr", 0.0)
         eta_fmt = num.lr_format
         eta = lr * 2.0 / B
         eta_raw, over = eta_fmt.quantize(eta, return_overflow=True)
@@ -461,7 +282,7 @@ class LearnerDriver(DriverBase):
             if targets is None:
                 raise ValueError("targets must be given for an MSE learner (a [B, "
                                  f"{n_out}] array)")
-            t = _array(targets, "targets", shape=(B, n_out), kinds="iuf")
+            t = array_arg(targets, "targets", shape=(B, n_out), kinds="iuf")
             batch.targets = self._quantize(t, act, "targets")
             return batch
         if targets is not None:
@@ -470,17 +291,17 @@ class LearnerDriver(DriverBase):
         missing = [k for k, v in dqn_args.items() if v is None and k != "loss_weights"]
         if missing:
             raise ValueError(f"{', '.join(missing)} must be given for a DQN learner")
-        a = _array(actions, "actions", shape=(B,), kinds="iu")
+        a = array_arg(actions, "actions", shape=(B,), kinds="iu")
         if B and (a.min() < 0 or a.max() >= n_out):
             bad = int(np.argwhere((a < 0) | (a >= n_out))[0][0])
             raise ValueError(f"actions must be integers in 0..{n_out - 1}, not actions[{bad}] "
                              f"= {int(a[bad])}")
-        r = _array(rewards, "rewards", shape=(B,), kinds="biuf")
-        xn = _array(next_obs, "next_obs", shape=(B, n_in), kinds="iuf")
-        d = _array(dones, "dones", shape=(B,), kinds="biuf")
+        r = array_arg(rewards, "rewards", shape=(B,), kinds="biuf")
+        xn = array_arg(next_obs, "next_obs", shape=(B, n_in), kinds="iuf")
+        d = array_arg(dones, "dones", shape=(B,), kinds="biuf")
         if d.dtype.kind != "b" and not np.isin(d, (0, 1)).all():
             raise ValueError("dones must be bool-like: bool, or numbers that are all 0 or 1")
-        gamma = _real(gamma, "gamma", 0.0, 1.0)
+        gamma = real_arg(gamma, "gamma", 0.0, 1.0)
         g_raw, _ = num.coef_format.quantize(gamma, return_overflow=True)
         batch.actions = a.astype(np.int64)
         batch.rewards = self._quantize(r.astype(np.float64), act, "rewards")
@@ -488,7 +309,7 @@ class LearnerDriver(DriverBase):
         batch.dones = d.astype(bool)
         batch.gamma, batch.gamma_value = int(g_raw), gamma
         if loss_weights is not None:
-            lw = _array(loss_weights, "loss_weights", shape=(B,), kinds="iuf")
+            lw = array_arg(loss_weights, "loss_weights", shape=(B,), kinds="iuf")
             if B and (lw.min() < 0 or lw.max() > 1):
                 bad = int(np.argwhere((lw < 0) | (lw > 1))[0][0])
                 raise ValueError(f"loss_weights must be in [0, 1] (normalize them by their "
@@ -529,7 +350,7 @@ class LearnerDriver(DriverBase):
 
     def _layer_names(self, target):
         cfg = self._config
-        _require_dqn(cfg, target, "target=True")
+        require_dqn(cfg, target, "target=True")
         return [f"{'tw' if target else 'w'}{l}" for l in range(cfg.n_layers)]
 
     def load_raw_weights(self, raw, *, target=None):
@@ -544,7 +365,7 @@ class LearnerDriver(DriverBase):
         fmt = cfg.numerics.weight_format
         mats = []
         for l, (m, shape) in enumerate(zip(raw, shapes)):
-            a = _array(m, f"raw[{l}]", shape=shape, kinds="iu")
+            a = array_arg(m, f"raw[{l}]", shape=shape, kinds="iu")
             mats.append(fmt.check_raw(a, f"raw[{l}]").astype(np.int64))
         if target is None:
             target = cfg.loss == "dqn"
@@ -691,7 +512,7 @@ class LearnerDriver(DriverBase):
         if not isinstance(batch, LearnerBatch):
             raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
         cfg = self._config
-        _require_dqn(cfg, sync_target, "sync_target")
+        require_dqn(cfg, sync_target, "sync_target")
         words = {"BATCH_SIZE": batch.batch_size, "LR": batch.lr, "GAMMA": batch.gamma}
         due = False
         if cfg.loss == "dqn":
@@ -733,7 +554,7 @@ class LearnerDriver(DriverBase):
         if not isinstance(details, bool):
             raise ValueError(f"details must be a bool, not {details!r}")
         cfg = self._config
-        _require_dqn(cfg, sync_target, "sync_target")
+        require_dqn(cfg, sync_target, "sync_target")
         batch = self.prepare(obs, actions, rewards, next_obs, dones, targets=targets,
                              gamma=gamma, lr=lr, loss_weights=loss_weights)
         status = self.run(batch, sync_target=sync_target, timeout=timeout)

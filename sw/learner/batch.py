@@ -1,0 +1,117 @@
+"""The learner driver's argument checks and the records it passes around: what a step takes
+(:class:`LearnerBatch`) and what it returns (:class:`StepDetails`)."""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sw.driver.common import check_finite
+
+from .spec import LearnerConfig
+
+__all__ = ["LearnerBatch", "StepDetails", "array_arg", "real_arg", "require_dqn"]
+
+
+def require_dqn(config: LearnerConfig, flag, what: str):
+    """ValueError if ``flag`` (``what``) asks for the target network of an MSE learner."""
+    if flag and config.loss != "dqn":
+        raise ValueError(f"{what} needs a DQN learner (loss='mse' has no target network)")
+
+
+# -- validation ----------------------------------------------------------------------------------
+def array_arg(x, name, *, shape, kinds="biuf"):
+    """``x`` as a numeric, finite numpy array of ``shape`` (None entries: any length)."""
+    try:
+        a = np.asarray(x)
+    except Exception:  # noqa: BLE001 - ragged lists and the like
+        raise ValueError(f"{name} must be a numeric array") from None
+    if a.dtype.kind not in kinds:
+        what = {"iu": "an integer", "biu": "an integer or bool"}.get(kinds, "a numeric")
+        raise ValueError(f"{name} must be {what} array, not dtype {a.dtype}")
+    want = "[" + ", ".join("B" if s is None else str(s) for s in shape) + "]"
+    if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape)):
+        raise ValueError(f"{name} must be a {want} array, not shape {a.shape}")
+    return check_finite(a, name)
+
+
+def real_arg(value, name, lo, hi=None):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number, not {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
+        rng = f"in [{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
+        raise ValueError(f"{name} must be a real number {rng}, not {value!r}")
+    return v
+
+
+@dataclass
+class LearnerBatch:
+    """One step's arguments as the hardware takes them (raw integers), from
+    :meth:`LearnerDriver.prepare`; no hardware involved.
+
+    Members
+    -------
+    batch_size : int
+    obs, next_obs : int arrays ``[B, n_in]`` (act format); ``next_obs`` None for MSE
+    actions, rewards, dones : ``[B]`` (rewards raw act format); None for MSE
+    targets : int array ``[B, n_out]`` (MSE) or None
+    lr : int
+        Raw ``eta = lr * 2 / B`` in the LR format.
+    gamma : int
+        Raw discount in the coefficient format (0 for MSE).
+    lr_value, gamma_value : float
+        As given.
+    loss_weights : int array ``[B]`` or None
+        DQN: raw per-sample loss weights (coefficient format); None: all 1.0.
+    """
+    batch_size: int
+    obs: np.ndarray
+    lr: int
+    gamma: int = 0
+    actions: np.ndarray = None
+    rewards: np.ndarray = None
+    dones: np.ndarray = None
+    next_obs: np.ndarray = None
+    targets: np.ndarray = None
+    lr_value: float = 0.0
+    gamma_value: float = 0.0
+    loss_weights: np.ndarray = None
+
+
+@dataclass
+class StepDetails:
+    """What ``train_step(..., details=True)`` returns.
+
+    Members
+    -------
+    loss : float
+        As :meth:`LearnerDriver.train_step` returns it.
+    loss_sum : int
+        LOSS_HI:LOSS_LO, ``sum (Q - y)**2`` in raw units (``2 act_frac`` fraction bits).
+    q : float array ``[B, n_out]``
+        Q values of the step (before the update).
+    td_errors : float array
+        ``Q - y`` as the step back-propagated it (grad format, saturated if DELTA_OVERFLOW):
+        ``[B]`` at the actions taken (DQN), ``[B, n_out]`` (MSE). With loss weights (DQN):
+        ``Q[a] - y`` without the weights, computed on the host from the Q values and the
+        target network's Q values read back (exact, act format), for new priorities.
+    weighted_loss : float
+        ``(1/B) sum_b w_b (Q[b, a_b] - y_b)**2``, the loss the step descended (``loss`` when
+        no weights were given).
+    cycles : int
+        CYCLES: accelerator cycles of the step.
+    synced : bool
+        The target network was set to the updated weights after this step.
+    status : dict
+        STATUS fields, LOSS and CYCLES.
+    """
+    loss: float
+    loss_sum: int
+    q: np.ndarray
+    td_errors: np.ndarray
+    cycles: int
+    synced: bool
+    status: dict = field(default_factory=dict)
+    weighted_loss: float = None
