@@ -25,6 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 MANIFEST_ENV = "RLK_MANIFEST"
 _RUNS = itertools.count()
+
+
+def _results_xml(build_dir) -> str:
+    """A results file of its own for one cocotb run: two xdist workers may run tests on one
+    model at the same time."""
+    return str(Path(build_dir) / f"results-{os.getpid()}-{next(_RUNS)}.xml")
+
+
 #: Environment variable naming the file :func:`start_trace` appends the output trace to.
 TRACE_ENV = "RLK_TRACE"
 
@@ -100,8 +108,7 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
         testcase=testcase,
         seed=seed,
         extra_env=env,
-        # one file per call: two xdist workers may run tests on one model at the same time
-        results_xml=str(build_dir / f"results-{os.getpid()}-{next(_RUNS)}.xml"),
+        results_xml=_results_xml(build_dir),
     )
 
 
@@ -153,7 +160,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         testcase=testcase,
         seed=seed,
         extra_env=env,
-        results_xml=str(build_dir / f"results-{os.getpid()}-{next(_RUNS)}.xml"),
+        results_xml=_results_xml(build_dir),
     )
 
 

@@ -254,7 +254,8 @@ def _build():
         return (rlo, rhi, vlo, vhi, 0.0 + pairwise(v, 0, M),
                 0.0 + pairwise(delta, 0, M) if prev else 0.0, dmax)
 
-    return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode, "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+    return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode,
+            "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "square_dev": square_dev, "lookup": lookup}
 
 
