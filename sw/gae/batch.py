@@ -28,13 +28,34 @@ Caller's units (:func:`prepare_caller_units`)
     stream's mid-range and ``scale`` the smallest register value whose ``qmax`` codes reach
     both ends of the range (``scale = ceil(half_range / qmax)`` in register ulps), so nothing
     is clipped, and the codes are computed against the *rounded* registers, so their rounding
-    adds no error: each element is within half a code of its value (rewards: error feedback
-    along time, every suffix sum within half a code). Before that the whole batch is
+    adds no error: each value is within half a code of its own (the rewards: "Matched
+    rounding" below). Before that the whole batch is
     multiplied by a power of two ``unit_scale`` (exact; GAE is linear in rewards and values
     jointly) so that the returns' rigorous bound ``max(|r|, |V|) + H max|delta|``, ``H =
     sum_{l<T} (gamma lambda)^l``, fills half the processing element's data range: large
     rewards do not saturate it, small ones keep its resolution. The driver divides the results
     by ``unit_scale``. Only this batch is used: no state carries between calls.
+
+Matched rounding (``reward_rounding="error_feedback"``, the default)
+    The advantages are what a policy gradient uses, so the reward codes are chosen to make
+    *them* right, not each reward. The value codes are rounded to nearest (error ``e_t``); the
+    reward stream then absorbs the values' rounding and the rounding of ``gamma`` to the
+    coefficient format (``g``, ``gl`` as the accelerator holds them): each reward's target is
+    ``r_t + e_t - (g Vq_{t+1} - gamma V_{t+1}) (1 - done_t)`` (``Vq`` the dequantized values),
+    so the accelerator's TD error of the targets is the textbook one. The targets are rounded
+    backwards in time with error feedback matched to the recursion: ``w_t = target_t +
+    gl (1 - done_t) carry_{t+1}``, ``code_t = round(w_t)``, ``carry_t = w_t - code_t``; then the
+    advantage recursion telescopes the roundings away and each advantage is off by its own
+    ``carry_t`` only (half a reward code), however long the episode and wide the values'
+    range. The reward range is the targets' plus one code on each side (room for the carry).
+    ``"nearest"`` rounds each reward to nearest instead (the advantages then carry every
+    value's and reward's rounding, discounted). Measured: docs/gae.md, "Accuracy".
+
+Returns (caller's units)
+    ``advantages + values`` on the host, with the caller's float64 values: the accelerator's
+    returns are ``advantages + Vq`` and carry each value's rounding, which matched rounding no
+    longer cancels in the advantages. A stream's batch (the host keeps no float values) and
+    standardized units take the accelerator's returns.
 
 Result scale (in-place results, :func:`choose_result_scale`)
     The accelerator writes ``code = round(x * scale + offset)``, saturated to ``±qmax``
@@ -217,7 +238,7 @@ def range_registers(lo, hi, bits, reg_format):
     return max(1, math.ceil(half / qmax / reg_format.ulp)), off_raw
 
 
-def _stream(x, bits, reg_format, *, error_feedback):
+def _stream(x, bits, reg_format):
     """Registers (mid-range offset, covering scale, both rounded first) and codes of ``x``."""
     qmax = (1 << (bits - 1)) - 1
     scale_raw, off_raw = range_registers(float(x.min()), float(x.max()), bits, reg_format)
@@ -225,7 +246,7 @@ def _stream(x, bits, reg_format, *, error_feedback):
     off = float(reg_format.to_float(off_raw))
     # Step 1 in units of the realized scale: the codes are rint((x - off) / scale).
     q = UniformQuantizer(bits=bits, clip=float(qmax))
-    codes = q.quantize((x - off) / scale, error_feedback=error_feedback)
+    codes = q.quantize((x - off) / scale)
     return codes, scale_raw, off_raw
 
 
@@ -241,9 +262,13 @@ def unit_scale_for(max_abs_input, max_abs_delta, T, gl, data_format):
 
 
 def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bits, reg_format,
-                         data_format, reward_rounding="error_feedback"):
+                         data_format, reward_rounding="error_feedback", coefs=None):
     """Codes and dequantizer registers whose dequantized values are the caller's own
     rewards and values times ``unit_scale`` (module docstring). No state.
+
+    ``coefs``: ``(gamma, gamma * lam)`` as the accelerator holds them (rounded to its
+    coefficient format); default the exact ones. With ``reward_rounding="error_feedback"``
+    the reward codes are matched to the recursion (module docstring, "Matched rounding").
 
     Returns
     -------
@@ -253,10 +278,13 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
         ``unit_scale``; ``value_mean`` (scaled, the centre of the return range);
         ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped).
     """
+    gh, glh = (float(gamma), float(gamma) * float(lam)) if coefs is None else map(float, coefs)
+    matched = reward_rounding == "error_feedback"
     if hostfast.available():            # the same results from compiled passes
         prep = hostfast.caller_units(rewards, values, last_values, dones, gamma, lam,
                                      bits=bits, reg_format=reg_format,
-                                     data_format=data_format, reward_rounding=reward_rounding)
+                                     data_format=data_format, matched=matched,
+                                     coefs=(gh, glh))
         if prep is not None:
             return prep
     r = np.asarray(rewards, np.float64)
@@ -267,15 +295,49 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
     delta = r + gamma * v_next * ~dones - v
     unit_scale = unit_scale_for(max(np.abs(r).max(), np.abs(v).max(), np.abs(last).max()),
                                 float(np.abs(delta).max()), T, gamma * lam, data_format)
-    feedback = reward_rounding == "error_feedback"
-    rc, rs, ro = _stream(r * unit_scale, bits, reg_format, error_feedback=feedback)
     vall = np.concatenate([v, last[None]], axis=0) * unit_scale
-    vc, vs, vo = _stream(vall, bits, reg_format, error_feedback=False)
+    vc, vs, vo = _stream(vall, bits, reg_format)
+    if matched:
+        rc, rs, ro = _matched_rewards(r * unit_scale, vall, vc, vs, vo, dones, gamma, gh, glh,
+                                      bits, reg_format)
+    else:
+        rc, rs, ro = _stream(r * unit_scale, bits, reg_format)
     return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
             "reward_scale_raw": rs, "reward_offset_raw": ro,
             "value_scale_raw": vs, "value_offset_raw": vo,
             "unit_scale": unit_scale, "value_mean": float(vall.mean()),
             "reward_clipped": 0.0, "value_clipped": 0.0}
+
+
+def matched_registers(lo, hi, bits, reg_format):
+    """The reward registers of matched rounding: :func:`range_registers` of the targets'
+    range ``[lo, hi]`` widened by one code step on each side (room for the carry)."""
+    step = float(reg_format.to_float(range_registers(lo, hi, bits, reg_format)[0]))
+    return range_registers(lo - step, hi + step, bits, reg_format)
+
+
+def _matched_rewards(r, vall, vc, vs, vo, dones, gamma, gh, glh, bits, reg_format):
+    """Reward codes of matched rounding (module docstring) and their registers. ``r``, ``vall``
+    scaled by ``unit_scale``; ``vc`` the value codes with the bootstrap row, ``vs``, ``vo`` their
+    registers; ``gh``, ``glh`` the accelerator's coefficients. The numpy reference of
+    :func:`sw.gae.hostfast.caller_units` (the same operations in the same order)."""
+    qmax = (1 << (bits - 1)) - 1
+    vh = vc * float(reg_format.to_float(vs)) + float(reg_format.to_float(vo))
+    nd = np.where(dones, 0.0, 1.0)
+    target = r + (vh[:-1] - vall[:-1]) - (gh * vh[1:] - gamma * vall[1:]) * nd
+    rs, ro = matched_registers(float(target.min()), float(target.max()), bits, reg_format)
+    a = (target - float(reg_format.to_float(ro))) / float(reg_format.to_float(rs))
+    rho = glh * nd
+    codes = np.empty(r.shape, np.int8 if bits <= 8 else np.int16)
+    carry, w, c = (np.zeros(r.shape[1]) for _ in range(3))
+    for t in range(r.shape[0] - 1, -1, -1):
+        np.multiply(rho[t], carry, out=w)
+        np.add(a[t], w, out=w)
+        np.rint(w, out=c)
+        np.clip(c, -qmax, qmax, out=c)
+        np.subtract(w, c, out=carry)
+        codes[t] = c
+    return codes, rs, ro
 
 
 @dataclass
@@ -318,6 +380,10 @@ class GaeBatch:
     result_run : (array, array) or None
         ``[T, M]`` indices into ``run_args`` of the run each advantage and return was taken
         from (the narrowest in which its code did not saturate).
+    values : array or None
+        Caller's units: the caller's values (float64 ``[T, M]``); the returns are then
+        ``advantages + values`` on the host ("Returns" in the module docstring). None for a
+        stream's or a standardized batch: the accelerator's returns.
     """
     T: int
     M: int
@@ -337,6 +403,7 @@ class GaeBatch:
     runs: int = 0
     run_args: list = field(default_factory=list)
     result_run: tuple | None = None
+    values: np.ndarray | None = None
 
 
 def check_units(units):

@@ -29,7 +29,8 @@ in order:
    :class:`GaeError` with the text of :data:`sw.gae.spec.ERRORS`, the overflow flags
    warn with a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
    :class:`StartRefusedWarning`; the result codes or words read back;
-4. **de-quantization** to float64.
+4. **de-quantization** to float64; in the caller's units the returns are the advantages plus
+   the caller's values (:mod:`sw.gae.batch`, "Returns").
 
 Units of the results
     ``units="caller"`` (default): textbook GAE, :func:`~sw.golden.gae.gae_reference` of the
@@ -281,7 +282,9 @@ class GaeDriver(DriverBase):
         if self._units == "caller":
             prep = prepare_caller_units(r, v, last, d, gamma, lam, bits=cfg.code_bits,
                                         reg_format=cfg.reg_format, data_format=cfg.pe.data_format,
-                                        reward_rounding=self.pipeline.reward_rounding)
+                                        reward_rounding=self.pipeline.reward_rounding,
+                                        coefs=(g_raw * 2.0 ** -cfg.pe.coef_frac,
+                                               gl_raw * 2.0 ** -cfg.pe.coef_frac))
         else:
             prep = self.pipeline.prepare(r, v, last)
             self._warn_clipping(prep)
@@ -291,7 +294,8 @@ class GaeDriver(DriverBase):
         codes = {"rewards": prep["reward_codes"], "values": prep["value_codes"],
                  "bootstrap": prep["bootstrap_codes"], "dones": d}
         batch = GaeBatch(T, M, gamma, lam, codes, args, prep, units=self._units,
-                         unit_scale=prep.get("unit_scale", 1.0))
+                         unit_scale=prep.get("unit_scale", 1.0),
+                         values=v if self._units == "caller" else None)
         if cfg.results == "inplace":
             self._choose_result_scale(batch)
         return batch
@@ -577,4 +581,6 @@ class GaeDriver(DriverBase):
         batch.status = dict(self.last_status)
         batch.result_run = (origin[0], origin[1])
         self._warn(self.last_status)
+        if batch.values is not None:         # caller's units: sw.gae.batch, "Returns"
+            return results[0], results[0] + batch.values
         return results[0], results[1]

@@ -57,10 +57,10 @@ def _build():
         return ok, big.max(), dmax.max(), rlo.min(), rhi.max(), vlo.min(), vhi.max()
 
     @jit
-    def quantize(r, v, last, u, ro, rs, vo, vs, q, feedback, rc, vc, vall, carry):
-        """Reward codes (error feedback backwards in time, or nearest), value and bootstrap
-        codes into ``vc`` [T+1, M], the scaled values into ``vall``. One loop nest per
-        stream, time in a forward range: either is several times faster in numba."""
+    def quantize(r, v, last, u, ro, rs, vo, vs, q, rc, vc, vall):
+        """Value and bootstrap codes into ``vc`` [T+1, M], the scaled values into ``vall``,
+        and (if ``rc`` has rows) nearest reward codes. One loop nest per stream, time in a
+        forward range: either is several times faster in numba."""
         T, M = r.shape
         for t in range(T + 1):
             row = v[t] if t < T else last
@@ -68,19 +68,40 @@ def _build():
                 x = row[j] * u
                 vall[t, j] = x
                 vc[t, j] = clip(np.rint(clip((x - vo) / vs, q) / 1.0), q)
-        if feedback:
-            carry[:] = 0.0
-            for k in range(T):                  # t = T-1 .. 0
-                t = T - 1 - k
-                for j in range(M):
-                    w = clip((r[t, j] * u - ro) / rs, q) + carry[j]
-                    c = clip(np.rint(w / 1.0), q)
-                    carry[j] = w - c * 1.0
-                    rc[t, j] = c
-        else:
-            for t in range(T):
-                for j in range(M):
-                    rc[t, j] = clip(np.rint(clip((r[t, j] * u - ro) / rs, q) / 1.0), q)
+        for t in range(rc.shape[0]):
+            for j in range(M):
+                rc[t, j] = clip(np.rint(clip((r[t, j] * u - ro) / rs, q) / 1.0), q)
+
+    @jit
+    def matched_targets(r, u, vall, vc, vs, vo, d, gamma, gh, target):
+        """The reward targets of matched rounding (:func:`sw.gae.batch._matched_rewards`) into
+        ``target``; their (min, max)."""
+        T, M = r.shape
+        lo, hi = np.inf, -np.inf
+        for t in range(T):
+            for j in range(M):
+                nd = 0.0 if d[t, j] else 1.0
+                e = (vc[t, j] * vs + vo) - vall[t, j]
+                n = gh * (vc[t + 1, j] * vs + vo) - gamma * vall[t + 1, j]
+                x = (r[t, j] * u + e) - n * nd
+                target[t, j] = x
+                lo, hi = min(lo, x), max(hi, x)
+        return lo, hi
+
+    @jit
+    def matched_codes(target, d, ro, rs, glh, q, rc, carry):
+        """Reward codes of matched rounding: from t = T-1 down to 0, ``w = (target - ro) / rs
+        + glh (1 - d) carry``, ``c = clip(rint(w))``, ``carry = w - c``."""
+        T, M = target.shape
+        carry[:] = 0.0
+        for k in range(T):
+            t = T - 1 - k
+            for j in range(M):
+                rho = glh * (0.0 if d[t, j] else 1.0)
+                w = (target[t, j] - ro) / rs + rho * carry[j]
+                c = clip(np.rint(w), q)
+                carry[j] = w - c
+                rc[t, j] = c
 
     @jit
     def deq_stats(rc, vc, boot, d, rs, ro, vs, vo, g, delta, seg):
@@ -256,6 +277,7 @@ def _build():
 
     return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode,
             "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
+            "matched_targets": matched_targets, "matched_codes": matched_codes,
             "square_dev": square_dev, "lookup": lookup}
 
 
@@ -274,16 +296,17 @@ def _f64(x):
     return np.ascontiguousarray(x, np.float64)
 
 
-def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
-                 reward_rounding="error_feedback"):
-    """:func:`sw.gae.batch.prepare_caller_units` in two compiled passes, or None if an input
+def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, matched=True,
+                 coefs=None):
+    """:func:`sw.gae.batch.prepare_caller_units` in a few compiled passes, or None if an input
     is not finite (the caller then takes the numpy path, which raises its error)."""
-    from .batch import range_registers, unit_scale_for
+    from .batch import matched_registers, range_registers, unit_scale_for
     k = _kernels()
     r, v, last, d = _f64(r), _f64(v), _f64(last), np.ascontiguousarray(d, np.bool_)
     if r.ndim != 2 or r.size == 0 or v.shape != r.shape or d.shape != r.shape \
             or last.shape != r.shape[1:]:
         return None                           # the numpy code's behaviour (or error)
+    gh, glh = (gamma, gamma * lam) if coefs is None else coefs
     T, M = r.shape
     ok, big, dmax, rlo, rhi, vlo, vhi = k["input_stats"](r, v, last, d, float(gamma))
     if not ok:
@@ -296,8 +319,16 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format,
     dtype = np.int8 if bits <= 8 else np.int16
     rc, vc = np.empty((T, M), dtype), np.empty((T + 1, M), dtype)
     vall = np.empty((T + 1, M))
-    k["quantize"](r, v, last, u, f[1], f[0], f[3], f[2], float((1 << (bits - 1)) - 1),
-                  reward_rounding == "error_feedback", rc, vc, vall, np.empty(M))
+    q = float((1 << (bits - 1)) - 1)
+    k["quantize"](r, v, last, u, f[1], f[0], f[3], f[2], q, rc[:0 if matched else T], vc,
+                  vall)
+    if matched:
+        target = np.empty((T, M))
+        lo, hi = k["matched_targets"](r, u, vall, vc, f[2], f[3], d, float(gamma), float(gh),
+                                      target)
+        rs, ro = matched_registers(lo, hi, bits, reg_format)
+        k["matched_codes"](target, d, float(reg_format.to_float(ro)),
+                           float(reg_format.to_float(rs)), float(glh), q, rc, np.empty(M))
     return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
             "reward_scale_raw": rs, "reward_offset_raw": ro,
             "value_scale_raw": vs, "value_offset_raw": vo,

@@ -15,6 +15,7 @@ from driver_util import rollout
 
 from sw.driver import GaeDriver, GaeOverflowWarning, GoldenDevice
 from sw.gae.golden import dones_from_episode_starts, gae_reference
+from sw.gae.quant import GaeQuantizationPipeline
 from sw.gae.spec import GaeCoreConfig
 
 HEPPO = {"n_pe": 8, "max_trajectories": 64, "capacity": 256}
@@ -86,9 +87,13 @@ def data(kind, cartpole):
     return rollout(np.random.default_rng(5), 128, 16, reward=kind)
 
 
-# Relative RMS error of advantages against textbook GAE (measured: docs/gae.md, "Accuracy").
-# 8-bit: worst measured here 5.6 % in place; 16-bit: the issue's target, 0.1 %.
-LIMIT = {(8, "inplace"): 0.08, (8, "full"): 0.05, (16, "inplace"): 1e-3, (16, "full"): 1e-3}
+# Relative RMS error of advantages against textbook GAE (measured: docs/gae.md, "Accuracy"):
+# issue #14's targets, 3 % with 8-bit codes, 0.1 % with 16-bit ones (8-bit full-precision
+# results: 0.42 % worst measured here, 5.6 % before matched rounding). The returns are the
+# advantages plus the caller's values, off by the same amounts, which are a larger fraction of
+# returns smaller than the advantages (sparse rewards at gamma = lambda = 1: 5.1 %).
+LIMIT = {(8, "inplace"): 0.03, (8, "full"): 0.01, (16, "inplace"): 1e-3, (16, "full"): 1e-3}
+RETURNS_LIMIT = {(8, "inplace"): 0.06, (8, "full"): 0.01, (16, "inplace"): 1e-3}
 
 
 @pytest.mark.parametrize("kind", ["gauss", "sparse", "cartpole"])
@@ -100,8 +105,36 @@ def test_default_is_textbook_gae_in_the_callers_units(kind, gamma, lam, bits, re
     adv, ret = compute(drv, *batch, gamma, lam)
     ref_a, ref_r = gae_reference(*batch, gamma, lam)
     assert rel_rms(adv, ref_a) <= LIMIT[bits, results], rel_rms(adv, ref_a)
-    assert rel_rms(ret, ref_r) <= LIMIT[bits, results], rel_rms(ret, ref_r)
+    assert rel_rms(ret, ref_r) <= RETURNS_LIMIT[bits, results], rel_rms(ret, ref_r)
     assert drv.last_batch.units == "caller"
+
+
+def random_walk_batch(T=256, M=64, seed=1):
+    """scripts/gae_accuracy.py's random data: values a random walk over a wide range."""
+    rng = np.random.default_rng(seed)
+    dones = rng.random((T, M)) < 0.05
+    rewards = rng.normal(size=(T, M))
+    values = 2.0 * np.cumsum(rng.normal(scale=0.3, size=(T, M)), axis=0) + 1.0
+    return rewards, values, dones, values[-1] + rng.normal(scale=0.3, size=M)
+
+
+@pytest.mark.parametrize("gamma, lam", PAIRS)
+def test_values_over_a_wide_range_cost_no_advantage_accuracy(gamma, lam):
+    """Matched rounding (sw.gae.batch): the reward codes absorb the value codes' rounding, so
+    values spanning a wide range (8-bit steps of 0.2 against TD errors of ~1.4) leave the
+    advantages within 3 %; rounding each stream to nearest gave 3.66 % at lambda = 0 (the
+    value codes alone 3.55 %)."""
+    batch = random_walk_batch()
+    adv, ret = compute(make(), *batch, gamma, lam)
+    ref_a, ref_r = gae_reference(*batch, gamma, lam)
+    assert rel_rms(adv, ref_a) <= 0.03, rel_rms(adv, ref_a)
+    full, _ = compute(make(results="full"), *batch, gamma, lam)
+    assert rel_rms(full, ref_a) <= 0.006, rel_rms(full, ref_a)
+    cfg = make().config
+    nearest = GaeDriver(GoldenDevice(cfg), cfg,
+                        pipeline=GaeQuantizationPipeline(reward_rounding="nearest"))
+    if lam == 0.0:                   # what nearest rounding costs: the value codes' rounding
+        assert rel_rms(compute(nearest, *batch, gamma, lam)[0], ref_a) > 0.03
 
 
 def test_constant_reward_keeps_its_value():
@@ -299,24 +332,23 @@ def test_gymnasium_rollout_with_time_limit_truncation():
 
 # -- a worst-case bound, not only RMS --------------------------------------------------------
 def caller_bound(drv, b, values, last, rewards):
-    """Elementwise bound on |compute - gae_reference| in the caller's units: the reward part
-    of an advantage within one reward code (error feedback), each value within half a value
-    code (codes computed against the rounded registers, so no register rounding), reaching an
-    advantage through ``(1 + gamma) H`` TD errors; the coefficient rounding through ``|V| H``
-    and ``|delta| H^2``; the PE's rounding a few ulps per step; half a result code."""
+    """Elementwise bound on |compute - gae_reference| in the caller's units. Matched rounding
+    (sw.gae.batch) leaves each advantage off by its own carry, half a reward code, whatever
+    the values' codes; then the rounding of gamma * lambda through ``|delta| H^2``, the PE's
+    and the dequantizers' rounding a few ulps per step, half a result code. The returns are
+    the advantages plus the caller's values: the same bound."""
     cfg, u = drv.config, b.unit_scale
     rf, df = cfg.reg_format, cfg.pe.data_format
     g, gl = b.gamma, b.gamma * b.lam
     H = sum(gl ** k for k in range(b.T))
-    e_r = rf.to_float(b.args.reward_scale) / u
+    e_r = rf.to_float(b.args.reward_scale) / 2 / u
     e_v = rf.to_float(b.args.value_scale) / 2 / u
     v_max = max(np.abs(values).max(), np.abs(last).max()) + e_v
-    d_max = np.abs(rewards).max() + e_r + (1 + g) * v_max
+    d_max = np.abs(rewards).max() + 2 * e_r + (1 + g) * v_max
     coef = 2.0 ** -cfg.pe.coef_frac
-    adv = e_r + (1 + g) * e_v * H + coef * v_max * H + coef * d_max * H * H + 4 * df.ulp * H / u
-    code = (b.adv_range / cfg.code_max / 2 / u, b.rtg_range / cfg.code_max / 2 / u) \
-        if cfg.results == "inplace" else (df.ulp / u, df.ulp / u)
-    return adv + code[0], adv + e_v + code[1]
+    adv = e_r + coef * d_max * H * H + 6 * df.ulp * H / u
+    code = b.adv_range / cfg.code_max / 2 / u if cfg.results == "inplace" else df.ulp / u
+    return adv + code, adv + code
 
 
 @pytest.mark.parametrize("kind", ["gauss", "sparse", "cartpole"])
