@@ -54,8 +54,9 @@ Matched rounding (``reward_rounding="error_feedback"``, the default)
 Returns (caller's units)
     ``advantages + values`` on the host, with the caller's float64 values: the accelerator's
     returns are ``advantages + Vq`` and carry each value's rounding, which matched rounding no
-    longer cancels in the advantages. A stream's batch (the host keeps no float values) and
-    standardized units take the accelerator's returns.
+    longer cancels in the advantages. Standardized units and a stream's pushed batch
+    (:mod:`sw.gae.stream`: its own rounding, forward in time, and no float values kept) take
+    the accelerator's returns; a stream's first, deferred batch is a batch call.
 
 Result scale (in-place results, :func:`choose_result_scale`)
     The accelerator writes ``code = round(x * scale + offset)``, saturated to ``±qmax``
@@ -383,7 +384,7 @@ class GaeBatch:
     values : array or None
         Caller's units: the caller's values (float64 ``[T, M]``); the returns are then
         ``advantages + values`` on the host ("Returns" in the module docstring). None for a
-        stream's or a standardized batch: the accelerator's returns.
+        pushed stream's or a standardized batch: the accelerator's returns.
     """
     T: int
     M: int
