@@ -2,17 +2,17 @@
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.gae.spec import (GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, GaeCoreConfig,
                          gae_register_map)
 
-from ..fixed import rshift_round, saturate
+from ..fixed import rshift_round, saturate_fast
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
-from .pe import GaeProcessingElement, _select
+from .pe import GaeProcessingElement, _add3, _Products, _products_wide, _select, _shifted, _signed
 
 __all__ = ["GaeCore"]
 
@@ -34,13 +34,16 @@ class GaeCore(wiring.Component):
     2. for each group of L words (L = k in interleaved mode, else 1): L cycles reading the
        bootstrap row, then ``T * L`` cycles reading rows T-1 .. 0, one word per cycle; the codes
        are dequantized (``code * scale + offset``) and fed to the N PEs, one element per PE per
-       cycle;
+       cycle, ``config.READ_LATENCY`` registers after the read;
     3. the PEs' results are requantized to codes (``"inplace"``) and written over the rewards
        and values, or written at full precision (``"full"``), through the memories' second
-       port, ``latency`` cycles behind the reads.
+       port, ``config.write_latency`` registers after the PEs.
+
+    Every multiplier is split into products that fit one DSP48E2 each, with registers on both
+    sides; sums take one carry chain a stage; the block RAMs' data is registered before use.
 
     Cycles of a run (:func:`sw.gae.spec.run_cycles`): ``1 + G + 1 + wait + ceil(G / L) * L *
-    (T + 1) + pe.latency + 3`` (start accepted, setup, the wait for the coefficient powers
+    (T + 1) + drain_cycles + 1`` (start accepted, setup, the wait for the coefficient powers
     (``config.coef_wait``), group start, reads, drain).
     While busy the host port is disabled (``host_enable`` = 0). Sticky flags (cleared at each
     start): ``dequant_overflow``, ``pe_overflow``, ``requant_overflow``.
@@ -54,7 +57,8 @@ class GaeCore(wiring.Component):
         ``start``, ``busy``, ``ready`` and ``done`` pulses, ``error`` (STATUS.ERROR codes of
         :data:`sw.gae.spec.ERROR_CODES`), ``cycles``.
     args : ``In(ArgsSignature(gae_register_map(config)))``
-        The run arguments (:func:`sw.gae.spec.GAE_CORE_ARGS`), sampled with ``start``.
+        The run arguments (:func:`sw.gae.spec.GAE_CORE_ARGS`), sampled with ``start``; they
+        must be stable from the cycle before ``start`` (their refusal checks are registered).
     status : ``Out(StatusSignature(...))``
         The sticky flags ``status_dequant_overflow``, ``status_pe_overflow``,
         ``status_requant_overflow``.
@@ -82,7 +86,7 @@ class GaeCore(wiring.Component):
 
     @property
     def drain(self) -> int:
-        return self._config.pe.latency + 2
+        return self._config.drain_cycles
 
     def elaborate(self, platform):
         m = Module()
@@ -131,6 +135,13 @@ class GaeCore(wiring.Component):
         rem = Signal(signed(14))    # trajectories left while dividing; then lanes of last group
         rows = Signal(ab + 2)       # (T + 1) * G accumulated during the division
         last_lanes = Signal(range(N + 1))
+        # Registers one step ahead of the arithmetic the control needs (short paths).
+        T_minus_1, T_plus_1 = Signal(ab + 1), Signal(ab + 2)
+        G_minus_1 = Signal(13)
+        nxt_rows = Signal(ab + 2)   # rows + T + 1
+        room = Signal(signed(34))   # depth - nxt_rows
+        G_minus_L = Signal(signed(15))
+        last_group = Signal()
 
         busy = Signal()
         err = Signal(3)
@@ -161,6 +172,17 @@ class GaeCore(wiring.Component):
         rd_addr = Signal(ab + 2)
         m.d.comb += rd_addr.eq(row_base + grp_base + lane)
         args_in = self.args
+        # The refusal checks of the arguments, registered: the arguments must be stable from
+        # the cycle before ``start`` (the AXI4-Lite registers are: AP_START is a later write).
+        chk = {name: Signal(name=f"chk_{name}") for name in
+               ("no_timesteps", "no_trajectories", "capacity", "coefficient")}
+        m.d.sync += [
+            chk["no_timesteps"].eq(args_in.num_timesteps == 0),
+            chk["no_trajectories"].eq(args_in.num_trajectories == 0),
+            chk["capacity"].eq((args_in.num_timesteps >= depth)
+                               | (args_in.num_trajectories > MAX_RUN_TRAJECTORIES)),
+            chk["coefficient"].eq((args_in.gamma > one) | (args_in.gamma_lambda > one)),
+        ]
 
         with m.FSM(name="ctrl"):
             with m.State("IDLE"):
@@ -171,33 +193,37 @@ class GaeCore(wiring.Component):
                         m.d.sync += sig.eq(getattr(args_in, name))
                     m.d.sync += [
                         T.eq(args_in.num_timesteps),
+                        T_minus_1.eq(args_in.num_timesteps - 1),
+                        T_plus_1.eq(args_in.num_timesteps + 1),
+                        nxt_rows.eq(args_in.num_timesteps + 1),
+                        room.eq(depth - 1 - args_in.num_timesteps),
                         rem.eq(args_in.num_trajectories), G.eq(0), rows.eq(0),
                     ]
-                    too_big = ((args_in.num_timesteps >= depth)
-                               | (args_in.num_trajectories > MAX_RUN_TRAJECTORIES))
-                    with m.If(args_in.num_timesteps == 0):
+                    with m.If(chk["no_timesteps"]):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]),
                                      self.ctrl.done.eq(1)]
-                    with m.Elif(args_in.num_trajectories == 0):
+                    with m.Elif(chk["no_trajectories"]):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["no_trajectories"]),
                                      self.ctrl.done.eq(1)]
-                    with m.Elif(too_big):
+                    with m.Elif(chk["capacity"]):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), self.ctrl.done.eq(1)]
-                    with m.Elif((args_in.gamma > one) | (args_in.gamma_lambda > one)):
+                    with m.Elif(chk["coefficient"]):
                         m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]),
                                      self.ctrl.done.eq(1)]
                     with m.Else():
                         m.d.sync += busy.eq(1)
                         m.next = "SETUP"
             with m.State("SETUP"):
-                # One group per cycle: G += 1, rem -= N, rows += T + 1.
-                nxt_rows = rows + T + 1
-                with m.If(nxt_rows > depth):
+                # One group per cycle: G += 1, rem -= N, rows += T + 1 (nxt_rows = rows + T + 1
+                # is a register, one step ahead; room = depth - nxt_rows, negative: too many).
+                with m.If(room[-1]):
                     m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), busy.eq(0),
                                  self.ctrl.done.eq(1)]
                     m.next = "IDLE"
                 with m.Else():
-                    m.d.sync += [G.eq(G + 1), rem.eq(rem - N), rows.eq(nxt_rows)]
+                    m.d.sync += [G.eq(G + 1), G_minus_1.eq(G), G_minus_L.eq(G + 1 - L),
+                                 rem.eq(rem - N), rows.eq(nxt_rows),
+                                 nxt_rows.eq(nxt_rows + T_plus_1), room.eq(room - T_plus_1)]
                     with m.If(rem <= N):
                         m.d.sync += last_lanes.eq(rem)
                         m.next = "START_GROUPS"
@@ -215,7 +241,7 @@ class GaeCore(wiring.Component):
                     with m.If(boot):
                         m.d.sync += [boot.eq(0), t.eq(t - 1), row_base.eq(row_base - G)]
                     with m.Elif(t == 0):
-                        with m.If(grp_base + L >= G):
+                        with m.If(last_group):
                             m.d.sync += drain.eq(self.drain)
                             m.next = "DRAIN"
                         with m.Else():
@@ -231,13 +257,20 @@ class GaeCore(wiring.Component):
                     m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
                     m.next = "IDLE"
 
-        # Lanes of the group read this cycle that hold real trajectories.
+        # The super-group being read is the run's last. A register: grp_base and G change at
+        # least two cycles before it is read (at the end of a super-group, T >= 1).
+        m.d.sync += last_group.eq(grp_base >= G_minus_L)
+        # The group read this cycle; the lanes of it that hold real trajectories follow from it
+        # a register later (nvalid_of).
         grp = Signal(14)
         m.d.comb += grp.eq(grp_base + lane)
-        nvalid = Signal(range(N + 1))
-        m.d.comb += nvalid.eq(Mux(grp < G - 1, N, Mux(grp == G - 1, last_lanes, 0)))
+
+        def nvalid_of(g):
+            return Mux(g < G_minus_1, N, Mux(g == G_minus_1, last_lanes, 0))
+
+        first = ~boot & (t == T_minus_1)
         return _Sequence(args=a, busy=busy, issue=issue, rd_addr=rd_addr, lane=lane, boot=boot,
-                         t=t, T=T, nvalid=nvalid)
+                         first=first, grp=grp, nvalid_of=nvalid_of)
 
     def _host_reads(self, m, seq, rports):
         """The read ports: the sequence's reads while busy, the host's while idle (data one
@@ -282,58 +315,87 @@ class GaeCore(wiring.Component):
         return _HostAddress(region=host_region, sub=host_sub, row=host_row)
 
     def _dequantize(self, m, seq, rports):
-        """Stages 1 and 2: the read data arrives and is dequantized (``code * scale +
-        offset``, saturated to the data format); bootstrap rows go to per-lane registers.
-        Returns the stage-2 values (:class:`_Stage2`)."""
+        """The read data's way to the PEs (``config.READ_LATENCY`` registers): the block RAM,
+        its output register, the dequantizer's partial products (``code * scale``, one DSP48E2
+        each), their sum with the offset, the saturation to the data format (stage 2);
+        bootstrap rows go to per-lane registers. Returns the stage-2 values
+        (:class:`_Stage2`)."""
         cfg = self._config
         N, b, W = cfg.n_pe, cfg.code_bits, cfg.pe.data_width
         L = cfg.pe.k if cfg.pe.mode == "interleaved" else 1
         ab = cfg.addr_bits
         dfmt, rfmt = cfg.pe.data_format, cfg.reg_format
-        a, lane, nvalid = seq.args, seq.lane, seq.nvalid
+        a, lane = seq.args, seq.lane
+        acc_shape = signed(b + cfg.reg_width + 3)
 
-        # -- stage 1: read data arrives; dequantize ---------------------------------------------
-        s1_valid, s1_boot, s1_first, s1_lane = Signal(), Signal(), Signal(), Signal.like(lane)
-        s1_addr, s1_nvalid = Signal(ab + 2), Signal.like(nvalid)
-        m.d.sync += [
-            s1_valid.eq(seq.issue), s1_boot.eq(seq.boot),
-            s1_first.eq(~seq.boot & (seq.t == seq.T - 1)),
-            s1_lane.eq(lane), s1_addr.eq(seq.rd_addr), s1_nvalid.eq(nvalid),
-        ]
+        # The read's bookkeeping, one register per stage of the data.
+        ctl = {"valid": seq.issue, "boot": seq.boot, "first": seq.first, "lane": lane,
+               "addr": seq.rd_addr, "grp": seq.grp}
+
+        def delay(src, tag):
+            out = {}
+            for name, value in src.items():
+                sig = Signal(Value.cast(value).shape(), name=f"{tag}_{name}")
+                m.d.sync += sig.eq(value)
+                out[name] = sig
+            return out
+
+        c1 = delay(ctl, "rd1")          # the block RAM's output
+        c1 = {**c1, "nvalid": seq.nvalid_of(c1["grp"])}
+        del c1["grp"]
+        c2 = delay(c1, "rd2")           # its output register
+        rq = {name: Signal(len(rports[name].data), name=f"rdata_{name}_q")
+              for name in ("rewards", "values", "dones")}
+        m.d.sync += [rq[name].eq(rports[name].data) for name in rq]
+        c3 = delay(c2, "rd3")           # partial products
+        c4 = delay(c3, "rd4")           # their sum with the offset
+        s2c = delay(c4, "s2")           # saturated: stage 2
 
         shift = rfmt.frac - dfmt.frac
+        rnd = dfmt.rounding
+        # The rounding constant folded into the offset (a register: the arguments are static
+        # during a run); half_even rounds after the sum (one more adder on that stage).
+        inc = (1 << (shift - 1) if rnd == "half_up" else 0) if shift > 0 else 0
 
-        def dequant(code, scale, offset, name):
-            acc = code * scale + offset
-            if shift >= 0:
-                acc = rshift_round(acc, shift, dfmt.rounding)
-            else:
-                acc = acc << -shift
-            return saturate(m, acc, dfmt, name=name)
+        def offset_reg(name):
+            reg = Signal(signed(cfg.reg_width + 1), name=f"{name}_rnd")
+            m.d.sync += reg.eq(a[name] + inc)
+            return reg
 
-        s2_valid, s2_boot, s2_first = Signal(), Signal(), Signal()
-        s2_lane, s2_addr, s2_nvalid = Signal.like(lane), Signal(ab + 2), Signal.like(nvalid)
-        m.d.sync += [s2_valid.eq(s1_valid), s2_boot.eq(s1_boot), s2_first.eq(s1_first),
-                     s2_lane.eq(s1_lane), s2_addr.eq(s1_addr), s2_nvalid.eq(s1_nvalid)]
+        offs = {"reward": offset_reg("reward_offset"), "value": offset_reg("value_offset")}
+        d_q = Signal(N, name="rd4_dones")
+        d_q2 = Signal(N, name="rd3_dones")
+        s2_d = Signal(N)
+        m.d.sync += [d_q2.eq(rq["dones"][:N]), d_q.eq(d_q2), s2_d.eq(d_q)]
         s2_r = [Signal(signed(W), name=f"s2_r{p}") for p in range(N)]
         s2_v = [Signal(signed(W), name=f"s2_v{p}") for p in range(N)]
-        s2_d = Signal(N)
-        deq_ovf = []
-        rdata_r = rports["rewards"].data
-        rdata_v = rports["values"].data
-        rdata_d = rports["dones"].data
+        deq_bits = Signal(N, name="deq_ovf_bits")
         for p in range(N):
-            code_r = rdata_r[p * b:(p + 1) * b].as_signed()
-            code_v = rdata_v[p * b:(p + 1) * b].as_signed()
-            r, o_r = dequant(code_r, a["reward_scale"], a["reward_offset"], f"deq_r{p}")
-            v, o_v = dequant(code_v, a["value_scale"], a["value_offset"], f"deq_v{p}")
-            m.d.sync += [s2_r[p].eq(r), s2_v[p].eq(v)]
+            ovf = []
+            for kind, data, out in (("reward", rq["rewards"], s2_r), ("value", rq["values"], s2_v)):
+                code = data[p * b:(p + 1) * b].as_signed()
+                parts = _Products(code, a[f"{kind}_scale"]).terms
+                pp = [Signal(t.shape(), name=f"deq_{kind[0]}{p}_pp{j}")
+                      for j, t in enumerate(parts)]
+                m.d.sync += [x.eq(t) for x, t in zip(pp, parts)]
+                acc = Signal(acc_shape, name=f"deq_{kind[0]}{p}_acc")
+                m.d.sync += acc.eq(_add3(_shifted(pp) + [offs[kind]], acc_shape))
+                if shift > 0:
+                    val = acc[shift:].as_signed() if rnd != "half_even" \
+                        else rshift_round(acc, shift, rnd)
+                else:
+                    val = acc << -shift
+                v, o = saturate_fast(m, val, dfmt, name=f"deq_{kind[0]}{p}")
+                m.d.sync += out[p].eq(v)
+                ovf.append(o)
+            o_r, o_v = ovf
             # Rewards of the bootstrap row and lanes past the last trajectory hold no data.
-            deq_ovf.append(((o_r & ~s1_boot) | o_v) & (p < s1_nvalid))
-        m.d.sync += s2_d.eq(rdata_d[:N])
+            m.d.sync += deq_bits[p].eq(((o_r & ~c4["boot"]) | o_v) & (p < c4["nvalid"]))
         any_deq_ovf = Signal()
-        m.d.sync += any_deq_ovf.eq(s1_valid & _or_all(deq_ovf))
+        m.d.sync += any_deq_ovf.eq(s2c["valid"] & deq_bits.any())
 
+        s2_valid, s2_boot, s2_first = s2c["valid"], s2c["boot"], s2c["first"]
+        s2_lane, s2_addr, s2_nvalid = s2c["lane"], s2c["addr"], s2c["nvalid"]
         # Bootstrap values per lane (interleaved: one set per lane of the super-group).
         boot_regs = [[Signal(signed(W), name=f"boot{j}_{p}") for p in range(N)]
                      for j in range(L)]
@@ -388,31 +450,67 @@ class GaeCore(wiring.Component):
         D_bytes = cfg.axi_data_width // 8
         a = seq.args
         out0 = pes[0].o
-        w_valid = Signal()
-        w_addr = Signal(ab)
-        w_lanes = Signal(range(N + 1))
-        m.d.sync += [w_valid.eq(out0.valid), w_addr.eq(out0.payload.timestep),
-                     w_lanes.eq(out0.payload.trajectory)]
-        req_ovf = []
+        # The element's bookkeeping, ``config.write_latency`` registers behind the PEs.
+        valid, addr, lanes = out0.valid, out0.payload.timestep, out0.payload.trajectory
+        tags = []
+        for j in range(cfg.write_latency):
+            nv, na, nl = Signal(name=f"wb{j}_valid"), Signal(ab, name=f"wb{j}_addr"), \
+                Signal(range(N + 1), name=f"wb{j}_lanes")
+            m.d.sync += [nv.eq(valid), na.eq(addr), nl.eq(lanes)]
+            tags.append((nv, na, nl))
+            valid, addr, lanes = nv, na, nl
+        w_valid, w_addr, w_lanes = valid, addr, lanes
+        # Lane p is written iff p < w_lanes: registered from the stage before.
+        w_lane_en = Signal(N, name="w_lane_en")
+        pv, _, pl = tags[-2] if len(tags) > 1 else (out0.valid, None, out0.payload.trajectory)
+        m.d.sync += w_lane_en.eq(_cat([pv & (p < pl) for p in range(N)]))
+        any_req_ovf = Signal()
         if cfg.results == "inplace":
             qmax = cfg.code_max
+            shift = dfmt.frac + rfmt.frac
+            rnd = dfmt.rounding
+            inc = 1 << (shift - 1) if rnd == "half_up" else 0
+            acc_shape = signed(max(W + cfg.reg_width, cfg.reg_width + dfmt.frac) + 3)
             w_adv = [Signal(signed(b), name=f"w_adv{p}") for p in range(N)]
             w_rtg = [Signal(signed(b), name=f"w_rtg{p}") for p in range(N)]
+            req_bits = Signal(N, name="req_ovf_bits")
 
-            def requant(x, scale, offset, name):
-                acc = x * scale + (offset << dfmt.frac)
-                code = Signal(signed(W + cfg.reg_width + 2), name=f"{name}_code")
-                m.d.comb += code.eq(rshift_round(acc, dfmt.frac + rfmt.frac, dfmt.rounding))
-                hi, lo = code > qmax, code < -qmax
-                return Mux(hi, qmax, Mux(lo, -qmax, code[:b])), hi | lo
+            def offset_reg(name):
+                # offset at the product's scale, with the rounding constant (a register).
+                reg = Signal(signed(cfg.reg_width + dfmt.frac + 1), name=f"{name}_rnd")
+                m.d.sync += reg.eq((a[name] << dfmt.frac) + inc)
+                return reg
+
+            offs = {"adv": offset_reg("adv_offset"), "rtg": offset_reg("rtg_offset")}
+
+            def requant(x, kind, out, p):
+                """x * scale + offset, rounded, clamped to +-qmax: products (one DSP48E2 each),
+                two adder levels, compare, select."""
+                parts = _products_wide(x, a[f"{kind}_scale"])
+                pp = [Signal(t.shape(), name=f"rq_{kind[0]}{p}_pp{j}")
+                      for j, (t, _) in enumerate(parts)]
+                m.d.sync += [r.eq(t) for r, (t, _) in zip(pp, parts)]
+                ops = [_signed(r) << sh for r, (_, sh) in zip(pp, parts)] + [offs[kind]]
+                lvl1 = []
+                for j in range(0, len(ops), 3):
+                    r = Signal(acc_shape, name=f"rq_{kind[0]}{p}_s{j}")
+                    m.d.sync += r.eq(_add3(ops[j:j + 3], acc_shape))
+                    lvl1.append(r)
+                total = Signal(acc_shape, name=f"rq_{kind[0]}{p}_sum")
+                m.d.sync += total.eq(_add3(lvl1, acc_shape))
+                code = rshift_round(total, shift, rnd) if rnd == "half_even" \
+                    else total[shift:].as_signed()
+                hi, lo = Signal(name=f"rq_{kind[0]}{p}_hi"), Signal(name=f"rq_{kind[0]}{p}_lo")
+                low = Signal(signed(b), name=f"rq_{kind[0]}{p}_low")
+                m.d.sync += [hi.eq(code > qmax), lo.eq(code < -qmax), low.eq(code[:b])]
+                m.d.sync += out[p].eq(Mux(hi, qmax, Mux(lo, -qmax, low)))
+                return hi | lo
 
             for p in range(N):
-                ca, oa = requant(pes[p].o.payload.advantage, a["adv_scale"], a["adv_offset"],
-                                 f"rq_a{p}")
-                cr, orr = requant(pes[p].o.payload.rtg, a["rtg_scale"], a["rtg_offset"],
-                                  f"rq_g{p}")
-                m.d.sync += [w_adv[p].eq(ca), w_rtg[p].eq(cr)]
-                req_ovf.append((oa | orr) & (p < out0.payload.trajectory))
+                oa = requant(pes[p].o.payload.advantage, "adv", w_adv, p)
+                orr = requant(pes[p].o.payload.rtg, "rtg", w_rtg, p)
+                m.d.sync += req_bits[p].eq((oa | orr) & (p < tags[3][2]))
+            m.d.sync += any_req_ovf.eq(w_valid & req_bits.any())
             results = {"rewards": w_adv, "values": w_rtg}
         else:
             w_adv = [Signal(signed(W), name=f"w_adv{p}") for p in range(N)]
@@ -421,8 +519,7 @@ class GaeCore(wiring.Component):
                 m.d.sync += [w_adv[p].eq(pes[p].o.payload.advantage),
                              w_rtg[p].eq(pes[p].o.payload.rtg)]
             results = {"adv": w_adv, "rtg": w_rtg}
-        any_req_ovf = Signal()
-        m.d.sync += any_req_ovf.eq(out0.valid & _or_all(req_ovf) if req_ovf else 0)
+            m.d.sync += any_req_ovf.eq(0)
 
         # Lane byte enables: lane p is written iff p < w_lanes.
         for name in cfg.regions:
@@ -435,7 +532,7 @@ class GaeCore(wiring.Component):
                 m.d.comb += data.eq(_cat([r[:lane_bits] for r in results[name]]))
                 core_en = Signal(nbytes, name=f"wen_{name}")
                 m.d.comb += core_en.eq(_cat([
-                    _repeat(w_valid & (p < w_lanes), lane_bits // 8) for p in range(N)]))
+                    _repeat(w_lane_en[p], lane_bits // 8) for p in range(N)]))
             else:
                 data, core_en = Const(0, width), Const(0, nbytes)
             # Host writes: place the AXI word into its slot of the memory word.
@@ -470,17 +567,18 @@ class GaeCore(wiring.Component):
 @dataclass(frozen=True)
 class _Sequence:
     """What :meth:`GaeCore._sequencer` gives the datapath: the latched arguments, ``busy``,
-    the read of this cycle (``issue``, ``rd_addr``, ``lane``, ``boot``, ``t``), ``T`` and
-    the lanes holding trajectories (``nvalid``)."""
+    the read of this cycle (``issue``, ``rd_addr``, ``lane``, ``boot``, ``first``: row T-1,
+    ``grp``: its group), and ``nvalid_of(grp)``, the lanes of a group holding trajectories
+    (combinational, from a registered ``grp``)."""
     args: dict
     busy: Signal
     issue: Signal
     rd_addr: Signal
     lane: Signal
     boot: Signal
-    t: Signal
-    T: Signal
-    nvalid: Signal
+    first: Value
+    grp: Signal
+    nvalid_of: object
 
 
 @dataclass(frozen=True)

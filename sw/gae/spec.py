@@ -231,16 +231,28 @@ class GaeCoreConfig(Config):
                 dict(self.pe.to_dict(), timestep_bits=self.addr_bits)))
 
     # -- derived ------------------------------------------------------------------------------
-    #: Cycles from a read issued to the PEs' input transfer of its data (block RAM read,
-    #: dequantizer register).
-    READ_LATENCY = 2
+    #: Registers from the memories' read ports to the PEs' inputs: the block RAM, its output
+    #: register, the dequantizer's products, their sum with the offset, the saturation.
+    READ_LATENCY = 5
+
+    @property
+    def write_latency(self) -> int:
+        """Registers from the PEs' outputs to the memories' write ports: in place, the
+        requantizer's products, two adder levels, the range check and the selected code;
+        with full results, one."""
+        return 5 if self.results == "inplace" else 1
+
+    @property
+    def drain_cycles(self) -> int:
+        """Cycles of the run's drain after its last read (the DRAIN state's counter)."""
+        return self.READ_LATENCY + self.pe.latency + self.write_latency - 1
 
     @property
     def coef_wait(self) -> int:
         """Cycles the run waits at most (counted from start) before its first read, so that
         the PEs' powers of gamma*lambda are settled when the first element needs them:
         ``pe.coef_settle - pe.coef_use - READ_LATENCY`` (with one group, the first read is
-        issued 2 cycles after start)."""
+        issued 2 cycles after start; conservative by a cycle or two)."""
         return max(0, self.pe.coef_settle - self.pe.coef_use - self.READ_LATENCY)
 
     @property
@@ -377,14 +389,14 @@ def run_cycles(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int)
 
     Exactly what the RTL takes (asserted by the tests): accept, ``G = ceil(M / n_pe)`` setup
     cycles, the wait for the coefficient powers (``config.coef_wait - G`` when positive), one
-    group-start cycle, ``ceil(G/L)*L*(T+1)`` reads (``L = k`` in interleaved mode, else 1), ``pe.latency + 3``
-    drain cycles.
+    group-start cycle, ``ceil(G/L)*L*(T+1)`` reads (``L = k`` in interleaved mode, else 1),
+    ``drain_cycles + 1`` cycles of drain (``READ_LATENCY + pe.latency + write_latency``).
     """
     pe = config.pe
     G = -(-num_trajectories // config.n_pe)
     L = pe.k if pe.mode == "interleaved" else 1
     wait = max(0, config.coef_wait - G)
-    return 1 + G + 1 + wait + -(-G // L) * L * (num_timesteps + 1) + pe.latency + 2 + 1
+    return 1 + G + 1 + wait + -(-G // L) * L * (num_timesteps + 1) + config.drain_cycles + 1
 
 
 # -- register map --------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ def run_core(cfg, codes, args, *, runs=1):
             if hasattr(dut.args, k):               # the registers' raw bits
                 sig = getattr(dut.args, k)
                 ctx.set(sig, v & ((1 << len(sig)) - 1))
+        await ctx.tick()                           # arguments stable the cycle before start
         for _ in range(runs):
             ctx.set(dut.ctrl.start, 1)
             await ctx.tick()
