@@ -15,6 +15,14 @@ Verilog is the same as Amaranth's with its all-zero ``initial`` blocks removed
 (:func:`rtl_gen.emit.drop_zero_memory_init`); ``tb/test_convert.py`` checks both, and that a
 cycle is still found.
 
+A component whose ``elaborate`` asks :func:`shared_instance` (the learner's tensor units) is,
+during a conversion, converted once per distinct key into a module of its own,
+``<top>.<hint>``, written after the top module's, and instantiated wherever it is used:
+Amaranth's passes and Yosys then see each distinct unit once, not once per instance (27
+tensor units of 256 cells in a U250-sized learner). Without a conversion (Amaranth's
+simulator and Verilog backend) it elaborates its logic in place as before;
+``tb/test_shared_modules.py`` checks both.
+
 It uses Amaranth's internal modules (``_ir``, ``_nir``, ``back.rtlil``): Amaranth is pinned
 (``pyproject.toml``), and the test above catches a change.
 """
@@ -237,7 +245,8 @@ def rtlil_text(component: wiring.Component, name: str) -> str:
 
 def convert(component: wiring.Component, name: str, *, progress=None) -> str:
     """Verilog of ``component`` as module ``name``: ``amaranth.back.verilog.convert(component,
-    name=name, emit_src=False)`` without the ``initial`` blocks of all-zero memories.
+    name=name, emit_src=False)`` without the ``initial`` blocks of all-zero memories, each
+    :func:`shared_instance` component a module of its own after the top's (same file).
     ``progress``: a tqdm bar advanced by one after each of the two steps (Amaranth, Yosys)."""
     def step(what):
         if progress is not None:

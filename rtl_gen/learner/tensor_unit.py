@@ -190,6 +190,10 @@ class TensorUnit(wiring.Component):
     register and flag, three control bits; per column a drain-start bit, the output and rounding
     registers and ``C - 1 - j`` de-skew stages; input skew ``R(R-1)/2`` and ``C(C-1)/2``
     operand registers. One multiplier per cell (one DSP48E2 for in_width ≤ 18).
+
+    Verilog (:func:`rtl_gen.convert.convert`): the units of one configuration share a module,
+    ``<top>.tensor_unit_<R>x<C>`` (``_1``, ``_2``, ... for further configurations), written
+    once and instantiated per unit (:func:`rtl_gen.convert.shared_instance`).
     """
 
     def __init__(self, config: TensorUnitConfig):
