@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
