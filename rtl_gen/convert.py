@@ -15,16 +15,26 @@ Verilog is the same as Amaranth's with its all-zero ``initial`` blocks removed
 (:func:`rtl_gen.emit.drop_zero_memory_init`); ``tb/test_convert.py`` checks both, and that a
 cycle is still found.
 
+A component whose ``elaborate`` asks :func:`shared_instance` (the learner's tensor units) is,
+during a conversion, converted once per distinct key into a module of its own,
+``<top>.<hint>``, written after the top module's, and instantiated wherever it is used:
+Amaranth's passes and Yosys then see each distinct unit once, not once per instance (27
+tensor units of 256 cells in a U250-sized learner). Without a conversion (Amaranth's
+simulator and Verilog backend) it elaborates its logic in place as before;
+``tb/test_shared_modules.py`` checks both.
+
 It uses Amaranth's internal modules (``_ir``, ``_nir``, ``back.rtlil``): Amaranth is pinned
 (``pyproject.toml``), and the test above catches a change.
 """
 
+import contextvars
+
 from amaranth.back import rtlil
 from amaranth.back.verilog import _convert_rtlil_text
-from amaranth.hdl import _ast, _ir, _nir
+from amaranth.hdl import ClockSignal, Instance, ResetSignal, _ast, _ir, _nir
 from amaranth.lib import wiring
 
-__all__ = ["convert", "rtlil_text", "build_netlist", "comb_edges"]
+__all__ = ["convert", "rtlil_text", "shared_instance", "build_netlist", "comb_edges"]
 
 
 def comb_edges(cell, bit):
@@ -140,26 +150,103 @@ def _ports(component):
     return ports
 
 
-def rtlil_text(component: wiring.Component, name: str) -> str:
-    """RTLIL of ``component`` as module ``name`` (Amaranth's, without source locations), with
-    no initialiser for all-zero memories."""
+def _module_rtlil(component, name, *, top):
+    """RTLIL of ``component`` as module ``name`` (its submodules ``name.<sub>``), and the names
+    of its top-level inputs that are not signature ports (the clock and reset of ``sync``)."""
     fragment = _ir.Fragment.get(component, None)
-    netlist = build_netlist(fragment, _ports(component), name)
+    ports = _ports(component)
+    netlist = build_netlist(fragment, ports, name)
     empty = rtlil.EmptyModuleChecker(netlist)
     design = rtlil.Design(emit_src=False)
     for module_idx, module in enumerate(netlist.modules):
         if empty.is_empty(module_idx):
             continue
         builder = design.module(".".join(module.name), src_loc=module.src_loc)
-        if module_idx == 0:
+        if module_idx == 0 and top:
             builder.attribute("top", 1)
         _ModuleEmitter(builder, netlist, module, _ast.SignalDict(), empty_checker=empty).emit()
-    return str(design)
+    return str(design), [p for p in netlist.top.ports_i if p not in ports]
+
+
+class _SharedModules:
+    """The modules :func:`shared_instance` made while converting top module ``prefix``: each
+    distinct key converted once, as module ``<prefix>.<hint>`` (``_<n>`` added if taken)."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.modules = {}       # key -> (module name, clock and reset port names)
+        self.names = set()      # module names given out
+        self.texts = []         # RTLIL of each, in the order converted
+        self.whole = set()      # ids of the components being converted: elaborated in full
+
+    def module(self, key, hint, build):
+        if key not in self.modules:
+            name, n = f"{self.prefix}.{hint}", 0
+            while name in self.names:
+                n += 1
+                name = f"{self.prefix}.{hint}_{n}"
+            self.names.add(name)
+            component = build()
+            self.whole.add(id(component))
+            text, domain_ports = _module_rtlil(component, name, top=False)
+            unknown = set(domain_ports) - set(_DOMAIN_PORTS)
+            if unknown:
+                raise ValueError(f"shared module {name} has inputs {sorted(unknown)} that are "
+                                 f"not ports of its signature nor the sync domain's")
+            self.modules[key] = (name, domain_ports)
+            self.texts.append(text)
+        return self.modules[key]
+
+
+_DOMAIN_PORTS = {"clk": lambda: ClockSignal("sync"), "rst": lambda: ResetSignal("sync")}
+_shared = contextvars.ContextVar("rtl_gen_convert_shared", default=None)
+
+
+def shared_instance(component, key, hint, build):
+    """While :func:`rtlil_text` (so :func:`convert`) converts a design: an ``Instance`` of the
+    module that stands for ``component`` and every other component of the same ``key`` (a
+    hashable value that determines the component's logic, e.g. its class and configuration),
+    for ``component.elaborate`` to return. The module is ``build()`` (a new component equal to
+    ``component``) converted once per key, named ``<top>.<hint>``, and its Verilog follows the
+    top module's; the instance connects every port of the signature, and the ``sync`` domain's
+    clock and reset. Otherwise (Amaranth's simulator or Verilog backend, or ``component`` is
+    the one being converted) None: the component elaborates its logic itself.
+
+    Amaranth's combinational-cycle check does not see through the instance: each module is
+    checked on its own, and a shared component must have no combinational path from an input
+    port to an output port that its users could close (the tensor unit's ``i.ready`` follows
+    ``o.ready``; the learner ties ``o.ready`` high)."""
+    scope = _shared.get()
+    if scope is None or id(component) in scope.whole:
+        return None
+    name, domain_ports = scope.module(key, hint, build)
+    ports = []
+    for path, member, value in component.signature.flatten(component):
+        if isinstance(value, _ast.ValueCastable):
+            value = value.as_value()
+        ports.append(("i" if member.flow == wiring.In else "o", "__".join(map(str, path)), value))
+    ports += [("i", port, _DOMAIN_PORTS[port]()) for port in domain_ports]
+    return Instance(name, *ports)
+
+
+def rtlil_text(component: wiring.Component, name: str) -> str:
+    """RTLIL of ``component`` as module ``name`` (Amaranth's, without source locations), with
+    no initialiser for all-zero memories, then the modules of its :func:`shared_instance`
+    components."""
+    scope = _SharedModules(name)
+    scope.whole.add(id(component))
+    token = _shared.set(scope)
+    try:
+        text, _ = _module_rtlil(component, name, top=True)
+    finally:
+        _shared.reset(token)
+    return "".join([text, *scope.texts])
 
 
 def convert(component: wiring.Component, name: str, *, progress=None) -> str:
     """Verilog of ``component`` as module ``name``: ``amaranth.back.verilog.convert(component,
-    name=name, emit_src=False)`` without the ``initial`` blocks of all-zero memories.
+    name=name, emit_src=False)`` without the ``initial`` blocks of all-zero memories, each
+    :func:`shared_instance` component a module of its own after the top's (same file).
     ``progress``: a tqdm bar advanced by one after each of the two steps (Amaranth, Yosys)."""
     def step(what):
         if progress is not None:

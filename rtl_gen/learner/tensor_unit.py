@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from sw.learner.numerics import TensorUnitConfig
 
+from ..convert import shared_instance
 from ..fixed import fixed_shape, rshift_round, saturate
 
 __all__ = ["TensorUnit", "tu_input_layout", "tu_output_layout", "pack_elements", "unpack_beats"]
@@ -189,6 +190,10 @@ class TensorUnit(wiring.Component):
     register and flag, three control bits; per column a drain-start bit, the output and rounding
     registers and ``C - 1 - j`` de-skew stages; input skew ``R(R-1)/2`` and ``C(C-1)/2``
     operand registers. One multiplier per cell (one DSP48E2 for in_width ≤ 18).
+
+    Verilog (:func:`rtl_gen.convert.convert`): the units of one configuration share a module,
+    ``<top>.tensor_unit_<R>x<C>`` (``_1``, ``_2``, ... for further configurations), written
+    once and instantiated per unit (:func:`rtl_gen.convert.shared_instance`).
     """
 
     def __init__(self, config: TensorUnitConfig):
@@ -213,8 +218,13 @@ class TensorUnit(wiring.Component):
         return self._config.latency
 
     def elaborate(self, platform):
-        m = Module()
         cfg = self._config
+        # Converted by rtl_gen.convert: one module per configuration, instantiated.
+        shared = shared_instance(self, (TensorUnit, cfg), f"tensor_unit_{cfg.rows}x{cfg.cols}",
+                                 lambda: TensorUnit(cfg))
+        if shared is not None:
+            return shared
+        m = Module()
         R, C, w = cfg.rows, cfg.cols, cfg.in_width
         acc_fmt, out_fmt = cfg.acc_format, cfg.out_format
         acc_shape = fixed_shape(acc_fmt)
