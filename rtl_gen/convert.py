@@ -27,6 +27,7 @@ It uses Amaranth's internal modules (``_ir``, ``_nir``, ``back.rtlil``): Amarant
 (``pyproject.toml``), and the test above catches a change.
 """
 
+import contextlib
 import contextvars
 
 from amaranth.back import rtlil
@@ -50,27 +51,67 @@ def comb_edges(cell, bit):
     return edges + list(cell.offset)
 
 
+def _whole_cell_edges(cell):
+    """The nets every output bit of ``cell`` depends on, if they are the same for every bit
+    (what :func:`comb_edges` gives for each; computed once per cell), else None."""
+    if isinstance(cell, _nir.Operator):
+        if len(cell.inputs) == 1:
+            return None if cell.operator == "~" else tuple(cell.inputs[0])
+        if len(cell.inputs) == 2 and cell.operator not in ("&", "|", "^"):
+            return tuple(cell.inputs[0]) + tuple(cell.inputs[1])
+        return None
+    if isinstance(cell, (_nir.Matches, _nir.AsyncReadPort, _nir.FlipFlop)):
+        return tuple(comb_edges(cell, 0))
+    return None
+
+
+def _assignment_list_edges(cell):
+    """:func:`comb_edges` of every output bit of an ``AssignmentList``, in one pass over its
+    assignments (``comb_edges_to`` scans them all for each bit)."""
+    edges = [[net] for net in cell.default]
+    width = len(edges)
+    for assign in cell.assignments:
+        cond, start, value = assign.cond, assign.start, assign.value
+        for bit in range(max(start, 0), min(start + len(value), width)):
+            edges[bit] += (cond, value[bit - start])
+    return edges
+
+
 def _check_comb_cycles(netlist):
     """Amaranth's ``Netlist.check_comb_cycles`` on :func:`comb_edges`, without recursion:
-    ``CombinationalCycle`` naming the cells of the first cycle found."""
+    ``CombinationalCycle`` naming the cells of the first cycle found. Nets are handled as the
+    integers they are (``Net``: ``cell << 16 | bit``, negative if late, 0 and 1 constant), and
+    the edges of a cell whose output bits all depend on the same nets are listed once, those of
+    an ``AssignmentList`` in one pass."""
     checked, busy = set(), set()
+    cells, connections = netlist.cells, netlist.connections
+    whole = {}      # cell index -> its edges (_whole_cell_edges), per bit, or None
+
+    def sources(net):
+        if net < 2:
+            return () if net >= 0 else (connections[net],)
+        cell_idx = net >> 16
+        try:
+            edges = whole[cell_idx]
+        except KeyError:
+            cell = cells[cell_idx]
+            if isinstance(cell, _nir.AssignmentList):
+                edges = whole[cell_idx] = _assignment_list_edges(cell)
+            else:
+                edges = whole[cell_idx] = _whole_cell_edges(cell)
+        if edges is None:
+            return comb_edges(cells[cell_idx], net & 0xffff)
+        if type(edges) is list:
+            return edges[net & 0xffff]
+        return edges
 
     def visit(root):
         if root in checked:
             return
-        stack = [(root, None)]
+        stack = [(root, iter(sources(root)))]
         busy.add(root)
         while stack:
             net, it = stack[-1]
-            if it is None:
-                if net.is_const:
-                    srcs = []
-                elif net.is_late:
-                    srcs = [netlist.connections[net]]
-                else:
-                    srcs = comb_edges(netlist.cells[net.cell], net.bit)
-                it = iter(srcs)
-                stack[-1] = (net, it)
             for src in it:
                 if src in checked:
                     continue
@@ -80,7 +121,7 @@ def _check_comb_cycles(netlist):
                         "Combinational cycle detected, through the nets "
                         + ", ".join(_describe(netlist, n) for n in path))
                 busy.add(src)
-                stack.append((src, None))
+                stack.append((src, iter(sources(src))))
                 break
             else:
                 stack.pop()
@@ -88,14 +129,34 @@ def _check_comb_cycles(netlist):
                 checked.add(net)
 
     for cell_idx, cell in enumerate(netlist.cells):
-        for net in cell.output_nets(cell_idx):
-            visit(net)
+        width = _output_width(cell)
+        if width is None:
+            nets = cell.output_nets(cell_idx)
+        else:
+            nets = range(cell_idx << 16, (cell_idx << 16) + width)
+        for net in nets:
+            if net not in checked:
+                visit(net)
     for value in netlist.signals.values():
         for net in value:
-            visit(net)
+            if net not in checked:
+                visit(net)
+
+
+def _output_width(cell):
+    """The number of output bits of ``cell`` if they are bits 0, 1, ... (what ``output_nets``
+    gives, as a set of ``Net``), else None."""
+    if isinstance(cell, (_nir.Operator, _nir.Part)):
+        return cell.width
+    if isinstance(cell, _nir.AssignmentList):
+        return len(cell.default)
+    if isinstance(cell, _nir.FlipFlop):
+        return len(cell.data)
+    return None
 
 
 def _describe(netlist, net):
+    net = _nir.Net(net)
     if net.is_late:
         sig, bit = netlist.late_to_signal[net]
         return f"signal {sig.name} bit {bit}"
@@ -119,6 +180,43 @@ def build_netlist(fragment, ports, name):
 
 
 class _ModuleEmitter(rtlil.ModuleEmitter):
+    def sigspec(self, *parts):
+        """Amaranth's ``ModuleEmitter.sigspec`` (the same text) on plain lists and integers:
+        a fifth of its RTLIL emission time was spent there."""
+        value = []
+        for part in parts:
+            if isinstance(part, _nir.Net):
+                value.append(part)
+            else:
+                value.extend(part)
+        nets, count = self.nets, len(value)
+        chunks = []
+        begin_pos = 0
+        while begin_pos < count:
+            end_pos = begin_pos
+            if value[begin_pos] in (0, 1):
+                while end_pos < count and value[end_pos] in (0, 1):
+                    end_pos += 1
+                bits = "".join("1" if net else "0" for net in value[begin_pos:end_pos])[::-1]
+                chunks.append(f"{end_pos - begin_pos}'{bits}")
+            else:
+                wire, start_bit = nets[value[begin_pos]]
+                end_pos += 1
+                bit = start_bit + 1
+                while (end_pos < count and value[end_pos] not in (0, 1)
+                        and nets[value[end_pos]] == (wire, bit)):
+                    end_pos += 1
+                    bit += 1
+                width = end_pos - begin_pos
+                if width == 1:
+                    chunks.append(f"{wire.name} [{start_bit}]")
+                else:
+                    chunks.append(f"{wire.name} [{start_bit + width - 1}:{start_bit}]")
+            begin_pos = end_pos
+        if len(chunks) == 1:
+            return chunks[0]
+        return "{ " + " ".join(reversed(chunks)) + " }"
+
     def emit_memory(self, cell_idx, cell):
         if not any(cell.init):
             return                  # all zero: no initialiser (see the module docstring)
@@ -166,6 +264,43 @@ def _module_rtlil(component, name, *, top):
             builder.attribute("top", 1)
         _ModuleEmitter(builder, netlist, module, _ast.SignalDict(), empty_checker=empty).emit()
     return str(design), [p for p in netlist.top.ports_i if p not in ports]
+
+
+def _value_new(cls, nets=()):
+    if isinstance(nets, _nir.Net):
+        return tuple.__new__(cls, (nets,))
+    return tuple.__new__(cls, nets)
+
+
+def _from_cell(cls, cell, bit):
+    return cls((cell << 16) | bit)
+
+
+def _resolve_value(self, value):
+    connections, nets = self.connections, []
+    for net in value:
+        while net < 0:
+            net = connections[net]
+        nets.append(net)
+    return _nir.Value(nets)
+
+
+@contextlib.contextmanager
+def _fast_nir():
+    """Amaranth's ``Value(nets)``, ``Net.from_cell`` and ``Netlist.resolve_value`` without the
+    checks of their arguments (each net an ``Net``, a bit below 2**16), for the duration of a
+    conversion: the same results for the netlists Amaranth builds, which pass them, and these
+    three were a third of Amaranth's time on a U250-sized learner (tens of millions of calls).
+    Restored afterwards, so that the rest of Amaranth (and its simulator) keeps its checks."""
+    saved = (_nir.Value.__dict__["__new__"], _nir.Net.__dict__["from_cell"],
+             _nir.Netlist.__dict__["resolve_value"])
+    _nir.Value.__new__ = staticmethod(_value_new)
+    _nir.Net.from_cell = classmethod(_from_cell)
+    _nir.Netlist.resolve_value = _resolve_value
+    try:
+        yield
+    finally:
+        _nir.Value.__new__, _nir.Net.from_cell, _nir.Netlist.resolve_value = saved
 
 
 class _SharedModules:
@@ -237,7 +372,8 @@ def rtlil_text(component: wiring.Component, name: str) -> str:
     scope.whole.add(id(component))
     token = _shared.set(scope)
     try:
-        text, _ = _module_rtlil(component, name, top=True)
+        with _fast_nir():
+            text, _ = _module_rtlil(component, name, top=True)
     finally:
         _shared.reset(token)
     return "".join([text, *scope.texts])

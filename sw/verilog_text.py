@@ -52,11 +52,15 @@ def sim_safe(text: str) -> str:
     that already has them is returned unchanged."""
     text = _DUMMY.sub(_wake, synthesis_text(text))
     count = iter(range(1 << 30))
+    # The lines that can hold a memory's first initial word: searching them, not the whole
+    # text, for each memory finds the same (a match lies within one line) in time linear in
+    # the text, not in the text times the number of memories (3 s at 10 MB and 51 memories).
+    first_words = "\n".join(line for line in text.split("\n") if "[0] = " in line)
 
     def zero(m: re.Match) -> str:
         name = m.group("name")
         ref = name + " " if name.startswith("\\") else name    # an escaped name ends at a space
-        if re.search(rf"^\s*{re.escape(name)} ?\[0\] = ", text, re.M):
+        if re.search(rf"^\s*{re.escape(name)} ?\[0\] = ", first_words, re.M):
             return m.group(0)                     # initialised by Amaranth: keep its values
         return m.group(0) + _sim_only(
             "memories start at zero, as the FPGA's RAMs do",
