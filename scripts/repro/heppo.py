@@ -125,6 +125,7 @@ def plot(curves, envs, steps, path, window=20):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, len(envs), figsize=(max(6.5, 5.2 * len(envs)), 4.2),
                              squeeze=False)
@@ -141,6 +142,7 @@ def plot(curves, envs, steps, path, window=20):
             ax.fill_between(grid, m - s, m + s, alpha=0.18)
         ax.set_title(f"{env} ({len(curves.get((env, 1), []))} seeds)", fontsize=10)
         ax.set_xlabel("environment steps")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))   # 200k, 1M
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"return (last {window} episodes)")
     axes[0][-1].legend(fontsize=7, loc="best")
