@@ -200,7 +200,7 @@ def bench_rtl(capacity, batches, cpu, clock_hz=None, fanout=16):
         mhz, label = timing.clock_mhz("replay_accel_k16")
         clock_hz = mhz * 1e6
     cfg = SumTreeConfig(fanout=fanout, capacity=capacity, max_batch=max(batches))
-    L = 3 * cfg.levels + 6
+    L = cfg.latency
     names = sorted({name for _, name in cpu})
     print(f"\nReplay accelerator (RTL), K = {fanout}, N = {capacity} ({cfg.levels} levels, tree "
           f"latency {L}), exact cycles at {clock_hz / 1e6:.0f} MHz ({label}), kernel only; "

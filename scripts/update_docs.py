@@ -356,7 +356,9 @@ def replay_cycles_page() -> str:
            "# Replay cycles", "",
            f"## Runs of `{module}`", "",
            f"K = {c.fanout}, N = {n(c.capacity)}: {c.levels} levels, tree latency "
-           f"L = 3 x levels + 6 = {c.latency}. Cycles from AP_START to done "
+           f"L = {c.level_latency} x levels + 7 = {c.latency} ({c.level_latency} cycles per "
+           f"level: read, registered word, forwarding and read-modify-write, "
+           f"{c.prefix_stages} of prefix sums, compare). Cycles from AP_START to done "
            "(`sw.replay.spec.run_cycles`; CYCLES reads one less), batch already in the "
            "buffers. U = B.", ""]
     batches = (1, 32, 64, 256, c.max_batch)

@@ -170,7 +170,7 @@ def _cycle_models(name, cfg):
         return (gae_spec.kernel_run_cycles(cfg, cfg.capacity, cfg.max_trajectories, latency=0),
                 cfg.n_pe)
     if name == "sumtree":
-        return 3 * cfg.levels + 6, 1
+        return cfg.latency, 1
     if name in ("replay-accel", "replay-kernel"):
         acfg = cfg.accel if name == "replay-kernel" else cfg
         return replay_spec.run_cycles(acfg, replay_spec.ReplayOp.SAMPLE, acfg.max_batch), 1

@@ -356,13 +356,13 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .mem_enable(mem_enable),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2218$0 (\$29 ),
-    .\port$2219$0 (\$30 ),
-    .\port$2220$0 (\$31 ),
-    .\port$2221$0 (\$32 ),
-    .\port$2222$0 (\$33 ),
-    .\port$2223$0 (\$34 ),
-    .\port$2224$0 (\$35 ),
+    .\port$2448$0 (\$29 ),
+    .\port$2449$0 (\$30 ),
+    .\port$2450$0 (\$31 ),
+    .\port$2451$0 (\$32 ),
+    .\port$2452$0 (\$33 ),
+    .\port$2453$0 (\$34 ),
+    .\port$2454$0 (\$35 ),
     .\port$606$0 (\$28 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
@@ -867,7 +867,7 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   \replay_kernel_k16.accel.core  core (
     .batch_size(batch_size),
     .busy(busy),
-    .\busy$62 (status_tree_busy),
+    .\busy$63 (status_tree_busy),
     .clk(clk),
     .cycles(cycles),
     .done(ap_done),
@@ -886,14 +886,14 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .response_cycles(response_cycles),
     .rst(rst),
     .seed(seed),
-    .\size$86 (\$6 ),
+    .\size$87 (\$6 ),
     .start(start),
     .status_empty(status_empty),
     .status_invalid_index(status_invalid_index),
     .status_saturated(status_saturated),
     .total(\$7 ),
     .update_size(update_size),
-    .\write_pointer$88 (\$5 )
+    .\write_pointer$89 (\$5 )
   );
   \replay_kernel_k16.accel.csr  csr (
     .ap_done(ap_done),
@@ -926,9 +926,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2676$0 (\$5 ),
-    .\port$2678$0 (\$6 ),
-    .\port$2694$0 (\$7 ),
+    .\port$2920$0 (\$5 ),
+    .\port$2922$0 (\$6 ),
+    .\port$2952$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1026,7 +1026,7 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$88 , \size$86 
+module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$63 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$89 , \size$87 
 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -1036,10 +1036,10 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
 `endif
   wire [14:0] \$1 ;
   wire \$10 ;
-  wire [2:0] \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
+  wire [13:0] \$100 ;
+  wire [13:0] \$101 ;
+  wire [2:0] \$102 ;
+  wire [13:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -1049,30 +1049,38 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   wire [4:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
-  reg [2:0] \$112 ;
-  reg \$113 ;
-  reg \$114 ;
-  reg [31:0] \$115 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  reg [2:0] \$115 ;
   reg \$116 ;
-  reg [2:0] \$117 ;
-  reg [12:0] \$118 ;
+  reg \$117 ;
+  reg [31:0] \$118 ;
   reg \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [1:0] \$121 ;
-  reg [12:0] \$122 ;
-  reg [31:0] \$123 ;
+  reg [2:0] \$120 ;
+  reg [12:0] \$121 ;
+  reg \$122 ;
+  reg \$123 ;
   reg [1:0] \$124 ;
   reg [12:0] \$125 ;
-  reg \$126 ;
-  reg [12:0] \$127 ;
+  reg [31:0] \$126 ;
+  reg \$127 ;
   reg \$128 ;
-  reg [1:0] \$129 ;
+  reg \$129 ;
   wire \$13 ;
-  reg [12:0] \$130 ;
-  reg [2:0] \$131 ;
-  reg [2:0] \$132 ;
+  reg [1:0] \$130 ;
+  reg [12:0] \$131 ;
+  reg \$132 ;
+  reg [12:0] \$133 ;
+  reg [12:0] \$134 ;
+  reg \$135 ;
+  reg [1:0] \$136 ;
+  reg [12:0] \$137 ;
+  reg [12:0] \$138 ;
+  reg [2:0] \$139 ;
   wire \$14 ;
+  reg [2:0] \$140 ;
   wire \$15 ;
   wire [3:0] \$16 ;
   wire \$17 ;
@@ -1127,45 +1135,47 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire \$64 ;
+  wire [32:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire [32:0] \$71 ;
+  wire [2:0] \$70 ;
+  wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
+  wire [13:0] \$74 ;
+  wire [12:0] \$75 ;
   wire \$76 ;
-  wire [2:0] \$77 ;
+  wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire [13:0] \$81 ;
-  wire [12:0] \$82 ;
-  wire [13:0] \$83 ;
-  wire \$84 ;
-  wire \$85 ;
+  wire \$81 ;
+  wire [2:0] \$82 ;
+  wire \$83 ;
+  wire [13:0] \$84 ;
+  wire [32:0] \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire [2:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire [13:0] \$92 ;
-  wire [32:0] \$93 ;
+  wire \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire \$97 ;
+  wire [13:0] \$97 ;
   wire [2:0] \$98 ;
   wire [2:0] \$99 ;
+  reg \$signal  = 1'h0;
+  reg \$signal$61  = 1'h0;
   reg [11:0] \$signature__addr ;
   reg [11:0] \$signature__addr$12 ;
   reg [11:0] \$signature__addr$14 ;
@@ -1196,14 +1206,15 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   reg [1:0] \$signature__en$26 ;
   reg \$signature__en$28 ;
   reg [3:0] \$signature__en$31 ;
+  reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
   output busy;
   reg busy = 1'h0;
   (* init = 1'h0 *)
   wire \busy$40 ;
-  output \busy$62 ;
-  wire \busy$62 ;
+  output \busy$63 ;
+  wire \busy$63 ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -1239,7 +1250,7 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \cycles$76 ;
+  wire [31:0] \cycles$77 ;
   output done;
   reg done = 1'h0;
   (* init = 1'h0 *)
@@ -1249,7 +1260,7 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   output [1:0] error;
   reg [1:0] error = 2'h0;
   (* init = 2'h0 *)
-  wire [1:0] \error$67 ;
+  wire [1:0] \error$68 ;
   reg [1:0] fail;
   wire [2:0] h_region;
   reg [2:0] h_region_q = 3'h0;
@@ -1279,6 +1290,7 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   wire op_prng;
   input op_relaxed;
   wire op_relaxed;
+  reg [12:0] ph0_last = 13'h0000;
   reg [12:0] ph0_n = 13'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
@@ -1290,6 +1302,7 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph0_op = 3'h0;
+  reg [12:0] ph1_last = 13'h0000;
   reg [12:0] ph1_n = 13'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
@@ -1335,11 +1348,11 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   wire saturated;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$65 ;
+  wire [31:0] \seed$66 ;
   reg seed_load;
   wire [31:0] size;
-  output [16:0] \size$86 ;
-  wire [16:0] \size$86 ;
+  output [16:0] \size$87 ;
+  wire [16:0] \size$87 ;
   input start;
   wire start;
   output status_empty;
@@ -1358,8 +1371,8 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   wire [31:0] update_size;
   reg wait_tree = 1'h0;
   wire [31:0] write_pointer;
-  output [15:0] \write_pointer$88 ;
-  wire [15:0] \write_pointer$88 ;
+  output [15:0] \write_pointer$89 ;
+  wire [15:0] \write_pointer$89 ;
   reg [15:0] buf_idx_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -1536,108 +1549,121 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   assign \$51  = \$50  ? 4'hf : 4'h0;
   assign \$52  = ~ ready;
   assign \$53  = start & \$52 ;
-  assign \$54  = op_code > 3'h7;
-  assign \$55  = op_code != 3'h6;
-  assign \$56  = op_code != 3'h7;
-  assign \$57  = \$55  & \$56 ;
-  assign \$58  = ! batch_size;
-  assign \$59  = batch_size > 13'h1000;
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = \$57  & \$60 ;
-  assign \$62  = op_code == 3'h5;
-  assign \$63  = ! update_size;
-  assign \$64  = update_size > 13'h1000;
-  assign \$65  = \$63  | \$64 ;
-  assign \$66  = \$62  & \$65 ;
-  assign \$67  = ~ \busy$62 ;
-  assign \$68  = ! engine_state;
-  assign \$69  = engine_state == 1'h1;
-  assign \$70  = engine_state == 2'h2;
-  assign \$71  = cycles + 1'h1;
-  assign \$72  = ~ c_valid;
-  assign \$73  = \$72  | cmd__ready;
-  assign \$74  = ~ c_valid;
-  assign \$75  = \$74  | cmd__ready;
-  assign \$76  = issuing & \$75 ;
-  assign \$77  = phase ? ph1_op : ph0_op;
-  assign \$78  = ~ c_valid;
-  assign \$79  = \$78  | cmd__ready;
-  assign \$80  = issuing & \$79 ;
-  assign \$81  = issue_i + 1'h1;
-  assign \$82  = phase ? ph1_n : ph0_n;
-  assign \$83  = \$82  - 1'h1;
-  assign \$84  = issue_i == \$83 ;
-  assign \$85  = ~ phase;
-  assign \$86  = | ph1_n;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = c_valid & cmd__ready;
-  assign \$89  = | tail;
-  assign \$90  = tail - 1'h1;
-  assign \$91  = rsp__valid & busy;
-  assign \$92  = rsp_j + 1'h1;
-  assign \$93  = cycles + 1'h1;
-  assign \$94  = ~ ready;
-  assign \$95  = start & \$94 ;
-  assign \$96  = | fail;
-  assign \$97  = op_code == 3'h7;
+  assign \$54  = op_code != 3'h6;
+  assign \$55  = op_code != 3'h7;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = \$56  & \$signal ;
+  assign \$58  = op_code == 3'h5;
+  assign \$59  = \$58  & \$signal$61 ;
+  assign \$60  = ~ \busy$63 ;
+  assign \$61  = ! engine_state;
+  assign \$62  = engine_state == 1'h1;
+  assign \$63  = engine_state == 2'h2;
+  assign \$64  = cycles + 1'h1;
+  assign \$65  = ~ c_valid;
+  assign \$66  = \$65  | cmd__ready;
+  assign \$67  = ~ c_valid;
+  assign \$68  = \$67  | cmd__ready;
+  assign \$69  = issuing & \$68 ;
+  assign \$70  = phase ? ph1_op : ph0_op;
+  assign \$71  = ~ c_valid;
+  assign \$72  = \$71  | cmd__ready;
+  assign \$73  = issuing & \$72 ;
+  assign \$74  = issue_i + 1'h1;
+  assign \$75  = phase ? ph1_last : ph0_last;
+  assign \$76  = issue_i == \$75 ;
+  assign \$77  = ~ phase;
+  assign \$78  = | ph1_n;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = c_valid & cmd__ready;
+  assign \$81  = | tail;
+  assign \$82  = tail - 1'h1;
+  assign \$83  = rsp__valid & busy;
+  assign \$84  = rsp_j + 1'h1;
+  assign \$85  = cycles + 1'h1;
+  assign \$86  = ! batch_size;
+  assign \$87  = batch_size > 13'h1000;
+  assign \$88  = \$86  | \$87 ;
+  assign \$89  = ! update_size;
+  assign \$90  = update_size > 13'h1000;
+  assign \$91  = \$89  | \$90 ;
+  assign \$92  = op_code > 3'h7;
+  assign \$93  = ~ ready;
+  assign \$94  = start & \$93 ;
+  assign \$95  = | fail;
+  assign \$96  = op_code == 3'h7;
+  assign \$97  = batch_size[12:0] - 1'h1;
   assign \$98  = op_prng ? 3'h1 : 3'h0;
   assign \$99  = op_prng ? 3'h1 : 3'h0;
-  assign \$100  = op_prng ? 3'h1 : 3'h0;
-  assign \$101  = ~ issuing;
-  assign \$102  = ~ c_valid;
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = rsp_j == n_rsp;
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = ! tail;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = wait_tree & \busy$62 ;
-  assign \$109  = ~ \$108 ;
-  assign \$110  = \$107  & \$109 ;
-  assign \$111  = ~ \busy$62 ;
+  assign \$100  = update_size[12:0] - 1'h1;
+  assign \$101  = update_size[12:0] - 1'h1;
+  assign \$102  = op_prng ? 3'h1 : 3'h0;
+  assign \$103  = batch_size[12:0] - 1'h1;
+  assign \$104  = ~ issuing;
+  assign \$105  = ~ c_valid;
+  assign \$106  = \$104  & \$105 ;
+  assign \$107  = rsp_j == n_rsp;
+  assign \$108  = \$106  & \$107 ;
+  assign \$109  = ! tail;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = wait_tree & \busy$63 ;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$110  & \$112 ;
+  assign \$114  = ~ \busy$63 ;
   always @(posedge clk)
-    h_region_q <= \$112 ;
+    h_region_q <= \$115 ;
   always @(posedge clk)
-    ready <= \$113 ;
+    ready <= \$116 ;
   always @(posedge clk)
-    done <= \$114 ;
+    done <= \$117 ;
   always @(posedge clk)
-    cycles <= \$115 ;
+    cycles <= \$118 ;
   always @(posedge clk)
-    c_valid <= \$116 ;
+    c_valid <= \$119 ;
   always @(posedge clk)
-    c_op <= \$117 ;
+    c_op <= \$120 ;
   always @(posedge clk)
-    issue_i <= \$118 ;
+    issue_i <= \$121 ;
   always @(posedge clk)
-    phase <= \$119 ;
+    phase <= \$122 ;
   always @(posedge clk)
-    issuing <= \$120 ;
+    issuing <= \$123 ;
   always @(posedge clk)
-    tail <= \$121 ;
+    tail <= \$124 ;
   always @(posedge clk)
-    rsp_j <= \$122 ;
+    rsp_j <= \$125 ;
   always @(posedge clk)
-    response_cycles <= \$123 ;
+    response_cycles <= \$126 ;
   always @(posedge clk)
-    error <= \$124 ;
+    \$signal  <= \$127 ;
   always @(posedge clk)
-    n_rsp <= \$125 ;
+    \$signal$61  <= \$128 ;
   always @(posedge clk)
-    wait_tree <= \$126 ;
+    bad_code <= \$129 ;
   always @(posedge clk)
-    ph1_n <= \$127 ;
+    error <= \$130 ;
   always @(posedge clk)
-    busy <= \$128 ;
+    n_rsp <= \$131 ;
   always @(posedge clk)
-    engine_state <= \$129 ;
+    wait_tree <= \$132 ;
   always @(posedge clk)
-    ph0_n <= \$130 ;
+    ph1_n <= \$133 ;
   always @(posedge clk)
-    ph0_op <= \$131 ;
+    ph1_last <= \$134 ;
   always @(posedge clk)
-    ph1_op <= \$132 ;
+    busy <= \$135 ;
+  always @(posedge clk)
+    engine_state <= \$136 ;
+  always @(posedge clk)
+    ph0_n <= \$137 ;
+  always @(posedge clk)
+    ph0_last <= \$138 ;
+  always @(posedge clk)
+    ph0_op <= \$139 ;
+  always @(posedge clk)
+    ph1_op <= \$140 ;
   \replay_kernel_k16.accel.core.tree  tree (
-    .busy(\busy$62 ),
+    .busy(\busy$63 ),
     .clear(clear),
     .clk(clk),
     .cmd__payload(cmd__payload),
@@ -1652,9 +1678,9 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
     .rst(rst),
     .saturated(status_saturated),
     .seed(seed),
-    .size(\size$86 ),
+    .size(\size$87 ),
     .total(total),
-    .write_pointer(\write_pointer$88 )
+    .write_pointer(\write_pointer$89 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
@@ -1883,11 +1909,11 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
     casez (engine_state)
       2'h0:
           if (\$53 ) begin
-            if (\$54 ) begin
+            if (bad_code) begin
               fail = 2'h1;
-            end else if (\$61 ) begin
+            end else if (\$57 ) begin
               fail = 2'h2;
-            end else if (\$66 ) begin
+            end else if (\$59 ) begin
               fail = 2'h3;
             end
           end
@@ -1902,242 +1928,178 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
       2'h2:
           /* empty */;
       2'h1:
-          if (\$67 ) begin
+          if (\$60 ) begin
             seed_load = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$112  = \$1 [2:0];
+    \$115  = \$1 [2:0];
     if (rst) begin
-      \$112  = 3'h0;
+      \$115  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$113  = 1'h0;
+    \$116  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
-            \$113  = 1'h1;
+          if (\$94 ) begin
+            \$116  = 1'h1;
           end
     endcase
-    if (rst) begin
-      \$113  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$114  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            if (\$96 ) begin
-              \$114  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$110 ) begin
-            \$114  = 1'h1;
-          end
-      2'h1:
-          if (\$111 ) begin
-            \$114  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$114  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$115  = cycles;
-    if (busy) begin
-      \$115  = \$71 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            \$115  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$115  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$116  = c_valid;
-    if (\$73 ) begin
-      \$116  = \$76 ;
-    end
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$117  = c_op;
-    if (\$73 ) begin
-      \$117  = \$77 ;
-    end
+    \$117  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            if (\$95 ) begin
+              \$117  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$113 ) begin
+            \$117  = 1'h1;
+          end
+      2'h1:
+          if (\$114 ) begin
+            \$117  = 1'h1;
+          end
+    endcase
     if (rst) begin
-      \$117  = 3'h0;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$118  = issue_i;
-    if (\$80 ) begin
-      \$118  = \$81 [12:0];
-      if (\$84 ) begin
-        \$118  = 13'h0000;
-      end
+    \$118  = cycles;
+    if (busy) begin
+      \$118  = \$64 [31:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
-            \$118  = 13'h0000;
+          if (\$94 ) begin
+            \$118  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$118  = 13'h0000;
+      \$118  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$119  = phase;
-    if (\$80 ) begin
-      if (\$84 ) begin
-        if (\$87 ) begin
-          \$119  = 1'h1;
-        end
-      end
+    \$119  = c_valid;
+    if (\$66 ) begin
+      \$119  = \$69 ;
     end
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            \$119  = 1'h0;
-          end
-    endcase
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$120  = issuing;
-    if (\$80 ) begin
-      if (\$84 ) begin
-        (* full_case = 32'd1 *)
-        if (\$87 ) begin
-        end else begin
-          \$120  = 1'h0;
+    \$120  = c_op;
+    if (\$66 ) begin
+      \$120  = \$70 ;
+    end
+    if (rst) begin
+      \$120  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$121  = issue_i;
+    if (\$73 ) begin
+      \$121  = \$74 [12:0];
+      if (\$76 ) begin
+        \$121  = 13'h0000;
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            \$121  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$121  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$122  = phase;
+    if (\$73 ) begin
+      if (\$76 ) begin
+        if (\$79 ) begin
+          \$122  = 1'h1;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
+          if (\$94 ) begin
+            \$122  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$122  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$123  = issuing;
+    if (\$73 ) begin
+      if (\$76 ) begin
+        (* full_case = 32'd1 *)
+        if (\$79 ) begin
+        end else begin
+          \$123  = 1'h0;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
             (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
+            if (\$95 ) begin
+            end else if (\$96 ) begin
             end else begin
-              \$120  = 1'h1;
+              \$123  = 1'h1;
             end
           end
     endcase
     if (rst) begin
-      \$120  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$121  = tail;
-    if (\$88 ) begin
-      \$121  = 2'h3;
-    end else if (\$89 ) begin
-      \$121  = \$90 [1:0];
+    \$124  = tail;
+    if (\$80 ) begin
+      \$124  = 2'h3;
+    end else if (\$81 ) begin
+      \$124  = \$82 [1:0];
     end
-    if (rst) begin
-      \$121  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$122  = rsp_j;
-    if (\$91 ) begin
-      \$122  = \$92 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            \$122  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$122  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$123  = response_cycles;
-    if (\$91 ) begin
-      \$123  = \$93 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            \$123  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$123  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$124  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            \$124  = 2'h0;
-            if (\$96 ) begin
-              \$124  = fail;
-            end
-          end
-    endcase
     if (rst) begin
       \$124  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$125  = n_rsp;
+    \$125  = rsp_j;
+    if (\$83 ) begin
+      \$125  = \$84 [12:0];
+    end
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
+          if (\$94 ) begin
             \$125  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    \$125  = batch_size[12:0];
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    \$125  = batch_size[12:0];
-                4'h3:
-                    \$125  = batch_size[12:0];
-                4'h4:
-                    \$125  = batch_size[12:0];
-                4'h5:
-                    \$125  = batch_size[12:0];
-              endcase
-            end
           end
     endcase
     if (rst) begin
@@ -2146,140 +2108,262 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$126  = wait_tree;
+    \$126  = response_cycles;
+    if (\$83 ) begin
+      \$126  = \$85 [31:0];
+    end
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
-            \$126  = 1'h0;
-            (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    /* empty */;
-                4'h6:
-                    \$126  = 1'h1;
-              endcase
-            end
+          if (\$94 ) begin
+            \$126  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$126  = 1'h0;
+      \$126  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$127  = ph1_n;
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            \$127  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$127  = update_size[12:0];
-                    end else begin
-                      \$127  = batch_size[12:0];
-                    end
-              endcase
-            end
-          end
-    endcase
+    \$127  = \$88 ;
     if (rst) begin
-      \$127  = 13'h0000;
+      \$127  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$128  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$95 ) begin
-            (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
-              \$128  = 1'h1;
-            end else begin
-              \$128  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$110 ) begin
-            \$128  = 1'h0;
-          end
-      2'h1:
-          if (\$111 ) begin
-            \$128  = 1'h0;
-          end
-    endcase
+    \$128  = \$91 ;
     if (rst) begin
       \$128  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$129  = engine_state;
+    \$129  = \$92 ;
+    if (rst) begin
+      \$129  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$130  = error;
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
+          if (\$94 ) begin
+            \$130  = 2'h0;
+            if (\$95 ) begin
+              \$130  = fail;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$130  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$131  = n_rsp;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            \$131  = 13'h0000;
             (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
-              \$129  = 2'h1;
+            if (\$95 ) begin
+            end else if (\$96 ) begin
             end else begin
-              \$129  = 2'h2;
+              casez (op_code)
+                4'h0:
+                    \$131  = batch_size[12:0];
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    \$131  = batch_size[12:0];
+                4'h3:
+                    \$131  = batch_size[12:0];
+                4'h4:
+                    \$131  = batch_size[12:0];
+                4'h5:
+                    \$131  = batch_size[12:0];
+              endcase
+            end
+          end
+    endcase
+    if (rst) begin
+      \$131  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$132  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            \$132  = 1'h0;
+            (* full_case = 32'd1 *)
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    /* empty */;
+                4'h6:
+                    \$132  = 1'h1;
+              endcase
+            end
+          end
+    endcase
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$133  = ph1_n;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            \$133  = 13'h0000;
+            (* full_case = 32'd1 *)
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$133  = update_size[12:0];
+                    end else begin
+                      \$133  = batch_size[12:0];
+                    end
+              endcase
+            end
+          end
+    endcase
+    if (rst) begin
+      \$133  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$134  = ph1_last;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            \$134  = 13'h1fff;
+            (* full_case = 32'd1 *)
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    /* empty */;
+                4'h1:
+                    /* empty */;
+                4'h2:
+                    /* empty */;
+                4'h3:
+                    /* empty */;
+                4'h4:
+                    /* empty */;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$134  = \$100 [12:0];
+                    end else begin
+                      \$134  = \$103 [12:0];
+                    end
+              endcase
+            end
+          end
+    endcase
+    if (rst) begin
+      \$134  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$135  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            (* full_case = 32'd1 *)
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+              \$135  = 1'h1;
+            end else begin
+              \$135  = 1'h1;
             end
           end
       2'h2:
-          if (\$110 ) begin
-            \$129  = 2'h0;
+          if (\$113 ) begin
+            \$135  = 1'h0;
           end
       2'h1:
-          if (\$111 ) begin
-            \$129  = 2'h0;
+          if (\$114 ) begin
+            \$135  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$129  = 2'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$130  = ph0_n;
+    \$136  = engine_state;
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
+          if (\$94 ) begin
             (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+              \$136  = 2'h1;
             end else begin
-              \$130  = batch_size[12:0];
+              \$136  = 2'h2;
+            end
+          end
+      2'h2:
+          if (\$113 ) begin
+            \$136  = 2'h0;
+          end
+      2'h1:
+          if (\$114 ) begin
+            \$136  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$136  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$137  = ph0_n;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            (* full_case = 32'd1 *)
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+            end else begin
+              \$137  = batch_size[12:0];
               casez (op_code)
                 4'h0:
                     /* empty */;
@@ -2295,65 +2379,103 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
                     (* full_case = 32'd1 *)
                     if (op_relaxed) begin
                     end else begin
-                      \$130  = update_size[12:0];
+                      \$137  = update_size[12:0];
                     end
                 4'h6:
-                    \$130  = 13'h0001;
+                    \$137  = 13'h0001;
               endcase
             end
           end
     endcase
     if (rst) begin
-      \$130  = 13'h0000;
+      \$137  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$131  = ph0_op;
+    \$138  = ph0_last;
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
+          if (\$94 ) begin
             (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
+            if (\$95 ) begin
+            end else if (\$96 ) begin
             end else begin
+              \$138  = \$97 [12:0];
               casez (op_code)
                 4'h0:
-                    \$131  = \$98 ;
+                    /* empty */;
                 4'h1:
-                    \$131  = 3'h2;
+                    /* empty */;
                 4'h2:
-                    \$131  = 3'h3;
+                    /* empty */;
                 4'h3:
-                    \$131  = 3'h4;
+                    /* empty */;
                 4'h4:
-                    \$131  = 3'h5;
+                    /* empty */;
                 4'h5:
                     (* full_case = 32'd1 *)
                     if (op_relaxed) begin
-                      \$131  = \$99 ;
                     end else begin
-                      \$131  = 3'h2;
+                      \$138  = \$101 [12:0];
                     end
                 4'h6:
-                    \$131  = 3'h7;
+                    \$138  = 13'h0000;
               endcase
             end
           end
     endcase
     if (rst) begin
-      \$131  = 3'h0;
+      \$138  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$132  = ph1_op;
+    \$139  = ph0_op;
     casez (engine_state)
       2'h0:
-          if (\$95 ) begin
+          if (\$94 ) begin
             (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else if (\$97 ) begin
+            if (\$95 ) begin
+            end else if (\$96 ) begin
+            end else begin
+              casez (op_code)
+                4'h0:
+                    \$139  = \$98 ;
+                4'h1:
+                    \$139  = 3'h2;
+                4'h2:
+                    \$139  = 3'h3;
+                4'h3:
+                    \$139  = 3'h4;
+                4'h4:
+                    \$139  = 3'h5;
+                4'h5:
+                    (* full_case = 32'd1 *)
+                    if (op_relaxed) begin
+                      \$139  = \$99 ;
+                    end else begin
+                      \$139  = 3'h2;
+                    end
+                4'h6:
+                    \$139  = 3'h7;
+              endcase
+            end
+          end
+    endcase
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$140  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$94 ) begin
+            (* full_case = 32'd1 *)
+            if (\$95 ) begin
+            end else if (\$96 ) begin
             end else begin
               casez (op_code)
                 4'h0:
@@ -2369,16 +2491,16 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
                 4'h5:
                     (* full_case = 32'd1 *)
                     if (op_relaxed) begin
-                      \$132  = 3'h2;
+                      \$140  = 3'h2;
                     end else begin
-                      \$132  = \$100 ;
+                      \$140  = \$102 ;
                     end
               endcase
             end
           end
     endcase
     if (rst) begin
-      \$132  = 3'h0;
+      \$140  = 3'h0;
     end
   end
   assign h_region = \$1 [2:0];
@@ -2389,20 +2511,20 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$62 ,
   assign \done$44  = done;
   assign cmd__valid = c_valid;
   assign rsp__ready = 1'h1;
-  assign \seed$65  = seed;
-  assign \error$67  = error;
+  assign \seed$66  = seed;
+  assign \error$68  = error;
   assign empty = status_empty;
   assign saturated = status_saturated;
   assign invalid = status_invalid_index;
-  assign status_tree_busy = \busy$62 ;
-  assign \cycles$76  = cycles;
+  assign status_tree_busy = \busy$63 ;
+  assign \cycles$77  = cycles;
   assign rsp_cycles = response_cycles;
   assign total_lo = total[31:0];
   assign total_hi = { 16'h0000, total[47:32] };
   assign max_priority = max_priority_lo;
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \size$86  };
-  assign write_pointer = { 16'h0000, \write_pointer$88  };
+  assign size = { 15'h0000, \size$87  };
+  assign write_pointer = { 16'h0000, \write_pointer$89  };
   assign \port$606$0  = \$41 ;
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
@@ -2433,46 +2555,46 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [69:0] \$100 ;
-  wire [70:0] \$101 ;
-  wire [71:0] \$102 ;
-  wire [72:0] \$103 ;
-  wire [99:0] \$104 ;
-  wire [100:0] \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [31:0] \$100 ;
+  wire [31:0] \$101 ;
+  wire [31:0] \$102 ;
+  wire [31:0] \$103 ;
+  wire [31:0] \$104 ;
+  wire [31:0] \$105 ;
+  wire [31:0] \$106 ;
+  wire [31:0] \$107 ;
+  wire [31:0] \$108 ;
+  wire [31:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
+  wire [31:0] \$110 ;
+  wire [31:0] \$111 ;
+  wire [31:0] \$112 ;
+  wire [31:0] \$113 ;
+  wire [31:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [31:0] \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
+  wire [43:0] \$120 ;
+  wire [44:0] \$121 ;
+  wire [69:0] \$122 ;
+  wire [70:0] \$123 ;
+  wire [71:0] \$124 ;
+  wire [72:0] \$125 ;
+  wire [99:0] \$126 ;
+  wire [100:0] \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
-  wire [5:0] \$130 ;
-  wire [5:0] \$131 ;
+  wire \$130 ;
+  wire \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
   wire \$135 ;
-  wire [12:0] \$136 ;
+  wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
@@ -2492,17 +2614,17 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire \$154 ;
-  wire \$155 ;
+  wire [6:0] \$154 ;
+  wire [6:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire \$16 ;
+  wire [31:0] \$16 ;
   wire \$160 ;
   wire \$161 ;
   wire \$162 ;
-  wire \$163 ;
+  wire [12:0] \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
@@ -2531,7 +2653,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
-  wire [31:0] \$19 ;
+  wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
@@ -2545,26 +2667,26 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  wire [31:0] \$201 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
-  wire [16:0] \$207 ;
-  wire [16:0] \$208 ;
+  wire \$207 ;
+  wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire [17:0] \$210 ;
-  wire [17:0] \$211 ;
+  wire \$210 ;
+  wire \$211 ;
   wire \$212 ;
   wire \$213 ;
-  wire [32:0] \$214 ;
-  wire [42:0] \$215 ;
-  wire [38:0] \$216 ;
-  wire [40:0] \$217 ;
-  wire [36:0] \$218 ;
-  wire [49:0] \$219 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
   wire \$220 ;
   wire \$221 ;
@@ -2574,103 +2696,238 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire \$228 ;
+  wire [31:0] \$228 ;
   wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
+  wire [16:0] \$234 ;
+  wire [16:0] \$235 ;
   wire \$236 ;
-  wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [17:0] \$237 ;
+  wire [17:0] \$238 ;
+  wire [15:0] \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
-  wire \$242 ;
+  wire [15:0] \$242 ;
   wire \$243 ;
   wire \$244 ;
-  wire \$245 ;
+  wire [15:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
-  wire \$248 ;
+  wire [15:0] \$248 ;
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire \$251 ;
+  wire [15:0] \$251 ;
   wire \$252 ;
   wire \$253 ;
-  wire \$254 ;
+  wire [15:0] \$254 ;
   wire \$255 ;
-  reg [4:0] \$256 ;
-  reg \$257 ;
-  reg [93:0] \$258 ;
-  reg [11:0] \$259 ;
+  wire \$256 ;
+  wire [15:0] \$257 ;
+  wire \$258 ;
+  wire \$259 ;
   wire \$26 ;
-  reg \$260 ;
-  reg [191:0] \$261 ;
-  reg [15:0] \$262 ;
-  reg [16:0] \$263 ;
-  reg [31:0] \$264 ;
-  reg [191:0] \$265 ;
-  reg [42:0] \$266 ;
-  reg [38:0] \$267 ;
-  reg [40:0] \$268 ;
-  reg [36:0] \$269 ;
-  wire \$27 ;
-  reg [191:0] \$270 ;
-  reg [47:0] \$271 ;
-  reg [191:0] \$272 ;
-  reg \$273 ;
-  reg \$274 ;
-  reg \$275 ;
+  wire [15:0] \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire [15:0] \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire [15:0] \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire [15:0] \$269 ;
+  wire [15:0] \$27 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire [15:0] \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire [15:0] \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire [15:0] \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  wire [15:0] \$29 ;
+  wire \$280 ;
+  wire [15:0] \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire [15:0] \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire [15:0] \$287 ;
+  wire \$288 ;
+  wire \$289 ;
+  wire \$29 ;
+  wire [15:0] \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire [15:0] \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire [15:0] \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire [15:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire [15:0] \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire [15:0] \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire [15:0] \$308 ;
+  wire \$309 ;
   wire \$31 ;
+  wire [15:0] \$310 ;
+  wire \$311 ;
+  wire [15:0] \$312 ;
+  wire \$313 ;
+  wire [15:0] \$314 ;
+  wire \$315 ;
+  wire [15:0] \$316 ;
+  wire \$317 ;
+  wire [15:0] \$318 ;
+  wire \$319 ;
   wire \$32 ;
+  wire [15:0] \$320 ;
+  wire \$321 ;
+  wire [15:0] \$322 ;
+  wire \$323 ;
+  wire [15:0] \$324 ;
+  wire \$325 ;
+  wire [15:0] \$326 ;
+  wire \$327 ;
+  wire [15:0] \$328 ;
+  wire \$329 ;
   wire \$33 ;
+  wire [15:0] \$330 ;
+  wire \$331 ;
+  wire [15:0] \$332 ;
+  wire \$333 ;
+  wire [15:0] \$334 ;
+  wire \$335 ;
+  wire [15:0] \$336 ;
+  wire \$337 ;
+  wire [15:0] \$338 ;
+  wire \$339 ;
   wire \$34 ;
+  wire [15:0] \$340 ;
+  wire [42:0] \$341 ;
+  wire [38:0] \$342 ;
+  wire [40:0] \$343 ;
+  wire [36:0] \$344 ;
+  wire [49:0] \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [15:0] \$38 ;
-  wire \$39 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
+  wire \$355 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
+  wire [15:0] \$36 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
+  wire [15:0] \$37 ;
+  wire \$370 ;
+  wire \$371 ;
+  wire \$372 ;
+  wire \$373 ;
+  wire \$374 ;
+  wire \$375 ;
+  wire \$376 ;
+  wire \$377 ;
+  wire \$378 ;
+  wire \$379 ;
+  wire [23:0] \$38 ;
+  wire \$380 ;
+  wire \$381 ;
+  reg \$382 ;
+  reg [5:0] \$383 ;
+  reg \$384 ;
+  reg [93:0] \$385 ;
+  reg \$386 ;
+  reg [11:0] \$387 ;
+  reg \$388 ;
+  reg [191:0] \$389 ;
+  wire [24:0] \$39 ;
+  reg [15:0] \$390 ;
+  reg [16:0] \$391 ;
+  reg [31:0] \$392 ;
+  reg [23:0] \$393 ;
+  reg [15:0] \$394 ;
+  reg [191:0] \$395 ;
+  reg [22:0] \$396 ;
+  reg [15:0] \$397 ;
+  reg [511:0] \$398 ;
+  reg [191:0] \$399 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [31:0] \$40 ;
+  reg [31:0] \$400 ;
+  reg [42:0] \$401 ;
+  reg [38:0] \$402 ;
+  reg [40:0] \$403 ;
+  reg [36:0] \$404 ;
+  reg [191:0] \$405 ;
+  reg [47:0] \$406 ;
+  reg [191:0] \$407 ;
+  reg \$408 ;
+  reg \$409 ;
+  wire [31:0] \$41 ;
+  reg \$410 ;
+  wire [31:0] \$42 ;
+  wire [31:0] \$43 ;
+  wire [31:0] \$44 ;
+  wire [31:0] \$45 ;
+  wire [31:0] \$46 ;
+  wire [31:0] \$47 ;
+  wire [31:0] \$48 ;
+  wire [31:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [31:0] \$50 ;
+  wire [31:0] \$51 ;
+  wire [31:0] \$52 ;
+  wire [31:0] \$53 ;
+  wire [31:0] \$54 ;
+  wire [31:0] \$55 ;
+  wire [31:0] \$56 ;
+  wire [31:0] \$57 ;
+  wire [31:0] \$58 ;
+  wire [31:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire [12:0] \$65 ;
-  wire [13:0] \$66 ;
-  wire \$67 ;
+  wire [31:0] \$60 ;
+  wire [31:0] \$61 ;
+  wire [31:0] \$62 ;
+  wire [31:0] \$63 ;
+  wire [31:0] \$64 ;
+  wire [31:0] \$65 ;
+  wire [31:0] \$66 ;
+  wire [31:0] \$67 ;
   wire [31:0] \$68 ;
   wire [31:0] \$69 ;
   wire \$7 ;
@@ -2700,12 +2957,12 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire [31:0] \$91 ;
   wire [31:0] \$92 ;
   wire [31:0] \$93 ;
-  reg [31:0] \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [43:0] \$98 ;
-  wire [44:0] \$99 ;
+  wire [31:0] \$94 ;
+  wire [31:0] \$95 ;
+  wire [31:0] \$96 ;
+  wire [31:0] \$97 ;
+  wire [31:0] \$98 ;
+  wire [31:0] \$99 ;
   reg [93:0] a = 94'h000000000000000000000000;
   wire [15:0] \a.index ;
   wire [2:0] \a.level ;
@@ -2721,6 +2978,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire [2:0] \a.op ;
   wire [39:0] \a.priority ;
   wire [31:0] \a.target ;
+  reg a_insert = 1'h0;
   reg a_valid = 1'h0;
   reg [191:0] b = 192'h000000000000000000000000000000000000000000000000;
   wire \b.debug ;
@@ -2748,6 +3006,32 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \b.valid ;
   wire [47:0] \b.value ;
   wire \b.write ;
+  reg [191:0] b2 = 192'h000000000000000000000000000000000000000000000000;
+  wire \b2.debug ;
+  wire [32:0] \b2.delta ;
+  wire \b2.empty ;
+  wire [15:0] \b2.index ;
+  wire \b2.invalid ;
+  wire [2:0] \b2.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \b2.op ;
+  wire [31:0] \b2.prio ;
+  wire \b2.prng ;
+  wire \b2.read ;
+  wire \b2.respond ;
+  wire \b2.sample ;
+  wire [47:0] \b2.target ;
+  wire \b2.valid ;
+  wire [47:0] \b2.value ;
+  wire \b2.write ;
   output busy;
   wire busy;
   reg [191:0] c = 192'h000000000000000000000000000000000000000000000000;
@@ -2776,6 +3060,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \c.valid ;
   wire [47:0] \c.value ;
   wire \c.write ;
+  reg [31:0] c_old = 32'd0;
   input clear;
   wire clear;
   input clk;
@@ -2800,9 +3085,10 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire cmd__ready;
   input cmd__valid;
   wire cmd__valid;
+  wire [32:0] delta;
   output empty;
   reg empty = 1'h0;
-  wire [12:0] hits;
+  reg [23:0] hits = 24'h000000;
   reg [191:0] i = 192'h000000000000000000000000000000000000000000000000;
   wire [191:0] \i$2 ;
   wire \i$2.debug ;
@@ -2909,9 +3195,11 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \i.write ;
   output invalid;
   reg invalid = 1'h0;
+  reg [15:0] lane = 16'h0000;
   wire [15:0] leaf_index;
   input load;
   wire load;
+  reg [511:0] looked = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [11:0] lookup_addr;
   wire [511:0] lookup_data;
   reg [191:0] m = 192'h000000000000000000000000000000000000000000000000;
@@ -2940,17 +3228,19 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire \m.valid ;
   wire [47:0] \m.value ;
   wire \m.write ;
+  wire [31:0] max_now;
   output [31:0] max_priority;
   reg [31:0] max_priority = 32'd65536;
+  wire max_raise;
   wire [31:0] new_value;
   wire [191:0] o;
-  wire [191:0] \o$31 ;
-  wire \o$31.debug ;
-  wire [32:0] \o$31.delta ;
-  wire \o$31.empty ;
-  wire [15:0] \o$31.index ;
-  wire \o$31.invalid ;
-  wire [2:0] \o$31.level ;
+  wire [191:0] \o$26 ;
+  wire \o$26.debug ;
+  wire [32:0] \o$26.delta ;
+  wire \o$26.empty ;
+  wire [15:0] \o$26.index ;
+  wire \o$26.invalid ;
+  wire [2:0] \o$26.level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -2960,16 +3250,16 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \o$31.op ;
-  wire [31:0] \o$31.prio ;
-  wire \o$31.prng ;
-  wire \o$31.read ;
-  wire \o$31.respond ;
-  wire \o$31.sample ;
-  wire [47:0] \o$31.target ;
-  wire \o$31.valid ;
-  wire [47:0] \o$31.value ;
-  wire \o$31.write ;
+  wire [2:0] \o$26.op ;
+  wire [31:0] \o$26.prio ;
+  wire \o$26.prng ;
+  wire \o$26.read ;
+  wire \o$26.respond ;
+  wire \o$26.sample ;
+  wire [47:0] \o$26.target ;
+  wire \o$26.valid ;
+  wire [47:0] \o$26.value ;
+  wire \o$26.write ;
   wire [191:0] \o$5 ;
   wire \o$5.debug ;
   wire [32:0] \o$5.delta ;
@@ -3084,7 +3374,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire [68:0] r_data;
   wire r_en;
   wire r_rdy;
-  reg [4:0] reserved = 5'h00;
+  reg [5:0] reserved = 6'h00;
   wire [68:0] response;
   wire \response.empty ;
   wire [15:0] \response.index ;
@@ -3123,15 +3413,20 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire rst;
   wire [31:0] sat;
   wire [39:0] sat_full;
+  wire sat_hi;
+  wire sat_lo;
   wire sat_ovf;
   output saturated;
   reg saturated = 1'h0;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$60 ;
+  wire [31:0] \seed$64 ;
   wire seed_load;
+  reg [15:0] sel_lane = 16'h0000;
+  reg [22:0] sel_tap = 23'h000000;
   output [16:0] size;
   reg [16:0] size = 17'h00000;
+  reg stages_busy = 1'h0;
   wire step;
   reg sweep = 1'h1;
   (* init = 1'h1 *)
@@ -3151,14 +3446,15 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   wire [11:0] sweep_cnt;
   (* init = 1'h1 *)
   wire sweeping;
-  wire [191:0] tap_p;
-  wire [191:0] \tap_p$25 ;
-  wire \tap_p$25.debug ;
-  wire [32:0] \tap_p$25.delta ;
-  wire \tap_p$25.empty ;
-  wire [15:0] \tap_p$25.index ;
-  wire \tap_p$25.invalid ;
-  wire [2:0] \tap_p$25.level ;
+  wire [959:0] taps;
+  wire [959:0] \taps$58 ;
+  wire [191:0] \taps$58[0] ;
+  wire \taps$58[0].debug ;
+  wire [32:0] \taps$58[0].delta ;
+  wire \taps$58[0].empty ;
+  wire [15:0] \taps$58[0].index ;
+  wire \taps$58[0].invalid ;
+  wire [2:0] \taps$58[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3168,23 +3464,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p$25.op ;
-  wire [31:0] \tap_p$25.prio ;
-  wire \tap_p$25.prng ;
-  wire \tap_p$25.read ;
-  wire \tap_p$25.respond ;
-  wire \tap_p$25.sample ;
-  wire [47:0] \tap_p$25.target ;
-  wire \tap_p$25.valid ;
-  wire [47:0] \tap_p$25.value ;
-  wire \tap_p$25.write ;
-  wire [191:0] \tap_p$27 ;
-  wire \tap_p$27.debug ;
-  wire [32:0] \tap_p$27.delta ;
-  wire \tap_p$27.empty ;
-  wire [15:0] \tap_p$27.index ;
-  wire \tap_p$27.invalid ;
-  wire [2:0] \tap_p$27.level ;
+  wire [2:0] \taps$58[0].op ;
+  wire [31:0] \taps$58[0].prio ;
+  wire \taps$58[0].prng ;
+  wire \taps$58[0].read ;
+  wire \taps$58[0].respond ;
+  wire \taps$58[0].sample ;
+  wire [47:0] \taps$58[0].target ;
+  wire \taps$58[0].valid ;
+  wire [47:0] \taps$58[0].value ;
+  wire \taps$58[0].write ;
+  wire [191:0] \taps$58[1] ;
+  wire \taps$58[1].debug ;
+  wire [32:0] \taps$58[1].delta ;
+  wire \taps$58[1].empty ;
+  wire [15:0] \taps$58[1].index ;
+  wire \taps$58[1].invalid ;
+  wire [2:0] \taps$58[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3194,23 +3490,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p$27.op ;
-  wire [31:0] \tap_p$27.prio ;
-  wire \tap_p$27.prng ;
-  wire \tap_p$27.read ;
-  wire \tap_p$27.respond ;
-  wire \tap_p$27.sample ;
-  wire [47:0] \tap_p$27.target ;
-  wire \tap_p$27.valid ;
-  wire [47:0] \tap_p$27.value ;
-  wire \tap_p$27.write ;
-  wire [191:0] \tap_p$29 ;
-  wire \tap_p$29.debug ;
-  wire [32:0] \tap_p$29.delta ;
-  wire \tap_p$29.empty ;
-  wire [15:0] \tap_p$29.index ;
-  wire \tap_p$29.invalid ;
-  wire [2:0] \tap_p$29.level ;
+  wire [2:0] \taps$58[1].op ;
+  wire [31:0] \taps$58[1].prio ;
+  wire \taps$58[1].prng ;
+  wire \taps$58[1].read ;
+  wire \taps$58[1].respond ;
+  wire \taps$58[1].sample ;
+  wire [47:0] \taps$58[1].target ;
+  wire \taps$58[1].valid ;
+  wire [47:0] \taps$58[1].value ;
+  wire \taps$58[1].write ;
+  wire [191:0] \taps$58[2] ;
+  wire \taps$58[2].debug ;
+  wire [32:0] \taps$58[2].delta ;
+  wire \taps$58[2].empty ;
+  wire [15:0] \taps$58[2].index ;
+  wire \taps$58[2].invalid ;
+  wire [2:0] \taps$58[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3220,22 +3516,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p$29.op ;
-  wire [31:0] \tap_p$29.prio ;
-  wire \tap_p$29.prng ;
-  wire \tap_p$29.read ;
-  wire \tap_p$29.respond ;
-  wire \tap_p$29.sample ;
-  wire [47:0] \tap_p$29.target ;
-  wire \tap_p$29.valid ;
-  wire [47:0] \tap_p$29.value ;
-  wire \tap_p$29.write ;
-  wire \tap_p.debug ;
-  wire [32:0] \tap_p.delta ;
-  wire \tap_p.empty ;
-  wire [15:0] \tap_p.index ;
-  wire \tap_p.invalid ;
-  wire [2:0] \tap_p.level ;
+  wire [2:0] \taps$58[2].op ;
+  wire [31:0] \taps$58[2].prio ;
+  wire \taps$58[2].prng ;
+  wire \taps$58[2].read ;
+  wire \taps$58[2].respond ;
+  wire \taps$58[2].sample ;
+  wire [47:0] \taps$58[2].target ;
+  wire \taps$58[2].valid ;
+  wire [47:0] \taps$58[2].value ;
+  wire \taps$58[2].write ;
+  wire [191:0] \taps$58[3] ;
+  wire \taps$58[3].debug ;
+  wire [32:0] \taps$58[3].delta ;
+  wire \taps$58[3].empty ;
+  wire [15:0] \taps$58[3].index ;
+  wire \taps$58[3].invalid ;
+  wire [2:0] \taps$58[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3245,24 +3542,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p.op ;
-  wire [31:0] \tap_p.prio ;
-  wire \tap_p.prng ;
-  wire \tap_p.read ;
-  wire \tap_p.respond ;
-  wire \tap_p.sample ;
-  wire [47:0] \tap_p.target ;
-  wire \tap_p.valid ;
-  wire [47:0] \tap_p.value ;
-  wire \tap_p.write ;
-  wire [191:0] tap_s;
-  wire [191:0] \tap_s$26 ;
-  wire \tap_s$26.debug ;
-  wire [32:0] \tap_s$26.delta ;
-  wire \tap_s$26.empty ;
-  wire [15:0] \tap_s$26.index ;
-  wire \tap_s$26.invalid ;
-  wire [2:0] \tap_s$26.level ;
+  wire [2:0] \taps$58[3].op ;
+  wire [31:0] \taps$58[3].prio ;
+  wire \taps$58[3].prng ;
+  wire \taps$58[3].read ;
+  wire \taps$58[3].respond ;
+  wire \taps$58[3].sample ;
+  wire [47:0] \taps$58[3].target ;
+  wire \taps$58[3].valid ;
+  wire [47:0] \taps$58[3].value ;
+  wire \taps$58[3].write ;
+  wire [191:0] \taps$58[4] ;
+  wire \taps$58[4].debug ;
+  wire [32:0] \taps$58[4].delta ;
+  wire \taps$58[4].empty ;
+  wire [15:0] \taps$58[4].index ;
+  wire \taps$58[4].invalid ;
+  wire [2:0] \taps$58[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3272,23 +3568,24 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s$26.op ;
-  wire [31:0] \tap_s$26.prio ;
-  wire \tap_s$26.prng ;
-  wire \tap_s$26.read ;
-  wire \tap_s$26.respond ;
-  wire \tap_s$26.sample ;
-  wire [47:0] \tap_s$26.target ;
-  wire \tap_s$26.valid ;
-  wire [47:0] \tap_s$26.value ;
-  wire \tap_s$26.write ;
-  wire [191:0] \tap_s$28 ;
-  wire \tap_s$28.debug ;
-  wire [32:0] \tap_s$28.delta ;
-  wire \tap_s$28.empty ;
-  wire [15:0] \tap_s$28.index ;
-  wire \tap_s$28.invalid ;
-  wire [2:0] \tap_s$28.level ;
+  wire [2:0] \taps$58[4].op ;
+  wire [31:0] \taps$58[4].prio ;
+  wire \taps$58[4].prng ;
+  wire \taps$58[4].read ;
+  wire \taps$58[4].respond ;
+  wire \taps$58[4].sample ;
+  wire [47:0] \taps$58[4].target ;
+  wire \taps$58[4].valid ;
+  wire [47:0] \taps$58[4].value ;
+  wire \taps$58[4].write ;
+  wire [959:0] \taps$59 ;
+  wire [191:0] \taps$59[0] ;
+  wire \taps$59[0].debug ;
+  wire [32:0] \taps$59[0].delta ;
+  wire \taps$59[0].empty ;
+  wire [15:0] \taps$59[0].index ;
+  wire \taps$59[0].invalid ;
+  wire [2:0] \taps$59[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3298,23 +3595,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s$28.op ;
-  wire [31:0] \tap_s$28.prio ;
-  wire \tap_s$28.prng ;
-  wire \tap_s$28.read ;
-  wire \tap_s$28.respond ;
-  wire \tap_s$28.sample ;
-  wire [47:0] \tap_s$28.target ;
-  wire \tap_s$28.valid ;
-  wire [47:0] \tap_s$28.value ;
-  wire \tap_s$28.write ;
-  wire [191:0] \tap_s$30 ;
-  wire \tap_s$30.debug ;
-  wire [32:0] \tap_s$30.delta ;
-  wire \tap_s$30.empty ;
-  wire [15:0] \tap_s$30.index ;
-  wire \tap_s$30.invalid ;
-  wire [2:0] \tap_s$30.level ;
+  wire [2:0] \taps$59[0].op ;
+  wire [31:0] \taps$59[0].prio ;
+  wire \taps$59[0].prng ;
+  wire \taps$59[0].read ;
+  wire \taps$59[0].respond ;
+  wire \taps$59[0].sample ;
+  wire [47:0] \taps$59[0].target ;
+  wire \taps$59[0].valid ;
+  wire [47:0] \taps$59[0].value ;
+  wire \taps$59[0].write ;
+  wire [191:0] \taps$59[1] ;
+  wire \taps$59[1].debug ;
+  wire [32:0] \taps$59[1].delta ;
+  wire \taps$59[1].empty ;
+  wire [15:0] \taps$59[1].index ;
+  wire \taps$59[1].invalid ;
+  wire [2:0] \taps$59[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3324,22 +3621,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s$30.op ;
-  wire [31:0] \tap_s$30.prio ;
-  wire \tap_s$30.prng ;
-  wire \tap_s$30.read ;
-  wire \tap_s$30.respond ;
-  wire \tap_s$30.sample ;
-  wire [47:0] \tap_s$30.target ;
-  wire \tap_s$30.valid ;
-  wire [47:0] \tap_s$30.value ;
-  wire \tap_s$30.write ;
-  wire \tap_s.debug ;
-  wire [32:0] \tap_s.delta ;
-  wire \tap_s.empty ;
-  wire [15:0] \tap_s.index ;
-  wire \tap_s.invalid ;
-  wire [2:0] \tap_s.level ;
+  wire [2:0] \taps$59[1].op ;
+  wire [31:0] \taps$59[1].prio ;
+  wire \taps$59[1].prng ;
+  wire \taps$59[1].read ;
+  wire \taps$59[1].respond ;
+  wire \taps$59[1].sample ;
+  wire [47:0] \taps$59[1].target ;
+  wire \taps$59[1].valid ;
+  wire [47:0] \taps$59[1].value ;
+  wire \taps$59[1].write ;
+  wire [191:0] \taps$59[2] ;
+  wire \taps$59[2].debug ;
+  wire [32:0] \taps$59[2].delta ;
+  wire \taps$59[2].empty ;
+  wire [15:0] \taps$59[2].index ;
+  wire \taps$59[2].invalid ;
+  wire [2:0] \taps$59[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3349,16 +3647,329 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s.op ;
-  wire [31:0] \tap_s.prio ;
-  wire \tap_s.prng ;
-  wire \tap_s.read ;
-  wire \tap_s.respond ;
-  wire \tap_s.sample ;
-  wire [47:0] \tap_s.target ;
-  wire \tap_s.valid ;
-  wire [47:0] \tap_s.value ;
-  wire \tap_s.write ;
+  wire [2:0] \taps$59[2].op ;
+  wire [31:0] \taps$59[2].prio ;
+  wire \taps$59[2].prng ;
+  wire \taps$59[2].read ;
+  wire \taps$59[2].respond ;
+  wire \taps$59[2].sample ;
+  wire [47:0] \taps$59[2].target ;
+  wire \taps$59[2].valid ;
+  wire [47:0] \taps$59[2].value ;
+  wire \taps$59[2].write ;
+  wire [191:0] \taps$59[3] ;
+  wire \taps$59[3].debug ;
+  wire [32:0] \taps$59[3].delta ;
+  wire \taps$59[3].empty ;
+  wire [15:0] \taps$59[3].index ;
+  wire \taps$59[3].invalid ;
+  wire [2:0] \taps$59[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$59[3].op ;
+  wire [31:0] \taps$59[3].prio ;
+  wire \taps$59[3].prng ;
+  wire \taps$59[3].read ;
+  wire \taps$59[3].respond ;
+  wire \taps$59[3].sample ;
+  wire [47:0] \taps$59[3].target ;
+  wire \taps$59[3].valid ;
+  wire [47:0] \taps$59[3].value ;
+  wire \taps$59[3].write ;
+  wire [191:0] \taps$59[4] ;
+  wire \taps$59[4].debug ;
+  wire [32:0] \taps$59[4].delta ;
+  wire \taps$59[4].empty ;
+  wire [15:0] \taps$59[4].index ;
+  wire \taps$59[4].invalid ;
+  wire [2:0] \taps$59[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$59[4].op ;
+  wire [31:0] \taps$59[4].prio ;
+  wire \taps$59[4].prng ;
+  wire \taps$59[4].read ;
+  wire \taps$59[4].respond ;
+  wire \taps$59[4].sample ;
+  wire [47:0] \taps$59[4].target ;
+  wire \taps$59[4].valid ;
+  wire [47:0] \taps$59[4].value ;
+  wire \taps$59[4].write ;
+  wire [959:0] \taps$60 ;
+  wire [191:0] \taps$60[0] ;
+  wire \taps$60[0].debug ;
+  wire [32:0] \taps$60[0].delta ;
+  wire \taps$60[0].empty ;
+  wire [15:0] \taps$60[0].index ;
+  wire \taps$60[0].invalid ;
+  wire [2:0] \taps$60[0].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$60[0].op ;
+  wire [31:0] \taps$60[0].prio ;
+  wire \taps$60[0].prng ;
+  wire \taps$60[0].read ;
+  wire \taps$60[0].respond ;
+  wire \taps$60[0].sample ;
+  wire [47:0] \taps$60[0].target ;
+  wire \taps$60[0].valid ;
+  wire [47:0] \taps$60[0].value ;
+  wire \taps$60[0].write ;
+  wire [191:0] \taps$60[1] ;
+  wire \taps$60[1].debug ;
+  wire [32:0] \taps$60[1].delta ;
+  wire \taps$60[1].empty ;
+  wire [15:0] \taps$60[1].index ;
+  wire \taps$60[1].invalid ;
+  wire [2:0] \taps$60[1].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$60[1].op ;
+  wire [31:0] \taps$60[1].prio ;
+  wire \taps$60[1].prng ;
+  wire \taps$60[1].read ;
+  wire \taps$60[1].respond ;
+  wire \taps$60[1].sample ;
+  wire [47:0] \taps$60[1].target ;
+  wire \taps$60[1].valid ;
+  wire [47:0] \taps$60[1].value ;
+  wire \taps$60[1].write ;
+  wire [191:0] \taps$60[2] ;
+  wire \taps$60[2].debug ;
+  wire [32:0] \taps$60[2].delta ;
+  wire \taps$60[2].empty ;
+  wire [15:0] \taps$60[2].index ;
+  wire \taps$60[2].invalid ;
+  wire [2:0] \taps$60[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$60[2].op ;
+  wire [31:0] \taps$60[2].prio ;
+  wire \taps$60[2].prng ;
+  wire \taps$60[2].read ;
+  wire \taps$60[2].respond ;
+  wire \taps$60[2].sample ;
+  wire [47:0] \taps$60[2].target ;
+  wire \taps$60[2].valid ;
+  wire [47:0] \taps$60[2].value ;
+  wire \taps$60[2].write ;
+  wire [191:0] \taps$60[3] ;
+  wire \taps$60[3].debug ;
+  wire [32:0] \taps$60[3].delta ;
+  wire \taps$60[3].empty ;
+  wire [15:0] \taps$60[3].index ;
+  wire \taps$60[3].invalid ;
+  wire [2:0] \taps$60[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$60[3].op ;
+  wire [31:0] \taps$60[3].prio ;
+  wire \taps$60[3].prng ;
+  wire \taps$60[3].read ;
+  wire \taps$60[3].respond ;
+  wire \taps$60[3].sample ;
+  wire [47:0] \taps$60[3].target ;
+  wire \taps$60[3].valid ;
+  wire [47:0] \taps$60[3].value ;
+  wire \taps$60[3].write ;
+  wire [191:0] \taps$60[4] ;
+  wire \taps$60[4].debug ;
+  wire [32:0] \taps$60[4].delta ;
+  wire \taps$60[4].empty ;
+  wire [15:0] \taps$60[4].index ;
+  wire \taps$60[4].invalid ;
+  wire [2:0] \taps$60[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$60[4].op ;
+  wire [31:0] \taps$60[4].prio ;
+  wire \taps$60[4].prng ;
+  wire \taps$60[4].read ;
+  wire \taps$60[4].respond ;
+  wire \taps$60[4].sample ;
+  wire [47:0] \taps$60[4].target ;
+  wire \taps$60[4].valid ;
+  wire [47:0] \taps$60[4].value ;
+  wire \taps$60[4].write ;
+  wire [191:0] \taps[0] ;
+  wire \taps[0].debug ;
+  wire [32:0] \taps[0].delta ;
+  wire \taps[0].empty ;
+  wire [15:0] \taps[0].index ;
+  wire \taps[0].invalid ;
+  wire [2:0] \taps[0].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[0].op ;
+  wire [31:0] \taps[0].prio ;
+  wire \taps[0].prng ;
+  wire \taps[0].read ;
+  wire \taps[0].respond ;
+  wire \taps[0].sample ;
+  wire [47:0] \taps[0].target ;
+  wire \taps[0].valid ;
+  wire [47:0] \taps[0].value ;
+  wire \taps[0].write ;
+  wire [191:0] \taps[1] ;
+  wire \taps[1].debug ;
+  wire [32:0] \taps[1].delta ;
+  wire \taps[1].empty ;
+  wire [15:0] \taps[1].index ;
+  wire \taps[1].invalid ;
+  wire [2:0] \taps[1].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[1].op ;
+  wire [31:0] \taps[1].prio ;
+  wire \taps[1].prng ;
+  wire \taps[1].read ;
+  wire \taps[1].respond ;
+  wire \taps[1].sample ;
+  wire [47:0] \taps[1].target ;
+  wire \taps[1].valid ;
+  wire [47:0] \taps[1].value ;
+  wire \taps[1].write ;
+  wire [191:0] \taps[2] ;
+  wire \taps[2].debug ;
+  wire [32:0] \taps[2].delta ;
+  wire \taps[2].empty ;
+  wire [15:0] \taps[2].index ;
+  wire \taps[2].invalid ;
+  wire [2:0] \taps[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[2].op ;
+  wire [31:0] \taps[2].prio ;
+  wire \taps[2].prng ;
+  wire \taps[2].read ;
+  wire \taps[2].respond ;
+  wire \taps[2].sample ;
+  wire [47:0] \taps[2].target ;
+  wire \taps[2].valid ;
+  wire [47:0] \taps[2].value ;
+  wire \taps[2].write ;
+  wire [191:0] \taps[3] ;
+  wire \taps[3].debug ;
+  wire [32:0] \taps[3].delta ;
+  wire \taps[3].empty ;
+  wire [15:0] \taps[3].index ;
+  wire \taps[3].invalid ;
+  wire [2:0] \taps[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[3].op ;
+  wire [31:0] \taps[3].prio ;
+  wire \taps[3].prng ;
+  wire \taps[3].read ;
+  wire \taps[3].respond ;
+  wire \taps[3].sample ;
+  wire [47:0] \taps[3].target ;
+  wire \taps[3].valid ;
+  wire [47:0] \taps[3].value ;
+  wire \taps[3].write ;
+  wire [191:0] \taps[4] ;
+  wire \taps[4].debug ;
+  wire [32:0] \taps[4].delta ;
+  wire \taps[4].empty ;
+  wire [15:0] \taps[4].index ;
+  wire \taps[4].invalid ;
+  wire [2:0] \taps[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[4].op ;
+  wire [31:0] \taps[4].prio ;
+  wire \taps[4].prng ;
+  wire \taps[4].read ;
+  wire \taps[4].respond ;
+  wire \taps[4].sample ;
+  wire [47:0] \taps[4].target ;
+  wire \taps[4].valid ;
+  wire [47:0] \taps[4].value ;
+  wire \taps[4].write ;
   output [47:0] total;
   reg [47:0] total = 48'h000000000000;
   wire [68:0] w_data;
@@ -3368,296 +3979,445 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   output [15:0] write_pointer;
   reg [15:0] write_pointer = 16'h0000;
   wire [31:0] x;
-  wire [12:0] youngest;
-  assign \$1  = | { \o$31 [0], \tap_s$30 [0], \tap_p$29 [0], \i$6 [0], \tap_s$28 [0], \tap_p$27 [0], \i$4 [0], \tap_s$26 [0], \tap_p$25 [0], \i$2 [0], tap_s[0], tap_p[0], i[0], m[0], c[0], b[0] };
-  assign pipe_busy = a_valid | \$1 ;
-  assign \$2  = ~ sweep;
-  assign \$3  = cmd__payload[2:0] == 3'h7;
-  assign \$4  = \$3  & pipe_busy;
-  assign \$5  = ~ \$4 ;
-  assign \$6  = \$2  & \$5 ;
-  assign \$7  = reserved < 5'h13;
-  assign \$8  = ! cmd__payload[2:0];
-  assign \$9  = cmd__payload[2:0] == 1'h1;
-  assign \$10  = cmd__payload[2:0] == 2'h3;
-  assign \$11  = cmd__payload[2:0] == 3'h4;
-  assign \$12  = cmd__payload[2:0] == 3'h5;
-  assign \$13  = cmd__payload[2:0] == 3'h6;
-  assign \$14  = | { \$13 , \$12 , \$11 , \$10 , \$9 , \$8  };
-  assign \$15  = ~ \$14 ;
-  assign \$16  = \$7  | \$15 ;
-  assign cmd__ready = \$6  & \$16 ;
+  wire [23:0] youngest;
+  assign pipe_busy = a_valid | stages_busy;
+  assign \$1  = ~ sweep;
+  assign \$2  = cmd__payload[2:0] == 3'h7;
+  assign \$3  = \$2  & pipe_busy;
+  assign \$4  = ~ \$3 ;
+  assign \$5  = \$1  & \$4 ;
+  assign \$6  = reserved < 6'h20;
+  assign \$7  = ! cmd__payload[2:0];
+  assign \$8  = cmd__payload[2:0] == 1'h1;
+  assign \$9  = cmd__payload[2:0] == 2'h3;
+  assign \$10  = cmd__payload[2:0] == 3'h4;
+  assign \$11  = cmd__payload[2:0] == 3'h5;
+  assign \$12  = cmd__payload[2:0] == 3'h6;
+  assign \$13  = | { \$12 , \$11 , \$10 , \$9 , \$8 , \$7  };
+  assign \$14  = ~ \$13 ;
+  assign \$15  = \$6  | \$14 ;
+  assign cmd__ready = \$5  & \$15 ;
   assign busy = pipe_busy | sweep;
-  assign w_en = \o$31 [0] & \o$31 [9];
-  assign \$17  = a[61:22] > 32'd4294967295;
-  assign \$18  = a[61:22] > 32'd4294967295;
-  assign sat = \$18  ? 32'd4294967295 : \$19 ;
+  assign w_en = \o$26 [0] & \o$26 [9];
+  assign sat_hi = | a[61:54];
+  assign sat = sat_hi ? 32'd4294967295 : \$16 ;
+  assign \$17  = b[62:31] > max_priority;
+  assign max_raise = b[6] & \$17 ;
+  assign max_now = max_raise ? b[62:31] : max_priority;
+  assign \$18  = a[2:0] == 3'h4;
+  assign new_value = \$18  ? max_now : sat;
+  assign \$19  = a[2:0] == 2'h3;
   assign \$20  = a[2:0] == 3'h4;
-  assign new_value = \$20  ? max_priority : sat;
-  assign \$21  = a[2:0] == 2'h3;
-  assign \$22  = a[2:0] == 3'h4;
-  assign \$23  = \$21  | \$22 ;
-  assign \$24  = a_valid & \$23 ;
-  assign \$25  = ! a[2:0];
-  assign \$26  = a[2:0] == 1'h1;
-  assign \$27  = \$25  | \$26 ;
-  assign \$28  = a_valid & \$27 ;
-  assign \$29  = \$28  ? 16'h0000 : a[21:6];
-  assign leaf_index = \$24  ? write_pointer : \$29 ;
-  assign \$30  = a[2:0] == 2'h3;
-  assign \$31  = a[2:0] == 3'h4;
-  assign \$32  = \$30  | \$31 ;
+  assign \$21  = \$19  | \$20 ;
+  assign \$22  = a_valid & \$21 ;
+  assign \$23  = ! a[2:0];
+  assign \$24  = a[2:0] == 1'h1;
+  assign \$25  = \$23  | \$24 ;
+  assign \$26  = a_valid & \$25 ;
+  assign \$27  = \$26  ? 16'h0000 : a[21:6];
+  assign leaf_index = \$22  ? write_pointer : \$27 ;
+  assign \$28  = a[2:0] == 2'h3;
+  assign \$29  = a[2:0] == 3'h4;
+  assign \$30  = \$28  | \$29 ;
+  assign \$31  = a_valid & \$30 ;
+  assign \$32  = a[2:0] == 2'h2;
   assign \$33  = a_valid & \$32 ;
-  assign \$34  = a[2:0] == 2'h2;
-  assign \$35  = a_valid & \$34 ;
-  assign write = \$33  | \$37 ;
-  assign \$39  = c[30:15] == b[30:15];
-  assign \$40  = c[6] & \$39 ;
-  assign \$41  = m[30:15] == b[30:15];
-  assign \$42  = m[6] & \$41 ;
-  assign \$43  = i[30:15] == b[30:15];
-  assign \$44  = i[6] & \$43 ;
-  assign \$45  = tap_p[30:15] == b[30:15];
-  assign \$46  = tap_p[6] & \$45 ;
-  assign \$47  = tap_s[30:15] == b[30:15];
-  assign \$48  = tap_s[6] & \$47 ;
-  assign \$49  = \i$2 [30:15] == b[30:15];
-  assign \$50  = \i$2 [6] & \$49 ;
-  assign \$51  = \tap_p$25 [30:15] == b[30:15];
-  assign \$52  = \tap_p$25 [6] & \$51 ;
-  assign \$53  = \tap_s$26 [30:15] == b[30:15];
-  assign \$54  = \tap_s$26 [6] & \$53 ;
-  assign \$55  = \i$4 [30:15] == b[30:15];
-  assign \$56  = \i$4 [6] & \$55 ;
-  assign \$57  = \tap_p$27 [30:15] == b[30:15];
-  assign \$58  = \tap_p$27 [6] & \$57 ;
-  assign \$59  = \tap_s$28 [30:15] == b[30:15];
-  assign \$60  = \tap_s$28 [6] & \$59 ;
-  assign \$61  = \i$6 [30:15] == b[30:15];
-  assign \$62  = \i$6 [6] & \$61 ;
-  assign \$63  = \tap_p$29 [30:15] == b[30:15];
-  assign \$64  = \tap_p$29 [6] & \$63 ;
-  assign \$65  = ~ { \$64 , \$62 , \$60 , \$58 , \$56 , \$54 , \$52 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40  };
-  assign \$66  = \$65  + 1'h1;
-  assign youngest = { \$64 , \$62 , \$60 , \$58 , \$56 , \$54 , \$52 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40  } & \$66 [12:0];
-  assign \$67  = | { \$64 , \$62 , \$60 , \$58 , \$56 , \$54 , \$52 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40  };
-  assign \$68  = youngest[0] ? c[62:31] : 32'd0;
-  assign \$70  = youngest[1] ? m[62:31] : 32'd0;
+  assign write = \$31  | \$35 ;
+  assign \$36  = a_insert ? write_pointer : a[21:6];
+  assign \$38  = ~ hits;
+  assign \$39  = \$38  + 1'h1;
+  assign youngest = hits & \$39 [23:0];
+  assign \$40  = sel_tap[0] ? c[62:31] : 32'd0;
+  assign \$42  = sel_tap[1] ? m[62:31] : 32'd0;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = sel_tap[2] ? i[62:31] : 32'd0;
+  assign \$45  = \$43  | \$44 ;
+  assign \$46  = sel_tap[3] ? taps[62:31] : 32'd0;
+  assign \$47  = \$45  | \$46 ;
+  assign \$48  = sel_tap[4] ? taps[254:223] : 32'd0;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = sel_tap[5] ? taps[446:415] : 32'd0;
+  assign \$51  = \$49  | \$50 ;
+  assign \$52  = sel_tap[6] ? taps[638:607] : 32'd0;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = sel_tap[7] ? taps[830:799] : 32'd0;
+  assign \$55  = \$53  | \$54 ;
+  assign \$56  = sel_tap[8] ? \i$2 [62:31] : 32'd0;
+  assign \$57  = \$55  | \$56 ;
+  assign \$58  = sel_tap[9] ? \taps$58 [62:31] : 32'd0;
+  assign \$59  = \$57  | \$58 ;
+  assign \$60  = sel_tap[10] ? \taps$58 [254:223] : 32'd0;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = sel_tap[11] ? \taps$58 [446:415] : 32'd0;
+  assign \$63  = \$61  | \$62 ;
+  assign \$64  = sel_tap[12] ? \taps$58 [638:607] : 32'd0;
+  assign \$65  = \$63  | \$64 ;
+  assign \$66  = sel_tap[13] ? \taps$58 [830:799] : 32'd0;
+  assign \$67  = \$65  | \$66 ;
+  assign \$68  = sel_tap[14] ? \i$4 [62:31] : 32'd0;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = sel_tap[15] ? \taps$59 [62:31] : 32'd0;
   assign \$71  = \$69  | \$70 ;
-  assign \$72  = youngest[2] ? i[62:31] : 32'd0;
+  assign \$72  = sel_tap[16] ? \taps$59 [254:223] : 32'd0;
   assign \$73  = \$71  | \$72 ;
-  assign \$74  = youngest[3] ? tap_p[62:31] : 32'd0;
+  assign \$74  = sel_tap[17] ? \taps$59 [446:415] : 32'd0;
   assign \$75  = \$73  | \$74 ;
-  assign \$76  = youngest[4] ? tap_s[62:31] : 32'd0;
+  assign \$76  = sel_tap[18] ? \taps$59 [638:607] : 32'd0;
   assign \$77  = \$75  | \$76 ;
-  assign \$78  = youngest[5] ? \i$2 [62:31] : 32'd0;
+  assign \$78  = sel_tap[19] ? \taps$59 [830:799] : 32'd0;
   assign \$79  = \$77  | \$78 ;
-  assign \$80  = youngest[6] ? \tap_p$25 [62:31] : 32'd0;
+  assign \$80  = sel_tap[20] ? \i$6 [62:31] : 32'd0;
   assign \$81  = \$79  | \$80 ;
-  assign \$82  = youngest[7] ? \tap_s$26 [62:31] : 32'd0;
+  assign \$82  = sel_tap[21] ? \taps$60 [62:31] : 32'd0;
   assign \$83  = \$81  | \$82 ;
-  assign \$84  = youngest[8] ? \i$4 [62:31] : 32'd0;
+  assign \$84  = sel_tap[22] ? \taps$60 [254:223] : 32'd0;
   assign \$85  = \$83  | \$84 ;
-  assign \$86  = youngest[9] ? \tap_p$27 [62:31] : 32'd0;
+  assign \$86  = sel_lane[0] ? looked[31:0] : 32'd0;
   assign \$87  = \$85  | \$86 ;
-  assign \$88  = youngest[10] ? \tap_s$28 [62:31] : 32'd0;
+  assign \$88  = sel_lane[1] ? looked[63:32] : 32'd0;
   assign \$89  = \$87  | \$88 ;
-  assign \$90  = youngest[11] ? \i$6 [62:31] : 32'd0;
+  assign \$90  = sel_lane[2] ? looked[95:64] : 32'd0;
   assign \$91  = \$89  | \$90 ;
-  assign \$92  = youngest[12] ? \tap_p$29 [62:31] : 32'd0;
+  assign \$92  = sel_lane[3] ? looked[127:96] : 32'd0;
   assign \$93  = \$91  | \$92 ;
-  assign old = \$67  ? \$93  : \$94 ;
-  assign \$95  = c[4] & c[5];
-  assign \$96  = ! total;
-  assign \$97  = ~ \$96 ;
-  assign step = \$95  & \$97 ;
+  assign \$94  = sel_lane[4] ? looked[159:128] : 32'd0;
+  assign \$95  = \$93  | \$94 ;
+  assign \$96  = sel_lane[5] ? looked[191:160] : 32'd0;
+  assign \$97  = \$95  | \$96 ;
+  assign \$98  = sel_lane[6] ? looked[223:192] : 32'd0;
+  assign \$99  = \$97  | \$98 ;
+  assign \$100  = sel_lane[7] ? looked[255:224] : 32'd0;
+  assign \$101  = \$99  | \$100 ;
+  assign \$102  = sel_lane[8] ? looked[287:256] : 32'd0;
+  assign \$103  = \$101  | \$102 ;
+  assign \$104  = sel_lane[9] ? looked[319:288] : 32'd0;
+  assign \$105  = \$103  | \$104 ;
+  assign \$106  = sel_lane[10] ? looked[351:320] : 32'd0;
+  assign \$107  = \$105  | \$106 ;
+  assign \$108  = sel_lane[11] ? looked[383:352] : 32'd0;
+  assign \$109  = \$107  | \$108 ;
+  assign \$110  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$111  = \$109  | \$110 ;
+  assign \$112  = sel_lane[13] ? looked[447:416] : 32'd0;
+  assign \$113  = \$111  | \$112 ;
+  assign \$114  = sel_lane[14] ? looked[479:448] : 32'd0;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = sel_lane[15] ? looked[511:480] : 32'd0;
+  assign old = \$115  | \$116 ;
+  assign \$117  = c[4] & c[5];
+  assign \$118  = ! total;
+  assign \$119  = ~ \$118 ;
+  assign step = \$117  & \$119 ;
   assign x = c[5] ? word : c[127:96];
-  assign \$99  = 1'h0 + \$98 ;
-  assign \$101  = \$99  + \$100 ;
-  assign \$103  = \$101  + \$102 ;
-  assign \$105  = \$103  + \$104 ;
-  assign \$106  = cmd__valid & cmd__ready;
-  assign \$107  = ! cmd__payload[2:0];
-  assign \$108  = cmd__payload[2:0] == 1'h1;
-  assign \$109  = cmd__payload[2:0] == 2'h3;
-  assign \$110  = cmd__payload[2:0] == 3'h4;
-  assign \$111  = cmd__payload[2:0] == 3'h5;
-  assign \$112  = cmd__payload[2:0] == 3'h6;
-  assign \$113  = | { \$112 , \$111 , \$110 , \$109 , \$108 , \$107  };
-  assign \$114  = \$106  & \$113 ;
-  assign \$116  = ~ \$115 ;
-  assign \$117  = \$114  & \$116 ;
-  assign \$119  = cmd__valid & cmd__ready;
-  assign \$120  = ! cmd__payload[2:0];
-  assign \$121  = cmd__payload[2:0] == 1'h1;
-  assign \$122  = cmd__payload[2:0] == 2'h3;
-  assign \$123  = cmd__payload[2:0] == 3'h4;
-  assign \$124  = cmd__payload[2:0] == 3'h5;
-  assign \$125  = cmd__payload[2:0] == 3'h6;
-  assign \$126  = | { \$125 , \$124 , \$123 , \$122 , \$121 , \$120  };
-  assign \$127  = \$119  & \$126 ;
-  assign \$128  = ~ \$127 ;
-  assign \$129  = \$118  & \$128 ;
-  assign \$130  = reserved + 1'h1;
-  assign \$131  = reserved - 1'h1;
-  assign \$132  = cmd__valid & cmd__ready;
-  assign \$133  = cmd__payload[2:0] == 3'h7;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = sweep_addr + 1'h1;
-  assign \$137  = sweep_addr == 12'hfff;
-  assign \$138  = ! a[2:0];
-  assign \$139  = a[2:0] == 1'h1;
-  assign \$140  = \$138  | \$139 ;
-  assign \$141  = a_valid & \$140 ;
-  assign \$142  = a[2:0] == 1'h1;
-  assign \$143  = a[2:0] == 3'h5;
-  assign \$144  = a_valid & \$143 ;
-  assign \$147  = a[2:0] == 3'h6;
-  assign \$148  = a_valid & \$147 ;
-  assign \$149  = ! a[5:3];
-  assign \$150  = a[21:6] >= 1'h1;
-  assign \$151  = \$149  & \$150 ;
-  assign \$152  = a[5:3] == 1'h1;
-  assign \$153  = a[21:6] >= 5'h10;
-  assign \$154  = \$152  & \$153 ;
-  assign \$155  = a[5:3] == 2'h2;
-  assign \$156  = a[21:6] >= 9'h100;
-  assign \$157  = \$155  & \$156 ;
-  assign \$158  = a[5:3] == 2'h3;
-  assign \$159  = a[21:6] >= 13'h1000;
-  assign \$160  = \$158  & \$159 ;
-  assign \$161  = a[5:3] > 3'h4;
-  assign \$162  = | { \$161 , \$160 , \$157 , \$154 , \$151  };
-  assign \$163  = ~ \$162 ;
-  assign \$164  = \$148  & \$163 ;
+  assign delta = c[62:31] - c_old;
+  assign \$121  = 1'h0 + \$120 ;
+  assign \$123  = \$121  + \$122 ;
+  assign \$125  = \$123  + \$124 ;
+  assign \$127  = \$125  + \$126 ;
+  assign \$128  = | { \taps$60 [768], \taps$60 [576], \taps$60 [384], \taps$60 [192], \taps$60 [0], \i$6 [0], \taps$59 [768], \taps$59 [576], \taps$59 [384], \taps$59 [192], \taps$59 [0], \i$4 [0], \taps$58 [768], \taps$58 [576], \taps$58 [384], \taps$58 [192], \taps$58 [0], \i$2 [0], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m[0], c[0], b2[0], b[0] };
+  assign \$129  = a_valid | \$128 ;
+  assign \$130  = cmd__valid & cmd__ready;
+  assign \$131  = ! cmd__payload[2:0];
+  assign \$132  = cmd__payload[2:0] == 1'h1;
+  assign \$133  = cmd__payload[2:0] == 2'h3;
+  assign \$134  = cmd__payload[2:0] == 3'h4;
+  assign \$135  = cmd__payload[2:0] == 3'h5;
+  assign \$136  = cmd__payload[2:0] == 3'h6;
+  assign \$137  = | { \$136 , \$135 , \$134 , \$133 , \$132 , \$131  };
+  assign \$138  = \$130  & \$137 ;
+  assign \$140  = ~ \$139 ;
+  assign \$141  = \$138  & \$140 ;
+  assign \$143  = cmd__valid & cmd__ready;
+  assign \$144  = ! cmd__payload[2:0];
+  assign \$145  = cmd__payload[2:0] == 1'h1;
+  assign \$146  = cmd__payload[2:0] == 2'h3;
+  assign \$147  = cmd__payload[2:0] == 3'h4;
+  assign \$148  = cmd__payload[2:0] == 3'h5;
+  assign \$149  = cmd__payload[2:0] == 3'h6;
+  assign \$150  = | { \$149 , \$148 , \$147 , \$146 , \$145 , \$144  };
+  assign \$151  = \$143  & \$150 ;
+  assign \$152  = ~ \$151 ;
+  assign \$153  = \$142  & \$152 ;
+  assign \$154  = reserved + 1'h1;
+  assign \$155  = reserved - 1'h1;
+  assign \$156  = cmd__valid & cmd__ready;
+  assign \$157  = cmd__payload[2:0] == 3'h7;
+  assign \$158  = ~ \$157 ;
+  assign \$159  = \$156  & \$158 ;
+  assign \$160  = cmd__payload[2:0] == 2'h3;
+  assign \$161  = cmd__payload[2:0] == 3'h4;
+  assign \$162  = \$160  | \$161 ;
+  assign \$163  = sweep_addr + 1'h1;
+  assign \$164  = sweep_addr == 12'hfff;
   assign \$165  = ! a[2:0];
   assign \$166  = a[2:0] == 1'h1;
-  assign \$167  = a[2:0] == 2'h3;
-  assign \$168  = a[2:0] == 3'h4;
-  assign \$169  = a[2:0] == 3'h5;
-  assign \$170  = a[2:0] == 3'h6;
-  assign \$171  = | { \$170 , \$169 , \$168 , \$167 , \$166 , \$165  };
-  assign \$172  = a_valid & \$171 ;
-  assign \$173  = a[2:0] == 2'h2;
-  assign \$174  = a_valid & \$173 ;
-  assign \$175  = a[2:0] == 3'h5;
-  assign \$176  = a_valid & \$175 ;
-  assign \$177  = \$174  | \$176 ;
-  assign \$179  = a[2:0] == 3'h6;
-  assign \$180  = a_valid & \$179 ;
-  assign \$181  = ! a[5:3];
-  assign \$182  = a[21:6] >= 1'h1;
-  assign \$183  = \$181  & \$182 ;
-  assign \$184  = a[5:3] == 1'h1;
-  assign \$185  = a[21:6] >= 5'h10;
-  assign \$186  = \$184  & \$185 ;
-  assign \$187  = a[5:3] == 2'h2;
-  assign \$188  = a[21:6] >= 9'h100;
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = a[5:3] == 2'h3;
-  assign \$191  = a[21:6] >= 13'h1000;
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = a[5:3] > 3'h4;
-  assign \$194  = | { \$193 , \$192 , \$189 , \$186 , \$183  };
-  assign \$195  = \$180  & \$194 ;
-  assign \$197  = a[2:0] == 2'h3;
-  assign \$198  = a[2:0] == 3'h4;
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = a_valid & \$199 ;
-  assign \$201  = \$200  ? new_value : 32'd0;
-  assign \$202  = a[2:0] == 2'h3;
-  assign \$203  = a[2:0] == 3'h4;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = a_valid & \$204 ;
-  assign \$206  = write_pointer == 16'hffff;
-  assign \$207  = write_pointer + 1'h1;
-  assign \$208  = \$206  ? 17'h00000 : \$207 ;
-  assign \$209  = size == 17'h10000;
-  assign \$210  = size + 1'h1;
-  assign \$211  = \$209  ? 18'h10000 : \$210 ;
-  assign \$212  = new_value > max_priority;
-  assign \$213  = write & \$212 ;
-  assign \$214  = b[62:31] - old;
-  assign \$215  = x[16:0] * total[25:0];
-  assign \$216  = x[16:0] * total[47:26];
-  assign \$217  = x[31:17] * total[25:0];
-  assign \$218  = x[31:17] * total[47:26];
-  assign \$219  = $signed({ 1'h0, total }) + $signed(c[95:63]);
-  assign \$220  = ! total;
-  assign \$221  = c[4] & \$220 ;
-  assign \$222  = ! c[14:12];
-  assign \$223  = c[8] & \$222 ;
-  assign \$224  = ! total;
-  assign \$225  = c[4] & \$224 ;
-  assign \$226  = a[2:0] != 3'h4;
-  assign \$227  = write & \$226 ;
-  assign \$228  = \$227  & sat_ovf;
-  assign \$229  = a[2:0] == 2'h2;
-  assign \$230  = a_valid & \$229 ;
-  assign \$231  = a[2:0] == 3'h5;
+  assign \$167  = \$165  | \$166 ;
+  assign \$168  = a_valid & \$167 ;
+  assign \$169  = a[2:0] == 1'h1;
+  assign \$170  = a[2:0] == 3'h5;
+  assign \$171  = a_valid & \$170 ;
+  assign \$174  = a[2:0] == 3'h6;
+  assign \$175  = a_valid & \$174 ;
+  assign \$176  = ! a[5:3];
+  assign \$177  = a[21:6] >= 1'h1;
+  assign \$178  = \$176  & \$177 ;
+  assign \$179  = a[5:3] == 1'h1;
+  assign \$180  = a[21:6] >= 5'h10;
+  assign \$181  = \$179  & \$180 ;
+  assign \$182  = a[5:3] == 2'h2;
+  assign \$183  = a[21:6] >= 9'h100;
+  assign \$184  = \$182  & \$183 ;
+  assign \$185  = a[5:3] == 2'h3;
+  assign \$186  = a[21:6] >= 13'h1000;
+  assign \$187  = \$185  & \$186 ;
+  assign \$188  = a[5:3] > 3'h4;
+  assign \$189  = | { \$188 , \$187 , \$184 , \$181 , \$178  };
+  assign \$190  = ~ \$189 ;
+  assign \$191  = \$175  & \$190 ;
+  assign \$192  = ! a[2:0];
+  assign \$193  = a[2:0] == 1'h1;
+  assign \$194  = a[2:0] == 2'h3;
+  assign \$195  = a[2:0] == 3'h4;
+  assign \$196  = a[2:0] == 3'h5;
+  assign \$197  = a[2:0] == 3'h6;
+  assign \$198  = | { \$197 , \$196 , \$195 , \$194 , \$193 , \$192  };
+  assign \$199  = a_valid & \$198 ;
+  assign \$200  = a[2:0] == 2'h2;
+  assign \$201  = a_valid & \$200 ;
+  assign \$202  = a[2:0] == 3'h5;
+  assign \$203  = a_valid & \$202 ;
+  assign \$204  = \$201  | \$203 ;
+  assign \$206  = a[2:0] == 3'h6;
+  assign \$207  = a_valid & \$206 ;
+  assign \$208  = ! a[5:3];
+  assign \$209  = a[21:6] >= 1'h1;
+  assign \$210  = \$208  & \$209 ;
+  assign \$211  = a[5:3] == 1'h1;
+  assign \$212  = a[21:6] >= 5'h10;
+  assign \$213  = \$211  & \$212 ;
+  assign \$214  = a[5:3] == 2'h2;
+  assign \$215  = a[21:6] >= 9'h100;
+  assign \$216  = \$214  & \$215 ;
+  assign \$217  = a[5:3] == 2'h3;
+  assign \$218  = a[21:6] >= 13'h1000;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = a[5:3] > 3'h4;
+  assign \$221  = | { \$220 , \$219 , \$216 , \$213 , \$210  };
+  assign \$222  = \$207  & \$221 ;
+  assign \$224  = a[2:0] == 2'h3;
+  assign \$225  = a[2:0] == 3'h4;
+  assign \$226  = \$224  | \$225 ;
+  assign \$227  = a_valid & \$226 ;
+  assign \$228  = \$227  ? new_value : 32'd0;
+  assign \$229  = a[2:0] == 2'h3;
+  assign \$230  = a[2:0] == 3'h4;
+  assign \$231  = \$229  | \$230 ;
   assign \$232  = a_valid & \$231 ;
-  assign \$233  = \$230  | \$232 ;
-  assign \$235  = a[2:0] == 3'h6;
-  assign \$236  = a_valid & \$235 ;
-  assign \$237  = ! a[5:3];
-  assign \$238  = a[21:6] >= 1'h1;
-  assign \$239  = \$237  & \$238 ;
-  assign \$240  = a[5:3] == 1'h1;
-  assign \$241  = a[21:6] >= 5'h10;
-  assign \$242  = \$240  & \$241 ;
-  assign \$243  = a[5:3] == 2'h2;
-  assign \$244  = a[21:6] >= 9'h100;
-  assign \$245  = \$243  & \$244 ;
-  assign \$246  = a[5:3] == 2'h3;
-  assign \$247  = a[21:6] >= 13'h1000;
-  assign \$248  = \$246  & \$247 ;
-  assign \$249  = a[5:3] > 3'h4;
-  assign \$250  = | { \$249 , \$248 , \$245 , \$242 , \$239  };
-  assign \$251  = \$236  & \$250 ;
-  assign \$253  = cmd__valid & cmd__ready;
-  assign \$254  = cmd__payload[2:0] == 3'h7;
-  assign \$255  = \$253  & \$254 ;
+  assign \$233  = write_pointer == 16'hffff;
+  assign \$234  = write_pointer + 1'h1;
+  assign \$235  = \$233  ? 17'h00000 : \$234 ;
+  assign \$236  = size == 17'h10000;
+  assign \$237  = size + 1'h1;
+  assign \$238  = \$236  ? 18'h10000 : \$237 ;
+  assign \$239  = a_insert ? write_pointer : a[21:6];
+  assign \$240  = b[30:15] == \$239 ;
+  assign \$241  = b[6] & \$240 ;
+  assign \$242  = a_insert ? write_pointer : a[21:6];
+  assign \$243  = b2[30:15] == \$242 ;
+  assign \$244  = b2[6] & \$243 ;
+  assign \$245  = a_insert ? write_pointer : a[21:6];
+  assign \$246  = c[30:15] == \$245 ;
+  assign \$247  = c[6] & \$246 ;
+  assign \$248  = a_insert ? write_pointer : a[21:6];
+  assign \$249  = m[30:15] == \$248 ;
+  assign \$250  = m[6] & \$249 ;
+  assign \$251  = a_insert ? write_pointer : a[21:6];
+  assign \$252  = i[30:15] == \$251 ;
+  assign \$253  = i[6] & \$252 ;
+  assign \$254  = a_insert ? write_pointer : a[21:6];
+  assign \$255  = taps[30:15] == \$254 ;
+  assign \$256  = taps[6] & \$255 ;
+  assign \$257  = a_insert ? write_pointer : a[21:6];
+  assign \$258  = taps[222:207] == \$257 ;
+  assign \$259  = taps[198] & \$258 ;
+  assign \$260  = a_insert ? write_pointer : a[21:6];
+  assign \$261  = taps[414:399] == \$260 ;
+  assign \$262  = taps[390] & \$261 ;
+  assign \$263  = a_insert ? write_pointer : a[21:6];
+  assign \$264  = taps[606:591] == \$263 ;
+  assign \$265  = taps[582] & \$264 ;
+  assign \$266  = a_insert ? write_pointer : a[21:6];
+  assign \$267  = taps[798:783] == \$266 ;
+  assign \$268  = taps[774] & \$267 ;
+  assign \$269  = a_insert ? write_pointer : a[21:6];
+  assign \$270  = \i$2 [30:15] == \$269 ;
+  assign \$271  = \i$2 [6] & \$270 ;
+  assign \$272  = a_insert ? write_pointer : a[21:6];
+  assign \$273  = \taps$58 [30:15] == \$272 ;
+  assign \$274  = \taps$58 [6] & \$273 ;
+  assign \$275  = a_insert ? write_pointer : a[21:6];
+  assign \$276  = \taps$58 [222:207] == \$275 ;
+  assign \$277  = \taps$58 [198] & \$276 ;
+  assign \$278  = a_insert ? write_pointer : a[21:6];
+  assign \$279  = \taps$58 [414:399] == \$278 ;
+  assign \$280  = \taps$58 [390] & \$279 ;
+  assign \$281  = a_insert ? write_pointer : a[21:6];
+  assign \$282  = \taps$58 [606:591] == \$281 ;
+  assign \$283  = \taps$58 [582] & \$282 ;
+  assign \$284  = a_insert ? write_pointer : a[21:6];
+  assign \$285  = \taps$58 [798:783] == \$284 ;
+  assign \$286  = \taps$58 [774] & \$285 ;
+  assign \$287  = a_insert ? write_pointer : a[21:6];
+  assign \$288  = \i$4 [30:15] == \$287 ;
+  assign \$289  = \i$4 [6] & \$288 ;
+  assign \$290  = a_insert ? write_pointer : a[21:6];
+  assign \$291  = \taps$59 [30:15] == \$290 ;
+  assign \$292  = \taps$59 [6] & \$291 ;
+  assign \$293  = a_insert ? write_pointer : a[21:6];
+  assign \$294  = \taps$59 [222:207] == \$293 ;
+  assign \$295  = \taps$59 [198] & \$294 ;
+  assign \$296  = a_insert ? write_pointer : a[21:6];
+  assign \$297  = \taps$59 [414:399] == \$296 ;
+  assign \$298  = \taps$59 [390] & \$297 ;
+  assign \$299  = a_insert ? write_pointer : a[21:6];
+  assign \$300  = \taps$59 [606:591] == \$299 ;
+  assign \$301  = \taps$59 [582] & \$300 ;
+  assign \$302  = a_insert ? write_pointer : a[21:6];
+  assign \$303  = \taps$59 [798:783] == \$302 ;
+  assign \$304  = \taps$59 [774] & \$303 ;
+  assign \$305  = a_insert ? write_pointer : a[21:6];
+  assign \$306  = \i$6 [30:15] == \$305 ;
+  assign \$307  = \i$6 [6] & \$306 ;
+  assign \$308  = a_insert ? write_pointer : a[21:6];
+  assign \$309  = ! \$308 [3:0];
+  assign \$310  = a_insert ? write_pointer : a[21:6];
+  assign \$311  = \$310 [3:0] == 1'h1;
+  assign \$312  = a_insert ? write_pointer : a[21:6];
+  assign \$313  = \$312 [3:0] == 2'h2;
+  assign \$314  = a_insert ? write_pointer : a[21:6];
+  assign \$315  = \$314 [3:0] == 2'h3;
+  assign \$316  = a_insert ? write_pointer : a[21:6];
+  assign \$317  = \$316 [3:0] == 3'h4;
+  assign \$318  = a_insert ? write_pointer : a[21:6];
+  assign \$319  = \$318 [3:0] == 3'h5;
+  assign \$320  = a_insert ? write_pointer : a[21:6];
+  assign \$321  = \$320 [3:0] == 3'h6;
+  assign \$322  = a_insert ? write_pointer : a[21:6];
+  assign \$323  = \$322 [3:0] == 3'h7;
+  assign \$324  = a_insert ? write_pointer : a[21:6];
+  assign \$325  = \$324 [3:0] == 4'h8;
+  assign \$326  = a_insert ? write_pointer : a[21:6];
+  assign \$327  = \$326 [3:0] == 4'h9;
+  assign \$328  = a_insert ? write_pointer : a[21:6];
+  assign \$329  = \$328 [3:0] == 4'ha;
+  assign \$330  = a_insert ? write_pointer : a[21:6];
+  assign \$331  = \$330 [3:0] == 4'hb;
+  assign \$332  = a_insert ? write_pointer : a[21:6];
+  assign \$333  = \$332 [3:0] == 4'hc;
+  assign \$334  = a_insert ? write_pointer : a[21:6];
+  assign \$335  = \$334 [3:0] == 4'hd;
+  assign \$336  = a_insert ? write_pointer : a[21:6];
+  assign \$337  = \$336 [3:0] == 4'he;
+  assign \$338  = a_insert ? write_pointer : a[21:6];
+  assign \$339  = \$338 [3:0] == 4'hf;
+  assign \$340  = youngest[23] ? lane : 16'h0000;
+  assign \$341  = x[16:0] * total[25:0];
+  assign \$342  = x[16:0] * total[47:26];
+  assign \$343  = x[31:17] * total[25:0];
+  assign \$344  = x[31:17] * total[47:26];
+  assign \$345  = $signed({ 1'h0, total }) + $signed(delta);
+  assign \$346  = ! total;
+  assign \$347  = c[4] & \$346 ;
+  assign \$348  = ! c[14:12];
+  assign \$349  = c[8] & \$348 ;
+  assign \$350  = ! total;
+  assign \$351  = c[4] & \$350 ;
+  assign \$352  = a[2:0] != 3'h4;
+  assign \$353  = write & \$352 ;
+  assign \$354  = \$353  & sat_ovf;
+  assign \$355  = a[2:0] == 2'h2;
+  assign \$356  = a_valid & \$355 ;
+  assign \$357  = a[2:0] == 3'h5;
+  assign \$358  = a_valid & \$357 ;
+  assign \$359  = \$356  | \$358 ;
+  assign \$361  = a[2:0] == 3'h6;
+  assign \$362  = a_valid & \$361 ;
+  assign \$363  = ! a[5:3];
+  assign \$364  = a[21:6] >= 1'h1;
+  assign \$365  = \$363  & \$364 ;
+  assign \$366  = a[5:3] == 1'h1;
+  assign \$367  = a[21:6] >= 5'h10;
+  assign \$368  = \$366  & \$367 ;
+  assign \$369  = a[5:3] == 2'h2;
+  assign \$370  = a[21:6] >= 9'h100;
+  assign \$371  = \$369  & \$370 ;
+  assign \$372  = a[5:3] == 2'h3;
+  assign \$373  = a[21:6] >= 13'h1000;
+  assign \$374  = \$372  & \$373 ;
+  assign \$375  = a[5:3] > 3'h4;
+  assign \$376  = | { \$375 , \$374 , \$371 , \$368 , \$365  };
+  assign \$377  = \$362  & \$376 ;
+  assign \$379  = cmd__valid & cmd__ready;
+  assign \$380  = cmd__payload[2:0] == 3'h7;
+  assign \$381  = \$379  & \$380 ;
   always @(posedge clk)
-    reserved <= \$256 ;
+    stages_busy <= \$382 ;
   always @(posedge clk)
-    a_valid <= \$257 ;
+    reserved <= \$383 ;
   always @(posedge clk)
-    a <= \$258 ;
+    a_valid <= \$384 ;
   always @(posedge clk)
-    sweep_addr <= \$259 ;
+    a <= \$385 ;
   always @(posedge clk)
-    sweep <= \$260 ;
+    a_insert <= \$386 ;
   always @(posedge clk)
-    b <= \$261 ;
+    sweep_addr <= \$387 ;
   always @(posedge clk)
-    write_pointer <= \$262 ;
+    sweep <= \$388 ;
   always @(posedge clk)
-    size <= \$263 ;
+    b <= \$389 ;
   always @(posedge clk)
-    max_priority <= \$264 ;
+    write_pointer <= \$390 ;
   always @(posedge clk)
-    c <= \$265 ;
+    size <= \$391 ;
   always @(posedge clk)
-    pp_0_0 <= \$266 ;
+    max_priority <= \$392 ;
   always @(posedge clk)
-    pp_0_26 <= \$267 ;
+    hits <= \$393 ;
   always @(posedge clk)
-    pp_17_0 <= \$268 ;
+    lane <= \$394 ;
   always @(posedge clk)
-    pp_17_26 <= \$269 ;
+    b2 <= \$395 ;
   always @(posedge clk)
-    m <= \$270 ;
+    sel_tap <= \$396 ;
   always @(posedge clk)
-    total <= \$271 ;
+    sel_lane <= \$397 ;
   always @(posedge clk)
-    i <= \$272 ;
+    looked <= \$398 ;
   always @(posedge clk)
-    empty <= \$273 ;
+    c <= \$399 ;
   always @(posedge clk)
-    saturated <= \$274 ;
+    c_old <= \$400 ;
   always @(posedge clk)
-    invalid <= \$275 ;
+    pp_0_0 <= \$401 ;
+  always @(posedge clk)
+    pp_0_26 <= \$402 ;
+  always @(posedge clk)
+    pp_17_0 <= \$403 ;
+  always @(posedge clk)
+    pp_17_26 <= \$404 ;
+  always @(posedge clk)
+    m <= \$405 ;
+  always @(posedge clk)
+    total <= \$406 ;
+  always @(posedge clk)
+    i <= \$407 ;
+  always @(posedge clk)
+    empty <= \$408 ;
+  always @(posedge clk)
+    saturated <= \$409 ;
+  always @(posedge clk)
+    invalid <= \$410 ;
   \replay_kernel_k16.accel.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -3665,8 +4425,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .tap_p(tap_p),
-    .tap_s(tap_s)
+    .taps(taps)
   );
   \replay_kernel_k16.accel.core.tree.level2  level2 (
     .clk(clk),
@@ -3675,8 +4434,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .tap_p(\tap_p$25 ),
-    .tap_s(\tap_s$26 )
+    .taps(\taps$58 )
   );
   \replay_kernel_k16.accel.core.tree.level3  level3 (
     .clk(clk),
@@ -3685,20 +4443,18 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .tap_p(\tap_p$27 ),
-    .tap_s(\tap_s$28 )
+    .taps(\taps$59 )
   );
   \replay_kernel_k16.accel.core.tree.level4  level4 (
     .clk(clk),
     .i(\i$6 ),
     .lookup_data(lookup_data),
-    .lport__addr(\$38 [11:0]),
-    .o(\o$31 ),
+    .lport__addr(\$37 [11:0]),
+    .o(\o$26 ),
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .tap_p(\tap_p$29 ),
-    .tap_s(\tap_s$30 )
+    .taps(\taps$60 )
   );
   \replay_kernel_k16.accel.core.tree.prng  prng (
     .clk(clk),
@@ -3718,273 +4474,298 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    (* full_case = 32'd1 *)
-    casez (b[18:15])
-      4'h0:
-          \$94  = lookup_data[31:0];
-      4'h1:
-          \$94  = lookup_data[63:32];
-      4'h2:
-          \$94  = lookup_data[95:64];
-      4'h3:
-          \$94  = lookup_data[127:96];
-      4'h4:
-          \$94  = lookup_data[159:128];
-      4'h5:
-          \$94  = lookup_data[191:160];
-      4'h6:
-          \$94  = lookup_data[223:192];
-      4'h7:
-          \$94  = lookup_data[255:224];
-      4'h8:
-          \$94  = lookup_data[287:256];
-      4'h9:
-          \$94  = lookup_data[319:288];
-      4'ha:
-          \$94  = lookup_data[351:320];
-      4'hb:
-          \$94  = lookup_data[383:352];
-      4'hc:
-          \$94  = lookup_data[415:384];
-      4'hd:
-          \$94  = lookup_data[447:416];
-      4'he:
-          \$94  = lookup_data[479:448];
-      4'hf:
-          \$94  = lookup_data[511:480];
-    endcase
+    \$382  = \$129 ;
+    if (rst) begin
+      \$382  = 1'h0;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$256  = reserved;
-    if (\$117 ) begin
-      \$256  = \$130 [4:0];
-    end else if (\$129 ) begin
-      \$256  = \$131 [4:0];
+    \$383  = reserved;
+    if (\$141 ) begin
+      \$383  = \$154 [5:0];
+    end else if (\$153 ) begin
+      \$383  = \$155 [5:0];
     end
     if (rst) begin
-      \$256  = 5'h00;
+      \$383  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$257  = \$135 ;
+    \$384  = \$159 ;
     if (rst) begin
-      \$257  = 1'h0;
+      \$384  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$258  = cmd__payload;
+    \$385  = cmd__payload;
     if (rst) begin
-      \$258  = 94'h000000000000000000000000;
+      \$385  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$259  = sweep_addr;
+    \$386  = \$162 ;
+    if (rst) begin
+      \$386  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$387  = sweep_addr;
     if (sweep) begin
-      \$259  = \$136 [11:0];
-      if (\$137 ) begin
-        \$259  = 12'h000;
+      \$387  = \$163 [11:0];
+      if (\$164 ) begin
+        \$387  = 12'h000;
       end
     end
-    if (\$255 ) begin
-      \$259  = 12'h000;
+    if (\$381 ) begin
+      \$387  = 12'h000;
     end
     if (rst) begin
-      \$259  = 12'h000;
+      \$387  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$260  = sweep;
+    \$388  = sweep;
     if (sweep) begin
-      if (\$137 ) begin
-        \$260  = 1'h0;
+      if (\$164 ) begin
+        \$388  = 1'h0;
       end
     end
-    if (\$255 ) begin
-      \$260  = 1'h1;
+    if (\$381 ) begin
+      \$388  = 1'h1;
     end
     if (rst) begin
-      \$260  = 1'h1;
+      \$388  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$261 [0] = a_valid;
-    \$261 [3:1] = a[2:0];
-    \$261 [4] = \$141 ;
-    \$261 [5] = \$142 ;
-    \$261 [6] = write;
-    \$261 [7] = \$146 ;
-    \$261 [8] = \$164 ;
-    \$261 [9] = \$172 ;
-    \$261 [10] = 1'h0;
-    \$261 [11] = \$196 ;
-    \$261 [14:12] = a[5:3];
-    \$261 [30:15] = leaf_index;
-    \$261 [62:31] = new_value;
-    \$261 [95:63] = 33'h000000000;
-    \$261 [143:96] = { 16'h0000, a[93:62] };
-    \$261 [191:144] = { 16'h0000, \$201  };
+    \$389 [0] = a_valid;
+    \$389 [3:1] = a[2:0];
+    \$389 [4] = \$168 ;
+    \$389 [5] = \$169 ;
+    \$389 [6] = write;
+    \$389 [7] = \$173 ;
+    \$389 [8] = \$191 ;
+    \$389 [9] = \$199 ;
+    \$389 [10] = 1'h0;
+    \$389 [11] = \$223 ;
+    \$389 [14:12] = a[5:3];
+    \$389 [30:15] = leaf_index;
+    \$389 [62:31] = new_value;
+    \$389 [95:63] = 33'h000000000;
+    \$389 [143:96] = { 16'h0000, a[93:62] };
+    \$389 [191:144] = { 16'h0000, \$228  };
     if (rst) begin
-      \$261  = 192'h000000000000000000000000000000000000000000000000;
+      \$389  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$262  = write_pointer;
-    if (\$205 ) begin
-      \$262  = \$208 [15:0];
+    \$390  = write_pointer;
+    if (\$232 ) begin
+      \$390  = \$235 [15:0];
     end
-    if (\$255 ) begin
-      \$262  = 16'h0000;
+    if (\$381 ) begin
+      \$390  = 16'h0000;
     end
     if (rst) begin
-      \$262  = 16'h0000;
+      \$390  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$263  = size;
-    if (\$205 ) begin
-      \$263  = \$211 [16:0];
+    \$391  = size;
+    if (\$232 ) begin
+      \$391  = \$238 [16:0];
     end
-    if (\$255 ) begin
-      \$263  = 17'h00000;
+    if (\$381 ) begin
+      \$391  = 17'h00000;
     end
     if (rst) begin
-      \$263  = 17'h00000;
+      \$391  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$264  = max_priority;
-    if (\$213 ) begin
-      \$264  = new_value;
+    \$392  = max_priority;
+    if (max_raise) begin
+      \$392  = b[62:31];
     end
-    if (\$255 ) begin
-      \$264  = 32'd65536;
+    if (\$381 ) begin
+      \$392  = 32'd65536;
     end
     if (rst) begin
-      \$264  = 32'd65536;
+      \$392  = 32'd65536;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    { \$265 [191:96], \$265 [62:0] } = { b[191:96], b[62:0] };
-    \$265 [95:63] = \$214 ;
-    if (b[7]) begin
-      \$265 [191:144] = { 16'h0000, old };
-    end
+    \$393  = { 1'h1, \$307 , \$304 , \$301 , \$298 , \$295 , \$292 , \$289 , \$286 , \$283 , \$280 , \$277 , \$274 , \$271 , \$268 , \$265 , \$262 , \$259 , \$256 , \$253 , \$250 , \$247 , \$244 , \$241  };
     if (rst) begin
-      \$265  = 192'h000000000000000000000000000000000000000000000000;
+      \$393  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$266  = \$215 ;
+    \$394  = { \$339 , \$337 , \$335 , \$333 , \$331 , \$329 , \$327 , \$325 , \$323 , \$321 , \$319 , \$317 , \$315 , \$313 , \$311 , \$309  };
     if (rst) begin
-      \$266  = 43'h00000000000;
+      \$394  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$267  = \$216 ;
+    \$395  = b;
     if (rst) begin
-      \$267  = 39'h0000000000;
+      \$395  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$268  = \$217 ;
+    \$396  = youngest[22:0];
     if (rst) begin
-      \$268  = 41'h00000000000;
+      \$396  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$269  = \$218 ;
+    \$397  = \$340 ;
     if (rst) begin
-      \$269  = 37'h0000000000;
+      \$397  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$270  = c;
-    if (\$221 ) begin
-      \$270 [4] = 1'h0;
-      \$270 [10] = 1'h1;
-    end
-    if (\$223 ) begin
-      \$270 [191:144] = total;
-    end
+    \$398  = lookup_data;
     if (rst) begin
-      \$270  = 192'h000000000000000000000000000000000000000000000000;
+      \$398  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$271  = total;
+    \$399  = b2;
+    if (b2[7]) begin
+      \$399 [191:144] = { 16'h0000, old };
+    end
+    if (rst) begin
+      \$399  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$400  = old;
+    if (rst) begin
+      \$400  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$401  = \$341 ;
+    if (rst) begin
+      \$401  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$402  = \$342 ;
+    if (rst) begin
+      \$402  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$403  = \$343 ;
+    if (rst) begin
+      \$403  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$404  = \$344 ;
+    if (rst) begin
+      \$404  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    { \$405 [191:96], \$405 [62:0] } = { c[191:96], c[62:0] };
+    \$405 [95:63] = delta;
+    if (\$347 ) begin
+      \$405 [4] = 1'h0;
+      \$405 [10] = 1'h1;
+    end
+    if (\$349 ) begin
+      \$405 [191:144] = total;
+    end
+    if (rst) begin
+      \$405  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$406  = total;
     if (c[6]) begin
-      \$271  = \$219 [47:0];
+      \$406  = \$345 [47:0];
     end
-    if (\$255 ) begin
-      \$271  = 48'h000000000000;
+    if (\$381 ) begin
+      \$406  = 48'h000000000000;
     end
     if (rst) begin
-      \$271  = 48'h000000000000;
+      \$406  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$272  = m;
+    \$407  = m;
     if (m[4]) begin
-      \$272 [143:96] = \$105 [79:32];
+      \$407 [143:96] = \$127 [79:32];
     end
     if (rst) begin
-      \$272  = 192'h000000000000000000000000000000000000000000000000;
+      \$407  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$273  = empty;
+    \$408  = empty;
     if (clear) begin
-      \$273  = 1'h0;
+      \$408  = 1'h0;
     end
-    if (\$225 ) begin
-      \$273  = 1'h1;
+    if (\$351 ) begin
+      \$408  = 1'h1;
     end
     if (rst) begin
-      \$273  = 1'h0;
+      \$408  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$274  = saturated;
+    \$409  = saturated;
     if (clear) begin
-      \$274  = 1'h0;
+      \$409  = 1'h0;
     end
-    if (\$228 ) begin
-      \$274  = 1'h1;
+    if (\$354 ) begin
+      \$409  = 1'h1;
     end
     if (rst) begin
-      \$274  = 1'h0;
+      \$409  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$275  = invalid;
+    \$410  = invalid;
     if (clear) begin
-      \$275  = 1'h0;
+      \$410  = 1'h0;
     end
-    if (\$252 ) begin
-      \$275  = 1'h1;
+    if (\$378 ) begin
+      \$410  = 1'h1;
     end
     if (rst) begin
-      \$275  = 1'h0;
+      \$410  = 1'h0;
     end
   end
   assign r1 = i;
@@ -4005,11 +4786,11 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   assign r_en = 1'h1;
   assign rsp__ready = 1'h1;
   assign sat_full = a[61:22];
-  assign lookup_addr = \$38 [11:0];
-  assign hits = { \$64 , \$62 , \$60 , \$58 , \$56 , \$54 , \$52 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40  };
-  assign \seed$60  = seed;
+  assign sat_lo = 1'h0;
+  assign lookup_addr = \$37 [11:0];
+  assign \seed$64  = seed;
   assign seed_load = load;
-  assign product = \$105 [79:0];
+  assign product = \$127 [79:0];
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -4138,6 +4919,42 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   assign \o$7.delta  = \i$6 [95:63];
   assign \o$7.target  = \i$6 [143:96];
   assign \o$7.value  = \i$6 [191:144];
+  assign \cmd__payload.op  = cmd__payload[2:0];
+  assign \cmd__payload.level  = cmd__payload[5:3];
+  assign \cmd__payload.index  = cmd__payload[21:6];
+  assign \cmd__payload.priority  = cmd__payload[61:22];
+  assign \cmd__payload.target  = cmd__payload[93:62];
+  assign \o$26.valid  = \o$26 [0];
+  assign \o$26.op  = \o$26 [3:1];
+  assign \o$26.sample  = \o$26 [4];
+  assign \o$26.prng  = \o$26 [5];
+  assign \o$26.write  = \o$26 [6];
+  assign \o$26.read  = \o$26 [7];
+  assign \o$26.debug  = \o$26 [8];
+  assign \o$26.respond  = \o$26 [9];
+  assign \o$26.empty  = \o$26 [10];
+  assign \o$26.invalid  = \o$26 [11];
+  assign \o$26.level  = \o$26 [14:12];
+  assign \o$26.index  = \o$26 [30:15];
+  assign \o$26.prio  = \o$26 [62:31];
+  assign \o$26.delta  = \o$26 [95:63];
+  assign \o$26.target  = \o$26 [143:96];
+  assign \o$26.value  = \o$26 [191:144];
+  assign \response.op  = response[2:0];
+  assign \response.index  = response[18:3];
+  assign \response.value  = response[66:19];
+  assign \response.empty  = response[67];
+  assign \response.invalid  = response[68];
+  assign \rsp__payload.op  = rsp__payload[2:0];
+  assign \rsp__payload.index  = rsp__payload[18:3];
+  assign \rsp__payload.value  = rsp__payload[66:19];
+  assign \rsp__payload.empty  = rsp__payload[67];
+  assign \rsp__payload.invalid  = rsp__payload[68];
+  assign \a.op  = a[2:0];
+  assign \a.level  = a[5:3];
+  assign \a.index  = a[21:6];
+  assign \a.priority  = a[61:22];
+  assign \a.target  = a[93:62];
   assign \b.valid  = b[0];
   assign \b.op  = b[3:1];
   assign \b.sample  = b[4];
@@ -4186,197 +5003,389 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__valid, rs
   assign \m.delta  = m[95:63];
   assign \m.target  = m[143:96];
   assign \m.value  = m[191:144];
-  assign \tap_p.valid  = tap_p[0];
-  assign \tap_p.op  = tap_p[3:1];
-  assign \tap_p.sample  = tap_p[4];
-  assign \tap_p.prng  = tap_p[5];
-  assign \tap_p.write  = tap_p[6];
-  assign \tap_p.read  = tap_p[7];
-  assign \tap_p.debug  = tap_p[8];
-  assign \tap_p.respond  = tap_p[9];
-  assign \tap_p.empty  = tap_p[10];
-  assign \tap_p.invalid  = tap_p[11];
-  assign \tap_p.level  = tap_p[14:12];
-  assign \tap_p.index  = tap_p[30:15];
-  assign \tap_p.prio  = tap_p[62:31];
-  assign \tap_p.delta  = tap_p[95:63];
-  assign \tap_p.target  = tap_p[143:96];
-  assign \tap_p.value  = tap_p[191:144];
-  assign \tap_s.valid  = tap_s[0];
-  assign \tap_s.op  = tap_s[3:1];
-  assign \tap_s.sample  = tap_s[4];
-  assign \tap_s.prng  = tap_s[5];
-  assign \tap_s.write  = tap_s[6];
-  assign \tap_s.read  = tap_s[7];
-  assign \tap_s.debug  = tap_s[8];
-  assign \tap_s.respond  = tap_s[9];
-  assign \tap_s.empty  = tap_s[10];
-  assign \tap_s.invalid  = tap_s[11];
-  assign \tap_s.level  = tap_s[14:12];
-  assign \tap_s.index  = tap_s[30:15];
-  assign \tap_s.prio  = tap_s[62:31];
-  assign \tap_s.delta  = tap_s[95:63];
-  assign \tap_s.target  = tap_s[143:96];
-  assign \tap_s.value  = tap_s[191:144];
-  assign \tap_p$25.valid  = \tap_p$25 [0];
-  assign \tap_p$25.op  = \tap_p$25 [3:1];
-  assign \tap_p$25.sample  = \tap_p$25 [4];
-  assign \tap_p$25.prng  = \tap_p$25 [5];
-  assign \tap_p$25.write  = \tap_p$25 [6];
-  assign \tap_p$25.read  = \tap_p$25 [7];
-  assign \tap_p$25.debug  = \tap_p$25 [8];
-  assign \tap_p$25.respond  = \tap_p$25 [9];
-  assign \tap_p$25.empty  = \tap_p$25 [10];
-  assign \tap_p$25.invalid  = \tap_p$25 [11];
-  assign \tap_p$25.level  = \tap_p$25 [14:12];
-  assign \tap_p$25.index  = \tap_p$25 [30:15];
-  assign \tap_p$25.prio  = \tap_p$25 [62:31];
-  assign \tap_p$25.delta  = \tap_p$25 [95:63];
-  assign \tap_p$25.target  = \tap_p$25 [143:96];
-  assign \tap_p$25.value  = \tap_p$25 [191:144];
-  assign \tap_s$26.valid  = \tap_s$26 [0];
-  assign \tap_s$26.op  = \tap_s$26 [3:1];
-  assign \tap_s$26.sample  = \tap_s$26 [4];
-  assign \tap_s$26.prng  = \tap_s$26 [5];
-  assign \tap_s$26.write  = \tap_s$26 [6];
-  assign \tap_s$26.read  = \tap_s$26 [7];
-  assign \tap_s$26.debug  = \tap_s$26 [8];
-  assign \tap_s$26.respond  = \tap_s$26 [9];
-  assign \tap_s$26.empty  = \tap_s$26 [10];
-  assign \tap_s$26.invalid  = \tap_s$26 [11];
-  assign \tap_s$26.level  = \tap_s$26 [14:12];
-  assign \tap_s$26.index  = \tap_s$26 [30:15];
-  assign \tap_s$26.prio  = \tap_s$26 [62:31];
-  assign \tap_s$26.delta  = \tap_s$26 [95:63];
-  assign \tap_s$26.target  = \tap_s$26 [143:96];
-  assign \tap_s$26.value  = \tap_s$26 [191:144];
-  assign \tap_p$27.valid  = \tap_p$27 [0];
-  assign \tap_p$27.op  = \tap_p$27 [3:1];
-  assign \tap_p$27.sample  = \tap_p$27 [4];
-  assign \tap_p$27.prng  = \tap_p$27 [5];
-  assign \tap_p$27.write  = \tap_p$27 [6];
-  assign \tap_p$27.read  = \tap_p$27 [7];
-  assign \tap_p$27.debug  = \tap_p$27 [8];
-  assign \tap_p$27.respond  = \tap_p$27 [9];
-  assign \tap_p$27.empty  = \tap_p$27 [10];
-  assign \tap_p$27.invalid  = \tap_p$27 [11];
-  assign \tap_p$27.level  = \tap_p$27 [14:12];
-  assign \tap_p$27.index  = \tap_p$27 [30:15];
-  assign \tap_p$27.prio  = \tap_p$27 [62:31];
-  assign \tap_p$27.delta  = \tap_p$27 [95:63];
-  assign \tap_p$27.target  = \tap_p$27 [143:96];
-  assign \tap_p$27.value  = \tap_p$27 [191:144];
-  assign \tap_s$28.valid  = \tap_s$28 [0];
-  assign \tap_s$28.op  = \tap_s$28 [3:1];
-  assign \tap_s$28.sample  = \tap_s$28 [4];
-  assign \tap_s$28.prng  = \tap_s$28 [5];
-  assign \tap_s$28.write  = \tap_s$28 [6];
-  assign \tap_s$28.read  = \tap_s$28 [7];
-  assign \tap_s$28.debug  = \tap_s$28 [8];
-  assign \tap_s$28.respond  = \tap_s$28 [9];
-  assign \tap_s$28.empty  = \tap_s$28 [10];
-  assign \tap_s$28.invalid  = \tap_s$28 [11];
-  assign \tap_s$28.level  = \tap_s$28 [14:12];
-  assign \tap_s$28.index  = \tap_s$28 [30:15];
-  assign \tap_s$28.prio  = \tap_s$28 [62:31];
-  assign \tap_s$28.delta  = \tap_s$28 [95:63];
-  assign \tap_s$28.target  = \tap_s$28 [143:96];
-  assign \tap_s$28.value  = \tap_s$28 [191:144];
-  assign \tap_p$29.valid  = \tap_p$29 [0];
-  assign \tap_p$29.op  = \tap_p$29 [3:1];
-  assign \tap_p$29.sample  = \tap_p$29 [4];
-  assign \tap_p$29.prng  = \tap_p$29 [5];
-  assign \tap_p$29.write  = \tap_p$29 [6];
-  assign \tap_p$29.read  = \tap_p$29 [7];
-  assign \tap_p$29.debug  = \tap_p$29 [8];
-  assign \tap_p$29.respond  = \tap_p$29 [9];
-  assign \tap_p$29.empty  = \tap_p$29 [10];
-  assign \tap_p$29.invalid  = \tap_p$29 [11];
-  assign \tap_p$29.level  = \tap_p$29 [14:12];
-  assign \tap_p$29.index  = \tap_p$29 [30:15];
-  assign \tap_p$29.prio  = \tap_p$29 [62:31];
-  assign \tap_p$29.delta  = \tap_p$29 [95:63];
-  assign \tap_p$29.target  = \tap_p$29 [143:96];
-  assign \tap_p$29.value  = \tap_p$29 [191:144];
-  assign \tap_s$30.valid  = \tap_s$30 [0];
-  assign \tap_s$30.op  = \tap_s$30 [3:1];
-  assign \tap_s$30.sample  = \tap_s$30 [4];
-  assign \tap_s$30.prng  = \tap_s$30 [5];
-  assign \tap_s$30.write  = \tap_s$30 [6];
-  assign \tap_s$30.read  = \tap_s$30 [7];
-  assign \tap_s$30.debug  = \tap_s$30 [8];
-  assign \tap_s$30.respond  = \tap_s$30 [9];
-  assign \tap_s$30.empty  = \tap_s$30 [10];
-  assign \tap_s$30.invalid  = \tap_s$30 [11];
-  assign \tap_s$30.level  = \tap_s$30 [14:12];
-  assign \tap_s$30.index  = \tap_s$30 [30:15];
-  assign \tap_s$30.prio  = \tap_s$30 [62:31];
-  assign \tap_s$30.delta  = \tap_s$30 [95:63];
-  assign \tap_s$30.target  = \tap_s$30 [143:96];
-  assign \tap_s$30.value  = \tap_s$30 [191:144];
-  assign \o$31.valid  = \o$31 [0];
-  assign \o$31.op  = \o$31 [3:1];
-  assign \o$31.sample  = \o$31 [4];
-  assign \o$31.prng  = \o$31 [5];
-  assign \o$31.write  = \o$31 [6];
-  assign \o$31.read  = \o$31 [7];
-  assign \o$31.debug  = \o$31 [8];
-  assign \o$31.respond  = \o$31 [9];
-  assign \o$31.empty  = \o$31 [10];
-  assign \o$31.invalid  = \o$31 [11];
-  assign \o$31.level  = \o$31 [14:12];
-  assign \o$31.index  = \o$31 [30:15];
-  assign \o$31.prio  = \o$31 [62:31];
-  assign \o$31.delta  = \o$31 [95:63];
-  assign \o$31.target  = \o$31 [143:96];
-  assign \o$31.value  = \o$31 [191:144];
-  assign \cmd__payload.op  = cmd__payload[2:0];
-  assign \cmd__payload.level  = cmd__payload[5:3];
-  assign \cmd__payload.index  = cmd__payload[21:6];
-  assign \cmd__payload.priority  = cmd__payload[61:22];
-  assign \cmd__payload.target  = cmd__payload[93:62];
-  assign \response.op  = response[2:0];
-  assign \response.index  = response[18:3];
-  assign \response.value  = response[66:19];
-  assign \response.empty  = response[67];
-  assign \response.invalid  = response[68];
-  assign \rsp__payload.op  = rsp__payload[2:0];
-  assign \rsp__payload.index  = rsp__payload[18:3];
-  assign \rsp__payload.value  = rsp__payload[66:19];
-  assign \rsp__payload.empty  = rsp__payload[67];
-  assign \rsp__payload.invalid  = rsp__payload[68];
-  assign \a.op  = a[2:0];
-  assign \a.level  = a[5:3];
-  assign \a.index  = a[21:6];
-  assign \a.priority  = a[61:22];
-  assign \a.target  = a[93:62];
-  assign response[68] = \o$31 [11];
-  assign response[67] = \o$31 [10];
-  assign response[66:19] = \o$31 [191:144];
-  assign response[18:3] = \o$31 [30:15];
-  assign response[2:0] = \o$31 [3:1];
-  assign sat_ovf = \$17 ;
-  assign \$19  = a[53:22];
-  assign \$36  = 1'h1;
-  assign \$37  = \$35 ;
-  assign \$38  = { 4'h0, leaf_index[15:4] };
-  assign \$69  = \$68 ;
-  assign \$98  = { 1'h0, pp_0_0 };
-  assign \$100  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$102  = { 14'h0000, pp_17_0, 17'h00000 };
-  assign \$104  = { 20'h00000, pp_17_26, 43'h00000000000 };
-  assign \$115  = rsp__valid;
-  assign \$118  = rsp__valid;
-  assign \$145  = 1'h1;
-  assign \$146  = \$144 ;
-  assign \$178  = 1'h0;
-  assign \$196  = \$195 ;
-  assign \$234  = 1'h0;
-  assign \$252  = \$251 ;
+  assign \taps[0]  = taps[191:0];
+  assign \taps[0].valid  = taps[0];
+  assign \taps[0].op  = taps[3:1];
+  assign \taps[0].sample  = taps[4];
+  assign \taps[0].prng  = taps[5];
+  assign \taps[0].write  = taps[6];
+  assign \taps[0].read  = taps[7];
+  assign \taps[0].debug  = taps[8];
+  assign \taps[0].respond  = taps[9];
+  assign \taps[0].empty  = taps[10];
+  assign \taps[0].invalid  = taps[11];
+  assign \taps[0].level  = taps[14:12];
+  assign \taps[0].index  = taps[30:15];
+  assign \taps[0].prio  = taps[62:31];
+  assign \taps[0].delta  = taps[95:63];
+  assign \taps[0].target  = taps[143:96];
+  assign \taps[0].value  = taps[191:144];
+  assign \taps[1]  = taps[383:192];
+  assign \taps[1].valid  = taps[192];
+  assign \taps[1].op  = taps[195:193];
+  assign \taps[1].sample  = taps[196];
+  assign \taps[1].prng  = taps[197];
+  assign \taps[1].write  = taps[198];
+  assign \taps[1].read  = taps[199];
+  assign \taps[1].debug  = taps[200];
+  assign \taps[1].respond  = taps[201];
+  assign \taps[1].empty  = taps[202];
+  assign \taps[1].invalid  = taps[203];
+  assign \taps[1].level  = taps[206:204];
+  assign \taps[1].index  = taps[222:207];
+  assign \taps[1].prio  = taps[254:223];
+  assign \taps[1].delta  = taps[287:255];
+  assign \taps[1].target  = taps[335:288];
+  assign \taps[1].value  = taps[383:336];
+  assign \taps[2]  = taps[575:384];
+  assign \taps[2].valid  = taps[384];
+  assign \taps[2].op  = taps[387:385];
+  assign \taps[2].sample  = taps[388];
+  assign \taps[2].prng  = taps[389];
+  assign \taps[2].write  = taps[390];
+  assign \taps[2].read  = taps[391];
+  assign \taps[2].debug  = taps[392];
+  assign \taps[2].respond  = taps[393];
+  assign \taps[2].empty  = taps[394];
+  assign \taps[2].invalid  = taps[395];
+  assign \taps[2].level  = taps[398:396];
+  assign \taps[2].index  = taps[414:399];
+  assign \taps[2].prio  = taps[446:415];
+  assign \taps[2].delta  = taps[479:447];
+  assign \taps[2].target  = taps[527:480];
+  assign \taps[2].value  = taps[575:528];
+  assign \taps[3]  = taps[767:576];
+  assign \taps[3].valid  = taps[576];
+  assign \taps[3].op  = taps[579:577];
+  assign \taps[3].sample  = taps[580];
+  assign \taps[3].prng  = taps[581];
+  assign \taps[3].write  = taps[582];
+  assign \taps[3].read  = taps[583];
+  assign \taps[3].debug  = taps[584];
+  assign \taps[3].respond  = taps[585];
+  assign \taps[3].empty  = taps[586];
+  assign \taps[3].invalid  = taps[587];
+  assign \taps[3].level  = taps[590:588];
+  assign \taps[3].index  = taps[606:591];
+  assign \taps[3].prio  = taps[638:607];
+  assign \taps[3].delta  = taps[671:639];
+  assign \taps[3].target  = taps[719:672];
+  assign \taps[3].value  = taps[767:720];
+  assign \taps[4]  = taps[959:768];
+  assign \taps[4].valid  = taps[768];
+  assign \taps[4].op  = taps[771:769];
+  assign \taps[4].sample  = taps[772];
+  assign \taps[4].prng  = taps[773];
+  assign \taps[4].write  = taps[774];
+  assign \taps[4].read  = taps[775];
+  assign \taps[4].debug  = taps[776];
+  assign \taps[4].respond  = taps[777];
+  assign \taps[4].empty  = taps[778];
+  assign \taps[4].invalid  = taps[779];
+  assign \taps[4].level  = taps[782:780];
+  assign \taps[4].index  = taps[798:783];
+  assign \taps[4].prio  = taps[830:799];
+  assign \taps[4].delta  = taps[863:831];
+  assign \taps[4].target  = taps[911:864];
+  assign \taps[4].value  = taps[959:912];
+  assign \taps$58[0]  = \taps$58 [191:0];
+  assign \taps$58[0].valid  = \taps$58 [0];
+  assign \taps$58[0].op  = \taps$58 [3:1];
+  assign \taps$58[0].sample  = \taps$58 [4];
+  assign \taps$58[0].prng  = \taps$58 [5];
+  assign \taps$58[0].write  = \taps$58 [6];
+  assign \taps$58[0].read  = \taps$58 [7];
+  assign \taps$58[0].debug  = \taps$58 [8];
+  assign \taps$58[0].respond  = \taps$58 [9];
+  assign \taps$58[0].empty  = \taps$58 [10];
+  assign \taps$58[0].invalid  = \taps$58 [11];
+  assign \taps$58[0].level  = \taps$58 [14:12];
+  assign \taps$58[0].index  = \taps$58 [30:15];
+  assign \taps$58[0].prio  = \taps$58 [62:31];
+  assign \taps$58[0].delta  = \taps$58 [95:63];
+  assign \taps$58[0].target  = \taps$58 [143:96];
+  assign \taps$58[0].value  = \taps$58 [191:144];
+  assign \taps$58[1]  = \taps$58 [383:192];
+  assign \taps$58[1].valid  = \taps$58 [192];
+  assign \taps$58[1].op  = \taps$58 [195:193];
+  assign \taps$58[1].sample  = \taps$58 [196];
+  assign \taps$58[1].prng  = \taps$58 [197];
+  assign \taps$58[1].write  = \taps$58 [198];
+  assign \taps$58[1].read  = \taps$58 [199];
+  assign \taps$58[1].debug  = \taps$58 [200];
+  assign \taps$58[1].respond  = \taps$58 [201];
+  assign \taps$58[1].empty  = \taps$58 [202];
+  assign \taps$58[1].invalid  = \taps$58 [203];
+  assign \taps$58[1].level  = \taps$58 [206:204];
+  assign \taps$58[1].index  = \taps$58 [222:207];
+  assign \taps$58[1].prio  = \taps$58 [254:223];
+  assign \taps$58[1].delta  = \taps$58 [287:255];
+  assign \taps$58[1].target  = \taps$58 [335:288];
+  assign \taps$58[1].value  = \taps$58 [383:336];
+  assign \taps$58[2]  = \taps$58 [575:384];
+  assign \taps$58[2].valid  = \taps$58 [384];
+  assign \taps$58[2].op  = \taps$58 [387:385];
+  assign \taps$58[2].sample  = \taps$58 [388];
+  assign \taps$58[2].prng  = \taps$58 [389];
+  assign \taps$58[2].write  = \taps$58 [390];
+  assign \taps$58[2].read  = \taps$58 [391];
+  assign \taps$58[2].debug  = \taps$58 [392];
+  assign \taps$58[2].respond  = \taps$58 [393];
+  assign \taps$58[2].empty  = \taps$58 [394];
+  assign \taps$58[2].invalid  = \taps$58 [395];
+  assign \taps$58[2].level  = \taps$58 [398:396];
+  assign \taps$58[2].index  = \taps$58 [414:399];
+  assign \taps$58[2].prio  = \taps$58 [446:415];
+  assign \taps$58[2].delta  = \taps$58 [479:447];
+  assign \taps$58[2].target  = \taps$58 [527:480];
+  assign \taps$58[2].value  = \taps$58 [575:528];
+  assign \taps$58[3]  = \taps$58 [767:576];
+  assign \taps$58[3].valid  = \taps$58 [576];
+  assign \taps$58[3].op  = \taps$58 [579:577];
+  assign \taps$58[3].sample  = \taps$58 [580];
+  assign \taps$58[3].prng  = \taps$58 [581];
+  assign \taps$58[3].write  = \taps$58 [582];
+  assign \taps$58[3].read  = \taps$58 [583];
+  assign \taps$58[3].debug  = \taps$58 [584];
+  assign \taps$58[3].respond  = \taps$58 [585];
+  assign \taps$58[3].empty  = \taps$58 [586];
+  assign \taps$58[3].invalid  = \taps$58 [587];
+  assign \taps$58[3].level  = \taps$58 [590:588];
+  assign \taps$58[3].index  = \taps$58 [606:591];
+  assign \taps$58[3].prio  = \taps$58 [638:607];
+  assign \taps$58[3].delta  = \taps$58 [671:639];
+  assign \taps$58[3].target  = \taps$58 [719:672];
+  assign \taps$58[3].value  = \taps$58 [767:720];
+  assign \taps$58[4]  = \taps$58 [959:768];
+  assign \taps$58[4].valid  = \taps$58 [768];
+  assign \taps$58[4].op  = \taps$58 [771:769];
+  assign \taps$58[4].sample  = \taps$58 [772];
+  assign \taps$58[4].prng  = \taps$58 [773];
+  assign \taps$58[4].write  = \taps$58 [774];
+  assign \taps$58[4].read  = \taps$58 [775];
+  assign \taps$58[4].debug  = \taps$58 [776];
+  assign \taps$58[4].respond  = \taps$58 [777];
+  assign \taps$58[4].empty  = \taps$58 [778];
+  assign \taps$58[4].invalid  = \taps$58 [779];
+  assign \taps$58[4].level  = \taps$58 [782:780];
+  assign \taps$58[4].index  = \taps$58 [798:783];
+  assign \taps$58[4].prio  = \taps$58 [830:799];
+  assign \taps$58[4].delta  = \taps$58 [863:831];
+  assign \taps$58[4].target  = \taps$58 [911:864];
+  assign \taps$58[4].value  = \taps$58 [959:912];
+  assign \taps$59[0]  = \taps$59 [191:0];
+  assign \taps$59[0].valid  = \taps$59 [0];
+  assign \taps$59[0].op  = \taps$59 [3:1];
+  assign \taps$59[0].sample  = \taps$59 [4];
+  assign \taps$59[0].prng  = \taps$59 [5];
+  assign \taps$59[0].write  = \taps$59 [6];
+  assign \taps$59[0].read  = \taps$59 [7];
+  assign \taps$59[0].debug  = \taps$59 [8];
+  assign \taps$59[0].respond  = \taps$59 [9];
+  assign \taps$59[0].empty  = \taps$59 [10];
+  assign \taps$59[0].invalid  = \taps$59 [11];
+  assign \taps$59[0].level  = \taps$59 [14:12];
+  assign \taps$59[0].index  = \taps$59 [30:15];
+  assign \taps$59[0].prio  = \taps$59 [62:31];
+  assign \taps$59[0].delta  = \taps$59 [95:63];
+  assign \taps$59[0].target  = \taps$59 [143:96];
+  assign \taps$59[0].value  = \taps$59 [191:144];
+  assign \taps$59[1]  = \taps$59 [383:192];
+  assign \taps$59[1].valid  = \taps$59 [192];
+  assign \taps$59[1].op  = \taps$59 [195:193];
+  assign \taps$59[1].sample  = \taps$59 [196];
+  assign \taps$59[1].prng  = \taps$59 [197];
+  assign \taps$59[1].write  = \taps$59 [198];
+  assign \taps$59[1].read  = \taps$59 [199];
+  assign \taps$59[1].debug  = \taps$59 [200];
+  assign \taps$59[1].respond  = \taps$59 [201];
+  assign \taps$59[1].empty  = \taps$59 [202];
+  assign \taps$59[1].invalid  = \taps$59 [203];
+  assign \taps$59[1].level  = \taps$59 [206:204];
+  assign \taps$59[1].index  = \taps$59 [222:207];
+  assign \taps$59[1].prio  = \taps$59 [254:223];
+  assign \taps$59[1].delta  = \taps$59 [287:255];
+  assign \taps$59[1].target  = \taps$59 [335:288];
+  assign \taps$59[1].value  = \taps$59 [383:336];
+  assign \taps$59[2]  = \taps$59 [575:384];
+  assign \taps$59[2].valid  = \taps$59 [384];
+  assign \taps$59[2].op  = \taps$59 [387:385];
+  assign \taps$59[2].sample  = \taps$59 [388];
+  assign \taps$59[2].prng  = \taps$59 [389];
+  assign \taps$59[2].write  = \taps$59 [390];
+  assign \taps$59[2].read  = \taps$59 [391];
+  assign \taps$59[2].debug  = \taps$59 [392];
+  assign \taps$59[2].respond  = \taps$59 [393];
+  assign \taps$59[2].empty  = \taps$59 [394];
+  assign \taps$59[2].invalid  = \taps$59 [395];
+  assign \taps$59[2].level  = \taps$59 [398:396];
+  assign \taps$59[2].index  = \taps$59 [414:399];
+  assign \taps$59[2].prio  = \taps$59 [446:415];
+  assign \taps$59[2].delta  = \taps$59 [479:447];
+  assign \taps$59[2].target  = \taps$59 [527:480];
+  assign \taps$59[2].value  = \taps$59 [575:528];
+  assign \taps$59[3]  = \taps$59 [767:576];
+  assign \taps$59[3].valid  = \taps$59 [576];
+  assign \taps$59[3].op  = \taps$59 [579:577];
+  assign \taps$59[3].sample  = \taps$59 [580];
+  assign \taps$59[3].prng  = \taps$59 [581];
+  assign \taps$59[3].write  = \taps$59 [582];
+  assign \taps$59[3].read  = \taps$59 [583];
+  assign \taps$59[3].debug  = \taps$59 [584];
+  assign \taps$59[3].respond  = \taps$59 [585];
+  assign \taps$59[3].empty  = \taps$59 [586];
+  assign \taps$59[3].invalid  = \taps$59 [587];
+  assign \taps$59[3].level  = \taps$59 [590:588];
+  assign \taps$59[3].index  = \taps$59 [606:591];
+  assign \taps$59[3].prio  = \taps$59 [638:607];
+  assign \taps$59[3].delta  = \taps$59 [671:639];
+  assign \taps$59[3].target  = \taps$59 [719:672];
+  assign \taps$59[3].value  = \taps$59 [767:720];
+  assign \taps$59[4]  = \taps$59 [959:768];
+  assign \taps$59[4].valid  = \taps$59 [768];
+  assign \taps$59[4].op  = \taps$59 [771:769];
+  assign \taps$59[4].sample  = \taps$59 [772];
+  assign \taps$59[4].prng  = \taps$59 [773];
+  assign \taps$59[4].write  = \taps$59 [774];
+  assign \taps$59[4].read  = \taps$59 [775];
+  assign \taps$59[4].debug  = \taps$59 [776];
+  assign \taps$59[4].respond  = \taps$59 [777];
+  assign \taps$59[4].empty  = \taps$59 [778];
+  assign \taps$59[4].invalid  = \taps$59 [779];
+  assign \taps$59[4].level  = \taps$59 [782:780];
+  assign \taps$59[4].index  = \taps$59 [798:783];
+  assign \taps$59[4].prio  = \taps$59 [830:799];
+  assign \taps$59[4].delta  = \taps$59 [863:831];
+  assign \taps$59[4].target  = \taps$59 [911:864];
+  assign \taps$59[4].value  = \taps$59 [959:912];
+  assign \taps$60[0]  = \taps$60 [191:0];
+  assign \taps$60[0].valid  = \taps$60 [0];
+  assign \taps$60[0].op  = \taps$60 [3:1];
+  assign \taps$60[0].sample  = \taps$60 [4];
+  assign \taps$60[0].prng  = \taps$60 [5];
+  assign \taps$60[0].write  = \taps$60 [6];
+  assign \taps$60[0].read  = \taps$60 [7];
+  assign \taps$60[0].debug  = \taps$60 [8];
+  assign \taps$60[0].respond  = \taps$60 [9];
+  assign \taps$60[0].empty  = \taps$60 [10];
+  assign \taps$60[0].invalid  = \taps$60 [11];
+  assign \taps$60[0].level  = \taps$60 [14:12];
+  assign \taps$60[0].index  = \taps$60 [30:15];
+  assign \taps$60[0].prio  = \taps$60 [62:31];
+  assign \taps$60[0].delta  = \taps$60 [95:63];
+  assign \taps$60[0].target  = \taps$60 [143:96];
+  assign \taps$60[0].value  = \taps$60 [191:144];
+  assign \taps$60[1]  = \taps$60 [383:192];
+  assign \taps$60[1].valid  = \taps$60 [192];
+  assign \taps$60[1].op  = \taps$60 [195:193];
+  assign \taps$60[1].sample  = \taps$60 [196];
+  assign \taps$60[1].prng  = \taps$60 [197];
+  assign \taps$60[1].write  = \taps$60 [198];
+  assign \taps$60[1].read  = \taps$60 [199];
+  assign \taps$60[1].debug  = \taps$60 [200];
+  assign \taps$60[1].respond  = \taps$60 [201];
+  assign \taps$60[1].empty  = \taps$60 [202];
+  assign \taps$60[1].invalid  = \taps$60 [203];
+  assign \taps$60[1].level  = \taps$60 [206:204];
+  assign \taps$60[1].index  = \taps$60 [222:207];
+  assign \taps$60[1].prio  = \taps$60 [254:223];
+  assign \taps$60[1].delta  = \taps$60 [287:255];
+  assign \taps$60[1].target  = \taps$60 [335:288];
+  assign \taps$60[1].value  = \taps$60 [383:336];
+  assign \taps$60[2]  = \taps$60 [575:384];
+  assign \taps$60[2].valid  = \taps$60 [384];
+  assign \taps$60[2].op  = \taps$60 [387:385];
+  assign \taps$60[2].sample  = \taps$60 [388];
+  assign \taps$60[2].prng  = \taps$60 [389];
+  assign \taps$60[2].write  = \taps$60 [390];
+  assign \taps$60[2].read  = \taps$60 [391];
+  assign \taps$60[2].debug  = \taps$60 [392];
+  assign \taps$60[2].respond  = \taps$60 [393];
+  assign \taps$60[2].empty  = \taps$60 [394];
+  assign \taps$60[2].invalid  = \taps$60 [395];
+  assign \taps$60[2].level  = \taps$60 [398:396];
+  assign \taps$60[2].index  = \taps$60 [414:399];
+  assign \taps$60[2].prio  = \taps$60 [446:415];
+  assign \taps$60[2].delta  = \taps$60 [479:447];
+  assign \taps$60[2].target  = \taps$60 [527:480];
+  assign \taps$60[2].value  = \taps$60 [575:528];
+  assign \taps$60[3]  = \taps$60 [767:576];
+  assign \taps$60[3].valid  = \taps$60 [576];
+  assign \taps$60[3].op  = \taps$60 [579:577];
+  assign \taps$60[3].sample  = \taps$60 [580];
+  assign \taps$60[3].prng  = \taps$60 [581];
+  assign \taps$60[3].write  = \taps$60 [582];
+  assign \taps$60[3].read  = \taps$60 [583];
+  assign \taps$60[3].debug  = \taps$60 [584];
+  assign \taps$60[3].respond  = \taps$60 [585];
+  assign \taps$60[3].empty  = \taps$60 [586];
+  assign \taps$60[3].invalid  = \taps$60 [587];
+  assign \taps$60[3].level  = \taps$60 [590:588];
+  assign \taps$60[3].index  = \taps$60 [606:591];
+  assign \taps$60[3].prio  = \taps$60 [638:607];
+  assign \taps$60[3].delta  = \taps$60 [671:639];
+  assign \taps$60[3].target  = \taps$60 [719:672];
+  assign \taps$60[3].value  = \taps$60 [767:720];
+  assign \taps$60[4]  = \taps$60 [959:768];
+  assign \taps$60[4].valid  = \taps$60 [768];
+  assign \taps$60[4].op  = \taps$60 [771:769];
+  assign \taps$60[4].sample  = \taps$60 [772];
+  assign \taps$60[4].prng  = \taps$60 [773];
+  assign \taps$60[4].write  = \taps$60 [774];
+  assign \taps$60[4].read  = \taps$60 [775];
+  assign \taps$60[4].debug  = \taps$60 [776];
+  assign \taps$60[4].respond  = \taps$60 [777];
+  assign \taps$60[4].empty  = \taps$60 [778];
+  assign \taps$60[4].invalid  = \taps$60 [779];
+  assign \taps$60[4].level  = \taps$60 [782:780];
+  assign \taps$60[4].index  = \taps$60 [798:783];
+  assign \taps$60[4].prio  = \taps$60 [830:799];
+  assign \taps$60[4].delta  = \taps$60 [863:831];
+  assign \taps$60[4].target  = \taps$60 [911:864];
+  assign \taps$60[4].value  = \taps$60 [959:912];
+  assign \b2.valid  = b2[0];
+  assign \b2.op  = b2[3:1];
+  assign \b2.sample  = b2[4];
+  assign \b2.prng  = b2[5];
+  assign \b2.write  = b2[6];
+  assign \b2.read  = b2[7];
+  assign \b2.debug  = b2[8];
+  assign \b2.respond  = b2[9];
+  assign \b2.empty  = b2[10];
+  assign \b2.invalid  = b2[11];
+  assign \b2.level  = b2[14:12];
+  assign \b2.index  = b2[30:15];
+  assign \b2.prio  = b2[62:31];
+  assign \b2.delta  = b2[95:63];
+  assign \b2.target  = b2[143:96];
+  assign \b2.value  = b2[191:144];
+  assign response[68] = \o$26 [11];
+  assign response[67] = \o$26 [10];
+  assign response[66:19] = \o$26 [191:144];
+  assign response[18:3] = \o$26 [30:15];
+  assign response[2:0] = \o$26 [3:1];
+  assign sat_ovf = sat_hi;
+  assign \$16  = a[53:22];
+  assign \$34  = 1'h1;
+  assign \$35  = \$33 ;
+  assign \$37  = { 4'h0, \$36 [15:4] };
+  assign \$41  = \$40 ;
+  assign \$120  = { 1'h0, pp_0_0 };
+  assign \$122  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$124  = { 14'h0000, pp_17_0, 17'h00000 };
+  assign \$126  = { 20'h00000, pp_17_26, 43'h00000000000 };
+  assign \$139  = rsp__valid;
+  assign \$142  = rsp__valid;
+  assign \$172  = 1'h1;
+  assign \$173  = \$171 ;
+  assign \$205  = 1'h0;
+  assign \$223  = \$222 ;
+  assign \$360  = 1'h0;
+  assign \$378  = \$377 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -4385,39 +5394,39 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [44:0] \$100 ;
+  wire [44:0] \$101 ;
+  wire [44:0] \$102 ;
+  wire [44:0] \$103 ;
+  wire [44:0] \$104 ;
+  wire [48:0] \$105 ;
+  wire [48:0] \$106 ;
+  wire [48:0] \$107 ;
+  wire [48:0] \$108 ;
+  wire [48:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
-  wire [15:0] \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
+  wire [48:0] \$110 ;
+  wire [48:0] \$111 ;
+  wire [48:0] \$112 ;
+  wire [48:0] \$113 ;
+  wire [48:0] \$114 ;
+  wire [48:0] \$115 ;
+  wire [48:0] \$116 ;
+  wire [48:0] \$117 ;
+  wire [48:0] \$118 ;
+  wire [48:0] \$119 ;
+  wire [32:0] \$12 ;
+  wire [48:0] \$120 ;
+  wire [48:0] \$121 ;
+  wire [48:0] \$122 ;
+  wire [48:0] \$123 ;
+  wire [48:0] \$124 ;
+  wire [48:0] \$125 ;
+  wire [48:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
-  wire [15:0] \$13 ;
+  wire [45:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -4433,13 +5442,13 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  reg [43:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
-  wire [15:0] \$15 ;
+  wire \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
@@ -4450,7 +5459,7 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [15:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
   wire \$162 ;
@@ -4461,155 +5470,247 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire [47:0] \$177 ;
-  wire [47:0] \$178 ;
-  wire [43:0] \$179 ;
-  wire [43:0] \$18 ;
-  wire [47:0] \$180 ;
-  wire [43:0] \$181 ;
-  wire [47:0] \$182 ;
-  wire [43:0] \$183 ;
-  wire [47:0] \$184 ;
-  wire [43:0] \$185 ;
-  wire [47:0] \$186 ;
-  wire [43:0] \$187 ;
-  wire [47:0] \$188 ;
-  wire [43:0] \$189 ;
+  wire [15:0] \$173 ;
+  wire [15:0] \$174 ;
+  wire [15:0] \$175 ;
+  wire [15:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [15:0] \$179 ;
+  wire [45:0] \$18 ;
+  wire [15:0] \$180 ;
+  wire [15:0] \$181 ;
+  wire [15:0] \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire [15:0] \$187 ;
+  wire [15:0] \$188 ;
+  wire [15:0] \$189 ;
   wire [15:0] \$19 ;
-  wire [47:0] \$190 ;
-  wire [43:0] \$191 ;
-  wire [47:0] \$192 ;
-  wire [43:0] \$193 ;
-  wire [47:0] \$194 ;
-  wire [43:0] \$195 ;
-  wire [47:0] \$196 ;
-  wire [43:0] \$197 ;
-  wire [47:0] \$198 ;
-  wire [43:0] \$199 ;
+  wire [15:0] \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire [15:0] \$193 ;
+  wire [15:0] \$194 ;
+  wire [15:0] \$195 ;
+  wire [15:0] \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [47:0] \$200 ;
-  wire [43:0] \$201 ;
-  wire [47:0] \$202 ;
-  wire [43:0] \$203 ;
-  wire [47:0] \$204 ;
-  wire [43:0] \$205 ;
-  wire [47:0] \$206 ;
-  wire [43:0] \$207 ;
-  wire [47:0] \$208 ;
-  reg [703:0] \$209 ;
-  wire [43:0] \$21 ;
-  reg [191:0] \$210 ;
-  reg [191:0] \$211 ;
-  reg [47:0] \$212 ;
-  reg [47:0] \$213 ;
-  reg [47:0] \$214 ;
-  reg [47:0] \$215 ;
-  reg [47:0] \$216 ;
-  reg [47:0] \$217 ;
-  reg [47:0] \$218 ;
-  reg [47:0] \$219 ;
-  wire [15:0] \$22 ;
-  reg [47:0] \$220 ;
-  reg [47:0] \$221 ;
-  reg [47:0] \$222 ;
-  reg [47:0] \$223 ;
-  reg [47:0] \$224 ;
-  reg [47:0] \$225 ;
-  reg [47:0] \$226 ;
-  reg [191:0] \$227 ;
-  wire \$23 ;
-  wire [43:0] \$24 ;
-  wire [15:0] \$25 ;
+  wire \$200 ;
+  reg [43:0] \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
+  wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
+  wire [32:0] \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
+  wire [45:0] \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire [47:0] \$234 ;
+  wire [47:0] \$235 ;
+  wire [43:0] \$236 ;
+  wire [47:0] \$237 ;
+  wire [43:0] \$238 ;
+  wire [47:0] \$239 ;
+  wire [15:0] \$24 ;
+  wire [43:0] \$240 ;
+  wire [47:0] \$241 ;
+  wire [43:0] \$242 ;
+  wire [47:0] \$243 ;
+  wire [43:0] \$244 ;
+  wire [47:0] \$245 ;
+  wire [43:0] \$246 ;
+  wire [47:0] \$247 ;
+  wire [43:0] \$248 ;
+  wire [47:0] \$249 ;
+  wire \$25 ;
+  wire [43:0] \$250 ;
+  wire [47:0] \$251 ;
+  wire [43:0] \$252 ;
+  wire [47:0] \$253 ;
+  wire [43:0] \$254 ;
+  wire [47:0] \$255 ;
+  wire [43:0] \$256 ;
+  wire [47:0] \$257 ;
+  wire [43:0] \$258 ;
+  wire [47:0] \$259 ;
   wire \$26 ;
-  wire [43:0] \$27 ;
-  wire [15:0] \$28 ;
-  wire \$29 ;
+  wire [43:0] \$260 ;
+  wire [47:0] \$261 ;
+  wire [43:0] \$262 ;
+  wire [47:0] \$263 ;
+  wire [43:0] \$264 ;
+  wire [47:0] \$265 ;
+  reg [703:0] \$266 ;
+  reg [959:0] \$267 ;
+  reg [703:0] \$268 ;
+  reg \$269 ;
+  wire [32:0] \$27 ;
+  reg \$270 ;
+  reg [703:0] \$271 ;
+  reg [703:0] \$272 ;
+  reg [43:0] \$273 ;
+  reg [43:0] \$274 ;
+  reg [43:0] \$275 ;
+  reg [43:0] \$276 ;
+  reg [43:0] \$277 ;
+  reg [43:0] \$278 ;
+  reg [43:0] \$279 ;
+  wire [45:0] \$28 ;
+  reg [43:0] \$280 ;
+  reg [43:0] \$281 ;
+  reg [43:0] \$282 ;
+  reg [43:0] \$283 ;
+  reg [43:0] \$284 ;
+  reg [43:0] \$285 ;
+  reg [43:0] \$286 ;
+  reg [43:0] \$287 ;
+  reg [43:0] \$288 ;
+  reg [47:0] \$289 ;
+  wire [15:0] \$29 ;
+  reg [47:0] \$290 ;
+  reg [47:0] \$291 ;
+  reg [47:0] \$292 ;
+  reg [47:0] \$293 ;
+  reg [47:0] \$294 ;
+  reg [47:0] \$295 ;
+  reg [47:0] \$296 ;
+  reg [47:0] \$297 ;
+  reg [47:0] \$298 ;
+  reg [47:0] \$299 ;
   wire [15:0] \$3 ;
-  wire [43:0] \$30 ;
-  wire [15:0] \$31 ;
-  wire \$32 ;
-  wire [43:0] \$33 ;
+  wire \$30 ;
+  reg [47:0] \$300 ;
+  reg [47:0] \$301 ;
+  reg [47:0] \$302 ;
+  reg [47:0] \$303 ;
+  reg [47:0] \$304 ;
+  reg [47:0] \$305 ;
+  reg [47:0] \$306 ;
+  reg [47:0] \$307 ;
+  reg [47:0] \$308 ;
+  reg [47:0] \$309 ;
+  wire \$31 ;
+  reg [47:0] \$310 ;
+  reg [47:0] \$311 ;
+  reg [47:0] \$312 ;
+  reg [47:0] \$313 ;
+  reg [47:0] \$314 ;
+  reg [47:0] \$315 ;
+  reg [47:0] \$316 ;
+  reg [47:0] \$317 ;
+  reg [47:0] \$318 ;
+  reg [191:0] \$319 ;
+  wire [32:0] \$32 ;
+  wire [45:0] \$33 ;
   wire [15:0] \$34 ;
   wire \$35 ;
-  wire [43:0] \$36 ;
-  wire [15:0] \$37 ;
-  wire \$38 ;
-  wire [43:0] \$39 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  wire [45:0] \$38 ;
+  wire [15:0] \$39 ;
   wire [15:0] \$4 ;
-  wire [15:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire [43:0] \$42 ;
-  wire [15:0] \$43 ;
-  wire \$44 ;
-  wire [43:0] \$45 ;
-  wire [15:0] \$46 ;
-  wire \$47 ;
-  wire [43:0] \$48 ;
+  wire [32:0] \$42 ;
+  wire [45:0] \$43 ;
+  wire [15:0] \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
+  wire [45:0] \$48 ;
   wire [15:0] \$49 ;
   wire [15:0] \$5 ;
   wire \$50 ;
-  wire [43:0] \$51 ;
-  wire [15:0] \$52 ;
-  wire \$53 ;
-  wire [43:0] \$54 ;
-  wire [15:0] \$55 ;
+  wire \$51 ;
+  wire [32:0] \$52 ;
+  wire [45:0] \$53 ;
+  wire [15:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
-  wire [43:0] \$57 ;
-  wire [15:0] \$58 ;
-  wire \$59 ;
+  wire [32:0] \$57 ;
+  wire [45:0] \$58 ;
+  wire [15:0] \$59 ;
   wire [15:0] \$6 ;
-  wire [43:0] \$60 ;
-  wire [15:0] \$61 ;
-  wire \$62 ;
-  wire [43:0] \$63 ;
-  wire \$64 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [32:0] \$62 ;
+  wire [45:0] \$63 ;
+  wire [15:0] \$64 ;
   wire \$65 ;
-  wire [44:0] \$66 ;
-  wire [44:0] \$67 ;
-  wire [44:0] \$68 ;
-  wire [44:0] \$69 ;
-  wire [15:0] \$7 ;
-  wire [44:0] \$70 ;
-  wire [44:0] \$71 ;
-  wire [44:0] \$72 ;
-  wire [44:0] \$73 ;
-  wire [48:0] \$74 ;
-  wire [48:0] \$75 ;
-  wire [48:0] \$76 ;
-  wire [48:0] \$77 ;
-  wire [48:0] \$78 ;
-  wire [48:0] \$79 ;
-  reg [43:0] \$8 ;
-  wire [48:0] \$80 ;
-  wire [48:0] \$81 ;
-  wire [48:0] \$82 ;
-  wire [48:0] \$83 ;
-  wire [48:0] \$84 ;
-  wire [48:0] \$85 ;
-  wire [48:0] \$86 ;
-  wire [48:0] \$87 ;
-  wire [48:0] \$88 ;
-  wire [48:0] \$89 ;
-  wire [45:0] \$9 ;
-  wire [48:0] \$90 ;
-  wire [48:0] \$91 ;
-  wire [48:0] \$92 ;
-  wire [48:0] \$93 ;
-  wire [48:0] \$94 ;
-  wire [48:0] \$95 ;
-  wire [48:0] \$96 ;
-  wire [48:0] \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire \$66 ;
+  wire [32:0] \$67 ;
+  wire [45:0] \$68 ;
+  wire [15:0] \$69 ;
+  wire [703:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire [32:0] \$72 ;
+  wire [45:0] \$73 ;
+  wire [15:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire [32:0] \$77 ;
+  wire [45:0] \$78 ;
+  wire [15:0] \$79 ;
+  wire [703:0] \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire [32:0] \$82 ;
+  wire [45:0] \$83 ;
+  wire [15:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [45:0] \$88 ;
+  wire \$89 ;
+  wire [15:0] \$9 ;
+  wire \$90 ;
+  wire [15:0] \$91 ;
+  wire [15:0] \$92 ;
+  wire [15:0] \$93 ;
+  wire [15:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [44:0] \$97 ;
+  wire [44:0] \$98 ;
+  wire [44:0] \$99 ;
   input clk;
   wire clk;
   input [191:0] i;
@@ -4666,42 +5767,92 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
-  wire [47:0] prefix1_1;
-  wire [47:0] prefix1_11;
-  wire [47:0] prefix1_13;
-  wire [47:0] prefix1_15;
-  wire [47:0] prefix1_3;
-  wire [47:0] prefix1_5;
-  wire [47:0] prefix1_7;
-  wire [47:0] prefix1_9;
-  wire [47:0] prefix2_10;
-  wire [47:0] prefix2_11;
-  wire [47:0] prefix2_14;
-  wire [47:0] prefix2_15;
-  wire [47:0] prefix2_2;
-  wire [47:0] prefix2_3;
-  wire [47:0] prefix2_6;
-  wire [47:0] prefix2_7;
-  wire [47:0] prefix4_12;
-  wire [47:0] prefix4_13;
-  wire [47:0] prefix4_14;
-  wire [47:0] prefix4_15;
-  wire [47:0] prefix4_4;
-  wire [47:0] prefix4_5;
-  wire [47:0] prefix4_6;
-  wire [47:0] prefix4_7;
-  wire [47:0] prefix8_10;
-  wire [47:0] prefix8_11;
-  wire [47:0] prefix8_12;
-  wire [47:0] prefix8_13;
-  wire [47:0] prefix8_14;
-  wire [47:0] prefix8_15;
-  wire [47:0] prefix8_8;
-  wire [47:0] prefix8_9;
+  reg [703:0] p_word = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [47:0] q0_prefix1_1;
+  wire [47:0] q0_prefix1_11;
+  wire [47:0] q0_prefix1_13;
+  wire [47:0] q0_prefix1_15;
+  wire [47:0] q0_prefix1_3;
+  wire [47:0] q0_prefix1_5;
+  wire [47:0] q0_prefix1_7;
+  wire [47:0] q0_prefix1_9;
+  wire [47:0] q0_prefix2_10;
+  wire [47:0] q0_prefix2_11;
+  wire [47:0] q0_prefix2_14;
+  wire [47:0] q0_prefix2_15;
+  wire [47:0] q0_prefix2_2;
+  wire [47:0] q0_prefix2_3;
+  wire [47:0] q0_prefix2_6;
+  wire [47:0] q0_prefix2_7;
+  reg [47:0] q1_pre0 = 48'h000000000000;
+  reg [47:0] q1_pre1 = 48'h000000000000;
+  reg [47:0] q1_pre10 = 48'h000000000000;
+  reg [47:0] q1_pre11 = 48'h000000000000;
+  reg [47:0] q1_pre12 = 48'h000000000000;
+  reg [47:0] q1_pre13 = 48'h000000000000;
+  reg [47:0] q1_pre14 = 48'h000000000000;
+  reg [47:0] q1_pre2 = 48'h000000000000;
+  reg [47:0] q1_pre3 = 48'h000000000000;
+  reg [47:0] q1_pre4 = 48'h000000000000;
+  reg [47:0] q1_pre5 = 48'h000000000000;
+  reg [47:0] q1_pre6 = 48'h000000000000;
+  reg [47:0] q1_pre7 = 48'h000000000000;
+  reg [47:0] q1_pre8 = 48'h000000000000;
+  reg [47:0] q1_pre9 = 48'h000000000000;
+  wire [47:0] q1_prefix4_12;
+  wire [47:0] q1_prefix4_13;
+  wire [47:0] q1_prefix4_14;
+  wire [47:0] q1_prefix4_4;
+  wire [47:0] q1_prefix4_5;
+  wire [47:0] q1_prefix4_6;
+  wire [47:0] q1_prefix4_7;
+  wire [47:0] q1_prefix8_10;
+  wire [47:0] q1_prefix8_11;
+  wire [47:0] q1_prefix8_12;
+  wire [47:0] q1_prefix8_13;
+  wire [47:0] q1_prefix8_14;
+  wire [47:0] q1_prefix8_8;
+  wire [47:0] q1_prefix8_9;
+  reg [47:0] q2_pre0 = 48'h000000000000;
+  reg [47:0] q2_pre1 = 48'h000000000000;
+  reg [47:0] q2_pre10 = 48'h000000000000;
+  reg [47:0] q2_pre11 = 48'h000000000000;
+  reg [47:0] q2_pre12 = 48'h000000000000;
+  reg [47:0] q2_pre13 = 48'h000000000000;
+  reg [47:0] q2_pre14 = 48'h000000000000;
+  reg [47:0] q2_pre2 = 48'h000000000000;
+  reg [47:0] q2_pre3 = 48'h000000000000;
+  reg [47:0] q2_pre4 = 48'h000000000000;
+  reg [47:0] q2_pre5 = 48'h000000000000;
+  reg [47:0] q2_pre6 = 48'h000000000000;
+  reg [47:0] q2_pre7 = 48'h000000000000;
+  reg [47:0] q2_pre8 = 48'h000000000000;
+  reg [47:0] q2_pre9 = 48'h000000000000;
+  reg [43:0] q_child0 = 44'h00000000000;
+  reg [43:0] q_child1 = 44'h00000000000;
+  reg [43:0] q_child10 = 44'h00000000000;
+  reg [43:0] q_child11 = 44'h00000000000;
+  reg [43:0] q_child12 = 44'h00000000000;
+  reg [43:0] q_child13 = 44'h00000000000;
+  reg [43:0] q_child14 = 44'h00000000000;
+  reg [43:0] q_child15 = 44'h00000000000;
+  reg [43:0] q_child2 = 44'h00000000000;
+  reg [43:0] q_child3 = 44'h00000000000;
+  reg [43:0] q_child4 = 44'h00000000000;
+  reg [43:0] q_child5 = 44'h00000000000;
+  reg [43:0] q_child6 = 44'h00000000000;
+  reg [43:0] q_child7 = 44'h00000000000;
+  reg [43:0] q_child8 = 44'h00000000000;
+  reg [43:0] q_child9 = 44'h00000000000;
+  reg q_hit1 = 1'h0;
+  reg q_hit2 = 1'h0;
+  wire [703:0] q_new;
+  reg [703:0] q_w1 = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg [703:0] q_w2 = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [703:0] q_word;
   wire r_addr;
   wire rd_addr;
   reg [703:0] rd_data = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-  wire [43:0] rmw_new;
   input rst;
   wire rst;
   wire [48:0] s_diff0;
@@ -4721,33 +5872,19 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   wire [48:0] s_diff9;
   wire [14:0] s_le;
   wire [15:0] s_onehot;
-  reg [47:0] s_pre0 = 48'h000000000000;
-  reg [47:0] s_pre1 = 48'h000000000000;
-  reg [47:0] s_pre10 = 48'h000000000000;
-  reg [47:0] s_pre11 = 48'h000000000000;
-  reg [47:0] s_pre12 = 48'h000000000000;
-  reg [47:0] s_pre13 = 48'h000000000000;
-  reg [47:0] s_pre14 = 48'h000000000000;
-  reg [47:0] s_pre2 = 48'h000000000000;
-  reg [47:0] s_pre3 = 48'h000000000000;
-  reg [47:0] s_pre4 = 48'h000000000000;
-  reg [47:0] s_pre5 = 48'h000000000000;
-  reg [47:0] s_pre6 = 48'h000000000000;
-  reg [47:0] s_pre7 = 48'h000000000000;
-  reg [47:0] s_pre8 = 48'h000000000000;
-  reg [47:0] s_pre9 = 48'h000000000000;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [191:0] tap_p;
-  reg [191:0] tap_p = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_p.debug ;
-  wire [32:0] \tap_p.delta ;
-  wire \tap_p.empty ;
-  wire [15:0] \tap_p.index ;
-  wire \tap_p.invalid ;
-  wire [2:0] \tap_p.level ;
+  output [959:0] taps;
+  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [191:0] \taps[0] ;
+  wire \taps[0].debug ;
+  wire [32:0] \taps[0].delta ;
+  wire \taps[0].empty ;
+  wire [15:0] \taps[0].index ;
+  wire \taps[0].invalid ;
+  wire [2:0] \taps[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4757,24 +5894,23 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p.op ;
-  wire [31:0] \tap_p.prio ;
-  wire \tap_p.prng ;
-  wire \tap_p.read ;
-  wire \tap_p.respond ;
-  wire \tap_p.sample ;
-  wire [47:0] \tap_p.target ;
-  wire \tap_p.valid ;
-  wire [47:0] \tap_p.value ;
-  wire \tap_p.write ;
-  output [191:0] tap_s;
-  reg [191:0] tap_s = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_s.debug ;
-  wire [32:0] \tap_s.delta ;
-  wire \tap_s.empty ;
-  wire [15:0] \tap_s.index ;
-  wire \tap_s.invalid ;
-  wire [2:0] \tap_s.level ;
+  wire [2:0] \taps[0].op ;
+  wire [31:0] \taps[0].prio ;
+  wire \taps[0].prng ;
+  wire \taps[0].read ;
+  wire \taps[0].respond ;
+  wire \taps[0].sample ;
+  wire [47:0] \taps[0].target ;
+  wire \taps[0].valid ;
+  wire [47:0] \taps[0].value ;
+  wire \taps[0].write ;
+  wire [191:0] \taps[1] ;
+  wire \taps[1].debug ;
+  wire [32:0] \taps[1].delta ;
+  wire \taps[1].empty ;
+  wire [15:0] \taps[1].index ;
+  wire \taps[1].invalid ;
+  wire [2:0] \taps[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4784,16 +5920,94 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s.op ;
-  wire [31:0] \tap_s.prio ;
-  wire \tap_s.prng ;
-  wire \tap_s.read ;
-  wire \tap_s.respond ;
-  wire \tap_s.sample ;
-  wire [47:0] \tap_s.target ;
-  wire \tap_s.valid ;
-  wire [47:0] \tap_s.value ;
-  wire \tap_s.write ;
+  wire [2:0] \taps[1].op ;
+  wire [31:0] \taps[1].prio ;
+  wire \taps[1].prng ;
+  wire \taps[1].read ;
+  wire \taps[1].respond ;
+  wire \taps[1].sample ;
+  wire [47:0] \taps[1].target ;
+  wire \taps[1].valid ;
+  wire [47:0] \taps[1].value ;
+  wire \taps[1].write ;
+  wire [191:0] \taps[2] ;
+  wire \taps[2].debug ;
+  wire [32:0] \taps[2].delta ;
+  wire \taps[2].empty ;
+  wire [15:0] \taps[2].index ;
+  wire \taps[2].invalid ;
+  wire [2:0] \taps[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[2].op ;
+  wire [31:0] \taps[2].prio ;
+  wire \taps[2].prng ;
+  wire \taps[2].read ;
+  wire \taps[2].respond ;
+  wire \taps[2].sample ;
+  wire [47:0] \taps[2].target ;
+  wire \taps[2].valid ;
+  wire [47:0] \taps[2].value ;
+  wire \taps[2].write ;
+  wire [191:0] \taps[3] ;
+  wire \taps[3].debug ;
+  wire [32:0] \taps[3].delta ;
+  wire \taps[3].empty ;
+  wire [15:0] \taps[3].index ;
+  wire \taps[3].invalid ;
+  wire [2:0] \taps[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[3].op ;
+  wire [31:0] \taps[3].prio ;
+  wire \taps[3].prng ;
+  wire \taps[3].read ;
+  wire \taps[3].respond ;
+  wire \taps[3].sample ;
+  wire [47:0] \taps[3].target ;
+  wire \taps[3].valid ;
+  wire [47:0] \taps[3].value ;
+  wire \taps[3].write ;
+  wire [191:0] \taps[4] ;
+  wire \taps[4].debug ;
+  wire [32:0] \taps[4].delta ;
+  wire \taps[4].empty ;
+  wire [15:0] \taps[4].index ;
+  wire \taps[4].invalid ;
+  wire [2:0] \taps[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[4].op ;
+  wire [31:0] \taps[4].prio ;
+  wire \taps[4].prng ;
+  wire \taps[4].read ;
+  wire \taps[4].respond ;
+  wire \taps[4].sample ;
+  wire [47:0] \taps[4].target ;
+  wire \taps[4].valid ;
+  wire [47:0] \taps[4].value ;
+  wire \taps[4].write ;
   (* init = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 *)
   wire [703:0] word;
   wire wr_addr;
@@ -4803,480 +6017,815 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   assign \$2  = i[8] & \$1 ;
   assign \$5  = \$2  ? \$3  : 16'h0000;
   assign \$6  = i[4] ? i[30:15] : \$5 ;
-  assign \$9  = $signed({ 1'h0, \$8  }) + $signed(tap_p[95:63]);
-  assign \$10  = tap_p[14:12] == 1'h1;
-  assign \$11  = tap_p[8] & \$10 ;
-  assign \$14  = \$11  ? \$12  : 16'h0000;
-  assign \$15  = tap_p[4] ? tap_p[30:15] : \$14 ;
-  assign wr_addr = sweep ? sweep_addr[0] : \$15 [0];
-  assign \$17  = ! \$16 [3:0];
-  assign \$18  = \$17  ? \$9 [43:0] : rd_data[43:0];
-  assign \$20  = \$19 [3:0] == 1'h1;
-  assign \$21  = \$20  ? \$9 [43:0] : rd_data[87:44];
-  assign \$23  = \$22 [3:0] == 2'h2;
-  assign \$24  = \$23  ? \$9 [43:0] : rd_data[131:88];
-  assign \$26  = \$25 [3:0] == 2'h3;
-  assign \$27  = \$26  ? \$9 [43:0] : rd_data[175:132];
-  assign \$29  = \$28 [3:0] == 3'h4;
-  assign \$30  = \$29  ? \$9 [43:0] : rd_data[219:176];
-  assign \$32  = \$31 [3:0] == 3'h5;
-  assign \$33  = \$32  ? \$9 [43:0] : rd_data[263:220];
-  assign \$35  = \$34 [3:0] == 3'h6;
-  assign \$36  = \$35  ? \$9 [43:0] : rd_data[307:264];
-  assign \$38  = \$37 [3:0] == 3'h7;
-  assign \$39  = \$38  ? \$9 [43:0] : rd_data[351:308];
-  assign \$41  = \$40 [3:0] == 4'h8;
-  assign \$42  = \$41  ? \$9 [43:0] : rd_data[395:352];
-  assign \$44  = \$43 [3:0] == 4'h9;
-  assign \$45  = \$44  ? \$9 [43:0] : rd_data[439:396];
-  assign \$47  = \$46 [3:0] == 4'ha;
-  assign \$48  = \$47  ? \$9 [43:0] : rd_data[483:440];
-  assign \$50  = \$49 [3:0] == 4'hb;
-  assign \$51  = \$50  ? \$9 [43:0] : rd_data[527:484];
-  assign \$53  = \$52 [3:0] == 4'hc;
-  assign \$54  = \$53  ? \$9 [43:0] : rd_data[571:528];
-  assign \$56  = \$55 [3:0] == 4'hd;
-  assign \$57  = \$56  ? \$9 [43:0] : rd_data[615:572];
-  assign \$59  = \$58 [3:0] == 4'he;
-  assign \$60  = \$59  ? \$9 [43:0] : rd_data[659:616];
-  assign \$62  = \$61 [3:0] == 4'hf;
-  assign \$63  = \$62  ? \$9 [43:0] : rd_data[703:660];
-  assign wr_data = sweep ? 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : { \$63 , \$60 , \$57 , \$54 , \$51 , \$48 , \$45 , \$42 , \$39 , \$36 , \$33 , \$30 , \$27 , \$24 , \$21 , \$18  };
-  assign \$64  = sweep_addr < 1'h1;
-  assign \$65  = sweep & \$64 ;
-  assign wr_en = \$65  | tap_p[6];
-  assign \$66  = rd_data[43:0] + rd_data[87:44];
-  assign \$67  = rd_data[131:88] + rd_data[175:132];
-  assign \$68  = rd_data[219:176] + rd_data[263:220];
-  assign \$69  = rd_data[307:264] + rd_data[351:308];
-  assign \$70  = rd_data[395:352] + rd_data[439:396];
-  assign \$71  = rd_data[483:440] + rd_data[527:484];
-  assign \$72  = rd_data[571:528] + rd_data[615:572];
-  assign \$73  = rd_data[659:616] + rd_data[703:660];
-  assign \$74  = \$66  + rd_data[131:88];
-  assign \$75  = \$66  + \$67 ;
-  assign \$76  = \$68  + rd_data[307:264];
-  assign \$77  = \$68  + \$69 ;
-  assign \$78  = \$70  + rd_data[483:440];
-  assign \$79  = \$70  + \$71 ;
-  assign \$80  = \$72  + rd_data[659:616];
-  assign \$81  = \$72  + \$73 ;
-  assign \$82  = \$75 [47:0] + rd_data[219:176];
-  assign \$83  = \$75 [47:0] + \$68 ;
-  assign \$84  = \$75 [47:0] + \$76 [47:0];
-  assign \$85  = \$75 [47:0] + \$77 [47:0];
-  assign \$86  = \$79 [47:0] + rd_data[571:528];
-  assign \$87  = \$79 [47:0] + \$72 ;
-  assign \$88  = \$79 [47:0] + \$80 [47:0];
-  assign \$89  = \$79 [47:0] + \$81 [47:0];
-  assign \$90  = \$85 [47:0] + rd_data[395:352];
-  assign \$91  = \$85 [47:0] + \$70 ;
-  assign \$92  = \$85 [47:0] + \$78 [47:0];
-  assign \$93  = \$85 [47:0] + \$79 [47:0];
-  assign \$94  = \$85 [47:0] + \$86 [47:0];
-  assign \$95  = \$85 [47:0] + \$87 [47:0];
-  assign \$96  = \$85 [47:0] + \$88 [47:0];
-  assign \$97  = \$85 [47:0] + \$89 [47:0];
-  assign s_diff0 = tap_s[143:96] - s_pre0;
-  assign s_diff1 = tap_s[143:96] - s_pre1;
-  assign s_diff2 = tap_s[143:96] - s_pre2;
-  assign s_diff3 = tap_s[143:96] - s_pre3;
-  assign s_diff4 = tap_s[143:96] - s_pre4;
-  assign s_diff5 = tap_s[143:96] - s_pre5;
-  assign s_diff6 = tap_s[143:96] - s_pre6;
-  assign s_diff7 = tap_s[143:96] - s_pre7;
-  assign s_diff8 = tap_s[143:96] - s_pre8;
-  assign s_diff9 = tap_s[143:96] - s_pre9;
-  assign s_diff10 = tap_s[143:96] - s_pre10;
-  assign s_diff11 = tap_s[143:96] - s_pre11;
-  assign s_diff12 = tap_s[143:96] - s_pre12;
-  assign s_diff13 = tap_s[143:96] - s_pre13;
-  assign s_diff14 = tap_s[143:96] - s_pre14;
-  assign \$98  = ~ s_diff0[48];
-  assign \$99  = ~ s_diff1[48];
-  assign \$100  = ~ s_diff2[48];
-  assign \$101  = ~ s_diff3[48];
-  assign \$102  = ~ s_diff4[48];
-  assign \$103  = ~ s_diff5[48];
-  assign \$104  = ~ s_diff6[48];
-  assign \$105  = ~ s_diff7[48];
-  assign \$106  = ~ s_diff8[48];
-  assign \$107  = ~ s_diff9[48];
-  assign \$108  = ~ s_diff10[48];
-  assign \$109  = ~ s_diff11[48];
-  assign \$110  = ~ s_diff12[48];
-  assign \$111  = ~ s_diff13[48];
-  assign \$112  = ~ s_diff14[48];
-  assign \$115  = \$98  & \$114 ;
-  assign \$117  = \$99  & \$116 ;
-  assign \$119  = \$100  & \$118 ;
-  assign \$121  = \$101  & \$120 ;
-  assign \$123  = \$102  & \$122 ;
-  assign \$125  = \$103  & \$124 ;
-  assign \$127  = \$104  & \$126 ;
-  assign \$129  = \$105  & \$128 ;
-  assign \$131  = \$106  & \$130 ;
-  assign \$133  = \$107  & \$132 ;
-  assign \$135  = \$108  & \$134 ;
-  assign \$137  = \$109  & \$136 ;
-  assign \$139  = \$110  & \$138 ;
-  assign \$141  = \$111  & \$140 ;
-  assign \$142  = tap_p[14:12] == 1'h1;
-  assign \$143  = tap_p[8] & \$142 ;
-  assign \$146  = \$145  | \$119 ;
-  assign \$147  = \$146  | \$123 ;
-  assign \$148  = \$147  | \$127 ;
-  assign \$149  = \$148  | \$131 ;
-  assign \$150  = \$149  | \$135 ;
-  assign \$151  = \$150  | \$139 ;
-  assign \$152  = \$151  | \$112 ;
-  assign \$154  = \$153  | \$119 ;
-  assign \$155  = \$154  | \$125 ;
-  assign \$156  = \$155  | \$127 ;
-  assign \$157  = \$156  | \$133 ;
-  assign \$158  = \$157  | \$135 ;
-  assign \$159  = \$158  | \$141 ;
-  assign \$160  = \$159  | \$112 ;
-  assign \$162  = \$161  | \$123 ;
-  assign \$163  = \$162  | \$125 ;
-  assign \$164  = \$163  | \$127 ;
-  assign \$165  = \$164  | \$137 ;
-  assign \$166  = \$165  | \$139 ;
-  assign \$167  = \$166  | \$141 ;
-  assign \$168  = \$167  | \$112 ;
-  assign \$170  = \$169  | \$131 ;
-  assign \$171  = \$170  | \$133 ;
-  assign \$172  = \$171  | \$135 ;
-  assign \$173  = \$172  | \$137 ;
-  assign \$174  = \$173  | \$139 ;
-  assign \$175  = \$174  | \$141 ;
-  assign \$176  = \$175  | \$112 ;
-  assign \$177  = \$113  ? tap_s[143:96] : 48'h000000000000;
-  assign \$179  = \$115  ? s_diff0[43:0] : 44'h00000000000;
-  assign \$180  = \$178  | { 4'h0, \$179  };
-  assign \$181  = \$117  ? s_diff1[43:0] : 44'h00000000000;
-  assign \$182  = \$180  | { 4'h0, \$181  };
-  assign \$183  = \$119  ? s_diff2[43:0] : 44'h00000000000;
-  assign \$184  = \$182  | { 4'h0, \$183  };
-  assign \$185  = \$121  ? s_diff3[43:0] : 44'h00000000000;
-  assign \$186  = \$184  | { 4'h0, \$185  };
-  assign \$187  = \$123  ? s_diff4[43:0] : 44'h00000000000;
-  assign \$188  = \$186  | { 4'h0, \$187  };
-  assign \$189  = \$125  ? s_diff5[43:0] : 44'h00000000000;
-  assign \$190  = \$188  | { 4'h0, \$189  };
-  assign \$191  = \$127  ? s_diff6[43:0] : 44'h00000000000;
-  assign \$192  = \$190  | { 4'h0, \$191  };
-  assign \$193  = \$129  ? s_diff7[43:0] : 44'h00000000000;
-  assign \$194  = \$192  | { 4'h0, \$193  };
-  assign \$195  = \$131  ? s_diff8[43:0] : 44'h00000000000;
-  assign \$196  = \$194  | { 4'h0, \$195  };
-  assign \$197  = \$133  ? s_diff9[43:0] : 44'h00000000000;
-  assign \$198  = \$196  | { 4'h0, \$197  };
-  assign \$199  = \$135  ? s_diff10[43:0] : 44'h00000000000;
-  assign \$200  = \$198  | { 4'h0, \$199  };
-  assign \$201  = \$137  ? s_diff11[43:0] : 44'h00000000000;
-  assign \$202  = \$200  | { 4'h0, \$201  };
-  assign \$203  = \$139  ? s_diff12[43:0] : 44'h00000000000;
-  assign \$204  = \$202  | { 4'h0, \$203  };
-  assign \$205  = \$141  ? s_diff13[43:0] : 44'h00000000000;
-  assign \$206  = \$204  | { 4'h0, \$205  };
-  assign \$207  = s_diff14[48] ? 44'h00000000000 : s_diff14[43:0];
-  assign \$208  = \$206  | { 4'h0, \$207  };
+  assign \$7  = q_hit2 ? q_w2 : p_word;
+  assign \$8  = q_hit1 ? q_w1 : \$7 ;
+  assign q_word = sweep ? 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : \$8 ;
+  assign \$10  = ! \$9 [3:0];
+  assign \$11  = taps[198] & \$10 ;
+  assign \$12  = \$11  ? taps[287:255] : 33'h000000000;
+  assign \$13  = $signed({ 1'h0, q_word[43:0] }) + $signed(\$12 );
+  assign \$15  = \$14 [3:0] == 1'h1;
+  assign \$16  = taps[198] & \$15 ;
+  assign \$17  = \$16  ? taps[287:255] : 33'h000000000;
+  assign \$18  = $signed({ 1'h0, q_word[87:44] }) + $signed(\$17 );
+  assign \$20  = \$19 [3:0] == 2'h2;
+  assign \$21  = taps[198] & \$20 ;
+  assign \$22  = \$21  ? taps[287:255] : 33'h000000000;
+  assign \$23  = $signed({ 1'h0, q_word[131:88] }) + $signed(\$22 );
+  assign \$25  = \$24 [3:0] == 2'h3;
+  assign \$26  = taps[198] & \$25 ;
+  assign \$27  = \$26  ? taps[287:255] : 33'h000000000;
+  assign \$28  = $signed({ 1'h0, q_word[175:132] }) + $signed(\$27 );
+  assign \$30  = \$29 [3:0] == 3'h4;
+  assign \$31  = taps[198] & \$30 ;
+  assign \$32  = \$31  ? taps[287:255] : 33'h000000000;
+  assign \$33  = $signed({ 1'h0, q_word[219:176] }) + $signed(\$32 );
+  assign \$35  = \$34 [3:0] == 3'h5;
+  assign \$36  = taps[198] & \$35 ;
+  assign \$37  = \$36  ? taps[287:255] : 33'h000000000;
+  assign \$38  = $signed({ 1'h0, q_word[263:220] }) + $signed(\$37 );
+  assign \$40  = \$39 [3:0] == 3'h6;
+  assign \$41  = taps[198] & \$40 ;
+  assign \$42  = \$41  ? taps[287:255] : 33'h000000000;
+  assign \$43  = $signed({ 1'h0, q_word[307:264] }) + $signed(\$42 );
+  assign \$45  = \$44 [3:0] == 3'h7;
+  assign \$46  = taps[198] & \$45 ;
+  assign \$47  = \$46  ? taps[287:255] : 33'h000000000;
+  assign \$48  = $signed({ 1'h0, q_word[351:308] }) + $signed(\$47 );
+  assign \$50  = \$49 [3:0] == 4'h8;
+  assign \$51  = taps[198] & \$50 ;
+  assign \$52  = \$51  ? taps[287:255] : 33'h000000000;
+  assign \$53  = $signed({ 1'h0, q_word[395:352] }) + $signed(\$52 );
+  assign \$55  = \$54 [3:0] == 4'h9;
+  assign \$56  = taps[198] & \$55 ;
+  assign \$57  = \$56  ? taps[287:255] : 33'h000000000;
+  assign \$58  = $signed({ 1'h0, q_word[439:396] }) + $signed(\$57 );
+  assign \$60  = \$59 [3:0] == 4'ha;
+  assign \$61  = taps[198] & \$60 ;
+  assign \$62  = \$61  ? taps[287:255] : 33'h000000000;
+  assign \$63  = $signed({ 1'h0, q_word[483:440] }) + $signed(\$62 );
+  assign \$65  = \$64 [3:0] == 4'hb;
+  assign \$66  = taps[198] & \$65 ;
+  assign \$67  = \$66  ? taps[287:255] : 33'h000000000;
+  assign \$68  = $signed({ 1'h0, q_word[527:484] }) + $signed(\$67 );
+  assign \$70  = \$69 [3:0] == 4'hc;
+  assign \$71  = taps[198] & \$70 ;
+  assign \$72  = \$71  ? taps[287:255] : 33'h000000000;
+  assign \$73  = $signed({ 1'h0, q_word[571:528] }) + $signed(\$72 );
+  assign \$75  = \$74 [3:0] == 4'hd;
+  assign \$76  = taps[198] & \$75 ;
+  assign \$77  = \$76  ? taps[287:255] : 33'h000000000;
+  assign \$78  = $signed({ 1'h0, q_word[615:572] }) + $signed(\$77 );
+  assign \$80  = \$79 [3:0] == 4'he;
+  assign \$81  = taps[198] & \$80 ;
+  assign \$82  = \$81  ? taps[287:255] : 33'h000000000;
+  assign \$83  = $signed({ 1'h0, q_word[659:616] }) + $signed(\$82 );
+  assign \$85  = \$84 [3:0] == 4'hf;
+  assign \$86  = taps[198] & \$85 ;
+  assign \$87  = \$86  ? taps[287:255] : 33'h000000000;
+  assign \$88  = $signed({ 1'h0, q_word[703:660] }) + $signed(\$87 );
+  assign \$89  = taps[206:204] == 1'h1;
+  assign \$90  = taps[200] & \$89 ;
+  assign \$93  = \$90  ? \$91  : 16'h0000;
+  assign \$94  = taps[196] ? taps[222:207] : \$93 ;
+  assign wr_addr = sweep ? sweep_addr[0] : \$94 [0];
+  assign \$95  = sweep_addr < 1'h1;
+  assign \$96  = sweep & \$95 ;
+  assign wr_en = \$96  | taps[198];
+  assign \$97  = q_child0 + q_child1;
+  assign \$98  = q_child2 + q_child3;
+  assign \$99  = q_child4 + q_child5;
+  assign \$100  = q_child6 + q_child7;
+  assign \$101  = q_child8 + q_child9;
+  assign \$102  = q_child10 + q_child11;
+  assign \$103  = q_child12 + q_child13;
+  assign \$104  = q_child14 + q_child15;
+  assign \$105  = \$97  + q_child2;
+  assign \$106  = \$97  + \$98 ;
+  assign \$107  = \$99  + q_child6;
+  assign \$108  = \$99  + \$100 ;
+  assign \$109  = \$101  + q_child10;
+  assign \$110  = \$101  + \$102 ;
+  assign \$111  = \$103  + q_child14;
+  assign \$112  = \$103  + \$104 ;
+  assign \$113  = q1_pre3 + q1_pre4;
+  assign \$114  = q1_pre3 + q1_pre5;
+  assign \$115  = q1_pre3 + q1_pre6;
+  assign \$116  = q1_pre3 + q1_pre7;
+  assign \$117  = q1_pre11 + q1_pre12;
+  assign \$118  = q1_pre11 + q1_pre13;
+  assign \$119  = q1_pre11 + q1_pre14;
+  assign \$120  = \$116 [47:0] + q1_pre8;
+  assign \$121  = \$116 [47:0] + q1_pre9;
+  assign \$122  = \$116 [47:0] + q1_pre10;
+  assign \$123  = \$116 [47:0] + q1_pre11;
+  assign \$124  = \$116 [47:0] + \$117 [47:0];
+  assign \$125  = \$116 [47:0] + \$118 [47:0];
+  assign \$126  = \$116 [47:0] + \$119 [47:0];
+  assign s_diff0 = taps[911:864] - q2_pre0;
+  assign s_diff1 = taps[911:864] - q2_pre1;
+  assign s_diff2 = taps[911:864] - q2_pre2;
+  assign s_diff3 = taps[911:864] - q2_pre3;
+  assign s_diff4 = taps[911:864] - q2_pre4;
+  assign s_diff5 = taps[911:864] - q2_pre5;
+  assign s_diff6 = taps[911:864] - q2_pre6;
+  assign s_diff7 = taps[911:864] - q2_pre7;
+  assign s_diff8 = taps[911:864] - q2_pre8;
+  assign s_diff9 = taps[911:864] - q2_pre9;
+  assign s_diff10 = taps[911:864] - q2_pre10;
+  assign s_diff11 = taps[911:864] - q2_pre11;
+  assign s_diff12 = taps[911:864] - q2_pre12;
+  assign s_diff13 = taps[911:864] - q2_pre13;
+  assign s_diff14 = taps[911:864] - q2_pre14;
+  assign \$127  = ~ s_diff0[48];
+  assign \$128  = ~ s_diff1[48];
+  assign \$129  = ~ s_diff2[48];
+  assign \$130  = ~ s_diff3[48];
+  assign \$131  = ~ s_diff4[48];
+  assign \$132  = ~ s_diff5[48];
+  assign \$133  = ~ s_diff6[48];
+  assign \$134  = ~ s_diff7[48];
+  assign \$135  = ~ s_diff8[48];
+  assign \$136  = ~ s_diff9[48];
+  assign \$137  = ~ s_diff10[48];
+  assign \$138  = ~ s_diff11[48];
+  assign \$139  = ~ s_diff12[48];
+  assign \$140  = ~ s_diff13[48];
+  assign \$141  = ~ s_diff14[48];
+  assign \$144  = \$127  & \$143 ;
+  assign \$146  = \$128  & \$145 ;
+  assign \$148  = \$129  & \$147 ;
+  assign \$150  = \$130  & \$149 ;
+  assign \$152  = \$131  & \$151 ;
+  assign \$154  = \$132  & \$153 ;
+  assign \$156  = \$133  & \$155 ;
+  assign \$158  = \$134  & \$157 ;
+  assign \$160  = \$135  & \$159 ;
+  assign \$162  = \$136  & \$161 ;
+  assign \$164  = \$137  & \$163 ;
+  assign \$166  = \$138  & \$165 ;
+  assign \$168  = \$139  & \$167 ;
+  assign \$170  = \$140  & \$169 ;
+  assign \$171  = taps[206:204] == 1'h1;
+  assign \$172  = taps[200] & \$171 ;
+  assign \$175  = \$172  ? \$173  : 16'h0000;
+  assign \$176  = taps[196] ? taps[222:207] : \$175 ;
+  assign \$177  = taps[14:12] == 1'h1;
+  assign \$178  = taps[8] & \$177 ;
+  assign \$181  = \$178  ? \$179  : 16'h0000;
+  assign \$182  = taps[4] ? taps[30:15] : \$181 ;
+  assign \$183  = \$176 [0] == \$182 [0];
+  assign \$184  = taps[198] & \$183 ;
+  assign \$185  = taps[398:396] == 1'h1;
+  assign \$186  = taps[392] & \$185 ;
+  assign \$189  = \$186  ? \$187  : 16'h0000;
+  assign \$190  = taps[388] ? taps[414:399] : \$189 ;
+  assign \$191  = taps[14:12] == 1'h1;
+  assign \$192  = taps[8] & \$191 ;
+  assign \$195  = \$192  ? \$193  : 16'h0000;
+  assign \$196  = taps[4] ? taps[30:15] : \$195 ;
+  assign \$197  = \$190 [0] == \$196 [0];
+  assign \$198  = taps[390] & \$197 ;
+  assign \$199  = taps[206:204] == 1'h1;
+  assign \$200  = taps[200] & \$199 ;
+  assign \$203  = \$202  | \$148 ;
+  assign \$204  = \$203  | \$152 ;
+  assign \$205  = \$204  | \$156 ;
+  assign \$206  = \$205  | \$160 ;
+  assign \$207  = \$206  | \$164 ;
+  assign \$208  = \$207  | \$168 ;
+  assign \$209  = \$208  | \$141 ;
+  assign \$211  = \$210  | \$148 ;
+  assign \$212  = \$211  | \$154 ;
+  assign \$213  = \$212  | \$156 ;
+  assign \$214  = \$213  | \$162 ;
+  assign \$215  = \$214  | \$164 ;
+  assign \$216  = \$215  | \$170 ;
+  assign \$217  = \$216  | \$141 ;
+  assign \$219  = \$218  | \$152 ;
+  assign \$220  = \$219  | \$154 ;
+  assign \$221  = \$220  | \$156 ;
+  assign \$222  = \$221  | \$166 ;
+  assign \$223  = \$222  | \$168 ;
+  assign \$224  = \$223  | \$170 ;
+  assign \$225  = \$224  | \$141 ;
+  assign \$227  = \$226  | \$160 ;
+  assign \$228  = \$227  | \$162 ;
+  assign \$229  = \$228  | \$164 ;
+  assign \$230  = \$229  | \$166 ;
+  assign \$231  = \$230  | \$168 ;
+  assign \$232  = \$231  | \$170 ;
+  assign \$233  = \$232  | \$141 ;
+  assign \$234  = \$142  ? taps[911:864] : 48'h000000000000;
+  assign \$236  = \$144  ? s_diff0[43:0] : 44'h00000000000;
+  assign \$237  = \$235  | { 4'h0, \$236  };
+  assign \$238  = \$146  ? s_diff1[43:0] : 44'h00000000000;
+  assign \$239  = \$237  | { 4'h0, \$238  };
+  assign \$240  = \$148  ? s_diff2[43:0] : 44'h00000000000;
+  assign \$241  = \$239  | { 4'h0, \$240  };
+  assign \$242  = \$150  ? s_diff3[43:0] : 44'h00000000000;
+  assign \$243  = \$241  | { 4'h0, \$242  };
+  assign \$244  = \$152  ? s_diff4[43:0] : 44'h00000000000;
+  assign \$245  = \$243  | { 4'h0, \$244  };
+  assign \$246  = \$154  ? s_diff5[43:0] : 44'h00000000000;
+  assign \$247  = \$245  | { 4'h0, \$246  };
+  assign \$248  = \$156  ? s_diff6[43:0] : 44'h00000000000;
+  assign \$249  = \$247  | { 4'h0, \$248  };
+  assign \$250  = \$158  ? s_diff7[43:0] : 44'h00000000000;
+  assign \$251  = \$249  | { 4'h0, \$250  };
+  assign \$252  = \$160  ? s_diff8[43:0] : 44'h00000000000;
+  assign \$253  = \$251  | { 4'h0, \$252  };
+  assign \$254  = \$162  ? s_diff9[43:0] : 44'h00000000000;
+  assign \$255  = \$253  | { 4'h0, \$254  };
+  assign \$256  = \$164  ? s_diff10[43:0] : 44'h00000000000;
+  assign \$257  = \$255  | { 4'h0, \$256  };
+  assign \$258  = \$166  ? s_diff11[43:0] : 44'h00000000000;
+  assign \$259  = \$257  | { 4'h0, \$258  };
+  assign \$260  = \$168  ? s_diff12[43:0] : 44'h00000000000;
+  assign \$261  = \$259  | { 4'h0, \$260  };
+  assign \$262  = \$170  ? s_diff13[43:0] : 44'h00000000000;
+  assign \$263  = \$261  | { 4'h0, \$262  };
+  assign \$264  = s_diff14[48] ? 44'h00000000000 : s_diff14[43:0];
+  assign \$265  = \$263  | { 4'h0, \$264  };
   always @(posedge clk)
-    rd_data <= \$209 ;
+    rd_data <= \$266 ;
   always @(posedge clk)
-    tap_p <= \$210 ;
+    taps <= \$267 ;
   always @(posedge clk)
-    tap_s <= \$211 ;
+    p_word <= \$268 ;
   always @(posedge clk)
-    s_pre0 <= \$212 ;
+    q_hit1 <= \$269 ;
   always @(posedge clk)
-    s_pre1 <= \$213 ;
+    q_hit2 <= \$270 ;
   always @(posedge clk)
-    s_pre2 <= \$214 ;
+    q_w1 <= \$271 ;
   always @(posedge clk)
-    s_pre3 <= \$215 ;
+    q_w2 <= \$272 ;
   always @(posedge clk)
-    s_pre4 <= \$216 ;
+    q_child0 <= \$273 ;
   always @(posedge clk)
-    s_pre5 <= \$217 ;
+    q_child1 <= \$274 ;
   always @(posedge clk)
-    s_pre6 <= \$218 ;
+    q_child2 <= \$275 ;
   always @(posedge clk)
-    s_pre7 <= \$219 ;
+    q_child3 <= \$276 ;
   always @(posedge clk)
-    s_pre8 <= \$220 ;
+    q_child4 <= \$277 ;
   always @(posedge clk)
-    s_pre9 <= \$221 ;
+    q_child5 <= \$278 ;
   always @(posedge clk)
-    s_pre10 <= \$222 ;
+    q_child6 <= \$279 ;
   always @(posedge clk)
-    s_pre11 <= \$223 ;
+    q_child7 <= \$280 ;
   always @(posedge clk)
-    s_pre12 <= \$224 ;
+    q_child8 <= \$281 ;
   always @(posedge clk)
-    s_pre13 <= \$225 ;
+    q_child9 <= \$282 ;
   always @(posedge clk)
-    s_pre14 <= \$226 ;
+    q_child10 <= \$283 ;
   always @(posedge clk)
-    o <= \$227 ;
+    q_child11 <= \$284 ;
+  always @(posedge clk)
+    q_child12 <= \$285 ;
+  always @(posedge clk)
+    q_child13 <= \$286 ;
+  always @(posedge clk)
+    q_child14 <= \$287 ;
+  always @(posedge clk)
+    q_child15 <= \$288 ;
+  always @(posedge clk)
+    q1_pre0 <= \$289 ;
+  always @(posedge clk)
+    q1_pre1 <= \$290 ;
+  always @(posedge clk)
+    q1_pre2 <= \$291 ;
+  always @(posedge clk)
+    q1_pre3 <= \$292 ;
+  always @(posedge clk)
+    q1_pre4 <= \$293 ;
+  always @(posedge clk)
+    q1_pre5 <= \$294 ;
+  always @(posedge clk)
+    q1_pre6 <= \$295 ;
+  always @(posedge clk)
+    q1_pre7 <= \$296 ;
+  always @(posedge clk)
+    q1_pre8 <= \$297 ;
+  always @(posedge clk)
+    q1_pre9 <= \$298 ;
+  always @(posedge clk)
+    q1_pre10 <= \$299 ;
+  always @(posedge clk)
+    q1_pre11 <= \$300 ;
+  always @(posedge clk)
+    q1_pre12 <= \$301 ;
+  always @(posedge clk)
+    q1_pre13 <= \$302 ;
+  always @(posedge clk)
+    q1_pre14 <= \$303 ;
+  always @(posedge clk)
+    q2_pre0 <= \$304 ;
+  always @(posedge clk)
+    q2_pre1 <= \$305 ;
+  always @(posedge clk)
+    q2_pre2 <= \$306 ;
+  always @(posedge clk)
+    q2_pre3 <= \$307 ;
+  always @(posedge clk)
+    q2_pre4 <= \$308 ;
+  always @(posedge clk)
+    q2_pre5 <= \$309 ;
+  always @(posedge clk)
+    q2_pre6 <= \$310 ;
+  always @(posedge clk)
+    q2_pre7 <= \$311 ;
+  always @(posedge clk)
+    q2_pre8 <= \$312 ;
+  always @(posedge clk)
+    q2_pre9 <= \$313 ;
+  always @(posedge clk)
+    q2_pre10 <= \$314 ;
+  always @(posedge clk)
+    q2_pre11 <= \$315 ;
+  always @(posedge clk)
+    q2_pre12 <= \$316 ;
+  always @(posedge clk)
+    q2_pre13 <= \$317 ;
+  always @(posedge clk)
+    q2_pre14 <= \$318 ;
+  always @(posedge clk)
+    o <= \$319 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
-    casez (\$7 [3:0])
+    casez (taps[210:207])
       4'h0:
-          \$8  = rd_data[43:0];
+          \$201  = q_word[43:0];
       4'h1:
-          \$8  = rd_data[87:44];
+          \$201  = q_word[87:44];
       4'h2:
-          \$8  = rd_data[131:88];
+          \$201  = q_word[131:88];
       4'h3:
-          \$8  = rd_data[175:132];
+          \$201  = q_word[175:132];
       4'h4:
-          \$8  = rd_data[219:176];
+          \$201  = q_word[219:176];
       4'h5:
-          \$8  = rd_data[263:220];
+          \$201  = q_word[263:220];
       4'h6:
-          \$8  = rd_data[307:264];
+          \$201  = q_word[307:264];
       4'h7:
-          \$8  = rd_data[351:308];
+          \$201  = q_word[351:308];
       4'h8:
-          \$8  = rd_data[395:352];
+          \$201  = q_word[395:352];
       4'h9:
-          \$8  = rd_data[439:396];
+          \$201  = q_word[439:396];
       4'ha:
-          \$8  = rd_data[483:440];
+          \$201  = q_word[483:440];
       4'hb:
-          \$8  = rd_data[527:484];
+          \$201  = q_word[527:484];
       4'hc:
-          \$8  = rd_data[571:528];
+          \$201  = q_word[571:528];
       4'hd:
-          \$8  = rd_data[615:572];
+          \$201  = q_word[615:572];
       4'he:
-          \$8  = rd_data[659:616];
+          \$201  = q_word[659:616];
       4'hf:
-          \$8  = rd_data[703:660];
+          \$201  = q_word[703:660];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tap_p[18:15])
-      4'h0:
-          \$144  = rd_data[43:0];
-      4'h1:
-          \$144  = rd_data[87:44];
-      4'h2:
-          \$144  = rd_data[131:88];
-      4'h3:
-          \$144  = rd_data[175:132];
-      4'h4:
-          \$144  = rd_data[219:176];
-      4'h5:
-          \$144  = rd_data[263:220];
-      4'h6:
-          \$144  = rd_data[307:264];
-      4'h7:
-          \$144  = rd_data[351:308];
-      4'h8:
-          \$144  = rd_data[395:352];
-      4'h9:
-          \$144  = rd_data[439:396];
-      4'ha:
-          \$144  = rd_data[483:440];
-      4'hb:
-          \$144  = rd_data[527:484];
-      4'hc:
-          \$144  = rd_data[571:528];
-      4'hd:
-          \$144  = rd_data[615:572];
-      4'he:
-          \$144  = rd_data[659:616];
-      4'hf:
-          \$144  = rd_data[703:660];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$209  = rd_data;
+    \$266  = rd_data;
     if (wr_en) begin
-      \$209  = wr_data;
+      \$266  = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
     end
     if (rst) begin
-      \$209  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$266  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$210  = i;
+    \$267 [191:0] = i;
+    \$267 [383:192] = taps[191:0];
+    \$267 [575:384] = taps[383:192];
+    if (\$200 ) begin
+      \$267 [575:528] = { 4'h0, \$201  };
+    end
+    begin
+      begin
+        \$267 [767:576] = taps[575:384];
+        \$267 [959:768] = taps[767:576];
+      end
+    end
     if (rst) begin
-      \$210  = 192'h000000000000000000000000000000000000000000000000;
+      \$267  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$211  = tap_p;
-    if (\$143 ) begin
-      \$211 [191:144] = { 4'h0, \$144  };
-    end
+    \$268  = rd_data;
     if (rst) begin
-      \$211  = 192'h000000000000000000000000000000000000000000000000;
+      \$268  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$212  = { 4'h0, rd_data[43:0] };
+    \$269  = \$184 ;
     if (rst) begin
-      \$212  = 48'h000000000000;
+      \$269  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$213  = { 3'h0, \$66  };
+    \$270  = \$198 ;
     if (rst) begin
-      \$213  = 48'h000000000000;
+      \$270  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$214  = \$74 [47:0];
+    \$271  = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
     if (rst) begin
-      \$214  = 48'h000000000000;
+      \$271  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$215  = \$75 [47:0];
+    \$272  = q_w1;
     if (rst) begin
-      \$215  = 48'h000000000000;
+      \$272  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$216  = \$82 [47:0];
+    \$273  = q_word[43:0];
     if (rst) begin
-      \$216  = 48'h000000000000;
+      \$273  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$217  = \$83 [47:0];
+    \$274  = q_word[87:44];
     if (rst) begin
-      \$217  = 48'h000000000000;
+      \$274  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$218  = \$84 [47:0];
+    \$275  = q_word[131:88];
     if (rst) begin
-      \$218  = 48'h000000000000;
+      \$275  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$219  = \$85 [47:0];
+    \$276  = q_word[175:132];
     if (rst) begin
-      \$219  = 48'h000000000000;
+      \$276  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$220  = \$90 [47:0];
+    \$277  = q_word[219:176];
     if (rst) begin
-      \$220  = 48'h000000000000;
+      \$277  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$221  = \$91 [47:0];
+    \$278  = q_word[263:220];
     if (rst) begin
-      \$221  = 48'h000000000000;
+      \$278  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$222  = \$92 [47:0];
+    \$279  = q_word[307:264];
     if (rst) begin
-      \$222  = 48'h000000000000;
+      \$279  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$223  = \$93 [47:0];
+    \$280  = q_word[351:308];
     if (rst) begin
-      \$223  = 48'h000000000000;
+      \$280  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$224  = \$94 [47:0];
+    \$281  = q_word[395:352];
     if (rst) begin
-      \$224  = 48'h000000000000;
+      \$281  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$225  = \$95 [47:0];
+    \$282  = q_word[439:396];
     if (rst) begin
-      \$225  = 48'h000000000000;
+      \$282  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$226  = \$96 [47:0];
+    \$283  = q_word[483:440];
     if (rst) begin
-      \$226  = 48'h000000000000;
+      \$283  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$227  = tap_s;
-    if (tap_s[4]) begin
-      \$227 [30:15] = { tap_s[26:15], \$176 , \$168 , \$160 , \$152  };
-      \$227 [143:96] = { 4'h0, \$208 [43:0] };
+    \$284  = q_word[527:484];
+    if (rst) begin
+      \$284  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$285  = q_word[571:528];
+    if (rst) begin
+      \$285  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$286  = q_word[615:572];
+    if (rst) begin
+      \$286  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$287  = q_word[659:616];
+    if (rst) begin
+      \$287  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$288  = q_word[703:660];
+    if (rst) begin
+      \$288  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$289  = { 4'h0, q_child0 };
+    if (rst) begin
+      \$289  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$290  = { 3'h0, \$97  };
+    if (rst) begin
+      \$290  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$291  = \$105 [47:0];
+    if (rst) begin
+      \$291  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$292  = \$106 [47:0];
+    if (rst) begin
+      \$292  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$293  = { 4'h0, q_child4 };
+    if (rst) begin
+      \$293  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$294  = { 3'h0, \$99  };
+    if (rst) begin
+      \$294  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$295  = \$107 [47:0];
+    if (rst) begin
+      \$295  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$296  = \$108 [47:0];
+    if (rst) begin
+      \$296  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$297  = { 4'h0, q_child8 };
+    if (rst) begin
+      \$297  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$298  = { 3'h0, \$101  };
+    if (rst) begin
+      \$298  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$299  = \$109 [47:0];
+    if (rst) begin
+      \$299  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$300  = \$110 [47:0];
+    if (rst) begin
+      \$300  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$301  = { 4'h0, q_child12 };
+    if (rst) begin
+      \$301  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$302  = { 3'h0, \$103  };
+    if (rst) begin
+      \$302  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$303  = \$111 [47:0];
+    if (rst) begin
+      \$303  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$304  = q1_pre0;
+    if (rst) begin
+      \$304  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$305  = q1_pre1;
+    if (rst) begin
+      \$305  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$306  = q1_pre2;
+    if (rst) begin
+      \$306  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$307  = q1_pre3;
+    if (rst) begin
+      \$307  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$308  = \$113 [47:0];
+    if (rst) begin
+      \$308  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$309  = \$114 [47:0];
+    if (rst) begin
+      \$309  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$310  = \$115 [47:0];
+    if (rst) begin
+      \$310  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$311  = \$116 [47:0];
+    if (rst) begin
+      \$311  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$312  = \$120 [47:0];
+    if (rst) begin
+      \$312  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$313  = \$121 [47:0];
+    if (rst) begin
+      \$313  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$314  = \$122 [47:0];
+    if (rst) begin
+      \$314  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$315  = \$123 [47:0];
+    if (rst) begin
+      \$315  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$316  = \$124 [47:0];
+    if (rst) begin
+      \$316  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$317  = \$125 [47:0];
+    if (rst) begin
+      \$317  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$318  = \$126 [47:0];
+    if (rst) begin
+      \$318  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$319  = taps[959:768];
+    if (taps[772]) begin
+      \$319 [30:15] = { taps[794:783], \$233 , \$225 , \$217 , \$209  };
+      \$319 [143:96] = { 4'h0, \$265 [43:0] };
     end
     if (rst) begin
-      \$227  = 192'h000000000000000000000000000000000000000000000000;
+      \$319  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign word = rd_data;
   assign r_addr = \$6 [0];
   assign rd_addr = \$6 [0];
-  assign rmw_new = \$9 [43:0];
-  assign prefix1_1 = { 3'h0, \$66  };
-  assign prefix1_3 = { 3'h0, \$67  };
-  assign prefix1_5 = { 3'h0, \$68  };
-  assign prefix1_7 = { 3'h0, \$69  };
-  assign prefix1_9 = { 3'h0, \$70  };
-  assign prefix1_11 = { 3'h0, \$71  };
-  assign prefix1_13 = { 3'h0, \$72  };
-  assign prefix1_15 = { 3'h0, \$73  };
-  assign prefix2_2 = \$74 [47:0];
-  assign prefix2_3 = \$75 [47:0];
-  assign prefix2_6 = \$76 [47:0];
-  assign prefix2_7 = \$77 [47:0];
-  assign prefix2_10 = \$78 [47:0];
-  assign prefix2_11 = \$79 [47:0];
-  assign prefix2_14 = \$80 [47:0];
-  assign prefix2_15 = \$81 [47:0];
-  assign prefix4_4 = \$82 [47:0];
-  assign prefix4_5 = \$83 [47:0];
-  assign prefix4_6 = \$84 [47:0];
-  assign prefix4_7 = \$85 [47:0];
-  assign prefix4_12 = \$86 [47:0];
-  assign prefix4_13 = \$87 [47:0];
-  assign prefix4_14 = \$88 [47:0];
-  assign prefix4_15 = \$89 [47:0];
-  assign prefix8_8 = \$90 [47:0];
-  assign prefix8_9 = \$91 [47:0];
-  assign prefix8_10 = \$92 [47:0];
-  assign prefix8_11 = \$93 [47:0];
-  assign prefix8_12 = \$94 [47:0];
-  assign prefix8_13 = \$95 [47:0];
-  assign prefix8_14 = \$96 [47:0];
-  assign prefix8_15 = \$97 [47:0];
-  assign s_le = { \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98  };
-  assign s_onehot = { \$112 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127 , \$125 , \$123 , \$121 , \$119 , \$117 , \$115 , \$113  };
+  assign q_new = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
+  assign wr_data = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
+  assign q0_prefix1_1 = { 3'h0, \$97  };
+  assign q0_prefix1_3 = { 3'h0, \$98  };
+  assign q0_prefix1_5 = { 3'h0, \$99  };
+  assign q0_prefix1_7 = { 3'h0, \$100  };
+  assign q0_prefix1_9 = { 3'h0, \$101  };
+  assign q0_prefix1_11 = { 3'h0, \$102  };
+  assign q0_prefix1_13 = { 3'h0, \$103  };
+  assign q0_prefix1_15 = { 3'h0, \$104  };
+  assign q0_prefix2_2 = \$105 [47:0];
+  assign q0_prefix2_3 = \$106 [47:0];
+  assign q0_prefix2_6 = \$107 [47:0];
+  assign q0_prefix2_7 = \$108 [47:0];
+  assign q0_prefix2_10 = \$109 [47:0];
+  assign q0_prefix2_11 = \$110 [47:0];
+  assign q0_prefix2_14 = \$111 [47:0];
+  assign q0_prefix2_15 = \$112 [47:0];
+  assign q1_prefix4_4 = \$113 [47:0];
+  assign q1_prefix4_5 = \$114 [47:0];
+  assign q1_prefix4_6 = \$115 [47:0];
+  assign q1_prefix4_7 = \$116 [47:0];
+  assign q1_prefix4_12 = \$117 [47:0];
+  assign q1_prefix4_13 = \$118 [47:0];
+  assign q1_prefix4_14 = \$119 [47:0];
+  assign q1_prefix8_8 = \$120 [47:0];
+  assign q1_prefix8_9 = \$121 [47:0];
+  assign q1_prefix8_10 = \$122 [47:0];
+  assign q1_prefix8_11 = \$123 [47:0];
+  assign q1_prefix8_12 = \$124 [47:0];
+  assign q1_prefix8_13 = \$125 [47:0];
+  assign q1_prefix8_14 = \$126 [47:0];
+  assign s_le = { \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127  };
+  assign s_onehot = { \$141 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160 , \$158 , \$156 , \$154 , \$152 , \$150 , \$148 , \$146 , \$144 , \$142  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -5293,38 +6842,91 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   assign \i.delta  = i[95:63];
   assign \i.target  = i[143:96];
   assign \i.value  = i[191:144];
-  assign \tap_p.valid  = tap_p[0];
-  assign \tap_p.op  = tap_p[3:1];
-  assign \tap_p.sample  = tap_p[4];
-  assign \tap_p.prng  = tap_p[5];
-  assign \tap_p.write  = tap_p[6];
-  assign \tap_p.read  = tap_p[7];
-  assign \tap_p.debug  = tap_p[8];
-  assign \tap_p.respond  = tap_p[9];
-  assign \tap_p.empty  = tap_p[10];
-  assign \tap_p.invalid  = tap_p[11];
-  assign \tap_p.level  = tap_p[14:12];
-  assign \tap_p.index  = tap_p[30:15];
-  assign \tap_p.prio  = tap_p[62:31];
-  assign \tap_p.delta  = tap_p[95:63];
-  assign \tap_p.target  = tap_p[143:96];
-  assign \tap_p.value  = tap_p[191:144];
-  assign \tap_s.valid  = tap_s[0];
-  assign \tap_s.op  = tap_s[3:1];
-  assign \tap_s.sample  = tap_s[4];
-  assign \tap_s.prng  = tap_s[5];
-  assign \tap_s.write  = tap_s[6];
-  assign \tap_s.read  = tap_s[7];
-  assign \tap_s.debug  = tap_s[8];
-  assign \tap_s.respond  = tap_s[9];
-  assign \tap_s.empty  = tap_s[10];
-  assign \tap_s.invalid  = tap_s[11];
-  assign \tap_s.level  = tap_s[14:12];
-  assign \tap_s.index  = tap_s[30:15];
-  assign \tap_s.prio  = tap_s[62:31];
-  assign \tap_s.delta  = tap_s[95:63];
-  assign \tap_s.target  = tap_s[143:96];
-  assign \tap_s.value  = tap_s[191:144];
+  assign \taps[0]  = taps[191:0];
+  assign \taps[0].valid  = taps[0];
+  assign \taps[0].op  = taps[3:1];
+  assign \taps[0].sample  = taps[4];
+  assign \taps[0].prng  = taps[5];
+  assign \taps[0].write  = taps[6];
+  assign \taps[0].read  = taps[7];
+  assign \taps[0].debug  = taps[8];
+  assign \taps[0].respond  = taps[9];
+  assign \taps[0].empty  = taps[10];
+  assign \taps[0].invalid  = taps[11];
+  assign \taps[0].level  = taps[14:12];
+  assign \taps[0].index  = taps[30:15];
+  assign \taps[0].prio  = taps[62:31];
+  assign \taps[0].delta  = taps[95:63];
+  assign \taps[0].target  = taps[143:96];
+  assign \taps[0].value  = taps[191:144];
+  assign \taps[1]  = taps[383:192];
+  assign \taps[1].valid  = taps[192];
+  assign \taps[1].op  = taps[195:193];
+  assign \taps[1].sample  = taps[196];
+  assign \taps[1].prng  = taps[197];
+  assign \taps[1].write  = taps[198];
+  assign \taps[1].read  = taps[199];
+  assign \taps[1].debug  = taps[200];
+  assign \taps[1].respond  = taps[201];
+  assign \taps[1].empty  = taps[202];
+  assign \taps[1].invalid  = taps[203];
+  assign \taps[1].level  = taps[206:204];
+  assign \taps[1].index  = taps[222:207];
+  assign \taps[1].prio  = taps[254:223];
+  assign \taps[1].delta  = taps[287:255];
+  assign \taps[1].target  = taps[335:288];
+  assign \taps[1].value  = taps[383:336];
+  assign \taps[2]  = taps[575:384];
+  assign \taps[2].valid  = taps[384];
+  assign \taps[2].op  = taps[387:385];
+  assign \taps[2].sample  = taps[388];
+  assign \taps[2].prng  = taps[389];
+  assign \taps[2].write  = taps[390];
+  assign \taps[2].read  = taps[391];
+  assign \taps[2].debug  = taps[392];
+  assign \taps[2].respond  = taps[393];
+  assign \taps[2].empty  = taps[394];
+  assign \taps[2].invalid  = taps[395];
+  assign \taps[2].level  = taps[398:396];
+  assign \taps[2].index  = taps[414:399];
+  assign \taps[2].prio  = taps[446:415];
+  assign \taps[2].delta  = taps[479:447];
+  assign \taps[2].target  = taps[527:480];
+  assign \taps[2].value  = taps[575:528];
+  assign \taps[3]  = taps[767:576];
+  assign \taps[3].valid  = taps[576];
+  assign \taps[3].op  = taps[579:577];
+  assign \taps[3].sample  = taps[580];
+  assign \taps[3].prng  = taps[581];
+  assign \taps[3].write  = taps[582];
+  assign \taps[3].read  = taps[583];
+  assign \taps[3].debug  = taps[584];
+  assign \taps[3].respond  = taps[585];
+  assign \taps[3].empty  = taps[586];
+  assign \taps[3].invalid  = taps[587];
+  assign \taps[3].level  = taps[590:588];
+  assign \taps[3].index  = taps[606:591];
+  assign \taps[3].prio  = taps[638:607];
+  assign \taps[3].delta  = taps[671:639];
+  assign \taps[3].target  = taps[719:672];
+  assign \taps[3].value  = taps[767:720];
+  assign \taps[4]  = taps[959:768];
+  assign \taps[4].valid  = taps[768];
+  assign \taps[4].op  = taps[771:769];
+  assign \taps[4].sample  = taps[772];
+  assign \taps[4].prng  = taps[773];
+  assign \taps[4].write  = taps[774];
+  assign \taps[4].read  = taps[775];
+  assign \taps[4].debug  = taps[776];
+  assign \taps[4].respond  = taps[777];
+  assign \taps[4].empty  = taps[778];
+  assign \taps[4].invalid  = taps[779];
+  assign \taps[4].level  = taps[782:780];
+  assign \taps[4].index  = taps[798:783];
+  assign \taps[4].prio  = taps[830:799];
+  assign \taps[4].delta  = taps[863:831];
+  assign \taps[4].target  = taps[911:864];
+  assign \taps[4].value  = taps[959:912];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -5341,51 +6943,58 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$113  = s_diff0[48];
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = 16'h0000;
-  assign \$7  = { 12'h000, tap_p[30:27] };
-  assign \$12  = { 4'h0, tap_p[30:19] };
-  assign \$13  = 16'h0000;
-  assign \$16  = { 12'h000, tap_p[30:27] };
-  assign \$19  = { 12'h000, tap_p[30:27] };
-  assign \$22  = { 12'h000, tap_p[30:27] };
-  assign \$25  = { 12'h000, tap_p[30:27] };
-  assign \$28  = { 12'h000, tap_p[30:27] };
-  assign \$31  = { 12'h000, tap_p[30:27] };
-  assign \$34  = { 12'h000, tap_p[30:27] };
-  assign \$37  = { 12'h000, tap_p[30:27] };
-  assign \$40  = { 12'h000, tap_p[30:27] };
-  assign \$43  = { 12'h000, tap_p[30:27] };
-  assign \$46  = { 12'h000, tap_p[30:27] };
-  assign \$49  = { 12'h000, tap_p[30:27] };
-  assign \$52  = { 12'h000, tap_p[30:27] };
-  assign \$55  = { 12'h000, tap_p[30:27] };
-  assign \$58  = { 12'h000, tap_p[30:27] };
-  assign \$61  = { 12'h000, tap_p[30:27] };
-  assign \$114  = s_diff1[48];
-  assign \$116  = s_diff2[48];
-  assign \$118  = s_diff3[48];
-  assign \$120  = s_diff4[48];
-  assign \$122  = s_diff5[48];
-  assign \$124  = s_diff6[48];
-  assign \$126  = s_diff7[48];
-  assign \$128  = s_diff8[48];
-  assign \$130  = s_diff9[48];
-  assign \$132  = s_diff10[48];
-  assign \$134  = s_diff11[48];
-  assign \$136  = s_diff12[48];
-  assign \$138  = s_diff13[48];
-  assign \$140  = s_diff14[48];
-  assign \$145  = \$115 ;
-  assign \$153  = \$117 ;
-  assign \$161  = \$121 ;
-  assign \$169  = \$129 ;
-  assign \$178  = \$177 ;
+  assign \$9  = { 12'h000, taps[222:219] };
+  assign \$14  = { 12'h000, taps[222:219] };
+  assign \$19  = { 12'h000, taps[222:219] };
+  assign \$24  = { 12'h000, taps[222:219] };
+  assign \$29  = { 12'h000, taps[222:219] };
+  assign \$34  = { 12'h000, taps[222:219] };
+  assign \$39  = { 12'h000, taps[222:219] };
+  assign \$44  = { 12'h000, taps[222:219] };
+  assign \$49  = { 12'h000, taps[222:219] };
+  assign \$54  = { 12'h000, taps[222:219] };
+  assign \$59  = { 12'h000, taps[222:219] };
+  assign \$64  = { 12'h000, taps[222:219] };
+  assign \$69  = { 12'h000, taps[222:219] };
+  assign \$74  = { 12'h000, taps[222:219] };
+  assign \$79  = { 12'h000, taps[222:219] };
+  assign \$84  = { 12'h000, taps[222:219] };
+  assign \$91  = { 4'h0, taps[222:211] };
+  assign \$92  = 16'h0000;
+  assign \$142  = s_diff0[48];
+  assign \$143  = s_diff1[48];
+  assign \$145  = s_diff2[48];
+  assign \$147  = s_diff3[48];
+  assign \$149  = s_diff4[48];
+  assign \$151  = s_diff5[48];
+  assign \$153  = s_diff6[48];
+  assign \$155  = s_diff7[48];
+  assign \$157  = s_diff8[48];
+  assign \$159  = s_diff9[48];
+  assign \$161  = s_diff10[48];
+  assign \$163  = s_diff11[48];
+  assign \$165  = s_diff12[48];
+  assign \$167  = s_diff13[48];
+  assign \$169  = s_diff14[48];
+  assign \$173  = { 4'h0, taps[222:211] };
+  assign \$174  = 16'h0000;
+  assign \$179  = { 4'h0, taps[30:19] };
+  assign \$180  = 16'h0000;
+  assign \$187  = { 4'h0, taps[414:403] };
+  assign \$188  = 16'h0000;
+  assign \$193  = { 4'h0, taps[30:19] };
+  assign \$194  = 16'h0000;
+  assign \$202  = \$144 ;
+  assign \$210  = \$146 ;
+  assign \$218  = \$150 ;
+  assign \$226  = \$158 ;
+  assign \$235  = \$234 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -5394,39 +7003,39 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [40:0] \$100 ;
+  wire [40:0] \$101 ;
+  wire [40:0] \$102 ;
+  wire [40:0] \$103 ;
+  wire [40:0] \$104 ;
+  wire [44:0] \$105 ;
+  wire [44:0] \$106 ;
+  wire [44:0] \$107 ;
+  wire [44:0] \$108 ;
+  wire [44:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
-  wire [15:0] \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
+  wire [44:0] \$110 ;
+  wire [44:0] \$111 ;
+  wire [44:0] \$112 ;
+  wire [44:0] \$113 ;
+  wire [44:0] \$114 ;
+  wire [44:0] \$115 ;
+  wire [44:0] \$116 ;
+  wire [44:0] \$117 ;
+  wire [44:0] \$118 ;
+  wire [44:0] \$119 ;
+  wire [32:0] \$12 ;
+  wire [44:0] \$120 ;
+  wire [44:0] \$121 ;
+  wire [44:0] \$122 ;
+  wire [44:0] \$123 ;
+  wire [44:0] \$124 ;
+  wire [44:0] \$125 ;
+  wire [44:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
-  wire [15:0] \$13 ;
+  wire [41:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -5442,13 +7051,13 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  reg [39:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
-  wire [15:0] \$15 ;
+  wire \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
@@ -5459,7 +7068,7 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [15:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
   wire \$162 ;
@@ -5470,154 +7079,246 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire [43:0] \$177 ;
-  wire [43:0] \$178 ;
-  wire [39:0] \$179 ;
-  wire [39:0] \$18 ;
-  wire [43:0] \$180 ;
-  wire [39:0] \$181 ;
-  wire [43:0] \$182 ;
-  wire [39:0] \$183 ;
-  wire [43:0] \$184 ;
-  wire [39:0] \$185 ;
-  wire [43:0] \$186 ;
-  wire [39:0] \$187 ;
-  wire [43:0] \$188 ;
-  wire [39:0] \$189 ;
+  wire [15:0] \$173 ;
+  wire [15:0] \$174 ;
+  wire [15:0] \$175 ;
+  wire [15:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [15:0] \$179 ;
+  wire [41:0] \$18 ;
+  wire [15:0] \$180 ;
+  wire [15:0] \$181 ;
+  wire [15:0] \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire [15:0] \$187 ;
+  wire [15:0] \$188 ;
+  wire [15:0] \$189 ;
   wire [15:0] \$19 ;
-  wire [43:0] \$190 ;
-  wire [39:0] \$191 ;
-  wire [43:0] \$192 ;
-  wire [39:0] \$193 ;
-  wire [43:0] \$194 ;
-  wire [39:0] \$195 ;
-  wire [43:0] \$196 ;
-  wire [39:0] \$197 ;
-  wire [43:0] \$198 ;
-  wire [39:0] \$199 ;
+  wire [15:0] \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire [15:0] \$193 ;
+  wire [15:0] \$194 ;
+  wire [15:0] \$195 ;
+  wire [15:0] \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [43:0] \$200 ;
-  wire [39:0] \$201 ;
-  wire [43:0] \$202 ;
-  wire [39:0] \$203 ;
-  wire [43:0] \$204 ;
-  wire [39:0] \$205 ;
-  wire [43:0] \$206 ;
-  wire [39:0] \$207 ;
-  wire [43:0] \$208 ;
-  reg [191:0] \$209 ;
-  wire [39:0] \$21 ;
-  reg [191:0] \$210 ;
-  reg [43:0] \$211 ;
-  reg [43:0] \$212 ;
-  reg [43:0] \$213 ;
-  reg [43:0] \$214 ;
-  reg [43:0] \$215 ;
-  reg [43:0] \$216 ;
-  reg [43:0] \$217 ;
-  reg [43:0] \$218 ;
-  reg [43:0] \$219 ;
-  wire [15:0] \$22 ;
-  reg [43:0] \$220 ;
-  reg [43:0] \$221 ;
-  reg [43:0] \$222 ;
-  reg [43:0] \$223 ;
-  reg [43:0] \$224 ;
-  reg [43:0] \$225 ;
-  reg [191:0] \$226 ;
-  wire \$23 ;
-  wire [39:0] \$24 ;
-  wire [15:0] \$25 ;
+  wire \$200 ;
+  reg [39:0] \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
+  wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
+  wire [32:0] \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
+  wire [41:0] \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire [43:0] \$234 ;
+  wire [43:0] \$235 ;
+  wire [39:0] \$236 ;
+  wire [43:0] \$237 ;
+  wire [39:0] \$238 ;
+  wire [43:0] \$239 ;
+  wire [15:0] \$24 ;
+  wire [39:0] \$240 ;
+  wire [43:0] \$241 ;
+  wire [39:0] \$242 ;
+  wire [43:0] \$243 ;
+  wire [39:0] \$244 ;
+  wire [43:0] \$245 ;
+  wire [39:0] \$246 ;
+  wire [43:0] \$247 ;
+  wire [39:0] \$248 ;
+  wire [43:0] \$249 ;
+  wire \$25 ;
+  wire [39:0] \$250 ;
+  wire [43:0] \$251 ;
+  wire [39:0] \$252 ;
+  wire [43:0] \$253 ;
+  wire [39:0] \$254 ;
+  wire [43:0] \$255 ;
+  wire [39:0] \$256 ;
+  wire [43:0] \$257 ;
+  wire [39:0] \$258 ;
+  wire [43:0] \$259 ;
   wire \$26 ;
-  wire [39:0] \$27 ;
-  wire [15:0] \$28 ;
-  wire \$29 ;
+  wire [39:0] \$260 ;
+  wire [43:0] \$261 ;
+  wire [39:0] \$262 ;
+  wire [43:0] \$263 ;
+  wire [39:0] \$264 ;
+  wire [43:0] \$265 ;
+  reg [959:0] \$266 ;
+  reg [639:0] \$267 ;
+  reg \$268 ;
+  reg \$269 ;
+  wire [32:0] \$27 ;
+  reg [639:0] \$270 ;
+  reg [639:0] \$271 ;
+  reg [39:0] \$272 ;
+  reg [39:0] \$273 ;
+  reg [39:0] \$274 ;
+  reg [39:0] \$275 ;
+  reg [39:0] \$276 ;
+  reg [39:0] \$277 ;
+  reg [39:0] \$278 ;
+  reg [39:0] \$279 ;
+  wire [41:0] \$28 ;
+  reg [39:0] \$280 ;
+  reg [39:0] \$281 ;
+  reg [39:0] \$282 ;
+  reg [39:0] \$283 ;
+  reg [39:0] \$284 ;
+  reg [39:0] \$285 ;
+  reg [39:0] \$286 ;
+  reg [39:0] \$287 ;
+  reg [43:0] \$288 ;
+  reg [43:0] \$289 ;
+  wire [15:0] \$29 ;
+  reg [43:0] \$290 ;
+  reg [43:0] \$291 ;
+  reg [43:0] \$292 ;
+  reg [43:0] \$293 ;
+  reg [43:0] \$294 ;
+  reg [43:0] \$295 ;
+  reg [43:0] \$296 ;
+  reg [43:0] \$297 ;
+  reg [43:0] \$298 ;
+  reg [43:0] \$299 ;
   wire [15:0] \$3 ;
-  wire [39:0] \$30 ;
-  wire [15:0] \$31 ;
-  wire \$32 ;
-  wire [39:0] \$33 ;
+  wire \$30 ;
+  reg [43:0] \$300 ;
+  reg [43:0] \$301 ;
+  reg [43:0] \$302 ;
+  reg [43:0] \$303 ;
+  reg [43:0] \$304 ;
+  reg [43:0] \$305 ;
+  reg [43:0] \$306 ;
+  reg [43:0] \$307 ;
+  reg [43:0] \$308 ;
+  reg [43:0] \$309 ;
+  wire \$31 ;
+  reg [43:0] \$310 ;
+  reg [43:0] \$311 ;
+  reg [43:0] \$312 ;
+  reg [43:0] \$313 ;
+  reg [43:0] \$314 ;
+  reg [43:0] \$315 ;
+  reg [43:0] \$316 ;
+  reg [43:0] \$317 ;
+  reg [191:0] \$318 ;
+  wire [32:0] \$32 ;
+  wire [41:0] \$33 ;
   wire [15:0] \$34 ;
   wire \$35 ;
-  wire [39:0] \$36 ;
-  wire [15:0] \$37 ;
-  wire \$38 ;
-  wire [39:0] \$39 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  wire [41:0] \$38 ;
+  wire [15:0] \$39 ;
   wire [15:0] \$4 ;
-  wire [15:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire [39:0] \$42 ;
-  wire [15:0] \$43 ;
-  wire \$44 ;
-  wire [39:0] \$45 ;
-  wire [15:0] \$46 ;
-  wire \$47 ;
-  wire [39:0] \$48 ;
+  wire [32:0] \$42 ;
+  wire [41:0] \$43 ;
+  wire [15:0] \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
+  wire [41:0] \$48 ;
   wire [15:0] \$49 ;
   wire [15:0] \$5 ;
   wire \$50 ;
-  wire [39:0] \$51 ;
-  wire [15:0] \$52 ;
-  wire \$53 ;
-  wire [39:0] \$54 ;
-  wire [15:0] \$55 ;
+  wire \$51 ;
+  wire [32:0] \$52 ;
+  wire [41:0] \$53 ;
+  wire [15:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
-  wire [39:0] \$57 ;
-  wire [15:0] \$58 ;
-  wire \$59 ;
+  wire [32:0] \$57 ;
+  wire [41:0] \$58 ;
+  wire [15:0] \$59 ;
   wire [15:0] \$6 ;
-  wire [39:0] \$60 ;
-  wire [15:0] \$61 ;
-  wire \$62 ;
-  wire [39:0] \$63 ;
-  wire \$64 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [32:0] \$62 ;
+  wire [41:0] \$63 ;
+  wire [15:0] \$64 ;
   wire \$65 ;
-  wire [40:0] \$66 ;
-  wire [40:0] \$67 ;
-  wire [40:0] \$68 ;
-  wire [40:0] \$69 ;
-  wire [15:0] \$7 ;
-  wire [40:0] \$70 ;
-  wire [40:0] \$71 ;
-  wire [40:0] \$72 ;
-  wire [40:0] \$73 ;
-  wire [44:0] \$74 ;
-  wire [44:0] \$75 ;
-  wire [44:0] \$76 ;
-  wire [44:0] \$77 ;
-  wire [44:0] \$78 ;
-  wire [44:0] \$79 ;
-  reg [39:0] \$8 ;
-  wire [44:0] \$80 ;
-  wire [44:0] \$81 ;
-  wire [44:0] \$82 ;
-  wire [44:0] \$83 ;
-  wire [44:0] \$84 ;
-  wire [44:0] \$85 ;
-  wire [44:0] \$86 ;
-  wire [44:0] \$87 ;
-  wire [44:0] \$88 ;
-  wire [44:0] \$89 ;
-  wire [41:0] \$9 ;
-  wire [44:0] \$90 ;
-  wire [44:0] \$91 ;
-  wire [44:0] \$92 ;
-  wire [44:0] \$93 ;
-  wire [44:0] \$94 ;
-  wire [44:0] \$95 ;
-  wire [44:0] \$96 ;
-  wire [44:0] \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire \$66 ;
+  wire [32:0] \$67 ;
+  wire [41:0] \$68 ;
+  wire [15:0] \$69 ;
+  wire [639:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire [32:0] \$72 ;
+  wire [41:0] \$73 ;
+  wire [15:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire [32:0] \$77 ;
+  wire [41:0] \$78 ;
+  wire [15:0] \$79 ;
+  wire [639:0] \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire [32:0] \$82 ;
+  wire [41:0] \$83 ;
+  wire [15:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [41:0] \$88 ;
+  wire \$89 ;
+  wire [15:0] \$9 ;
+  wire \$90 ;
+  wire [15:0] \$91 ;
+  wire [15:0] \$92 ;
+  wire [15:0] \$93 ;
+  wire [15:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [40:0] \$97 ;
+  wire [40:0] \$98 ;
+  wire [40:0] \$99 ;
   input clk;
   wire clk;
   input [191:0] i;
@@ -5674,42 +7375,92 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
-  wire [43:0] prefix1_1;
-  wire [43:0] prefix1_11;
-  wire [43:0] prefix1_13;
-  wire [43:0] prefix1_15;
-  wire [43:0] prefix1_3;
-  wire [43:0] prefix1_5;
-  wire [43:0] prefix1_7;
-  wire [43:0] prefix1_9;
-  wire [43:0] prefix2_10;
-  wire [43:0] prefix2_11;
-  wire [43:0] prefix2_14;
-  wire [43:0] prefix2_15;
-  wire [43:0] prefix2_2;
-  wire [43:0] prefix2_3;
-  wire [43:0] prefix2_6;
-  wire [43:0] prefix2_7;
-  wire [43:0] prefix4_12;
-  wire [43:0] prefix4_13;
-  wire [43:0] prefix4_14;
-  wire [43:0] prefix4_15;
-  wire [43:0] prefix4_4;
-  wire [43:0] prefix4_5;
-  wire [43:0] prefix4_6;
-  wire [43:0] prefix4_7;
-  wire [43:0] prefix8_10;
-  wire [43:0] prefix8_11;
-  wire [43:0] prefix8_12;
-  wire [43:0] prefix8_13;
-  wire [43:0] prefix8_14;
-  wire [43:0] prefix8_15;
-  wire [43:0] prefix8_8;
-  wire [43:0] prefix8_9;
+  reg [639:0] p_word = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [43:0] q0_prefix1_1;
+  wire [43:0] q0_prefix1_11;
+  wire [43:0] q0_prefix1_13;
+  wire [43:0] q0_prefix1_15;
+  wire [43:0] q0_prefix1_3;
+  wire [43:0] q0_prefix1_5;
+  wire [43:0] q0_prefix1_7;
+  wire [43:0] q0_prefix1_9;
+  wire [43:0] q0_prefix2_10;
+  wire [43:0] q0_prefix2_11;
+  wire [43:0] q0_prefix2_14;
+  wire [43:0] q0_prefix2_15;
+  wire [43:0] q0_prefix2_2;
+  wire [43:0] q0_prefix2_3;
+  wire [43:0] q0_prefix2_6;
+  wire [43:0] q0_prefix2_7;
+  reg [43:0] q1_pre0 = 44'h00000000000;
+  reg [43:0] q1_pre1 = 44'h00000000000;
+  reg [43:0] q1_pre10 = 44'h00000000000;
+  reg [43:0] q1_pre11 = 44'h00000000000;
+  reg [43:0] q1_pre12 = 44'h00000000000;
+  reg [43:0] q1_pre13 = 44'h00000000000;
+  reg [43:0] q1_pre14 = 44'h00000000000;
+  reg [43:0] q1_pre2 = 44'h00000000000;
+  reg [43:0] q1_pre3 = 44'h00000000000;
+  reg [43:0] q1_pre4 = 44'h00000000000;
+  reg [43:0] q1_pre5 = 44'h00000000000;
+  reg [43:0] q1_pre6 = 44'h00000000000;
+  reg [43:0] q1_pre7 = 44'h00000000000;
+  reg [43:0] q1_pre8 = 44'h00000000000;
+  reg [43:0] q1_pre9 = 44'h00000000000;
+  wire [43:0] q1_prefix4_12;
+  wire [43:0] q1_prefix4_13;
+  wire [43:0] q1_prefix4_14;
+  wire [43:0] q1_prefix4_4;
+  wire [43:0] q1_prefix4_5;
+  wire [43:0] q1_prefix4_6;
+  wire [43:0] q1_prefix4_7;
+  wire [43:0] q1_prefix8_10;
+  wire [43:0] q1_prefix8_11;
+  wire [43:0] q1_prefix8_12;
+  wire [43:0] q1_prefix8_13;
+  wire [43:0] q1_prefix8_14;
+  wire [43:0] q1_prefix8_8;
+  wire [43:0] q1_prefix8_9;
+  reg [43:0] q2_pre0 = 44'h00000000000;
+  reg [43:0] q2_pre1 = 44'h00000000000;
+  reg [43:0] q2_pre10 = 44'h00000000000;
+  reg [43:0] q2_pre11 = 44'h00000000000;
+  reg [43:0] q2_pre12 = 44'h00000000000;
+  reg [43:0] q2_pre13 = 44'h00000000000;
+  reg [43:0] q2_pre14 = 44'h00000000000;
+  reg [43:0] q2_pre2 = 44'h00000000000;
+  reg [43:0] q2_pre3 = 44'h00000000000;
+  reg [43:0] q2_pre4 = 44'h00000000000;
+  reg [43:0] q2_pre5 = 44'h00000000000;
+  reg [43:0] q2_pre6 = 44'h00000000000;
+  reg [43:0] q2_pre7 = 44'h00000000000;
+  reg [43:0] q2_pre8 = 44'h00000000000;
+  reg [43:0] q2_pre9 = 44'h00000000000;
+  reg [39:0] q_child0 = 40'h0000000000;
+  reg [39:0] q_child1 = 40'h0000000000;
+  reg [39:0] q_child10 = 40'h0000000000;
+  reg [39:0] q_child11 = 40'h0000000000;
+  reg [39:0] q_child12 = 40'h0000000000;
+  reg [39:0] q_child13 = 40'h0000000000;
+  reg [39:0] q_child14 = 40'h0000000000;
+  reg [39:0] q_child15 = 40'h0000000000;
+  reg [39:0] q_child2 = 40'h0000000000;
+  reg [39:0] q_child3 = 40'h0000000000;
+  reg [39:0] q_child4 = 40'h0000000000;
+  reg [39:0] q_child5 = 40'h0000000000;
+  reg [39:0] q_child6 = 40'h0000000000;
+  reg [39:0] q_child7 = 40'h0000000000;
+  reg [39:0] q_child8 = 40'h0000000000;
+  reg [39:0] q_child9 = 40'h0000000000;
+  reg q_hit1 = 1'h0;
+  reg q_hit2 = 1'h0;
+  wire [639:0] q_new;
+  reg [639:0] q_w1 = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg [639:0] q_w2 = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [639:0] q_word;
   wire [3:0] r_addr;
   wire [3:0] rd_addr;
   wire [639:0] rd_data;
-  wire [39:0] rmw_new;
   wire [3:0] rport__addr;
   wire [639:0] rport__data;
   input rst;
@@ -5731,33 +7482,19 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   wire [44:0] s_diff9;
   wire [14:0] s_le;
   wire [15:0] s_onehot;
-  reg [43:0] s_pre0 = 44'h00000000000;
-  reg [43:0] s_pre1 = 44'h00000000000;
-  reg [43:0] s_pre10 = 44'h00000000000;
-  reg [43:0] s_pre11 = 44'h00000000000;
-  reg [43:0] s_pre12 = 44'h00000000000;
-  reg [43:0] s_pre13 = 44'h00000000000;
-  reg [43:0] s_pre14 = 44'h00000000000;
-  reg [43:0] s_pre2 = 44'h00000000000;
-  reg [43:0] s_pre3 = 44'h00000000000;
-  reg [43:0] s_pre4 = 44'h00000000000;
-  reg [43:0] s_pre5 = 44'h00000000000;
-  reg [43:0] s_pre6 = 44'h00000000000;
-  reg [43:0] s_pre7 = 44'h00000000000;
-  reg [43:0] s_pre8 = 44'h00000000000;
-  reg [43:0] s_pre9 = 44'h00000000000;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [191:0] tap_p;
-  reg [191:0] tap_p = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_p.debug ;
-  wire [32:0] \tap_p.delta ;
-  wire \tap_p.empty ;
-  wire [15:0] \tap_p.index ;
-  wire \tap_p.invalid ;
-  wire [2:0] \tap_p.level ;
+  output [959:0] taps;
+  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [191:0] \taps[0] ;
+  wire \taps[0].debug ;
+  wire [32:0] \taps[0].delta ;
+  wire \taps[0].empty ;
+  wire [15:0] \taps[0].index ;
+  wire \taps[0].invalid ;
+  wire [2:0] \taps[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -5767,24 +7504,23 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p.op ;
-  wire [31:0] \tap_p.prio ;
-  wire \tap_p.prng ;
-  wire \tap_p.read ;
-  wire \tap_p.respond ;
-  wire \tap_p.sample ;
-  wire [47:0] \tap_p.target ;
-  wire \tap_p.valid ;
-  wire [47:0] \tap_p.value ;
-  wire \tap_p.write ;
-  output [191:0] tap_s;
-  reg [191:0] tap_s = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_s.debug ;
-  wire [32:0] \tap_s.delta ;
-  wire \tap_s.empty ;
-  wire [15:0] \tap_s.index ;
-  wire \tap_s.invalid ;
-  wire [2:0] \tap_s.level ;
+  wire [2:0] \taps[0].op ;
+  wire [31:0] \taps[0].prio ;
+  wire \taps[0].prng ;
+  wire \taps[0].read ;
+  wire \taps[0].respond ;
+  wire \taps[0].sample ;
+  wire [47:0] \taps[0].target ;
+  wire \taps[0].valid ;
+  wire [47:0] \taps[0].value ;
+  wire \taps[0].write ;
+  wire [191:0] \taps[1] ;
+  wire \taps[1].debug ;
+  wire [32:0] \taps[1].delta ;
+  wire \taps[1].empty ;
+  wire [15:0] \taps[1].index ;
+  wire \taps[1].invalid ;
+  wire [2:0] \taps[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -5794,16 +7530,94 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s.op ;
-  wire [31:0] \tap_s.prio ;
-  wire \tap_s.prng ;
-  wire \tap_s.read ;
-  wire \tap_s.respond ;
-  wire \tap_s.sample ;
-  wire [47:0] \tap_s.target ;
-  wire \tap_s.valid ;
-  wire [47:0] \tap_s.value ;
-  wire \tap_s.write ;
+  wire [2:0] \taps[1].op ;
+  wire [31:0] \taps[1].prio ;
+  wire \taps[1].prng ;
+  wire \taps[1].read ;
+  wire \taps[1].respond ;
+  wire \taps[1].sample ;
+  wire [47:0] \taps[1].target ;
+  wire \taps[1].valid ;
+  wire [47:0] \taps[1].value ;
+  wire \taps[1].write ;
+  wire [191:0] \taps[2] ;
+  wire \taps[2].debug ;
+  wire [32:0] \taps[2].delta ;
+  wire \taps[2].empty ;
+  wire [15:0] \taps[2].index ;
+  wire \taps[2].invalid ;
+  wire [2:0] \taps[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[2].op ;
+  wire [31:0] \taps[2].prio ;
+  wire \taps[2].prng ;
+  wire \taps[2].read ;
+  wire \taps[2].respond ;
+  wire \taps[2].sample ;
+  wire [47:0] \taps[2].target ;
+  wire \taps[2].valid ;
+  wire [47:0] \taps[2].value ;
+  wire \taps[2].write ;
+  wire [191:0] \taps[3] ;
+  wire \taps[3].debug ;
+  wire [32:0] \taps[3].delta ;
+  wire \taps[3].empty ;
+  wire [15:0] \taps[3].index ;
+  wire \taps[3].invalid ;
+  wire [2:0] \taps[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[3].op ;
+  wire [31:0] \taps[3].prio ;
+  wire \taps[3].prng ;
+  wire \taps[3].read ;
+  wire \taps[3].respond ;
+  wire \taps[3].sample ;
+  wire [47:0] \taps[3].target ;
+  wire \taps[3].valid ;
+  wire [47:0] \taps[3].value ;
+  wire \taps[3].write ;
+  wire [191:0] \taps[4] ;
+  wire \taps[4].debug ;
+  wire [32:0] \taps[4].delta ;
+  wire \taps[4].empty ;
+  wire [15:0] \taps[4].index ;
+  wire \taps[4].invalid ;
+  wire [2:0] \taps[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[4].op ;
+  wire [31:0] \taps[4].prio ;
+  wire \taps[4].prng ;
+  wire \taps[4].read ;
+  wire \taps[4].respond ;
+  wire \taps[4].sample ;
+  wire [47:0] \taps[4].target ;
+  wire \taps[4].valid ;
+  wire [47:0] \taps[4].value ;
+  wire \taps[4].write ;
   wire [3:0] wport__addr;
   wire [639:0] wport__data;
   wire wport__en;
@@ -5821,483 +7635,818 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
 `endif
   always @(posedge clk) begin
     if (wport__en)
-      mem[wport__addr] <= wport__data;
+      mem[wport__addr] <= { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
   end
-  reg [3:0] _0_;
+  reg [639:0] _0_;
   always @(posedge clk) begin
-    _0_ <= \$6 [3:0];
+    _0_ <= mem[\$6 [3:0]];
   end
-  assign rd_data = mem[_0_];
+  assign rd_data = _0_;
   assign \$1  = i[14:12] == 2'h2;
   assign \$2  = i[8] & \$1 ;
   assign \$5  = \$2  ? \$3  : \$4 ;
   assign \$6  = i[4] ? i[30:15] : \$5 ;
-  assign \$9  = $signed({ 1'h0, \$8  }) + $signed(tap_p[95:63]);
-  assign \$10  = tap_p[14:12] == 2'h2;
-  assign \$11  = tap_p[8] & \$10 ;
-  assign \$14  = \$11  ? \$12  : \$13 ;
-  assign \$15  = tap_p[4] ? tap_p[30:15] : \$14 ;
-  assign wport__addr = sweep ? sweep_addr[3:0] : \$15 [3:0];
-  assign \$17  = ! \$16 [3:0];
-  assign \$18  = \$17  ? \$9 [39:0] : rd_data[39:0];
-  assign \$20  = \$19 [3:0] == 1'h1;
-  assign \$21  = \$20  ? \$9 [39:0] : rd_data[79:40];
-  assign \$23  = \$22 [3:0] == 2'h2;
-  assign \$24  = \$23  ? \$9 [39:0] : rd_data[119:80];
-  assign \$26  = \$25 [3:0] == 2'h3;
-  assign \$27  = \$26  ? \$9 [39:0] : rd_data[159:120];
-  assign \$29  = \$28 [3:0] == 3'h4;
-  assign \$30  = \$29  ? \$9 [39:0] : rd_data[199:160];
-  assign \$32  = \$31 [3:0] == 3'h5;
-  assign \$33  = \$32  ? \$9 [39:0] : rd_data[239:200];
-  assign \$35  = \$34 [3:0] == 3'h6;
-  assign \$36  = \$35  ? \$9 [39:0] : rd_data[279:240];
-  assign \$38  = \$37 [3:0] == 3'h7;
-  assign \$39  = \$38  ? \$9 [39:0] : rd_data[319:280];
-  assign \$41  = \$40 [3:0] == 4'h8;
-  assign \$42  = \$41  ? \$9 [39:0] : rd_data[359:320];
-  assign \$44  = \$43 [3:0] == 4'h9;
-  assign \$45  = \$44  ? \$9 [39:0] : rd_data[399:360];
-  assign \$47  = \$46 [3:0] == 4'ha;
-  assign \$48  = \$47  ? \$9 [39:0] : rd_data[439:400];
-  assign \$50  = \$49 [3:0] == 4'hb;
-  assign \$51  = \$50  ? \$9 [39:0] : rd_data[479:440];
-  assign \$53  = \$52 [3:0] == 4'hc;
-  assign \$54  = \$53  ? \$9 [39:0] : rd_data[519:480];
-  assign \$56  = \$55 [3:0] == 4'hd;
-  assign \$57  = \$56  ? \$9 [39:0] : rd_data[559:520];
-  assign \$59  = \$58 [3:0] == 4'he;
-  assign \$60  = \$59  ? \$9 [39:0] : rd_data[599:560];
-  assign \$62  = \$61 [3:0] == 4'hf;
-  assign \$63  = \$62  ? \$9 [39:0] : rd_data[639:600];
-  assign wport__data = sweep ? 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : { \$63 , \$60 , \$57 , \$54 , \$51 , \$48 , \$45 , \$42 , \$39 , \$36 , \$33 , \$30 , \$27 , \$24 , \$21 , \$18  };
-  assign \$64  = sweep_addr < 5'h10;
-  assign \$65  = sweep & \$64 ;
-  assign wport__en = \$65  | tap_p[6];
-  assign \$66  = rd_data[39:0] + rd_data[79:40];
-  assign \$67  = rd_data[119:80] + rd_data[159:120];
-  assign \$68  = rd_data[199:160] + rd_data[239:200];
-  assign \$69  = rd_data[279:240] + rd_data[319:280];
-  assign \$70  = rd_data[359:320] + rd_data[399:360];
-  assign \$71  = rd_data[439:400] + rd_data[479:440];
-  assign \$72  = rd_data[519:480] + rd_data[559:520];
-  assign \$73  = rd_data[599:560] + rd_data[639:600];
-  assign \$74  = \$66  + rd_data[119:80];
-  assign \$75  = \$66  + \$67 ;
-  assign \$76  = \$68  + rd_data[279:240];
-  assign \$77  = \$68  + \$69 ;
-  assign \$78  = \$70  + rd_data[439:400];
-  assign \$79  = \$70  + \$71 ;
-  assign \$80  = \$72  + rd_data[599:560];
-  assign \$81  = \$72  + \$73 ;
-  assign \$82  = \$75 [43:0] + rd_data[199:160];
-  assign \$83  = \$75 [43:0] + \$68 ;
-  assign \$84  = \$75 [43:0] + \$76 [43:0];
-  assign \$85  = \$75 [43:0] + \$77 [43:0];
-  assign \$86  = \$79 [43:0] + rd_data[519:480];
-  assign \$87  = \$79 [43:0] + \$72 ;
-  assign \$88  = \$79 [43:0] + \$80 [43:0];
-  assign \$89  = \$79 [43:0] + \$81 [43:0];
-  assign \$90  = \$85 [43:0] + rd_data[359:320];
-  assign \$91  = \$85 [43:0] + \$70 ;
-  assign \$92  = \$85 [43:0] + \$78 [43:0];
-  assign \$93  = \$85 [43:0] + \$79 [43:0];
-  assign \$94  = \$85 [43:0] + \$86 [43:0];
-  assign \$95  = \$85 [43:0] + \$87 [43:0];
-  assign \$96  = \$85 [43:0] + \$88 [43:0];
-  assign \$97  = \$85 [43:0] + \$89 [43:0];
-  assign s_diff0 = tap_s[139:96] - s_pre0;
-  assign s_diff1 = tap_s[139:96] - s_pre1;
-  assign s_diff2 = tap_s[139:96] - s_pre2;
-  assign s_diff3 = tap_s[139:96] - s_pre3;
-  assign s_diff4 = tap_s[139:96] - s_pre4;
-  assign s_diff5 = tap_s[139:96] - s_pre5;
-  assign s_diff6 = tap_s[139:96] - s_pre6;
-  assign s_diff7 = tap_s[139:96] - s_pre7;
-  assign s_diff8 = tap_s[139:96] - s_pre8;
-  assign s_diff9 = tap_s[139:96] - s_pre9;
-  assign s_diff10 = tap_s[139:96] - s_pre10;
-  assign s_diff11 = tap_s[139:96] - s_pre11;
-  assign s_diff12 = tap_s[139:96] - s_pre12;
-  assign s_diff13 = tap_s[139:96] - s_pre13;
-  assign s_diff14 = tap_s[139:96] - s_pre14;
-  assign \$98  = ~ s_diff0[44];
-  assign \$99  = ~ s_diff1[44];
-  assign \$100  = ~ s_diff2[44];
-  assign \$101  = ~ s_diff3[44];
-  assign \$102  = ~ s_diff4[44];
-  assign \$103  = ~ s_diff5[44];
-  assign \$104  = ~ s_diff6[44];
-  assign \$105  = ~ s_diff7[44];
-  assign \$106  = ~ s_diff8[44];
-  assign \$107  = ~ s_diff9[44];
-  assign \$108  = ~ s_diff10[44];
-  assign \$109  = ~ s_diff11[44];
-  assign \$110  = ~ s_diff12[44];
-  assign \$111  = ~ s_diff13[44];
-  assign \$112  = ~ s_diff14[44];
-  assign \$115  = \$98  & \$114 ;
-  assign \$117  = \$99  & \$116 ;
-  assign \$119  = \$100  & \$118 ;
-  assign \$121  = \$101  & \$120 ;
-  assign \$123  = \$102  & \$122 ;
-  assign \$125  = \$103  & \$124 ;
-  assign \$127  = \$104  & \$126 ;
-  assign \$129  = \$105  & \$128 ;
-  assign \$131  = \$106  & \$130 ;
-  assign \$133  = \$107  & \$132 ;
-  assign \$135  = \$108  & \$134 ;
-  assign \$137  = \$109  & \$136 ;
-  assign \$139  = \$110  & \$138 ;
-  assign \$141  = \$111  & \$140 ;
-  assign \$142  = tap_p[14:12] == 2'h2;
-  assign \$143  = tap_p[8] & \$142 ;
-  assign \$146  = \$145  | \$119 ;
-  assign \$147  = \$146  | \$123 ;
-  assign \$148  = \$147  | \$127 ;
-  assign \$149  = \$148  | \$131 ;
-  assign \$150  = \$149  | \$135 ;
-  assign \$151  = \$150  | \$139 ;
-  assign \$152  = \$151  | \$112 ;
-  assign \$154  = \$153  | \$119 ;
-  assign \$155  = \$154  | \$125 ;
-  assign \$156  = \$155  | \$127 ;
-  assign \$157  = \$156  | \$133 ;
-  assign \$158  = \$157  | \$135 ;
-  assign \$159  = \$158  | \$141 ;
-  assign \$160  = \$159  | \$112 ;
-  assign \$162  = \$161  | \$123 ;
-  assign \$163  = \$162  | \$125 ;
-  assign \$164  = \$163  | \$127 ;
-  assign \$165  = \$164  | \$137 ;
-  assign \$166  = \$165  | \$139 ;
-  assign \$167  = \$166  | \$141 ;
-  assign \$168  = \$167  | \$112 ;
-  assign \$170  = \$169  | \$131 ;
-  assign \$171  = \$170  | \$133 ;
-  assign \$172  = \$171  | \$135 ;
-  assign \$173  = \$172  | \$137 ;
-  assign \$174  = \$173  | \$139 ;
-  assign \$175  = \$174  | \$141 ;
-  assign \$176  = \$175  | \$112 ;
-  assign \$177  = \$113  ? tap_s[139:96] : 44'h00000000000;
-  assign \$179  = \$115  ? s_diff0[39:0] : 40'h0000000000;
-  assign \$180  = \$178  | { 4'h0, \$179  };
-  assign \$181  = \$117  ? s_diff1[39:0] : 40'h0000000000;
-  assign \$182  = \$180  | { 4'h0, \$181  };
-  assign \$183  = \$119  ? s_diff2[39:0] : 40'h0000000000;
-  assign \$184  = \$182  | { 4'h0, \$183  };
-  assign \$185  = \$121  ? s_diff3[39:0] : 40'h0000000000;
-  assign \$186  = \$184  | { 4'h0, \$185  };
-  assign \$187  = \$123  ? s_diff4[39:0] : 40'h0000000000;
-  assign \$188  = \$186  | { 4'h0, \$187  };
-  assign \$189  = \$125  ? s_diff5[39:0] : 40'h0000000000;
-  assign \$190  = \$188  | { 4'h0, \$189  };
-  assign \$191  = \$127  ? s_diff6[39:0] : 40'h0000000000;
-  assign \$192  = \$190  | { 4'h0, \$191  };
-  assign \$193  = \$129  ? s_diff7[39:0] : 40'h0000000000;
-  assign \$194  = \$192  | { 4'h0, \$193  };
-  assign \$195  = \$131  ? s_diff8[39:0] : 40'h0000000000;
-  assign \$196  = \$194  | { 4'h0, \$195  };
-  assign \$197  = \$133  ? s_diff9[39:0] : 40'h0000000000;
-  assign \$198  = \$196  | { 4'h0, \$197  };
-  assign \$199  = \$135  ? s_diff10[39:0] : 40'h0000000000;
-  assign \$200  = \$198  | { 4'h0, \$199  };
-  assign \$201  = \$137  ? s_diff11[39:0] : 40'h0000000000;
-  assign \$202  = \$200  | { 4'h0, \$201  };
-  assign \$203  = \$139  ? s_diff12[39:0] : 40'h0000000000;
-  assign \$204  = \$202  | { 4'h0, \$203  };
-  assign \$205  = \$141  ? s_diff13[39:0] : 40'h0000000000;
-  assign \$206  = \$204  | { 4'h0, \$205  };
-  assign \$207  = s_diff14[44] ? 40'h0000000000 : s_diff14[39:0];
-  assign \$208  = \$206  | { 4'h0, \$207  };
+  assign \$7  = q_hit2 ? q_w2 : p_word;
+  assign \$8  = q_hit1 ? q_w1 : \$7 ;
+  assign q_word = sweep ? 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : \$8 ;
+  assign \$10  = ! \$9 [3:0];
+  assign \$11  = taps[198] & \$10 ;
+  assign \$12  = \$11  ? taps[287:255] : 33'h000000000;
+  assign \$13  = $signed({ 1'h0, q_word[39:0] }) + $signed(\$12 );
+  assign \$15  = \$14 [3:0] == 1'h1;
+  assign \$16  = taps[198] & \$15 ;
+  assign \$17  = \$16  ? taps[287:255] : 33'h000000000;
+  assign \$18  = $signed({ 1'h0, q_word[79:40] }) + $signed(\$17 );
+  assign \$20  = \$19 [3:0] == 2'h2;
+  assign \$21  = taps[198] & \$20 ;
+  assign \$22  = \$21  ? taps[287:255] : 33'h000000000;
+  assign \$23  = $signed({ 1'h0, q_word[119:80] }) + $signed(\$22 );
+  assign \$25  = \$24 [3:0] == 2'h3;
+  assign \$26  = taps[198] & \$25 ;
+  assign \$27  = \$26  ? taps[287:255] : 33'h000000000;
+  assign \$28  = $signed({ 1'h0, q_word[159:120] }) + $signed(\$27 );
+  assign \$30  = \$29 [3:0] == 3'h4;
+  assign \$31  = taps[198] & \$30 ;
+  assign \$32  = \$31  ? taps[287:255] : 33'h000000000;
+  assign \$33  = $signed({ 1'h0, q_word[199:160] }) + $signed(\$32 );
+  assign \$35  = \$34 [3:0] == 3'h5;
+  assign \$36  = taps[198] & \$35 ;
+  assign \$37  = \$36  ? taps[287:255] : 33'h000000000;
+  assign \$38  = $signed({ 1'h0, q_word[239:200] }) + $signed(\$37 );
+  assign \$40  = \$39 [3:0] == 3'h6;
+  assign \$41  = taps[198] & \$40 ;
+  assign \$42  = \$41  ? taps[287:255] : 33'h000000000;
+  assign \$43  = $signed({ 1'h0, q_word[279:240] }) + $signed(\$42 );
+  assign \$45  = \$44 [3:0] == 3'h7;
+  assign \$46  = taps[198] & \$45 ;
+  assign \$47  = \$46  ? taps[287:255] : 33'h000000000;
+  assign \$48  = $signed({ 1'h0, q_word[319:280] }) + $signed(\$47 );
+  assign \$50  = \$49 [3:0] == 4'h8;
+  assign \$51  = taps[198] & \$50 ;
+  assign \$52  = \$51  ? taps[287:255] : 33'h000000000;
+  assign \$53  = $signed({ 1'h0, q_word[359:320] }) + $signed(\$52 );
+  assign \$55  = \$54 [3:0] == 4'h9;
+  assign \$56  = taps[198] & \$55 ;
+  assign \$57  = \$56  ? taps[287:255] : 33'h000000000;
+  assign \$58  = $signed({ 1'h0, q_word[399:360] }) + $signed(\$57 );
+  assign \$60  = \$59 [3:0] == 4'ha;
+  assign \$61  = taps[198] & \$60 ;
+  assign \$62  = \$61  ? taps[287:255] : 33'h000000000;
+  assign \$63  = $signed({ 1'h0, q_word[439:400] }) + $signed(\$62 );
+  assign \$65  = \$64 [3:0] == 4'hb;
+  assign \$66  = taps[198] & \$65 ;
+  assign \$67  = \$66  ? taps[287:255] : 33'h000000000;
+  assign \$68  = $signed({ 1'h0, q_word[479:440] }) + $signed(\$67 );
+  assign \$70  = \$69 [3:0] == 4'hc;
+  assign \$71  = taps[198] & \$70 ;
+  assign \$72  = \$71  ? taps[287:255] : 33'h000000000;
+  assign \$73  = $signed({ 1'h0, q_word[519:480] }) + $signed(\$72 );
+  assign \$75  = \$74 [3:0] == 4'hd;
+  assign \$76  = taps[198] & \$75 ;
+  assign \$77  = \$76  ? taps[287:255] : 33'h000000000;
+  assign \$78  = $signed({ 1'h0, q_word[559:520] }) + $signed(\$77 );
+  assign \$80  = \$79 [3:0] == 4'he;
+  assign \$81  = taps[198] & \$80 ;
+  assign \$82  = \$81  ? taps[287:255] : 33'h000000000;
+  assign \$83  = $signed({ 1'h0, q_word[599:560] }) + $signed(\$82 );
+  assign \$85  = \$84 [3:0] == 4'hf;
+  assign \$86  = taps[198] & \$85 ;
+  assign \$87  = \$86  ? taps[287:255] : 33'h000000000;
+  assign \$88  = $signed({ 1'h0, q_word[639:600] }) + $signed(\$87 );
+  assign \$89  = taps[206:204] == 2'h2;
+  assign \$90  = taps[200] & \$89 ;
+  assign \$93  = \$90  ? \$91  : \$92 ;
+  assign \$94  = taps[196] ? taps[222:207] : \$93 ;
+  assign wport__addr = sweep ? sweep_addr[3:0] : \$94 [3:0];
+  assign \$95  = sweep_addr < 5'h10;
+  assign \$96  = sweep & \$95 ;
+  assign wport__en = \$96  | taps[198];
+  assign \$97  = q_child0 + q_child1;
+  assign \$98  = q_child2 + q_child3;
+  assign \$99  = q_child4 + q_child5;
+  assign \$100  = q_child6 + q_child7;
+  assign \$101  = q_child8 + q_child9;
+  assign \$102  = q_child10 + q_child11;
+  assign \$103  = q_child12 + q_child13;
+  assign \$104  = q_child14 + q_child15;
+  assign \$105  = \$97  + q_child2;
+  assign \$106  = \$97  + \$98 ;
+  assign \$107  = \$99  + q_child6;
+  assign \$108  = \$99  + \$100 ;
+  assign \$109  = \$101  + q_child10;
+  assign \$110  = \$101  + \$102 ;
+  assign \$111  = \$103  + q_child14;
+  assign \$112  = \$103  + \$104 ;
+  assign \$113  = q1_pre3 + q1_pre4;
+  assign \$114  = q1_pre3 + q1_pre5;
+  assign \$115  = q1_pre3 + q1_pre6;
+  assign \$116  = q1_pre3 + q1_pre7;
+  assign \$117  = q1_pre11 + q1_pre12;
+  assign \$118  = q1_pre11 + q1_pre13;
+  assign \$119  = q1_pre11 + q1_pre14;
+  assign \$120  = \$116 [43:0] + q1_pre8;
+  assign \$121  = \$116 [43:0] + q1_pre9;
+  assign \$122  = \$116 [43:0] + q1_pre10;
+  assign \$123  = \$116 [43:0] + q1_pre11;
+  assign \$124  = \$116 [43:0] + \$117 [43:0];
+  assign \$125  = \$116 [43:0] + \$118 [43:0];
+  assign \$126  = \$116 [43:0] + \$119 [43:0];
+  assign s_diff0 = taps[907:864] - q2_pre0;
+  assign s_diff1 = taps[907:864] - q2_pre1;
+  assign s_diff2 = taps[907:864] - q2_pre2;
+  assign s_diff3 = taps[907:864] - q2_pre3;
+  assign s_diff4 = taps[907:864] - q2_pre4;
+  assign s_diff5 = taps[907:864] - q2_pre5;
+  assign s_diff6 = taps[907:864] - q2_pre6;
+  assign s_diff7 = taps[907:864] - q2_pre7;
+  assign s_diff8 = taps[907:864] - q2_pre8;
+  assign s_diff9 = taps[907:864] - q2_pre9;
+  assign s_diff10 = taps[907:864] - q2_pre10;
+  assign s_diff11 = taps[907:864] - q2_pre11;
+  assign s_diff12 = taps[907:864] - q2_pre12;
+  assign s_diff13 = taps[907:864] - q2_pre13;
+  assign s_diff14 = taps[907:864] - q2_pre14;
+  assign \$127  = ~ s_diff0[44];
+  assign \$128  = ~ s_diff1[44];
+  assign \$129  = ~ s_diff2[44];
+  assign \$130  = ~ s_diff3[44];
+  assign \$131  = ~ s_diff4[44];
+  assign \$132  = ~ s_diff5[44];
+  assign \$133  = ~ s_diff6[44];
+  assign \$134  = ~ s_diff7[44];
+  assign \$135  = ~ s_diff8[44];
+  assign \$136  = ~ s_diff9[44];
+  assign \$137  = ~ s_diff10[44];
+  assign \$138  = ~ s_diff11[44];
+  assign \$139  = ~ s_diff12[44];
+  assign \$140  = ~ s_diff13[44];
+  assign \$141  = ~ s_diff14[44];
+  assign \$144  = \$127  & \$143 ;
+  assign \$146  = \$128  & \$145 ;
+  assign \$148  = \$129  & \$147 ;
+  assign \$150  = \$130  & \$149 ;
+  assign \$152  = \$131  & \$151 ;
+  assign \$154  = \$132  & \$153 ;
+  assign \$156  = \$133  & \$155 ;
+  assign \$158  = \$134  & \$157 ;
+  assign \$160  = \$135  & \$159 ;
+  assign \$162  = \$136  & \$161 ;
+  assign \$164  = \$137  & \$163 ;
+  assign \$166  = \$138  & \$165 ;
+  assign \$168  = \$139  & \$167 ;
+  assign \$170  = \$140  & \$169 ;
+  assign \$171  = taps[206:204] == 2'h2;
+  assign \$172  = taps[200] & \$171 ;
+  assign \$175  = \$172  ? \$173  : \$174 ;
+  assign \$176  = taps[196] ? taps[222:207] : \$175 ;
+  assign \$177  = taps[14:12] == 2'h2;
+  assign \$178  = taps[8] & \$177 ;
+  assign \$181  = \$178  ? \$179  : \$180 ;
+  assign \$182  = taps[4] ? taps[30:15] : \$181 ;
+  assign \$183  = \$176 [3:0] == \$182 [3:0];
+  assign \$184  = taps[198] & \$183 ;
+  assign \$185  = taps[398:396] == 2'h2;
+  assign \$186  = taps[392] & \$185 ;
+  assign \$189  = \$186  ? \$187  : \$188 ;
+  assign \$190  = taps[388] ? taps[414:399] : \$189 ;
+  assign \$191  = taps[14:12] == 2'h2;
+  assign \$192  = taps[8] & \$191 ;
+  assign \$195  = \$192  ? \$193  : \$194 ;
+  assign \$196  = taps[4] ? taps[30:15] : \$195 ;
+  assign \$197  = \$190 [3:0] == \$196 [3:0];
+  assign \$198  = taps[390] & \$197 ;
+  assign \$199  = taps[206:204] == 2'h2;
+  assign \$200  = taps[200] & \$199 ;
+  assign \$203  = \$202  | \$148 ;
+  assign \$204  = \$203  | \$152 ;
+  assign \$205  = \$204  | \$156 ;
+  assign \$206  = \$205  | \$160 ;
+  assign \$207  = \$206  | \$164 ;
+  assign \$208  = \$207  | \$168 ;
+  assign \$209  = \$208  | \$141 ;
+  assign \$211  = \$210  | \$148 ;
+  assign \$212  = \$211  | \$154 ;
+  assign \$213  = \$212  | \$156 ;
+  assign \$214  = \$213  | \$162 ;
+  assign \$215  = \$214  | \$164 ;
+  assign \$216  = \$215  | \$170 ;
+  assign \$217  = \$216  | \$141 ;
+  assign \$219  = \$218  | \$152 ;
+  assign \$220  = \$219  | \$154 ;
+  assign \$221  = \$220  | \$156 ;
+  assign \$222  = \$221  | \$166 ;
+  assign \$223  = \$222  | \$168 ;
+  assign \$224  = \$223  | \$170 ;
+  assign \$225  = \$224  | \$141 ;
+  assign \$227  = \$226  | \$160 ;
+  assign \$228  = \$227  | \$162 ;
+  assign \$229  = \$228  | \$164 ;
+  assign \$230  = \$229  | \$166 ;
+  assign \$231  = \$230  | \$168 ;
+  assign \$232  = \$231  | \$170 ;
+  assign \$233  = \$232  | \$141 ;
+  assign \$234  = \$142  ? taps[907:864] : 44'h00000000000;
+  assign \$236  = \$144  ? s_diff0[39:0] : 40'h0000000000;
+  assign \$237  = \$235  | { 4'h0, \$236  };
+  assign \$238  = \$146  ? s_diff1[39:0] : 40'h0000000000;
+  assign \$239  = \$237  | { 4'h0, \$238  };
+  assign \$240  = \$148  ? s_diff2[39:0] : 40'h0000000000;
+  assign \$241  = \$239  | { 4'h0, \$240  };
+  assign \$242  = \$150  ? s_diff3[39:0] : 40'h0000000000;
+  assign \$243  = \$241  | { 4'h0, \$242  };
+  assign \$244  = \$152  ? s_diff4[39:0] : 40'h0000000000;
+  assign \$245  = \$243  | { 4'h0, \$244  };
+  assign \$246  = \$154  ? s_diff5[39:0] : 40'h0000000000;
+  assign \$247  = \$245  | { 4'h0, \$246  };
+  assign \$248  = \$156  ? s_diff6[39:0] : 40'h0000000000;
+  assign \$249  = \$247  | { 4'h0, \$248  };
+  assign \$250  = \$158  ? s_diff7[39:0] : 40'h0000000000;
+  assign \$251  = \$249  | { 4'h0, \$250  };
+  assign \$252  = \$160  ? s_diff8[39:0] : 40'h0000000000;
+  assign \$253  = \$251  | { 4'h0, \$252  };
+  assign \$254  = \$162  ? s_diff9[39:0] : 40'h0000000000;
+  assign \$255  = \$253  | { 4'h0, \$254  };
+  assign \$256  = \$164  ? s_diff10[39:0] : 40'h0000000000;
+  assign \$257  = \$255  | { 4'h0, \$256  };
+  assign \$258  = \$166  ? s_diff11[39:0] : 40'h0000000000;
+  assign \$259  = \$257  | { 4'h0, \$258  };
+  assign \$260  = \$168  ? s_diff12[39:0] : 40'h0000000000;
+  assign \$261  = \$259  | { 4'h0, \$260  };
+  assign \$262  = \$170  ? s_diff13[39:0] : 40'h0000000000;
+  assign \$263  = \$261  | { 4'h0, \$262  };
+  assign \$264  = s_diff14[44] ? 40'h0000000000 : s_diff14[39:0];
+  assign \$265  = \$263  | { 4'h0, \$264  };
   always @(posedge clk)
-    tap_p <= \$209 ;
+    taps <= \$266 ;
   always @(posedge clk)
-    tap_s <= \$210 ;
+    p_word <= \$267 ;
   always @(posedge clk)
-    s_pre0 <= \$211 ;
+    q_hit1 <= \$268 ;
   always @(posedge clk)
-    s_pre1 <= \$212 ;
+    q_hit2 <= \$269 ;
   always @(posedge clk)
-    s_pre2 <= \$213 ;
+    q_w1 <= \$270 ;
   always @(posedge clk)
-    s_pre3 <= \$214 ;
+    q_w2 <= \$271 ;
   always @(posedge clk)
-    s_pre4 <= \$215 ;
+    q_child0 <= \$272 ;
   always @(posedge clk)
-    s_pre5 <= \$216 ;
+    q_child1 <= \$273 ;
   always @(posedge clk)
-    s_pre6 <= \$217 ;
+    q_child2 <= \$274 ;
   always @(posedge clk)
-    s_pre7 <= \$218 ;
+    q_child3 <= \$275 ;
   always @(posedge clk)
-    s_pre8 <= \$219 ;
+    q_child4 <= \$276 ;
   always @(posedge clk)
-    s_pre9 <= \$220 ;
+    q_child5 <= \$277 ;
   always @(posedge clk)
-    s_pre10 <= \$221 ;
+    q_child6 <= \$278 ;
   always @(posedge clk)
-    s_pre11 <= \$222 ;
+    q_child7 <= \$279 ;
   always @(posedge clk)
-    s_pre12 <= \$223 ;
+    q_child8 <= \$280 ;
   always @(posedge clk)
-    s_pre13 <= \$224 ;
+    q_child9 <= \$281 ;
   always @(posedge clk)
-    s_pre14 <= \$225 ;
+    q_child10 <= \$282 ;
   always @(posedge clk)
-    o <= \$226 ;
+    q_child11 <= \$283 ;
+  always @(posedge clk)
+    q_child12 <= \$284 ;
+  always @(posedge clk)
+    q_child13 <= \$285 ;
+  always @(posedge clk)
+    q_child14 <= \$286 ;
+  always @(posedge clk)
+    q_child15 <= \$287 ;
+  always @(posedge clk)
+    q1_pre0 <= \$288 ;
+  always @(posedge clk)
+    q1_pre1 <= \$289 ;
+  always @(posedge clk)
+    q1_pre2 <= \$290 ;
+  always @(posedge clk)
+    q1_pre3 <= \$291 ;
+  always @(posedge clk)
+    q1_pre4 <= \$292 ;
+  always @(posedge clk)
+    q1_pre5 <= \$293 ;
+  always @(posedge clk)
+    q1_pre6 <= \$294 ;
+  always @(posedge clk)
+    q1_pre7 <= \$295 ;
+  always @(posedge clk)
+    q1_pre8 <= \$296 ;
+  always @(posedge clk)
+    q1_pre9 <= \$297 ;
+  always @(posedge clk)
+    q1_pre10 <= \$298 ;
+  always @(posedge clk)
+    q1_pre11 <= \$299 ;
+  always @(posedge clk)
+    q1_pre12 <= \$300 ;
+  always @(posedge clk)
+    q1_pre13 <= \$301 ;
+  always @(posedge clk)
+    q1_pre14 <= \$302 ;
+  always @(posedge clk)
+    q2_pre0 <= \$303 ;
+  always @(posedge clk)
+    q2_pre1 <= \$304 ;
+  always @(posedge clk)
+    q2_pre2 <= \$305 ;
+  always @(posedge clk)
+    q2_pre3 <= \$306 ;
+  always @(posedge clk)
+    q2_pre4 <= \$307 ;
+  always @(posedge clk)
+    q2_pre5 <= \$308 ;
+  always @(posedge clk)
+    q2_pre6 <= \$309 ;
+  always @(posedge clk)
+    q2_pre7 <= \$310 ;
+  always @(posedge clk)
+    q2_pre8 <= \$311 ;
+  always @(posedge clk)
+    q2_pre9 <= \$312 ;
+  always @(posedge clk)
+    q2_pre10 <= \$313 ;
+  always @(posedge clk)
+    q2_pre11 <= \$314 ;
+  always @(posedge clk)
+    q2_pre12 <= \$315 ;
+  always @(posedge clk)
+    q2_pre13 <= \$316 ;
+  always @(posedge clk)
+    q2_pre14 <= \$317 ;
+  always @(posedge clk)
+    o <= \$318 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
-    casez (\$7 [3:0])
+    casez (taps[210:207])
       4'h0:
-          \$8  = rd_data[39:0];
+          \$201  = q_word[39:0];
       4'h1:
-          \$8  = rd_data[79:40];
+          \$201  = q_word[79:40];
       4'h2:
-          \$8  = rd_data[119:80];
+          \$201  = q_word[119:80];
       4'h3:
-          \$8  = rd_data[159:120];
+          \$201  = q_word[159:120];
       4'h4:
-          \$8  = rd_data[199:160];
+          \$201  = q_word[199:160];
       4'h5:
-          \$8  = rd_data[239:200];
+          \$201  = q_word[239:200];
       4'h6:
-          \$8  = rd_data[279:240];
+          \$201  = q_word[279:240];
       4'h7:
-          \$8  = rd_data[319:280];
+          \$201  = q_word[319:280];
       4'h8:
-          \$8  = rd_data[359:320];
+          \$201  = q_word[359:320];
       4'h9:
-          \$8  = rd_data[399:360];
+          \$201  = q_word[399:360];
       4'ha:
-          \$8  = rd_data[439:400];
+          \$201  = q_word[439:400];
       4'hb:
-          \$8  = rd_data[479:440];
+          \$201  = q_word[479:440];
       4'hc:
-          \$8  = rd_data[519:480];
+          \$201  = q_word[519:480];
       4'hd:
-          \$8  = rd_data[559:520];
+          \$201  = q_word[559:520];
       4'he:
-          \$8  = rd_data[599:560];
+          \$201  = q_word[599:560];
       4'hf:
-          \$8  = rd_data[639:600];
+          \$201  = q_word[639:600];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tap_p[18:15])
-      4'h0:
-          \$144  = rd_data[39:0];
-      4'h1:
-          \$144  = rd_data[79:40];
-      4'h2:
-          \$144  = rd_data[119:80];
-      4'h3:
-          \$144  = rd_data[159:120];
-      4'h4:
-          \$144  = rd_data[199:160];
-      4'h5:
-          \$144  = rd_data[239:200];
-      4'h6:
-          \$144  = rd_data[279:240];
-      4'h7:
-          \$144  = rd_data[319:280];
-      4'h8:
-          \$144  = rd_data[359:320];
-      4'h9:
-          \$144  = rd_data[399:360];
-      4'ha:
-          \$144  = rd_data[439:400];
-      4'hb:
-          \$144  = rd_data[479:440];
-      4'hc:
-          \$144  = rd_data[519:480];
-      4'hd:
-          \$144  = rd_data[559:520];
-      4'he:
-          \$144  = rd_data[599:560];
-      4'hf:
-          \$144  = rd_data[639:600];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$209  = i;
+    \$266 [191:0] = i;
+    \$266 [383:192] = taps[191:0];
+    \$266 [575:384] = taps[383:192];
+    if (\$200 ) begin
+      \$266 [575:528] = { 8'h00, \$201  };
+    end
+    begin
+      begin
+        \$266 [767:576] = taps[575:384];
+        \$266 [959:768] = taps[767:576];
+      end
+    end
     if (rst) begin
-      \$209  = 192'h000000000000000000000000000000000000000000000000;
+      \$266  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$210  = tap_p;
-    if (\$143 ) begin
-      \$210 [191:144] = { 8'h00, \$144  };
-    end
+    \$267  = rd_data;
     if (rst) begin
-      \$210  = 192'h000000000000000000000000000000000000000000000000;
+      \$267  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$211  = { 4'h0, rd_data[39:0] };
+    \$268  = \$184 ;
     if (rst) begin
-      \$211  = 44'h00000000000;
+      \$268  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$212  = { 3'h0, \$66  };
+    \$269  = \$198 ;
     if (rst) begin
-      \$212  = 44'h00000000000;
+      \$269  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$213  = \$74 [43:0];
+    \$270  = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
     if (rst) begin
-      \$213  = 44'h00000000000;
+      \$270  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$214  = \$75 [43:0];
+    \$271  = q_w1;
     if (rst) begin
-      \$214  = 44'h00000000000;
+      \$271  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$215  = \$82 [43:0];
+    \$272  = q_word[39:0];
     if (rst) begin
-      \$215  = 44'h00000000000;
+      \$272  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$216  = \$83 [43:0];
+    \$273  = q_word[79:40];
     if (rst) begin
-      \$216  = 44'h00000000000;
+      \$273  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$217  = \$84 [43:0];
+    \$274  = q_word[119:80];
     if (rst) begin
-      \$217  = 44'h00000000000;
+      \$274  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$218  = \$85 [43:0];
+    \$275  = q_word[159:120];
     if (rst) begin
-      \$218  = 44'h00000000000;
+      \$275  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$219  = \$90 [43:0];
+    \$276  = q_word[199:160];
     if (rst) begin
-      \$219  = 44'h00000000000;
+      \$276  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$220  = \$91 [43:0];
+    \$277  = q_word[239:200];
     if (rst) begin
-      \$220  = 44'h00000000000;
+      \$277  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$221  = \$92 [43:0];
+    \$278  = q_word[279:240];
     if (rst) begin
-      \$221  = 44'h00000000000;
+      \$278  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$222  = \$93 [43:0];
+    \$279  = q_word[319:280];
     if (rst) begin
-      \$222  = 44'h00000000000;
+      \$279  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$223  = \$94 [43:0];
+    \$280  = q_word[359:320];
     if (rst) begin
-      \$223  = 44'h00000000000;
+      \$280  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$224  = \$95 [43:0];
+    \$281  = q_word[399:360];
     if (rst) begin
-      \$224  = 44'h00000000000;
+      \$281  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$225  = \$96 [43:0];
+    \$282  = q_word[439:400];
     if (rst) begin
-      \$225  = 44'h00000000000;
+      \$282  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$226  = tap_s;
-    if (tap_s[4]) begin
-      \$226 [30:15] = { tap_s[26:15], \$176 , \$168 , \$160 , \$152  };
-      \$226 [143:96] = { 8'h00, \$208 [39:0] };
+    \$283  = q_word[479:440];
+    if (rst) begin
+      \$283  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$284  = q_word[519:480];
+    if (rst) begin
+      \$284  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$285  = q_word[559:520];
+    if (rst) begin
+      \$285  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$286  = q_word[599:560];
+    if (rst) begin
+      \$286  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$287  = q_word[639:600];
+    if (rst) begin
+      \$287  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$288  = { 4'h0, q_child0 };
+    if (rst) begin
+      \$288  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$289  = { 3'h0, \$97  };
+    if (rst) begin
+      \$289  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$290  = \$105 [43:0];
+    if (rst) begin
+      \$290  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$291  = \$106 [43:0];
+    if (rst) begin
+      \$291  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$292  = { 4'h0, q_child4 };
+    if (rst) begin
+      \$292  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$293  = { 3'h0, \$99  };
+    if (rst) begin
+      \$293  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$294  = \$107 [43:0];
+    if (rst) begin
+      \$294  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$295  = \$108 [43:0];
+    if (rst) begin
+      \$295  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$296  = { 4'h0, q_child8 };
+    if (rst) begin
+      \$296  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$297  = { 3'h0, \$101  };
+    if (rst) begin
+      \$297  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$298  = \$109 [43:0];
+    if (rst) begin
+      \$298  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$299  = \$110 [43:0];
+    if (rst) begin
+      \$299  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$300  = { 4'h0, q_child12 };
+    if (rst) begin
+      \$300  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$301  = { 3'h0, \$103  };
+    if (rst) begin
+      \$301  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$302  = \$111 [43:0];
+    if (rst) begin
+      \$302  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$303  = q1_pre0;
+    if (rst) begin
+      \$303  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$304  = q1_pre1;
+    if (rst) begin
+      \$304  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$305  = q1_pre2;
+    if (rst) begin
+      \$305  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$306  = q1_pre3;
+    if (rst) begin
+      \$306  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$307  = \$113 [43:0];
+    if (rst) begin
+      \$307  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$308  = \$114 [43:0];
+    if (rst) begin
+      \$308  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$309  = \$115 [43:0];
+    if (rst) begin
+      \$309  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$310  = \$116 [43:0];
+    if (rst) begin
+      \$310  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$311  = \$120 [43:0];
+    if (rst) begin
+      \$311  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$312  = \$121 [43:0];
+    if (rst) begin
+      \$312  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$313  = \$122 [43:0];
+    if (rst) begin
+      \$313  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$314  = \$123 [43:0];
+    if (rst) begin
+      \$314  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$315  = \$124 [43:0];
+    if (rst) begin
+      \$315  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$316  = \$125 [43:0];
+    if (rst) begin
+      \$316  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$317  = \$126 [43:0];
+    if (rst) begin
+      \$317  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$318  = taps[959:768];
+    if (taps[772]) begin
+      \$318 [30:15] = { taps[794:783], \$233 , \$225 , \$217 , \$209  };
+      \$318 [143:96] = { 8'h00, \$265 [39:0] };
     end
     if (rst) begin
-      \$226  = 192'h000000000000000000000000000000000000000000000000;
+      \$318  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign wr_addr = wport__addr;
-  assign wr_data = wport__data;
+  assign wport__data = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
+  assign wr_data = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
   assign wr_en = wport__en;
   assign rport__addr = \$6 [3:0];
   assign rd_addr = \$6 [3:0];
   assign rport__data = rd_data;
   assign r_addr = \$6 [3:0];
-  assign rmw_new = \$9 [39:0];
-  assign prefix1_1 = { 3'h0, \$66  };
-  assign prefix1_3 = { 3'h0, \$67  };
-  assign prefix1_5 = { 3'h0, \$68  };
-  assign prefix1_7 = { 3'h0, \$69  };
-  assign prefix1_9 = { 3'h0, \$70  };
-  assign prefix1_11 = { 3'h0, \$71  };
-  assign prefix1_13 = { 3'h0, \$72  };
-  assign prefix1_15 = { 3'h0, \$73  };
-  assign prefix2_2 = \$74 [43:0];
-  assign prefix2_3 = \$75 [43:0];
-  assign prefix2_6 = \$76 [43:0];
-  assign prefix2_7 = \$77 [43:0];
-  assign prefix2_10 = \$78 [43:0];
-  assign prefix2_11 = \$79 [43:0];
-  assign prefix2_14 = \$80 [43:0];
-  assign prefix2_15 = \$81 [43:0];
-  assign prefix4_4 = \$82 [43:0];
-  assign prefix4_5 = \$83 [43:0];
-  assign prefix4_6 = \$84 [43:0];
-  assign prefix4_7 = \$85 [43:0];
-  assign prefix4_12 = \$86 [43:0];
-  assign prefix4_13 = \$87 [43:0];
-  assign prefix4_14 = \$88 [43:0];
-  assign prefix4_15 = \$89 [43:0];
-  assign prefix8_8 = \$90 [43:0];
-  assign prefix8_9 = \$91 [43:0];
-  assign prefix8_10 = \$92 [43:0];
-  assign prefix8_11 = \$93 [43:0];
-  assign prefix8_12 = \$94 [43:0];
-  assign prefix8_13 = \$95 [43:0];
-  assign prefix8_14 = \$96 [43:0];
-  assign prefix8_15 = \$97 [43:0];
-  assign s_le = { \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98  };
-  assign s_onehot = { \$112 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127 , \$125 , \$123 , \$121 , \$119 , \$117 , \$115 , \$113  };
+  assign q_new = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
+  assign q0_prefix1_1 = { 3'h0, \$97  };
+  assign q0_prefix1_3 = { 3'h0, \$98  };
+  assign q0_prefix1_5 = { 3'h0, \$99  };
+  assign q0_prefix1_7 = { 3'h0, \$100  };
+  assign q0_prefix1_9 = { 3'h0, \$101  };
+  assign q0_prefix1_11 = { 3'h0, \$102  };
+  assign q0_prefix1_13 = { 3'h0, \$103  };
+  assign q0_prefix1_15 = { 3'h0, \$104  };
+  assign q0_prefix2_2 = \$105 [43:0];
+  assign q0_prefix2_3 = \$106 [43:0];
+  assign q0_prefix2_6 = \$107 [43:0];
+  assign q0_prefix2_7 = \$108 [43:0];
+  assign q0_prefix2_10 = \$109 [43:0];
+  assign q0_prefix2_11 = \$110 [43:0];
+  assign q0_prefix2_14 = \$111 [43:0];
+  assign q0_prefix2_15 = \$112 [43:0];
+  assign q1_prefix4_4 = \$113 [43:0];
+  assign q1_prefix4_5 = \$114 [43:0];
+  assign q1_prefix4_6 = \$115 [43:0];
+  assign q1_prefix4_7 = \$116 [43:0];
+  assign q1_prefix4_12 = \$117 [43:0];
+  assign q1_prefix4_13 = \$118 [43:0];
+  assign q1_prefix4_14 = \$119 [43:0];
+  assign q1_prefix8_8 = \$120 [43:0];
+  assign q1_prefix8_9 = \$121 [43:0];
+  assign q1_prefix8_10 = \$122 [43:0];
+  assign q1_prefix8_11 = \$123 [43:0];
+  assign q1_prefix8_12 = \$124 [43:0];
+  assign q1_prefix8_13 = \$125 [43:0];
+  assign q1_prefix8_14 = \$126 [43:0];
+  assign s_le = { \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127  };
+  assign s_onehot = { \$141 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160 , \$158 , \$156 , \$154 , \$152 , \$150 , \$148 , \$146 , \$144 , \$142  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -6314,38 +8463,91 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   assign \i.delta  = i[95:63];
   assign \i.target  = i[143:96];
   assign \i.value  = i[191:144];
-  assign \tap_p.valid  = tap_p[0];
-  assign \tap_p.op  = tap_p[3:1];
-  assign \tap_p.sample  = tap_p[4];
-  assign \tap_p.prng  = tap_p[5];
-  assign \tap_p.write  = tap_p[6];
-  assign \tap_p.read  = tap_p[7];
-  assign \tap_p.debug  = tap_p[8];
-  assign \tap_p.respond  = tap_p[9];
-  assign \tap_p.empty  = tap_p[10];
-  assign \tap_p.invalid  = tap_p[11];
-  assign \tap_p.level  = tap_p[14:12];
-  assign \tap_p.index  = tap_p[30:15];
-  assign \tap_p.prio  = tap_p[62:31];
-  assign \tap_p.delta  = tap_p[95:63];
-  assign \tap_p.target  = tap_p[143:96];
-  assign \tap_p.value  = tap_p[191:144];
-  assign \tap_s.valid  = tap_s[0];
-  assign \tap_s.op  = tap_s[3:1];
-  assign \tap_s.sample  = tap_s[4];
-  assign \tap_s.prng  = tap_s[5];
-  assign \tap_s.write  = tap_s[6];
-  assign \tap_s.read  = tap_s[7];
-  assign \tap_s.debug  = tap_s[8];
-  assign \tap_s.respond  = tap_s[9];
-  assign \tap_s.empty  = tap_s[10];
-  assign \tap_s.invalid  = tap_s[11];
-  assign \tap_s.level  = tap_s[14:12];
-  assign \tap_s.index  = tap_s[30:15];
-  assign \tap_s.prio  = tap_s[62:31];
-  assign \tap_s.delta  = tap_s[95:63];
-  assign \tap_s.target  = tap_s[143:96];
-  assign \tap_s.value  = tap_s[191:144];
+  assign \taps[0]  = taps[191:0];
+  assign \taps[0].valid  = taps[0];
+  assign \taps[0].op  = taps[3:1];
+  assign \taps[0].sample  = taps[4];
+  assign \taps[0].prng  = taps[5];
+  assign \taps[0].write  = taps[6];
+  assign \taps[0].read  = taps[7];
+  assign \taps[0].debug  = taps[8];
+  assign \taps[0].respond  = taps[9];
+  assign \taps[0].empty  = taps[10];
+  assign \taps[0].invalid  = taps[11];
+  assign \taps[0].level  = taps[14:12];
+  assign \taps[0].index  = taps[30:15];
+  assign \taps[0].prio  = taps[62:31];
+  assign \taps[0].delta  = taps[95:63];
+  assign \taps[0].target  = taps[143:96];
+  assign \taps[0].value  = taps[191:144];
+  assign \taps[1]  = taps[383:192];
+  assign \taps[1].valid  = taps[192];
+  assign \taps[1].op  = taps[195:193];
+  assign \taps[1].sample  = taps[196];
+  assign \taps[1].prng  = taps[197];
+  assign \taps[1].write  = taps[198];
+  assign \taps[1].read  = taps[199];
+  assign \taps[1].debug  = taps[200];
+  assign \taps[1].respond  = taps[201];
+  assign \taps[1].empty  = taps[202];
+  assign \taps[1].invalid  = taps[203];
+  assign \taps[1].level  = taps[206:204];
+  assign \taps[1].index  = taps[222:207];
+  assign \taps[1].prio  = taps[254:223];
+  assign \taps[1].delta  = taps[287:255];
+  assign \taps[1].target  = taps[335:288];
+  assign \taps[1].value  = taps[383:336];
+  assign \taps[2]  = taps[575:384];
+  assign \taps[2].valid  = taps[384];
+  assign \taps[2].op  = taps[387:385];
+  assign \taps[2].sample  = taps[388];
+  assign \taps[2].prng  = taps[389];
+  assign \taps[2].write  = taps[390];
+  assign \taps[2].read  = taps[391];
+  assign \taps[2].debug  = taps[392];
+  assign \taps[2].respond  = taps[393];
+  assign \taps[2].empty  = taps[394];
+  assign \taps[2].invalid  = taps[395];
+  assign \taps[2].level  = taps[398:396];
+  assign \taps[2].index  = taps[414:399];
+  assign \taps[2].prio  = taps[446:415];
+  assign \taps[2].delta  = taps[479:447];
+  assign \taps[2].target  = taps[527:480];
+  assign \taps[2].value  = taps[575:528];
+  assign \taps[3]  = taps[767:576];
+  assign \taps[3].valid  = taps[576];
+  assign \taps[3].op  = taps[579:577];
+  assign \taps[3].sample  = taps[580];
+  assign \taps[3].prng  = taps[581];
+  assign \taps[3].write  = taps[582];
+  assign \taps[3].read  = taps[583];
+  assign \taps[3].debug  = taps[584];
+  assign \taps[3].respond  = taps[585];
+  assign \taps[3].empty  = taps[586];
+  assign \taps[3].invalid  = taps[587];
+  assign \taps[3].level  = taps[590:588];
+  assign \taps[3].index  = taps[606:591];
+  assign \taps[3].prio  = taps[638:607];
+  assign \taps[3].delta  = taps[671:639];
+  assign \taps[3].target  = taps[719:672];
+  assign \taps[3].value  = taps[767:720];
+  assign \taps[4]  = taps[959:768];
+  assign \taps[4].valid  = taps[768];
+  assign \taps[4].op  = taps[771:769];
+  assign \taps[4].sample  = taps[772];
+  assign \taps[4].prng  = taps[773];
+  assign \taps[4].write  = taps[774];
+  assign \taps[4].read  = taps[775];
+  assign \taps[4].debug  = taps[776];
+  assign \taps[4].respond  = taps[777];
+  assign \taps[4].empty  = taps[778];
+  assign \taps[4].invalid  = taps[779];
+  assign \taps[4].level  = taps[782:780];
+  assign \taps[4].index  = taps[798:783];
+  assign \taps[4].prio  = taps[830:799];
+  assign \taps[4].delta  = taps[863:831];
+  assign \taps[4].target  = taps[911:864];
+  assign \taps[4].value  = taps[959:912];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -6362,51 +8564,58 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$113  = s_diff0[44];
-  assign \$178  = \$177 ;
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 12'h000, i[30:27] };
-  assign \$7  = { 8'h00, tap_p[30:23] };
-  assign \$12  = { 4'h0, tap_p[30:19] };
-  assign \$13  = { 12'h000, tap_p[30:27] };
-  assign \$16  = { 8'h00, tap_p[30:23] };
-  assign \$19  = { 8'h00, tap_p[30:23] };
-  assign \$22  = { 8'h00, tap_p[30:23] };
-  assign \$25  = { 8'h00, tap_p[30:23] };
-  assign \$28  = { 8'h00, tap_p[30:23] };
-  assign \$31  = { 8'h00, tap_p[30:23] };
-  assign \$34  = { 8'h00, tap_p[30:23] };
-  assign \$37  = { 8'h00, tap_p[30:23] };
-  assign \$40  = { 8'h00, tap_p[30:23] };
-  assign \$43  = { 8'h00, tap_p[30:23] };
-  assign \$46  = { 8'h00, tap_p[30:23] };
-  assign \$49  = { 8'h00, tap_p[30:23] };
-  assign \$52  = { 8'h00, tap_p[30:23] };
-  assign \$55  = { 8'h00, tap_p[30:23] };
-  assign \$58  = { 8'h00, tap_p[30:23] };
-  assign \$61  = { 8'h00, tap_p[30:23] };
-  assign \$114  = s_diff1[44];
-  assign \$116  = s_diff2[44];
-  assign \$118  = s_diff3[44];
-  assign \$120  = s_diff4[44];
-  assign \$122  = s_diff5[44];
-  assign \$124  = s_diff6[44];
-  assign \$126  = s_diff7[44];
-  assign \$128  = s_diff8[44];
-  assign \$130  = s_diff9[44];
-  assign \$132  = s_diff10[44];
-  assign \$134  = s_diff11[44];
-  assign \$136  = s_diff12[44];
-  assign \$138  = s_diff13[44];
-  assign \$140  = s_diff14[44];
-  assign \$145  = \$115 ;
-  assign \$153  = \$117 ;
-  assign \$161  = \$121 ;
-  assign \$169  = \$129 ;
+  assign \$9  = { 8'h00, taps[222:215] };
+  assign \$14  = { 8'h00, taps[222:215] };
+  assign \$19  = { 8'h00, taps[222:215] };
+  assign \$24  = { 8'h00, taps[222:215] };
+  assign \$29  = { 8'h00, taps[222:215] };
+  assign \$34  = { 8'h00, taps[222:215] };
+  assign \$39  = { 8'h00, taps[222:215] };
+  assign \$44  = { 8'h00, taps[222:215] };
+  assign \$49  = { 8'h00, taps[222:215] };
+  assign \$54  = { 8'h00, taps[222:215] };
+  assign \$59  = { 8'h00, taps[222:215] };
+  assign \$64  = { 8'h00, taps[222:215] };
+  assign \$69  = { 8'h00, taps[222:215] };
+  assign \$74  = { 8'h00, taps[222:215] };
+  assign \$79  = { 8'h00, taps[222:215] };
+  assign \$84  = { 8'h00, taps[222:215] };
+  assign \$91  = { 4'h0, taps[222:211] };
+  assign \$92  = { 12'h000, taps[222:219] };
+  assign \$142  = s_diff0[44];
+  assign \$143  = s_diff1[44];
+  assign \$145  = s_diff2[44];
+  assign \$147  = s_diff3[44];
+  assign \$149  = s_diff4[44];
+  assign \$151  = s_diff5[44];
+  assign \$153  = s_diff6[44];
+  assign \$155  = s_diff7[44];
+  assign \$157  = s_diff8[44];
+  assign \$159  = s_diff9[44];
+  assign \$161  = s_diff10[44];
+  assign \$163  = s_diff11[44];
+  assign \$165  = s_diff12[44];
+  assign \$167  = s_diff13[44];
+  assign \$169  = s_diff14[44];
+  assign \$173  = { 4'h0, taps[222:211] };
+  assign \$174  = { 12'h000, taps[222:219] };
+  assign \$179  = { 4'h0, taps[30:19] };
+  assign \$180  = { 12'h000, taps[30:27] };
+  assign \$187  = { 4'h0, taps[414:403] };
+  assign \$188  = { 12'h000, taps[414:411] };
+  assign \$193  = { 4'h0, taps[30:19] };
+  assign \$194  = { 12'h000, taps[30:27] };
+  assign \$202  = \$144 ;
+  assign \$210  = \$146 ;
+  assign \$218  = \$150 ;
+  assign \$226  = \$158 ;
+  assign \$235  = \$234 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -6415,39 +8624,39 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [36:0] \$100 ;
+  wire [36:0] \$101 ;
+  wire [36:0] \$102 ;
+  wire [36:0] \$103 ;
+  wire [36:0] \$104 ;
+  wire [40:0] \$105 ;
+  wire [40:0] \$106 ;
+  wire [40:0] \$107 ;
+  wire [40:0] \$108 ;
+  wire [40:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
-  wire [15:0] \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
+  wire [40:0] \$110 ;
+  wire [40:0] \$111 ;
+  wire [40:0] \$112 ;
+  wire [40:0] \$113 ;
+  wire [40:0] \$114 ;
+  wire [40:0] \$115 ;
+  wire [40:0] \$116 ;
+  wire [40:0] \$117 ;
+  wire [40:0] \$118 ;
+  wire [40:0] \$119 ;
+  wire [32:0] \$12 ;
+  wire [40:0] \$120 ;
+  wire [40:0] \$121 ;
+  wire [40:0] \$122 ;
+  wire [40:0] \$123 ;
+  wire [40:0] \$124 ;
+  wire [40:0] \$125 ;
+  wire [40:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
-  wire [15:0] \$13 ;
+  wire [37:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -6463,13 +8672,13 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  reg [35:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
-  wire [15:0] \$15 ;
+  wire \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
@@ -6480,7 +8689,7 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
-  wire [15:0] \$16 ;
+  wire \$16 ;
   wire \$160 ;
   wire \$161 ;
   wire \$162 ;
@@ -6491,154 +8700,246 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire [39:0] \$177 ;
-  wire [39:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [39:0] \$180 ;
-  wire [35:0] \$181 ;
-  wire [39:0] \$182 ;
-  wire [35:0] \$183 ;
-  wire [39:0] \$184 ;
-  wire [35:0] \$185 ;
-  wire [39:0] \$186 ;
-  wire [35:0] \$187 ;
-  wire [39:0] \$188 ;
-  wire [35:0] \$189 ;
+  wire [15:0] \$173 ;
+  wire [15:0] \$174 ;
+  wire [15:0] \$175 ;
+  wire [15:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [15:0] \$179 ;
+  wire [37:0] \$18 ;
+  wire [15:0] \$180 ;
+  wire [15:0] \$181 ;
+  wire [15:0] \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire [15:0] \$187 ;
+  wire [15:0] \$188 ;
+  wire [15:0] \$189 ;
   wire [15:0] \$19 ;
-  wire [39:0] \$190 ;
-  wire [35:0] \$191 ;
-  wire [39:0] \$192 ;
-  wire [35:0] \$193 ;
-  wire [39:0] \$194 ;
-  wire [35:0] \$195 ;
-  wire [39:0] \$196 ;
-  wire [35:0] \$197 ;
-  wire [39:0] \$198 ;
-  wire [35:0] \$199 ;
+  wire [15:0] \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire [15:0] \$193 ;
+  wire [15:0] \$194 ;
+  wire [15:0] \$195 ;
+  wire [15:0] \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [39:0] \$200 ;
-  wire [35:0] \$201 ;
-  wire [39:0] \$202 ;
-  wire [35:0] \$203 ;
-  wire [39:0] \$204 ;
-  wire [35:0] \$205 ;
-  wire [39:0] \$206 ;
-  wire [35:0] \$207 ;
-  wire [39:0] \$208 ;
-  reg [191:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [191:0] \$210 ;
-  reg [39:0] \$211 ;
-  reg [39:0] \$212 ;
-  reg [39:0] \$213 ;
-  reg [39:0] \$214 ;
-  reg [39:0] \$215 ;
-  reg [39:0] \$216 ;
-  reg [39:0] \$217 ;
-  reg [39:0] \$218 ;
-  reg [39:0] \$219 ;
-  wire [15:0] \$22 ;
-  reg [39:0] \$220 ;
-  reg [39:0] \$221 ;
-  reg [39:0] \$222 ;
-  reg [39:0] \$223 ;
-  reg [39:0] \$224 ;
-  reg [39:0] \$225 ;
-  reg [191:0] \$226 ;
-  wire \$23 ;
-  wire [35:0] \$24 ;
-  wire [15:0] \$25 ;
+  wire \$200 ;
+  reg [35:0] \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
+  wire \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
+  wire [32:0] \$22 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
+  wire [37:0] \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire [39:0] \$234 ;
+  wire [39:0] \$235 ;
+  wire [35:0] \$236 ;
+  wire [39:0] \$237 ;
+  wire [35:0] \$238 ;
+  wire [39:0] \$239 ;
+  wire [15:0] \$24 ;
+  wire [35:0] \$240 ;
+  wire [39:0] \$241 ;
+  wire [35:0] \$242 ;
+  wire [39:0] \$243 ;
+  wire [35:0] \$244 ;
+  wire [39:0] \$245 ;
+  wire [35:0] \$246 ;
+  wire [39:0] \$247 ;
+  wire [35:0] \$248 ;
+  wire [39:0] \$249 ;
+  wire \$25 ;
+  wire [35:0] \$250 ;
+  wire [39:0] \$251 ;
+  wire [35:0] \$252 ;
+  wire [39:0] \$253 ;
+  wire [35:0] \$254 ;
+  wire [39:0] \$255 ;
+  wire [35:0] \$256 ;
+  wire [39:0] \$257 ;
+  wire [35:0] \$258 ;
+  wire [39:0] \$259 ;
   wire \$26 ;
-  wire [35:0] \$27 ;
-  wire [15:0] \$28 ;
-  wire \$29 ;
+  wire [35:0] \$260 ;
+  wire [39:0] \$261 ;
+  wire [35:0] \$262 ;
+  wire [39:0] \$263 ;
+  wire [35:0] \$264 ;
+  wire [39:0] \$265 ;
+  reg [959:0] \$266 ;
+  reg [575:0] \$267 ;
+  reg \$268 ;
+  reg \$269 ;
+  wire [32:0] \$27 ;
+  reg [575:0] \$270 ;
+  reg [575:0] \$271 ;
+  reg [35:0] \$272 ;
+  reg [35:0] \$273 ;
+  reg [35:0] \$274 ;
+  reg [35:0] \$275 ;
+  reg [35:0] \$276 ;
+  reg [35:0] \$277 ;
+  reg [35:0] \$278 ;
+  reg [35:0] \$279 ;
+  wire [37:0] \$28 ;
+  reg [35:0] \$280 ;
+  reg [35:0] \$281 ;
+  reg [35:0] \$282 ;
+  reg [35:0] \$283 ;
+  reg [35:0] \$284 ;
+  reg [35:0] \$285 ;
+  reg [35:0] \$286 ;
+  reg [35:0] \$287 ;
+  reg [39:0] \$288 ;
+  reg [39:0] \$289 ;
+  wire [15:0] \$29 ;
+  reg [39:0] \$290 ;
+  reg [39:0] \$291 ;
+  reg [39:0] \$292 ;
+  reg [39:0] \$293 ;
+  reg [39:0] \$294 ;
+  reg [39:0] \$295 ;
+  reg [39:0] \$296 ;
+  reg [39:0] \$297 ;
+  reg [39:0] \$298 ;
+  reg [39:0] \$299 ;
   wire [15:0] \$3 ;
-  wire [35:0] \$30 ;
-  wire [15:0] \$31 ;
-  wire \$32 ;
-  wire [35:0] \$33 ;
+  wire \$30 ;
+  reg [39:0] \$300 ;
+  reg [39:0] \$301 ;
+  reg [39:0] \$302 ;
+  reg [39:0] \$303 ;
+  reg [39:0] \$304 ;
+  reg [39:0] \$305 ;
+  reg [39:0] \$306 ;
+  reg [39:0] \$307 ;
+  reg [39:0] \$308 ;
+  reg [39:0] \$309 ;
+  wire \$31 ;
+  reg [39:0] \$310 ;
+  reg [39:0] \$311 ;
+  reg [39:0] \$312 ;
+  reg [39:0] \$313 ;
+  reg [39:0] \$314 ;
+  reg [39:0] \$315 ;
+  reg [39:0] \$316 ;
+  reg [39:0] \$317 ;
+  reg [191:0] \$318 ;
+  wire [32:0] \$32 ;
+  wire [37:0] \$33 ;
   wire [15:0] \$34 ;
   wire \$35 ;
-  wire [35:0] \$36 ;
-  wire [15:0] \$37 ;
-  wire \$38 ;
-  wire [35:0] \$39 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  wire [37:0] \$38 ;
+  wire [15:0] \$39 ;
   wire [15:0] \$4 ;
-  wire [15:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire [35:0] \$42 ;
-  wire [15:0] \$43 ;
-  wire \$44 ;
-  wire [35:0] \$45 ;
-  wire [15:0] \$46 ;
-  wire \$47 ;
-  wire [35:0] \$48 ;
+  wire [32:0] \$42 ;
+  wire [37:0] \$43 ;
+  wire [15:0] \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
+  wire [37:0] \$48 ;
   wire [15:0] \$49 ;
   wire [15:0] \$5 ;
   wire \$50 ;
-  wire [35:0] \$51 ;
-  wire [15:0] \$52 ;
-  wire \$53 ;
-  wire [35:0] \$54 ;
-  wire [15:0] \$55 ;
+  wire \$51 ;
+  wire [32:0] \$52 ;
+  wire [37:0] \$53 ;
+  wire [15:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
-  wire [35:0] \$57 ;
-  wire [15:0] \$58 ;
-  wire \$59 ;
+  wire [32:0] \$57 ;
+  wire [37:0] \$58 ;
+  wire [15:0] \$59 ;
   wire [15:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [15:0] \$61 ;
-  wire \$62 ;
-  wire [35:0] \$63 ;
-  wire \$64 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [32:0] \$62 ;
+  wire [37:0] \$63 ;
+  wire [15:0] \$64 ;
   wire \$65 ;
-  wire [36:0] \$66 ;
-  wire [36:0] \$67 ;
-  wire [36:0] \$68 ;
-  wire [36:0] \$69 ;
-  wire [15:0] \$7 ;
-  wire [36:0] \$70 ;
-  wire [36:0] \$71 ;
-  wire [36:0] \$72 ;
-  wire [36:0] \$73 ;
-  wire [40:0] \$74 ;
-  wire [40:0] \$75 ;
-  wire [40:0] \$76 ;
-  wire [40:0] \$77 ;
-  wire [40:0] \$78 ;
-  wire [40:0] \$79 ;
-  reg [35:0] \$8 ;
-  wire [40:0] \$80 ;
-  wire [40:0] \$81 ;
-  wire [40:0] \$82 ;
-  wire [40:0] \$83 ;
-  wire [40:0] \$84 ;
-  wire [40:0] \$85 ;
-  wire [40:0] \$86 ;
-  wire [40:0] \$87 ;
-  wire [40:0] \$88 ;
-  wire [40:0] \$89 ;
-  wire [37:0] \$9 ;
-  wire [40:0] \$90 ;
-  wire [40:0] \$91 ;
-  wire [40:0] \$92 ;
-  wire [40:0] \$93 ;
-  wire [40:0] \$94 ;
-  wire [40:0] \$95 ;
-  wire [40:0] \$96 ;
-  wire [40:0] \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire \$66 ;
+  wire [32:0] \$67 ;
+  wire [37:0] \$68 ;
+  wire [15:0] \$69 ;
+  wire [575:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire [32:0] \$72 ;
+  wire [37:0] \$73 ;
+  wire [15:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire [32:0] \$77 ;
+  wire [37:0] \$78 ;
+  wire [15:0] \$79 ;
+  wire [575:0] \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire [32:0] \$82 ;
+  wire [37:0] \$83 ;
+  wire [15:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [37:0] \$88 ;
+  wire \$89 ;
+  wire [15:0] \$9 ;
+  wire \$90 ;
+  wire [15:0] \$91 ;
+  wire [15:0] \$92 ;
+  wire [15:0] \$93 ;
+  wire [15:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [36:0] \$97 ;
+  wire [36:0] \$98 ;
+  wire [36:0] \$99 ;
   input clk;
   wire clk;
   input [191:0] i;
@@ -6695,42 +8996,92 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
-  wire [39:0] prefix1_1;
-  wire [39:0] prefix1_11;
-  wire [39:0] prefix1_13;
-  wire [39:0] prefix1_15;
-  wire [39:0] prefix1_3;
-  wire [39:0] prefix1_5;
-  wire [39:0] prefix1_7;
-  wire [39:0] prefix1_9;
-  wire [39:0] prefix2_10;
-  wire [39:0] prefix2_11;
-  wire [39:0] prefix2_14;
-  wire [39:0] prefix2_15;
-  wire [39:0] prefix2_2;
-  wire [39:0] prefix2_3;
-  wire [39:0] prefix2_6;
-  wire [39:0] prefix2_7;
-  wire [39:0] prefix4_12;
-  wire [39:0] prefix4_13;
-  wire [39:0] prefix4_14;
-  wire [39:0] prefix4_15;
-  wire [39:0] prefix4_4;
-  wire [39:0] prefix4_5;
-  wire [39:0] prefix4_6;
-  wire [39:0] prefix4_7;
-  wire [39:0] prefix8_10;
-  wire [39:0] prefix8_11;
-  wire [39:0] prefix8_12;
-  wire [39:0] prefix8_13;
-  wire [39:0] prefix8_14;
-  wire [39:0] prefix8_15;
-  wire [39:0] prefix8_8;
-  wire [39:0] prefix8_9;
+  reg [575:0] p_word = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [39:0] q0_prefix1_1;
+  wire [39:0] q0_prefix1_11;
+  wire [39:0] q0_prefix1_13;
+  wire [39:0] q0_prefix1_15;
+  wire [39:0] q0_prefix1_3;
+  wire [39:0] q0_prefix1_5;
+  wire [39:0] q0_prefix1_7;
+  wire [39:0] q0_prefix1_9;
+  wire [39:0] q0_prefix2_10;
+  wire [39:0] q0_prefix2_11;
+  wire [39:0] q0_prefix2_14;
+  wire [39:0] q0_prefix2_15;
+  wire [39:0] q0_prefix2_2;
+  wire [39:0] q0_prefix2_3;
+  wire [39:0] q0_prefix2_6;
+  wire [39:0] q0_prefix2_7;
+  reg [39:0] q1_pre0 = 40'h0000000000;
+  reg [39:0] q1_pre1 = 40'h0000000000;
+  reg [39:0] q1_pre10 = 40'h0000000000;
+  reg [39:0] q1_pre11 = 40'h0000000000;
+  reg [39:0] q1_pre12 = 40'h0000000000;
+  reg [39:0] q1_pre13 = 40'h0000000000;
+  reg [39:0] q1_pre14 = 40'h0000000000;
+  reg [39:0] q1_pre2 = 40'h0000000000;
+  reg [39:0] q1_pre3 = 40'h0000000000;
+  reg [39:0] q1_pre4 = 40'h0000000000;
+  reg [39:0] q1_pre5 = 40'h0000000000;
+  reg [39:0] q1_pre6 = 40'h0000000000;
+  reg [39:0] q1_pre7 = 40'h0000000000;
+  reg [39:0] q1_pre8 = 40'h0000000000;
+  reg [39:0] q1_pre9 = 40'h0000000000;
+  wire [39:0] q1_prefix4_12;
+  wire [39:0] q1_prefix4_13;
+  wire [39:0] q1_prefix4_14;
+  wire [39:0] q1_prefix4_4;
+  wire [39:0] q1_prefix4_5;
+  wire [39:0] q1_prefix4_6;
+  wire [39:0] q1_prefix4_7;
+  wire [39:0] q1_prefix8_10;
+  wire [39:0] q1_prefix8_11;
+  wire [39:0] q1_prefix8_12;
+  wire [39:0] q1_prefix8_13;
+  wire [39:0] q1_prefix8_14;
+  wire [39:0] q1_prefix8_8;
+  wire [39:0] q1_prefix8_9;
+  reg [39:0] q2_pre0 = 40'h0000000000;
+  reg [39:0] q2_pre1 = 40'h0000000000;
+  reg [39:0] q2_pre10 = 40'h0000000000;
+  reg [39:0] q2_pre11 = 40'h0000000000;
+  reg [39:0] q2_pre12 = 40'h0000000000;
+  reg [39:0] q2_pre13 = 40'h0000000000;
+  reg [39:0] q2_pre14 = 40'h0000000000;
+  reg [39:0] q2_pre2 = 40'h0000000000;
+  reg [39:0] q2_pre3 = 40'h0000000000;
+  reg [39:0] q2_pre4 = 40'h0000000000;
+  reg [39:0] q2_pre5 = 40'h0000000000;
+  reg [39:0] q2_pre6 = 40'h0000000000;
+  reg [39:0] q2_pre7 = 40'h0000000000;
+  reg [39:0] q2_pre8 = 40'h0000000000;
+  reg [39:0] q2_pre9 = 40'h0000000000;
+  reg [35:0] q_child0 = 36'h000000000;
+  reg [35:0] q_child1 = 36'h000000000;
+  reg [35:0] q_child10 = 36'h000000000;
+  reg [35:0] q_child11 = 36'h000000000;
+  reg [35:0] q_child12 = 36'h000000000;
+  reg [35:0] q_child13 = 36'h000000000;
+  reg [35:0] q_child14 = 36'h000000000;
+  reg [35:0] q_child15 = 36'h000000000;
+  reg [35:0] q_child2 = 36'h000000000;
+  reg [35:0] q_child3 = 36'h000000000;
+  reg [35:0] q_child4 = 36'h000000000;
+  reg [35:0] q_child5 = 36'h000000000;
+  reg [35:0] q_child6 = 36'h000000000;
+  reg [35:0] q_child7 = 36'h000000000;
+  reg [35:0] q_child8 = 36'h000000000;
+  reg [35:0] q_child9 = 36'h000000000;
+  reg q_hit1 = 1'h0;
+  reg q_hit2 = 1'h0;
+  wire [575:0] q_new;
+  reg [575:0] q_w1 = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg [575:0] q_w2 = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [575:0] q_word;
   wire [7:0] r_addr;
   wire [7:0] rd_addr;
   wire [575:0] rd_data;
-  wire [35:0] rmw_new;
   wire [7:0] rport__addr;
   wire [575:0] rport__data;
   input rst;
@@ -6752,33 +9103,19 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   wire [40:0] s_diff9;
   wire [14:0] s_le;
   wire [15:0] s_onehot;
-  reg [39:0] s_pre0 = 40'h0000000000;
-  reg [39:0] s_pre1 = 40'h0000000000;
-  reg [39:0] s_pre10 = 40'h0000000000;
-  reg [39:0] s_pre11 = 40'h0000000000;
-  reg [39:0] s_pre12 = 40'h0000000000;
-  reg [39:0] s_pre13 = 40'h0000000000;
-  reg [39:0] s_pre14 = 40'h0000000000;
-  reg [39:0] s_pre2 = 40'h0000000000;
-  reg [39:0] s_pre3 = 40'h0000000000;
-  reg [39:0] s_pre4 = 40'h0000000000;
-  reg [39:0] s_pre5 = 40'h0000000000;
-  reg [39:0] s_pre6 = 40'h0000000000;
-  reg [39:0] s_pre7 = 40'h0000000000;
-  reg [39:0] s_pre8 = 40'h0000000000;
-  reg [39:0] s_pre9 = 40'h0000000000;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [191:0] tap_p;
-  reg [191:0] tap_p = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_p.debug ;
-  wire [32:0] \tap_p.delta ;
-  wire \tap_p.empty ;
-  wire [15:0] \tap_p.index ;
-  wire \tap_p.invalid ;
-  wire [2:0] \tap_p.level ;
+  output [959:0] taps;
+  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [191:0] \taps[0] ;
+  wire \taps[0].debug ;
+  wire [32:0] \taps[0].delta ;
+  wire \taps[0].empty ;
+  wire [15:0] \taps[0].index ;
+  wire \taps[0].invalid ;
+  wire [2:0] \taps[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -6788,24 +9125,23 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p.op ;
-  wire [31:0] \tap_p.prio ;
-  wire \tap_p.prng ;
-  wire \tap_p.read ;
-  wire \tap_p.respond ;
-  wire \tap_p.sample ;
-  wire [47:0] \tap_p.target ;
-  wire \tap_p.valid ;
-  wire [47:0] \tap_p.value ;
-  wire \tap_p.write ;
-  output [191:0] tap_s;
-  reg [191:0] tap_s = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_s.debug ;
-  wire [32:0] \tap_s.delta ;
-  wire \tap_s.empty ;
-  wire [15:0] \tap_s.index ;
-  wire \tap_s.invalid ;
-  wire [2:0] \tap_s.level ;
+  wire [2:0] \taps[0].op ;
+  wire [31:0] \taps[0].prio ;
+  wire \taps[0].prng ;
+  wire \taps[0].read ;
+  wire \taps[0].respond ;
+  wire \taps[0].sample ;
+  wire [47:0] \taps[0].target ;
+  wire \taps[0].valid ;
+  wire [47:0] \taps[0].value ;
+  wire \taps[0].write ;
+  wire [191:0] \taps[1] ;
+  wire \taps[1].debug ;
+  wire [32:0] \taps[1].delta ;
+  wire \taps[1].empty ;
+  wire [15:0] \taps[1].index ;
+  wire \taps[1].invalid ;
+  wire [2:0] \taps[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -6815,16 +9151,94 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s.op ;
-  wire [31:0] \tap_s.prio ;
-  wire \tap_s.prng ;
-  wire \tap_s.read ;
-  wire \tap_s.respond ;
-  wire \tap_s.sample ;
-  wire [47:0] \tap_s.target ;
-  wire \tap_s.valid ;
-  wire [47:0] \tap_s.value ;
-  wire \tap_s.write ;
+  wire [2:0] \taps[1].op ;
+  wire [31:0] \taps[1].prio ;
+  wire \taps[1].prng ;
+  wire \taps[1].read ;
+  wire \taps[1].respond ;
+  wire \taps[1].sample ;
+  wire [47:0] \taps[1].target ;
+  wire \taps[1].valid ;
+  wire [47:0] \taps[1].value ;
+  wire \taps[1].write ;
+  wire [191:0] \taps[2] ;
+  wire \taps[2].debug ;
+  wire [32:0] \taps[2].delta ;
+  wire \taps[2].empty ;
+  wire [15:0] \taps[2].index ;
+  wire \taps[2].invalid ;
+  wire [2:0] \taps[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[2].op ;
+  wire [31:0] \taps[2].prio ;
+  wire \taps[2].prng ;
+  wire \taps[2].read ;
+  wire \taps[2].respond ;
+  wire \taps[2].sample ;
+  wire [47:0] \taps[2].target ;
+  wire \taps[2].valid ;
+  wire [47:0] \taps[2].value ;
+  wire \taps[2].write ;
+  wire [191:0] \taps[3] ;
+  wire \taps[3].debug ;
+  wire [32:0] \taps[3].delta ;
+  wire \taps[3].empty ;
+  wire [15:0] \taps[3].index ;
+  wire \taps[3].invalid ;
+  wire [2:0] \taps[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[3].op ;
+  wire [31:0] \taps[3].prio ;
+  wire \taps[3].prng ;
+  wire \taps[3].read ;
+  wire \taps[3].respond ;
+  wire \taps[3].sample ;
+  wire [47:0] \taps[3].target ;
+  wire \taps[3].valid ;
+  wire [47:0] \taps[3].value ;
+  wire \taps[3].write ;
+  wire [191:0] \taps[4] ;
+  wire \taps[4].debug ;
+  wire [32:0] \taps[4].delta ;
+  wire \taps[4].empty ;
+  wire [15:0] \taps[4].index ;
+  wire \taps[4].invalid ;
+  wire [2:0] \taps[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[4].op ;
+  wire [31:0] \taps[4].prio ;
+  wire \taps[4].prng ;
+  wire \taps[4].read ;
+  wire \taps[4].respond ;
+  wire \taps[4].sample ;
+  wire [47:0] \taps[4].target ;
+  wire \taps[4].valid ;
+  wire [47:0] \taps[4].value ;
+  wire \taps[4].write ;
   wire [7:0] wport__addr;
   wire [575:0] wport__data;
   wire wport__en;
@@ -6842,483 +9256,818 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
 `endif
   always @(posedge clk) begin
     if (wport__en)
-      mem[wport__addr] <= wport__data;
+      mem[wport__addr] <= { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
   end
-  reg [7:0] _0_;
+  reg [575:0] _0_;
   always @(posedge clk) begin
-    _0_ <= \$6 [7:0];
+    _0_ <= mem[\$6 [7:0]];
   end
-  assign rd_data = mem[_0_];
+  assign rd_data = _0_;
   assign \$1  = i[14:12] == 2'h3;
   assign \$2  = i[8] & \$1 ;
   assign \$5  = \$2  ? \$3  : \$4 ;
   assign \$6  = i[4] ? i[30:15] : \$5 ;
-  assign \$9  = $signed({ 1'h0, \$8  }) + $signed(tap_p[95:63]);
-  assign \$10  = tap_p[14:12] == 2'h3;
-  assign \$11  = tap_p[8] & \$10 ;
-  assign \$14  = \$11  ? \$12  : \$13 ;
-  assign \$15  = tap_p[4] ? tap_p[30:15] : \$14 ;
-  assign wport__addr = sweep ? sweep_addr[7:0] : \$15 [7:0];
-  assign \$17  = ! \$16 [3:0];
-  assign \$18  = \$17  ? \$9 [35:0] : rd_data[35:0];
-  assign \$20  = \$19 [3:0] == 1'h1;
-  assign \$21  = \$20  ? \$9 [35:0] : rd_data[71:36];
-  assign \$23  = \$22 [3:0] == 2'h2;
-  assign \$24  = \$23  ? \$9 [35:0] : rd_data[107:72];
-  assign \$26  = \$25 [3:0] == 2'h3;
-  assign \$27  = \$26  ? \$9 [35:0] : rd_data[143:108];
-  assign \$29  = \$28 [3:0] == 3'h4;
-  assign \$30  = \$29  ? \$9 [35:0] : rd_data[179:144];
-  assign \$32  = \$31 [3:0] == 3'h5;
-  assign \$33  = \$32  ? \$9 [35:0] : rd_data[215:180];
-  assign \$35  = \$34 [3:0] == 3'h6;
-  assign \$36  = \$35  ? \$9 [35:0] : rd_data[251:216];
-  assign \$38  = \$37 [3:0] == 3'h7;
-  assign \$39  = \$38  ? \$9 [35:0] : rd_data[287:252];
-  assign \$41  = \$40 [3:0] == 4'h8;
-  assign \$42  = \$41  ? \$9 [35:0] : rd_data[323:288];
-  assign \$44  = \$43 [3:0] == 4'h9;
-  assign \$45  = \$44  ? \$9 [35:0] : rd_data[359:324];
-  assign \$47  = \$46 [3:0] == 4'ha;
-  assign \$48  = \$47  ? \$9 [35:0] : rd_data[395:360];
-  assign \$50  = \$49 [3:0] == 4'hb;
-  assign \$51  = \$50  ? \$9 [35:0] : rd_data[431:396];
-  assign \$53  = \$52 [3:0] == 4'hc;
-  assign \$54  = \$53  ? \$9 [35:0] : rd_data[467:432];
-  assign \$56  = \$55 [3:0] == 4'hd;
-  assign \$57  = \$56  ? \$9 [35:0] : rd_data[503:468];
-  assign \$59  = \$58 [3:0] == 4'he;
-  assign \$60  = \$59  ? \$9 [35:0] : rd_data[539:504];
-  assign \$62  = \$61 [3:0] == 4'hf;
-  assign \$63  = \$62  ? \$9 [35:0] : rd_data[575:540];
-  assign wport__data = sweep ? 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : { \$63 , \$60 , \$57 , \$54 , \$51 , \$48 , \$45 , \$42 , \$39 , \$36 , \$33 , \$30 , \$27 , \$24 , \$21 , \$18  };
-  assign \$64  = sweep_addr < 9'h100;
-  assign \$65  = sweep & \$64 ;
-  assign wport__en = \$65  | tap_p[6];
-  assign \$66  = rd_data[35:0] + rd_data[71:36];
-  assign \$67  = rd_data[107:72] + rd_data[143:108];
-  assign \$68  = rd_data[179:144] + rd_data[215:180];
-  assign \$69  = rd_data[251:216] + rd_data[287:252];
-  assign \$70  = rd_data[323:288] + rd_data[359:324];
-  assign \$71  = rd_data[395:360] + rd_data[431:396];
-  assign \$72  = rd_data[467:432] + rd_data[503:468];
-  assign \$73  = rd_data[539:504] + rd_data[575:540];
-  assign \$74  = \$66  + rd_data[107:72];
-  assign \$75  = \$66  + \$67 ;
-  assign \$76  = \$68  + rd_data[251:216];
-  assign \$77  = \$68  + \$69 ;
-  assign \$78  = \$70  + rd_data[395:360];
-  assign \$79  = \$70  + \$71 ;
-  assign \$80  = \$72  + rd_data[539:504];
-  assign \$81  = \$72  + \$73 ;
-  assign \$82  = \$75 [39:0] + rd_data[179:144];
-  assign \$83  = \$75 [39:0] + \$68 ;
-  assign \$84  = \$75 [39:0] + \$76 [39:0];
-  assign \$85  = \$75 [39:0] + \$77 [39:0];
-  assign \$86  = \$79 [39:0] + rd_data[467:432];
-  assign \$87  = \$79 [39:0] + \$72 ;
-  assign \$88  = \$79 [39:0] + \$80 [39:0];
-  assign \$89  = \$79 [39:0] + \$81 [39:0];
-  assign \$90  = \$85 [39:0] + rd_data[323:288];
-  assign \$91  = \$85 [39:0] + \$70 ;
-  assign \$92  = \$85 [39:0] + \$78 [39:0];
-  assign \$93  = \$85 [39:0] + \$79 [39:0];
-  assign \$94  = \$85 [39:0] + \$86 [39:0];
-  assign \$95  = \$85 [39:0] + \$87 [39:0];
-  assign \$96  = \$85 [39:0] + \$88 [39:0];
-  assign \$97  = \$85 [39:0] + \$89 [39:0];
-  assign s_diff0 = tap_s[135:96] - s_pre0;
-  assign s_diff1 = tap_s[135:96] - s_pre1;
-  assign s_diff2 = tap_s[135:96] - s_pre2;
-  assign s_diff3 = tap_s[135:96] - s_pre3;
-  assign s_diff4 = tap_s[135:96] - s_pre4;
-  assign s_diff5 = tap_s[135:96] - s_pre5;
-  assign s_diff6 = tap_s[135:96] - s_pre6;
-  assign s_diff7 = tap_s[135:96] - s_pre7;
-  assign s_diff8 = tap_s[135:96] - s_pre8;
-  assign s_diff9 = tap_s[135:96] - s_pre9;
-  assign s_diff10 = tap_s[135:96] - s_pre10;
-  assign s_diff11 = tap_s[135:96] - s_pre11;
-  assign s_diff12 = tap_s[135:96] - s_pre12;
-  assign s_diff13 = tap_s[135:96] - s_pre13;
-  assign s_diff14 = tap_s[135:96] - s_pre14;
-  assign \$98  = ~ s_diff0[40];
-  assign \$99  = ~ s_diff1[40];
-  assign \$100  = ~ s_diff2[40];
-  assign \$101  = ~ s_diff3[40];
-  assign \$102  = ~ s_diff4[40];
-  assign \$103  = ~ s_diff5[40];
-  assign \$104  = ~ s_diff6[40];
-  assign \$105  = ~ s_diff7[40];
-  assign \$106  = ~ s_diff8[40];
-  assign \$107  = ~ s_diff9[40];
-  assign \$108  = ~ s_diff10[40];
-  assign \$109  = ~ s_diff11[40];
-  assign \$110  = ~ s_diff12[40];
-  assign \$111  = ~ s_diff13[40];
-  assign \$112  = ~ s_diff14[40];
-  assign \$115  = \$98  & \$114 ;
-  assign \$117  = \$99  & \$116 ;
-  assign \$119  = \$100  & \$118 ;
-  assign \$121  = \$101  & \$120 ;
-  assign \$123  = \$102  & \$122 ;
-  assign \$125  = \$103  & \$124 ;
-  assign \$127  = \$104  & \$126 ;
-  assign \$129  = \$105  & \$128 ;
-  assign \$131  = \$106  & \$130 ;
-  assign \$133  = \$107  & \$132 ;
-  assign \$135  = \$108  & \$134 ;
-  assign \$137  = \$109  & \$136 ;
-  assign \$139  = \$110  & \$138 ;
-  assign \$141  = \$111  & \$140 ;
-  assign \$142  = tap_p[14:12] == 2'h3;
-  assign \$143  = tap_p[8] & \$142 ;
-  assign \$146  = \$145  | \$119 ;
-  assign \$147  = \$146  | \$123 ;
-  assign \$148  = \$147  | \$127 ;
-  assign \$149  = \$148  | \$131 ;
-  assign \$150  = \$149  | \$135 ;
-  assign \$151  = \$150  | \$139 ;
-  assign \$152  = \$151  | \$112 ;
-  assign \$154  = \$153  | \$119 ;
-  assign \$155  = \$154  | \$125 ;
-  assign \$156  = \$155  | \$127 ;
-  assign \$157  = \$156  | \$133 ;
-  assign \$158  = \$157  | \$135 ;
-  assign \$159  = \$158  | \$141 ;
-  assign \$160  = \$159  | \$112 ;
-  assign \$162  = \$161  | \$123 ;
-  assign \$163  = \$162  | \$125 ;
-  assign \$164  = \$163  | \$127 ;
-  assign \$165  = \$164  | \$137 ;
-  assign \$166  = \$165  | \$139 ;
-  assign \$167  = \$166  | \$141 ;
-  assign \$168  = \$167  | \$112 ;
-  assign \$170  = \$169  | \$131 ;
-  assign \$171  = \$170  | \$133 ;
-  assign \$172  = \$171  | \$135 ;
-  assign \$173  = \$172  | \$137 ;
-  assign \$174  = \$173  | \$139 ;
-  assign \$175  = \$174  | \$141 ;
-  assign \$176  = \$175  | \$112 ;
-  assign \$177  = \$113  ? tap_s[135:96] : 40'h0000000000;
-  assign \$179  = \$115  ? s_diff0[35:0] : 36'h000000000;
-  assign \$180  = \$178  | { 4'h0, \$179  };
-  assign \$181  = \$117  ? s_diff1[35:0] : 36'h000000000;
-  assign \$182  = \$180  | { 4'h0, \$181  };
-  assign \$183  = \$119  ? s_diff2[35:0] : 36'h000000000;
-  assign \$184  = \$182  | { 4'h0, \$183  };
-  assign \$185  = \$121  ? s_diff3[35:0] : 36'h000000000;
-  assign \$186  = \$184  | { 4'h0, \$185  };
-  assign \$187  = \$123  ? s_diff4[35:0] : 36'h000000000;
-  assign \$188  = \$186  | { 4'h0, \$187  };
-  assign \$189  = \$125  ? s_diff5[35:0] : 36'h000000000;
-  assign \$190  = \$188  | { 4'h0, \$189  };
-  assign \$191  = \$127  ? s_diff6[35:0] : 36'h000000000;
-  assign \$192  = \$190  | { 4'h0, \$191  };
-  assign \$193  = \$129  ? s_diff7[35:0] : 36'h000000000;
-  assign \$194  = \$192  | { 4'h0, \$193  };
-  assign \$195  = \$131  ? s_diff8[35:0] : 36'h000000000;
-  assign \$196  = \$194  | { 4'h0, \$195  };
-  assign \$197  = \$133  ? s_diff9[35:0] : 36'h000000000;
-  assign \$198  = \$196  | { 4'h0, \$197  };
-  assign \$199  = \$135  ? s_diff10[35:0] : 36'h000000000;
-  assign \$200  = \$198  | { 4'h0, \$199  };
-  assign \$201  = \$137  ? s_diff11[35:0] : 36'h000000000;
-  assign \$202  = \$200  | { 4'h0, \$201  };
-  assign \$203  = \$139  ? s_diff12[35:0] : 36'h000000000;
-  assign \$204  = \$202  | { 4'h0, \$203  };
-  assign \$205  = \$141  ? s_diff13[35:0] : 36'h000000000;
-  assign \$206  = \$204  | { 4'h0, \$205  };
-  assign \$207  = s_diff14[40] ? 36'h000000000 : s_diff14[35:0];
-  assign \$208  = \$206  | { 4'h0, \$207  };
+  assign \$7  = q_hit2 ? q_w2 : p_word;
+  assign \$8  = q_hit1 ? q_w1 : \$7 ;
+  assign q_word = sweep ? 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 : \$8 ;
+  assign \$10  = ! \$9 [3:0];
+  assign \$11  = taps[198] & \$10 ;
+  assign \$12  = \$11  ? taps[287:255] : 33'h000000000;
+  assign \$13  = $signed({ 1'h0, q_word[35:0] }) + $signed(\$12 );
+  assign \$15  = \$14 [3:0] == 1'h1;
+  assign \$16  = taps[198] & \$15 ;
+  assign \$17  = \$16  ? taps[287:255] : 33'h000000000;
+  assign \$18  = $signed({ 1'h0, q_word[71:36] }) + $signed(\$17 );
+  assign \$20  = \$19 [3:0] == 2'h2;
+  assign \$21  = taps[198] & \$20 ;
+  assign \$22  = \$21  ? taps[287:255] : 33'h000000000;
+  assign \$23  = $signed({ 1'h0, q_word[107:72] }) + $signed(\$22 );
+  assign \$25  = \$24 [3:0] == 2'h3;
+  assign \$26  = taps[198] & \$25 ;
+  assign \$27  = \$26  ? taps[287:255] : 33'h000000000;
+  assign \$28  = $signed({ 1'h0, q_word[143:108] }) + $signed(\$27 );
+  assign \$30  = \$29 [3:0] == 3'h4;
+  assign \$31  = taps[198] & \$30 ;
+  assign \$32  = \$31  ? taps[287:255] : 33'h000000000;
+  assign \$33  = $signed({ 1'h0, q_word[179:144] }) + $signed(\$32 );
+  assign \$35  = \$34 [3:0] == 3'h5;
+  assign \$36  = taps[198] & \$35 ;
+  assign \$37  = \$36  ? taps[287:255] : 33'h000000000;
+  assign \$38  = $signed({ 1'h0, q_word[215:180] }) + $signed(\$37 );
+  assign \$40  = \$39 [3:0] == 3'h6;
+  assign \$41  = taps[198] & \$40 ;
+  assign \$42  = \$41  ? taps[287:255] : 33'h000000000;
+  assign \$43  = $signed({ 1'h0, q_word[251:216] }) + $signed(\$42 );
+  assign \$45  = \$44 [3:0] == 3'h7;
+  assign \$46  = taps[198] & \$45 ;
+  assign \$47  = \$46  ? taps[287:255] : 33'h000000000;
+  assign \$48  = $signed({ 1'h0, q_word[287:252] }) + $signed(\$47 );
+  assign \$50  = \$49 [3:0] == 4'h8;
+  assign \$51  = taps[198] & \$50 ;
+  assign \$52  = \$51  ? taps[287:255] : 33'h000000000;
+  assign \$53  = $signed({ 1'h0, q_word[323:288] }) + $signed(\$52 );
+  assign \$55  = \$54 [3:0] == 4'h9;
+  assign \$56  = taps[198] & \$55 ;
+  assign \$57  = \$56  ? taps[287:255] : 33'h000000000;
+  assign \$58  = $signed({ 1'h0, q_word[359:324] }) + $signed(\$57 );
+  assign \$60  = \$59 [3:0] == 4'ha;
+  assign \$61  = taps[198] & \$60 ;
+  assign \$62  = \$61  ? taps[287:255] : 33'h000000000;
+  assign \$63  = $signed({ 1'h0, q_word[395:360] }) + $signed(\$62 );
+  assign \$65  = \$64 [3:0] == 4'hb;
+  assign \$66  = taps[198] & \$65 ;
+  assign \$67  = \$66  ? taps[287:255] : 33'h000000000;
+  assign \$68  = $signed({ 1'h0, q_word[431:396] }) + $signed(\$67 );
+  assign \$70  = \$69 [3:0] == 4'hc;
+  assign \$71  = taps[198] & \$70 ;
+  assign \$72  = \$71  ? taps[287:255] : 33'h000000000;
+  assign \$73  = $signed({ 1'h0, q_word[467:432] }) + $signed(\$72 );
+  assign \$75  = \$74 [3:0] == 4'hd;
+  assign \$76  = taps[198] & \$75 ;
+  assign \$77  = \$76  ? taps[287:255] : 33'h000000000;
+  assign \$78  = $signed({ 1'h0, q_word[503:468] }) + $signed(\$77 );
+  assign \$80  = \$79 [3:0] == 4'he;
+  assign \$81  = taps[198] & \$80 ;
+  assign \$82  = \$81  ? taps[287:255] : 33'h000000000;
+  assign \$83  = $signed({ 1'h0, q_word[539:504] }) + $signed(\$82 );
+  assign \$85  = \$84 [3:0] == 4'hf;
+  assign \$86  = taps[198] & \$85 ;
+  assign \$87  = \$86  ? taps[287:255] : 33'h000000000;
+  assign \$88  = $signed({ 1'h0, q_word[575:540] }) + $signed(\$87 );
+  assign \$89  = taps[206:204] == 2'h3;
+  assign \$90  = taps[200] & \$89 ;
+  assign \$93  = \$90  ? \$91  : \$92 ;
+  assign \$94  = taps[196] ? taps[222:207] : \$93 ;
+  assign wport__addr = sweep ? sweep_addr[7:0] : \$94 [7:0];
+  assign \$95  = sweep_addr < 9'h100;
+  assign \$96  = sweep & \$95 ;
+  assign wport__en = \$96  | taps[198];
+  assign \$97  = q_child0 + q_child1;
+  assign \$98  = q_child2 + q_child3;
+  assign \$99  = q_child4 + q_child5;
+  assign \$100  = q_child6 + q_child7;
+  assign \$101  = q_child8 + q_child9;
+  assign \$102  = q_child10 + q_child11;
+  assign \$103  = q_child12 + q_child13;
+  assign \$104  = q_child14 + q_child15;
+  assign \$105  = \$97  + q_child2;
+  assign \$106  = \$97  + \$98 ;
+  assign \$107  = \$99  + q_child6;
+  assign \$108  = \$99  + \$100 ;
+  assign \$109  = \$101  + q_child10;
+  assign \$110  = \$101  + \$102 ;
+  assign \$111  = \$103  + q_child14;
+  assign \$112  = \$103  + \$104 ;
+  assign \$113  = q1_pre3 + q1_pre4;
+  assign \$114  = q1_pre3 + q1_pre5;
+  assign \$115  = q1_pre3 + q1_pre6;
+  assign \$116  = q1_pre3 + q1_pre7;
+  assign \$117  = q1_pre11 + q1_pre12;
+  assign \$118  = q1_pre11 + q1_pre13;
+  assign \$119  = q1_pre11 + q1_pre14;
+  assign \$120  = \$116 [39:0] + q1_pre8;
+  assign \$121  = \$116 [39:0] + q1_pre9;
+  assign \$122  = \$116 [39:0] + q1_pre10;
+  assign \$123  = \$116 [39:0] + q1_pre11;
+  assign \$124  = \$116 [39:0] + \$117 [39:0];
+  assign \$125  = \$116 [39:0] + \$118 [39:0];
+  assign \$126  = \$116 [39:0] + \$119 [39:0];
+  assign s_diff0 = taps[903:864] - q2_pre0;
+  assign s_diff1 = taps[903:864] - q2_pre1;
+  assign s_diff2 = taps[903:864] - q2_pre2;
+  assign s_diff3 = taps[903:864] - q2_pre3;
+  assign s_diff4 = taps[903:864] - q2_pre4;
+  assign s_diff5 = taps[903:864] - q2_pre5;
+  assign s_diff6 = taps[903:864] - q2_pre6;
+  assign s_diff7 = taps[903:864] - q2_pre7;
+  assign s_diff8 = taps[903:864] - q2_pre8;
+  assign s_diff9 = taps[903:864] - q2_pre9;
+  assign s_diff10 = taps[903:864] - q2_pre10;
+  assign s_diff11 = taps[903:864] - q2_pre11;
+  assign s_diff12 = taps[903:864] - q2_pre12;
+  assign s_diff13 = taps[903:864] - q2_pre13;
+  assign s_diff14 = taps[903:864] - q2_pre14;
+  assign \$127  = ~ s_diff0[40];
+  assign \$128  = ~ s_diff1[40];
+  assign \$129  = ~ s_diff2[40];
+  assign \$130  = ~ s_diff3[40];
+  assign \$131  = ~ s_diff4[40];
+  assign \$132  = ~ s_diff5[40];
+  assign \$133  = ~ s_diff6[40];
+  assign \$134  = ~ s_diff7[40];
+  assign \$135  = ~ s_diff8[40];
+  assign \$136  = ~ s_diff9[40];
+  assign \$137  = ~ s_diff10[40];
+  assign \$138  = ~ s_diff11[40];
+  assign \$139  = ~ s_diff12[40];
+  assign \$140  = ~ s_diff13[40];
+  assign \$141  = ~ s_diff14[40];
+  assign \$144  = \$127  & \$143 ;
+  assign \$146  = \$128  & \$145 ;
+  assign \$148  = \$129  & \$147 ;
+  assign \$150  = \$130  & \$149 ;
+  assign \$152  = \$131  & \$151 ;
+  assign \$154  = \$132  & \$153 ;
+  assign \$156  = \$133  & \$155 ;
+  assign \$158  = \$134  & \$157 ;
+  assign \$160  = \$135  & \$159 ;
+  assign \$162  = \$136  & \$161 ;
+  assign \$164  = \$137  & \$163 ;
+  assign \$166  = \$138  & \$165 ;
+  assign \$168  = \$139  & \$167 ;
+  assign \$170  = \$140  & \$169 ;
+  assign \$171  = taps[206:204] == 2'h3;
+  assign \$172  = taps[200] & \$171 ;
+  assign \$175  = \$172  ? \$173  : \$174 ;
+  assign \$176  = taps[196] ? taps[222:207] : \$175 ;
+  assign \$177  = taps[14:12] == 2'h3;
+  assign \$178  = taps[8] & \$177 ;
+  assign \$181  = \$178  ? \$179  : \$180 ;
+  assign \$182  = taps[4] ? taps[30:15] : \$181 ;
+  assign \$183  = \$176 [7:0] == \$182 [7:0];
+  assign \$184  = taps[198] & \$183 ;
+  assign \$185  = taps[398:396] == 2'h3;
+  assign \$186  = taps[392] & \$185 ;
+  assign \$189  = \$186  ? \$187  : \$188 ;
+  assign \$190  = taps[388] ? taps[414:399] : \$189 ;
+  assign \$191  = taps[14:12] == 2'h3;
+  assign \$192  = taps[8] & \$191 ;
+  assign \$195  = \$192  ? \$193  : \$194 ;
+  assign \$196  = taps[4] ? taps[30:15] : \$195 ;
+  assign \$197  = \$190 [7:0] == \$196 [7:0];
+  assign \$198  = taps[390] & \$197 ;
+  assign \$199  = taps[206:204] == 2'h3;
+  assign \$200  = taps[200] & \$199 ;
+  assign \$203  = \$202  | \$148 ;
+  assign \$204  = \$203  | \$152 ;
+  assign \$205  = \$204  | \$156 ;
+  assign \$206  = \$205  | \$160 ;
+  assign \$207  = \$206  | \$164 ;
+  assign \$208  = \$207  | \$168 ;
+  assign \$209  = \$208  | \$141 ;
+  assign \$211  = \$210  | \$148 ;
+  assign \$212  = \$211  | \$154 ;
+  assign \$213  = \$212  | \$156 ;
+  assign \$214  = \$213  | \$162 ;
+  assign \$215  = \$214  | \$164 ;
+  assign \$216  = \$215  | \$170 ;
+  assign \$217  = \$216  | \$141 ;
+  assign \$219  = \$218  | \$152 ;
+  assign \$220  = \$219  | \$154 ;
+  assign \$221  = \$220  | \$156 ;
+  assign \$222  = \$221  | \$166 ;
+  assign \$223  = \$222  | \$168 ;
+  assign \$224  = \$223  | \$170 ;
+  assign \$225  = \$224  | \$141 ;
+  assign \$227  = \$226  | \$160 ;
+  assign \$228  = \$227  | \$162 ;
+  assign \$229  = \$228  | \$164 ;
+  assign \$230  = \$229  | \$166 ;
+  assign \$231  = \$230  | \$168 ;
+  assign \$232  = \$231  | \$170 ;
+  assign \$233  = \$232  | \$141 ;
+  assign \$234  = \$142  ? taps[903:864] : 40'h0000000000;
+  assign \$236  = \$144  ? s_diff0[35:0] : 36'h000000000;
+  assign \$237  = \$235  | { 4'h0, \$236  };
+  assign \$238  = \$146  ? s_diff1[35:0] : 36'h000000000;
+  assign \$239  = \$237  | { 4'h0, \$238  };
+  assign \$240  = \$148  ? s_diff2[35:0] : 36'h000000000;
+  assign \$241  = \$239  | { 4'h0, \$240  };
+  assign \$242  = \$150  ? s_diff3[35:0] : 36'h000000000;
+  assign \$243  = \$241  | { 4'h0, \$242  };
+  assign \$244  = \$152  ? s_diff4[35:0] : 36'h000000000;
+  assign \$245  = \$243  | { 4'h0, \$244  };
+  assign \$246  = \$154  ? s_diff5[35:0] : 36'h000000000;
+  assign \$247  = \$245  | { 4'h0, \$246  };
+  assign \$248  = \$156  ? s_diff6[35:0] : 36'h000000000;
+  assign \$249  = \$247  | { 4'h0, \$248  };
+  assign \$250  = \$158  ? s_diff7[35:0] : 36'h000000000;
+  assign \$251  = \$249  | { 4'h0, \$250  };
+  assign \$252  = \$160  ? s_diff8[35:0] : 36'h000000000;
+  assign \$253  = \$251  | { 4'h0, \$252  };
+  assign \$254  = \$162  ? s_diff9[35:0] : 36'h000000000;
+  assign \$255  = \$253  | { 4'h0, \$254  };
+  assign \$256  = \$164  ? s_diff10[35:0] : 36'h000000000;
+  assign \$257  = \$255  | { 4'h0, \$256  };
+  assign \$258  = \$166  ? s_diff11[35:0] : 36'h000000000;
+  assign \$259  = \$257  | { 4'h0, \$258  };
+  assign \$260  = \$168  ? s_diff12[35:0] : 36'h000000000;
+  assign \$261  = \$259  | { 4'h0, \$260  };
+  assign \$262  = \$170  ? s_diff13[35:0] : 36'h000000000;
+  assign \$263  = \$261  | { 4'h0, \$262  };
+  assign \$264  = s_diff14[40] ? 36'h000000000 : s_diff14[35:0];
+  assign \$265  = \$263  | { 4'h0, \$264  };
   always @(posedge clk)
-    tap_p <= \$209 ;
+    taps <= \$266 ;
   always @(posedge clk)
-    tap_s <= \$210 ;
+    p_word <= \$267 ;
   always @(posedge clk)
-    s_pre0 <= \$211 ;
+    q_hit1 <= \$268 ;
   always @(posedge clk)
-    s_pre1 <= \$212 ;
+    q_hit2 <= \$269 ;
   always @(posedge clk)
-    s_pre2 <= \$213 ;
+    q_w1 <= \$270 ;
   always @(posedge clk)
-    s_pre3 <= \$214 ;
+    q_w2 <= \$271 ;
   always @(posedge clk)
-    s_pre4 <= \$215 ;
+    q_child0 <= \$272 ;
   always @(posedge clk)
-    s_pre5 <= \$216 ;
+    q_child1 <= \$273 ;
   always @(posedge clk)
-    s_pre6 <= \$217 ;
+    q_child2 <= \$274 ;
   always @(posedge clk)
-    s_pre7 <= \$218 ;
+    q_child3 <= \$275 ;
   always @(posedge clk)
-    s_pre8 <= \$219 ;
+    q_child4 <= \$276 ;
   always @(posedge clk)
-    s_pre9 <= \$220 ;
+    q_child5 <= \$277 ;
   always @(posedge clk)
-    s_pre10 <= \$221 ;
+    q_child6 <= \$278 ;
   always @(posedge clk)
-    s_pre11 <= \$222 ;
+    q_child7 <= \$279 ;
   always @(posedge clk)
-    s_pre12 <= \$223 ;
+    q_child8 <= \$280 ;
   always @(posedge clk)
-    s_pre13 <= \$224 ;
+    q_child9 <= \$281 ;
   always @(posedge clk)
-    s_pre14 <= \$225 ;
+    q_child10 <= \$282 ;
   always @(posedge clk)
-    o <= \$226 ;
+    q_child11 <= \$283 ;
+  always @(posedge clk)
+    q_child12 <= \$284 ;
+  always @(posedge clk)
+    q_child13 <= \$285 ;
+  always @(posedge clk)
+    q_child14 <= \$286 ;
+  always @(posedge clk)
+    q_child15 <= \$287 ;
+  always @(posedge clk)
+    q1_pre0 <= \$288 ;
+  always @(posedge clk)
+    q1_pre1 <= \$289 ;
+  always @(posedge clk)
+    q1_pre2 <= \$290 ;
+  always @(posedge clk)
+    q1_pre3 <= \$291 ;
+  always @(posedge clk)
+    q1_pre4 <= \$292 ;
+  always @(posedge clk)
+    q1_pre5 <= \$293 ;
+  always @(posedge clk)
+    q1_pre6 <= \$294 ;
+  always @(posedge clk)
+    q1_pre7 <= \$295 ;
+  always @(posedge clk)
+    q1_pre8 <= \$296 ;
+  always @(posedge clk)
+    q1_pre9 <= \$297 ;
+  always @(posedge clk)
+    q1_pre10 <= \$298 ;
+  always @(posedge clk)
+    q1_pre11 <= \$299 ;
+  always @(posedge clk)
+    q1_pre12 <= \$300 ;
+  always @(posedge clk)
+    q1_pre13 <= \$301 ;
+  always @(posedge clk)
+    q1_pre14 <= \$302 ;
+  always @(posedge clk)
+    q2_pre0 <= \$303 ;
+  always @(posedge clk)
+    q2_pre1 <= \$304 ;
+  always @(posedge clk)
+    q2_pre2 <= \$305 ;
+  always @(posedge clk)
+    q2_pre3 <= \$306 ;
+  always @(posedge clk)
+    q2_pre4 <= \$307 ;
+  always @(posedge clk)
+    q2_pre5 <= \$308 ;
+  always @(posedge clk)
+    q2_pre6 <= \$309 ;
+  always @(posedge clk)
+    q2_pre7 <= \$310 ;
+  always @(posedge clk)
+    q2_pre8 <= \$311 ;
+  always @(posedge clk)
+    q2_pre9 <= \$312 ;
+  always @(posedge clk)
+    q2_pre10 <= \$313 ;
+  always @(posedge clk)
+    q2_pre11 <= \$314 ;
+  always @(posedge clk)
+    q2_pre12 <= \$315 ;
+  always @(posedge clk)
+    q2_pre13 <= \$316 ;
+  always @(posedge clk)
+    q2_pre14 <= \$317 ;
+  always @(posedge clk)
+    o <= \$318 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
-    casez (\$7 [3:0])
+    casez (taps[210:207])
       4'h0:
-          \$8  = rd_data[35:0];
+          \$201  = q_word[35:0];
       4'h1:
-          \$8  = rd_data[71:36];
+          \$201  = q_word[71:36];
       4'h2:
-          \$8  = rd_data[107:72];
+          \$201  = q_word[107:72];
       4'h3:
-          \$8  = rd_data[143:108];
+          \$201  = q_word[143:108];
       4'h4:
-          \$8  = rd_data[179:144];
+          \$201  = q_word[179:144];
       4'h5:
-          \$8  = rd_data[215:180];
+          \$201  = q_word[215:180];
       4'h6:
-          \$8  = rd_data[251:216];
+          \$201  = q_word[251:216];
       4'h7:
-          \$8  = rd_data[287:252];
+          \$201  = q_word[287:252];
       4'h8:
-          \$8  = rd_data[323:288];
+          \$201  = q_word[323:288];
       4'h9:
-          \$8  = rd_data[359:324];
+          \$201  = q_word[359:324];
       4'ha:
-          \$8  = rd_data[395:360];
+          \$201  = q_word[395:360];
       4'hb:
-          \$8  = rd_data[431:396];
+          \$201  = q_word[431:396];
       4'hc:
-          \$8  = rd_data[467:432];
+          \$201  = q_word[467:432];
       4'hd:
-          \$8  = rd_data[503:468];
+          \$201  = q_word[503:468];
       4'he:
-          \$8  = rd_data[539:504];
+          \$201  = q_word[539:504];
       4'hf:
-          \$8  = rd_data[575:540];
+          \$201  = q_word[575:540];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tap_p[18:15])
-      4'h0:
-          \$144  = rd_data[35:0];
-      4'h1:
-          \$144  = rd_data[71:36];
-      4'h2:
-          \$144  = rd_data[107:72];
-      4'h3:
-          \$144  = rd_data[143:108];
-      4'h4:
-          \$144  = rd_data[179:144];
-      4'h5:
-          \$144  = rd_data[215:180];
-      4'h6:
-          \$144  = rd_data[251:216];
-      4'h7:
-          \$144  = rd_data[287:252];
-      4'h8:
-          \$144  = rd_data[323:288];
-      4'h9:
-          \$144  = rd_data[359:324];
-      4'ha:
-          \$144  = rd_data[395:360];
-      4'hb:
-          \$144  = rd_data[431:396];
-      4'hc:
-          \$144  = rd_data[467:432];
-      4'hd:
-          \$144  = rd_data[503:468];
-      4'he:
-          \$144  = rd_data[539:504];
-      4'hf:
-          \$144  = rd_data[575:540];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$209  = i;
+    \$266 [191:0] = i;
+    \$266 [383:192] = taps[191:0];
+    \$266 [575:384] = taps[383:192];
+    if (\$200 ) begin
+      \$266 [575:528] = { 12'h000, \$201  };
+    end
+    begin
+      begin
+        \$266 [767:576] = taps[575:384];
+        \$266 [959:768] = taps[767:576];
+      end
+    end
     if (rst) begin
-      \$209  = 192'h000000000000000000000000000000000000000000000000;
+      \$266  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$210  = tap_p;
-    if (\$143 ) begin
-      \$210 [191:144] = { 12'h000, \$144  };
-    end
+    \$267  = rd_data;
     if (rst) begin
-      \$210  = 192'h000000000000000000000000000000000000000000000000;
+      \$267  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$211  = { 4'h0, rd_data[35:0] };
+    \$268  = \$184 ;
     if (rst) begin
-      \$211  = 40'h0000000000;
+      \$268  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$212  = { 3'h0, \$66  };
+    \$269  = \$198 ;
     if (rst) begin
-      \$212  = 40'h0000000000;
+      \$269  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$213  = \$74 [39:0];
+    \$270  = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
     if (rst) begin
-      \$213  = 40'h0000000000;
+      \$270  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$214  = \$75 [39:0];
+    \$271  = q_w1;
     if (rst) begin
-      \$214  = 40'h0000000000;
+      \$271  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$215  = \$82 [39:0];
+    \$272  = q_word[35:0];
     if (rst) begin
-      \$215  = 40'h0000000000;
+      \$272  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$216  = \$83 [39:0];
+    \$273  = q_word[71:36];
     if (rst) begin
-      \$216  = 40'h0000000000;
+      \$273  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$217  = \$84 [39:0];
+    \$274  = q_word[107:72];
     if (rst) begin
-      \$217  = 40'h0000000000;
+      \$274  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$218  = \$85 [39:0];
+    \$275  = q_word[143:108];
     if (rst) begin
-      \$218  = 40'h0000000000;
+      \$275  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$219  = \$90 [39:0];
+    \$276  = q_word[179:144];
     if (rst) begin
-      \$219  = 40'h0000000000;
+      \$276  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$220  = \$91 [39:0];
+    \$277  = q_word[215:180];
     if (rst) begin
-      \$220  = 40'h0000000000;
+      \$277  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$221  = \$92 [39:0];
+    \$278  = q_word[251:216];
     if (rst) begin
-      \$221  = 40'h0000000000;
+      \$278  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$222  = \$93 [39:0];
+    \$279  = q_word[287:252];
     if (rst) begin
-      \$222  = 40'h0000000000;
+      \$279  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$223  = \$94 [39:0];
+    \$280  = q_word[323:288];
     if (rst) begin
-      \$223  = 40'h0000000000;
+      \$280  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$224  = \$95 [39:0];
+    \$281  = q_word[359:324];
     if (rst) begin
-      \$224  = 40'h0000000000;
+      \$281  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$225  = \$96 [39:0];
+    \$282  = q_word[395:360];
     if (rst) begin
-      \$225  = 40'h0000000000;
+      \$282  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$226  = tap_s;
-    if (tap_s[4]) begin
-      \$226 [30:15] = { tap_s[26:15], \$176 , \$168 , \$160 , \$152  };
-      \$226 [143:96] = { 12'h000, \$208 [35:0] };
+    \$283  = q_word[431:396];
+    if (rst) begin
+      \$283  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$284  = q_word[467:432];
+    if (rst) begin
+      \$284  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$285  = q_word[503:468];
+    if (rst) begin
+      \$285  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$286  = q_word[539:504];
+    if (rst) begin
+      \$286  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$287  = q_word[575:540];
+    if (rst) begin
+      \$287  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$288  = { 4'h0, q_child0 };
+    if (rst) begin
+      \$288  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$289  = { 3'h0, \$97  };
+    if (rst) begin
+      \$289  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$290  = \$105 [39:0];
+    if (rst) begin
+      \$290  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$291  = \$106 [39:0];
+    if (rst) begin
+      \$291  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$292  = { 4'h0, q_child4 };
+    if (rst) begin
+      \$292  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$293  = { 3'h0, \$99  };
+    if (rst) begin
+      \$293  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$294  = \$107 [39:0];
+    if (rst) begin
+      \$294  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$295  = \$108 [39:0];
+    if (rst) begin
+      \$295  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$296  = { 4'h0, q_child8 };
+    if (rst) begin
+      \$296  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$297  = { 3'h0, \$101  };
+    if (rst) begin
+      \$297  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$298  = \$109 [39:0];
+    if (rst) begin
+      \$298  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$299  = \$110 [39:0];
+    if (rst) begin
+      \$299  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$300  = { 4'h0, q_child12 };
+    if (rst) begin
+      \$300  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$301  = { 3'h0, \$103  };
+    if (rst) begin
+      \$301  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$302  = \$111 [39:0];
+    if (rst) begin
+      \$302  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$303  = q1_pre0;
+    if (rst) begin
+      \$303  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$304  = q1_pre1;
+    if (rst) begin
+      \$304  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$305  = q1_pre2;
+    if (rst) begin
+      \$305  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$306  = q1_pre3;
+    if (rst) begin
+      \$306  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$307  = \$113 [39:0];
+    if (rst) begin
+      \$307  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$308  = \$114 [39:0];
+    if (rst) begin
+      \$308  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$309  = \$115 [39:0];
+    if (rst) begin
+      \$309  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$310  = \$116 [39:0];
+    if (rst) begin
+      \$310  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$311  = \$120 [39:0];
+    if (rst) begin
+      \$311  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$312  = \$121 [39:0];
+    if (rst) begin
+      \$312  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$313  = \$122 [39:0];
+    if (rst) begin
+      \$313  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$314  = \$123 [39:0];
+    if (rst) begin
+      \$314  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$315  = \$124 [39:0];
+    if (rst) begin
+      \$315  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$316  = \$125 [39:0];
+    if (rst) begin
+      \$316  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$317  = \$126 [39:0];
+    if (rst) begin
+      \$317  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$318  = taps[959:768];
+    if (taps[772]) begin
+      \$318 [30:15] = { taps[794:783], \$233 , \$225 , \$217 , \$209  };
+      \$318 [143:96] = { 12'h000, \$265 [35:0] };
     end
     if (rst) begin
-      \$226  = 192'h000000000000000000000000000000000000000000000000;
+      \$318  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign wr_addr = wport__addr;
-  assign wr_data = wport__data;
+  assign wport__data = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
+  assign wr_data = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
   assign wr_en = wport__en;
   assign rport__addr = \$6 [7:0];
   assign rd_addr = \$6 [7:0];
   assign rport__data = rd_data;
   assign r_addr = \$6 [7:0];
-  assign rmw_new = \$9 [35:0];
-  assign prefix1_1 = { 3'h0, \$66  };
-  assign prefix1_3 = { 3'h0, \$67  };
-  assign prefix1_5 = { 3'h0, \$68  };
-  assign prefix1_7 = { 3'h0, \$69  };
-  assign prefix1_9 = { 3'h0, \$70  };
-  assign prefix1_11 = { 3'h0, \$71  };
-  assign prefix1_13 = { 3'h0, \$72  };
-  assign prefix1_15 = { 3'h0, \$73  };
-  assign prefix2_2 = \$74 [39:0];
-  assign prefix2_3 = \$75 [39:0];
-  assign prefix2_6 = \$76 [39:0];
-  assign prefix2_7 = \$77 [39:0];
-  assign prefix2_10 = \$78 [39:0];
-  assign prefix2_11 = \$79 [39:0];
-  assign prefix2_14 = \$80 [39:0];
-  assign prefix2_15 = \$81 [39:0];
-  assign prefix4_4 = \$82 [39:0];
-  assign prefix4_5 = \$83 [39:0];
-  assign prefix4_6 = \$84 [39:0];
-  assign prefix4_7 = \$85 [39:0];
-  assign prefix4_12 = \$86 [39:0];
-  assign prefix4_13 = \$87 [39:0];
-  assign prefix4_14 = \$88 [39:0];
-  assign prefix4_15 = \$89 [39:0];
-  assign prefix8_8 = \$90 [39:0];
-  assign prefix8_9 = \$91 [39:0];
-  assign prefix8_10 = \$92 [39:0];
-  assign prefix8_11 = \$93 [39:0];
-  assign prefix8_12 = \$94 [39:0];
-  assign prefix8_13 = \$95 [39:0];
-  assign prefix8_14 = \$96 [39:0];
-  assign prefix8_15 = \$97 [39:0];
-  assign s_le = { \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98  };
-  assign s_onehot = { \$112 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127 , \$125 , \$123 , \$121 , \$119 , \$117 , \$115 , \$113  };
+  assign q_new = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
+  assign q0_prefix1_1 = { 3'h0, \$97  };
+  assign q0_prefix1_3 = { 3'h0, \$98  };
+  assign q0_prefix1_5 = { 3'h0, \$99  };
+  assign q0_prefix1_7 = { 3'h0, \$100  };
+  assign q0_prefix1_9 = { 3'h0, \$101  };
+  assign q0_prefix1_11 = { 3'h0, \$102  };
+  assign q0_prefix1_13 = { 3'h0, \$103  };
+  assign q0_prefix1_15 = { 3'h0, \$104  };
+  assign q0_prefix2_2 = \$105 [39:0];
+  assign q0_prefix2_3 = \$106 [39:0];
+  assign q0_prefix2_6 = \$107 [39:0];
+  assign q0_prefix2_7 = \$108 [39:0];
+  assign q0_prefix2_10 = \$109 [39:0];
+  assign q0_prefix2_11 = \$110 [39:0];
+  assign q0_prefix2_14 = \$111 [39:0];
+  assign q0_prefix2_15 = \$112 [39:0];
+  assign q1_prefix4_4 = \$113 [39:0];
+  assign q1_prefix4_5 = \$114 [39:0];
+  assign q1_prefix4_6 = \$115 [39:0];
+  assign q1_prefix4_7 = \$116 [39:0];
+  assign q1_prefix4_12 = \$117 [39:0];
+  assign q1_prefix4_13 = \$118 [39:0];
+  assign q1_prefix4_14 = \$119 [39:0];
+  assign q1_prefix8_8 = \$120 [39:0];
+  assign q1_prefix8_9 = \$121 [39:0];
+  assign q1_prefix8_10 = \$122 [39:0];
+  assign q1_prefix8_11 = \$123 [39:0];
+  assign q1_prefix8_12 = \$124 [39:0];
+  assign q1_prefix8_13 = \$125 [39:0];
+  assign q1_prefix8_14 = \$126 [39:0];
+  assign s_le = { \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127  };
+  assign s_onehot = { \$141 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160 , \$158 , \$156 , \$154 , \$152 , \$150 , \$148 , \$146 , \$144 , \$142  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -7335,38 +10084,91 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   assign \i.delta  = i[95:63];
   assign \i.target  = i[143:96];
   assign \i.value  = i[191:144];
-  assign \tap_p.valid  = tap_p[0];
-  assign \tap_p.op  = tap_p[3:1];
-  assign \tap_p.sample  = tap_p[4];
-  assign \tap_p.prng  = tap_p[5];
-  assign \tap_p.write  = tap_p[6];
-  assign \tap_p.read  = tap_p[7];
-  assign \tap_p.debug  = tap_p[8];
-  assign \tap_p.respond  = tap_p[9];
-  assign \tap_p.empty  = tap_p[10];
-  assign \tap_p.invalid  = tap_p[11];
-  assign \tap_p.level  = tap_p[14:12];
-  assign \tap_p.index  = tap_p[30:15];
-  assign \tap_p.prio  = tap_p[62:31];
-  assign \tap_p.delta  = tap_p[95:63];
-  assign \tap_p.target  = tap_p[143:96];
-  assign \tap_p.value  = tap_p[191:144];
-  assign \tap_s.valid  = tap_s[0];
-  assign \tap_s.op  = tap_s[3:1];
-  assign \tap_s.sample  = tap_s[4];
-  assign \tap_s.prng  = tap_s[5];
-  assign \tap_s.write  = tap_s[6];
-  assign \tap_s.read  = tap_s[7];
-  assign \tap_s.debug  = tap_s[8];
-  assign \tap_s.respond  = tap_s[9];
-  assign \tap_s.empty  = tap_s[10];
-  assign \tap_s.invalid  = tap_s[11];
-  assign \tap_s.level  = tap_s[14:12];
-  assign \tap_s.index  = tap_s[30:15];
-  assign \tap_s.prio  = tap_s[62:31];
-  assign \tap_s.delta  = tap_s[95:63];
-  assign \tap_s.target  = tap_s[143:96];
-  assign \tap_s.value  = tap_s[191:144];
+  assign \taps[0]  = taps[191:0];
+  assign \taps[0].valid  = taps[0];
+  assign \taps[0].op  = taps[3:1];
+  assign \taps[0].sample  = taps[4];
+  assign \taps[0].prng  = taps[5];
+  assign \taps[0].write  = taps[6];
+  assign \taps[0].read  = taps[7];
+  assign \taps[0].debug  = taps[8];
+  assign \taps[0].respond  = taps[9];
+  assign \taps[0].empty  = taps[10];
+  assign \taps[0].invalid  = taps[11];
+  assign \taps[0].level  = taps[14:12];
+  assign \taps[0].index  = taps[30:15];
+  assign \taps[0].prio  = taps[62:31];
+  assign \taps[0].delta  = taps[95:63];
+  assign \taps[0].target  = taps[143:96];
+  assign \taps[0].value  = taps[191:144];
+  assign \taps[1]  = taps[383:192];
+  assign \taps[1].valid  = taps[192];
+  assign \taps[1].op  = taps[195:193];
+  assign \taps[1].sample  = taps[196];
+  assign \taps[1].prng  = taps[197];
+  assign \taps[1].write  = taps[198];
+  assign \taps[1].read  = taps[199];
+  assign \taps[1].debug  = taps[200];
+  assign \taps[1].respond  = taps[201];
+  assign \taps[1].empty  = taps[202];
+  assign \taps[1].invalid  = taps[203];
+  assign \taps[1].level  = taps[206:204];
+  assign \taps[1].index  = taps[222:207];
+  assign \taps[1].prio  = taps[254:223];
+  assign \taps[1].delta  = taps[287:255];
+  assign \taps[1].target  = taps[335:288];
+  assign \taps[1].value  = taps[383:336];
+  assign \taps[2]  = taps[575:384];
+  assign \taps[2].valid  = taps[384];
+  assign \taps[2].op  = taps[387:385];
+  assign \taps[2].sample  = taps[388];
+  assign \taps[2].prng  = taps[389];
+  assign \taps[2].write  = taps[390];
+  assign \taps[2].read  = taps[391];
+  assign \taps[2].debug  = taps[392];
+  assign \taps[2].respond  = taps[393];
+  assign \taps[2].empty  = taps[394];
+  assign \taps[2].invalid  = taps[395];
+  assign \taps[2].level  = taps[398:396];
+  assign \taps[2].index  = taps[414:399];
+  assign \taps[2].prio  = taps[446:415];
+  assign \taps[2].delta  = taps[479:447];
+  assign \taps[2].target  = taps[527:480];
+  assign \taps[2].value  = taps[575:528];
+  assign \taps[3]  = taps[767:576];
+  assign \taps[3].valid  = taps[576];
+  assign \taps[3].op  = taps[579:577];
+  assign \taps[3].sample  = taps[580];
+  assign \taps[3].prng  = taps[581];
+  assign \taps[3].write  = taps[582];
+  assign \taps[3].read  = taps[583];
+  assign \taps[3].debug  = taps[584];
+  assign \taps[3].respond  = taps[585];
+  assign \taps[3].empty  = taps[586];
+  assign \taps[3].invalid  = taps[587];
+  assign \taps[3].level  = taps[590:588];
+  assign \taps[3].index  = taps[606:591];
+  assign \taps[3].prio  = taps[638:607];
+  assign \taps[3].delta  = taps[671:639];
+  assign \taps[3].target  = taps[719:672];
+  assign \taps[3].value  = taps[767:720];
+  assign \taps[4]  = taps[959:768];
+  assign \taps[4].valid  = taps[768];
+  assign \taps[4].op  = taps[771:769];
+  assign \taps[4].sample  = taps[772];
+  assign \taps[4].prng  = taps[773];
+  assign \taps[4].write  = taps[774];
+  assign \taps[4].read  = taps[775];
+  assign \taps[4].debug  = taps[776];
+  assign \taps[4].respond  = taps[777];
+  assign \taps[4].empty  = taps[778];
+  assign \taps[4].invalid  = taps[779];
+  assign \taps[4].level  = taps[782:780];
+  assign \taps[4].index  = taps[798:783];
+  assign \taps[4].prio  = taps[830:799];
+  assign \taps[4].delta  = taps[863:831];
+  assign \taps[4].target  = taps[911:864];
+  assign \taps[4].value  = taps[959:912];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -7383,51 +10185,58 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$113  = s_diff0[40];
-  assign \$178  = \$177 ;
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 8'h00, i[30:23] };
-  assign \$7  = { 4'h0, tap_p[30:19] };
-  assign \$12  = { 4'h0, tap_p[30:19] };
-  assign \$13  = { 8'h00, tap_p[30:23] };
-  assign \$16  = { 4'h0, tap_p[30:19] };
-  assign \$19  = { 4'h0, tap_p[30:19] };
-  assign \$22  = { 4'h0, tap_p[30:19] };
-  assign \$25  = { 4'h0, tap_p[30:19] };
-  assign \$28  = { 4'h0, tap_p[30:19] };
-  assign \$31  = { 4'h0, tap_p[30:19] };
-  assign \$34  = { 4'h0, tap_p[30:19] };
-  assign \$37  = { 4'h0, tap_p[30:19] };
-  assign \$40  = { 4'h0, tap_p[30:19] };
-  assign \$43  = { 4'h0, tap_p[30:19] };
-  assign \$46  = { 4'h0, tap_p[30:19] };
-  assign \$49  = { 4'h0, tap_p[30:19] };
-  assign \$52  = { 4'h0, tap_p[30:19] };
-  assign \$55  = { 4'h0, tap_p[30:19] };
-  assign \$58  = { 4'h0, tap_p[30:19] };
-  assign \$61  = { 4'h0, tap_p[30:19] };
-  assign \$114  = s_diff1[40];
-  assign \$116  = s_diff2[40];
-  assign \$118  = s_diff3[40];
-  assign \$120  = s_diff4[40];
-  assign \$122  = s_diff5[40];
-  assign \$124  = s_diff6[40];
-  assign \$126  = s_diff7[40];
-  assign \$128  = s_diff8[40];
-  assign \$130  = s_diff9[40];
-  assign \$132  = s_diff10[40];
-  assign \$134  = s_diff11[40];
-  assign \$136  = s_diff12[40];
-  assign \$138  = s_diff13[40];
-  assign \$140  = s_diff14[40];
-  assign \$145  = \$115 ;
-  assign \$153  = \$117 ;
-  assign \$161  = \$121 ;
-  assign \$169  = \$129 ;
+  assign \$9  = { 4'h0, taps[222:211] };
+  assign \$14  = { 4'h0, taps[222:211] };
+  assign \$19  = { 4'h0, taps[222:211] };
+  assign \$24  = { 4'h0, taps[222:211] };
+  assign \$29  = { 4'h0, taps[222:211] };
+  assign \$34  = { 4'h0, taps[222:211] };
+  assign \$39  = { 4'h0, taps[222:211] };
+  assign \$44  = { 4'h0, taps[222:211] };
+  assign \$49  = { 4'h0, taps[222:211] };
+  assign \$54  = { 4'h0, taps[222:211] };
+  assign \$59  = { 4'h0, taps[222:211] };
+  assign \$64  = { 4'h0, taps[222:211] };
+  assign \$69  = { 4'h0, taps[222:211] };
+  assign \$74  = { 4'h0, taps[222:211] };
+  assign \$79  = { 4'h0, taps[222:211] };
+  assign \$84  = { 4'h0, taps[222:211] };
+  assign \$91  = { 4'h0, taps[222:211] };
+  assign \$92  = { 8'h00, taps[222:215] };
+  assign \$142  = s_diff0[40];
+  assign \$143  = s_diff1[40];
+  assign \$145  = s_diff2[40];
+  assign \$147  = s_diff3[40];
+  assign \$149  = s_diff4[40];
+  assign \$151  = s_diff5[40];
+  assign \$153  = s_diff6[40];
+  assign \$155  = s_diff7[40];
+  assign \$157  = s_diff8[40];
+  assign \$159  = s_diff9[40];
+  assign \$161  = s_diff10[40];
+  assign \$163  = s_diff11[40];
+  assign \$165  = s_diff12[40];
+  assign \$167  = s_diff13[40];
+  assign \$169  = s_diff14[40];
+  assign \$173  = { 4'h0, taps[222:211] };
+  assign \$174  = { 8'h00, taps[222:215] };
+  assign \$179  = { 4'h0, taps[30:19] };
+  assign \$180  = { 8'h00, taps[30:23] };
+  assign \$187  = { 4'h0, taps[414:403] };
+  assign \$188  = { 8'h00, taps[414:407] };
+  assign \$193  = { 4'h0, taps[30:19] };
+  assign \$194  = { 8'h00, taps[30:23] };
+  assign \$202  = \$144 ;
+  assign \$210  = \$146 ;
+  assign \$218  = \$150 ;
+  assign \$226  = \$158 ;
+  assign \$235  = \$234 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, tap_p, tap_s, o, clk);
+module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data, sweep_addr, sweep, i, taps, o, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -7436,9 +10245,9 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  reg [31:0] \$100 ;
   wire \$101 ;
-  reg [31:0] \$102 ;
+  wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
@@ -7472,9 +10281,9 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire [35:0] \$135 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [31:0] \$135 ;
   wire [35:0] \$136 ;
   wire [31:0] \$137 ;
   wire [35:0] \$138 ;
@@ -7508,7 +10317,7 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire [31:0] \$163 ;
   wire [35:0] \$164 ;
   wire [31:0] \$165 ;
-  wire [35:0] \$166 ;
+  wire [31:0] \$166 ;
   wire [31:0] \$167 ;
   wire [31:0] \$168 ;
   wire [31:0] \$169 ;
@@ -7542,51 +10351,96 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire [31:0] \$194 ;
   wire [31:0] \$195 ;
   wire [31:0] \$196 ;
-  wire [31:0] \$197 ;
-  wire [31:0] \$198 ;
-  reg [191:0] \$199 ;
+  reg [959:0] \$197 ;
+  reg [511:0] \$198 ;
+  reg [31:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [191:0] \$200 ;
-  reg [35:0] \$201 ;
-  reg [35:0] \$202 ;
-  reg [35:0] \$203 ;
-  reg [35:0] \$204 ;
-  reg [35:0] \$205 ;
-  reg [35:0] \$206 ;
-  reg [35:0] \$207 ;
-  reg [35:0] \$208 ;
-  reg [35:0] \$209 ;
+  reg [31:0] \$200 ;
+  reg [31:0] \$201 ;
+  reg [31:0] \$202 ;
+  reg [31:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [31:0] \$206 ;
+  reg [31:0] \$207 ;
+  reg [31:0] \$208 ;
+  reg [31:0] \$209 ;
   wire \$21 ;
-  reg [35:0] \$210 ;
-  reg [35:0] \$211 ;
-  reg [35:0] \$212 ;
-  reg [35:0] \$213 ;
-  reg [35:0] \$214 ;
+  reg [31:0] \$210 ;
+  reg [31:0] \$211 ;
+  reg [31:0] \$212 ;
+  reg [31:0] \$213 ;
+  reg [31:0] \$214 ;
   reg [35:0] \$215 ;
-  reg [31:0] \$216 ;
-  reg [31:0] \$217 ;
-  reg [31:0] \$218 ;
-  reg [31:0] \$219 ;
+  reg [35:0] \$216 ;
+  reg [35:0] \$217 ;
+  reg [35:0] \$218 ;
+  reg [35:0] \$219 ;
   wire \$22 ;
-  reg [31:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg [31:0] \$222 ;
-  reg [31:0] \$223 ;
-  reg [31:0] \$224 ;
-  reg [31:0] \$225 ;
-  reg [31:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg [31:0] \$228 ;
-  reg [31:0] \$229 ;
+  reg [35:0] \$220 ;
+  reg [35:0] \$221 ;
+  reg [35:0] \$222 ;
+  reg [35:0] \$223 ;
+  reg [35:0] \$224 ;
+  reg [35:0] \$225 ;
+  reg [35:0] \$226 ;
+  reg [35:0] \$227 ;
+  reg [35:0] \$228 ;
+  reg [35:0] \$229 ;
   wire [15:0] \$23 ;
   reg [31:0] \$230 ;
   reg [31:0] \$231 ;
-  reg [191:0] \$232 ;
+  reg [31:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [31:0] \$234 ;
+  reg [31:0] \$235 ;
+  reg [31:0] \$236 ;
+  reg [31:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [31:0] \$239 ;
   wire [32:0] \$24 ;
+  reg [31:0] \$240 ;
+  reg [31:0] \$241 ;
+  reg [31:0] \$242 ;
+  reg [31:0] \$243 ;
+  reg [31:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [35:0] \$246 ;
+  reg [35:0] \$247 ;
+  reg [35:0] \$248 ;
+  reg [35:0] \$249 ;
   wire [32:0] \$25 ;
+  reg [35:0] \$250 ;
+  reg [35:0] \$251 ;
+  reg [35:0] \$252 ;
+  reg [35:0] \$253 ;
+  reg [35:0] \$254 ;
+  reg [35:0] \$255 ;
+  reg [35:0] \$256 ;
+  reg [35:0] \$257 ;
+  reg [35:0] \$258 ;
+  reg [35:0] \$259 ;
   wire [32:0] \$26 ;
+  reg [35:0] \$260 ;
+  reg [31:0] \$261 ;
+  reg [31:0] \$262 ;
+  reg [31:0] \$263 ;
+  reg [31:0] \$264 ;
+  reg [31:0] \$265 ;
+  reg [31:0] \$266 ;
+  reg [31:0] \$267 ;
+  reg [31:0] \$268 ;
+  reg [31:0] \$269 ;
   wire [32:0] \$27 ;
+  reg [31:0] \$270 ;
+  reg [31:0] \$271 ;
+  reg [31:0] \$272 ;
+  reg [31:0] \$273 ;
+  reg [31:0] \$274 ;
+  reg [31:0] \$275 ;
+  reg [31:0] \$276 ;
+  reg [191:0] \$277 ;
   wire [32:0] \$28 ;
   wire [32:0] \$29 ;
   wire [15:0] \$3 ;
@@ -7616,8 +10470,8 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire [36:0] \$51 ;
   wire [36:0] \$52 ;
   wire [36:0] \$53 ;
-  wire [36:0] \$54 ;
-  wire [36:0] \$55 ;
+  wire \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -7728,38 +10582,115 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
-  wire [35:0] prefix1_1;
-  wire [35:0] prefix1_11;
-  wire [35:0] prefix1_13;
-  wire [35:0] prefix1_15;
-  wire [35:0] prefix1_3;
-  wire [35:0] prefix1_5;
-  wire [35:0] prefix1_7;
-  wire [35:0] prefix1_9;
-  wire [35:0] prefix2_10;
-  wire [35:0] prefix2_11;
-  wire [35:0] prefix2_14;
-  wire [35:0] prefix2_15;
-  wire [35:0] prefix2_2;
-  wire [35:0] prefix2_3;
-  wire [35:0] prefix2_6;
-  wire [35:0] prefix2_7;
-  wire [35:0] prefix4_12;
-  wire [35:0] prefix4_13;
-  wire [35:0] prefix4_14;
-  wire [35:0] prefix4_15;
-  wire [35:0] prefix4_4;
-  wire [35:0] prefix4_5;
-  wire [35:0] prefix4_6;
-  wire [35:0] prefix4_7;
-  wire [35:0] prefix8_10;
-  wire [35:0] prefix8_11;
-  wire [35:0] prefix8_12;
-  wire [35:0] prefix8_13;
-  wire [35:0] prefix8_14;
-  wire [35:0] prefix8_15;
-  wire [35:0] prefix8_8;
-  wire [35:0] prefix8_9;
+  reg [511:0] p_word = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [35:0] q0_prefix1_1;
+  wire [35:0] q0_prefix1_11;
+  wire [35:0] q0_prefix1_13;
+  wire [35:0] q0_prefix1_15;
+  wire [35:0] q0_prefix1_3;
+  wire [35:0] q0_prefix1_5;
+  wire [35:0] q0_prefix1_7;
+  wire [35:0] q0_prefix1_9;
+  wire [35:0] q0_prefix2_10;
+  wire [35:0] q0_prefix2_11;
+  wire [35:0] q0_prefix2_14;
+  wire [35:0] q0_prefix2_15;
+  wire [35:0] q0_prefix2_2;
+  wire [35:0] q0_prefix2_3;
+  wire [35:0] q0_prefix2_6;
+  wire [35:0] q0_prefix2_7;
+  reg [31:0] q1_child0 = 32'd0;
+  reg [31:0] q1_child1 = 32'd0;
+  reg [31:0] q1_child10 = 32'd0;
+  reg [31:0] q1_child11 = 32'd0;
+  reg [31:0] q1_child12 = 32'd0;
+  reg [31:0] q1_child13 = 32'd0;
+  reg [31:0] q1_child14 = 32'd0;
+  reg [31:0] q1_child15 = 32'd0;
+  reg [31:0] q1_child2 = 32'd0;
+  reg [31:0] q1_child3 = 32'd0;
+  reg [31:0] q1_child4 = 32'd0;
+  reg [31:0] q1_child5 = 32'd0;
+  reg [31:0] q1_child6 = 32'd0;
+  reg [31:0] q1_child7 = 32'd0;
+  reg [31:0] q1_child8 = 32'd0;
+  reg [31:0] q1_child9 = 32'd0;
+  reg [35:0] q1_pre0 = 36'h000000000;
+  reg [35:0] q1_pre1 = 36'h000000000;
+  reg [35:0] q1_pre10 = 36'h000000000;
+  reg [35:0] q1_pre11 = 36'h000000000;
+  reg [35:0] q1_pre12 = 36'h000000000;
+  reg [35:0] q1_pre13 = 36'h000000000;
+  reg [35:0] q1_pre14 = 36'h000000000;
+  reg [35:0] q1_pre2 = 36'h000000000;
+  reg [35:0] q1_pre3 = 36'h000000000;
+  reg [35:0] q1_pre4 = 36'h000000000;
+  reg [35:0] q1_pre5 = 36'h000000000;
+  reg [35:0] q1_pre6 = 36'h000000000;
+  reg [35:0] q1_pre7 = 36'h000000000;
+  reg [35:0] q1_pre8 = 36'h000000000;
+  reg [35:0] q1_pre9 = 36'h000000000;
+  wire [35:0] q1_prefix4_12;
+  wire [35:0] q1_prefix4_13;
+  wire [35:0] q1_prefix4_14;
+  wire [35:0] q1_prefix4_4;
+  wire [35:0] q1_prefix4_5;
+  wire [35:0] q1_prefix4_6;
+  wire [35:0] q1_prefix4_7;
+  wire [35:0] q1_prefix8_10;
+  wire [35:0] q1_prefix8_11;
+  wire [35:0] q1_prefix8_12;
+  wire [35:0] q1_prefix8_13;
+  wire [35:0] q1_prefix8_14;
+  wire [35:0] q1_prefix8_8;
+  wire [35:0] q1_prefix8_9;
+  reg [31:0] q2_child0 = 32'd0;
+  reg [31:0] q2_child1 = 32'd0;
+  reg [31:0] q2_child10 = 32'd0;
+  reg [31:0] q2_child11 = 32'd0;
+  reg [31:0] q2_child12 = 32'd0;
+  reg [31:0] q2_child13 = 32'd0;
+  reg [31:0] q2_child14 = 32'd0;
+  reg [31:0] q2_child15 = 32'd0;
+  reg [31:0] q2_child2 = 32'd0;
+  reg [31:0] q2_child3 = 32'd0;
+  reg [31:0] q2_child4 = 32'd0;
+  reg [31:0] q2_child5 = 32'd0;
+  reg [31:0] q2_child6 = 32'd0;
+  reg [31:0] q2_child7 = 32'd0;
+  reg [31:0] q2_child8 = 32'd0;
+  reg [31:0] q2_child9 = 32'd0;
+  reg [35:0] q2_pre0 = 36'h000000000;
+  reg [35:0] q2_pre1 = 36'h000000000;
+  reg [35:0] q2_pre10 = 36'h000000000;
+  reg [35:0] q2_pre11 = 36'h000000000;
+  reg [35:0] q2_pre12 = 36'h000000000;
+  reg [35:0] q2_pre13 = 36'h000000000;
+  reg [35:0] q2_pre14 = 36'h000000000;
+  reg [35:0] q2_pre2 = 36'h000000000;
+  reg [35:0] q2_pre3 = 36'h000000000;
+  reg [35:0] q2_pre4 = 36'h000000000;
+  reg [35:0] q2_pre5 = 36'h000000000;
+  reg [35:0] q2_pre6 = 36'h000000000;
+  reg [35:0] q2_pre7 = 36'h000000000;
+  reg [35:0] q2_pre8 = 36'h000000000;
+  reg [35:0] q2_pre9 = 36'h000000000;
+  reg [31:0] q_child0 = 32'd0;
+  reg [31:0] q_child1 = 32'd0;
+  reg [31:0] q_child10 = 32'd0;
+  reg [31:0] q_child11 = 32'd0;
+  reg [31:0] q_child12 = 32'd0;
+  reg [31:0] q_child13 = 32'd0;
+  reg [31:0] q_child14 = 32'd0;
+  reg [31:0] q_child15 = 32'd0;
+  reg [31:0] q_child2 = 32'd0;
+  reg [31:0] q_child3 = 32'd0;
+  reg [31:0] q_child4 = 32'd0;
+  reg [31:0] q_child5 = 32'd0;
+  reg [31:0] q_child6 = 32'd0;
+  reg [31:0] q_child7 = 32'd0;
+  reg [31:0] q_child8 = 32'd0;
+  reg [31:0] q_child9 = 32'd0;
   wire [11:0] r_addr;
   wire [11:0] rd_addr;
   wire [511:0] rd_data;
@@ -7767,22 +10698,6 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire [511:0] rport__data;
   input rst;
   wire rst;
-  reg [31:0] s_child0 = 32'd0;
-  reg [31:0] s_child1 = 32'd0;
-  reg [31:0] s_child10 = 32'd0;
-  reg [31:0] s_child11 = 32'd0;
-  reg [31:0] s_child12 = 32'd0;
-  reg [31:0] s_child13 = 32'd0;
-  reg [31:0] s_child14 = 32'd0;
-  reg [31:0] s_child15 = 32'd0;
-  reg [31:0] s_child2 = 32'd0;
-  reg [31:0] s_child3 = 32'd0;
-  reg [31:0] s_child4 = 32'd0;
-  reg [31:0] s_child5 = 32'd0;
-  reg [31:0] s_child6 = 32'd0;
-  reg [31:0] s_child7 = 32'd0;
-  reg [31:0] s_child8 = 32'd0;
-  reg [31:0] s_child9 = 32'd0;
   wire [36:0] s_diff0;
   wire [36:0] s_diff1;
   wire [36:0] s_diff10;
@@ -7800,33 +10715,19 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   wire [36:0] s_diff9;
   wire [14:0] s_le;
   wire [15:0] s_onehot;
-  reg [35:0] s_pre0 = 36'h000000000;
-  reg [35:0] s_pre1 = 36'h000000000;
-  reg [35:0] s_pre10 = 36'h000000000;
-  reg [35:0] s_pre11 = 36'h000000000;
-  reg [35:0] s_pre12 = 36'h000000000;
-  reg [35:0] s_pre13 = 36'h000000000;
-  reg [35:0] s_pre14 = 36'h000000000;
-  reg [35:0] s_pre2 = 36'h000000000;
-  reg [35:0] s_pre3 = 36'h000000000;
-  reg [35:0] s_pre4 = 36'h000000000;
-  reg [35:0] s_pre5 = 36'h000000000;
-  reg [35:0] s_pre6 = 36'h000000000;
-  reg [35:0] s_pre7 = 36'h000000000;
-  reg [35:0] s_pre8 = 36'h000000000;
-  reg [35:0] s_pre9 = 36'h000000000;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [191:0] tap_p;
-  reg [191:0] tap_p = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_p.debug ;
-  wire [32:0] \tap_p.delta ;
-  wire \tap_p.empty ;
-  wire [15:0] \tap_p.index ;
-  wire \tap_p.invalid ;
-  wire [2:0] \tap_p.level ;
+  output [959:0] taps;
+  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  wire [191:0] \taps[0] ;
+  wire \taps[0].debug ;
+  wire [32:0] \taps[0].delta ;
+  wire \taps[0].empty ;
+  wire [15:0] \taps[0].index ;
+  wire \taps[0].invalid ;
+  wire [2:0] \taps[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -7836,24 +10737,23 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_p.op ;
-  wire [31:0] \tap_p.prio ;
-  wire \tap_p.prng ;
-  wire \tap_p.read ;
-  wire \tap_p.respond ;
-  wire \tap_p.sample ;
-  wire [47:0] \tap_p.target ;
-  wire \tap_p.valid ;
-  wire [47:0] \tap_p.value ;
-  wire \tap_p.write ;
-  output [191:0] tap_s;
-  reg [191:0] tap_s = 192'h000000000000000000000000000000000000000000000000;
-  wire \tap_s.debug ;
-  wire [32:0] \tap_s.delta ;
-  wire \tap_s.empty ;
-  wire [15:0] \tap_s.index ;
-  wire \tap_s.invalid ;
-  wire [2:0] \tap_s.level ;
+  wire [2:0] \taps[0].op ;
+  wire [31:0] \taps[0].prio ;
+  wire \taps[0].prng ;
+  wire \taps[0].read ;
+  wire \taps[0].respond ;
+  wire \taps[0].sample ;
+  wire [47:0] \taps[0].target ;
+  wire \taps[0].valid ;
+  wire [47:0] \taps[0].value ;
+  wire \taps[0].write ;
+  wire [191:0] \taps[1] ;
+  wire \taps[1].debug ;
+  wire [32:0] \taps[1].delta ;
+  wire \taps[1].empty ;
+  wire [15:0] \taps[1].index ;
+  wire \taps[1].invalid ;
+  wire [2:0] \taps[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -7863,16 +10763,94 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \tap_s.op ;
-  wire [31:0] \tap_s.prio ;
-  wire \tap_s.prng ;
-  wire \tap_s.read ;
-  wire \tap_s.respond ;
-  wire \tap_s.sample ;
-  wire [47:0] \tap_s.target ;
-  wire \tap_s.valid ;
-  wire [47:0] \tap_s.value ;
-  wire \tap_s.write ;
+  wire [2:0] \taps[1].op ;
+  wire [31:0] \taps[1].prio ;
+  wire \taps[1].prng ;
+  wire \taps[1].read ;
+  wire \taps[1].respond ;
+  wire \taps[1].sample ;
+  wire [47:0] \taps[1].target ;
+  wire \taps[1].valid ;
+  wire [47:0] \taps[1].value ;
+  wire \taps[1].write ;
+  wire [191:0] \taps[2] ;
+  wire \taps[2].debug ;
+  wire [32:0] \taps[2].delta ;
+  wire \taps[2].empty ;
+  wire [15:0] \taps[2].index ;
+  wire \taps[2].invalid ;
+  wire [2:0] \taps[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[2].op ;
+  wire [31:0] \taps[2].prio ;
+  wire \taps[2].prng ;
+  wire \taps[2].read ;
+  wire \taps[2].respond ;
+  wire \taps[2].sample ;
+  wire [47:0] \taps[2].target ;
+  wire \taps[2].valid ;
+  wire [47:0] \taps[2].value ;
+  wire \taps[2].write ;
+  wire [191:0] \taps[3] ;
+  wire \taps[3].debug ;
+  wire [32:0] \taps[3].delta ;
+  wire \taps[3].empty ;
+  wire [15:0] \taps[3].index ;
+  wire \taps[3].invalid ;
+  wire [2:0] \taps[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[3].op ;
+  wire [31:0] \taps[3].prio ;
+  wire \taps[3].prng ;
+  wire \taps[3].read ;
+  wire \taps[3].respond ;
+  wire \taps[3].sample ;
+  wire [47:0] \taps[3].target ;
+  wire \taps[3].valid ;
+  wire [47:0] \taps[3].value ;
+  wire \taps[3].write ;
+  wire [191:0] \taps[4] ;
+  wire \taps[4].debug ;
+  wire [32:0] \taps[4].delta ;
+  wire \taps[4].empty ;
+  wire [15:0] \taps[4].index ;
+  wire \taps[4].invalid ;
+  wire [2:0] \taps[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[4].op ;
+  wire [31:0] \taps[4].prio ;
+  wire \taps[4].prng ;
+  wire \taps[4].read ;
+  wire \taps[4].respond ;
+  wire \taps[4].sample ;
+  wire [47:0] \taps[4].target ;
+  wire \taps[4].valid ;
+  wire [47:0] \taps[4].value ;
+  wire \taps[4].write ;
   wire [11:0] wport__addr;
   wire [511:0] wport__data;
   wire [15:0] wport__en;
@@ -7953,524 +10931,953 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   assign \$22  = i[18:15] == 4'hf;
   assign \$23  = i[6] ? { \$22 , \$21 , \$20 , \$19 , \$18 , \$17 , \$16 , \$15 , \$14 , \$13 , \$12 , \$11 , \$10 , \$9 , \$8 , \$7  } : 16'h0000;
   assign wport__en = sweep ? 16'hffff : \$23 ;
-  assign \$24  = rd_data[31:0] + rd_data[63:32];
-  assign \$25  = rd_data[95:64] + rd_data[127:96];
-  assign \$26  = rd_data[159:128] + rd_data[191:160];
-  assign \$27  = rd_data[223:192] + rd_data[255:224];
-  assign \$28  = rd_data[287:256] + rd_data[319:288];
-  assign \$29  = rd_data[351:320] + rd_data[383:352];
-  assign \$30  = rd_data[415:384] + rd_data[447:416];
-  assign \$31  = rd_data[479:448] + rd_data[511:480];
-  assign \$32  = \$24  + rd_data[95:64];
+  assign \$24  = q_child0 + q_child1;
+  assign \$25  = q_child2 + q_child3;
+  assign \$26  = q_child4 + q_child5;
+  assign \$27  = q_child6 + q_child7;
+  assign \$28  = q_child8 + q_child9;
+  assign \$29  = q_child10 + q_child11;
+  assign \$30  = q_child12 + q_child13;
+  assign \$31  = q_child14 + q_child15;
+  assign \$32  = \$24  + q_child2;
   assign \$33  = \$24  + \$25 ;
-  assign \$34  = \$26  + rd_data[223:192];
+  assign \$34  = \$26  + q_child6;
   assign \$35  = \$26  + \$27 ;
-  assign \$36  = \$28  + rd_data[351:320];
+  assign \$36  = \$28  + q_child10;
   assign \$37  = \$28  + \$29 ;
-  assign \$38  = \$30  + rd_data[479:448];
+  assign \$38  = \$30  + q_child14;
   assign \$39  = \$30  + \$31 ;
-  assign \$40  = \$33 [35:0] + rd_data[159:128];
-  assign \$41  = \$33 [35:0] + \$26 ;
-  assign \$42  = \$33 [35:0] + \$34 [35:0];
-  assign \$43  = \$33 [35:0] + \$35 [35:0];
-  assign \$44  = \$37 [35:0] + rd_data[415:384];
-  assign \$45  = \$37 [35:0] + \$30 ;
-  assign \$46  = \$37 [35:0] + \$38 [35:0];
-  assign \$47  = \$37 [35:0] + \$39 [35:0];
-  assign \$48  = \$43 [35:0] + rd_data[287:256];
-  assign \$49  = \$43 [35:0] + \$28 ;
-  assign \$50  = \$43 [35:0] + \$36 [35:0];
-  assign \$51  = \$43 [35:0] + \$37 [35:0];
-  assign \$52  = \$43 [35:0] + \$44 [35:0];
-  assign \$53  = \$43 [35:0] + \$45 [35:0];
-  assign \$54  = \$43 [35:0] + \$46 [35:0];
-  assign \$55  = \$43 [35:0] + \$47 [35:0];
-  assign s_diff0 = tap_s[131:96] - s_pre0;
-  assign s_diff1 = tap_s[131:96] - s_pre1;
-  assign s_diff2 = tap_s[131:96] - s_pre2;
-  assign s_diff3 = tap_s[131:96] - s_pre3;
-  assign s_diff4 = tap_s[131:96] - s_pre4;
-  assign s_diff5 = tap_s[131:96] - s_pre5;
-  assign s_diff6 = tap_s[131:96] - s_pre6;
-  assign s_diff7 = tap_s[131:96] - s_pre7;
-  assign s_diff8 = tap_s[131:96] - s_pre8;
-  assign s_diff9 = tap_s[131:96] - s_pre9;
-  assign s_diff10 = tap_s[131:96] - s_pre10;
-  assign s_diff11 = tap_s[131:96] - s_pre11;
-  assign s_diff12 = tap_s[131:96] - s_pre12;
-  assign s_diff13 = tap_s[131:96] - s_pre13;
-  assign s_diff14 = tap_s[131:96] - s_pre14;
-  assign \$56  = ~ s_diff0[36];
-  assign \$57  = ~ s_diff1[36];
-  assign \$58  = ~ s_diff2[36];
-  assign \$59  = ~ s_diff3[36];
-  assign \$60  = ~ s_diff4[36];
-  assign \$61  = ~ s_diff5[36];
-  assign \$62  = ~ s_diff6[36];
-  assign \$63  = ~ s_diff7[36];
-  assign \$64  = ~ s_diff8[36];
-  assign \$65  = ~ s_diff9[36];
-  assign \$66  = ~ s_diff10[36];
-  assign \$67  = ~ s_diff11[36];
-  assign \$68  = ~ s_diff12[36];
-  assign \$69  = ~ s_diff13[36];
-  assign \$70  = ~ s_diff14[36];
-  assign \$73  = \$56  & \$72 ;
-  assign \$75  = \$57  & \$74 ;
-  assign \$77  = \$58  & \$76 ;
-  assign \$79  = \$59  & \$78 ;
-  assign \$81  = \$60  & \$80 ;
-  assign \$83  = \$61  & \$82 ;
-  assign \$85  = \$62  & \$84 ;
-  assign \$87  = \$63  & \$86 ;
-  assign \$89  = \$64  & \$88 ;
-  assign \$91  = \$65  & \$90 ;
-  assign \$93  = \$66  & \$92 ;
-  assign \$95  = \$67  & \$94 ;
-  assign \$97  = \$68  & \$96 ;
-  assign \$99  = \$69  & \$98 ;
-  assign \$100  = tap_p[14:12] == 3'h4;
-  assign \$101  = tap_p[8] & \$100 ;
-  assign \$104  = \$103  | \$77 ;
-  assign \$105  = \$104  | \$81 ;
-  assign \$106  = \$105  | \$85 ;
-  assign \$107  = \$106  | \$89 ;
-  assign \$108  = \$107  | \$93 ;
-  assign \$109  = \$108  | \$97 ;
-  assign \$110  = \$109  | \$70 ;
-  assign \$112  = \$111  | \$77 ;
-  assign \$113  = \$112  | \$83 ;
-  assign \$114  = \$113  | \$85 ;
-  assign \$115  = \$114  | \$91 ;
-  assign \$116  = \$115  | \$93 ;
-  assign \$117  = \$116  | \$99 ;
-  assign \$118  = \$117  | \$70 ;
-  assign \$120  = \$119  | \$81 ;
-  assign \$121  = \$120  | \$83 ;
-  assign \$122  = \$121  | \$85 ;
-  assign \$123  = \$122  | \$95 ;
-  assign \$124  = \$123  | \$97 ;
-  assign \$125  = \$124  | \$99 ;
-  assign \$126  = \$125  | \$70 ;
-  assign \$128  = \$127  | \$89 ;
-  assign \$129  = \$128  | \$91 ;
-  assign \$130  = \$129  | \$93 ;
-  assign \$131  = \$130  | \$95 ;
-  assign \$132  = \$131  | \$97 ;
-  assign \$133  = \$132  | \$99 ;
-  assign \$134  = \$133  | \$70 ;
-  assign \$135  = \$71  ? tap_s[131:96] : 36'h000000000;
-  assign \$137  = \$73  ? s_diff0[31:0] : 32'd0;
+  assign \$40  = q1_pre3 + q1_pre4;
+  assign \$41  = q1_pre3 + q1_pre5;
+  assign \$42  = q1_pre3 + q1_pre6;
+  assign \$43  = q1_pre3 + q1_pre7;
+  assign \$44  = q1_pre11 + q1_pre12;
+  assign \$45  = q1_pre11 + q1_pre13;
+  assign \$46  = q1_pre11 + q1_pre14;
+  assign \$47  = \$43 [35:0] + q1_pre8;
+  assign \$48  = \$43 [35:0] + q1_pre9;
+  assign \$49  = \$43 [35:0] + q1_pre10;
+  assign \$50  = \$43 [35:0] + q1_pre11;
+  assign \$51  = \$43 [35:0] + \$44 [35:0];
+  assign \$52  = \$43 [35:0] + \$45 [35:0];
+  assign \$53  = \$43 [35:0] + \$46 [35:0];
+  assign s_diff0 = taps[899:864] - q2_pre0;
+  assign s_diff1 = taps[899:864] - q2_pre1;
+  assign s_diff2 = taps[899:864] - q2_pre2;
+  assign s_diff3 = taps[899:864] - q2_pre3;
+  assign s_diff4 = taps[899:864] - q2_pre4;
+  assign s_diff5 = taps[899:864] - q2_pre5;
+  assign s_diff6 = taps[899:864] - q2_pre6;
+  assign s_diff7 = taps[899:864] - q2_pre7;
+  assign s_diff8 = taps[899:864] - q2_pre8;
+  assign s_diff9 = taps[899:864] - q2_pre9;
+  assign s_diff10 = taps[899:864] - q2_pre10;
+  assign s_diff11 = taps[899:864] - q2_pre11;
+  assign s_diff12 = taps[899:864] - q2_pre12;
+  assign s_diff13 = taps[899:864] - q2_pre13;
+  assign s_diff14 = taps[899:864] - q2_pre14;
+  assign \$54  = ~ s_diff0[36];
+  assign \$55  = ~ s_diff1[36];
+  assign \$56  = ~ s_diff2[36];
+  assign \$57  = ~ s_diff3[36];
+  assign \$58  = ~ s_diff4[36];
+  assign \$59  = ~ s_diff5[36];
+  assign \$60  = ~ s_diff6[36];
+  assign \$61  = ~ s_diff7[36];
+  assign \$62  = ~ s_diff8[36];
+  assign \$63  = ~ s_diff9[36];
+  assign \$64  = ~ s_diff10[36];
+  assign \$65  = ~ s_diff11[36];
+  assign \$66  = ~ s_diff12[36];
+  assign \$67  = ~ s_diff13[36];
+  assign \$68  = ~ s_diff14[36];
+  assign \$71  = \$54  & \$70 ;
+  assign \$73  = \$55  & \$72 ;
+  assign \$75  = \$56  & \$74 ;
+  assign \$77  = \$57  & \$76 ;
+  assign \$79  = \$58  & \$78 ;
+  assign \$81  = \$59  & \$80 ;
+  assign \$83  = \$60  & \$82 ;
+  assign \$85  = \$61  & \$84 ;
+  assign \$87  = \$62  & \$86 ;
+  assign \$89  = \$63  & \$88 ;
+  assign \$91  = \$64  & \$90 ;
+  assign \$93  = \$65  & \$92 ;
+  assign \$95  = \$66  & \$94 ;
+  assign \$97  = \$67  & \$96 ;
+  assign \$98  = taps[206:204] == 3'h4;
+  assign \$99  = taps[200] & \$98 ;
+  assign \$102  = \$101  | \$75 ;
+  assign \$103  = \$102  | \$79 ;
+  assign \$104  = \$103  | \$83 ;
+  assign \$105  = \$104  | \$87 ;
+  assign \$106  = \$105  | \$91 ;
+  assign \$107  = \$106  | \$95 ;
+  assign \$108  = \$107  | \$68 ;
+  assign \$110  = \$109  | \$75 ;
+  assign \$111  = \$110  | \$81 ;
+  assign \$112  = \$111  | \$83 ;
+  assign \$113  = \$112  | \$89 ;
+  assign \$114  = \$113  | \$91 ;
+  assign \$115  = \$114  | \$97 ;
+  assign \$116  = \$115  | \$68 ;
+  assign \$118  = \$117  | \$79 ;
+  assign \$119  = \$118  | \$81 ;
+  assign \$120  = \$119  | \$83 ;
+  assign \$121  = \$120  | \$93 ;
+  assign \$122  = \$121  | \$95 ;
+  assign \$123  = \$122  | \$97 ;
+  assign \$124  = \$123  | \$68 ;
+  assign \$126  = \$125  | \$87 ;
+  assign \$127  = \$126  | \$89 ;
+  assign \$128  = \$127  | \$91 ;
+  assign \$129  = \$128  | \$93 ;
+  assign \$130  = \$129  | \$95 ;
+  assign \$131  = \$130  | \$97 ;
+  assign \$132  = \$131  | \$68 ;
+  assign \$133  = \$69  ? taps[899:864] : 36'h000000000;
+  assign \$135  = \$71  ? s_diff0[31:0] : 32'd0;
+  assign \$136  = \$134  | { 4'h0, \$135  };
+  assign \$137  = \$73  ? s_diff1[31:0] : 32'd0;
   assign \$138  = \$136  | { 4'h0, \$137  };
-  assign \$139  = \$75  ? s_diff1[31:0] : 32'd0;
+  assign \$139  = \$75  ? s_diff2[31:0] : 32'd0;
   assign \$140  = \$138  | { 4'h0, \$139  };
-  assign \$141  = \$77  ? s_diff2[31:0] : 32'd0;
+  assign \$141  = \$77  ? s_diff3[31:0] : 32'd0;
   assign \$142  = \$140  | { 4'h0, \$141  };
-  assign \$143  = \$79  ? s_diff3[31:0] : 32'd0;
+  assign \$143  = \$79  ? s_diff4[31:0] : 32'd0;
   assign \$144  = \$142  | { 4'h0, \$143  };
-  assign \$145  = \$81  ? s_diff4[31:0] : 32'd0;
+  assign \$145  = \$81  ? s_diff5[31:0] : 32'd0;
   assign \$146  = \$144  | { 4'h0, \$145  };
-  assign \$147  = \$83  ? s_diff5[31:0] : 32'd0;
+  assign \$147  = \$83  ? s_diff6[31:0] : 32'd0;
   assign \$148  = \$146  | { 4'h0, \$147  };
-  assign \$149  = \$85  ? s_diff6[31:0] : 32'd0;
+  assign \$149  = \$85  ? s_diff7[31:0] : 32'd0;
   assign \$150  = \$148  | { 4'h0, \$149  };
-  assign \$151  = \$87  ? s_diff7[31:0] : 32'd0;
+  assign \$151  = \$87  ? s_diff8[31:0] : 32'd0;
   assign \$152  = \$150  | { 4'h0, \$151  };
-  assign \$153  = \$89  ? s_diff8[31:0] : 32'd0;
+  assign \$153  = \$89  ? s_diff9[31:0] : 32'd0;
   assign \$154  = \$152  | { 4'h0, \$153  };
-  assign \$155  = \$91  ? s_diff9[31:0] : 32'd0;
+  assign \$155  = \$91  ? s_diff10[31:0] : 32'd0;
   assign \$156  = \$154  | { 4'h0, \$155  };
-  assign \$157  = \$93  ? s_diff10[31:0] : 32'd0;
+  assign \$157  = \$93  ? s_diff11[31:0] : 32'd0;
   assign \$158  = \$156  | { 4'h0, \$157  };
-  assign \$159  = \$95  ? s_diff11[31:0] : 32'd0;
+  assign \$159  = \$95  ? s_diff12[31:0] : 32'd0;
   assign \$160  = \$158  | { 4'h0, \$159  };
-  assign \$161  = \$97  ? s_diff12[31:0] : 32'd0;
+  assign \$161  = \$97  ? s_diff13[31:0] : 32'd0;
   assign \$162  = \$160  | { 4'h0, \$161  };
-  assign \$163  = \$99  ? s_diff13[31:0] : 32'd0;
+  assign \$163  = s_diff14[36] ? 32'd0 : s_diff14[31:0];
   assign \$164  = \$162  | { 4'h0, \$163  };
-  assign \$165  = s_diff14[36] ? 32'd0 : s_diff14[31:0];
-  assign \$166  = \$164  | { 4'h0, \$165  };
-  assign \$167  = \$71  ? s_child0 : 32'd0;
-  assign \$169  = \$73  ? s_child1 : 32'd0;
+  assign \$165  = \$69  ? q2_child0 : 32'd0;
+  assign \$167  = \$71  ? q2_child1 : 32'd0;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = \$73  ? q2_child2 : 32'd0;
   assign \$170  = \$168  | \$169 ;
-  assign \$171  = \$75  ? s_child2 : 32'd0;
+  assign \$171  = \$75  ? q2_child3 : 32'd0;
   assign \$172  = \$170  | \$171 ;
-  assign \$173  = \$77  ? s_child3 : 32'd0;
+  assign \$173  = \$77  ? q2_child4 : 32'd0;
   assign \$174  = \$172  | \$173 ;
-  assign \$175  = \$79  ? s_child4 : 32'd0;
+  assign \$175  = \$79  ? q2_child5 : 32'd0;
   assign \$176  = \$174  | \$175 ;
-  assign \$177  = \$81  ? s_child5 : 32'd0;
+  assign \$177  = \$81  ? q2_child6 : 32'd0;
   assign \$178  = \$176  | \$177 ;
-  assign \$179  = \$83  ? s_child6 : 32'd0;
+  assign \$179  = \$83  ? q2_child7 : 32'd0;
   assign \$180  = \$178  | \$179 ;
-  assign \$181  = \$85  ? s_child7 : 32'd0;
+  assign \$181  = \$85  ? q2_child8 : 32'd0;
   assign \$182  = \$180  | \$181 ;
-  assign \$183  = \$87  ? s_child8 : 32'd0;
+  assign \$183  = \$87  ? q2_child9 : 32'd0;
   assign \$184  = \$182  | \$183 ;
-  assign \$185  = \$89  ? s_child9 : 32'd0;
+  assign \$185  = \$89  ? q2_child10 : 32'd0;
   assign \$186  = \$184  | \$185 ;
-  assign \$187  = \$91  ? s_child10 : 32'd0;
+  assign \$187  = \$91  ? q2_child11 : 32'd0;
   assign \$188  = \$186  | \$187 ;
-  assign \$189  = \$93  ? s_child11 : 32'd0;
+  assign \$189  = \$93  ? q2_child12 : 32'd0;
   assign \$190  = \$188  | \$189 ;
-  assign \$191  = \$95  ? s_child12 : 32'd0;
+  assign \$191  = \$95  ? q2_child13 : 32'd0;
   assign \$192  = \$190  | \$191 ;
-  assign \$193  = \$97  ? s_child13 : 32'd0;
+  assign \$193  = \$97  ? q2_child14 : 32'd0;
   assign \$194  = \$192  | \$193 ;
-  assign \$195  = \$99  ? s_child14 : 32'd0;
+  assign \$195  = s_diff14[36] ? 32'd0 : q2_child15;
   assign \$196  = \$194  | \$195 ;
-  assign \$197  = s_diff14[36] ? 32'd0 : s_child15;
-  assign \$198  = \$196  | \$197 ;
   always @(posedge clk)
-    tap_p <= \$199 ;
+    taps <= \$197 ;
   always @(posedge clk)
-    tap_s <= \$200 ;
+    p_word <= \$198 ;
   always @(posedge clk)
-    s_pre0 <= \$201 ;
+    q_child0 <= \$199 ;
   always @(posedge clk)
-    s_pre1 <= \$202 ;
+    q_child1 <= \$200 ;
   always @(posedge clk)
-    s_pre2 <= \$203 ;
+    q_child2 <= \$201 ;
   always @(posedge clk)
-    s_pre3 <= \$204 ;
+    q_child3 <= \$202 ;
   always @(posedge clk)
-    s_pre4 <= \$205 ;
+    q_child4 <= \$203 ;
   always @(posedge clk)
-    s_pre5 <= \$206 ;
+    q_child5 <= \$204 ;
   always @(posedge clk)
-    s_pre6 <= \$207 ;
+    q_child6 <= \$205 ;
   always @(posedge clk)
-    s_pre7 <= \$208 ;
+    q_child7 <= \$206 ;
   always @(posedge clk)
-    s_pre8 <= \$209 ;
+    q_child8 <= \$207 ;
   always @(posedge clk)
-    s_pre9 <= \$210 ;
+    q_child9 <= \$208 ;
   always @(posedge clk)
-    s_pre10 <= \$211 ;
+    q_child10 <= \$209 ;
   always @(posedge clk)
-    s_pre11 <= \$212 ;
+    q_child11 <= \$210 ;
   always @(posedge clk)
-    s_pre12 <= \$213 ;
+    q_child12 <= \$211 ;
   always @(posedge clk)
-    s_pre13 <= \$214 ;
+    q_child13 <= \$212 ;
   always @(posedge clk)
-    s_pre14 <= \$215 ;
+    q_child14 <= \$213 ;
   always @(posedge clk)
-    s_child0 <= \$216 ;
+    q_child15 <= \$214 ;
   always @(posedge clk)
-    s_child1 <= \$217 ;
+    q1_pre0 <= \$215 ;
   always @(posedge clk)
-    s_child2 <= \$218 ;
+    q1_pre1 <= \$216 ;
   always @(posedge clk)
-    s_child3 <= \$219 ;
+    q1_pre2 <= \$217 ;
   always @(posedge clk)
-    s_child4 <= \$220 ;
+    q1_pre3 <= \$218 ;
   always @(posedge clk)
-    s_child5 <= \$221 ;
+    q1_pre4 <= \$219 ;
   always @(posedge clk)
-    s_child6 <= \$222 ;
+    q1_pre5 <= \$220 ;
   always @(posedge clk)
-    s_child7 <= \$223 ;
+    q1_pre6 <= \$221 ;
   always @(posedge clk)
-    s_child8 <= \$224 ;
+    q1_pre7 <= \$222 ;
   always @(posedge clk)
-    s_child9 <= \$225 ;
+    q1_pre8 <= \$223 ;
   always @(posedge clk)
-    s_child10 <= \$226 ;
+    q1_pre9 <= \$224 ;
   always @(posedge clk)
-    s_child11 <= \$227 ;
+    q1_pre10 <= \$225 ;
   always @(posedge clk)
-    s_child12 <= \$228 ;
+    q1_pre11 <= \$226 ;
   always @(posedge clk)
-    s_child13 <= \$229 ;
+    q1_pre12 <= \$227 ;
   always @(posedge clk)
-    s_child14 <= \$230 ;
+    q1_pre13 <= \$228 ;
   always @(posedge clk)
-    s_child15 <= \$231 ;
+    q1_pre14 <= \$229 ;
   always @(posedge clk)
-    o <= \$232 ;
+    q1_child0 <= \$230 ;
+  always @(posedge clk)
+    q1_child1 <= \$231 ;
+  always @(posedge clk)
+    q1_child2 <= \$232 ;
+  always @(posedge clk)
+    q1_child3 <= \$233 ;
+  always @(posedge clk)
+    q1_child4 <= \$234 ;
+  always @(posedge clk)
+    q1_child5 <= \$235 ;
+  always @(posedge clk)
+    q1_child6 <= \$236 ;
+  always @(posedge clk)
+    q1_child7 <= \$237 ;
+  always @(posedge clk)
+    q1_child8 <= \$238 ;
+  always @(posedge clk)
+    q1_child9 <= \$239 ;
+  always @(posedge clk)
+    q1_child10 <= \$240 ;
+  always @(posedge clk)
+    q1_child11 <= \$241 ;
+  always @(posedge clk)
+    q1_child12 <= \$242 ;
+  always @(posedge clk)
+    q1_child13 <= \$243 ;
+  always @(posedge clk)
+    q1_child14 <= \$244 ;
+  always @(posedge clk)
+    q1_child15 <= \$245 ;
+  always @(posedge clk)
+    q2_pre0 <= \$246 ;
+  always @(posedge clk)
+    q2_pre1 <= \$247 ;
+  always @(posedge clk)
+    q2_pre2 <= \$248 ;
+  always @(posedge clk)
+    q2_pre3 <= \$249 ;
+  always @(posedge clk)
+    q2_pre4 <= \$250 ;
+  always @(posedge clk)
+    q2_pre5 <= \$251 ;
+  always @(posedge clk)
+    q2_pre6 <= \$252 ;
+  always @(posedge clk)
+    q2_pre7 <= \$253 ;
+  always @(posedge clk)
+    q2_pre8 <= \$254 ;
+  always @(posedge clk)
+    q2_pre9 <= \$255 ;
+  always @(posedge clk)
+    q2_pre10 <= \$256 ;
+  always @(posedge clk)
+    q2_pre11 <= \$257 ;
+  always @(posedge clk)
+    q2_pre12 <= \$258 ;
+  always @(posedge clk)
+    q2_pre13 <= \$259 ;
+  always @(posedge clk)
+    q2_pre14 <= \$260 ;
+  always @(posedge clk)
+    q2_child0 <= \$261 ;
+  always @(posedge clk)
+    q2_child1 <= \$262 ;
+  always @(posedge clk)
+    q2_child2 <= \$263 ;
+  always @(posedge clk)
+    q2_child3 <= \$264 ;
+  always @(posedge clk)
+    q2_child4 <= \$265 ;
+  always @(posedge clk)
+    q2_child5 <= \$266 ;
+  always @(posedge clk)
+    q2_child6 <= \$267 ;
+  always @(posedge clk)
+    q2_child7 <= \$268 ;
+  always @(posedge clk)
+    q2_child8 <= \$269 ;
+  always @(posedge clk)
+    q2_child9 <= \$270 ;
+  always @(posedge clk)
+    q2_child10 <= \$271 ;
+  always @(posedge clk)
+    q2_child11 <= \$272 ;
+  always @(posedge clk)
+    q2_child12 <= \$273 ;
+  always @(posedge clk)
+    q2_child13 <= \$274 ;
+  always @(posedge clk)
+    q2_child14 <= \$275 ;
+  always @(posedge clk)
+    q2_child15 <= \$276 ;
+  always @(posedge clk)
+    o <= \$277 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     (* full_case = 32'd1 *)
-    casez (tap_p[18:15])
+    casez (taps[210:207])
       4'h0:
-          \$102  = rd_data[31:0];
+          \$100  = p_word[31:0];
       4'h1:
-          \$102  = rd_data[63:32];
+          \$100  = p_word[63:32];
       4'h2:
-          \$102  = rd_data[95:64];
+          \$100  = p_word[95:64];
       4'h3:
-          \$102  = rd_data[127:96];
+          \$100  = p_word[127:96];
       4'h4:
-          \$102  = rd_data[159:128];
+          \$100  = p_word[159:128];
       4'h5:
-          \$102  = rd_data[191:160];
+          \$100  = p_word[191:160];
       4'h6:
-          \$102  = rd_data[223:192];
+          \$100  = p_word[223:192];
       4'h7:
-          \$102  = rd_data[255:224];
+          \$100  = p_word[255:224];
       4'h8:
-          \$102  = rd_data[287:256];
+          \$100  = p_word[287:256];
       4'h9:
-          \$102  = rd_data[319:288];
+          \$100  = p_word[319:288];
       4'ha:
-          \$102  = rd_data[351:320];
+          \$100  = p_word[351:320];
       4'hb:
-          \$102  = rd_data[383:352];
+          \$100  = p_word[383:352];
       4'hc:
-          \$102  = rd_data[415:384];
+          \$100  = p_word[415:384];
       4'hd:
-          \$102  = rd_data[447:416];
+          \$100  = p_word[447:416];
       4'he:
-          \$102  = rd_data[479:448];
+          \$100  = p_word[479:448];
       4'hf:
-          \$102  = rd_data[511:480];
+          \$100  = p_word[511:480];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$199  = i;
+    \$197 [191:0] = i;
+    \$197 [383:192] = taps[191:0];
+    \$197 [575:384] = taps[383:192];
+    if (\$99 ) begin
+      \$197 [575:528] = { 16'h0000, \$100  };
+    end
+    begin
+      begin
+        \$197 [767:576] = taps[575:384];
+        \$197 [959:768] = taps[767:576];
+      end
+    end
     if (rst) begin
-      \$199  = 192'h000000000000000000000000000000000000000000000000;
+      \$197  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$200  = tap_p;
-    if (\$101 ) begin
-      \$200 [191:144] = { 16'h0000, \$102  };
-    end
+    \$198  = rd_data;
     if (rst) begin
-      \$200  = 192'h000000000000000000000000000000000000000000000000;
+      \$198  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$201  = { 4'h0, rd_data[31:0] };
+    \$199  = p_word[31:0];
     if (rst) begin
-      \$201  = 36'h000000000;
+      \$199  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$202  = { 3'h0, \$24  };
+    \$200  = p_word[63:32];
     if (rst) begin
-      \$202  = 36'h000000000;
+      \$200  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$203  = \$32 [35:0];
+    \$201  = p_word[95:64];
     if (rst) begin
-      \$203  = 36'h000000000;
+      \$201  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$204  = \$33 [35:0];
+    \$202  = p_word[127:96];
     if (rst) begin
-      \$204  = 36'h000000000;
+      \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$205  = \$40 [35:0];
+    \$203  = p_word[159:128];
     if (rst) begin
-      \$205  = 36'h000000000;
+      \$203  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$206  = \$41 [35:0];
+    \$204  = p_word[191:160];
     if (rst) begin
-      \$206  = 36'h000000000;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$207  = \$42 [35:0];
+    \$205  = p_word[223:192];
     if (rst) begin
-      \$207  = 36'h000000000;
+      \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$208  = \$43 [35:0];
+    \$206  = p_word[255:224];
     if (rst) begin
-      \$208  = 36'h000000000;
+      \$206  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$209  = \$48 [35:0];
+    \$207  = p_word[287:256];
     if (rst) begin
-      \$209  = 36'h000000000;
+      \$207  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$210  = \$49 [35:0];
+    \$208  = p_word[319:288];
     if (rst) begin
-      \$210  = 36'h000000000;
+      \$208  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$211  = \$50 [35:0];
+    \$209  = p_word[351:320];
     if (rst) begin
-      \$211  = 36'h000000000;
+      \$209  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$212  = \$51 [35:0];
+    \$210  = p_word[383:352];
     if (rst) begin
-      \$212  = 36'h000000000;
+      \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$213  = \$52 [35:0];
+    \$211  = p_word[415:384];
     if (rst) begin
-      \$213  = 36'h000000000;
+      \$211  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$214  = \$53 [35:0];
+    \$212  = p_word[447:416];
     if (rst) begin
-      \$214  = 36'h000000000;
+      \$212  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$215  = \$54 [35:0];
+    \$213  = p_word[479:448];
+    if (rst) begin
+      \$213  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$214  = p_word[511:480];
+    if (rst) begin
+      \$214  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$215  = { 4'h0, q_child0 };
     if (rst) begin
       \$215  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$216  = rd_data[31:0];
+    \$216  = { 3'h0, \$24  };
     if (rst) begin
-      \$216  = 32'd0;
+      \$216  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$217  = rd_data[63:32];
+    \$217  = \$32 [35:0];
     if (rst) begin
-      \$217  = 32'd0;
+      \$217  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$218  = rd_data[95:64];
+    \$218  = \$33 [35:0];
     if (rst) begin
-      \$218  = 32'd0;
+      \$218  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$219  = rd_data[127:96];
+    \$219  = { 4'h0, q_child4 };
     if (rst) begin
-      \$219  = 32'd0;
+      \$219  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$220  = rd_data[159:128];
+    \$220  = { 3'h0, \$26  };
     if (rst) begin
-      \$220  = 32'd0;
+      \$220  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$221  = rd_data[191:160];
+    \$221  = \$34 [35:0];
     if (rst) begin
-      \$221  = 32'd0;
+      \$221  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$222  = rd_data[223:192];
+    \$222  = \$35 [35:0];
     if (rst) begin
-      \$222  = 32'd0;
+      \$222  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$223  = rd_data[255:224];
+    \$223  = { 4'h0, q_child8 };
     if (rst) begin
-      \$223  = 32'd0;
+      \$223  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$224  = rd_data[287:256];
+    \$224  = { 3'h0, \$28  };
     if (rst) begin
-      \$224  = 32'd0;
+      \$224  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$225  = rd_data[319:288];
+    \$225  = \$36 [35:0];
     if (rst) begin
-      \$225  = 32'd0;
+      \$225  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$226  = rd_data[351:320];
+    \$226  = \$37 [35:0];
     if (rst) begin
-      \$226  = 32'd0;
+      \$226  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$227  = rd_data[383:352];
+    \$227  = { 4'h0, q_child12 };
     if (rst) begin
-      \$227  = 32'd0;
+      \$227  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$228  = rd_data[415:384];
+    \$228  = { 3'h0, \$30  };
     if (rst) begin
-      \$228  = 32'd0;
+      \$228  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$229  = rd_data[447:416];
+    \$229  = \$38 [35:0];
     if (rst) begin
-      \$229  = 32'd0;
+      \$229  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$230  = rd_data[479:448];
+    \$230  = q_child0;
     if (rst) begin
       \$230  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$231  = rd_data[511:480];
+    \$231  = q_child1;
     if (rst) begin
       \$231  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$232  = tap_s;
-    if (tap_s[4]) begin
-      \$232 [30:15] = { tap_s[26:15], \$134 , \$126 , \$118 , \$110  };
-      \$232 [143:96] = { 16'h0000, \$166 [31:0] };
-      \$232 [191:144] = { 16'h0000, \$198  };
+    \$232  = q_child2;
+    if (rst) begin
+      \$232  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$233  = q_child3;
+    if (rst) begin
+      \$233  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$234  = q_child4;
+    if (rst) begin
+      \$234  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$235  = q_child5;
+    if (rst) begin
+      \$235  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$236  = q_child6;
+    if (rst) begin
+      \$236  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$237  = q_child7;
+    if (rst) begin
+      \$237  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$238  = q_child8;
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$239  = q_child9;
+    if (rst) begin
+      \$239  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$240  = q_child10;
+    if (rst) begin
+      \$240  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$241  = q_child11;
+    if (rst) begin
+      \$241  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$242  = q_child12;
+    if (rst) begin
+      \$242  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$243  = q_child13;
+    if (rst) begin
+      \$243  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$244  = q_child14;
+    if (rst) begin
+      \$244  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$245  = q_child15;
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$246  = q1_pre0;
+    if (rst) begin
+      \$246  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$247  = q1_pre1;
+    if (rst) begin
+      \$247  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$248  = q1_pre2;
+    if (rst) begin
+      \$248  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$249  = q1_pre3;
+    if (rst) begin
+      \$249  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$250  = \$40 [35:0];
+    if (rst) begin
+      \$250  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$251  = \$41 [35:0];
+    if (rst) begin
+      \$251  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$252  = \$42 [35:0];
+    if (rst) begin
+      \$252  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$253  = \$43 [35:0];
+    if (rst) begin
+      \$253  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$254  = \$47 [35:0];
+    if (rst) begin
+      \$254  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$255  = \$48 [35:0];
+    if (rst) begin
+      \$255  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$256  = \$49 [35:0];
+    if (rst) begin
+      \$256  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$257  = \$50 [35:0];
+    if (rst) begin
+      \$257  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$258  = \$51 [35:0];
+    if (rst) begin
+      \$258  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$259  = \$52 [35:0];
+    if (rst) begin
+      \$259  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$260  = \$53 [35:0];
+    if (rst) begin
+      \$260  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$261  = q1_child0;
+    if (rst) begin
+      \$261  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$262  = q1_child1;
+    if (rst) begin
+      \$262  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$263  = q1_child2;
+    if (rst) begin
+      \$263  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$264  = q1_child3;
+    if (rst) begin
+      \$264  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$265  = q1_child4;
+    if (rst) begin
+      \$265  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$266  = q1_child5;
+    if (rst) begin
+      \$266  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$267  = q1_child6;
+    if (rst) begin
+      \$267  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$268  = q1_child7;
+    if (rst) begin
+      \$268  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$269  = q1_child8;
+    if (rst) begin
+      \$269  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$270  = q1_child9;
+    if (rst) begin
+      \$270  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$271  = q1_child10;
+    if (rst) begin
+      \$271  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$272  = q1_child11;
+    if (rst) begin
+      \$272  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$273  = q1_child12;
+    if (rst) begin
+      \$273  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$274  = q1_child13;
+    if (rst) begin
+      \$274  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$275  = q1_child14;
+    if (rst) begin
+      \$275  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$276  = q1_child15;
+    if (rst) begin
+      \$276  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$277  = taps[959:768];
+    if (taps[772]) begin
+      \$277 [30:15] = { taps[794:783], \$132 , \$124 , \$116 , \$108  };
+      \$277 [143:96] = { 16'h0000, \$164 [31:0] };
+      \$277 [191:144] = { 16'h0000, \$196  };
     end
     if (rst) begin
-      \$232  = 192'h000000000000000000000000000000000000000000000000;
+      \$277  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign lookup_addr = lport__addr;
@@ -8482,40 +11889,38 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   assign rd_addr = wport__addr;
   assign rport__data = rd_data;
   assign r_addr = \$6 [11:0];
-  assign prefix1_1 = { 3'h0, \$24  };
-  assign prefix1_3 = { 3'h0, \$25  };
-  assign prefix1_5 = { 3'h0, \$26  };
-  assign prefix1_7 = { 3'h0, \$27  };
-  assign prefix1_9 = { 3'h0, \$28  };
-  assign prefix1_11 = { 3'h0, \$29  };
-  assign prefix1_13 = { 3'h0, \$30  };
-  assign prefix1_15 = { 3'h0, \$31  };
-  assign prefix2_2 = \$32 [35:0];
-  assign prefix2_3 = \$33 [35:0];
-  assign prefix2_6 = \$34 [35:0];
-  assign prefix2_7 = \$35 [35:0];
-  assign prefix2_10 = \$36 [35:0];
-  assign prefix2_11 = \$37 [35:0];
-  assign prefix2_14 = \$38 [35:0];
-  assign prefix2_15 = \$39 [35:0];
-  assign prefix4_4 = \$40 [35:0];
-  assign prefix4_5 = \$41 [35:0];
-  assign prefix4_6 = \$42 [35:0];
-  assign prefix4_7 = \$43 [35:0];
-  assign prefix4_12 = \$44 [35:0];
-  assign prefix4_13 = \$45 [35:0];
-  assign prefix4_14 = \$46 [35:0];
-  assign prefix4_15 = \$47 [35:0];
-  assign prefix8_8 = \$48 [35:0];
-  assign prefix8_9 = \$49 [35:0];
-  assign prefix8_10 = \$50 [35:0];
-  assign prefix8_11 = \$51 [35:0];
-  assign prefix8_12 = \$52 [35:0];
-  assign prefix8_13 = \$53 [35:0];
-  assign prefix8_14 = \$54 [35:0];
-  assign prefix8_15 = \$55 [35:0];
-  assign s_le = { \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56  };
-  assign s_onehot = { \$70 , \$99 , \$97 , \$95 , \$93 , \$91 , \$89 , \$87 , \$85 , \$83 , \$81 , \$79 , \$77 , \$75 , \$73 , \$71  };
+  assign q0_prefix1_1 = { 3'h0, \$24  };
+  assign q0_prefix1_3 = { 3'h0, \$25  };
+  assign q0_prefix1_5 = { 3'h0, \$26  };
+  assign q0_prefix1_7 = { 3'h0, \$27  };
+  assign q0_prefix1_9 = { 3'h0, \$28  };
+  assign q0_prefix1_11 = { 3'h0, \$29  };
+  assign q0_prefix1_13 = { 3'h0, \$30  };
+  assign q0_prefix1_15 = { 3'h0, \$31  };
+  assign q0_prefix2_2 = \$32 [35:0];
+  assign q0_prefix2_3 = \$33 [35:0];
+  assign q0_prefix2_6 = \$34 [35:0];
+  assign q0_prefix2_7 = \$35 [35:0];
+  assign q0_prefix2_10 = \$36 [35:0];
+  assign q0_prefix2_11 = \$37 [35:0];
+  assign q0_prefix2_14 = \$38 [35:0];
+  assign q0_prefix2_15 = \$39 [35:0];
+  assign q1_prefix4_4 = \$40 [35:0];
+  assign q1_prefix4_5 = \$41 [35:0];
+  assign q1_prefix4_6 = \$42 [35:0];
+  assign q1_prefix4_7 = \$43 [35:0];
+  assign q1_prefix4_12 = \$44 [35:0];
+  assign q1_prefix4_13 = \$45 [35:0];
+  assign q1_prefix4_14 = \$46 [35:0];
+  assign q1_prefix8_8 = \$47 [35:0];
+  assign q1_prefix8_9 = \$48 [35:0];
+  assign q1_prefix8_10 = \$49 [35:0];
+  assign q1_prefix8_11 = \$50 [35:0];
+  assign q1_prefix8_12 = \$51 [35:0];
+  assign q1_prefix8_13 = \$52 [35:0];
+  assign q1_prefix8_14 = \$53 [35:0];
+  assign s_le = { \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56 , \$55 , \$54  };
+  assign s_onehot = { \$68 , \$97 , \$95 , \$93 , \$91 , \$89 , \$87 , \$85 , \$83 , \$81 , \$79 , \$77 , \$75 , \$73 , \$71 , \$69  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -8532,38 +11937,91 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   assign \i.delta  = i[95:63];
   assign \i.target  = i[143:96];
   assign \i.value  = i[191:144];
-  assign \tap_s.valid  = tap_s[0];
-  assign \tap_s.op  = tap_s[3:1];
-  assign \tap_s.sample  = tap_s[4];
-  assign \tap_s.prng  = tap_s[5];
-  assign \tap_s.write  = tap_s[6];
-  assign \tap_s.read  = tap_s[7];
-  assign \tap_s.debug  = tap_s[8];
-  assign \tap_s.respond  = tap_s[9];
-  assign \tap_s.empty  = tap_s[10];
-  assign \tap_s.invalid  = tap_s[11];
-  assign \tap_s.level  = tap_s[14:12];
-  assign \tap_s.index  = tap_s[30:15];
-  assign \tap_s.prio  = tap_s[62:31];
-  assign \tap_s.delta  = tap_s[95:63];
-  assign \tap_s.target  = tap_s[143:96];
-  assign \tap_s.value  = tap_s[191:144];
-  assign \tap_p.valid  = tap_p[0];
-  assign \tap_p.op  = tap_p[3:1];
-  assign \tap_p.sample  = tap_p[4];
-  assign \tap_p.prng  = tap_p[5];
-  assign \tap_p.write  = tap_p[6];
-  assign \tap_p.read  = tap_p[7];
-  assign \tap_p.debug  = tap_p[8];
-  assign \tap_p.respond  = tap_p[9];
-  assign \tap_p.empty  = tap_p[10];
-  assign \tap_p.invalid  = tap_p[11];
-  assign \tap_p.level  = tap_p[14:12];
-  assign \tap_p.index  = tap_p[30:15];
-  assign \tap_p.prio  = tap_p[62:31];
-  assign \tap_p.delta  = tap_p[95:63];
-  assign \tap_p.target  = tap_p[143:96];
-  assign \tap_p.value  = tap_p[191:144];
+  assign \taps[0]  = taps[191:0];
+  assign \taps[0].valid  = taps[0];
+  assign \taps[0].op  = taps[3:1];
+  assign \taps[0].sample  = taps[4];
+  assign \taps[0].prng  = taps[5];
+  assign \taps[0].write  = taps[6];
+  assign \taps[0].read  = taps[7];
+  assign \taps[0].debug  = taps[8];
+  assign \taps[0].respond  = taps[9];
+  assign \taps[0].empty  = taps[10];
+  assign \taps[0].invalid  = taps[11];
+  assign \taps[0].level  = taps[14:12];
+  assign \taps[0].index  = taps[30:15];
+  assign \taps[0].prio  = taps[62:31];
+  assign \taps[0].delta  = taps[95:63];
+  assign \taps[0].target  = taps[143:96];
+  assign \taps[0].value  = taps[191:144];
+  assign \taps[1]  = taps[383:192];
+  assign \taps[1].valid  = taps[192];
+  assign \taps[1].op  = taps[195:193];
+  assign \taps[1].sample  = taps[196];
+  assign \taps[1].prng  = taps[197];
+  assign \taps[1].write  = taps[198];
+  assign \taps[1].read  = taps[199];
+  assign \taps[1].debug  = taps[200];
+  assign \taps[1].respond  = taps[201];
+  assign \taps[1].empty  = taps[202];
+  assign \taps[1].invalid  = taps[203];
+  assign \taps[1].level  = taps[206:204];
+  assign \taps[1].index  = taps[222:207];
+  assign \taps[1].prio  = taps[254:223];
+  assign \taps[1].delta  = taps[287:255];
+  assign \taps[1].target  = taps[335:288];
+  assign \taps[1].value  = taps[383:336];
+  assign \taps[2]  = taps[575:384];
+  assign \taps[2].valid  = taps[384];
+  assign \taps[2].op  = taps[387:385];
+  assign \taps[2].sample  = taps[388];
+  assign \taps[2].prng  = taps[389];
+  assign \taps[2].write  = taps[390];
+  assign \taps[2].read  = taps[391];
+  assign \taps[2].debug  = taps[392];
+  assign \taps[2].respond  = taps[393];
+  assign \taps[2].empty  = taps[394];
+  assign \taps[2].invalid  = taps[395];
+  assign \taps[2].level  = taps[398:396];
+  assign \taps[2].index  = taps[414:399];
+  assign \taps[2].prio  = taps[446:415];
+  assign \taps[2].delta  = taps[479:447];
+  assign \taps[2].target  = taps[527:480];
+  assign \taps[2].value  = taps[575:528];
+  assign \taps[3]  = taps[767:576];
+  assign \taps[3].valid  = taps[576];
+  assign \taps[3].op  = taps[579:577];
+  assign \taps[3].sample  = taps[580];
+  assign \taps[3].prng  = taps[581];
+  assign \taps[3].write  = taps[582];
+  assign \taps[3].read  = taps[583];
+  assign \taps[3].debug  = taps[584];
+  assign \taps[3].respond  = taps[585];
+  assign \taps[3].empty  = taps[586];
+  assign \taps[3].invalid  = taps[587];
+  assign \taps[3].level  = taps[590:588];
+  assign \taps[3].index  = taps[606:591];
+  assign \taps[3].prio  = taps[638:607];
+  assign \taps[3].delta  = taps[671:639];
+  assign \taps[3].target  = taps[719:672];
+  assign \taps[3].value  = taps[767:720];
+  assign \taps[4]  = taps[959:768];
+  assign \taps[4].valid  = taps[768];
+  assign \taps[4].op  = taps[771:769];
+  assign \taps[4].sample  = taps[772];
+  assign \taps[4].prng  = taps[773];
+  assign \taps[4].write  = taps[774];
+  assign \taps[4].read  = taps[775];
+  assign \taps[4].debug  = taps[776];
+  assign \taps[4].respond  = taps[777];
+  assign \taps[4].empty  = taps[778];
+  assign \taps[4].invalid  = taps[779];
+  assign \taps[4].level  = taps[782:780];
+  assign \taps[4].index  = taps[798:783];
+  assign \taps[4].prio  = taps[830:799];
+  assign \taps[4].delta  = taps[863:831];
+  assign \taps[4].target  = taps[911:864];
+  assign \taps[4].value  = taps[959:912];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -8580,29 +12038,29 @@ module \replay_kernel_k16.accel.core.tree.level4 (rst, lport__addr, lookup_data,
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$71  = s_diff0[36];
-  assign \$168  = \$167 ;
-  assign \$72  = s_diff1[36];
-  assign \$74  = s_diff2[36];
+  assign \$88  = s_diff10[36];
+  assign \$86  = s_diff9[36];
+  assign \$84  = s_diff8[36];
+  assign \$125  = \$85 ;
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 4'h0, i[30:19] };
-  assign \$76  = s_diff3[36];
-  assign \$78  = s_diff4[36];
-  assign \$80  = s_diff5[36];
-  assign \$82  = s_diff6[36];
-  assign \$84  = s_diff7[36];
-  assign \$86  = s_diff8[36];
-  assign \$88  = s_diff9[36];
-  assign \$90  = s_diff10[36];
-  assign \$92  = s_diff11[36];
-  assign \$94  = s_diff12[36];
-  assign \$96  = s_diff13[36];
-  assign \$98  = s_diff14[36];
-  assign \$103  = \$73 ;
-  assign \$111  = \$75 ;
-  assign \$119  = \$79 ;
-  assign \$127  = \$87 ;
-  assign \$136  = \$135 ;
+  assign \$69  = s_diff0[36];
+  assign \$70  = s_diff1[36];
+  assign \$72  = s_diff2[36];
+  assign \$74  = s_diff3[36];
+  assign \$76  = s_diff4[36];
+  assign \$78  = s_diff5[36];
+  assign \$80  = s_diff6[36];
+  assign \$82  = s_diff7[36];
+  assign \$90  = s_diff11[36];
+  assign \$92  = s_diff12[36];
+  assign \$94  = s_diff13[36];
+  assign \$96  = s_diff14[36];
+  assign \$101  = \$71 ;
+  assign \$109  = \$73 ;
+  assign \$117  = \$77 ;
+  assign \$134  = \$133 ;
+  assign \$166  = \$165 ;
   assign \$5  = \$4 ;
 endmodule
 
@@ -8689,35 +12147,31 @@ module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [5:0] \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire [5:0] \$18 ;
-  reg [4:0] \$19 ;
-  wire \$2 ;
-  reg [4:0] \$20 ;
-  reg [4:0] \$21 ;
-  wire [5:0] \$3 ;
+  wire \$13 ;
+  wire [6:0] \$14 ;
+  reg [4:0] \$15 ;
+  reg [4:0] \$16 ;
+  reg [5:0] \$17 ;
+  wire [5:0] \$2 ;
+  wire \$3 ;
   wire [5:0] \$4 ;
   wire \$5 ;
   wire \$6 ;
-  wire [5:0] \$7 ;
-  wire [5:0] \$8 ;
-  wire \$9 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire [6:0] \$9 ;
   input clk;
   wire clk;
   (* init = 5'h00 *)
   wire [4:0] consume;
-  reg [4:0] level = 5'h00;
+  reg [5:0] level = 6'h00;
   (* init = 5'h00 *)
   wire [4:0] produce;
   output [68:0] r_data;
   wire [68:0] r_data;
   wire r_en;
-  (* init = 5'h00 *)
-  wire [4:0] r_level;
+  (* init = 6'h00 *)
+  wire [5:0] r_level;
   reg [4:0] r_port__addr = 5'h00;
   wire [68:0] r_port__data;
   output r_rdy;
@@ -8727,19 +12181,19 @@ module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_
   wire [68:0] w_data;
   input w_en;
   wire w_en;
-  (* init = 5'h00 *)
-  wire [4:0] w_level;
+  (* init = 6'h00 *)
+  wire [5:0] w_level;
   reg [4:0] w_port__addr = 5'h00;
   input [68:0] w_port__data;
   wire [68:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [68:0] storage [18:0];
+  reg [68:0] storage [31:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
   initial begin : rlk_zero_8
     integer i;
-    for (i = 0; i <= 18; i = i + 1) storage[i] = 0;
+    for (i = 0; i <= 31; i = i + 1) storage[i] = 0;
   end
 `endif
 `endif
@@ -8748,61 +12202,57 @@ module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_
       storage[w_port__addr] <= w_port__data;
   end
   assign r_data = storage[r_port__addr];
-  assign w_rdy = level != 5'h13;
+  assign w_rdy = level != 6'h20;
   assign r_rdy = | level;
   assign w_port__en = w_en & w_rdy;
   assign \$1  = w_rdy & w_en;
-  assign \$2  = w_port__addr == 5'h12;
-  assign \$3  = w_port__addr + 1'h1;
-  assign \$4  = \$2  ? 6'h00 : \$3 ;
-  assign \$6  = r_port__addr == 5'h12;
-  assign \$7  = r_port__addr + 1'h1;
-  assign \$8  = \$6  ? 6'h00 : \$7 ;
-  assign \$9  = w_rdy & w_en;
-  assign \$11  = ~ \$10 ;
-  assign \$12  = \$9  & \$11 ;
-  assign \$13  = level + 1'h1;
-  assign \$15  = w_rdy & w_en;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = level - 1'h1;
+  assign \$2  = w_port__addr + 1'h1;
+  assign \$4  = r_port__addr + 1'h1;
+  assign \$5  = w_rdy & w_en;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$5  & \$7 ;
+  assign \$9  = level + 1'h1;
+  assign \$11  = w_rdy & w_en;
+  assign \$12  = ~ \$11 ;
+  assign \$13  = \$10  & \$12 ;
+  assign \$14  = level - 1'h1;
   always @(posedge clk)
-    w_port__addr <= \$19 ;
+    w_port__addr <= \$15 ;
   always @(posedge clk)
-    r_port__addr <= \$20 ;
+    r_port__addr <= \$16 ;
   always @(posedge clk)
-    level <= \$21 ;
+    level <= \$17 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$19  = w_port__addr;
+    \$15  = w_port__addr;
     if (\$1 ) begin
-      \$19  = \$4 [4:0];
+      \$15  = \$2 [4:0];
     end
     if (rst) begin
-      \$19  = 5'h00;
+      \$15  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$20  = r_port__addr;
-    if (\$5 ) begin
-      \$20  = \$8 [4:0];
+    \$16  = r_port__addr;
+    if (\$3 ) begin
+      \$16  = \$4 [4:0];
     end
     if (rst) begin
-      \$20  = 5'h00;
+      \$16  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$21  = level;
-    if (\$12 ) begin
-      \$21  = \$13 [4:0];
+    \$17  = level;
+    if (\$8 ) begin
+      \$17  = \$9 [5:0];
     end
-    if (\$17 ) begin
-      \$21  = \$18 [4:0];
+    if (\$13 ) begin
+      \$17  = \$14 [5:0];
     end
     if (rst) begin
-      \$21  = 5'h00;
+      \$17  = 6'h00;
     end
   end
   assign w_level = level;
@@ -8812,15 +12262,15 @@ module \replay_kernel_k16.accel.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_
   assign consume = r_port__addr;
   assign r_port__data = r_data;
   assign r_en = 1'h1;
-  assign \$5  = r_rdy;
+  assign \$3  = r_rdy;
+  assign \$6  = r_rdy;
   assign \$10  = r_rdy;
-  assign \$14  = r_rdy;
 endmodule
 
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2676$0 , \port$2678$0 , max_priority_lo, \port$2694$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2920$0 , \port$2922$0 , max_priority_lo, \port$2952$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -9410,12 +12860,12 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2676$0 ;
-  wire [15:0] \port$2676$0 ;
-  input [16:0] \port$2678$0 ;
-  wire [16:0] \port$2678$0 ;
-  input [47:0] \port$2694$0 ;
-  wire [47:0] \port$2694$0 ;
+  input [15:0] \port$2920$0 ;
+  wire [15:0] \port$2920$0 ;
+  input [16:0] \port$2922$0 ;
+  wire [16:0] \port$2922$0 ;
+  input [47:0] \port$2952$0 ;
+  wire [47:0] \port$2952$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -10639,11 +14089,11 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$2694$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2694$0 [47:32] };
+  assign total_lo = \port$2952$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2952$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2678$0  };
-  assign write_pointer = { 16'h0000, \port$2676$0  };
+  assign size = { 15'h0000, \port$2922$0  };
+  assign write_pointer = { 16'h0000, \port$2920$0  };
   assign \$141  = { 1'h0, ap_start };
   assign \$142  = { 30'h00000000, \$141  };
   assign \$143  = { ctrl_ap_done_q, 1'h0 };
@@ -10679,24 +14129,24 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign \$186  = \$185 ;
   assign \$187  = { 1'h0, response_cycles };
   assign \$188  = \$187 ;
-  assign \$189  = { 1'h0, \port$2694$0 [31:0] };
+  assign \$189  = { 1'h0, \port$2952$0 [31:0] };
   assign \$190  = \$189 ;
-  assign \$191  = { 17'h00000, \port$2694$0 [47:32] };
+  assign \$191  = { 17'h00000, \port$2952$0 [47:32] };
   assign \$192  = \$191 ;
   assign \$193  = { 1'h0, max_priority_lo };
   assign \$194  = \$193 ;
   assign \$195  = 33'h000000000;
   assign \$196  = \$195 ;
-  assign \$197  = { 16'h0000, \port$2678$0  };
+  assign \$197  = { 16'h0000, \port$2922$0  };
   assign \$198  = \$197 ;
-  assign \$199  = { 17'h00000, \port$2676$0  };
+  assign \$199  = { 17'h00000, \port$2920$0  };
   assign \$200  = \$199 ;
   assign \$201  = 33'h000010000;
   assign \$202  = \$201 ;
   assign \$203  = 9'h010;
   assign \$204  = { 23'h000000, \$203  };
   assign \$205  = 23'h000400;
-  assign \$207  = 39'h0000120000;
+  assign \$207  = 39'h00001f0000;
   assign \$209  = 9'h020;
   assign \$210  = { 23'h000000, \$209  };
   assign \$211  = 23'h001000;
@@ -10732,7 +14182,7 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign \$251  = 33'h000000001;
   assign \$252  = \$251 ;
   assign \$206  = 32'd1040;
-  assign \$208  = 39'h0000120410;
+  assign \$208  = 39'h00001f0410;
   assign \$212  = 32'd4128;
   assign \$214  = 39'h0000081020;
   assign \$216  = 39'h0020081020;
@@ -10740,8 +14190,8 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$606$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2218$0 , \port$2219$0 , \port$2220$0 , \port$2221$0 , \port$2222$0 
-, \port$2223$0 , \port$2224$0 , m_axi_gmem_wvalid, mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$606$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2448$0 , \port$2449$0 , \port$2450$0 , \port$2451$0 , \port$2452$0 
+, \port$2453$0 , \port$2454$0 , m_axi_gmem_wvalid, mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -11106,20 +14556,20 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [2:0] p_last_lane = 3'h0;
   reg p_wlast = 1'h0;
   reg [15:0] p_words = 16'h0000;
-  output \port$2218$0 ;
-  wire \port$2218$0 ;
-  output \port$2219$0 ;
-  wire \port$2219$0 ;
-  output \port$2220$0 ;
-  wire \port$2220$0 ;
-  output \port$2221$0 ;
-  wire \port$2221$0 ;
-  output \port$2222$0 ;
-  wire \port$2222$0 ;
-  output \port$2223$0 ;
-  wire \port$2223$0 ;
-  output \port$2224$0 ;
-  wire \port$2224$0 ;
+  output \port$2448$0 ;
+  wire \port$2448$0 ;
+  output \port$2449$0 ;
+  wire \port$2449$0 ;
+  output \port$2450$0 ;
+  wire \port$2450$0 ;
+  output \port$2451$0 ;
+  wire \port$2451$0 ;
+  output \port$2452$0 ;
+  wire \port$2452$0 ;
+  output \port$2453$0 ;
+  wire \port$2453$0 ;
+  output \port$2454$0 ;
+  wire \port$2454$0 ;
   input [39:0] \port$606$0 ;
   wire [39:0] \port$606$0 ;
   reg q_wlast = 1'h0;
@@ -11964,13 +15414,13 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2218$0  = \$51 ;
-  assign \port$2219$0  = \$52 ;
-  assign \port$2220$0  = \$53 ;
-  assign \port$2221$0  = \$54 ;
-  assign \port$2222$0  = \$55 ;
-  assign \port$2223$0  = \$56 ;
-  assign \port$2224$0  = \$57 ;
+  assign \port$2448$0  = \$51 ;
+  assign \port$2449$0  = \$52 ;
+  assign \port$2450$0  = \$53 ;
+  assign \port$2451$0  = \$54 ;
+  assign \port$2452$0  = \$55 ;
+  assign \port$2453$0  = \$56 ;
+  assign \port$2454$0  = \$57 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

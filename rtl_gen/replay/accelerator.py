@@ -14,8 +14,9 @@ class ReplayAccelerator(AcceleratorShell):
 
     :class:`~rtl_gen.shell.accelerator.AcceleratorShell` around
     :class:`~rtl_gen.replay.core.ReplayCore`: a :class:`~rtl_gen.replay.sumtree.SumTree`
-    (one operation per cycle, latency
-    ``L = 3 * levels + 6``), five batch buffers (:data:`~sw.replay.spec.REGIONS`, one
+    (one operation per cycle, latency ``L = level_latency * levels + 7``,
+    :attr:`~sw.replay.spec.SumTreeConfig.latency`), five batch buffers
+    (:data:`~sw.replay.spec.REGIONS`, one
     memory each, ``region_words`` deep, only their used bits wide) and a batch engine. Ports:
     ``ap_clk``, ``ap_rst_n`` (active-low synchronous reset), ``s_axi_control_*`` (AXI4-Lite,
     :func:`~sw.replay.spec.replay_register_map`, ``ap_ctrl_hs``), ``s_axi_mem_*`` (AXI4,
@@ -25,9 +26,10 @@ class ReplayAccelerator(AcceleratorShell):
     cycle from the input buffers into the tree (a one-cycle buffer read, then the command
     register) and writes every response into IDX_OUT/PRIO_OUT at the next free entry in the
     cycle it leaves the tree. It ends when every command has been taken, every response is
-    written and :data:`~sw.replay.spec.TAIL` cycles have passed since the last command. Updates are *posted*:
-    the run does not wait for them to leave the tree, because the tree is sequentially
-    consistent: every later operation, of this run or the next, sees them. Hence
+    written and :data:`~sw.replay.spec.TAIL` cycles have passed since the last command.
+    Updates are *posted*: the run does not wait for them to leave the tree, because the tree
+    is sequentially consistent: every later operation, of this run or the next, sees them.
+    Hence
 
     * B samples, inserts or reads: ``B + L + 3`` cycles (:func:`sw.replay.spec.run_cycles`);
     * B updates: ``B + 6``;

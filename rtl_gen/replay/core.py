@@ -120,6 +120,7 @@ class ReplayCore(wiring.Component):
         bw = max(cfg.batch_width, 1)
         ph_op = [Signal(SumTreeOp, name=f"ph{p}_op") for p in range(2)]
         ph_n = [Signal(bw, name=f"ph{p}_n") for p in range(2)]
+        ph_last = [Signal(bw, name=f"ph{p}_last") for p in range(2)]     # ph_n - 1, registered
         phase = Signal()                        # the phase being issued
         issue_i = Signal(bw)                    # next element of the phase to read
         issuing = Signal()                      # elements left to read
@@ -129,7 +130,11 @@ class ReplayCore(wiring.Component):
         tail = Signal(range(TAIL + 1))
 
         cur_op = Mux(phase, ph_op[1], ph_op[0])
-        cur_n = Mux(phase, ph_n[1], ph_n[0])
+        def set_n(p, n):
+            return [ph_n[p].eq(n),
+                    ph_last[p].eq((n - 1) % (1 << bw) if isinstance(n, int) else n - 1)]
+
+        cur_last = Mux(phase, ph_last[1], ph_last[0])
 
         # Issue: buffer read (cycle 1), command register (cycle 2, valid until taken).
         c_valid = Signal()
@@ -143,7 +148,7 @@ class ReplayCore(wiring.Component):
             m.d.sync += [c_valid.eq(fetch), c_op.eq(cur_op)]
         with m.If(fetch):
             m.d.sync += issue_i.eq(issue_i + 1)
-            with m.If(issue_i == cur_n - 1):
+            with m.If(issue_i == cur_last):
                 m.d.sync += issue_i.eq(0)
                 with m.If(~phase & (ph_n[1] != 0)):
                     m.d.sync += phase.eq(1)
@@ -181,8 +186,14 @@ class ReplayCore(wiring.Component):
         batch = args.batch_size
         usize = args.update_size
         sample_op = Mux(args.op_prng, SumTreeOp.SAMPLE_PRNG, SumTreeOp.SAMPLE)
-        bad_batch = (batch == 0) | (batch > cfg.max_batch)
-        bad_usize = (usize == 0) | (usize > cfg.max_batch)
+        # The argument checks are registered: the host writes the arguments before AP_START,
+        # in writes of their own, so the flags are current when a start is seen.
+        bad_batch, bad_usize, bad_code = Signal(), Signal(), Signal()
+        m.d.sync += [
+            bad_batch.eq((batch == 0) | (batch > cfg.max_batch)),
+            bad_usize.eq((usize == 0) | (usize > cfg.max_batch)),
+            bad_code.eq(code > max(o.value for o in ReplayOp)),
+        ]
         b_n = batch[:bw]
         u_n = usize[:bw]
 
@@ -192,10 +203,10 @@ class ReplayCore(wiring.Component):
                 with m.If(ctrl.start & ~ready):
                     m.d.sync += [ready.eq(1), cycles.eq(0), rsp_cycles.eq(0), error.eq(0),
                                  phase.eq(0), issue_i.eq(0), rsp_j.eq(0), n_rsp.eq(0),
-                                 wait_tree.eq(0), ph_n[1].eq(0)]
+                                 wait_tree.eq(0), *set_n(1, 0)]
                     m.d.comb += tree.clear.eq(1)
                     fail = Signal(2)
-                    with m.If(code > max(o.value for o in ReplayOp)):
+                    with m.If(bad_code):
                         m.d.comb += fail.eq(REPLAY_ERRORS["op"])
                     with m.Elif((code != ReplayOp.RESET) & (code != ReplayOp.SEED) & bad_batch):
                         m.d.comb += fail.eq(REPLAY_ERRORS["batch_size"])
@@ -207,7 +218,7 @@ class ReplayCore(wiring.Component):
                         m.d.sync += busy.eq(1)
                         m.next = "SEED"
                     with m.Else():
-                        m.d.sync += [busy.eq(1), issuing.eq(1), ph_n[0].eq(b_n)]
+                        m.d.sync += [busy.eq(1), issuing.eq(1), *set_n(0, b_n)]
                         m.next = "RUN"
                         with m.Switch(code):
                             with m.Case(ReplayOp.SAMPLE):
@@ -224,12 +235,12 @@ class ReplayCore(wiring.Component):
                                 m.d.sync += n_rsp.eq(b_n)
                                 with m.If(args.op_relaxed):
                                     m.d.sync += [ph_op[0].eq(sample_op),
-                                                 ph_op[1].eq(SumTreeOp.UPDATE), ph_n[1].eq(u_n)]
+                                                 ph_op[1].eq(SumTreeOp.UPDATE), *set_n(1, u_n)]
                                 with m.Else():
-                                    m.d.sync += [ph_op[0].eq(SumTreeOp.UPDATE), ph_n[0].eq(u_n),
-                                                 ph_op[1].eq(sample_op), ph_n[1].eq(b_n)]
+                                    m.d.sync += [ph_op[0].eq(SumTreeOp.UPDATE), *set_n(0, u_n),
+                                                 ph_op[1].eq(sample_op), *set_n(1, b_n)]
                             with m.Case(ReplayOp.RESET):
-                                m.d.sync += [ph_op[0].eq(SumTreeOp.RESET), ph_n[0].eq(1),
+                                m.d.sync += [ph_op[0].eq(SumTreeOp.RESET), *set_n(0, 1),
                                              wait_tree.eq(1)]
             with m.State("RUN"):
                 finished = (~issuing & ~c_valid & (rsp_j == n_rsp) & (tail == 0)

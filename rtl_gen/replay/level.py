@@ -4,7 +4,7 @@ import functools
 import operator
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -21,22 +21,28 @@ def sweep_width(config: SumTreeConfig) -> int:
     return max(1, (config.level_groups[-1] - 1).bit_length())
 
 
-def prefix_sums(m, values, width: int, *, name: str = "prefix") -> list:
+def prefix_sums(m, values, width: int, *, name: str = "prefix", spans=None) -> list:
     """Combinational: inclusive prefix sums of ``values``, each truncated to ``width`` bits.
 
     Sklansky's parallel prefix network: ``ceil(log2 n)`` adders deep, ``n/2`` adders per level.
     Every partial sum is a signal of module ``m`` (so that each adder exists once in the
-    Verilog). The caller guarantees that no sum exceeds ``width`` bits.
+    Verilog). The caller guarantees that no sum exceeds ``width`` bits. ``spans`` (powers of
+    two) selects the adder levels to build (default all: 1, 2, 4, ...): the network of spans
+    ``(1, 2)`` followed by that of ``(4, 8)`` on its outputs is the whole network of 16 values,
+    so a caller can put registers between its levels.
     """
     out = [Value.cast(v) for v in values]
-    span = 1
-    while span < len(out):
+    if spans is None:
+        spans = [1 << b for b in range(max(0, (len(out) - 1).bit_length()))]
+    for span in spans:
+        if span >= len(out):
+            break
         nxt = list(out)
         for i in range(len(out)):
             if (i // span) % 2:
                 nxt[i] = Signal(width, name=f"{name}{span}_{i}")
                 m.d.comb += nxt[i].eq(out[(i // span) * span - 1] + out[i])
-        out, span = nxt, span * 2
+        out = nxt
     return out
 
 
@@ -55,7 +61,8 @@ class SumTreeLevel(wiring.Component):
     one write port (simple dual port); the leaf level one read-or-write port (stage R) and a
     read-only lookup port for :class:`SumTree`'s stage A (true dual port).
 
-    Three pipeline stages, one operation each, in the order the operations were issued:
+    ``config.level_latency`` pipeline stages (5 at K = 16), one operation each, in the order
+    the operations were issued:
 
     R (the record at ``i``)
         The group address is presented to the read port (samples: the node reached at level
@@ -65,14 +72,17 @@ class SumTreeLevel(wiring.Component):
         because :class:`SumTree` already knows the old value. (So one operation never both
         reads and writes that port, and the lookup port's collisions with it are covered by
         :class:`SumTree`'s forwarding: the leaf ports need no transparency.)
-    P (``tap_p``)
+    P (``taps[0]``)
         The group word is available. Internal levels: a write adds its ``delta`` to its child and
         writes the word back in this cycle (read-modify-write: one adder and a ``fanout``-way
         multiplexer). The read port is transparent to that write, so the next operation, now in
-        R, reads the updated word: back-to-back operations on one group need no stall. Samples
-        compute the prefix sums ``P_j = c_0 + ... + c_j`` of the ``fanout`` children in parallel
-        (:func:`prefix_sums`). DEBUG selects its node.
-    S (``tap_s``)
+        R, reads the updated word: back-to-back operations on one group need no stall. The word
+        is registered as it is (DEBUG selects its node): what the operation must see is in it,
+        and the samples' arithmetic runs from that register on.
+    Q1 .. Qn (``taps[1]`` .. ``taps[n]``, ``n = config.prefix_stages``)
+        Samples compute the prefix sums ``P_j = c_0 + ... + c_j`` of the ``fanout`` children in
+        parallel (:func:`prefix_sums`), two adder levels per stage, registered between them.
+    S (``taps[n + 1]``)
         Samples compare all prefix sums with the remaining target ``t`` at once: ``d_j = t - P_j``
         for ``j < fanout - 1``; the child is the first ``j`` with ``P_j > t`` (strict-greater
         rule: its value ``P_j - P_{j-1} > 0``, a zero child is never taken), or the last child.
@@ -90,9 +100,10 @@ class SumTreeLevel(wiring.Component):
     i : ``In(op_layout(config))``
         The operation in stage R (the previous stage's register).
     o : ``Out(op_layout(config))``
-        The operation after stage S, registered: 3 cycles after ``i``.
-    tap_p, tap_s : ``Out(op_layout(config))``
-        The operations in stages P and S (for the leaf-value forwarding of :class:`SumTree`).
+        The operation after stage S, registered: ``config.level_latency`` cycles after ``i``.
+    taps : ``Out(ArrayLayout(op_layout(config), config.level_latency - 1))``
+        The operations in stages P, Q1 .. Qn and S (for the leaf-value forwarding of
+        :class:`SumTree`).
     sweep : ``In(1)``
         Clearing sweep: write zero to word ``sweep_addr`` (if below the depth). Only used while
         the pipeline is empty.
@@ -102,8 +113,8 @@ class SumTreeLevel(wiring.Component):
     lookup_data : ``Out(fanout * priority_width)``, leaf level only
         The group word, one cycle after ``lookup_addr``.
 
-    The stages never hold: latency 3 cycles, throughput one operation per cycle, for every
-    operation.
+    The stages never hold: latency ``config.level_latency`` cycles, throughput one operation
+    per cycle, for every operation.
     """
 
     def __init__(self, config: SumTreeConfig, *, level: int):
@@ -118,8 +129,7 @@ class SumTreeLevel(wiring.Component):
         members = {
             "i":          In(rec),
             "o":          Out(rec),
-            "tap_p":      Out(rec),
-            "tap_s":      Out(rec),
+            "taps":       Out(data.ArrayLayout(rec, config.level_latency - 1)),
             "sweep":      In(1),
             "sweep_addr": In(unsigned(sweep_width(config))),
         }
@@ -155,9 +165,9 @@ class SumTreeLevel(wiring.Component):
         i = self.i
 
         # Storage ports. A level of one group (always level 1) is a register instead of a
-        # memory, read combinationally one cycle after the address: the value a synchronous
-        # read port transparent to the write would return (the leaf level's ports need no
-        # transparency, see the class docstring, so they may see it too).
+        # memory, read combinationally one cycle after the address: it may return a write the
+        # memory's read port would not yet (stage Q forwards that write's word anyway, and the
+        # leaf level's ports need no transparency, see the class docstring).
         lanes_en = k if leaf else 1
         wr_addr, rd_addr = Signal(aw, name="wr_addr"), Signal(aw, name="rd_addr")
         wr_data, rd_data = Signal(k * w, name="wr_data"), Signal(k * w, name="rd_data")
@@ -172,7 +182,7 @@ class SumTreeLevel(wiring.Component):
                 m.d.comb += [lport.addr.eq(self.lookup_addr), self.lookup_data.eq(lport.data)]
             else:
                 wport = mem.write_port()
-                rport = mem.read_port(transparent_for=(wport,))
+                rport = mem.read_port()         # not transparent: stage Q forwards
             m.d.comb += [
                 wport.addr.eq(wr_addr), wport.data.eq(wr_data), wport.en.eq(wr_en),
                 rport.addr.eq(rd_addr), rd_data.eq(rport.data),
@@ -219,30 +229,71 @@ class SumTreeLevel(wiring.Component):
         else:
             m.d.comb += rd_addr.eq(r_addr)
 
-        # -- P: the group word is here ------------------------------------------------------------
-        p = self.tap_p
+        # -- P: the group word is here; registered as read ------------------------------------
+        p, q = self.taps[0], self.taps[1]
         m.d.sync += p.eq(i)
-        children = lanes(rd_data)
-        if not leaf:
-            lane = (p.index >> below)[:lk] if k > 1 else Const(0, 1)
-            old = Array(children)[lane] if k > 1 else children[0]
-            new = Signal(w, name="rmw_new")
-            m.d.comb += new.eq((old + p.delta)[:w])     # exact: the result fits the level
-            word = Cat(Mux(lane == j, new, c) for j, c in enumerate(children))
-            m.d.comb += [
-                wr_addr.eq(Mux(self.sweep, sweep_addr, group_addr(p))),
-                wr_data.eq(Mux(self.sweep, 0, word)),
-                wr_en.eq(sweep_en | p.write),
+        pw = Signal(k * w, name="p_word")
+        m.d.sync += [pw.eq(rd_data), q.eq(p)]
+
+        # -- Q: the word with the writes it missed; read-modify-write ---------------------------
+        # The read (end of stage R) missed the writes of the two operations ahead, which write
+        # at the end of their stage Q: the one in Q during this operation's P (written then)
+        # and the one a stage further (written at the same clock edge as the read). Their
+        # words are registered (``q_w1``, ``q_w2``), and stage P decides which of them hit.
+        # A level's leaf writes happen in stage R instead and are all seen by the read.
+        if leaf:
+            children = lanes(pw)
+        else:
+            q_w1 = Signal(k * w, name="q_w1")           # the word written one cycle ago
+            q_w2 = Signal(k * w, name="q_w2")           # two cycles ago
+            hit1, hit2 = Signal(name="q_hit1"), Signal(name="q_hit2")
+            older = self.taps[2]
+            m.d.sync += [
+                hit1.eq(q.write & (group_addr(q) == group_addr(p))),
+                hit2.eq(older.write & (group_addr(older) == group_addr(p))),
             ]
-        sums = prefix_sums(m, children, wp)
-        s = self.tap_s
-        s_pre = [Signal(wp, name=f"s_pre{j}") for j in range(k - 1)]
-        s_child = [Signal(w, name=f"s_child{j}") for j in range(k)] if leaf else []
-        m.d.sync += s.eq(p)
-        m.d.sync += [a.eq(b) for a, b in zip(s_pre, sums)]
-        m.d.sync += [a.eq(b) for a, b in zip(s_child, children)]
-        with m.If(here(p)):
-            m.d.sync += s.value.eq(Array(children)[p.index[:lk]] if k > 1 else children[0])
+            word = Signal(k * w, name="q_word")
+            m.d.comb += word.eq(Mux(self.sweep, 0, Mux(hit1, q_w1, Mux(hit2, q_w2, pw))))
+            children = lanes(word)
+            # Every lane adds the delta masked to its own lane: no ``fanout``-way multiplexer
+            # between the word and the adders (one adder per lane instead of one per level).
+            lane = (q.index >> below)[:lk] if k > 1 else Const(0, 1)
+            new_word = Signal(k * w, name="q_new")
+            m.d.comb += new_word.eq(Cat(
+                (c + Mux(q.write & (lane == j), q.delta, 0))[:w]       # exact: fits the level
+                for j, c in enumerate(children)))
+            m.d.sync += [q_w1.eq(new_word), q_w2.eq(q_w1)]
+            m.d.comb += [
+                wr_addr.eq(Mux(self.sweep, sweep_addr, group_addr(q))),
+                wr_data.eq(new_word),
+                wr_en.eq(sweep_en | q.write),
+            ]
+        # The children as this operation must see them (later writes are not its to see): the
+        # samples' arithmetic runs from this register on.
+        q0 = self.taps[2]
+        vals = [Signal(w, name=f"q_child{j}") for j in range(k)]
+        m.d.sync += q0.eq(q)
+        m.d.sync += [a.eq(b) for a, b in zip(vals, children)]
+        with m.If(here(q)):                             # DEBUG selects its node
+            m.d.sync += q0.value.eq(Array(children)[q.index[:lk]] if k > 1 else children[0])
+        q = q0
+
+        # -- Q: the prefix sums, two adder levels of Sklansky's network per stage -----------------
+        kept = [Value.cast(v) for v in vals] if leaf else []     # the leaf's values, carried
+        span = 1
+        for st in range(cfg.prefix_stages):
+            vals = prefix_sums(m, vals, wp, name=f"q{st}_prefix", spans=(span, 2 * span))
+            span *= 4
+            nxt = self.taps[3 + st]
+            regs = [Signal(wp, name=f"q{st + 1}_pre{j}") for j in range(k - 1)]
+            m.d.sync += nxt.eq(q)
+            m.d.sync += [a.eq(b) for a, b in zip(regs, vals)]
+            if leaf:
+                kregs = [Signal(w, name=f"q{st + 1}_child{j}") for j in range(k)]
+                m.d.sync += [a.eq(b) for a, b in zip(kregs, kept)]
+                kept = kregs
+            vals, q = regs, nxt
+        s, s_pre, s_child = q, vals, kept
 
         # -- S: compare, select, descend ----------------------------------------------------------
         t = s.target[:wp]

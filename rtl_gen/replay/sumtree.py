@@ -1,15 +1,15 @@
 """K-ary sum tree for prioritized replay (CF'22 Sec. 3.1): pipelined sampling and updating."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from sw.replay.spec import PRNG_BITS, SumTreeConfig
 
-from ..fixed import saturate
+from ..fixed import saturate_fast
 from .layouts import RESPONDS, SumTreeOp, command_layout, op_layout, response_layout
-from .level import SumTreeLevel, sweep_width
+from .level import SumTreeLevel, _any_of, sweep_width
 from .prng import Xorshift32
 
 __all__ = ["SumTree"]
@@ -22,6 +22,11 @@ _RESPONDS_ORDERED = tuple(sorted(RESPONDS, key=lambda o: o.value))
 #: signed), so every partial product is one DSP with its output register.
 _MUL_A_CHUNK = 26
 _MUL_B_CHUNK = 17
+
+
+def _taps(level):
+    """The stage records of a :class:`~rtl_gen.replay.level.SumTreeLevel` before its output."""
+    return [level.taps[j] for j in range(level.config.level_latency - 1)]
 
 
 def _chunks(value, size):
@@ -38,24 +43,24 @@ class SumTree(wiring.Component):
 
     Pipeline and ordering
     ---------------------
-    Every operation takes the same path through one in-order pipeline: ``A`` (command
-    register), ``B`` (old leaf value), ``C`` (root), ``M`` (target product), then the three
-    stages R, P, S of each level from the root's children down to the leaves, then the
-    response queue. Samples and updates share it: there is no separate sampler and updater
-    pipeline to keep apart. A sample walks root -> leaves, reading one group per level. An
-    update reads the old leaf value first (stage A's lookup port, stage B), so it knows its
-    change ``delta = new - old`` before it reaches the root and it too walks root -> leaves,
-    adding ``delta`` to its ancestor on each level (read-modify-write in stages R and P) and
-    writing the leaf last. This is CF'22's leaf -> root updater turned around (its memoised
-    path is just the index bits): going the same way as the samples, every operation visits
-    every level memory in issue order, one per cycle, with one read port and one write port
-    (the leaf level: one read-or-write port and the lookup port), and the result is exactly
-    that of executing the operations one after another:
+    Every operation takes the same path through one in-order pipeline: ``A`` (command register),
+    ``B`` and ``B2`` (old leaf value), ``C`` (root), ``M`` (target product), then the
+    ``config.level_latency`` stages R, P, Q, Q1 .. Qn, S of each level from the root's children
+    down to the leaves, then the response queue. Samples and updates share it: there is no
+    separate sampler and updater pipeline to keep apart. A sample walks root -> leaves, reading
+    one group per level. An update reads the old leaf value first (stage A's lookup port, stages
+    B and B2), so it knows its change ``delta = new - old`` before it reaches the root and it
+    too walks root -> leaves, adding ``delta`` to its ancestor on each level (read-modify-write
+    in stages R to Q) and writing the leaf last. This is CF'22's leaf -> root updater turned
+    around (its memoised path is just the index bits): going the same way as the samples, every
+    operation visits every level memory in issue order, one per cycle, with one read port and
+    one write port (the leaf level: one read-or-write port and the lookup port), and the result
+    is exactly that of executing the operations one after another:
 
     * an operation issued after an update sees it (samples, reads, debug reads, and updates of
-      the same leaf or of any ancestor, back to back: the level read ports are transparent to
-      the write of the operation one stage ahead, and the old leaf value of stage B is
-      forwarded from every write still in flight, youngest first);
+      the same leaf or of any ancestor, back to back: a level's stage Q forwards the words of
+      the two writes its read missed, and the old leaf value of stages B and B2 is forwarded
+      from every write still in flight, youngest first);
     * an operation issued before an update does not see it.
 
     The pipeline never stalls: no operation waits for another, and the stages have no clock
@@ -113,11 +118,11 @@ class SumTree(wiring.Component):
     write_pointer : ``Out(index_width)``, size : ``Out(bits of capacity)``
         The slot the next INSERT writes and the number of slots inserted (at most capacity).
 
-    Latency is :attr:`latency` = ``3 * levels + 6`` cycles from a command's transfer to its
-    response's transfer (``rsp.ready`` high); throughput one operation per cycle of any kind
-    and mix. ``B`` operations take ``B + 3 * levels + 6`` cycles from the first command to the
-    last response; ``B`` updates have left the pipeline (``busy`` low) after
-    ``B + 3 * levels + 5``. An update's effect is visible to the operation issued right after
+    Latency is :attr:`latency` = ``level_latency * levels + 7`` cycles from a command's
+    transfer to its response's transfer (``rsp.ready`` high); throughput one operation per
+    cycle of any kind and mix. ``B`` operations take ``B + latency`` cycles from the first
+    command to the last response; ``B`` updates have left the pipeline (``busy`` low) after
+    ``B + latency - 1``. An update's effect is visible to the operation issued right after
     it, whatever the kinds of the two.
     """
 
@@ -147,8 +152,9 @@ class SumTree(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Cycles from a command's transfer to its response's (``3 * levels + 6``)."""
-        return 3 * self._config.levels + 6
+        """Cycles from a command's transfer to its response's
+        (:attr:`~sw.replay.spec.SumTreeConfig.latency`, ``level_latency * levels + 7``)."""
+        return self._config.latency
 
     @property
     def response_depth(self) -> int:
@@ -173,6 +179,7 @@ class SumTree(wiring.Component):
         a_valid = Signal()
         a = Signal(command_layout(cfg), name="a")
         b = Signal(rec, name="b")
+        b2 = Signal(rec, name="b2")
         c = Signal(rec, name="c")
         mr = Signal(rec, name="m")
         r1 = Signal(rec, name="r1")
@@ -195,9 +202,13 @@ class SumTree(wiring.Component):
         m.submodules.rsp_fifo = rsp_fifo
         reserved = Signal(range(self.response_depth + 1))   # responses in flight or queued
         response = Signal(response_layout(cfg))
-        stages = [b, c, mr, r1] + [r for lvl in levels for r in (lvl.tap_p, lvl.tap_s, lvl.o)]
+        stages = [b, b2, c, mr, r1] + [r for lvl in levels for r in (*_taps(lvl), lvl.o)]
+        # ``pipe_busy`` without an OR of every stage in the cycle it is used: the stages but
+        # the last are what the stages hold one cycle later, so their OR is registered.
         pipe_busy = Signal()
-        m.d.comb += pipe_busy.eq(a_valid | Cat(r.valid for r in stages).any())
+        stages_busy = Signal()
+        m.d.sync += stages_busy.eq(a_valid | Cat(r.valid for r in stages[:-1]).any())
+        m.d.comb += pipe_busy.eq(a_valid | stages_busy)
         is_reset = cmd.payload.op == SumTreeOp.RESET
         needs_room = Cat(cmd.payload.op == o for o in _RESPONDS_ORDERED).any()
         room = reserved < self.response_depth
@@ -222,7 +233,12 @@ class SumTree(wiring.Component):
             m.d.sync += reserved.eq(reserved + 1)
         with m.Elif(given & ~taken):
             m.d.sync += reserved.eq(reserved - 1)
-        m.d.sync += [a_valid.eq(accept & ~is_reset), a.eq(cmd.payload)]
+        a_insert = Signal()         # INSERT or INSERT_MAX in stage A, decoded a stage early
+        m.d.sync += [
+            a_valid.eq(accept & ~is_reset), a.eq(cmd.payload),
+            a_insert.eq((cmd.payload.op == SumTreeOp.INSERT)
+                        | (cmd.payload.op == SumTreeOp.INSERT_MAX)),
+        ]
 
         # -- clearing sweep -----------------------------------------------------------------------
         last_group = cfg.level_groups[-1] - 1
@@ -239,7 +255,7 @@ class SumTree(wiring.Component):
         is_read = a_valid & (op == SumTreeOp.READ)
         is_debug = a_valid & (op == SumTreeOp.DEBUG)
         responds = a_valid & Cat(op == o for o in _RESPONDS_ORDERED).any()
-        sat, over = saturate(m, a.priority, cfg.priority_format, name="sat")
+        sat, over = saturate_fast(m, a.priority, cfg.priority_format, name="sat")
         # (comparisons that cannot be true are left out: Verilator's lint flags them)
         index_top = 1 << cfg.node_index_width
         leaf_bad = (a.index >= cap) if cap < index_top else Const(0)
@@ -249,14 +265,22 @@ class SumTree(wiring.Component):
              if depths[l] < index_top]
             + ([a.level > n_levels] if (1 << cfg.level_select_width) > n_levels + 1 else [])
         ).any()
+        # The maximum-priority register takes a write's value in stage B; INSERT_MAX in stage A
+        # sees the write in B through ``max_now``.
+        max_raise = Signal()
+        max_now = Signal(wl)
+        m.d.comb += [
+            max_raise.eq(b.write & (b.prio > max_reg)),
+            max_now.eq(Mux(max_raise, b.prio, max_reg)),
+        ]
         new_value = Signal(wl)
         leaf_index = Signal(cfg.node_index_width)
         write = Signal()
         m.d.comb += [
-            new_value.eq(Mux(op == SumTreeOp.INSERT_MAX, max_reg, sat)),
+            new_value.eq(Mux(op == SumTreeOp.INSERT_MAX, max_now, sat)),
             leaf_index.eq(Mux(is_insert, ptr, Mux(is_sample, 0, a.index))),
             write.eq(is_insert | (is_update & ~leaf_bad)),
-            leaf.lookup_addr.eq(leaf_index >> lk),
+            leaf.lookup_addr.eq(Mux(a_insert, ptr, a.index) >> lk),   # a sample's: unused
         ]
         invalid_now = ((is_update | is_read) & leaf_bad) | (is_debug & debug_bad)
         m.d.sync += [
@@ -282,31 +306,49 @@ class SumTree(wiring.Component):
                 ptr.eq(Mux(ptr == cap - 1, 0, ptr + 1)),
                 size.eq(Mux(size == cap, cap, size + 1)),
             ]
-        with m.If(write & (new_value > max_reg)):
-            m.d.sync += max_reg.eq(new_value)
+        with m.If(max_raise):
+            m.d.sync += max_reg.eq(b.prio)
 
-        # -- B: old leaf value, forwarded from the writes in flight (youngest first) --------------
-        # The lookup read sees every leaf write up to the previous cycle's; the writes of the
-        # operations from stage C down to the leaf level's P stage are not in it yet.
-        taps = [c, mr, r1]
+        # -- B, B2: old leaf value, forwarded from the writes in flight (youngest first) ---------
+        # The lookup (address in stage A, data in B) sees every leaf write up to the previous
+        # cycle's; the writes of the operations from stage B2 down to the leaf level's P stage
+        # (``taps``, youngest first) are not in it yet. Stage A compares the leaf with the
+        # records one stage younger (each moves on by one at the clock edge) and registers the
+        # hits; stage B picks the youngest hit, or the lookup if none, as one-hot selects;
+        # stage B2 selects, with the records moved on by one more (``taps2``).
+        taps = [b2, c, mr, r1]
         for lvl in levels[:-1]:
-            taps += [lvl.tap_p, lvl.tap_s, lvl.o]
-        taps.append(leaf.tap_p)
-        lanes = [leaf.lookup_data[j * wl:(j + 1) * wl] for j in range(k)]
-        from_mem = Array(lanes)[b.index[:lk]] if k > 1 else lanes[0]
-        hits = Signal(len(taps))
-        youngest = Signal(len(taps))
-        m.d.comb += [
-            hits.eq(Cat(r.write & (r.index == b.index) for r in taps)),
-            youngest.eq(hits & (~hits + 1)[:len(taps)]),     # lowest set bit: the youngest hit
+            taps += [*_taps(lvl), lvl.o]
+        taps.append(leaf.taps[0])
+        ahead = [b] + taps[:-1]                 # in stage A's cycle, where ``taps`` will be
+        taps2 = taps[1:] + [leaf.taps[1]]       # in stage B2's cycle
+        # The leaf a write or read accesses (``leaf_index`` without the decode of a sample,
+        # whose old value is not used).
+        hit_index = Mux(a_insert, ptr, a.index)
+        hits = Signal(len(taps) + 1)            # stage B; the top bit: the lookup (always)
+        lane = Signal(k)                        # stage B; one-hot: the lookup's lane
+        m.d.sync += [
+            hits.eq(Cat(*(r.write & (r.index == hit_index) for r in ahead), 1)),
+            lane.eq(Cat(hit_index[:lk] == j for j in range(k)) if k > 1 else 1),
         ]
-        forwarded = 0
-        for r, sel in zip(taps, youngest):
-            forwarded = forwarded | Mux(sel, r.prio, 0)
+        youngest = Signal(len(taps) + 1)
+        sel_tap = Signal(len(taps))             # stage B2: one-hot (or 0: the lookup)
+        sel_lane = Signal(k)                    # stage B2: one-hot (or 0: a record hit)
+        looked = Signal(k * wl)                 # stage B2: the lookup's word
+        m.d.comb += youngest.eq(hits & (~hits + 1)[:len(hits)])   # lowest set bit
+        m.d.sync += [
+            b2.eq(b),
+            sel_tap.eq(youngest[:len(taps)]),
+            sel_lane.eq(Mux(youngest[-1], lane, 0)),
+            looked.eq(leaf.lookup_data),
+        ]
+        lanes = [looked[j * wl:(j + 1) * wl] for j in range(k)]
         old = Signal(wl)
-        m.d.comb += old.eq(Mux(hits.any(), forwarded, from_mem))
-        m.d.sync += [c.eq(b), c.delta.eq(b.prio - old)]
-        with m.If(b.read):
+        c_old = Signal(wl)                      # stage C subtracts it
+        m.d.comb += old.eq(_any_of([Mux(sel, r.prio, 0) for r, sel in zip(taps2, sel_tap)]
+                                   + [Mux(sel, v, 0) for v, sel in zip(lanes, sel_lane)], wl))
+        m.d.sync += [c.eq(b2), c_old.eq(old)]
+        with m.If(b2.read):
             m.d.sync += c.value.eq(old)
 
         # -- C: root, PRNG, partial products of the target ----------------------------------------
@@ -325,9 +367,11 @@ class SumTree(wiring.Component):
                 pp = Signal(len(xa) + len(ra), name=f"pp_{sa}_{sr}")
                 partials.append((pp, sa + sr))
                 m.d.sync += pp.eq(xa * ra)
-        m.d.sync += mr.eq(c)
+        delta = Signal(signed(wl + 1))
+        m.d.comb += delta.eq(c.prio - c_old)
+        m.d.sync += [mr.eq(c), mr.delta.eq(delta)]
         with m.If(c.write):
-            m.d.sync += root.eq((root + c.delta)[:w0])
+            m.d.sync += root.eq((root + delta)[:w0])
         with m.If(empty_now):
             m.d.sync += [mr.sample.eq(0), mr.empty.eq(1)]
         with m.If(c.debug & (c.level == 0)):

@@ -12,9 +12,9 @@ Each contender is timed in one process, interleaved rounds, best of ``--rounds``
 Hardware: :func:`sw.replay.spec.run_cycles` of a ``SumTreeConfig(fanout=K, capacity=2**20)``
 for a SAMPLE and an UPDATE run of 512 (exact for the RTL, asserted by tb/replay): one command
 per cycle whatever K (the K children of a node are read in one cycle, compared in parallel),
-so K only moves the pipeline latency ``3 * levels + 6``. Converted to microseconds at the clock
-of the shipped ``replay_accel_k16`` (:func:`sw.timing.clock_mhz`); 2^20 leaves and the other
-K are not shipped (docs/replay.md), so those rows are the cycle model only.
+so K only moves the pipeline latency (``SumTreeConfig.latency``). Converted to microseconds
+at the clock of the shipped ``replay_accel_k16`` (:func:`sw.timing.clock_mhz`); 2^20 leaves and
+the other K are not shipped (docs/replay.md), so those rows are the cycle model only.
 """
 
 import argparse

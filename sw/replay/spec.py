@@ -233,10 +233,24 @@ class SumTreeConfig(Config):
         return self.max_batch.bit_length()
 
     @property
+    def prefix_stages(self) -> int:
+        """Pipeline stages of a node's prefix sums: two adder levels of the ``log2(fanout)``-deep
+        parallel prefix network per stage (``max(1, ceil(log2(fanout) / 2))``: 2 at K = 16)."""
+        return max(1, -(-self.log2_fanout // 2))
+
+    @property
+    def level_latency(self) -> int:
+        """Cycles an operation spends in one level: ``prefix_stages + 4`` (the read, the
+        registered group word, the forwarding and read-modify-write, the prefix sums, the
+        compare; 6 at K = 16)."""
+        return self.prefix_stages + 4
+
+    @property
     def latency(self) -> int:
-        """Cycles from a command's transfer into the tree to its response: ``3 * levels + 6``
-        (three per level, six for the command, target and response registers)."""
-        return 3 * self.levels + 6
+        """Cycles from a command's transfer into the tree to its response:
+        ``level_latency * levels + 7`` (seven for the command, old leaf value, root, target
+        and response registers; 31 at K = 16 with 4 levels)."""
+        return self.level_latency * self.levels + 7
 
     # -- formats ----------------------------------------------------------------------------------
     @property

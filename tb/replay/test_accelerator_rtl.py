@@ -281,7 +281,7 @@ if cocotb is not None:
         await host.start()
         cfg = host.cfg
         B = cfg.max_batch
-        L = 3 * cfg.levels + 6
+        L = cfg.latency
         rng = np.random.default_rng(cocotb.RANDOM_SEED + 1)
         await host.load("PRIO_IN", _prios(cfg, rng, B))
         await host.check(await host.run(Op.INSERT, B), "insert")

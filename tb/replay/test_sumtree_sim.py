@@ -119,7 +119,7 @@ def expect(cfg, batches, *, prng_seed=0):
 
 def check_run(cfg, batches, *, prng_seed=0, **kw):
     got = simulate(cfg, batches, prng_seed=prng_seed, **kw)
-    assert got["latency"] == 3 * cfg.levels + 6
+    assert got["latency"] == cfg.latency
     want, snaps, ref = expect(cfg, batches, prng_seed=prng_seed)
     assert len(got["responses"]) == len(want)
     for n, (g, w) in enumerate(zip(got["responses"], want)):
@@ -186,6 +186,22 @@ def test_back_to_back_hazards():
     check_run(cfg, [cmds, dump(cfg)])
 
 
+@pytest.mark.parametrize("fanout, capacity", [(2, 16), (16, 200)])
+def test_old_leaf_forwarded_at_every_distance(fanout, capacity):
+    """An update, insert or read of a leaf written ``d`` operations earlier, for every ``d``
+    up to past the tree's latency: the old leaf value comes from each stage in turn (stage
+    A's hit registers, one per record in flight), then from the lookup port."""
+    cfg = tiny(fanout, capacity)
+    leaf, other = 5, capacity - 1
+    cmds = [update(other, 1)]
+    for d in range(1, cfg.latency + 3):
+        cmds += [update(leaf, d % 50 + 1)] + [read(other)] * (d - 1)
+        cmds += [update(leaf, d % 50 + 60), read(leaf), sample(d * 37 % 4096)]
+    cmds += [insert() for _ in range(leaf + 1)]           # the write pointer reaches the leaf
+    cmds += [update(leaf, 3), insert(7), read(leaf)]
+    check_run(cfg, [cmds, dump(cfg)])
+
+
 def test_empty_tree_flags_and_keeps_the_prng():
     """Samples of an all-zero tree respond ``empty``, raise the flag and draw no PRNG word."""
     cfg = tiny(4, 5)
@@ -234,13 +250,23 @@ def test_reset_op_clears_the_tree():
 
 
 # -- cycles ---------------------------------------------------------------------------------------
+def test_latency_model():
+    """The cycle model's numbers (the RTL is measured against them below): two prefix adder
+    levels per stage, four more stages per level, seven in front of the levels."""
+    per_level = [SumTreeConfig(fanout=k, capacity=4096).level_latency for k in (2, 4, 8, 16,
+                                                                                32, 64)]
+    assert per_level == [5, 5, 6, 6, 7, 7]
+    assert SumTreeConfig(fanout=16, capacity=1 << 16).latency == 6 * 4 + 7 == 31
+    assert SumTreeConfig(fanout=2, capacity=16).latency == 5 * 4 + 7
+
+
 @pytest.mark.parametrize("fanout,capacity", [(2, 17), (4, 16)])
 def test_batches_take_b_plus_latency_cycles(fanout, capacity):
     """B operations of any kind: one command per cycle, each response ``latency`` cycles after
     its command; the batch is done (last response taken, ``busy`` low) ``B + latency`` cycles
     after it started, or ``B + latency - 1`` if it ends with an update (no response)."""
     cfg = tiny(fanout, capacity)
-    latency = 3 * cfg.levels + 6
+    latency = cfg.latency
     rng = np.random.default_rng(SEED)
     b = 40
     fill = [update(i, int(rng.integers(1, 1000))) for i in range(capacity)]

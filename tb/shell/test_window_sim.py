@@ -131,7 +131,7 @@ def test_register_map_and_kernel_args():
     assert len(k.m_axi_gmem_wdata) == 128 and len(k.m_axi_gmem_araddr) == 64
     scalars = list(dict.fromkeys(r.name for r, _ in arg_fields(base)))   # the core's args
     assert args["scalars"] == scalars == ["OP", "BATCH_SIZE", "UPDATE_SIZE", "SEED"]
-    assert cfg.accel == SumTreeConfig(**SMALL) and k.latency == 3 * cfg.levels + 6
+    assert cfg.accel == SumTreeConfig(**SMALL) and k.latency == cfg.latency
     assert shell_spec.copy_cycles(80, 8, latency=2) == 10 + 2 + 5
     ports = set(k.signature.members)
     assert "s_axi_mem_awaddr" not in ports and "m_axi_gmem_araddr" in ports
