@@ -148,8 +148,8 @@ class GaePeConfig(Config):
     def coef_settle(self) -> int:
         """Cycles after ``gamma``/``gamma_lambda`` change until everything computed from them
         is settled: the coefficient registers, then the powers of gamma*lambda (lookahead with
-        k > 1: three registers a power)."""
-        return 1 + (3 * (self.k - 1) if self.lookahead_steps > 1 else 0)
+        k > 1: five registers a power: the product in LUTs in three, rounded, saturated)."""
+        return 1 + (5 * (self.k - 1) if self.lookahead_steps > 1 else 0)
 
     @property
     def coef_use(self) -> int:
