@@ -488,14 +488,16 @@ _ARG_DOCS = {
     "gamma": "discount gamma, unsigned, coef_width - 1 fraction bits (<= 1.0)",
     "gamma_lambda": "gamma * lambda, same format (<= 1.0)",
     "reward_scale": "reward dequantizer: reward = code * scale + offset; scale word: mantissa "
-                    "bits 17:0 (signed), shift bits 28:24, scale = m * 2^(exp0 - shift)",
+                    "m bits 17:0 (signed), shift e bits 28:24, other bits 0; scale = "
+                    "m * 2^({deq_exp0} - e)",
     "reward_offset": "reward dequantizer offset (reg format)",
-    "value_scale": "value dequantizer scale (block std folded in, scale word)",
+    "value_scale": "value dequantizer scale (block std folded in; scale word, "
+                   "m * 2^({deq_exp0} - e))",
     "value_offset": "value dequantizer offset (block mean, reg format)",
     "adv_scale": "advantage requantizer: code = round(A * scale + offset), saturated; "
-                 "scale word (result exponent)",
+                 "scale word, scale = m * 2^({req_exp0} - e)",
     "adv_offset": "advantage requantizer offset (reg format)",
-    "rtg_scale": "reward-to-go requantizer scale (scale word, result exponent)",
+    "rtg_scale": "reward-to-go requantizer scale (scale word, m * 2^({req_exp0} - e))",
     "rtg_offset": "reward-to-go requantizer offset (reg format)",
 }
 
@@ -514,7 +516,8 @@ def _info(name, lsb, width, param, **kw):
 
 def gae_register_map(config: GaeCoreConfig) -> RegisterMap:
     """ap_ctrl_hs control registers, run arguments, status, cycle counter, hardware info."""
-    args = [Register.scalar(name.upper(), width, "rw", doc=_ARG_DOCS[name])
+    exps = {"deq_exp0": config.scale_format.exp0, "req_exp0": config.result_scale_format.exp0}
+    args = [Register.scalar(name.upper(), width, "rw", doc=_ARG_DOCS[name].format(**exps))
             for name, (width, _) in GAE_CORE_ARGS(config).items()]
     errors = ", ".join(f"{code} {name}" for code, (name, _) in ERROR_CODES.items())
     status = Register("STATUS", None, (
