@@ -301,7 +301,7 @@ class GaeCoreConfig(Config):
     def scale_format(self) -> ScaleFormat:
         """Format of the dequantizers' scale registers (reward_scale, value_scale):
         ``m * 2**(dequant_lshift - 1 - data_frac - e)``; with data_frac 16, ``m * 2**(-8 - e)``,
-        2^-22..2^9 at full precision."""
+        2^-23..2^9 at full precision."""
         return dequant_scale_format(self.pe.data_frac)
 
     @cached_property
