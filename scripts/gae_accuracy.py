@@ -75,6 +75,22 @@ def main():
                     print(f"{bits:>4} {results:>7} {name:>8} {g:>5} {lam:>4} "
                           f"{100 * rel_rms(adv, ra):7.3f}% {100 * rel_rms(ret, rr):7.3f}% "
                           f"{runs:>4} {','.join(warned) or '-'}")
+    print("standardized units (HEPPO mode): the quantization error, against float GAE of the "
+          "standardized rewards and the caller's values:")
+    for bits in (8, 16):
+        for results in ("inplace", "full"):
+            cfg = GaeCoreConfig.from_dict({**base.to_dict(), "code_bits": bits,
+                                           "results": results})
+            for name, batch in data.items():
+                for g, lam in PAIRS:
+                    drv = GaeDriver(GoldenDevice(cfg), cfg, units="standardized")
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        adv, ret = drv.compute(*batch, g, lam)
+                    zr = drv.last_batch.prepared["standardized_rewards"]
+                    ra, rr = gae_reference(zr, *batch[1:], g, lam)
+                    print(f"{bits:>4} {results:>7} {name:>8} {g:>5} {lam:>4} "
+                          f"{100 * rel_rms(adv, ra):7.3f}% {100 * rel_rms(ret, rr):7.3f}%")
     print("standardized units (HEPPO mode, reward_norm='center') against textbook GAE:")
     for name, batch in data.items():
         for g, lam in PAIRS:

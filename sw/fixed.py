@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ROUNDING_MODES", "MAX_INTERMEDIATE_BITS", "FixedFormat", "rshift_round_int"]
+__all__ = ["ROUNDING_MODES", "MAX_INTERMEDIATE_BITS", "FixedFormat", "ScaleFormat",
+           "rshift_round_int"]
 
 ROUNDING_MODES = ("half_up", "half_even", "floor")
 
@@ -222,3 +223,118 @@ def _quantize_compiled(fmt, x):
                   raw.reshape(-1), over.reshape(-1)):
         return None
     return raw, over
+
+
+@dataclass(frozen=True)
+class ScaleFormat:
+    """A scale register: a signed mantissa and a right-shift field in one word.
+
+    The raw word holds the mantissa ``m`` (two's complement) in bits ``0 .. mantissa_bits-1``
+    and the shift ``e`` (unsigned) in bits ``shift_lsb .. shift_lsb+shift_bits-1``; every other
+    bit is zero. It represents ``m * 2**(exp0 - e)``. The (de)quantizers multiply by ``m``
+    alone (one DSP48E2 product) and apply ``e`` as a shift of an operand, so one register
+    spans ``2**shift_bits`` octaves at ``mantissa_bits - 1`` bits of precision.
+
+    Parameters
+    ----------
+    exp0 : int
+        The binary exponent of a mantissa unit at ``e = 0``.
+    mantissa_bits, shift_bits, shift_lsb : int
+        The fields' widths and the shift's position (``shift_lsb >= mantissa_bits``).
+    """
+    exp0: int
+    mantissa_bits: int = 18
+    shift_bits: int = 5
+    shift_lsb: int = 24
+
+    def __post_init__(self):
+        if not (2 <= self.mantissa_bits <= self.shift_lsb
+                and self.shift_lsb + self.shift_bits <= 31 and self.shift_bits >= 1):
+            raise ValueError(f"invalid scale format fields {self!r}")
+
+    @property
+    def max_mantissa(self) -> int:
+        return (1 << (self.mantissa_bits - 1)) - 1
+
+    @property
+    def max_shift(self) -> int:
+        return (1 << self.shift_bits) - 1
+
+    @property
+    def max_value(self) -> float:
+        """Largest representable scale."""
+        return math.ldexp(self.max_mantissa, self.exp0)
+
+    @property
+    def min_normal(self) -> float:
+        """Smallest scale held at full precision (mantissa of ``mantissa_bits - 1``
+        significant bits, at the largest shift); smaller ones lose precision."""
+        return math.ldexp(1 << (self.mantissa_bits - 2), self.exp0 - self.max_shift)
+
+    def __str__(self):
+        return (f"S{self.mantissa_bits}E{self.shift_bits}"
+                f"(m*2^({self.exp0}-e), e at bit {self.shift_lsb})")
+
+    def to_dict(self) -> dict:
+        return {"exp0": self.exp0, "mantissa_bits": self.mantissa_bits,
+                "shift_bits": self.shift_bits, "shift_lsb": self.shift_lsb}
+
+    def pack(self, mantissa: int, shift: int) -> int:
+        """The raw word of ``(mantissa, shift)`` (``ValueError`` if either does not fit)."""
+        mantissa, shift = int(mantissa), int(shift)
+        if not -self.max_mantissa - 1 <= mantissa <= self.max_mantissa:
+            raise ValueError(f"mantissa must be a {self.mantissa_bits}-bit signed integer, "
+                             f"not {mantissa}")
+        if not 0 <= shift <= self.max_shift:
+            raise ValueError(f"shift must be in 0..{self.max_shift}, not {shift}")
+        return (mantissa & ((1 << self.mantissa_bits) - 1)) | (shift << self.shift_lsb)
+
+    def unpack(self, raw):
+        """``(mantissa, shift)`` of a raw word (checked: :meth:`check_raw`)."""
+        raw = self.check_raw(raw)
+        m = raw & ((1 << self.mantissa_bits) - 1)
+        if m >> (self.mantissa_bits - 1):
+            m -= 1 << self.mantissa_bits
+        return m, (raw >> self.shift_lsb) & self.max_shift
+
+    def check_raw(self, raw, name="scale"):
+        """``raw`` as an int if it is a valid word of this format, else ``ValueError``
+        naming ``name``."""
+        if isinstance(raw, bool) or not isinstance(raw, (int, np.integer)):
+            raise ValueError(f"{name} must be an integer register word, not {raw!r}")
+        raw = int(raw)
+        allowed = ((1 << self.mantissa_bits) - 1) | (self.max_shift << self.shift_lsb)
+        if raw < 0 or raw & ~allowed:
+            raise ValueError(f"{name} must be a {self} register word (mantissa in bits "
+                             f"0..{self.mantissa_bits - 1}, shift in bits {self.shift_lsb}.."
+                             f"{self.shift_lsb + self.shift_bits - 1}, other bits 0), "
+                             f"not {raw:#x}")
+        return raw
+
+    def to_float(self, raw) -> float:
+        """Real value of a raw word."""
+        m, e = self.unpack(raw)
+        return math.ldexp(float(m), self.exp0 - e)
+
+    def quantize(self, x, *, direction="nearest", return_overflow=False):
+        """The raw word nearest to the real ``x`` (``direction="nearest"``, ties away from
+        zero) or the smallest one not below it (``"up"``): the largest shift whose mantissa
+        still fits, so the mantissa keeps ``mantissa_bits - 1`` significant bits whenever
+        ``min_normal <= |x| <= max_value`` and the relative error is at most
+        ``2**-(mantissa_bits - 1)`` (nearest) or ``2**-(mantissa_bits - 2)`` (up). Above the
+        range the mantissa saturates (overflow)."""
+        x = float(x)
+        if not math.isfinite(x):
+            raise ValueError("cannot quantize NaN or infinite values")
+        rnd = (lambda y: math.floor(y + 0.5) if y >= 0 else -math.floor(-y + 0.5)) \
+            if direction == "nearest" else math.ceil
+        if direction not in ("nearest", "up"):
+            raise ValueError(f"direction must be 'nearest' or 'up', not {direction!r}")
+        hi, lo = self.max_mantissa, -self.max_mantissa - 1
+        for e in range(self.max_shift, -1, -1):
+            m = rnd(math.ldexp(x, e - self.exp0))
+            if lo <= m <= hi:
+                raw = self.pack(m, e)
+                return (raw, False) if return_overflow else raw
+        raw = self.pack(hi if x > 0 else lo, 0)
+        return (raw, True) if return_overflow else raw

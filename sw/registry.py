@@ -147,7 +147,8 @@ def _gae_pe_formats(c):
 
 def _gae_core_formats(c):
     return _fmt(data=c.pe.data_format, coef=c.pe.coef_format, code=c.code_format,
-                scale_register=c.reg_format)
+                offset_register=c.reg_format, scale_register=c.scale_format,
+                result_scale_register=c.result_scale_format)
 
 
 def _gae_full_run(c):

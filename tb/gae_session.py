@@ -56,8 +56,9 @@ def session(device, config, *, seed=41) -> dict:
     codes = [rng.integers(-q, q + 1, (T, M)), rng.integers(-q, q + 1, (T, M)),
              rng.integers(-q, q + 1, M), rng.random((T, M)) < 0.1]
     g, gl = quantize_coefs(0.97, 0.9, cfg.pe)
-    args = GaeCoreArgs(T, M, g, gl, int(rf.quantize(0.1)), 0, int(rf.quantize(0.05)),
-                       int(rf.quantize(0.25)), int(rf.quantize(2.0)), 0, int(rf.quantize(4.0)),
+    s, rs = cfg.scale_format.quantize, cfg.result_scale_format.quantize
+    args = GaeCoreArgs(T, M, g, gl, s(0.1), 0, s(0.05),
+                       int(rf.quantize(0.25)), rs(2.0), 0, rs(4.0),
                        int(rf.quantize(0.5)))
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always")

@@ -146,7 +146,8 @@ def _formats(name, cfg):
         f = {"data": cfg.data_format, "coef": cfg.coef_format}
     elif name.startswith("gae"):
         f = {"data": cfg.pe.data_format, "coef": cfg.pe.coef_format, "code": cfg.code_format,
-             "scale_register": cfg.reg_format}
+             "offset_register": cfg.reg_format, "scale_register": cfg.scale_format,
+             "result_scale_register": cfg.result_scale_format}
     elif name in ("sumtree", "replay-accel", "replay-kernel"):
         f = {"priority": cfg.priority_format, "input": cfg.input_format,
              "target": cfg.target_format, "root": cfg.level_formats[0]}

@@ -85,10 +85,10 @@
 #define GAE_KERNEL_N8_GAMMA_LAMBDA_WIDTH            17
 #define GAE_KERNEL_N8_GAMMA_LAMBDA_MASK             0x0001ffffu
 
-/* 0x20 REWARD_SCALE: reward dequantizer: reward = code * scale + offset (reg format) */
+/* 0x20 REWARD_SCALE: reward dequantizer: reward = code * scale + offset; scale word: mantissa m bits 17:0 (signed), shift e bits 28:24, other bits 0; scale = m * 2^(-8 - e) */
 #define GAE_KERNEL_N8_REWARD_SCALE_OFFSET           0x20
 #define GAE_KERNEL_N8_REWARD_SCALE_RESET            0x00000000u
-#define GAE_KERNEL_N8_REWARD_SCALE_SHIFT            0             /* rw: reward dequantizer: reward = code * scale + offset (reg format) */
+#define GAE_KERNEL_N8_REWARD_SCALE_SHIFT            0             /* rw: reward dequantizer: reward = code * scale + offset; scale word: mantissa m bits 17:0 (signed), shift e bits 28:24, other bits 0; scale = m * 2^(-8 - e) */
 #define GAE_KERNEL_N8_REWARD_SCALE_WIDTH            32
 #define GAE_KERNEL_N8_REWARD_SCALE_MASK             0xffffffffu
 
@@ -99,10 +99,10 @@
 #define GAE_KERNEL_N8_REWARD_OFFSET_WIDTH           32
 #define GAE_KERNEL_N8_REWARD_OFFSET_MASK            0xffffffffu
 
-/* 0x28 VALUE_SCALE: value dequantizer scale (block std folded in, reg format) */
+/* 0x28 VALUE_SCALE: value dequantizer scale (block std folded in; scale word, m * 2^(-8 - e)) */
 #define GAE_KERNEL_N8_VALUE_SCALE_OFFSET            0x28
 #define GAE_KERNEL_N8_VALUE_SCALE_RESET             0x00000000u
-#define GAE_KERNEL_N8_VALUE_SCALE_SHIFT             0             /* rw: value dequantizer scale (block std folded in, reg format) */
+#define GAE_KERNEL_N8_VALUE_SCALE_SHIFT             0             /* rw: value dequantizer scale (block std folded in; scale word, m * 2^(-8 - e)) */
 #define GAE_KERNEL_N8_VALUE_SCALE_WIDTH             32
 #define GAE_KERNEL_N8_VALUE_SCALE_MASK              0xffffffffu
 
@@ -113,10 +113,10 @@
 #define GAE_KERNEL_N8_VALUE_OFFSET_WIDTH            32
 #define GAE_KERNEL_N8_VALUE_OFFSET_MASK             0xffffffffu
 
-/* 0x30 ADV_SCALE: advantage requantizer: code = round(A * scale + offset), saturated */
+/* 0x30 ADV_SCALE: advantage requantizer: code = round(A * scale + offset), saturated; scale word, scale = m * 2^(5 - e) */
 #define GAE_KERNEL_N8_ADV_SCALE_OFFSET              0x30
 #define GAE_KERNEL_N8_ADV_SCALE_RESET               0x00000000u
-#define GAE_KERNEL_N8_ADV_SCALE_SHIFT               0             /* rw: advantage requantizer: code = round(A * scale + offset), saturated */
+#define GAE_KERNEL_N8_ADV_SCALE_SHIFT               0             /* rw: advantage requantizer: code = round(A * scale + offset), saturated; scale word, scale = m * 2^(5 - e) */
 #define GAE_KERNEL_N8_ADV_SCALE_WIDTH               32
 #define GAE_KERNEL_N8_ADV_SCALE_MASK                0xffffffffu
 
@@ -127,10 +127,10 @@
 #define GAE_KERNEL_N8_ADV_OFFSET_WIDTH              32
 #define GAE_KERNEL_N8_ADV_OFFSET_MASK               0xffffffffu
 
-/* 0x38 RTG_SCALE: reward-to-go requantizer scale (reg format) */
+/* 0x38 RTG_SCALE: reward-to-go requantizer scale (scale word, m * 2^(5 - e)) */
 #define GAE_KERNEL_N8_RTG_SCALE_OFFSET              0x38
 #define GAE_KERNEL_N8_RTG_SCALE_RESET               0x00000000u
-#define GAE_KERNEL_N8_RTG_SCALE_SHIFT               0             /* rw: reward-to-go requantizer scale (reg format) */
+#define GAE_KERNEL_N8_RTG_SCALE_SHIFT               0             /* rw: reward-to-go requantizer scale (scale word, m * 2^(5 - e)) */
 #define GAE_KERNEL_N8_RTG_SCALE_WIDTH               32
 #define GAE_KERNEL_N8_RTG_SCALE_MASK                0xffffffffu
 

@@ -12,259 +12,1102 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   wire \$1 ;
   wire \$10 ;
   wire [32:0] \$100 ;
+  wire [35:0] \$1000 ;
+  wire [35:0] \$1001 ;
+  wire [35:0] \$1002 ;
+  wire [35:0] \$1003 ;
+  wire [35:0] \$1004 ;
+  wire [35:0] \$1005 ;
+  wire [35:0] \$1006 ;
+  wire [35:0] \$1007 ;
+  wire [35:0] \$1008 ;
+  wire [35:0] \$1009 ;
   wire [35:0] \$101 ;
+  wire [35:0] \$1010 ;
+  wire [35:0] \$1011 ;
+  wire [35:0] \$1012 ;
+  wire [35:0] \$1013 ;
+  wire [35:0] \$1014 ;
+  wire [62:0] \$1015 ;
+  wire [53:0] \$1016 ;
+  wire [53:0] \$1017 ;
+  wire [54:0] \$1018 ;
+  reg [31:0] \$1019 ;
   wire [62:0] \$102 ;
+  wire [33:0] \$1020 ;
+  reg [31:0] \$1021 ;
+  wire [31:0] \$1022 ;
+  wire \$1023 ;
+  wire \$1024 ;
+  wire \$1025 ;
+  wire \$1026 ;
+  wire \$1027 ;
+  wire \$1028 ;
+  wire \$1029 ;
   wire [63:0] \$103 ;
+  wire [32:0] \$1030 ;
+  wire \$1031 ;
+  wire \$1032 ;
+  wire \$1033 ;
+  reg [16:0] \$1034 ;
+  reg [16:0] \$1035 ;
+  reg \$1036 ;
+  reg [31:0] \$1037 ;
+  reg [58:0] \$1038 ;
+  reg [31:0] \$1039 ;
   wire [65:0] \$104 ;
+  reg [31:0] \$1040 ;
+  reg [16:0] \$1041 ;
+  reg \$1042 ;
+  reg [58:0] \$1043 ;
+  reg [33:0] \$1044 ;
+  reg [31:0] \$1045 ;
+  reg [32:0] \$1046 ;
+  reg \$1047 ;
+  reg [58:0] \$1048 ;
+  reg [63:0] \$1049 ;
   wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  reg [32:0] \$1050 ;
+  reg \$1051 ;
+  reg [58:0] \$1052 ;
+  reg [65:0] \$1053 ;
+  reg \$1054 ;
+  reg [58:0] \$1055 ;
+  reg [31:0] \$1056 ;
+  reg \$1057 ;
+  reg [16:0] \$1058 ;
+  reg [34:0] \$1059 ;
+  wire [16:0] \$106 ;
+  reg [34:0] \$1060 ;
+  reg [34:0] \$1061 ;
+  reg [34:0] \$1062 ;
+  reg [34:0] \$1063 ;
+  reg [34:0] \$1064 ;
+  reg [34:0] \$1065 ;
+  reg [34:0] \$1066 ;
+  reg [33:0] \$1067 ;
+  reg [18:0] \$1068 ;
+  reg [16:0] \$1069 ;
+  wire [17:0] \$107 ;
+  reg [31:0] \$1070 ;
+  reg \$1071 ;
+  reg [58:0] \$1072 ;
+  reg [31:0] \$1073 ;
+  reg [16:0] \$1074 ;
+  reg [16:0] \$1075 ;
+  reg [31:0] \$1076 ;
+  reg [58:0] \$1077 ;
+  reg [47:0] \$1078 ;
+  reg [16:0] \$1079 ;
+  wire [16:0] \$108 ;
+  reg [33:0] \$1080 ;
+  reg [31:0] \$1081 ;
+  reg [58:0] \$1082 ;
+  reg [16:0] \$1083 ;
+  reg [53:0] \$1084 ;
+  reg [58:0] \$1085 ;
+  reg [53:0] \$1086 ;
+  reg [33:0] \$1087 ;
+  reg [31:0] \$1088 ;
+  reg [31:0] \$1089 ;
+  wire [17:0] \$109 ;
+  reg [31:0] \$1090 ;
+  reg [58:0] \$1091 ;
+  reg [31:0] \$1092 ;
+  reg [58:0] \$1093 ;
+  reg [31:0] \$1094 ;
+  reg [32:0] \$1095 ;
+  reg [58:0] \$1096 ;
+  reg [31:0] \$1097 ;
+  reg [31:0] \$1098 ;
+  reg \$1099 ;
   wire \$11 ;
   wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
+  wire [17:0] \$111 ;
+  wire [16:0] \$112 ;
+  wire [17:0] \$113 ;
+  wire [16:0] \$114 ;
+  wire [17:0] \$115 ;
+  wire [16:0] \$116 ;
+  wire [17:0] \$117 ;
+  wire [16:0] \$118 ;
+  wire [17:0] \$119 ;
   wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
+  wire [16:0] \$120 ;
+  wire [17:0] \$121 ;
+  wire [16:0] \$122 ;
+  wire [17:0] \$123 ;
+  wire [16:0] \$124 ;
+  wire [17:0] \$125 ;
+  wire [16:0] \$126 ;
+  wire [17:0] \$127 ;
+  wire [16:0] \$128 ;
+  wire [17:0] \$129 ;
   wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
+  wire [16:0] \$130 ;
+  wire [17:0] \$131 ;
+  wire [16:0] \$132 ;
+  wire [17:0] \$133 ;
+  wire [16:0] \$134 ;
+  wire [17:0] \$135 ;
+  wire [16:0] \$136 ;
+  wire [17:0] \$137 ;
+  wire [16:0] \$138 ;
+  wire [17:0] \$139 ;
   wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
+  wire [16:0] \$140 ;
+  wire [17:0] \$141 ;
+  wire [16:0] \$142 ;
+  wire [17:0] \$143 ;
+  wire [16:0] \$144 ;
+  wire [17:0] \$145 ;
+  wire [16:0] \$146 ;
+  wire [17:0] \$147 ;
+  wire [16:0] \$148 ;
+  wire [17:0] \$149 ;
   wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
+  wire [16:0] \$150 ;
+  wire [17:0] \$151 ;
+  wire [16:0] \$152 ;
+  wire [17:0] \$153 ;
+  wire [16:0] \$154 ;
+  wire [17:0] \$155 ;
+  wire [16:0] \$156 ;
+  wire [17:0] \$157 ;
+  wire [16:0] \$158 ;
+  wire [17:0] \$159 ;
   wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
+  wire [16:0] \$160 ;
+  wire [17:0] \$161 ;
+  wire [16:0] \$162 ;
+  wire [17:0] \$163 ;
+  wire [16:0] \$164 ;
+  wire [17:0] \$165 ;
+  wire [16:0] \$166 ;
+  wire [17:0] \$167 ;
+  wire [16:0] \$168 ;
+  wire [17:0] \$169 ;
   wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
+  wire [16:0] \$170 ;
+  wire [17:0] \$171 ;
+  wire [16:0] \$172 ;
+  wire [17:0] \$173 ;
+  wire [34:0] \$174 ;
+  wire [16:0] \$175 ;
+  wire [19:0] \$176 ;
+  wire [16:0] \$177 ;
+  wire [19:0] \$178 ;
+  wire [16:0] \$179 ;
   wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
+  wire [19:0] \$180 ;
+  wire [16:0] \$181 ;
+  wire [19:0] \$182 ;
+  wire [16:0] \$183 ;
+  wire [19:0] \$184 ;
+  wire [16:0] \$185 ;
+  wire [19:0] \$186 ;
+  wire [16:0] \$187 ;
+  wire [19:0] \$188 ;
+  wire [16:0] \$189 ;
   wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
+  wire [19:0] \$190 ;
+  wire [16:0] \$191 ;
+  wire [19:0] \$192 ;
+  wire [16:0] \$193 ;
+  wire [19:0] \$194 ;
+  wire [16:0] \$195 ;
+  wire [19:0] \$196 ;
+  wire [16:0] \$197 ;
+  wire [19:0] \$198 ;
+  wire [16:0] \$199 ;
   wire \$2 ;
   wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
+  wire [19:0] \$200 ;
+  wire [16:0] \$201 ;
+  wire [19:0] \$202 ;
+  wire [16:0] \$203 ;
+  wire [19:0] \$204 ;
+  wire [34:0] \$205 ;
+  wire [16:0] \$206 ;
+  wire [17:0] \$207 ;
+  wire [16:0] \$208 ;
+  wire [17:0] \$209 ;
   wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
+  wire [16:0] \$210 ;
+  wire [17:0] \$211 ;
+  wire [16:0] \$212 ;
+  wire [17:0] \$213 ;
+  wire [16:0] \$214 ;
+  wire [17:0] \$215 ;
+  wire [16:0] \$216 ;
+  wire [17:0] \$217 ;
+  wire [16:0] \$218 ;
+  wire [17:0] \$219 ;
   wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
+  wire [16:0] \$220 ;
+  wire [17:0] \$221 ;
+  wire [16:0] \$222 ;
+  wire [17:0] \$223 ;
+  wire [16:0] \$224 ;
+  wire [17:0] \$225 ;
+  wire [16:0] \$226 ;
+  wire [17:0] \$227 ;
+  wire [16:0] \$228 ;
+  wire [17:0] \$229 ;
   wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
+  wire [16:0] \$230 ;
+  wire [17:0] \$231 ;
+  wire [16:0] \$232 ;
+  wire [17:0] \$233 ;
+  wire [16:0] \$234 ;
+  wire [17:0] \$235 ;
+  wire [16:0] \$236 ;
+  wire [17:0] \$237 ;
+  wire [16:0] \$238 ;
+  wire [17:0] \$239 ;
   wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
+  wire [16:0] \$240 ;
+  wire [17:0] \$241 ;
+  wire [16:0] \$242 ;
+  wire [17:0] \$243 ;
+  wire [16:0] \$244 ;
+  wire [17:0] \$245 ;
+  wire [16:0] \$246 ;
+  wire [17:0] \$247 ;
+  wire [16:0] \$248 ;
+  wire [17:0] \$249 ;
   wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
+  wire [16:0] \$250 ;
+  wire [17:0] \$251 ;
+  wire [16:0] \$252 ;
+  wire [17:0] \$253 ;
+  wire [16:0] \$254 ;
+  wire [17:0] \$255 ;
+  wire [16:0] \$256 ;
+  wire [17:0] \$257 ;
+  wire [16:0] \$258 ;
+  wire [17:0] \$259 ;
   wire [35:0] \$26 ;
+  wire [16:0] \$260 ;
+  wire [17:0] \$261 ;
+  wire [16:0] \$262 ;
+  wire [17:0] \$263 ;
+  wire [16:0] \$264 ;
+  wire [17:0] \$265 ;
+  wire [16:0] \$266 ;
+  wire [17:0] \$267 ;
+  wire [16:0] \$268 ;
+  wire [17:0] \$269 ;
   wire [35:0] \$27 ;
+  wire [16:0] \$270 ;
+  wire [17:0] \$271 ;
+  wire [16:0] \$272 ;
+  wire [17:0] \$273 ;
+  wire [34:0] \$274 ;
+  wire [16:0] \$275 ;
+  wire [17:0] \$276 ;
+  wire [16:0] \$277 ;
+  wire [17:0] \$278 ;
+  wire [16:0] \$279 ;
   wire [35:0] \$28 ;
+  wire [17:0] \$280 ;
+  wire [16:0] \$281 ;
+  wire [17:0] \$282 ;
+  wire [16:0] \$283 ;
+  wire [17:0] \$284 ;
+  wire [16:0] \$285 ;
+  wire [17:0] \$286 ;
+  wire [16:0] \$287 ;
+  wire [17:0] \$288 ;
+  wire [16:0] \$289 ;
   wire [35:0] \$29 ;
+  wire [17:0] \$290 ;
+  wire [16:0] \$291 ;
+  wire [17:0] \$292 ;
+  wire [16:0] \$293 ;
+  wire [17:0] \$294 ;
+  wire [16:0] \$295 ;
+  wire [17:0] \$296 ;
+  wire [16:0] \$297 ;
+  wire [17:0] \$298 ;
+  wire [16:0] \$299 ;
   wire \$3 ;
   wire [35:0] \$30 ;
+  wire [17:0] \$300 ;
+  wire [16:0] \$301 ;
+  wire [17:0] \$302 ;
+  wire [16:0] \$303 ;
+  wire [17:0] \$304 ;
+  wire [16:0] \$305 ;
+  wire [17:0] \$306 ;
+  wire [16:0] \$307 ;
+  wire [17:0] \$308 ;
+  wire [16:0] \$309 ;
   wire [35:0] \$31 ;
+  wire [19:0] \$310 ;
+  wire [16:0] \$311 ;
+  wire [19:0] \$312 ;
+  wire [16:0] \$313 ;
+  wire [19:0] \$314 ;
+  wire [16:0] \$315 ;
+  wire [19:0] \$316 ;
+  wire [16:0] \$317 ;
+  wire [19:0] \$318 ;
+  wire [16:0] \$319 ;
   wire [53:0] \$32 ;
+  wire [19:0] \$320 ;
+  wire [16:0] \$321 ;
+  wire [19:0] \$322 ;
+  wire [16:0] \$323 ;
+  wire [19:0] \$324 ;
+  wire [16:0] \$325 ;
+  wire [19:0] \$326 ;
+  wire [16:0] \$327 ;
+  wire [19:0] \$328 ;
+  wire [16:0] \$329 ;
   wire [62:0] \$33 ;
+  wire [19:0] \$330 ;
+  wire [16:0] \$331 ;
+  wire [19:0] \$332 ;
+  wire [16:0] \$333 ;
+  wire [19:0] \$334 ;
+  wire [16:0] \$335 ;
+  wire [19:0] \$336 ;
+  wire [16:0] \$337 ;
+  wire [19:0] \$338 ;
+  wire [34:0] \$339 ;
   wire [53:0] \$34 ;
+  wire [34:0] \$340 ;
+  wire [16:0] \$341 ;
+  wire [17:0] \$342 ;
+  wire [16:0] \$343 ;
+  wire [17:0] \$344 ;
+  wire [16:0] \$345 ;
+  wire [17:0] \$346 ;
+  wire [16:0] \$347 ;
+  wire [17:0] \$348 ;
+  wire [16:0] \$349 ;
   wire [35:0] \$35 ;
+  wire [17:0] \$350 ;
+  wire [16:0] \$351 ;
+  wire [17:0] \$352 ;
+  wire [16:0] \$353 ;
+  wire [17:0] \$354 ;
+  wire [16:0] \$355 ;
+  wire [17:0] \$356 ;
+  wire [16:0] \$357 ;
+  wire [17:0] \$358 ;
+  wire [16:0] \$359 ;
   wire [35:0] \$36 ;
+  wire [17:0] \$360 ;
+  wire [16:0] \$361 ;
+  wire [17:0] \$362 ;
+  wire [16:0] \$363 ;
+  wire [17:0] \$364 ;
+  wire [16:0] \$365 ;
+  wire [17:0] \$366 ;
+  wire [16:0] \$367 ;
+  wire [17:0] \$368 ;
+  wire [16:0] \$369 ;
   wire [35:0] \$37 ;
+  wire [17:0] \$370 ;
+  wire [16:0] \$371 ;
+  wire [17:0] \$372 ;
+  wire [16:0] \$373 ;
+  wire [17:0] \$374 ;
+  wire [16:0] \$375 ;
+  wire [19:0] \$376 ;
+  wire [16:0] \$377 ;
+  wire [19:0] \$378 ;
+  wire [16:0] \$379 ;
   wire [35:0] \$38 ;
+  wire [19:0] \$380 ;
+  wire [16:0] \$381 ;
+  wire [19:0] \$382 ;
+  wire [16:0] \$383 ;
+  wire [19:0] \$384 ;
+  wire [16:0] \$385 ;
+  wire [19:0] \$386 ;
+  wire [16:0] \$387 ;
+  wire [19:0] \$388 ;
+  wire [16:0] \$389 ;
   wire [35:0] \$39 ;
+  wire [19:0] \$390 ;
+  wire [16:0] \$391 ;
+  wire [19:0] \$392 ;
+  wire [16:0] \$393 ;
+  wire [19:0] \$394 ;
+  wire [16:0] \$395 ;
+  wire [19:0] \$396 ;
+  wire [16:0] \$397 ;
+  wire [19:0] \$398 ;
+  wire [16:0] \$399 ;
   wire \$4 ;
   wire [35:0] \$40 ;
+  wire [19:0] \$400 ;
+  wire [16:0] \$401 ;
+  wire [19:0] \$402 ;
+  wire [16:0] \$403 ;
+  wire [19:0] \$404 ;
+  wire [34:0] \$405 ;
+  wire [34:0] \$406 ;
+  wire [35:0] \$407 ;
+  wire [16:0] \$408 ;
+  wire [19:0] \$409 ;
   wire [35:0] \$41 ;
+  wire [16:0] \$410 ;
+  wire [19:0] \$411 ;
+  wire [16:0] \$412 ;
+  wire [19:0] \$413 ;
+  wire [16:0] \$414 ;
+  wire [19:0] \$415 ;
+  wire [16:0] \$416 ;
+  wire [19:0] \$417 ;
+  wire [16:0] \$418 ;
+  wire [19:0] \$419 ;
   wire [35:0] \$42 ;
+  wire [16:0] \$420 ;
+  wire [19:0] \$421 ;
+  wire [16:0] \$422 ;
+  wire [19:0] \$423 ;
+  wire [16:0] \$424 ;
+  wire [19:0] \$425 ;
+  wire [16:0] \$426 ;
+  wire [19:0] \$427 ;
+  wire [16:0] \$428 ;
+  wire [19:0] \$429 ;
   wire [35:0] \$43 ;
+  wire [16:0] \$430 ;
+  wire [19:0] \$431 ;
+  wire [16:0] \$432 ;
+  wire [19:0] \$433 ;
+  wire [16:0] \$434 ;
+  wire [19:0] \$435 ;
+  wire [16:0] \$436 ;
+  wire [19:0] \$437 ;
+  wire [16:0] \$438 ;
+  wire [23:0] \$439 ;
   wire [35:0] \$44 ;
+  wire [16:0] \$440 ;
+  wire [23:0] \$441 ;
+  wire [16:0] \$442 ;
+  wire [23:0] \$443 ;
+  wire [16:0] \$444 ;
+  wire [23:0] \$445 ;
+  wire [16:0] \$446 ;
+  wire [23:0] \$447 ;
+  wire [16:0] \$448 ;
+  wire [23:0] \$449 ;
   wire [35:0] \$45 ;
+  wire [16:0] \$450 ;
+  wire [23:0] \$451 ;
+  wire [16:0] \$452 ;
+  wire [23:0] \$453 ;
+  wire [16:0] \$454 ;
+  wire [23:0] \$455 ;
+  wire [16:0] \$456 ;
+  wire [23:0] \$457 ;
+  wire [16:0] \$458 ;
+  wire [23:0] \$459 ;
   wire [35:0] \$46 ;
+  wire [34:0] \$460 ;
+  wire [16:0] \$461 ;
+  wire [23:0] \$462 ;
+  wire [16:0] \$463 ;
+  wire [23:0] \$464 ;
+  wire [16:0] \$465 ;
+  wire [23:0] \$466 ;
+  wire [16:0] \$467 ;
+  wire [23:0] \$468 ;
+  wire [16:0] \$469 ;
   wire [35:0] \$47 ;
+  wire [23:0] \$470 ;
+  wire [16:0] \$471 ;
+  wire [23:0] \$472 ;
+  wire [16:0] \$473 ;
+  wire [23:0] \$474 ;
+  wire [16:0] \$475 ;
+  wire [23:0] \$476 ;
+  wire [16:0] \$477 ;
+  wire [23:0] \$478 ;
+  wire [16:0] \$479 ;
   wire [35:0] \$48 ;
+  wire [23:0] \$480 ;
+  wire [16:0] \$481 ;
+  wire [23:0] \$482 ;
+  wire [34:0] \$483 ;
+  wire [16:0] \$484 ;
+  wire [19:0] \$485 ;
+  wire [16:0] \$486 ;
+  wire [19:0] \$487 ;
+  wire [16:0] \$488 ;
+  wire [19:0] \$489 ;
   wire [35:0] \$49 ;
+  wire [16:0] \$490 ;
+  wire [19:0] \$491 ;
+  wire [16:0] \$492 ;
+  wire [19:0] \$493 ;
+  wire [16:0] \$494 ;
+  wire [19:0] \$495 ;
+  wire [16:0] \$496 ;
+  wire [19:0] \$497 ;
+  wire [16:0] \$498 ;
+  wire [19:0] \$499 ;
   wire \$5 ;
   wire [35:0] \$50 ;
+  wire [16:0] \$500 ;
+  wire [19:0] \$501 ;
+  wire [16:0] \$502 ;
+  wire [19:0] \$503 ;
+  wire [16:0] \$504 ;
+  wire [19:0] \$505 ;
+  wire [16:0] \$506 ;
+  wire [19:0] \$507 ;
+  wire [16:0] \$508 ;
+  wire [19:0] \$509 ;
   wire [35:0] \$51 ;
+  wire [16:0] \$510 ;
+  wire [19:0] \$511 ;
+  wire [16:0] \$512 ;
+  wire [19:0] \$513 ;
+  wire [16:0] \$514 ;
+  wire [23:0] \$515 ;
+  wire [16:0] \$516 ;
+  wire [23:0] \$517 ;
+  wire [16:0] \$518 ;
+  wire [23:0] \$519 ;
   wire [35:0] \$52 ;
+  wire [16:0] \$520 ;
+  wire [23:0] \$521 ;
+  wire [16:0] \$522 ;
+  wire [23:0] \$523 ;
+  wire [16:0] \$524 ;
+  wire [23:0] \$525 ;
+  wire [16:0] \$526 ;
+  wire [23:0] \$527 ;
+  wire [16:0] \$528 ;
+  wire [23:0] \$529 ;
   wire [35:0] \$53 ;
+  wire [16:0] \$530 ;
+  wire [23:0] \$531 ;
+  wire [16:0] \$532 ;
+  wire [23:0] \$533 ;
+  wire [16:0] \$534 ;
+  wire [23:0] \$535 ;
+  wire [34:0] \$536 ;
+  wire [16:0] \$537 ;
+  wire [19:0] \$538 ;
+  wire [16:0] \$539 ;
   wire [53:0] \$54 ;
+  wire [19:0] \$540 ;
+  wire [16:0] \$541 ;
+  wire [19:0] \$542 ;
+  wire [16:0] \$543 ;
+  wire [19:0] \$544 ;
+  wire [16:0] \$545 ;
+  wire [19:0] \$546 ;
+  wire [16:0] \$547 ;
+  wire [19:0] \$548 ;
+  wire [16:0] \$549 ;
   wire [62:0] \$55 ;
+  wire [19:0] \$550 ;
+  wire [16:0] \$551 ;
+  wire [19:0] \$552 ;
+  wire [16:0] \$553 ;
+  wire [19:0] \$554 ;
+  wire [16:0] \$555 ;
+  wire [19:0] \$556 ;
+  wire [16:0] \$557 ;
+  wire [19:0] \$558 ;
+  wire [16:0] \$559 ;
   wire [53:0] \$56 ;
+  wire [19:0] \$560 ;
+  wire [16:0] \$561 ;
+  wire [19:0] \$562 ;
+  wire [16:0] \$563 ;
+  wire [19:0] \$564 ;
+  wire [16:0] \$565 ;
+  wire [19:0] \$566 ;
+  wire [16:0] \$567 ;
+  wire [23:0] \$568 ;
+  wire [16:0] \$569 ;
   wire [53:0] \$57 ;
+  wire [23:0] \$570 ;
+  wire [16:0] \$571 ;
+  wire [23:0] \$572 ;
+  wire [16:0] \$573 ;
+  wire [23:0] \$574 ;
+  wire [16:0] \$575 ;
+  wire [23:0] \$576 ;
+  wire [16:0] \$577 ;
+  wire [23:0] \$578 ;
+  wire [16:0] \$579 ;
   wire [35:0] \$58 ;
+  wire [23:0] \$580 ;
+  wire [16:0] \$581 ;
+  wire [23:0] \$582 ;
+  wire [16:0] \$583 ;
+  wire [23:0] \$584 ;
+  wire [16:0] \$585 ;
+  wire [23:0] \$586 ;
+  wire [16:0] \$587 ;
+  wire [23:0] \$588 ;
+  wire [34:0] \$589 ;
   wire [35:0] \$59 ;
+  wire [34:0] \$590 ;
+  wire [16:0] \$591 ;
+  wire [23:0] \$592 ;
+  wire [16:0] \$593 ;
+  wire [23:0] \$594 ;
+  wire [16:0] \$595 ;
+  wire [23:0] \$596 ;
+  wire [16:0] \$597 ;
+  wire [23:0] \$598 ;
+  wire [16:0] \$599 ;
   wire [32:0] \$6 ;
   wire [35:0] \$60 ;
+  wire [23:0] \$600 ;
+  wire [16:0] \$601 ;
+  wire [23:0] \$602 ;
+  wire [16:0] \$603 ;
+  wire [23:0] \$604 ;
+  wire [16:0] \$605 ;
+  wire [23:0] \$606 ;
+  wire [16:0] \$607 ;
+  wire [23:0] \$608 ;
+  wire [16:0] \$609 ;
   wire [35:0] \$61 ;
+  wire [23:0] \$610 ;
+  wire [16:0] \$611 ;
+  wire [23:0] \$612 ;
+  wire [16:0] \$613 ;
+  wire [23:0] \$614 ;
+  wire [16:0] \$615 ;
+  wire [23:0] \$616 ;
+  wire [16:0] \$617 ;
+  wire [23:0] \$618 ;
+  wire [16:0] \$619 ;
   wire [35:0] \$62 ;
+  wire [23:0] \$620 ;
+  wire [16:0] \$621 ;
+  wire [23:0] \$622 ;
+  wire [16:0] \$623 ;
+  wire [23:0] \$624 ;
+  wire [16:0] \$625 ;
+  wire [23:0] \$626 ;
+  wire [16:0] \$627 ;
+  wire [23:0] \$628 ;
+  wire [16:0] \$629 ;
   wire [35:0] \$63 ;
+  wire [23:0] \$630 ;
+  wire [16:0] \$631 ;
+  wire [23:0] \$632 ;
+  wire [16:0] \$633 ;
+  wire [23:0] \$634 ;
+  wire [34:0] \$635 ;
+  wire [34:0] \$636 ;
+  wire [35:0] \$637 ;
+  wire [16:0] \$638 ;
+  wire [23:0] \$639 ;
   wire [35:0] \$64 ;
+  wire [16:0] \$640 ;
+  wire [23:0] \$641 ;
+  wire [16:0] \$642 ;
+  wire [23:0] \$643 ;
+  wire [16:0] \$644 ;
+  wire [23:0] \$645 ;
+  wire [16:0] \$646 ;
+  wire [23:0] \$647 ;
+  wire [16:0] \$648 ;
+  wire [23:0] \$649 ;
   wire [35:0] \$65 ;
+  wire [16:0] \$650 ;
+  wire [23:0] \$651 ;
+  wire [16:0] \$652 ;
+  wire [23:0] \$653 ;
+  wire [16:0] \$654 ;
+  wire [23:0] \$655 ;
+  wire [16:0] \$656 ;
+  wire [23:0] \$657 ;
+  wire [16:0] \$658 ;
+  wire [23:0] \$659 ;
   wire [35:0] \$66 ;
+  wire [16:0] \$660 ;
+  wire [23:0] \$661 ;
+  wire [16:0] \$662 ;
+  wire [23:0] \$663 ;
+  wire [16:0] \$664 ;
+  wire [23:0] \$665 ;
+  wire [16:0] \$666 ;
+  wire [23:0] \$667 ;
+  wire [16:0] \$668 ;
+  wire [23:0] \$669 ;
   wire [35:0] \$67 ;
+  wire [16:0] \$670 ;
+  wire [23:0] \$671 ;
+  wire [16:0] \$672 ;
+  wire [23:0] \$673 ;
+  wire [16:0] \$674 ;
+  wire [23:0] \$675 ;
+  wire [16:0] \$676 ;
+  wire [23:0] \$677 ;
+  wire [16:0] \$678 ;
+  wire [23:0] \$679 ;
   wire [35:0] \$68 ;
+  wire [16:0] \$680 ;
+  wire [23:0] \$681 ;
+  wire [34:0] \$682 ;
+  wire [16:0] \$683 ;
+  wire [31:0] \$684 ;
+  wire [16:0] \$685 ;
+  wire [31:0] \$686 ;
+  wire [16:0] \$687 ;
+  wire [31:0] \$688 ;
+  wire [34:0] \$689 ;
   wire [35:0] \$69 ;
+  wire [16:0] \$690 ;
+  wire [23:0] \$691 ;
+  wire [16:0] \$692 ;
+  wire [23:0] \$693 ;
+  wire [16:0] \$694 ;
+  wire [23:0] \$695 ;
+  wire [16:0] \$696 ;
+  wire [23:0] \$697 ;
+  wire [16:0] \$698 ;
+  wire [23:0] \$699 ;
   wire [32:0] \$7 ;
   wire [35:0] \$70 ;
+  wire [16:0] \$700 ;
+  wire [23:0] \$701 ;
+  wire [16:0] \$702 ;
+  wire [23:0] \$703 ;
+  wire [16:0] \$704 ;
+  wire [23:0] \$705 ;
+  wire [16:0] \$706 ;
+  wire [23:0] \$707 ;
+  wire [16:0] \$708 ;
+  wire [23:0] \$709 ;
   wire [35:0] \$71 ;
+  wire [16:0] \$710 ;
+  wire [23:0] \$711 ;
+  wire [16:0] \$712 ;
+  wire [23:0] \$713 ;
+  wire [16:0] \$714 ;
+  wire [23:0] \$715 ;
+  wire [16:0] \$716 ;
+  wire [23:0] \$717 ;
+  wire [16:0] \$718 ;
+  wire [23:0] \$719 ;
   wire [35:0] \$72 ;
+  wire [16:0] \$720 ;
+  wire [23:0] \$721 ;
+  wire [16:0] \$722 ;
+  wire [23:0] \$723 ;
+  wire [16:0] \$724 ;
+  wire [23:0] \$725 ;
+  wire [16:0] \$726 ;
+  wire [23:0] \$727 ;
+  wire [16:0] \$728 ;
+  wire [23:0] \$729 ;
   wire [35:0] \$73 ;
+  wire [16:0] \$730 ;
+  wire [23:0] \$731 ;
+  wire [16:0] \$732 ;
+  wire [23:0] \$733 ;
+  wire [34:0] \$734 ;
+  wire [16:0] \$735 ;
+  wire [23:0] \$736 ;
+  wire [16:0] \$737 ;
+  wire [23:0] \$738 ;
+  wire [16:0] \$739 ;
   wire [35:0] \$74 ;
+  wire [23:0] \$740 ;
+  wire [16:0] \$741 ;
+  wire [23:0] \$742 ;
+  wire [16:0] \$743 ;
+  wire [23:0] \$744 ;
+  wire [16:0] \$745 ;
+  wire [23:0] \$746 ;
+  wire [16:0] \$747 ;
+  wire [23:0] \$748 ;
+  wire [16:0] \$749 ;
   wire [35:0] \$75 ;
+  wire [23:0] \$750 ;
+  wire [16:0] \$751 ;
+  wire [23:0] \$752 ;
+  wire [16:0] \$753 ;
+  wire [23:0] \$754 ;
+  wire [16:0] \$755 ;
+  wire [23:0] \$756 ;
+  wire [16:0] \$757 ;
+  wire [31:0] \$758 ;
+  wire [16:0] \$759 ;
   wire [35:0] \$76 ;
+  wire [31:0] \$760 ;
+  wire [16:0] \$761 ;
+  wire [31:0] \$762 ;
+  wire [34:0] \$763 ;
+  wire [34:0] \$764 ;
+  wire [16:0] \$765 ;
+  wire [23:0] \$766 ;
+  wire [16:0] \$767 ;
+  wire [23:0] \$768 ;
+  wire [16:0] \$769 ;
   wire [62:0] \$77 ;
+  wire [23:0] \$770 ;
+  wire [16:0] \$771 ;
+  wire [23:0] \$772 ;
+  wire [16:0] \$773 ;
+  wire [23:0] \$774 ;
+  wire [16:0] \$775 ;
+  wire [23:0] \$776 ;
+  wire [16:0] \$777 ;
+  wire [23:0] \$778 ;
+  wire [16:0] \$779 ;
   wire [53:0] \$78 ;
+  wire [23:0] \$780 ;
+  wire [16:0] \$781 ;
+  wire [23:0] \$782 ;
+  wire [16:0] \$783 ;
+  wire [23:0] \$784 ;
+  wire [16:0] \$785 ;
+  wire [23:0] \$786 ;
+  wire [16:0] \$787 ;
+  wire [31:0] \$788 ;
+  wire [16:0] \$789 ;
   wire [53:0] \$79 ;
+  wire [31:0] \$790 ;
+  wire [16:0] \$791 ;
+  wire [31:0] \$792 ;
+  wire [34:0] \$793 ;
+  wire [34:0] \$794 ;
+  wire [35:0] \$795 ;
+  wire [16:0] \$796 ;
+  wire [31:0] \$797 ;
+  wire [16:0] \$798 ;
+  wire [31:0] \$799 ;
   wire [16:0] \$8 ;
   wire [54:0] \$80 ;
+  wire [16:0] \$800 ;
+  wire [31:0] \$801 ;
+  wire [16:0] \$802 ;
+  wire [31:0] \$803 ;
+  wire [16:0] \$804 ;
+  wire [31:0] \$805 ;
+  wire [16:0] \$806 ;
+  wire [31:0] \$807 ;
+  wire [34:0] \$808 ;
+  wire [16:0] \$809 ;
   wire [32:0] \$81 ;
+  wire [31:0] \$810 ;
+  wire [16:0] \$811 ;
+  wire [31:0] \$812 ;
+  wire [16:0] \$813 ;
+  wire [31:0] \$814 ;
+  wire [34:0] \$815 ;
+  wire [16:0] \$816 ;
+  wire [31:0] \$817 ;
+  wire [16:0] \$818 ;
+  wire [31:0] \$819 ;
   wire [32:0] \$82 ;
+  wire [16:0] \$820 ;
+  wire [31:0] \$821 ;
+  wire [16:0] \$822 ;
+  wire [31:0] \$823 ;
+  wire [16:0] \$824 ;
+  wire [31:0] \$825 ;
+  wire [16:0] \$826 ;
+  wire [31:0] \$827 ;
+  wire [34:0] \$828 ;
+  wire [16:0] \$829 ;
   wire \$83 ;
+  wire [31:0] \$830 ;
+  wire [16:0] \$831 ;
+  wire [31:0] \$832 ;
+  wire [16:0] \$833 ;
+  wire [31:0] \$834 ;
+  wire [16:0] \$835 ;
+  wire [31:0] \$836 ;
+  wire [16:0] \$837 ;
+  wire [31:0] \$838 ;
+  wire [16:0] \$839 ;
   wire \$84 ;
+  wire [31:0] \$840 ;
+  wire [34:0] \$841 ;
+  wire [34:0] \$842 ;
+  wire [16:0] \$843 ;
+  wire [31:0] \$844 ;
+  wire [16:0] \$845 ;
+  wire [31:0] \$846 ;
+  wire [16:0] \$847 ;
+  wire [31:0] \$848 ;
+  wire [16:0] \$849 ;
   wire \$85 ;
+  wire [31:0] \$850 ;
+  wire [16:0] \$851 ;
+  wire [31:0] \$852 ;
+  wire [16:0] \$853 ;
+  wire [31:0] \$854 ;
+  wire [34:0] \$855 ;
+  wire [34:0] \$856 ;
+  wire [35:0] \$857 ;
+  wire [16:0] \$858 ;
+  wire [31:0] \$859 ;
   wire \$86 ;
+  wire [16:0] \$860 ;
+  wire [31:0] \$861 ;
+  wire [16:0] \$862 ;
+  wire [31:0] \$863 ;
+  wire [16:0] \$864 ;
+  wire [31:0] \$865 ;
+  wire [16:0] \$866 ;
+  wire [31:0] \$867 ;
+  wire [16:0] \$868 ;
+  wire [31:0] \$869 ;
   wire [32:0] \$87 ;
+  wire [34:0] \$870 ;
+  wire [16:0] \$871 ;
+  wire [31:0] \$872 ;
+  wire [16:0] \$873 ;
+  wire [31:0] \$874 ;
+  wire [16:0] \$875 ;
+  wire [31:0] \$876 ;
+  wire [34:0] \$877 ;
+  wire [16:0] \$878 ;
+  wire [31:0] \$879 ;
   wire [32:0] \$88 ;
+  wire [16:0] \$880 ;
+  wire [31:0] \$881 ;
+  wire [16:0] \$882 ;
+  wire [31:0] \$883 ;
+  wire [16:0] \$884 ;
+  wire [31:0] \$885 ;
+  wire [16:0] \$886 ;
+  wire [31:0] \$887 ;
+  wire [16:0] \$888 ;
+  wire [31:0] \$889 ;
   wire \$89 ;
+  wire [34:0] \$890 ;
+  wire [16:0] \$891 ;
+  wire [31:0] \$892 ;
+  wire [16:0] \$893 ;
+  wire [31:0] \$894 ;
+  wire [16:0] \$895 ;
+  wire [31:0] \$896 ;
+  wire [16:0] \$897 ;
+  wire [31:0] \$898 ;
+  wire [16:0] \$899 ;
   wire \$9 ;
   wire \$90 ;
+  wire [31:0] \$900 ;
+  wire [16:0] \$901 ;
+  wire [31:0] \$902 ;
+  wire [34:0] \$903 ;
+  wire [34:0] \$904 ;
+  wire [16:0] \$905 ;
+  wire [31:0] \$906 ;
+  wire [16:0] \$907 ;
+  wire [31:0] \$908 ;
+  wire [16:0] \$909 ;
   wire [1:0] \$91 ;
+  wire [31:0] \$910 ;
+  wire [16:0] \$911 ;
+  wire [31:0] \$912 ;
+  wire [16:0] \$913 ;
+  wire [31:0] \$914 ;
+  wire [16:0] \$915 ;
+  wire [31:0] \$916 ;
+  wire [34:0] \$917 ;
+  wire [34:0] \$918 ;
+  wire [35:0] \$919 ;
   wire [1:0] \$92 ;
+  wire [16:0] \$920 ;
+  wire [31:0] \$921 ;
+  wire [16:0] \$922 ;
+  wire [47:0] \$923 ;
+  wire [49:0] \$924 ;
+  wire [34:0] \$925 ;
+  wire [34:0] \$926 ;
+  wire [34:0] \$927 ;
+  wire [34:0] \$928 ;
+  wire [34:0] \$929 ;
   wire \$93 ;
+  wire [34:0] \$930 ;
+  wire [34:0] \$931 ;
+  wire [35:0] \$932 ;
+  wire [34:0] \$933 ;
+  wire [34:0] \$934 ;
+  wire [34:0] \$935 ;
+  wire [34:0] \$936 ;
+  wire [34:0] \$937 ;
+  wire [34:0] \$938 ;
+  wire [34:0] \$939 ;
   wire \$94 ;
+  wire [35:0] \$940 ;
+  wire [35:0] \$941 ;
+  wire [34:0] \$942 ;
+  wire \$943 ;
+  wire \$944 ;
+  wire [16:0] \$945 ;
+  wire \$946 ;
+  wire \$947 ;
+  wire [16:0] \$948 ;
+  wire [33:0] \$949 ;
   wire [31:0] \$95 ;
+  wire [31:0] \$950 ;
+  wire [35:0] \$951 ;
+  wire [35:0] \$952 ;
+  wire [35:0] \$953 ;
+  wire [35:0] \$954 ;
+  wire [35:0] \$955 ;
+  wire [35:0] \$956 ;
+  wire [35:0] \$957 ;
+  wire [35:0] \$958 ;
+  wire [35:0] \$959 ;
   wire [16:0] \$96 ;
+  wire [35:0] \$960 ;
+  wire [35:0] \$961 ;
+  wire [35:0] \$962 ;
+  wire [35:0] \$963 ;
+  wire [35:0] \$964 ;
+  wire [35:0] \$965 ;
+  wire [35:0] \$966 ;
+  wire [35:0] \$967 ;
+  wire [35:0] \$968 ;
+  wire [35:0] \$969 ;
   wire \$97 ;
+  wire [53:0] \$970 ;
+  wire [62:0] \$971 ;
+  wire [53:0] \$972 ;
+  wire [35:0] \$973 ;
+  wire [35:0] \$974 ;
+  wire [35:0] \$975 ;
+  wire [35:0] \$976 ;
+  wire [35:0] \$977 ;
+  wire [35:0] \$978 ;
+  wire [35:0] \$979 ;
   wire [33:0] \$98 ;
+  wire [35:0] \$980 ;
+  wire [35:0] \$981 ;
+  wire [35:0] \$982 ;
+  wire [35:0] \$983 ;
+  wire [35:0] \$984 ;
+  wire [35:0] \$985 ;
+  wire [35:0] \$986 ;
+  wire [35:0] \$987 ;
+  wire [35:0] \$988 ;
+  wire [35:0] \$989 ;
   wire [31:0] \$99 ;
+  wire [35:0] \$990 ;
+  wire [35:0] \$991 ;
+  wire [53:0] \$992 ;
+  wire [62:0] \$993 ;
+  wire [53:0] \$994 ;
+  wire [53:0] \$995 ;
+  wire [35:0] \$996 ;
+  wire [35:0] \$997 ;
+  wire [35:0] \$998 ;
+  wire [35:0] \$999 ;
   reg [31:0] a_lane0 = 32'd0;
   reg [31:0] a_lane1 = 32'd0;
   wire [31:0] adv;
@@ -378,6 +1221,14 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   output overflow;
   reg overflow = 1'h0;
   reg [16:0] pow2 = 17'h00000;
+  reg [34:0] pow2_l0_0 = 35'h000000000;
+  reg [34:0] pow2_l0_1 = 35'h000000000;
+  reg [34:0] pow2_l0_2 = 35'h000000000;
+  reg [34:0] pow2_l0_3 = 35'h000000000;
+  reg [34:0] pow2_l0_4 = 35'h000000000;
+  reg [34:0] pow2_l0_5 = 35'h000000000;
+  reg [34:0] pow2_l1_0 = 35'h000000000;
+  reg [34:0] pow2_l1_1 = 35'h000000000;
   wire [16:0] pow2_next;
   reg [18:0] pow2_next_full = 19'h00000;
   wire pow2_next_hi;
@@ -504,160 +1355,622 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$103  = $signed(\$101 ) + $signed(\$102 );
   assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
   assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$108  = i__ready & s4[0];
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$188  = i__ready & loop_mul[0];
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = i__ready & loop_mul[0];
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$197  = o3[0] & o__ready;
-  assign \$198  = \$197  & o3[33];
+  assign \$106  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$108  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$110  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$112  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$114  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$116  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$118  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$120  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$122  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$124  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$126  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$128  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$130  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$132  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$134  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$136  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$138  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$140  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$142  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$144  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$146  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$148  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$150  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$152  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$154  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$156  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$158  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$160  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$162  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$164  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$166  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$168  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$170  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$172  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$174  = { 17'h00000, \$107  } ^ { 17'h00000, \$141  };
+  assign \$175  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$177  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$179  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$181  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$183  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$185  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$187  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$189  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$191  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$193  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$195  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$197  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$199  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$201  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$203  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$205  = \$174  ^ { 15'h0000, \$176  };
+  assign \$206  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$208  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$210  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$212  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$214  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$216  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$218  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$220  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$222  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$224  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$226  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$228  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$230  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$232  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$234  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$236  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$238  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$240  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$242  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$244  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$246  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$248  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$250  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$252  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$254  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$256  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$258  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$260  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$262  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$264  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$266  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$268  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$270  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$272  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$274  = { 17'h00000, \$207  } & { 17'h00000, \$241  };
+  assign \$275  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$277  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$279  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$281  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$283  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$285  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$287  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$289  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$291  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$293  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$295  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$297  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$299  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$301  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$303  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$305  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$307  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$309  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$311  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$313  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$315  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$317  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$319  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$321  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$323  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$325  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$327  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$329  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$331  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$333  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$335  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$337  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$339  = { 17'h00000, \$276  } & { 15'h0000, \$310  };
+  assign \$340  = \$274  | \$339 ;
+  assign \$341  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$343  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$345  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$347  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$349  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$351  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$353  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$355  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$357  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$359  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$361  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$363  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$365  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$367  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$369  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$371  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$373  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$375  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$377  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$379  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$381  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$383  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$385  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$387  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$389  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$391  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$393  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$395  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$397  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$399  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$401  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$403  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$405  = { 17'h00000, \$342  } & { 15'h0000, \$376  };
+  assign \$406  = \$340  | \$405 ;
+  assign \$407  = \$205  + { \$406 [33:0], 1'h0 };
+  assign \$408  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$410  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$412  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$414  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$416  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$418  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$420  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$422  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$424  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$426  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$428  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$430  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$432  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$434  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$436  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$438  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$440  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$442  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$444  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$446  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$448  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$450  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$452  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$454  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$456  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$458  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$460  = { 15'h0000, \$409  } ^ { 11'h000, \$439  };
+  assign \$461  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$463  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$465  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$467  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$469  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$471  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$473  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$475  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$477  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$479  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$481  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$483  = \$460  ^ { 11'h000, \$462  };
+  assign \$484  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$486  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$488  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$490  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$492  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$494  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$496  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$498  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$500  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$502  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$504  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$506  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$508  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$510  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$512  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$514  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$516  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$518  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$520  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$522  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$524  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$526  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$528  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$530  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$532  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$534  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$536  = { 15'h0000, \$485  } & { 11'h000, \$515  };
+  assign \$537  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$539  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$541  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$543  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$545  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$547  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$549  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$551  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$553  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$555  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$557  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$559  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$561  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$563  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$565  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$567  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$569  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$571  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$573  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$575  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$577  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$579  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$581  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$583  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$585  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$587  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$589  = { 15'h0000, \$538  } & { 11'h000, \$568  };
+  assign \$590  = \$536  | \$589 ;
+  assign \$591  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$593  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$595  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$597  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$599  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$601  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$603  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$605  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$607  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$609  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$611  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$613  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$615  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$617  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$619  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$621  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$623  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$625  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$627  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$629  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$631  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$633  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$635  = { 11'h000, \$592  } & { 11'h000, \$614  };
+  assign \$636  = \$590  | \$635 ;
+  assign \$637  = \$483  + { \$636 [33:0], 1'h0 };
+  assign \$638  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$640  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$642  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$644  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$646  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$648  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$650  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$652  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$654  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$656  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$658  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$660  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$662  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$664  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$666  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$668  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$670  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$672  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$674  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$676  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$678  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$680  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$682  = { 11'h000, \$639  } ^ { 11'h000, \$661  };
+  assign \$683  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$685  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$687  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$689  = \$682  ^ { 3'h0, \$684  };
+  assign \$690  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$692  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$694  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$696  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$698  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$700  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$702  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$704  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$706  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$708  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$710  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$712  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$714  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$716  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$718  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$720  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$722  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$724  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$726  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$728  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$730  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$732  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$734  = { 11'h000, \$691  } & { 11'h000, \$713  };
+  assign \$735  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$737  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$739  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$741  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$743  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$745  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$747  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$749  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$751  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$753  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$755  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$757  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$759  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$761  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$763  = { 11'h000, \$736  } & { 3'h0, \$758  };
+  assign \$764  = \$734  | \$763 ;
+  assign \$765  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$767  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$769  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$771  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$773  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$775  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$777  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$779  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$781  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$783  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$785  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$787  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$789  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$791  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$793  = { 11'h000, \$766  } & { 3'h0, \$788  };
+  assign \$794  = \$764  | \$793 ;
+  assign \$795  = \$689  + { \$794 [33:0], 1'h0 };
+  assign \$796  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$798  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$800  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$802  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$804  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$806  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$808  = { 3'h0, \$797  } ^ { 3'h0, \$803  };
+  assign \$809  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$811  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$813  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$815  = \$808  ^ { 3'h0, \$810  };
+  assign \$816  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$818  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$820  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$822  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$824  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$826  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$828  = { 3'h0, \$817  } & { 3'h0, \$823  };
+  assign \$829  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$831  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$833  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$835  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$837  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$839  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$841  = { 3'h0, \$830  } & { 3'h0, \$836  };
+  assign \$842  = \$828  | \$841 ;
+  assign \$843  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$845  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$847  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$849  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$851  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$853  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$855  = { 3'h0, \$844  } & { 3'h0, \$850  };
+  assign \$856  = \$842  | \$855 ;
+  assign \$857  = \$815  + { \$856 [33:0], 1'h0 };
+  assign \$858  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$860  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$862  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$864  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$866  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$868  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$870  = { 3'h0, \$859  } ^ { 3'h0, \$865  };
+  assign \$871  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$873  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$875  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$877  = \$870  ^ { 3'h0, \$872  };
+  assign \$878  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$880  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$882  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$884  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$886  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$888  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$890  = { 3'h0, \$879  } & { 3'h0, \$885  };
+  assign \$891  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$893  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$895  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$897  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$899  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$901  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$903  = { 3'h0, \$892  } & { 3'h0, \$898  };
+  assign \$904  = \$890  | \$903 ;
+  assign \$905  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$907  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$909  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$911  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$913  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$915  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$917  = { 3'h0, \$906  } & { 3'h0, \$912  };
+  assign \$918  = \$904  | \$917 ;
+  assign \$919  = \$877  + { \$918 [33:0], 1'h0 };
+  assign \$920  = gamma_lambda_q[15] ? gamma_lambda_q : 17'h00000;
+  assign \$922  = gamma_lambda_q[16] ? gamma_lambda_q : 17'h00000;
+  assign \$924  = \$921  + \$923 ;
+  assign \$925  = pow2_l0_0 ^ pow2_l0_1;
+  assign \$926  = \$925  ^ pow2_l0_2;
+  assign \$927  = pow2_l0_0 & pow2_l0_1;
+  assign \$928  = pow2_l0_0 & pow2_l0_2;
+  assign \$929  = \$927  | \$928 ;
+  assign \$930  = pow2_l0_1 & pow2_l0_2;
+  assign \$931  = \$929  | \$930 ;
+  assign \$932  = \$926  + { \$931 [33:0], 1'h0 };
+  assign \$933  = pow2_l0_3 ^ pow2_l0_4;
+  assign \$934  = \$933  ^ pow2_l0_5;
+  assign \$935  = pow2_l0_3 & pow2_l0_4;
+  assign \$936  = pow2_l0_3 & pow2_l0_5;
+  assign \$937  = \$935  | \$936 ;
+  assign \$938  = pow2_l0_4 & pow2_l0_5;
+  assign \$939  = \$937  | \$938 ;
+  assign \$940  = \$934  + { \$939 [33:0], 1'h0 };
+  assign \$941  = $signed(pow2_l1_0) + $signed(pow2_l1_1);
+  assign \$942  = pow2_prod + 16'h8000;
+  assign \$943  = i__ready & s4[0];
+  assign \$944  = ~ s4_brk;
+  assign \$945  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$946  = s4_brk | hbrk1;
+  assign \$947  = ~ \$946 ;
+  assign \$948  = \$946  ? 17'h00000 : pow2;
+  assign \$949  = h1_p1 * h1_h1[16:0];
+  assign \$950  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$970  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$969 [35], \$968 [35], \$967 [35], \$966 [35], \$965 [35], \$964 [35], \$963 [35], \$962 [35], \$961 [35], \$960 [35], \$959 [35], \$958 [35], \$957 [35], \$956 [35], \$955 [35], \$954 [35], \$953 [35], \$952 [35], \$951  };
+  assign \$972  = \$970  ^ \$971 [53:0];
+  assign \$992  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$991 [35], \$990 [35], \$989 [35], \$988 [35], \$987 [35], \$986 [35], \$985 [35], \$984 [35], \$983 [35], \$982 [35], \$981 [35], \$980 [35], \$979 [35], \$978 [35], \$977 [35], \$976 [35], \$975 [35], \$974 [35], \$973  };
+  assign \$994  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$993 [53:0];
+  assign \$995  = \$992  | \$994 ;
+  assign \$1016  = { \$1014 [35], \$1013 [35], \$1012 [35], \$1011 [35], \$1010 [35], \$1009 [35], \$1008 [35], \$1007 [35], \$1006 [35], \$1005 [35], \$1004 [35], \$1003 [35], \$1002 [35], \$1001 [35], \$1000 [35], \$999 [35], \$998 [35], \$997 [35], \$996  } & \$1015 [53:0];
+  assign \$1017  = \$995  | \$1016 ;
+  assign \$1018  = \$972  + { \$1017 [52:0], 1'h0 };
+  assign \$1020  = tree1_p * \$1019 [16:0];
+  assign \$1022  = $signed({ 1'h0, tree1_p }) * $signed(\$1021 [31:17]);
+  assign \$1023  = i__ready & loop_mul[0];
+  assign \$1024  = ! loop_mul[58];
+  assign \$1025  = \$1023  & \$1024 ;
+  assign \$1026  = i__ready & loop_mul[0];
+  assign \$1028  = \$1026  & \$1027 ;
+  assign \$1029  = loop_mul[33] | adv_ovf;
+  assign \$1030  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$1031  = o2[33] | rtg_ovf;
+  assign \$1032  = o3[0] & o__ready;
+  assign \$1033  = \$1032  & o3[33];
   always @(posedge clk)
-    gamma_q <= \$199 ;
+    gamma_q <= \$1034 ;
   always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
+    gamma_lambda_q <= \$1035 ;
   always @(posedge clk)
-    lane_in <= \$201 ;
+    lane_in <= \$1036 ;
   always @(posedge clk)
-    vprev0 <= \$202 ;
+    vprev0 <= \$1037 ;
   always @(posedge clk)
-    s0 <= \$203 ;
+    s0 <= \$1038 ;
   always @(posedge clk)
-    s0_reward <= \$204 ;
+    s0_reward <= \$1039 ;
   always @(posedge clk)
-    s0_vnext <= \$205 ;
+    s0_vnext <= \$1040 ;
   always @(posedge clk)
-    s0_gamma <= \$206 ;
+    s0_gamma <= \$1041 ;
   always @(posedge clk)
-    s0_brk <= \$207 ;
+    s0_brk <= \$1042 ;
   always @(posedge clk)
-    s1 <= \$208 ;
+    s1 <= \$1043 ;
   always @(posedge clk)
-    s1_pp0 <= \$209 ;
+    s1_pp0 <= \$1044 ;
   always @(posedge clk)
-    s1_pp1 <= \$210 ;
+    s1_pp1 <= \$1045 ;
   always @(posedge clk)
-    s1_rv <= \$211 ;
+    s1_rv <= \$1046 ;
   always @(posedge clk)
-    s1_brk <= \$212 ;
+    s1_brk <= \$1047 ;
   always @(posedge clk)
-    s2 <= \$213 ;
+    s2 <= \$1048 ;
   always @(posedge clk)
-    s2_prod <= \$214 ;
+    s2_prod <= \$1049 ;
   always @(posedge clk)
-    s2_rv <= \$215 ;
+    s2_rv <= \$1050 ;
   always @(posedge clk)
-    s2_brk <= \$216 ;
+    s2_brk <= \$1051 ;
   always @(posedge clk)
-    s3 <= \$217 ;
+    s3 <= \$1052 ;
   always @(posedge clk)
-    s3_dsum <= \$218 ;
+    s3_dsum <= \$1053 ;
   always @(posedge clk)
-    s3_brk <= \$219 ;
+    s3_brk <= \$1054 ;
   always @(posedge clk)
-    s4 <= \$220 ;
+    s4 <= \$1055 ;
   always @(posedge clk)
-    s4_delta <= \$221 ;
+    s4_delta <= \$1056 ;
   always @(posedge clk)
-    s4_brk <= \$222 ;
+    s4_brk <= \$1057 ;
   always @(posedge clk)
-    s4_p <= \$223 ;
+    s4_p <= \$1058 ;
   always @(posedge clk)
-    pow2_prod <= \$224 ;
+    pow2_l0_0 <= \$1059 ;
   always @(posedge clk)
-    pow2_next_full <= \$225 ;
+    pow2_l0_1 <= \$1060 ;
   always @(posedge clk)
-    pow2 <= \$226 ;
+    pow2_l0_2 <= \$1061 ;
   always @(posedge clk)
-    hist1 <= \$227 ;
+    pow2_l0_3 <= \$1062 ;
   always @(posedge clk)
-    hbrk1 <= \$228 ;
+    pow2_l0_4 <= \$1063 ;
   always @(posedge clk)
-    h1 <= \$229 ;
+    pow2_l0_5 <= \$1064 ;
   always @(posedge clk)
-    h1_delta <= \$230 ;
+    pow2_l1_0 <= \$1065 ;
   always @(posedge clk)
-    h1_p1 <= \$231 ;
+    pow2_l1_1 <= \$1066 ;
   always @(posedge clk)
-    h1_p2 <= \$232 ;
+    pow2_prod <= \$1067 ;
   always @(posedge clk)
-    h1_h1 <= \$233 ;
+    pow2_next_full <= \$1068 ;
   always @(posedge clk)
-    h2 <= \$234 ;
+    pow2 <= \$1069 ;
   always @(posedge clk)
-    h2_g <= \$235 ;
+    hist1 <= \$1070 ;
   always @(posedge clk)
-    h2_p <= \$236 ;
+    hbrk1 <= \$1071 ;
   always @(posedge clk)
-    h2_t10 <= \$237 ;
+    h1 <= \$1072 ;
   always @(posedge clk)
-    h2_t11 <= \$238 ;
+    h1_delta <= \$1073 ;
   always @(posedge clk)
-    tree1 <= \$239 ;
+    h1_p1 <= \$1074 ;
   always @(posedge clk)
-    tree1_p <= \$240 ;
+    h1_p2 <= \$1075 ;
   always @(posedge clk)
-    tree1_g0 <= \$241 ;
+    h1_h1 <= \$1076 ;
   always @(posedge clk)
-    loop_mul <= \$242 ;
+    h2 <= \$1077 ;
   always @(posedge clk)
-    loop_mul_g <= \$243 ;
+    h2_g <= \$1078 ;
   always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
+    h2_p <= \$1079 ;
   always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
+    h2_t10 <= \$1080 ;
   always @(posedge clk)
-    a_lane0 <= \$246 ;
+    h2_t11 <= \$1081 ;
   always @(posedge clk)
-    a_lane1 <= \$247 ;
+    tree1 <= \$1082 ;
   always @(posedge clk)
-    o1 <= \$248 ;
+    tree1_p <= \$1083 ;
   always @(posedge clk)
-    o1_adv <= \$249 ;
+    tree1_g0 <= \$1084 ;
   always @(posedge clk)
-    o2 <= \$250 ;
+    loop_mul <= \$1085 ;
   always @(posedge clk)
-    o2_adv <= \$251 ;
+    loop_mul_g <= \$1086 ;
   always @(posedge clk)
-    rtg_full <= \$252 ;
+    loop_mul_pp0 <= \$1087 ;
   always @(posedge clk)
-    o3 <= \$253 ;
+    loop_mul_pp1 <= \$1088 ;
   always @(posedge clk)
-    o3_adv <= \$254 ;
+    a_lane0 <= \$1089 ;
   always @(posedge clk)
-    o3_rtg <= \$255 ;
+    a_lane1 <= \$1090 ;
   always @(posedge clk)
-    overflow <= \$256 ;
+    o1 <= \$1091 ;
+  always @(posedge clk)
+    o1_adv <= \$1092 ;
+  always @(posedge clk)
+    o2 <= \$1093 ;
+  always @(posedge clk)
+    o2_adv <= \$1094 ;
+  always @(posedge clk)
+    rtg_full <= \$1095 ;
+  always @(posedge clk)
+    o3 <= \$1096 ;
+  always @(posedge clk)
+    o3_adv <= \$1097 ;
+  always @(posedge clk)
+    o3_rtg <= \$1098 ;
+  always @(posedge clk)
+    overflow <= \$1099 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     (* full_case = 32'd1 *)
     casez (tree1[58])
       1'h0:
-          \$184  = a_lane0;
+          \$1019  = a_lane0;
       1'h1:
-          \$184  = a_lane1;
+          \$1019  = a_lane1;
     endcase
   end
   always @* begin
@@ -665,587 +1978,643 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
     (* full_case = 32'd1 *)
     casez (tree1[58])
       1'h0:
-          \$186  = a_lane0;
+          \$1021  = a_lane0;
       1'h1:
-          \$186  = a_lane1;
+          \$1021  = a_lane1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$199  = gamma;
+    \$1034  = gamma;
     if (rst) begin
-      \$199  = 17'h00000;
+      \$1034  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$200  = gamma_lambda;
+    \$1035  = gamma_lambda;
     if (rst) begin
-      \$200  = 17'h00000;
+      \$1035  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$201  = lane_in;
+    \$1036  = lane_in;
     if (\$89 ) begin
-      \$201  = \$92 [0];
+      \$1036  = \$92 [0];
     end
     if (rst) begin
-      \$201  = 1'h0;
+      \$1036  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$202  = vprev0;
+    \$1037  = vprev0;
     if (\$94 ) begin
-      \$202  = i__payload[63:32];
+      \$1037  = i__payload[63:32];
     end
     if (rst) begin
-      \$202  = 32'd0;
+      \$1037  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$203  = s0;
+    \$1038  = s0;
     if (i__ready) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
+      \$1038 [0] = i__valid;
+      \$1038 [32:1] = i__payload[63:32];
+      \$1038 [33] = 1'h0;
+      \$1038 [49:34] = i__payload[113:98];
+      \$1038 [57:50] = i__payload[121:114];
+      \$1038 [58] = lane_in;
     end
     if (rst) begin
-      \$203  = 59'h000000000000000;
+      \$1038  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$204  = s0_reward;
+    \$1039  = s0_reward;
     if (i__ready) begin
-      \$204  = i__payload[31:0];
+      \$1039  = i__payload[31:0];
     end
     if (rst) begin
-      \$204  = 32'd0;
+      \$1039  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$205  = s0_vnext;
+    \$1040  = s0_vnext;
     if (i__ready) begin
-      \$205  = \$95 ;
+      \$1040  = \$95 ;
     end
     if (rst) begin
-      \$205  = 32'd0;
+      \$1040  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$206  = s0_gamma;
+    \$1041  = s0_gamma;
     if (i__ready) begin
-      \$206  = \$96 ;
+      \$1041  = \$96 ;
     end
     if (rst) begin
-      \$206  = 17'h00000;
+      \$1041  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$207  = s0_brk;
+    \$1042  = s0_brk;
     if (i__ready) begin
-      \$207  = \$97 ;
+      \$1042  = \$97 ;
     end
     if (rst) begin
-      \$207  = 1'h0;
+      \$1042  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$208  = s1;
+    \$1043  = s1;
     if (i__ready) begin
-      \$208  = s0;
+      \$1043  = s0;
     end
     if (rst) begin
-      \$208  = 59'h000000000000000;
+      \$1043  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$209  = s1_pp0;
+    \$1044  = s1_pp0;
     if (i__ready) begin
-      \$209  = \$98 ;
+      \$1044  = \$98 ;
     end
     if (rst) begin
-      \$209  = 34'h000000000;
+      \$1044  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$210  = s1_pp1;
+    \$1045  = s1_pp1;
     if (i__ready) begin
-      \$210  = \$99 ;
+      \$1045  = \$99 ;
     end
     if (rst) begin
-      \$210  = 32'd0;
+      \$1045  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$211  = s1_rv;
+    \$1046  = s1_rv;
     if (i__ready) begin
-      \$211  = \$100 ;
+      \$1046  = \$100 ;
     end
     if (rst) begin
-      \$211  = 33'h000000000;
+      \$1046  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$212  = s1_brk;
+    \$1047  = s1_brk;
     if (i__ready) begin
-      \$212  = s0_brk;
+      \$1047  = s0_brk;
     end
     if (rst) begin
-      \$212  = 1'h0;
+      \$1047  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$213  = s2;
+    \$1048  = s2;
     if (i__ready) begin
-      \$213  = s1;
+      \$1048  = s1;
     end
     if (rst) begin
-      \$213  = 59'h000000000000000;
+      \$1048  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$214  = s2_prod;
+    \$1049  = s2_prod;
     if (i__ready) begin
-      \$214  = \$103 ;
+      \$1049  = \$103 ;
     end
     if (rst) begin
-      \$214  = 64'h0000000000000000;
+      \$1049  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$215  = s2_rv;
+    \$1050  = s2_rv;
     if (i__ready) begin
-      \$215  = s1_rv;
+      \$1050  = s1_rv;
     end
     if (rst) begin
-      \$215  = 33'h000000000;
+      \$1050  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$216  = s2_brk;
+    \$1051  = s2_brk;
     if (i__ready) begin
-      \$216  = s1_brk;
+      \$1051  = s1_brk;
     end
     if (rst) begin
-      \$216  = 1'h0;
+      \$1051  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$217  = s3;
+    \$1052  = s3;
     if (i__ready) begin
-      \$217  = s2;
+      \$1052  = s2;
     end
     if (rst) begin
-      \$217  = 59'h000000000000000;
+      \$1052  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$218  = s3_dsum;
+    \$1053  = s3_dsum;
     if (i__ready) begin
-      \$218  = \$104 ;
+      \$1053  = \$104 ;
     end
     if (rst) begin
-      \$218  = 66'h00000000000000000;
+      \$1053  = 66'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$219  = s3_brk;
+    \$1054  = s3_brk;
     if (i__ready) begin
-      \$219  = s2_brk;
+      \$1054  = s2_brk;
     end
     if (rst) begin
-      \$219  = 1'h0;
+      \$1054  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$220  = s4;
+    \$1055  = s4;
     if (i__ready) begin
-      \$220  = s3;
+      \$1055  = s3;
     end
     if (i__ready) begin
-      \$220 [33] = delta_ovf;
+      \$1055 [33] = delta_ovf;
     end
     if (rst) begin
-      \$220  = 59'h000000000000000;
+      \$1055  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$221  = s4_delta;
+    \$1056  = s4_delta;
     if (i__ready) begin
-      \$221  = \$7 [31:0];
+      \$1056  = \$7 [31:0];
     end
     if (rst) begin
-      \$221  = 32'd0;
+      \$1056  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$222  = s4_brk;
+    \$1057  = s4_brk;
     if (i__ready) begin
-      \$222  = s3_brk;
+      \$1057  = s3_brk;
     end
     if (rst) begin
-      \$222  = 1'h0;
+      \$1057  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$223  = s4_p;
+    \$1058  = s4_p;
     if (i__ready) begin
-      \$223  = \$105 ;
+      \$1058  = \$105 ;
     end
     if (rst) begin
-      \$223  = 17'h00000;
+      \$1058  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$224  = \$106 ;
+    \$1059  = \$407 [34:0];
     if (rst) begin
-      \$224  = 34'h000000000;
+      \$1059  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$225  = \$107 [34:16];
+    \$1060  = \$637 [34:0];
     if (rst) begin
-      \$225  = 19'h00000;
+      \$1060  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$226  = pow2_next;
+    \$1061  = \$795 [34:0];
     if (rst) begin
-      \$226  = 17'h00000;
+      \$1061  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
+    \$1062  = \$857 [34:0];
     if (rst) begin
-      \$227  = 32'd0;
+      \$1062  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
+    \$1063  = \$919 [34:0];
     if (rst) begin
-      \$228  = 1'h0;
+      \$1063  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$229  = h1;
+    \$1064  = \$924 [34:0];
+    if (rst) begin
+      \$1064  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1065  = \$932 [34:0];
+    if (rst) begin
+      \$1065  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1066  = \$940 [34:0];
+    if (rst) begin
+      \$1066  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1067  = \$941 [33:0];
+    if (rst) begin
+      \$1067  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1068  = \$942 [34:16];
+    if (rst) begin
+      \$1068  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1069  = pow2_next;
+    if (rst) begin
+      \$1069  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1070  = hist1;
+    if (\$943 ) begin
+      \$1070  = s4_delta;
+    end
+    if (rst) begin
+      \$1070  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1071  = hbrk1;
+    if (\$943 ) begin
+      \$1071  = s4_brk;
+    end
+    if (rst) begin
+      \$1071  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$1072  = h1;
     if (i__ready) begin
-      \$229  = s4;
+      \$1072  = s4;
     end
     if (rst) begin
-      \$229  = 59'h000000000000000;
+      \$1072  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$230  = h1_delta;
+    \$1073  = h1_delta;
     if (i__ready) begin
-      \$230  = s4_delta;
+      \$1073  = s4_delta;
     end
     if (rst) begin
-      \$230  = 32'd0;
+      \$1073  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$231  = h1_p1;
+    \$1074  = h1_p1;
     if (i__ready) begin
-      \$231  = \$110 ;
+      \$1074  = \$945 ;
     end
     if (rst) begin
-      \$231  = 17'h00000;
+      \$1074  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$232  = h1_p2;
+    \$1075  = h1_p2;
     if (i__ready) begin
-      \$232  = \$113 ;
+      \$1075  = \$948 ;
     end
     if (rst) begin
-      \$232  = 17'h00000;
+      \$1075  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$233  = h1_h1;
+    \$1076  = h1_h1;
     if (i__ready) begin
-      \$233  = hist1;
+      \$1076  = hist1;
     end
     if (rst) begin
-      \$233  = 32'd0;
+      \$1076  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$234  = h2;
+    \$1077  = h2;
     if (i__ready) begin
-      \$234  = h1;
+      \$1077  = h1;
     end
     if (rst) begin
-      \$234  = 59'h000000000000000;
+      \$1077  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$235  = h2_g;
+    \$1078  = h2_g;
     if (i__ready) begin
-      \$235  = { h1_delta, 16'h8000 };
+      \$1078  = { h1_delta, 16'h8000 };
     end
     if (rst) begin
-      \$235  = 48'h000000000000;
+      \$1078  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$236  = h2_p;
+    \$1079  = h2_p;
     if (i__ready) begin
-      \$236  = h1_p2;
+      \$1079  = h1_p2;
     end
     if (rst) begin
-      \$236  = 17'h00000;
+      \$1079  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$237  = h2_t10;
+    \$1080  = h2_t10;
     if (i__ready) begin
-      \$237  = \$114 ;
+      \$1080  = \$949 ;
     end
     if (rst) begin
-      \$237  = 34'h000000000;
+      \$1080  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$238  = h2_t11;
+    \$1081  = h2_t11;
     if (i__ready) begin
-      \$238  = \$115 ;
+      \$1081  = \$950 ;
     end
     if (rst) begin
-      \$238  = 32'd0;
+      \$1081  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$239  = tree1;
+    \$1082  = tree1;
     if (i__ready) begin
-      \$239  = h2;
+      \$1082  = h2;
     end
     if (rst) begin
-      \$239  = 59'h000000000000000;
+      \$1082  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$240  = tree1_p;
+    \$1083  = tree1_p;
     if (i__ready) begin
-      \$240  = h2_p;
+      \$1083  = h2_p;
     end
     if (rst) begin
-      \$240  = 17'h00000;
+      \$1083  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$241  = tree1_g0;
+    \$1084  = tree1_g0;
     if (i__ready) begin
-      \$241  = \$183 [53:0];
+      \$1084  = \$1018 [53:0];
     end
     if (rst) begin
-      \$241  = 54'h00000000000000;
+      \$1084  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$242  = loop_mul;
+    \$1085  = loop_mul;
     if (i__ready) begin
-      \$242  = tree1;
+      \$1085  = tree1;
     end
     if (rst) begin
-      \$242  = 59'h000000000000000;
+      \$1085  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$243  = loop_mul_g;
+    \$1086  = loop_mul_g;
     if (i__ready) begin
-      \$243  = tree1_g0;
+      \$1086  = tree1_g0;
     end
     if (rst) begin
-      \$243  = 54'h00000000000000;
+      \$1086  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$244  = loop_mul_pp0;
+    \$1087  = loop_mul_pp0;
     if (i__ready) begin
-      \$244  = \$185 ;
+      \$1087  = \$1020 ;
     end
     if (rst) begin
-      \$244  = 34'h000000000;
+      \$1087  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$245  = loop_mul_pp1;
+    \$1088  = loop_mul_pp1;
     if (i__ready) begin
-      \$245  = \$187 ;
+      \$1088  = \$1022 ;
     end
     if (rst) begin
-      \$245  = 32'd0;
+      \$1088  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
+    \$1089  = a_lane0;
+    if (\$1025 ) begin
+      \$1089  = \$82 [31:0];
     end
     if (rst) begin
-      \$246  = 32'd0;
+      \$1089  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
+    \$1090  = a_lane1;
+    if (\$1028 ) begin
+      \$1090  = \$82 [31:0];
     end
     if (rst) begin
-      \$247  = 32'd0;
+      \$1090  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$248  = o1;
+    \$1091  = o1;
     if (i__ready) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
+      { \$1091 [58:34], \$1091 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$1091 [33] = \$1029 ;
     end
     if (rst) begin
-      \$248  = 59'h000000000000000;
+      \$1091  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$249  = o1_adv;
+    \$1092  = o1_adv;
     if (i__ready) begin
-      \$249  = \$82 [31:0];
+      \$1092  = \$82 [31:0];
     end
     if (rst) begin
-      \$249  = 32'd0;
+      \$1092  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$250  = o2;
+    \$1093  = o2;
     if (i__ready) begin
-      \$250  = o1;
+      \$1093  = o1;
     end
     if (rst) begin
-      \$250  = 59'h000000000000000;
+      \$1093  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$251  = o2_adv;
+    \$1094  = o2_adv;
     if (i__ready) begin
-      \$251  = o1_adv;
+      \$1094  = o1_adv;
     end
     if (rst) begin
-      \$251  = 32'd0;
+      \$1094  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$252  = rtg_full;
+    \$1095  = rtg_full;
     if (i__ready) begin
-      \$252  = \$195 ;
+      \$1095  = \$1030 ;
     end
     if (rst) begin
-      \$252  = 33'h000000000;
+      \$1095  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$253  = o3;
+    \$1096  = o3;
     if (i__ready) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
+      { \$1096 [58:34], \$1096 [32:0] } = { o2[58:34], o2[32:0] };
+      \$1096 [33] = \$1031 ;
     end
     if (rst) begin
-      \$253  = 59'h000000000000000;
+      \$1096  = 59'h000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$254  = o3_adv;
+    \$1097  = o3_adv;
     if (i__ready) begin
-      \$254  = o2_adv;
+      \$1097  = o2_adv;
     end
     if (rst) begin
-      \$254  = 32'd0;
+      \$1097  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$255  = o3_rtg;
+    \$1098  = o3_rtg;
     if (i__ready) begin
-      \$255  = \$88 [31:0];
+      \$1098  = \$88 [31:0];
     end
     if (rst) begin
-      \$255  = 32'd0;
+      \$1098  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$256  = overflow;
+    \$1099  = overflow;
     if (clear) begin
-      \$256  = 1'h0;
+      \$1099  = 1'h0;
     end
-    if (\$198 ) begin
-      \$256  = 1'h1;
+    if (\$1033 ) begin
+      \$1099  = 1'h1;
     end
     if (rst) begin
-      \$256  = 1'h0;
+      \$1099  = 1'h0;
     end
   end
   assign en = i__ready;
@@ -1416,65 +2785,454 @@ module gae_pe_k2(i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__re
   assign \$94  = \$93 ;
   assign \$101  = { 2'h0, s1_pp0 };
   assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$192  = loop_mul[58];
+  assign \$107  = { 1'h0, \$106  };
+  assign \$109  = { 1'h0, \$108  };
+  assign \$111  = { 1'h0, \$110  };
+  assign \$113  = { 1'h0, \$112  };
+  assign \$115  = { 1'h0, \$114  };
+  assign \$117  = { 1'h0, \$116  };
+  assign \$119  = { 1'h0, \$118  };
+  assign \$121  = { 1'h0, \$120  };
+  assign \$123  = { 1'h0, \$122  };
+  assign \$125  = { 1'h0, \$124  };
+  assign \$127  = { 1'h0, \$126  };
+  assign \$129  = { 1'h0, \$128  };
+  assign \$131  = { 1'h0, \$130  };
+  assign \$133  = { 1'h0, \$132  };
+  assign \$135  = { 1'h0, \$134  };
+  assign \$137  = { 1'h0, \$136  };
+  assign \$139  = { 1'h0, \$138  };
+  assign \$141  = { \$140 , 1'h0 };
+  assign \$143  = { \$142 , 1'h0 };
+  assign \$145  = { \$144 , 1'h0 };
+  assign \$147  = { \$146 , 1'h0 };
+  assign \$149  = { \$148 , 1'h0 };
+  assign \$151  = { \$150 , 1'h0 };
+  assign \$153  = { \$152 , 1'h0 };
+  assign \$155  = { \$154 , 1'h0 };
+  assign \$157  = { \$156 , 1'h0 };
+  assign \$159  = { \$158 , 1'h0 };
+  assign \$161  = { \$160 , 1'h0 };
+  assign \$163  = { \$162 , 1'h0 };
+  assign \$165  = { \$164 , 1'h0 };
+  assign \$167  = { \$166 , 1'h0 };
+  assign \$169  = { \$168 , 1'h0 };
+  assign \$171  = { \$170 , 1'h0 };
+  assign \$173  = { \$172 , 1'h0 };
+  assign \$176  = { 1'h0, \$175 , 2'h0 };
+  assign \$178  = { 1'h0, \$177 , 2'h0 };
+  assign \$180  = { 1'h0, \$179 , 2'h0 };
+  assign \$182  = { 1'h0, \$181 , 2'h0 };
+  assign \$184  = { 1'h0, \$183 , 2'h0 };
+  assign \$186  = { 1'h0, \$185 , 2'h0 };
+  assign \$188  = { 1'h0, \$187 , 2'h0 };
+  assign \$190  = { 1'h0, \$189 , 2'h0 };
+  assign \$192  = { 1'h0, \$191 , 2'h0 };
+  assign \$194  = { 1'h0, \$193 , 2'h0 };
+  assign \$196  = { 1'h0, \$195 , 2'h0 };
+  assign \$198  = { 1'h0, \$197 , 2'h0 };
+  assign \$200  = { 1'h0, \$199 , 2'h0 };
+  assign \$202  = { 1'h0, \$201 , 2'h0 };
+  assign \$204  = { 1'h0, \$203 , 2'h0 };
+  assign \$207  = { 1'h0, \$206  };
+  assign \$209  = { 1'h0, \$208  };
+  assign \$211  = { 1'h0, \$210  };
+  assign \$213  = { 1'h0, \$212  };
+  assign \$215  = { 1'h0, \$214  };
+  assign \$217  = { 1'h0, \$216  };
+  assign \$219  = { 1'h0, \$218  };
+  assign \$221  = { 1'h0, \$220  };
+  assign \$223  = { 1'h0, \$222  };
+  assign \$225  = { 1'h0, \$224  };
+  assign \$227  = { 1'h0, \$226  };
+  assign \$229  = { 1'h0, \$228  };
+  assign \$231  = { 1'h0, \$230  };
+  assign \$233  = { 1'h0, \$232  };
+  assign \$235  = { 1'h0, \$234  };
+  assign \$237  = { 1'h0, \$236  };
+  assign \$239  = { 1'h0, \$238  };
+  assign \$241  = { \$240 , 1'h0 };
+  assign \$243  = { \$242 , 1'h0 };
+  assign \$245  = { \$244 , 1'h0 };
+  assign \$247  = { \$246 , 1'h0 };
+  assign \$249  = { \$248 , 1'h0 };
+  assign \$251  = { \$250 , 1'h0 };
+  assign \$253  = { \$252 , 1'h0 };
+  assign \$255  = { \$254 , 1'h0 };
+  assign \$257  = { \$256 , 1'h0 };
+  assign \$259  = { \$258 , 1'h0 };
+  assign \$261  = { \$260 , 1'h0 };
+  assign \$263  = { \$262 , 1'h0 };
+  assign \$265  = { \$264 , 1'h0 };
+  assign \$267  = { \$266 , 1'h0 };
+  assign \$269  = { \$268 , 1'h0 };
+  assign \$271  = { \$270 , 1'h0 };
+  assign \$273  = { \$272 , 1'h0 };
+  assign \$276  = { 1'h0, \$275  };
+  assign \$278  = { 1'h0, \$277  };
+  assign \$280  = { 1'h0, \$279  };
+  assign \$282  = { 1'h0, \$281  };
+  assign \$284  = { 1'h0, \$283  };
+  assign \$286  = { 1'h0, \$285  };
+  assign \$288  = { 1'h0, \$287  };
+  assign \$290  = { 1'h0, \$289  };
+  assign \$292  = { 1'h0, \$291  };
+  assign \$294  = { 1'h0, \$293  };
+  assign \$296  = { 1'h0, \$295  };
+  assign \$298  = { 1'h0, \$297  };
+  assign \$300  = { 1'h0, \$299  };
+  assign \$302  = { 1'h0, \$301  };
+  assign \$304  = { 1'h0, \$303  };
+  assign \$306  = { 1'h0, \$305  };
+  assign \$308  = { 1'h0, \$307  };
+  assign \$310  = { 1'h0, \$309 , 2'h0 };
+  assign \$312  = { 1'h0, \$311 , 2'h0 };
+  assign \$314  = { 1'h0, \$313 , 2'h0 };
+  assign \$316  = { 1'h0, \$315 , 2'h0 };
+  assign \$318  = { 1'h0, \$317 , 2'h0 };
+  assign \$320  = { 1'h0, \$319 , 2'h0 };
+  assign \$322  = { 1'h0, \$321 , 2'h0 };
+  assign \$324  = { 1'h0, \$323 , 2'h0 };
+  assign \$326  = { 1'h0, \$325 , 2'h0 };
+  assign \$328  = { 1'h0, \$327 , 2'h0 };
+  assign \$330  = { 1'h0, \$329 , 2'h0 };
+  assign \$332  = { 1'h0, \$331 , 2'h0 };
+  assign \$334  = { 1'h0, \$333 , 2'h0 };
+  assign \$336  = { 1'h0, \$335 , 2'h0 };
+  assign \$338  = { 1'h0, \$337 , 2'h0 };
+  assign \$342  = { \$341 , 1'h0 };
+  assign \$344  = { \$343 , 1'h0 };
+  assign \$346  = { \$345 , 1'h0 };
+  assign \$348  = { \$347 , 1'h0 };
+  assign \$350  = { \$349 , 1'h0 };
+  assign \$352  = { \$351 , 1'h0 };
+  assign \$354  = { \$353 , 1'h0 };
+  assign \$356  = { \$355 , 1'h0 };
+  assign \$358  = { \$357 , 1'h0 };
+  assign \$360  = { \$359 , 1'h0 };
+  assign \$362  = { \$361 , 1'h0 };
+  assign \$364  = { \$363 , 1'h0 };
+  assign \$366  = { \$365 , 1'h0 };
+  assign \$368  = { \$367 , 1'h0 };
+  assign \$370  = { \$369 , 1'h0 };
+  assign \$372  = { \$371 , 1'h0 };
+  assign \$374  = { \$373 , 1'h0 };
+  assign \$376  = { 1'h0, \$375 , 2'h0 };
+  assign \$378  = { 1'h0, \$377 , 2'h0 };
+  assign \$380  = { 1'h0, \$379 , 2'h0 };
+  assign \$382  = { 1'h0, \$381 , 2'h0 };
+  assign \$384  = { 1'h0, \$383 , 2'h0 };
+  assign \$386  = { 1'h0, \$385 , 2'h0 };
+  assign \$388  = { 1'h0, \$387 , 2'h0 };
+  assign \$390  = { 1'h0, \$389 , 2'h0 };
+  assign \$392  = { 1'h0, \$391 , 2'h0 };
+  assign \$394  = { 1'h0, \$393 , 2'h0 };
+  assign \$396  = { 1'h0, \$395 , 2'h0 };
+  assign \$398  = { 1'h0, \$397 , 2'h0 };
+  assign \$400  = { 1'h0, \$399 , 2'h0 };
+  assign \$402  = { 1'h0, \$401 , 2'h0 };
+  assign \$404  = { 1'h0, \$403 , 2'h0 };
+  assign \$409  = { \$408 , 3'h0 };
+  assign \$411  = { \$410 , 3'h0 };
+  assign \$413  = { \$412 , 3'h0 };
+  assign \$415  = { \$414 , 3'h0 };
+  assign \$417  = { \$416 , 3'h0 };
+  assign \$419  = { \$418 , 3'h0 };
+  assign \$421  = { \$420 , 3'h0 };
+  assign \$423  = { \$422 , 3'h0 };
+  assign \$425  = { \$424 , 3'h0 };
+  assign \$427  = { \$426 , 3'h0 };
+  assign \$429  = { \$428 , 3'h0 };
+  assign \$431  = { \$430 , 3'h0 };
+  assign \$433  = { \$432 , 3'h0 };
+  assign \$435  = { \$434 , 3'h0 };
+  assign \$437  = { \$436 , 3'h0 };
+  assign \$439  = { 3'h0, \$438 , 4'h0 };
+  assign \$441  = { 3'h0, \$440 , 4'h0 };
+  assign \$443  = { 3'h0, \$442 , 4'h0 };
+  assign \$445  = { 3'h0, \$444 , 4'h0 };
+  assign \$447  = { 3'h0, \$446 , 4'h0 };
+  assign \$449  = { 3'h0, \$448 , 4'h0 };
+  assign \$451  = { 3'h0, \$450 , 4'h0 };
+  assign \$453  = { 3'h0, \$452 , 4'h0 };
+  assign \$455  = { 3'h0, \$454 , 4'h0 };
+  assign \$457  = { 3'h0, \$456 , 4'h0 };
+  assign \$459  = { 3'h0, \$458 , 4'h0 };
+  assign \$462  = { 2'h0, \$461 , 5'h00 };
+  assign \$464  = { 2'h0, \$463 , 5'h00 };
+  assign \$466  = { 2'h0, \$465 , 5'h00 };
+  assign \$468  = { 2'h0, \$467 , 5'h00 };
+  assign \$470  = { 2'h0, \$469 , 5'h00 };
+  assign \$472  = { 2'h0, \$471 , 5'h00 };
+  assign \$474  = { 2'h0, \$473 , 5'h00 };
+  assign \$476  = { 2'h0, \$475 , 5'h00 };
+  assign \$478  = { 2'h0, \$477 , 5'h00 };
+  assign \$480  = { 2'h0, \$479 , 5'h00 };
+  assign \$482  = { 2'h0, \$481 , 5'h00 };
+  assign \$485  = { \$484 , 3'h0 };
+  assign \$487  = { \$486 , 3'h0 };
+  assign \$489  = { \$488 , 3'h0 };
+  assign \$491  = { \$490 , 3'h0 };
+  assign \$493  = { \$492 , 3'h0 };
+  assign \$495  = { \$494 , 3'h0 };
+  assign \$497  = { \$496 , 3'h0 };
+  assign \$499  = { \$498 , 3'h0 };
+  assign \$501  = { \$500 , 3'h0 };
+  assign \$503  = { \$502 , 3'h0 };
+  assign \$505  = { \$504 , 3'h0 };
+  assign \$507  = { \$506 , 3'h0 };
+  assign \$509  = { \$508 , 3'h0 };
+  assign \$511  = { \$510 , 3'h0 };
+  assign \$513  = { \$512 , 3'h0 };
+  assign \$515  = { 3'h0, \$514 , 4'h0 };
+  assign \$517  = { 3'h0, \$516 , 4'h0 };
+  assign \$519  = { 3'h0, \$518 , 4'h0 };
+  assign \$521  = { 3'h0, \$520 , 4'h0 };
+  assign \$523  = { 3'h0, \$522 , 4'h0 };
+  assign \$525  = { 3'h0, \$524 , 4'h0 };
+  assign \$527  = { 3'h0, \$526 , 4'h0 };
+  assign \$529  = { 3'h0, \$528 , 4'h0 };
+  assign \$531  = { 3'h0, \$530 , 4'h0 };
+  assign \$533  = { 3'h0, \$532 , 4'h0 };
+  assign \$535  = { 3'h0, \$534 , 4'h0 };
+  assign \$538  = { \$537 , 3'h0 };
+  assign \$540  = { \$539 , 3'h0 };
+  assign \$542  = { \$541 , 3'h0 };
+  assign \$544  = { \$543 , 3'h0 };
+  assign \$546  = { \$545 , 3'h0 };
+  assign \$548  = { \$547 , 3'h0 };
+  assign \$550  = { \$549 , 3'h0 };
+  assign \$552  = { \$551 , 3'h0 };
+  assign \$554  = { \$553 , 3'h0 };
+  assign \$556  = { \$555 , 3'h0 };
+  assign \$558  = { \$557 , 3'h0 };
+  assign \$560  = { \$559 , 3'h0 };
+  assign \$562  = { \$561 , 3'h0 };
+  assign \$564  = { \$563 , 3'h0 };
+  assign \$566  = { \$565 , 3'h0 };
+  assign \$568  = { 2'h0, \$567 , 5'h00 };
+  assign \$570  = { 2'h0, \$569 , 5'h00 };
+  assign \$572  = { 2'h0, \$571 , 5'h00 };
+  assign \$574  = { 2'h0, \$573 , 5'h00 };
+  assign \$576  = { 2'h0, \$575 , 5'h00 };
+  assign \$578  = { 2'h0, \$577 , 5'h00 };
+  assign \$580  = { 2'h0, \$579 , 5'h00 };
+  assign \$582  = { 2'h0, \$581 , 5'h00 };
+  assign \$584  = { 2'h0, \$583 , 5'h00 };
+  assign \$586  = { 2'h0, \$585 , 5'h00 };
+  assign \$588  = { 2'h0, \$587 , 5'h00 };
+  assign \$592  = { 3'h0, \$591 , 4'h0 };
+  assign \$594  = { 3'h0, \$593 , 4'h0 };
+  assign \$596  = { 3'h0, \$595 , 4'h0 };
+  assign \$598  = { 3'h0, \$597 , 4'h0 };
+  assign \$600  = { 3'h0, \$599 , 4'h0 };
+  assign \$602  = { 3'h0, \$601 , 4'h0 };
+  assign \$604  = { 3'h0, \$603 , 4'h0 };
+  assign \$606  = { 3'h0, \$605 , 4'h0 };
+  assign \$608  = { 3'h0, \$607 , 4'h0 };
+  assign \$610  = { 3'h0, \$609 , 4'h0 };
+  assign \$612  = { 3'h0, \$611 , 4'h0 };
+  assign \$614  = { 2'h0, \$613 , 5'h00 };
+  assign \$616  = { 2'h0, \$615 , 5'h00 };
+  assign \$618  = { 2'h0, \$617 , 5'h00 };
+  assign \$620  = { 2'h0, \$619 , 5'h00 };
+  assign \$622  = { 2'h0, \$621 , 5'h00 };
+  assign \$624  = { 2'h0, \$623 , 5'h00 };
+  assign \$626  = { 2'h0, \$625 , 5'h00 };
+  assign \$628  = { 2'h0, \$627 , 5'h00 };
+  assign \$630  = { 2'h0, \$629 , 5'h00 };
+  assign \$632  = { 2'h0, \$631 , 5'h00 };
+  assign \$634  = { 2'h0, \$633 , 5'h00 };
+  assign \$639  = { 1'h0, \$638 , 6'h00 };
+  assign \$641  = { 1'h0, \$640 , 6'h00 };
+  assign \$643  = { 1'h0, \$642 , 6'h00 };
+  assign \$645  = { 1'h0, \$644 , 6'h00 };
+  assign \$647  = { 1'h0, \$646 , 6'h00 };
+  assign \$649  = { 1'h0, \$648 , 6'h00 };
+  assign \$651  = { 1'h0, \$650 , 6'h00 };
+  assign \$653  = { 1'h0, \$652 , 6'h00 };
+  assign \$655  = { 1'h0, \$654 , 6'h00 };
+  assign \$657  = { 1'h0, \$656 , 6'h00 };
+  assign \$659  = { 1'h0, \$658 , 6'h00 };
+  assign \$661  = { \$660 , 7'h00 };
+  assign \$663  = { \$662 , 7'h00 };
+  assign \$665  = { \$664 , 7'h00 };
+  assign \$667  = { \$666 , 7'h00 };
+  assign \$669  = { \$668 , 7'h00 };
+  assign \$671  = { \$670 , 7'h00 };
+  assign \$673  = { \$672 , 7'h00 };
+  assign \$675  = { \$674 , 7'h00 };
+  assign \$677  = { \$676 , 7'h00 };
+  assign \$679  = { \$678 , 7'h00 };
+  assign \$681  = { \$680 , 7'h00 };
+  assign \$684  = { 7'h00, \$683 , 8'h00 };
+  assign \$686  = { 7'h00, \$685 , 8'h00 };
+  assign \$688  = { 7'h00, \$687 , 8'h00 };
+  assign \$691  = { 1'h0, \$690 , 6'h00 };
+  assign \$693  = { 1'h0, \$692 , 6'h00 };
+  assign \$695  = { 1'h0, \$694 , 6'h00 };
+  assign \$697  = { 1'h0, \$696 , 6'h00 };
+  assign \$699  = { 1'h0, \$698 , 6'h00 };
+  assign \$701  = { 1'h0, \$700 , 6'h00 };
+  assign \$703  = { 1'h0, \$702 , 6'h00 };
+  assign \$705  = { 1'h0, \$704 , 6'h00 };
+  assign \$707  = { 1'h0, \$706 , 6'h00 };
+  assign \$709  = { 1'h0, \$708 , 6'h00 };
+  assign \$711  = { 1'h0, \$710 , 6'h00 };
+  assign \$713  = { \$712 , 7'h00 };
+  assign \$715  = { \$714 , 7'h00 };
+  assign \$717  = { \$716 , 7'h00 };
+  assign \$719  = { \$718 , 7'h00 };
+  assign \$721  = { \$720 , 7'h00 };
+  assign \$723  = { \$722 , 7'h00 };
+  assign \$725  = { \$724 , 7'h00 };
+  assign \$727  = { \$726 , 7'h00 };
+  assign \$729  = { \$728 , 7'h00 };
+  assign \$731  = { \$730 , 7'h00 };
+  assign \$733  = { \$732 , 7'h00 };
+  assign \$736  = { 1'h0, \$735 , 6'h00 };
+  assign \$738  = { 1'h0, \$737 , 6'h00 };
+  assign \$740  = { 1'h0, \$739 , 6'h00 };
+  assign \$742  = { 1'h0, \$741 , 6'h00 };
+  assign \$744  = { 1'h0, \$743 , 6'h00 };
+  assign \$746  = { 1'h0, \$745 , 6'h00 };
+  assign \$748  = { 1'h0, \$747 , 6'h00 };
+  assign \$750  = { 1'h0, \$749 , 6'h00 };
+  assign \$752  = { 1'h0, \$751 , 6'h00 };
+  assign \$754  = { 1'h0, \$753 , 6'h00 };
+  assign \$756  = { 1'h0, \$755 , 6'h00 };
+  assign \$758  = { 7'h00, \$757 , 8'h00 };
+  assign \$760  = { 7'h00, \$759 , 8'h00 };
+  assign \$762  = { 7'h00, \$761 , 8'h00 };
+  assign \$766  = { \$765 , 7'h00 };
+  assign \$768  = { \$767 , 7'h00 };
+  assign \$770  = { \$769 , 7'h00 };
+  assign \$772  = { \$771 , 7'h00 };
+  assign \$774  = { \$773 , 7'h00 };
+  assign \$776  = { \$775 , 7'h00 };
+  assign \$778  = { \$777 , 7'h00 };
+  assign \$780  = { \$779 , 7'h00 };
+  assign \$782  = { \$781 , 7'h00 };
+  assign \$784  = { \$783 , 7'h00 };
+  assign \$786  = { \$785 , 7'h00 };
+  assign \$788  = { 7'h00, \$787 , 8'h00 };
+  assign \$790  = { 7'h00, \$789 , 8'h00 };
+  assign \$792  = { 7'h00, \$791 , 8'h00 };
+  assign \$797  = { 6'h00, \$796 , 9'h000 };
+  assign \$799  = { 6'h00, \$798 , 9'h000 };
+  assign \$801  = { 6'h00, \$800 , 9'h000 };
+  assign \$803  = { 5'h00, \$802 , 10'h000 };
+  assign \$805  = { 5'h00, \$804 , 10'h000 };
+  assign \$807  = { 5'h00, \$806 , 10'h000 };
+  assign \$810  = { 4'h0, \$809 , 11'h000 };
+  assign \$812  = { 4'h0, \$811 , 11'h000 };
+  assign \$814  = { 4'h0, \$813 , 11'h000 };
+  assign \$817  = { 6'h00, \$816 , 9'h000 };
+  assign \$819  = { 6'h00, \$818 , 9'h000 };
+  assign \$821  = { 6'h00, \$820 , 9'h000 };
+  assign \$823  = { 5'h00, \$822 , 10'h000 };
+  assign \$825  = { 5'h00, \$824 , 10'h000 };
+  assign \$827  = { 5'h00, \$826 , 10'h000 };
+  assign \$830  = { 6'h00, \$829 , 9'h000 };
+  assign \$832  = { 6'h00, \$831 , 9'h000 };
+  assign \$834  = { 6'h00, \$833 , 9'h000 };
+  assign \$836  = { 4'h0, \$835 , 11'h000 };
+  assign \$838  = { 4'h0, \$837 , 11'h000 };
+  assign \$840  = { 4'h0, \$839 , 11'h000 };
+  assign \$844  = { 5'h00, \$843 , 10'h000 };
+  assign \$846  = { 5'h00, \$845 , 10'h000 };
+  assign \$848  = { 5'h00, \$847 , 10'h000 };
+  assign \$850  = { 4'h0, \$849 , 11'h000 };
+  assign \$852  = { 4'h0, \$851 , 11'h000 };
+  assign \$854  = { 4'h0, \$853 , 11'h000 };
+  assign \$859  = { 3'h0, \$858 , 12'h000 };
+  assign \$861  = { 3'h0, \$860 , 12'h000 };
+  assign \$863  = { 3'h0, \$862 , 12'h000 };
+  assign \$865  = { 2'h0, \$864 , 13'h0000 };
+  assign \$867  = { 2'h0, \$866 , 13'h0000 };
+  assign \$869  = { 2'h0, \$868 , 13'h0000 };
+  assign \$872  = { 1'h0, \$871 , 14'h0000 };
+  assign \$874  = { 1'h0, \$873 , 14'h0000 };
+  assign \$876  = { 1'h0, \$875 , 14'h0000 };
+  assign \$879  = { 3'h0, \$878 , 12'h000 };
+  assign \$881  = { 3'h0, \$880 , 12'h000 };
+  assign \$883  = { 3'h0, \$882 , 12'h000 };
+  assign \$885  = { 2'h0, \$884 , 13'h0000 };
+  assign \$887  = { 2'h0, \$886 , 13'h0000 };
+  assign \$889  = { 2'h0, \$888 , 13'h0000 };
+  assign \$892  = { 3'h0, \$891 , 12'h000 };
+  assign \$894  = { 3'h0, \$893 , 12'h000 };
+  assign \$896  = { 3'h0, \$895 , 12'h000 };
+  assign \$898  = { 1'h0, \$897 , 14'h0000 };
+  assign \$900  = { 1'h0, \$899 , 14'h0000 };
+  assign \$902  = { 1'h0, \$901 , 14'h0000 };
+  assign \$906  = { 2'h0, \$905 , 13'h0000 };
+  assign \$908  = { 2'h0, \$907 , 13'h0000 };
+  assign \$910  = { 2'h0, \$909 , 13'h0000 };
+  assign \$912  = { 1'h0, \$911 , 14'h0000 };
+  assign \$914  = { 1'h0, \$913 , 14'h0000 };
+  assign \$916  = { 1'h0, \$915 , 14'h0000 };
+  assign \$921  = { \$920 , 15'h0000 };
+  assign \$923  = { 15'h0000, \$922 , 16'h0000 };
+  assign \$951  = { 2'h0, h2_t10 };
+  assign \$952  = { 2'h0, h2_t10 };
+  assign \$953  = { 2'h0, h2_t10 };
+  assign \$954  = { 2'h0, h2_t10 };
+  assign \$955  = { 2'h0, h2_t10 };
+  assign \$956  = { 2'h0, h2_t10 };
+  assign \$957  = { 2'h0, h2_t10 };
+  assign \$958  = { 2'h0, h2_t10 };
+  assign \$959  = { 2'h0, h2_t10 };
+  assign \$960  = { 2'h0, h2_t10 };
+  assign \$961  = { 2'h0, h2_t10 };
+  assign \$962  = { 2'h0, h2_t10 };
+  assign \$963  = { 2'h0, h2_t10 };
+  assign \$964  = { 2'h0, h2_t10 };
+  assign \$965  = { 2'h0, h2_t10 };
+  assign \$966  = { 2'h0, h2_t10 };
+  assign \$967  = { 2'h0, h2_t10 };
+  assign \$968  = { 2'h0, h2_t10 };
+  assign \$969  = { 2'h0, h2_t10 };
+  assign \$971  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$973  = { 2'h0, h2_t10 };
+  assign \$974  = { 2'h0, h2_t10 };
+  assign \$975  = { 2'h0, h2_t10 };
+  assign \$976  = { 2'h0, h2_t10 };
+  assign \$977  = { 2'h0, h2_t10 };
+  assign \$978  = { 2'h0, h2_t10 };
+  assign \$979  = { 2'h0, h2_t10 };
+  assign \$980  = { 2'h0, h2_t10 };
+  assign \$981  = { 2'h0, h2_t10 };
+  assign \$982  = { 2'h0, h2_t10 };
+  assign \$983  = { 2'h0, h2_t10 };
+  assign \$984  = { 2'h0, h2_t10 };
+  assign \$985  = { 2'h0, h2_t10 };
+  assign \$986  = { 2'h0, h2_t10 };
+  assign \$987  = { 2'h0, h2_t10 };
+  assign \$988  = { 2'h0, h2_t10 };
+  assign \$989  = { 2'h0, h2_t10 };
+  assign \$990  = { 2'h0, h2_t10 };
+  assign \$991  = { 2'h0, h2_t10 };
+  assign \$993  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$996  = { 2'h0, h2_t10 };
+  assign \$997  = { 2'h0, h2_t10 };
+  assign \$998  = { 2'h0, h2_t10 };
+  assign \$999  = { 2'h0, h2_t10 };
+  assign \$1000  = { 2'h0, h2_t10 };
+  assign \$1001  = { 2'h0, h2_t10 };
+  assign \$1002  = { 2'h0, h2_t10 };
+  assign \$1003  = { 2'h0, h2_t10 };
+  assign \$1004  = { 2'h0, h2_t10 };
+  assign \$1005  = { 2'h0, h2_t10 };
+  assign \$1006  = { 2'h0, h2_t10 };
+  assign \$1007  = { 2'h0, h2_t10 };
+  assign \$1008  = { 2'h0, h2_t10 };
+  assign \$1009  = { 2'h0, h2_t10 };
+  assign \$1010  = { 2'h0, h2_t10 };
+  assign \$1011  = { 2'h0, h2_t10 };
+  assign \$1012  = { 2'h0, h2_t10 };
+  assign \$1013  = { 2'h0, h2_t10 };
+  assign \$1014  = { 2'h0, h2_t10 };
+  assign \$1015  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$1027  = loop_mul[58];
 endmodule

@@ -9,10 +9,12 @@ from amaranth.lib.wiring import In, Out
 from sw.gae.spec import (GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, GaeCoreConfig,
                          gae_register_map)
 
-from ..fixed import rshift_round, saturate_fast
+from sw.fixed import FixedFormat
+
+from ..fixed import saturate_fast
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
-from .pe import GaeProcessingElement, _add3, _Products, _products_wide, _select, _shifted, _signed
+from .pe import GaeProcessingElement, _select
 
 __all__ = ["GaeCore"]
 
@@ -326,7 +328,6 @@ class GaeCore(wiring.Component):
         ab = cfg.addr_bits
         dfmt, rfmt = cfg.pe.data_format, cfg.reg_format
         a, lane = seq.args, seq.lane
-        acc_shape = signed(b + cfg.reg_width + 3)
 
         # The read's bookkeeping, one register per stage of the data.
         ctl = {"valid": seq.issue, "boot": seq.boot, "first": seq.first, "lane": lane,
@@ -347,19 +348,22 @@ class GaeCore(wiring.Component):
         rq = {name: Signal(len(rports[name].data), name=f"rdata_{name}_q")
               for name in ("rewards", "values", "dones")}
         m.d.sync += [rq[name].eq(rports[name].data) for name in rq]
-        c3 = delay(c2, "rd3")           # partial products
-        c4 = delay(c3, "rd4")           # their sum with the offset
+        c3 = delay(c2, "rd3")           # the product
+        c4 = delay(c3, "rd4")           # shifted
         s2c = delay(c4, "s2")           # saturated: stage 2
 
-        shift = rfmt.frac - dfmt.frac
-        rnd = dfmt.rounding
-        # The rounding constant folded into the offset (a register: the arguments are static
-        # during a run); half_even rounds after the sum (one more adder on that stage).
-        inc = (1 << (shift - 1) if rnd == "half_up" else 0) if shift > 0 else 0
+        # The scale words: mantissa and shift (config.scale_format); the product is shifted
+        # left by dequant_lshift and right by the shift, to data_frac + 1 fraction bits.
+        ld, sfmt = cfg.dequant_lshift, cfg.scale_format
+        mb, sl, sb = sfmt.mantissa_bits, sfmt.shift_lsb, sfmt.shift_bits
+        osh = dfmt.frac + 1 - rfmt.frac
 
         def offset_reg(name):
-            reg = Signal(signed(cfg.reg_width + 1), name=f"{name}_rnd")
-            m.d.sync += reg.eq(a[name] + inc)
+            # The offset at data_frac + 1 fraction bits plus the rounding constant (a register:
+            # the arguments are static during a run); the sum is rounded half up.
+            reg = Signal(signed(cfg.reg_width + max(osh, 0) + 1), name=f"{name}_rnd")
+            off = a[name] << osh if osh >= 0 else a[name] >> -osh
+            m.d.sync += reg.eq(off + 1)
             return reg
 
         offs = {"reward": offset_reg("reward_offset"), "value": offset_reg("value_offset")}
@@ -374,17 +378,14 @@ class GaeCore(wiring.Component):
             ovf = []
             for kind, data, out in (("reward", rq["rewards"], s2_r), ("value", rq["values"], s2_v)):
                 code = data[p * b:(p + 1) * b].as_signed()
-                parts = _Products(code, a[f"{kind}_scale"]).terms
-                pp = [Signal(t.shape(), name=f"deq_{kind[0]}{p}_pp{j}")
-                      for j, t in enumerate(parts)]
-                m.d.sync += [x.eq(t) for x, t in zip(pp, parts)]
-                acc = Signal(acc_shape, name=f"deq_{kind[0]}{p}_acc")
-                m.d.sync += acc.eq(_add3(_shifted(pp) + [offs[kind]], acc_shape))
-                if shift > 0:
-                    val = acc[shift:].as_signed() if rnd != "half_even" \
-                        else rshift_round(acc, shift, rnd)
-                else:
-                    val = acc << -shift
+                scale = a[f"{kind}_scale"]
+                # code * mantissa: one DSP48E2 (the code and the argument registers before it).
+                pp = Signal(signed(b + mb), name=f"deq_{kind[0]}{p}_pp")
+                m.d.sync += pp.eq(code * scale[:mb].as_signed())
+                # The product shifted (floor): a barrel shifter, registered.
+                q = Signal(signed(b + mb + ld), name=f"deq_{kind[0]}{p}_q")
+                m.d.sync += q.eq((pp << ld) >> scale[sl:sl + sb])
+                val = (q + offs[kind])[1:].as_signed()
                 v, o = saturate_fast(m, val, dfmt, name=f"deq_{kind[0]}{p}")
                 m.d.sync += out[p].eq(v)
                 ovf.append(o)
@@ -446,7 +447,7 @@ class GaeCore(wiring.Component):
         cfg = self._config
         N, b, W = cfg.n_pe, cfg.code_bits, cfg.pe.data_width
         ab = cfg.addr_bits
-        dfmt, rfmt = cfg.pe.data_format, cfg.reg_format
+        rfmt = cfg.reg_format
         D_bytes = cfg.axi_data_width // 8
         a = seq.args
         out0 = pes[0].o
@@ -467,43 +468,41 @@ class GaeCore(wiring.Component):
         any_req_ovf = Signal()
         if cfg.results == "inplace":
             qmax = cfg.code_max
-            shift = dfmt.frac + rfmt.frac
-            rnd = dfmt.rounding
-            inc = 1 << (shift - 1) if rnd == "half_up" else 0
-            acc_shape = signed(max(W + cfg.reg_width, cfg.reg_width + dfmt.frac) + 3)
+            F, LR = cfg.REQUANT_FRAC, cfg.REQUANT_LSHIFT
+            op_fmt = FixedFormat(cfg.REQUANT_OPERAND_BITS, 0, True)
+            sfmt = cfg.result_scale_format
+            mb, sl, sb = sfmt.mantissa_bits, sfmt.shift_lsb, sfmt.shift_bits
             w_adv = [Signal(signed(b), name=f"w_adv{p}") for p in range(N)]
             w_rtg = [Signal(signed(b), name=f"w_rtg{p}") for p in range(N)]
             req_bits = Signal(N, name="req_ovf_bits")
+            off_bits = cfg.reg_width + F - rfmt.frac + 1
 
             def offset_reg(name):
                 # offset at the product's scale, with the rounding constant (a register).
-                reg = Signal(signed(cfg.reg_width + dfmt.frac + 1), name=f"{name}_rnd")
-                m.d.sync += reg.eq((a[name] << dfmt.frac) + inc)
+                reg = Signal(signed(off_bits), name=f"{name}_rnd")
+                m.d.sync += reg.eq((a[name] << (F - rfmt.frac)) + (1 << (F - 1)))
                 return reg
 
             offs = {"adv": offset_reg("adv_offset"), "rtg": offset_reg("rtg_offset")}
 
             def requant(x, kind, out, p):
-                """x * scale + offset, rounded, clamped to +-qmax: products (one DSP48E2 each),
-                two adder levels, compare, select."""
-                parts = _products_wide(x, a[f"{kind}_scale"])
-                pp = [Signal(t.shape(), name=f"rq_{kind[0]}{p}_pp{j}")
-                      for j, (t, _) in enumerate(parts)]
-                m.d.sync += [r.eq(t) for r, (t, _) in zip(pp, parts)]
-                ops = [_signed(r) << sh for r, (_, sh) in zip(pp, parts)] + [offs[kind]]
-                lvl1 = []
-                for j in range(0, len(ops), 3):
-                    r = Signal(acc_shape, name=f"rq_{kind[0]}{p}_s{j}")
-                    m.d.sync += r.eq(_add3(ops[j:j + 3], acc_shape))
-                    lvl1.append(r)
-                total = Signal(acc_shape, name=f"rq_{kind[0]}{p}_sum")
-                m.d.sync += total.eq(_add3(lvl1, acc_shape))
-                code = rshift_round(total, shift, rnd) if rnd == "half_even" \
-                    else total[shift:].as_signed()
-                hi, lo = Signal(name=f"rq_{kind[0]}{p}_hi"), Signal(name=f"rq_{kind[0]}{p}_lo")
-                low = Signal(signed(b), name=f"rq_{kind[0]}{p}_low")
-                m.d.sync += [hi.eq(code > qmax), lo.eq(code < -qmax), low.eq(code[:b])]
-                m.d.sync += out[p].eq(Mux(hi, qmax, Mux(lo, -qmax, low)))
+                """x * scale + offset, rounded, clamped to +-qmax: the operand shifted (a
+                barrel shifter), saturated to 27 bits, its product with the mantissa (one
+                DSP48E2), the sum with the offset, the clamped code."""
+                scale = a[f"{kind}_scale"]
+                tag = f"rq_{kind[0]}{p}"
+                xs = Signal(signed(W + LR), name=f"{tag}_x")
+                m.d.sync += xs.eq((x << LR) >> scale[sl:sl + sb])
+                sat, _ = saturate_fast(m, xs, op_fmt, name=f"{tag}_sat")
+                op = Signal(signed(op_fmt.width), name=f"{tag}_op")
+                m.d.sync += op.eq(sat)
+                prod = Signal(signed(op_fmt.width + mb), name=f"{tag}_pp")
+                m.d.sync += prod.eq(op * scale[:mb].as_signed())
+                total = Signal(signed(max(op_fmt.width + mb, off_bits) + 1), name=f"{tag}_sum")
+                m.d.sync += total.eq(prod + offs[kind])
+                code = total[F:].as_signed()
+                hi, lo = code > qmax, code < -qmax
+                m.d.sync += out[p].eq(Mux(hi, qmax, Mux(lo, -qmax, code[:b])))
                 return hi | lo
 
             for p in range(N):

@@ -112,6 +112,29 @@ def _add3(ops, shape):
     return (s + c)[:w].as_signed()
 
 
+def _lut_product(m, a, b, name):
+    """``a * b`` of two unsigned values without a multiplier (no DSP48E2): the partial products
+    ``b[i] ? a << i : 0`` summed by carry-save adders of three operands, two registered levels
+    (:data:`LUT_PRODUCT_STAGES`), then one adder. Combinational after those two registers:
+    register the result."""
+    w = len(a) + len(b)
+    shape = signed(w + 1)
+    ops = [Mux(b[i], a, 0) << i for i in range(len(b))]
+    for level in range(LUT_PRODUCT_STAGES):
+        regs = []
+        for j in range(0, len(ops), 3):
+            r = Signal(shape, name=f"{name}_l{level}_{j // 3}")
+            m.d.sync += r.eq(_add3(ops[j:j + 3], shape))
+            regs.append(r)
+        ops = regs
+    assert len(ops) <= 3, "too many partial products for LUT_PRODUCT_STAGES"
+    return _add3(ops, shape)[:w]
+
+
+#: Registered adder levels of :func:`_lut_product` (17 partial products -> 6 -> 2).
+LUT_PRODUCT_STAGES = 2
+
+
 def _round(value, shift, rounding):
     """Combinational: :func:`~rtl_gen.fixed.rshift_round` of an unsigned ``value`` with one adder
     (the half_even increment enters as a carry-in)."""
@@ -310,15 +333,17 @@ class GaeProcessingElement(wiring.Component):
             before_loop = s3
             loop_in, loop_g, loop_p = s4, g_of(s4_delta), r4["p"]
         else:
-            # Powers of gamma*lambda: a free-running chain, three registers a power (product,
-            # rounded, saturated); settles ``config.coef_settle`` cycles after a change.
+            # Powers of gamma*lambda: a free-running chain, five registers a power (the product
+            # in three: a shift-and-add tree in LUTs, no DSP48E2 -- the coefficients are static
+            # during a run and every PE computes the same powers; rounded; saturated); settles
+            # ``config.coef_settle`` cycles after a change.
             pows = [None, gamma_lambda]
             for i in range(2, k + 1):
                 pa = Signal(unsigned(2 * Wc), name=f"pow{i}_prod")
                 pr = Signal(unsigned(2 * Wc - cf + 1), name=f"pow{i}_round")
                 p = Signal(unsigned(Wc), name=f"pow{i}")
                 nxt, _ = saturate_fast(m, pr, cfmt, name=f"pow{i}_next")
-                m.d.sync += [pa.eq(pows[i - 1] * gamma_lambda),
+                m.d.sync += [pa.eq(_lut_product(m, pows[i - 1], gamma_lambda, f"pow{i}")),
                              pr.eq(_round(pa, cf, rnd)), p.eq(nxt)]
                 pows.append(p)
             # History of the last k-1 deltas and break bits, shifted once per element.

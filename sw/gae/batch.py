@@ -102,7 +102,7 @@ from sw.driver.common import check_finite
 from . import hostfast
 from .layout import pack_rows
 from .quant import UniformQuantizer
-from .spec import GaeCoreArgs
+from .spec import GaeCoreArgs, dequant_scale_format
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
            "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment",
@@ -229,21 +229,25 @@ def check_batch(rewards, values, last_values):
     return r, v, last
 
 
-def range_registers(lo, hi, bits, reg_format):
+def range_registers(lo, hi, bits, reg_format, scale_format):
     """``(scale_raw, offset_raw)`` of a dequantizer whose ``qmax`` codes reach both ends of
-    ``[lo, hi]``: the mid-range, rounded, and the smallest scale that covers the range from it."""
+    ``[lo, hi]``: the mid-range, rounded to ``reg_format``, and the smallest ``scale_format``
+    scale that covers the range from it (at least ``scale_format.min_normal``: within
+    ``2**-16`` of the exact step)."""
     qmax = (1 << (bits - 1)) - 1
     off_raw = int(reg_format.quantize((lo + hi) / 2))
     off = float(reg_format.to_float(off_raw))
     half = max(hi - off, off - lo, 0.0)
-    return max(1, math.ceil(half / qmax / reg_format.ulp)), off_raw
+    return scale_format.quantize(max(half / qmax, scale_format.min_normal), direction="up"), \
+        off_raw
 
 
-def _stream(x, bits, reg_format):
+def _stream(x, bits, reg_format, scale_format):
     """Registers (mid-range offset, covering scale, both rounded first) and codes of ``x``."""
     qmax = (1 << (bits - 1)) - 1
-    scale_raw, off_raw = range_registers(float(x.min()), float(x.max()), bits, reg_format)
-    scale = float(reg_format.to_float(scale_raw))
+    scale_raw, off_raw = range_registers(float(x.min()), float(x.max()), bits, reg_format,
+                                         scale_format)
+    scale = float(scale_format.to_float(scale_raw))
     off = float(reg_format.to_float(off_raw))
     # Step 1 in units of the realized scale: the codes are rint((x - off) / scale).
     q = UniformQuantizer(bits=bits, clip=float(qmax))
@@ -297,12 +301,13 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
     unit_scale = unit_scale_for(max(np.abs(r).max(), np.abs(v).max(), np.abs(last).max()),
                                 float(np.abs(delta).max()), T, gamma * lam, data_format)
     vall = np.concatenate([v, last[None]], axis=0) * unit_scale
-    vc, vs, vo = _stream(vall, bits, reg_format)
+    sf = dequant_scale_format(data_format.frac)
+    vc, vs, vo = _stream(vall, bits, reg_format, sf)
     if matched:
         rc, rs, ro = _matched_rewards(r * unit_scale, vall, vc, vs, vo, dones, gamma, gh, glh,
-                                      bits, reg_format)
+                                      bits, reg_format, sf)
     else:
-        rc, rs, ro = _stream(r * unit_scale, bits, reg_format)
+        rc, rs, ro = _stream(r * unit_scale, bits, reg_format, sf)
     return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
             "reward_scale_raw": rs, "reward_offset_raw": ro,
             "value_scale_raw": vs, "value_offset_raw": vo,
@@ -310,24 +315,26 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
             "reward_clipped": 0.0, "value_clipped": 0.0}
 
 
-def matched_registers(lo, hi, bits, reg_format):
+def matched_registers(lo, hi, bits, reg_format, scale_format):
     """The reward registers of matched rounding: :func:`range_registers` of the targets'
     range ``[lo, hi]`` widened by one code step on each side (room for the carry)."""
-    step = float(reg_format.to_float(range_registers(lo, hi, bits, reg_format)[0]))
-    return range_registers(lo - step, hi + step, bits, reg_format)
+    step = float(scale_format.to_float(range_registers(lo, hi, bits, reg_format,
+                                                       scale_format)[0]))
+    return range_registers(lo - step, hi + step, bits, reg_format, scale_format)
 
 
-def _matched_rewards(r, vall, vc, vs, vo, dones, gamma, gh, glh, bits, reg_format):
+def _matched_rewards(r, vall, vc, vs, vo, dones, gamma, gh, glh, bits, reg_format, scale_format):
     """Reward codes of matched rounding (module docstring) and their registers. ``r``, ``vall``
     scaled by ``unit_scale``; ``vc`` the value codes with the bootstrap row, ``vs``, ``vo`` their
     registers; ``gh``, ``glh`` the accelerator's coefficients. The numpy reference of
     :func:`sw.gae.hostfast.caller_units` (the same operations in the same order)."""
     qmax = (1 << (bits - 1)) - 1
-    vh = vc * float(reg_format.to_float(vs)) + float(reg_format.to_float(vo))
+    vh = vc * float(scale_format.to_float(vs)) + float(reg_format.to_float(vo))
     nd = np.where(dones, 0.0, 1.0)
     target = r + (vh[:-1] - vall[:-1]) - (gh * vh[1:] - gamma * vall[1:]) * nd
-    rs, ro = matched_registers(float(target.min()), float(target.max()), bits, reg_format)
-    a = (target - float(reg_format.to_float(ro))) / float(reg_format.to_float(rs))
+    rs, ro = matched_registers(float(target.min()), float(target.max()), bits, reg_format,
+                               scale_format)
+    a = (target - float(reg_format.to_float(ro))) / float(scale_format.to_float(rs))
     rho = glh * nd
     codes = np.empty(r.shape, np.int8 if bits <= 8 else np.int16)
     carry, w, c = (np.zeros(r.shape[1]) for _ in range(3))
@@ -432,12 +439,12 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None):
         set_result_ranges(batch, cfg, sigmas, result_range, **stats)
         return
     a, c = batch.args, batch.codes
-    rf = cfg.reg_format
+    rf, sf = cfg.reg_format, cfg.scale_format
     cf = 2.0 ** -cfg.pe.coef_frac
     gamma, gl = a.gamma * cf, a.gamma_lambda * cf
 
     def deq(codes, scale, offset):
-        return np.asarray(codes, np.float64) * rf.to_float(scale) + rf.to_float(offset)
+        return np.asarray(codes, np.float64) * sf.to_float(scale) + rf.to_float(offset)
 
     r = deq(c["rewards"], a.reward_scale, a.reward_offset)
     v = deq(c["values"], a.value_scale, a.value_offset)
@@ -481,15 +488,17 @@ def set_result_registers(batch, cfg, adv_range, rtg_range):
     """The requantizer registers of result ranges ``adv_range`` (centred on 0) and
     ``rtg_range`` (centred on ``batch.rtg_center``), into ``batch.args``; the ranges
     actually realized into ``batch``."""
-    rf, qmax = cfg.reg_format, cfg.code_max
+    rf, sf, qmax = cfg.reg_format, cfg.result_scale_format, cfg.code_max
 
     def registers(rng, center):
-        # scale = qmax / R must fit the register and be >= 1 ulp; the offset must fit too.
-        rng = max(rng, qmax / rf.max_value, qmax * abs(center) / rf.max_value * 1.001,
-                  qmax * rf.ulp)
-        scale_raw = int(rf.quantize(qmax / rng))
-        offset_raw = int(rf.quantize(-center * rf.to_float(scale_raw)))
-        return qmax / float(rf.to_float(scale_raw)), scale_raw, offset_raw
+        # scale = qmax / R must fit the register, at full precision (>= min_normal: the
+        # operand window reaches saturation, sw.gae.spec.check_registers); the offset must
+        # fit too.
+        rng = max(rng, qmax / sf.max_value, qmax * abs(center) / rf.max_value * 1.001)
+        rng = min(rng, qmax / sf.min_normal)
+        scale_raw = sf.quantize(qmax / rng)
+        offset_raw = int(rf.quantize(-center * sf.to_float(scale_raw)))
+        return qmax / float(sf.to_float(scale_raw)), scale_raw, offset_raw
 
     batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
     batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
@@ -501,7 +510,8 @@ def result_table(cfg, batch, scale, offset):
     requantizer registers ``scale``, ``offset``, in the caller's units."""
     rf, lo = cfg.reg_format, 1 << (cfg.code_bits - 1)
     codes = np.arange(-lo, lo, dtype=np.float64)
-    return (codes - rf.to_float(offset)) / rf.to_float(scale) / batch.unit_scale
+    return (codes - rf.to_float(offset)) / cfg.result_scale_format.to_float(scale) \
+        / batch.unit_scale
 
 
 def dequantize_results(cfg, batch, adv_raw, rtg_raw):

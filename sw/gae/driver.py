@@ -221,14 +221,17 @@ class GaeDriver(DriverBase):
         self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device))
         if pipeline is None:
             pipeline = GaeQuantizationPipeline(bits=config.code_bits,
-                                               reg_format=config.reg_format)
+                                               reg_format=config.reg_format,
+                                               scale_format=config.scale_format)
         elif not isinstance(pipeline, GaeQuantizationPipeline):
             raise TypeError(f"pipeline must be a GaeQuantizationPipeline, not {pipeline!r}")
         rf = pipeline.reg_format
         if pipeline.bits != config.code_bits or (rf.width, rf.frac, rf.signed) != (
-                config.reg_width, config.reg_frac, True):
-            raise ValueError(f"pipeline must have bits={config.code_bits} and reg_format "
-                             f"{config.reg_format}, not bits={pipeline.bits}, {rf}")
+                config.reg_width, config.reg_frac, True) \
+                or pipeline.scale_format != config.scale_format:
+            raise ValueError(f"pipeline must have bits={config.code_bits}, reg_format "
+                             f"{config.reg_format} and scale_format {config.scale_format}, not "
+                             f"bits={pipeline.bits}, {rf}, {pipeline.scale_format}")
         self.pipeline = pipeline
         self.units = self._units
         self.last_batch = None
@@ -399,6 +402,7 @@ class GaeDriver(DriverBase):
         registers ``names`` (default all) of ``args``, without starting."""
         if not isinstance(args, GaeCoreArgs):
             raise TypeError(f"args must be a GaeCoreArgs, not {args!r}")
+        gae_spec.check_registers(args, self._config, names, prefix="args.")
         spec = GAE_CORE_ARGS(self._config)
         if names is not None:
             spec = {n: spec[n] for n in names if n in spec}

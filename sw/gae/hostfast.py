@@ -301,6 +301,7 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
     """:func:`sw.gae.batch.prepare_caller_units` in a few compiled passes, or None if an input
     is not finite (the caller then takes the numpy path, which raises its error)."""
     from .batch import matched_registers, range_registers, unit_scale_for
+    from .spec import dequant_scale_format
     k = _kernels()
     r, v, last, d = _f64(r), _f64(v), _f64(last), np.ascontiguousarray(d, np.bool_)
     if r.ndim != 2 or r.size == 0 or v.shape != r.shape or d.shape != r.shape \
@@ -313,9 +314,11 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
         return None
     u = unit_scale_for(big, dmax, T, gamma * lam, data_format)
     # min and max commute with the (monotonic) rounded product by u: the same as numpy's
-    rs, ro = range_registers(float(rlo * u), float(rhi * u), bits, reg_format)
-    vs, vo = range_registers(float(vlo * u), float(vhi * u), bits, reg_format)
-    f = [float(reg_format.to_float(x)) for x in (rs, ro, vs, vo)]
+    sf = dequant_scale_format(data_format.frac)
+    rs, ro = range_registers(float(rlo * u), float(rhi * u), bits, reg_format, sf)
+    vs, vo = range_registers(float(vlo * u), float(vhi * u), bits, reg_format, sf)
+    f = [float(fmt.to_float(x)) for fmt, x in ((sf, rs), (reg_format, ro), (sf, vs),
+                                              (reg_format, vo))]
     dtype = np.int8 if bits <= 8 else np.int16
     rc, vc = np.empty((T, M), dtype), np.empty((T + 1, M), dtype)
     vall = np.empty((T + 1, M))
@@ -326,9 +329,9 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
         target = np.empty((T, M))
         lo, hi = k["matched_targets"](r, u, vall, vc, f[2], f[3], d, float(gamma), float(gh),
                                       target)
-        rs, ro = matched_registers(lo, hi, bits, reg_format)
+        rs, ro = matched_registers(lo, hi, bits, reg_format, sf)
         k["matched_codes"](target, d, float(reg_format.to_float(ro)),
-                           float(reg_format.to_float(rs)), float(glh), q, rc, np.empty(M))
+                           float(sf.to_float(rs)), float(glh), q, rc, np.empty(M))
     return {"reward_codes": rc, "value_codes": vc[:-1], "bootstrap_codes": vc[-1],
             "reward_scale_raw": rs, "reward_offset_raw": ro,
             "value_scale_raw": vs, "value_offset_raw": vo,
@@ -351,8 +354,9 @@ def result_stats(batch, cfg):
             or any(x.dtype.kind not in "iu" for x in (rc, vc, boot))):
         return None                           # the numpy code's behaviour (or error)
     T, M = rc.shape
-    scales = [float(rf.to_float(x)) for x in (a.reward_scale, a.reward_offset, a.value_scale,
-                                              a.value_offset)]
+    sf = cfg.scale_format
+    scales = [float(f.to_float(x)) for f, x in ((sf, a.reward_scale), (rf, a.reward_offset),
+                                                (sf, a.value_scale), (rf, a.value_offset))]
     delta = np.empty((T, M))
     dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, boot, d,
                                              *scales, g, delta, np.empty(M, np.int64))

@@ -72,7 +72,7 @@ import math
 
 import numpy as np
 
-from sw.fixed import MAX_INTERMEDIATE_BITS, FixedFormat
+from sw.fixed import MAX_INTERMEDIATE_BITS, FixedFormat, ScaleFormat
 
 from .stats import (
     DEFAULT_MIN_STD,
@@ -90,7 +90,7 @@ __all__ = [
     "BITS_RANGE",
     "REWARD_ROUNDINGS", "REWARD_NORMS", "REWARD_STANDARDIZATIONS",
     "RunningMeanStd", "DynamicRewardStandardizer", "block_standardize",
-    "UniformQuantizer", "dequantize", "GaeQuantizationPipeline",
+    "UniformQuantizer", "dequantize", "GaeQuantizationPipeline", "DEFAULT_SCALE_FORMAT",
 ]
 
 #: Default clipping range of standardized rewards, in standard deviations. HEPPO gives none.
@@ -106,6 +106,10 @@ DEFAULT_REWARD_CLIP = 8.0
 #: standardized values span -2.8..3.2 and the value part of the advantage error is 0.18 % with
 #: +-4 against 0.36 % with +-8. Also the default of :class:`UniformQuantizer`.
 DEFAULT_VALUE_CLIP = 4.0
+
+#: Format of the dequantizers' scale registers for the default Q16.16 data format
+#: (:func:`sw.gae.spec.dequant_scale_format`).
+DEFAULT_SCALE_FORMAT = ScaleFormat(-8)
 
 #: Accepted code widths.
 BITS_RANGE = (2, 16)
@@ -126,23 +130,34 @@ def _check_format(fmt, name):
 
 
 # -- quantization -------------------------------------------------------------------------------
-def dequantize(codes, scale_raw, offset_raw, fmt: FixedFormat, out_fmt: FixedFormat):
+def dequantize(codes, scale_raw, offset_raw, scale_fmt: ScaleFormat, fmt: FixedFormat,
+               out_fmt: FixedFormat):
     """Bit-exact model of the accelerator's dequantizer: ``code * scale + offset``.
 
-    The hardware multiplies the signed code by the ``scale`` register and adds the ``offset``
-    register (both raw integers of ``fmt``, so the sum is exact with ``fmt.frac`` fraction bits),
-    then converts to ``out_fmt`` (the processing element's data format): fraction bits dropped
-    with ``out_fmt``'s rounding (:meth:`FixedFormat.rshift_round` of ``out_fmt``) or appended as
-    zeros, then saturation to ``out_fmt``'s range (:meth:`FixedFormat.saturate`).
+    With the scale word's mantissa ``m`` and shift ``e`` (:class:`~sw.fixed.ScaleFormat`,
+    ``scale = m * 2**(exp0 - e)``), ``L = exp0 + 1 + out_fmt.frac`` and the offset at
+    ``out_fmt.frac + 1`` fraction bits ``o`` (``offset_raw`` shifted left, or right with the
+    low bits dropped)::
+
+        q = floor(code * m * 2**L / 2**e)          # the product, shifted (floor)
+        x = floor((q + o + 1) / 2)                 # the sum, rounded half up
+        raw = saturate(x)                          # to out_fmt, with an overflow flag
+
+    so ``raw = round_half_up(code * scale * 2**out_fmt.frac) + offset`` up to the floor of the
+    shift. The rounding is half up whatever ``out_fmt``'s rounding mode.
 
     Parameters
     ----------
     codes : integer array
         Codes of at most 16 bits (signed ``-32768..32767``).
-    scale_raw, offset_raw : int
-        Register contents, raw integers of ``fmt``.
+    scale_raw : int
+        The scale register word (``scale_fmt``).
+    offset_raw : int
+        The offset register, a raw integer of ``fmt``.
+    scale_fmt : ScaleFormat
+        Format of the scale register (``exp0 + 1 + out_fmt.frac >= 0``).
     fmt : FixedFormat
-        Format of the scale and offset registers.
+        Format of the offset register.
     out_fmt : FixedFormat
         Format of the result.
 
@@ -155,31 +170,33 @@ def dequantize(codes, scale_raw, offset_raw, fmt: FixedFormat, out_fmt: FixedFor
     Raises
     ------
     ValueError
-        If codes are not integers of at most 16 bits, a register does not fit ``fmt``, or the
-        intermediate would not fit int64.
+        If codes are not integers of at most 16 bits, a register does not fit its format, or
+        the intermediate would not fit int64.
     """
     fmt = _check_format(fmt, "fmt")
     out_fmt = _check_format(out_fmt, "out_fmt")
+    if not isinstance(scale_fmt, ScaleFormat):
+        raise ValueError(f"scale_fmt must be a ScaleFormat, not {scale_fmt!r}")
     c = np.asarray(codes)
     if not np.issubdtype(c.dtype, np.integer):
         raise ValueError(f"codes must be an integer array, not dtype {c.dtype}")
     if c.size and (c.min() < -(1 << 15) or c.max() > (1 << 15) - 1):
         raise ValueError("codes must be integers of at most 16 bits (-32768..32767)")
-    for name, reg in (("scale_raw", scale_raw), ("offset_raw", offset_raw)):
-        if isinstance(reg, bool) or not isinstance(reg, (int, np.integer)):
-            raise ValueError(f"{name} must be an integer, not {reg!r}")
-        fmt.check_raw(np.array([int(reg)]), name)
-    shift = fmt.frac - out_fmt.frac
-    # code (16 bits) * scale (fmt.width) + offset: fmt.width + 17 bits, then any left shift.
-    if fmt.width + 17 + max(0, -shift) > MAX_INTERMEDIATE_BITS:
-        raise ValueError(f"fmt ({fmt}) and out_fmt ({out_fmt}) give an intermediate wider than "
-                         f"{MAX_INTERMEDIATE_BITS} bits")
-    acc = c.astype(np.int64) * np.int64(scale_raw) + np.int64(offset_raw)
-    if shift >= 0:
-        acc = out_fmt.rshift_round(acc, shift)
-    else:
-        acc = acc << np.int64(-shift)
-    return out_fmt.saturate(acc)
+    m, e = scale_fmt.unpack(scale_fmt.check_raw(scale_raw, "scale_raw"))
+    if isinstance(offset_raw, bool) or not isinstance(offset_raw, (int, np.integer)):
+        raise ValueError(f"offset_raw must be an integer, not {offset_raw!r}")
+    fmt.check_raw(np.array([int(offset_raw)]), "offset_raw")
+    lshift = scale_fmt.exp0 + 1 + out_fmt.frac
+    if lshift < 0:
+        raise ValueError(f"scale_fmt ({scale_fmt}) does not fit out_fmt ({out_fmt})")
+    # code (16 bits) * m: 16 + mantissa_bits bits, then the left shift.
+    if 16 + scale_fmt.mantissa_bits + lshift > MAX_INTERMEDIATE_BITS:
+        raise ValueError(f"scale_fmt ({scale_fmt}) and out_fmt ({out_fmt}) give an "
+                         f"intermediate wider than {MAX_INTERMEDIATE_BITS} bits")
+    osh = out_fmt.frac + 1 - fmt.frac
+    off = int(offset_raw) << osh if osh >= 0 else int(offset_raw) >> -osh
+    q = ((c.astype(np.int64) * np.int64(m)) << np.int64(lshift)) >> np.int64(e)
+    return out_fmt.saturate((q + np.int64(off + 1)) >> np.int64(1))
 
 
 def _error_feedback_numpy(a, step, qmax, codes):
@@ -335,18 +352,21 @@ class UniformQuantizer:
         """Ideal (float64) reconstruction ``codes * step``, in standardized units."""
         return np.asarray(codes, dtype=np.float64) * self.step
 
-    def dequantize_params(self, fmt: FixedFormat, *, std=1.0, mean=0.0):
+    def dequantize_params(self, fmt: FixedFormat, *, std=1.0, mean=0.0,
+                          scale_format: ScaleFormat = None):
         """Registers of the affine map ``real = code * scale + offset``, folding ``* std + mean``.
 
-        ``scale = step * std`` and ``offset = mean``, each rounded once to ``fmt`` with its
-        rounding mode. Rewards (kept standardized) use the defaults; values pass their block
-        statistics. The rounding of ``scale`` adds at most ``qmax * fmt.ulp / 2`` to the error
-        of a reconstructed element.
+        ``scale = step * std`` rounded once to ``scale_format`` (nearest, relative error at
+        most ``2**-17`` in its normal range) and ``offset = mean`` rounded once to ``fmt`` with
+        its rounding mode. Rewards (kept standardized) use the defaults; values pass their
+        block statistics.
 
         Parameters
         ----------
         fmt : FixedFormat
-            Format of the scale and offset registers, e.g. ``FixedFormat(32, 16)``.
+            Format of the offset register, e.g. ``FixedFormat(32, 16)``.
+        scale_format : ScaleFormat
+            Format of the scale register (default :data:`DEFAULT_SCALE_FORMAT`).
         std : float
             Positive standard deviation to fold in.
         mean : float
@@ -367,12 +387,14 @@ class UniformQuantizer:
             raise ValueError(f"std must be a positive finite number, not {std!r}")
         if not (isinstance(mean, (int, float, np.floating)) and math.isfinite(mean)):
             raise ValueError(f"mean must be a finite number, not {mean!r}")
+        sfmt = DEFAULT_SCALE_FORMAT if scale_format is None else scale_format
         out = []
-        for name, real in (("scale", self.step * std), ("offset", mean)):
-            raw, over = fmt.quantize(real, return_overflow=True)
+        for name, real, f in (("scale", self.step * std, sfmt), ("offset", mean, fmt)):
+            raw, over = f.quantize(real, return_overflow=True)
             if over:
-                raise ValueError(f"{name} = {real!r} does not fit the register format {fmt} "
-                                 f"({fmt.min_value}..{fmt.max_value})")
+                lo = -f.max_value if isinstance(f, ScaleFormat) else f.min_value
+                raise ValueError(f"{name} = {real!r} does not fit the register format {f} "
+                                 f"({lo}..{f.max_value})")
             out.append(int(raw))
         return out[0], out[1]
 
@@ -405,7 +427,10 @@ class GaeQuantizationPipeline:
         ``"dynamic"`` (default: running statistics, kept across calls) or ``"block"`` (each
         batch's own statistics, nothing kept; :data:`REWARD_STANDARDIZATIONS`).
     reg_format : FixedFormat
-        Format of the scale and offset registers.
+        Format of the offset registers.
+    scale_format : ScaleFormat
+        Format of the scale registers (the accelerator's
+        :attr:`~sw.gae.spec.GaeCoreConfig.scale_format`).
     min_std : float
         Floor of both standard deviations.
     update_clip : float or None
@@ -424,7 +449,8 @@ class GaeQuantizationPipeline:
     def __init__(self, *, bits=8, reward_clip=DEFAULT_REWARD_CLIP, value_clip=DEFAULT_VALUE_CLIP,
                  reward_rounding="error_feedback", reg_format=FixedFormat(32, 16),
                  min_std=DEFAULT_MIN_STD, reward_norm="center",
-                 update_clip=DEFAULT_UPDATE_CLIP, reward_standardization="dynamic"):
+                 update_clip=DEFAULT_UPDATE_CLIP, reward_standardization="dynamic",
+                 scale_format=DEFAULT_SCALE_FORMAT):
         self.reward_quantizer = UniformQuantizer(bits=bits, clip=reward_clip)
         self.value_quantizer = UniformQuantizer(bits=bits, clip=value_clip)
         if reward_rounding not in REWARD_ROUNDINGS:
@@ -437,6 +463,9 @@ class GaeQuantizationPipeline:
                              f"{reward_standardization!r}")
         self._reward_standardization = reward_standardization
         self._reg_format = _check_format(reg_format, "reg_format")
+        if not isinstance(scale_format, ScaleFormat):
+            raise ValueError(f"scale_format must be a ScaleFormat, not {scale_format!r}")
+        self._scale_format = scale_format
         self._min_std = _check_min_std(min_std)
         self.rewards = DynamicRewardStandardizer(min_std=min_std, norm=reward_norm,
                                                  update_clip=update_clip)
@@ -460,6 +489,10 @@ class GaeQuantizationPipeline:
     @property
     def reg_format(self) -> FixedFormat:
         return self._reg_format
+
+    @property
+    def scale_format(self) -> ScaleFormat:
+        return self._scale_format
 
     def prepare(self, rewards, values, last_values) -> dict:
         """Standardize and quantize one batch; updates the running reward statistics.
@@ -498,8 +531,9 @@ class GaeQuantizationPipeline:
         # Registers are computed before the running reward statistics change, so a failure
         # leaves the pipeline as it was.
         qr, qv, fmt = self.reward_quantizer, self.value_quantizer, self._reg_format
-        v_scale, v_offset = qv.dequantize_params(fmt, std=vstd, mean=vmean)
-        r_scale, r_offset = qr.dequantize_params(fmt)
+        sf = self._scale_format
+        v_scale, v_offset = qv.dequantize_params(fmt, std=vstd, mean=vmean, scale_format=sf)
+        r_scale, r_offset = qr.dequantize_params(fmt, scale_format=sf)
         if self._reward_standardization == "block":
             # The batch alone: a fresh standardizer (plain update), the running one untouched.
             block = DynamicRewardStandardizer(min_std=self._min_std, norm=self.rewards.norm,
@@ -535,7 +569,8 @@ class GaeQuantizationPipeline:
                                    ("values", "value_codes", "value"),
                                    ("last_values", "bootstrap_codes", "value")):
             out[key], o = dequantize(prepared[codes], prepared[f"{stream}_scale_raw"],
-                                     prepared[f"{stream}_offset_raw"], fmt, out_fmt)
+                                     prepared[f"{stream}_offset_raw"], self._scale_format, fmt,
+                                     out_fmt)
             over = over or bool(np.any(o))
         out["overflow"] = over
         return out
@@ -573,6 +608,7 @@ class GaeQuantizationPipeline:
                 "reg_format": self._reg_format.to_dict(), "min_std": self._min_std,
                 "reward_norm": self.rewards.norm, "update_clip": self.rewards.update_clip,
                 "reward_standardization": self._reward_standardization,
+                "scale_format": self._scale_format.to_dict(),
                 "reward_stats": self.rewards.stats.state_dict()}
 
     def reset(self):
@@ -598,7 +634,7 @@ class GaeQuantizationPipeline:
                 "reward_stats"}
         # reward_norm, update_clip and reward_standardization are optional: states saved before
         # they existed are "center", the plain update (None) and "dynamic".
-        optional = {"reward_norm", "update_clip", "reward_standardization"}
+        optional = {"reward_norm", "update_clip", "reward_standardization", "scale_format"}
         if not isinstance(state, dict) or not keys <= set(state) <= keys | optional:
             raise ValueError(f"state must be a dict with keys {', '.join(sorted(keys))} "
                              f"(and optionally reward_norm, update_clip, "
@@ -608,6 +644,8 @@ class GaeQuantizationPipeline:
                    reg_format=FixedFormat(**state["reg_format"]), min_std=state["min_std"],
                    reward_norm=state.get("reward_norm", "center"),
                    update_clip=state.get("update_clip"),
-                   reward_standardization=state.get("reward_standardization", "dynamic"))
+                   reward_standardization=state.get("reward_standardization", "dynamic"),
+                   scale_format=ScaleFormat(**state.get("scale_format",
+                                                        DEFAULT_SCALE_FORMAT.to_dict())))
         pipe.rewards.stats.load_state_dict(state["reward_stats"])
         return pipe

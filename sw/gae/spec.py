@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from sw.config import Config, check_int
-from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
+from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat, ScaleFormat
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import DmaParams, copy_cycles, kernel_register_map
 
@@ -26,7 +26,7 @@ __all__ = ["GAE_MODES", "GAE_RESULT_MODES", "AXI_DATA_WIDTHS", "LIMITS", "MAX_RU
            "GaePeConfig", "GaeCoreConfig", "GAE_CORE_ARGS", "GaeCoreArgs", "ERRORS", "ERROR_CODES",
            "GAE_CORE_ERRORS", "check_args", "STATUS_FLAGS", "gae_register_map", "hw_info_values",
            "config_from_hw", "run_cycles", "GaeKernelConfig", "gae_kernel_register_map",
-           "copy_plan", "kernel_run_cycles"]
+           "copy_plan", "kernel_run_cycles", "dequant_scale_format", "check_registers"]
 
 GAE_MODES = ("lookahead", "interleaved")
 
@@ -148,8 +148,8 @@ class GaePeConfig(Config):
     def coef_settle(self) -> int:
         """Cycles after ``gamma``/``gamma_lambda`` change until everything computed from them
         is settled: the coefficient registers, then the powers of gamma*lambda (lookahead with
-        k > 1: three registers a power)."""
-        return 1 + (3 * (self.k - 1) if self.lookahead_steps > 1 else 0)
+        k > 1: five registers a power: the product in LUTs in three, rounded, saturated)."""
+        return 1 + (5 * (self.k - 1) if self.lookahead_steps > 1 else 0)
 
     @property
     def coef_use(self) -> int:
@@ -189,7 +189,10 @@ class GaeCoreConfig(Config):
         map, saturating) and overwrite the rewards and values. ``"full"``: they are written in the
         PE's data format to two separate result memories.
     reg_width, reg_frac : int
-        Format of the scale/offset registers of the (de)quantizers (signed).
+        Format of the offset registers of the (de)quantizers (signed fixed point; ``reg_frac``
+        at most :attr:`REQUANT_FRAC`). The scale registers are 32-bit words of
+        :class:`~sw.fixed.ScaleFormat` (an 18-bit mantissa and a 5-bit shift):
+        :attr:`scale_format` (dequantizers), :attr:`result_scale_format` (requantizers).
     axi_data_width : int
         Data width of the AXI4 memory port, one of 32, 64, 128, 256, 512.
     pe : GaePeConfig
@@ -222,7 +225,7 @@ class GaeCoreConfig(Config):
             raise ValueError(f"results must be one of {', '.join(GAE_RESULT_MODES)}, "
                              f"not {self.results!r}")
         check_int("reg_width", self.reg_width, 8, 32)
-        check_int("reg_frac", self.reg_frac, 0, self.reg_width - 2)
+        check_int("reg_frac", self.reg_frac, 0, min(self.reg_width - 2, self.REQUANT_FRAC))
         if self.axi_data_width not in AXI_DATA_WIDTHS:
             raise ValueError(f"axi_data_width must be one of "
                              f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not {self.axi_data_width!r}")
@@ -232,14 +235,16 @@ class GaeCoreConfig(Config):
 
     # -- derived ------------------------------------------------------------------------------
     #: Registers from the memories' read ports to the PEs' inputs: the block RAM, its output
-    #: register, the dequantizer's products, their sum with the offset, the saturation.
+    #: register, the dequantizer's product (one DSP48E2), the product shifted by the scale's
+    #: shift, its sum with the offset rounded and saturated.
     READ_LATENCY = 5
 
     @property
     def write_latency(self) -> int:
         """Registers from the PEs' outputs to the memories' write ports: in place, the
-        requantizer's products, two adder levels, the range check and the selected code;
-        with full results, one."""
+        requantizer's operand shifted by the scale's shift, saturated to 27 bits, its product
+        with the mantissa (one DSP48E2), the sum with the offset, the clamped code; with full
+        results, one."""
         return 5 if self.results == "inplace" else 1
 
     @property
@@ -271,7 +276,41 @@ class GaeCoreConfig(Config):
 
     @cached_property
     def reg_format(self) -> FixedFormat:
+        """Format of the offset registers."""
         return FixedFormat(self.reg_width, self.reg_frac, True, self.pe.rounding)
+
+    # -- the scale registers and the (de)quantizers' arithmetic --------------------------------
+    #: Bits of a scale register's mantissa (signed) and shift (unsigned), and the shift's lsb.
+    SCALE_MANTISSA_BITS = 18
+    SCALE_SHIFT_BITS = 5
+    SCALE_SHIFT_LSB = 24
+    #: Requantizer: the advantage or return is shifted (left by REQUANT_LSHIFT, right by the
+    #: register's shift) and saturated to REQUANT_OPERAND_BITS (the DSP48E2's 27-bit A port)
+    #: before it meets the 18-bit mantissa; the product has REQUANT_FRAC fraction bits of a code.
+    REQUANT_OPERAND_BITS = 27
+    REQUANT_LSHIFT = 14
+    REQUANT_FRAC = 25
+
+    @property
+    def dequant_lshift(self) -> int:
+        """Dequantizer: the product ``code * mantissa`` is shifted left by this, then right by
+        the register's shift, giving ``data_frac + 1`` fraction bits (one for the rounding)."""
+        return max(0, self.pe.data_frac - 7)
+
+    @cached_property
+    def scale_format(self) -> ScaleFormat:
+        """Format of the dequantizers' scale registers (reward_scale, value_scale):
+        ``m * 2**(dequant_lshift - 1 - data_frac - e)``; with data_frac 16, ``m * 2**(-8 - e)``,
+        2^-23..2^9 at full precision."""
+        return dequant_scale_format(self.pe.data_frac)
+
+    @cached_property
+    def result_scale_format(self) -> ScaleFormat:
+        """Format of the requantizers' scale registers (adv_scale, rtg_scale):
+        ``m * 2**(data_frac + REQUANT_LSHIFT - REQUANT_FRAC - e)``; with data_frac 16,
+        ``m * 2**(5 - e)``, 2^-10..2^22 at full precision."""
+        return ScaleFormat(self.pe.data_frac + self.REQUANT_LSHIFT - self.REQUANT_FRAC,
+                           self.SCALE_MANTISSA_BITS, self.SCALE_SHIFT_BITS, self.SCALE_SHIFT_LSB)
 
     @property
     def code_format(self) -> FixedFormat:
@@ -326,13 +365,56 @@ def GAE_CORE_ARGS(config: GaeCoreConfig) -> dict:
     args = {
         "num_timesteps": (32, False), "num_trajectories": (32, False),
         "gamma": (cw, False), "gamma_lambda": (cw, False),
-        "reward_scale": (rw, True), "reward_offset": (rw, True),
-        "value_scale": (rw, True), "value_offset": (rw, True),
+        "reward_scale": (32, False), "reward_offset": (rw, True),
+        "value_scale": (32, False), "value_offset": (rw, True),
     }
     if config.results == "inplace":
-        args.update({"adv_scale": (rw, True), "adv_offset": (rw, True),
-                     "rtg_scale": (rw, True), "rtg_offset": (rw, True)})
+        args.update({"adv_scale": (32, False), "adv_offset": (rw, True),
+                     "rtg_scale": (32, False), "rtg_offset": (rw, True)})
     return args
+
+
+def dequant_scale_format(data_frac: int) -> ScaleFormat:
+    """:attr:`GaeCoreConfig.scale_format` of a PE data format with ``data_frac`` fraction
+    bits (what the host needs to know of the dequantizers' scales)."""
+    lshift = max(0, data_frac - 7)
+    return ScaleFormat(lshift - 1 - data_frac, GaeCoreConfig.SCALE_MANTISSA_BITS,
+                       GaeCoreConfig.SCALE_SHIFT_BITS, GaeCoreConfig.SCALE_SHIFT_LSB)
+
+
+def check_registers(args, config: GaeCoreConfig, names=None, prefix=""):
+    """``ValueError`` naming the first argument register a driver must not write: a scale word
+    that is no :class:`~sw.fixed.ScaleFormat` word (nonzero reserved bits), an offset outside
+    its format, or a requantizer scale too small for its offset (the 27-bit operand window
+    would saturate before the code does: ``0 < (2^26 - 1) * |m| < (qmax + 1) * 2^REQUANT_FRAC
+    + |offset| * 2^(REQUANT_FRAC - reg_frac)``). The accelerator itself ignores the reserved
+    bits. ``names``: check only the registers of these arguments (default all); ``prefix``
+    goes before the argument's name in the message."""
+    kinds = ["reward", "value"] + (["adv", "rtg"] if config.results == "inplace" else [])
+    for kind in kinds:
+        if names is not None and f"{kind}_scale" not in names \
+                and f"{kind}_offset" not in names:
+            continue
+        fmt = config.scale_format if kind in ("reward", "value") else config.result_scale_format
+        scale, offset = getattr(args, f"{kind}_scale"), getattr(args, f"{kind}_offset")
+        fmt.check_raw(scale, f"{prefix}{kind}_scale")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError(f"{prefix}{kind}_offset must be an integer, not {offset!r}")
+        rf = config.reg_format
+        if not rf.min_raw <= offset <= rf.max_raw:
+            raise ValueError(f"{prefix}{kind}_offset must be a raw {rf} integer in "
+                             f"{rf.min_raw}..{rf.max_raw}, not {offset}")
+        if kind in ("adv", "rtg"):
+            m, _ = fmt.unpack(scale)
+            reach = ((1 << (config.REQUANT_OPERAND_BITS - 1)) - 1) * abs(m)
+            need = (config.code_max + 1) * (1 << config.REQUANT_FRAC) \
+                + (abs(offset) << (config.REQUANT_FRAC - config.reg_frac))
+            if m and reach < need:
+                raise ValueError(f"{prefix}{kind}_scale mantissa {m} is too small for "
+                                 f"{prefix}{kind}_offset "
+                                 f"{offset}: results outside the 27-bit operand window would "
+                                 f"not saturate (normalize the mantissa: a larger mantissa, "
+                                 f"a larger shift)")
 
 
 @dataclass
@@ -405,13 +487,17 @@ _ARG_DOCS = {
     "num_trajectories": "trajectories M of the run",
     "gamma": "discount gamma, unsigned, coef_width - 1 fraction bits (<= 1.0)",
     "gamma_lambda": "gamma * lambda, same format (<= 1.0)",
-    "reward_scale": "reward dequantizer: reward = code * scale + offset (reg format)",
+    "reward_scale": "reward dequantizer: reward = code * scale + offset; scale word: mantissa "
+                    "m bits 17:0 (signed), shift e bits 28:24, other bits 0; scale = "
+                    "m * 2^({deq_exp0} - e)",
     "reward_offset": "reward dequantizer offset (reg format)",
-    "value_scale": "value dequantizer scale (block std folded in, reg format)",
+    "value_scale": "value dequantizer scale (block std folded in; scale word, "
+                   "m * 2^({deq_exp0} - e))",
     "value_offset": "value dequantizer offset (block mean, reg format)",
-    "adv_scale": "advantage requantizer: code = round(A * scale + offset), saturated",
+    "adv_scale": "advantage requantizer: code = round(A * scale + offset), saturated; "
+                 "scale word, scale = m * 2^({req_exp0} - e)",
     "adv_offset": "advantage requantizer offset (reg format)",
-    "rtg_scale": "reward-to-go requantizer scale (reg format)",
+    "rtg_scale": "reward-to-go requantizer scale (scale word, m * 2^({req_exp0} - e))",
     "rtg_offset": "reward-to-go requantizer offset (reg format)",
 }
 
@@ -430,7 +516,8 @@ def _info(name, lsb, width, param, **kw):
 
 def gae_register_map(config: GaeCoreConfig) -> RegisterMap:
     """ap_ctrl_hs control registers, run arguments, status, cycle counter, hardware info."""
-    args = [Register.scalar(name.upper(), width, "rw", doc=_ARG_DOCS[name])
+    exps = {"deq_exp0": config.scale_format.exp0, "req_exp0": config.result_scale_format.exp0}
+    args = [Register.scalar(name.upper(), width, "rw", doc=_ARG_DOCS[name].format(**exps))
             for name, (width, _) in GAE_CORE_ARGS(config).items()]
     errors = ", ".join(f"{code} {name}" for code, (name, _) in ERROR_CODES.items())
     status = Register("STATUS", None, (

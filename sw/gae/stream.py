@@ -179,10 +179,10 @@ class GaeStream:
         if units == "standardized":
             pipe = driver.pipeline
             u = 1.0
-            rs, ro = pipe.reward_quantizer.dequantize_params(rf)
+            rs, ro = pipe.reward_quantizer.dequantize_params(rf, scale_format=cfg.scale_format)
             vs, vo = pipe.value_quantizer.dequantize_params(
                 rf, std=max(ref.value_std * VALUE_STD_MARGIN, pipe._min_std),
-                mean=ref.value_mean)
+                mean=ref.value_mean, scale_format=cfg.scale_format)
         else:
             r_lo, r_hi = _widened(min(ref.reward_range[0], 0.0), max(ref.reward_range[1], 0.0),
                                   STREAM_MARGIN)
@@ -190,11 +190,13 @@ class GaeStream:
             u = unit_scale_for(max(-r_lo, r_hi, -v_lo, v_hi),
                                ref.max_abs_delta * STREAM_MARGIN, T, self._gamma * self._lam,
                                cfg.pe.data_format)
-            rs, ro = range_registers(r_lo * u, r_hi * u, bits, rf)
-            vs, vo = range_registers(v_lo * u, v_hi * u, bits, rf)
+            rs, ro = range_registers(r_lo * u, r_hi * u, bits, rf, cfg.scale_format)
+            vs, vo = range_registers(v_lo * u, v_hi * u, bits, rf, cfg.scale_format)
         self._u = u
         self._args = GaeCoreArgs(T, M, g_raw, gl_raw, rs, ro, vs, vo)
-        self._rs, self._ro, self._vs, self._vo = (float(rf.to_float(x)) for x in (rs, ro, vs, vo))
+        sf = cfg.scale_format
+        self._rs, self._ro, self._vs, self._vo = (float(f.to_float(x)) for f, x in (
+            (sf, rs), (rf, ro), (sf, vs), (rf, vo)))
         self._g = g_raw * 2.0 ** -cfg.pe.coef_frac
         self._qmax = float(cfg.code_max)
         dtype = np.int8 if bits <= 8 else np.int16

@@ -209,7 +209,7 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
     dev, cfg, label = open_device(device, "gae", module)
     cfg = cfg or read_hw_config(dev.control)
     pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
-                                   reward_norm=reward_norm,
+                                   scale_format=cfg.scale_format, reward_norm=reward_norm,
                                    reward_standardization=reward_standardization)
     return AcceleratorAdvantages(GaeDriver(dev, cfg, pipeline=pipe, units=units), name=label,
                                  streaming=streaming)

@@ -47,9 +47,10 @@ def session(device) -> dict:
              rng.integers(-q, q + 1, M), rng.random((T, M)) < 0.2]
     rf = cfg.reg_format
     g, gl = quantize_coefs(0.95, 0.9, cfg.pe)
-    args = GaeCoreArgs(T, M, g, gl, int(rf.quantize(0.1)), 0, int(rf.quantize(0.05)),
-                       int(rf.quantize(-0.5)), int(rf.quantize(2.0)), 0,
-                       int(rf.quantize(4.0)), int(rf.quantize(1.0)))
+    s, rs = cfg.scale_format.quantize, cfg.result_scale_format.quantize
+    args = GaeCoreArgs(T, M, g, gl, s(0.1), 0, s(0.05),
+                       int(rf.quantize(-0.5)), rs(2.0), 0,
+                       rs(4.0), int(rf.quantize(1.0)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GaeOverflowWarning)
         out["run"] = drv.run(*codes, args)

@@ -84,8 +84,9 @@ def random_args(cfg, T, M):
     from sw.gae.spec import GaeCoreArgs
 
     q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
+    s, rs = cfg.scale_format.quantize, cfg.result_scale_format.quantize
     g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
-    return GaeCoreArgs(T, M, g, gl, q(1 / 16), 0, q(0.05), q(1.0), q(8.0), 0, q(4.0), q(-4.0))
+    return GaeCoreArgs(T, M, g, gl, s(1 / 16), 0, s(0.05), q(1.0), rs(8.0), 0, rs(4.0), q(-4.0))
 
 
 async def check_run(host, codes, args, *, expect_cycles=True):
@@ -160,6 +161,29 @@ if cocotb is not None:
             assert cycles + 1 <= T + pipeline + 5
 
     @cocotb.test()
+    async def scale_words_random_and_extreme_shifts(dut):
+        """The scale registers' format (mantissa and shift, sw.fixed.ScaleFormat): random
+        mantissas and offsets at shifts 0, 31 and random ones, in every register; bit-exact
+        with the golden model, the same sticky flags (saturating runs included), exact
+        cycles."""
+        host = Host(dut)
+        await host.start()
+        cfg = host.cfg
+        from gae_cases import random_scale_args
+
+        rng = np.random.default_rng(cocotb.RANDOM_SEED + 7)
+        T, M = 6, min(cfg.max_trajectories, 2 * cfg.n_pe - 1)
+        flags = set()
+        for run in range(6):
+            args = random_scale_args(cfg, T, M, rng, (0, 31, None)[run % 3])
+            codes = random_codes(cfg, T, M, rng, p_done=0.2)
+            exp, _ = await check_run(host, codes, args)
+            flags |= {k for k in ("dequant_overflow", "requant_overflow") if exp[k]}
+        assert "dequant_overflow" in flags
+        if cfg.results == "inplace":
+            assert "requant_overflow" in flags
+
+    @cocotb.test()
     async def odd_shapes(dut):
         """3 x 17, 1 x 1, trajectories not a multiple of the PEs; a second run in place."""
         host = Host(dut)
@@ -191,10 +215,11 @@ if cocotb is not None:
         # CartPole's constant +1 reward standardizes to 0: shape it like Sutton & Barto (-1 on
         # failure), so the standardized rewards carry information.
         rewards = np.where(ro.dones, -1.0, 0.0)
-        pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format)
+        pipe = GaeQuantizationPipeline(bits=cfg.code_bits, reg_format=cfg.reg_format,
+                                       scale_format=cfg.scale_format)
         prep = pipe.prepare(rewards, ro.values, ro.last_values)
         g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
-        rf = cfg.reg_format
+        rf = cfg.result_scale_format
         adv_step = 16.0 / cfg.code_max                      # result codes cover +-16
         args = GaeCoreArgs(T, M, g, gl, prep["reward_scale_raw"], prep["reward_offset_raw"],
                            prep["value_scale_raw"], prep["value_offset_raw"],

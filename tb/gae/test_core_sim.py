@@ -29,8 +29,9 @@ def random_case(cfg, T, M, rng, *, p_done=0.1, value_scale=0.1):
     rf = cfg.reg_format
     g, gl = quantize_coefs(0.99, 0.95, cfg.pe)
     q = lambda x: int(rf.quantize(x))  # noqa: E731
-    args = GaeCoreArgs(T, M, g, gl, q(0.05), 0, q(value_scale), q(1.5),
-                       q(8.0), q(0.5), q(4.0), q(-2.0))
+    s, rs = cfg.scale_format.quantize, cfg.result_scale_format.quantize
+    args = GaeCoreArgs(T, M, g, gl, s(0.05), 0, s(value_scale), q(1.5),
+                       rs(8.0), q(0.5), rs(4.0), q(-2.0))
     return codes, args
 
 
@@ -148,10 +149,34 @@ def test_core_matches_golden(n_pe, maxt, cap, axi, results, k, mode, T, M):
     assert res["busy_cycles"] == res["cycles"] - 1
 
 
+@pytest.mark.parametrize("results,bits,shift", [("inplace", 8, 0), ("inplace", 16, 31),
+                                                ("inplace", 16, None), ("full", 16, None),
+                                                ("full", 8, 31)])
+def test_core_matches_golden_on_random_scale_words(results, bits, shift):
+    """Scale words (mantissa and shift) at shifts 0, 31 or random, random offsets, 8- and
+    16-bit codes: bit-exact, the same sticky flags, exact cycles."""
+    from gae_cases import random_scale_args
+    cfg = GaeCoreConfig(n_pe=3, max_trajectories=6, capacity=8, axi_data_width=64,
+                        results=results, code_bits=bits)
+    rng = np.random.default_rng(bits * 7 + (shift or 3))
+    for _ in range(2):
+        codes, _ = random_case(cfg, 5, 5, rng)
+        args = random_scale_args(cfg, 5, 5, rng, shift)
+        exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"],
+                       args, cfg)
+        res, _ = run_core(cfg, codes, args)
+        adv, rtg = results_of(cfg, res, 5, 5)
+        np.testing.assert_array_equal(adv, exp["adv"])
+        np.testing.assert_array_equal(rtg, exp["rtg"])
+        for f in ("dequant_overflow", "pe_overflow", "requant_overflow"):
+            assert res[f] == exp[f], f
+        assert res["cycles"] == gae_spec.run_cycles(cfg, 5, 5)
+
+
 def test_core_flags_saturation():
     cfg = GaeCoreConfig(n_pe=2, max_trajectories=4, capacity=8, axi_data_width=32)
     codes, args = random_case(cfg, 6, 4, np.random.default_rng(3))
-    args.value_scale = int(cfg.reg_format.quantize(100.0))   # values up to 12700: RTG codes clip
+    args.value_scale = cfg.scale_format.quantize(100.0)   # values up to 12700: RTG codes clip
     exp = gae_core(codes["rewards"], codes["values"], codes["bootstrap"], codes["dones"],
                    args, cfg)
     assert exp["requant_overflow"]

@@ -220,8 +220,19 @@ def test_code_level_inputs_are_checked_before_any_bus_access():
         drv.load(c["rewards"], c["values"], c["bootstrap"][:2], c["dones"])
     with pytest.raises(ValueError, match=r"args\.gamma must be in 0\.\.131071"):
         drv.start(GaeCoreArgs(4, 3, -1, 0, 0, 0, 0, 0))
-    with pytest.raises(ValueError, match=r"args\.reward_scale must be in -2147483648"):
+    with pytest.raises(ValueError, match=r"args\.reward_scale must be a S18E5"):
         drv.start(GaeCoreArgs(4, 3, 0, 0, 1 << 31, 0, 0, 0))
+    # Scale words: reserved bits (between the mantissa and the shift, above the shift), offsets
+    # outside their format, a requantizer mantissa whose operand window cannot saturate.
+    with pytest.raises(ValueError, match=r"args\.value_scale must be a S18E5.*not 0x40000"):
+        drv.start(GaeCoreArgs(4, 3, 0, 0, 0, 0, 1 << 18, 0))
+    with pytest.raises(ValueError, match=r"args\.rtg_scale must be a S18E5.*not 0x20000001"):
+        drv.start(GaeCoreArgs(4, 3, 0, 0, 0, 0, 0, 0, 0, 0, (1 << 29) | 1, 0))
+    with pytest.raises(ValueError, match=r"args\.value_offset must be a raw sQ16\.16"):
+        drv.start(GaeCoreArgs(4, 3, 0, 0, 0, 0, 0, 1 << 31))
+    with pytest.raises(ValueError, match=r"args\.adv_scale mantissa 1 is too small for "
+                                         r"args\.adv_offset 0"):
+        drv.start(GaeCoreArgs(4, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0))
     with pytest.raises(TypeError, match="args must be a GaeCoreArgs"):
         drv.start({"num_timesteps": 4})
     assert log == []
@@ -250,12 +261,12 @@ def overflow_args(cfg, T, M, kind):
     q = lambda x: int(cfg.reg_format.quantize(x))  # noqa: E731
     args = random_args(cfg, T, M)
     if kind == "dequant":
-        args.value_scale, args.value_offset = q(300.0), q(0.0)
+        args.value_scale, args.value_offset = cfg.scale_format.quantize(300.0), q(0.0)
     elif kind == "pe":
-        args.reward_scale = q(250.0)
+        args.reward_scale = cfg.scale_format.quantize(250.0)
         args.gamma_lambda = 1 << cfg.pe.coef_frac
     else:
-        args.adv_scale = q(200.0)
+        args.adv_scale = cfg.result_scale_format.quantize(200.0)
     return args
 
 

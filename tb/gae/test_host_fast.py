@@ -245,11 +245,11 @@ def test_dequantize_out_of_range_raises():
 
 def reference_result_stats(batch, cfg):
     """The statistics :func:`sw.gae.batch.choose_result_scale` takes, straight numpy."""
-    a, c, rf = batch.args, batch.codes, cfg.reg_format
+    a, c, rf, sf = batch.args, batch.codes, cfg.reg_format, cfg.scale_format
     g = a.gamma * 2.0 ** -cfg.pe.coef_frac
 
     def deq(x, scale, offset):
-        return np.asarray(x, np.float64) * rf.to_float(scale) + rf.to_float(offset)
+        return np.asarray(x, np.float64) * sf.to_float(scale) + rf.to_float(offset)
     r = deq(c["rewards"], a.reward_scale, a.reward_offset)
     v = deq(c["values"], a.value_scale, a.value_offset)
     boot = deq(c["bootstrap"], a.value_scale, a.value_offset)

@@ -50,7 +50,8 @@ if cocotb is not None:
     @cocotb.test()
     async def batches_with_exact_cycles(dut):
         """The largest batch (HEPPO's 64 x 1024 on the shipped kernel), one trajectory, a
-        partial group: bit-exact, every copy N + L + 5 cycles, the run run_cycles."""
+        partial group: bit-exact, every copy N + L + 5 cycles, the run run_cycles; then scale
+        words at shifts 0, 31 and random ones with random offsets (tb/gae_cases.py)."""
         from gae_cases import random_args, random_codes
         from gae_kernel_cases import gae_batch
         from sw.gae.spec import kernel_run_cycles
@@ -71,6 +72,12 @@ if cocotb is not None:
                 M, T, cfg.n_pe, cfg.gmem_data_width, total, copy, len(got["copies"]),
                 got["cycles"], copied, copied / copy, cfg.axi_data_width,
                 copied / (cfg.axi_data_width // 8) / copy)
+        # Scale words at the extreme shifts and random ones, random offsets (saturating).
+        from gae_cases import random_scale_args
+        for shift in (0, 31, None):
+            T, M = 7, cfg.n_pe + 1
+            await gae_batch(host, cfg, random_codes(cfg, T, M, rng),
+                            random_scale_args(cfg, T, M, rng, shift), latency=AXI_RAM_LATENCY)
 
     @cocotb.test()
     async def random_backpressure(dut):

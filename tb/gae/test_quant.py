@@ -18,8 +18,8 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from sw.fixed import FixedFormat
-from sw.gae.spec import GaePeConfig
+from sw.fixed import FixedFormat, ScaleFormat
+from sw.gae.spec import GaePeConfig, dequant_scale_format
 from sw.gae.quant import (DEFAULT_REWARD_CLIP, DEFAULT_VALUE_CLIP, DynamicRewardStandardizer,
                           GaeQuantizationPipeline, RunningMeanStd, UniformQuantizer,
                           block_standardize, dequantize)
@@ -28,6 +28,7 @@ from sw.rollouts import collect
 
 SEED = 20261122
 REG = FixedFormat(32, 16)
+SF = dequant_scale_format(16)
 HYPO = settings(max_examples=60, deadline=None)
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
@@ -242,46 +243,46 @@ def test_error_feedback_removes_bias_of_a_repeated_value():
 
 
 # -- dequantizer ----------------------------------------------------------------------------------
-def exact_dequantize(code, scale_raw, offset_raw, fmt, out_fmt):
-    """Independent reference: exact rational value, then out_fmt's rounding and saturation."""
-    real = code * Fraction(scale_raw, 2 ** fmt.frac) + Fraction(offset_raw, 2 ** fmt.frac)
-    y = real * 2 ** out_fmt.frac
-    if out_fmt.rounding == "floor":
-        r = math.floor(y)
-    elif out_fmt.rounding == "half_up":
-        r = math.floor(y + Fraction(1, 2))
-    else:
-        r = round(y)                        # Fraction rounds ties to even
+def exact_dequantize(code, scale_raw, offset_raw, sfmt, fmt, out_fmt):
+    """Independent reference: the exact rational value (the offset taken to out_fmt.frac + 1
+    fraction bits, floor), rounded half up and saturated to out_fmt."""
+    m, e = sfmt.unpack(scale_raw)
+    f1 = out_fmt.frac + 1
+    off = math.floor(Fraction(offset_raw, 2 ** fmt.frac) * 2 ** f1)
+    real = code * m * Fraction(2) ** (sfmt.exp0 - e) + Fraction(off, 2 ** f1)
+    r = math.floor(real * 2 ** out_fmt.frac + Fraction(1, 2))
     return min(max(r, out_fmt.min_raw), out_fmt.max_raw), not out_fmt.min_raw <= r <= (
         out_fmt.max_raw)
 
 
 FORMAT_PAIRS = [
     (FixedFormat(32, 16), FixedFormat(32, 16)),
-    (FixedFormat(32, 24), FixedFormat(32, 16)),
+    (FixedFormat(32, 24), FixedFormat(32, 16)),     # offset with more fraction bits: floor
     (FixedFormat(24, 20), FixedFormat(16, 8)),
-    (FixedFormat(18, 8), FixedFormat(24, 12)),      # out has more fraction bits: left shift
+    (FixedFormat(18, 8), FixedFormat(24, 12)),
     (FixedFormat(32, 30), FixedFormat(12, 4)),      # narrow output: saturation
     (FixedFormat(20, 18, signed=False), FixedFormat(20, 10)),
+    (FixedFormat(32, 16), FixedFormat(16, 2)),      # dequant_lshift 0
 ]
 
 
-@pytest.mark.parametrize("rounding", ["half_up", "half_even", "floor"])
 @pytest.mark.parametrize("fmts", FORMAT_PAIRS, ids=lambda f: f"{f[0]}->{f[1]}")
-def test_dequantize_bit_exact(fmts, rounding):
-    fmt, out = fmts[0], FixedFormat(fmts[1].width, fmts[1].frac, True, rounding)
+def test_dequantize_bit_exact(fmts):
+    """Every shift 0..31, extreme and random mantissas and offsets, 16-bit codes: the model
+    equals the exact value rounded half up (the accelerator's dequantizer)."""
+    fmt, out = fmts
+    sfmt = dequant_scale_format(out.frac)
     rng = np.random.default_rng(SEED)
     codes = np.concatenate([np.arange(-32768, 32768, 97), [-32768, 32767, -1, 0, 1]])
     codes = codes.astype(np.int16)
-    regs = [(fmt.min_raw, fmt.max_raw), (fmt.max_raw, fmt.min_raw), (1, 0), (0, 0)]
-    regs += [tuple(int(v) for v in rng.integers(fmt.min_raw, fmt.max_raw, 2, endpoint=True))
-             for _ in range(6)]
-    # Ties: scale of half an output ulp puts odd codes exactly halfway.
-    if fmt.frac > out.frac:
-        regs.append((1 << (fmt.frac - out.frac - 1), 0))
+    mants = [sfmt.max_mantissa, -sfmt.max_mantissa - 1, 1, -1, 0, 1 << 16]
+    regs = [(sfmt.pack(mants[i % len(mants)], e), (fmt.min_raw, fmt.max_raw, 0)[e % 3])
+            for i, e in enumerate(range(sfmt.max_shift + 1))]
+    regs += [(sfmt.pack(int(rng.integers(-(1 << 17), 1 << 17)), int(rng.integers(0, 32))),
+              int(rng.integers(fmt.min_raw, fmt.max_raw, endpoint=True))) for _ in range(8)]
     for scale, offset in regs:
-        raw, ovf = dequantize(codes, scale, offset, fmt, out)
-        ref = [exact_dequantize(int(c), scale, offset, fmt, out) for c in codes]
+        raw, ovf = dequantize(codes, scale, offset, sfmt, fmt, out)
+        ref = [exact_dequantize(int(c), scale, offset, sfmt, fmt, out) for c in codes]
         np.testing.assert_array_equal(raw, [r for r, _ in ref])
         np.testing.assert_array_equal(ovf, [o for _, o in ref])
         assert raw.dtype == np.int64 and raw.shape == codes.shape
@@ -290,12 +291,13 @@ def test_dequantize_bit_exact(fmts, rounding):
 def test_dequantize_params_round_once():
     q = UniformQuantizer(bits=8, clip=4.0)
     scale, offset = q.dequantize_params(REG, std=2.5, mean=-3.2)
-    assert scale == round(q.step * 2.5 * 2 ** 16) and offset == round(-3.2 * 2 ** 16)
-    assert q.dequantize_params(REG) == (round(q.step * 2 ** 16), 0)
+    assert scale == SF.quantize(q.step * 2.5) and offset == round(-3.2 * 2 ** 16)
+    assert abs(SF.to_float(scale) / (q.step * 2.5) - 1) <= 2.0 ** -17
+    assert q.dequantize_params(REG) == (SF.quantize(q.step), 0)
     with pytest.raises(ValueError, match="offset .* does not fit"):
         q.dequantize_params(REG, mean=40_000.0)
     with pytest.raises(ValueError, match="scale .* does not fit"):
-        q.dequantize_params(FixedFormat(16, 14), std=100.0)
+        q.dequantize_params(REG, std=100000.0)
     with pytest.raises(ValueError, match="offset"):
         q.dequantize_params(FixedFormat(16, 8, signed=False), mean=-1.0)
 
@@ -309,15 +311,18 @@ def test_destandardization_folds_into_scale_and_offset(out):
     zv, zl, mean, sd = block_standardize(v, last)
     q = UniformQuantizer(bits=8, clip=DEFAULT_VALUE_CLIP)
     codes = q.quantize(zv)
-    scale, offset = q.dequantize_params(REG, std=sd, mean=mean)
-    raw, ovf = dequantize(codes, scale, offset, REG, out)
+    sf = dequant_scale_format(out.frac)
+    scale, offset = q.dequantize_params(REG, std=sd, mean=mean, scale_format=sf)
+    raw, ovf = dequantize(codes, scale, offset, sf, REG, out)
     assert not ovf.any()
     got = out.to_float(raw)
     # Float path: dequantize in standardized units, then de-standardize.
     ideal = q.to_float(codes) * sd + mean
-    ulp_out_round = 0 if out.frac >= REG.frac else (out.ulp if out.rounding == "floor"
-                                                   else out.ulp / 2)
-    reg_err = q.qmax * REG.ulp / 2 + REG.ulp / 2
+    ulp_out_round = out.ulp / 2       # the dequantizer rounds half up
+    # The scale within 2^-17 of its value (relative); the offset within half its ulp, and
+    # taken to out.frac + 1 fraction bits (floor) when it has more.
+    off_err = REG.ulp / 2 + (2.0 ** -(out.frac + 1) if REG.frac > out.frac + 1 else 0)
+    reg_err = q.qmax * q.step * sd * 2.0 ** -17 + off_err
     assert np.abs(got - ideal).max() <= reg_err + ulp_out_round
     inside = np.abs(zv) <= q.clip
     assert inside.mean() > 0.99
@@ -375,17 +380,25 @@ def test_other_bad_arguments():
     with pytest.raises(ValueError, match="batch must be finite"):
         RunningMeanStd().update([1.0, math.inf])
     with pytest.raises(ValueError, match="codes must be an integer array"):
-        dequantize(np.zeros(3), 1, 0, REG, REG)
+        dequantize(np.zeros(3), 1, 0, SF, REG, REG)
     with pytest.raises(ValueError, match="codes must be integers of at most 16 bits"):
-        dequantize(np.array([1 << 15]), 1, 0, REG, REG)
-    with pytest.raises(ValueError, match="scale_raw must be raw"):
-        dequantize(np.zeros(3, np.int8), 1 << 31, 0, REG, REG)
+        dequantize(np.array([1 << 15]), 1, 0, SF, REG, REG)
+    with pytest.raises(ValueError, match="scale_raw must be a S18E5"):
+        dequantize(np.zeros(3, np.int8), 1 << 31, 0, SF, REG, REG)
+    with pytest.raises(ValueError, match="scale_raw must be a S18E5"):
+        dequantize(np.zeros(3, np.int8), 1 << 20, 0, SF, REG, REG)
     with pytest.raises(ValueError, match="offset_raw must be an integer"):
-        dequantize(np.zeros(3, np.int8), 1, 0.5, REG, REG)
+        dequantize(np.zeros(3, np.int8), 1, 0.5, SF, REG, REG)
+    with pytest.raises(ValueError, match="offset_raw must be raw"):
+        dequantize(np.zeros(3, np.int8), 1, 1 << 40, SF, REG, REG)
     with pytest.raises(ValueError, match="out_fmt must be a FixedFormat"):
-        dequantize(np.zeros(3, np.int8), 1, 0, REG, "Q16.16")
+        dequantize(np.zeros(3, np.int8), 1, 0, SF, REG, "Q16.16")
+    with pytest.raises(ValueError, match="scale_fmt must be a ScaleFormat"):
+        dequantize(np.zeros(3, np.int8), 1, 0, REG, REG, REG)
+    with pytest.raises(ValueError, match="does not fit out_fmt"):
+        dequantize(np.zeros(3, np.int8), 1, 0, SF, REG, FixedFormat(32, 4))
     with pytest.raises(ValueError, match="intermediate wider than 62 bits"):
-        dequantize(np.zeros(3, np.int8), 1, 0, FixedFormat(48, 0), FixedFormat(32, 4))
+        dequantize(np.zeros(3, np.int8), 1, 0, ScaleFormat(40), REG, FixedFormat(32, 4))
     with pytest.raises(ValueError, match="std must be a positive finite number"):
         q.dequantize_params(REG, std=0.0)
     with pytest.raises(ValueError, match="mean must be a finite number"):
@@ -416,9 +429,9 @@ def test_pipeline_outputs_and_state():
     assert {out[k].dtype for k in ("reward_codes", "value_codes", "bootstrap_codes")} == {
         np.dtype(np.int8)}
     assert out["reward_offset_raw"] == 0
-    assert out["reward_scale_raw"] == round(DEFAULT_REWARD_CLIP / 31 * 2 ** 16)
+    assert out["reward_scale_raw"] == SF.quantize(DEFAULT_REWARD_CLIP / 31)
     assert out["value_offset_raw"] == round(out["value_mean"] * 2 ** 16)
-    assert out["value_scale_raw"] == round(DEFAULT_VALUE_CLIP / 31 * out["value_std"] * 2 ** 16)
+    assert out["value_scale_raw"] == SF.quantize(DEFAULT_VALUE_CLIP / 31 * out["value_std"])
     assert out["reward_count"] == 128
     # Saving after the first batch and resuming gives what an uninterrupted pipeline gives.
     resumed = GaeQuantizationPipeline.from_state_dict(pipe.state_dict())
@@ -528,8 +541,8 @@ def error_bound(run):
     """
     prep, q_r, q_v = run["prep"], run["pipe"].reward_quantizer, run["pipe"].value_quantizer
     C = GAMMA * LAM
-    ds_r = abs(prep["reward_scale_raw"] * REG.ulp - q_r.step)
-    ds_v = abs(prep["value_scale_raw"] * REG.ulp - q_v.step * prep["value_std"])
+    ds_r = abs(SF.to_float(prep["reward_scale_raw"]) - q_r.step)
+    ds_v = abs(SF.to_float(prep["value_scale_raw"]) - q_v.step * prep["value_std"])
     do_v = abs(prep["value_offset_raw"] * REG.ulp - prep["value_mean"])
     e_v = prep["value_std"] * q_v.step / 2 + q_v.qmax * ds_v + do_v
     if run["pipe"].reward_rounding == "error_feedback":
