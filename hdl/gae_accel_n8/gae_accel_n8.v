@@ -3237,223 +3237,223 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [25:0] \$351 ;
   wire \$3510 ;
   wire \$3511 ;
-  reg [31:0] \$3512 ;
-  reg \$3513 ;
-  reg \$3514 ;
-  reg \$3515 ;
-  reg \$3516 ;
-  reg \$3517 ;
-  reg \$3518 ;
-  reg \$3519 ;
+  wire \$3512 ;
+  wire \$3513 ;
+  wire \$3514 ;
+  wire \$3515 ;
+  wire \$3516 ;
+  wire \$3517 ;
+  wire \$3518 ;
+  wire \$3519 ;
   wire [25:0] \$352 ;
-  reg [2:0] \$3520 ;
-  reg [31:0] \$3521 ;
-  reg [31:0] \$3522 ;
-  reg [16:0] \$3523 ;
-  reg [16:0] \$3524 ;
-  reg [31:0] \$3525 ;
-  reg [31:0] \$3526 ;
-  reg [31:0] \$3527 ;
-  reg [31:0] \$3528 ;
-  reg [31:0] \$3529 ;
+  wire \$3520 ;
+  wire \$3521 ;
+  wire \$3522 ;
+  wire \$3523 ;
+  wire \$3524 ;
+  wire \$3525 ;
+  wire \$3526 ;
+  wire \$3527 ;
+  wire \$3528 ;
+  wire \$3529 ;
   wire [25:0] \$353 ;
-  reg [31:0] \$3530 ;
-  reg [31:0] \$3531 ;
-  reg [31:0] \$3532 ;
-  reg [14:0] \$3533 ;
-  reg [14:0] \$3534 ;
-  reg [15:0] \$3535 ;
-  reg [15:0] \$3536 ;
-  reg [33:0] \$3537 ;
-  reg [13:0] \$3538 ;
-  reg [12:0] \$3539 ;
+  wire \$3530 ;
+  wire \$3531 ;
+  wire \$3532 ;
+  wire \$3533 ;
+  wire \$3534 ;
+  reg [31:0] \$3535 ;
+  reg \$3536 ;
+  reg \$3537 ;
+  reg \$3538 ;
+  reg \$3539 ;
   wire [25:0] \$354 ;
-  reg [15:0] \$3540 ;
+  reg \$3540 ;
   reg \$3541 ;
-  reg [2:0] \$3542 ;
-  reg [12:0] \$3543 ;
-  reg [14:0] \$3544 ;
-  reg [3:0] \$3545 ;
-  reg [15:0] \$3546 ;
-  reg [13:0] \$3547 ;
-  reg \$3548 ;
-  reg \$3549 ;
+  reg \$3542 ;
+  reg [2:0] \$3543 ;
+  reg [31:0] \$3544 ;
+  reg [31:0] \$3545 ;
+  reg [16:0] \$3546 ;
+  reg [16:0] \$3547 ;
+  reg [31:0] \$3548 ;
+  reg [31:0] \$3549 ;
   wire [53:0] \$355 ;
-  reg [14:0] \$3550 ;
-  reg [4:0] \$3551 ;
-  reg \$3552 ;
-  reg [1:0] \$3553 ;
-  reg [13:0] \$3554 ;
-  reg \$3555 ;
-  reg \$3556 ;
-  reg \$3557 ;
-  reg \$3558 ;
+  reg [31:0] \$3550 ;
+  reg [31:0] \$3551 ;
+  reg [31:0] \$3552 ;
+  reg [31:0] \$3553 ;
+  reg [31:0] \$3554 ;
+  reg [31:0] \$3555 ;
+  reg [14:0] \$3556 ;
+  reg [14:0] \$3557 ;
+  reg [15:0] \$3558 ;
   reg [15:0] \$3559 ;
   wire [42:0] \$356 ;
-  reg [13:0] \$3560 ;
-  reg \$3561 ;
-  reg \$3562 ;
-  reg \$3563 ;
+  reg [33:0] \$3560 ;
+  reg [13:0] \$3561 ;
+  reg [12:0] \$3562 ;
+  reg [15:0] \$3563 ;
   reg \$3564 ;
-  reg [15:0] \$3565 ;
-  reg [3:0] \$3566 ;
-  reg [63:0] \$3567 ;
-  reg [63:0] \$3568 ;
-  reg [7:0] \$3569 ;
+  reg [2:0] \$3565 ;
+  reg [12:0] \$3566 ;
+  reg [14:0] \$3567 ;
+  reg [3:0] \$3568 ;
+  reg [15:0] \$3569 ;
   wire [25:0] \$357 ;
-  reg \$3570 ;
+  reg [13:0] \$3570 ;
   reg \$3571 ;
   reg \$3572 ;
-  reg \$3573 ;
-  reg [15:0] \$3574 ;
-  reg [3:0] \$3575 ;
-  reg \$3576 ;
-  reg \$3577 ;
+  reg [14:0] \$3573 ;
+  reg [4:0] \$3574 ;
+  reg \$3575 ;
+  reg [1:0] \$3576 ;
+  reg [13:0] \$3577 ;
   reg \$3578 ;
   reg \$3579 ;
   wire [25:0] \$358 ;
-  reg [15:0] \$3580 ;
-  reg [3:0] \$3581 ;
-  reg \$3582 ;
-  reg \$3583 ;
+  reg \$3580 ;
+  reg \$3581 ;
+  reg [15:0] \$3582 ;
+  reg [13:0] \$3583 ;
   reg \$3584 ;
   reg \$3585 ;
-  reg [15:0] \$3586 ;
-  reg [3:0] \$3587 ;
-  reg [32:0] \$3588 ;
-  reg [32:0] \$3589 ;
+  reg \$3586 ;
+  reg \$3587 ;
+  reg [15:0] \$3588 ;
+  reg [3:0] \$3589 ;
   wire [25:0] \$359 ;
-  reg [7:0] \$3590 ;
-  reg [7:0] \$3591 ;
+  reg [63:0] \$3590 ;
+  reg [63:0] \$3591 ;
   reg [7:0] \$3592 ;
-  reg [24:0] \$3593 ;
-  reg [22:0] \$3594 ;
-  reg [42:0] \$3595 ;
-  reg [31:0] \$3596 ;
-  reg [24:0] \$3597 ;
-  reg [22:0] \$3598 ;
-  reg [42:0] \$3599 ;
+  reg \$3593 ;
+  reg \$3594 ;
+  reg \$3595 ;
+  reg \$3596 ;
+  reg [15:0] \$3597 ;
+  reg [3:0] \$3598 ;
+  reg \$3599 ;
   wire \$36 ;
   wire [25:0] \$360 ;
-  reg [31:0] \$3600 ;
-  reg [7:0] \$3601 ;
-  reg [24:0] \$3602 ;
-  reg [22:0] \$3603 ;
-  reg [42:0] \$3604 ;
-  reg [31:0] \$3605 ;
-  reg [24:0] \$3606 ;
-  reg [22:0] \$3607 ;
-  reg [42:0] \$3608 ;
-  reg [31:0] \$3609 ;
+  reg \$3600 ;
+  reg \$3601 ;
+  reg \$3602 ;
+  reg [15:0] \$3603 ;
+  reg [3:0] \$3604 ;
+  reg \$3605 ;
+  reg \$3606 ;
+  reg \$3607 ;
+  reg \$3608 ;
+  reg [15:0] \$3609 ;
   wire [25:0] \$361 ;
-  reg [24:0] \$3610 ;
-  reg [22:0] \$3611 ;
-  reg [42:0] \$3612 ;
-  reg [31:0] \$3613 ;
-  reg [24:0] \$3614 ;
-  reg [22:0] \$3615 ;
-  reg [42:0] \$3616 ;
-  reg [31:0] \$3617 ;
-  reg [24:0] \$3618 ;
-  reg [22:0] \$3619 ;
+  reg [3:0] \$3610 ;
+  reg [32:0] \$3611 ;
+  reg [32:0] \$3612 ;
+  reg [7:0] \$3613 ;
+  reg [7:0] \$3614 ;
+  reg [7:0] \$3615 ;
+  reg [24:0] \$3616 ;
+  reg [22:0] \$3617 ;
+  reg [42:0] \$3618 ;
+  reg [31:0] \$3619 ;
   wire [25:0] \$362 ;
-  reg [42:0] \$3620 ;
-  reg [31:0] \$3621 ;
-  reg [24:0] \$3622 ;
-  reg [22:0] \$3623 ;
-  reg [42:0] \$3624 ;
-  reg [31:0] \$3625 ;
-  reg [24:0] \$3626 ;
-  reg [22:0] \$3627 ;
-  reg [42:0] \$3628 ;
-  reg [31:0] \$3629 ;
+  reg [24:0] \$3620 ;
+  reg [22:0] \$3621 ;
+  reg [42:0] \$3622 ;
+  reg [31:0] \$3623 ;
+  reg [7:0] \$3624 ;
+  reg [24:0] \$3625 ;
+  reg [22:0] \$3626 ;
+  reg [42:0] \$3627 ;
+  reg [31:0] \$3628 ;
+  reg [24:0] \$3629 ;
   wire [25:0] \$363 ;
-  reg [24:0] \$3630 ;
-  reg [22:0] \$3631 ;
-  reg [42:0] \$3632 ;
-  reg [31:0] \$3633 ;
-  reg [24:0] \$3634 ;
-  reg [22:0] \$3635 ;
-  reg [42:0] \$3636 ;
-  reg [31:0] \$3637 ;
-  reg [24:0] \$3638 ;
-  reg [22:0] \$3639 ;
+  reg [22:0] \$3630 ;
+  reg [42:0] \$3631 ;
+  reg [31:0] \$3632 ;
+  reg [24:0] \$3633 ;
+  reg [22:0] \$3634 ;
+  reg [42:0] \$3635 ;
+  reg [31:0] \$3636 ;
+  reg [24:0] \$3637 ;
+  reg [22:0] \$3638 ;
+  reg [42:0] \$3639 ;
   wire [25:0] \$364 ;
-  reg [42:0] \$3640 ;
-  reg [31:0] \$3641 ;
-  reg [24:0] \$3642 ;
-  reg [22:0] \$3643 ;
-  reg [42:0] \$3644 ;
-  reg [31:0] \$3645 ;
-  reg [24:0] \$3646 ;
-  reg [22:0] \$3647 ;
-  reg [42:0] \$3648 ;
-  reg [31:0] \$3649 ;
+  reg [31:0] \$3640 ;
+  reg [24:0] \$3641 ;
+  reg [22:0] \$3642 ;
+  reg [42:0] \$3643 ;
+  reg [31:0] \$3644 ;
+  reg [24:0] \$3645 ;
+  reg [22:0] \$3646 ;
+  reg [42:0] \$3647 ;
+  reg [31:0] \$3648 ;
+  reg [24:0] \$3649 ;
   wire [25:0] \$365 ;
-  reg [24:0] \$3650 ;
-  reg [22:0] \$3651 ;
-  reg [42:0] \$3652 ;
-  reg [31:0] \$3653 ;
-  reg [24:0] \$3654 ;
-  reg [22:0] \$3655 ;
-  reg [42:0] \$3656 ;
-  reg [31:0] \$3657 ;
-  reg \$3658 ;
-  reg [31:0] \$3659 ;
+  reg [22:0] \$3650 ;
+  reg [42:0] \$3651 ;
+  reg [31:0] \$3652 ;
+  reg [24:0] \$3653 ;
+  reg [22:0] \$3654 ;
+  reg [42:0] \$3655 ;
+  reg [31:0] \$3656 ;
+  reg [24:0] \$3657 ;
+  reg [22:0] \$3658 ;
+  reg [42:0] \$3659 ;
   wire [25:0] \$366 ;
   reg [31:0] \$3660 ;
-  reg [31:0] \$3661 ;
-  reg [31:0] \$3662 ;
-  reg [31:0] \$3663 ;
+  reg [24:0] \$3661 ;
+  reg [22:0] \$3662 ;
+  reg [42:0] \$3663 ;
   reg [31:0] \$3664 ;
-  reg [31:0] \$3665 ;
-  reg [31:0] \$3666 ;
-  reg \$3667 ;
-  reg [13:0] \$3668 ;
-  reg [3:0] \$3669 ;
+  reg [24:0] \$3665 ;
+  reg [22:0] \$3666 ;
+  reg [42:0] \$3667 ;
+  reg [31:0] \$3668 ;
+  reg [24:0] \$3669 ;
   wire [25:0] \$367 ;
-  reg \$3670 ;
-  reg [13:0] \$3671 ;
-  reg [3:0] \$3672 ;
-  reg \$3673 ;
-  reg [13:0] \$3674 ;
-  reg [3:0] \$3675 ;
-  reg \$3676 ;
-  reg [13:0] \$3677 ;
-  reg [3:0] \$3678 ;
-  reg \$3679 ;
+  reg [22:0] \$3670 ;
+  reg [42:0] \$3671 ;
+  reg [31:0] \$3672 ;
+  reg [24:0] \$3673 ;
+  reg [22:0] \$3674 ;
+  reg [42:0] \$3675 ;
+  reg [31:0] \$3676 ;
+  reg [24:0] \$3677 ;
+  reg [22:0] \$3678 ;
+  reg [42:0] \$3679 ;
   wire [25:0] \$368 ;
-  reg [13:0] \$3680 ;
-  reg [3:0] \$3681 ;
-  reg [7:0] \$3682 ;
-  reg [48:0] \$3683 ;
-  reg [48:0] \$3684 ;
-  reg [42:0] \$3685 ;
-  reg [22:0] \$3686 ;
-  reg [40:0] \$3687 ;
-  reg [20:0] \$3688 ;
-  reg [66:0] \$3689 ;
+  reg [31:0] \$3680 ;
+  reg \$3681 ;
+  reg [31:0] \$3682 ;
+  reg [31:0] \$3683 ;
+  reg [31:0] \$3684 ;
+  reg [31:0] \$3685 ;
+  reg [31:0] \$3686 ;
+  reg [31:0] \$3687 ;
+  reg [31:0] \$3688 ;
+  reg [31:0] \$3689 ;
   wire [25:0] \$369 ;
-  reg [66:0] \$3690 ;
-  reg [66:0] \$3691 ;
-  reg \$3692 ;
+  reg \$3690 ;
+  reg [13:0] \$3691 ;
+  reg [3:0] \$3692 ;
   reg \$3693 ;
-  reg [7:0] \$3694 ;
-  reg [7:0] \$3695 ;
-  reg [42:0] \$3696 ;
-  reg [22:0] \$3697 ;
-  reg [40:0] \$3698 ;
-  reg [20:0] \$3699 ;
+  reg [13:0] \$3694 ;
+  reg [3:0] \$3695 ;
+  reg \$3696 ;
+  reg [13:0] \$3697 ;
+  reg [3:0] \$3698 ;
+  reg \$3699 ;
   wire \$37 ;
   wire [25:0] \$370 ;
-  reg [66:0] \$3700 ;
-  reg [66:0] \$3701 ;
-  reg [66:0] \$3702 ;
-  reg \$3703 ;
-  reg \$3704 ;
+  reg [13:0] \$3700 ;
+  reg [3:0] \$3701 ;
+  reg \$3702 ;
+  reg [13:0] \$3703 ;
+  reg [3:0] \$3704 ;
   reg [7:0] \$3705 ;
-  reg [7:0] \$3706 ;
-  reg [7:0] \$3707 ;
+  reg [48:0] \$3706 ;
+  reg [48:0] \$3707 ;
   reg [42:0] \$3708 ;
   reg [22:0] \$3709 ;
   wire [25:0] \$371 ;
@@ -3479,159 +3479,182 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [7:0] \$3728 ;
   reg [7:0] \$3729 ;
   wire [25:0] \$373 ;
-  reg [42:0] \$3730 ;
-  reg [22:0] \$3731 ;
-  reg [40:0] \$3732 ;
-  reg [20:0] \$3733 ;
-  reg [66:0] \$3734 ;
+  reg [7:0] \$3730 ;
+  reg [42:0] \$3731 ;
+  reg [22:0] \$3732 ;
+  reg [40:0] \$3733 ;
+  reg [20:0] \$3734 ;
   reg [66:0] \$3735 ;
   reg [66:0] \$3736 ;
-  reg \$3737 ;
+  reg [66:0] \$3737 ;
   reg \$3738 ;
-  reg [7:0] \$3739 ;
+  reg \$3739 ;
   wire [25:0] \$374 ;
   reg [7:0] \$3740 ;
-  reg [42:0] \$3741 ;
-  reg [22:0] \$3742 ;
-  reg [40:0] \$3743 ;
-  reg [20:0] \$3744 ;
-  reg [66:0] \$3745 ;
+  reg [7:0] \$3741 ;
+  reg [42:0] \$3742 ;
+  reg [22:0] \$3743 ;
+  reg [40:0] \$3744 ;
+  reg [20:0] \$3745 ;
   reg [66:0] \$3746 ;
   reg [66:0] \$3747 ;
-  reg \$3748 ;
+  reg [66:0] \$3748 ;
   reg \$3749 ;
   wire [42:0] \$375 ;
-  reg [7:0] \$3750 ;
+  reg \$3750 ;
   reg [7:0] \$3751 ;
-  reg [42:0] \$3752 ;
-  reg [22:0] \$3753 ;
-  reg [40:0] \$3754 ;
-  reg [20:0] \$3755 ;
-  reg [66:0] \$3756 ;
+  reg [7:0] \$3752 ;
+  reg [42:0] \$3753 ;
+  reg [22:0] \$3754 ;
+  reg [40:0] \$3755 ;
+  reg [20:0] \$3756 ;
   reg [66:0] \$3757 ;
   reg [66:0] \$3758 ;
-  reg \$3759 ;
+  reg [66:0] \$3759 ;
   wire [42:0] \$376 ;
   reg \$3760 ;
-  reg [7:0] \$3761 ;
+  reg \$3761 ;
   reg [7:0] \$3762 ;
-  reg [42:0] \$3763 ;
-  reg [22:0] \$3764 ;
-  reg [40:0] \$3765 ;
-  reg [20:0] \$3766 ;
-  reg [66:0] \$3767 ;
+  reg [7:0] \$3763 ;
+  reg [42:0] \$3764 ;
+  reg [22:0] \$3765 ;
+  reg [40:0] \$3766 ;
+  reg [20:0] \$3767 ;
   reg [66:0] \$3768 ;
   reg [66:0] \$3769 ;
   wire [53:0] \$377 ;
-  reg \$3770 ;
+  reg [66:0] \$3770 ;
   reg \$3771 ;
-  reg [7:0] \$3772 ;
+  reg \$3772 ;
   reg [7:0] \$3773 ;
-  reg [42:0] \$3774 ;
-  reg [22:0] \$3775 ;
-  reg [40:0] \$3776 ;
-  reg [20:0] \$3777 ;
-  reg [66:0] \$3778 ;
+  reg [7:0] \$3774 ;
+  reg [42:0] \$3775 ;
+  reg [22:0] \$3776 ;
+  reg [40:0] \$3777 ;
+  reg [20:0] \$3778 ;
   reg [66:0] \$3779 ;
   wire [42:0] \$378 ;
   reg [66:0] \$3780 ;
-  reg \$3781 ;
+  reg [66:0] \$3781 ;
   reg \$3782 ;
-  reg [7:0] \$3783 ;
+  reg \$3783 ;
   reg [7:0] \$3784 ;
-  reg [42:0] \$3785 ;
-  reg [22:0] \$3786 ;
-  reg [40:0] \$3787 ;
-  reg [20:0] \$3788 ;
-  reg [66:0] \$3789 ;
+  reg [7:0] \$3785 ;
+  reg [42:0] \$3786 ;
+  reg [22:0] \$3787 ;
+  reg [40:0] \$3788 ;
+  reg [20:0] \$3789 ;
   wire [42:0] \$379 ;
   reg [66:0] \$3790 ;
   reg [66:0] \$3791 ;
-  reg \$3792 ;
+  reg [66:0] \$3792 ;
   reg \$3793 ;
-  reg [7:0] \$3794 ;
+  reg \$3794 ;
   reg [7:0] \$3795 ;
-  reg [42:0] \$3796 ;
-  reg [22:0] \$3797 ;
-  reg [40:0] \$3798 ;
-  reg [20:0] \$3799 ;
+  reg [7:0] \$3796 ;
+  reg [42:0] \$3797 ;
+  reg [22:0] \$3798 ;
+  reg [40:0] \$3799 ;
   wire [32:0] \$38 ;
   wire [43:0] \$380 ;
-  reg [66:0] \$3800 ;
+  reg [20:0] \$3800 ;
   reg [66:0] \$3801 ;
   reg [66:0] \$3802 ;
-  reg \$3803 ;
+  reg [66:0] \$3803 ;
   reg \$3804 ;
-  reg [7:0] \$3805 ;
+  reg \$3805 ;
   reg [7:0] \$3806 ;
-  reg [42:0] \$3807 ;
-  reg [22:0] \$3808 ;
-  reg [40:0] \$3809 ;
+  reg [7:0] \$3807 ;
+  reg [42:0] \$3808 ;
+  reg [22:0] \$3809 ;
   wire [24:0] \$381 ;
-  reg [20:0] \$3810 ;
-  reg [66:0] \$3811 ;
+  reg [40:0] \$3810 ;
+  reg [20:0] \$3811 ;
   reg [66:0] \$3812 ;
   reg [66:0] \$3813 ;
-  reg \$3814 ;
+  reg [66:0] \$3814 ;
   reg \$3815 ;
-  reg [7:0] \$3816 ;
+  reg \$3816 ;
   reg [7:0] \$3817 ;
-  reg [42:0] \$3818 ;
-  reg [22:0] \$3819 ;
+  reg [7:0] \$3818 ;
+  reg [42:0] \$3819 ;
   wire [22:0] \$382 ;
-  reg [40:0] \$3820 ;
-  reg [20:0] \$3821 ;
-  reg [66:0] \$3822 ;
+  reg [22:0] \$3820 ;
+  reg [40:0] \$3821 ;
+  reg [20:0] \$3822 ;
   reg [66:0] \$3823 ;
   reg [66:0] \$3824 ;
-  reg \$3825 ;
+  reg [66:0] \$3825 ;
   reg \$3826 ;
-  reg [7:0] \$3827 ;
+  reg \$3827 ;
   reg [7:0] \$3828 ;
-  reg [42:0] \$3829 ;
+  reg [7:0] \$3829 ;
   wire [25:0] \$383 ;
-  reg [22:0] \$3830 ;
-  reg [40:0] \$3831 ;
-  reg [20:0] \$3832 ;
-  reg [66:0] \$3833 ;
+  reg [42:0] \$3830 ;
+  reg [22:0] \$3831 ;
+  reg [40:0] \$3832 ;
+  reg [20:0] \$3833 ;
   reg [66:0] \$3834 ;
   reg [66:0] \$3835 ;
-  reg \$3836 ;
+  reg [66:0] \$3836 ;
   reg \$3837 ;
-  reg [7:0] \$3838 ;
+  reg \$3838 ;
   reg [7:0] \$3839 ;
   wire [25:0] \$384 ;
-  reg [42:0] \$3840 ;
-  reg [22:0] \$3841 ;
-  reg [40:0] \$3842 ;
-  reg [20:0] \$3843 ;
-  reg [66:0] \$3844 ;
+  reg [7:0] \$3840 ;
+  reg [42:0] \$3841 ;
+  reg [22:0] \$3842 ;
+  reg [40:0] \$3843 ;
+  reg [20:0] \$3844 ;
   reg [66:0] \$3845 ;
   reg [66:0] \$3846 ;
-  reg \$3847 ;
+  reg [66:0] \$3847 ;
   reg \$3848 ;
-  reg [7:0] \$3849 ;
+  reg \$3849 ;
   wire [25:0] \$385 ;
   reg [7:0] \$3850 ;
-  reg [42:0] \$3851 ;
-  reg [22:0] \$3852 ;
-  reg [40:0] \$3853 ;
-  reg [20:0] \$3854 ;
-  reg [66:0] \$3855 ;
+  reg [7:0] \$3851 ;
+  reg [42:0] \$3852 ;
+  reg [22:0] \$3853 ;
+  reg [40:0] \$3854 ;
+  reg [20:0] \$3855 ;
   reg [66:0] \$3856 ;
   reg [66:0] \$3857 ;
-  reg \$3858 ;
+  reg [66:0] \$3858 ;
   reg \$3859 ;
   wire [25:0] \$386 ;
-  reg [7:0] \$3860 ;
+  reg \$3860 ;
   reg [7:0] \$3861 ;
-  reg \$3862 ;
-  reg \$3863 ;
-  reg \$3864 ;
-  reg \$3865 ;
-  reg \$3866 ;
+  reg [7:0] \$3862 ;
+  reg [42:0] \$3863 ;
+  reg [22:0] \$3864 ;
+  reg [40:0] \$3865 ;
+  reg [20:0] \$3866 ;
+  reg [66:0] \$3867 ;
+  reg [66:0] \$3868 ;
+  reg [66:0] \$3869 ;
   wire [25:0] \$387 ;
+  reg \$3870 ;
+  reg \$3871 ;
+  reg [7:0] \$3872 ;
+  reg [7:0] \$3873 ;
+  reg [42:0] \$3874 ;
+  reg [22:0] \$3875 ;
+  reg [40:0] \$3876 ;
+  reg [20:0] \$3877 ;
+  reg [66:0] \$3878 ;
+  reg [66:0] \$3879 ;
   wire [25:0] \$388 ;
+  reg [66:0] \$3880 ;
+  reg \$3881 ;
+  reg \$3882 ;
+  reg [7:0] \$3883 ;
+  reg [7:0] \$3884 ;
+  reg \$3885 ;
+  reg \$3886 ;
+  reg \$3887 ;
+  reg \$3888 ;
+  reg \$3889 ;
   wire [25:0] \$389 ;
   wire [32:0] \$39 ;
   wire [25:0] \$390 ;
@@ -5888,786 +5911,825 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$3510  = ~ busy;
   assign \$3511  = start & \$3510 ;
   always @(posedge clk)
-    cycles <= \$3512 ;
+    cycles <= \$3535 ;
   always @(posedge clk)
-    settle <= \$3513 ;
+    settle <= \$3536 ;
   always @(posedge clk)
-    ready <= \$3514 ;
+    ready <= \$3537 ;
   always @(posedge clk)
-    done <= \$3515 ;
+    done <= \$3538 ;
   always @(posedge clk)
-    chk_no_timesteps <= \$3516 ;
+    chk_no_timesteps <= \$3539 ;
   always @(posedge clk)
-    chk_no_trajectories <= \$3517 ;
+    chk_no_trajectories <= \$3540 ;
   always @(posedge clk)
-    chk_capacity <= \$3518 ;
+    chk_capacity <= \$3541 ;
   always @(posedge clk)
-    chk_coefficient <= \$3519 ;
+    chk_coefficient <= \$3542 ;
   always @(posedge clk)
-    error <= \$3520 ;
+    error <= \$3543 ;
   always @(posedge clk)
-    arg_num_timesteps <= \$3521 ;
+    arg_num_timesteps <= \$3544 ;
   always @(posedge clk)
-    arg_num_trajectories <= \$3522 ;
+    arg_num_trajectories <= \$3545 ;
   always @(posedge clk)
-    gamma <= \$3523 ;
+    gamma <= \$3546 ;
   always @(posedge clk)
-    gamma_lambda <= \$3524 ;
+    gamma_lambda <= \$3547 ;
   always @(posedge clk)
-    arg_reward_scale <= \$3525 ;
+    arg_reward_scale <= \$3548 ;
   always @(posedge clk)
-    arg_reward_offset <= \$3526 ;
+    arg_reward_offset <= \$3549 ;
   always @(posedge clk)
-    arg_value_scale <= \$3527 ;
+    arg_value_scale <= \$3550 ;
   always @(posedge clk)
-    arg_value_offset <= \$3528 ;
+    arg_value_offset <= \$3551 ;
   always @(posedge clk)
-    arg_adv_scale <= \$3529 ;
+    arg_adv_scale <= \$3552 ;
   always @(posedge clk)
-    arg_adv_offset <= \$3530 ;
+    arg_adv_offset <= \$3553 ;
   always @(posedge clk)
-    arg_rtg_scale <= \$3531 ;
+    arg_rtg_scale <= \$3554 ;
   always @(posedge clk)
-    arg_rtg_offset <= \$3532 ;
+    arg_rtg_offset <= \$3555 ;
   always @(posedge clk)
-    T <= \$3533 ;
+    T <= \$3556 ;
   always @(posedge clk)
-    \$signal  <= \$3534 ;
+    \$signal  <= \$3557 ;
   always @(posedge clk)
-    T_plus_1 <= \$3535 ;
+    T_plus_1 <= \$3558 ;
   always @(posedge clk)
-    nxt_rows <= \$3536 ;
+    nxt_rows <= \$3559 ;
   always @(posedge clk)
-    room <= \$3537 ;
+    room <= \$3560 ;
   always @(posedge clk)
-    rem <= \$3538 ;
+    rem <= \$3561 ;
   always @(posedge clk)
-    G <= \$3539 ;
+    G <= \$3562 ;
   always @(posedge clk)
-    rows <= \$3540 ;
+    rows <= \$3563 ;
   always @(posedge clk)
-    busy <= \$3541 ;
+    busy <= \$3564 ;
   always @(posedge clk)
-    ctrl_state <= \$3542 ;
+    ctrl_state <= \$3565 ;
   always @(posedge clk)
-    G_minus_1 <= \$3543 ;
+    G_minus_1 <= \$3566 ;
   always @(posedge clk)
-    G_minus_L <= \$3544 ;
+    G_minus_L <= \$3567 ;
   always @(posedge clk)
-    last_lanes <= \$3545 ;
+    last_lanes <= \$3568 ;
   always @(posedge clk)
-    row_base <= \$3546 ;
+    row_base <= \$3569 ;
   always @(posedge clk)
-    grp_base <= \$3547 ;
+    grp_base <= \$3570 ;
   always @(posedge clk)
-    lane <= \$3548 ;
+    lane <= \$3571 ;
   always @(posedge clk)
-    boot <= \$3549 ;
+    boot <= \$3572 ;
   always @(posedge clk)
-    t <= \$3550 ;
+    t <= \$3573 ;
   always @(posedge clk)
-    drain <= \$3551 ;
+    drain <= \$3574 ;
   always @(posedge clk)
-    last_group <= \$3552 ;
+    last_group <= \$3575 ;
   always @(posedge clk)
-    h_region_q <= \$3553 ;
+    h_region_q <= \$3576 ;
   always @(posedge clk)
-    h_word_q <= \$3554 ;
+    h_word_q <= \$3577 ;
   always @(posedge clk)
-    rd1_valid <= \$3555 ;
+    rd1_valid <= \$3578 ;
   always @(posedge clk)
-    rd1_boot <= \$3556 ;
+    rd1_boot <= \$3579 ;
   always @(posedge clk)
-    rd1_first <= \$3557 ;
+    rd1_first <= \$3580 ;
   always @(posedge clk)
-    rd1_lane <= \$3558 ;
+    rd1_lane <= \$3581 ;
   always @(posedge clk)
-    rd1_addr <= \$3559 ;
+    rd1_addr <= \$3582 ;
   always @(posedge clk)
-    rd1_grp <= \$3560 ;
+    rd1_grp <= \$3583 ;
   always @(posedge clk)
-    rd2_valid <= \$3561 ;
+    rd2_valid <= \$3584 ;
   always @(posedge clk)
-    rd2_boot <= \$3562 ;
+    rd2_boot <= \$3585 ;
   always @(posedge clk)
-    rd2_first <= \$3563 ;
+    rd2_first <= \$3586 ;
   always @(posedge clk)
-    rd2_lane <= \$3564 ;
+    rd2_lane <= \$3587 ;
   always @(posedge clk)
-    rd2_addr <= \$3565 ;
+    rd2_addr <= \$3588 ;
   always @(posedge clk)
-    rd2_nvalid <= \$3566 ;
+    rd2_nvalid <= \$3589 ;
   always @(posedge clk)
-    rdata_rewards_q <= \$3567 ;
+    rdata_rewards_q <= \$3590 ;
   always @(posedge clk)
-    rdata_values_q <= \$3568 ;
+    rdata_values_q <= \$3591 ;
   always @(posedge clk)
-    rdata_dones_q <= \$3569 ;
+    rdata_dones_q <= \$3592 ;
   always @(posedge clk)
-    rd3_valid <= \$3570 ;
+    rd3_valid <= \$3593 ;
   always @(posedge clk)
-    rd3_boot <= \$3571 ;
+    rd3_boot <= \$3594 ;
   always @(posedge clk)
-    rd3_first <= \$3572 ;
+    rd3_first <= \$3595 ;
   always @(posedge clk)
-    rd3_lane <= \$3573 ;
+    rd3_lane <= \$3596 ;
   always @(posedge clk)
-    rd3_addr <= \$3574 ;
+    rd3_addr <= \$3597 ;
   always @(posedge clk)
-    rd3_nvalid <= \$3575 ;
+    rd3_nvalid <= \$3598 ;
   always @(posedge clk)
-    rd4_valid <= \$3576 ;
+    rd4_valid <= \$3599 ;
   always @(posedge clk)
-    rd4_boot <= \$3577 ;
+    rd4_boot <= \$3600 ;
   always @(posedge clk)
-    rd4_first <= \$3578 ;
+    rd4_first <= \$3601 ;
   always @(posedge clk)
-    rd4_lane <= \$3579 ;
+    rd4_lane <= \$3602 ;
   always @(posedge clk)
-    rd4_addr <= \$3580 ;
+    rd4_addr <= \$3603 ;
   always @(posedge clk)
-    rd4_nvalid <= \$3581 ;
+    rd4_nvalid <= \$3604 ;
   always @(posedge clk)
-    s2_valid <= \$3582 ;
+    s2_valid <= \$3605 ;
   always @(posedge clk)
-    s2_boot <= \$3583 ;
+    s2_boot <= \$3606 ;
   always @(posedge clk)
-    s2_first <= \$3584 ;
+    s2_first <= \$3607 ;
   always @(posedge clk)
-    s2_lane <= \$3585 ;
+    s2_lane <= \$3608 ;
   always @(posedge clk)
-    s2_addr <= \$3586 ;
+    s2_addr <= \$3609 ;
   always @(posedge clk)
-    s2_nvalid <= \$3587 ;
+    s2_nvalid <= \$3610 ;
   always @(posedge clk)
-    reward_offset_rnd <= \$3588 ;
+    reward_offset_rnd <= \$3611 ;
   always @(posedge clk)
-    value_offset_rnd <= \$3589 ;
+    value_offset_rnd <= \$3612 ;
   always @(posedge clk)
-    rd3_dones <= \$3590 ;
+    rd3_dones <= \$3613 ;
   always @(posedge clk)
-    rd4_dones <= \$3591 ;
+    rd4_dones <= \$3614 ;
   always @(posedge clk)
-    s2_d <= \$3592 ;
+    s2_d <= \$3615 ;
   always @(posedge clk)
-    deq_r0_pp0 <= \$3593 ;
+    deq_r0_pp0 <= \$3616 ;
   always @(posedge clk)
-    deq_r0_pp1 <= \$3594 ;
+    deq_r0_pp1 <= \$3617 ;
   always @(posedge clk)
-    deq_r0_acc <= \$3595 ;
+    deq_r0_acc <= \$3618 ;
   always @(posedge clk)
-    s2_r0 <= \$3596 ;
+    s2_r0 <= \$3619 ;
   always @(posedge clk)
-    deq_v0_pp0 <= \$3597 ;
+    deq_v0_pp0 <= \$3620 ;
   always @(posedge clk)
-    deq_v0_pp1 <= \$3598 ;
+    deq_v0_pp1 <= \$3621 ;
   always @(posedge clk)
-    deq_v0_acc <= \$3599 ;
+    deq_v0_acc <= \$3622 ;
   always @(posedge clk)
-    s2_v0 <= \$3600 ;
+    s2_v0 <= \$3623 ;
   always @(posedge clk)
-    deq_ovf_bits <= \$3601 ;
+    deq_ovf_bits <= \$3624 ;
   always @(posedge clk)
-    deq_r1_pp0 <= \$3602 ;
+    deq_r1_pp0 <= \$3625 ;
   always @(posedge clk)
-    deq_r1_pp1 <= \$3603 ;
+    deq_r1_pp1 <= \$3626 ;
   always @(posedge clk)
-    deq_r1_acc <= \$3604 ;
+    deq_r1_acc <= \$3627 ;
   always @(posedge clk)
-    s2_r1 <= \$3605 ;
+    s2_r1 <= \$3628 ;
   always @(posedge clk)
-    deq_v1_pp0 <= \$3606 ;
+    deq_v1_pp0 <= \$3629 ;
   always @(posedge clk)
-    deq_v1_pp1 <= \$3607 ;
+    deq_v1_pp1 <= \$3630 ;
   always @(posedge clk)
-    deq_v1_acc <= \$3608 ;
+    deq_v1_acc <= \$3631 ;
   always @(posedge clk)
-    s2_v1 <= \$3609 ;
+    s2_v1 <= \$3632 ;
   always @(posedge clk)
-    deq_r2_pp0 <= \$3610 ;
+    deq_r2_pp0 <= \$3633 ;
   always @(posedge clk)
-    deq_r2_pp1 <= \$3611 ;
+    deq_r2_pp1 <= \$3634 ;
   always @(posedge clk)
-    deq_r2_acc <= \$3612 ;
+    deq_r2_acc <= \$3635 ;
   always @(posedge clk)
-    s2_r2 <= \$3613 ;
+    s2_r2 <= \$3636 ;
   always @(posedge clk)
-    deq_v2_pp0 <= \$3614 ;
+    deq_v2_pp0 <= \$3637 ;
   always @(posedge clk)
-    deq_v2_pp1 <= \$3615 ;
+    deq_v2_pp1 <= \$3638 ;
   always @(posedge clk)
-    deq_v2_acc <= \$3616 ;
+    deq_v2_acc <= \$3639 ;
   always @(posedge clk)
-    s2_v2 <= \$3617 ;
+    s2_v2 <= \$3640 ;
   always @(posedge clk)
-    deq_r3_pp0 <= \$3618 ;
+    deq_r3_pp0 <= \$3641 ;
   always @(posedge clk)
-    deq_r3_pp1 <= \$3619 ;
+    deq_r3_pp1 <= \$3642 ;
   always @(posedge clk)
-    deq_r3_acc <= \$3620 ;
+    deq_r3_acc <= \$3643 ;
   always @(posedge clk)
-    s2_r3 <= \$3621 ;
+    s2_r3 <= \$3644 ;
   always @(posedge clk)
-    deq_v3_pp0 <= \$3622 ;
+    deq_v3_pp0 <= \$3645 ;
   always @(posedge clk)
-    deq_v3_pp1 <= \$3623 ;
+    deq_v3_pp1 <= \$3646 ;
   always @(posedge clk)
-    deq_v3_acc <= \$3624 ;
+    deq_v3_acc <= \$3647 ;
   always @(posedge clk)
-    s2_v3 <= \$3625 ;
+    s2_v3 <= \$3648 ;
   always @(posedge clk)
-    deq_r4_pp0 <= \$3626 ;
+    deq_r4_pp0 <= \$3649 ;
   always @(posedge clk)
-    deq_r4_pp1 <= \$3627 ;
+    deq_r4_pp1 <= \$3650 ;
   always @(posedge clk)
-    deq_r4_acc <= \$3628 ;
+    deq_r4_acc <= \$3651 ;
   always @(posedge clk)
-    s2_r4 <= \$3629 ;
+    s2_r4 <= \$3652 ;
   always @(posedge clk)
-    deq_v4_pp0 <= \$3630 ;
+    deq_v4_pp0 <= \$3653 ;
   always @(posedge clk)
-    deq_v4_pp1 <= \$3631 ;
+    deq_v4_pp1 <= \$3654 ;
   always @(posedge clk)
-    deq_v4_acc <= \$3632 ;
+    deq_v4_acc <= \$3655 ;
   always @(posedge clk)
-    s2_v4 <= \$3633 ;
+    s2_v4 <= \$3656 ;
   always @(posedge clk)
-    deq_r5_pp0 <= \$3634 ;
+    deq_r5_pp0 <= \$3657 ;
   always @(posedge clk)
-    deq_r5_pp1 <= \$3635 ;
+    deq_r5_pp1 <= \$3658 ;
   always @(posedge clk)
-    deq_r5_acc <= \$3636 ;
+    deq_r5_acc <= \$3659 ;
   always @(posedge clk)
-    s2_r5 <= \$3637 ;
+    s2_r5 <= \$3660 ;
   always @(posedge clk)
-    deq_v5_pp0 <= \$3638 ;
+    deq_v5_pp0 <= \$3661 ;
   always @(posedge clk)
-    deq_v5_pp1 <= \$3639 ;
+    deq_v5_pp1 <= \$3662 ;
   always @(posedge clk)
-    deq_v5_acc <= \$3640 ;
+    deq_v5_acc <= \$3663 ;
   always @(posedge clk)
-    s2_v5 <= \$3641 ;
+    s2_v5 <= \$3664 ;
   always @(posedge clk)
-    deq_r6_pp0 <= \$3642 ;
+    deq_r6_pp0 <= \$3665 ;
   always @(posedge clk)
-    deq_r6_pp1 <= \$3643 ;
+    deq_r6_pp1 <= \$3666 ;
   always @(posedge clk)
-    deq_r6_acc <= \$3644 ;
+    deq_r6_acc <= \$3667 ;
   always @(posedge clk)
-    s2_r6 <= \$3645 ;
+    s2_r6 <= \$3668 ;
   always @(posedge clk)
-    deq_v6_pp0 <= \$3646 ;
+    deq_v6_pp0 <= \$3669 ;
   always @(posedge clk)
-    deq_v6_pp1 <= \$3647 ;
+    deq_v6_pp1 <= \$3670 ;
   always @(posedge clk)
-    deq_v6_acc <= \$3648 ;
+    deq_v6_acc <= \$3671 ;
   always @(posedge clk)
-    s2_v6 <= \$3649 ;
+    s2_v6 <= \$3672 ;
   always @(posedge clk)
-    deq_r7_pp0 <= \$3650 ;
+    deq_r7_pp0 <= \$3673 ;
   always @(posedge clk)
-    deq_r7_pp1 <= \$3651 ;
+    deq_r7_pp1 <= \$3674 ;
   always @(posedge clk)
-    deq_r7_acc <= \$3652 ;
+    deq_r7_acc <= \$3675 ;
   always @(posedge clk)
-    s2_r7 <= \$3653 ;
+    s2_r7 <= \$3676 ;
   always @(posedge clk)
-    deq_v7_pp0 <= \$3654 ;
+    deq_v7_pp0 <= \$3677 ;
   always @(posedge clk)
-    deq_v7_pp1 <= \$3655 ;
+    deq_v7_pp1 <= \$3678 ;
   always @(posedge clk)
-    deq_v7_acc <= \$3656 ;
+    deq_v7_acc <= \$3679 ;
   always @(posedge clk)
-    s2_v7 <= \$3657 ;
+    s2_v7 <= \$3680 ;
   always @(posedge clk)
-    any_deq_ovf <= \$3658 ;
+    any_deq_ovf <= \$3681 ;
   always @(posedge clk)
-    boot0_0 <= \$3659 ;
+    boot0_0 <= \$3682 ;
   always @(posedge clk)
-    boot0_1 <= \$3660 ;
+    boot0_1 <= \$3683 ;
   always @(posedge clk)
-    boot0_2 <= \$3661 ;
+    boot0_2 <= \$3684 ;
   always @(posedge clk)
-    boot0_3 <= \$3662 ;
+    boot0_3 <= \$3685 ;
   always @(posedge clk)
-    boot0_4 <= \$3663 ;
+    boot0_4 <= \$3686 ;
   always @(posedge clk)
-    boot0_5 <= \$3664 ;
+    boot0_5 <= \$3687 ;
   always @(posedge clk)
-    boot0_6 <= \$3665 ;
+    boot0_6 <= \$3688 ;
   always @(posedge clk)
-    boot0_7 <= \$3666 ;
+    boot0_7 <= \$3689 ;
   always @(posedge clk)
-    wb0_valid <= \$3667 ;
+    wb0_valid <= \$3690 ;
   always @(posedge clk)
-    wb0_addr <= \$3668 ;
+    wb0_addr <= \$3691 ;
   always @(posedge clk)
-    wb0_lanes <= \$3669 ;
+    wb0_lanes <= \$3692 ;
   always @(posedge clk)
-    wb1_valid <= \$3670 ;
+    wb1_valid <= \$3693 ;
   always @(posedge clk)
-    wb1_addr <= \$3671 ;
+    wb1_addr <= \$3694 ;
   always @(posedge clk)
-    wb1_lanes <= \$3672 ;
+    wb1_lanes <= \$3695 ;
   always @(posedge clk)
-    wb2_valid <= \$3673 ;
+    wb2_valid <= \$3696 ;
   always @(posedge clk)
-    wb2_addr <= \$3674 ;
+    wb2_addr <= \$3697 ;
   always @(posedge clk)
-    wb2_lanes <= \$3675 ;
+    wb2_lanes <= \$3698 ;
   always @(posedge clk)
-    wb3_valid <= \$3676 ;
+    wb3_valid <= \$3699 ;
   always @(posedge clk)
-    wb3_addr <= \$3677 ;
+    wb3_addr <= \$3700 ;
   always @(posedge clk)
-    wb3_lanes <= \$3678 ;
+    wb3_lanes <= \$3701 ;
   always @(posedge clk)
-    wb4_valid <= \$3679 ;
+    wb4_valid <= \$3702 ;
   always @(posedge clk)
-    wb4_addr <= \$3680 ;
+    wb4_addr <= \$3703 ;
   always @(posedge clk)
-    wb4_lanes <= \$3681 ;
+    wb4_lanes <= \$3704 ;
   always @(posedge clk)
-    wen_rewards <= \$3682 ;
+    wen_rewards <= \$3705 ;
   always @(posedge clk)
-    adv_offset_rnd <= \$3683 ;
+    adv_offset_rnd <= \$3706 ;
   always @(posedge clk)
-    rtg_offset_rnd <= \$3684 ;
+    rtg_offset_rnd <= \$3707 ;
   always @(posedge clk)
-    rq_a0_pp0 <= \$3685 ;
+    rq_a0_pp0 <= \$3708 ;
   always @(posedge clk)
-    rq_a0_pp1 <= \$3686 ;
+    rq_a0_pp1 <= \$3709 ;
   always @(posedge clk)
-    rq_a0_pp2 <= \$3687 ;
+    rq_a0_pp2 <= \$3710 ;
   always @(posedge clk)
-    rq_a0_pp3 <= \$3688 ;
+    rq_a0_pp3 <= \$3711 ;
   always @(posedge clk)
-    rq_a0_s0 <= \$3689 ;
+    rq_a0_s0 <= \$3712 ;
   always @(posedge clk)
-    rq_a0_s3 <= \$3690 ;
+    rq_a0_s3 <= \$3713 ;
   always @(posedge clk)
-    rq_a0_sum <= \$3691 ;
+    rq_a0_sum <= \$3714 ;
   always @(posedge clk)
-    rq_a0_hi <= \$3692 ;
+    rq_a0_hi <= \$3715 ;
   always @(posedge clk)
-    rq_a0_lo <= \$3693 ;
+    rq_a0_lo <= \$3716 ;
   always @(posedge clk)
-    rq_a0_low <= \$3694 ;
+    rq_a0_low <= \$3717 ;
   always @(posedge clk)
-    w_adv0 <= \$3695 ;
+    w_adv0 <= \$3718 ;
   always @(posedge clk)
-    rq_r0_pp0 <= \$3696 ;
+    rq_r0_pp0 <= \$3719 ;
   always @(posedge clk)
-    rq_r0_pp1 <= \$3697 ;
+    rq_r0_pp1 <= \$3720 ;
   always @(posedge clk)
-    rq_r0_pp2 <= \$3698 ;
+    rq_r0_pp2 <= \$3721 ;
   always @(posedge clk)
-    rq_r0_pp3 <= \$3699 ;
+    rq_r0_pp3 <= \$3722 ;
   always @(posedge clk)
-    rq_r0_s0 <= \$3700 ;
+    rq_r0_s0 <= \$3723 ;
   always @(posedge clk)
-    rq_r0_s3 <= \$3701 ;
+    rq_r0_s3 <= \$3724 ;
   always @(posedge clk)
-    rq_r0_sum <= \$3702 ;
+    rq_r0_sum <= \$3725 ;
   always @(posedge clk)
-    rq_r0_hi <= \$3703 ;
+    rq_r0_hi <= \$3726 ;
   always @(posedge clk)
-    rq_r0_lo <= \$3704 ;
+    rq_r0_lo <= \$3727 ;
   always @(posedge clk)
-    rq_r0_low <= \$3705 ;
+    rq_r0_low <= \$3728 ;
   always @(posedge clk)
-    w_rtg0 <= \$3706 ;
+    w_rtg0 <= \$3729 ;
   always @(posedge clk)
-    req_ovf_bits <= \$3707 ;
+    req_ovf_bits <= \$3730 ;
   always @(posedge clk)
-    rq_a1_pp0 <= \$3708 ;
+    rq_a1_pp0 <= \$3731 ;
   always @(posedge clk)
-    rq_a1_pp1 <= \$3709 ;
+    rq_a1_pp1 <= \$3732 ;
   always @(posedge clk)
-    rq_a1_pp2 <= \$3710 ;
+    rq_a1_pp2 <= \$3733 ;
   always @(posedge clk)
-    rq_a1_pp3 <= \$3711 ;
+    rq_a1_pp3 <= \$3734 ;
   always @(posedge clk)
-    rq_a1_s0 <= \$3712 ;
+    rq_a1_s0 <= \$3735 ;
   always @(posedge clk)
-    rq_a1_s3 <= \$3713 ;
+    rq_a1_s3 <= \$3736 ;
   always @(posedge clk)
-    rq_a1_sum <= \$3714 ;
+    rq_a1_sum <= \$3737 ;
   always @(posedge clk)
-    rq_a1_hi <= \$3715 ;
+    rq_a1_hi <= \$3738 ;
   always @(posedge clk)
-    rq_a1_lo <= \$3716 ;
+    rq_a1_lo <= \$3739 ;
   always @(posedge clk)
-    rq_a1_low <= \$3717 ;
+    rq_a1_low <= \$3740 ;
   always @(posedge clk)
-    w_adv1 <= \$3718 ;
+    w_adv1 <= \$3741 ;
   always @(posedge clk)
-    rq_r1_pp0 <= \$3719 ;
+    rq_r1_pp0 <= \$3742 ;
   always @(posedge clk)
-    rq_r1_pp1 <= \$3720 ;
+    rq_r1_pp1 <= \$3743 ;
   always @(posedge clk)
-    rq_r1_pp2 <= \$3721 ;
+    rq_r1_pp2 <= \$3744 ;
   always @(posedge clk)
-    rq_r1_pp3 <= \$3722 ;
+    rq_r1_pp3 <= \$3745 ;
   always @(posedge clk)
-    rq_r1_s0 <= \$3723 ;
+    rq_r1_s0 <= \$3746 ;
   always @(posedge clk)
-    rq_r1_s3 <= \$3724 ;
+    rq_r1_s3 <= \$3747 ;
   always @(posedge clk)
-    rq_r1_sum <= \$3725 ;
+    rq_r1_sum <= \$3748 ;
   always @(posedge clk)
-    rq_r1_hi <= \$3726 ;
+    rq_r1_hi <= \$3749 ;
   always @(posedge clk)
-    rq_r1_lo <= \$3727 ;
+    rq_r1_lo <= \$3750 ;
   always @(posedge clk)
-    rq_r1_low <= \$3728 ;
+    rq_r1_low <= \$3751 ;
   always @(posedge clk)
-    w_rtg1 <= \$3729 ;
+    w_rtg1 <= \$3752 ;
   always @(posedge clk)
-    rq_a2_pp0 <= \$3730 ;
+    rq_a2_pp0 <= \$3753 ;
   always @(posedge clk)
-    rq_a2_pp1 <= \$3731 ;
+    rq_a2_pp1 <= \$3754 ;
   always @(posedge clk)
-    rq_a2_pp2 <= \$3732 ;
+    rq_a2_pp2 <= \$3755 ;
   always @(posedge clk)
-    rq_a2_pp3 <= \$3733 ;
+    rq_a2_pp3 <= \$3756 ;
   always @(posedge clk)
-    rq_a2_s0 <= \$3734 ;
+    rq_a2_s0 <= \$3757 ;
   always @(posedge clk)
-    rq_a2_s3 <= \$3735 ;
+    rq_a2_s3 <= \$3758 ;
   always @(posedge clk)
-    rq_a2_sum <= \$3736 ;
+    rq_a2_sum <= \$3759 ;
   always @(posedge clk)
-    rq_a2_hi <= \$3737 ;
+    rq_a2_hi <= \$3760 ;
   always @(posedge clk)
-    rq_a2_lo <= \$3738 ;
+    rq_a2_lo <= \$3761 ;
   always @(posedge clk)
-    rq_a2_low <= \$3739 ;
+    rq_a2_low <= \$3762 ;
   always @(posedge clk)
-    w_adv2 <= \$3740 ;
+    w_adv2 <= \$3763 ;
   always @(posedge clk)
-    rq_r2_pp0 <= \$3741 ;
+    rq_r2_pp0 <= \$3764 ;
   always @(posedge clk)
-    rq_r2_pp1 <= \$3742 ;
+    rq_r2_pp1 <= \$3765 ;
   always @(posedge clk)
-    rq_r2_pp2 <= \$3743 ;
+    rq_r2_pp2 <= \$3766 ;
   always @(posedge clk)
-    rq_r2_pp3 <= \$3744 ;
+    rq_r2_pp3 <= \$3767 ;
   always @(posedge clk)
-    rq_r2_s0 <= \$3745 ;
+    rq_r2_s0 <= \$3768 ;
   always @(posedge clk)
-    rq_r2_s3 <= \$3746 ;
+    rq_r2_s3 <= \$3769 ;
   always @(posedge clk)
-    rq_r2_sum <= \$3747 ;
+    rq_r2_sum <= \$3770 ;
   always @(posedge clk)
-    rq_r2_hi <= \$3748 ;
+    rq_r2_hi <= \$3771 ;
   always @(posedge clk)
-    rq_r2_lo <= \$3749 ;
+    rq_r2_lo <= \$3772 ;
   always @(posedge clk)
-    rq_r2_low <= \$3750 ;
+    rq_r2_low <= \$3773 ;
   always @(posedge clk)
-    w_rtg2 <= \$3751 ;
+    w_rtg2 <= \$3774 ;
   always @(posedge clk)
-    rq_a3_pp0 <= \$3752 ;
+    rq_a3_pp0 <= \$3775 ;
   always @(posedge clk)
-    rq_a3_pp1 <= \$3753 ;
+    rq_a3_pp1 <= \$3776 ;
   always @(posedge clk)
-    rq_a3_pp2 <= \$3754 ;
+    rq_a3_pp2 <= \$3777 ;
   always @(posedge clk)
-    rq_a3_pp3 <= \$3755 ;
+    rq_a3_pp3 <= \$3778 ;
   always @(posedge clk)
-    rq_a3_s0 <= \$3756 ;
+    rq_a3_s0 <= \$3779 ;
   always @(posedge clk)
-    rq_a3_s3 <= \$3757 ;
+    rq_a3_s3 <= \$3780 ;
   always @(posedge clk)
-    rq_a3_sum <= \$3758 ;
+    rq_a3_sum <= \$3781 ;
   always @(posedge clk)
-    rq_a3_hi <= \$3759 ;
+    rq_a3_hi <= \$3782 ;
   always @(posedge clk)
-    rq_a3_lo <= \$3760 ;
+    rq_a3_lo <= \$3783 ;
   always @(posedge clk)
-    rq_a3_low <= \$3761 ;
+    rq_a3_low <= \$3784 ;
   always @(posedge clk)
-    w_adv3 <= \$3762 ;
+    w_adv3 <= \$3785 ;
   always @(posedge clk)
-    rq_r3_pp0 <= \$3763 ;
+    rq_r3_pp0 <= \$3786 ;
   always @(posedge clk)
-    rq_r3_pp1 <= \$3764 ;
+    rq_r3_pp1 <= \$3787 ;
   always @(posedge clk)
-    rq_r3_pp2 <= \$3765 ;
+    rq_r3_pp2 <= \$3788 ;
   always @(posedge clk)
-    rq_r3_pp3 <= \$3766 ;
+    rq_r3_pp3 <= \$3789 ;
   always @(posedge clk)
-    rq_r3_s0 <= \$3767 ;
+    rq_r3_s0 <= \$3790 ;
   always @(posedge clk)
-    rq_r3_s3 <= \$3768 ;
+    rq_r3_s3 <= \$3791 ;
   always @(posedge clk)
-    rq_r3_sum <= \$3769 ;
+    rq_r3_sum <= \$3792 ;
   always @(posedge clk)
-    rq_r3_hi <= \$3770 ;
+    rq_r3_hi <= \$3793 ;
   always @(posedge clk)
-    rq_r3_lo <= \$3771 ;
+    rq_r3_lo <= \$3794 ;
   always @(posedge clk)
-    rq_r3_low <= \$3772 ;
+    rq_r3_low <= \$3795 ;
   always @(posedge clk)
-    w_rtg3 <= \$3773 ;
+    w_rtg3 <= \$3796 ;
   always @(posedge clk)
-    rq_a4_pp0 <= \$3774 ;
+    rq_a4_pp0 <= \$3797 ;
   always @(posedge clk)
-    rq_a4_pp1 <= \$3775 ;
+    rq_a4_pp1 <= \$3798 ;
   always @(posedge clk)
-    rq_a4_pp2 <= \$3776 ;
+    rq_a4_pp2 <= \$3799 ;
   always @(posedge clk)
-    rq_a4_pp3 <= \$3777 ;
+    rq_a4_pp3 <= \$3800 ;
   always @(posedge clk)
-    rq_a4_s0 <= \$3778 ;
+    rq_a4_s0 <= \$3801 ;
   always @(posedge clk)
-    rq_a4_s3 <= \$3779 ;
+    rq_a4_s3 <= \$3802 ;
   always @(posedge clk)
-    rq_a4_sum <= \$3780 ;
+    rq_a4_sum <= \$3803 ;
   always @(posedge clk)
-    rq_a4_hi <= \$3781 ;
+    rq_a4_hi <= \$3804 ;
   always @(posedge clk)
-    rq_a4_lo <= \$3782 ;
+    rq_a4_lo <= \$3805 ;
   always @(posedge clk)
-    rq_a4_low <= \$3783 ;
+    rq_a4_low <= \$3806 ;
   always @(posedge clk)
-    w_adv4 <= \$3784 ;
+    w_adv4 <= \$3807 ;
   always @(posedge clk)
-    rq_r4_pp0 <= \$3785 ;
+    rq_r4_pp0 <= \$3808 ;
   always @(posedge clk)
-    rq_r4_pp1 <= \$3786 ;
+    rq_r4_pp1 <= \$3809 ;
   always @(posedge clk)
-    rq_r4_pp2 <= \$3787 ;
+    rq_r4_pp2 <= \$3810 ;
   always @(posedge clk)
-    rq_r4_pp3 <= \$3788 ;
+    rq_r4_pp3 <= \$3811 ;
   always @(posedge clk)
-    rq_r4_s0 <= \$3789 ;
+    rq_r4_s0 <= \$3812 ;
   always @(posedge clk)
-    rq_r4_s3 <= \$3790 ;
+    rq_r4_s3 <= \$3813 ;
   always @(posedge clk)
-    rq_r4_sum <= \$3791 ;
+    rq_r4_sum <= \$3814 ;
   always @(posedge clk)
-    rq_r4_hi <= \$3792 ;
+    rq_r4_hi <= \$3815 ;
   always @(posedge clk)
-    rq_r4_lo <= \$3793 ;
+    rq_r4_lo <= \$3816 ;
   always @(posedge clk)
-    rq_r4_low <= \$3794 ;
+    rq_r4_low <= \$3817 ;
   always @(posedge clk)
-    w_rtg4 <= \$3795 ;
+    w_rtg4 <= \$3818 ;
   always @(posedge clk)
-    rq_a5_pp0 <= \$3796 ;
+    rq_a5_pp0 <= \$3819 ;
   always @(posedge clk)
-    rq_a5_pp1 <= \$3797 ;
+    rq_a5_pp1 <= \$3820 ;
   always @(posedge clk)
-    rq_a5_pp2 <= \$3798 ;
+    rq_a5_pp2 <= \$3821 ;
   always @(posedge clk)
-    rq_a5_pp3 <= \$3799 ;
+    rq_a5_pp3 <= \$3822 ;
   always @(posedge clk)
-    rq_a5_s0 <= \$3800 ;
+    rq_a5_s0 <= \$3823 ;
   always @(posedge clk)
-    rq_a5_s3 <= \$3801 ;
+    rq_a5_s3 <= \$3824 ;
   always @(posedge clk)
-    rq_a5_sum <= \$3802 ;
+    rq_a5_sum <= \$3825 ;
   always @(posedge clk)
-    rq_a5_hi <= \$3803 ;
+    rq_a5_hi <= \$3826 ;
   always @(posedge clk)
-    rq_a5_lo <= \$3804 ;
+    rq_a5_lo <= \$3827 ;
   always @(posedge clk)
-    rq_a5_low <= \$3805 ;
+    rq_a5_low <= \$3828 ;
   always @(posedge clk)
-    w_adv5 <= \$3806 ;
+    w_adv5 <= \$3829 ;
   always @(posedge clk)
-    rq_r5_pp0 <= \$3807 ;
+    rq_r5_pp0 <= \$3830 ;
   always @(posedge clk)
-    rq_r5_pp1 <= \$3808 ;
+    rq_r5_pp1 <= \$3831 ;
   always @(posedge clk)
-    rq_r5_pp2 <= \$3809 ;
+    rq_r5_pp2 <= \$3832 ;
   always @(posedge clk)
-    rq_r5_pp3 <= \$3810 ;
+    rq_r5_pp3 <= \$3833 ;
   always @(posedge clk)
-    rq_r5_s0 <= \$3811 ;
+    rq_r5_s0 <= \$3834 ;
   always @(posedge clk)
-    rq_r5_s3 <= \$3812 ;
+    rq_r5_s3 <= \$3835 ;
   always @(posedge clk)
-    rq_r5_sum <= \$3813 ;
+    rq_r5_sum <= \$3836 ;
   always @(posedge clk)
-    rq_r5_hi <= \$3814 ;
+    rq_r5_hi <= \$3837 ;
   always @(posedge clk)
-    rq_r5_lo <= \$3815 ;
+    rq_r5_lo <= \$3838 ;
   always @(posedge clk)
-    rq_r5_low <= \$3816 ;
+    rq_r5_low <= \$3839 ;
   always @(posedge clk)
-    w_rtg5 <= \$3817 ;
+    w_rtg5 <= \$3840 ;
   always @(posedge clk)
-    rq_a6_pp0 <= \$3818 ;
+    rq_a6_pp0 <= \$3841 ;
   always @(posedge clk)
-    rq_a6_pp1 <= \$3819 ;
+    rq_a6_pp1 <= \$3842 ;
   always @(posedge clk)
-    rq_a6_pp2 <= \$3820 ;
+    rq_a6_pp2 <= \$3843 ;
   always @(posedge clk)
-    rq_a6_pp3 <= \$3821 ;
+    rq_a6_pp3 <= \$3844 ;
   always @(posedge clk)
-    rq_a6_s0 <= \$3822 ;
+    rq_a6_s0 <= \$3845 ;
   always @(posedge clk)
-    rq_a6_s3 <= \$3823 ;
+    rq_a6_s3 <= \$3846 ;
   always @(posedge clk)
-    rq_a6_sum <= \$3824 ;
+    rq_a6_sum <= \$3847 ;
   always @(posedge clk)
-    rq_a6_hi <= \$3825 ;
+    rq_a6_hi <= \$3848 ;
   always @(posedge clk)
-    rq_a6_lo <= \$3826 ;
+    rq_a6_lo <= \$3849 ;
   always @(posedge clk)
-    rq_a6_low <= \$3827 ;
+    rq_a6_low <= \$3850 ;
   always @(posedge clk)
-    w_adv6 <= \$3828 ;
+    w_adv6 <= \$3851 ;
   always @(posedge clk)
-    rq_r6_pp0 <= \$3829 ;
+    rq_r6_pp0 <= \$3852 ;
   always @(posedge clk)
-    rq_r6_pp1 <= \$3830 ;
+    rq_r6_pp1 <= \$3853 ;
   always @(posedge clk)
-    rq_r6_pp2 <= \$3831 ;
+    rq_r6_pp2 <= \$3854 ;
   always @(posedge clk)
-    rq_r6_pp3 <= \$3832 ;
+    rq_r6_pp3 <= \$3855 ;
   always @(posedge clk)
-    rq_r6_s0 <= \$3833 ;
+    rq_r6_s0 <= \$3856 ;
   always @(posedge clk)
-    rq_r6_s3 <= \$3834 ;
+    rq_r6_s3 <= \$3857 ;
   always @(posedge clk)
-    rq_r6_sum <= \$3835 ;
+    rq_r6_sum <= \$3858 ;
   always @(posedge clk)
-    rq_r6_hi <= \$3836 ;
+    rq_r6_hi <= \$3859 ;
   always @(posedge clk)
-    rq_r6_lo <= \$3837 ;
+    rq_r6_lo <= \$3860 ;
   always @(posedge clk)
-    rq_r6_low <= \$3838 ;
+    rq_r6_low <= \$3861 ;
   always @(posedge clk)
-    w_rtg6 <= \$3839 ;
+    w_rtg6 <= \$3862 ;
   always @(posedge clk)
-    rq_a7_pp0 <= \$3840 ;
+    rq_a7_pp0 <= \$3863 ;
   always @(posedge clk)
-    rq_a7_pp1 <= \$3841 ;
+    rq_a7_pp1 <= \$3864 ;
   always @(posedge clk)
-    rq_a7_pp2 <= \$3842 ;
+    rq_a7_pp2 <= \$3865 ;
   always @(posedge clk)
-    rq_a7_pp3 <= \$3843 ;
+    rq_a7_pp3 <= \$3866 ;
   always @(posedge clk)
-    rq_a7_s0 <= \$3844 ;
+    rq_a7_s0 <= \$3867 ;
   always @(posedge clk)
-    rq_a7_s3 <= \$3845 ;
+    rq_a7_s3 <= \$3868 ;
   always @(posedge clk)
-    rq_a7_sum <= \$3846 ;
+    rq_a7_sum <= \$3869 ;
   always @(posedge clk)
-    rq_a7_hi <= \$3847 ;
+    rq_a7_hi <= \$3870 ;
   always @(posedge clk)
-    rq_a7_lo <= \$3848 ;
+    rq_a7_lo <= \$3871 ;
   always @(posedge clk)
-    rq_a7_low <= \$3849 ;
+    rq_a7_low <= \$3872 ;
   always @(posedge clk)
-    w_adv7 <= \$3850 ;
+    w_adv7 <= \$3873 ;
   always @(posedge clk)
-    rq_r7_pp0 <= \$3851 ;
+    rq_r7_pp0 <= \$3874 ;
   always @(posedge clk)
-    rq_r7_pp1 <= \$3852 ;
+    rq_r7_pp1 <= \$3875 ;
   always @(posedge clk)
-    rq_r7_pp2 <= \$3853 ;
+    rq_r7_pp2 <= \$3876 ;
   always @(posedge clk)
-    rq_r7_pp3 <= \$3854 ;
+    rq_r7_pp3 <= \$3877 ;
   always @(posedge clk)
-    rq_r7_s0 <= \$3855 ;
+    rq_r7_s0 <= \$3878 ;
   always @(posedge clk)
-    rq_r7_s3 <= \$3856 ;
+    rq_r7_s3 <= \$3879 ;
   always @(posedge clk)
-    rq_r7_sum <= \$3857 ;
+    rq_r7_sum <= \$3880 ;
   always @(posedge clk)
-    rq_r7_hi <= \$3858 ;
+    rq_r7_hi <= \$3881 ;
   always @(posedge clk)
-    rq_r7_lo <= \$3859 ;
+    rq_r7_lo <= \$3882 ;
   always @(posedge clk)
-    rq_r7_low <= \$3860 ;
+    rq_r7_low <= \$3883 ;
   always @(posedge clk)
-    w_rtg7 <= \$3861 ;
+    w_rtg7 <= \$3884 ;
   always @(posedge clk)
-    any_req_ovf <= \$3862 ;
+    any_req_ovf <= \$3885 ;
   always @(posedge clk)
-    any_pe_ovf <= \$3863 ;
+    any_pe_ovf <= \$3886 ;
   always @(posedge clk)
-    status_dequant_overflow <= \$3864 ;
+    status_dequant_overflow <= \$3887 ;
   always @(posedge clk)
-    status_requant_overflow <= \$3865 ;
+    status_requant_overflow <= \$3888 ;
   always @(posedge clk)
-    status_pe_overflow <= \$3866 ;
-  \gae_accel_n8.core.pe0  pe0 (
+    status_pe_overflow <= \$3889 ;
+  \gae_accel_n8.gae_pe  pe0 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(i__payload),
+    .i__ready(\$3512 ),
     .i__valid(pe_in_valid),
     .o__payload(o__payload),
-    .o_valid(o__valid),
+    .o__ready(1'h1),
+    .o__valid(o__valid),
+    .overflow(\$3513 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe1  pe1 (
+  \gae_accel_n8.gae_pe  pe1 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$143 ),
+    .i__ready(\$3514 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$394 ),
+    .o__ready(1'h1),
+    .o__valid(\$3515 ),
+    .overflow(\$3516 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe2  pe2 (
+  \gae_accel_n8.gae_pe  pe2 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$151 ),
+    .i__ready(\$3517 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$415 ),
+    .o__ready(1'h1),
+    .o__valid(\$3518 ),
+    .overflow(\$3519 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe3  pe3 (
+  \gae_accel_n8.gae_pe  pe3 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$159 ),
+    .i__ready(\$3520 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$436 ),
+    .o__ready(1'h1),
+    .o__valid(\$3521 ),
+    .overflow(\$3522 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe4  pe4 (
+  \gae_accel_n8.gae_pe  pe4 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$167 ),
+    .i__ready(\$3523 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$457 ),
+    .o__ready(1'h1),
+    .o__valid(\$3524 ),
+    .overflow(\$3525 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe5  pe5 (
+  \gae_accel_n8.gae_pe  pe5 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$175 ),
+    .i__ready(\$3526 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$478 ),
+    .o__ready(1'h1),
+    .o__valid(\$3527 ),
+    .overflow(\$3528 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe6  pe6 (
+  \gae_accel_n8.gae_pe  pe6 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$183 ),
+    .i__ready(\$3529 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$499 ),
+    .o__ready(1'h1),
+    .o__valid(\$3530 ),
+    .overflow(\$3531 ),
     .rst(rst)
   );
-  \gae_accel_n8.core.pe7  pe7 (
+  \gae_accel_n8.gae_pe  pe7 (
+    .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$191 ),
+    .i__ready(\$3532 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$520 ),
+    .o__ready(1'h1),
+    .o__valid(\$3533 ),
+    .overflow(\$3534 ),
     .rst(rst)
   );
   always @* begin
@@ -6833,68 +6895,68 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3512  = cycles;
+    \$3535  = cycles;
     if (busy) begin
-      \$3512  = \$130 [31:0];
+      \$3535  = \$130 [31:0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$3512  = 32'd0;
+            \$3535  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$3512  = 32'd0;
+      \$3535  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3513  = settle;
+    \$3536  = settle;
     if (\$131 ) begin
-      \$3513  = \$132 [0];
+      \$3536  = \$132 [0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$3513  = 1'h0;
+            \$3536  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$3513  = 1'h0;
+      \$3536  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3514  = 1'h0;
+    \$3537  = 1'h0;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$3514  = 1'h1;
+            \$3537  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$3514  = 1'h0;
+      \$3537  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3515  = 1'h0;
+    \$3538  = 1'h0;
     casez (ctrl_state)
       3'h0:
           if (start) begin
             if (chk_no_timesteps) begin
-              \$3515  = 1'h1;
+              \$3538  = 1'h1;
             end else if (chk_no_trajectories) begin
-              \$3515  = 1'h1;
+              \$3538  = 1'h1;
             end else if (chk_capacity) begin
-              \$3515  = 1'h1;
+              \$3538  = 1'h1;
             end else if (chk_coefficient) begin
-              \$3515  = 1'h1;
+              \$3538  = 1'h1;
             end
           end
       3'h1:
           if (room[33]) begin
-            \$3515  = 1'h1;
+            \$3538  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -6902,392 +6964,360 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           /* empty */;
       3'h4:
           if (\$164 ) begin
-            \$3515  = 1'h1;
+            \$3538  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$3515  = 1'h0;
+      \$3538  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3516  = \$133 ;
+    \$3539  = \$133 ;
     if (rst) begin
-      \$3516  = 1'h0;
+      \$3539  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3517  = \$134 ;
+    \$3540  = \$134 ;
     if (rst) begin
-      \$3517  = 1'h0;
+      \$3540  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3518  = \$137 ;
-    if (rst) begin
-      \$3518  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3519  = \$140 ;
-    if (rst) begin
-      \$3519  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3520  = error;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3520  = 3'h0;
-            if (chk_no_timesteps) begin
-              \$3520  = 3'h1;
-            end else if (chk_no_trajectories) begin
-              \$3520  = 3'h2;
-            end else if (chk_capacity) begin
-              \$3520  = 3'h3;
-            end else if (chk_coefficient) begin
-              \$3520  = 3'h4;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$3520  = 3'h3;
-          end
-    endcase
-    if (rst) begin
-      \$3520  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3521  = arg_num_timesteps;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3521  = num_timesteps;
-          end
-    endcase
-    if (rst) begin
-      \$3521  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3522  = arg_num_trajectories;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3522  = num_trajectories;
-          end
-    endcase
-    if (rst) begin
-      \$3522  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3523  = gamma;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3523  = \gamma$251 ;
-          end
-    endcase
-    if (rst) begin
-      \$3523  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3524  = gamma_lambda;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3524  = \gamma_lambda$252 ;
-          end
-    endcase
-    if (rst) begin
-      \$3524  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3525  = arg_reward_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3525  = reward_scale;
-          end
-    endcase
-    if (rst) begin
-      \$3525  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3526  = arg_reward_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3526  = reward_offset;
-          end
-    endcase
-    if (rst) begin
-      \$3526  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3527  = arg_value_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3527  = value_scale;
-          end
-    endcase
-    if (rst) begin
-      \$3527  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3528  = arg_value_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3528  = value_offset;
-          end
-    endcase
-    if (rst) begin
-      \$3528  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3529  = arg_adv_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3529  = adv_scale;
-          end
-    endcase
-    if (rst) begin
-      \$3529  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3530  = arg_adv_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3530  = adv_offset;
-          end
-    endcase
-    if (rst) begin
-      \$3530  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3531  = arg_rtg_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3531  = rtg_scale;
-          end
-    endcase
-    if (rst) begin
-      \$3531  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3532  = arg_rtg_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3532  = rtg_offset;
-          end
-    endcase
-    if (rst) begin
-      \$3532  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3533  = T;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3533  = num_timesteps[14:0];
-          end
-    endcase
-    if (rst) begin
-      \$3533  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3534  = \$signal ;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3534  = \$141 [14:0];
-          end
-    endcase
-    if (rst) begin
-      \$3534  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3535  = T_plus_1;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3535  = \$142 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$3535  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3536  = nxt_rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3536  = \$143 [15:0];
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3536  = \$149 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$3536  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3537  = room;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3537  = { \$144 [32], \$144  };
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3537  = \$150 [33:0];
-          end
-    endcase
-    if (rst) begin
-      \$3537  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3538  = rem;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3538  = num_trajectories[13:0];
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3538  = \$148 [13:0];
-          end
-    endcase
-    if (rst) begin
-      \$3538  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3539  = G;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3539  = 13'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3539  = \$145 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$3539  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3540  = rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$3540  = 16'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3540  = nxt_rows;
-          end
-    endcase
-    if (rst) begin
-      \$3540  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3541  = busy;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            (* full_case = 32'd1 *)
-            if (chk_no_timesteps) begin
-            end else if (chk_no_trajectories) begin
-            end else if (chk_capacity) begin
-            end else if (chk_coefficient) begin
-            end else begin
-              \$3541  = 1'h1;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$3541  = 1'h0;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$164 ) begin
-            \$3541  = 1'h0;
-          end
-    endcase
+    \$3541  = \$137 ;
     if (rst) begin
       \$3541  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3542  = ctrl_state;
+    \$3542  = \$140 ;
+    if (rst) begin
+      \$3542  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3543  = error;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3543  = 3'h0;
+            if (chk_no_timesteps) begin
+              \$3543  = 3'h1;
+            end else if (chk_no_trajectories) begin
+              \$3543  = 3'h2;
+            end else if (chk_capacity) begin
+              \$3543  = 3'h3;
+            end else if (chk_coefficient) begin
+              \$3543  = 3'h4;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$3543  = 3'h3;
+          end
+    endcase
+    if (rst) begin
+      \$3543  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3544  = arg_num_timesteps;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3544  = num_timesteps;
+          end
+    endcase
+    if (rst) begin
+      \$3544  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3545  = arg_num_trajectories;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3545  = num_trajectories;
+          end
+    endcase
+    if (rst) begin
+      \$3545  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3546  = gamma;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3546  = \gamma$251 ;
+          end
+    endcase
+    if (rst) begin
+      \$3546  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3547  = gamma_lambda;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3547  = \gamma_lambda$252 ;
+          end
+    endcase
+    if (rst) begin
+      \$3547  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3548  = arg_reward_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3548  = reward_scale;
+          end
+    endcase
+    if (rst) begin
+      \$3548  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3549  = arg_reward_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3549  = reward_offset;
+          end
+    endcase
+    if (rst) begin
+      \$3549  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3550  = arg_value_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3550  = value_scale;
+          end
+    endcase
+    if (rst) begin
+      \$3550  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3551  = arg_value_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3551  = value_offset;
+          end
+    endcase
+    if (rst) begin
+      \$3551  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3552  = arg_adv_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3552  = adv_scale;
+          end
+    endcase
+    if (rst) begin
+      \$3552  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3553  = arg_adv_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3553  = adv_offset;
+          end
+    endcase
+    if (rst) begin
+      \$3553  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3554  = arg_rtg_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3554  = rtg_scale;
+          end
+    endcase
+    if (rst) begin
+      \$3554  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3555  = arg_rtg_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3555  = rtg_offset;
+          end
+    endcase
+    if (rst) begin
+      \$3555  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3556  = T;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3556  = num_timesteps[14:0];
+          end
+    endcase
+    if (rst) begin
+      \$3556  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3557  = \$signal ;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3557  = \$141 [14:0];
+          end
+    endcase
+    if (rst) begin
+      \$3557  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3558  = T_plus_1;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3558  = \$142 [15:0];
+          end
+    endcase
+    if (rst) begin
+      \$3558  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3559  = nxt_rows;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3559  = \$143 [15:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3559  = \$149 [15:0];
+          end
+    endcase
+    if (rst) begin
+      \$3559  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3560  = room;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3560  = { \$144 [32], \$144  };
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3560  = \$150 [33:0];
+          end
+    endcase
+    if (rst) begin
+      \$3560  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3561  = rem;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3561  = num_trajectories[13:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3561  = \$148 [13:0];
+          end
+    endcase
+    if (rst) begin
+      \$3561  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3562  = G;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3562  = 13'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3562  = \$145 [12:0];
+          end
+    endcase
+    if (rst) begin
+      \$3562  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3563  = rows;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$3563  = 16'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3563  = nxt_rows;
+          end
+    endcase
+    if (rst) begin
+      \$3563  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3564  = busy;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -7297,2510 +7327,2542 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             end else if (chk_capacity) begin
             end else if (chk_coefficient) begin
             end else begin
-              \$3542  = 3'h1;
+              \$3564  = 1'h1;
             end
           end
       3'h1:
-          (* full_case = 32'd1 *)
           if (room[33]) begin
-            \$3542  = 3'h0;
-          end else begin
-            if (\$151 ) begin
-              \$3542  = 3'h2;
-            end
+            \$3564  = 1'h0;
           end
       3'h2:
-          if (\$153 ) begin
-            \$3542  = 3'h3;
-          end
+          /* empty */;
       3'h3:
-          if (\$154 ) begin
-            if (boot) begin
-            end else if (\$155 ) begin
-              if (last_group) begin
-                \$3542  = 3'h4;
-              end
-            end
-          end
+          /* empty */;
       3'h4:
           if (\$164 ) begin
-            \$3542  = 3'h0;
+            \$3564  = 1'h0;
           end
     endcase
-    if (rst) begin
-      \$3542  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3543  = G_minus_1;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3543  = G;
-          end
-    endcase
-    if (rst) begin
-      \$3543  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3544  = G_minus_L;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$3544  = \$147 ;
-          end
-    endcase
-    if (rst) begin
-      \$3544  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3545  = last_lanes;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            if (\$151 ) begin
-              \$3545  = rem[3:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$3545  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3546  = row_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$3546  = \$152 [15:0];
-      3'h3:
-          if (\$154 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$3546  = \$157 [15:0];
-            end else if (\$155 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$3546  = \$159 [15:0];
-              end
-            end else begin
-              \$3546  = \$161 [15:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$3546  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3547  = grp_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$3547  = 14'h0000;
-      3'h3:
-          if (\$154 ) begin
-            if (boot) begin
-            end else if (\$155 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$3547  = \$158 [13:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$3547  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3548  = lane;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$3548  = 1'h0;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$154 ) begin
-            \$3548  = 1'h0;
-          end else begin
-            \$3548  = \$162 [0];
-          end
-    endcase
-    if (rst) begin
-      \$3548  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3549  = boot;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$3549  = 1'h1;
-      3'h3:
-          if (\$154 ) begin
-            if (boot) begin
-              \$3549  = 1'h0;
-            end else if (\$155 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$3549  = 1'h1;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$3549  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3550  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$3550  = T;
-      3'h3:
-          if (\$154 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$3550  = \$156 [14:0];
-            end else if (\$155 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$3550  = T;
-              end
-            end else begin
-              \$3550  = \$160 [14:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$3550  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3551  = drain;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$154 ) begin
-            if (boot) begin
-            end else if (\$155 ) begin
-              if (last_group) begin
-                \$3551  = 5'h15;
-              end
-            end
-          end
-      3'h4:
-          \$3551  = \$163 [4:0];
-    endcase
-    if (rst) begin
-      \$3551  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3552  = \$165 ;
-    if (rst) begin
-      \$3552  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3553  = host_addr[15:14];
-    if (rst) begin
-      \$3553  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3554  = host_addr[13:0];
-    if (rst) begin
-      \$3554  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3555  = issue;
-    if (rst) begin
-      \$3555  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3556  = boot;
-    if (rst) begin
-      \$3556  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3557  = \$168 ;
-    if (rst) begin
-      \$3557  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3558  = lane;
-    if (rst) begin
-      \$3558  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3559  = \$2 [15:0];
-    if (rst) begin
-      \$3559  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3560  = \$3 [13:0];
-    if (rst) begin
-      \$3560  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3561  = rd1_valid;
-    if (rst) begin
-      \$3561  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3562  = rd1_boot;
-    if (rst) begin
-      \$3562  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3563  = rd1_first;
-    if (rst) begin
-      \$3563  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3564  = rd1_lane;
     if (rst) begin
       \$3564  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3565  = rd1_addr;
+    \$3565  = ctrl_state;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            (* full_case = 32'd1 *)
+            if (chk_no_timesteps) begin
+            end else if (chk_no_trajectories) begin
+            end else if (chk_capacity) begin
+            end else if (chk_coefficient) begin
+            end else begin
+              \$3565  = 3'h1;
+            end
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+            \$3565  = 3'h0;
+          end else begin
+            if (\$151 ) begin
+              \$3565  = 3'h2;
+            end
+          end
+      3'h2:
+          if (\$153 ) begin
+            \$3565  = 3'h3;
+          end
+      3'h3:
+          if (\$154 ) begin
+            if (boot) begin
+            end else if (\$155 ) begin
+              if (last_group) begin
+                \$3565  = 3'h4;
+              end
+            end
+          end
+      3'h4:
+          if (\$164 ) begin
+            \$3565  = 3'h0;
+          end
+    endcase
     if (rst) begin
-      \$3565  = 16'h0000;
+      \$3565  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3566  = \$172 ;
+    \$3566  = G_minus_1;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3566  = G;
+          end
+    endcase
     if (rst) begin
-      \$3566  = 4'h0;
+      \$3566  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3567  = \$signature__data ;
+    \$3567  = G_minus_L;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$3567  = \$147 ;
+          end
+    endcase
     if (rst) begin
-      \$3567  = 64'h0000000000000000;
+      \$3567  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3568  = \$signature__data$27 ;
+    \$3568  = last_lanes;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            if (\$151 ) begin
+              \$3568  = rem[3:0];
+            end
+          end
+    endcase
     if (rst) begin
-      \$3568  = 64'h0000000000000000;
+      \$3568  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3569  = \$signature__data$28 ;
+    \$3569  = row_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$3569  = \$152 [15:0];
+      3'h3:
+          if (\$154 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$3569  = \$157 [15:0];
+            end else if (\$155 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$3569  = \$159 [15:0];
+              end
+            end else begin
+              \$3569  = \$161 [15:0];
+            end
+          end
+    endcase
     if (rst) begin
-      \$3569  = 8'h00;
+      \$3569  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3570  = rd2_valid;
+    \$3570  = grp_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$3570  = 14'h0000;
+      3'h3:
+          if (\$154 ) begin
+            if (boot) begin
+            end else if (\$155 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$3570  = \$158 [13:0];
+              end
+            end
+          end
+    endcase
     if (rst) begin
-      \$3570  = 1'h0;
+      \$3570  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3571  = rd2_boot;
+    \$3571  = lane;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$3571  = 1'h0;
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$154 ) begin
+            \$3571  = 1'h0;
+          end else begin
+            \$3571  = \$162 [0];
+          end
+    endcase
     if (rst) begin
       \$3571  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3572  = rd2_first;
+    \$3572  = boot;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$3572  = 1'h1;
+      3'h3:
+          if (\$154 ) begin
+            if (boot) begin
+              \$3572  = 1'h0;
+            end else if (\$155 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$3572  = 1'h1;
+              end
+            end
+          end
+    endcase
     if (rst) begin
       \$3572  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3573  = rd2_lane;
+    \$3573  = t;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$3573  = T;
+      3'h3:
+          if (\$154 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$3573  = \$156 [14:0];
+            end else if (\$155 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$3573  = T;
+              end
+            end else begin
+              \$3573  = \$160 [14:0];
+            end
+          end
+    endcase
     if (rst) begin
-      \$3573  = 1'h0;
+      \$3573  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3574  = rd2_addr;
+    \$3574  = drain;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          if (\$154 ) begin
+            if (boot) begin
+            end else if (\$155 ) begin
+              if (last_group) begin
+                \$3574  = 5'h15;
+              end
+            end
+          end
+      3'h4:
+          \$3574  = \$163 [4:0];
+    endcase
     if (rst) begin
-      \$3574  = 16'h0000;
+      \$3574  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3575  = rd2_nvalid;
+    \$3575  = \$165 ;
     if (rst) begin
-      \$3575  = 4'h0;
+      \$3575  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3576  = rd3_valid;
+    \$3576  = host_addr[15:14];
     if (rst) begin
-      \$3576  = 1'h0;
+      \$3576  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3577  = rd3_boot;
+    \$3577  = host_addr[13:0];
     if (rst) begin
-      \$3577  = 1'h0;
+      \$3577  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3578  = rd3_first;
+    \$3578  = issue;
     if (rst) begin
       \$3578  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3579  = rd3_lane;
+    \$3579  = boot;
     if (rst) begin
       \$3579  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3580  = rd3_addr;
+    \$3580  = \$168 ;
     if (rst) begin
-      \$3580  = 16'h0000;
+      \$3580  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3581  = rd3_nvalid;
+    \$3581  = lane;
     if (rst) begin
-      \$3581  = 4'h0;
+      \$3581  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3582  = rd4_valid;
+    \$3582  = \$2 [15:0];
     if (rst) begin
-      \$3582  = 1'h0;
+      \$3582  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3583  = rd4_boot;
+    \$3583  = \$3 [13:0];
     if (rst) begin
-      \$3583  = 1'h0;
+      \$3583  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3584  = rd4_first;
+    \$3584  = rd1_valid;
     if (rst) begin
       \$3584  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3585  = rd4_lane;
+    \$3585  = rd1_boot;
     if (rst) begin
       \$3585  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3586  = rd4_addr;
+    \$3586  = rd1_first;
     if (rst) begin
-      \$3586  = 16'h0000;
+      \$3586  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3587  = rd4_nvalid;
+    \$3587  = rd1_lane;
     if (rst) begin
-      \$3587  = 4'h0;
+      \$3587  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3588  = \$173 ;
+    \$3588  = rd1_addr;
     if (rst) begin
-      \$3588  = 33'h000000000;
+      \$3588  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3589  = \$174 ;
+    \$3589  = \$172 ;
     if (rst) begin
-      \$3589  = 33'h000000000;
+      \$3589  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3590  = rdata_dones_q;
+    \$3590  = \$signature__data ;
     if (rst) begin
-      \$3590  = 8'h00;
+      \$3590  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3591  = rd3_dones;
+    \$3591  = \$signature__data$27 ;
     if (rst) begin
-      \$3591  = 8'h00;
+      \$3591  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3592  = rd4_dones;
+    \$3592  = \$signature__data$28 ;
     if (rst) begin
       \$3592  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3593  = \$175 ;
+    \$3593  = rd2_valid;
     if (rst) begin
-      \$3593  = 25'h0000000;
+      \$3593  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3594  = \$176 ;
+    \$3594  = rd2_boot;
     if (rst) begin
-      \$3594  = 23'h000000;
+      \$3594  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3595  = \$241 [42:0];
+    \$3595  = rd2_first;
     if (rst) begin
-      \$3595  = 43'h00000000000;
+      \$3595  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3596  = \$15 [31:0];
+    \$3596  = rd2_lane;
     if (rst) begin
-      \$3596  = 32'd0;
+      \$3596  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3597  = \$242 ;
+    \$3597  = rd2_addr;
     if (rst) begin
-      \$3597  = 25'h0000000;
+      \$3597  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3598  = \$243 ;
+    \$3598  = rd2_nvalid;
     if (rst) begin
-      \$3598  = 23'h000000;
+      \$3598  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3599  = \$308 [42:0];
+    \$3599  = rd3_valid;
     if (rst) begin
-      \$3599  = 43'h00000000000;
+      \$3599  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3600  = \$21 [31:0];
+    \$3600  = rd3_boot;
     if (rst) begin
-      \$3600  = 32'd0;
+      \$3600  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3601 [0] = \$313 ;
-    \$3601 [1] = \$452 ;
-    \$3601 [2] = \$591 ;
-    \$3601 [3] = \$730 ;
-    \$3601 [4] = \$869 ;
-    \$3601 [5] = \$1008 ;
-    \$3601 [6] = \$1147 ;
-    \$3601 [7] = \$1286 ;
+    \$3601  = rd3_first;
     if (rst) begin
-      \$3601  = 8'h00;
+      \$3601  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3602  = \$314 ;
+    \$3602  = rd3_lane;
     if (rst) begin
-      \$3602  = 25'h0000000;
+      \$3602  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3603  = \$315 ;
+    \$3603  = rd3_addr;
     if (rst) begin
-      \$3603  = 23'h000000;
+      \$3603  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3604  = \$380 [42:0];
+    \$3604  = rd3_nvalid;
     if (rst) begin
-      \$3604  = 43'h00000000000;
+      \$3604  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3605  = \$27 [31:0];
+    \$3605  = rd4_valid;
     if (rst) begin
-      \$3605  = 32'd0;
+      \$3605  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3606  = \$381 ;
+    \$3606  = rd4_boot;
     if (rst) begin
-      \$3606  = 25'h0000000;
+      \$3606  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3607  = \$382 ;
+    \$3607  = rd4_first;
     if (rst) begin
-      \$3607  = 23'h000000;
+      \$3607  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3608  = \$447 [42:0];
+    \$3608  = rd4_lane;
     if (rst) begin
-      \$3608  = 43'h00000000000;
+      \$3608  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3609  = \$33 [31:0];
+    \$3609  = rd4_addr;
     if (rst) begin
-      \$3609  = 32'd0;
+      \$3609  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3610  = \$453 ;
+    \$3610  = rd4_nvalid;
     if (rst) begin
-      \$3610  = 25'h0000000;
+      \$3610  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3611  = \$454 ;
+    \$3611  = \$173 ;
     if (rst) begin
-      \$3611  = 23'h000000;
+      \$3611  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3612  = \$519 [42:0];
+    \$3612  = \$174 ;
     if (rst) begin
-      \$3612  = 43'h00000000000;
+      \$3612  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3613  = \$39 [31:0];
+    \$3613  = rdata_dones_q;
     if (rst) begin
-      \$3613  = 32'd0;
+      \$3613  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3614  = \$520 ;
+    \$3614  = rd3_dones;
     if (rst) begin
-      \$3614  = 25'h0000000;
+      \$3614  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3615  = \$521 ;
+    \$3615  = rd4_dones;
     if (rst) begin
-      \$3615  = 23'h000000;
+      \$3615  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3616  = \$586 [42:0];
+    \$3616  = \$175 ;
     if (rst) begin
-      \$3616  = 43'h00000000000;
+      \$3616  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3617  = \$45 [31:0];
+    \$3617  = \$176 ;
     if (rst) begin
-      \$3617  = 32'd0;
+      \$3617  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3618  = \$592 ;
+    \$3618  = \$241 [42:0];
     if (rst) begin
-      \$3618  = 25'h0000000;
+      \$3618  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3619  = \$593 ;
+    \$3619  = \$15 [31:0];
     if (rst) begin
-      \$3619  = 23'h000000;
+      \$3619  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3620  = \$658 [42:0];
+    \$3620  = \$242 ;
     if (rst) begin
-      \$3620  = 43'h00000000000;
+      \$3620  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3621  = \$51 [31:0];
+    \$3621  = \$243 ;
     if (rst) begin
-      \$3621  = 32'd0;
+      \$3621  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3622  = \$659 ;
+    \$3622  = \$308 [42:0];
     if (rst) begin
-      \$3622  = 25'h0000000;
+      \$3622  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3623  = \$660 ;
+    \$3623  = \$21 [31:0];
     if (rst) begin
-      \$3623  = 23'h000000;
+      \$3623  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3624  = \$725 [42:0];
+    \$3624 [0] = \$313 ;
+    \$3624 [1] = \$452 ;
+    \$3624 [2] = \$591 ;
+    \$3624 [3] = \$730 ;
+    \$3624 [4] = \$869 ;
+    \$3624 [5] = \$1008 ;
+    \$3624 [6] = \$1147 ;
+    \$3624 [7] = \$1286 ;
     if (rst) begin
-      \$3624  = 43'h00000000000;
+      \$3624  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3625  = \$57 [31:0];
+    \$3625  = \$314 ;
     if (rst) begin
-      \$3625  = 32'd0;
+      \$3625  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3626  = \$731 ;
+    \$3626  = \$315 ;
     if (rst) begin
-      \$3626  = 25'h0000000;
+      \$3626  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3627  = \$732 ;
+    \$3627  = \$380 [42:0];
     if (rst) begin
-      \$3627  = 23'h000000;
+      \$3627  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3628  = \$797 [42:0];
+    \$3628  = \$27 [31:0];
     if (rst) begin
-      \$3628  = 43'h00000000000;
+      \$3628  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3629  = \$63 [31:0];
+    \$3629  = \$381 ;
     if (rst) begin
-      \$3629  = 32'd0;
+      \$3629  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3630  = \$798 ;
+    \$3630  = \$382 ;
     if (rst) begin
-      \$3630  = 25'h0000000;
+      \$3630  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3631  = \$799 ;
+    \$3631  = \$447 [42:0];
     if (rst) begin
-      \$3631  = 23'h000000;
+      \$3631  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3632  = \$864 [42:0];
+    \$3632  = \$33 [31:0];
     if (rst) begin
-      \$3632  = 43'h00000000000;
+      \$3632  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3633  = \$69 [31:0];
+    \$3633  = \$453 ;
     if (rst) begin
-      \$3633  = 32'd0;
+      \$3633  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3634  = \$870 ;
+    \$3634  = \$454 ;
     if (rst) begin
-      \$3634  = 25'h0000000;
+      \$3634  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3635  = \$871 ;
+    \$3635  = \$519 [42:0];
     if (rst) begin
-      \$3635  = 23'h000000;
+      \$3635  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3636  = \$936 [42:0];
+    \$3636  = \$39 [31:0];
     if (rst) begin
-      \$3636  = 43'h00000000000;
+      \$3636  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3637  = \$75 [31:0];
+    \$3637  = \$520 ;
     if (rst) begin
-      \$3637  = 32'd0;
+      \$3637  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3638  = \$937 ;
+    \$3638  = \$521 ;
     if (rst) begin
-      \$3638  = 25'h0000000;
+      \$3638  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3639  = \$938 ;
+    \$3639  = \$586 [42:0];
     if (rst) begin
-      \$3639  = 23'h000000;
+      \$3639  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3640  = \$1003 [42:0];
+    \$3640  = \$45 [31:0];
     if (rst) begin
-      \$3640  = 43'h00000000000;
+      \$3640  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3641  = \$81 [31:0];
+    \$3641  = \$592 ;
     if (rst) begin
-      \$3641  = 32'd0;
+      \$3641  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3642  = \$1009 ;
+    \$3642  = \$593 ;
     if (rst) begin
-      \$3642  = 25'h0000000;
+      \$3642  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3643  = \$1010 ;
+    \$3643  = \$658 [42:0];
     if (rst) begin
-      \$3643  = 23'h000000;
+      \$3643  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3644  = \$1075 [42:0];
+    \$3644  = \$51 [31:0];
     if (rst) begin
-      \$3644  = 43'h00000000000;
+      \$3644  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3645  = \$87 [31:0];
+    \$3645  = \$659 ;
     if (rst) begin
-      \$3645  = 32'd0;
+      \$3645  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3646  = \$1076 ;
+    \$3646  = \$660 ;
     if (rst) begin
-      \$3646  = 25'h0000000;
+      \$3646  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3647  = \$1077 ;
+    \$3647  = \$725 [42:0];
     if (rst) begin
-      \$3647  = 23'h000000;
+      \$3647  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3648  = \$1142 [42:0];
+    \$3648  = \$57 [31:0];
     if (rst) begin
-      \$3648  = 43'h00000000000;
+      \$3648  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3649  = \$93 [31:0];
+    \$3649  = \$731 ;
     if (rst) begin
-      \$3649  = 32'd0;
+      \$3649  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3650  = \$1148 ;
+    \$3650  = \$732 ;
     if (rst) begin
-      \$3650  = 25'h0000000;
+      \$3650  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3651  = \$1149 ;
+    \$3651  = \$797 [42:0];
     if (rst) begin
-      \$3651  = 23'h000000;
+      \$3651  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3652  = \$1214 [42:0];
+    \$3652  = \$63 [31:0];
     if (rst) begin
-      \$3652  = 43'h00000000000;
+      \$3652  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3653  = \$99 [31:0];
+    \$3653  = \$798 ;
     if (rst) begin
-      \$3653  = 32'd0;
+      \$3653  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3654  = \$1215 ;
+    \$3654  = \$799 ;
     if (rst) begin
-      \$3654  = 25'h0000000;
+      \$3654  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3655  = \$1216 ;
+    \$3655  = \$864 [42:0];
     if (rst) begin
-      \$3655  = 23'h000000;
+      \$3655  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3656  = \$1281 [42:0];
+    \$3656  = \$69 [31:0];
     if (rst) begin
-      \$3656  = 43'h00000000000;
+      \$3656  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3657  = \$105 [31:0];
+    \$3657  = \$870 ;
     if (rst) begin
-      \$3657  = 32'd0;
+      \$3657  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3658  = \$1288 ;
+    \$3658  = \$871 ;
     if (rst) begin
-      \$3658  = 1'h0;
+      \$3658  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3659  = boot0_0;
-    if (\$1290 ) begin
-      \$3659  = s2_v0;
-    end
+    \$3659  = \$936 [42:0];
     if (rst) begin
-      \$3659  = 32'd0;
+      \$3659  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3660  = boot0_1;
-    if (\$1290 ) begin
-      \$3660  = s2_v1;
-    end
+    \$3660  = \$75 [31:0];
     if (rst) begin
       \$3660  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3661  = boot0_2;
-    if (\$1290 ) begin
-      \$3661  = s2_v2;
-    end
+    \$3661  = \$937 ;
     if (rst) begin
-      \$3661  = 32'd0;
+      \$3661  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3662  = boot0_3;
-    if (\$1290 ) begin
-      \$3662  = s2_v3;
-    end
+    \$3662  = \$938 ;
     if (rst) begin
-      \$3662  = 32'd0;
+      \$3662  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3663  = boot0_4;
-    if (\$1290 ) begin
-      \$3663  = s2_v4;
-    end
+    \$3663  = \$1003 [42:0];
     if (rst) begin
-      \$3663  = 32'd0;
+      \$3663  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3664  = boot0_5;
-    if (\$1290 ) begin
-      \$3664  = s2_v5;
-    end
+    \$3664  = \$81 [31:0];
     if (rst) begin
       \$3664  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3665  = boot0_6;
+    \$3665  = \$1009 ;
+    if (rst) begin
+      \$3665  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3666  = \$1010 ;
+    if (rst) begin
+      \$3666  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3667  = \$1075 [42:0];
+    if (rst) begin
+      \$3667  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3668  = \$87 [31:0];
+    if (rst) begin
+      \$3668  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3669  = \$1076 ;
+    if (rst) begin
+      \$3669  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3670  = \$1077 ;
+    if (rst) begin
+      \$3670  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3671  = \$1142 [42:0];
+    if (rst) begin
+      \$3671  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3672  = \$93 [31:0];
+    if (rst) begin
+      \$3672  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3673  = \$1148 ;
+    if (rst) begin
+      \$3673  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3674  = \$1149 ;
+    if (rst) begin
+      \$3674  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3675  = \$1214 [42:0];
+    if (rst) begin
+      \$3675  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3676  = \$99 [31:0];
+    if (rst) begin
+      \$3676  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3677  = \$1215 ;
+    if (rst) begin
+      \$3677  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3678  = \$1216 ;
+    if (rst) begin
+      \$3678  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3679  = \$1281 [42:0];
+    if (rst) begin
+      \$3679  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3680  = \$105 [31:0];
+    if (rst) begin
+      \$3680  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3681  = \$1288 ;
+    if (rst) begin
+      \$3681  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3682  = boot0_0;
     if (\$1290 ) begin
-      \$3665  = s2_v6;
+      \$3682  = s2_v0;
     end
     if (rst) begin
-      \$3665  = 32'd0;
+      \$3682  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3666  = boot0_7;
+    \$3683  = boot0_1;
     if (\$1290 ) begin
-      \$3666  = s2_v7;
+      \$3683  = s2_v1;
     end
     if (rst) begin
-      \$3666  = 32'd0;
+      \$3683  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3667  = o__valid;
+    \$3684  = boot0_2;
+    if (\$1290 ) begin
+      \$3684  = s2_v2;
+    end
     if (rst) begin
-      \$3667  = 1'h0;
+      \$3684  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3668  = o__payload[78:65];
+    \$3685  = boot0_3;
+    if (\$1290 ) begin
+      \$3685  = s2_v3;
+    end
     if (rst) begin
-      \$3668  = 14'h0000;
+      \$3685  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3669  = o__payload[84:81];
+    \$3686  = boot0_4;
+    if (\$1290 ) begin
+      \$3686  = s2_v4;
+    end
     if (rst) begin
-      \$3669  = 4'h0;
+      \$3686  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3670  = wb0_valid;
+    \$3687  = boot0_5;
+    if (\$1290 ) begin
+      \$3687  = s2_v5;
+    end
     if (rst) begin
-      \$3670  = 1'h0;
+      \$3687  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3671  = wb0_addr;
+    \$3688  = boot0_6;
+    if (\$1290 ) begin
+      \$3688  = s2_v6;
+    end
     if (rst) begin
-      \$3671  = 14'h0000;
+      \$3688  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3672  = wb0_lanes;
+    \$3689  = boot0_7;
+    if (\$1290 ) begin
+      \$3689  = s2_v7;
+    end
     if (rst) begin
-      \$3672  = 4'h0;
+      \$3689  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3673  = wb1_valid;
+    \$3690  = o__valid;
     if (rst) begin
-      \$3673  = 1'h0;
+      \$3690  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3674  = wb1_addr;
+    \$3691  = o__payload[78:65];
     if (rst) begin
-      \$3674  = 14'h0000;
+      \$3691  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3675  = wb1_lanes;
+    \$3692  = o__payload[84:81];
     if (rst) begin
-      \$3675  = 4'h0;
+      \$3692  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3676  = wb2_valid;
-    if (rst) begin
-      \$3676  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3677  = wb2_addr;
-    if (rst) begin
-      \$3677  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3678  = wb2_lanes;
-    if (rst) begin
-      \$3678  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3679  = wb3_valid;
-    if (rst) begin
-      \$3679  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3680  = wb3_addr;
-    if (rst) begin
-      \$3680  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3681  = wb3_lanes;
-    if (rst) begin
-      \$3681  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3682  = { \$1306 , \$1304 , \$1302 , \$1300 , \$1298 , \$1296 , \$1294 , \$1292  };
-    if (rst) begin
-      \$3682  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3683  = \$1308 [48:0];
-    if (rst) begin
-      \$3683  = 49'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3684  = \$1310 [48:0];
-    if (rst) begin
-      \$3684  = 49'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3685  = \$1311 ;
-    if (rst) begin
-      \$3685  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3686  = \$1312 ;
-    if (rst) begin
-      \$3686  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3687  = \$1313 ;
-    if (rst) begin
-      \$3687  = 41'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3688  = \$1314 ;
-    if (rst) begin
-      \$3688  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3689  = \$1436 [66:0];
-    if (rst) begin
-      \$3689  = 67'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3690  = \$1438 [66:0];
-    if (rst) begin
-      \$3690  = 67'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3691  = \$1439 [66:0];
-    if (rst) begin
-      \$3691  = 67'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3692  = \$1440 ;
-    if (rst) begin
-      \$3692  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3693  = \$1441 ;
+    \$3693  = wb0_valid;
     if (rst) begin
       \$3693  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3694  = rq_a0_sum[39:32];
+    \$3694  = wb0_addr;
     if (rst) begin
-      \$3694  = 8'h00;
+      \$3694  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3695  = \$1443 ;
+    \$3695  = wb0_lanes;
     if (rst) begin
-      \$3695  = 8'h00;
+      \$3695  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3696  = \$1444 ;
+    \$3696  = wb1_valid;
     if (rst) begin
-      \$3696  = 43'h00000000000;
+      \$3696  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3697  = \$1445 ;
+    \$3697  = wb1_addr;
     if (rst) begin
-      \$3697  = 23'h000000;
+      \$3697  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3698  = \$1446 ;
+    \$3698  = wb1_lanes;
     if (rst) begin
-      \$3698  = 41'h00000000000;
+      \$3698  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3699  = \$1447 ;
+    \$3699  = wb2_valid;
     if (rst) begin
-      \$3699  = 21'h000000;
+      \$3699  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3700  = \$1569 [66:0];
+    \$3700  = wb2_addr;
     if (rst) begin
-      \$3700  = 67'h00000000000000000;
+      \$3700  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3701  = \$1571 [66:0];
+    \$3701  = wb2_lanes;
     if (rst) begin
-      \$3701  = 67'h00000000000000000;
+      \$3701  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3702  = \$1572 [66:0];
+    \$3702  = wb3_valid;
     if (rst) begin
-      \$3702  = 67'h00000000000000000;
+      \$3702  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3703  = \$1573 ;
+    \$3703  = wb3_addr;
     if (rst) begin
-      \$3703  = 1'h0;
+      \$3703  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3704  = \$1574 ;
+    \$3704  = wb3_lanes;
     if (rst) begin
-      \$3704  = 1'h0;
+      \$3704  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3705  = rq_r0_sum[39:32];
+    \$3705  = { \$1306 , \$1304 , \$1302 , \$1300 , \$1298 , \$1296 , \$1294 , \$1292  };
     if (rst) begin
       \$3705  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3706  = \$1576 ;
+    \$3706  = \$1308 [48:0];
     if (rst) begin
-      \$3706  = 8'h00;
+      \$3706  = 49'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3707 [0] = \$1581 ;
-    \$3707 [1] = \$1852 ;
-    \$3707 [2] = \$2123 ;
-    \$3707 [3] = \$2394 ;
-    \$3707 [4] = \$2665 ;
-    \$3707 [5] = \$2936 ;
-    \$3707 [6] = \$3207 ;
-    \$3707 [7] = \$3478 ;
+    \$3707  = \$1310 [48:0];
     if (rst) begin
-      \$3707  = 8'h00;
+      \$3707  = 49'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3708  = \$1582 ;
+    \$3708  = \$1311 ;
     if (rst) begin
       \$3708  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3709  = \$1583 ;
+    \$3709  = \$1312 ;
     if (rst) begin
       \$3709  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3710  = \$1584 ;
+    \$3710  = \$1313 ;
     if (rst) begin
       \$3710  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3711  = \$1585 ;
+    \$3711  = \$1314 ;
     if (rst) begin
       \$3711  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3712  = \$1707 [66:0];
+    \$3712  = \$1436 [66:0];
     if (rst) begin
       \$3712  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3713  = \$1709 [66:0];
+    \$3713  = \$1438 [66:0];
     if (rst) begin
       \$3713  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3714  = \$1710 [66:0];
+    \$3714  = \$1439 [66:0];
     if (rst) begin
       \$3714  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3715  = \$1711 ;
+    \$3715  = \$1440 ;
     if (rst) begin
       \$3715  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3716  = \$1712 ;
+    \$3716  = \$1441 ;
     if (rst) begin
       \$3716  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3717  = rq_a1_sum[39:32];
+    \$3717  = rq_a0_sum[39:32];
     if (rst) begin
       \$3717  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3718  = \$1714 ;
+    \$3718  = \$1443 ;
     if (rst) begin
       \$3718  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3719  = \$1715 ;
+    \$3719  = \$1444 ;
     if (rst) begin
       \$3719  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3720  = \$1716 ;
+    \$3720  = \$1445 ;
     if (rst) begin
       \$3720  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3721  = \$1717 ;
+    \$3721  = \$1446 ;
     if (rst) begin
       \$3721  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3722  = \$1718 ;
+    \$3722  = \$1447 ;
     if (rst) begin
       \$3722  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3723  = \$1840 [66:0];
+    \$3723  = \$1569 [66:0];
     if (rst) begin
       \$3723  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3724  = \$1842 [66:0];
+    \$3724  = \$1571 [66:0];
     if (rst) begin
       \$3724  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3725  = \$1843 [66:0];
+    \$3725  = \$1572 [66:0];
     if (rst) begin
       \$3725  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3726  = \$1844 ;
+    \$3726  = \$1573 ;
     if (rst) begin
       \$3726  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3727  = \$1845 ;
+    \$3727  = \$1574 ;
     if (rst) begin
       \$3727  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3728  = rq_r1_sum[39:32];
+    \$3728  = rq_r0_sum[39:32];
     if (rst) begin
       \$3728  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3729  = \$1847 ;
+    \$3729  = \$1576 ;
     if (rst) begin
       \$3729  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3730  = \$1853 ;
+    \$3730 [0] = \$1581 ;
+    \$3730 [1] = \$1852 ;
+    \$3730 [2] = \$2123 ;
+    \$3730 [3] = \$2394 ;
+    \$3730 [4] = \$2665 ;
+    \$3730 [5] = \$2936 ;
+    \$3730 [6] = \$3207 ;
+    \$3730 [7] = \$3478 ;
     if (rst) begin
-      \$3730  = 43'h00000000000;
+      \$3730  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3731  = \$1854 ;
+    \$3731  = \$1582 ;
     if (rst) begin
-      \$3731  = 23'h000000;
+      \$3731  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3732  = \$1855 ;
+    \$3732  = \$1583 ;
     if (rst) begin
-      \$3732  = 41'h00000000000;
+      \$3732  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3733  = \$1856 ;
+    \$3733  = \$1584 ;
     if (rst) begin
-      \$3733  = 21'h000000;
+      \$3733  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3734  = \$1978 [66:0];
+    \$3734  = \$1585 ;
     if (rst) begin
-      \$3734  = 67'h00000000000000000;
+      \$3734  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3735  = \$1980 [66:0];
+    \$3735  = \$1707 [66:0];
     if (rst) begin
       \$3735  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3736  = \$1981 [66:0];
+    \$3736  = \$1709 [66:0];
     if (rst) begin
       \$3736  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3737  = \$1982 ;
+    \$3737  = \$1710 [66:0];
     if (rst) begin
-      \$3737  = 1'h0;
+      \$3737  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3738  = \$1983 ;
+    \$3738  = \$1711 ;
     if (rst) begin
       \$3738  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3739  = rq_a2_sum[39:32];
+    \$3739  = \$1712 ;
     if (rst) begin
-      \$3739  = 8'h00;
+      \$3739  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3740  = \$1985 ;
+    \$3740  = rq_a1_sum[39:32];
     if (rst) begin
       \$3740  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3741  = \$1986 ;
+    \$3741  = \$1714 ;
     if (rst) begin
-      \$3741  = 43'h00000000000;
+      \$3741  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3742  = \$1987 ;
+    \$3742  = \$1715 ;
     if (rst) begin
-      \$3742  = 23'h000000;
+      \$3742  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3743  = \$1988 ;
+    \$3743  = \$1716 ;
     if (rst) begin
-      \$3743  = 41'h00000000000;
+      \$3743  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3744  = \$1989 ;
+    \$3744  = \$1717 ;
     if (rst) begin
-      \$3744  = 21'h000000;
+      \$3744  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3745  = \$2111 [66:0];
+    \$3745  = \$1718 ;
     if (rst) begin
-      \$3745  = 67'h00000000000000000;
+      \$3745  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3746  = \$2113 [66:0];
+    \$3746  = \$1840 [66:0];
     if (rst) begin
       \$3746  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3747  = \$2114 [66:0];
+    \$3747  = \$1842 [66:0];
     if (rst) begin
       \$3747  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3748  = \$2115 ;
+    \$3748  = \$1843 [66:0];
     if (rst) begin
-      \$3748  = 1'h0;
+      \$3748  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3749  = \$2116 ;
+    \$3749  = \$1844 ;
     if (rst) begin
       \$3749  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3750  = rq_r2_sum[39:32];
+    \$3750  = \$1845 ;
     if (rst) begin
-      \$3750  = 8'h00;
+      \$3750  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3751  = \$2118 ;
+    \$3751  = rq_r1_sum[39:32];
     if (rst) begin
       \$3751  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3752  = \$2124 ;
+    \$3752  = \$1847 ;
     if (rst) begin
-      \$3752  = 43'h00000000000;
+      \$3752  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3753  = \$2125 ;
+    \$3753  = \$1853 ;
     if (rst) begin
-      \$3753  = 23'h000000;
+      \$3753  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3754  = \$2126 ;
+    \$3754  = \$1854 ;
     if (rst) begin
-      \$3754  = 41'h00000000000;
+      \$3754  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3755  = \$2127 ;
+    \$3755  = \$1855 ;
     if (rst) begin
-      \$3755  = 21'h000000;
+      \$3755  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3756  = \$2249 [66:0];
+    \$3756  = \$1856 ;
     if (rst) begin
-      \$3756  = 67'h00000000000000000;
+      \$3756  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3757  = \$2251 [66:0];
+    \$3757  = \$1978 [66:0];
     if (rst) begin
       \$3757  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3758  = \$2252 [66:0];
+    \$3758  = \$1980 [66:0];
     if (rst) begin
       \$3758  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3759  = \$2253 ;
+    \$3759  = \$1981 [66:0];
     if (rst) begin
-      \$3759  = 1'h0;
+      \$3759  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3760  = \$2254 ;
+    \$3760  = \$1982 ;
     if (rst) begin
       \$3760  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3761  = rq_a3_sum[39:32];
+    \$3761  = \$1983 ;
     if (rst) begin
-      \$3761  = 8'h00;
+      \$3761  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3762  = \$2256 ;
+    \$3762  = rq_a2_sum[39:32];
     if (rst) begin
       \$3762  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3763  = \$2257 ;
+    \$3763  = \$1985 ;
     if (rst) begin
-      \$3763  = 43'h00000000000;
+      \$3763  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3764  = \$2258 ;
+    \$3764  = \$1986 ;
     if (rst) begin
-      \$3764  = 23'h000000;
+      \$3764  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3765  = \$2259 ;
+    \$3765  = \$1987 ;
     if (rst) begin
-      \$3765  = 41'h00000000000;
+      \$3765  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3766  = \$2260 ;
+    \$3766  = \$1988 ;
     if (rst) begin
-      \$3766  = 21'h000000;
+      \$3766  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3767  = \$2382 [66:0];
+    \$3767  = \$1989 ;
     if (rst) begin
-      \$3767  = 67'h00000000000000000;
+      \$3767  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3768  = \$2384 [66:0];
+    \$3768  = \$2111 [66:0];
     if (rst) begin
       \$3768  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3769  = \$2385 [66:0];
+    \$3769  = \$2113 [66:0];
     if (rst) begin
       \$3769  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3770  = \$2386 ;
+    \$3770  = \$2114 [66:0];
     if (rst) begin
-      \$3770  = 1'h0;
+      \$3770  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3771  = \$2387 ;
+    \$3771  = \$2115 ;
     if (rst) begin
       \$3771  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3772  = rq_r3_sum[39:32];
+    \$3772  = \$2116 ;
     if (rst) begin
-      \$3772  = 8'h00;
+      \$3772  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3773  = \$2389 ;
+    \$3773  = rq_r2_sum[39:32];
     if (rst) begin
       \$3773  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3774  = \$2395 ;
+    \$3774  = \$2118 ;
     if (rst) begin
-      \$3774  = 43'h00000000000;
+      \$3774  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3775  = \$2396 ;
+    \$3775  = \$2124 ;
     if (rst) begin
-      \$3775  = 23'h000000;
+      \$3775  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3776  = \$2397 ;
+    \$3776  = \$2125 ;
     if (rst) begin
-      \$3776  = 41'h00000000000;
+      \$3776  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3777  = \$2398 ;
+    \$3777  = \$2126 ;
     if (rst) begin
-      \$3777  = 21'h000000;
+      \$3777  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3778  = \$2520 [66:0];
+    \$3778  = \$2127 ;
     if (rst) begin
-      \$3778  = 67'h00000000000000000;
+      \$3778  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3779  = \$2522 [66:0];
+    \$3779  = \$2249 [66:0];
     if (rst) begin
       \$3779  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3780  = \$2523 [66:0];
+    \$3780  = \$2251 [66:0];
     if (rst) begin
       \$3780  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3781  = \$2524 ;
+    \$3781  = \$2252 [66:0];
     if (rst) begin
-      \$3781  = 1'h0;
+      \$3781  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3782  = \$2525 ;
+    \$3782  = \$2253 ;
     if (rst) begin
       \$3782  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3783  = rq_a4_sum[39:32];
+    \$3783  = \$2254 ;
     if (rst) begin
-      \$3783  = 8'h00;
+      \$3783  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3784  = \$2527 ;
+    \$3784  = rq_a3_sum[39:32];
     if (rst) begin
       \$3784  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3785  = \$2528 ;
+    \$3785  = \$2256 ;
     if (rst) begin
-      \$3785  = 43'h00000000000;
+      \$3785  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3786  = \$2529 ;
+    \$3786  = \$2257 ;
     if (rst) begin
-      \$3786  = 23'h000000;
+      \$3786  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3787  = \$2530 ;
+    \$3787  = \$2258 ;
     if (rst) begin
-      \$3787  = 41'h00000000000;
+      \$3787  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3788  = \$2531 ;
+    \$3788  = \$2259 ;
     if (rst) begin
-      \$3788  = 21'h000000;
+      \$3788  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3789  = \$2653 [66:0];
+    \$3789  = \$2260 ;
     if (rst) begin
-      \$3789  = 67'h00000000000000000;
+      \$3789  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3790  = \$2655 [66:0];
+    \$3790  = \$2382 [66:0];
     if (rst) begin
       \$3790  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3791  = \$2656 [66:0];
+    \$3791  = \$2384 [66:0];
     if (rst) begin
       \$3791  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3792  = \$2657 ;
+    \$3792  = \$2385 [66:0];
     if (rst) begin
-      \$3792  = 1'h0;
+      \$3792  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3793  = \$2658 ;
+    \$3793  = \$2386 ;
     if (rst) begin
       \$3793  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3794  = rq_r4_sum[39:32];
+    \$3794  = \$2387 ;
     if (rst) begin
-      \$3794  = 8'h00;
+      \$3794  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3795  = \$2660 ;
+    \$3795  = rq_r3_sum[39:32];
     if (rst) begin
       \$3795  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3796  = \$2666 ;
+    \$3796  = \$2389 ;
     if (rst) begin
-      \$3796  = 43'h00000000000;
+      \$3796  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3797  = \$2667 ;
+    \$3797  = \$2395 ;
     if (rst) begin
-      \$3797  = 23'h000000;
+      \$3797  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3798  = \$2668 ;
+    \$3798  = \$2396 ;
     if (rst) begin
-      \$3798  = 41'h00000000000;
+      \$3798  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3799  = \$2669 ;
+    \$3799  = \$2397 ;
     if (rst) begin
-      \$3799  = 21'h000000;
+      \$3799  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3800  = \$2791 [66:0];
+    \$3800  = \$2398 ;
     if (rst) begin
-      \$3800  = 67'h00000000000000000;
+      \$3800  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3801  = \$2793 [66:0];
+    \$3801  = \$2520 [66:0];
     if (rst) begin
       \$3801  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3802  = \$2794 [66:0];
+    \$3802  = \$2522 [66:0];
     if (rst) begin
       \$3802  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3803  = \$2795 ;
+    \$3803  = \$2523 [66:0];
     if (rst) begin
-      \$3803  = 1'h0;
+      \$3803  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3804  = \$2796 ;
+    \$3804  = \$2524 ;
     if (rst) begin
       \$3804  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3805  = rq_a5_sum[39:32];
+    \$3805  = \$2525 ;
     if (rst) begin
-      \$3805  = 8'h00;
+      \$3805  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3806  = \$2798 ;
+    \$3806  = rq_a4_sum[39:32];
     if (rst) begin
       \$3806  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3807  = \$2799 ;
+    \$3807  = \$2527 ;
     if (rst) begin
-      \$3807  = 43'h00000000000;
+      \$3807  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3808  = \$2800 ;
+    \$3808  = \$2528 ;
     if (rst) begin
-      \$3808  = 23'h000000;
+      \$3808  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3809  = \$2801 ;
+    \$3809  = \$2529 ;
     if (rst) begin
-      \$3809  = 41'h00000000000;
+      \$3809  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3810  = \$2802 ;
+    \$3810  = \$2530 ;
     if (rst) begin
-      \$3810  = 21'h000000;
+      \$3810  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3811  = \$2924 [66:0];
+    \$3811  = \$2531 ;
     if (rst) begin
-      \$3811  = 67'h00000000000000000;
+      \$3811  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3812  = \$2926 [66:0];
+    \$3812  = \$2653 [66:0];
     if (rst) begin
       \$3812  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3813  = \$2927 [66:0];
+    \$3813  = \$2655 [66:0];
     if (rst) begin
       \$3813  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3814  = \$2928 ;
+    \$3814  = \$2656 [66:0];
     if (rst) begin
-      \$3814  = 1'h0;
+      \$3814  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3815  = \$2929 ;
+    \$3815  = \$2657 ;
     if (rst) begin
       \$3815  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3816  = rq_r5_sum[39:32];
+    \$3816  = \$2658 ;
     if (rst) begin
-      \$3816  = 8'h00;
+      \$3816  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3817  = \$2931 ;
+    \$3817  = rq_r4_sum[39:32];
     if (rst) begin
       \$3817  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3818  = \$2937 ;
+    \$3818  = \$2660 ;
     if (rst) begin
-      \$3818  = 43'h00000000000;
+      \$3818  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3819  = \$2938 ;
+    \$3819  = \$2666 ;
     if (rst) begin
-      \$3819  = 23'h000000;
+      \$3819  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3820  = \$2939 ;
+    \$3820  = \$2667 ;
     if (rst) begin
-      \$3820  = 41'h00000000000;
+      \$3820  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3821  = \$2940 ;
+    \$3821  = \$2668 ;
     if (rst) begin
-      \$3821  = 21'h000000;
+      \$3821  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3822  = \$3062 [66:0];
+    \$3822  = \$2669 ;
     if (rst) begin
-      \$3822  = 67'h00000000000000000;
+      \$3822  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3823  = \$3064 [66:0];
+    \$3823  = \$2791 [66:0];
     if (rst) begin
       \$3823  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3824  = \$3065 [66:0];
+    \$3824  = \$2793 [66:0];
     if (rst) begin
       \$3824  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3825  = \$3066 ;
+    \$3825  = \$2794 [66:0];
     if (rst) begin
-      \$3825  = 1'h0;
+      \$3825  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3826  = \$3067 ;
+    \$3826  = \$2795 ;
     if (rst) begin
       \$3826  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3827  = rq_a6_sum[39:32];
+    \$3827  = \$2796 ;
     if (rst) begin
-      \$3827  = 8'h00;
+      \$3827  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3828  = \$3069 ;
+    \$3828  = rq_a5_sum[39:32];
     if (rst) begin
       \$3828  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3829  = \$3070 ;
+    \$3829  = \$2798 ;
     if (rst) begin
-      \$3829  = 43'h00000000000;
+      \$3829  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3830  = \$3071 ;
+    \$3830  = \$2799 ;
     if (rst) begin
-      \$3830  = 23'h000000;
+      \$3830  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3831  = \$3072 ;
+    \$3831  = \$2800 ;
     if (rst) begin
-      \$3831  = 41'h00000000000;
+      \$3831  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3832  = \$3073 ;
+    \$3832  = \$2801 ;
     if (rst) begin
-      \$3832  = 21'h000000;
+      \$3832  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3833  = \$3195 [66:0];
+    \$3833  = \$2802 ;
     if (rst) begin
-      \$3833  = 67'h00000000000000000;
+      \$3833  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3834  = \$3197 [66:0];
+    \$3834  = \$2924 [66:0];
     if (rst) begin
       \$3834  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3835  = \$3198 [66:0];
+    \$3835  = \$2926 [66:0];
     if (rst) begin
       \$3835  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3836  = \$3199 ;
+    \$3836  = \$2927 [66:0];
     if (rst) begin
-      \$3836  = 1'h0;
+      \$3836  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3837  = \$3200 ;
+    \$3837  = \$2928 ;
     if (rst) begin
       \$3837  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3838  = rq_r6_sum[39:32];
+    \$3838  = \$2929 ;
     if (rst) begin
-      \$3838  = 8'h00;
+      \$3838  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3839  = \$3202 ;
+    \$3839  = rq_r5_sum[39:32];
     if (rst) begin
       \$3839  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3840  = \$3208 ;
+    \$3840  = \$2931 ;
     if (rst) begin
-      \$3840  = 43'h00000000000;
+      \$3840  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3841  = \$3209 ;
+    \$3841  = \$2937 ;
     if (rst) begin
-      \$3841  = 23'h000000;
+      \$3841  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3842  = \$3210 ;
+    \$3842  = \$2938 ;
     if (rst) begin
-      \$3842  = 41'h00000000000;
+      \$3842  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3843  = \$3211 ;
+    \$3843  = \$2939 ;
     if (rst) begin
-      \$3843  = 21'h000000;
+      \$3843  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3844  = \$3333 [66:0];
+    \$3844  = \$2940 ;
     if (rst) begin
-      \$3844  = 67'h00000000000000000;
+      \$3844  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3845  = \$3335 [66:0];
+    \$3845  = \$3062 [66:0];
     if (rst) begin
       \$3845  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3846  = \$3336 [66:0];
+    \$3846  = \$3064 [66:0];
     if (rst) begin
       \$3846  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3847  = \$3337 ;
+    \$3847  = \$3065 [66:0];
     if (rst) begin
-      \$3847  = 1'h0;
+      \$3847  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3848  = \$3338 ;
+    \$3848  = \$3066 ;
     if (rst) begin
       \$3848  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3849  = rq_a7_sum[39:32];
+    \$3849  = \$3067 ;
     if (rst) begin
-      \$3849  = 8'h00;
+      \$3849  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3850  = \$3340 ;
+    \$3850  = rq_a6_sum[39:32];
     if (rst) begin
       \$3850  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3851  = \$3341 ;
+    \$3851  = \$3069 ;
     if (rst) begin
-      \$3851  = 43'h00000000000;
+      \$3851  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3852  = \$3342 ;
+    \$3852  = \$3070 ;
     if (rst) begin
-      \$3852  = 23'h000000;
+      \$3852  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3853  = \$3343 ;
+    \$3853  = \$3071 ;
     if (rst) begin
-      \$3853  = 41'h00000000000;
+      \$3853  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3854  = \$3344 ;
+    \$3854  = \$3072 ;
     if (rst) begin
-      \$3854  = 21'h000000;
+      \$3854  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3855  = \$3466 [66:0];
+    \$3855  = \$3073 ;
     if (rst) begin
-      \$3855  = 67'h00000000000000000;
+      \$3855  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3856  = \$3468 [66:0];
+    \$3856  = \$3195 [66:0];
     if (rst) begin
       \$3856  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3857  = \$3469 [66:0];
+    \$3857  = \$3197 [66:0];
     if (rst) begin
       \$3857  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3858  = \$3470 ;
+    \$3858  = \$3198 [66:0];
     if (rst) begin
-      \$3858  = 1'h0;
+      \$3858  = 67'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3859  = \$3471 ;
+    \$3859  = \$3199 ;
     if (rst) begin
       \$3859  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3860  = rq_r7_sum[39:32];
+    \$3860  = \$3200 ;
     if (rst) begin
-      \$3860  = 8'h00;
+      \$3860  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3861  = \$3473 ;
+    \$3861  = rq_r6_sum[39:32];
     if (rst) begin
       \$3861  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3862  = \$3480 ;
+    \$3862  = \$3202 ;
     if (rst) begin
-      \$3862  = 1'h0;
+      \$3862  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3863  = \$3505 ;
+    \$3863  = \$3208 ;
     if (rst) begin
-      \$3863  = 1'h0;
+      \$3863  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3864  = status_dequant_overflow;
+    \$3864  = \$3209 ;
+    if (rst) begin
+      \$3864  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3865  = \$3210 ;
+    if (rst) begin
+      \$3865  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3866  = \$3211 ;
+    if (rst) begin
+      \$3866  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3867  = \$3333 [66:0];
+    if (rst) begin
+      \$3867  = 67'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3868  = \$3335 [66:0];
+    if (rst) begin
+      \$3868  = 67'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3869  = \$3336 [66:0];
+    if (rst) begin
+      \$3869  = 67'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3870  = \$3337 ;
+    if (rst) begin
+      \$3870  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3871  = \$3338 ;
+    if (rst) begin
+      \$3871  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3872  = rq_a7_sum[39:32];
+    if (rst) begin
+      \$3872  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3873  = \$3340 ;
+    if (rst) begin
+      \$3873  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3874  = \$3341 ;
+    if (rst) begin
+      \$3874  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3875  = \$3342 ;
+    if (rst) begin
+      \$3875  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3876  = \$3343 ;
+    if (rst) begin
+      \$3876  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3877  = \$3344 ;
+    if (rst) begin
+      \$3877  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3878  = \$3466 [66:0];
+    if (rst) begin
+      \$3878  = 67'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3879  = \$3468 [66:0];
+    if (rst) begin
+      \$3879  = 67'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3880  = \$3469 [66:0];
+    if (rst) begin
+      \$3880  = 67'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3881  = \$3470 ;
+    if (rst) begin
+      \$3881  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3882  = \$3471 ;
+    if (rst) begin
+      \$3882  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3883  = rq_r7_sum[39:32];
+    if (rst) begin
+      \$3883  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3884  = \$3473 ;
+    if (rst) begin
+      \$3884  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3885  = \$3480 ;
+    if (rst) begin
+      \$3885  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3886  = \$3505 ;
+    if (rst) begin
+      \$3886  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$3887  = status_dequant_overflow;
     if (\$3507 ) begin
-      \$3864  = 1'h0;
+      \$3887  = 1'h0;
     end else if (any_deq_ovf) begin
-      \$3864  = 1'h1;
+      \$3887  = 1'h1;
     end
     if (rst) begin
-      \$3864  = 1'h0;
+      \$3887  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3865  = status_requant_overflow;
+    \$3888  = status_requant_overflow;
     if (\$3509 ) begin
-      \$3865  = 1'h0;
+      \$3888  = 1'h0;
     end else if (any_req_ovf) begin
-      \$3865  = 1'h1;
+      \$3888  = 1'h1;
     end
     if (rst) begin
-      \$3865  = 1'h0;
+      \$3888  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$3866  = status_pe_overflow;
+    \$3889  = status_pe_overflow;
     if (\$3511 ) begin
-      \$3866  = 1'h0;
+      \$3889  = 1'h0;
     end else if (any_pe_ovf) begin
-      \$3866  = 1'h1;
+      \$3889  = 1'h1;
     end
     if (rst) begin
-      \$3866  = 1'h0;
+      \$3889  = 1'h0;
     end
   end
   assign \busy$1  = busy;
@@ -12802,11790 +12864,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe0 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, o_valid, clk);
+module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start
+, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow
+, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  output o_valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign o_valid = o3[0];
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe1 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe2 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe3 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe4 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe5 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe6 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.core.pe7 (rst, i__valid, i__payload, gamma, gamma_lambda, o__payload, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$101 ;
-  wire [62:0] \$102 ;
-  wire [63:0] \$103 ;
-  wire [65:0] \$104 ;
-  wire [16:0] \$105 ;
-  wire [33:0] \$106 ;
-  wire [34:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
-  wire \$11 ;
-  wire [16:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire [16:0] \$113 ;
-  wire [33:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [35:0] \$116 ;
-  wire [35:0] \$117 ;
-  wire [35:0] \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [35:0] \$120 ;
-  wire [35:0] \$121 ;
-  wire [35:0] \$122 ;
-  wire [35:0] \$123 ;
-  wire [35:0] \$124 ;
-  wire [35:0] \$125 ;
-  wire [35:0] \$126 ;
-  wire [35:0] \$127 ;
-  wire [35:0] \$128 ;
-  wire [35:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [35:0] \$130 ;
-  wire [35:0] \$131 ;
-  wire [35:0] \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
-  wire [53:0] \$135 ;
-  wire [62:0] \$136 ;
-  wire [53:0] \$137 ;
-  wire [35:0] \$138 ;
-  wire [35:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [35:0] \$140 ;
-  wire [35:0] \$141 ;
-  wire [35:0] \$142 ;
-  wire [35:0] \$143 ;
-  wire [35:0] \$144 ;
-  wire [35:0] \$145 ;
-  wire [35:0] \$146 ;
-  wire [35:0] \$147 ;
-  wire [35:0] \$148 ;
-  wire [35:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [35:0] \$150 ;
-  wire [35:0] \$151 ;
-  wire [35:0] \$152 ;
-  wire [35:0] \$153 ;
-  wire [35:0] \$154 ;
-  wire [35:0] \$155 ;
-  wire [35:0] \$156 ;
-  wire [53:0] \$157 ;
-  wire [62:0] \$158 ;
-  wire [53:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [53:0] \$160 ;
-  wire [35:0] \$161 ;
-  wire [35:0] \$162 ;
-  wire [35:0] \$163 ;
-  wire [35:0] \$164 ;
-  wire [35:0] \$165 ;
-  wire [35:0] \$166 ;
-  wire [35:0] \$167 ;
-  wire [35:0] \$168 ;
-  wire [35:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [35:0] \$170 ;
-  wire [35:0] \$171 ;
-  wire [35:0] \$172 ;
-  wire [35:0] \$173 ;
-  wire [35:0] \$174 ;
-  wire [35:0] \$175 ;
-  wire [35:0] \$176 ;
-  wire [35:0] \$177 ;
-  wire [35:0] \$178 ;
-  wire [35:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [62:0] \$180 ;
-  wire [53:0] \$181 ;
-  wire [53:0] \$182 ;
-  wire [54:0] \$183 ;
-  reg [31:0] \$184 ;
-  wire [33:0] \$185 ;
-  reg [31:0] \$186 ;
-  wire [31:0] \$187 ;
-  wire \$188 ;
-  wire \$189 ;
-  wire [35:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire \$194 ;
-  wire [32:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  reg [16:0] \$199 ;
-  wire \$2 ;
-  wire [35:0] \$20 ;
-  reg [16:0] \$200 ;
-  reg \$201 ;
-  reg [31:0] \$202 ;
-  reg [58:0] \$203 ;
-  reg [31:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [16:0] \$206 ;
-  reg \$207 ;
-  reg [58:0] \$208 ;
-  reg [33:0] \$209 ;
-  wire [35:0] \$21 ;
-  reg [31:0] \$210 ;
-  reg [32:0] \$211 ;
-  reg \$212 ;
-  reg [58:0] \$213 ;
-  reg [63:0] \$214 ;
-  reg [32:0] \$215 ;
-  reg \$216 ;
-  reg [58:0] \$217 ;
-  reg [65:0] \$218 ;
-  reg \$219 ;
-  wire [35:0] \$22 ;
-  reg [58:0] \$220 ;
-  reg [31:0] \$221 ;
-  reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [33:0] \$224 ;
-  reg [18:0] \$225 ;
-  reg [16:0] \$226 ;
-  reg [31:0] \$227 ;
-  reg \$228 ;
-  reg [58:0] \$229 ;
-  wire [35:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [16:0] \$231 ;
-  reg [16:0] \$232 ;
-  reg [31:0] \$233 ;
-  reg [58:0] \$234 ;
-  reg [47:0] \$235 ;
-  reg [16:0] \$236 ;
-  reg [33:0] \$237 ;
-  reg [31:0] \$238 ;
-  reg [58:0] \$239 ;
-  wire [35:0] \$24 ;
-  reg [16:0] \$240 ;
-  reg [53:0] \$241 ;
-  reg [58:0] \$242 ;
-  reg [53:0] \$243 ;
-  reg [33:0] \$244 ;
-  reg [31:0] \$245 ;
-  reg [31:0] \$246 ;
-  reg [31:0] \$247 ;
-  reg [58:0] \$248 ;
-  reg [31:0] \$249 ;
-  wire [35:0] \$25 ;
-  reg [58:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [32:0] \$252 ;
-  reg [58:0] \$253 ;
-  reg [31:0] \$254 ;
-  reg [31:0] \$255 ;
-  reg \$256 ;
-  wire [35:0] \$26 ;
-  wire [35:0] \$27 ;
-  wire [35:0] \$28 ;
-  wire [35:0] \$29 ;
-  wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [35:0] \$31 ;
-  wire [53:0] \$32 ;
-  wire [62:0] \$33 ;
-  wire [53:0] \$34 ;
-  wire [35:0] \$35 ;
-  wire [35:0] \$36 ;
-  wire [35:0] \$37 ;
-  wire [35:0] \$38 ;
-  wire [35:0] \$39 ;
-  wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [35:0] \$41 ;
-  wire [35:0] \$42 ;
-  wire [35:0] \$43 ;
-  wire [35:0] \$44 ;
-  wire [35:0] \$45 ;
-  wire [35:0] \$46 ;
-  wire [35:0] \$47 ;
-  wire [35:0] \$48 ;
-  wire [35:0] \$49 ;
-  wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [35:0] \$51 ;
-  wire [35:0] \$52 ;
-  wire [35:0] \$53 ;
-  wire [53:0] \$54 ;
-  wire [62:0] \$55 ;
-  wire [53:0] \$56 ;
-  wire [53:0] \$57 ;
-  wire [35:0] \$58 ;
-  wire [35:0] \$59 ;
-  wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [35:0] \$61 ;
-  wire [35:0] \$62 ;
-  wire [35:0] \$63 ;
-  wire [35:0] \$64 ;
-  wire [35:0] \$65 ;
-  wire [35:0] \$66 ;
-  wire [35:0] \$67 ;
-  wire [35:0] \$68 ;
-  wire [35:0] \$69 ;
-  wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [35:0] \$71 ;
-  wire [35:0] \$72 ;
-  wire [35:0] \$73 ;
-  wire [35:0] \$74 ;
-  wire [35:0] \$75 ;
-  wire [35:0] \$76 ;
-  wire [62:0] \$77 ;
-  wire [53:0] \$78 ;
-  wire [53:0] \$79 ;
-  wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [32:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire \$89 ;
-  wire \$9 ;
-  wire \$90 ;
-  wire [1:0] \$91 ;
-  wire [1:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire [31:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire \$97 ;
-  wire [33:0] \$98 ;
-  wire [31:0] \$99 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
-  wire [31:0] adv;
-  wire [37:0] adv_full;
-  wire adv_hi;
-  wire adv_lo;
-  wire adv_ovf;
-  wire clear;
-  input clk;
-  wire clk;
-  wire [31:0] delta;
-  wire [48:0] delta_full;
-  wire delta_hi;
-  wire delta_lo;
-  wire delta_ovf;
-  wire en;
-  input [16:0] gamma;
-  wire [16:0] gamma;
-  input [16:0] gamma_lambda;
-  wire [16:0] gamma_lambda;
-  reg [16:0] gamma_lambda_q = 17'h00000;
-  reg [16:0] gamma_q = 17'h00000;
-  reg [58:0] h1 = 59'h000000000000000;
-  wire \h1.lane ;
-  wire \h1.overflow ;
-  wire [15:0] \h1.timestep ;
-  wire [7:0] \h1.trajectory ;
-  wire \h1.valid ;
-  wire [31:0] \h1.value ;
-  reg [31:0] h1_delta = 32'd0;
-  reg [31:0] h1_h1 = 32'd0;
-  reg [16:0] h1_p1 = 17'h00000;
-  reg [16:0] h1_p2 = 17'h00000;
-  reg [58:0] h2 = 59'h000000000000000;
-  wire \h2.lane ;
-  wire \h2.overflow ;
-  wire [15:0] \h2.timestep ;
-  wire [7:0] \h2.trajectory ;
-  wire \h2.valid ;
-  wire [31:0] \h2.value ;
-  reg [47:0] h2_g = 48'h000000000000;
-  reg [16:0] h2_p = 17'h00000;
-  reg [33:0] h2_t10 = 34'h000000000;
-  reg [31:0] h2_t11 = 32'd0;
-  reg hbrk1 = 1'h0;
-  reg [31:0] hist1 = 32'd0;
-  input [121:0] i__payload;
-  wire [121:0] i__payload;
-  wire [31:0] \i__payload.bootstrap ;
-  wire \i__payload.done ;
-  wire \i__payload.first ;
-  wire [31:0] \i__payload.reward ;
-  wire [15:0] \i__payload.timestep ;
-  wire [7:0] \i__payload.trajectory ;
-  wire [31:0] \i__payload.value ;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  reg lane_in = 1'h0;
-  reg [58:0] loop_mul = 59'h000000000000000;
-  wire \loop_mul.lane ;
-  wire \loop_mul.overflow ;
-  wire [15:0] \loop_mul.timestep ;
-  wire [7:0] \loop_mul.trajectory ;
-  wire \loop_mul.valid ;
-  wire [31:0] \loop_mul.value ;
-  reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
-  reg [58:0] o1 = 59'h000000000000000;
-  wire \o1.lane ;
-  wire \o1.overflow ;
-  wire [15:0] \o1.timestep ;
-  wire [7:0] \o1.trajectory ;
-  wire \o1.valid ;
-  wire [31:0] \o1.value ;
-  reg [31:0] o1_adv = 32'd0;
-  reg [58:0] o2 = 59'h000000000000000;
-  wire \o2.lane ;
-  wire \o2.overflow ;
-  wire [15:0] \o2.timestep ;
-  wire [7:0] \o2.trajectory ;
-  wire \o2.valid ;
-  wire [31:0] \o2.value ;
-  reg [31:0] o2_adv = 32'd0;
-  (* init = 33'h000000000 *)
-  wire [32:0] o2_rtg;
-  reg [58:0] o3 = 59'h000000000000000;
-  wire \o3.lane ;
-  wire \o3.overflow ;
-  wire [15:0] \o3.timestep ;
-  wire [7:0] \o3.trajectory ;
-  wire \o3.valid ;
-  wire [31:0] \o3.value ;
-  reg [31:0] o3_adv = 32'd0;
-  reg [31:0] o3_rtg = 32'd0;
-  output [88:0] o__payload;
-  wire [88:0] o__payload;
-  wire [31:0] \o__payload.advantage ;
-  wire \o__payload.overflow ;
-  wire [31:0] \o__payload.rtg ;
-  wire [15:0] \o__payload.timestep ;
-  wire [7:0] \o__payload.trajectory ;
-  wire o__ready;
-  wire o__valid;
-  wire o_valid;
-  reg overflow = 1'h0;
-  reg [16:0] pow2 = 17'h00000;
-  wire [16:0] pow2_next;
-  reg [18:0] pow2_next_full = 19'h00000;
-  wire pow2_next_hi;
-  wire pow2_next_lo;
-  wire pow2_next_ovf;
-  reg [33:0] pow2_prod = 34'h000000000;
-  (* init = 19'h00000 *)
-  wire [18:0] pow2_round;
-  input rst;
-  wire rst;
-  wire [31:0] rtg;
-  reg [32:0] rtg_full = 33'h000000000;
-  wire rtg_hi;
-  wire rtg_lo;
-  wire rtg_ovf;
-  reg [58:0] s0 = 59'h000000000000000;
-  wire \s0.lane ;
-  wire \s0.overflow ;
-  wire [15:0] \s0.timestep ;
-  wire [7:0] \s0.trajectory ;
-  wire \s0.valid ;
-  wire [31:0] \s0.value ;
-  reg s0_brk = 1'h0;
-  reg [16:0] s0_gamma = 17'h00000;
-  reg [31:0] s0_reward = 32'd0;
-  reg [31:0] s0_vnext = 32'd0;
-  reg [58:0] s1 = 59'h000000000000000;
-  wire \s1.lane ;
-  wire \s1.overflow ;
-  wire [15:0] \s1.timestep ;
-  wire [7:0] \s1.trajectory ;
-  wire \s1.valid ;
-  wire [31:0] \s1.value ;
-  reg s1_brk = 1'h0;
-  reg [33:0] s1_pp0 = 34'h000000000;
-  reg [31:0] s1_pp1 = 32'd0;
-  reg [32:0] s1_rv = 33'h000000000;
-  reg [58:0] s2 = 59'h000000000000000;
-  wire \s2.lane ;
-  wire \s2.overflow ;
-  wire [15:0] \s2.timestep ;
-  wire [7:0] \s2.trajectory ;
-  wire \s2.valid ;
-  wire [31:0] \s2.value ;
-  reg s2_brk = 1'h0;
-  reg [63:0] s2_prod = 64'h0000000000000000;
-  reg [32:0] s2_rv = 33'h000000000;
-  reg [58:0] s3 = 59'h000000000000000;
-  wire \s3.lane ;
-  wire \s3.overflow ;
-  wire [15:0] \s3.timestep ;
-  wire [7:0] \s3.trajectory ;
-  wire \s3.valid ;
-  wire [31:0] \s3.value ;
-  reg s3_brk = 1'h0;
-  reg [65:0] s3_dsum = 66'h00000000000000000;
-  reg [58:0] s4 = 59'h000000000000000;
-  wire \s4.lane ;
-  wire \s4.overflow ;
-  wire [15:0] \s4.timestep ;
-  wire [7:0] \s4.trajectory ;
-  wire \s4.valid ;
-  wire [31:0] \s4.value ;
-  reg s4_brk = 1'h0;
-  reg [31:0] s4_delta = 32'd0;
-  reg [16:0] s4_p = 17'h00000;
-  reg [58:0] tree1 = 59'h000000000000000;
-  wire \tree1.lane ;
-  wire \tree1.overflow ;
-  wire [15:0] \tree1.timestep ;
-  wire [7:0] \tree1.trajectory ;
-  wire \tree1.valid ;
-  wire [31:0] \tree1.value ;
-  reg [53:0] tree1_g0 = 54'h00000000000000;
-  reg [16:0] tree1_p = 17'h00000;
-  reg [31:0] vprev0 = 32'd0;
-  assign \$1  = ~ o3[0];
-  assign \$2  = ~ s3_dsum[65];
-  assign \$3  = | s3_dsum[64:48];
-  assign delta_hi = \$2  & \$3 ;
-  assign \$4  = & s3_dsum[64:48];
-  assign \$5  = ~ \$4 ;
-  assign delta_lo = s3_dsum[65] & \$5 ;
-  assign delta_ovf = delta_hi | delta_lo;
-  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
-  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
-  assign pow2_next_hi = | pow2_next_full[18:17];
-  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
-  assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
-  assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
-  assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
-  assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q * gamma_lambda_q;
-  assign \$107  = pow2_prod + 16'h8000;
-  assign \$109  = ~ s4_brk;
-  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$111  = s4_brk | hbrk1;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$111  ? 17'h00000 : pow2;
-  assign \$114  = h1_p1 * h1_h1[16:0];
-  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
-  assign \$137  = \$135  ^ \$136 [53:0];
-  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
-  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
-  assign \$160  = \$157  | \$159 ;
-  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
-  assign \$182  = \$160  | \$181 ;
-  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
-  assign \$185  = tree1_p * \$184 [16:0];
-  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
-  assign \$189  = ! loop_mul[58];
-  assign \$190  = \$188  & \$189 ;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = loop_mul[33] | adv_ovf;
-  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$196  = o2[33] | rtg_ovf;
-  assign \$198  = \$197  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$199 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$200 ;
-  always @(posedge clk)
-    lane_in <= \$201 ;
-  always @(posedge clk)
-    vprev0 <= \$202 ;
-  always @(posedge clk)
-    s0 <= \$203 ;
-  always @(posedge clk)
-    s0_reward <= \$204 ;
-  always @(posedge clk)
-    s0_vnext <= \$205 ;
-  always @(posedge clk)
-    s0_gamma <= \$206 ;
-  always @(posedge clk)
-    s0_brk <= \$207 ;
-  always @(posedge clk)
-    s1 <= \$208 ;
-  always @(posedge clk)
-    s1_pp0 <= \$209 ;
-  always @(posedge clk)
-    s1_pp1 <= \$210 ;
-  always @(posedge clk)
-    s1_rv <= \$211 ;
-  always @(posedge clk)
-    s1_brk <= \$212 ;
-  always @(posedge clk)
-    s2 <= \$213 ;
-  always @(posedge clk)
-    s2_prod <= \$214 ;
-  always @(posedge clk)
-    s2_rv <= \$215 ;
-  always @(posedge clk)
-    s2_brk <= \$216 ;
-  always @(posedge clk)
-    s3 <= \$217 ;
-  always @(posedge clk)
-    s3_dsum <= \$218 ;
-  always @(posedge clk)
-    s3_brk <= \$219 ;
-  always @(posedge clk)
-    s4 <= \$220 ;
-  always @(posedge clk)
-    s4_delta <= \$221 ;
-  always @(posedge clk)
-    s4_brk <= \$222 ;
-  always @(posedge clk)
-    s4_p <= \$223 ;
-  always @(posedge clk)
-    pow2_prod <= \$224 ;
-  always @(posedge clk)
-    pow2_next_full <= \$225 ;
-  always @(posedge clk)
-    pow2 <= \$226 ;
-  always @(posedge clk)
-    hist1 <= \$227 ;
-  always @(posedge clk)
-    hbrk1 <= \$228 ;
-  always @(posedge clk)
-    h1 <= \$229 ;
-  always @(posedge clk)
-    h1_delta <= \$230 ;
-  always @(posedge clk)
-    h1_p1 <= \$231 ;
-  always @(posedge clk)
-    h1_p2 <= \$232 ;
-  always @(posedge clk)
-    h1_h1 <= \$233 ;
-  always @(posedge clk)
-    h2 <= \$234 ;
-  always @(posedge clk)
-    h2_g <= \$235 ;
-  always @(posedge clk)
-    h2_p <= \$236 ;
-  always @(posedge clk)
-    h2_t10 <= \$237 ;
-  always @(posedge clk)
-    h2_t11 <= \$238 ;
-  always @(posedge clk)
-    tree1 <= \$239 ;
-  always @(posedge clk)
-    tree1_p <= \$240 ;
-  always @(posedge clk)
-    tree1_g0 <= \$241 ;
-  always @(posedge clk)
-    loop_mul <= \$242 ;
-  always @(posedge clk)
-    loop_mul_g <= \$243 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$244 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$245 ;
-  always @(posedge clk)
-    a_lane0 <= \$246 ;
-  always @(posedge clk)
-    a_lane1 <= \$247 ;
-  always @(posedge clk)
-    o1 <= \$248 ;
-  always @(posedge clk)
-    o1_adv <= \$249 ;
-  always @(posedge clk)
-    o2 <= \$250 ;
-  always @(posedge clk)
-    o2_adv <= \$251 ;
-  always @(posedge clk)
-    rtg_full <= \$252 ;
-  always @(posedge clk)
-    o3 <= \$253 ;
-  always @(posedge clk)
-    o3_adv <= \$254 ;
-  always @(posedge clk)
-    o3_rtg <= \$255 ;
-  always @(posedge clk)
-    overflow <= \$256 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$184  = a_lane0;
-      1'h1:
-          \$184  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$186  = a_lane0;
-      1'h1:
-          \$186  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$199  = gamma;
-    if (rst) begin
-      \$199  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$200  = gamma_lambda;
-    if (rst) begin
-      \$200  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$201  = lane_in;
-    if (\$89 ) begin
-      \$201  = \$92 [0];
-    end
-    if (rst) begin
-      \$201  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$202  = vprev0;
-    if (\$94 ) begin
-      \$202  = i__payload[63:32];
-    end
-    if (rst) begin
-      \$202  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$203  = s0;
-    if (en) begin
-      \$203 [0] = i__valid;
-      \$203 [32:1] = i__payload[63:32];
-      \$203 [33] = 1'h0;
-      \$203 [49:34] = i__payload[113:98];
-      \$203 [57:50] = i__payload[121:114];
-      \$203 [58] = lane_in;
-    end
-    if (rst) begin
-      \$203  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$204  = s0_reward;
-    if (en) begin
-      \$204  = i__payload[31:0];
-    end
-    if (rst) begin
-      \$204  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$205  = s0_vnext;
-    if (en) begin
-      \$205  = \$95 ;
-    end
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$206  = s0_gamma;
-    if (en) begin
-      \$206  = \$96 ;
-    end
-    if (rst) begin
-      \$206  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$207  = s0_brk;
-    if (en) begin
-      \$207  = \$97 ;
-    end
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$208  = s1;
-    if (en) begin
-      \$208  = s0;
-    end
-    if (rst) begin
-      \$208  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$209  = s1_pp0;
-    if (en) begin
-      \$209  = \$98 ;
-    end
-    if (rst) begin
-      \$209  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$210  = s1_pp1;
-    if (en) begin
-      \$210  = \$99 ;
-    end
-    if (rst) begin
-      \$210  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$211  = s1_rv;
-    if (en) begin
-      \$211  = \$100 ;
-    end
-    if (rst) begin
-      \$211  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$212  = s1_brk;
-    if (en) begin
-      \$212  = s0_brk;
-    end
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$213  = s2;
-    if (en) begin
-      \$213  = s1;
-    end
-    if (rst) begin
-      \$213  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$214  = s2_prod;
-    if (en) begin
-      \$214  = \$103 ;
-    end
-    if (rst) begin
-      \$214  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$215  = s2_rv;
-    if (en) begin
-      \$215  = s1_rv;
-    end
-    if (rst) begin
-      \$215  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$216  = s2_brk;
-    if (en) begin
-      \$216  = s1_brk;
-    end
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$217  = s3;
-    if (en) begin
-      \$217  = s2;
-    end
-    if (rst) begin
-      \$217  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$218  = s3_dsum;
-    if (en) begin
-      \$218  = \$104 ;
-    end
-    if (rst) begin
-      \$218  = 66'h00000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$219  = s3_brk;
-    if (en) begin
-      \$219  = s2_brk;
-    end
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$220  = s4;
-    if (en) begin
-      \$220  = s3;
-    end
-    if (en) begin
-      \$220 [33] = delta_ovf;
-    end
-    if (rst) begin
-      \$220  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$221  = s4_delta;
-    if (en) begin
-      \$221  = \$7 [31:0];
-    end
-    if (rst) begin
-      \$221  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$222  = s4_brk;
-    if (en) begin
-      \$222  = s3_brk;
-    end
-    if (rst) begin
-      \$222  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$223  = s4_p;
-    if (en) begin
-      \$223  = \$105 ;
-    end
-    if (rst) begin
-      \$223  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$224  = \$106 ;
-    if (rst) begin
-      \$224  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$225  = \$107 [34:16];
-    if (rst) begin
-      \$225  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$226  = pow2_next;
-    if (rst) begin
-      \$226  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$227  = hist1;
-    if (\$108 ) begin
-      \$227  = s4_delta;
-    end
-    if (rst) begin
-      \$227  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$228  = hbrk1;
-    if (\$108 ) begin
-      \$228  = s4_brk;
-    end
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$229  = h1;
-    if (en) begin
-      \$229  = s4;
-    end
-    if (rst) begin
-      \$229  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$230  = h1_delta;
-    if (en) begin
-      \$230  = s4_delta;
-    end
-    if (rst) begin
-      \$230  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$231  = h1_p1;
-    if (en) begin
-      \$231  = \$110 ;
-    end
-    if (rst) begin
-      \$231  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$232  = h1_p2;
-    if (en) begin
-      \$232  = \$113 ;
-    end
-    if (rst) begin
-      \$232  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$233  = h1_h1;
-    if (en) begin
-      \$233  = hist1;
-    end
-    if (rst) begin
-      \$233  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$234  = h2;
-    if (en) begin
-      \$234  = h1;
-    end
-    if (rst) begin
-      \$234  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$235  = h2_g;
-    if (en) begin
-      \$235  = { h1_delta, 16'h8000 };
-    end
-    if (rst) begin
-      \$235  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$236  = h2_p;
-    if (en) begin
-      \$236  = h1_p2;
-    end
-    if (rst) begin
-      \$236  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$237  = h2_t10;
-    if (en) begin
-      \$237  = \$114 ;
-    end
-    if (rst) begin
-      \$237  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$238  = h2_t11;
-    if (en) begin
-      \$238  = \$115 ;
-    end
-    if (rst) begin
-      \$238  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$239  = tree1;
-    if (en) begin
-      \$239  = h2;
-    end
-    if (rst) begin
-      \$239  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$240  = tree1_p;
-    if (en) begin
-      \$240  = h2_p;
-    end
-    if (rst) begin
-      \$240  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$241  = tree1_g0;
-    if (en) begin
-      \$241  = \$183 [53:0];
-    end
-    if (rst) begin
-      \$241  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$242  = loop_mul;
-    if (en) begin
-      \$242  = tree1;
-    end
-    if (rst) begin
-      \$242  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$243  = loop_mul_g;
-    if (en) begin
-      \$243  = tree1_g0;
-    end
-    if (rst) begin
-      \$243  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$244  = loop_mul_pp0;
-    if (en) begin
-      \$244  = \$185 ;
-    end
-    if (rst) begin
-      \$244  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$245  = loop_mul_pp1;
-    if (en) begin
-      \$245  = \$187 ;
-    end
-    if (rst) begin
-      \$245  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$246  = a_lane0;
-    if (\$190 ) begin
-      \$246  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$246  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$247  = a_lane1;
-    if (\$193 ) begin
-      \$247  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$247  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$248  = o1;
-    if (en) begin
-      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$248 [33] = \$194 ;
-    end
-    if (rst) begin
-      \$248  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$249  = o1_adv;
-    if (en) begin
-      \$249  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$249  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$250  = o2;
-    if (en) begin
-      \$250  = o1;
-    end
-    if (rst) begin
-      \$250  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$251  = o2_adv;
-    if (en) begin
-      \$251  = o1_adv;
-    end
-    if (rst) begin
-      \$251  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$252  = rtg_full;
-    if (en) begin
-      \$252  = \$195 ;
-    end
-    if (rst) begin
-      \$252  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$253  = o3;
-    if (en) begin
-      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
-      \$253 [33] = \$196 ;
-    end
-    if (rst) begin
-      \$253  = 59'h000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$254  = o3_adv;
-    if (en) begin
-      \$254  = o2_adv;
-    end
-    if (rst) begin
-      \$254  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$255  = o3_rtg;
-    if (en) begin
-      \$255  = \$88 [31:0];
-    end
-    if (rst) begin
-      \$255  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$256  = overflow;
-    if (\$198 ) begin
-      \$256  = 1'h1;
-    end
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  assign o_valid = o3[0];
-  assign o__ready = 1'h1;
-  assign i__ready = en;
-  assign delta_full = s3_dsum[65:17];
-  assign delta = \$7 [31:0];
-  assign pow2_next_lo = 1'h0;
-  assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
-  assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
-  assign o__valid = o3[0];
-  assign clear = 1'h0;
-  assign \o3.valid  = o3[0];
-  assign \o3.value  = o3[32:1];
-  assign \o3.overflow  = o3[33];
-  assign \o3.timestep  = o3[49:34];
-  assign \o3.trajectory  = o3[57:50];
-  assign \o3.lane  = o3[58];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \i__payload.reward  = i__payload[31:0];
-  assign \i__payload.value  = i__payload[63:32];
-  assign \i__payload.bootstrap  = i__payload[95:64];
-  assign \i__payload.done  = i__payload[96];
-  assign \i__payload.first  = i__payload[97];
-  assign \i__payload.timestep  = i__payload[113:98];
-  assign \i__payload.trajectory  = i__payload[121:114];
-  assign \s0.valid  = s0[0];
-  assign \s0.value  = s0[32:1];
-  assign \s0.overflow  = s0[33];
-  assign \s0.timestep  = s0[49:34];
-  assign \s0.trajectory  = s0[57:50];
-  assign \s0.lane  = s0[58];
-  assign \s1.valid  = s1[0];
-  assign \s1.value  = s1[32:1];
-  assign \s1.overflow  = s1[33];
-  assign \s1.timestep  = s1[49:34];
-  assign \s1.trajectory  = s1[57:50];
-  assign \s1.lane  = s1[58];
-  assign \s2.valid  = s2[0];
-  assign \s2.value  = s2[32:1];
-  assign \s2.overflow  = s2[33];
-  assign \s2.timestep  = s2[49:34];
-  assign \s2.trajectory  = s2[57:50];
-  assign \s2.lane  = s2[58];
-  assign \s3.valid  = s3[0];
-  assign \s3.value  = s3[32:1];
-  assign \s3.overflow  = s3[33];
-  assign \s3.timestep  = s3[49:34];
-  assign \s3.trajectory  = s3[57:50];
-  assign \s3.lane  = s3[58];
-  assign \s4.valid  = s4[0];
-  assign \s4.value  = s4[32:1];
-  assign \s4.overflow  = s4[33];
-  assign \s4.timestep  = s4[49:34];
-  assign \s4.trajectory  = s4[57:50];
-  assign \s4.lane  = s4[58];
-  assign \h1.valid  = h1[0];
-  assign \h1.value  = h1[32:1];
-  assign \h1.overflow  = h1[33];
-  assign \h1.timestep  = h1[49:34];
-  assign \h1.trajectory  = h1[57:50];
-  assign \h1.lane  = h1[58];
-  assign \h2.valid  = h2[0];
-  assign \h2.value  = h2[32:1];
-  assign \h2.overflow  = h2[33];
-  assign \h2.timestep  = h2[49:34];
-  assign \h2.trajectory  = h2[57:50];
-  assign \h2.lane  = h2[58];
-  assign \tree1.valid  = tree1[0];
-  assign \tree1.value  = tree1[32:1];
-  assign \tree1.overflow  = tree1[33];
-  assign \tree1.timestep  = tree1[49:34];
-  assign \tree1.trajectory  = tree1[57:50];
-  assign \tree1.lane  = tree1[58];
-  assign \loop_mul.valid  = loop_mul[0];
-  assign \loop_mul.value  = loop_mul[32:1];
-  assign \loop_mul.overflow  = loop_mul[33];
-  assign \loop_mul.timestep  = loop_mul[49:34];
-  assign \loop_mul.trajectory  = loop_mul[57:50];
-  assign \loop_mul.lane  = loop_mul[58];
-  assign \o1.valid  = o1[0];
-  assign \o1.value  = o1[32:1];
-  assign \o1.overflow  = o1[33];
-  assign \o1.timestep  = o1[49:34];
-  assign \o1.trajectory  = o1[57:50];
-  assign \o1.lane  = o1[58];
-  assign \o2.valid  = o2[0];
-  assign \o2.value  = o2[32:1];
-  assign \o2.overflow  = o2[33];
-  assign \o2.timestep  = o2[49:34];
-  assign \o2.trajectory  = o2[57:50];
-  assign \o2.lane  = o2[58];
-  assign o__payload[88:81] = o3[57:50];
-  assign o__payload[80:65] = o3[49:34];
-  assign o__payload[64] = o3[33];
-  assign o__payload[63:32] = o3_rtg;
-  assign o__payload[31:0] = o3_adv;
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign en = 1'h1;
-  assign pow2_next_ovf = pow2_next_hi;
-  assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$89  = i__valid;
-  assign \$90  = lane_in;
-  assign \$93  = i__valid;
-  assign \$94  = i__valid;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$108  = s4[0];
-  assign \$116  = { 2'h0, h2_t10 };
-  assign \$117  = { 2'h0, h2_t10 };
-  assign \$118  = { 2'h0, h2_t10 };
-  assign \$119  = { 2'h0, h2_t10 };
-  assign \$120  = { 2'h0, h2_t10 };
-  assign \$121  = { 2'h0, h2_t10 };
-  assign \$122  = { 2'h0, h2_t10 };
-  assign \$123  = { 2'h0, h2_t10 };
-  assign \$124  = { 2'h0, h2_t10 };
-  assign \$125  = { 2'h0, h2_t10 };
-  assign \$126  = { 2'h0, h2_t10 };
-  assign \$127  = { 2'h0, h2_t10 };
-  assign \$128  = { 2'h0, h2_t10 };
-  assign \$129  = { 2'h0, h2_t10 };
-  assign \$130  = { 2'h0, h2_t10 };
-  assign \$131  = { 2'h0, h2_t10 };
-  assign \$132  = { 2'h0, h2_t10 };
-  assign \$133  = { 2'h0, h2_t10 };
-  assign \$134  = { 2'h0, h2_t10 };
-  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$138  = { 2'h0, h2_t10 };
-  assign \$139  = { 2'h0, h2_t10 };
-  assign \$140  = { 2'h0, h2_t10 };
-  assign \$141  = { 2'h0, h2_t10 };
-  assign \$142  = { 2'h0, h2_t10 };
-  assign \$143  = { 2'h0, h2_t10 };
-  assign \$144  = { 2'h0, h2_t10 };
-  assign \$145  = { 2'h0, h2_t10 };
-  assign \$146  = { 2'h0, h2_t10 };
-  assign \$147  = { 2'h0, h2_t10 };
-  assign \$148  = { 2'h0, h2_t10 };
-  assign \$149  = { 2'h0, h2_t10 };
-  assign \$150  = { 2'h0, h2_t10 };
-  assign \$151  = { 2'h0, h2_t10 };
-  assign \$152  = { 2'h0, h2_t10 };
-  assign \$153  = { 2'h0, h2_t10 };
-  assign \$154  = { 2'h0, h2_t10 };
-  assign \$155  = { 2'h0, h2_t10 };
-  assign \$156  = { 2'h0, h2_t10 };
-  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$161  = { 2'h0, h2_t10 };
-  assign \$162  = { 2'h0, h2_t10 };
-  assign \$163  = { 2'h0, h2_t10 };
-  assign \$164  = { 2'h0, h2_t10 };
-  assign \$165  = { 2'h0, h2_t10 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$188  = loop_mul[0];
-  assign \$191  = loop_mul[0];
-  assign \$192  = loop_mul[58];
-  assign \$197  = o3[0];
-endmodule
-
-(* generator = "Amaranth" *)
-module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start
-, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow
-, status_requant_overflow, status_pe_overflow, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -25529,7 +13814,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   always @(posedge clk)
     wr_strb <= \$343 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[6:2])
       5'h00:
@@ -25581,7 +13866,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$290  = aw_got;
     (* full_case = 32'd1 *)
     if (commit) begin
@@ -25596,7 +13881,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$291  = w_got;
     (* full_case = 32'd1 *)
     if (commit) begin
@@ -25611,7 +13896,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$292  = bvalid;
     if (commit) begin
       \$292  = 1'h1;
@@ -25624,7 +13909,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$293  = aw_addr_q;
     (* full_case = 32'd1 *)
     if (commit) begin
@@ -25638,7 +13923,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$294  = w_data_q;
     (* full_case = 32'd1 *)
     if (commit) begin
@@ -25652,7 +13937,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$295  = w_strb_q;
     (* full_case = 32'd1 *)
     if (commit) begin
@@ -25666,7 +13951,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$296  = rvalid;
     if (\$194 ) begin
       \$296  = 1'h0;
@@ -25679,7 +13964,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$297  = s_axi_control_bresp;
     if (commit) begin
       \$297  = \$195 ;
@@ -25689,7 +13974,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$298  = auto_status;
     if (auto_restart) begin
       \$298  = 1'h1;
@@ -25701,7 +13986,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$299  = ap_start;
     if (\$197 ) begin
       \$299  = 1'h1;
@@ -25715,49 +14000,49 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$300  = \$199 ;
     if (rst) begin
       \$300  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$301  = ap_idle;
     if (rst) begin
       \$301  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$302  = \$208 ;
     if (rst) begin
       \$302  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$303  = \$213 ;
     if (rst) begin
       \$303  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$304  = \$218 ;
     if (rst) begin
       \$304  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$305  = \$223 ;
     if (rst) begin
       \$305  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$306  = auto_restart;
     if (ctrl_we) begin
       \$306  = \$227 ;
@@ -25767,7 +14052,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$307  = gier_enable_q;
     if (gier_we) begin
       \$307  = \$231 ;
@@ -25777,7 +14062,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$308  = ip_ier_ap_done_q;
     if (ip_ier_we) begin
       \$308  = \$235 ;
@@ -25787,7 +14072,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$309  = ip_ier_ap_ready_q;
     if (ip_ier_we) begin
       \$309  = \$239 ;
@@ -25797,7 +14082,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$310  = num_timesteps;
     if (num_timesteps_we) begin
       \$310  = \$243 ;
@@ -25807,7 +14092,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$311  = num_trajectories;
     if (num_trajectories_we) begin
       \$311  = \$247 ;
@@ -25817,7 +14102,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$312  = gamma;
     if (gamma_we) begin
       \$312  = \$251 ;
@@ -25827,7 +14112,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$313  = gamma_lambda;
     if (gamma_lambda_we) begin
       \$313  = \$255 ;
@@ -25837,7 +14122,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$314  = reward_scale;
     if (reward_scale_we) begin
       \$314  = \$259 ;
@@ -25847,7 +14132,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$315  = reward_offset;
     if (reward_offset_we) begin
       \$315  = \$263 ;
@@ -25857,7 +14142,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$316  = value_scale;
     if (value_scale_we) begin
       \$316  = \$267 ;
@@ -25867,7 +14152,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$317  = value_offset;
     if (value_offset_we) begin
       \$317  = \$271 ;
@@ -25877,7 +14162,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$318  = adv_scale;
     if (adv_scale_we) begin
       \$318  = \$275 ;
@@ -25887,7 +14172,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$319  = adv_offset;
     if (adv_offset_we) begin
       \$319  = \$279 ;
@@ -25897,7 +14182,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$320  = rtg_scale;
     if (rtg_scale_we) begin
       \$320  = \$283 ;
@@ -25907,7 +14192,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$321  = rtg_offset;
     if (rtg_offset_we) begin
       \$321  = \$287 ;
@@ -25917,7 +14202,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$322  = s_axi_control_rdata;
     if (ar_hs) begin
       \$322  = r_value;
@@ -25927,7 +14212,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$323  = s_axi_control_rresp;
     if (ar_hs) begin
       \$323  = \$288 ;
@@ -25937,133 +14222,133 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$324  = num_timesteps_we;
     if (rst) begin
       \$324  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$325  = num_trajectories_we;
     if (rst) begin
       \$325  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$326  = gamma_we;
     if (rst) begin
       \$326  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$327  = gamma_lambda_we;
     if (rst) begin
       \$327  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$328  = reward_scale_we;
     if (rst) begin
       \$328  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$329  = reward_offset_we;
     if (rst) begin
       \$329  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$330  = value_scale_we;
     if (rst) begin
       \$330  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$331  = value_offset_we;
     if (rst) begin
       \$331  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$332  = adv_scale_we;
     if (rst) begin
       \$332  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$333  = adv_offset_we;
     if (rst) begin
       \$333  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$334  = rtg_scale_we;
     if (rst) begin
       \$334  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$335  = rtg_offset_we;
     if (rst) begin
       \$335  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$336  = status_we;
     if (rst) begin
       \$336  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$337  = cycles_we;
     if (rst) begin
       \$337  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$338  = hw_n_pe_we;
     if (rst) begin
       \$338  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$339  = hw_depth_we;
     if (rst) begin
       \$339  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$340  = hw_format_we;
     if (rst) begin
       \$340  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$341  = hw_mode_we;
     if (rst) begin
       \$341  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$342  = wr_data;
     if (\$289 ) begin
       \$342  = w_data;
@@ -26073,7 +14358,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$343  = wr_strb;
     if (\$289 ) begin
       \$343  = w_strb;
@@ -26175,12 +14460,1490 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
+module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__ready, o__payload, o__valid, overflow, i__payload);
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+`endif
+`endif
+  wire \$1 ;
+  wire \$10 ;
+  wire [32:0] \$100 ;
+  wire [35:0] \$101 ;
+  wire [62:0] \$102 ;
+  wire [63:0] \$103 ;
+  wire [65:0] \$104 ;
+  wire [16:0] \$105 ;
+  wire [33:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire [16:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [16:0] \$113 ;
+  wire [33:0] \$114 ;
+  wire [31:0] \$115 ;
+  wire [35:0] \$116 ;
+  wire [35:0] \$117 ;
+  wire [35:0] \$118 ;
+  wire [35:0] \$119 ;
+  wire \$12 ;
+  wire [35:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [35:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [53:0] \$135 ;
+  wire [62:0] \$136 ;
+  wire [53:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [35:0] \$14 ;
+  wire [35:0] \$140 ;
+  wire [35:0] \$141 ;
+  wire [35:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire [35:0] \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [53:0] \$157 ;
+  wire [62:0] \$158 ;
+  wire [53:0] \$159 ;
+  wire [35:0] \$16 ;
+  wire [53:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [35:0] \$162 ;
+  wire [35:0] \$163 ;
+  wire [35:0] \$164 ;
+  wire [35:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire [35:0] \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire [35:0] \$18 ;
+  wire [62:0] \$180 ;
+  wire [53:0] \$181 ;
+  wire [53:0] \$182 ;
+  wire [54:0] \$183 ;
+  reg [31:0] \$184 ;
+  wire [33:0] \$185 ;
+  reg [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire \$188 ;
+  wire \$189 ;
+  wire [35:0] \$19 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire [32:0] \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  reg [16:0] \$199 ;
+  wire \$2 ;
+  wire [35:0] \$20 ;
+  reg [16:0] \$200 ;
+  reg \$201 ;
+  reg [31:0] \$202 ;
+  reg [58:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [31:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg \$207 ;
+  reg [58:0] \$208 ;
+  reg [33:0] \$209 ;
+  wire [35:0] \$21 ;
+  reg [31:0] \$210 ;
+  reg [32:0] \$211 ;
+  reg \$212 ;
+  reg [58:0] \$213 ;
+  reg [63:0] \$214 ;
+  reg [32:0] \$215 ;
+  reg \$216 ;
+  reg [58:0] \$217 ;
+  reg [65:0] \$218 ;
+  reg \$219 ;
+  wire [35:0] \$22 ;
+  reg [58:0] \$220 ;
+  reg [31:0] \$221 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [33:0] \$224 ;
+  reg [18:0] \$225 ;
+  reg [16:0] \$226 ;
+  reg [31:0] \$227 ;
+  reg \$228 ;
+  reg [58:0] \$229 ;
+  wire [35:0] \$23 ;
+  reg [31:0] \$230 ;
+  reg [16:0] \$231 ;
+  reg [16:0] \$232 ;
+  reg [31:0] \$233 ;
+  reg [58:0] \$234 ;
+  reg [47:0] \$235 ;
+  reg [16:0] \$236 ;
+  reg [33:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [58:0] \$239 ;
+  wire [35:0] \$24 ;
+  reg [16:0] \$240 ;
+  reg [53:0] \$241 ;
+  reg [58:0] \$242 ;
+  reg [53:0] \$243 ;
+  reg [33:0] \$244 ;
+  reg [31:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg [58:0] \$248 ;
+  reg [31:0] \$249 ;
+  wire [35:0] \$25 ;
+  reg [58:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [32:0] \$252 ;
+  reg [58:0] \$253 ;
+  reg [31:0] \$254 ;
+  reg [31:0] \$255 ;
+  reg \$256 ;
+  wire [35:0] \$26 ;
+  wire [35:0] \$27 ;
+  wire [35:0] \$28 ;
+  wire [35:0] \$29 ;
+  wire \$3 ;
+  wire [35:0] \$30 ;
+  wire [35:0] \$31 ;
+  wire [53:0] \$32 ;
+  wire [62:0] \$33 ;
+  wire [53:0] \$34 ;
+  wire [35:0] \$35 ;
+  wire [35:0] \$36 ;
+  wire [35:0] \$37 ;
+  wire [35:0] \$38 ;
+  wire [35:0] \$39 ;
+  wire \$4 ;
+  wire [35:0] \$40 ;
+  wire [35:0] \$41 ;
+  wire [35:0] \$42 ;
+  wire [35:0] \$43 ;
+  wire [35:0] \$44 ;
+  wire [35:0] \$45 ;
+  wire [35:0] \$46 ;
+  wire [35:0] \$47 ;
+  wire [35:0] \$48 ;
+  wire [35:0] \$49 ;
+  wire \$5 ;
+  wire [35:0] \$50 ;
+  wire [35:0] \$51 ;
+  wire [35:0] \$52 ;
+  wire [35:0] \$53 ;
+  wire [53:0] \$54 ;
+  wire [62:0] \$55 ;
+  wire [53:0] \$56 ;
+  wire [53:0] \$57 ;
+  wire [35:0] \$58 ;
+  wire [35:0] \$59 ;
+  wire [32:0] \$6 ;
+  wire [35:0] \$60 ;
+  wire [35:0] \$61 ;
+  wire [35:0] \$62 ;
+  wire [35:0] \$63 ;
+  wire [35:0] \$64 ;
+  wire [35:0] \$65 ;
+  wire [35:0] \$66 ;
+  wire [35:0] \$67 ;
+  wire [35:0] \$68 ;
+  wire [35:0] \$69 ;
+  wire [32:0] \$7 ;
+  wire [35:0] \$70 ;
+  wire [35:0] \$71 ;
+  wire [35:0] \$72 ;
+  wire [35:0] \$73 ;
+  wire [35:0] \$74 ;
+  wire [35:0] \$75 ;
+  wire [35:0] \$76 ;
+  wire [62:0] \$77 ;
+  wire [53:0] \$78 ;
+  wire [53:0] \$79 ;
+  wire [16:0] \$8 ;
+  wire [54:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [1:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire [31:0] \$95 ;
+  wire [16:0] \$96 ;
+  wire \$97 ;
+  wire [33:0] \$98 ;
+  wire [31:0] \$99 ;
+  reg [31:0] a_lane0 = 32'd0;
+  reg [31:0] a_lane1 = 32'd0;
+  wire [31:0] adv;
+  wire [37:0] adv_full;
+  wire adv_hi;
+  wire adv_lo;
+  wire adv_ovf;
+  input clear;
+  wire clear;
+  input clk;
+  wire clk;
+  wire [31:0] delta;
+  wire [48:0] delta_full;
+  wire delta_hi;
+  wire delta_lo;
+  wire delta_ovf;
+  wire en;
+  input [16:0] gamma;
+  wire [16:0] gamma;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
+  reg [16:0] gamma_lambda_q = 17'h00000;
+  reg [16:0] gamma_q = 17'h00000;
+  reg [58:0] h1 = 59'h000000000000000;
+  wire \h1.lane ;
+  wire \h1.overflow ;
+  wire [15:0] \h1.timestep ;
+  wire [7:0] \h1.trajectory ;
+  wire \h1.valid ;
+  wire [31:0] \h1.value ;
+  reg [31:0] h1_delta = 32'd0;
+  reg [31:0] h1_h1 = 32'd0;
+  reg [16:0] h1_p1 = 17'h00000;
+  reg [16:0] h1_p2 = 17'h00000;
+  reg [58:0] h2 = 59'h000000000000000;
+  wire \h2.lane ;
+  wire \h2.overflow ;
+  wire [15:0] \h2.timestep ;
+  wire [7:0] \h2.trajectory ;
+  wire \h2.valid ;
+  wire [31:0] \h2.value ;
+  reg [47:0] h2_g = 48'h000000000000;
+  reg [16:0] h2_p = 17'h00000;
+  reg [33:0] h2_t10 = 34'h000000000;
+  reg [31:0] h2_t11 = 32'd0;
+  reg hbrk1 = 1'h0;
+  reg [31:0] hist1 = 32'd0;
+  input [121:0] i__payload;
+  wire [121:0] i__payload;
+  wire [31:0] \i__payload.bootstrap ;
+  wire \i__payload.done ;
+  wire \i__payload.first ;
+  wire [31:0] \i__payload.reward ;
+  wire [15:0] \i__payload.timestep ;
+  wire [7:0] \i__payload.trajectory ;
+  wire [31:0] \i__payload.value ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  reg lane_in = 1'h0;
+  reg [58:0] loop_mul = 59'h000000000000000;
+  wire \loop_mul.lane ;
+  wire \loop_mul.overflow ;
+  wire [15:0] \loop_mul.timestep ;
+  wire [7:0] \loop_mul.trajectory ;
+  wire \loop_mul.valid ;
+  wire [31:0] \loop_mul.value ;
+  reg [53:0] loop_mul_g = 54'h00000000000000;
+  reg [33:0] loop_mul_pp0 = 34'h000000000;
+  reg [31:0] loop_mul_pp1 = 32'd0;
+  reg [58:0] o1 = 59'h000000000000000;
+  wire \o1.lane ;
+  wire \o1.overflow ;
+  wire [15:0] \o1.timestep ;
+  wire [7:0] \o1.trajectory ;
+  wire \o1.valid ;
+  wire [31:0] \o1.value ;
+  reg [31:0] o1_adv = 32'd0;
+  reg [58:0] o2 = 59'h000000000000000;
+  wire \o2.lane ;
+  wire \o2.overflow ;
+  wire [15:0] \o2.timestep ;
+  wire [7:0] \o2.trajectory ;
+  wire \o2.valid ;
+  wire [31:0] \o2.value ;
+  reg [31:0] o2_adv = 32'd0;
+  (* init = 33'h000000000 *)
+  wire [32:0] o2_rtg;
+  reg [58:0] o3 = 59'h000000000000000;
+  wire \o3.lane ;
+  wire \o3.overflow ;
+  wire [15:0] \o3.timestep ;
+  wire [7:0] \o3.trajectory ;
+  wire \o3.valid ;
+  wire [31:0] \o3.value ;
+  reg [31:0] o3_adv = 32'd0;
+  reg [31:0] o3_rtg = 32'd0;
+  output [88:0] o__payload;
+  wire [88:0] o__payload;
+  wire [31:0] \o__payload.advantage ;
+  wire \o__payload.overflow ;
+  wire [31:0] \o__payload.rtg ;
+  wire [15:0] \o__payload.timestep ;
+  wire [7:0] \o__payload.trajectory ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  wire o__valid;
+  wire o_valid;
+  output overflow;
+  reg overflow = 1'h0;
+  reg [16:0] pow2 = 17'h00000;
+  wire [16:0] pow2_next;
+  reg [18:0] pow2_next_full = 19'h00000;
+  wire pow2_next_hi;
+  wire pow2_next_lo;
+  wire pow2_next_ovf;
+  reg [33:0] pow2_prod = 34'h000000000;
+  (* init = 19'h00000 *)
+  wire [18:0] pow2_round;
+  input rst;
+  wire rst;
+  wire [31:0] rtg;
+  reg [32:0] rtg_full = 33'h000000000;
+  wire rtg_hi;
+  wire rtg_lo;
+  wire rtg_ovf;
+  reg [58:0] s0 = 59'h000000000000000;
+  wire \s0.lane ;
+  wire \s0.overflow ;
+  wire [15:0] \s0.timestep ;
+  wire [7:0] \s0.trajectory ;
+  wire \s0.valid ;
+  wire [31:0] \s0.value ;
+  reg s0_brk = 1'h0;
+  reg [16:0] s0_gamma = 17'h00000;
+  reg [31:0] s0_reward = 32'd0;
+  reg [31:0] s0_vnext = 32'd0;
+  reg [58:0] s1 = 59'h000000000000000;
+  wire \s1.lane ;
+  wire \s1.overflow ;
+  wire [15:0] \s1.timestep ;
+  wire [7:0] \s1.trajectory ;
+  wire \s1.valid ;
+  wire [31:0] \s1.value ;
+  reg s1_brk = 1'h0;
+  reg [33:0] s1_pp0 = 34'h000000000;
+  reg [31:0] s1_pp1 = 32'd0;
+  reg [32:0] s1_rv = 33'h000000000;
+  reg [58:0] s2 = 59'h000000000000000;
+  wire \s2.lane ;
+  wire \s2.overflow ;
+  wire [15:0] \s2.timestep ;
+  wire [7:0] \s2.trajectory ;
+  wire \s2.valid ;
+  wire [31:0] \s2.value ;
+  reg s2_brk = 1'h0;
+  reg [63:0] s2_prod = 64'h0000000000000000;
+  reg [32:0] s2_rv = 33'h000000000;
+  reg [58:0] s3 = 59'h000000000000000;
+  wire \s3.lane ;
+  wire \s3.overflow ;
+  wire [15:0] \s3.timestep ;
+  wire [7:0] \s3.trajectory ;
+  wire \s3.valid ;
+  wire [31:0] \s3.value ;
+  reg s3_brk = 1'h0;
+  reg [65:0] s3_dsum = 66'h00000000000000000;
+  reg [58:0] s4 = 59'h000000000000000;
+  wire \s4.lane ;
+  wire \s4.overflow ;
+  wire [15:0] \s4.timestep ;
+  wire [7:0] \s4.trajectory ;
+  wire \s4.valid ;
+  wire [31:0] \s4.value ;
+  reg s4_brk = 1'h0;
+  reg [31:0] s4_delta = 32'd0;
+  reg [16:0] s4_p = 17'h00000;
+  reg [58:0] tree1 = 59'h000000000000000;
+  wire \tree1.lane ;
+  wire \tree1.overflow ;
+  wire [15:0] \tree1.timestep ;
+  wire [7:0] \tree1.trajectory ;
+  wire \tree1.valid ;
+  wire [31:0] \tree1.value ;
+  reg [53:0] tree1_g0 = 54'h00000000000000;
+  reg [16:0] tree1_p = 17'h00000;
+  reg [31:0] vprev0 = 32'd0;
+  assign \$1  = ~ o3[0];
+  assign i__ready = \$1  | o__ready;
+  assign \$2  = ~ s3_dsum[65];
+  assign \$3  = | s3_dsum[64:48];
+  assign delta_hi = \$2  & \$3 ;
+  assign \$4  = & s3_dsum[64:48];
+  assign \$5  = ~ \$4 ;
+  assign delta_lo = s3_dsum[65] & \$5 ;
+  assign delta_ovf = delta_hi | delta_lo;
+  assign \$6  = delta_lo ? 33'h180000000 : { 1'h0, s3_dsum[48:17] };
+  assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
+  assign pow2_next_hi = | pow2_next_full[18:17];
+  assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
+  assign \$9  = ~ \$80 [53];
+  assign \$10  = | \$80 [52:47];
+  assign adv_hi = \$9  & \$10 ;
+  assign \$11  = & \$80 [52:47];
+  assign \$12  = ~ \$11 ;
+  assign adv_lo = \$80 [53] & \$12 ;
+  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
+  assign \$34  = \$32  ^ \$33 [53:0];
+  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
+  assign \$56  = loop_mul_g & \$55 [53:0];
+  assign \$57  = \$54  | \$56 ;
+  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
+  assign \$79  = \$57  | \$78 ;
+  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_ovf = adv_hi | adv_lo;
+  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
+  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
+  assign \$83  = ~ rtg_full[32];
+  assign rtg_hi = \$83  & \$84 ;
+  assign \$86  = ~ \$85 ;
+  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign rtg_ovf = rtg_hi | rtg_lo;
+  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
+  assign \$89  = i__valid & i__ready;
+  assign \$91  = lane_in + 1'h1;
+  assign \$92  = \$90  ? 2'h0 : \$91 ;
+  assign \$93  = i__valid & i__ready;
+  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$97  = i__payload[96] | i__payload[97];
+  assign \$98  = s0_gamma * s0_vnext[16:0];
+  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$103  = $signed(\$101 ) + $signed(\$102 );
+  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$106  = gamma_lambda_q * gamma_lambda_q;
+  assign \$107  = pow2_prod + 16'h8000;
+  assign \$108  = i__ready & s4[0];
+  assign \$109  = ~ s4_brk;
+  assign \$110  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$111  = s4_brk | hbrk1;
+  assign \$112  = ~ \$111 ;
+  assign \$113  = \$111  ? 17'h00000 : pow2;
+  assign \$114  = h1_p1 * h1_h1[16:0];
+  assign \$115  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$135  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121 [35], \$120 [35], \$119 [35], \$118 [35], \$117 [35], \$116  };
+  assign \$137  = \$135  ^ \$136 [53:0];
+  assign \$157  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143 [35], \$142 [35], \$141 [35], \$140 [35], \$139 [35], \$138  };
+  assign \$159  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$158 [53:0];
+  assign \$160  = \$157  | \$159 ;
+  assign \$181  = { \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166 [35], \$165 [35], \$164 [35], \$163 [35], \$162 [35], \$161  } & \$180 [53:0];
+  assign \$182  = \$160  | \$181 ;
+  assign \$183  = \$137  + { \$182 [52:0], 1'h0 };
+  assign \$185  = tree1_p * \$184 [16:0];
+  assign \$187  = $signed({ 1'h0, tree1_p }) * $signed(\$186 [31:17]);
+  assign \$188  = i__ready & loop_mul[0];
+  assign \$189  = ! loop_mul[58];
+  assign \$190  = \$188  & \$189 ;
+  assign \$191  = i__ready & loop_mul[0];
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = loop_mul[33] | adv_ovf;
+  assign \$195  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$196  = o2[33] | rtg_ovf;
+  assign \$197  = o3[0] & o__ready;
+  assign \$198  = \$197  & o3[33];
+  always @(posedge clk)
+    gamma_q <= \$199 ;
+  always @(posedge clk)
+    gamma_lambda_q <= \$200 ;
+  always @(posedge clk)
+    lane_in <= \$201 ;
+  always @(posedge clk)
+    vprev0 <= \$202 ;
+  always @(posedge clk)
+    s0 <= \$203 ;
+  always @(posedge clk)
+    s0_reward <= \$204 ;
+  always @(posedge clk)
+    s0_vnext <= \$205 ;
+  always @(posedge clk)
+    s0_gamma <= \$206 ;
+  always @(posedge clk)
+    s0_brk <= \$207 ;
+  always @(posedge clk)
+    s1 <= \$208 ;
+  always @(posedge clk)
+    s1_pp0 <= \$209 ;
+  always @(posedge clk)
+    s1_pp1 <= \$210 ;
+  always @(posedge clk)
+    s1_rv <= \$211 ;
+  always @(posedge clk)
+    s1_brk <= \$212 ;
+  always @(posedge clk)
+    s2 <= \$213 ;
+  always @(posedge clk)
+    s2_prod <= \$214 ;
+  always @(posedge clk)
+    s2_rv <= \$215 ;
+  always @(posedge clk)
+    s2_brk <= \$216 ;
+  always @(posedge clk)
+    s3 <= \$217 ;
+  always @(posedge clk)
+    s3_dsum <= \$218 ;
+  always @(posedge clk)
+    s3_brk <= \$219 ;
+  always @(posedge clk)
+    s4 <= \$220 ;
+  always @(posedge clk)
+    s4_delta <= \$221 ;
+  always @(posedge clk)
+    s4_brk <= \$222 ;
+  always @(posedge clk)
+    s4_p <= \$223 ;
+  always @(posedge clk)
+    pow2_prod <= \$224 ;
+  always @(posedge clk)
+    pow2_next_full <= \$225 ;
+  always @(posedge clk)
+    pow2 <= \$226 ;
+  always @(posedge clk)
+    hist1 <= \$227 ;
+  always @(posedge clk)
+    hbrk1 <= \$228 ;
+  always @(posedge clk)
+    h1 <= \$229 ;
+  always @(posedge clk)
+    h1_delta <= \$230 ;
+  always @(posedge clk)
+    h1_p1 <= \$231 ;
+  always @(posedge clk)
+    h1_p2 <= \$232 ;
+  always @(posedge clk)
+    h1_h1 <= \$233 ;
+  always @(posedge clk)
+    h2 <= \$234 ;
+  always @(posedge clk)
+    h2_g <= \$235 ;
+  always @(posedge clk)
+    h2_p <= \$236 ;
+  always @(posedge clk)
+    h2_t10 <= \$237 ;
+  always @(posedge clk)
+    h2_t11 <= \$238 ;
+  always @(posedge clk)
+    tree1 <= \$239 ;
+  always @(posedge clk)
+    tree1_p <= \$240 ;
+  always @(posedge clk)
+    tree1_g0 <= \$241 ;
+  always @(posedge clk)
+    loop_mul <= \$242 ;
+  always @(posedge clk)
+    loop_mul_g <= \$243 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$244 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$245 ;
+  always @(posedge clk)
+    a_lane0 <= \$246 ;
+  always @(posedge clk)
+    a_lane1 <= \$247 ;
+  always @(posedge clk)
+    o1 <= \$248 ;
+  always @(posedge clk)
+    o1_adv <= \$249 ;
+  always @(posedge clk)
+    o2 <= \$250 ;
+  always @(posedge clk)
+    o2_adv <= \$251 ;
+  always @(posedge clk)
+    rtg_full <= \$252 ;
+  always @(posedge clk)
+    o3 <= \$253 ;
+  always @(posedge clk)
+    o3_adv <= \$254 ;
+  always @(posedge clk)
+    o3_rtg <= \$255 ;
+  always @(posedge clk)
+    overflow <= \$256 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$184  = a_lane0;
+      1'h1:
+          \$184  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    (* full_case = 32'd1 *)
+    casez (tree1[58])
+      1'h0:
+          \$186  = a_lane0;
+      1'h1:
+          \$186  = a_lane1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$199  = gamma;
+    if (rst) begin
+      \$199  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$200  = gamma_lambda;
+    if (rst) begin
+      \$200  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$201  = lane_in;
+    if (\$89 ) begin
+      \$201  = \$92 [0];
+    end
+    if (rst) begin
+      \$201  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$202  = vprev0;
+    if (\$94 ) begin
+      \$202  = i__payload[63:32];
+    end
+    if (rst) begin
+      \$202  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$203  = s0;
+    if (i__ready) begin
+      \$203 [0] = i__valid;
+      \$203 [32:1] = i__payload[63:32];
+      \$203 [33] = 1'h0;
+      \$203 [49:34] = i__payload[113:98];
+      \$203 [57:50] = i__payload[121:114];
+      \$203 [58] = lane_in;
+    end
+    if (rst) begin
+      \$203  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$204  = s0_reward;
+    if (i__ready) begin
+      \$204  = i__payload[31:0];
+    end
+    if (rst) begin
+      \$204  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$205  = s0_vnext;
+    if (i__ready) begin
+      \$205  = \$95 ;
+    end
+    if (rst) begin
+      \$205  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$206  = s0_gamma;
+    if (i__ready) begin
+      \$206  = \$96 ;
+    end
+    if (rst) begin
+      \$206  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$207  = s0_brk;
+    if (i__ready) begin
+      \$207  = \$97 ;
+    end
+    if (rst) begin
+      \$207  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$208  = s1;
+    if (i__ready) begin
+      \$208  = s0;
+    end
+    if (rst) begin
+      \$208  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$209  = s1_pp0;
+    if (i__ready) begin
+      \$209  = \$98 ;
+    end
+    if (rst) begin
+      \$209  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$210  = s1_pp1;
+    if (i__ready) begin
+      \$210  = \$99 ;
+    end
+    if (rst) begin
+      \$210  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$211  = s1_rv;
+    if (i__ready) begin
+      \$211  = \$100 ;
+    end
+    if (rst) begin
+      \$211  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$212  = s1_brk;
+    if (i__ready) begin
+      \$212  = s0_brk;
+    end
+    if (rst) begin
+      \$212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$213  = s2;
+    if (i__ready) begin
+      \$213  = s1;
+    end
+    if (rst) begin
+      \$213  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$214  = s2_prod;
+    if (i__ready) begin
+      \$214  = \$103 ;
+    end
+    if (rst) begin
+      \$214  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$215  = s2_rv;
+    if (i__ready) begin
+      \$215  = s1_rv;
+    end
+    if (rst) begin
+      \$215  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$216  = s2_brk;
+    if (i__ready) begin
+      \$216  = s1_brk;
+    end
+    if (rst) begin
+      \$216  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$217  = s3;
+    if (i__ready) begin
+      \$217  = s2;
+    end
+    if (rst) begin
+      \$217  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$218  = s3_dsum;
+    if (i__ready) begin
+      \$218  = \$104 ;
+    end
+    if (rst) begin
+      \$218  = 66'h00000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$219  = s3_brk;
+    if (i__ready) begin
+      \$219  = s2_brk;
+    end
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$220  = s4;
+    if (i__ready) begin
+      \$220  = s3;
+    end
+    if (i__ready) begin
+      \$220 [33] = delta_ovf;
+    end
+    if (rst) begin
+      \$220  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$221  = s4_delta;
+    if (i__ready) begin
+      \$221  = \$7 [31:0];
+    end
+    if (rst) begin
+      \$221  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$222  = s4_brk;
+    if (i__ready) begin
+      \$222  = s3_brk;
+    end
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$223  = s4_p;
+    if (i__ready) begin
+      \$223  = \$105 ;
+    end
+    if (rst) begin
+      \$223  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$224  = \$106 ;
+    if (rst) begin
+      \$224  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$225  = \$107 [34:16];
+    if (rst) begin
+      \$225  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$226  = pow2_next;
+    if (rst) begin
+      \$226  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$227  = hist1;
+    if (\$108 ) begin
+      \$227  = s4_delta;
+    end
+    if (rst) begin
+      \$227  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$228  = hbrk1;
+    if (\$108 ) begin
+      \$228  = s4_brk;
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$229  = h1;
+    if (i__ready) begin
+      \$229  = s4;
+    end
+    if (rst) begin
+      \$229  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$230  = h1_delta;
+    if (i__ready) begin
+      \$230  = s4_delta;
+    end
+    if (rst) begin
+      \$230  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$231  = h1_p1;
+    if (i__ready) begin
+      \$231  = \$110 ;
+    end
+    if (rst) begin
+      \$231  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$232  = h1_p2;
+    if (i__ready) begin
+      \$232  = \$113 ;
+    end
+    if (rst) begin
+      \$232  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$233  = h1_h1;
+    if (i__ready) begin
+      \$233  = hist1;
+    end
+    if (rst) begin
+      \$233  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$234  = h2;
+    if (i__ready) begin
+      \$234  = h1;
+    end
+    if (rst) begin
+      \$234  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$235  = h2_g;
+    if (i__ready) begin
+      \$235  = { h1_delta, 16'h8000 };
+    end
+    if (rst) begin
+      \$235  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$236  = h2_p;
+    if (i__ready) begin
+      \$236  = h1_p2;
+    end
+    if (rst) begin
+      \$236  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$237  = h2_t10;
+    if (i__ready) begin
+      \$237  = \$114 ;
+    end
+    if (rst) begin
+      \$237  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$238  = h2_t11;
+    if (i__ready) begin
+      \$238  = \$115 ;
+    end
+    if (rst) begin
+      \$238  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$239  = tree1;
+    if (i__ready) begin
+      \$239  = h2;
+    end
+    if (rst) begin
+      \$239  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$240  = tree1_p;
+    if (i__ready) begin
+      \$240  = h2_p;
+    end
+    if (rst) begin
+      \$240  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$241  = tree1_g0;
+    if (i__ready) begin
+      \$241  = \$183 [53:0];
+    end
+    if (rst) begin
+      \$241  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$242  = loop_mul;
+    if (i__ready) begin
+      \$242  = tree1;
+    end
+    if (rst) begin
+      \$242  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$243  = loop_mul_g;
+    if (i__ready) begin
+      \$243  = tree1_g0;
+    end
+    if (rst) begin
+      \$243  = 54'h00000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$244  = loop_mul_pp0;
+    if (i__ready) begin
+      \$244  = \$185 ;
+    end
+    if (rst) begin
+      \$244  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$245  = loop_mul_pp1;
+    if (i__ready) begin
+      \$245  = \$187 ;
+    end
+    if (rst) begin
+      \$245  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$246  = a_lane0;
+    if (\$190 ) begin
+      \$246  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$247  = a_lane1;
+    if (\$193 ) begin
+      \$247  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$248  = o1;
+    if (i__ready) begin
+      { \$248 [58:34], \$248 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
+      \$248 [33] = \$194 ;
+    end
+    if (rst) begin
+      \$248  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$249  = o1_adv;
+    if (i__ready) begin
+      \$249  = \$82 [31:0];
+    end
+    if (rst) begin
+      \$249  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$250  = o2;
+    if (i__ready) begin
+      \$250  = o1;
+    end
+    if (rst) begin
+      \$250  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$251  = o2_adv;
+    if (i__ready) begin
+      \$251  = o1_adv;
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$252  = rtg_full;
+    if (i__ready) begin
+      \$252  = \$195 ;
+    end
+    if (rst) begin
+      \$252  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$253  = o3;
+    if (i__ready) begin
+      { \$253 [58:34], \$253 [32:0] } = { o2[58:34], o2[32:0] };
+      \$253 [33] = \$196 ;
+    end
+    if (rst) begin
+      \$253  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$254  = o3_adv;
+    if (i__ready) begin
+      \$254  = o2_adv;
+    end
+    if (rst) begin
+      \$254  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$255  = o3_rtg;
+    if (i__ready) begin
+      \$255  = \$88 [31:0];
+    end
+    if (rst) begin
+      \$255  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$256  = overflow;
+    if (clear) begin
+      \$256  = 1'h0;
+    end
+    if (\$198 ) begin
+      \$256  = 1'h1;
+    end
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  assign en = i__ready;
+  assign o_valid = o3[0];
+  assign delta_full = s3_dsum[65:17];
+  assign delta = \$7 [31:0];
+  assign pow2_next_lo = 1'h0;
+  assign pow2_round = pow2_next_full;
+  assign adv_full = \$80 [53:16];
+  assign adv = \$82 [31:0];
+  assign o2_rtg = rtg_full;
+  assign rtg = \$88 [31:0];
+  assign o__valid = o3[0];
+  assign \i__payload.reward  = i__payload[31:0];
+  assign \i__payload.value  = i__payload[63:32];
+  assign \i__payload.bootstrap  = i__payload[95:64];
+  assign \i__payload.done  = i__payload[96];
+  assign \i__payload.first  = i__payload[97];
+  assign \i__payload.timestep  = i__payload[113:98];
+  assign \i__payload.trajectory  = i__payload[121:114];
+  assign \o__payload.advantage  = o__payload[31:0];
+  assign \o__payload.rtg  = o__payload[63:32];
+  assign \o__payload.overflow  = o__payload[64];
+  assign \o__payload.timestep  = o__payload[80:65];
+  assign \o__payload.trajectory  = o__payload[88:81];
+  assign \o3.valid  = o3[0];
+  assign \o3.value  = o3[32:1];
+  assign \o3.overflow  = o3[33];
+  assign \o3.timestep  = o3[49:34];
+  assign \o3.trajectory  = o3[57:50];
+  assign \o3.lane  = o3[58];
+  assign \s0.valid  = s0[0];
+  assign \s0.value  = s0[32:1];
+  assign \s0.overflow  = s0[33];
+  assign \s0.timestep  = s0[49:34];
+  assign \s0.trajectory  = s0[57:50];
+  assign \s0.lane  = s0[58];
+  assign \s1.valid  = s1[0];
+  assign \s1.value  = s1[32:1];
+  assign \s1.overflow  = s1[33];
+  assign \s1.timestep  = s1[49:34];
+  assign \s1.trajectory  = s1[57:50];
+  assign \s1.lane  = s1[58];
+  assign \s2.valid  = s2[0];
+  assign \s2.value  = s2[32:1];
+  assign \s2.overflow  = s2[33];
+  assign \s2.timestep  = s2[49:34];
+  assign \s2.trajectory  = s2[57:50];
+  assign \s2.lane  = s2[58];
+  assign \s3.valid  = s3[0];
+  assign \s3.value  = s3[32:1];
+  assign \s3.overflow  = s3[33];
+  assign \s3.timestep  = s3[49:34];
+  assign \s3.trajectory  = s3[57:50];
+  assign \s3.lane  = s3[58];
+  assign \s4.valid  = s4[0];
+  assign \s4.value  = s4[32:1];
+  assign \s4.overflow  = s4[33];
+  assign \s4.timestep  = s4[49:34];
+  assign \s4.trajectory  = s4[57:50];
+  assign \s4.lane  = s4[58];
+  assign \h1.valid  = h1[0];
+  assign \h1.value  = h1[32:1];
+  assign \h1.overflow  = h1[33];
+  assign \h1.timestep  = h1[49:34];
+  assign \h1.trajectory  = h1[57:50];
+  assign \h1.lane  = h1[58];
+  assign \h2.valid  = h2[0];
+  assign \h2.value  = h2[32:1];
+  assign \h2.overflow  = h2[33];
+  assign \h2.timestep  = h2[49:34];
+  assign \h2.trajectory  = h2[57:50];
+  assign \h2.lane  = h2[58];
+  assign \tree1.valid  = tree1[0];
+  assign \tree1.value  = tree1[32:1];
+  assign \tree1.overflow  = tree1[33];
+  assign \tree1.timestep  = tree1[49:34];
+  assign \tree1.trajectory  = tree1[57:50];
+  assign \tree1.lane  = tree1[58];
+  assign \loop_mul.valid  = loop_mul[0];
+  assign \loop_mul.value  = loop_mul[32:1];
+  assign \loop_mul.overflow  = loop_mul[33];
+  assign \loop_mul.timestep  = loop_mul[49:34];
+  assign \loop_mul.trajectory  = loop_mul[57:50];
+  assign \loop_mul.lane  = loop_mul[58];
+  assign \o1.valid  = o1[0];
+  assign \o1.value  = o1[32:1];
+  assign \o1.overflow  = o1[33];
+  assign \o1.timestep  = o1[49:34];
+  assign \o1.trajectory  = o1[57:50];
+  assign \o1.lane  = o1[58];
+  assign \o2.valid  = o2[0];
+  assign \o2.value  = o2[32:1];
+  assign \o2.overflow  = o2[33];
+  assign \o2.timestep  = o2[49:34];
+  assign \o2.trajectory  = o2[57:50];
+  assign \o2.lane  = o2[58];
+  assign o__payload[88:81] = o3[57:50];
+  assign o__payload[80:65] = o3[49:34];
+  assign o__payload[64] = o3[33];
+  assign o__payload[63:32] = o3_rtg;
+  assign o__payload[31:0] = o3_adv;
+  assign \$35  = { 2'h0, loop_mul_pp0 };
+  assign \$36  = { 2'h0, loop_mul_pp0 };
+  assign \$37  = { 2'h0, loop_mul_pp0 };
+  assign \$38  = { 2'h0, loop_mul_pp0 };
+  assign \$39  = { 2'h0, loop_mul_pp0 };
+  assign \$40  = { 2'h0, loop_mul_pp0 };
+  assign \$41  = { 2'h0, loop_mul_pp0 };
+  assign \$42  = { 2'h0, loop_mul_pp0 };
+  assign \$43  = { 2'h0, loop_mul_pp0 };
+  assign \$44  = { 2'h0, loop_mul_pp0 };
+  assign \$45  = { 2'h0, loop_mul_pp0 };
+  assign \$46  = { 2'h0, loop_mul_pp0 };
+  assign \$47  = { 2'h0, loop_mul_pp0 };
+  assign \$48  = { 2'h0, loop_mul_pp0 };
+  assign \$49  = { 2'h0, loop_mul_pp0 };
+  assign \$50  = { 2'h0, loop_mul_pp0 };
+  assign \$51  = { 2'h0, loop_mul_pp0 };
+  assign \$52  = { 2'h0, loop_mul_pp0 };
+  assign \$53  = { 2'h0, loop_mul_pp0 };
+  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$58  = { 2'h0, loop_mul_pp0 };
+  assign \$59  = { 2'h0, loop_mul_pp0 };
+  assign \$60  = { 2'h0, loop_mul_pp0 };
+  assign \$61  = { 2'h0, loop_mul_pp0 };
+  assign \$62  = { 2'h0, loop_mul_pp0 };
+  assign \$63  = { 2'h0, loop_mul_pp0 };
+  assign \$64  = { 2'h0, loop_mul_pp0 };
+  assign \$65  = { 2'h0, loop_mul_pp0 };
+  assign \$66  = { 2'h0, loop_mul_pp0 };
+  assign \$67  = { 2'h0, loop_mul_pp0 };
+  assign \$68  = { 2'h0, loop_mul_pp0 };
+  assign \$69  = { 2'h0, loop_mul_pp0 };
+  assign \$70  = { 2'h0, loop_mul_pp0 };
+  assign \$71  = { 2'h0, loop_mul_pp0 };
+  assign \$72  = { 2'h0, loop_mul_pp0 };
+  assign \$73  = { 2'h0, loop_mul_pp0 };
+  assign \$74  = { 2'h0, loop_mul_pp0 };
+  assign \$75  = { 2'h0, loop_mul_pp0 };
+  assign \$76  = { 2'h0, loop_mul_pp0 };
+  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign pow2_next_ovf = pow2_next_hi;
+  assign \$8  = pow2_next_full[16:0];
+  assign \$13  = { 2'h0, loop_mul_pp0 };
+  assign \$14  = { 2'h0, loop_mul_pp0 };
+  assign \$15  = { 2'h0, loop_mul_pp0 };
+  assign \$16  = { 2'h0, loop_mul_pp0 };
+  assign \$17  = { 2'h0, loop_mul_pp0 };
+  assign \$18  = { 2'h0, loop_mul_pp0 };
+  assign \$19  = { 2'h0, loop_mul_pp0 };
+  assign \$20  = { 2'h0, loop_mul_pp0 };
+  assign \$21  = { 2'h0, loop_mul_pp0 };
+  assign \$22  = { 2'h0, loop_mul_pp0 };
+  assign \$23  = { 2'h0, loop_mul_pp0 };
+  assign \$24  = { 2'h0, loop_mul_pp0 };
+  assign \$25  = { 2'h0, loop_mul_pp0 };
+  assign \$26  = { 2'h0, loop_mul_pp0 };
+  assign \$27  = { 2'h0, loop_mul_pp0 };
+  assign \$28  = { 2'h0, loop_mul_pp0 };
+  assign \$29  = { 2'h0, loop_mul_pp0 };
+  assign \$30  = { 2'h0, loop_mul_pp0 };
+  assign \$31  = { 2'h0, loop_mul_pp0 };
+  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
+  assign \$84  = rtg_full[31];
+  assign \$85  = rtg_full[31];
+  assign \$90  = lane_in;
+  assign \$94  = \$93 ;
+  assign \$101  = { 2'h0, s1_pp0 };
+  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$116  = { 2'h0, h2_t10 };
+  assign \$117  = { 2'h0, h2_t10 };
+  assign \$118  = { 2'h0, h2_t10 };
+  assign \$119  = { 2'h0, h2_t10 };
+  assign \$120  = { 2'h0, h2_t10 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$136  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$140  = { 2'h0, h2_t10 };
+  assign \$141  = { 2'h0, h2_t10 };
+  assign \$142  = { 2'h0, h2_t10 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$158  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$162  = { 2'h0, h2_t10 };
+  assign \$163  = { 2'h0, h2_t10 };
+  assign \$164  = { 2'h0, h2_t10 };
+  assign \$165  = { 2'h0, h2_t10 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$192  = loop_mul[58];
+endmodule
+
+(* generator = "Amaranth" *)
+module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
+, mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -26736,7 +16499,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @(posedge clk)
     s_axi_mem_rvalid <= \$199 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$165  = turn_w;
     if (\$40 ) begin
       if (\$43 ) begin
@@ -26761,7 +16524,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$166  = tr_id;
     if (\$50 ) begin
       \$166  = \$51 ;
@@ -26771,7 +16534,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$167  = addr;
     if (\$50 ) begin
       \$167  = \$52 ;
@@ -26787,7 +16550,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$168  = left;
     if (\$50 ) begin
       \$168  = \$53 ;
@@ -26803,7 +16566,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$169  = bad;
     if (\$50 ) begin
       \$169  = \$74 ;
@@ -26813,7 +16576,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$170  = incr;
     if (\$50 ) begin
       \$170  = \$77 ;
@@ -26823,7 +16586,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$171  = amask;
     if (\$50 ) begin
       \$171  = \$81 ;
@@ -26833,7 +16596,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$172  = wmask;
     if (\$50 ) begin
       \$172  = \$89 ;
@@ -26843,7 +16606,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$173  = wr_act;
     if (\$90 ) begin
       \$173  = 1'h1;
@@ -26858,7 +16621,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$174  = rd_act;
     if (\$91 ) begin
       \$174  = 1'h1;
@@ -26873,21 +16636,21 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$175  = \$92 ;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$176  = \$95 ;
     if (rst) begin
       \$176  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$177  = ws_addr;
     if (\$96 ) begin
       \$177  = addr[19:4];
@@ -26897,7 +16660,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$178  = mem_wdata;
     if (\$96 ) begin
       \$178  = s_axi_mem_wdata;
@@ -26907,7 +16670,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$179  = ws_strb;
     if (\$96 ) begin
       \$179  = s_axi_mem_wstrb;
@@ -26917,7 +16680,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$180  = ws_resp;
     if (\$96 ) begin
       \$180  = \$99 ;
@@ -26927,7 +16690,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$181  = bvalid;
     if (\$110 ) begin
       \$181  = 1'h0;
@@ -26942,7 +16705,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$182  = s_axi_mem_bid;
     if (ws_valid) begin
       if (ws_last) begin
@@ -26954,7 +16717,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$183  = s_axi_mem_bresp;
     if (ws_valid) begin
       if (ws_last) begin
@@ -26966,7 +16729,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$184  = b_acc;
     if (ws_valid) begin
       (* full_case = 32'd1 *)
@@ -26981,14 +16744,14 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$185  = \$129 ;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$186  = m_ok;
     if (\$140 ) begin
       \$186  = \$144 ;
@@ -26998,7 +16761,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$187  = m_resp;
     if (\$140 ) begin
       \$187  = \$148 ;
@@ -27008,7 +16771,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$188  = m_last;
     if (\$140 ) begin
       \$188  = \$149 ;
@@ -27018,7 +16781,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$189  = m_id;
     if (\$140 ) begin
       \$189  = tr_id;
@@ -27028,7 +16791,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$190  = s_axi_mem_rdata;
     if (\$161 ) begin
       (* full_case = 32'd1 *)
@@ -27045,7 +16808,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$191  = s_axi_mem_rresp;
     if (\$161 ) begin
       (* full_case = 32'd1 *)
@@ -27062,7 +16825,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$192  = s_axi_mem_rlast;
     if (\$161 ) begin
       (* full_case = 32'd1 *)
@@ -27079,7 +16842,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$193  = s_axi_mem_rid;
     if (\$161 ) begin
       (* full_case = 32'd1 *)
@@ -27096,7 +16859,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$194  = t_valid;
     if (\$161 ) begin
       if (t_valid) begin
@@ -27110,7 +16873,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$195  = t_data;
     if (\$161 ) begin
       if (t_valid) begin
@@ -27126,7 +16889,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$196  = t_resp;
     if (\$161 ) begin
       if (t_valid) begin
@@ -27142,7 +16905,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$197  = t_last;
     if (\$161 ) begin
       if (t_valid) begin
@@ -27158,7 +16921,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$198  = t_id;
     if (\$161 ) begin
       if (t_valid) begin
@@ -27174,7 +16937,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$199  = s_axi_mem_rvalid;
     if (\$161 ) begin
       (* full_case = 32'd1 *)
