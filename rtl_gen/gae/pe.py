@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from sw.gae.spec import GaePeConfig
 
+from ..convert import shared_instance
 from ..fixed import fixed_shape, rshift_round, saturate_fast
 
 __all__ = ["GaeProcessingElement", "gae_input_layout", "gae_output_layout"]
@@ -220,8 +221,15 @@ class GaeProcessingElement(wiring.Component):
         return self._config.latency
 
     def elaborate(self, platform):
-        m = Module()
         cfg = self._config
+        # Converted by rtl_gen.convert inside an accelerator: one module per configuration,
+        # instantiated per PE (o.ready -> i.ready is the only path through it; the core ties
+        # o.ready high).
+        shared = shared_instance(self, (GaeProcessingElement, cfg), "gae_pe",
+                                 lambda: GaeProcessingElement(cfg))
+        if shared is not None:
+            return shared
+        m = Module()
         dfmt, cfmt = cfg.data_format, cfg.coef_format
         W, Wc, cf, k = cfg.data_width, cfg.coef_width, cfg.coef_frac, cfg.k
         steps = cfg.lookahead_steps
