@@ -1056,102 +1056,102 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$648 ;
   wire \$649 ;
   wire [32:0] \$65 ;
-  wire \$650 ;
-  wire \$651 ;
-  wire \$652 ;
-  wire \$653 ;
-  wire \$654 ;
-  wire \$655 ;
-  wire \$656 ;
-  reg [31:0] \$657 ;
-  reg \$658 ;
-  reg \$659 ;
+  reg [31:0] \$650 ;
+  reg \$651 ;
+  reg \$652 ;
+  reg \$653 ;
+  reg \$654 ;
+  reg \$655 ;
+  reg \$656 ;
+  reg \$657 ;
+  reg [2:0] \$658 ;
+  reg [31:0] \$659 ;
   wire \$66 ;
-  reg \$660 ;
-  reg \$661 ;
-  reg \$662 ;
-  reg \$663 ;
-  reg \$664 ;
-  reg [2:0] \$665 ;
+  reg [31:0] \$660 ;
+  reg [16:0] \$661 ;
+  reg [16:0] \$662 ;
+  reg [31:0] \$663 ;
+  reg [31:0] \$664 ;
+  reg [31:0] \$665 ;
   reg [31:0] \$666 ;
   reg [31:0] \$667 ;
-  reg [16:0] \$668 ;
-  reg [16:0] \$669 ;
+  reg [31:0] \$668 ;
+  reg [31:0] \$669 ;
   wire \$67 ;
   reg [31:0] \$670 ;
-  reg [31:0] \$671 ;
-  reg [31:0] \$672 ;
-  reg [31:0] \$673 ;
-  reg [31:0] \$674 ;
-  reg [31:0] \$675 ;
-  reg [31:0] \$676 ;
-  reg [31:0] \$677 ;
-  reg [14:0] \$678 ;
-  reg [14:0] \$679 ;
+  reg [14:0] \$671 ;
+  reg [14:0] \$672 ;
+  reg [15:0] \$673 ;
+  reg [15:0] \$674 ;
+  reg [33:0] \$675 ;
+  reg [13:0] \$676 ;
+  reg [12:0] \$677 ;
+  reg [15:0] \$678 ;
+  reg \$679 ;
   wire \$68 ;
-  reg [15:0] \$680 ;
-  reg [15:0] \$681 ;
-  reg [33:0] \$682 ;
-  reg [13:0] \$683 ;
-  reg [12:0] \$684 ;
-  reg [15:0] \$685 ;
+  reg [2:0] \$680 ;
+  reg [12:0] \$681 ;
+  reg [14:0] \$682 ;
+  reg [3:0] \$683 ;
+  reg [15:0] \$684 ;
+  reg [13:0] \$685 ;
   reg \$686 ;
-  reg [2:0] \$687 ;
-  reg [12:0] \$688 ;
-  reg [14:0] \$689 ;
+  reg \$687 ;
+  reg [14:0] \$688 ;
+  reg [4:0] \$689 ;
   wire \$69 ;
-  reg [3:0] \$690 ;
-  reg [15:0] \$691 ;
+  reg \$690 ;
+  reg [1:0] \$691 ;
   reg [13:0] \$692 ;
   reg \$693 ;
   reg \$694 ;
-  reg [14:0] \$695 ;
-  reg [4:0] \$696 ;
-  reg \$697 ;
-  reg [1:0] \$698 ;
-  reg [13:0] \$699 ;
+  reg \$695 ;
+  reg \$696 ;
+  reg [15:0] \$697 ;
+  reg [13:0] \$698 ;
+  reg \$699 ;
   wire \$7 ;
   wire [35:0] \$70 ;
   reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg \$703 ;
-  reg [15:0] \$704 ;
-  reg [13:0] \$705 ;
-  reg \$706 ;
-  reg \$707 ;
+  reg [15:0] \$703 ;
+  reg [3:0] \$704 ;
+  reg [63:0] \$705 ;
+  reg [63:0] \$706 ;
+  reg [7:0] \$707 ;
   reg \$708 ;
   reg \$709 ;
   wire [32:0] \$71 ;
-  reg [15:0] \$710 ;
-  reg [3:0] \$711 ;
-  reg [63:0] \$712 ;
-  reg [63:0] \$713 ;
-  reg [7:0] \$714 ;
+  reg \$710 ;
+  reg \$711 ;
+  reg [15:0] \$712 ;
+  reg [3:0] \$713 ;
+  reg \$714 ;
   reg \$715 ;
   reg \$716 ;
   reg \$717 ;
-  reg \$718 ;
-  reg [15:0] \$719 ;
+  reg [15:0] \$718 ;
+  reg [3:0] \$719 ;
   wire [32:0] \$72 ;
-  reg [3:0] \$720 ;
+  reg \$720 ;
   reg \$721 ;
   reg \$722 ;
   reg \$723 ;
-  reg \$724 ;
-  reg [15:0] \$725 ;
-  reg [3:0] \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
+  reg [15:0] \$724 ;
+  reg [3:0] \$725 ;
+  reg [33:0] \$726 ;
+  reg [33:0] \$727 ;
+  reg [7:0] \$728 ;
+  reg [7:0] \$729 ;
   wire \$73 ;
-  reg \$730 ;
-  reg [15:0] \$731 ;
-  reg [3:0] \$732 ;
-  reg [33:0] \$733 ;
-  reg [33:0] \$734 ;
-  reg [7:0] \$735 ;
-  reg [7:0] \$736 ;
+  reg [7:0] \$730 ;
+  reg [25:0] \$731 ;
+  reg [34:0] \$732 ;
+  reg [31:0] \$733 ;
+  reg [25:0] \$734 ;
+  reg [34:0] \$735 ;
+  reg [31:0] \$736 ;
   reg [7:0] \$737 ;
   reg [25:0] \$738 ;
   reg [34:0] \$739 ;
@@ -1160,178 +1160,172 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [25:0] \$741 ;
   reg [34:0] \$742 ;
   reg [31:0] \$743 ;
-  reg [7:0] \$744 ;
-  reg [25:0] \$745 ;
-  reg [34:0] \$746 ;
-  reg [31:0] \$747 ;
-  reg [25:0] \$748 ;
-  reg [34:0] \$749 ;
+  reg [25:0] \$744 ;
+  reg [34:0] \$745 ;
+  reg [31:0] \$746 ;
+  reg [25:0] \$747 ;
+  reg [34:0] \$748 ;
+  reg [31:0] \$749 ;
   wire \$75 ;
-  reg [31:0] \$750 ;
-  reg [25:0] \$751 ;
-  reg [34:0] \$752 ;
-  reg [31:0] \$753 ;
-  reg [25:0] \$754 ;
-  reg [34:0] \$755 ;
-  reg [31:0] \$756 ;
-  reg [25:0] \$757 ;
-  reg [34:0] \$758 ;
-  reg [31:0] \$759 ;
+  reg [25:0] \$750 ;
+  reg [34:0] \$751 ;
+  reg [31:0] \$752 ;
+  reg [25:0] \$753 ;
+  reg [34:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg [25:0] \$756 ;
+  reg [34:0] \$757 ;
+  reg [31:0] \$758 ;
+  reg [25:0] \$759 ;
   wire \$76 ;
-  reg [25:0] \$760 ;
-  reg [34:0] \$761 ;
-  reg [31:0] \$762 ;
-  reg [25:0] \$763 ;
-  reg [34:0] \$764 ;
-  reg [31:0] \$765 ;
-  reg [25:0] \$766 ;
-  reg [34:0] \$767 ;
-  reg [31:0] \$768 ;
-  reg [25:0] \$769 ;
+  reg [34:0] \$760 ;
+  reg [31:0] \$761 ;
+  reg [25:0] \$762 ;
+  reg [34:0] \$763 ;
+  reg [31:0] \$764 ;
+  reg [25:0] \$765 ;
+  reg [34:0] \$766 ;
+  reg [31:0] \$767 ;
+  reg [25:0] \$768 ;
+  reg [34:0] \$769 ;
   wire [35:0] \$77 ;
-  reg [34:0] \$770 ;
-  reg [31:0] \$771 ;
-  reg [25:0] \$772 ;
-  reg [34:0] \$773 ;
-  reg [31:0] \$774 ;
-  reg [25:0] \$775 ;
-  reg [34:0] \$776 ;
-  reg [31:0] \$777 ;
-  reg [25:0] \$778 ;
-  reg [34:0] \$779 ;
+  reg [31:0] \$770 ;
+  reg [25:0] \$771 ;
+  reg [34:0] \$772 ;
+  reg [31:0] \$773 ;
+  reg [25:0] \$774 ;
+  reg [34:0] \$775 ;
+  reg [31:0] \$776 ;
+  reg [25:0] \$777 ;
+  reg [34:0] \$778 ;
+  reg [31:0] \$779 ;
   wire [32:0] \$78 ;
-  reg [31:0] \$780 ;
-  reg [25:0] \$781 ;
-  reg [34:0] \$782 ;
+  reg \$780 ;
+  reg [31:0] \$781 ;
+  reg [31:0] \$782 ;
   reg [31:0] \$783 ;
-  reg [25:0] \$784 ;
-  reg [34:0] \$785 ;
+  reg [31:0] \$784 ;
+  reg [31:0] \$785 ;
   reg [31:0] \$786 ;
-  reg \$787 ;
+  reg [31:0] \$787 ;
   reg [31:0] \$788 ;
-  reg [31:0] \$789 ;
+  reg \$789 ;
   wire [32:0] \$79 ;
-  reg [31:0] \$790 ;
-  reg [31:0] \$791 ;
-  reg [31:0] \$792 ;
-  reg [31:0] \$793 ;
-  reg [31:0] \$794 ;
-  reg [31:0] \$795 ;
-  reg \$796 ;
-  reg [13:0] \$797 ;
-  reg [3:0] \$798 ;
-  reg \$799 ;
+  reg [13:0] \$790 ;
+  reg [3:0] \$791 ;
+  reg \$792 ;
+  reg [13:0] \$793 ;
+  reg [3:0] \$794 ;
+  reg \$795 ;
+  reg [13:0] \$796 ;
+  reg [3:0] \$797 ;
+  reg \$798 ;
+  reg [13:0] \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg [13:0] \$800 ;
-  reg [3:0] \$801 ;
-  reg \$802 ;
-  reg [13:0] \$803 ;
-  reg [3:0] \$804 ;
-  reg \$805 ;
-  reg [13:0] \$806 ;
-  reg [3:0] \$807 ;
-  reg \$808 ;
-  reg [13:0] \$809 ;
+  reg [3:0] \$800 ;
+  reg \$801 ;
+  reg [13:0] \$802 ;
+  reg [3:0] \$803 ;
+  reg [7:0] \$804 ;
+  reg [41:0] \$805 ;
+  reg [41:0] \$806 ;
+  reg [45:0] \$807 ;
+  reg [26:0] \$808 ;
+  reg [44:0] \$809 ;
   wire \$81 ;
-  reg [3:0] \$810 ;
+  reg [45:0] \$810 ;
   reg [7:0] \$811 ;
-  reg [41:0] \$812 ;
-  reg [41:0] \$813 ;
-  reg [45:0] \$814 ;
-  reg [26:0] \$815 ;
-  reg [44:0] \$816 ;
-  reg [45:0] \$817 ;
-  reg [7:0] \$818 ;
-  reg [45:0] \$819 ;
+  reg [45:0] \$812 ;
+  reg [26:0] \$813 ;
+  reg [44:0] \$814 ;
+  reg [45:0] \$815 ;
+  reg [7:0] \$816 ;
+  reg [7:0] \$817 ;
+  reg [45:0] \$818 ;
+  reg [26:0] \$819 ;
   wire \$82 ;
-  reg [26:0] \$820 ;
-  reg [44:0] \$821 ;
-  reg [45:0] \$822 ;
-  reg [7:0] \$823 ;
-  reg [7:0] \$824 ;
-  reg [45:0] \$825 ;
-  reg [26:0] \$826 ;
-  reg [44:0] \$827 ;
+  reg [44:0] \$820 ;
+  reg [45:0] \$821 ;
+  reg [7:0] \$822 ;
+  reg [45:0] \$823 ;
+  reg [26:0] \$824 ;
+  reg [44:0] \$825 ;
+  reg [45:0] \$826 ;
+  reg [7:0] \$827 ;
   reg [45:0] \$828 ;
-  reg [7:0] \$829 ;
+  reg [26:0] \$829 ;
   wire \$83 ;
-  reg [45:0] \$830 ;
-  reg [26:0] \$831 ;
-  reg [44:0] \$832 ;
+  reg [44:0] \$830 ;
+  reg [45:0] \$831 ;
+  reg [7:0] \$832 ;
   reg [45:0] \$833 ;
-  reg [7:0] \$834 ;
-  reg [45:0] \$835 ;
-  reg [26:0] \$836 ;
-  reg [44:0] \$837 ;
+  reg [26:0] \$834 ;
+  reg [44:0] \$835 ;
+  reg [45:0] \$836 ;
+  reg [7:0] \$837 ;
   reg [45:0] \$838 ;
-  reg [7:0] \$839 ;
+  reg [26:0] \$839 ;
   wire [35:0] \$84 ;
-  reg [45:0] \$840 ;
-  reg [26:0] \$841 ;
-  reg [44:0] \$842 ;
+  reg [44:0] \$840 ;
+  reg [45:0] \$841 ;
+  reg [7:0] \$842 ;
   reg [45:0] \$843 ;
-  reg [7:0] \$844 ;
-  reg [45:0] \$845 ;
-  reg [26:0] \$846 ;
-  reg [44:0] \$847 ;
+  reg [26:0] \$844 ;
+  reg [44:0] \$845 ;
+  reg [45:0] \$846 ;
+  reg [7:0] \$847 ;
   reg [45:0] \$848 ;
-  reg [7:0] \$849 ;
+  reg [26:0] \$849 ;
   wire [32:0] \$85 ;
-  reg [45:0] \$850 ;
-  reg [26:0] \$851 ;
-  reg [44:0] \$852 ;
+  reg [44:0] \$850 ;
+  reg [45:0] \$851 ;
+  reg [7:0] \$852 ;
   reg [45:0] \$853 ;
-  reg [7:0] \$854 ;
-  reg [45:0] \$855 ;
-  reg [26:0] \$856 ;
-  reg [44:0] \$857 ;
+  reg [26:0] \$854 ;
+  reg [44:0] \$855 ;
+  reg [45:0] \$856 ;
+  reg [7:0] \$857 ;
   reg [45:0] \$858 ;
-  reg [7:0] \$859 ;
+  reg [26:0] \$859 ;
   wire [32:0] \$86 ;
-  reg [45:0] \$860 ;
-  reg [26:0] \$861 ;
-  reg [44:0] \$862 ;
+  reg [44:0] \$860 ;
+  reg [45:0] \$861 ;
+  reg [7:0] \$862 ;
   reg [45:0] \$863 ;
-  reg [7:0] \$864 ;
-  reg [45:0] \$865 ;
-  reg [26:0] \$866 ;
-  reg [44:0] \$867 ;
+  reg [26:0] \$864 ;
+  reg [44:0] \$865 ;
+  reg [45:0] \$866 ;
+  reg [7:0] \$867 ;
   reg [45:0] \$868 ;
-  reg [7:0] \$869 ;
+  reg [26:0] \$869 ;
   wire \$87 ;
-  reg [45:0] \$870 ;
-  reg [26:0] \$871 ;
-  reg [44:0] \$872 ;
+  reg [44:0] \$870 ;
+  reg [45:0] \$871 ;
+  reg [7:0] \$872 ;
   reg [45:0] \$873 ;
-  reg [7:0] \$874 ;
-  reg [45:0] \$875 ;
-  reg [26:0] \$876 ;
-  reg [44:0] \$877 ;
+  reg [26:0] \$874 ;
+  reg [44:0] \$875 ;
+  reg [45:0] \$876 ;
+  reg [7:0] \$877 ;
   reg [45:0] \$878 ;
-  reg [7:0] \$879 ;
+  reg [26:0] \$879 ;
   wire \$88 ;
-  reg [45:0] \$880 ;
-  reg [26:0] \$881 ;
-  reg [44:0] \$882 ;
+  reg [44:0] \$880 ;
+  reg [45:0] \$881 ;
+  reg [7:0] \$882 ;
   reg [45:0] \$883 ;
-  reg [7:0] \$884 ;
-  reg [45:0] \$885 ;
-  reg [26:0] \$886 ;
-  reg [44:0] \$887 ;
-  reg [45:0] \$888 ;
+  reg [26:0] \$884 ;
+  reg [44:0] \$885 ;
+  reg [45:0] \$886 ;
+  reg [7:0] \$887 ;
+  reg \$888 ;
   reg [7:0] \$889 ;
   wire \$89 ;
-  reg [45:0] \$890 ;
-  reg [26:0] \$891 ;
-  reg [44:0] \$892 ;
-  reg [45:0] \$893 ;
-  reg [7:0] \$894 ;
-  reg \$895 ;
-  reg \$896 ;
-  reg \$897 ;
-  reg \$898 ;
-  reg \$899 ;
+  reg \$890 ;
+  reg \$891 ;
+  reg \$892 ;
+  reg \$893 ;
   wire \$9 ;
   wire \$90 ;
   wire [35:0] \$91 ;
@@ -1373,7 +1367,6 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   input [31:0] adv_scale;
   wire [31:0] adv_scale;
   reg any_deq_ovf = 1'h0;
-  reg any_pe_ovf = 1'h0;
   reg any_req_ovf = 1'h0;
   reg [31:0] arg_adv_offset = 32'd0;
   reg [31:0] arg_adv_scale = 32'd0;
@@ -1733,6 +1726,8 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \o__ready$197 ;
   wire o__valid;
   wire pe_in_valid;
+  reg [7:0] pe_ovf_lanes = 8'h00;
+  reg pe_ovf_valid = 1'h0;
   reg [15:0] rd1_addr = 16'h0000;
   reg rd1_boot = 1'h0;
   reg rd1_first = 1'h0;
@@ -2106,12 +2101,6 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   assign \$signature__data$27  = _2_;
-  assign \$73  = ~ \$77 [35];
-  assign \$74  = | \$77 [34:32];
-  assign deq_v4_hi = \$73  & \$74 ;
-  assign \$75  = & \$77 [34:32];
-  assign \$76  = ~ \$75 ;
-  assign deq_v4_lo = \$77 [35] & \$76 ;
   assign \$77  = $signed(deq_v4_q) + $signed(value_offset_rnd);
   assign deq_v4_ovf = deq_v4_hi | deq_v4_lo;
   assign \$78  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$77 [32:1] };
@@ -2664,520 +2653,516 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$602  = wb4_valid & \$601 ;
   assign \$603  = o__payload[88:81] > 1'h0;
   assign \$604  = o__payload[64] & \$603 ;
-  assign \$606  = o__payload[88:81] > 1'h1;
-  assign \$607  = \o__payload$459 [64] & \$606 ;
-  assign \$608  = \$605  | \$607 ;
-  assign \$609  = o__payload[88:81] > 2'h2;
-  assign \$610  = \o__payload$466 [64] & \$609 ;
-  assign \$611  = \$608  | \$610 ;
-  assign \$612  = o__payload[88:81] > 2'h3;
-  assign \$613  = \o__payload$473 [64] & \$612 ;
-  assign \$614  = \$611  | \$613 ;
-  assign \$615  = o__payload[88:81] > 3'h4;
-  assign \$616  = \o__payload$480 [64] & \$615 ;
-  assign \$617  = \$614  | \$616 ;
-  assign \$618  = o__payload[88:81] > 3'h5;
-  assign \$619  = \o__payload$487 [64] & \$618 ;
-  assign \$620  = \$617  | \$619 ;
-  assign \$621  = o__payload[88:81] > 3'h6;
-  assign \$622  = \o__payload$494 [64] & \$621 ;
-  assign \$623  = \$620  | \$622 ;
-  assign \$624  = o__payload[88:81] > 3'h7;
-  assign \$625  = \o__payload$501 [64] & \$624 ;
-  assign \$626  = \$623  | \$625 ;
-  assign \$627  = o__valid & \$626 ;
-  assign \$628  = ~ busy;
-  assign \$629  = start & \$628 ;
-  assign \$630  = ~ busy;
-  assign \$631  = start & \$630 ;
-  assign \$632  = ~ busy;
-  assign \$633  = start & \$632 ;
+  assign \$605  = o__payload[88:81] > 1'h1;
+  assign \$606  = \o__payload$459 [64] & \$605 ;
+  assign \$607  = o__payload[88:81] > 2'h2;
+  assign \$608  = \o__payload$466 [64] & \$607 ;
+  assign \$609  = o__payload[88:81] > 2'h3;
+  assign \$610  = \o__payload$473 [64] & \$609 ;
+  assign \$611  = o__payload[88:81] > 3'h4;
+  assign \$612  = \o__payload$480 [64] & \$611 ;
+  assign \$613  = o__payload[88:81] > 3'h5;
+  assign \$614  = \o__payload$487 [64] & \$613 ;
+  assign \$615  = o__payload[88:81] > 3'h6;
+  assign \$616  = \o__payload$494 [64] & \$615 ;
+  assign \$617  = o__payload[88:81] > 3'h7;
+  assign \$618  = \o__payload$501 [64] & \$617 ;
+  assign \$619  = ~ busy;
+  assign \$620  = start & \$619 ;
+  assign \$621  = ~ busy;
+  assign \$622  = start & \$621 ;
+  assign \$623  = ~ busy;
+  assign \$624  = start & \$623 ;
+  assign \$625  = | pe_ovf_lanes;
+  assign \$626  = pe_ovf_valid & \$625 ;
   always @(posedge clk)
-    cycles <= \$657 ;
+    cycles <= \$650 ;
   always @(posedge clk)
-    settle <= \$658 ;
+    settle <= \$651 ;
   always @(posedge clk)
-    ready <= \$659 ;
+    ready <= \$652 ;
   always @(posedge clk)
-    done <= \$660 ;
+    done <= \$653 ;
   always @(posedge clk)
-    chk_no_timesteps <= \$661 ;
+    chk_no_timesteps <= \$654 ;
   always @(posedge clk)
-    chk_no_trajectories <= \$662 ;
+    chk_no_trajectories <= \$655 ;
   always @(posedge clk)
-    chk_capacity <= \$663 ;
+    chk_capacity <= \$656 ;
   always @(posedge clk)
-    chk_coefficient <= \$664 ;
+    chk_coefficient <= \$657 ;
   always @(posedge clk)
-    error <= \$665 ;
+    error <= \$658 ;
   always @(posedge clk)
-    arg_num_timesteps <= \$666 ;
+    arg_num_timesteps <= \$659 ;
   always @(posedge clk)
-    arg_num_trajectories <= \$667 ;
+    arg_num_trajectories <= \$660 ;
   always @(posedge clk)
-    gamma <= \$668 ;
+    gamma <= \$661 ;
   always @(posedge clk)
-    gamma_lambda <= \$669 ;
+    gamma_lambda <= \$662 ;
   always @(posedge clk)
-    arg_reward_scale <= \$670 ;
+    arg_reward_scale <= \$663 ;
   always @(posedge clk)
-    arg_reward_offset <= \$671 ;
+    arg_reward_offset <= \$664 ;
   always @(posedge clk)
-    arg_value_scale <= \$672 ;
+    arg_value_scale <= \$665 ;
   always @(posedge clk)
-    arg_value_offset <= \$673 ;
+    arg_value_offset <= \$666 ;
   always @(posedge clk)
-    arg_adv_scale <= \$674 ;
+    arg_adv_scale <= \$667 ;
   always @(posedge clk)
-    arg_adv_offset <= \$675 ;
+    arg_adv_offset <= \$668 ;
   always @(posedge clk)
-    arg_rtg_scale <= \$676 ;
+    arg_rtg_scale <= \$669 ;
   always @(posedge clk)
-    arg_rtg_offset <= \$677 ;
+    arg_rtg_offset <= \$670 ;
   always @(posedge clk)
-    T <= \$678 ;
+    T <= \$671 ;
   always @(posedge clk)
-    \$signal  <= \$679 ;
+    \$signal  <= \$672 ;
   always @(posedge clk)
-    T_plus_1 <= \$680 ;
+    T_plus_1 <= \$673 ;
   always @(posedge clk)
-    nxt_rows <= \$681 ;
+    nxt_rows <= \$674 ;
   always @(posedge clk)
-    room <= \$682 ;
+    room <= \$675 ;
   always @(posedge clk)
-    rem <= \$683 ;
+    rem <= \$676 ;
   always @(posedge clk)
-    G <= \$684 ;
+    G <= \$677 ;
   always @(posedge clk)
-    rows <= \$685 ;
+    rows <= \$678 ;
   always @(posedge clk)
-    busy <= \$686 ;
+    busy <= \$679 ;
   always @(posedge clk)
-    ctrl_state <= \$687 ;
+    ctrl_state <= \$680 ;
   always @(posedge clk)
-    G_minus_1 <= \$688 ;
+    G_minus_1 <= \$681 ;
   always @(posedge clk)
-    G_minus_L <= \$689 ;
+    G_minus_L <= \$682 ;
   always @(posedge clk)
-    last_lanes <= \$690 ;
+    last_lanes <= \$683 ;
   always @(posedge clk)
-    row_base <= \$691 ;
+    row_base <= \$684 ;
   always @(posedge clk)
-    grp_base <= \$692 ;
+    grp_base <= \$685 ;
   always @(posedge clk)
-    lane <= \$693 ;
+    lane <= \$686 ;
   always @(posedge clk)
-    boot <= \$694 ;
+    boot <= \$687 ;
   always @(posedge clk)
-    t <= \$695 ;
+    t <= \$688 ;
   always @(posedge clk)
-    drain <= \$696 ;
+    drain <= \$689 ;
   always @(posedge clk)
-    last_group <= \$697 ;
+    last_group <= \$690 ;
   always @(posedge clk)
-    h_region_q <= \$698 ;
+    h_region_q <= \$691 ;
   always @(posedge clk)
-    h_word_q <= \$699 ;
+    h_word_q <= \$692 ;
   always @(posedge clk)
-    rd1_valid <= \$700 ;
+    rd1_valid <= \$693 ;
   always @(posedge clk)
-    rd1_boot <= \$701 ;
+    rd1_boot <= \$694 ;
   always @(posedge clk)
-    rd1_first <= \$702 ;
+    rd1_first <= \$695 ;
   always @(posedge clk)
-    rd1_lane <= \$703 ;
+    rd1_lane <= \$696 ;
   always @(posedge clk)
-    rd1_addr <= \$704 ;
+    rd1_addr <= \$697 ;
   always @(posedge clk)
-    rd1_grp <= \$705 ;
+    rd1_grp <= \$698 ;
   always @(posedge clk)
-    rd2_valid <= \$706 ;
+    rd2_valid <= \$699 ;
   always @(posedge clk)
-    rd2_boot <= \$707 ;
+    rd2_boot <= \$700 ;
   always @(posedge clk)
-    rd2_first <= \$708 ;
+    rd2_first <= \$701 ;
   always @(posedge clk)
-    rd2_lane <= \$709 ;
+    rd2_lane <= \$702 ;
   always @(posedge clk)
-    rd2_addr <= \$710 ;
+    rd2_addr <= \$703 ;
   always @(posedge clk)
-    rd2_nvalid <= \$711 ;
+    rd2_nvalid <= \$704 ;
   always @(posedge clk)
-    rdata_rewards_q <= \$712 ;
+    rdata_rewards_q <= \$705 ;
   always @(posedge clk)
-    rdata_values_q <= \$713 ;
+    rdata_values_q <= \$706 ;
   always @(posedge clk)
-    rdata_dones_q <= \$714 ;
+    rdata_dones_q <= \$707 ;
   always @(posedge clk)
-    rd3_valid <= \$715 ;
+    rd3_valid <= \$708 ;
   always @(posedge clk)
-    rd3_boot <= \$716 ;
+    rd3_boot <= \$709 ;
   always @(posedge clk)
-    rd3_first <= \$717 ;
+    rd3_first <= \$710 ;
   always @(posedge clk)
-    rd3_lane <= \$718 ;
+    rd3_lane <= \$711 ;
   always @(posedge clk)
-    rd3_addr <= \$719 ;
+    rd3_addr <= \$712 ;
   always @(posedge clk)
-    rd3_nvalid <= \$720 ;
+    rd3_nvalid <= \$713 ;
   always @(posedge clk)
-    rd4_valid <= \$721 ;
+    rd4_valid <= \$714 ;
   always @(posedge clk)
-    rd4_boot <= \$722 ;
+    rd4_boot <= \$715 ;
   always @(posedge clk)
-    rd4_first <= \$723 ;
+    rd4_first <= \$716 ;
   always @(posedge clk)
-    rd4_lane <= \$724 ;
+    rd4_lane <= \$717 ;
   always @(posedge clk)
-    rd4_addr <= \$725 ;
+    rd4_addr <= \$718 ;
   always @(posedge clk)
-    rd4_nvalid <= \$726 ;
+    rd4_nvalid <= \$719 ;
   always @(posedge clk)
-    s2_valid <= \$727 ;
+    s2_valid <= \$720 ;
   always @(posedge clk)
-    s2_boot <= \$728 ;
+    s2_boot <= \$721 ;
   always @(posedge clk)
-    s2_first <= \$729 ;
+    s2_first <= \$722 ;
   always @(posedge clk)
-    s2_lane <= \$730 ;
+    s2_lane <= \$723 ;
   always @(posedge clk)
-    s2_addr <= \$731 ;
+    s2_addr <= \$724 ;
   always @(posedge clk)
-    s2_nvalid <= \$732 ;
+    s2_nvalid <= \$725 ;
   always @(posedge clk)
-    reward_offset_rnd <= \$733 ;
+    reward_offset_rnd <= \$726 ;
   always @(posedge clk)
-    value_offset_rnd <= \$734 ;
+    value_offset_rnd <= \$727 ;
   always @(posedge clk)
-    rd3_dones <= \$735 ;
+    rd3_dones <= \$728 ;
   always @(posedge clk)
-    rd4_dones <= \$736 ;
+    rd4_dones <= \$729 ;
   always @(posedge clk)
-    s2_d <= \$737 ;
+    s2_d <= \$730 ;
   always @(posedge clk)
-    deq_r0_pp <= \$738 ;
+    deq_r0_pp <= \$731 ;
   always @(posedge clk)
-    deq_r0_q <= \$739 ;
+    deq_r0_q <= \$732 ;
   always @(posedge clk)
-    s2_r0 <= \$740 ;
+    s2_r0 <= \$733 ;
   always @(posedge clk)
-    deq_v0_pp <= \$741 ;
+    deq_v0_pp <= \$734 ;
   always @(posedge clk)
-    deq_v0_q <= \$742 ;
+    deq_v0_q <= \$735 ;
   always @(posedge clk)
-    s2_v0 <= \$743 ;
+    s2_v0 <= \$736 ;
   always @(posedge clk)
-    deq_ovf_bits <= \$744 ;
+    deq_ovf_bits <= \$737 ;
   always @(posedge clk)
-    deq_r1_pp <= \$745 ;
+    deq_r1_pp <= \$738 ;
   always @(posedge clk)
-    deq_r1_q <= \$746 ;
+    deq_r1_q <= \$739 ;
   always @(posedge clk)
-    s2_r1 <= \$747 ;
+    s2_r1 <= \$740 ;
   always @(posedge clk)
-    deq_v1_pp <= \$748 ;
+    deq_v1_pp <= \$741 ;
   always @(posedge clk)
-    deq_v1_q <= \$749 ;
+    deq_v1_q <= \$742 ;
   always @(posedge clk)
-    s2_v1 <= \$750 ;
+    s2_v1 <= \$743 ;
   always @(posedge clk)
-    deq_r2_pp <= \$751 ;
+    deq_r2_pp <= \$744 ;
   always @(posedge clk)
-    deq_r2_q <= \$752 ;
+    deq_r2_q <= \$745 ;
   always @(posedge clk)
-    s2_r2 <= \$753 ;
+    s2_r2 <= \$746 ;
   always @(posedge clk)
-    deq_v2_pp <= \$754 ;
+    deq_v2_pp <= \$747 ;
   always @(posedge clk)
-    deq_v2_q <= \$755 ;
+    deq_v2_q <= \$748 ;
   always @(posedge clk)
-    s2_v2 <= \$756 ;
+    s2_v2 <= \$749 ;
   always @(posedge clk)
-    deq_r3_pp <= \$757 ;
+    deq_r3_pp <= \$750 ;
   always @(posedge clk)
-    deq_r3_q <= \$758 ;
+    deq_r3_q <= \$751 ;
   always @(posedge clk)
-    s2_r3 <= \$759 ;
+    s2_r3 <= \$752 ;
   always @(posedge clk)
-    deq_v3_pp <= \$760 ;
+    deq_v3_pp <= \$753 ;
   always @(posedge clk)
-    deq_v3_q <= \$761 ;
+    deq_v3_q <= \$754 ;
   always @(posedge clk)
-    s2_v3 <= \$762 ;
+    s2_v3 <= \$755 ;
   always @(posedge clk)
-    deq_r4_pp <= \$763 ;
+    deq_r4_pp <= \$756 ;
   always @(posedge clk)
-    deq_r4_q <= \$764 ;
+    deq_r4_q <= \$757 ;
   always @(posedge clk)
-    s2_r4 <= \$765 ;
+    s2_r4 <= \$758 ;
   always @(posedge clk)
-    deq_v4_pp <= \$766 ;
+    deq_v4_pp <= \$759 ;
   always @(posedge clk)
-    deq_v4_q <= \$767 ;
+    deq_v4_q <= \$760 ;
   always @(posedge clk)
-    s2_v4 <= \$768 ;
+    s2_v4 <= \$761 ;
   always @(posedge clk)
-    deq_r5_pp <= \$769 ;
+    deq_r5_pp <= \$762 ;
   always @(posedge clk)
-    deq_r5_q <= \$770 ;
+    deq_r5_q <= \$763 ;
   always @(posedge clk)
-    s2_r5 <= \$771 ;
+    s2_r5 <= \$764 ;
   always @(posedge clk)
-    deq_v5_pp <= \$772 ;
+    deq_v5_pp <= \$765 ;
   always @(posedge clk)
-    deq_v5_q <= \$773 ;
+    deq_v5_q <= \$766 ;
   always @(posedge clk)
-    s2_v5 <= \$774 ;
+    s2_v5 <= \$767 ;
   always @(posedge clk)
-    deq_r6_pp <= \$775 ;
+    deq_r6_pp <= \$768 ;
   always @(posedge clk)
-    deq_r6_q <= \$776 ;
+    deq_r6_q <= \$769 ;
   always @(posedge clk)
-    s2_r6 <= \$777 ;
+    s2_r6 <= \$770 ;
   always @(posedge clk)
-    deq_v6_pp <= \$778 ;
+    deq_v6_pp <= \$771 ;
   always @(posedge clk)
-    deq_v6_q <= \$779 ;
+    deq_v6_q <= \$772 ;
   always @(posedge clk)
-    s2_v6 <= \$780 ;
+    s2_v6 <= \$773 ;
   always @(posedge clk)
-    deq_r7_pp <= \$781 ;
+    deq_r7_pp <= \$774 ;
   always @(posedge clk)
-    deq_r7_q <= \$782 ;
+    deq_r7_q <= \$775 ;
   always @(posedge clk)
-    s2_r7 <= \$783 ;
+    s2_r7 <= \$776 ;
   always @(posedge clk)
-    deq_v7_pp <= \$784 ;
+    deq_v7_pp <= \$777 ;
   always @(posedge clk)
-    deq_v7_q <= \$785 ;
+    deq_v7_q <= \$778 ;
   always @(posedge clk)
-    s2_v7 <= \$786 ;
+    s2_v7 <= \$779 ;
   always @(posedge clk)
-    any_deq_ovf <= \$787 ;
+    any_deq_ovf <= \$780 ;
   always @(posedge clk)
-    boot0_0 <= \$788 ;
+    boot0_0 <= \$781 ;
   always @(posedge clk)
-    boot0_1 <= \$789 ;
+    boot0_1 <= \$782 ;
   always @(posedge clk)
-    boot0_2 <= \$790 ;
+    boot0_2 <= \$783 ;
   always @(posedge clk)
-    boot0_3 <= \$791 ;
+    boot0_3 <= \$784 ;
   always @(posedge clk)
-    boot0_4 <= \$792 ;
+    boot0_4 <= \$785 ;
   always @(posedge clk)
-    boot0_5 <= \$793 ;
+    boot0_5 <= \$786 ;
   always @(posedge clk)
-    boot0_6 <= \$794 ;
+    boot0_6 <= \$787 ;
   always @(posedge clk)
-    boot0_7 <= \$795 ;
+    boot0_7 <= \$788 ;
   always @(posedge clk)
-    wb0_valid <= \$796 ;
+    wb0_valid <= \$789 ;
   always @(posedge clk)
-    wb0_addr <= \$797 ;
+    wb0_addr <= \$790 ;
   always @(posedge clk)
-    wb0_lanes <= \$798 ;
+    wb0_lanes <= \$791 ;
   always @(posedge clk)
-    wb1_valid <= \$799 ;
+    wb1_valid <= \$792 ;
   always @(posedge clk)
-    wb1_addr <= \$800 ;
+    wb1_addr <= \$793 ;
   always @(posedge clk)
-    wb1_lanes <= \$801 ;
+    wb1_lanes <= \$794 ;
   always @(posedge clk)
-    wb2_valid <= \$802 ;
+    wb2_valid <= \$795 ;
   always @(posedge clk)
-    wb2_addr <= \$803 ;
+    wb2_addr <= \$796 ;
   always @(posedge clk)
-    wb2_lanes <= \$804 ;
+    wb2_lanes <= \$797 ;
   always @(posedge clk)
-    wb3_valid <= \$805 ;
+    wb3_valid <= \$798 ;
   always @(posedge clk)
-    wb3_addr <= \$806 ;
+    wb3_addr <= \$799 ;
   always @(posedge clk)
-    wb3_lanes <= \$807 ;
+    wb3_lanes <= \$800 ;
   always @(posedge clk)
-    wb4_valid <= \$808 ;
+    wb4_valid <= \$801 ;
   always @(posedge clk)
-    wb4_addr <= \$809 ;
+    wb4_addr <= \$802 ;
   always @(posedge clk)
-    wb4_lanes <= \$810 ;
+    wb4_lanes <= \$803 ;
   always @(posedge clk)
-    wen_rewards <= \$811 ;
+    wen_rewards <= \$804 ;
   always @(posedge clk)
-    adv_offset_rnd <= \$812 ;
+    adv_offset_rnd <= \$805 ;
   always @(posedge clk)
-    rtg_offset_rnd <= \$813 ;
+    rtg_offset_rnd <= \$806 ;
   always @(posedge clk)
-    rq_a0_sat_full <= \$814 ;
+    rq_a0_sat_full <= \$807 ;
   always @(posedge clk)
-    rq_a0_op <= \$815 ;
+    rq_a0_op <= \$808 ;
   always @(posedge clk)
-    rq_a0_pp <= \$816 ;
+    rq_a0_pp <= \$809 ;
   always @(posedge clk)
-    rq_a0_sum <= \$817 ;
+    rq_a0_sum <= \$810 ;
   always @(posedge clk)
-    w_adv0 <= \$818 ;
+    w_adv0 <= \$811 ;
   always @(posedge clk)
-    rq_r0_sat_full <= \$819 ;
+    rq_r0_sat_full <= \$812 ;
   always @(posedge clk)
-    rq_r0_op <= \$820 ;
+    rq_r0_op <= \$813 ;
   always @(posedge clk)
-    rq_r0_pp <= \$821 ;
+    rq_r0_pp <= \$814 ;
   always @(posedge clk)
-    rq_r0_sum <= \$822 ;
+    rq_r0_sum <= \$815 ;
   always @(posedge clk)
-    w_rtg0 <= \$823 ;
+    w_rtg0 <= \$816 ;
   always @(posedge clk)
-    req_ovf_bits <= \$824 ;
+    req_ovf_bits <= \$817 ;
   always @(posedge clk)
-    rq_a1_sat_full <= \$825 ;
+    rq_a1_sat_full <= \$818 ;
   always @(posedge clk)
-    rq_a1_op <= \$826 ;
+    rq_a1_op <= \$819 ;
   always @(posedge clk)
-    rq_a1_pp <= \$827 ;
+    rq_a1_pp <= \$820 ;
   always @(posedge clk)
-    rq_a1_sum <= \$828 ;
+    rq_a1_sum <= \$821 ;
   always @(posedge clk)
-    w_adv1 <= \$829 ;
+    w_adv1 <= \$822 ;
   always @(posedge clk)
-    rq_r1_sat_full <= \$830 ;
+    rq_r1_sat_full <= \$823 ;
   always @(posedge clk)
-    rq_r1_op <= \$831 ;
+    rq_r1_op <= \$824 ;
   always @(posedge clk)
-    rq_r1_pp <= \$832 ;
+    rq_r1_pp <= \$825 ;
   always @(posedge clk)
-    rq_r1_sum <= \$833 ;
+    rq_r1_sum <= \$826 ;
   always @(posedge clk)
-    w_rtg1 <= \$834 ;
+    w_rtg1 <= \$827 ;
   always @(posedge clk)
-    rq_a2_sat_full <= \$835 ;
+    rq_a2_sat_full <= \$828 ;
   always @(posedge clk)
-    rq_a2_op <= \$836 ;
+    rq_a2_op <= \$829 ;
   always @(posedge clk)
-    rq_a2_pp <= \$837 ;
+    rq_a2_pp <= \$830 ;
   always @(posedge clk)
-    rq_a2_sum <= \$838 ;
+    rq_a2_sum <= \$831 ;
   always @(posedge clk)
-    w_adv2 <= \$839 ;
+    w_adv2 <= \$832 ;
   always @(posedge clk)
-    rq_r2_sat_full <= \$840 ;
+    rq_r2_sat_full <= \$833 ;
   always @(posedge clk)
-    rq_r2_op <= \$841 ;
+    rq_r2_op <= \$834 ;
   always @(posedge clk)
-    rq_r2_pp <= \$842 ;
+    rq_r2_pp <= \$835 ;
   always @(posedge clk)
-    rq_r2_sum <= \$843 ;
+    rq_r2_sum <= \$836 ;
   always @(posedge clk)
-    w_rtg2 <= \$844 ;
+    w_rtg2 <= \$837 ;
   always @(posedge clk)
-    rq_a3_sat_full <= \$845 ;
+    rq_a3_sat_full <= \$838 ;
   always @(posedge clk)
-    rq_a3_op <= \$846 ;
+    rq_a3_op <= \$839 ;
   always @(posedge clk)
-    rq_a3_pp <= \$847 ;
+    rq_a3_pp <= \$840 ;
   always @(posedge clk)
-    rq_a3_sum <= \$848 ;
+    rq_a3_sum <= \$841 ;
   always @(posedge clk)
-    w_adv3 <= \$849 ;
+    w_adv3 <= \$842 ;
   always @(posedge clk)
-    rq_r3_sat_full <= \$850 ;
+    rq_r3_sat_full <= \$843 ;
   always @(posedge clk)
-    rq_r3_op <= \$851 ;
+    rq_r3_op <= \$844 ;
   always @(posedge clk)
-    rq_r3_pp <= \$852 ;
+    rq_r3_pp <= \$845 ;
   always @(posedge clk)
-    rq_r3_sum <= \$853 ;
+    rq_r3_sum <= \$846 ;
   always @(posedge clk)
-    w_rtg3 <= \$854 ;
+    w_rtg3 <= \$847 ;
   always @(posedge clk)
-    rq_a4_sat_full <= \$855 ;
+    rq_a4_sat_full <= \$848 ;
   always @(posedge clk)
-    rq_a4_op <= \$856 ;
+    rq_a4_op <= \$849 ;
   always @(posedge clk)
-    rq_a4_pp <= \$857 ;
+    rq_a4_pp <= \$850 ;
   always @(posedge clk)
-    rq_a4_sum <= \$858 ;
+    rq_a4_sum <= \$851 ;
   always @(posedge clk)
-    w_adv4 <= \$859 ;
+    w_adv4 <= \$852 ;
   always @(posedge clk)
-    rq_r4_sat_full <= \$860 ;
+    rq_r4_sat_full <= \$853 ;
   always @(posedge clk)
-    rq_r4_op <= \$861 ;
+    rq_r4_op <= \$854 ;
   always @(posedge clk)
-    rq_r4_pp <= \$862 ;
+    rq_r4_pp <= \$855 ;
   always @(posedge clk)
-    rq_r4_sum <= \$863 ;
+    rq_r4_sum <= \$856 ;
   always @(posedge clk)
-    w_rtg4 <= \$864 ;
+    w_rtg4 <= \$857 ;
   always @(posedge clk)
-    rq_a5_sat_full <= \$865 ;
+    rq_a5_sat_full <= \$858 ;
   always @(posedge clk)
-    rq_a5_op <= \$866 ;
+    rq_a5_op <= \$859 ;
   always @(posedge clk)
-    rq_a5_pp <= \$867 ;
+    rq_a5_pp <= \$860 ;
   always @(posedge clk)
-    rq_a5_sum <= \$868 ;
+    rq_a5_sum <= \$861 ;
   always @(posedge clk)
-    w_adv5 <= \$869 ;
+    w_adv5 <= \$862 ;
   always @(posedge clk)
-    rq_r5_sat_full <= \$870 ;
+    rq_r5_sat_full <= \$863 ;
   always @(posedge clk)
-    rq_r5_op <= \$871 ;
+    rq_r5_op <= \$864 ;
   always @(posedge clk)
-    rq_r5_pp <= \$872 ;
+    rq_r5_pp <= \$865 ;
   always @(posedge clk)
-    rq_r5_sum <= \$873 ;
+    rq_r5_sum <= \$866 ;
   always @(posedge clk)
-    w_rtg5 <= \$874 ;
+    w_rtg5 <= \$867 ;
   always @(posedge clk)
-    rq_a6_sat_full <= \$875 ;
+    rq_a6_sat_full <= \$868 ;
   always @(posedge clk)
-    rq_a6_op <= \$876 ;
+    rq_a6_op <= \$869 ;
   always @(posedge clk)
-    rq_a6_pp <= \$877 ;
+    rq_a6_pp <= \$870 ;
   always @(posedge clk)
-    rq_a6_sum <= \$878 ;
+    rq_a6_sum <= \$871 ;
   always @(posedge clk)
-    w_adv6 <= \$879 ;
+    w_adv6 <= \$872 ;
   always @(posedge clk)
-    rq_r6_sat_full <= \$880 ;
+    rq_r6_sat_full <= \$873 ;
   always @(posedge clk)
-    rq_r6_op <= \$881 ;
+    rq_r6_op <= \$874 ;
   always @(posedge clk)
-    rq_r6_pp <= \$882 ;
+    rq_r6_pp <= \$875 ;
   always @(posedge clk)
-    rq_r6_sum <= \$883 ;
+    rq_r6_sum <= \$876 ;
   always @(posedge clk)
-    w_rtg6 <= \$884 ;
+    w_rtg6 <= \$877 ;
   always @(posedge clk)
-    rq_a7_sat_full <= \$885 ;
+    rq_a7_sat_full <= \$878 ;
   always @(posedge clk)
-    rq_a7_op <= \$886 ;
+    rq_a7_op <= \$879 ;
   always @(posedge clk)
-    rq_a7_pp <= \$887 ;
+    rq_a7_pp <= \$880 ;
   always @(posedge clk)
-    rq_a7_sum <= \$888 ;
+    rq_a7_sum <= \$881 ;
   always @(posedge clk)
-    w_adv7 <= \$889 ;
+    w_adv7 <= \$882 ;
   always @(posedge clk)
-    rq_r7_sat_full <= \$890 ;
+    rq_r7_sat_full <= \$883 ;
   always @(posedge clk)
-    rq_r7_op <= \$891 ;
+    rq_r7_op <= \$884 ;
   always @(posedge clk)
-    rq_r7_pp <= \$892 ;
+    rq_r7_pp <= \$885 ;
   always @(posedge clk)
-    rq_r7_sum <= \$893 ;
+    rq_r7_sum <= \$886 ;
   always @(posedge clk)
-    w_rtg7 <= \$894 ;
+    w_rtg7 <= \$887 ;
   always @(posedge clk)
-    any_req_ovf <= \$895 ;
+    any_req_ovf <= \$888 ;
   always @(posedge clk)
-    any_pe_ovf <= \$896 ;
+    pe_ovf_lanes <= \$889 ;
   always @(posedge clk)
-    status_dequant_overflow <= \$897 ;
+    pe_ovf_valid <= \$890 ;
   always @(posedge clk)
-    status_requant_overflow <= \$898 ;
+    status_dequant_overflow <= \$891 ;
   always @(posedge clk)
-    status_pe_overflow <= \$899 ;
+    status_requant_overflow <= \$892 ;
+  always @(posedge clk)
+    status_pe_overflow <= \$893 ;
   assign host_enable = ~ busy;
   assign \$1  = row_base + grp_base;
   assign \$2  = \$1  + lane;
@@ -3278,18 +3263,24 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign deq_r4_ovf = deq_r4_hi | deq_r4_lo;
   assign \$71  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$70 [32:1] };
   assign \$72  = deq_r4_hi ? 33'h07fffffff : \$71 ;
+  assign \$73  = ~ \$77 [35];
+  assign \$74  = | \$77 [34:32];
+  assign deq_v4_hi = \$73  & \$74 ;
+  assign \$75  = & \$77 [34:32];
+  assign \$76  = ~ \$75 ;
+  assign deq_v4_lo = \$77 [35] & \$76 ;
   \gae_accel_n8.gae_pe  pe0 (
     .clear(1'h0),
     .clk(clk),
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(i__payload),
-    .i__ready(\$634 ),
+    .i__ready(\$627 ),
     .i__valid(pe_in_valid),
     .o__payload(o__payload),
     .o__ready(1'h1),
     .o__valid(o__valid),
-    .overflow(\$635 ),
+    .overflow(\$628 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe1 (
@@ -3298,12 +3289,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$145 ),
-    .i__ready(\$636 ),
+    .i__ready(\$629 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$459 ),
     .o__ready(1'h1),
-    .o__valid(\$637 ),
-    .overflow(\$638 ),
+    .o__valid(\$630 ),
+    .overflow(\$631 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe2 (
@@ -3312,12 +3303,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$153 ),
-    .i__ready(\$639 ),
+    .i__ready(\$632 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$466 ),
     .o__ready(1'h1),
-    .o__valid(\$640 ),
-    .overflow(\$641 ),
+    .o__valid(\$633 ),
+    .overflow(\$634 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe3 (
@@ -3326,12 +3317,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$161 ),
-    .i__ready(\$642 ),
+    .i__ready(\$635 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$473 ),
     .o__ready(1'h1),
-    .o__valid(\$643 ),
-    .overflow(\$644 ),
+    .o__valid(\$636 ),
+    .overflow(\$637 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe4 (
@@ -3340,12 +3331,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$169 ),
-    .i__ready(\$645 ),
+    .i__ready(\$638 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$480 ),
     .o__ready(1'h1),
-    .o__valid(\$646 ),
-    .overflow(\$647 ),
+    .o__valid(\$639 ),
+    .overflow(\$640 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe5 (
@@ -3354,12 +3345,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$177 ),
-    .i__ready(\$648 ),
+    .i__ready(\$641 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$487 ),
     .o__ready(1'h1),
-    .o__valid(\$649 ),
-    .overflow(\$650 ),
+    .o__valid(\$642 ),
+    .overflow(\$643 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe6 (
@@ -3368,12 +3359,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$185 ),
-    .i__ready(\$651 ),
+    .i__ready(\$644 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$494 ),
     .o__ready(1'h1),
-    .o__valid(\$652 ),
-    .overflow(\$653 ),
+    .o__valid(\$645 ),
+    .overflow(\$646 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe7 (
@@ -3382,12 +3373,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(gamma),
     .gamma_lambda(gamma_lambda),
     .i__payload(\i__payload$193 ),
-    .i__ready(\$654 ),
+    .i__ready(\$647 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$501 ),
     .o__ready(1'h1),
-    .o__valid(\$655 ),
-    .overflow(\$656 ),
+    .o__valid(\$648 ),
+    .overflow(\$649 ),
     .rst(rst)
   );
   always @* begin
@@ -3553,68 +3544,68 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$657  = cycles;
+    \$650  = cycles;
     if (busy) begin
-      \$657  = \$242 [31:0];
+      \$650  = \$242 [31:0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$657  = 32'd0;
+            \$650  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$657  = 32'd0;
+      \$650  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$658  = settle;
+    \$651  = settle;
     if (\$243 ) begin
-      \$658  = \$244 [0];
+      \$651  = \$244 [0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$658  = 1'h0;
+            \$651  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$658  = 1'h0;
+      \$651  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$659  = 1'h0;
+    \$652  = 1'h0;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$659  = 1'h1;
+            \$652  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$659  = 1'h0;
+      \$652  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$660  = 1'h0;
+    \$653  = 1'h0;
     casez (ctrl_state)
       3'h0:
           if (start) begin
             if (chk_no_timesteps) begin
-              \$660  = 1'h1;
+              \$653  = 1'h1;
             end else if (chk_no_trajectories) begin
-              \$660  = 1'h1;
+              \$653  = 1'h1;
             end else if (chk_capacity) begin
-              \$660  = 1'h1;
+              \$653  = 1'h1;
             end else if (chk_coefficient) begin
-              \$660  = 1'h1;
+              \$653  = 1'h1;
             end
           end
       3'h1:
           if (room[33]) begin
-            \$660  = 1'h1;
+            \$653  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -3622,74 +3613,165 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           /* empty */;
       3'h4:
           if (\$276 ) begin
-            \$660  = 1'h1;
+            \$653  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$660  = 1'h0;
+      \$653  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$661  = \$245 ;
+    \$654  = \$245 ;
     if (rst) begin
-      \$661  = 1'h0;
+      \$654  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$662  = \$246 ;
+    \$655  = \$246 ;
     if (rst) begin
-      \$662  = 1'h0;
+      \$655  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$663  = \$249 ;
+    \$656  = \$249 ;
     if (rst) begin
-      \$663  = 1'h0;
+      \$656  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$664  = \$252 ;
+    \$657  = \$252 ;
     if (rst) begin
-      \$664  = 1'h0;
+      \$657  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$665  = error;
+    \$658  = error;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$665  = 3'h0;
+            \$658  = 3'h0;
             if (chk_no_timesteps) begin
-              \$665  = 3'h1;
+              \$658  = 3'h1;
             end else if (chk_no_trajectories) begin
-              \$665  = 3'h2;
+              \$658  = 3'h2;
             end else if (chk_capacity) begin
-              \$665  = 3'h3;
+              \$658  = 3'h3;
             end else if (chk_coefficient) begin
-              \$665  = 3'h4;
+              \$658  = 3'h4;
             end
           end
       3'h1:
           if (room[33]) begin
-            \$665  = 3'h3;
+            \$658  = 3'h3;
           end
     endcase
     if (rst) begin
-      \$665  = 3'h0;
+      \$658  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$666  = arg_num_timesteps;
+    \$659  = arg_num_timesteps;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$666  = num_timesteps;
+            \$659  = num_timesteps;
+          end
+    endcase
+    if (rst) begin
+      \$659  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$660  = arg_num_trajectories;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$660  = num_trajectories;
+          end
+    endcase
+    if (rst) begin
+      \$660  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$661  = gamma;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$661  = \gamma$349 ;
+          end
+    endcase
+    if (rst) begin
+      \$661  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$662  = gamma_lambda;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$662  = \gamma_lambda$350 ;
+          end
+    endcase
+    if (rst) begin
+      \$662  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$663  = arg_reward_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$663  = reward_scale;
+          end
+    endcase
+    if (rst) begin
+      \$663  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$664  = arg_reward_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$664  = reward_offset;
+          end
+    endcase
+    if (rst) begin
+      \$664  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$665  = arg_value_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$665  = value_scale;
+          end
+    endcase
+    if (rst) begin
+      \$665  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$666  = arg_value_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$666  = value_offset;
           end
     endcase
     if (rst) begin
@@ -3698,11 +3780,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$667  = arg_num_trajectories;
+    \$667  = arg_adv_scale;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$667  = num_trajectories;
+            \$667  = adv_scale;
           end
     endcase
     if (rst) begin
@@ -3711,37 +3793,37 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$668  = gamma;
+    \$668  = arg_adv_offset;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$668  = \gamma$349 ;
+            \$668  = adv_offset;
           end
     endcase
     if (rst) begin
-      \$668  = 17'h00000;
+      \$668  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$669  = gamma_lambda;
+    \$669  = arg_rtg_scale;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$669  = \gamma_lambda$350 ;
+            \$669  = rtg_scale;
           end
     endcase
     if (rst) begin
-      \$669  = 17'h00000;
+      \$669  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$670  = arg_reward_scale;
+    \$670  = arg_rtg_offset;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$670  = reward_scale;
+            \$670  = rtg_offset;
           end
     endcase
     if (rst) begin
@@ -3750,232 +3832,141 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$671  = arg_reward_offset;
+    \$671  = T;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$671  = reward_offset;
+            \$671  = num_timesteps[14:0];
           end
     endcase
     if (rst) begin
-      \$671  = 32'd0;
+      \$671  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$672  = arg_value_scale;
+    \$672  = \$signal ;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$672  = value_scale;
+            \$672  = \$253 [14:0];
           end
     endcase
     if (rst) begin
-      \$672  = 32'd0;
+      \$672  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$673  = arg_value_offset;
+    \$673  = T_plus_1;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$673  = value_offset;
+            \$673  = \$254 [15:0];
           end
     endcase
     if (rst) begin
-      \$673  = 32'd0;
+      \$673  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$674  = arg_adv_scale;
+    \$674  = nxt_rows;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$674  = adv_scale;
-          end
-    endcase
-    if (rst) begin
-      \$674  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$675  = arg_adv_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$675  = adv_offset;
-          end
-    endcase
-    if (rst) begin
-      \$675  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$676  = arg_rtg_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$676  = rtg_scale;
-          end
-    endcase
-    if (rst) begin
-      \$676  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$677  = arg_rtg_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$677  = rtg_offset;
-          end
-    endcase
-    if (rst) begin
-      \$677  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$678  = T;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$678  = num_timesteps[14:0];
-          end
-    endcase
-    if (rst) begin
-      \$678  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$679  = \$signal ;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$679  = \$253 [14:0];
-          end
-    endcase
-    if (rst) begin
-      \$679  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$680  = T_plus_1;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$680  = \$254 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$680  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$681  = nxt_rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$681  = \$255 [15:0];
+            \$674  = \$255 [15:0];
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$681  = \$261 [15:0];
+            \$674  = \$261 [15:0];
           end
     endcase
     if (rst) begin
-      \$681  = 16'h0000;
+      \$674  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$682  = room;
+    \$675  = room;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$682  = { \$256 [32], \$256  };
+            \$675  = { \$256 [32], \$256  };
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$682  = \$262 [33:0];
+            \$675  = \$262 [33:0];
           end
     endcase
     if (rst) begin
-      \$682  = 34'h000000000;
+      \$675  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$683  = rem;
+    \$676  = rem;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$683  = num_trajectories[13:0];
+            \$676  = num_trajectories[13:0];
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$683  = \$260 [13:0];
+            \$676  = \$260 [13:0];
           end
     endcase
     if (rst) begin
-      \$683  = 14'h0000;
+      \$676  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$684  = G;
+    \$677  = G;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$684  = 13'h0000;
+            \$677  = 13'h0000;
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$684  = \$257 [12:0];
+            \$677  = \$257 [12:0];
           end
     endcase
     if (rst) begin
-      \$684  = 13'h0000;
+      \$677  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$685  = rows;
+    \$678  = rows;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$685  = 16'h0000;
+            \$678  = 16'h0000;
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$685  = nxt_rows;
+            \$678  = nxt_rows;
           end
     endcase
     if (rst) begin
-      \$685  = 16'h0000;
+      \$678  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$686  = busy;
+    \$679  = busy;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -3985,12 +3976,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             end else if (chk_capacity) begin
             end else if (chk_coefficient) begin
             end else begin
-              \$686  = 1'h1;
+              \$679  = 1'h1;
             end
           end
       3'h1:
           if (room[33]) begin
-            \$686  = 1'h0;
+            \$679  = 1'h0;
           end
       3'h2:
           /* empty */;
@@ -3998,7 +3989,184 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           /* empty */;
       3'h4:
           if (\$276 ) begin
+            \$679  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$679  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$680  = ctrl_state;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            (* full_case = 32'd1 *)
+            if (chk_no_timesteps) begin
+            end else if (chk_no_trajectories) begin
+            end else if (chk_capacity) begin
+            end else if (chk_coefficient) begin
+            end else begin
+              \$680  = 3'h1;
+            end
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+            \$680  = 3'h0;
+          end else begin
+            if (\$263 ) begin
+              \$680  = 3'h2;
+            end
+          end
+      3'h2:
+          if (\$265 ) begin
+            \$680  = 3'h3;
+          end
+      3'h3:
+          if (\$266 ) begin
+            if (boot) begin
+            end else if (\$267 ) begin
+              if (last_group) begin
+                \$680  = 3'h4;
+              end
+            end
+          end
+      3'h4:
+          if (\$276 ) begin
+            \$680  = 3'h0;
+          end
+    endcase
+    if (rst) begin
+      \$680  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$681  = G_minus_1;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$681  = G;
+          end
+    endcase
+    if (rst) begin
+      \$681  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$682  = G_minus_L;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$682  = \$259 ;
+          end
+    endcase
+    if (rst) begin
+      \$682  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$683  = last_lanes;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            if (\$263 ) begin
+              \$683  = rem[3:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$683  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$684  = row_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$684  = \$264 [15:0];
+      3'h3:
+          if (\$266 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$684  = \$269 [15:0];
+            end else if (\$267 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$684  = \$271 [15:0];
+              end
+            end else begin
+              \$684  = \$273 [15:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$684  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$685  = grp_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$685  = 14'h0000;
+      3'h3:
+          if (\$266 ) begin
+            if (boot) begin
+            end else if (\$267 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$685  = \$270 [13:0];
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$685  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$686  = lane;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$686  = 1'h0;
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$266 ) begin
             \$686  = 1'h0;
+          end else begin
+            \$686  = \$274 [0];
           end
     endcase
     if (rst) begin
@@ -4007,177 +4175,111 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$687  = ctrl_state;
+    \$687  = boot;
     casez (ctrl_state)
       3'h0:
-          if (start) begin
-            (* full_case = 32'd1 *)
-            if (chk_no_timesteps) begin
-            end else if (chk_no_trajectories) begin
-            end else if (chk_capacity) begin
-            end else if (chk_coefficient) begin
-            end else begin
-              \$687  = 3'h1;
-            end
-          end
+          /* empty */;
       3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-            \$687  = 3'h0;
-          end else begin
-            if (\$263 ) begin
-              \$687  = 3'h2;
+          /* empty */;
+      3'h2:
+          \$687  = 1'h1;
+      3'h3:
+          if (\$266 ) begin
+            if (boot) begin
+              \$687  = 1'h0;
+            end else if (\$267 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$687  = 1'h1;
+              end
             end
           end
+    endcase
+    if (rst) begin
+      \$687  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$688  = t;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
       3'h2:
-          if (\$265 ) begin
-            \$687  = 3'h3;
+          \$688  = T;
+      3'h3:
+          if (\$266 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$688  = \$268 [14:0];
+            end else if (\$267 ) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$688  = T;
+              end
+            end else begin
+              \$688  = \$272 [14:0];
+            end
           end
+    endcase
+    if (rst) begin
+      \$688  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$689  = drain;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
       3'h3:
           if (\$266 ) begin
             if (boot) begin
             end else if (\$267 ) begin
               if (last_group) begin
-                \$687  = 3'h4;
+                \$689  = 5'h15;
               end
             end
           end
       3'h4:
-          if (\$276 ) begin
-            \$687  = 3'h0;
-          end
+          \$689  = \$275 [4:0];
     endcase
     if (rst) begin
-      \$687  = 3'h0;
+      \$689  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$688  = G_minus_1;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$688  = G;
-          end
-    endcase
+    \$690  = \$277 ;
     if (rst) begin
-      \$688  = 13'h0000;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$689  = G_minus_L;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$689  = \$259 ;
-          end
-    endcase
+    \$691  = host_addr[15:14];
     if (rst) begin
-      \$689  = 15'h0000;
+      \$691  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$690  = last_lanes;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            if (\$263 ) begin
-              \$690  = rem[3:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$690  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$691  = row_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$691  = \$264 [15:0];
-      3'h3:
-          if (\$266 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$691  = \$269 [15:0];
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$691  = \$271 [15:0];
-              end
-            end else begin
-              \$691  = \$273 [15:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$691  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$692  = grp_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$692  = 14'h0000;
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$692  = \$270 [13:0];
-              end
-            end
-          end
-    endcase
+    \$692  = host_addr[13:0];
     if (rst) begin
       \$692  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$693  = lane;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$693  = 1'h0;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$266 ) begin
-            \$693  = 1'h0;
-          end else begin
-            \$693  = \$274 [0];
-          end
-    endcase
+    \$693  = issue;
     if (rst) begin
       \$693  = 1'h0;
     end
@@ -4185,735 +4287,694 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$694  = boot;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$694  = 1'h1;
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-              \$694  = 1'h0;
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$694  = 1'h1;
-              end
-            end
-          end
-    endcase
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$695  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$695  = T;
-      3'h3:
-          if (\$266 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$695  = \$268 [14:0];
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$695  = T;
-              end
-            end else begin
-              \$695  = \$272 [14:0];
-            end
-          end
-    endcase
+    \$695  = \$280 ;
     if (rst) begin
-      \$695  = 15'h0000;
+      \$695  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$696  = drain;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-            end else if (\$267 ) begin
-              if (last_group) begin
-                \$696  = 5'h15;
-              end
-            end
-          end
-      3'h4:
-          \$696  = \$275 [4:0];
-    endcase
+    \$696  = lane;
     if (rst) begin
-      \$696  = 5'h00;
+      \$696  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$697  = \$277 ;
+    \$697  = \$2 [15:0];
     if (rst) begin
-      \$697  = 1'h0;
+      \$697  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$698  = host_addr[15:14];
+    \$698  = \$3 [13:0];
     if (rst) begin
-      \$698  = 2'h0;
+      \$698  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$699  = host_addr[13:0];
+    \$699  = rd1_valid;
     if (rst) begin
-      \$699  = 14'h0000;
+      \$699  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$700  = issue;
+    \$700  = rd1_boot;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$701  = boot;
+    \$701  = rd1_first;
     if (rst) begin
       \$701  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$702  = \$280 ;
+    \$702  = rd1_lane;
     if (rst) begin
       \$702  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$703  = lane;
+    \$703  = rd1_addr;
     if (rst) begin
-      \$703  = 1'h0;
+      \$703  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$704  = \$2 [15:0];
+    \$704  = \$284 ;
     if (rst) begin
-      \$704  = 16'h0000;
+      \$704  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$705  = \$3 [13:0];
+    \$705  = \$signature__data ;
     if (rst) begin
-      \$705  = 14'h0000;
+      \$705  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$706  = rd1_valid;
+    \$706  = \$signature__data$27 ;
     if (rst) begin
-      \$706  = 1'h0;
+      \$706  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$707  = rd1_boot;
+    \$707  = \$signature__data$28 ;
     if (rst) begin
-      \$707  = 1'h0;
+      \$707  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$708  = rd1_first;
+    \$708  = rd2_valid;
     if (rst) begin
       \$708  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$709  = rd1_lane;
+    \$709  = rd2_boot;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$710  = rd1_addr;
+    \$710  = rd2_first;
     if (rst) begin
-      \$710  = 16'h0000;
+      \$710  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$711  = \$284 ;
+    \$711  = rd2_lane;
     if (rst) begin
-      \$711  = 4'h0;
+      \$711  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$712  = \$signature__data ;
+    \$712  = rd2_addr;
     if (rst) begin
-      \$712  = 64'h0000000000000000;
+      \$712  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$713  = \$signature__data$27 ;
+    \$713  = rd2_nvalid;
     if (rst) begin
-      \$713  = 64'h0000000000000000;
+      \$713  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$714  = \$signature__data$28 ;
+    \$714  = rd3_valid;
     if (rst) begin
-      \$714  = 8'h00;
+      \$714  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$715  = rd2_valid;
+    \$715  = rd3_boot;
     if (rst) begin
       \$715  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$716  = rd2_boot;
+    \$716  = rd3_first;
     if (rst) begin
       \$716  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$717  = rd2_first;
+    \$717  = rd3_lane;
     if (rst) begin
       \$717  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$718  = rd2_lane;
+    \$718  = rd3_addr;
     if (rst) begin
-      \$718  = 1'h0;
+      \$718  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$719  = rd2_addr;
+    \$719  = rd3_nvalid;
     if (rst) begin
-      \$719  = 16'h0000;
+      \$719  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$720  = rd2_nvalid;
+    \$720  = rd4_valid;
     if (rst) begin
-      \$720  = 4'h0;
+      \$720  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$721  = rd3_valid;
+    \$721  = rd4_boot;
     if (rst) begin
       \$721  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$722  = rd3_boot;
+    \$722  = rd4_first;
     if (rst) begin
       \$722  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$723  = rd3_first;
+    \$723  = rd4_lane;
     if (rst) begin
       \$723  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$724  = rd3_lane;
+    \$724  = rd4_addr;
     if (rst) begin
-      \$724  = 1'h0;
+      \$724  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$725  = rd3_addr;
+    \$725  = rd4_nvalid;
     if (rst) begin
-      \$725  = 16'h0000;
+      \$725  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$726  = rd3_nvalid;
+    \$726  = \$286 ;
     if (rst) begin
-      \$726  = 4'h0;
+      \$726  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$727  = rd4_valid;
+    \$727  = \$288 ;
     if (rst) begin
-      \$727  = 1'h0;
+      \$727  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$728  = rd4_boot;
+    \$728  = rdata_dones_q;
     if (rst) begin
-      \$728  = 1'h0;
+      \$728  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$729  = rd4_first;
+    \$729  = rd3_dones;
     if (rst) begin
-      \$729  = 1'h0;
+      \$729  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$730  = rd4_lane;
+    \$730  = rd4_dones;
     if (rst) begin
-      \$730  = 1'h0;
+      \$730  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$731  = rd4_addr;
+    \$731  = \$289 ;
     if (rst) begin
-      \$731  = 16'h0000;
+      \$731  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$732  = rd4_nvalid;
+    \$732  = \$291 [34:0];
     if (rst) begin
-      \$732  = 4'h0;
+      \$732  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$733  = \$286 ;
+    \$733  = \$16 [31:0];
     if (rst) begin
-      \$733  = 34'h000000000;
+      \$733  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$734  = \$288 ;
+    \$734  = \$292 ;
     if (rst) begin
-      \$734  = 34'h000000000;
+      \$734  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$735  = rdata_dones_q;
+    \$735  = \$294 [34:0];
     if (rst) begin
-      \$735  = 8'h00;
+      \$735  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$736  = rd3_dones;
+    \$736  = \$23 [31:0];
     if (rst) begin
-      \$736  = 8'h00;
+      \$736  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$737  = rd4_dones;
+    \$737 [0] = \$299 ;
+    \$737 [1] = \$310 ;
+    \$737 [2] = \$321 ;
+    \$737 [3] = \$332 ;
+    \$737 [4] = \$343 ;
+    \$737 [5] = \$354 ;
+    \$737 [6] = \$365 ;
+    \$737 [7] = \$376 ;
     if (rst) begin
       \$737  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$738  = \$289 ;
+    \$738  = \$300 ;
     if (rst) begin
       \$738  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$739  = \$291 [34:0];
+    \$739  = \$302 [34:0];
     if (rst) begin
       \$739  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$740  = \$16 [31:0];
+    \$740  = \$30 [31:0];
     if (rst) begin
       \$740  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$741  = \$292 ;
+    \$741  = \$303 ;
     if (rst) begin
       \$741  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$742  = \$294 [34:0];
+    \$742  = \$305 [34:0];
     if (rst) begin
       \$742  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$743  = \$23 [31:0];
+    \$743  = \$37 [31:0];
     if (rst) begin
       \$743  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$744 [0] = \$299 ;
-    \$744 [1] = \$310 ;
-    \$744 [2] = \$321 ;
-    \$744 [3] = \$332 ;
-    \$744 [4] = \$343 ;
-    \$744 [5] = \$354 ;
-    \$744 [6] = \$365 ;
-    \$744 [7] = \$376 ;
+    \$744  = \$311 ;
     if (rst) begin
-      \$744  = 8'h00;
+      \$744  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$745  = \$300 ;
+    \$745  = \$313 [34:0];
     if (rst) begin
-      \$745  = 26'h0000000;
+      \$745  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$746  = \$302 [34:0];
+    \$746  = \$44 [31:0];
     if (rst) begin
-      \$746  = 35'h000000000;
+      \$746  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$747  = \$30 [31:0];
+    \$747  = \$314 ;
     if (rst) begin
-      \$747  = 32'd0;
+      \$747  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$748  = \$303 ;
+    \$748  = \$316 [34:0];
     if (rst) begin
-      \$748  = 26'h0000000;
+      \$748  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$749  = \$305 [34:0];
+    \$749  = \$51 [31:0];
     if (rst) begin
-      \$749  = 35'h000000000;
+      \$749  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$750  = \$37 [31:0];
+    \$750  = \$322 ;
     if (rst) begin
-      \$750  = 32'd0;
+      \$750  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$751  = \$311 ;
+    \$751  = \$324 [34:0];
     if (rst) begin
-      \$751  = 26'h0000000;
+      \$751  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$752  = \$313 [34:0];
+    \$752  = \$58 [31:0];
     if (rst) begin
-      \$752  = 35'h000000000;
+      \$752  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$753  = \$44 [31:0];
+    \$753  = \$325 ;
     if (rst) begin
-      \$753  = 32'd0;
+      \$753  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$754  = \$314 ;
+    \$754  = \$327 [34:0];
     if (rst) begin
-      \$754  = 26'h0000000;
+      \$754  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$755  = \$316 [34:0];
+    \$755  = \$65 [31:0];
     if (rst) begin
-      \$755  = 35'h000000000;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$756  = \$51 [31:0];
+    \$756  = \$333 ;
     if (rst) begin
-      \$756  = 32'd0;
+      \$756  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$757  = \$322 ;
+    \$757  = \$335 [34:0];
     if (rst) begin
-      \$757  = 26'h0000000;
+      \$757  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$758  = \$324 [34:0];
+    \$758  = \$72 [31:0];
     if (rst) begin
-      \$758  = 35'h000000000;
+      \$758  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$759  = \$58 [31:0];
+    \$759  = \$336 ;
     if (rst) begin
-      \$759  = 32'd0;
+      \$759  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$760  = \$325 ;
+    \$760  = \$338 [34:0];
     if (rst) begin
-      \$760  = 26'h0000000;
+      \$760  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$761  = \$327 [34:0];
+    \$761  = \$79 [31:0];
     if (rst) begin
-      \$761  = 35'h000000000;
+      \$761  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$762  = \$65 [31:0];
+    \$762  = \$344 ;
     if (rst) begin
-      \$762  = 32'd0;
+      \$762  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$763  = \$333 ;
+    \$763  = \$346 [34:0];
     if (rst) begin
-      \$763  = 26'h0000000;
+      \$763  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$764  = \$335 [34:0];
+    \$764  = \$86 [31:0];
     if (rst) begin
-      \$764  = 35'h000000000;
+      \$764  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$765  = \$72 [31:0];
+    \$765  = \$347 ;
     if (rst) begin
-      \$765  = 32'd0;
+      \$765  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$766  = \$336 ;
+    \$766  = \$349 [34:0];
     if (rst) begin
-      \$766  = 26'h0000000;
+      \$766  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$767  = \$338 [34:0];
+    \$767  = \$93 [31:0];
     if (rst) begin
-      \$767  = 35'h000000000;
+      \$767  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$768  = \$79 [31:0];
+    \$768  = \$355 ;
     if (rst) begin
-      \$768  = 32'd0;
+      \$768  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$769  = \$344 ;
+    \$769  = \$357 [34:0];
     if (rst) begin
-      \$769  = 26'h0000000;
+      \$769  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$770  = \$346 [34:0];
+    \$770  = \$100 [31:0];
     if (rst) begin
-      \$770  = 35'h000000000;
+      \$770  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$771  = \$86 [31:0];
+    \$771  = \$358 ;
     if (rst) begin
-      \$771  = 32'd0;
+      \$771  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$772  = \$347 ;
+    \$772  = \$360 [34:0];
     if (rst) begin
-      \$772  = 26'h0000000;
+      \$772  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$773  = \$349 [34:0];
+    \$773  = \$107 [31:0];
     if (rst) begin
-      \$773  = 35'h000000000;
+      \$773  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$774  = \$93 [31:0];
+    \$774  = \$366 ;
     if (rst) begin
-      \$774  = 32'd0;
+      \$774  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$775  = \$355 ;
+    \$775  = \$368 [34:0];
     if (rst) begin
-      \$775  = 26'h0000000;
+      \$775  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$776  = \$357 [34:0];
+    \$776  = \$114 [31:0];
     if (rst) begin
-      \$776  = 35'h000000000;
+      \$776  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$777  = \$100 [31:0];
+    \$777  = \$369 ;
     if (rst) begin
-      \$777  = 32'd0;
+      \$777  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$778  = \$358 ;
+    \$778  = \$371 [34:0];
     if (rst) begin
-      \$778  = 26'h0000000;
+      \$778  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$779  = \$360 [34:0];
+    \$779  = \$121 [31:0];
     if (rst) begin
-      \$779  = 35'h000000000;
+      \$779  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$780  = \$107 [31:0];
+    \$780  = \$378 ;
     if (rst) begin
-      \$780  = 32'd0;
+      \$780  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$781  = \$366 ;
+    \$781  = boot0_0;
+    if (\$380 ) begin
+      \$781  = s2_v0;
+    end
     if (rst) begin
-      \$781  = 26'h0000000;
+      \$781  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$782  = \$368 [34:0];
+    \$782  = boot0_1;
+    if (\$380 ) begin
+      \$782  = s2_v1;
+    end
     if (rst) begin
-      \$782  = 35'h000000000;
+      \$782  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$783  = \$114 [31:0];
+    \$783  = boot0_2;
+    if (\$380 ) begin
+      \$783  = s2_v2;
+    end
     if (rst) begin
       \$783  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$784  = \$369 ;
+    \$784  = boot0_3;
+    if (\$380 ) begin
+      \$784  = s2_v3;
+    end
     if (rst) begin
-      \$784  = 26'h0000000;
+      \$784  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$785  = \$371 [34:0];
+    \$785  = boot0_4;
+    if (\$380 ) begin
+      \$785  = s2_v4;
+    end
     if (rst) begin
-      \$785  = 35'h000000000;
+      \$785  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$786  = \$121 [31:0];
+    \$786  = boot0_5;
+    if (\$380 ) begin
+      \$786  = s2_v5;
+    end
     if (rst) begin
       \$786  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$787  = \$378 ;
+    \$787  = boot0_6;
+    if (\$380 ) begin
+      \$787  = s2_v6;
+    end
     if (rst) begin
-      \$787  = 1'h0;
+      \$787  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$788  = boot0_0;
+    \$788  = boot0_7;
     if (\$380 ) begin
-      \$788  = s2_v0;
+      \$788  = s2_v7;
     end
     if (rst) begin
       \$788  = 32'd0;
@@ -4921,822 +4982,759 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$789  = boot0_1;
-    if (\$380 ) begin
-      \$789  = s2_v1;
-    end
+    \$789  = o__valid;
     if (rst) begin
-      \$789  = 32'd0;
+      \$789  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$790  = boot0_2;
-    if (\$380 ) begin
-      \$790  = s2_v2;
-    end
+    \$790  = o__payload[78:65];
     if (rst) begin
-      \$790  = 32'd0;
+      \$790  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$791  = boot0_3;
-    if (\$380 ) begin
-      \$791  = s2_v3;
-    end
+    \$791  = o__payload[84:81];
     if (rst) begin
-      \$791  = 32'd0;
+      \$791  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$792  = boot0_4;
-    if (\$380 ) begin
-      \$792  = s2_v4;
-    end
+    \$792  = wb0_valid;
     if (rst) begin
-      \$792  = 32'd0;
+      \$792  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$793  = boot0_5;
-    if (\$380 ) begin
-      \$793  = s2_v5;
-    end
+    \$793  = wb0_addr;
     if (rst) begin
-      \$793  = 32'd0;
+      \$793  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$794  = boot0_6;
-    if (\$380 ) begin
-      \$794  = s2_v6;
-    end
+    \$794  = wb0_lanes;
     if (rst) begin
-      \$794  = 32'd0;
+      \$794  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$795  = boot0_7;
-    if (\$380 ) begin
-      \$795  = s2_v7;
-    end
+    \$795  = wb1_valid;
     if (rst) begin
-      \$795  = 32'd0;
+      \$795  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$796  = o__valid;
+    \$796  = wb1_addr;
     if (rst) begin
-      \$796  = 1'h0;
+      \$796  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$797  = o__payload[78:65];
+    \$797  = wb1_lanes;
     if (rst) begin
-      \$797  = 14'h0000;
+      \$797  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$798  = o__payload[84:81];
+    \$798  = wb2_valid;
     if (rst) begin
-      \$798  = 4'h0;
+      \$798  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$799  = wb0_valid;
+    \$799  = wb2_addr;
     if (rst) begin
-      \$799  = 1'h0;
+      \$799  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$800  = wb0_addr;
+    \$800  = wb2_lanes;
     if (rst) begin
-      \$800  = 14'h0000;
+      \$800  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$801  = wb0_lanes;
+    \$801  = wb3_valid;
     if (rst) begin
-      \$801  = 4'h0;
+      \$801  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$802  = wb1_valid;
+    \$802  = wb3_addr;
     if (rst) begin
-      \$802  = 1'h0;
+      \$802  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$803  = wb1_addr;
+    \$803  = wb3_lanes;
     if (rst) begin
-      \$803  = 14'h0000;
+      \$803  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$804  = wb1_lanes;
+    \$804  = { \$396 , \$394 , \$392 , \$390 , \$388 , \$386 , \$384 , \$382  };
     if (rst) begin
-      \$804  = 4'h0;
+      \$804  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$805  = wb2_valid;
+    \$805  = \$398 [41:0];
     if (rst) begin
-      \$805  = 1'h0;
+      \$805  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$806  = wb2_addr;
+    \$806  = \$400 [41:0];
     if (rst) begin
-      \$806  = 14'h0000;
+      \$806  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$807  = wb2_lanes;
+    \$807  = \$402 [45:0];
     if (rst) begin
-      \$807  = 4'h0;
+      \$807  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$808  = wb3_valid;
+    \$808  = \$128 [26:0];
     if (rst) begin
-      \$808  = 1'h0;
+      \$808  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$809  = wb3_addr;
+    \$809  = \$403 ;
     if (rst) begin
-      \$809  = 14'h0000;
+      \$809  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$810  = wb3_lanes;
+    \$810  = \$404 ;
     if (rst) begin
-      \$810  = 4'h0;
+      \$810  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$811  = { \$396 , \$394 , \$392 , \$390 , \$388 , \$386 , \$384 , \$382  };
+    \$811  = \$408 [7:0];
     if (rst) begin
       \$811  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$812  = \$398 [41:0];
+    \$812  = \$410 [45:0];
     if (rst) begin
-      \$812  = 42'h00000000000;
+      \$812  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$813  = \$400 [41:0];
+    \$813  = \$134 [26:0];
     if (rst) begin
-      \$813  = 42'h00000000000;
+      \$813  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$814  = \$402 [45:0];
+    \$814  = \$411 ;
     if (rst) begin
-      \$814  = 46'h000000000000;
+      \$814  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$815  = \$128 [26:0];
+    \$815  = \$412 ;
     if (rst) begin
-      \$815  = 27'h0000000;
+      \$815  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$816  = \$403 ;
+    \$816  = \$416 [7:0];
     if (rst) begin
-      \$816  = 45'h000000000000;
+      \$816  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$817  = \$404 ;
+    \$817 [0] = \$425 ;
+    \$817 [1] = \$450 ;
+    \$817 [2] = \$475 ;
+    \$817 [3] = \$500 ;
+    \$817 [4] = \$525 ;
+    \$817 [5] = \$550 ;
+    \$817 [6] = \$575 ;
+    \$817 [7] = \$600 ;
     if (rst) begin
-      \$817  = 46'h000000000000;
+      \$817  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$818  = \$408 [7:0];
+    \$818  = \$427 [45:0];
     if (rst) begin
-      \$818  = 8'h00;
+      \$818  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$819  = \$410 [45:0];
+    \$819  = \$140 [26:0];
     if (rst) begin
-      \$819  = 46'h000000000000;
+      \$819  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$820  = \$134 [26:0];
+    \$820  = \$428 ;
     if (rst) begin
-      \$820  = 27'h0000000;
+      \$820  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$821  = \$411 ;
+    \$821  = \$429 ;
     if (rst) begin
-      \$821  = 45'h000000000000;
+      \$821  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$822  = \$412 ;
+    \$822  = \$433 [7:0];
     if (rst) begin
-      \$822  = 46'h000000000000;
+      \$822  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$823  = \$416 [7:0];
+    \$823  = \$435 [45:0];
     if (rst) begin
-      \$823  = 8'h00;
+      \$823  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$824 [0] = \$425 ;
-    \$824 [1] = \$450 ;
-    \$824 [2] = \$475 ;
-    \$824 [3] = \$500 ;
-    \$824 [4] = \$525 ;
-    \$824 [5] = \$550 ;
-    \$824 [6] = \$575 ;
-    \$824 [7] = \$600 ;
+    \$824  = \$146 [26:0];
     if (rst) begin
-      \$824  = 8'h00;
+      \$824  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$825  = \$427 [45:0];
+    \$825  = \$436 ;
     if (rst) begin
-      \$825  = 46'h000000000000;
+      \$825  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$826  = \$140 [26:0];
+    \$826  = \$437 ;
     if (rst) begin
-      \$826  = 27'h0000000;
+      \$826  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$827  = \$428 ;
+    \$827  = \$441 [7:0];
     if (rst) begin
-      \$827  = 45'h000000000000;
+      \$827  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$828  = \$429 ;
+    \$828  = \$452 [45:0];
     if (rst) begin
       \$828  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$829  = \$433 [7:0];
+    \$829  = \$152 [26:0];
     if (rst) begin
-      \$829  = 8'h00;
+      \$829  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$830  = \$435 [45:0];
+    \$830  = \$453 ;
     if (rst) begin
-      \$830  = 46'h000000000000;
+      \$830  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$831  = \$146 [26:0];
+    \$831  = \$454 ;
     if (rst) begin
-      \$831  = 27'h0000000;
+      \$831  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$832  = \$436 ;
+    \$832  = \$458 [7:0];
     if (rst) begin
-      \$832  = 45'h000000000000;
+      \$832  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$833  = \$437 ;
+    \$833  = \$460 [45:0];
     if (rst) begin
       \$833  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$834  = \$441 [7:0];
+    \$834  = \$158 [26:0];
     if (rst) begin
-      \$834  = 8'h00;
+      \$834  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$835  = \$452 [45:0];
+    \$835  = \$461 ;
     if (rst) begin
-      \$835  = 46'h000000000000;
+      \$835  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$836  = \$152 [26:0];
+    \$836  = \$462 ;
     if (rst) begin
-      \$836  = 27'h0000000;
+      \$836  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$837  = \$453 ;
+    \$837  = \$466 [7:0];
     if (rst) begin
-      \$837  = 45'h000000000000;
+      \$837  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$838  = \$454 ;
+    \$838  = \$477 [45:0];
     if (rst) begin
       \$838  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$839  = \$458 [7:0];
+    \$839  = \$164 [26:0];
     if (rst) begin
-      \$839  = 8'h00;
+      \$839  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$840  = \$460 [45:0];
+    \$840  = \$478 ;
     if (rst) begin
-      \$840  = 46'h000000000000;
+      \$840  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$841  = \$158 [26:0];
+    \$841  = \$479 ;
     if (rst) begin
-      \$841  = 27'h0000000;
+      \$841  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$842  = \$461 ;
+    \$842  = \$483 [7:0];
     if (rst) begin
-      \$842  = 45'h000000000000;
+      \$842  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$843  = \$462 ;
+    \$843  = \$485 [45:0];
     if (rst) begin
       \$843  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$844  = \$466 [7:0];
+    \$844  = \$170 [26:0];
     if (rst) begin
-      \$844  = 8'h00;
+      \$844  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$845  = \$477 [45:0];
+    \$845  = \$486 ;
     if (rst) begin
-      \$845  = 46'h000000000000;
+      \$845  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$846  = \$164 [26:0];
+    \$846  = \$487 ;
     if (rst) begin
-      \$846  = 27'h0000000;
+      \$846  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$847  = \$478 ;
+    \$847  = \$491 [7:0];
     if (rst) begin
-      \$847  = 45'h000000000000;
+      \$847  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$848  = \$479 ;
+    \$848  = \$502 [45:0];
     if (rst) begin
       \$848  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$849  = \$483 [7:0];
+    \$849  = \$176 [26:0];
     if (rst) begin
-      \$849  = 8'h00;
+      \$849  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$850  = \$485 [45:0];
+    \$850  = \$503 ;
     if (rst) begin
-      \$850  = 46'h000000000000;
+      \$850  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$851  = \$170 [26:0];
+    \$851  = \$504 ;
     if (rst) begin
-      \$851  = 27'h0000000;
+      \$851  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$852  = \$486 ;
+    \$852  = \$508 [7:0];
     if (rst) begin
-      \$852  = 45'h000000000000;
+      \$852  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$853  = \$487 ;
+    \$853  = \$510 [45:0];
     if (rst) begin
       \$853  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$854  = \$491 [7:0];
+    \$854  = \$182 [26:0];
     if (rst) begin
-      \$854  = 8'h00;
+      \$854  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$855  = \$502 [45:0];
+    \$855  = \$511 ;
     if (rst) begin
-      \$855  = 46'h000000000000;
+      \$855  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$856  = \$176 [26:0];
+    \$856  = \$512 ;
     if (rst) begin
-      \$856  = 27'h0000000;
+      \$856  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$857  = \$503 ;
+    \$857  = \$516 [7:0];
     if (rst) begin
-      \$857  = 45'h000000000000;
+      \$857  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$858  = \$504 ;
+    \$858  = \$527 [45:0];
     if (rst) begin
       \$858  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$859  = \$508 [7:0];
+    \$859  = \$188 [26:0];
     if (rst) begin
-      \$859  = 8'h00;
+      \$859  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$860  = \$510 [45:0];
+    \$860  = \$528 ;
     if (rst) begin
-      \$860  = 46'h000000000000;
+      \$860  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$861  = \$182 [26:0];
+    \$861  = \$529 ;
     if (rst) begin
-      \$861  = 27'h0000000;
+      \$861  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$862  = \$511 ;
+    \$862  = \$533 [7:0];
     if (rst) begin
-      \$862  = 45'h000000000000;
+      \$862  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$863  = \$512 ;
+    \$863  = \$535 [45:0];
     if (rst) begin
       \$863  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$864  = \$516 [7:0];
+    \$864  = \$194 [26:0];
     if (rst) begin
-      \$864  = 8'h00;
+      \$864  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$865  = \$527 [45:0];
+    \$865  = \$536 ;
     if (rst) begin
-      \$865  = 46'h000000000000;
+      \$865  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$866  = \$188 [26:0];
+    \$866  = \$537 ;
     if (rst) begin
-      \$866  = 27'h0000000;
+      \$866  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$867  = \$528 ;
+    \$867  = \$541 [7:0];
     if (rst) begin
-      \$867  = 45'h000000000000;
+      \$867  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$868  = \$529 ;
+    \$868  = \$552 [45:0];
     if (rst) begin
       \$868  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$869  = \$533 [7:0];
+    \$869  = \$200 [26:0];
     if (rst) begin
-      \$869  = 8'h00;
+      \$869  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$870  = \$535 [45:0];
+    \$870  = \$553 ;
     if (rst) begin
-      \$870  = 46'h000000000000;
+      \$870  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$871  = \$194 [26:0];
+    \$871  = \$554 ;
     if (rst) begin
-      \$871  = 27'h0000000;
+      \$871  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$872  = \$536 ;
+    \$872  = \$558 [7:0];
     if (rst) begin
-      \$872  = 45'h000000000000;
+      \$872  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$873  = \$537 ;
+    \$873  = \$560 [45:0];
     if (rst) begin
       \$873  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$874  = \$541 [7:0];
+    \$874  = \$206 [26:0];
     if (rst) begin
-      \$874  = 8'h00;
+      \$874  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$875  = \$552 [45:0];
+    \$875  = \$561 ;
     if (rst) begin
-      \$875  = 46'h000000000000;
+      \$875  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$876  = \$200 [26:0];
+    \$876  = \$562 ;
     if (rst) begin
-      \$876  = 27'h0000000;
+      \$876  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$877  = \$553 ;
+    \$877  = \$566 [7:0];
     if (rst) begin
-      \$877  = 45'h000000000000;
+      \$877  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$878  = \$554 ;
+    \$878  = \$577 [45:0];
     if (rst) begin
       \$878  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$879  = \$558 [7:0];
+    \$879  = \$212 [26:0];
     if (rst) begin
-      \$879  = 8'h00;
+      \$879  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$880  = \$560 [45:0];
+    \$880  = \$578 ;
     if (rst) begin
-      \$880  = 46'h000000000000;
+      \$880  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$881  = \$206 [26:0];
+    \$881  = \$579 ;
     if (rst) begin
-      \$881  = 27'h0000000;
+      \$881  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$882  = \$561 ;
+    \$882  = \$583 [7:0];
     if (rst) begin
-      \$882  = 45'h000000000000;
+      \$882  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$883  = \$562 ;
+    \$883  = \$585 [45:0];
     if (rst) begin
       \$883  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$884  = \$566 [7:0];
+    \$884  = \$218 [26:0];
     if (rst) begin
-      \$884  = 8'h00;
+      \$884  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$885  = \$577 [45:0];
+    \$885  = \$586 ;
     if (rst) begin
-      \$885  = 46'h000000000000;
+      \$885  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$886  = \$212 [26:0];
+    \$886  = \$587 ;
     if (rst) begin
-      \$886  = 27'h0000000;
+      \$886  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$887  = \$578 ;
+    \$887  = \$591 [7:0];
     if (rst) begin
-      \$887  = 45'h000000000000;
+      \$887  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$888  = \$579 ;
+    \$888  = \$602 ;
     if (rst) begin
-      \$888  = 46'h000000000000;
+      \$888  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$889  = \$583 [7:0];
+    \$889  = { \$618 , \$616 , \$614 , \$612 , \$610 , \$608 , \$606 , \$604  };
     if (rst) begin
       \$889  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$890  = \$585 [45:0];
+    \$890  = o__valid;
     if (rst) begin
-      \$890  = 46'h000000000000;
+      \$890  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$891  = \$218 [26:0];
-    if (rst) begin
-      \$891  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$892  = \$586 ;
-    if (rst) begin
-      \$892  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$893  = \$587 ;
-    if (rst) begin
-      \$893  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$894  = \$591 [7:0];
-    if (rst) begin
-      \$894  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$895  = \$602 ;
-    if (rst) begin
-      \$895  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$896  = \$627 ;
-    if (rst) begin
-      \$896  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$897  = status_dequant_overflow;
-    if (\$629 ) begin
-      \$897  = 1'h0;
+    \$891  = status_dequant_overflow;
+    if (\$620 ) begin
+      \$891  = 1'h0;
     end else if (any_deq_ovf) begin
-      \$897  = 1'h1;
+      \$891  = 1'h1;
     end
     if (rst) begin
-      \$897  = 1'h0;
+      \$891  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$898  = status_requant_overflow;
-    if (\$631 ) begin
-      \$898  = 1'h0;
+    \$892  = status_requant_overflow;
+    if (\$622 ) begin
+      \$892  = 1'h0;
     end else if (any_req_ovf) begin
-      \$898  = 1'h1;
+      \$892  = 1'h1;
     end
     if (rst) begin
-      \$898  = 1'h0;
+      \$892  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$899  = status_pe_overflow;
-    if (\$633 ) begin
-      \$899  = 1'h0;
-    end else if (any_pe_ovf) begin
-      \$899  = 1'h1;
+    \$893  = status_pe_overflow;
+    if (\$624 ) begin
+      \$893  = 1'h0;
+    end else if (\$626 ) begin
+      \$893  = 1'h1;
     end
     if (rst) begin
-      \$899  = 1'h0;
+      \$893  = 1'h0;
     end
   end
   assign \busy$1  = busy;
@@ -6047,7 +6045,6 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$559  = { \o__payload$494 [63], \o__payload$494 [63:32], 14'h0000 };
   assign \$576  = { \o__payload$501 [31], \o__payload$501 [31:0], 14'h0000 };
   assign \$584  = { \o__payload$501 [63], \o__payload$501 [63:32], 14'h0000 };
-  assign \$605  = \$604 ;
   assign \$243  = settle;
 endmodule
 

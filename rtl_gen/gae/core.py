@@ -98,8 +98,13 @@ class GaeCore(wiring.Component):
         s2 = self._dequantize(m, seq, rports)
         pes, pe_ovf = self._processing_elements(m, seq, s2)
         any_req_ovf = self._write_back(m, seq, pes, wports, host)
-        any_pe_ovf = Signal()
-        m.d.sync += any_pe_ovf.eq(pes[0].o.valid & _or_all(pe_ovf))
+        # The lanes' masked overflow bits registered, their OR feeding the sticky flag: the
+        # flag is set in the same cycle as when the OR itself was registered, but the lane
+        # masks (a compare per lane) and the N-input OR no longer share one cycle.
+        pe_ovf_lanes = Signal(len(pe_ovf))
+        pe_ovf_valid = Signal()
+        m.d.sync += [pe_ovf_lanes.eq(_cat(pe_ovf)), pe_ovf_valid.eq(pes[0].o.valid)]
+        any_pe_ovf = pe_ovf_valid & pe_ovf_lanes.any()
         self._flags(m, seq.busy, {"dequant_overflow": s2.any_deq_ovf,
                                   "requant_overflow": any_req_ovf, "pe_overflow": any_pe_ovf})
         return m
@@ -602,13 +607,6 @@ class _Stage2:
     d: Signal
     boot_regs: list
     any_deq_ovf: Signal
-
-
-def _or_all(bits):
-    out = Const(0, 1)
-    for x in bits:
-        out = out | x
-    return out
 
 
 def _cat(values):
