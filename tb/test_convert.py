@@ -1,7 +1,7 @@
 """rtl_gen.convert: Amaranth's Verilog without all-zero initialisers, in linear time and memory.
 
 The Verilog equals Amaranth's own with :func:`drop_zero_memory_init` applied (small designs:
-a replay accelerator, a two-PE GAE accelerator, a memory with a non-zero initialiser; so the
+a replay accelerator, a GAE PE, a memory with a non-zero initialiser; so the
 faster passes of :mod:`rtl_gen.convert` give Amaranth's text), no per-word data reaches Yosys
 for a zeroed memory (the RTLIL of a 2**16-leaf sum tree holds no ``$meminit`` and stays small),
 the Python heap of a 2**16-leaf replay accelerator's conversion stays bounded (Amaranth's own
@@ -20,9 +20,9 @@ from amaranth.lib.wiring import In, Out
 
 from rtl_gen.convert import comb_edges, convert, rtlil_text
 from rtl_gen.emit import drop_zero_memory_init
-from rtl_gen.gae.accelerator import GaeAccelerator
+from rtl_gen.gae.pe import GaeProcessingElement
 from rtl_gen.replay.accelerator import ReplayAccelerator
-from sw.gae.spec import GaeCoreConfig
+from sw.gae.spec import GaePeConfig
 from sw.replay.spec import SumTreeConfig
 
 
@@ -64,7 +64,7 @@ class _Select(wiring.Component):
 @pytest.mark.parametrize("make", [
     lambda: ReplayAccelerator(SumTreeConfig(fanout=4, capacity=100, priority_width=20,
                                             priority_frac=8, target_bits=20, max_batch=32)),
-    lambda: GaeAccelerator(GaeCoreConfig(n_pe=2, max_trajectories=4, capacity=16)),
+    lambda: GaeProcessingElement(GaePeConfig(k=3)),
     _Rom])
 def test_same_verilog_as_amaranth_without_zero_initialisers(make):
     ours = convert(make(), "top")

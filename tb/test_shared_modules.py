@@ -3,7 +3,7 @@
 A design with N equal tensor units holds one module definition per distinct configuration,
 instantiated N times, so its RTLIL grows by an instance cell, not by a tensor unit, per unit;
 in an emitted learner every GEMM stage instantiates the module of its configuration and
-nothing else defines one. Outside conversion (Amaranth's simulator and Verilog backend) the
+nothing else defines one, and an emitted GAE accelerator defines its PE once. Outside conversion (Amaranth's simulator and Verilog backend) the
 component elaborates itself; a shared component on a domain other than ``sync`` is refused.
 (Cycle-exact equality of the emitted learners: tb/learner's cocotb tests.)
 """
@@ -117,3 +117,12 @@ def test_learner_defines_each_tensor_unit_once(tmp_path, params):
     used = Counter(re.findall(r"^  \\(learner\.tensor_unit_\S*) +\S+ \(", text, re.M))
     assert set(used) == set(defined) and sum(used.values()) == len(gemms)
     assert "tensor_unit" not in " ".join(d for d in _definitions(text) if d not in defined)
+
+
+@pytest.mark.parametrize("n_pe", [1, 3])
+def test_gae_accelerator_defines_its_pe_once(tmp_path, n_pe):
+    params = {"n_pe": n_pe, "max_trajectories": 4, "capacity": 8}
+    text = (tmp_path / emit("gae-accel", params, tmp_path)["verilog"]).read_text()
+    assert [d for d in _definitions(text) if "gae_pe" in d] == ["gae_accel.gae_pe"]
+    used = re.findall(r"^  \\(gae_accel\.gae_pe) +\S+ \(", text, re.M)
+    assert len(used) == n_pe
