@@ -3,8 +3,9 @@
 A design with N equal tensor units holds one module definition per distinct configuration,
 instantiated N times, so its RTLIL grows by an instance cell, not by a tensor unit, per unit;
 in an emitted learner every GEMM stage instantiates the module of its configuration and
-nothing else defines one, and an emitted GAE accelerator defines its PE once. Outside conversion (Amaranth's simulator and Verilog backend) the
-component elaborates itself; a shared component on a domain other than ``sync`` is refused.
+nothing else defines one, and an emitted GAE accelerator defines its PE once. Outside
+conversion (Amaranth's simulator and Verilog backend) the component elaborates itself; a
+shared component on a domain other than ``sync`` is refused.
 (Cycle-exact equality of the emitted learners: tb/learner's cocotb tests.)
 """
 
