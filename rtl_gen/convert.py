@@ -15,9 +15,10 @@ Verilog is the same as Amaranth's with its all-zero ``initial`` blocks removed
 (:func:`rtl_gen.emit.drop_zero_memory_init`); ``tb/test_convert.py`` checks both, and that a
 cycle is still found.
 
-A component whose ``elaborate`` asks :func:`shared_instance` (the learner's tensor units) is,
-during a conversion, converted once per distinct key into a module of its own,
-``<top>.<hint>``, written after the top module's, and instantiated wherever it is used:
+A component whose ``elaborate`` asks :func:`shared_instance` (the learner's tensor units, the
+GAE accelerator's PEs) is, during a conversion, converted once per distinct key into a module
+of its own, ``<top>.<hint>``, written after the top module's, and instantiated wherever it is
+used:
 Amaranth's passes and Yosys then see each distinct unit once, not once per instance (27
 tensor units of 256 cells in a U250-sized learner). Without a conversion (Amaranth's
 simulator and Verilog backend) it elaborates its logic in place as before;

@@ -99,9 +99,9 @@ def to_verilog(component, name: str, *, progress=None) -> str:
     """Verilog of ``component`` as module ``name``: Amaranth's output without the all-zero
     memory initialisers (:func:`drop_zero_memory_init`), in time and memory linear in the size
     of the design (:func:`rtl_gen.convert.convert` leaves those initialisers out before Yosys
-    rather than after, and writes each shared component, e.g. a tensor unit, once per
-    configuration as module ``<name>.<hint>`` in the same text), made to behave the same under Verilog-2005 and SystemVerilog semantics
-    (:func:`sw.verilog_text.sim_safe`). ``progress``: a tqdm bar, advanced twice (see there)."""
+    rather than after, and writes each shared component, e.g. a tensor unit or a GAE PE, once
+    per configuration as module ``<name>.<hint>`` in the same text), made to behave the same
+    under Verilog-2005 and SystemVerilog semantics (:func:`sw.verilog_text.sim_safe`). ``progress``: a tqdm bar, advanced twice (see there)."""
     return sim_safe(convert(component, name, progress=progress))
 
 

@@ -326,10 +326,10 @@ class ScaleFormat:
         x = float(x)
         if not math.isfinite(x):
             raise ValueError("cannot quantize NaN or infinite values")
-        rnd = (lambda y: math.floor(y + 0.5) if y >= 0 else -math.floor(-y + 0.5)) \
-            if direction == "nearest" else math.ceil
         if direction not in ("nearest", "up"):
             raise ValueError(f"direction must be 'nearest' or 'up', not {direction!r}")
+        rnd = (lambda y: math.floor(y + 0.5) if y >= 0 else -math.floor(-y + 0.5)) \
+            if direction == "nearest" else math.ceil
         hi, lo = self.max_mantissa, -self.max_mantissa - 1
         for e in range(self.max_shift, -1, -1):
             m = rnd(math.ldexp(x, e - self.exp0))

@@ -64,21 +64,6 @@ class _Products:
             self.terms = [coef * x[:_PART], coef * x[_PART:].as_signed()]
 
 
-def _products_wide(x, y):
-    """``x * y`` of two signed values as ``(product, weight)`` pairs that each fit one
-    DSP48E2: ``x`` in parts of 17 bits (18-bit B port), ``y`` in parts of 26 bits (27-bit A
-    port), every part unsigned but the highest. Combinational: register the products."""
-    def parts(v, size):
-        v = Value.cast(v)
-        out, lo = [], 0
-        while len(v) - lo > size + 1:
-            out.append((v[lo:lo + size], lo))
-            lo += size
-        out.append((v[lo:].as_signed(), lo))
-        return out
-    return [(px * py, sx + sy) for px, sx in parts(x, _PART) for py, sy in parts(y, 26)]
-
-
 def _signed(value):
     """``value`` as a signed value of the same number (zero-extended if unsigned)."""
     value = Value.cast(value)

@@ -73,6 +73,7 @@ import math
 import numpy as np
 
 from sw.fixed import MAX_INTERMEDIATE_BITS, FixedFormat, ScaleFormat
+from sw.gae.spec import GaeCoreConfig
 
 from .stats import (
     DEFAULT_MIN_STD,
@@ -107,9 +108,9 @@ DEFAULT_REWARD_CLIP = 8.0
 #: +-4 against 0.36 % with +-8. Also the default of :class:`UniformQuantizer`.
 DEFAULT_VALUE_CLIP = 4.0
 
-#: Format of the dequantizers' scale registers for the default Q16.16 data format
-#: (:func:`sw.gae.spec.dequant_scale_format`).
-DEFAULT_SCALE_FORMAT = ScaleFormat(-8)
+#: Format of the dequantizers' scale registers of the default accelerator (Q16.16 data:
+#: ``m * 2**(-8 - e)``; :attr:`sw.gae.spec.GaeCoreConfig.scale_format`).
+DEFAULT_SCALE_FORMAT = GaeCoreConfig().scale_format
 
 #: Accepted code widths.
 BITS_RANGE = (2, 16)

@@ -294,8 +294,9 @@ class GaeCoreConfig(Config):
     @property
     def dequant_lshift(self) -> int:
         """Dequantizer: the product ``code * mantissa`` is shifted left by this, then right by
-        the register's shift, giving ``data_frac + 1`` fraction bits (one for the rounding)."""
-        return max(0, self.pe.data_frac - 7)
+        the register's shift, giving ``data_frac + 1`` fraction bits (one for the rounding):
+        ``scale_format.exp0 + 1 + data_frac`` (:func:`dequant_scale_format`)."""
+        return self.scale_format.exp0 + 1 + self.pe.data_frac
 
     @cached_property
     def scale_format(self) -> ScaleFormat:
