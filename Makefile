@@ -3,7 +3,7 @@
 #               generator only, no torch; see README), emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, timing, test-fast, bench, ppo, dqn, dist-dqn,
+# Other targets: docs, lint, estimate, timing, test-fast, bench, bench-floor, ppo, dqn, dist-dqn,
 # dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
@@ -27,7 +27,7 @@ export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', \
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
-.PHONY: all hdl docs test test-fast lint estimate timing bench ppo dqn dist-dqn dist-curves \
+.PHONY: all hdl docs test test-fast lint estimate timing bench bench-floor ppo dqn dist-dqn dist-curves \
 	dist-scaling clean iverilog
 
 all: hdl
@@ -86,6 +86,13 @@ timing: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) scripts/bench_e2e.py $(if $(QUICK),--quick)
+
+# The floor under each end-to-end goal (docs/benchmarks.md, "What the goals would take"):
+# the baselines of the last `make bench` (a quick one first if there is none); no simulation.
+bench-floor: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	test -f build/bench_e2e.json || $(PY) scripts/bench_e2e.py --quick
+	$(PY) scripts/bench_floor.py
 
 # PPO on CartPole with GAE on the accelerator (golden model) vs the CPU: learning curves.
 ppo: $(STAMP)
