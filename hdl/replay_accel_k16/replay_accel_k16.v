@@ -285,9 +285,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2686$0 (\$5 ),
-    .\port$2688$0 (\$6 ),
-    .\port$2718$0 (\$7 ),
+    .\port$2735$0 (\$5 ),
+    .\port$2737$0 (\$6 ),
+    .\port$2767$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1999,25 +1999,25 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [31:0] \$114 ;
   wire [31:0] \$115 ;
   wire [31:0] \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [31:0] \$117 ;
+  wire [31:0] \$118 ;
+  wire [31:0] \$119 ;
   wire \$12 ;
-  wire [43:0] \$120 ;
-  wire [44:0] \$121 ;
-  wire [69:0] \$122 ;
-  wire [70:0] \$123 ;
-  wire [71:0] \$124 ;
-  wire [72:0] \$125 ;
-  wire [99:0] \$126 ;
-  wire [100:0] \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [31:0] \$120 ;
+  wire [31:0] \$121 ;
+  wire [31:0] \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire [43:0] \$126 ;
+  wire [44:0] \$127 ;
+  wire [69:0] \$128 ;
+  wire [70:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
+  wire [71:0] \$130 ;
+  wire [72:0] \$131 ;
+  wire [99:0] \$132 ;
+  wire [100:0] \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -2040,23 +2040,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [6:0] \$154 ;
-  wire [6:0] \$155 ;
+  wire \$154 ;
+  wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire [31:0] \$16 ;
-  wire \$160 ;
-  wire \$161 ;
+  wire [6:0] \$160 ;
+  wire [6:0] \$161 ;
   wire \$162 ;
-  wire [12:0] \$163 ;
+  wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [12:0] \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
@@ -2122,25 +2122,25 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire [31:0] \$228 ;
+  wire \$228 ;
   wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire [16:0] \$234 ;
-  wire [16:0] \$235 ;
+  wire [31:0] \$234 ;
+  wire \$235 ;
   wire \$236 ;
-  wire [17:0] \$237 ;
-  wire [17:0] \$238 ;
-  wire [15:0] \$239 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire [15:0] \$242 ;
-  wire \$243 ;
-  wire \$244 ;
+  wire [16:0] \$240 ;
+  wire [16:0] \$241 ;
+  wire \$242 ;
+  wire [17:0] \$243 ;
+  wire [17:0] \$244 ;
   wire [15:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
@@ -2214,62 +2214,62 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [15:0] \$308 ;
   wire \$309 ;
   wire \$31 ;
-  wire [15:0] \$310 ;
-  wire \$311 ;
-  wire [15:0] \$312 ;
+  wire \$310 ;
+  wire [15:0] \$311 ;
+  wire \$312 ;
   wire \$313 ;
   wire [15:0] \$314 ;
   wire \$315 ;
-  wire [15:0] \$316 ;
-  wire \$317 ;
-  wire [15:0] \$318 ;
+  wire \$316 ;
+  wire [15:0] \$317 ;
+  wire \$318 ;
   wire \$319 ;
   wire \$32 ;
   wire [15:0] \$320 ;
   wire \$321 ;
-  wire [15:0] \$322 ;
-  wire \$323 ;
-  wire [15:0] \$324 ;
-  wire \$325 ;
-  wire [15:0] \$326 ;
-  wire \$327 ;
-  wire [15:0] \$328 ;
-  wire \$329 ;
+  wire \$322 ;
+  wire [15:0] \$323 ;
+  wire \$324 ;
+  wire [15:0] \$325 ;
+  wire \$326 ;
+  wire [15:0] \$327 ;
+  wire \$328 ;
+  wire [15:0] \$329 ;
   wire \$33 ;
-  wire [15:0] \$330 ;
-  wire \$331 ;
-  wire [15:0] \$332 ;
-  wire \$333 ;
-  wire [15:0] \$334 ;
-  wire \$335 ;
-  wire [15:0] \$336 ;
-  wire \$337 ;
-  wire [15:0] \$338 ;
-  wire \$339 ;
+  wire \$330 ;
+  wire [15:0] \$331 ;
+  wire \$332 ;
+  wire [15:0] \$333 ;
+  wire \$334 ;
+  wire [15:0] \$335 ;
+  wire \$336 ;
+  wire [15:0] \$337 ;
+  wire \$338 ;
+  wire [15:0] \$339 ;
   wire \$34 ;
-  wire [15:0] \$340 ;
-  wire [42:0] \$341 ;
-  wire [38:0] \$342 ;
-  wire [40:0] \$343 ;
-  wire [36:0] \$344 ;
-  wire [49:0] \$345 ;
+  wire \$340 ;
+  wire [15:0] \$341 ;
+  wire \$342 ;
+  wire [15:0] \$343 ;
+  wire \$344 ;
+  wire [15:0] \$345 ;
   wire \$346 ;
-  wire \$347 ;
+  wire [15:0] \$347 ;
   wire \$348 ;
-  wire \$349 ;
+  wire [15:0] \$349 ;
   wire \$35 ;
   wire \$350 ;
-  wire \$351 ;
+  wire [15:0] \$351 ;
   wire \$352 ;
-  wire \$353 ;
+  wire [15:0] \$353 ;
   wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
+  wire [15:0] \$355 ;
+  wire [42:0] \$356 ;
+  wire [38:0] \$357 ;
+  wire [40:0] \$358 ;
+  wire [36:0] \$359 ;
   wire [15:0] \$36 ;
-  wire \$360 ;
+  wire [49:0] \$360 ;
   wire \$361 ;
   wire \$362 ;
   wire \$363 ;
@@ -2290,43 +2290,58 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$377 ;
   wire \$378 ;
   wire \$379 ;
-  wire [23:0] \$38 ;
+  wire [26:0] \$38 ;
   wire \$380 ;
   wire \$381 ;
-  reg \$382 ;
-  reg [5:0] \$383 ;
-  reg \$384 ;
-  reg [93:0] \$385 ;
-  reg \$386 ;
-  reg [11:0] \$387 ;
-  reg \$388 ;
-  reg [191:0] \$389 ;
-  wire [24:0] \$39 ;
-  reg [15:0] \$390 ;
-  reg [16:0] \$391 ;
-  reg [31:0] \$392 ;
-  reg [23:0] \$393 ;
-  reg [15:0] \$394 ;
-  reg [191:0] \$395 ;
-  reg [22:0] \$396 ;
-  reg [15:0] \$397 ;
-  reg [511:0] \$398 ;
-  reg [191:0] \$399 ;
+  wire \$382 ;
+  wire \$383 ;
+  wire \$384 ;
+  wire \$385 ;
+  wire \$386 ;
+  wire \$387 ;
+  wire \$388 ;
+  wire \$389 ;
+  wire [27:0] \$39 ;
+  wire \$390 ;
+  wire \$391 ;
+  wire \$392 ;
+  wire \$393 ;
+  wire \$394 ;
+  wire \$395 ;
+  wire \$396 ;
+  reg \$397 ;
+  reg [5:0] \$398 ;
+  reg \$399 ;
   wire \$4 ;
   wire [31:0] \$40 ;
-  reg [31:0] \$400 ;
-  reg [42:0] \$401 ;
-  reg [38:0] \$402 ;
-  reg [40:0] \$403 ;
-  reg [36:0] \$404 ;
-  reg [191:0] \$405 ;
-  reg [47:0] \$406 ;
-  reg [191:0] \$407 ;
-  reg \$408 ;
-  reg \$409 ;
+  reg [93:0] \$400 ;
+  reg \$401 ;
+  reg [11:0] \$402 ;
+  reg \$403 ;
+  reg [191:0] \$404 ;
+  reg [15:0] \$405 ;
+  reg [16:0] \$406 ;
+  reg [31:0] \$407 ;
+  reg [26:0] \$408 ;
+  reg [15:0] \$409 ;
   wire [31:0] \$41 ;
-  reg \$410 ;
+  reg [191:0] \$410 ;
+  reg [25:0] \$411 ;
+  reg [15:0] \$412 ;
+  reg [511:0] \$413 ;
+  reg [191:0] \$414 ;
+  reg [31:0] \$415 ;
+  reg [42:0] \$416 ;
+  reg [38:0] \$417 ;
+  reg [40:0] \$418 ;
+  reg [36:0] \$419 ;
   wire [31:0] \$42 ;
+  reg [191:0] \$420 ;
+  reg [47:0] \$421 ;
+  reg [191:0] \$422 ;
+  reg \$423 ;
+  reg \$424 ;
+  reg \$425 ;
   wire [31:0] \$43 ;
   wire [31:0] \$44 ;
   wire [31:0] \$45 ;
@@ -2514,7 +2529,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [32:0] delta;
   output empty;
   reg empty = 1'h0;
-  reg [23:0] hits = 24'h000000;
+  reg [26:0] hits = 27'h0000000;
   reg [191:0] i = 192'h000000000000000000000000000000000000000000000000;
   wire [191:0] \i$2 ;
   wire \i$2.debug ;
@@ -2849,7 +2864,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [31:0] \seed$64 ;
   wire seed_load;
   reg [15:0] sel_lane = 16'h0000;
-  reg [22:0] sel_tap = 23'h000000;
+  reg [25:0] sel_tap = 26'h0000000;
   output [16:0] size;
   reg [16:0] size = 17'h00000;
   reg stages_busy = 1'h0;
@@ -2872,8 +2887,8 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [11:0] sweep_cnt;
   (* init = 1'h1 *)
   wire sweeping;
-  wire [959:0] taps;
-  wire [959:0] \taps$58 ;
+  wire [1151:0] taps;
+  wire [1151:0] \taps$58 ;
   wire [191:0] \taps$58[0] ;
   wire \taps$58[0].debug ;
   wire [32:0] \taps$58[0].delta ;
@@ -3004,7 +3019,33 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \taps$58[4].valid ;
   wire [47:0] \taps$58[4].value ;
   wire \taps$58[4].write ;
-  wire [959:0] \taps$59 ;
+  wire [191:0] \taps$58[5] ;
+  wire \taps$58[5].debug ;
+  wire [32:0] \taps$58[5].delta ;
+  wire \taps$58[5].empty ;
+  wire [15:0] \taps$58[5].index ;
+  wire \taps$58[5].invalid ;
+  wire [2:0] \taps$58[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$58[5].op ;
+  wire [31:0] \taps$58[5].prio ;
+  wire \taps$58[5].prng ;
+  wire \taps$58[5].read ;
+  wire \taps$58[5].respond ;
+  wire \taps$58[5].sample ;
+  wire [47:0] \taps$58[5].target ;
+  wire \taps$58[5].valid ;
+  wire [47:0] \taps$58[5].value ;
+  wire \taps$58[5].write ;
+  wire [1151:0] \taps$59 ;
   wire [191:0] \taps$59[0] ;
   wire \taps$59[0].debug ;
   wire [32:0] \taps$59[0].delta ;
@@ -3135,7 +3176,33 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \taps$59[4].valid ;
   wire [47:0] \taps$59[4].value ;
   wire \taps$59[4].write ;
-  wire [959:0] \taps$60 ;
+  wire [191:0] \taps$59[5] ;
+  wire \taps$59[5].debug ;
+  wire [32:0] \taps$59[5].delta ;
+  wire \taps$59[5].empty ;
+  wire [15:0] \taps$59[5].index ;
+  wire \taps$59[5].invalid ;
+  wire [2:0] \taps$59[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$59[5].op ;
+  wire [31:0] \taps$59[5].prio ;
+  wire \taps$59[5].prng ;
+  wire \taps$59[5].read ;
+  wire \taps$59[5].respond ;
+  wire \taps$59[5].sample ;
+  wire [47:0] \taps$59[5].target ;
+  wire \taps$59[5].valid ;
+  wire [47:0] \taps$59[5].value ;
+  wire \taps$59[5].write ;
+  wire [1151:0] \taps$60 ;
   wire [191:0] \taps$60[0] ;
   wire \taps$60[0].debug ;
   wire [32:0] \taps$60[0].delta ;
@@ -3266,6 +3333,32 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \taps$60[4].valid ;
   wire [47:0] \taps$60[4].value ;
   wire \taps$60[4].write ;
+  wire [191:0] \taps$60[5] ;
+  wire \taps$60[5].debug ;
+  wire [32:0] \taps$60[5].delta ;
+  wire \taps$60[5].empty ;
+  wire [15:0] \taps$60[5].index ;
+  wire \taps$60[5].invalid ;
+  wire [2:0] \taps$60[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$60[5].op ;
+  wire [31:0] \taps$60[5].prio ;
+  wire \taps$60[5].prng ;
+  wire \taps$60[5].read ;
+  wire \taps$60[5].respond ;
+  wire \taps$60[5].sample ;
+  wire [47:0] \taps$60[5].target ;
+  wire \taps$60[5].valid ;
+  wire [47:0] \taps$60[5].value ;
+  wire \taps$60[5].write ;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -3396,6 +3489,32 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \taps[4].valid ;
   wire [47:0] \taps[4].value ;
   wire \taps[4].write ;
+  wire [191:0] \taps[5] ;
+  wire \taps[5].debug ;
+  wire [32:0] \taps[5].delta ;
+  wire \taps[5].empty ;
+  wire [15:0] \taps[5].index ;
+  wire \taps[5].invalid ;
+  wire [2:0] \taps[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[5].op ;
+  wire [31:0] \taps[5].prio ;
+  wire \taps[5].prng ;
+  wire \taps[5].read ;
+  wire \taps[5].respond ;
+  wire \taps[5].sample ;
+  wire [47:0] \taps[5].target ;
+  wire \taps[5].valid ;
+  wire [47:0] \taps[5].value ;
+  wire \taps[5].write ;
   output [47:0] total;
   reg [47:0] total = 48'h000000000000;
   wire [68:0] w_data;
@@ -3405,14 +3524,14 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   output [15:0] write_pointer;
   reg [15:0] write_pointer = 16'h0000;
   wire [31:0] x;
-  wire [23:0] youngest;
+  wire [26:0] youngest;
   assign pipe_busy = a_valid | stages_busy;
   assign \$1  = ~ sweep;
   assign \$2  = cmd__payload[2:0] == 3'h7;
   assign \$3  = \$2  & pipe_busy;
   assign \$4  = ~ \$3 ;
   assign \$5  = \$1  & \$4 ;
-  assign \$6  = reserved < 6'h20;
+  assign \$6  = reserved < 6'h24;
   assign \$7  = ! cmd__payload[2:0];
   assign \$8  = cmd__payload[2:0] == 1'h1;
   assign \$9  = cmd__payload[2:0] == 2'h3;
@@ -3452,7 +3571,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \$36  = a_insert ? write_pointer : a[21:6];
   assign \$38  = ~ hits;
   assign \$39  = \$38  + 1'h1;
-  assign youngest = hits & \$39 [23:0];
+  assign youngest = hits & \$39 [26:0];
   assign \$40  = sel_tap[0] ? c[62:31] : 32'd0;
   assign \$42  = sel_tap[1] ? m[62:31] : 32'd0;
   assign \$43  = \$41  | \$42 ;
@@ -3468,382 +3587,397 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \$53  = \$51  | \$52 ;
   assign \$54  = sel_tap[7] ? taps[830:799] : 32'd0;
   assign \$55  = \$53  | \$54 ;
-  assign \$56  = sel_tap[8] ? \i$2 [62:31] : 32'd0;
+  assign \$56  = sel_tap[8] ? taps[1022:991] : 32'd0;
   assign \$57  = \$55  | \$56 ;
-  assign \$58  = sel_tap[9] ? \taps$58 [62:31] : 32'd0;
+  assign \$58  = sel_tap[9] ? \i$2 [62:31] : 32'd0;
   assign \$59  = \$57  | \$58 ;
-  assign \$60  = sel_tap[10] ? \taps$58 [254:223] : 32'd0;
+  assign \$60  = sel_tap[10] ? \taps$58 [62:31] : 32'd0;
   assign \$61  = \$59  | \$60 ;
-  assign \$62  = sel_tap[11] ? \taps$58 [446:415] : 32'd0;
+  assign \$62  = sel_tap[11] ? \taps$58 [254:223] : 32'd0;
   assign \$63  = \$61  | \$62 ;
-  assign \$64  = sel_tap[12] ? \taps$58 [638:607] : 32'd0;
+  assign \$64  = sel_tap[12] ? \taps$58 [446:415] : 32'd0;
   assign \$65  = \$63  | \$64 ;
-  assign \$66  = sel_tap[13] ? \taps$58 [830:799] : 32'd0;
+  assign \$66  = sel_tap[13] ? \taps$58 [638:607] : 32'd0;
   assign \$67  = \$65  | \$66 ;
-  assign \$68  = sel_tap[14] ? \i$4 [62:31] : 32'd0;
+  assign \$68  = sel_tap[14] ? \taps$58 [830:799] : 32'd0;
   assign \$69  = \$67  | \$68 ;
-  assign \$70  = sel_tap[15] ? \taps$59 [62:31] : 32'd0;
+  assign \$70  = sel_tap[15] ? \taps$58 [1022:991] : 32'd0;
   assign \$71  = \$69  | \$70 ;
-  assign \$72  = sel_tap[16] ? \taps$59 [254:223] : 32'd0;
+  assign \$72  = sel_tap[16] ? \i$4 [62:31] : 32'd0;
   assign \$73  = \$71  | \$72 ;
-  assign \$74  = sel_tap[17] ? \taps$59 [446:415] : 32'd0;
+  assign \$74  = sel_tap[17] ? \taps$59 [62:31] : 32'd0;
   assign \$75  = \$73  | \$74 ;
-  assign \$76  = sel_tap[18] ? \taps$59 [638:607] : 32'd0;
+  assign \$76  = sel_tap[18] ? \taps$59 [254:223] : 32'd0;
   assign \$77  = \$75  | \$76 ;
-  assign \$78  = sel_tap[19] ? \taps$59 [830:799] : 32'd0;
+  assign \$78  = sel_tap[19] ? \taps$59 [446:415] : 32'd0;
   assign \$79  = \$77  | \$78 ;
-  assign \$80  = sel_tap[20] ? \i$6 [62:31] : 32'd0;
+  assign \$80  = sel_tap[20] ? \taps$59 [638:607] : 32'd0;
   assign \$81  = \$79  | \$80 ;
-  assign \$82  = sel_tap[21] ? \taps$60 [62:31] : 32'd0;
+  assign \$82  = sel_tap[21] ? \taps$59 [830:799] : 32'd0;
   assign \$83  = \$81  | \$82 ;
-  assign \$84  = sel_tap[22] ? \taps$60 [254:223] : 32'd0;
+  assign \$84  = sel_tap[22] ? \taps$59 [1022:991] : 32'd0;
   assign \$85  = \$83  | \$84 ;
-  assign \$86  = sel_lane[0] ? looked[31:0] : 32'd0;
+  assign \$86  = sel_tap[23] ? \i$6 [62:31] : 32'd0;
   assign \$87  = \$85  | \$86 ;
-  assign \$88  = sel_lane[1] ? looked[63:32] : 32'd0;
+  assign \$88  = sel_tap[24] ? \taps$60 [62:31] : 32'd0;
   assign \$89  = \$87  | \$88 ;
-  assign \$90  = sel_lane[2] ? looked[95:64] : 32'd0;
+  assign \$90  = sel_tap[25] ? \taps$60 [254:223] : 32'd0;
   assign \$91  = \$89  | \$90 ;
-  assign \$92  = sel_lane[3] ? looked[127:96] : 32'd0;
+  assign \$92  = sel_lane[0] ? looked[31:0] : 32'd0;
   assign \$93  = \$91  | \$92 ;
-  assign \$94  = sel_lane[4] ? looked[159:128] : 32'd0;
+  assign \$94  = sel_lane[1] ? looked[63:32] : 32'd0;
   assign \$95  = \$93  | \$94 ;
-  assign \$96  = sel_lane[5] ? looked[191:160] : 32'd0;
+  assign \$96  = sel_lane[2] ? looked[95:64] : 32'd0;
   assign \$97  = \$95  | \$96 ;
-  assign \$98  = sel_lane[6] ? looked[223:192] : 32'd0;
+  assign \$98  = sel_lane[3] ? looked[127:96] : 32'd0;
   assign \$99  = \$97  | \$98 ;
-  assign \$100  = sel_lane[7] ? looked[255:224] : 32'd0;
+  assign \$100  = sel_lane[4] ? looked[159:128] : 32'd0;
   assign \$101  = \$99  | \$100 ;
-  assign \$102  = sel_lane[8] ? looked[287:256] : 32'd0;
+  assign \$102  = sel_lane[5] ? looked[191:160] : 32'd0;
   assign \$103  = \$101  | \$102 ;
-  assign \$104  = sel_lane[9] ? looked[319:288] : 32'd0;
+  assign \$104  = sel_lane[6] ? looked[223:192] : 32'd0;
   assign \$105  = \$103  | \$104 ;
-  assign \$106  = sel_lane[10] ? looked[351:320] : 32'd0;
+  assign \$106  = sel_lane[7] ? looked[255:224] : 32'd0;
   assign \$107  = \$105  | \$106 ;
-  assign \$108  = sel_lane[11] ? looked[383:352] : 32'd0;
+  assign \$108  = sel_lane[8] ? looked[287:256] : 32'd0;
   assign \$109  = \$107  | \$108 ;
-  assign \$110  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$110  = sel_lane[9] ? looked[319:288] : 32'd0;
   assign \$111  = \$109  | \$110 ;
-  assign \$112  = sel_lane[13] ? looked[447:416] : 32'd0;
+  assign \$112  = sel_lane[10] ? looked[351:320] : 32'd0;
   assign \$113  = \$111  | \$112 ;
-  assign \$114  = sel_lane[14] ? looked[479:448] : 32'd0;
+  assign \$114  = sel_lane[11] ? looked[383:352] : 32'd0;
   assign \$115  = \$113  | \$114 ;
-  assign \$116  = sel_lane[15] ? looked[511:480] : 32'd0;
-  assign old = \$115  | \$116 ;
-  assign \$117  = c[4] & c[5];
-  assign \$118  = ! total;
-  assign \$119  = ~ \$118 ;
-  assign step = \$117  & \$119 ;
+  assign \$116  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$117  = \$115  | \$116 ;
+  assign \$118  = sel_lane[13] ? looked[447:416] : 32'd0;
+  assign \$119  = \$117  | \$118 ;
+  assign \$120  = sel_lane[14] ? looked[479:448] : 32'd0;
+  assign \$121  = \$119  | \$120 ;
+  assign \$122  = sel_lane[15] ? looked[511:480] : 32'd0;
+  assign old = \$121  | \$122 ;
+  assign \$123  = c[4] & c[5];
+  assign \$124  = ! total;
+  assign \$125  = ~ \$124 ;
+  assign step = \$123  & \$125 ;
   assign x = c[5] ? word : c[127:96];
   assign delta = c[62:31] - c_old;
-  assign \$121  = 1'h0 + \$120 ;
-  assign \$123  = \$121  + \$122 ;
-  assign \$125  = \$123  + \$124 ;
-  assign \$127  = \$125  + \$126 ;
-  assign \$128  = | { \taps$60 [768], \taps$60 [576], \taps$60 [384], \taps$60 [192], \taps$60 [0], \i$6 [0], \taps$59 [768], \taps$59 [576], \taps$59 [384], \taps$59 [192], \taps$59 [0], \i$4 [0], \taps$58 [768], \taps$58 [576], \taps$58 [384], \taps$58 [192], \taps$58 [0], \i$2 [0], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m[0], c[0], b2[0], b[0] };
-  assign \$129  = a_valid | \$128 ;
-  assign \$130  = cmd__valid & cmd__ready;
-  assign \$131  = ! cmd__payload[2:0];
-  assign \$132  = cmd__payload[2:0] == 1'h1;
-  assign \$133  = cmd__payload[2:0] == 2'h3;
-  assign \$134  = cmd__payload[2:0] == 3'h4;
-  assign \$135  = cmd__payload[2:0] == 3'h5;
-  assign \$136  = cmd__payload[2:0] == 3'h6;
-  assign \$137  = | { \$136 , \$135 , \$134 , \$133 , \$132 , \$131  };
-  assign \$138  = \$130  & \$137 ;
-  assign \$140  = ~ \$139 ;
-  assign \$141  = \$138  & \$140 ;
-  assign \$143  = cmd__valid & cmd__ready;
-  assign \$144  = ! cmd__payload[2:0];
-  assign \$145  = cmd__payload[2:0] == 1'h1;
-  assign \$146  = cmd__payload[2:0] == 2'h3;
-  assign \$147  = cmd__payload[2:0] == 3'h4;
-  assign \$148  = cmd__payload[2:0] == 3'h5;
-  assign \$149  = cmd__payload[2:0] == 3'h6;
-  assign \$150  = | { \$149 , \$148 , \$147 , \$146 , \$145 , \$144  };
-  assign \$151  = \$143  & \$150 ;
-  assign \$152  = ~ \$151 ;
-  assign \$153  = \$142  & \$152 ;
-  assign \$154  = reserved + 1'h1;
-  assign \$155  = reserved - 1'h1;
-  assign \$156  = cmd__valid & cmd__ready;
-  assign \$157  = cmd__payload[2:0] == 3'h7;
+  assign \$127  = 1'h0 + \$126 ;
+  assign \$129  = \$127  + \$128 ;
+  assign \$131  = \$129  + \$130 ;
+  assign \$133  = \$131  + \$132 ;
+  assign \$134  = | { \taps$60 [960], \taps$60 [768], \taps$60 [576], \taps$60 [384], \taps$60 [192], \taps$60 [0], \i$6 [0], \taps$59 [960], \taps$59 [768], \taps$59 [576], \taps$59 [384], \taps$59 [192], \taps$59 [0], \i$4 [0], \taps$58 [960], \taps$58 [768], \taps$58 [576], \taps$58 [384], \taps$58 [192], \taps$58 [0], \i$2 [0], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m[0], c[0], b2[0], b[0] };
+  assign \$135  = a_valid | \$134 ;
+  assign \$136  = cmd__valid & cmd__ready;
+  assign \$137  = ! cmd__payload[2:0];
+  assign \$138  = cmd__payload[2:0] == 1'h1;
+  assign \$139  = cmd__payload[2:0] == 2'h3;
+  assign \$140  = cmd__payload[2:0] == 3'h4;
+  assign \$141  = cmd__payload[2:0] == 3'h5;
+  assign \$142  = cmd__payload[2:0] == 3'h6;
+  assign \$143  = | { \$142 , \$141 , \$140 , \$139 , \$138 , \$137  };
+  assign \$144  = \$136  & \$143 ;
+  assign \$146  = ~ \$145 ;
+  assign \$147  = \$144  & \$146 ;
+  assign \$149  = cmd__valid & cmd__ready;
+  assign \$150  = ! cmd__payload[2:0];
+  assign \$151  = cmd__payload[2:0] == 1'h1;
+  assign \$152  = cmd__payload[2:0] == 2'h3;
+  assign \$153  = cmd__payload[2:0] == 3'h4;
+  assign \$154  = cmd__payload[2:0] == 3'h5;
+  assign \$155  = cmd__payload[2:0] == 3'h6;
+  assign \$156  = | { \$155 , \$154 , \$153 , \$152 , \$151 , \$150  };
+  assign \$157  = \$149  & \$156 ;
   assign \$158  = ~ \$157 ;
-  assign \$159  = \$156  & \$158 ;
-  assign \$160  = cmd__payload[2:0] == 2'h3;
-  assign \$161  = cmd__payload[2:0] == 3'h4;
-  assign \$162  = \$160  | \$161 ;
-  assign \$163  = sweep_addr + 1'h1;
-  assign \$164  = sweep_addr == 12'hfff;
-  assign \$165  = ! a[2:0];
-  assign \$166  = a[2:0] == 1'h1;
-  assign \$167  = \$165  | \$166 ;
-  assign \$168  = a_valid & \$167 ;
-  assign \$169  = a[2:0] == 1'h1;
-  assign \$170  = a[2:0] == 3'h5;
-  assign \$171  = a_valid & \$170 ;
-  assign \$174  = a[2:0] == 3'h6;
-  assign \$175  = a_valid & \$174 ;
-  assign \$176  = ! a[5:3];
-  assign \$177  = a[21:6] >= 1'h1;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = a[5:3] == 1'h1;
-  assign \$180  = a[21:6] >= 5'h10;
-  assign \$181  = \$179  & \$180 ;
-  assign \$182  = a[5:3] == 2'h2;
-  assign \$183  = a[21:6] >= 9'h100;
+  assign \$159  = \$148  & \$158 ;
+  assign \$160  = reserved + 1'h1;
+  assign \$161  = reserved - 1'h1;
+  assign \$162  = cmd__valid & cmd__ready;
+  assign \$163  = cmd__payload[2:0] == 3'h7;
+  assign \$164  = ~ \$163 ;
+  assign \$165  = \$162  & \$164 ;
+  assign \$166  = cmd__payload[2:0] == 2'h3;
+  assign \$167  = cmd__payload[2:0] == 3'h4;
+  assign \$168  = \$166  | \$167 ;
+  assign \$169  = sweep_addr + 1'h1;
+  assign \$170  = sweep_addr == 12'hfff;
+  assign \$171  = ! a[2:0];
+  assign \$172  = a[2:0] == 1'h1;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = a_valid & \$173 ;
+  assign \$175  = a[2:0] == 1'h1;
+  assign \$176  = a[2:0] == 3'h5;
+  assign \$177  = a_valid & \$176 ;
+  assign \$180  = a[2:0] == 3'h6;
+  assign \$181  = a_valid & \$180 ;
+  assign \$182  = ! a[5:3];
+  assign \$183  = a[21:6] >= 1'h1;
   assign \$184  = \$182  & \$183 ;
-  assign \$185  = a[5:3] == 2'h3;
-  assign \$186  = a[21:6] >= 13'h1000;
+  assign \$185  = a[5:3] == 1'h1;
+  assign \$186  = a[21:6] >= 5'h10;
   assign \$187  = \$185  & \$186 ;
-  assign \$188  = a[5:3] > 3'h4;
-  assign \$189  = | { \$188 , \$187 , \$184 , \$181 , \$178  };
-  assign \$190  = ~ \$189 ;
-  assign \$191  = \$175  & \$190 ;
-  assign \$192  = ! a[2:0];
-  assign \$193  = a[2:0] == 1'h1;
-  assign \$194  = a[2:0] == 2'h3;
-  assign \$195  = a[2:0] == 3'h4;
-  assign \$196  = a[2:0] == 3'h5;
-  assign \$197  = a[2:0] == 3'h6;
-  assign \$198  = | { \$197 , \$196 , \$195 , \$194 , \$193 , \$192  };
-  assign \$199  = a_valid & \$198 ;
-  assign \$200  = a[2:0] == 2'h2;
-  assign \$201  = a_valid & \$200 ;
+  assign \$188  = a[5:3] == 2'h2;
+  assign \$189  = a[21:6] >= 9'h100;
+  assign \$190  = \$188  & \$189 ;
+  assign \$191  = a[5:3] == 2'h3;
+  assign \$192  = a[21:6] >= 13'h1000;
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = a[5:3] > 3'h4;
+  assign \$195  = | { \$194 , \$193 , \$190 , \$187 , \$184  };
+  assign \$196  = ~ \$195 ;
+  assign \$197  = \$181  & \$196 ;
+  assign \$198  = ! a[2:0];
+  assign \$199  = a[2:0] == 1'h1;
+  assign \$200  = a[2:0] == 2'h3;
+  assign \$201  = a[2:0] == 3'h4;
   assign \$202  = a[2:0] == 3'h5;
-  assign \$203  = a_valid & \$202 ;
-  assign \$204  = \$201  | \$203 ;
-  assign \$206  = a[2:0] == 3'h6;
+  assign \$203  = a[2:0] == 3'h6;
+  assign \$204  = | { \$203 , \$202 , \$201 , \$200 , \$199 , \$198  };
+  assign \$205  = a_valid & \$204 ;
+  assign \$206  = a[2:0] == 2'h2;
   assign \$207  = a_valid & \$206 ;
-  assign \$208  = ! a[5:3];
-  assign \$209  = a[21:6] >= 1'h1;
-  assign \$210  = \$208  & \$209 ;
-  assign \$211  = a[5:3] == 1'h1;
-  assign \$212  = a[21:6] >= 5'h10;
-  assign \$213  = \$211  & \$212 ;
-  assign \$214  = a[5:3] == 2'h2;
-  assign \$215  = a[21:6] >= 9'h100;
+  assign \$208  = a[2:0] == 3'h5;
+  assign \$209  = a_valid & \$208 ;
+  assign \$210  = \$207  | \$209 ;
+  assign \$212  = a[2:0] == 3'h6;
+  assign \$213  = a_valid & \$212 ;
+  assign \$214  = ! a[5:3];
+  assign \$215  = a[21:6] >= 1'h1;
   assign \$216  = \$214  & \$215 ;
-  assign \$217  = a[5:3] == 2'h3;
-  assign \$218  = a[21:6] >= 13'h1000;
+  assign \$217  = a[5:3] == 1'h1;
+  assign \$218  = a[21:6] >= 5'h10;
   assign \$219  = \$217  & \$218 ;
-  assign \$220  = a[5:3] > 3'h4;
-  assign \$221  = | { \$220 , \$219 , \$216 , \$213 , \$210  };
-  assign \$222  = \$207  & \$221 ;
-  assign \$224  = a[2:0] == 2'h3;
-  assign \$225  = a[2:0] == 3'h4;
-  assign \$226  = \$224  | \$225 ;
-  assign \$227  = a_valid & \$226 ;
-  assign \$228  = \$227  ? new_value : 32'd0;
-  assign \$229  = a[2:0] == 2'h3;
-  assign \$230  = a[2:0] == 3'h4;
-  assign \$231  = \$229  | \$230 ;
-  assign \$232  = a_valid & \$231 ;
-  assign \$233  = write_pointer == 16'hffff;
-  assign \$234  = write_pointer + 1'h1;
-  assign \$235  = \$233  ? 17'h00000 : \$234 ;
-  assign \$236  = size == 17'h10000;
-  assign \$237  = size + 1'h1;
-  assign \$238  = \$236  ? 18'h10000 : \$237 ;
-  assign \$239  = a_insert ? write_pointer : a[21:6];
-  assign \$240  = b[30:15] == \$239 ;
-  assign \$241  = b[6] & \$240 ;
-  assign \$242  = a_insert ? write_pointer : a[21:6];
-  assign \$243  = b2[30:15] == \$242 ;
-  assign \$244  = b2[6] & \$243 ;
+  assign \$220  = a[5:3] == 2'h2;
+  assign \$221  = a[21:6] >= 9'h100;
+  assign \$222  = \$220  & \$221 ;
+  assign \$223  = a[5:3] == 2'h3;
+  assign \$224  = a[21:6] >= 13'h1000;
+  assign \$225  = \$223  & \$224 ;
+  assign \$226  = a[5:3] > 3'h4;
+  assign \$227  = | { \$226 , \$225 , \$222 , \$219 , \$216  };
+  assign \$228  = \$213  & \$227 ;
+  assign \$230  = a[2:0] == 2'h3;
+  assign \$231  = a[2:0] == 3'h4;
+  assign \$232  = \$230  | \$231 ;
+  assign \$233  = a_valid & \$232 ;
+  assign \$234  = \$233  ? new_value : 32'd0;
+  assign \$235  = a[2:0] == 2'h3;
+  assign \$236  = a[2:0] == 3'h4;
+  assign \$237  = \$235  | \$236 ;
+  assign \$238  = a_valid & \$237 ;
+  assign \$239  = write_pointer == 16'hffff;
+  assign \$240  = write_pointer + 1'h1;
+  assign \$241  = \$239  ? 17'h00000 : \$240 ;
+  assign \$242  = size == 17'h10000;
+  assign \$243  = size + 1'h1;
+  assign \$244  = \$242  ? 18'h10000 : \$243 ;
   assign \$245  = a_insert ? write_pointer : a[21:6];
-  assign \$246  = c[30:15] == \$245 ;
-  assign \$247  = c[6] & \$246 ;
+  assign \$246  = b[30:15] == \$245 ;
+  assign \$247  = b[6] & \$246 ;
   assign \$248  = a_insert ? write_pointer : a[21:6];
-  assign \$249  = m[30:15] == \$248 ;
-  assign \$250  = m[6] & \$249 ;
+  assign \$249  = b2[30:15] == \$248 ;
+  assign \$250  = b2[6] & \$249 ;
   assign \$251  = a_insert ? write_pointer : a[21:6];
-  assign \$252  = i[30:15] == \$251 ;
-  assign \$253  = i[6] & \$252 ;
+  assign \$252  = c[30:15] == \$251 ;
+  assign \$253  = c[6] & \$252 ;
   assign \$254  = a_insert ? write_pointer : a[21:6];
-  assign \$255  = taps[30:15] == \$254 ;
-  assign \$256  = taps[6] & \$255 ;
+  assign \$255  = m[30:15] == \$254 ;
+  assign \$256  = m[6] & \$255 ;
   assign \$257  = a_insert ? write_pointer : a[21:6];
-  assign \$258  = taps[222:207] == \$257 ;
-  assign \$259  = taps[198] & \$258 ;
+  assign \$258  = i[30:15] == \$257 ;
+  assign \$259  = i[6] & \$258 ;
   assign \$260  = a_insert ? write_pointer : a[21:6];
-  assign \$261  = taps[414:399] == \$260 ;
-  assign \$262  = taps[390] & \$261 ;
+  assign \$261  = taps[30:15] == \$260 ;
+  assign \$262  = taps[6] & \$261 ;
   assign \$263  = a_insert ? write_pointer : a[21:6];
-  assign \$264  = taps[606:591] == \$263 ;
-  assign \$265  = taps[582] & \$264 ;
+  assign \$264  = taps[222:207] == \$263 ;
+  assign \$265  = taps[198] & \$264 ;
   assign \$266  = a_insert ? write_pointer : a[21:6];
-  assign \$267  = taps[798:783] == \$266 ;
-  assign \$268  = taps[774] & \$267 ;
+  assign \$267  = taps[414:399] == \$266 ;
+  assign \$268  = taps[390] & \$267 ;
   assign \$269  = a_insert ? write_pointer : a[21:6];
-  assign \$270  = \i$2 [30:15] == \$269 ;
-  assign \$271  = \i$2 [6] & \$270 ;
+  assign \$270  = taps[606:591] == \$269 ;
+  assign \$271  = taps[582] & \$270 ;
   assign \$272  = a_insert ? write_pointer : a[21:6];
-  assign \$273  = \taps$58 [30:15] == \$272 ;
-  assign \$274  = \taps$58 [6] & \$273 ;
+  assign \$273  = taps[798:783] == \$272 ;
+  assign \$274  = taps[774] & \$273 ;
   assign \$275  = a_insert ? write_pointer : a[21:6];
-  assign \$276  = \taps$58 [222:207] == \$275 ;
-  assign \$277  = \taps$58 [198] & \$276 ;
+  assign \$276  = taps[990:975] == \$275 ;
+  assign \$277  = taps[966] & \$276 ;
   assign \$278  = a_insert ? write_pointer : a[21:6];
-  assign \$279  = \taps$58 [414:399] == \$278 ;
-  assign \$280  = \taps$58 [390] & \$279 ;
+  assign \$279  = \i$2 [30:15] == \$278 ;
+  assign \$280  = \i$2 [6] & \$279 ;
   assign \$281  = a_insert ? write_pointer : a[21:6];
-  assign \$282  = \taps$58 [606:591] == \$281 ;
-  assign \$283  = \taps$58 [582] & \$282 ;
+  assign \$282  = \taps$58 [30:15] == \$281 ;
+  assign \$283  = \taps$58 [6] & \$282 ;
   assign \$284  = a_insert ? write_pointer : a[21:6];
-  assign \$285  = \taps$58 [798:783] == \$284 ;
-  assign \$286  = \taps$58 [774] & \$285 ;
+  assign \$285  = \taps$58 [222:207] == \$284 ;
+  assign \$286  = \taps$58 [198] & \$285 ;
   assign \$287  = a_insert ? write_pointer : a[21:6];
-  assign \$288  = \i$4 [30:15] == \$287 ;
-  assign \$289  = \i$4 [6] & \$288 ;
+  assign \$288  = \taps$58 [414:399] == \$287 ;
+  assign \$289  = \taps$58 [390] & \$288 ;
   assign \$290  = a_insert ? write_pointer : a[21:6];
-  assign \$291  = \taps$59 [30:15] == \$290 ;
-  assign \$292  = \taps$59 [6] & \$291 ;
+  assign \$291  = \taps$58 [606:591] == \$290 ;
+  assign \$292  = \taps$58 [582] & \$291 ;
   assign \$293  = a_insert ? write_pointer : a[21:6];
-  assign \$294  = \taps$59 [222:207] == \$293 ;
-  assign \$295  = \taps$59 [198] & \$294 ;
+  assign \$294  = \taps$58 [798:783] == \$293 ;
+  assign \$295  = \taps$58 [774] & \$294 ;
   assign \$296  = a_insert ? write_pointer : a[21:6];
-  assign \$297  = \taps$59 [414:399] == \$296 ;
-  assign \$298  = \taps$59 [390] & \$297 ;
+  assign \$297  = \taps$58 [990:975] == \$296 ;
+  assign \$298  = \taps$58 [966] & \$297 ;
   assign \$299  = a_insert ? write_pointer : a[21:6];
-  assign \$300  = \taps$59 [606:591] == \$299 ;
-  assign \$301  = \taps$59 [582] & \$300 ;
+  assign \$300  = \i$4 [30:15] == \$299 ;
+  assign \$301  = \i$4 [6] & \$300 ;
   assign \$302  = a_insert ? write_pointer : a[21:6];
-  assign \$303  = \taps$59 [798:783] == \$302 ;
-  assign \$304  = \taps$59 [774] & \$303 ;
+  assign \$303  = \taps$59 [30:15] == \$302 ;
+  assign \$304  = \taps$59 [6] & \$303 ;
   assign \$305  = a_insert ? write_pointer : a[21:6];
-  assign \$306  = \i$6 [30:15] == \$305 ;
-  assign \$307  = \i$6 [6] & \$306 ;
+  assign \$306  = \taps$59 [222:207] == \$305 ;
+  assign \$307  = \taps$59 [198] & \$306 ;
   assign \$308  = a_insert ? write_pointer : a[21:6];
-  assign \$309  = ! \$308 [3:0];
-  assign \$310  = a_insert ? write_pointer : a[21:6];
-  assign \$311  = \$310 [3:0] == 1'h1;
-  assign \$312  = a_insert ? write_pointer : a[21:6];
-  assign \$313  = \$312 [3:0] == 2'h2;
+  assign \$309  = \taps$59 [414:399] == \$308 ;
+  assign \$310  = \taps$59 [390] & \$309 ;
+  assign \$311  = a_insert ? write_pointer : a[21:6];
+  assign \$312  = \taps$59 [606:591] == \$311 ;
+  assign \$313  = \taps$59 [582] & \$312 ;
   assign \$314  = a_insert ? write_pointer : a[21:6];
-  assign \$315  = \$314 [3:0] == 2'h3;
-  assign \$316  = a_insert ? write_pointer : a[21:6];
-  assign \$317  = \$316 [3:0] == 3'h4;
-  assign \$318  = a_insert ? write_pointer : a[21:6];
-  assign \$319  = \$318 [3:0] == 3'h5;
+  assign \$315  = \taps$59 [798:783] == \$314 ;
+  assign \$316  = \taps$59 [774] & \$315 ;
+  assign \$317  = a_insert ? write_pointer : a[21:6];
+  assign \$318  = \taps$59 [990:975] == \$317 ;
+  assign \$319  = \taps$59 [966] & \$318 ;
   assign \$320  = a_insert ? write_pointer : a[21:6];
-  assign \$321  = \$320 [3:0] == 3'h6;
-  assign \$322  = a_insert ? write_pointer : a[21:6];
-  assign \$323  = \$322 [3:0] == 3'h7;
-  assign \$324  = a_insert ? write_pointer : a[21:6];
-  assign \$325  = \$324 [3:0] == 4'h8;
-  assign \$326  = a_insert ? write_pointer : a[21:6];
-  assign \$327  = \$326 [3:0] == 4'h9;
-  assign \$328  = a_insert ? write_pointer : a[21:6];
-  assign \$329  = \$328 [3:0] == 4'ha;
-  assign \$330  = a_insert ? write_pointer : a[21:6];
-  assign \$331  = \$330 [3:0] == 4'hb;
-  assign \$332  = a_insert ? write_pointer : a[21:6];
-  assign \$333  = \$332 [3:0] == 4'hc;
-  assign \$334  = a_insert ? write_pointer : a[21:6];
-  assign \$335  = \$334 [3:0] == 4'hd;
-  assign \$336  = a_insert ? write_pointer : a[21:6];
-  assign \$337  = \$336 [3:0] == 4'he;
-  assign \$338  = a_insert ? write_pointer : a[21:6];
-  assign \$339  = \$338 [3:0] == 4'hf;
-  assign \$340  = youngest[23] ? lane : 16'h0000;
-  assign \$341  = x[16:0] * total[25:0];
-  assign \$342  = x[16:0] * total[47:26];
-  assign \$343  = x[31:17] * total[25:0];
-  assign \$344  = x[31:17] * total[47:26];
-  assign \$345  = $signed({ 1'h0, total }) + $signed(delta);
-  assign \$346  = ! total;
-  assign \$347  = c[4] & \$346 ;
-  assign \$348  = ! c[14:12];
-  assign \$349  = c[8] & \$348 ;
-  assign \$350  = ! total;
-  assign \$351  = c[4] & \$350 ;
-  assign \$352  = a[2:0] != 3'h4;
-  assign \$353  = write & \$352 ;
-  assign \$354  = \$353  & sat_ovf;
-  assign \$355  = a[2:0] == 2'h2;
-  assign \$356  = a_valid & \$355 ;
-  assign \$357  = a[2:0] == 3'h5;
-  assign \$358  = a_valid & \$357 ;
-  assign \$359  = \$356  | \$358 ;
-  assign \$361  = a[2:0] == 3'h6;
-  assign \$362  = a_valid & \$361 ;
-  assign \$363  = ! a[5:3];
-  assign \$364  = a[21:6] >= 1'h1;
-  assign \$365  = \$363  & \$364 ;
-  assign \$366  = a[5:3] == 1'h1;
-  assign \$367  = a[21:6] >= 5'h10;
-  assign \$368  = \$366  & \$367 ;
-  assign \$369  = a[5:3] == 2'h2;
-  assign \$370  = a[21:6] >= 9'h100;
-  assign \$371  = \$369  & \$370 ;
-  assign \$372  = a[5:3] == 2'h3;
-  assign \$373  = a[21:6] >= 13'h1000;
-  assign \$374  = \$372  & \$373 ;
-  assign \$375  = a[5:3] > 3'h4;
-  assign \$376  = | { \$375 , \$374 , \$371 , \$368 , \$365  };
-  assign \$377  = \$362  & \$376 ;
-  assign \$379  = cmd__valid & cmd__ready;
-  assign \$380  = cmd__payload[2:0] == 3'h7;
-  assign \$381  = \$379  & \$380 ;
+  assign \$321  = \i$6 [30:15] == \$320 ;
+  assign \$322  = \i$6 [6] & \$321 ;
+  assign \$323  = a_insert ? write_pointer : a[21:6];
+  assign \$324  = ! \$323 [3:0];
+  assign \$325  = a_insert ? write_pointer : a[21:6];
+  assign \$326  = \$325 [3:0] == 1'h1;
+  assign \$327  = a_insert ? write_pointer : a[21:6];
+  assign \$328  = \$327 [3:0] == 2'h2;
+  assign \$329  = a_insert ? write_pointer : a[21:6];
+  assign \$330  = \$329 [3:0] == 2'h3;
+  assign \$331  = a_insert ? write_pointer : a[21:6];
+  assign \$332  = \$331 [3:0] == 3'h4;
+  assign \$333  = a_insert ? write_pointer : a[21:6];
+  assign \$334  = \$333 [3:0] == 3'h5;
+  assign \$335  = a_insert ? write_pointer : a[21:6];
+  assign \$336  = \$335 [3:0] == 3'h6;
+  assign \$337  = a_insert ? write_pointer : a[21:6];
+  assign \$338  = \$337 [3:0] == 3'h7;
+  assign \$339  = a_insert ? write_pointer : a[21:6];
+  assign \$340  = \$339 [3:0] == 4'h8;
+  assign \$341  = a_insert ? write_pointer : a[21:6];
+  assign \$342  = \$341 [3:0] == 4'h9;
+  assign \$343  = a_insert ? write_pointer : a[21:6];
+  assign \$344  = \$343 [3:0] == 4'ha;
+  assign \$345  = a_insert ? write_pointer : a[21:6];
+  assign \$346  = \$345 [3:0] == 4'hb;
+  assign \$347  = a_insert ? write_pointer : a[21:6];
+  assign \$348  = \$347 [3:0] == 4'hc;
+  assign \$349  = a_insert ? write_pointer : a[21:6];
+  assign \$350  = \$349 [3:0] == 4'hd;
+  assign \$351  = a_insert ? write_pointer : a[21:6];
+  assign \$352  = \$351 [3:0] == 4'he;
+  assign \$353  = a_insert ? write_pointer : a[21:6];
+  assign \$354  = \$353 [3:0] == 4'hf;
+  assign \$355  = youngest[26] ? lane : 16'h0000;
+  assign \$356  = x[16:0] * total[25:0];
+  assign \$357  = x[16:0] * total[47:26];
+  assign \$358  = x[31:17] * total[25:0];
+  assign \$359  = x[31:17] * total[47:26];
+  assign \$360  = $signed({ 1'h0, total }) + $signed(delta);
+  assign \$361  = ! total;
+  assign \$362  = c[4] & \$361 ;
+  assign \$363  = ! c[14:12];
+  assign \$364  = c[8] & \$363 ;
+  assign \$365  = ! total;
+  assign \$366  = c[4] & \$365 ;
+  assign \$367  = a[2:0] != 3'h4;
+  assign \$368  = write & \$367 ;
+  assign \$369  = \$368  & sat_ovf;
+  assign \$370  = a[2:0] == 2'h2;
+  assign \$371  = a_valid & \$370 ;
+  assign \$372  = a[2:0] == 3'h5;
+  assign \$373  = a_valid & \$372 ;
+  assign \$374  = \$371  | \$373 ;
+  assign \$376  = a[2:0] == 3'h6;
+  assign \$377  = a_valid & \$376 ;
+  assign \$378  = ! a[5:3];
+  assign \$379  = a[21:6] >= 1'h1;
+  assign \$380  = \$378  & \$379 ;
+  assign \$381  = a[5:3] == 1'h1;
+  assign \$382  = a[21:6] >= 5'h10;
+  assign \$383  = \$381  & \$382 ;
+  assign \$384  = a[5:3] == 2'h2;
+  assign \$385  = a[21:6] >= 9'h100;
+  assign \$386  = \$384  & \$385 ;
+  assign \$387  = a[5:3] == 2'h3;
+  assign \$388  = a[21:6] >= 13'h1000;
+  assign \$389  = \$387  & \$388 ;
+  assign \$390  = a[5:3] > 3'h4;
+  assign \$391  = | { \$390 , \$389 , \$386 , \$383 , \$380  };
+  assign \$392  = \$377  & \$391 ;
+  assign \$394  = cmd__valid & cmd__ready;
+  assign \$395  = cmd__payload[2:0] == 3'h7;
+  assign \$396  = \$394  & \$395 ;
   always @(posedge clk)
-    stages_busy <= \$382 ;
+    stages_busy <= \$397 ;
   always @(posedge clk)
-    reserved <= \$383 ;
+    reserved <= \$398 ;
   always @(posedge clk)
-    a_valid <= \$384 ;
+    a_valid <= \$399 ;
   always @(posedge clk)
-    a <= \$385 ;
+    a <= \$400 ;
   always @(posedge clk)
-    a_insert <= \$386 ;
+    a_insert <= \$401 ;
   always @(posedge clk)
-    sweep_addr <= \$387 ;
+    sweep_addr <= \$402 ;
   always @(posedge clk)
-    sweep <= \$388 ;
+    sweep <= \$403 ;
   always @(posedge clk)
-    b <= \$389 ;
+    b <= \$404 ;
   always @(posedge clk)
-    write_pointer <= \$390 ;
+    write_pointer <= \$405 ;
   always @(posedge clk)
-    size <= \$391 ;
+    size <= \$406 ;
   always @(posedge clk)
-    max_priority <= \$392 ;
+    max_priority <= \$407 ;
   always @(posedge clk)
-    hits <= \$393 ;
+    hits <= \$408 ;
   always @(posedge clk)
-    lane <= \$394 ;
+    lane <= \$409 ;
   always @(posedge clk)
-    b2 <= \$395 ;
+    b2 <= \$410 ;
   always @(posedge clk)
-    sel_tap <= \$396 ;
+    sel_tap <= \$411 ;
   always @(posedge clk)
-    sel_lane <= \$397 ;
+    sel_lane <= \$412 ;
   always @(posedge clk)
-    looked <= \$398 ;
+    looked <= \$413 ;
   always @(posedge clk)
-    c <= \$399 ;
+    c <= \$414 ;
   always @(posedge clk)
-    c_old <= \$400 ;
+    c_old <= \$415 ;
   always @(posedge clk)
-    pp_0_0 <= \$401 ;
+    pp_0_0 <= \$416 ;
   always @(posedge clk)
-    pp_0_26 <= \$402 ;
+    pp_0_26 <= \$417 ;
   always @(posedge clk)
-    pp_17_0 <= \$403 ;
+    pp_17_0 <= \$418 ;
   always @(posedge clk)
-    pp_17_26 <= \$404 ;
+    pp_17_26 <= \$419 ;
   always @(posedge clk)
-    m <= \$405 ;
+    m <= \$420 ;
   always @(posedge clk)
-    total <= \$406 ;
+    total <= \$421 ;
   always @(posedge clk)
-    i <= \$407 ;
+    i <= \$422 ;
   always @(posedge clk)
-    empty <= \$408 ;
+    empty <= \$423 ;
   always @(posedge clk)
-    saturated <= \$409 ;
+    saturated <= \$424 ;
   always @(posedge clk)
-    invalid <= \$410 ;
+    invalid <= \$425 ;
   \replay_accel_k16.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -3900,298 +4034,298 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$382  = \$129 ;
+    \$397  = \$135 ;
     if (rst) begin
-      \$382  = 1'h0;
+      \$397  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$383  = reserved;
-    if (\$141 ) begin
-      \$383  = \$154 [5:0];
-    end else if (\$153 ) begin
-      \$383  = \$155 [5:0];
+    \$398  = reserved;
+    if (\$147 ) begin
+      \$398  = \$160 [5:0];
+    end else if (\$159 ) begin
+      \$398  = \$161 [5:0];
     end
     if (rst) begin
-      \$383  = 6'h00;
+      \$398  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$384  = \$159 ;
+    \$399  = \$165 ;
     if (rst) begin
-      \$384  = 1'h0;
+      \$399  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$385  = cmd__payload;
+    \$400  = cmd__payload;
     if (rst) begin
-      \$385  = 94'h000000000000000000000000;
+      \$400  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$386  = \$162 ;
+    \$401  = \$168 ;
     if (rst) begin
-      \$386  = 1'h0;
+      \$401  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$387  = sweep_addr;
+    \$402  = sweep_addr;
     if (sweep) begin
-      \$387  = \$163 [11:0];
-      if (\$164 ) begin
-        \$387  = 12'h000;
+      \$402  = \$169 [11:0];
+      if (\$170 ) begin
+        \$402  = 12'h000;
       end
     end
-    if (\$381 ) begin
-      \$387  = 12'h000;
+    if (\$396 ) begin
+      \$402  = 12'h000;
     end
     if (rst) begin
-      \$387  = 12'h000;
+      \$402  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$388  = sweep;
+    \$403  = sweep;
     if (sweep) begin
-      if (\$164 ) begin
-        \$388  = 1'h0;
+      if (\$170 ) begin
+        \$403  = 1'h0;
       end
     end
-    if (\$381 ) begin
-      \$388  = 1'h1;
+    if (\$396 ) begin
+      \$403  = 1'h1;
     end
     if (rst) begin
-      \$388  = 1'h1;
+      \$403  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$389 [0] = a_valid;
-    \$389 [3:1] = a[2:0];
-    \$389 [4] = \$168 ;
-    \$389 [5] = \$169 ;
-    \$389 [6] = write;
-    \$389 [7] = \$173 ;
-    \$389 [8] = \$191 ;
-    \$389 [9] = \$199 ;
-    \$389 [10] = 1'h0;
-    \$389 [11] = \$223 ;
-    \$389 [14:12] = a[5:3];
-    \$389 [30:15] = leaf_index;
-    \$389 [62:31] = new_value;
-    \$389 [95:63] = 33'h000000000;
-    \$389 [143:96] = { 16'h0000, a[93:62] };
-    \$389 [191:144] = { 16'h0000, \$228  };
+    \$404 [0] = a_valid;
+    \$404 [3:1] = a[2:0];
+    \$404 [4] = \$174 ;
+    \$404 [5] = \$175 ;
+    \$404 [6] = write;
+    \$404 [7] = \$179 ;
+    \$404 [8] = \$197 ;
+    \$404 [9] = \$205 ;
+    \$404 [10] = 1'h0;
+    \$404 [11] = \$229 ;
+    \$404 [14:12] = a[5:3];
+    \$404 [30:15] = leaf_index;
+    \$404 [62:31] = new_value;
+    \$404 [95:63] = 33'h000000000;
+    \$404 [143:96] = { 16'h0000, a[93:62] };
+    \$404 [191:144] = { 16'h0000, \$234  };
     if (rst) begin
-      \$389  = 192'h000000000000000000000000000000000000000000000000;
+      \$404  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$390  = write_pointer;
-    if (\$232 ) begin
-      \$390  = \$235 [15:0];
+    \$405  = write_pointer;
+    if (\$238 ) begin
+      \$405  = \$241 [15:0];
     end
-    if (\$381 ) begin
-      \$390  = 16'h0000;
+    if (\$396 ) begin
+      \$405  = 16'h0000;
     end
     if (rst) begin
-      \$390  = 16'h0000;
+      \$405  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$391  = size;
-    if (\$232 ) begin
-      \$391  = \$238 [16:0];
+    \$406  = size;
+    if (\$238 ) begin
+      \$406  = \$244 [16:0];
     end
-    if (\$381 ) begin
-      \$391  = 17'h00000;
+    if (\$396 ) begin
+      \$406  = 17'h00000;
     end
     if (rst) begin
-      \$391  = 17'h00000;
+      \$406  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$392  = max_priority;
+    \$407  = max_priority;
     if (max_raise) begin
-      \$392  = b[62:31];
+      \$407  = b[62:31];
     end
-    if (\$381 ) begin
-      \$392  = 32'd65536;
+    if (\$396 ) begin
+      \$407  = 32'd65536;
     end
     if (rst) begin
-      \$392  = 32'd65536;
+      \$407  = 32'd65536;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$393  = { 1'h1, \$307 , \$304 , \$301 , \$298 , \$295 , \$292 , \$289 , \$286 , \$283 , \$280 , \$277 , \$274 , \$271 , \$268 , \$265 , \$262 , \$259 , \$256 , \$253 , \$250 , \$247 , \$244 , \$241  };
+    \$408  = { 1'h1, \$322 , \$319 , \$316 , \$313 , \$310 , \$307 , \$304 , \$301 , \$298 , \$295 , \$292 , \$289 , \$286 , \$283 , \$280 , \$277 , \$274 , \$271 , \$268 , \$265 , \$262 , \$259 , \$256 , \$253 , \$250 , \$247  };
     if (rst) begin
-      \$393  = 24'h000000;
+      \$408  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$394  = { \$339 , \$337 , \$335 , \$333 , \$331 , \$329 , \$327 , \$325 , \$323 , \$321 , \$319 , \$317 , \$315 , \$313 , \$311 , \$309  };
+    \$409  = { \$354 , \$352 , \$350 , \$348 , \$346 , \$344 , \$342 , \$340 , \$338 , \$336 , \$334 , \$332 , \$330 , \$328 , \$326 , \$324  };
     if (rst) begin
-      \$394  = 16'h0000;
+      \$409  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$395  = b;
+    \$410  = b;
     if (rst) begin
-      \$395  = 192'h000000000000000000000000000000000000000000000000;
+      \$410  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$396  = youngest[22:0];
+    \$411  = youngest[25:0];
     if (rst) begin
-      \$396  = 23'h000000;
+      \$411  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$397  = \$340 ;
+    \$412  = \$355 ;
     if (rst) begin
-      \$397  = 16'h0000;
+      \$412  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$398  = lookup_data;
+    \$413  = lookup_data;
     if (rst) begin
-      \$398  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$413  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$399  = b2;
+    \$414  = b2;
     if (b2[7]) begin
-      \$399 [191:144] = { 16'h0000, old };
+      \$414 [191:144] = { 16'h0000, old };
     end
     if (rst) begin
-      \$399  = 192'h000000000000000000000000000000000000000000000000;
+      \$414  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$400  = old;
+    \$415  = old;
     if (rst) begin
-      \$400  = 32'd0;
+      \$415  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$401  = \$341 ;
+    \$416  = \$356 ;
     if (rst) begin
-      \$401  = 43'h00000000000;
+      \$416  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$402  = \$342 ;
+    \$417  = \$357 ;
     if (rst) begin
-      \$402  = 39'h0000000000;
+      \$417  = 39'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$403  = \$343 ;
+    \$418  = \$358 ;
     if (rst) begin
-      \$403  = 41'h00000000000;
+      \$418  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$404  = \$344 ;
+    \$419  = \$359 ;
     if (rst) begin
-      \$404  = 37'h0000000000;
+      \$419  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    { \$405 [191:96], \$405 [62:0] } = { c[191:96], c[62:0] };
-    \$405 [95:63] = delta;
-    if (\$347 ) begin
-      \$405 [4] = 1'h0;
-      \$405 [10] = 1'h1;
+    { \$420 [191:96], \$420 [62:0] } = { c[191:96], c[62:0] };
+    \$420 [95:63] = delta;
+    if (\$362 ) begin
+      \$420 [4] = 1'h0;
+      \$420 [10] = 1'h1;
     end
-    if (\$349 ) begin
-      \$405 [191:144] = total;
+    if (\$364 ) begin
+      \$420 [191:144] = total;
     end
     if (rst) begin
-      \$405  = 192'h000000000000000000000000000000000000000000000000;
+      \$420  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$406  = total;
+    \$421  = total;
     if (c[6]) begin
-      \$406  = \$345 [47:0];
+      \$421  = \$360 [47:0];
     end
-    if (\$381 ) begin
-      \$406  = 48'h000000000000;
+    if (\$396 ) begin
+      \$421  = 48'h000000000000;
     end
     if (rst) begin
-      \$406  = 48'h000000000000;
+      \$421  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$407  = m;
+    \$422  = m;
     if (m[4]) begin
-      \$407 [143:96] = \$127 [79:32];
+      \$422 [143:96] = \$133 [79:32];
     end
     if (rst) begin
-      \$407  = 192'h000000000000000000000000000000000000000000000000;
+      \$422  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$408  = empty;
+    \$423  = empty;
     if (clear) begin
-      \$408  = 1'h0;
+      \$423  = 1'h0;
     end
-    if (\$351 ) begin
-      \$408  = 1'h1;
+    if (\$366 ) begin
+      \$423  = 1'h1;
     end
     if (rst) begin
-      \$408  = 1'h0;
+      \$423  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$409  = saturated;
+    \$424  = saturated;
     if (clear) begin
-      \$409  = 1'h0;
+      \$424  = 1'h0;
     end
-    if (\$354 ) begin
-      \$409  = 1'h1;
+    if (\$369 ) begin
+      \$424  = 1'h1;
     end
     if (rst) begin
-      \$409  = 1'h0;
+      \$424  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$410  = invalid;
+    \$425  = invalid;
     if (clear) begin
-      \$410  = 1'h0;
+      \$425  = 1'h0;
     end
-    if (\$378 ) begin
-      \$410  = 1'h1;
+    if (\$393 ) begin
+      \$425  = 1'h1;
     end
     if (rst) begin
-      \$410  = 1'h0;
+      \$425  = 1'h0;
     end
   end
   assign r1 = i;
@@ -4216,7 +4350,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign lookup_addr = \$37 [11:0];
   assign \seed$64  = seed;
   assign seed_load = load;
-  assign product = \$127 [79:0];
+  assign product = \$133 [79:0];
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -4514,6 +4648,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \taps[4].delta  = taps[863:831];
   assign \taps[4].target  = taps[911:864];
   assign \taps[4].value  = taps[959:912];
+  assign \taps[5]  = taps[1151:960];
+  assign \taps[5].valid  = taps[960];
+  assign \taps[5].op  = taps[963:961];
+  assign \taps[5].sample  = taps[964];
+  assign \taps[5].prng  = taps[965];
+  assign \taps[5].write  = taps[966];
+  assign \taps[5].read  = taps[967];
+  assign \taps[5].debug  = taps[968];
+  assign \taps[5].respond  = taps[969];
+  assign \taps[5].empty  = taps[970];
+  assign \taps[5].invalid  = taps[971];
+  assign \taps[5].level  = taps[974:972];
+  assign \taps[5].index  = taps[990:975];
+  assign \taps[5].prio  = taps[1022:991];
+  assign \taps[5].delta  = taps[1055:1023];
+  assign \taps[5].target  = taps[1103:1056];
+  assign \taps[5].value  = taps[1151:1104];
   assign \taps$58[0]  = \taps$58 [191:0];
   assign \taps$58[0].valid  = \taps$58 [0];
   assign \taps$58[0].op  = \taps$58 [3:1];
@@ -4599,6 +4750,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \taps$58[4].delta  = \taps$58 [863:831];
   assign \taps$58[4].target  = \taps$58 [911:864];
   assign \taps$58[4].value  = \taps$58 [959:912];
+  assign \taps$58[5]  = \taps$58 [1151:960];
+  assign \taps$58[5].valid  = \taps$58 [960];
+  assign \taps$58[5].op  = \taps$58 [963:961];
+  assign \taps$58[5].sample  = \taps$58 [964];
+  assign \taps$58[5].prng  = \taps$58 [965];
+  assign \taps$58[5].write  = \taps$58 [966];
+  assign \taps$58[5].read  = \taps$58 [967];
+  assign \taps$58[5].debug  = \taps$58 [968];
+  assign \taps$58[5].respond  = \taps$58 [969];
+  assign \taps$58[5].empty  = \taps$58 [970];
+  assign \taps$58[5].invalid  = \taps$58 [971];
+  assign \taps$58[5].level  = \taps$58 [974:972];
+  assign \taps$58[5].index  = \taps$58 [990:975];
+  assign \taps$58[5].prio  = \taps$58 [1022:991];
+  assign \taps$58[5].delta  = \taps$58 [1055:1023];
+  assign \taps$58[5].target  = \taps$58 [1103:1056];
+  assign \taps$58[5].value  = \taps$58 [1151:1104];
   assign \taps$59[0]  = \taps$59 [191:0];
   assign \taps$59[0].valid  = \taps$59 [0];
   assign \taps$59[0].op  = \taps$59 [3:1];
@@ -4684,6 +4852,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \taps$59[4].delta  = \taps$59 [863:831];
   assign \taps$59[4].target  = \taps$59 [911:864];
   assign \taps$59[4].value  = \taps$59 [959:912];
+  assign \taps$59[5]  = \taps$59 [1151:960];
+  assign \taps$59[5].valid  = \taps$59 [960];
+  assign \taps$59[5].op  = \taps$59 [963:961];
+  assign \taps$59[5].sample  = \taps$59 [964];
+  assign \taps$59[5].prng  = \taps$59 [965];
+  assign \taps$59[5].write  = \taps$59 [966];
+  assign \taps$59[5].read  = \taps$59 [967];
+  assign \taps$59[5].debug  = \taps$59 [968];
+  assign \taps$59[5].respond  = \taps$59 [969];
+  assign \taps$59[5].empty  = \taps$59 [970];
+  assign \taps$59[5].invalid  = \taps$59 [971];
+  assign \taps$59[5].level  = \taps$59 [974:972];
+  assign \taps$59[5].index  = \taps$59 [990:975];
+  assign \taps$59[5].prio  = \taps$59 [1022:991];
+  assign \taps$59[5].delta  = \taps$59 [1055:1023];
+  assign \taps$59[5].target  = \taps$59 [1103:1056];
+  assign \taps$59[5].value  = \taps$59 [1151:1104];
   assign \taps$60[0]  = \taps$60 [191:0];
   assign \taps$60[0].valid  = \taps$60 [0];
   assign \taps$60[0].op  = \taps$60 [3:1];
@@ -4769,6 +4954,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \taps$60[4].delta  = \taps$60 [863:831];
   assign \taps$60[4].target  = \taps$60 [911:864];
   assign \taps$60[4].value  = \taps$60 [959:912];
+  assign \taps$60[5]  = \taps$60 [1151:960];
+  assign \taps$60[5].valid  = \taps$60 [960];
+  assign \taps$60[5].op  = \taps$60 [963:961];
+  assign \taps$60[5].sample  = \taps$60 [964];
+  assign \taps$60[5].prng  = \taps$60 [965];
+  assign \taps$60[5].write  = \taps$60 [966];
+  assign \taps$60[5].read  = \taps$60 [967];
+  assign \taps$60[5].debug  = \taps$60 [968];
+  assign \taps$60[5].respond  = \taps$60 [969];
+  assign \taps$60[5].empty  = \taps$60 [970];
+  assign \taps$60[5].invalid  = \taps$60 [971];
+  assign \taps$60[5].level  = \taps$60 [974:972];
+  assign \taps$60[5].index  = \taps$60 [990:975];
+  assign \taps$60[5].prio  = \taps$60 [1022:991];
+  assign \taps$60[5].delta  = \taps$60 [1055:1023];
+  assign \taps$60[5].target  = \taps$60 [1103:1056];
+  assign \taps$60[5].value  = \taps$60 [1151:1104];
   assign \b2.valid  = b2[0];
   assign \b2.op  = b2[3:1];
   assign \b2.sample  = b2[4];
@@ -4796,18 +4998,18 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \$35  = \$33 ;
   assign \$37  = { 4'h0, \$36 [15:4] };
   assign \$41  = \$40 ;
-  assign \$120  = { 1'h0, pp_0_0 };
-  assign \$122  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$124  = { 14'h0000, pp_17_0, 17'h00000 };
-  assign \$126  = { 20'h00000, pp_17_26, 43'h00000000000 };
-  assign \$139  = rsp__valid;
-  assign \$142  = rsp__valid;
-  assign \$172  = 1'h1;
-  assign \$173  = \$171 ;
-  assign \$205  = 1'h0;
-  assign \$223  = \$222 ;
-  assign \$360  = 1'h0;
-  assign \$378  = \$377 ;
+  assign \$126  = { 1'h0, pp_0_0 };
+  assign \$128  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$130  = { 14'h0000, pp_17_0, 17'h00000 };
+  assign \$132  = { 20'h00000, pp_17_26, 43'h00000000000 };
+  assign \$145  = rsp__valid;
+  assign \$148  = rsp__valid;
+  assign \$178  = 1'h1;
+  assign \$179  = \$177 ;
+  assign \$211  = 1'h0;
+  assign \$229  = \$228 ;
+  assign \$375  = 1'h0;
+  assign \$393  = \$392 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -4883,56 +5085,56 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [15:0] \$158 ;
+  wire [15:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire \$161 ;
+  wire [15:0] \$160 ;
+  wire [15:0] \$161 ;
   wire \$162 ;
   wire \$163 ;
-  wire \$164 ;
-  wire \$165 ;
-  wire \$166 ;
-  wire \$167 ;
+  wire [15:0] \$164 ;
+  wire [15:0] \$165 ;
+  wire [15:0] \$166 ;
+  wire [15:0] \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
+  wire [15:0] \$172 ;
   wire [15:0] \$173 ;
   wire [15:0] \$174 ;
   wire [15:0] \$175 ;
-  wire [15:0] \$176 ;
+  wire \$176 ;
   wire \$177 ;
-  wire \$178 ;
+  wire [15:0] \$178 ;
   wire [15:0] \$179 ;
   wire [45:0] \$18 ;
   wire [15:0] \$180 ;
   wire [15:0] \$181 ;
-  wire [15:0] \$182 ;
+  wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire \$186 ;
-  wire [15:0] \$187 ;
-  wire [15:0] \$188 ;
-  wire [15:0] \$189 ;
+  reg [43:0] \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire [15:0] \$19 ;
-  wire [15:0] \$190 ;
+  wire \$190 ;
   wire \$191 ;
   wire \$192 ;
-  wire [15:0] \$193 ;
-  wire [15:0] \$194 ;
-  wire [15:0] \$195 ;
-  wire [15:0] \$196 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  reg [43:0] \$201 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -4968,43 +5170,43 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire [47:0] \$234 ;
-  wire [47:0] \$235 ;
+  wire [43:0] \$234 ;
+  wire [43:0] \$235 ;
   wire [43:0] \$236 ;
-  wire [47:0] \$237 ;
+  wire [43:0] \$237 ;
   wire [43:0] \$238 ;
-  wire [47:0] \$239 ;
+  wire [43:0] \$239 ;
   wire [15:0] \$24 ;
   wire [43:0] \$240 ;
-  wire [47:0] \$241 ;
+  wire [43:0] \$241 ;
   wire [43:0] \$242 ;
-  wire [47:0] \$243 ;
+  wire [43:0] \$243 ;
   wire [43:0] \$244 ;
-  wire [47:0] \$245 ;
+  wire [43:0] \$245 ;
   wire [43:0] \$246 ;
-  wire [47:0] \$247 ;
+  wire [43:0] \$247 ;
   wire [43:0] \$248 ;
-  wire [47:0] \$249 ;
+  wire [43:0] \$249 ;
   wire \$25 ;
   wire [43:0] \$250 ;
-  wire [47:0] \$251 ;
+  wire [43:0] \$251 ;
   wire [43:0] \$252 ;
-  wire [47:0] \$253 ;
+  wire [43:0] \$253 ;
   wire [43:0] \$254 ;
-  wire [47:0] \$255 ;
+  wire [43:0] \$255 ;
   wire [43:0] \$256 ;
-  wire [47:0] \$257 ;
+  wire [43:0] \$257 ;
   wire [43:0] \$258 ;
-  wire [47:0] \$259 ;
+  wire [43:0] \$259 ;
   wire \$26 ;
   wire [43:0] \$260 ;
-  wire [47:0] \$261 ;
+  wire [43:0] \$261 ;
   wire [43:0] \$262 ;
-  wire [47:0] \$263 ;
+  wire [43:0] \$263 ;
   wire [43:0] \$264 ;
-  wire [47:0] \$265 ;
+  wire [43:0] \$265 ;
   reg [703:0] \$266 ;
-  reg [959:0] \$267 ;
+  reg [1151:0] \$267 ;
   reg [703:0] \$268 ;
   reg \$269 ;
   wire [32:0] \$27 ;
@@ -5062,9 +5264,25 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   reg [47:0] \$316 ;
   reg [47:0] \$317 ;
   reg [47:0] \$318 ;
-  reg [191:0] \$319 ;
+  reg [14:0] \$319 ;
   wire [32:0] \$32 ;
+  reg [43:0] \$320 ;
+  reg [43:0] \$321 ;
+  reg [43:0] \$322 ;
+  reg [43:0] \$323 ;
+  reg [43:0] \$324 ;
+  reg [43:0] \$325 ;
+  reg [43:0] \$326 ;
+  reg [43:0] \$327 ;
+  reg [43:0] \$328 ;
+  reg [43:0] \$329 ;
   wire [45:0] \$33 ;
+  reg [43:0] \$330 ;
+  reg [43:0] \$331 ;
+  reg [43:0] \$332 ;
+  reg [43:0] \$333 ;
+  reg [43:0] \$334 ;
+  reg [191:0] \$335 ;
   wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -5137,6 +5355,21 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire [44:0] \$97 ;
   wire [44:0] \$98 ;
   wire [44:0] \$99 ;
+  wire [48:0] c_diff0;
+  wire [48:0] c_diff1;
+  wire [48:0] c_diff10;
+  wire [48:0] c_diff11;
+  wire [48:0] c_diff12;
+  wire [48:0] c_diff13;
+  wire [48:0] c_diff14;
+  wire [48:0] c_diff2;
+  wire [48:0] c_diff3;
+  wire [48:0] c_diff4;
+  wire [48:0] c_diff5;
+  wire [48:0] c_diff6;
+  wire [48:0] c_diff7;
+  wire [48:0] c_diff8;
+  wire [48:0] c_diff9;
   input clk;
   wire clk;
   input [191:0] i;
@@ -5281,29 +5514,29 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   reg [703:0] rd_data = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   input rst;
   wire rst;
-  wire [48:0] s_diff0;
-  wire [48:0] s_diff1;
-  wire [48:0] s_diff10;
-  wire [48:0] s_diff11;
-  wire [48:0] s_diff12;
-  wire [48:0] s_diff13;
-  wire [48:0] s_diff14;
-  wire [48:0] s_diff2;
-  wire [48:0] s_diff3;
-  wire [48:0] s_diff4;
-  wire [48:0] s_diff5;
-  wire [48:0] s_diff6;
-  wire [48:0] s_diff7;
-  wire [48:0] s_diff8;
-  wire [48:0] s_diff9;
-  wire [14:0] s_le;
+  reg [43:0] s_diff0 = 44'h00000000000;
+  reg [43:0] s_diff1 = 44'h00000000000;
+  reg [43:0] s_diff10 = 44'h00000000000;
+  reg [43:0] s_diff11 = 44'h00000000000;
+  reg [43:0] s_diff12 = 44'h00000000000;
+  reg [43:0] s_diff13 = 44'h00000000000;
+  reg [43:0] s_diff14 = 44'h00000000000;
+  reg [43:0] s_diff2 = 44'h00000000000;
+  reg [43:0] s_diff3 = 44'h00000000000;
+  reg [43:0] s_diff4 = 44'h00000000000;
+  reg [43:0] s_diff5 = 44'h00000000000;
+  reg [43:0] s_diff6 = 44'h00000000000;
+  reg [43:0] s_diff7 = 44'h00000000000;
+  reg [43:0] s_diff8 = 44'h00000000000;
+  reg [43:0] s_diff9 = 44'h00000000000;
+  reg [14:0] s_le = 15'h0000;
   wire [15:0] s_onehot;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [959:0] taps;
-  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1151:0] taps;
+  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -5434,6 +5667,32 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \taps[4].valid ;
   wire [47:0] \taps[4].value ;
   wire \taps[4].write ;
+  wire [191:0] \taps[5] ;
+  wire \taps[5].debug ;
+  wire [32:0] \taps[5].delta ;
+  wire \taps[5].empty ;
+  wire [15:0] \taps[5].index ;
+  wire \taps[5].invalid ;
+  wire [2:0] \taps[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[5].op ;
+  wire [31:0] \taps[5].prio ;
+  wire \taps[5].prng ;
+  wire \taps[5].read ;
+  wire \taps[5].respond ;
+  wire \taps[5].sample ;
+  wire [47:0] \taps[5].target ;
+  wire \taps[5].valid ;
+  wire [47:0] \taps[5].value ;
+  wire \taps[5].write ;
   (* init = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 *)
   wire [703:0] word;
   wire wr_addr;
@@ -5548,131 +5807,146 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$124  = \$116 [47:0] + \$117 [47:0];
   assign \$125  = \$116 [47:0] + \$118 [47:0];
   assign \$126  = \$116 [47:0] + \$119 [47:0];
-  assign s_diff0 = taps[911:864] - q2_pre0;
-  assign s_diff1 = taps[911:864] - q2_pre1;
-  assign s_diff2 = taps[911:864] - q2_pre2;
-  assign s_diff3 = taps[911:864] - q2_pre3;
-  assign s_diff4 = taps[911:864] - q2_pre4;
-  assign s_diff5 = taps[911:864] - q2_pre5;
-  assign s_diff6 = taps[911:864] - q2_pre6;
-  assign s_diff7 = taps[911:864] - q2_pre7;
-  assign s_diff8 = taps[911:864] - q2_pre8;
-  assign s_diff9 = taps[911:864] - q2_pre9;
-  assign s_diff10 = taps[911:864] - q2_pre10;
-  assign s_diff11 = taps[911:864] - q2_pre11;
-  assign s_diff12 = taps[911:864] - q2_pre12;
-  assign s_diff13 = taps[911:864] - q2_pre13;
-  assign s_diff14 = taps[911:864] - q2_pre14;
-  assign \$127  = ~ s_diff0[48];
-  assign \$128  = ~ s_diff1[48];
-  assign \$129  = ~ s_diff2[48];
-  assign \$130  = ~ s_diff3[48];
-  assign \$131  = ~ s_diff4[48];
-  assign \$132  = ~ s_diff5[48];
-  assign \$133  = ~ s_diff6[48];
-  assign \$134  = ~ s_diff7[48];
-  assign \$135  = ~ s_diff8[48];
-  assign \$136  = ~ s_diff9[48];
-  assign \$137  = ~ s_diff10[48];
-  assign \$138  = ~ s_diff11[48];
-  assign \$139  = ~ s_diff12[48];
-  assign \$140  = ~ s_diff13[48];
-  assign \$141  = ~ s_diff14[48];
-  assign \$144  = \$127  & \$143 ;
-  assign \$146  = \$128  & \$145 ;
-  assign \$148  = \$129  & \$147 ;
-  assign \$150  = \$130  & \$149 ;
-  assign \$152  = \$131  & \$151 ;
-  assign \$154  = \$132  & \$153 ;
-  assign \$156  = \$133  & \$155 ;
-  assign \$158  = \$134  & \$157 ;
-  assign \$160  = \$135  & \$159 ;
-  assign \$162  = \$136  & \$161 ;
-  assign \$164  = \$137  & \$163 ;
-  assign \$166  = \$138  & \$165 ;
-  assign \$168  = \$139  & \$167 ;
-  assign \$170  = \$140  & \$169 ;
-  assign \$171  = taps[206:204] == 1'h1;
-  assign \$172  = taps[200] & \$171 ;
-  assign \$175  = \$172  ? \$173  : 16'h0000;
-  assign \$176  = taps[196] ? taps[222:207] : \$175 ;
-  assign \$177  = taps[14:12] == 1'h1;
-  assign \$178  = taps[8] & \$177 ;
-  assign \$181  = \$178  ? \$179  : 16'h0000;
-  assign \$182  = taps[4] ? taps[30:15] : \$181 ;
-  assign \$183  = \$176 [0] == \$182 [0];
-  assign \$184  = taps[198] & \$183 ;
-  assign \$185  = taps[398:396] == 1'h1;
-  assign \$186  = taps[392] & \$185 ;
-  assign \$189  = \$186  ? \$187  : 16'h0000;
-  assign \$190  = taps[388] ? taps[414:399] : \$189 ;
-  assign \$191  = taps[14:12] == 1'h1;
-  assign \$192  = taps[8] & \$191 ;
-  assign \$195  = \$192  ? \$193  : 16'h0000;
-  assign \$196  = taps[4] ? taps[30:15] : \$195 ;
-  assign \$197  = \$190 [0] == \$196 [0];
-  assign \$198  = taps[390] & \$197 ;
-  assign \$199  = taps[206:204] == 1'h1;
-  assign \$200  = taps[200] & \$199 ;
-  assign \$203  = \$202  | \$148 ;
-  assign \$204  = \$203  | \$152 ;
-  assign \$205  = \$204  | \$156 ;
-  assign \$206  = \$205  | \$160 ;
-  assign \$207  = \$206  | \$164 ;
-  assign \$208  = \$207  | \$168 ;
-  assign \$209  = \$208  | \$141 ;
-  assign \$211  = \$210  | \$148 ;
-  assign \$212  = \$211  | \$154 ;
-  assign \$213  = \$212  | \$156 ;
-  assign \$214  = \$213  | \$162 ;
-  assign \$215  = \$214  | \$164 ;
-  assign \$216  = \$215  | \$170 ;
-  assign \$217  = \$216  | \$141 ;
-  assign \$219  = \$218  | \$152 ;
-  assign \$220  = \$219  | \$154 ;
-  assign \$221  = \$220  | \$156 ;
-  assign \$222  = \$221  | \$166 ;
-  assign \$223  = \$222  | \$168 ;
-  assign \$224  = \$223  | \$170 ;
-  assign \$225  = \$224  | \$141 ;
-  assign \$227  = \$226  | \$160 ;
-  assign \$228  = \$227  | \$162 ;
-  assign \$229  = \$228  | \$164 ;
-  assign \$230  = \$229  | \$166 ;
-  assign \$231  = \$230  | \$168 ;
-  assign \$232  = \$231  | \$170 ;
-  assign \$233  = \$232  | \$141 ;
-  assign \$234  = \$142  ? taps[911:864] : 48'h000000000000;
-  assign \$236  = \$144  ? s_diff0[43:0] : 44'h00000000000;
-  assign \$237  = \$235  | { 4'h0, \$236  };
-  assign \$238  = \$146  ? s_diff1[43:0] : 44'h00000000000;
-  assign \$239  = \$237  | { 4'h0, \$238  };
-  assign \$240  = \$148  ? s_diff2[43:0] : 44'h00000000000;
-  assign \$241  = \$239  | { 4'h0, \$240  };
-  assign \$242  = \$150  ? s_diff3[43:0] : 44'h00000000000;
-  assign \$243  = \$241  | { 4'h0, \$242  };
-  assign \$244  = \$152  ? s_diff4[43:0] : 44'h00000000000;
-  assign \$245  = \$243  | { 4'h0, \$244  };
-  assign \$246  = \$154  ? s_diff5[43:0] : 44'h00000000000;
-  assign \$247  = \$245  | { 4'h0, \$246  };
-  assign \$248  = \$156  ? s_diff6[43:0] : 44'h00000000000;
-  assign \$249  = \$247  | { 4'h0, \$248  };
-  assign \$250  = \$158  ? s_diff7[43:0] : 44'h00000000000;
-  assign \$251  = \$249  | { 4'h0, \$250  };
-  assign \$252  = \$160  ? s_diff8[43:0] : 44'h00000000000;
-  assign \$253  = \$251  | { 4'h0, \$252  };
-  assign \$254  = \$162  ? s_diff9[43:0] : 44'h00000000000;
-  assign \$255  = \$253  | { 4'h0, \$254  };
-  assign \$256  = \$164  ? s_diff10[43:0] : 44'h00000000000;
-  assign \$257  = \$255  | { 4'h0, \$256  };
-  assign \$258  = \$166  ? s_diff11[43:0] : 44'h00000000000;
-  assign \$259  = \$257  | { 4'h0, \$258  };
-  assign \$260  = \$168  ? s_diff12[43:0] : 44'h00000000000;
-  assign \$261  = \$259  | { 4'h0, \$260  };
-  assign \$262  = \$170  ? s_diff13[43:0] : 44'h00000000000;
-  assign \$263  = \$261  | { 4'h0, \$262  };
-  assign \$264  = s_diff14[48] ? 44'h00000000000 : s_diff14[43:0];
-  assign \$265  = \$263  | { 4'h0, \$264  };
+  assign c_diff0 = taps[911:864] - q2_pre0;
+  assign c_diff1 = taps[911:864] - q2_pre1;
+  assign c_diff2 = taps[911:864] - q2_pre2;
+  assign c_diff3 = taps[911:864] - q2_pre3;
+  assign c_diff4 = taps[911:864] - q2_pre4;
+  assign c_diff5 = taps[911:864] - q2_pre5;
+  assign c_diff6 = taps[911:864] - q2_pre6;
+  assign c_diff7 = taps[911:864] - q2_pre7;
+  assign c_diff8 = taps[911:864] - q2_pre8;
+  assign c_diff9 = taps[911:864] - q2_pre9;
+  assign c_diff10 = taps[911:864] - q2_pre10;
+  assign c_diff11 = taps[911:864] - q2_pre11;
+  assign c_diff12 = taps[911:864] - q2_pre12;
+  assign c_diff13 = taps[911:864] - q2_pre13;
+  assign c_diff14 = taps[911:864] - q2_pre14;
+  assign \$127  = ~ s_le[0];
+  assign \$128  = ~ s_le[1];
+  assign \$129  = s_le[0] & \$128 ;
+  assign \$130  = ~ s_le[2];
+  assign \$131  = s_le[1] & \$130 ;
+  assign \$132  = ~ s_le[3];
+  assign \$133  = s_le[2] & \$132 ;
+  assign \$134  = ~ s_le[4];
+  assign \$135  = s_le[3] & \$134 ;
+  assign \$136  = ~ s_le[5];
+  assign \$137  = s_le[4] & \$136 ;
+  assign \$138  = ~ s_le[6];
+  assign \$139  = s_le[5] & \$138 ;
+  assign \$140  = ~ s_le[7];
+  assign \$141  = s_le[6] & \$140 ;
+  assign \$142  = ~ s_le[8];
+  assign \$143  = s_le[7] & \$142 ;
+  assign \$144  = ~ s_le[9];
+  assign \$145  = s_le[8] & \$144 ;
+  assign \$146  = ~ s_le[10];
+  assign \$147  = s_le[9] & \$146 ;
+  assign \$148  = ~ s_le[11];
+  assign \$149  = s_le[10] & \$148 ;
+  assign \$150  = ~ s_le[12];
+  assign \$151  = s_le[11] & \$150 ;
+  assign \$152  = ~ s_le[13];
+  assign \$153  = s_le[12] & \$152 ;
+  assign \$154  = ~ s_le[14];
+  assign \$155  = s_le[13] & \$154 ;
+  assign \$156  = taps[206:204] == 1'h1;
+  assign \$157  = taps[200] & \$156 ;
+  assign \$160  = \$157  ? \$158  : 16'h0000;
+  assign \$161  = taps[196] ? taps[222:207] : \$160 ;
+  assign \$162  = taps[14:12] == 1'h1;
+  assign \$163  = taps[8] & \$162 ;
+  assign \$166  = \$163  ? \$164  : 16'h0000;
+  assign \$167  = taps[4] ? taps[30:15] : \$166 ;
+  assign \$168  = \$161 [0] == \$167 [0];
+  assign \$169  = taps[198] & \$168 ;
+  assign \$170  = taps[398:396] == 1'h1;
+  assign \$171  = taps[392] & \$170 ;
+  assign \$174  = \$171  ? \$172  : 16'h0000;
+  assign \$175  = taps[388] ? taps[414:399] : \$174 ;
+  assign \$176  = taps[14:12] == 1'h1;
+  assign \$177  = taps[8] & \$176 ;
+  assign \$180  = \$177  ? \$178  : 16'h0000;
+  assign \$181  = taps[4] ? taps[30:15] : \$180 ;
+  assign \$182  = \$175 [0] == \$181 [0];
+  assign \$183  = taps[390] & \$182 ;
+  assign \$184  = taps[206:204] == 1'h1;
+  assign \$185  = taps[200] & \$184 ;
+  assign \$187  = ~ c_diff0[48];
+  assign \$188  = ~ c_diff1[48];
+  assign \$189  = ~ c_diff2[48];
+  assign \$190  = ~ c_diff3[48];
+  assign \$191  = ~ c_diff4[48];
+  assign \$192  = ~ c_diff5[48];
+  assign \$193  = ~ c_diff6[48];
+  assign \$194  = ~ c_diff7[48];
+  assign \$195  = ~ c_diff8[48];
+  assign \$196  = ~ c_diff9[48];
+  assign \$197  = ~ c_diff10[48];
+  assign \$198  = ~ c_diff11[48];
+  assign \$199  = ~ c_diff12[48];
+  assign \$200  = ~ c_diff13[48];
+  assign \$201  = ~ c_diff14[48];
+  assign \$203  = \$202  | \$133 ;
+  assign \$204  = \$203  | \$137 ;
+  assign \$205  = \$204  | \$141 ;
+  assign \$206  = \$205  | \$145 ;
+  assign \$207  = \$206  | \$149 ;
+  assign \$208  = \$207  | \$153 ;
+  assign \$209  = \$208  | s_le[14];
+  assign \$211  = \$210  | \$133 ;
+  assign \$212  = \$211  | \$139 ;
+  assign \$213  = \$212  | \$141 ;
+  assign \$214  = \$213  | \$147 ;
+  assign \$215  = \$214  | \$149 ;
+  assign \$216  = \$215  | \$155 ;
+  assign \$217  = \$216  | s_le[14];
+  assign \$219  = \$218  | \$137 ;
+  assign \$220  = \$219  | \$139 ;
+  assign \$221  = \$220  | \$141 ;
+  assign \$222  = \$221  | \$151 ;
+  assign \$223  = \$222  | \$153 ;
+  assign \$224  = \$223  | \$155 ;
+  assign \$225  = \$224  | s_le[14];
+  assign \$227  = \$226  | \$145 ;
+  assign \$228  = \$227  | \$147 ;
+  assign \$229  = \$228  | \$149 ;
+  assign \$230  = \$229  | \$151 ;
+  assign \$231  = \$230  | \$153 ;
+  assign \$232  = \$231  | \$155 ;
+  assign \$233  = \$232  | s_le[14];
+  assign \$234  = s_le[0] ? 44'h00000000000 : taps[1099:1056];
+  assign \$236  = \$129  ? s_diff0 : 44'h00000000000;
+  assign \$237  = \$235  | \$236 ;
+  assign \$238  = \$131  ? s_diff1 : 44'h00000000000;
+  assign \$239  = \$237  | \$238 ;
+  assign \$240  = \$133  ? s_diff2 : 44'h00000000000;
+  assign \$241  = \$239  | \$240 ;
+  assign \$242  = \$135  ? s_diff3 : 44'h00000000000;
+  assign \$243  = \$241  | \$242 ;
+  assign \$244  = \$137  ? s_diff4 : 44'h00000000000;
+  assign \$245  = \$243  | \$244 ;
+  assign \$246  = \$139  ? s_diff5 : 44'h00000000000;
+  assign \$247  = \$245  | \$246 ;
+  assign \$248  = \$141  ? s_diff6 : 44'h00000000000;
+  assign \$249  = \$247  | \$248 ;
+  assign \$250  = \$143  ? s_diff7 : 44'h00000000000;
+  assign \$251  = \$249  | \$250 ;
+  assign \$252  = \$145  ? s_diff8 : 44'h00000000000;
+  assign \$253  = \$251  | \$252 ;
+  assign \$254  = \$147  ? s_diff9 : 44'h00000000000;
+  assign \$255  = \$253  | \$254 ;
+  assign \$256  = \$149  ? s_diff10 : 44'h00000000000;
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = \$151  ? s_diff11 : 44'h00000000000;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = \$153  ? s_diff12 : 44'h00000000000;
+  assign \$261  = \$259  | \$260 ;
+  assign \$262  = \$155  ? s_diff13 : 44'h00000000000;
+  assign \$263  = \$261  | \$262 ;
+  assign \$264  = s_le[14] ? s_diff14 : 44'h00000000000;
+  assign \$265  = \$263  | \$264 ;
   always @(posedge clk)
     rd_data <= \$266 ;
   always @(posedge clk)
@@ -5780,43 +6054,75 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   always @(posedge clk)
     q2_pre14 <= \$318 ;
   always @(posedge clk)
-    o <= \$319 ;
+    s_le <= \$319 ;
+  always @(posedge clk)
+    s_diff0 <= \$320 ;
+  always @(posedge clk)
+    s_diff1 <= \$321 ;
+  always @(posedge clk)
+    s_diff2 <= \$322 ;
+  always @(posedge clk)
+    s_diff3 <= \$323 ;
+  always @(posedge clk)
+    s_diff4 <= \$324 ;
+  always @(posedge clk)
+    s_diff5 <= \$325 ;
+  always @(posedge clk)
+    s_diff6 <= \$326 ;
+  always @(posedge clk)
+    s_diff7 <= \$327 ;
+  always @(posedge clk)
+    s_diff8 <= \$328 ;
+  always @(posedge clk)
+    s_diff9 <= \$329 ;
+  always @(posedge clk)
+    s_diff10 <= \$330 ;
+  always @(posedge clk)
+    s_diff11 <= \$331 ;
+  always @(posedge clk)
+    s_diff12 <= \$332 ;
+  always @(posedge clk)
+    s_diff13 <= \$333 ;
+  always @(posedge clk)
+    s_diff14 <= \$334 ;
+  always @(posedge clk)
+    o <= \$335 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$201  = q_word[43:0];
+          \$186  = q_word[43:0];
       4'h1:
-          \$201  = q_word[87:44];
+          \$186  = q_word[87:44];
       4'h2:
-          \$201  = q_word[131:88];
+          \$186  = q_word[131:88];
       4'h3:
-          \$201  = q_word[175:132];
+          \$186  = q_word[175:132];
       4'h4:
-          \$201  = q_word[219:176];
+          \$186  = q_word[219:176];
       4'h5:
-          \$201  = q_word[263:220];
+          \$186  = q_word[263:220];
       4'h6:
-          \$201  = q_word[307:264];
+          \$186  = q_word[307:264];
       4'h7:
-          \$201  = q_word[351:308];
+          \$186  = q_word[351:308];
       4'h8:
-          \$201  = q_word[395:352];
+          \$186  = q_word[395:352];
       4'h9:
-          \$201  = q_word[439:396];
+          \$186  = q_word[439:396];
       4'ha:
-          \$201  = q_word[483:440];
+          \$186  = q_word[483:440];
       4'hb:
-          \$201  = q_word[527:484];
+          \$186  = q_word[527:484];
       4'hc:
-          \$201  = q_word[571:528];
+          \$186  = q_word[571:528];
       4'hd:
-          \$201  = q_word[615:572];
+          \$186  = q_word[615:572];
       4'he:
-          \$201  = q_word[659:616];
+          \$186  = q_word[659:616];
       4'hf:
-          \$201  = q_word[703:660];
+          \$186  = q_word[703:660];
     endcase
   end
   always @* begin
@@ -5834,17 +6140,18 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
     \$267 [191:0] = i;
     \$267 [383:192] = taps[191:0];
     \$267 [575:384] = taps[383:192];
-    if (\$200 ) begin
-      \$267 [575:528] = { 4'h0, \$201  };
+    if (\$185 ) begin
+      \$267 [575:528] = { 4'h0, \$186  };
     end
     begin
       begin
         \$267 [767:576] = taps[575:384];
         \$267 [959:768] = taps[767:576];
+        \$267 [1151:960] = taps[959:768];
       end
     end
     if (rst) begin
-      \$267  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$267  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
@@ -5856,14 +6163,14 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$269  = \$184 ;
+    \$269  = \$169 ;
     if (rst) begin
       \$269  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$270  = \$198 ;
+    \$270  = \$183 ;
     if (rst) begin
       \$270  = 1'h0;
     end
@@ -6206,13 +6513,125 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$319  = taps[959:768];
-    if (taps[772]) begin
-      \$319 [30:15] = { taps[794:783], \$233 , \$225 , \$217 , \$209  };
-      \$319 [143:96] = { 4'h0, \$265 [43:0] };
+    \$319  = { \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187  };
+    if (rst) begin
+      \$319  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$320  = c_diff0[43:0];
+    if (rst) begin
+      \$320  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$321  = c_diff1[43:0];
+    if (rst) begin
+      \$321  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$322  = c_diff2[43:0];
+    if (rst) begin
+      \$322  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$323  = c_diff3[43:0];
+    if (rst) begin
+      \$323  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$324  = c_diff4[43:0];
+    if (rst) begin
+      \$324  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$325  = c_diff5[43:0];
+    if (rst) begin
+      \$325  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$326  = c_diff6[43:0];
+    if (rst) begin
+      \$326  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$327  = c_diff7[43:0];
+    if (rst) begin
+      \$327  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$328  = c_diff8[43:0];
+    if (rst) begin
+      \$328  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$329  = c_diff9[43:0];
+    if (rst) begin
+      \$329  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$330  = c_diff10[43:0];
+    if (rst) begin
+      \$330  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$331  = c_diff11[43:0];
+    if (rst) begin
+      \$331  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$332  = c_diff12[43:0];
+    if (rst) begin
+      \$332  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$333  = c_diff13[43:0];
+    if (rst) begin
+      \$333  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$334  = c_diff14[43:0];
+    if (rst) begin
+      \$334  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$335  = taps[1151:960];
+    if (taps[964]) begin
+      \$335 [30:15] = { taps[986:975], \$233 , \$225 , \$217 , \$209  };
+      \$335 [143:96] = { 4'h0, \$265  };
     end
     if (rst) begin
-      \$319  = 192'h000000000000000000000000000000000000000000000000;
+      \$335  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign word = rd_data;
@@ -6250,8 +6669,7 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign q1_prefix8_12 = \$124 [47:0];
   assign q1_prefix8_13 = \$125 [47:0];
   assign q1_prefix8_14 = \$126 [47:0];
-  assign s_le = { \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127  };
-  assign s_onehot = { \$141 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160 , \$158 , \$156 , \$154 , \$152 , \$150 , \$148 , \$146 , \$144 , \$142  };
+  assign s_onehot = { s_le[14], \$155 , \$153 , \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -6353,6 +6771,23 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign \taps[4].delta  = taps[863:831];
   assign \taps[4].target  = taps[911:864];
   assign \taps[4].value  = taps[959:912];
+  assign \taps[5]  = taps[1151:960];
+  assign \taps[5].valid  = taps[960];
+  assign \taps[5].op  = taps[963:961];
+  assign \taps[5].sample  = taps[964];
+  assign \taps[5].prng  = taps[965];
+  assign \taps[5].write  = taps[966];
+  assign \taps[5].read  = taps[967];
+  assign \taps[5].debug  = taps[968];
+  assign \taps[5].respond  = taps[969];
+  assign \taps[5].empty  = taps[970];
+  assign \taps[5].invalid  = taps[971];
+  assign \taps[5].level  = taps[974:972];
+  assign \taps[5].index  = taps[990:975];
+  assign \taps[5].prio  = taps[1022:991];
+  assign \taps[5].delta  = taps[1055:1023];
+  assign \taps[5].target  = taps[1103:1056];
+  assign \taps[5].value  = taps[1151:1104];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -6389,33 +6824,18 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$84  = { 12'h000, taps[222:219] };
   assign \$91  = { 4'h0, taps[222:211] };
   assign \$92  = 16'h0000;
-  assign \$142  = s_diff0[48];
-  assign \$143  = s_diff1[48];
-  assign \$145  = s_diff2[48];
-  assign \$147  = s_diff3[48];
-  assign \$149  = s_diff4[48];
-  assign \$151  = s_diff5[48];
-  assign \$153  = s_diff6[48];
-  assign \$155  = s_diff7[48];
-  assign \$157  = s_diff8[48];
-  assign \$159  = s_diff9[48];
-  assign \$161  = s_diff10[48];
-  assign \$163  = s_diff11[48];
-  assign \$165  = s_diff12[48];
-  assign \$167  = s_diff13[48];
-  assign \$169  = s_diff14[48];
-  assign \$173  = { 4'h0, taps[222:211] };
-  assign \$174  = 16'h0000;
-  assign \$179  = { 4'h0, taps[30:19] };
-  assign \$180  = 16'h0000;
-  assign \$187  = { 4'h0, taps[414:403] };
-  assign \$188  = 16'h0000;
-  assign \$193  = { 4'h0, taps[30:19] };
-  assign \$194  = 16'h0000;
-  assign \$202  = \$144 ;
-  assign \$210  = \$146 ;
-  assign \$218  = \$150 ;
-  assign \$226  = \$158 ;
+  assign \$158  = { 4'h0, taps[222:211] };
+  assign \$159  = 16'h0000;
+  assign \$164  = { 4'h0, taps[30:19] };
+  assign \$165  = 16'h0000;
+  assign \$172  = { 4'h0, taps[414:403] };
+  assign \$173  = 16'h0000;
+  assign \$178  = { 4'h0, taps[30:19] };
+  assign \$179  = 16'h0000;
+  assign \$202  = \$129 ;
+  assign \$210  = \$131 ;
+  assign \$218  = \$135 ;
+  assign \$226  = \$143 ;
   assign \$235  = \$234 ;
 endmodule
 
@@ -6492,56 +6912,56 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [15:0] \$158 ;
+  wire [15:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire \$161 ;
+  wire [15:0] \$160 ;
+  wire [15:0] \$161 ;
   wire \$162 ;
   wire \$163 ;
-  wire \$164 ;
-  wire \$165 ;
-  wire \$166 ;
-  wire \$167 ;
+  wire [15:0] \$164 ;
+  wire [15:0] \$165 ;
+  wire [15:0] \$166 ;
+  wire [15:0] \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
+  wire [15:0] \$172 ;
   wire [15:0] \$173 ;
   wire [15:0] \$174 ;
   wire [15:0] \$175 ;
-  wire [15:0] \$176 ;
+  wire \$176 ;
   wire \$177 ;
-  wire \$178 ;
+  wire [15:0] \$178 ;
   wire [15:0] \$179 ;
   wire [41:0] \$18 ;
   wire [15:0] \$180 ;
   wire [15:0] \$181 ;
-  wire [15:0] \$182 ;
+  wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire \$186 ;
-  wire [15:0] \$187 ;
-  wire [15:0] \$188 ;
-  wire [15:0] \$189 ;
+  reg [39:0] \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire [15:0] \$19 ;
-  wire [15:0] \$190 ;
+  wire \$190 ;
   wire \$191 ;
   wire \$192 ;
-  wire [15:0] \$193 ;
-  wire [15:0] \$194 ;
-  wire [15:0] \$195 ;
-  wire [15:0] \$196 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  reg [39:0] \$201 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -6577,42 +6997,42 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire [43:0] \$234 ;
-  wire [43:0] \$235 ;
+  wire [39:0] \$234 ;
+  wire [39:0] \$235 ;
   wire [39:0] \$236 ;
-  wire [43:0] \$237 ;
+  wire [39:0] \$237 ;
   wire [39:0] \$238 ;
-  wire [43:0] \$239 ;
+  wire [39:0] \$239 ;
   wire [15:0] \$24 ;
   wire [39:0] \$240 ;
-  wire [43:0] \$241 ;
+  wire [39:0] \$241 ;
   wire [39:0] \$242 ;
-  wire [43:0] \$243 ;
+  wire [39:0] \$243 ;
   wire [39:0] \$244 ;
-  wire [43:0] \$245 ;
+  wire [39:0] \$245 ;
   wire [39:0] \$246 ;
-  wire [43:0] \$247 ;
+  wire [39:0] \$247 ;
   wire [39:0] \$248 ;
-  wire [43:0] \$249 ;
+  wire [39:0] \$249 ;
   wire \$25 ;
   wire [39:0] \$250 ;
-  wire [43:0] \$251 ;
+  wire [39:0] \$251 ;
   wire [39:0] \$252 ;
-  wire [43:0] \$253 ;
+  wire [39:0] \$253 ;
   wire [39:0] \$254 ;
-  wire [43:0] \$255 ;
+  wire [39:0] \$255 ;
   wire [39:0] \$256 ;
-  wire [43:0] \$257 ;
+  wire [39:0] \$257 ;
   wire [39:0] \$258 ;
-  wire [43:0] \$259 ;
+  wire [39:0] \$259 ;
   wire \$26 ;
   wire [39:0] \$260 ;
-  wire [43:0] \$261 ;
+  wire [39:0] \$261 ;
   wire [39:0] \$262 ;
-  wire [43:0] \$263 ;
+  wire [39:0] \$263 ;
   wire [39:0] \$264 ;
-  wire [43:0] \$265 ;
-  reg [959:0] \$266 ;
+  wire [39:0] \$265 ;
+  reg [1151:0] \$266 ;
   reg [639:0] \$267 ;
   reg \$268 ;
   reg \$269 ;
@@ -6670,9 +7090,25 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   reg [43:0] \$315 ;
   reg [43:0] \$316 ;
   reg [43:0] \$317 ;
-  reg [191:0] \$318 ;
+  reg [14:0] \$318 ;
+  reg [39:0] \$319 ;
   wire [32:0] \$32 ;
+  reg [39:0] \$320 ;
+  reg [39:0] \$321 ;
+  reg [39:0] \$322 ;
+  reg [39:0] \$323 ;
+  reg [39:0] \$324 ;
+  reg [39:0] \$325 ;
+  reg [39:0] \$326 ;
+  reg [39:0] \$327 ;
+  reg [39:0] \$328 ;
+  reg [39:0] \$329 ;
   wire [41:0] \$33 ;
+  reg [39:0] \$330 ;
+  reg [39:0] \$331 ;
+  reg [39:0] \$332 ;
+  reg [39:0] \$333 ;
+  reg [191:0] \$334 ;
   wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -6745,6 +7181,21 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire [40:0] \$97 ;
   wire [40:0] \$98 ;
   wire [40:0] \$99 ;
+  wire [44:0] c_diff0;
+  wire [44:0] c_diff1;
+  wire [44:0] c_diff10;
+  wire [44:0] c_diff11;
+  wire [44:0] c_diff12;
+  wire [44:0] c_diff13;
+  wire [44:0] c_diff14;
+  wire [44:0] c_diff2;
+  wire [44:0] c_diff3;
+  wire [44:0] c_diff4;
+  wire [44:0] c_diff5;
+  wire [44:0] c_diff6;
+  wire [44:0] c_diff7;
+  wire [44:0] c_diff8;
+  wire [44:0] c_diff9;
   input clk;
   wire clk;
   input [191:0] i;
@@ -6891,29 +7342,29 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire [639:0] rport__data;
   input rst;
   wire rst;
-  wire [44:0] s_diff0;
-  wire [44:0] s_diff1;
-  wire [44:0] s_diff10;
-  wire [44:0] s_diff11;
-  wire [44:0] s_diff12;
-  wire [44:0] s_diff13;
-  wire [44:0] s_diff14;
-  wire [44:0] s_diff2;
-  wire [44:0] s_diff3;
-  wire [44:0] s_diff4;
-  wire [44:0] s_diff5;
-  wire [44:0] s_diff6;
-  wire [44:0] s_diff7;
-  wire [44:0] s_diff8;
-  wire [44:0] s_diff9;
-  wire [14:0] s_le;
+  reg [39:0] s_diff0 = 40'h0000000000;
+  reg [39:0] s_diff1 = 40'h0000000000;
+  reg [39:0] s_diff10 = 40'h0000000000;
+  reg [39:0] s_diff11 = 40'h0000000000;
+  reg [39:0] s_diff12 = 40'h0000000000;
+  reg [39:0] s_diff13 = 40'h0000000000;
+  reg [39:0] s_diff14 = 40'h0000000000;
+  reg [39:0] s_diff2 = 40'h0000000000;
+  reg [39:0] s_diff3 = 40'h0000000000;
+  reg [39:0] s_diff4 = 40'h0000000000;
+  reg [39:0] s_diff5 = 40'h0000000000;
+  reg [39:0] s_diff6 = 40'h0000000000;
+  reg [39:0] s_diff7 = 40'h0000000000;
+  reg [39:0] s_diff8 = 40'h0000000000;
+  reg [39:0] s_diff9 = 40'h0000000000;
+  reg [14:0] s_le = 15'h0000;
   wire [15:0] s_onehot;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [959:0] taps;
-  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1151:0] taps;
+  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -7044,6 +7495,32 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \taps[4].valid ;
   wire [47:0] \taps[4].value ;
   wire \taps[4].write ;
+  wire [191:0] \taps[5] ;
+  wire \taps[5].debug ;
+  wire [32:0] \taps[5].delta ;
+  wire \taps[5].empty ;
+  wire [15:0] \taps[5].index ;
+  wire \taps[5].invalid ;
+  wire [2:0] \taps[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[5].op ;
+  wire [31:0] \taps[5].prio ;
+  wire \taps[5].prng ;
+  wire \taps[5].read ;
+  wire \taps[5].respond ;
+  wire \taps[5].sample ;
+  wire [47:0] \taps[5].target ;
+  wire \taps[5].valid ;
+  wire [47:0] \taps[5].value ;
+  wire \taps[5].write ;
   wire [3:0] wport__addr;
   wire [639:0] wport__data;
   wire wport__en;
@@ -7177,131 +7654,146 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$124  = \$116 [43:0] + \$117 [43:0];
   assign \$125  = \$116 [43:0] + \$118 [43:0];
   assign \$126  = \$116 [43:0] + \$119 [43:0];
-  assign s_diff0 = taps[907:864] - q2_pre0;
-  assign s_diff1 = taps[907:864] - q2_pre1;
-  assign s_diff2 = taps[907:864] - q2_pre2;
-  assign s_diff3 = taps[907:864] - q2_pre3;
-  assign s_diff4 = taps[907:864] - q2_pre4;
-  assign s_diff5 = taps[907:864] - q2_pre5;
-  assign s_diff6 = taps[907:864] - q2_pre6;
-  assign s_diff7 = taps[907:864] - q2_pre7;
-  assign s_diff8 = taps[907:864] - q2_pre8;
-  assign s_diff9 = taps[907:864] - q2_pre9;
-  assign s_diff10 = taps[907:864] - q2_pre10;
-  assign s_diff11 = taps[907:864] - q2_pre11;
-  assign s_diff12 = taps[907:864] - q2_pre12;
-  assign s_diff13 = taps[907:864] - q2_pre13;
-  assign s_diff14 = taps[907:864] - q2_pre14;
-  assign \$127  = ~ s_diff0[44];
-  assign \$128  = ~ s_diff1[44];
-  assign \$129  = ~ s_diff2[44];
-  assign \$130  = ~ s_diff3[44];
-  assign \$131  = ~ s_diff4[44];
-  assign \$132  = ~ s_diff5[44];
-  assign \$133  = ~ s_diff6[44];
-  assign \$134  = ~ s_diff7[44];
-  assign \$135  = ~ s_diff8[44];
-  assign \$136  = ~ s_diff9[44];
-  assign \$137  = ~ s_diff10[44];
-  assign \$138  = ~ s_diff11[44];
-  assign \$139  = ~ s_diff12[44];
-  assign \$140  = ~ s_diff13[44];
-  assign \$141  = ~ s_diff14[44];
-  assign \$144  = \$127  & \$143 ;
-  assign \$146  = \$128  & \$145 ;
-  assign \$148  = \$129  & \$147 ;
-  assign \$150  = \$130  & \$149 ;
-  assign \$152  = \$131  & \$151 ;
-  assign \$154  = \$132  & \$153 ;
-  assign \$156  = \$133  & \$155 ;
-  assign \$158  = \$134  & \$157 ;
-  assign \$160  = \$135  & \$159 ;
-  assign \$162  = \$136  & \$161 ;
-  assign \$164  = \$137  & \$163 ;
-  assign \$166  = \$138  & \$165 ;
-  assign \$168  = \$139  & \$167 ;
-  assign \$170  = \$140  & \$169 ;
-  assign \$171  = taps[206:204] == 2'h2;
-  assign \$172  = taps[200] & \$171 ;
-  assign \$175  = \$172  ? \$173  : \$174 ;
-  assign \$176  = taps[196] ? taps[222:207] : \$175 ;
-  assign \$177  = taps[14:12] == 2'h2;
-  assign \$178  = taps[8] & \$177 ;
-  assign \$181  = \$178  ? \$179  : \$180 ;
-  assign \$182  = taps[4] ? taps[30:15] : \$181 ;
-  assign \$183  = \$176 [3:0] == \$182 [3:0];
-  assign \$184  = taps[198] & \$183 ;
-  assign \$185  = taps[398:396] == 2'h2;
-  assign \$186  = taps[392] & \$185 ;
-  assign \$189  = \$186  ? \$187  : \$188 ;
-  assign \$190  = taps[388] ? taps[414:399] : \$189 ;
-  assign \$191  = taps[14:12] == 2'h2;
-  assign \$192  = taps[8] & \$191 ;
-  assign \$195  = \$192  ? \$193  : \$194 ;
-  assign \$196  = taps[4] ? taps[30:15] : \$195 ;
-  assign \$197  = \$190 [3:0] == \$196 [3:0];
-  assign \$198  = taps[390] & \$197 ;
-  assign \$199  = taps[206:204] == 2'h2;
-  assign \$200  = taps[200] & \$199 ;
-  assign \$203  = \$202  | \$148 ;
-  assign \$204  = \$203  | \$152 ;
-  assign \$205  = \$204  | \$156 ;
-  assign \$206  = \$205  | \$160 ;
-  assign \$207  = \$206  | \$164 ;
-  assign \$208  = \$207  | \$168 ;
-  assign \$209  = \$208  | \$141 ;
-  assign \$211  = \$210  | \$148 ;
-  assign \$212  = \$211  | \$154 ;
-  assign \$213  = \$212  | \$156 ;
-  assign \$214  = \$213  | \$162 ;
-  assign \$215  = \$214  | \$164 ;
-  assign \$216  = \$215  | \$170 ;
-  assign \$217  = \$216  | \$141 ;
-  assign \$219  = \$218  | \$152 ;
-  assign \$220  = \$219  | \$154 ;
-  assign \$221  = \$220  | \$156 ;
-  assign \$222  = \$221  | \$166 ;
-  assign \$223  = \$222  | \$168 ;
-  assign \$224  = \$223  | \$170 ;
-  assign \$225  = \$224  | \$141 ;
-  assign \$227  = \$226  | \$160 ;
-  assign \$228  = \$227  | \$162 ;
-  assign \$229  = \$228  | \$164 ;
-  assign \$230  = \$229  | \$166 ;
-  assign \$231  = \$230  | \$168 ;
-  assign \$232  = \$231  | \$170 ;
-  assign \$233  = \$232  | \$141 ;
-  assign \$234  = \$142  ? taps[907:864] : 44'h00000000000;
-  assign \$236  = \$144  ? s_diff0[39:0] : 40'h0000000000;
-  assign \$237  = \$235  | { 4'h0, \$236  };
-  assign \$238  = \$146  ? s_diff1[39:0] : 40'h0000000000;
-  assign \$239  = \$237  | { 4'h0, \$238  };
-  assign \$240  = \$148  ? s_diff2[39:0] : 40'h0000000000;
-  assign \$241  = \$239  | { 4'h0, \$240  };
-  assign \$242  = \$150  ? s_diff3[39:0] : 40'h0000000000;
-  assign \$243  = \$241  | { 4'h0, \$242  };
-  assign \$244  = \$152  ? s_diff4[39:0] : 40'h0000000000;
-  assign \$245  = \$243  | { 4'h0, \$244  };
-  assign \$246  = \$154  ? s_diff5[39:0] : 40'h0000000000;
-  assign \$247  = \$245  | { 4'h0, \$246  };
-  assign \$248  = \$156  ? s_diff6[39:0] : 40'h0000000000;
-  assign \$249  = \$247  | { 4'h0, \$248  };
-  assign \$250  = \$158  ? s_diff7[39:0] : 40'h0000000000;
-  assign \$251  = \$249  | { 4'h0, \$250  };
-  assign \$252  = \$160  ? s_diff8[39:0] : 40'h0000000000;
-  assign \$253  = \$251  | { 4'h0, \$252  };
-  assign \$254  = \$162  ? s_diff9[39:0] : 40'h0000000000;
-  assign \$255  = \$253  | { 4'h0, \$254  };
-  assign \$256  = \$164  ? s_diff10[39:0] : 40'h0000000000;
-  assign \$257  = \$255  | { 4'h0, \$256  };
-  assign \$258  = \$166  ? s_diff11[39:0] : 40'h0000000000;
-  assign \$259  = \$257  | { 4'h0, \$258  };
-  assign \$260  = \$168  ? s_diff12[39:0] : 40'h0000000000;
-  assign \$261  = \$259  | { 4'h0, \$260  };
-  assign \$262  = \$170  ? s_diff13[39:0] : 40'h0000000000;
-  assign \$263  = \$261  | { 4'h0, \$262  };
-  assign \$264  = s_diff14[44] ? 40'h0000000000 : s_diff14[39:0];
-  assign \$265  = \$263  | { 4'h0, \$264  };
+  assign c_diff0 = taps[907:864] - q2_pre0;
+  assign c_diff1 = taps[907:864] - q2_pre1;
+  assign c_diff2 = taps[907:864] - q2_pre2;
+  assign c_diff3 = taps[907:864] - q2_pre3;
+  assign c_diff4 = taps[907:864] - q2_pre4;
+  assign c_diff5 = taps[907:864] - q2_pre5;
+  assign c_diff6 = taps[907:864] - q2_pre6;
+  assign c_diff7 = taps[907:864] - q2_pre7;
+  assign c_diff8 = taps[907:864] - q2_pre8;
+  assign c_diff9 = taps[907:864] - q2_pre9;
+  assign c_diff10 = taps[907:864] - q2_pre10;
+  assign c_diff11 = taps[907:864] - q2_pre11;
+  assign c_diff12 = taps[907:864] - q2_pre12;
+  assign c_diff13 = taps[907:864] - q2_pre13;
+  assign c_diff14 = taps[907:864] - q2_pre14;
+  assign \$127  = ~ s_le[0];
+  assign \$128  = ~ s_le[1];
+  assign \$129  = s_le[0] & \$128 ;
+  assign \$130  = ~ s_le[2];
+  assign \$131  = s_le[1] & \$130 ;
+  assign \$132  = ~ s_le[3];
+  assign \$133  = s_le[2] & \$132 ;
+  assign \$134  = ~ s_le[4];
+  assign \$135  = s_le[3] & \$134 ;
+  assign \$136  = ~ s_le[5];
+  assign \$137  = s_le[4] & \$136 ;
+  assign \$138  = ~ s_le[6];
+  assign \$139  = s_le[5] & \$138 ;
+  assign \$140  = ~ s_le[7];
+  assign \$141  = s_le[6] & \$140 ;
+  assign \$142  = ~ s_le[8];
+  assign \$143  = s_le[7] & \$142 ;
+  assign \$144  = ~ s_le[9];
+  assign \$145  = s_le[8] & \$144 ;
+  assign \$146  = ~ s_le[10];
+  assign \$147  = s_le[9] & \$146 ;
+  assign \$148  = ~ s_le[11];
+  assign \$149  = s_le[10] & \$148 ;
+  assign \$150  = ~ s_le[12];
+  assign \$151  = s_le[11] & \$150 ;
+  assign \$152  = ~ s_le[13];
+  assign \$153  = s_le[12] & \$152 ;
+  assign \$154  = ~ s_le[14];
+  assign \$155  = s_le[13] & \$154 ;
+  assign \$156  = taps[206:204] == 2'h2;
+  assign \$157  = taps[200] & \$156 ;
+  assign \$160  = \$157  ? \$158  : \$159 ;
+  assign \$161  = taps[196] ? taps[222:207] : \$160 ;
+  assign \$162  = taps[14:12] == 2'h2;
+  assign \$163  = taps[8] & \$162 ;
+  assign \$166  = \$163  ? \$164  : \$165 ;
+  assign \$167  = taps[4] ? taps[30:15] : \$166 ;
+  assign \$168  = \$161 [3:0] == \$167 [3:0];
+  assign \$169  = taps[198] & \$168 ;
+  assign \$170  = taps[398:396] == 2'h2;
+  assign \$171  = taps[392] & \$170 ;
+  assign \$174  = \$171  ? \$172  : \$173 ;
+  assign \$175  = taps[388] ? taps[414:399] : \$174 ;
+  assign \$176  = taps[14:12] == 2'h2;
+  assign \$177  = taps[8] & \$176 ;
+  assign \$180  = \$177  ? \$178  : \$179 ;
+  assign \$181  = taps[4] ? taps[30:15] : \$180 ;
+  assign \$182  = \$175 [3:0] == \$181 [3:0];
+  assign \$183  = taps[390] & \$182 ;
+  assign \$184  = taps[206:204] == 2'h2;
+  assign \$185  = taps[200] & \$184 ;
+  assign \$187  = ~ c_diff0[44];
+  assign \$188  = ~ c_diff1[44];
+  assign \$189  = ~ c_diff2[44];
+  assign \$190  = ~ c_diff3[44];
+  assign \$191  = ~ c_diff4[44];
+  assign \$192  = ~ c_diff5[44];
+  assign \$193  = ~ c_diff6[44];
+  assign \$194  = ~ c_diff7[44];
+  assign \$195  = ~ c_diff8[44];
+  assign \$196  = ~ c_diff9[44];
+  assign \$197  = ~ c_diff10[44];
+  assign \$198  = ~ c_diff11[44];
+  assign \$199  = ~ c_diff12[44];
+  assign \$200  = ~ c_diff13[44];
+  assign \$201  = ~ c_diff14[44];
+  assign \$203  = \$202  | \$133 ;
+  assign \$204  = \$203  | \$137 ;
+  assign \$205  = \$204  | \$141 ;
+  assign \$206  = \$205  | \$145 ;
+  assign \$207  = \$206  | \$149 ;
+  assign \$208  = \$207  | \$153 ;
+  assign \$209  = \$208  | s_le[14];
+  assign \$211  = \$210  | \$133 ;
+  assign \$212  = \$211  | \$139 ;
+  assign \$213  = \$212  | \$141 ;
+  assign \$214  = \$213  | \$147 ;
+  assign \$215  = \$214  | \$149 ;
+  assign \$216  = \$215  | \$155 ;
+  assign \$217  = \$216  | s_le[14];
+  assign \$219  = \$218  | \$137 ;
+  assign \$220  = \$219  | \$139 ;
+  assign \$221  = \$220  | \$141 ;
+  assign \$222  = \$221  | \$151 ;
+  assign \$223  = \$222  | \$153 ;
+  assign \$224  = \$223  | \$155 ;
+  assign \$225  = \$224  | s_le[14];
+  assign \$227  = \$226  | \$145 ;
+  assign \$228  = \$227  | \$147 ;
+  assign \$229  = \$228  | \$149 ;
+  assign \$230  = \$229  | \$151 ;
+  assign \$231  = \$230  | \$153 ;
+  assign \$232  = \$231  | \$155 ;
+  assign \$233  = \$232  | s_le[14];
+  assign \$234  = s_le[0] ? 40'h0000000000 : taps[1095:1056];
+  assign \$236  = \$129  ? s_diff0 : 40'h0000000000;
+  assign \$237  = \$235  | \$236 ;
+  assign \$238  = \$131  ? s_diff1 : 40'h0000000000;
+  assign \$239  = \$237  | \$238 ;
+  assign \$240  = \$133  ? s_diff2 : 40'h0000000000;
+  assign \$241  = \$239  | \$240 ;
+  assign \$242  = \$135  ? s_diff3 : 40'h0000000000;
+  assign \$243  = \$241  | \$242 ;
+  assign \$244  = \$137  ? s_diff4 : 40'h0000000000;
+  assign \$245  = \$243  | \$244 ;
+  assign \$246  = \$139  ? s_diff5 : 40'h0000000000;
+  assign \$247  = \$245  | \$246 ;
+  assign \$248  = \$141  ? s_diff6 : 40'h0000000000;
+  assign \$249  = \$247  | \$248 ;
+  assign \$250  = \$143  ? s_diff7 : 40'h0000000000;
+  assign \$251  = \$249  | \$250 ;
+  assign \$252  = \$145  ? s_diff8 : 40'h0000000000;
+  assign \$253  = \$251  | \$252 ;
+  assign \$254  = \$147  ? s_diff9 : 40'h0000000000;
+  assign \$255  = \$253  | \$254 ;
+  assign \$256  = \$149  ? s_diff10 : 40'h0000000000;
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = \$151  ? s_diff11 : 40'h0000000000;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = \$153  ? s_diff12 : 40'h0000000000;
+  assign \$261  = \$259  | \$260 ;
+  assign \$262  = \$155  ? s_diff13 : 40'h0000000000;
+  assign \$263  = \$261  | \$262 ;
+  assign \$264  = s_le[14] ? s_diff14 : 40'h0000000000;
+  assign \$265  = \$263  | \$264 ;
   always @(posedge clk)
     taps <= \$266 ;
   always @(posedge clk)
@@ -7407,43 +7899,75 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   always @(posedge clk)
     q2_pre14 <= \$317 ;
   always @(posedge clk)
-    o <= \$318 ;
+    s_le <= \$318 ;
+  always @(posedge clk)
+    s_diff0 <= \$319 ;
+  always @(posedge clk)
+    s_diff1 <= \$320 ;
+  always @(posedge clk)
+    s_diff2 <= \$321 ;
+  always @(posedge clk)
+    s_diff3 <= \$322 ;
+  always @(posedge clk)
+    s_diff4 <= \$323 ;
+  always @(posedge clk)
+    s_diff5 <= \$324 ;
+  always @(posedge clk)
+    s_diff6 <= \$325 ;
+  always @(posedge clk)
+    s_diff7 <= \$326 ;
+  always @(posedge clk)
+    s_diff8 <= \$327 ;
+  always @(posedge clk)
+    s_diff9 <= \$328 ;
+  always @(posedge clk)
+    s_diff10 <= \$329 ;
+  always @(posedge clk)
+    s_diff11 <= \$330 ;
+  always @(posedge clk)
+    s_diff12 <= \$331 ;
+  always @(posedge clk)
+    s_diff13 <= \$332 ;
+  always @(posedge clk)
+    s_diff14 <= \$333 ;
+  always @(posedge clk)
+    o <= \$334 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$201  = q_word[39:0];
+          \$186  = q_word[39:0];
       4'h1:
-          \$201  = q_word[79:40];
+          \$186  = q_word[79:40];
       4'h2:
-          \$201  = q_word[119:80];
+          \$186  = q_word[119:80];
       4'h3:
-          \$201  = q_word[159:120];
+          \$186  = q_word[159:120];
       4'h4:
-          \$201  = q_word[199:160];
+          \$186  = q_word[199:160];
       4'h5:
-          \$201  = q_word[239:200];
+          \$186  = q_word[239:200];
       4'h6:
-          \$201  = q_word[279:240];
+          \$186  = q_word[279:240];
       4'h7:
-          \$201  = q_word[319:280];
+          \$186  = q_word[319:280];
       4'h8:
-          \$201  = q_word[359:320];
+          \$186  = q_word[359:320];
       4'h9:
-          \$201  = q_word[399:360];
+          \$186  = q_word[399:360];
       4'ha:
-          \$201  = q_word[439:400];
+          \$186  = q_word[439:400];
       4'hb:
-          \$201  = q_word[479:440];
+          \$186  = q_word[479:440];
       4'hc:
-          \$201  = q_word[519:480];
+          \$186  = q_word[519:480];
       4'hd:
-          \$201  = q_word[559:520];
+          \$186  = q_word[559:520];
       4'he:
-          \$201  = q_word[599:560];
+          \$186  = q_word[599:560];
       4'hf:
-          \$201  = q_word[639:600];
+          \$186  = q_word[639:600];
     endcase
   end
   always @* begin
@@ -7451,17 +7975,18 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
     \$266 [191:0] = i;
     \$266 [383:192] = taps[191:0];
     \$266 [575:384] = taps[383:192];
-    if (\$200 ) begin
-      \$266 [575:528] = { 8'h00, \$201  };
+    if (\$185 ) begin
+      \$266 [575:528] = { 8'h00, \$186  };
     end
     begin
       begin
         \$266 [767:576] = taps[575:384];
         \$266 [959:768] = taps[767:576];
+        \$266 [1151:960] = taps[959:768];
       end
     end
     if (rst) begin
-      \$266  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$266  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
@@ -7473,14 +7998,14 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$268  = \$184 ;
+    \$268  = \$169 ;
     if (rst) begin
       \$268  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$269  = \$198 ;
+    \$269  = \$183 ;
     if (rst) begin
       \$269  = 1'h0;
     end
@@ -7823,13 +8348,125 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$318  = taps[959:768];
-    if (taps[772]) begin
-      \$318 [30:15] = { taps[794:783], \$233 , \$225 , \$217 , \$209  };
-      \$318 [143:96] = { 8'h00, \$265 [39:0] };
+    \$318  = { \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187  };
+    if (rst) begin
+      \$318  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$319  = c_diff0[39:0];
+    if (rst) begin
+      \$319  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$320  = c_diff1[39:0];
+    if (rst) begin
+      \$320  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$321  = c_diff2[39:0];
+    if (rst) begin
+      \$321  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$322  = c_diff3[39:0];
+    if (rst) begin
+      \$322  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$323  = c_diff4[39:0];
+    if (rst) begin
+      \$323  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$324  = c_diff5[39:0];
+    if (rst) begin
+      \$324  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$325  = c_diff6[39:0];
+    if (rst) begin
+      \$325  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$326  = c_diff7[39:0];
+    if (rst) begin
+      \$326  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$327  = c_diff8[39:0];
+    if (rst) begin
+      \$327  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$328  = c_diff9[39:0];
+    if (rst) begin
+      \$328  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$329  = c_diff10[39:0];
+    if (rst) begin
+      \$329  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$330  = c_diff11[39:0];
+    if (rst) begin
+      \$330  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$331  = c_diff12[39:0];
+    if (rst) begin
+      \$331  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$332  = c_diff13[39:0];
+    if (rst) begin
+      \$332  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$333  = c_diff14[39:0];
+    if (rst) begin
+      \$333  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$334  = taps[1151:960];
+    if (taps[964]) begin
+      \$334 [30:15] = { taps[986:975], \$233 , \$225 , \$217 , \$209  };
+      \$334 [143:96] = { 8'h00, \$265  };
     end
     if (rst) begin
-      \$318  = 192'h000000000000000000000000000000000000000000000000;
+      \$334  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign wr_addr = wport__addr;
@@ -7871,8 +8508,7 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign q1_prefix8_12 = \$124 [43:0];
   assign q1_prefix8_13 = \$125 [43:0];
   assign q1_prefix8_14 = \$126 [43:0];
-  assign s_le = { \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127  };
-  assign s_onehot = { \$141 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160 , \$158 , \$156 , \$154 , \$152 , \$150 , \$148 , \$146 , \$144 , \$142  };
+  assign s_onehot = { s_le[14], \$155 , \$153 , \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -7974,6 +8610,23 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign \taps[4].delta  = taps[863:831];
   assign \taps[4].target  = taps[911:864];
   assign \taps[4].value  = taps[959:912];
+  assign \taps[5]  = taps[1151:960];
+  assign \taps[5].valid  = taps[960];
+  assign \taps[5].op  = taps[963:961];
+  assign \taps[5].sample  = taps[964];
+  assign \taps[5].prng  = taps[965];
+  assign \taps[5].write  = taps[966];
+  assign \taps[5].read  = taps[967];
+  assign \taps[5].debug  = taps[968];
+  assign \taps[5].respond  = taps[969];
+  assign \taps[5].empty  = taps[970];
+  assign \taps[5].invalid  = taps[971];
+  assign \taps[5].level  = taps[974:972];
+  assign \taps[5].index  = taps[990:975];
+  assign \taps[5].prio  = taps[1022:991];
+  assign \taps[5].delta  = taps[1055:1023];
+  assign \taps[5].target  = taps[1103:1056];
+  assign \taps[5].value  = taps[1151:1104];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -8010,33 +8663,18 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$84  = { 8'h00, taps[222:215] };
   assign \$91  = { 4'h0, taps[222:211] };
   assign \$92  = { 12'h000, taps[222:219] };
-  assign \$142  = s_diff0[44];
-  assign \$143  = s_diff1[44];
-  assign \$145  = s_diff2[44];
-  assign \$147  = s_diff3[44];
-  assign \$149  = s_diff4[44];
-  assign \$151  = s_diff5[44];
-  assign \$153  = s_diff6[44];
-  assign \$155  = s_diff7[44];
-  assign \$157  = s_diff8[44];
-  assign \$159  = s_diff9[44];
-  assign \$161  = s_diff10[44];
-  assign \$163  = s_diff11[44];
-  assign \$165  = s_diff12[44];
-  assign \$167  = s_diff13[44];
-  assign \$169  = s_diff14[44];
-  assign \$173  = { 4'h0, taps[222:211] };
-  assign \$174  = { 12'h000, taps[222:219] };
-  assign \$179  = { 4'h0, taps[30:19] };
-  assign \$180  = { 12'h000, taps[30:27] };
-  assign \$187  = { 4'h0, taps[414:403] };
-  assign \$188  = { 12'h000, taps[414:411] };
-  assign \$193  = { 4'h0, taps[30:19] };
-  assign \$194  = { 12'h000, taps[30:27] };
-  assign \$202  = \$144 ;
-  assign \$210  = \$146 ;
-  assign \$218  = \$150 ;
-  assign \$226  = \$158 ;
+  assign \$158  = { 4'h0, taps[222:211] };
+  assign \$159  = { 12'h000, taps[222:219] };
+  assign \$164  = { 4'h0, taps[30:19] };
+  assign \$165  = { 12'h000, taps[30:27] };
+  assign \$172  = { 4'h0, taps[414:403] };
+  assign \$173  = { 12'h000, taps[414:411] };
+  assign \$178  = { 4'h0, taps[30:19] };
+  assign \$179  = { 12'h000, taps[30:27] };
+  assign \$202  = \$129 ;
+  assign \$210  = \$131 ;
+  assign \$218  = \$135 ;
+  assign \$226  = \$143 ;
   assign \$235  = \$234 ;
 endmodule
 
@@ -8113,56 +8751,56 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [15:0] \$158 ;
+  wire [15:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire \$161 ;
+  wire [15:0] \$160 ;
+  wire [15:0] \$161 ;
   wire \$162 ;
   wire \$163 ;
-  wire \$164 ;
-  wire \$165 ;
-  wire \$166 ;
-  wire \$167 ;
+  wire [15:0] \$164 ;
+  wire [15:0] \$165 ;
+  wire [15:0] \$166 ;
+  wire [15:0] \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
+  wire [15:0] \$172 ;
   wire [15:0] \$173 ;
   wire [15:0] \$174 ;
   wire [15:0] \$175 ;
-  wire [15:0] \$176 ;
+  wire \$176 ;
   wire \$177 ;
-  wire \$178 ;
+  wire [15:0] \$178 ;
   wire [15:0] \$179 ;
   wire [37:0] \$18 ;
   wire [15:0] \$180 ;
   wire [15:0] \$181 ;
-  wire [15:0] \$182 ;
+  wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire \$186 ;
-  wire [15:0] \$187 ;
-  wire [15:0] \$188 ;
-  wire [15:0] \$189 ;
+  reg [35:0] \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire [15:0] \$19 ;
-  wire [15:0] \$190 ;
+  wire \$190 ;
   wire \$191 ;
   wire \$192 ;
-  wire [15:0] \$193 ;
-  wire [15:0] \$194 ;
-  wire [15:0] \$195 ;
-  wire [15:0] \$196 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  reg [35:0] \$201 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -8198,42 +8836,42 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire [39:0] \$234 ;
-  wire [39:0] \$235 ;
+  wire [35:0] \$234 ;
+  wire [35:0] \$235 ;
   wire [35:0] \$236 ;
-  wire [39:0] \$237 ;
+  wire [35:0] \$237 ;
   wire [35:0] \$238 ;
-  wire [39:0] \$239 ;
+  wire [35:0] \$239 ;
   wire [15:0] \$24 ;
   wire [35:0] \$240 ;
-  wire [39:0] \$241 ;
+  wire [35:0] \$241 ;
   wire [35:0] \$242 ;
-  wire [39:0] \$243 ;
+  wire [35:0] \$243 ;
   wire [35:0] \$244 ;
-  wire [39:0] \$245 ;
+  wire [35:0] \$245 ;
   wire [35:0] \$246 ;
-  wire [39:0] \$247 ;
+  wire [35:0] \$247 ;
   wire [35:0] \$248 ;
-  wire [39:0] \$249 ;
+  wire [35:0] \$249 ;
   wire \$25 ;
   wire [35:0] \$250 ;
-  wire [39:0] \$251 ;
+  wire [35:0] \$251 ;
   wire [35:0] \$252 ;
-  wire [39:0] \$253 ;
+  wire [35:0] \$253 ;
   wire [35:0] \$254 ;
-  wire [39:0] \$255 ;
+  wire [35:0] \$255 ;
   wire [35:0] \$256 ;
-  wire [39:0] \$257 ;
+  wire [35:0] \$257 ;
   wire [35:0] \$258 ;
-  wire [39:0] \$259 ;
+  wire [35:0] \$259 ;
   wire \$26 ;
   wire [35:0] \$260 ;
-  wire [39:0] \$261 ;
+  wire [35:0] \$261 ;
   wire [35:0] \$262 ;
-  wire [39:0] \$263 ;
+  wire [35:0] \$263 ;
   wire [35:0] \$264 ;
-  wire [39:0] \$265 ;
-  reg [959:0] \$266 ;
+  wire [35:0] \$265 ;
+  reg [1151:0] \$266 ;
   reg [575:0] \$267 ;
   reg \$268 ;
   reg \$269 ;
@@ -8291,9 +8929,25 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   reg [39:0] \$315 ;
   reg [39:0] \$316 ;
   reg [39:0] \$317 ;
-  reg [191:0] \$318 ;
+  reg [14:0] \$318 ;
+  reg [35:0] \$319 ;
   wire [32:0] \$32 ;
+  reg [35:0] \$320 ;
+  reg [35:0] \$321 ;
+  reg [35:0] \$322 ;
+  reg [35:0] \$323 ;
+  reg [35:0] \$324 ;
+  reg [35:0] \$325 ;
+  reg [35:0] \$326 ;
+  reg [35:0] \$327 ;
+  reg [35:0] \$328 ;
+  reg [35:0] \$329 ;
   wire [37:0] \$33 ;
+  reg [35:0] \$330 ;
+  reg [35:0] \$331 ;
+  reg [35:0] \$332 ;
+  reg [35:0] \$333 ;
+  reg [191:0] \$334 ;
   wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -8366,6 +9020,21 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire [36:0] \$97 ;
   wire [36:0] \$98 ;
   wire [36:0] \$99 ;
+  wire [40:0] c_diff0;
+  wire [40:0] c_diff1;
+  wire [40:0] c_diff10;
+  wire [40:0] c_diff11;
+  wire [40:0] c_diff12;
+  wire [40:0] c_diff13;
+  wire [40:0] c_diff14;
+  wire [40:0] c_diff2;
+  wire [40:0] c_diff3;
+  wire [40:0] c_diff4;
+  wire [40:0] c_diff5;
+  wire [40:0] c_diff6;
+  wire [40:0] c_diff7;
+  wire [40:0] c_diff8;
+  wire [40:0] c_diff9;
   input clk;
   wire clk;
   input [191:0] i;
@@ -8512,29 +9181,29 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire [575:0] rport__data;
   input rst;
   wire rst;
-  wire [40:0] s_diff0;
-  wire [40:0] s_diff1;
-  wire [40:0] s_diff10;
-  wire [40:0] s_diff11;
-  wire [40:0] s_diff12;
-  wire [40:0] s_diff13;
-  wire [40:0] s_diff14;
-  wire [40:0] s_diff2;
-  wire [40:0] s_diff3;
-  wire [40:0] s_diff4;
-  wire [40:0] s_diff5;
-  wire [40:0] s_diff6;
-  wire [40:0] s_diff7;
-  wire [40:0] s_diff8;
-  wire [40:0] s_diff9;
-  wire [14:0] s_le;
+  reg [35:0] s_diff0 = 36'h000000000;
+  reg [35:0] s_diff1 = 36'h000000000;
+  reg [35:0] s_diff10 = 36'h000000000;
+  reg [35:0] s_diff11 = 36'h000000000;
+  reg [35:0] s_diff12 = 36'h000000000;
+  reg [35:0] s_diff13 = 36'h000000000;
+  reg [35:0] s_diff14 = 36'h000000000;
+  reg [35:0] s_diff2 = 36'h000000000;
+  reg [35:0] s_diff3 = 36'h000000000;
+  reg [35:0] s_diff4 = 36'h000000000;
+  reg [35:0] s_diff5 = 36'h000000000;
+  reg [35:0] s_diff6 = 36'h000000000;
+  reg [35:0] s_diff7 = 36'h000000000;
+  reg [35:0] s_diff8 = 36'h000000000;
+  reg [35:0] s_diff9 = 36'h000000000;
+  reg [14:0] s_le = 15'h0000;
   wire [15:0] s_onehot;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [959:0] taps;
-  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1151:0] taps;
+  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -8665,6 +9334,32 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \taps[4].valid ;
   wire [47:0] \taps[4].value ;
   wire \taps[4].write ;
+  wire [191:0] \taps[5] ;
+  wire \taps[5].debug ;
+  wire [32:0] \taps[5].delta ;
+  wire \taps[5].empty ;
+  wire [15:0] \taps[5].index ;
+  wire \taps[5].invalid ;
+  wire [2:0] \taps[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[5].op ;
+  wire [31:0] \taps[5].prio ;
+  wire \taps[5].prng ;
+  wire \taps[5].read ;
+  wire \taps[5].respond ;
+  wire \taps[5].sample ;
+  wire [47:0] \taps[5].target ;
+  wire \taps[5].valid ;
+  wire [47:0] \taps[5].value ;
+  wire \taps[5].write ;
   wire [7:0] wport__addr;
   wire [575:0] wport__data;
   wire wport__en;
@@ -8798,131 +9493,146 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$124  = \$116 [39:0] + \$117 [39:0];
   assign \$125  = \$116 [39:0] + \$118 [39:0];
   assign \$126  = \$116 [39:0] + \$119 [39:0];
-  assign s_diff0 = taps[903:864] - q2_pre0;
-  assign s_diff1 = taps[903:864] - q2_pre1;
-  assign s_diff2 = taps[903:864] - q2_pre2;
-  assign s_diff3 = taps[903:864] - q2_pre3;
-  assign s_diff4 = taps[903:864] - q2_pre4;
-  assign s_diff5 = taps[903:864] - q2_pre5;
-  assign s_diff6 = taps[903:864] - q2_pre6;
-  assign s_diff7 = taps[903:864] - q2_pre7;
-  assign s_diff8 = taps[903:864] - q2_pre8;
-  assign s_diff9 = taps[903:864] - q2_pre9;
-  assign s_diff10 = taps[903:864] - q2_pre10;
-  assign s_diff11 = taps[903:864] - q2_pre11;
-  assign s_diff12 = taps[903:864] - q2_pre12;
-  assign s_diff13 = taps[903:864] - q2_pre13;
-  assign s_diff14 = taps[903:864] - q2_pre14;
-  assign \$127  = ~ s_diff0[40];
-  assign \$128  = ~ s_diff1[40];
-  assign \$129  = ~ s_diff2[40];
-  assign \$130  = ~ s_diff3[40];
-  assign \$131  = ~ s_diff4[40];
-  assign \$132  = ~ s_diff5[40];
-  assign \$133  = ~ s_diff6[40];
-  assign \$134  = ~ s_diff7[40];
-  assign \$135  = ~ s_diff8[40];
-  assign \$136  = ~ s_diff9[40];
-  assign \$137  = ~ s_diff10[40];
-  assign \$138  = ~ s_diff11[40];
-  assign \$139  = ~ s_diff12[40];
-  assign \$140  = ~ s_diff13[40];
-  assign \$141  = ~ s_diff14[40];
-  assign \$144  = \$127  & \$143 ;
-  assign \$146  = \$128  & \$145 ;
-  assign \$148  = \$129  & \$147 ;
-  assign \$150  = \$130  & \$149 ;
-  assign \$152  = \$131  & \$151 ;
-  assign \$154  = \$132  & \$153 ;
-  assign \$156  = \$133  & \$155 ;
-  assign \$158  = \$134  & \$157 ;
-  assign \$160  = \$135  & \$159 ;
-  assign \$162  = \$136  & \$161 ;
-  assign \$164  = \$137  & \$163 ;
-  assign \$166  = \$138  & \$165 ;
-  assign \$168  = \$139  & \$167 ;
-  assign \$170  = \$140  & \$169 ;
-  assign \$171  = taps[206:204] == 2'h3;
-  assign \$172  = taps[200] & \$171 ;
-  assign \$175  = \$172  ? \$173  : \$174 ;
-  assign \$176  = taps[196] ? taps[222:207] : \$175 ;
-  assign \$177  = taps[14:12] == 2'h3;
-  assign \$178  = taps[8] & \$177 ;
-  assign \$181  = \$178  ? \$179  : \$180 ;
-  assign \$182  = taps[4] ? taps[30:15] : \$181 ;
-  assign \$183  = \$176 [7:0] == \$182 [7:0];
-  assign \$184  = taps[198] & \$183 ;
-  assign \$185  = taps[398:396] == 2'h3;
-  assign \$186  = taps[392] & \$185 ;
-  assign \$189  = \$186  ? \$187  : \$188 ;
-  assign \$190  = taps[388] ? taps[414:399] : \$189 ;
-  assign \$191  = taps[14:12] == 2'h3;
-  assign \$192  = taps[8] & \$191 ;
-  assign \$195  = \$192  ? \$193  : \$194 ;
-  assign \$196  = taps[4] ? taps[30:15] : \$195 ;
-  assign \$197  = \$190 [7:0] == \$196 [7:0];
-  assign \$198  = taps[390] & \$197 ;
-  assign \$199  = taps[206:204] == 2'h3;
-  assign \$200  = taps[200] & \$199 ;
-  assign \$203  = \$202  | \$148 ;
-  assign \$204  = \$203  | \$152 ;
-  assign \$205  = \$204  | \$156 ;
-  assign \$206  = \$205  | \$160 ;
-  assign \$207  = \$206  | \$164 ;
-  assign \$208  = \$207  | \$168 ;
-  assign \$209  = \$208  | \$141 ;
-  assign \$211  = \$210  | \$148 ;
-  assign \$212  = \$211  | \$154 ;
-  assign \$213  = \$212  | \$156 ;
-  assign \$214  = \$213  | \$162 ;
-  assign \$215  = \$214  | \$164 ;
-  assign \$216  = \$215  | \$170 ;
-  assign \$217  = \$216  | \$141 ;
-  assign \$219  = \$218  | \$152 ;
-  assign \$220  = \$219  | \$154 ;
-  assign \$221  = \$220  | \$156 ;
-  assign \$222  = \$221  | \$166 ;
-  assign \$223  = \$222  | \$168 ;
-  assign \$224  = \$223  | \$170 ;
-  assign \$225  = \$224  | \$141 ;
-  assign \$227  = \$226  | \$160 ;
-  assign \$228  = \$227  | \$162 ;
-  assign \$229  = \$228  | \$164 ;
-  assign \$230  = \$229  | \$166 ;
-  assign \$231  = \$230  | \$168 ;
-  assign \$232  = \$231  | \$170 ;
-  assign \$233  = \$232  | \$141 ;
-  assign \$234  = \$142  ? taps[903:864] : 40'h0000000000;
-  assign \$236  = \$144  ? s_diff0[35:0] : 36'h000000000;
-  assign \$237  = \$235  | { 4'h0, \$236  };
-  assign \$238  = \$146  ? s_diff1[35:0] : 36'h000000000;
-  assign \$239  = \$237  | { 4'h0, \$238  };
-  assign \$240  = \$148  ? s_diff2[35:0] : 36'h000000000;
-  assign \$241  = \$239  | { 4'h0, \$240  };
-  assign \$242  = \$150  ? s_diff3[35:0] : 36'h000000000;
-  assign \$243  = \$241  | { 4'h0, \$242  };
-  assign \$244  = \$152  ? s_diff4[35:0] : 36'h000000000;
-  assign \$245  = \$243  | { 4'h0, \$244  };
-  assign \$246  = \$154  ? s_diff5[35:0] : 36'h000000000;
-  assign \$247  = \$245  | { 4'h0, \$246  };
-  assign \$248  = \$156  ? s_diff6[35:0] : 36'h000000000;
-  assign \$249  = \$247  | { 4'h0, \$248  };
-  assign \$250  = \$158  ? s_diff7[35:0] : 36'h000000000;
-  assign \$251  = \$249  | { 4'h0, \$250  };
-  assign \$252  = \$160  ? s_diff8[35:0] : 36'h000000000;
-  assign \$253  = \$251  | { 4'h0, \$252  };
-  assign \$254  = \$162  ? s_diff9[35:0] : 36'h000000000;
-  assign \$255  = \$253  | { 4'h0, \$254  };
-  assign \$256  = \$164  ? s_diff10[35:0] : 36'h000000000;
-  assign \$257  = \$255  | { 4'h0, \$256  };
-  assign \$258  = \$166  ? s_diff11[35:0] : 36'h000000000;
-  assign \$259  = \$257  | { 4'h0, \$258  };
-  assign \$260  = \$168  ? s_diff12[35:0] : 36'h000000000;
-  assign \$261  = \$259  | { 4'h0, \$260  };
-  assign \$262  = \$170  ? s_diff13[35:0] : 36'h000000000;
-  assign \$263  = \$261  | { 4'h0, \$262  };
-  assign \$264  = s_diff14[40] ? 36'h000000000 : s_diff14[35:0];
-  assign \$265  = \$263  | { 4'h0, \$264  };
+  assign c_diff0 = taps[903:864] - q2_pre0;
+  assign c_diff1 = taps[903:864] - q2_pre1;
+  assign c_diff2 = taps[903:864] - q2_pre2;
+  assign c_diff3 = taps[903:864] - q2_pre3;
+  assign c_diff4 = taps[903:864] - q2_pre4;
+  assign c_diff5 = taps[903:864] - q2_pre5;
+  assign c_diff6 = taps[903:864] - q2_pre6;
+  assign c_diff7 = taps[903:864] - q2_pre7;
+  assign c_diff8 = taps[903:864] - q2_pre8;
+  assign c_diff9 = taps[903:864] - q2_pre9;
+  assign c_diff10 = taps[903:864] - q2_pre10;
+  assign c_diff11 = taps[903:864] - q2_pre11;
+  assign c_diff12 = taps[903:864] - q2_pre12;
+  assign c_diff13 = taps[903:864] - q2_pre13;
+  assign c_diff14 = taps[903:864] - q2_pre14;
+  assign \$127  = ~ s_le[0];
+  assign \$128  = ~ s_le[1];
+  assign \$129  = s_le[0] & \$128 ;
+  assign \$130  = ~ s_le[2];
+  assign \$131  = s_le[1] & \$130 ;
+  assign \$132  = ~ s_le[3];
+  assign \$133  = s_le[2] & \$132 ;
+  assign \$134  = ~ s_le[4];
+  assign \$135  = s_le[3] & \$134 ;
+  assign \$136  = ~ s_le[5];
+  assign \$137  = s_le[4] & \$136 ;
+  assign \$138  = ~ s_le[6];
+  assign \$139  = s_le[5] & \$138 ;
+  assign \$140  = ~ s_le[7];
+  assign \$141  = s_le[6] & \$140 ;
+  assign \$142  = ~ s_le[8];
+  assign \$143  = s_le[7] & \$142 ;
+  assign \$144  = ~ s_le[9];
+  assign \$145  = s_le[8] & \$144 ;
+  assign \$146  = ~ s_le[10];
+  assign \$147  = s_le[9] & \$146 ;
+  assign \$148  = ~ s_le[11];
+  assign \$149  = s_le[10] & \$148 ;
+  assign \$150  = ~ s_le[12];
+  assign \$151  = s_le[11] & \$150 ;
+  assign \$152  = ~ s_le[13];
+  assign \$153  = s_le[12] & \$152 ;
+  assign \$154  = ~ s_le[14];
+  assign \$155  = s_le[13] & \$154 ;
+  assign \$156  = taps[206:204] == 2'h3;
+  assign \$157  = taps[200] & \$156 ;
+  assign \$160  = \$157  ? \$158  : \$159 ;
+  assign \$161  = taps[196] ? taps[222:207] : \$160 ;
+  assign \$162  = taps[14:12] == 2'h3;
+  assign \$163  = taps[8] & \$162 ;
+  assign \$166  = \$163  ? \$164  : \$165 ;
+  assign \$167  = taps[4] ? taps[30:15] : \$166 ;
+  assign \$168  = \$161 [7:0] == \$167 [7:0];
+  assign \$169  = taps[198] & \$168 ;
+  assign \$170  = taps[398:396] == 2'h3;
+  assign \$171  = taps[392] & \$170 ;
+  assign \$174  = \$171  ? \$172  : \$173 ;
+  assign \$175  = taps[388] ? taps[414:399] : \$174 ;
+  assign \$176  = taps[14:12] == 2'h3;
+  assign \$177  = taps[8] & \$176 ;
+  assign \$180  = \$177  ? \$178  : \$179 ;
+  assign \$181  = taps[4] ? taps[30:15] : \$180 ;
+  assign \$182  = \$175 [7:0] == \$181 [7:0];
+  assign \$183  = taps[390] & \$182 ;
+  assign \$184  = taps[206:204] == 2'h3;
+  assign \$185  = taps[200] & \$184 ;
+  assign \$187  = ~ c_diff0[40];
+  assign \$188  = ~ c_diff1[40];
+  assign \$189  = ~ c_diff2[40];
+  assign \$190  = ~ c_diff3[40];
+  assign \$191  = ~ c_diff4[40];
+  assign \$192  = ~ c_diff5[40];
+  assign \$193  = ~ c_diff6[40];
+  assign \$194  = ~ c_diff7[40];
+  assign \$195  = ~ c_diff8[40];
+  assign \$196  = ~ c_diff9[40];
+  assign \$197  = ~ c_diff10[40];
+  assign \$198  = ~ c_diff11[40];
+  assign \$199  = ~ c_diff12[40];
+  assign \$200  = ~ c_diff13[40];
+  assign \$201  = ~ c_diff14[40];
+  assign \$203  = \$202  | \$133 ;
+  assign \$204  = \$203  | \$137 ;
+  assign \$205  = \$204  | \$141 ;
+  assign \$206  = \$205  | \$145 ;
+  assign \$207  = \$206  | \$149 ;
+  assign \$208  = \$207  | \$153 ;
+  assign \$209  = \$208  | s_le[14];
+  assign \$211  = \$210  | \$133 ;
+  assign \$212  = \$211  | \$139 ;
+  assign \$213  = \$212  | \$141 ;
+  assign \$214  = \$213  | \$147 ;
+  assign \$215  = \$214  | \$149 ;
+  assign \$216  = \$215  | \$155 ;
+  assign \$217  = \$216  | s_le[14];
+  assign \$219  = \$218  | \$137 ;
+  assign \$220  = \$219  | \$139 ;
+  assign \$221  = \$220  | \$141 ;
+  assign \$222  = \$221  | \$151 ;
+  assign \$223  = \$222  | \$153 ;
+  assign \$224  = \$223  | \$155 ;
+  assign \$225  = \$224  | s_le[14];
+  assign \$227  = \$226  | \$145 ;
+  assign \$228  = \$227  | \$147 ;
+  assign \$229  = \$228  | \$149 ;
+  assign \$230  = \$229  | \$151 ;
+  assign \$231  = \$230  | \$153 ;
+  assign \$232  = \$231  | \$155 ;
+  assign \$233  = \$232  | s_le[14];
+  assign \$234  = s_le[0] ? 36'h000000000 : taps[1091:1056];
+  assign \$236  = \$129  ? s_diff0 : 36'h000000000;
+  assign \$237  = \$235  | \$236 ;
+  assign \$238  = \$131  ? s_diff1 : 36'h000000000;
+  assign \$239  = \$237  | \$238 ;
+  assign \$240  = \$133  ? s_diff2 : 36'h000000000;
+  assign \$241  = \$239  | \$240 ;
+  assign \$242  = \$135  ? s_diff3 : 36'h000000000;
+  assign \$243  = \$241  | \$242 ;
+  assign \$244  = \$137  ? s_diff4 : 36'h000000000;
+  assign \$245  = \$243  | \$244 ;
+  assign \$246  = \$139  ? s_diff5 : 36'h000000000;
+  assign \$247  = \$245  | \$246 ;
+  assign \$248  = \$141  ? s_diff6 : 36'h000000000;
+  assign \$249  = \$247  | \$248 ;
+  assign \$250  = \$143  ? s_diff7 : 36'h000000000;
+  assign \$251  = \$249  | \$250 ;
+  assign \$252  = \$145  ? s_diff8 : 36'h000000000;
+  assign \$253  = \$251  | \$252 ;
+  assign \$254  = \$147  ? s_diff9 : 36'h000000000;
+  assign \$255  = \$253  | \$254 ;
+  assign \$256  = \$149  ? s_diff10 : 36'h000000000;
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = \$151  ? s_diff11 : 36'h000000000;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = \$153  ? s_diff12 : 36'h000000000;
+  assign \$261  = \$259  | \$260 ;
+  assign \$262  = \$155  ? s_diff13 : 36'h000000000;
+  assign \$263  = \$261  | \$262 ;
+  assign \$264  = s_le[14] ? s_diff14 : 36'h000000000;
+  assign \$265  = \$263  | \$264 ;
   always @(posedge clk)
     taps <= \$266 ;
   always @(posedge clk)
@@ -9028,43 +9738,75 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   always @(posedge clk)
     q2_pre14 <= \$317 ;
   always @(posedge clk)
-    o <= \$318 ;
+    s_le <= \$318 ;
+  always @(posedge clk)
+    s_diff0 <= \$319 ;
+  always @(posedge clk)
+    s_diff1 <= \$320 ;
+  always @(posedge clk)
+    s_diff2 <= \$321 ;
+  always @(posedge clk)
+    s_diff3 <= \$322 ;
+  always @(posedge clk)
+    s_diff4 <= \$323 ;
+  always @(posedge clk)
+    s_diff5 <= \$324 ;
+  always @(posedge clk)
+    s_diff6 <= \$325 ;
+  always @(posedge clk)
+    s_diff7 <= \$326 ;
+  always @(posedge clk)
+    s_diff8 <= \$327 ;
+  always @(posedge clk)
+    s_diff9 <= \$328 ;
+  always @(posedge clk)
+    s_diff10 <= \$329 ;
+  always @(posedge clk)
+    s_diff11 <= \$330 ;
+  always @(posedge clk)
+    s_diff12 <= \$331 ;
+  always @(posedge clk)
+    s_diff13 <= \$332 ;
+  always @(posedge clk)
+    s_diff14 <= \$333 ;
+  always @(posedge clk)
+    o <= \$334 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$201  = q_word[35:0];
+          \$186  = q_word[35:0];
       4'h1:
-          \$201  = q_word[71:36];
+          \$186  = q_word[71:36];
       4'h2:
-          \$201  = q_word[107:72];
+          \$186  = q_word[107:72];
       4'h3:
-          \$201  = q_word[143:108];
+          \$186  = q_word[143:108];
       4'h4:
-          \$201  = q_word[179:144];
+          \$186  = q_word[179:144];
       4'h5:
-          \$201  = q_word[215:180];
+          \$186  = q_word[215:180];
       4'h6:
-          \$201  = q_word[251:216];
+          \$186  = q_word[251:216];
       4'h7:
-          \$201  = q_word[287:252];
+          \$186  = q_word[287:252];
       4'h8:
-          \$201  = q_word[323:288];
+          \$186  = q_word[323:288];
       4'h9:
-          \$201  = q_word[359:324];
+          \$186  = q_word[359:324];
       4'ha:
-          \$201  = q_word[395:360];
+          \$186  = q_word[395:360];
       4'hb:
-          \$201  = q_word[431:396];
+          \$186  = q_word[431:396];
       4'hc:
-          \$201  = q_word[467:432];
+          \$186  = q_word[467:432];
       4'hd:
-          \$201  = q_word[503:468];
+          \$186  = q_word[503:468];
       4'he:
-          \$201  = q_word[539:504];
+          \$186  = q_word[539:504];
       4'hf:
-          \$201  = q_word[575:540];
+          \$186  = q_word[575:540];
     endcase
   end
   always @* begin
@@ -9072,17 +9814,18 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
     \$266 [191:0] = i;
     \$266 [383:192] = taps[191:0];
     \$266 [575:384] = taps[383:192];
-    if (\$200 ) begin
-      \$266 [575:528] = { 12'h000, \$201  };
+    if (\$185 ) begin
+      \$266 [575:528] = { 12'h000, \$186  };
     end
     begin
       begin
         \$266 [767:576] = taps[575:384];
         \$266 [959:768] = taps[767:576];
+        \$266 [1151:960] = taps[959:768];
       end
     end
     if (rst) begin
-      \$266  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$266  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
@@ -9094,14 +9837,14 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$268  = \$184 ;
+    \$268  = \$169 ;
     if (rst) begin
       \$268  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$269  = \$198 ;
+    \$269  = \$183 ;
     if (rst) begin
       \$269  = 1'h0;
     end
@@ -9444,13 +10187,125 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$318  = taps[959:768];
-    if (taps[772]) begin
-      \$318 [30:15] = { taps[794:783], \$233 , \$225 , \$217 , \$209  };
-      \$318 [143:96] = { 12'h000, \$265 [35:0] };
+    \$318  = { \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187  };
+    if (rst) begin
+      \$318  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$319  = c_diff0[35:0];
+    if (rst) begin
+      \$319  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$320  = c_diff1[35:0];
+    if (rst) begin
+      \$320  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$321  = c_diff2[35:0];
+    if (rst) begin
+      \$321  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$322  = c_diff3[35:0];
+    if (rst) begin
+      \$322  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$323  = c_diff4[35:0];
+    if (rst) begin
+      \$323  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$324  = c_diff5[35:0];
+    if (rst) begin
+      \$324  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$325  = c_diff6[35:0];
+    if (rst) begin
+      \$325  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$326  = c_diff7[35:0];
+    if (rst) begin
+      \$326  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$327  = c_diff8[35:0];
+    if (rst) begin
+      \$327  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$328  = c_diff9[35:0];
+    if (rst) begin
+      \$328  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$329  = c_diff10[35:0];
+    if (rst) begin
+      \$329  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$330  = c_diff11[35:0];
+    if (rst) begin
+      \$330  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$331  = c_diff12[35:0];
+    if (rst) begin
+      \$331  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$332  = c_diff13[35:0];
+    if (rst) begin
+      \$332  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$333  = c_diff14[35:0];
+    if (rst) begin
+      \$333  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$334  = taps[1151:960];
+    if (taps[964]) begin
+      \$334 [30:15] = { taps[986:975], \$233 , \$225 , \$217 , \$209  };
+      \$334 [143:96] = { 12'h000, \$265  };
     end
     if (rst) begin
-      \$318  = 192'h000000000000000000000000000000000000000000000000;
+      \$334  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign wr_addr = wport__addr;
@@ -9492,8 +10347,7 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign q1_prefix8_12 = \$124 [39:0];
   assign q1_prefix8_13 = \$125 [39:0];
   assign q1_prefix8_14 = \$126 [39:0];
-  assign s_le = { \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127  };
-  assign s_onehot = { \$141 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160 , \$158 , \$156 , \$154 , \$152 , \$150 , \$148 , \$146 , \$144 , \$142  };
+  assign s_onehot = { s_le[14], \$155 , \$153 , \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -9595,6 +10449,23 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign \taps[4].delta  = taps[863:831];
   assign \taps[4].target  = taps[911:864];
   assign \taps[4].value  = taps[959:912];
+  assign \taps[5]  = taps[1151:960];
+  assign \taps[5].valid  = taps[960];
+  assign \taps[5].op  = taps[963:961];
+  assign \taps[5].sample  = taps[964];
+  assign \taps[5].prng  = taps[965];
+  assign \taps[5].write  = taps[966];
+  assign \taps[5].read  = taps[967];
+  assign \taps[5].debug  = taps[968];
+  assign \taps[5].respond  = taps[969];
+  assign \taps[5].empty  = taps[970];
+  assign \taps[5].invalid  = taps[971];
+  assign \taps[5].level  = taps[974:972];
+  assign \taps[5].index  = taps[990:975];
+  assign \taps[5].prio  = taps[1022:991];
+  assign \taps[5].delta  = taps[1055:1023];
+  assign \taps[5].target  = taps[1103:1056];
+  assign \taps[5].value  = taps[1151:1104];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -9631,33 +10502,18 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$84  = { 4'h0, taps[222:211] };
   assign \$91  = { 4'h0, taps[222:211] };
   assign \$92  = { 8'h00, taps[222:215] };
-  assign \$142  = s_diff0[40];
-  assign \$143  = s_diff1[40];
-  assign \$145  = s_diff2[40];
-  assign \$147  = s_diff3[40];
-  assign \$149  = s_diff4[40];
-  assign \$151  = s_diff5[40];
-  assign \$153  = s_diff6[40];
-  assign \$155  = s_diff7[40];
-  assign \$157  = s_diff8[40];
-  assign \$159  = s_diff9[40];
-  assign \$161  = s_diff10[40];
-  assign \$163  = s_diff11[40];
-  assign \$165  = s_diff12[40];
-  assign \$167  = s_diff13[40];
-  assign \$169  = s_diff14[40];
-  assign \$173  = { 4'h0, taps[222:211] };
-  assign \$174  = { 8'h00, taps[222:215] };
-  assign \$179  = { 4'h0, taps[30:19] };
-  assign \$180  = { 8'h00, taps[30:23] };
-  assign \$187  = { 4'h0, taps[414:403] };
-  assign \$188  = { 8'h00, taps[414:407] };
-  assign \$193  = { 4'h0, taps[30:19] };
-  assign \$194  = { 8'h00, taps[30:23] };
-  assign \$202  = \$144 ;
-  assign \$210  = \$146 ;
-  assign \$218  = \$150 ;
-  assign \$226  = \$158 ;
+  assign \$158  = { 4'h0, taps[222:211] };
+  assign \$159  = { 8'h00, taps[222:215] };
+  assign \$164  = { 4'h0, taps[30:19] };
+  assign \$165  = { 8'h00, taps[30:23] };
+  assign \$172  = { 4'h0, taps[414:403] };
+  assign \$173  = { 8'h00, taps[414:407] };
+  assign \$178  = { 4'h0, taps[30:19] };
+  assign \$179  = { 8'h00, taps[30:23] };
+  assign \$202  = \$129 ;
+  assign \$210  = \$131 ;
+  assign \$218  = \$135 ;
+  assign \$226  = \$143 ;
   assign \$235  = \$234 ;
 endmodule
 
@@ -9671,7 +10527,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
 `endif
   wire \$1 ;
   wire \$10 ;
-  reg [31:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -9707,41 +10563,41 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
-  wire [35:0] \$133 ;
-  wire [35:0] \$134 ;
+  wire [31:0] \$133 ;
+  wire [31:0] \$134 ;
   wire [31:0] \$135 ;
-  wire [35:0] \$136 ;
+  wire [31:0] \$136 ;
   wire [31:0] \$137 ;
-  wire [35:0] \$138 ;
+  wire [31:0] \$138 ;
   wire [31:0] \$139 ;
   wire \$14 ;
-  wire [35:0] \$140 ;
+  wire [31:0] \$140 ;
   wire [31:0] \$141 ;
-  wire [35:0] \$142 ;
+  wire [31:0] \$142 ;
   wire [31:0] \$143 ;
-  wire [35:0] \$144 ;
+  wire [31:0] \$144 ;
   wire [31:0] \$145 ;
-  wire [35:0] \$146 ;
+  wire [31:0] \$146 ;
   wire [31:0] \$147 ;
-  wire [35:0] \$148 ;
+  wire [31:0] \$148 ;
   wire [31:0] \$149 ;
   wire \$15 ;
-  wire [35:0] \$150 ;
+  wire [31:0] \$150 ;
   wire [31:0] \$151 ;
-  wire [35:0] \$152 ;
+  wire [31:0] \$152 ;
   wire [31:0] \$153 ;
-  wire [35:0] \$154 ;
+  wire [31:0] \$154 ;
   wire [31:0] \$155 ;
-  wire [35:0] \$156 ;
+  wire [31:0] \$156 ;
   wire [31:0] \$157 ;
-  wire [35:0] \$158 ;
+  wire [31:0] \$158 ;
   wire [31:0] \$159 ;
   wire \$16 ;
-  wire [35:0] \$160 ;
+  wire [31:0] \$160 ;
   wire [31:0] \$161 ;
-  wire [35:0] \$162 ;
+  wire [31:0] \$162 ;
   wire [31:0] \$163 ;
-  wire [35:0] \$164 ;
+  wire [31:0] \$164 ;
   wire [31:0] \$165 ;
   wire [31:0] \$166 ;
   wire [31:0] \$167 ;
@@ -9777,7 +10633,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [31:0] \$194 ;
   wire [31:0] \$195 ;
   wire [31:0] \$196 ;
-  reg [959:0] \$197 ;
+  reg [1151:0] \$197 ;
   reg [511:0] \$198 ;
   reg [31:0] \$199 ;
   wire \$2 ;
@@ -9866,11 +10722,43 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [31:0] \$274 ;
   reg [31:0] \$275 ;
   reg [31:0] \$276 ;
-  reg [191:0] \$277 ;
+  reg [14:0] \$277 ;
+  reg [31:0] \$278 ;
+  reg [31:0] \$279 ;
   wire [32:0] \$28 ;
+  reg [31:0] \$280 ;
+  reg [31:0] \$281 ;
+  reg [31:0] \$282 ;
+  reg [31:0] \$283 ;
+  reg [31:0] \$284 ;
+  reg [31:0] \$285 ;
+  reg [31:0] \$286 ;
+  reg [31:0] \$287 ;
+  reg [31:0] \$288 ;
+  reg [31:0] \$289 ;
   wire [32:0] \$29 ;
+  reg [31:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [31:0] \$292 ;
+  reg [31:0] \$293 ;
+  reg [31:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [31:0] \$296 ;
+  reg [31:0] \$297 ;
+  reg [31:0] \$298 ;
+  reg [31:0] \$299 ;
   wire [15:0] \$3 ;
   wire [32:0] \$30 ;
+  reg [31:0] \$300 ;
+  reg [31:0] \$301 ;
+  reg [31:0] \$302 ;
+  reg [31:0] \$303 ;
+  reg [31:0] \$304 ;
+  reg [31:0] \$305 ;
+  reg [31:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [31:0] \$308 ;
+  reg [191:0] \$309 ;
   wire [32:0] \$31 ;
   wire [36:0] \$32 ;
   wire [36:0] \$33 ;
@@ -9930,7 +10818,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
+  reg [31:0] \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -9946,6 +10834,21 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
+  wire [36:0] c_diff0;
+  wire [36:0] c_diff1;
+  wire [36:0] c_diff10;
+  wire [36:0] c_diff11;
+  wire [36:0] c_diff12;
+  wire [36:0] c_diff13;
+  wire [36:0] c_diff14;
+  wire [36:0] c_diff2;
+  wire [36:0] c_diff3;
+  wire [36:0] c_diff4;
+  wire [36:0] c_diff5;
+  wire [36:0] c_diff6;
+  wire [36:0] c_diff7;
+  wire [36:0] c_diff8;
+  wire [36:0] c_diff9;
   input clk;
   wire clk;
   input [191:0] i;
@@ -10124,29 +11027,45 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [511:0] rport__data;
   input rst;
   wire rst;
-  wire [36:0] s_diff0;
-  wire [36:0] s_diff1;
-  wire [36:0] s_diff10;
-  wire [36:0] s_diff11;
-  wire [36:0] s_diff12;
-  wire [36:0] s_diff13;
-  wire [36:0] s_diff14;
-  wire [36:0] s_diff2;
-  wire [36:0] s_diff3;
-  wire [36:0] s_diff4;
-  wire [36:0] s_diff5;
-  wire [36:0] s_diff6;
-  wire [36:0] s_diff7;
-  wire [36:0] s_diff8;
-  wire [36:0] s_diff9;
-  wire [14:0] s_le;
+  reg [31:0] s_child0 = 32'd0;
+  reg [31:0] s_child1 = 32'd0;
+  reg [31:0] s_child10 = 32'd0;
+  reg [31:0] s_child11 = 32'd0;
+  reg [31:0] s_child12 = 32'd0;
+  reg [31:0] s_child13 = 32'd0;
+  reg [31:0] s_child14 = 32'd0;
+  reg [31:0] s_child15 = 32'd0;
+  reg [31:0] s_child2 = 32'd0;
+  reg [31:0] s_child3 = 32'd0;
+  reg [31:0] s_child4 = 32'd0;
+  reg [31:0] s_child5 = 32'd0;
+  reg [31:0] s_child6 = 32'd0;
+  reg [31:0] s_child7 = 32'd0;
+  reg [31:0] s_child8 = 32'd0;
+  reg [31:0] s_child9 = 32'd0;
+  reg [31:0] s_diff0 = 32'd0;
+  reg [31:0] s_diff1 = 32'd0;
+  reg [31:0] s_diff10 = 32'd0;
+  reg [31:0] s_diff11 = 32'd0;
+  reg [31:0] s_diff12 = 32'd0;
+  reg [31:0] s_diff13 = 32'd0;
+  reg [31:0] s_diff14 = 32'd0;
+  reg [31:0] s_diff2 = 32'd0;
+  reg [31:0] s_diff3 = 32'd0;
+  reg [31:0] s_diff4 = 32'd0;
+  reg [31:0] s_diff5 = 32'd0;
+  reg [31:0] s_diff6 = 32'd0;
+  reg [31:0] s_diff7 = 32'd0;
+  reg [31:0] s_diff8 = 32'd0;
+  reg [31:0] s_diff9 = 32'd0;
+  reg [14:0] s_le = 15'h0000;
   wire [15:0] s_onehot;
   input sweep;
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [959:0] taps;
-  reg [959:0] taps = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1151:0] taps;
+  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -10277,6 +11196,32 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \taps[4].valid ;
   wire [47:0] \taps[4].value ;
   wire \taps[4].write ;
+  wire [191:0] \taps[5] ;
+  wire \taps[5].debug ;
+  wire [32:0] \taps[5].delta ;
+  wire \taps[5].empty ;
+  wire [15:0] \taps[5].index ;
+  wire \taps[5].invalid ;
+  wire [2:0] \taps[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[5].op ;
+  wire [31:0] \taps[5].prio ;
+  wire \taps[5].prng ;
+  wire \taps[5].read ;
+  wire \taps[5].respond ;
+  wire \taps[5].sample ;
+  wire [47:0] \taps[5].target ;
+  wire \taps[5].valid ;
+  wire [47:0] \taps[5].value ;
+  wire \taps[5].write ;
   wire [11:0] wport__addr;
   wire [511:0] wport__data;
   wire [15:0] wport__en;
@@ -10387,141 +11332,156 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign \$51  = \$43 [35:0] + \$44 [35:0];
   assign \$52  = \$43 [35:0] + \$45 [35:0];
   assign \$53  = \$43 [35:0] + \$46 [35:0];
-  assign s_diff0 = taps[899:864] - q2_pre0;
-  assign s_diff1 = taps[899:864] - q2_pre1;
-  assign s_diff2 = taps[899:864] - q2_pre2;
-  assign s_diff3 = taps[899:864] - q2_pre3;
-  assign s_diff4 = taps[899:864] - q2_pre4;
-  assign s_diff5 = taps[899:864] - q2_pre5;
-  assign s_diff6 = taps[899:864] - q2_pre6;
-  assign s_diff7 = taps[899:864] - q2_pre7;
-  assign s_diff8 = taps[899:864] - q2_pre8;
-  assign s_diff9 = taps[899:864] - q2_pre9;
-  assign s_diff10 = taps[899:864] - q2_pre10;
-  assign s_diff11 = taps[899:864] - q2_pre11;
-  assign s_diff12 = taps[899:864] - q2_pre12;
-  assign s_diff13 = taps[899:864] - q2_pre13;
-  assign s_diff14 = taps[899:864] - q2_pre14;
-  assign \$54  = ~ s_diff0[36];
-  assign \$55  = ~ s_diff1[36];
-  assign \$56  = ~ s_diff2[36];
-  assign \$57  = ~ s_diff3[36];
-  assign \$58  = ~ s_diff4[36];
-  assign \$59  = ~ s_diff5[36];
-  assign \$60  = ~ s_diff6[36];
-  assign \$61  = ~ s_diff7[36];
-  assign \$62  = ~ s_diff8[36];
-  assign \$63  = ~ s_diff9[36];
-  assign \$64  = ~ s_diff10[36];
-  assign \$65  = ~ s_diff11[36];
-  assign \$66  = ~ s_diff12[36];
-  assign \$67  = ~ s_diff13[36];
-  assign \$68  = ~ s_diff14[36];
-  assign \$71  = \$54  & \$70 ;
-  assign \$73  = \$55  & \$72 ;
-  assign \$75  = \$56  & \$74 ;
-  assign \$77  = \$57  & \$76 ;
-  assign \$79  = \$58  & \$78 ;
-  assign \$81  = \$59  & \$80 ;
-  assign \$83  = \$60  & \$82 ;
-  assign \$85  = \$61  & \$84 ;
-  assign \$87  = \$62  & \$86 ;
-  assign \$89  = \$63  & \$88 ;
-  assign \$91  = \$64  & \$90 ;
-  assign \$93  = \$65  & \$92 ;
-  assign \$95  = \$66  & \$94 ;
-  assign \$97  = \$67  & \$96 ;
-  assign \$98  = taps[206:204] == 3'h4;
-  assign \$99  = taps[200] & \$98 ;
-  assign \$102  = \$101  | \$75 ;
-  assign \$103  = \$102  | \$79 ;
-  assign \$104  = \$103  | \$83 ;
-  assign \$105  = \$104  | \$87 ;
-  assign \$106  = \$105  | \$91 ;
-  assign \$107  = \$106  | \$95 ;
-  assign \$108  = \$107  | \$68 ;
-  assign \$110  = \$109  | \$75 ;
-  assign \$111  = \$110  | \$81 ;
-  assign \$112  = \$111  | \$83 ;
-  assign \$113  = \$112  | \$89 ;
-  assign \$114  = \$113  | \$91 ;
-  assign \$115  = \$114  | \$97 ;
-  assign \$116  = \$115  | \$68 ;
-  assign \$118  = \$117  | \$79 ;
-  assign \$119  = \$118  | \$81 ;
-  assign \$120  = \$119  | \$83 ;
-  assign \$121  = \$120  | \$93 ;
-  assign \$122  = \$121  | \$95 ;
-  assign \$123  = \$122  | \$97 ;
-  assign \$124  = \$123  | \$68 ;
-  assign \$126  = \$125  | \$87 ;
-  assign \$127  = \$126  | \$89 ;
-  assign \$128  = \$127  | \$91 ;
-  assign \$129  = \$128  | \$93 ;
-  assign \$130  = \$129  | \$95 ;
-  assign \$131  = \$130  | \$97 ;
-  assign \$132  = \$131  | \$68 ;
-  assign \$133  = \$69  ? taps[899:864] : 36'h000000000;
-  assign \$135  = \$71  ? s_diff0[31:0] : 32'd0;
-  assign \$136  = \$134  | { 4'h0, \$135  };
-  assign \$137  = \$73  ? s_diff1[31:0] : 32'd0;
-  assign \$138  = \$136  | { 4'h0, \$137  };
-  assign \$139  = \$75  ? s_diff2[31:0] : 32'd0;
-  assign \$140  = \$138  | { 4'h0, \$139  };
-  assign \$141  = \$77  ? s_diff3[31:0] : 32'd0;
-  assign \$142  = \$140  | { 4'h0, \$141  };
-  assign \$143  = \$79  ? s_diff4[31:0] : 32'd0;
-  assign \$144  = \$142  | { 4'h0, \$143  };
-  assign \$145  = \$81  ? s_diff5[31:0] : 32'd0;
-  assign \$146  = \$144  | { 4'h0, \$145  };
-  assign \$147  = \$83  ? s_diff6[31:0] : 32'd0;
-  assign \$148  = \$146  | { 4'h0, \$147  };
-  assign \$149  = \$85  ? s_diff7[31:0] : 32'd0;
-  assign \$150  = \$148  | { 4'h0, \$149  };
-  assign \$151  = \$87  ? s_diff8[31:0] : 32'd0;
-  assign \$152  = \$150  | { 4'h0, \$151  };
-  assign \$153  = \$89  ? s_diff9[31:0] : 32'd0;
-  assign \$154  = \$152  | { 4'h0, \$153  };
-  assign \$155  = \$91  ? s_diff10[31:0] : 32'd0;
-  assign \$156  = \$154  | { 4'h0, \$155  };
-  assign \$157  = \$93  ? s_diff11[31:0] : 32'd0;
-  assign \$158  = \$156  | { 4'h0, \$157  };
-  assign \$159  = \$95  ? s_diff12[31:0] : 32'd0;
-  assign \$160  = \$158  | { 4'h0, \$159  };
-  assign \$161  = \$97  ? s_diff13[31:0] : 32'd0;
-  assign \$162  = \$160  | { 4'h0, \$161  };
-  assign \$163  = s_diff14[36] ? 32'd0 : s_diff14[31:0];
-  assign \$164  = \$162  | { 4'h0, \$163  };
-  assign \$165  = \$69  ? q2_child0 : 32'd0;
-  assign \$167  = \$71  ? q2_child1 : 32'd0;
+  assign c_diff0 = taps[899:864] - q2_pre0;
+  assign c_diff1 = taps[899:864] - q2_pre1;
+  assign c_diff2 = taps[899:864] - q2_pre2;
+  assign c_diff3 = taps[899:864] - q2_pre3;
+  assign c_diff4 = taps[899:864] - q2_pre4;
+  assign c_diff5 = taps[899:864] - q2_pre5;
+  assign c_diff6 = taps[899:864] - q2_pre6;
+  assign c_diff7 = taps[899:864] - q2_pre7;
+  assign c_diff8 = taps[899:864] - q2_pre8;
+  assign c_diff9 = taps[899:864] - q2_pre9;
+  assign c_diff10 = taps[899:864] - q2_pre10;
+  assign c_diff11 = taps[899:864] - q2_pre11;
+  assign c_diff12 = taps[899:864] - q2_pre12;
+  assign c_diff13 = taps[899:864] - q2_pre13;
+  assign c_diff14 = taps[899:864] - q2_pre14;
+  assign \$54  = ~ s_le[0];
+  assign \$55  = ~ s_le[1];
+  assign \$56  = s_le[0] & \$55 ;
+  assign \$57  = ~ s_le[2];
+  assign \$58  = s_le[1] & \$57 ;
+  assign \$59  = ~ s_le[3];
+  assign \$60  = s_le[2] & \$59 ;
+  assign \$61  = ~ s_le[4];
+  assign \$62  = s_le[3] & \$61 ;
+  assign \$63  = ~ s_le[5];
+  assign \$64  = s_le[4] & \$63 ;
+  assign \$65  = ~ s_le[6];
+  assign \$66  = s_le[5] & \$65 ;
+  assign \$67  = ~ s_le[7];
+  assign \$68  = s_le[6] & \$67 ;
+  assign \$69  = ~ s_le[8];
+  assign \$70  = s_le[7] & \$69 ;
+  assign \$71  = ~ s_le[9];
+  assign \$72  = s_le[8] & \$71 ;
+  assign \$73  = ~ s_le[10];
+  assign \$74  = s_le[9] & \$73 ;
+  assign \$75  = ~ s_le[11];
+  assign \$76  = s_le[10] & \$75 ;
+  assign \$77  = ~ s_le[12];
+  assign \$78  = s_le[11] & \$77 ;
+  assign \$79  = ~ s_le[13];
+  assign \$80  = s_le[12] & \$79 ;
+  assign \$81  = ~ s_le[14];
+  assign \$82  = s_le[13] & \$81 ;
+  assign \$83  = taps[206:204] == 3'h4;
+  assign \$84  = taps[200] & \$83 ;
+  assign \$86  = ~ c_diff0[36];
+  assign \$87  = ~ c_diff1[36];
+  assign \$88  = ~ c_diff2[36];
+  assign \$89  = ~ c_diff3[36];
+  assign \$90  = ~ c_diff4[36];
+  assign \$91  = ~ c_diff5[36];
+  assign \$92  = ~ c_diff6[36];
+  assign \$93  = ~ c_diff7[36];
+  assign \$94  = ~ c_diff8[36];
+  assign \$95  = ~ c_diff9[36];
+  assign \$96  = ~ c_diff10[36];
+  assign \$97  = ~ c_diff11[36];
+  assign \$98  = ~ c_diff12[36];
+  assign \$99  = ~ c_diff13[36];
+  assign \$100  = ~ c_diff14[36];
+  assign \$102  = \$101  | \$60 ;
+  assign \$103  = \$102  | \$64 ;
+  assign \$104  = \$103  | \$68 ;
+  assign \$105  = \$104  | \$72 ;
+  assign \$106  = \$105  | \$76 ;
+  assign \$107  = \$106  | \$80 ;
+  assign \$108  = \$107  | s_le[14];
+  assign \$110  = \$109  | \$60 ;
+  assign \$111  = \$110  | \$66 ;
+  assign \$112  = \$111  | \$68 ;
+  assign \$113  = \$112  | \$74 ;
+  assign \$114  = \$113  | \$76 ;
+  assign \$115  = \$114  | \$82 ;
+  assign \$116  = \$115  | s_le[14];
+  assign \$118  = \$117  | \$64 ;
+  assign \$119  = \$118  | \$66 ;
+  assign \$120  = \$119  | \$68 ;
+  assign \$121  = \$120  | \$78 ;
+  assign \$122  = \$121  | \$80 ;
+  assign \$123  = \$122  | \$82 ;
+  assign \$124  = \$123  | s_le[14];
+  assign \$126  = \$125  | \$72 ;
+  assign \$127  = \$126  | \$74 ;
+  assign \$128  = \$127  | \$76 ;
+  assign \$129  = \$128  | \$78 ;
+  assign \$130  = \$129  | \$80 ;
+  assign \$131  = \$130  | \$82 ;
+  assign \$132  = \$131  | s_le[14];
+  assign \$133  = s_le[0] ? 32'd0 : taps[1087:1056];
+  assign \$135  = \$56  ? s_diff0 : 32'd0;
+  assign \$136  = \$134  | \$135 ;
+  assign \$137  = \$58  ? s_diff1 : 32'd0;
+  assign \$138  = \$136  | \$137 ;
+  assign \$139  = \$60  ? s_diff2 : 32'd0;
+  assign \$140  = \$138  | \$139 ;
+  assign \$141  = \$62  ? s_diff3 : 32'd0;
+  assign \$142  = \$140  | \$141 ;
+  assign \$143  = \$64  ? s_diff4 : 32'd0;
+  assign \$144  = \$142  | \$143 ;
+  assign \$145  = \$66  ? s_diff5 : 32'd0;
+  assign \$146  = \$144  | \$145 ;
+  assign \$147  = \$68  ? s_diff6 : 32'd0;
+  assign \$148  = \$146  | \$147 ;
+  assign \$149  = \$70  ? s_diff7 : 32'd0;
+  assign \$150  = \$148  | \$149 ;
+  assign \$151  = \$72  ? s_diff8 : 32'd0;
+  assign \$152  = \$150  | \$151 ;
+  assign \$153  = \$74  ? s_diff9 : 32'd0;
+  assign \$154  = \$152  | \$153 ;
+  assign \$155  = \$76  ? s_diff10 : 32'd0;
+  assign \$156  = \$154  | \$155 ;
+  assign \$157  = \$78  ? s_diff11 : 32'd0;
+  assign \$158  = \$156  | \$157 ;
+  assign \$159  = \$80  ? s_diff12 : 32'd0;
+  assign \$160  = \$158  | \$159 ;
+  assign \$161  = \$82  ? s_diff13 : 32'd0;
+  assign \$162  = \$160  | \$161 ;
+  assign \$163  = s_le[14] ? s_diff14 : 32'd0;
+  assign \$164  = \$162  | \$163 ;
+  assign \$165  = s_le[0] ? 32'd0 : s_child0;
+  assign \$167  = \$56  ? s_child1 : 32'd0;
   assign \$168  = \$166  | \$167 ;
-  assign \$169  = \$73  ? q2_child2 : 32'd0;
+  assign \$169  = \$58  ? s_child2 : 32'd0;
   assign \$170  = \$168  | \$169 ;
-  assign \$171  = \$75  ? q2_child3 : 32'd0;
+  assign \$171  = \$60  ? s_child3 : 32'd0;
   assign \$172  = \$170  | \$171 ;
-  assign \$173  = \$77  ? q2_child4 : 32'd0;
+  assign \$173  = \$62  ? s_child4 : 32'd0;
   assign \$174  = \$172  | \$173 ;
-  assign \$175  = \$79  ? q2_child5 : 32'd0;
+  assign \$175  = \$64  ? s_child5 : 32'd0;
   assign \$176  = \$174  | \$175 ;
-  assign \$177  = \$81  ? q2_child6 : 32'd0;
+  assign \$177  = \$66  ? s_child6 : 32'd0;
   assign \$178  = \$176  | \$177 ;
-  assign \$179  = \$83  ? q2_child7 : 32'd0;
+  assign \$179  = \$68  ? s_child7 : 32'd0;
   assign \$180  = \$178  | \$179 ;
-  assign \$181  = \$85  ? q2_child8 : 32'd0;
+  assign \$181  = \$70  ? s_child8 : 32'd0;
   assign \$182  = \$180  | \$181 ;
-  assign \$183  = \$87  ? q2_child9 : 32'd0;
+  assign \$183  = \$72  ? s_child9 : 32'd0;
   assign \$184  = \$182  | \$183 ;
-  assign \$185  = \$89  ? q2_child10 : 32'd0;
+  assign \$185  = \$74  ? s_child10 : 32'd0;
   assign \$186  = \$184  | \$185 ;
-  assign \$187  = \$91  ? q2_child11 : 32'd0;
+  assign \$187  = \$76  ? s_child11 : 32'd0;
   assign \$188  = \$186  | \$187 ;
-  assign \$189  = \$93  ? q2_child12 : 32'd0;
+  assign \$189  = \$78  ? s_child12 : 32'd0;
   assign \$190  = \$188  | \$189 ;
-  assign \$191  = \$95  ? q2_child13 : 32'd0;
+  assign \$191  = \$80  ? s_child13 : 32'd0;
   assign \$192  = \$190  | \$191 ;
-  assign \$193  = \$97  ? q2_child14 : 32'd0;
+  assign \$193  = \$82  ? s_child14 : 32'd0;
   assign \$194  = \$192  | \$193 ;
-  assign \$195  = s_diff14[36] ? 32'd0 : q2_child15;
+  assign \$195  = s_le[14] ? s_child15 : 32'd0;
   assign \$196  = \$194  | \$195 ;
   always @(posedge clk)
     taps <= \$197 ;
@@ -10684,43 +11644,107 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   always @(posedge clk)
     q2_child15 <= \$276 ;
   always @(posedge clk)
-    o <= \$277 ;
+    s_le <= \$277 ;
+  always @(posedge clk)
+    s_diff0 <= \$278 ;
+  always @(posedge clk)
+    s_diff1 <= \$279 ;
+  always @(posedge clk)
+    s_diff2 <= \$280 ;
+  always @(posedge clk)
+    s_diff3 <= \$281 ;
+  always @(posedge clk)
+    s_diff4 <= \$282 ;
+  always @(posedge clk)
+    s_diff5 <= \$283 ;
+  always @(posedge clk)
+    s_diff6 <= \$284 ;
+  always @(posedge clk)
+    s_diff7 <= \$285 ;
+  always @(posedge clk)
+    s_diff8 <= \$286 ;
+  always @(posedge clk)
+    s_diff9 <= \$287 ;
+  always @(posedge clk)
+    s_diff10 <= \$288 ;
+  always @(posedge clk)
+    s_diff11 <= \$289 ;
+  always @(posedge clk)
+    s_diff12 <= \$290 ;
+  always @(posedge clk)
+    s_diff13 <= \$291 ;
+  always @(posedge clk)
+    s_diff14 <= \$292 ;
+  always @(posedge clk)
+    s_child0 <= \$293 ;
+  always @(posedge clk)
+    s_child1 <= \$294 ;
+  always @(posedge clk)
+    s_child2 <= \$295 ;
+  always @(posedge clk)
+    s_child3 <= \$296 ;
+  always @(posedge clk)
+    s_child4 <= \$297 ;
+  always @(posedge clk)
+    s_child5 <= \$298 ;
+  always @(posedge clk)
+    s_child6 <= \$299 ;
+  always @(posedge clk)
+    s_child7 <= \$300 ;
+  always @(posedge clk)
+    s_child8 <= \$301 ;
+  always @(posedge clk)
+    s_child9 <= \$302 ;
+  always @(posedge clk)
+    s_child10 <= \$303 ;
+  always @(posedge clk)
+    s_child11 <= \$304 ;
+  always @(posedge clk)
+    s_child12 <= \$305 ;
+  always @(posedge clk)
+    s_child13 <= \$306 ;
+  always @(posedge clk)
+    s_child14 <= \$307 ;
+  always @(posedge clk)
+    s_child15 <= \$308 ;
+  always @(posedge clk)
+    o <= \$309 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$100  = p_word[31:0];
+          \$85  = p_word[31:0];
       4'h1:
-          \$100  = p_word[63:32];
+          \$85  = p_word[63:32];
       4'h2:
-          \$100  = p_word[95:64];
+          \$85  = p_word[95:64];
       4'h3:
-          \$100  = p_word[127:96];
+          \$85  = p_word[127:96];
       4'h4:
-          \$100  = p_word[159:128];
+          \$85  = p_word[159:128];
       4'h5:
-          \$100  = p_word[191:160];
+          \$85  = p_word[191:160];
       4'h6:
-          \$100  = p_word[223:192];
+          \$85  = p_word[223:192];
       4'h7:
-          \$100  = p_word[255:224];
+          \$85  = p_word[255:224];
       4'h8:
-          \$100  = p_word[287:256];
+          \$85  = p_word[287:256];
       4'h9:
-          \$100  = p_word[319:288];
+          \$85  = p_word[319:288];
       4'ha:
-          \$100  = p_word[351:320];
+          \$85  = p_word[351:320];
       4'hb:
-          \$100  = p_word[383:352];
+          \$85  = p_word[383:352];
       4'hc:
-          \$100  = p_word[415:384];
+          \$85  = p_word[415:384];
       4'hd:
-          \$100  = p_word[447:416];
+          \$85  = p_word[447:416];
       4'he:
-          \$100  = p_word[479:448];
+          \$85  = p_word[479:448];
       4'hf:
-          \$100  = p_word[511:480];
+          \$85  = p_word[511:480];
     endcase
   end
   always @* begin
@@ -10728,17 +11752,18 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
     \$197 [191:0] = i;
     \$197 [383:192] = taps[191:0];
     \$197 [575:384] = taps[383:192];
-    if (\$99 ) begin
-      \$197 [575:528] = { 16'h0000, \$100  };
+    if (\$84 ) begin
+      \$197 [575:528] = { 16'h0000, \$85  };
     end
     begin
       begin
         \$197 [767:576] = taps[575:384];
         \$197 [959:768] = taps[767:576];
+        \$197 [1151:960] = taps[959:768];
       end
     end
     if (rst) begin
-      \$197  = 960'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$197  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
@@ -11296,14 +12321,238 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$277  = taps[959:768];
-    if (taps[772]) begin
-      \$277 [30:15] = { taps[794:783], \$132 , \$124 , \$116 , \$108  };
-      \$277 [143:96] = { 16'h0000, \$164 [31:0] };
-      \$277 [191:144] = { 16'h0000, \$196  };
+    \$277  = { \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86  };
+    if (rst) begin
+      \$277  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$278  = c_diff0[31:0];
+    if (rst) begin
+      \$278  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$279  = c_diff1[31:0];
+    if (rst) begin
+      \$279  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$280  = c_diff2[31:0];
+    if (rst) begin
+      \$280  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$281  = c_diff3[31:0];
+    if (rst) begin
+      \$281  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$282  = c_diff4[31:0];
+    if (rst) begin
+      \$282  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$283  = c_diff5[31:0];
+    if (rst) begin
+      \$283  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$284  = c_diff6[31:0];
+    if (rst) begin
+      \$284  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$285  = c_diff7[31:0];
+    if (rst) begin
+      \$285  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$286  = c_diff8[31:0];
+    if (rst) begin
+      \$286  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$287  = c_diff9[31:0];
+    if (rst) begin
+      \$287  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$288  = c_diff10[31:0];
+    if (rst) begin
+      \$288  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$289  = c_diff11[31:0];
+    if (rst) begin
+      \$289  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$290  = c_diff12[31:0];
+    if (rst) begin
+      \$290  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$291  = c_diff13[31:0];
+    if (rst) begin
+      \$291  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$292  = c_diff14[31:0];
+    if (rst) begin
+      \$292  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$293  = q2_child0;
+    if (rst) begin
+      \$293  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$294  = q2_child1;
+    if (rst) begin
+      \$294  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$295  = q2_child2;
+    if (rst) begin
+      \$295  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$296  = q2_child3;
+    if (rst) begin
+      \$296  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$297  = q2_child4;
+    if (rst) begin
+      \$297  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$298  = q2_child5;
+    if (rst) begin
+      \$298  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$299  = q2_child6;
+    if (rst) begin
+      \$299  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$300  = q2_child7;
+    if (rst) begin
+      \$300  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$301  = q2_child8;
+    if (rst) begin
+      \$301  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$302  = q2_child9;
+    if (rst) begin
+      \$302  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$303  = q2_child10;
+    if (rst) begin
+      \$303  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$304  = q2_child11;
+    if (rst) begin
+      \$304  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$305  = q2_child12;
+    if (rst) begin
+      \$305  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$306  = q2_child13;
+    if (rst) begin
+      \$306  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$307  = q2_child14;
+    if (rst) begin
+      \$307  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$308  = q2_child15;
+    if (rst) begin
+      \$308  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$309  = taps[1151:960];
+    if (taps[964]) begin
+      \$309 [30:15] = { taps[986:975], \$132 , \$124 , \$116 , \$108  };
+      \$309 [143:96] = { 16'h0000, \$164  };
+      \$309 [191:144] = { 16'h0000, \$196  };
     end
     if (rst) begin
-      \$277  = 192'h000000000000000000000000000000000000000000000000;
+      \$309  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign lookup_addr = lport__addr;
@@ -11345,8 +12594,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign q1_prefix8_12 = \$51 [35:0];
   assign q1_prefix8_13 = \$52 [35:0];
   assign q1_prefix8_14 = \$53 [35:0];
-  assign s_le = { \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56 , \$55 , \$54  };
-  assign s_onehot = { \$68 , \$97 , \$95 , \$93 , \$91 , \$89 , \$87 , \$85 , \$83 , \$81 , \$79 , \$77 , \$75 , \$73 , \$71 , \$69  };
+  assign s_onehot = { s_le[14], \$82 , \$80 , \$78 , \$76 , \$74 , \$72 , \$70 , \$68 , \$66 , \$64 , \$62 , \$60 , \$58 , \$56 , \$54  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -11448,6 +12696,23 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign \taps[4].delta  = taps[863:831];
   assign \taps[4].target  = taps[911:864];
   assign \taps[4].value  = taps[959:912];
+  assign \taps[5]  = taps[1151:960];
+  assign \taps[5].valid  = taps[960];
+  assign \taps[5].op  = taps[963:961];
+  assign \taps[5].sample  = taps[964];
+  assign \taps[5].prng  = taps[965];
+  assign \taps[5].write  = taps[966];
+  assign \taps[5].read  = taps[967];
+  assign \taps[5].debug  = taps[968];
+  assign \taps[5].respond  = taps[969];
+  assign \taps[5].empty  = taps[970];
+  assign \taps[5].invalid  = taps[971];
+  assign \taps[5].level  = taps[974:972];
+  assign \taps[5].index  = taps[990:975];
+  assign \taps[5].prio  = taps[1022:991];
+  assign \taps[5].delta  = taps[1055:1023];
+  assign \taps[5].target  = taps[1103:1056];
+  assign \taps[5].value  = taps[1151:1104];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -11466,55 +12731,73 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign \o.value  = o[191:144];
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 4'h0, i[30:19] };
-  assign \$69  = s_diff0[36];
-  assign \$70  = s_diff1[36];
-  assign \$72  = s_diff2[36];
-  assign \$74  = s_diff3[36];
-  assign \$76  = s_diff4[36];
-  assign \$78  = s_diff5[36];
-  assign \$80  = s_diff6[36];
-  assign \$82  = s_diff7[36];
-  assign \$84  = s_diff8[36];
-  assign \$86  = s_diff9[36];
-  assign \$88  = s_diff10[36];
-  assign \$90  = s_diff11[36];
-  assign \$92  = s_diff12[36];
-  assign \$94  = s_diff13[36];
-  assign \$96  = s_diff14[36];
-  assign \$101  = \$71 ;
-  assign \$109  = \$73 ;
-  assign \$117  = \$77 ;
-  assign \$125  = \$85 ;
+  assign \$101  = \$56 ;
+  assign \$109  = \$58 ;
+  assign \$117  = \$62 ;
+  assign \$125  = \$70 ;
   assign \$134  = \$133 ;
   assign \$166  = \$165 ;
   assign \$5  = \$4 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.core.tree.prng (rst, step, word, seed, load, clk);
+module \replay_accel_k16.core.tree.prng (rst, step, seed, load, word, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
 `endif
 `endif
-  wire [46:0] \$1 ;
-  wire [46:0] \$10 ;
-  wire [31:0] \$11 ;
+  wire \$1 ;
+  wire [31:0] \$10 ;
+  wire \$11 ;
   wire [31:0] \$12 ;
-  wire [38:0] \$13 ;
-  wire [38:0] \$14 ;
-  wire \$15 ;
+  wire [46:0] \$13 ;
+  wire [46:0] \$14 ;
+  wire [31:0] \$15 ;
   wire [31:0] \$16 ;
-  reg [31:0] \$17 ;
-  wire [46:0] \$2 ;
-  wire [46:0] \$3 ;
-  wire [46:0] \$4 ;
-  wire [31:0] \$5 ;
+  wire \$17 ;
+  wire [31:0] \$18 ;
+  wire \$19 ;
+  wire [31:0] \$2 ;
+  wire [31:0] \$20 ;
+  wire [46:0] \$21 ;
+  wire [46:0] \$22 ;
+  wire \$23 ;
+  wire [31:0] \$24 ;
+  wire \$25 ;
+  wire [31:0] \$26 ;
+  wire [46:0] \$27 ;
+  wire [46:0] \$28 ;
+  wire [31:0] \$29 ;
+  wire \$3 ;
+  wire [31:0] \$30 ;
+  wire [38:0] \$31 ;
+  wire [38:0] \$32 ;
+  wire [46:0] \$33 ;
+  wire [46:0] \$34 ;
+  wire [46:0] \$35 ;
+  wire [46:0] \$36 ;
+  wire [31:0] \$37 ;
+  wire [31:0] \$38 ;
+  wire [46:0] \$39 ;
+  wire [31:0] \$4 ;
+  wire [46:0] \$40 ;
+  wire [46:0] \$41 ;
+  wire [46:0] \$42 ;
+  wire [31:0] \$43 ;
+  wire [31:0] \$44 ;
+  wire [38:0] \$45 ;
+  wire [38:0] \$46 ;
+  reg [31:0] \$47 ;
+  reg [31:0] \$48 ;
+  wire \$5 ;
   wire [31:0] \$6 ;
   wire [46:0] \$7 ;
   wire [46:0] \$8 ;
-  wire [46:0] \$9 ;
+  wire \$9 ;
+  (* init = 32'd1359758873 *)
+  wire [31:0] ahead;
   input clk;
   wire clk;
   input load;
@@ -11527,38 +12810,82 @@ module \replay_accel_k16.core.tree.prng (rst, step, word, seed, load, clk);
   input step;
   wire step;
   output [31:0] word;
-  wire [31:0] word;
-  assign \$2  = { 15'h0000, state } ^ \$1 ;
-  assign \$4  = { 15'h0000, state } ^ \$3 ;
-  assign \$6  = \$2 [31:0] ^ \$5 ;
-  assign \$8  = { 15'h0000, state } ^ \$7 ;
-  assign \$10  = { 15'h0000, state } ^ \$9 ;
-  assign \$12  = \$8 [31:0] ^ \$11 ;
-  assign \$14  = { 7'h00, \$6  } ^ \$13 ;
-  assign \$15  = ! seed;
-  assign \$16  = \$15  ? 32'd2654435769 : seed;
+  reg [31:0] word = 32'd1359758873;
+  assign \$1  = ! seed;
+  assign \$2  = \$1  ? 32'd2654435769 : seed;
+  assign \$3  = ! seed;
+  assign \$4  = \$3  ? 32'd2654435769 : seed;
+  assign \$5  = ! seed;
+  assign \$6  = \$5  ? 32'd2654435769 : seed;
+  assign \$8  = { 15'h0000, \$4  } ^ \$7 ;
+  assign \$9  = ! seed;
+  assign \$10  = \$9  ? 32'd2654435769 : seed;
+  assign \$11  = ! seed;
+  assign \$12  = \$11  ? 32'd2654435769 : seed;
+  assign \$14  = { 15'h0000, \$10  } ^ \$13 ;
+  assign \$16  = \$8 [31:0] ^ \$15 ;
+  assign \$17  = ! seed;
+  assign \$18  = \$17  ? 32'd2654435769 : seed;
+  assign \$19  = ! seed;
+  assign \$20  = \$19  ? 32'd2654435769 : seed;
+  assign \$22  = { 15'h0000, \$18  } ^ \$21 ;
+  assign \$23  = ! seed;
+  assign \$24  = \$23  ? 32'd2654435769 : seed;
+  assign \$25  = ! seed;
+  assign \$26  = \$25  ? 32'd2654435769 : seed;
+  assign \$28  = { 15'h0000, \$24  } ^ \$27 ;
+  assign \$30  = \$22 [31:0] ^ \$29 ;
+  assign \$32  = { 7'h00, \$16  } ^ \$31 ;
+  assign \$34  = { 15'h0000, word } ^ \$33 ;
+  assign \$36  = { 15'h0000, word } ^ \$35 ;
+  assign \$38  = \$34 [31:0] ^ \$37 ;
+  assign \$40  = { 15'h0000, word } ^ \$39 ;
+  assign \$42  = { 15'h0000, word } ^ \$41 ;
+  assign \$44  = \$40 [31:0] ^ \$43 ;
+  assign \$46  = { 7'h00, \$38  } ^ \$45 ;
   always @(posedge clk)
-    state <= \$17 ;
+    state <= \$47 ;
+  always @(posedge clk)
+    word <= \$48 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$17  = state;
+    \$47  = state;
     if (load) begin
-      \$17  = \$16 ;
+      \$47  = \$2 ;
     end else if (step) begin
-      \$17  = \$14 [31:0];
+      \$47  = word;
     end
     if (rst) begin
-      \$17  = 32'd2654435769;
+      \$47  = 32'd2654435769;
     end
   end
-  assign word = \$14 [31:0];
-  assign \$1  = { 2'h0, state, 13'h0000 };
-  assign \$3  = { 2'h0, state, 13'h0000 };
-  assign \$5  = { 17'h00000, \$4 [31:17] };
-  assign \$7  = { 2'h0, state, 13'h0000 };
-  assign \$9  = { 2'h0, state, 13'h0000 };
-  assign \$11  = { 17'h00000, \$10 [31:17] };
-  assign \$13  = { 2'h0, \$12 , 5'h00 };
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$48  = word;
+    if (load) begin
+      \$48  = \$32 [31:0];
+    end else if (step) begin
+      \$48  = \$46 [31:0];
+    end
+    if (rst) begin
+      \$48  = 32'd1359758873;
+    end
+  end
+  assign ahead = word;
+  assign \$7  = { 2'h0, \$6 , 13'h0000 };
+  assign \$13  = { 2'h0, \$12 , 13'h0000 };
+  assign \$15  = { 17'h00000, \$14 [31:17] };
+  assign \$21  = { 2'h0, \$20 , 13'h0000 };
+  assign \$27  = { 2'h0, \$26 , 13'h0000 };
+  assign \$29  = { 17'h00000, \$28 [31:17] };
+  assign \$31  = { 2'h0, \$30 , 5'h00 };
+  assign \$33  = { 2'h0, word, 13'h0000 };
+  assign \$35  = { 2'h0, word, 13'h0000 };
+  assign \$37  = { 17'h00000, \$36 [31:17] };
+  assign \$39  = { 2'h0, word, 13'h0000 };
+  assign \$41  = { 2'h0, word, 13'h0000 };
+  assign \$43  = { 17'h00000, \$42 [31:17] };
+  assign \$45  = { 2'h0, \$44 , 5'h00 };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -11573,32 +12900,36 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
-  wire [6:0] \$14 ;
-  reg [4:0] \$15 ;
-  reg [4:0] \$16 ;
-  reg [5:0] \$17 ;
-  wire [5:0] \$2 ;
-  wire \$3 ;
-  wire [5:0] \$4 ;
+  wire [6:0] \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [6:0] \$18 ;
+  reg [5:0] \$19 ;
+  wire \$2 ;
+  reg [5:0] \$20 ;
+  reg [5:0] \$21 ;
+  wire [6:0] \$3 ;
+  wire [6:0] \$4 ;
   wire \$5 ;
   wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire [6:0] \$9 ;
+  wire [6:0] \$7 ;
+  wire [6:0] \$8 ;
+  wire \$9 ;
   input clk;
   wire clk;
-  (* init = 5'h00 *)
-  wire [4:0] consume;
+  (* init = 6'h00 *)
+  wire [5:0] consume;
   reg [5:0] level = 6'h00;
-  (* init = 5'h00 *)
-  wire [4:0] produce;
+  (* init = 6'h00 *)
+  wire [5:0] produce;
   output [68:0] r_data;
   wire [68:0] r_data;
   wire r_en;
   (* init = 6'h00 *)
   wire [5:0] r_level;
-  reg [4:0] r_port__addr = 5'h00;
+  reg [5:0] r_port__addr = 6'h00;
   wire [68:0] r_port__data;
   output r_rdy;
   wire r_rdy;
@@ -11609,17 +12940,17 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
   wire w_en;
   (* init = 6'h00 *)
   wire [5:0] w_level;
-  reg [4:0] w_port__addr = 5'h00;
+  reg [5:0] w_port__addr = 6'h00;
   input [68:0] w_port__data;
   wire [68:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [68:0] storage [31:0];
+  reg [68:0] storage [35:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
   initial begin : rlk_zero_8
     integer i;
-    for (i = 0; i <= 31; i = i + 1) storage[i] = 0;
+    for (i = 0; i <= 35; i = i + 1) storage[i] = 0;
   end
 `endif
 `endif
@@ -11628,57 +12959,61 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
       storage[w_port__addr] <= w_port__data;
   end
   assign r_data = storage[r_port__addr];
-  assign w_rdy = level != 6'h20;
+  assign w_rdy = level != 6'h24;
   assign r_rdy = | level;
   assign w_port__en = w_en & w_rdy;
   assign \$1  = w_rdy & w_en;
-  assign \$2  = w_port__addr + 1'h1;
-  assign \$4  = r_port__addr + 1'h1;
-  assign \$5  = w_rdy & w_en;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = level + 1'h1;
-  assign \$11  = w_rdy & w_en;
-  assign \$12  = ~ \$11 ;
-  assign \$13  = \$10  & \$12 ;
-  assign \$14  = level - 1'h1;
+  assign \$2  = w_port__addr == 6'h23;
+  assign \$3  = w_port__addr + 1'h1;
+  assign \$4  = \$2  ? 7'h00 : \$3 ;
+  assign \$6  = r_port__addr == 6'h23;
+  assign \$7  = r_port__addr + 1'h1;
+  assign \$8  = \$6  ? 7'h00 : \$7 ;
+  assign \$9  = w_rdy & w_en;
+  assign \$11  = ~ \$10 ;
+  assign \$12  = \$9  & \$11 ;
+  assign \$13  = level + 1'h1;
+  assign \$15  = w_rdy & w_en;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = level - 1'h1;
   always @(posedge clk)
-    w_port__addr <= \$15 ;
+    w_port__addr <= \$19 ;
   always @(posedge clk)
-    r_port__addr <= \$16 ;
+    r_port__addr <= \$20 ;
   always @(posedge clk)
-    level <= \$17 ;
+    level <= \$21 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$15  = w_port__addr;
+    \$19  = w_port__addr;
     if (\$1 ) begin
-      \$15  = \$2 [4:0];
+      \$19  = \$4 [5:0];
     end
     if (rst) begin
-      \$15  = 5'h00;
+      \$19  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$16  = r_port__addr;
-    if (\$3 ) begin
-      \$16  = \$4 [4:0];
+    \$20  = r_port__addr;
+    if (\$5 ) begin
+      \$20  = \$8 [5:0];
     end
     if (rst) begin
-      \$16  = 5'h00;
+      \$20  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$17  = level;
-    if (\$8 ) begin
-      \$17  = \$9 [5:0];
+    \$21  = level;
+    if (\$12 ) begin
+      \$21  = \$13 [5:0];
     end
-    if (\$13 ) begin
-      \$17  = \$14 [5:0];
+    if (\$17 ) begin
+      \$21  = \$18 [5:0];
     end
     if (rst) begin
-      \$17  = 6'h00;
+      \$21  = 6'h00;
     end
   end
   assign w_level = level;
@@ -11688,14 +13023,14 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
   assign consume = r_port__addr;
   assign r_port__data = r_data;
   assign r_en = 1'h1;
-  assign \$3  = r_rdy;
-  assign \$6  = r_rdy;
+  assign \$5  = r_rdy;
   assign \$10  = r_rdy;
+  assign \$14  = r_rdy;
 endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp
-, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2686$0 , \port$2688$0 , max_priority_lo, \port$2718$0 , status_empty
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2735$0 , \port$2737$0 , max_priority_lo, \port$2767$0 , status_empty
 , status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -12104,12 +13439,12 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2686$0 ;
-  wire [15:0] \port$2686$0 ;
-  input [16:0] \port$2688$0 ;
-  wire [16:0] \port$2688$0 ;
-  input [47:0] \port$2718$0 ;
-  wire [47:0] \port$2718$0 ;
+  input [15:0] \port$2735$0 ;
+  wire [15:0] \port$2735$0 ;
+  input [16:0] \port$2737$0 ;
+  wire [16:0] \port$2737$0 ;
+  input [47:0] \port$2767$0 ;
+  wire [47:0] \port$2767$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -13054,11 +14389,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign batch_size_q = batch_size;
   assign update_size_q = update_size;
   assign seed_q = seed;
-  assign total_lo = \port$2718$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2718$0 [47:32] };
+  assign total_lo = \port$2767$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2767$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2688$0  };
-  assign write_pointer = { 16'h0000, \port$2686$0  };
+  assign size = { 15'h0000, \port$2737$0  };
+  assign write_pointer = { 16'h0000, \port$2735$0  };
   assign \$101  = { 1'h0, ap_start };
   assign \$102  = { 30'h00000000, \$101  };
   assign \$103  = { ctrl_ap_done_q, 1'h0 };
@@ -13094,24 +14429,24 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$146  = \$145 ;
   assign \$147  = { 1'h0, response_cycles };
   assign \$148  = \$147 ;
-  assign \$149  = { 1'h0, \port$2718$0 [31:0] };
+  assign \$149  = { 1'h0, \port$2767$0 [31:0] };
   assign \$150  = \$149 ;
-  assign \$151  = { 17'h00000, \port$2718$0 [47:32] };
+  assign \$151  = { 17'h00000, \port$2767$0 [47:32] };
   assign \$152  = \$151 ;
   assign \$153  = { 1'h0, max_priority_lo };
   assign \$154  = \$153 ;
   assign \$155  = 33'h000000000;
   assign \$156  = \$155 ;
-  assign \$157  = { 16'h0000, \port$2688$0  };
+  assign \$157  = { 16'h0000, \port$2737$0  };
   assign \$158  = \$157 ;
-  assign \$159  = { 17'h00000, \port$2686$0  };
+  assign \$159  = { 17'h00000, \port$2735$0  };
   assign \$160  = \$159 ;
   assign \$161  = 33'h000010000;
   assign \$162  = \$161 ;
   assign \$163  = 9'h010;
   assign \$164  = { 23'h000000, \$163  };
   assign \$165  = 23'h000400;
-  assign \$167  = 39'h00001f0000;
+  assign \$167  = 39'h0000230000;
   assign \$169  = 9'h020;
   assign \$170  = { 23'h000000, \$169  };
   assign \$171  = 23'h001000;
@@ -13120,7 +14455,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$177  = 33'h000001000;
   assign \$178  = \$177 ;
   assign \$166  = 32'd1040;
-  assign \$168  = 39'h00001f0410;
+  assign \$168  = 39'h0000230410;
   assign \$172  = 32'd4128;
   assign \$174  = 39'h0000081020;
   assign \$176  = 39'h0020081020;

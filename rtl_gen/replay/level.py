@@ -61,7 +61,7 @@ class SumTreeLevel(wiring.Component):
     one write port (simple dual port); the leaf level one read-or-write port (stage R) and a
     read-only lookup port for :class:`SumTree`'s stage A (true dual port).
 
-    ``config.level_latency`` pipeline stages (5 at K = 16), one operation each, in the order
+    ``config.level_latency`` pipeline stages (7 at K = 16), one operation each, in the order
     the operations were issued:
 
     R (the record at ``i``)
@@ -79,15 +79,17 @@ class SumTreeLevel(wiring.Component):
         R, reads the updated word: back-to-back operations on one group need no stall. The word
         is registered as it is (DEBUG selects its node): what the operation must see is in it,
         and the samples' arithmetic runs from that register on.
-    Q1 .. Qn (``taps[1]`` .. ``taps[n]``, ``n = config.prefix_stages``)
+    Q1 .. Qn (``taps[2]`` .. ``taps[n + 1]``, ``n = config.prefix_stages``)
         Samples compute the prefix sums ``P_j = c_0 + ... + c_j`` of the ``fanout`` children in
         parallel (:func:`prefix_sums`), two adder levels per stage, registered between them.
-    S (``taps[n + 1]``)
+    C (``taps[n + 2]``)
         Samples compare all prefix sums with the remaining target ``t`` at once: ``d_j = t - P_j``
-        for ``j < fanout - 1``; the child is the first ``j`` with ``P_j > t`` (strict-greater
-        rule: its value ``P_j - P_{j-1} > 0``, a zero child is never taken), or the last child.
-        The new target is ``d_{j-1}`` (``t`` for ``j = 0``) and the node ``fanout * n + j``; on
-        the leaf level the child's value is the sampled priority.
+        for ``j < fanout - 1``, registered with their signs (``P_j <= t``).
+    S (``taps[n + 3]``)
+        The child is the first ``j`` with ``P_j > t`` (strict-greater rule: its value
+        ``P_j - P_{j-1} > 0``, a zero child is never taken), or the last child. The new target
+        is ``d_{j-1}`` (``t`` for ``j = 0``) and the node ``fanout * n + j``; on the leaf level
+        the child's value is the sampled priority.
 
     Parameters
     ----------
@@ -102,7 +104,7 @@ class SumTreeLevel(wiring.Component):
     o : ``Out(op_layout(config))``
         The operation after stage S, registered: ``config.level_latency`` cycles after ``i``.
     taps : ``Out(ArrayLayout(op_layout(config), config.level_latency - 1))``
-        The operations in stages P, Q1 .. Qn and S (for the leaf-value forwarding of
+        The operations in stages P, Q, Q0, Q1 .. Qn, C and S (for the leaf-value forwarding of
         :class:`SumTree`).
     sweep : ``In(1)``
         Clearing sweep: write zero to word ``sweep_addr`` (if below the depth). Only used while
@@ -295,18 +297,28 @@ class SumTreeLevel(wiring.Component):
             vals, q = regs, nxt
         s, s_pre, s_child = q, vals, kept
 
-        # -- S: compare, select, descend ----------------------------------------------------------
+        # -- C: compare: every prefix sum with the target at once, registered ------------------
         t = s.target[:wp]
-        diffs = [Signal(wp + 1, name=f"s_diff{j}") for j in range(k - 1)]
+        diffs = [Signal(wp + 1, name=f"c_diff{j}") for j in range(k - 1)]
         m.d.comb += [d.eq(t - pj) for d, pj in zip(diffs, s_pre)]
+        c = self.taps[3 + cfg.prefix_stages]
         le = Signal(k - 1, name="s_le")               # P_j <= t
-        m.d.comb += le.eq(Cat(~d[wp] for d in diffs))
+        s_diff = [Signal(w, name=f"s_diff{j}") for j in range(k - 1)]
+        m.d.sync += [c.eq(s), le.eq(Cat(~d[wp] for d in diffs))]
+        m.d.sync += [a.eq(d[:w]) for a, d in zip(s_diff, diffs)]
+        if leaf:
+            c_child = [Signal(w, name=f"s_child{j}") for j in range(k)]
+            m.d.sync += [a.eq(b) for a, b in zip(c_child, s_child)]
+            s_child = c_child
+        s = c
+
+        # -- S: select, descend ------------------------------------------------------------------
         onehot = Signal(k, name="s_onehot")           # the child taken
         m.d.comb += onehot.eq(Cat([~le[0]] + [le[j - 1] & ~le[j] for j in range(1, k - 1)]
                                   + [le[k - 2]]))
         child_idx = Cat(_any_of([oh for j, oh in enumerate(onehot) if (j >> b) & 1], 1)
                         for b in range(lk))
-        t_new = _any_of([Mux(oh, t if j == 0 else diffs[j - 1][:w], 0)
+        t_new = _any_of([Mux(oh, s.target[:w] if j == 0 else s_diff[j - 1], 0)
                          for j, oh in enumerate(onehot)], w)
         o = self.o
         m.d.sync += o.eq(s)

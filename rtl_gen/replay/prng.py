@@ -1,10 +1,11 @@
 """The sum tree's on-chip PRNG: 32-bit xorshift (Marsaglia 2003), seeded by the host."""
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.replay.spec import PRNG_BITS, XORSHIFT32_SHIFTS, XORSHIFT32_ZERO_SEED
+from sw.replay.sumtree import xorshift32
 
 __all__ = ["Xorshift32", "xorshift32_step"]
 
@@ -26,9 +27,10 @@ def xorshift32_step(state):
 class Xorshift32(wiring.Component):
     """32-bit xorshift generator with a seed load, one word per cycle.
 
-    ``word`` is the *next* state, combinationally: the word a sample uses when it raises
-    ``step`` in the same cycle (:class:`sw.golden.sumtree.Xorshift32` uses the state after each
-    step). A seed of 0 (the fixed point of xorshift) loads
+    ``word`` is the *next* state: the word a sample uses when it raises ``step`` in the same
+    cycle (:class:`sw.golden.sumtree.Xorshift32` uses the state after each step). It is kept
+    in a register of its own, one step ahead of ``state`` (a step moves it to ``state`` and
+    steps it again; a load steps the seed), so that a user of ``word`` starts at a flip-flop. A seed of 0 (the fixed point of xorshift) loads
     :data:`~sw.replay.spec.XORSHIFT32_ZERO_SEED`, which is also the reset state, so reset
     equals loading seed 0.
 
@@ -41,11 +43,12 @@ class Xorshift32(wiring.Component):
     step : ``In(1)``
         Advance the state to ``word`` at the next clock edge.
     word : ``Out(32)``
-        ``xorshift32(state)``, combinational; never 0.
+        ``xorshift32(state)``, registered; never 0.
     state : ``Out(32)``
         The state register.
 
-    Latency: ``word`` is combinational (3 XOR levels); throughput one word per cycle.
+    Latency: ``word`` follows ``state`` in the same cycle (both registers); throughput one word
+    per cycle.
     """
 
     seed: In(PRNG_BITS)
@@ -56,9 +59,11 @@ class Xorshift32(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.word.eq(xorshift32_step(self.state))
+        word = Signal(PRNG_BITS, name="ahead", init=xorshift32(XORSHIFT32_ZERO_SEED))
+        m.d.comb += self.word.eq(word)
         with m.If(self.load):
-            m.d.sync += self.state.eq(Mux(self.seed == 0, XORSHIFT32_ZERO_SEED, self.seed))
+            seed = Mux(self.seed == 0, XORSHIFT32_ZERO_SEED, self.seed)
+            m.d.sync += [self.state.eq(seed), word.eq(xorshift32_step(seed))]
         with m.Elif(self.step):
-            m.d.sync += self.state.eq(self.word)
+            m.d.sync += [self.state.eq(word), word.eq(xorshift32_step(word))]
         return m

@@ -240,16 +240,16 @@ class SumTreeConfig(Config):
 
     @property
     def level_latency(self) -> int:
-        """Cycles an operation spends in one level: ``prefix_stages + 4`` (the read, the
+        """Cycles an operation spends in one level: ``prefix_stages + 5`` (the read, the
         registered group word, the forwarding and read-modify-write, the prefix sums, the
-        compare; 6 at K = 16)."""
-        return self.prefix_stages + 4
+        compare, the selection; 7 at K = 16)."""
+        return self.prefix_stages + 5
 
     @property
     def latency(self) -> int:
         """Cycles from a command's transfer into the tree to its response:
         ``level_latency * levels + 7`` (seven for the command, old leaf value, root, target
-        and response registers; 31 at K = 16 with 4 levels)."""
+        and response registers; 35 at K = 16 with 4 levels)."""
         return self.level_latency * self.levels + 7
 
     # -- formats ----------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_register_map_and_layout():
                                         "UPDATE_SIZE", "SEED"]
     assert rm.offset("OP") == 0x10 and rm.offset("STATUS") == 0x20
     info = hw_info_values(SMALL)
-    assert info == {"HW_CAPACITY": 100, "HW_TREE": 4 | 4 << 8 | 27 << 16,
+    assert info == {"HW_CAPACITY": 100, "HW_TREE": 4 | 4 << 8 | 31 << 16,
                     "HW_FORMAT": 20 | 8 << 8 | 4 << 16 | 24 << 24, "HW_MAX_BATCH": 48}
     assert region_words(SMALL) == 64
     assert [region_base(SMALL, n) for n in REGIONS] == [0, 512, 1024, 1536, 2048]

@@ -252,12 +252,12 @@ def test_reset_op_clears_the_tree():
 # -- cycles ---------------------------------------------------------------------------------------
 def test_latency_model():
     """The cycle model's numbers (the RTL is measured against them below): two prefix adder
-    levels per stage, four more stages per level, seven in front of the levels."""
+    levels per stage, five more stages per level, seven in front of the levels."""
     per_level = [SumTreeConfig(fanout=k, capacity=4096).level_latency for k in (2, 4, 8, 16,
                                                                                 32, 64)]
-    assert per_level == [5, 5, 6, 6, 7, 7]
-    assert SumTreeConfig(fanout=16, capacity=1 << 16).latency == 6 * 4 + 7 == 31
-    assert SumTreeConfig(fanout=2, capacity=16).latency == 5 * 4 + 7
+    assert per_level == [6, 6, 7, 7, 8, 8]
+    assert SumTreeConfig(fanout=16, capacity=1 << 16).latency == 7 * 4 + 7 == 35
+    assert SumTreeConfig(fanout=2, capacity=16).latency == 6 * 4 + 7
 
 
 @pytest.mark.parametrize("fanout,capacity", [(2, 17), (4, 16)])
