@@ -169,6 +169,15 @@ def _build():
                         out[t, j0 + p] = table[c + lo]
 
     @jit
+    def decode_flat(codes, table, lo, out):
+        """``out.flat[i] = table[codes[i] + lo]``: :func:`decode` when the image's lanes are
+        the results in row-major order (M a multiple of the lanes, no padding bytes), a gather
+        over one flat loop (twice as fast as the per-word loop)."""
+        o = out.reshape(-1)
+        for i in range(o.size):
+            o[i] = table[codes[i] + lo]
+
+    @jit
     def pack(rc, vc, boot, d, n, lane_bytes, lo, hi, rimg, vimg, dimg):
         """The images of :func:`sw.gae.layout.pack_rows` (zeroed by the caller) of reward
         codes, value codes with the bootstrap row, dones; False at a code outside lo..hi."""
@@ -278,7 +287,7 @@ def _build():
     return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode,
             "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "matched_targets": matched_targets, "matched_codes": matched_codes,
-            "square_dev": square_dev, "lookup": lookup}
+            "square_dev": square_dev, "lookup": lookup, "decode_flat": decode_flat}
 
 
 def _kernels():
@@ -396,10 +405,15 @@ def decode_results(cfg, batch, images):
         W = T * -(-M // n)
         if len(data) < W * nbytes:
             return None                       # unpack_rows raises
-        words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
         res = np.empty((T, M))
-        _kernels()["decode"](words, n, cfg.code_bits // 8, T, M,
-                             result_table(cfg, batch, scale, offset), lo, res)
+        table = result_table(cfg, batch, scale, offset)
+        lane_bytes = cfg.code_bits // 8
+        if M % n == 0 and nbytes == n * lane_bytes:      # lanes = results, row-major
+            codes = np.frombuffer(data, "<i1" if lane_bytes == 1 else "<i2", count=T * M)
+            _kernels()["decode_flat"](codes, table, lo, res)
+        else:
+            words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
+            _kernels()["decode"](words, n, lane_bytes, T, M, table, lo, res)
         out.append(res)
     return out[0], out[1]
 
