@@ -463,7 +463,16 @@ class RegisterMapAccess:
 
     def _write_fields(self, reg: Register, values: dict):
         plan = self._plan(reg)
-        checks, from_read, from_shadow = plan.recipe(tuple(values))
+        try:
+            checks, from_read, from_shadow = plan.recipe(tuple(values))
+        except AttributeError:             # an unknown or read-only field (or both)
+            for name, value in values.items():    # the first error in the fields' order
+                f = plan.by_name.get(name)
+                if f is not None and f.access not in _READ_ONLY:
+                    _check_value(reg, f, value)
+                else:
+                    break
+            raise
         word = 0
         for name, f, lsb, top in checks:
             v = values[name]
