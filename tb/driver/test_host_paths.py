@@ -198,8 +198,9 @@ def test_gae_work_arrays_never_reach_the_caller():
     one call are not changed by the next (other data, other shape), and equal a fresh
     driver's."""
     from sw.driver import GaeDriver
-    dev = InstantDevice.for_kernel("gae_kernel_n8")
-    drv = GaeDriver(dev)
+    # store=True: the in-place result regions read back the codes written, so results
+    # differ from batch to batch (a reused array would show)
+    drv = GaeDriver(InstantDevice.for_kernel("gae_kernel_n8", store=True))
     rng = np.random.default_rng(5)
     batches = [(rng.normal(size=(T, M)).astype(np.float32),
                 rng.normal(size=(T, M)).astype(np.float32),
@@ -210,8 +211,9 @@ def test_gae_work_arrays_never_reach_the_caller():
     drv.compute(*batches[0][:3], batches[0][3], 0.99, 0.95)
     for o, k in zip(outs, keep):
         assert all((a == b).all() for a, b in zip(o, k))
+    assert not (keep[0][0] == keep[1][0]).all()        # the batches' results differ
     for (r, v, d, last), k in zip(batches, keep):
-        fresh = GaeDriver(InstantDevice.for_kernel("gae_kernel_n8"))
+        fresh = GaeDriver(InstantDevice.for_kernel("gae_kernel_n8", store=True))
         got = fresh.compute(r, v, d, last, 0.99, 0.95)
         assert all((a == b).all() for a, b in zip(got, k))
 
