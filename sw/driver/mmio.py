@@ -31,8 +31,8 @@ request (unaligned or negative offset, value not a 32-bit unsigned integer).
 import operator
 import time
 
-__all__ = ["BusError", "Mmio", "MemoryPort", "Device", "check_offset", "check_span",
-           "check_word"]
+__all__ = ["BusError", "Mmio", "MemoryPort", "Device", "byte_view", "check_offset",
+           "check_span", "check_word"]
 
 
 class BusError(RuntimeError):
@@ -64,6 +64,16 @@ def check_span(offset, nbytes, window):
         raise ValueError(f"{nbytes} bytes at {offset:#x} go past the memory window "
                          f"({window:#x} bytes)")
     return offset, nbytes
+
+
+def byte_view(data) -> memoryview:
+    """The bytes of ``data`` (bytes, bytearray, a numpy array, any buffer) as a flat ``"B"``
+    memoryview: without a copy for a C-contiguous buffer (what the drivers pass: their
+    images and staging buffers), a copy otherwise. What the backends' ``write`` take."""
+    try:
+        return memoryview(data).cast("B")
+    except TypeError:                      # not C-contiguous (or not a buffer: bytes() says)
+        return memoryview(bytes(data))
 
 
 def check_word(value, *, what="value"):

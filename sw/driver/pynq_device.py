@@ -32,7 +32,7 @@ import numpy as np
 
 from sw.registry import BLOCKS, FAMILIES, family_vlnvs, vlnv
 
-from .mmio import Device, MemoryPort, Mmio, check_offset, check_word
+from .mmio import Device, MemoryPort, Mmio, byte_view, check_offset, check_word
 from .regmap import RegisterMapAccess
 
 __all__ = ["PynqDevice", "PynqMmio", "PynqMemory", "ip_class", "gae_ip_class",
@@ -77,14 +77,14 @@ class PynqMemory(MemoryPort):
 
     def write(self, offset, data):
         offset = check_offset(offset)
-        data = bytes(data)
-        if len(data) % 4:
-            raise ValueError(f"data length must be a multiple of 4, not {len(data)}")
+        data = byte_view(data)                      # no copy of the driver's image
+        n = data.nbytes
+        if n % 4:
+            raise ValueError(f"data length must be a multiple of 4, not {n}")
         if self._bulk:
-            self._mmio.array[offset // 4:offset // 4 + len(data) // 4] = \
-                np.frombuffer(data, "<u4")
+            self._mmio.array[offset // 4:offset // 4 + n // 4] = np.frombuffer(data, "<u4")
         else:
-            self._mmio.write(offset, data)
+            self._mmio.write(offset, bytes(data))
 
     def read(self, offset, nbytes):
         offset = check_offset(offset)

@@ -133,9 +133,10 @@ class RegisterValue(int):
     dict of every readable field.
     """
 
-    def __new__(cls, word: int, register: Register):
+    def __new__(cls, word: int, register: Register, _table=None):
         self = super().__new__(cls, word)
         self._register = register
+        self._table = _field_table(register) if _table is None else _table
         return self
 
     @property
@@ -144,19 +145,22 @@ class RegisterValue(int):
 
     @property
     def fields(self) -> dict:
-        return {f.name: f.get(int(self)) for f in self._register.fields if f.readable}
+        word = int(self)
+        return {name: (word >> lsb) & top
+                for name, (lsb, top, readable) in self._table.items() if readable}
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        for f in self._register.fields:
-            if f.name == name:
-                if not f.readable:
-                    raise RegisterAccessError(f"{self._register.name}.{name} is write-only: "
-                                              f"reads return 0")
-                return f.get(int(self))
-        raise AttributeError(f"register {self._register.name} has no field {name!r}"
-                             + _suggest(name, (f.name for f in self._register.fields)))
+        try:
+            lsb, top, readable = self._table[name]
+        except KeyError:
+            raise AttributeError(f"register {self._register.name} has no field {name!r}"
+                                 + _suggest(name, self._table)) from None
+        if not readable:
+            raise RegisterAccessError(f"{self._register.name}.{name} is write-only: "
+                                      f"reads return 0")
+        return (int(self) >> lsb) & top
 
     def __getitem__(self, name):
         return self.__getattr__(name)
@@ -169,6 +173,63 @@ class RegisterValue(int):
 
     def __reduce__(self):
         return (int, (int(self),))
+
+
+def _field_table(reg: Register) -> dict:
+    """Field name -> ``(lsb, (1 << width) - 1, readable)`` of ``reg``, in field order (what
+    a :class:`RegisterValue` extracts; built once per register by :class:`RegisterMapAccess`)."""
+    return {f.name: (f.lsb, (1 << f.width) - 1, f.readable) for f in reg.fields}
+
+
+class _Plan:
+    """What every access to one register needs, computed once from its fields (a
+    :class:`RegisterMapAccess` keeps one per register): its offset, its field table, the
+    shadow entries a read refreshes (``rw`` fields) and a write refreshes (``rw`` and ``wo``),
+    whether it has clear-on-read fields, and the write recipes of the field sets written so
+    far (:meth:`RegisterMapAccess._write_fields`)."""
+
+    __slots__ = ("reg", "offset", "table", "by_name", "on_read", "on_write", "has_cor",
+                 "recipes")
+
+    def __init__(self, reg: Register):
+        self.reg = reg
+        self.offset = reg.offset
+        self.table = _field_table(reg)
+        self.by_name = {f.name: f for f in reg.fields}
+        self.on_read = tuple(((reg.name, f.name), f.lsb, (1 << f.width) - 1)
+                             for f in reg.fields if f.access == "rw")
+        self.on_write = tuple(((reg.name, f.name), f.lsb, (1 << f.width) - 1)
+                              for f in reg.fields if f.access in ("rw", "wo"))
+        self.has_cor = any(f.access == "ro_cor" for f in reg.fields)
+        self.recipes = {}
+
+    def recipe(self, names):
+        """How to write the fields ``names`` (a tuple): ``(checks, from_read, from_shadow)``
+        with ``checks`` ``(name, field, lsb, top)`` of the written fields, ``from_read`` the
+        ``(key, lsb, top)`` of the ``rw`` fields kept from a read of the register (empty when
+        none is needed) and ``from_shadow`` those kept from the shadow (``wo`` fields, and
+        ``rw`` ones beside clear-on-read fields). Raises for an unknown or read-only field."""
+        got = self.recipes.get(names)
+        if got is not None:
+            return got
+        reg, by_name = self.reg, self.by_name
+        checks = []
+        for name in names:
+            if name not in by_name:
+                raise AttributeError(f"register {reg.name} has no field {name!r}"
+                                     + _suggest(name, by_name))
+            f = by_name[name]
+            if f.access in _READ_ONLY:
+                raise RegisterAccessError(f"{reg.name}.{name} is read-only ({f.access!r})")
+            checks.append((name, f, f.lsb, (1 << f.width) - 1))
+        kept_rw = tuple(((reg.name, f.name), f.lsb, (1 << f.width) - 1) for f in reg.fields
+                        if f.name not in names and f.access == "rw")
+        kept_wo = tuple(((reg.name, f.name), f.lsb, (1 << f.width) - 1) for f in reg.fields
+                        if f.name not in names and f.access == "wo")
+        read = bool(kept_rw) and not self.has_cor
+        got = (tuple(checks), kept_rw if read else (), (() if read else kept_rw) + kept_wo)
+        self.recipes[names] = got
+        return got
 
 
 def _describe(reg: Register, word: int) -> str:
@@ -228,7 +289,7 @@ class RegisterAccess:
         return self.__getattr__(name)
 
     def __int__(self):
-        return int(self.read())
+        return self._owner._read_word(self._reg)
 
     __index__ = __int__
 
@@ -307,6 +368,12 @@ class RegisterMapAccess:
         object.__setattr__(self, "_regmap", rm)
         object.__setattr__(self, "_mmio", mmio)
         object.__setattr__(self, "_by_name", {r.name: RegisterAccess(self, r) for r in rm})
+        object.__setattr__(self, "_plans", {r.name: _Plan(r) for r in rm})
+        # Registers as instance attributes too, so ``rm.CTRL`` is found without a call of
+        # __getattr__ (a name starting with "_" stays reachable only as an item).
+        for name, access in self._by_name.items():
+            if not name.startswith("_"):
+                object.__setattr__(self, name, access)
         object.__setattr__(self, "_shadow", {
             (r.name, f.name): f.reset for r in rm for f in r.fields if f.access in ("rw", "wo")})
         # registers that are one writable field of their own name: a write is that field alone
@@ -333,7 +400,9 @@ class RegisterMapAccess:
         plain = self._plain.get(name)
         if plain is not None:            # what _write_fields does for it, without its lookups
             reg, f = plain
-            self._commit(reg, f.put(0, _check_value(reg, f, value)))
+            if type(value) is not int or value < 0 or value >> f.width:
+                value = _check_value(reg, f, value)
+            self._commit(reg, value << f.lsb)
             return
         reg = self.__getattr__(name)._register
         if len(reg.fields) == 1 and reg.fields[0].name == reg.name:
@@ -369,40 +438,55 @@ class RegisterMapAccess:
         return "\n".join(lines)
 
     # -- bus access ------------------------------------------------------------------------------
+    def _plan(self, reg: Register) -> _Plan:
+        plan = self._plans.get(reg.name)
+        if plan is None or plan.reg is not reg:          # a Register from elsewhere
+            plan = _Plan(reg)
+        return plan
+
     def _read(self, reg: Register) -> RegisterValue:
-        word = self._mmio.read32(reg.offset)
+        plan = self._plan(reg)
+        return RegisterValue(self._read_word(reg, plan), reg, plan.table)
+
+    def _read_word(self, reg: Register, plan=None) -> int:
+        """One bus read of ``reg``: the word as a plain ``int`` (the shadow of its ``rw``
+        fields refreshed)."""
+        if plan is None:
+            plan = self._plan(reg)
+        word = self._mmio.read32(plan.offset)
         if type(word) is not int or not 0 <= word <= 0xFFFF_FFFF:   # what check_word passes
             word = check_word(word, what=f"{reg.name} read value")
-        for f in reg.fields:
-            if f.access == "rw":
-                self._shadow[reg.name, f.name] = f.get(word)
-        return RegisterValue(word, reg)
+        shadow = self._shadow
+        for key, lsb, top in plan.on_read:
+            shadow[key] = (word >> lsb) & top
+        return word
 
     def _write_fields(self, reg: Register, values: dict):
-        by_name = {f.name: f for f in reg.fields}
-        new = {}
-        for name, value in values.items():
-            if name not in by_name:
-                raise AttributeError(f"register {reg.name} has no field {name!r}"
-                                     + _suggest(name, by_name))
-            f = by_name[name]
-            if f.access in _READ_ONLY:
-                raise RegisterAccessError(f"{reg.name}.{name} is read-only ({f.access!r})")
-            new[name] = _check_value(reg, f, value)
-        keep = [f for f in reg.fields if f.name not in new and f.access == "rw"]
-        current = None
-        if keep and not any(f.access == "ro_cor" for f in reg.fields):
-            current = self._read(reg)
+        plan = self._plan(reg)
+        try:
+            checks, from_read, from_shadow = plan.recipe(tuple(values))
+        except AttributeError:             # an unknown or read-only field (or both)
+            for name, value in values.items():    # the first error in the fields' order
+                f = plan.by_name.get(name)
+                if f is not None and f.access not in _READ_ONLY:
+                    _check_value(reg, f, value)
+                else:
+                    break
+            raise
         word = 0
-        for f in reg.fields:
-            if f.name in new:
-                word = f.put(word, new[f.name])
-            elif f.access == "rw":
-                word = f.put(word, f.get(current) if current is not None
-                             else self._shadow[reg.name, f.name])
-            elif f.access == "wo":
-                word = f.put(word, self._shadow[reg.name, f.name])
-        self._commit(reg, word)
+        for name, f, lsb, top in checks:
+            v = values[name]
+            if type(v) is not int or not 0 <= v <= top:
+                v = _check_value(reg, f, v)
+            word |= v << lsb
+        if from_read:
+            current = self._read_word(reg, plan)
+            for _, lsb, top in from_read:
+                word |= current & (top << lsb)
+        shadow = self._shadow
+        for key, lsb, top in from_shadow:
+            word |= shadow[key] << lsb
+        self._commit(reg, word, plan)
 
     def _write_word(self, reg: Register, value):
         writable = [f for f in reg.fields if f.host_writable]
@@ -415,8 +499,10 @@ class RegisterMapAccess:
                              f"that are reserved or read-only (writable mask {mask:#010x})")
         self._commit(reg, word)
 
-    def _commit(self, reg: Register, word: int):
-        self._mmio.write32(reg.offset, word)
-        for f in reg.fields:
-            if f.access in ("rw", "wo"):
-                self._shadow[reg.name, f.name] = f.get(word)
+    def _commit(self, reg: Register, word: int, plan=None):
+        if plan is None:
+            plan = self._plan(reg)
+        self._mmio.write32(plan.offset, word)
+        shadow = self._shadow
+        for key, lsb, top in plan.on_write:
+            shadow[key] = (word >> lsb) & top

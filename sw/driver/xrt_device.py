@@ -50,7 +50,8 @@ import numpy as np
 from sw.registry import BLOCKS, block_of_module, shipped_modules
 from sw.shell.spec import SHELL_VERSION, window_kernel_register_map
 
-from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_span, check_word
+from .mmio import (BusError, Device, MemoryPort, Mmio, byte_view, check_offset, check_span,
+                   check_word)
 
 __all__ = ["XrtDevice", "XRT_KERNEL_NAME", "XRT_BLOCKS"]
 
@@ -136,8 +137,8 @@ class _XrtWindowMemory(MemoryPort):
         self._bo.sync(getattr(d, f"XCL_BO_SYNC_BO_{direction}"), hi - lo, lo)
 
     def write(self, offset, data):
-        data = bytes(data)
-        offset, n, lo, hi = self._span(offset, len(data))
+        data = byte_view(data)                      # no copy of the driver's image
+        offset, n, lo, hi = self._span(offset, data.nbytes)
         if not n:
             return
         if (lo, hi) != (offset, offset + n):        # keep the bytes around the block

@@ -528,9 +528,10 @@ def dequantize_results(cfg, batch, adv_raw, rtg_raw):
 
 
 def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape):
-    """``[(region, bytes)]``: the memory images of one batch of codes (rewards, values with
-    the bootstrap row, dones), checked first (``ValueError`` naming the argument;
-    ``check_shape(T, M)`` checks the capacity): what ``GaeDriver.load`` writes."""
+    """``[(region, image)]``: the memory images (bytes, or uint8 arrays to be written at once)
+    of one batch of codes (rewards, values with the bootstrap row, dones), checked first
+    (``ValueError`` naming the argument; ``check_shape(T, M)`` checks the capacity): what
+    ``GaeDriver.load`` writes."""
     fast = hostfast.pack_codes(cfg, reward_codes, value_codes, bootstrap_codes, dones)
     if fast is not None:
         return fast

@@ -192,6 +192,9 @@ class GaeDriver(DriverBase):
         STATUS fields and CYCLES of the last run.
     """
 
+    #: name -> (register, width, signed, lo, hi) of the run arguments (:meth:`write_args`)
+    _arg_spec = None
+
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
                  result_range=None, on_requant_overflow="retry", units="caller",
@@ -403,22 +406,28 @@ class GaeDriver(DriverBase):
         if not isinstance(args, GaeCoreArgs):
             raise TypeError(f"args must be a GaeCoreArgs, not {args!r}")
         gae_spec.check_registers(args, self._config, names, prefix="args.")
-        spec = GAE_CORE_ARGS(self._config)
+        spec = self._arg_spec
+        if spec is None:                 # per configuration, once: the registers' ranges
+            spec = self._arg_spec = {
+                name: (name.upper(), width, is_signed,
+                       -(1 << (width - 1)) if is_signed else 0,
+                       (1 << (width - 1)) - 1 if is_signed else (1 << width) - 1)
+                for name, (width, is_signed) in GAE_CORE_ARGS(self._config).items()}
         if names is not None:
             spec = {n: spec[n] for n in names if n in spec}
         words = {}
-        for name, (width, is_signed) in spec.items():
+        for name, (reg, width, is_signed, lo, hi) in spec.items():
             value = getattr(args, name)
-            lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if is_signed \
-                else (0, (1 << width) - 1)
-            try:
-                value = operator.index(value)
-            except TypeError:
-                raise ValueError(f"args.{name} must be an integer, not {value!r}") from None
+            if type(value) is not int:
+                try:
+                    value = operator.index(value)
+                except TypeError:
+                    raise ValueError(f"args.{name} must be an integer, not {value!r}") \
+                        from None
             if not lo <= value <= hi:
                 raise ValueError(f"args.{name} must be in {lo}..{hi} ({width}-bit "
                                  f"{'signed' if is_signed else 'unsigned'}), not {value}")
-            words[name.upper()] = value & ((1 << width) - 1)
+            words[reg] = value & ((1 << width) - 1)
         rm = self.register_map
         ctrl = rm.CTRL.read()
         if not ctrl.AP_IDLE:

@@ -9,14 +9,44 @@ a buffer that holds exactly the array numpy would have summed.
 
 The kernels are compiled on first use and cached on disk (``cache=True``); each has one or two
 signatures (float64 inputs, int8 or int16 codes).
+
+Work arrays that do not leave a call (float64 copies of float32 inputs, the matched rounding's
+targets, the TD errors of the result statistics, the memory images before they are written)
+are this thread's and reused from call to call (:func:`_scratch`): a fresh array of a batch's
+size is a fresh mapping whose first touch costs a page fault per 4 KB, about as much as the
+kernel that fills it. What a call returns is always a new array.
 """
 
+import threading
 
 import numpy as np
 
 __all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
 
 _K = []
+_SCRATCH = threading.local()
+
+
+def _scratch(name, shape, dtype=np.float64):
+    """This thread's work array of call site ``name`` (uninitialized): the one of the last
+    call if it has this shape and dtype, else a new one that replaces it."""
+    pool = _SCRATCH.__dict__
+    a = pool.get(name)
+    if a is None or a.shape != shape or a.dtype != dtype:
+        a = pool[name] = np.empty(shape, dtype)
+    return a
+
+
+def _f64_work(x, name):
+    """``x`` as a C-contiguous float64 array: itself if it is one, else converted into the
+    work array ``name`` (:func:`_scratch`)."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
+        if x.dtype == np.float64 and x.flags.c_contiguous:
+            return x
+        out = _scratch(name, x.shape)
+        np.copyto(out, x, casting="unsafe")           # what astype(float64) does
+        return out
+    return _f64(x)
 
 
 def _build():
@@ -169,6 +199,17 @@ def _build():
                         out[t, j0 + p] = table[c + lo]
 
     @jit
+    def decode_rows(codes, table, lo, out):
+        """:func:`decode` when every word holds ``n`` whole results (M a multiple of ``n``):
+        ``codes`` ``[W, n]`` (the words' signed lanes, a strided view), ``out`` ``[T, M]``
+        is ``[W, n]`` row-major; one gather, 1.5x faster than the per-word loop."""
+        W, n = codes.shape
+        o = out.reshape(W, n)
+        for w in range(W):
+            for p in range(n):
+                o[w, p] = table[codes[w, p] + lo]
+
+    @jit
     def pack(rc, vc, boot, d, n, lane_bytes, lo, hi, rimg, vimg, dimg):
         """The images of :func:`sw.gae.layout.pack_rows` (zeroed by the caller) of reward
         codes, value codes with the bootstrap row, dones; False at a code outside lo..hi."""
@@ -278,7 +319,7 @@ def _build():
     return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode,
             "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "matched_targets": matched_targets, "matched_codes": matched_codes,
-            "square_dev": square_dev, "lookup": lookup}
+            "square_dev": square_dev, "lookup": lookup, "decode_rows": decode_rows}
 
 
 def _kernels():
@@ -303,7 +344,8 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
     from .batch import matched_registers, range_registers, unit_scale_for
     from .spec import dequant_scale_format
     k = _kernels()
-    r, v, last, d = _f64(r), _f64(v), _f64(last), np.ascontiguousarray(d, np.bool_)
+    r, v = _f64_work(r, "caller_units.r"), _f64_work(v, "caller_units.v")
+    last, d = _f64(last), np.ascontiguousarray(d, np.bool_)
     if r.ndim != 2 or r.size == 0 or v.shape != r.shape or d.shape != r.shape \
             or last.shape != r.shape[1:]:
         return None                           # the numpy code's behaviour (or error)
@@ -321,12 +363,12 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
                                               (reg_format, vo))]
     dtype = np.int8 if bits <= 8 else np.int16
     rc, vc = np.empty((T, M), dtype), np.empty((T + 1, M), dtype)
-    vall = np.empty((T + 1, M))
+    vall = _scratch("caller_units.vall", (T + 1, M))
     q = float((1 << (bits - 1)) - 1)
     k["quantize"](r, v, last, u, f[1], f[0], f[3], f[2], q, rc[:0 if matched else T], vc,
                   vall)
     if matched:
-        target = np.empty((T, M))
+        target = _scratch("caller_units.target", (T, M))
         lo, hi = k["matched_targets"](r, u, vall, vc, f[2], f[3], d, float(gamma), float(gh),
                                       target)
         rs, ro = matched_registers(lo, hi, bits, reg_format, sf)
@@ -357,11 +399,11 @@ def result_stats(batch, cfg):
     sf = cfg.scale_format
     scales = [float(f.to_float(x)) for f, x in ((sf, a.reward_scale), (rf, a.reward_offset),
                                                 (sf, a.value_scale), (rf, a.value_offset))]
-    delta = np.empty((T, M))
+    delta = _scratch("result_stats.delta", (T, M))
     dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, boot, d,
                                              *scales, g, delta, np.empty(M, np.int64))
     mean = delta.mean()
-    sq = np.empty_like(delta)
+    sq = _scratch("result_stats.sq", (T, M))
     k["square_dev"](delta, float(mean), sq)
     std = np.sqrt(sq.sum() / np.intp(delta.size))
     center = float(batch.prepared["value_mean"])
@@ -396,16 +438,23 @@ def decode_results(cfg, batch, images):
         W = T * -(-M // n)
         if len(data) < W * nbytes:
             return None                       # unpack_rows raises
-        words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
         res = np.empty((T, M))
-        _kernels()["decode"](words, n, cfg.code_bits // 8, T, M,
-                             result_table(cfg, batch, scale, offset), lo, res)
+        table = result_table(cfg, batch, scale, offset)
+        lane_bytes = cfg.code_bits // 8
+        if M % n == 0 and nbytes % lane_bytes == 0:       # every word: n whole results
+            codes = np.frombuffer(data, "<i1" if lane_bytes == 1 else "<i2",
+                                  count=W * nbytes // lane_bytes)
+            _kernels()["decode_rows"](codes.reshape(W, -1)[:, :n], table, lo, res)
+        else:
+            words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
+            _kernels()["decode"](words, n, lane_bytes, T, M, table, lo, res)
         out.append(res)
     return out[0], out[1]
 
 
 def pack_codes(cfg, rc, vc, boot, d):
-    """``[(region, bytes)]``: the rewards, values (bootstrap row last) and dones images that
+    """``[(region, image)]``: the rewards, values (bootstrap row last) and dones images
+    (uint8 arrays, this thread's work arrays: write them before the next call) that
     :meth:`GaeDriver.load <sw.gae.driver.GaeDriver.load>` writes, for int8/int16 codes and
     bool dones of consistent shapes whose codes fit; else None (the numpy path, which raises
     for invalid ones)."""
@@ -421,10 +470,12 @@ def pack_codes(cfg, rc, vc, boot, d):
     G = -(-M // cfg.n_pe)
     if T < 1 or M < 1 or M > 4096 or (T + 1) * G > cfg.depth:
         return None
-    images = {r: np.zeros((rows * G, word_bytes(cfg, r)), np.uint8)
-              for r, rows in (("rewards", T), ("values", T + 1), ("dones", T))}
+    images = {}
+    for r, rows in (("rewards", T), ("values", T + 1), ("dones", T)):
+        images[r] = img = _scratch(f"pack_codes.{r}", (rows * G, word_bytes(cfg, r)), np.uint8)
+        img.fill(0)
     hi = (1 << (cfg.code_bits - 1)) - 1
     if not _kernels()["pack"](rc, vc, boot, d, cfg.n_pe, cfg.code_bits // 8, -hi - 1, hi,
                               images["rewards"], images["values"], images["dones"]):
         return None
-    return [(r, img.tobytes()) for r, img in images.items()]
+    return list(images.items())           # written at once by GaeDriver.load (no copy)

@@ -29,8 +29,8 @@ def array_arg(x, name, *, shape, kinds="biuf"):
     if a.dtype.kind not in kinds:
         what = {"iu": "an integer", "biu": "an integer or bool"}.get(kinds, "a numeric")
         raise ValueError(f"{name} must be {what} array, not dtype {a.dtype}")
-    want = "[" + ", ".join("B" if s is None else str(s) for s in shape) + "]"
     if a.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, a.shape)):
+        want = "[" + ", ".join("B" if s is None else str(s) for s in shape) + "]"
         raise ValueError(f"{name} must be a {want} array, not shape {a.shape}")
     return check_finite(a, name)
 

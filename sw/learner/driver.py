@@ -216,7 +216,7 @@ class LearnerDriver(DriverBase):
             if self._on_range == "error":
                 raise ValueError(msg + " (scale them, or on_range='clip' to saturate)")
             warnings.warn(msg + ": saturated", LearnerRangeWarning, stacklevel=warn_level())
-        return raw.astype(np.int64)
+        return raw.astype(np.int64, copy=False)
 
     def quantize_weights(self, weights, biases) -> list:
         """Float ``weights[l]`` (``sizes[l] x sizes[l+1]``) and ``biases[l]`` (``sizes[l+1]``)

@@ -134,15 +134,26 @@ def _regions(config: LearnerConfig) -> tuple:
 
 
 def region(config: LearnerConfig, name: str) -> Region:
-    for r in regions(config):
-        if r.name == name:
-            return r
+    if not isinstance(config, LearnerConfig):
+        regions(config)                               # its TypeError
+    got = _region_table(config).get(name)
+    if got is not None:
+        return got[1]
     raise ValueError(f"no region {name!r} in this learner configuration "
                      f"(regions: {', '.join(r.name for r in regions(config))})")
 
 
+@functools.lru_cache(maxsize=64)
+def _region_table(config: LearnerConfig) -> dict:
+    """Name -> (index, Region, host bytes per memory word) of every region (once per
+    configuration: the drivers and golden devices look regions up per matrix they pack)."""
+    D = config.axi_data_width // 8
+    return {r.name: (i, r, sub_words(config, r) * D) for i, r in enumerate(_regions(config))}
+
+
 def region_index(config: LearnerConfig, name: str) -> int:
-    return regions(config).index(region(config, name))
+    region(config, name)                              # the error for an unknown name
+    return _region_table(config)[name][0]
 
 
 def sub_words(config: LearnerConfig, r: Region) -> int:
@@ -174,7 +185,8 @@ def region_base(config: LearnerConfig, name: str) -> int:
 
 def word_bytes(config: LearnerConfig, name: str) -> int:
     """Host bytes per memory word of a region (``sub · D/8``)."""
-    return sub_words(config, region(config, name)) * config.axi_data_width // 8
+    region(config, name)                              # the checks
+    return _region_table(config)[name][2]
 
 
 def _check_rows(config, r, n, what):

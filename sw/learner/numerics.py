@@ -11,6 +11,7 @@ unit configuration of each GEMM kind: forward ``X·W``, backward ``δ·Wᵀ`` an
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
@@ -247,26 +248,27 @@ class LearnerNumerics(NumericParams):
         return len(self.sizes) - 1
 
     # -- formats ----------------------------------------------------------------------------------
+    # Built once per (frozen) numerics: the drivers and golden models ask for them per call.
     def _fmt(self, frac, width=None):
         return FixedFormat(width or self.width, frac, True, self.rounding)
 
-    @property
+    @cached_property
     def act_format(self) -> FixedFormat:
         return self._fmt(self.act_frac)
 
-    @property
+    @cached_property
     def weight_format(self) -> FixedFormat:
         return self._fmt(self.weight_frac)
 
-    @property
+    @cached_property
     def grad_format(self) -> FixedFormat:
         return self._fmt(self.grad_frac)
 
-    @property
+    @cached_property
     def wgrad_format(self) -> FixedFormat:
         return self._fmt(self.act_frac + self.grad_frac, self.acc_width)
 
-    @property
+    @cached_property
     def coef_format(self) -> FixedFormat:
         return FixedFormat(self.coef_width, self.coef_width - 1, False, self.rounding)
 
@@ -277,7 +279,7 @@ class LearnerNumerics(NumericParams):
         and a weight of 1.0 leaves δ bit for bit as without weights."""
         return self.coef_format
 
-    @property
+    @cached_property
     def lr_format(self) -> FixedFormat:
         return FixedFormat(self.lr_width, self.lr_frac, False, self.rounding)
 

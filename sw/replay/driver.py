@@ -50,6 +50,7 @@ from sw.registry import BLOCKS, family_vlnvs, vlnv
 from . import spec as replay_spec
 from .spec import (
     ERRORS,
+    REGIONS,
     ReplayOp,
     SumTreeConfig,
     config_from_hw,
@@ -181,6 +182,13 @@ class ReplayDriver(DriverBase):
                                              _check_against)
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
+        # Per configuration, once: the regions' byte offsets, a uint64 staging buffer per
+        # input region (its words written in place and handed to the memory port without a
+        # copy: every backend takes any buffer), and the cycle model's answers.
+        self._bases = {name: region_base(config, name) for name in REGIONS}
+        self._stage = {name: np.zeros(config.max_batch, "<u8")
+                       for name in ("IDX_IN", "PRIO_IN", "TARGET_IN")}
+        self._cycles = {}
         self._wait_tree_idle()
 
     def _wait_tree_idle(self):
@@ -205,24 +213,26 @@ class ReplayDriver(DriverBase):
             raise ValueError(f"{name} must be a 1-D array, not shape {a.shape}")
         if a.size and a.dtype.kind not in "iu":
             raise ValueError(f"{name} must be integers, not dtype {a.dtype}")
-        a = a.astype(np.int64)
+        a = a.astype(np.int64, copy=False)        # never written: no copy of int64 input
         cap = self._config.capacity
         if a.size and (a.min() < 0 or a.max() >= cap):
             raise ValueError(f"{name} must be in 0..{cap - 1} (the capacity is {cap})")
         return a
 
-    def _filled(self, indices, name="indices"):
+    def _filled(self, indices, name="indices", *, checked=False):
         """Indices of slots that hold a transition (one SIZE read; the FIFO fills 0, 1, ...):
-        a slot never filled has priority 0 and no data, and must not be given a priority."""
-        a = self._indices(indices, name)
+        a slot never filled has priority 0 and no data, and must not be given a priority.
+        ``checked``: ``indices`` already passed :meth:`_indices`."""
+        a = indices if checked else self._indices(indices, name)
         if a.size:
             size = self.size
+            top = int(a.max())
             if size == 0:
                 raise ValueError(f"{name} must be filled slots: nothing was inserted yet "
-                                 f"(size 0), not {int(a.max())}")
-            if a.max() >= size:
+                                 f"(size 0), not {top}")
+            if top >= size:
                 raise ValueError(f"{name} must be filled slots, in 0..{size - 1} ({size} of "
-                                 f"{self._config.capacity} inserted), not {int(a.max())}")
+                                 f"{self._config.capacity} inserted), not {top}")
         return a
 
     def _priorities(self, priorities, n=None, name="priorities"):
@@ -231,8 +241,10 @@ class ReplayDriver(DriverBase):
             raise ValueError(f"{name} must be a 1-D array, not shape {a.shape}")
         if a.size and a.dtype.kind not in "biuf":
             raise ValueError(f"{name} must be real numbers, not dtype {a.dtype}")
-        a = a.astype(np.float64)
-        if not np.all(np.isfinite(a)) or (a.size and a.min() < 0):
+        a = a.astype(np.float64, copy=False)      # never written: no copy of float64 input
+        # min >= 0 and max < inf <=> every element finite and non-negative (a NaN makes both
+        # comparisons false): two reductions, no temporary array
+        if a.size and not (a.min() >= 0 and a.max() < np.inf):
             raise ValueError(f"{name} must be finite and non-negative")
         if n is not None and a.size != n:
             raise ValueError(f"{name} must have {n} elements (one per index), not {a.size}")
@@ -267,8 +279,8 @@ class ReplayDriver(DriverBase):
             raise ValueError(f"td_errors must be a 1-D array, not shape {a.shape}")
         if a.size and a.dtype.kind not in "biuf":
             raise ValueError(f"td_errors must be real numbers, not dtype {a.dtype}")
-        a = a.astype(np.float64)
-        if not np.all(np.isfinite(a)):
+        a = a.astype(np.float64, copy=False)
+        if a.size and not (-np.inf < a.min() and a.max() < np.inf):     # false for a NaN
             raise ValueError(f"td_errors must be finite: {int((~np.isfinite(a)).sum())} NaN "
                              f"or infinite")
         if a.size != n:
@@ -296,12 +308,16 @@ class ReplayDriver(DriverBase):
 
     # -- runs ----------------------------------------------------------------------------------
     def _load(self, name, values):
-        data = np.asarray(values, np.int64).astype("<u8").tobytes()
-        self._device.memory.write(region_base(self._config, name), data)
+        """Write validated non-negative int64 ``values`` (at most ``max_batch``) to region
+        ``name`` as little-endian 64-bit words, through the region's staging buffer."""
+        n = len(values)
+        buf = self._stage[name][:n]
+        buf[:] = values
+        self._device.memory.write(self._bases[name], buf)
 
     def _fetch(self, name, n):
-        data = self._device.memory.read(region_base(self._config, name), 8 * n)
-        return np.frombuffer(bytes(data), "<u8").astype(np.int64)
+        data = self._device.memory.read(self._bases[name], 8 * n)
+        return np.frombuffer(data, "<u8").astype(np.int64)
 
     def _run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=None):
         rm = self.register_map
@@ -313,7 +329,11 @@ class ReplayDriver(DriverBase):
         if seed is not None:
             rm.SEED = seed
         self._start()
-        expected = replay_spec.run_cycles(self._config, op, batch, update_size, relaxed)
+        key = (op, batch, update_size, relaxed)
+        expected = self._cycles.get(key)
+        if expected is None:
+            expected = self._cycles[key] = replay_spec.run_cycles(
+                self._config, op, batch, update_size, relaxed)
         return self._wait(self._timeout + expected / self._clock_hz)
 
     def _wait(self, timeout):
@@ -326,6 +346,16 @@ class ReplayDriver(DriverBase):
         self.last_status = status
         if status["ERROR"]:
             raise ReplayError(status["ERROR"])
+        if status["SATURATED"] or status["START_REFUSED"]:
+            self._warn(status)
+        if status["INVALID_INDEX"]:
+            raise ReplayError(0, ": a leaf index >= capacity reached the tree")
+        if status["EMPTY"]:
+            raise ReplayEmptyError("every priority is zero: nothing to sample")
+        return status
+
+    @staticmethod
+    def _warn(status):
         level = warn_level()
         if status["SATURATED"]:
             warnings.warn("replay accelerator STATUS.SATURATED: a priority above the leaf "
@@ -335,11 +365,6 @@ class ReplayDriver(DriverBase):
             warnings.warn("replay accelerator STATUS.START_REFUSED: AP_START was written "
                           "while the run was in progress and was dropped",
                           StartRefusedWarning, stacklevel=level)
-        if status["INVALID_INDEX"]:
-            raise ReplayError(0, ": a leaf index >= capacity reached the tree")
-        if status["EMPTY"]:
-            raise ReplayEmptyError("every priority is zero: nothing to sample")
-        return status
 
     def _read64(self, name):
         rm = self.register_map
@@ -383,7 +408,7 @@ class ReplayDriver(DriverBase):
         raw ``priorities`` (keyword, >= 0). Batches above ``max_batch`` run in chunks."""
         idx = self._indices(indices)
         prio = self._new_priorities(td_errors, priorities, idx.size)
-        idx = self._filled(idx)
+        idx = self._filled(idx, checked=True)
         raw = self._raw(prio)
         for lo, hi in self._chunks(idx.size):
             self._load("IDX_IN", idx[lo:hi])
@@ -430,7 +455,7 @@ class ReplayDriver(DriverBase):
         beta = self._beta(beta)
         x = self._targets(targets, n)
         prio = self._new_priorities(td_errors, priorities, u)
-        idx = self._filled(idx)
+        idx = self._filled(idx, checked=True)
         raw = self._raw(prio)
         self._load("IDX_IN", idx)
         self._load("PRIO_IN", raw)

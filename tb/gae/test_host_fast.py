@@ -115,7 +115,8 @@ def data(rng, T, M, kind):
 
 def shapes(cfg_name, rng, n):
     cfg = GaeCoreConfig.from_dict(CONFIGS[cfg_name])
-    out = [(1, 1), (1, cfg.n_pe + 1)]
+    # M = n_pe: every word holds n_pe results (hostfast's row decode); n_pe + 1: not
+    out = [(1, 1), (1, cfg.n_pe + 1), (2, cfg.n_pe)]
     while len(out) < n:
         M = int(rng.integers(1, cfg.max_trajectories + 1))
         G = -(-M // cfg.n_pe)
