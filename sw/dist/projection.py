@@ -35,10 +35,24 @@ machine can measure (host times, Ray call latency, the mean) are passed in by
 """
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 __all__ = ["ClusterModel", "StepCost", "step_cost", "round_cost", "throughput",
            "scaling_factor", "projection_table"]
+
+
+def _learner_cycles() -> int:
+    """A DQN step of 64 on the shipped ``learner_cartpole_s4`` (its cycle model)."""
+    from sw.learner.schedule import step_cycles
+    from sw.registry import shipped_config
+    return step_cycles(shipped_config("learner_cartpole_s4")[1], 64)
+
+
+def _replay_cycles(op: str, batch: int, update_size: int = 1) -> int:
+    """A run of the shipped ``replay_accel_k16`` (its cycle model)."""
+    from sw.registry import shipped_config
+    from sw.replay.spec import ReplayOp, run_cycles
+    return run_cycles(shipped_config("replay_accel_k16")[1], ReplayOp[op], batch, update_size)
 
 
 @dataclass(frozen=True)
@@ -75,9 +89,10 @@ class ClusterModel:
     learner_bytes: int = 4096
     replay_bytes: int = 2048
     weight_bytes: int = 9220
-    learner_cycles: int = 20_303
-    replay_cycles: int = 149
-    insert_cycles: int = 37
+    # the shipped accelerators' cycle models (not restated here: they change with the RTL)
+    learner_cycles: int = field(default_factory=_learner_cycles)
+    replay_cycles: int = field(default_factory=lambda: _replay_cycles("UPDATE_SAMPLE", 64, 64))
+    insert_cycles: int = field(default_factory=lambda: _replay_cycles("INSERT_MAX", 16))
     inserts_per_step: float = 1.0
     push: int = 16
 
