@@ -254,13 +254,7 @@ class LearnerCore(wiring.Component):
 
     # -- host port --------------------------------------------------------------------------------
     def _host_port(self, m, bufs, busy):
-        """The host port on the buffers' port 0 and write ports, while not ``busy``.
-
-        Read data is an and-or of terms, one per (region, pipeline, sub-word): D bits of a
-        memory's read data, selected by a one-hot register (``host_hit_q``) loaded in the
-        cycle of ``re`` with the decoded read (enable, region, range, sub-word). After the
-        memories there is one level of selection and the or, nothing else.
-        """
+        """The host port on the buffers' port 0 and write ports, while not ``busy``."""
         cfg = self._config
         D = cfg.axi_data_width
         DB = D // 8
@@ -269,31 +263,28 @@ class LearnerCore(wiring.Component):
         local = addr[:local_bits]
         reg = addr[local_bits:]
         idle = ~busy
-        terms = []                                  # (hit, D-bit piece of a read port's data)
+        rd = []
+        r_loc = Signal(max(local_bits, 1), name="host_local_q")
+        r_ok = Signal(name="host_ok_q")
+        m.d.sync += r_loc.eq(local)
+        oks = []
         dp = cfg.dp
         pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
         db = (dp - 1).bit_length()
-
-        def read_terms(r, hit, word, sbits):
-            for i in range(sub_words(cfg, r)):
-                if i * D >= r.word_bits(cfg):
-                    break                           # sub-words past the word read as 0
-                piece = widen(word[i * D:min((i + 1) * D, r.word_bits(cfg))], D)
-                terms.append((hit & (local[:sbits] == i) if sbits else hit, piece))
-
         for idx, r in enumerate(regions(cfg)):
             sub = sub_words(cfg, r)
             sbits = (sub - 1).bit_length()
             blk = local[sbits:]
             in_range = (reg == idx) & (blk < r.depth(cfg))
+            oks.append(in_range)
             if r.name in bufs:
                 buf = bufs[r.name]
                 buf.read_port(0).use(idle & self.host.re & in_range, blk, idle)
-                read_terms(r, in_range, buf.read_port(0).data, sbits)
+                word = buf.read_port(0).data
             elif r.name.startswith("grad"):           # the reduced gradient, in pipeline 0
                 buf = bufs[f"{r.name}@0"]
                 buf.read_port(0).use(idle & self.host.re & in_range, blk, idle)
-                read_terms(r, in_range, buf.read_port(0).data, sbits)
+                word = buf.read_port(0).data
             else:
                 # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
                 # p lives in pipeline p mod dp as its local sub-batch p div dp.
@@ -301,11 +292,22 @@ class LearnerCore(wiring.Component):
                 cgf, rgf = blk[:gb], blk[gb:]
                 pipe = rgf[pb:pb + db]
                 local_blk = Cat(cgf, rgf[:pb], rgf[pb + db:])
+                pipe_q = Signal(db, name=f"host_pipe_{r.name}")
+                m.d.sync += pipe_q.eq(pipe)
+                words = []
                 for d in range(dp):
                     port = bufs[f"{r.name}@{d}"].read_port(0)
-                    hit = in_range & (pipe == d) if dp > 1 else in_range
-                    port.use(idle & self.host.re & hit, local_blk, idle)
-                    read_terms(r, hit, port.data, sbits)
+                    port.use(idle & self.host.re & in_range & (pipe == d), local_blk, idle)
+                    words.append(port.data)
+                word = Const(0, len(words[0]))
+                for d, x in enumerate(words):
+                    word = Mux(pipe_q == d, x, word)
+            pieces = [word[i * D:min((i + 1) * D, r.word_bits(cfg))] for i in range(sub)
+                      if i * D < r.word_bits(cfg)]
+            pieces += [Const(0, D)] * (sub - len(pieces))
+            sel = r_loc[:sbits] if sbits else Const(0, 1)
+            rd.append((idx, Cat(*pieces).word_select(sel, D) if sub > 1 else
+                       widen(pieces[0], D)))
             if r.host_write:
                 nbytes = r.word_bits(cfg) // 8
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
@@ -316,7 +318,9 @@ class LearnerCore(wiring.Component):
                 assert buf.granularity == 8
                 buf.write(full[:nbytes], blk,
                           Cat(*([self.host.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
-        r_hit = Signal(len(terms), name="host_hit_q")
-        m.d.sync += r_hit.eq(Cat(*[self.host.re & idle & hit for hit, _ in terms]))
-        m.d.comb += self.host.rdata.eq(or_all(Mux(r_hit[j], data, 0)
-                                              for j, (_, data) in enumerate(terms)))
+        m.d.sync += r_ok.eq(self.host.re & idle & or_all(oks))
+        # The region decoded one-hot into registers: an and-or of the regions' words.
+        r_hit = Signal(len(rd), name="host_hit_q")
+        m.d.sync += r_hit.eq(Cat(*[reg == idx for idx, _ in rd]))
+        out = or_all(Mux(r_hit[i], data, 0) for i, (_, data) in enumerate(rd))
+        m.d.comb += self.host.rdata.eq(Mux(r_ok, out, 0))
