@@ -282,7 +282,7 @@ def done_counter(m, ctx, stage, event):
     return done, all_done
 
 
-def nested_last(m, ctx, items, name, *, step, inner_pen, n, middle, o, o_pen, outer_one):
+def nested_last(m, ctx, name, *, step, inner_pen, n, middle, o, o_pen, outer_one):
     """Registered "last" flags of three nested loops (inner, middle n, outer o) that advance
     together on ``step`` and whose inner loop has at least two steps (it never is at its last
     step right after wrapping). Returns ``(inner_last, n_last, o_last)``, each a register
@@ -290,7 +290,8 @@ def nested_last(m, ctx, items, name, *, step, inner_pen, n, middle, o, o_pen, ou
     one before its last), ``n == middle - 2`` and ``o_pen`` (o is one before its last). No
     compare of an index lies between the index and what uses its flag.
 
-    ``outer_one``: a pair ``(at_clear, at_advance)``, the item (has) one outer tile.
+    ``outer_one`` is a pair ``(at_clear, at_advance)``: whether the item starting then has a
+    single outer tile.
     """
     il = Signal(name=f"{name}_ilast")
     nl = Signal(name=f"{name}_nlast")
@@ -380,11 +381,10 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
         o_last = o == omax
     else:
         o_last = o == outer - 1
-    if R >= 2:                  # T >= R >= 2 slots a tile: registered flags
-        o_pen, o_one = _outer_flags(items, name, o, outer, outer_runtime, R)
-        t_last, n_last, o_last = nested_last(m, ctx, items, name, step=slot, inner_pen=t_pen,
-                                             n=n, middle=middle, o=o, o_pen=o_pen,
-                                             outer_one=o_one)
+    if R >= 2:                  # T >= R >= 2 slots a tile: registered flags (tend, omax unused)
+        o_pen, o_one = _outer_flags(cfg, items, name, o, outer, outer_runtime, R)
+        t_last, n_last, o_last = nested_last(m, ctx, name, step=slot, inner_pen=t_pen, n=n,
+                                             middle=middle, o=o, o_pen=o_pen, outer_one=o_one)
     item_last = t_last & n_last & o_last
     with m.If(ctx.clear):
         m.d.sync += [running.eq(0), o.eq(0), n.eq(0), t.eq(0)]
@@ -433,9 +433,9 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
         o_last = o == omax
     else:
         o_last = o == outer - 1
-    if R >= 2:                  # R >= 2 beats a row loop: registered flags
-        o_pen, o_one = _outer_flags(items, f"{name}_w", o, outer, outer_runtime, R)
-        i_last, n_last, o_last = nested_last(m, ctx, items, f"{name}_w", step=beat,
+    if R >= 2:                  # R >= 2 beats a row loop: registered flags (omax unused)
+        o_pen, o_one = _outer_flags(cfg, items, f"{name}_w", o, outer, outer_runtime, R)
+        i_last, n_last, o_last = nested_last(m, ctx, f"{name}_w", step=beat,
                                              inner_pen=i == R - 2, n=n, middle=middle, o=o,
                                              o_pen=o_pen, outer_one=o_one)
     with m.If(ctx.clear):
@@ -456,10 +456,9 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
             "o": o, "n": n, "item_last": i_last & n_last & o_last}
 
 
-def _outer_flags(items, name, o, outer, outer_runtime, R):
+def _outer_flags(cfg, items, name, o, outer, outer_runtime, R):
     """For :func:`nested_last`: ``o_pen`` (o one before the item's last outer tile) and
     ``outer_one`` (the item has one outer tile, at ``clear`` and at the advance)."""
-    cfg = items._config
     lr = R.bit_length() - 1
     if not outer_runtime:
         return (o == outer - 2) if outer >= 2 else Const(0, 1), (outer == 1, outer == 1)
