@@ -168,12 +168,20 @@ class ItemCounter:
     ``cnt``, ``more`` and what :meth:`derived` adds are registers, loaded with their value for
     the new ``rem`` at ``clear`` and :meth:`advance` (no arithmetic on ``rem`` in the cycle
     that uses them).
+
+    With ``lookahead`` each of them has a shadow register ``<name>_nx``, loaded every cycle
+    with its value for the next item (from ``rem``), which :meth:`advance` copies: no
+    arithmetic on ``rem`` in the cycle of the advance either. The shadow follows ``rem`` one
+    cycle later, so ``lookahead`` needs at least two cycles from ``clear`` to the first
+    advance and between advances (the GEMM loops with R >= 2: an item has R slots or beats or
+    more).
     """
 
-    def __init__(self, m, ctx, name, d):
+    def __init__(self, m, ctx, name, d, *, lookahead=False):
         cfg = ctx.config
         self._config = cfg
         self._m, self._ctx, self._d = m, ctx, d
+        self._lookahead = lookahead
         self._derived = []
         per = cfg.sub_batch // cfg.array
         self.per = per
@@ -206,24 +214,46 @@ class ItemCounter:
         sig = Signal(shape, name=name)
         with self._m.If(self._ctx.clear):
             self._m.d.sync += sig.eq(fn(*self._next(True)))
-        self._derived.append((sig, fn))
+        nx = None
+        if self._lookahead:
+            nx = Signal(shape, name=f"{name}_nx")
+            self._m.d.sync += nx.eq(fn(*self._next(False)))
+        self._derived.append((sig, fn, nx))
         return sig
+
+    def clear_of(self, sig):
+        """The value the derived register ``sig`` takes at ``clear``."""
+        for s, fn, _ in self._derived:
+            if s is sig:
+                return fn(*self._next(True))
+        raise ValueError(f"sig must be a register of this ItemCounter, not {sig!r}")
+
+    def next_of(self, sig):
+        """The value the derived register ``sig`` takes at :meth:`advance`."""
+        for s, fn, nx in self._derived:
+            if s is sig:
+                return fn(*self._next(False)) if nx is None else nx
+        raise ValueError(f"sig must be a register of this ItemCounter, not {sig!r}")
 
     def advance(self):
         """Statements that move on to the next item."""
         cfg = self._config
-        nxt = self._next(False)
         return [self.p.eq(self.p + 1), self.base.eq(self.base + self.per),
                 self.gbase.eq(self.gbase + self.per * cfg.dp),
                 self.rem.eq(self.rem - cfg.sub_batch * cfg.dp)] + \
-            [sig.eq(fn(*nxt)) for sig, fn in self._derived]
+            [sig.eq(self.next_of(sig)) for sig, _, _ in self._derived]
 
 
 def deps_ok(producers, p):
-    """Combinational: every producer has finished item p."""
+    """Combinational: every producer has finished item p.
+
+    A consumer moves on to item p + 1 only after it started item p, which needed every
+    producer's ``done > p``: ``done >= p`` always holds, and ``done > p`` is ``done != p``
+    (an equality of registers, no carry chain).
+    """
     ok = Const(1, 1)
     for d in producers.values():
-        ok = ok & (d.done > p)
+        ok = ok & (d.done != p)
     return ok
 
 
@@ -252,6 +282,39 @@ def done_counter(m, ctx, stage, event):
     return done, all_done
 
 
+def nested_last(m, ctx, name, *, step, inner_pen, n, middle, o, o_pen, outer_one):
+    """Registered "last" flags of three nested loops (inner, middle n, outer o) that advance
+    together on ``step`` and whose inner loop has at least two steps (it never is at its last
+    step right after wrapping). Returns ``(inner_last, n_last, o_last)``, each a register
+    loaded with the compare of the loop's *next* index: ``inner_pen`` (the inner index is
+    one before its last), ``n == middle - 2`` and ``o_pen`` (o is one before its last). No
+    compare of an index lies between the index and what uses its flag.
+
+    ``outer_one`` is a pair ``(at_clear, at_advance)``: whether the item starting then has a
+    single outer tile.
+    """
+    il = Signal(name=f"{name}_ilast")
+    nl = Signal(name=f"{name}_nlast")
+    ol = Signal(name=f"{name}_olast")
+    n_pen = (n == middle - 2) if middle >= 2 else Const(0, 1)
+    with m.If(ctx.clear):
+        m.d.sync += [il.eq(0), nl.eq(middle == 1), ol.eq(outer_one[0])]
+    with m.Elif(step):
+        with m.If(il):
+            m.d.sync += il.eq(0)
+            with m.If(nl):
+                m.d.sync += nl.eq(middle == 1)
+                with m.If(ol):
+                    m.d.sync += ol.eq(outer_one[1])
+                with m.Else():
+                    m.d.sync += ol.eq(o_pen)
+            with m.Else():
+                m.d.sync += nl.eq(n_pen)
+        with m.Else():
+            m.d.sync += il.eq(inner_pen)
+    return il, nl, ol
+
+
 def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, k_runtime):
     """Slot sequencer of a GEMM stage on an R × C unit: one slot (operand read or bubble) per
     cycle.
@@ -269,7 +332,7 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
     lr = R.bit_length() - 1
     name = hw_name(stage.name)
     busy = ctx.busy
-    items = ItemCounter(m, ctx, name, stage.pipe)
+    items = ItemCounter(m, ctx, name, stage.pipe, lookahead=R >= 2)
     p, base, gbase, cnt = items.p, items.base, items.gbase, items.cnt
     running = Signal(name=f"{name}_running")
     kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, R)
@@ -293,10 +356,17 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
             m.d.sync += kc.eq(Mux(items._next(True)[0](R), items._next(True)[1](R), 0))
         m.d.comb += [bubble.eq(kc < 0), k.eq(kc)]
         t_last = t == tend
+        if R >= 2:
+            tpen = items.derived(f"{name}_tpen", range(kmax + 1),      # T - 2
+                                 lambda lt, sub, rsub: Const(R - 2) if R >= cfg.sub_batch
+                                 else Mux(lt(R), R - 2, Mux(lt(cfg.sub_batch), sub(2),
+                                                            cfg.sub_batch - 2)))
+            t_pen = t == tpen
     else:                       # constants: no compare against a zero pad
         K, pad = k_len, max(0, R - k_len)
         m.d.comb += [bubble.eq(t < pad) if pad else bubble.eq(0), k.eq(t - pad)]
         t_last = t == pad + K - 1
+        t_pen = t == pad + K - 2
     go = Signal(name=f"{name}_go")
     slot = Signal(name=f"{name}_slot")
     m.d.comb += [
@@ -311,6 +381,10 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
         o_last = o == omax
     else:
         o_last = o == outer - 1
+    if R >= 2:                  # T >= R >= 2 slots a tile: registered flags (tend, omax unused)
+        o_pen, o_one = _outer_flags(cfg, items, name, o, outer, outer_runtime, R)
+        t_last, n_last, o_last = nested_last(m, ctx, name, step=slot, inner_pen=t_pen, n=n,
+                                             middle=middle, o=o, o_pen=o_pen, outer_one=o_one)
     item_last = t_last & n_last & o_last
     with m.If(ctx.clear):
         m.d.sync += [running.eq(0), o.eq(0), n.eq(0), t.eq(0)]
@@ -324,8 +398,7 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
                 with m.If(o_last):
                     m.d.sync += [o.eq(0), running.eq(0)] + items.advance()
                     if k_runtime:
-                        nxt = items._next(False)
-                        m.d.sync += kc.eq(Mux(nxt[0](R), nxt[1](R), 0))
+                        m.d.sync += kc.eq(items.next_of(mpad))    # the next item's -pad
                 with m.Else():
                     m.d.sync += [o.eq(o + 1), running.eq(1)]
             with m.Else():
@@ -346,7 +419,7 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
     ``base``, ``rem``, ``cnt``, ``i``, ``o``, ``n``, ``item_last``)."""
     cfg = ctx.config
     R = rows
-    items = ItemCounter(m, ctx, f"{name}_w", d)
+    items = ItemCounter(m, ctx, f"{name}_w", d, lookahead=R >= 2)
     i = Signal(range(R), name=f"{name}_wi")
     o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_wo")
     n = Signal(range(middle + 1), name=f"{name}_wn")
@@ -360,6 +433,11 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
         o_last = o == omax
     else:
         o_last = o == outer - 1
+    if R >= 2:                  # R >= 2 beats a row loop: registered flags (omax unused)
+        o_pen, o_one = _outer_flags(cfg, items, f"{name}_w", o, outer, outer_runtime, R)
+        i_last, n_last, o_last = nested_last(m, ctx, f"{name}_w", step=beat,
+                                             inner_pen=i == R - 2, n=n, middle=middle, o=o,
+                                             o_pen=o_pen, outer_one=o_one)
     with m.If(ctx.clear):
         m.d.sync += [i.eq(0), o.eq(0), n.eq(0)]
     with m.Elif(beat):
@@ -376,6 +454,23 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
                 m.d.sync += n.eq(n + 1)
     return {"p": items.p, "base": items.base, "rem": items.rem, "cnt": items.cnt, "i": i,
             "o": o, "n": n, "item_last": i_last & n_last & o_last}
+
+
+def _outer_flags(cfg, items, name, o, outer, outer_runtime, R):
+    """For :func:`nested_last`: ``o_pen`` (o one before the item's last outer tile) and
+    ``outer_one`` (the item has one outer tile, at ``clear`` and at the advance)."""
+    lr = R.bit_length() - 1
+    if not outer_runtime:
+        return (o == outer - 2) if outer >= 2 else Const(0, 1), (outer == 1, outer == 1)
+    top = max(outer, cfg.sub_batch // R)
+    # omax - 1 (-1: one tile) and omax == 0 of the item, from its rem.
+    opm = items.derived(f"{name}_opm", range(-1, top + 1),
+                        lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
+                                                  (cfg.sub_batch - 1) >> lr) - 1)
+    one = items.derived(f"{name}_oone", 1,
+                        lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
+                                                  (cfg.sub_batch - 1) >> lr) == 0)
+    return o == opm, (items.clear_of(one), items.next_of(one))
 
 
 def feed(m, ctx, name, tu, loop, a_vals, b_vals):

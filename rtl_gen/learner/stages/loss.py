@@ -167,16 +167,17 @@ class LossStage(StageBlock):
         a1 = lane[w:w + cfg.action_bits]
         d1 = lane[w + cfg.action_bits]
         wt1 = lane[w + cfg.action_bits + 1:]
-        # Max over the valid lanes of this group, then over groups.
-        bmax = None
-        for j in range(S):
-            v = Mux(lvalid[j], trow[j], act.min_raw)
-            if bmax is None:
-                bmax = v
-            else:
-                t = Signal(signed(w), name=f"{name}_max{j}")
-                m.d.comb += t.eq(Mux(v > bmax, v, bmax))
-                bmax = t
+        # Max over the valid lanes of this group (a tree of compares: log2 S deep), then over
+        # groups.
+        level = [Mux(lvalid[j], trow[j], act.min_raw) for j in range(S)]
+        while len(level) > 1:
+            nxt = []
+            for j in range(0, len(level) - 1, 2):
+                t = Signal(signed(w), name=f"{name}_max{len(nxt) + 1}_{len(level)}")
+                m.d.comb += t.eq(Mux(level[j + 1] > level[j], level[j + 1], level[j]))
+                nxt.append(t)
+            level = nxt + level[len(level) - len(level) % 2:]
+        bmax = level[0]
         run_max = Signal(signed(w), name=f"{name}_runmax")
         run_qa = Signal(signed(w), name=f"{name}_runqa")
         cur_max = Mux(first1, bmax, Mux(bmax > run_max, bmax, run_max))
