@@ -20,7 +20,11 @@ import types
 
 import numpy as np
 
-from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, window_kernel_register_map
+from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, copy_cycles, window_kernel_register_map
+
+#: Device-memory latency (cycles) the fake's DMA_CYCLES are computed with
+#: (:func:`sw.shell.spec.copy_cycles`).
+FAKE_LATENCY = 1
 
 __all__ = ["BO_ADDRESS", "HostBo", "fake_pyxrt", "xclBOSyncDirection", "xrt_session",
            "WindowShell", "window_pyxrt"]
@@ -206,7 +210,7 @@ class WindowShell:
             status |= self.inject
         self.inject = 0
         self.r["DMA_STATUS"] = status
-        self.r["DMA_CYCLES"] = n // self.word + 6
+        self.r["DMA_CYCLES"] = copy_cycles(n, self.word, latency=FAKE_LATENCY)
         self.copies.append((off, n, to_buffer, status))
 
 
