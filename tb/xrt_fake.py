@@ -22,12 +22,12 @@ import numpy as np
 
 from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, copy_cycles, window_kernel_register_map
 
+__all__ = ["BO_ADDRESS", "FAKE_LATENCY", "HostBo", "fake_pyxrt", "xclBOSyncDirection",
+           "xrt_session", "WindowShell", "window_pyxrt"]
+
 #: Device-memory latency (cycles) the fake's DMA_CYCLES are computed with
 #: (:func:`sw.shell.spec.copy_cycles`).
 FAKE_LATENCY = 1
-
-__all__ = ["BO_ADDRESS", "HostBo", "fake_pyxrt", "xclBOSyncDirection", "xrt_session",
-           "WindowShell", "window_pyxrt"]
 
 #: Device address of the buffer XRT "allocates": 4 KiB aligned, above 4 GiB.
 BO_ADDRESS = 0x2_0004_3000
