@@ -333,7 +333,7 @@ def gae_cycles_page() -> str:
         wb = c.axi_data_width // 8
         out += ["", f"## Kernel `{module}`: one batch of {T} x {M}", "",
                 "The host commands each copy through the window shell "
-                "(`sw.gae.spec.copy_plan`); a copy of N words takes N + L + 5 cycles "
+                "(`sw.gae.spec.copy_plan`); a copy of N words takes N + L + 7 cycles "
                 "(`sw.shell.spec.copy_cycles`, device memory answering after L cycles, never "
                 "stalling), shown at L = 0. The host's register accesses between them are not "
                 "counted.", ""]

@@ -278,7 +278,8 @@ async def scenario_read_write_all(h, rng):
 
 async def scenario_random_traffic(h, rng, n=300):
     """Random reads and writes (mapped and unmapped addresses, strobes, AW/W order, back-pressure)
-    against the model; every response 1 cycle after the last request handshake."""
+    against the model; every response ``write_latency`` (``read_latency``) cycles after the
+    last request handshake."""
     m = h.model(rng)
     offsets = [r.offset for r in h.rm]
     hole = unmapped_words(h.rm, h.csr.addr_width)
@@ -346,7 +347,7 @@ async def scenario_strobes(h, rng):
 
 async def scenario_order_latency(h, rng):
     """AW before W, W before AW, together; B and R back-pressure; exact latencies; one write
-    (read) every 2 cycles back to back."""
+    every ``write_latency + 1`` cycles, one read every ``read_latency + 1``, back to back."""
     r = next(r for r in h.rm.user_registers if any(f.access == "rw" for f in r.fields))
     m = h.model(rng)
     for aw_d, w_d, b_d in ((0, 0, 0), (4, 0, 0), (0, 4, 0), (3, 6, 12), (0, 0, 4)):
@@ -357,7 +358,7 @@ async def scenario_order_latency(h, rng):
             assert t["w"] < t["aw"], t
         if w_d > aw_d:
             assert t["aw"] < t["w"], t
-        assert t["b_first"] == max(t["aw"], t["w"]) + 1, t
+        assert t["b_first"] == max(t["aw"], t["w"]) + h.csr.write_latency, t
         if b_d:
             assert t["b"] > t["b_first"]
             # no new request is taken while the response waits
@@ -366,7 +367,7 @@ async def scenario_order_latency(h, rng):
         for r_d in (0, 3):
             resp, got, tr = await h.read(r.offset, r_delay=r_d)
             assert (resp, got) == m.read(r.offset)
-            assert tr["r_first"] == tr["ar"] + 1, tr
+            assert tr["r_first"] == tr["ar"] + h.csr.read_latency, tr
             assert not any(h.trace[c]["axi.arready"] for c in range(tr["r_first"], tr["r"] + 1))
     # back to back
     words = [rng.getrandbits(32) for _ in range(6)]
@@ -374,14 +375,14 @@ async def scenario_order_latency(h, rng):
     assert await h.write_many([(r.offset, w) for w in words]) == [OKAY] * 6
     aw = [c for c in range(start, len(h.trace))
           if h.trace[c]["axi.awvalid"] and h.trace[c]["axi.awready"]]
-    assert [b - a for a, b in zip(aw, aw[1:])] == [2] * 5, aw
+    assert [b - a for a, b in zip(aw, aw[1:])] == [h.csr.write_latency + 1] * 5, aw
     for w in words:
         m.write(r.offset, w, 0xF)
     start = len(h.trace)
     assert await h.read_many([r.offset] * 6) == [m.read(r.offset)] * 6
     ar = [c for c in range(start, len(h.trace))
           if h.trace[c]["axi.arvalid"] and h.trace[c]["axi.arready"]]
-    assert [b - a for a, b in zip(ar, ar[1:])] == [2] * 5, ar
+    assert [b - a for a, b in zip(ar, ar[1:])] == [h.csr.read_latency + 1] * 5, ar
 
 
 async def scenario_core_ports(h, rng):

@@ -20,10 +20,14 @@ import types
 
 import numpy as np
 
-from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, window_kernel_register_map
+from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, copy_cycles, window_kernel_register_map
 
-__all__ = ["BO_ADDRESS", "HostBo", "fake_pyxrt", "xclBOSyncDirection", "xrt_session",
-           "WindowShell", "window_pyxrt"]
+__all__ = ["BO_ADDRESS", "FAKE_LATENCY", "HostBo", "fake_pyxrt", "xclBOSyncDirection",
+           "xrt_session", "WindowShell", "window_pyxrt"]
+
+#: Device-memory latency (cycles) the fake's DMA_CYCLES are computed with
+#: (:func:`sw.shell.spec.copy_cycles`).
+FAKE_LATENCY = 1
 
 #: Device address of the buffer XRT "allocates": 4 KiB aligned, above 4 GiB.
 BO_ADDRESS = 0x2_0004_3000
@@ -206,7 +210,7 @@ class WindowShell:
             status |= self.inject
         self.inject = 0
         self.r["DMA_STATUS"] = status
-        self.r["DMA_CYCLES"] = n // self.word + 6
+        self.r["DMA_CYCLES"] = copy_cycles(n, self.word, latency=FAKE_LATENCY)
         self.copies.append((off, n, to_buffer, status))
 
 

@@ -6049,7 +6049,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start
+module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start
 , ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow
 , status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
@@ -6060,100 +6060,100 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [1:0] \$105 ;
-  wire [31:0] \$106 ;
-  wire [1:0] \$107 ;
-  wire [31:0] \$108 ;
-  wire [3:0] \$109 ;
+  wire [31:0] \$100 ;
+  wire [15:0] \$101 ;
+  wire [31:0] \$102 ;
+  wire [15:0] \$103 ;
+  wire [31:0] \$104 ;
+  wire [32:0] \$105 ;
+  wire [32:0] \$106 ;
+  wire [32:0] \$107 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [31:0] \$110 ;
-  wire [3:0] \$111 ;
+  wire [32:0] \$110 ;
+  wire [8:0] \$111 ;
   wire [31:0] \$112 ;
-  wire [7:0] \$113 ;
+  wire [22:0] \$113 ;
   wire [31:0] \$114 ;
-  wire [1:0] \$115 ;
-  wire [31:0] \$116 ;
-  wire [1:0] \$117 ;
-  wire [31:0] \$118 ;
-  wire [1:0] \$119 ;
+  wire [38:0] \$115 ;
+  wire [38:0] \$116 ;
+  wire [38:0] \$117 ;
+  wire [38:0] \$118 ;
+  wire [5:0] \$119 ;
   wire \$12 ;
   wire [31:0] \$120 ;
-  wire [1:0] \$121 ;
+  wire [7:0] \$121 ;
   wire [31:0] \$122 ;
-  wire [1:0] \$123 ;
+  wire [7:0] \$123 ;
   wire [31:0] \$124 ;
-  wire [32:0] \$125 ;
-  wire [32:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire [32:0] \$128 ;
-  wire [17:0] \$129 ;
+  wire [22:0] \$125 ;
+  wire [31:0] \$126 ;
+  wire [38:0] \$127 ;
+  wire [38:0] \$128 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire [31:0] \$130 ;
-  wire [17:0] \$131 ;
-  wire [31:0] \$132 ;
-  wire [32:0] \$133 ;
-  wire [32:0] \$134 ;
-  wire [32:0] \$135 ;
-  wire [32:0] \$136 ;
-  wire [32:0] \$137 ;
-  wire [32:0] \$138 ;
-  wire [32:0] \$139 ;
+  wire [38:0] \$130 ;
+  wire [1:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
   wire \$14 ;
-  wire [32:0] \$140 ;
-  wire [32:0] \$141 ;
-  wire [32:0] \$142 ;
-  wire [32:0] \$143 ;
-  wire [32:0] \$144 ;
-  wire [32:0] \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
-  wire [32:0] \$148 ;
-  wire [3:0] \$149 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [31:0] \$150 ;
-  wire [15:0] \$151 ;
-  wire [31:0] \$152 ;
-  wire [15:0] \$153 ;
-  wire [31:0] \$154 ;
-  wire [15:0] \$155 ;
-  wire [31:0] \$156 ;
-  wire [15:0] \$157 ;
-  wire [31:0] \$158 ;
-  wire [32:0] \$159 ;
+  wire \$150 ;
+  wire \$151 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire \$154 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [32:0] \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
-  wire [32:0] \$163 ;
-  wire [32:0] \$164 ;
-  wire [8:0] \$165 ;
-  wire [31:0] \$166 ;
-  wire [22:0] \$167 ;
-  wire [31:0] \$168 ;
-  wire [38:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [38:0] \$170 ;
-  wire [38:0] \$171 ;
-  wire [38:0] \$172 ;
-  wire [5:0] \$173 ;
-  wire [31:0] \$174 ;
-  wire [7:0] \$175 ;
-  wire [31:0] \$176 ;
-  wire [7:0] \$177 ;
-  wire [31:0] \$178 ;
-  wire [22:0] \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  wire [31:0] \$180 ;
-  wire [38:0] \$181 ;
-  wire [38:0] \$182 ;
-  wire [38:0] \$183 ;
-  wire [38:0] \$184 ;
-  wire \$185 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire [31:0] \$185 ;
   wire \$186 ;
   wire \$187 ;
   wire \$188 ;
@@ -6164,7 +6164,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   wire \$192 ;
   wire \$193 ;
   wire \$194 ;
-  wire [1:0] \$195 ;
+  wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -6197,23 +6197,23 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   wire \$221 ;
   wire \$222 ;
   wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [16:0] \$230 ;
+  wire [16:0] \$231 ;
+  wire [16:0] \$232 ;
+  wire [16:0] \$233 ;
+  wire [16:0] \$234 ;
+  wire [16:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [31:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [31:0] \$239 ;
   wire \$24 ;
   wire [31:0] \$240 ;
   wire [31:0] \$241 ;
@@ -6223,62 +6223,62 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   wire [31:0] \$245 ;
   wire [31:0] \$246 ;
   wire [31:0] \$247 ;
-  wire [16:0] \$248 ;
-  wire [16:0] \$249 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
   wire \$25 ;
-  wire [16:0] \$250 ;
-  wire [16:0] \$251 ;
-  wire [16:0] \$252 ;
-  wire [16:0] \$253 ;
-  wire [16:0] \$254 ;
-  wire [16:0] \$255 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
   wire [31:0] \$256 ;
   wire [31:0] \$257 ;
   wire [31:0] \$258 ;
   wire [31:0] \$259 ;
   wire \$26 ;
-  wire [31:0] \$260 ;
-  wire [31:0] \$261 ;
-  wire [31:0] \$262 ;
-  wire [31:0] \$263 ;
-  wire [31:0] \$264 ;
-  wire [31:0] \$265 ;
-  wire [31:0] \$266 ;
-  wire [31:0] \$267 ;
-  wire [31:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire [1:0] \$260 ;
+  wire \$261 ;
+  reg \$262 ;
+  reg \$263 ;
+  reg \$264 ;
+  reg [1:0] \$265 ;
+  reg [21:0] \$266 ;
+  reg \$267 ;
+  reg [31:0] \$268 ;
+  reg [3:0] \$269 ;
   wire \$27 ;
-  wire [31:0] \$270 ;
-  wire [31:0] \$271 ;
-  wire [31:0] \$272 ;
-  wire [31:0] \$273 ;
-  wire [31:0] \$274 ;
-  wire [31:0] \$275 ;
-  wire [31:0] \$276 ;
-  wire [31:0] \$277 ;
-  wire [31:0] \$278 ;
-  wire [31:0] \$279 ;
+  reg [31:0] \$270 ;
+  reg [31:0] \$271 ;
+  reg \$272 ;
+  reg \$273 ;
+  reg \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
-  wire [31:0] \$280 ;
-  wire [31:0] \$281 ;
-  wire [31:0] \$282 ;
-  wire [31:0] \$283 ;
-  wire [31:0] \$284 ;
-  wire [31:0] \$285 ;
-  wire [31:0] \$286 ;
-  wire [31:0] \$287 ;
-  wire [1:0] \$288 ;
-  wire \$289 ;
+  reg \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg [31:0] \$285 ;
+  reg [31:0] \$286 ;
+  reg [16:0] \$287 ;
+  reg [16:0] \$288 ;
+  reg [31:0] \$289 ;
   wire \$29 ;
-  reg \$290 ;
-  reg \$291 ;
-  reg \$292 ;
-  reg [6:0] \$293 ;
+  reg [31:0] \$290 ;
+  reg [31:0] \$291 ;
+  reg [31:0] \$292 ;
+  reg [31:0] \$293 ;
   reg [31:0] \$294 ;
-  reg [3:0] \$295 ;
-  reg \$296 ;
-  reg [1:0] \$297 ;
-  reg \$298 ;
+  reg [31:0] \$295 ;
+  reg [31:0] \$296 ;
+  reg [31:0] \$297 ;
+  reg [1:0] \$298 ;
   reg \$299 ;
   wire \$3 ;
   wire \$30 ;
@@ -6293,43 +6293,18 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   reg \$308 ;
   reg \$309 ;
   wire \$31 ;
-  reg [31:0] \$310 ;
-  reg [31:0] \$311 ;
-  reg [16:0] \$312 ;
-  reg [16:0] \$313 ;
-  reg [31:0] \$314 ;
-  reg [31:0] \$315 ;
-  reg [31:0] \$316 ;
+  reg \$310 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg \$316 ;
   reg [31:0] \$317 ;
-  reg [31:0] \$318 ;
-  reg [31:0] \$319 ;
+  reg [3:0] \$318 ;
   wire \$32 ;
-  reg [31:0] \$320 ;
-  reg [31:0] \$321 ;
-  reg [31:0] \$322 ;
-  reg [1:0] \$323 ;
-  reg \$324 ;
-  reg \$325 ;
-  reg \$326 ;
-  reg \$327 ;
-  reg \$328 ;
-  reg \$329 ;
   wire \$33 ;
-  reg \$330 ;
-  reg \$331 ;
-  reg \$332 ;
-  reg \$333 ;
-  reg \$334 ;
-  reg \$335 ;
-  reg \$336 ;
-  reg \$337 ;
-  reg \$338 ;
-  reg \$339 ;
   wire \$34 ;
-  reg \$340 ;
-  reg \$341 ;
-  reg [31:0] \$342 ;
-  reg [3:0] \$343 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
@@ -6348,59 +6323,59 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [1:0] \$51 ;
+  wire [31:0] \$52 ;
+  wire [1:0] \$53 ;
+  wire [31:0] \$54 ;
+  wire [3:0] \$55 ;
+  wire [31:0] \$56 ;
+  wire [3:0] \$57 ;
+  wire [31:0] \$58 ;
+  wire [7:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [31:0] \$60 ;
+  wire [1:0] \$61 ;
+  wire [31:0] \$62 ;
+  wire [1:0] \$63 ;
+  wire [31:0] \$64 ;
+  wire [1:0] \$65 ;
+  wire [31:0] \$66 ;
+  wire [1:0] \$67 ;
+  wire [31:0] \$68 ;
+  wire [1:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [31:0] \$70 ;
+  wire [32:0] \$71 ;
+  wire [32:0] \$72 ;
+  wire [32:0] \$73 ;
+  wire [32:0] \$74 ;
+  wire [17:0] \$75 ;
+  wire [31:0] \$76 ;
+  wire [17:0] \$77 ;
+  wire [31:0] \$78 ;
+  wire [32:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [32:0] \$80 ;
+  wire [32:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire [32:0] \$83 ;
+  wire [32:0] \$84 ;
+  wire [32:0] \$85 ;
+  wire [32:0] \$86 ;
+  wire [32:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire [32:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [32:0] \$90 ;
+  wire [32:0] \$91 ;
+  wire [32:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [32:0] \$94 ;
+  wire [3:0] \$95 ;
+  wire [31:0] \$96 ;
+  wire [15:0] \$97 ;
+  wire [31:0] \$98 ;
+  wire [15:0] \$99 ;
   output [31:0] adv_offset;
   reg [31:0] adv_offset = 32'd0;
   (* init = 32'd0 *)
@@ -6431,8 +6406,9 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   output auto_restart;
   reg auto_restart = 1'h0;
   reg auto_status = 1'h0;
-  reg [6:0] aw_addr_q = 7'h00;
+  reg [21:0] aw_dec = 22'h000000;
   reg aw_got = 1'h0;
+  reg aw_hit = 1'h0;
   (* init = 2'h0 *)
   wire [1:0] bresp;
   output bvalid;
@@ -6606,14 +6582,11 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   wire value_scale_rd;
   wire value_scale_we;
   reg value_scale_wr_pulse = 1'h0;
-  wire [6:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
+  reg [31:0] w_bits = 32'd0;
+  reg [31:0] w_data = 32'd0;
   reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] w_mask = 32'd0;
+  reg [3:0] w_strb = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
   assign \$1  = ~ aw_got;
@@ -6622,500 +6595,733 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   assign \$3  = ~ w_got;
   assign \$4  = ~ bvalid;
   assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign commit = aw_got & w_got;
   assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[6:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[6:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[6:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[6:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[6:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[6:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[6:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[6:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[6:2] == 3'h4;
-  assign num_timesteps_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[6:2] == 3'h4;
-  assign num_timesteps_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[6:2] == 3'h5;
-  assign num_trajectories_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[6:2] == 3'h5;
-  assign num_trajectories_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[6:2] == 3'h6;
-  assign gamma_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[6:2] == 3'h6;
-  assign gamma_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[6:2] == 3'h7;
-  assign gamma_lambda_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[6:2] == 3'h7;
-  assign gamma_lambda_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[6:2] == 4'h8;
-  assign reward_scale_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[6:2] == 4'h8;
-  assign reward_scale_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[6:2] == 4'h9;
-  assign reward_offset_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[6:2] == 4'h9;
-  assign reward_offset_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[6:2] == 4'ha;
-  assign value_scale_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[6:2] == 4'ha;
-  assign value_scale_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[6:2] == 4'hb;
-  assign value_offset_we = commit & \$38 ;
+  assign \$5  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$5 ;
+  assign ctrl_we = commit & aw_dec[0];
+  assign \$6  = ! s_axi_control_araddr[6:2];
+  assign ctrl_rd = ar_hs & \$6 ;
+  assign gier_we = commit & aw_dec[1];
+  assign \$7  = s_axi_control_araddr[6:2] == 1'h1;
+  assign gier_rd = ar_hs & \$7 ;
+  assign ip_ier_we = commit & aw_dec[2];
+  assign \$8  = s_axi_control_araddr[6:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$8 ;
+  assign ip_isr_we = commit & aw_dec[3];
+  assign \$9  = s_axi_control_araddr[6:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$9 ;
+  assign num_timesteps_we = commit & aw_dec[4];
+  assign \$10  = s_axi_control_araddr[6:2] == 3'h4;
+  assign num_timesteps_rd = ar_hs & \$10 ;
+  assign num_trajectories_we = commit & aw_dec[5];
+  assign \$11  = s_axi_control_araddr[6:2] == 3'h5;
+  assign num_trajectories_rd = ar_hs & \$11 ;
+  assign gamma_we = commit & aw_dec[6];
+  assign \$12  = s_axi_control_araddr[6:2] == 3'h6;
+  assign gamma_rd = ar_hs & \$12 ;
+  assign gamma_lambda_we = commit & aw_dec[7];
+  assign \$13  = s_axi_control_araddr[6:2] == 3'h7;
+  assign gamma_lambda_rd = ar_hs & \$13 ;
+  assign reward_scale_we = commit & aw_dec[8];
+  assign \$14  = s_axi_control_araddr[6:2] == 4'h8;
+  assign reward_scale_rd = ar_hs & \$14 ;
+  assign reward_offset_we = commit & aw_dec[9];
+  assign \$15  = s_axi_control_araddr[6:2] == 4'h9;
+  assign reward_offset_rd = ar_hs & \$15 ;
+  assign value_scale_we = commit & aw_dec[10];
+  assign \$16  = s_axi_control_araddr[6:2] == 4'ha;
+  assign value_scale_rd = ar_hs & \$16 ;
+  assign value_offset_we = commit & aw_dec[11];
+  assign \$17  = s_axi_control_araddr[6:2] == 4'hb;
+  assign value_offset_rd = ar_hs & \$17 ;
+  assign adv_scale_we = commit & aw_dec[12];
+  assign \$18  = s_axi_control_araddr[6:2] == 4'hc;
+  assign adv_scale_rd = ar_hs & \$18 ;
+  assign adv_offset_we = commit & aw_dec[13];
+  assign \$19  = s_axi_control_araddr[6:2] == 4'hd;
+  assign adv_offset_rd = ar_hs & \$19 ;
+  assign rtg_scale_we = commit & aw_dec[14];
+  assign \$20  = s_axi_control_araddr[6:2] == 4'he;
+  assign rtg_scale_rd = ar_hs & \$20 ;
+  assign rtg_offset_we = commit & aw_dec[15];
+  assign \$21  = s_axi_control_araddr[6:2] == 4'hf;
+  assign rtg_offset_rd = ar_hs & \$21 ;
+  assign status_we = commit & aw_dec[16];
+  assign \$22  = s_axi_control_araddr[6:2] == 5'h10;
+  assign status_rd = ar_hs & \$22 ;
+  assign cycles_we = commit & aw_dec[17];
+  assign \$23  = s_axi_control_araddr[6:2] == 5'h11;
+  assign cycles_rd = ar_hs & \$23 ;
+  assign hw_n_pe_we = commit & aw_dec[18];
+  assign \$24  = s_axi_control_araddr[6:2] == 5'h12;
+  assign hw_n_pe_rd = ar_hs & \$24 ;
+  assign hw_depth_we = commit & aw_dec[19];
+  assign \$25  = s_axi_control_araddr[6:2] == 5'h13;
+  assign hw_depth_rd = ar_hs & \$25 ;
+  assign hw_format_we = commit & aw_dec[20];
+  assign \$26  = s_axi_control_araddr[6:2] == 5'h14;
+  assign hw_format_rd = ar_hs & \$26 ;
+  assign hw_mode_we = commit & aw_dec[21];
+  assign \$27  = s_axi_control_araddr[6:2] == 5'h15;
+  assign hw_mode_rd = ar_hs & \$27 ;
+  assign \$28  = ! s_axi_control_araddr[6:2];
+  assign \$29  = s_axi_control_araddr[6:2] == 1'h1;
+  assign \$30  = s_axi_control_araddr[6:2] == 2'h2;
+  assign \$31  = s_axi_control_araddr[6:2] == 2'h3;
+  assign \$32  = s_axi_control_araddr[6:2] == 3'h4;
+  assign \$33  = s_axi_control_araddr[6:2] == 3'h5;
+  assign \$34  = s_axi_control_araddr[6:2] == 3'h6;
+  assign \$35  = s_axi_control_araddr[6:2] == 3'h7;
+  assign \$36  = s_axi_control_araddr[6:2] == 4'h8;
+  assign \$37  = s_axi_control_araddr[6:2] == 4'h9;
+  assign \$38  = s_axi_control_araddr[6:2] == 4'ha;
   assign \$39  = s_axi_control_araddr[6:2] == 4'hb;
-  assign value_offset_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[6:2] == 4'hc;
-  assign adv_scale_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[6:2] == 4'hc;
-  assign adv_scale_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[6:2] == 4'hd;
-  assign adv_offset_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[6:2] == 4'hd;
-  assign adv_offset_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[6:2] == 4'he;
-  assign rtg_scale_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[6:2] == 4'he;
-  assign rtg_scale_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[6:2] == 4'hf;
-  assign rtg_offset_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[6:2] == 4'hf;
-  assign rtg_offset_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[6:2] == 5'h10;
-  assign status_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[6:2] == 5'h10;
-  assign status_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[6:2] == 5'h11;
-  assign cycles_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[6:2] == 5'h11;
-  assign cycles_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[6:2] == 5'h12;
-  assign hw_n_pe_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[6:2] == 5'h12;
-  assign hw_n_pe_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[6:2] == 5'h13;
-  assign hw_depth_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[6:2] == 5'h13;
-  assign hw_depth_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[6:2] == 5'h14;
-  assign hw_format_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[6:2] == 5'h14;
-  assign hw_format_rd = ar_hs & \$57 ;
-  assign \$58  = w_addr[6:2] == 5'h15;
-  assign hw_mode_we = commit & \$58 ;
-  assign \$59  = s_axi_control_araddr[6:2] == 5'h15;
-  assign hw_mode_rd = ar_hs & \$59 ;
-  assign \$60  = ! w_addr[6:2];
-  assign \$61  = w_addr[6:2] == 1'h1;
-  assign \$62  = w_addr[6:2] == 2'h2;
-  assign \$63  = w_addr[6:2] == 2'h3;
-  assign \$64  = w_addr[6:2] == 3'h4;
-  assign \$65  = w_addr[6:2] == 3'h5;
-  assign \$66  = w_addr[6:2] == 3'h6;
-  assign \$67  = w_addr[6:2] == 3'h7;
-  assign \$68  = w_addr[6:2] == 4'h8;
-  assign \$69  = w_addr[6:2] == 4'h9;
-  assign \$70  = w_addr[6:2] == 4'ha;
-  assign \$71  = w_addr[6:2] == 4'hb;
-  assign \$72  = w_addr[6:2] == 4'hc;
-  assign \$73  = w_addr[6:2] == 4'hd;
-  assign \$74  = w_addr[6:2] == 4'he;
-  assign \$75  = w_addr[6:2] == 4'hf;
-  assign \$76  = w_addr[6:2] == 5'h10;
-  assign \$77  = w_addr[6:2] == 5'h11;
-  assign \$78  = w_addr[6:2] == 5'h12;
-  assign \$79  = w_addr[6:2] == 5'h13;
-  assign \$80  = w_addr[6:2] == 5'h14;
-  assign \$81  = w_addr[6:2] == 5'h15;
-  assign w_hit = | { \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60  };
-  assign \$82  = ! s_axi_control_araddr[6:2];
-  assign \$83  = s_axi_control_araddr[6:2] == 1'h1;
-  assign \$84  = s_axi_control_araddr[6:2] == 2'h2;
-  assign \$85  = s_axi_control_araddr[6:2] == 2'h3;
-  assign \$86  = s_axi_control_araddr[6:2] == 3'h4;
-  assign \$87  = s_axi_control_araddr[6:2] == 3'h5;
-  assign \$88  = s_axi_control_araddr[6:2] == 3'h6;
-  assign \$89  = s_axi_control_araddr[6:2] == 3'h7;
-  assign \$90  = s_axi_control_araddr[6:2] == 4'h8;
-  assign \$91  = s_axi_control_araddr[6:2] == 4'h9;
-  assign \$92  = s_axi_control_araddr[6:2] == 4'ha;
-  assign \$93  = s_axi_control_araddr[6:2] == 4'hb;
-  assign \$94  = s_axi_control_araddr[6:2] == 4'hc;
-  assign \$95  = s_axi_control_araddr[6:2] == 4'hd;
-  assign \$96  = s_axi_control_araddr[6:2] == 4'he;
-  assign \$97  = s_axi_control_araddr[6:2] == 4'hf;
-  assign \$98  = s_axi_control_araddr[6:2] == 5'h10;
-  assign \$99  = s_axi_control_araddr[6:2] == 5'h11;
-  assign \$100  = s_axi_control_araddr[6:2] == 5'h12;
-  assign \$101  = s_axi_control_araddr[6:2] == 5'h13;
-  assign \$102  = s_axi_control_araddr[6:2] == 5'h14;
-  assign \$103  = s_axi_control_araddr[6:2] == 5'h15;
-  assign r_hit = | { \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82  };
-  assign \$104  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$104 ;
-  assign \$108  = \$106  | { 30'h00000000, \$107  };
-  assign \$110  = \$108  | { 28'h0000000, \$109  };
-  assign \$112  = \$110  | { 28'h0000000, \$111  };
-  assign \$114  = \$112  | { 24'h000000, \$113  };
-  assign \$120  = \$118  | { 30'h00000000, \$119  };
-  assign \$124  = \$122  | { 30'h00000000, \$123  };
-  assign \$152  = \$150  | { 16'h0000, \$151  };
-  assign \$154  = \$152  | { 16'h0000, \$153  };
-  assign \$156  = \$154  | { 16'h0000, \$155  };
-  assign \$158  = \$156  | { 16'h0000, \$157  };
-  assign \$185  = ~ aw_got;
-  assign \$186  = s_axi_control_awvalid & \$185 ;
-  assign \$187  = ~ bvalid;
-  assign \$188  = \$186  & \$187 ;
-  assign \$189  = ~ w_got;
-  assign \$190  = s_axi_control_wvalid & \$189 ;
-  assign \$191  = ~ bvalid;
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = bvalid & s_axi_control_bready;
-  assign \$194  = rvalid & s_axi_control_rready;
-  assign \$195  = w_hit ? 2'h0 : 2'h2;
-  assign \$196  = w_data[0] & w_strb[0];
-  assign \$197  = ctrl_we & \$196 ;
-  assign \$198  = w_data[0] & w_strb[0];
-  assign \$199  = ctrl_we & \$198 ;
-  assign \$200  = ~ auto_status;
-  assign \$201  = ap_done & \$200 ;
-  assign \$202  = auto_status & ap_idle;
-  assign \$203  = ~ ctrl_ap_idle_q;
-  assign \$204  = \$202  & \$203 ;
-  assign \$205  = \$201  | \$204 ;
-  assign \$206  = ~ ctrl_rd;
-  assign \$207  = ctrl_ap_done_q & \$206 ;
-  assign \$208  = \$205  | \$207 ;
-  assign \$209  = ~ auto_restart;
-  assign \$210  = ap_ready & \$209 ;
-  assign \$211  = ~ ctrl_rd;
-  assign \$212  = ctrl_ap_ready_q & \$211 ;
-  assign \$213  = \$210  | \$212 ;
-  assign \$214  = ip_ier_ap_done_q & ap_done;
-  assign \$215  = w_data[0] & w_strb[0];
-  assign \$216  = ip_isr_we ? \$215  : 1'h0;
-  assign \$217  = ip_isr_ap_done_q ^ \$216 ;
-  assign \$218  = \$214  | \$217 ;
-  assign \$219  = ip_ier_ap_ready_q & ap_ready;
-  assign \$220  = w_data[1] & w_strb[0];
-  assign \$221  = ip_isr_we ? \$220  : 1'h0;
-  assign \$222  = ip_isr_ap_ready_q ^ \$221 ;
-  assign \$223  = \$219  | \$222 ;
-  assign \$224  = ~ w_strb[0];
-  assign \$225  = auto_restart & \$224 ;
-  assign \$226  = w_data[7] & w_strb[0];
-  assign \$227  = \$225  | \$226 ;
-  assign \$228  = ~ w_strb[0];
-  assign \$229  = gier_enable_q & \$228 ;
-  assign \$230  = w_data[0] & w_strb[0];
-  assign \$231  = \$229  | \$230 ;
-  assign \$232  = ~ w_strb[0];
-  assign \$233  = ip_ier_ap_done_q & \$232 ;
-  assign \$234  = w_data[0] & w_strb[0];
-  assign \$235  = \$233  | \$234 ;
-  assign \$236  = ~ w_strb[0];
-  assign \$237  = ip_ier_ap_ready_q & \$236 ;
-  assign \$238  = w_data[1] & w_strb[0];
-  assign \$239  = \$237  | \$238 ;
-  assign \$240  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$241  = num_timesteps & \$240 ;
-  assign \$242  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$243  = \$241  | \$242 ;
-  assign \$244  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$245  = num_trajectories & \$244 ;
-  assign \$246  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$247  = \$245  | \$246 ;
-  assign \$248  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$249  = gamma & \$248 ;
-  assign \$250  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$253  = gamma_lambda & \$252 ;
-  assign \$254  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$255  = \$253  | \$254 ;
-  assign \$256  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$257  = reward_scale & \$256 ;
-  assign \$258  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$261  = reward_offset & \$260 ;
-  assign \$262  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$263  = \$261  | \$262 ;
-  assign \$264  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$265  = value_scale & \$264 ;
-  assign \$266  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$267  = \$265  | \$266 ;
-  assign \$268  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$269  = value_offset & \$268 ;
-  assign \$270  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$271  = \$269  | \$270 ;
-  assign \$272  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$273  = adv_scale & \$272 ;
-  assign \$274  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$275  = \$273  | \$274 ;
-  assign \$276  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$277  = adv_offset & \$276 ;
-  assign \$278  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$279  = \$277  | \$278 ;
-  assign \$280  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$281  = rtg_scale & \$280 ;
-  assign \$282  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$283  = \$281  | \$282 ;
-  assign \$284  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$285  = rtg_offset & \$284 ;
-  assign \$286  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$287  = \$285  | \$286 ;
-  assign \$288  = r_hit ? 2'h0 : 2'h2;
-  assign \$289  = commit & w_hit;
+  assign \$40  = s_axi_control_araddr[6:2] == 4'hc;
+  assign \$41  = s_axi_control_araddr[6:2] == 4'hd;
+  assign \$42  = s_axi_control_araddr[6:2] == 4'he;
+  assign \$43  = s_axi_control_araddr[6:2] == 4'hf;
+  assign \$44  = s_axi_control_araddr[6:2] == 5'h10;
+  assign \$45  = s_axi_control_araddr[6:2] == 5'h11;
+  assign \$46  = s_axi_control_araddr[6:2] == 5'h12;
+  assign \$47  = s_axi_control_araddr[6:2] == 5'h13;
+  assign \$48  = s_axi_control_araddr[6:2] == 5'h14;
+  assign \$49  = s_axi_control_araddr[6:2] == 5'h15;
+  assign r_hit = | { \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , \$31 , \$30 , \$29 , \$28  };
+  assign \$50  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$50 ;
+  assign \$54  = \$52  | { 30'h00000000, \$53  };
+  assign \$56  = \$54  | { 28'h0000000, \$55  };
+  assign \$58  = \$56  | { 28'h0000000, \$57  };
+  assign \$60  = \$58  | { 24'h000000, \$59  };
+  assign \$66  = \$64  | { 30'h00000000, \$65  };
+  assign \$70  = \$68  | { 30'h00000000, \$69  };
+  assign \$98  = \$96  | { 16'h0000, \$97  };
+  assign \$100  = \$98  | { 16'h0000, \$99  };
+  assign \$102  = \$100  | { 16'h0000, \$101  };
+  assign \$104  = \$102  | { 16'h0000, \$103  };
+  assign \$131  = aw_hit ? 2'h0 : 2'h2;
+  assign \$132  = ~ aw_got;
+  assign \$133  = s_axi_control_awvalid & \$132 ;
+  assign \$134  = ~ bvalid;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = ! s_axi_control_awaddr[6:2];
+  assign \$137  = s_axi_control_awaddr[6:2] == 1'h1;
+  assign \$138  = s_axi_control_awaddr[6:2] == 2'h2;
+  assign \$139  = s_axi_control_awaddr[6:2] == 2'h3;
+  assign \$140  = s_axi_control_awaddr[6:2] == 3'h4;
+  assign \$141  = s_axi_control_awaddr[6:2] == 3'h5;
+  assign \$142  = s_axi_control_awaddr[6:2] == 3'h6;
+  assign \$143  = s_axi_control_awaddr[6:2] == 3'h7;
+  assign \$144  = s_axi_control_awaddr[6:2] == 4'h8;
+  assign \$145  = s_axi_control_awaddr[6:2] == 4'h9;
+  assign \$146  = s_axi_control_awaddr[6:2] == 4'ha;
+  assign \$147  = s_axi_control_awaddr[6:2] == 4'hb;
+  assign \$148  = s_axi_control_awaddr[6:2] == 4'hc;
+  assign \$149  = s_axi_control_awaddr[6:2] == 4'hd;
+  assign \$150  = s_axi_control_awaddr[6:2] == 4'he;
+  assign \$151  = s_axi_control_awaddr[6:2] == 4'hf;
+  assign \$152  = s_axi_control_awaddr[6:2] == 5'h10;
+  assign \$153  = s_axi_control_awaddr[6:2] == 5'h11;
+  assign \$154  = s_axi_control_awaddr[6:2] == 5'h12;
+  assign \$155  = s_axi_control_awaddr[6:2] == 5'h13;
+  assign \$156  = s_axi_control_awaddr[6:2] == 5'h14;
+  assign \$157  = s_axi_control_awaddr[6:2] == 5'h15;
+  assign \$158  = ! s_axi_control_awaddr[6:2];
+  assign \$159  = s_axi_control_awaddr[6:2] == 1'h1;
+  assign \$160  = s_axi_control_awaddr[6:2] == 2'h2;
+  assign \$161  = s_axi_control_awaddr[6:2] == 2'h3;
+  assign \$162  = s_axi_control_awaddr[6:2] == 3'h4;
+  assign \$163  = s_axi_control_awaddr[6:2] == 3'h5;
+  assign \$164  = s_axi_control_awaddr[6:2] == 3'h6;
+  assign \$165  = s_axi_control_awaddr[6:2] == 3'h7;
+  assign \$166  = s_axi_control_awaddr[6:2] == 4'h8;
+  assign \$167  = s_axi_control_awaddr[6:2] == 4'h9;
+  assign \$168  = s_axi_control_awaddr[6:2] == 4'ha;
+  assign \$169  = s_axi_control_awaddr[6:2] == 4'hb;
+  assign \$170  = s_axi_control_awaddr[6:2] == 4'hc;
+  assign \$171  = s_axi_control_awaddr[6:2] == 4'hd;
+  assign \$172  = s_axi_control_awaddr[6:2] == 4'he;
+  assign \$173  = s_axi_control_awaddr[6:2] == 4'hf;
+  assign \$174  = s_axi_control_awaddr[6:2] == 5'h10;
+  assign \$175  = s_axi_control_awaddr[6:2] == 5'h11;
+  assign \$176  = s_axi_control_awaddr[6:2] == 5'h12;
+  assign \$177  = s_axi_control_awaddr[6:2] == 5'h13;
+  assign \$178  = s_axi_control_awaddr[6:2] == 5'h14;
+  assign \$179  = s_axi_control_awaddr[6:2] == 5'h15;
+  assign \$180  = | { \$179 , \$178 , \$177 , \$176 , \$175 , \$174 , \$173 , \$172 , \$171 , \$170 , \$169 , \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158  };
+  assign \$181  = ~ w_got;
+  assign \$182  = s_axi_control_wvalid & \$181 ;
+  assign \$183  = ~ bvalid;
+  assign \$184  = \$182  & \$183 ;
+  assign \$185  = s_axi_control_wdata & { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+  assign \$186  = bvalid & s_axi_control_bready;
+  assign \$187  = rvalid & s_axi_control_rready;
+  assign \$188  = ctrl_we & w_bits[0];
+  assign \$189  = ctrl_we & w_bits[0];
+  assign \$190  = ~ auto_status;
+  assign \$191  = ap_done & \$190 ;
+  assign \$192  = auto_status & ap_idle;
+  assign \$193  = ~ ctrl_ap_idle_q;
+  assign \$194  = \$192  & \$193 ;
+  assign \$195  = \$191  | \$194 ;
+  assign \$196  = ~ ctrl_rd;
+  assign \$197  = ctrl_ap_done_q & \$196 ;
+  assign \$198  = \$195  | \$197 ;
+  assign \$199  = ~ auto_restart;
+  assign \$200  = ap_ready & \$199 ;
+  assign \$201  = ~ ctrl_rd;
+  assign \$202  = ctrl_ap_ready_q & \$201 ;
+  assign \$203  = \$200  | \$202 ;
+  assign \$204  = ip_ier_ap_done_q & ap_done;
+  assign \$205  = ip_isr_we ? w_bits[0] : 1'h0;
+  assign \$206  = ip_isr_ap_done_q ^ \$205 ;
+  assign \$207  = \$204  | \$206 ;
+  assign \$208  = ip_ier_ap_ready_q & ap_ready;
+  assign \$209  = ip_isr_we ? w_bits[1] : 1'h0;
+  assign \$210  = ip_isr_ap_ready_q ^ \$209 ;
+  assign \$211  = \$208  | \$210 ;
+  assign \$212  = ~ w_mask[7];
+  assign \$213  = auto_restart & \$212 ;
+  assign \$214  = \$213  | w_bits[7];
+  assign \$215  = ~ w_mask[0];
+  assign \$216  = gier_enable_q & \$215 ;
+  assign \$217  = \$216  | w_bits[0];
+  assign \$218  = ~ w_mask[0];
+  assign \$219  = ip_ier_ap_done_q & \$218 ;
+  assign \$220  = \$219  | w_bits[0];
+  assign \$221  = ~ w_mask[1];
+  assign \$222  = ip_ier_ap_ready_q & \$221 ;
+  assign \$223  = \$222  | w_bits[1];
+  assign \$224  = ~ w_mask;
+  assign \$225  = num_timesteps & \$224 ;
+  assign \$226  = \$225  | w_bits;
+  assign \$227  = ~ w_mask;
+  assign \$228  = num_trajectories & \$227 ;
+  assign \$229  = \$228  | w_bits;
+  assign \$230  = ~ w_mask[16:0];
+  assign \$231  = gamma & \$230 ;
+  assign \$232  = \$231  | w_bits[16:0];
+  assign \$233  = ~ w_mask[16:0];
+  assign \$234  = gamma_lambda & \$233 ;
+  assign \$235  = \$234  | w_bits[16:0];
+  assign \$236  = ~ w_mask;
+  assign \$237  = reward_scale & \$236 ;
+  assign \$238  = \$237  | w_bits;
+  assign \$239  = ~ w_mask;
+  assign \$240  = reward_offset & \$239 ;
+  assign \$241  = \$240  | w_bits;
+  assign \$242  = ~ w_mask;
+  assign \$243  = value_scale & \$242 ;
+  assign \$244  = \$243  | w_bits;
+  assign \$245  = ~ w_mask;
+  assign \$246  = value_offset & \$245 ;
+  assign \$247  = \$246  | w_bits;
+  assign \$248  = ~ w_mask;
+  assign \$249  = adv_scale & \$248 ;
+  assign \$250  = \$249  | w_bits;
+  assign \$251  = ~ w_mask;
+  assign \$252  = adv_offset & \$251 ;
+  assign \$253  = \$252  | w_bits;
+  assign \$254  = ~ w_mask;
+  assign \$255  = rtg_scale & \$254 ;
+  assign \$256  = \$255  | w_bits;
+  assign \$257  = ~ w_mask;
+  assign \$258  = rtg_offset & \$257 ;
+  assign \$259  = \$258  | w_bits;
+  assign \$260  = r_hit ? 2'h0 : 2'h2;
+  assign \$261  = commit & aw_hit;
   always @(posedge clk)
-    aw_got <= \$290 ;
+    aw_got <= \$262 ;
   always @(posedge clk)
-    w_got <= \$291 ;
+    w_got <= \$263 ;
   always @(posedge clk)
-    bvalid <= \$292 ;
+    bvalid <= \$264 ;
   always @(posedge clk)
-    aw_addr_q <= \$293 ;
+    s_axi_control_bresp <= \$265 ;
   always @(posedge clk)
-    w_data_q <= \$294 ;
+    aw_dec <= \$266 ;
   always @(posedge clk)
-    w_strb_q <= \$295 ;
+    aw_hit <= \$267 ;
   always @(posedge clk)
-    rvalid <= \$296 ;
+    w_data <= \$268 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$297 ;
+    w_strb <= \$269 ;
   always @(posedge clk)
-    auto_status <= \$298 ;
+    w_bits <= \$270 ;
   always @(posedge clk)
-    ap_start <= \$299 ;
+    w_mask <= \$271 ;
   always @(posedge clk)
-    ap_start_write <= \$300 ;
+    rvalid <= \$272 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$301 ;
+    auto_status <= \$273 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$302 ;
+    ap_start <= \$274 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$303 ;
+    ap_start_write <= \$275 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$304 ;
+    ctrl_ap_idle_q <= \$276 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$305 ;
+    ctrl_ap_done_q <= \$277 ;
   always @(posedge clk)
-    auto_restart <= \$306 ;
+    ctrl_ap_ready_q <= \$278 ;
   always @(posedge clk)
-    gier_enable_q <= \$307 ;
+    ip_isr_ap_done_q <= \$279 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$308 ;
+    ip_isr_ap_ready_q <= \$280 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$309 ;
+    auto_restart <= \$281 ;
   always @(posedge clk)
-    num_timesteps <= \$310 ;
+    gier_enable_q <= \$282 ;
   always @(posedge clk)
-    num_trajectories <= \$311 ;
+    ip_ier_ap_done_q <= \$283 ;
   always @(posedge clk)
-    gamma <= \$312 ;
+    ip_ier_ap_ready_q <= \$284 ;
   always @(posedge clk)
-    gamma_lambda <= \$313 ;
+    num_timesteps <= \$285 ;
   always @(posedge clk)
-    reward_scale <= \$314 ;
+    num_trajectories <= \$286 ;
   always @(posedge clk)
-    reward_offset <= \$315 ;
+    gamma <= \$287 ;
   always @(posedge clk)
-    value_scale <= \$316 ;
+    gamma_lambda <= \$288 ;
   always @(posedge clk)
-    value_offset <= \$317 ;
+    reward_scale <= \$289 ;
   always @(posedge clk)
-    adv_scale <= \$318 ;
+    reward_offset <= \$290 ;
   always @(posedge clk)
-    adv_offset <= \$319 ;
+    value_scale <= \$291 ;
   always @(posedge clk)
-    rtg_scale <= \$320 ;
+    value_offset <= \$292 ;
   always @(posedge clk)
-    rtg_offset <= \$321 ;
+    adv_scale <= \$293 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$322 ;
+    adv_offset <= \$294 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$323 ;
+    rtg_scale <= \$295 ;
   always @(posedge clk)
-    num_timesteps_wr_pulse <= \$324 ;
+    rtg_offset <= \$296 ;
   always @(posedge clk)
-    num_trajectories_wr_pulse <= \$325 ;
+    s_axi_control_rdata <= \$297 ;
   always @(posedge clk)
-    gamma_wr_pulse <= \$326 ;
+    s_axi_control_rresp <= \$298 ;
   always @(posedge clk)
-    gamma_lambda_wr_pulse <= \$327 ;
+    num_timesteps_wr_pulse <= \$299 ;
   always @(posedge clk)
-    reward_scale_wr_pulse <= \$328 ;
+    num_trajectories_wr_pulse <= \$300 ;
   always @(posedge clk)
-    reward_offset_wr_pulse <= \$329 ;
+    gamma_wr_pulse <= \$301 ;
   always @(posedge clk)
-    value_scale_wr_pulse <= \$330 ;
+    gamma_lambda_wr_pulse <= \$302 ;
   always @(posedge clk)
-    value_offset_wr_pulse <= \$331 ;
+    reward_scale_wr_pulse <= \$303 ;
   always @(posedge clk)
-    adv_scale_wr_pulse <= \$332 ;
+    reward_offset_wr_pulse <= \$304 ;
   always @(posedge clk)
-    adv_offset_wr_pulse <= \$333 ;
+    value_scale_wr_pulse <= \$305 ;
   always @(posedge clk)
-    rtg_scale_wr_pulse <= \$334 ;
+    value_offset_wr_pulse <= \$306 ;
   always @(posedge clk)
-    rtg_offset_wr_pulse <= \$335 ;
+    adv_scale_wr_pulse <= \$307 ;
   always @(posedge clk)
-    status_wr_pulse <= \$336 ;
+    adv_offset_wr_pulse <= \$308 ;
   always @(posedge clk)
-    cycles_wr_pulse <= \$337 ;
+    rtg_scale_wr_pulse <= \$309 ;
   always @(posedge clk)
-    hw_n_pe_wr_pulse <= \$338 ;
+    rtg_offset_wr_pulse <= \$310 ;
   always @(posedge clk)
-    hw_depth_wr_pulse <= \$339 ;
+    status_wr_pulse <= \$311 ;
   always @(posedge clk)
-    hw_format_wr_pulse <= \$340 ;
+    cycles_wr_pulse <= \$312 ;
   always @(posedge clk)
-    hw_mode_wr_pulse <= \$341 ;
+    hw_n_pe_wr_pulse <= \$313 ;
   always @(posedge clk)
-    wr_data <= \$342 ;
+    hw_depth_wr_pulse <= \$314 ;
   always @(posedge clk)
-    wr_strb <= \$343 ;
+    hw_format_wr_pulse <= \$315 ;
+  always @(posedge clk)
+    hw_mode_wr_pulse <= \$316 ;
+  always @(posedge clk)
+    wr_data <= \$317 ;
+  always @(posedge clk)
+    wr_strb <= \$318 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[6:2])
       5'h00:
-          r_value = \$114 ;
+          r_value = \$60 ;
       5'h01:
-          r_value = \$116 ;
+          r_value = \$62 ;
       5'h02:
-          r_value = \$120 ;
+          r_value = \$66 ;
       5'h03:
-          r_value = \$124 ;
+          r_value = \$70 ;
       5'h04:
-          r_value = \$126 [31:0];
+          r_value = \$72 [31:0];
       5'h05:
-          r_value = \$128 [31:0];
+          r_value = \$74 [31:0];
       5'h06:
-          r_value = \$130 ;
+          r_value = \$76 ;
       5'h07:
-          r_value = \$132 ;
+          r_value = \$78 ;
       5'h08:
-          r_value = \$134 [31:0];
+          r_value = \$80 [31:0];
       5'h09:
-          r_value = \$136 [31:0];
+          r_value = \$82 [31:0];
       5'h0a:
-          r_value = \$138 [31:0];
+          r_value = \$84 [31:0];
       5'h0b:
-          r_value = \$140 [31:0];
+          r_value = \$86 [31:0];
       5'h0c:
-          r_value = \$142 [31:0];
+          r_value = \$88 [31:0];
       5'h0d:
-          r_value = \$144 [31:0];
+          r_value = \$90 [31:0];
       5'h0e:
-          r_value = \$146 [31:0];
+          r_value = \$92 [31:0];
       5'h0f:
-          r_value = \$148 [31:0];
+          r_value = \$94 [31:0];
       5'h10:
-          r_value = \$158 ;
+          r_value = \$104 ;
       5'h11:
-          r_value = \$160 [31:0];
+          r_value = \$106 [31:0];
       5'h12:
-          r_value = \$162 [31:0];
+          r_value = \$108 [31:0];
       5'h13:
-          r_value = \$164 [31:0];
+          r_value = \$110 [31:0];
       5'h14:
-          r_value = \$172 [31:0];
+          r_value = \$118 [31:0];
       5'h15:
-          r_value = \$184 [31:0];
+          r_value = \$130 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$290  = aw_got;
-    (* full_case = 32'd1 *)
+    \$262  = aw_got;
     if (commit) begin
-      \$290  = 1'h0;
-    end else begin
-      if (\$188 ) begin
-        \$290  = 1'h1;
-      end
+      \$262  = 1'h0;
+    end
+    if (\$135 ) begin
+      \$262  = 1'h1;
     end
     if (rst) begin
-      \$290  = 1'h0;
+      \$262  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$291  = w_got;
-    (* full_case = 32'd1 *)
+    \$263  = w_got;
     if (commit) begin
-      \$291  = 1'h0;
-    end else begin
-      if (\$192 ) begin
-        \$291  = 1'h1;
-      end
+      \$263  = 1'h0;
+    end
+    if (\$184 ) begin
+      \$263  = 1'h1;
     end
     if (rst) begin
-      \$291  = 1'h0;
+      \$263  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$292  = bvalid;
+    \$264  = bvalid;
     if (commit) begin
-      \$292  = 1'h1;
+      \$264  = 1'h1;
     end
-    if (\$193 ) begin
-      \$292  = 1'h0;
+    if (\$186 ) begin
+      \$264  = 1'h0;
     end
     if (rst) begin
-      \$292  = 1'h0;
+      \$264  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$293  = aw_addr_q;
-    (* full_case = 32'd1 *)
+    \$265  = s_axi_control_bresp;
     if (commit) begin
-    end else begin
-      if (\$188 ) begin
-        \$293  = s_axi_control_awaddr;
-      end
+      \$265  = \$131 ;
     end
     if (rst) begin
-      \$293  = 7'h00;
+      \$265  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$294  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$192 ) begin
-        \$294  = s_axi_control_wdata;
-      end
+    \$266  = aw_dec;
+    if (\$135 ) begin
+      \$266  = { \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136  };
+    end
+    if (rst) begin
+      \$266  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$267  = aw_hit;
+    if (\$135 ) begin
+      \$267  = \$180 ;
+    end
+    if (rst) begin
+      \$267  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$268  = w_data;
+    if (\$184 ) begin
+      \$268  = s_axi_control_wdata;
+    end
+    if (rst) begin
+      \$268  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$269  = w_strb;
+    if (\$184 ) begin
+      \$269  = s_axi_control_wstrb;
+    end
+    if (rst) begin
+      \$269  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$270  = w_bits;
+    if (\$184 ) begin
+      \$270  = \$185 ;
+    end
+    if (rst) begin
+      \$270  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$271  = w_mask;
+    if (\$184 ) begin
+      \$271  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+    end
+    if (rst) begin
+      \$271  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$272  = rvalid;
+    if (\$187 ) begin
+      \$272  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$272  = 1'h1;
+    end
+    if (rst) begin
+      \$272  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$273  = auto_status;
+    if (auto_restart) begin
+      \$273  = 1'h1;
+    end else if (ap_idle) begin
+      \$273  = 1'h0;
+    end
+    if (rst) begin
+      \$273  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$274  = ap_start;
+    if (\$188 ) begin
+      \$274  = 1'h1;
+    end else if (ap_ready) begin
+      \$274  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$274  = 1'h0;
+    end
+    if (rst) begin
+      \$274  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$275  = \$189 ;
+    if (rst) begin
+      \$275  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$276  = ap_idle;
+    if (rst) begin
+      \$276  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$277  = \$198 ;
+    if (rst) begin
+      \$277  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$278  = \$203 ;
+    if (rst) begin
+      \$278  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$279  = \$207 ;
+    if (rst) begin
+      \$279  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$280  = \$211 ;
+    if (rst) begin
+      \$280  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$281  = auto_restart;
+    if (ctrl_we) begin
+      \$281  = \$214 ;
+    end
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$282  = gier_enable_q;
+    if (gier_we) begin
+      \$282  = \$217 ;
+    end
+    if (rst) begin
+      \$282  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$283  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$283  = \$220 ;
+    end
+    if (rst) begin
+      \$283  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$284  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$284  = \$223 ;
+    end
+    if (rst) begin
+      \$284  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$285  = num_timesteps;
+    if (num_timesteps_we) begin
+      \$285  = \$226 ;
+    end
+    if (rst) begin
+      \$285  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$286  = num_trajectories;
+    if (num_trajectories_we) begin
+      \$286  = \$229 ;
+    end
+    if (rst) begin
+      \$286  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$287  = gamma;
+    if (gamma_we) begin
+      \$287  = \$232 ;
+    end
+    if (rst) begin
+      \$287  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$288  = gamma_lambda;
+    if (gamma_lambda_we) begin
+      \$288  = \$235 ;
+    end
+    if (rst) begin
+      \$288  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$289  = reward_scale;
+    if (reward_scale_we) begin
+      \$289  = \$238 ;
+    end
+    if (rst) begin
+      \$289  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$290  = reward_offset;
+    if (reward_offset_we) begin
+      \$290  = \$241 ;
+    end
+    if (rst) begin
+      \$290  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$291  = value_scale;
+    if (value_scale_we) begin
+      \$291  = \$244 ;
+    end
+    if (rst) begin
+      \$291  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$292  = value_offset;
+    if (value_offset_we) begin
+      \$292  = \$247 ;
+    end
+    if (rst) begin
+      \$292  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$293  = adv_scale;
+    if (adv_scale_we) begin
+      \$293  = \$250 ;
+    end
+    if (rst) begin
+      \$293  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$294  = adv_offset;
+    if (adv_offset_we) begin
+      \$294  = \$253 ;
     end
     if (rst) begin
       \$294  = 32'd0;
@@ -7123,224 +7329,175 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$295  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$192 ) begin
-        \$295  = s_axi_control_wstrb;
-      end
+    \$295  = rtg_scale;
+    if (rtg_scale_we) begin
+      \$295  = \$256 ;
     end
     if (rst) begin
-      \$295  = 4'h0;
+      \$295  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$296  = rvalid;
-    if (\$194 ) begin
-      \$296  = 1'h0;
+    \$296  = rtg_offset;
+    if (rtg_offset_we) begin
+      \$296  = \$259 ;
     end
+    if (rst) begin
+      \$296  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$297  = s_axi_control_rdata;
     if (ar_hs) begin
-      \$296  = 1'h1;
+      \$297  = r_value;
     end
     if (rst) begin
-      \$296  = 1'h0;
+      \$297  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$297  = s_axi_control_bresp;
-    if (commit) begin
-      \$297  = \$195 ;
+    \$298  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$298  = \$260 ;
     end
     if (rst) begin
-      \$297  = 2'h0;
+      \$298  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$298  = auto_status;
-    if (auto_restart) begin
-      \$298  = 1'h1;
-    end else if (ap_idle) begin
-      \$298  = 1'h0;
-    end
-    if (rst) begin
-      \$298  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$299  = ap_start;
-    if (\$197 ) begin
-      \$299  = 1'h1;
-    end else if (ap_ready) begin
-      \$299  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$299  = 1'h0;
-    end
+    \$299  = num_timesteps_we;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$300  = \$199 ;
+    \$300  = num_trajectories_we;
     if (rst) begin
       \$300  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$301  = ap_idle;
+    \$301  = gamma_we;
     if (rst) begin
       \$301  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$302  = \$208 ;
+    \$302  = gamma_lambda_we;
     if (rst) begin
       \$302  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$303  = \$213 ;
+    \$303  = reward_scale_we;
     if (rst) begin
       \$303  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$304  = \$218 ;
+    \$304  = reward_offset_we;
     if (rst) begin
       \$304  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$305  = \$223 ;
+    \$305  = value_scale_we;
     if (rst) begin
       \$305  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$306  = auto_restart;
-    if (ctrl_we) begin
-      \$306  = \$227 ;
-    end
+    \$306  = value_offset_we;
     if (rst) begin
       \$306  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$307  = gier_enable_q;
-    if (gier_we) begin
-      \$307  = \$231 ;
-    end
+    \$307  = adv_scale_we;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$308  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$308  = \$235 ;
-    end
+    \$308  = adv_offset_we;
     if (rst) begin
       \$308  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$309  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$309  = \$239 ;
-    end
+    \$309  = rtg_scale_we;
     if (rst) begin
       \$309  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$310  = num_timesteps;
-    if (num_timesteps_we) begin
-      \$310  = \$243 ;
-    end
+    \$310  = rtg_offset_we;
     if (rst) begin
-      \$310  = 32'd0;
+      \$310  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$311  = num_trajectories;
-    if (num_trajectories_we) begin
-      \$311  = \$247 ;
-    end
+    \$311  = status_we;
     if (rst) begin
-      \$311  = 32'd0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$312  = gamma;
-    if (gamma_we) begin
-      \$312  = \$251 ;
-    end
+    \$312  = cycles_we;
     if (rst) begin
-      \$312  = 17'h00000;
+      \$312  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$313  = gamma_lambda;
-    if (gamma_lambda_we) begin
-      \$313  = \$255 ;
-    end
+    \$313  = hw_n_pe_we;
     if (rst) begin
-      \$313  = 17'h00000;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$314  = reward_scale;
-    if (reward_scale_we) begin
-      \$314  = \$259 ;
-    end
+    \$314  = hw_depth_we;
     if (rst) begin
-      \$314  = 32'd0;
+      \$314  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$315  = reward_offset;
-    if (reward_offset_we) begin
-      \$315  = \$263 ;
-    end
+    \$315  = hw_format_we;
     if (rst) begin
-      \$315  = 32'd0;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$316  = value_scale;
-    if (value_scale_we) begin
-      \$316  = \$267 ;
-    end
+    \$316  = hw_mode_we;
     if (rst) begin
-      \$316  = 32'd0;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$317  = value_offset;
-    if (value_offset_we) begin
-      \$317  = \$271 ;
+    \$317  = wr_data;
+    if (\$261 ) begin
+      \$317  = w_data;
     end
     if (rst) begin
       \$317  = 32'd0;
@@ -7348,213 +7505,16 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$318  = adv_scale;
-    if (adv_scale_we) begin
-      \$318  = \$275 ;
+    \$318  = wr_strb;
+    if (\$261 ) begin
+      \$318  = w_strb;
     end
     if (rst) begin
-      \$318  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$319  = adv_offset;
-    if (adv_offset_we) begin
-      \$319  = \$279 ;
-    end
-    if (rst) begin
-      \$319  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$320  = rtg_scale;
-    if (rtg_scale_we) begin
-      \$320  = \$283 ;
-    end
-    if (rst) begin
-      \$320  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$321  = rtg_offset;
-    if (rtg_offset_we) begin
-      \$321  = \$287 ;
-    end
-    if (rst) begin
-      \$321  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$322  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$322  = r_value;
-    end
-    if (rst) begin
-      \$322  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$323  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$323  = \$288 ;
-    end
-    if (rst) begin
-      \$323  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$324  = num_timesteps_we;
-    if (rst) begin
-      \$324  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$325  = num_trajectories_we;
-    if (rst) begin
-      \$325  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$326  = gamma_we;
-    if (rst) begin
-      \$326  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$327  = gamma_lambda_we;
-    if (rst) begin
-      \$327  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$328  = reward_scale_we;
-    if (rst) begin
-      \$328  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$329  = reward_offset_we;
-    if (rst) begin
-      \$329  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$330  = value_scale_we;
-    if (rst) begin
-      \$330  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$331  = value_offset_we;
-    if (rst) begin
-      \$331  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$332  = adv_scale_we;
-    if (rst) begin
-      \$332  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$333  = adv_offset_we;
-    if (rst) begin
-      \$333  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$334  = rtg_scale_we;
-    if (rst) begin
-      \$334  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$335  = rtg_offset_we;
-    if (rst) begin
-      \$335  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$336  = status_we;
-    if (rst) begin
-      \$336  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$337  = cycles_we;
-    if (rst) begin
-      \$337  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$338  = hw_n_pe_we;
-    if (rst) begin
-      \$338  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$339  = hw_depth_we;
-    if (rst) begin
-      \$339  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$340  = hw_format_we;
-    if (rst) begin
-      \$340  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$341  = hw_mode_we;
-    if (rst) begin
-      \$341  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$342  = wr_data;
-    if (\$289 ) begin
-      \$342  = w_data;
-    end
-    if (rst) begin
-      \$342  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$343  = wr_strb;
-    if (\$289 ) begin
-      \$343  = w_strb;
-    end
-    if (rst) begin
-      \$343  = 4'h0;
+      \$318  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
   assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign s_axi_control_rvalid = rvalid;
   assign rdata = s_axi_control_rdata;
   assign rresp = s_axi_control_rresp;
@@ -7572,76 +7532,76 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   assign adv_offset_q = adv_offset;
   assign rtg_scale_q = rtg_scale;
   assign rtg_offset_q = rtg_offset;
-  assign \$105  = { 1'h0, ap_start };
-  assign \$106  = { 30'h00000000, \$105  };
-  assign \$107  = { ctrl_ap_done_q, 1'h0 };
-  assign \$109  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$111  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$113  = { auto_restart, 7'h00 };
-  assign \$115  = { 1'h0, gier_enable_q };
-  assign \$116  = { 30'h00000000, \$115  };
-  assign \$117  = { 1'h0, ip_ier_ap_done_q };
-  assign \$118  = { 30'h00000000, \$117  };
-  assign \$119  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$121  = { 1'h0, ip_isr_ap_done_q };
-  assign \$122  = { 30'h00000000, \$121  };
-  assign \$123  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$125  = { 1'h0, num_timesteps };
-  assign \$126  = \$125 ;
-  assign \$127  = { 1'h0, num_trajectories };
-  assign \$128  = \$127 ;
-  assign \$129  = { 1'h0, gamma };
-  assign \$130  = { 14'h0000, \$129  };
-  assign \$131  = { 1'h0, gamma_lambda };
-  assign \$132  = { 14'h0000, \$131  };
-  assign \$133  = { 1'h0, reward_scale };
-  assign \$134  = \$133 ;
-  assign \$135  = { 1'h0, reward_offset };
-  assign \$136  = \$135 ;
-  assign \$137  = { 1'h0, value_scale };
-  assign \$138  = \$137 ;
-  assign \$139  = { 1'h0, value_offset };
-  assign \$140  = \$139 ;
-  assign \$141  = { 1'h0, adv_scale };
-  assign \$142  = \$141 ;
-  assign \$143  = { 1'h0, adv_offset };
-  assign \$144  = \$143 ;
-  assign \$145  = { 1'h0, rtg_scale };
-  assign \$146  = \$145 ;
-  assign \$147  = { 1'h0, rtg_offset };
-  assign \$148  = \$147 ;
-  assign \$149  = { 1'h0, status_error };
-  assign \$150  = { 28'h0000000, \$149  };
-  assign \$151  = { 7'h00, status_dequant_overflow, 8'h00 };
-  assign \$153  = { 6'h00, status_pe_overflow, 9'h000 };
-  assign \$155  = { 5'h00, status_requant_overflow, 10'h000 };
-  assign \$157  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$159  = { 1'h0, cycles };
-  assign \$160  = \$159 ;
-  assign \$161  = 33'h000000008;
-  assign \$162  = \$161 ;
-  assign \$163  = 33'h000002008;
-  assign \$164  = \$163 ;
-  assign \$165  = 9'h020;
-  assign \$166  = { 23'h000000, \$165  };
-  assign \$167  = 23'h001000;
-  assign \$169  = 39'h0000110000;
-  assign \$171  = 39'h0008000000;
-  assign \$173  = 6'h02;
-  assign \$174  = { 26'h0000000, \$173  };
-  assign \$175  = 8'h00;
-  assign \$177  = 8'h00;
-  assign \$179  = 23'h002000;
-  assign \$181  = 39'h0000100000;
-  assign \$183  = 39'h0010000000;
-  assign \$168  = 32'd4128;
-  assign \$170  = 39'h0000111020;
-  assign \$172  = 39'h0008111020;
-  assign \$176  = 32'd2;
-  assign \$178  = 32'd2;
-  assign \$180  = 32'd8194;
-  assign \$182  = 39'h0000102002;
-  assign \$184  = 39'h0010102002;
+  assign \$51  = { 1'h0, ap_start };
+  assign \$52  = { 30'h00000000, \$51  };
+  assign \$53  = { ctrl_ap_done_q, 1'h0 };
+  assign \$55  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$57  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$59  = { auto_restart, 7'h00 };
+  assign \$61  = { 1'h0, gier_enable_q };
+  assign \$62  = { 30'h00000000, \$61  };
+  assign \$63  = { 1'h0, ip_ier_ap_done_q };
+  assign \$64  = { 30'h00000000, \$63  };
+  assign \$65  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$67  = { 1'h0, ip_isr_ap_done_q };
+  assign \$68  = { 30'h00000000, \$67  };
+  assign \$69  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$71  = { 1'h0, num_timesteps };
+  assign \$72  = \$71 ;
+  assign \$73  = { 1'h0, num_trajectories };
+  assign \$74  = \$73 ;
+  assign \$75  = { 1'h0, gamma };
+  assign \$76  = { 14'h0000, \$75  };
+  assign \$77  = { 1'h0, gamma_lambda };
+  assign \$78  = { 14'h0000, \$77  };
+  assign \$79  = { 1'h0, reward_scale };
+  assign \$80  = \$79 ;
+  assign \$81  = { 1'h0, reward_offset };
+  assign \$82  = \$81 ;
+  assign \$83  = { 1'h0, value_scale };
+  assign \$84  = \$83 ;
+  assign \$85  = { 1'h0, value_offset };
+  assign \$86  = \$85 ;
+  assign \$87  = { 1'h0, adv_scale };
+  assign \$88  = \$87 ;
+  assign \$89  = { 1'h0, adv_offset };
+  assign \$90  = \$89 ;
+  assign \$91  = { 1'h0, rtg_scale };
+  assign \$92  = \$91 ;
+  assign \$93  = { 1'h0, rtg_offset };
+  assign \$94  = \$93 ;
+  assign \$95  = { 1'h0, status_error };
+  assign \$96  = { 28'h0000000, \$95  };
+  assign \$97  = { 7'h00, status_dequant_overflow, 8'h00 };
+  assign \$99  = { 6'h00, status_pe_overflow, 9'h000 };
+  assign \$101  = { 5'h00, status_requant_overflow, 10'h000 };
+  assign \$103  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$105  = { 1'h0, cycles };
+  assign \$106  = \$105 ;
+  assign \$107  = 33'h000000008;
+  assign \$108  = \$107 ;
+  assign \$109  = 33'h000002008;
+  assign \$110  = \$109 ;
+  assign \$111  = 9'h020;
+  assign \$112  = { 23'h000000, \$111  };
+  assign \$113  = 23'h001000;
+  assign \$115  = 39'h0000110000;
+  assign \$117  = 39'h0008000000;
+  assign \$119  = 6'h02;
+  assign \$120  = { 26'h0000000, \$119  };
+  assign \$121  = 8'h00;
+  assign \$123  = 8'h00;
+  assign \$125  = 23'h002000;
+  assign \$127  = 39'h0000100000;
+  assign \$129  = 39'h0010000000;
+  assign \$114  = 32'd4128;
+  assign \$116  = 39'h0000111020;
+  assign \$118  = 39'h0008111020;
+  assign \$122  = 32'd2;
+  assign \$124  = 32'd2;
+  assign \$126  = 32'd8194;
+  assign \$128  = 39'h0000102002;
+  assign \$130  = 39'h0010102002;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -10944,28 +10904,28 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire [1:0] \$146 ;
   wire [1:0] \$147 ;
   wire [1:0] \$148 ;
-  wire \$149 ;
+  wire [19:0] \$149 ;
   wire \$15 ;
   wire [19:0] \$150 ;
-  wire [19:0] \$151 ;
+  wire [3:0] \$151 ;
   wire [3:0] \$152 ;
-  wire [3:0] \$153 ;
-  wire [20:0] \$154 ;
+  wire [20:0] \$153 ;
+  wire [19:0] \$154 ;
   wire [19:0] \$155 ;
-  wire [19:0] \$156 ;
-  wire [8:0] \$157 ;
+  wire [8:0] \$156 ;
+  wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire \$161 ;
+  wire [127:0] \$161 ;
   wire [127:0] \$162 ;
   wire [127:0] \$163 ;
-  wire [127:0] \$164 ;
+  reg \$164 ;
   reg \$165 ;
-  reg \$166 ;
-  reg [19:0] \$167 ;
-  reg [7:0] \$168 ;
+  reg [19:0] \$166 ;
+  reg [7:0] \$167 ;
+  reg \$168 ;
   reg \$169 ;
   wire \$17 ;
   reg [4:0] \$170 ;
@@ -11035,50 +10995,50 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
-  wire [19:0] \$52 ;
+  wire [19:0] \$51 ;
+  wire [7:0] \$52 ;
   wire [7:0] \$53 ;
-  wire [2:0] \$54 ;
-  wire \$55 ;
-  wire [1:0] \$56 ;
-  wire \$57 ;
+  wire \$54 ;
+  wire [2:0] \$55 ;
+  wire \$56 ;
+  wire [1:0] \$57 ;
   wire \$58 ;
-  wire [1:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire [7:0] \$61 ;
-  wire \$62 ;
-  wire [7:0] \$63 ;
-  wire \$64 ;
+  wire [1:0] \$60 ;
+  wire \$61 ;
+  wire [7:0] \$62 ;
+  wire \$63 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
-  wire [7:0] \$66 ;
-  wire \$67 ;
+  wire \$66 ;
+  wire [7:0] \$67 ;
   wire \$68 ;
-  wire [7:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
+  wire [7:0] \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [1:0] \$75 ;
-  wire \$76 ;
-  wire [4:0] \$77 ;
-  wire [1:0] \$78 ;
-  wire \$79 ;
+  wire \$75 ;
+  wire [1:0] \$76 ;
+  wire \$77 ;
+  wire [4:0] \$78 ;
+  wire [1:0] \$79 ;
   wire [2:0] \$8 ;
-  wire [5:0] \$80 ;
-  wire [3:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire \$83 ;
-  wire [7:0] \$84 ;
-  wire [2:0] \$85 ;
-  wire [14:0] \$86 ;
-  wire [5:0] \$87 ;
-  wire [14:0] \$88 ;
-  wire [19:0] \$89 ;
+  wire \$80 ;
+  wire [5:0] \$81 ;
+  wire [3:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire \$84 ;
+  wire [7:0] \$85 ;
+  wire [2:0] \$86 ;
+  wire [14:0] \$87 ;
+  wire [5:0] \$88 ;
+  wire [14:0] \$89 ;
   wire [11:0] \$9 ;
-  wire \$90 ;
+  wire [19:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -11108,6 +11068,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   (* init = 1'h0 *)
   wire h_valid;
   reg [4:0] incr = 5'h00;
+  reg last = 1'h0;
   reg [7:0] left = 8'h00;
   reg m_id = 1'h0;
   reg m_last = 1'h0;
@@ -11212,96 +11173,96 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign s_axi_mem_arready = \$6  & \$7 ;
   assign \$8  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
   assign \$9  = 1'h1 << \$8 ;
-  assign \$10  = ! left;
-  assign \$11  = ~ \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  | \$12 ;
-  assign s_axi_mem_wready = wr_act & \$13 ;
+  assign \$10  = ~ last;
+  assign \$11  = ~ bvalid;
+  assign \$12  = \$10  | \$11 ;
+  assign s_axi_mem_wready = wr_act & \$12 ;
   assign mem_addr = ws_valid ? ws_addr : addr[19:4];
-  assign \$14  = ~ s_axi_mem_rvalid;
-  assign \$15  = ~ t_valid;
-  assign \$16  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$17  = ~ m_valid;
-  assign \$18  = \$16  | \$17 ;
-  assign \$19  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$20  = ~ m_valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = t_valid ? \$21  : \$18 ;
-  assign \$23  = s_axi_mem_rvalid ? \$22  : 1'h1;
-  assign \$24  = rd_act & \$23 ;
-  assign \$25  = ~ bad;
-  assign \$26  = addr[19:4] < 16'hc000;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = \$27  & mem_enable;
-  assign mem_re = \$24  & \$28 ;
-  assign \$29  = ! ws_resp;
-  assign \$30  = ws_valid & \$29 ;
-  assign \$31  = \$30  & mem_enable;
-  assign mem_we = \$31  ? ws_strb : 16'h0000;
-  assign \$32  = ~ wr_act;
-  assign \$33  = ~ rd_act;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = ~ s_axi_mem_awvalid;
-  assign \$42  = turn_w & \$41 ;
-  assign \$43  = \$42  & s_axi_mem_arvalid;
-  assign \$44  = ~ turn_w;
-  assign \$45  = ~ s_axi_mem_arvalid;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$46  & s_axi_mem_awvalid;
-  assign \$48  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$49  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$50  = \$48  | \$49 ;
-  assign \$51  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$52  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$13  = ~ s_axi_mem_rvalid;
+  assign \$14  = ~ t_valid;
+  assign \$15  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$16  = ~ m_valid;
+  assign \$17  = \$15  | \$16 ;
+  assign \$18  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$19  = ~ m_valid;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = t_valid ? \$20  : \$17 ;
+  assign \$22  = s_axi_mem_rvalid ? \$21  : 1'h1;
+  assign \$23  = rd_act & \$22 ;
+  assign \$24  = ~ bad;
+  assign \$25  = addr[19:4] < 16'hc000;
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = \$26  & mem_enable;
+  assign mem_re = \$23  & \$27 ;
+  assign \$28  = ! ws_resp;
+  assign \$29  = ws_valid & \$28 ;
+  assign \$30  = \$29  & mem_enable;
+  assign mem_we = \$30  ? ws_strb : 16'h0000;
+  assign \$31  = ~ wr_act;
+  assign \$32  = ~ rd_act;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$33  & \$35 ;
+  assign \$37  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$38  = ~ \$37 ;
+  assign \$39  = \$36  & \$38 ;
+  assign \$40  = ~ s_axi_mem_awvalid;
+  assign \$41  = turn_w & \$40 ;
+  assign \$42  = \$41  & s_axi_mem_arvalid;
+  assign \$43  = ~ turn_w;
+  assign \$44  = ~ s_axi_mem_arvalid;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$45  & s_axi_mem_awvalid;
+  assign \$47  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$48  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$51  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$52  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
   assign \$53  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$54  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$55  = \$54  > 3'h4;
-  assign \$56  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$57  = \$56  == 2'h3;
-  assign \$58  = \$55  | \$57 ;
-  assign \$59  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$60  = \$59  == 2'h2;
-  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$62  = \$61  == 1'h1;
-  assign \$63  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$64  = \$63  == 2'h3;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$67  = \$66  == 3'h7;
-  assign \$68  = \$65  | \$67 ;
-  assign \$69  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$70  = \$69  == 4'hf;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$60  & \$72 ;
-  assign \$74  = \$58  | \$73 ;
-  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$76  = ! \$75 ;
-  assign \$77  = \$76  ? 5'h00 : \$9 [4:0];
-  assign \$78  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$79  = ! \$78 ;
-  assign \$80  = \$9 [4:0] - 1'h1;
-  assign \$81  = \$79  ? 4'h0 : \$80 [3:0];
-  assign \$82  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$83  = \$82  == 2'h2;
-  assign \$84  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$85  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$86  = \$84  << \$85 ;
-  assign \$87  = \$9 [4:0] - 1'h1;
-  assign \$88  = \$86  | { 11'h000, \$87 [3:0] };
-  assign \$89  = \$83  ? { 5'h00, \$88  } : 20'hfffff;
-  assign \$90  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$91  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$92  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$54  = ! \$53 ;
+  assign \$55  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$56  = \$55  > 3'h4;
+  assign \$57  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$58  = \$57  == 2'h3;
+  assign \$59  = \$56  | \$58 ;
+  assign \$60  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$61  = \$60  == 2'h2;
+  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$63  = \$62  == 1'h1;
+  assign \$64  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$65  = \$64  == 2'h3;
+  assign \$66  = \$63  | \$65 ;
+  assign \$67  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$68  = \$67  == 3'h7;
+  assign \$69  = \$66  | \$68 ;
+  assign \$70  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$71  = \$70  == 4'hf;
+  assign \$72  = \$69  | \$71 ;
+  assign \$73  = ~ \$72 ;
+  assign \$74  = \$61  & \$73 ;
+  assign \$75  = \$59  | \$74 ;
+  assign \$76  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$77  = ! \$76 ;
+  assign \$78  = \$77  ? 5'h00 : \$9 [4:0];
+  assign \$79  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$80  = ! \$79 ;
+  assign \$81  = \$9 [4:0] - 1'h1;
+  assign \$82  = \$80  ? 4'h0 : \$81 [3:0];
+  assign \$83  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$84  = \$83  == 2'h2;
+  assign \$85  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$86  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$87  = \$85  << \$86 ;
+  assign \$88  = \$9 [4:0] - 1'h1;
+  assign \$89  = \$87  | { 11'h000, \$88 [3:0] };
+  assign \$90  = \$84  ? { 5'h00, \$89  } : 20'hfffff;
+  assign \$91  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$92  = s_axi_mem_arvalid & s_axi_mem_arready;
   assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$94  = ! left;
-  assign \$95  = \$93  & \$94 ;
+  assign \$94  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$95  = \$94  & last;
   assign \$96  = s_axi_mem_wvalid & s_axi_mem_wready;
   assign \$97  = addr[19:4] < 16'hc000;
   assign \$98  = \$97  ? 2'h0 : 2'h3;
@@ -11314,7 +11275,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$105  = \$104 [19:0] & wmask;
   assign \$106  = \$101  | \$105 ;
   assign \$107  = left - 1'h1;
-  assign \$108  = ! left;
+  assign \$108  = left == 1'h1;
   assign \$109  = ~ s_axi_mem_arvalid;
   assign \$110  = bvalid & s_axi_mem_bready;
   assign \$111  = mem_enable ? ws_resp : 2'h2;
@@ -11355,30 +11316,31 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$146  = \$145  ? 2'h0 : 2'h3;
   assign \$147  = bad ? 2'h2 : \$146 ;
   assign \$148  = mem_enable ? \$147  : 2'h2;
-  assign \$149  = ! left;
-  assign \$150  = ~ wmask;
-  assign \$151  = addr & \$150 ;
-  assign \$152  = ~ amask;
-  assign \$153  = addr[3:0] & \$152 ;
-  assign \$154  = { addr[19:4], \$153  } + incr;
-  assign \$155  = \$154 [19:0] & wmask;
-  assign \$156  = \$151  | \$155 ;
-  assign \$157  = left - 1'h1;
-  assign \$158  = ! left;
-  assign \$159  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$160  = ~ s_axi_mem_rvalid;
-  assign \$161  = \$159  | \$160 ;
+  assign \$149  = ~ wmask;
+  assign \$150  = addr & \$149 ;
+  assign \$151  = ~ amask;
+  assign \$152  = addr[3:0] & \$151 ;
+  assign \$153  = { addr[19:4], \$152  } + incr;
+  assign \$154  = \$153 [19:0] & wmask;
+  assign \$155  = \$150  | \$154 ;
+  assign \$156  = left - 1'h1;
+  assign \$157  = left == 1'h1;
+  assign \$158  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$159  = ~ s_axi_mem_rvalid;
+  assign \$160  = \$158  | \$159 ;
+  assign \$161  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign \$162  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign \$163  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
-  assign \$164  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   always @(posedge clk)
-    turn_w <= \$165 ;
+    turn_w <= \$164 ;
   always @(posedge clk)
-    tr_id <= \$166 ;
+    tr_id <= \$165 ;
   always @(posedge clk)
-    addr <= \$167 ;
+    addr <= \$166 ;
   always @(posedge clk)
-    left <= \$168 ;
+    left <= \$167 ;
+  always @(posedge clk)
+    last <= \$168 ;
   always @(posedge clk)
     bad <= \$169 ;
   always @(posedge clk)
@@ -11443,76 +11405,92 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     s_axi_mem_rvalid <= \$199 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$165  = turn_w;
-    if (\$40 ) begin
-      if (\$43 ) begin
-        \$165  = 1'h0;
+    \$164  = turn_w;
+    if (\$39 ) begin
+      if (\$42 ) begin
+        \$164  = 1'h0;
       end
-      if (\$47 ) begin
-        \$165  = 1'h1;
+      if (\$46 ) begin
+        \$164  = 1'h1;
       end
     end
     if (\$96 ) begin
-      if (\$108 ) begin
-        \$165  = \$109 ;
+      if (last) begin
+        \$164  = \$109 ;
       end
     end
     if (\$140 ) begin
-      if (\$158 ) begin
-        \$165  = s_axi_mem_awvalid;
+      if (last) begin
+        \$164  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$165  = 1'h1;
+      \$164  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$166  = tr_id;
-    if (\$50 ) begin
-      \$166  = \$51 ;
+    \$165  = tr_id;
+    if (\$49 ) begin
+      \$165  = \$50 ;
     end
     if (rst) begin
-      \$166  = 1'h0;
+      \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$167  = addr;
-    if (\$50 ) begin
+    \$166  = addr;
+    if (\$49 ) begin
+      \$166  = \$51 ;
+    end
+    if (\$96 ) begin
+      \$166  = \$106 ;
+    end
+    if (\$140 ) begin
+      \$166  = \$155 ;
+    end
+    if (rst) begin
+      \$166  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$167  = left;
+    if (\$49 ) begin
       \$167  = \$52 ;
     end
     if (\$96 ) begin
-      \$167  = \$106 ;
+      \$167  = \$107 [7:0];
     end
     if (\$140 ) begin
-      \$167  = \$156 ;
+      \$167  = \$156 [7:0];
     end
     if (rst) begin
-      \$167  = 20'h00000;
+      \$167  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$168  = left;
-    if (\$50 ) begin
-      \$168  = \$53 ;
+    \$168  = last;
+    if (\$49 ) begin
+      \$168  = \$54 ;
     end
     if (\$96 ) begin
-      \$168  = \$107 [7:0];
+      \$168  = \$108 ;
     end
     if (\$140 ) begin
-      \$168  = \$157 [7:0];
+      \$168  = \$157 ;
     end
     if (rst) begin
-      \$168  = 8'h00;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$169  = bad;
-    if (\$50 ) begin
-      \$169  = \$74 ;
+    if (\$49 ) begin
+      \$169  = \$75 ;
     end
     if (rst) begin
       \$169  = 1'h0;
@@ -11521,8 +11499,8 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$170  = incr;
-    if (\$50 ) begin
-      \$170  = \$77 ;
+    if (\$49 ) begin
+      \$170  = \$78 ;
     end
     if (rst) begin
       \$170  = 5'h00;
@@ -11531,8 +11509,8 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$171  = amask;
-    if (\$50 ) begin
-      \$171  = \$81 ;
+    if (\$49 ) begin
+      \$171  = \$82 ;
     end
     if (rst) begin
       \$171  = 4'h0;
@@ -11541,8 +11519,8 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$172  = wmask;
-    if (\$50 ) begin
-      \$172  = \$89 ;
+    if (\$49 ) begin
+      \$172  = \$90 ;
     end
     if (rst) begin
       \$172  = 20'h00000;
@@ -11551,11 +11529,11 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$173  = wr_act;
-    if (\$90 ) begin
+    if (\$91 ) begin
       \$173  = 1'h1;
     end
     if (\$96 ) begin
-      if (\$108 ) begin
+      if (last) begin
         \$173  = 1'h0;
       end
     end
@@ -11566,11 +11544,11 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$174  = rd_act;
-    if (\$91 ) begin
+    if (\$92 ) begin
       \$174  = 1'h1;
     end
     if (\$140 ) begin
-      if (\$158 ) begin
+      if (last) begin
         \$174  = 1'h0;
       end
     end
@@ -11580,7 +11558,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$175  = \$92 ;
+    \$175  = \$93 ;
     if (rst) begin
       \$175  = 1'h0;
     end
@@ -11717,7 +11695,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$188  = m_last;
     if (\$140 ) begin
-      \$188  = \$149 ;
+      \$188  = last;
     end
     if (rst) begin
       \$188  = 1'h0;
@@ -11736,13 +11714,13 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$190  = s_axi_mem_rdata;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$190  = t_data;
       end else begin
         if (m_valid) begin
-          \$190  = \$163 ;
+          \$190  = \$162 ;
         end
       end
     end
@@ -11753,7 +11731,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$191  = s_axi_mem_rresp;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$191  = t_resp;
@@ -11770,7 +11748,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$192  = s_axi_mem_rlast;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$192  = t_last;
@@ -11787,7 +11765,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$193  = s_axi_mem_rid;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$193  = t_id;
@@ -11804,7 +11782,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$194  = t_valid;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         \$194  = m_valid;
       end
@@ -11818,14 +11796,14 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$195  = t_data;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
-          \$195  = \$162 ;
+          \$195  = \$161 ;
         end
       end
     end else if (m_valid) begin
-      \$195  = \$164 ;
+      \$195  = \$163 ;
     end
     if (rst) begin
       \$195  = 128'h00000000000000000000000000000000;
@@ -11834,7 +11812,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$196  = t_resp;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$196  = m_resp;
@@ -11850,7 +11828,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$197  = t_last;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$197  = m_last;
@@ -11866,7 +11844,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$198  = t_id;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$198  = m_id;
@@ -11882,7 +11860,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$199  = s_axi_mem_rvalid;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
       end else begin

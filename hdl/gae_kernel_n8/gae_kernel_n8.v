@@ -11,35 +11,36 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
 `endif
 `endif
-  wire [64:0] \$1 ;
-  wire [32:0] \$10 ;
-  wire \$11 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire [64:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire \$16 ;
-  reg [31:0] \$17 ;
+  reg [31:0] \$16 ;
+  reg \$17 ;
   reg [31:0] \$18 ;
   reg [31:0] \$19 ;
   wire \$2 ;
   reg \$20 ;
-  reg \$21 ;
+  reg [63:0] \$21 ;
   reg \$22 ;
   reg \$23 ;
   reg \$24 ;
   reg \$25 ;
   reg \$26 ;
-  reg [1:0] \$27 ;
-  wire \$28 ;
+  reg \$27 ;
+  reg [1:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$4 ;
-  wire [32:0] \$5 ;
+  wire \$31 ;
+  wire [32:0] \$4 ;
+  wire \$5 ;
   wire \$6 ;
   wire \$7 ;
-  wire \$8 ;
+  wire [32:0] \$8 ;
   wire \$9 ;
   (* init = 1'h0 *)
   wire \$signal ;
@@ -58,6 +59,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   reg [1:0] copy_state = 2'h0;
   (* init = 32'd0 *)
   wire [31:0] cycles;
+  reg [63:0] dev = 64'h0000000000000000;
   wire [31:0] dma_bytes;
   wire dma_ctrl_dir;
   wire dma_ctrl_start;
@@ -72,7 +74,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   reg dma_status_write_error = 1'h0;
   (* init = 1'h0 *)
   wire done;
-  wire \done$138 ;
+  wire \done$140 ;
   wire dropped;
   wire error;
   (* init = 1'h0 *)
@@ -89,6 +91,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire host_re;
   wire [127:0] host_wdata;
   wire [15:0] host_we;
+  reg in_range = 1'h0;
   output interrupt;
   wire interrupt;
   wire \interrupt$97 ;
@@ -243,24 +246,25 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   wire \s_axi_control_wvalid$85 ;
   reg to_buffer = 1'h0;
   assign rst = ~ ap_rst_n;
-  assign \$1  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + offset;
-  assign \$2  = ! copy_state;
-  assign \$3  = copy_state == 1'h1;
-  assign \$4  = copy_state == 2'h2;
-  assign \$5  = dma_cycles + 1'h1;
-  assign \$6  = ! dma_offset[5:0];
-  assign \$7  = ! dma_bytes[3:0];
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = dma_offset + dma_bytes;
-  assign \$11  = \$10  <= 20'hc0000;
-  assign \$12  = ~ \$11 ;
-  assign \$13  = \$9  | \$12 ;
-  assign \$14  = ~ mem_enable;
-  assign \$15  = \done$138  & error;
-  assign \$16  = dma_status_busy & dropped;
+  assign \$1  = ! copy_state;
+  assign \$2  = copy_state == 1'h1;
+  assign \$3  = copy_state == 2'h2;
+  assign \$4  = dma_cycles + 1'h1;
+  assign \$5  = ! dma_offset[5:0];
+  assign \$6  = ! dma_bytes[3:0];
+  assign \$7  = \$5  & \$6 ;
+  assign \$8  = dma_offset + dma_bytes;
+  assign \$9  = \$8  <= 20'hc0000;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + dma_offset;
+  assign \$12  = ~ in_range;
+  assign \$13  = ~ mem_enable;
+  assign \$14  = \done$140  & error;
+  assign \$15  = dma_status_busy & dropped;
   always @(posedge ap_clk)
-    dma_cycles <= \$17 ;
+    dma_cycles <= \$16 ;
+  always @(posedge ap_clk)
+    in_range <= \$17 ;
   always @(posedge ap_clk)
     offset <= \$18 ;
   always @(posedge ap_clk)
@@ -268,19 +272,21 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   always @(posedge ap_clk)
     to_buffer <= \$20 ;
   always @(posedge ap_clk)
-    dma_status_done <= \$21 ;
+    dev <= \$21 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$22 ;
+    dma_status_done <= \$22 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$23 ;
+    dma_status_read_error <= \$23 ;
   always @(posedge ap_clk)
-    dma_status_locked <= \$24 ;
+    dma_status_write_error <= \$24 ;
   always @(posedge ap_clk)
-    dma_status_range <= \$25 ;
+    dma_status_locked <= \$25 ;
   always @(posedge ap_clk)
-    dma_status_busy <= \$26 ;
+    dma_status_range <= \$26 ;
   always @(posedge ap_clk)
-    copy_state <= \$27 ;
+    dma_status_busy <= \$27 ;
+  always @(posedge ap_clk)
+    copy_state <= \$28 ;
   \gae_kernel_n8.accel  accel (
     .clk(ap_clk),
     .dma_bytes(dma_bytes),
@@ -328,7 +334,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$138 ),
+    .done(\done$140 ),
     .dropped(dropped),
     .error(error),
     .m_axi_gmem_arready(m_axi_gmem_arready),
@@ -352,9 +358,9 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$1452$0 (\$28 ),
-    .\port$1453$0 (\$29 ),
-    .\port$1454$0 (\$30 ),
+    .\port$1398$0 (\$29 ),
+    .\port$1399$0 (\$30 ),
+    .\port$1400$0 (\$31 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -387,7 +393,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
           /* empty */;
       2'h1:
         begin
-          cmd__payload[63:0] = \$1 [63:0];
+          cmd__payload[63:0] = dev;
           cmd__payload[79:64] = offset[19:4];
           cmd__payload[96:80] = nbytes[20:4];
           cmd__payload[97] = to_buffer;
@@ -396,18 +402,25 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$17  = dma_cycles;
+    \$16  = dma_cycles;
     if (dma_status_busy) begin
-      \$17  = \$5 [31:0];
+      \$16  = \$4 [31:0];
     end
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$17  = 32'd0;
+            \$16  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$17  = 32'd0;
+      \$16  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$17  = \$10 ;
+    if (rst) begin
+      \$17  = 1'h0;
     end
   end
   always @* begin
@@ -451,59 +464,54 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$21  = dma_status_done;
+    \$21  = dev;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$21  = 1'h0;
-            if (\$13 ) begin
-              \$21  = 1'h1;
-            end else if (\$14 ) begin
-              \$21  = 1'h1;
+            \$21  = \$11 [63:0];
+          end
+    endcase
+    if (rst) begin
+      \$21  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$22  = dma_status_done;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$22  = 1'h0;
+            if (\$12 ) begin
+              \$22  = 1'h1;
+            end else if (\$13 ) begin
+              \$22  = 1'h1;
             end
           end
       2'h1:
           /* empty */;
       2'h2:
-          if (\done$138 ) begin
-            \$21  = 1'h1;
+          if (\done$140 ) begin
+            \$22  = 1'h1;
           end
     endcase
-    if (rst) begin
-      \$21  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$22  = dma_status_read_error;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$22  = 1'h0;
-          end
-    endcase
-    if (\$15 ) begin
-      (* full_case = 32'd1 *)
-      if (to_buffer) begin
-      end else begin
-        \$22  = 1'h1;
-      end
-    end
     if (rst) begin
       \$22  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$23  = dma_status_write_error;
+    \$23  = dma_status_read_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$23  = 1'h0;
           end
     endcase
-    if (\$15 ) begin
+    if (\$14 ) begin
+      (* full_case = 32'd1 *)
       if (to_buffer) begin
+      end else begin
         \$23  = 1'h1;
       end
     end
@@ -513,19 +521,17 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$24  = dma_status_locked;
+    \$24  = dma_status_write_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$24  = 1'h0;
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-              \$24  = 1'h1;
-            end
           end
     endcase
-    if (\$16 ) begin
-      \$24  = 1'h1;
+    if (\$14 ) begin
+      if (to_buffer) begin
+        \$24  = 1'h1;
+      end
     end
     if (rst) begin
       \$24  = 1'h0;
@@ -533,38 +539,34 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$25  = dma_status_range;
+    \$25  = dma_status_locked;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$25  = 1'h0;
-            if (\$13 ) begin
+            if (\$12 ) begin
+            end else if (\$13 ) begin
               \$25  = 1'h1;
             end
           end
     endcase
+    if (\$15 ) begin
+      \$25  = 1'h1;
+    end
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$26  = dma_status_busy;
+    \$26  = dma_status_range;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-            end else begin
+            \$26  = 1'h0;
+            if (\$12 ) begin
               \$26  = 1'h1;
             end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$138 ) begin
-            \$26  = 1'h0;
           end
     endcase
     if (rst) begin
@@ -573,28 +575,52 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$27  = copy_state;
+    \$27  = dma_status_busy;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
+            if (\$12 ) begin
+            end else if (\$13 ) begin
             end else begin
-              \$27  = 2'h1;
+              \$27  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$140 ) begin
+            \$27  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$28  = copy_state;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$12 ) begin
+            end else if (\$13 ) begin
+            end else begin
+              \$28  = 2'h1;
             end
           end
       2'h1:
           if (cmd__ready) begin
-            \$27  = 2'h2;
+            \$28  = 2'h2;
           end
       2'h2:
-          if (\done$138 ) begin
-            \$27  = 2'h0;
+          if (\done$140 ) begin
+            \$28  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$27  = 2'h0;
+      \$28  = 2'h0;
     end
   end
   assign clk = ap_clk;
@@ -606,7 +632,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$59  = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
+  assign \m_axi_gmem_wstrb$59  = { \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 16'hffff };
   assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
@@ -661,7 +687,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
+  assign m_axi_gmem_wstrb = { \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -676,7 +702,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
-, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_rdata, host_wdata, host_addr, clk);
+, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_bresp, s_axi_control_rvalid, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_rdata, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -6612,7 +6638,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error, dma_status_write_error
-, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale
+, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale
 , rtg_offset, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -6622,70 +6648,70 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [32:0] \$100 ;
+  wire [32:0] \$101 ;
+  wire [32:0] \$102 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire [32:0] \$105 ;
+  wire [32:0] \$106 ;
+  wire [32:0] \$107 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [32:0] \$110 ;
+  wire [32:0] \$111 ;
+  wire [32:0] \$112 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire [3:0] \$115 ;
+  wire [31:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [31:0] \$118 ;
+  wire [15:0] \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [31:0] \$120 ;
+  wire [15:0] \$121 ;
+  wire [31:0] \$122 ;
+  wire [15:0] \$123 ;
+  wire [31:0] \$124 ;
+  wire [32:0] \$125 ;
+  wire [32:0] \$126 ;
+  wire [32:0] \$127 ;
+  wire [32:0] \$128 ;
+  wire [32:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [32:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [22:0] \$133 ;
+  wire [31:0] \$134 ;
+  wire [38:0] \$135 ;
+  wire [38:0] \$136 ;
+  wire [38:0] \$137 ;
+  wire [38:0] \$138 ;
+  wire [5:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire [1:0] \$145 ;
+  wire [31:0] \$140 ;
+  wire [7:0] \$141 ;
+  wire [31:0] \$142 ;
+  wire [7:0] \$143 ;
+  wire [31:0] \$144 ;
+  wire [22:0] \$145 ;
   wire [31:0] \$146 ;
-  wire [1:0] \$147 ;
-  wire [31:0] \$148 ;
-  wire [3:0] \$149 ;
+  wire [38:0] \$147 ;
+  wire [38:0] \$148 ;
+  wire [38:0] \$149 ;
   wire \$15 ;
-  wire [31:0] \$150 ;
-  wire [3:0] \$151 ;
-  wire [31:0] \$152 ;
-  wire [7:0] \$153 ;
-  wire [31:0] \$154 ;
-  wire [1:0] \$155 ;
-  wire [31:0] \$156 ;
-  wire [1:0] \$157 ;
-  wire [31:0] \$158 ;
+  wire [38:0] \$150 ;
+  wire [32:0] \$151 ;
+  wire [32:0] \$152 ;
+  wire [32:0] \$153 ;
+  wire [32:0] \$154 ;
+  wire [32:0] \$155 ;
+  wire [32:0] \$156 ;
+  wire [32:0] \$157 ;
+  wire [32:0] \$158 ;
   wire [1:0] \$159 ;
   wire \$16 ;
   wire [31:0] \$160 ;
@@ -6693,111 +6719,111 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire [31:0] \$162 ;
   wire [1:0] \$163 ;
   wire [31:0] \$164 ;
-  wire [32:0] \$165 ;
-  wire [32:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [17:0] \$169 ;
+  wire [1:0] \$165 ;
+  wire [31:0] \$166 ;
+  wire [3:0] \$167 ;
+  wire [31:0] \$168 ;
+  wire [3:0] \$169 ;
   wire \$17 ;
   wire [31:0] \$170 ;
-  wire [17:0] \$171 ;
+  wire [7:0] \$171 ;
   wire [31:0] \$172 ;
-  wire [32:0] \$173 ;
-  wire [32:0] \$174 ;
+  wire [7:0] \$173 ;
+  wire [31:0] \$174 ;
   wire [32:0] \$175 ;
   wire [32:0] \$176 ;
   wire [32:0] \$177 ;
   wire [32:0] \$178 ;
-  wire [32:0] \$179 ;
+  wire [16:0] \$179 ;
   wire \$18 ;
-  wire [32:0] \$180 ;
-  wire [32:0] \$181 ;
-  wire [32:0] \$182 ;
+  wire [31:0] \$180 ;
+  wire [46:0] \$181 ;
+  wire [46:0] \$182 ;
   wire [32:0] \$183 ;
   wire [32:0] \$184 ;
-  wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
-  wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
-  wire [3:0] \$189 ;
+  wire [1:0] \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [31:0] \$190 ;
-  wire [15:0] \$191 ;
-  wire [31:0] \$192 ;
-  wire [15:0] \$193 ;
-  wire [31:0] \$194 ;
-  wire [15:0] \$195 ;
-  wire [31:0] \$196 ;
-  wire [15:0] \$197 ;
-  wire [31:0] \$198 ;
-  wire [32:0] \$199 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [32:0] \$200 ;
-  wire [32:0] \$201 ;
-  wire [32:0] \$202 ;
-  wire [32:0] \$203 ;
-  wire [32:0] \$204 ;
-  wire [8:0] \$205 ;
-  wire [31:0] \$206 ;
-  wire [22:0] \$207 ;
-  wire [31:0] \$208 ;
-  wire [38:0] \$209 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
-  wire [38:0] \$210 ;
-  wire [38:0] \$211 ;
-  wire [38:0] \$212 ;
-  wire [5:0] \$213 ;
-  wire [31:0] \$214 ;
-  wire [7:0] \$215 ;
-  wire [31:0] \$216 ;
-  wire [7:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [22:0] \$219 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [38:0] \$221 ;
-  wire [38:0] \$222 ;
-  wire [38:0] \$223 ;
-  wire [38:0] \$224 ;
-  wire [32:0] \$225 ;
-  wire [32:0] \$226 ;
-  wire [32:0] \$227 ;
-  wire [32:0] \$228 ;
-  wire [32:0] \$229 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
-  wire [32:0] \$230 ;
-  wire [32:0] \$231 ;
-  wire [32:0] \$232 ;
-  wire [1:0] \$233 ;
-  wire [31:0] \$234 ;
-  wire [1:0] \$235 ;
-  wire [31:0] \$236 ;
-  wire [1:0] \$237 ;
-  wire [31:0] \$238 ;
-  wire [1:0] \$239 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  wire [31:0] \$240 ;
-  wire [3:0] \$241 ;
-  wire [31:0] \$242 ;
-  wire [3:0] \$243 ;
-  wire [31:0] \$244 ;
-  wire [7:0] \$245 ;
-  wire [31:0] \$246 ;
-  wire [7:0] \$247 ;
-  wire [31:0] \$248 ;
-  wire [32:0] \$249 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [32:0] \$250 ;
-  wire [32:0] \$251 ;
-  wire [32:0] \$252 ;
-  wire [16:0] \$253 ;
-  wire [31:0] \$254 ;
-  wire [46:0] \$255 ;
-  wire [46:0] \$256 ;
-  wire [32:0] \$257 ;
-  wire [32:0] \$258 ;
-  wire \$259 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire [31:0] \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
@@ -6808,7 +6834,7 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$266 ;
   wire \$267 ;
   wire \$268 ;
-  wire [1:0] \$269 ;
+  wire \$269 ;
   wire \$27 ;
   wire \$270 ;
   wire \$271 ;
@@ -6840,25 +6866,25 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$295 ;
   wire \$296 ;
   wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [31:0] \$298 ;
+  wire [31:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [31:0] \$300 ;
+  wire [31:0] \$301 ;
+  wire [31:0] \$302 ;
+  wire [31:0] \$303 ;
+  wire [16:0] \$304 ;
+  wire [16:0] \$305 ;
+  wire [16:0] \$306 ;
+  wire [16:0] \$307 ;
+  wire [16:0] \$308 ;
+  wire [16:0] \$309 ;
   wire \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
-  wire \$313 ;
+  wire [31:0] \$310 ;
+  wire [31:0] \$311 ;
+  wire [31:0] \$312 ;
+  wire [31:0] \$313 ;
   wire [31:0] \$314 ;
   wire [31:0] \$315 ;
   wire [31:0] \$316 ;
@@ -6868,22 +6894,22 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$32 ;
   wire [31:0] \$320 ;
   wire [31:0] \$321 ;
-  wire [16:0] \$322 ;
-  wire [16:0] \$323 ;
-  wire [16:0] \$324 ;
-  wire [16:0] \$325 ;
-  wire [16:0] \$326 ;
-  wire [16:0] \$327 ;
-  wire [16:0] \$328 ;
-  wire [16:0] \$329 ;
+  wire [31:0] \$322 ;
+  wire [31:0] \$323 ;
+  wire [31:0] \$324 ;
+  wire [31:0] \$325 ;
+  wire [31:0] \$326 ;
+  wire [31:0] \$327 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
   wire [31:0] \$330 ;
   wire [31:0] \$331 ;
   wire [31:0] \$332 ;
   wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
+  wire [25:0] \$334 ;
+  wire [25:0] \$335 ;
+  wire [25:0] \$336 ;
   wire [31:0] \$337 ;
   wire [31:0] \$338 ;
   wire [31:0] \$339 ;
@@ -6894,63 +6920,63 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire [31:0] \$343 ;
   wire [31:0] \$344 ;
   wire [31:0] \$345 ;
-  wire [31:0] \$346 ;
-  wire [31:0] \$347 ;
-  wire [31:0] \$348 ;
-  wire [31:0] \$349 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire [31:0] \$350 ;
-  wire [31:0] \$351 ;
-  wire [31:0] \$352 ;
-  wire [31:0] \$353 ;
-  wire [31:0] \$354 ;
-  wire [31:0] \$355 ;
-  wire [31:0] \$356 ;
-  wire [31:0] \$357 ;
-  wire [31:0] \$358 ;
-  wire [31:0] \$359 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire [1:0] \$353 ;
+  wire \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg \$357 ;
+  reg [1:0] \$358 ;
+  reg [31:0] \$359 ;
   wire \$36 ;
-  wire [31:0] \$360 ;
-  wire [31:0] \$361 ;
-  wire [25:0] \$362 ;
-  wire [25:0] \$363 ;
-  wire [25:0] \$364 ;
-  wire [25:0] \$365 ;
-  wire [31:0] \$366 ;
-  wire [31:0] \$367 ;
-  wire [31:0] \$368 ;
-  wire [31:0] \$369 ;
+  reg \$360 ;
+  reg [31:0] \$361 ;
+  reg [3:0] \$362 ;
+  reg [31:0] \$363 ;
+  reg [31:0] \$364 ;
+  reg \$365 ;
+  reg \$366 ;
+  reg \$367 ;
+  reg \$368 ;
+  reg \$369 ;
   wire \$37 ;
-  wire [31:0] \$370 ;
-  wire [31:0] \$371 ;
-  wire [31:0] \$372 ;
-  wire [31:0] \$373 ;
-  wire [31:0] \$374 ;
-  wire [31:0] \$375 ;
-  wire [31:0] \$376 ;
-  wire [31:0] \$377 ;
-  wire \$378 ;
-  wire \$379 ;
+  reg \$370 ;
+  reg \$371 ;
+  reg \$372 ;
+  reg \$373 ;
+  reg \$374 ;
+  reg \$375 ;
+  reg \$376 ;
+  reg \$377 ;
+  reg [31:0] \$378 ;
+  reg [31:0] \$379 ;
   wire \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire \$385 ;
-  wire \$386 ;
-  wire [1:0] \$387 ;
-  wire \$388 ;
-  reg \$389 ;
+  reg [16:0] \$380 ;
+  reg [16:0] \$381 ;
+  reg [31:0] \$382 ;
+  reg [31:0] \$383 ;
+  reg [31:0] \$384 ;
+  reg [31:0] \$385 ;
+  reg [31:0] \$386 ;
+  reg [31:0] \$387 ;
+  reg [31:0] \$388 ;
+  reg [31:0] \$389 ;
   wire \$39 ;
-  reg \$390 ;
-  reg \$391 ;
-  reg [11:0] \$392 ;
+  reg [25:0] \$390 ;
+  reg [31:0] \$391 ;
+  reg [31:0] \$392 ;
   reg [31:0] \$393 ;
-  reg [3:0] \$394 ;
+  reg \$394 ;
   reg \$395 ;
-  reg [1:0] \$396 ;
-  reg \$397 ;
+  reg [31:0] \$396 ;
+  reg [1:0] \$397 ;
   reg \$398 ;
   reg \$399 ;
   wire \$4 ;
@@ -6964,61 +6990,30 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   reg \$406 ;
   reg \$407 ;
   reg \$408 ;
-  reg [31:0] \$409 ;
+  reg \$409 ;
   wire \$41 ;
-  reg [31:0] \$410 ;
-  reg [16:0] \$411 ;
-  reg [16:0] \$412 ;
-  reg [31:0] \$413 ;
-  reg [31:0] \$414 ;
-  reg [31:0] \$415 ;
-  reg [31:0] \$416 ;
-  reg [31:0] \$417 ;
-  reg [31:0] \$418 ;
-  reg [31:0] \$419 ;
+  reg \$410 ;
+  reg \$411 ;
+  reg \$412 ;
+  reg \$413 ;
+  reg \$414 ;
+  reg \$415 ;
+  reg \$416 ;
+  reg \$417 ;
+  reg \$418 ;
+  reg \$419 ;
   wire \$42 ;
-  reg [31:0] \$420 ;
-  reg [25:0] \$421 ;
-  reg [31:0] \$422 ;
-  reg [31:0] \$423 ;
-  reg [31:0] \$424 ;
+  reg \$420 ;
+  reg \$421 ;
+  reg \$422 ;
+  reg \$423 ;
+  reg \$424 ;
   reg \$425 ;
-  reg \$426 ;
-  reg [31:0] \$427 ;
-  reg [1:0] \$428 ;
-  reg \$429 ;
+  reg [31:0] \$426 ;
+  reg [3:0] \$427 ;
   wire \$43 ;
-  reg \$430 ;
-  reg \$431 ;
-  reg \$432 ;
-  reg \$433 ;
-  reg \$434 ;
-  reg \$435 ;
-  reg \$436 ;
-  reg \$437 ;
-  reg \$438 ;
-  reg \$439 ;
   wire \$44 ;
-  reg \$440 ;
-  reg \$441 ;
-  reg \$442 ;
-  reg \$443 ;
-  reg \$444 ;
-  reg \$445 ;
-  reg \$446 ;
-  reg \$447 ;
-  reg \$448 ;
-  reg \$449 ;
   wire \$45 ;
-  reg \$450 ;
-  reg \$451 ;
-  reg \$452 ;
-  reg \$453 ;
-  reg \$454 ;
-  reg \$455 ;
-  reg \$456 ;
-  reg [31:0] \$457 ;
-  reg [3:0] \$458 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
@@ -7047,37 +7042,37 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [1:0] \$71 ;
+  wire [31:0] \$72 ;
+  wire [1:0] \$73 ;
+  wire [31:0] \$74 ;
+  wire [3:0] \$75 ;
+  wire [31:0] \$76 ;
+  wire [3:0] \$77 ;
+  wire [31:0] \$78 ;
+  wire [7:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [31:0] \$80 ;
+  wire [1:0] \$81 ;
+  wire [31:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire [31:0] \$84 ;
+  wire [1:0] \$85 ;
+  wire [31:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [31:0] \$88 ;
+  wire [1:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [31:0] \$90 ;
+  wire [32:0] \$91 ;
+  wire [32:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [32:0] \$94 ;
+  wire [17:0] \$95 ;
+  wire [31:0] \$96 ;
+  wire [17:0] \$97 ;
+  wire [31:0] \$98 ;
+  wire [32:0] \$99 ;
   output [31:0] adv_offset;
   reg [31:0] adv_offset = 32'd0;
   (* init = 32'd0 *)
@@ -7108,8 +7103,9 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   output auto_restart;
   reg auto_restart = 1'h0;
   reg auto_status = 1'h0;
-  reg [11:0] aw_addr_q = 12'h000;
+  reg [31:0] aw_dec = 32'd0;
   reg aw_got = 1'h0;
+  reg aw_hit = 1'h0;
   (* init = 2'h0 *)
   wire [1:0] bresp;
   output bvalid;
@@ -7353,885 +7349,943 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire value_scale_rd;
   wire value_scale_we;
   reg value_scale_wr_pulse = 1'h0;
-  wire [11:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
+  reg [31:0] w_bits = 32'd0;
+  reg [31:0] w_data = 32'd0;
   reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] w_mask = 32'd0;
+  reg [3:0] w_strb = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
-  always @(posedge clk)
-    s_axi_control_rdata <= \$427 ;
-  always @(posedge clk)
-    s_axi_control_rresp <= \$428 ;
-  always @(posedge clk)
-    num_timesteps_wr_pulse <= \$429 ;
-  always @(posedge clk)
-    num_trajectories_wr_pulse <= \$430 ;
-  always @(posedge clk)
-    gamma_wr_pulse <= \$431 ;
-  always @(posedge clk)
-    gamma_lambda_wr_pulse <= \$432 ;
-  always @(posedge clk)
-    reward_scale_wr_pulse <= \$433 ;
-  always @(posedge clk)
-    reward_offset_wr_pulse <= \$434 ;
-  always @(posedge clk)
-    value_scale_wr_pulse <= \$435 ;
-  always @(posedge clk)
-    value_offset_wr_pulse <= \$436 ;
-  always @(posedge clk)
-    adv_scale_wr_pulse <= \$437 ;
-  always @(posedge clk)
-    adv_offset_wr_pulse <= \$438 ;
-  always @(posedge clk)
-    rtg_scale_wr_pulse <= \$439 ;
-  always @(posedge clk)
-    rtg_offset_wr_pulse <= \$440 ;
-  always @(posedge clk)
-    status_wr_pulse <= \$441 ;
-  always @(posedge clk)
-    cycles_wr_pulse <= \$442 ;
-  always @(posedge clk)
-    hw_n_pe_wr_pulse <= \$443 ;
-  always @(posedge clk)
-    hw_depth_wr_pulse <= \$444 ;
-  always @(posedge clk)
-    hw_format_wr_pulse <= \$445 ;
-  always @(posedge clk)
-    hw_mode_wr_pulse <= \$446 ;
-  always @(posedge clk)
-    mem_ptr_lo_wr_pulse <= \$447 ;
-  always @(posedge clk)
-    mem_ptr_hi_wr_pulse <= \$448 ;
-  always @(posedge clk)
-    dma_offset_wr_pulse <= \$449 ;
-  always @(posedge clk)
-    dma_bytes_wr_pulse <= \$450 ;
-  always @(posedge clk)
-    dma_ctrl_wr_pulse <= \$451 ;
-  always @(posedge clk)
-    dma_status_wr_pulse <= \$452 ;
-  always @(posedge clk)
-    dma_cycles_wr_pulse <= \$453 ;
-  always @(posedge clk)
-    dma_window_wr_pulse <= \$454 ;
-  always @(posedge clk)
-    dma_align_wr_pulse <= \$455 ;
-  always @(posedge clk)
-    shell_version_wr_pulse <= \$456 ;
-  always @(posedge clk)
-    wr_data <= \$457 ;
-  always @(posedge clk)
-    wr_strb <= \$458 ;
   assign \$1  = ~ aw_got;
   assign \$2  = ~ bvalid;
   assign s_axi_control_awready = \$1  & \$2 ;
   assign \$3  = ~ w_got;
   assign \$4  = ~ bvalid;
   assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign commit = aw_got & w_got;
   assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[11:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[11:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[11:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[11:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[11:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[11:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[11:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[11:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[11:2] == 3'h4;
-  assign num_timesteps_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[11:2] == 3'h4;
-  assign num_timesteps_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[11:2] == 3'h5;
-  assign num_trajectories_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[11:2] == 3'h5;
-  assign num_trajectories_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[11:2] == 3'h6;
-  assign gamma_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[11:2] == 3'h6;
-  assign gamma_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[11:2] == 3'h7;
-  assign gamma_lambda_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[11:2] == 3'h7;
-  assign gamma_lambda_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[11:2] == 4'h8;
-  assign reward_scale_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[11:2] == 4'h8;
-  assign reward_scale_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[11:2] == 4'h9;
-  assign reward_offset_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[11:2] == 4'h9;
-  assign reward_offset_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[11:2] == 4'ha;
-  assign value_scale_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[11:2] == 4'ha;
-  assign value_scale_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[11:2] == 4'hb;
-  assign value_offset_we = commit & \$38 ;
-  assign \$39  = s_axi_control_araddr[11:2] == 4'hb;
-  assign value_offset_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[11:2] == 4'hc;
-  assign adv_scale_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[11:2] == 4'hc;
-  assign adv_scale_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[11:2] == 4'hd;
-  assign adv_offset_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[11:2] == 4'hd;
-  assign adv_offset_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[11:2] == 4'he;
-  assign rtg_scale_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[11:2] == 4'he;
-  assign rtg_scale_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[11:2] == 4'hf;
-  assign rtg_offset_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[11:2] == 4'hf;
-  assign rtg_offset_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[11:2] == 5'h10;
-  assign status_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[11:2] == 5'h10;
-  assign status_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[11:2] == 5'h11;
-  assign cycles_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[11:2] == 5'h11;
-  assign cycles_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[11:2] == 5'h12;
-  assign hw_n_pe_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[11:2] == 5'h12;
-  assign hw_n_pe_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[11:2] == 5'h13;
-  assign hw_depth_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[11:2] == 5'h13;
-  assign hw_depth_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[11:2] == 5'h14;
-  assign hw_format_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[11:2] == 5'h14;
-  assign hw_format_rd = ar_hs & \$57 ;
-  assign \$58  = w_addr[11:2] == 5'h15;
-  assign hw_mode_we = commit & \$58 ;
+  assign \$5  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$5 ;
+  assign ctrl_we = commit & aw_dec[0];
+  assign \$6  = ! s_axi_control_araddr[11:2];
+  assign ctrl_rd = ar_hs & \$6 ;
+  assign gier_we = commit & aw_dec[1];
+  assign \$7  = s_axi_control_araddr[11:2] == 1'h1;
+  assign gier_rd = ar_hs & \$7 ;
+  assign ip_ier_we = commit & aw_dec[2];
+  assign \$8  = s_axi_control_araddr[11:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$8 ;
+  assign ip_isr_we = commit & aw_dec[3];
+  assign \$9  = s_axi_control_araddr[11:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$9 ;
+  assign num_timesteps_we = commit & aw_dec[4];
+  assign \$10  = s_axi_control_araddr[11:2] == 3'h4;
+  assign num_timesteps_rd = ar_hs & \$10 ;
+  assign num_trajectories_we = commit & aw_dec[5];
+  assign \$11  = s_axi_control_araddr[11:2] == 3'h5;
+  assign num_trajectories_rd = ar_hs & \$11 ;
+  assign gamma_we = commit & aw_dec[6];
+  assign \$12  = s_axi_control_araddr[11:2] == 3'h6;
+  assign gamma_rd = ar_hs & \$12 ;
+  assign gamma_lambda_we = commit & aw_dec[7];
+  assign \$13  = s_axi_control_araddr[11:2] == 3'h7;
+  assign gamma_lambda_rd = ar_hs & \$13 ;
+  assign reward_scale_we = commit & aw_dec[8];
+  assign \$14  = s_axi_control_araddr[11:2] == 4'h8;
+  assign reward_scale_rd = ar_hs & \$14 ;
+  assign reward_offset_we = commit & aw_dec[9];
+  assign \$15  = s_axi_control_araddr[11:2] == 4'h9;
+  assign reward_offset_rd = ar_hs & \$15 ;
+  assign value_scale_we = commit & aw_dec[10];
+  assign \$16  = s_axi_control_araddr[11:2] == 4'ha;
+  assign value_scale_rd = ar_hs & \$16 ;
+  assign value_offset_we = commit & aw_dec[11];
+  assign \$17  = s_axi_control_araddr[11:2] == 4'hb;
+  assign value_offset_rd = ar_hs & \$17 ;
+  assign adv_scale_we = commit & aw_dec[12];
+  assign \$18  = s_axi_control_araddr[11:2] == 4'hc;
+  assign adv_scale_rd = ar_hs & \$18 ;
+  assign adv_offset_we = commit & aw_dec[13];
+  assign \$19  = s_axi_control_araddr[11:2] == 4'hd;
+  assign adv_offset_rd = ar_hs & \$19 ;
+  assign rtg_scale_we = commit & aw_dec[14];
+  assign \$20  = s_axi_control_araddr[11:2] == 4'he;
+  assign rtg_scale_rd = ar_hs & \$20 ;
+  assign rtg_offset_we = commit & aw_dec[15];
+  assign \$21  = s_axi_control_araddr[11:2] == 4'hf;
+  assign rtg_offset_rd = ar_hs & \$21 ;
+  assign status_we = commit & aw_dec[16];
+  assign \$22  = s_axi_control_araddr[11:2] == 5'h10;
+  assign status_rd = ar_hs & \$22 ;
+  assign cycles_we = commit & aw_dec[17];
+  assign \$23  = s_axi_control_araddr[11:2] == 5'h11;
+  assign cycles_rd = ar_hs & \$23 ;
+  assign hw_n_pe_we = commit & aw_dec[18];
+  assign \$24  = s_axi_control_araddr[11:2] == 5'h12;
+  assign hw_n_pe_rd = ar_hs & \$24 ;
+  assign hw_depth_we = commit & aw_dec[19];
+  assign \$25  = s_axi_control_araddr[11:2] == 5'h13;
+  assign hw_depth_rd = ar_hs & \$25 ;
+  assign hw_format_we = commit & aw_dec[20];
+  assign \$26  = s_axi_control_araddr[11:2] == 5'h14;
+  assign hw_format_rd = ar_hs & \$26 ;
+  assign hw_mode_we = commit & aw_dec[21];
+  assign \$27  = s_axi_control_araddr[11:2] == 5'h15;
+  assign hw_mode_rd = ar_hs & \$27 ;
+  assign mem_ptr_lo_we = commit & aw_dec[22];
+  assign \$28  = s_axi_control_araddr[11:2] == 5'h16;
+  assign mem_ptr_lo_rd = ar_hs & \$28 ;
+  assign mem_ptr_hi_we = commit & aw_dec[23];
+  assign \$29  = s_axi_control_araddr[11:2] == 5'h17;
+  assign mem_ptr_hi_rd = ar_hs & \$29 ;
+  assign dma_offset_we = commit & aw_dec[24];
+  assign \$30  = s_axi_control_araddr[11:2] == 5'h18;
+  assign dma_offset_rd = ar_hs & \$30 ;
+  assign dma_bytes_we = commit & aw_dec[25];
+  assign \$31  = s_axi_control_araddr[11:2] == 5'h19;
+  assign dma_bytes_rd = ar_hs & \$31 ;
+  assign dma_ctrl_we = commit & aw_dec[26];
+  assign \$32  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign dma_ctrl_rd = ar_hs & \$32 ;
+  assign dma_status_we = commit & aw_dec[27];
+  assign \$33  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign dma_status_rd = ar_hs & \$33 ;
+  assign dma_cycles_we = commit & aw_dec[28];
+  assign \$34  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign dma_cycles_rd = ar_hs & \$34 ;
+  assign dma_window_we = commit & aw_dec[29];
+  assign \$35  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign dma_window_rd = ar_hs & \$35 ;
+  assign dma_align_we = commit & aw_dec[30];
+  assign \$36  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign dma_align_rd = ar_hs & \$36 ;
+  assign shell_version_we = commit & aw_dec[31];
+  assign \$37  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign shell_version_rd = ar_hs & \$37 ;
+  assign \$38  = ! s_axi_control_araddr[11:2];
+  assign \$39  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$40  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$41  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$42  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$43  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$44  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$45  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$46  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$47  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$48  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$49  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$50  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$51  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$52  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$53  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$54  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$55  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$56  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$57  = s_axi_control_araddr[11:2] == 5'h13;
+  assign \$58  = s_axi_control_araddr[11:2] == 5'h14;
   assign \$59  = s_axi_control_araddr[11:2] == 5'h15;
-  assign hw_mode_rd = ar_hs & \$59 ;
-  assign \$60  = w_addr[11:2] == 5'h16;
-  assign mem_ptr_lo_we = commit & \$60 ;
-  assign \$61  = s_axi_control_araddr[11:2] == 5'h16;
-  assign mem_ptr_lo_rd = ar_hs & \$61 ;
-  assign \$62  = w_addr[11:2] == 5'h17;
-  assign mem_ptr_hi_we = commit & \$62 ;
-  assign \$63  = s_axi_control_araddr[11:2] == 5'h17;
-  assign mem_ptr_hi_rd = ar_hs & \$63 ;
-  assign \$64  = w_addr[11:2] == 5'h18;
-  assign dma_offset_we = commit & \$64 ;
-  assign \$65  = s_axi_control_araddr[11:2] == 5'h18;
-  assign dma_offset_rd = ar_hs & \$65 ;
-  assign \$66  = w_addr[11:2] == 5'h19;
-  assign dma_bytes_we = commit & \$66 ;
-  assign \$67  = s_axi_control_araddr[11:2] == 5'h19;
-  assign dma_bytes_rd = ar_hs & \$67 ;
-  assign \$68  = w_addr[11:2] == 5'h1a;
-  assign dma_ctrl_we = commit & \$68 ;
-  assign \$69  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign dma_ctrl_rd = ar_hs & \$69 ;
-  assign \$70  = w_addr[11:2] == 5'h1b;
-  assign dma_status_we = commit & \$70 ;
-  assign \$71  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign dma_status_rd = ar_hs & \$71 ;
-  assign \$72  = w_addr[11:2] == 5'h1c;
-  assign dma_cycles_we = commit & \$72 ;
-  assign \$73  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign dma_cycles_rd = ar_hs & \$73 ;
-  assign \$74  = w_addr[11:2] == 5'h1d;
-  assign dma_window_we = commit & \$74 ;
-  assign \$75  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign dma_window_rd = ar_hs & \$75 ;
-  assign \$76  = w_addr[11:2] == 5'h1e;
-  assign dma_align_we = commit & \$76 ;
-  assign \$77  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign dma_align_rd = ar_hs & \$77 ;
-  assign \$78  = w_addr[11:2] == 5'h1f;
-  assign shell_version_we = commit & \$78 ;
-  assign \$79  = s_axi_control_araddr[11:2] == 5'h1f;
-  assign shell_version_rd = ar_hs & \$79 ;
-  assign \$80  = ! w_addr[11:2];
-  assign \$81  = w_addr[11:2] == 1'h1;
-  assign \$82  = w_addr[11:2] == 2'h2;
-  assign \$83  = w_addr[11:2] == 2'h3;
-  assign \$84  = w_addr[11:2] == 3'h4;
-  assign \$85  = w_addr[11:2] == 3'h5;
-  assign \$86  = w_addr[11:2] == 3'h6;
-  assign \$87  = w_addr[11:2] == 3'h7;
-  assign \$88  = w_addr[11:2] == 4'h8;
-  assign \$89  = w_addr[11:2] == 4'h9;
-  assign \$90  = w_addr[11:2] == 4'ha;
-  assign \$91  = w_addr[11:2] == 4'hb;
-  assign \$92  = w_addr[11:2] == 4'hc;
-  assign \$93  = w_addr[11:2] == 4'hd;
-  assign \$94  = w_addr[11:2] == 4'he;
-  assign \$95  = w_addr[11:2] == 4'hf;
-  assign \$96  = w_addr[11:2] == 5'h10;
-  assign \$97  = w_addr[11:2] == 5'h11;
-  assign \$98  = w_addr[11:2] == 5'h12;
-  assign \$99  = w_addr[11:2] == 5'h13;
-  assign \$100  = w_addr[11:2] == 5'h14;
-  assign \$101  = w_addr[11:2] == 5'h15;
-  assign \$102  = w_addr[11:2] == 5'h16;
-  assign \$103  = w_addr[11:2] == 5'h17;
-  assign \$104  = w_addr[11:2] == 5'h18;
-  assign \$105  = w_addr[11:2] == 5'h19;
-  assign \$106  = w_addr[11:2] == 5'h1a;
-  assign \$107  = w_addr[11:2] == 5'h1b;
-  assign \$108  = w_addr[11:2] == 5'h1c;
-  assign \$109  = w_addr[11:2] == 5'h1d;
-  assign \$110  = w_addr[11:2] == 5'h1e;
-  assign \$111  = w_addr[11:2] == 5'h1f;
-  assign w_hit = | { \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80  };
-  assign \$112  = ! s_axi_control_araddr[11:2];
-  assign \$113  = s_axi_control_araddr[11:2] == 1'h1;
-  assign \$114  = s_axi_control_araddr[11:2] == 2'h2;
-  assign \$115  = s_axi_control_araddr[11:2] == 2'h3;
-  assign \$116  = s_axi_control_araddr[11:2] == 3'h4;
-  assign \$117  = s_axi_control_araddr[11:2] == 3'h5;
-  assign \$118  = s_axi_control_araddr[11:2] == 3'h6;
-  assign \$119  = s_axi_control_araddr[11:2] == 3'h7;
-  assign \$120  = s_axi_control_araddr[11:2] == 4'h8;
-  assign \$121  = s_axi_control_araddr[11:2] == 4'h9;
-  assign \$122  = s_axi_control_araddr[11:2] == 4'ha;
-  assign \$123  = s_axi_control_araddr[11:2] == 4'hb;
-  assign \$124  = s_axi_control_araddr[11:2] == 4'hc;
-  assign \$125  = s_axi_control_araddr[11:2] == 4'hd;
-  assign \$126  = s_axi_control_araddr[11:2] == 4'he;
-  assign \$127  = s_axi_control_araddr[11:2] == 4'hf;
-  assign \$128  = s_axi_control_araddr[11:2] == 5'h10;
-  assign \$129  = s_axi_control_araddr[11:2] == 5'h11;
-  assign \$130  = s_axi_control_araddr[11:2] == 5'h12;
-  assign \$131  = s_axi_control_araddr[11:2] == 5'h13;
-  assign \$132  = s_axi_control_araddr[11:2] == 5'h14;
-  assign \$133  = s_axi_control_araddr[11:2] == 5'h15;
-  assign \$134  = s_axi_control_araddr[11:2] == 5'h16;
-  assign \$135  = s_axi_control_araddr[11:2] == 5'h17;
-  assign \$136  = s_axi_control_araddr[11:2] == 5'h18;
-  assign \$137  = s_axi_control_araddr[11:2] == 5'h19;
-  assign \$138  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign \$139  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign \$140  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign \$141  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign \$142  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign \$143  = s_axi_control_araddr[11:2] == 5'h1f;
-  assign r_hit = | { \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112  };
-  assign \$144  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$144 ;
-  assign \$148  = \$146  | { 30'h00000000, \$147  };
-  assign \$150  = \$148  | { 28'h0000000, \$149  };
-  assign \$152  = \$150  | { 28'h0000000, \$151  };
-  assign \$154  = \$152  | { 24'h000000, \$153  };
-  assign \$160  = \$158  | { 30'h00000000, \$159  };
-  assign \$164  = \$162  | { 30'h00000000, \$163  };
-  assign \$192  = \$190  | { 16'h0000, \$191  };
-  assign \$194  = \$192  | { 16'h0000, \$193  };
-  assign \$196  = \$194  | { 16'h0000, \$195  };
-  assign \$198  = \$196  | { 16'h0000, \$197  };
-  assign \$236  = \$234  | { 30'h00000000, \$235  };
-  assign \$240  = \$238  | { 30'h00000000, \$239  };
-  assign \$242  = \$240  | { 28'h0000000, \$241  };
-  assign \$244  = \$242  | { 28'h0000000, \$243  };
-  assign \$246  = \$244  | { 24'h000000, \$245  };
-  assign \$248  = \$246  | { 24'h000000, \$247  };
-  assign \$259  = ~ aw_got;
-  assign \$260  = s_axi_control_awvalid & \$259 ;
-  assign \$261  = ~ bvalid;
-  assign \$262  = \$260  & \$261 ;
-  assign \$263  = ~ w_got;
-  assign \$264  = s_axi_control_wvalid & \$263 ;
-  assign \$265  = ~ bvalid;
-  assign \$266  = \$264  & \$265 ;
-  assign \$267  = bvalid & s_axi_control_bready;
-  assign \$268  = rvalid & s_axi_control_rready;
-  assign \$269  = w_hit ? 2'h0 : 2'h2;
-  assign \$270  = w_data[0] & w_strb[0];
-  assign \$271  = ctrl_we & \$270 ;
-  assign \$272  = w_data[0] & w_strb[0];
-  assign \$273  = ctrl_we & \$272 ;
-  assign \$274  = ~ auto_status;
-  assign \$275  = ap_done & \$274 ;
-  assign \$276  = auto_status & ap_idle;
-  assign \$277  = ~ ctrl_ap_idle_q;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$275  | \$278 ;
-  assign \$280  = ~ ctrl_rd;
-  assign \$281  = ctrl_ap_done_q & \$280 ;
-  assign \$282  = \$279  | \$281 ;
-  assign \$283  = ~ auto_restart;
-  assign \$284  = ap_ready & \$283 ;
-  assign \$285  = ~ ctrl_rd;
-  assign \$286  = ctrl_ap_ready_q & \$285 ;
-  assign \$287  = \$284  | \$286 ;
-  assign \$288  = ip_ier_ap_done_q & ap_done;
-  assign \$289  = w_data[0] & w_strb[0];
-  assign \$290  = ip_isr_we ? \$289  : 1'h0;
-  assign \$291  = ip_isr_ap_done_q ^ \$290 ;
-  assign \$292  = \$288  | \$291 ;
-  assign \$293  = ip_ier_ap_ready_q & ap_ready;
-  assign \$294  = w_data[1] & w_strb[0];
-  assign \$295  = ip_isr_we ? \$294  : 1'h0;
-  assign \$296  = ip_isr_ap_ready_q ^ \$295 ;
-  assign \$297  = \$293  | \$296 ;
-  assign \$298  = ~ w_strb[0];
-  assign \$299  = auto_restart & \$298 ;
-  assign \$300  = w_data[7] & w_strb[0];
-  assign \$301  = \$299  | \$300 ;
-  assign \$302  = ~ w_strb[0];
-  assign \$303  = gier_enable_q & \$302 ;
-  assign \$304  = w_data[0] & w_strb[0];
-  assign \$305  = \$303  | \$304 ;
-  assign \$306  = ~ w_strb[0];
-  assign \$307  = ip_ier_ap_done_q & \$306 ;
-  assign \$308  = w_data[0] & w_strb[0];
-  assign \$309  = \$307  | \$308 ;
-  assign \$310  = ~ w_strb[0];
-  assign \$311  = ip_ier_ap_ready_q & \$310 ;
-  assign \$312  = w_data[1] & w_strb[0];
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$315  = num_timesteps & \$314 ;
-  assign \$316  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$319  = num_trajectories & \$318 ;
-  assign \$320  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$321  = \$319  | \$320 ;
-  assign \$322  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$323  = gamma & \$322 ;
-  assign \$324  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$325  = \$323  | \$324 ;
-  assign \$326  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$327  = gamma_lambda & \$326 ;
-  assign \$328  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$331  = reward_scale & \$330 ;
-  assign \$332  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$333  = \$331  | \$332 ;
-  assign \$334  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$335  = reward_offset & \$334 ;
-  assign \$336  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$337  = \$335  | \$336 ;
-  assign \$338  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$339  = value_scale & \$338 ;
-  assign \$340  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$341  = \$339  | \$340 ;
-  assign \$342  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$343  = value_offset & \$342 ;
-  assign \$344  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$345  = \$343  | \$344 ;
-  assign \$346  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$347  = adv_scale & \$346 ;
-  assign \$348  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$349  = \$347  | \$348 ;
-  assign \$350  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$351  = adv_offset & \$350 ;
-  assign \$352  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$353  = \$351  | \$352 ;
-  assign \$354  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$355  = rtg_scale & \$354 ;
-  assign \$356  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$357  = \$355  | \$356 ;
-  assign \$358  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$359  = rtg_offset & \$358 ;
-  assign \$360  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$361  = \$359  | \$360 ;
-  assign \$362  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$363  = mem_ptr_lo & \$362 ;
-  assign \$364  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$365  = \$363  | \$364 ;
-  assign \$366  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$367  = mem_ptr_hi & \$366 ;
-  assign \$368  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$369  = \$367  | \$368 ;
-  assign \$370  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$371  = dma_offset & \$370 ;
-  assign \$372  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$373  = \$371  | \$372 ;
-  assign \$374  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$375  = dma_bytes & \$374 ;
-  assign \$376  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$377  = \$375  | \$376 ;
-  assign \$378  = w_data[0] & w_strb[0];
-  assign \$379  = dma_ctrl_we ? \$378  : 1'h0;
-  assign \$380  = ~ dma_ctrl_start_clear;
-  assign \$381  = dma_ctrl_start & \$380 ;
-  assign \$382  = \$379  | \$381 ;
-  assign \$383  = ~ w_strb[0];
-  assign \$384  = dma_ctrl_dir & \$383 ;
-  assign \$385  = w_data[1] & w_strb[0];
-  assign \$386  = \$384  | \$385 ;
-  assign \$387  = r_hit ? 2'h0 : 2'h2;
-  assign \$388  = commit & w_hit;
+  assign \$60  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$61  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$62  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$63  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$64  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$65  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$66  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$67  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$68  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign \$69  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign r_hit = | { \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , \$50 , \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38  };
+  assign \$70  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$70 ;
+  assign \$74  = \$72  | { 30'h00000000, \$73  };
+  assign \$76  = \$74  | { 28'h0000000, \$75  };
+  assign \$78  = \$76  | { 28'h0000000, \$77  };
+  assign \$80  = \$78  | { 24'h000000, \$79  };
+  assign \$86  = \$84  | { 30'h00000000, \$85  };
+  assign \$90  = \$88  | { 30'h00000000, \$89  };
+  assign \$118  = \$116  | { 16'h0000, \$117  };
+  assign \$120  = \$118  | { 16'h0000, \$119  };
+  assign \$122  = \$120  | { 16'h0000, \$121  };
+  assign \$124  = \$122  | { 16'h0000, \$123  };
+  assign \$162  = \$160  | { 30'h00000000, \$161  };
+  assign \$166  = \$164  | { 30'h00000000, \$165  };
+  assign \$168  = \$166  | { 28'h0000000, \$167  };
+  assign \$170  = \$168  | { 28'h0000000, \$169  };
+  assign \$172  = \$170  | { 24'h000000, \$171  };
+  assign \$174  = \$172  | { 24'h000000, \$173  };
+  assign \$185  = aw_hit ? 2'h0 : 2'h2;
+  assign \$186  = ~ aw_got;
+  assign \$187  = s_axi_control_awvalid & \$186 ;
+  assign \$188  = ~ bvalid;
+  assign \$189  = \$187  & \$188 ;
+  assign \$190  = ! s_axi_control_awaddr[11:2];
+  assign \$191  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$192  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$193  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$194  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$195  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$196  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$197  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$198  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$199  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$200  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$201  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$202  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$203  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$204  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$205  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$206  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$207  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$208  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$209  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$210  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$211  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$212  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$213  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$214  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$215  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$216  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$217  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$218  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$219  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$220  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$221  = s_axi_control_awaddr[11:2] == 5'h1f;
+  assign \$222  = ! s_axi_control_awaddr[11:2];
+  assign \$223  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$224  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$225  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$226  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$227  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$228  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$229  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$230  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$231  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$232  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$233  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$234  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$235  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$236  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$237  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$238  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$239  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$240  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$241  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$242  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$243  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$244  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$245  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$246  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$247  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$248  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$249  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$250  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$251  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$252  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$253  = s_axi_control_awaddr[11:2] == 5'h1f;
+  assign \$254  = | { \$253 , \$252 , \$251 , \$250 , \$249 , \$248 , \$247 , \$246 , \$245 , \$244 , \$243 , \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228 , \$227 , \$226 , \$225 , \$224 , \$223 , \$222  };
+  assign \$255  = ~ w_got;
+  assign \$256  = s_axi_control_wvalid & \$255 ;
+  assign \$257  = ~ bvalid;
+  assign \$258  = \$256  & \$257 ;
+  assign \$259  = s_axi_control_wdata & { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+  assign \$260  = bvalid & s_axi_control_bready;
+  assign \$261  = rvalid & s_axi_control_rready;
+  assign \$262  = ctrl_we & w_bits[0];
+  assign \$263  = ctrl_we & w_bits[0];
+  assign \$264  = ~ auto_status;
+  assign \$265  = ap_done & \$264 ;
+  assign \$266  = auto_status & ap_idle;
+  assign \$267  = ~ ctrl_ap_idle_q;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = \$265  | \$268 ;
+  assign \$270  = ~ ctrl_rd;
+  assign \$271  = ctrl_ap_done_q & \$270 ;
+  assign \$272  = \$269  | \$271 ;
+  assign \$273  = ~ auto_restart;
+  assign \$274  = ap_ready & \$273 ;
+  assign \$275  = ~ ctrl_rd;
+  assign \$276  = ctrl_ap_ready_q & \$275 ;
+  assign \$277  = \$274  | \$276 ;
+  assign \$278  = ip_ier_ap_done_q & ap_done;
+  assign \$279  = ip_isr_we ? w_bits[0] : 1'h0;
+  assign \$280  = ip_isr_ap_done_q ^ \$279 ;
+  assign \$281  = \$278  | \$280 ;
+  assign \$282  = ip_ier_ap_ready_q & ap_ready;
+  assign \$283  = ip_isr_we ? w_bits[1] : 1'h0;
+  assign \$284  = ip_isr_ap_ready_q ^ \$283 ;
+  assign \$285  = \$282  | \$284 ;
+  assign \$286  = ~ w_mask[7];
+  assign \$287  = auto_restart & \$286 ;
+  assign \$288  = \$287  | w_bits[7];
+  assign \$289  = ~ w_mask[0];
+  assign \$290  = gier_enable_q & \$289 ;
+  assign \$291  = \$290  | w_bits[0];
+  assign \$292  = ~ w_mask[0];
+  assign \$293  = ip_ier_ap_done_q & \$292 ;
+  assign \$294  = \$293  | w_bits[0];
+  assign \$295  = ~ w_mask[1];
+  assign \$296  = ip_ier_ap_ready_q & \$295 ;
+  assign \$297  = \$296  | w_bits[1];
+  assign \$298  = ~ w_mask;
+  assign \$299  = num_timesteps & \$298 ;
+  assign \$300  = \$299  | w_bits;
+  assign \$301  = ~ w_mask;
+  assign \$302  = num_trajectories & \$301 ;
+  assign \$303  = \$302  | w_bits;
+  assign \$304  = ~ w_mask[16:0];
+  assign \$305  = gamma & \$304 ;
+  assign \$306  = \$305  | w_bits[16:0];
+  assign \$307  = ~ w_mask[16:0];
+  assign \$308  = gamma_lambda & \$307 ;
+  assign \$309  = \$308  | w_bits[16:0];
+  assign \$310  = ~ w_mask;
+  assign \$311  = reward_scale & \$310 ;
+  assign \$312  = \$311  | w_bits;
+  assign \$313  = ~ w_mask;
+  assign \$314  = reward_offset & \$313 ;
+  assign \$315  = \$314  | w_bits;
+  assign \$316  = ~ w_mask;
+  assign \$317  = value_scale & \$316 ;
+  assign \$318  = \$317  | w_bits;
+  assign \$319  = ~ w_mask;
+  assign \$320  = value_offset & \$319 ;
+  assign \$321  = \$320  | w_bits;
+  assign \$322  = ~ w_mask;
+  assign \$323  = adv_scale & \$322 ;
+  assign \$324  = \$323  | w_bits;
+  assign \$325  = ~ w_mask;
+  assign \$326  = adv_offset & \$325 ;
+  assign \$327  = \$326  | w_bits;
+  assign \$328  = ~ w_mask;
+  assign \$329  = rtg_scale & \$328 ;
+  assign \$330  = \$329  | w_bits;
+  assign \$331  = ~ w_mask;
+  assign \$332  = rtg_offset & \$331 ;
+  assign \$333  = \$332  | w_bits;
+  assign \$334  = ~ w_mask[31:6];
+  assign \$335  = mem_ptr_lo & \$334 ;
+  assign \$336  = \$335  | w_bits[31:6];
+  assign \$337  = ~ w_mask;
+  assign \$338  = mem_ptr_hi & \$337 ;
+  assign \$339  = \$338  | w_bits;
+  assign \$340  = ~ w_mask;
+  assign \$341  = dma_offset & \$340 ;
+  assign \$342  = \$341  | w_bits;
+  assign \$343  = ~ w_mask;
+  assign \$344  = dma_bytes & \$343 ;
+  assign \$345  = \$344  | w_bits;
+  assign \$346  = dma_ctrl_we ? w_bits[0] : 1'h0;
+  assign \$347  = ~ dma_ctrl_start_clear;
+  assign \$348  = dma_ctrl_start & \$347 ;
+  assign \$349  = \$346  | \$348 ;
+  assign \$350  = ~ w_mask[1];
+  assign \$351  = dma_ctrl_dir & \$350 ;
+  assign \$352  = \$351  | w_bits[1];
+  assign \$353  = r_hit ? 2'h0 : 2'h2;
+  assign \$354  = commit & aw_hit;
   always @(posedge clk)
-    aw_got <= \$389 ;
+    aw_got <= \$355 ;
   always @(posedge clk)
-    w_got <= \$390 ;
+    w_got <= \$356 ;
   always @(posedge clk)
-    bvalid <= \$391 ;
+    bvalid <= \$357 ;
   always @(posedge clk)
-    aw_addr_q <= \$392 ;
+    s_axi_control_bresp <= \$358 ;
   always @(posedge clk)
-    w_data_q <= \$393 ;
+    aw_dec <= \$359 ;
   always @(posedge clk)
-    w_strb_q <= \$394 ;
+    aw_hit <= \$360 ;
   always @(posedge clk)
-    rvalid <= \$395 ;
+    w_data <= \$361 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$396 ;
+    w_strb <= \$362 ;
   always @(posedge clk)
-    auto_status <= \$397 ;
+    w_bits <= \$363 ;
   always @(posedge clk)
-    ap_start <= \$398 ;
+    w_mask <= \$364 ;
   always @(posedge clk)
-    ap_start_write <= \$399 ;
+    rvalid <= \$365 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$400 ;
+    auto_status <= \$366 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$401 ;
+    ap_start <= \$367 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$402 ;
+    ap_start_write <= \$368 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$403 ;
+    ctrl_ap_idle_q <= \$369 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$404 ;
+    ctrl_ap_done_q <= \$370 ;
   always @(posedge clk)
-    auto_restart <= \$405 ;
+    ctrl_ap_ready_q <= \$371 ;
   always @(posedge clk)
-    gier_enable_q <= \$406 ;
+    ip_isr_ap_done_q <= \$372 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$407 ;
+    ip_isr_ap_ready_q <= \$373 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$408 ;
+    auto_restart <= \$374 ;
   always @(posedge clk)
-    num_timesteps <= \$409 ;
+    gier_enable_q <= \$375 ;
   always @(posedge clk)
-    num_trajectories <= \$410 ;
+    ip_ier_ap_done_q <= \$376 ;
   always @(posedge clk)
-    gamma <= \$411 ;
+    ip_ier_ap_ready_q <= \$377 ;
   always @(posedge clk)
-    gamma_lambda <= \$412 ;
+    num_timesteps <= \$378 ;
   always @(posedge clk)
-    reward_scale <= \$413 ;
+    num_trajectories <= \$379 ;
   always @(posedge clk)
-    reward_offset <= \$414 ;
+    gamma <= \$380 ;
   always @(posedge clk)
-    value_scale <= \$415 ;
+    gamma_lambda <= \$381 ;
   always @(posedge clk)
-    value_offset <= \$416 ;
+    reward_scale <= \$382 ;
   always @(posedge clk)
-    adv_scale <= \$417 ;
+    reward_offset <= \$383 ;
   always @(posedge clk)
-    adv_offset <= \$418 ;
+    value_scale <= \$384 ;
   always @(posedge clk)
-    rtg_scale <= \$419 ;
+    value_offset <= \$385 ;
   always @(posedge clk)
-    rtg_offset <= \$420 ;
+    adv_scale <= \$386 ;
   always @(posedge clk)
-    mem_ptr_lo <= \$421 ;
+    adv_offset <= \$387 ;
   always @(posedge clk)
-    mem_ptr_hi <= \$422 ;
+    rtg_scale <= \$388 ;
   always @(posedge clk)
-    dma_offset <= \$423 ;
+    rtg_offset <= \$389 ;
   always @(posedge clk)
-    dma_bytes <= \$424 ;
+    mem_ptr_lo <= \$390 ;
   always @(posedge clk)
-    dma_ctrl_start <= \$425 ;
+    mem_ptr_hi <= \$391 ;
   always @(posedge clk)
-    dma_ctrl_dir <= \$426 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$428  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$428  = \$387 ;
-    end
-    if (rst) begin
-      \$428  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$429  = num_timesteps_we;
-    if (rst) begin
-      \$429  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$430  = num_trajectories_we;
-    if (rst) begin
-      \$430  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$431  = gamma_we;
-    if (rst) begin
-      \$431  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$432  = gamma_lambda_we;
-    if (rst) begin
-      \$432  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$433  = reward_scale_we;
-    if (rst) begin
-      \$433  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$434  = reward_offset_we;
-    if (rst) begin
-      \$434  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$435  = value_scale_we;
-    if (rst) begin
-      \$435  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$436  = value_offset_we;
-    if (rst) begin
-      \$436  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$437  = adv_scale_we;
-    if (rst) begin
-      \$437  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$438  = adv_offset_we;
-    if (rst) begin
-      \$438  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$439  = rtg_scale_we;
-    if (rst) begin
-      \$439  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$440  = rtg_offset_we;
-    if (rst) begin
-      \$440  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$441  = status_we;
-    if (rst) begin
-      \$441  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$442  = cycles_we;
-    if (rst) begin
-      \$442  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$443  = hw_n_pe_we;
-    if (rst) begin
-      \$443  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$444  = hw_depth_we;
-    if (rst) begin
-      \$444  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$445  = hw_format_we;
-    if (rst) begin
-      \$445  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$446  = hw_mode_we;
-    if (rst) begin
-      \$446  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$447  = mem_ptr_lo_we;
-    if (rst) begin
-      \$447  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$448  = mem_ptr_hi_we;
-    if (rst) begin
-      \$448  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$449  = dma_offset_we;
-    if (rst) begin
-      \$449  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$450  = dma_bytes_we;
-    if (rst) begin
-      \$450  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$451  = dma_ctrl_we;
-    if (rst) begin
-      \$451  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$452  = dma_status_we;
-    if (rst) begin
-      \$452  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$453  = dma_cycles_we;
-    if (rst) begin
-      \$453  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$454  = dma_window_we;
-    if (rst) begin
-      \$454  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$455  = dma_align_we;
-    if (rst) begin
-      \$455  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$456  = shell_version_we;
-    if (rst) begin
-      \$456  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$457  = wr_data;
-    if (\$388 ) begin
-      \$457  = w_data;
-    end
-    if (rst) begin
-      \$457  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$458  = wr_strb;
-    if (\$388 ) begin
-      \$458  = w_strb;
-    end
-    if (rst) begin
-      \$458  = 4'h0;
-    end
-  end
+    dma_offset <= \$392 ;
+  always @(posedge clk)
+    dma_bytes <= \$393 ;
+  always @(posedge clk)
+    dma_ctrl_start <= \$394 ;
+  always @(posedge clk)
+    dma_ctrl_dir <= \$395 ;
+  always @(posedge clk)
+    s_axi_control_rdata <= \$396 ;
+  always @(posedge clk)
+    s_axi_control_rresp <= \$397 ;
+  always @(posedge clk)
+    num_timesteps_wr_pulse <= \$398 ;
+  always @(posedge clk)
+    num_trajectories_wr_pulse <= \$399 ;
+  always @(posedge clk)
+    gamma_wr_pulse <= \$400 ;
+  always @(posedge clk)
+    gamma_lambda_wr_pulse <= \$401 ;
+  always @(posedge clk)
+    reward_scale_wr_pulse <= \$402 ;
+  always @(posedge clk)
+    reward_offset_wr_pulse <= \$403 ;
+  always @(posedge clk)
+    value_scale_wr_pulse <= \$404 ;
+  always @(posedge clk)
+    value_offset_wr_pulse <= \$405 ;
+  always @(posedge clk)
+    adv_scale_wr_pulse <= \$406 ;
+  always @(posedge clk)
+    adv_offset_wr_pulse <= \$407 ;
+  always @(posedge clk)
+    rtg_scale_wr_pulse <= \$408 ;
+  always @(posedge clk)
+    rtg_offset_wr_pulse <= \$409 ;
+  always @(posedge clk)
+    status_wr_pulse <= \$410 ;
+  always @(posedge clk)
+    cycles_wr_pulse <= \$411 ;
+  always @(posedge clk)
+    hw_n_pe_wr_pulse <= \$412 ;
+  always @(posedge clk)
+    hw_depth_wr_pulse <= \$413 ;
+  always @(posedge clk)
+    hw_format_wr_pulse <= \$414 ;
+  always @(posedge clk)
+    hw_mode_wr_pulse <= \$415 ;
+  always @(posedge clk)
+    mem_ptr_lo_wr_pulse <= \$416 ;
+  always @(posedge clk)
+    mem_ptr_hi_wr_pulse <= \$417 ;
+  always @(posedge clk)
+    dma_offset_wr_pulse <= \$418 ;
+  always @(posedge clk)
+    dma_bytes_wr_pulse <= \$419 ;
+  always @(posedge clk)
+    dma_ctrl_wr_pulse <= \$420 ;
+  always @(posedge clk)
+    dma_status_wr_pulse <= \$421 ;
+  always @(posedge clk)
+    dma_cycles_wr_pulse <= \$422 ;
+  always @(posedge clk)
+    dma_window_wr_pulse <= \$423 ;
+  always @(posedge clk)
+    dma_align_wr_pulse <= \$424 ;
+  always @(posedge clk)
+    shell_version_wr_pulse <= \$425 ;
+  always @(posedge clk)
+    wr_data <= \$426 ;
+  always @(posedge clk)
+    wr_strb <= \$427 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[11:2])
       10'h000:
-          r_value = \$154 ;
+          r_value = \$80 ;
       10'h001:
-          r_value = \$156 ;
+          r_value = \$82 ;
       10'h002:
-          r_value = \$160 ;
+          r_value = \$86 ;
       10'h003:
-          r_value = \$164 ;
+          r_value = \$90 ;
       10'h004:
-          r_value = \$166 [31:0];
+          r_value = \$92 [31:0];
       10'h005:
-          r_value = \$168 [31:0];
+          r_value = \$94 [31:0];
       10'h006:
-          r_value = \$170 ;
+          r_value = \$96 ;
       10'h007:
-          r_value = \$172 ;
+          r_value = \$98 ;
       10'h008:
-          r_value = \$174 [31:0];
+          r_value = \$100 [31:0];
       10'h009:
-          r_value = \$176 [31:0];
+          r_value = \$102 [31:0];
       10'h00a:
-          r_value = \$178 [31:0];
+          r_value = \$104 [31:0];
       10'h00b:
-          r_value = \$180 [31:0];
+          r_value = \$106 [31:0];
       10'h00c:
-          r_value = \$182 [31:0];
+          r_value = \$108 [31:0];
       10'h00d:
-          r_value = \$184 [31:0];
+          r_value = \$110 [31:0];
       10'h00e:
-          r_value = \$186 [31:0];
+          r_value = \$112 [31:0];
       10'h00f:
-          r_value = \$188 [31:0];
+          r_value = \$114 [31:0];
       10'h010:
-          r_value = \$198 ;
+          r_value = \$124 ;
       10'h011:
-          r_value = \$200 [31:0];
+          r_value = \$126 [31:0];
       10'h012:
-          r_value = \$202 [31:0];
+          r_value = \$128 [31:0];
       10'h013:
-          r_value = \$204 [31:0];
+          r_value = \$130 [31:0];
       10'h014:
-          r_value = \$212 [31:0];
+          r_value = \$138 [31:0];
       10'h015:
-          r_value = \$224 [31:0];
+          r_value = \$150 [31:0];
       10'h016:
-          r_value = \$226 [31:0];
+          r_value = \$152 [31:0];
       10'h017:
-          r_value = \$228 [31:0];
+          r_value = \$154 [31:0];
       10'h018:
-          r_value = \$230 [31:0];
+          r_value = \$156 [31:0];
       10'h019:
-          r_value = \$232 [31:0];
+          r_value = \$158 [31:0];
       10'h01a:
-          r_value = \$236 ;
+          r_value = \$162 ;
       10'h01b:
-          r_value = \$248 ;
+          r_value = \$174 ;
       10'h01c:
-          r_value = \$250 [31:0];
+          r_value = \$176 [31:0];
       10'h01d:
-          r_value = \$252 [31:0];
+          r_value = \$178 [31:0];
       10'h01e:
-          r_value = \$256 [31:0];
+          r_value = \$182 [31:0];
       10'h01f:
-          r_value = \$258 [31:0];
+          r_value = \$184 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$389  = aw_got;
-    (* full_case = 32'd1 *)
+    \$355  = aw_got;
     if (commit) begin
-      \$389  = 1'h0;
-    end else begin
-      if (\$262 ) begin
-        \$389  = 1'h1;
-      end
+      \$355  = 1'h0;
+    end
+    if (\$189 ) begin
+      \$355  = 1'h1;
     end
     if (rst) begin
-      \$389  = 1'h0;
+      \$355  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$390  = w_got;
-    (* full_case = 32'd1 *)
+    \$356  = w_got;
     if (commit) begin
-      \$390  = 1'h0;
-    end else begin
-      if (\$266 ) begin
-        \$390  = 1'h1;
-      end
+      \$356  = 1'h0;
+    end
+    if (\$258 ) begin
+      \$356  = 1'h1;
     end
     if (rst) begin
-      \$390  = 1'h0;
+      \$356  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$391  = bvalid;
+    \$357  = bvalid;
     if (commit) begin
-      \$391  = 1'h1;
+      \$357  = 1'h1;
     end
-    if (\$267 ) begin
-      \$391  = 1'h0;
+    if (\$260 ) begin
+      \$357  = 1'h0;
     end
     if (rst) begin
-      \$391  = 1'h0;
+      \$357  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$392  = aw_addr_q;
-    (* full_case = 32'd1 *)
+    \$358  = s_axi_control_bresp;
     if (commit) begin
-    end else begin
-      if (\$262 ) begin
-        \$392  = s_axi_control_awaddr;
-      end
+      \$358  = \$185 ;
     end
     if (rst) begin
-      \$392  = 12'h000;
+      \$358  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$393  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$266 ) begin
-        \$393  = s_axi_control_wdata;
-      end
+    \$359  = aw_dec;
+    if (\$189 ) begin
+      \$359  = { \$221 , \$220 , \$219 , \$218 , \$217 , \$216 , \$215 , \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206 , \$205 , \$204 , \$203 , \$202 , \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190  };
+    end
+    if (rst) begin
+      \$359  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$360  = aw_hit;
+    if (\$189 ) begin
+      \$360  = \$254 ;
+    end
+    if (rst) begin
+      \$360  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$361  = w_data;
+    if (\$258 ) begin
+      \$361  = s_axi_control_wdata;
+    end
+    if (rst) begin
+      \$361  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$362  = w_strb;
+    if (\$258 ) begin
+      \$362  = s_axi_control_wstrb;
+    end
+    if (rst) begin
+      \$362  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$363  = w_bits;
+    if (\$258 ) begin
+      \$363  = \$259 ;
+    end
+    if (rst) begin
+      \$363  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$364  = w_mask;
+    if (\$258 ) begin
+      \$364  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+    end
+    if (rst) begin
+      \$364  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$365  = rvalid;
+    if (\$261 ) begin
+      \$365  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$365  = 1'h1;
+    end
+    if (rst) begin
+      \$365  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$366  = auto_status;
+    if (auto_restart) begin
+      \$366  = 1'h1;
+    end else if (ap_idle) begin
+      \$366  = 1'h0;
+    end
+    if (rst) begin
+      \$366  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$367  = ap_start;
+    if (\$262 ) begin
+      \$367  = 1'h1;
+    end else if (ap_ready) begin
+      \$367  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$367  = 1'h0;
+    end
+    if (rst) begin
+      \$367  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$368  = \$263 ;
+    if (rst) begin
+      \$368  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$369  = ap_idle;
+    if (rst) begin
+      \$369  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$370  = \$272 ;
+    if (rst) begin
+      \$370  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$371  = \$277 ;
+    if (rst) begin
+      \$371  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$372  = \$281 ;
+    if (rst) begin
+      \$372  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$373  = \$285 ;
+    if (rst) begin
+      \$373  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$374  = auto_restart;
+    if (ctrl_we) begin
+      \$374  = \$288 ;
+    end
+    if (rst) begin
+      \$374  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$375  = gier_enable_q;
+    if (gier_we) begin
+      \$375  = \$291 ;
+    end
+    if (rst) begin
+      \$375  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$376  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$376  = \$294 ;
+    end
+    if (rst) begin
+      \$376  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$377  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$377  = \$297 ;
+    end
+    if (rst) begin
+      \$377  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$378  = num_timesteps;
+    if (num_timesteps_we) begin
+      \$378  = \$300 ;
+    end
+    if (rst) begin
+      \$378  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$379  = num_trajectories;
+    if (num_trajectories_we) begin
+      \$379  = \$303 ;
+    end
+    if (rst) begin
+      \$379  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$380  = gamma;
+    if (gamma_we) begin
+      \$380  = \$306 ;
+    end
+    if (rst) begin
+      \$380  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$381  = gamma_lambda;
+    if (gamma_lambda_we) begin
+      \$381  = \$309 ;
+    end
+    if (rst) begin
+      \$381  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$382  = reward_scale;
+    if (reward_scale_we) begin
+      \$382  = \$312 ;
+    end
+    if (rst) begin
+      \$382  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$383  = reward_offset;
+    if (reward_offset_we) begin
+      \$383  = \$315 ;
+    end
+    if (rst) begin
+      \$383  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$384  = value_scale;
+    if (value_scale_we) begin
+      \$384  = \$318 ;
+    end
+    if (rst) begin
+      \$384  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$385  = value_offset;
+    if (value_offset_we) begin
+      \$385  = \$321 ;
+    end
+    if (rst) begin
+      \$385  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$386  = adv_scale;
+    if (adv_scale_we) begin
+      \$386  = \$324 ;
+    end
+    if (rst) begin
+      \$386  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$387  = adv_offset;
+    if (adv_offset_we) begin
+      \$387  = \$327 ;
+    end
+    if (rst) begin
+      \$387  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$388  = rtg_scale;
+    if (rtg_scale_we) begin
+      \$388  = \$330 ;
+    end
+    if (rst) begin
+      \$388  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$389  = rtg_offset;
+    if (rtg_offset_we) begin
+      \$389  = \$333 ;
+    end
+    if (rst) begin
+      \$389  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$390  = mem_ptr_lo;
+    if (mem_ptr_lo_we) begin
+      \$390  = \$336 ;
+    end
+    if (rst) begin
+      \$390  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$391  = mem_ptr_hi;
+    if (mem_ptr_hi_we) begin
+      \$391  = \$339 ;
+    end
+    if (rst) begin
+      \$391  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$392  = dma_offset;
+    if (dma_offset_we) begin
+      \$392  = \$342 ;
+    end
+    if (rst) begin
+      \$392  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$393  = dma_bytes;
+    if (dma_bytes_we) begin
+      \$393  = \$345 ;
     end
     if (rst) begin
       \$393  = 32'd0;
@@ -8239,339 +8293,259 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$394  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$266 ) begin
-        \$394  = s_axi_control_wstrb;
-      end
-    end
+    \$394  = \$349 ;
     if (rst) begin
-      \$394  = 4'h0;
+      \$394  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$395  = rvalid;
-    if (\$268 ) begin
+    \$395  = dma_ctrl_dir;
+    if (dma_ctrl_we) begin
+      \$395  = \$352 ;
+    end
+    if (rst) begin
       \$395  = 1'h0;
     end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$396  = s_axi_control_rdata;
     if (ar_hs) begin
-      \$395  = 1'h1;
+      \$396  = r_value;
     end
     if (rst) begin
-      \$395  = 1'h0;
+      \$396  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$396  = s_axi_control_bresp;
-    if (commit) begin
-      \$396  = \$269 ;
+    \$397  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$397  = \$353 ;
     end
     if (rst) begin
-      \$396  = 2'h0;
+      \$397  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$397  = auto_status;
-    if (auto_restart) begin
-      \$397  = 1'h1;
-    end else if (ap_idle) begin
-      \$397  = 1'h0;
-    end
-    if (rst) begin
-      \$397  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$398  = ap_start;
-    if (\$271 ) begin
-      \$398  = 1'h1;
-    end else if (ap_ready) begin
-      \$398  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$398  = 1'h0;
-    end
+    \$398  = num_timesteps_we;
     if (rst) begin
       \$398  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$399  = \$273 ;
+    \$399  = num_trajectories_we;
     if (rst) begin
       \$399  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$400  = ap_idle;
+    \$400  = gamma_we;
     if (rst) begin
       \$400  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$401  = \$282 ;
+    \$401  = gamma_lambda_we;
     if (rst) begin
       \$401  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$402  = \$287 ;
+    \$402  = reward_scale_we;
     if (rst) begin
       \$402  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$403  = \$292 ;
+    \$403  = reward_offset_we;
     if (rst) begin
       \$403  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$404  = \$297 ;
+    \$404  = value_scale_we;
     if (rst) begin
       \$404  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$405  = auto_restart;
-    if (ctrl_we) begin
-      \$405  = \$301 ;
-    end
+    \$405  = value_offset_we;
     if (rst) begin
       \$405  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$406  = gier_enable_q;
-    if (gier_we) begin
-      \$406  = \$305 ;
-    end
+    \$406  = adv_scale_we;
     if (rst) begin
       \$406  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$407  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$407  = \$309 ;
-    end
+    \$407  = adv_offset_we;
     if (rst) begin
       \$407  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$408  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$408  = \$313 ;
-    end
+    \$408  = rtg_scale_we;
     if (rst) begin
       \$408  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$409  = num_timesteps;
-    if (num_timesteps_we) begin
-      \$409  = \$317 ;
-    end
+    \$409  = rtg_offset_we;
     if (rst) begin
-      \$409  = 32'd0;
+      \$409  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$410  = num_trajectories;
-    if (num_trajectories_we) begin
-      \$410  = \$321 ;
-    end
+    \$410  = status_we;
     if (rst) begin
-      \$410  = 32'd0;
+      \$410  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$411  = gamma;
-    if (gamma_we) begin
-      \$411  = \$325 ;
-    end
+    \$411  = cycles_we;
     if (rst) begin
-      \$411  = 17'h00000;
+      \$411  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$412  = gamma_lambda;
-    if (gamma_lambda_we) begin
-      \$412  = \$329 ;
-    end
+    \$412  = hw_n_pe_we;
     if (rst) begin
-      \$412  = 17'h00000;
+      \$412  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$413  = reward_scale;
-    if (reward_scale_we) begin
-      \$413  = \$333 ;
-    end
+    \$413  = hw_depth_we;
     if (rst) begin
-      \$413  = 32'd0;
+      \$413  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$414  = reward_offset;
-    if (reward_offset_we) begin
-      \$414  = \$337 ;
-    end
+    \$414  = hw_format_we;
     if (rst) begin
-      \$414  = 32'd0;
+      \$414  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$415  = value_scale;
-    if (value_scale_we) begin
-      \$415  = \$341 ;
-    end
+    \$415  = hw_mode_we;
     if (rst) begin
-      \$415  = 32'd0;
+      \$415  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$416  = value_offset;
-    if (value_offset_we) begin
-      \$416  = \$345 ;
-    end
+    \$416  = mem_ptr_lo_we;
     if (rst) begin
-      \$416  = 32'd0;
+      \$416  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$417  = adv_scale;
-    if (adv_scale_we) begin
-      \$417  = \$349 ;
-    end
+    \$417  = mem_ptr_hi_we;
     if (rst) begin
-      \$417  = 32'd0;
+      \$417  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$418  = adv_offset;
-    if (adv_offset_we) begin
-      \$418  = \$353 ;
-    end
+    \$418  = dma_offset_we;
     if (rst) begin
-      \$418  = 32'd0;
+      \$418  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$419  = rtg_scale;
-    if (rtg_scale_we) begin
-      \$419  = \$357 ;
-    end
+    \$419  = dma_bytes_we;
     if (rst) begin
-      \$419  = 32'd0;
+      \$419  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$420  = rtg_offset;
-    if (rtg_offset_we) begin
-      \$420  = \$361 ;
-    end
+    \$420  = dma_ctrl_we;
     if (rst) begin
-      \$420  = 32'd0;
+      \$420  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$421  = mem_ptr_lo;
-    if (mem_ptr_lo_we) begin
-      \$421  = \$365 ;
-    end
+    \$421  = dma_status_we;
     if (rst) begin
-      \$421  = 26'h0000000;
+      \$421  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$422  = mem_ptr_hi;
-    if (mem_ptr_hi_we) begin
-      \$422  = \$369 ;
-    end
+    \$422  = dma_cycles_we;
     if (rst) begin
-      \$422  = 32'd0;
+      \$422  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$423  = dma_offset;
-    if (dma_offset_we) begin
-      \$423  = \$373 ;
-    end
+    \$423  = dma_window_we;
     if (rst) begin
-      \$423  = 32'd0;
+      \$423  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$424  = dma_bytes;
-    if (dma_bytes_we) begin
-      \$424  = \$377 ;
-    end
+    \$424  = dma_align_we;
     if (rst) begin
-      \$424  = 32'd0;
+      \$424  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$425  = \$382 ;
+    \$425  = shell_version_we;
     if (rst) begin
       \$425  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$426  = dma_ctrl_dir;
-    if (dma_ctrl_we) begin
-      \$426  = \$386 ;
+    \$426  = wr_data;
+    if (\$354 ) begin
+      \$426  = w_data;
     end
     if (rst) begin
-      \$426  = 1'h0;
+      \$426  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$427  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$427  = r_value;
+    \$427  = wr_strb;
+    if (\$354 ) begin
+      \$427  = w_strb;
     end
     if (rst) begin
-      \$427  = 32'd0;
+      \$427  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
   assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign s_axi_control_rvalid = rvalid;
   assign rdata = s_axi_control_rdata;
   assign rresp = s_axi_control_rresp;
@@ -8595,132 +8569,132 @@ module \gae_kernel_n8.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign \$145  = { 1'h0, ap_start };
-  assign \$146  = { 30'h00000000, \$145  };
-  assign \$147  = { ctrl_ap_done_q, 1'h0 };
-  assign \$149  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$151  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$153  = { auto_restart, 7'h00 };
-  assign \$155  = { 1'h0, gier_enable_q };
-  assign \$156  = { 30'h00000000, \$155  };
-  assign \$157  = { 1'h0, ip_ier_ap_done_q };
-  assign \$158  = { 30'h00000000, \$157  };
-  assign \$159  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$161  = { 1'h0, ip_isr_ap_done_q };
-  assign \$162  = { 30'h00000000, \$161  };
-  assign \$163  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$165  = { 1'h0, num_timesteps };
-  assign \$166  = \$165 ;
-  assign \$167  = { 1'h0, num_trajectories };
-  assign \$168  = \$167 ;
-  assign \$169  = { 1'h0, gamma };
-  assign \$170  = { 14'h0000, \$169  };
-  assign \$171  = { 1'h0, gamma_lambda };
-  assign \$172  = { 14'h0000, \$171  };
-  assign \$173  = { 1'h0, reward_scale };
-  assign \$174  = \$173 ;
-  assign \$175  = { 1'h0, reward_offset };
+  assign \$71  = { 1'h0, ap_start };
+  assign \$72  = { 30'h00000000, \$71  };
+  assign \$73  = { ctrl_ap_done_q, 1'h0 };
+  assign \$75  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$77  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$79  = { auto_restart, 7'h00 };
+  assign \$81  = { 1'h0, gier_enable_q };
+  assign \$82  = { 30'h00000000, \$81  };
+  assign \$83  = { 1'h0, ip_ier_ap_done_q };
+  assign \$84  = { 30'h00000000, \$83  };
+  assign \$85  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$87  = { 1'h0, ip_isr_ap_done_q };
+  assign \$88  = { 30'h00000000, \$87  };
+  assign \$89  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$91  = { 1'h0, num_timesteps };
+  assign \$92  = \$91 ;
+  assign \$93  = { 1'h0, num_trajectories };
+  assign \$94  = \$93 ;
+  assign \$95  = { 1'h0, gamma };
+  assign \$96  = { 14'h0000, \$95  };
+  assign \$97  = { 1'h0, gamma_lambda };
+  assign \$98  = { 14'h0000, \$97  };
+  assign \$99  = { 1'h0, reward_scale };
+  assign \$100  = \$99 ;
+  assign \$101  = { 1'h0, reward_offset };
+  assign \$102  = \$101 ;
+  assign \$103  = { 1'h0, value_scale };
+  assign \$104  = \$103 ;
+  assign \$105  = { 1'h0, value_offset };
+  assign \$106  = \$105 ;
+  assign \$107  = { 1'h0, adv_scale };
+  assign \$108  = \$107 ;
+  assign \$109  = { 1'h0, adv_offset };
+  assign \$110  = \$109 ;
+  assign \$111  = { 1'h0, rtg_scale };
+  assign \$112  = \$111 ;
+  assign \$113  = { 1'h0, rtg_offset };
+  assign \$114  = \$113 ;
+  assign \$115  = { 1'h0, status_error };
+  assign \$116  = { 28'h0000000, \$115  };
+  assign \$117  = { 7'h00, status_dequant_overflow, 8'h00 };
+  assign \$119  = { 6'h00, status_pe_overflow, 9'h000 };
+  assign \$121  = { 5'h00, status_requant_overflow, 10'h000 };
+  assign \$123  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$125  = { 1'h0, cycles };
+  assign \$126  = \$125 ;
+  assign \$127  = 33'h000000008;
+  assign \$128  = \$127 ;
+  assign \$129  = 33'h000002008;
+  assign \$130  = \$129 ;
+  assign \$131  = 9'h020;
+  assign \$132  = { 23'h000000, \$131  };
+  assign \$133  = 23'h001000;
+  assign \$135  = 39'h0000110000;
+  assign \$137  = 39'h0008000000;
+  assign \$139  = 6'h02;
+  assign \$140  = { 26'h0000000, \$139  };
+  assign \$141  = 8'h00;
+  assign \$143  = 8'h00;
+  assign \$145  = 23'h002000;
+  assign \$147  = 39'h0000100000;
+  assign \$149  = 39'h0010000000;
+  assign \$151  = { 1'h0, mem_ptr_lo, 6'h00 };
+  assign \$152  = \$151 ;
+  assign \$153  = { 1'h0, mem_ptr_hi };
+  assign \$154  = \$153 ;
+  assign \$155  = { 1'h0, dma_offset };
+  assign \$156  = \$155 ;
+  assign \$157  = { 1'h0, dma_bytes };
+  assign \$158  = \$157 ;
+  assign \$159  = { 1'h0, dma_ctrl_start };
+  assign \$160  = { 30'h00000000, \$159  };
+  assign \$161  = { dma_ctrl_dir, 1'h0 };
+  assign \$163  = { 1'h0, dma_status_busy };
+  assign \$164  = { 30'h00000000, \$163  };
+  assign \$165  = { dma_status_done, 1'h0 };
+  assign \$167  = { 1'h0, dma_status_read_error, 2'h0 };
+  assign \$169  = { dma_status_write_error, 3'h0 };
+  assign \$171  = { 3'h0, dma_status_locked, 4'h0 };
+  assign \$173  = { 2'h0, dma_status_range, 5'h00 };
+  assign \$175  = { 1'h0, dma_cycles };
   assign \$176  = \$175 ;
-  assign \$177  = { 1'h0, value_scale };
+  assign \$177  = 33'h0000c0000;
   assign \$178  = \$177 ;
-  assign \$179  = { 1'h0, value_offset };
-  assign \$180  = \$179 ;
-  assign \$181  = { 1'h0, adv_scale };
-  assign \$182  = \$181 ;
-  assign \$183  = { 1'h0, adv_offset };
+  assign \$179  = 17'h00040;
+  assign \$180  = { 15'h0000, \$179  };
+  assign \$181  = 47'h000000100000;
+  assign \$183  = 33'h000000001;
   assign \$184  = \$183 ;
-  assign \$185  = { 1'h0, rtg_scale };
-  assign \$186  = \$185 ;
-  assign \$187  = { 1'h0, rtg_offset };
-  assign \$188  = \$187 ;
-  assign \$189  = { 1'h0, status_error };
-  assign \$190  = { 28'h0000000, \$189  };
-  assign \$191  = { 7'h00, status_dequant_overflow, 8'h00 };
-  assign \$193  = { 6'h00, status_pe_overflow, 9'h000 };
-  assign \$195  = { 5'h00, status_requant_overflow, 10'h000 };
-  assign \$197  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$199  = { 1'h0, cycles };
-  assign \$200  = \$199 ;
-  assign \$201  = 33'h000000008;
-  assign \$202  = \$201 ;
-  assign \$203  = 33'h000002008;
-  assign \$204  = \$203 ;
-  assign \$205  = 9'h020;
-  assign \$206  = { 23'h000000, \$205  };
-  assign \$207  = 23'h001000;
-  assign \$209  = 39'h0000110000;
-  assign \$211  = 39'h0008000000;
-  assign \$213  = 6'h02;
-  assign \$214  = { 26'h0000000, \$213  };
-  assign \$215  = 8'h00;
-  assign \$217  = 8'h00;
-  assign \$219  = 23'h002000;
-  assign \$221  = 39'h0000100000;
-  assign \$223  = 39'h0010000000;
-  assign \$225  = { 1'h0, mem_ptr_lo, 6'h00 };
-  assign \$226  = \$225 ;
-  assign \$227  = { 1'h0, mem_ptr_hi };
-  assign \$228  = \$227 ;
-  assign \$229  = { 1'h0, dma_offset };
-  assign \$230  = \$229 ;
-  assign \$231  = { 1'h0, dma_bytes };
-  assign \$232  = \$231 ;
-  assign \$233  = { 1'h0, dma_ctrl_start };
-  assign \$234  = { 30'h00000000, \$233  };
-  assign \$235  = { dma_ctrl_dir, 1'h0 };
-  assign \$237  = { 1'h0, dma_status_busy };
-  assign \$238  = { 30'h00000000, \$237  };
-  assign \$239  = { dma_status_done, 1'h0 };
-  assign \$241  = { 1'h0, dma_status_read_error, 2'h0 };
-  assign \$243  = { dma_status_write_error, 3'h0 };
-  assign \$245  = { 3'h0, dma_status_locked, 4'h0 };
-  assign \$247  = { 2'h0, dma_status_range, 5'h00 };
-  assign \$249  = { 1'h0, dma_cycles };
-  assign \$250  = \$249 ;
-  assign \$251  = 33'h0000c0000;
-  assign \$252  = \$251 ;
-  assign \$253  = 17'h00040;
-  assign \$254  = { 15'h0000, \$253  };
-  assign \$255  = 47'h000000100000;
-  assign \$257  = 33'h000000001;
-  assign \$258  = \$257 ;
-  assign \$208  = 32'd4128;
-  assign \$210  = 39'h0000111020;
-  assign \$212  = 39'h0008111020;
-  assign \$216  = 32'd2;
-  assign \$218  = 32'd2;
-  assign \$220  = 32'd8194;
-  assign \$222  = 39'h0000102002;
-  assign \$224  = 39'h0010102002;
-  assign \$256  = 47'h000000100040;
+  assign \$134  = 32'd4128;
+  assign \$136  = 39'h0000111020;
+  assign \$138  = 39'h0008111020;
+  assign \$142  = 32'd2;
+  assign \$144  = 32'd2;
+  assign \$146  = 32'd8194;
+  assign \$148  = 39'h0000102002;
+  assign \$150  = 39'h0010102002;
+  assign \$182  = 47'h000000100040;
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$1452$0 , \port$1453$0 , \port$1454$0 , m_axi_gmem_wvalid, mem_re, mem_we
-, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$1398$0 , \port$1399$0 , \port$1400$0 , mem_re, mem_we, dropped
+, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
 `endif
 `endif
-  wire [7:0] \$1 ;
+  wire \$1 ;
   wire \$10 ;
-  wire [16:0] \$100 ;
-  wire [17:0] \$101 ;
-  wire [17:0] \$102 ;
+  wire \$100 ;
+  wire [5:0] \$101 ;
+  wire \$102 ;
   wire \$103 ;
-  wire [2:0] \$104 ;
-  wire [2:0] \$105 ;
-  wire [64:0] \$106 ;
-  wire [17:0] \$107 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
   wire \$108 ;
-  wire [8:0] \$109 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [9:0] \$110 ;
+  wire [8:0] \$110 ;
   wire \$111 ;
-  wire [16:0] \$112 ;
-  wire [17:0] \$113 ;
+  wire [7:0] \$112 ;
+  wire \$113 ;
   wire \$114 ;
   wire \$115 ;
   wire \$116 ;
@@ -8730,33 +8704,33 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [16:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire [2:0] \$128 ;
-  wire [2:0] \$129 ;
+  wire [1:0] \$126 ;
+  wire [1:0] \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
+  wire [1:0] \$130 ;
+  wire [1:0] \$131 ;
   wire \$132 ;
   wire [2:0] \$133 ;
   wire [2:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [1:0] \$135 ;
+  wire [1:0] \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [17:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire [3:0] \$145 ;
-  wire [3:0] \$146 ;
+  wire [7:0] \$142 ;
+  wire [17:0] \$143 ;
+  wire [9:0] \$144 ;
+  wire \$145 ;
+  wire [1:0] \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
@@ -8766,166 +8740,282 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire \$152 ;
   wire \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [2:0] \$158 ;
+  wire [2:0] \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire [17:0] \$163 ;
-  wire [17:0] \$164 ;
-  wire [16:0] \$165 ;
-  wire [16:0] \$166 ;
-  wire [17:0] \$167 ;
-  wire [17:0] \$168 ;
+  wire [2:0] \$162 ;
+  wire [2:0] \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [127:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  reg \$179 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [63:0] \$181 ;
-  reg [7:0] \$182 ;
-  reg [16:0] \$183 ;
-  reg \$184 ;
-  reg [63:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [15:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg \$189 ;
-  wire \$19 ;
-  reg [511:0] \$190 ;
-  reg [1:0] \$191 ;
-  reg [16:0] \$192 ;
-  reg \$193 ;
-  reg \$194 ;
-  reg [16:0] \$195 ;
-  reg [1:0] \$196 ;
-  reg \$197 ;
-  reg [1:0] \$198 ;
-  reg \$199 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire [16:0] \$188 ;
+  wire \$189 ;
+  wire [127:0] \$19 ;
+  wire [16:0] \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire [16:0] \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [1:0] \$200 ;
-  reg [63:0] \$201 ;
-  reg [16:0] \$202 ;
-  reg [8:0] \$203 ;
-  reg [1:0] \$204 ;
-  reg \$205 ;
-  reg [127:0] \$206 ;
-  reg [127:0] \$207 ;
-  reg [127:0] \$208 ;
-  reg [127:0] \$209 ;
-  wire \$21 ;
-  reg [1:0] \$210 ;
-  reg [1:0] \$211 ;
-  reg [2:0] \$212 ;
-  reg [2:0] \$213 ;
-  reg \$214 ;
-  reg \$215 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [16:0] \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire [16:0] \$208 ;
+  wire \$209 ;
+  wire [127:0] \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire [2:0] \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire \$23 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  reg \$224 ;
+  reg [5:0] \$225 ;
+  reg [6:0] \$226 ;
+  reg [8:0] \$227 ;
+  reg [7:0] \$228 ;
+  reg \$229 ;
+  wire [127:0] \$23 ;
+  reg \$230 ;
+  reg \$231 ;
+  reg \$232 ;
+  reg \$233 ;
+  reg \$234 ;
+  reg [6:0] \$235 ;
+  reg [7:0] \$236 ;
+  reg \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire \$24 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg \$242 ;
+  reg \$243 ;
+  reg [63:0] \$244 ;
+  reg [7:0] \$245 ;
+  reg [63:0] \$246 ;
+  reg [5:0] \$247 ;
+  reg [16:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [3:0] \$250 ;
+  reg [15:0] \$251 ;
+  reg [1:0] \$252 ;
+  reg [1:0] \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [511:0] \$256 ;
+  reg [16:0] \$257 ;
+  reg \$258 ;
+  reg \$259 ;
   wire \$26 ;
+  reg \$260 ;
+  reg [5:0] \$261 ;
+  reg [6:0] \$262 ;
+  reg [8:0] \$263 ;
+  reg [7:0] \$264 ;
+  reg \$265 ;
+  reg \$266 ;
+  reg \$267 ;
+  reg \$268 ;
+  reg \$269 ;
   wire \$27 ;
-  wire [7:0] \$28 ;
+  reg \$270 ;
+  reg [6:0] \$271 ;
+  reg [7:0] \$272 ;
+  reg \$273 ;
+  reg \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
+  wire \$28 ;
+  reg [1:0] \$280 ;
+  reg \$281 ;
+  reg [1:0] \$282 ;
+  reg \$283 ;
+  reg [1:0] \$284 ;
+  reg \$285 ;
+  reg [16:0] \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [8:0] \$289 ;
   wire \$29 ;
-  wire [16:0] \$3 ;
-  wire [16:0] \$30 ;
+  reg \$290 ;
+  reg \$291 ;
+  reg [5:0] \$292 ;
+  reg [16:0] \$293 ;
+  reg [1:0] \$294 ;
+  reg \$295 ;
+  reg [127:0] \$296 ;
+  reg [127:0] \$297 ;
+  reg [127:0] \$298 ;
+  reg [127:0] \$299 ;
+  wire \$3 ;
+  wire \$30 ;
+  reg [1:0] \$300 ;
+  reg [1:0] \$301 ;
+  reg [2:0] \$302 ;
+  reg \$303 ;
+  reg [3:0] \$304 ;
+  reg \$305 ;
+  reg \$306 ;
+  reg \$307 ;
+  reg \$308 ;
+  reg [1:0] \$309 ;
   wire \$31 ;
+  reg \$310 ;
   wire \$32 ;
-  wire [16:0] \$33 ;
-  wire [16:0] \$34 ;
-  wire \$35 ;
-  wire [127:0] \$36 ;
-  wire \$37 ;
-  wire [127:0] \$38 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire [17:0] \$35 ;
+  wire [17:0] \$36 ;
+  wire [5:0] \$37 ;
+  wire [7:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [127:0] \$40 ;
+  wire [16:0] \$40 ;
   wire \$41 ;
-  wire [127:0] \$42 ;
-  wire \$43 ;
+  wire [9:0] \$42 ;
+  wire [9:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire \$46 ;
+  wire [5:0] \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [5:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [9:0] \$52 ;
-  wire [17:0] \$53 ;
-  wire [8:0] \$54 ;
-  wire [15:0] \$55 ;
-  wire [64:0] \$56 ;
-  wire \$57 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire [8:0] \$57 ;
   wire \$58 ;
-  wire \$59 ;
-  wire [16:0] \$6 ;
+  wire [7:0] \$59 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
-  wire [3:0] \$64 ;
-  wire [16:0] \$65 ;
-  wire [2:0] \$66 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
-  wire [16:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [16:0] \$73 ;
-  wire [17:0] \$74 ;
+  wire [13:0] \$69 ;
+  wire \$7 ;
+  wire [64:0] \$70 ;
+  wire [7:0] \$71 ;
+  wire [17:0] \$72 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
-  wire [16:0] \$76 ;
-  wire [17:0] \$77 ;
+  wire \$76 ;
+  wire \$77 ;
   wire \$78 ;
   wire [16:0] \$79 ;
   wire \$8 ;
-  wire [17:0] \$80 ;
-  wire \$81 ;
+  wire [2:0] \$80 ;
+  wire [2:0] \$81 ;
   wire \$82 ;
-  wire [16:0] \$83 ;
-  wire [17:0] \$84 ;
-  wire [17:0] \$85 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
   wire \$86 ;
-  wire \$87 ;
+  wire [17:0] \$87 ;
   wire \$88 ;
-  wire [16:0] \$89 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [17:0] \$90 ;
-  wire [17:0] \$91 ;
+  wire [5:0] \$90 ;
+  wire [7:0] \$91 ;
   wire \$92 ;
-  wire \$93 ;
+  wire [16:0] \$93 ;
   wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [9:0] \$95 ;
+  wire [9:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [5:0] \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$48  = 1'h0;
-  reg [1:0] \$signal$50  = 2'h0;
-  reg [1:0] \$signal$56  = 2'h0;
+  reg \$signal$45  = 1'h0;
+  reg \$signal$46  = 1'h0;
+  reg [1:0] \$signal$48  = 2'h0;
+  reg [1:0] \$signal$54  = 2'h0;
   reg [63:0] a_addr = 64'h0000000000000000;
-  reg [16:0] a_beats = 17'h00000;
-  reg a_step = 1'h0;
+  reg a_zero = 1'h1;
+  reg ap_c0 = 1'h0;
+  reg ap_c1 = 1'h0;
+  reg [8:0] ap_cap = 9'h000;
+  reg [7:0] ap_capm1 = 8'h00;
+  reg ap_chg;
+  reg ap_last = 1'h0;
+  reg ap_le_a = 1'h0;
+  reg [16:0] ap_left = 17'h00000;
+  reg ap_more = 1'h0;
+  reg ap_more_a = 1'h0;
+  reg [6:0] ap_n = 7'h00;
+  reg ap_n1 = 1'h0;
+  reg ap_n2 = 1'h0;
+  reg [7:0] ap_nm1 = 8'h00;
+  reg [5:0] ap_off = 6'h00;
+  reg ap_ready = 1'h0;
+  reg ap_st_a = 1'h0;
+  reg ap_t0 = 1'h0;
+  reg ap_t1 = 1'h0;
+  reg [6:0] ap_tb = 7'h00;
+  reg [5:0] ap_tbm1 = 6'h00;
   reg [127:0] asm0 = 128'h00000000000000000000000000000000;
   reg [127:0] asm1 = 128'h00000000000000000000000000000000;
   reg [127:0] asm2 = 128'h00000000000000000000000000000000;
@@ -8937,6 +9027,7 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   (* init = 8'h00 *)
   wire [7:0] ax_len;
   reg ax_valid = 1'h0;
+  reg [16:0] beats;
   reg [1:0] br__addr = 2'h0;
   wire [514:0] br__data;
   reg busy = 1'h0;
@@ -8966,6 +9057,8 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire err;
   output error;
   reg error = 1'h0;
+  reg go_r = 1'h0;
+  reg go_w = 1'h0;
   (* init = 16'h0000 *)
   wire [15:0] l_addr;
   wire [3:0] lane_on;
@@ -9013,7 +9106,7 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire m_axi_gmem_wready;
   wire [63:0] m_axi_gmem_wstrb;
   output m_axi_gmem_wvalid;
-  wire m_axi_gmem_wvalid;
+  reg m_axi_gmem_wvalid = 1'h0;
   output [15:0] mem_addr;
   reg [15:0] mem_addr = 16'h0000;
   input mem_enable;
@@ -9025,22 +9118,22 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire [127:0] mem_wdata;
   output [15:0] mem_we;
   wire [15:0] mem_we;
-  wire [8:0] n;
-  wire [8:0] \n$42 ;
-  reg [2:0] outstanding = 3'h0;
+  reg [3:0] outstanding = 4'h0;
+  reg p_b0 = 1'h1;
+  reg p_b1 = 1'h0;
   reg [16:0] p_beats = 17'h00000;
   reg [8:0] p_burst = 9'h000;
-  reg [63:0] p_dev = 64'h0000000000000000;
   reg [1:0] p_idx = 2'h0;
   reg [1:0] p_last_lane = 2'h0;
+  reg p_lastbeat = 1'h0;
+  reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  reg [16:0] p_words = 17'h00000;
-  output \port$1452$0 ;
-  wire \port$1452$0 ;
-  output \port$1453$0 ;
-  wire \port$1453$0 ;
-  output \port$1454$0 ;
-  wire \port$1454$0 ;
+  output \port$1398$0 ;
+  wire \port$1398$0 ;
+  output \port$1399$0 ;
+  wire \port$1399$0 ;
+  output \port$1400$0 ;
+  wire \port$1400$0 ;
   reg q_wlast = 1'h0;
   wire rd_issue;
   (* init = 2'h0 *)
@@ -9049,20 +9142,46 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   wire rready;
   input rst;
   wire rst;
-  reg [16:0] rx_words = 17'h00000;
+  reg [16:0] rx_beats = 17'h00000;
+  reg rx_last = 1'h0;
+  reg rx_zero = 1'h1;
   reg [511:0] s_data = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg s_end = 1'h0;
   reg [1:0] s_idx = 2'h0;
-  reg [1:0] s_last = 2'h0;
+  reg [1:0] s_rem = 2'h0;
   reg s_valid = 1'h0;
   output [127:0] s_word;
   reg [127:0] s_word;
   wire start_beat;
-  wire [6:0] to_boundary;
-  wire [6:0] \to_boundary$40 ;
+  reg [1:0] tail = 2'h0;
+  reg tail0 = 1'h0;
   reg to_dev = 1'h0;
-  reg [2:0] used = 3'h0;
+  reg [3:0] used = 4'h0;
+  reg wp_c0 = 1'h0;
+  reg wp_c1 = 1'h0;
+  reg [8:0] wp_cap = 9'h000;
+  reg [7:0] wp_capm1 = 8'h00;
+  reg wp_chg;
+  reg wp_last = 1'h0;
+  reg wp_le_a = 1'h0;
+  reg [16:0] wp_left = 17'h00000;
+  reg wp_more = 1'h0;
+  reg wp_more_a = 1'h0;
+  reg [6:0] wp_n = 7'h00;
+  reg wp_n1 = 1'h0;
+  reg wp_n2 = 1'h0;
+  reg [7:0] wp_nm1 = 8'h00;
+  reg [5:0] wp_off = 6'h00;
+  reg wp_ready = 1'h0;
+  reg wp_st_a = 1'h0;
+  reg wp_t0 = 1'h0;
+  reg wp_t1 = 1'h0;
+  reg [6:0] wp_tb = 7'h00;
+  reg [5:0] wp_tbm1 = 6'h00;
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
+  (* init = 1'h0 *)
+  wire wvalid;
   reg [514:0] wbuf [3:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -9074,271 +9193,424 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
 `endif
   always @(posedge clk) begin
     if (bw__en)
-      wbuf[bw__addr] <= { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };
+      wbuf[bw__addr] <= { q_wlast, \$signal$54 , \$23 , \$21 , \$19 , \$17  };
   end
   assign br__data = wbuf[br__addr];
   assign cmd__ready = ~ busy;
-  assign \$1  = 7'h40 - a_addr[11:6];
-  assign \$2  = a_beats < 9'h100;
-  assign \$3  = \$2  ? a_beats : 17'h00100;
-  assign \$4  = \$1 [6:0] < \$3 ;
-  assign \$5  = a_beats < 9'h100;
-  assign \$6  = \$5  ? a_beats : 17'h00100;
-  assign \$7  = \$4  ? { 10'h000, \$1 [6:0] } : \$6 ;
-  assign \$8  = ~ ax_valid;
-  assign \$9  = busy & \$8 ;
-  assign \$10  = ~ a_step;
-  assign \$11  = \$9  & \$10 ;
-  assign \$12  = | a_beats;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = outstanding < 3'h4;
-  assign ax_issue = \$13  & \$14 ;
+  assign \$1  = busy & ap_ready;
+  assign \$2  = \$1  & ap_more;
+  assign \$3  = ~ ax_valid;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = ~ outstanding[3];
+  assign ax_issue = \$4  & \$5 ;
   assign m_axi_gmem_awvalid = ax_valid & to_dev;
-  assign \$15  = ~ to_dev;
-  assign m_axi_gmem_arvalid = ax_valid & \$15 ;
-  assign \$16  = ~ s_valid;
-  assign \$17  = s_idx == s_last;
-  assign rready = \$16  | \$17 ;
-  assign \$18  = busy & to_dev;
-  assign \$19  = | p_idx;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$18  & \$20 ;
-  assign \$22  = | p_words;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = used < 3'h4;
-  assign start_beat = \$23  & \$24 ;
-  assign \$25  = busy & to_dev;
-  assign \$26  = | p_idx;
-  assign \$27  = \$25  & \$26 ;
-  assign rd_issue = start_beat | \$27 ;
-  assign \$28  = 7'h40 - p_dev[11:6];
-  assign \$29  = p_beats < 9'h100;
-  assign \$30  = \$29  ? p_beats : 17'h00100;
-  assign \$31  = \$28 [6:0] < \$30 ;
-  assign \$32  = p_beats < 9'h100;
-  assign \$33  = \$32  ? p_beats : 17'h00100;
-  assign \$34  = \$31  ? { 10'h000, \$28 [6:0] } : \$33 ;
-  assign bw__en = \$signal  & \$signal$48 ;
-  assign \$35  = ! \$signal$50 ;
-  assign \$36  = \$35  ? mem_rdata : asm0;
-  assign \$37  = \$signal$50  == 1'h1;
-  assign \$38  = \$37  ? mem_rdata : asm1;
-  assign \$39  = \$signal$50  == 2'h2;
-  assign \$40  = \$39  ? mem_rdata : asm2;
-  assign \$41  = \$signal$50  == 2'h3;
-  assign \$42  = \$41  ? mem_rdata : asm3;
-  assign \$43  = br__data[513:512] >= 1'h1;
-  assign \$44  = br__data[513:512] >= 2'h2;
-  assign \$45  = br__data[513:512] >= 2'h3;
-  assign m_axi_gmem_wvalid = | count;
-  assign \$46  = m_axi_gmem_rvalid & rready;
-  assign \$47  = \$46  & m_axi_gmem_rlast;
-  assign \$48  = to_dev ? m_axi_gmem_bvalid : \$47 ;
-  assign ax_done = \$48  & busy;
+  assign \$6  = ~ to_dev;
+  assign m_axi_gmem_arvalid = ax_valid & \$6 ;
+  assign \$7  = ~ s_valid;
+  assign rready = \$7  | s_end;
+  assign \$8  = ~ \$signal ;
+  assign \$9  = go_w & \$8 ;
+  assign \$10  = \$9  & p_more;
+  assign \$11  = ~ used[3];
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = ~ p_b0;
+  assign \$14  = \$13  | wp_ready;
+  assign start_beat = \$12  & \$14 ;
+  assign \$15  = go_w & \$signal ;
+  assign rd_issue = start_beat | \$15 ;
+  assign bw__en = \$signal$45  & \$signal$46 ;
+  assign \$16  = ! \$signal$48 ;
+  assign \$17  = \$16  ? mem_rdata : asm0;
+  assign \$18  = \$signal$48  == 1'h1;
+  assign \$19  = \$18  ? mem_rdata : asm1;
+  assign \$20  = \$signal$48  == 2'h2;
+  assign \$21  = \$20  ? mem_rdata : asm2;
+  assign \$22  = \$signal$48  == 2'h3;
+  assign \$23  = \$22  ? mem_rdata : asm3;
+  assign \$24  = br__data[513:512] >= 1'h1;
+  assign \$25  = br__data[513:512] >= 2'h2;
+  assign \$26  = br__data[513:512] >= 2'h3;
+  assign \$27  = m_axi_gmem_rvalid & rready;
+  assign \$28  = \$27  & m_axi_gmem_rlast;
+  assign \$29  = to_dev ? m_axi_gmem_bvalid : \$28 ;
+  assign ax_done = \$29  & busy;
   assign mem_re = rd_issue & mem_enable;
-  assign \$49  = s_valid & mem_enable;
-  assign mem_we = \$49  ? 16'hffff : 16'h0000;
-  assign \$50  = rd_issue | s_valid;
-  assign \$51  = ~ mem_enable;
-  assign dropped = \$50  & \$51 ;
-  assign \$52  = \$7 [8:0] - 1'h1;
-  assign \$53  = a_beats - \$7 [8:0];
-  assign \$54  = m_axi_gmem_awlen + 1'h1;
-  assign \$56  = m_axi_gmem_awaddr + \$55 ;
-  assign \$57  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$58  = ax_valid & \$57 ;
-  assign \$59  = ~ ax_done;
-  assign \$60  = ax_issue & \$59 ;
-  assign \$61  = ~ ax_issue;
-  assign \$62  = \$61  & ax_done;
-  assign \$63  = outstanding + 1'h1;
-  assign \$64  = outstanding - 1'h1;
-  assign \$65  = mem_addr + 1'h1;
-  assign \$66  = s_idx + 1'h1;
-  assign \$67  = s_idx == s_last;
-  assign \$68  = m_axi_gmem_rvalid & rready;
-  assign \$69  = \$68  & busy;
-  assign \$70  = ~ to_dev;
-  assign \$71  = \$69  & \$70 ;
-  assign \$72  = rx_words < 3'h4;
-  assign \$73  = \$72  ? rx_words : 17'h00004;
-  assign \$74  = \$73  - 1'h1;
-  assign \$75  = rx_words < 3'h4;
-  assign \$76  = \$75  ? rx_words : 17'h00004;
-  assign \$77  = rx_words - \$76 ;
-  assign \$78  = | m_axi_gmem_rresp;
+  assign \$30  = s_valid & mem_enable;
+  assign mem_we = \$30  ? 16'hffff : 16'h0000;
+  assign \$31  = rd_issue | s_valid;
+  assign \$32  = ~ mem_enable;
+  assign dropped = \$31  & \$32 ;
+  assign \$33  = ~ busy;
+  assign \$34  = cmd__valid & \$33 ;
+  assign \$35  = cmd__payload[96:80] + 2'h3;
+  assign \$37  = ~ ap_off;
+  assign \$38  = 7'h40 - ap_off;
+  assign \$39  = ap_left <= 9'h100;
+  assign \$40  = \$39  ? ap_left : 17'h00100;
+  assign \$41  = ap_left <= 9'h100;
+  assign \$42  = ap_left[8:0] - 1'h1;
+  assign \$43  = \$41  ? \$42  : 10'h0ff;
+  assign \$44  = | ap_left;
+  assign \$45  = ap_left <= 9'h100;
+  assign \$46  = ~ ap_off;
+  assign \$47  = ! \$46 ;
+  assign \$48  = ~ ap_off;
+  assign \$49  = \$48  == 1'h1;
+  assign \$50  = ap_left <= 9'h100;
+  assign \$51  = ap_left == 1'h1;
+  assign \$52  = \$50  ? \$51  : 1'h0;
+  assign \$53  = ap_left <= 9'h100;
+  assign \$54  = ap_left == 2'h2;
+  assign \$55  = \$53  ? \$54  : 1'h0;
+  assign \$56  = ap_tbm1 < ap_capm1;
+  assign \$57  = \$56  ? { 2'h0, ap_tb } : ap_cap;
+  assign \$58  = ap_tbm1 < ap_capm1;
+  assign \$59  = \$58  ? { 2'h0, ap_tbm1 } : ap_capm1;
+  assign \$60  = ap_t0 | ap_c0;
+  assign \$61  = ap_tbm1 < ap_capm1;
+  assign \$62  = \$61  ? ap_t1 : ap_c1;
+  assign \$63  = ap_tbm1 < ap_capm1;
+  assign \$64  = ~ \$63 ;
+  assign \$65  = ap_le_a & \$64 ;
+  assign \$66  = ~ ap_chg;
+  assign \$67  = ~ ap_chg;
+  assign \$68  = ap_st_a & \$67 ;
+  assign \$70  = a_addr + \$69 ;
+  assign \$71  = ap_off + ap_n;
+  assign \$72  = ap_left - ap_n;
+  assign \$73  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$74  = ax_valid & \$73 ;
+  assign \$75  = ~ ax_done;
+  assign \$76  = ax_issue & \$75 ;
+  assign \$77  = ~ ax_issue;
+  assign \$78  = \$77  & ax_done;
   assign \$79  = mem_addr + 1'h1;
-  assign \$80  = p_words - 1'h1;
-  assign \$81  = | p_idx;
-  assign \$82  = p_words < 3'h4;
-  assign \$83  = \$82  ? p_words : 17'h00004;
-  assign \$84  = \$83  - 1'h1;
-  assign \$85  = \$81  ? { 16'h0000, p_last_lane } : \$84 ;
-  assign \$86  = p_idx == \$85 ;
-  assign \$87  = | p_idx;
-  assign \$88  = p_words < 3'h4;
-  assign \$89  = \$88  ? p_words : 17'h00004;
-  assign \$90  = \$89  - 1'h1;
-  assign \$91  = \$87  ? { 16'h0000, p_last_lane } : \$90 ;
-  assign \$92  = | p_idx;
-  assign \$93  = ! p_burst;
-  assign \$94  = \$34 [8:0] == 1'h1;
-  assign \$95  = p_burst == 1'h1;
-  assign \$96  = \$93  ? \$94  : \$95 ;
-  assign \$97  = \$92  ? p_wlast : \$96 ;
-  assign \$98  = | p_idx;
-  assign \$99  = p_words < 3'h4;
-  assign \$100  = \$99  ? p_words : 17'h00004;
-  assign \$101  = \$100  - 1'h1;
-  assign \$102  = \$98  ? { 16'h0000, p_last_lane } : \$101 ;
-  assign \$103  = p_idx == \$102 ;
-  assign \$104  = p_idx + 1'h1;
-  assign \$105  = \$103  ? 3'h0 : \$104 ;
-  assign \$106  = p_dev + 7'h40;
-  assign \$107  = p_beats - 1'h1;
-  assign \$108  = ! p_burst;
-  assign \$109  = \$108  ? \$34 [8:0] : p_burst;
-  assign \$110  = \$109  - 1'h1;
-  assign \$111  = p_words < 3'h4;
-  assign \$112  = \$111  ? p_words : 17'h00004;
-  assign \$113  = \$112  - 1'h1;
-  assign \$114  = ! p_burst;
-  assign \$115  = \$34 [8:0] == 1'h1;
-  assign \$116  = p_burst == 1'h1;
-  assign \$117  = \$114  ? \$115  : \$116 ;
-  assign \$118  = ! \$signal$50 ;
-  assign \$119  = \$signal  & \$118 ;
-  assign \$120  = \$signal$50  == 1'h1;
-  assign \$121  = \$signal  & \$120 ;
-  assign \$122  = \$signal$50  == 2'h2;
-  assign \$123  = \$signal  & \$122 ;
-  assign \$124  = \$signal$50  == 2'h3;
-  assign \$125  = \$signal  & \$124 ;
-  assign \$126  = \$signal  & \$signal$48 ;
-  assign \$127  = bw__addr == 2'h3;
-  assign \$128  = bw__addr + 1'h1;
-  assign \$129  = \$127  ? 3'h0 : \$128 ;
-  assign \$130  = | count;
-  assign \$131  = \$130  & m_axi_gmem_wready;
-  assign \$132  = br__addr == 2'h3;
-  assign \$133  = br__addr + 1'h1;
+  assign \$80  = s_idx + 1'h1;
+  assign \$81  = s_rem - 1'h1;
+  assign \$82  = s_rem == 1'h1;
+  assign \$83  = m_axi_gmem_rvalid & rready;
+  assign \$84  = \$83  & go_r;
+  assign \$85  = rx_last ? tail : 2'h3;
+  assign \$86  = rx_last ? tail0 : 1'h0;
+  assign \$87  = rx_beats - 1'h1;
+  assign \$88  = rx_beats == 2'h2;
+  assign \$89  = | m_axi_gmem_rresp;
+  assign \$90  = ~ wp_off;
+  assign \$91  = 7'h40 - wp_off;
+  assign \$92  = wp_left <= 9'h100;
+  assign \$93  = \$92  ? wp_left : 17'h00100;
+  assign \$94  = wp_left <= 9'h100;
+  assign \$95  = wp_left[8:0] - 1'h1;
+  assign \$96  = \$94  ? \$95  : 10'h0ff;
+  assign \$97  = | wp_left;
+  assign \$98  = wp_left <= 9'h100;
+  assign \$99  = ~ wp_off;
+  assign \$100  = ! \$99 ;
+  assign \$101  = ~ wp_off;
+  assign \$102  = \$101  == 1'h1;
+  assign \$103  = wp_left <= 9'h100;
+  assign \$104  = wp_left == 1'h1;
+  assign \$105  = \$103  ? \$104  : 1'h0;
+  assign \$106  = wp_left <= 9'h100;
+  assign \$107  = wp_left == 2'h2;
+  assign \$108  = \$106  ? \$107  : 1'h0;
+  assign \$109  = wp_tbm1 < wp_capm1;
+  assign \$110  = \$109  ? { 2'h0, wp_tb } : wp_cap;
+  assign \$111  = wp_tbm1 < wp_capm1;
+  assign \$112  = \$111  ? { 2'h0, wp_tbm1 } : wp_capm1;
+  assign \$113  = wp_t0 | wp_c0;
+  assign \$114  = wp_tbm1 < wp_capm1;
+  assign \$115  = \$114  ? wp_t1 : wp_c1;
+  assign \$116  = wp_tbm1 < wp_capm1;
+  assign \$117  = ~ \$116 ;
+  assign \$118  = wp_le_a & \$117 ;
+  assign \$119  = ~ wp_chg;
+  assign \$120  = ~ wp_chg;
+  assign \$121  = wp_st_a & \$120 ;
+  assign \$122  = mem_addr + 1'h1;
+  assign \$123  = p_lastbeat ? tail : 2'h3;
+  assign \$124  = \$signal  ? p_last_lane : \$123 ;
+  assign \$125  = p_idx == \$124 ;
+  assign \$126  = p_lastbeat ? tail : 2'h3;
+  assign \$127  = \$signal  ? p_last_lane : \$126 ;
+  assign \$128  = p_b0 ? wp_n1 : p_b1;
+  assign \$129  = \$signal  ? p_wlast : \$128 ;
+  assign \$130  = p_lastbeat ? tail : 2'h3;
+  assign \$131  = \$signal  ? p_last_lane : \$130 ;
+  assign \$132  = p_idx == \$131 ;
+  assign \$133  = p_idx + 1'h1;
   assign \$134  = \$132  ? 3'h0 : \$133 ;
-  assign \$135  = \$signal  & \$signal$48 ;
-  assign \$136  = | count;
-  assign \$137  = \$136  & m_axi_gmem_wready;
+  assign \$135  = p_lastbeat ? tail : 2'h3;
+  assign \$136  = \$signal  ? p_last_lane : \$135 ;
+  assign \$137  = p_idx == \$136 ;
   assign \$138  = ~ \$137 ;
-  assign \$139  = \$135  & \$138 ;
-  assign \$140  = | count;
-  assign \$141  = \$140  & m_axi_gmem_wready;
-  assign \$142  = \$signal  & \$signal$48 ;
-  assign \$143  = ~ \$142 ;
-  assign \$144  = \$141  & \$143 ;
-  assign \$145  = count + 1'h1;
-  assign \$146  = count - 1'h1;
-  assign \$147  = | count;
-  assign \$148  = \$147  & m_axi_gmem_wready;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = start_beat & \$149 ;
-  assign \$151  = | count;
-  assign \$152  = \$151  & m_axi_gmem_wready;
-  assign \$153  = ~ start_beat;
-  assign \$154  = \$152  & \$153 ;
-  assign \$155  = used + 1'h1;
-  assign \$156  = used - 1'h1;
-  assign \$157  = m_axi_gmem_bvalid & busy;
-  assign \$158  = \$157  & to_dev;
-  assign \$159  = | m_axi_gmem_bresp;
-  assign \$160  = \$158  & \$159 ;
-  assign \$161  = ~ busy;
-  assign \$162  = cmd__valid & \$161 ;
-  assign \$163  = cmd__payload[96:80] + 2'h3;
-  assign \$165  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
-  assign \$166  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
-  assign \$167  = cmd__payload[96:80] + 2'h3;
-  assign \$169  = ! a_beats;
-  assign \$170  = ~ ax_valid;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = ! outstanding;
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = ! rx_words;
-  assign \$175  = ~ s_valid;
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = to_dev ? \$173  : \$176 ;
-  assign \$178  = busy & \$177 ;
+  assign \$139  = p_beats - 1'h1;
+  assign \$140  = ~ p_lastbeat;
+  assign \$141  = p_beats == 2'h2;
+  assign \$142  = wp_off + wp_n;
+  assign \$143  = wp_left - wp_n;
+  assign \$144  = p_burst - 1'h1;
+  assign \$145  = p_burst == 2'h2;
+  assign \$146  = p_lastbeat ? tail : 2'h3;
+  assign \$147  = p_b0 ? wp_n1 : p_b1;
+  assign \$148  = ! \$signal$48 ;
+  assign \$149  = \$signal$45  & \$148 ;
+  assign \$150  = \$signal$48  == 1'h1;
+  assign \$151  = \$signal$45  & \$150 ;
+  assign \$152  = \$signal$48  == 2'h2;
+  assign \$153  = \$signal$45  & \$152 ;
+  assign \$154  = \$signal$48  == 2'h3;
+  assign \$155  = \$signal$45  & \$154 ;
+  assign \$156  = \$signal$45  & \$signal$46 ;
+  assign \$157  = bw__addr == 2'h3;
+  assign \$158  = bw__addr + 1'h1;
+  assign \$159  = \$157  ? 3'h0 : \$158 ;
+  assign \$160  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$161  = br__addr == 2'h3;
+  assign \$162  = br__addr + 1'h1;
+  assign \$163  = \$161  ? 3'h0 : \$162 ;
+  assign \$164  = \$signal$45  & \$signal$46 ;
+  assign \$165  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$166  = ~ \$165 ;
+  assign \$167  = \$164  & \$166 ;
+  assign \$168  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$169  = \$signal$45  & \$signal$46 ;
+  assign \$170  = ~ \$169 ;
+  assign \$171  = \$168  & \$170 ;
+  assign \$172  = count + 1'h1;
+  assign \$173  = count - 1'h1;
+  assign \$174  = count != 1'h1;
+  assign \$175  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = start_beat & \$176 ;
+  assign \$178  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$179  = ~ start_beat;
+  assign \$180  = \$178  & \$179 ;
+  assign \$181  = m_axi_gmem_bvalid & go_w;
+  assign \$182  = | m_axi_gmem_bresp;
+  assign \$183  = \$181  & \$182 ;
+  assign \$184  = ~ busy;
+  assign \$185  = cmd__valid & \$184 ;
+  assign \$186  = ~ cmd__payload[97];
+  assign \$187  = ! cmd__payload[96:80];
+  assign \$188  = cmd__payload[97] ? beats : 17'h00000;
+  assign \$189  = ~ cmd__payload[97];
+  assign \$190  = cmd__payload[97] ? 17'h00000 : beats;
+  assign \$191  = ~ cmd__payload[97];
+  assign \$192  = ! cmd__payload[96:80];
+  assign \$193  = ~ \$192 ;
+  assign \$195  = ! \$194 ;
+  assign \$196  = cmd__payload[96:80] == 3'h4;
+  assign \$197  = \$195  | \$196 ;
+  assign \$198  = \$193  & \$197 ;
+  assign \$199  = \$191  & \$198 ;
+  assign \$200  = ! cmd__payload[96:80];
+  assign \$201  = cmd__payload[97] | \$200 ;
+  assign \$202  = cmd__payload[97] ? beats : 17'h00000;
+  assign \$203  = ! cmd__payload[96:80];
+  assign \$204  = ~ \$203 ;
+  assign \$205  = cmd__payload[97] & \$204 ;
+  assign \$206  = ! cmd__payload[96:80];
+  assign \$207  = ~ \$206 ;
+  assign \$209  = ! \$208 ;
+  assign \$210  = cmd__payload[96:80] == 3'h4;
+  assign \$211  = \$209  | \$210 ;
+  assign \$212  = \$207  & \$211 ;
+  assign \$213  = cmd__payload[97] & \$212 ;
+  assign \$214  = cmd__payload[81:80] - 1'h1;
+  assign \$215  = cmd__payload[81:80] == 1'h1;
+  assign \$216  = ~ ax_valid;
+  assign \$217  = a_zero & \$216 ;
+  assign \$218  = ~ outstanding[0];
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = ~ s_valid;
+  assign \$221  = rx_zero & \$220 ;
+  assign \$222  = to_dev ? \$219  : \$221 ;
+  assign \$223  = busy & \$222 ;
   always @(posedge clk)
-    done <= \$179 ;
+    done <= \$224 ;
   always @(posedge clk)
-    ax_valid <= \$180 ;
+    ap_tbm1 <= \$225 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$181 ;
+    ap_tb <= \$226 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$182 ;
+    ap_cap <= \$227 ;
   always @(posedge clk)
-    a_beats <= \$183 ;
+    ap_capm1 <= \$228 ;
   always @(posedge clk)
-    a_step <= \$184 ;
+    ap_more_a <= \$229 ;
   always @(posedge clk)
-    a_addr <= \$185 ;
+    ap_le_a <= \$230 ;
   always @(posedge clk)
-    outstanding <= \$186 ;
+    ap_t0 <= \$231 ;
   always @(posedge clk)
-    mem_addr <= \$187 ;
+    ap_t1 <= \$232 ;
   always @(posedge clk)
-    s_idx <= \$188 ;
+    ap_c0 <= \$233 ;
   always @(posedge clk)
-    s_valid <= \$189 ;
+    ap_c1 <= \$234 ;
   always @(posedge clk)
-    s_data <= \$190 ;
+    ap_n <= \$235 ;
   always @(posedge clk)
-    s_last <= \$191 ;
+    ap_nm1 <= \$236 ;
   always @(posedge clk)
-    rx_words <= \$192 ;
+    ap_n1 <= \$237 ;
   always @(posedge clk)
-    error <= \$193 ;
+    ap_n2 <= \$238 ;
   always @(posedge clk)
-    \$signal  <= \$194 ;
+    ap_more <= \$239 ;
   always @(posedge clk)
-    p_words <= \$195 ;
+    ap_last <= \$240 ;
   always @(posedge clk)
-    \$signal$50  <= \$196 ;
+    ap_st_a <= \$241 ;
   always @(posedge clk)
-    \$signal$48  <= \$197 ;
+    ap_ready <= \$242 ;
   always @(posedge clk)
-    \$signal$56  <= \$198 ;
+    ax_valid <= \$243 ;
   always @(posedge clk)
-    q_wlast <= \$199 ;
+    m_axi_gmem_awaddr <= \$244 ;
   always @(posedge clk)
-    p_idx <= \$200 ;
+    m_axi_gmem_awlen <= \$245 ;
   always @(posedge clk)
-    p_dev <= \$201 ;
+    a_addr <= \$246 ;
   always @(posedge clk)
-    p_beats <= \$202 ;
+    ap_off <= \$247 ;
   always @(posedge clk)
-    p_burst <= \$203 ;
+    ap_left <= \$248 ;
   always @(posedge clk)
-    p_last_lane <= \$204 ;
+    a_zero <= \$249 ;
   always @(posedge clk)
-    p_wlast <= \$205 ;
+    outstanding <= \$250 ;
   always @(posedge clk)
-    asm0 <= \$206 ;
+    mem_addr <= \$251 ;
   always @(posedge clk)
-    asm1 <= \$207 ;
+    s_idx <= \$252 ;
   always @(posedge clk)
-    asm2 <= \$208 ;
+    s_rem <= \$253 ;
   always @(posedge clk)
-    asm3 <= \$209 ;
+    s_end <= \$254 ;
   always @(posedge clk)
-    bw__addr <= \$210 ;
+    s_valid <= \$255 ;
   always @(posedge clk)
-    br__addr <= \$211 ;
+    s_data <= \$256 ;
   always @(posedge clk)
-    count <= \$212 ;
+    rx_beats <= \$257 ;
   always @(posedge clk)
-    used <= \$213 ;
+    rx_last <= \$258 ;
   always @(posedge clk)
-    busy <= \$214 ;
+    rx_zero <= \$259 ;
   always @(posedge clk)
-    to_dev <= \$215 ;
+    error <= \$260 ;
+  always @(posedge clk)
+    wp_tbm1 <= \$261 ;
+  always @(posedge clk)
+    wp_tb <= \$262 ;
+  always @(posedge clk)
+    wp_cap <= \$263 ;
+  always @(posedge clk)
+    wp_capm1 <= \$264 ;
+  always @(posedge clk)
+    wp_more_a <= \$265 ;
+  always @(posedge clk)
+    wp_le_a <= \$266 ;
+  always @(posedge clk)
+    wp_t0 <= \$267 ;
+  always @(posedge clk)
+    wp_t1 <= \$268 ;
+  always @(posedge clk)
+    wp_c0 <= \$269 ;
+  always @(posedge clk)
+    wp_c1 <= \$270 ;
+  always @(posedge clk)
+    wp_n <= \$271 ;
+  always @(posedge clk)
+    wp_nm1 <= \$272 ;
+  always @(posedge clk)
+    wp_n1 <= \$273 ;
+  always @(posedge clk)
+    wp_n2 <= \$274 ;
+  always @(posedge clk)
+    wp_more <= \$275 ;
+  always @(posedge clk)
+    wp_last <= \$276 ;
+  always @(posedge clk)
+    wp_st_a <= \$277 ;
+  always @(posedge clk)
+    wp_ready <= \$278 ;
+  always @(posedge clk)
+    \$signal$45  <= \$279 ;
+  always @(posedge clk)
+    \$signal$48  <= \$280 ;
+  always @(posedge clk)
+    \$signal$46  <= \$281 ;
+  always @(posedge clk)
+    \$signal$54  <= \$282 ;
+  always @(posedge clk)
+    q_wlast <= \$283 ;
+  always @(posedge clk)
+    p_idx <= \$284 ;
+  always @(posedge clk)
+    \$signal  <= \$285 ;
+  always @(posedge clk)
+    p_beats <= \$286 ;
+  always @(posedge clk)
+    p_more <= \$287 ;
+  always @(posedge clk)
+    p_lastbeat <= \$288 ;
+  always @(posedge clk)
+    p_burst <= \$289 ;
+  always @(posedge clk)
+    p_b0 <= \$290 ;
+  always @(posedge clk)
+    p_b1 <= \$291 ;
+  always @(posedge clk)
+    wp_off <= \$292 ;
+  always @(posedge clk)
+    wp_left <= \$293 ;
+  always @(posedge clk)
+    p_last_lane <= \$294 ;
+  always @(posedge clk)
+    p_wlast <= \$295 ;
+  always @(posedge clk)
+    asm0 <= \$296 ;
+  always @(posedge clk)
+    asm1 <= \$297 ;
+  always @(posedge clk)
+    asm2 <= \$298 ;
+  always @(posedge clk)
+    asm3 <= \$299 ;
+  always @(posedge clk)
+    bw__addr <= \$300 ;
+  always @(posedge clk)
+    br__addr <= \$301 ;
+  always @(posedge clk)
+    count <= \$302 ;
+  always @(posedge clk)
+    m_axi_gmem_wvalid <= \$303 ;
+  always @(posedge clk)
+    used <= \$304 ;
+  always @(posedge clk)
+    busy <= \$305 ;
+  always @(posedge clk)
+    to_dev <= \$306 ;
+  always @(posedge clk)
+    go_r <= \$307 ;
+  always @(posedge clk)
+    go_w <= \$308 ;
+  always @(posedge clk)
+    tail <= \$309 ;
+  always @(posedge clk)
+    tail0 <= \$310 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    ap_chg = 1'h0;
+    if (ax_issue) begin
+      ap_chg = 1'h1;
+    end
+    if (\$34 ) begin
+      ap_chg = 1'h1;
+    end
+  end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
@@ -9355,436 +9627,902 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$179  = 1'h0;
-    if (\$178 ) begin
-      \$179  = 1'h1;
+    wp_chg = 1'h0;
+    if (start_beat) begin
+      if (p_b0) begin
+        wp_chg = 1'h1;
+      end
     end
-    if (rst) begin
-      \$179  = 1'h0;
+    if (\$34 ) begin
+      wp_chg = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$180  = ax_valid;
+    beats = 17'h00000;
+    if (\$34 ) begin
+      beats = \$36 [16:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$224  = 1'h0;
+    if (\$223 ) begin
+      \$224  = 1'h1;
+    end
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$225  = \$37 ;
+    if (rst) begin
+      \$225  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$226  = \$38 [6:0];
+    if (rst) begin
+      \$226  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$227  = \$40 [8:0];
+    if (rst) begin
+      \$227  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$228  = \$43 [7:0];
+    if (rst) begin
+      \$228  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$229  = \$44 ;
+    if (rst) begin
+      \$229  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$230  = \$45 ;
+    if (rst) begin
+      \$230  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$231  = \$47 ;
+    if (rst) begin
+      \$231  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$232  = \$49 ;
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$233  = \$52 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$234  = \$55 ;
+    if (rst) begin
+      \$234  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$235  = \$57 [6:0];
+    if (rst) begin
+      \$235  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$236  = \$59 ;
+    if (rst) begin
+      \$236  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$237  = \$60 ;
+    if (rst) begin
+      \$237  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$238  = \$62 ;
+    if (rst) begin
+      \$238  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$239  = ap_more_a;
+    if (rst) begin
+      \$239  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$240  = \$65 ;
+    if (rst) begin
+      \$240  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$241  = \$66 ;
+    if (rst) begin
+      \$241  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$242  = \$68 ;
+    if (rst) begin
+      \$242  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$243  = ax_valid;
     if (ax_issue) begin
-      \$180  = 1'h1;
+      \$243  = 1'h1;
     end
-    if (\$58 ) begin
-      \$180  = 1'h0;
+    if (\$74 ) begin
+      \$243  = 1'h0;
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$181  = m_axi_gmem_awaddr;
+    \$244  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$181  = a_addr;
+      \$244  = a_addr;
     end
     if (rst) begin
-      \$181  = 64'h0000000000000000;
+      \$244  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$182  = m_axi_gmem_awlen;
+    \$245  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$182  = \$52 [7:0];
+      \$245  = ap_nm1;
     end
     if (rst) begin
-      \$182  = 8'h00;
+      \$245  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$183  = a_beats;
+    \$246  = a_addr;
     if (ax_issue) begin
-      \$183  = \$53 [16:0];
+      \$246  = \$70 [63:0];
     end
-    if (\$162 ) begin
-      \$183  = \$164 [16:0];
+    if (\$185 ) begin
+      \$246  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$183  = 17'h00000;
+      \$246  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$184  = a_step;
+    \$247  = ap_off;
     if (ax_issue) begin
-      \$184  = 1'h1;
+      \$247  = \$71 [5:0];
     end
-    if (a_step) begin
-      \$184  = 1'h0;
+    if (\$185 ) begin
+      \$247  = cmd__payload[11:6];
     end
     if (rst) begin
-      \$184  = 1'h0;
+      \$247  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$185  = a_addr;
-    if (a_step) begin
-      \$185  = \$56 [63:0];
+    \$248  = ap_left;
+    if (ax_issue) begin
+      \$248  = \$72 [16:0];
     end
-    if (\$162 ) begin
-      \$185  = { cmd__payload[63:6], 6'h00 };
+    if (\$185 ) begin
+      \$248  = beats;
     end
     if (rst) begin
-      \$185  = 64'h0000000000000000;
+      \$248  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$186  = outstanding;
-    if (\$60 ) begin
-      \$186  = \$63 [2:0];
-    end else if (\$62 ) begin
-      \$186  = \$64 [2:0];
+    \$249  = a_zero;
+    if (ax_issue) begin
+      \$249  = ap_last;
+    end
+    if (\$185 ) begin
+      \$249  = \$187 ;
     end
     if (rst) begin
-      \$186  = 3'h0;
+      \$249  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$187  = mem_addr;
+    \$250  = outstanding;
+    if (\$76 ) begin
+      \$250  = { outstanding[2:0], 1'h1 };
+    end else if (\$78 ) begin
+      \$250  = { 1'h0, outstanding[3:1] };
+    end
+    if (rst) begin
+      \$250  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$251  = mem_addr;
     if (s_valid) begin
-      \$187  = \$65 [15:0];
+      \$251  = \$79 [15:0];
     end
     if (rd_issue) begin
-      \$187  = \$79 [15:0];
+      \$251  = \$122 [15:0];
     end
-    if (\$162 ) begin
-      \$187  = cmd__payload[79:64];
+    if (\$185 ) begin
+      \$251  = cmd__payload[79:64];
     end
     if (rst) begin
-      \$187  = 16'h0000;
+      \$251  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$188  = s_idx;
+    \$252  = s_idx;
     if (s_valid) begin
-      \$188  = \$66 [1:0];
+      \$252  = \$80 [1:0];
     end
-    if (\$71 ) begin
-      \$188  = 2'h0;
+    if (\$84 ) begin
+      \$252  = 2'h0;
     end
     if (rst) begin
-      \$188  = 2'h0;
+      \$252  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$189  = s_valid;
+    \$253  = s_rem;
     if (s_valid) begin
-      if (\$67 ) begin
-        \$189  = 1'h0;
+      \$253  = \$81 [1:0];
+    end
+    if (\$84 ) begin
+      \$253  = \$85 ;
+    end
+    if (rst) begin
+      \$253  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$254  = s_end;
+    if (s_valid) begin
+      \$254  = \$82 ;
+    end
+    if (\$84 ) begin
+      \$254  = \$86 ;
+    end
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$255  = s_valid;
+    if (s_valid) begin
+      if (s_end) begin
+        \$255  = 1'h0;
       end
     end
-    if (\$71 ) begin
-      \$189  = 1'h1;
+    if (\$84 ) begin
+      \$255  = 1'h1;
     end
     if (rst) begin
-      \$189  = 1'h0;
+      \$255  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$190  = s_data;
-    if (\$71 ) begin
-      \$190  = m_axi_gmem_rdata;
+    \$256  = s_data;
+    if (\$84 ) begin
+      \$256  = m_axi_gmem_rdata;
     end
     if (rst) begin
-      \$190  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$256  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$191  = s_last;
-    if (\$71 ) begin
-      \$191  = \$74 [1:0];
+    \$257  = rx_beats;
+    if (\$84 ) begin
+      \$257  = \$87 [16:0];
+    end
+    if (\$185 ) begin
+      \$257  = \$190 ;
     end
     if (rst) begin
-      \$191  = 2'h0;
+      \$257  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$192  = rx_words;
-    if (\$71 ) begin
-      \$192  = \$77 [16:0];
+    \$258  = rx_last;
+    if (\$84 ) begin
+      \$258  = \$88 ;
     end
-    if (\$162 ) begin
-      \$192  = \$165 ;
+    if (\$185 ) begin
+      \$258  = \$199 ;
     end
     if (rst) begin
-      \$192  = 17'h00000;
+      \$258  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$193  = error;
-    if (\$71 ) begin
-      if (\$78 ) begin
-        \$193  = 1'h1;
+    \$259  = rx_zero;
+    if (\$84 ) begin
+      \$259  = rx_last;
+    end
+    if (\$185 ) begin
+      \$259  = \$201 ;
+    end
+    if (rst) begin
+      \$259  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$260  = error;
+    if (\$84 ) begin
+      if (\$89 ) begin
+        \$260  = 1'h1;
       end
     end
+    if (\$183 ) begin
+      \$260  = 1'h1;
+    end
+    if (\$185 ) begin
+      \$260  = 1'h0;
+    end
+    if (rst) begin
+      \$260  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$261  = \$90 ;
+    if (rst) begin
+      \$261  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$262  = \$91 [6:0];
+    if (rst) begin
+      \$262  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$263  = \$93 [8:0];
+    if (rst) begin
+      \$263  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$264  = \$96 [7:0];
+    if (rst) begin
+      \$264  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$265  = \$97 ;
+    if (rst) begin
+      \$265  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$266  = \$98 ;
+    if (rst) begin
+      \$266  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$267  = \$100 ;
+    if (rst) begin
+      \$267  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$268  = \$102 ;
+    if (rst) begin
+      \$268  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$269  = \$105 ;
+    if (rst) begin
+      \$269  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$270  = \$108 ;
+    if (rst) begin
+      \$270  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$271  = \$110 [6:0];
+    if (rst) begin
+      \$271  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$272  = \$112 ;
+    if (rst) begin
+      \$272  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$273  = \$113 ;
+    if (rst) begin
+      \$273  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$274  = \$115 ;
+    if (rst) begin
+      \$274  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$275  = wp_more_a;
+    if (rst) begin
+      \$275  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$276  = \$118 ;
+    if (rst) begin
+      \$276  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$277  = \$119 ;
+    if (rst) begin
+      \$277  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$278  = \$121 ;
+    if (rst) begin
+      \$278  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$279  = rd_issue;
+    if (rst) begin
+      \$279  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$280  = \$signal$48 ;
+    if (rd_issue) begin
+      \$280  = p_idx;
+    end
+    if (rst) begin
+      \$280  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$281  = \$signal$46 ;
+    if (rd_issue) begin
+      \$281  = \$125 ;
+    end
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$282  = \$signal$54 ;
+    if (rd_issue) begin
+      \$282  = \$127 ;
+    end
+    if (rst) begin
+      \$282  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$283  = q_wlast;
+    if (rd_issue) begin
+      \$283  = \$129 ;
+    end
+    if (rst) begin
+      \$283  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$284  = p_idx;
+    if (rd_issue) begin
+      \$284  = \$134 [1:0];
+    end
+    if (\$185 ) begin
+      \$284  = 2'h0;
+    end
+    if (rst) begin
+      \$284  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$285  = \$signal ;
+    if (rd_issue) begin
+      \$285  = \$138 ;
+    end
+    if (\$185 ) begin
+      \$285  = 1'h0;
+    end
+    if (rst) begin
+      \$285  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$286  = p_beats;
+    if (start_beat) begin
+      \$286  = \$139 [16:0];
+    end
+    if (\$185 ) begin
+      \$286  = \$202 ;
+    end
+    if (rst) begin
+      \$286  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$287  = p_more;
+    if (start_beat) begin
+      \$287  = \$140 ;
+    end
+    if (\$185 ) begin
+      \$287  = \$205 ;
+    end
+    if (rst) begin
+      \$287  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$288  = p_lastbeat;
+    if (start_beat) begin
+      \$288  = \$141 ;
+    end
+    if (\$185 ) begin
+      \$288  = \$213 ;
+    end
+    if (rst) begin
+      \$288  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$289  = p_burst;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$289  = { 1'h0, wp_nm1 };
+      end else begin
+        \$289  = \$144 [8:0];
+      end
+    end
+    if (\$185 ) begin
+      \$289  = 9'h000;
+    end
+    if (rst) begin
+      \$289  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$290  = p_b0;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$290  = wp_n1;
+      end else begin
+        \$290  = p_b1;
+      end
+    end
+    if (\$185 ) begin
+      \$290  = 1'h1;
+    end
+    if (rst) begin
+      \$290  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$291  = p_b1;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$291  = wp_n2;
+      end else begin
+        \$291  = \$145 ;
+      end
+    end
+    if (\$185 ) begin
+      \$291  = 1'h0;
+    end
+    if (rst) begin
+      \$291  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$292  = wp_off;
+    if (start_beat) begin
+      if (p_b0) begin
+        \$292  = \$142 [5:0];
+      end
+    end
+    if (\$185 ) begin
+      \$292  = cmd__payload[11:6];
+    end
+    if (rst) begin
+      \$292  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$293  = wp_left;
+    if (start_beat) begin
+      if (p_b0) begin
+        \$293  = \$143 [16:0];
+      end
+    end
+    if (\$185 ) begin
+      \$293  = \$188 ;
+    end
+    if (rst) begin
+      \$293  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$294  = p_last_lane;
+    if (start_beat) begin
+      \$294  = \$146 ;
+    end
+    if (rst) begin
+      \$294  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$295  = p_wlast;
+    if (start_beat) begin
+      \$295  = \$147 ;
+    end
+    if (rst) begin
+      \$295  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$296  = asm0;
+    if (\$149 ) begin
+      \$296  = mem_rdata;
+    end
+    if (rst) begin
+      \$296  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$297  = asm1;
+    if (\$151 ) begin
+      \$297  = mem_rdata;
+    end
+    if (rst) begin
+      \$297  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$298  = asm2;
+    if (\$153 ) begin
+      \$298  = mem_rdata;
+    end
+    if (rst) begin
+      \$298  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$299  = asm3;
+    if (\$155 ) begin
+      \$299  = mem_rdata;
+    end
+    if (rst) begin
+      \$299  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$300  = bw__addr;
+    if (\$156 ) begin
+      \$300  = \$159 [1:0];
+    end
+    if (rst) begin
+      \$300  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$301  = br__addr;
     if (\$160 ) begin
-      \$193  = 1'h1;
-    end
-    if (\$162 ) begin
-      \$193  = 1'h0;
+      \$301  = \$163 [1:0];
     end
     if (rst) begin
-      \$193  = 1'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$194  = rd_issue;
+    \$302  = count;
+    if (\$167 ) begin
+      \$302  = \$172 [2:0];
+    end else if (\$171 ) begin
+      \$302  = \$173 [2:0];
+    end
     if (rst) begin
-      \$194  = 1'h0;
+      \$302  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$195  = p_words;
-    if (rd_issue) begin
-      \$195  = \$80 [16:0];
-    end
-    if (\$162 ) begin
-      \$195  = \$166 ;
+    \$303  = m_axi_gmem_wvalid;
+    if (\$167 ) begin
+      \$303  = 1'h1;
+    end else if (\$171 ) begin
+      \$303  = \$174 ;
     end
     if (rst) begin
-      \$195  = 17'h00000;
+      \$303  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$196  = \$signal$50 ;
-    if (rd_issue) begin
-      \$196  = p_idx;
+    \$304  = used;
+    if (\$177 ) begin
+      \$304  = { used[2:0], 1'h1 };
+    end else if (\$180 ) begin
+      \$304  = { 1'h0, used[3:1] };
     end
     if (rst) begin
-      \$196  = 2'h0;
+      \$304  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$197  = \$signal$48 ;
-    if (rd_issue) begin
-      \$197  = \$86 ;
+    \$305  = busy;
+    if (\$185 ) begin
+      \$305  = 1'h1;
+    end
+    if (\$223 ) begin
+      \$305  = 1'h0;
     end
     if (rst) begin
-      \$197  = 1'h0;
+      \$305  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$198  = \$signal$56 ;
-    if (rd_issue) begin
-      \$198  = \$91 [1:0];
+    \$306  = to_dev;
+    if (\$185 ) begin
+      \$306  = cmd__payload[97];
     end
     if (rst) begin
-      \$198  = 2'h0;
+      \$306  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$199  = q_wlast;
-    if (rd_issue) begin
-      \$199  = \$97 ;
+    \$307  = go_r;
+    if (\$185 ) begin
+      \$307  = \$186 ;
+    end
+    if (\$223 ) begin
+      \$307  = 1'h0;
     end
     if (rst) begin
-      \$199  = 1'h0;
+      \$307  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$200  = p_idx;
-    if (rd_issue) begin
-      \$200  = \$105 [1:0];
+    \$308  = go_w;
+    if (\$185 ) begin
+      \$308  = cmd__payload[97];
     end
-    if (\$162 ) begin
-      \$200  = 2'h0;
+    if (\$223 ) begin
+      \$308  = 1'h0;
     end
     if (rst) begin
-      \$200  = 2'h0;
+      \$308  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$201  = p_dev;
-    if (start_beat) begin
-      \$201  = \$106 [63:0];
-    end
-    if (\$162 ) begin
-      \$201  = { cmd__payload[63:6], 6'h00 };
+    \$309  = tail;
+    if (\$185 ) begin
+      \$309  = \$214 [1:0];
     end
     if (rst) begin
-      \$201  = 64'h0000000000000000;
+      \$309  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$202  = p_beats;
-    if (start_beat) begin
-      \$202  = \$107 [16:0];
-    end
-    if (\$162 ) begin
-      \$202  = \$168 [16:0];
+    \$310  = tail0;
+    if (\$185 ) begin
+      \$310  = \$215 ;
     end
     if (rst) begin
-      \$202  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$203  = p_burst;
-    if (start_beat) begin
-      \$203  = \$110 [8:0];
-    end
-    if (\$162 ) begin
-      \$203  = 9'h000;
-    end
-    if (rst) begin
-      \$203  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$204  = p_last_lane;
-    if (start_beat) begin
-      \$204  = \$113 [1:0];
-    end
-    if (rst) begin
-      \$204  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$205  = p_wlast;
-    if (start_beat) begin
-      \$205  = \$117 ;
-    end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$206  = asm0;
-    if (\$119 ) begin
-      \$206  = mem_rdata;
-    end
-    if (rst) begin
-      \$206  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$207  = asm1;
-    if (\$121 ) begin
-      \$207  = mem_rdata;
-    end
-    if (rst) begin
-      \$207  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$208  = asm2;
-    if (\$123 ) begin
-      \$208  = mem_rdata;
-    end
-    if (rst) begin
-      \$208  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$209  = asm3;
-    if (\$125 ) begin
-      \$209  = mem_rdata;
-    end
-    if (rst) begin
-      \$209  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$210  = bw__addr;
-    if (\$126 ) begin
-      \$210  = \$129 [1:0];
-    end
-    if (rst) begin
-      \$210  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$211  = br__addr;
-    if (\$131 ) begin
-      \$211  = \$134 [1:0];
-    end
-    if (rst) begin
-      \$211  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$212  = count;
-    if (\$139 ) begin
-      \$212  = \$145 [2:0];
-    end else if (\$144 ) begin
-      \$212  = \$146 [2:0];
-    end
-    if (rst) begin
-      \$212  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$213  = used;
-    if (\$150 ) begin
-      \$213  = \$155 [2:0];
-    end else if (\$154 ) begin
-      \$213  = \$156 [2:0];
-    end
-    if (rst) begin
-      \$213  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$214  = busy;
-    if (\$162 ) begin
-      \$214  = 1'h1;
-    end
-    if (\$178 ) begin
-      \$214  = 1'h0;
-    end
-    if (rst) begin
-      \$214  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$215  = to_dev;
-    if (\$162 ) begin
-      \$215  = cmd__payload[97];
-    end
-    if (rst) begin
-      \$215  = 1'h0;
+      \$310  = 1'h0;
     end
   end
   assign \busy$2  = busy;
   assign err = error;
-  assign to_boundary = \$1 [6:0];
-  assign n = \$7 [8:0];
   assign m_axi_gmem_awid = 1'h0;
   assign ax_addr = m_axi_gmem_awaddr;
   assign ax_len = m_axi_gmem_awlen;
@@ -9796,28 +10534,28 @@ module \gae_kernel_n8.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bre
   assign m_axi_gmem_arsize = 3'h6;
   assign m_axi_gmem_arburst = 2'h1;
   assign m_axi_gmem_rready = rready;
-  assign \to_boundary$40  = \$28 [6:0];
-  assign \n$42  = \$34 [8:0];
   assign wr_ptr = bw__addr;
-  assign bw__data = { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };
+  assign bw__data = { q_wlast, \$signal$54 , \$23 , \$21 , \$19 , \$17  };
   assign rd_ptr = br__addr;
-  assign lane_on = { \$45 , \$44 , \$43 , 1'h1 };
-  assign m_axi_gmem_wstrb = { \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , 16'hffff };
+  assign lane_on = { \$26 , \$25 , \$24 , 1'h1 };
+  assign wvalid = m_axi_gmem_wvalid;
+  assign m_axi_gmem_wstrb = { \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$1452$0  = \$43 ;
-  assign \port$1453$0  = \$44 ;
-  assign \port$1454$0  = \$45 ;
+  assign \port$1398$0  = \$24 ;
+  assign \port$1399$0  = \$25 ;
+  assign \port$1400$0  = \$26 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$55  = { 1'h0, \$54 , 6'h00 };
-  assign \$164  = { 2'h0, \$163 [17:2] };
-  assign \$168  = { 2'h0, \$167 [17:2] };
+  assign \$36  = { 2'h0, \$35 [17:2] };
+  assign \$69  = { 1'h0, ap_n, 6'h00 };
+  assign \$194  = { 2'h0, cmd__payload[96:82] };
+  assign \$208  = { 2'h0, cmd__payload[96:82] };
 endmodule
 
 (* generator = "Amaranth" *)

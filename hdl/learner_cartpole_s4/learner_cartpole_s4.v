@@ -278,7 +278,7 @@ module learner_cartpole_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid
     .gamma(gamma),
     .interrupt(interrupt),
     .lr(lr),
-    .\port$7841$0 (\$4 ),
+    .\port$7821$0 (\$4 ),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
     .s_axi_control_araddr(s_axi_control_araddr),
@@ -29539,8 +29539,8 @@ module \learner_cartpole_s4.core (rst, host_addr, host_re, host_we, host_enable,
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start
-, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$7841$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow
+module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start
+, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$7821$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow
 , status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -29550,119 +29550,119 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [1:0] \$105 ;
-  wire [31:0] \$106 ;
-  wire [1:0] \$107 ;
+  wire [31:0] \$100 ;
+  wire [32:0] \$101 ;
+  wire [32:0] \$102 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire [32:0] \$105 ;
+  wire [32:0] \$106 ;
+  wire [16:0] \$107 ;
   wire [31:0] \$108 ;
-  wire [3:0] \$109 ;
+  wire [8:0] \$109 ;
   wire \$11 ;
   wire [31:0] \$110 ;
-  wire [3:0] \$111 ;
+  wire [22:0] \$111 ;
   wire [31:0] \$112 ;
-  wire [7:0] \$113 ;
-  wire [31:0] \$114 ;
-  wire [1:0] \$115 ;
+  wire [46:0] \$113 ;
+  wire [46:0] \$114 ;
+  wire [4:0] \$115 ;
   wire [31:0] \$116 ;
-  wire [1:0] \$117 ;
+  wire [10:0] \$117 ;
   wire [31:0] \$118 ;
-  wire [1:0] \$119 ;
+  wire [22:0] \$119 ;
   wire \$12 ;
   wire [31:0] \$120 ;
-  wire [1:0] \$121 ;
-  wire [31:0] \$122 ;
-  wire [1:0] \$123 ;
+  wire [38:0] \$121 ;
+  wire [38:0] \$122 ;
+  wire [8:0] \$123 ;
   wire [31:0] \$124 ;
-  wire [13:0] \$125 ;
+  wire [22:0] \$125 ;
   wire [31:0] \$126 ;
-  wire [24:0] \$127 ;
-  wire [31:0] \$128 ;
-  wire [17:0] \$129 ;
+  wire [38:0] \$127 ;
+  wire [38:0] \$128 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire [31:0] \$130 ;
-  wire [1:0] \$131 ;
+  wire [38:0] \$130 ;
+  wire [8:0] \$131 ;
   wire [31:0] \$132 ;
-  wire [16:0] \$133 ;
+  wire [22:0] \$133 ;
   wire [31:0] \$134 ;
-  wire [2:0] \$135 ;
-  wire [31:0] \$136 ;
-  wire [15:0] \$137 ;
-  wire [31:0] \$138 ;
-  wire [15:0] \$139 ;
+  wire [38:0] \$135 ;
+  wire [38:0] \$136 ;
+  wire [38:0] \$137 ;
+  wire [38:0] \$138 ;
+  wire [16:0] \$139 ;
   wire \$14 ;
   wire [31:0] \$140 ;
-  wire [15:0] \$141 ;
+  wire [16:0] \$141 ;
   wire [31:0] \$142 ;
-  wire [15:0] \$143 ;
+  wire [16:0] \$143 ;
   wire [31:0] \$144 ;
-  wire [15:0] \$145 ;
+  wire [16:0] \$145 ;
   wire [31:0] \$146 ;
-  wire [15:0] \$147 ;
-  wire [31:0] \$148 ;
-  wire [15:0] \$149 ;
+  wire [1:0] \$147 ;
+  wire \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [31:0] \$150 ;
-  wire [15:0] \$151 ;
-  wire [31:0] \$152 ;
-  wire [31:0] \$153 ;
-  wire [31:0] \$154 ;
-  wire [32:0] \$155 ;
-  wire [32:0] \$156 ;
-  wire [32:0] \$157 ;
-  wire [32:0] \$158 ;
-  wire [32:0] \$159 ;
+  wire \$150 ;
+  wire \$151 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire \$154 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [32:0] \$160 ;
-  wire [16:0] \$161 ;
-  wire [31:0] \$162 ;
-  wire [8:0] \$163 ;
-  wire [31:0] \$164 ;
-  wire [22:0] \$165 ;
-  wire [31:0] \$166 ;
-  wire [46:0] \$167 ;
-  wire [46:0] \$168 ;
-  wire [4:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [31:0] \$170 ;
-  wire [10:0] \$171 ;
-  wire [31:0] \$172 ;
-  wire [22:0] \$173 ;
-  wire [31:0] \$174 ;
-  wire [38:0] \$175 ;
-  wire [38:0] \$176 ;
-  wire [8:0] \$177 ;
-  wire [31:0] \$178 ;
-  wire [22:0] \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  wire [31:0] \$180 ;
-  wire [38:0] \$181 ;
-  wire [38:0] \$182 ;
-  wire [38:0] \$183 ;
-  wire [38:0] \$184 ;
-  wire [8:0] \$185 ;
-  wire [31:0] \$186 ;
-  wire [22:0] \$187 ;
-  wire [31:0] \$188 ;
-  wire [38:0] \$189 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [38:0] \$190 ;
-  wire [38:0] \$191 ;
-  wire [38:0] \$192 ;
-  wire [16:0] \$193 ;
-  wire [31:0] \$194 ;
-  wire [16:0] \$195 ;
-  wire [31:0] \$196 ;
-  wire [16:0] \$197 ;
-  wire [31:0] \$198 ;
-  wire [16:0] \$199 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [31:0] \$200 ;
-  wire \$201 ;
+  wire \$200 ;
+  wire [31:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
@@ -29673,7 +29673,7 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire [1:0] \$211 ;
+  wire \$211 ;
   wire \$212 ;
   wire \$213 ;
   wire \$214 ;
@@ -29705,57 +29705,57 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$238 ;
   wire \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
+  wire [12:0] \$240 ;
+  wire [12:0] \$241 ;
+  wire [12:0] \$242 ;
+  wire [23:0] \$243 ;
+  wire [23:0] \$244 ;
+  wire [23:0] \$245 ;
+  wire [16:0] \$246 ;
+  wire [16:0] \$247 ;
+  wire [16:0] \$248 ;
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
-  wire [12:0] \$256 ;
-  wire [12:0] \$257 ;
-  wire [12:0] \$258 ;
-  wire [12:0] \$259 ;
+  wire [15:0] \$252 ;
+  wire [15:0] \$253 ;
+  wire [15:0] \$254 ;
+  wire [1:0] \$255 ;
+  wire \$256 ;
+  reg \$257 ;
+  reg \$258 ;
+  reg \$259 ;
   wire \$26 ;
-  wire [23:0] \$260 ;
-  wire [23:0] \$261 ;
-  wire [23:0] \$262 ;
-  wire [23:0] \$263 ;
-  wire [16:0] \$264 ;
-  wire [16:0] \$265 ;
-  wire [16:0] \$266 ;
-  wire [16:0] \$267 ;
-  wire \$268 ;
-  wire \$269 ;
+  reg [1:0] \$260 ;
+  reg [21:0] \$261 ;
+  reg \$262 ;
+  reg [31:0] \$263 ;
+  reg [3:0] \$264 ;
+  reg [31:0] \$265 ;
+  reg [31:0] \$266 ;
+  reg \$267 ;
+  reg \$268 ;
+  reg \$269 ;
   wire \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire [15:0] \$272 ;
-  wire [15:0] \$273 ;
-  wire [15:0] \$274 ;
-  wire [15:0] \$275 ;
-  wire [1:0] \$276 ;
-  wire \$277 ;
+  reg \$270 ;
+  reg \$271 ;
+  reg \$272 ;
+  reg \$273 ;
+  reg \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
   reg \$278 ;
   reg \$279 ;
   wire \$28 ;
-  reg \$280 ;
-  reg [6:0] \$281 ;
-  reg [31:0] \$282 ;
-  reg [3:0] \$283 ;
-  reg \$284 ;
-  reg [1:0] \$285 ;
-  reg \$286 ;
+  reg [12:0] \$280 ;
+  reg [23:0] \$281 ;
+  reg [16:0] \$282 ;
+  reg \$283 ;
+  reg [15:0] \$284 ;
+  reg [31:0] \$285 ;
+  reg [1:0] \$286 ;
   reg \$287 ;
   reg \$288 ;
   reg \$289 ;
@@ -29768,37 +29768,19 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   reg \$295 ;
   reg \$296 ;
   reg \$297 ;
-  reg [12:0] \$298 ;
-  reg [23:0] \$299 ;
+  reg \$298 ;
+  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg [16:0] \$300 ;
+  reg \$300 ;
   reg \$301 ;
-  reg [15:0] \$302 ;
-  reg [31:0] \$303 ;
-  reg [1:0] \$304 ;
-  reg \$305 ;
-  reg \$306 ;
-  reg \$307 ;
-  reg \$308 ;
-  reg \$309 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [31:0] \$305 ;
+  reg [3:0] \$306 ;
   wire \$31 ;
-  reg \$310 ;
-  reg \$311 ;
-  reg \$312 ;
-  reg \$313 ;
-  reg \$314 ;
-  reg \$315 ;
-  reg \$316 ;
-  reg \$317 ;
-  reg \$318 ;
-  reg \$319 ;
   wire \$32 ;
-  reg \$320 ;
-  reg \$321 ;
-  reg \$322 ;
-  reg [31:0] \$323 ;
-  reg [3:0] \$324 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
@@ -29819,59 +29801,59 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [1:0] \$51 ;
+  wire [31:0] \$52 ;
+  wire [1:0] \$53 ;
+  wire [31:0] \$54 ;
+  wire [3:0] \$55 ;
+  wire [31:0] \$56 ;
+  wire [3:0] \$57 ;
+  wire [31:0] \$58 ;
+  wire [7:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [31:0] \$60 ;
+  wire [1:0] \$61 ;
+  wire [31:0] \$62 ;
+  wire [1:0] \$63 ;
+  wire [31:0] \$64 ;
+  wire [1:0] \$65 ;
+  wire [31:0] \$66 ;
+  wire [1:0] \$67 ;
+  wire [31:0] \$68 ;
+  wire [1:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [31:0] \$70 ;
+  wire [13:0] \$71 ;
+  wire [31:0] \$72 ;
+  wire [24:0] \$73 ;
+  wire [31:0] \$74 ;
+  wire [17:0] \$75 ;
+  wire [31:0] \$76 ;
+  wire [1:0] \$77 ;
+  wire [31:0] \$78 ;
+  wire [16:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [31:0] \$80 ;
+  wire [2:0] \$81 ;
+  wire [31:0] \$82 ;
+  wire [15:0] \$83 ;
+  wire [31:0] \$84 ;
+  wire [15:0] \$85 ;
+  wire [31:0] \$86 ;
+  wire [15:0] \$87 ;
+  wire [31:0] \$88 ;
+  wire [15:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [31:0] \$90 ;
+  wire [15:0] \$91 ;
+  wire [31:0] \$92 ;
+  wire [15:0] \$93 ;
+  wire [31:0] \$94 ;
+  wire [15:0] \$95 ;
+  wire [31:0] \$96 ;
+  wire [15:0] \$97 ;
+  wire [31:0] \$98 ;
+  wire [31:0] \$99 ;
   input ap_done;
   wire ap_done;
   input ap_idle;
@@ -29888,8 +29870,9 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   output auto_restart;
   reg auto_restart = 1'h0;
   reg auto_status = 1'h0;
-  reg [6:0] aw_addr_q = 7'h00;
+  reg [21:0] aw_dec = 22'h000000;
   reg aw_got = 1'h0;
+  reg aw_hit = 1'h0;
   output [12:0] batch_size;
   reg [12:0] batch_size = 13'h0000;
   (* init = 13'h0000 *)
@@ -29977,8 +29960,8 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire lr_rd;
   wire lr_we;
   reg lr_wr_pulse = 1'h0;
-  input [44:0] \port$7841$0 ;
-  wire [44:0] \port$7841$0 ;
+  input [44:0] \port$7821$0 ;
+  wire [44:0] \port$7821$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -30065,14 +30048,11 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire sync_target_rd;
   wire sync_target_we;
   reg sync_target_wr_pulse = 1'h0;
-  wire [6:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
+  reg [31:0] w_bits = 32'd0;
+  reg [31:0] w_data = 32'd0;
   reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] w_mask = 32'd0;
+  reg [3:0] w_strb = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
   assign \$1  = ~ aw_got;
@@ -30081,832 +30061,826 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \$3  = ~ w_got;
   assign \$4  = ~ bvalid;
   assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign commit = aw_got & w_got;
   assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[6:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[6:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[6:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[6:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[6:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[6:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[6:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[6:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[6:2] == 3'h4;
-  assign batch_size_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[6:2] == 3'h4;
-  assign batch_size_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[6:2] == 3'h5;
-  assign lr_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[6:2] == 3'h5;
-  assign lr_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[6:2] == 3'h6;
-  assign gamma_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[6:2] == 3'h6;
-  assign gamma_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[6:2] == 3'h7;
-  assign sync_target_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[6:2] == 3'h7;
-  assign sync_target_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[6:2] == 4'h8;
-  assign sync_period_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[6:2] == 4'h8;
-  assign sync_period_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[6:2] == 4'h9;
-  assign status_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[6:2] == 4'h9;
-  assign status_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[6:2] == 4'ha;
-  assign loss_lo_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[6:2] == 4'ha;
-  assign loss_lo_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[6:2] == 4'hb;
-  assign loss_hi_we = commit & \$38 ;
+  assign \$5  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$5 ;
+  assign ctrl_we = commit & aw_dec[0];
+  assign \$6  = ! s_axi_control_araddr[6:2];
+  assign ctrl_rd = ar_hs & \$6 ;
+  assign gier_we = commit & aw_dec[1];
+  assign \$7  = s_axi_control_araddr[6:2] == 1'h1;
+  assign gier_rd = ar_hs & \$7 ;
+  assign ip_ier_we = commit & aw_dec[2];
+  assign \$8  = s_axi_control_araddr[6:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$8 ;
+  assign ip_isr_we = commit & aw_dec[3];
+  assign \$9  = s_axi_control_araddr[6:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$9 ;
+  assign batch_size_we = commit & aw_dec[4];
+  assign \$10  = s_axi_control_araddr[6:2] == 3'h4;
+  assign batch_size_rd = ar_hs & \$10 ;
+  assign lr_we = commit & aw_dec[5];
+  assign \$11  = s_axi_control_araddr[6:2] == 3'h5;
+  assign lr_rd = ar_hs & \$11 ;
+  assign gamma_we = commit & aw_dec[6];
+  assign \$12  = s_axi_control_araddr[6:2] == 3'h6;
+  assign gamma_rd = ar_hs & \$12 ;
+  assign sync_target_we = commit & aw_dec[7];
+  assign \$13  = s_axi_control_araddr[6:2] == 3'h7;
+  assign sync_target_rd = ar_hs & \$13 ;
+  assign sync_period_we = commit & aw_dec[8];
+  assign \$14  = s_axi_control_araddr[6:2] == 4'h8;
+  assign sync_period_rd = ar_hs & \$14 ;
+  assign status_we = commit & aw_dec[9];
+  assign \$15  = s_axi_control_araddr[6:2] == 4'h9;
+  assign status_rd = ar_hs & \$15 ;
+  assign loss_lo_we = commit & aw_dec[10];
+  assign \$16  = s_axi_control_araddr[6:2] == 4'ha;
+  assign loss_lo_rd = ar_hs & \$16 ;
+  assign loss_hi_we = commit & aw_dec[11];
+  assign \$17  = s_axi_control_araddr[6:2] == 4'hb;
+  assign loss_hi_rd = ar_hs & \$17 ;
+  assign cycles_we = commit & aw_dec[12];
+  assign \$18  = s_axi_control_araddr[6:2] == 4'hc;
+  assign cycles_rd = ar_hs & \$18 ;
+  assign sync_count_we = commit & aw_dec[13];
+  assign \$19  = s_axi_control_araddr[6:2] == 4'hd;
+  assign sync_count_rd = ar_hs & \$19 ;
+  assign hw_array_we = commit & aw_dec[14];
+  assign \$20  = s_axi_control_araddr[6:2] == 4'he;
+  assign hw_array_rd = ar_hs & \$20 ;
+  assign hw_layers_we = commit & aw_dec[15];
+  assign \$21  = s_axi_control_araddr[6:2] == 4'hf;
+  assign hw_layers_rd = ar_hs & \$21 ;
+  assign hw_format_we = commit & aw_dec[16];
+  assign \$22  = s_axi_control_araddr[6:2] == 5'h10;
+  assign hw_format_rd = ar_hs & \$22 ;
+  assign hw_format2_we = commit & aw_dec[17];
+  assign \$23  = s_axi_control_araddr[6:2] == 5'h11;
+  assign hw_format2_rd = ar_hs & \$23 ;
+  assign hw_size0_we = commit & aw_dec[18];
+  assign \$24  = s_axi_control_araddr[6:2] == 5'h12;
+  assign hw_size0_rd = ar_hs & \$24 ;
+  assign hw_size1_we = commit & aw_dec[19];
+  assign \$25  = s_axi_control_araddr[6:2] == 5'h13;
+  assign hw_size1_rd = ar_hs & \$25 ;
+  assign hw_size2_we = commit & aw_dec[20];
+  assign \$26  = s_axi_control_araddr[6:2] == 5'h14;
+  assign hw_size2_rd = ar_hs & \$26 ;
+  assign hw_size3_we = commit & aw_dec[21];
+  assign \$27  = s_axi_control_araddr[6:2] == 5'h15;
+  assign hw_size3_rd = ar_hs & \$27 ;
+  assign \$28  = ! s_axi_control_araddr[6:2];
+  assign \$29  = s_axi_control_araddr[6:2] == 1'h1;
+  assign \$30  = s_axi_control_araddr[6:2] == 2'h2;
+  assign \$31  = s_axi_control_araddr[6:2] == 2'h3;
+  assign \$32  = s_axi_control_araddr[6:2] == 3'h4;
+  assign \$33  = s_axi_control_araddr[6:2] == 3'h5;
+  assign \$34  = s_axi_control_araddr[6:2] == 3'h6;
+  assign \$35  = s_axi_control_araddr[6:2] == 3'h7;
+  assign \$36  = s_axi_control_araddr[6:2] == 4'h8;
+  assign \$37  = s_axi_control_araddr[6:2] == 4'h9;
+  assign \$38  = s_axi_control_araddr[6:2] == 4'ha;
   assign \$39  = s_axi_control_araddr[6:2] == 4'hb;
-  assign loss_hi_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[6:2] == 4'hc;
-  assign cycles_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[6:2] == 4'hc;
-  assign cycles_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[6:2] == 4'hd;
-  assign sync_count_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[6:2] == 4'hd;
-  assign sync_count_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[6:2] == 4'he;
-  assign hw_array_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[6:2] == 4'he;
-  assign hw_array_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[6:2] == 4'hf;
-  assign hw_layers_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[6:2] == 4'hf;
-  assign hw_layers_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[6:2] == 5'h10;
-  assign hw_format_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[6:2] == 5'h10;
-  assign hw_format_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[6:2] == 5'h11;
-  assign hw_format2_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[6:2] == 5'h11;
-  assign hw_format2_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[6:2] == 5'h12;
-  assign hw_size0_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[6:2] == 5'h12;
-  assign hw_size0_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[6:2] == 5'h13;
-  assign hw_size1_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[6:2] == 5'h13;
-  assign hw_size1_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[6:2] == 5'h14;
-  assign hw_size2_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[6:2] == 5'h14;
-  assign hw_size2_rd = ar_hs & \$57 ;
-  assign \$58  = w_addr[6:2] == 5'h15;
-  assign hw_size3_we = commit & \$58 ;
-  assign \$59  = s_axi_control_araddr[6:2] == 5'h15;
-  assign hw_size3_rd = ar_hs & \$59 ;
-  assign \$60  = ! w_addr[6:2];
-  assign \$61  = w_addr[6:2] == 1'h1;
-  assign \$62  = w_addr[6:2] == 2'h2;
-  assign \$63  = w_addr[6:2] == 2'h3;
-  assign \$64  = w_addr[6:2] == 3'h4;
-  assign \$65  = w_addr[6:2] == 3'h5;
-  assign \$66  = w_addr[6:2] == 3'h6;
-  assign \$67  = w_addr[6:2] == 3'h7;
-  assign \$68  = w_addr[6:2] == 4'h8;
-  assign \$69  = w_addr[6:2] == 4'h9;
-  assign \$70  = w_addr[6:2] == 4'ha;
-  assign \$71  = w_addr[6:2] == 4'hb;
-  assign \$72  = w_addr[6:2] == 4'hc;
-  assign \$73  = w_addr[6:2] == 4'hd;
-  assign \$74  = w_addr[6:2] == 4'he;
-  assign \$75  = w_addr[6:2] == 4'hf;
-  assign \$76  = w_addr[6:2] == 5'h10;
-  assign \$77  = w_addr[6:2] == 5'h11;
-  assign \$78  = w_addr[6:2] == 5'h12;
-  assign \$79  = w_addr[6:2] == 5'h13;
-  assign \$80  = w_addr[6:2] == 5'h14;
-  assign \$81  = w_addr[6:2] == 5'h15;
-  assign w_hit = | { \$81 , \$80 , \$79 , \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60  };
-  assign \$82  = ! s_axi_control_araddr[6:2];
-  assign \$83  = s_axi_control_araddr[6:2] == 1'h1;
-  assign \$84  = s_axi_control_araddr[6:2] == 2'h2;
-  assign \$85  = s_axi_control_araddr[6:2] == 2'h3;
-  assign \$86  = s_axi_control_araddr[6:2] == 3'h4;
-  assign \$87  = s_axi_control_araddr[6:2] == 3'h5;
-  assign \$88  = s_axi_control_araddr[6:2] == 3'h6;
-  assign \$89  = s_axi_control_araddr[6:2] == 3'h7;
-  assign \$90  = s_axi_control_araddr[6:2] == 4'h8;
-  assign \$91  = s_axi_control_araddr[6:2] == 4'h9;
-  assign \$92  = s_axi_control_araddr[6:2] == 4'ha;
-  assign \$93  = s_axi_control_araddr[6:2] == 4'hb;
-  assign \$94  = s_axi_control_araddr[6:2] == 4'hc;
-  assign \$95  = s_axi_control_araddr[6:2] == 4'hd;
-  assign \$96  = s_axi_control_araddr[6:2] == 4'he;
-  assign \$97  = s_axi_control_araddr[6:2] == 4'hf;
-  assign \$98  = s_axi_control_araddr[6:2] == 5'h10;
-  assign \$99  = s_axi_control_araddr[6:2] == 5'h11;
-  assign \$100  = s_axi_control_araddr[6:2] == 5'h12;
-  assign \$101  = s_axi_control_araddr[6:2] == 5'h13;
-  assign \$102  = s_axi_control_araddr[6:2] == 5'h14;
-  assign \$103  = s_axi_control_araddr[6:2] == 5'h15;
-  assign r_hit = | { \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82  };
-  assign \$104  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$104 ;
-  assign \$108  = \$106  | { 30'h00000000, \$107  };
-  assign \$110  = \$108  | { 28'h0000000, \$109  };
-  assign \$112  = \$110  | { 28'h0000000, \$111  };
-  assign \$114  = \$112  | { 24'h000000, \$113  };
-  assign \$120  = \$118  | { 30'h00000000, \$119  };
-  assign \$124  = \$122  | { 30'h00000000, \$123  };
-  assign \$138  = \$136  | { 16'h0000, \$137  };
-  assign \$140  = \$138  | { 16'h0000, \$139  };
-  assign \$142  = \$140  | { 16'h0000, \$141  };
-  assign \$144  = \$142  | { 16'h0000, \$143  };
-  assign \$146  = \$144  | { 16'h0000, \$145  };
-  assign \$148  = \$146  | { 16'h0000, \$147  };
-  assign \$150  = \$148  | { 16'h0000, \$149  };
-  assign \$152  = \$150  | { 16'h0000, \$151  };
-  assign \$154  = \$152  | \$153 ;
-  assign \$201  = ~ aw_got;
-  assign \$202  = s_axi_control_awvalid & \$201 ;
-  assign \$203  = ~ bvalid;
-  assign \$204  = \$202  & \$203 ;
-  assign \$205  = ~ w_got;
-  assign \$206  = s_axi_control_wvalid & \$205 ;
-  assign \$207  = ~ bvalid;
-  assign \$208  = \$206  & \$207 ;
-  assign \$209  = bvalid & s_axi_control_bready;
-  assign \$210  = rvalid & s_axi_control_rready;
-  assign \$211  = w_hit ? 2'h0 : 2'h2;
-  assign \$212  = w_data[0] & w_strb[0];
-  assign \$213  = ctrl_we & \$212 ;
-  assign \$214  = w_data[0] & w_strb[0];
-  assign \$215  = ctrl_we & \$214 ;
-  assign \$216  = ~ auto_status;
-  assign \$217  = ap_done & \$216 ;
-  assign \$218  = auto_status & ap_idle;
-  assign \$219  = ~ ctrl_ap_idle_q;
-  assign \$220  = \$218  & \$219 ;
-  assign \$221  = \$217  | \$220 ;
-  assign \$222  = ~ ctrl_rd;
-  assign \$223  = ctrl_ap_done_q & \$222 ;
-  assign \$224  = \$221  | \$223 ;
-  assign \$225  = ~ auto_restart;
-  assign \$226  = ap_ready & \$225 ;
-  assign \$227  = ~ ctrl_rd;
-  assign \$228  = ctrl_ap_ready_q & \$227 ;
-  assign \$229  = \$226  | \$228 ;
-  assign \$230  = ip_ier_ap_done_q & ap_done;
-  assign \$231  = w_data[0] & w_strb[0];
-  assign \$232  = ip_isr_we ? \$231  : 1'h0;
-  assign \$233  = ip_isr_ap_done_q ^ \$232 ;
-  assign \$234  = \$230  | \$233 ;
-  assign \$235  = ip_ier_ap_ready_q & ap_ready;
-  assign \$236  = w_data[1] & w_strb[0];
-  assign \$237  = ip_isr_we ? \$236  : 1'h0;
-  assign \$238  = ip_isr_ap_ready_q ^ \$237 ;
-  assign \$239  = \$235  | \$238 ;
-  assign \$240  = ~ w_strb[0];
-  assign \$241  = auto_restart & \$240 ;
-  assign \$242  = w_data[7] & w_strb[0];
-  assign \$243  = \$241  | \$242 ;
-  assign \$244  = ~ w_strb[0];
-  assign \$245  = gier_enable_q & \$244 ;
-  assign \$246  = w_data[0] & w_strb[0];
-  assign \$247  = \$245  | \$246 ;
-  assign \$248  = ~ w_strb[0];
-  assign \$249  = ip_ier_ap_done_q & \$248 ;
-  assign \$250  = w_data[0] & w_strb[0];
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = ~ w_strb[0];
-  assign \$253  = ip_ier_ap_ready_q & \$252 ;
-  assign \$254  = w_data[1] & w_strb[0];
-  assign \$255  = \$253  | \$254 ;
-  assign \$256  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$257  = batch_size & \$256 ;
-  assign \$258  = w_data[12:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = ~ { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$261  = lr & \$260 ;
-  assign \$262  = w_data[23:0] & { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$263  = \$261  | \$262 ;
-  assign \$264  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$265  = gamma & \$264 ;
-  assign \$266  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$267  = \$265  | \$266 ;
-  assign \$268  = ~ w_strb[0];
-  assign \$269  = sync_target & \$268 ;
-  assign \$270  = w_data[0] & w_strb[0];
-  assign \$271  = \$269  | \$270 ;
-  assign \$272  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$273  = sync_period & \$272 ;
-  assign \$274  = w_data[15:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$275  = \$273  | \$274 ;
-  assign \$276  = r_hit ? 2'h0 : 2'h2;
-  assign \$277  = commit & w_hit;
+  assign \$40  = s_axi_control_araddr[6:2] == 4'hc;
+  assign \$41  = s_axi_control_araddr[6:2] == 4'hd;
+  assign \$42  = s_axi_control_araddr[6:2] == 4'he;
+  assign \$43  = s_axi_control_araddr[6:2] == 4'hf;
+  assign \$44  = s_axi_control_araddr[6:2] == 5'h10;
+  assign \$45  = s_axi_control_araddr[6:2] == 5'h11;
+  assign \$46  = s_axi_control_araddr[6:2] == 5'h12;
+  assign \$47  = s_axi_control_araddr[6:2] == 5'h13;
+  assign \$48  = s_axi_control_araddr[6:2] == 5'h14;
+  assign \$49  = s_axi_control_araddr[6:2] == 5'h15;
+  assign r_hit = | { \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , \$31 , \$30 , \$29 , \$28  };
+  assign \$50  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$50 ;
+  assign \$54  = \$52  | { 30'h00000000, \$53  };
+  assign \$56  = \$54  | { 28'h0000000, \$55  };
+  assign \$58  = \$56  | { 28'h0000000, \$57  };
+  assign \$60  = \$58  | { 24'h000000, \$59  };
+  assign \$66  = \$64  | { 30'h00000000, \$65  };
+  assign \$70  = \$68  | { 30'h00000000, \$69  };
+  assign \$84  = \$82  | { 16'h0000, \$83  };
+  assign \$86  = \$84  | { 16'h0000, \$85  };
+  assign \$88  = \$86  | { 16'h0000, \$87  };
+  assign \$90  = \$88  | { 16'h0000, \$89  };
+  assign \$92  = \$90  | { 16'h0000, \$91  };
+  assign \$94  = \$92  | { 16'h0000, \$93  };
+  assign \$96  = \$94  | { 16'h0000, \$95  };
+  assign \$98  = \$96  | { 16'h0000, \$97  };
+  assign \$100  = \$98  | \$99 ;
+  assign \$147  = aw_hit ? 2'h0 : 2'h2;
+  assign \$148  = ~ aw_got;
+  assign \$149  = s_axi_control_awvalid & \$148 ;
+  assign \$150  = ~ bvalid;
+  assign \$151  = \$149  & \$150 ;
+  assign \$152  = ! s_axi_control_awaddr[6:2];
+  assign \$153  = s_axi_control_awaddr[6:2] == 1'h1;
+  assign \$154  = s_axi_control_awaddr[6:2] == 2'h2;
+  assign \$155  = s_axi_control_awaddr[6:2] == 2'h3;
+  assign \$156  = s_axi_control_awaddr[6:2] == 3'h4;
+  assign \$157  = s_axi_control_awaddr[6:2] == 3'h5;
+  assign \$158  = s_axi_control_awaddr[6:2] == 3'h6;
+  assign \$159  = s_axi_control_awaddr[6:2] == 3'h7;
+  assign \$160  = s_axi_control_awaddr[6:2] == 4'h8;
+  assign \$161  = s_axi_control_awaddr[6:2] == 4'h9;
+  assign \$162  = s_axi_control_awaddr[6:2] == 4'ha;
+  assign \$163  = s_axi_control_awaddr[6:2] == 4'hb;
+  assign \$164  = s_axi_control_awaddr[6:2] == 4'hc;
+  assign \$165  = s_axi_control_awaddr[6:2] == 4'hd;
+  assign \$166  = s_axi_control_awaddr[6:2] == 4'he;
+  assign \$167  = s_axi_control_awaddr[6:2] == 4'hf;
+  assign \$168  = s_axi_control_awaddr[6:2] == 5'h10;
+  assign \$169  = s_axi_control_awaddr[6:2] == 5'h11;
+  assign \$170  = s_axi_control_awaddr[6:2] == 5'h12;
+  assign \$171  = s_axi_control_awaddr[6:2] == 5'h13;
+  assign \$172  = s_axi_control_awaddr[6:2] == 5'h14;
+  assign \$173  = s_axi_control_awaddr[6:2] == 5'h15;
+  assign \$174  = ! s_axi_control_awaddr[6:2];
+  assign \$175  = s_axi_control_awaddr[6:2] == 1'h1;
+  assign \$176  = s_axi_control_awaddr[6:2] == 2'h2;
+  assign \$177  = s_axi_control_awaddr[6:2] == 2'h3;
+  assign \$178  = s_axi_control_awaddr[6:2] == 3'h4;
+  assign \$179  = s_axi_control_awaddr[6:2] == 3'h5;
+  assign \$180  = s_axi_control_awaddr[6:2] == 3'h6;
+  assign \$181  = s_axi_control_awaddr[6:2] == 3'h7;
+  assign \$182  = s_axi_control_awaddr[6:2] == 4'h8;
+  assign \$183  = s_axi_control_awaddr[6:2] == 4'h9;
+  assign \$184  = s_axi_control_awaddr[6:2] == 4'ha;
+  assign \$185  = s_axi_control_awaddr[6:2] == 4'hb;
+  assign \$186  = s_axi_control_awaddr[6:2] == 4'hc;
+  assign \$187  = s_axi_control_awaddr[6:2] == 4'hd;
+  assign \$188  = s_axi_control_awaddr[6:2] == 4'he;
+  assign \$189  = s_axi_control_awaddr[6:2] == 4'hf;
+  assign \$190  = s_axi_control_awaddr[6:2] == 5'h10;
+  assign \$191  = s_axi_control_awaddr[6:2] == 5'h11;
+  assign \$192  = s_axi_control_awaddr[6:2] == 5'h12;
+  assign \$193  = s_axi_control_awaddr[6:2] == 5'h13;
+  assign \$194  = s_axi_control_awaddr[6:2] == 5'h14;
+  assign \$195  = s_axi_control_awaddr[6:2] == 5'h15;
+  assign \$196  = | { \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187 , \$186 , \$185 , \$184 , \$183 , \$182 , \$181 , \$180 , \$179 , \$178 , \$177 , \$176 , \$175 , \$174  };
+  assign \$197  = ~ w_got;
+  assign \$198  = s_axi_control_wvalid & \$197 ;
+  assign \$199  = ~ bvalid;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = s_axi_control_wdata & { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+  assign \$202  = bvalid & s_axi_control_bready;
+  assign \$203  = rvalid & s_axi_control_rready;
+  assign \$204  = ctrl_we & w_bits[0];
+  assign \$205  = ctrl_we & w_bits[0];
+  assign \$206  = ~ auto_status;
+  assign \$207  = ap_done & \$206 ;
+  assign \$208  = auto_status & ap_idle;
+  assign \$209  = ~ ctrl_ap_idle_q;
+  assign \$210  = \$208  & \$209 ;
+  assign \$211  = \$207  | \$210 ;
+  assign \$212  = ~ ctrl_rd;
+  assign \$213  = ctrl_ap_done_q & \$212 ;
+  assign \$214  = \$211  | \$213 ;
+  assign \$215  = ~ auto_restart;
+  assign \$216  = ap_ready & \$215 ;
+  assign \$217  = ~ ctrl_rd;
+  assign \$218  = ctrl_ap_ready_q & \$217 ;
+  assign \$219  = \$216  | \$218 ;
+  assign \$220  = ip_ier_ap_done_q & ap_done;
+  assign \$221  = ip_isr_we ? w_bits[0] : 1'h0;
+  assign \$222  = ip_isr_ap_done_q ^ \$221 ;
+  assign \$223  = \$220  | \$222 ;
+  assign \$224  = ip_ier_ap_ready_q & ap_ready;
+  assign \$225  = ip_isr_we ? w_bits[1] : 1'h0;
+  assign \$226  = ip_isr_ap_ready_q ^ \$225 ;
+  assign \$227  = \$224  | \$226 ;
+  assign \$228  = ~ w_mask[7];
+  assign \$229  = auto_restart & \$228 ;
+  assign \$230  = \$229  | w_bits[7];
+  assign \$231  = ~ w_mask[0];
+  assign \$232  = gier_enable_q & \$231 ;
+  assign \$233  = \$232  | w_bits[0];
+  assign \$234  = ~ w_mask[0];
+  assign \$235  = ip_ier_ap_done_q & \$234 ;
+  assign \$236  = \$235  | w_bits[0];
+  assign \$237  = ~ w_mask[1];
+  assign \$238  = ip_ier_ap_ready_q & \$237 ;
+  assign \$239  = \$238  | w_bits[1];
+  assign \$240  = ~ w_mask[12:0];
+  assign \$241  = batch_size & \$240 ;
+  assign \$242  = \$241  | w_bits[12:0];
+  assign \$243  = ~ w_mask[23:0];
+  assign \$244  = lr & \$243 ;
+  assign \$245  = \$244  | w_bits[23:0];
+  assign \$246  = ~ w_mask[16:0];
+  assign \$247  = gamma & \$246 ;
+  assign \$248  = \$247  | w_bits[16:0];
+  assign \$249  = ~ w_mask[0];
+  assign \$250  = sync_target & \$249 ;
+  assign \$251  = \$250  | w_bits[0];
+  assign \$252  = ~ w_mask[15:0];
+  assign \$253  = sync_period & \$252 ;
+  assign \$254  = \$253  | w_bits[15:0];
+  assign \$255  = r_hit ? 2'h0 : 2'h2;
+  assign \$256  = commit & aw_hit;
   always @(posedge clk)
-    aw_got <= \$278 ;
+    aw_got <= \$257 ;
   always @(posedge clk)
-    w_got <= \$279 ;
+    w_got <= \$258 ;
   always @(posedge clk)
-    bvalid <= \$280 ;
+    bvalid <= \$259 ;
   always @(posedge clk)
-    aw_addr_q <= \$281 ;
+    s_axi_control_bresp <= \$260 ;
   always @(posedge clk)
-    w_data_q <= \$282 ;
+    aw_dec <= \$261 ;
   always @(posedge clk)
-    w_strb_q <= \$283 ;
+    aw_hit <= \$262 ;
   always @(posedge clk)
-    rvalid <= \$284 ;
+    w_data <= \$263 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$285 ;
+    w_strb <= \$264 ;
   always @(posedge clk)
-    auto_status <= \$286 ;
+    w_bits <= \$265 ;
   always @(posedge clk)
-    ap_start <= \$287 ;
+    w_mask <= \$266 ;
   always @(posedge clk)
-    ap_start_write <= \$288 ;
+    rvalid <= \$267 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$289 ;
+    auto_status <= \$268 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$290 ;
+    ap_start <= \$269 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$291 ;
+    ap_start_write <= \$270 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$292 ;
+    ctrl_ap_idle_q <= \$271 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$293 ;
+    ctrl_ap_done_q <= \$272 ;
   always @(posedge clk)
-    auto_restart <= \$294 ;
+    ctrl_ap_ready_q <= \$273 ;
   always @(posedge clk)
-    gier_enable_q <= \$295 ;
+    ip_isr_ap_done_q <= \$274 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$296 ;
+    ip_isr_ap_ready_q <= \$275 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$297 ;
+    auto_restart <= \$276 ;
   always @(posedge clk)
-    batch_size <= \$298 ;
+    gier_enable_q <= \$277 ;
   always @(posedge clk)
-    lr <= \$299 ;
+    ip_ier_ap_done_q <= \$278 ;
   always @(posedge clk)
-    gamma <= \$300 ;
+    ip_ier_ap_ready_q <= \$279 ;
   always @(posedge clk)
-    sync_target <= \$301 ;
+    batch_size <= \$280 ;
   always @(posedge clk)
-    sync_period <= \$302 ;
+    lr <= \$281 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$303 ;
+    gamma <= \$282 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$304 ;
+    sync_target <= \$283 ;
   always @(posedge clk)
-    batch_size_wr_pulse <= \$305 ;
+    sync_period <= \$284 ;
   always @(posedge clk)
-    lr_wr_pulse <= \$306 ;
+    s_axi_control_rdata <= \$285 ;
   always @(posedge clk)
-    gamma_wr_pulse <= \$307 ;
+    s_axi_control_rresp <= \$286 ;
   always @(posedge clk)
-    sync_target_wr_pulse <= \$308 ;
+    batch_size_wr_pulse <= \$287 ;
   always @(posedge clk)
-    sync_period_wr_pulse <= \$309 ;
+    lr_wr_pulse <= \$288 ;
   always @(posedge clk)
-    status_wr_pulse <= \$310 ;
+    gamma_wr_pulse <= \$289 ;
   always @(posedge clk)
-    loss_lo_wr_pulse <= \$311 ;
+    sync_target_wr_pulse <= \$290 ;
   always @(posedge clk)
-    loss_hi_wr_pulse <= \$312 ;
+    sync_period_wr_pulse <= \$291 ;
   always @(posedge clk)
-    cycles_wr_pulse <= \$313 ;
+    status_wr_pulse <= \$292 ;
   always @(posedge clk)
-    sync_count_wr_pulse <= \$314 ;
+    loss_lo_wr_pulse <= \$293 ;
   always @(posedge clk)
-    hw_array_wr_pulse <= \$315 ;
+    loss_hi_wr_pulse <= \$294 ;
   always @(posedge clk)
-    hw_layers_wr_pulse <= \$316 ;
+    cycles_wr_pulse <= \$295 ;
   always @(posedge clk)
-    hw_format_wr_pulse <= \$317 ;
+    sync_count_wr_pulse <= \$296 ;
   always @(posedge clk)
-    hw_format2_wr_pulse <= \$318 ;
+    hw_array_wr_pulse <= \$297 ;
   always @(posedge clk)
-    hw_size0_wr_pulse <= \$319 ;
+    hw_layers_wr_pulse <= \$298 ;
   always @(posedge clk)
-    hw_size1_wr_pulse <= \$320 ;
+    hw_format_wr_pulse <= \$299 ;
   always @(posedge clk)
-    hw_size2_wr_pulse <= \$321 ;
+    hw_format2_wr_pulse <= \$300 ;
   always @(posedge clk)
-    hw_size3_wr_pulse <= \$322 ;
+    hw_size0_wr_pulse <= \$301 ;
   always @(posedge clk)
-    wr_data <= \$323 ;
+    hw_size1_wr_pulse <= \$302 ;
   always @(posedge clk)
-    wr_strb <= \$324 ;
+    hw_size2_wr_pulse <= \$303 ;
+  always @(posedge clk)
+    hw_size3_wr_pulse <= \$304 ;
+  always @(posedge clk)
+    wr_data <= \$305 ;
+  always @(posedge clk)
+    wr_strb <= \$306 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[6:2])
       5'h00:
-          r_value = \$114 ;
+          r_value = \$60 ;
       5'h01:
-          r_value = \$116 ;
+          r_value = \$62 ;
       5'h02:
-          r_value = \$120 ;
+          r_value = \$66 ;
       5'h03:
-          r_value = \$124 ;
+          r_value = \$70 ;
       5'h04:
-          r_value = \$126 ;
+          r_value = \$72 ;
       5'h05:
-          r_value = \$128 ;
+          r_value = \$74 ;
       5'h06:
-          r_value = \$130 ;
+          r_value = \$76 ;
       5'h07:
-          r_value = \$132 ;
+          r_value = \$78 ;
       5'h08:
-          r_value = \$134 ;
+          r_value = \$80 ;
       5'h09:
-          r_value = \$154 ;
+          r_value = \$100 ;
       5'h0a:
-          r_value = \$156 [31:0];
+          r_value = \$102 [31:0];
       5'h0b:
-          r_value = \$158 [31:0];
+          r_value = \$104 [31:0];
       5'h0c:
-          r_value = \$160 [31:0];
+          r_value = \$106 [31:0];
       5'h0d:
-          r_value = \$162 ;
+          r_value = \$108 ;
       5'h0e:
-          r_value = \$168 [31:0];
+          r_value = \$114 [31:0];
       5'h0f:
-          r_value = \$176 [31:0];
+          r_value = \$122 [31:0];
       5'h10:
-          r_value = \$184 [31:0];
+          r_value = \$130 [31:0];
       5'h11:
-          r_value = \$192 [31:0];
+          r_value = \$138 [31:0];
       5'h12:
-          r_value = \$194 ;
+          r_value = \$140 ;
       5'h13:
-          r_value = \$196 ;
+          r_value = \$142 ;
       5'h14:
-          r_value = \$198 ;
+          r_value = \$144 ;
       5'h15:
-          r_value = \$200 ;
+          r_value = \$146 ;
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$278  = aw_got;
-    (* full_case = 32'd1 *)
+    \$257  = aw_got;
     if (commit) begin
-      \$278  = 1'h0;
-    end else begin
-      if (\$204 ) begin
-        \$278  = 1'h1;
-      end
+      \$257  = 1'h0;
+    end
+    if (\$151 ) begin
+      \$257  = 1'h1;
     end
     if (rst) begin
-      \$278  = 1'h0;
+      \$257  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$279  = w_got;
-    (* full_case = 32'd1 *)
+    \$258  = w_got;
     if (commit) begin
-      \$279  = 1'h0;
-    end else begin
-      if (\$208 ) begin
-        \$279  = 1'h1;
-      end
+      \$258  = 1'h0;
+    end
+    if (\$200 ) begin
+      \$258  = 1'h1;
     end
     if (rst) begin
-      \$279  = 1'h0;
+      \$258  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$280  = bvalid;
+    \$259  = bvalid;
     if (commit) begin
-      \$280  = 1'h1;
+      \$259  = 1'h1;
     end
-    if (\$209 ) begin
-      \$280  = 1'h0;
+    if (\$202 ) begin
+      \$259  = 1'h0;
     end
     if (rst) begin
-      \$280  = 1'h0;
+      \$259  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$281  = aw_addr_q;
-    (* full_case = 32'd1 *)
+    \$260  = s_axi_control_bresp;
     if (commit) begin
-    end else begin
-      if (\$204 ) begin
-        \$281  = s_axi_control_awaddr;
-      end
+      \$260  = \$147 ;
     end
     if (rst) begin
-      \$281  = 7'h00;
+      \$260  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$282  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$208 ) begin
-        \$282  = s_axi_control_wdata;
-      end
+    \$261  = aw_dec;
+    if (\$151 ) begin
+      \$261  = { \$173 , \$172 , \$171 , \$170 , \$169 , \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152  };
     end
     if (rst) begin
-      \$282  = 32'd0;
+      \$261  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$283  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$208 ) begin
-        \$283  = s_axi_control_wstrb;
-      end
+    \$262  = aw_hit;
+    if (\$151 ) begin
+      \$262  = \$196 ;
     end
     if (rst) begin
-      \$283  = 4'h0;
+      \$262  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$284  = rvalid;
-    if (\$210 ) begin
-      \$284  = 1'h0;
+    \$263  = w_data;
+    if (\$200 ) begin
+      \$263  = s_axi_control_wdata;
+    end
+    if (rst) begin
+      \$263  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$264  = w_strb;
+    if (\$200 ) begin
+      \$264  = s_axi_control_wstrb;
+    end
+    if (rst) begin
+      \$264  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$265  = w_bits;
+    if (\$200 ) begin
+      \$265  = \$201 ;
+    end
+    if (rst) begin
+      \$265  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$266  = w_mask;
+    if (\$200 ) begin
+      \$266  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+    end
+    if (rst) begin
+      \$266  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$267  = rvalid;
+    if (\$203 ) begin
+      \$267  = 1'h0;
     end
     if (ar_hs) begin
-      \$284  = 1'h1;
+      \$267  = 1'h1;
     end
     if (rst) begin
-      \$284  = 1'h0;
+      \$267  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$285  = s_axi_control_bresp;
-    if (commit) begin
-      \$285  = \$211 ;
-    end
-    if (rst) begin
-      \$285  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$286  = auto_status;
+    \$268  = auto_status;
     if (auto_restart) begin
-      \$286  = 1'h1;
+      \$268  = 1'h1;
     end else if (ap_idle) begin
-      \$286  = 1'h0;
+      \$268  = 1'h0;
     end
     if (rst) begin
-      \$286  = 1'h0;
+      \$268  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$287  = ap_start;
-    if (\$213 ) begin
-      \$287  = 1'h1;
+    \$269  = ap_start;
+    if (\$204 ) begin
+      \$269  = 1'h1;
     end else if (ap_ready) begin
-      \$287  = auto_restart;
+      \$269  = auto_restart;
     end else if (ap_start_refuse) begin
-      \$287  = 1'h0;
+      \$269  = 1'h0;
     end
+    if (rst) begin
+      \$269  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$270  = \$205 ;
+    if (rst) begin
+      \$270  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$271  = ap_idle;
+    if (rst) begin
+      \$271  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$272  = \$214 ;
+    if (rst) begin
+      \$272  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$273  = \$219 ;
+    if (rst) begin
+      \$273  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$274  = \$223 ;
+    if (rst) begin
+      \$274  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$275  = \$227 ;
+    if (rst) begin
+      \$275  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$276  = auto_restart;
+    if (ctrl_we) begin
+      \$276  = \$230 ;
+    end
+    if (rst) begin
+      \$276  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$277  = gier_enable_q;
+    if (gier_we) begin
+      \$277  = \$233 ;
+    end
+    if (rst) begin
+      \$277  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$278  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$278  = \$236 ;
+    end
+    if (rst) begin
+      \$278  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$279  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$279  = \$239 ;
+    end
+    if (rst) begin
+      \$279  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$280  = batch_size;
+    if (batch_size_we) begin
+      \$280  = \$242 ;
+    end
+    if (rst) begin
+      \$280  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$281  = lr;
+    if (lr_we) begin
+      \$281  = \$245 ;
+    end
+    if (rst) begin
+      \$281  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$282  = gamma;
+    if (gamma_we) begin
+      \$282  = \$248 ;
+    end
+    if (rst) begin
+      \$282  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$283  = sync_target;
+    if (sync_target_we) begin
+      \$283  = \$251 ;
+    end
+    if (rst) begin
+      \$283  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$284  = sync_period;
+    if (sync_period_we) begin
+      \$284  = \$254 ;
+    end
+    if (rst) begin
+      \$284  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$285  = s_axi_control_rdata;
+    if (ar_hs) begin
+      \$285  = r_value;
+    end
+    if (rst) begin
+      \$285  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$286  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$286  = \$255 ;
+    end
+    if (rst) begin
+      \$286  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$287  = batch_size_we;
     if (rst) begin
       \$287  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$288  = \$215 ;
+    \$288  = lr_we;
     if (rst) begin
       \$288  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$289  = ap_idle;
+    \$289  = gamma_we;
     if (rst) begin
       \$289  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$290  = \$224 ;
+    \$290  = sync_target_we;
     if (rst) begin
       \$290  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$291  = \$229 ;
+    \$291  = sync_period_we;
     if (rst) begin
       \$291  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$292  = \$234 ;
+    \$292  = status_we;
     if (rst) begin
       \$292  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$293  = \$239 ;
+    \$293  = loss_lo_we;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$294  = auto_restart;
-    if (ctrl_we) begin
-      \$294  = \$243 ;
-    end
+    \$294  = loss_hi_we;
     if (rst) begin
       \$294  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$295  = gier_enable_q;
-    if (gier_we) begin
-      \$295  = \$247 ;
-    end
+    \$295  = cycles_we;
     if (rst) begin
       \$295  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$296  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$296  = \$251 ;
-    end
+    \$296  = sync_count_we;
     if (rst) begin
       \$296  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$297  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$297  = \$255 ;
-    end
+    \$297  = hw_array_we;
     if (rst) begin
       \$297  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$298  = batch_size;
-    if (batch_size_we) begin
-      \$298  = \$259 ;
-    end
+    \$298  = hw_layers_we;
     if (rst) begin
-      \$298  = 13'h0000;
+      \$298  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$299  = lr;
-    if (lr_we) begin
-      \$299  = \$263 ;
-    end
+    \$299  = hw_format_we;
     if (rst) begin
-      \$299  = 24'h000000;
+      \$299  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$300  = gamma;
-    if (gamma_we) begin
-      \$300  = \$267 ;
-    end
+    \$300  = hw_format2_we;
     if (rst) begin
-      \$300  = 17'h00000;
+      \$300  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$301  = sync_target;
-    if (sync_target_we) begin
-      \$301  = \$271 ;
-    end
+    \$301  = hw_size0_we;
     if (rst) begin
       \$301  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$302  = sync_period;
-    if (sync_period_we) begin
-      \$302  = \$275 ;
-    end
+    \$302  = hw_size1_we;
     if (rst) begin
-      \$302  = 16'h0000;
+      \$302  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$303  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$303  = r_value;
-    end
+    \$303  = hw_size2_we;
     if (rst) begin
-      \$303  = 32'd0;
+      \$303  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$304  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$304  = \$276 ;
-    end
+    \$304  = hw_size3_we;
     if (rst) begin
-      \$304  = 2'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$305  = batch_size_we;
+    \$305  = wr_data;
+    if (\$256 ) begin
+      \$305  = w_data;
+    end
     if (rst) begin
-      \$305  = 1'h0;
+      \$305  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$306  = lr_we;
-    if (rst) begin
-      \$306  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$307  = gamma_we;
-    if (rst) begin
-      \$307  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$308  = sync_target_we;
-    if (rst) begin
-      \$308  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$309  = sync_period_we;
-    if (rst) begin
-      \$309  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$310  = status_we;
-    if (rst) begin
-      \$310  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$311  = loss_lo_we;
-    if (rst) begin
-      \$311  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$312  = loss_hi_we;
-    if (rst) begin
-      \$312  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$313  = cycles_we;
-    if (rst) begin
-      \$313  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$314  = sync_count_we;
-    if (rst) begin
-      \$314  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$315  = hw_array_we;
-    if (rst) begin
-      \$315  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$316  = hw_layers_we;
-    if (rst) begin
-      \$316  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$317  = hw_format_we;
-    if (rst) begin
-      \$317  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$318  = hw_format2_we;
-    if (rst) begin
-      \$318  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$319  = hw_size0_we;
-    if (rst) begin
-      \$319  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$320  = hw_size1_we;
-    if (rst) begin
-      \$320  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$321  = hw_size2_we;
-    if (rst) begin
-      \$321  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$322  = hw_size3_we;
-    if (rst) begin
-      \$322  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$323  = wr_data;
-    if (\$277 ) begin
-      \$323  = w_data;
+    \$306  = wr_strb;
+    if (\$256 ) begin
+      \$306  = w_strb;
     end
     if (rst) begin
-      \$323  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$324  = wr_strb;
-    if (\$277 ) begin
-      \$324  = w_strb;
-    end
-    if (rst) begin
-      \$324  = 4'h0;
+      \$306  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
   assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign s_axi_control_rvalid = rvalid;
   assign rdata = s_axi_control_rdata;
   assign rresp = s_axi_control_rresp;
@@ -30917,89 +30891,89 @@ module \learner_cartpole_s4.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign gamma_q = gamma;
   assign sync_target_q = sync_target;
   assign sync_period_q = sync_period;
-  assign loss_lo = \port$7841$0 [31:0];
-  assign loss_hi = { 19'h00000, \port$7841$0 [44:32] };
-  assign \$105  = { 1'h0, ap_start };
-  assign \$106  = { 30'h00000000, \$105  };
-  assign \$107  = { ctrl_ap_done_q, 1'h0 };
-  assign \$109  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$111  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$113  = { auto_restart, 7'h00 };
-  assign \$115  = { 1'h0, gier_enable_q };
-  assign \$116  = { 30'h00000000, \$115  };
-  assign \$117  = { 1'h0, ip_ier_ap_done_q };
-  assign \$118  = { 30'h00000000, \$117  };
-  assign \$119  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$121  = { 1'h0, ip_isr_ap_done_q };
-  assign \$122  = { 30'h00000000, \$121  };
-  assign \$123  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$125  = { 1'h0, batch_size };
-  assign \$126  = { 18'h00000, \$125  };
-  assign \$127  = { 1'h0, lr };
-  assign \$128  = { 7'h00, \$127  };
-  assign \$129  = { 1'h0, gamma };
-  assign \$130  = { 14'h0000, \$129  };
-  assign \$131  = { 1'h0, sync_target };
-  assign \$132  = { 30'h00000000, \$131  };
-  assign \$133  = { 1'h0, sync_period };
-  assign \$134  = { 15'h0000, \$133  };
-  assign \$135  = { 1'h0, status_error };
-  assign \$136  = { 29'h00000000, \$135  };
-  assign \$137  = { 7'h00, status_fw_overflow, 8'h00 };
-  assign \$139  = { 6'h00, status_target_fw_overflow, 9'h000 };
-  assign \$141  = { 5'h00, status_target_overflow, 10'h000 };
-  assign \$143  = { 4'h0, status_delta_overflow, 11'h000 };
-  assign \$145  = { 3'h0, status_bw_overflow, 12'h000 };
-  assign \$147  = { 2'h0, status_wa_overflow, 13'h0000 };
-  assign \$149  = { 1'h0, status_wu_overflow, 14'h0000 };
-  assign \$151  = { status_start_refused, 15'h0000 };
-  assign \$153  = { 15'h0000, status_target_synced, 16'h0000 };
-  assign \$155  = { 1'h0, \port$7841$0 [31:0] };
-  assign \$156  = \$155 ;
-  assign \$157  = { 20'h00000, \port$7841$0 [44:32] };
-  assign \$158  = \$157 ;
-  assign \$159  = { 1'h0, cycles };
-  assign \$160  = \$159 ;
-  assign \$161  = { 1'h0, sync_count };
-  assign \$162  = { 15'h0000, \$161  };
-  assign \$163  = 9'h004;
-  assign \$164  = { 23'h000000, \$163  };
-  assign \$165  = 23'h000800;
-  assign \$167  = 47'h000001000000;
-  assign \$169  = 5'h03;
-  assign \$170  = { 27'h0000000, \$169  };
-  assign \$171  = 11'h000;
-  assign \$173  = 23'h001000;
-  assign \$175  = 39'h0000010000;
-  assign \$177  = 9'h010;
-  assign \$178  = { 23'h000000, \$177  };
-  assign \$179  = 23'h000a00;
-  assign \$181  = 39'h00000d0000;
-  assign \$183  = 39'h000b000000;
-  assign \$185  = 9'h020;
-  assign \$186  = { 23'h000000, \$185  };
-  assign \$187  = 23'h001100;
-  assign \$189  = 39'h0000180000;
-  assign \$191  = 39'h0018000000;
-  assign \$193  = 17'h00004;
-  assign \$194  = { 15'h0000, \$193  };
-  assign \$195  = 17'h00040;
-  assign \$196  = { 15'h0000, \$195  };
-  assign \$197  = 17'h00040;
-  assign \$198  = { 15'h0000, \$197  };
-  assign \$199  = 17'h00002;
-  assign \$200  = { 15'h0000, \$199  };
-  assign \$166  = 32'd2052;
-  assign \$168  = 47'h000001000804;
-  assign \$172  = 32'd3;
-  assign \$174  = 32'd4099;
-  assign \$176  = 39'h0000011003;
-  assign \$180  = 32'd2576;
-  assign \$182  = 39'h00000d0a10;
-  assign \$184  = 39'h000b0d0a10;
-  assign \$188  = 32'd4384;
-  assign \$190  = 39'h0000181120;
-  assign \$192  = 39'h0018181120;
+  assign loss_lo = \port$7821$0 [31:0];
+  assign loss_hi = { 19'h00000, \port$7821$0 [44:32] };
+  assign \$51  = { 1'h0, ap_start };
+  assign \$52  = { 30'h00000000, \$51  };
+  assign \$53  = { ctrl_ap_done_q, 1'h0 };
+  assign \$55  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$57  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$59  = { auto_restart, 7'h00 };
+  assign \$61  = { 1'h0, gier_enable_q };
+  assign \$62  = { 30'h00000000, \$61  };
+  assign \$63  = { 1'h0, ip_ier_ap_done_q };
+  assign \$64  = { 30'h00000000, \$63  };
+  assign \$65  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$67  = { 1'h0, ip_isr_ap_done_q };
+  assign \$68  = { 30'h00000000, \$67  };
+  assign \$69  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$71  = { 1'h0, batch_size };
+  assign \$72  = { 18'h00000, \$71  };
+  assign \$73  = { 1'h0, lr };
+  assign \$74  = { 7'h00, \$73  };
+  assign \$75  = { 1'h0, gamma };
+  assign \$76  = { 14'h0000, \$75  };
+  assign \$77  = { 1'h0, sync_target };
+  assign \$78  = { 30'h00000000, \$77  };
+  assign \$79  = { 1'h0, sync_period };
+  assign \$80  = { 15'h0000, \$79  };
+  assign \$81  = { 1'h0, status_error };
+  assign \$82  = { 29'h00000000, \$81  };
+  assign \$83  = { 7'h00, status_fw_overflow, 8'h00 };
+  assign \$85  = { 6'h00, status_target_fw_overflow, 9'h000 };
+  assign \$87  = { 5'h00, status_target_overflow, 10'h000 };
+  assign \$89  = { 4'h0, status_delta_overflow, 11'h000 };
+  assign \$91  = { 3'h0, status_bw_overflow, 12'h000 };
+  assign \$93  = { 2'h0, status_wa_overflow, 13'h0000 };
+  assign \$95  = { 1'h0, status_wu_overflow, 14'h0000 };
+  assign \$97  = { status_start_refused, 15'h0000 };
+  assign \$99  = { 15'h0000, status_target_synced, 16'h0000 };
+  assign \$101  = { 1'h0, \port$7821$0 [31:0] };
+  assign \$102  = \$101 ;
+  assign \$103  = { 20'h00000, \port$7821$0 [44:32] };
+  assign \$104  = \$103 ;
+  assign \$105  = { 1'h0, cycles };
+  assign \$106  = \$105 ;
+  assign \$107  = { 1'h0, sync_count };
+  assign \$108  = { 15'h0000, \$107  };
+  assign \$109  = 9'h004;
+  assign \$110  = { 23'h000000, \$109  };
+  assign \$111  = 23'h000800;
+  assign \$113  = 47'h000001000000;
+  assign \$115  = 5'h03;
+  assign \$116  = { 27'h0000000, \$115  };
+  assign \$117  = 11'h000;
+  assign \$119  = 23'h001000;
+  assign \$121  = 39'h0000010000;
+  assign \$123  = 9'h010;
+  assign \$124  = { 23'h000000, \$123  };
+  assign \$125  = 23'h000a00;
+  assign \$127  = 39'h00000d0000;
+  assign \$129  = 39'h000b000000;
+  assign \$131  = 9'h020;
+  assign \$132  = { 23'h000000, \$131  };
+  assign \$133  = 23'h001100;
+  assign \$135  = 39'h0000180000;
+  assign \$137  = 39'h0018000000;
+  assign \$139  = 17'h00004;
+  assign \$140  = { 15'h0000, \$139  };
+  assign \$141  = 17'h00040;
+  assign \$142  = { 15'h0000, \$141  };
+  assign \$143  = 17'h00040;
+  assign \$144  = { 15'h0000, \$143  };
+  assign \$145  = 17'h00002;
+  assign \$146  = { 15'h0000, \$145  };
+  assign \$112  = 32'd2052;
+  assign \$114  = 47'h000001000804;
+  assign \$118  = 32'd3;
+  assign \$120  = 32'd4099;
+  assign \$122  = 39'h0000011003;
+  assign \$126  = 32'd2576;
+  assign \$128  = 39'h00000d0a10;
+  assign \$130  = 39'h000b0d0a10;
+  assign \$134  = 32'd4384;
+  assign \$136  = 39'h0000181120;
+  assign \$138  = 39'h0018181120;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -31062,28 +31036,28 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   wire [1:0] \$142 ;
   wire [1:0] \$143 ;
   wire [1:0] \$144 ;
-  wire \$145 ;
+  wire [19:0] \$145 ;
   wire [19:0] \$146 ;
-  wire [19:0] \$147 ;
+  wire [3:0] \$147 ;
   wire [3:0] \$148 ;
-  wire [3:0] \$149 ;
+  wire [20:0] \$149 ;
   wire \$15 ;
-  wire [20:0] \$150 ;
+  wire [19:0] \$150 ;
   wire [19:0] \$151 ;
-  wire [19:0] \$152 ;
-  wire [8:0] \$153 ;
+  wire [8:0] \$152 ;
+  wire \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire \$157 ;
+  wire [127:0] \$157 ;
   wire [127:0] \$158 ;
   wire [127:0] \$159 ;
   wire \$16 ;
-  wire [127:0] \$160 ;
+  reg \$160 ;
   reg \$161 ;
-  reg \$162 ;
-  reg [19:0] \$163 ;
-  reg [7:0] \$164 ;
+  reg [19:0] \$162 ;
+  reg [7:0] \$163 ;
+  reg \$164 ;
   reg \$165 ;
   reg [4:0] \$166 ;
   reg [3:0] \$167 ;
@@ -31152,49 +31126,49 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire [19:0] \$51 ;
+  wire [19:0] \$50 ;
+  wire [7:0] \$51 ;
   wire [7:0] \$52 ;
-  wire [2:0] \$53 ;
-  wire \$54 ;
-  wire [1:0] \$55 ;
-  wire \$56 ;
+  wire \$53 ;
+  wire [2:0] \$54 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
   wire \$57 ;
-  wire [1:0] \$58 ;
-  wire \$59 ;
+  wire \$58 ;
+  wire [1:0] \$59 ;
   wire \$6 ;
-  wire [7:0] \$60 ;
-  wire \$61 ;
-  wire [7:0] \$62 ;
-  wire \$63 ;
+  wire \$60 ;
+  wire [7:0] \$61 ;
+  wire \$62 ;
+  wire [7:0] \$63 ;
   wire \$64 ;
-  wire [7:0] \$65 ;
-  wire \$66 ;
+  wire \$65 ;
+  wire [7:0] \$66 ;
   wire \$67 ;
-  wire [7:0] \$68 ;
-  wire \$69 ;
+  wire \$68 ;
+  wire [7:0] \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [1:0] \$74 ;
-  wire \$75 ;
-  wire [4:0] \$76 ;
-  wire [1:0] \$77 ;
-  wire \$78 ;
-  wire [5:0] \$79 ;
+  wire \$74 ;
+  wire [1:0] \$75 ;
+  wire \$76 ;
+  wire [4:0] \$77 ;
+  wire [1:0] \$78 ;
+  wire \$79 ;
   wire [2:0] \$8 ;
-  wire [3:0] \$80 ;
-  wire [1:0] \$81 ;
-  wire \$82 ;
-  wire [7:0] \$83 ;
-  wire [2:0] \$84 ;
-  wire [14:0] \$85 ;
-  wire [5:0] \$86 ;
-  wire [14:0] \$87 ;
-  wire [19:0] \$88 ;
-  wire \$89 ;
+  wire [5:0] \$80 ;
+  wire [3:0] \$81 ;
+  wire [1:0] \$82 ;
+  wire \$83 ;
+  wire [7:0] \$84 ;
+  wire [2:0] \$85 ;
+  wire [14:0] \$86 ;
+  wire [5:0] \$87 ;
+  wire [14:0] \$88 ;
+  wire [19:0] \$89 ;
   wire [11:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
@@ -31226,6 +31200,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   (* init = 1'h0 *)
   wire h_valid;
   reg [4:0] incr = 5'h00;
+  reg last = 1'h0;
   reg [7:0] left = 8'h00;
   reg m_id = 1'h0;
   reg m_last = 1'h0;
@@ -31330,94 +31305,94 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign s_axi_mem_arready = \$6  & \$7 ;
   assign \$8  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
   assign \$9  = 1'h1 << \$8 ;
-  assign \$10  = ! left;
-  assign \$11  = ~ \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  | \$12 ;
-  assign s_axi_mem_wready = wr_act & \$13 ;
+  assign \$10  = ~ last;
+  assign \$11  = ~ bvalid;
+  assign \$12  = \$10  | \$11 ;
+  assign s_axi_mem_wready = wr_act & \$12 ;
   assign mem_addr = ws_valid ? ws_addr : addr[19:4];
-  assign \$14  = ~ s_axi_mem_rvalid;
-  assign \$15  = ~ t_valid;
-  assign \$16  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$17  = ~ m_valid;
-  assign \$18  = \$16  | \$17 ;
-  assign \$19  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$20  = ~ m_valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = t_valid ? \$21  : \$18 ;
-  assign \$23  = s_axi_mem_rvalid ? \$22  : 1'h1;
-  assign \$24  = rd_act & \$23 ;
-  assign \$25  = ~ bad;
-  assign \$27  = \$26  & mem_enable;
-  assign mem_re = \$24  & \$27 ;
-  assign \$28  = ! ws_resp;
-  assign \$29  = ws_valid & \$28 ;
-  assign \$30  = \$29  & mem_enable;
-  assign mem_we = \$30  ? ws_strb : 16'h0000;
-  assign \$31  = ~ wr_act;
-  assign \$32  = ~ rd_act;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$33  & \$35 ;
-  assign \$37  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$38  = ~ \$37 ;
-  assign \$39  = \$36  & \$38 ;
-  assign \$40  = ~ s_axi_mem_awvalid;
-  assign \$41  = turn_w & \$40 ;
-  assign \$42  = \$41  & s_axi_mem_arvalid;
-  assign \$43  = ~ turn_w;
-  assign \$44  = ~ s_axi_mem_arvalid;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$45  & s_axi_mem_awvalid;
-  assign \$47  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$48  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$51  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$13  = ~ s_axi_mem_rvalid;
+  assign \$14  = ~ t_valid;
+  assign \$15  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$16  = ~ m_valid;
+  assign \$17  = \$15  | \$16 ;
+  assign \$18  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$19  = ~ m_valid;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = t_valid ? \$20  : \$17 ;
+  assign \$22  = s_axi_mem_rvalid ? \$21  : 1'h1;
+  assign \$23  = rd_act & \$22 ;
+  assign \$24  = ~ bad;
+  assign \$26  = \$25  & mem_enable;
+  assign mem_re = \$23  & \$26 ;
+  assign \$27  = ! ws_resp;
+  assign \$28  = ws_valid & \$27 ;
+  assign \$29  = \$28  & mem_enable;
+  assign mem_we = \$29  ? ws_strb : 16'h0000;
+  assign \$30  = ~ wr_act;
+  assign \$31  = ~ rd_act;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$32  & \$34 ;
+  assign \$36  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$37  = ~ \$36 ;
+  assign \$38  = \$35  & \$37 ;
+  assign \$39  = ~ s_axi_mem_awvalid;
+  assign \$40  = turn_w & \$39 ;
+  assign \$41  = \$40  & s_axi_mem_arvalid;
+  assign \$42  = ~ turn_w;
+  assign \$43  = ~ s_axi_mem_arvalid;
+  assign \$44  = \$42  & \$43 ;
+  assign \$45  = \$44  & s_axi_mem_awvalid;
+  assign \$46  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$47  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$48  = \$46  | \$47 ;
+  assign \$49  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$50  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$51  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
   assign \$52  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$53  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$54  = \$53  > 3'h4;
-  assign \$55  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$56  = \$55  == 2'h3;
-  assign \$57  = \$54  | \$56 ;
-  assign \$58  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$59  = \$58  == 2'h2;
-  assign \$60  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$61  = \$60  == 1'h1;
-  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$63  = \$62  == 2'h3;
-  assign \$64  = \$61  | \$63 ;
-  assign \$65  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$66  = \$65  == 3'h7;
-  assign \$67  = \$64  | \$66 ;
-  assign \$68  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$69  = \$68  == 4'hf;
-  assign \$70  = \$67  | \$69 ;
-  assign \$71  = ~ \$70 ;
-  assign \$72  = \$59  & \$71 ;
-  assign \$73  = \$57  | \$72 ;
-  assign \$74  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$75  = ! \$74 ;
-  assign \$76  = \$75  ? 5'h00 : \$9 [4:0];
-  assign \$77  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$78  = ! \$77 ;
-  assign \$79  = \$9 [4:0] - 1'h1;
-  assign \$80  = \$78  ? 4'h0 : \$79 [3:0];
-  assign \$81  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$82  = \$81  == 2'h2;
-  assign \$83  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$84  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$85  = \$83  << \$84 ;
-  assign \$86  = \$9 [4:0] - 1'h1;
-  assign \$87  = \$85  | { 11'h000, \$86 [3:0] };
-  assign \$88  = \$82  ? { 5'h00, \$87  } : 20'hfffff;
-  assign \$89  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$90  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$91  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$53  = ! \$52 ;
+  assign \$54  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$55  = \$54  > 3'h4;
+  assign \$56  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$57  = \$56  == 2'h3;
+  assign \$58  = \$55  | \$57 ;
+  assign \$59  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$60  = \$59  == 2'h2;
+  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$62  = \$61  == 1'h1;
+  assign \$63  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$64  = \$63  == 2'h3;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$67  = \$66  == 3'h7;
+  assign \$68  = \$65  | \$67 ;
+  assign \$69  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$70  = \$69  == 4'hf;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = ~ \$71 ;
+  assign \$73  = \$60  & \$72 ;
+  assign \$74  = \$58  | \$73 ;
+  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$76  = ! \$75 ;
+  assign \$77  = \$76  ? 5'h00 : \$9 [4:0];
+  assign \$78  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$79  = ! \$78 ;
+  assign \$80  = \$9 [4:0] - 1'h1;
+  assign \$81  = \$79  ? 4'h0 : \$80 [3:0];
+  assign \$82  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$83  = \$82  == 2'h2;
+  assign \$84  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$85  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$86  = \$84  << \$85 ;
+  assign \$87  = \$9 [4:0] - 1'h1;
+  assign \$88  = \$86  | { 11'h000, \$87 [3:0] };
+  assign \$89  = \$83  ? { 5'h00, \$88  } : 20'hfffff;
+  assign \$90  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$91  = s_axi_mem_arvalid & s_axi_mem_arready;
   assign \$92  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$93  = ! left;
-  assign \$94  = \$92  & \$93 ;
+  assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$94  = \$93  & last;
   assign \$95  = s_axi_mem_wvalid & s_axi_mem_wready;
   assign \$97  = bad ? 2'h2 : 2'h0;
   assign \$98  = ~ wmask;
@@ -31428,7 +31403,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign \$103  = \$102 [19:0] & wmask;
   assign \$104  = \$99  | \$103 ;
   assign \$105  = left - 1'h1;
-  assign \$106  = ! left;
+  assign \$106  = left == 1'h1;
   assign \$107  = ~ s_axi_mem_arvalid;
   assign \$108  = bvalid & s_axi_mem_bready;
   assign \$109  = mem_enable ? ws_resp : 2'h2;
@@ -31465,30 +31440,31 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign \$141  = \$140  & mem_enable;
   assign \$143  = bad ? 2'h2 : 2'h0;
   assign \$144  = mem_enable ? \$143  : 2'h2;
-  assign \$145  = ! left;
-  assign \$146  = ~ wmask;
-  assign \$147  = addr & \$146 ;
-  assign \$148  = ~ amask;
-  assign \$149  = addr[3:0] & \$148 ;
-  assign \$150  = { addr[19:4], \$149  } + incr;
-  assign \$151  = \$150 [19:0] & wmask;
-  assign \$152  = \$147  | \$151 ;
-  assign \$153  = left - 1'h1;
-  assign \$154  = ! left;
-  assign \$155  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$156  = ~ s_axi_mem_rvalid;
-  assign \$157  = \$155  | \$156 ;
+  assign \$145  = ~ wmask;
+  assign \$146  = addr & \$145 ;
+  assign \$147  = ~ amask;
+  assign \$148  = addr[3:0] & \$147 ;
+  assign \$149  = { addr[19:4], \$148  } + incr;
+  assign \$150  = \$149 [19:0] & wmask;
+  assign \$151  = \$146  | \$150 ;
+  assign \$152  = left - 1'h1;
+  assign \$153  = left == 1'h1;
+  assign \$154  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$155  = ~ s_axi_mem_rvalid;
+  assign \$156  = \$154  | \$155 ;
+  assign \$157  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign \$158  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign \$159  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
-  assign \$160  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   always @(posedge clk)
-    turn_w <= \$161 ;
+    turn_w <= \$160 ;
   always @(posedge clk)
-    tr_id <= \$162 ;
+    tr_id <= \$161 ;
   always @(posedge clk)
-    addr <= \$163 ;
+    addr <= \$162 ;
   always @(posedge clk)
-    left <= \$164 ;
+    left <= \$163 ;
+  always @(posedge clk)
+    last <= \$164 ;
   always @(posedge clk)
     bad <= \$165 ;
   always @(posedge clk)
@@ -31553,76 +31529,92 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
     s_axi_mem_rvalid <= \$195 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$161  = turn_w;
-    if (\$39 ) begin
-      if (\$42 ) begin
-        \$161  = 1'h0;
+    \$160  = turn_w;
+    if (\$38 ) begin
+      if (\$41 ) begin
+        \$160  = 1'h0;
       end
-      if (\$46 ) begin
-        \$161  = 1'h1;
+      if (\$45 ) begin
+        \$160  = 1'h1;
       end
     end
     if (\$95 ) begin
-      if (\$106 ) begin
-        \$161  = \$107 ;
+      if (last) begin
+        \$160  = \$107 ;
       end
     end
     if (\$138 ) begin
-      if (\$154 ) begin
-        \$161  = s_axi_mem_awvalid;
+      if (last) begin
+        \$160  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$161  = 1'h1;
+      \$160  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$162  = tr_id;
-    if (\$49 ) begin
-      \$162  = \$50 ;
+    \$161  = tr_id;
+    if (\$48 ) begin
+      \$161  = \$49 ;
     end
     if (rst) begin
-      \$162  = 1'h0;
+      \$161  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$163  = addr;
-    if (\$49 ) begin
+    \$162  = addr;
+    if (\$48 ) begin
+      \$162  = \$50 ;
+    end
+    if (\$95 ) begin
+      \$162  = \$104 ;
+    end
+    if (\$138 ) begin
+      \$162  = \$151 ;
+    end
+    if (rst) begin
+      \$162  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$163  = left;
+    if (\$48 ) begin
       \$163  = \$51 ;
     end
     if (\$95 ) begin
-      \$163  = \$104 ;
+      \$163  = \$105 [7:0];
     end
     if (\$138 ) begin
-      \$163  = \$152 ;
+      \$163  = \$152 [7:0];
     end
     if (rst) begin
-      \$163  = 20'h00000;
+      \$163  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$164  = left;
-    if (\$49 ) begin
-      \$164  = \$52 ;
+    \$164  = last;
+    if (\$48 ) begin
+      \$164  = \$53 ;
     end
     if (\$95 ) begin
-      \$164  = \$105 [7:0];
+      \$164  = \$106 ;
     end
     if (\$138 ) begin
-      \$164  = \$153 [7:0];
+      \$164  = \$153 ;
     end
     if (rst) begin
-      \$164  = 8'h00;
+      \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$165  = bad;
-    if (\$49 ) begin
-      \$165  = \$73 ;
+    if (\$48 ) begin
+      \$165  = \$74 ;
     end
     if (rst) begin
       \$165  = 1'h0;
@@ -31631,8 +31623,8 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$166  = incr;
-    if (\$49 ) begin
-      \$166  = \$76 ;
+    if (\$48 ) begin
+      \$166  = \$77 ;
     end
     if (rst) begin
       \$166  = 5'h00;
@@ -31641,8 +31633,8 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$167  = amask;
-    if (\$49 ) begin
-      \$167  = \$80 ;
+    if (\$48 ) begin
+      \$167  = \$81 ;
     end
     if (rst) begin
       \$167  = 4'h0;
@@ -31651,8 +31643,8 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$168  = wmask;
-    if (\$49 ) begin
-      \$168  = \$88 ;
+    if (\$48 ) begin
+      \$168  = \$89 ;
     end
     if (rst) begin
       \$168  = 20'h00000;
@@ -31661,11 +31653,11 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$169  = wr_act;
-    if (\$89 ) begin
+    if (\$90 ) begin
       \$169  = 1'h1;
     end
     if (\$95 ) begin
-      if (\$106 ) begin
+      if (last) begin
         \$169  = 1'h0;
       end
     end
@@ -31676,11 +31668,11 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$170  = rd_act;
-    if (\$90 ) begin
+    if (\$91 ) begin
       \$170  = 1'h1;
     end
     if (\$138 ) begin
-      if (\$154 ) begin
+      if (last) begin
         \$170  = 1'h0;
       end
     end
@@ -31690,7 +31682,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$171  = \$91 ;
+    \$171  = \$92 ;
     if (rst) begin
       \$171  = 1'h0;
     end
@@ -31827,7 +31819,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$184  = m_last;
     if (\$138 ) begin
-      \$184  = \$145 ;
+      \$184  = last;
     end
     if (rst) begin
       \$184  = 1'h0;
@@ -31846,13 +31838,13 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$186  = s_axi_mem_rdata;
-    if (\$157 ) begin
+    if (\$156 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$186  = t_data;
       end else begin
         if (m_valid) begin
-          \$186  = \$159 ;
+          \$186  = \$158 ;
         end
       end
     end
@@ -31863,7 +31855,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$187  = s_axi_mem_rresp;
-    if (\$157 ) begin
+    if (\$156 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$187  = t_resp;
@@ -31880,7 +31872,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$188  = s_axi_mem_rlast;
-    if (\$157 ) begin
+    if (\$156 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$188  = t_last;
@@ -31897,7 +31889,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$189  = s_axi_mem_rid;
-    if (\$157 ) begin
+    if (\$156 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$189  = t_id;
@@ -31914,7 +31906,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$190  = t_valid;
-    if (\$157 ) begin
+    if (\$156 ) begin
       if (t_valid) begin
         \$190  = m_valid;
       end
@@ -31928,14 +31920,14 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$191  = t_data;
-    if (\$157 ) begin
+    if (\$156 ) begin
       if (t_valid) begin
         if (m_valid) begin
-          \$191  = \$158 ;
+          \$191  = \$157 ;
         end
       end
     end else if (m_valid) begin
-      \$191  = \$160 ;
+      \$191  = \$159 ;
     end
     if (rst) begin
       \$191  = 128'h00000000000000000000000000000000;
@@ -31944,7 +31936,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$192  = t_resp;
-    if (\$157 ) begin
+    if (\$156 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$192  = m_resp;
@@ -31960,7 +31952,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$193  = t_last;
-    if (\$157 ) begin
+    if (\$156 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$193  = m_last;
@@ -31976,7 +31968,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$194  = t_id;
-    if (\$157 ) begin
+    if (\$156 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$194  = m_id;
@@ -31992,7 +31984,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$195  = s_axi_mem_rvalid;
-    if (\$157 ) begin
+    if (\$156 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
       end else begin
@@ -32011,7 +32003,7 @@ module \learner_cartpole_s4.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awl
   assign h_last = s_axi_mem_rlast;
   assign h_id = s_axi_mem_rid;
   assign ws_data = mem_wdata;
-  assign \$26  = \$25 ;
+  assign \$25  = \$24 ;
   assign \$96  = 2'h0;
   assign \$140  = \$139 ;
   assign \$142  = 2'h0;

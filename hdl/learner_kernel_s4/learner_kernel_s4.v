@@ -11,35 +11,36 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
 `endif
 `endif
-  wire [64:0] \$1 ;
-  wire [32:0] \$10 ;
-  wire \$11 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire [64:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire \$16 ;
-  reg [31:0] \$17 ;
+  reg [31:0] \$16 ;
+  reg \$17 ;
   reg [31:0] \$18 ;
   reg [31:0] \$19 ;
   wire \$2 ;
   reg \$20 ;
-  reg \$21 ;
+  reg [63:0] \$21 ;
   reg \$22 ;
   reg \$23 ;
   reg \$24 ;
   reg \$25 ;
   reg \$26 ;
-  reg [1:0] \$27 ;
-  wire \$28 ;
+  reg \$27 ;
+  reg [1:0] \$28 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$4 ;
-  wire [32:0] \$5 ;
+  wire \$31 ;
+  wire [32:0] \$4 ;
+  wire \$5 ;
   wire \$6 ;
   wire \$7 ;
-  wire \$8 ;
+  wire [32:0] \$8 ;
   wire \$9 ;
   (* init = 1'h0 *)
   wire \$signal ;
@@ -58,6 +59,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg [1:0] copy_state = 2'h0;
   (* init = 32'd0 *)
   wire [31:0] cycles;
+  reg [63:0] dev = 64'h0000000000000000;
   wire [31:0] dma_bytes;
   wire dma_ctrl_dir;
   wire dma_ctrl_start;
@@ -72,7 +74,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg dma_status_write_error = 1'h0;
   (* init = 1'h0 *)
   wire done;
-  wire \done$138 ;
+  wire \done$140 ;
   wire dropped;
   wire error;
   (* init = 1'h0 *)
@@ -89,6 +91,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire host_re;
   wire [127:0] host_wdata;
   wire [15:0] host_we;
+  reg in_range = 1'h0;
   output interrupt;
   wire interrupt;
   wire \interrupt$97 ;
@@ -243,24 +246,25 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire \s_axi_control_wvalid$85 ;
   reg to_buffer = 1'h0;
   assign rst = ~ ap_rst_n;
-  assign \$1  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + offset;
-  assign \$2  = ! copy_state;
-  assign \$3  = copy_state == 1'h1;
-  assign \$4  = copy_state == 2'h2;
-  assign \$5  = dma_cycles + 1'h1;
-  assign \$6  = ! dma_offset[5:0];
-  assign \$7  = ! dma_bytes[3:0];
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = dma_offset + dma_bytes;
-  assign \$11  = \$10  <= 21'h100000;
-  assign \$12  = ~ \$11 ;
-  assign \$13  = \$9  | \$12 ;
-  assign \$14  = ~ mem_enable;
-  assign \$15  = \done$138  & error;
-  assign \$16  = dma_status_busy & dropped;
+  assign \$1  = ! copy_state;
+  assign \$2  = copy_state == 1'h1;
+  assign \$3  = copy_state == 2'h2;
+  assign \$4  = dma_cycles + 1'h1;
+  assign \$5  = ! dma_offset[5:0];
+  assign \$6  = ! dma_bytes[3:0];
+  assign \$7  = \$5  & \$6 ;
+  assign \$8  = dma_offset + dma_bytes;
+  assign \$9  = \$8  <= 21'h100000;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + dma_offset;
+  assign \$12  = ~ in_range;
+  assign \$13  = ~ mem_enable;
+  assign \$14  = \done$140  & error;
+  assign \$15  = dma_status_busy & dropped;
   always @(posedge ap_clk)
-    dma_cycles <= \$17 ;
+    dma_cycles <= \$16 ;
+  always @(posedge ap_clk)
+    in_range <= \$17 ;
   always @(posedge ap_clk)
     offset <= \$18 ;
   always @(posedge ap_clk)
@@ -268,19 +272,21 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   always @(posedge ap_clk)
     to_buffer <= \$20 ;
   always @(posedge ap_clk)
-    dma_status_done <= \$21 ;
+    dev <= \$21 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$22 ;
+    dma_status_done <= \$22 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$23 ;
+    dma_status_read_error <= \$23 ;
   always @(posedge ap_clk)
-    dma_status_locked <= \$24 ;
+    dma_status_write_error <= \$24 ;
   always @(posedge ap_clk)
-    dma_status_range <= \$25 ;
+    dma_status_locked <= \$25 ;
   always @(posedge ap_clk)
-    dma_status_busy <= \$26 ;
+    dma_status_range <= \$26 ;
   always @(posedge ap_clk)
-    copy_state <= \$27 ;
+    dma_status_busy <= \$27 ;
+  always @(posedge ap_clk)
+    copy_state <= \$28 ;
   \learner_kernel_s4.accel  accel (
     .clk(ap_clk),
     .dma_bytes(dma_bytes),
@@ -328,7 +334,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$138 ),
+    .done(\done$140 ),
     .dropped(dropped),
     .error(error),
     .m_axi_gmem_arready(m_axi_gmem_arready),
@@ -352,9 +358,9 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$5292$0 (\$28 ),
-    .\port$5293$0 (\$29 ),
-    .\port$5294$0 (\$30 ),
+    .\port$5245$0 (\$29 ),
+    .\port$5246$0 (\$30 ),
+    .\port$5247$0 (\$31 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -387,7 +393,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
           /* empty */;
       2'h1:
         begin
-          cmd__payload[63:0] = \$1 [63:0];
+          cmd__payload[63:0] = dev;
           cmd__payload[79:64] = offset[19:4];
           cmd__payload[96:80] = nbytes[20:4];
           cmd__payload[97] = to_buffer;
@@ -396,18 +402,25 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$17  = dma_cycles;
+    \$16  = dma_cycles;
     if (dma_status_busy) begin
-      \$17  = \$5 [31:0];
+      \$16  = \$4 [31:0];
     end
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$17  = 32'd0;
+            \$16  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$17  = 32'd0;
+      \$16  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$17  = \$10 ;
+    if (rst) begin
+      \$17  = 1'h0;
     end
   end
   always @* begin
@@ -451,59 +464,54 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$21  = dma_status_done;
+    \$21  = dev;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$21  = 1'h0;
-            if (\$13 ) begin
-              \$21  = 1'h1;
-            end else if (\$14 ) begin
-              \$21  = 1'h1;
+            \$21  = \$11 [63:0];
+          end
+    endcase
+    if (rst) begin
+      \$21  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$22  = dma_status_done;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$22  = 1'h0;
+            if (\$12 ) begin
+              \$22  = 1'h1;
+            end else if (\$13 ) begin
+              \$22  = 1'h1;
             end
           end
       2'h1:
           /* empty */;
       2'h2:
-          if (\done$138 ) begin
-            \$21  = 1'h1;
+          if (\done$140 ) begin
+            \$22  = 1'h1;
           end
     endcase
-    if (rst) begin
-      \$21  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$22  = dma_status_read_error;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$22  = 1'h0;
-          end
-    endcase
-    if (\$15 ) begin
-      (* full_case = 32'd1 *)
-      if (to_buffer) begin
-      end else begin
-        \$22  = 1'h1;
-      end
-    end
     if (rst) begin
       \$22  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$23  = dma_status_write_error;
+    \$23  = dma_status_read_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$23  = 1'h0;
           end
     endcase
-    if (\$15 ) begin
+    if (\$14 ) begin
+      (* full_case = 32'd1 *)
       if (to_buffer) begin
+      end else begin
         \$23  = 1'h1;
       end
     end
@@ -513,19 +521,17 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$24  = dma_status_locked;
+    \$24  = dma_status_write_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$24  = 1'h0;
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-              \$24  = 1'h1;
-            end
           end
     endcase
-    if (\$16 ) begin
-      \$24  = 1'h1;
+    if (\$14 ) begin
+      if (to_buffer) begin
+        \$24  = 1'h1;
+      end
     end
     if (rst) begin
       \$24  = 1'h0;
@@ -533,38 +539,34 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$25  = dma_status_range;
+    \$25  = dma_status_locked;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$25  = 1'h0;
-            if (\$13 ) begin
+            if (\$12 ) begin
+            end else if (\$13 ) begin
               \$25  = 1'h1;
             end
           end
     endcase
+    if (\$15 ) begin
+      \$25  = 1'h1;
+    end
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$26  = dma_status_busy;
+    \$26  = dma_status_range;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-            end else begin
+            \$26  = 1'h0;
+            if (\$12 ) begin
               \$26  = 1'h1;
             end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$138 ) begin
-            \$26  = 1'h0;
           end
     endcase
     if (rst) begin
@@ -573,28 +575,52 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$27  = copy_state;
+    \$27  = dma_status_busy;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
+            if (\$12 ) begin
+            end else if (\$13 ) begin
             end else begin
-              \$27  = 2'h1;
+              \$27  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$140 ) begin
+            \$27  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$28  = copy_state;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$12 ) begin
+            end else if (\$13 ) begin
+            end else begin
+              \$28  = 2'h1;
             end
           end
       2'h1:
           if (cmd__ready) begin
-            \$27  = 2'h2;
+            \$28  = 2'h2;
           end
       2'h2:
-          if (\done$138 ) begin
-            \$27  = 2'h0;
+          if (\done$140 ) begin
+            \$28  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$27  = 2'h0;
+      \$28  = 2'h0;
     end
   end
   assign clk = ap_clk;
@@ -606,7 +632,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$59  = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
+  assign \m_axi_gmem_wstrb$59  = { \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 16'hffff };
   assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
@@ -661,7 +687,7 @@ module learner_kernel_s4(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , \$28 , 16'hffff };
+  assign m_axi_gmem_wstrb = { \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -676,7 +702,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_rdata, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
-, dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
+, dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_bresp, s_axi_control_rvalid, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -908,7 +934,7 @@ module \learner_kernel_s4.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .lr(lr),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .\port$8047$0 (\$4 ),
+    .\port$8069$0 (\$4 ),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
     .s_axi_control_araddr(s_axi_control_araddr),
@@ -30102,8 +30128,8 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error, dma_status_write_error
-, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir
-, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$8047$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
+, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, batch_size, lr, gamma, sync_target, sync_period, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir
+, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, \port$8069$0 , status_target_synced, status_error, sync_count, status_fw_overflow, status_target_fw_overflow, status_target_overflow, status_delta_overflow, status_bw_overflow, status_wa_overflow, status_wu_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -30112,200 +30138,200 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [31:0] \$100 ;
+  wire [2:0] \$101 ;
+  wire [31:0] \$102 ;
+  wire [15:0] \$103 ;
+  wire [31:0] \$104 ;
+  wire [15:0] \$105 ;
+  wire [31:0] \$106 ;
+  wire [15:0] \$107 ;
+  wire [31:0] \$108 ;
+  wire [15:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [31:0] \$110 ;
+  wire [15:0] \$111 ;
+  wire [31:0] \$112 ;
+  wire [15:0] \$113 ;
+  wire [31:0] \$114 ;
+  wire [15:0] \$115 ;
+  wire [31:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [31:0] \$118 ;
+  wire [31:0] \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [31:0] \$120 ;
+  wire [32:0] \$121 ;
+  wire [32:0] \$122 ;
+  wire [32:0] \$123 ;
+  wire [32:0] \$124 ;
+  wire [32:0] \$125 ;
+  wire [32:0] \$126 ;
+  wire [16:0] \$127 ;
+  wire [31:0] \$128 ;
+  wire [8:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [31:0] \$130 ;
+  wire [22:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [46:0] \$133 ;
+  wire [46:0] \$134 ;
+  wire [4:0] \$135 ;
+  wire [31:0] \$136 ;
+  wire [10:0] \$137 ;
+  wire [31:0] \$138 ;
+  wire [22:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire [1:0] \$145 ;
+  wire [31:0] \$140 ;
+  wire [38:0] \$141 ;
+  wire [38:0] \$142 ;
+  wire [8:0] \$143 ;
+  wire [31:0] \$144 ;
+  wire [22:0] \$145 ;
   wire [31:0] \$146 ;
-  wire [1:0] \$147 ;
-  wire [31:0] \$148 ;
-  wire [3:0] \$149 ;
+  wire [38:0] \$147 ;
+  wire [38:0] \$148 ;
+  wire [38:0] \$149 ;
   wire \$15 ;
-  wire [31:0] \$150 ;
-  wire [3:0] \$151 ;
+  wire [38:0] \$150 ;
+  wire [8:0] \$151 ;
   wire [31:0] \$152 ;
-  wire [7:0] \$153 ;
+  wire [22:0] \$153 ;
   wire [31:0] \$154 ;
-  wire [1:0] \$155 ;
-  wire [31:0] \$156 ;
-  wire [1:0] \$157 ;
-  wire [31:0] \$158 ;
-  wire [1:0] \$159 ;
+  wire [38:0] \$155 ;
+  wire [38:0] \$156 ;
+  wire [38:0] \$157 ;
+  wire [38:0] \$158 ;
+  wire [16:0] \$159 ;
   wire \$16 ;
   wire [31:0] \$160 ;
-  wire [1:0] \$161 ;
+  wire [16:0] \$161 ;
   wire [31:0] \$162 ;
-  wire [1:0] \$163 ;
+  wire [16:0] \$163 ;
   wire [31:0] \$164 ;
-  wire [13:0] \$165 ;
+  wire [16:0] \$165 ;
   wire [31:0] \$166 ;
-  wire [24:0] \$167 ;
-  wire [31:0] \$168 ;
-  wire [17:0] \$169 ;
+  wire [32:0] \$167 ;
+  wire [32:0] \$168 ;
+  wire [32:0] \$169 ;
   wire \$17 ;
-  wire [31:0] \$170 ;
-  wire [1:0] \$171 ;
-  wire [31:0] \$172 ;
-  wire [16:0] \$173 ;
-  wire [31:0] \$174 ;
-  wire [2:0] \$175 ;
+  wire [32:0] \$170 ;
+  wire [32:0] \$171 ;
+  wire [32:0] \$172 ;
+  wire [32:0] \$173 ;
+  wire [32:0] \$174 ;
+  wire [1:0] \$175 ;
   wire [31:0] \$176 ;
-  wire [15:0] \$177 ;
+  wire [1:0] \$177 ;
   wire [31:0] \$178 ;
-  wire [15:0] \$179 ;
+  wire [1:0] \$179 ;
   wire \$18 ;
   wire [31:0] \$180 ;
-  wire [15:0] \$181 ;
+  wire [1:0] \$181 ;
   wire [31:0] \$182 ;
-  wire [15:0] \$183 ;
+  wire [3:0] \$183 ;
   wire [31:0] \$184 ;
-  wire [15:0] \$185 ;
+  wire [3:0] \$185 ;
   wire [31:0] \$186 ;
-  wire [15:0] \$187 ;
+  wire [7:0] \$187 ;
   wire [31:0] \$188 ;
-  wire [15:0] \$189 ;
+  wire [7:0] \$189 ;
   wire \$19 ;
   wire [31:0] \$190 ;
-  wire [15:0] \$191 ;
-  wire [31:0] \$192 ;
-  wire [31:0] \$193 ;
-  wire [31:0] \$194 ;
-  wire [32:0] \$195 ;
-  wire [32:0] \$196 ;
-  wire [32:0] \$197 ;
-  wire [32:0] \$198 ;
+  wire [32:0] \$191 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
+  wire [32:0] \$194 ;
+  wire [16:0] \$195 ;
+  wire [31:0] \$196 ;
+  wire [46:0] \$197 ;
+  wire [46:0] \$198 ;
   wire [32:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire [32:0] \$200 ;
-  wire [16:0] \$201 ;
-  wire [31:0] \$202 ;
-  wire [8:0] \$203 ;
-  wire [31:0] \$204 ;
-  wire [22:0] \$205 ;
-  wire [31:0] \$206 ;
-  wire [46:0] \$207 ;
-  wire [46:0] \$208 ;
-  wire [4:0] \$209 ;
+  wire [1:0] \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
-  wire [31:0] \$210 ;
-  wire [10:0] \$211 ;
-  wire [31:0] \$212 ;
-  wire [22:0] \$213 ;
-  wire [31:0] \$214 ;
-  wire [38:0] \$215 ;
-  wire [38:0] \$216 ;
-  wire [8:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [22:0] \$219 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [38:0] \$221 ;
-  wire [38:0] \$222 ;
-  wire [38:0] \$223 ;
-  wire [38:0] \$224 ;
-  wire [8:0] \$225 ;
-  wire [31:0] \$226 ;
-  wire [22:0] \$227 ;
-  wire [31:0] \$228 ;
-  wire [38:0] \$229 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
-  wire [38:0] \$230 ;
-  wire [38:0] \$231 ;
-  wire [38:0] \$232 ;
-  wire [16:0] \$233 ;
-  wire [31:0] \$234 ;
-  wire [16:0] \$235 ;
-  wire [31:0] \$236 ;
-  wire [16:0] \$237 ;
-  wire [31:0] \$238 ;
-  wire [16:0] \$239 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  wire [31:0] \$240 ;
-  wire [32:0] \$241 ;
-  wire [32:0] \$242 ;
-  wire [32:0] \$243 ;
-  wire [32:0] \$244 ;
-  wire [32:0] \$245 ;
-  wire [32:0] \$246 ;
-  wire [32:0] \$247 ;
-  wire [32:0] \$248 ;
-  wire [1:0] \$249 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [31:0] \$250 ;
-  wire [1:0] \$251 ;
-  wire [31:0] \$252 ;
-  wire [1:0] \$253 ;
-  wire [31:0] \$254 ;
-  wire [1:0] \$255 ;
-  wire [31:0] \$256 ;
-  wire [3:0] \$257 ;
-  wire [31:0] \$258 ;
-  wire [3:0] \$259 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
   wire \$26 ;
-  wire [31:0] \$260 ;
-  wire [7:0] \$261 ;
-  wire [31:0] \$262 ;
-  wire [7:0] \$263 ;
-  wire [31:0] \$264 ;
-  wire [32:0] \$265 ;
-  wire [32:0] \$266 ;
-  wire [32:0] \$267 ;
-  wire [32:0] \$268 ;
-  wire [16:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [31:0] \$270 ;
-  wire [46:0] \$271 ;
-  wire [46:0] \$272 ;
-  wire [32:0] \$273 ;
-  wire [32:0] \$274 ;
-  wire \$275 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire [31:0] \$275 ;
   wire \$276 ;
   wire \$277 ;
   wire \$278 ;
@@ -30316,7 +30342,7 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$282 ;
   wire \$283 ;
   wire \$284 ;
-  wire [1:0] \$285 ;
+  wire \$285 ;
   wire \$286 ;
   wire \$287 ;
   wire \$288 ;
@@ -30349,85 +30375,85 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$311 ;
   wire \$312 ;
   wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire [12:0] \$314 ;
+  wire [12:0] \$315 ;
+  wire [12:0] \$316 ;
+  wire [23:0] \$317 ;
+  wire [23:0] \$318 ;
+  wire [23:0] \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
+  wire [16:0] \$320 ;
+  wire [16:0] \$321 ;
+  wire [16:0] \$322 ;
   wire \$323 ;
   wire \$324 ;
   wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  wire [15:0] \$326 ;
+  wire [15:0] \$327 ;
+  wire [15:0] \$328 ;
+  wire [25:0] \$329 ;
   wire \$33 ;
-  wire [12:0] \$330 ;
-  wire [12:0] \$331 ;
-  wire [12:0] \$332 ;
-  wire [12:0] \$333 ;
-  wire [23:0] \$334 ;
-  wire [23:0] \$335 ;
-  wire [23:0] \$336 ;
-  wire [23:0] \$337 ;
-  wire [16:0] \$338 ;
-  wire [16:0] \$339 ;
+  wire [25:0] \$330 ;
+  wire [25:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
   wire \$34 ;
-  wire [16:0] \$340 ;
-  wire [16:0] \$341 ;
+  wire [31:0] \$340 ;
+  wire \$341 ;
   wire \$342 ;
   wire \$343 ;
   wire \$344 ;
   wire \$345 ;
-  wire [15:0] \$346 ;
-  wire [15:0] \$347 ;
-  wire [15:0] \$348 ;
-  wire [15:0] \$349 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire [1:0] \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire [25:0] \$350 ;
-  wire [25:0] \$351 ;
-  wire [25:0] \$352 ;
-  wire [25:0] \$353 ;
-  wire [31:0] \$354 ;
-  wire [31:0] \$355 ;
-  wire [31:0] \$356 ;
-  wire [31:0] \$357 ;
-  wire [31:0] \$358 ;
-  wire [31:0] \$359 ;
+  reg \$350 ;
+  reg \$351 ;
+  reg \$352 ;
+  reg [1:0] \$353 ;
+  reg [31:0] \$354 ;
+  reg \$355 ;
+  reg [31:0] \$356 ;
+  reg [3:0] \$357 ;
+  reg [31:0] \$358 ;
+  reg [31:0] \$359 ;
   wire \$36 ;
-  wire [31:0] \$360 ;
-  wire [31:0] \$361 ;
-  wire [31:0] \$362 ;
-  wire [31:0] \$363 ;
-  wire [31:0] \$364 ;
-  wire [31:0] \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
+  reg \$360 ;
+  reg \$361 ;
+  reg \$362 ;
+  reg \$363 ;
+  reg \$364 ;
+  reg \$365 ;
+  reg \$366 ;
+  reg \$367 ;
+  reg \$368 ;
+  reg \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire [1:0] \$375 ;
-  wire \$376 ;
-  reg \$377 ;
-  reg \$378 ;
-  reg \$379 ;
+  reg \$370 ;
+  reg \$371 ;
+  reg \$372 ;
+  reg [12:0] \$373 ;
+  reg [23:0] \$374 ;
+  reg [16:0] \$375 ;
+  reg \$376 ;
+  reg [15:0] \$377 ;
+  reg [25:0] \$378 ;
+  reg [31:0] \$379 ;
   wire \$38 ;
-  reg [11:0] \$380 ;
+  reg [31:0] \$380 ;
   reg [31:0] \$381 ;
-  reg [3:0] \$382 ;
+  reg \$382 ;
   reg \$383 ;
-  reg [1:0] \$384 ;
-  reg \$385 ;
+  reg [31:0] \$384 ;
+  reg [1:0] \$385 ;
   reg \$386 ;
   reg \$387 ;
   reg \$388 ;
@@ -30440,54 +30466,30 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg \$394 ;
   reg \$395 ;
   reg \$396 ;
-  reg [12:0] \$397 ;
-  reg [23:0] \$398 ;
-  reg [16:0] \$399 ;
+  reg \$397 ;
+  reg \$398 ;
+  reg \$399 ;
   wire \$4 ;
   wire \$40 ;
   reg \$400 ;
-  reg [15:0] \$401 ;
-  reg [25:0] \$402 ;
-  reg [31:0] \$403 ;
-  reg [31:0] \$404 ;
-  reg [31:0] \$405 ;
+  reg \$401 ;
+  reg \$402 ;
+  reg \$403 ;
+  reg \$404 ;
+  reg \$405 ;
   reg \$406 ;
   reg \$407 ;
-  reg [31:0] \$408 ;
-  reg [1:0] \$409 ;
+  reg \$408 ;
+  reg \$409 ;
   wire \$41 ;
   reg \$410 ;
   reg \$411 ;
   reg \$412 ;
   reg \$413 ;
-  reg \$414 ;
-  reg \$415 ;
-  reg \$416 ;
-  reg \$417 ;
-  reg \$418 ;
-  reg \$419 ;
+  reg [31:0] \$414 ;
+  reg [3:0] \$415 ;
   wire \$42 ;
-  reg \$420 ;
-  reg \$421 ;
-  reg \$422 ;
-  reg \$423 ;
-  reg \$424 ;
-  reg \$425 ;
-  reg \$426 ;
-  reg \$427 ;
-  reg \$428 ;
-  reg \$429 ;
   wire \$43 ;
-  reg \$430 ;
-  reg \$431 ;
-  reg \$432 ;
-  reg \$433 ;
-  reg \$434 ;
-  reg \$435 ;
-  reg \$436 ;
-  reg \$437 ;
-  reg [31:0] \$438 ;
-  reg [3:0] \$439 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
@@ -30518,37 +30520,37 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [1:0] \$71 ;
+  wire [31:0] \$72 ;
+  wire [1:0] \$73 ;
+  wire [31:0] \$74 ;
+  wire [3:0] \$75 ;
+  wire [31:0] \$76 ;
+  wire [3:0] \$77 ;
+  wire [31:0] \$78 ;
+  wire [7:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [31:0] \$80 ;
+  wire [1:0] \$81 ;
+  wire [31:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire [31:0] \$84 ;
+  wire [1:0] \$85 ;
+  wire [31:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [31:0] \$88 ;
+  wire [1:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [31:0] \$90 ;
+  wire [13:0] \$91 ;
+  wire [31:0] \$92 ;
+  wire [24:0] \$93 ;
+  wire [31:0] \$94 ;
+  wire [17:0] \$95 ;
+  wire [31:0] \$96 ;
+  wire [1:0] \$97 ;
+  wire [31:0] \$98 ;
+  wire [16:0] \$99 ;
   input ap_done;
   wire ap_done;
   input ap_idle;
@@ -30565,8 +30567,9 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   output auto_restart;
   reg auto_restart = 1'h0;
   reg auto_status = 1'h0;
-  reg [11:0] aw_addr_q = 12'h000;
+  reg [31:0] aw_dec = 32'd0;
   reg aw_got = 1'h0;
+  reg aw_hit = 1'h0;
   output [12:0] batch_size;
   reg [12:0] batch_size = 13'h0000;
   (* init = 13'h0000 *)
@@ -30721,8 +30724,8 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire mem_ptr_lo_rd;
   wire mem_ptr_lo_we;
   reg mem_ptr_lo_wr_pulse = 1'h0;
-  input [44:0] \port$8047$0 ;
-  wire [44:0] \port$8047$0 ;
+  input [44:0] \port$8069$0 ;
+  wire [44:0] \port$8069$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -30812,691 +30815,843 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire sync_target_rd;
   wire sync_target_we;
   reg sync_target_wr_pulse = 1'h0;
-  wire [11:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
+  reg [31:0] w_bits = 32'd0;
+  reg [31:0] w_data = 32'd0;
   reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] w_mask = 32'd0;
+  reg [3:0] w_strb = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
-  always @(posedge clk)
-    dma_bytes_wr_pulse <= \$431 ;
-  always @(posedge clk)
-    dma_ctrl_wr_pulse <= \$432 ;
-  always @(posedge clk)
-    dma_status_wr_pulse <= \$433 ;
-  always @(posedge clk)
-    dma_cycles_wr_pulse <= \$434 ;
-  always @(posedge clk)
-    dma_window_wr_pulse <= \$435 ;
-  always @(posedge clk)
-    dma_align_wr_pulse <= \$436 ;
-  always @(posedge clk)
-    shell_version_wr_pulse <= \$437 ;
-  always @(posedge clk)
-    wr_data <= \$438 ;
-  always @(posedge clk)
-    wr_strb <= \$439 ;
   assign \$1  = ~ aw_got;
   assign \$2  = ~ bvalid;
   assign s_axi_control_awready = \$1  & \$2 ;
   assign \$3  = ~ w_got;
   assign \$4  = ~ bvalid;
   assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign commit = aw_got & w_got;
   assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[11:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[11:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[11:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[11:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[11:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[11:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[11:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[11:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[11:2] == 3'h4;
-  assign batch_size_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[11:2] == 3'h4;
-  assign batch_size_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[11:2] == 3'h5;
-  assign lr_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[11:2] == 3'h5;
-  assign lr_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[11:2] == 3'h6;
-  assign gamma_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[11:2] == 3'h6;
-  assign gamma_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[11:2] == 3'h7;
-  assign sync_target_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[11:2] == 3'h7;
-  assign sync_target_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[11:2] == 4'h8;
-  assign sync_period_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[11:2] == 4'h8;
-  assign sync_period_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[11:2] == 4'h9;
-  assign status_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[11:2] == 4'h9;
-  assign status_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[11:2] == 4'ha;
-  assign loss_lo_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[11:2] == 4'ha;
-  assign loss_lo_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[11:2] == 4'hb;
-  assign loss_hi_we = commit & \$38 ;
-  assign \$39  = s_axi_control_araddr[11:2] == 4'hb;
-  assign loss_hi_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[11:2] == 4'hc;
-  assign cycles_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[11:2] == 4'hc;
-  assign cycles_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[11:2] == 4'hd;
-  assign sync_count_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[11:2] == 4'hd;
-  assign sync_count_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[11:2] == 4'he;
-  assign hw_array_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[11:2] == 4'he;
-  assign hw_array_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[11:2] == 4'hf;
-  assign hw_layers_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[11:2] == 4'hf;
-  assign hw_layers_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[11:2] == 5'h10;
-  assign hw_format_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[11:2] == 5'h10;
-  assign hw_format_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[11:2] == 5'h11;
-  assign hw_format2_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[11:2] == 5'h11;
-  assign hw_format2_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[11:2] == 5'h12;
-  assign hw_size0_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[11:2] == 5'h12;
-  assign hw_size0_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[11:2] == 5'h13;
-  assign hw_size1_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[11:2] == 5'h13;
-  assign hw_size1_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[11:2] == 5'h14;
-  assign hw_size2_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[11:2] == 5'h14;
-  assign hw_size2_rd = ar_hs & \$57 ;
-  assign \$58  = w_addr[11:2] == 5'h15;
-  assign hw_size3_we = commit & \$58 ;
+  assign \$5  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$5 ;
+  assign ctrl_we = commit & aw_dec[0];
+  assign \$6  = ! s_axi_control_araddr[11:2];
+  assign ctrl_rd = ar_hs & \$6 ;
+  assign gier_we = commit & aw_dec[1];
+  assign \$7  = s_axi_control_araddr[11:2] == 1'h1;
+  assign gier_rd = ar_hs & \$7 ;
+  assign ip_ier_we = commit & aw_dec[2];
+  assign \$8  = s_axi_control_araddr[11:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$8 ;
+  assign ip_isr_we = commit & aw_dec[3];
+  assign \$9  = s_axi_control_araddr[11:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$9 ;
+  assign batch_size_we = commit & aw_dec[4];
+  assign \$10  = s_axi_control_araddr[11:2] == 3'h4;
+  assign batch_size_rd = ar_hs & \$10 ;
+  assign lr_we = commit & aw_dec[5];
+  assign \$11  = s_axi_control_araddr[11:2] == 3'h5;
+  assign lr_rd = ar_hs & \$11 ;
+  assign gamma_we = commit & aw_dec[6];
+  assign \$12  = s_axi_control_araddr[11:2] == 3'h6;
+  assign gamma_rd = ar_hs & \$12 ;
+  assign sync_target_we = commit & aw_dec[7];
+  assign \$13  = s_axi_control_araddr[11:2] == 3'h7;
+  assign sync_target_rd = ar_hs & \$13 ;
+  assign sync_period_we = commit & aw_dec[8];
+  assign \$14  = s_axi_control_araddr[11:2] == 4'h8;
+  assign sync_period_rd = ar_hs & \$14 ;
+  assign status_we = commit & aw_dec[9];
+  assign \$15  = s_axi_control_araddr[11:2] == 4'h9;
+  assign status_rd = ar_hs & \$15 ;
+  assign loss_lo_we = commit & aw_dec[10];
+  assign \$16  = s_axi_control_araddr[11:2] == 4'ha;
+  assign loss_lo_rd = ar_hs & \$16 ;
+  assign loss_hi_we = commit & aw_dec[11];
+  assign \$17  = s_axi_control_araddr[11:2] == 4'hb;
+  assign loss_hi_rd = ar_hs & \$17 ;
+  assign cycles_we = commit & aw_dec[12];
+  assign \$18  = s_axi_control_araddr[11:2] == 4'hc;
+  assign cycles_rd = ar_hs & \$18 ;
+  assign sync_count_we = commit & aw_dec[13];
+  assign \$19  = s_axi_control_araddr[11:2] == 4'hd;
+  assign sync_count_rd = ar_hs & \$19 ;
+  assign hw_array_we = commit & aw_dec[14];
+  assign \$20  = s_axi_control_araddr[11:2] == 4'he;
+  assign hw_array_rd = ar_hs & \$20 ;
+  assign hw_layers_we = commit & aw_dec[15];
+  assign \$21  = s_axi_control_araddr[11:2] == 4'hf;
+  assign hw_layers_rd = ar_hs & \$21 ;
+  assign hw_format_we = commit & aw_dec[16];
+  assign \$22  = s_axi_control_araddr[11:2] == 5'h10;
+  assign hw_format_rd = ar_hs & \$22 ;
+  assign hw_format2_we = commit & aw_dec[17];
+  assign \$23  = s_axi_control_araddr[11:2] == 5'h11;
+  assign hw_format2_rd = ar_hs & \$23 ;
+  assign hw_size0_we = commit & aw_dec[18];
+  assign \$24  = s_axi_control_araddr[11:2] == 5'h12;
+  assign hw_size0_rd = ar_hs & \$24 ;
+  assign hw_size1_we = commit & aw_dec[19];
+  assign \$25  = s_axi_control_araddr[11:2] == 5'h13;
+  assign hw_size1_rd = ar_hs & \$25 ;
+  assign hw_size2_we = commit & aw_dec[20];
+  assign \$26  = s_axi_control_araddr[11:2] == 5'h14;
+  assign hw_size2_rd = ar_hs & \$26 ;
+  assign hw_size3_we = commit & aw_dec[21];
+  assign \$27  = s_axi_control_araddr[11:2] == 5'h15;
+  assign hw_size3_rd = ar_hs & \$27 ;
+  assign mem_ptr_lo_we = commit & aw_dec[22];
+  assign \$28  = s_axi_control_araddr[11:2] == 5'h16;
+  assign mem_ptr_lo_rd = ar_hs & \$28 ;
+  assign mem_ptr_hi_we = commit & aw_dec[23];
+  assign \$29  = s_axi_control_araddr[11:2] == 5'h17;
+  assign mem_ptr_hi_rd = ar_hs & \$29 ;
+  assign dma_offset_we = commit & aw_dec[24];
+  assign \$30  = s_axi_control_araddr[11:2] == 5'h18;
+  assign dma_offset_rd = ar_hs & \$30 ;
+  assign dma_bytes_we = commit & aw_dec[25];
+  assign \$31  = s_axi_control_araddr[11:2] == 5'h19;
+  assign dma_bytes_rd = ar_hs & \$31 ;
+  assign dma_ctrl_we = commit & aw_dec[26];
+  assign \$32  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign dma_ctrl_rd = ar_hs & \$32 ;
+  assign dma_status_we = commit & aw_dec[27];
+  assign \$33  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign dma_status_rd = ar_hs & \$33 ;
+  assign dma_cycles_we = commit & aw_dec[28];
+  assign \$34  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign dma_cycles_rd = ar_hs & \$34 ;
+  assign dma_window_we = commit & aw_dec[29];
+  assign \$35  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign dma_window_rd = ar_hs & \$35 ;
+  assign dma_align_we = commit & aw_dec[30];
+  assign \$36  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign dma_align_rd = ar_hs & \$36 ;
+  assign shell_version_we = commit & aw_dec[31];
+  assign \$37  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign shell_version_rd = ar_hs & \$37 ;
+  assign \$38  = ! s_axi_control_araddr[11:2];
+  assign \$39  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$40  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$41  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$42  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$43  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$44  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$45  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$46  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$47  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$48  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$49  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$50  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$51  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$52  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$53  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$54  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$55  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$56  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$57  = s_axi_control_araddr[11:2] == 5'h13;
+  assign \$58  = s_axi_control_araddr[11:2] == 5'h14;
   assign \$59  = s_axi_control_araddr[11:2] == 5'h15;
-  assign hw_size3_rd = ar_hs & \$59 ;
-  assign \$60  = w_addr[11:2] == 5'h16;
-  assign mem_ptr_lo_we = commit & \$60 ;
-  assign \$61  = s_axi_control_araddr[11:2] == 5'h16;
-  assign mem_ptr_lo_rd = ar_hs & \$61 ;
-  assign \$62  = w_addr[11:2] == 5'h17;
-  assign mem_ptr_hi_we = commit & \$62 ;
-  assign \$63  = s_axi_control_araddr[11:2] == 5'h17;
-  assign mem_ptr_hi_rd = ar_hs & \$63 ;
-  assign \$64  = w_addr[11:2] == 5'h18;
-  assign dma_offset_we = commit & \$64 ;
-  assign \$65  = s_axi_control_araddr[11:2] == 5'h18;
-  assign dma_offset_rd = ar_hs & \$65 ;
-  assign \$66  = w_addr[11:2] == 5'h19;
-  assign dma_bytes_we = commit & \$66 ;
-  assign \$67  = s_axi_control_araddr[11:2] == 5'h19;
-  assign dma_bytes_rd = ar_hs & \$67 ;
-  assign \$68  = w_addr[11:2] == 5'h1a;
-  assign dma_ctrl_we = commit & \$68 ;
-  assign \$69  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign dma_ctrl_rd = ar_hs & \$69 ;
-  assign \$70  = w_addr[11:2] == 5'h1b;
-  assign dma_status_we = commit & \$70 ;
-  assign \$71  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign dma_status_rd = ar_hs & \$71 ;
-  assign \$72  = w_addr[11:2] == 5'h1c;
-  assign dma_cycles_we = commit & \$72 ;
-  assign \$73  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign dma_cycles_rd = ar_hs & \$73 ;
-  assign \$74  = w_addr[11:2] == 5'h1d;
-  assign dma_window_we = commit & \$74 ;
-  assign \$75  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign dma_window_rd = ar_hs & \$75 ;
-  assign \$76  = w_addr[11:2] == 5'h1e;
-  assign dma_align_we = commit & \$76 ;
-  assign \$77  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign dma_align_rd = ar_hs & \$77 ;
-  assign \$78  = w_addr[11:2] == 5'h1f;
-  assign shell_version_we = commit & \$78 ;
-  assign \$79  = s_axi_control_araddr[11:2] == 5'h1f;
-  assign shell_version_rd = ar_hs & \$79 ;
-  assign \$80  = ! w_addr[11:2];
-  assign \$81  = w_addr[11:2] == 1'h1;
-  assign \$82  = w_addr[11:2] == 2'h2;
-  assign \$83  = w_addr[11:2] == 2'h3;
-  assign \$84  = w_addr[11:2] == 3'h4;
-  assign \$85  = w_addr[11:2] == 3'h5;
-  assign \$86  = w_addr[11:2] == 3'h6;
-  assign \$87  = w_addr[11:2] == 3'h7;
-  assign \$88  = w_addr[11:2] == 4'h8;
-  assign \$89  = w_addr[11:2] == 4'h9;
-  assign \$90  = w_addr[11:2] == 4'ha;
-  assign \$91  = w_addr[11:2] == 4'hb;
-  assign \$92  = w_addr[11:2] == 4'hc;
-  assign \$93  = w_addr[11:2] == 4'hd;
-  assign \$94  = w_addr[11:2] == 4'he;
-  assign \$95  = w_addr[11:2] == 4'hf;
-  assign \$96  = w_addr[11:2] == 5'h10;
-  assign \$97  = w_addr[11:2] == 5'h11;
-  assign \$98  = w_addr[11:2] == 5'h12;
-  assign \$99  = w_addr[11:2] == 5'h13;
-  assign \$100  = w_addr[11:2] == 5'h14;
-  assign \$101  = w_addr[11:2] == 5'h15;
-  assign \$102  = w_addr[11:2] == 5'h16;
-  assign \$103  = w_addr[11:2] == 5'h17;
-  assign \$104  = w_addr[11:2] == 5'h18;
-  assign \$105  = w_addr[11:2] == 5'h19;
-  assign \$106  = w_addr[11:2] == 5'h1a;
-  assign \$107  = w_addr[11:2] == 5'h1b;
-  assign \$108  = w_addr[11:2] == 5'h1c;
-  assign \$109  = w_addr[11:2] == 5'h1d;
-  assign \$110  = w_addr[11:2] == 5'h1e;
-  assign \$111  = w_addr[11:2] == 5'h1f;
-  assign w_hit = | { \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80  };
-  assign \$112  = ! s_axi_control_araddr[11:2];
-  assign \$113  = s_axi_control_araddr[11:2] == 1'h1;
-  assign \$114  = s_axi_control_araddr[11:2] == 2'h2;
-  assign \$115  = s_axi_control_araddr[11:2] == 2'h3;
-  assign \$116  = s_axi_control_araddr[11:2] == 3'h4;
-  assign \$117  = s_axi_control_araddr[11:2] == 3'h5;
-  assign \$118  = s_axi_control_araddr[11:2] == 3'h6;
-  assign \$119  = s_axi_control_araddr[11:2] == 3'h7;
-  assign \$120  = s_axi_control_araddr[11:2] == 4'h8;
-  assign \$121  = s_axi_control_araddr[11:2] == 4'h9;
-  assign \$122  = s_axi_control_araddr[11:2] == 4'ha;
-  assign \$123  = s_axi_control_araddr[11:2] == 4'hb;
-  assign \$124  = s_axi_control_araddr[11:2] == 4'hc;
-  assign \$125  = s_axi_control_araddr[11:2] == 4'hd;
-  assign \$126  = s_axi_control_araddr[11:2] == 4'he;
-  assign \$127  = s_axi_control_araddr[11:2] == 4'hf;
-  assign \$128  = s_axi_control_araddr[11:2] == 5'h10;
-  assign \$129  = s_axi_control_araddr[11:2] == 5'h11;
-  assign \$130  = s_axi_control_araddr[11:2] == 5'h12;
-  assign \$131  = s_axi_control_araddr[11:2] == 5'h13;
-  assign \$132  = s_axi_control_araddr[11:2] == 5'h14;
-  assign \$133  = s_axi_control_araddr[11:2] == 5'h15;
-  assign \$134  = s_axi_control_araddr[11:2] == 5'h16;
-  assign \$135  = s_axi_control_araddr[11:2] == 5'h17;
-  assign \$136  = s_axi_control_araddr[11:2] == 5'h18;
-  assign \$137  = s_axi_control_araddr[11:2] == 5'h19;
-  assign \$138  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign \$139  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign \$140  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign \$141  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign \$142  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign \$143  = s_axi_control_araddr[11:2] == 5'h1f;
-  assign r_hit = | { \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112  };
-  assign \$144  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$144 ;
-  assign \$148  = \$146  | { 30'h00000000, \$147  };
-  assign \$150  = \$148  | { 28'h0000000, \$149  };
-  assign \$152  = \$150  | { 28'h0000000, \$151  };
-  assign \$154  = \$152  | { 24'h000000, \$153  };
-  assign \$160  = \$158  | { 30'h00000000, \$159  };
-  assign \$164  = \$162  | { 30'h00000000, \$163  };
-  assign \$178  = \$176  | { 16'h0000, \$177  };
-  assign \$180  = \$178  | { 16'h0000, \$179  };
-  assign \$182  = \$180  | { 16'h0000, \$181  };
-  assign \$184  = \$182  | { 16'h0000, \$183  };
-  assign \$186  = \$184  | { 16'h0000, \$185  };
-  assign \$188  = \$186  | { 16'h0000, \$187  };
-  assign \$190  = \$188  | { 16'h0000, \$189  };
-  assign \$192  = \$190  | { 16'h0000, \$191  };
-  assign \$194  = \$192  | \$193 ;
-  assign \$252  = \$250  | { 30'h00000000, \$251  };
-  assign \$256  = \$254  | { 30'h00000000, \$255  };
-  assign \$258  = \$256  | { 28'h0000000, \$257  };
-  assign \$260  = \$258  | { 28'h0000000, \$259  };
-  assign \$262  = \$260  | { 24'h000000, \$261  };
-  assign \$264  = \$262  | { 24'h000000, \$263  };
-  assign \$275  = ~ aw_got;
-  assign \$276  = s_axi_control_awvalid & \$275 ;
-  assign \$277  = ~ bvalid;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = ~ w_got;
-  assign \$280  = s_axi_control_wvalid & \$279 ;
-  assign \$281  = ~ bvalid;
-  assign \$282  = \$280  & \$281 ;
-  assign \$283  = bvalid & s_axi_control_bready;
-  assign \$284  = rvalid & s_axi_control_rready;
-  assign \$285  = w_hit ? 2'h0 : 2'h2;
-  assign \$286  = w_data[0] & w_strb[0];
-  assign \$287  = ctrl_we & \$286 ;
-  assign \$288  = w_data[0] & w_strb[0];
-  assign \$289  = ctrl_we & \$288 ;
-  assign \$290  = ~ auto_status;
-  assign \$291  = ap_done & \$290 ;
-  assign \$292  = auto_status & ap_idle;
-  assign \$293  = ~ ctrl_ap_idle_q;
-  assign \$294  = \$292  & \$293 ;
-  assign \$295  = \$291  | \$294 ;
-  assign \$296  = ~ ctrl_rd;
-  assign \$297  = ctrl_ap_done_q & \$296 ;
-  assign \$298  = \$295  | \$297 ;
-  assign \$299  = ~ auto_restart;
-  assign \$300  = ap_ready & \$299 ;
-  assign \$301  = ~ ctrl_rd;
-  assign \$302  = ctrl_ap_ready_q & \$301 ;
-  assign \$303  = \$300  | \$302 ;
-  assign \$304  = ip_ier_ap_done_q & ap_done;
-  assign \$305  = w_data[0] & w_strb[0];
-  assign \$306  = ip_isr_we ? \$305  : 1'h0;
-  assign \$307  = ip_isr_ap_done_q ^ \$306 ;
-  assign \$308  = \$304  | \$307 ;
-  assign \$309  = ip_ier_ap_ready_q & ap_ready;
-  assign \$310  = w_data[1] & w_strb[0];
-  assign \$311  = ip_isr_we ? \$310  : 1'h0;
-  assign \$312  = ip_isr_ap_ready_q ^ \$311 ;
-  assign \$313  = \$309  | \$312 ;
-  assign \$314  = ~ w_strb[0];
-  assign \$315  = auto_restart & \$314 ;
-  assign \$316  = w_data[7] & w_strb[0];
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = ~ w_strb[0];
-  assign \$319  = gier_enable_q & \$318 ;
-  assign \$320  = w_data[0] & w_strb[0];
-  assign \$321  = \$319  | \$320 ;
-  assign \$322  = ~ w_strb[0];
-  assign \$323  = ip_ier_ap_done_q & \$322 ;
-  assign \$324  = w_data[0] & w_strb[0];
-  assign \$325  = \$323  | \$324 ;
-  assign \$326  = ~ w_strb[0];
-  assign \$327  = ip_ier_ap_ready_q & \$326 ;
-  assign \$328  = w_data[1] & w_strb[0];
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$331  = batch_size & \$330 ;
-  assign \$332  = w_data[12:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$333  = \$331  | \$332 ;
-  assign \$334  = ~ { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$335  = lr & \$334 ;
-  assign \$336  = w_data[23:0] & { w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$337  = \$335  | \$336 ;
-  assign \$338  = ~ { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$339  = gamma & \$338 ;
-  assign \$340  = w_data[16:0] & { w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$341  = \$339  | \$340 ;
-  assign \$342  = ~ w_strb[0];
-  assign \$343  = sync_target & \$342 ;
-  assign \$344  = w_data[0] & w_strb[0];
-  assign \$345  = \$343  | \$344 ;
-  assign \$346  = ~ { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$347  = sync_period & \$346 ;
-  assign \$348  = w_data[15:0] & { w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$349  = \$347  | \$348 ;
-  assign \$350  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$351  = mem_ptr_lo & \$350 ;
-  assign \$352  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$353  = \$351  | \$352 ;
-  assign \$354  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$355  = mem_ptr_hi & \$354 ;
-  assign \$356  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$357  = \$355  | \$356 ;
-  assign \$358  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$359  = dma_offset & \$358 ;
-  assign \$360  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$361  = \$359  | \$360 ;
-  assign \$362  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$363  = dma_bytes & \$362 ;
-  assign \$364  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$365  = \$363  | \$364 ;
-  assign \$366  = w_data[0] & w_strb[0];
-  assign \$367  = dma_ctrl_we ? \$366  : 1'h0;
-  assign \$368  = ~ dma_ctrl_start_clear;
-  assign \$369  = dma_ctrl_start & \$368 ;
-  assign \$370  = \$367  | \$369 ;
-  assign \$371  = ~ w_strb[0];
-  assign \$372  = dma_ctrl_dir & \$371 ;
-  assign \$373  = w_data[1] & w_strb[0];
-  assign \$374  = \$372  | \$373 ;
-  assign \$375  = r_hit ? 2'h0 : 2'h2;
-  assign \$376  = commit & w_hit;
+  assign \$60  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$61  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$62  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$63  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$64  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$65  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$66  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$67  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$68  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign \$69  = s_axi_control_araddr[11:2] == 5'h1f;
+  assign r_hit = | { \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , \$50 , \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38  };
+  assign \$70  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$70 ;
+  assign \$74  = \$72  | { 30'h00000000, \$73  };
+  assign \$76  = \$74  | { 28'h0000000, \$75  };
+  assign \$78  = \$76  | { 28'h0000000, \$77  };
+  assign \$80  = \$78  | { 24'h000000, \$79  };
+  assign \$86  = \$84  | { 30'h00000000, \$85  };
+  assign \$90  = \$88  | { 30'h00000000, \$89  };
+  assign \$104  = \$102  | { 16'h0000, \$103  };
+  assign \$106  = \$104  | { 16'h0000, \$105  };
+  assign \$108  = \$106  | { 16'h0000, \$107  };
+  assign \$110  = \$108  | { 16'h0000, \$109  };
+  assign \$112  = \$110  | { 16'h0000, \$111  };
+  assign \$114  = \$112  | { 16'h0000, \$113  };
+  assign \$116  = \$114  | { 16'h0000, \$115  };
+  assign \$118  = \$116  | { 16'h0000, \$117  };
+  assign \$120  = \$118  | \$119 ;
+  assign \$178  = \$176  | { 30'h00000000, \$177  };
+  assign \$182  = \$180  | { 30'h00000000, \$181  };
+  assign \$184  = \$182  | { 28'h0000000, \$183  };
+  assign \$186  = \$184  | { 28'h0000000, \$185  };
+  assign \$188  = \$186  | { 24'h000000, \$187  };
+  assign \$190  = \$188  | { 24'h000000, \$189  };
+  assign \$201  = aw_hit ? 2'h0 : 2'h2;
+  assign \$202  = ~ aw_got;
+  assign \$203  = s_axi_control_awvalid & \$202 ;
+  assign \$204  = ~ bvalid;
+  assign \$205  = \$203  & \$204 ;
+  assign \$206  = ! s_axi_control_awaddr[11:2];
+  assign \$207  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$208  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$209  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$210  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$211  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$212  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$213  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$214  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$215  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$216  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$217  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$218  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$219  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$220  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$221  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$222  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$223  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$224  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$225  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$226  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$227  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$228  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$229  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$230  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$231  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$232  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$233  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$234  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$235  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$236  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$237  = s_axi_control_awaddr[11:2] == 5'h1f;
+  assign \$238  = ! s_axi_control_awaddr[11:2];
+  assign \$239  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$240  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$241  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$242  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$243  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$244  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$245  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$246  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$247  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$248  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$249  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$250  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$251  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$252  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$253  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$254  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$255  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$256  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$257  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$258  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$259  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$260  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$261  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$262  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$263  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$264  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$265  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$266  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$267  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$268  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$269  = s_axi_control_awaddr[11:2] == 5'h1f;
+  assign \$270  = | { \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262 , \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253 , \$252 , \$251 , \$250 , \$249 , \$248 , \$247 , \$246 , \$245 , \$244 , \$243 , \$242 , \$241 , \$240 , \$239 , \$238  };
+  assign \$271  = ~ w_got;
+  assign \$272  = s_axi_control_wvalid & \$271 ;
+  assign \$273  = ~ bvalid;
+  assign \$274  = \$272  & \$273 ;
+  assign \$275  = s_axi_control_wdata & { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+  assign \$276  = bvalid & s_axi_control_bready;
+  assign \$277  = rvalid & s_axi_control_rready;
+  assign \$278  = ctrl_we & w_bits[0];
+  assign \$279  = ctrl_we & w_bits[0];
+  assign \$280  = ~ auto_status;
+  assign \$281  = ap_done & \$280 ;
+  assign \$282  = auto_status & ap_idle;
+  assign \$283  = ~ ctrl_ap_idle_q;
+  assign \$284  = \$282  & \$283 ;
+  assign \$285  = \$281  | \$284 ;
+  assign \$286  = ~ ctrl_rd;
+  assign \$287  = ctrl_ap_done_q & \$286 ;
+  assign \$288  = \$285  | \$287 ;
+  assign \$289  = ~ auto_restart;
+  assign \$290  = ap_ready & \$289 ;
+  assign \$291  = ~ ctrl_rd;
+  assign \$292  = ctrl_ap_ready_q & \$291 ;
+  assign \$293  = \$290  | \$292 ;
+  assign \$294  = ip_ier_ap_done_q & ap_done;
+  assign \$295  = ip_isr_we ? w_bits[0] : 1'h0;
+  assign \$296  = ip_isr_ap_done_q ^ \$295 ;
+  assign \$297  = \$294  | \$296 ;
+  assign \$298  = ip_ier_ap_ready_q & ap_ready;
+  assign \$299  = ip_isr_we ? w_bits[1] : 1'h0;
+  assign \$300  = ip_isr_ap_ready_q ^ \$299 ;
+  assign \$301  = \$298  | \$300 ;
+  assign \$302  = ~ w_mask[7];
+  assign \$303  = auto_restart & \$302 ;
+  assign \$304  = \$303  | w_bits[7];
+  assign \$305  = ~ w_mask[0];
+  assign \$306  = gier_enable_q & \$305 ;
+  assign \$307  = \$306  | w_bits[0];
+  assign \$308  = ~ w_mask[0];
+  assign \$309  = ip_ier_ap_done_q & \$308 ;
+  assign \$310  = \$309  | w_bits[0];
+  assign \$311  = ~ w_mask[1];
+  assign \$312  = ip_ier_ap_ready_q & \$311 ;
+  assign \$313  = \$312  | w_bits[1];
+  assign \$314  = ~ w_mask[12:0];
+  assign \$315  = batch_size & \$314 ;
+  assign \$316  = \$315  | w_bits[12:0];
+  assign \$317  = ~ w_mask[23:0];
+  assign \$318  = lr & \$317 ;
+  assign \$319  = \$318  | w_bits[23:0];
+  assign \$320  = ~ w_mask[16:0];
+  assign \$321  = gamma & \$320 ;
+  assign \$322  = \$321  | w_bits[16:0];
+  assign \$323  = ~ w_mask[0];
+  assign \$324  = sync_target & \$323 ;
+  assign \$325  = \$324  | w_bits[0];
+  assign \$326  = ~ w_mask[15:0];
+  assign \$327  = sync_period & \$326 ;
+  assign \$328  = \$327  | w_bits[15:0];
+  assign \$329  = ~ w_mask[31:6];
+  assign \$330  = mem_ptr_lo & \$329 ;
+  assign \$331  = \$330  | w_bits[31:6];
+  assign \$332  = ~ w_mask;
+  assign \$333  = mem_ptr_hi & \$332 ;
+  assign \$334  = \$333  | w_bits;
+  assign \$335  = ~ w_mask;
+  assign \$336  = dma_offset & \$335 ;
+  assign \$337  = \$336  | w_bits;
+  assign \$338  = ~ w_mask;
+  assign \$339  = dma_bytes & \$338 ;
+  assign \$340  = \$339  | w_bits;
+  assign \$341  = dma_ctrl_we ? w_bits[0] : 1'h0;
+  assign \$342  = ~ dma_ctrl_start_clear;
+  assign \$343  = dma_ctrl_start & \$342 ;
+  assign \$344  = \$341  | \$343 ;
+  assign \$345  = ~ w_mask[1];
+  assign \$346  = dma_ctrl_dir & \$345 ;
+  assign \$347  = \$346  | w_bits[1];
+  assign \$348  = r_hit ? 2'h0 : 2'h2;
+  assign \$349  = commit & aw_hit;
   always @(posedge clk)
-    aw_got <= \$377 ;
+    aw_got <= \$350 ;
   always @(posedge clk)
-    w_got <= \$378 ;
+    w_got <= \$351 ;
   always @(posedge clk)
-    bvalid <= \$379 ;
+    bvalid <= \$352 ;
   always @(posedge clk)
-    aw_addr_q <= \$380 ;
+    s_axi_control_bresp <= \$353 ;
   always @(posedge clk)
-    w_data_q <= \$381 ;
+    aw_dec <= \$354 ;
   always @(posedge clk)
-    w_strb_q <= \$382 ;
+    aw_hit <= \$355 ;
   always @(posedge clk)
-    rvalid <= \$383 ;
+    w_data <= \$356 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$384 ;
+    w_strb <= \$357 ;
   always @(posedge clk)
-    auto_status <= \$385 ;
+    w_bits <= \$358 ;
   always @(posedge clk)
-    ap_start <= \$386 ;
+    w_mask <= \$359 ;
   always @(posedge clk)
-    ap_start_write <= \$387 ;
+    rvalid <= \$360 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$388 ;
+    auto_status <= \$361 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$389 ;
+    ap_start <= \$362 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$390 ;
+    ap_start_write <= \$363 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$391 ;
+    ctrl_ap_idle_q <= \$364 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$392 ;
+    ctrl_ap_done_q <= \$365 ;
   always @(posedge clk)
-    auto_restart <= \$393 ;
+    ctrl_ap_ready_q <= \$366 ;
   always @(posedge clk)
-    gier_enable_q <= \$394 ;
+    ip_isr_ap_done_q <= \$367 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$395 ;
+    ip_isr_ap_ready_q <= \$368 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$396 ;
+    auto_restart <= \$369 ;
   always @(posedge clk)
-    batch_size <= \$397 ;
+    gier_enable_q <= \$370 ;
   always @(posedge clk)
-    lr <= \$398 ;
+    ip_ier_ap_done_q <= \$371 ;
   always @(posedge clk)
-    gamma <= \$399 ;
+    ip_ier_ap_ready_q <= \$372 ;
   always @(posedge clk)
-    sync_target <= \$400 ;
+    batch_size <= \$373 ;
   always @(posedge clk)
-    sync_period <= \$401 ;
+    lr <= \$374 ;
   always @(posedge clk)
-    mem_ptr_lo <= \$402 ;
+    gamma <= \$375 ;
   always @(posedge clk)
-    mem_ptr_hi <= \$403 ;
+    sync_target <= \$376 ;
   always @(posedge clk)
-    dma_offset <= \$404 ;
+    sync_period <= \$377 ;
   always @(posedge clk)
-    dma_bytes <= \$405 ;
+    mem_ptr_lo <= \$378 ;
   always @(posedge clk)
-    dma_ctrl_start <= \$406 ;
+    mem_ptr_hi <= \$379 ;
   always @(posedge clk)
-    dma_ctrl_dir <= \$407 ;
+    dma_offset <= \$380 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$408 ;
+    dma_bytes <= \$381 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$409 ;
+    dma_ctrl_start <= \$382 ;
   always @(posedge clk)
-    batch_size_wr_pulse <= \$410 ;
+    dma_ctrl_dir <= \$383 ;
   always @(posedge clk)
-    lr_wr_pulse <= \$411 ;
+    s_axi_control_rdata <= \$384 ;
   always @(posedge clk)
-    gamma_wr_pulse <= \$412 ;
+    s_axi_control_rresp <= \$385 ;
   always @(posedge clk)
-    sync_target_wr_pulse <= \$413 ;
+    batch_size_wr_pulse <= \$386 ;
   always @(posedge clk)
-    sync_period_wr_pulse <= \$414 ;
+    lr_wr_pulse <= \$387 ;
   always @(posedge clk)
-    status_wr_pulse <= \$415 ;
+    gamma_wr_pulse <= \$388 ;
   always @(posedge clk)
-    loss_lo_wr_pulse <= \$416 ;
+    sync_target_wr_pulse <= \$389 ;
   always @(posedge clk)
-    loss_hi_wr_pulse <= \$417 ;
+    sync_period_wr_pulse <= \$390 ;
   always @(posedge clk)
-    cycles_wr_pulse <= \$418 ;
+    status_wr_pulse <= \$391 ;
   always @(posedge clk)
-    sync_count_wr_pulse <= \$419 ;
+    loss_lo_wr_pulse <= \$392 ;
   always @(posedge clk)
-    hw_array_wr_pulse <= \$420 ;
+    loss_hi_wr_pulse <= \$393 ;
   always @(posedge clk)
-    hw_layers_wr_pulse <= \$421 ;
+    cycles_wr_pulse <= \$394 ;
   always @(posedge clk)
-    hw_format_wr_pulse <= \$422 ;
+    sync_count_wr_pulse <= \$395 ;
   always @(posedge clk)
-    hw_format2_wr_pulse <= \$423 ;
+    hw_array_wr_pulse <= \$396 ;
   always @(posedge clk)
-    hw_size0_wr_pulse <= \$424 ;
+    hw_layers_wr_pulse <= \$397 ;
   always @(posedge clk)
-    hw_size1_wr_pulse <= \$425 ;
+    hw_format_wr_pulse <= \$398 ;
   always @(posedge clk)
-    hw_size2_wr_pulse <= \$426 ;
+    hw_format2_wr_pulse <= \$399 ;
   always @(posedge clk)
-    hw_size3_wr_pulse <= \$427 ;
+    hw_size0_wr_pulse <= \$400 ;
   always @(posedge clk)
-    mem_ptr_lo_wr_pulse <= \$428 ;
+    hw_size1_wr_pulse <= \$401 ;
   always @(posedge clk)
-    mem_ptr_hi_wr_pulse <= \$429 ;
+    hw_size2_wr_pulse <= \$402 ;
   always @(posedge clk)
-    dma_offset_wr_pulse <= \$430 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$431  = dma_bytes_we;
-    if (rst) begin
-      \$431  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$432  = dma_ctrl_we;
-    if (rst) begin
-      \$432  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$433  = dma_status_we;
-    if (rst) begin
-      \$433  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$434  = dma_cycles_we;
-    if (rst) begin
-      \$434  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$435  = dma_window_we;
-    if (rst) begin
-      \$435  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$436  = dma_align_we;
-    if (rst) begin
-      \$436  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$437  = shell_version_we;
-    if (rst) begin
-      \$437  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$438  = wr_data;
-    if (\$376 ) begin
-      \$438  = w_data;
-    end
-    if (rst) begin
-      \$438  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$439  = wr_strb;
-    if (\$376 ) begin
-      \$439  = w_strb;
-    end
-    if (rst) begin
-      \$439  = 4'h0;
-    end
-  end
+    hw_size3_wr_pulse <= \$403 ;
+  always @(posedge clk)
+    mem_ptr_lo_wr_pulse <= \$404 ;
+  always @(posedge clk)
+    mem_ptr_hi_wr_pulse <= \$405 ;
+  always @(posedge clk)
+    dma_offset_wr_pulse <= \$406 ;
+  always @(posedge clk)
+    dma_bytes_wr_pulse <= \$407 ;
+  always @(posedge clk)
+    dma_ctrl_wr_pulse <= \$408 ;
+  always @(posedge clk)
+    dma_status_wr_pulse <= \$409 ;
+  always @(posedge clk)
+    dma_cycles_wr_pulse <= \$410 ;
+  always @(posedge clk)
+    dma_window_wr_pulse <= \$411 ;
+  always @(posedge clk)
+    dma_align_wr_pulse <= \$412 ;
+  always @(posedge clk)
+    shell_version_wr_pulse <= \$413 ;
+  always @(posedge clk)
+    wr_data <= \$414 ;
+  always @(posedge clk)
+    wr_strb <= \$415 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[11:2])
       10'h000:
-          r_value = \$154 ;
+          r_value = \$80 ;
       10'h001:
-          r_value = \$156 ;
+          r_value = \$82 ;
       10'h002:
-          r_value = \$160 ;
+          r_value = \$86 ;
       10'h003:
-          r_value = \$164 ;
+          r_value = \$90 ;
       10'h004:
-          r_value = \$166 ;
+          r_value = \$92 ;
       10'h005:
-          r_value = \$168 ;
+          r_value = \$94 ;
       10'h006:
-          r_value = \$170 ;
+          r_value = \$96 ;
       10'h007:
-          r_value = \$172 ;
+          r_value = \$98 ;
       10'h008:
-          r_value = \$174 ;
+          r_value = \$100 ;
       10'h009:
-          r_value = \$194 ;
+          r_value = \$120 ;
       10'h00a:
-          r_value = \$196 [31:0];
+          r_value = \$122 [31:0];
       10'h00b:
-          r_value = \$198 [31:0];
+          r_value = \$124 [31:0];
       10'h00c:
-          r_value = \$200 [31:0];
+          r_value = \$126 [31:0];
       10'h00d:
-          r_value = \$202 ;
+          r_value = \$128 ;
       10'h00e:
-          r_value = \$208 [31:0];
+          r_value = \$134 [31:0];
       10'h00f:
-          r_value = \$216 [31:0];
+          r_value = \$142 [31:0];
       10'h010:
-          r_value = \$224 [31:0];
+          r_value = \$150 [31:0];
       10'h011:
-          r_value = \$232 [31:0];
+          r_value = \$158 [31:0];
       10'h012:
-          r_value = \$234 ;
+          r_value = \$160 ;
       10'h013:
-          r_value = \$236 ;
+          r_value = \$162 ;
       10'h014:
-          r_value = \$238 ;
+          r_value = \$164 ;
       10'h015:
-          r_value = \$240 ;
+          r_value = \$166 ;
       10'h016:
-          r_value = \$242 [31:0];
+          r_value = \$168 [31:0];
       10'h017:
-          r_value = \$244 [31:0];
+          r_value = \$170 [31:0];
       10'h018:
-          r_value = \$246 [31:0];
+          r_value = \$172 [31:0];
       10'h019:
-          r_value = \$248 [31:0];
+          r_value = \$174 [31:0];
       10'h01a:
-          r_value = \$252 ;
+          r_value = \$178 ;
       10'h01b:
-          r_value = \$264 ;
+          r_value = \$190 ;
       10'h01c:
-          r_value = \$266 [31:0];
+          r_value = \$192 [31:0];
       10'h01d:
-          r_value = \$268 [31:0];
+          r_value = \$194 [31:0];
       10'h01e:
-          r_value = \$272 [31:0];
+          r_value = \$198 [31:0];
       10'h01f:
-          r_value = \$274 [31:0];
+          r_value = \$200 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$377  = aw_got;
-    (* full_case = 32'd1 *)
+    \$350  = aw_got;
     if (commit) begin
-      \$377  = 1'h0;
-    end else begin
-      if (\$278 ) begin
-        \$377  = 1'h1;
-      end
+      \$350  = 1'h0;
+    end
+    if (\$205 ) begin
+      \$350  = 1'h1;
     end
     if (rst) begin
-      \$377  = 1'h0;
+      \$350  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$378  = w_got;
-    (* full_case = 32'd1 *)
+    \$351  = w_got;
     if (commit) begin
-      \$378  = 1'h0;
-    end else begin
-      if (\$282 ) begin
-        \$378  = 1'h1;
-      end
+      \$351  = 1'h0;
+    end
+    if (\$274 ) begin
+      \$351  = 1'h1;
     end
     if (rst) begin
-      \$378  = 1'h0;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$379  = bvalid;
+    \$352  = bvalid;
     if (commit) begin
-      \$379  = 1'h1;
+      \$352  = 1'h1;
     end
-    if (\$283 ) begin
-      \$379  = 1'h0;
+    if (\$276 ) begin
+      \$352  = 1'h0;
     end
     if (rst) begin
-      \$379  = 1'h0;
+      \$352  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$380  = aw_addr_q;
-    (* full_case = 32'd1 *)
+    \$353  = s_axi_control_bresp;
     if (commit) begin
-    end else begin
-      if (\$278 ) begin
-        \$380  = s_axi_control_awaddr;
-      end
+      \$353  = \$201 ;
     end
     if (rst) begin
-      \$380  = 12'h000;
+      \$353  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$381  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$282 ) begin
-        \$381  = s_axi_control_wdata;
-      end
+    \$354  = aw_dec;
+    if (\$205 ) begin
+      \$354  = { \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228 , \$227 , \$226 , \$225 , \$224 , \$223 , \$222 , \$221 , \$220 , \$219 , \$218 , \$217 , \$216 , \$215 , \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206  };
+    end
+    if (rst) begin
+      \$354  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$355  = aw_hit;
+    if (\$205 ) begin
+      \$355  = \$270 ;
+    end
+    if (rst) begin
+      \$355  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$356  = w_data;
+    if (\$274 ) begin
+      \$356  = s_axi_control_wdata;
+    end
+    if (rst) begin
+      \$356  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$357  = w_strb;
+    if (\$274 ) begin
+      \$357  = s_axi_control_wstrb;
+    end
+    if (rst) begin
+      \$357  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$358  = w_bits;
+    if (\$274 ) begin
+      \$358  = \$275 ;
+    end
+    if (rst) begin
+      \$358  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$359  = w_mask;
+    if (\$274 ) begin
+      \$359  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+    end
+    if (rst) begin
+      \$359  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$360  = rvalid;
+    if (\$277 ) begin
+      \$360  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$360  = 1'h1;
+    end
+    if (rst) begin
+      \$360  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$361  = auto_status;
+    if (auto_restart) begin
+      \$361  = 1'h1;
+    end else if (ap_idle) begin
+      \$361  = 1'h0;
+    end
+    if (rst) begin
+      \$361  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$362  = ap_start;
+    if (\$278 ) begin
+      \$362  = 1'h1;
+    end else if (ap_ready) begin
+      \$362  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$362  = 1'h0;
+    end
+    if (rst) begin
+      \$362  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$363  = \$279 ;
+    if (rst) begin
+      \$363  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$364  = ap_idle;
+    if (rst) begin
+      \$364  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$365  = \$288 ;
+    if (rst) begin
+      \$365  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$366  = \$293 ;
+    if (rst) begin
+      \$366  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$367  = \$297 ;
+    if (rst) begin
+      \$367  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$368  = \$301 ;
+    if (rst) begin
+      \$368  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$369  = auto_restart;
+    if (ctrl_we) begin
+      \$369  = \$304 ;
+    end
+    if (rst) begin
+      \$369  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$370  = gier_enable_q;
+    if (gier_we) begin
+      \$370  = \$307 ;
+    end
+    if (rst) begin
+      \$370  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$371  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$371  = \$310 ;
+    end
+    if (rst) begin
+      \$371  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$372  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$372  = \$313 ;
+    end
+    if (rst) begin
+      \$372  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$373  = batch_size;
+    if (batch_size_we) begin
+      \$373  = \$316 ;
+    end
+    if (rst) begin
+      \$373  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$374  = lr;
+    if (lr_we) begin
+      \$374  = \$319 ;
+    end
+    if (rst) begin
+      \$374  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$375  = gamma;
+    if (gamma_we) begin
+      \$375  = \$322 ;
+    end
+    if (rst) begin
+      \$375  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$376  = sync_target;
+    if (sync_target_we) begin
+      \$376  = \$325 ;
+    end
+    if (rst) begin
+      \$376  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$377  = sync_period;
+    if (sync_period_we) begin
+      \$377  = \$328 ;
+    end
+    if (rst) begin
+      \$377  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$378  = mem_ptr_lo;
+    if (mem_ptr_lo_we) begin
+      \$378  = \$331 ;
+    end
+    if (rst) begin
+      \$378  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$379  = mem_ptr_hi;
+    if (mem_ptr_hi_we) begin
+      \$379  = \$334 ;
+    end
+    if (rst) begin
+      \$379  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$380  = dma_offset;
+    if (dma_offset_we) begin
+      \$380  = \$337 ;
+    end
+    if (rst) begin
+      \$380  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$381  = dma_bytes;
+    if (dma_bytes_we) begin
+      \$381  = \$340 ;
     end
     if (rst) begin
       \$381  = 32'd0;
@@ -31504,426 +31659,259 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$382  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$282 ) begin
-        \$382  = s_axi_control_wstrb;
-      end
-    end
+    \$382  = \$344 ;
     if (rst) begin
-      \$382  = 4'h0;
+      \$382  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$383  = rvalid;
-    if (\$284 ) begin
+    \$383  = dma_ctrl_dir;
+    if (dma_ctrl_we) begin
+      \$383  = \$347 ;
+    end
+    if (rst) begin
       \$383  = 1'h0;
     end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$384  = s_axi_control_rdata;
     if (ar_hs) begin
-      \$383  = 1'h1;
+      \$384  = r_value;
     end
     if (rst) begin
-      \$383  = 1'h0;
+      \$384  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$384  = s_axi_control_bresp;
-    if (commit) begin
-      \$384  = \$285 ;
+    \$385  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$385  = \$348 ;
     end
     if (rst) begin
-      \$384  = 2'h0;
+      \$385  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$385  = auto_status;
-    if (auto_restart) begin
-      \$385  = 1'h1;
-    end else if (ap_idle) begin
-      \$385  = 1'h0;
-    end
-    if (rst) begin
-      \$385  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$386  = ap_start;
-    if (\$287 ) begin
-      \$386  = 1'h1;
-    end else if (ap_ready) begin
-      \$386  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$386  = 1'h0;
-    end
+    \$386  = batch_size_we;
     if (rst) begin
       \$386  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$387  = \$289 ;
+    \$387  = lr_we;
     if (rst) begin
       \$387  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$388  = ap_idle;
+    \$388  = gamma_we;
     if (rst) begin
       \$388  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$389  = \$298 ;
+    \$389  = sync_target_we;
     if (rst) begin
       \$389  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$390  = \$303 ;
+    \$390  = sync_period_we;
     if (rst) begin
       \$390  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$391  = \$308 ;
+    \$391  = status_we;
     if (rst) begin
       \$391  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$392  = \$313 ;
+    \$392  = loss_lo_we;
     if (rst) begin
       \$392  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$393  = auto_restart;
-    if (ctrl_we) begin
-      \$393  = \$317 ;
-    end
+    \$393  = loss_hi_we;
     if (rst) begin
       \$393  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$394  = gier_enable_q;
-    if (gier_we) begin
-      \$394  = \$321 ;
-    end
+    \$394  = cycles_we;
     if (rst) begin
       \$394  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$395  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$395  = \$325 ;
-    end
+    \$395  = sync_count_we;
     if (rst) begin
       \$395  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$396  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$396  = \$329 ;
-    end
+    \$396  = hw_array_we;
     if (rst) begin
       \$396  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$397  = batch_size;
-    if (batch_size_we) begin
-      \$397  = \$333 ;
-    end
+    \$397  = hw_layers_we;
     if (rst) begin
-      \$397  = 13'h0000;
+      \$397  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$398  = lr;
-    if (lr_we) begin
-      \$398  = \$337 ;
-    end
+    \$398  = hw_format_we;
     if (rst) begin
-      \$398  = 24'h000000;
+      \$398  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$399  = gamma;
-    if (gamma_we) begin
-      \$399  = \$341 ;
-    end
+    \$399  = hw_format2_we;
     if (rst) begin
-      \$399  = 17'h00000;
+      \$399  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$400  = sync_target;
-    if (sync_target_we) begin
-      \$400  = \$345 ;
-    end
+    \$400  = hw_size0_we;
     if (rst) begin
       \$400  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$401  = sync_period;
-    if (sync_period_we) begin
-      \$401  = \$349 ;
-    end
+    \$401  = hw_size1_we;
     if (rst) begin
-      \$401  = 16'h0000;
+      \$401  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$402  = mem_ptr_lo;
-    if (mem_ptr_lo_we) begin
-      \$402  = \$353 ;
-    end
+    \$402  = hw_size2_we;
     if (rst) begin
-      \$402  = 26'h0000000;
+      \$402  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$403  = mem_ptr_hi;
-    if (mem_ptr_hi_we) begin
-      \$403  = \$357 ;
-    end
+    \$403  = hw_size3_we;
     if (rst) begin
-      \$403  = 32'd0;
+      \$403  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$404  = dma_offset;
-    if (dma_offset_we) begin
-      \$404  = \$361 ;
-    end
+    \$404  = mem_ptr_lo_we;
     if (rst) begin
-      \$404  = 32'd0;
+      \$404  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$405  = dma_bytes;
-    if (dma_bytes_we) begin
-      \$405  = \$365 ;
-    end
+    \$405  = mem_ptr_hi_we;
     if (rst) begin
-      \$405  = 32'd0;
+      \$405  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$406  = \$370 ;
+    \$406  = dma_offset_we;
     if (rst) begin
       \$406  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$407  = dma_ctrl_dir;
-    if (dma_ctrl_we) begin
-      \$407  = \$374 ;
-    end
+    \$407  = dma_bytes_we;
     if (rst) begin
       \$407  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$408  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$408  = r_value;
-    end
+    \$408  = dma_ctrl_we;
     if (rst) begin
-      \$408  = 32'd0;
+      \$408  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$409  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$409  = \$375 ;
-    end
+    \$409  = dma_status_we;
     if (rst) begin
-      \$409  = 2'h0;
+      \$409  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$410  = batch_size_we;
+    \$410  = dma_cycles_we;
     if (rst) begin
       \$410  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$411  = lr_we;
+    \$411  = dma_window_we;
     if (rst) begin
       \$411  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$412  = gamma_we;
+    \$412  = dma_align_we;
     if (rst) begin
       \$412  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$413  = sync_target_we;
+    \$413  = shell_version_we;
     if (rst) begin
       \$413  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$414  = sync_period_we;
+    \$414  = wr_data;
+    if (\$349 ) begin
+      \$414  = w_data;
+    end
     if (rst) begin
-      \$414  = 1'h0;
+      \$414  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$415  = status_we;
-    if (rst) begin
-      \$415  = 1'h0;
+    \$415  = wr_strb;
+    if (\$349 ) begin
+      \$415  = w_strb;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$416  = loss_lo_we;
     if (rst) begin
-      \$416  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$417  = loss_hi_we;
-    if (rst) begin
-      \$417  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$418  = cycles_we;
-    if (rst) begin
-      \$418  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$419  = sync_count_we;
-    if (rst) begin
-      \$419  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$420  = hw_array_we;
-    if (rst) begin
-      \$420  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$421  = hw_layers_we;
-    if (rst) begin
-      \$421  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$422  = hw_format_we;
-    if (rst) begin
-      \$422  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$423  = hw_format2_we;
-    if (rst) begin
-      \$423  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$424  = hw_size0_we;
-    if (rst) begin
-      \$424  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$425  = hw_size1_we;
-    if (rst) begin
-      \$425  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$426  = hw_size2_we;
-    if (rst) begin
-      \$426  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$427  = hw_size3_we;
-    if (rst) begin
-      \$427  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$428  = mem_ptr_lo_we;
-    if (rst) begin
-      \$428  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$429  = mem_ptr_hi_we;
-    if (rst) begin
-      \$429  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$430  = dma_offset_we;
-    if (rst) begin
-      \$430  = 1'h0;
+      \$415  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
   assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign s_axi_control_rvalid = rvalid;
   assign rdata = s_axi_control_rdata;
   assign rresp = s_axi_control_rresp;
@@ -31940,145 +31928,145 @@ module \learner_kernel_s4.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign loss_lo = \port$8047$0 [31:0];
-  assign loss_hi = { 19'h00000, \port$8047$0 [44:32] };
-  assign \$145  = { 1'h0, ap_start };
-  assign \$146  = { 30'h00000000, \$145  };
-  assign \$147  = { ctrl_ap_done_q, 1'h0 };
-  assign \$149  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$151  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$153  = { auto_restart, 7'h00 };
-  assign \$155  = { 1'h0, gier_enable_q };
-  assign \$156  = { 30'h00000000, \$155  };
-  assign \$157  = { 1'h0, ip_ier_ap_done_q };
-  assign \$158  = { 30'h00000000, \$157  };
-  assign \$159  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$161  = { 1'h0, ip_isr_ap_done_q };
-  assign \$162  = { 30'h00000000, \$161  };
-  assign \$163  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$165  = { 1'h0, batch_size };
-  assign \$166  = { 18'h00000, \$165  };
-  assign \$167  = { 1'h0, lr };
-  assign \$168  = { 7'h00, \$167  };
-  assign \$169  = { 1'h0, gamma };
-  assign \$170  = { 14'h0000, \$169  };
-  assign \$171  = { 1'h0, sync_target };
-  assign \$172  = { 30'h00000000, \$171  };
-  assign \$173  = { 1'h0, sync_period };
-  assign \$174  = { 15'h0000, \$173  };
-  assign \$175  = { 1'h0, status_error };
-  assign \$176  = { 29'h00000000, \$175  };
-  assign \$177  = { 7'h00, status_fw_overflow, 8'h00 };
-  assign \$179  = { 6'h00, status_target_fw_overflow, 9'h000 };
-  assign \$181  = { 5'h00, status_target_overflow, 10'h000 };
-  assign \$183  = { 4'h0, status_delta_overflow, 11'h000 };
-  assign \$185  = { 3'h0, status_bw_overflow, 12'h000 };
-  assign \$187  = { 2'h0, status_wa_overflow, 13'h0000 };
-  assign \$189  = { 1'h0, status_wu_overflow, 14'h0000 };
-  assign \$191  = { status_start_refused, 15'h0000 };
-  assign \$193  = { 15'h0000, status_target_synced, 16'h0000 };
-  assign \$195  = { 1'h0, \port$8047$0 [31:0] };
-  assign \$196  = \$195 ;
-  assign \$197  = { 20'h00000, \port$8047$0 [44:32] };
-  assign \$198  = \$197 ;
-  assign \$199  = { 1'h0, cycles };
+  assign loss_lo = \port$8069$0 [31:0];
+  assign loss_hi = { 19'h00000, \port$8069$0 [44:32] };
+  assign \$71  = { 1'h0, ap_start };
+  assign \$72  = { 30'h00000000, \$71  };
+  assign \$73  = { ctrl_ap_done_q, 1'h0 };
+  assign \$75  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$77  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$79  = { auto_restart, 7'h00 };
+  assign \$81  = { 1'h0, gier_enable_q };
+  assign \$82  = { 30'h00000000, \$81  };
+  assign \$83  = { 1'h0, ip_ier_ap_done_q };
+  assign \$84  = { 30'h00000000, \$83  };
+  assign \$85  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$87  = { 1'h0, ip_isr_ap_done_q };
+  assign \$88  = { 30'h00000000, \$87  };
+  assign \$89  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$91  = { 1'h0, batch_size };
+  assign \$92  = { 18'h00000, \$91  };
+  assign \$93  = { 1'h0, lr };
+  assign \$94  = { 7'h00, \$93  };
+  assign \$95  = { 1'h0, gamma };
+  assign \$96  = { 14'h0000, \$95  };
+  assign \$97  = { 1'h0, sync_target };
+  assign \$98  = { 30'h00000000, \$97  };
+  assign \$99  = { 1'h0, sync_period };
+  assign \$100  = { 15'h0000, \$99  };
+  assign \$101  = { 1'h0, status_error };
+  assign \$102  = { 29'h00000000, \$101  };
+  assign \$103  = { 7'h00, status_fw_overflow, 8'h00 };
+  assign \$105  = { 6'h00, status_target_fw_overflow, 9'h000 };
+  assign \$107  = { 5'h00, status_target_overflow, 10'h000 };
+  assign \$109  = { 4'h0, status_delta_overflow, 11'h000 };
+  assign \$111  = { 3'h0, status_bw_overflow, 12'h000 };
+  assign \$113  = { 2'h0, status_wa_overflow, 13'h0000 };
+  assign \$115  = { 1'h0, status_wu_overflow, 14'h0000 };
+  assign \$117  = { status_start_refused, 15'h0000 };
+  assign \$119  = { 15'h0000, status_target_synced, 16'h0000 };
+  assign \$121  = { 1'h0, \port$8069$0 [31:0] };
+  assign \$122  = \$121 ;
+  assign \$123  = { 20'h00000, \port$8069$0 [44:32] };
+  assign \$124  = \$123 ;
+  assign \$125  = { 1'h0, cycles };
+  assign \$126  = \$125 ;
+  assign \$127  = { 1'h0, sync_count };
+  assign \$128  = { 15'h0000, \$127  };
+  assign \$129  = 9'h004;
+  assign \$130  = { 23'h000000, \$129  };
+  assign \$131  = 23'h000800;
+  assign \$133  = 47'h000001000000;
+  assign \$135  = 5'h03;
+  assign \$136  = { 27'h0000000, \$135  };
+  assign \$137  = 11'h000;
+  assign \$139  = 23'h001000;
+  assign \$141  = 39'h0000010000;
+  assign \$143  = 9'h010;
+  assign \$144  = { 23'h000000, \$143  };
+  assign \$145  = 23'h000a00;
+  assign \$147  = 39'h00000d0000;
+  assign \$149  = 39'h000b000000;
+  assign \$151  = 9'h020;
+  assign \$152  = { 23'h000000, \$151  };
+  assign \$153  = 23'h001100;
+  assign \$155  = 39'h0000180000;
+  assign \$157  = 39'h0018000000;
+  assign \$159  = 17'h00004;
+  assign \$160  = { 15'h0000, \$159  };
+  assign \$161  = 17'h00040;
+  assign \$162  = { 15'h0000, \$161  };
+  assign \$163  = 17'h00040;
+  assign \$164  = { 15'h0000, \$163  };
+  assign \$165  = 17'h00002;
+  assign \$166  = { 15'h0000, \$165  };
+  assign \$167  = { 1'h0, mem_ptr_lo, 6'h00 };
+  assign \$168  = \$167 ;
+  assign \$169  = { 1'h0, mem_ptr_hi };
+  assign \$170  = \$169 ;
+  assign \$171  = { 1'h0, dma_offset };
+  assign \$172  = \$171 ;
+  assign \$173  = { 1'h0, dma_bytes };
+  assign \$174  = \$173 ;
+  assign \$175  = { 1'h0, dma_ctrl_start };
+  assign \$176  = { 30'h00000000, \$175  };
+  assign \$177  = { dma_ctrl_dir, 1'h0 };
+  assign \$179  = { 1'h0, dma_status_busy };
+  assign \$180  = { 30'h00000000, \$179  };
+  assign \$181  = { dma_status_done, 1'h0 };
+  assign \$183  = { 1'h0, dma_status_read_error, 2'h0 };
+  assign \$185  = { dma_status_write_error, 3'h0 };
+  assign \$187  = { 3'h0, dma_status_locked, 4'h0 };
+  assign \$189  = { 2'h0, dma_status_range, 5'h00 };
+  assign \$191  = { 1'h0, dma_cycles };
+  assign \$192  = \$191 ;
+  assign \$193  = 33'h000100000;
+  assign \$194  = \$193 ;
+  assign \$195  = 17'h00040;
+  assign \$196  = { 15'h0000, \$195  };
+  assign \$197  = 47'h000000100000;
+  assign \$199  = 33'h000000001;
   assign \$200  = \$199 ;
-  assign \$201  = { 1'h0, sync_count };
-  assign \$202  = { 15'h0000, \$201  };
-  assign \$203  = 9'h004;
-  assign \$204  = { 23'h000000, \$203  };
-  assign \$205  = 23'h000800;
-  assign \$207  = 47'h000001000000;
-  assign \$209  = 5'h03;
-  assign \$210  = { 27'h0000000, \$209  };
-  assign \$211  = 11'h000;
-  assign \$213  = 23'h001000;
-  assign \$215  = 39'h0000010000;
-  assign \$217  = 9'h010;
-  assign \$218  = { 23'h000000, \$217  };
-  assign \$219  = 23'h000a00;
-  assign \$221  = 39'h00000d0000;
-  assign \$223  = 39'h000b000000;
-  assign \$225  = 9'h020;
-  assign \$226  = { 23'h000000, \$225  };
-  assign \$227  = 23'h001100;
-  assign \$229  = 39'h0000180000;
-  assign \$231  = 39'h0018000000;
-  assign \$233  = 17'h00004;
-  assign \$234  = { 15'h0000, \$233  };
-  assign \$235  = 17'h00040;
-  assign \$236  = { 15'h0000, \$235  };
-  assign \$237  = 17'h00040;
-  assign \$238  = { 15'h0000, \$237  };
-  assign \$239  = 17'h00002;
-  assign \$240  = { 15'h0000, \$239  };
-  assign \$241  = { 1'h0, mem_ptr_lo, 6'h00 };
-  assign \$242  = \$241 ;
-  assign \$243  = { 1'h0, mem_ptr_hi };
-  assign \$244  = \$243 ;
-  assign \$245  = { 1'h0, dma_offset };
-  assign \$246  = \$245 ;
-  assign \$247  = { 1'h0, dma_bytes };
-  assign \$248  = \$247 ;
-  assign \$249  = { 1'h0, dma_ctrl_start };
-  assign \$250  = { 30'h00000000, \$249  };
-  assign \$251  = { dma_ctrl_dir, 1'h0 };
-  assign \$253  = { 1'h0, dma_status_busy };
-  assign \$254  = { 30'h00000000, \$253  };
-  assign \$255  = { dma_status_done, 1'h0 };
-  assign \$257  = { 1'h0, dma_status_read_error, 2'h0 };
-  assign \$259  = { dma_status_write_error, 3'h0 };
-  assign \$261  = { 3'h0, dma_status_locked, 4'h0 };
-  assign \$263  = { 2'h0, dma_status_range, 5'h00 };
-  assign \$265  = { 1'h0, dma_cycles };
-  assign \$266  = \$265 ;
-  assign \$267  = 33'h000100000;
-  assign \$268  = \$267 ;
-  assign \$269  = 17'h00040;
-  assign \$270  = { 15'h0000, \$269  };
-  assign \$271  = 47'h000000100000;
-  assign \$273  = 33'h000000001;
-  assign \$274  = \$273 ;
-  assign \$206  = 32'd2052;
-  assign \$208  = 47'h000001000804;
-  assign \$212  = 32'd3;
-  assign \$214  = 32'd4099;
-  assign \$216  = 39'h0000011003;
-  assign \$220  = 32'd2576;
-  assign \$222  = 39'h00000d0a10;
-  assign \$224  = 39'h000b0d0a10;
-  assign \$228  = 32'd4384;
-  assign \$230  = 39'h0000181120;
-  assign \$232  = 39'h0018181120;
-  assign \$272  = 47'h000000100040;
+  assign \$132  = 32'd2052;
+  assign \$134  = 47'h000001000804;
+  assign \$138  = 32'd3;
+  assign \$140  = 32'd4099;
+  assign \$142  = 39'h0000011003;
+  assign \$146  = 32'd2576;
+  assign \$148  = 39'h00000d0a10;
+  assign \$150  = 39'h000b0d0a10;
+  assign \$154  = 32'd4384;
+  assign \$156  = 39'h0000181120;
+  assign \$158  = 39'h0018181120;
+  assign \$198  = 47'h000000100040;
 endmodule
 
 (* generator = "Amaranth" *)
-module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, mem_rdata, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$5292$0 , \port$5293$0 , \port$5294$0 , m_axi_gmem_wvalid, mem_re
-, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, mem_rdata, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$5245$0 , \port$5246$0 , \port$5247$0 , mem_re, mem_we
+, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
 `endif
 `endif
-  wire [7:0] \$1 ;
+  wire \$1 ;
   wire \$10 ;
-  wire [16:0] \$100 ;
-  wire [17:0] \$101 ;
-  wire [17:0] \$102 ;
+  wire \$100 ;
+  wire [5:0] \$101 ;
+  wire \$102 ;
   wire \$103 ;
-  wire [2:0] \$104 ;
-  wire [2:0] \$105 ;
-  wire [64:0] \$106 ;
-  wire [17:0] \$107 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
   wire \$108 ;
-  wire [8:0] \$109 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [9:0] \$110 ;
+  wire [8:0] \$110 ;
   wire \$111 ;
-  wire [16:0] \$112 ;
-  wire [17:0] \$113 ;
+  wire [7:0] \$112 ;
+  wire \$113 ;
   wire \$114 ;
   wire \$115 ;
   wire \$116 ;
@@ -32088,33 +32076,33 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [16:0] \$122 ;
+  wire [1:0] \$123 ;
+  wire [1:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire [2:0] \$128 ;
-  wire [2:0] \$129 ;
+  wire [1:0] \$126 ;
+  wire [1:0] \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
+  wire [1:0] \$130 ;
+  wire [1:0] \$131 ;
   wire \$132 ;
   wire [2:0] \$133 ;
   wire [2:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [1:0] \$135 ;
+  wire [1:0] \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [17:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire [3:0] \$145 ;
-  wire [3:0] \$146 ;
+  wire [7:0] \$142 ;
+  wire [17:0] \$143 ;
+  wire [9:0] \$144 ;
+  wire \$145 ;
+  wire [1:0] \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
@@ -32124,166 +32112,282 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$152 ;
   wire \$153 ;
   wire \$154 ;
-  wire [3:0] \$155 ;
-  wire [3:0] \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [2:0] \$158 ;
+  wire [2:0] \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire [17:0] \$163 ;
-  wire [17:0] \$164 ;
-  wire [16:0] \$165 ;
-  wire [16:0] \$166 ;
-  wire [17:0] \$167 ;
-  wire [17:0] \$168 ;
+  wire [2:0] \$162 ;
+  wire [2:0] \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [127:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  reg \$179 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [63:0] \$181 ;
-  reg [7:0] \$182 ;
-  reg [16:0] \$183 ;
-  reg \$184 ;
-  reg [63:0] \$185 ;
-  reg [2:0] \$186 ;
-  reg [15:0] \$187 ;
-  reg [1:0] \$188 ;
-  reg \$189 ;
-  wire \$19 ;
-  reg [511:0] \$190 ;
-  reg [1:0] \$191 ;
-  reg [16:0] \$192 ;
-  reg \$193 ;
-  reg \$194 ;
-  reg [16:0] \$195 ;
-  reg [1:0] \$196 ;
-  reg \$197 ;
-  reg [1:0] \$198 ;
-  reg \$199 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire [16:0] \$188 ;
+  wire \$189 ;
+  wire [127:0] \$19 ;
+  wire [16:0] \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire [16:0] \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [1:0] \$200 ;
-  reg [63:0] \$201 ;
-  reg [16:0] \$202 ;
-  reg [8:0] \$203 ;
-  reg [1:0] \$204 ;
-  reg \$205 ;
-  reg [127:0] \$206 ;
-  reg [127:0] \$207 ;
-  reg [127:0] \$208 ;
-  reg [127:0] \$209 ;
-  wire \$21 ;
-  reg [1:0] \$210 ;
-  reg [1:0] \$211 ;
-  reg [2:0] \$212 ;
-  reg [2:0] \$213 ;
-  reg \$214 ;
-  reg \$215 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire [16:0] \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire [16:0] \$208 ;
+  wire \$209 ;
+  wire [127:0] \$21 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire [2:0] \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire \$23 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  reg \$224 ;
+  reg [5:0] \$225 ;
+  reg [6:0] \$226 ;
+  reg [8:0] \$227 ;
+  reg [7:0] \$228 ;
+  reg \$229 ;
+  wire [127:0] \$23 ;
+  reg \$230 ;
+  reg \$231 ;
+  reg \$232 ;
+  reg \$233 ;
+  reg \$234 ;
+  reg [6:0] \$235 ;
+  reg [7:0] \$236 ;
+  reg \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire \$24 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg \$242 ;
+  reg \$243 ;
+  reg [63:0] \$244 ;
+  reg [7:0] \$245 ;
+  reg [63:0] \$246 ;
+  reg [5:0] \$247 ;
+  reg [16:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [3:0] \$250 ;
+  reg [15:0] \$251 ;
+  reg [1:0] \$252 ;
+  reg [1:0] \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [511:0] \$256 ;
+  reg [16:0] \$257 ;
+  reg \$258 ;
+  reg \$259 ;
   wire \$26 ;
+  reg \$260 ;
+  reg [5:0] \$261 ;
+  reg [6:0] \$262 ;
+  reg [8:0] \$263 ;
+  reg [7:0] \$264 ;
+  reg \$265 ;
+  reg \$266 ;
+  reg \$267 ;
+  reg \$268 ;
+  reg \$269 ;
   wire \$27 ;
-  wire [7:0] \$28 ;
+  reg \$270 ;
+  reg [6:0] \$271 ;
+  reg [7:0] \$272 ;
+  reg \$273 ;
+  reg \$274 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
+  wire \$28 ;
+  reg [1:0] \$280 ;
+  reg \$281 ;
+  reg [1:0] \$282 ;
+  reg \$283 ;
+  reg [1:0] \$284 ;
+  reg \$285 ;
+  reg [16:0] \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [8:0] \$289 ;
   wire \$29 ;
-  wire [16:0] \$3 ;
-  wire [16:0] \$30 ;
+  reg \$290 ;
+  reg \$291 ;
+  reg [5:0] \$292 ;
+  reg [16:0] \$293 ;
+  reg [1:0] \$294 ;
+  reg \$295 ;
+  reg [127:0] \$296 ;
+  reg [127:0] \$297 ;
+  reg [127:0] \$298 ;
+  reg [127:0] \$299 ;
+  wire \$3 ;
+  wire \$30 ;
+  reg [1:0] \$300 ;
+  reg [1:0] \$301 ;
+  reg [2:0] \$302 ;
+  reg \$303 ;
+  reg [3:0] \$304 ;
+  reg \$305 ;
+  reg \$306 ;
+  reg \$307 ;
+  reg \$308 ;
+  reg [1:0] \$309 ;
   wire \$31 ;
+  reg \$310 ;
   wire \$32 ;
-  wire [16:0] \$33 ;
-  wire [16:0] \$34 ;
-  wire \$35 ;
-  wire [127:0] \$36 ;
-  wire \$37 ;
-  wire [127:0] \$38 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire [17:0] \$35 ;
+  wire [17:0] \$36 ;
+  wire [5:0] \$37 ;
+  wire [7:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [127:0] \$40 ;
+  wire [16:0] \$40 ;
   wire \$41 ;
-  wire [127:0] \$42 ;
-  wire \$43 ;
+  wire [9:0] \$42 ;
+  wire [9:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire \$46 ;
+  wire [5:0] \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [5:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [9:0] \$52 ;
-  wire [17:0] \$53 ;
-  wire [8:0] \$54 ;
-  wire [15:0] \$55 ;
-  wire [64:0] \$56 ;
-  wire \$57 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire [8:0] \$57 ;
   wire \$58 ;
-  wire \$59 ;
-  wire [16:0] \$6 ;
+  wire [7:0] \$59 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
-  wire [3:0] \$64 ;
-  wire [16:0] \$65 ;
-  wire [2:0] \$66 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
-  wire [16:0] \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [16:0] \$73 ;
-  wire [17:0] \$74 ;
+  wire [13:0] \$69 ;
+  wire \$7 ;
+  wire [64:0] \$70 ;
+  wire [7:0] \$71 ;
+  wire [17:0] \$72 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
-  wire [16:0] \$76 ;
-  wire [17:0] \$77 ;
+  wire \$76 ;
+  wire \$77 ;
   wire \$78 ;
   wire [16:0] \$79 ;
   wire \$8 ;
-  wire [17:0] \$80 ;
-  wire \$81 ;
+  wire [2:0] \$80 ;
+  wire [2:0] \$81 ;
   wire \$82 ;
-  wire [16:0] \$83 ;
-  wire [17:0] \$84 ;
-  wire [17:0] \$85 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire [1:0] \$85 ;
   wire \$86 ;
-  wire \$87 ;
+  wire [17:0] \$87 ;
   wire \$88 ;
-  wire [16:0] \$89 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [17:0] \$90 ;
-  wire [17:0] \$91 ;
+  wire [5:0] \$90 ;
+  wire [7:0] \$91 ;
   wire \$92 ;
-  wire \$93 ;
+  wire [16:0] \$93 ;
   wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [9:0] \$95 ;
+  wire [9:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [5:0] \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$48  = 1'h0;
-  reg [1:0] \$signal$50  = 2'h0;
-  reg [1:0] \$signal$56  = 2'h0;
+  reg \$signal$45  = 1'h0;
+  reg \$signal$46  = 1'h0;
+  reg [1:0] \$signal$48  = 2'h0;
+  reg [1:0] \$signal$54  = 2'h0;
   reg [63:0] a_addr = 64'h0000000000000000;
-  reg [16:0] a_beats = 17'h00000;
-  reg a_step = 1'h0;
+  reg a_zero = 1'h1;
+  reg ap_c0 = 1'h0;
+  reg ap_c1 = 1'h0;
+  reg [8:0] ap_cap = 9'h000;
+  reg [7:0] ap_capm1 = 8'h00;
+  reg ap_chg;
+  reg ap_last = 1'h0;
+  reg ap_le_a = 1'h0;
+  reg [16:0] ap_left = 17'h00000;
+  reg ap_more = 1'h0;
+  reg ap_more_a = 1'h0;
+  reg [6:0] ap_n = 7'h00;
+  reg ap_n1 = 1'h0;
+  reg ap_n2 = 1'h0;
+  reg [7:0] ap_nm1 = 8'h00;
+  reg [5:0] ap_off = 6'h00;
+  reg ap_ready = 1'h0;
+  reg ap_st_a = 1'h0;
+  reg ap_t0 = 1'h0;
+  reg ap_t1 = 1'h0;
+  reg [6:0] ap_tb = 7'h00;
+  reg [5:0] ap_tbm1 = 6'h00;
   reg [127:0] asm0 = 128'h00000000000000000000000000000000;
   reg [127:0] asm1 = 128'h00000000000000000000000000000000;
   reg [127:0] asm2 = 128'h00000000000000000000000000000000;
@@ -32295,6 +32399,7 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   (* init = 8'h00 *)
   wire [7:0] ax_len;
   reg ax_valid = 1'h0;
+  reg [16:0] beats;
   reg [1:0] br__addr = 2'h0;
   wire [514:0] br__data;
   reg busy = 1'h0;
@@ -32324,6 +32429,8 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire err;
   output error;
   reg error = 1'h0;
+  reg go_r = 1'h0;
+  reg go_w = 1'h0;
   (* init = 16'h0000 *)
   wire [15:0] l_addr;
   wire [3:0] lane_on;
@@ -32371,7 +32478,7 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire m_axi_gmem_wready;
   wire [63:0] m_axi_gmem_wstrb;
   output m_axi_gmem_wvalid;
-  wire m_axi_gmem_wvalid;
+  reg m_axi_gmem_wvalid = 1'h0;
   output [15:0] mem_addr;
   reg [15:0] mem_addr = 16'h0000;
   input mem_enable;
@@ -32383,22 +32490,22 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire [127:0] mem_wdata;
   output [15:0] mem_we;
   wire [15:0] mem_we;
-  wire [8:0] n;
-  wire [8:0] \n$42 ;
-  reg [2:0] outstanding = 3'h0;
+  reg [3:0] outstanding = 4'h0;
+  reg p_b0 = 1'h1;
+  reg p_b1 = 1'h0;
   reg [16:0] p_beats = 17'h00000;
   reg [8:0] p_burst = 9'h000;
-  reg [63:0] p_dev = 64'h0000000000000000;
   reg [1:0] p_idx = 2'h0;
   reg [1:0] p_last_lane = 2'h0;
+  reg p_lastbeat = 1'h0;
+  reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  reg [16:0] p_words = 17'h00000;
-  output \port$5292$0 ;
-  wire \port$5292$0 ;
-  output \port$5293$0 ;
-  wire \port$5293$0 ;
-  output \port$5294$0 ;
-  wire \port$5294$0 ;
+  output \port$5245$0 ;
+  wire \port$5245$0 ;
+  output \port$5246$0 ;
+  wire \port$5246$0 ;
+  output \port$5247$0 ;
+  wire \port$5247$0 ;
   reg q_wlast = 1'h0;
   wire rd_issue;
   (* init = 2'h0 *)
@@ -32407,20 +32514,46 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire rready;
   input rst;
   wire rst;
-  reg [16:0] rx_words = 17'h00000;
+  reg [16:0] rx_beats = 17'h00000;
+  reg rx_last = 1'h0;
+  reg rx_zero = 1'h1;
   reg [511:0] s_data = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg s_end = 1'h0;
   reg [1:0] s_idx = 2'h0;
-  reg [1:0] s_last = 2'h0;
+  reg [1:0] s_rem = 2'h0;
   reg s_valid = 1'h0;
   output [127:0] s_word;
   reg [127:0] s_word;
   wire start_beat;
-  wire [6:0] to_boundary;
-  wire [6:0] \to_boundary$40 ;
+  reg [1:0] tail = 2'h0;
+  reg tail0 = 1'h0;
   reg to_dev = 1'h0;
-  reg [2:0] used = 3'h0;
+  reg [3:0] used = 4'h0;
+  reg wp_c0 = 1'h0;
+  reg wp_c1 = 1'h0;
+  reg [8:0] wp_cap = 9'h000;
+  reg [7:0] wp_capm1 = 8'h00;
+  reg wp_chg;
+  reg wp_last = 1'h0;
+  reg wp_le_a = 1'h0;
+  reg [16:0] wp_left = 17'h00000;
+  reg wp_more = 1'h0;
+  reg wp_more_a = 1'h0;
+  reg [6:0] wp_n = 7'h00;
+  reg wp_n1 = 1'h0;
+  reg wp_n2 = 1'h0;
+  reg [7:0] wp_nm1 = 8'h00;
+  reg [5:0] wp_off = 6'h00;
+  reg wp_ready = 1'h0;
+  reg wp_st_a = 1'h0;
+  reg wp_t0 = 1'h0;
+  reg wp_t1 = 1'h0;
+  reg [6:0] wp_tb = 7'h00;
+  reg [5:0] wp_tbm1 = 6'h00;
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
+  (* init = 1'h0 *)
+  wire wvalid;
   reg [514:0] wbuf [3:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -32432,271 +32565,424 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
 `endif
   always @(posedge clk) begin
     if (bw__en)
-      wbuf[bw__addr] <= { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };
+      wbuf[bw__addr] <= { q_wlast, \$signal$54 , \$23 , \$21 , \$19 , \$17  };
   end
   assign br__data = wbuf[br__addr];
   assign cmd__ready = ~ busy;
-  assign \$1  = 7'h40 - a_addr[11:6];
-  assign \$2  = a_beats < 9'h100;
-  assign \$3  = \$2  ? a_beats : 17'h00100;
-  assign \$4  = \$1 [6:0] < \$3 ;
-  assign \$5  = a_beats < 9'h100;
-  assign \$6  = \$5  ? a_beats : 17'h00100;
-  assign \$7  = \$4  ? { 10'h000, \$1 [6:0] } : \$6 ;
-  assign \$8  = ~ ax_valid;
-  assign \$9  = busy & \$8 ;
-  assign \$10  = ~ a_step;
-  assign \$11  = \$9  & \$10 ;
-  assign \$12  = | a_beats;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = outstanding < 3'h4;
-  assign ax_issue = \$13  & \$14 ;
+  assign \$1  = busy & ap_ready;
+  assign \$2  = \$1  & ap_more;
+  assign \$3  = ~ ax_valid;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = ~ outstanding[3];
+  assign ax_issue = \$4  & \$5 ;
   assign m_axi_gmem_awvalid = ax_valid & to_dev;
-  assign \$15  = ~ to_dev;
-  assign m_axi_gmem_arvalid = ax_valid & \$15 ;
-  assign \$16  = ~ s_valid;
-  assign \$17  = s_idx == s_last;
-  assign rready = \$16  | \$17 ;
-  assign \$18  = busy & to_dev;
-  assign \$19  = | p_idx;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$18  & \$20 ;
-  assign \$22  = | p_words;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = used < 3'h4;
-  assign start_beat = \$23  & \$24 ;
-  assign \$25  = busy & to_dev;
-  assign \$26  = | p_idx;
-  assign \$27  = \$25  & \$26 ;
-  assign rd_issue = start_beat | \$27 ;
-  assign \$28  = 7'h40 - p_dev[11:6];
-  assign \$29  = p_beats < 9'h100;
-  assign \$30  = \$29  ? p_beats : 17'h00100;
-  assign \$31  = \$28 [6:0] < \$30 ;
-  assign \$32  = p_beats < 9'h100;
-  assign \$33  = \$32  ? p_beats : 17'h00100;
-  assign \$34  = \$31  ? { 10'h000, \$28 [6:0] } : \$33 ;
-  assign bw__en = \$signal  & \$signal$48 ;
-  assign \$35  = ! \$signal$50 ;
-  assign \$36  = \$35  ? mem_rdata : asm0;
-  assign \$37  = \$signal$50  == 1'h1;
-  assign \$38  = \$37  ? mem_rdata : asm1;
-  assign \$39  = \$signal$50  == 2'h2;
-  assign \$40  = \$39  ? mem_rdata : asm2;
-  assign \$41  = \$signal$50  == 2'h3;
-  assign \$42  = \$41  ? mem_rdata : asm3;
-  assign \$43  = br__data[513:512] >= 1'h1;
-  assign \$44  = br__data[513:512] >= 2'h2;
-  assign \$45  = br__data[513:512] >= 2'h3;
-  assign m_axi_gmem_wvalid = | count;
-  assign \$46  = m_axi_gmem_rvalid & rready;
-  assign \$47  = \$46  & m_axi_gmem_rlast;
-  assign \$48  = to_dev ? m_axi_gmem_bvalid : \$47 ;
-  assign ax_done = \$48  & busy;
+  assign \$6  = ~ to_dev;
+  assign m_axi_gmem_arvalid = ax_valid & \$6 ;
+  assign \$7  = ~ s_valid;
+  assign rready = \$7  | s_end;
+  assign \$8  = ~ \$signal ;
+  assign \$9  = go_w & \$8 ;
+  assign \$10  = \$9  & p_more;
+  assign \$11  = ~ used[3];
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = ~ p_b0;
+  assign \$14  = \$13  | wp_ready;
+  assign start_beat = \$12  & \$14 ;
+  assign \$15  = go_w & \$signal ;
+  assign rd_issue = start_beat | \$15 ;
+  assign bw__en = \$signal$45  & \$signal$46 ;
+  assign \$16  = ! \$signal$48 ;
+  assign \$17  = \$16  ? mem_rdata : asm0;
+  assign \$18  = \$signal$48  == 1'h1;
+  assign \$19  = \$18  ? mem_rdata : asm1;
+  assign \$20  = \$signal$48  == 2'h2;
+  assign \$21  = \$20  ? mem_rdata : asm2;
+  assign \$22  = \$signal$48  == 2'h3;
+  assign \$23  = \$22  ? mem_rdata : asm3;
+  assign \$24  = br__data[513:512] >= 1'h1;
+  assign \$25  = br__data[513:512] >= 2'h2;
+  assign \$26  = br__data[513:512] >= 2'h3;
+  assign \$27  = m_axi_gmem_rvalid & rready;
+  assign \$28  = \$27  & m_axi_gmem_rlast;
+  assign \$29  = to_dev ? m_axi_gmem_bvalid : \$28 ;
+  assign ax_done = \$29  & busy;
   assign mem_re = rd_issue & mem_enable;
-  assign \$49  = s_valid & mem_enable;
-  assign mem_we = \$49  ? 16'hffff : 16'h0000;
-  assign \$50  = rd_issue | s_valid;
-  assign \$51  = ~ mem_enable;
-  assign dropped = \$50  & \$51 ;
-  assign \$52  = \$7 [8:0] - 1'h1;
-  assign \$53  = a_beats - \$7 [8:0];
-  assign \$54  = m_axi_gmem_awlen + 1'h1;
-  assign \$56  = m_axi_gmem_awaddr + \$55 ;
-  assign \$57  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$58  = ax_valid & \$57 ;
-  assign \$59  = ~ ax_done;
-  assign \$60  = ax_issue & \$59 ;
-  assign \$61  = ~ ax_issue;
-  assign \$62  = \$61  & ax_done;
-  assign \$63  = outstanding + 1'h1;
-  assign \$64  = outstanding - 1'h1;
-  assign \$65  = mem_addr + 1'h1;
-  assign \$66  = s_idx + 1'h1;
-  assign \$67  = s_idx == s_last;
-  assign \$68  = m_axi_gmem_rvalid & rready;
-  assign \$69  = \$68  & busy;
-  assign \$70  = ~ to_dev;
-  assign \$71  = \$69  & \$70 ;
-  assign \$72  = rx_words < 3'h4;
-  assign \$73  = \$72  ? rx_words : 17'h00004;
-  assign \$74  = \$73  - 1'h1;
-  assign \$75  = rx_words < 3'h4;
-  assign \$76  = \$75  ? rx_words : 17'h00004;
-  assign \$77  = rx_words - \$76 ;
-  assign \$78  = | m_axi_gmem_rresp;
+  assign \$30  = s_valid & mem_enable;
+  assign mem_we = \$30  ? 16'hffff : 16'h0000;
+  assign \$31  = rd_issue | s_valid;
+  assign \$32  = ~ mem_enable;
+  assign dropped = \$31  & \$32 ;
+  assign \$33  = ~ busy;
+  assign \$34  = cmd__valid & \$33 ;
+  assign \$35  = cmd__payload[96:80] + 2'h3;
+  assign \$37  = ~ ap_off;
+  assign \$38  = 7'h40 - ap_off;
+  assign \$39  = ap_left <= 9'h100;
+  assign \$40  = \$39  ? ap_left : 17'h00100;
+  assign \$41  = ap_left <= 9'h100;
+  assign \$42  = ap_left[8:0] - 1'h1;
+  assign \$43  = \$41  ? \$42  : 10'h0ff;
+  assign \$44  = | ap_left;
+  assign \$45  = ap_left <= 9'h100;
+  assign \$46  = ~ ap_off;
+  assign \$47  = ! \$46 ;
+  assign \$48  = ~ ap_off;
+  assign \$49  = \$48  == 1'h1;
+  assign \$50  = ap_left <= 9'h100;
+  assign \$51  = ap_left == 1'h1;
+  assign \$52  = \$50  ? \$51  : 1'h0;
+  assign \$53  = ap_left <= 9'h100;
+  assign \$54  = ap_left == 2'h2;
+  assign \$55  = \$53  ? \$54  : 1'h0;
+  assign \$56  = ap_tbm1 < ap_capm1;
+  assign \$57  = \$56  ? { 2'h0, ap_tb } : ap_cap;
+  assign \$58  = ap_tbm1 < ap_capm1;
+  assign \$59  = \$58  ? { 2'h0, ap_tbm1 } : ap_capm1;
+  assign \$60  = ap_t0 | ap_c0;
+  assign \$61  = ap_tbm1 < ap_capm1;
+  assign \$62  = \$61  ? ap_t1 : ap_c1;
+  assign \$63  = ap_tbm1 < ap_capm1;
+  assign \$64  = ~ \$63 ;
+  assign \$65  = ap_le_a & \$64 ;
+  assign \$66  = ~ ap_chg;
+  assign \$67  = ~ ap_chg;
+  assign \$68  = ap_st_a & \$67 ;
+  assign \$70  = a_addr + \$69 ;
+  assign \$71  = ap_off + ap_n;
+  assign \$72  = ap_left - ap_n;
+  assign \$73  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$74  = ax_valid & \$73 ;
+  assign \$75  = ~ ax_done;
+  assign \$76  = ax_issue & \$75 ;
+  assign \$77  = ~ ax_issue;
+  assign \$78  = \$77  & ax_done;
   assign \$79  = mem_addr + 1'h1;
-  assign \$80  = p_words - 1'h1;
-  assign \$81  = | p_idx;
-  assign \$82  = p_words < 3'h4;
-  assign \$83  = \$82  ? p_words : 17'h00004;
-  assign \$84  = \$83  - 1'h1;
-  assign \$85  = \$81  ? { 16'h0000, p_last_lane } : \$84 ;
-  assign \$86  = p_idx == \$85 ;
-  assign \$87  = | p_idx;
-  assign \$88  = p_words < 3'h4;
-  assign \$89  = \$88  ? p_words : 17'h00004;
-  assign \$90  = \$89  - 1'h1;
-  assign \$91  = \$87  ? { 16'h0000, p_last_lane } : \$90 ;
-  assign \$92  = | p_idx;
-  assign \$93  = ! p_burst;
-  assign \$94  = \$34 [8:0] == 1'h1;
-  assign \$95  = p_burst == 1'h1;
-  assign \$96  = \$93  ? \$94  : \$95 ;
-  assign \$97  = \$92  ? p_wlast : \$96 ;
-  assign \$98  = | p_idx;
-  assign \$99  = p_words < 3'h4;
-  assign \$100  = \$99  ? p_words : 17'h00004;
-  assign \$101  = \$100  - 1'h1;
-  assign \$102  = \$98  ? { 16'h0000, p_last_lane } : \$101 ;
-  assign \$103  = p_idx == \$102 ;
-  assign \$104  = p_idx + 1'h1;
-  assign \$105  = \$103  ? 3'h0 : \$104 ;
-  assign \$106  = p_dev + 7'h40;
-  assign \$107  = p_beats - 1'h1;
-  assign \$108  = ! p_burst;
-  assign \$109  = \$108  ? \$34 [8:0] : p_burst;
-  assign \$110  = \$109  - 1'h1;
-  assign \$111  = p_words < 3'h4;
-  assign \$112  = \$111  ? p_words : 17'h00004;
-  assign \$113  = \$112  - 1'h1;
-  assign \$114  = ! p_burst;
-  assign \$115  = \$34 [8:0] == 1'h1;
-  assign \$116  = p_burst == 1'h1;
-  assign \$117  = \$114  ? \$115  : \$116 ;
-  assign \$118  = ! \$signal$50 ;
-  assign \$119  = \$signal  & \$118 ;
-  assign \$120  = \$signal$50  == 1'h1;
-  assign \$121  = \$signal  & \$120 ;
-  assign \$122  = \$signal$50  == 2'h2;
-  assign \$123  = \$signal  & \$122 ;
-  assign \$124  = \$signal$50  == 2'h3;
-  assign \$125  = \$signal  & \$124 ;
-  assign \$126  = \$signal  & \$signal$48 ;
-  assign \$127  = bw__addr == 2'h3;
-  assign \$128  = bw__addr + 1'h1;
-  assign \$129  = \$127  ? 3'h0 : \$128 ;
-  assign \$130  = | count;
-  assign \$131  = \$130  & m_axi_gmem_wready;
-  assign \$132  = br__addr == 2'h3;
-  assign \$133  = br__addr + 1'h1;
+  assign \$80  = s_idx + 1'h1;
+  assign \$81  = s_rem - 1'h1;
+  assign \$82  = s_rem == 1'h1;
+  assign \$83  = m_axi_gmem_rvalid & rready;
+  assign \$84  = \$83  & go_r;
+  assign \$85  = rx_last ? tail : 2'h3;
+  assign \$86  = rx_last ? tail0 : 1'h0;
+  assign \$87  = rx_beats - 1'h1;
+  assign \$88  = rx_beats == 2'h2;
+  assign \$89  = | m_axi_gmem_rresp;
+  assign \$90  = ~ wp_off;
+  assign \$91  = 7'h40 - wp_off;
+  assign \$92  = wp_left <= 9'h100;
+  assign \$93  = \$92  ? wp_left : 17'h00100;
+  assign \$94  = wp_left <= 9'h100;
+  assign \$95  = wp_left[8:0] - 1'h1;
+  assign \$96  = \$94  ? \$95  : 10'h0ff;
+  assign \$97  = | wp_left;
+  assign \$98  = wp_left <= 9'h100;
+  assign \$99  = ~ wp_off;
+  assign \$100  = ! \$99 ;
+  assign \$101  = ~ wp_off;
+  assign \$102  = \$101  == 1'h1;
+  assign \$103  = wp_left <= 9'h100;
+  assign \$104  = wp_left == 1'h1;
+  assign \$105  = \$103  ? \$104  : 1'h0;
+  assign \$106  = wp_left <= 9'h100;
+  assign \$107  = wp_left == 2'h2;
+  assign \$108  = \$106  ? \$107  : 1'h0;
+  assign \$109  = wp_tbm1 < wp_capm1;
+  assign \$110  = \$109  ? { 2'h0, wp_tb } : wp_cap;
+  assign \$111  = wp_tbm1 < wp_capm1;
+  assign \$112  = \$111  ? { 2'h0, wp_tbm1 } : wp_capm1;
+  assign \$113  = wp_t0 | wp_c0;
+  assign \$114  = wp_tbm1 < wp_capm1;
+  assign \$115  = \$114  ? wp_t1 : wp_c1;
+  assign \$116  = wp_tbm1 < wp_capm1;
+  assign \$117  = ~ \$116 ;
+  assign \$118  = wp_le_a & \$117 ;
+  assign \$119  = ~ wp_chg;
+  assign \$120  = ~ wp_chg;
+  assign \$121  = wp_st_a & \$120 ;
+  assign \$122  = mem_addr + 1'h1;
+  assign \$123  = p_lastbeat ? tail : 2'h3;
+  assign \$124  = \$signal  ? p_last_lane : \$123 ;
+  assign \$125  = p_idx == \$124 ;
+  assign \$126  = p_lastbeat ? tail : 2'h3;
+  assign \$127  = \$signal  ? p_last_lane : \$126 ;
+  assign \$128  = p_b0 ? wp_n1 : p_b1;
+  assign \$129  = \$signal  ? p_wlast : \$128 ;
+  assign \$130  = p_lastbeat ? tail : 2'h3;
+  assign \$131  = \$signal  ? p_last_lane : \$130 ;
+  assign \$132  = p_idx == \$131 ;
+  assign \$133  = p_idx + 1'h1;
   assign \$134  = \$132  ? 3'h0 : \$133 ;
-  assign \$135  = \$signal  & \$signal$48 ;
-  assign \$136  = | count;
-  assign \$137  = \$136  & m_axi_gmem_wready;
+  assign \$135  = p_lastbeat ? tail : 2'h3;
+  assign \$136  = \$signal  ? p_last_lane : \$135 ;
+  assign \$137  = p_idx == \$136 ;
   assign \$138  = ~ \$137 ;
-  assign \$139  = \$135  & \$138 ;
-  assign \$140  = | count;
-  assign \$141  = \$140  & m_axi_gmem_wready;
-  assign \$142  = \$signal  & \$signal$48 ;
-  assign \$143  = ~ \$142 ;
-  assign \$144  = \$141  & \$143 ;
-  assign \$145  = count + 1'h1;
-  assign \$146  = count - 1'h1;
-  assign \$147  = | count;
-  assign \$148  = \$147  & m_axi_gmem_wready;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = start_beat & \$149 ;
-  assign \$151  = | count;
-  assign \$152  = \$151  & m_axi_gmem_wready;
-  assign \$153  = ~ start_beat;
-  assign \$154  = \$152  & \$153 ;
-  assign \$155  = used + 1'h1;
-  assign \$156  = used - 1'h1;
-  assign \$157  = m_axi_gmem_bvalid & busy;
-  assign \$158  = \$157  & to_dev;
-  assign \$159  = | m_axi_gmem_bresp;
-  assign \$160  = \$158  & \$159 ;
-  assign \$161  = ~ busy;
-  assign \$162  = cmd__valid & \$161 ;
-  assign \$163  = cmd__payload[96:80] + 2'h3;
-  assign \$165  = cmd__payload[97] ? 17'h00000 : cmd__payload[96:80];
-  assign \$166  = cmd__payload[97] ? cmd__payload[96:80] : 17'h00000;
-  assign \$167  = cmd__payload[96:80] + 2'h3;
-  assign \$169  = ! a_beats;
-  assign \$170  = ~ ax_valid;
-  assign \$171  = \$169  & \$170 ;
-  assign \$172  = ! outstanding;
-  assign \$173  = \$171  & \$172 ;
-  assign \$174  = ! rx_words;
-  assign \$175  = ~ s_valid;
-  assign \$176  = \$174  & \$175 ;
-  assign \$177  = to_dev ? \$173  : \$176 ;
-  assign \$178  = busy & \$177 ;
+  assign \$139  = p_beats - 1'h1;
+  assign \$140  = ~ p_lastbeat;
+  assign \$141  = p_beats == 2'h2;
+  assign \$142  = wp_off + wp_n;
+  assign \$143  = wp_left - wp_n;
+  assign \$144  = p_burst - 1'h1;
+  assign \$145  = p_burst == 2'h2;
+  assign \$146  = p_lastbeat ? tail : 2'h3;
+  assign \$147  = p_b0 ? wp_n1 : p_b1;
+  assign \$148  = ! \$signal$48 ;
+  assign \$149  = \$signal$45  & \$148 ;
+  assign \$150  = \$signal$48  == 1'h1;
+  assign \$151  = \$signal$45  & \$150 ;
+  assign \$152  = \$signal$48  == 2'h2;
+  assign \$153  = \$signal$45  & \$152 ;
+  assign \$154  = \$signal$48  == 2'h3;
+  assign \$155  = \$signal$45  & \$154 ;
+  assign \$156  = \$signal$45  & \$signal$46 ;
+  assign \$157  = bw__addr == 2'h3;
+  assign \$158  = bw__addr + 1'h1;
+  assign \$159  = \$157  ? 3'h0 : \$158 ;
+  assign \$160  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$161  = br__addr == 2'h3;
+  assign \$162  = br__addr + 1'h1;
+  assign \$163  = \$161  ? 3'h0 : \$162 ;
+  assign \$164  = \$signal$45  & \$signal$46 ;
+  assign \$165  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$166  = ~ \$165 ;
+  assign \$167  = \$164  & \$166 ;
+  assign \$168  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$169  = \$signal$45  & \$signal$46 ;
+  assign \$170  = ~ \$169 ;
+  assign \$171  = \$168  & \$170 ;
+  assign \$172  = count + 1'h1;
+  assign \$173  = count - 1'h1;
+  assign \$174  = count != 1'h1;
+  assign \$175  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = start_beat & \$176 ;
+  assign \$178  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$179  = ~ start_beat;
+  assign \$180  = \$178  & \$179 ;
+  assign \$181  = m_axi_gmem_bvalid & go_w;
+  assign \$182  = | m_axi_gmem_bresp;
+  assign \$183  = \$181  & \$182 ;
+  assign \$184  = ~ busy;
+  assign \$185  = cmd__valid & \$184 ;
+  assign \$186  = ~ cmd__payload[97];
+  assign \$187  = ! cmd__payload[96:80];
+  assign \$188  = cmd__payload[97] ? beats : 17'h00000;
+  assign \$189  = ~ cmd__payload[97];
+  assign \$190  = cmd__payload[97] ? 17'h00000 : beats;
+  assign \$191  = ~ cmd__payload[97];
+  assign \$192  = ! cmd__payload[96:80];
+  assign \$193  = ~ \$192 ;
+  assign \$195  = ! \$194 ;
+  assign \$196  = cmd__payload[96:80] == 3'h4;
+  assign \$197  = \$195  | \$196 ;
+  assign \$198  = \$193  & \$197 ;
+  assign \$199  = \$191  & \$198 ;
+  assign \$200  = ! cmd__payload[96:80];
+  assign \$201  = cmd__payload[97] | \$200 ;
+  assign \$202  = cmd__payload[97] ? beats : 17'h00000;
+  assign \$203  = ! cmd__payload[96:80];
+  assign \$204  = ~ \$203 ;
+  assign \$205  = cmd__payload[97] & \$204 ;
+  assign \$206  = ! cmd__payload[96:80];
+  assign \$207  = ~ \$206 ;
+  assign \$209  = ! \$208 ;
+  assign \$210  = cmd__payload[96:80] == 3'h4;
+  assign \$211  = \$209  | \$210 ;
+  assign \$212  = \$207  & \$211 ;
+  assign \$213  = cmd__payload[97] & \$212 ;
+  assign \$214  = cmd__payload[81:80] - 1'h1;
+  assign \$215  = cmd__payload[81:80] == 1'h1;
+  assign \$216  = ~ ax_valid;
+  assign \$217  = a_zero & \$216 ;
+  assign \$218  = ~ outstanding[0];
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = ~ s_valid;
+  assign \$221  = rx_zero & \$220 ;
+  assign \$222  = to_dev ? \$219  : \$221 ;
+  assign \$223  = busy & \$222 ;
   always @(posedge clk)
-    done <= \$179 ;
+    done <= \$224 ;
   always @(posedge clk)
-    ax_valid <= \$180 ;
+    ap_tbm1 <= \$225 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$181 ;
+    ap_tb <= \$226 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$182 ;
+    ap_cap <= \$227 ;
   always @(posedge clk)
-    a_beats <= \$183 ;
+    ap_capm1 <= \$228 ;
   always @(posedge clk)
-    a_step <= \$184 ;
+    ap_more_a <= \$229 ;
   always @(posedge clk)
-    a_addr <= \$185 ;
+    ap_le_a <= \$230 ;
   always @(posedge clk)
-    outstanding <= \$186 ;
+    ap_t0 <= \$231 ;
   always @(posedge clk)
-    mem_addr <= \$187 ;
+    ap_t1 <= \$232 ;
   always @(posedge clk)
-    s_idx <= \$188 ;
+    ap_c0 <= \$233 ;
   always @(posedge clk)
-    s_valid <= \$189 ;
+    ap_c1 <= \$234 ;
   always @(posedge clk)
-    s_data <= \$190 ;
+    ap_n <= \$235 ;
   always @(posedge clk)
-    s_last <= \$191 ;
+    ap_nm1 <= \$236 ;
   always @(posedge clk)
-    rx_words <= \$192 ;
+    ap_n1 <= \$237 ;
   always @(posedge clk)
-    error <= \$193 ;
+    ap_n2 <= \$238 ;
   always @(posedge clk)
-    \$signal  <= \$194 ;
+    ap_more <= \$239 ;
   always @(posedge clk)
-    p_words <= \$195 ;
+    ap_last <= \$240 ;
   always @(posedge clk)
-    \$signal$50  <= \$196 ;
+    ap_st_a <= \$241 ;
   always @(posedge clk)
-    \$signal$48  <= \$197 ;
+    ap_ready <= \$242 ;
   always @(posedge clk)
-    \$signal$56  <= \$198 ;
+    ax_valid <= \$243 ;
   always @(posedge clk)
-    q_wlast <= \$199 ;
+    m_axi_gmem_awaddr <= \$244 ;
   always @(posedge clk)
-    p_idx <= \$200 ;
+    m_axi_gmem_awlen <= \$245 ;
   always @(posedge clk)
-    p_dev <= \$201 ;
+    a_addr <= \$246 ;
   always @(posedge clk)
-    p_beats <= \$202 ;
+    ap_off <= \$247 ;
   always @(posedge clk)
-    p_burst <= \$203 ;
+    ap_left <= \$248 ;
   always @(posedge clk)
-    p_last_lane <= \$204 ;
+    a_zero <= \$249 ;
   always @(posedge clk)
-    p_wlast <= \$205 ;
+    outstanding <= \$250 ;
   always @(posedge clk)
-    asm0 <= \$206 ;
+    mem_addr <= \$251 ;
   always @(posedge clk)
-    asm1 <= \$207 ;
+    s_idx <= \$252 ;
   always @(posedge clk)
-    asm2 <= \$208 ;
+    s_rem <= \$253 ;
   always @(posedge clk)
-    asm3 <= \$209 ;
+    s_end <= \$254 ;
   always @(posedge clk)
-    bw__addr <= \$210 ;
+    s_valid <= \$255 ;
   always @(posedge clk)
-    br__addr <= \$211 ;
+    s_data <= \$256 ;
   always @(posedge clk)
-    count <= \$212 ;
+    rx_beats <= \$257 ;
   always @(posedge clk)
-    used <= \$213 ;
+    rx_last <= \$258 ;
   always @(posedge clk)
-    busy <= \$214 ;
+    rx_zero <= \$259 ;
   always @(posedge clk)
-    to_dev <= \$215 ;
+    error <= \$260 ;
+  always @(posedge clk)
+    wp_tbm1 <= \$261 ;
+  always @(posedge clk)
+    wp_tb <= \$262 ;
+  always @(posedge clk)
+    wp_cap <= \$263 ;
+  always @(posedge clk)
+    wp_capm1 <= \$264 ;
+  always @(posedge clk)
+    wp_more_a <= \$265 ;
+  always @(posedge clk)
+    wp_le_a <= \$266 ;
+  always @(posedge clk)
+    wp_t0 <= \$267 ;
+  always @(posedge clk)
+    wp_t1 <= \$268 ;
+  always @(posedge clk)
+    wp_c0 <= \$269 ;
+  always @(posedge clk)
+    wp_c1 <= \$270 ;
+  always @(posedge clk)
+    wp_n <= \$271 ;
+  always @(posedge clk)
+    wp_nm1 <= \$272 ;
+  always @(posedge clk)
+    wp_n1 <= \$273 ;
+  always @(posedge clk)
+    wp_n2 <= \$274 ;
+  always @(posedge clk)
+    wp_more <= \$275 ;
+  always @(posedge clk)
+    wp_last <= \$276 ;
+  always @(posedge clk)
+    wp_st_a <= \$277 ;
+  always @(posedge clk)
+    wp_ready <= \$278 ;
+  always @(posedge clk)
+    \$signal$45  <= \$279 ;
+  always @(posedge clk)
+    \$signal$48  <= \$280 ;
+  always @(posedge clk)
+    \$signal$46  <= \$281 ;
+  always @(posedge clk)
+    \$signal$54  <= \$282 ;
+  always @(posedge clk)
+    q_wlast <= \$283 ;
+  always @(posedge clk)
+    p_idx <= \$284 ;
+  always @(posedge clk)
+    \$signal  <= \$285 ;
+  always @(posedge clk)
+    p_beats <= \$286 ;
+  always @(posedge clk)
+    p_more <= \$287 ;
+  always @(posedge clk)
+    p_lastbeat <= \$288 ;
+  always @(posedge clk)
+    p_burst <= \$289 ;
+  always @(posedge clk)
+    p_b0 <= \$290 ;
+  always @(posedge clk)
+    p_b1 <= \$291 ;
+  always @(posedge clk)
+    wp_off <= \$292 ;
+  always @(posedge clk)
+    wp_left <= \$293 ;
+  always @(posedge clk)
+    p_last_lane <= \$294 ;
+  always @(posedge clk)
+    p_wlast <= \$295 ;
+  always @(posedge clk)
+    asm0 <= \$296 ;
+  always @(posedge clk)
+    asm1 <= \$297 ;
+  always @(posedge clk)
+    asm2 <= \$298 ;
+  always @(posedge clk)
+    asm3 <= \$299 ;
+  always @(posedge clk)
+    bw__addr <= \$300 ;
+  always @(posedge clk)
+    br__addr <= \$301 ;
+  always @(posedge clk)
+    count <= \$302 ;
+  always @(posedge clk)
+    m_axi_gmem_wvalid <= \$303 ;
+  always @(posedge clk)
+    used <= \$304 ;
+  always @(posedge clk)
+    busy <= \$305 ;
+  always @(posedge clk)
+    to_dev <= \$306 ;
+  always @(posedge clk)
+    go_r <= \$307 ;
+  always @(posedge clk)
+    go_w <= \$308 ;
+  always @(posedge clk)
+    tail <= \$309 ;
+  always @(posedge clk)
+    tail0 <= \$310 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    ap_chg = 1'h0;
+    if (ax_issue) begin
+      ap_chg = 1'h1;
+    end
+    if (\$34 ) begin
+      ap_chg = 1'h1;
+    end
+  end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
@@ -32713,436 +32999,902 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$179  = 1'h0;
-    if (\$178 ) begin
-      \$179  = 1'h1;
+    wp_chg = 1'h0;
+    if (start_beat) begin
+      if (p_b0) begin
+        wp_chg = 1'h1;
+      end
     end
-    if (rst) begin
-      \$179  = 1'h0;
+    if (\$34 ) begin
+      wp_chg = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$180  = ax_valid;
+    beats = 17'h00000;
+    if (\$34 ) begin
+      beats = \$36 [16:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$224  = 1'h0;
+    if (\$223 ) begin
+      \$224  = 1'h1;
+    end
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$225  = \$37 ;
+    if (rst) begin
+      \$225  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$226  = \$38 [6:0];
+    if (rst) begin
+      \$226  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$227  = \$40 [8:0];
+    if (rst) begin
+      \$227  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$228  = \$43 [7:0];
+    if (rst) begin
+      \$228  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$229  = \$44 ;
+    if (rst) begin
+      \$229  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$230  = \$45 ;
+    if (rst) begin
+      \$230  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$231  = \$47 ;
+    if (rst) begin
+      \$231  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$232  = \$49 ;
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$233  = \$52 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$234  = \$55 ;
+    if (rst) begin
+      \$234  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$235  = \$57 [6:0];
+    if (rst) begin
+      \$235  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$236  = \$59 ;
+    if (rst) begin
+      \$236  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$237  = \$60 ;
+    if (rst) begin
+      \$237  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$238  = \$62 ;
+    if (rst) begin
+      \$238  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$239  = ap_more_a;
+    if (rst) begin
+      \$239  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$240  = \$65 ;
+    if (rst) begin
+      \$240  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$241  = \$66 ;
+    if (rst) begin
+      \$241  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$242  = \$68 ;
+    if (rst) begin
+      \$242  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$243  = ax_valid;
     if (ax_issue) begin
-      \$180  = 1'h1;
+      \$243  = 1'h1;
     end
-    if (\$58 ) begin
-      \$180  = 1'h0;
+    if (\$74 ) begin
+      \$243  = 1'h0;
     end
     if (rst) begin
-      \$180  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$181  = m_axi_gmem_awaddr;
+    \$244  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$181  = a_addr;
+      \$244  = a_addr;
     end
     if (rst) begin
-      \$181  = 64'h0000000000000000;
+      \$244  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$182  = m_axi_gmem_awlen;
+    \$245  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$182  = \$52 [7:0];
+      \$245  = ap_nm1;
     end
     if (rst) begin
-      \$182  = 8'h00;
+      \$245  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$183  = a_beats;
+    \$246  = a_addr;
     if (ax_issue) begin
-      \$183  = \$53 [16:0];
+      \$246  = \$70 [63:0];
     end
-    if (\$162 ) begin
-      \$183  = \$164 [16:0];
+    if (\$185 ) begin
+      \$246  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$183  = 17'h00000;
+      \$246  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$184  = a_step;
+    \$247  = ap_off;
     if (ax_issue) begin
-      \$184  = 1'h1;
+      \$247  = \$71 [5:0];
     end
-    if (a_step) begin
-      \$184  = 1'h0;
+    if (\$185 ) begin
+      \$247  = cmd__payload[11:6];
     end
     if (rst) begin
-      \$184  = 1'h0;
+      \$247  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$185  = a_addr;
-    if (a_step) begin
-      \$185  = \$56 [63:0];
+    \$248  = ap_left;
+    if (ax_issue) begin
+      \$248  = \$72 [16:0];
     end
-    if (\$162 ) begin
-      \$185  = { cmd__payload[63:6], 6'h00 };
+    if (\$185 ) begin
+      \$248  = beats;
     end
     if (rst) begin
-      \$185  = 64'h0000000000000000;
+      \$248  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$186  = outstanding;
-    if (\$60 ) begin
-      \$186  = \$63 [2:0];
-    end else if (\$62 ) begin
-      \$186  = \$64 [2:0];
+    \$249  = a_zero;
+    if (ax_issue) begin
+      \$249  = ap_last;
+    end
+    if (\$185 ) begin
+      \$249  = \$187 ;
     end
     if (rst) begin
-      \$186  = 3'h0;
+      \$249  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$187  = mem_addr;
+    \$250  = outstanding;
+    if (\$76 ) begin
+      \$250  = { outstanding[2:0], 1'h1 };
+    end else if (\$78 ) begin
+      \$250  = { 1'h0, outstanding[3:1] };
+    end
+    if (rst) begin
+      \$250  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$251  = mem_addr;
     if (s_valid) begin
-      \$187  = \$65 [15:0];
+      \$251  = \$79 [15:0];
     end
     if (rd_issue) begin
-      \$187  = \$79 [15:0];
+      \$251  = \$122 [15:0];
     end
-    if (\$162 ) begin
-      \$187  = cmd__payload[79:64];
+    if (\$185 ) begin
+      \$251  = cmd__payload[79:64];
     end
     if (rst) begin
-      \$187  = 16'h0000;
+      \$251  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$188  = s_idx;
+    \$252  = s_idx;
     if (s_valid) begin
-      \$188  = \$66 [1:0];
+      \$252  = \$80 [1:0];
     end
-    if (\$71 ) begin
-      \$188  = 2'h0;
+    if (\$84 ) begin
+      \$252  = 2'h0;
     end
     if (rst) begin
-      \$188  = 2'h0;
+      \$252  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$189  = s_valid;
+    \$253  = s_rem;
     if (s_valid) begin
-      if (\$67 ) begin
-        \$189  = 1'h0;
+      \$253  = \$81 [1:0];
+    end
+    if (\$84 ) begin
+      \$253  = \$85 ;
+    end
+    if (rst) begin
+      \$253  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$254  = s_end;
+    if (s_valid) begin
+      \$254  = \$82 ;
+    end
+    if (\$84 ) begin
+      \$254  = \$86 ;
+    end
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$255  = s_valid;
+    if (s_valid) begin
+      if (s_end) begin
+        \$255  = 1'h0;
       end
     end
-    if (\$71 ) begin
-      \$189  = 1'h1;
+    if (\$84 ) begin
+      \$255  = 1'h1;
     end
     if (rst) begin
-      \$189  = 1'h0;
+      \$255  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$190  = s_data;
-    if (\$71 ) begin
-      \$190  = m_axi_gmem_rdata;
+    \$256  = s_data;
+    if (\$84 ) begin
+      \$256  = m_axi_gmem_rdata;
     end
     if (rst) begin
-      \$190  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$256  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$191  = s_last;
-    if (\$71 ) begin
-      \$191  = \$74 [1:0];
+    \$257  = rx_beats;
+    if (\$84 ) begin
+      \$257  = \$87 [16:0];
+    end
+    if (\$185 ) begin
+      \$257  = \$190 ;
     end
     if (rst) begin
-      \$191  = 2'h0;
+      \$257  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$192  = rx_words;
-    if (\$71 ) begin
-      \$192  = \$77 [16:0];
+    \$258  = rx_last;
+    if (\$84 ) begin
+      \$258  = \$88 ;
     end
-    if (\$162 ) begin
-      \$192  = \$165 ;
+    if (\$185 ) begin
+      \$258  = \$199 ;
     end
     if (rst) begin
-      \$192  = 17'h00000;
+      \$258  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$193  = error;
-    if (\$71 ) begin
-      if (\$78 ) begin
-        \$193  = 1'h1;
+    \$259  = rx_zero;
+    if (\$84 ) begin
+      \$259  = rx_last;
+    end
+    if (\$185 ) begin
+      \$259  = \$201 ;
+    end
+    if (rst) begin
+      \$259  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$260  = error;
+    if (\$84 ) begin
+      if (\$89 ) begin
+        \$260  = 1'h1;
       end
     end
+    if (\$183 ) begin
+      \$260  = 1'h1;
+    end
+    if (\$185 ) begin
+      \$260  = 1'h0;
+    end
+    if (rst) begin
+      \$260  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$261  = \$90 ;
+    if (rst) begin
+      \$261  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$262  = \$91 [6:0];
+    if (rst) begin
+      \$262  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$263  = \$93 [8:0];
+    if (rst) begin
+      \$263  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$264  = \$96 [7:0];
+    if (rst) begin
+      \$264  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$265  = \$97 ;
+    if (rst) begin
+      \$265  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$266  = \$98 ;
+    if (rst) begin
+      \$266  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$267  = \$100 ;
+    if (rst) begin
+      \$267  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$268  = \$102 ;
+    if (rst) begin
+      \$268  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$269  = \$105 ;
+    if (rst) begin
+      \$269  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$270  = \$108 ;
+    if (rst) begin
+      \$270  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$271  = \$110 [6:0];
+    if (rst) begin
+      \$271  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$272  = \$112 ;
+    if (rst) begin
+      \$272  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$273  = \$113 ;
+    if (rst) begin
+      \$273  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$274  = \$115 ;
+    if (rst) begin
+      \$274  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$275  = wp_more_a;
+    if (rst) begin
+      \$275  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$276  = \$118 ;
+    if (rst) begin
+      \$276  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$277  = \$119 ;
+    if (rst) begin
+      \$277  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$278  = \$121 ;
+    if (rst) begin
+      \$278  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$279  = rd_issue;
+    if (rst) begin
+      \$279  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$280  = \$signal$48 ;
+    if (rd_issue) begin
+      \$280  = p_idx;
+    end
+    if (rst) begin
+      \$280  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$281  = \$signal$46 ;
+    if (rd_issue) begin
+      \$281  = \$125 ;
+    end
+    if (rst) begin
+      \$281  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$282  = \$signal$54 ;
+    if (rd_issue) begin
+      \$282  = \$127 ;
+    end
+    if (rst) begin
+      \$282  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$283  = q_wlast;
+    if (rd_issue) begin
+      \$283  = \$129 ;
+    end
+    if (rst) begin
+      \$283  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$284  = p_idx;
+    if (rd_issue) begin
+      \$284  = \$134 [1:0];
+    end
+    if (\$185 ) begin
+      \$284  = 2'h0;
+    end
+    if (rst) begin
+      \$284  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$285  = \$signal ;
+    if (rd_issue) begin
+      \$285  = \$138 ;
+    end
+    if (\$185 ) begin
+      \$285  = 1'h0;
+    end
+    if (rst) begin
+      \$285  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$286  = p_beats;
+    if (start_beat) begin
+      \$286  = \$139 [16:0];
+    end
+    if (\$185 ) begin
+      \$286  = \$202 ;
+    end
+    if (rst) begin
+      \$286  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$287  = p_more;
+    if (start_beat) begin
+      \$287  = \$140 ;
+    end
+    if (\$185 ) begin
+      \$287  = \$205 ;
+    end
+    if (rst) begin
+      \$287  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$288  = p_lastbeat;
+    if (start_beat) begin
+      \$288  = \$141 ;
+    end
+    if (\$185 ) begin
+      \$288  = \$213 ;
+    end
+    if (rst) begin
+      \$288  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$289  = p_burst;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$289  = { 1'h0, wp_nm1 };
+      end else begin
+        \$289  = \$144 [8:0];
+      end
+    end
+    if (\$185 ) begin
+      \$289  = 9'h000;
+    end
+    if (rst) begin
+      \$289  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$290  = p_b0;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$290  = wp_n1;
+      end else begin
+        \$290  = p_b1;
+      end
+    end
+    if (\$185 ) begin
+      \$290  = 1'h1;
+    end
+    if (rst) begin
+      \$290  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$291  = p_b1;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$291  = wp_n2;
+      end else begin
+        \$291  = \$145 ;
+      end
+    end
+    if (\$185 ) begin
+      \$291  = 1'h0;
+    end
+    if (rst) begin
+      \$291  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$292  = wp_off;
+    if (start_beat) begin
+      if (p_b0) begin
+        \$292  = \$142 [5:0];
+      end
+    end
+    if (\$185 ) begin
+      \$292  = cmd__payload[11:6];
+    end
+    if (rst) begin
+      \$292  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$293  = wp_left;
+    if (start_beat) begin
+      if (p_b0) begin
+        \$293  = \$143 [16:0];
+      end
+    end
+    if (\$185 ) begin
+      \$293  = \$188 ;
+    end
+    if (rst) begin
+      \$293  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$294  = p_last_lane;
+    if (start_beat) begin
+      \$294  = \$146 ;
+    end
+    if (rst) begin
+      \$294  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$295  = p_wlast;
+    if (start_beat) begin
+      \$295  = \$147 ;
+    end
+    if (rst) begin
+      \$295  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$296  = asm0;
+    if (\$149 ) begin
+      \$296  = mem_rdata;
+    end
+    if (rst) begin
+      \$296  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$297  = asm1;
+    if (\$151 ) begin
+      \$297  = mem_rdata;
+    end
+    if (rst) begin
+      \$297  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$298  = asm2;
+    if (\$153 ) begin
+      \$298  = mem_rdata;
+    end
+    if (rst) begin
+      \$298  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$299  = asm3;
+    if (\$155 ) begin
+      \$299  = mem_rdata;
+    end
+    if (rst) begin
+      \$299  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$300  = bw__addr;
+    if (\$156 ) begin
+      \$300  = \$159 [1:0];
+    end
+    if (rst) begin
+      \$300  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$301  = br__addr;
     if (\$160 ) begin
-      \$193  = 1'h1;
-    end
-    if (\$162 ) begin
-      \$193  = 1'h0;
+      \$301  = \$163 [1:0];
     end
     if (rst) begin
-      \$193  = 1'h0;
+      \$301  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$194  = rd_issue;
+    \$302  = count;
+    if (\$167 ) begin
+      \$302  = \$172 [2:0];
+    end else if (\$171 ) begin
+      \$302  = \$173 [2:0];
+    end
     if (rst) begin
-      \$194  = 1'h0;
+      \$302  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$195  = p_words;
-    if (rd_issue) begin
-      \$195  = \$80 [16:0];
-    end
-    if (\$162 ) begin
-      \$195  = \$166 ;
+    \$303  = m_axi_gmem_wvalid;
+    if (\$167 ) begin
+      \$303  = 1'h1;
+    end else if (\$171 ) begin
+      \$303  = \$174 ;
     end
     if (rst) begin
-      \$195  = 17'h00000;
+      \$303  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$196  = \$signal$50 ;
-    if (rd_issue) begin
-      \$196  = p_idx;
+    \$304  = used;
+    if (\$177 ) begin
+      \$304  = { used[2:0], 1'h1 };
+    end else if (\$180 ) begin
+      \$304  = { 1'h0, used[3:1] };
     end
     if (rst) begin
-      \$196  = 2'h0;
+      \$304  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$197  = \$signal$48 ;
-    if (rd_issue) begin
-      \$197  = \$86 ;
+    \$305  = busy;
+    if (\$185 ) begin
+      \$305  = 1'h1;
+    end
+    if (\$223 ) begin
+      \$305  = 1'h0;
     end
     if (rst) begin
-      \$197  = 1'h0;
+      \$305  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$198  = \$signal$56 ;
-    if (rd_issue) begin
-      \$198  = \$91 [1:0];
+    \$306  = to_dev;
+    if (\$185 ) begin
+      \$306  = cmd__payload[97];
     end
     if (rst) begin
-      \$198  = 2'h0;
+      \$306  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$199  = q_wlast;
-    if (rd_issue) begin
-      \$199  = \$97 ;
+    \$307  = go_r;
+    if (\$185 ) begin
+      \$307  = \$186 ;
+    end
+    if (\$223 ) begin
+      \$307  = 1'h0;
     end
     if (rst) begin
-      \$199  = 1'h0;
+      \$307  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$200  = p_idx;
-    if (rd_issue) begin
-      \$200  = \$105 [1:0];
+    \$308  = go_w;
+    if (\$185 ) begin
+      \$308  = cmd__payload[97];
     end
-    if (\$162 ) begin
-      \$200  = 2'h0;
+    if (\$223 ) begin
+      \$308  = 1'h0;
     end
     if (rst) begin
-      \$200  = 2'h0;
+      \$308  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$201  = p_dev;
-    if (start_beat) begin
-      \$201  = \$106 [63:0];
-    end
-    if (\$162 ) begin
-      \$201  = { cmd__payload[63:6], 6'h00 };
+    \$309  = tail;
+    if (\$185 ) begin
+      \$309  = \$214 [1:0];
     end
     if (rst) begin
-      \$201  = 64'h0000000000000000;
+      \$309  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$202  = p_beats;
-    if (start_beat) begin
-      \$202  = \$107 [16:0];
-    end
-    if (\$162 ) begin
-      \$202  = \$168 [16:0];
+    \$310  = tail0;
+    if (\$185 ) begin
+      \$310  = \$215 ;
     end
     if (rst) begin
-      \$202  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$203  = p_burst;
-    if (start_beat) begin
-      \$203  = \$110 [8:0];
-    end
-    if (\$162 ) begin
-      \$203  = 9'h000;
-    end
-    if (rst) begin
-      \$203  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$204  = p_last_lane;
-    if (start_beat) begin
-      \$204  = \$113 [1:0];
-    end
-    if (rst) begin
-      \$204  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$205  = p_wlast;
-    if (start_beat) begin
-      \$205  = \$117 ;
-    end
-    if (rst) begin
-      \$205  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$206  = asm0;
-    if (\$119 ) begin
-      \$206  = mem_rdata;
-    end
-    if (rst) begin
-      \$206  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$207  = asm1;
-    if (\$121 ) begin
-      \$207  = mem_rdata;
-    end
-    if (rst) begin
-      \$207  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$208  = asm2;
-    if (\$123 ) begin
-      \$208  = mem_rdata;
-    end
-    if (rst) begin
-      \$208  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$209  = asm3;
-    if (\$125 ) begin
-      \$209  = mem_rdata;
-    end
-    if (rst) begin
-      \$209  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$210  = bw__addr;
-    if (\$126 ) begin
-      \$210  = \$129 [1:0];
-    end
-    if (rst) begin
-      \$210  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$211  = br__addr;
-    if (\$131 ) begin
-      \$211  = \$134 [1:0];
-    end
-    if (rst) begin
-      \$211  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$212  = count;
-    if (\$139 ) begin
-      \$212  = \$145 [2:0];
-    end else if (\$144 ) begin
-      \$212  = \$146 [2:0];
-    end
-    if (rst) begin
-      \$212  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$213  = used;
-    if (\$150 ) begin
-      \$213  = \$155 [2:0];
-    end else if (\$154 ) begin
-      \$213  = \$156 [2:0];
-    end
-    if (rst) begin
-      \$213  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$214  = busy;
-    if (\$162 ) begin
-      \$214  = 1'h1;
-    end
-    if (\$178 ) begin
-      \$214  = 1'h0;
-    end
-    if (rst) begin
-      \$214  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$215  = to_dev;
-    if (\$162 ) begin
-      \$215  = cmd__payload[97];
-    end
-    if (rst) begin
-      \$215  = 1'h0;
+      \$310  = 1'h0;
     end
   end
   assign \busy$2  = busy;
   assign err = error;
-  assign to_boundary = \$1 [6:0];
-  assign n = \$7 [8:0];
   assign m_axi_gmem_awid = 1'h0;
   assign ax_addr = m_axi_gmem_awaddr;
   assign ax_len = m_axi_gmem_awlen;
@@ -33154,28 +33906,28 @@ module \learner_kernel_s4.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_arsize = 3'h6;
   assign m_axi_gmem_arburst = 2'h1;
   assign m_axi_gmem_rready = rready;
-  assign \to_boundary$40  = \$28 [6:0];
-  assign \n$42  = \$34 [8:0];
   assign wr_ptr = bw__addr;
-  assign bw__data = { q_wlast, \$signal$56 , \$42 , \$40 , \$38 , \$36  };
+  assign bw__data = { q_wlast, \$signal$54 , \$23 , \$21 , \$19 , \$17  };
   assign rd_ptr = br__addr;
-  assign lane_on = { \$45 , \$44 , \$43 , 1'h1 };
-  assign m_axi_gmem_wstrb = { \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$45 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$44 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , \$43 , 16'hffff };
+  assign lane_on = { \$26 , \$25 , \$24 , 1'h1 };
+  assign wvalid = m_axi_gmem_wvalid;
+  assign m_axi_gmem_wstrb = { \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$26 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$25 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , \$24 , 16'hffff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$5292$0  = \$43 ;
-  assign \port$5293$0  = \$44 ;
-  assign \port$5294$0  = \$45 ;
+  assign \port$5245$0  = \$24 ;
+  assign \port$5246$0  = \$25 ;
+  assign \port$5247$0  = \$26 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[514];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
-  assign \$55  = { 1'h0, \$54 , 6'h00 };
-  assign \$164  = { 2'h0, \$163 [17:2] };
-  assign \$168  = { 2'h0, \$167 [17:2] };
+  assign \$36  = { 2'h0, \$35 [17:2] };
+  assign \$69  = { 1'h0, ap_n, 6'h00 };
+  assign \$194  = { 2'h0, cmd__payload[96:82] };
+  assign \$208  = { 2'h0, cmd__payload[96:82] };
 endmodule
 
 (* generator = "Amaranth" *)

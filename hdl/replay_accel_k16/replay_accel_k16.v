@@ -254,7 +254,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$635$0 (\$4 ),
+    .\port$606$0 (\$4 ),
     .ready(ap_ready),
     .response_cycles(response_cycles),
     .rst(rst),
@@ -285,9 +285,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2735$0 (\$5 ),
-    .\port$2737$0 (\$6 ),
-    .\port$2767$0 (\$7 ),
+    .\port$2714$0 (\$5 ),
+    .\port$2716$0 (\$6 ),
+    .\port$2746$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -323,7 +323,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .mem_re(host_re),
     .mem_wdata(host_wdata),
     .mem_we(host_we),
-    .\port$635$0 (\$4 ),
+    .\port$606$0 (\$4 ),
     .rst(rst),
     .s_axi_mem_araddr(s_axi_mem_araddr),
     .s_axi_mem_arburst(s_axi_mem_arburst),
@@ -452,7 +452,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , host_enable, \busy$63 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
+module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , host_enable, \busy$63 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
 , \write_pointer$89 , \size$87 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -741,8 +741,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph1_op = 3'h0;
   reg phase = 1'h0;
-  output [39:0] \port$635$0 ;
-  wire [39:0] \port$635$0 ;
+  output [39:0] \port$606$0 ;
+  wire [39:0] \port$606$0 ;
   output ready;
   reg ready = 1'h0;
   (* init = 1'h0 *)
@@ -1951,7 +1951,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$635$0 , h
   assign max_priority_hi = 32'd0;
   assign size = { 15'h0000, \size$87  };
   assign write_pointer = { 16'h0000, \write_pointer$89  };
-  assign \port$635$0  = \$41 ;
+  assign \port$606$0  = \$41 ;
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
   assign \cmd__payload.index  = cmd__payload[21:6];
@@ -13029,8 +13029,8 @@ module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__d
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp
-, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2735$0 , \port$2737$0 , max_priority_lo, \port$2767$0 , status_empty
+module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2714$0 , \port$2716$0 , max_priority_lo, \port$2746$0 , status_empty
 , status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -13040,93 +13040,93 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [1:0] \$101 ;
-  wire [31:0] \$102 ;
-  wire [1:0] \$103 ;
-  wire [31:0] \$104 ;
-  wire [3:0] \$105 ;
-  wire [31:0] \$106 ;
-  wire [3:0] \$107 ;
-  wire [31:0] \$108 ;
-  wire [7:0] \$109 ;
+  wire [32:0] \$100 ;
+  wire [32:0] \$101 ;
+  wire [32:0] \$102 ;
+  wire [32:0] \$103 ;
+  wire [32:0] \$104 ;
+  wire [32:0] \$105 ;
+  wire [32:0] \$106 ;
+  wire [32:0] \$107 ;
+  wire [32:0] \$108 ;
+  wire [32:0] \$109 ;
   wire \$11 ;
-  wire [31:0] \$110 ;
-  wire [1:0] \$111 ;
+  wire [32:0] \$110 ;
+  wire [8:0] \$111 ;
   wire [31:0] \$112 ;
-  wire [1:0] \$113 ;
+  wire [22:0] \$113 ;
   wire [31:0] \$114 ;
-  wire [1:0] \$115 ;
-  wire [31:0] \$116 ;
-  wire [1:0] \$117 ;
+  wire [38:0] \$115 ;
+  wire [38:0] \$116 ;
+  wire [8:0] \$117 ;
   wire [31:0] \$118 ;
-  wire [1:0] \$119 ;
+  wire [22:0] \$119 ;
   wire \$12 ;
   wire [31:0] \$120 ;
-  wire [4:0] \$121 ;
-  wire [31:0] \$122 ;
-  wire [15:0] \$123 ;
-  wire [31:0] \$124 ;
-  wire [15:0] \$125 ;
-  wire [31:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire [32:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire [38:0] \$121 ;
+  wire [38:0] \$122 ;
+  wire [38:0] \$123 ;
+  wire [38:0] \$124 ;
+  wire [32:0] \$125 ;
+  wire [32:0] \$126 ;
+  wire [1:0] \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [32:0] \$130 ;
-  wire [32:0] \$131 ;
-  wire [32:0] \$132 ;
-  wire [2:0] \$133 ;
-  wire [31:0] \$134 ;
-  wire [15:0] \$135 ;
-  wire [31:0] \$136 ;
-  wire [15:0] \$137 ;
-  wire [31:0] \$138 ;
-  wire [15:0] \$139 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
   wire \$14 ;
-  wire [31:0] \$140 ;
-  wire [15:0] \$141 ;
-  wire [31:0] \$142 ;
-  wire [15:0] \$143 ;
-  wire [31:0] \$144 ;
-  wire [32:0] \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
-  wire [32:0] \$148 ;
-  wire [32:0] \$149 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [32:0] \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
-  wire [32:0] \$153 ;
-  wire [32:0] \$154 ;
-  wire [32:0] \$155 ;
-  wire [32:0] \$156 ;
-  wire [32:0] \$157 ;
-  wire [32:0] \$158 ;
-  wire [32:0] \$159 ;
+  wire \$150 ;
+  wire \$151 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire \$154 ;
+  wire \$155 ;
+  wire \$156 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [32:0] \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
-  wire [8:0] \$163 ;
-  wire [31:0] \$164 ;
-  wire [22:0] \$165 ;
-  wire [31:0] \$166 ;
-  wire [38:0] \$167 ;
-  wire [38:0] \$168 ;
-  wire [8:0] \$169 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
+  wire \$168 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [31:0] \$170 ;
-  wire [22:0] \$171 ;
-  wire [31:0] \$172 ;
-  wire [38:0] \$173 ;
-  wire [38:0] \$174 ;
-  wire [38:0] \$175 ;
-  wire [38:0] \$176 ;
-  wire [32:0] \$177 ;
-  wire [32:0] \$178 ;
-  wire \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [31:0] \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
@@ -13137,7 +13137,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$186 ;
   wire \$187 ;
   wire \$188 ;
-  wire [1:0] \$189 ;
+  wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
@@ -13170,62 +13170,62 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$215 ;
   wire \$216 ;
   wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [3:0] \$218 ;
+  wire [3:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
+  wire [3:0] \$220 ;
   wire \$221 ;
   wire \$222 ;
   wire \$223 ;
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire [3:0] \$234 ;
-  wire [3:0] \$235 ;
-  wire [3:0] \$236 ;
-  wire [3:0] \$237 ;
-  wire \$238 ;
-  wire \$239 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [31:0] \$235 ;
+  wire [1:0] \$236 ;
+  wire \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire [31:0] \$246 ;
-  wire [31:0] \$247 ;
-  wire [31:0] \$248 ;
-  wire [31:0] \$249 ;
+  reg \$240 ;
+  reg [1:0] \$241 ;
+  reg [20:0] \$242 ;
+  reg \$243 ;
+  reg [31:0] \$244 ;
+  reg [3:0] \$245 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
+  reg \$248 ;
+  reg \$249 ;
   wire \$25 ;
-  wire [31:0] \$250 ;
-  wire [31:0] \$251 ;
-  wire [31:0] \$252 ;
-  wire [31:0] \$253 ;
-  wire [31:0] \$254 ;
-  wire [31:0] \$255 ;
-  wire [31:0] \$256 ;
-  wire [31:0] \$257 ;
-  wire [1:0] \$258 ;
-  wire \$259 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg \$256 ;
+  reg \$257 ;
+  reg \$258 ;
+  reg \$259 ;
   wire \$26 ;
   reg \$260 ;
-  reg \$261 ;
+  reg [3:0] \$261 ;
   reg \$262 ;
-  reg [6:0] \$263 ;
+  reg \$263 ;
   reg [31:0] \$264 ;
-  reg [3:0] \$265 ;
-  reg \$266 ;
-  reg [1:0] \$267 ;
-  reg \$268 ;
+  reg [31:0] \$265 ;
+  reg [31:0] \$266 ;
+  reg [31:0] \$267 ;
+  reg [1:0] \$268 ;
   reg \$269 ;
   wire \$27 ;
   reg \$270 ;
@@ -13239,36 +13239,17 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   reg \$278 ;
   reg \$279 ;
   wire \$28 ;
-  reg [3:0] \$280 ;
+  reg \$280 ;
   reg \$281 ;
   reg \$282 ;
-  reg [31:0] \$283 ;
-  reg [31:0] \$284 ;
-  reg [31:0] \$285 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg \$285 ;
   reg [31:0] \$286 ;
-  reg [1:0] \$287 ;
-  reg \$288 ;
-  reg \$289 ;
+  reg [3:0] \$287 ;
   wire \$29 ;
-  reg \$290 ;
-  reg \$291 ;
-  reg \$292 ;
-  reg \$293 ;
-  reg \$294 ;
-  reg \$295 ;
-  reg \$296 ;
-  reg \$297 ;
-  reg \$298 ;
-  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg \$300 ;
-  reg \$301 ;
-  reg \$302 ;
-  reg \$303 ;
-  reg \$304 ;
-  reg [31:0] \$305 ;
-  reg [3:0] \$306 ;
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
@@ -13288,62 +13269,62 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [31:0] \$50 ;
+  wire [1:0] \$51 ;
+  wire [31:0] \$52 ;
+  wire [3:0] \$53 ;
+  wire [31:0] \$54 ;
+  wire [3:0] \$55 ;
+  wire [31:0] \$56 ;
+  wire [7:0] \$57 ;
+  wire [31:0] \$58 ;
+  wire [1:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [31:0] \$60 ;
+  wire [1:0] \$61 ;
+  wire [31:0] \$62 ;
+  wire [1:0] \$63 ;
+  wire [31:0] \$64 ;
+  wire [1:0] \$65 ;
+  wire [31:0] \$66 ;
+  wire [1:0] \$67 ;
+  wire [31:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [31:0] \$70 ;
+  wire [15:0] \$71 ;
+  wire [31:0] \$72 ;
+  wire [15:0] \$73 ;
+  wire [31:0] \$74 ;
+  wire [32:0] \$75 ;
+  wire [32:0] \$76 ;
+  wire [32:0] \$77 ;
+  wire [32:0] \$78 ;
+  wire [32:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [32:0] \$80 ;
+  wire [2:0] \$81 ;
+  wire [31:0] \$82 ;
+  wire [15:0] \$83 ;
+  wire [31:0] \$84 ;
+  wire [15:0] \$85 ;
+  wire [31:0] \$86 ;
+  wire [15:0] \$87 ;
+  wire [31:0] \$88 ;
+  wire [15:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [31:0] \$90 ;
+  wire [15:0] \$91 ;
+  wire [31:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire [32:0] \$94 ;
+  wire [32:0] \$95 ;
+  wire [32:0] \$96 ;
+  wire [32:0] \$97 ;
+  wire [32:0] \$98 ;
+  wire [32:0] \$99 ;
   input ap_done;
   wire ap_done;
   input ap_idle;
@@ -13360,8 +13341,9 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   output auto_restart;
   reg auto_restart = 1'h0;
   reg auto_status = 1'h0;
-  reg [6:0] aw_addr_q = 7'h00;
+  reg [20:0] aw_dec = 21'h000000;
   reg aw_got = 1'h0;
+  reg aw_hit = 1'h0;
   output [31:0] batch_size;
   reg [31:0] batch_size = 32'd0;
   (* init = 32'd0 *)
@@ -13439,12 +13421,12 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2735$0 ;
-  wire [15:0] \port$2735$0 ;
-  input [16:0] \port$2737$0 ;
-  wire [16:0] \port$2737$0 ;
-  input [47:0] \port$2767$0 ;
-  wire [47:0] \port$2767$0 ;
+  input [15:0] \port$2714$0 ;
+  wire [15:0] \port$2714$0 ;
+  input [16:0] \port$2716$0 ;
+  wire [16:0] \port$2716$0 ;
+  input [47:0] \port$2746$0 ;
+  wire [47:0] \port$2746$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -13535,14 +13517,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire update_size_rd;
   wire update_size_we;
   reg update_size_wr_pulse = 1'h0;
-  wire [6:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
+  reg [31:0] w_bits = 32'd0;
+  reg [31:0] w_data = 32'd0;
   reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] w_mask = 32'd0;
+  reg [3:0] w_strb = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
   wire [31:0] write_pointer;
@@ -13555,401 +13534,596 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$3  = ~ w_got;
   assign \$4  = ~ bvalid;
   assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign commit = aw_got & w_got;
   assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[6:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[6:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[6:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[6:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[6:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[6:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[6:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[6:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[6:2] == 3'h4;
-  assign op_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[6:2] == 3'h4;
-  assign op_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[6:2] == 3'h5;
-  assign batch_size_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[6:2] == 3'h5;
-  assign batch_size_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[6:2] == 3'h6;
-  assign update_size_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[6:2] == 3'h6;
-  assign update_size_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[6:2] == 3'h7;
-  assign seed_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[6:2] == 3'h7;
-  assign seed_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[6:2] == 4'h8;
-  assign status_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[6:2] == 4'h8;
-  assign status_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[6:2] == 4'h9;
-  assign cycles_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[6:2] == 4'h9;
-  assign cycles_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[6:2] == 4'ha;
-  assign response_cycles_we = commit & \$36 ;
+  assign \$5  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$5 ;
+  assign ctrl_we = commit & aw_dec[0];
+  assign \$6  = ! s_axi_control_araddr[6:2];
+  assign ctrl_rd = ar_hs & \$6 ;
+  assign gier_we = commit & aw_dec[1];
+  assign \$7  = s_axi_control_araddr[6:2] == 1'h1;
+  assign gier_rd = ar_hs & \$7 ;
+  assign ip_ier_we = commit & aw_dec[2];
+  assign \$8  = s_axi_control_araddr[6:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$8 ;
+  assign ip_isr_we = commit & aw_dec[3];
+  assign \$9  = s_axi_control_araddr[6:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$9 ;
+  assign op_we = commit & aw_dec[4];
+  assign \$10  = s_axi_control_araddr[6:2] == 3'h4;
+  assign op_rd = ar_hs & \$10 ;
+  assign batch_size_we = commit & aw_dec[5];
+  assign \$11  = s_axi_control_araddr[6:2] == 3'h5;
+  assign batch_size_rd = ar_hs & \$11 ;
+  assign update_size_we = commit & aw_dec[6];
+  assign \$12  = s_axi_control_araddr[6:2] == 3'h6;
+  assign update_size_rd = ar_hs & \$12 ;
+  assign seed_we = commit & aw_dec[7];
+  assign \$13  = s_axi_control_araddr[6:2] == 3'h7;
+  assign seed_rd = ar_hs & \$13 ;
+  assign status_we = commit & aw_dec[8];
+  assign \$14  = s_axi_control_araddr[6:2] == 4'h8;
+  assign status_rd = ar_hs & \$14 ;
+  assign cycles_we = commit & aw_dec[9];
+  assign \$15  = s_axi_control_araddr[6:2] == 4'h9;
+  assign cycles_rd = ar_hs & \$15 ;
+  assign response_cycles_we = commit & aw_dec[10];
+  assign \$16  = s_axi_control_araddr[6:2] == 4'ha;
+  assign response_cycles_rd = ar_hs & \$16 ;
+  assign total_lo_we = commit & aw_dec[11];
+  assign \$17  = s_axi_control_araddr[6:2] == 4'hb;
+  assign total_lo_rd = ar_hs & \$17 ;
+  assign total_hi_we = commit & aw_dec[12];
+  assign \$18  = s_axi_control_araddr[6:2] == 4'hc;
+  assign total_hi_rd = ar_hs & \$18 ;
+  assign max_priority_lo_we = commit & aw_dec[13];
+  assign \$19  = s_axi_control_araddr[6:2] == 4'hd;
+  assign max_priority_lo_rd = ar_hs & \$19 ;
+  assign max_priority_hi_we = commit & aw_dec[14];
+  assign \$20  = s_axi_control_araddr[6:2] == 4'he;
+  assign max_priority_hi_rd = ar_hs & \$20 ;
+  assign size_we = commit & aw_dec[15];
+  assign \$21  = s_axi_control_araddr[6:2] == 4'hf;
+  assign size_rd = ar_hs & \$21 ;
+  assign write_pointer_we = commit & aw_dec[16];
+  assign \$22  = s_axi_control_araddr[6:2] == 5'h10;
+  assign write_pointer_rd = ar_hs & \$22 ;
+  assign hw_capacity_we = commit & aw_dec[17];
+  assign \$23  = s_axi_control_araddr[6:2] == 5'h11;
+  assign hw_capacity_rd = ar_hs & \$23 ;
+  assign hw_tree_we = commit & aw_dec[18];
+  assign \$24  = s_axi_control_araddr[6:2] == 5'h12;
+  assign hw_tree_rd = ar_hs & \$24 ;
+  assign hw_format_we = commit & aw_dec[19];
+  assign \$25  = s_axi_control_araddr[6:2] == 5'h13;
+  assign hw_format_rd = ar_hs & \$25 ;
+  assign hw_max_batch_we = commit & aw_dec[20];
+  assign \$26  = s_axi_control_araddr[6:2] == 5'h14;
+  assign hw_max_batch_rd = ar_hs & \$26 ;
+  assign \$27  = ! s_axi_control_araddr[6:2];
+  assign \$28  = s_axi_control_araddr[6:2] == 1'h1;
+  assign \$29  = s_axi_control_araddr[6:2] == 2'h2;
+  assign \$30  = s_axi_control_araddr[6:2] == 2'h3;
+  assign \$31  = s_axi_control_araddr[6:2] == 3'h4;
+  assign \$32  = s_axi_control_araddr[6:2] == 3'h5;
+  assign \$33  = s_axi_control_araddr[6:2] == 3'h6;
+  assign \$34  = s_axi_control_araddr[6:2] == 3'h7;
+  assign \$35  = s_axi_control_araddr[6:2] == 4'h8;
+  assign \$36  = s_axi_control_araddr[6:2] == 4'h9;
   assign \$37  = s_axi_control_araddr[6:2] == 4'ha;
-  assign response_cycles_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[6:2] == 4'hb;
-  assign total_lo_we = commit & \$38 ;
-  assign \$39  = s_axi_control_araddr[6:2] == 4'hb;
-  assign total_lo_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[6:2] == 4'hc;
-  assign total_hi_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[6:2] == 4'hc;
-  assign total_hi_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[6:2] == 4'hd;
-  assign max_priority_lo_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[6:2] == 4'hd;
-  assign max_priority_lo_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[6:2] == 4'he;
-  assign max_priority_hi_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[6:2] == 4'he;
-  assign max_priority_hi_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[6:2] == 4'hf;
-  assign size_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[6:2] == 4'hf;
-  assign size_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[6:2] == 5'h10;
-  assign write_pointer_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[6:2] == 5'h10;
-  assign write_pointer_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[6:2] == 5'h11;
-  assign hw_capacity_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[6:2] == 5'h11;
-  assign hw_capacity_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[6:2] == 5'h12;
-  assign hw_tree_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[6:2] == 5'h12;
-  assign hw_tree_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[6:2] == 5'h13;
-  assign hw_format_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[6:2] == 5'h13;
-  assign hw_format_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[6:2] == 5'h14;
-  assign hw_max_batch_we = commit & \$56 ;
-  assign \$57  = s_axi_control_araddr[6:2] == 5'h14;
-  assign hw_max_batch_rd = ar_hs & \$57 ;
-  assign \$58  = ! w_addr[6:2];
-  assign \$59  = w_addr[6:2] == 1'h1;
-  assign \$60  = w_addr[6:2] == 2'h2;
-  assign \$61  = w_addr[6:2] == 2'h3;
-  assign \$62  = w_addr[6:2] == 3'h4;
-  assign \$63  = w_addr[6:2] == 3'h5;
-  assign \$64  = w_addr[6:2] == 3'h6;
-  assign \$65  = w_addr[6:2] == 3'h7;
-  assign \$66  = w_addr[6:2] == 4'h8;
-  assign \$67  = w_addr[6:2] == 4'h9;
-  assign \$68  = w_addr[6:2] == 4'ha;
-  assign \$69  = w_addr[6:2] == 4'hb;
-  assign \$70  = w_addr[6:2] == 4'hc;
-  assign \$71  = w_addr[6:2] == 4'hd;
-  assign \$72  = w_addr[6:2] == 4'he;
-  assign \$73  = w_addr[6:2] == 4'hf;
-  assign \$74  = w_addr[6:2] == 5'h10;
-  assign \$75  = w_addr[6:2] == 5'h11;
-  assign \$76  = w_addr[6:2] == 5'h12;
-  assign \$77  = w_addr[6:2] == 5'h13;
-  assign \$78  = w_addr[6:2] == 5'h14;
-  assign w_hit = | { \$78 , \$77 , \$76 , \$75 , \$74 , \$73 , \$72 , \$71 , \$70 , \$69 , \$68 , \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58  };
-  assign \$79  = ! s_axi_control_araddr[6:2];
-  assign \$80  = s_axi_control_araddr[6:2] == 1'h1;
-  assign \$81  = s_axi_control_araddr[6:2] == 2'h2;
-  assign \$82  = s_axi_control_araddr[6:2] == 2'h3;
-  assign \$83  = s_axi_control_araddr[6:2] == 3'h4;
-  assign \$84  = s_axi_control_araddr[6:2] == 3'h5;
-  assign \$85  = s_axi_control_araddr[6:2] == 3'h6;
-  assign \$86  = s_axi_control_araddr[6:2] == 3'h7;
-  assign \$87  = s_axi_control_araddr[6:2] == 4'h8;
-  assign \$88  = s_axi_control_araddr[6:2] == 4'h9;
-  assign \$89  = s_axi_control_araddr[6:2] == 4'ha;
-  assign \$90  = s_axi_control_araddr[6:2] == 4'hb;
-  assign \$91  = s_axi_control_araddr[6:2] == 4'hc;
-  assign \$92  = s_axi_control_araddr[6:2] == 4'hd;
-  assign \$93  = s_axi_control_araddr[6:2] == 4'he;
-  assign \$94  = s_axi_control_araddr[6:2] == 4'hf;
-  assign \$95  = s_axi_control_araddr[6:2] == 5'h10;
-  assign \$96  = s_axi_control_araddr[6:2] == 5'h11;
-  assign \$97  = s_axi_control_araddr[6:2] == 5'h12;
-  assign \$98  = s_axi_control_araddr[6:2] == 5'h13;
-  assign \$99  = s_axi_control_araddr[6:2] == 5'h14;
-  assign r_hit = | { \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79  };
-  assign \$100  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$100 ;
-  assign \$104  = \$102  | { 30'h00000000, \$103  };
-  assign \$106  = \$104  | { 28'h0000000, \$105  };
-  assign \$108  = \$106  | { 28'h0000000, \$107  };
-  assign \$110  = \$108  | { 24'h000000, \$109  };
-  assign \$116  = \$114  | { 30'h00000000, \$115  };
-  assign \$120  = \$118  | { 30'h00000000, \$119  };
-  assign \$124  = \$122  | { 16'h0000, \$123  };
-  assign \$126  = \$124  | { 16'h0000, \$125  };
-  assign \$136  = \$134  | { 16'h0000, \$135  };
-  assign \$138  = \$136  | { 16'h0000, \$137  };
-  assign \$140  = \$138  | { 16'h0000, \$139  };
-  assign \$142  = \$140  | { 16'h0000, \$141  };
-  assign \$144  = \$142  | { 16'h0000, \$143  };
-  assign \$179  = ~ aw_got;
-  assign \$180  = s_axi_control_awvalid & \$179 ;
-  assign \$181  = ~ bvalid;
-  assign \$182  = \$180  & \$181 ;
-  assign \$183  = ~ w_got;
-  assign \$184  = s_axi_control_wvalid & \$183 ;
-  assign \$185  = ~ bvalid;
-  assign \$186  = \$184  & \$185 ;
-  assign \$187  = bvalid & s_axi_control_bready;
-  assign \$188  = rvalid & s_axi_control_rready;
-  assign \$189  = w_hit ? 2'h0 : 2'h2;
-  assign \$190  = w_data[0] & w_strb[0];
-  assign \$191  = ctrl_we & \$190 ;
-  assign \$192  = w_data[0] & w_strb[0];
-  assign \$193  = ctrl_we & \$192 ;
-  assign \$194  = ~ auto_status;
-  assign \$195  = ap_done & \$194 ;
-  assign \$196  = auto_status & ap_idle;
-  assign \$197  = ~ ctrl_ap_idle_q;
-  assign \$198  = \$196  & \$197 ;
-  assign \$199  = \$195  | \$198 ;
-  assign \$200  = ~ ctrl_rd;
-  assign \$201  = ctrl_ap_done_q & \$200 ;
-  assign \$202  = \$199  | \$201 ;
-  assign \$203  = ~ auto_restart;
-  assign \$204  = ap_ready & \$203 ;
-  assign \$205  = ~ ctrl_rd;
-  assign \$206  = ctrl_ap_ready_q & \$205 ;
-  assign \$207  = \$204  | \$206 ;
-  assign \$208  = ip_ier_ap_done_q & ap_done;
-  assign \$209  = w_data[0] & w_strb[0];
-  assign \$210  = ip_isr_we ? \$209  : 1'h0;
-  assign \$211  = ip_isr_ap_done_q ^ \$210 ;
-  assign \$212  = \$208  | \$211 ;
-  assign \$213  = ip_ier_ap_ready_q & ap_ready;
-  assign \$214  = w_data[1] & w_strb[0];
-  assign \$215  = ip_isr_we ? \$214  : 1'h0;
-  assign \$216  = ip_isr_ap_ready_q ^ \$215 ;
-  assign \$217  = \$213  | \$216 ;
-  assign \$218  = ~ w_strb[0];
-  assign \$219  = auto_restart & \$218 ;
-  assign \$220  = w_data[7] & w_strb[0];
-  assign \$221  = \$219  | \$220 ;
-  assign \$222  = ~ w_strb[0];
-  assign \$223  = gier_enable_q & \$222 ;
-  assign \$224  = w_data[0] & w_strb[0];
-  assign \$225  = \$223  | \$224 ;
-  assign \$226  = ~ w_strb[0];
-  assign \$227  = ip_ier_ap_done_q & \$226 ;
-  assign \$228  = w_data[0] & w_strb[0];
-  assign \$229  = \$227  | \$228 ;
-  assign \$230  = ~ w_strb[0];
-  assign \$231  = ip_ier_ap_ready_q & \$230 ;
-  assign \$232  = w_data[1] & w_strb[0];
-  assign \$233  = \$231  | \$232 ;
-  assign \$234  = ~ { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$235  = op_code & \$234 ;
-  assign \$236  = w_data[3:0] & { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = ~ w_strb[1];
-  assign \$239  = op_prng & \$238 ;
-  assign \$240  = w_data[8] & w_strb[1];
-  assign \$241  = \$239  | \$240 ;
-  assign \$242  = ~ w_strb[1];
-  assign \$243  = op_relaxed & \$242 ;
-  assign \$244  = w_data[9] & w_strb[1];
-  assign \$245  = \$243  | \$244 ;
-  assign \$246  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$247  = batch_size & \$246 ;
-  assign \$248  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$251  = update_size & \$250 ;
-  assign \$252  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$255  = seed & \$254 ;
-  assign \$256  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = r_hit ? 2'h0 : 2'h2;
-  assign \$259  = commit & w_hit;
+  assign \$38  = s_axi_control_araddr[6:2] == 4'hb;
+  assign \$39  = s_axi_control_araddr[6:2] == 4'hc;
+  assign \$40  = s_axi_control_araddr[6:2] == 4'hd;
+  assign \$41  = s_axi_control_araddr[6:2] == 4'he;
+  assign \$42  = s_axi_control_araddr[6:2] == 4'hf;
+  assign \$43  = s_axi_control_araddr[6:2] == 5'h10;
+  assign \$44  = s_axi_control_araddr[6:2] == 5'h11;
+  assign \$45  = s_axi_control_araddr[6:2] == 5'h12;
+  assign \$46  = s_axi_control_araddr[6:2] == 5'h13;
+  assign \$47  = s_axi_control_araddr[6:2] == 5'h14;
+  assign r_hit = | { \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , \$31 , \$30 , \$29 , \$28 , \$27  };
+  assign \$48  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$48 ;
+  assign \$52  = \$50  | { 30'h00000000, \$51  };
+  assign \$54  = \$52  | { 28'h0000000, \$53  };
+  assign \$56  = \$54  | { 28'h0000000, \$55  };
+  assign \$58  = \$56  | { 24'h000000, \$57  };
+  assign \$64  = \$62  | { 30'h00000000, \$63  };
+  assign \$68  = \$66  | { 30'h00000000, \$67  };
+  assign \$72  = \$70  | { 16'h0000, \$71  };
+  assign \$74  = \$72  | { 16'h0000, \$73  };
+  assign \$84  = \$82  | { 16'h0000, \$83  };
+  assign \$86  = \$84  | { 16'h0000, \$85  };
+  assign \$88  = \$86  | { 16'h0000, \$87  };
+  assign \$90  = \$88  | { 16'h0000, \$89  };
+  assign \$92  = \$90  | { 16'h0000, \$91  };
+  assign \$127  = aw_hit ? 2'h0 : 2'h2;
+  assign \$128  = ~ aw_got;
+  assign \$129  = s_axi_control_awvalid & \$128 ;
+  assign \$130  = ~ bvalid;
+  assign \$131  = \$129  & \$130 ;
+  assign \$132  = ! s_axi_control_awaddr[6:2];
+  assign \$133  = s_axi_control_awaddr[6:2] == 1'h1;
+  assign \$134  = s_axi_control_awaddr[6:2] == 2'h2;
+  assign \$135  = s_axi_control_awaddr[6:2] == 2'h3;
+  assign \$136  = s_axi_control_awaddr[6:2] == 3'h4;
+  assign \$137  = s_axi_control_awaddr[6:2] == 3'h5;
+  assign \$138  = s_axi_control_awaddr[6:2] == 3'h6;
+  assign \$139  = s_axi_control_awaddr[6:2] == 3'h7;
+  assign \$140  = s_axi_control_awaddr[6:2] == 4'h8;
+  assign \$141  = s_axi_control_awaddr[6:2] == 4'h9;
+  assign \$142  = s_axi_control_awaddr[6:2] == 4'ha;
+  assign \$143  = s_axi_control_awaddr[6:2] == 4'hb;
+  assign \$144  = s_axi_control_awaddr[6:2] == 4'hc;
+  assign \$145  = s_axi_control_awaddr[6:2] == 4'hd;
+  assign \$146  = s_axi_control_awaddr[6:2] == 4'he;
+  assign \$147  = s_axi_control_awaddr[6:2] == 4'hf;
+  assign \$148  = s_axi_control_awaddr[6:2] == 5'h10;
+  assign \$149  = s_axi_control_awaddr[6:2] == 5'h11;
+  assign \$150  = s_axi_control_awaddr[6:2] == 5'h12;
+  assign \$151  = s_axi_control_awaddr[6:2] == 5'h13;
+  assign \$152  = s_axi_control_awaddr[6:2] == 5'h14;
+  assign \$153  = ! s_axi_control_awaddr[6:2];
+  assign \$154  = s_axi_control_awaddr[6:2] == 1'h1;
+  assign \$155  = s_axi_control_awaddr[6:2] == 2'h2;
+  assign \$156  = s_axi_control_awaddr[6:2] == 2'h3;
+  assign \$157  = s_axi_control_awaddr[6:2] == 3'h4;
+  assign \$158  = s_axi_control_awaddr[6:2] == 3'h5;
+  assign \$159  = s_axi_control_awaddr[6:2] == 3'h6;
+  assign \$160  = s_axi_control_awaddr[6:2] == 3'h7;
+  assign \$161  = s_axi_control_awaddr[6:2] == 4'h8;
+  assign \$162  = s_axi_control_awaddr[6:2] == 4'h9;
+  assign \$163  = s_axi_control_awaddr[6:2] == 4'ha;
+  assign \$164  = s_axi_control_awaddr[6:2] == 4'hb;
+  assign \$165  = s_axi_control_awaddr[6:2] == 4'hc;
+  assign \$166  = s_axi_control_awaddr[6:2] == 4'hd;
+  assign \$167  = s_axi_control_awaddr[6:2] == 4'he;
+  assign \$168  = s_axi_control_awaddr[6:2] == 4'hf;
+  assign \$169  = s_axi_control_awaddr[6:2] == 5'h10;
+  assign \$170  = s_axi_control_awaddr[6:2] == 5'h11;
+  assign \$171  = s_axi_control_awaddr[6:2] == 5'h12;
+  assign \$172  = s_axi_control_awaddr[6:2] == 5'h13;
+  assign \$173  = s_axi_control_awaddr[6:2] == 5'h14;
+  assign \$174  = | { \$173 , \$172 , \$171 , \$170 , \$169 , \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153  };
+  assign \$175  = ~ w_got;
+  assign \$176  = s_axi_control_wvalid & \$175 ;
+  assign \$177  = ~ bvalid;
+  assign \$178  = \$176  & \$177 ;
+  assign \$179  = s_axi_control_wdata & { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+  assign \$180  = bvalid & s_axi_control_bready;
+  assign \$181  = rvalid & s_axi_control_rready;
+  assign \$182  = ctrl_we & w_bits[0];
+  assign \$183  = ctrl_we & w_bits[0];
+  assign \$184  = ~ auto_status;
+  assign \$185  = ap_done & \$184 ;
+  assign \$186  = auto_status & ap_idle;
+  assign \$187  = ~ ctrl_ap_idle_q;
+  assign \$188  = \$186  & \$187 ;
+  assign \$189  = \$185  | \$188 ;
+  assign \$190  = ~ ctrl_rd;
+  assign \$191  = ctrl_ap_done_q & \$190 ;
+  assign \$192  = \$189  | \$191 ;
+  assign \$193  = ~ auto_restart;
+  assign \$194  = ap_ready & \$193 ;
+  assign \$195  = ~ ctrl_rd;
+  assign \$196  = ctrl_ap_ready_q & \$195 ;
+  assign \$197  = \$194  | \$196 ;
+  assign \$198  = ip_ier_ap_done_q & ap_done;
+  assign \$199  = ip_isr_we ? w_bits[0] : 1'h0;
+  assign \$200  = ip_isr_ap_done_q ^ \$199 ;
+  assign \$201  = \$198  | \$200 ;
+  assign \$202  = ip_ier_ap_ready_q & ap_ready;
+  assign \$203  = ip_isr_we ? w_bits[1] : 1'h0;
+  assign \$204  = ip_isr_ap_ready_q ^ \$203 ;
+  assign \$205  = \$202  | \$204 ;
+  assign \$206  = ~ w_mask[7];
+  assign \$207  = auto_restart & \$206 ;
+  assign \$208  = \$207  | w_bits[7];
+  assign \$209  = ~ w_mask[0];
+  assign \$210  = gier_enable_q & \$209 ;
+  assign \$211  = \$210  | w_bits[0];
+  assign \$212  = ~ w_mask[0];
+  assign \$213  = ip_ier_ap_done_q & \$212 ;
+  assign \$214  = \$213  | w_bits[0];
+  assign \$215  = ~ w_mask[1];
+  assign \$216  = ip_ier_ap_ready_q & \$215 ;
+  assign \$217  = \$216  | w_bits[1];
+  assign \$218  = ~ w_mask[3:0];
+  assign \$219  = op_code & \$218 ;
+  assign \$220  = \$219  | w_bits[3:0];
+  assign \$221  = ~ w_mask[8];
+  assign \$222  = op_prng & \$221 ;
+  assign \$223  = \$222  | w_bits[8];
+  assign \$224  = ~ w_mask[9];
+  assign \$225  = op_relaxed & \$224 ;
+  assign \$226  = \$225  | w_bits[9];
+  assign \$227  = ~ w_mask;
+  assign \$228  = batch_size & \$227 ;
+  assign \$229  = \$228  | w_bits;
+  assign \$230  = ~ w_mask;
+  assign \$231  = update_size & \$230 ;
+  assign \$232  = \$231  | w_bits;
+  assign \$233  = ~ w_mask;
+  assign \$234  = seed & \$233 ;
+  assign \$235  = \$234  | w_bits;
+  assign \$236  = r_hit ? 2'h0 : 2'h2;
+  assign \$237  = commit & aw_hit;
   always @(posedge clk)
-    aw_got <= \$260 ;
+    aw_got <= \$238 ;
   always @(posedge clk)
-    w_got <= \$261 ;
+    w_got <= \$239 ;
   always @(posedge clk)
-    bvalid <= \$262 ;
+    bvalid <= \$240 ;
   always @(posedge clk)
-    aw_addr_q <= \$263 ;
+    s_axi_control_bresp <= \$241 ;
   always @(posedge clk)
-    w_data_q <= \$264 ;
+    aw_dec <= \$242 ;
   always @(posedge clk)
-    w_strb_q <= \$265 ;
+    aw_hit <= \$243 ;
   always @(posedge clk)
-    rvalid <= \$266 ;
+    w_data <= \$244 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$267 ;
+    w_strb <= \$245 ;
   always @(posedge clk)
-    auto_status <= \$268 ;
+    w_bits <= \$246 ;
   always @(posedge clk)
-    ap_start <= \$269 ;
+    w_mask <= \$247 ;
   always @(posedge clk)
-    ap_start_write <= \$270 ;
+    rvalid <= \$248 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$271 ;
+    auto_status <= \$249 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$272 ;
+    ap_start <= \$250 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$273 ;
+    ap_start_write <= \$251 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$274 ;
+    ctrl_ap_idle_q <= \$252 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$275 ;
+    ctrl_ap_done_q <= \$253 ;
   always @(posedge clk)
-    auto_restart <= \$276 ;
+    ctrl_ap_ready_q <= \$254 ;
   always @(posedge clk)
-    gier_enable_q <= \$277 ;
+    ip_isr_ap_done_q <= \$255 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$278 ;
+    ip_isr_ap_ready_q <= \$256 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$279 ;
+    auto_restart <= \$257 ;
   always @(posedge clk)
-    op_code <= \$280 ;
+    gier_enable_q <= \$258 ;
   always @(posedge clk)
-    op_prng <= \$281 ;
+    ip_ier_ap_done_q <= \$259 ;
   always @(posedge clk)
-    op_relaxed <= \$282 ;
+    ip_ier_ap_ready_q <= \$260 ;
   always @(posedge clk)
-    batch_size <= \$283 ;
+    op_code <= \$261 ;
   always @(posedge clk)
-    update_size <= \$284 ;
+    op_prng <= \$262 ;
   always @(posedge clk)
-    seed <= \$285 ;
+    op_relaxed <= \$263 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$286 ;
+    batch_size <= \$264 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$287 ;
+    update_size <= \$265 ;
   always @(posedge clk)
-    op_wr_pulse <= \$288 ;
+    seed <= \$266 ;
   always @(posedge clk)
-    batch_size_wr_pulse <= \$289 ;
+    s_axi_control_rdata <= \$267 ;
   always @(posedge clk)
-    update_size_wr_pulse <= \$290 ;
+    s_axi_control_rresp <= \$268 ;
   always @(posedge clk)
-    seed_wr_pulse <= \$291 ;
+    op_wr_pulse <= \$269 ;
   always @(posedge clk)
-    status_wr_pulse <= \$292 ;
+    batch_size_wr_pulse <= \$270 ;
   always @(posedge clk)
-    cycles_wr_pulse <= \$293 ;
+    update_size_wr_pulse <= \$271 ;
   always @(posedge clk)
-    response_cycles_wr_pulse <= \$294 ;
+    seed_wr_pulse <= \$272 ;
   always @(posedge clk)
-    total_lo_wr_pulse <= \$295 ;
+    status_wr_pulse <= \$273 ;
   always @(posedge clk)
-    total_hi_wr_pulse <= \$296 ;
+    cycles_wr_pulse <= \$274 ;
   always @(posedge clk)
-    max_priority_lo_wr_pulse <= \$297 ;
+    response_cycles_wr_pulse <= \$275 ;
   always @(posedge clk)
-    max_priority_hi_wr_pulse <= \$298 ;
+    total_lo_wr_pulse <= \$276 ;
   always @(posedge clk)
-    size_wr_pulse <= \$299 ;
+    total_hi_wr_pulse <= \$277 ;
   always @(posedge clk)
-    write_pointer_wr_pulse <= \$300 ;
+    max_priority_lo_wr_pulse <= \$278 ;
   always @(posedge clk)
-    hw_capacity_wr_pulse <= \$301 ;
+    max_priority_hi_wr_pulse <= \$279 ;
   always @(posedge clk)
-    hw_tree_wr_pulse <= \$302 ;
+    size_wr_pulse <= \$280 ;
   always @(posedge clk)
-    hw_format_wr_pulse <= \$303 ;
+    write_pointer_wr_pulse <= \$281 ;
   always @(posedge clk)
-    hw_max_batch_wr_pulse <= \$304 ;
+    hw_capacity_wr_pulse <= \$282 ;
   always @(posedge clk)
-    wr_data <= \$305 ;
+    hw_tree_wr_pulse <= \$283 ;
   always @(posedge clk)
-    wr_strb <= \$306 ;
+    hw_format_wr_pulse <= \$284 ;
+  always @(posedge clk)
+    hw_max_batch_wr_pulse <= \$285 ;
+  always @(posedge clk)
+    wr_data <= \$286 ;
+  always @(posedge clk)
+    wr_strb <= \$287 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[6:2])
       5'h00:
-          r_value = \$110 ;
+          r_value = \$58 ;
       5'h01:
-          r_value = \$112 ;
+          r_value = \$60 ;
       5'h02:
-          r_value = \$116 ;
+          r_value = \$64 ;
       5'h03:
-          r_value = \$120 ;
+          r_value = \$68 ;
       5'h04:
-          r_value = \$126 ;
+          r_value = \$74 ;
       5'h05:
-          r_value = \$128 [31:0];
+          r_value = \$76 [31:0];
       5'h06:
-          r_value = \$130 [31:0];
+          r_value = \$78 [31:0];
       5'h07:
-          r_value = \$132 [31:0];
+          r_value = \$80 [31:0];
       5'h08:
-          r_value = \$144 ;
+          r_value = \$92 ;
       5'h09:
-          r_value = \$146 [31:0];
+          r_value = \$94 [31:0];
       5'h0a:
-          r_value = \$148 [31:0];
+          r_value = \$96 [31:0];
       5'h0b:
-          r_value = \$150 [31:0];
+          r_value = \$98 [31:0];
       5'h0c:
-          r_value = \$152 [31:0];
+          r_value = \$100 [31:0];
       5'h0d:
-          r_value = \$154 [31:0];
+          r_value = \$102 [31:0];
       5'h0e:
-          r_value = \$156 [31:0];
+          r_value = \$104 [31:0];
       5'h0f:
-          r_value = \$158 [31:0];
+          r_value = \$106 [31:0];
       5'h10:
-          r_value = \$160 [31:0];
+          r_value = \$108 [31:0];
       5'h11:
-          r_value = \$162 [31:0];
+          r_value = \$110 [31:0];
       5'h12:
-          r_value = \$168 [31:0];
+          r_value = \$116 [31:0];
       5'h13:
-          r_value = \$176 [31:0];
+          r_value = \$124 [31:0];
       5'h14:
-          r_value = \$178 [31:0];
+          r_value = \$126 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$260  = aw_got;
-    (* full_case = 32'd1 *)
+    \$238  = aw_got;
     if (commit) begin
-      \$260  = 1'h0;
-    end else begin
-      if (\$182 ) begin
-        \$260  = 1'h1;
-      end
+      \$238  = 1'h0;
+    end
+    if (\$131 ) begin
+      \$238  = 1'h1;
+    end
+    if (rst) begin
+      \$238  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$239  = w_got;
+    if (commit) begin
+      \$239  = 1'h0;
+    end
+    if (\$178 ) begin
+      \$239  = 1'h1;
+    end
+    if (rst) begin
+      \$239  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$240  = bvalid;
+    if (commit) begin
+      \$240  = 1'h1;
+    end
+    if (\$180 ) begin
+      \$240  = 1'h0;
+    end
+    if (rst) begin
+      \$240  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$241  = s_axi_control_bresp;
+    if (commit) begin
+      \$241  = \$127 ;
+    end
+    if (rst) begin
+      \$241  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$242  = aw_dec;
+    if (\$131 ) begin
+      \$242  = { \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132  };
+    end
+    if (rst) begin
+      \$242  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$243  = aw_hit;
+    if (\$131 ) begin
+      \$243  = \$174 ;
+    end
+    if (rst) begin
+      \$243  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$244  = w_data;
+    if (\$178 ) begin
+      \$244  = s_axi_control_wdata;
+    end
+    if (rst) begin
+      \$244  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$245  = w_strb;
+    if (\$178 ) begin
+      \$245  = s_axi_control_wstrb;
+    end
+    if (rst) begin
+      \$245  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$246  = w_bits;
+    if (\$178 ) begin
+      \$246  = \$179 ;
+    end
+    if (rst) begin
+      \$246  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$247  = w_mask;
+    if (\$178 ) begin
+      \$247  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+    end
+    if (rst) begin
+      \$247  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$248  = rvalid;
+    if (\$181 ) begin
+      \$248  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$248  = 1'h1;
+    end
+    if (rst) begin
+      \$248  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$249  = auto_status;
+    if (auto_restart) begin
+      \$249  = 1'h1;
+    end else if (ap_idle) begin
+      \$249  = 1'h0;
+    end
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$250  = ap_start;
+    if (\$182 ) begin
+      \$250  = 1'h1;
+    end else if (ap_ready) begin
+      \$250  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$250  = 1'h0;
+    end
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$251  = \$183 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$252  = ap_idle;
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$253  = \$192 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$254  = \$197 ;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$255  = \$201 ;
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$256  = \$205 ;
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$257  = auto_restart;
+    if (ctrl_we) begin
+      \$257  = \$208 ;
+    end
+    if (rst) begin
+      \$257  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$258  = gier_enable_q;
+    if (gier_we) begin
+      \$258  = \$211 ;
+    end
+    if (rst) begin
+      \$258  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$259  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$259  = \$214 ;
+    end
+    if (rst) begin
+      \$259  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$260  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$260  = \$217 ;
     end
     if (rst) begin
       \$260  = 1'h0;
@@ -13957,27 +14131,19 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$261  = w_got;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-      \$261  = 1'h0;
-    end else begin
-      if (\$186 ) begin
-        \$261  = 1'h1;
-      end
+    \$261  = op_code;
+    if (op_we) begin
+      \$261  = \$220 ;
     end
     if (rst) begin
-      \$261  = 1'h0;
+      \$261  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$262  = bvalid;
-    if (commit) begin
-      \$262  = 1'h1;
-    end
-    if (\$187 ) begin
-      \$262  = 1'h0;
+    \$262  = op_prng;
+    if (op_we) begin
+      \$262  = \$223 ;
     end
     if (rst) begin
       \$262  = 1'h0;
@@ -13985,27 +14151,19 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$263  = aw_addr_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$182 ) begin
-        \$263  = s_axi_control_awaddr;
-      end
+    \$263  = op_relaxed;
+    if (op_we) begin
+      \$263  = \$226 ;
     end
     if (rst) begin
-      \$263  = 7'h00;
+      \$263  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$264  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$186 ) begin
-        \$264  = s_axi_control_wdata;
-      end
+    \$264  = batch_size;
+    if (batch_size_we) begin
+      \$264  = \$229 ;
     end
     if (rst) begin
       \$264  = 32'd0;
@@ -14013,214 +14171,168 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$265  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$186 ) begin
-        \$265  = s_axi_control_wstrb;
-      end
+    \$265  = update_size;
+    if (update_size_we) begin
+      \$265  = \$232 ;
     end
     if (rst) begin
-      \$265  = 4'h0;
+      \$265  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$266  = rvalid;
-    if (\$188 ) begin
-      \$266  = 1'h0;
+    \$266  = seed;
+    if (seed_we) begin
+      \$266  = \$235 ;
     end
+    if (rst) begin
+      \$266  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$267  = s_axi_control_rdata;
     if (ar_hs) begin
-      \$266  = 1'h1;
+      \$267  = r_value;
     end
     if (rst) begin
-      \$266  = 1'h0;
+      \$267  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$267  = s_axi_control_bresp;
-    if (commit) begin
-      \$267  = \$189 ;
+    \$268  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$268  = \$236 ;
     end
     if (rst) begin
-      \$267  = 2'h0;
+      \$268  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$268  = auto_status;
-    if (auto_restart) begin
-      \$268  = 1'h1;
-    end else if (ap_idle) begin
-      \$268  = 1'h0;
-    end
-    if (rst) begin
-      \$268  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$269  = ap_start;
-    if (\$191 ) begin
-      \$269  = 1'h1;
-    end else if (ap_ready) begin
-      \$269  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$269  = 1'h0;
-    end
+    \$269  = op_we;
     if (rst) begin
       \$269  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$270  = \$193 ;
+    \$270  = batch_size_we;
     if (rst) begin
       \$270  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$271  = ap_idle;
+    \$271  = update_size_we;
     if (rst) begin
       \$271  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$272  = \$202 ;
+    \$272  = seed_we;
     if (rst) begin
       \$272  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$273  = \$207 ;
+    \$273  = status_we;
     if (rst) begin
       \$273  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$274  = \$212 ;
+    \$274  = cycles_we;
     if (rst) begin
       \$274  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$275  = \$217 ;
+    \$275  = response_cycles_we;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$276  = auto_restart;
-    if (ctrl_we) begin
-      \$276  = \$221 ;
-    end
+    \$276  = total_lo_we;
     if (rst) begin
       \$276  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$277  = gier_enable_q;
-    if (gier_we) begin
-      \$277  = \$225 ;
-    end
+    \$277  = total_hi_we;
     if (rst) begin
       \$277  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$278  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$278  = \$229 ;
-    end
+    \$278  = max_priority_lo_we;
     if (rst) begin
       \$278  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$279  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$279  = \$233 ;
-    end
+    \$279  = max_priority_hi_we;
     if (rst) begin
       \$279  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$280  = op_code;
-    if (op_we) begin
-      \$280  = \$237 ;
-    end
+    \$280  = size_we;
     if (rst) begin
-      \$280  = 4'h0;
+      \$280  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$281  = op_prng;
-    if (op_we) begin
-      \$281  = \$241 ;
-    end
+    \$281  = write_pointer_we;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$282  = op_relaxed;
-    if (op_we) begin
-      \$282  = \$245 ;
-    end
+    \$282  = hw_capacity_we;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$283  = batch_size;
-    if (batch_size_we) begin
-      \$283  = \$249 ;
-    end
+    \$283  = hw_tree_we;
     if (rst) begin
-      \$283  = 32'd0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$284  = update_size;
-    if (update_size_we) begin
-      \$284  = \$253 ;
-    end
+    \$284  = hw_format_we;
     if (rst) begin
-      \$284  = 32'd0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$285  = seed;
-    if (seed_we) begin
-      \$285  = \$257 ;
-    end
+    \$285  = hw_max_batch_we;
     if (rst) begin
-      \$285  = 32'd0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$286  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$286  = r_value;
+    \$286  = wr_data;
+    if (\$237 ) begin
+      \$286  = w_data;
     end
     if (rst) begin
       \$286  = 32'd0;
@@ -14228,156 +14340,16 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$287  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$287  = \$258 ;
+    \$287  = wr_strb;
+    if (\$237 ) begin
+      \$287  = w_strb;
     end
     if (rst) begin
-      \$287  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$288  = op_we;
-    if (rst) begin
-      \$288  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$289  = batch_size_we;
-    if (rst) begin
-      \$289  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$290  = update_size_we;
-    if (rst) begin
-      \$290  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$291  = seed_we;
-    if (rst) begin
-      \$291  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$292  = status_we;
-    if (rst) begin
-      \$292  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$293  = cycles_we;
-    if (rst) begin
-      \$293  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$294  = response_cycles_we;
-    if (rst) begin
-      \$294  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$295  = total_lo_we;
-    if (rst) begin
-      \$295  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$296  = total_hi_we;
-    if (rst) begin
-      \$296  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$297  = max_priority_lo_we;
-    if (rst) begin
-      \$297  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$298  = max_priority_hi_we;
-    if (rst) begin
-      \$298  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$299  = size_we;
-    if (rst) begin
-      \$299  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$300  = write_pointer_we;
-    if (rst) begin
-      \$300  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$301  = hw_capacity_we;
-    if (rst) begin
-      \$301  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$302  = hw_tree_we;
-    if (rst) begin
-      \$302  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$303  = hw_format_we;
-    if (rst) begin
-      \$303  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$304  = hw_max_batch_we;
-    if (rst) begin
-      \$304  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$305  = wr_data;
-    if (\$259 ) begin
-      \$305  = w_data;
-    end
-    if (rst) begin
-      \$305  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$306  = wr_strb;
-    if (\$259 ) begin
-      \$306  = w_strb;
-    end
-    if (rst) begin
-      \$306  = 4'h0;
+      \$287  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
   assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign s_axi_control_rvalid = rvalid;
   assign rdata = s_axi_control_rdata;
   assign rresp = s_axi_control_rresp;
@@ -14389,81 +14361,81 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign batch_size_q = batch_size;
   assign update_size_q = update_size;
   assign seed_q = seed;
-  assign total_lo = \port$2767$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2767$0 [47:32] };
+  assign total_lo = \port$2746$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2746$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2737$0  };
-  assign write_pointer = { 16'h0000, \port$2735$0  };
-  assign \$101  = { 1'h0, ap_start };
-  assign \$102  = { 30'h00000000, \$101  };
-  assign \$103  = { ctrl_ap_done_q, 1'h0 };
-  assign \$105  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$107  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$109  = { auto_restart, 7'h00 };
-  assign \$111  = { 1'h0, gier_enable_q };
-  assign \$112  = { 30'h00000000, \$111  };
-  assign \$113  = { 1'h0, ip_ier_ap_done_q };
-  assign \$114  = { 30'h00000000, \$113  };
-  assign \$115  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$117  = { 1'h0, ip_isr_ap_done_q };
-  assign \$118  = { 30'h00000000, \$117  };
-  assign \$119  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$121  = { 1'h0, op_code };
-  assign \$122  = { 27'h0000000, \$121  };
-  assign \$123  = { 7'h00, op_prng, 8'h00 };
-  assign \$125  = { 6'h00, op_relaxed, 9'h000 };
-  assign \$127  = { 1'h0, batch_size };
-  assign \$128  = \$127 ;
-  assign \$129  = { 1'h0, update_size };
-  assign \$130  = \$129 ;
-  assign \$131  = { 1'h0, seed };
-  assign \$132  = \$131 ;
-  assign \$133  = { 1'h0, status_error };
-  assign \$134  = { 29'h00000000, \$133  };
-  assign \$135  = { 7'h00, status_empty, 8'h00 };
-  assign \$137  = { 6'h00, status_saturated, 9'h000 };
-  assign \$139  = { 5'h00, status_invalid_index, 10'h000 };
-  assign \$141  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$143  = { 3'h0, status_tree_busy, 12'h000 };
-  assign \$145  = { 1'h0, cycles };
-  assign \$146  = \$145 ;
-  assign \$147  = { 1'h0, response_cycles };
-  assign \$148  = \$147 ;
-  assign \$149  = { 1'h0, \port$2767$0 [31:0] };
-  assign \$150  = \$149 ;
-  assign \$151  = { 17'h00000, \port$2767$0 [47:32] };
-  assign \$152  = \$151 ;
-  assign \$153  = { 1'h0, max_priority_lo };
-  assign \$154  = \$153 ;
-  assign \$155  = 33'h000000000;
-  assign \$156  = \$155 ;
-  assign \$157  = { 16'h0000, \port$2737$0  };
-  assign \$158  = \$157 ;
-  assign \$159  = { 17'h00000, \port$2735$0  };
-  assign \$160  = \$159 ;
-  assign \$161  = 33'h000010000;
-  assign \$162  = \$161 ;
-  assign \$163  = 9'h010;
-  assign \$164  = { 23'h000000, \$163  };
-  assign \$165  = 23'h000400;
-  assign \$167  = 39'h0000230000;
-  assign \$169  = 9'h020;
-  assign \$170  = { 23'h000000, \$169  };
-  assign \$171  = 23'h001000;
-  assign \$173  = 39'h0000080000;
-  assign \$175  = 39'h0020000000;
-  assign \$177  = 33'h000001000;
-  assign \$178  = \$177 ;
-  assign \$166  = 32'd1040;
-  assign \$168  = 39'h0000230410;
-  assign \$172  = 32'd4128;
-  assign \$174  = 39'h0000081020;
-  assign \$176  = 39'h0020081020;
+  assign size = { 15'h0000, \port$2716$0  };
+  assign write_pointer = { 16'h0000, \port$2714$0  };
+  assign \$49  = { 1'h0, ap_start };
+  assign \$50  = { 30'h00000000, \$49  };
+  assign \$51  = { ctrl_ap_done_q, 1'h0 };
+  assign \$53  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$55  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$57  = { auto_restart, 7'h00 };
+  assign \$59  = { 1'h0, gier_enable_q };
+  assign \$60  = { 30'h00000000, \$59  };
+  assign \$61  = { 1'h0, ip_ier_ap_done_q };
+  assign \$62  = { 30'h00000000, \$61  };
+  assign \$63  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$65  = { 1'h0, ip_isr_ap_done_q };
+  assign \$66  = { 30'h00000000, \$65  };
+  assign \$67  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$69  = { 1'h0, op_code };
+  assign \$70  = { 27'h0000000, \$69  };
+  assign \$71  = { 7'h00, op_prng, 8'h00 };
+  assign \$73  = { 6'h00, op_relaxed, 9'h000 };
+  assign \$75  = { 1'h0, batch_size };
+  assign \$76  = \$75 ;
+  assign \$77  = { 1'h0, update_size };
+  assign \$78  = \$77 ;
+  assign \$79  = { 1'h0, seed };
+  assign \$80  = \$79 ;
+  assign \$81  = { 1'h0, status_error };
+  assign \$82  = { 29'h00000000, \$81  };
+  assign \$83  = { 7'h00, status_empty, 8'h00 };
+  assign \$85  = { 6'h00, status_saturated, 9'h000 };
+  assign \$87  = { 5'h00, status_invalid_index, 10'h000 };
+  assign \$89  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$91  = { 3'h0, status_tree_busy, 12'h000 };
+  assign \$93  = { 1'h0, cycles };
+  assign \$94  = \$93 ;
+  assign \$95  = { 1'h0, response_cycles };
+  assign \$96  = \$95 ;
+  assign \$97  = { 1'h0, \port$2746$0 [31:0] };
+  assign \$98  = \$97 ;
+  assign \$99  = { 17'h00000, \port$2746$0 [47:32] };
+  assign \$100  = \$99 ;
+  assign \$101  = { 1'h0, max_priority_lo };
+  assign \$102  = \$101 ;
+  assign \$103  = 33'h000000000;
+  assign \$104  = \$103 ;
+  assign \$105  = { 16'h0000, \port$2716$0  };
+  assign \$106  = \$105 ;
+  assign \$107  = { 17'h00000, \port$2714$0  };
+  assign \$108  = \$107 ;
+  assign \$109  = 33'h000010000;
+  assign \$110  = \$109 ;
+  assign \$111  = 9'h010;
+  assign \$112  = { 23'h000000, \$111  };
+  assign \$113  = 23'h000400;
+  assign \$115  = 39'h0000230000;
+  assign \$117  = 9'h020;
+  assign \$118  = { 23'h000000, \$117  };
+  assign \$119  = 23'h001000;
+  assign \$121  = 39'h0000080000;
+  assign \$123  = 39'h0020000000;
+  assign \$125  = 33'h000001000;
+  assign \$126  = \$125 ;
+  assign \$114  = 32'd1040;
+  assign \$116  = 39'h0000230410;
+  assign \$120  = 32'd4128;
+  assign \$122  = 39'h0000081020;
+  assign \$124  = 39'h0020081020;
 endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, \port$635$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
+, mem_addr, mem_re, mem_we, \port$606$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -14525,28 +14497,28 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire [1:0] \$146 ;
   wire [1:0] \$147 ;
   wire [1:0] \$148 ;
-  wire \$149 ;
+  wire [17:0] \$149 ;
   wire \$15 ;
   wire [17:0] \$150 ;
-  wire [17:0] \$151 ;
+  wire [2:0] \$151 ;
   wire [2:0] \$152 ;
-  wire [2:0] \$153 ;
-  wire [18:0] \$154 ;
+  wire [18:0] \$153 ;
+  wire [17:0] \$154 ;
   wire [17:0] \$155 ;
-  wire [17:0] \$156 ;
-  wire [8:0] \$157 ;
+  wire [8:0] \$156 ;
+  wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire \$161 ;
+  wire [63:0] \$161 ;
   wire [63:0] \$162 ;
   wire [63:0] \$163 ;
-  wire [63:0] \$164 ;
+  reg \$164 ;
   reg \$165 ;
-  reg \$166 ;
-  reg [17:0] \$167 ;
-  reg [7:0] \$168 ;
+  reg [17:0] \$166 ;
+  reg [7:0] \$167 ;
+  reg \$168 ;
   reg \$169 ;
   wire \$17 ;
   reg [3:0] \$170 ;
@@ -14616,50 +14588,50 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
-  wire [17:0] \$52 ;
+  wire [17:0] \$51 ;
+  wire [7:0] \$52 ;
   wire [7:0] \$53 ;
-  wire [2:0] \$54 ;
-  wire \$55 ;
-  wire [1:0] \$56 ;
-  wire \$57 ;
+  wire \$54 ;
+  wire [2:0] \$55 ;
+  wire \$56 ;
+  wire [1:0] \$57 ;
   wire \$58 ;
-  wire [1:0] \$59 ;
+  wire \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  wire [7:0] \$61 ;
-  wire \$62 ;
-  wire [7:0] \$63 ;
-  wire \$64 ;
+  wire [1:0] \$60 ;
+  wire \$61 ;
+  wire [7:0] \$62 ;
+  wire \$63 ;
+  wire [7:0] \$64 ;
   wire \$65 ;
-  wire [7:0] \$66 ;
-  wire \$67 ;
+  wire \$66 ;
+  wire [7:0] \$67 ;
   wire \$68 ;
-  wire [7:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
+  wire [7:0] \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [1:0] \$75 ;
-  wire \$76 ;
-  wire [3:0] \$77 ;
-  wire [1:0] \$78 ;
-  wire \$79 ;
+  wire \$75 ;
+  wire [1:0] \$76 ;
+  wire \$77 ;
+  wire [3:0] \$78 ;
+  wire [1:0] \$79 ;
   wire [2:0] \$8 ;
-  wire [4:0] \$80 ;
-  wire [2:0] \$81 ;
-  wire [1:0] \$82 ;
-  wire \$83 ;
-  wire [7:0] \$84 ;
-  wire [2:0] \$85 ;
-  wire [14:0] \$86 ;
-  wire [4:0] \$87 ;
-  wire [14:0] \$88 ;
-  wire [17:0] \$89 ;
+  wire \$80 ;
+  wire [4:0] \$81 ;
+  wire [2:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire \$84 ;
+  wire [7:0] \$85 ;
+  wire [2:0] \$86 ;
+  wire [14:0] \$87 ;
+  wire [4:0] \$88 ;
+  wire [14:0] \$89 ;
   wire [10:0] \$9 ;
-  wire \$90 ;
+  wire [17:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -14689,6 +14661,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   (* init = 1'h0 *)
   wire h_valid;
   reg [3:0] incr = 4'h0;
+  reg last = 1'h0;
   reg [7:0] left = 8'h00;
   reg m_id = 1'h0;
   reg m_last = 1'h0;
@@ -14706,8 +14679,8 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg [63:0] mem_wdata = 64'h0000000000000000;
   output [7:0] mem_we;
   wire [7:0] mem_we;
-  input [39:0] \port$635$0 ;
-  wire [39:0] \port$635$0 ;
+  input [39:0] \port$606$0 ;
+  wire [39:0] \port$606$0 ;
   reg rd_act = 1'h0;
   input rst;
   wire rst;
@@ -14794,96 +14767,96 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign s_axi_mem_arready = \$6  & \$7 ;
   assign \$8  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
   assign \$9  = 1'h1 << \$8 ;
-  assign \$10  = ! left;
-  assign \$11  = ~ \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  | \$12 ;
-  assign s_axi_mem_wready = wr_act & \$13 ;
+  assign \$10  = ~ last;
+  assign \$11  = ~ bvalid;
+  assign \$12  = \$10  | \$11 ;
+  assign s_axi_mem_wready = wr_act & \$12 ;
   assign mem_addr = ws_valid ? ws_addr : addr[17:3];
-  assign \$14  = ~ s_axi_mem_rvalid;
-  assign \$15  = ~ t_valid;
-  assign \$16  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$17  = ~ m_valid;
-  assign \$18  = \$16  | \$17 ;
-  assign \$19  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$20  = ~ m_valid;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = t_valid ? \$21  : \$18 ;
-  assign \$23  = s_axi_mem_rvalid ? \$22  : 1'h1;
-  assign \$24  = rd_act & \$23 ;
-  assign \$25  = ~ bad;
-  assign \$26  = addr[17:3] < 15'h5000;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = \$27  & mem_enable;
-  assign mem_re = \$24  & \$28 ;
-  assign \$29  = ! ws_resp;
-  assign \$30  = ws_valid & \$29 ;
-  assign \$31  = \$30  & mem_enable;
-  assign mem_we = \$31  ? ws_strb : 8'h00;
-  assign \$32  = ~ wr_act;
-  assign \$33  = ~ rd_act;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = ~ s_axi_mem_awvalid;
-  assign \$42  = turn_w & \$41 ;
-  assign \$43  = \$42  & s_axi_mem_arvalid;
-  assign \$44  = ~ turn_w;
-  assign \$45  = ~ s_axi_mem_arvalid;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$46  & s_axi_mem_awvalid;
-  assign \$48  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$49  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$50  = \$48  | \$49 ;
-  assign \$51  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$52  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$13  = ~ s_axi_mem_rvalid;
+  assign \$14  = ~ t_valid;
+  assign \$15  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$16  = ~ m_valid;
+  assign \$17  = \$15  | \$16 ;
+  assign \$18  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$19  = ~ m_valid;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = t_valid ? \$20  : \$17 ;
+  assign \$22  = s_axi_mem_rvalid ? \$21  : 1'h1;
+  assign \$23  = rd_act & \$22 ;
+  assign \$24  = ~ bad;
+  assign \$25  = addr[17:3] < 15'h5000;
+  assign \$26  = \$24  & \$25 ;
+  assign \$27  = \$26  & mem_enable;
+  assign mem_re = \$23  & \$27 ;
+  assign \$28  = ! ws_resp;
+  assign \$29  = ws_valid & \$28 ;
+  assign \$30  = \$29  & mem_enable;
+  assign mem_we = \$30  ? ws_strb : 8'h00;
+  assign \$31  = ~ wr_act;
+  assign \$32  = ~ rd_act;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$33  & \$35 ;
+  assign \$37  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$38  = ~ \$37 ;
+  assign \$39  = \$36  & \$38 ;
+  assign \$40  = ~ s_axi_mem_awvalid;
+  assign \$41  = turn_w & \$40 ;
+  assign \$42  = \$41  & s_axi_mem_arvalid;
+  assign \$43  = ~ turn_w;
+  assign \$44  = ~ s_axi_mem_arvalid;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \$45  & s_axi_mem_awvalid;
+  assign \$47  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$48  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$51  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$52  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
   assign \$53  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$54  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$55  = \$54  > 2'h3;
-  assign \$56  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$57  = \$56  == 2'h3;
-  assign \$58  = \$55  | \$57 ;
-  assign \$59  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$60  = \$59  == 2'h2;
-  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$62  = \$61  == 1'h1;
-  assign \$63  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$64  = \$63  == 2'h3;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$67  = \$66  == 3'h7;
-  assign \$68  = \$65  | \$67 ;
-  assign \$69  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$70  = \$69  == 4'hf;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = \$60  & \$72 ;
-  assign \$74  = \$58  | \$73 ;
-  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$76  = ! \$75 ;
-  assign \$77  = \$76  ? 4'h0 : \$9 [3:0];
-  assign \$78  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$79  = ! \$78 ;
-  assign \$80  = \$9 [3:0] - 1'h1;
-  assign \$81  = \$79  ? 3'h0 : \$80 [2:0];
-  assign \$82  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$83  = \$82  == 2'h2;
-  assign \$84  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$85  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$86  = \$84  << \$85 ;
-  assign \$87  = \$9 [3:0] - 1'h1;
-  assign \$88  = \$86  | { 12'h000, \$87 [2:0] };
-  assign \$89  = \$83  ? { 3'h0, \$88  } : 18'h3ffff;
-  assign \$90  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$91  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$92  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$54  = ! \$53 ;
+  assign \$55  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$56  = \$55  > 2'h3;
+  assign \$57  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$58  = \$57  == 2'h3;
+  assign \$59  = \$56  | \$58 ;
+  assign \$60  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$61  = \$60  == 2'h2;
+  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$63  = \$62  == 1'h1;
+  assign \$64  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$65  = \$64  == 2'h3;
+  assign \$66  = \$63  | \$65 ;
+  assign \$67  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$68  = \$67  == 3'h7;
+  assign \$69  = \$66  | \$68 ;
+  assign \$70  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$71  = \$70  == 4'hf;
+  assign \$72  = \$69  | \$71 ;
+  assign \$73  = ~ \$72 ;
+  assign \$74  = \$61  & \$73 ;
+  assign \$75  = \$59  | \$74 ;
+  assign \$76  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$77  = ! \$76 ;
+  assign \$78  = \$77  ? 4'h0 : \$9 [3:0];
+  assign \$79  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$80  = ! \$79 ;
+  assign \$81  = \$9 [3:0] - 1'h1;
+  assign \$82  = \$80  ? 3'h0 : \$81 [2:0];
+  assign \$83  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$84  = \$83  == 2'h2;
+  assign \$85  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$86  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$87  = \$85  << \$86 ;
+  assign \$88  = \$9 [3:0] - 1'h1;
+  assign \$89  = \$87  | { 12'h000, \$88 [2:0] };
+  assign \$90  = \$84  ? { 3'h0, \$89  } : 18'h3ffff;
+  assign \$91  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$92  = s_axi_mem_arvalid & s_axi_mem_arready;
   assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$94  = ! left;
-  assign \$95  = \$93  & \$94 ;
+  assign \$94  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$95  = \$94  & last;
   assign \$96  = s_axi_mem_wvalid & s_axi_mem_wready;
   assign \$97  = addr[17:3] < 15'h5000;
   assign \$98  = \$97  ? 2'h0 : 2'h3;
@@ -14896,7 +14869,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign \$105  = \$104 [17:0] & wmask;
   assign \$106  = \$101  | \$105 ;
   assign \$107  = left - 1'h1;
-  assign \$108  = ! left;
+  assign \$108  = left == 1'h1;
   assign \$109  = ~ s_axi_mem_arvalid;
   assign \$110  = bvalid & s_axi_mem_bready;
   assign \$111  = mem_enable ? ws_resp : 2'h2;
@@ -14937,30 +14910,31 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign \$146  = \$145  ? 2'h0 : 2'h3;
   assign \$147  = bad ? 2'h2 : \$146 ;
   assign \$148  = mem_enable ? \$147  : 2'h2;
-  assign \$149  = ! left;
-  assign \$150  = ~ wmask;
-  assign \$151  = addr & \$150 ;
-  assign \$152  = ~ amask;
-  assign \$153  = addr[2:0] & \$152 ;
-  assign \$154  = { addr[17:3], \$153  } + incr;
-  assign \$155  = \$154 [17:0] & wmask;
-  assign \$156  = \$151  | \$155 ;
-  assign \$157  = left - 1'h1;
-  assign \$158  = ! left;
-  assign \$159  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$160  = ~ s_axi_mem_rvalid;
-  assign \$161  = \$159  | \$160 ;
-  assign \$162  = m_ok ? { 24'h000000, \port$635$0  } : 64'h0000000000000000;
-  assign \$163  = m_ok ? { 24'h000000, \port$635$0  } : 64'h0000000000000000;
-  assign \$164  = m_ok ? { 24'h000000, \port$635$0  } : 64'h0000000000000000;
+  assign \$149  = ~ wmask;
+  assign \$150  = addr & \$149 ;
+  assign \$151  = ~ amask;
+  assign \$152  = addr[2:0] & \$151 ;
+  assign \$153  = { addr[17:3], \$152  } + incr;
+  assign \$154  = \$153 [17:0] & wmask;
+  assign \$155  = \$150  | \$154 ;
+  assign \$156  = left - 1'h1;
+  assign \$157  = left == 1'h1;
+  assign \$158  = s_axi_mem_rvalid & s_axi_mem_rready;
+  assign \$159  = ~ s_axi_mem_rvalid;
+  assign \$160  = \$158  | \$159 ;
+  assign \$161  = m_ok ? { 24'h000000, \port$606$0  } : 64'h0000000000000000;
+  assign \$162  = m_ok ? { 24'h000000, \port$606$0  } : 64'h0000000000000000;
+  assign \$163  = m_ok ? { 24'h000000, \port$606$0  } : 64'h0000000000000000;
   always @(posedge clk)
-    turn_w <= \$165 ;
+    turn_w <= \$164 ;
   always @(posedge clk)
-    tr_id <= \$166 ;
+    tr_id <= \$165 ;
   always @(posedge clk)
-    addr <= \$167 ;
+    addr <= \$166 ;
   always @(posedge clk)
-    left <= \$168 ;
+    left <= \$167 ;
+  always @(posedge clk)
+    last <= \$168 ;
   always @(posedge clk)
     bad <= \$169 ;
   always @(posedge clk)
@@ -15025,76 +14999,92 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     s_axi_mem_rvalid <= \$199 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$165  = turn_w;
-    if (\$40 ) begin
-      if (\$43 ) begin
-        \$165  = 1'h0;
+    \$164  = turn_w;
+    if (\$39 ) begin
+      if (\$42 ) begin
+        \$164  = 1'h0;
       end
-      if (\$47 ) begin
-        \$165  = 1'h1;
+      if (\$46 ) begin
+        \$164  = 1'h1;
       end
     end
     if (\$96 ) begin
-      if (\$108 ) begin
-        \$165  = \$109 ;
+      if (last) begin
+        \$164  = \$109 ;
       end
     end
     if (\$140 ) begin
-      if (\$158 ) begin
-        \$165  = s_axi_mem_awvalid;
+      if (last) begin
+        \$164  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$165  = 1'h1;
+      \$164  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$166  = tr_id;
-    if (\$50 ) begin
-      \$166  = \$51 ;
+    \$165  = tr_id;
+    if (\$49 ) begin
+      \$165  = \$50 ;
     end
     if (rst) begin
-      \$166  = 1'h0;
+      \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$167  = addr;
-    if (\$50 ) begin
+    \$166  = addr;
+    if (\$49 ) begin
+      \$166  = \$51 ;
+    end
+    if (\$96 ) begin
+      \$166  = \$106 ;
+    end
+    if (\$140 ) begin
+      \$166  = \$155 ;
+    end
+    if (rst) begin
+      \$166  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$167  = left;
+    if (\$49 ) begin
       \$167  = \$52 ;
     end
     if (\$96 ) begin
-      \$167  = \$106 ;
+      \$167  = \$107 [7:0];
     end
     if (\$140 ) begin
-      \$167  = \$156 ;
+      \$167  = \$156 [7:0];
     end
     if (rst) begin
-      \$167  = 18'h00000;
+      \$167  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$168  = left;
-    if (\$50 ) begin
-      \$168  = \$53 ;
+    \$168  = last;
+    if (\$49 ) begin
+      \$168  = \$54 ;
     end
     if (\$96 ) begin
-      \$168  = \$107 [7:0];
+      \$168  = \$108 ;
     end
     if (\$140 ) begin
-      \$168  = \$157 [7:0];
+      \$168  = \$157 ;
     end
     if (rst) begin
-      \$168  = 8'h00;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$169  = bad;
-    if (\$50 ) begin
-      \$169  = \$74 ;
+    if (\$49 ) begin
+      \$169  = \$75 ;
     end
     if (rst) begin
       \$169  = 1'h0;
@@ -15103,8 +15093,8 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$170  = incr;
-    if (\$50 ) begin
-      \$170  = \$77 ;
+    if (\$49 ) begin
+      \$170  = \$78 ;
     end
     if (rst) begin
       \$170  = 4'h0;
@@ -15113,8 +15103,8 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$171  = amask;
-    if (\$50 ) begin
-      \$171  = \$81 ;
+    if (\$49 ) begin
+      \$171  = \$82 ;
     end
     if (rst) begin
       \$171  = 3'h0;
@@ -15123,8 +15113,8 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$172  = wmask;
-    if (\$50 ) begin
-      \$172  = \$89 ;
+    if (\$49 ) begin
+      \$172  = \$90 ;
     end
     if (rst) begin
       \$172  = 18'h00000;
@@ -15133,11 +15123,11 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$173  = wr_act;
-    if (\$90 ) begin
+    if (\$91 ) begin
       \$173  = 1'h1;
     end
     if (\$96 ) begin
-      if (\$108 ) begin
+      if (last) begin
         \$173  = 1'h0;
       end
     end
@@ -15148,11 +15138,11 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$174  = rd_act;
-    if (\$91 ) begin
+    if (\$92 ) begin
       \$174  = 1'h1;
     end
     if (\$140 ) begin
-      if (\$158 ) begin
+      if (last) begin
         \$174  = 1'h0;
       end
     end
@@ -15162,7 +15152,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$175  = \$92 ;
+    \$175  = \$93 ;
     if (rst) begin
       \$175  = 1'h0;
     end
@@ -15299,7 +15289,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$188  = m_last;
     if (\$140 ) begin
-      \$188  = \$149 ;
+      \$188  = last;
     end
     if (rst) begin
       \$188  = 1'h0;
@@ -15318,13 +15308,13 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$190  = s_axi_mem_rdata;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$190  = t_data;
       end else begin
         if (m_valid) begin
-          \$190  = \$163 ;
+          \$190  = \$162 ;
         end
       end
     end
@@ -15335,7 +15325,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$191  = s_axi_mem_rresp;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$191  = t_resp;
@@ -15352,7 +15342,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$192  = s_axi_mem_rlast;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$192  = t_last;
@@ -15369,7 +15359,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$193  = s_axi_mem_rid;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
         \$193  = t_id;
@@ -15386,7 +15376,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$194  = t_valid;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         \$194  = m_valid;
       end
@@ -15400,14 +15390,14 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$195  = t_data;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
-          \$195  = \$162 ;
+          \$195  = \$161 ;
         end
       end
     end else if (m_valid) begin
-      \$195  = \$164 ;
+      \$195  = \$163 ;
     end
     if (rst) begin
       \$195  = 64'h0000000000000000;
@@ -15416,7 +15406,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$196  = t_resp;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$196  = m_resp;
@@ -15432,7 +15422,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$197  = t_last;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$197  = m_last;
@@ -15448,7 +15438,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$198  = t_id;
-    if (\$161 ) begin
+    if (\$160 ) begin
       if (t_valid) begin
         if (m_valid) begin
           \$198  = m_id;
@@ -15464,7 +15454,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     \$199  = s_axi_mem_rvalid;
-    if (\$161 ) begin
+    if (\$160 ) begin
       (* full_case = 32'd1 *)
       if (t_valid) begin
       end else begin
@@ -15483,5 +15473,5 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign h_last = s_axi_mem_rlast;
   assign h_id = s_axi_mem_rid;
   assign ws_data = mem_wdata;
-  assign mem_rdata = { 24'h000000, \port$635$0  };
+  assign mem_rdata = { 24'h000000, \port$606$0  };
 endmodule

@@ -11,28 +11,28 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
 `endif
 `endif
-  wire [64:0] \$1 ;
-  wire [32:0] \$10 ;
-  wire \$11 ;
+  wire \$1 ;
+  wire \$10 ;
+  wire [64:0] \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire \$16 ;
-  reg [31:0] \$17 ;
+  reg [31:0] \$16 ;
+  reg \$17 ;
   reg [31:0] \$18 ;
   reg [31:0] \$19 ;
   wire \$2 ;
   reg \$20 ;
-  reg \$21 ;
+  reg [63:0] \$21 ;
   reg \$22 ;
   reg \$23 ;
   reg \$24 ;
   reg \$25 ;
   reg \$26 ;
-  reg [1:0] \$27 ;
-  wire [39:0] \$28 ;
-  wire \$29 ;
+  reg \$27 ;
+  reg [1:0] \$28 ;
+  wire [39:0] \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
@@ -40,11 +40,12 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$4 ;
-  wire [32:0] \$5 ;
+  wire \$36 ;
+  wire [32:0] \$4 ;
+  wire \$5 ;
   wire \$6 ;
   wire \$7 ;
-  wire \$8 ;
+  wire [32:0] \$8 ;
   wire \$9 ;
   (* init = 1'h0 *)
   wire \$signal ;
@@ -63,6 +64,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg [1:0] copy_state = 2'h0;
   (* init = 32'd0 *)
   wire [31:0] cycles;
+  reg [63:0] dev = 64'h0000000000000000;
   wire [31:0] dma_bytes;
   wire dma_ctrl_dir;
   wire dma_ctrl_start;
@@ -77,7 +79,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg dma_status_write_error = 1'h0;
   (* init = 1'h0 *)
   wire done;
-  wire \done$138 ;
+  wire \done$140 ;
   wire dropped;
   wire error;
   (* init = 1'h0 *)
@@ -94,6 +96,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire host_re;
   wire [63:0] host_wdata;
   wire [7:0] host_we;
+  reg in_range = 1'h0;
   output interrupt;
   wire interrupt;
   wire \interrupt$97 ;
@@ -248,24 +251,25 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire \s_axi_control_wvalid$85 ;
   reg to_buffer = 1'h0;
   assign rst = ~ ap_rst_n;
-  assign \$1  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + offset;
-  assign \$2  = ! copy_state;
-  assign \$3  = copy_state == 1'h1;
-  assign \$4  = copy_state == 2'h2;
-  assign \$5  = dma_cycles + 1'h1;
-  assign \$6  = ! dma_offset[5:0];
-  assign \$7  = ! dma_bytes[2:0];
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = dma_offset + dma_bytes;
-  assign \$11  = \$10  <= 18'h28000;
-  assign \$12  = ~ \$11 ;
-  assign \$13  = \$9  | \$12 ;
-  assign \$14  = ~ mem_enable;
-  assign \$15  = \done$138  & error;
-  assign \$16  = dma_status_busy & dropped;
+  assign \$1  = ! copy_state;
+  assign \$2  = copy_state == 1'h1;
+  assign \$3  = copy_state == 2'h2;
+  assign \$4  = dma_cycles + 1'h1;
+  assign \$5  = ! dma_offset[5:0];
+  assign \$6  = ! dma_bytes[2:0];
+  assign \$7  = \$5  & \$6 ;
+  assign \$8  = dma_offset + dma_bytes;
+  assign \$9  = \$8  <= 18'h28000;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + dma_offset;
+  assign \$12  = ~ in_range;
+  assign \$13  = ~ mem_enable;
+  assign \$14  = \done$140  & error;
+  assign \$15  = dma_status_busy & dropped;
   always @(posedge ap_clk)
-    dma_cycles <= \$17 ;
+    dma_cycles <= \$16 ;
+  always @(posedge ap_clk)
+    in_range <= \$17 ;
   always @(posedge ap_clk)
     offset <= \$18 ;
   always @(posedge ap_clk)
@@ -273,19 +277,21 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   always @(posedge ap_clk)
     to_buffer <= \$20 ;
   always @(posedge ap_clk)
-    dma_status_done <= \$21 ;
+    dev <= \$21 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$22 ;
+    dma_status_done <= \$22 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$23 ;
+    dma_status_read_error <= \$23 ;
   always @(posedge ap_clk)
-    dma_status_locked <= \$24 ;
+    dma_status_write_error <= \$24 ;
   always @(posedge ap_clk)
-    dma_status_range <= \$25 ;
+    dma_status_locked <= \$25 ;
   always @(posedge ap_clk)
-    dma_status_busy <= \$26 ;
+    dma_status_range <= \$26 ;
   always @(posedge ap_clk)
-    copy_state <= \$27 ;
+    dma_status_busy <= \$27 ;
+  always @(posedge ap_clk)
+    copy_state <= \$28 ;
   \replay_kernel_k16.accel  accel (
     .clk(ap_clk),
     .dma_bytes(dma_bytes),
@@ -308,7 +314,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .interrupt(interrupt),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .\port$606$0 (\$28 ),
+    .\port$571$0 (\$29 ),
     .rst(rst),
     .s_axi_control_araddr(s_axi_control_araddr),
     .s_axi_control_arready(s_axi_control_arready),
@@ -333,7 +339,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$138 ),
+    .done(\done$140 ),
     .dropped(dropped),
     .error(error),
     .m_axi_gmem_arready(m_axi_gmem_arready),
@@ -356,14 +362,14 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .mem_enable(mem_enable),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2497$0 (\$29 ),
-    .\port$2498$0 (\$30 ),
-    .\port$2499$0 (\$31 ),
-    .\port$2500$0 (\$32 ),
-    .\port$2501$0 (\$33 ),
-    .\port$2502$0 (\$34 ),
-    .\port$2503$0 (\$35 ),
-    .\port$606$0 (\$28 ),
+    .\port$2449$0 (\$30 ),
+    .\port$2450$0 (\$31 ),
+    .\port$2451$0 (\$32 ),
+    .\port$2452$0 (\$33 ),
+    .\port$2453$0 (\$34 ),
+    .\port$2454$0 (\$35 ),
+    .\port$2455$0 (\$36 ),
+    .\port$571$0 (\$29 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -396,7 +402,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
           /* empty */;
       2'h1:
         begin
-          cmd__payload[63:0] = \$1 [63:0];
+          cmd__payload[63:0] = dev;
           cmd__payload[78:64] = offset[17:3];
           cmd__payload[94:79] = nbytes[18:3];
           cmd__payload[95] = to_buffer;
@@ -405,18 +411,25 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$17  = dma_cycles;
+    \$16  = dma_cycles;
     if (dma_status_busy) begin
-      \$17  = \$5 [31:0];
+      \$16  = \$4 [31:0];
     end
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$17  = 32'd0;
+            \$16  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$17  = 32'd0;
+      \$16  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$17  = \$10 ;
+    if (rst) begin
+      \$17  = 1'h0;
     end
   end
   always @* begin
@@ -460,59 +473,54 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$21  = dma_status_done;
+    \$21  = dev;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$21  = 1'h0;
-            if (\$13 ) begin
-              \$21  = 1'h1;
-            end else if (\$14 ) begin
-              \$21  = 1'h1;
+            \$21  = \$11 [63:0];
+          end
+    endcase
+    if (rst) begin
+      \$21  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$22  = dma_status_done;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$22  = 1'h0;
+            if (\$12 ) begin
+              \$22  = 1'h1;
+            end else if (\$13 ) begin
+              \$22  = 1'h1;
             end
           end
       2'h1:
           /* empty */;
       2'h2:
-          if (\done$138 ) begin
-            \$21  = 1'h1;
+          if (\done$140 ) begin
+            \$22  = 1'h1;
           end
     endcase
-    if (rst) begin
-      \$21  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$22  = dma_status_read_error;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$22  = 1'h0;
-          end
-    endcase
-    if (\$15 ) begin
-      (* full_case = 32'd1 *)
-      if (to_buffer) begin
-      end else begin
-        \$22  = 1'h1;
-      end
-    end
     if (rst) begin
       \$22  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$23  = dma_status_write_error;
+    \$23  = dma_status_read_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$23  = 1'h0;
           end
     endcase
-    if (\$15 ) begin
+    if (\$14 ) begin
+      (* full_case = 32'd1 *)
       if (to_buffer) begin
+      end else begin
         \$23  = 1'h1;
       end
     end
@@ -522,19 +530,17 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$24  = dma_status_locked;
+    \$24  = dma_status_write_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$24  = 1'h0;
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-              \$24  = 1'h1;
-            end
           end
     endcase
-    if (\$16 ) begin
-      \$24  = 1'h1;
+    if (\$14 ) begin
+      if (to_buffer) begin
+        \$24  = 1'h1;
+      end
     end
     if (rst) begin
       \$24  = 1'h0;
@@ -542,38 +548,34 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$25  = dma_status_range;
+    \$25  = dma_status_locked;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$25  = 1'h0;
-            if (\$13 ) begin
+            if (\$12 ) begin
+            end else if (\$13 ) begin
               \$25  = 1'h1;
             end
           end
     endcase
+    if (\$15 ) begin
+      \$25  = 1'h1;
+    end
     if (rst) begin
       \$25  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$26  = dma_status_busy;
+    \$26  = dma_status_range;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
-            end else begin
+            \$26  = 1'h0;
+            if (\$12 ) begin
               \$26  = 1'h1;
             end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$138 ) begin
-            \$26  = 1'h0;
           end
     endcase
     if (rst) begin
@@ -582,28 +584,52 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$27  = copy_state;
+    \$27  = dma_status_busy;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             (* full_case = 32'd1 *)
-            if (\$13 ) begin
-            end else if (\$14 ) begin
+            if (\$12 ) begin
+            end else if (\$13 ) begin
             end else begin
-              \$27  = 2'h1;
+              \$27  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$140 ) begin
+            \$27  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$27  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$28  = copy_state;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$12 ) begin
+            end else if (\$13 ) begin
+            end else begin
+              \$28  = 2'h1;
             end
           end
       2'h1:
           if (cmd__ready) begin
-            \$27  = 2'h2;
+            \$28  = 2'h2;
           end
       2'h2:
-          if (\done$138 ) begin
-            \$27  = 2'h0;
+          if (\done$140 ) begin
+            \$28  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$27  = 2'h0;
+      \$28  = 2'h0;
     end
   end
   assign clk = ap_clk;
@@ -615,7 +641,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$59  = { \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 8'hff };
+  assign \m_axi_gmem_wstrb$59  = { \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , 8'hff };
   assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
@@ -656,8 +682,8 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \interrupt$97  = interrupt;
   assign mem_addr = host_addr;
   assign host_enable = mem_enable;
-  assign mem_rdata = { 24'h000000, \$28  };
-  assign host_rdata = { 24'h000000, \$28  };
+  assign mem_rdata = { 24'h000000, \$29  };
+  assign host_rdata = { 24'h000000, \$29  };
   assign mem_re = host_re;
   assign mem_wdata = host_wdata;
   assign mem_we = host_we;
@@ -671,7 +697,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , \$29 , 8'hff };
+  assign m_axi_gmem_wstrb = { \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , 8'hff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -685,8 +711,8 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, \port$606$0 , host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
-, dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_rvalid, s_axi_control_bresp, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
+module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, \port$571$0 , host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
+, dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_bresp, s_axi_control_rvalid, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -774,8 +800,8 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \op_prng$53 ;
   wire op_relaxed;
   wire \op_relaxed$55 ;
-  output [39:0] \port$606$0 ;
-  wire [39:0] \port$606$0 ;
+  output [39:0] \port$571$0 ;
+  wire [39:0] \port$571$0 ;
   wire ready;
   wire refused;
   wire [31:0] response_cycles;
@@ -881,7 +907,7 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$606$0 (\$4 ),
+    .\port$571$0 (\$4 ),
     .ready(ap_ready),
     .response_cycles(response_cycles),
     .rst(rst),
@@ -926,9 +952,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2969$0 (\$5 ),
-    .\port$2971$0 (\$6 ),
-    .\port$3001$0 (\$7 ),
+    .\port$2990$0 (\$5 ),
+    .\port$2992$0 (\$6 ),
+    .\port$3022$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1022,11 +1048,11 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \host_re$95  = host_re;
   assign \host_wdata$97  = host_wdata;
   assign \host_we$99  = host_we;
-  assign \port$606$0  = \$4 ;
+  assign \port$571$0  = \$4 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$63 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$89 , \size$87 
+module \replay_kernel_k16.accel.core (rst, \port$571$0 , host_enable, \busy$63 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$89 , \size$87 
 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -1315,8 +1341,8 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$63 ,
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph1_op = 3'h0;
   reg phase = 1'h0;
-  output [39:0] \port$606$0 ;
-  wire [39:0] \port$606$0 ;
+  output [39:0] \port$571$0 ;
+  wire [39:0] \port$571$0 ;
   output ready;
   reg ready = 1'h0;
   (* init = 1'h0 *)
@@ -2525,7 +2551,7 @@ module \replay_kernel_k16.accel.core (rst, \port$606$0 , host_enable, \busy$63 ,
   assign max_priority_hi = 32'd0;
   assign size = { 15'h0000, \size$87  };
   assign write_pointer = { 16'h0000, \write_pointer$89  };
-  assign \port$606$0  = \$41 ;
+  assign \port$571$0  = \$41 ;
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
   assign \cmd__payload.index  = cmd__payload[21:6];
@@ -7378,7 +7404,7 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$84  = { 12'h000, taps[222:219] };
+  assign \$59  = { 12'h000, taps[222:219] };
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = 16'h0000;
   assign \$9  = { 12'h000, taps[222:219] };
@@ -7391,11 +7417,11 @@ module \replay_kernel_k16.accel.core.tree.level1 (rst, sweep_addr, sweep, i, tap
   assign \$44  = { 12'h000, taps[222:219] };
   assign \$49  = { 12'h000, taps[222:219] };
   assign \$54  = { 12'h000, taps[222:219] };
-  assign \$59  = { 12'h000, taps[222:219] };
   assign \$64  = { 12'h000, taps[222:219] };
   assign \$69  = { 12'h000, taps[222:219] };
   assign \$74  = { 12'h000, taps[222:219] };
   assign \$79  = { 12'h000, taps[222:219] };
+  assign \$84  = { 12'h000, taps[222:219] };
   assign \$91  = { 4'h0, taps[222:211] };
   assign \$92  = 16'h0000;
   assign \$158  = { 4'h0, taps[222:211] };
@@ -9217,7 +9243,7 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$84  = { 8'h00, taps[222:215] };
+  assign \$59  = { 8'h00, taps[222:215] };
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 12'h000, i[30:27] };
   assign \$9  = { 8'h00, taps[222:215] };
@@ -9230,11 +9256,11 @@ module \replay_kernel_k16.accel.core.tree.level2 (rst, sweep_addr, sweep, i, tap
   assign \$44  = { 8'h00, taps[222:215] };
   assign \$49  = { 8'h00, taps[222:215] };
   assign \$54  = { 8'h00, taps[222:215] };
-  assign \$59  = { 8'h00, taps[222:215] };
   assign \$64  = { 8'h00, taps[222:215] };
   assign \$69  = { 8'h00, taps[222:215] };
   assign \$74  = { 8'h00, taps[222:215] };
   assign \$79  = { 8'h00, taps[222:215] };
+  assign \$84  = { 8'h00, taps[222:215] };
   assign \$91  = { 4'h0, taps[222:211] };
   assign \$92  = { 12'h000, taps[222:219] };
   assign \$158  = { 4'h0, taps[222:211] };
@@ -11056,7 +11082,7 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   assign \o.delta  = o[95:63];
   assign \o.target  = o[143:96];
   assign \o.value  = o[191:144];
-  assign \$84  = { 4'h0, taps[222:211] };
+  assign \$59  = { 4'h0, taps[222:211] };
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 8'h00, i[30:23] };
   assign \$9  = { 4'h0, taps[222:211] };
@@ -11069,11 +11095,11 @@ module \replay_kernel_k16.accel.core.tree.level3 (rst, sweep_addr, sweep, i, tap
   assign \$44  = { 4'h0, taps[222:211] };
   assign \$49  = { 4'h0, taps[222:211] };
   assign \$54  = { 4'h0, taps[222:211] };
-  assign \$59  = { 4'h0, taps[222:211] };
   assign \$64  = { 4'h0, taps[222:211] };
   assign \$69  = { 4'h0, taps[222:211] };
   assign \$74  = { 4'h0, taps[222:211] };
   assign \$79  = { 4'h0, taps[222:211] };
+  assign \$84  = { 4'h0, taps[222:211] };
   assign \$91  = { 4'h0, taps[222:211] };
   assign \$92  = { 8'h00, taps[222:215] };
   assign \$158  = { 4'h0, taps[222:211] };
@@ -13604,8 +13630,8 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
-, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, rvalid, s_axi_control_bresp, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2969$0 , \port$2971$0 , max_priority_lo, \port$3001$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2990$0 , \port$2992$0 , max_priority_lo, \port$3022$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -13614,66 +13640,66 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [32:0] \$100 ;
+  wire [2:0] \$101 ;
+  wire [31:0] \$102 ;
+  wire [15:0] \$103 ;
+  wire [31:0] \$104 ;
+  wire [15:0] \$105 ;
+  wire [31:0] \$106 ;
+  wire [15:0] \$107 ;
+  wire [31:0] \$108 ;
+  wire [15:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [31:0] \$110 ;
+  wire [15:0] \$111 ;
+  wire [31:0] \$112 ;
+  wire [32:0] \$113 ;
+  wire [32:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire [32:0] \$116 ;
+  wire [32:0] \$117 ;
+  wire [32:0] \$118 ;
+  wire [32:0] \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [32:0] \$120 ;
+  wire [32:0] \$121 ;
+  wire [32:0] \$122 ;
+  wire [32:0] \$123 ;
+  wire [32:0] \$124 ;
+  wire [32:0] \$125 ;
+  wire [32:0] \$126 ;
+  wire [32:0] \$127 ;
+  wire [32:0] \$128 ;
+  wire [32:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [32:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [31:0] \$132 ;
+  wire [22:0] \$133 ;
+  wire [31:0] \$134 ;
+  wire [38:0] \$135 ;
+  wire [38:0] \$136 ;
+  wire [8:0] \$137 ;
+  wire [31:0] \$138 ;
+  wire [22:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire [1:0] \$141 ;
-  wire [31:0] \$142 ;
-  wire [1:0] \$143 ;
-  wire [31:0] \$144 ;
-  wire [3:0] \$145 ;
-  wire [31:0] \$146 ;
-  wire [3:0] \$147 ;
-  wire [31:0] \$148 ;
-  wire [7:0] \$149 ;
+  wire [31:0] \$140 ;
+  wire [38:0] \$141 ;
+  wire [38:0] \$142 ;
+  wire [38:0] \$143 ;
+  wire [38:0] \$144 ;
+  wire [32:0] \$145 ;
+  wire [32:0] \$146 ;
+  wire [32:0] \$147 ;
+  wire [32:0] \$148 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire [31:0] \$150 ;
-  wire [1:0] \$151 ;
-  wire [31:0] \$152 ;
-  wire [1:0] \$153 ;
-  wire [31:0] \$154 ;
+  wire [32:0] \$150 ;
+  wire [32:0] \$151 ;
+  wire [32:0] \$152 ;
+  wire [32:0] \$153 ;
+  wire [32:0] \$154 ;
   wire [1:0] \$155 ;
   wire [31:0] \$156 ;
   wire [1:0] \$157 ;
@@ -13681,109 +13707,109 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire [1:0] \$159 ;
   wire \$16 ;
   wire [31:0] \$160 ;
-  wire [4:0] \$161 ;
+  wire [1:0] \$161 ;
   wire [31:0] \$162 ;
-  wire [15:0] \$163 ;
+  wire [3:0] \$163 ;
   wire [31:0] \$164 ;
-  wire [15:0] \$165 ;
+  wire [3:0] \$165 ;
   wire [31:0] \$166 ;
-  wire [32:0] \$167 ;
-  wire [32:0] \$168 ;
-  wire [32:0] \$169 ;
+  wire [7:0] \$167 ;
+  wire [31:0] \$168 ;
+  wire [7:0] \$169 ;
   wire \$17 ;
-  wire [32:0] \$170 ;
+  wire [31:0] \$170 ;
   wire [32:0] \$171 ;
   wire [32:0] \$172 ;
-  wire [2:0] \$173 ;
-  wire [31:0] \$174 ;
-  wire [15:0] \$175 ;
+  wire [32:0] \$173 ;
+  wire [32:0] \$174 ;
+  wire [16:0] \$175 ;
   wire [31:0] \$176 ;
-  wire [15:0] \$177 ;
-  wire [31:0] \$178 ;
-  wire [15:0] \$179 ;
+  wire [46:0] \$177 ;
+  wire [46:0] \$178 ;
+  wire [32:0] \$179 ;
   wire \$18 ;
-  wire [31:0] \$180 ;
-  wire [15:0] \$181 ;
-  wire [31:0] \$182 ;
-  wire [15:0] \$183 ;
-  wire [31:0] \$184 ;
-  wire [32:0] \$185 ;
-  wire [32:0] \$186 ;
-  wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
-  wire [32:0] \$189 ;
+  wire [32:0] \$180 ;
+  wire [1:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
+  wire \$189 ;
   wire \$19 ;
-  wire [32:0] \$190 ;
-  wire [32:0] \$191 ;
-  wire [32:0] \$192 ;
-  wire [32:0] \$193 ;
-  wire [32:0] \$194 ;
-  wire [32:0] \$195 ;
-  wire [32:0] \$196 ;
-  wire [32:0] \$197 ;
-  wire [32:0] \$198 ;
-  wire [32:0] \$199 ;
+  wire \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [32:0] \$200 ;
-  wire [32:0] \$201 ;
-  wire [32:0] \$202 ;
-  wire [8:0] \$203 ;
-  wire [31:0] \$204 ;
-  wire [22:0] \$205 ;
-  wire [31:0] \$206 ;
-  wire [38:0] \$207 ;
-  wire [38:0] \$208 ;
-  wire [8:0] \$209 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
-  wire [31:0] \$210 ;
-  wire [22:0] \$211 ;
-  wire [31:0] \$212 ;
-  wire [38:0] \$213 ;
-  wire [38:0] \$214 ;
-  wire [38:0] \$215 ;
-  wire [38:0] \$216 ;
-  wire [32:0] \$217 ;
-  wire [32:0] \$218 ;
-  wire [32:0] \$219 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  wire [32:0] \$220 ;
-  wire [32:0] \$221 ;
-  wire [32:0] \$222 ;
-  wire [32:0] \$223 ;
-  wire [32:0] \$224 ;
-  wire [32:0] \$225 ;
-  wire [32:0] \$226 ;
-  wire [1:0] \$227 ;
-  wire [31:0] \$228 ;
-  wire [1:0] \$229 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire \$23 ;
-  wire [31:0] \$230 ;
-  wire [1:0] \$231 ;
-  wire [31:0] \$232 ;
-  wire [1:0] \$233 ;
-  wire [31:0] \$234 ;
-  wire [3:0] \$235 ;
-  wire [31:0] \$236 ;
-  wire [3:0] \$237 ;
-  wire [31:0] \$238 ;
-  wire [7:0] \$239 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  wire [31:0] \$240 ;
-  wire [7:0] \$241 ;
-  wire [31:0] \$242 ;
-  wire [32:0] \$243 ;
-  wire [32:0] \$244 ;
-  wire [32:0] \$245 ;
-  wire [32:0] \$246 ;
-  wire [16:0] \$247 ;
-  wire [31:0] \$248 ;
-  wire [46:0] \$249 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [46:0] \$250 ;
-  wire [32:0] \$251 ;
-  wire [32:0] \$252 ;
-  wire \$253 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire [31:0] \$253 ;
   wire \$254 ;
   wire \$255 ;
   wire \$256 ;
@@ -13794,7 +13820,7 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
-  wire [1:0] \$263 ;
+  wire \$263 ;
   wire \$264 ;
   wire \$265 ;
   wire \$266 ;
@@ -13826,9 +13852,9 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$29 ;
   wire \$290 ;
   wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
+  wire [3:0] \$292 ;
+  wire [3:0] \$293 ;
+  wire [3:0] \$294 ;
   wire \$295 ;
   wire \$296 ;
   wire \$297 ;
@@ -13837,79 +13863,79 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$3 ;
   wire \$30 ;
   wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire [3:0] \$308 ;
-  wire [3:0] \$309 ;
+  wire [31:0] \$301 ;
+  wire [31:0] \$302 ;
+  wire [31:0] \$303 ;
+  wire [31:0] \$304 ;
+  wire [31:0] \$305 ;
+  wire [31:0] \$306 ;
+  wire [31:0] \$307 ;
+  wire [31:0] \$308 ;
+  wire [31:0] \$309 ;
   wire \$31 ;
-  wire [3:0] \$310 ;
-  wire [3:0] \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire [25:0] \$310 ;
+  wire [25:0] \$311 ;
+  wire [25:0] \$312 ;
+  wire [31:0] \$313 ;
+  wire [31:0] \$314 ;
+  wire [31:0] \$315 ;
+  wire [31:0] \$316 ;
+  wire [31:0] \$317 ;
+  wire [31:0] \$318 ;
+  wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
   wire [31:0] \$321 ;
-  wire [31:0] \$322 ;
-  wire [31:0] \$323 ;
-  wire [31:0] \$324 ;
-  wire [31:0] \$325 ;
-  wire [31:0] \$326 ;
-  wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
-  wire [31:0] \$329 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
+  wire [1:0] \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [25:0] \$332 ;
-  wire [25:0] \$333 ;
-  wire [25:0] \$334 ;
-  wire [25:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  reg \$331 ;
+  reg \$332 ;
+  reg \$333 ;
+  reg [1:0] \$334 ;
+  reg [30:0] \$335 ;
+  reg \$336 ;
+  reg [31:0] \$337 ;
+  reg [3:0] \$338 ;
+  reg [31:0] \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
-  wire [31:0] \$346 ;
-  wire [31:0] \$347 ;
-  wire \$348 ;
-  wire \$349 ;
+  reg [31:0] \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg \$343 ;
+  reg \$344 ;
+  reg \$345 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg \$348 ;
+  reg \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire [1:0] \$357 ;
-  wire \$358 ;
-  reg \$359 ;
+  reg \$350 ;
+  reg \$351 ;
+  reg \$352 ;
+  reg \$353 ;
+  reg [3:0] \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg [31:0] \$357 ;
+  reg [31:0] \$358 ;
+  reg [31:0] \$359 ;
   wire \$36 ;
-  reg \$360 ;
-  reg \$361 ;
-  reg [11:0] \$362 ;
+  reg [25:0] \$360 ;
+  reg [31:0] \$361 ;
+  reg [31:0] \$362 ;
   reg [31:0] \$363 ;
-  reg [3:0] \$364 ;
+  reg \$364 ;
   reg \$365 ;
-  reg [1:0] \$366 ;
-  reg \$367 ;
+  reg [31:0] \$366 ;
+  reg [1:0] \$367 ;
   reg \$368 ;
   reg \$369 ;
   wire \$37 ;
@@ -13922,55 +13948,30 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   reg \$376 ;
   reg \$377 ;
   reg \$378 ;
-  reg [3:0] \$379 ;
+  reg \$379 ;
   wire \$38 ;
   reg \$380 ;
   reg \$381 ;
-  reg [31:0] \$382 ;
-  reg [31:0] \$383 ;
-  reg [31:0] \$384 ;
-  reg [25:0] \$385 ;
-  reg [31:0] \$386 ;
-  reg [31:0] \$387 ;
-  reg [31:0] \$388 ;
+  reg \$382 ;
+  reg \$383 ;
+  reg \$384 ;
+  reg \$385 ;
+  reg \$386 ;
+  reg \$387 ;
+  reg \$388 ;
   reg \$389 ;
   wire \$39 ;
   reg \$390 ;
-  reg [31:0] \$391 ;
-  reg [1:0] \$392 ;
+  reg \$391 ;
+  reg \$392 ;
   reg \$393 ;
   reg \$394 ;
-  reg \$395 ;
-  reg \$396 ;
-  reg \$397 ;
-  reg \$398 ;
-  reg \$399 ;
+  reg [31:0] \$395 ;
+  reg [3:0] \$396 ;
   wire \$4 ;
   wire \$40 ;
-  reg \$400 ;
-  reg \$401 ;
-  reg \$402 ;
-  reg \$403 ;
-  reg \$404 ;
-  reg \$405 ;
-  reg \$406 ;
-  reg \$407 ;
-  reg \$408 ;
-  reg \$409 ;
   wire \$41 ;
-  reg \$410 ;
-  reg \$411 ;
-  reg \$412 ;
-  reg \$413 ;
-  reg \$414 ;
-  reg \$415 ;
-  reg \$416 ;
-  reg \$417 ;
-  reg \$418 ;
-  reg \$419 ;
   wire \$42 ;
-  reg [31:0] \$420 ;
-  reg [3:0] \$421 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
@@ -13999,40 +14000,40 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
+  wire [1:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [31:0] \$70 ;
+  wire [1:0] \$71 ;
+  wire [31:0] \$72 ;
+  wire [3:0] \$73 ;
+  wire [31:0] \$74 ;
+  wire [3:0] \$75 ;
+  wire [31:0] \$76 ;
+  wire [7:0] \$77 ;
+  wire [31:0] \$78 ;
+  wire [1:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [31:0] \$80 ;
+  wire [1:0] \$81 ;
+  wire [31:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire [31:0] \$84 ;
+  wire [1:0] \$85 ;
+  wire [31:0] \$86 ;
+  wire [1:0] \$87 ;
+  wire [31:0] \$88 ;
+  wire [4:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
+  wire [31:0] \$90 ;
+  wire [15:0] \$91 ;
+  wire [31:0] \$92 ;
+  wire [15:0] \$93 ;
+  wire [31:0] \$94 ;
+  wire [32:0] \$95 ;
+  wire [32:0] \$96 ;
+  wire [32:0] \$97 ;
+  wire [32:0] \$98 ;
+  wire [32:0] \$99 ;
   input ap_done;
   wire ap_done;
   input ap_idle;
@@ -14049,8 +14050,9 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   output auto_restart;
   reg auto_restart = 1'h0;
   reg auto_status = 1'h0;
-  reg [11:0] aw_addr_q = 12'h000;
+  reg [30:0] aw_dec = 31'h00000000;
   reg aw_got = 1'h0;
+  reg aw_hit = 1'h0;
   output [31:0] batch_size;
   reg [31:0] batch_size = 32'd0;
   (* init = 32'd0 *)
@@ -14195,12 +14197,12 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2969$0 ;
-  wire [15:0] \port$2969$0 ;
-  input [16:0] \port$2971$0 ;
-  wire [16:0] \port$2971$0 ;
-  input [47:0] \port$3001$0 ;
-  wire [47:0] \port$3001$0 ;
+  input [15:0] \port$2990$0 ;
+  wire [15:0] \port$2990$0 ;
+  input [16:0] \port$2992$0 ;
+  wire [16:0] \port$2992$0 ;
+  input [47:0] \port$3022$0 ;
+  wire [47:0] \port$3022$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -14294,14 +14296,11 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire update_size_rd;
   wire update_size_we;
   reg update_size_wr_pulse = 1'h0;
-  wire [11:0] w_addr;
-  wire [31:0] w_data;
-  reg [31:0] w_data_q = 32'd0;
+  reg [31:0] w_bits = 32'd0;
+  reg [31:0] w_data = 32'd0;
   reg w_got = 1'h0;
-  wire w_hit;
-  wire [31:0] w_mask;
-  wire [3:0] w_strb;
-  reg [3:0] w_strb_q = 4'h0;
+  reg [31:0] w_mask = 32'd0;
+  reg [3:0] w_strb = 4'h0;
   reg [31:0] wr_data = 32'd0;
   reg [3:0] wr_strb = 4'h0;
   wire [31:0] write_pointer;
@@ -14314,600 +14313,833 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign \$3  = ~ w_got;
   assign \$4  = ~ bvalid;
   assign s_axi_control_wready = \$3  & \$4 ;
-  assign \$5  = ~ aw_got;
-  assign \$6  = s_axi_control_awvalid & \$5 ;
-  assign \$7  = ~ bvalid;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = aw_got | \$8 ;
-  assign \$10  = ~ w_got;
-  assign \$11  = s_axi_control_wvalid & \$10 ;
-  assign \$12  = ~ bvalid;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = w_got | \$13 ;
-  assign commit = \$9  & \$14 ;
-  assign w_addr = aw_got ? aw_addr_q : s_axi_control_awaddr;
-  assign w_data = w_got ? w_data_q : s_axi_control_wdata;
-  assign w_strb = w_got ? w_strb_q : s_axi_control_wstrb;
+  assign commit = aw_got & w_got;
   assign s_axi_control_arready = ~ rvalid;
-  assign \$15  = ~ rvalid;
-  assign ar_hs = s_axi_control_arvalid & \$15 ;
-  assign \$16  = ! w_addr[11:2];
-  assign ctrl_we = commit & \$16 ;
-  assign \$17  = ! s_axi_control_araddr[11:2];
-  assign ctrl_rd = ar_hs & \$17 ;
-  assign \$18  = w_addr[11:2] == 1'h1;
-  assign gier_we = commit & \$18 ;
-  assign \$19  = s_axi_control_araddr[11:2] == 1'h1;
-  assign gier_rd = ar_hs & \$19 ;
-  assign \$20  = w_addr[11:2] == 2'h2;
-  assign ip_ier_we = commit & \$20 ;
-  assign \$21  = s_axi_control_araddr[11:2] == 2'h2;
-  assign ip_ier_rd = ar_hs & \$21 ;
-  assign \$22  = w_addr[11:2] == 2'h3;
-  assign ip_isr_we = commit & \$22 ;
-  assign \$23  = s_axi_control_araddr[11:2] == 2'h3;
-  assign ip_isr_rd = ar_hs & \$23 ;
-  assign \$24  = w_addr[11:2] == 3'h4;
-  assign op_we = commit & \$24 ;
-  assign \$25  = s_axi_control_araddr[11:2] == 3'h4;
-  assign op_rd = ar_hs & \$25 ;
-  assign \$26  = w_addr[11:2] == 3'h5;
-  assign batch_size_we = commit & \$26 ;
-  assign \$27  = s_axi_control_araddr[11:2] == 3'h5;
-  assign batch_size_rd = ar_hs & \$27 ;
-  assign \$28  = w_addr[11:2] == 3'h6;
-  assign update_size_we = commit & \$28 ;
-  assign \$29  = s_axi_control_araddr[11:2] == 3'h6;
-  assign update_size_rd = ar_hs & \$29 ;
-  assign \$30  = w_addr[11:2] == 3'h7;
-  assign seed_we = commit & \$30 ;
-  assign \$31  = s_axi_control_araddr[11:2] == 3'h7;
-  assign seed_rd = ar_hs & \$31 ;
-  assign \$32  = w_addr[11:2] == 4'h8;
-  assign status_we = commit & \$32 ;
-  assign \$33  = s_axi_control_araddr[11:2] == 4'h8;
-  assign status_rd = ar_hs & \$33 ;
-  assign \$34  = w_addr[11:2] == 4'h9;
-  assign cycles_we = commit & \$34 ;
-  assign \$35  = s_axi_control_araddr[11:2] == 4'h9;
-  assign cycles_rd = ar_hs & \$35 ;
-  assign \$36  = w_addr[11:2] == 4'ha;
-  assign response_cycles_we = commit & \$36 ;
-  assign \$37  = s_axi_control_araddr[11:2] == 4'ha;
-  assign response_cycles_rd = ar_hs & \$37 ;
-  assign \$38  = w_addr[11:2] == 4'hb;
-  assign total_lo_we = commit & \$38 ;
-  assign \$39  = s_axi_control_araddr[11:2] == 4'hb;
-  assign total_lo_rd = ar_hs & \$39 ;
-  assign \$40  = w_addr[11:2] == 4'hc;
-  assign total_hi_we = commit & \$40 ;
-  assign \$41  = s_axi_control_araddr[11:2] == 4'hc;
-  assign total_hi_rd = ar_hs & \$41 ;
-  assign \$42  = w_addr[11:2] == 4'hd;
-  assign max_priority_lo_we = commit & \$42 ;
-  assign \$43  = s_axi_control_araddr[11:2] == 4'hd;
-  assign max_priority_lo_rd = ar_hs & \$43 ;
-  assign \$44  = w_addr[11:2] == 4'he;
-  assign max_priority_hi_we = commit & \$44 ;
-  assign \$45  = s_axi_control_araddr[11:2] == 4'he;
-  assign max_priority_hi_rd = ar_hs & \$45 ;
-  assign \$46  = w_addr[11:2] == 4'hf;
-  assign size_we = commit & \$46 ;
-  assign \$47  = s_axi_control_araddr[11:2] == 4'hf;
-  assign size_rd = ar_hs & \$47 ;
-  assign \$48  = w_addr[11:2] == 5'h10;
-  assign write_pointer_we = commit & \$48 ;
-  assign \$49  = s_axi_control_araddr[11:2] == 5'h10;
-  assign write_pointer_rd = ar_hs & \$49 ;
-  assign \$50  = w_addr[11:2] == 5'h11;
-  assign hw_capacity_we = commit & \$50 ;
-  assign \$51  = s_axi_control_araddr[11:2] == 5'h11;
-  assign hw_capacity_rd = ar_hs & \$51 ;
-  assign \$52  = w_addr[11:2] == 5'h12;
-  assign hw_tree_we = commit & \$52 ;
-  assign \$53  = s_axi_control_araddr[11:2] == 5'h12;
-  assign hw_tree_rd = ar_hs & \$53 ;
-  assign \$54  = w_addr[11:2] == 5'h13;
-  assign hw_format_we = commit & \$54 ;
-  assign \$55  = s_axi_control_araddr[11:2] == 5'h13;
-  assign hw_format_rd = ar_hs & \$55 ;
-  assign \$56  = w_addr[11:2] == 5'h14;
-  assign hw_max_batch_we = commit & \$56 ;
+  assign \$5  = ~ rvalid;
+  assign ar_hs = s_axi_control_arvalid & \$5 ;
+  assign ctrl_we = commit & aw_dec[0];
+  assign \$6  = ! s_axi_control_araddr[11:2];
+  assign ctrl_rd = ar_hs & \$6 ;
+  assign gier_we = commit & aw_dec[1];
+  assign \$7  = s_axi_control_araddr[11:2] == 1'h1;
+  assign gier_rd = ar_hs & \$7 ;
+  assign ip_ier_we = commit & aw_dec[2];
+  assign \$8  = s_axi_control_araddr[11:2] == 2'h2;
+  assign ip_ier_rd = ar_hs & \$8 ;
+  assign ip_isr_we = commit & aw_dec[3];
+  assign \$9  = s_axi_control_araddr[11:2] == 2'h3;
+  assign ip_isr_rd = ar_hs & \$9 ;
+  assign op_we = commit & aw_dec[4];
+  assign \$10  = s_axi_control_araddr[11:2] == 3'h4;
+  assign op_rd = ar_hs & \$10 ;
+  assign batch_size_we = commit & aw_dec[5];
+  assign \$11  = s_axi_control_araddr[11:2] == 3'h5;
+  assign batch_size_rd = ar_hs & \$11 ;
+  assign update_size_we = commit & aw_dec[6];
+  assign \$12  = s_axi_control_araddr[11:2] == 3'h6;
+  assign update_size_rd = ar_hs & \$12 ;
+  assign seed_we = commit & aw_dec[7];
+  assign \$13  = s_axi_control_araddr[11:2] == 3'h7;
+  assign seed_rd = ar_hs & \$13 ;
+  assign status_we = commit & aw_dec[8];
+  assign \$14  = s_axi_control_araddr[11:2] == 4'h8;
+  assign status_rd = ar_hs & \$14 ;
+  assign cycles_we = commit & aw_dec[9];
+  assign \$15  = s_axi_control_araddr[11:2] == 4'h9;
+  assign cycles_rd = ar_hs & \$15 ;
+  assign response_cycles_we = commit & aw_dec[10];
+  assign \$16  = s_axi_control_araddr[11:2] == 4'ha;
+  assign response_cycles_rd = ar_hs & \$16 ;
+  assign total_lo_we = commit & aw_dec[11];
+  assign \$17  = s_axi_control_araddr[11:2] == 4'hb;
+  assign total_lo_rd = ar_hs & \$17 ;
+  assign total_hi_we = commit & aw_dec[12];
+  assign \$18  = s_axi_control_araddr[11:2] == 4'hc;
+  assign total_hi_rd = ar_hs & \$18 ;
+  assign max_priority_lo_we = commit & aw_dec[13];
+  assign \$19  = s_axi_control_araddr[11:2] == 4'hd;
+  assign max_priority_lo_rd = ar_hs & \$19 ;
+  assign max_priority_hi_we = commit & aw_dec[14];
+  assign \$20  = s_axi_control_araddr[11:2] == 4'he;
+  assign max_priority_hi_rd = ar_hs & \$20 ;
+  assign size_we = commit & aw_dec[15];
+  assign \$21  = s_axi_control_araddr[11:2] == 4'hf;
+  assign size_rd = ar_hs & \$21 ;
+  assign write_pointer_we = commit & aw_dec[16];
+  assign \$22  = s_axi_control_araddr[11:2] == 5'h10;
+  assign write_pointer_rd = ar_hs & \$22 ;
+  assign hw_capacity_we = commit & aw_dec[17];
+  assign \$23  = s_axi_control_araddr[11:2] == 5'h11;
+  assign hw_capacity_rd = ar_hs & \$23 ;
+  assign hw_tree_we = commit & aw_dec[18];
+  assign \$24  = s_axi_control_araddr[11:2] == 5'h12;
+  assign hw_tree_rd = ar_hs & \$24 ;
+  assign hw_format_we = commit & aw_dec[19];
+  assign \$25  = s_axi_control_araddr[11:2] == 5'h13;
+  assign hw_format_rd = ar_hs & \$25 ;
+  assign hw_max_batch_we = commit & aw_dec[20];
+  assign \$26  = s_axi_control_araddr[11:2] == 5'h14;
+  assign hw_max_batch_rd = ar_hs & \$26 ;
+  assign mem_ptr_lo_we = commit & aw_dec[21];
+  assign \$27  = s_axi_control_araddr[11:2] == 5'h15;
+  assign mem_ptr_lo_rd = ar_hs & \$27 ;
+  assign mem_ptr_hi_we = commit & aw_dec[22];
+  assign \$28  = s_axi_control_araddr[11:2] == 5'h16;
+  assign mem_ptr_hi_rd = ar_hs & \$28 ;
+  assign dma_offset_we = commit & aw_dec[23];
+  assign \$29  = s_axi_control_araddr[11:2] == 5'h17;
+  assign dma_offset_rd = ar_hs & \$29 ;
+  assign dma_bytes_we = commit & aw_dec[24];
+  assign \$30  = s_axi_control_araddr[11:2] == 5'h18;
+  assign dma_bytes_rd = ar_hs & \$30 ;
+  assign dma_ctrl_we = commit & aw_dec[25];
+  assign \$31  = s_axi_control_araddr[11:2] == 5'h19;
+  assign dma_ctrl_rd = ar_hs & \$31 ;
+  assign dma_status_we = commit & aw_dec[26];
+  assign \$32  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign dma_status_rd = ar_hs & \$32 ;
+  assign dma_cycles_we = commit & aw_dec[27];
+  assign \$33  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign dma_cycles_rd = ar_hs & \$33 ;
+  assign dma_window_we = commit & aw_dec[28];
+  assign \$34  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign dma_window_rd = ar_hs & \$34 ;
+  assign dma_align_we = commit & aw_dec[29];
+  assign \$35  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign dma_align_rd = ar_hs & \$35 ;
+  assign shell_version_we = commit & aw_dec[30];
+  assign \$36  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign shell_version_rd = ar_hs & \$36 ;
+  assign \$37  = ! s_axi_control_araddr[11:2];
+  assign \$38  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$39  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$40  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$41  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$42  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$43  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$44  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$45  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$46  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$47  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$48  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$49  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$50  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$51  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$52  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$53  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$54  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$55  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$56  = s_axi_control_araddr[11:2] == 5'h13;
   assign \$57  = s_axi_control_araddr[11:2] == 5'h14;
-  assign hw_max_batch_rd = ar_hs & \$57 ;
-  assign \$58  = w_addr[11:2] == 5'h15;
-  assign mem_ptr_lo_we = commit & \$58 ;
-  assign \$59  = s_axi_control_araddr[11:2] == 5'h15;
-  assign mem_ptr_lo_rd = ar_hs & \$59 ;
-  assign \$60  = w_addr[11:2] == 5'h16;
-  assign mem_ptr_hi_we = commit & \$60 ;
-  assign \$61  = s_axi_control_araddr[11:2] == 5'h16;
-  assign mem_ptr_hi_rd = ar_hs & \$61 ;
-  assign \$62  = w_addr[11:2] == 5'h17;
-  assign dma_offset_we = commit & \$62 ;
-  assign \$63  = s_axi_control_araddr[11:2] == 5'h17;
-  assign dma_offset_rd = ar_hs & \$63 ;
-  assign \$64  = w_addr[11:2] == 5'h18;
-  assign dma_bytes_we = commit & \$64 ;
-  assign \$65  = s_axi_control_araddr[11:2] == 5'h18;
-  assign dma_bytes_rd = ar_hs & \$65 ;
-  assign \$66  = w_addr[11:2] == 5'h19;
-  assign dma_ctrl_we = commit & \$66 ;
-  assign \$67  = s_axi_control_araddr[11:2] == 5'h19;
-  assign dma_ctrl_rd = ar_hs & \$67 ;
-  assign \$68  = w_addr[11:2] == 5'h1a;
-  assign dma_status_we = commit & \$68 ;
-  assign \$69  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign dma_status_rd = ar_hs & \$69 ;
-  assign \$70  = w_addr[11:2] == 5'h1b;
-  assign dma_cycles_we = commit & \$70 ;
-  assign \$71  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign dma_cycles_rd = ar_hs & \$71 ;
-  assign \$72  = w_addr[11:2] == 5'h1c;
-  assign dma_window_we = commit & \$72 ;
-  assign \$73  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign dma_window_rd = ar_hs & \$73 ;
-  assign \$74  = w_addr[11:2] == 5'h1d;
-  assign dma_align_we = commit & \$74 ;
-  assign \$75  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign dma_align_rd = ar_hs & \$75 ;
-  assign \$76  = w_addr[11:2] == 5'h1e;
-  assign shell_version_we = commit & \$76 ;
-  assign \$77  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign shell_version_rd = ar_hs & \$77 ;
-  assign \$78  = ! w_addr[11:2];
-  assign \$79  = w_addr[11:2] == 1'h1;
-  assign \$80  = w_addr[11:2] == 2'h2;
-  assign \$81  = w_addr[11:2] == 2'h3;
-  assign \$82  = w_addr[11:2] == 3'h4;
-  assign \$83  = w_addr[11:2] == 3'h5;
-  assign \$84  = w_addr[11:2] == 3'h6;
-  assign \$85  = w_addr[11:2] == 3'h7;
-  assign \$86  = w_addr[11:2] == 4'h8;
-  assign \$87  = w_addr[11:2] == 4'h9;
-  assign \$88  = w_addr[11:2] == 4'ha;
-  assign \$89  = w_addr[11:2] == 4'hb;
-  assign \$90  = w_addr[11:2] == 4'hc;
-  assign \$91  = w_addr[11:2] == 4'hd;
-  assign \$92  = w_addr[11:2] == 4'he;
-  assign \$93  = w_addr[11:2] == 4'hf;
-  assign \$94  = w_addr[11:2] == 5'h10;
-  assign \$95  = w_addr[11:2] == 5'h11;
-  assign \$96  = w_addr[11:2] == 5'h12;
-  assign \$97  = w_addr[11:2] == 5'h13;
-  assign \$98  = w_addr[11:2] == 5'h14;
-  assign \$99  = w_addr[11:2] == 5'h15;
-  assign \$100  = w_addr[11:2] == 5'h16;
-  assign \$101  = w_addr[11:2] == 5'h17;
-  assign \$102  = w_addr[11:2] == 5'h18;
-  assign \$103  = w_addr[11:2] == 5'h19;
-  assign \$104  = w_addr[11:2] == 5'h1a;
-  assign \$105  = w_addr[11:2] == 5'h1b;
-  assign \$106  = w_addr[11:2] == 5'h1c;
-  assign \$107  = w_addr[11:2] == 5'h1d;
-  assign \$108  = w_addr[11:2] == 5'h1e;
-  assign w_hit = | { \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85 , \$84 , \$83 , \$82 , \$81 , \$80 , \$79 , \$78  };
-  assign \$109  = ! s_axi_control_araddr[11:2];
-  assign \$110  = s_axi_control_araddr[11:2] == 1'h1;
-  assign \$111  = s_axi_control_araddr[11:2] == 2'h2;
-  assign \$112  = s_axi_control_araddr[11:2] == 2'h3;
-  assign \$113  = s_axi_control_araddr[11:2] == 3'h4;
-  assign \$114  = s_axi_control_araddr[11:2] == 3'h5;
-  assign \$115  = s_axi_control_araddr[11:2] == 3'h6;
-  assign \$116  = s_axi_control_araddr[11:2] == 3'h7;
-  assign \$117  = s_axi_control_araddr[11:2] == 4'h8;
-  assign \$118  = s_axi_control_araddr[11:2] == 4'h9;
-  assign \$119  = s_axi_control_araddr[11:2] == 4'ha;
-  assign \$120  = s_axi_control_araddr[11:2] == 4'hb;
-  assign \$121  = s_axi_control_araddr[11:2] == 4'hc;
-  assign \$122  = s_axi_control_araddr[11:2] == 4'hd;
-  assign \$123  = s_axi_control_araddr[11:2] == 4'he;
-  assign \$124  = s_axi_control_araddr[11:2] == 4'hf;
-  assign \$125  = s_axi_control_araddr[11:2] == 5'h10;
-  assign \$126  = s_axi_control_araddr[11:2] == 5'h11;
-  assign \$127  = s_axi_control_araddr[11:2] == 5'h12;
-  assign \$128  = s_axi_control_araddr[11:2] == 5'h13;
-  assign \$129  = s_axi_control_araddr[11:2] == 5'h14;
-  assign \$130  = s_axi_control_araddr[11:2] == 5'h15;
-  assign \$131  = s_axi_control_araddr[11:2] == 5'h16;
-  assign \$132  = s_axi_control_araddr[11:2] == 5'h17;
-  assign \$133  = s_axi_control_araddr[11:2] == 5'h18;
-  assign \$134  = s_axi_control_araddr[11:2] == 5'h19;
-  assign \$135  = s_axi_control_araddr[11:2] == 5'h1a;
-  assign \$136  = s_axi_control_araddr[11:2] == 5'h1b;
-  assign \$137  = s_axi_control_araddr[11:2] == 5'h1c;
-  assign \$138  = s_axi_control_araddr[11:2] == 5'h1d;
-  assign \$139  = s_axi_control_araddr[11:2] == 5'h1e;
-  assign r_hit = | { \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109  };
-  assign \$140  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
-  assign interrupt = gier_enable_q & \$140 ;
-  assign \$144  = \$142  | { 30'h00000000, \$143  };
-  assign \$146  = \$144  | { 28'h0000000, \$145  };
-  assign \$148  = \$146  | { 28'h0000000, \$147  };
-  assign \$150  = \$148  | { 24'h000000, \$149  };
-  assign \$156  = \$154  | { 30'h00000000, \$155  };
-  assign \$160  = \$158  | { 30'h00000000, \$159  };
-  assign \$164  = \$162  | { 16'h0000, \$163  };
-  assign \$166  = \$164  | { 16'h0000, \$165  };
-  assign \$176  = \$174  | { 16'h0000, \$175  };
-  assign \$178  = \$176  | { 16'h0000, \$177  };
-  assign \$180  = \$178  | { 16'h0000, \$179  };
-  assign \$182  = \$180  | { 16'h0000, \$181  };
-  assign \$184  = \$182  | { 16'h0000, \$183  };
-  assign \$230  = \$228  | { 30'h00000000, \$229  };
-  assign \$234  = \$232  | { 30'h00000000, \$233  };
-  assign \$236  = \$234  | { 28'h0000000, \$235  };
-  assign \$238  = \$236  | { 28'h0000000, \$237  };
-  assign \$240  = \$238  | { 24'h000000, \$239  };
-  assign \$242  = \$240  | { 24'h000000, \$241  };
-  assign \$253  = ~ aw_got;
-  assign \$254  = s_axi_control_awvalid & \$253 ;
-  assign \$255  = ~ bvalid;
-  assign \$256  = \$254  & \$255 ;
-  assign \$257  = ~ w_got;
-  assign \$258  = s_axi_control_wvalid & \$257 ;
-  assign \$259  = ~ bvalid;
-  assign \$260  = \$258  & \$259 ;
-  assign \$261  = bvalid & s_axi_control_bready;
-  assign \$262  = rvalid & s_axi_control_rready;
-  assign \$263  = w_hit ? 2'h0 : 2'h2;
-  assign \$264  = w_data[0] & w_strb[0];
-  assign \$265  = ctrl_we & \$264 ;
-  assign \$266  = w_data[0] & w_strb[0];
-  assign \$267  = ctrl_we & \$266 ;
-  assign \$268  = ~ auto_status;
-  assign \$269  = ap_done & \$268 ;
-  assign \$270  = auto_status & ap_idle;
-  assign \$271  = ~ ctrl_ap_idle_q;
-  assign \$272  = \$270  & \$271 ;
-  assign \$273  = \$269  | \$272 ;
-  assign \$274  = ~ ctrl_rd;
-  assign \$275  = ctrl_ap_done_q & \$274 ;
-  assign \$276  = \$273  | \$275 ;
-  assign \$277  = ~ auto_restart;
-  assign \$278  = ap_ready & \$277 ;
-  assign \$279  = ~ ctrl_rd;
-  assign \$280  = ctrl_ap_ready_q & \$279 ;
-  assign \$281  = \$278  | \$280 ;
-  assign \$282  = ip_ier_ap_done_q & ap_done;
-  assign \$283  = w_data[0] & w_strb[0];
-  assign \$284  = ip_isr_we ? \$283  : 1'h0;
-  assign \$285  = ip_isr_ap_done_q ^ \$284 ;
-  assign \$286  = \$282  | \$285 ;
-  assign \$287  = ip_ier_ap_ready_q & ap_ready;
-  assign \$288  = w_data[1] & w_strb[0];
-  assign \$289  = ip_isr_we ? \$288  : 1'h0;
-  assign \$290  = ip_isr_ap_ready_q ^ \$289 ;
-  assign \$291  = \$287  | \$290 ;
-  assign \$292  = ~ w_strb[0];
-  assign \$293  = auto_restart & \$292 ;
-  assign \$294  = w_data[7] & w_strb[0];
-  assign \$295  = \$293  | \$294 ;
-  assign \$296  = ~ w_strb[0];
-  assign \$297  = gier_enable_q & \$296 ;
-  assign \$298  = w_data[0] & w_strb[0];
-  assign \$299  = \$297  | \$298 ;
-  assign \$300  = ~ w_strb[0];
-  assign \$301  = ip_ier_ap_done_q & \$300 ;
-  assign \$302  = w_data[0] & w_strb[0];
-  assign \$303  = \$301  | \$302 ;
-  assign \$304  = ~ w_strb[0];
-  assign \$305  = ip_ier_ap_ready_q & \$304 ;
-  assign \$306  = w_data[1] & w_strb[0];
-  assign \$307  = \$305  | \$306 ;
-  assign \$308  = ~ { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$309  = op_code & \$308 ;
-  assign \$310  = w_data[3:0] & { w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$311  = \$309  | \$310 ;
-  assign \$312  = ~ w_strb[1];
-  assign \$313  = op_prng & \$312 ;
-  assign \$314  = w_data[8] & w_strb[1];
-  assign \$315  = \$313  | \$314 ;
-  assign \$316  = ~ w_strb[1];
-  assign \$317  = op_relaxed & \$316 ;
-  assign \$318  = w_data[9] & w_strb[1];
-  assign \$319  = \$317  | \$318 ;
-  assign \$320  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$321  = batch_size & \$320 ;
-  assign \$322  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$323  = \$321  | \$322 ;
-  assign \$324  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$325  = update_size & \$324 ;
-  assign \$326  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$327  = \$325  | \$326 ;
-  assign \$328  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$329  = seed & \$328 ;
-  assign \$330  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$331  = \$329  | \$330 ;
-  assign \$332  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$333  = mem_ptr_lo & \$332 ;
-  assign \$334  = w_data[31:6] & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0] };
-  assign \$335  = \$333  | \$334 ;
-  assign \$336  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$337  = mem_ptr_hi & \$336 ;
-  assign \$338  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$339  = \$337  | \$338 ;
-  assign \$340  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$341  = dma_offset & \$340 ;
-  assign \$342  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$343  = \$341  | \$342 ;
-  assign \$344  = ~ { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$345  = dma_bytes & \$344 ;
-  assign \$346  = w_data & { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
-  assign \$347  = \$345  | \$346 ;
-  assign \$348  = w_data[0] & w_strb[0];
-  assign \$349  = dma_ctrl_we ? \$348  : 1'h0;
-  assign \$350  = ~ dma_ctrl_start_clear;
-  assign \$351  = dma_ctrl_start & \$350 ;
-  assign \$352  = \$349  | \$351 ;
-  assign \$353  = ~ w_strb[0];
-  assign \$354  = dma_ctrl_dir & \$353 ;
-  assign \$355  = w_data[1] & w_strb[0];
-  assign \$356  = \$354  | \$355 ;
-  assign \$357  = r_hit ? 2'h0 : 2'h2;
-  assign \$358  = commit & w_hit;
+  assign \$58  = s_axi_control_araddr[11:2] == 5'h15;
+  assign \$59  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$60  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$61  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$62  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$63  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$64  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$65  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$66  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$67  = s_axi_control_araddr[11:2] == 5'h1e;
+  assign r_hit = | { \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , \$50 , \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37  };
+  assign \$68  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
+  assign interrupt = gier_enable_q & \$68 ;
+  assign \$72  = \$70  | { 30'h00000000, \$71  };
+  assign \$74  = \$72  | { 28'h0000000, \$73  };
+  assign \$76  = \$74  | { 28'h0000000, \$75  };
+  assign \$78  = \$76  | { 24'h000000, \$77  };
+  assign \$84  = \$82  | { 30'h00000000, \$83  };
+  assign \$88  = \$86  | { 30'h00000000, \$87  };
+  assign \$92  = \$90  | { 16'h0000, \$91  };
+  assign \$94  = \$92  | { 16'h0000, \$93  };
+  assign \$104  = \$102  | { 16'h0000, \$103  };
+  assign \$106  = \$104  | { 16'h0000, \$105  };
+  assign \$108  = \$106  | { 16'h0000, \$107  };
+  assign \$110  = \$108  | { 16'h0000, \$109  };
+  assign \$112  = \$110  | { 16'h0000, \$111  };
+  assign \$158  = \$156  | { 30'h00000000, \$157  };
+  assign \$162  = \$160  | { 30'h00000000, \$161  };
+  assign \$164  = \$162  | { 28'h0000000, \$163  };
+  assign \$166  = \$164  | { 28'h0000000, \$165  };
+  assign \$168  = \$166  | { 24'h000000, \$167  };
+  assign \$170  = \$168  | { 24'h000000, \$169  };
+  assign \$181  = aw_hit ? 2'h0 : 2'h2;
+  assign \$182  = ~ aw_got;
+  assign \$183  = s_axi_control_awvalid & \$182 ;
+  assign \$184  = ~ bvalid;
+  assign \$185  = \$183  & \$184 ;
+  assign \$186  = ! s_axi_control_awaddr[11:2];
+  assign \$187  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$188  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$189  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$190  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$191  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$192  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$193  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$194  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$195  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$196  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$197  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$198  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$199  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$200  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$201  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$202  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$203  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$204  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$205  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$206  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$207  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$208  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$209  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$210  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$211  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$212  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$213  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$214  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$215  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$216  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$217  = ! s_axi_control_awaddr[11:2];
+  assign \$218  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$219  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$220  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$221  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$222  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$223  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$224  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$225  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$226  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$227  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$228  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$229  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$230  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$231  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$232  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$233  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$234  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$235  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$236  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$237  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$238  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$239  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$240  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$241  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$242  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$243  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$244  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$245  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$246  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$247  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$248  = | { \$247 , \$246 , \$245 , \$244 , \$243 , \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228 , \$227 , \$226 , \$225 , \$224 , \$223 , \$222 , \$221 , \$220 , \$219 , \$218 , \$217  };
+  assign \$249  = ~ w_got;
+  assign \$250  = s_axi_control_wvalid & \$249 ;
+  assign \$251  = ~ bvalid;
+  assign \$252  = \$250  & \$251 ;
+  assign \$253  = s_axi_control_wdata & { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+  assign \$254  = bvalid & s_axi_control_bready;
+  assign \$255  = rvalid & s_axi_control_rready;
+  assign \$256  = ctrl_we & w_bits[0];
+  assign \$257  = ctrl_we & w_bits[0];
+  assign \$258  = ~ auto_status;
+  assign \$259  = ap_done & \$258 ;
+  assign \$260  = auto_status & ap_idle;
+  assign \$261  = ~ ctrl_ap_idle_q;
+  assign \$262  = \$260  & \$261 ;
+  assign \$263  = \$259  | \$262 ;
+  assign \$264  = ~ ctrl_rd;
+  assign \$265  = ctrl_ap_done_q & \$264 ;
+  assign \$266  = \$263  | \$265 ;
+  assign \$267  = ~ auto_restart;
+  assign \$268  = ap_ready & \$267 ;
+  assign \$269  = ~ ctrl_rd;
+  assign \$270  = ctrl_ap_ready_q & \$269 ;
+  assign \$271  = \$268  | \$270 ;
+  assign \$272  = ip_ier_ap_done_q & ap_done;
+  assign \$273  = ip_isr_we ? w_bits[0] : 1'h0;
+  assign \$274  = ip_isr_ap_done_q ^ \$273 ;
+  assign \$275  = \$272  | \$274 ;
+  assign \$276  = ip_ier_ap_ready_q & ap_ready;
+  assign \$277  = ip_isr_we ? w_bits[1] : 1'h0;
+  assign \$278  = ip_isr_ap_ready_q ^ \$277 ;
+  assign \$279  = \$276  | \$278 ;
+  assign \$280  = ~ w_mask[7];
+  assign \$281  = auto_restart & \$280 ;
+  assign \$282  = \$281  | w_bits[7];
+  assign \$283  = ~ w_mask[0];
+  assign \$284  = gier_enable_q & \$283 ;
+  assign \$285  = \$284  | w_bits[0];
+  assign \$286  = ~ w_mask[0];
+  assign \$287  = ip_ier_ap_done_q & \$286 ;
+  assign \$288  = \$287  | w_bits[0];
+  assign \$289  = ~ w_mask[1];
+  assign \$290  = ip_ier_ap_ready_q & \$289 ;
+  assign \$291  = \$290  | w_bits[1];
+  assign \$292  = ~ w_mask[3:0];
+  assign \$293  = op_code & \$292 ;
+  assign \$294  = \$293  | w_bits[3:0];
+  assign \$295  = ~ w_mask[8];
+  assign \$296  = op_prng & \$295 ;
+  assign \$297  = \$296  | w_bits[8];
+  assign \$298  = ~ w_mask[9];
+  assign \$299  = op_relaxed & \$298 ;
+  assign \$300  = \$299  | w_bits[9];
+  assign \$301  = ~ w_mask;
+  assign \$302  = batch_size & \$301 ;
+  assign \$303  = \$302  | w_bits;
+  assign \$304  = ~ w_mask;
+  assign \$305  = update_size & \$304 ;
+  assign \$306  = \$305  | w_bits;
+  assign \$307  = ~ w_mask;
+  assign \$308  = seed & \$307 ;
+  assign \$309  = \$308  | w_bits;
+  assign \$310  = ~ w_mask[31:6];
+  assign \$311  = mem_ptr_lo & \$310 ;
+  assign \$312  = \$311  | w_bits[31:6];
+  assign \$313  = ~ w_mask;
+  assign \$314  = mem_ptr_hi & \$313 ;
+  assign \$315  = \$314  | w_bits;
+  assign \$316  = ~ w_mask;
+  assign \$317  = dma_offset & \$316 ;
+  assign \$318  = \$317  | w_bits;
+  assign \$319  = ~ w_mask;
+  assign \$320  = dma_bytes & \$319 ;
+  assign \$321  = \$320  | w_bits;
+  assign \$322  = dma_ctrl_we ? w_bits[0] : 1'h0;
+  assign \$323  = ~ dma_ctrl_start_clear;
+  assign \$324  = dma_ctrl_start & \$323 ;
+  assign \$325  = \$322  | \$324 ;
+  assign \$326  = ~ w_mask[1];
+  assign \$327  = dma_ctrl_dir & \$326 ;
+  assign \$328  = \$327  | w_bits[1];
+  assign \$329  = r_hit ? 2'h0 : 2'h2;
+  assign \$330  = commit & aw_hit;
   always @(posedge clk)
-    aw_got <= \$359 ;
+    aw_got <= \$331 ;
   always @(posedge clk)
-    w_got <= \$360 ;
+    w_got <= \$332 ;
   always @(posedge clk)
-    bvalid <= \$361 ;
+    bvalid <= \$333 ;
   always @(posedge clk)
-    aw_addr_q <= \$362 ;
+    s_axi_control_bresp <= \$334 ;
   always @(posedge clk)
-    w_data_q <= \$363 ;
+    aw_dec <= \$335 ;
   always @(posedge clk)
-    w_strb_q <= \$364 ;
+    aw_hit <= \$336 ;
   always @(posedge clk)
-    rvalid <= \$365 ;
+    w_data <= \$337 ;
   always @(posedge clk)
-    s_axi_control_bresp <= \$366 ;
+    w_strb <= \$338 ;
   always @(posedge clk)
-    auto_status <= \$367 ;
+    w_bits <= \$339 ;
   always @(posedge clk)
-    ap_start <= \$368 ;
+    w_mask <= \$340 ;
   always @(posedge clk)
-    ap_start_write <= \$369 ;
+    rvalid <= \$341 ;
   always @(posedge clk)
-    ctrl_ap_idle_q <= \$370 ;
+    auto_status <= \$342 ;
   always @(posedge clk)
-    ctrl_ap_done_q <= \$371 ;
+    ap_start <= \$343 ;
   always @(posedge clk)
-    ctrl_ap_ready_q <= \$372 ;
+    ap_start_write <= \$344 ;
   always @(posedge clk)
-    ip_isr_ap_done_q <= \$373 ;
+    ctrl_ap_idle_q <= \$345 ;
   always @(posedge clk)
-    ip_isr_ap_ready_q <= \$374 ;
+    ctrl_ap_done_q <= \$346 ;
   always @(posedge clk)
-    auto_restart <= \$375 ;
+    ctrl_ap_ready_q <= \$347 ;
   always @(posedge clk)
-    gier_enable_q <= \$376 ;
+    ip_isr_ap_done_q <= \$348 ;
   always @(posedge clk)
-    ip_ier_ap_done_q <= \$377 ;
+    ip_isr_ap_ready_q <= \$349 ;
   always @(posedge clk)
-    ip_ier_ap_ready_q <= \$378 ;
+    auto_restart <= \$350 ;
   always @(posedge clk)
-    op_code <= \$379 ;
+    gier_enable_q <= \$351 ;
   always @(posedge clk)
-    op_prng <= \$380 ;
+    ip_ier_ap_done_q <= \$352 ;
   always @(posedge clk)
-    op_relaxed <= \$381 ;
+    ip_ier_ap_ready_q <= \$353 ;
   always @(posedge clk)
-    batch_size <= \$382 ;
+    op_code <= \$354 ;
   always @(posedge clk)
-    update_size <= \$383 ;
+    op_prng <= \$355 ;
   always @(posedge clk)
-    seed <= \$384 ;
+    op_relaxed <= \$356 ;
   always @(posedge clk)
-    mem_ptr_lo <= \$385 ;
+    batch_size <= \$357 ;
   always @(posedge clk)
-    mem_ptr_hi <= \$386 ;
+    update_size <= \$358 ;
   always @(posedge clk)
-    dma_offset <= \$387 ;
+    seed <= \$359 ;
   always @(posedge clk)
-    dma_bytes <= \$388 ;
+    mem_ptr_lo <= \$360 ;
   always @(posedge clk)
-    dma_ctrl_start <= \$389 ;
+    mem_ptr_hi <= \$361 ;
   always @(posedge clk)
-    dma_ctrl_dir <= \$390 ;
+    dma_offset <= \$362 ;
   always @(posedge clk)
-    s_axi_control_rdata <= \$391 ;
+    dma_bytes <= \$363 ;
   always @(posedge clk)
-    s_axi_control_rresp <= \$392 ;
+    dma_ctrl_start <= \$364 ;
   always @(posedge clk)
-    op_wr_pulse <= \$393 ;
+    dma_ctrl_dir <= \$365 ;
   always @(posedge clk)
-    batch_size_wr_pulse <= \$394 ;
+    s_axi_control_rdata <= \$366 ;
   always @(posedge clk)
-    update_size_wr_pulse <= \$395 ;
+    s_axi_control_rresp <= \$367 ;
   always @(posedge clk)
-    seed_wr_pulse <= \$396 ;
+    op_wr_pulse <= \$368 ;
   always @(posedge clk)
-    status_wr_pulse <= \$397 ;
+    batch_size_wr_pulse <= \$369 ;
   always @(posedge clk)
-    cycles_wr_pulse <= \$398 ;
+    update_size_wr_pulse <= \$370 ;
   always @(posedge clk)
-    response_cycles_wr_pulse <= \$399 ;
+    seed_wr_pulse <= \$371 ;
   always @(posedge clk)
-    total_lo_wr_pulse <= \$400 ;
+    status_wr_pulse <= \$372 ;
   always @(posedge clk)
-    total_hi_wr_pulse <= \$401 ;
+    cycles_wr_pulse <= \$373 ;
   always @(posedge clk)
-    max_priority_lo_wr_pulse <= \$402 ;
+    response_cycles_wr_pulse <= \$374 ;
   always @(posedge clk)
-    max_priority_hi_wr_pulse <= \$403 ;
+    total_lo_wr_pulse <= \$375 ;
   always @(posedge clk)
-    size_wr_pulse <= \$404 ;
+    total_hi_wr_pulse <= \$376 ;
   always @(posedge clk)
-    write_pointer_wr_pulse <= \$405 ;
+    max_priority_lo_wr_pulse <= \$377 ;
   always @(posedge clk)
-    hw_capacity_wr_pulse <= \$406 ;
+    max_priority_hi_wr_pulse <= \$378 ;
   always @(posedge clk)
-    hw_tree_wr_pulse <= \$407 ;
+    size_wr_pulse <= \$379 ;
   always @(posedge clk)
-    hw_format_wr_pulse <= \$408 ;
+    write_pointer_wr_pulse <= \$380 ;
   always @(posedge clk)
-    hw_max_batch_wr_pulse <= \$409 ;
+    hw_capacity_wr_pulse <= \$381 ;
   always @(posedge clk)
-    mem_ptr_lo_wr_pulse <= \$410 ;
+    hw_tree_wr_pulse <= \$382 ;
   always @(posedge clk)
-    mem_ptr_hi_wr_pulse <= \$411 ;
+    hw_format_wr_pulse <= \$383 ;
   always @(posedge clk)
-    dma_offset_wr_pulse <= \$412 ;
+    hw_max_batch_wr_pulse <= \$384 ;
   always @(posedge clk)
-    dma_bytes_wr_pulse <= \$413 ;
+    mem_ptr_lo_wr_pulse <= \$385 ;
   always @(posedge clk)
-    dma_ctrl_wr_pulse <= \$414 ;
+    mem_ptr_hi_wr_pulse <= \$386 ;
   always @(posedge clk)
-    dma_status_wr_pulse <= \$415 ;
+    dma_offset_wr_pulse <= \$387 ;
   always @(posedge clk)
-    dma_cycles_wr_pulse <= \$416 ;
+    dma_bytes_wr_pulse <= \$388 ;
   always @(posedge clk)
-    dma_window_wr_pulse <= \$417 ;
+    dma_ctrl_wr_pulse <= \$389 ;
   always @(posedge clk)
-    dma_align_wr_pulse <= \$418 ;
+    dma_status_wr_pulse <= \$390 ;
   always @(posedge clk)
-    shell_version_wr_pulse <= \$419 ;
+    dma_cycles_wr_pulse <= \$391 ;
   always @(posedge clk)
-    wr_data <= \$420 ;
+    dma_window_wr_pulse <= \$392 ;
   always @(posedge clk)
-    wr_strb <= \$421 ;
+    dma_align_wr_pulse <= \$393 ;
+  always @(posedge clk)
+    shell_version_wr_pulse <= \$394 ;
+  always @(posedge clk)
+    wr_data <= \$395 ;
+  always @(posedge clk)
+    wr_strb <= \$396 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[11:2])
       10'h000:
-          r_value = \$150 ;
+          r_value = \$78 ;
       10'h001:
-          r_value = \$152 ;
+          r_value = \$80 ;
       10'h002:
-          r_value = \$156 ;
+          r_value = \$84 ;
       10'h003:
-          r_value = \$160 ;
+          r_value = \$88 ;
       10'h004:
-          r_value = \$166 ;
+          r_value = \$94 ;
       10'h005:
-          r_value = \$168 [31:0];
+          r_value = \$96 [31:0];
       10'h006:
-          r_value = \$170 [31:0];
+          r_value = \$98 [31:0];
       10'h007:
-          r_value = \$172 [31:0];
+          r_value = \$100 [31:0];
       10'h008:
-          r_value = \$184 ;
+          r_value = \$112 ;
       10'h009:
-          r_value = \$186 [31:0];
+          r_value = \$114 [31:0];
       10'h00a:
-          r_value = \$188 [31:0];
+          r_value = \$116 [31:0];
       10'h00b:
-          r_value = \$190 [31:0];
+          r_value = \$118 [31:0];
       10'h00c:
-          r_value = \$192 [31:0];
+          r_value = \$120 [31:0];
       10'h00d:
-          r_value = \$194 [31:0];
+          r_value = \$122 [31:0];
       10'h00e:
-          r_value = \$196 [31:0];
+          r_value = \$124 [31:0];
       10'h00f:
-          r_value = \$198 [31:0];
+          r_value = \$126 [31:0];
       10'h010:
-          r_value = \$200 [31:0];
+          r_value = \$128 [31:0];
       10'h011:
-          r_value = \$202 [31:0];
+          r_value = \$130 [31:0];
       10'h012:
-          r_value = \$208 [31:0];
+          r_value = \$136 [31:0];
       10'h013:
-          r_value = \$216 [31:0];
+          r_value = \$144 [31:0];
       10'h014:
-          r_value = \$218 [31:0];
+          r_value = \$146 [31:0];
       10'h015:
-          r_value = \$220 [31:0];
+          r_value = \$148 [31:0];
       10'h016:
-          r_value = \$222 [31:0];
+          r_value = \$150 [31:0];
       10'h017:
-          r_value = \$224 [31:0];
+          r_value = \$152 [31:0];
       10'h018:
-          r_value = \$226 [31:0];
+          r_value = \$154 [31:0];
       10'h019:
-          r_value = \$230 ;
+          r_value = \$158 ;
       10'h01a:
-          r_value = \$242 ;
+          r_value = \$170 ;
       10'h01b:
-          r_value = \$244 [31:0];
+          r_value = \$172 [31:0];
       10'h01c:
-          r_value = \$246 [31:0];
+          r_value = \$174 [31:0];
       10'h01d:
-          r_value = \$250 [31:0];
+          r_value = \$178 [31:0];
       10'h01e:
-          r_value = \$252 [31:0];
+          r_value = \$180 [31:0];
       default:
           r_value = 32'd0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$359  = aw_got;
-    (* full_case = 32'd1 *)
+    \$331  = aw_got;
     if (commit) begin
-      \$359  = 1'h0;
-    end else begin
-      if (\$256 ) begin
-        \$359  = 1'h1;
-      end
+      \$331  = 1'h0;
+    end
+    if (\$185 ) begin
+      \$331  = 1'h1;
     end
     if (rst) begin
-      \$359  = 1'h0;
+      \$331  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$360  = w_got;
-    (* full_case = 32'd1 *)
+    \$332  = w_got;
     if (commit) begin
-      \$360  = 1'h0;
-    end else begin
-      if (\$260 ) begin
-        \$360  = 1'h1;
-      end
+      \$332  = 1'h0;
+    end
+    if (\$252 ) begin
+      \$332  = 1'h1;
     end
     if (rst) begin
-      \$360  = 1'h0;
+      \$332  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$361  = bvalid;
+    \$333  = bvalid;
     if (commit) begin
-      \$361  = 1'h1;
+      \$333  = 1'h1;
     end
-    if (\$261 ) begin
-      \$361  = 1'h0;
+    if (\$254 ) begin
+      \$333  = 1'h0;
     end
     if (rst) begin
-      \$361  = 1'h0;
+      \$333  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$362  = aw_addr_q;
-    (* full_case = 32'd1 *)
+    \$334  = s_axi_control_bresp;
     if (commit) begin
-    end else begin
-      if (\$256 ) begin
-        \$362  = s_axi_control_awaddr;
-      end
+      \$334  = \$181 ;
     end
     if (rst) begin
-      \$362  = 12'h000;
+      \$334  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$363  = w_data_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$260 ) begin
-        \$363  = s_axi_control_wdata;
-      end
+    \$335  = aw_dec;
+    if (\$185 ) begin
+      \$335  = { \$216 , \$215 , \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206 , \$205 , \$204 , \$203 , \$202 , \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187 , \$186  };
+    end
+    if (rst) begin
+      \$335  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$336  = aw_hit;
+    if (\$185 ) begin
+      \$336  = \$248 ;
+    end
+    if (rst) begin
+      \$336  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$337  = w_data;
+    if (\$252 ) begin
+      \$337  = s_axi_control_wdata;
+    end
+    if (rst) begin
+      \$337  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$338  = w_strb;
+    if (\$252 ) begin
+      \$338  = s_axi_control_wstrb;
+    end
+    if (rst) begin
+      \$338  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$339  = w_bits;
+    if (\$252 ) begin
+      \$339  = \$253 ;
+    end
+    if (rst) begin
+      \$339  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$340  = w_mask;
+    if (\$252 ) begin
+      \$340  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
+    end
+    if (rst) begin
+      \$340  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$341  = rvalid;
+    if (\$255 ) begin
+      \$341  = 1'h0;
+    end
+    if (ar_hs) begin
+      \$341  = 1'h1;
+    end
+    if (rst) begin
+      \$341  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$342  = auto_status;
+    if (auto_restart) begin
+      \$342  = 1'h1;
+    end else if (ap_idle) begin
+      \$342  = 1'h0;
+    end
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$343  = ap_start;
+    if (\$256 ) begin
+      \$343  = 1'h1;
+    end else if (ap_ready) begin
+      \$343  = auto_restart;
+    end else if (ap_start_refuse) begin
+      \$343  = 1'h0;
+    end
+    if (rst) begin
+      \$343  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$344  = \$257 ;
+    if (rst) begin
+      \$344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$345  = ap_idle;
+    if (rst) begin
+      \$345  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$346  = \$266 ;
+    if (rst) begin
+      \$346  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$347  = \$271 ;
+    if (rst) begin
+      \$347  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$348  = \$275 ;
+    if (rst) begin
+      \$348  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$349  = \$279 ;
+    if (rst) begin
+      \$349  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$350  = auto_restart;
+    if (ctrl_we) begin
+      \$350  = \$282 ;
+    end
+    if (rst) begin
+      \$350  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$351  = gier_enable_q;
+    if (gier_we) begin
+      \$351  = \$285 ;
+    end
+    if (rst) begin
+      \$351  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$352  = ip_ier_ap_done_q;
+    if (ip_ier_we) begin
+      \$352  = \$288 ;
+    end
+    if (rst) begin
+      \$352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$353  = ip_ier_ap_ready_q;
+    if (ip_ier_we) begin
+      \$353  = \$291 ;
+    end
+    if (rst) begin
+      \$353  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$354  = op_code;
+    if (op_we) begin
+      \$354  = \$294 ;
+    end
+    if (rst) begin
+      \$354  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$355  = op_prng;
+    if (op_we) begin
+      \$355  = \$297 ;
+    end
+    if (rst) begin
+      \$355  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$356  = op_relaxed;
+    if (op_we) begin
+      \$356  = \$300 ;
+    end
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$357  = batch_size;
+    if (batch_size_we) begin
+      \$357  = \$303 ;
+    end
+    if (rst) begin
+      \$357  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$358  = update_size;
+    if (update_size_we) begin
+      \$358  = \$306 ;
+    end
+    if (rst) begin
+      \$358  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$359  = seed;
+    if (seed_we) begin
+      \$359  = \$309 ;
+    end
+    if (rst) begin
+      \$359  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$360  = mem_ptr_lo;
+    if (mem_ptr_lo_we) begin
+      \$360  = \$312 ;
+    end
+    if (rst) begin
+      \$360  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$361  = mem_ptr_hi;
+    if (mem_ptr_hi_we) begin
+      \$361  = \$315 ;
+    end
+    if (rst) begin
+      \$361  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$362  = dma_offset;
+    if (dma_offset_we) begin
+      \$362  = \$318 ;
+    end
+    if (rst) begin
+      \$362  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$363  = dma_bytes;
+    if (dma_bytes_we) begin
+      \$363  = \$321 ;
     end
     if (rst) begin
       \$363  = 32'd0;
@@ -14915,498 +15147,252 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$364  = w_strb_q;
-    (* full_case = 32'd1 *)
-    if (commit) begin
-    end else begin
-      if (\$260 ) begin
-        \$364  = s_axi_control_wstrb;
-      end
-    end
+    \$364  = \$325 ;
     if (rst) begin
-      \$364  = 4'h0;
+      \$364  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$365  = rvalid;
-    if (\$262 ) begin
+    \$365  = dma_ctrl_dir;
+    if (dma_ctrl_we) begin
+      \$365  = \$328 ;
+    end
+    if (rst) begin
       \$365  = 1'h0;
     end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$366  = s_axi_control_rdata;
     if (ar_hs) begin
-      \$365  = 1'h1;
+      \$366  = r_value;
     end
     if (rst) begin
-      \$365  = 1'h0;
+      \$366  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$366  = s_axi_control_bresp;
-    if (commit) begin
-      \$366  = \$263 ;
+    \$367  = s_axi_control_rresp;
+    if (ar_hs) begin
+      \$367  = \$329 ;
     end
     if (rst) begin
-      \$366  = 2'h0;
+      \$367  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$367  = auto_status;
-    if (auto_restart) begin
-      \$367  = 1'h1;
-    end else if (ap_idle) begin
-      \$367  = 1'h0;
-    end
-    if (rst) begin
-      \$367  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$368  = ap_start;
-    if (\$265 ) begin
-      \$368  = 1'h1;
-    end else if (ap_ready) begin
-      \$368  = auto_restart;
-    end else if (ap_start_refuse) begin
-      \$368  = 1'h0;
-    end
+    \$368  = op_we;
     if (rst) begin
       \$368  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$369  = \$267 ;
+    \$369  = batch_size_we;
     if (rst) begin
       \$369  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$370  = ap_idle;
+    \$370  = update_size_we;
     if (rst) begin
       \$370  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$371  = \$276 ;
+    \$371  = seed_we;
     if (rst) begin
       \$371  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$372  = \$281 ;
+    \$372  = status_we;
     if (rst) begin
       \$372  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$373  = \$286 ;
+    \$373  = cycles_we;
     if (rst) begin
       \$373  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$374  = \$291 ;
+    \$374  = response_cycles_we;
     if (rst) begin
       \$374  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$375  = auto_restart;
-    if (ctrl_we) begin
-      \$375  = \$295 ;
-    end
+    \$375  = total_lo_we;
     if (rst) begin
       \$375  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$376  = gier_enable_q;
-    if (gier_we) begin
-      \$376  = \$299 ;
-    end
+    \$376  = total_hi_we;
     if (rst) begin
       \$376  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$377  = ip_ier_ap_done_q;
-    if (ip_ier_we) begin
-      \$377  = \$303 ;
-    end
+    \$377  = max_priority_lo_we;
     if (rst) begin
       \$377  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$378  = ip_ier_ap_ready_q;
-    if (ip_ier_we) begin
-      \$378  = \$307 ;
-    end
+    \$378  = max_priority_hi_we;
     if (rst) begin
       \$378  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$379  = op_code;
-    if (op_we) begin
-      \$379  = \$311 ;
-    end
+    \$379  = size_we;
     if (rst) begin
-      \$379  = 4'h0;
+      \$379  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$380  = op_prng;
-    if (op_we) begin
-      \$380  = \$315 ;
-    end
+    \$380  = write_pointer_we;
     if (rst) begin
       \$380  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$381  = op_relaxed;
-    if (op_we) begin
-      \$381  = \$319 ;
-    end
+    \$381  = hw_capacity_we;
     if (rst) begin
       \$381  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$382  = batch_size;
-    if (batch_size_we) begin
-      \$382  = \$323 ;
-    end
+    \$382  = hw_tree_we;
     if (rst) begin
-      \$382  = 32'd0;
+      \$382  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$383  = update_size;
-    if (update_size_we) begin
-      \$383  = \$327 ;
-    end
+    \$383  = hw_format_we;
     if (rst) begin
-      \$383  = 32'd0;
+      \$383  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$384  = seed;
-    if (seed_we) begin
-      \$384  = \$331 ;
-    end
+    \$384  = hw_max_batch_we;
     if (rst) begin
-      \$384  = 32'd0;
+      \$384  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$385  = mem_ptr_lo;
-    if (mem_ptr_lo_we) begin
-      \$385  = \$335 ;
-    end
+    \$385  = mem_ptr_lo_we;
     if (rst) begin
-      \$385  = 26'h0000000;
+      \$385  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$386  = mem_ptr_hi;
-    if (mem_ptr_hi_we) begin
-      \$386  = \$339 ;
-    end
+    \$386  = mem_ptr_hi_we;
     if (rst) begin
-      \$386  = 32'd0;
+      \$386  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$387  = dma_offset;
-    if (dma_offset_we) begin
-      \$387  = \$343 ;
-    end
+    \$387  = dma_offset_we;
     if (rst) begin
-      \$387  = 32'd0;
+      \$387  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$388  = dma_bytes;
-    if (dma_bytes_we) begin
-      \$388  = \$347 ;
-    end
+    \$388  = dma_bytes_we;
     if (rst) begin
-      \$388  = 32'd0;
+      \$388  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$389  = \$352 ;
+    \$389  = dma_ctrl_we;
     if (rst) begin
       \$389  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$390  = dma_ctrl_dir;
-    if (dma_ctrl_we) begin
-      \$390  = \$356 ;
-    end
+    \$390  = dma_status_we;
     if (rst) begin
       \$390  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$391  = s_axi_control_rdata;
-    if (ar_hs) begin
-      \$391  = r_value;
-    end
+    \$391  = dma_cycles_we;
     if (rst) begin
-      \$391  = 32'd0;
+      \$391  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$392  = s_axi_control_rresp;
-    if (ar_hs) begin
-      \$392  = \$357 ;
-    end
+    \$392  = dma_window_we;
     if (rst) begin
-      \$392  = 2'h0;
+      \$392  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$393  = op_we;
+    \$393  = dma_align_we;
     if (rst) begin
       \$393  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$394  = batch_size_we;
+    \$394  = shell_version_we;
     if (rst) begin
       \$394  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$395  = update_size_we;
+    \$395  = wr_data;
+    if (\$330 ) begin
+      \$395  = w_data;
+    end
     if (rst) begin
-      \$395  = 1'h0;
+      \$395  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$396  = seed_we;
-    if (rst) begin
-      \$396  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$397  = status_we;
-    if (rst) begin
-      \$397  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$398  = cycles_we;
-    if (rst) begin
-      \$398  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$399  = response_cycles_we;
-    if (rst) begin
-      \$399  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$400  = total_lo_we;
-    if (rst) begin
-      \$400  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$401  = total_hi_we;
-    if (rst) begin
-      \$401  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$402  = max_priority_lo_we;
-    if (rst) begin
-      \$402  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$403  = max_priority_hi_we;
-    if (rst) begin
-      \$403  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$404  = size_we;
-    if (rst) begin
-      \$404  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$405  = write_pointer_we;
-    if (rst) begin
-      \$405  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$406  = hw_capacity_we;
-    if (rst) begin
-      \$406  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$407  = hw_tree_we;
-    if (rst) begin
-      \$407  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$408  = hw_format_we;
-    if (rst) begin
-      \$408  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$409  = hw_max_batch_we;
-    if (rst) begin
-      \$409  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$410  = mem_ptr_lo_we;
-    if (rst) begin
-      \$410  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$411  = mem_ptr_hi_we;
-    if (rst) begin
-      \$411  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$412  = dma_offset_we;
-    if (rst) begin
-      \$412  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$413  = dma_bytes_we;
-    if (rst) begin
-      \$413  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$414  = dma_ctrl_we;
-    if (rst) begin
-      \$414  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$415  = dma_status_we;
-    if (rst) begin
-      \$415  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$416  = dma_cycles_we;
-    if (rst) begin
-      \$416  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$417  = dma_window_we;
-    if (rst) begin
-      \$417  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$418  = dma_align_we;
-    if (rst) begin
-      \$418  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$419  = shell_version_we;
-    if (rst) begin
-      \$419  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$420  = wr_data;
-    if (\$358 ) begin
-      \$420  = w_data;
+    \$396  = wr_strb;
+    if (\$330 ) begin
+      \$396  = w_strb;
     end
     if (rst) begin
-      \$420  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$421  = wr_strb;
-    if (\$358 ) begin
-      \$421  = w_strb;
-    end
-    if (rst) begin
-      \$421  = 4'h0;
+      \$396  = 4'h0;
     end
   end
   assign s_axi_control_bvalid = bvalid;
   assign bresp = s_axi_control_bresp;
-  assign w_mask = { w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3], w_strb[3:2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2], w_strb[2:1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1], w_strb[1:0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0], w_strb[0] };
   assign s_axi_control_rvalid = rvalid;
   assign rdata = s_axi_control_rdata;
   assign rresp = s_axi_control_rresp;
@@ -15424,145 +15410,145 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3001$0 [31:0];
-  assign total_hi = { 16'h0000, \port$3001$0 [47:32] };
+  assign total_lo = \port$3022$0 [31:0];
+  assign total_hi = { 16'h0000, \port$3022$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2971$0  };
-  assign write_pointer = { 16'h0000, \port$2969$0  };
-  assign \$141  = { 1'h0, ap_start };
-  assign \$142  = { 30'h00000000, \$141  };
-  assign \$143  = { ctrl_ap_done_q, 1'h0 };
-  assign \$145  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
-  assign \$147  = { ctrl_ap_ready_q, 3'h0 };
-  assign \$149  = { auto_restart, 7'h00 };
-  assign \$151  = { 1'h0, gier_enable_q };
-  assign \$152  = { 30'h00000000, \$151  };
-  assign \$153  = { 1'h0, ip_ier_ap_done_q };
-  assign \$154  = { 30'h00000000, \$153  };
-  assign \$155  = { ip_ier_ap_ready_q, 1'h0 };
-  assign \$157  = { 1'h0, ip_isr_ap_done_q };
-  assign \$158  = { 30'h00000000, \$157  };
-  assign \$159  = { ip_isr_ap_ready_q, 1'h0 };
-  assign \$161  = { 1'h0, op_code };
-  assign \$162  = { 27'h0000000, \$161  };
-  assign \$163  = { 7'h00, op_prng, 8'h00 };
-  assign \$165  = { 6'h00, op_relaxed, 9'h000 };
-  assign \$167  = { 1'h0, batch_size };
-  assign \$168  = \$167 ;
-  assign \$169  = { 1'h0, update_size };
-  assign \$170  = \$169 ;
-  assign \$171  = { 1'h0, seed };
+  assign size = { 15'h0000, \port$2992$0  };
+  assign write_pointer = { 16'h0000, \port$2990$0  };
+  assign \$69  = { 1'h0, ap_start };
+  assign \$70  = { 30'h00000000, \$69  };
+  assign \$71  = { ctrl_ap_done_q, 1'h0 };
+  assign \$73  = { 1'h0, ctrl_ap_idle_q, 2'h0 };
+  assign \$75  = { ctrl_ap_ready_q, 3'h0 };
+  assign \$77  = { auto_restart, 7'h00 };
+  assign \$79  = { 1'h0, gier_enable_q };
+  assign \$80  = { 30'h00000000, \$79  };
+  assign \$81  = { 1'h0, ip_ier_ap_done_q };
+  assign \$82  = { 30'h00000000, \$81  };
+  assign \$83  = { ip_ier_ap_ready_q, 1'h0 };
+  assign \$85  = { 1'h0, ip_isr_ap_done_q };
+  assign \$86  = { 30'h00000000, \$85  };
+  assign \$87  = { ip_isr_ap_ready_q, 1'h0 };
+  assign \$89  = { 1'h0, op_code };
+  assign \$90  = { 27'h0000000, \$89  };
+  assign \$91  = { 7'h00, op_prng, 8'h00 };
+  assign \$93  = { 6'h00, op_relaxed, 9'h000 };
+  assign \$95  = { 1'h0, batch_size };
+  assign \$96  = \$95 ;
+  assign \$97  = { 1'h0, update_size };
+  assign \$98  = \$97 ;
+  assign \$99  = { 1'h0, seed };
+  assign \$100  = \$99 ;
+  assign \$101  = { 1'h0, status_error };
+  assign \$102  = { 29'h00000000, \$101  };
+  assign \$103  = { 7'h00, status_empty, 8'h00 };
+  assign \$105  = { 6'h00, status_saturated, 9'h000 };
+  assign \$107  = { 5'h00, status_invalid_index, 10'h000 };
+  assign \$109  = { 4'h0, status_start_refused, 11'h000 };
+  assign \$111  = { 3'h0, status_tree_busy, 12'h000 };
+  assign \$113  = { 1'h0, cycles };
+  assign \$114  = \$113 ;
+  assign \$115  = { 1'h0, response_cycles };
+  assign \$116  = \$115 ;
+  assign \$117  = { 1'h0, \port$3022$0 [31:0] };
+  assign \$118  = \$117 ;
+  assign \$119  = { 17'h00000, \port$3022$0 [47:32] };
+  assign \$120  = \$119 ;
+  assign \$121  = { 1'h0, max_priority_lo };
+  assign \$122  = \$121 ;
+  assign \$123  = 33'h000000000;
+  assign \$124  = \$123 ;
+  assign \$125  = { 16'h0000, \port$2992$0  };
+  assign \$126  = \$125 ;
+  assign \$127  = { 17'h00000, \port$2990$0  };
+  assign \$128  = \$127 ;
+  assign \$129  = 33'h000010000;
+  assign \$130  = \$129 ;
+  assign \$131  = 9'h010;
+  assign \$132  = { 23'h000000, \$131  };
+  assign \$133  = 23'h000400;
+  assign \$135  = 39'h0000230000;
+  assign \$137  = 9'h020;
+  assign \$138  = { 23'h000000, \$137  };
+  assign \$139  = 23'h001000;
+  assign \$141  = 39'h0000080000;
+  assign \$143  = 39'h0020000000;
+  assign \$145  = 33'h000001000;
+  assign \$146  = \$145 ;
+  assign \$147  = { 1'h0, mem_ptr_lo, 6'h00 };
+  assign \$148  = \$147 ;
+  assign \$149  = { 1'h0, mem_ptr_hi };
+  assign \$150  = \$149 ;
+  assign \$151  = { 1'h0, dma_offset };
+  assign \$152  = \$151 ;
+  assign \$153  = { 1'h0, dma_bytes };
+  assign \$154  = \$153 ;
+  assign \$155  = { 1'h0, dma_ctrl_start };
+  assign \$156  = { 30'h00000000, \$155  };
+  assign \$157  = { dma_ctrl_dir, 1'h0 };
+  assign \$159  = { 1'h0, dma_status_busy };
+  assign \$160  = { 30'h00000000, \$159  };
+  assign \$161  = { dma_status_done, 1'h0 };
+  assign \$163  = { 1'h0, dma_status_read_error, 2'h0 };
+  assign \$165  = { dma_status_write_error, 3'h0 };
+  assign \$167  = { 3'h0, dma_status_locked, 4'h0 };
+  assign \$169  = { 2'h0, dma_status_range, 5'h00 };
+  assign \$171  = { 1'h0, dma_cycles };
   assign \$172  = \$171 ;
-  assign \$173  = { 1'h0, status_error };
-  assign \$174  = { 29'h00000000, \$173  };
-  assign \$175  = { 7'h00, status_empty, 8'h00 };
-  assign \$177  = { 6'h00, status_saturated, 9'h000 };
-  assign \$179  = { 5'h00, status_invalid_index, 10'h000 };
-  assign \$181  = { 4'h0, status_start_refused, 11'h000 };
-  assign \$183  = { 3'h0, status_tree_busy, 12'h000 };
-  assign \$185  = { 1'h0, cycles };
-  assign \$186  = \$185 ;
-  assign \$187  = { 1'h0, response_cycles };
-  assign \$188  = \$187 ;
-  assign \$189  = { 1'h0, \port$3001$0 [31:0] };
-  assign \$190  = \$189 ;
-  assign \$191  = { 17'h00000, \port$3001$0 [47:32] };
-  assign \$192  = \$191 ;
-  assign \$193  = { 1'h0, max_priority_lo };
-  assign \$194  = \$193 ;
-  assign \$195  = 33'h000000000;
-  assign \$196  = \$195 ;
-  assign \$197  = { 16'h0000, \port$2971$0  };
-  assign \$198  = \$197 ;
-  assign \$199  = { 17'h00000, \port$2969$0  };
-  assign \$200  = \$199 ;
-  assign \$201  = 33'h000010000;
-  assign \$202  = \$201 ;
-  assign \$203  = 9'h010;
-  assign \$204  = { 23'h000000, \$203  };
-  assign \$205  = 23'h000400;
-  assign \$207  = 39'h0000230000;
-  assign \$209  = 9'h020;
-  assign \$210  = { 23'h000000, \$209  };
-  assign \$211  = 23'h001000;
-  assign \$213  = 39'h0000080000;
-  assign \$215  = 39'h0020000000;
-  assign \$217  = 33'h000001000;
-  assign \$218  = \$217 ;
-  assign \$219  = { 1'h0, mem_ptr_lo, 6'h00 };
-  assign \$220  = \$219 ;
-  assign \$221  = { 1'h0, mem_ptr_hi };
-  assign \$222  = \$221 ;
-  assign \$223  = { 1'h0, dma_offset };
-  assign \$224  = \$223 ;
-  assign \$225  = { 1'h0, dma_bytes };
-  assign \$226  = \$225 ;
-  assign \$227  = { 1'h0, dma_ctrl_start };
-  assign \$228  = { 30'h00000000, \$227  };
-  assign \$229  = { dma_ctrl_dir, 1'h0 };
-  assign \$231  = { 1'h0, dma_status_busy };
-  assign \$232  = { 30'h00000000, \$231  };
-  assign \$233  = { dma_status_done, 1'h0 };
-  assign \$235  = { 1'h0, dma_status_read_error, 2'h0 };
-  assign \$237  = { dma_status_write_error, 3'h0 };
-  assign \$239  = { 3'h0, dma_status_locked, 4'h0 };
-  assign \$241  = { 2'h0, dma_status_range, 5'h00 };
-  assign \$243  = { 1'h0, dma_cycles };
-  assign \$244  = \$243 ;
-  assign \$245  = 33'h000028000;
-  assign \$246  = \$245 ;
-  assign \$247  = 17'h00040;
-  assign \$248  = { 15'h0000, \$247  };
-  assign \$249  = 47'h000000080000;
-  assign \$251  = 33'h000000001;
-  assign \$252  = \$251 ;
-  assign \$206  = 32'd1040;
-  assign \$208  = 39'h0000230410;
-  assign \$212  = 32'd4128;
-  assign \$214  = 39'h0000081020;
-  assign \$216  = 39'h0020081020;
-  assign \$250  = 47'h000000080040;
+  assign \$173  = 33'h000028000;
+  assign \$174  = \$173 ;
+  assign \$175  = 17'h00040;
+  assign \$176  = { 15'h0000, \$175  };
+  assign \$177  = 47'h000000080000;
+  assign \$179  = 33'h000000001;
+  assign \$180  = \$179 ;
+  assign \$134  = 32'd1040;
+  assign \$136  = 39'h0000230410;
+  assign \$140  = 32'd4128;
+  assign \$142  = 39'h0000081020;
+  assign \$144  = 39'h0020081020;
+  assign \$178  = 47'h000000080040;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$606$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2497$0 , \port$2498$0 , \port$2499$0 , \port$2500$0 , \port$2501$0 
-, \port$2502$0 , \port$2503$0 , m_axi_gmem_wvalid, mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, clk);
+module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$571$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2449$0 , \port$2450$0 , \port$2451$0 , \port$2452$0 , \port$2453$0 
+, \port$2454$0 , \port$2455$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$12  = 1'h1;
 `endif
 `endif
-  wire [7:0] \$1 ;
+  wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire [15:0] \$101 ;
-  wire [16:0] \$102 ;
-  wire [16:0] \$103 ;
+  wire \$101 ;
+  wire [5:0] \$102 ;
+  wire [7:0] \$103 ;
   wire \$104 ;
-  wire \$105 ;
+  wire [15:0] \$105 ;
   wire \$106 ;
-  wire \$107 ;
-  wire \$108 ;
+  wire [9:0] \$107 ;
+  wire [9:0] \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire \$111 ;
-  wire [15:0] \$112 ;
-  wire [16:0] \$113 ;
-  wire [16:0] \$114 ;
+  wire [5:0] \$111 ;
+  wire \$112 ;
+  wire [5:0] \$113 ;
+  wire \$114 ;
   wire \$115 ;
-  wire [3:0] \$116 ;
-  wire [3:0] \$117 ;
-  wire [64:0] \$118 ;
-  wire [16:0] \$119 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
   wire \$120 ;
-  wire [8:0] \$121 ;
-  wire [9:0] \$122 ;
+  wire \$121 ;
+  wire [8:0] \$122 ;
   wire \$123 ;
-  wire [15:0] \$124 ;
-  wire [16:0] \$125 ;
+  wire [7:0] \$124 ;
+  wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
@@ -15572,33 +15558,33 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [15:0] \$134 ;
+  wire [2:0] \$135 ;
+  wire [2:0] \$136 ;
   wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [2:0] \$138 ;
+  wire [2:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
+  wire [2:0] \$142 ;
+  wire [2:0] \$143 ;
   wire \$144 ;
-  wire \$145 ;
-  wire \$146 ;
-  wire \$147 ;
+  wire [3:0] \$145 ;
+  wire [3:0] \$146 ;
+  wire [2:0] \$147 ;
   wire [2:0] \$148 ;
-  wire [2:0] \$149 ;
+  wire \$149 ;
   wire \$15 ;
   wire \$150 ;
-  wire \$151 ;
+  wire [16:0] \$151 ;
   wire \$152 ;
-  wire [2:0] \$153 ;
-  wire [2:0] \$154 ;
-  wire \$155 ;
-  wire \$156 ;
+  wire \$153 ;
+  wire [7:0] \$154 ;
+  wire [16:0] \$155 ;
+  wire [9:0] \$156 ;
   wire \$157 ;
-  wire \$158 ;
+  wire [2:0] \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
@@ -15606,179 +15592,295 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
-  wire [3:0] \$165 ;
-  wire [3:0] \$166 ;
+  wire \$165 ;
+  wire \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
-  wire \$17 ;
+  wire [63:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
-  wire [3:0] \$175 ;
-  wire [3:0] \$176 ;
+  wire \$175 ;
+  wire \$176 ;
   wire \$177 ;
-  wire \$178 ;
-  wire \$179 ;
+  wire [2:0] \$178 ;
+  wire [2:0] \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire [16:0] \$183 ;
-  wire [16:0] \$184 ;
-  wire [15:0] \$185 ;
-  wire [15:0] \$186 ;
-  wire [16:0] \$187 ;
-  wire [16:0] \$188 ;
+  wire [2:0] \$182 ;
+  wire [2:0] \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire \$187 ;
+  wire \$188 ;
   wire \$189 ;
-  wire \$19 ;
+  wire [63:0] \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
+  wire [3:0] \$192 ;
+  wire [3:0] \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  reg \$199 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg \$200 ;
-  reg [63:0] \$201 ;
-  reg [7:0] \$202 ;
-  reg [15:0] \$203 ;
-  reg \$204 ;
-  reg [63:0] \$205 ;
-  reg [2:0] \$206 ;
-  reg [14:0] \$207 ;
-  reg [2:0] \$208 ;
-  reg \$209 ;
-  wire \$21 ;
-  reg [511:0] \$210 ;
-  reg [2:0] \$211 ;
-  reg [15:0] \$212 ;
-  reg \$213 ;
-  reg \$214 ;
-  reg [15:0] \$215 ;
-  reg [2:0] \$216 ;
-  reg \$217 ;
-  reg [2:0] \$218 ;
-  reg \$219 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire [15:0] \$208 ;
+  wire \$209 ;
+  wire [63:0] \$21 ;
+  wire [15:0] \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire [15:0] \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
+  wire \$218 ;
+  wire \$219 ;
   wire \$22 ;
-  reg [2:0] \$220 ;
-  reg [63:0] \$221 ;
-  reg [15:0] \$222 ;
-  reg [8:0] \$223 ;
-  reg [2:0] \$224 ;
-  reg \$225 ;
-  reg [63:0] \$226 ;
-  reg [63:0] \$227 ;
-  reg [63:0] \$228 ;
-  reg [63:0] \$229 ;
-  wire \$23 ;
-  reg [63:0] \$230 ;
-  reg [63:0] \$231 ;
-  reg [63:0] \$232 ;
-  reg [63:0] \$233 ;
-  reg [1:0] \$234 ;
-  reg [1:0] \$235 ;
-  reg [2:0] \$236 ;
-  reg [2:0] \$237 ;
-  reg \$238 ;
-  reg \$239 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire [15:0] \$222 ;
+  wire \$223 ;
+  wire \$224 ;
+  wire \$225 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire [15:0] \$228 ;
+  wire \$229 ;
+  wire [63:0] \$23 ;
+  wire \$230 ;
+  wire \$231 ;
+  wire \$232 ;
+  wire \$233 ;
+  wire [3:0] \$234 ;
+  wire \$235 ;
+  wire \$236 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
   wire \$24 ;
-  wire \$25 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire \$243 ;
+  reg \$244 ;
+  reg [5:0] \$245 ;
+  reg [6:0] \$246 ;
+  reg [8:0] \$247 ;
+  reg [7:0] \$248 ;
+  reg \$249 ;
+  wire [63:0] \$25 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg [6:0] \$255 ;
+  reg [7:0] \$256 ;
+  reg \$257 ;
+  reg \$258 ;
+  reg \$259 ;
   wire \$26 ;
-  wire \$27 ;
-  wire [7:0] \$28 ;
-  wire \$29 ;
-  wire [15:0] \$3 ;
-  wire [15:0] \$30 ;
-  wire \$31 ;
+  reg \$260 ;
+  reg \$261 ;
+  reg \$262 ;
+  reg \$263 ;
+  reg [63:0] \$264 ;
+  reg [7:0] \$265 ;
+  reg [63:0] \$266 ;
+  reg [5:0] \$267 ;
+  reg [15:0] \$268 ;
+  reg \$269 ;
+  wire [63:0] \$27 ;
+  reg [3:0] \$270 ;
+  reg [14:0] \$271 ;
+  reg [2:0] \$272 ;
+  reg [2:0] \$273 ;
+  reg \$274 ;
+  reg \$275 ;
+  reg [511:0] \$276 ;
+  reg [15:0] \$277 ;
+  reg \$278 ;
+  reg \$279 ;
+  wire \$28 ;
+  reg \$280 ;
+  reg [5:0] \$281 ;
+  reg [6:0] \$282 ;
+  reg [8:0] \$283 ;
+  reg [7:0] \$284 ;
+  reg \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg \$289 ;
+  wire [63:0] \$29 ;
+  reg \$290 ;
+  reg [6:0] \$291 ;
+  reg [7:0] \$292 ;
+  reg \$293 ;
+  reg \$294 ;
+  reg \$295 ;
+  reg \$296 ;
+  reg \$297 ;
+  reg \$298 ;
+  reg \$299 ;
+  wire \$3 ;
+  wire \$30 ;
+  reg [2:0] \$300 ;
+  reg \$301 ;
+  reg [2:0] \$302 ;
+  reg \$303 ;
+  reg [2:0] \$304 ;
+  reg \$305 ;
+  reg [15:0] \$306 ;
+  reg \$307 ;
+  reg \$308 ;
+  reg [8:0] \$309 ;
+  wire [63:0] \$31 ;
+  reg \$310 ;
+  reg \$311 ;
+  reg [5:0] \$312 ;
+  reg [15:0] \$313 ;
+  reg [2:0] \$314 ;
+  reg \$315 ;
+  reg [63:0] \$316 ;
+  reg [63:0] \$317 ;
+  reg [63:0] \$318 ;
+  reg [63:0] \$319 ;
   wire \$32 ;
-  wire [15:0] \$33 ;
-  wire [15:0] \$34 ;
+  reg [63:0] \$320 ;
+  reg [63:0] \$321 ;
+  reg [63:0] \$322 ;
+  reg [63:0] \$323 ;
+  reg [1:0] \$324 ;
+  reg [1:0] \$325 ;
+  reg [2:0] \$326 ;
+  reg \$327 ;
+  reg [3:0] \$328 ;
+  reg \$329 ;
+  wire \$33 ;
+  reg \$330 ;
+  reg \$331 ;
+  reg \$332 ;
+  reg [2:0] \$333 ;
+  reg \$334 ;
+  wire \$34 ;
   wire \$35 ;
-  wire [63:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
-  wire [63:0] \$38 ;
+  wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [63:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire [63:0] \$42 ;
+  wire \$42 ;
   wire \$43 ;
-  wire [63:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
-  wire [63:0] \$46 ;
-  wire \$47 ;
-  wire [63:0] \$48 ;
-  wire \$49 ;
+  wire \$46 ;
+  wire [16:0] \$47 ;
+  wire [16:0] \$48 ;
+  wire [5:0] \$49 ;
   wire \$5 ;
-  wire [63:0] \$50 ;
+  wire [7:0] \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [15:0] \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
+  wire [9:0] \$54 ;
+  wire [9:0] \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [5:0] \$58 ;
   wire \$59 ;
-  wire [15:0] \$6 ;
-  wire \$60 ;
+  wire \$6 ;
+  wire [5:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [9:0] \$64 ;
-  wire [16:0] \$65 ;
-  wire [8:0] \$66 ;
-  wire [15:0] \$67 ;
-  wire [64:0] \$68 ;
-  wire \$69 ;
-  wire [15:0] \$7 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire [8:0] \$69 ;
+  wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [7:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [3:0] \$75 ;
-  wire [3:0] \$76 ;
-  wire [15:0] \$77 ;
-  wire [3:0] \$78 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire [15:0] \$85 ;
-  wire [16:0] \$86 ;
+  wire [13:0] \$81 ;
+  wire [64:0] \$82 ;
+  wire [7:0] \$83 ;
+  wire [16:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
   wire \$87 ;
-  wire [15:0] \$88 ;
-  wire [16:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire [15:0] \$91 ;
-  wire [16:0] \$92 ;
-  wire \$93 ;
+  wire [3:0] \$92 ;
+  wire [3:0] \$93 ;
   wire \$94 ;
-  wire [15:0] \$95 ;
-  wire [16:0] \$96 ;
-  wire [16:0] \$97 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [2:0] \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [16:0] \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$48  = 1'h0;
-  reg [2:0] \$signal$50  = 3'h0;
-  reg [2:0] \$signal$60  = 3'h0;
+  reg \$signal$45  = 1'h0;
+  reg \$signal$46  = 1'h0;
+  reg [2:0] \$signal$48  = 3'h0;
+  reg [2:0] \$signal$58  = 3'h0;
   reg [63:0] a_addr = 64'h0000000000000000;
-  reg [15:0] a_beats = 16'h0000;
-  reg a_step = 1'h0;
+  reg a_zero = 1'h1;
+  reg ap_c0 = 1'h0;
+  reg ap_c1 = 1'h0;
+  reg [8:0] ap_cap = 9'h000;
+  reg [7:0] ap_capm1 = 8'h00;
+  reg ap_chg;
+  reg ap_last = 1'h0;
+  reg ap_le_a = 1'h0;
+  reg [15:0] ap_left = 16'h0000;
+  reg ap_more = 1'h0;
+  reg ap_more_a = 1'h0;
+  reg [6:0] ap_n = 7'h00;
+  reg ap_n1 = 1'h0;
+  reg ap_n2 = 1'h0;
+  reg [7:0] ap_nm1 = 8'h00;
+  reg [5:0] ap_off = 6'h00;
+  reg ap_ready = 1'h0;
+  reg ap_st_a = 1'h0;
+  reg ap_t0 = 1'h0;
+  reg ap_t1 = 1'h0;
+  reg [6:0] ap_tb = 7'h00;
+  reg [5:0] ap_tbm1 = 6'h00;
   reg [63:0] asm0 = 64'h0000000000000000;
   reg [63:0] asm1 = 64'h0000000000000000;
   reg [63:0] asm2 = 64'h0000000000000000;
@@ -15794,6 +15896,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   (* init = 8'h00 *)
   wire [7:0] ax_len;
   reg ax_valid = 1'h0;
+  reg [15:0] beats;
   reg [1:0] br__addr = 2'h0;
   wire [515:0] br__data;
   reg busy = 1'h0;
@@ -15823,6 +15926,8 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire err;
   output error;
   reg error = 1'h0;
+  reg go_r = 1'h0;
+  reg go_w = 1'h0;
   (* init = 15'h0000 *)
   wire [14:0] l_addr;
   wire [7:0] lane_on;
@@ -15870,7 +15975,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire m_axi_gmem_wready;
   wire [63:0] m_axi_gmem_wstrb;
   output m_axi_gmem_wvalid;
-  wire m_axi_gmem_wvalid;
+  reg m_axi_gmem_wvalid = 1'h0;
   output [14:0] mem_addr;
   reg [14:0] mem_addr = 15'h0000;
   input mem_enable;
@@ -15881,32 +15986,32 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire [63:0] mem_wdata;
   output [7:0] mem_we;
   wire [7:0] mem_we;
-  wire [8:0] n;
-  wire [8:0] \n$42 ;
-  reg [2:0] outstanding = 3'h0;
+  reg [3:0] outstanding = 4'h0;
+  reg p_b0 = 1'h1;
+  reg p_b1 = 1'h0;
   reg [15:0] p_beats = 16'h0000;
   reg [8:0] p_burst = 9'h000;
-  reg [63:0] p_dev = 64'h0000000000000000;
   reg [2:0] p_idx = 3'h0;
   reg [2:0] p_last_lane = 3'h0;
+  reg p_lastbeat = 1'h0;
+  reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  reg [15:0] p_words = 16'h0000;
-  output \port$2497$0 ;
-  wire \port$2497$0 ;
-  output \port$2498$0 ;
-  wire \port$2498$0 ;
-  output \port$2499$0 ;
-  wire \port$2499$0 ;
-  output \port$2500$0 ;
-  wire \port$2500$0 ;
-  output \port$2501$0 ;
-  wire \port$2501$0 ;
-  output \port$2502$0 ;
-  wire \port$2502$0 ;
-  output \port$2503$0 ;
-  wire \port$2503$0 ;
-  input [39:0] \port$606$0 ;
-  wire [39:0] \port$606$0 ;
+  output \port$2449$0 ;
+  wire \port$2449$0 ;
+  output \port$2450$0 ;
+  wire \port$2450$0 ;
+  output \port$2451$0 ;
+  wire \port$2451$0 ;
+  output \port$2452$0 ;
+  wire \port$2452$0 ;
+  output \port$2453$0 ;
+  wire \port$2453$0 ;
+  output \port$2454$0 ;
+  wire \port$2454$0 ;
+  output \port$2455$0 ;
+  wire \port$2455$0 ;
+  input [39:0] \port$571$0 ;
+  wire [39:0] \port$571$0 ;
   reg q_wlast = 1'h0;
   wire rd_issue;
   (* init = 2'h0 *)
@@ -15915,20 +16020,46 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire rready;
   input rst;
   wire rst;
-  reg [15:0] rx_words = 16'h0000;
+  reg [15:0] rx_beats = 16'h0000;
+  reg rx_last = 1'h0;
+  reg rx_zero = 1'h1;
   reg [511:0] s_data = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg s_end = 1'h0;
   reg [2:0] s_idx = 3'h0;
-  reg [2:0] s_last = 3'h0;
+  reg [2:0] s_rem = 3'h0;
   reg s_valid = 1'h0;
   output [63:0] s_word;
   reg [63:0] s_word;
   wire start_beat;
-  wire [6:0] to_boundary;
-  wire [6:0] \to_boundary$40 ;
+  reg [2:0] tail = 3'h0;
+  reg tail0 = 1'h0;
   reg to_dev = 1'h0;
-  reg [2:0] used = 3'h0;
+  reg [3:0] used = 4'h0;
+  reg wp_c0 = 1'h0;
+  reg wp_c1 = 1'h0;
+  reg [8:0] wp_cap = 9'h000;
+  reg [7:0] wp_capm1 = 8'h00;
+  reg wp_chg;
+  reg wp_last = 1'h0;
+  reg wp_le_a = 1'h0;
+  reg [15:0] wp_left = 16'h0000;
+  reg wp_more = 1'h0;
+  reg wp_more_a = 1'h0;
+  reg [6:0] wp_n = 7'h00;
+  reg wp_n1 = 1'h0;
+  reg wp_n2 = 1'h0;
+  reg [7:0] wp_nm1 = 8'h00;
+  reg [5:0] wp_off = 6'h00;
+  reg wp_ready = 1'h0;
+  reg wp_st_a = 1'h0;
+  reg wp_t0 = 1'h0;
+  reg wp_t1 = 1'h0;
+  reg [6:0] wp_tb = 7'h00;
+  reg [5:0] wp_tbm1 = 6'h00;
   (* init = 2'h0 *)
   wire [1:0] wr_ptr;
+  (* init = 1'h0 *)
+  wire wvalid;
   reg [515:0] wbuf [3:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -15940,299 +16071,452 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
 `endif
   always @(posedge clk) begin
     if (bw__en)
-      wbuf[bw__addr] <= { q_wlast, \$signal$60 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40 , \$38 , \$36  };
+      wbuf[bw__addr] <= { q_wlast, \$signal$58 , \$31 , \$29 , \$27 , \$25 , \$23 , \$21 , \$19 , \$17  };
   end
   assign br__data = wbuf[br__addr];
   assign cmd__ready = ~ busy;
-  assign \$1  = 7'h40 - a_addr[11:6];
-  assign \$2  = a_beats < 9'h100;
-  assign \$3  = \$2  ? a_beats : 16'h0100;
-  assign \$4  = \$1 [6:0] < \$3 ;
-  assign \$5  = a_beats < 9'h100;
-  assign \$6  = \$5  ? a_beats : 16'h0100;
-  assign \$7  = \$4  ? { 9'h000, \$1 [6:0] } : \$6 ;
-  assign \$8  = ~ ax_valid;
-  assign \$9  = busy & \$8 ;
-  assign \$10  = ~ a_step;
-  assign \$11  = \$9  & \$10 ;
-  assign \$12  = | a_beats;
-  assign \$13  = \$11  & \$12 ;
-  assign \$14  = outstanding < 3'h4;
-  assign ax_issue = \$13  & \$14 ;
+  assign \$1  = busy & ap_ready;
+  assign \$2  = \$1  & ap_more;
+  assign \$3  = ~ ax_valid;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = ~ outstanding[3];
+  assign ax_issue = \$4  & \$5 ;
   assign m_axi_gmem_awvalid = ax_valid & to_dev;
-  assign \$15  = ~ to_dev;
-  assign m_axi_gmem_arvalid = ax_valid & \$15 ;
-  assign \$16  = ~ s_valid;
-  assign \$17  = s_idx == s_last;
-  assign rready = \$16  | \$17 ;
-  assign \$18  = busy & to_dev;
-  assign \$19  = | p_idx;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = \$18  & \$20 ;
-  assign \$22  = | p_words;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = used < 3'h4;
-  assign start_beat = \$23  & \$24 ;
-  assign \$25  = busy & to_dev;
-  assign \$26  = | p_idx;
-  assign \$27  = \$25  & \$26 ;
-  assign rd_issue = start_beat | \$27 ;
-  assign \$28  = 7'h40 - p_dev[11:6];
-  assign \$29  = p_beats < 9'h100;
-  assign \$30  = \$29  ? p_beats : 16'h0100;
-  assign \$31  = \$28 [6:0] < \$30 ;
-  assign \$32  = p_beats < 9'h100;
-  assign \$33  = \$32  ? p_beats : 16'h0100;
-  assign \$34  = \$31  ? { 9'h000, \$28 [6:0] } : \$33 ;
-  assign bw__en = \$signal  & \$signal$48 ;
-  assign \$35  = ! \$signal$50 ;
-  assign \$36  = \$35  ? { 24'h000000, \port$606$0  } : asm0;
-  assign \$37  = \$signal$50  == 1'h1;
-  assign \$38  = \$37  ? { 24'h000000, \port$606$0  } : asm1;
-  assign \$39  = \$signal$50  == 2'h2;
-  assign \$40  = \$39  ? { 24'h000000, \port$606$0  } : asm2;
-  assign \$41  = \$signal$50  == 2'h3;
-  assign \$42  = \$41  ? { 24'h000000, \port$606$0  } : asm3;
-  assign \$43  = \$signal$50  == 3'h4;
-  assign \$44  = \$43  ? { 24'h000000, \port$606$0  } : asm4;
-  assign \$45  = \$signal$50  == 3'h5;
-  assign \$46  = \$45  ? { 24'h000000, \port$606$0  } : asm5;
-  assign \$47  = \$signal$50  == 3'h6;
-  assign \$48  = \$47  ? { 24'h000000, \port$606$0  } : asm6;
-  assign \$49  = \$signal$50  == 3'h7;
-  assign \$50  = \$49  ? { 24'h000000, \port$606$0  } : asm7;
-  assign \$51  = br__data[514:512] >= 1'h1;
-  assign \$52  = br__data[514:512] >= 2'h2;
-  assign \$53  = br__data[514:512] >= 2'h3;
-  assign \$54  = br__data[514:512] >= 3'h4;
-  assign \$55  = br__data[514:512] >= 3'h5;
-  assign \$56  = br__data[514:512] >= 3'h6;
-  assign \$57  = br__data[514:512] >= 3'h7;
-  assign m_axi_gmem_wvalid = | count;
-  assign \$58  = m_axi_gmem_rvalid & rready;
-  assign \$59  = \$58  & m_axi_gmem_rlast;
-  assign \$60  = to_dev ? m_axi_gmem_bvalid : \$59 ;
-  assign ax_done = \$60  & busy;
+  assign \$6  = ~ to_dev;
+  assign m_axi_gmem_arvalid = ax_valid & \$6 ;
+  assign \$7  = ~ s_valid;
+  assign rready = \$7  | s_end;
+  assign \$8  = ~ \$signal ;
+  assign \$9  = go_w & \$8 ;
+  assign \$10  = \$9  & p_more;
+  assign \$11  = ~ used[3];
+  assign \$12  = \$10  & \$11 ;
+  assign \$13  = ~ p_b0;
+  assign \$14  = \$13  | wp_ready;
+  assign start_beat = \$12  & \$14 ;
+  assign \$15  = go_w & \$signal ;
+  assign rd_issue = start_beat | \$15 ;
+  assign bw__en = \$signal$45  & \$signal$46 ;
+  assign \$16  = ! \$signal$48 ;
+  assign \$17  = \$16  ? { 24'h000000, \port$571$0  } : asm0;
+  assign \$18  = \$signal$48  == 1'h1;
+  assign \$19  = \$18  ? { 24'h000000, \port$571$0  } : asm1;
+  assign \$20  = \$signal$48  == 2'h2;
+  assign \$21  = \$20  ? { 24'h000000, \port$571$0  } : asm2;
+  assign \$22  = \$signal$48  == 2'h3;
+  assign \$23  = \$22  ? { 24'h000000, \port$571$0  } : asm3;
+  assign \$24  = \$signal$48  == 3'h4;
+  assign \$25  = \$24  ? { 24'h000000, \port$571$0  } : asm4;
+  assign \$26  = \$signal$48  == 3'h5;
+  assign \$27  = \$26  ? { 24'h000000, \port$571$0  } : asm5;
+  assign \$28  = \$signal$48  == 3'h6;
+  assign \$29  = \$28  ? { 24'h000000, \port$571$0  } : asm6;
+  assign \$30  = \$signal$48  == 3'h7;
+  assign \$31  = \$30  ? { 24'h000000, \port$571$0  } : asm7;
+  assign \$32  = br__data[514:512] >= 1'h1;
+  assign \$33  = br__data[514:512] >= 2'h2;
+  assign \$34  = br__data[514:512] >= 2'h3;
+  assign \$35  = br__data[514:512] >= 3'h4;
+  assign \$36  = br__data[514:512] >= 3'h5;
+  assign \$37  = br__data[514:512] >= 3'h6;
+  assign \$38  = br__data[514:512] >= 3'h7;
+  assign \$39  = m_axi_gmem_rvalid & rready;
+  assign \$40  = \$39  & m_axi_gmem_rlast;
+  assign \$41  = to_dev ? m_axi_gmem_bvalid : \$40 ;
+  assign ax_done = \$41  & busy;
   assign mem_re = rd_issue & mem_enable;
-  assign \$61  = s_valid & mem_enable;
-  assign mem_we = \$61  ? 8'hff : 8'h00;
-  assign \$62  = rd_issue | s_valid;
-  assign \$63  = ~ mem_enable;
-  assign dropped = \$62  & \$63 ;
-  assign \$64  = \$7 [8:0] - 1'h1;
-  assign \$65  = a_beats - \$7 [8:0];
-  assign \$66  = m_axi_gmem_awlen + 1'h1;
-  assign \$68  = m_axi_gmem_awaddr + \$67 ;
-  assign \$69  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
-  assign \$70  = ax_valid & \$69 ;
-  assign \$71  = ~ ax_done;
-  assign \$72  = ax_issue & \$71 ;
-  assign \$73  = ~ ax_issue;
-  assign \$74  = \$73  & ax_done;
-  assign \$75  = outstanding + 1'h1;
-  assign \$76  = outstanding - 1'h1;
-  assign \$77  = mem_addr + 1'h1;
-  assign \$78  = s_idx + 1'h1;
-  assign \$79  = s_idx == s_last;
-  assign \$80  = m_axi_gmem_rvalid & rready;
-  assign \$81  = \$80  & busy;
-  assign \$82  = ~ to_dev;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = rx_words < 4'h8;
-  assign \$85  = \$84  ? rx_words : 16'h0008;
-  assign \$86  = \$85  - 1'h1;
-  assign \$87  = rx_words < 4'h8;
-  assign \$88  = \$87  ? rx_words : 16'h0008;
-  assign \$89  = rx_words - \$88 ;
-  assign \$90  = | m_axi_gmem_rresp;
+  assign \$42  = s_valid & mem_enable;
+  assign mem_we = \$42  ? 8'hff : 8'h00;
+  assign \$43  = rd_issue | s_valid;
+  assign \$44  = ~ mem_enable;
+  assign dropped = \$43  & \$44 ;
+  assign \$45  = ~ busy;
+  assign \$46  = cmd__valid & \$45 ;
+  assign \$47  = cmd__payload[94:79] + 3'h7;
+  assign \$49  = ~ ap_off;
+  assign \$50  = 7'h40 - ap_off;
+  assign \$51  = ap_left <= 9'h100;
+  assign \$52  = \$51  ? ap_left : 16'h0100;
+  assign \$53  = ap_left <= 9'h100;
+  assign \$54  = ap_left[8:0] - 1'h1;
+  assign \$55  = \$53  ? \$54  : 10'h0ff;
+  assign \$56  = | ap_left;
+  assign \$57  = ap_left <= 9'h100;
+  assign \$58  = ~ ap_off;
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ ap_off;
+  assign \$61  = \$60  == 1'h1;
+  assign \$62  = ap_left <= 9'h100;
+  assign \$63  = ap_left == 1'h1;
+  assign \$64  = \$62  ? \$63  : 1'h0;
+  assign \$65  = ap_left <= 9'h100;
+  assign \$66  = ap_left == 2'h2;
+  assign \$67  = \$65  ? \$66  : 1'h0;
+  assign \$68  = ap_tbm1 < ap_capm1;
+  assign \$69  = \$68  ? { 2'h0, ap_tb } : ap_cap;
+  assign \$70  = ap_tbm1 < ap_capm1;
+  assign \$71  = \$70  ? { 2'h0, ap_tbm1 } : ap_capm1;
+  assign \$72  = ap_t0 | ap_c0;
+  assign \$73  = ap_tbm1 < ap_capm1;
+  assign \$74  = \$73  ? ap_t1 : ap_c1;
+  assign \$75  = ap_tbm1 < ap_capm1;
+  assign \$76  = ~ \$75 ;
+  assign \$77  = ap_le_a & \$76 ;
+  assign \$78  = ~ ap_chg;
+  assign \$79  = ~ ap_chg;
+  assign \$80  = ap_st_a & \$79 ;
+  assign \$82  = a_addr + \$81 ;
+  assign \$83  = ap_off + ap_n;
+  assign \$84  = ap_left - ap_n;
+  assign \$85  = to_dev ? m_axi_gmem_awready : m_axi_gmem_arready;
+  assign \$86  = ax_valid & \$85 ;
+  assign \$87  = ~ ax_done;
+  assign \$88  = ax_issue & \$87 ;
+  assign \$89  = ~ ax_issue;
+  assign \$90  = \$89  & ax_done;
   assign \$91  = mem_addr + 1'h1;
-  assign \$92  = p_words - 1'h1;
-  assign \$93  = | p_idx;
-  assign \$94  = p_words < 4'h8;
-  assign \$95  = \$94  ? p_words : 16'h0008;
-  assign \$96  = \$95  - 1'h1;
-  assign \$97  = \$93  ? { 14'h0000, p_last_lane } : \$96 ;
-  assign \$98  = p_idx == \$97 ;
-  assign \$99  = | p_idx;
-  assign \$100  = p_words < 4'h8;
-  assign \$101  = \$100  ? p_words : 16'h0008;
-  assign \$102  = \$101  - 1'h1;
-  assign \$103  = \$99  ? { 14'h0000, p_last_lane } : \$102 ;
-  assign \$104  = | p_idx;
-  assign \$105  = ! p_burst;
-  assign \$106  = \$34 [8:0] == 1'h1;
-  assign \$107  = p_burst == 1'h1;
-  assign \$108  = \$105  ? \$106  : \$107 ;
-  assign \$109  = \$104  ? p_wlast : \$108 ;
-  assign \$110  = | p_idx;
-  assign \$111  = p_words < 4'h8;
-  assign \$112  = \$111  ? p_words : 16'h0008;
-  assign \$113  = \$112  - 1'h1;
-  assign \$114  = \$110  ? { 14'h0000, p_last_lane } : \$113 ;
-  assign \$115  = p_idx == \$114 ;
-  assign \$116  = p_idx + 1'h1;
-  assign \$117  = \$115  ? 4'h0 : \$116 ;
-  assign \$118  = p_dev + 7'h40;
-  assign \$119  = p_beats - 1'h1;
-  assign \$120  = ! p_burst;
-  assign \$121  = \$120  ? \$34 [8:0] : p_burst;
-  assign \$122  = \$121  - 1'h1;
-  assign \$123  = p_words < 4'h8;
-  assign \$124  = \$123  ? p_words : 16'h0008;
-  assign \$125  = \$124  - 1'h1;
-  assign \$126  = ! p_burst;
-  assign \$127  = \$34 [8:0] == 1'h1;
-  assign \$128  = p_burst == 1'h1;
-  assign \$129  = \$126  ? \$127  : \$128 ;
-  assign \$130  = ! \$signal$50 ;
-  assign \$131  = \$signal  & \$130 ;
-  assign \$132  = \$signal$50  == 1'h1;
-  assign \$133  = \$signal  & \$132 ;
-  assign \$134  = \$signal$50  == 2'h2;
-  assign \$135  = \$signal  & \$134 ;
-  assign \$136  = \$signal$50  == 2'h3;
-  assign \$137  = \$signal  & \$136 ;
-  assign \$138  = \$signal$50  == 3'h4;
-  assign \$139  = \$signal  & \$138 ;
-  assign \$140  = \$signal$50  == 3'h5;
-  assign \$141  = \$signal  & \$140 ;
-  assign \$142  = \$signal$50  == 3'h6;
-  assign \$143  = \$signal  & \$142 ;
-  assign \$144  = \$signal$50  == 3'h7;
-  assign \$145  = \$signal  & \$144 ;
-  assign \$146  = \$signal  & \$signal$48 ;
-  assign \$147  = bw__addr == 2'h3;
-  assign \$148  = bw__addr + 1'h1;
-  assign \$149  = \$147  ? 3'h0 : \$148 ;
-  assign \$150  = | count;
-  assign \$151  = \$150  & m_axi_gmem_wready;
-  assign \$152  = br__addr == 2'h3;
-  assign \$153  = br__addr + 1'h1;
-  assign \$154  = \$152  ? 3'h0 : \$153 ;
-  assign \$155  = \$signal  & \$signal$48 ;
-  assign \$156  = | count;
-  assign \$157  = \$156  & m_axi_gmem_wready;
-  assign \$158  = ~ \$157 ;
-  assign \$159  = \$155  & \$158 ;
-  assign \$160  = | count;
-  assign \$161  = \$160  & m_axi_gmem_wready;
-  assign \$162  = \$signal  & \$signal$48 ;
-  assign \$163  = ~ \$162 ;
-  assign \$164  = \$161  & \$163 ;
-  assign \$165  = count + 1'h1;
-  assign \$166  = count - 1'h1;
-  assign \$167  = | count;
-  assign \$168  = \$167  & m_axi_gmem_wready;
-  assign \$169  = ~ \$168 ;
-  assign \$170  = start_beat & \$169 ;
-  assign \$171  = | count;
-  assign \$172  = \$171  & m_axi_gmem_wready;
-  assign \$173  = ~ start_beat;
-  assign \$174  = \$172  & \$173 ;
-  assign \$175  = used + 1'h1;
-  assign \$176  = used - 1'h1;
-  assign \$177  = m_axi_gmem_bvalid & busy;
-  assign \$178  = \$177  & to_dev;
-  assign \$179  = | m_axi_gmem_bresp;
-  assign \$180  = \$178  & \$179 ;
-  assign \$181  = ~ busy;
-  assign \$182  = cmd__valid & \$181 ;
-  assign \$183  = cmd__payload[94:79] + 3'h7;
-  assign \$185  = cmd__payload[95] ? 16'h0000 : cmd__payload[94:79];
-  assign \$186  = cmd__payload[95] ? cmd__payload[94:79] : 16'h0000;
-  assign \$187  = cmd__payload[94:79] + 3'h7;
-  assign \$189  = ! a_beats;
-  assign \$190  = ~ ax_valid;
-  assign \$191  = \$189  & \$190 ;
-  assign \$192  = ! outstanding;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = ! rx_words;
-  assign \$195  = ~ s_valid;
-  assign \$196  = \$194  & \$195 ;
-  assign \$197  = to_dev ? \$193  : \$196 ;
-  assign \$198  = busy & \$197 ;
+  assign \$92  = s_idx + 1'h1;
+  assign \$93  = s_rem - 1'h1;
+  assign \$94  = s_rem == 1'h1;
+  assign \$95  = m_axi_gmem_rvalid & rready;
+  assign \$96  = \$95  & go_r;
+  assign \$97  = rx_last ? tail : 3'h7;
+  assign \$98  = rx_last ? tail0 : 1'h0;
+  assign \$99  = rx_beats - 1'h1;
+  assign \$100  = rx_beats == 2'h2;
+  assign \$101  = | m_axi_gmem_rresp;
+  assign \$102  = ~ wp_off;
+  assign \$103  = 7'h40 - wp_off;
+  assign \$104  = wp_left <= 9'h100;
+  assign \$105  = \$104  ? wp_left : 16'h0100;
+  assign \$106  = wp_left <= 9'h100;
+  assign \$107  = wp_left[8:0] - 1'h1;
+  assign \$108  = \$106  ? \$107  : 10'h0ff;
+  assign \$109  = | wp_left;
+  assign \$110  = wp_left <= 9'h100;
+  assign \$111  = ~ wp_off;
+  assign \$112  = ! \$111 ;
+  assign \$113  = ~ wp_off;
+  assign \$114  = \$113  == 1'h1;
+  assign \$115  = wp_left <= 9'h100;
+  assign \$116  = wp_left == 1'h1;
+  assign \$117  = \$115  ? \$116  : 1'h0;
+  assign \$118  = wp_left <= 9'h100;
+  assign \$119  = wp_left == 2'h2;
+  assign \$120  = \$118  ? \$119  : 1'h0;
+  assign \$121  = wp_tbm1 < wp_capm1;
+  assign \$122  = \$121  ? { 2'h0, wp_tb } : wp_cap;
+  assign \$123  = wp_tbm1 < wp_capm1;
+  assign \$124  = \$123  ? { 2'h0, wp_tbm1 } : wp_capm1;
+  assign \$125  = wp_t0 | wp_c0;
+  assign \$126  = wp_tbm1 < wp_capm1;
+  assign \$127  = \$126  ? wp_t1 : wp_c1;
+  assign \$128  = wp_tbm1 < wp_capm1;
+  assign \$129  = ~ \$128 ;
+  assign \$130  = wp_le_a & \$129 ;
+  assign \$131  = ~ wp_chg;
+  assign \$132  = ~ wp_chg;
+  assign \$133  = wp_st_a & \$132 ;
+  assign \$134  = mem_addr + 1'h1;
+  assign \$135  = p_lastbeat ? tail : 3'h7;
+  assign \$136  = \$signal  ? p_last_lane : \$135 ;
+  assign \$137  = p_idx == \$136 ;
+  assign \$138  = p_lastbeat ? tail : 3'h7;
+  assign \$139  = \$signal  ? p_last_lane : \$138 ;
+  assign \$140  = p_b0 ? wp_n1 : p_b1;
+  assign \$141  = \$signal  ? p_wlast : \$140 ;
+  assign \$142  = p_lastbeat ? tail : 3'h7;
+  assign \$143  = \$signal  ? p_last_lane : \$142 ;
+  assign \$144  = p_idx == \$143 ;
+  assign \$145  = p_idx + 1'h1;
+  assign \$146  = \$144  ? 4'h0 : \$145 ;
+  assign \$147  = p_lastbeat ? tail : 3'h7;
+  assign \$148  = \$signal  ? p_last_lane : \$147 ;
+  assign \$149  = p_idx == \$148 ;
+  assign \$150  = ~ \$149 ;
+  assign \$151  = p_beats - 1'h1;
+  assign \$152  = ~ p_lastbeat;
+  assign \$153  = p_beats == 2'h2;
+  assign \$154  = wp_off + wp_n;
+  assign \$155  = wp_left - wp_n;
+  assign \$156  = p_burst - 1'h1;
+  assign \$157  = p_burst == 2'h2;
+  assign \$158  = p_lastbeat ? tail : 3'h7;
+  assign \$159  = p_b0 ? wp_n1 : p_b1;
+  assign \$160  = ! \$signal$48 ;
+  assign \$161  = \$signal$45  & \$160 ;
+  assign \$162  = \$signal$48  == 1'h1;
+  assign \$163  = \$signal$45  & \$162 ;
+  assign \$164  = \$signal$48  == 2'h2;
+  assign \$165  = \$signal$45  & \$164 ;
+  assign \$166  = \$signal$48  == 2'h3;
+  assign \$167  = \$signal$45  & \$166 ;
+  assign \$168  = \$signal$48  == 3'h4;
+  assign \$169  = \$signal$45  & \$168 ;
+  assign \$170  = \$signal$48  == 3'h5;
+  assign \$171  = \$signal$45  & \$170 ;
+  assign \$172  = \$signal$48  == 3'h6;
+  assign \$173  = \$signal$45  & \$172 ;
+  assign \$174  = \$signal$48  == 3'h7;
+  assign \$175  = \$signal$45  & \$174 ;
+  assign \$176  = \$signal$45  & \$signal$46 ;
+  assign \$177  = bw__addr == 2'h3;
+  assign \$178  = bw__addr + 1'h1;
+  assign \$179  = \$177  ? 3'h0 : \$178 ;
+  assign \$180  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$181  = br__addr == 2'h3;
+  assign \$182  = br__addr + 1'h1;
+  assign \$183  = \$181  ? 3'h0 : \$182 ;
+  assign \$184  = \$signal$45  & \$signal$46 ;
+  assign \$185  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$186  = ~ \$185 ;
+  assign \$187  = \$184  & \$186 ;
+  assign \$188  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$189  = \$signal$45  & \$signal$46 ;
+  assign \$190  = ~ \$189 ;
+  assign \$191  = \$188  & \$190 ;
+  assign \$192  = count + 1'h1;
+  assign \$193  = count - 1'h1;
+  assign \$194  = count != 1'h1;
+  assign \$195  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$196  = ~ \$195 ;
+  assign \$197  = start_beat & \$196 ;
+  assign \$198  = m_axi_gmem_wvalid & m_axi_gmem_wready;
+  assign \$199  = ~ start_beat;
+  assign \$200  = \$198  & \$199 ;
+  assign \$201  = m_axi_gmem_bvalid & go_w;
+  assign \$202  = | m_axi_gmem_bresp;
+  assign \$203  = \$201  & \$202 ;
+  assign \$204  = ~ busy;
+  assign \$205  = cmd__valid & \$204 ;
+  assign \$206  = ~ cmd__payload[95];
+  assign \$207  = ! cmd__payload[94:79];
+  assign \$208  = cmd__payload[95] ? beats : 16'h0000;
+  assign \$209  = ~ cmd__payload[95];
+  assign \$210  = cmd__payload[95] ? 16'h0000 : beats;
+  assign \$211  = ~ cmd__payload[95];
+  assign \$212  = ! cmd__payload[94:79];
+  assign \$213  = ~ \$212 ;
+  assign \$215  = ! \$214 ;
+  assign \$216  = cmd__payload[94:79] == 4'h8;
+  assign \$217  = \$215  | \$216 ;
+  assign \$218  = \$213  & \$217 ;
+  assign \$219  = \$211  & \$218 ;
+  assign \$220  = ! cmd__payload[94:79];
+  assign \$221  = cmd__payload[95] | \$220 ;
+  assign \$222  = cmd__payload[95] ? beats : 16'h0000;
+  assign \$223  = ! cmd__payload[94:79];
+  assign \$224  = ~ \$223 ;
+  assign \$225  = cmd__payload[95] & \$224 ;
+  assign \$226  = ! cmd__payload[94:79];
+  assign \$227  = ~ \$226 ;
+  assign \$229  = ! \$228 ;
+  assign \$230  = cmd__payload[94:79] == 4'h8;
+  assign \$231  = \$229  | \$230 ;
+  assign \$232  = \$227  & \$231 ;
+  assign \$233  = cmd__payload[95] & \$232 ;
+  assign \$234  = cmd__payload[81:79] - 1'h1;
+  assign \$235  = cmd__payload[81:79] == 1'h1;
+  assign \$236  = ~ ax_valid;
+  assign \$237  = a_zero & \$236 ;
+  assign \$238  = ~ outstanding[0];
+  assign \$239  = \$237  & \$238 ;
+  assign \$240  = ~ s_valid;
+  assign \$241  = rx_zero & \$240 ;
+  assign \$242  = to_dev ? \$239  : \$241 ;
+  assign \$243  = busy & \$242 ;
   always @(posedge clk)
-    done <= \$199 ;
+    done <= \$244 ;
   always @(posedge clk)
-    ax_valid <= \$200 ;
+    ap_tbm1 <= \$245 ;
   always @(posedge clk)
-    m_axi_gmem_awaddr <= \$201 ;
+    ap_tb <= \$246 ;
   always @(posedge clk)
-    m_axi_gmem_awlen <= \$202 ;
+    ap_cap <= \$247 ;
   always @(posedge clk)
-    a_beats <= \$203 ;
+    ap_capm1 <= \$248 ;
   always @(posedge clk)
-    a_step <= \$204 ;
+    ap_more_a <= \$249 ;
   always @(posedge clk)
-    a_addr <= \$205 ;
+    ap_le_a <= \$250 ;
   always @(posedge clk)
-    outstanding <= \$206 ;
+    ap_t0 <= \$251 ;
   always @(posedge clk)
-    mem_addr <= \$207 ;
+    ap_t1 <= \$252 ;
   always @(posedge clk)
-    s_idx <= \$208 ;
+    ap_c0 <= \$253 ;
   always @(posedge clk)
-    s_valid <= \$209 ;
+    ap_c1 <= \$254 ;
   always @(posedge clk)
-    s_data <= \$210 ;
+    ap_n <= \$255 ;
   always @(posedge clk)
-    s_last <= \$211 ;
+    ap_nm1 <= \$256 ;
   always @(posedge clk)
-    rx_words <= \$212 ;
+    ap_n1 <= \$257 ;
   always @(posedge clk)
-    error <= \$213 ;
+    ap_n2 <= \$258 ;
   always @(posedge clk)
-    \$signal  <= \$214 ;
+    ap_more <= \$259 ;
   always @(posedge clk)
-    p_words <= \$215 ;
+    ap_last <= \$260 ;
   always @(posedge clk)
-    \$signal$50  <= \$216 ;
+    ap_st_a <= \$261 ;
   always @(posedge clk)
-    \$signal$48  <= \$217 ;
+    ap_ready <= \$262 ;
   always @(posedge clk)
-    \$signal$60  <= \$218 ;
+    ax_valid <= \$263 ;
   always @(posedge clk)
-    q_wlast <= \$219 ;
+    m_axi_gmem_awaddr <= \$264 ;
   always @(posedge clk)
-    p_idx <= \$220 ;
+    m_axi_gmem_awlen <= \$265 ;
   always @(posedge clk)
-    p_dev <= \$221 ;
+    a_addr <= \$266 ;
   always @(posedge clk)
-    p_beats <= \$222 ;
+    ap_off <= \$267 ;
   always @(posedge clk)
-    p_burst <= \$223 ;
+    ap_left <= \$268 ;
   always @(posedge clk)
-    p_last_lane <= \$224 ;
+    a_zero <= \$269 ;
   always @(posedge clk)
-    p_wlast <= \$225 ;
+    outstanding <= \$270 ;
   always @(posedge clk)
-    asm0 <= \$226 ;
+    mem_addr <= \$271 ;
   always @(posedge clk)
-    asm1 <= \$227 ;
+    s_idx <= \$272 ;
   always @(posedge clk)
-    asm2 <= \$228 ;
+    s_rem <= \$273 ;
   always @(posedge clk)
-    asm3 <= \$229 ;
+    s_end <= \$274 ;
   always @(posedge clk)
-    asm4 <= \$230 ;
+    s_valid <= \$275 ;
   always @(posedge clk)
-    asm5 <= \$231 ;
+    s_data <= \$276 ;
   always @(posedge clk)
-    asm6 <= \$232 ;
+    rx_beats <= \$277 ;
   always @(posedge clk)
-    asm7 <= \$233 ;
+    rx_last <= \$278 ;
   always @(posedge clk)
-    bw__addr <= \$234 ;
+    rx_zero <= \$279 ;
   always @(posedge clk)
-    br__addr <= \$235 ;
+    error <= \$280 ;
   always @(posedge clk)
-    count <= \$236 ;
+    wp_tbm1 <= \$281 ;
   always @(posedge clk)
-    used <= \$237 ;
+    wp_tb <= \$282 ;
   always @(posedge clk)
-    busy <= \$238 ;
+    wp_cap <= \$283 ;
   always @(posedge clk)
-    to_dev <= \$239 ;
+    wp_capm1 <= \$284 ;
+  always @(posedge clk)
+    wp_more_a <= \$285 ;
+  always @(posedge clk)
+    wp_le_a <= \$286 ;
+  always @(posedge clk)
+    wp_t0 <= \$287 ;
+  always @(posedge clk)
+    wp_t1 <= \$288 ;
+  always @(posedge clk)
+    wp_c0 <= \$289 ;
+  always @(posedge clk)
+    wp_c1 <= \$290 ;
+  always @(posedge clk)
+    wp_n <= \$291 ;
+  always @(posedge clk)
+    wp_nm1 <= \$292 ;
+  always @(posedge clk)
+    wp_n1 <= \$293 ;
+  always @(posedge clk)
+    wp_n2 <= \$294 ;
+  always @(posedge clk)
+    wp_more <= \$295 ;
+  always @(posedge clk)
+    wp_last <= \$296 ;
+  always @(posedge clk)
+    wp_st_a <= \$297 ;
+  always @(posedge clk)
+    wp_ready <= \$298 ;
+  always @(posedge clk)
+    \$signal$45  <= \$299 ;
+  always @(posedge clk)
+    \$signal$48  <= \$300 ;
+  always @(posedge clk)
+    \$signal$46  <= \$301 ;
+  always @(posedge clk)
+    \$signal$58  <= \$302 ;
+  always @(posedge clk)
+    q_wlast <= \$303 ;
+  always @(posedge clk)
+    p_idx <= \$304 ;
+  always @(posedge clk)
+    \$signal  <= \$305 ;
+  always @(posedge clk)
+    p_beats <= \$306 ;
+  always @(posedge clk)
+    p_more <= \$307 ;
+  always @(posedge clk)
+    p_lastbeat <= \$308 ;
+  always @(posedge clk)
+    p_burst <= \$309 ;
+  always @(posedge clk)
+    p_b0 <= \$310 ;
+  always @(posedge clk)
+    p_b1 <= \$311 ;
+  always @(posedge clk)
+    wp_off <= \$312 ;
+  always @(posedge clk)
+    wp_left <= \$313 ;
+  always @(posedge clk)
+    p_last_lane <= \$314 ;
+  always @(posedge clk)
+    p_wlast <= \$315 ;
+  always @(posedge clk)
+    asm0 <= \$316 ;
+  always @(posedge clk)
+    asm1 <= \$317 ;
+  always @(posedge clk)
+    asm2 <= \$318 ;
+  always @(posedge clk)
+    asm3 <= \$319 ;
+  always @(posedge clk)
+    asm4 <= \$320 ;
+  always @(posedge clk)
+    asm5 <= \$321 ;
+  always @(posedge clk)
+    asm6 <= \$322 ;
+  always @(posedge clk)
+    asm7 <= \$323 ;
+  always @(posedge clk)
+    bw__addr <= \$324 ;
+  always @(posedge clk)
+    br__addr <= \$325 ;
+  always @(posedge clk)
+    count <= \$326 ;
+  always @(posedge clk)
+    m_axi_gmem_wvalid <= \$327 ;
+  always @(posedge clk)
+    used <= \$328 ;
+  always @(posedge clk)
+    busy <= \$329 ;
+  always @(posedge clk)
+    to_dev <= \$330 ;
+  always @(posedge clk)
+    go_r <= \$331 ;
+  always @(posedge clk)
+    go_w <= \$332 ;
+  always @(posedge clk)
+    tail <= \$333 ;
+  always @(posedge clk)
+    tail0 <= \$334 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    ap_chg = 1'h0;
+    if (ax_issue) begin
+      ap_chg = 1'h1;
+    end
+    if (\$46 ) begin
+      ap_chg = 1'h1;
+    end
+  end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
     (* full_case = 32'd1 *)
@@ -16257,476 +16541,942 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$199  = 1'h0;
-    if (\$198 ) begin
-      \$199  = 1'h1;
+    wp_chg = 1'h0;
+    if (start_beat) begin
+      if (p_b0) begin
+        wp_chg = 1'h1;
+      end
     end
-    if (rst) begin
-      \$199  = 1'h0;
+    if (\$46 ) begin
+      wp_chg = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$200  = ax_valid;
+    beats = 16'h0000;
+    if (\$46 ) begin
+      beats = \$48 [15:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$244  = 1'h0;
+    if (\$243 ) begin
+      \$244  = 1'h1;
+    end
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$245  = \$49 ;
+    if (rst) begin
+      \$245  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$246  = \$50 [6:0];
+    if (rst) begin
+      \$246  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$247  = \$52 [8:0];
+    if (rst) begin
+      \$247  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$248  = \$55 [7:0];
+    if (rst) begin
+      \$248  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$249  = \$56 ;
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$250  = \$57 ;
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$251  = \$59 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$252  = \$61 ;
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$253  = \$64 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$254  = \$67 ;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$255  = \$69 [6:0];
+    if (rst) begin
+      \$255  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$256  = \$71 ;
+    if (rst) begin
+      \$256  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$257  = \$72 ;
+    if (rst) begin
+      \$257  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$258  = \$74 ;
+    if (rst) begin
+      \$258  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$259  = ap_more_a;
+    if (rst) begin
+      \$259  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$260  = \$77 ;
+    if (rst) begin
+      \$260  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$261  = \$78 ;
+    if (rst) begin
+      \$261  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$262  = \$80 ;
+    if (rst) begin
+      \$262  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$263  = ax_valid;
     if (ax_issue) begin
-      \$200  = 1'h1;
+      \$263  = 1'h1;
     end
-    if (\$70 ) begin
-      \$200  = 1'h0;
+    if (\$86 ) begin
+      \$263  = 1'h0;
     end
     if (rst) begin
-      \$200  = 1'h0;
+      \$263  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$201  = m_axi_gmem_awaddr;
+    \$264  = m_axi_gmem_awaddr;
     if (ax_issue) begin
-      \$201  = a_addr;
+      \$264  = a_addr;
     end
     if (rst) begin
-      \$201  = 64'h0000000000000000;
+      \$264  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$202  = m_axi_gmem_awlen;
+    \$265  = m_axi_gmem_awlen;
     if (ax_issue) begin
-      \$202  = \$64 [7:0];
+      \$265  = ap_nm1;
     end
     if (rst) begin
-      \$202  = 8'h00;
+      \$265  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$203  = a_beats;
+    \$266  = a_addr;
     if (ax_issue) begin
-      \$203  = \$65 [15:0];
+      \$266  = \$82 [63:0];
     end
-    if (\$182 ) begin
-      \$203  = \$184 [15:0];
+    if (\$205 ) begin
+      \$266  = { cmd__payload[63:6], 6'h00 };
     end
     if (rst) begin
-      \$203  = 16'h0000;
+      \$266  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$204  = a_step;
+    \$267  = ap_off;
     if (ax_issue) begin
-      \$204  = 1'h1;
+      \$267  = \$83 [5:0];
     end
-    if (a_step) begin
-      \$204  = 1'h0;
+    if (\$205 ) begin
+      \$267  = cmd__payload[11:6];
     end
     if (rst) begin
-      \$204  = 1'h0;
+      \$267  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$205  = a_addr;
-    if (a_step) begin
-      \$205  = \$68 [63:0];
+    \$268  = ap_left;
+    if (ax_issue) begin
+      \$268  = \$84 [15:0];
     end
-    if (\$182 ) begin
-      \$205  = { cmd__payload[63:6], 6'h00 };
+    if (\$205 ) begin
+      \$268  = beats;
     end
     if (rst) begin
-      \$205  = 64'h0000000000000000;
+      \$268  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$206  = outstanding;
-    if (\$72 ) begin
-      \$206  = \$75 [2:0];
-    end else if (\$74 ) begin
-      \$206  = \$76 [2:0];
+    \$269  = a_zero;
+    if (ax_issue) begin
+      \$269  = ap_last;
+    end
+    if (\$205 ) begin
+      \$269  = \$207 ;
     end
     if (rst) begin
-      \$206  = 3'h0;
+      \$269  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$207  = mem_addr;
+    \$270  = outstanding;
+    if (\$88 ) begin
+      \$270  = { outstanding[2:0], 1'h1 };
+    end else if (\$90 ) begin
+      \$270  = { 1'h0, outstanding[3:1] };
+    end
+    if (rst) begin
+      \$270  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$271  = mem_addr;
     if (s_valid) begin
-      \$207  = \$77 [14:0];
+      \$271  = \$91 [14:0];
     end
     if (rd_issue) begin
-      \$207  = \$91 [14:0];
+      \$271  = \$134 [14:0];
     end
-    if (\$182 ) begin
-      \$207  = cmd__payload[78:64];
+    if (\$205 ) begin
+      \$271  = cmd__payload[78:64];
     end
     if (rst) begin
-      \$207  = 15'h0000;
+      \$271  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$208  = s_idx;
+    \$272  = s_idx;
     if (s_valid) begin
-      \$208  = \$78 [2:0];
+      \$272  = \$92 [2:0];
     end
-    if (\$83 ) begin
-      \$208  = 3'h0;
+    if (\$96 ) begin
+      \$272  = 3'h0;
     end
     if (rst) begin
-      \$208  = 3'h0;
+      \$272  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$209  = s_valid;
+    \$273  = s_rem;
     if (s_valid) begin
-      if (\$79 ) begin
-        \$209  = 1'h0;
+      \$273  = \$93 [2:0];
+    end
+    if (\$96 ) begin
+      \$273  = \$97 ;
+    end
+    if (rst) begin
+      \$273  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$274  = s_end;
+    if (s_valid) begin
+      \$274  = \$94 ;
+    end
+    if (\$96 ) begin
+      \$274  = \$98 ;
+    end
+    if (rst) begin
+      \$274  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$275  = s_valid;
+    if (s_valid) begin
+      if (s_end) begin
+        \$275  = 1'h0;
       end
     end
-    if (\$83 ) begin
-      \$209  = 1'h1;
+    if (\$96 ) begin
+      \$275  = 1'h1;
     end
     if (rst) begin
-      \$209  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$210  = s_data;
-    if (\$83 ) begin
-      \$210  = m_axi_gmem_rdata;
+    \$276  = s_data;
+    if (\$96 ) begin
+      \$276  = m_axi_gmem_rdata;
     end
     if (rst) begin
-      \$210  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$276  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$211  = s_last;
-    if (\$83 ) begin
-      \$211  = \$86 [2:0];
+    \$277  = rx_beats;
+    if (\$96 ) begin
+      \$277  = \$99 [15:0];
+    end
+    if (\$205 ) begin
+      \$277  = \$210 ;
     end
     if (rst) begin
-      \$211  = 3'h0;
+      \$277  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$212  = rx_words;
-    if (\$83 ) begin
-      \$212  = \$89 [15:0];
+    \$278  = rx_last;
+    if (\$96 ) begin
+      \$278  = \$100 ;
     end
-    if (\$182 ) begin
-      \$212  = \$185 ;
+    if (\$205 ) begin
+      \$278  = \$219 ;
     end
     if (rst) begin
-      \$212  = 16'h0000;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$213  = error;
-    if (\$83 ) begin
-      if (\$90 ) begin
-        \$213  = 1'h1;
+    \$279  = rx_zero;
+    if (\$96 ) begin
+      \$279  = rx_last;
+    end
+    if (\$205 ) begin
+      \$279  = \$221 ;
+    end
+    if (rst) begin
+      \$279  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$280  = error;
+    if (\$96 ) begin
+      if (\$101 ) begin
+        \$280  = 1'h1;
       end
     end
+    if (\$203 ) begin
+      \$280  = 1'h1;
+    end
+    if (\$205 ) begin
+      \$280  = 1'h0;
+    end
+    if (rst) begin
+      \$280  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$281  = \$102 ;
+    if (rst) begin
+      \$281  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$282  = \$103 [6:0];
+    if (rst) begin
+      \$282  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$283  = \$105 [8:0];
+    if (rst) begin
+      \$283  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$284  = \$108 [7:0];
+    if (rst) begin
+      \$284  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$285  = \$109 ;
+    if (rst) begin
+      \$285  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$286  = \$110 ;
+    if (rst) begin
+      \$286  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$287  = \$112 ;
+    if (rst) begin
+      \$287  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$288  = \$114 ;
+    if (rst) begin
+      \$288  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$289  = \$117 ;
+    if (rst) begin
+      \$289  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$290  = \$120 ;
+    if (rst) begin
+      \$290  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$291  = \$122 [6:0];
+    if (rst) begin
+      \$291  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$292  = \$124 ;
+    if (rst) begin
+      \$292  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$293  = \$125 ;
+    if (rst) begin
+      \$293  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$294  = \$127 ;
+    if (rst) begin
+      \$294  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$295  = wp_more_a;
+    if (rst) begin
+      \$295  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$296  = \$130 ;
+    if (rst) begin
+      \$296  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$297  = \$131 ;
+    if (rst) begin
+      \$297  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$298  = \$133 ;
+    if (rst) begin
+      \$298  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$299  = rd_issue;
+    if (rst) begin
+      \$299  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$300  = \$signal$48 ;
+    if (rd_issue) begin
+      \$300  = p_idx;
+    end
+    if (rst) begin
+      \$300  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$301  = \$signal$46 ;
+    if (rd_issue) begin
+      \$301  = \$137 ;
+    end
+    if (rst) begin
+      \$301  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$302  = \$signal$58 ;
+    if (rd_issue) begin
+      \$302  = \$139 ;
+    end
+    if (rst) begin
+      \$302  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$303  = q_wlast;
+    if (rd_issue) begin
+      \$303  = \$141 ;
+    end
+    if (rst) begin
+      \$303  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$304  = p_idx;
+    if (rd_issue) begin
+      \$304  = \$146 [2:0];
+    end
+    if (\$205 ) begin
+      \$304  = 3'h0;
+    end
+    if (rst) begin
+      \$304  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$305  = \$signal ;
+    if (rd_issue) begin
+      \$305  = \$150 ;
+    end
+    if (\$205 ) begin
+      \$305  = 1'h0;
+    end
+    if (rst) begin
+      \$305  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$306  = p_beats;
+    if (start_beat) begin
+      \$306  = \$151 [15:0];
+    end
+    if (\$205 ) begin
+      \$306  = \$222 ;
+    end
+    if (rst) begin
+      \$306  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$307  = p_more;
+    if (start_beat) begin
+      \$307  = \$152 ;
+    end
+    if (\$205 ) begin
+      \$307  = \$225 ;
+    end
+    if (rst) begin
+      \$307  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$308  = p_lastbeat;
+    if (start_beat) begin
+      \$308  = \$153 ;
+    end
+    if (\$205 ) begin
+      \$308  = \$233 ;
+    end
+    if (rst) begin
+      \$308  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$309  = p_burst;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$309  = { 1'h0, wp_nm1 };
+      end else begin
+        \$309  = \$156 [8:0];
+      end
+    end
+    if (\$205 ) begin
+      \$309  = 9'h000;
+    end
+    if (rst) begin
+      \$309  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$310  = p_b0;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$310  = wp_n1;
+      end else begin
+        \$310  = p_b1;
+      end
+    end
+    if (\$205 ) begin
+      \$310  = 1'h1;
+    end
+    if (rst) begin
+      \$310  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$311  = p_b1;
+    if (start_beat) begin
+      (* full_case = 32'd1 *)
+      if (p_b0) begin
+        \$311  = wp_n2;
+      end else begin
+        \$311  = \$157 ;
+      end
+    end
+    if (\$205 ) begin
+      \$311  = 1'h0;
+    end
+    if (rst) begin
+      \$311  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$312  = wp_off;
+    if (start_beat) begin
+      if (p_b0) begin
+        \$312  = \$154 [5:0];
+      end
+    end
+    if (\$205 ) begin
+      \$312  = cmd__payload[11:6];
+    end
+    if (rst) begin
+      \$312  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$313  = wp_left;
+    if (start_beat) begin
+      if (p_b0) begin
+        \$313  = \$155 [15:0];
+      end
+    end
+    if (\$205 ) begin
+      \$313  = \$208 ;
+    end
+    if (rst) begin
+      \$313  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$314  = p_last_lane;
+    if (start_beat) begin
+      \$314  = \$158 ;
+    end
+    if (rst) begin
+      \$314  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$315  = p_wlast;
+    if (start_beat) begin
+      \$315  = \$159 ;
+    end
+    if (rst) begin
+      \$315  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$316  = asm0;
+    if (\$161 ) begin
+      \$316  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$316  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$317  = asm1;
+    if (\$163 ) begin
+      \$317  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$317  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$318  = asm2;
+    if (\$165 ) begin
+      \$318  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$318  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$319  = asm3;
+    if (\$167 ) begin
+      \$319  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$319  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$320  = asm4;
+    if (\$169 ) begin
+      \$320  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$320  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$321  = asm5;
+    if (\$171 ) begin
+      \$321  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$321  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$322  = asm6;
+    if (\$173 ) begin
+      \$322  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$322  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$323  = asm7;
+    if (\$175 ) begin
+      \$323  = { 24'h000000, \port$571$0  };
+    end
+    if (rst) begin
+      \$323  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$324  = bw__addr;
+    if (\$176 ) begin
+      \$324  = \$179 [1:0];
+    end
+    if (rst) begin
+      \$324  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
+    \$325  = br__addr;
     if (\$180 ) begin
-      \$213  = 1'h1;
-    end
-    if (\$182 ) begin
-      \$213  = 1'h0;
+      \$325  = \$183 [1:0];
     end
     if (rst) begin
-      \$213  = 1'h0;
+      \$325  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$214  = rd_issue;
+    \$326  = count;
+    if (\$187 ) begin
+      \$326  = \$192 [2:0];
+    end else if (\$191 ) begin
+      \$326  = \$193 [2:0];
+    end
     if (rst) begin
-      \$214  = 1'h0;
+      \$326  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$215  = p_words;
-    if (rd_issue) begin
-      \$215  = \$92 [15:0];
-    end
-    if (\$182 ) begin
-      \$215  = \$186 ;
+    \$327  = m_axi_gmem_wvalid;
+    if (\$187 ) begin
+      \$327  = 1'h1;
+    end else if (\$191 ) begin
+      \$327  = \$194 ;
     end
     if (rst) begin
-      \$215  = 16'h0000;
+      \$327  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$216  = \$signal$50 ;
-    if (rd_issue) begin
-      \$216  = p_idx;
+    \$328  = used;
+    if (\$197 ) begin
+      \$328  = { used[2:0], 1'h1 };
+    end else if (\$200 ) begin
+      \$328  = { 1'h0, used[3:1] };
     end
     if (rst) begin
-      \$216  = 3'h0;
+      \$328  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$217  = \$signal$48 ;
-    if (rd_issue) begin
-      \$217  = \$98 ;
+    \$329  = busy;
+    if (\$205 ) begin
+      \$329  = 1'h1;
+    end
+    if (\$243 ) begin
+      \$329  = 1'h0;
     end
     if (rst) begin
-      \$217  = 1'h0;
+      \$329  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$218  = \$signal$60 ;
-    if (rd_issue) begin
-      \$218  = \$103 [2:0];
+    \$330  = to_dev;
+    if (\$205 ) begin
+      \$330  = cmd__payload[95];
     end
     if (rst) begin
-      \$218  = 3'h0;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$219  = q_wlast;
-    if (rd_issue) begin
-      \$219  = \$109 ;
+    \$331  = go_r;
+    if (\$205 ) begin
+      \$331  = \$206 ;
+    end
+    if (\$243 ) begin
+      \$331  = 1'h0;
     end
     if (rst) begin
-      \$219  = 1'h0;
+      \$331  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$220  = p_idx;
-    if (rd_issue) begin
-      \$220  = \$117 [2:0];
+    \$332  = go_w;
+    if (\$205 ) begin
+      \$332  = cmd__payload[95];
     end
-    if (\$182 ) begin
-      \$220  = 3'h0;
+    if (\$243 ) begin
+      \$332  = 1'h0;
     end
     if (rst) begin
-      \$220  = 3'h0;
+      \$332  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$221  = p_dev;
-    if (start_beat) begin
-      \$221  = \$118 [63:0];
-    end
-    if (\$182 ) begin
-      \$221  = { cmd__payload[63:6], 6'h00 };
+    \$333  = tail;
+    if (\$205 ) begin
+      \$333  = \$234 [2:0];
     end
     if (rst) begin
-      \$221  = 64'h0000000000000000;
+      \$333  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$222  = p_beats;
-    if (start_beat) begin
-      \$222  = \$119 [15:0];
-    end
-    if (\$182 ) begin
-      \$222  = \$188 [15:0];
+    \$334  = tail0;
+    if (\$205 ) begin
+      \$334  = \$235 ;
     end
     if (rst) begin
-      \$222  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$223  = p_burst;
-    if (start_beat) begin
-      \$223  = \$122 [8:0];
-    end
-    if (\$182 ) begin
-      \$223  = 9'h000;
-    end
-    if (rst) begin
-      \$223  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$224  = p_last_lane;
-    if (start_beat) begin
-      \$224  = \$125 [2:0];
-    end
-    if (rst) begin
-      \$224  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$225  = p_wlast;
-    if (start_beat) begin
-      \$225  = \$129 ;
-    end
-    if (rst) begin
-      \$225  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$226  = asm0;
-    if (\$131 ) begin
-      \$226  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$226  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$227  = asm1;
-    if (\$133 ) begin
-      \$227  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$227  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$228  = asm2;
-    if (\$135 ) begin
-      \$228  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$228  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$229  = asm3;
-    if (\$137 ) begin
-      \$229  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$229  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$230  = asm4;
-    if (\$139 ) begin
-      \$230  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$230  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$231  = asm5;
-    if (\$141 ) begin
-      \$231  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$231  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$232  = asm6;
-    if (\$143 ) begin
-      \$232  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$232  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$233  = asm7;
-    if (\$145 ) begin
-      \$233  = { 24'h000000, \port$606$0  };
-    end
-    if (rst) begin
-      \$233  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$234  = bw__addr;
-    if (\$146 ) begin
-      \$234  = \$149 [1:0];
-    end
-    if (rst) begin
-      \$234  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$235  = br__addr;
-    if (\$151 ) begin
-      \$235  = \$154 [1:0];
-    end
-    if (rst) begin
-      \$235  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$236  = count;
-    if (\$159 ) begin
-      \$236  = \$165 [2:0];
-    end else if (\$164 ) begin
-      \$236  = \$166 [2:0];
-    end
-    if (rst) begin
-      \$236  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$237  = used;
-    if (\$170 ) begin
-      \$237  = \$175 [2:0];
-    end else if (\$174 ) begin
-      \$237  = \$176 [2:0];
-    end
-    if (rst) begin
-      \$237  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$238  = busy;
-    if (\$182 ) begin
-      \$238  = 1'h1;
-    end
-    if (\$198 ) begin
-      \$238  = 1'h0;
-    end
-    if (rst) begin
-      \$238  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$239  = to_dev;
-    if (\$182 ) begin
-      \$239  = cmd__payload[95];
-    end
-    if (rst) begin
-      \$239  = 1'h0;
+      \$334  = 1'h0;
     end
   end
   assign \busy$2  = busy;
   assign err = error;
-  assign to_boundary = \$1 [6:0];
-  assign n = \$7 [8:0];
   assign m_axi_gmem_awid = 1'h0;
   assign ax_addr = m_axi_gmem_awaddr;
   assign ax_len = m_axi_gmem_awlen;
@@ -16738,31 +17488,31 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_arsize = 3'h6;
   assign m_axi_gmem_arburst = 2'h1;
   assign m_axi_gmem_rready = rready;
-  assign \to_boundary$40  = \$28 [6:0];
-  assign \n$42  = \$34 [8:0];
   assign wr_ptr = bw__addr;
-  assign bw__data = { q_wlast, \$signal$60 , \$50 , \$48 , \$46 , \$44 , \$42 , \$40 , \$38 , \$36  };
-  assign mem_rdata = { 24'h000000, \port$606$0  };
+  assign bw__data = { q_wlast, \$signal$58 , \$31 , \$29 , \$27 , \$25 , \$23 , \$21 , \$19 , \$17  };
+  assign mem_rdata = { 24'h000000, \port$571$0  };
   assign rd_ptr = br__addr;
-  assign lane_on = { \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , 1'h1 };
-  assign m_axi_gmem_wstrb = { \$57 , \$57 , \$57 , \$57 , \$57 , \$57 , \$57 , \$57 , \$56 , \$56 , \$56 , \$56 , \$56 , \$56 , \$56 , \$56 , \$55 , \$55 , \$55 , \$55 , \$55 , \$55 , \$55 , \$55 , \$54 , \$54 , \$54 , \$54 , \$54 , \$54 , \$54 , \$54 , \$53 , \$53 , \$53 , \$53 , \$53 , \$53 , \$53 , \$53 , \$52 , \$52 , \$52 , \$52 , \$52 , \$52 , \$52 , \$52 , \$51 , \$51 , \$51 , \$51 , \$51 , \$51 , \$51 , \$51 , 8'hff };
+  assign lane_on = { \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , 1'h1 };
+  assign wvalid = m_axi_gmem_wvalid;
+  assign m_axi_gmem_wstrb = { \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$38 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , 8'hff };
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2497$0  = \$51 ;
-  assign \port$2498$0  = \$52 ;
-  assign \port$2499$0  = \$53 ;
-  assign \port$2500$0  = \$54 ;
-  assign \port$2501$0  = \$55 ;
-  assign \port$2502$0  = \$56 ;
-  assign \port$2503$0  = \$57 ;
+  assign \port$2449$0  = \$32 ;
+  assign \port$2450$0  = \$33 ;
+  assign \port$2451$0  = \$34 ;
+  assign \port$2452$0  = \$35 ;
+  assign \port$2453$0  = \$36 ;
+  assign \port$2454$0  = \$37 ;
+  assign \port$2455$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];
   assign \cmd__payload.mem_addr  = cmd__payload[78:64];
   assign \cmd__payload.words  = cmd__payload[94:79];
   assign \cmd__payload.to_device  = cmd__payload[95];
-  assign \$67  = { 1'h0, \$66 , 6'h00 };
-  assign \$184  = { 3'h0, \$183 [16:3] };
-  assign \$188  = { 3'h0, \$187 [16:3] };
+  assign \$48  = { 3'h0, \$47 [16:3] };
+  assign \$81  = { 1'h0, ap_n, 6'h00 };
+  assign \$214  = { 3'h0, cmd__payload[94:82] };
+  assign \$228  = { 3'h0, cmd__payload[94:82] };
 endmodule

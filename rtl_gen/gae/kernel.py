@@ -15,7 +15,7 @@ class GaeKernel(WindowKernel):
 
     The buffer mirrors the accelerator's memory regions (:mod:`sw.gae.layout`); the host
     copies the rows a run reads in (:func:`~sw.gae.spec.copy_plan`), runs the accelerator and
-    copies the result rows out, one ``axi_data_width``-bit word per cycle (``N + L + 5`` cycles
+    copies the result rows out, one ``axi_data_width``-bit word per cycle (``N + L + 7`` cycles
     per copy of N words, device-memory latency L; :func:`~sw.gae.spec.kernel_run_cycles`).
     Since the register layout version 1 of the window shell (``SHELL_VERSION``) this is the
     same shell as the replay and learner kernels; the earlier GAE kernel copied inside its

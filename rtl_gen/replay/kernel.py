@@ -13,7 +13,7 @@ class ReplayKernel(WindowKernel):
     (:class:`~rtl_gen.shell.window.WindowKernel`): ``s_axi_control`` (the replay registers,
     then MEM_PTR and the DMA_* registers of :func:`~sw.replay.spec.replay_kernel_register_map`),
     ``m_axi_gmem``, ``interrupt``. The buffer mirrors the five batch buffers
-    (``5 * region_words * 8`` bytes); a copy moves one 64-bit word per cycle (``N + L + 5``
+    (``5 * region_words * 8`` bytes); a copy moves one 64-bit word per cycle (``N + L + 7``
     cycles for N words, device-memory latency L).
 
     Parameters

@@ -108,16 +108,20 @@ class AxiDma(wiring.Component):
     Timing (cycles of ``clk``, no back-pressure, a memory with latency L: first R beat L
     cycles after the AR handshake, B L cycles after the last W beat):
 
-    * Address channels: a request is registered in the cycle after the command handshake
-      and after each previous request's handshake (so at most one every 2 cycles), while
-      fewer than ``max_outstanding`` bursts are in flight.
+    * Burst lengths come from two planners (address channel, W beats), each two registered
+      stages ahead of their use: the first is known in the third cycle after the command
+      handshake, each further one three cycles after the previous one is taken.
+    * Address channels: a request is registered in the third cycle after the command
+      handshake and three cycles after each previous request (so at most one every 3
+      cycles), while fewer than ``max_outstanding`` bursts are in flight.
     * Reads: ``rready`` is high except while a beat's further words are being written; each
       R beat is written to local memory over the next ``min(r, words left)`` cycles, one word
-      per cycle. A command of N words takes ``N + L + 4`` cycles from its handshake to
-      ``done`` (bursts follow each other without gaps when ``max_outstanding`` >= 2).
-    * Writes: one local read per cycle from the cycle after the command handshake; a beat's
-      ``wvalid`` rises 2 cycles after its last local read. N words take ``N + L + 4`` cycles
-      to ``done`` (after the last B response). 0 words take 2 cycles.
+      per cycle. A command of N words takes ``N + L + 6`` cycles from its handshake to
+      ``done`` (bursts follow each other without gaps when ``max_outstanding`` >= 2 and
+      bursts span at least 3 local words).
+    * Writes: one local read per cycle from the third cycle after the command handshake; a
+      beat's ``wvalid`` rises 2 cycles after its last local read. N words take ``N + L + 6``
+      cycles to ``done`` (after the last B response). 0 words take 2 cycles either way.
     * Throughput: one local word (``mem_data_width`` bits) per cycle in either direction.
 
     Raises
@@ -247,13 +251,59 @@ class AxiDma(wiring.Component):
         return out
 
     # -- hardware -------------------------------------------------------------------------------
+    def _planner(self, m, name, *, page_bits, cw):
+        """A burst planner: the next burst's length, precomputed over two registered stages
+        from its page offset ``off`` (beats into the 4 KiB page) and the beats ``left``.
+
+        Returns a namespace: ``off``, ``left`` (written by the caller, which sets ``chg`` in
+        the same cycle), ``ready`` (the outputs below are valid: 3 cycles after a change),
+        ``more`` (``left != 0``), ``n`` (beats of the next burst), ``nm1`` (``n - 1``), ``n1``
+        (``n == 1``), ``n2`` (``n == 2``), ``last`` (``n == left``: the last burst).
+        """
+        P, MB = 1 << page_bits, self._max_burst
+        ns = type("Planner", (), {})()
+        ns.off = Signal(page_bits, name=f"{name}_off")
+        ns.left = Signal(cw, name=f"{name}_left")
+        ns.chg = Signal(name=f"{name}_chg")
+        st_a, ns.ready = Signal(name=f"{name}_st_a"), Signal(name=f"{name}_ready")
+        # stage A: the distance to the page end and the burst cap, each minus one
+        tbm1 = Signal(page_bits, name=f"{name}_tbm1")       # P - 1 - off
+        capm1 = Signal(8, name=f"{name}_capm1")             # min(left, MB) - 1 (left > 0)
+        tb = Signal(range(P + 1), name=f"{name}_tb")
+        cap = Signal(range(MB + 1), name=f"{name}_cap")
+        more_a = Signal(name=f"{name}_more_a")
+        le_a = Signal(name=f"{name}_le_a")                  # left <= MB: the cap is left
+        t0, t1, c0, c1 = (Signal(name=f"{name}_{x}") for x in ("t0", "t1", "c0", "c1"))
+        le = ns.left <= MB
+        m.d.sync += [
+            tbm1.eq(~ns.off), tb.eq(P - ns.off),
+            cap.eq(Mux(le, ns.left, MB)),
+            capm1.eq(Mux(le, ns.left[:9] - 1, MB - 1)),
+            more_a.eq(ns.left != 0), le_a.eq(le),
+            t0.eq(~ns.off == 0), t1.eq(~ns.off == 1),
+            c0.eq(Mux(le, ns.left == 1, MB == 1)), c1.eq(Mux(le, ns.left == 2, MB == 2)),
+        ]
+        # stage B: the smaller of the two
+        ns.n = Signal(range(min(P, MB) + 1), name=f"{name}_n")
+        ns.nm1 = Signal(8, name=f"{name}_nm1")
+        ns.n1, ns.n2, ns.more, ns.last = (Signal(name=f"{name}_{x}")
+                                          for x in ("n1", "n2", "more", "last"))
+        lt = tbm1 < capm1
+        m.d.sync += [ns.n.eq(Mux(lt, tb, cap)), ns.nm1.eq(Mux(lt, tbm1, capm1)),
+                     ns.n1.eq(t0 | c0), ns.n2.eq(Mux(lt, t1, c1)), ns.more.eq(more_a),
+                     ns.last.eq(le_a & ~lt)]
+        m.d.sync += [st_a.eq(~ns.chg), ns.ready.eq(st_a & ~ns.chg)]
+        return ns
+
     def elaborate(self, platform):
         m = Module()
         a = self.axi
         W, D = self._data_width, self._mem_data_width
         r = W // D                                  # local words per beat
         rb = (r - 1).bit_length()                   # bits of a lane index
+        lw = max(rb, 1)
         bb = (W // 8 - 1).bit_length()              # byte-offset bits of a beat
+        page_bits = 12 - bb                         # beat-offset bits in a 4 KiB page
         aw_bits = self._addr_width
         cw = self._mem_addr_width + 1               # word and beat counts
         F = WRITE_BUFFER_DEPTH
@@ -264,50 +314,46 @@ class AxiDma(wiring.Component):
         to_dev = Signal()
         err = Signal()
         l_addr = Signal(self._mem_addr_width)       # next local word to write (reads) / read
+        tail = Signal(lw)                           # last lane of the copy's last beat
 
         m.d.comb += [self.cmd.ready.eq(~busy), self.busy.eq(busy), self.error.eq(err)]
         m.d.sync += self.done.eq(0)
         accept = self.cmd.valid & ~busy
+        go_r = Signal()                             # busy & ~to_dev
+        go_w = Signal()                             # busy & to_dev
 
-        def beats_of(words):
-            return (words + (r - 1)) >> rb if r > 1 else words
-
-        def burst_len(addr, beats_left):
-            """Beats of the burst starting at ``addr`` (combinational)."""
-            to_boundary = Signal(range(BOUNDARY_BYTES // (W // 8) + 1))
-            m.d.comb += to_boundary.eq((BOUNDARY_BYTES >> bb) - addr[bb:12])
-            capped = Mux(beats_left < self._max_burst, beats_left, self._max_burst)
-            n = Signal(range(257))
-            m.d.comb += n.eq(Mux(to_boundary < capped, to_boundary, capped))
-            return n
+        # Every decision below reads registers and precomputed flags only: the burst lengths
+        # come from two planners (one for the address channel, one for the W beats), each two
+        # registered stages ahead; counts carry "is zero" / "is one" flags updated with them.
 
         # -- address channel (AR for reads, AW for writes: one direction per command) -------
+        ap = self._planner(m, "ap", page_bits=page_bits, cw=cw)
         a_addr = Signal(aw_bits)                    # next burst's address
-        a_beats = Signal(cw)                        # beats not yet requested
         ax_valid = Signal()
         ax_addr = Signal(aw_bits)
         ax_len = Signal(8)
-        outstanding = Signal(range(max_out + 1))
-        a_step = Signal()                           # a_addr moves past the burst just issued
-        issue_n = burst_len(a_addr, a_beats)
+        # bursts in flight, as a thermometer code (bit i: more than i), so that neither the
+        # count nor its full/empty tests need a carry chain
+        outstanding = Signal(max_out)
+        out_full = outstanding[max_out - 1]
+        out_zero = ~outstanding[0]
+        a_zero = Signal(init=1)                     # every burst requested (ap.left == 0)
         ax_issue = Signal()
         ax_done = Signal()                          # a burst completed (last R / B)
-        m.d.comb += ax_issue.eq(busy & ~ax_valid & ~a_step & (a_beats != 0)
-                                & (outstanding < max_out))
+        m.d.comb += ax_issue.eq(busy & ap.ready & ap.more & ~ax_valid & ~out_full)
         with m.If(ax_issue):
-            m.d.sync += [ax_valid.eq(1), ax_addr.eq(a_addr), ax_len.eq(issue_n - 1),
-                         a_beats.eq(a_beats - issue_n), a_step.eq(1)]
-        # The 64-bit address add works from registers, in the cycle after the request (when
-        # ax_valid is still high, so no request can use the stale address).
-        with m.If(a_step):
-            m.d.sync += [a_addr.eq(ax_addr + ((ax_len + 1) << bb)), a_step.eq(0)]
+            m.d.sync += [ax_valid.eq(1), ax_addr.eq(a_addr), ax_len.eq(ap.nm1),
+                         a_addr.eq(a_addr + (ap.n << bb)),
+                         ap.off.eq(ap.off + ap.n), ap.left.eq(ap.left - ap.n),
+                         a_zero.eq(ap.last)]
+            m.d.comb += ap.chg.eq(1)
         ax_ready = Mux(to_dev, a("awready"), a("arready"))
         with m.If(ax_valid & ax_ready):
             m.d.sync += ax_valid.eq(0)
         with m.If(ax_issue & ~ax_done):
-            m.d.sync += outstanding.eq(outstanding + 1)
+            m.d.sync += outstanding.eq(Cat(Const(1), outstanding[:-1]))
         with m.Elif(~ax_issue & ax_done):
-            m.d.sync += outstanding.eq(outstanding - 1)
+            m.d.sync += outstanding.eq(outstanding[1:])
         for ax in ("aw", "ar"):
             m.d.comb += [
                 a(f"{ax}id").eq(0), a(f"{ax}addr").eq(ax_addr), a(f"{ax}len").eq(ax_len),
@@ -316,23 +362,29 @@ class AxiDma(wiring.Component):
             ]
 
         # -- reads: R beat -> serializer -> local writes ---------------------------------------
-        rx_words = Signal(cw)                       # words not yet received
+        rx_beats = Signal(cw)                       # beats not yet received
+        rx_last = Signal()                          # rx_beats == 1
+        rx_zero = Signal(init=1)                    # rx_beats == 0
         s_valid = Signal()
         s_data = Signal(W)
-        s_idx = Signal(max(rb, 1))
-        s_last = Signal(max(rb, 1))                 # index of the beat's last word
-        s_end = (s_idx == s_last) if r > 1 else Const(1)
+        s_idx = Signal(lw)
+        s_rem = Signal(lw)                          # words of the beat after the current one
+        s_end = Signal()                            # s_rem == 0
+        tail0 = Signal()                            # tail == 0
         rready = Signal()
         m.d.comb += [rready.eq(~s_valid | s_end), a("rready").eq(rready)]
         r_hs = a("rvalid") & rready
         with m.If(s_valid):
-            m.d.sync += [l_addr.eq(l_addr + 1), s_idx.eq(s_idx + 1)]
+            m.d.sync += [l_addr.eq(l_addr + 1), s_idx.eq(s_idx + 1),
+                         s_rem.eq(s_rem - 1), s_end.eq(s_rem == 1)]
             with m.If(s_end):
                 m.d.sync += s_valid.eq(0)
-        with m.If(r_hs & busy & ~to_dev):
-            n_words = Mux(rx_words < r, rx_words, r) if r > 1 else Const(1)
+        with m.If(r_hs & go_r):
             m.d.sync += [s_valid.eq(1), s_data.eq(a("rdata")), s_idx.eq(0),
-                         s_last.eq(n_words - 1), rx_words.eq(rx_words - n_words)]
+                         s_rem.eq(Mux(rx_last, tail, r - 1) if r > 1 else 0),
+                         s_end.eq(Mux(rx_last, tail0, r == 1) if r > 1 else 1),
+                         rx_beats.eq(rx_beats - 1), rx_last.eq(rx_beats == 2),
+                         rx_zero.eq(rx_last)]
             with m.If(a("rresp") != 0):
                 m.d.sync += err.eq(1)
         lanes = [s_data[j * D:(j + 1) * D] for j in range(r)]
@@ -346,43 +398,51 @@ class AxiDma(wiring.Component):
             m.d.comb += s_word.eq(lanes[0])
 
         # -- writes: local reads -> assembler -> buffer -> W channel ---------------------------
-        p_words = Signal(cw)                        # local words not yet read
+        wp = self._planner(m, "wp", page_bits=page_bits, cw=cw)
         p_beats = Signal(cw)                        # beats not yet started
-        p_dev = Signal(aw_bits)                     # device address of the next beat
+        p_more = Signal()                           # p_beats != 0
+        p_lastbeat = Signal()                       # p_beats == 1
         p_burst = Signal(9)                         # beats left in the current burst
-        p_idx = Signal(max(rb, 1))                  # lane of the next local read
-        p_last_lane = Signal(max(rb, 1))            # last lane of the current beat
+        p_b0 = Signal(init=1)                       # p_burst == 0: the next beat starts a burst
+        p_b1 = Signal()                             # p_burst == 1
+        p_idx = Signal(lw)                          # lane of the next local read
+        p_last_lane = Signal(lw)                    # last lane of the current beat
         p_wlast = Signal()                          # the current beat ends its burst
-        used = Signal(range(F + 1))                 # buffer slots reserved, not yet sent
-        mid_beat = (p_idx != 0) if r > 1 else Const(0)
+        used = Signal(F)                            # slots reserved, not yet sent (thermometer)
+        used_full = used[F - 1]
+        mid_beat = Signal() if r > 1 else Const(0)  # p_idx != 0
         start_beat = Signal()
         rd_issue = Signal()
         m.d.comb += [
-            start_beat.eq(busy & to_dev & ~mid_beat & (p_words != 0) & (used < F)),
-            rd_issue.eq(start_beat | (busy & to_dev & mid_beat)),
+            start_beat.eq(go_w & ~mid_beat & p_more & ~used_full & (~p_b0 | wp.ready)),
+            rd_issue.eq(start_beat | (go_w & mid_beat)),
         ]
-        new_burst = p_burst == 0
-        b_len = burst_len(p_dev, p_beats)
-        beat_wlast = Mux(new_burst, b_len == 1, p_burst == 1)
-        beat_last_lane = (Mux(p_words < r, p_words, r) - 1) if r > 1 else Const(0)
+        beat_wlast = Mux(p_b0, wp.n1, p_b1)
+        beat_last_lane = Mux(p_lastbeat, tail, r - 1) if r > 1 else Const(0)
         cur_last_lane = Mux(mid_beat, p_last_lane, beat_last_lane) if r > 1 else Const(0)
         cur_wlast = Mux(mid_beat, p_wlast, beat_wlast) if r > 1 else beat_wlast
         # Tags of the read in flight: data arrives on mem_rdata in the next cycle.
-        q_valid, q_idx, q_final = Signal(), Signal(max(rb, 1)), Signal()
-        q_last_lane, q_wlast = Signal(max(rb, 1)), Signal()
+        q_valid, q_idx, q_final = Signal(), Signal(lw), Signal()
+        q_last_lane, q_wlast = Signal(lw), Signal()
         m.d.sync += q_valid.eq(rd_issue)
         with m.If(rd_issue):
             final = (p_idx == cur_last_lane) if r > 1 else Const(1)
             m.d.sync += [
-                l_addr.eq(l_addr + 1), p_words.eq(p_words - 1),
+                l_addr.eq(l_addr + 1),
                 q_idx.eq(p_idx), q_final.eq(final), q_last_lane.eq(cur_last_lane),
                 q_wlast.eq(cur_wlast),
             ]
             if r > 1:
-                m.d.sync += p_idx.eq(Mux(final, 0, p_idx + 1))
+                m.d.sync += [p_idx.eq(Mux(final, 0, p_idx + 1)), mid_beat.eq(~final)]
         with m.If(start_beat):
-            m.d.sync += [p_dev.eq(p_dev + (1 << bb)), p_beats.eq(p_beats - 1),
-                         p_burst.eq(Mux(new_burst, b_len, p_burst) - 1)]
+            m.d.sync += [p_beats.eq(p_beats - 1), p_more.eq(~p_lastbeat),
+                         p_lastbeat.eq(p_beats == 2)]
+            with m.If(p_b0):
+                m.d.sync += [p_burst.eq(wp.nm1), p_b0.eq(wp.n1), p_b1.eq(wp.n2),
+                             wp.off.eq(wp.off + wp.n), wp.left.eq(wp.left - wp.n)]
+                m.d.comb += wp.chg.eq(1)
+            with m.Else():
+                m.d.sync += [p_burst.eq(p_burst - 1), p_b0.eq(p_b1), p_b1.eq(p_burst == 2)]
             if r > 1:
                 m.d.sync += [p_last_lane.eq(beat_last_lane), p_wlast.eq(beat_wlast)]
 
@@ -394,7 +454,6 @@ class AxiDma(wiring.Component):
                           for j in range(r)))
         push = q_valid & q_final
 
-        lw = max(rb, 1)
         buf = memory.Memory(shape=unsigned(W + lw + 1), depth=F, init=[])
         m.submodules.wbuf = buf
         bw = buf.write_port()
@@ -407,20 +466,20 @@ class AxiDma(wiring.Component):
         head_data = br.data[:W]
         head_last_lane = br.data[W:W + lw]
         head_wlast = br.data[W + lw]
-        wvalid = count != 0
+        wvalid = Signal()                           # count != 0
         pop = wvalid & a("wready")
         with m.If(push):
             m.d.sync += wr_ptr.eq(Mux(wr_ptr == F - 1, 0, wr_ptr + 1))
         with m.If(pop):
             m.d.sync += rd_ptr.eq(Mux(rd_ptr == F - 1, 0, rd_ptr + 1))
         with m.If(push & ~pop):
-            m.d.sync += count.eq(count + 1)
+            m.d.sync += [count.eq(count + 1), wvalid.eq(1)]
         with m.Elif(pop & ~push):
-            m.d.sync += count.eq(count - 1)
+            m.d.sync += [count.eq(count - 1), wvalid.eq(count != 1)]
         with m.If(start_beat & ~pop):
-            m.d.sync += used.eq(used + 1)
+            m.d.sync += used.eq(Cat(Const(1), used[:-1]))
         with m.Elif(pop & ~start_beat):
-            m.d.sync += used.eq(used - 1)
+            m.d.sync += used.eq(used[1:])
         # Lane j of the head beat holds data iff j <= its last lane (lane 0 always does).
         lane_on = Signal(r)
         m.d.comb += lane_on.eq(Cat(Const(1), *(head_last_lane >= j for j in range(1, r))))
@@ -428,7 +487,7 @@ class AxiDma(wiring.Component):
         m.d.comb += [a("wvalid").eq(wvalid), a("wdata").eq(head_data), a("wstrb").eq(strb),
                      a("wlast").eq(head_wlast), a("bready").eq(1)]
         b_hs = a("bvalid")
-        with m.If(b_hs & busy & to_dev & (a("bresp") != 0)):
+        with m.If(b_hs & go_w & (a("bresp") != 0)):
             m.d.sync += err.eq(1)
 
         m.d.comb += ax_done.eq(Mux(to_dev, b_hs, r_hs & a("rlast")) & busy)
@@ -445,19 +504,27 @@ class AxiDma(wiring.Component):
         # -- command and completion ------------------------------------------------------------
         with m.If(accept):
             words = cmd.words
-            beats = beats_of(words)
+            beats = Signal(cw)
+            m.d.comb += beats.eq((words + (r - 1)) >> rb if r > 1 else words)
+            none = words == 0
+            one = ~none & (((words >> rb) == 0) | (words == r) if r > 1 else words == 1)
             aligned = Cat(Const(0, bb), cmd.dev_addr[bb:])
+            off = cmd.dev_addr[bb:12]
+            rd, wr = ~cmd.to_device, cmd.to_device
             m.d.sync += [
-                busy.eq(1), to_dev.eq(cmd.to_device), err.eq(0), l_addr.eq(cmd.mem_addr),
-                a_addr.eq(aligned), a_beats.eq(beats),
-                rx_words.eq(Mux(cmd.to_device, 0, words)),
-                p_words.eq(Mux(cmd.to_device, words, 0)), p_beats.eq(beats),
-                p_dev.eq(aligned), p_burst.eq(0),
+                busy.eq(1), to_dev.eq(cmd.to_device), go_r.eq(rd), go_w.eq(wr), err.eq(0),
+                l_addr.eq(cmd.mem_addr),
+                a_addr.eq(aligned), ap.off.eq(off), ap.left.eq(beats), a_zero.eq(none),
+                wp.off.eq(off), wp.left.eq(Mux(wr, beats, 0)),
+                rx_beats.eq(Mux(rd, beats, 0)), rx_last.eq(rd & one), rx_zero.eq(wr | none),
+                p_beats.eq(Mux(wr, beats, 0)), p_more.eq(wr & ~none),
+                p_lastbeat.eq(wr & one), p_burst.eq(0), p_b0.eq(1), p_b1.eq(0),
             ]
+            m.d.comb += [ap.chg.eq(1), wp.chg.eq(1)]
             if r > 1:
-                m.d.sync += p_idx.eq(0)
-        finished = Mux(to_dev, (a_beats == 0) & ~ax_valid & (outstanding == 0),
-                       (rx_words == 0) & ~s_valid)
+                m.d.sync += [p_idx.eq(0), mid_beat.eq(0), tail.eq((words[:rb] - 1)[:rb]),
+                             tail0.eq(words[:rb] == 1)]
+        finished = Mux(to_dev, a_zero & ~ax_valid & out_zero, rx_zero & ~s_valid)
         with m.If(busy & finished):
-            m.d.sync += [busy.eq(0), self.done.eq(1)]
+            m.d.sync += [busy.eq(0), go_r.eq(0), go_w.eq(0), self.done.eq(1)]
         return m

@@ -144,11 +144,13 @@ class AxiLiteCsr(wiring.Component):
     Timing (cycles of ``clk``; one write and one read may be in progress at the same time):
 
     * Write: AWREADY and WREADY are high while no write response is pending and that channel's
-      beat has not been taken yet, so AW and W are accepted in either order or together. The
-      register changes at the clock edge that completes the later of the two handshakes, and
-      BVALID rises in the next cycle (:attr:`write_latency` = 1), together with the new values
-      on the core ports and ``<reg>_wr_pulse``. AWREADY/WREADY return the cycle after the B
-      handshake: at most one write every 2 cycles.
+      beat has not been taken yet, so AW and W are accepted in either order or together. Each
+      is captured in a register (the address decoded to one flag per register, the data masked
+      by WSTRB); the write commits in the cycle after the later of the two handshakes, from
+      those registers only: the register changes at the end of that cycle and BVALID rises in
+      the next (:attr:`write_latency` = 2, from the later handshake to BVALID), together with
+      the new values on the core ports and ``<reg>_wr_pulse``. AWREADY/WREADY return the cycle
+      after the B handshake: at most one write every 3 cycles.
     * Read: ARREADY is high while no read response is pending. The register is sampled (and
       clear-on-read bits cleared) at the AR handshake; RVALID rises in the next cycle
       (:attr:`read_latency` = 1). At most one read every 2 cycles. A read in the same cycle as
@@ -162,7 +164,7 @@ class AxiLiteCsr(wiring.Component):
       any input (AXI or core side) to any output.
     """
 
-    write_latency = 1
+    write_latency = 2
     read_latency = 1
 
     def __init__(self, regmap, *, prefix="s_axi_control", addr_width=None, base=None,
@@ -293,13 +295,21 @@ class AxiLiteCsr(wiring.Component):
         ax = self.axi
 
         # -- write channel ---------------------------------------------------------------------
+        # AW and W are captured into registers (the address already decoded, one flag per
+        # register, and the data already masked by WSTRB); the write commits in the next cycle
+        # from registers only, so the decode and the byte masks are off the paths into the
+        # registers and the core.
+        words = [r.offset >> 2 for r in rm.registers]
         aw_got = Signal()
         w_got = Signal()
         bvalid = Signal()
         bresp = Signal(2)
-        aw_addr_q = Signal(self._addr_width)
-        w_data_q = Signal(32)
-        w_strb_q = Signal(4)
+        aw_dec = Signal(len(words))                 # one-hot: the captured address's register
+        aw_hit = Signal()                           # the captured address is a register's
+        w_bits = Signal(32)                         # WDATA & byte mask
+        w_mask = Signal(32)
+        w_data = Signal(32)
+        w_strb = Signal(4)
         m.d.comb += [
             ax("awready").eq(~aw_got & ~bvalid),
             ax("wready").eq(~w_got & ~bvalid),
@@ -309,24 +319,18 @@ class AxiLiteCsr(wiring.Component):
         aw_hs = ax("awvalid") & ~aw_got & ~bvalid
         w_hs = ax("wvalid") & ~w_got & ~bvalid
         commit = Signal()
-        w_addr = Signal(self._addr_width)
-        w_data = Signal(32)
-        w_strb = Signal(4)
-        w_mask = Signal(32)
-        m.d.comb += [
-            commit.eq((aw_got | aw_hs) & (w_got | w_hs)),
-            w_addr.eq(Mux(aw_got, aw_addr_q, ax("awaddr"))),
-            w_data.eq(Mux(w_got, w_data_q, ax("wdata"))),
-            w_strb.eq(Mux(w_got, w_strb_q, ax("wstrb"))),
-            w_mask.eq(Cat(*(w_strb[i].replicate(8) for i in range(4)))),
-        ]
+        m.d.comb += commit.eq(aw_got & w_got)
         with m.If(commit):
-            m.d.sync += [aw_got.eq(0), w_got.eq(0), bvalid.eq(1)]
-        with m.Else():
-            with m.If(aw_hs):
-                m.d.sync += [aw_got.eq(1), aw_addr_q.eq(ax("awaddr"))]
-            with m.If(w_hs):
-                m.d.sync += [w_got.eq(1), w_data_q.eq(ax("wdata")), w_strb_q.eq(ax("wstrb"))]
+            m.d.sync += [aw_got.eq(0), w_got.eq(0), bvalid.eq(1),
+                         bresp.eq(Mux(aw_hit, OKAY, SLVERR))]
+        with m.If(aw_hs):
+            aw_word = ax("awaddr")[2:]
+            dec = Cat(*(aw_word == w for w in words))
+            m.d.sync += [aw_got.eq(1), aw_dec.eq(dec), aw_hit.eq(dec.any())]
+        with m.If(w_hs):
+            mask = Cat(*(ax("wstrb")[i].replicate(8) for i in range(4)))
+            m.d.sync += [w_got.eq(1), w_data.eq(ax("wdata")), w_strb.eq(ax("wstrb")),
+                         w_bits.eq(ax("wdata") & mask), w_mask.eq(mask)]
         with m.If(bvalid & ax("bready")):
             m.d.sync += bvalid.eq(0)
 
@@ -346,21 +350,16 @@ class AxiLiteCsr(wiring.Component):
             m.d.sync += rvalid.eq(0)
 
         # -- address decode --------------------------------------------------------------------
-        w_word = w_addr[2:]
         r_word = ax("araddr")[2:]
-        w_hit = Signal()
         r_hit = Signal()
         we, rd = {}, {}
-        for r in rm.registers:
+        for i, r in enumerate(rm.registers):
             name = r.name.lower()
             we[r.name] = Signal(name=f"{name}_we")
             rd[r.name] = Signal(name=f"{name}_rd")
-            m.d.comb += [we[r.name].eq(commit & (w_word == r.offset >> 2)),
-                         rd[r.name].eq(ar_hs & (r_word == r.offset >> 2))]
-        m.d.comb += [w_hit.eq(Cat(*(w_word == r.offset >> 2 for r in rm.registers)).any()),
-                     r_hit.eq(Cat(*(r_word == r.offset >> 2 for r in rm.registers)).any())]
-        with m.If(commit):
-            m.d.sync += bresp.eq(Mux(w_hit, OKAY, SLVERR))
+            m.d.comb += [we[r.name].eq(commit & aw_dec[i]),
+                         rd[r.name].eq(ar_hs & (r_word == words[i]))]
+        m.d.comb += r_hit.eq(Cat(*(r_word == w for w in words)).any())
 
         # -- storage: one register per field that keeps state -----------------------------------
         store = {}
@@ -371,7 +370,7 @@ class AxiLiteCsr(wiring.Component):
                                                    name=f"{r.path(f).lower()}_q")
 
         def wbits(f):
-            return w_data[f.lsb:f.lsb + f.width] & w_mask[f.lsb:f.lsb + f.width]
+            return w_bits[f.lsb:f.lsb + f.width]
 
         def wmask(f):
             return w_mask[f.lsb:f.lsb + f.width]
@@ -407,7 +406,7 @@ class AxiLiteCsr(wiring.Component):
                 ready.eq((self.ap_ready & ~auto) | (ready & ~rd["CTRL"])),
             ]
             for i, event in enumerate((self.ap_done, self.ap_ready)):
-                tog = Mux(we["IP_ISR"], w_data[i] & w_mask[i], 0)
+                tog = Mux(we["IP_ISR"], w_bits[i], 0)
                 m.d.sync += isr[i].eq((ier[i] & event) | (isr[i] ^ tog))
             m.d.comb += [self.ap_start.eq(start), self.auto_restart.eq(auto),
                          self.interrupt.eq(gie & (isr[0] | isr[1]))]
@@ -457,6 +456,6 @@ class AxiLiteCsr(wiring.Component):
         for r in rm.user_registers:
             m.d.sync += getattr(self, f"{r.name.lower()}_wr_pulse").eq(we[r.name])
         if rm.user_registers:
-            with m.If(commit & w_hit):
+            with m.If(commit & aw_hit):
                 m.d.sync += [self.wr_data.eq(w_data), self.wr_strb.eq(w_strb)]
         return m

@@ -277,6 +277,8 @@ class AxiMemorySlave(wiring.Component):
         tr_id = Signal(self._id_width)
         addr = Signal(aw_bits)                 # byte address of the current beat
         left = Signal(8)                       # beats after the current one
+        last = Signal()                        # left == 0, a register: the handshakes and
+                                               # the memory port decide from flags only
         bad = Signal()                         # unsupported burst: all beats SLVERR
         incr = Signal(wb + 1)
         amask = Signal(wb)
@@ -287,6 +289,7 @@ class AxiMemorySlave(wiring.Component):
                 tr_id.eq(ax_id),
                 addr.eq(ax_addr),
                 left.eq(ax_len),
+                last.eq(ax_len == 0),
                 bad.eq(ax_bad),
                 incr.eq(Mux(fixed, 0, ax_incr)),
                 amask.eq(Mux(fixed, 0, size_mask)),
@@ -300,13 +303,12 @@ class AxiMemorySlave(wiring.Component):
 
         aligned = Cat(addr[:wb] & ~amask, addr[wb:])
         next_addr = (addr & ~wmask) | ((aligned + incr)[:aw_bits] & wmask)
-        last = left == 0
         word = addr[wb:]
         in_range = (word < self._depth) if self._depth < (1 << (aw_bits - wb)) else Const(1)
         beat_resp = Mux(bad, SLVERR, Mux(in_range, OKAY, DECERR))   # before ``enable``
 
         def advance():
-            m.d.sync += [addr.eq(next_addr), left.eq(left - 1)]
+            m.d.sync += [addr.eq(next_addr), left.eq(left - 1), last.eq(left == 1)]
 
         # -- write: W beat -> write stage (memory write) -> B register ------------------------
         bvalid = Signal()

@@ -75,7 +75,7 @@ class WindowKernel(wiring.Component):
 
     Cycles (DMA_CYCLES, from the acceptance to DONE) when device memory never stalls and
     answers with latency L (first R beat L cycles after its AR handshake, B L cycles after the
-    last W beat): ``N + L + 5`` in either direction, 3 for 0 words, 0 for a refused copy
+    last W beat): ``N + L + 7`` in either direction, 3 for 0 words, 0 for a refused copy
     (:func:`sw.shell.spec.copy_cycles`, asserted by the fast tier); the host adds three AXI4-Lite
     writes and its polling. Throughput: one D-bit word, ``D / 8`` bytes, per cycle whatever W is.
     """
@@ -170,6 +170,14 @@ class WindowKernel(wiring.Component):
         aligned = (csr.dma_offset[:ab] == 0 if ab else Const(1)) & \
             (csr.dma_bytes[:wb] == 0 if wb else Const(1))
         fits = (csr.dma_offset + csr.dma_bytes) <= self.window_bytes    # 33-bit sum
+        # The range check is registered every cycle from DMA_OFFSET and DMA_BYTES, so it is one
+        # cycle old when DMA_CTRL.START is seen: it always holds the values of the last writes,
+        # since a write to DMA_CTRL commits at least 3 cycles after the one before it
+        # (AxiLiteCsr: one write every write_latency + 1 cycles) and START shows one cycle
+        # after its commit.
+        in_range = Signal()
+        m.d.sync += in_range.eq(aligned & fits)
+        dev = Signal(64)                            # device address of the copy
         n_words = nbytes[wb:]
 
         with m.FSM(name="copy"):
@@ -178,8 +186,9 @@ class WindowKernel(wiring.Component):
                     m.d.comb += csr.dma_ctrl_start_clear.eq(1)
                     m.d.sync += [cycles.eq(0), offset.eq(csr.dma_offset),
                                  nbytes.eq(csr.dma_bytes), to_buffer.eq(csr.dma_ctrl_dir),
+                                 dev.eq(ptr + csr.dma_offset),
                                  done.eq(0)] + [f.eq(0) for f in flags.values()]
-                    with m.If(~aligned | ~fits):
+                    with m.If(~in_range):
                         m.d.sync += [flags["RANGE"].eq(1), done.eq(1)]
                     with m.Elif(~dma.mem.enable):
                         m.d.sync += [flags["LOCKED"].eq(1), done.eq(1)]
@@ -188,7 +197,7 @@ class WindowKernel(wiring.Component):
                         m.next = "COMMAND"
             with m.State("COMMAND"):
                 m.d.comb += [dma.cmd.valid.eq(1),
-                             dma.cmd.payload.dev_addr.eq(ptr + offset),
+                             dma.cmd.payload.dev_addr.eq(dev),
                              dma.cmd.payload.mem_addr.eq(offset[wb:]),
                              dma.cmd.payload.words.eq(n_words),
                              dma.cmd.payload.to_device.eq(to_buffer)]

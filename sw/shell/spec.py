@@ -203,9 +203,13 @@ def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width:
 
 def copy_cycles(nbytes: int, word_bytes: int, *, latency: int) -> int:
     """DMA_CYCLES of an accepted copy of ``nbytes`` when device memory never stalls and
-    answers ``latency`` cycles after a request: ``N + L + 5`` (``N`` words; 0 words: 3)."""
+    answers ``latency`` cycles after a request: ``N + L + 7`` (``N`` words; 0 words: 3).
+
+    The 7: the command state (1), the DMA's burst planners (2: the first burst's length is
+    registered in two stages before the first request or local read), the request register
+    (1), the last word's local write or the W buffer (2), ``done`` (1)."""
     n = nbytes // word_bytes
-    return n + latency + 5 if n else 3
+    return n + latency + 7 if n else 3
 
 
 def kernel_register_map(config: DmaParams) -> RegisterMap:

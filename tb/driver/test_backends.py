@@ -26,6 +26,7 @@ import pytest
 
 from sw.gae.spec import GaeCoreConfig, GaeKernelConfig
 from sw.gae.spec import copy_plan
+from sw.shell.spec import copy_cycles
 from sw.gae.spec import gae_register_map
 from sw.driver import GAE_VLNVS, GaeDriver, GaeError, GoldenDevice
 from sw.driver.mmio import BusError
@@ -37,7 +38,7 @@ from sw.driver import pynq_device as pynq_backend
 from sw.driver.pynq_device import ACCELERATOR_VLNVS, PynqMemory, find_gae_windows
 
 from driver_util import SMALL, rollout
-from xrt_fake import WindowShell, window_pyxrt
+from xrt_fake import FAKE_LATENCY, WindowShell, window_pyxrt
 
 CTRL_BASE, MEM_BASE = 0xA000_0000, 0xA010_0000
 
@@ -351,7 +352,7 @@ def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
     one_run = plan_copies(cfg, T, M)
     runs = len(shell.copies) // len(one_run)
     assert shell.copies == one_run * runs and runs >= len(got)
-    assert card.last_copy_cycles == one_run[-1][1] // 8 + 6
+    assert card.last_copy_cycles == copy_cycles(one_run[-1][1], 8, latency=FAKE_LATENCY)
 
 
 def test_xrt_without_register_access_says_so(monkeypatch):

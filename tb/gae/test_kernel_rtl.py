@@ -50,7 +50,7 @@ if cocotb is not None:
     @cocotb.test()
     async def batches_with_exact_cycles(dut):
         """The largest batch (HEPPO's 64 x 1024 on the shipped kernel), one trajectory, a
-        partial group: bit-exact, every copy N + L + 5 cycles, the run run_cycles; then scale
+        partial group: bit-exact, every copy N + L + 7 cycles, the run run_cycles; then scale
         words at shifts 0, 31 and random ones with random offsets (tb/gae_cases.py)."""
         from gae_cases import random_args, random_codes
         from gae_kernel_cases import gae_batch

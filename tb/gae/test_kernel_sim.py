@@ -154,9 +154,9 @@ def test_copy_plan_and_kernel_cycles():
     assert plan == {"in": [("rewards", 0, 8192 * 16), ("values", rb, 8200 * 16),
                            ("dones", 2 * rb, 8192 * 16)],
                     "out": [("rewards", 0, 8192 * 16), ("values", rb, 8192 * 16)]}
-    # Five copies of N words (N + L + 5 cycles each), then the run.
+    # Five copies of N words (N + L + 7 cycles each), then the run.
     assert kernel_run_cycles(cfg, 1024, 64, latency=3) == \
-        (8192 + 8200 + 8192 + 2 * 8192) + 5 * (3 + 5) + run_cycles(cfg.accel, 1024, 64)
+        (8192 + 8200 + 8192 + 2 * 8192) + 5 * (3 + 7) + run_cycles(cfg.accel, 1024, 64)
     odd = GaeKernelConfig.from_dict(CONFIGS["n5-full-il2"])
     plan = copy_plan(odd, 7, 6)                                  # G = 2
     assert [n for _, _, n in plan["in"]] == [14 * 8, 16 * 8, 14 * 8]
@@ -166,7 +166,7 @@ def test_copy_plan_and_kernel_cycles():
         for _, off, n in copy_plan(c, T, M)["in"] + copy_plan(c, T, M)["out"]:
             assert off % c.pointer_align == 0 and n % (c.axi_data_width // 8) == 0
             assert off + n <= c.window_bytes
-    assert copy_cycles(0, 16, latency=7) == 3 and copy_cycles(160, 16, latency=7) == 22
+    assert copy_cycles(0, 16, latency=7) == 3 and copy_cycles(160, 16, latency=7) == 24
 
 
 @TINIES

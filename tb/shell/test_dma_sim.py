@@ -298,14 +298,16 @@ def test_exact_cycles_without_stalls(W, D):
         return t_in, done - acc, ram
 
     t_in, t_out, ram = simulate(params, tb)
-    # Reads: the AR request is registered in the cycle after the command and taken in the
-    # next, the first beat comes L cycles later, then one beat (r words) per r cycles back to
-    # back across bursts (the next AR goes out during the current burst); the last word is
-    # written in the cycle after its beat and ``done`` rises one cycle later.
-    assert t_in == 2 + L + words + 2, (t_in, t_out)
-    # Writes: one local read per cycle from the cycle after the command; a beat leaves 2 cycles
-    # after its last read, its B comes L cycles after the last beat, ``done`` one cycle later.
-    assert t_out == 1 + words + 1 + L + 2, (t_in, t_out)
+    # Reads: the burst planner's two stages take the two cycles after the command, the AR
+    # request is registered in the third and taken in the next, the first beat comes L cycles
+    # later, then one beat (r words) per r cycles back to back across bursts (the next AR goes
+    # out during the current burst); the last word is written in the cycle after its beat and
+    # ``done`` rises one cycle later.
+    assert t_in == 4 + L + words + 2, (t_in, t_out)
+    # Writes: one local read per cycle from the third cycle after the command (the W beats'
+    # planner); a beat leaves 2 cycles after its last read, its B comes L cycles after the last
+    # beat, ``done`` one cycle later.
+    assert t_out == 3 + words + 1 + L + 2, (t_in, t_out)
     beats = -(-words // r)
     assert [(a, n) for _, a, n in ram.ar] == AxiDma.bursts(0, beats, data_width=W)
     assert [(a, n) for _, a, n in ram.aw] == AxiDma.bursts(0x10000, beats, data_width=W)
@@ -372,5 +374,5 @@ def test_enable_low_drops_local_accesses(to_device):
         first = words // 2 if gate == "half" else words      # first word accessed
         assert log["dropped"] == list(range(first)), gate
         assert log["access"] == list(range(first, words)), gate
-        # dropping does not change the copy's timing (docstring: N + L + 4 cycles)
-        assert cycles == words + L + 4, (gate, cycles)
+        # dropping does not change the copy's timing (docstring: N + L + 6 cycles)
+        assert cycles == words + L + 6, (gate, cycles)

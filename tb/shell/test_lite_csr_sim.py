@@ -86,7 +86,8 @@ class AmaranthHarness(Harness):
 
     async def write(self, addr, data, strb=0xF, *, aw_delay=0, w_delay=0, b_delay=0,
                     also=None, timeout=100):
-        """``also``: ports driven in the first cycle only (the commit cycle without delays)."""
+        """``also``: ports driven in the commit cycle only (without delays: the cycle after the
+        AW and W handshakes, ``write_latency - 1``)."""
         start = len(self.trace)
         lo, _ = strb_range(strb)
         self._axi(awaddr=addr + lo, wdata=data, wstrb=strb)
@@ -99,7 +100,7 @@ class AmaranthHarness(Harness):
                 b_seen = t
             self._axi(awvalid=awv, wvalid=wv, bready=b_seen is not None and t >= b_seen + b_delay)
             for k, v in (also or {}).items():
-                self.set(k, v if t == 0 else 0)
+                self.set(k, v if t == self.csr.write_latency - 1 else 0)
             rec = await self._step()
             aw_done |= awv and bool(rec["axi.awready"])
             w_done |= wv and bool(rec["axi.wready"])
@@ -315,7 +316,7 @@ def test_core_ports_ap_ctrl_hs():
         "awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid",
         "bready", "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready")]
     assert csr.addr_width == 5 and len(csr.s_axi_control_awaddr) == 5
-    assert (csr.write_latency, csr.read_latency) == (1, 1)
+    assert (csr.write_latency, csr.read_latency) == (2, 1)
 
 
 def test_construction_errors():

@@ -132,7 +132,7 @@ def test_register_map_and_kernel_args():
     scalars = list(dict.fromkeys(r.name for r, _ in arg_fields(base)))   # the core's args
     assert args["scalars"] == scalars == ["OP", "BATCH_SIZE", "UPDATE_SIZE", "SEED"]
     assert cfg.accel == SumTreeConfig(**SMALL) and k.latency == cfg.latency
-    assert shell_spec.copy_cycles(80, 8, latency=2) == 10 + 2 + 5
+    assert shell_spec.copy_cycles(80, 8, latency=2) == 10 + 2 + 7
     ports = set(k.signature.members)
     assert "s_axi_mem_awaddr" not in ports and "m_axi_gmem_araddr" in ports
     assert {"ap_clk", "ap_rst_n", "interrupt", "s_axi_control_awaddr"} <= ports
@@ -255,7 +255,7 @@ def test_replay_kernel_in_amaranth_simulator():
         pr = rng.integers(1, 1 << 10, 6)
         ram.load(BUF + region_base(cfg, "PRIO_IN"), _words(pr))
         st, cyc = await bus.copy(ctx, region_base(cfg, "PRIO_IN"), 48, 0)
-        assert st == 2 and cyc == 6 + L + 5
+        assert st == 2 and cyc == 6 + L + 7
         await bus.wr(ctx, "OP", ReplayOp.INSERT.value)
         await bus.wr(ctx, "BATCH_SIZE", 6)
         await bus.wr(ctx, "UPDATE_SIZE", 1)
