@@ -26,7 +26,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench.common import ALVEO_PCIE  # noqa: E402
+from bench.common import ALVEO_PCIE, Env  # noqa: E402
 from sw.gae import spec as gae_spec  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.registry import shipped_config  # noqa: E402
@@ -44,16 +43,6 @@ from sw.timing import TARGET_MHZ, clock_mhz  # noqa: E402
 
 BENCH_JSON = ROOT / "build" / "bench_e2e.json"
 OUT_JSON = ROOT / "build" / "bench_floor.json"
-
-
-def _best_us(fn, rounds=9):
-    fn()
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e6
 
 
 def host_kernels():
@@ -85,9 +74,9 @@ def host_kernels():
     return quantize, pack_bits, dequantize
 
 
-def gae_host_us(T, N, kernels):
-    """(host in, host out) microseconds: quantize rewards and values and pack the done bits;
-    de-quantize advantages and form returns."""
+def gae_host_us(T, N, kernels, env):
+    """(host in, host out) microseconds (:meth:`bench.common.Env.best_of`): quantize rewards
+    and values and pack the done bits; de-quantize advantages and form returns."""
     quantize, pack_bits, dequantize = kernels
     rng = np.random.default_rng(0)
     r = rng.standard_normal((T, N)).astype(np.float32)
@@ -106,17 +95,19 @@ def gae_host_us(T, N, kernels):
     def host_out():
         dequantize(qr, v, np.float32(0.05), adv, ret)
 
-    return _best_us(host_in), _best_us(host_out)
+    t = env.best_of({"in": host_in, "out": host_out}, desc=f"host work {T}x{N}")
+    return t["in"], t["out"]
 
 
-def gae_rows(baselines, kernels):
+def gae_rows(baselines, kernels, env):
     rows = []
     _, base = shipped_config("gae_kernel_n8")
     mhz, label = clock_mhz("gae_kernel_n8")
+    code = base.code_bits // 8                    # bytes per code (the host loops: 8-bit)
     for T, N in ((1024, 64), (128, 8)):
-        h_in, h_out = gae_host_us(T, N, kernels)
-        pay_in = T * N * 2 + T * N // 8 + N      # r, v codes; done bits; bootstrap codes
-        pay_out = T * N                           # advantage codes (returns on the host)
+        h_in, h_out = gae_host_us(T, N, kernels, env)
+        pay_in = T * N * 2 * code + T * N // 8 + N * code   # r, v codes; done bits; bootstrap
+        pay_out = T * N * code                    # advantage codes (returns on the host)
         for n_pe in (8, 64):                   # 64 PEs: one per trajectory, the most useful
             cfg = dataclasses.replace(base, n_pe=n_pe)
             kern = gae_spec.run_cycles(cfg, T, N)
@@ -221,7 +212,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=OUT_JSON, help="where to write the rows")
     args = ap.parse_args(argv)
     baselines = load_baselines(args.bench_json)
-    rows = gae_rows(baselines, host_kernels()) + replay_rows(baselines) + learner_rows(baselines)
+    env = Env()
+    rows = (gae_rows(baselines, host_kernels(), env) + replay_rows(baselines)
+            + learner_rows(baselines))
     print(f"load average {os.getloadavg()[0]:.1f}; bus {ALVEO_PCIE.name}, payload only, "
           f"zero-copy, {ALVEO_PCIE.launch_us:g} us launch; baselines from {args.bench_json}")
     hdr = ("what", "config", "shape", "baseline", "goal", "allowed", "host", "bus",

@@ -182,13 +182,12 @@ class ReplayDriver(DriverBase):
                                              _check_against)
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
-        # Per configuration, once: the regions' byte offsets, a uint64 staging buffer per
+        # Per configuration, once: the regions' byte offsets and a uint64 staging buffer per
         # input region (its words written in place and handed to the memory port without a
-        # copy: every backend takes any buffer), and the cycle model's answers.
+        # copy: every backend takes any buffer).
         self._bases = {name: region_base(config, name) for name in REGIONS}
         self._stage = {name: np.zeros(config.max_batch, "<u8")
                        for name in ("IDX_IN", "PRIO_IN", "TARGET_IN")}
-        self._cycles = {}
         self._wait_tree_idle()
 
     def _wait_tree_idle(self):
@@ -329,11 +328,7 @@ class ReplayDriver(DriverBase):
         if seed is not None:
             rm.SEED = seed
         self._start()
-        key = (op, batch, update_size, relaxed)
-        expected = self._cycles.get(key)
-        if expected is None:
-            expected = self._cycles[key] = replay_spec.run_cycles(
-                self._config, op, batch, update_size, relaxed)
+        expected = replay_spec.run_cycles(self._config, op, batch, update_size, relaxed)
         return self._wait(self._timeout + expected / self._clock_hz)
 
     def _wait(self, timeout):
