@@ -232,8 +232,11 @@ class ItemCounter:
         """The value the derived register ``sig`` takes at :meth:`advance`."""
         for s, fn, nx in self._derived:
             if s is sig:
-                return fn(*self._next(False)) if nx is None else nx
+                return self._next_value(fn, nx)
         raise ValueError(f"sig must be a register of this ItemCounter, not {sig!r}")
+
+    def _next_value(self, fn, nx):
+        return fn(*self._next(False)) if nx is None else nx
 
     def advance(self):
         """Statements that move on to the next item."""
@@ -241,7 +244,7 @@ class ItemCounter:
         return [self.p.eq(self.p + 1), self.base.eq(self.base + self.per),
                 self.gbase.eq(self.gbase + self.per * cfg.dp),
                 self.rem.eq(self.rem - cfg.sub_batch * cfg.dp)] + \
-            [sig.eq(self.next_of(sig)) for sig, _, _ in self._derived]
+            [sig.eq(self._next_value(fn, nx)) for sig, fn, nx in self._derived]
 
 
 def deps_ok(producers, p):
