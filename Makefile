@@ -3,7 +3,7 @@
 #               generator only, no torch; see README), emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, timing, test-fast, bench, bench-floor, ppo, dqn, dist-dqn,
+# Other targets: docs, lint, estimate, timing, test-fast, test-heavy, bench, bench-floor, ppo, dqn, dist-dqn,
 # dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
@@ -27,7 +27,7 @@ export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', \
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
-.PHONY: all hdl docs test test-fast lint estimate timing bench bench-floor ppo dqn dist-dqn dist-curves \
+.PHONY: all hdl docs test test-heavy test-fast lint estimate timing bench bench-floor ppo dqn dist-dqn dist-curves \
 	dist-scaling clean iverilog
 
 all: hdl
@@ -59,10 +59,14 @@ docs: $(STAMP)
 # --dist loadgroup: the tests of one xdist_group (tb/dist's, which share one local Ray) run on
 # one worker; the others are spread as with the default `load`.
 test: $(STAMP) iverilog
-	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m "not heavy"
+
+# The largest shipped configurations in Verilator (marker `heavy`, docs/testing.md).
+test-heavy: $(STAMP) iverilog
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --durations=15 -m heavy
 
 test-fast: $(STAMP) iverilog
-	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow"
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow and not heavy"
 
 lint: hdl
 	@$(TOOLS_ENV) && set -e; for f in $(HDL)/*/*.v; do \

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench.common import ALVEO_PCIE, Env  # noqa: E402
+from bench.replay import MODULES as REPLAY_MODULES  # noqa: E402
 from sw.gae import spec as gae_spec  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.registry import shipped_config  # noqa: E402
@@ -126,15 +127,15 @@ def gae_rows(baselines, kernels, env):
 
 def replay_rows(baselines):
     rows = []
-    _, base = shipped_config("replay_kernel_k16")
-    mhz, label = clock_mhz("replay_kernel_k16")
     B = 256
-    for cap in (1 << 16, 1 << 20):
-        cfg = dataclasses.replace(base, capacity=cap)
+    for module in REPLAY_MODULES.values():     # the shipped kernels the benchmark times
+        _, cfg = shipped_config(module)
+        mhz, label = clock_mhz(module)
+        cap = cfg.capacity
         for op, goal, pay in (("sample", 50.0, B * 8), ("update", 10.0, B * 8)):
             kern = replay_spec.run_cycles(cfg, replay_spec.ReplayOp[op.upper()], B)
-            rows.append(_row(f"replay {op}", f"K=16, 2^{cap.bit_length() - 1} leaves",
-                             f"B={B}", baselines.get(("replay", op, cap)), goal, 0.0, pay, 1, 1,
+            rows.append(_row(f"replay {op}",
+                             f"{module}: K=16, 2^{cap.bit_length() - 1} leaves", f"B={B}", baselines.get(("replay", op, cap)), goal, 0.0, pay, 1, 1,
                              kern, mhz, label))
     return rows
 
@@ -156,7 +157,7 @@ def learner_rows(baselines):
     rows = []
     _, base = shipped_config("learner_kernel_s4")
     mhz, label = clock_mhz("learner_kernel_s4")
-    obs, act = base.sizes[0], base.sizes[-1]
+    obs = base.sizes[0]
     for name, fields in LEARNER_VARIANTS:
         cfg = dataclasses.replace(base, **fields)
         for B in (64, 256):

@@ -273,7 +273,9 @@ FAMILIES = {"gae": "GAE accelerator", "replay": "replay accelerator", "learner":
 
 #: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
 SHIPPED = [
-    ("gae_pe_k1", "gae-pe", {"k": 1}),
+    # k = 1 (no look-ahead) is not shipped: its feedback loop is a multiply, an add and a
+    # saturation in one cycle (estimated 5.0 ns, docs/timing.md) and cannot be pipelined; the
+    # interleaved PE gives the same numbers at one element per cycle. `rtl_gen gae-pe --k 1`.
     ("gae_pe_k2", "gae-pe", {"k": 2}),          # the default, HEPPO's choice
     ("gae_pe_k3", "gae-pe", {"k": 3}),
     ("gae_pe_il4", "gae-pe", {"k": 4, "mode": "interleaved"}),
@@ -283,10 +285,14 @@ SHIPPED = [
     # The same as an Alveo (Vitis/XRT) kernel: copies the image over a 512-bit m_axi port.
     ("gae_kernel_n8", "gae-kernel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
     # Prioritized replay sized for the ZCU106: 2^16 leaves in a 16-ary tree (4 levels, latency
-    # 18), batches up to 4096; 2^20 leaves need the URAM of a larger part (docs/replay.md).
+    # 46), batches up to 4096; 2^20 leaves need the URAM of a larger part (docs/replay.md).
     ("replay_accel_k16", "replay-accel", {"fanout": 16, "capacity": 1 << 16}),
     # The same as an Alveo (Vitis/XRT) kernel: the window DMA shell, 512-bit m_axi port.
     ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
+    # The Alveo configuration of PAAL and the benchmarks: 2^20 leaves (5 levels), 33.5 Mbit of
+    # tree in ~1,100 RAMB36E2 under Yosys (41 % of a U250; Vivado may put the leaf level in
+    # URAM, docs/replay.md).
+    ("replay_kernel_k16_1m", "replay-kernel", {"fanout": 16, "capacity": 1 << 20}),
     # CartPole DQN 4-64-64-2 with its target network on 4 x 4 tensor units, batches up to 256
     # in sub-batches of 8, 128-bit memory port (ZCU106 HPM0): the small one.
     ("learner_cartpole_s4", "learner", {"sizes": [4, 64, 64, 2], "array": 4, "max_batch": 256,

@@ -84,6 +84,10 @@ def test_floor_rows_from_the_cycle_models(run):
     _, rk = shipped_config("replay_kernel_k16")
     s = next(r for r in rows if r["what"] == "replay sample")
     assert s["cycles"] == replay_spec.run_cycles(rk, replay_spec.ReplayOp.SAMPLE, 256)
+    _, rm = shipped_config("replay_kernel_k16_1m")
+    s20 = [r for r in rows if r["what"] == "replay sample"][1]
+    assert "2^20" in s20["config"] and s20["clock_mhz"] == clock_mhz("replay_kernel_k16_1m")[0]
+    assert s20["cycles"] == replay_spec.run_cycles(rm, replay_spec.ReplayOp.SAMPLE, 256)
     _, lk = shipped_config("learner_kernel_s4")
     first = next(r for r in rows if r["what"] == "learner DQN step")
     assert first["cycles"] == step_cycles(lk, 64) and first["goal"] == 10.0

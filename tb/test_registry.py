@@ -218,12 +218,12 @@ def test_shipped_lookups():
     assert registry.shipped_modules() == [m for m, _, _ in SHIPPED]
     assert registry.shipped_modules(family="gae") == ["gae_accel_n8", "gae_accel_n64",
                                                       "gae_kernel_n8"]
-    assert registry.shipped_modules(role="unit") == ["gae_pe_k1", "gae_pe_k2", "gae_pe_k3",
-                                                     "gae_pe_il4"]
+    assert registry.shipped_modules(role="unit") == ["gae_pe_k2", "gae_pe_k3", "gae_pe_il4"]
     assert registry.shipped_modules(role="accelerator") == [
         "gae_accel_n8", "gae_accel_n64", "replay_accel_k16", "learner_cartpole_s4"]
     assert registry.shipped(family="replay", role="kernel") == [
-        ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16})]
+        ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
+        ("replay_kernel_k16_1m", "replay-kernel", {"fanout": 16, "capacity": 1 << 20})]
     assert registry.shipped(family="learner", role="unit") == []
     for module, name, params in SHIPPED:
         b, cfg = registry.shipped_config(module)

@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent('''
     sys.meta_path.insert(0, Refuse())
 
     from rtl_gen.__main__ import main
-    assert main(["gae-pe", "--k", "1", "--out", {out!r}, "--name", "gae_pe_k1"]) == 0
+    assert main(["gae-pe", "--k", "3", "--out", {out!r}, "--name", "gae_pe_k3"]) == 0
     sys.argv = ["update_docs.py", "--check"]
     try:
         runpy.run_path("scripts/update_docs.py", run_name="__main__")
@@ -57,4 +57,4 @@ def test_emit_without_rl_packages(tmp_path):
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip().endswith("ok")
-    assert (tmp_path / "gae_pe_k1.v").read_text() == (ROOT / "hdl/gae_pe_k1/gae_pe_k1.v").read_text()
+    assert (tmp_path / "gae_pe_k3.v").read_text() == (ROOT / "hdl/gae_pe_k3/gae_pe_k3.v").read_text()

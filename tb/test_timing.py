@@ -246,15 +246,15 @@ def test_timing_artefact_is_fresh(module):
 def test_make_timing_on_a_pe(tmp_path, capsys):
     script = _load("timing")
     out = tmp_path / "timing.json"
-    rc = script.main(["--module", "gae_pe_k1", "--json", str(out), "--no-artefact",
+    rc = script.main(["--module", "gae_pe_il4", "--json", str(out), "--no-artefact",
                       "--vivado", str(tmp_path / "viv")])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "gae_pe_k1" in text and "est. Fmax" in text and "CARRY8" in text
-    rec = json.loads(out.read_text())["modules"]["gae_pe_k1"]
+    assert "gae_pe_il4" in text and "est. Fmax" in text and "CARRY8" in text
+    rec = json.loads(out.read_text())["modules"]["gae_pe_il4"]
     assert rec["fmax_mhz"] > 0 and rec["levels"]["total"] > 0
     assert rec["resources"]["dsp"] == rec["dsp"]["count"]
-    tcl = (tmp_path / "viv" / "gae_pe_k1" / "timing_ooc.tcl").read_text()
+    tcl = (tmp_path / "viv" / "gae_pe_il4" / "timing_ooc.tcl").read_text()
     assert "synth_design -top $module" in tcl and "create_clock -period 3.333 -name clk" in tcl
 
 

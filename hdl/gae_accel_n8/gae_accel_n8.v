@@ -5,10 +5,10 @@
 module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wlast, s_axi_mem_wvalid, s_axi_mem_bready
 , s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, interrupt, s_axi_control_awready, s_axi_control_wready, s_axi_control_bresp, s_axi_control_bvalid, s_axi_control_arready, s_axi_control_rdata, s_axi_control_rresp, s_axi_control_rvalid, s_axi_mem_awready, s_axi_mem_wready, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_bvalid
 , s_axi_mem_arready, s_axi_mem_rid, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rvalid, ap_clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$1  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -346,7 +346,7 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     .s_axi_mem_wvalid(s_axi_mem_wvalid)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$3  = status_start_refused;
     if (ap_ready) begin
       \$3  = 1'h0;
@@ -438,10 +438,10 @@ endmodule
 (* generator = "Amaranth" *)
 module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start, num_timesteps, num_trajectories, \gamma$349 , \gamma_lambda$350 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, host_rdata, cycles
 , ready, done, error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
 `endif
 `endif
   wire [16:0] \$1 ;
@@ -3382,7 +3382,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .rst(rst)
   );
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     issue = 1'h0;
     casez (ctrl_state)
       3'h0:
@@ -3396,7 +3396,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr  = \$2 [13:0];
@@ -3405,7 +3405,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en  = issue;
@@ -3414,7 +3414,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$20  = \$2 [13:0];
@@ -3423,7 +3423,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$21  = issue;
@@ -3432,7 +3432,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$22  = \$2 [13:0];
@@ -3441,7 +3441,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$23  = issue;
@@ -3450,7 +3450,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     host_rdata = 128'h00000000000000000000000000000000;
     casez (h_region_q)
       2'h0:
@@ -3462,7 +3462,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$309  = wb4_addr;
@@ -3471,7 +3471,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__data$311  = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
@@ -3480,7 +3480,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$312  = wen_rewards;
@@ -3489,7 +3489,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$325  = wb4_addr;
@@ -3498,7 +3498,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__data$326  = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
@@ -3507,7 +3507,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$327  = wen_rewards;
@@ -3516,7 +3516,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__addr$329  = wb4_addr;
@@ -3525,7 +3525,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__data$330  = 8'h00;
@@ -3534,7 +3534,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \$signature__en$331  = 1'h0;
@@ -3543,7 +3543,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$650  = cycles;
     if (busy) begin
       \$650  = \$242 [31:0];
@@ -3559,7 +3559,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$651  = settle;
     if (\$243 ) begin
       \$651  = \$244 [0];
@@ -3575,7 +3575,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$652  = 1'h0;
     casez (ctrl_state)
       3'h0:
@@ -3588,7 +3588,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$653  = 1'h0;
     casez (ctrl_state)
       3'h0:
@@ -3621,35 +3621,35 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$654  = \$245 ;
     if (rst) begin
       \$654  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$655  = \$246 ;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$656  = \$249 ;
     if (rst) begin
       \$656  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$657  = \$252 ;
     if (rst) begin
       \$657  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$658  = error;
     casez (ctrl_state)
       3'h0:
@@ -3675,7 +3675,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$659  = arg_num_timesteps;
     casez (ctrl_state)
       3'h0:
@@ -3688,7 +3688,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$660  = arg_num_trajectories;
     casez (ctrl_state)
       3'h0:
@@ -3701,7 +3701,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$661  = gamma;
     casez (ctrl_state)
       3'h0:
@@ -3714,7 +3714,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$662  = gamma_lambda;
     casez (ctrl_state)
       3'h0:
@@ -3727,7 +3727,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$663  = arg_reward_scale;
     casez (ctrl_state)
       3'h0:
@@ -3740,7 +3740,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$664  = arg_reward_offset;
     casez (ctrl_state)
       3'h0:
@@ -3753,7 +3753,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$665  = arg_value_scale;
     casez (ctrl_state)
       3'h0:
@@ -3766,7 +3766,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$666  = arg_value_offset;
     casez (ctrl_state)
       3'h0:
@@ -3779,7 +3779,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$667  = arg_adv_scale;
     casez (ctrl_state)
       3'h0:
@@ -3792,7 +3792,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$668  = arg_adv_offset;
     casez (ctrl_state)
       3'h0:
@@ -3805,7 +3805,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$669  = arg_rtg_scale;
     casez (ctrl_state)
       3'h0:
@@ -3818,7 +3818,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$670  = arg_rtg_offset;
     casez (ctrl_state)
       3'h0:
@@ -3831,7 +3831,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$671  = T;
     casez (ctrl_state)
       3'h0:
@@ -3844,7 +3844,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$672  = \$signal ;
     casez (ctrl_state)
       3'h0:
@@ -3857,7 +3857,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$673  = T_plus_1;
     casez (ctrl_state)
       3'h0:
@@ -3870,7 +3870,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$674  = nxt_rows;
     casez (ctrl_state)
       3'h0:
@@ -3889,7 +3889,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$675  = room;
     casez (ctrl_state)
       3'h0:
@@ -3908,7 +3908,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$676  = rem;
     casez (ctrl_state)
       3'h0:
@@ -3927,7 +3927,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$677  = G;
     casez (ctrl_state)
       3'h0:
@@ -3946,7 +3946,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$678  = rows;
     casez (ctrl_state)
       3'h0:
@@ -3965,7 +3965,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$679  = busy;
     casez (ctrl_state)
       3'h0:
@@ -3997,7 +3997,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$680  = ctrl_state;
     casez (ctrl_state)
       3'h0:
@@ -4043,7 +4043,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$681  = G_minus_1;
     casez (ctrl_state)
       3'h0:
@@ -4060,7 +4060,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$682  = G_minus_L;
     casez (ctrl_state)
       3'h0:
@@ -4077,7 +4077,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$683  = last_lanes;
     casez (ctrl_state)
       3'h0:
@@ -4096,7 +4096,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$684  = row_base;
     casez (ctrl_state)
       3'h0:
@@ -4126,7 +4126,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$685  = grp_base;
     casez (ctrl_state)
       3'h0:
@@ -4152,7 +4152,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$686  = lane;
     casez (ctrl_state)
       3'h0:
@@ -4174,7 +4174,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$687  = boot;
     casez (ctrl_state)
       3'h0:
@@ -4201,7 +4201,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$688  = t;
     casez (ctrl_state)
       3'h0:
@@ -4231,7 +4231,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$689  = drain;
     casez (ctrl_state)
       3'h0:
@@ -4245,7 +4245,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             if (boot) begin
             end else if (\$267 ) begin
               if (last_group) begin
-                \$689  = 5'h15;
+                \$689  = 5'h16;
               end
             end
           end
@@ -4257,336 +4257,336 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$690  = \$277 ;
     if (rst) begin
       \$690  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$691  = host_addr[15:14];
     if (rst) begin
       \$691  = 2'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$692  = host_addr[13:0];
     if (rst) begin
       \$692  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$693  = issue;
     if (rst) begin
       \$693  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$694  = boot;
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$695  = \$280 ;
     if (rst) begin
       \$695  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$696  = lane;
     if (rst) begin
       \$696  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$697  = \$2 [15:0];
     if (rst) begin
       \$697  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$698  = \$3 [13:0];
     if (rst) begin
       \$698  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$699  = rd1_valid;
     if (rst) begin
       \$699  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$700  = rd1_boot;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$701  = rd1_first;
     if (rst) begin
       \$701  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$702  = rd1_lane;
     if (rst) begin
       \$702  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$703  = rd1_addr;
     if (rst) begin
       \$703  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$704  = \$284 ;
     if (rst) begin
       \$704  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$705  = \$signature__data ;
     if (rst) begin
       \$705  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$706  = \$signature__data$27 ;
     if (rst) begin
       \$706  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$707  = \$signature__data$28 ;
     if (rst) begin
       \$707  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$708  = rd2_valid;
     if (rst) begin
       \$708  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$709  = rd2_boot;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$710  = rd2_first;
     if (rst) begin
       \$710  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$711  = rd2_lane;
     if (rst) begin
       \$711  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$712  = rd2_addr;
     if (rst) begin
       \$712  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$713  = rd2_nvalid;
     if (rst) begin
       \$713  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$714  = rd3_valid;
     if (rst) begin
       \$714  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$715  = rd3_boot;
     if (rst) begin
       \$715  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$716  = rd3_first;
     if (rst) begin
       \$716  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$717  = rd3_lane;
     if (rst) begin
       \$717  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$718  = rd3_addr;
     if (rst) begin
       \$718  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$719  = rd3_nvalid;
     if (rst) begin
       \$719  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$720  = rd4_valid;
     if (rst) begin
       \$720  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$721  = rd4_boot;
     if (rst) begin
       \$721  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$722  = rd4_first;
     if (rst) begin
       \$722  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$723  = rd4_lane;
     if (rst) begin
       \$723  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$724  = rd4_addr;
     if (rst) begin
       \$724  = 16'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$725  = rd4_nvalid;
     if (rst) begin
       \$725  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$726  = \$286 ;
     if (rst) begin
       \$726  = 34'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$727  = \$288 ;
     if (rst) begin
       \$727  = 34'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$728  = rdata_dones_q;
     if (rst) begin
       \$728  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$729  = rd3_dones;
     if (rst) begin
       \$729  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$730  = rd4_dones;
     if (rst) begin
       \$730  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$731  = \$289 ;
     if (rst) begin
       \$731  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$732  = \$291 [34:0];
     if (rst) begin
       \$732  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$733  = \$16 [31:0];
     if (rst) begin
       \$733  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$734  = \$292 ;
     if (rst) begin
       \$734  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$735  = \$294 [34:0];
     if (rst) begin
       \$735  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$736  = \$23 [31:0];
     if (rst) begin
       \$736  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$737 [0] = \$299 ;
     \$737 [1] = \$310 ;
     \$737 [2] = \$321 ;
@@ -4600,308 +4600,308 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$738  = \$300 ;
     if (rst) begin
       \$738  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$739  = \$302 [34:0];
     if (rst) begin
       \$739  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$740  = \$30 [31:0];
     if (rst) begin
       \$740  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$741  = \$303 ;
     if (rst) begin
       \$741  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$742  = \$305 [34:0];
     if (rst) begin
       \$742  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$743  = \$37 [31:0];
     if (rst) begin
       \$743  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$744  = \$311 ;
     if (rst) begin
       \$744  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$745  = \$313 [34:0];
     if (rst) begin
       \$745  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$746  = \$44 [31:0];
     if (rst) begin
       \$746  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$747  = \$314 ;
     if (rst) begin
       \$747  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$748  = \$316 [34:0];
     if (rst) begin
       \$748  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$749  = \$51 [31:0];
     if (rst) begin
       \$749  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$750  = \$322 ;
     if (rst) begin
       \$750  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$751  = \$324 [34:0];
     if (rst) begin
       \$751  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$752  = \$58 [31:0];
     if (rst) begin
       \$752  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$753  = \$325 ;
     if (rst) begin
       \$753  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$754  = \$327 [34:0];
     if (rst) begin
       \$754  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$755  = \$65 [31:0];
     if (rst) begin
       \$755  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$756  = \$333 ;
     if (rst) begin
       \$756  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$757  = \$335 [34:0];
     if (rst) begin
       \$757  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$758  = \$72 [31:0];
     if (rst) begin
       \$758  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$759  = \$336 ;
     if (rst) begin
       \$759  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$760  = \$338 [34:0];
     if (rst) begin
       \$760  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$761  = \$79 [31:0];
     if (rst) begin
       \$761  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$762  = \$344 ;
     if (rst) begin
       \$762  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$763  = \$346 [34:0];
     if (rst) begin
       \$763  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$764  = \$86 [31:0];
     if (rst) begin
       \$764  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$765  = \$347 ;
     if (rst) begin
       \$765  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$766  = \$349 [34:0];
     if (rst) begin
       \$766  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$767  = \$93 [31:0];
     if (rst) begin
       \$767  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$768  = \$355 ;
     if (rst) begin
       \$768  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$769  = \$357 [34:0];
     if (rst) begin
       \$769  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$770  = \$100 [31:0];
     if (rst) begin
       \$770  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$771  = \$358 ;
     if (rst) begin
       \$771  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$772  = \$360 [34:0];
     if (rst) begin
       \$772  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$773  = \$107 [31:0];
     if (rst) begin
       \$773  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$774  = \$366 ;
     if (rst) begin
       \$774  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$775  = \$368 [34:0];
     if (rst) begin
       \$775  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$776  = \$114 [31:0];
     if (rst) begin
       \$776  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$777  = \$369 ;
     if (rst) begin
       \$777  = 26'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$778  = \$371 [34:0];
     if (rst) begin
       \$778  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$779  = \$121 [31:0];
     if (rst) begin
       \$779  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$780  = \$378 ;
     if (rst) begin
       \$780  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$781  = boot0_0;
     if (\$380 ) begin
       \$781  = s2_v0;
@@ -4911,7 +4911,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$782  = boot0_1;
     if (\$380 ) begin
       \$782  = s2_v1;
@@ -4921,7 +4921,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$783  = boot0_2;
     if (\$380 ) begin
       \$783  = s2_v2;
@@ -4931,7 +4931,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$784  = boot0_3;
     if (\$380 ) begin
       \$784  = s2_v3;
@@ -4941,7 +4941,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$785  = boot0_4;
     if (\$380 ) begin
       \$785  = s2_v4;
@@ -4951,7 +4951,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$786  = boot0_5;
     if (\$380 ) begin
       \$786  = s2_v5;
@@ -4961,7 +4961,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$787  = boot0_6;
     if (\$380 ) begin
       \$787  = s2_v6;
@@ -4971,7 +4971,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$788  = boot0_7;
     if (\$380 ) begin
       \$788  = s2_v7;
@@ -4981,203 +4981,203 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$789  = o__valid;
     if (rst) begin
       \$789  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$790  = o__payload[78:65];
     if (rst) begin
       \$790  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$791  = o__payload[84:81];
     if (rst) begin
       \$791  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$792  = wb0_valid;
     if (rst) begin
       \$792  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$793  = wb0_addr;
     if (rst) begin
       \$793  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$794  = wb0_lanes;
     if (rst) begin
       \$794  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$795  = wb1_valid;
     if (rst) begin
       \$795  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$796  = wb1_addr;
     if (rst) begin
       \$796  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$797  = wb1_lanes;
     if (rst) begin
       \$797  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$798  = wb2_valid;
     if (rst) begin
       \$798  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$799  = wb2_addr;
     if (rst) begin
       \$799  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$800  = wb2_lanes;
     if (rst) begin
       \$800  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$801  = wb3_valid;
     if (rst) begin
       \$801  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$802  = wb3_addr;
     if (rst) begin
       \$802  = 14'h0000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$803  = wb3_lanes;
     if (rst) begin
       \$803  = 4'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$804  = { \$396 , \$394 , \$392 , \$390 , \$388 , \$386 , \$384 , \$382  };
     if (rst) begin
       \$804  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$805  = \$398 [41:0];
     if (rst) begin
       \$805  = 42'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$806  = \$400 [41:0];
     if (rst) begin
       \$806  = 42'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$807  = \$402 [45:0];
     if (rst) begin
       \$807  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$808  = \$128 [26:0];
     if (rst) begin
       \$808  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$809  = \$403 ;
     if (rst) begin
       \$809  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$810  = \$404 ;
     if (rst) begin
       \$810  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$811  = \$408 [7:0];
     if (rst) begin
       \$811  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$812  = \$410 [45:0];
     if (rst) begin
       \$812  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$813  = \$134 [26:0];
     if (rst) begin
       \$813  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$814  = \$411 ;
     if (rst) begin
       \$814  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$815  = \$412 ;
     if (rst) begin
       \$815  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$816  = \$416 [7:0];
     if (rst) begin
       \$816  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$817 [0] = \$425 ;
     \$817 [1] = \$450 ;
     \$817 [2] = \$475 ;
@@ -5191,518 +5191,518 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$818  = \$427 [45:0];
     if (rst) begin
       \$818  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$819  = \$140 [26:0];
     if (rst) begin
       \$819  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$820  = \$428 ;
     if (rst) begin
       \$820  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$821  = \$429 ;
     if (rst) begin
       \$821  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$822  = \$433 [7:0];
     if (rst) begin
       \$822  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$823  = \$435 [45:0];
     if (rst) begin
       \$823  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$824  = \$146 [26:0];
     if (rst) begin
       \$824  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$825  = \$436 ;
     if (rst) begin
       \$825  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$826  = \$437 ;
     if (rst) begin
       \$826  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$827  = \$441 [7:0];
     if (rst) begin
       \$827  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$828  = \$452 [45:0];
     if (rst) begin
       \$828  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$829  = \$152 [26:0];
     if (rst) begin
       \$829  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$830  = \$453 ;
     if (rst) begin
       \$830  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$831  = \$454 ;
     if (rst) begin
       \$831  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$832  = \$458 [7:0];
     if (rst) begin
       \$832  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$833  = \$460 [45:0];
     if (rst) begin
       \$833  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$834  = \$158 [26:0];
     if (rst) begin
       \$834  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$835  = \$461 ;
     if (rst) begin
       \$835  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$836  = \$462 ;
     if (rst) begin
       \$836  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$837  = \$466 [7:0];
     if (rst) begin
       \$837  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$838  = \$477 [45:0];
     if (rst) begin
       \$838  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$839  = \$164 [26:0];
     if (rst) begin
       \$839  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$840  = \$478 ;
     if (rst) begin
       \$840  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$841  = \$479 ;
     if (rst) begin
       \$841  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$842  = \$483 [7:0];
     if (rst) begin
       \$842  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$843  = \$485 [45:0];
     if (rst) begin
       \$843  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$844  = \$170 [26:0];
     if (rst) begin
       \$844  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$845  = \$486 ;
     if (rst) begin
       \$845  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$846  = \$487 ;
     if (rst) begin
       \$846  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$847  = \$491 [7:0];
     if (rst) begin
       \$847  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$848  = \$502 [45:0];
     if (rst) begin
       \$848  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$849  = \$176 [26:0];
     if (rst) begin
       \$849  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$850  = \$503 ;
     if (rst) begin
       \$850  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$851  = \$504 ;
     if (rst) begin
       \$851  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$852  = \$508 [7:0];
     if (rst) begin
       \$852  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$853  = \$510 [45:0];
     if (rst) begin
       \$853  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$854  = \$182 [26:0];
     if (rst) begin
       \$854  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$855  = \$511 ;
     if (rst) begin
       \$855  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$856  = \$512 ;
     if (rst) begin
       \$856  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$857  = \$516 [7:0];
     if (rst) begin
       \$857  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$858  = \$527 [45:0];
     if (rst) begin
       \$858  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$859  = \$188 [26:0];
     if (rst) begin
       \$859  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$860  = \$528 ;
     if (rst) begin
       \$860  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$861  = \$529 ;
     if (rst) begin
       \$861  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$862  = \$533 [7:0];
     if (rst) begin
       \$862  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$863  = \$535 [45:0];
     if (rst) begin
       \$863  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$864  = \$194 [26:0];
     if (rst) begin
       \$864  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$865  = \$536 ;
     if (rst) begin
       \$865  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$866  = \$537 ;
     if (rst) begin
       \$866  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$867  = \$541 [7:0];
     if (rst) begin
       \$867  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$868  = \$552 [45:0];
     if (rst) begin
       \$868  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$869  = \$200 [26:0];
     if (rst) begin
       \$869  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$870  = \$553 ;
     if (rst) begin
       \$870  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$871  = \$554 ;
     if (rst) begin
       \$871  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$872  = \$558 [7:0];
     if (rst) begin
       \$872  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$873  = \$560 [45:0];
     if (rst) begin
       \$873  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$874  = \$206 [26:0];
     if (rst) begin
       \$874  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$875  = \$561 ;
     if (rst) begin
       \$875  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$876  = \$562 ;
     if (rst) begin
       \$876  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$877  = \$566 [7:0];
     if (rst) begin
       \$877  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$878  = \$577 [45:0];
     if (rst) begin
       \$878  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$879  = \$212 [26:0];
     if (rst) begin
       \$879  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$880  = \$578 ;
     if (rst) begin
       \$880  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$881  = \$579 ;
     if (rst) begin
       \$881  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$882  = \$583 [7:0];
     if (rst) begin
       \$882  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$883  = \$585 [45:0];
     if (rst) begin
       \$883  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$884  = \$218 [26:0];
     if (rst) begin
       \$884  = 27'h0000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$885  = \$586 ;
     if (rst) begin
       \$885  = 45'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$886  = \$587 ;
     if (rst) begin
       \$886  = 46'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$887  = \$591 [7:0];
     if (rst) begin
       \$887  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$888  = \$602 ;
     if (rst) begin
       \$888  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$889  = { \$618 , \$616 , \$614 , \$612 , \$610 , \$608 , \$606 , \$604  };
     if (rst) begin
       \$889  = 8'h00;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$890  = o__valid;
     if (rst) begin
       \$890  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$891  = status_dequant_overflow;
     if (\$620 ) begin
       \$891  = 1'h0;
@@ -5714,7 +5714,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$892  = status_requant_overflow;
     if (\$622 ) begin
       \$892  = 1'h0;
@@ -5726,7 +5726,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$893  = status_pe_overflow;
     if (\$624 ) begin
       \$893  = 1'h0;
@@ -6052,10 +6052,10 @@ endmodule
 module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start
 , ap_start_write, auto_restart, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, s_axi_control_rdata, s_axi_control_rresp, cycles, ap_ready, ap_done, status_error, status_dequant_overflow
 , status_requant_overflow, status_pe_overflow, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -6946,7 +6946,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
   always @(posedge clk)
     wr_strb <= \$318 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[6:2])
       5'h00:
@@ -6998,7 +6998,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$262  = aw_got;
     if (commit) begin
       \$262  = 1'h0;
@@ -7011,7 +7011,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$263  = w_got;
     if (commit) begin
       \$263  = 1'h0;
@@ -7024,7 +7024,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$264  = bvalid;
     if (commit) begin
       \$264  = 1'h1;
@@ -7037,7 +7037,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$265  = s_axi_control_bresp;
     if (commit) begin
       \$265  = \$131 ;
@@ -7047,7 +7047,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$266  = aw_dec;
     if (\$135 ) begin
       \$266  = { \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136  };
@@ -7057,7 +7057,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$267  = aw_hit;
     if (\$135 ) begin
       \$267  = \$180 ;
@@ -7067,7 +7067,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$268  = w_data;
     if (\$184 ) begin
       \$268  = s_axi_control_wdata;
@@ -7077,7 +7077,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$269  = w_strb;
     if (\$184 ) begin
       \$269  = s_axi_control_wstrb;
@@ -7087,7 +7087,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$270  = w_bits;
     if (\$184 ) begin
       \$270  = \$185 ;
@@ -7097,7 +7097,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$271  = w_mask;
     if (\$184 ) begin
       \$271  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
@@ -7107,7 +7107,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$272  = rvalid;
     if (\$187 ) begin
       \$272  = 1'h0;
@@ -7120,7 +7120,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$273  = auto_status;
     if (auto_restart) begin
       \$273  = 1'h1;
@@ -7132,7 +7132,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$274  = ap_start;
     if (\$188 ) begin
       \$274  = 1'h1;
@@ -7146,49 +7146,49 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$275  = \$189 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$276  = ap_idle;
     if (rst) begin
       \$276  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$277  = \$198 ;
     if (rst) begin
       \$277  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$278  = \$203 ;
     if (rst) begin
       \$278  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$279  = \$207 ;
     if (rst) begin
       \$279  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$280  = \$211 ;
     if (rst) begin
       \$280  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$281  = auto_restart;
     if (ctrl_we) begin
       \$281  = \$214 ;
@@ -7198,7 +7198,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$282  = gier_enable_q;
     if (gier_we) begin
       \$282  = \$217 ;
@@ -7208,7 +7208,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$283  = ip_ier_ap_done_q;
     if (ip_ier_we) begin
       \$283  = \$220 ;
@@ -7218,7 +7218,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$284  = ip_ier_ap_ready_q;
     if (ip_ier_we) begin
       \$284  = \$223 ;
@@ -7228,7 +7228,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$285  = num_timesteps;
     if (num_timesteps_we) begin
       \$285  = \$226 ;
@@ -7238,7 +7238,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$286  = num_trajectories;
     if (num_trajectories_we) begin
       \$286  = \$229 ;
@@ -7248,7 +7248,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$287  = gamma;
     if (gamma_we) begin
       \$287  = \$232 ;
@@ -7258,7 +7258,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$288  = gamma_lambda;
     if (gamma_lambda_we) begin
       \$288  = \$235 ;
@@ -7268,7 +7268,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$289  = reward_scale;
     if (reward_scale_we) begin
       \$289  = \$238 ;
@@ -7278,7 +7278,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$290  = reward_offset;
     if (reward_offset_we) begin
       \$290  = \$241 ;
@@ -7288,7 +7288,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$291  = value_scale;
     if (value_scale_we) begin
       \$291  = \$244 ;
@@ -7298,7 +7298,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$292  = value_offset;
     if (value_offset_we) begin
       \$292  = \$247 ;
@@ -7308,7 +7308,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$293  = adv_scale;
     if (adv_scale_we) begin
       \$293  = \$250 ;
@@ -7318,7 +7318,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$294  = adv_offset;
     if (adv_offset_we) begin
       \$294  = \$253 ;
@@ -7328,7 +7328,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$295  = rtg_scale;
     if (rtg_scale_we) begin
       \$295  = \$256 ;
@@ -7338,7 +7338,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$296  = rtg_offset;
     if (rtg_offset_we) begin
       \$296  = \$259 ;
@@ -7348,7 +7348,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$297  = s_axi_control_rdata;
     if (ar_hs) begin
       \$297  = r_value;
@@ -7358,7 +7358,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$298  = s_axi_control_rresp;
     if (ar_hs) begin
       \$298  = \$260 ;
@@ -7368,133 +7368,133 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$299  = num_timesteps_we;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$300  = num_trajectories_we;
     if (rst) begin
       \$300  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$301  = gamma_we;
     if (rst) begin
       \$301  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$302  = gamma_lambda_we;
     if (rst) begin
       \$302  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$303  = reward_scale_we;
     if (rst) begin
       \$303  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$304  = reward_offset_we;
     if (rst) begin
       \$304  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$305  = value_scale_we;
     if (rst) begin
       \$305  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$306  = value_offset_we;
     if (rst) begin
       \$306  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$307  = adv_scale_we;
     if (rst) begin
       \$307  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$308  = adv_offset_we;
     if (rst) begin
       \$308  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$309  = rtg_scale_we;
     if (rst) begin
       \$309  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$310  = rtg_offset_we;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$311  = status_we;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$312  = cycles_we;
     if (rst) begin
       \$312  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$313  = hw_n_pe_we;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$314  = hw_depth_we;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$315  = hw_format_we;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$316  = hw_mode_we;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$317  = wr_data;
     if (\$261 ) begin
       \$317  = w_data;
@@ -7504,7 +7504,7 @@ module \gae_accel_n8.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_con
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \$318  = wr_strb;
     if (\$261 ) begin
       \$318  = w_strb;
@@ -7606,1115 +7606,710 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk, rst, i__ready, o__payload, o__valid, overflow, i__payload);
-  reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$6  = 1'h1;
 `endif
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
-  wire [35:0] \$1000 ;
-  wire [35:0] \$1001 ;
-  wire [35:0] \$1002 ;
-  wire [35:0] \$1003 ;
-  wire [35:0] \$1004 ;
-  wire [35:0] \$1005 ;
-  wire [35:0] \$1006 ;
-  wire [35:0] \$1007 ;
-  wire [35:0] \$1008 ;
-  wire [35:0] \$1009 ;
-  wire [35:0] \$101 ;
-  wire [35:0] \$1010 ;
-  wire [35:0] \$1011 ;
-  wire [35:0] \$1012 ;
-  wire [35:0] \$1013 ;
-  wire [35:0] \$1014 ;
-  wire [62:0] \$1015 ;
-  wire [53:0] \$1016 ;
-  wire [53:0] \$1017 ;
-  wire [54:0] \$1018 ;
-  reg [31:0] \$1019 ;
-  wire [62:0] \$102 ;
-  wire [33:0] \$1020 ;
-  reg [31:0] \$1021 ;
-  wire [31:0] \$1022 ;
-  wire \$1023 ;
-  wire \$1024 ;
-  wire \$1025 ;
-  wire \$1026 ;
-  wire \$1027 ;
-  wire \$1028 ;
-  wire \$1029 ;
-  wire [63:0] \$103 ;
-  wire [32:0] \$1030 ;
-  wire \$1031 ;
-  wire \$1032 ;
-  wire \$1033 ;
-  reg [16:0] \$1034 ;
-  reg [16:0] \$1035 ;
-  reg \$1036 ;
-  reg [31:0] \$1037 ;
-  reg [58:0] \$1038 ;
-  reg [31:0] \$1039 ;
-  wire [65:0] \$104 ;
-  reg [31:0] \$1040 ;
-  reg [16:0] \$1041 ;
-  reg \$1042 ;
-  reg [58:0] \$1043 ;
-  reg [33:0] \$1044 ;
-  reg [31:0] \$1045 ;
-  reg [32:0] \$1046 ;
-  reg \$1047 ;
-  reg [58:0] \$1048 ;
-  reg [63:0] \$1049 ;
-  wire [16:0] \$105 ;
-  reg [32:0] \$1050 ;
-  reg \$1051 ;
-  reg [58:0] \$1052 ;
-  reg [65:0] \$1053 ;
-  reg \$1054 ;
-  reg [58:0] \$1055 ;
-  reg [31:0] \$1056 ;
-  reg \$1057 ;
-  reg [16:0] \$1058 ;
-  reg [34:0] \$1059 ;
-  wire [16:0] \$106 ;
-  reg [34:0] \$1060 ;
-  reg [34:0] \$1061 ;
-  reg [34:0] \$1062 ;
-  reg [34:0] \$1063 ;
-  reg [34:0] \$1064 ;
-  reg [34:0] \$1065 ;
-  reg [34:0] \$1066 ;
-  reg [33:0] \$1067 ;
-  reg [18:0] \$1068 ;
-  reg [16:0] \$1069 ;
-  wire [17:0] \$107 ;
-  reg [31:0] \$1070 ;
-  reg \$1071 ;
-  reg [58:0] \$1072 ;
-  reg [31:0] \$1073 ;
-  reg [16:0] \$1074 ;
-  reg [16:0] \$1075 ;
-  reg [31:0] \$1076 ;
-  reg [58:0] \$1077 ;
-  reg [47:0] \$1078 ;
-  reg [16:0] \$1079 ;
-  wire [16:0] \$108 ;
-  reg [33:0] \$1080 ;
-  reg [31:0] \$1081 ;
-  reg [58:0] \$1082 ;
-  reg [16:0] \$1083 ;
-  reg [53:0] \$1084 ;
-  reg [58:0] \$1085 ;
-  reg [53:0] \$1086 ;
-  reg [33:0] \$1087 ;
-  reg [31:0] \$1088 ;
-  reg [31:0] \$1089 ;
-  wire [17:0] \$109 ;
-  reg [31:0] \$1090 ;
-  reg [58:0] \$1091 ;
-  reg [31:0] \$1092 ;
-  reg [58:0] \$1093 ;
-  reg [31:0] \$1094 ;
-  reg [32:0] \$1095 ;
-  reg [58:0] \$1096 ;
-  reg [31:0] \$1097 ;
-  reg [31:0] \$1098 ;
-  reg \$1099 ;
+  wire [34:0] \$100 ;
+  wire [34:0] \$101 ;
+  wire [34:0] \$102 ;
+  wire [35:0] \$103 ;
+  wire [34:0] \$104 ;
+  wire [34:0] \$105 ;
+  wire [34:0] \$106 ;
+  wire [34:0] \$107 ;
+  wire [34:0] \$108 ;
+  wire [34:0] \$109 ;
   wire \$11 ;
-  wire [16:0] \$110 ;
-  wire [17:0] \$111 ;
-  wire [16:0] \$112 ;
-  wire [17:0] \$113 ;
-  wire [16:0] \$114 ;
-  wire [17:0] \$115 ;
-  wire [16:0] \$116 ;
-  wire [17:0] \$117 ;
+  wire [34:0] \$110 ;
+  wire [35:0] \$111 ;
+  wire [34:0] \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire [16:0] \$115 ;
+  wire \$116 ;
+  wire \$117 ;
   wire [16:0] \$118 ;
-  wire [17:0] \$119 ;
+  wire [33:0] \$119 ;
   wire \$12 ;
-  wire [16:0] \$120 ;
-  wire [17:0] \$121 ;
-  wire [16:0] \$122 ;
-  wire [17:0] \$123 ;
-  wire [16:0] \$124 ;
-  wire [17:0] \$125 ;
-  wire [16:0] \$126 ;
-  wire [17:0] \$127 ;
-  wire [16:0] \$128 ;
-  wire [17:0] \$129 ;
-  wire [35:0] \$13 ;
-  wire [16:0] \$130 ;
-  wire [17:0] \$131 ;
-  wire [16:0] \$132 ;
-  wire [17:0] \$133 ;
-  wire [16:0] \$134 ;
-  wire [17:0] \$135 ;
-  wire [16:0] \$136 ;
-  wire [17:0] \$137 ;
-  wire [16:0] \$138 ;
-  wire [17:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [16:0] \$140 ;
-  wire [17:0] \$141 ;
-  wire [16:0] \$142 ;
-  wire [17:0] \$143 ;
-  wire [16:0] \$144 ;
-  wire [17:0] \$145 ;
-  wire [16:0] \$146 ;
-  wire [17:0] \$147 ;
-  wire [16:0] \$148 ;
-  wire [17:0] \$149 ;
-  wire [35:0] \$15 ;
-  wire [16:0] \$150 ;
-  wire [17:0] \$151 ;
-  wire [16:0] \$152 ;
-  wire [17:0] \$153 ;
-  wire [16:0] \$154 ;
-  wire [17:0] \$155 ;
-  wire [16:0] \$156 ;
-  wire [17:0] \$157 ;
-  wire [16:0] \$158 ;
-  wire [17:0] \$159 ;
-  wire [35:0] \$16 ;
-  wire [16:0] \$160 ;
-  wire [17:0] \$161 ;
-  wire [16:0] \$162 ;
-  wire [17:0] \$163 ;
-  wire [16:0] \$164 ;
-  wire [17:0] \$165 ;
-  wire [16:0] \$166 ;
-  wire [17:0] \$167 ;
-  wire [16:0] \$168 ;
-  wire [17:0] \$169 ;
-  wire [35:0] \$17 ;
-  wire [16:0] \$170 ;
-  wire [17:0] \$171 ;
-  wire [16:0] \$172 ;
-  wire [17:0] \$173 ;
-  wire [34:0] \$174 ;
-  wire [16:0] \$175 ;
-  wire [19:0] \$176 ;
-  wire [16:0] \$177 ;
-  wire [19:0] \$178 ;
-  wire [16:0] \$179 ;
-  wire [35:0] \$18 ;
-  wire [19:0] \$180 ;
-  wire [16:0] \$181 ;
-  wire [19:0] \$182 ;
-  wire [16:0] \$183 ;
-  wire [19:0] \$184 ;
-  wire [16:0] \$185 ;
-  wire [19:0] \$186 ;
-  wire [16:0] \$187 ;
-  wire [19:0] \$188 ;
-  wire [16:0] \$189 ;
-  wire [35:0] \$19 ;
-  wire [19:0] \$190 ;
-  wire [16:0] \$191 ;
-  wire [19:0] \$192 ;
-  wire [16:0] \$193 ;
-  wire [19:0] \$194 ;
-  wire [16:0] \$195 ;
-  wire [19:0] \$196 ;
-  wire [16:0] \$197 ;
-  wire [19:0] \$198 ;
-  wire [16:0] \$199 ;
+  wire [31:0] \$120 ;
+  wire [35:0] \$121 ;
+  wire [35:0] \$122 ;
+  wire [35:0] \$123 ;
+  wire [35:0] \$124 ;
+  wire [35:0] \$125 ;
+  wire [35:0] \$126 ;
+  wire [35:0] \$127 ;
+  wire [35:0] \$128 ;
+  wire [35:0] \$129 ;
+  wire [32:0] \$13 ;
+  wire [35:0] \$130 ;
+  wire [35:0] \$131 ;
+  wire [35:0] \$132 ;
+  wire [35:0] \$133 ;
+  wire [35:0] \$134 ;
+  wire [35:0] \$135 ;
+  wire [35:0] \$136 ;
+  wire [35:0] \$137 ;
+  wire [35:0] \$138 ;
+  wire [35:0] \$139 ;
+  wire [32:0] \$14 ;
+  wire [53:0] \$140 ;
+  wire [62:0] \$141 ;
+  wire [53:0] \$142 ;
+  wire [35:0] \$143 ;
+  wire [35:0] \$144 ;
+  wire [35:0] \$145 ;
+  wire [35:0] \$146 ;
+  wire [35:0] \$147 ;
+  wire [35:0] \$148 ;
+  wire [35:0] \$149 ;
+  wire \$15 ;
+  wire [35:0] \$150 ;
+  wire [35:0] \$151 ;
+  wire [35:0] \$152 ;
+  wire [35:0] \$153 ;
+  wire [35:0] \$154 ;
+  wire [35:0] \$155 ;
+  wire [35:0] \$156 ;
+  wire [35:0] \$157 ;
+  wire [35:0] \$158 ;
+  wire [35:0] \$159 ;
+  wire \$16 ;
+  wire [35:0] \$160 ;
+  wire [35:0] \$161 ;
+  wire [53:0] \$162 ;
+  wire [62:0] \$163 ;
+  wire [53:0] \$164 ;
+  wire [53:0] \$165 ;
+  wire [35:0] \$166 ;
+  wire [35:0] \$167 ;
+  wire [35:0] \$168 ;
+  wire [35:0] \$169 ;
+  wire \$17 ;
+  wire [35:0] \$170 ;
+  wire [35:0] \$171 ;
+  wire [35:0] \$172 ;
+  wire [35:0] \$173 ;
+  wire [35:0] \$174 ;
+  wire [35:0] \$175 ;
+  wire [35:0] \$176 ;
+  wire [35:0] \$177 ;
+  wire [35:0] \$178 ;
+  wire [35:0] \$179 ;
+  wire \$18 ;
+  wire [35:0] \$180 ;
+  wire [35:0] \$181 ;
+  wire [35:0] \$182 ;
+  wire [35:0] \$183 ;
+  wire [35:0] \$184 ;
+  wire [62:0] \$185 ;
+  wire [53:0] \$186 ;
+  wire [53:0] \$187 ;
+  wire [54:0] \$188 ;
+  wire [42:0] \$189 ;
+  wire [32:0] \$19 ;
+  wire [22:0] \$190 ;
+  wire \$191 ;
+  wire \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire \$197 ;
+  wire \$198 ;
+  wire \$199 ;
   wire \$2 ;
-  wire [35:0] \$20 ;
-  wire [19:0] \$200 ;
-  wire [16:0] \$201 ;
-  wire [19:0] \$202 ;
-  wire [16:0] \$203 ;
-  wire [19:0] \$204 ;
-  wire [34:0] \$205 ;
-  wire [16:0] \$206 ;
-  wire [17:0] \$207 ;
-  wire [16:0] \$208 ;
-  wire [17:0] \$209 ;
-  wire [35:0] \$21 ;
-  wire [16:0] \$210 ;
-  wire [17:0] \$211 ;
-  wire [16:0] \$212 ;
-  wire [17:0] \$213 ;
-  wire [16:0] \$214 ;
-  wire [17:0] \$215 ;
-  wire [16:0] \$216 ;
-  wire [17:0] \$217 ;
+  wire [32:0] \$20 ;
+  wire \$200 ;
+  wire \$201 ;
+  wire \$202 ;
+  wire \$203 ;
+  wire \$204 ;
+  wire \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
+  wire \$21 ;
+  wire \$210 ;
+  wire [47:0] \$211 ;
+  wire [47:0] \$212 ;
+  wire [47:0] \$213 ;
+  wire [47:0] \$214 ;
+  wire [47:0] \$215 ;
+  wire [47:0] \$216 ;
+  wire [53:0] \$217 ;
   wire [16:0] \$218 ;
-  wire [17:0] \$219 ;
-  wire [35:0] \$22 ;
+  wire [16:0] \$219 ;
+  wire \$22 ;
   wire [16:0] \$220 ;
-  wire [17:0] \$221 ;
+  wire [16:0] \$221 ;
   wire [16:0] \$222 ;
-  wire [17:0] \$223 ;
+  wire [16:0] \$223 ;
   wire [16:0] \$224 ;
-  wire [17:0] \$225 ;
+  wire [16:0] \$225 ;
   wire [16:0] \$226 ;
-  wire [17:0] \$227 ;
+  wire [16:0] \$227 ;
   wire [16:0] \$228 ;
-  wire [17:0] \$229 ;
-  wire [35:0] \$23 ;
+  wire [16:0] \$229 ;
+  wire [1:0] \$23 ;
   wire [16:0] \$230 ;
-  wire [17:0] \$231 ;
+  wire [16:0] \$231 ;
   wire [16:0] \$232 ;
-  wire [17:0] \$233 ;
+  wire [16:0] \$233 ;
   wire [16:0] \$234 ;
-  wire [17:0] \$235 ;
+  wire [16:0] \$235 ;
   wire [16:0] \$236 ;
-  wire [17:0] \$237 ;
+  wire [16:0] \$237 ;
   wire [16:0] \$238 ;
-  wire [17:0] \$239 ;
-  wire [35:0] \$24 ;
+  wire [16:0] \$239 ;
+  wire [1:0] \$24 ;
   wire [16:0] \$240 ;
-  wire [17:0] \$241 ;
+  wire [16:0] \$241 ;
   wire [16:0] \$242 ;
-  wire [17:0] \$243 ;
+  wire [16:0] \$243 ;
   wire [16:0] \$244 ;
-  wire [17:0] \$245 ;
+  wire [16:0] \$245 ;
   wire [16:0] \$246 ;
-  wire [17:0] \$247 ;
+  wire [16:0] \$247 ;
   wire [16:0] \$248 ;
-  wire [17:0] \$249 ;
-  wire [35:0] \$25 ;
+  wire [16:0] \$249 ;
+  wire \$25 ;
   wire [16:0] \$250 ;
-  wire [17:0] \$251 ;
+  wire [16:0] \$251 ;
   wire [16:0] \$252 ;
-  wire [17:0] \$253 ;
+  wire [16:0] \$253 ;
   wire [16:0] \$254 ;
-  wire [17:0] \$255 ;
-  wire [16:0] \$256 ;
-  wire [17:0] \$257 ;
-  wire [16:0] \$258 ;
-  wire [17:0] \$259 ;
-  wire [35:0] \$26 ;
-  wire [16:0] \$260 ;
-  wire [17:0] \$261 ;
-  wire [16:0] \$262 ;
-  wire [17:0] \$263 ;
+  wire [53:0] \$255 ;
+  wire [47:0] \$256 ;
+  wire [47:0] \$257 ;
+  wire [47:0] \$258 ;
+  wire [47:0] \$259 ;
+  wire \$26 ;
+  wire [47:0] \$260 ;
+  wire [47:0] \$261 ;
+  wire [53:0] \$262 ;
+  wire [16:0] \$263 ;
   wire [16:0] \$264 ;
-  wire [17:0] \$265 ;
+  wire [16:0] \$265 ;
   wire [16:0] \$266 ;
-  wire [17:0] \$267 ;
+  wire [16:0] \$267 ;
   wire [16:0] \$268 ;
-  wire [17:0] \$269 ;
-  wire [35:0] \$27 ;
+  wire [16:0] \$269 ;
+  wire [31:0] \$27 ;
   wire [16:0] \$270 ;
-  wire [17:0] \$271 ;
+  wire [16:0] \$271 ;
   wire [16:0] \$272 ;
-  wire [17:0] \$273 ;
-  wire [34:0] \$274 ;
+  wire [16:0] \$273 ;
+  wire [16:0] \$274 ;
   wire [16:0] \$275 ;
-  wire [17:0] \$276 ;
+  wire [16:0] \$276 ;
   wire [16:0] \$277 ;
-  wire [17:0] \$278 ;
+  wire [16:0] \$278 ;
   wire [16:0] \$279 ;
-  wire [35:0] \$28 ;
-  wire [17:0] \$280 ;
+  wire [16:0] \$28 ;
+  wire [16:0] \$280 ;
   wire [16:0] \$281 ;
-  wire [17:0] \$282 ;
+  wire [16:0] \$282 ;
   wire [16:0] \$283 ;
-  wire [17:0] \$284 ;
+  wire [16:0] \$284 ;
   wire [16:0] \$285 ;
-  wire [17:0] \$286 ;
+  wire [16:0] \$286 ;
   wire [16:0] \$287 ;
-  wire [17:0] \$288 ;
+  wire [16:0] \$288 ;
   wire [16:0] \$289 ;
-  wire [35:0] \$29 ;
-  wire [17:0] \$290 ;
+  wire \$29 ;
+  wire [16:0] \$290 ;
   wire [16:0] \$291 ;
-  wire [17:0] \$292 ;
+  wire [16:0] \$292 ;
   wire [16:0] \$293 ;
-  wire [17:0] \$294 ;
+  wire [16:0] \$294 ;
   wire [16:0] \$295 ;
-  wire [17:0] \$296 ;
+  wire [16:0] \$296 ;
   wire [16:0] \$297 ;
-  wire [17:0] \$298 ;
+  wire [16:0] \$298 ;
   wire [16:0] \$299 ;
   wire \$3 ;
-  wire [35:0] \$30 ;
-  wire [17:0] \$300 ;
-  wire [16:0] \$301 ;
-  wire [17:0] \$302 ;
-  wire [16:0] \$303 ;
-  wire [17:0] \$304 ;
-  wire [16:0] \$305 ;
-  wire [17:0] \$306 ;
-  wire [16:0] \$307 ;
-  wire [17:0] \$308 ;
+  wire [33:0] \$30 ;
+  wire [53:0] \$300 ;
+  wire [53:0] \$301 ;
+  wire [47:0] \$302 ;
+  wire [47:0] \$303 ;
+  wire [47:0] \$304 ;
+  wire [47:0] \$305 ;
+  wire [47:0] \$306 ;
+  wire [47:0] \$307 ;
+  wire [16:0] \$308 ;
   wire [16:0] \$309 ;
-  wire [35:0] \$31 ;
-  wire [19:0] \$310 ;
+  wire [31:0] \$31 ;
+  wire [16:0] \$310 ;
   wire [16:0] \$311 ;
-  wire [19:0] \$312 ;
+  wire [16:0] \$312 ;
   wire [16:0] \$313 ;
-  wire [19:0] \$314 ;
+  wire [16:0] \$314 ;
   wire [16:0] \$315 ;
-  wire [19:0] \$316 ;
+  wire [16:0] \$316 ;
   wire [16:0] \$317 ;
-  wire [19:0] \$318 ;
+  wire [16:0] \$318 ;
   wire [16:0] \$319 ;
-  wire [53:0] \$32 ;
-  wire [19:0] \$320 ;
+  wire [32:0] \$32 ;
+  wire [16:0] \$320 ;
   wire [16:0] \$321 ;
-  wire [19:0] \$322 ;
+  wire [16:0] \$322 ;
   wire [16:0] \$323 ;
-  wire [19:0] \$324 ;
+  wire [16:0] \$324 ;
   wire [16:0] \$325 ;
-  wire [19:0] \$326 ;
+  wire [16:0] \$326 ;
   wire [16:0] \$327 ;
-  wire [19:0] \$328 ;
+  wire [16:0] \$328 ;
   wire [16:0] \$329 ;
-  wire [62:0] \$33 ;
-  wire [19:0] \$330 ;
+  wire [35:0] \$33 ;
+  wire [16:0] \$330 ;
   wire [16:0] \$331 ;
-  wire [19:0] \$332 ;
+  wire [16:0] \$332 ;
   wire [16:0] \$333 ;
-  wire [19:0] \$334 ;
+  wire [16:0] \$334 ;
   wire [16:0] \$335 ;
-  wire [19:0] \$336 ;
+  wire [16:0] \$336 ;
   wire [16:0] \$337 ;
-  wire [19:0] \$338 ;
-  wire [34:0] \$339 ;
-  wire [53:0] \$34 ;
-  wire [34:0] \$340 ;
+  wire [16:0] \$338 ;
+  wire [16:0] \$339 ;
+  wire [62:0] \$34 ;
+  wire [16:0] \$340 ;
   wire [16:0] \$341 ;
-  wire [17:0] \$342 ;
+  wire [16:0] \$342 ;
   wire [16:0] \$343 ;
-  wire [17:0] \$344 ;
-  wire [16:0] \$345 ;
-  wire [17:0] \$346 ;
-  wire [16:0] \$347 ;
-  wire [17:0] \$348 ;
-  wire [16:0] \$349 ;
-  wire [35:0] \$35 ;
-  wire [17:0] \$350 ;
-  wire [16:0] \$351 ;
-  wire [17:0] \$352 ;
-  wire [16:0] \$353 ;
-  wire [17:0] \$354 ;
-  wire [16:0] \$355 ;
-  wire [17:0] \$356 ;
-  wire [16:0] \$357 ;
-  wire [17:0] \$358 ;
-  wire [16:0] \$359 ;
-  wire [35:0] \$36 ;
-  wire [17:0] \$360 ;
-  wire [16:0] \$361 ;
-  wire [17:0] \$362 ;
-  wire [16:0] \$363 ;
-  wire [17:0] \$364 ;
-  wire [16:0] \$365 ;
-  wire [17:0] \$366 ;
-  wire [16:0] \$367 ;
-  wire [17:0] \$368 ;
-  wire [16:0] \$369 ;
-  wire [35:0] \$37 ;
-  wire [17:0] \$370 ;
-  wire [16:0] \$371 ;
-  wire [17:0] \$372 ;
-  wire [16:0] \$373 ;
-  wire [17:0] \$374 ;
-  wire [16:0] \$375 ;
-  wire [19:0] \$376 ;
+  wire [16:0] \$344 ;
+  wire [53:0] \$345 ;
+  wire [53:0] \$346 ;
+  wire [54:0] \$347 ;
+  wire [16:0] \$348 ;
+  wire [48:0] \$349 ;
+  wire [63:0] \$35 ;
+  wire [16:0] \$350 ;
+  wire [48:0] \$351 ;
+  wire [16:0] \$352 ;
+  wire [48:0] \$353 ;
+  wire [16:0] \$354 ;
+  wire [48:0] \$355 ;
+  wire [16:0] \$356 ;
+  wire [48:0] \$357 ;
+  wire [16:0] \$358 ;
+  wire [48:0] \$359 ;
+  wire [65:0] \$36 ;
+  wire [53:0] \$360 ;
+  wire [53:0] \$361 ;
+  wire [16:0] \$362 ;
+  wire [48:0] \$363 ;
+  wire [16:0] \$364 ;
+  wire [48:0] \$365 ;
+  wire [16:0] \$366 ;
+  wire [48:0] \$367 ;
+  wire [16:0] \$368 ;
+  wire [48:0] \$369 ;
+  wire [16:0] \$37 ;
+  wire [16:0] \$370 ;
+  wire [48:0] \$371 ;
+  wire [16:0] \$372 ;
+  wire [48:0] \$373 ;
+  wire [53:0] \$374 ;
+  wire [53:0] \$375 ;
+  wire [53:0] \$376 ;
   wire [16:0] \$377 ;
-  wire [19:0] \$378 ;
+  wire [48:0] \$378 ;
   wire [16:0] \$379 ;
-  wire [35:0] \$38 ;
-  wire [19:0] \$380 ;
+  wire [16:0] \$38 ;
+  wire [48:0] \$380 ;
   wire [16:0] \$381 ;
-  wire [19:0] \$382 ;
+  wire [48:0] \$382 ;
   wire [16:0] \$383 ;
-  wire [19:0] \$384 ;
+  wire [48:0] \$384 ;
   wire [16:0] \$385 ;
-  wire [19:0] \$386 ;
+  wire [48:0] \$386 ;
   wire [16:0] \$387 ;
-  wire [19:0] \$388 ;
-  wire [16:0] \$389 ;
-  wire [35:0] \$39 ;
-  wire [19:0] \$390 ;
-  wire [16:0] \$391 ;
-  wire [19:0] \$392 ;
-  wire [16:0] \$393 ;
-  wire [19:0] \$394 ;
-  wire [16:0] \$395 ;
-  wire [19:0] \$396 ;
-  wire [16:0] \$397 ;
-  wire [19:0] \$398 ;
-  wire [16:0] \$399 ;
+  wire [48:0] \$388 ;
+  wire [53:0] \$389 ;
+  wire [17:0] \$39 ;
+  wire [53:0] \$390 ;
+  wire [54:0] \$391 ;
+  wire \$392 ;
+  wire \$393 ;
+  wire \$394 ;
+  wire [44:0] \$395 ;
+  wire [44:0] \$396 ;
+  wire [44:0] \$397 ;
+  wire [44:0] \$398 ;
+  wire [44:0] \$399 ;
   wire \$4 ;
-  wire [35:0] \$40 ;
-  wire [19:0] \$400 ;
-  wire [16:0] \$401 ;
-  wire [19:0] \$402 ;
-  wire [16:0] \$403 ;
-  wire [19:0] \$404 ;
-  wire [34:0] \$405 ;
-  wire [34:0] \$406 ;
-  wire [35:0] \$407 ;
-  wire [16:0] \$408 ;
-  wire [19:0] \$409 ;
-  wire [35:0] \$41 ;
-  wire [16:0] \$410 ;
-  wire [19:0] \$411 ;
-  wire [16:0] \$412 ;
-  wire [19:0] \$413 ;
-  wire [16:0] \$414 ;
-  wire [19:0] \$415 ;
-  wire [16:0] \$416 ;
-  wire [19:0] \$417 ;
-  wire [16:0] \$418 ;
-  wire [19:0] \$419 ;
-  wire [35:0] \$42 ;
-  wire [16:0] \$420 ;
-  wire [19:0] \$421 ;
-  wire [16:0] \$422 ;
-  wire [19:0] \$423 ;
-  wire [16:0] \$424 ;
-  wire [19:0] \$425 ;
-  wire [16:0] \$426 ;
-  wire [19:0] \$427 ;
-  wire [16:0] \$428 ;
-  wire [19:0] \$429 ;
-  wire [35:0] \$43 ;
-  wire [16:0] \$430 ;
-  wire [19:0] \$431 ;
-  wire [16:0] \$432 ;
-  wire [19:0] \$433 ;
-  wire [16:0] \$434 ;
-  wire [19:0] \$435 ;
-  wire [16:0] \$436 ;
-  wire [19:0] \$437 ;
-  wire [16:0] \$438 ;
-  wire [23:0] \$439 ;
-  wire [35:0] \$44 ;
-  wire [16:0] \$440 ;
-  wire [23:0] \$441 ;
-  wire [16:0] \$442 ;
-  wire [23:0] \$443 ;
-  wire [16:0] \$444 ;
-  wire [23:0] \$445 ;
-  wire [16:0] \$446 ;
-  wire [23:0] \$447 ;
-  wire [16:0] \$448 ;
-  wire [23:0] \$449 ;
-  wire [35:0] \$45 ;
-  wire [16:0] \$450 ;
-  wire [23:0] \$451 ;
-  wire [16:0] \$452 ;
-  wire [23:0] \$453 ;
-  wire [16:0] \$454 ;
-  wire [23:0] \$455 ;
-  wire [16:0] \$456 ;
-  wire [23:0] \$457 ;
-  wire [16:0] \$458 ;
-  wire [23:0] \$459 ;
-  wire [35:0] \$46 ;
-  wire [34:0] \$460 ;
-  wire [16:0] \$461 ;
-  wire [23:0] \$462 ;
-  wire [16:0] \$463 ;
-  wire [23:0] \$464 ;
-  wire [16:0] \$465 ;
-  wire [23:0] \$466 ;
-  wire [16:0] \$467 ;
-  wire [23:0] \$468 ;
-  wire [16:0] \$469 ;
-  wire [35:0] \$47 ;
-  wire [23:0] \$470 ;
-  wire [16:0] \$471 ;
-  wire [23:0] \$472 ;
-  wire [16:0] \$473 ;
-  wire [23:0] \$474 ;
-  wire [16:0] \$475 ;
-  wire [23:0] \$476 ;
-  wire [16:0] \$477 ;
-  wire [23:0] \$478 ;
-  wire [16:0] \$479 ;
-  wire [35:0] \$48 ;
-  wire [23:0] \$480 ;
-  wire [16:0] \$481 ;
-  wire [23:0] \$482 ;
-  wire [34:0] \$483 ;
-  wire [16:0] \$484 ;
-  wire [19:0] \$485 ;
-  wire [16:0] \$486 ;
-  wire [19:0] \$487 ;
-  wire [16:0] \$488 ;
-  wire [19:0] \$489 ;
-  wire [35:0] \$49 ;
-  wire [16:0] \$490 ;
-  wire [19:0] \$491 ;
-  wire [16:0] \$492 ;
-  wire [19:0] \$493 ;
-  wire [16:0] \$494 ;
-  wire [19:0] \$495 ;
-  wire [16:0] \$496 ;
-  wire [19:0] \$497 ;
-  wire [16:0] \$498 ;
-  wire [19:0] \$499 ;
+  wire [16:0] \$40 ;
+  wire [44:0] \$400 ;
+  wire [44:0] \$401 ;
+  wire [44:0] \$402 ;
+  wire [44:0] \$403 ;
+  wire [44:0] \$404 ;
+  wire [53:0] \$405 ;
+  wire [53:0] \$406 ;
+  wire [53:0] \$407 ;
+  wire [44:0] \$408 ;
+  wire [44:0] \$409 ;
+  wire [17:0] \$41 ;
+  wire [44:0] \$410 ;
+  wire [44:0] \$411 ;
+  wire [44:0] \$412 ;
+  wire [44:0] \$413 ;
+  wire [44:0] \$414 ;
+  wire [44:0] \$415 ;
+  wire [44:0] \$416 ;
+  wire [44:0] \$417 ;
+  wire [44:0] \$418 ;
+  wire [44:0] \$419 ;
+  wire [19:0] \$42 ;
+  wire [44:0] \$420 ;
+  wire [44:0] \$421 ;
+  wire [44:0] \$422 ;
+  wire [44:0] \$423 ;
+  wire [44:0] \$424 ;
+  wire [44:0] \$425 ;
+  wire [44:0] \$426 ;
+  wire [44:0] \$427 ;
+  wire [53:0] \$428 ;
+  wire [53:0] \$429 ;
+  wire [16:0] \$43 ;
+  wire [53:0] \$430 ;
+  wire [53:0] \$431 ;
+  wire [44:0] \$432 ;
+  wire [44:0] \$433 ;
+  wire [44:0] \$434 ;
+  wire [44:0] \$435 ;
+  wire [44:0] \$436 ;
+  wire [44:0] \$437 ;
+  wire [44:0] \$438 ;
+  wire [44:0] \$439 ;
+  wire [19:0] \$44 ;
+  wire [44:0] \$440 ;
+  wire [44:0] \$441 ;
+  wire [53:0] \$442 ;
+  wire [53:0] \$443 ;
+  wire [53:0] \$444 ;
+  wire [54:0] \$445 ;
+  wire [37:0] \$446 ;
+  wire [37:0] \$447 ;
+  wire \$448 ;
+  wire \$449 ;
+  wire [16:0] \$45 ;
+  wire \$450 ;
+  wire [44:0] \$451 ;
+  wire [44:0] \$452 ;
+  wire [44:0] \$453 ;
+  wire [44:0] \$454 ;
+  wire [44:0] \$455 ;
+  wire [44:0] \$456 ;
+  wire [44:0] \$457 ;
+  wire [44:0] \$458 ;
+  wire [44:0] \$459 ;
+  wire [19:0] \$46 ;
+  wire [44:0] \$460 ;
+  wire [53:0] \$461 ;
+  wire [53:0] \$462 ;
+  wire [53:0] \$463 ;
+  wire [44:0] \$464 ;
+  wire [44:0] \$465 ;
+  wire [44:0] \$466 ;
+  wire [44:0] \$467 ;
+  wire [44:0] \$468 ;
+  wire [44:0] \$469 ;
+  wire [21:0] \$47 ;
+  wire [44:0] \$470 ;
+  wire [44:0] \$471 ;
+  wire [44:0] \$472 ;
+  wire [44:0] \$473 ;
+  wire [44:0] \$474 ;
+  wire [44:0] \$475 ;
+  wire [44:0] \$476 ;
+  wire [44:0] \$477 ;
+  wire [44:0] \$478 ;
+  wire [44:0] \$479 ;
+  wire [16:0] \$48 ;
+  wire [44:0] \$480 ;
+  wire [44:0] \$481 ;
+  wire [44:0] \$482 ;
+  wire [44:0] \$483 ;
+  wire [53:0] \$484 ;
+  wire [53:0] \$485 ;
+  wire [53:0] \$486 ;
+  wire [53:0] \$487 ;
+  wire [44:0] \$488 ;
+  wire [44:0] \$489 ;
+  wire [23:0] \$49 ;
+  wire [44:0] \$490 ;
+  wire [44:0] \$491 ;
+  wire [44:0] \$492 ;
+  wire [44:0] \$493 ;
+  wire [44:0] \$494 ;
+  wire [44:0] \$495 ;
+  wire [44:0] \$496 ;
+  wire [44:0] \$497 ;
+  wire [53:0] \$498 ;
+  wire [53:0] \$499 ;
   wire \$5 ;
-  wire [35:0] \$50 ;
-  wire [16:0] \$500 ;
-  wire [19:0] \$501 ;
-  wire [16:0] \$502 ;
-  wire [19:0] \$503 ;
-  wire [16:0] \$504 ;
-  wire [19:0] \$505 ;
-  wire [16:0] \$506 ;
-  wire [19:0] \$507 ;
-  wire [16:0] \$508 ;
-  wire [19:0] \$509 ;
-  wire [35:0] \$51 ;
-  wire [16:0] \$510 ;
-  wire [19:0] \$511 ;
-  wire [16:0] \$512 ;
-  wire [19:0] \$513 ;
-  wire [16:0] \$514 ;
-  wire [23:0] \$515 ;
-  wire [16:0] \$516 ;
-  wire [23:0] \$517 ;
-  wire [16:0] \$518 ;
-  wire [23:0] \$519 ;
-  wire [35:0] \$52 ;
-  wire [16:0] \$520 ;
-  wire [23:0] \$521 ;
-  wire [16:0] \$522 ;
-  wire [23:0] \$523 ;
-  wire [16:0] \$524 ;
-  wire [23:0] \$525 ;
-  wire [16:0] \$526 ;
-  wire [23:0] \$527 ;
-  wire [16:0] \$528 ;
-  wire [23:0] \$529 ;
-  wire [35:0] \$53 ;
-  wire [16:0] \$530 ;
-  wire [23:0] \$531 ;
-  wire [16:0] \$532 ;
-  wire [23:0] \$533 ;
-  wire [16:0] \$534 ;
-  wire [23:0] \$535 ;
-  wire [34:0] \$536 ;
-  wire [16:0] \$537 ;
-  wire [19:0] \$538 ;
-  wire [16:0] \$539 ;
-  wire [53:0] \$54 ;
-  wire [19:0] \$540 ;
-  wire [16:0] \$541 ;
-  wire [19:0] \$542 ;
-  wire [16:0] \$543 ;
-  wire [19:0] \$544 ;
-  wire [16:0] \$545 ;
-  wire [19:0] \$546 ;
-  wire [16:0] \$547 ;
-  wire [19:0] \$548 ;
-  wire [16:0] \$549 ;
-  wire [62:0] \$55 ;
-  wire [19:0] \$550 ;
-  wire [16:0] \$551 ;
-  wire [19:0] \$552 ;
-  wire [16:0] \$553 ;
-  wire [19:0] \$554 ;
-  wire [16:0] \$555 ;
-  wire [19:0] \$556 ;
-  wire [16:0] \$557 ;
-  wire [19:0] \$558 ;
-  wire [16:0] \$559 ;
-  wire [53:0] \$56 ;
-  wire [19:0] \$560 ;
-  wire [16:0] \$561 ;
-  wire [19:0] \$562 ;
-  wire [16:0] \$563 ;
-  wire [19:0] \$564 ;
-  wire [16:0] \$565 ;
-  wire [19:0] \$566 ;
-  wire [16:0] \$567 ;
-  wire [23:0] \$568 ;
-  wire [16:0] \$569 ;
-  wire [53:0] \$57 ;
-  wire [23:0] \$570 ;
-  wire [16:0] \$571 ;
-  wire [23:0] \$572 ;
-  wire [16:0] \$573 ;
-  wire [23:0] \$574 ;
-  wire [16:0] \$575 ;
-  wire [23:0] \$576 ;
-  wire [16:0] \$577 ;
-  wire [23:0] \$578 ;
-  wire [16:0] \$579 ;
-  wire [35:0] \$58 ;
-  wire [23:0] \$580 ;
-  wire [16:0] \$581 ;
-  wire [23:0] \$582 ;
-  wire [16:0] \$583 ;
-  wire [23:0] \$584 ;
-  wire [16:0] \$585 ;
-  wire [23:0] \$586 ;
-  wire [16:0] \$587 ;
-  wire [23:0] \$588 ;
-  wire [34:0] \$589 ;
-  wire [35:0] \$59 ;
-  wire [34:0] \$590 ;
-  wire [16:0] \$591 ;
-  wire [23:0] \$592 ;
-  wire [16:0] \$593 ;
-  wire [23:0] \$594 ;
-  wire [16:0] \$595 ;
-  wire [23:0] \$596 ;
-  wire [16:0] \$597 ;
-  wire [23:0] \$598 ;
-  wire [16:0] \$599 ;
+  wire [16:0] \$50 ;
+  wire [53:0] \$500 ;
+  wire [54:0] \$501 ;
+  wire [37:0] \$502 ;
+  wire [37:0] \$503 ;
+  reg [37:0] \$504 ;
+  wire [37:0] \$505 ;
+  wire [44:0] \$506 ;
+  wire [44:0] \$507 ;
+  wire [44:0] \$508 ;
+  wire [44:0] \$509 ;
+  wire [23:0] \$51 ;
+  wire [44:0] \$510 ;
+  wire [44:0] \$511 ;
+  wire [44:0] \$512 ;
+  wire [44:0] \$513 ;
+  wire [44:0] \$514 ;
+  wire [44:0] \$515 ;
+  wire [53:0] \$516 ;
+  wire [53:0] \$517 ;
+  wire [53:0] \$518 ;
+  wire [44:0] \$519 ;
+  wire [25:0] \$52 ;
+  wire [44:0] \$520 ;
+  wire [44:0] \$521 ;
+  wire [44:0] \$522 ;
+  wire [44:0] \$523 ;
+  wire [44:0] \$524 ;
+  wire [44:0] \$525 ;
+  wire [44:0] \$526 ;
+  wire [44:0] \$527 ;
+  wire [44:0] \$528 ;
+  wire [44:0] \$529 ;
+  wire [16:0] \$53 ;
+  wire [44:0] \$530 ;
+  wire [44:0] \$531 ;
+  wire [44:0] \$532 ;
+  wire [44:0] \$533 ;
+  wire [44:0] \$534 ;
+  wire [44:0] \$535 ;
+  wire [44:0] \$536 ;
+  wire [44:0] \$537 ;
+  wire [44:0] \$538 ;
+  wire [53:0] \$539 ;
+  wire [23:0] \$54 ;
+  wire [53:0] \$540 ;
+  wire [53:0] \$541 ;
+  wire [53:0] \$542 ;
+  wire [44:0] \$543 ;
+  wire [44:0] \$544 ;
+  wire [44:0] \$545 ;
+  wire [44:0] \$546 ;
+  wire [44:0] \$547 ;
+  wire [44:0] \$548 ;
+  wire [44:0] \$549 ;
+  wire [16:0] \$55 ;
+  wire [44:0] \$550 ;
+  wire [44:0] \$551 ;
+  wire [44:0] \$552 ;
+  wire [53:0] \$553 ;
+  wire [53:0] \$554 ;
+  wire [53:0] \$555 ;
+  wire [54:0] \$556 ;
+  wire [37:0] \$557 ;
+  wire [37:0] \$558 ;
+  wire [44:0] \$559 ;
+  wire [23:0] \$56 ;
+  wire [44:0] \$560 ;
+  wire [44:0] \$561 ;
+  wire [44:0] \$562 ;
+  wire [44:0] \$563 ;
+  wire [44:0] \$564 ;
+  wire [44:0] \$565 ;
+  wire [44:0] \$566 ;
+  wire [44:0] \$567 ;
+  wire [44:0] \$568 ;
+  wire [53:0] \$569 ;
+  wire [25:0] \$57 ;
+  wire [53:0] \$570 ;
+  wire [53:0] \$571 ;
+  wire [44:0] \$572 ;
+  wire [44:0] \$573 ;
+  wire [44:0] \$574 ;
+  wire [44:0] \$575 ;
+  wire [44:0] \$576 ;
+  wire [44:0] \$577 ;
+  wire [44:0] \$578 ;
+  wire [44:0] \$579 ;
+  wire [16:0] \$58 ;
+  wire [44:0] \$580 ;
+  wire [44:0] \$581 ;
+  wire [44:0] \$582 ;
+  wire [44:0] \$583 ;
+  wire [44:0] \$584 ;
+  wire [44:0] \$585 ;
+  wire [44:0] \$586 ;
+  wire [44:0] \$587 ;
+  wire [44:0] \$588 ;
+  wire [44:0] \$589 ;
+  wire [31:0] \$59 ;
+  wire [44:0] \$590 ;
+  wire [44:0] \$591 ;
+  wire [53:0] \$592 ;
+  wire [53:0] \$593 ;
+  wire [53:0] \$594 ;
+  wire [53:0] \$595 ;
+  wire [44:0] \$596 ;
+  wire [44:0] \$597 ;
+  wire [44:0] \$598 ;
+  wire [44:0] \$599 ;
   wire [32:0] \$6 ;
-  wire [35:0] \$60 ;
-  wire [23:0] \$600 ;
-  wire [16:0] \$601 ;
-  wire [23:0] \$602 ;
-  wire [16:0] \$603 ;
-  wire [23:0] \$604 ;
-  wire [16:0] \$605 ;
-  wire [23:0] \$606 ;
-  wire [16:0] \$607 ;
-  wire [23:0] \$608 ;
-  wire [16:0] \$609 ;
-  wire [35:0] \$61 ;
-  wire [23:0] \$610 ;
-  wire [16:0] \$611 ;
-  wire [23:0] \$612 ;
-  wire [16:0] \$613 ;
-  wire [23:0] \$614 ;
-  wire [16:0] \$615 ;
-  wire [23:0] \$616 ;
-  wire [16:0] \$617 ;
-  wire [23:0] \$618 ;
-  wire [16:0] \$619 ;
-  wire [35:0] \$62 ;
-  wire [23:0] \$620 ;
-  wire [16:0] \$621 ;
-  wire [23:0] \$622 ;
-  wire [16:0] \$623 ;
-  wire [23:0] \$624 ;
-  wire [16:0] \$625 ;
-  wire [23:0] \$626 ;
-  wire [16:0] \$627 ;
-  wire [23:0] \$628 ;
-  wire [16:0] \$629 ;
-  wire [35:0] \$63 ;
-  wire [23:0] \$630 ;
-  wire [16:0] \$631 ;
-  wire [23:0] \$632 ;
-  wire [16:0] \$633 ;
-  wire [23:0] \$634 ;
-  wire [34:0] \$635 ;
-  wire [34:0] \$636 ;
-  wire [35:0] \$637 ;
-  wire [16:0] \$638 ;
-  wire [23:0] \$639 ;
-  wire [35:0] \$64 ;
-  wire [16:0] \$640 ;
-  wire [23:0] \$641 ;
-  wire [16:0] \$642 ;
-  wire [23:0] \$643 ;
-  wire [16:0] \$644 ;
-  wire [23:0] \$645 ;
-  wire [16:0] \$646 ;
-  wire [23:0] \$647 ;
-  wire [16:0] \$648 ;
-  wire [23:0] \$649 ;
-  wire [35:0] \$65 ;
-  wire [16:0] \$650 ;
-  wire [23:0] \$651 ;
-  wire [16:0] \$652 ;
-  wire [23:0] \$653 ;
-  wire [16:0] \$654 ;
-  wire [23:0] \$655 ;
-  wire [16:0] \$656 ;
-  wire [23:0] \$657 ;
-  wire [16:0] \$658 ;
-  wire [23:0] \$659 ;
-  wire [35:0] \$66 ;
-  wire [16:0] \$660 ;
-  wire [23:0] \$661 ;
-  wire [16:0] \$662 ;
-  wire [23:0] \$663 ;
-  wire [16:0] \$664 ;
-  wire [23:0] \$665 ;
-  wire [16:0] \$666 ;
-  wire [23:0] \$667 ;
-  wire [16:0] \$668 ;
-  wire [23:0] \$669 ;
-  wire [35:0] \$67 ;
-  wire [16:0] \$670 ;
-  wire [23:0] \$671 ;
-  wire [16:0] \$672 ;
-  wire [23:0] \$673 ;
-  wire [16:0] \$674 ;
-  wire [23:0] \$675 ;
-  wire [16:0] \$676 ;
-  wire [23:0] \$677 ;
-  wire [16:0] \$678 ;
-  wire [23:0] \$679 ;
-  wire [35:0] \$68 ;
-  wire [16:0] \$680 ;
-  wire [23:0] \$681 ;
-  wire [34:0] \$682 ;
-  wire [16:0] \$683 ;
-  wire [31:0] \$684 ;
-  wire [16:0] \$685 ;
-  wire [31:0] \$686 ;
-  wire [16:0] \$687 ;
-  wire [31:0] \$688 ;
-  wire [34:0] \$689 ;
-  wire [35:0] \$69 ;
-  wire [16:0] \$690 ;
-  wire [23:0] \$691 ;
-  wire [16:0] \$692 ;
-  wire [23:0] \$693 ;
-  wire [16:0] \$694 ;
-  wire [23:0] \$695 ;
-  wire [16:0] \$696 ;
-  wire [23:0] \$697 ;
-  wire [16:0] \$698 ;
-  wire [23:0] \$699 ;
+  wire [16:0] \$60 ;
+  wire [44:0] \$600 ;
+  wire [44:0] \$601 ;
+  wire [44:0] \$602 ;
+  wire [44:0] \$603 ;
+  wire [44:0] \$604 ;
+  wire [44:0] \$605 ;
+  wire [53:0] \$606 ;
+  wire [53:0] \$607 ;
+  wire [53:0] \$608 ;
+  wire [54:0] \$609 ;
+  wire [31:0] \$61 ;
+  wire [37:0] \$610 ;
+  wire [37:0] \$611 ;
+  wire \$612 ;
+  wire [32:0] \$613 ;
+  wire \$614 ;
+  wire \$615 ;
+  wire \$616 ;
+  reg [16:0] \$617 ;
+  reg [16:0] \$618 ;
+  reg \$619 ;
+  wire [33:0] \$62 ;
+  reg [31:0] \$620 ;
+  reg [58:0] \$621 ;
+  reg [31:0] \$622 ;
+  reg [31:0] \$623 ;
+  reg [16:0] \$624 ;
+  reg \$625 ;
+  reg [58:0] \$626 ;
+  reg [33:0] \$627 ;
+  reg [31:0] \$628 ;
+  reg [32:0] \$629 ;
+  wire [16:0] \$63 ;
+  reg \$630 ;
+  reg [58:0] \$631 ;
+  reg [63:0] \$632 ;
+  reg [32:0] \$633 ;
+  reg \$634 ;
+  reg [58:0] \$635 ;
+  reg [65:0] \$636 ;
+  reg \$637 ;
+  reg [58:0] \$638 ;
+  reg [31:0] \$639 ;
+  wire [31:0] \$64 ;
+  reg \$640 ;
+  reg [16:0] \$641 ;
+  reg [34:0] \$642 ;
+  reg [34:0] \$643 ;
+  reg [34:0] \$644 ;
+  reg [34:0] \$645 ;
+  reg [34:0] \$646 ;
+  reg [34:0] \$647 ;
+  reg [34:0] \$648 ;
+  reg [34:0] \$649 ;
+  wire [16:0] \$65 ;
+  reg [34:0] \$650 ;
+  reg [34:0] \$651 ;
+  reg [34:0] \$652 ;
+  reg [34:0] \$653 ;
+  reg [33:0] \$654 ;
+  reg [18:0] \$655 ;
+  reg [16:0] \$656 ;
+  reg [31:0] \$657 ;
+  reg \$658 ;
+  reg [58:0] \$659 ;
+  wire [31:0] \$66 ;
+  reg [31:0] \$660 ;
+  reg [16:0] \$661 ;
+  reg [16:0] \$662 ;
+  reg [31:0] \$663 ;
+  reg [58:0] \$664 ;
+  reg [47:0] \$665 ;
+  reg [16:0] \$666 ;
+  reg [33:0] \$667 ;
+  reg [31:0] \$668 ;
+  reg [58:0] \$669 ;
+  wire [33:0] \$67 ;
+  reg [16:0] \$670 ;
+  reg [53:0] \$671 ;
+  reg [58:0] \$672 ;
+  reg [53:0] \$673 ;
+  reg [42:0] \$674 ;
+  reg [22:0] \$675 ;
+  reg \$676 ;
+  reg \$677 ;
+  reg \$678 ;
+  reg \$679 ;
+  wire [16:0] \$68 ;
+  reg [37:0] \$680 ;
+  reg [37:0] \$681 ;
+  reg [37:0] \$682 ;
+  reg [37:0] \$683 ;
+  reg [37:0] \$684 ;
+  reg [58:0] \$685 ;
+  reg [37:0] \$686 ;
+  reg [58:0] \$687 ;
+  reg [31:0] \$688 ;
+  reg [58:0] \$689 ;
+  wire [31:0] \$69 ;
+  reg [31:0] \$690 ;
+  reg [32:0] \$691 ;
+  reg [58:0] \$692 ;
+  reg [31:0] \$693 ;
+  reg [31:0] \$694 ;
+  reg \$695 ;
   wire [32:0] \$7 ;
-  wire [35:0] \$70 ;
-  wire [16:0] \$700 ;
-  wire [23:0] \$701 ;
-  wire [16:0] \$702 ;
-  wire [23:0] \$703 ;
-  wire [16:0] \$704 ;
-  wire [23:0] \$705 ;
-  wire [16:0] \$706 ;
-  wire [23:0] \$707 ;
-  wire [16:0] \$708 ;
-  wire [23:0] \$709 ;
-  wire [35:0] \$71 ;
-  wire [16:0] \$710 ;
-  wire [23:0] \$711 ;
-  wire [16:0] \$712 ;
-  wire [23:0] \$713 ;
-  wire [16:0] \$714 ;
-  wire [23:0] \$715 ;
-  wire [16:0] \$716 ;
-  wire [23:0] \$717 ;
-  wire [16:0] \$718 ;
-  wire [23:0] \$719 ;
-  wire [35:0] \$72 ;
-  wire [16:0] \$720 ;
-  wire [23:0] \$721 ;
-  wire [16:0] \$722 ;
-  wire [23:0] \$723 ;
-  wire [16:0] \$724 ;
-  wire [23:0] \$725 ;
-  wire [16:0] \$726 ;
-  wire [23:0] \$727 ;
-  wire [16:0] \$728 ;
-  wire [23:0] \$729 ;
-  wire [35:0] \$73 ;
-  wire [16:0] \$730 ;
-  wire [23:0] \$731 ;
-  wire [16:0] \$732 ;
-  wire [23:0] \$733 ;
-  wire [34:0] \$734 ;
-  wire [16:0] \$735 ;
-  wire [23:0] \$736 ;
-  wire [16:0] \$737 ;
-  wire [23:0] \$738 ;
-  wire [16:0] \$739 ;
-  wire [35:0] \$74 ;
-  wire [23:0] \$740 ;
-  wire [16:0] \$741 ;
-  wire [23:0] \$742 ;
-  wire [16:0] \$743 ;
-  wire [23:0] \$744 ;
-  wire [16:0] \$745 ;
-  wire [23:0] \$746 ;
-  wire [16:0] \$747 ;
-  wire [23:0] \$748 ;
-  wire [16:0] \$749 ;
-  wire [35:0] \$75 ;
-  wire [23:0] \$750 ;
-  wire [16:0] \$751 ;
-  wire [23:0] \$752 ;
-  wire [16:0] \$753 ;
-  wire [23:0] \$754 ;
-  wire [16:0] \$755 ;
-  wire [23:0] \$756 ;
-  wire [16:0] \$757 ;
-  wire [31:0] \$758 ;
-  wire [16:0] \$759 ;
-  wire [35:0] \$76 ;
-  wire [31:0] \$760 ;
-  wire [16:0] \$761 ;
-  wire [31:0] \$762 ;
-  wire [34:0] \$763 ;
-  wire [34:0] \$764 ;
-  wire [16:0] \$765 ;
-  wire [23:0] \$766 ;
-  wire [16:0] \$767 ;
-  wire [23:0] \$768 ;
-  wire [16:0] \$769 ;
-  wire [62:0] \$77 ;
-  wire [23:0] \$770 ;
-  wire [16:0] \$771 ;
-  wire [23:0] \$772 ;
-  wire [16:0] \$773 ;
-  wire [23:0] \$774 ;
-  wire [16:0] \$775 ;
-  wire [23:0] \$776 ;
-  wire [16:0] \$777 ;
-  wire [23:0] \$778 ;
-  wire [16:0] \$779 ;
-  wire [53:0] \$78 ;
-  wire [23:0] \$780 ;
-  wire [16:0] \$781 ;
-  wire [23:0] \$782 ;
-  wire [16:0] \$783 ;
-  wire [23:0] \$784 ;
-  wire [16:0] \$785 ;
-  wire [23:0] \$786 ;
-  wire [16:0] \$787 ;
-  wire [31:0] \$788 ;
-  wire [16:0] \$789 ;
-  wire [53:0] \$79 ;
-  wire [31:0] \$790 ;
-  wire [16:0] \$791 ;
-  wire [31:0] \$792 ;
-  wire [34:0] \$793 ;
-  wire [34:0] \$794 ;
-  wire [35:0] \$795 ;
-  wire [16:0] \$796 ;
-  wire [31:0] \$797 ;
-  wire [16:0] \$798 ;
-  wire [31:0] \$799 ;
+  wire [16:0] \$70 ;
+  wire [31:0] \$71 ;
+  wire [33:0] \$72 ;
+  wire [16:0] \$73 ;
+  wire [31:0] \$74 ;
+  wire [16:0] \$75 ;
+  wire [31:0] \$76 ;
+  wire [33:0] \$77 ;
+  wire [16:0] \$78 ;
+  wire [47:0] \$79 ;
   wire [16:0] \$8 ;
-  wire [54:0] \$80 ;
-  wire [16:0] \$800 ;
-  wire [31:0] \$801 ;
-  wire [16:0] \$802 ;
-  wire [31:0] \$803 ;
-  wire [16:0] \$804 ;
-  wire [31:0] \$805 ;
-  wire [16:0] \$806 ;
-  wire [31:0] \$807 ;
-  wire [34:0] \$808 ;
-  wire [16:0] \$809 ;
-  wire [32:0] \$81 ;
-  wire [31:0] \$810 ;
-  wire [16:0] \$811 ;
-  wire [31:0] \$812 ;
-  wire [16:0] \$813 ;
-  wire [31:0] \$814 ;
-  wire [34:0] \$815 ;
-  wire [16:0] \$816 ;
-  wire [31:0] \$817 ;
-  wire [16:0] \$818 ;
-  wire [31:0] \$819 ;
-  wire [32:0] \$82 ;
-  wire [16:0] \$820 ;
-  wire [31:0] \$821 ;
-  wire [16:0] \$822 ;
-  wire [31:0] \$823 ;
-  wire [16:0] \$824 ;
-  wire [31:0] \$825 ;
-  wire [16:0] \$826 ;
-  wire [31:0] \$827 ;
-  wire [34:0] \$828 ;
-  wire [16:0] \$829 ;
-  wire \$83 ;
-  wire [31:0] \$830 ;
-  wire [16:0] \$831 ;
-  wire [31:0] \$832 ;
-  wire [16:0] \$833 ;
-  wire [31:0] \$834 ;
-  wire [16:0] \$835 ;
-  wire [31:0] \$836 ;
-  wire [16:0] \$837 ;
-  wire [31:0] \$838 ;
-  wire [16:0] \$839 ;
-  wire \$84 ;
-  wire [31:0] \$840 ;
-  wire [34:0] \$841 ;
-  wire [34:0] \$842 ;
-  wire [16:0] \$843 ;
-  wire [31:0] \$844 ;
-  wire [16:0] \$845 ;
-  wire [31:0] \$846 ;
-  wire [16:0] \$847 ;
-  wire [31:0] \$848 ;
-  wire [16:0] \$849 ;
-  wire \$85 ;
-  wire [31:0] \$850 ;
-  wire [16:0] \$851 ;
-  wire [31:0] \$852 ;
-  wire [16:0] \$853 ;
-  wire [31:0] \$854 ;
-  wire [34:0] \$855 ;
-  wire [34:0] \$856 ;
-  wire [35:0] \$857 ;
-  wire [16:0] \$858 ;
-  wire [31:0] \$859 ;
-  wire \$86 ;
-  wire [16:0] \$860 ;
-  wire [31:0] \$861 ;
-  wire [16:0] \$862 ;
-  wire [31:0] \$863 ;
-  wire [16:0] \$864 ;
-  wire [31:0] \$865 ;
-  wire [16:0] \$866 ;
-  wire [31:0] \$867 ;
-  wire [16:0] \$868 ;
-  wire [31:0] \$869 ;
-  wire [32:0] \$87 ;
-  wire [34:0] \$870 ;
-  wire [16:0] \$871 ;
-  wire [31:0] \$872 ;
-  wire [16:0] \$873 ;
-  wire [31:0] \$874 ;
-  wire [16:0] \$875 ;
-  wire [31:0] \$876 ;
-  wire [34:0] \$877 ;
-  wire [16:0] \$878 ;
-  wire [31:0] \$879 ;
-  wire [32:0] \$88 ;
-  wire [16:0] \$880 ;
-  wire [31:0] \$881 ;
-  wire [16:0] \$882 ;
-  wire [31:0] \$883 ;
-  wire [16:0] \$884 ;
-  wire [31:0] \$885 ;
-  wire [16:0] \$886 ;
-  wire [31:0] \$887 ;
-  wire [16:0] \$888 ;
-  wire [31:0] \$889 ;
-  wire \$89 ;
-  wire [34:0] \$890 ;
-  wire [16:0] \$891 ;
-  wire [31:0] \$892 ;
-  wire [16:0] \$893 ;
-  wire [31:0] \$894 ;
-  wire [16:0] \$895 ;
-  wire [31:0] \$896 ;
-  wire [16:0] \$897 ;
-  wire [31:0] \$898 ;
-  wire [16:0] \$899 ;
+  wire [34:0] \$80 ;
+  wire [34:0] \$81 ;
+  wire [34:0] \$82 ;
+  wire [34:0] \$83 ;
+  wire [34:0] \$84 ;
+  wire [34:0] \$85 ;
+  wire [34:0] \$86 ;
+  wire [35:0] \$87 ;
+  wire [34:0] \$88 ;
+  wire [34:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire [31:0] \$900 ;
-  wire [16:0] \$901 ;
-  wire [31:0] \$902 ;
-  wire [34:0] \$903 ;
-  wire [34:0] \$904 ;
-  wire [16:0] \$905 ;
-  wire [31:0] \$906 ;
-  wire [16:0] \$907 ;
-  wire [31:0] \$908 ;
-  wire [16:0] \$909 ;
-  wire [1:0] \$91 ;
-  wire [31:0] \$910 ;
-  wire [16:0] \$911 ;
-  wire [31:0] \$912 ;
-  wire [16:0] \$913 ;
-  wire [31:0] \$914 ;
-  wire [16:0] \$915 ;
-  wire [31:0] \$916 ;
-  wire [34:0] \$917 ;
-  wire [34:0] \$918 ;
-  wire [35:0] \$919 ;
-  wire [1:0] \$92 ;
-  wire [16:0] \$920 ;
-  wire [31:0] \$921 ;
-  wire [16:0] \$922 ;
-  wire [47:0] \$923 ;
-  wire [49:0] \$924 ;
-  wire [34:0] \$925 ;
-  wire [34:0] \$926 ;
-  wire [34:0] \$927 ;
-  wire [34:0] \$928 ;
-  wire [34:0] \$929 ;
-  wire \$93 ;
-  wire [34:0] \$930 ;
-  wire [34:0] \$931 ;
-  wire [35:0] \$932 ;
-  wire [34:0] \$933 ;
-  wire [34:0] \$934 ;
-  wire [34:0] \$935 ;
-  wire [34:0] \$936 ;
-  wire [34:0] \$937 ;
-  wire [34:0] \$938 ;
-  wire [34:0] \$939 ;
-  wire \$94 ;
-  wire [35:0] \$940 ;
-  wire [35:0] \$941 ;
-  wire [34:0] \$942 ;
-  wire \$943 ;
-  wire \$944 ;
-  wire [16:0] \$945 ;
-  wire \$946 ;
-  wire \$947 ;
-  wire [16:0] \$948 ;
-  wire [33:0] \$949 ;
-  wire [31:0] \$95 ;
-  wire [31:0] \$950 ;
-  wire [35:0] \$951 ;
-  wire [35:0] \$952 ;
-  wire [35:0] \$953 ;
-  wire [35:0] \$954 ;
-  wire [35:0] \$955 ;
-  wire [35:0] \$956 ;
-  wire [35:0] \$957 ;
-  wire [35:0] \$958 ;
-  wire [35:0] \$959 ;
-  wire [16:0] \$96 ;
-  wire [35:0] \$960 ;
-  wire [35:0] \$961 ;
-  wire [35:0] \$962 ;
-  wire [35:0] \$963 ;
-  wire [35:0] \$964 ;
-  wire [35:0] \$965 ;
-  wire [35:0] \$966 ;
-  wire [35:0] \$967 ;
-  wire [35:0] \$968 ;
-  wire [35:0] \$969 ;
-  wire \$97 ;
-  wire [53:0] \$970 ;
-  wire [62:0] \$971 ;
-  wire [53:0] \$972 ;
-  wire [35:0] \$973 ;
-  wire [35:0] \$974 ;
-  wire [35:0] \$975 ;
-  wire [35:0] \$976 ;
-  wire [35:0] \$977 ;
-  wire [35:0] \$978 ;
-  wire [35:0] \$979 ;
-  wire [33:0] \$98 ;
-  wire [35:0] \$980 ;
-  wire [35:0] \$981 ;
-  wire [35:0] \$982 ;
-  wire [35:0] \$983 ;
-  wire [35:0] \$984 ;
-  wire [35:0] \$985 ;
-  wire [35:0] \$986 ;
-  wire [35:0] \$987 ;
-  wire [35:0] \$988 ;
-  wire [35:0] \$989 ;
-  wire [31:0] \$99 ;
-  wire [35:0] \$990 ;
-  wire [35:0] \$991 ;
-  wire [53:0] \$992 ;
-  wire [62:0] \$993 ;
-  wire [53:0] \$994 ;
-  wire [53:0] \$995 ;
-  wire [35:0] \$996 ;
-  wire [35:0] \$997 ;
-  wire [35:0] \$998 ;
-  wire [35:0] \$999 ;
-  reg [31:0] a_lane0 = 32'd0;
-  reg [31:0] a_lane1 = 32'd0;
+  wire [34:0] \$90 ;
+  wire [34:0] \$91 ;
+  wire [34:0] \$92 ;
+  wire [34:0] \$93 ;
+  wire [34:0] \$94 ;
+  wire [35:0] \$95 ;
+  wire [34:0] \$96 ;
+  wire [34:0] \$97 ;
+  wire [34:0] \$98 ;
+  wire [34:0] \$99 ;
+  wire \$auto$rtlil.cc:2739:Not$2 ;
   wire [31:0] adv;
-  wire [37:0] adv_full;
+  reg [37:0] adv_full = 38'h0000000000;
   wire adv_hi;
   wire adv_lo;
   wire adv_ovf;
@@ -8780,8 +8375,23 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   wire \loop_mul.valid ;
   wire [31:0] \loop_mul.value ;
   reg [53:0] loop_mul_g = 54'h00000000000000;
-  reg [33:0] loop_mul_pp0 = 34'h000000000;
-  reg [31:0] loop_mul_pp1 = 32'd0;
+  reg loop_mul_hi = 1'h0;
+  reg loop_mul_lo = 1'h0;
+  reg [42:0] loop_mul_pp0 = 43'h00000000000;
+  reg [22:0] loop_mul_pp1 = 23'h000000;
+  reg loop_mul_sel0 = 1'h0;
+  reg loop_mul_sel1 = 1'h0;
+  reg [37:0] loop_mul_t_max = 38'h0000000000;
+  reg [37:0] loop_mul_t_min = 38'h0000000000;
+  reg [58:0] loop_out = 59'h000000000000000;
+  wire \loop_out.lane ;
+  wire \loop_out.overflow ;
+  wire [15:0] \loop_out.timestep ;
+  wire [7:0] \loop_out.trajectory ;
+  wire \loop_out.valid ;
+  wire [31:0] \loop_out.value ;
+  (* init = 38'h0000000000 *)
+  wire [37:0] loop_out_t;
   reg [58:0] o1 = 59'h000000000000000;
   wire \o1.lane ;
   wire \o1.overflow ;
@@ -8830,8 +8440,12 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   reg [34:0] pow2_l0_3 = 35'h000000000;
   reg [34:0] pow2_l0_4 = 35'h000000000;
   reg [34:0] pow2_l0_5 = 35'h000000000;
+  reg [34:0] pow2_l0_6 = 35'h000000000;
+  reg [34:0] pow2_l0_7 = 35'h000000000;
+  reg [34:0] pow2_l0_8 = 35'h000000000;
   reg [34:0] pow2_l1_0 = 35'h000000000;
   reg [34:0] pow2_l1_1 = 35'h000000000;
+  reg [34:0] pow2_l1_2 = 35'h000000000;
   wire [16:0] pow2_next;
   reg [18:0] pow2_next_full = 19'h00000;
   wire pow2_next_hi;
@@ -8898,6 +8512,9 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   reg s4_brk = 1'h0;
   reg [31:0] s4_delta = 32'd0;
   reg [16:0] s4_p = 17'h00000;
+  reg [37:0] t_early = 38'h0000000000;
+  reg [37:0] t_lane0 = 38'h0000000000;
+  reg [37:0] t_lane1 = 38'h0000000000;
   reg [58:0] tree1 = 59'h000000000000000;
   wire \tree1.lane ;
   wire \tree1.overflow ;
@@ -8908,6 +8525,288 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   reg [53:0] tree1_g0 = 54'h00000000000000;
   reg [16:0] tree1_p = 17'h00000;
   reg [31:0] vprev0 = 32'd0;
+  assign \$292  = ~ tree1_p;
+  assign \$293  = ~ tree1_p;
+  assign \$294  = ~ tree1_p;
+  assign \$295  = ~ tree1_p;
+  assign \$296  = ~ tree1_p;
+  assign \$297  = ~ tree1_p;
+  assign \$298  = ~ tree1_p;
+  assign \$299  = ~ tree1_p;
+  assign \$300  = tree1_g0 & { 37'h1fffffffff, \$263  };
+  assign \$301  = \$262  | \$300 ;
+  assign \$308  = ~ tree1_p;
+  assign \$309  = ~ tree1_p;
+  assign \$310  = ~ tree1_p;
+  assign \$311  = ~ tree1_p;
+  assign \$312  = ~ tree1_p;
+  assign \$313  = ~ tree1_p;
+  assign \$314  = ~ tree1_p;
+  assign \$315  = ~ tree1_p;
+  assign \$316  = ~ tree1_p;
+  assign \$317  = ~ tree1_p;
+  assign \$318  = ~ tree1_p;
+  assign \$319  = ~ tree1_p;
+  assign \$320  = ~ tree1_p;
+  assign \$321  = ~ tree1_p;
+  assign \$322  = ~ tree1_p;
+  assign \$323  = ~ tree1_p;
+  assign \$324  = ~ tree1_p;
+  assign \$325  = ~ tree1_p;
+  assign \$326  = ~ tree1_p;
+  assign \$327  = ~ tree1_p;
+  assign \$328  = ~ tree1_p;
+  assign \$329  = ~ tree1_p;
+  assign \$330  = ~ tree1_p;
+  assign \$331  = ~ tree1_p;
+  assign \$332  = ~ tree1_p;
+  assign \$333  = ~ tree1_p;
+  assign \$334  = ~ tree1_p;
+  assign \$335  = ~ tree1_p;
+  assign \$336  = ~ tree1_p;
+  assign \$337  = ~ tree1_p;
+  assign \$338  = ~ tree1_p;
+  assign \$339  = ~ tree1_p;
+  assign \$340  = ~ tree1_p;
+  assign \$341  = ~ tree1_p;
+  assign \$342  = ~ tree1_p;
+  assign \$343  = ~ tree1_p;
+  assign \$344  = ~ tree1_p;
+  assign \$345  = { 6'h00, \$302  } & { 37'h1fffffffff, \$308  };
+  assign \$346  = \$301  | \$345 ;
+  assign \$347  = \$255  + { \$346 [52:0], 1'h1 };
+  assign \$348  = ~ tree1_p;
+  assign \$350  = ~ tree1_p;
+  assign \$352  = ~ tree1_p;
+  assign \$354  = ~ tree1_p;
+  assign \$356  = ~ tree1_p;
+  assign \$358  = ~ tree1_p;
+  assign \$360  = tree1_g0 ^ { \$359 [48], \$357 [48], \$355 [48], \$353 [48], \$351 [48], \$349  };
+  assign \$362  = ~ tree1_p;
+  assign \$364  = ~ tree1_p;
+  assign \$366  = ~ tree1_p;
+  assign \$368  = ~ tree1_p;
+  assign \$370  = ~ tree1_p;
+  assign \$372  = ~ tree1_p;
+  assign \$374  = tree1_g0 & { \$373 [48], \$371 [48], \$369 [48], \$367 [48], \$365 [48], \$363  };
+  assign \$376  = \$374  | \$375 ;
+  assign \$377  = ~ tree1_p;
+  assign \$379  = ~ tree1_p;
+  assign \$381  = ~ tree1_p;
+  assign \$383  = ~ tree1_p;
+  assign \$385  = ~ tree1_p;
+  assign \$387  = ~ tree1_p;
+  assign \$390  = \$376  | \$389 ;
+  assign \$391  = \$361  + { \$390 [52:0], 1'h0 };
+  assign \$392  = i__ready & loop_mul[0];
+  assign \$393  = ! loop_mul[58];
+  assign \$394  = \$392  & \$393 ;
+  assign \$405  = loop_mul_g ^ { \$404 [44], \$403 [44], \$402 [44], \$401 [44], \$400 [44], \$399 [44], \$398 [44], \$397 [44], \$396 [44], \$395  };
+  assign \$407  = \$405  ^ \$406 ;
+  assign \$428  = loop_mul_g & { \$427 [44], \$426 [44], \$425 [44], \$424 [44], \$423 [44], \$422 [44], \$421 [44], \$420 [44], \$419 [44], \$418  };
+  assign \$430  = loop_mul_g & \$429 ;
+  assign \$431  = \$428  | \$430 ;
+  assign \$443  = { \$441 [44], \$440 [44], \$439 [44], \$438 [44], \$437 [44], \$436 [44], \$435 [44], \$434 [44], \$433 [44], \$432  } & \$442 ;
+  assign \$444  = \$431  | \$443 ;
+  assign \$445  = { \$407 [53:26], loop_mul_g[25:0] } + { \$444 [52:26], 1'h0, \$408 [25:0] };
+  assign \$446  = loop_mul_lo ? loop_mul_t_min : \$445 [53:16];
+  assign \$447  = loop_mul_hi ? loop_mul_t_max : \$446 ;
+  assign \$448  = i__ready & loop_mul[0];
+  assign \$450  = \$448  & \$449 ;
+  assign \$461  = loop_mul_g ^ { \$460 [44], \$459 [44], \$458 [44], \$457 [44], \$456 [44], \$455 [44], \$454 [44], \$453 [44], \$452 [44], \$451  };
+  assign \$463  = \$461  ^ \$462 ;
+  assign \$484  = loop_mul_g & { \$483 [44], \$482 [44], \$481 [44], \$480 [44], \$479 [44], \$478 [44], \$477 [44], \$476 [44], \$475 [44], \$474  };
+  assign \$486  = loop_mul_g & \$485 ;
+  assign \$487  = \$484  | \$486 ;
+  assign \$499  = { \$497 [44], \$496 [44], \$495 [44], \$494 [44], \$493 [44], \$492 [44], \$491 [44], \$490 [44], \$489 [44], \$488  } & \$498 ;
+  assign \$500  = \$487  | \$499 ;
+  assign \$501  = { \$463 [53:26], loop_mul_g[25:0] } + { \$500 [52:26], 1'h0, \$464 [25:0] };
+  assign \$502  = loop_mul_lo ? loop_mul_t_min : \$501 [53:16];
+  assign \$503  = loop_mul_hi ? loop_mul_t_max : \$502 ;
+  assign \$505  = loop_mul_sel0 ? \$504  : loop_mul_t_min;
+  assign \$516  = loop_mul_g ^ { \$515 [44], \$514 [44], \$513 [44], \$512 [44], \$511 [44], \$510 [44], \$509 [44], \$508 [44], \$507 [44], \$506  };
+  assign \$518  = \$516  ^ \$517 ;
+  assign \$539  = loop_mul_g & { \$538 [44], \$537 [44], \$536 [44], \$535 [44], \$534 [44], \$533 [44], \$532 [44], \$531 [44], \$530 [44], \$529  };
+  assign \$541  = loop_mul_g & \$540 ;
+  assign \$542  = \$539  | \$541 ;
+  assign \$554  = { \$552 [44], \$551 [44], \$550 [44], \$549 [44], \$548 [44], \$547 [44], \$546 [44], \$545 [44], \$544 [44], \$543  } & \$553 ;
+  assign \$555  = \$542  | \$554 ;
+  assign \$556  = { \$518 [53:26], loop_mul_g[25:0] } + { \$555 [52:26], 1'h0, \$519 [25:0] };
+  assign \$557  = loop_mul_sel0 ? loop_mul_t_max : \$556 [53:16];
+  assign \$558  = loop_mul_sel1 ? \$505  : \$557 ;
+  assign \$569  = loop_mul_g ^ { \$568 [44], \$567 [44], \$566 [44], \$565 [44], \$564 [44], \$563 [44], \$562 [44], \$561 [44], \$560 [44], \$559  };
+  assign \$571  = \$569  ^ \$570 ;
+  assign \$592  = loop_mul_g & { \$591 [44], \$590 [44], \$589 [44], \$588 [44], \$587 [44], \$586 [44], \$585 [44], \$584 [44], \$583 [44], \$582  };
+  assign \$594  = loop_mul_g & \$593 ;
+  assign \$595  = \$592  | \$594 ;
+  assign \$607  = { \$605 [44], \$604 [44], \$603 [44], \$602 [44], \$601 [44], \$600 [44], \$599 [44], \$598 [44], \$597 [44], \$596  } & \$606 ;
+  assign \$608  = \$595  | \$607 ;
+  assign \$609  = { \$571 [53:26], loop_mul_g[25:0] } + { \$608 [52:26], 1'h0, \$572 [25:0] };
+  assign \$610  = loop_mul_lo ? loop_mul_t_min : \$609 [53:16];
+  assign \$611  = loop_mul_hi ? loop_mul_t_max : \$610 ;
+  assign \$612  = loop_out[33] | adv_ovf;
+  assign \$613  = $signed(o1_adv) + $signed(o1[32:1]);
+  assign \$614  = o2[33] | rtg_ovf;
+  assign \$615  = o3[0] & o__ready;
+  assign \$616  = \$615  & o3[33];
+  always @(posedge clk)
+    gamma_q <= \$617 ;
+  always @(posedge clk)
+    gamma_lambda_q <= \$618 ;
+  always @(posedge clk)
+    lane_in <= \$619 ;
+  always @(posedge clk)
+    vprev0 <= \$620 ;
+  always @(posedge clk)
+    s0 <= \$621 ;
+  always @(posedge clk)
+    s0_reward <= \$622 ;
+  always @(posedge clk)
+    s0_vnext <= \$623 ;
+  always @(posedge clk)
+    s0_gamma <= \$624 ;
+  always @(posedge clk)
+    s0_brk <= \$625 ;
+  always @(posedge clk)
+    s1 <= \$626 ;
+  always @(posedge clk)
+    s1_pp0 <= \$627 ;
+  always @(posedge clk)
+    s1_pp1 <= \$628 ;
+  always @(posedge clk)
+    s1_rv <= \$629 ;
+  always @(posedge clk)
+    s1_brk <= \$630 ;
+  always @(posedge clk)
+    s2 <= \$631 ;
+  always @(posedge clk)
+    s2_prod <= \$632 ;
+  always @(posedge clk)
+    s2_rv <= \$633 ;
+  always @(posedge clk)
+    s2_brk <= \$634 ;
+  always @(posedge clk)
+    s3 <= \$635 ;
+  always @(posedge clk)
+    s3_dsum <= \$636 ;
+  always @(posedge clk)
+    s3_brk <= \$637 ;
+  always @(posedge clk)
+    s4 <= \$638 ;
+  always @(posedge clk)
+    s4_delta <= \$639 ;
+  always @(posedge clk)
+    s4_brk <= \$640 ;
+  always @(posedge clk)
+    s4_p <= \$641 ;
+  always @(posedge clk)
+    pow2_l0_0 <= \$642 ;
+  always @(posedge clk)
+    pow2_l0_1 <= \$643 ;
+  always @(posedge clk)
+    pow2_l0_2 <= \$644 ;
+  always @(posedge clk)
+    pow2_l0_3 <= \$645 ;
+  always @(posedge clk)
+    pow2_l0_4 <= \$646 ;
+  always @(posedge clk)
+    pow2_l0_5 <= \$647 ;
+  always @(posedge clk)
+    pow2_l0_6 <= \$648 ;
+  always @(posedge clk)
+    pow2_l0_7 <= \$649 ;
+  always @(posedge clk)
+    pow2_l0_8 <= \$650 ;
+  always @(posedge clk)
+    pow2_l1_0 <= \$651 ;
+  always @(posedge clk)
+    pow2_l1_1 <= \$652 ;
+  always @(posedge clk)
+    pow2_l1_2 <= \$653 ;
+  always @(posedge clk)
+    pow2_prod <= \$654 ;
+  always @(posedge clk)
+    pow2_next_full <= \$655 ;
+  always @(posedge clk)
+    pow2 <= \$656 ;
+  always @(posedge clk)
+    hist1 <= \$657 ;
+  always @(posedge clk)
+    hbrk1 <= \$658 ;
+  always @(posedge clk)
+    h1 <= \$659 ;
+  always @(posedge clk)
+    h1_delta <= \$660 ;
+  always @(posedge clk)
+    h1_p1 <= \$661 ;
+  always @(posedge clk)
+    h1_p2 <= \$662 ;
+  always @(posedge clk)
+    h1_h1 <= \$663 ;
+  always @(posedge clk)
+    h2 <= \$664 ;
+  always @(posedge clk)
+    h2_g <= \$665 ;
+  always @(posedge clk)
+    h2_p <= \$666 ;
+  always @(posedge clk)
+    h2_t10 <= \$667 ;
+  always @(posedge clk)
+    h2_t11 <= \$668 ;
+  always @(posedge clk)
+    tree1 <= \$669 ;
+  always @(posedge clk)
+    tree1_p <= \$670 ;
+  always @(posedge clk)
+    tree1_g0 <= \$671 ;
+  always @(posedge clk)
+    loop_mul <= \$672 ;
+  always @(posedge clk)
+    loop_mul_g <= \$673 ;
+  always @(posedge clk)
+    loop_mul_pp0 <= \$674 ;
+  always @(posedge clk)
+    loop_mul_pp1 <= \$675 ;
+  always @(posedge clk)
+    loop_mul_hi <= \$676 ;
+  always @(posedge clk)
+    loop_mul_lo <= \$677 ;
+  always @(posedge clk)
+    loop_mul_sel0 <= \$678 ;
+  always @(posedge clk)
+    loop_mul_sel1 <= \$679 ;
+  always @(posedge clk)
+    loop_mul_t_max <= \$680 ;
+  always @(posedge clk)
+    loop_mul_t_min <= \$681 ;
+  always @(posedge clk)
+    t_lane0 <= \$682 ;
+  always @(posedge clk)
+    t_lane1 <= \$683 ;
+  always @(posedge clk)
+    t_early <= \$684 ;
+  always @(posedge clk)
+    loop_out <= \$685 ;
+  always @(posedge clk)
+    adv_full <= \$686 ;
+  always @(posedge clk)
+    o1 <= \$687 ;
+  always @(posedge clk)
+    o1_adv <= \$688 ;
+  always @(posedge clk)
+    o2 <= \$689 ;
+  always @(posedge clk)
+    o2_adv <= \$690 ;
+  always @(posedge clk)
+    rtg_full <= \$691 ;
+  always @(posedge clk)
+    o3 <= \$692 ;
+  always @(posedge clk)
+    o3_adv <= \$693 ;
+  always @(posedge clk)
+    o3_rtg <= \$694 ;
+  always @(posedge clk)
+    overflow <= \$695 ;
   assign \$1  = ~ o3[0];
   assign i__ready = \$1  | o__ready;
   assign \$2  = ~ s3_dsum[65];
@@ -8921,1303 +8820,961 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$7  = delta_hi ? 33'h07fffffff : \$6 ;
   assign pow2_next_hi = | pow2_next_full[18:17];
   assign pow2_next = pow2_next_hi ? 17'h1ffff : \$8 ;
-  assign \$9  = ~ \$80 [53];
-  assign \$10  = | \$80 [52:47];
+  assign \$9  = ~ adv_full[37];
+  assign \$10  = | adv_full[36:31];
   assign adv_hi = \$9  & \$10 ;
-  assign \$11  = & \$80 [52:47];
+  assign \$11  = & adv_full[36:31];
   assign \$12  = ~ \$11 ;
-  assign adv_lo = \$80 [53] & \$12 ;
-  assign \$32  = loop_mul_g ^ { \$31 [35], \$30 [35], \$29 [35], \$28 [35], \$27 [35], \$26 [35], \$25 [35], \$24 [35], \$23 [35], \$22 [35], \$21 [35], \$20 [35], \$19 [35], \$18 [35], \$17 [35], \$16 [35], \$15 [35], \$14 [35], \$13  };
-  assign \$34  = \$32  ^ \$33 [53:0];
-  assign \$54  = loop_mul_g & { \$53 [35], \$52 [35], \$51 [35], \$50 [35], \$49 [35], \$48 [35], \$47 [35], \$46 [35], \$45 [35], \$44 [35], \$43 [35], \$42 [35], \$41 [35], \$40 [35], \$39 [35], \$38 [35], \$37 [35], \$36 [35], \$35  };
-  assign \$56  = loop_mul_g & \$55 [53:0];
-  assign \$57  = \$54  | \$56 ;
-  assign \$78  = { \$76 [35], \$75 [35], \$74 [35], \$73 [35], \$72 [35], \$71 [35], \$70 [35], \$69 [35], \$68 [35], \$67 [35], \$66 [35], \$65 [35], \$64 [35], \$63 [35], \$62 [35], \$61 [35], \$60 [35], \$59 [35], \$58  } & \$77 [53:0];
-  assign \$79  = \$57  | \$78 ;
-  assign \$80  = \$34  + { \$79 [52:0], 1'h0 };
+  assign adv_lo = adv_full[37] & \$12 ;
   assign adv_ovf = adv_hi | adv_lo;
-  assign \$81  = adv_lo ? 33'h180000000 : { 1'h0, \$80 [47:16] };
-  assign \$82  = adv_hi ? 33'h07fffffff : \$81 ;
-  assign \$83  = ~ rtg_full[32];
-  assign rtg_hi = \$83  & \$84 ;
-  assign \$86  = ~ \$85 ;
-  assign rtg_lo = rtg_full[32] & \$86 ;
+  assign \$13  = adv_lo ? 33'h180000000 : { 1'h0, adv_full[31:0] };
+  assign \$14  = adv_hi ? 33'h07fffffff : \$13 ;
+  assign \$15  = ~ rtg_full[32];
+  assign rtg_hi = \$15  & \$16 ;
+  assign \$18  = ~ \$17 ;
+  assign rtg_lo = rtg_full[32] & \$18 ;
   assign rtg_ovf = rtg_hi | rtg_lo;
-  assign \$87  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
-  assign \$88  = rtg_hi ? 33'h07fffffff : \$87 ;
-  assign \$89  = i__valid & i__ready;
-  assign \$91  = lane_in + 1'h1;
-  assign \$92  = \$90  ? 2'h0 : \$91 ;
-  assign \$93  = i__valid & i__ready;
-  assign \$95  = i__payload[97] ? i__payload[95:64] : vprev0;
-  assign \$96  = i__payload[96] ? 17'h00000 : gamma_q;
-  assign \$97  = i__payload[96] | i__payload[97];
-  assign \$98  = s0_gamma * s0_vnext[16:0];
-  assign \$99  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
-  assign \$100  = $signed(s0_reward) - $signed(s0[32:1]);
-  assign \$103  = $signed(\$101 ) + $signed(\$102 );
-  assign \$104  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
-  assign \$105  = s3_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$106  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$108  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$110  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$112  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$114  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$116  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$118  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$120  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$122  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$124  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$126  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$128  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$130  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$132  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$134  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$136  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$138  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$140  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$142  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$144  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$146  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$148  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$150  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$152  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$154  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$156  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$158  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$160  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$162  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$164  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$166  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$168  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$170  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$172  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$174  = { 17'h00000, \$107  } ^ { 17'h00000, \$141  };
-  assign \$175  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$177  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$179  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$181  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$183  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$185  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$187  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$189  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$191  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$193  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$195  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$197  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$199  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$201  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$203  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$205  = \$174  ^ { 15'h0000, \$176  };
-  assign \$206  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$208  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$210  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$212  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$214  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$216  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$218  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$220  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$222  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$224  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$226  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$228  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$230  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$232  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$234  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$236  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$238  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$240  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$242  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$244  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$246  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$248  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$250  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$252  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$254  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$256  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$258  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$260  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$262  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$264  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$266  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$268  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$270  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$272  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$274  = { 17'h00000, \$207  } & { 17'h00000, \$241  };
-  assign \$275  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$277  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$279  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$281  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$283  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$285  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$287  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$289  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$291  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$293  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$295  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$297  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$299  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$301  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$303  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$305  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$307  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
-  assign \$309  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$311  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$313  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$315  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$317  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$319  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$321  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$323  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$325  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$327  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$329  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$331  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$333  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$335  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$337  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$339  = { 17'h00000, \$276  } & { 15'h0000, \$310  };
-  assign \$340  = \$274  | \$339 ;
-  assign \$341  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$343  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$345  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$347  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$349  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$351  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$353  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$355  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$357  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$359  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$361  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$363  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$365  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$367  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$369  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$371  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$373  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
-  assign \$375  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$377  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$379  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$381  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$383  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$385  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$387  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$389  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$391  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$393  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$395  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$397  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$399  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$401  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$403  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
-  assign \$405  = { 17'h00000, \$342  } & { 15'h0000, \$376  };
-  assign \$406  = \$340  | \$405 ;
-  assign \$407  = \$205  + { \$406 [33:0], 1'h0 };
-  assign \$408  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$410  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$412  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$414  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$416  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$418  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$420  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$422  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$424  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$426  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$428  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$430  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$432  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$434  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$436  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$438  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$440  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$442  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$444  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$446  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$448  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$450  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$452  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$454  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$456  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$458  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$460  = { 15'h0000, \$409  } ^ { 11'h000, \$439  };
-  assign \$461  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$463  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$465  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$467  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$469  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$471  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$473  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$475  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$477  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$479  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$481  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$483  = \$460  ^ { 11'h000, \$462  };
-  assign \$484  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$486  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$488  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$490  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$492  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$494  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$496  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$498  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$500  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$502  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$504  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$506  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$508  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$510  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$512  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$514  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$516  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$518  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$520  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$522  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$524  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$526  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$528  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$530  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$532  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$534  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$536  = { 15'h0000, \$485  } & { 11'h000, \$515  };
-  assign \$537  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$539  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$541  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$543  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$545  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$547  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$549  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$551  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$553  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$555  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$557  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$559  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$561  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$563  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$565  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
-  assign \$567  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$569  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$571  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$573  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$575  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$577  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$579  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$581  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$583  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$585  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$587  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$589  = { 15'h0000, \$538  } & { 11'h000, \$568  };
-  assign \$590  = \$536  | \$589 ;
-  assign \$591  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$593  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$595  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$597  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$599  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$601  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$603  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$605  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$607  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$609  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$611  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
-  assign \$613  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$615  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$617  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$619  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$621  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$623  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$625  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$627  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$629  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$631  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$633  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
-  assign \$635  = { 11'h000, \$592  } & { 11'h000, \$614  };
-  assign \$636  = \$590  | \$635 ;
-  assign \$637  = \$483  + { \$636 [33:0], 1'h0 };
-  assign \$638  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$640  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$642  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$644  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$646  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$648  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$650  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$652  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$654  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$656  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$658  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$660  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$662  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$664  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$666  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$668  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$670  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$672  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$674  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$676  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$678  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$680  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$682  = { 11'h000, \$639  } ^ { 11'h000, \$661  };
-  assign \$683  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$685  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$687  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$689  = \$682  ^ { 3'h0, \$684  };
-  assign \$690  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$692  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$694  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$696  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$698  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$700  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$702  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$704  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$706  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$708  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$710  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$712  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$714  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$716  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$718  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$720  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$722  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$724  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$726  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$728  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$730  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$732  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$734  = { 11'h000, \$691  } & { 11'h000, \$713  };
-  assign \$735  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$737  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$739  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$741  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$743  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$745  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$747  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$749  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$751  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$753  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$755  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
-  assign \$757  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$759  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$761  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$763  = { 11'h000, \$736  } & { 3'h0, \$758  };
-  assign \$764  = \$734  | \$763 ;
-  assign \$765  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$767  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$769  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$771  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$773  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$775  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$777  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$779  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$781  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$783  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$785  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
-  assign \$787  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$789  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$791  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
-  assign \$793  = { 11'h000, \$766  } & { 3'h0, \$788  };
-  assign \$794  = \$764  | \$793 ;
-  assign \$795  = \$689  + { \$794 [33:0], 1'h0 };
-  assign \$796  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$798  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$800  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$802  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$804  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$806  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$808  = { 3'h0, \$797  } ^ { 3'h0, \$803  };
-  assign \$809  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$811  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$813  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$815  = \$808  ^ { 3'h0, \$810  };
-  assign \$816  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$818  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$820  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$822  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$824  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$826  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$828  = { 3'h0, \$817  } & { 3'h0, \$823  };
-  assign \$829  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$831  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$833  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
-  assign \$835  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$837  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$839  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$841  = { 3'h0, \$830  } & { 3'h0, \$836  };
-  assign \$842  = \$828  | \$841 ;
-  assign \$843  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$845  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$847  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
-  assign \$849  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$851  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$853  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
-  assign \$855  = { 3'h0, \$844  } & { 3'h0, \$850  };
-  assign \$856  = \$842  | \$855 ;
-  assign \$857  = \$815  + { \$856 [33:0], 1'h0 };
-  assign \$858  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$860  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$862  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$864  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$866  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$868  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$870  = { 3'h0, \$859  } ^ { 3'h0, \$865  };
-  assign \$871  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$873  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$875  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$877  = \$870  ^ { 3'h0, \$872  };
-  assign \$878  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$880  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$882  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$884  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$886  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$888  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$890  = { 3'h0, \$879  } & { 3'h0, \$885  };
-  assign \$891  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$893  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$895  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
-  assign \$897  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$899  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$901  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$903  = { 3'h0, \$892  } & { 3'h0, \$898  };
-  assign \$904  = \$890  | \$903 ;
-  assign \$905  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$907  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$909  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
-  assign \$911  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$913  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$915  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
-  assign \$917  = { 3'h0, \$906  } & { 3'h0, \$912  };
-  assign \$918  = \$904  | \$917 ;
-  assign \$919  = \$877  + { \$918 [33:0], 1'h0 };
-  assign \$920  = gamma_lambda_q[15] ? gamma_lambda_q : 17'h00000;
-  assign \$922  = gamma_lambda_q[16] ? gamma_lambda_q : 17'h00000;
-  assign \$924  = \$921  + \$923 ;
-  assign \$925  = pow2_l0_0 ^ pow2_l0_1;
-  assign \$926  = \$925  ^ pow2_l0_2;
-  assign \$927  = pow2_l0_0 & pow2_l0_1;
-  assign \$928  = pow2_l0_0 & pow2_l0_2;
-  assign \$929  = \$927  | \$928 ;
-  assign \$930  = pow2_l0_1 & pow2_l0_2;
-  assign \$931  = \$929  | \$930 ;
-  assign \$932  = \$926  + { \$931 [33:0], 1'h0 };
-  assign \$933  = pow2_l0_3 ^ pow2_l0_4;
-  assign \$934  = \$933  ^ pow2_l0_5;
-  assign \$935  = pow2_l0_3 & pow2_l0_4;
-  assign \$936  = pow2_l0_3 & pow2_l0_5;
-  assign \$937  = \$935  | \$936 ;
-  assign \$938  = pow2_l0_4 & pow2_l0_5;
-  assign \$939  = \$937  | \$938 ;
-  assign \$940  = \$934  + { \$939 [33:0], 1'h0 };
-  assign \$941  = $signed(pow2_l1_0) + $signed(pow2_l1_1);
-  assign \$942  = pow2_prod + 16'h8000;
-  assign \$943  = i__ready & s4[0];
-  assign \$944  = ~ s4_brk;
-  assign \$945  = s4_brk ? 17'h00000 : gamma_lambda_q;
-  assign \$946  = s4_brk | hbrk1;
-  assign \$947  = ~ \$946 ;
-  assign \$948  = \$946  ? 17'h00000 : pow2;
-  assign \$949  = h1_p1 * h1_h1[16:0];
-  assign \$950  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
-  assign \$970  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$969 [35], \$968 [35], \$967 [35], \$966 [35], \$965 [35], \$964 [35], \$963 [35], \$962 [35], \$961 [35], \$960 [35], \$959 [35], \$958 [35], \$957 [35], \$956 [35], \$955 [35], \$954 [35], \$953 [35], \$952 [35], \$951  };
-  assign \$972  = \$970  ^ \$971 [53:0];
-  assign \$992  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$991 [35], \$990 [35], \$989 [35], \$988 [35], \$987 [35], \$986 [35], \$985 [35], \$984 [35], \$983 [35], \$982 [35], \$981 [35], \$980 [35], \$979 [35], \$978 [35], \$977 [35], \$976 [35], \$975 [35], \$974 [35], \$973  };
-  assign \$994  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$993 [53:0];
-  assign \$995  = \$992  | \$994 ;
-  assign \$1016  = { \$1014 [35], \$1013 [35], \$1012 [35], \$1011 [35], \$1010 [35], \$1009 [35], \$1008 [35], \$1007 [35], \$1006 [35], \$1005 [35], \$1004 [35], \$1003 [35], \$1002 [35], \$1001 [35], \$1000 [35], \$999 [35], \$998 [35], \$997 [35], \$996  } & \$1015 [53:0];
-  assign \$1017  = \$995  | \$1016 ;
-  assign \$1018  = \$972  + { \$1017 [52:0], 1'h0 };
-  assign \$1020  = tree1_p * \$1019 [16:0];
-  assign \$1022  = $signed({ 1'h0, tree1_p }) * $signed(\$1021 [31:17]);
-  assign \$1023  = i__ready & loop_mul[0];
-  assign \$1024  = ! loop_mul[58];
-  assign \$1025  = \$1023  & \$1024 ;
-  assign \$1026  = i__ready & loop_mul[0];
-  assign \$1028  = \$1026  & \$1027 ;
-  assign \$1029  = loop_mul[33] | adv_ovf;
-  assign \$1030  = $signed(o1_adv) + $signed(o1[32:1]);
-  assign \$1031  = o2[33] | rtg_ovf;
-  assign \$1032  = o3[0] & o__ready;
-  assign \$1033  = \$1032  & o3[33];
-  always @(posedge clk)
-    gamma_q <= \$1034 ;
-  always @(posedge clk)
-    gamma_lambda_q <= \$1035 ;
-  always @(posedge clk)
-    lane_in <= \$1036 ;
-  always @(posedge clk)
-    vprev0 <= \$1037 ;
-  always @(posedge clk)
-    s0 <= \$1038 ;
-  always @(posedge clk)
-    s0_reward <= \$1039 ;
-  always @(posedge clk)
-    s0_vnext <= \$1040 ;
-  always @(posedge clk)
-    s0_gamma <= \$1041 ;
-  always @(posedge clk)
-    s0_brk <= \$1042 ;
-  always @(posedge clk)
-    s1 <= \$1043 ;
-  always @(posedge clk)
-    s1_pp0 <= \$1044 ;
-  always @(posedge clk)
-    s1_pp1 <= \$1045 ;
-  always @(posedge clk)
-    s1_rv <= \$1046 ;
-  always @(posedge clk)
-    s1_brk <= \$1047 ;
-  always @(posedge clk)
-    s2 <= \$1048 ;
-  always @(posedge clk)
-    s2_prod <= \$1049 ;
-  always @(posedge clk)
-    s2_rv <= \$1050 ;
-  always @(posedge clk)
-    s2_brk <= \$1051 ;
-  always @(posedge clk)
-    s3 <= \$1052 ;
-  always @(posedge clk)
-    s3_dsum <= \$1053 ;
-  always @(posedge clk)
-    s3_brk <= \$1054 ;
-  always @(posedge clk)
-    s4 <= \$1055 ;
-  always @(posedge clk)
-    s4_delta <= \$1056 ;
-  always @(posedge clk)
-    s4_brk <= \$1057 ;
-  always @(posedge clk)
-    s4_p <= \$1058 ;
-  always @(posedge clk)
-    pow2_l0_0 <= \$1059 ;
-  always @(posedge clk)
-    pow2_l0_1 <= \$1060 ;
-  always @(posedge clk)
-    pow2_l0_2 <= \$1061 ;
-  always @(posedge clk)
-    pow2_l0_3 <= \$1062 ;
-  always @(posedge clk)
-    pow2_l0_4 <= \$1063 ;
-  always @(posedge clk)
-    pow2_l0_5 <= \$1064 ;
-  always @(posedge clk)
-    pow2_l1_0 <= \$1065 ;
-  always @(posedge clk)
-    pow2_l1_1 <= \$1066 ;
-  always @(posedge clk)
-    pow2_prod <= \$1067 ;
-  always @(posedge clk)
-    pow2_next_full <= \$1068 ;
-  always @(posedge clk)
-    pow2 <= \$1069 ;
-  always @(posedge clk)
-    hist1 <= \$1070 ;
-  always @(posedge clk)
-    hbrk1 <= \$1071 ;
-  always @(posedge clk)
-    h1 <= \$1072 ;
-  always @(posedge clk)
-    h1_delta <= \$1073 ;
-  always @(posedge clk)
-    h1_p1 <= \$1074 ;
-  always @(posedge clk)
-    h1_p2 <= \$1075 ;
-  always @(posedge clk)
-    h1_h1 <= \$1076 ;
-  always @(posedge clk)
-    h2 <= \$1077 ;
-  always @(posedge clk)
-    h2_g <= \$1078 ;
-  always @(posedge clk)
-    h2_p <= \$1079 ;
-  always @(posedge clk)
-    h2_t10 <= \$1080 ;
-  always @(posedge clk)
-    h2_t11 <= \$1081 ;
-  always @(posedge clk)
-    tree1 <= \$1082 ;
-  always @(posedge clk)
-    tree1_p <= \$1083 ;
-  always @(posedge clk)
-    tree1_g0 <= \$1084 ;
-  always @(posedge clk)
-    loop_mul <= \$1085 ;
-  always @(posedge clk)
-    loop_mul_g <= \$1086 ;
-  always @(posedge clk)
-    loop_mul_pp0 <= \$1087 ;
-  always @(posedge clk)
-    loop_mul_pp1 <= \$1088 ;
-  always @(posedge clk)
-    a_lane0 <= \$1089 ;
-  always @(posedge clk)
-    a_lane1 <= \$1090 ;
-  always @(posedge clk)
-    o1 <= \$1091 ;
-  always @(posedge clk)
-    o1_adv <= \$1092 ;
-  always @(posedge clk)
-    o2 <= \$1093 ;
-  always @(posedge clk)
-    o2_adv <= \$1094 ;
-  always @(posedge clk)
-    rtg_full <= \$1095 ;
-  always @(posedge clk)
-    o3 <= \$1096 ;
-  always @(posedge clk)
-    o3_adv <= \$1097 ;
-  always @(posedge clk)
-    o3_rtg <= \$1098 ;
-  always @(posedge clk)
-    overflow <= \$1099 ;
+  assign \$19  = rtg_lo ? 33'h180000000 : { 1'h0, rtg_full[31:0] };
+  assign \$20  = rtg_hi ? 33'h07fffffff : \$19 ;
+  assign \$21  = i__valid & i__ready;
+  assign \$23  = lane_in + 1'h1;
+  assign \$24  = \$22  ? 2'h0 : \$23 ;
+  assign \$25  = i__valid & i__ready;
+  assign \$27  = i__payload[97] ? i__payload[95:64] : vprev0;
+  assign \$28  = i__payload[96] ? 17'h00000 : gamma_q;
+  assign \$29  = i__payload[96] | i__payload[97];
+  assign \$30  = s0_gamma * s0_vnext[16:0];
+  assign \$31  = $signed({ 1'h0, s0_gamma }) * $signed(s0_vnext[31:17]);
+  assign \$32  = $signed(s0_reward) - $signed(s0[32:1]);
+  assign \$35  = $signed(\$33 ) + $signed(\$34 );
+  assign \$36  = $signed({ s2_rv, 17'h10000 }) + $signed({ s2_prod, 1'h0 });
+  assign \$37  = s3_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$38  = gamma_lambda_q[0] ? gamma_lambda_q : 17'h00000;
+  assign \$40  = gamma_lambda_q[1] ? gamma_lambda_q : 17'h00000;
+  assign \$42  = \$39  + \$41 ;
+  assign \$43  = gamma_lambda_q[2] ? gamma_lambda_q : 17'h00000;
+  assign \$45  = gamma_lambda_q[3] ? gamma_lambda_q : 17'h00000;
+  assign \$47  = \$44  + \$46 ;
+  assign \$48  = gamma_lambda_q[4] ? gamma_lambda_q : 17'h00000;
+  assign \$50  = gamma_lambda_q[5] ? gamma_lambda_q : 17'h00000;
+  assign \$52  = \$49  + \$51 ;
+  assign \$53  = gamma_lambda_q[6] ? gamma_lambda_q : 17'h00000;
+  assign \$55  = gamma_lambda_q[7] ? gamma_lambda_q : 17'h00000;
+  assign \$57  = \$54  + \$56 ;
+  assign \$58  = gamma_lambda_q[8] ? gamma_lambda_q : 17'h00000;
+  assign \$60  = gamma_lambda_q[9] ? gamma_lambda_q : 17'h00000;
+  assign \$62  = \$59  + \$61 ;
+  assign \$63  = gamma_lambda_q[10] ? gamma_lambda_q : 17'h00000;
+  assign \$65  = gamma_lambda_q[11] ? gamma_lambda_q : 17'h00000;
+  assign \$67  = \$64  + \$66 ;
+  assign \$68  = gamma_lambda_q[12] ? gamma_lambda_q : 17'h00000;
+  assign \$70  = gamma_lambda_q[13] ? gamma_lambda_q : 17'h00000;
+  assign \$72  = \$69  + \$71 ;
+  assign \$73  = gamma_lambda_q[14] ? gamma_lambda_q : 17'h00000;
+  assign \$75  = gamma_lambda_q[15] ? gamma_lambda_q : 17'h00000;
+  assign \$77  = \$74  + \$76 ;
+  assign \$78  = gamma_lambda_q[16] ? gamma_lambda_q : 17'h00000;
+  assign \$80  = pow2_l0_0 ^ pow2_l0_1;
+  assign \$81  = \$80  ^ pow2_l0_2;
+  assign \$82  = pow2_l0_0 & pow2_l0_1;
+  assign \$83  = pow2_l0_0 & pow2_l0_2;
+  assign \$84  = \$82  | \$83 ;
+  assign \$85  = pow2_l0_1 & pow2_l0_2;
+  assign \$86  = \$84  | \$85 ;
+  assign \$87  = \$81  + { \$86 [33:0], 1'h0 };
+  assign \$88  = pow2_l0_3 ^ pow2_l0_4;
+  assign \$89  = \$88  ^ pow2_l0_5;
+  assign \$90  = pow2_l0_3 & pow2_l0_4;
+  assign \$91  = pow2_l0_3 & pow2_l0_5;
+  assign \$92  = \$90  | \$91 ;
+  assign \$93  = pow2_l0_4 & pow2_l0_5;
+  assign \$94  = \$92  | \$93 ;
+  assign \$95  = \$89  + { \$94 [33:0], 1'h0 };
+  assign \$96  = pow2_l0_6 ^ pow2_l0_7;
+  assign \$97  = \$96  ^ pow2_l0_8;
+  assign \$98  = pow2_l0_6 & pow2_l0_7;
+  assign \$99  = pow2_l0_6 & pow2_l0_8;
+  assign \$100  = \$98  | \$99 ;
+  assign \$101  = pow2_l0_7 & pow2_l0_8;
+  assign \$102  = \$100  | \$101 ;
+  assign \$103  = \$97  + { \$102 [33:0], 1'h0 };
+  assign \$104  = pow2_l1_0 ^ pow2_l1_1;
+  assign \$105  = \$104  ^ pow2_l1_2;
+  assign \$106  = pow2_l1_0 & pow2_l1_1;
+  assign \$107  = pow2_l1_0 & pow2_l1_2;
+  assign \$108  = \$106  | \$107 ;
+  assign \$109  = pow2_l1_1 & pow2_l1_2;
+  assign \$110  = \$108  | \$109 ;
+  assign \$111  = \$105  + { \$110 [33:0], 1'h0 };
+  assign \$112  = pow2_prod + 16'h8000;
+  assign \$113  = i__ready & s4[0];
+  assign \$114  = ~ s4_brk;
+  assign \$115  = s4_brk ? 17'h00000 : gamma_lambda_q;
+  assign \$116  = s4_brk | hbrk1;
+  assign \$117  = ~ \$116 ;
+  assign \$118  = \$116  ? 17'h00000 : pow2;
+  assign \$119  = h1_p1 * h1_h1[16:0];
+  assign \$120  = $signed({ 1'h0, h1_p1 }) * $signed(h1_h1[31:17]);
+  assign \$140  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } ^ { \$139 [35], \$138 [35], \$137 [35], \$136 [35], \$135 [35], \$134 [35], \$133 [35], \$132 [35], \$131 [35], \$130 [35], \$129 [35], \$128 [35], \$127 [35], \$126 [35], \$125 [35], \$124 [35], \$123 [35], \$122 [35], \$121  };
+  assign \$142  = \$140  ^ \$141 [53:0];
+  assign \$162  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & { \$161 [35], \$160 [35], \$159 [35], \$158 [35], \$157 [35], \$156 [35], \$155 [35], \$154 [35], \$153 [35], \$152 [35], \$151 [35], \$150 [35], \$149 [35], \$148 [35], \$147 [35], \$146 [35], \$145 [35], \$144 [35], \$143  };
+  assign \$164  = { h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g[47], h2_g } & \$163 [53:0];
+  assign \$165  = \$162  | \$164 ;
+  assign \$186  = { \$184 [35], \$183 [35], \$182 [35], \$181 [35], \$180 [35], \$179 [35], \$178 [35], \$177 [35], \$176 [35], \$175 [35], \$174 [35], \$173 [35], \$172 [35], \$171 [35], \$170 [35], \$169 [35], \$168 [35], \$167 [35], \$166  } & \$185 [53:0];
+  assign \$187  = \$165  | \$186 ;
+  assign \$188  = \$142  + { \$187 [52:0], 1'h0 };
+  assign \$189  = tree1_p * t_early[25:0];
+  assign \$190  = $signed({ 1'h0, tree1_p }) * $signed(t_early[31:26]);
+  assign \$191  = ~ t_early[37];
+  assign \$192  = | t_early[36:31];
+  assign \$193  = \$191  & \$192 ;
+  assign \$194  = & t_early[36:31];
+  assign \$195  = ~ \$194 ;
+  assign \$196  = t_early[37] & \$195 ;
+  assign \$197  = tree1[58] == h1[58];
+  assign \$198  = tree1[0] & \$197 ;
+  assign \$199  = ~ \$198 ;
+  assign \$200  = ~ t_early[37];
+  assign \$201  = | t_early[36:31];
+  assign \$202  = \$200  & \$201 ;
+  assign \$203  = \$199  | \$202 ;
+  assign \$204  = tree1[58] == h1[58];
+  assign \$205  = tree1[0] & \$204 ;
+  assign \$206  = ~ \$205 ;
+  assign \$207  = & t_early[36:31];
+  assign \$208  = ~ \$207 ;
+  assign \$209  = t_early[37] & \$208 ;
+  assign \$210  = \$206  | \$209 ;
+  assign \$217  = tree1_g0 ^ { 6'h00, \$211  };
+  assign \$218  = ~ tree1_p;
+  assign \$219  = ~ tree1_p;
+  assign \$220  = ~ tree1_p;
+  assign \$221  = ~ tree1_p;
+  assign \$222  = ~ tree1_p;
+  assign \$223  = ~ tree1_p;
+  assign \$224  = ~ tree1_p;
+  assign \$225  = ~ tree1_p;
+  assign \$226  = ~ tree1_p;
+  assign \$227  = ~ tree1_p;
+  assign \$228  = ~ tree1_p;
+  assign \$229  = ~ tree1_p;
+  assign \$230  = ~ tree1_p;
+  assign \$231  = ~ tree1_p;
+  assign \$232  = ~ tree1_p;
+  assign \$233  = ~ tree1_p;
+  assign \$234  = ~ tree1_p;
+  assign \$235  = ~ tree1_p;
+  assign \$236  = ~ tree1_p;
+  assign \$237  = ~ tree1_p;
+  assign \$238  = ~ tree1_p;
+  assign \$239  = ~ tree1_p;
+  assign \$240  = ~ tree1_p;
+  assign \$241  = ~ tree1_p;
+  assign \$242  = ~ tree1_p;
+  assign \$243  = ~ tree1_p;
+  assign \$244  = ~ tree1_p;
+  assign \$245  = ~ tree1_p;
+  assign \$246  = ~ tree1_p;
+  assign \$247  = ~ tree1_p;
+  assign \$248  = ~ tree1_p;
+  assign \$249  = ~ tree1_p;
+  assign \$250  = ~ tree1_p;
+  assign \$251  = ~ tree1_p;
+  assign \$252  = ~ tree1_p;
+  assign \$253  = ~ tree1_p;
+  assign \$254  = ~ tree1_p;
+  assign \$255  = \$217  ^ { 37'h1fffffffff, \$218  };
+  assign \$262  = tree1_g0 & { 6'h00, \$256  };
+  assign \$263  = ~ tree1_p;
+  assign \$264  = ~ tree1_p;
+  assign \$265  = ~ tree1_p;
+  assign \$266  = ~ tree1_p;
+  assign \$267  = ~ tree1_p;
+  assign \$268  = ~ tree1_p;
+  assign \$269  = ~ tree1_p;
+  assign \$270  = ~ tree1_p;
+  assign \$271  = ~ tree1_p;
+  assign \$272  = ~ tree1_p;
+  assign \$273  = ~ tree1_p;
+  assign \$274  = ~ tree1_p;
+  assign \$275  = ~ tree1_p;
+  assign \$276  = ~ tree1_p;
+  assign \$277  = ~ tree1_p;
+  assign \$278  = ~ tree1_p;
+  assign \$279  = ~ tree1_p;
+  assign \$280  = ~ tree1_p;
+  assign \$281  = ~ tree1_p;
+  assign \$282  = ~ tree1_p;
+  assign \$283  = ~ tree1_p;
+  assign \$284  = ~ tree1_p;
+  assign \$285  = ~ tree1_p;
+  assign \$286  = ~ tree1_p;
+  assign \$287  = ~ tree1_p;
+  assign \$288  = ~ tree1_p;
+  assign \$289  = ~ tree1_p;
+  assign \$290  = ~ tree1_p;
+  assign \$291  = ~ tree1_p;
+  assign \$auto$rtlil.cc:2739:Not$2  = ~ \$360 [31];
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
-    casez (tree1[58])
+    casez (h2[58])
       1'h0:
-          \$1019  = a_lane0;
+          \$504  = t_lane0;
       1'h1:
-          \$1019  = a_lane1;
+          \$504  = t_lane1;
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    (* full_case = 32'd1 *)
-    casez (tree1[58])
-      1'h0:
-          \$1021  = a_lane0;
-      1'h1:
-          \$1021  = a_lane1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1034  = gamma;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$617  = gamma;
     if (rst) begin
-      \$1034  = 17'h00000;
+      \$617  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1035  = gamma_lambda;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$618  = gamma_lambda;
     if (rst) begin
-      \$1035  = 17'h00000;
+      \$618  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1036  = lane_in;
-    if (\$89 ) begin
-      \$1036  = \$92 [0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$619  = lane_in;
+    if (\$21 ) begin
+      \$619  = \$24 [0];
     end
     if (rst) begin
-      \$1036  = 1'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1037  = vprev0;
-    if (\$94 ) begin
-      \$1037  = i__payload[63:32];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$620  = vprev0;
+    if (\$26 ) begin
+      \$620  = i__payload[63:32];
     end
     if (rst) begin
-      \$1037  = 32'd0;
+      \$620  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1038  = s0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$621  = s0;
     if (i__ready) begin
-      \$1038 [0] = i__valid;
-      \$1038 [32:1] = i__payload[63:32];
-      \$1038 [33] = 1'h0;
-      \$1038 [49:34] = i__payload[113:98];
-      \$1038 [57:50] = i__payload[121:114];
-      \$1038 [58] = lane_in;
+      \$621 [0] = i__valid;
+      \$621 [32:1] = i__payload[63:32];
+      \$621 [33] = 1'h0;
+      \$621 [49:34] = i__payload[113:98];
+      \$621 [57:50] = i__payload[121:114];
+      \$621 [58] = lane_in;
     end
     if (rst) begin
-      \$1038  = 59'h000000000000000;
+      \$621  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1039  = s0_reward;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$622  = s0_reward;
     if (i__ready) begin
-      \$1039  = i__payload[31:0];
+      \$622  = i__payload[31:0];
     end
     if (rst) begin
-      \$1039  = 32'd0;
+      \$622  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1040  = s0_vnext;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$623  = s0_vnext;
     if (i__ready) begin
-      \$1040  = \$95 ;
+      \$623  = \$27 ;
     end
     if (rst) begin
-      \$1040  = 32'd0;
+      \$623  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1041  = s0_gamma;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$624  = s0_gamma;
     if (i__ready) begin
-      \$1041  = \$96 ;
+      \$624  = \$28 ;
     end
     if (rst) begin
-      \$1041  = 17'h00000;
+      \$624  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1042  = s0_brk;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$625  = s0_brk;
     if (i__ready) begin
-      \$1042  = \$97 ;
+      \$625  = \$29 ;
     end
     if (rst) begin
-      \$1042  = 1'h0;
+      \$625  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1043  = s1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$626  = s1;
     if (i__ready) begin
-      \$1043  = s0;
+      \$626  = s0;
     end
     if (rst) begin
-      \$1043  = 59'h000000000000000;
+      \$626  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1044  = s1_pp0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$627  = s1_pp0;
     if (i__ready) begin
-      \$1044  = \$98 ;
+      \$627  = \$30 ;
     end
     if (rst) begin
-      \$1044  = 34'h000000000;
+      \$627  = 34'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1045  = s1_pp1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$628  = s1_pp1;
     if (i__ready) begin
-      \$1045  = \$99 ;
+      \$628  = \$31 ;
     end
     if (rst) begin
-      \$1045  = 32'd0;
+      \$628  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1046  = s1_rv;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$629  = s1_rv;
     if (i__ready) begin
-      \$1046  = \$100 ;
+      \$629  = \$32 ;
     end
     if (rst) begin
-      \$1046  = 33'h000000000;
+      \$629  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1047  = s1_brk;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$630  = s1_brk;
     if (i__ready) begin
-      \$1047  = s0_brk;
+      \$630  = s0_brk;
     end
     if (rst) begin
-      \$1047  = 1'h0;
+      \$630  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1048  = s2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$631  = s2;
     if (i__ready) begin
-      \$1048  = s1;
+      \$631  = s1;
     end
     if (rst) begin
-      \$1048  = 59'h000000000000000;
+      \$631  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1049  = s2_prod;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$632  = s2_prod;
     if (i__ready) begin
-      \$1049  = \$103 ;
+      \$632  = \$35 ;
     end
     if (rst) begin
-      \$1049  = 64'h0000000000000000;
+      \$632  = 64'h0000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1050  = s2_rv;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$633  = s2_rv;
     if (i__ready) begin
-      \$1050  = s1_rv;
+      \$633  = s1_rv;
     end
     if (rst) begin
-      \$1050  = 33'h000000000;
+      \$633  = 33'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1051  = s2_brk;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$634  = s2_brk;
     if (i__ready) begin
-      \$1051  = s1_brk;
+      \$634  = s1_brk;
     end
     if (rst) begin
-      \$1051  = 1'h0;
+      \$634  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1052  = s3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$635  = s3;
     if (i__ready) begin
-      \$1052  = s2;
+      \$635  = s2;
     end
     if (rst) begin
-      \$1052  = 59'h000000000000000;
+      \$635  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1053  = s3_dsum;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$636  = s3_dsum;
     if (i__ready) begin
-      \$1053  = \$104 ;
+      \$636  = \$36 ;
     end
     if (rst) begin
-      \$1053  = 66'h00000000000000000;
+      \$636  = 66'h00000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1054  = s3_brk;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$637  = s3_brk;
     if (i__ready) begin
-      \$1054  = s2_brk;
+      \$637  = s2_brk;
     end
     if (rst) begin
-      \$1054  = 1'h0;
+      \$637  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1055  = s4;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$638  = s4;
     if (i__ready) begin
-      \$1055  = s3;
+      \$638  = s3;
     end
     if (i__ready) begin
-      \$1055 [33] = delta_ovf;
+      \$638 [33] = delta_ovf;
     end
     if (rst) begin
-      \$1055  = 59'h000000000000000;
+      \$638  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1056  = s4_delta;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$639  = s4_delta;
     if (i__ready) begin
-      \$1056  = \$7 [31:0];
+      \$639  = \$7 [31:0];
     end
     if (rst) begin
-      \$1056  = 32'd0;
+      \$639  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1057  = s4_brk;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$640  = s4_brk;
     if (i__ready) begin
-      \$1057  = s3_brk;
+      \$640  = s3_brk;
     end
     if (rst) begin
-      \$1057  = 1'h0;
+      \$640  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1058  = s4_p;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$641  = s4_p;
     if (i__ready) begin
-      \$1058  = \$105 ;
+      \$641  = \$37 ;
     end
     if (rst) begin
-      \$1058  = 17'h00000;
+      \$641  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1059  = \$407 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$642  = { \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42 [19], \$42  };
     if (rst) begin
-      \$1059  = 35'h000000000;
+      \$642  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1060  = \$637 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$643  = { \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47 [21], \$47  };
     if (rst) begin
-      \$1060  = 35'h000000000;
+      \$643  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1061  = \$795 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$644  = { \$52 [25], \$52 [25], \$52 [25], \$52 [25], \$52 [25], \$52 [25], \$52 [25], \$52 [25], \$52 [25], \$52  };
     if (rst) begin
-      \$1061  = 35'h000000000;
+      \$644  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1062  = \$857 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$645  = { \$57 [25], \$57 [25], \$57 [25], \$57 [25], \$57 [25], \$57 [25], \$57 [25], \$57 [25], \$57 [25], \$57  };
     if (rst) begin
-      \$1062  = 35'h000000000;
+      \$645  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1063  = \$919 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$646  = { \$62 [33], \$62  };
     if (rst) begin
-      \$1063  = 35'h000000000;
+      \$646  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1064  = \$924 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$647  = { \$67 [33], \$67  };
     if (rst) begin
-      \$1064  = 35'h000000000;
+      \$647  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1065  = \$932 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$648  = { \$72 [33], \$72  };
     if (rst) begin
-      \$1065  = 35'h000000000;
+      \$648  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1066  = \$940 [34:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$649  = { \$77 [33], \$77  };
     if (rst) begin
-      \$1066  = 35'h000000000;
+      \$649  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1067  = \$941 [33:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$650  = \$79 [34:0];
     if (rst) begin
-      \$1067  = 34'h000000000;
+      \$650  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1068  = \$942 [34:16];
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$651  = \$87 [34:0];
     if (rst) begin
-      \$1068  = 19'h00000;
+      \$651  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1069  = pow2_next;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$652  = \$95 [34:0];
     if (rst) begin
-      \$1069  = 17'h00000;
+      \$652  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1070  = hist1;
-    if (\$943 ) begin
-      \$1070  = s4_delta;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$653  = \$103 [34:0];
     if (rst) begin
-      \$1070  = 32'd0;
+      \$653  = 35'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1071  = hbrk1;
-    if (\$943 ) begin
-      \$1071  = s4_brk;
-    end
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$654  = \$111 [33:0];
     if (rst) begin
-      \$1071  = 1'h0;
+      \$654  = 34'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1072  = h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$655  = \$112 [34:16];
+    if (rst) begin
+      \$655  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$656  = pow2_next;
+    if (rst) begin
+      \$656  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$657  = hist1;
+    if (\$113 ) begin
+      \$657  = s4_delta;
+    end
+    if (rst) begin
+      \$657  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$658  = hbrk1;
+    if (\$113 ) begin
+      \$658  = s4_brk;
+    end
+    if (rst) begin
+      \$658  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$659  = h1;
     if (i__ready) begin
-      \$1072  = s4;
+      \$659  = s4;
     end
     if (rst) begin
-      \$1072  = 59'h000000000000000;
+      \$659  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1073  = h1_delta;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$660  = h1_delta;
     if (i__ready) begin
-      \$1073  = s4_delta;
+      \$660  = s4_delta;
     end
     if (rst) begin
-      \$1073  = 32'd0;
+      \$660  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1074  = h1_p1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$661  = h1_p1;
     if (i__ready) begin
-      \$1074  = \$945 ;
+      \$661  = \$115 ;
     end
     if (rst) begin
-      \$1074  = 17'h00000;
+      \$661  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1075  = h1_p2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$662  = h1_p2;
     if (i__ready) begin
-      \$1075  = \$948 ;
+      \$662  = \$118 ;
     end
     if (rst) begin
-      \$1075  = 17'h00000;
+      \$662  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1076  = h1_h1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$663  = h1_h1;
     if (i__ready) begin
-      \$1076  = hist1;
+      \$663  = hist1;
     end
     if (rst) begin
-      \$1076  = 32'd0;
+      \$663  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1077  = h2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$664  = h2;
     if (i__ready) begin
-      \$1077  = h1;
+      \$664  = h1;
     end
     if (rst) begin
-      \$1077  = 59'h000000000000000;
+      \$664  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1078  = h2_g;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$665  = h2_g;
     if (i__ready) begin
-      \$1078  = { h1_delta, 16'h8000 };
+      \$665  = { h1_delta, 16'h8000 };
     end
     if (rst) begin
-      \$1078  = 48'h000000000000;
+      \$665  = 48'h000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1079  = h2_p;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$666  = h2_p;
     if (i__ready) begin
-      \$1079  = h1_p2;
+      \$666  = h1_p2;
     end
     if (rst) begin
-      \$1079  = 17'h00000;
+      \$666  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1080  = h2_t10;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$667  = h2_t10;
     if (i__ready) begin
-      \$1080  = \$949 ;
+      \$667  = \$119 ;
     end
     if (rst) begin
-      \$1080  = 34'h000000000;
+      \$667  = 34'h000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1081  = h2_t11;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$668  = h2_t11;
     if (i__ready) begin
-      \$1081  = \$950 ;
+      \$668  = \$120 ;
     end
     if (rst) begin
-      \$1081  = 32'd0;
+      \$668  = 32'd0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1082  = tree1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$669  = tree1;
     if (i__ready) begin
-      \$1082  = h2;
+      \$669  = h2;
     end
     if (rst) begin
-      \$1082  = 59'h000000000000000;
+      \$669  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1083  = tree1_p;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$670  = tree1_p;
     if (i__ready) begin
-      \$1083  = h2_p;
+      \$670  = h2_p;
     end
     if (rst) begin
-      \$1083  = 17'h00000;
+      \$670  = 17'h00000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1084  = tree1_g0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$671  = tree1_g0;
     if (i__ready) begin
-      \$1084  = \$1018 [53:0];
+      \$671  = \$188 [53:0];
     end
     if (rst) begin
-      \$1084  = 54'h00000000000000;
+      \$671  = 54'h00000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1085  = loop_mul;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$672  = loop_mul;
     if (i__ready) begin
-      \$1085  = tree1;
+      \$672  = tree1;
     end
     if (rst) begin
-      \$1085  = 59'h000000000000000;
+      \$672  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1086  = loop_mul_g;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$673  = loop_mul_g;
     if (i__ready) begin
-      \$1086  = tree1_g0;
+      \$673  = tree1_g0;
     end
     if (rst) begin
-      \$1086  = 54'h00000000000000;
+      \$673  = 54'h00000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1087  = loop_mul_pp0;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$674  = loop_mul_pp0;
     if (i__ready) begin
-      \$1087  = \$1020 ;
+      \$674  = \$189 ;
     end
     if (rst) begin
-      \$1087  = 34'h000000000;
+      \$674  = 43'h00000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1088  = loop_mul_pp1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$675  = loop_mul_pp1;
     if (i__ready) begin
-      \$1088  = \$1022 ;
+      \$675  = \$190 ;
     end
     if (rst) begin
-      \$1088  = 32'd0;
+      \$675  = 23'h000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1089  = a_lane0;
-    if (\$1025 ) begin
-      \$1089  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$1089  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1090  = a_lane1;
-    if (\$1028 ) begin
-      \$1090  = \$82 [31:0];
-    end
-    if (rst) begin
-      \$1090  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1091  = o1;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$676  = loop_mul_hi;
     if (i__ready) begin
-      { \$1091 [58:34], \$1091 [32:0] } = { loop_mul[58:34], loop_mul[32:0] };
-      \$1091 [33] = \$1029 ;
+      \$676  = \$193 ;
     end
     if (rst) begin
-      \$1091  = 59'h000000000000000;
+      \$676  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1092  = o1_adv;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$677  = loop_mul_lo;
     if (i__ready) begin
-      \$1092  = \$82 [31:0];
+      \$677  = \$196 ;
     end
     if (rst) begin
-      \$1092  = 32'd0;
+      \$677  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1093  = o2;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$678  = loop_mul_sel0;
     if (i__ready) begin
-      \$1093  = o1;
+      \$678  = \$203 ;
     end
     if (rst) begin
-      \$1093  = 59'h000000000000000;
+      \$678  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1094  = o2_adv;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$679  = loop_mul_sel1;
     if (i__ready) begin
-      \$1094  = o1_adv;
+      \$679  = \$210 ;
     end
     if (rst) begin
-      \$1094  = 32'd0;
+      \$679  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1095  = rtg_full;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$680  = loop_mul_t_max;
     if (i__ready) begin
-      \$1095  = \$1030 ;
+      \$680  = \$347 [53:16];
     end
     if (rst) begin
-      \$1095  = 33'h000000000;
+      \$680  = 38'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1096  = o3;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$681  = loop_mul_t_min;
     if (i__ready) begin
-      { \$1096 [58:34], \$1096 [32:0] } = { o2[58:34], o2[32:0] };
-      \$1096 [33] = \$1031 ;
+      \$681  = \$391 [53:16];
     end
     if (rst) begin
-      \$1096  = 59'h000000000000000;
+      \$681  = 38'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1097  = o3_adv;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$682  = t_lane0;
+    if (\$394 ) begin
+      \$682  = \$447 ;
+    end
+    if (rst) begin
+      \$682  = 38'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$683  = t_lane1;
+    if (\$450 ) begin
+      \$683  = \$503 ;
+    end
+    if (rst) begin
+      \$683  = 38'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$684  = t_early;
     if (i__ready) begin
-      \$1097  = o2_adv;
+      \$684  = \$558 ;
     end
     if (rst) begin
-      \$1097  = 32'd0;
+      \$684  = 38'h0000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1098  = o3_rtg;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$685  = loop_out;
     if (i__ready) begin
-      \$1098  = \$88 [31:0];
+      \$685  = loop_mul;
     end
     if (rst) begin
-      \$1098  = 32'd0;
+      \$685  = 59'h000000000000000;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1099  = overflow;
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$686  = adv_full;
+    if (i__ready) begin
+      \$686  = \$611 ;
+    end
+    if (rst) begin
+      \$686  = 38'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$687  = o1;
+    if (i__ready) begin
+      { \$687 [58:34], \$687 [32:0] } = { loop_out[58:34], loop_out[32:0] };
+      \$687 [33] = \$612 ;
+    end
+    if (rst) begin
+      \$687  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$688  = o1_adv;
+    if (i__ready) begin
+      \$688  = \$14 [31:0];
+    end
+    if (rst) begin
+      \$688  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$689  = o2;
+    if (i__ready) begin
+      \$689  = o1;
+    end
+    if (rst) begin
+      \$689  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$690  = o2_adv;
+    if (i__ready) begin
+      \$690  = o1_adv;
+    end
+    if (rst) begin
+      \$690  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$691  = rtg_full;
+    if (i__ready) begin
+      \$691  = \$613 ;
+    end
+    if (rst) begin
+      \$691  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$692  = o3;
+    if (i__ready) begin
+      { \$692 [58:34], \$692 [32:0] } = { o2[58:34], o2[32:0] };
+      \$692 [33] = \$614 ;
+    end
+    if (rst) begin
+      \$692  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$693  = o3_adv;
+    if (i__ready) begin
+      \$693  = o2_adv;
+    end
+    if (rst) begin
+      \$693  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$694  = o3_rtg;
+    if (i__ready) begin
+      \$694  = \$20 [31:0];
+    end
+    if (rst) begin
+      \$694  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$695  = overflow;
     if (clear) begin
-      \$1099  = 1'h0;
+      \$695  = 1'h0;
     end
-    if (\$1033 ) begin
-      \$1099  = 1'h1;
+    if (\$616 ) begin
+      \$695  = 1'h1;
     end
     if (rst) begin
-      \$1099  = 1'h0;
+      \$695  = 1'h0;
     end
   end
   assign en = i__ready;
@@ -10226,10 +9783,10 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign delta = \$7 [31:0];
   assign pow2_next_lo = 1'h0;
   assign pow2_round = pow2_next_full;
-  assign adv_full = \$80 [53:16];
-  assign adv = \$82 [31:0];
+  assign loop_out_t = adv_full;
+  assign adv = \$14 [31:0];
   assign o2_rtg = rtg_full;
-  assign rtg = \$88 [31:0];
+  assign rtg = \$20 [31:0];
   assign o__valid = o3[0];
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
@@ -10303,6 +9860,12 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \loop_mul.timestep  = loop_mul[49:34];
   assign \loop_mul.trajectory  = loop_mul[57:50];
   assign \loop_mul.lane  = loop_mul[58];
+  assign \loop_out.valid  = loop_out[0];
+  assign \loop_out.value  = loop_out[32:1];
+  assign \loop_out.overflow  = loop_out[33];
+  assign \loop_out.timestep  = loop_out[49:34];
+  assign \loop_out.trajectory  = loop_out[57:50];
+  assign \loop_out.lane  = loop_out[58];
   assign \o1.valid  = o1[0];
   assign \o1.value  = o1[32:1];
   assign \o1.overflow  = o1[33];
@@ -10322,531 +9885,313 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign o__payload[31:0] = o3_adv;
   assign pow2_next_ovf = pow2_next_hi;
   assign \$8  = pow2_next_full[16:0];
-  assign \$13  = { 2'h0, loop_mul_pp0 };
-  assign \$14  = { 2'h0, loop_mul_pp0 };
-  assign \$15  = { 2'h0, loop_mul_pp0 };
-  assign \$16  = { 2'h0, loop_mul_pp0 };
-  assign \$17  = { 2'h0, loop_mul_pp0 };
-  assign \$18  = { 2'h0, loop_mul_pp0 };
-  assign \$19  = { 2'h0, loop_mul_pp0 };
-  assign \$20  = { 2'h0, loop_mul_pp0 };
-  assign \$21  = { 2'h0, loop_mul_pp0 };
-  assign \$22  = { 2'h0, loop_mul_pp0 };
-  assign \$23  = { 2'h0, loop_mul_pp0 };
-  assign \$24  = { 2'h0, loop_mul_pp0 };
-  assign \$25  = { 2'h0, loop_mul_pp0 };
-  assign \$26  = { 2'h0, loop_mul_pp0 };
-  assign \$27  = { 2'h0, loop_mul_pp0 };
-  assign \$28  = { 2'h0, loop_mul_pp0 };
-  assign \$29  = { 2'h0, loop_mul_pp0 };
-  assign \$30  = { 2'h0, loop_mul_pp0 };
-  assign \$31  = { 2'h0, loop_mul_pp0 };
-  assign \$33  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$35  = { 2'h0, loop_mul_pp0 };
-  assign \$36  = { 2'h0, loop_mul_pp0 };
-  assign \$37  = { 2'h0, loop_mul_pp0 };
-  assign \$38  = { 2'h0, loop_mul_pp0 };
-  assign \$39  = { 2'h0, loop_mul_pp0 };
-  assign \$40  = { 2'h0, loop_mul_pp0 };
-  assign \$41  = { 2'h0, loop_mul_pp0 };
-  assign \$42  = { 2'h0, loop_mul_pp0 };
-  assign \$43  = { 2'h0, loop_mul_pp0 };
-  assign \$44  = { 2'h0, loop_mul_pp0 };
-  assign \$45  = { 2'h0, loop_mul_pp0 };
-  assign \$46  = { 2'h0, loop_mul_pp0 };
-  assign \$47  = { 2'h0, loop_mul_pp0 };
-  assign \$48  = { 2'h0, loop_mul_pp0 };
-  assign \$49  = { 2'h0, loop_mul_pp0 };
-  assign \$50  = { 2'h0, loop_mul_pp0 };
-  assign \$51  = { 2'h0, loop_mul_pp0 };
-  assign \$52  = { 2'h0, loop_mul_pp0 };
-  assign \$53  = { 2'h0, loop_mul_pp0 };
-  assign \$55  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$58  = { 2'h0, loop_mul_pp0 };
-  assign \$59  = { 2'h0, loop_mul_pp0 };
-  assign \$60  = { 2'h0, loop_mul_pp0 };
-  assign \$61  = { 2'h0, loop_mul_pp0 };
-  assign \$62  = { 2'h0, loop_mul_pp0 };
-  assign \$63  = { 2'h0, loop_mul_pp0 };
-  assign \$64  = { 2'h0, loop_mul_pp0 };
-  assign \$65  = { 2'h0, loop_mul_pp0 };
-  assign \$66  = { 2'h0, loop_mul_pp0 };
-  assign \$67  = { 2'h0, loop_mul_pp0 };
-  assign \$68  = { 2'h0, loop_mul_pp0 };
-  assign \$69  = { 2'h0, loop_mul_pp0 };
-  assign \$70  = { 2'h0, loop_mul_pp0 };
-  assign \$71  = { 2'h0, loop_mul_pp0 };
-  assign \$72  = { 2'h0, loop_mul_pp0 };
-  assign \$73  = { 2'h0, loop_mul_pp0 };
-  assign \$74  = { 2'h0, loop_mul_pp0 };
-  assign \$75  = { 2'h0, loop_mul_pp0 };
-  assign \$76  = { 2'h0, loop_mul_pp0 };
-  assign \$77  = { loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1[31], loop_mul_pp1, 17'h00000 };
-  assign \$84  = rtg_full[31];
-  assign \$85  = rtg_full[31];
-  assign \$90  = lane_in;
-  assign \$94  = \$93 ;
-  assign \$101  = { 2'h0, s1_pp0 };
-  assign \$102  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$107  = { 1'h0, \$106  };
-  assign \$109  = { 1'h0, \$108  };
-  assign \$111  = { 1'h0, \$110  };
-  assign \$113  = { 1'h0, \$112  };
-  assign \$115  = { 1'h0, \$114  };
-  assign \$117  = { 1'h0, \$116  };
-  assign \$119  = { 1'h0, \$118  };
-  assign \$121  = { 1'h0, \$120  };
-  assign \$123  = { 1'h0, \$122  };
-  assign \$125  = { 1'h0, \$124  };
-  assign \$127  = { 1'h0, \$126  };
-  assign \$129  = { 1'h0, \$128  };
-  assign \$131  = { 1'h0, \$130  };
-  assign \$133  = { 1'h0, \$132  };
-  assign \$135  = { 1'h0, \$134  };
-  assign \$137  = { 1'h0, \$136  };
-  assign \$139  = { 1'h0, \$138  };
-  assign \$141  = { \$140 , 1'h0 };
-  assign \$143  = { \$142 , 1'h0 };
-  assign \$145  = { \$144 , 1'h0 };
-  assign \$147  = { \$146 , 1'h0 };
-  assign \$149  = { \$148 , 1'h0 };
-  assign \$151  = { \$150 , 1'h0 };
-  assign \$153  = { \$152 , 1'h0 };
-  assign \$155  = { \$154 , 1'h0 };
-  assign \$157  = { \$156 , 1'h0 };
-  assign \$159  = { \$158 , 1'h0 };
-  assign \$161  = { \$160 , 1'h0 };
-  assign \$163  = { \$162 , 1'h0 };
-  assign \$165  = { \$164 , 1'h0 };
-  assign \$167  = { \$166 , 1'h0 };
-  assign \$169  = { \$168 , 1'h0 };
-  assign \$171  = { \$170 , 1'h0 };
-  assign \$173  = { \$172 , 1'h0 };
-  assign \$176  = { 1'h0, \$175 , 2'h0 };
-  assign \$178  = { 1'h0, \$177 , 2'h0 };
-  assign \$180  = { 1'h0, \$179 , 2'h0 };
-  assign \$182  = { 1'h0, \$181 , 2'h0 };
-  assign \$184  = { 1'h0, \$183 , 2'h0 };
-  assign \$186  = { 1'h0, \$185 , 2'h0 };
-  assign \$188  = { 1'h0, \$187 , 2'h0 };
-  assign \$190  = { 1'h0, \$189 , 2'h0 };
-  assign \$192  = { 1'h0, \$191 , 2'h0 };
-  assign \$194  = { 1'h0, \$193 , 2'h0 };
-  assign \$196  = { 1'h0, \$195 , 2'h0 };
-  assign \$198  = { 1'h0, \$197 , 2'h0 };
-  assign \$200  = { 1'h0, \$199 , 2'h0 };
-  assign \$202  = { 1'h0, \$201 , 2'h0 };
-  assign \$204  = { 1'h0, \$203 , 2'h0 };
-  assign \$207  = { 1'h0, \$206  };
-  assign \$209  = { 1'h0, \$208  };
-  assign \$211  = { 1'h0, \$210  };
-  assign \$213  = { 1'h0, \$212  };
-  assign \$215  = { 1'h0, \$214  };
-  assign \$217  = { 1'h0, \$216  };
-  assign \$219  = { 1'h0, \$218  };
-  assign \$221  = { 1'h0, \$220  };
-  assign \$223  = { 1'h0, \$222  };
-  assign \$225  = { 1'h0, \$224  };
-  assign \$227  = { 1'h0, \$226  };
-  assign \$229  = { 1'h0, \$228  };
-  assign \$231  = { 1'h0, \$230  };
-  assign \$233  = { 1'h0, \$232  };
-  assign \$235  = { 1'h0, \$234  };
-  assign \$237  = { 1'h0, \$236  };
-  assign \$239  = { 1'h0, \$238  };
-  assign \$241  = { \$240 , 1'h0 };
-  assign \$243  = { \$242 , 1'h0 };
-  assign \$245  = { \$244 , 1'h0 };
-  assign \$247  = { \$246 , 1'h0 };
-  assign \$249  = { \$248 , 1'h0 };
-  assign \$251  = { \$250 , 1'h0 };
-  assign \$253  = { \$252 , 1'h0 };
-  assign \$255  = { \$254 , 1'h0 };
-  assign \$257  = { \$256 , 1'h0 };
-  assign \$259  = { \$258 , 1'h0 };
-  assign \$261  = { \$260 , 1'h0 };
-  assign \$263  = { \$262 , 1'h0 };
-  assign \$265  = { \$264 , 1'h0 };
-  assign \$267  = { \$266 , 1'h0 };
-  assign \$269  = { \$268 , 1'h0 };
-  assign \$271  = { \$270 , 1'h0 };
-  assign \$273  = { \$272 , 1'h0 };
-  assign \$276  = { 1'h0, \$275  };
-  assign \$278  = { 1'h0, \$277  };
-  assign \$280  = { 1'h0, \$279  };
-  assign \$282  = { 1'h0, \$281  };
-  assign \$284  = { 1'h0, \$283  };
-  assign \$286  = { 1'h0, \$285  };
-  assign \$288  = { 1'h0, \$287  };
-  assign \$290  = { 1'h0, \$289  };
-  assign \$292  = { 1'h0, \$291  };
-  assign \$294  = { 1'h0, \$293  };
-  assign \$296  = { 1'h0, \$295  };
-  assign \$298  = { 1'h0, \$297  };
-  assign \$300  = { 1'h0, \$299  };
-  assign \$302  = { 1'h0, \$301  };
-  assign \$304  = { 1'h0, \$303  };
-  assign \$306  = { 1'h0, \$305  };
-  assign \$308  = { 1'h0, \$307  };
-  assign \$310  = { 1'h0, \$309 , 2'h0 };
-  assign \$312  = { 1'h0, \$311 , 2'h0 };
-  assign \$314  = { 1'h0, \$313 , 2'h0 };
-  assign \$316  = { 1'h0, \$315 , 2'h0 };
-  assign \$318  = { 1'h0, \$317 , 2'h0 };
-  assign \$320  = { 1'h0, \$319 , 2'h0 };
-  assign \$322  = { 1'h0, \$321 , 2'h0 };
-  assign \$324  = { 1'h0, \$323 , 2'h0 };
-  assign \$326  = { 1'h0, \$325 , 2'h0 };
-  assign \$328  = { 1'h0, \$327 , 2'h0 };
-  assign \$330  = { 1'h0, \$329 , 2'h0 };
-  assign \$332  = { 1'h0, \$331 , 2'h0 };
-  assign \$334  = { 1'h0, \$333 , 2'h0 };
-  assign \$336  = { 1'h0, \$335 , 2'h0 };
-  assign \$338  = { 1'h0, \$337 , 2'h0 };
-  assign \$342  = { \$341 , 1'h0 };
-  assign \$344  = { \$343 , 1'h0 };
-  assign \$346  = { \$345 , 1'h0 };
-  assign \$348  = { \$347 , 1'h0 };
-  assign \$350  = { \$349 , 1'h0 };
-  assign \$352  = { \$351 , 1'h0 };
-  assign \$354  = { \$353 , 1'h0 };
-  assign \$356  = { \$355 , 1'h0 };
-  assign \$358  = { \$357 , 1'h0 };
-  assign \$360  = { \$359 , 1'h0 };
-  assign \$362  = { \$361 , 1'h0 };
-  assign \$364  = { \$363 , 1'h0 };
-  assign \$366  = { \$365 , 1'h0 };
-  assign \$368  = { \$367 , 1'h0 };
-  assign \$370  = { \$369 , 1'h0 };
-  assign \$372  = { \$371 , 1'h0 };
-  assign \$374  = { \$373 , 1'h0 };
-  assign \$376  = { 1'h0, \$375 , 2'h0 };
-  assign \$378  = { 1'h0, \$377 , 2'h0 };
-  assign \$380  = { 1'h0, \$379 , 2'h0 };
-  assign \$382  = { 1'h0, \$381 , 2'h0 };
-  assign \$384  = { 1'h0, \$383 , 2'h0 };
-  assign \$386  = { 1'h0, \$385 , 2'h0 };
-  assign \$388  = { 1'h0, \$387 , 2'h0 };
-  assign \$390  = { 1'h0, \$389 , 2'h0 };
-  assign \$392  = { 1'h0, \$391 , 2'h0 };
-  assign \$394  = { 1'h0, \$393 , 2'h0 };
-  assign \$396  = { 1'h0, \$395 , 2'h0 };
-  assign \$398  = { 1'h0, \$397 , 2'h0 };
-  assign \$400  = { 1'h0, \$399 , 2'h0 };
-  assign \$402  = { 1'h0, \$401 , 2'h0 };
-  assign \$404  = { 1'h0, \$403 , 2'h0 };
-  assign \$409  = { \$408 , 3'h0 };
-  assign \$411  = { \$410 , 3'h0 };
-  assign \$413  = { \$412 , 3'h0 };
-  assign \$415  = { \$414 , 3'h0 };
-  assign \$417  = { \$416 , 3'h0 };
-  assign \$419  = { \$418 , 3'h0 };
-  assign \$421  = { \$420 , 3'h0 };
-  assign \$423  = { \$422 , 3'h0 };
-  assign \$425  = { \$424 , 3'h0 };
-  assign \$427  = { \$426 , 3'h0 };
-  assign \$429  = { \$428 , 3'h0 };
-  assign \$431  = { \$430 , 3'h0 };
-  assign \$433  = { \$432 , 3'h0 };
-  assign \$435  = { \$434 , 3'h0 };
-  assign \$437  = { \$436 , 3'h0 };
-  assign \$439  = { 3'h0, \$438 , 4'h0 };
-  assign \$441  = { 3'h0, \$440 , 4'h0 };
-  assign \$443  = { 3'h0, \$442 , 4'h0 };
-  assign \$445  = { 3'h0, \$444 , 4'h0 };
-  assign \$447  = { 3'h0, \$446 , 4'h0 };
-  assign \$449  = { 3'h0, \$448 , 4'h0 };
-  assign \$451  = { 3'h0, \$450 , 4'h0 };
-  assign \$453  = { 3'h0, \$452 , 4'h0 };
-  assign \$455  = { 3'h0, \$454 , 4'h0 };
-  assign \$457  = { 3'h0, \$456 , 4'h0 };
-  assign \$459  = { 3'h0, \$458 , 4'h0 };
-  assign \$462  = { 2'h0, \$461 , 5'h00 };
-  assign \$464  = { 2'h0, \$463 , 5'h00 };
-  assign \$466  = { 2'h0, \$465 , 5'h00 };
-  assign \$468  = { 2'h0, \$467 , 5'h00 };
-  assign \$470  = { 2'h0, \$469 , 5'h00 };
-  assign \$472  = { 2'h0, \$471 , 5'h00 };
-  assign \$474  = { 2'h0, \$473 , 5'h00 };
-  assign \$476  = { 2'h0, \$475 , 5'h00 };
-  assign \$478  = { 2'h0, \$477 , 5'h00 };
-  assign \$480  = { 2'h0, \$479 , 5'h00 };
-  assign \$482  = { 2'h0, \$481 , 5'h00 };
-  assign \$485  = { \$484 , 3'h0 };
-  assign \$487  = { \$486 , 3'h0 };
-  assign \$489  = { \$488 , 3'h0 };
-  assign \$491  = { \$490 , 3'h0 };
-  assign \$493  = { \$492 , 3'h0 };
-  assign \$495  = { \$494 , 3'h0 };
-  assign \$497  = { \$496 , 3'h0 };
-  assign \$499  = { \$498 , 3'h0 };
-  assign \$501  = { \$500 , 3'h0 };
-  assign \$503  = { \$502 , 3'h0 };
-  assign \$505  = { \$504 , 3'h0 };
-  assign \$507  = { \$506 , 3'h0 };
-  assign \$509  = { \$508 , 3'h0 };
-  assign \$511  = { \$510 , 3'h0 };
-  assign \$513  = { \$512 , 3'h0 };
-  assign \$515  = { 3'h0, \$514 , 4'h0 };
-  assign \$517  = { 3'h0, \$516 , 4'h0 };
-  assign \$519  = { 3'h0, \$518 , 4'h0 };
-  assign \$521  = { 3'h0, \$520 , 4'h0 };
-  assign \$523  = { 3'h0, \$522 , 4'h0 };
-  assign \$525  = { 3'h0, \$524 , 4'h0 };
-  assign \$527  = { 3'h0, \$526 , 4'h0 };
-  assign \$529  = { 3'h0, \$528 , 4'h0 };
-  assign \$531  = { 3'h0, \$530 , 4'h0 };
-  assign \$533  = { 3'h0, \$532 , 4'h0 };
-  assign \$535  = { 3'h0, \$534 , 4'h0 };
-  assign \$538  = { \$537 , 3'h0 };
-  assign \$540  = { \$539 , 3'h0 };
-  assign \$542  = { \$541 , 3'h0 };
-  assign \$544  = { \$543 , 3'h0 };
-  assign \$546  = { \$545 , 3'h0 };
-  assign \$548  = { \$547 , 3'h0 };
-  assign \$550  = { \$549 , 3'h0 };
-  assign \$552  = { \$551 , 3'h0 };
-  assign \$554  = { \$553 , 3'h0 };
-  assign \$556  = { \$555 , 3'h0 };
-  assign \$558  = { \$557 , 3'h0 };
-  assign \$560  = { \$559 , 3'h0 };
-  assign \$562  = { \$561 , 3'h0 };
-  assign \$564  = { \$563 , 3'h0 };
-  assign \$566  = { \$565 , 3'h0 };
-  assign \$568  = { 2'h0, \$567 , 5'h00 };
-  assign \$570  = { 2'h0, \$569 , 5'h00 };
-  assign \$572  = { 2'h0, \$571 , 5'h00 };
-  assign \$574  = { 2'h0, \$573 , 5'h00 };
-  assign \$576  = { 2'h0, \$575 , 5'h00 };
-  assign \$578  = { 2'h0, \$577 , 5'h00 };
-  assign \$580  = { 2'h0, \$579 , 5'h00 };
-  assign \$582  = { 2'h0, \$581 , 5'h00 };
-  assign \$584  = { 2'h0, \$583 , 5'h00 };
-  assign \$586  = { 2'h0, \$585 , 5'h00 };
-  assign \$588  = { 2'h0, \$587 , 5'h00 };
-  assign \$592  = { 3'h0, \$591 , 4'h0 };
-  assign \$594  = { 3'h0, \$593 , 4'h0 };
-  assign \$596  = { 3'h0, \$595 , 4'h0 };
-  assign \$598  = { 3'h0, \$597 , 4'h0 };
-  assign \$600  = { 3'h0, \$599 , 4'h0 };
-  assign \$602  = { 3'h0, \$601 , 4'h0 };
-  assign \$604  = { 3'h0, \$603 , 4'h0 };
-  assign \$606  = { 3'h0, \$605 , 4'h0 };
-  assign \$608  = { 3'h0, \$607 , 4'h0 };
-  assign \$610  = { 3'h0, \$609 , 4'h0 };
-  assign \$612  = { 3'h0, \$611 , 4'h0 };
-  assign \$614  = { 2'h0, \$613 , 5'h00 };
-  assign \$616  = { 2'h0, \$615 , 5'h00 };
-  assign \$618  = { 2'h0, \$617 , 5'h00 };
-  assign \$620  = { 2'h0, \$619 , 5'h00 };
-  assign \$622  = { 2'h0, \$621 , 5'h00 };
-  assign \$624  = { 2'h0, \$623 , 5'h00 };
-  assign \$626  = { 2'h0, \$625 , 5'h00 };
-  assign \$628  = { 2'h0, \$627 , 5'h00 };
-  assign \$630  = { 2'h0, \$629 , 5'h00 };
-  assign \$632  = { 2'h0, \$631 , 5'h00 };
-  assign \$634  = { 2'h0, \$633 , 5'h00 };
-  assign \$639  = { 1'h0, \$638 , 6'h00 };
-  assign \$641  = { 1'h0, \$640 , 6'h00 };
-  assign \$643  = { 1'h0, \$642 , 6'h00 };
-  assign \$645  = { 1'h0, \$644 , 6'h00 };
-  assign \$647  = { 1'h0, \$646 , 6'h00 };
-  assign \$649  = { 1'h0, \$648 , 6'h00 };
-  assign \$651  = { 1'h0, \$650 , 6'h00 };
-  assign \$653  = { 1'h0, \$652 , 6'h00 };
-  assign \$655  = { 1'h0, \$654 , 6'h00 };
-  assign \$657  = { 1'h0, \$656 , 6'h00 };
-  assign \$659  = { 1'h0, \$658 , 6'h00 };
-  assign \$661  = { \$660 , 7'h00 };
-  assign \$663  = { \$662 , 7'h00 };
-  assign \$665  = { \$664 , 7'h00 };
-  assign \$667  = { \$666 , 7'h00 };
-  assign \$669  = { \$668 , 7'h00 };
-  assign \$671  = { \$670 , 7'h00 };
-  assign \$673  = { \$672 , 7'h00 };
-  assign \$675  = { \$674 , 7'h00 };
-  assign \$677  = { \$676 , 7'h00 };
-  assign \$679  = { \$678 , 7'h00 };
-  assign \$681  = { \$680 , 7'h00 };
-  assign \$684  = { 7'h00, \$683 , 8'h00 };
-  assign \$686  = { 7'h00, \$685 , 8'h00 };
-  assign \$688  = { 7'h00, \$687 , 8'h00 };
-  assign \$691  = { 1'h0, \$690 , 6'h00 };
-  assign \$693  = { 1'h0, \$692 , 6'h00 };
-  assign \$695  = { 1'h0, \$694 , 6'h00 };
-  assign \$697  = { 1'h0, \$696 , 6'h00 };
-  assign \$699  = { 1'h0, \$698 , 6'h00 };
-  assign \$701  = { 1'h0, \$700 , 6'h00 };
-  assign \$703  = { 1'h0, \$702 , 6'h00 };
-  assign \$705  = { 1'h0, \$704 , 6'h00 };
-  assign \$707  = { 1'h0, \$706 , 6'h00 };
-  assign \$709  = { 1'h0, \$708 , 6'h00 };
-  assign \$711  = { 1'h0, \$710 , 6'h00 };
-  assign \$713  = { \$712 , 7'h00 };
-  assign \$715  = { \$714 , 7'h00 };
-  assign \$717  = { \$716 , 7'h00 };
-  assign \$719  = { \$718 , 7'h00 };
-  assign \$721  = { \$720 , 7'h00 };
-  assign \$723  = { \$722 , 7'h00 };
-  assign \$725  = { \$724 , 7'h00 };
-  assign \$727  = { \$726 , 7'h00 };
-  assign \$729  = { \$728 , 7'h00 };
-  assign \$731  = { \$730 , 7'h00 };
-  assign \$733  = { \$732 , 7'h00 };
-  assign \$736  = { 1'h0, \$735 , 6'h00 };
-  assign \$738  = { 1'h0, \$737 , 6'h00 };
-  assign \$740  = { 1'h0, \$739 , 6'h00 };
-  assign \$742  = { 1'h0, \$741 , 6'h00 };
-  assign \$744  = { 1'h0, \$743 , 6'h00 };
-  assign \$746  = { 1'h0, \$745 , 6'h00 };
-  assign \$748  = { 1'h0, \$747 , 6'h00 };
-  assign \$750  = { 1'h0, \$749 , 6'h00 };
-  assign \$752  = { 1'h0, \$751 , 6'h00 };
-  assign \$754  = { 1'h0, \$753 , 6'h00 };
-  assign \$756  = { 1'h0, \$755 , 6'h00 };
-  assign \$758  = { 7'h00, \$757 , 8'h00 };
-  assign \$760  = { 7'h00, \$759 , 8'h00 };
-  assign \$762  = { 7'h00, \$761 , 8'h00 };
-  assign \$766  = { \$765 , 7'h00 };
-  assign \$768  = { \$767 , 7'h00 };
-  assign \$770  = { \$769 , 7'h00 };
-  assign \$772  = { \$771 , 7'h00 };
-  assign \$774  = { \$773 , 7'h00 };
-  assign \$776  = { \$775 , 7'h00 };
-  assign \$778  = { \$777 , 7'h00 };
-  assign \$780  = { \$779 , 7'h00 };
-  assign \$782  = { \$781 , 7'h00 };
-  assign \$784  = { \$783 , 7'h00 };
-  assign \$786  = { \$785 , 7'h00 };
-  assign \$788  = { 7'h00, \$787 , 8'h00 };
-  assign \$790  = { 7'h00, \$789 , 8'h00 };
-  assign \$792  = { 7'h00, \$791 , 8'h00 };
-  assign \$797  = { 6'h00, \$796 , 9'h000 };
-  assign \$799  = { 6'h00, \$798 , 9'h000 };
-  assign \$801  = { 6'h00, \$800 , 9'h000 };
-  assign \$803  = { 5'h00, \$802 , 10'h000 };
-  assign \$805  = { 5'h00, \$804 , 10'h000 };
-  assign \$807  = { 5'h00, \$806 , 10'h000 };
-  assign \$810  = { 4'h0, \$809 , 11'h000 };
-  assign \$812  = { 4'h0, \$811 , 11'h000 };
-  assign \$814  = { 4'h0, \$813 , 11'h000 };
-  assign \$817  = { 6'h00, \$816 , 9'h000 };
-  assign \$819  = { 6'h00, \$818 , 9'h000 };
-  assign \$821  = { 6'h00, \$820 , 9'h000 };
-  assign \$823  = { 5'h00, \$822 , 10'h000 };
-  assign \$825  = { 5'h00, \$824 , 10'h000 };
-  assign \$827  = { 5'h00, \$826 , 10'h000 };
-  assign \$830  = { 6'h00, \$829 , 9'h000 };
-  assign \$832  = { 6'h00, \$831 , 9'h000 };
-  assign \$834  = { 6'h00, \$833 , 9'h000 };
-  assign \$836  = { 4'h0, \$835 , 11'h000 };
-  assign \$838  = { 4'h0, \$837 , 11'h000 };
-  assign \$840  = { 4'h0, \$839 , 11'h000 };
-  assign \$844  = { 5'h00, \$843 , 10'h000 };
-  assign \$846  = { 5'h00, \$845 , 10'h000 };
-  assign \$848  = { 5'h00, \$847 , 10'h000 };
-  assign \$850  = { 4'h0, \$849 , 11'h000 };
-  assign \$852  = { 4'h0, \$851 , 11'h000 };
-  assign \$854  = { 4'h0, \$853 , 11'h000 };
-  assign \$859  = { 3'h0, \$858 , 12'h000 };
-  assign \$861  = { 3'h0, \$860 , 12'h000 };
-  assign \$863  = { 3'h0, \$862 , 12'h000 };
-  assign \$865  = { 2'h0, \$864 , 13'h0000 };
-  assign \$867  = { 2'h0, \$866 , 13'h0000 };
-  assign \$869  = { 2'h0, \$868 , 13'h0000 };
-  assign \$872  = { 1'h0, \$871 , 14'h0000 };
-  assign \$874  = { 1'h0, \$873 , 14'h0000 };
-  assign \$876  = { 1'h0, \$875 , 14'h0000 };
-  assign \$879  = { 3'h0, \$878 , 12'h000 };
-  assign \$881  = { 3'h0, \$880 , 12'h000 };
-  assign \$883  = { 3'h0, \$882 , 12'h000 };
-  assign \$885  = { 2'h0, \$884 , 13'h0000 };
-  assign \$887  = { 2'h0, \$886 , 13'h0000 };
-  assign \$889  = { 2'h0, \$888 , 13'h0000 };
-  assign \$892  = { 3'h0, \$891 , 12'h000 };
-  assign \$894  = { 3'h0, \$893 , 12'h000 };
-  assign \$896  = { 3'h0, \$895 , 12'h000 };
-  assign \$898  = { 1'h0, \$897 , 14'h0000 };
-  assign \$900  = { 1'h0, \$899 , 14'h0000 };
-  assign \$902  = { 1'h0, \$901 , 14'h0000 };
-  assign \$906  = { 2'h0, \$905 , 13'h0000 };
-  assign \$908  = { 2'h0, \$907 , 13'h0000 };
-  assign \$910  = { 2'h0, \$909 , 13'h0000 };
-  assign \$912  = { 1'h0, \$911 , 14'h0000 };
-  assign \$914  = { 1'h0, \$913 , 14'h0000 };
-  assign \$916  = { 1'h0, \$915 , 14'h0000 };
-  assign \$921  = { \$920 , 15'h0000 };
-  assign \$923  = { 15'h0000, \$922 , 16'h0000 };
-  assign \$951  = { 2'h0, h2_t10 };
-  assign \$952  = { 2'h0, h2_t10 };
-  assign \$953  = { 2'h0, h2_t10 };
-  assign \$954  = { 2'h0, h2_t10 };
-  assign \$955  = { 2'h0, h2_t10 };
-  assign \$956  = { 2'h0, h2_t10 };
-  assign \$957  = { 2'h0, h2_t10 };
-  assign \$958  = { 2'h0, h2_t10 };
-  assign \$959  = { 2'h0, h2_t10 };
-  assign \$960  = { 2'h0, h2_t10 };
-  assign \$961  = { 2'h0, h2_t10 };
-  assign \$962  = { 2'h0, h2_t10 };
-  assign \$963  = { 2'h0, h2_t10 };
-  assign \$964  = { 2'h0, h2_t10 };
-  assign \$965  = { 2'h0, h2_t10 };
-  assign \$966  = { 2'h0, h2_t10 };
-  assign \$967  = { 2'h0, h2_t10 };
-  assign \$968  = { 2'h0, h2_t10 };
-  assign \$969  = { 2'h0, h2_t10 };
-  assign \$971  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$973  = { 2'h0, h2_t10 };
-  assign \$974  = { 2'h0, h2_t10 };
-  assign \$975  = { 2'h0, h2_t10 };
-  assign \$976  = { 2'h0, h2_t10 };
-  assign \$977  = { 2'h0, h2_t10 };
-  assign \$978  = { 2'h0, h2_t10 };
-  assign \$979  = { 2'h0, h2_t10 };
-  assign \$980  = { 2'h0, h2_t10 };
-  assign \$981  = { 2'h0, h2_t10 };
-  assign \$982  = { 2'h0, h2_t10 };
-  assign \$983  = { 2'h0, h2_t10 };
-  assign \$984  = { 2'h0, h2_t10 };
-  assign \$985  = { 2'h0, h2_t10 };
-  assign \$986  = { 2'h0, h2_t10 };
-  assign \$987  = { 2'h0, h2_t10 };
-  assign \$988  = { 2'h0, h2_t10 };
-  assign \$989  = { 2'h0, h2_t10 };
-  assign \$990  = { 2'h0, h2_t10 };
-  assign \$991  = { 2'h0, h2_t10 };
-  assign \$993  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$996  = { 2'h0, h2_t10 };
-  assign \$997  = { 2'h0, h2_t10 };
-  assign \$998  = { 2'h0, h2_t10 };
-  assign \$999  = { 2'h0, h2_t10 };
-  assign \$1000  = { 2'h0, h2_t10 };
-  assign \$1001  = { 2'h0, h2_t10 };
-  assign \$1002  = { 2'h0, h2_t10 };
-  assign \$1003  = { 2'h0, h2_t10 };
-  assign \$1004  = { 2'h0, h2_t10 };
-  assign \$1005  = { 2'h0, h2_t10 };
-  assign \$1006  = { 2'h0, h2_t10 };
-  assign \$1007  = { 2'h0, h2_t10 };
-  assign \$1008  = { 2'h0, h2_t10 };
-  assign \$1009  = { 2'h0, h2_t10 };
-  assign \$1010  = { 2'h0, h2_t10 };
-  assign \$1011  = { 2'h0, h2_t10 };
-  assign \$1012  = { 2'h0, h2_t10 };
-  assign \$1013  = { 2'h0, h2_t10 };
-  assign \$1014  = { 2'h0, h2_t10 };
-  assign \$1015  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
-  assign \$1027  = loop_mul[58];
+  assign \$16  = rtg_full[31];
+  assign \$17  = rtg_full[31];
+  assign \$22  = lane_in;
+  assign \$26  = \$25 ;
+  assign \$33  = { 2'h0, s1_pp0 };
+  assign \$34  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { 2'h0, h2_t10 };
+  assign \$181  = { 2'h0, h2_t10 };
+  assign \$182  = { 2'h0, h2_t10 };
+  assign \$183  = { 2'h0, h2_t10 };
+  assign \$184  = { 2'h0, h2_t10 };
+  assign \$185  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$39  = { 1'h0, \$38  };
+  assign \$41  = { \$40 , 1'h0 };
+  assign \$44  = { 1'h0, \$43 , 2'h0 };
+  assign \$46  = { \$45 , 3'h0 };
+  assign \$49  = { 3'h0, \$48 , 4'h0 };
+  assign \$51  = { 2'h0, \$50 , 5'h00 };
+  assign \$54  = { 1'h0, \$53 , 6'h00 };
+  assign \$56  = { \$55 , 7'h00 };
+  assign \$59  = { 7'h00, \$58 , 8'h00 };
+  assign \$61  = { 6'h00, \$60 , 9'h000 };
+  assign \$64  = { 5'h00, \$63 , 10'h000 };
+  assign \$66  = { 4'h0, \$65 , 11'h000 };
+  assign \$69  = { 3'h0, \$68 , 12'h000 };
+  assign \$71  = { 2'h0, \$70 , 13'h0000 };
+  assign \$74  = { 1'h0, \$73 , 14'h0000 };
+  assign \$76  = { \$75 , 15'h0000 };
+  assign \$79  = { 15'h0000, \$78 , 16'h0000 };
+  assign \$121  = { 2'h0, h2_t10 };
+  assign \$122  = { 2'h0, h2_t10 };
+  assign \$123  = { 2'h0, h2_t10 };
+  assign \$124  = { 2'h0, h2_t10 };
+  assign \$125  = { 2'h0, h2_t10 };
+  assign \$126  = { 2'h0, h2_t10 };
+  assign \$127  = { 2'h0, h2_t10 };
+  assign \$128  = { 2'h0, h2_t10 };
+  assign \$129  = { 2'h0, h2_t10 };
+  assign \$130  = { 2'h0, h2_t10 };
+  assign \$131  = { 2'h0, h2_t10 };
+  assign \$132  = { 2'h0, h2_t10 };
+  assign \$133  = { 2'h0, h2_t10 };
+  assign \$134  = { 2'h0, h2_t10 };
+  assign \$135  = { 2'h0, h2_t10 };
+  assign \$136  = { 2'h0, h2_t10 };
+  assign \$137  = { 2'h0, h2_t10 };
+  assign \$138  = { 2'h0, h2_t10 };
+  assign \$139  = { 2'h0, h2_t10 };
+  assign \$141  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$143  = { 2'h0, h2_t10 };
+  assign \$144  = { 2'h0, h2_t10 };
+  assign \$145  = { 2'h0, h2_t10 };
+  assign \$146  = { 2'h0, h2_t10 };
+  assign \$147  = { 2'h0, h2_t10 };
+  assign \$148  = { 2'h0, h2_t10 };
+  assign \$149  = { 2'h0, h2_t10 };
+  assign \$150  = { 2'h0, h2_t10 };
+  assign \$151  = { 2'h0, h2_t10 };
+  assign \$152  = { 2'h0, h2_t10 };
+  assign \$153  = { 2'h0, h2_t10 };
+  assign \$154  = { 2'h0, h2_t10 };
+  assign \$155  = { 2'h0, h2_t10 };
+  assign \$156  = { 2'h0, h2_t10 };
+  assign \$157  = { 2'h0, h2_t10 };
+  assign \$158  = { 2'h0, h2_t10 };
+  assign \$159  = { 2'h0, h2_t10 };
+  assign \$160  = { 2'h0, h2_t10 };
+  assign \$161  = { 2'h0, h2_t10 };
+  assign \$163  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$211  = { tree1_p, 31'h00000000 };
+  assign \$212  = { tree1_p, 31'h00000000 };
+  assign \$213  = { tree1_p, 31'h00000000 };
+  assign \$214  = { tree1_p, 31'h00000000 };
+  assign \$215  = { tree1_p, 31'h00000000 };
+  assign \$216  = { tree1_p, 31'h00000000 };
+  assign \$256  = { tree1_p, 31'h00000000 };
+  assign \$257  = { tree1_p, 31'h00000000 };
+  assign \$258  = { tree1_p, 31'h00000000 };
+  assign \$259  = { tree1_p, 31'h00000000 };
+  assign \$260  = { tree1_p, 31'h00000000 };
+  assign \$261  = { tree1_p, 31'h00000000 };
+  assign \$302  = { tree1_p, 31'h00000000 };
+  assign \$303  = { tree1_p, 31'h00000000 };
+  assign \$304  = { tree1_p, 31'h00000000 };
+  assign \$305  = { tree1_p, 31'h00000000 };
+  assign \$306  = { tree1_p, 31'h00000000 };
+  assign \$307  = { tree1_p, 31'h00000000 };
+  assign \$349  = { 1'h1, \$348 , 31'h00000000 };
+  assign \$351  = { 1'h1, \$350 , 31'h00000000 };
+  assign \$353  = { 1'h1, \$352 , 31'h00000000 };
+  assign \$355  = { 1'h1, \$354 , 31'h00000000 };
+  assign \$357  = { 1'h1, \$356 , 31'h00000000 };
+  assign \$359  = { 1'h1, \$358 , 31'h00000000 };
+  assign { \$361 [53:32], \$361 [30:0] } = { \$360 [53:32], \$360 [30:0] };
+  assign \$361 [31] = \$auto$rtlil.cc:2739:Not$2 ;
+  assign \$363  = { 1'h1, \$362 , 31'h00000000 };
+  assign \$365  = { 1'h1, \$364 , 31'h00000000 };
+  assign \$367  = { 1'h1, \$366 , 31'h00000000 };
+  assign \$369  = { 1'h1, \$368 , 31'h00000000 };
+  assign \$371  = { 1'h1, \$370 , 31'h00000000 };
+  assign \$373  = { 1'h1, \$372 , 31'h00000000 };
+  assign { \$375 [53:32], \$375 [30:0] } = 53'h00000000000000;
+  assign \$375 [31] = tree1_g0[31];
+  assign \$378  = { 1'h1, \$377 , 31'h00000000 };
+  assign \$380  = { 1'h1, \$379 , 31'h00000000 };
+  assign \$382  = { 1'h1, \$381 , 31'h00000000 };
+  assign \$384  = { 1'h1, \$383 , 31'h00000000 };
+  assign \$386  = { 1'h1, \$385 , 31'h00000000 };
+  assign \$388  = { 1'h1, \$387 , 31'h00000000 };
+  assign { \$389 [53:32], \$389 [30:0] } = 53'h00000000000000;
+  assign \$389 [31] = \$378 [31];
+  assign \$395  = { 2'h0, loop_mul_pp0 };
+  assign \$396  = { 2'h0, loop_mul_pp0 };
+  assign \$397  = { 2'h0, loop_mul_pp0 };
+  assign \$398  = { 2'h0, loop_mul_pp0 };
+  assign \$399  = { 2'h0, loop_mul_pp0 };
+  assign \$400  = { 2'h0, loop_mul_pp0 };
+  assign \$401  = { 2'h0, loop_mul_pp0 };
+  assign \$402  = { 2'h0, loop_mul_pp0 };
+  assign \$403  = { 2'h0, loop_mul_pp0 };
+  assign \$404  = { 2'h0, loop_mul_pp0 };
+  assign \$406  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$408  = { 2'h0, loop_mul_pp0 };
+  assign \$409  = { 2'h0, loop_mul_pp0 };
+  assign \$410  = { 2'h0, loop_mul_pp0 };
+  assign \$411  = { 2'h0, loop_mul_pp0 };
+  assign \$412  = { 2'h0, loop_mul_pp0 };
+  assign \$413  = { 2'h0, loop_mul_pp0 };
+  assign \$414  = { 2'h0, loop_mul_pp0 };
+  assign \$415  = { 2'h0, loop_mul_pp0 };
+  assign \$416  = { 2'h0, loop_mul_pp0 };
+  assign \$417  = { 2'h0, loop_mul_pp0 };
+  assign \$418  = { 2'h0, loop_mul_pp0 };
+  assign \$419  = { 2'h0, loop_mul_pp0 };
+  assign \$420  = { 2'h0, loop_mul_pp0 };
+  assign \$421  = { 2'h0, loop_mul_pp0 };
+  assign \$422  = { 2'h0, loop_mul_pp0 };
+  assign \$423  = { 2'h0, loop_mul_pp0 };
+  assign \$424  = { 2'h0, loop_mul_pp0 };
+  assign \$425  = { 2'h0, loop_mul_pp0 };
+  assign \$426  = { 2'h0, loop_mul_pp0 };
+  assign \$427  = { 2'h0, loop_mul_pp0 };
+  assign \$429  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$432  = { 2'h0, loop_mul_pp0 };
+  assign \$433  = { 2'h0, loop_mul_pp0 };
+  assign \$434  = { 2'h0, loop_mul_pp0 };
+  assign \$435  = { 2'h0, loop_mul_pp0 };
+  assign \$436  = { 2'h0, loop_mul_pp0 };
+  assign \$437  = { 2'h0, loop_mul_pp0 };
+  assign \$438  = { 2'h0, loop_mul_pp0 };
+  assign \$439  = { 2'h0, loop_mul_pp0 };
+  assign \$440  = { 2'h0, loop_mul_pp0 };
+  assign \$441  = { 2'h0, loop_mul_pp0 };
+  assign \$442  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$449  = loop_mul[58];
+  assign \$451  = { 2'h0, loop_mul_pp0 };
+  assign \$452  = { 2'h0, loop_mul_pp0 };
+  assign \$453  = { 2'h0, loop_mul_pp0 };
+  assign \$454  = { 2'h0, loop_mul_pp0 };
+  assign \$455  = { 2'h0, loop_mul_pp0 };
+  assign \$456  = { 2'h0, loop_mul_pp0 };
+  assign \$457  = { 2'h0, loop_mul_pp0 };
+  assign \$458  = { 2'h0, loop_mul_pp0 };
+  assign \$459  = { 2'h0, loop_mul_pp0 };
+  assign \$460  = { 2'h0, loop_mul_pp0 };
+  assign \$462  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$464  = { 2'h0, loop_mul_pp0 };
+  assign \$465  = { 2'h0, loop_mul_pp0 };
+  assign \$466  = { 2'h0, loop_mul_pp0 };
+  assign \$467  = { 2'h0, loop_mul_pp0 };
+  assign \$468  = { 2'h0, loop_mul_pp0 };
+  assign \$469  = { 2'h0, loop_mul_pp0 };
+  assign \$470  = { 2'h0, loop_mul_pp0 };
+  assign \$471  = { 2'h0, loop_mul_pp0 };
+  assign \$472  = { 2'h0, loop_mul_pp0 };
+  assign \$473  = { 2'h0, loop_mul_pp0 };
+  assign \$474  = { 2'h0, loop_mul_pp0 };
+  assign \$475  = { 2'h0, loop_mul_pp0 };
+  assign \$476  = { 2'h0, loop_mul_pp0 };
+  assign \$477  = { 2'h0, loop_mul_pp0 };
+  assign \$478  = { 2'h0, loop_mul_pp0 };
+  assign \$479  = { 2'h0, loop_mul_pp0 };
+  assign \$480  = { 2'h0, loop_mul_pp0 };
+  assign \$481  = { 2'h0, loop_mul_pp0 };
+  assign \$482  = { 2'h0, loop_mul_pp0 };
+  assign \$483  = { 2'h0, loop_mul_pp0 };
+  assign \$485  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$488  = { 2'h0, loop_mul_pp0 };
+  assign \$489  = { 2'h0, loop_mul_pp0 };
+  assign \$490  = { 2'h0, loop_mul_pp0 };
+  assign \$491  = { 2'h0, loop_mul_pp0 };
+  assign \$492  = { 2'h0, loop_mul_pp0 };
+  assign \$493  = { 2'h0, loop_mul_pp0 };
+  assign \$494  = { 2'h0, loop_mul_pp0 };
+  assign \$495  = { 2'h0, loop_mul_pp0 };
+  assign \$496  = { 2'h0, loop_mul_pp0 };
+  assign \$497  = { 2'h0, loop_mul_pp0 };
+  assign \$498  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$506  = { 2'h0, loop_mul_pp0 };
+  assign \$507  = { 2'h0, loop_mul_pp0 };
+  assign \$508  = { 2'h0, loop_mul_pp0 };
+  assign \$509  = { 2'h0, loop_mul_pp0 };
+  assign \$510  = { 2'h0, loop_mul_pp0 };
+  assign \$511  = { 2'h0, loop_mul_pp0 };
+  assign \$512  = { 2'h0, loop_mul_pp0 };
+  assign \$513  = { 2'h0, loop_mul_pp0 };
+  assign \$514  = { 2'h0, loop_mul_pp0 };
+  assign \$515  = { 2'h0, loop_mul_pp0 };
+  assign \$517  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$519  = { 2'h0, loop_mul_pp0 };
+  assign \$520  = { 2'h0, loop_mul_pp0 };
+  assign \$521  = { 2'h0, loop_mul_pp0 };
+  assign \$522  = { 2'h0, loop_mul_pp0 };
+  assign \$523  = { 2'h0, loop_mul_pp0 };
+  assign \$524  = { 2'h0, loop_mul_pp0 };
+  assign \$525  = { 2'h0, loop_mul_pp0 };
+  assign \$526  = { 2'h0, loop_mul_pp0 };
+  assign \$527  = { 2'h0, loop_mul_pp0 };
+  assign \$528  = { 2'h0, loop_mul_pp0 };
+  assign \$529  = { 2'h0, loop_mul_pp0 };
+  assign \$530  = { 2'h0, loop_mul_pp0 };
+  assign \$531  = { 2'h0, loop_mul_pp0 };
+  assign \$532  = { 2'h0, loop_mul_pp0 };
+  assign \$533  = { 2'h0, loop_mul_pp0 };
+  assign \$534  = { 2'h0, loop_mul_pp0 };
+  assign \$535  = { 2'h0, loop_mul_pp0 };
+  assign \$536  = { 2'h0, loop_mul_pp0 };
+  assign \$537  = { 2'h0, loop_mul_pp0 };
+  assign \$538  = { 2'h0, loop_mul_pp0 };
+  assign \$540  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$543  = { 2'h0, loop_mul_pp0 };
+  assign \$544  = { 2'h0, loop_mul_pp0 };
+  assign \$545  = { 2'h0, loop_mul_pp0 };
+  assign \$546  = { 2'h0, loop_mul_pp0 };
+  assign \$547  = { 2'h0, loop_mul_pp0 };
+  assign \$548  = { 2'h0, loop_mul_pp0 };
+  assign \$549  = { 2'h0, loop_mul_pp0 };
+  assign \$550  = { 2'h0, loop_mul_pp0 };
+  assign \$551  = { 2'h0, loop_mul_pp0 };
+  assign \$552  = { 2'h0, loop_mul_pp0 };
+  assign \$553  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$559  = { 2'h0, loop_mul_pp0 };
+  assign \$560  = { 2'h0, loop_mul_pp0 };
+  assign \$561  = { 2'h0, loop_mul_pp0 };
+  assign \$562  = { 2'h0, loop_mul_pp0 };
+  assign \$563  = { 2'h0, loop_mul_pp0 };
+  assign \$564  = { 2'h0, loop_mul_pp0 };
+  assign \$565  = { 2'h0, loop_mul_pp0 };
+  assign \$566  = { 2'h0, loop_mul_pp0 };
+  assign \$567  = { 2'h0, loop_mul_pp0 };
+  assign \$568  = { 2'h0, loop_mul_pp0 };
+  assign \$570  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$572  = { 2'h0, loop_mul_pp0 };
+  assign \$573  = { 2'h0, loop_mul_pp0 };
+  assign \$574  = { 2'h0, loop_mul_pp0 };
+  assign \$575  = { 2'h0, loop_mul_pp0 };
+  assign \$576  = { 2'h0, loop_mul_pp0 };
+  assign \$577  = { 2'h0, loop_mul_pp0 };
+  assign \$578  = { 2'h0, loop_mul_pp0 };
+  assign \$579  = { 2'h0, loop_mul_pp0 };
+  assign \$580  = { 2'h0, loop_mul_pp0 };
+  assign \$581  = { 2'h0, loop_mul_pp0 };
+  assign \$582  = { 2'h0, loop_mul_pp0 };
+  assign \$583  = { 2'h0, loop_mul_pp0 };
+  assign \$584  = { 2'h0, loop_mul_pp0 };
+  assign \$585  = { 2'h0, loop_mul_pp0 };
+  assign \$586  = { 2'h0, loop_mul_pp0 };
+  assign \$587  = { 2'h0, loop_mul_pp0 };
+  assign \$588  = { 2'h0, loop_mul_pp0 };
+  assign \$589  = { 2'h0, loop_mul_pp0 };
+  assign \$590  = { 2'h0, loop_mul_pp0 };
+  assign \$591  = { 2'h0, loop_mul_pp0 };
+  assign \$593  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
+  assign \$596  = { 2'h0, loop_mul_pp0 };
+  assign \$597  = { 2'h0, loop_mul_pp0 };
+  assign \$598  = { 2'h0, loop_mul_pp0 };
+  assign \$599  = { 2'h0, loop_mul_pp0 };
+  assign \$600  = { 2'h0, loop_mul_pp0 };
+  assign \$601  = { 2'h0, loop_mul_pp0 };
+  assign \$602  = { 2'h0, loop_mul_pp0 };
+  assign \$603  = { 2'h0, loop_mul_pp0 };
+  assign \$604  = { 2'h0, loop_mul_pp0 };
+  assign \$605  = { 2'h0, loop_mul_pp0 };
+  assign \$606  = { loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1[22], loop_mul_pp1, 26'h0000000 };
 endmodule
 
 (* generator = "Amaranth" *)
 module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
 , mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$5  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$7  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -11404,7 +10749,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   always @(posedge clk)
     s_axi_mem_rvalid <= \$199 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$164  = turn_w;
     if (\$39 ) begin
       if (\$42 ) begin
@@ -11429,7 +10774,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$165  = tr_id;
     if (\$49 ) begin
       \$165  = \$50 ;
@@ -11439,7 +10784,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$166  = addr;
     if (\$49 ) begin
       \$166  = \$51 ;
@@ -11455,7 +10800,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$167  = left;
     if (\$49 ) begin
       \$167  = \$52 ;
@@ -11471,7 +10816,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$168  = last;
     if (\$49 ) begin
       \$168  = \$54 ;
@@ -11487,7 +10832,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$169  = bad;
     if (\$49 ) begin
       \$169  = \$75 ;
@@ -11497,7 +10842,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$170  = incr;
     if (\$49 ) begin
       \$170  = \$78 ;
@@ -11507,7 +10852,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$171  = amask;
     if (\$49 ) begin
       \$171  = \$82 ;
@@ -11517,7 +10862,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$172  = wmask;
     if (\$49 ) begin
       \$172  = \$90 ;
@@ -11527,7 +10872,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$173  = wr_act;
     if (\$91 ) begin
       \$173  = 1'h1;
@@ -11542,7 +10887,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$174  = rd_act;
     if (\$92 ) begin
       \$174  = 1'h1;
@@ -11557,21 +10902,21 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$175  = \$93 ;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$176  = \$95 ;
     if (rst) begin
       \$176  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$177  = ws_addr;
     if (\$96 ) begin
       \$177  = addr[19:4];
@@ -11581,7 +10926,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$178  = mem_wdata;
     if (\$96 ) begin
       \$178  = s_axi_mem_wdata;
@@ -11591,7 +10936,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$179  = ws_strb;
     if (\$96 ) begin
       \$179  = s_axi_mem_wstrb;
@@ -11601,7 +10946,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$180  = ws_resp;
     if (\$96 ) begin
       \$180  = \$99 ;
@@ -11611,7 +10956,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$181  = bvalid;
     if (\$110 ) begin
       \$181  = 1'h0;
@@ -11626,7 +10971,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$182  = s_axi_mem_bid;
     if (ws_valid) begin
       if (ws_last) begin
@@ -11638,7 +10983,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$183  = s_axi_mem_bresp;
     if (ws_valid) begin
       if (ws_last) begin
@@ -11650,7 +10995,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$184  = b_acc;
     if (ws_valid) begin
       (* full_case = 32'd1 *)
@@ -11665,14 +11010,14 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$185  = \$129 ;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$186  = m_ok;
     if (\$140 ) begin
       \$186  = \$144 ;
@@ -11682,7 +11027,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$187  = m_resp;
     if (\$140 ) begin
       \$187  = \$148 ;
@@ -11692,7 +11037,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$188  = m_last;
     if (\$140 ) begin
       \$188  = last;
@@ -11702,7 +11047,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$189  = m_id;
     if (\$140 ) begin
       \$189  = tr_id;
@@ -11712,7 +11057,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$190  = s_axi_mem_rdata;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -11729,7 +11074,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$191  = s_axi_mem_rresp;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -11746,7 +11091,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$192  = s_axi_mem_rlast;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -11763,7 +11108,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$193  = s_axi_mem_rid;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -11780,7 +11125,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$194  = t_valid;
     if (\$160 ) begin
       if (t_valid) begin
@@ -11794,7 +11139,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$195  = t_data;
     if (\$160 ) begin
       if (t_valid) begin
@@ -11810,7 +11155,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$196  = t_resp;
     if (\$160 ) begin
       if (t_valid) begin
@@ -11826,7 +11171,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$197  = t_last;
     if (\$160 ) begin
       if (t_valid) begin
@@ -11842,7 +11187,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$198  = t_id;
     if (\$160 ) begin
       if (t_valid) begin
@@ -11858,7 +11203,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$199  = s_axi_mem_rvalid;
     if (\$160 ) begin
       (* full_case = 32'd1 *)

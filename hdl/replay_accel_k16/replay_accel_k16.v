@@ -254,7 +254,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$606$0 (\$4 ),
+    .\port$601$0 (\$4 ),
     .ready(ap_ready),
     .response_cycles(response_cycles),
     .rst(rst),
@@ -285,9 +285,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2714$0 (\$5 ),
-    .\port$2716$0 (\$6 ),
-    .\port$2746$0 (\$7 ),
+    .\port$2684$0 (\$5 ),
+    .\port$2686$0 (\$6 ),
+    .\port$2732$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -323,7 +323,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .mem_re(host_re),
     .mem_wdata(host_wdata),
     .mem_we(host_we),
-    .\port$606$0 (\$4 ),
+    .\port$601$0 (\$4 ),
     .rst(rst),
     .s_axi_mem_araddr(s_axi_mem_araddr),
     .s_axi_mem_arburst(s_axi_mem_arburst),
@@ -452,7 +452,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , host_enable, \busy$63 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
+module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , host_enable, \busy$63 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
 , \write_pointer$89 , \size$87 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -462,10 +462,10 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
 `endif
   wire [14:0] \$1 ;
   wire \$10 ;
-  wire [13:0] \$100 ;
+  wire [2:0] \$100 ;
   wire [13:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire [13:0] \$103 ;
+  wire \$102 ;
+  wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
@@ -478,7 +478,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
-  reg [2:0] \$115 ;
+  reg [4:0] \$115 ;
   reg \$116 ;
   reg \$117 ;
   reg [31:0] \$118 ;
@@ -487,27 +487,39 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   reg [2:0] \$120 ;
   reg [12:0] \$121 ;
   reg \$122 ;
-  reg \$123 ;
-  reg [1:0] \$124 ;
-  reg [12:0] \$125 ;
-  reg [31:0] \$126 ;
-  reg \$127 ;
-  reg \$128 ;
+  reg [12:0] \$123 ;
+  reg \$124 ;
+  reg [1:0] \$125 ;
+  reg \$126 ;
+  reg [12:0] \$127 ;
+  reg [31:0] \$128 ;
   reg \$129 ;
   wire \$13 ;
-  reg [1:0] \$130 ;
-  reg [12:0] \$131 ;
+  reg \$130 ;
+  reg \$131 ;
   reg \$132 ;
-  reg [12:0] \$133 ;
-  reg [12:0] \$134 ;
+  reg [1:0] \$133 ;
+  reg \$134 ;
   reg \$135 ;
-  reg [1:0] \$136 ;
-  reg [12:0] \$137 ;
+  reg \$136 ;
+  reg \$137 ;
   reg [12:0] \$138 ;
-  reg [2:0] \$139 ;
+  reg [12:0] \$139 ;
   wire \$14 ;
-  reg [2:0] \$140 ;
+  reg [12:0] \$140 ;
+  reg [2:0] \$141 ;
+  reg [2:0] \$142 ;
+  reg [1:0] \$143 ;
+  reg \$144 ;
+  reg [1:0] \$145 ;
+  reg [12:0] \$146 ;
+  reg \$147 ;
+  reg \$148 ;
+  reg [2:0] \$149 ;
   wire \$15 ;
+  reg [2:0] \$150 ;
+  reg [12:0] \$151 ;
+  reg [12:0] \$152 ;
   wire [3:0] \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -520,34 +532,34 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire \$24 ;
   wire \$25 ;
   wire [3:0] \$26 ;
-  wire \$27 ;
+  wire [15:0] \$27 ;
   wire [15:0] \$28 ;
-  wire [15:0] \$29 ;
+  wire [39:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [39:0] \$31 ;
+  wire [39:0] \$30 ;
+  wire [31:0] \$31 ;
   wire [39:0] \$32 ;
-  wire \$33 ;
-  wire [31:0] \$34 ;
-  wire [39:0] \$35 ;
-  wire \$36 ;
-  wire [15:0] \$37 ;
-  wire [39:0] \$38 ;
+  wire [15:0] \$33 ;
+  wire [39:0] \$34 ;
+  wire [31:0] \$35 ;
+  wire [39:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [31:0] \$40 ;
-  wire [39:0] \$41 ;
+  wire \$40 ;
+  wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
+  wire [1:0] \$44 ;
   wire \$45 ;
-  wire \$46 ;
+  wire [3:0] \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [1:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [3:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -573,18 +585,18 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire \$72 ;
   wire \$73 ;
   wire [13:0] \$74 ;
-  wire [12:0] \$75 ;
+  wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [2:0] \$80 ;
   wire \$81 ;
-  wire [2:0] \$82 ;
-  wire \$83 ;
-  wire [13:0] \$84 ;
-  wire [32:0] \$85 ;
+  wire \$82 ;
+  wire [13:0] \$83 ;
+  wire [32:0] \$84 ;
+  wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -594,14 +606,14 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire [13:0] \$97 ;
-  wire [2:0] \$98 ;
-  wire [2:0] \$99 ;
+  wire [13:0] \$94 ;
+  wire [13:0] \$95 ;
+  wire [2:0] \$96 ;
+  wire [2:0] \$97 ;
+  wire [13:0] \$98 ;
+  wire [13:0] \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$61  = 1'h0;
+  reg \$signal$58  = 1'h0;
   reg [11:0] \$signature__addr ;
   reg [11:0] \$signature__addr$12 ;
   reg [11:0] \$signature__addr$14 ;
@@ -673,6 +685,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire cmd__ready;
   (* init = 1'h0 *)
   wire cmd__valid;
+  reg [12:0] cur_last = 13'h0000;
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
@@ -689,7 +702,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire [1:0] \error$68 ;
   reg [1:0] fail;
   wire [2:0] h_region;
-  reg [2:0] h_region_q = 3'h0;
+  reg [4:0] h_sel_q = 5'h00;
   wire [11:0] h_word;
   input [14:0] host_addr;
   wire [14:0] host_addr;
@@ -709,7 +722,6 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire [31:0] max_priority_hi;
   output [31:0] max_priority_lo;
   wire [31:0] max_priority_lo;
-  reg [12:0] n_rsp = 13'h0000;
   input [3:0] op_code;
   wire [3:0] op_code;
   input op_prng;
@@ -717,7 +729,6 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   input op_relaxed;
   wire op_relaxed;
   reg [12:0] ph0_last = 13'h0000;
-  reg [12:0] ph0_n = 13'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -729,7 +740,6 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph0_op = 3'h0;
   reg [12:0] ph1_last = 13'h0000;
-  reg [12:0] ph1_n = 13'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -741,8 +751,36 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph1_op = 3'h0;
   reg phase = 1'h0;
-  output [39:0] \port$606$0 ;
-  wire [39:0] \port$606$0 ;
+  reg [1:0] plan_fail = 2'h0;
+  reg [12:0] plan_ph0_last = 13'h0000;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] plan_ph0_op = 3'h0;
+  reg [12:0] plan_ph1_last = 13'h0000;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  reg [2:0] plan_ph1_op = 3'h0;
+  reg plan_rsp = 1'h0;
+  reg [12:0] plan_rsp_last = 13'h0000;
+  reg plan_seed = 1'h0;
+  reg plan_two = 1'h0;
+  reg plan_wait_tree = 1'h0;
+  output [39:0] \port$601$0 ;
+  wire [39:0] \port$601$0 ;
   output ready;
   reg ready = 1'h0;
   (* init = 1'h0 *)
@@ -769,6 +807,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   (* init = 32'd0 *)
   wire [31:0] rsp_cycles;
   reg [12:0] rsp_j = 13'h0000;
+  reg [12:0] rsp_last = 13'h0000;
+  reg rsp_none = 1'h1;
   input rst;
   wire rst;
   wire saturated;
@@ -789,10 +829,12 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   wire status_saturated;
   wire status_tree_busy;
   reg [1:0] tail = 2'h0;
+  reg tail_zero = 1'h1;
   output [47:0] total;
   wire [47:0] total;
   wire [31:0] total_hi;
   wire [31:0] total_lo;
+  reg two = 1'h0;
   input [31:0] update_size;
   wire [31:0] update_size;
   reg wait_tree = 1'h0;
@@ -948,43 +990,43 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   assign \$24  = host_re & \$23 ;
   assign \$25  = \$1 [2:0] == 3'h4;
   assign \$26  = \$25  ? host_we[3:0] : 4'h0;
-  assign \$27  = ! h_region_q;
-  assign \$28  = \$27  ? \$signature__data$34  : 16'h0000;
-  assign \$30  = h_region_q == 1'h1;
-  assign \$31  = \$30  ? \$signature__data$35  : 40'h0000000000;
-  assign \$32  = { 24'h000000, \$29  } | \$31 ;
-  assign \$33  = h_region_q == 2'h2;
-  assign \$34  = \$33  ? \$signature__data$36  : 32'd0;
-  assign \$35  = \$32  | { 8'h00, \$34  };
-  assign \$36  = h_region_q == 2'h3;
-  assign \$37  = \$36  ? \$signature__data$37  : 16'h0000;
-  assign \$38  = \$35  | { 24'h000000, \$37  };
-  assign \$39  = h_region_q == 3'h4;
-  assign \$40  = \$39  ? \$signature__data$38  : 32'd0;
-  assign \$41  = \$38  | { 8'h00, \$40  };
+  assign \$27  = h_sel_q[0] ? \$signature__data$34  : 16'h0000;
+  assign \$29  = h_sel_q[1] ? \$signature__data$35  : 40'h0000000000;
+  assign \$30  = { 24'h000000, \$28  } | \$29 ;
+  assign \$31  = h_sel_q[2] ? \$signature__data$36  : 32'd0;
+  assign \$32  = \$30  | { 8'h00, \$31  };
+  assign \$33  = h_sel_q[3] ? \$signature__data$37  : 16'h0000;
+  assign \$34  = \$32  | { 24'h000000, \$33  };
+  assign \$35  = h_sel_q[4] ? \$signature__data$38  : 32'd0;
+  assign \$36  = \$34  | { 8'h00, \$35  };
   assign host_enable = ~ busy;
-  assign \$42  = ~ c_valid;
-  assign \$43  = \$42  | cmd__ready;
-  assign \$44  = ~ c_valid;
-  assign \$45  = \$44  | cmd__ready;
-  assign \$46  = ~ c_valid;
-  assign \$47  = \$46  | cmd__ready;
-  assign \$48  = rsp__valid & busy;
-  assign \$49  = \$48  ? 2'h3 : 2'h0;
-  assign \$50  = rsp__valid & busy;
-  assign \$51  = \$50  ? 4'hf : 4'h0;
-  assign \$52  = ~ ready;
-  assign \$53  = start & \$52 ;
-  assign \$54  = op_code != 3'h6;
-  assign \$55  = op_code != 3'h7;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = \$56  & \$signal ;
-  assign \$58  = op_code == 3'h5;
-  assign \$59  = \$58  & \$signal$61 ;
-  assign \$60  = ~ \busy$63 ;
-  assign \$61  = ! engine_state;
-  assign \$62  = engine_state == 1'h1;
-  assign \$63  = engine_state == 2'h2;
+  assign \$37  = ~ c_valid;
+  assign \$38  = \$37  | cmd__ready;
+  assign \$39  = ~ c_valid;
+  assign \$40  = \$39  | cmd__ready;
+  assign \$41  = ~ c_valid;
+  assign \$42  = \$41  | cmd__ready;
+  assign \$43  = rsp__valid & busy;
+  assign \$44  = \$43  ? 2'h3 : 2'h0;
+  assign \$45  = rsp__valid & busy;
+  assign \$46  = \$45  ? 4'hf : 4'h0;
+  assign \$47  = op_code != 3'h6;
+  assign \$48  = op_code != 3'h7;
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = \$49  & \$signal ;
+  assign \$51  = op_code == 3'h5;
+  assign \$52  = \$51  & \$signal$58 ;
+  assign \$53  = ~ ready;
+  assign \$54  = start & \$53 ;
+  assign \$55  = ~ \busy$63 ;
+  assign \$56  = ! engine_state;
+  assign \$57  = engine_state == 1'h1;
+  assign \$58  = engine_state == 2'h2;
+  assign \$59  = ! \$1 [2:0];
+  assign \$60  = \$1 [2:0] == 1'h1;
+  assign \$61  = \$1 [2:0] == 2'h2;
+  assign \$62  = \$1 [2:0] == 2'h3;
+  assign \$63  = \$1 [2:0] == 3'h4;
   assign \$64  = cycles + 1'h1;
   assign \$65  = ~ c_valid;
   assign \$66  = \$65  | cmd__ready;
@@ -996,17 +1038,17 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   assign \$72  = \$71  | cmd__ready;
   assign \$73  = issuing & \$72 ;
   assign \$74  = issue_i + 1'h1;
-  assign \$75  = phase ? ph1_last : ph0_last;
-  assign \$76  = issue_i == \$75 ;
-  assign \$77  = ~ phase;
-  assign \$78  = | ph1_n;
-  assign \$79  = \$77  & \$78 ;
-  assign \$80  = c_valid & cmd__ready;
-  assign \$81  = | tail;
-  assign \$82  = tail - 1'h1;
-  assign \$83  = rsp__valid & busy;
-  assign \$84  = rsp_j + 1'h1;
-  assign \$85  = cycles + 1'h1;
+  assign \$75  = issue_i == cur_last;
+  assign \$76  = ~ phase;
+  assign \$77  = \$76  & two;
+  assign \$78  = c_valid & cmd__ready;
+  assign \$79  = ~ tail_zero;
+  assign \$80  = tail - 1'h1;
+  assign \$81  = tail == 1'h1;
+  assign \$82  = rsp__valid & busy;
+  assign \$83  = rsp_j + 1'h1;
+  assign \$84  = cycles + 1'h1;
+  assign \$85  = rsp_j == rsp_last;
   assign \$86  = ! batch_size;
   assign \$87  = batch_size > 13'h1000;
   assign \$88  = \$86  | \$87 ;
@@ -1014,30 +1056,30 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   assign \$90  = update_size > 13'h1000;
   assign \$91  = \$89  | \$90 ;
   assign \$92  = op_code > 3'h7;
-  assign \$93  = ~ ready;
-  assign \$94  = start & \$93 ;
-  assign \$95  = | fail;
-  assign \$96  = op_code == 3'h7;
-  assign \$97  = batch_size[12:0] - 1'h1;
-  assign \$98  = op_prng ? 3'h1 : 3'h0;
-  assign \$99  = op_prng ? 3'h1 : 3'h0;
-  assign \$100  = update_size[12:0] - 1'h1;
-  assign \$101  = update_size[12:0] - 1'h1;
-  assign \$102  = op_prng ? 3'h1 : 3'h0;
-  assign \$103  = batch_size[12:0] - 1'h1;
-  assign \$104  = ~ issuing;
-  assign \$105  = ~ c_valid;
-  assign \$106  = \$104  & \$105 ;
-  assign \$107  = rsp_j == n_rsp;
+  assign \$93  = op_code == 3'h7;
+  assign \$94  = batch_size[12:0] - 1'h1;
+  assign \$95  = batch_size[12:0] - 1'h1;
+  assign \$96  = op_prng ? 3'h1 : 3'h0;
+  assign \$97  = op_prng ? 3'h1 : 3'h0;
+  assign \$98  = update_size[12:0] - 1'h1;
+  assign \$99  = update_size[12:0] - 1'h1;
+  assign \$100  = op_prng ? 3'h1 : 3'h0;
+  assign \$101  = batch_size[12:0] - 1'h1;
+  assign \$102  = ~ ready;
+  assign \$103  = start & \$102 ;
+  assign \$104  = | plan_fail;
+  assign \$105  = ~ plan_rsp;
+  assign \$106  = ~ issuing;
+  assign \$107  = ~ c_valid;
   assign \$108  = \$106  & \$107 ;
-  assign \$109  = ! tail;
-  assign \$110  = \$108  & \$109 ;
+  assign \$109  = \$108  & rsp_none;
+  assign \$110  = \$109  & tail_zero;
   assign \$111  = wait_tree & \busy$63 ;
   assign \$112  = ~ \$111 ;
   assign \$113  = \$110  & \$112 ;
   assign \$114  = ~ \busy$63 ;
   always @(posedge clk)
-    h_region_q <= \$115 ;
+    h_sel_q <= \$115 ;
   always @(posedge clk)
     ready <= \$116 ;
   always @(posedge clk)
@@ -1053,41 +1095,65 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   always @(posedge clk)
     phase <= \$122 ;
   always @(posedge clk)
-    issuing <= \$123 ;
+    cur_last <= \$123 ;
   always @(posedge clk)
-    tail <= \$124 ;
+    issuing <= \$124 ;
   always @(posedge clk)
-    rsp_j <= \$125 ;
+    tail <= \$125 ;
   always @(posedge clk)
-    response_cycles <= \$126 ;
+    tail_zero <= \$126 ;
   always @(posedge clk)
-    \$signal  <= \$127 ;
+    rsp_j <= \$127 ;
   always @(posedge clk)
-    \$signal$61  <= \$128 ;
+    response_cycles <= \$128 ;
   always @(posedge clk)
-    bad_code <= \$129 ;
+    rsp_none <= \$129 ;
   always @(posedge clk)
-    error <= \$130 ;
+    \$signal  <= \$130 ;
   always @(posedge clk)
-    n_rsp <= \$131 ;
+    \$signal$58  <= \$131 ;
   always @(posedge clk)
-    wait_tree <= \$132 ;
+    bad_code <= \$132 ;
   always @(posedge clk)
-    ph1_n <= \$133 ;
+    plan_fail <= \$133 ;
   always @(posedge clk)
-    ph1_last <= \$134 ;
+    plan_seed <= \$134 ;
   always @(posedge clk)
-    busy <= \$135 ;
+    plan_rsp <= \$135 ;
   always @(posedge clk)
-    engine_state <= \$136 ;
+    plan_two <= \$136 ;
   always @(posedge clk)
-    ph0_n <= \$137 ;
+    plan_wait_tree <= \$137 ;
   always @(posedge clk)
-    ph0_last <= \$138 ;
+    plan_ph0_last <= \$138 ;
   always @(posedge clk)
-    ph0_op <= \$139 ;
+    plan_ph1_last <= \$139 ;
   always @(posedge clk)
-    ph1_op <= \$140 ;
+    plan_rsp_last <= \$140 ;
+  always @(posedge clk)
+    plan_ph0_op <= \$141 ;
+  always @(posedge clk)
+    plan_ph1_op <= \$142 ;
+  always @(posedge clk)
+    error <= \$143 ;
+  always @(posedge clk)
+    busy <= \$144 ;
+  always @(posedge clk)
+    engine_state <= \$145 ;
+  always @(posedge clk)
+    rsp_last <= \$146 ;
+  always @(posedge clk)
+    two <= \$147 ;
+  always @(posedge clk)
+    wait_tree <= \$148 ;
+  always @(posedge clk)
+    ph0_op <= \$149 ;
+  always @(posedge clk)
+    ph1_op <= \$150 ;
+  always @(posedge clk)
+    ph0_last <= \$151 ;
+  always @(posedge clk)
+    ph1_last <= \$152 ;
   \replay_accel_k16.core.tree  tree (
     .busy(\busy$63 ),
     .clear(clear),
@@ -1125,7 +1191,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
       \$signature__en  = \$4 ;
     end
     if (busy) begin
-      \$signature__en  = \$43 ;
+      \$signature__en  = \$38 ;
     end
   end
   always @* begin
@@ -1166,7 +1232,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
       \$signature__en$13  = \$9 ;
     end
     if (busy) begin
-      \$signature__en$13  = \$45 ;
+      \$signature__en$13  = \$40 ;
     end
   end
   always @* begin
@@ -1207,7 +1273,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
       \$signature__en$18  = \$14 ;
     end
     if (busy) begin
-      \$signature__en$18  = \$47 ;
+      \$signature__en$18  = \$42 ;
     end
   end
   always @* begin
@@ -1272,7 +1338,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
       \$signature__en$26  = \$21 ;
     end
     if (busy) begin
-      \$signature__en$26  = \$49 ;
+      \$signature__en$26  = \$44 ;
     end
   end
   always @* begin
@@ -1316,7 +1382,18 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
       \$signature__en$31  = \$26 ;
     end
     if (busy) begin
-      \$signature__en$31  = \$51 ;
+      \$signature__en$31  = \$46 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    fail = 2'h0;
+    if (bad_code) begin
+      fail = 2'h1;
+    end else if (\$50 ) begin
+      fail = 2'h2;
+    end else if (\$52 ) begin
+      fail = 2'h3;
     end
   end
   always @* begin
@@ -1324,24 +1401,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
     clear = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$53 ) begin
+          if (\$54 ) begin
             clear = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    fail = 2'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$53 ) begin
-            if (bad_code) begin
-              fail = 2'h1;
-            end else if (\$57 ) begin
-              fail = 2'h2;
-            end else if (\$59 ) begin
-              fail = 2'h3;
-            end
           end
     endcase
   end
@@ -1354,16 +1415,16 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
       2'h2:
           /* empty */;
       2'h1:
-          if (\$60 ) begin
+          if (\$55 ) begin
             seed_load = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = \$1 [2:0];
+    \$115  = { \$63 , \$62 , \$61 , \$60 , \$59  };
     if (rst) begin
-      \$115  = 3'h0;
+      \$115  = 5'h00;
     end
   end
   always @* begin
@@ -1371,7 +1432,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
     \$116  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
+          if (\$103 ) begin
             \$116  = 1'h1;
           end
     endcase
@@ -1384,8 +1445,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
     \$117  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
-            if (\$95 ) begin
+          if (\$103 ) begin
+            if (\$104 ) begin
               \$117  = 1'h1;
             end
           end
@@ -1410,7 +1471,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
     end
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
+          if (\$103 ) begin
             \$118  = 32'd0;
           end
     endcase
@@ -1443,13 +1504,13 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
     \$121  = issue_i;
     if (\$73 ) begin
       \$121  = \$74 [12:0];
-      if (\$76 ) begin
+      if (\$75 ) begin
         \$121  = 13'h0000;
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
+          if (\$103 ) begin
             \$121  = 13'h0000;
           end
     endcase
@@ -1461,15 +1522,15 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$122  = phase;
     if (\$73 ) begin
-      if (\$76 ) begin
-        if (\$79 ) begin
+      if (\$75 ) begin
+        if (\$77 ) begin
           \$122  = 1'h1;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
+          if (\$103 ) begin
             \$122  = 1'h0;
           end
     endcase
@@ -1479,274 +1540,184 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = issuing;
+    \$123  = cur_last;
     if (\$73 ) begin
-      if (\$76 ) begin
-        (* full_case = 32'd1 *)
-        if (\$79 ) begin
-        end else begin
-          \$123  = 1'h0;
+      if (\$75 ) begin
+        if (\$77 ) begin
+          \$123  = ph1_last;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
+          if (\$103 ) begin
             (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
+            if (\$104 ) begin
+            end else if (plan_seed) begin
             end else begin
-              \$123  = 1'h1;
+              \$123  = plan_ph0_last;
             end
           end
     endcase
     if (rst) begin
-      \$123  = 1'h0;
+      \$123  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = tail;
-    if (\$80 ) begin
-      \$124  = 2'h3;
-    end else if (\$81 ) begin
-      \$124  = \$82 [1:0];
-    end
-    if (rst) begin
-      \$124  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = rsp_j;
-    if (\$83 ) begin
-      \$125  = \$84 [12:0];
+    \$124  = issuing;
+    if (\$73 ) begin
+      if (\$75 ) begin
+        (* full_case = 32'd1 *)
+        if (\$77 ) begin
+        end else begin
+          \$124  = 1'h0;
+        end
+      end
     end
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
-            \$125  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$125  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = response_cycles;
-    if (\$83 ) begin
-      \$126  = \$85 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            \$126  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$126  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = \$88 ;
-    if (rst) begin
-      \$127  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = \$91 ;
-    if (rst) begin
-      \$128  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = \$92 ;
-    if (rst) begin
-      \$129  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            \$130  = 2'h0;
-            if (\$95 ) begin
-              \$130  = fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$130  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = n_rsp;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            \$131  = 13'h0000;
+          if (\$103 ) begin
             (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
+            if (\$104 ) begin
+            end else if (plan_seed) begin
             end else begin
-              casez (op_code)
-                4'h0:
-                    \$131  = batch_size[12:0];
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    \$131  = batch_size[12:0];
-                4'h3:
-                    \$131  = batch_size[12:0];
-                4'h4:
-                    \$131  = batch_size[12:0];
-                4'h5:
-                    \$131  = batch_size[12:0];
-              endcase
+              \$124  = 1'h1;
             end
           end
     endcase
     if (rst) begin
-      \$131  = 13'h0000;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = wait_tree;
+    \$125  = tail;
+    if (\$78 ) begin
+      \$125  = 2'h3;
+    end else if (\$79 ) begin
+      \$125  = \$80 [1:0];
+    end
+    if (rst) begin
+      \$125  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$126  = tail_zero;
+    if (\$78 ) begin
+      \$126  = 1'h0;
+    end else if (\$79 ) begin
+      \$126  = \$81 ;
+    end
+    if (rst) begin
+      \$126  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$127  = rsp_j;
+    if (\$82 ) begin
+      \$127  = \$83 [12:0];
+    end
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
-            \$132  = 1'h0;
+          if (\$103 ) begin
+            \$127  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$127  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$128  = response_cycles;
+    if (\$82 ) begin
+      \$128  = \$84 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            \$128  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$128  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$129  = rsp_none;
+    if (\$82 ) begin
+      \$129  = \$85 ;
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
             (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
+            if (\$104 ) begin
+            end else if (plan_seed) begin
             end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    /* empty */;
-                4'h6:
-                    \$132  = 1'h1;
-              endcase
+              \$129  = \$105 ;
             end
           end
     endcase
+    if (rst) begin
+      \$129  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$130  = \$88 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$131  = \$91 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$132  = \$92 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = ph1_n;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            \$133  = 13'h0000;
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$133  = update_size[12:0];
-                    end else begin
-                      \$133  = batch_size[12:0];
-                    end
-              endcase
-            end
-          end
-    endcase
+    \$133  = fail;
     if (rst) begin
-      \$133  = 13'h0000;
+      \$133  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$134  = ph1_last;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            \$134  = 13'h1fff;
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$134  = \$100 [12:0];
-                    end else begin
-                      \$134  = \$103 [12:0];
-                    end
-              endcase
-            end
-          end
-    endcase
+    \$134  = \$93 ;
     if (rst) begin
-      \$134  = 13'h0000;
+      \$134  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$135  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-              \$135  = 1'h1;
-            end else begin
-              \$135  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$135  = 1'h0;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$135  = 1'h0;
-          end
+    \$135  = 1'h0;
+    casez (op_code)
+      4'h0:
+          \$135  = 1'h1;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$135  = 1'h1;
+      4'h3:
+          \$135  = 1'h1;
+      4'h4:
+          \$135  = 1'h1;
+      4'h5:
+          \$135  = 1'h1;
     endcase
     if (rst) begin
       \$135  = 1'h0;
@@ -1754,102 +1725,70 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$136  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-              \$136  = 2'h1;
-            end else begin
-              \$136  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$136  = 2'h0;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$136  = 2'h0;
-          end
+    \$136  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          \$136  = 1'h1;
     endcase
     if (rst) begin
-      \$136  = 2'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = ph0_n;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-            end else begin
-              \$137  = batch_size[12:0];
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                    end else begin
-                      \$137  = update_size[12:0];
-                    end
-                4'h6:
-                    \$137  = 13'h0001;
-              endcase
-            end
-          end
+    \$137  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$137  = 1'h1;
     endcase
     if (rst) begin
-      \$137  = 13'h0000;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = ph0_last;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-            end else begin
-              \$138  = \$97 [12:0];
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                    end else begin
-                      \$138  = \$101 [12:0];
-                    end
-                4'h6:
-                    \$138  = 13'h0000;
-              endcase
-            end
+    \$138  = \$94 [12:0];
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+          end else begin
+            \$138  = \$99 [12:0];
           end
+      4'h6:
+          \$138  = 13'h0000;
     endcase
     if (rst) begin
       \$138  = 13'h0000;
@@ -1857,81 +1796,290 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = ph0_op;
-    casez (engine_state)
-      2'h0:
-          if (\$94 ) begin
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    \$139  = \$98 ;
-                4'h1:
-                    \$139  = 3'h2;
-                4'h2:
-                    \$139  = 3'h3;
-                4'h3:
-                    \$139  = 3'h4;
-                4'h4:
-                    \$139  = 3'h5;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$139  = \$99 ;
-                    end else begin
-                      \$139  = 3'h2;
-                    end
-                4'h6:
-                    \$139  = 3'h7;
-              endcase
-            end
+    \$139  = 13'h1fff;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$139  = \$98 [12:0];
+          end else begin
+            \$139  = \$101 [12:0];
           end
     endcase
     if (rst) begin
-      \$139  = 3'h0;
+      \$139  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = ph1_op;
+    \$140  = \$95 [12:0];
+    if (rst) begin
+      \$140  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$141  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$141  = \$96 ;
+      4'h1:
+          \$141  = 3'h2;
+      4'h2:
+          \$141  = 3'h3;
+      4'h3:
+          \$141  = 3'h4;
+      4'h4:
+          \$141  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$141  = \$97 ;
+          end else begin
+            \$141  = 3'h2;
+          end
+      4'h6:
+          \$141  = 3'h7;
+    endcase
+    if (rst) begin
+      \$141  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$142  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$142  = 3'h2;
+          end else begin
+            \$142  = \$100 ;
+          end
+    endcase
+    if (rst) begin
+      \$142  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$143  = error;
     casez (engine_state)
       2'h0:
-          if (\$94 ) begin
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else if (\$96 ) begin
-            end else begin
-              casez (op_code)
-                4'h0:
-                    /* empty */;
-                4'h1:
-                    /* empty */;
-                4'h2:
-                    /* empty */;
-                4'h3:
-                    /* empty */;
-                4'h4:
-                    /* empty */;
-                4'h5:
-                    (* full_case = 32'd1 *)
-                    if (op_relaxed) begin
-                      \$140  = 3'h2;
-                    end else begin
-                      \$140  = \$102 ;
-                    end
-              endcase
+          if (\$103 ) begin
+            \$143  = 2'h0;
+            if (\$104 ) begin
+              \$143  = plan_fail;
             end
           end
     endcase
     if (rst) begin
-      \$140  = 3'h0;
+      \$143  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$144  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+              \$144  = 1'h1;
+            end else begin
+              \$144  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$113 ) begin
+            \$144  = 1'h0;
+          end
+      2'h1:
+          if (\$114 ) begin
+            \$144  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$144  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$145  = engine_state;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+              \$145  = 2'h1;
+            end else begin
+              \$145  = 2'h2;
+            end
+          end
+      2'h2:
+          if (\$113 ) begin
+            \$145  = 2'h0;
+          end
+      2'h1:
+          if (\$114 ) begin
+            \$145  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$145  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$146  = rsp_last;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$146  = plan_rsp_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$146  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$147  = two;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$147  = plan_two;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$148  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$148  = plan_wait_tree;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$148  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$149  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$149  = plan_ph0_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$149  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$150  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$150  = plan_ph1_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$150  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$151  = ph0_last;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$151  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$151  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$152  = ph1_last;
+    casez (engine_state)
+      2'h0:
+          if (\$103 ) begin
+            (* full_case = 32'd1 *)
+            if (\$104 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$152  = plan_ph1_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$152  = 13'h0000;
     end
   end
   assign h_region = \$1 [2:0];
   assign h_word = host_addr[11:0];
-  assign host_rdata = { 24'h000000, \$41  };
+  assign host_rdata = { 24'h000000, \$36  };
   assign \busy$40  = busy;
   assign \ready$42  = ready;
   assign \done$44  = done;
@@ -1951,7 +2099,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   assign max_priority_hi = 32'd0;
   assign size = { 15'h0000, \size$87  };
   assign write_pointer = { 16'h0000, \write_pointer$89  };
-  assign \port$606$0  = \$41 ;
+  assign \port$601$0  = \$36 ;
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
   assign \cmd__payload.index  = cmd__payload[21:6];
@@ -1968,11 +2116,11 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$606$0 , h
   assign cmd__payload[2:0] = c_op;
   assign cmd__payload[5:3] = 3'h0;
   assign \$1  = { 12'h000, host_addr[14:12] };
-  assign \$29  = \$28 ;
+  assign \$28  = \$27 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payload, seed, cmd__payload, clear, load, cmd__valid, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
+module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__payload, seed, cmd__payload, clear, load, cmd__valid, rsp__valid, write_pointer, size, max_priority, total, empty, saturated, invalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -1981,43 +2129,43 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [31:0] \$100 ;
-  wire [31:0] \$101 ;
-  wire [31:0] \$102 ;
-  wire [31:0] \$103 ;
-  wire [31:0] \$104 ;
-  wire [31:0] \$105 ;
-  wire [31:0] \$106 ;
-  wire [31:0] \$107 ;
-  wire [31:0] \$108 ;
-  wire [31:0] \$109 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  wire [31:0] \$110 ;
-  wire [31:0] \$111 ;
-  wire [31:0] \$112 ;
-  wire [31:0] \$113 ;
-  wire [31:0] \$114 ;
-  wire [31:0] \$115 ;
-  wire [31:0] \$116 ;
-  wire [31:0] \$117 ;
-  wire [31:0] \$118 ;
-  wire [31:0] \$119 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [31:0] \$120 ;
-  wire [31:0] \$121 ;
-  wire [31:0] \$122 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
-  wire [43:0] \$126 ;
-  wire [44:0] \$127 ;
-  wire [69:0] \$128 ;
-  wire [70:0] \$129 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [71:0] \$130 ;
-  wire [72:0] \$131 ;
-  wire [99:0] \$132 ;
-  wire [100:0] \$133 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -2040,15 +2188,15 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire \$154 ;
+  wire [31:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire \$157 ;
-  wire \$158 ;
+  wire [17:0] \$157 ;
+  wire [17:0] \$158 ;
   wire \$159 ;
-  wire [31:0] \$16 ;
-  wire [6:0] \$160 ;
-  wire [6:0] \$161 ;
+  wire \$16 ;
+  wire \$160 ;
+  wire \$161 ;
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
@@ -2056,7 +2204,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire [12:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
@@ -2113,7 +2261,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$217 ;
   wire \$218 ;
   wire \$219 ;
-  wire \$22 ;
+  wire [31:0] \$22 ;
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
@@ -2129,281 +2277,358 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire [31:0] \$234 ;
+  wire \$234 ;
   wire \$235 ;
   wire \$236 ;
   wire \$237 ;
   wire \$238 ;
   wire \$239 ;
   wire \$24 ;
-  wire [16:0] \$240 ;
-  wire [16:0] \$241 ;
+  wire \$240 ;
+  wire \$241 ;
   wire \$242 ;
-  wire [17:0] \$243 ;
-  wire [17:0] \$244 ;
-  wire [15:0] \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire [15:0] \$248 ;
-  wire \$249 ;
+  wire [15:0] \$243 ;
+  wire [31:0] \$244 ;
+  wire [31:0] \$245 ;
+  wire [31:0] \$246 ;
+  wire [31:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire [15:0] \$251 ;
-  wire \$252 ;
-  wire \$253 ;
-  wire [15:0] \$254 ;
-  wire \$255 ;
-  wire \$256 ;
-  wire [15:0] \$257 ;
-  wire \$258 ;
-  wire \$259 ;
-  wire \$26 ;
-  wire [15:0] \$260 ;
-  wire \$261 ;
-  wire \$262 ;
-  wire [15:0] \$263 ;
-  wire \$264 ;
-  wire \$265 ;
-  wire [15:0] \$266 ;
-  wire \$267 ;
-  wire \$268 ;
-  wire [15:0] \$269 ;
-  wire [15:0] \$27 ;
-  wire \$270 ;
-  wire \$271 ;
-  wire [15:0] \$272 ;
-  wire \$273 ;
-  wire \$274 ;
-  wire [15:0] \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire [15:0] \$278 ;
-  wire \$279 ;
-  wire \$28 ;
-  wire \$280 ;
-  wire [15:0] \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire [15:0] \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire [15:0] \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
+  wire [31:0] \$256 ;
+  wire [31:0] \$257 ;
+  wire [31:0] \$258 ;
+  wire [31:0] \$259 ;
+  wire [16:0] \$26 ;
+  wire [31:0] \$260 ;
+  wire [31:0] \$261 ;
+  wire [31:0] \$262 ;
+  wire [31:0] \$263 ;
+  wire [31:0] \$264 ;
+  wire [31:0] \$265 ;
+  wire [31:0] \$266 ;
+  wire [31:0] \$267 ;
+  wire [31:0] \$268 ;
+  wire [31:0] \$269 ;
+  wire [16:0] \$27 ;
+  wire [31:0] \$270 ;
+  wire [31:0] \$271 ;
+  wire [31:0] \$272 ;
+  wire [31:0] \$273 ;
+  wire [31:0] \$274 ;
+  wire [31:0] \$275 ;
+  wire [31:0] \$276 ;
+  wire [31:0] \$277 ;
+  wire [31:0] \$278 ;
+  wire [31:0] \$279 ;
+  wire [16:0] \$28 ;
+  wire [31:0] \$280 ;
+  wire [31:0] \$281 ;
+  wire [31:0] \$282 ;
+  wire [31:0] \$283 ;
+  wire [31:0] \$284 ;
+  wire [31:0] \$285 ;
+  wire [31:0] \$286 ;
+  wire [31:0] \$287 ;
+  wire [31:0] \$288 ;
+  wire [31:0] \$289 ;
   wire \$29 ;
-  wire [15:0] \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire [15:0] \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire [15:0] \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire [15:0] \$299 ;
+  wire [31:0] \$290 ;
+  wire [31:0] \$291 ;
+  wire [31:0] \$292 ;
+  wire [31:0] \$293 ;
+  wire [31:0] \$294 ;
+  wire [31:0] \$295 ;
+  wire [31:0] \$296 ;
+  wire [31:0] \$297 ;
+  wire [31:0] \$298 ;
+  wire [31:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire [15:0] \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire [15:0] \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire [15:0] \$308 ;
-  wire \$309 ;
+  wire [31:0] \$300 ;
+  wire [31:0] \$301 ;
+  wire [31:0] \$302 ;
+  wire [31:0] \$303 ;
+  wire [31:0] \$304 ;
+  wire [31:0] \$305 ;
+  wire [31:0] \$306 ;
+  wire [31:0] \$307 ;
+  wire [31:0] \$308 ;
+  wire [31:0] \$309 ;
   wire \$31 ;
-  wire \$310 ;
-  wire [15:0] \$311 ;
-  wire \$312 ;
-  wire \$313 ;
-  wire [15:0] \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire [15:0] \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire [31:0] \$310 ;
+  wire [31:0] \$311 ;
+  wire [31:0] \$312 ;
+  wire [31:0] \$313 ;
+  wire [31:0] \$314 ;
+  wire [31:0] \$315 ;
+  wire [31:0] \$316 ;
+  wire [31:0] \$317 ;
+  wire [31:0] \$318 ;
+  wire [31:0] \$319 ;
   wire \$32 ;
-  wire [15:0] \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire [15:0] \$323 ;
-  wire \$324 ;
-  wire [15:0] \$325 ;
-  wire \$326 ;
-  wire [15:0] \$327 ;
-  wire \$328 ;
-  wire [15:0] \$329 ;
+  wire [31:0] \$320 ;
+  wire [31:0] \$321 ;
+  wire [31:0] \$322 ;
+  wire [31:0] \$323 ;
+  wire [31:0] \$324 ;
+  wire [31:0] \$325 ;
+  wire [31:0] \$326 ;
+  wire [31:0] \$327 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire [15:0] \$331 ;
-  wire \$332 ;
-  wire [15:0] \$333 ;
-  wire \$334 ;
-  wire [15:0] \$335 ;
-  wire \$336 ;
-  wire [15:0] \$337 ;
-  wire \$338 ;
-  wire [15:0] \$339 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
   wire \$34 ;
-  wire \$340 ;
-  wire [15:0] \$341 ;
-  wire \$342 ;
-  wire [15:0] \$343 ;
-  wire \$344 ;
-  wire [15:0] \$345 ;
-  wire \$346 ;
-  wire [15:0] \$347 ;
-  wire \$348 ;
-  wire [15:0] \$349 ;
+  wire [31:0] \$340 ;
+  wire [31:0] \$341 ;
+  wire [31:0] \$342 ;
+  wire [31:0] \$343 ;
+  wire [32:0] \$344 ;
+  wire [42:0] \$345 ;
+  wire [38:0] \$346 ;
+  wire [40:0] \$347 ;
+  wire [36:0] \$348 ;
+  wire [49:0] \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire [15:0] \$351 ;
-  wire \$352 ;
-  wire [15:0] \$353 ;
+  wire [47:0] \$350 ;
+  wire [47:0] \$351 ;
+  wire [47:0] \$352 ;
+  wire [47:0] \$353 ;
   wire \$354 ;
-  wire [15:0] \$355 ;
-  wire [42:0] \$356 ;
-  wire [38:0] \$357 ;
-  wire [40:0] \$358 ;
-  wire [36:0] \$359 ;
-  wire [15:0] \$36 ;
-  wire [49:0] \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
+  wire [47:0] \$355 ;
+  wire [47:0] \$356 ;
+  wire [47:0] \$357 ;
+  wire [47:0] \$358 ;
+  wire \$359 ;
+  wire \$36 ;
+  wire [47:0] \$360 ;
+  wire [47:0] \$361 ;
+  wire [47:0] \$362 ;
+  wire [47:0] \$363 ;
   wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
+  wire [47:0] \$365 ;
+  wire [47:0] \$366 ;
+  wire [47:0] \$367 ;
+  wire [47:0] \$368 ;
   wire \$369 ;
-  wire [15:0] \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
+  wire \$37 ;
+  wire [47:0] \$370 ;
+  wire [47:0] \$371 ;
+  wire [47:0] \$372 ;
+  wire [47:0] \$373 ;
   wire \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire \$378 ;
+  wire [47:0] \$375 ;
+  wire [47:0] \$376 ;
+  wire [47:0] \$377 ;
+  wire [47:0] \$378 ;
   wire \$379 ;
-  wire [26:0] \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
+  wire \$38 ;
+  wire [47:0] \$380 ;
+  wire [47:0] \$381 ;
+  wire [47:0] \$382 ;
+  wire [47:0] \$383 ;
   wire \$384 ;
-  wire \$385 ;
-  wire \$386 ;
-  wire \$387 ;
-  wire \$388 ;
+  wire [47:0] \$385 ;
+  wire [47:0] \$386 ;
+  wire [47:0] \$387 ;
+  wire [47:0] \$388 ;
   wire \$389 ;
-  wire [27:0] \$39 ;
-  wire \$390 ;
-  wire \$391 ;
-  wire \$392 ;
-  wire \$393 ;
+  wire [15:0] \$39 ;
+  wire [47:0] \$390 ;
+  wire [47:0] \$391 ;
+  wire [47:0] \$392 ;
+  wire [47:0] \$393 ;
   wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
-  reg \$397 ;
-  reg [5:0] \$398 ;
-  reg \$399 ;
+  wire [47:0] \$395 ;
+  wire [47:0] \$396 ;
+  wire [47:0] \$397 ;
+  wire [47:0] \$398 ;
+  wire \$399 ;
   wire \$4 ;
-  wire [31:0] \$40 ;
-  reg [93:0] \$400 ;
-  reg \$401 ;
-  reg [11:0] \$402 ;
-  reg \$403 ;
-  reg [191:0] \$404 ;
-  reg [15:0] \$405 ;
-  reg [16:0] \$406 ;
-  reg [31:0] \$407 ;
-  reg [26:0] \$408 ;
-  reg [15:0] \$409 ;
-  wire [31:0] \$41 ;
-  reg [191:0] \$410 ;
-  reg [25:0] \$411 ;
-  reg [15:0] \$412 ;
-  reg [511:0] \$413 ;
-  reg [191:0] \$414 ;
-  reg [31:0] \$415 ;
-  reg [42:0] \$416 ;
-  reg [38:0] \$417 ;
-  reg [40:0] \$418 ;
-  reg [36:0] \$419 ;
+  wire [34:0] \$40 ;
+  wire [47:0] \$400 ;
+  wire [47:0] \$401 ;
+  wire [47:0] \$402 ;
+  wire [47:0] \$403 ;
+  wire \$404 ;
+  wire [47:0] \$405 ;
+  wire [47:0] \$406 ;
+  wire [47:0] \$407 ;
+  wire [47:0] \$408 ;
+  wire \$409 ;
+  wire [35:0] \$41 ;
+  wire \$410 ;
+  wire \$411 ;
+  wire \$412 ;
+  wire [43:0] \$413 ;
+  wire [44:0] \$414 ;
+  wire [69:0] \$415 ;
+  wire [70:0] \$416 ;
+  wire [41:0] \$417 ;
+  wire [42:0] \$418 ;
+  wire [67:0] \$419 ;
   wire [31:0] \$42 ;
-  reg [191:0] \$420 ;
-  reg [47:0] \$421 ;
-  reg [191:0] \$422 ;
-  reg \$423 ;
-  reg \$424 ;
-  reg \$425 ;
+  wire [68:0] \$420 ;
+  wire \$421 ;
+  wire \$422 ;
+  wire \$423 ;
+  wire \$424 ;
+  wire \$425 ;
+  wire \$426 ;
+  wire \$427 ;
+  wire \$428 ;
+  wire \$429 ;
   wire [31:0] \$43 ;
+  wire \$430 ;
+  wire \$431 ;
+  wire \$432 ;
+  wire \$433 ;
+  wire \$434 ;
+  wire \$435 ;
+  wire \$436 ;
+  wire \$437 ;
+  wire \$438 ;
+  wire \$439 ;
   wire [31:0] \$44 ;
+  wire \$440 ;
+  wire \$441 ;
+  wire \$442 ;
+  wire \$443 ;
+  wire \$444 ;
+  wire \$445 ;
+  wire \$446 ;
+  wire \$447 ;
+  wire \$448 ;
+  wire \$449 ;
   wire [31:0] \$45 ;
+  wire \$450 ;
+  reg \$451 ;
+  reg [93:0] \$452 ;
+  reg \$453 ;
+  reg \$454 ;
+  reg [93:0] \$455 ;
+  reg [5:0] \$456 ;
+  reg \$457 ;
+  reg [5:0] \$458 ;
+  reg [5:0] \$459 ;
   wire [31:0] \$46 ;
+  reg [5:0] \$460 ;
+  reg \$461 ;
+  reg [93:0] \$462 ;
+  reg \$463 ;
+  reg \$464 ;
+  reg [11:0] \$465 ;
+  reg \$466 ;
+  reg [15:0] \$467 ;
+  reg [191:0] \$468 ;
+  reg [15:0] \$469 ;
   wire [31:0] \$47 ;
-  wire [31:0] \$48 ;
-  wire [31:0] \$49 ;
+  reg [16:0] \$470 ;
+  reg [31:0] \$471 ;
+  reg [34:0] \$472 ;
+  reg [15:0] \$473 ;
+  reg [191:0] \$474 ;
+  reg [33:0] \$475 ;
+  reg [15:0] \$476 ;
+  reg [511:0] \$477 ;
+  reg [191:0] \$478 ;
+  reg [31:0] \$479 ;
+  wire \$48 ;
+  reg [31:0] \$480 ;
+  reg [31:0] \$481 ;
+  reg [31:0] \$482 ;
+  reg [31:0] \$483 ;
+  reg [31:0] \$484 ;
+  reg [31:0] \$485 ;
+  reg [191:0] \$486 ;
+  reg [32:0] \$487 ;
+  reg [42:0] \$488 ;
+  reg [38:0] \$489 ;
+  wire \$49 ;
+  reg [40:0] \$490 ;
+  reg [36:0] \$491 ;
+  reg [191:0] \$492 ;
+  reg [47:0] \$493 ;
+  reg [11:0] \$494 ;
+  reg [79:0] \$495 ;
+  reg [79:0] \$496 ;
+  reg [191:0] \$497 ;
+  reg [191:0] \$498 ;
+  reg \$499 ;
   wire \$5 ;
-  wire [31:0] \$50 ;
-  wire [31:0] \$51 ;
-  wire [31:0] \$52 ;
-  wire [31:0] \$53 ;
-  wire [31:0] \$54 ;
-  wire [31:0] \$55 ;
-  wire [31:0] \$56 ;
-  wire [31:0] \$57 ;
-  wire [31:0] \$58 ;
-  wire [31:0] \$59 ;
+  wire [80:0] \$50 ;
+  reg \$500 ;
+  reg \$501 ;
+  wire [81:0] \$51 ;
+  wire [110:0] \$52 ;
+  wire [111:0] \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [31:0] \$60 ;
-  wire [31:0] \$61 ;
-  wire [31:0] \$62 ;
-  wire [31:0] \$63 ;
-  wire [31:0] \$64 ;
-  wire [31:0] \$65 ;
-  wire [31:0] \$66 ;
-  wire [31:0] \$67 ;
-  wire [31:0] \$68 ;
-  wire [31:0] \$69 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [6:0] \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [6:0] \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [31:0] \$70 ;
-  wire [31:0] \$71 ;
-  wire [31:0] \$72 ;
-  wire [31:0] \$73 ;
-  wire [31:0] \$74 ;
-  wire [31:0] \$75 ;
-  wire [31:0] \$76 ;
-  wire [31:0] \$77 ;
-  wire [31:0] \$78 ;
-  wire [31:0] \$79 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire [6:0] \$72 ;
+  wire [6:0] \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [31:0] \$80 ;
-  wire [31:0] \$81 ;
-  wire [31:0] \$82 ;
-  wire [31:0] \$83 ;
-  wire [31:0] \$84 ;
-  wire [31:0] \$85 ;
-  wire [31:0] \$86 ;
-  wire [31:0] \$87 ;
-  wire [31:0] \$88 ;
-  wire [31:0] \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire [12:0] \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [31:0] \$90 ;
-  wire [31:0] \$91 ;
-  wire [31:0] \$92 ;
-  wire [31:0] \$93 ;
-  wire [31:0] \$94 ;
-  wire [31:0] \$95 ;
-  wire [31:0] \$96 ;
-  wire [31:0] \$97 ;
-  wire [31:0] \$98 ;
-  wire [31:0] \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [15:0] \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  reg \$signal  = 1'h0;
   reg [93:0] a = 94'h000000000000000000000000;
   wire [15:0] \a.index ;
   wire [2:0] \a.level ;
@@ -2420,7 +2645,10 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [39:0] \a.priority ;
   wire [31:0] \a.target ;
   reg a_insert = 1'h0;
+  reg [15:0] a_leaf = 16'h0000;
+  reg a_resp = 1'h0;
   reg a_valid = 1'h0;
+  wire accept;
   reg [191:0] b = 192'h000000000000000000000000000000000000000000000000;
   wire \b.debug ;
   wire [32:0] \b.delta ;
@@ -2473,6 +2701,39 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \b2.valid ;
   wire [47:0] \b2.value ;
   wire \b2.write ;
+  reg [191:0] b3 = 192'h000000000000000000000000000000000000000000000000;
+  wire \b3.debug ;
+  wire [32:0] \b3.delta ;
+  wire \b3.empty ;
+  wire [15:0] \b3.index ;
+  wire \b3.invalid ;
+  wire [2:0] \b3.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \b3.op ;
+  wire [31:0] \b3.prio ;
+  wire \b3.prng ;
+  wire \b3.read ;
+  wire \b3.respond ;
+  wire \b3.sample ;
+  wire [47:0] \b3.target ;
+  wire \b3.valid ;
+  wire [47:0] \b3.value ;
+  wire \b3.write ;
+  reg [31:0] b3_old0 = 32'd0;
+  reg [31:0] b3_old1 = 32'd0;
+  reg [31:0] b3_old2 = 32'd0;
+  reg [31:0] b3_old3 = 32'd0;
+  reg [31:0] b3_old4 = 32'd0;
+  reg [31:0] b3_old5 = 32'd0;
+  reg [31:0] b3_old6 = 32'd0;
   output busy;
   wire busy;
   reg [191:0] c = 192'h000000000000000000000000000000000000000000000000;
@@ -2501,7 +2762,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \c.valid ;
   wire [47:0] \c.value ;
   wire \c.write ;
-  reg [31:0] c_old = 32'd0;
+  reg [32:0] c_delta = 33'h000000000;
   input clear;
   wire clear;
   input clk;
@@ -2526,10 +2787,10 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire cmd__ready;
   input cmd__valid;
   wire cmd__valid;
-  wire [32:0] delta;
+  wire [47:0] d_ext;
   output empty;
   reg empty = 1'h0;
-  reg [26:0] hits = 27'h0000000;
+  reg [34:0] hits = 35'h000000000;
   reg [191:0] i = 192'h000000000000000000000000000000000000000000000000;
   wire [191:0] \i$2 ;
   wire \i$2.debug ;
@@ -2636,6 +2897,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \i.write ;
   output invalid;
   reg invalid = 1'h0;
+  reg k_valid = 1'h0;
   reg [15:0] lane = 16'h0000;
   wire [15:0] leaf_index;
   input load;
@@ -2669,19 +2931,13 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \m.valid ;
   wire [47:0] \m.value ;
   wire \m.write ;
-  wire [31:0] max_now;
-  output [31:0] max_priority;
-  reg [31:0] max_priority = 32'd65536;
-  wire max_raise;
-  wire [31:0] new_value;
-  wire [191:0] o;
-  wire [191:0] \o$26 ;
-  wire \o$26.debug ;
-  wire [32:0] \o$26.delta ;
-  wire \o$26.empty ;
-  wire [15:0] \o$26.index ;
-  wire \o$26.invalid ;
-  wire [2:0] \o$26.level ;
+  reg [191:0] m2 = 192'h000000000000000000000000000000000000000000000000;
+  wire \m2.debug ;
+  wire [32:0] \m2.delta ;
+  wire \m2.empty ;
+  wire [15:0] \m2.index ;
+  wire \m2.invalid ;
+  wire [2:0] \m2.level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -2691,16 +2947,50 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \o$26.op ;
-  wire [31:0] \o$26.prio ;
-  wire \o$26.prng ;
-  wire \o$26.read ;
-  wire \o$26.respond ;
-  wire \o$26.sample ;
-  wire [47:0] \o$26.target ;
-  wire \o$26.valid ;
-  wire [47:0] \o$26.value ;
-  wire \o$26.write ;
+  wire [2:0] \m2.op ;
+  wire [31:0] \m2.prio ;
+  wire \m2.prng ;
+  wire \m2.read ;
+  wire \m2.respond ;
+  wire \m2.sample ;
+  wire [47:0] \m2.target ;
+  wire \m2.valid ;
+  wire [47:0] \m2.value ;
+  wire \m2.write ;
+  reg [79:0] m_row0 = 80'h00000000000000000000;
+  reg [79:0] m_row17 = 80'h00000000000000000000;
+  wire [31:0] max_now;
+  output [31:0] max_priority;
+  reg [31:0] max_priority = 32'd65536;
+  wire max_raise;
+  wire [31:0] new_value;
+  wire [191:0] o;
+  wire [191:0] \o$30 ;
+  wire \o$30.debug ;
+  wire [32:0] \o$30.delta ;
+  wire \o$30.empty ;
+  wire [15:0] \o$30.index ;
+  wire \o$30.invalid ;
+  wire [2:0] \o$30.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \o$30.op ;
+  wire [31:0] \o$30.prio ;
+  wire \o$30.prng ;
+  wire \o$30.read ;
+  wire \o$30.respond ;
+  wire \o$30.sample ;
+  wire [47:0] \o$30.target ;
+  wire \o$30.valid ;
+  wire [47:0] \o$30.value ;
+  wire \o$30.write ;
   wire [191:0] \o$5 ;
   wire \o$5.debug ;
   wire [32:0] \o$5.delta ;
@@ -2785,6 +3075,19 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   reg [40:0] pp_17_0 = 41'h00000000000;
   reg [36:0] pp_17_26 = 37'h0000000000;
   wire [79:0] product;
+  wire [15:0] ptr_next;
+  (* init = 1'h0 *)
+  wire q_nonempty;
+  reg [5:0] q_rd__addr = 6'h00;
+  wire [68:0] q_rd__data;
+  (* init = 6'h00 *)
+  wire [5:0] q_rp;
+  reg [5:0] q_rp1 = 6'h01;
+  (* init = 6'h00 *)
+  wire [5:0] q_wp;
+  reg [5:0] q_wr__addr = 6'h00;
+  wire [68:0] q_wr__data;
+  wire q_wr__en;
   (* init = 192'h000000000000000000000000000000000000000000000000 *)
   wire [191:0] r1;
   wire \r1.debug ;
@@ -2812,9 +3115,6 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \r1.valid ;
   wire [47:0] \r1.value ;
   wire \r1.write ;
-  wire [68:0] r_data;
-  wire r_en;
-  wire r_rdy;
   reg [5:0] reserved = 6'h00;
   wire [68:0] response;
   wire \response.empty ;
@@ -2831,6 +3131,8 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_111 = "RESET" *)
   wire [2:0] \response.op ;
   wire [47:0] \response.value ;
+  wire root_zero;
+  reg [11:0] root_zero_groups = 12'hfff;
   output [68:0] rsp__payload;
   wire [68:0] rsp__payload;
   wire \rsp__payload.empty ;
@@ -2849,9 +3151,24 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [47:0] \rsp__payload.value ;
   wire rsp__ready;
   output rsp__valid;
-  wire rsp__valid;
+  reg rsp__valid = 1'h0;
   input rst;
   wire rst;
+  reg [93:0] s = 94'h000000000000000000000000;
+  wire [15:0] \s.index ;
+  wire [2:0] \s.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \s.op ;
+  wire [39:0] \s.priority ;
+  wire [31:0] \s.target ;
   wire [31:0] sat;
   wire [39:0] sat_full;
   wire sat_hi;
@@ -2861,12 +3178,27 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   reg saturated = 1'h0;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$64 ;
+  wire [31:0] \seed$74 ;
   wire seed_load;
   reg [15:0] sel_lane = 16'h0000;
-  reg [25:0] sel_tap = 26'h0000000;
+  reg [33:0] sel_tap = 34'h000000000;
   output [16:0] size;
   reg [16:0] size = 17'h00000;
+  reg [93:0] skid = 94'h000000000000000000000000;
+  wire [15:0] \skid.index ;
+  wire [2:0] \skid.level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \skid.op ;
+  wire [39:0] \skid.priority ;
+  wire [31:0] \skid.target ;
   reg stages_busy = 1'h0;
   wire step;
   reg sweep = 1'h1;
@@ -2887,15 +3219,15 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire [11:0] sweep_cnt;
   (* init = 1'h1 *)
   wire sweeping;
-  wire [1151:0] taps;
-  wire [1151:0] \taps$58 ;
-  wire [191:0] \taps$58[0] ;
-  wire \taps$58[0].debug ;
-  wire [32:0] \taps$58[0].delta ;
-  wire \taps$58[0].empty ;
-  wire [15:0] \taps$58[0].index ;
-  wire \taps$58[0].invalid ;
-  wire [2:0] \taps$58[0].level ;
+  wire [1535:0] taps;
+  wire [1535:0] \taps$91 ;
+  wire [191:0] \taps$91[0] ;
+  wire \taps$91[0].debug ;
+  wire [32:0] \taps$91[0].delta ;
+  wire \taps$91[0].empty ;
+  wire [15:0] \taps$91[0].index ;
+  wire \taps$91[0].invalid ;
+  wire [2:0] \taps$91[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -2905,23 +3237,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$58[0].op ;
-  wire [31:0] \taps$58[0].prio ;
-  wire \taps$58[0].prng ;
-  wire \taps$58[0].read ;
-  wire \taps$58[0].respond ;
-  wire \taps$58[0].sample ;
-  wire [47:0] \taps$58[0].target ;
-  wire \taps$58[0].valid ;
-  wire [47:0] \taps$58[0].value ;
-  wire \taps$58[0].write ;
-  wire [191:0] \taps$58[1] ;
-  wire \taps$58[1].debug ;
-  wire [32:0] \taps$58[1].delta ;
-  wire \taps$58[1].empty ;
-  wire [15:0] \taps$58[1].index ;
-  wire \taps$58[1].invalid ;
-  wire [2:0] \taps$58[1].level ;
+  wire [2:0] \taps$91[0].op ;
+  wire [31:0] \taps$91[0].prio ;
+  wire \taps$91[0].prng ;
+  wire \taps$91[0].read ;
+  wire \taps$91[0].respond ;
+  wire \taps$91[0].sample ;
+  wire [47:0] \taps$91[0].target ;
+  wire \taps$91[0].valid ;
+  wire [47:0] \taps$91[0].value ;
+  wire \taps$91[0].write ;
+  wire [191:0] \taps$91[1] ;
+  wire \taps$91[1].debug ;
+  wire [32:0] \taps$91[1].delta ;
+  wire \taps$91[1].empty ;
+  wire [15:0] \taps$91[1].index ;
+  wire \taps$91[1].invalid ;
+  wire [2:0] \taps$91[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -2931,23 +3263,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$58[1].op ;
-  wire [31:0] \taps$58[1].prio ;
-  wire \taps$58[1].prng ;
-  wire \taps$58[1].read ;
-  wire \taps$58[1].respond ;
-  wire \taps$58[1].sample ;
-  wire [47:0] \taps$58[1].target ;
-  wire \taps$58[1].valid ;
-  wire [47:0] \taps$58[1].value ;
-  wire \taps$58[1].write ;
-  wire [191:0] \taps$58[2] ;
-  wire \taps$58[2].debug ;
-  wire [32:0] \taps$58[2].delta ;
-  wire \taps$58[2].empty ;
-  wire [15:0] \taps$58[2].index ;
-  wire \taps$58[2].invalid ;
-  wire [2:0] \taps$58[2].level ;
+  wire [2:0] \taps$91[1].op ;
+  wire [31:0] \taps$91[1].prio ;
+  wire \taps$91[1].prng ;
+  wire \taps$91[1].read ;
+  wire \taps$91[1].respond ;
+  wire \taps$91[1].sample ;
+  wire [47:0] \taps$91[1].target ;
+  wire \taps$91[1].valid ;
+  wire [47:0] \taps$91[1].value ;
+  wire \taps$91[1].write ;
+  wire [191:0] \taps$91[2] ;
+  wire \taps$91[2].debug ;
+  wire [32:0] \taps$91[2].delta ;
+  wire \taps$91[2].empty ;
+  wire [15:0] \taps$91[2].index ;
+  wire \taps$91[2].invalid ;
+  wire [2:0] \taps$91[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -2957,23 +3289,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$58[2].op ;
-  wire [31:0] \taps$58[2].prio ;
-  wire \taps$58[2].prng ;
-  wire \taps$58[2].read ;
-  wire \taps$58[2].respond ;
-  wire \taps$58[2].sample ;
-  wire [47:0] \taps$58[2].target ;
-  wire \taps$58[2].valid ;
-  wire [47:0] \taps$58[2].value ;
-  wire \taps$58[2].write ;
-  wire [191:0] \taps$58[3] ;
-  wire \taps$58[3].debug ;
-  wire [32:0] \taps$58[3].delta ;
-  wire \taps$58[3].empty ;
-  wire [15:0] \taps$58[3].index ;
-  wire \taps$58[3].invalid ;
-  wire [2:0] \taps$58[3].level ;
+  wire [2:0] \taps$91[2].op ;
+  wire [31:0] \taps$91[2].prio ;
+  wire \taps$91[2].prng ;
+  wire \taps$91[2].read ;
+  wire \taps$91[2].respond ;
+  wire \taps$91[2].sample ;
+  wire [47:0] \taps$91[2].target ;
+  wire \taps$91[2].valid ;
+  wire [47:0] \taps$91[2].value ;
+  wire \taps$91[2].write ;
+  wire [191:0] \taps$91[3] ;
+  wire \taps$91[3].debug ;
+  wire [32:0] \taps$91[3].delta ;
+  wire \taps$91[3].empty ;
+  wire [15:0] \taps$91[3].index ;
+  wire \taps$91[3].invalid ;
+  wire [2:0] \taps$91[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -2983,23 +3315,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$58[3].op ;
-  wire [31:0] \taps$58[3].prio ;
-  wire \taps$58[3].prng ;
-  wire \taps$58[3].read ;
-  wire \taps$58[3].respond ;
-  wire \taps$58[3].sample ;
-  wire [47:0] \taps$58[3].target ;
-  wire \taps$58[3].valid ;
-  wire [47:0] \taps$58[3].value ;
-  wire \taps$58[3].write ;
-  wire [191:0] \taps$58[4] ;
-  wire \taps$58[4].debug ;
-  wire [32:0] \taps$58[4].delta ;
-  wire \taps$58[4].empty ;
-  wire [15:0] \taps$58[4].index ;
-  wire \taps$58[4].invalid ;
-  wire [2:0] \taps$58[4].level ;
+  wire [2:0] \taps$91[3].op ;
+  wire [31:0] \taps$91[3].prio ;
+  wire \taps$91[3].prng ;
+  wire \taps$91[3].read ;
+  wire \taps$91[3].respond ;
+  wire \taps$91[3].sample ;
+  wire [47:0] \taps$91[3].target ;
+  wire \taps$91[3].valid ;
+  wire [47:0] \taps$91[3].value ;
+  wire \taps$91[3].write ;
+  wire [191:0] \taps$91[4] ;
+  wire \taps$91[4].debug ;
+  wire [32:0] \taps$91[4].delta ;
+  wire \taps$91[4].empty ;
+  wire [15:0] \taps$91[4].index ;
+  wire \taps$91[4].invalid ;
+  wire [2:0] \taps$91[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3009,23 +3341,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$58[4].op ;
-  wire [31:0] \taps$58[4].prio ;
-  wire \taps$58[4].prng ;
-  wire \taps$58[4].read ;
-  wire \taps$58[4].respond ;
-  wire \taps$58[4].sample ;
-  wire [47:0] \taps$58[4].target ;
-  wire \taps$58[4].valid ;
-  wire [47:0] \taps$58[4].value ;
-  wire \taps$58[4].write ;
-  wire [191:0] \taps$58[5] ;
-  wire \taps$58[5].debug ;
-  wire [32:0] \taps$58[5].delta ;
-  wire \taps$58[5].empty ;
-  wire [15:0] \taps$58[5].index ;
-  wire \taps$58[5].invalid ;
-  wire [2:0] \taps$58[5].level ;
+  wire [2:0] \taps$91[4].op ;
+  wire [31:0] \taps$91[4].prio ;
+  wire \taps$91[4].prng ;
+  wire \taps$91[4].read ;
+  wire \taps$91[4].respond ;
+  wire \taps$91[4].sample ;
+  wire [47:0] \taps$91[4].target ;
+  wire \taps$91[4].valid ;
+  wire [47:0] \taps$91[4].value ;
+  wire \taps$91[4].write ;
+  wire [191:0] \taps$91[5] ;
+  wire \taps$91[5].debug ;
+  wire [32:0] \taps$91[5].delta ;
+  wire \taps$91[5].empty ;
+  wire [15:0] \taps$91[5].index ;
+  wire \taps$91[5].invalid ;
+  wire [2:0] \taps$91[5].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3035,24 +3367,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$58[5].op ;
-  wire [31:0] \taps$58[5].prio ;
-  wire \taps$58[5].prng ;
-  wire \taps$58[5].read ;
-  wire \taps$58[5].respond ;
-  wire \taps$58[5].sample ;
-  wire [47:0] \taps$58[5].target ;
-  wire \taps$58[5].valid ;
-  wire [47:0] \taps$58[5].value ;
-  wire \taps$58[5].write ;
-  wire [1151:0] \taps$59 ;
-  wire [191:0] \taps$59[0] ;
-  wire \taps$59[0].debug ;
-  wire [32:0] \taps$59[0].delta ;
-  wire \taps$59[0].empty ;
-  wire [15:0] \taps$59[0].index ;
-  wire \taps$59[0].invalid ;
-  wire [2:0] \taps$59[0].level ;
+  wire [2:0] \taps$91[5].op ;
+  wire [31:0] \taps$91[5].prio ;
+  wire \taps$91[5].prng ;
+  wire \taps$91[5].read ;
+  wire \taps$91[5].respond ;
+  wire \taps$91[5].sample ;
+  wire [47:0] \taps$91[5].target ;
+  wire \taps$91[5].valid ;
+  wire [47:0] \taps$91[5].value ;
+  wire \taps$91[5].write ;
+  wire [191:0] \taps$91[6] ;
+  wire \taps$91[6].debug ;
+  wire [32:0] \taps$91[6].delta ;
+  wire \taps$91[6].empty ;
+  wire [15:0] \taps$91[6].index ;
+  wire \taps$91[6].invalid ;
+  wire [2:0] \taps$91[6].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3062,23 +3393,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$59[0].op ;
-  wire [31:0] \taps$59[0].prio ;
-  wire \taps$59[0].prng ;
-  wire \taps$59[0].read ;
-  wire \taps$59[0].respond ;
-  wire \taps$59[0].sample ;
-  wire [47:0] \taps$59[0].target ;
-  wire \taps$59[0].valid ;
-  wire [47:0] \taps$59[0].value ;
-  wire \taps$59[0].write ;
-  wire [191:0] \taps$59[1] ;
-  wire \taps$59[1].debug ;
-  wire [32:0] \taps$59[1].delta ;
-  wire \taps$59[1].empty ;
-  wire [15:0] \taps$59[1].index ;
-  wire \taps$59[1].invalid ;
-  wire [2:0] \taps$59[1].level ;
+  wire [2:0] \taps$91[6].op ;
+  wire [31:0] \taps$91[6].prio ;
+  wire \taps$91[6].prng ;
+  wire \taps$91[6].read ;
+  wire \taps$91[6].respond ;
+  wire \taps$91[6].sample ;
+  wire [47:0] \taps$91[6].target ;
+  wire \taps$91[6].valid ;
+  wire [47:0] \taps$91[6].value ;
+  wire \taps$91[6].write ;
+  wire [191:0] \taps$91[7] ;
+  wire \taps$91[7].debug ;
+  wire [32:0] \taps$91[7].delta ;
+  wire \taps$91[7].empty ;
+  wire [15:0] \taps$91[7].index ;
+  wire \taps$91[7].invalid ;
+  wire [2:0] \taps$91[7].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3088,23 +3419,24 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$59[1].op ;
-  wire [31:0] \taps$59[1].prio ;
-  wire \taps$59[1].prng ;
-  wire \taps$59[1].read ;
-  wire \taps$59[1].respond ;
-  wire \taps$59[1].sample ;
-  wire [47:0] \taps$59[1].target ;
-  wire \taps$59[1].valid ;
-  wire [47:0] \taps$59[1].value ;
-  wire \taps$59[1].write ;
-  wire [191:0] \taps$59[2] ;
-  wire \taps$59[2].debug ;
-  wire [32:0] \taps$59[2].delta ;
-  wire \taps$59[2].empty ;
-  wire [15:0] \taps$59[2].index ;
-  wire \taps$59[2].invalid ;
-  wire [2:0] \taps$59[2].level ;
+  wire [2:0] \taps$91[7].op ;
+  wire [31:0] \taps$91[7].prio ;
+  wire \taps$91[7].prng ;
+  wire \taps$91[7].read ;
+  wire \taps$91[7].respond ;
+  wire \taps$91[7].sample ;
+  wire [47:0] \taps$91[7].target ;
+  wire \taps$91[7].valid ;
+  wire [47:0] \taps$91[7].value ;
+  wire \taps$91[7].write ;
+  wire [1535:0] \taps$92 ;
+  wire [191:0] \taps$92[0] ;
+  wire \taps$92[0].debug ;
+  wire [32:0] \taps$92[0].delta ;
+  wire \taps$92[0].empty ;
+  wire [15:0] \taps$92[0].index ;
+  wire \taps$92[0].invalid ;
+  wire [2:0] \taps$92[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3114,23 +3446,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$59[2].op ;
-  wire [31:0] \taps$59[2].prio ;
-  wire \taps$59[2].prng ;
-  wire \taps$59[2].read ;
-  wire \taps$59[2].respond ;
-  wire \taps$59[2].sample ;
-  wire [47:0] \taps$59[2].target ;
-  wire \taps$59[2].valid ;
-  wire [47:0] \taps$59[2].value ;
-  wire \taps$59[2].write ;
-  wire [191:0] \taps$59[3] ;
-  wire \taps$59[3].debug ;
-  wire [32:0] \taps$59[3].delta ;
-  wire \taps$59[3].empty ;
-  wire [15:0] \taps$59[3].index ;
-  wire \taps$59[3].invalid ;
-  wire [2:0] \taps$59[3].level ;
+  wire [2:0] \taps$92[0].op ;
+  wire [31:0] \taps$92[0].prio ;
+  wire \taps$92[0].prng ;
+  wire \taps$92[0].read ;
+  wire \taps$92[0].respond ;
+  wire \taps$92[0].sample ;
+  wire [47:0] \taps$92[0].target ;
+  wire \taps$92[0].valid ;
+  wire [47:0] \taps$92[0].value ;
+  wire \taps$92[0].write ;
+  wire [191:0] \taps$92[1] ;
+  wire \taps$92[1].debug ;
+  wire [32:0] \taps$92[1].delta ;
+  wire \taps$92[1].empty ;
+  wire [15:0] \taps$92[1].index ;
+  wire \taps$92[1].invalid ;
+  wire [2:0] \taps$92[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3140,23 +3472,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$59[3].op ;
-  wire [31:0] \taps$59[3].prio ;
-  wire \taps$59[3].prng ;
-  wire \taps$59[3].read ;
-  wire \taps$59[3].respond ;
-  wire \taps$59[3].sample ;
-  wire [47:0] \taps$59[3].target ;
-  wire \taps$59[3].valid ;
-  wire [47:0] \taps$59[3].value ;
-  wire \taps$59[3].write ;
-  wire [191:0] \taps$59[4] ;
-  wire \taps$59[4].debug ;
-  wire [32:0] \taps$59[4].delta ;
-  wire \taps$59[4].empty ;
-  wire [15:0] \taps$59[4].index ;
-  wire \taps$59[4].invalid ;
-  wire [2:0] \taps$59[4].level ;
+  wire [2:0] \taps$92[1].op ;
+  wire [31:0] \taps$92[1].prio ;
+  wire \taps$92[1].prng ;
+  wire \taps$92[1].read ;
+  wire \taps$92[1].respond ;
+  wire \taps$92[1].sample ;
+  wire [47:0] \taps$92[1].target ;
+  wire \taps$92[1].valid ;
+  wire [47:0] \taps$92[1].value ;
+  wire \taps$92[1].write ;
+  wire [191:0] \taps$92[2] ;
+  wire \taps$92[2].debug ;
+  wire [32:0] \taps$92[2].delta ;
+  wire \taps$92[2].empty ;
+  wire [15:0] \taps$92[2].index ;
+  wire \taps$92[2].invalid ;
+  wire [2:0] \taps$92[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3166,23 +3498,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$59[4].op ;
-  wire [31:0] \taps$59[4].prio ;
-  wire \taps$59[4].prng ;
-  wire \taps$59[4].read ;
-  wire \taps$59[4].respond ;
-  wire \taps$59[4].sample ;
-  wire [47:0] \taps$59[4].target ;
-  wire \taps$59[4].valid ;
-  wire [47:0] \taps$59[4].value ;
-  wire \taps$59[4].write ;
-  wire [191:0] \taps$59[5] ;
-  wire \taps$59[5].debug ;
-  wire [32:0] \taps$59[5].delta ;
-  wire \taps$59[5].empty ;
-  wire [15:0] \taps$59[5].index ;
-  wire \taps$59[5].invalid ;
-  wire [2:0] \taps$59[5].level ;
+  wire [2:0] \taps$92[2].op ;
+  wire [31:0] \taps$92[2].prio ;
+  wire \taps$92[2].prng ;
+  wire \taps$92[2].read ;
+  wire \taps$92[2].respond ;
+  wire \taps$92[2].sample ;
+  wire [47:0] \taps$92[2].target ;
+  wire \taps$92[2].valid ;
+  wire [47:0] \taps$92[2].value ;
+  wire \taps$92[2].write ;
+  wire [191:0] \taps$92[3] ;
+  wire \taps$92[3].debug ;
+  wire [32:0] \taps$92[3].delta ;
+  wire \taps$92[3].empty ;
+  wire [15:0] \taps$92[3].index ;
+  wire \taps$92[3].invalid ;
+  wire [2:0] \taps$92[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3192,24 +3524,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$59[5].op ;
-  wire [31:0] \taps$59[5].prio ;
-  wire \taps$59[5].prng ;
-  wire \taps$59[5].read ;
-  wire \taps$59[5].respond ;
-  wire \taps$59[5].sample ;
-  wire [47:0] \taps$59[5].target ;
-  wire \taps$59[5].valid ;
-  wire [47:0] \taps$59[5].value ;
-  wire \taps$59[5].write ;
-  wire [1151:0] \taps$60 ;
-  wire [191:0] \taps$60[0] ;
-  wire \taps$60[0].debug ;
-  wire [32:0] \taps$60[0].delta ;
-  wire \taps$60[0].empty ;
-  wire [15:0] \taps$60[0].index ;
-  wire \taps$60[0].invalid ;
-  wire [2:0] \taps$60[0].level ;
+  wire [2:0] \taps$92[3].op ;
+  wire [31:0] \taps$92[3].prio ;
+  wire \taps$92[3].prng ;
+  wire \taps$92[3].read ;
+  wire \taps$92[3].respond ;
+  wire \taps$92[3].sample ;
+  wire [47:0] \taps$92[3].target ;
+  wire \taps$92[3].valid ;
+  wire [47:0] \taps$92[3].value ;
+  wire \taps$92[3].write ;
+  wire [191:0] \taps$92[4] ;
+  wire \taps$92[4].debug ;
+  wire [32:0] \taps$92[4].delta ;
+  wire \taps$92[4].empty ;
+  wire [15:0] \taps$92[4].index ;
+  wire \taps$92[4].invalid ;
+  wire [2:0] \taps$92[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3219,23 +3550,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$60[0].op ;
-  wire [31:0] \taps$60[0].prio ;
-  wire \taps$60[0].prng ;
-  wire \taps$60[0].read ;
-  wire \taps$60[0].respond ;
-  wire \taps$60[0].sample ;
-  wire [47:0] \taps$60[0].target ;
-  wire \taps$60[0].valid ;
-  wire [47:0] \taps$60[0].value ;
-  wire \taps$60[0].write ;
-  wire [191:0] \taps$60[1] ;
-  wire \taps$60[1].debug ;
-  wire [32:0] \taps$60[1].delta ;
-  wire \taps$60[1].empty ;
-  wire [15:0] \taps$60[1].index ;
-  wire \taps$60[1].invalid ;
-  wire [2:0] \taps$60[1].level ;
+  wire [2:0] \taps$92[4].op ;
+  wire [31:0] \taps$92[4].prio ;
+  wire \taps$92[4].prng ;
+  wire \taps$92[4].read ;
+  wire \taps$92[4].respond ;
+  wire \taps$92[4].sample ;
+  wire [47:0] \taps$92[4].target ;
+  wire \taps$92[4].valid ;
+  wire [47:0] \taps$92[4].value ;
+  wire \taps$92[4].write ;
+  wire [191:0] \taps$92[5] ;
+  wire \taps$92[5].debug ;
+  wire [32:0] \taps$92[5].delta ;
+  wire \taps$92[5].empty ;
+  wire [15:0] \taps$92[5].index ;
+  wire \taps$92[5].invalid ;
+  wire [2:0] \taps$92[5].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3245,23 +3576,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$60[1].op ;
-  wire [31:0] \taps$60[1].prio ;
-  wire \taps$60[1].prng ;
-  wire \taps$60[1].read ;
-  wire \taps$60[1].respond ;
-  wire \taps$60[1].sample ;
-  wire [47:0] \taps$60[1].target ;
-  wire \taps$60[1].valid ;
-  wire [47:0] \taps$60[1].value ;
-  wire \taps$60[1].write ;
-  wire [191:0] \taps$60[2] ;
-  wire \taps$60[2].debug ;
-  wire [32:0] \taps$60[2].delta ;
-  wire \taps$60[2].empty ;
-  wire [15:0] \taps$60[2].index ;
-  wire \taps$60[2].invalid ;
-  wire [2:0] \taps$60[2].level ;
+  wire [2:0] \taps$92[5].op ;
+  wire [31:0] \taps$92[5].prio ;
+  wire \taps$92[5].prng ;
+  wire \taps$92[5].read ;
+  wire \taps$92[5].respond ;
+  wire \taps$92[5].sample ;
+  wire [47:0] \taps$92[5].target ;
+  wire \taps$92[5].valid ;
+  wire [47:0] \taps$92[5].value ;
+  wire \taps$92[5].write ;
+  wire [191:0] \taps$92[6] ;
+  wire \taps$92[6].debug ;
+  wire [32:0] \taps$92[6].delta ;
+  wire \taps$92[6].empty ;
+  wire [15:0] \taps$92[6].index ;
+  wire \taps$92[6].invalid ;
+  wire [2:0] \taps$92[6].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3271,23 +3602,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$60[2].op ;
-  wire [31:0] \taps$60[2].prio ;
-  wire \taps$60[2].prng ;
-  wire \taps$60[2].read ;
-  wire \taps$60[2].respond ;
-  wire \taps$60[2].sample ;
-  wire [47:0] \taps$60[2].target ;
-  wire \taps$60[2].valid ;
-  wire [47:0] \taps$60[2].value ;
-  wire \taps$60[2].write ;
-  wire [191:0] \taps$60[3] ;
-  wire \taps$60[3].debug ;
-  wire [32:0] \taps$60[3].delta ;
-  wire \taps$60[3].empty ;
-  wire [15:0] \taps$60[3].index ;
-  wire \taps$60[3].invalid ;
-  wire [2:0] \taps$60[3].level ;
+  wire [2:0] \taps$92[6].op ;
+  wire [31:0] \taps$92[6].prio ;
+  wire \taps$92[6].prng ;
+  wire \taps$92[6].read ;
+  wire \taps$92[6].respond ;
+  wire \taps$92[6].sample ;
+  wire [47:0] \taps$92[6].target ;
+  wire \taps$92[6].valid ;
+  wire [47:0] \taps$92[6].value ;
+  wire \taps$92[6].write ;
+  wire [191:0] \taps$92[7] ;
+  wire \taps$92[7].debug ;
+  wire [32:0] \taps$92[7].delta ;
+  wire \taps$92[7].empty ;
+  wire [15:0] \taps$92[7].index ;
+  wire \taps$92[7].invalid ;
+  wire [2:0] \taps$92[7].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3297,23 +3628,24 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$60[3].op ;
-  wire [31:0] \taps$60[3].prio ;
-  wire \taps$60[3].prng ;
-  wire \taps$60[3].read ;
-  wire \taps$60[3].respond ;
-  wire \taps$60[3].sample ;
-  wire [47:0] \taps$60[3].target ;
-  wire \taps$60[3].valid ;
-  wire [47:0] \taps$60[3].value ;
-  wire \taps$60[3].write ;
-  wire [191:0] \taps$60[4] ;
-  wire \taps$60[4].debug ;
-  wire [32:0] \taps$60[4].delta ;
-  wire \taps$60[4].empty ;
-  wire [15:0] \taps$60[4].index ;
-  wire \taps$60[4].invalid ;
-  wire [2:0] \taps$60[4].level ;
+  wire [2:0] \taps$92[7].op ;
+  wire [31:0] \taps$92[7].prio ;
+  wire \taps$92[7].prng ;
+  wire \taps$92[7].read ;
+  wire \taps$92[7].respond ;
+  wire \taps$92[7].sample ;
+  wire [47:0] \taps$92[7].target ;
+  wire \taps$92[7].valid ;
+  wire [47:0] \taps$92[7].value ;
+  wire \taps$92[7].write ;
+  wire [1535:0] \taps$93 ;
+  wire [191:0] \taps$93[0] ;
+  wire \taps$93[0].debug ;
+  wire [32:0] \taps$93[0].delta ;
+  wire \taps$93[0].empty ;
+  wire [15:0] \taps$93[0].index ;
+  wire \taps$93[0].invalid ;
+  wire [2:0] \taps$93[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3323,23 +3655,23 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$60[4].op ;
-  wire [31:0] \taps$60[4].prio ;
-  wire \taps$60[4].prng ;
-  wire \taps$60[4].read ;
-  wire \taps$60[4].respond ;
-  wire \taps$60[4].sample ;
-  wire [47:0] \taps$60[4].target ;
-  wire \taps$60[4].valid ;
-  wire [47:0] \taps$60[4].value ;
-  wire \taps$60[4].write ;
-  wire [191:0] \taps$60[5] ;
-  wire \taps$60[5].debug ;
-  wire [32:0] \taps$60[5].delta ;
-  wire \taps$60[5].empty ;
-  wire [15:0] \taps$60[5].index ;
-  wire \taps$60[5].invalid ;
-  wire [2:0] \taps$60[5].level ;
+  wire [2:0] \taps$93[0].op ;
+  wire [31:0] \taps$93[0].prio ;
+  wire \taps$93[0].prng ;
+  wire \taps$93[0].read ;
+  wire \taps$93[0].respond ;
+  wire \taps$93[0].sample ;
+  wire [47:0] \taps$93[0].target ;
+  wire \taps$93[0].valid ;
+  wire [47:0] \taps$93[0].value ;
+  wire \taps$93[0].write ;
+  wire [191:0] \taps$93[1] ;
+  wire \taps$93[1].debug ;
+  wire [32:0] \taps$93[1].delta ;
+  wire \taps$93[1].empty ;
+  wire [15:0] \taps$93[1].index ;
+  wire \taps$93[1].invalid ;
+  wire [2:0] \taps$93[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -3349,16 +3681,172 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$60[5].op ;
-  wire [31:0] \taps$60[5].prio ;
-  wire \taps$60[5].prng ;
-  wire \taps$60[5].read ;
-  wire \taps$60[5].respond ;
-  wire \taps$60[5].sample ;
-  wire [47:0] \taps$60[5].target ;
-  wire \taps$60[5].valid ;
-  wire [47:0] \taps$60[5].value ;
-  wire \taps$60[5].write ;
+  wire [2:0] \taps$93[1].op ;
+  wire [31:0] \taps$93[1].prio ;
+  wire \taps$93[1].prng ;
+  wire \taps$93[1].read ;
+  wire \taps$93[1].respond ;
+  wire \taps$93[1].sample ;
+  wire [47:0] \taps$93[1].target ;
+  wire \taps$93[1].valid ;
+  wire [47:0] \taps$93[1].value ;
+  wire \taps$93[1].write ;
+  wire [191:0] \taps$93[2] ;
+  wire \taps$93[2].debug ;
+  wire [32:0] \taps$93[2].delta ;
+  wire \taps$93[2].empty ;
+  wire [15:0] \taps$93[2].index ;
+  wire \taps$93[2].invalid ;
+  wire [2:0] \taps$93[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$93[2].op ;
+  wire [31:0] \taps$93[2].prio ;
+  wire \taps$93[2].prng ;
+  wire \taps$93[2].read ;
+  wire \taps$93[2].respond ;
+  wire \taps$93[2].sample ;
+  wire [47:0] \taps$93[2].target ;
+  wire \taps$93[2].valid ;
+  wire [47:0] \taps$93[2].value ;
+  wire \taps$93[2].write ;
+  wire [191:0] \taps$93[3] ;
+  wire \taps$93[3].debug ;
+  wire [32:0] \taps$93[3].delta ;
+  wire \taps$93[3].empty ;
+  wire [15:0] \taps$93[3].index ;
+  wire \taps$93[3].invalid ;
+  wire [2:0] \taps$93[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$93[3].op ;
+  wire [31:0] \taps$93[3].prio ;
+  wire \taps$93[3].prng ;
+  wire \taps$93[3].read ;
+  wire \taps$93[3].respond ;
+  wire \taps$93[3].sample ;
+  wire [47:0] \taps$93[3].target ;
+  wire \taps$93[3].valid ;
+  wire [47:0] \taps$93[3].value ;
+  wire \taps$93[3].write ;
+  wire [191:0] \taps$93[4] ;
+  wire \taps$93[4].debug ;
+  wire [32:0] \taps$93[4].delta ;
+  wire \taps$93[4].empty ;
+  wire [15:0] \taps$93[4].index ;
+  wire \taps$93[4].invalid ;
+  wire [2:0] \taps$93[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$93[4].op ;
+  wire [31:0] \taps$93[4].prio ;
+  wire \taps$93[4].prng ;
+  wire \taps$93[4].read ;
+  wire \taps$93[4].respond ;
+  wire \taps$93[4].sample ;
+  wire [47:0] \taps$93[4].target ;
+  wire \taps$93[4].valid ;
+  wire [47:0] \taps$93[4].value ;
+  wire \taps$93[4].write ;
+  wire [191:0] \taps$93[5] ;
+  wire \taps$93[5].debug ;
+  wire [32:0] \taps$93[5].delta ;
+  wire \taps$93[5].empty ;
+  wire [15:0] \taps$93[5].index ;
+  wire \taps$93[5].invalid ;
+  wire [2:0] \taps$93[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$93[5].op ;
+  wire [31:0] \taps$93[5].prio ;
+  wire \taps$93[5].prng ;
+  wire \taps$93[5].read ;
+  wire \taps$93[5].respond ;
+  wire \taps$93[5].sample ;
+  wire [47:0] \taps$93[5].target ;
+  wire \taps$93[5].valid ;
+  wire [47:0] \taps$93[5].value ;
+  wire \taps$93[5].write ;
+  wire [191:0] \taps$93[6] ;
+  wire \taps$93[6].debug ;
+  wire [32:0] \taps$93[6].delta ;
+  wire \taps$93[6].empty ;
+  wire [15:0] \taps$93[6].index ;
+  wire \taps$93[6].invalid ;
+  wire [2:0] \taps$93[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$93[6].op ;
+  wire [31:0] \taps$93[6].prio ;
+  wire \taps$93[6].prng ;
+  wire \taps$93[6].read ;
+  wire \taps$93[6].respond ;
+  wire \taps$93[6].sample ;
+  wire [47:0] \taps$93[6].target ;
+  wire \taps$93[6].valid ;
+  wire [47:0] \taps$93[6].value ;
+  wire \taps$93[6].write ;
+  wire [191:0] \taps$93[7] ;
+  wire \taps$93[7].debug ;
+  wire [32:0] \taps$93[7].delta ;
+  wire \taps$93[7].empty ;
+  wire [15:0] \taps$93[7].index ;
+  wire \taps$93[7].invalid ;
+  wire [2:0] \taps$93[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$93[7].op ;
+  wire [31:0] \taps$93[7].prio ;
+  wire \taps$93[7].prng ;
+  wire \taps$93[7].read ;
+  wire \taps$93[7].respond ;
+  wire \taps$93[7].sample ;
+  wire [47:0] \taps$93[7].target ;
+  wire \taps$93[7].valid ;
+  wire [47:0] \taps$93[7].value ;
+  wire \taps$93[7].write ;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -3515,469 +4003,621 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   wire \taps[5].valid ;
   wire [47:0] \taps[5].value ;
   wire \taps[5].write ;
+  wire [191:0] \taps[6] ;
+  wire \taps[6].debug ;
+  wire [32:0] \taps[6].delta ;
+  wire \taps[6].empty ;
+  wire [15:0] \taps[6].index ;
+  wire \taps[6].invalid ;
+  wire [2:0] \taps[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[6].op ;
+  wire [31:0] \taps[6].prio ;
+  wire \taps[6].prng ;
+  wire \taps[6].read ;
+  wire \taps[6].respond ;
+  wire \taps[6].sample ;
+  wire [47:0] \taps[6].target ;
+  wire \taps[6].valid ;
+  wire [47:0] \taps[6].value ;
+  wire \taps[6].write ;
+  wire [191:0] \taps[7] ;
+  wire \taps[7].debug ;
+  wire [32:0] \taps[7].delta ;
+  wire \taps[7].empty ;
+  wire [15:0] \taps[7].index ;
+  wire \taps[7].invalid ;
+  wire [2:0] \taps[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[7].op ;
+  wire [31:0] \taps[7].prio ;
+  wire \taps[7].prng ;
+  wire \taps[7].read ;
+  wire \taps[7].respond ;
+  wire \taps[7].sample ;
+  wire [47:0] \taps[7].target ;
+  wire \taps[7].valid ;
+  wire [47:0] \taps[7].value ;
+  wire \taps[7].write ;
   output [47:0] total;
   reg [47:0] total = 48'h000000000000;
-  wire [68:0] w_data;
-  wire w_en;
   wire [31:0] word;
   wire write;
   output [15:0] write_pointer;
   reg [15:0] write_pointer = 16'h0000;
   wire [31:0] x;
-  wire [26:0] youngest;
+  wire [34:0] youngest;
+  reg [68:0] rsp_queue [63:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_5
+    integer i;
+    for (i = 0; i <= 63; i = i + 1) rsp_queue[i] = 0;
+  end
+`endif
+`endif
+  always @(posedge clk) begin
+    if (q_wr__en)
+      rsp_queue[q_wr__addr] <= response;
+  end
+  assign rsp__payload = rsp_queue[q_rd__addr];
+  always @(posedge clk)
+    a_resp <= \$464 ;
+  always @(posedge clk)
+    sweep_addr <= \$465 ;
+  always @(posedge clk)
+    sweep <= \$466 ;
+  always @(posedge clk)
+    a_leaf <= \$467 ;
+  always @(posedge clk)
+    b <= \$468 ;
+  always @(posedge clk)
+    write_pointer <= \$469 ;
+  always @(posedge clk)
+    size <= \$470 ;
+  always @(posedge clk)
+    max_priority <= \$471 ;
+  always @(posedge clk)
+    hits <= \$472 ;
+  always @(posedge clk)
+    lane <= \$473 ;
+  always @(posedge clk)
+    b2 <= \$474 ;
+  always @(posedge clk)
+    sel_tap <= \$475 ;
+  always @(posedge clk)
+    sel_lane <= \$476 ;
+  always @(posedge clk)
+    looked <= \$477 ;
+  always @(posedge clk)
+    b3 <= \$478 ;
+  always @(posedge clk)
+    b3_old0 <= \$479 ;
+  always @(posedge clk)
+    b3_old1 <= \$480 ;
+  always @(posedge clk)
+    b3_old2 <= \$481 ;
+  always @(posedge clk)
+    b3_old3 <= \$482 ;
+  always @(posedge clk)
+    b3_old4 <= \$483 ;
+  always @(posedge clk)
+    b3_old5 <= \$484 ;
+  always @(posedge clk)
+    b3_old6 <= \$485 ;
+  always @(posedge clk)
+    c <= \$486 ;
+  always @(posedge clk)
+    c_delta <= \$487 ;
+  always @(posedge clk)
+    pp_0_0 <= \$488 ;
+  always @(posedge clk)
+    pp_0_26 <= \$489 ;
+  always @(posedge clk)
+    pp_17_0 <= \$490 ;
+  always @(posedge clk)
+    pp_17_26 <= \$491 ;
+  always @(posedge clk)
+    m <= \$492 ;
+  always @(posedge clk)
+    total <= \$493 ;
+  always @(posedge clk)
+    root_zero_groups <= \$494 ;
+  always @(posedge clk)
+    m_row0 <= \$495 ;
+  always @(posedge clk)
+    m_row17 <= \$496 ;
+  always @(posedge clk)
+    m2 <= \$497 ;
+  always @(posedge clk)
+    i <= \$498 ;
+  always @(posedge clk)
+    empty <= \$499 ;
+  always @(posedge clk)
+    saturated <= \$500 ;
+  always @(posedge clk)
+    invalid <= \$501 ;
+  assign \$1  = ~ k_valid;
+  assign \$2  = ~ sweep;
+  assign cmd__ready = \$1  & \$2 ;
   assign pipe_busy = a_valid | stages_busy;
-  assign \$1  = ~ sweep;
-  assign \$2  = cmd__payload[2:0] == 3'h7;
-  assign \$3  = \$2  & pipe_busy;
-  assign \$4  = ~ \$3 ;
-  assign \$5  = \$1  & \$4 ;
-  assign \$6  = reserved < 6'h24;
-  assign \$7  = ! cmd__payload[2:0];
-  assign \$8  = cmd__payload[2:0] == 1'h1;
-  assign \$9  = cmd__payload[2:0] == 2'h3;
-  assign \$10  = cmd__payload[2:0] == 3'h4;
-  assign \$11  = cmd__payload[2:0] == 3'h5;
-  assign \$12  = cmd__payload[2:0] == 3'h6;
-  assign \$13  = | { \$12 , \$11 , \$10 , \$9 , \$8 , \$7  };
-  assign \$14  = ~ \$13 ;
-  assign \$15  = \$6  | \$14 ;
-  assign cmd__ready = \$5  & \$15 ;
-  assign busy = pipe_busy | sweep;
-  assign w_en = \o$26 [0] & \o$26 [9];
+  assign \$3  = ~ sweep;
+  assign \$4  = \$signal  & \$3 ;
+  assign \$5  = s[2:0] == 3'h7;
+  assign \$6  = \$5  & pipe_busy;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = \$4  & \$7 ;
+  assign \$9  = reserved < 6'h2e;
+  assign \$10  = reserved < 6'h2f;
+  assign \$11  = a_resp ? \$9  : \$10 ;
+  assign \$12  = ! s[2:0];
+  assign \$13  = s[2:0] == 1'h1;
+  assign \$14  = s[2:0] == 2'h3;
+  assign \$15  = s[2:0] == 3'h4;
+  assign \$16  = s[2:0] == 3'h5;
+  assign \$17  = s[2:0] == 3'h6;
+  assign \$18  = | { \$17 , \$16 , \$15 , \$14 , \$13 , \$12  };
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$11  | \$19 ;
+  assign accept = \$8  & \$20 ;
+  assign \$21  = pipe_busy | sweep;
+  assign busy = \$21  | \$signal ;
+  assign q_wr__en = \o$30 [0] & \o$30 [9];
   assign sat_hi = | a[61:54];
-  assign sat = sat_hi ? 32'd4294967295 : \$16 ;
-  assign \$17  = b[62:31] > max_priority;
-  assign max_raise = b[6] & \$17 ;
+  assign sat = sat_hi ? 32'd4294967295 : \$22 ;
+  assign \$23  = b[62:31] > max_priority;
+  assign max_raise = b[6] & \$23 ;
   assign max_now = max_raise ? b[62:31] : max_priority;
-  assign \$18  = a[2:0] == 3'h4;
-  assign new_value = \$18  ? max_now : sat;
-  assign \$19  = a[2:0] == 2'h3;
-  assign \$20  = a[2:0] == 3'h4;
-  assign \$21  = \$19  | \$20 ;
-  assign \$22  = a_valid & \$21 ;
-  assign \$23  = ! a[2:0];
-  assign \$24  = a[2:0] == 1'h1;
-  assign \$25  = \$23  | \$24 ;
-  assign \$26  = a_valid & \$25 ;
-  assign \$27  = \$26  ? 16'h0000 : a[21:6];
-  assign leaf_index = \$22  ? write_pointer : \$27 ;
-  assign \$28  = a[2:0] == 2'h3;
+  assign \$24  = a_valid & a_insert;
+  assign \$25  = write_pointer == 16'hffff;
+  assign \$26  = write_pointer + 1'h1;
+  assign \$27  = \$25  ? 17'h00000 : \$26 ;
+  assign \$28  = \$24  ? \$27  : { 1'h0, write_pointer };
   assign \$29  = a[2:0] == 3'h4;
-  assign \$30  = \$28  | \$29 ;
-  assign \$31  = a_valid & \$30 ;
-  assign \$32  = a[2:0] == 2'h2;
+  assign new_value = \$29  ? max_now : sat;
+  assign \$30  = ! a[2:0];
+  assign \$31  = a[2:0] == 1'h1;
+  assign \$32  = \$30  | \$31 ;
   assign \$33  = a_valid & \$32 ;
-  assign write = \$31  | \$35 ;
-  assign \$36  = a_insert ? write_pointer : a[21:6];
-  assign \$38  = ~ hits;
-  assign \$39  = \$38  + 1'h1;
-  assign youngest = hits & \$39 [26:0];
-  assign \$40  = sel_tap[0] ? c[62:31] : 32'd0;
-  assign \$42  = sel_tap[1] ? m[62:31] : 32'd0;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = sel_tap[2] ? i[62:31] : 32'd0;
-  assign \$45  = \$43  | \$44 ;
-  assign \$46  = sel_tap[3] ? taps[62:31] : 32'd0;
-  assign \$47  = \$45  | \$46 ;
-  assign \$48  = sel_tap[4] ? taps[254:223] : 32'd0;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = sel_tap[5] ? taps[446:415] : 32'd0;
-  assign \$51  = \$49  | \$50 ;
-  assign \$52  = sel_tap[6] ? taps[638:607] : 32'd0;
-  assign \$53  = \$51  | \$52 ;
-  assign \$54  = sel_tap[7] ? taps[830:799] : 32'd0;
-  assign \$55  = \$53  | \$54 ;
-  assign \$56  = sel_tap[8] ? taps[1022:991] : 32'd0;
-  assign \$57  = \$55  | \$56 ;
-  assign \$58  = sel_tap[9] ? \i$2 [62:31] : 32'd0;
-  assign \$59  = \$57  | \$58 ;
-  assign \$60  = sel_tap[10] ? \taps$58 [62:31] : 32'd0;
-  assign \$61  = \$59  | \$60 ;
-  assign \$62  = sel_tap[11] ? \taps$58 [254:223] : 32'd0;
-  assign \$63  = \$61  | \$62 ;
-  assign \$64  = sel_tap[12] ? \taps$58 [446:415] : 32'd0;
-  assign \$65  = \$63  | \$64 ;
-  assign \$66  = sel_tap[13] ? \taps$58 [638:607] : 32'd0;
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = sel_tap[14] ? \taps$58 [830:799] : 32'd0;
-  assign \$69  = \$67  | \$68 ;
-  assign \$70  = sel_tap[15] ? \taps$58 [1022:991] : 32'd0;
-  assign \$71  = \$69  | \$70 ;
-  assign \$72  = sel_tap[16] ? \i$4 [62:31] : 32'd0;
-  assign \$73  = \$71  | \$72 ;
-  assign \$74  = sel_tap[17] ? \taps$59 [62:31] : 32'd0;
-  assign \$75  = \$73  | \$74 ;
-  assign \$76  = sel_tap[18] ? \taps$59 [254:223] : 32'd0;
-  assign \$77  = \$75  | \$76 ;
-  assign \$78  = sel_tap[19] ? \taps$59 [446:415] : 32'd0;
-  assign \$79  = \$77  | \$78 ;
-  assign \$80  = sel_tap[20] ? \taps$59 [638:607] : 32'd0;
-  assign \$81  = \$79  | \$80 ;
-  assign \$82  = sel_tap[21] ? \taps$59 [830:799] : 32'd0;
-  assign \$83  = \$81  | \$82 ;
-  assign \$84  = sel_tap[22] ? \taps$59 [1022:991] : 32'd0;
-  assign \$85  = \$83  | \$84 ;
-  assign \$86  = sel_tap[23] ? \i$6 [62:31] : 32'd0;
-  assign \$87  = \$85  | \$86 ;
-  assign \$88  = sel_tap[24] ? \taps$60 [62:31] : 32'd0;
-  assign \$89  = \$87  | \$88 ;
-  assign \$90  = sel_tap[25] ? \taps$60 [254:223] : 32'd0;
-  assign \$91  = \$89  | \$90 ;
-  assign \$92  = sel_lane[0] ? looked[31:0] : 32'd0;
-  assign \$93  = \$91  | \$92 ;
-  assign \$94  = sel_lane[1] ? looked[63:32] : 32'd0;
-  assign \$95  = \$93  | \$94 ;
-  assign \$96  = sel_lane[2] ? looked[95:64] : 32'd0;
-  assign \$97  = \$95  | \$96 ;
-  assign \$98  = sel_lane[3] ? looked[127:96] : 32'd0;
-  assign \$99  = \$97  | \$98 ;
-  assign \$100  = sel_lane[4] ? looked[159:128] : 32'd0;
-  assign \$101  = \$99  | \$100 ;
-  assign \$102  = sel_lane[5] ? looked[191:160] : 32'd0;
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = sel_lane[6] ? looked[223:192] : 32'd0;
-  assign \$105  = \$103  | \$104 ;
-  assign \$106  = sel_lane[7] ? looked[255:224] : 32'd0;
-  assign \$107  = \$105  | \$106 ;
-  assign \$108  = sel_lane[8] ? looked[287:256] : 32'd0;
-  assign \$109  = \$107  | \$108 ;
-  assign \$110  = sel_lane[9] ? looked[319:288] : 32'd0;
-  assign \$111  = \$109  | \$110 ;
-  assign \$112  = sel_lane[10] ? looked[351:320] : 32'd0;
-  assign \$113  = \$111  | \$112 ;
-  assign \$114  = sel_lane[11] ? looked[383:352] : 32'd0;
-  assign \$115  = \$113  | \$114 ;
-  assign \$116  = sel_lane[12] ? looked[415:384] : 32'd0;
-  assign \$117  = \$115  | \$116 ;
-  assign \$118  = sel_lane[13] ? looked[447:416] : 32'd0;
-  assign \$119  = \$117  | \$118 ;
-  assign \$120  = sel_lane[14] ? looked[479:448] : 32'd0;
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = sel_lane[15] ? looked[511:480] : 32'd0;
-  assign old = \$121  | \$122 ;
-  assign \$123  = c[4] & c[5];
-  assign \$124  = ! total;
-  assign \$125  = ~ \$124 ;
-  assign step = \$123  & \$125 ;
+  assign leaf_index = \$33  ? 16'h0000 : a_leaf;
+  assign \$34  = a_valid & a_insert;
+  assign \$35  = a[2:0] == 2'h2;
+  assign \$36  = a_valid & \$35 ;
+  assign write = \$34  | \$38 ;
+  assign \$40  = ~ hits;
+  assign \$41  = \$40  + 1'h1;
+  assign youngest = hits & \$41 [34:0];
+  assign \$43  = \$42  | b3_old1;
+  assign \$44  = \$43  | b3_old2;
+  assign \$45  = \$44  | b3_old3;
+  assign \$46  = \$45  | b3_old4;
+  assign \$47  = \$46  | b3_old5;
+  assign old = \$47  | b3_old6;
+  assign root_zero = & root_zero_groups;
+  assign \$48  = c[4] & c[5];
+  assign \$49  = ~ root_zero;
+  assign step = \$48  & \$49 ;
   assign x = c[5] ? word : c[127:96];
-  assign delta = c[62:31] - c_old;
-  assign \$127  = 1'h0 + \$126 ;
-  assign \$129  = \$127  + \$128 ;
-  assign \$131  = \$129  + \$130 ;
-  assign \$133  = \$131  + \$132 ;
-  assign \$134  = | { \taps$60 [960], \taps$60 [768], \taps$60 [576], \taps$60 [384], \taps$60 [192], \taps$60 [0], \i$6 [0], \taps$59 [960], \taps$59 [768], \taps$59 [576], \taps$59 [384], \taps$59 [192], \taps$59 [0], \i$4 [0], \taps$58 [960], \taps$58 [768], \taps$58 [576], \taps$58 [384], \taps$58 [192], \taps$58 [0], \i$2 [0], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m[0], c[0], b2[0], b[0] };
-  assign \$135  = a_valid | \$134 ;
-  assign \$136  = cmd__valid & cmd__ready;
-  assign \$137  = ! cmd__payload[2:0];
-  assign \$138  = cmd__payload[2:0] == 1'h1;
-  assign \$139  = cmd__payload[2:0] == 2'h3;
-  assign \$140  = cmd__payload[2:0] == 3'h4;
-  assign \$141  = cmd__payload[2:0] == 3'h5;
-  assign \$142  = cmd__payload[2:0] == 3'h6;
-  assign \$143  = | { \$142 , \$141 , \$140 , \$139 , \$138 , \$137  };
-  assign \$144  = \$136  & \$143 ;
-  assign \$146  = ~ \$145 ;
-  assign \$147  = \$144  & \$146 ;
-  assign \$149  = cmd__valid & cmd__ready;
-  assign \$150  = ! cmd__payload[2:0];
-  assign \$151  = cmd__payload[2:0] == 1'h1;
-  assign \$152  = cmd__payload[2:0] == 2'h3;
-  assign \$153  = cmd__payload[2:0] == 3'h4;
-  assign \$154  = cmd__payload[2:0] == 3'h5;
-  assign \$155  = cmd__payload[2:0] == 3'h6;
-  assign \$156  = | { \$155 , \$154 , \$153 , \$152 , \$151 , \$150  };
-  assign \$157  = \$149  & \$156 ;
-  assign \$158  = ~ \$157 ;
-  assign \$159  = \$148  & \$158 ;
-  assign \$160  = reserved + 1'h1;
-  assign \$161  = reserved - 1'h1;
-  assign \$162  = cmd__valid & cmd__ready;
-  assign \$163  = cmd__payload[2:0] == 3'h7;
-  assign \$164  = ~ \$163 ;
-  assign \$165  = \$162  & \$164 ;
-  assign \$166  = cmd__payload[2:0] == 2'h3;
-  assign \$167  = cmd__payload[2:0] == 3'h4;
-  assign \$168  = \$166  | \$167 ;
-  assign \$169  = sweep_addr + 1'h1;
-  assign \$170  = sweep_addr == 12'hfff;
-  assign \$171  = ! a[2:0];
-  assign \$172  = a[2:0] == 1'h1;
-  assign \$173  = \$171  | \$172 ;
-  assign \$174  = a_valid & \$173 ;
-  assign \$175  = a[2:0] == 1'h1;
-  assign \$176  = a[2:0] == 3'h5;
-  assign \$177  = a_valid & \$176 ;
-  assign \$180  = a[2:0] == 3'h6;
-  assign \$181  = a_valid & \$180 ;
-  assign \$182  = ! a[5:3];
-  assign \$183  = a[21:6] >= 1'h1;
-  assign \$184  = \$182  & \$183 ;
-  assign \$185  = a[5:3] == 1'h1;
-  assign \$186  = a[21:6] >= 5'h10;
-  assign \$187  = \$185  & \$186 ;
-  assign \$188  = a[5:3] == 2'h2;
-  assign \$189  = a[21:6] >= 9'h100;
-  assign \$190  = \$188  & \$189 ;
-  assign \$191  = a[5:3] == 2'h3;
-  assign \$192  = a[21:6] >= 13'h1000;
-  assign \$193  = \$191  & \$192 ;
-  assign \$194  = a[5:3] > 3'h4;
-  assign \$195  = | { \$194 , \$193 , \$190 , \$187 , \$184  };
-  assign \$196  = ~ \$195 ;
-  assign \$197  = \$181  & \$196 ;
-  assign \$198  = ! a[2:0];
-  assign \$199  = a[2:0] == 1'h1;
-  assign \$200  = a[2:0] == 2'h3;
-  assign \$201  = a[2:0] == 3'h4;
-  assign \$202  = a[2:0] == 3'h5;
-  assign \$203  = a[2:0] == 3'h6;
-  assign \$204  = | { \$203 , \$202 , \$201 , \$200 , \$199 , \$198  };
-  assign \$205  = a_valid & \$204 ;
-  assign \$206  = a[2:0] == 2'h2;
-  assign \$207  = a_valid & \$206 ;
-  assign \$208  = a[2:0] == 3'h5;
-  assign \$209  = a_valid & \$208 ;
-  assign \$210  = \$207  | \$209 ;
-  assign \$212  = a[2:0] == 3'h6;
-  assign \$213  = a_valid & \$212 ;
-  assign \$214  = ! a[5:3];
-  assign \$215  = a[21:6] >= 1'h1;
-  assign \$216  = \$214  & \$215 ;
-  assign \$217  = a[5:3] == 1'h1;
-  assign \$218  = a[21:6] >= 5'h10;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = a[5:3] == 2'h2;
-  assign \$221  = a[21:6] >= 9'h100;
-  assign \$222  = \$220  & \$221 ;
-  assign \$223  = a[5:3] == 2'h3;
-  assign \$224  = a[21:6] >= 13'h1000;
-  assign \$225  = \$223  & \$224 ;
-  assign \$226  = a[5:3] > 3'h4;
-  assign \$227  = | { \$226 , \$225 , \$222 , \$219 , \$216  };
-  assign \$228  = \$213  & \$227 ;
-  assign \$230  = a[2:0] == 2'h3;
-  assign \$231  = a[2:0] == 3'h4;
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = a_valid & \$232 ;
-  assign \$234  = \$233  ? new_value : 32'd0;
-  assign \$235  = a[2:0] == 2'h3;
-  assign \$236  = a[2:0] == 3'h4;
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = a_valid & \$237 ;
-  assign \$239  = write_pointer == 16'hffff;
-  assign \$240  = write_pointer + 1'h1;
-  assign \$241  = \$239  ? 17'h00000 : \$240 ;
-  assign \$242  = size == 17'h10000;
-  assign \$243  = size + 1'h1;
-  assign \$244  = \$242  ? 18'h10000 : \$243 ;
-  assign \$245  = a_insert ? write_pointer : a[21:6];
-  assign \$246  = b[30:15] == \$245 ;
-  assign \$247  = b[6] & \$246 ;
-  assign \$248  = a_insert ? write_pointer : a[21:6];
-  assign \$249  = b2[30:15] == \$248 ;
-  assign \$250  = b2[6] & \$249 ;
-  assign \$251  = a_insert ? write_pointer : a[21:6];
-  assign \$252  = c[30:15] == \$251 ;
-  assign \$253  = c[6] & \$252 ;
-  assign \$254  = a_insert ? write_pointer : a[21:6];
-  assign \$255  = m[30:15] == \$254 ;
-  assign \$256  = m[6] & \$255 ;
-  assign \$257  = a_insert ? write_pointer : a[21:6];
-  assign \$258  = i[30:15] == \$257 ;
-  assign \$259  = i[6] & \$258 ;
-  assign \$260  = a_insert ? write_pointer : a[21:6];
-  assign \$261  = taps[30:15] == \$260 ;
-  assign \$262  = taps[6] & \$261 ;
-  assign \$263  = a_insert ? write_pointer : a[21:6];
-  assign \$264  = taps[222:207] == \$263 ;
-  assign \$265  = taps[198] & \$264 ;
-  assign \$266  = a_insert ? write_pointer : a[21:6];
-  assign \$267  = taps[414:399] == \$266 ;
-  assign \$268  = taps[390] & \$267 ;
-  assign \$269  = a_insert ? write_pointer : a[21:6];
-  assign \$270  = taps[606:591] == \$269 ;
-  assign \$271  = taps[582] & \$270 ;
-  assign \$272  = a_insert ? write_pointer : a[21:6];
-  assign \$273  = taps[798:783] == \$272 ;
-  assign \$274  = taps[774] & \$273 ;
-  assign \$275  = a_insert ? write_pointer : a[21:6];
-  assign \$276  = taps[990:975] == \$275 ;
-  assign \$277  = taps[966] & \$276 ;
-  assign \$278  = a_insert ? write_pointer : a[21:6];
-  assign \$279  = \i$2 [30:15] == \$278 ;
-  assign \$280  = \i$2 [6] & \$279 ;
-  assign \$281  = a_insert ? write_pointer : a[21:6];
-  assign \$282  = \taps$58 [30:15] == \$281 ;
-  assign \$283  = \taps$58 [6] & \$282 ;
-  assign \$284  = a_insert ? write_pointer : a[21:6];
-  assign \$285  = \taps$58 [222:207] == \$284 ;
-  assign \$286  = \taps$58 [198] & \$285 ;
-  assign \$287  = a_insert ? write_pointer : a[21:6];
-  assign \$288  = \taps$58 [414:399] == \$287 ;
-  assign \$289  = \taps$58 [390] & \$288 ;
-  assign \$290  = a_insert ? write_pointer : a[21:6];
-  assign \$291  = \taps$58 [606:591] == \$290 ;
-  assign \$292  = \taps$58 [582] & \$291 ;
-  assign \$293  = a_insert ? write_pointer : a[21:6];
-  assign \$294  = \taps$58 [798:783] == \$293 ;
-  assign \$295  = \taps$58 [774] & \$294 ;
-  assign \$296  = a_insert ? write_pointer : a[21:6];
-  assign \$297  = \taps$58 [990:975] == \$296 ;
-  assign \$298  = \taps$58 [966] & \$297 ;
-  assign \$299  = a_insert ? write_pointer : a[21:6];
-  assign \$300  = \i$4 [30:15] == \$299 ;
-  assign \$301  = \i$4 [6] & \$300 ;
-  assign \$302  = a_insert ? write_pointer : a[21:6];
-  assign \$303  = \taps$59 [30:15] == \$302 ;
-  assign \$304  = \taps$59 [6] & \$303 ;
-  assign \$305  = a_insert ? write_pointer : a[21:6];
-  assign \$306  = \taps$59 [222:207] == \$305 ;
-  assign \$307  = \taps$59 [198] & \$306 ;
-  assign \$308  = a_insert ? write_pointer : a[21:6];
-  assign \$309  = \taps$59 [414:399] == \$308 ;
-  assign \$310  = \taps$59 [390] & \$309 ;
-  assign \$311  = a_insert ? write_pointer : a[21:6];
-  assign \$312  = \taps$59 [606:591] == \$311 ;
-  assign \$313  = \taps$59 [582] & \$312 ;
-  assign \$314  = a_insert ? write_pointer : a[21:6];
-  assign \$315  = \taps$59 [798:783] == \$314 ;
-  assign \$316  = \taps$59 [774] & \$315 ;
-  assign \$317  = a_insert ? write_pointer : a[21:6];
-  assign \$318  = \taps$59 [990:975] == \$317 ;
-  assign \$319  = \taps$59 [966] & \$318 ;
-  assign \$320  = a_insert ? write_pointer : a[21:6];
-  assign \$321  = \i$6 [30:15] == \$320 ;
-  assign \$322  = \i$6 [6] & \$321 ;
-  assign \$323  = a_insert ? write_pointer : a[21:6];
-  assign \$324  = ! \$323 [3:0];
-  assign \$325  = a_insert ? write_pointer : a[21:6];
-  assign \$326  = \$325 [3:0] == 1'h1;
-  assign \$327  = a_insert ? write_pointer : a[21:6];
-  assign \$328  = \$327 [3:0] == 2'h2;
-  assign \$329  = a_insert ? write_pointer : a[21:6];
-  assign \$330  = \$329 [3:0] == 2'h3;
-  assign \$331  = a_insert ? write_pointer : a[21:6];
-  assign \$332  = \$331 [3:0] == 3'h4;
-  assign \$333  = a_insert ? write_pointer : a[21:6];
-  assign \$334  = \$333 [3:0] == 3'h5;
-  assign \$335  = a_insert ? write_pointer : a[21:6];
-  assign \$336  = \$335 [3:0] == 3'h6;
-  assign \$337  = a_insert ? write_pointer : a[21:6];
-  assign \$338  = \$337 [3:0] == 3'h7;
-  assign \$339  = a_insert ? write_pointer : a[21:6];
-  assign \$340  = \$339 [3:0] == 4'h8;
-  assign \$341  = a_insert ? write_pointer : a[21:6];
-  assign \$342  = \$341 [3:0] == 4'h9;
-  assign \$343  = a_insert ? write_pointer : a[21:6];
-  assign \$344  = \$343 [3:0] == 4'ha;
-  assign \$345  = a_insert ? write_pointer : a[21:6];
-  assign \$346  = \$345 [3:0] == 4'hb;
-  assign \$347  = a_insert ? write_pointer : a[21:6];
-  assign \$348  = \$347 [3:0] == 4'hc;
-  assign \$349  = a_insert ? write_pointer : a[21:6];
-  assign \$350  = \$349 [3:0] == 4'hd;
-  assign \$351  = a_insert ? write_pointer : a[21:6];
-  assign \$352  = \$351 [3:0] == 4'he;
-  assign \$353  = a_insert ? write_pointer : a[21:6];
-  assign \$354  = \$353 [3:0] == 4'hf;
-  assign \$355  = youngest[26] ? lane : 16'h0000;
-  assign \$356  = x[16:0] * total[25:0];
-  assign \$357  = x[16:0] * total[47:26];
-  assign \$358  = x[31:17] * total[25:0];
-  assign \$359  = x[31:17] * total[47:26];
-  assign \$360  = $signed({ 1'h0, total }) + $signed(delta);
-  assign \$361  = ! total;
-  assign \$362  = c[4] & \$361 ;
-  assign \$363  = ! c[14:12];
-  assign \$364  = c[8] & \$363 ;
-  assign \$365  = ! total;
-  assign \$366  = c[4] & \$365 ;
-  assign \$367  = a[2:0] != 3'h4;
-  assign \$368  = write & \$367 ;
-  assign \$369  = \$368  & sat_ovf;
-  assign \$370  = a[2:0] == 2'h2;
-  assign \$371  = a_valid & \$370 ;
-  assign \$372  = a[2:0] == 3'h5;
-  assign \$373  = a_valid & \$372 ;
-  assign \$374  = \$371  | \$373 ;
-  assign \$376  = a[2:0] == 3'h6;
-  assign \$377  = a_valid & \$376 ;
-  assign \$378  = ! a[5:3];
-  assign \$379  = a[21:6] >= 1'h1;
-  assign \$380  = \$378  & \$379 ;
-  assign \$381  = a[5:3] == 1'h1;
-  assign \$382  = a[21:6] >= 5'h10;
-  assign \$383  = \$381  & \$382 ;
-  assign \$384  = a[5:3] == 2'h2;
-  assign \$385  = a[21:6] >= 9'h100;
-  assign \$386  = \$384  & \$385 ;
-  assign \$387  = a[5:3] == 2'h3;
-  assign \$388  = a[21:6] >= 13'h1000;
-  assign \$389  = \$387  & \$388 ;
-  assign \$390  = a[5:3] > 3'h4;
-  assign \$391  = | { \$390 , \$389 , \$386 , \$383 , \$380  };
-  assign \$392  = \$377  & \$391 ;
-  assign \$394  = cmd__valid & cmd__ready;
-  assign \$395  = cmd__payload[2:0] == 3'h7;
-  assign \$396  = \$394  & \$395 ;
+  assign \$51  = 1'h0 + \$50 ;
+  assign \$53  = \$51  + \$52 ;
+  assign \$54  = | { \taps$93 [1344], \taps$93 [1152], \taps$93 [960], \taps$93 [768], \taps$93 [576], \taps$93 [384], \taps$93 [192], \taps$93 [0], \i$6 [0], \taps$92 [1344], \taps$92 [1152], \taps$92 [960], \taps$92 [768], \taps$92 [576], \taps$92 [384], \taps$92 [192], \taps$92 [0], \i$4 [0], \taps$91 [1344], \taps$91 [1152], \taps$91 [960], \taps$91 [768], \taps$91 [576], \taps$91 [384], \taps$91 [192], \taps$91 [0], \i$2 [0], taps[1344], taps[1152], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
+  assign \$55  = a_valid | \$54 ;
+  assign \$56  = ~ \$signal ;
+  assign \$57  = accept | \$56 ;
+  assign \$58  = cmd__valid & cmd__ready;
+  assign \$59  = cmd__valid & cmd__ready;
+  assign \$60  = \o$30 [0] & \o$30 [9];
+  assign \$62  = q_wr__addr + 1'h1;
+  assign \$63  = q_rp1 != q_wr__addr;
+  assign \$65  = q_rp1 + 1'h1;
+  assign \$67  = ~ \$66 ;
+  assign \$68  = a_resp & \$67 ;
+  assign \$70  = ~ a_resp;
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = reserved + 1'h1;
+  assign \$73  = reserved - 1'h1;
+  assign \$74  = s[2:0] == 3'h7;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = accept & \$75 ;
+  assign \$77  = s[2:0] == 2'h3;
+  assign \$78  = s[2:0] == 3'h4;
+  assign \$79  = \$77  | \$78 ;
+  assign \$80  = ! s[2:0];
+  assign \$81  = s[2:0] == 1'h1;
+  assign \$82  = s[2:0] == 2'h3;
+  assign \$83  = s[2:0] == 3'h4;
+  assign \$84  = s[2:0] == 3'h5;
+  assign \$85  = s[2:0] == 3'h6;
+  assign \$86  = | { \$85 , \$84 , \$83 , \$82 , \$81 , \$80  };
+  assign \$87  = accept & \$86 ;
+  assign \$88  = sweep_addr + 1'h1;
+  assign \$89  = sweep_addr == 12'hfff;
+  assign \$90  = s[2:0] == 2'h3;
+  assign \$91  = s[2:0] == 3'h4;
+  assign \$92  = \$90  | \$91 ;
+  assign \$93  = \$92  ? \$28 [15:0] : s[21:6];
+  assign \$94  = ! a[2:0];
+  assign \$95  = a[2:0] == 1'h1;
+  assign \$96  = \$94  | \$95 ;
+  assign \$97  = a_valid & \$96 ;
+  assign \$98  = a[2:0] == 1'h1;
+  assign \$99  = a[2:0] == 3'h5;
+  assign \$100  = a_valid & \$99 ;
+  assign \$103  = a[2:0] == 3'h6;
+  assign \$104  = a_valid & \$103 ;
+  assign \$105  = ! a[5:3];
+  assign \$106  = a[21:6] >= 1'h1;
+  assign \$107  = \$105  & \$106 ;
+  assign \$108  = a[5:3] == 1'h1;
+  assign \$109  = a[21:6] >= 5'h10;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = a[5:3] == 2'h2;
+  assign \$112  = a[21:6] >= 9'h100;
+  assign \$113  = \$111  & \$112 ;
+  assign \$114  = a[5:3] == 2'h3;
+  assign \$115  = a[21:6] >= 13'h1000;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = a[5:3] > 3'h4;
+  assign \$118  = | { \$117 , \$116 , \$113 , \$110 , \$107  };
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$104  & \$119 ;
+  assign \$121  = ! a[2:0];
+  assign \$122  = a[2:0] == 1'h1;
+  assign \$123  = a[2:0] == 2'h3;
+  assign \$124  = a[2:0] == 3'h4;
+  assign \$125  = a[2:0] == 3'h5;
+  assign \$126  = a[2:0] == 3'h6;
+  assign \$127  = | { \$126 , \$125 , \$124 , \$123 , \$122 , \$121  };
+  assign \$128  = a_valid & \$127 ;
+  assign \$129  = a[2:0] == 2'h2;
+  assign \$130  = a_valid & \$129 ;
+  assign \$131  = a[2:0] == 3'h5;
+  assign \$132  = a_valid & \$131 ;
+  assign \$133  = \$130  | \$132 ;
+  assign \$135  = a[2:0] == 3'h6;
+  assign \$136  = a_valid & \$135 ;
+  assign \$137  = ! a[5:3];
+  assign \$138  = a[21:6] >= 1'h1;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = a[5:3] == 1'h1;
+  assign \$141  = a[21:6] >= 5'h10;
+  assign \$142  = \$140  & \$141 ;
+  assign \$143  = a[5:3] == 2'h2;
+  assign \$144  = a[21:6] >= 9'h100;
+  assign \$145  = \$143  & \$144 ;
+  assign \$146  = a[5:3] == 2'h3;
+  assign \$147  = a[21:6] >= 13'h1000;
+  assign \$148  = \$146  & \$147 ;
+  assign \$149  = a[5:3] > 3'h4;
+  assign \$150  = | { \$149 , \$148 , \$145 , \$142 , \$139  };
+  assign \$151  = \$136  & \$150 ;
+  assign \$153  = a_valid & a_insert;
+  assign \$154  = \$153  ? new_value : 32'd0;
+  assign \$155  = a_valid & a_insert;
+  assign \$156  = size == 17'h10000;
+  assign \$157  = size + 1'h1;
+  assign \$158  = \$156  ? 18'h10000 : \$157 ;
+  assign \$159  = b[30:15] == a_leaf;
+  assign \$160  = b[6] & \$159 ;
+  assign \$161  = b2[30:15] == a_leaf;
+  assign \$162  = b2[6] & \$161 ;
+  assign \$163  = b3[30:15] == a_leaf;
+  assign \$164  = b3[6] & \$163 ;
+  assign \$165  = c[30:15] == a_leaf;
+  assign \$166  = c[6] & \$165 ;
+  assign \$167  = m[30:15] == a_leaf;
+  assign \$168  = m[6] & \$167 ;
+  assign \$169  = m2[30:15] == a_leaf;
+  assign \$170  = m2[6] & \$169 ;
+  assign \$171  = i[30:15] == a_leaf;
+  assign \$172  = i[6] & \$171 ;
+  assign \$173  = taps[30:15] == a_leaf;
+  assign \$174  = taps[6] & \$173 ;
+  assign \$175  = taps[222:207] == a_leaf;
+  assign \$176  = taps[198] & \$175 ;
+  assign \$177  = taps[414:399] == a_leaf;
+  assign \$178  = taps[390] & \$177 ;
+  assign \$179  = taps[606:591] == a_leaf;
+  assign \$180  = taps[582] & \$179 ;
+  assign \$181  = taps[798:783] == a_leaf;
+  assign \$182  = taps[774] & \$181 ;
+  assign \$183  = taps[990:975] == a_leaf;
+  assign \$184  = taps[966] & \$183 ;
+  assign \$185  = taps[1182:1167] == a_leaf;
+  assign \$186  = taps[1158] & \$185 ;
+  assign \$187  = taps[1374:1359] == a_leaf;
+  assign \$188  = taps[1350] & \$187 ;
+  assign \$189  = \i$2 [30:15] == a_leaf;
+  assign \$190  = \i$2 [6] & \$189 ;
+  assign \$191  = \taps$91 [30:15] == a_leaf;
+  assign \$192  = \taps$91 [6] & \$191 ;
+  assign \$193  = \taps$91 [222:207] == a_leaf;
+  assign \$194  = \taps$91 [198] & \$193 ;
+  assign \$195  = \taps$91 [414:399] == a_leaf;
+  assign \$196  = \taps$91 [390] & \$195 ;
+  assign \$197  = \taps$91 [606:591] == a_leaf;
+  assign \$198  = \taps$91 [582] & \$197 ;
+  assign \$199  = \taps$91 [798:783] == a_leaf;
+  assign \$200  = \taps$91 [774] & \$199 ;
+  assign \$201  = \taps$91 [990:975] == a_leaf;
+  assign \$202  = \taps$91 [966] & \$201 ;
+  assign \$203  = \taps$91 [1182:1167] == a_leaf;
+  assign \$204  = \taps$91 [1158] & \$203 ;
+  assign \$205  = \taps$91 [1374:1359] == a_leaf;
+  assign \$206  = \taps$91 [1350] & \$205 ;
+  assign \$207  = \i$4 [30:15] == a_leaf;
+  assign \$208  = \i$4 [6] & \$207 ;
+  assign \$209  = \taps$92 [30:15] == a_leaf;
+  assign \$210  = \taps$92 [6] & \$209 ;
+  assign \$211  = \taps$92 [222:207] == a_leaf;
+  assign \$212  = \taps$92 [198] & \$211 ;
+  assign \$213  = \taps$92 [414:399] == a_leaf;
+  assign \$214  = \taps$92 [390] & \$213 ;
+  assign \$215  = \taps$92 [606:591] == a_leaf;
+  assign \$216  = \taps$92 [582] & \$215 ;
+  assign \$217  = \taps$92 [798:783] == a_leaf;
+  assign \$218  = \taps$92 [774] & \$217 ;
+  assign \$219  = \taps$92 [990:975] == a_leaf;
+  assign \$220  = \taps$92 [966] & \$219 ;
+  assign \$221  = \taps$92 [1182:1167] == a_leaf;
+  assign \$222  = \taps$92 [1158] & \$221 ;
+  assign \$223  = \taps$92 [1374:1359] == a_leaf;
+  assign \$224  = \taps$92 [1350] & \$223 ;
+  assign \$225  = \i$6 [30:15] == a_leaf;
+  assign \$226  = \i$6 [6] & \$225 ;
+  assign \$227  = ! a_leaf[3:0];
+  assign \$228  = a_leaf[3:0] == 1'h1;
+  assign \$229  = a_leaf[3:0] == 2'h2;
+  assign \$230  = a_leaf[3:0] == 2'h3;
+  assign \$231  = a_leaf[3:0] == 3'h4;
+  assign \$232  = a_leaf[3:0] == 3'h5;
+  assign \$233  = a_leaf[3:0] == 3'h6;
+  assign \$234  = a_leaf[3:0] == 3'h7;
+  assign \$235  = a_leaf[3:0] == 4'h8;
+  assign \$236  = a_leaf[3:0] == 4'h9;
+  assign \$237  = a_leaf[3:0] == 4'ha;
+  assign \$238  = a_leaf[3:0] == 4'hb;
+  assign \$239  = a_leaf[3:0] == 4'hc;
+  assign \$240  = a_leaf[3:0] == 4'hd;
+  assign \$241  = a_leaf[3:0] == 4'he;
+  assign \$242  = a_leaf[3:0] == 4'hf;
+  assign \$243  = youngest[34] ? lane : 16'h0000;
+  assign \$244  = sel_tap[0] ? b3[62:31] : 32'd0;
+  assign \$246  = sel_tap[1] ? c[62:31] : 32'd0;
+  assign \$247  = \$245  | \$246 ;
+  assign \$248  = sel_tap[2] ? m[62:31] : 32'd0;
+  assign \$249  = \$247  | \$248 ;
+  assign \$250  = sel_tap[3] ? m2[62:31] : 32'd0;
+  assign \$251  = \$249  | \$250 ;
+  assign \$252  = sel_tap[4] ? i[62:31] : 32'd0;
+  assign \$253  = \$251  | \$252 ;
+  assign \$254  = sel_tap[5] ? taps[62:31] : 32'd0;
+  assign \$255  = \$253  | \$254 ;
+  assign \$256  = sel_tap[6] ? taps[254:223] : 32'd0;
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = sel_tap[7] ? taps[446:415] : 32'd0;
+  assign \$259  = \$257  | \$258 ;
+  assign \$260  = sel_tap[8] ? taps[638:607] : 32'd0;
+  assign \$262  = sel_tap[9] ? taps[830:799] : 32'd0;
+  assign \$263  = \$261  | \$262 ;
+  assign \$264  = sel_tap[10] ? taps[1022:991] : 32'd0;
+  assign \$265  = \$263  | \$264 ;
+  assign \$266  = sel_tap[11] ? taps[1214:1183] : 32'd0;
+  assign \$267  = \$265  | \$266 ;
+  assign \$268  = sel_tap[12] ? taps[1406:1375] : 32'd0;
+  assign \$269  = \$267  | \$268 ;
+  assign \$270  = sel_tap[13] ? \i$2 [62:31] : 32'd0;
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = sel_tap[14] ? \taps$91 [62:31] : 32'd0;
+  assign \$273  = \$271  | \$272 ;
+  assign \$274  = sel_tap[15] ? \taps$91 [254:223] : 32'd0;
+  assign \$275  = \$273  | \$274 ;
+  assign \$276  = sel_tap[16] ? \taps$91 [446:415] : 32'd0;
+  assign \$278  = sel_tap[17] ? \taps$91 [638:607] : 32'd0;
+  assign \$279  = \$277  | \$278 ;
+  assign \$280  = sel_tap[18] ? \taps$91 [830:799] : 32'd0;
+  assign \$281  = \$279  | \$280 ;
+  assign \$282  = sel_tap[19] ? \taps$91 [1022:991] : 32'd0;
+  assign \$283  = \$281  | \$282 ;
+  assign \$284  = sel_tap[20] ? \taps$91 [1214:1183] : 32'd0;
+  assign \$285  = \$283  | \$284 ;
+  assign \$286  = sel_tap[21] ? \taps$91 [1406:1375] : 32'd0;
+  assign \$287  = \$285  | \$286 ;
+  assign \$288  = sel_tap[22] ? \i$4 [62:31] : 32'd0;
+  assign \$289  = \$287  | \$288 ;
+  assign \$290  = sel_tap[23] ? \taps$92 [62:31] : 32'd0;
+  assign \$291  = \$289  | \$290 ;
+  assign \$292  = sel_tap[24] ? \taps$92 [254:223] : 32'd0;
+  assign \$294  = sel_tap[25] ? \taps$92 [446:415] : 32'd0;
+  assign \$295  = \$293  | \$294 ;
+  assign \$296  = sel_tap[26] ? \taps$92 [638:607] : 32'd0;
+  assign \$297  = \$295  | \$296 ;
+  assign \$298  = sel_tap[27] ? \taps$92 [830:799] : 32'd0;
+  assign \$299  = \$297  | \$298 ;
+  assign \$300  = sel_tap[28] ? \taps$92 [1022:991] : 32'd0;
+  assign \$301  = \$299  | \$300 ;
+  assign \$302  = sel_tap[29] ? \taps$92 [1214:1183] : 32'd0;
+  assign \$303  = \$301  | \$302 ;
+  assign \$304  = sel_tap[30] ? \taps$92 [1406:1375] : 32'd0;
+  assign \$305  = \$303  | \$304 ;
+  assign \$306  = sel_tap[31] ? \i$6 [62:31] : 32'd0;
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = sel_tap[32] ? \taps$93 [62:31] : 32'd0;
+  assign \$310  = sel_tap[33] ? \taps$93 [254:223] : 32'd0;
+  assign \$311  = \$309  | \$310 ;
+  assign \$312  = sel_lane[0] ? looked[31:0] : 32'd0;
+  assign \$313  = \$311  | \$312 ;
+  assign \$314  = sel_lane[1] ? looked[63:32] : 32'd0;
+  assign \$315  = \$313  | \$314 ;
+  assign \$316  = sel_lane[2] ? looked[95:64] : 32'd0;
+  assign \$317  = \$315  | \$316 ;
+  assign \$318  = sel_lane[3] ? looked[127:96] : 32'd0;
+  assign \$319  = \$317  | \$318 ;
+  assign \$320  = sel_lane[4] ? looked[159:128] : 32'd0;
+  assign \$321  = \$319  | \$320 ;
+  assign \$322  = sel_lane[5] ? looked[191:160] : 32'd0;
+  assign \$323  = \$321  | \$322 ;
+  assign \$324  = sel_lane[6] ? looked[223:192] : 32'd0;
+  assign \$326  = sel_lane[7] ? looked[255:224] : 32'd0;
+  assign \$327  = \$325  | \$326 ;
+  assign \$328  = sel_lane[8] ? looked[287:256] : 32'd0;
+  assign \$329  = \$327  | \$328 ;
+  assign \$330  = sel_lane[9] ? looked[319:288] : 32'd0;
+  assign \$331  = \$329  | \$330 ;
+  assign \$332  = sel_lane[10] ? looked[351:320] : 32'd0;
+  assign \$333  = \$331  | \$332 ;
+  assign \$334  = sel_lane[11] ? looked[383:352] : 32'd0;
+  assign \$335  = \$333  | \$334 ;
+  assign \$336  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$337  = \$335  | \$336 ;
+  assign \$338  = sel_lane[13] ? looked[447:416] : 32'd0;
+  assign \$339  = \$337  | \$338 ;
+  assign \$340  = sel_lane[14] ? looked[479:448] : 32'd0;
+  assign \$342  = sel_lane[15] ? looked[511:480] : 32'd0;
+  assign \$343  = \$341  | \$342 ;
+  assign \$344  = b3[62:31] - old;
+  assign \$345  = x[16:0] * total[25:0];
+  assign \$346  = x[16:0] * total[47:26];
+  assign \$347  = x[31:17] * total[25:0];
+  assign \$348  = x[31:17] * total[47:26];
+  assign \$349  = $signed({ 1'h0, total }) + $signed(c_delta);
+  assign \$350  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$351  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$352  = \$350  ^ { \$351 [46:0], 1'h0 };
+  assign \$353  = ~ \$352 ;
+  assign \$354  = & \$353 [3:0];
+  assign \$355  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$356  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$357  = \$355  ^ { \$356 [46:0], 1'h0 };
+  assign \$358  = ~ \$357 ;
+  assign \$359  = & \$358 [7:4];
+  assign \$360  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$361  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$362  = \$360  ^ { \$361 [46:0], 1'h0 };
+  assign \$363  = ~ \$362 ;
+  assign \$364  = & \$363 [11:8];
+  assign \$365  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$366  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$367  = \$365  ^ { \$366 [46:0], 1'h0 };
+  assign \$368  = ~ \$367 ;
+  assign \$369  = & \$368 [15:12];
+  assign \$370  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$371  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$372  = \$370  ^ { \$371 [46:0], 1'h0 };
+  assign \$373  = ~ \$372 ;
+  assign \$374  = & \$373 [19:16];
+  assign \$375  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$376  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$377  = \$375  ^ { \$376 [46:0], 1'h0 };
+  assign \$378  = ~ \$377 ;
+  assign \$379  = & \$378 [23:20];
+  assign \$380  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$381  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$382  = \$380  ^ { \$381 [46:0], 1'h0 };
+  assign \$383  = ~ \$382 ;
+  assign \$384  = & \$383 [27:24];
+  assign \$385  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$386  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$387  = \$385  ^ { \$386 [46:0], 1'h0 };
+  assign \$388  = ~ \$387 ;
+  assign \$389  = & \$388 [31:28];
+  assign \$390  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$391  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$392  = \$390  ^ { \$391 [46:0], 1'h0 };
+  assign \$393  = ~ \$392 ;
+  assign \$394  = & \$393 [35:32];
+  assign \$395  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$396  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$397  = \$395  ^ { \$396 [46:0], 1'h0 };
+  assign \$398  = ~ \$397 ;
+  assign \$399  = & \$398 [39:36];
+  assign \$400  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$401  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$402  = \$400  ^ { \$401 [46:0], 1'h0 };
+  assign \$403  = ~ \$402 ;
+  assign \$404  = & \$403 [43:40];
+  assign \$405  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$406  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$407  = \$405  ^ { \$406 [46:0], 1'h0 };
+  assign \$408  = ~ \$407 ;
+  assign \$409  = & \$408 [47:44];
+  assign \$410  = c[4] & root_zero;
+  assign \$411  = ! c[14:12];
+  assign \$412  = c[8] & \$411 ;
+  assign \$414  = 1'h0 + \$413 ;
+  assign \$416  = \$414  + \$415 ;
+  assign \$418  = 1'h0 + \$417 ;
+  assign \$420  = \$418  + \$419 ;
+  assign \$421  = c[4] & root_zero;
+  assign \$422  = a[2:0] != 3'h4;
+  assign \$423  = write & \$422 ;
+  assign \$424  = \$423  & sat_ovf;
+  assign \$425  = a[2:0] == 2'h2;
+  assign \$426  = a_valid & \$425 ;
+  assign \$427  = a[2:0] == 3'h5;
+  assign \$428  = a_valid & \$427 ;
+  assign \$429  = \$426  | \$428 ;
+  assign \$431  = a[2:0] == 3'h6;
+  assign \$432  = a_valid & \$431 ;
+  assign \$433  = ! a[5:3];
+  assign \$434  = a[21:6] >= 1'h1;
+  assign \$435  = \$433  & \$434 ;
+  assign \$436  = a[5:3] == 1'h1;
+  assign \$437  = a[21:6] >= 5'h10;
+  assign \$438  = \$436  & \$437 ;
+  assign \$439  = a[5:3] == 2'h2;
+  assign \$440  = a[21:6] >= 9'h100;
+  assign \$441  = \$439  & \$440 ;
+  assign \$442  = a[5:3] == 2'h3;
+  assign \$443  = a[21:6] >= 13'h1000;
+  assign \$444  = \$442  & \$443 ;
+  assign \$445  = a[5:3] > 3'h4;
+  assign \$446  = | { \$445 , \$444 , \$441 , \$438 , \$435  };
+  assign \$447  = \$432  & \$446 ;
+  assign \$449  = s[2:0] == 3'h7;
+  assign \$450  = accept & \$449 ;
   always @(posedge clk)
-    stages_busy <= \$397 ;
+    stages_busy <= \$451 ;
   always @(posedge clk)
-    reserved <= \$398 ;
+    s <= \$452 ;
   always @(posedge clk)
-    a_valid <= \$399 ;
+    \$signal  <= \$453 ;
   always @(posedge clk)
-    a <= \$400 ;
+    k_valid <= \$454 ;
   always @(posedge clk)
-    a_insert <= \$401 ;
+    skid <= \$455 ;
   always @(posedge clk)
-    sweep_addr <= \$402 ;
+    q_wr__addr <= \$456 ;
   always @(posedge clk)
-    sweep <= \$403 ;
+    rsp__valid <= \$457 ;
   always @(posedge clk)
-    b <= \$404 ;
+    q_rd__addr <= \$458 ;
   always @(posedge clk)
-    write_pointer <= \$405 ;
+    q_rp1 <= \$459 ;
   always @(posedge clk)
-    size <= \$406 ;
+    reserved <= \$460 ;
   always @(posedge clk)
-    max_priority <= \$407 ;
+    a_valid <= \$461 ;
   always @(posedge clk)
-    hits <= \$408 ;
+    a <= \$462 ;
   always @(posedge clk)
-    lane <= \$409 ;
-  always @(posedge clk)
-    b2 <= \$410 ;
-  always @(posedge clk)
-    sel_tap <= \$411 ;
-  always @(posedge clk)
-    sel_lane <= \$412 ;
-  always @(posedge clk)
-    looked <= \$413 ;
-  always @(posedge clk)
-    c <= \$414 ;
-  always @(posedge clk)
-    c_old <= \$415 ;
-  always @(posedge clk)
-    pp_0_0 <= \$416 ;
-  always @(posedge clk)
-    pp_0_26 <= \$417 ;
-  always @(posedge clk)
-    pp_17_0 <= \$418 ;
-  always @(posedge clk)
-    pp_17_26 <= \$419 ;
-  always @(posedge clk)
-    m <= \$420 ;
-  always @(posedge clk)
-    total <= \$421 ;
-  always @(posedge clk)
-    i <= \$422 ;
-  always @(posedge clk)
-    empty <= \$423 ;
-  always @(posedge clk)
-    saturated <= \$424 ;
-  always @(posedge clk)
-    invalid <= \$425 ;
+    a_insert <= \$463 ;
   \replay_accel_k16.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -3994,7 +4634,7 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$58 )
+    .taps(\taps$91 )
   );
   \replay_accel_k16.core.tree.level3  level3 (
     .clk(clk),
@@ -4003,329 +4643,519 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$59 )
+    .taps(\taps$92 )
   );
   \replay_accel_k16.core.tree.level4  level4 (
     .clk(clk),
     .i(\i$6 ),
     .lookup_data(lookup_data),
-    .lport__addr(\$37 [11:0]),
-    .o(\o$26 ),
+    .lport__addr(\$39 [11:0]),
+    .o(\o$30 ),
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$60 )
+    .taps(\taps$93 )
   );
   \replay_accel_k16.core.tree.prng  prng (
+    .ahead(word),
     .clk(clk),
     .load(load),
     .rst(rst),
     .seed(seed),
-    .step(step),
-    .word(word)
-  );
-  \replay_accel_k16.core.tree.rsp_fifo  rsp_fifo (
-    .clk(clk),
-    .r_data(rsp__payload),
-    .r_rdy(rsp__valid),
-    .rst(rst),
-    .w_en(w_en),
-    .w_port__data(response)
+    .step(step)
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$397  = \$135 ;
-    if (rst) begin
-      \$397  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$398  = reserved;
-    if (\$147 ) begin
-      \$398  = \$160 [5:0];
-    end else if (\$159 ) begin
-      \$398  = \$161 [5:0];
-    end
-    if (rst) begin
-      \$398  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$399  = \$165 ;
-    if (rst) begin
-      \$399  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$400  = cmd__payload;
-    if (rst) begin
-      \$400  = 94'h000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$401  = \$168 ;
-    if (rst) begin
-      \$401  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$402  = sweep_addr;
+    \$465  = sweep_addr;
     if (sweep) begin
-      \$402  = \$169 [11:0];
-      if (\$170 ) begin
-        \$402  = 12'h000;
+      \$465  = \$88 [11:0];
+      if (\$89 ) begin
+        \$465  = 12'h000;
       end
     end
-    if (\$396 ) begin
-      \$402  = 12'h000;
+    if (\$450 ) begin
+      \$465  = 12'h000;
     end
     if (rst) begin
-      \$402  = 12'h000;
+      \$465  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$403  = sweep;
+    \$466  = sweep;
     if (sweep) begin
-      if (\$170 ) begin
-        \$403  = 1'h0;
+      if (\$89 ) begin
+        \$466  = 1'h0;
       end
     end
-    if (\$396 ) begin
-      \$403  = 1'h1;
+    if (\$450 ) begin
+      \$466  = 1'h1;
     end
     if (rst) begin
-      \$403  = 1'h1;
+      \$466  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$404 [0] = a_valid;
-    \$404 [3:1] = a[2:0];
-    \$404 [4] = \$174 ;
-    \$404 [5] = \$175 ;
-    \$404 [6] = write;
-    \$404 [7] = \$179 ;
-    \$404 [8] = \$197 ;
-    \$404 [9] = \$205 ;
-    \$404 [10] = 1'h0;
-    \$404 [11] = \$229 ;
-    \$404 [14:12] = a[5:3];
-    \$404 [30:15] = leaf_index;
-    \$404 [62:31] = new_value;
-    \$404 [95:63] = 33'h000000000;
-    \$404 [143:96] = { 16'h0000, a[93:62] };
-    \$404 [191:144] = { 16'h0000, \$234  };
+    \$467  = \$93 ;
     if (rst) begin
-      \$404  = 192'h000000000000000000000000000000000000000000000000;
+      \$467  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$405  = write_pointer;
-    if (\$238 ) begin
-      \$405  = \$241 [15:0];
-    end
-    if (\$396 ) begin
-      \$405  = 16'h0000;
-    end
+    \$468 [0] = a_valid;
+    \$468 [3:1] = a[2:0];
+    \$468 [4] = \$97 ;
+    \$468 [5] = \$98 ;
+    \$468 [6] = write;
+    \$468 [7] = \$102 ;
+    \$468 [8] = \$120 ;
+    \$468 [9] = \$128 ;
+    \$468 [10] = 1'h0;
+    \$468 [11] = \$152 ;
+    \$468 [14:12] = a[5:3];
+    \$468 [30:15] = leaf_index;
+    \$468 [62:31] = new_value;
+    \$468 [95:63] = 33'h000000000;
+    \$468 [143:96] = { 16'h0000, a[93:62] };
+    \$468 [191:144] = { 16'h0000, \$154  };
     if (rst) begin
-      \$405  = 16'h0000;
+      \$468  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$406  = size;
-    if (\$238 ) begin
-      \$406  = \$244 [16:0];
-    end
-    if (\$396 ) begin
-      \$406  = 17'h00000;
+    \$469  = \$28 [15:0];
+    if (\$450 ) begin
+      \$469  = 16'h0000;
     end
     if (rst) begin
-      \$406  = 17'h00000;
+      \$469  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$407  = max_priority;
+    \$470  = size;
+    if (\$155 ) begin
+      \$470  = \$158 [16:0];
+    end
+    if (\$450 ) begin
+      \$470  = 17'h00000;
+    end
+    if (rst) begin
+      \$470  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$471  = max_priority;
     if (max_raise) begin
-      \$407  = b[62:31];
+      \$471  = b[62:31];
     end
-    if (\$396 ) begin
-      \$407  = 32'd65536;
+    if (\$450 ) begin
+      \$471  = 32'd65536;
     end
     if (rst) begin
-      \$407  = 32'd65536;
+      \$471  = 32'd65536;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$408  = { 1'h1, \$322 , \$319 , \$316 , \$313 , \$310 , \$307 , \$304 , \$301 , \$298 , \$295 , \$292 , \$289 , \$286 , \$283 , \$280 , \$277 , \$274 , \$271 , \$268 , \$265 , \$262 , \$259 , \$256 , \$253 , \$250 , \$247  };
+    \$472  = { 1'h1, \$226 , \$224 , \$222 , \$220 , \$218 , \$216 , \$214 , \$212 , \$210 , \$208 , \$206 , \$204 , \$202 , \$200 , \$198 , \$196 , \$194 , \$192 , \$190 , \$188 , \$186 , \$184 , \$182 , \$180 , \$178 , \$176 , \$174 , \$172 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160  };
     if (rst) begin
-      \$408  = 27'h0000000;
+      \$472  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$409  = { \$354 , \$352 , \$350 , \$348 , \$346 , \$344 , \$342 , \$340 , \$338 , \$336 , \$334 , \$332 , \$330 , \$328 , \$326 , \$324  };
+    \$473  = { \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228 , \$227  };
     if (rst) begin
-      \$409  = 16'h0000;
+      \$473  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$410  = b;
+    \$474  = b;
     if (rst) begin
-      \$410  = 192'h000000000000000000000000000000000000000000000000;
+      \$474  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$411  = youngest[25:0];
+    \$475  = youngest[33:0];
     if (rst) begin
-      \$411  = 26'h0000000;
+      \$475  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$412  = \$355 ;
+    \$476  = \$243 ;
     if (rst) begin
-      \$412  = 16'h0000;
+      \$476  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$413  = lookup_data;
+    \$477  = lookup_data;
     if (rst) begin
-      \$413  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$477  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$414  = b2;
-    if (b2[7]) begin
-      \$414 [191:144] = { 16'h0000, old };
-    end
+    \$478  = b2;
     if (rst) begin
-      \$414  = 192'h000000000000000000000000000000000000000000000000;
+      \$478  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$415  = old;
+    \$479  = \$259 ;
     if (rst) begin
-      \$415  = 32'd0;
+      \$479  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$416  = \$356 ;
+    \$480  = \$275 ;
     if (rst) begin
-      \$416  = 43'h00000000000;
+      \$480  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$417  = \$357 ;
+    \$481  = \$291 ;
     if (rst) begin
-      \$417  = 39'h0000000000;
+      \$481  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$418  = \$358 ;
+    \$482  = \$307 ;
     if (rst) begin
-      \$418  = 41'h00000000000;
+      \$482  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$419  = \$359 ;
+    \$483  = \$323 ;
     if (rst) begin
-      \$419  = 37'h0000000000;
+      \$483  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    { \$420 [191:96], \$420 [62:0] } = { c[191:96], c[62:0] };
-    \$420 [95:63] = delta;
-    if (\$362 ) begin
-      \$420 [4] = 1'h0;
-      \$420 [10] = 1'h1;
-    end
-    if (\$364 ) begin
-      \$420 [191:144] = total;
-    end
+    \$484  = \$339 ;
     if (rst) begin
-      \$420  = 192'h000000000000000000000000000000000000000000000000;
+      \$484  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$421  = total;
+    \$485  = \$343 ;
+    if (rst) begin
+      \$485  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$486  = b3;
+    if (b3[7]) begin
+      \$486 [191:144] = { 16'h0000, old };
+    end
+    if (rst) begin
+      \$486  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$487  = \$344 ;
+    if (rst) begin
+      \$487  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$488  = \$345 ;
+    if (rst) begin
+      \$488  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$489  = \$346 ;
+    if (rst) begin
+      \$489  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$490  = \$347 ;
+    if (rst) begin
+      \$490  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$491  = \$348 ;
+    if (rst) begin
+      \$491  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    { \$492 [191:96], \$492 [62:0] } = { c[191:96], c[62:0] };
+    \$492 [95:63] = c_delta;
+    if (\$410 ) begin
+      \$492 [4] = 1'h0;
+      \$492 [10] = 1'h1;
+    end
+    if (\$412 ) begin
+      \$492 [191:144] = total;
+    end
+    if (rst) begin
+      \$492  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$493  = total;
     if (c[6]) begin
-      \$421  = \$360 [47:0];
+      \$493  = \$349 [47:0];
     end
-    if (\$396 ) begin
-      \$421  = 48'h000000000000;
+    if (\$450 ) begin
+      \$493  = 48'h000000000000;
     end
     if (rst) begin
-      \$421  = 48'h000000000000;
+      \$493  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$422  = m;
-    if (m[4]) begin
-      \$422 [143:96] = \$133 [79:32];
+    \$494  = root_zero_groups;
+    if (c[6]) begin
+      \$494  = { \$409 , \$404 , \$399 , \$394 , \$389 , \$384 , \$379 , \$374 , \$369 , \$364 , \$359 , \$354  };
+    end
+    if (\$450 ) begin
+      \$494  = 12'hfff;
     end
     if (rst) begin
-      \$422  = 192'h000000000000000000000000000000000000000000000000;
+      \$494  = 12'hfff;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$423  = empty;
+    \$495  = { 9'h000, \$416  };
+    if (rst) begin
+      \$495  = 80'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$496  = { 11'h000, \$420  };
+    if (rst) begin
+      \$496  = 80'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$497  = m;
+    if (rst) begin
+      \$497  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$498  = m2;
+    if (m2[4]) begin
+      \$498 [143:96] = \$53 [79:32];
+    end
+    if (rst) begin
+      \$498  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$499  = empty;
     if (clear) begin
-      \$423  = 1'h0;
+      \$499  = 1'h0;
     end
-    if (\$366 ) begin
-      \$423  = 1'h1;
+    if (\$421 ) begin
+      \$499  = 1'h1;
     end
     if (rst) begin
-      \$423  = 1'h0;
+      \$499  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$424  = saturated;
+    \$500  = saturated;
     if (clear) begin
-      \$424  = 1'h0;
+      \$500  = 1'h0;
     end
-    if (\$369 ) begin
-      \$424  = 1'h1;
+    if (\$424 ) begin
+      \$500  = 1'h1;
     end
     if (rst) begin
-      \$424  = 1'h0;
+      \$500  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$425  = invalid;
+    \$501  = invalid;
     if (clear) begin
-      \$425  = 1'h0;
+      \$501  = 1'h0;
     end
-    if (\$393 ) begin
-      \$425  = 1'h1;
+    if (\$448 ) begin
+      \$501  = 1'h1;
     end
     if (rst) begin
-      \$425  = 1'h0;
+      \$501  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$451  = \$55 ;
+    if (rst) begin
+      \$451  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$452  = s;
+    if (\$57 ) begin
+      (* full_case = 32'd1 *)
+      if (k_valid) begin
+        \$452  = skid;
+      end else begin
+        \$452  = cmd__payload;
+      end
+    end
+    if (rst) begin
+      \$452  = 94'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$453  = \$signal ;
+    if (\$57 ) begin
+      (* full_case = 32'd1 *)
+      if (k_valid) begin
+        \$453  = 1'h1;
+      end else begin
+        \$453  = \$59 ;
+      end
+    end
+    if (rst) begin
+      \$453  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$454  = k_valid;
+    if (\$57 ) begin
+      if (k_valid) begin
+        \$454  = 1'h0;
+      end
+    end else if (\$58 ) begin
+      \$454  = 1'h1;
+    end
+    if (rst) begin
+      \$454  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$455  = skid;
+    if (\$57 ) begin
+    end else if (\$58 ) begin
+      \$455  = cmd__payload;
+    end
+    if (rst) begin
+      \$455  = 94'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$456  = q_wr__addr;
+    if (\$60 ) begin
+      \$456  = \$62 [5:0];
+    end
+    if (rst) begin
+      \$456  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$457  = rsp__valid;
+    if (\$60 ) begin
+      \$457  = 1'h1;
+    end else if (\$61 ) begin
+      \$457  = \$63 ;
+    end
+    if (rst) begin
+      \$457  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$458  = q_rd__addr;
+    if (\$64 ) begin
+      \$458  = q_rp1;
+    end
+    if (rst) begin
+      \$458  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$459  = q_rp1;
+    if (\$64 ) begin
+      \$459  = \$65 [5:0];
+    end
+    if (rst) begin
+      \$459  = 6'h01;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$460  = reserved;
+    if (\$68 ) begin
+      \$460  = \$72 [5:0];
+    end else if (\$71 ) begin
+      \$460  = \$73 [5:0];
+    end
+    if (rst) begin
+      \$460  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$461  = \$76 ;
+    if (rst) begin
+      \$461  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$462  = s;
+    if (rst) begin
+      \$462  = 94'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$463  = \$79 ;
+    if (rst) begin
+      \$463  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$464  = \$87 ;
+    if (rst) begin
+      \$464  = 1'h0;
     end
   end
   assign r1 = i;
@@ -4340,17 +5170,20 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \sweep_addr$15  = sweep_addr;
   assign \sweep$16  = sweep;
   assign \sweep_addr$17  = sweep_addr;
-  assign w_data = response;
-  assign r_rdy = rsp__valid;
-  assign r_data = rsp__payload;
-  assign r_en = 1'h1;
-  assign rsp__ready = 1'h1;
+  assign q_wp = q_wr__addr;
+  assign q_wr__data = response;
+  assign q_rp = q_rd__addr;
+  assign q_nonempty = rsp__valid;
+  assign q_rd__data = rsp__payload;
   assign sat_full = a[61:22];
   assign sat_lo = 1'h0;
-  assign lookup_addr = \$37 [11:0];
-  assign \seed$64  = seed;
+  assign ptr_next = \$28 [15:0];
+  assign lookup_addr = \$39 [11:0];
+  assign d_ext = { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \seed$74  = seed;
   assign seed_load = load;
-  assign product = \$133 [79:0];
+  assign product = \$53 [79:0];
+  assign rsp__ready = 1'h1;
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -4479,32 +5312,32 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \o$7.delta  = \i$6 [95:63];
   assign \o$7.target  = \i$6 [143:96];
   assign \o$7.value  = \i$6 [191:144];
-  assign \cmd__payload.op  = cmd__payload[2:0];
-  assign \cmd__payload.level  = cmd__payload[5:3];
-  assign \cmd__payload.index  = cmd__payload[21:6];
-  assign \cmd__payload.priority  = cmd__payload[61:22];
-  assign \cmd__payload.target  = cmd__payload[93:62];
-  assign \o$26.valid  = \o$26 [0];
-  assign \o$26.op  = \o$26 [3:1];
-  assign \o$26.sample  = \o$26 [4];
-  assign \o$26.prng  = \o$26 [5];
-  assign \o$26.write  = \o$26 [6];
-  assign \o$26.read  = \o$26 [7];
-  assign \o$26.debug  = \o$26 [8];
-  assign \o$26.respond  = \o$26 [9];
-  assign \o$26.empty  = \o$26 [10];
-  assign \o$26.invalid  = \o$26 [11];
-  assign \o$26.level  = \o$26 [14:12];
-  assign \o$26.index  = \o$26 [30:15];
-  assign \o$26.prio  = \o$26 [62:31];
-  assign \o$26.delta  = \o$26 [95:63];
-  assign \o$26.target  = \o$26 [143:96];
-  assign \o$26.value  = \o$26 [191:144];
+  assign \s.op  = s[2:0];
+  assign \s.level  = s[5:3];
+  assign \s.index  = s[21:6];
+  assign \s.priority  = s[61:22];
+  assign \s.target  = s[93:62];
   assign \response.op  = response[2:0];
   assign \response.index  = response[18:3];
   assign \response.value  = response[66:19];
   assign \response.empty  = response[67];
   assign \response.invalid  = response[68];
+  assign \o$30.valid  = \o$30 [0];
+  assign \o$30.op  = \o$30 [3:1];
+  assign \o$30.sample  = \o$30 [4];
+  assign \o$30.prng  = \o$30 [5];
+  assign \o$30.write  = \o$30 [6];
+  assign \o$30.read  = \o$30 [7];
+  assign \o$30.debug  = \o$30 [8];
+  assign \o$30.respond  = \o$30 [9];
+  assign \o$30.empty  = \o$30 [10];
+  assign \o$30.invalid  = \o$30 [11];
+  assign \o$30.level  = \o$30 [14:12];
+  assign \o$30.index  = \o$30 [30:15];
+  assign \o$30.prio  = \o$30 [62:31];
+  assign \o$30.delta  = \o$30 [95:63];
+  assign \o$30.target  = \o$30 [143:96];
+  assign \o$30.value  = \o$30 [191:144];
   assign \rsp__payload.op  = rsp__payload[2:0];
   assign \rsp__payload.index  = rsp__payload[18:3];
   assign \rsp__payload.value  = rsp__payload[66:19];
@@ -4547,6 +5380,38 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \c.delta  = c[95:63];
   assign \c.target  = c[143:96];
   assign \c.value  = c[191:144];
+  assign \b2.valid  = b2[0];
+  assign \b2.op  = b2[3:1];
+  assign \b2.sample  = b2[4];
+  assign \b2.prng  = b2[5];
+  assign \b2.write  = b2[6];
+  assign \b2.read  = b2[7];
+  assign \b2.debug  = b2[8];
+  assign \b2.respond  = b2[9];
+  assign \b2.empty  = b2[10];
+  assign \b2.invalid  = b2[11];
+  assign \b2.level  = b2[14:12];
+  assign \b2.index  = b2[30:15];
+  assign \b2.prio  = b2[62:31];
+  assign \b2.delta  = b2[95:63];
+  assign \b2.target  = b2[143:96];
+  assign \b2.value  = b2[191:144];
+  assign \b3.valid  = b3[0];
+  assign \b3.op  = b3[3:1];
+  assign \b3.sample  = b3[4];
+  assign \b3.prng  = b3[5];
+  assign \b3.write  = b3[6];
+  assign \b3.read  = b3[7];
+  assign \b3.debug  = b3[8];
+  assign \b3.respond  = b3[9];
+  assign \b3.empty  = b3[10];
+  assign \b3.invalid  = b3[11];
+  assign \b3.level  = b3[14:12];
+  assign \b3.index  = b3[30:15];
+  assign \b3.prio  = b3[62:31];
+  assign \b3.delta  = b3[95:63];
+  assign \b3.target  = b3[143:96];
+  assign \b3.value  = b3[191:144];
   assign \m.valid  = m[0];
   assign \m.op  = m[3:1];
   assign \m.sample  = m[4];
@@ -4563,6 +5428,22 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \m.delta  = m[95:63];
   assign \m.target  = m[143:96];
   assign \m.value  = m[191:144];
+  assign \m2.valid  = m2[0];
+  assign \m2.op  = m2[3:1];
+  assign \m2.sample  = m2[4];
+  assign \m2.prng  = m2[5];
+  assign \m2.write  = m2[6];
+  assign \m2.read  = m2[7];
+  assign \m2.debug  = m2[8];
+  assign \m2.respond  = m2[9];
+  assign \m2.empty  = m2[10];
+  assign \m2.invalid  = m2[11];
+  assign \m2.level  = m2[14:12];
+  assign \m2.index  = m2[30:15];
+  assign \m2.prio  = m2[62:31];
+  assign \m2.delta  = m2[95:63];
+  assign \m2.target  = m2[143:96];
+  assign \m2.value  = m2[191:144];
   assign \taps[0]  = taps[191:0];
   assign \taps[0].valid  = taps[0];
   assign \taps[0].op  = taps[3:1];
@@ -4665,351 +5546,492 @@ module \replay_accel_k16.core.tree (rst, cmd__ready, busy, rsp__valid, rsp__payl
   assign \taps[5].delta  = taps[1055:1023];
   assign \taps[5].target  = taps[1103:1056];
   assign \taps[5].value  = taps[1151:1104];
-  assign \taps$58[0]  = \taps$58 [191:0];
-  assign \taps$58[0].valid  = \taps$58 [0];
-  assign \taps$58[0].op  = \taps$58 [3:1];
-  assign \taps$58[0].sample  = \taps$58 [4];
-  assign \taps$58[0].prng  = \taps$58 [5];
-  assign \taps$58[0].write  = \taps$58 [6];
-  assign \taps$58[0].read  = \taps$58 [7];
-  assign \taps$58[0].debug  = \taps$58 [8];
-  assign \taps$58[0].respond  = \taps$58 [9];
-  assign \taps$58[0].empty  = \taps$58 [10];
-  assign \taps$58[0].invalid  = \taps$58 [11];
-  assign \taps$58[0].level  = \taps$58 [14:12];
-  assign \taps$58[0].index  = \taps$58 [30:15];
-  assign \taps$58[0].prio  = \taps$58 [62:31];
-  assign \taps$58[0].delta  = \taps$58 [95:63];
-  assign \taps$58[0].target  = \taps$58 [143:96];
-  assign \taps$58[0].value  = \taps$58 [191:144];
-  assign \taps$58[1]  = \taps$58 [383:192];
-  assign \taps$58[1].valid  = \taps$58 [192];
-  assign \taps$58[1].op  = \taps$58 [195:193];
-  assign \taps$58[1].sample  = \taps$58 [196];
-  assign \taps$58[1].prng  = \taps$58 [197];
-  assign \taps$58[1].write  = \taps$58 [198];
-  assign \taps$58[1].read  = \taps$58 [199];
-  assign \taps$58[1].debug  = \taps$58 [200];
-  assign \taps$58[1].respond  = \taps$58 [201];
-  assign \taps$58[1].empty  = \taps$58 [202];
-  assign \taps$58[1].invalid  = \taps$58 [203];
-  assign \taps$58[1].level  = \taps$58 [206:204];
-  assign \taps$58[1].index  = \taps$58 [222:207];
-  assign \taps$58[1].prio  = \taps$58 [254:223];
-  assign \taps$58[1].delta  = \taps$58 [287:255];
-  assign \taps$58[1].target  = \taps$58 [335:288];
-  assign \taps$58[1].value  = \taps$58 [383:336];
-  assign \taps$58[2]  = \taps$58 [575:384];
-  assign \taps$58[2].valid  = \taps$58 [384];
-  assign \taps$58[2].op  = \taps$58 [387:385];
-  assign \taps$58[2].sample  = \taps$58 [388];
-  assign \taps$58[2].prng  = \taps$58 [389];
-  assign \taps$58[2].write  = \taps$58 [390];
-  assign \taps$58[2].read  = \taps$58 [391];
-  assign \taps$58[2].debug  = \taps$58 [392];
-  assign \taps$58[2].respond  = \taps$58 [393];
-  assign \taps$58[2].empty  = \taps$58 [394];
-  assign \taps$58[2].invalid  = \taps$58 [395];
-  assign \taps$58[2].level  = \taps$58 [398:396];
-  assign \taps$58[2].index  = \taps$58 [414:399];
-  assign \taps$58[2].prio  = \taps$58 [446:415];
-  assign \taps$58[2].delta  = \taps$58 [479:447];
-  assign \taps$58[2].target  = \taps$58 [527:480];
-  assign \taps$58[2].value  = \taps$58 [575:528];
-  assign \taps$58[3]  = \taps$58 [767:576];
-  assign \taps$58[3].valid  = \taps$58 [576];
-  assign \taps$58[3].op  = \taps$58 [579:577];
-  assign \taps$58[3].sample  = \taps$58 [580];
-  assign \taps$58[3].prng  = \taps$58 [581];
-  assign \taps$58[3].write  = \taps$58 [582];
-  assign \taps$58[3].read  = \taps$58 [583];
-  assign \taps$58[3].debug  = \taps$58 [584];
-  assign \taps$58[3].respond  = \taps$58 [585];
-  assign \taps$58[3].empty  = \taps$58 [586];
-  assign \taps$58[3].invalid  = \taps$58 [587];
-  assign \taps$58[3].level  = \taps$58 [590:588];
-  assign \taps$58[3].index  = \taps$58 [606:591];
-  assign \taps$58[3].prio  = \taps$58 [638:607];
-  assign \taps$58[3].delta  = \taps$58 [671:639];
-  assign \taps$58[3].target  = \taps$58 [719:672];
-  assign \taps$58[3].value  = \taps$58 [767:720];
-  assign \taps$58[4]  = \taps$58 [959:768];
-  assign \taps$58[4].valid  = \taps$58 [768];
-  assign \taps$58[4].op  = \taps$58 [771:769];
-  assign \taps$58[4].sample  = \taps$58 [772];
-  assign \taps$58[4].prng  = \taps$58 [773];
-  assign \taps$58[4].write  = \taps$58 [774];
-  assign \taps$58[4].read  = \taps$58 [775];
-  assign \taps$58[4].debug  = \taps$58 [776];
-  assign \taps$58[4].respond  = \taps$58 [777];
-  assign \taps$58[4].empty  = \taps$58 [778];
-  assign \taps$58[4].invalid  = \taps$58 [779];
-  assign \taps$58[4].level  = \taps$58 [782:780];
-  assign \taps$58[4].index  = \taps$58 [798:783];
-  assign \taps$58[4].prio  = \taps$58 [830:799];
-  assign \taps$58[4].delta  = \taps$58 [863:831];
-  assign \taps$58[4].target  = \taps$58 [911:864];
-  assign \taps$58[4].value  = \taps$58 [959:912];
-  assign \taps$58[5]  = \taps$58 [1151:960];
-  assign \taps$58[5].valid  = \taps$58 [960];
-  assign \taps$58[5].op  = \taps$58 [963:961];
-  assign \taps$58[5].sample  = \taps$58 [964];
-  assign \taps$58[5].prng  = \taps$58 [965];
-  assign \taps$58[5].write  = \taps$58 [966];
-  assign \taps$58[5].read  = \taps$58 [967];
-  assign \taps$58[5].debug  = \taps$58 [968];
-  assign \taps$58[5].respond  = \taps$58 [969];
-  assign \taps$58[5].empty  = \taps$58 [970];
-  assign \taps$58[5].invalid  = \taps$58 [971];
-  assign \taps$58[5].level  = \taps$58 [974:972];
-  assign \taps$58[5].index  = \taps$58 [990:975];
-  assign \taps$58[5].prio  = \taps$58 [1022:991];
-  assign \taps$58[5].delta  = \taps$58 [1055:1023];
-  assign \taps$58[5].target  = \taps$58 [1103:1056];
-  assign \taps$58[5].value  = \taps$58 [1151:1104];
-  assign \taps$59[0]  = \taps$59 [191:0];
-  assign \taps$59[0].valid  = \taps$59 [0];
-  assign \taps$59[0].op  = \taps$59 [3:1];
-  assign \taps$59[0].sample  = \taps$59 [4];
-  assign \taps$59[0].prng  = \taps$59 [5];
-  assign \taps$59[0].write  = \taps$59 [6];
-  assign \taps$59[0].read  = \taps$59 [7];
-  assign \taps$59[0].debug  = \taps$59 [8];
-  assign \taps$59[0].respond  = \taps$59 [9];
-  assign \taps$59[0].empty  = \taps$59 [10];
-  assign \taps$59[0].invalid  = \taps$59 [11];
-  assign \taps$59[0].level  = \taps$59 [14:12];
-  assign \taps$59[0].index  = \taps$59 [30:15];
-  assign \taps$59[0].prio  = \taps$59 [62:31];
-  assign \taps$59[0].delta  = \taps$59 [95:63];
-  assign \taps$59[0].target  = \taps$59 [143:96];
-  assign \taps$59[0].value  = \taps$59 [191:144];
-  assign \taps$59[1]  = \taps$59 [383:192];
-  assign \taps$59[1].valid  = \taps$59 [192];
-  assign \taps$59[1].op  = \taps$59 [195:193];
-  assign \taps$59[1].sample  = \taps$59 [196];
-  assign \taps$59[1].prng  = \taps$59 [197];
-  assign \taps$59[1].write  = \taps$59 [198];
-  assign \taps$59[1].read  = \taps$59 [199];
-  assign \taps$59[1].debug  = \taps$59 [200];
-  assign \taps$59[1].respond  = \taps$59 [201];
-  assign \taps$59[1].empty  = \taps$59 [202];
-  assign \taps$59[1].invalid  = \taps$59 [203];
-  assign \taps$59[1].level  = \taps$59 [206:204];
-  assign \taps$59[1].index  = \taps$59 [222:207];
-  assign \taps$59[1].prio  = \taps$59 [254:223];
-  assign \taps$59[1].delta  = \taps$59 [287:255];
-  assign \taps$59[1].target  = \taps$59 [335:288];
-  assign \taps$59[1].value  = \taps$59 [383:336];
-  assign \taps$59[2]  = \taps$59 [575:384];
-  assign \taps$59[2].valid  = \taps$59 [384];
-  assign \taps$59[2].op  = \taps$59 [387:385];
-  assign \taps$59[2].sample  = \taps$59 [388];
-  assign \taps$59[2].prng  = \taps$59 [389];
-  assign \taps$59[2].write  = \taps$59 [390];
-  assign \taps$59[2].read  = \taps$59 [391];
-  assign \taps$59[2].debug  = \taps$59 [392];
-  assign \taps$59[2].respond  = \taps$59 [393];
-  assign \taps$59[2].empty  = \taps$59 [394];
-  assign \taps$59[2].invalid  = \taps$59 [395];
-  assign \taps$59[2].level  = \taps$59 [398:396];
-  assign \taps$59[2].index  = \taps$59 [414:399];
-  assign \taps$59[2].prio  = \taps$59 [446:415];
-  assign \taps$59[2].delta  = \taps$59 [479:447];
-  assign \taps$59[2].target  = \taps$59 [527:480];
-  assign \taps$59[2].value  = \taps$59 [575:528];
-  assign \taps$59[3]  = \taps$59 [767:576];
-  assign \taps$59[3].valid  = \taps$59 [576];
-  assign \taps$59[3].op  = \taps$59 [579:577];
-  assign \taps$59[3].sample  = \taps$59 [580];
-  assign \taps$59[3].prng  = \taps$59 [581];
-  assign \taps$59[3].write  = \taps$59 [582];
-  assign \taps$59[3].read  = \taps$59 [583];
-  assign \taps$59[3].debug  = \taps$59 [584];
-  assign \taps$59[3].respond  = \taps$59 [585];
-  assign \taps$59[3].empty  = \taps$59 [586];
-  assign \taps$59[3].invalid  = \taps$59 [587];
-  assign \taps$59[3].level  = \taps$59 [590:588];
-  assign \taps$59[3].index  = \taps$59 [606:591];
-  assign \taps$59[3].prio  = \taps$59 [638:607];
-  assign \taps$59[3].delta  = \taps$59 [671:639];
-  assign \taps$59[3].target  = \taps$59 [719:672];
-  assign \taps$59[3].value  = \taps$59 [767:720];
-  assign \taps$59[4]  = \taps$59 [959:768];
-  assign \taps$59[4].valid  = \taps$59 [768];
-  assign \taps$59[4].op  = \taps$59 [771:769];
-  assign \taps$59[4].sample  = \taps$59 [772];
-  assign \taps$59[4].prng  = \taps$59 [773];
-  assign \taps$59[4].write  = \taps$59 [774];
-  assign \taps$59[4].read  = \taps$59 [775];
-  assign \taps$59[4].debug  = \taps$59 [776];
-  assign \taps$59[4].respond  = \taps$59 [777];
-  assign \taps$59[4].empty  = \taps$59 [778];
-  assign \taps$59[4].invalid  = \taps$59 [779];
-  assign \taps$59[4].level  = \taps$59 [782:780];
-  assign \taps$59[4].index  = \taps$59 [798:783];
-  assign \taps$59[4].prio  = \taps$59 [830:799];
-  assign \taps$59[4].delta  = \taps$59 [863:831];
-  assign \taps$59[4].target  = \taps$59 [911:864];
-  assign \taps$59[4].value  = \taps$59 [959:912];
-  assign \taps$59[5]  = \taps$59 [1151:960];
-  assign \taps$59[5].valid  = \taps$59 [960];
-  assign \taps$59[5].op  = \taps$59 [963:961];
-  assign \taps$59[5].sample  = \taps$59 [964];
-  assign \taps$59[5].prng  = \taps$59 [965];
-  assign \taps$59[5].write  = \taps$59 [966];
-  assign \taps$59[5].read  = \taps$59 [967];
-  assign \taps$59[5].debug  = \taps$59 [968];
-  assign \taps$59[5].respond  = \taps$59 [969];
-  assign \taps$59[5].empty  = \taps$59 [970];
-  assign \taps$59[5].invalid  = \taps$59 [971];
-  assign \taps$59[5].level  = \taps$59 [974:972];
-  assign \taps$59[5].index  = \taps$59 [990:975];
-  assign \taps$59[5].prio  = \taps$59 [1022:991];
-  assign \taps$59[5].delta  = \taps$59 [1055:1023];
-  assign \taps$59[5].target  = \taps$59 [1103:1056];
-  assign \taps$59[5].value  = \taps$59 [1151:1104];
-  assign \taps$60[0]  = \taps$60 [191:0];
-  assign \taps$60[0].valid  = \taps$60 [0];
-  assign \taps$60[0].op  = \taps$60 [3:1];
-  assign \taps$60[0].sample  = \taps$60 [4];
-  assign \taps$60[0].prng  = \taps$60 [5];
-  assign \taps$60[0].write  = \taps$60 [6];
-  assign \taps$60[0].read  = \taps$60 [7];
-  assign \taps$60[0].debug  = \taps$60 [8];
-  assign \taps$60[0].respond  = \taps$60 [9];
-  assign \taps$60[0].empty  = \taps$60 [10];
-  assign \taps$60[0].invalid  = \taps$60 [11];
-  assign \taps$60[0].level  = \taps$60 [14:12];
-  assign \taps$60[0].index  = \taps$60 [30:15];
-  assign \taps$60[0].prio  = \taps$60 [62:31];
-  assign \taps$60[0].delta  = \taps$60 [95:63];
-  assign \taps$60[0].target  = \taps$60 [143:96];
-  assign \taps$60[0].value  = \taps$60 [191:144];
-  assign \taps$60[1]  = \taps$60 [383:192];
-  assign \taps$60[1].valid  = \taps$60 [192];
-  assign \taps$60[1].op  = \taps$60 [195:193];
-  assign \taps$60[1].sample  = \taps$60 [196];
-  assign \taps$60[1].prng  = \taps$60 [197];
-  assign \taps$60[1].write  = \taps$60 [198];
-  assign \taps$60[1].read  = \taps$60 [199];
-  assign \taps$60[1].debug  = \taps$60 [200];
-  assign \taps$60[1].respond  = \taps$60 [201];
-  assign \taps$60[1].empty  = \taps$60 [202];
-  assign \taps$60[1].invalid  = \taps$60 [203];
-  assign \taps$60[1].level  = \taps$60 [206:204];
-  assign \taps$60[1].index  = \taps$60 [222:207];
-  assign \taps$60[1].prio  = \taps$60 [254:223];
-  assign \taps$60[1].delta  = \taps$60 [287:255];
-  assign \taps$60[1].target  = \taps$60 [335:288];
-  assign \taps$60[1].value  = \taps$60 [383:336];
-  assign \taps$60[2]  = \taps$60 [575:384];
-  assign \taps$60[2].valid  = \taps$60 [384];
-  assign \taps$60[2].op  = \taps$60 [387:385];
-  assign \taps$60[2].sample  = \taps$60 [388];
-  assign \taps$60[2].prng  = \taps$60 [389];
-  assign \taps$60[2].write  = \taps$60 [390];
-  assign \taps$60[2].read  = \taps$60 [391];
-  assign \taps$60[2].debug  = \taps$60 [392];
-  assign \taps$60[2].respond  = \taps$60 [393];
-  assign \taps$60[2].empty  = \taps$60 [394];
-  assign \taps$60[2].invalid  = \taps$60 [395];
-  assign \taps$60[2].level  = \taps$60 [398:396];
-  assign \taps$60[2].index  = \taps$60 [414:399];
-  assign \taps$60[2].prio  = \taps$60 [446:415];
-  assign \taps$60[2].delta  = \taps$60 [479:447];
-  assign \taps$60[2].target  = \taps$60 [527:480];
-  assign \taps$60[2].value  = \taps$60 [575:528];
-  assign \taps$60[3]  = \taps$60 [767:576];
-  assign \taps$60[3].valid  = \taps$60 [576];
-  assign \taps$60[3].op  = \taps$60 [579:577];
-  assign \taps$60[3].sample  = \taps$60 [580];
-  assign \taps$60[3].prng  = \taps$60 [581];
-  assign \taps$60[3].write  = \taps$60 [582];
-  assign \taps$60[3].read  = \taps$60 [583];
-  assign \taps$60[3].debug  = \taps$60 [584];
-  assign \taps$60[3].respond  = \taps$60 [585];
-  assign \taps$60[3].empty  = \taps$60 [586];
-  assign \taps$60[3].invalid  = \taps$60 [587];
-  assign \taps$60[3].level  = \taps$60 [590:588];
-  assign \taps$60[3].index  = \taps$60 [606:591];
-  assign \taps$60[3].prio  = \taps$60 [638:607];
-  assign \taps$60[3].delta  = \taps$60 [671:639];
-  assign \taps$60[3].target  = \taps$60 [719:672];
-  assign \taps$60[3].value  = \taps$60 [767:720];
-  assign \taps$60[4]  = \taps$60 [959:768];
-  assign \taps$60[4].valid  = \taps$60 [768];
-  assign \taps$60[4].op  = \taps$60 [771:769];
-  assign \taps$60[4].sample  = \taps$60 [772];
-  assign \taps$60[4].prng  = \taps$60 [773];
-  assign \taps$60[4].write  = \taps$60 [774];
-  assign \taps$60[4].read  = \taps$60 [775];
-  assign \taps$60[4].debug  = \taps$60 [776];
-  assign \taps$60[4].respond  = \taps$60 [777];
-  assign \taps$60[4].empty  = \taps$60 [778];
-  assign \taps$60[4].invalid  = \taps$60 [779];
-  assign \taps$60[4].level  = \taps$60 [782:780];
-  assign \taps$60[4].index  = \taps$60 [798:783];
-  assign \taps$60[4].prio  = \taps$60 [830:799];
-  assign \taps$60[4].delta  = \taps$60 [863:831];
-  assign \taps$60[4].target  = \taps$60 [911:864];
-  assign \taps$60[4].value  = \taps$60 [959:912];
-  assign \taps$60[5]  = \taps$60 [1151:960];
-  assign \taps$60[5].valid  = \taps$60 [960];
-  assign \taps$60[5].op  = \taps$60 [963:961];
-  assign \taps$60[5].sample  = \taps$60 [964];
-  assign \taps$60[5].prng  = \taps$60 [965];
-  assign \taps$60[5].write  = \taps$60 [966];
-  assign \taps$60[5].read  = \taps$60 [967];
-  assign \taps$60[5].debug  = \taps$60 [968];
-  assign \taps$60[5].respond  = \taps$60 [969];
-  assign \taps$60[5].empty  = \taps$60 [970];
-  assign \taps$60[5].invalid  = \taps$60 [971];
-  assign \taps$60[5].level  = \taps$60 [974:972];
-  assign \taps$60[5].index  = \taps$60 [990:975];
-  assign \taps$60[5].prio  = \taps$60 [1022:991];
-  assign \taps$60[5].delta  = \taps$60 [1055:1023];
-  assign \taps$60[5].target  = \taps$60 [1103:1056];
-  assign \taps$60[5].value  = \taps$60 [1151:1104];
-  assign \b2.valid  = b2[0];
-  assign \b2.op  = b2[3:1];
-  assign \b2.sample  = b2[4];
-  assign \b2.prng  = b2[5];
-  assign \b2.write  = b2[6];
-  assign \b2.read  = b2[7];
-  assign \b2.debug  = b2[8];
-  assign \b2.respond  = b2[9];
-  assign \b2.empty  = b2[10];
-  assign \b2.invalid  = b2[11];
-  assign \b2.level  = b2[14:12];
-  assign \b2.index  = b2[30:15];
-  assign \b2.prio  = b2[62:31];
-  assign \b2.delta  = b2[95:63];
-  assign \b2.target  = b2[143:96];
-  assign \b2.value  = b2[191:144];
-  assign response[68] = \o$26 [11];
-  assign response[67] = \o$26 [10];
-  assign response[66:19] = \o$26 [191:144];
-  assign response[18:3] = \o$26 [30:15];
-  assign response[2:0] = \o$26 [3:1];
+  assign \taps[6]  = taps[1343:1152];
+  assign \taps[6].valid  = taps[1152];
+  assign \taps[6].op  = taps[1155:1153];
+  assign \taps[6].sample  = taps[1156];
+  assign \taps[6].prng  = taps[1157];
+  assign \taps[6].write  = taps[1158];
+  assign \taps[6].read  = taps[1159];
+  assign \taps[6].debug  = taps[1160];
+  assign \taps[6].respond  = taps[1161];
+  assign \taps[6].empty  = taps[1162];
+  assign \taps[6].invalid  = taps[1163];
+  assign \taps[6].level  = taps[1166:1164];
+  assign \taps[6].index  = taps[1182:1167];
+  assign \taps[6].prio  = taps[1214:1183];
+  assign \taps[6].delta  = taps[1247:1215];
+  assign \taps[6].target  = taps[1295:1248];
+  assign \taps[6].value  = taps[1343:1296];
+  assign \taps[7]  = taps[1535:1344];
+  assign \taps[7].valid  = taps[1344];
+  assign \taps[7].op  = taps[1347:1345];
+  assign \taps[7].sample  = taps[1348];
+  assign \taps[7].prng  = taps[1349];
+  assign \taps[7].write  = taps[1350];
+  assign \taps[7].read  = taps[1351];
+  assign \taps[7].debug  = taps[1352];
+  assign \taps[7].respond  = taps[1353];
+  assign \taps[7].empty  = taps[1354];
+  assign \taps[7].invalid  = taps[1355];
+  assign \taps[7].level  = taps[1358:1356];
+  assign \taps[7].index  = taps[1374:1359];
+  assign \taps[7].prio  = taps[1406:1375];
+  assign \taps[7].delta  = taps[1439:1407];
+  assign \taps[7].target  = taps[1487:1440];
+  assign \taps[7].value  = taps[1535:1488];
+  assign \taps$91[0]  = \taps$91 [191:0];
+  assign \taps$91[0].valid  = \taps$91 [0];
+  assign \taps$91[0].op  = \taps$91 [3:1];
+  assign \taps$91[0].sample  = \taps$91 [4];
+  assign \taps$91[0].prng  = \taps$91 [5];
+  assign \taps$91[0].write  = \taps$91 [6];
+  assign \taps$91[0].read  = \taps$91 [7];
+  assign \taps$91[0].debug  = \taps$91 [8];
+  assign \taps$91[0].respond  = \taps$91 [9];
+  assign \taps$91[0].empty  = \taps$91 [10];
+  assign \taps$91[0].invalid  = \taps$91 [11];
+  assign \taps$91[0].level  = \taps$91 [14:12];
+  assign \taps$91[0].index  = \taps$91 [30:15];
+  assign \taps$91[0].prio  = \taps$91 [62:31];
+  assign \taps$91[0].delta  = \taps$91 [95:63];
+  assign \taps$91[0].target  = \taps$91 [143:96];
+  assign \taps$91[0].value  = \taps$91 [191:144];
+  assign \taps$91[1]  = \taps$91 [383:192];
+  assign \taps$91[1].valid  = \taps$91 [192];
+  assign \taps$91[1].op  = \taps$91 [195:193];
+  assign \taps$91[1].sample  = \taps$91 [196];
+  assign \taps$91[1].prng  = \taps$91 [197];
+  assign \taps$91[1].write  = \taps$91 [198];
+  assign \taps$91[1].read  = \taps$91 [199];
+  assign \taps$91[1].debug  = \taps$91 [200];
+  assign \taps$91[1].respond  = \taps$91 [201];
+  assign \taps$91[1].empty  = \taps$91 [202];
+  assign \taps$91[1].invalid  = \taps$91 [203];
+  assign \taps$91[1].level  = \taps$91 [206:204];
+  assign \taps$91[1].index  = \taps$91 [222:207];
+  assign \taps$91[1].prio  = \taps$91 [254:223];
+  assign \taps$91[1].delta  = \taps$91 [287:255];
+  assign \taps$91[1].target  = \taps$91 [335:288];
+  assign \taps$91[1].value  = \taps$91 [383:336];
+  assign \taps$91[2]  = \taps$91 [575:384];
+  assign \taps$91[2].valid  = \taps$91 [384];
+  assign \taps$91[2].op  = \taps$91 [387:385];
+  assign \taps$91[2].sample  = \taps$91 [388];
+  assign \taps$91[2].prng  = \taps$91 [389];
+  assign \taps$91[2].write  = \taps$91 [390];
+  assign \taps$91[2].read  = \taps$91 [391];
+  assign \taps$91[2].debug  = \taps$91 [392];
+  assign \taps$91[2].respond  = \taps$91 [393];
+  assign \taps$91[2].empty  = \taps$91 [394];
+  assign \taps$91[2].invalid  = \taps$91 [395];
+  assign \taps$91[2].level  = \taps$91 [398:396];
+  assign \taps$91[2].index  = \taps$91 [414:399];
+  assign \taps$91[2].prio  = \taps$91 [446:415];
+  assign \taps$91[2].delta  = \taps$91 [479:447];
+  assign \taps$91[2].target  = \taps$91 [527:480];
+  assign \taps$91[2].value  = \taps$91 [575:528];
+  assign \taps$91[3]  = \taps$91 [767:576];
+  assign \taps$91[3].valid  = \taps$91 [576];
+  assign \taps$91[3].op  = \taps$91 [579:577];
+  assign \taps$91[3].sample  = \taps$91 [580];
+  assign \taps$91[3].prng  = \taps$91 [581];
+  assign \taps$91[3].write  = \taps$91 [582];
+  assign \taps$91[3].read  = \taps$91 [583];
+  assign \taps$91[3].debug  = \taps$91 [584];
+  assign \taps$91[3].respond  = \taps$91 [585];
+  assign \taps$91[3].empty  = \taps$91 [586];
+  assign \taps$91[3].invalid  = \taps$91 [587];
+  assign \taps$91[3].level  = \taps$91 [590:588];
+  assign \taps$91[3].index  = \taps$91 [606:591];
+  assign \taps$91[3].prio  = \taps$91 [638:607];
+  assign \taps$91[3].delta  = \taps$91 [671:639];
+  assign \taps$91[3].target  = \taps$91 [719:672];
+  assign \taps$91[3].value  = \taps$91 [767:720];
+  assign \taps$91[4]  = \taps$91 [959:768];
+  assign \taps$91[4].valid  = \taps$91 [768];
+  assign \taps$91[4].op  = \taps$91 [771:769];
+  assign \taps$91[4].sample  = \taps$91 [772];
+  assign \taps$91[4].prng  = \taps$91 [773];
+  assign \taps$91[4].write  = \taps$91 [774];
+  assign \taps$91[4].read  = \taps$91 [775];
+  assign \taps$91[4].debug  = \taps$91 [776];
+  assign \taps$91[4].respond  = \taps$91 [777];
+  assign \taps$91[4].empty  = \taps$91 [778];
+  assign \taps$91[4].invalid  = \taps$91 [779];
+  assign \taps$91[4].level  = \taps$91 [782:780];
+  assign \taps$91[4].index  = \taps$91 [798:783];
+  assign \taps$91[4].prio  = \taps$91 [830:799];
+  assign \taps$91[4].delta  = \taps$91 [863:831];
+  assign \taps$91[4].target  = \taps$91 [911:864];
+  assign \taps$91[4].value  = \taps$91 [959:912];
+  assign \taps$91[5]  = \taps$91 [1151:960];
+  assign \taps$91[5].valid  = \taps$91 [960];
+  assign \taps$91[5].op  = \taps$91 [963:961];
+  assign \taps$91[5].sample  = \taps$91 [964];
+  assign \taps$91[5].prng  = \taps$91 [965];
+  assign \taps$91[5].write  = \taps$91 [966];
+  assign \taps$91[5].read  = \taps$91 [967];
+  assign \taps$91[5].debug  = \taps$91 [968];
+  assign \taps$91[5].respond  = \taps$91 [969];
+  assign \taps$91[5].empty  = \taps$91 [970];
+  assign \taps$91[5].invalid  = \taps$91 [971];
+  assign \taps$91[5].level  = \taps$91 [974:972];
+  assign \taps$91[5].index  = \taps$91 [990:975];
+  assign \taps$91[5].prio  = \taps$91 [1022:991];
+  assign \taps$91[5].delta  = \taps$91 [1055:1023];
+  assign \taps$91[5].target  = \taps$91 [1103:1056];
+  assign \taps$91[5].value  = \taps$91 [1151:1104];
+  assign \taps$91[6]  = \taps$91 [1343:1152];
+  assign \taps$91[6].valid  = \taps$91 [1152];
+  assign \taps$91[6].op  = \taps$91 [1155:1153];
+  assign \taps$91[6].sample  = \taps$91 [1156];
+  assign \taps$91[6].prng  = \taps$91 [1157];
+  assign \taps$91[6].write  = \taps$91 [1158];
+  assign \taps$91[6].read  = \taps$91 [1159];
+  assign \taps$91[6].debug  = \taps$91 [1160];
+  assign \taps$91[6].respond  = \taps$91 [1161];
+  assign \taps$91[6].empty  = \taps$91 [1162];
+  assign \taps$91[6].invalid  = \taps$91 [1163];
+  assign \taps$91[6].level  = \taps$91 [1166:1164];
+  assign \taps$91[6].index  = \taps$91 [1182:1167];
+  assign \taps$91[6].prio  = \taps$91 [1214:1183];
+  assign \taps$91[6].delta  = \taps$91 [1247:1215];
+  assign \taps$91[6].target  = \taps$91 [1295:1248];
+  assign \taps$91[6].value  = \taps$91 [1343:1296];
+  assign \taps$91[7]  = \taps$91 [1535:1344];
+  assign \taps$91[7].valid  = \taps$91 [1344];
+  assign \taps$91[7].op  = \taps$91 [1347:1345];
+  assign \taps$91[7].sample  = \taps$91 [1348];
+  assign \taps$91[7].prng  = \taps$91 [1349];
+  assign \taps$91[7].write  = \taps$91 [1350];
+  assign \taps$91[7].read  = \taps$91 [1351];
+  assign \taps$91[7].debug  = \taps$91 [1352];
+  assign \taps$91[7].respond  = \taps$91 [1353];
+  assign \taps$91[7].empty  = \taps$91 [1354];
+  assign \taps$91[7].invalid  = \taps$91 [1355];
+  assign \taps$91[7].level  = \taps$91 [1358:1356];
+  assign \taps$91[7].index  = \taps$91 [1374:1359];
+  assign \taps$91[7].prio  = \taps$91 [1406:1375];
+  assign \taps$91[7].delta  = \taps$91 [1439:1407];
+  assign \taps$91[7].target  = \taps$91 [1487:1440];
+  assign \taps$91[7].value  = \taps$91 [1535:1488];
+  assign \taps$92[0]  = \taps$92 [191:0];
+  assign \taps$92[0].valid  = \taps$92 [0];
+  assign \taps$92[0].op  = \taps$92 [3:1];
+  assign \taps$92[0].sample  = \taps$92 [4];
+  assign \taps$92[0].prng  = \taps$92 [5];
+  assign \taps$92[0].write  = \taps$92 [6];
+  assign \taps$92[0].read  = \taps$92 [7];
+  assign \taps$92[0].debug  = \taps$92 [8];
+  assign \taps$92[0].respond  = \taps$92 [9];
+  assign \taps$92[0].empty  = \taps$92 [10];
+  assign \taps$92[0].invalid  = \taps$92 [11];
+  assign \taps$92[0].level  = \taps$92 [14:12];
+  assign \taps$92[0].index  = \taps$92 [30:15];
+  assign \taps$92[0].prio  = \taps$92 [62:31];
+  assign \taps$92[0].delta  = \taps$92 [95:63];
+  assign \taps$92[0].target  = \taps$92 [143:96];
+  assign \taps$92[0].value  = \taps$92 [191:144];
+  assign \taps$92[1]  = \taps$92 [383:192];
+  assign \taps$92[1].valid  = \taps$92 [192];
+  assign \taps$92[1].op  = \taps$92 [195:193];
+  assign \taps$92[1].sample  = \taps$92 [196];
+  assign \taps$92[1].prng  = \taps$92 [197];
+  assign \taps$92[1].write  = \taps$92 [198];
+  assign \taps$92[1].read  = \taps$92 [199];
+  assign \taps$92[1].debug  = \taps$92 [200];
+  assign \taps$92[1].respond  = \taps$92 [201];
+  assign \taps$92[1].empty  = \taps$92 [202];
+  assign \taps$92[1].invalid  = \taps$92 [203];
+  assign \taps$92[1].level  = \taps$92 [206:204];
+  assign \taps$92[1].index  = \taps$92 [222:207];
+  assign \taps$92[1].prio  = \taps$92 [254:223];
+  assign \taps$92[1].delta  = \taps$92 [287:255];
+  assign \taps$92[1].target  = \taps$92 [335:288];
+  assign \taps$92[1].value  = \taps$92 [383:336];
+  assign \taps$92[2]  = \taps$92 [575:384];
+  assign \taps$92[2].valid  = \taps$92 [384];
+  assign \taps$92[2].op  = \taps$92 [387:385];
+  assign \taps$92[2].sample  = \taps$92 [388];
+  assign \taps$92[2].prng  = \taps$92 [389];
+  assign \taps$92[2].write  = \taps$92 [390];
+  assign \taps$92[2].read  = \taps$92 [391];
+  assign \taps$92[2].debug  = \taps$92 [392];
+  assign \taps$92[2].respond  = \taps$92 [393];
+  assign \taps$92[2].empty  = \taps$92 [394];
+  assign \taps$92[2].invalid  = \taps$92 [395];
+  assign \taps$92[2].level  = \taps$92 [398:396];
+  assign \taps$92[2].index  = \taps$92 [414:399];
+  assign \taps$92[2].prio  = \taps$92 [446:415];
+  assign \taps$92[2].delta  = \taps$92 [479:447];
+  assign \taps$92[2].target  = \taps$92 [527:480];
+  assign \taps$92[2].value  = \taps$92 [575:528];
+  assign \taps$92[3]  = \taps$92 [767:576];
+  assign \taps$92[3].valid  = \taps$92 [576];
+  assign \taps$92[3].op  = \taps$92 [579:577];
+  assign \taps$92[3].sample  = \taps$92 [580];
+  assign \taps$92[3].prng  = \taps$92 [581];
+  assign \taps$92[3].write  = \taps$92 [582];
+  assign \taps$92[3].read  = \taps$92 [583];
+  assign \taps$92[3].debug  = \taps$92 [584];
+  assign \taps$92[3].respond  = \taps$92 [585];
+  assign \taps$92[3].empty  = \taps$92 [586];
+  assign \taps$92[3].invalid  = \taps$92 [587];
+  assign \taps$92[3].level  = \taps$92 [590:588];
+  assign \taps$92[3].index  = \taps$92 [606:591];
+  assign \taps$92[3].prio  = \taps$92 [638:607];
+  assign \taps$92[3].delta  = \taps$92 [671:639];
+  assign \taps$92[3].target  = \taps$92 [719:672];
+  assign \taps$92[3].value  = \taps$92 [767:720];
+  assign \taps$92[4]  = \taps$92 [959:768];
+  assign \taps$92[4].valid  = \taps$92 [768];
+  assign \taps$92[4].op  = \taps$92 [771:769];
+  assign \taps$92[4].sample  = \taps$92 [772];
+  assign \taps$92[4].prng  = \taps$92 [773];
+  assign \taps$92[4].write  = \taps$92 [774];
+  assign \taps$92[4].read  = \taps$92 [775];
+  assign \taps$92[4].debug  = \taps$92 [776];
+  assign \taps$92[4].respond  = \taps$92 [777];
+  assign \taps$92[4].empty  = \taps$92 [778];
+  assign \taps$92[4].invalid  = \taps$92 [779];
+  assign \taps$92[4].level  = \taps$92 [782:780];
+  assign \taps$92[4].index  = \taps$92 [798:783];
+  assign \taps$92[4].prio  = \taps$92 [830:799];
+  assign \taps$92[4].delta  = \taps$92 [863:831];
+  assign \taps$92[4].target  = \taps$92 [911:864];
+  assign \taps$92[4].value  = \taps$92 [959:912];
+  assign \taps$92[5]  = \taps$92 [1151:960];
+  assign \taps$92[5].valid  = \taps$92 [960];
+  assign \taps$92[5].op  = \taps$92 [963:961];
+  assign \taps$92[5].sample  = \taps$92 [964];
+  assign \taps$92[5].prng  = \taps$92 [965];
+  assign \taps$92[5].write  = \taps$92 [966];
+  assign \taps$92[5].read  = \taps$92 [967];
+  assign \taps$92[5].debug  = \taps$92 [968];
+  assign \taps$92[5].respond  = \taps$92 [969];
+  assign \taps$92[5].empty  = \taps$92 [970];
+  assign \taps$92[5].invalid  = \taps$92 [971];
+  assign \taps$92[5].level  = \taps$92 [974:972];
+  assign \taps$92[5].index  = \taps$92 [990:975];
+  assign \taps$92[5].prio  = \taps$92 [1022:991];
+  assign \taps$92[5].delta  = \taps$92 [1055:1023];
+  assign \taps$92[5].target  = \taps$92 [1103:1056];
+  assign \taps$92[5].value  = \taps$92 [1151:1104];
+  assign \taps$92[6]  = \taps$92 [1343:1152];
+  assign \taps$92[6].valid  = \taps$92 [1152];
+  assign \taps$92[6].op  = \taps$92 [1155:1153];
+  assign \taps$92[6].sample  = \taps$92 [1156];
+  assign \taps$92[6].prng  = \taps$92 [1157];
+  assign \taps$92[6].write  = \taps$92 [1158];
+  assign \taps$92[6].read  = \taps$92 [1159];
+  assign \taps$92[6].debug  = \taps$92 [1160];
+  assign \taps$92[6].respond  = \taps$92 [1161];
+  assign \taps$92[6].empty  = \taps$92 [1162];
+  assign \taps$92[6].invalid  = \taps$92 [1163];
+  assign \taps$92[6].level  = \taps$92 [1166:1164];
+  assign \taps$92[6].index  = \taps$92 [1182:1167];
+  assign \taps$92[6].prio  = \taps$92 [1214:1183];
+  assign \taps$92[6].delta  = \taps$92 [1247:1215];
+  assign \taps$92[6].target  = \taps$92 [1295:1248];
+  assign \taps$92[6].value  = \taps$92 [1343:1296];
+  assign \taps$92[7]  = \taps$92 [1535:1344];
+  assign \taps$92[7].valid  = \taps$92 [1344];
+  assign \taps$92[7].op  = \taps$92 [1347:1345];
+  assign \taps$92[7].sample  = \taps$92 [1348];
+  assign \taps$92[7].prng  = \taps$92 [1349];
+  assign \taps$92[7].write  = \taps$92 [1350];
+  assign \taps$92[7].read  = \taps$92 [1351];
+  assign \taps$92[7].debug  = \taps$92 [1352];
+  assign \taps$92[7].respond  = \taps$92 [1353];
+  assign \taps$92[7].empty  = \taps$92 [1354];
+  assign \taps$92[7].invalid  = \taps$92 [1355];
+  assign \taps$92[7].level  = \taps$92 [1358:1356];
+  assign \taps$92[7].index  = \taps$92 [1374:1359];
+  assign \taps$92[7].prio  = \taps$92 [1406:1375];
+  assign \taps$92[7].delta  = \taps$92 [1439:1407];
+  assign \taps$92[7].target  = \taps$92 [1487:1440];
+  assign \taps$92[7].value  = \taps$92 [1535:1488];
+  assign \taps$93[0]  = \taps$93 [191:0];
+  assign \taps$93[0].valid  = \taps$93 [0];
+  assign \taps$93[0].op  = \taps$93 [3:1];
+  assign \taps$93[0].sample  = \taps$93 [4];
+  assign \taps$93[0].prng  = \taps$93 [5];
+  assign \taps$93[0].write  = \taps$93 [6];
+  assign \taps$93[0].read  = \taps$93 [7];
+  assign \taps$93[0].debug  = \taps$93 [8];
+  assign \taps$93[0].respond  = \taps$93 [9];
+  assign \taps$93[0].empty  = \taps$93 [10];
+  assign \taps$93[0].invalid  = \taps$93 [11];
+  assign \taps$93[0].level  = \taps$93 [14:12];
+  assign \taps$93[0].index  = \taps$93 [30:15];
+  assign \taps$93[0].prio  = \taps$93 [62:31];
+  assign \taps$93[0].delta  = \taps$93 [95:63];
+  assign \taps$93[0].target  = \taps$93 [143:96];
+  assign \taps$93[0].value  = \taps$93 [191:144];
+  assign \taps$93[1]  = \taps$93 [383:192];
+  assign \taps$93[1].valid  = \taps$93 [192];
+  assign \taps$93[1].op  = \taps$93 [195:193];
+  assign \taps$93[1].sample  = \taps$93 [196];
+  assign \taps$93[1].prng  = \taps$93 [197];
+  assign \taps$93[1].write  = \taps$93 [198];
+  assign \taps$93[1].read  = \taps$93 [199];
+  assign \taps$93[1].debug  = \taps$93 [200];
+  assign \taps$93[1].respond  = \taps$93 [201];
+  assign \taps$93[1].empty  = \taps$93 [202];
+  assign \taps$93[1].invalid  = \taps$93 [203];
+  assign \taps$93[1].level  = \taps$93 [206:204];
+  assign \taps$93[1].index  = \taps$93 [222:207];
+  assign \taps$93[1].prio  = \taps$93 [254:223];
+  assign \taps$93[1].delta  = \taps$93 [287:255];
+  assign \taps$93[1].target  = \taps$93 [335:288];
+  assign \taps$93[1].value  = \taps$93 [383:336];
+  assign \taps$93[2]  = \taps$93 [575:384];
+  assign \taps$93[2].valid  = \taps$93 [384];
+  assign \taps$93[2].op  = \taps$93 [387:385];
+  assign \taps$93[2].sample  = \taps$93 [388];
+  assign \taps$93[2].prng  = \taps$93 [389];
+  assign \taps$93[2].write  = \taps$93 [390];
+  assign \taps$93[2].read  = \taps$93 [391];
+  assign \taps$93[2].debug  = \taps$93 [392];
+  assign \taps$93[2].respond  = \taps$93 [393];
+  assign \taps$93[2].empty  = \taps$93 [394];
+  assign \taps$93[2].invalid  = \taps$93 [395];
+  assign \taps$93[2].level  = \taps$93 [398:396];
+  assign \taps$93[2].index  = \taps$93 [414:399];
+  assign \taps$93[2].prio  = \taps$93 [446:415];
+  assign \taps$93[2].delta  = \taps$93 [479:447];
+  assign \taps$93[2].target  = \taps$93 [527:480];
+  assign \taps$93[2].value  = \taps$93 [575:528];
+  assign \taps$93[3]  = \taps$93 [767:576];
+  assign \taps$93[3].valid  = \taps$93 [576];
+  assign \taps$93[3].op  = \taps$93 [579:577];
+  assign \taps$93[3].sample  = \taps$93 [580];
+  assign \taps$93[3].prng  = \taps$93 [581];
+  assign \taps$93[3].write  = \taps$93 [582];
+  assign \taps$93[3].read  = \taps$93 [583];
+  assign \taps$93[3].debug  = \taps$93 [584];
+  assign \taps$93[3].respond  = \taps$93 [585];
+  assign \taps$93[3].empty  = \taps$93 [586];
+  assign \taps$93[3].invalid  = \taps$93 [587];
+  assign \taps$93[3].level  = \taps$93 [590:588];
+  assign \taps$93[3].index  = \taps$93 [606:591];
+  assign \taps$93[3].prio  = \taps$93 [638:607];
+  assign \taps$93[3].delta  = \taps$93 [671:639];
+  assign \taps$93[3].target  = \taps$93 [719:672];
+  assign \taps$93[3].value  = \taps$93 [767:720];
+  assign \taps$93[4]  = \taps$93 [959:768];
+  assign \taps$93[4].valid  = \taps$93 [768];
+  assign \taps$93[4].op  = \taps$93 [771:769];
+  assign \taps$93[4].sample  = \taps$93 [772];
+  assign \taps$93[4].prng  = \taps$93 [773];
+  assign \taps$93[4].write  = \taps$93 [774];
+  assign \taps$93[4].read  = \taps$93 [775];
+  assign \taps$93[4].debug  = \taps$93 [776];
+  assign \taps$93[4].respond  = \taps$93 [777];
+  assign \taps$93[4].empty  = \taps$93 [778];
+  assign \taps$93[4].invalid  = \taps$93 [779];
+  assign \taps$93[4].level  = \taps$93 [782:780];
+  assign \taps$93[4].index  = \taps$93 [798:783];
+  assign \taps$93[4].prio  = \taps$93 [830:799];
+  assign \taps$93[4].delta  = \taps$93 [863:831];
+  assign \taps$93[4].target  = \taps$93 [911:864];
+  assign \taps$93[4].value  = \taps$93 [959:912];
+  assign \taps$93[5]  = \taps$93 [1151:960];
+  assign \taps$93[5].valid  = \taps$93 [960];
+  assign \taps$93[5].op  = \taps$93 [963:961];
+  assign \taps$93[5].sample  = \taps$93 [964];
+  assign \taps$93[5].prng  = \taps$93 [965];
+  assign \taps$93[5].write  = \taps$93 [966];
+  assign \taps$93[5].read  = \taps$93 [967];
+  assign \taps$93[5].debug  = \taps$93 [968];
+  assign \taps$93[5].respond  = \taps$93 [969];
+  assign \taps$93[5].empty  = \taps$93 [970];
+  assign \taps$93[5].invalid  = \taps$93 [971];
+  assign \taps$93[5].level  = \taps$93 [974:972];
+  assign \taps$93[5].index  = \taps$93 [990:975];
+  assign \taps$93[5].prio  = \taps$93 [1022:991];
+  assign \taps$93[5].delta  = \taps$93 [1055:1023];
+  assign \taps$93[5].target  = \taps$93 [1103:1056];
+  assign \taps$93[5].value  = \taps$93 [1151:1104];
+  assign \taps$93[6]  = \taps$93 [1343:1152];
+  assign \taps$93[6].valid  = \taps$93 [1152];
+  assign \taps$93[6].op  = \taps$93 [1155:1153];
+  assign \taps$93[6].sample  = \taps$93 [1156];
+  assign \taps$93[6].prng  = \taps$93 [1157];
+  assign \taps$93[6].write  = \taps$93 [1158];
+  assign \taps$93[6].read  = \taps$93 [1159];
+  assign \taps$93[6].debug  = \taps$93 [1160];
+  assign \taps$93[6].respond  = \taps$93 [1161];
+  assign \taps$93[6].empty  = \taps$93 [1162];
+  assign \taps$93[6].invalid  = \taps$93 [1163];
+  assign \taps$93[6].level  = \taps$93 [1166:1164];
+  assign \taps$93[6].index  = \taps$93 [1182:1167];
+  assign \taps$93[6].prio  = \taps$93 [1214:1183];
+  assign \taps$93[6].delta  = \taps$93 [1247:1215];
+  assign \taps$93[6].target  = \taps$93 [1295:1248];
+  assign \taps$93[6].value  = \taps$93 [1343:1296];
+  assign \taps$93[7]  = \taps$93 [1535:1344];
+  assign \taps$93[7].valid  = \taps$93 [1344];
+  assign \taps$93[7].op  = \taps$93 [1347:1345];
+  assign \taps$93[7].sample  = \taps$93 [1348];
+  assign \taps$93[7].prng  = \taps$93 [1349];
+  assign \taps$93[7].write  = \taps$93 [1350];
+  assign \taps$93[7].read  = \taps$93 [1351];
+  assign \taps$93[7].debug  = \taps$93 [1352];
+  assign \taps$93[7].respond  = \taps$93 [1353];
+  assign \taps$93[7].empty  = \taps$93 [1354];
+  assign \taps$93[7].invalid  = \taps$93 [1355];
+  assign \taps$93[7].level  = \taps$93 [1358:1356];
+  assign \taps$93[7].index  = \taps$93 [1374:1359];
+  assign \taps$93[7].prio  = \taps$93 [1406:1375];
+  assign \taps$93[7].delta  = \taps$93 [1439:1407];
+  assign \taps$93[7].target  = \taps$93 [1487:1440];
+  assign \taps$93[7].value  = \taps$93 [1535:1488];
+  assign \skid.op  = skid[2:0];
+  assign \skid.level  = skid[5:3];
+  assign \skid.index  = skid[21:6];
+  assign \skid.priority  = skid[61:22];
+  assign \skid.target  = skid[93:62];
+  assign \cmd__payload.op  = cmd__payload[2:0];
+  assign \cmd__payload.level  = cmd__payload[5:3];
+  assign \cmd__payload.index  = cmd__payload[21:6];
+  assign \cmd__payload.priority  = cmd__payload[61:22];
+  assign \cmd__payload.target  = cmd__payload[93:62];
+  assign response[68] = \o$30 [11];
+  assign response[67] = \o$30 [10];
+  assign response[66:19] = \o$30 [191:144];
+  assign response[18:3] = \o$30 [30:15];
+  assign response[2:0] = \o$30 [3:1];
   assign sat_ovf = sat_hi;
-  assign \$16  = a[53:22];
-  assign \$34  = 1'h1;
-  assign \$35  = \$33 ;
-  assign \$37  = { 4'h0, \$36 [15:4] };
-  assign \$41  = \$40 ;
-  assign \$126  = { 1'h0, pp_0_0 };
-  assign \$128  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$130  = { 14'h0000, pp_17_0, 17'h00000 };
-  assign \$132  = { 20'h00000, pp_17_26, 43'h00000000000 };
-  assign \$145  = rsp__valid;
-  assign \$148  = rsp__valid;
-  assign \$178  = 1'h1;
-  assign \$179  = \$177 ;
-  assign \$211  = 1'h0;
-  assign \$229  = \$228 ;
-  assign \$375  = 1'h0;
-  assign \$393  = \$392 ;
+  assign \$22  = a[53:22];
+  assign \$37  = 1'h1;
+  assign \$38  = \$36 ;
+  assign \$39  = { 4'h0, a_leaf[15:4] };
+  assign \$42  = b3_old0;
+  assign \$50  = { 1'h0, m_row0 };
+  assign \$52  = { 14'h0000, m_row17, 17'h00000 };
+  assign \$61  = rsp__valid;
+  assign \$64  = rsp__valid;
+  assign \$66  = rsp__valid;
+  assign \$69  = rsp__valid;
+  assign \$101  = 1'h1;
+  assign \$102  = \$100 ;
+  assign \$134  = 1'h0;
+  assign \$152  = \$151 ;
+  assign \$245  = \$244 ;
+  assign \$261  = \$260 ;
+  assign \$277  = \$276 ;
+  assign \$293  = \$292 ;
+  assign \$309  = \$308 ;
+  assign \$325  = \$324 ;
+  assign \$341  = \$340 ;
+  assign \$413  = { 1'h0, pp_0_0 };
+  assign \$415  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$417  = { 1'h0, pp_17_0 };
+  assign \$419  = { 5'h00, pp_17_26, 26'h0000000 };
+  assign \$430  = 1'h0;
+  assign \$448  = \$447 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5022,11 +6044,11 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [44:0] \$100 ;
-  wire [44:0] \$101 ;
-  wire [44:0] \$102 ;
-  wire [44:0] \$103 ;
-  wire [44:0] \$104 ;
+  wire [48:0] \$100 ;
+  wire [48:0] \$101 ;
+  wire [48:0] \$102 ;
+  wire [48:0] \$103 ;
+  wire [48:0] \$104 ;
   wire [48:0] \$105 ;
   wire [48:0] \$106 ;
   wire [48:0] \$107 ;
@@ -5044,13 +6066,13 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire [48:0] \$118 ;
   wire [48:0] \$119 ;
   wire [32:0] \$12 ;
-  wire [48:0] \$120 ;
-  wire [48:0] \$121 ;
-  wire [48:0] \$122 ;
-  wire [48:0] \$123 ;
-  wire [48:0] \$124 ;
-  wire [48:0] \$125 ;
-  wire [48:0] \$126 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -5082,41 +6104,41 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$152 ;
   wire \$153 ;
   wire \$154 ;
-  wire \$155 ;
+  reg [43:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire [15:0] \$158 ;
-  wire [15:0] \$159 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [15:0] \$160 ;
-  wire [15:0] \$161 ;
+  wire \$160 ;
+  wire \$161 ;
   wire \$162 ;
   wire \$163 ;
-  wire [15:0] \$164 ;
-  wire [15:0] \$165 ;
-  wire [15:0] \$166 ;
-  wire [15:0] \$167 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [15:0] \$172 ;
-  wire [15:0] \$173 ;
-  wire [15:0] \$174 ;
-  wire [15:0] \$175 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
   wire \$176 ;
   wire \$177 ;
-  wire [15:0] \$178 ;
-  wire [15:0] \$179 ;
+  wire \$178 ;
+  wire \$179 ;
   wire [45:0] \$18 ;
-  wire [15:0] \$180 ;
-  wire [15:0] \$181 ;
+  wire \$180 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  reg [43:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -5136,100 +6158,100 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$200 ;
   wire \$201 ;
   wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire \$209 ;
+  wire [43:0] \$203 ;
+  wire [43:0] \$204 ;
+  wire [43:0] \$205 ;
+  wire [43:0] \$206 ;
+  wire [43:0] \$207 ;
+  wire [43:0] \$208 ;
+  wire [43:0] \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [43:0] \$210 ;
+  wire [43:0] \$211 ;
+  wire [43:0] \$212 ;
+  wire [43:0] \$213 ;
+  wire [43:0] \$214 ;
+  wire [43:0] \$215 ;
+  wire [43:0] \$216 ;
+  wire [43:0] \$217 ;
+  wire [43:0] \$218 ;
+  wire [43:0] \$219 ;
   wire [32:0] \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [43:0] \$220 ;
+  wire [43:0] \$221 ;
+  wire [43:0] \$222 ;
+  wire [43:0] \$223 ;
+  wire [43:0] \$224 ;
+  wire [43:0] \$225 ;
+  wire [43:0] \$226 ;
+  wire [43:0] \$227 ;
+  wire [43:0] \$228 ;
+  wire [43:0] \$229 ;
   wire [45:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [43:0] \$230 ;
+  wire [43:0] \$231 ;
+  wire [43:0] \$232 ;
+  wire [43:0] \$233 ;
   wire [43:0] \$234 ;
-  wire [43:0] \$235 ;
-  wire [43:0] \$236 ;
-  wire [43:0] \$237 ;
-  wire [43:0] \$238 ;
-  wire [43:0] \$239 ;
+  reg [703:0] \$235 ;
+  reg [1535:0] \$236 ;
+  reg [703:0] \$237 ;
+  reg \$238 ;
+  reg \$239 ;
   wire [15:0] \$24 ;
-  wire [43:0] \$240 ;
-  wire [43:0] \$241 ;
-  wire [43:0] \$242 ;
-  wire [43:0] \$243 ;
-  wire [43:0] \$244 ;
-  wire [43:0] \$245 ;
-  wire [43:0] \$246 ;
-  wire [43:0] \$247 ;
-  wire [43:0] \$248 ;
-  wire [43:0] \$249 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg \$242 ;
+  reg [703:0] \$243 ;
+  reg [703:0] \$244 ;
+  reg [43:0] \$245 ;
+  reg [43:0] \$246 ;
+  reg [43:0] \$247 ;
+  reg [43:0] \$248 ;
+  reg [43:0] \$249 ;
   wire \$25 ;
-  wire [43:0] \$250 ;
-  wire [43:0] \$251 ;
-  wire [43:0] \$252 ;
-  wire [43:0] \$253 ;
-  wire [43:0] \$254 ;
-  wire [43:0] \$255 ;
-  wire [43:0] \$256 ;
-  wire [43:0] \$257 ;
-  wire [43:0] \$258 ;
-  wire [43:0] \$259 ;
+  reg [43:0] \$250 ;
+  reg [43:0] \$251 ;
+  reg [43:0] \$252 ;
+  reg [43:0] \$253 ;
+  reg [43:0] \$254 ;
+  reg [43:0] \$255 ;
+  reg [43:0] \$256 ;
+  reg [43:0] \$257 ;
+  reg [43:0] \$258 ;
+  reg [43:0] \$259 ;
   wire \$26 ;
-  wire [43:0] \$260 ;
-  wire [43:0] \$261 ;
-  wire [43:0] \$262 ;
-  wire [43:0] \$263 ;
-  wire [43:0] \$264 ;
-  wire [43:0] \$265 ;
-  reg [703:0] \$266 ;
-  reg [1151:0] \$267 ;
-  reg [703:0] \$268 ;
-  reg \$269 ;
+  reg [43:0] \$260 ;
+  reg [47:0] \$261 ;
+  reg [47:0] \$262 ;
+  reg [47:0] \$263 ;
+  reg [47:0] \$264 ;
+  reg [47:0] \$265 ;
+  reg [47:0] \$266 ;
+  reg [47:0] \$267 ;
+  reg [47:0] \$268 ;
+  reg [47:0] \$269 ;
   wire [32:0] \$27 ;
-  reg \$270 ;
-  reg [703:0] \$271 ;
-  reg [703:0] \$272 ;
-  reg [43:0] \$273 ;
-  reg [43:0] \$274 ;
-  reg [43:0] \$275 ;
-  reg [43:0] \$276 ;
-  reg [43:0] \$277 ;
-  reg [43:0] \$278 ;
-  reg [43:0] \$279 ;
+  reg [47:0] \$270 ;
+  reg [47:0] \$271 ;
+  reg [47:0] \$272 ;
+  reg [47:0] \$273 ;
+  reg [47:0] \$274 ;
+  reg [47:0] \$275 ;
+  reg [47:0] \$276 ;
+  reg [47:0] \$277 ;
+  reg [47:0] \$278 ;
+  reg [47:0] \$279 ;
   wire [45:0] \$28 ;
-  reg [43:0] \$280 ;
-  reg [43:0] \$281 ;
-  reg [43:0] \$282 ;
-  reg [43:0] \$283 ;
-  reg [43:0] \$284 ;
-  reg [43:0] \$285 ;
-  reg [43:0] \$286 ;
-  reg [43:0] \$287 ;
-  reg [43:0] \$288 ;
+  reg [47:0] \$280 ;
+  reg [47:0] \$281 ;
+  reg [47:0] \$282 ;
+  reg [47:0] \$283 ;
+  reg [47:0] \$284 ;
+  reg [47:0] \$285 ;
+  reg [47:0] \$286 ;
+  reg [47:0] \$287 ;
+  reg [47:0] \$288 ;
   reg [47:0] \$289 ;
   wire [15:0] \$29 ;
   reg [47:0] \$290 ;
@@ -5264,10 +6286,10 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   reg [47:0] \$316 ;
   reg [47:0] \$317 ;
   reg [47:0] \$318 ;
-  reg [14:0] \$319 ;
+  reg [47:0] \$319 ;
   wire [32:0] \$32 ;
-  reg [43:0] \$320 ;
-  reg [43:0] \$321 ;
+  reg [47:0] \$320 ;
+  reg [14:0] \$321 ;
   reg [43:0] \$322 ;
   reg [43:0] \$323 ;
   reg [43:0] \$324 ;
@@ -5282,7 +6304,9 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   reg [43:0] \$332 ;
   reg [43:0] \$333 ;
   reg [43:0] \$334 ;
-  reg [191:0] \$335 ;
+  reg [43:0] \$335 ;
+  reg [43:0] \$336 ;
+  reg [191:0] \$337 ;
   wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -5346,15 +6370,15 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
-  wire [15:0] \$91 ;
-  wire [15:0] \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [44:0] \$91 ;
+  wire [44:0] \$92 ;
+  wire [44:0] \$93 ;
+  wire [44:0] \$94 ;
+  wire [44:0] \$95 ;
+  wire [44:0] \$96 ;
   wire [44:0] \$97 ;
   wire [44:0] \$98 ;
-  wire [44:0] \$99 ;
+  wire [48:0] \$99 ;
   wire [48:0] c_diff0;
   wire [48:0] c_diff1;
   wire [48:0] c_diff10;
@@ -5426,7 +6450,9 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
+  reg p_addr = 1'h0;
   reg [703:0] p_word = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg q0_addr = 1'h0;
   wire [47:0] q0_prefix1_1;
   wire [47:0] q0_prefix1_11;
   wire [47:0] q0_prefix1_13;
@@ -5435,14 +6461,6 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire [47:0] q0_prefix1_5;
   wire [47:0] q0_prefix1_7;
   wire [47:0] q0_prefix1_9;
-  wire [47:0] q0_prefix2_10;
-  wire [47:0] q0_prefix2_11;
-  wire [47:0] q0_prefix2_14;
-  wire [47:0] q0_prefix2_15;
-  wire [47:0] q0_prefix2_2;
-  wire [47:0] q0_prefix2_3;
-  wire [47:0] q0_prefix2_6;
-  wire [47:0] q0_prefix2_7;
   reg [47:0] q1_pre0 = 48'h000000000000;
   reg [47:0] q1_pre1 = 48'h000000000000;
   reg [47:0] q1_pre10 = 48'h000000000000;
@@ -5458,20 +6476,13 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   reg [47:0] q1_pre7 = 48'h000000000000;
   reg [47:0] q1_pre8 = 48'h000000000000;
   reg [47:0] q1_pre9 = 48'h000000000000;
-  wire [47:0] q1_prefix4_12;
-  wire [47:0] q1_prefix4_13;
-  wire [47:0] q1_prefix4_14;
-  wire [47:0] q1_prefix4_4;
-  wire [47:0] q1_prefix4_5;
-  wire [47:0] q1_prefix4_6;
-  wire [47:0] q1_prefix4_7;
-  wire [47:0] q1_prefix8_10;
-  wire [47:0] q1_prefix8_11;
-  wire [47:0] q1_prefix8_12;
-  wire [47:0] q1_prefix8_13;
-  wire [47:0] q1_prefix8_14;
-  wire [47:0] q1_prefix8_8;
-  wire [47:0] q1_prefix8_9;
+  wire [47:0] q1_prefix2_10;
+  wire [47:0] q1_prefix2_11;
+  wire [47:0] q1_prefix2_14;
+  wire [47:0] q1_prefix2_2;
+  wire [47:0] q1_prefix2_3;
+  wire [47:0] q1_prefix2_6;
+  wire [47:0] q1_prefix2_7;
   reg [47:0] q2_pre0 = 48'h000000000000;
   reg [47:0] q2_pre1 = 48'h000000000000;
   reg [47:0] q2_pre10 = 48'h000000000000;
@@ -5487,6 +6498,51 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   reg [47:0] q2_pre7 = 48'h000000000000;
   reg [47:0] q2_pre8 = 48'h000000000000;
   reg [47:0] q2_pre9 = 48'h000000000000;
+  wire [47:0] q2_prefix4_12;
+  wire [47:0] q2_prefix4_13;
+  wire [47:0] q2_prefix4_14;
+  wire [47:0] q2_prefix4_4;
+  wire [47:0] q2_prefix4_5;
+  wire [47:0] q2_prefix4_6;
+  wire [47:0] q2_prefix4_7;
+  reg [47:0] q3_pre0 = 48'h000000000000;
+  reg [47:0] q3_pre1 = 48'h000000000000;
+  reg [47:0] q3_pre10 = 48'h000000000000;
+  reg [47:0] q3_pre11 = 48'h000000000000;
+  reg [47:0] q3_pre12 = 48'h000000000000;
+  reg [47:0] q3_pre13 = 48'h000000000000;
+  reg [47:0] q3_pre14 = 48'h000000000000;
+  reg [47:0] q3_pre2 = 48'h000000000000;
+  reg [47:0] q3_pre3 = 48'h000000000000;
+  reg [47:0] q3_pre4 = 48'h000000000000;
+  reg [47:0] q3_pre5 = 48'h000000000000;
+  reg [47:0] q3_pre6 = 48'h000000000000;
+  reg [47:0] q3_pre7 = 48'h000000000000;
+  reg [47:0] q3_pre8 = 48'h000000000000;
+  reg [47:0] q3_pre9 = 48'h000000000000;
+  wire [47:0] q3_prefix8_10;
+  wire [47:0] q3_prefix8_11;
+  wire [47:0] q3_prefix8_12;
+  wire [47:0] q3_prefix8_13;
+  wire [47:0] q3_prefix8_14;
+  wire [47:0] q3_prefix8_8;
+  wire [47:0] q3_prefix8_9;
+  reg [47:0] q4_pre0 = 48'h000000000000;
+  reg [47:0] q4_pre1 = 48'h000000000000;
+  reg [47:0] q4_pre10 = 48'h000000000000;
+  reg [47:0] q4_pre11 = 48'h000000000000;
+  reg [47:0] q4_pre12 = 48'h000000000000;
+  reg [47:0] q4_pre13 = 48'h000000000000;
+  reg [47:0] q4_pre14 = 48'h000000000000;
+  reg [47:0] q4_pre2 = 48'h000000000000;
+  reg [47:0] q4_pre3 = 48'h000000000000;
+  reg [47:0] q4_pre4 = 48'h000000000000;
+  reg [47:0] q4_pre5 = 48'h000000000000;
+  reg [47:0] q4_pre6 = 48'h000000000000;
+  reg [47:0] q4_pre7 = 48'h000000000000;
+  reg [47:0] q4_pre8 = 48'h000000000000;
+  reg [47:0] q4_pre9 = 48'h000000000000;
+  reg q_addr = 1'h0;
   reg [43:0] q_child0 = 44'h00000000000;
   reg [43:0] q_child1 = 44'h00000000000;
   reg [43:0] q_child10 = 44'h00000000000;
@@ -5535,8 +6591,8 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [1151:0] taps;
-  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1535:0] taps;
+  reg [1535:0] taps = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -5693,6 +6749,58 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   wire \taps[5].valid ;
   wire [47:0] \taps[5].value ;
   wire \taps[5].write ;
+  wire [191:0] \taps[6] ;
+  wire \taps[6].debug ;
+  wire [32:0] \taps[6].delta ;
+  wire \taps[6].empty ;
+  wire [15:0] \taps[6].index ;
+  wire \taps[6].invalid ;
+  wire [2:0] \taps[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[6].op ;
+  wire [31:0] \taps[6].prio ;
+  wire \taps[6].prng ;
+  wire \taps[6].read ;
+  wire \taps[6].respond ;
+  wire \taps[6].sample ;
+  wire [47:0] \taps[6].target ;
+  wire \taps[6].valid ;
+  wire [47:0] \taps[6].value ;
+  wire \taps[6].write ;
+  wire [191:0] \taps[7] ;
+  wire \taps[7].debug ;
+  wire [32:0] \taps[7].delta ;
+  wire \taps[7].empty ;
+  wire [15:0] \taps[7].index ;
+  wire \taps[7].invalid ;
+  wire [2:0] \taps[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[7].op ;
+  wire [31:0] \taps[7].prio ;
+  wire \taps[7].prng ;
+  wire \taps[7].read ;
+  wire \taps[7].respond ;
+  wire \taps[7].sample ;
+  wire [47:0] \taps[7].target ;
+  wire \taps[7].valid ;
+  wire [47:0] \taps[7].value ;
+  wire \taps[7].write ;
   (* init = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000 *)
   wire [703:0] word;
   wire wr_addr;
@@ -5769,869 +6877,1147 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$86  = taps[198] & \$85 ;
   assign \$87  = \$86  ? taps[287:255] : 33'h000000000;
   assign \$88  = $signed({ 1'h0, q_word[703:660] }) + $signed(\$87 );
-  assign \$89  = taps[206:204] == 1'h1;
-  assign \$90  = taps[200] & \$89 ;
-  assign \$93  = \$90  ? \$91  : 16'h0000;
-  assign \$94  = taps[196] ? taps[222:207] : \$93 ;
-  assign wr_addr = sweep ? sweep_addr[0] : \$94 [0];
-  assign \$95  = sweep_addr < 1'h1;
-  assign \$96  = sweep & \$95 ;
-  assign wr_en = \$96  | taps[198];
-  assign \$97  = q_child0 + q_child1;
-  assign \$98  = q_child2 + q_child3;
-  assign \$99  = q_child4 + q_child5;
-  assign \$100  = q_child6 + q_child7;
-  assign \$101  = q_child8 + q_child9;
-  assign \$102  = q_child10 + q_child11;
-  assign \$103  = q_child12 + q_child13;
-  assign \$104  = q_child14 + q_child15;
-  assign \$105  = \$97  + q_child2;
-  assign \$106  = \$97  + \$98 ;
-  assign \$107  = \$99  + q_child6;
-  assign \$108  = \$99  + \$100 ;
-  assign \$109  = \$101  + q_child10;
-  assign \$110  = \$101  + \$102 ;
-  assign \$111  = \$103  + q_child14;
-  assign \$112  = \$103  + \$104 ;
-  assign \$113  = q1_pre3 + q1_pre4;
-  assign \$114  = q1_pre3 + q1_pre5;
-  assign \$115  = q1_pre3 + q1_pre6;
-  assign \$116  = q1_pre3 + q1_pre7;
-  assign \$117  = q1_pre11 + q1_pre12;
-  assign \$118  = q1_pre11 + q1_pre13;
-  assign \$119  = q1_pre11 + q1_pre14;
-  assign \$120  = \$116 [47:0] + q1_pre8;
-  assign \$121  = \$116 [47:0] + q1_pre9;
-  assign \$122  = \$116 [47:0] + q1_pre10;
-  assign \$123  = \$116 [47:0] + q1_pre11;
-  assign \$124  = \$116 [47:0] + \$117 [47:0];
-  assign \$125  = \$116 [47:0] + \$118 [47:0];
-  assign \$126  = \$116 [47:0] + \$119 [47:0];
-  assign c_diff0 = taps[911:864] - q2_pre0;
-  assign c_diff1 = taps[911:864] - q2_pre1;
-  assign c_diff2 = taps[911:864] - q2_pre2;
-  assign c_diff3 = taps[911:864] - q2_pre3;
-  assign c_diff4 = taps[911:864] - q2_pre4;
-  assign c_diff5 = taps[911:864] - q2_pre5;
-  assign c_diff6 = taps[911:864] - q2_pre6;
-  assign c_diff7 = taps[911:864] - q2_pre7;
-  assign c_diff8 = taps[911:864] - q2_pre8;
-  assign c_diff9 = taps[911:864] - q2_pre9;
-  assign c_diff10 = taps[911:864] - q2_pre10;
-  assign c_diff11 = taps[911:864] - q2_pre11;
-  assign c_diff12 = taps[911:864] - q2_pre12;
-  assign c_diff13 = taps[911:864] - q2_pre13;
-  assign c_diff14 = taps[911:864] - q2_pre14;
-  assign \$127  = ~ s_le[0];
-  assign \$128  = ~ s_le[1];
-  assign \$129  = s_le[0] & \$128 ;
-  assign \$130  = ~ s_le[2];
-  assign \$131  = s_le[1] & \$130 ;
-  assign \$132  = ~ s_le[3];
-  assign \$133  = s_le[2] & \$132 ;
-  assign \$134  = ~ s_le[4];
-  assign \$135  = s_le[3] & \$134 ;
-  assign \$136  = ~ s_le[5];
-  assign \$137  = s_le[4] & \$136 ;
-  assign \$138  = ~ s_le[6];
-  assign \$139  = s_le[5] & \$138 ;
-  assign \$140  = ~ s_le[7];
-  assign \$141  = s_le[6] & \$140 ;
-  assign \$142  = ~ s_le[8];
-  assign \$143  = s_le[7] & \$142 ;
-  assign \$144  = ~ s_le[9];
-  assign \$145  = s_le[8] & \$144 ;
-  assign \$146  = ~ s_le[10];
-  assign \$147  = s_le[9] & \$146 ;
-  assign \$148  = ~ s_le[11];
-  assign \$149  = s_le[10] & \$148 ;
-  assign \$150  = ~ s_le[12];
-  assign \$151  = s_le[11] & \$150 ;
-  assign \$152  = ~ s_le[13];
-  assign \$153  = s_le[12] & \$152 ;
-  assign \$154  = ~ s_le[14];
-  assign \$155  = s_le[13] & \$154 ;
-  assign \$156  = taps[206:204] == 1'h1;
-  assign \$157  = taps[200] & \$156 ;
-  assign \$160  = \$157  ? \$158  : 16'h0000;
-  assign \$161  = taps[196] ? taps[222:207] : \$160 ;
-  assign \$162  = taps[14:12] == 1'h1;
-  assign \$163  = taps[8] & \$162 ;
-  assign \$166  = \$163  ? \$164  : 16'h0000;
-  assign \$167  = taps[4] ? taps[30:15] : \$166 ;
-  assign \$168  = \$161 [0] == \$167 [0];
-  assign \$169  = taps[198] & \$168 ;
-  assign \$170  = taps[398:396] == 1'h1;
-  assign \$171  = taps[392] & \$170 ;
-  assign \$174  = \$171  ? \$172  : 16'h0000;
-  assign \$175  = taps[388] ? taps[414:399] : \$174 ;
-  assign \$176  = taps[14:12] == 1'h1;
-  assign \$177  = taps[8] & \$176 ;
-  assign \$180  = \$177  ? \$178  : 16'h0000;
-  assign \$181  = taps[4] ? taps[30:15] : \$180 ;
-  assign \$182  = \$175 [0] == \$181 [0];
-  assign \$183  = taps[390] & \$182 ;
-  assign \$184  = taps[206:204] == 1'h1;
-  assign \$185  = taps[200] & \$184 ;
-  assign \$187  = ~ c_diff0[48];
-  assign \$188  = ~ c_diff1[48];
-  assign \$189  = ~ c_diff2[48];
-  assign \$190  = ~ c_diff3[48];
-  assign \$191  = ~ c_diff4[48];
-  assign \$192  = ~ c_diff5[48];
-  assign \$193  = ~ c_diff6[48];
-  assign \$194  = ~ c_diff7[48];
-  assign \$195  = ~ c_diff8[48];
-  assign \$196  = ~ c_diff9[48];
-  assign \$197  = ~ c_diff10[48];
-  assign \$198  = ~ c_diff11[48];
-  assign \$199  = ~ c_diff12[48];
-  assign \$200  = ~ c_diff13[48];
-  assign \$201  = ~ c_diff14[48];
-  assign \$203  = \$202  | \$133 ;
-  assign \$204  = \$203  | \$137 ;
-  assign \$205  = \$204  | \$141 ;
-  assign \$206  = \$205  | \$145 ;
-  assign \$207  = \$206  | \$149 ;
-  assign \$208  = \$207  | \$153 ;
-  assign \$209  = \$208  | s_le[14];
-  assign \$211  = \$210  | \$133 ;
-  assign \$212  = \$211  | \$139 ;
-  assign \$213  = \$212  | \$141 ;
-  assign \$214  = \$213  | \$147 ;
-  assign \$215  = \$214  | \$149 ;
-  assign \$216  = \$215  | \$155 ;
-  assign \$217  = \$216  | s_le[14];
-  assign \$219  = \$218  | \$137 ;
-  assign \$220  = \$219  | \$139 ;
-  assign \$221  = \$220  | \$141 ;
-  assign \$222  = \$221  | \$151 ;
-  assign \$223  = \$222  | \$153 ;
-  assign \$224  = \$223  | \$155 ;
-  assign \$225  = \$224  | s_le[14];
-  assign \$227  = \$226  | \$145 ;
-  assign \$228  = \$227  | \$147 ;
-  assign \$229  = \$228  | \$149 ;
-  assign \$230  = \$229  | \$151 ;
-  assign \$231  = \$230  | \$153 ;
-  assign \$232  = \$231  | \$155 ;
-  assign \$233  = \$232  | s_le[14];
-  assign \$234  = s_le[0] ? 44'h00000000000 : taps[1099:1056];
-  assign \$236  = \$129  ? s_diff0 : 44'h00000000000;
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = \$131  ? s_diff1 : 44'h00000000000;
-  assign \$239  = \$237  | \$238 ;
-  assign \$240  = \$133  ? s_diff2 : 44'h00000000000;
-  assign \$241  = \$239  | \$240 ;
-  assign \$242  = \$135  ? s_diff3 : 44'h00000000000;
-  assign \$243  = \$241  | \$242 ;
-  assign \$244  = \$137  ? s_diff4 : 44'h00000000000;
-  assign \$245  = \$243  | \$244 ;
-  assign \$246  = \$139  ? s_diff5 : 44'h00000000000;
-  assign \$247  = \$245  | \$246 ;
-  assign \$248  = \$141  ? s_diff6 : 44'h00000000000;
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = \$143  ? s_diff7 : 44'h00000000000;
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = \$145  ? s_diff8 : 44'h00000000000;
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = \$147  ? s_diff9 : 44'h00000000000;
-  assign \$255  = \$253  | \$254 ;
-  assign \$256  = \$149  ? s_diff10 : 44'h00000000000;
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = \$151  ? s_diff11 : 44'h00000000000;
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = \$153  ? s_diff12 : 44'h00000000000;
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = \$155  ? s_diff13 : 44'h00000000000;
-  assign \$263  = \$261  | \$262 ;
-  assign \$264  = s_le[14] ? s_diff14 : 44'h00000000000;
-  assign \$265  = \$263  | \$264 ;
+  assign wr_addr = sweep ? sweep_addr[0] : q_addr;
+  assign \$89  = sweep_addr < 1'h1;
+  assign \$90  = sweep & \$89 ;
+  assign wr_en = \$90  | taps[198];
+  assign \$91  = q_child0 + q_child1;
+  assign \$92  = q_child2 + q_child3;
+  assign \$93  = q_child4 + q_child5;
+  assign \$94  = q_child6 + q_child7;
+  assign \$95  = q_child8 + q_child9;
+  assign \$96  = q_child10 + q_child11;
+  assign \$97  = q_child12 + q_child13;
+  assign \$98  = q_child14 + q_child15;
+  assign \$99  = q1_pre1 + q1_pre2;
+  assign \$100  = q1_pre1 + q1_pre3;
+  assign \$101  = q1_pre5 + q1_pre6;
+  assign \$102  = q1_pre5 + q1_pre7;
+  assign \$103  = q1_pre9 + q1_pre10;
+  assign \$104  = q1_pre9 + q1_pre11;
+  assign \$105  = q1_pre13 + q1_pre14;
+  assign \$106  = q2_pre3 + q2_pre4;
+  assign \$107  = q2_pre3 + q2_pre5;
+  assign \$108  = q2_pre3 + q2_pre6;
+  assign \$109  = q2_pre3 + q2_pre7;
+  assign \$110  = q2_pre11 + q2_pre12;
+  assign \$111  = q2_pre11 + q2_pre13;
+  assign \$112  = q2_pre11 + q2_pre14;
+  assign \$113  = q3_pre7 + q3_pre8;
+  assign \$114  = q3_pre7 + q3_pre9;
+  assign \$115  = q3_pre7 + q3_pre10;
+  assign \$116  = q3_pre7 + q3_pre11;
+  assign \$117  = q3_pre7 + q3_pre12;
+  assign \$118  = q3_pre7 + q3_pre13;
+  assign \$119  = q3_pre7 + q3_pre14;
+  assign c_diff0 = taps[1295:1248] - q4_pre0;
+  assign c_diff1 = taps[1295:1248] - q4_pre1;
+  assign c_diff2 = taps[1295:1248] - q4_pre2;
+  assign c_diff3 = taps[1295:1248] - q4_pre3;
+  assign c_diff4 = taps[1295:1248] - q4_pre4;
+  assign c_diff5 = taps[1295:1248] - q4_pre5;
+  assign c_diff6 = taps[1295:1248] - q4_pre6;
+  assign c_diff7 = taps[1295:1248] - q4_pre7;
+  assign c_diff8 = taps[1295:1248] - q4_pre8;
+  assign c_diff9 = taps[1295:1248] - q4_pre9;
+  assign c_diff10 = taps[1295:1248] - q4_pre10;
+  assign c_diff11 = taps[1295:1248] - q4_pre11;
+  assign c_diff12 = taps[1295:1248] - q4_pre12;
+  assign c_diff13 = taps[1295:1248] - q4_pre13;
+  assign c_diff14 = taps[1295:1248] - q4_pre14;
+  assign \$120  = ~ s_le[0];
+  assign \$121  = ~ s_le[1];
+  assign \$122  = s_le[0] & \$121 ;
+  assign \$123  = ~ s_le[2];
+  assign \$124  = s_le[1] & \$123 ;
+  assign \$125  = ~ s_le[3];
+  assign \$126  = s_le[2] & \$125 ;
+  assign \$127  = ~ s_le[4];
+  assign \$128  = s_le[3] & \$127 ;
+  assign \$129  = ~ s_le[5];
+  assign \$130  = s_le[4] & \$129 ;
+  assign \$131  = ~ s_le[6];
+  assign \$132  = s_le[5] & \$131 ;
+  assign \$133  = ~ s_le[7];
+  assign \$134  = s_le[6] & \$133 ;
+  assign \$135  = ~ s_le[8];
+  assign \$136  = s_le[7] & \$135 ;
+  assign \$137  = ~ s_le[9];
+  assign \$138  = s_le[8] & \$137 ;
+  assign \$139  = ~ s_le[10];
+  assign \$140  = s_le[9] & \$139 ;
+  assign \$141  = ~ s_le[11];
+  assign \$142  = s_le[10] & \$141 ;
+  assign \$143  = ~ s_le[12];
+  assign \$144  = s_le[11] & \$143 ;
+  assign \$145  = ~ s_le[13];
+  assign \$146  = s_le[12] & \$145 ;
+  assign \$147  = ~ s_le[14];
+  assign \$148  = s_le[13] & \$147 ;
+  assign \$149  = q_addr == p_addr;
+  assign \$150  = taps[198] & \$149 ;
+  assign \$151  = q0_addr == p_addr;
+  assign \$152  = taps[390] & \$151 ;
+  assign \$153  = taps[206:204] == 1'h1;
+  assign \$154  = taps[200] & \$153 ;
+  assign \$156  = ~ c_diff0[48];
+  assign \$157  = ~ c_diff1[48];
+  assign \$158  = ~ c_diff2[48];
+  assign \$159  = ~ c_diff3[48];
+  assign \$160  = ~ c_diff4[48];
+  assign \$161  = ~ c_diff5[48];
+  assign \$162  = ~ c_diff6[48];
+  assign \$163  = ~ c_diff7[48];
+  assign \$164  = ~ c_diff8[48];
+  assign \$165  = ~ c_diff9[48];
+  assign \$166  = ~ c_diff10[48];
+  assign \$167  = ~ c_diff11[48];
+  assign \$168  = ~ c_diff12[48];
+  assign \$169  = ~ c_diff13[48];
+  assign \$170  = ~ c_diff14[48];
+  assign \$172  = \$171  | \$126 ;
+  assign \$173  = \$172  | \$130 ;
+  assign \$174  = \$173  | \$134 ;
+  assign \$175  = \$174  | \$138 ;
+  assign \$176  = \$175  | \$142 ;
+  assign \$177  = \$176  | \$146 ;
+  assign \$178  = \$177  | s_le[14];
+  assign \$180  = \$179  | \$126 ;
+  assign \$181  = \$180  | \$132 ;
+  assign \$182  = \$181  | \$134 ;
+  assign \$183  = \$182  | \$140 ;
+  assign \$184  = \$183  | \$142 ;
+  assign \$185  = \$184  | \$148 ;
+  assign \$186  = \$185  | s_le[14];
+  assign \$188  = \$187  | \$130 ;
+  assign \$189  = \$188  | \$132 ;
+  assign \$190  = \$189  | \$134 ;
+  assign \$191  = \$190  | \$144 ;
+  assign \$192  = \$191  | \$146 ;
+  assign \$193  = \$192  | \$148 ;
+  assign \$194  = \$193  | s_le[14];
+  assign \$196  = \$195  | \$138 ;
+  assign \$197  = \$196  | \$140 ;
+  assign \$198  = \$197  | \$142 ;
+  assign \$199  = \$198  | \$144 ;
+  assign \$200  = \$199  | \$146 ;
+  assign \$201  = \$200  | \$148 ;
+  assign \$202  = \$201  | s_le[14];
+  assign \$203  = s_le[0] ? 44'h00000000000 : taps[1483:1440];
+  assign \$205  = \$122  ? s_diff0 : 44'h00000000000;
+  assign \$206  = \$204  | \$205 ;
+  assign \$207  = \$124  ? s_diff1 : 44'h00000000000;
+  assign \$208  = \$206  | \$207 ;
+  assign \$209  = \$126  ? s_diff2 : 44'h00000000000;
+  assign \$210  = \$208  | \$209 ;
+  assign \$211  = \$128  ? s_diff3 : 44'h00000000000;
+  assign \$212  = \$210  | \$211 ;
+  assign \$213  = \$130  ? s_diff4 : 44'h00000000000;
+  assign \$214  = \$212  | \$213 ;
+  assign \$215  = \$132  ? s_diff5 : 44'h00000000000;
+  assign \$216  = \$214  | \$215 ;
+  assign \$217  = \$134  ? s_diff6 : 44'h00000000000;
+  assign \$218  = \$216  | \$217 ;
+  assign \$219  = \$136  ? s_diff7 : 44'h00000000000;
+  assign \$220  = \$218  | \$219 ;
+  assign \$221  = \$138  ? s_diff8 : 44'h00000000000;
+  assign \$222  = \$220  | \$221 ;
+  assign \$223  = \$140  ? s_diff9 : 44'h00000000000;
+  assign \$224  = \$222  | \$223 ;
+  assign \$225  = \$142  ? s_diff10 : 44'h00000000000;
+  assign \$226  = \$224  | \$225 ;
+  assign \$227  = \$144  ? s_diff11 : 44'h00000000000;
+  assign \$228  = \$226  | \$227 ;
+  assign \$229  = \$146  ? s_diff12 : 44'h00000000000;
+  assign \$230  = \$228  | \$229 ;
+  assign \$231  = \$148  ? s_diff13 : 44'h00000000000;
+  assign \$232  = \$230  | \$231 ;
+  assign \$233  = s_le[14] ? s_diff14 : 44'h00000000000;
+  assign \$234  = \$232  | \$233 ;
   always @(posedge clk)
-    rd_data <= \$266 ;
+    rd_data <= \$235 ;
   always @(posedge clk)
-    taps <= \$267 ;
+    taps <= \$236 ;
   always @(posedge clk)
-    p_word <= \$268 ;
+    p_word <= \$237 ;
   always @(posedge clk)
-    q_hit1 <= \$269 ;
+    p_addr <= \$238 ;
   always @(posedge clk)
-    q_hit2 <= \$270 ;
+    q_addr <= \$239 ;
   always @(posedge clk)
-    q_w1 <= \$271 ;
+    q0_addr <= \$240 ;
   always @(posedge clk)
-    q_w2 <= \$272 ;
+    q_hit1 <= \$241 ;
   always @(posedge clk)
-    q_child0 <= \$273 ;
+    q_hit2 <= \$242 ;
   always @(posedge clk)
-    q_child1 <= \$274 ;
+    q_w1 <= \$243 ;
   always @(posedge clk)
-    q_child2 <= \$275 ;
+    q_w2 <= \$244 ;
   always @(posedge clk)
-    q_child3 <= \$276 ;
+    q_child0 <= \$245 ;
   always @(posedge clk)
-    q_child4 <= \$277 ;
+    q_child1 <= \$246 ;
   always @(posedge clk)
-    q_child5 <= \$278 ;
+    q_child2 <= \$247 ;
   always @(posedge clk)
-    q_child6 <= \$279 ;
+    q_child3 <= \$248 ;
   always @(posedge clk)
-    q_child7 <= \$280 ;
+    q_child4 <= \$249 ;
   always @(posedge clk)
-    q_child8 <= \$281 ;
+    q_child5 <= \$250 ;
   always @(posedge clk)
-    q_child9 <= \$282 ;
+    q_child6 <= \$251 ;
   always @(posedge clk)
-    q_child10 <= \$283 ;
+    q_child7 <= \$252 ;
   always @(posedge clk)
-    q_child11 <= \$284 ;
+    q_child8 <= \$253 ;
   always @(posedge clk)
-    q_child12 <= \$285 ;
+    q_child9 <= \$254 ;
   always @(posedge clk)
-    q_child13 <= \$286 ;
+    q_child10 <= \$255 ;
   always @(posedge clk)
-    q_child14 <= \$287 ;
+    q_child11 <= \$256 ;
   always @(posedge clk)
-    q_child15 <= \$288 ;
+    q_child12 <= \$257 ;
   always @(posedge clk)
-    q1_pre0 <= \$289 ;
+    q_child13 <= \$258 ;
   always @(posedge clk)
-    q1_pre1 <= \$290 ;
+    q_child14 <= \$259 ;
   always @(posedge clk)
-    q1_pre2 <= \$291 ;
+    q_child15 <= \$260 ;
   always @(posedge clk)
-    q1_pre3 <= \$292 ;
+    q1_pre0 <= \$261 ;
   always @(posedge clk)
-    q1_pre4 <= \$293 ;
+    q1_pre1 <= \$262 ;
   always @(posedge clk)
-    q1_pre5 <= \$294 ;
+    q1_pre2 <= \$263 ;
   always @(posedge clk)
-    q1_pre6 <= \$295 ;
+    q1_pre3 <= \$264 ;
   always @(posedge clk)
-    q1_pre7 <= \$296 ;
+    q1_pre4 <= \$265 ;
   always @(posedge clk)
-    q1_pre8 <= \$297 ;
+    q1_pre5 <= \$266 ;
   always @(posedge clk)
-    q1_pre9 <= \$298 ;
+    q1_pre6 <= \$267 ;
   always @(posedge clk)
-    q1_pre10 <= \$299 ;
+    q1_pre7 <= \$268 ;
   always @(posedge clk)
-    q1_pre11 <= \$300 ;
+    q1_pre8 <= \$269 ;
   always @(posedge clk)
-    q1_pre12 <= \$301 ;
+    q1_pre9 <= \$270 ;
   always @(posedge clk)
-    q1_pre13 <= \$302 ;
+    q1_pre10 <= \$271 ;
   always @(posedge clk)
-    q1_pre14 <= \$303 ;
+    q1_pre11 <= \$272 ;
   always @(posedge clk)
-    q2_pre0 <= \$304 ;
+    q1_pre12 <= \$273 ;
   always @(posedge clk)
-    q2_pre1 <= \$305 ;
+    q1_pre13 <= \$274 ;
   always @(posedge clk)
-    q2_pre2 <= \$306 ;
+    q1_pre14 <= \$275 ;
   always @(posedge clk)
-    q2_pre3 <= \$307 ;
+    q2_pre0 <= \$276 ;
   always @(posedge clk)
-    q2_pre4 <= \$308 ;
+    q2_pre1 <= \$277 ;
   always @(posedge clk)
-    q2_pre5 <= \$309 ;
+    q2_pre2 <= \$278 ;
   always @(posedge clk)
-    q2_pre6 <= \$310 ;
+    q2_pre3 <= \$279 ;
   always @(posedge clk)
-    q2_pre7 <= \$311 ;
+    q2_pre4 <= \$280 ;
   always @(posedge clk)
-    q2_pre8 <= \$312 ;
+    q2_pre5 <= \$281 ;
   always @(posedge clk)
-    q2_pre9 <= \$313 ;
+    q2_pre6 <= \$282 ;
   always @(posedge clk)
-    q2_pre10 <= \$314 ;
+    q2_pre7 <= \$283 ;
   always @(posedge clk)
-    q2_pre11 <= \$315 ;
+    q2_pre8 <= \$284 ;
   always @(posedge clk)
-    q2_pre12 <= \$316 ;
+    q2_pre9 <= \$285 ;
   always @(posedge clk)
-    q2_pre13 <= \$317 ;
+    q2_pre10 <= \$286 ;
   always @(posedge clk)
-    q2_pre14 <= \$318 ;
+    q2_pre11 <= \$287 ;
   always @(posedge clk)
-    s_le <= \$319 ;
+    q2_pre12 <= \$288 ;
   always @(posedge clk)
-    s_diff0 <= \$320 ;
+    q2_pre13 <= \$289 ;
   always @(posedge clk)
-    s_diff1 <= \$321 ;
+    q2_pre14 <= \$290 ;
   always @(posedge clk)
-    s_diff2 <= \$322 ;
+    q3_pre0 <= \$291 ;
   always @(posedge clk)
-    s_diff3 <= \$323 ;
+    q3_pre1 <= \$292 ;
   always @(posedge clk)
-    s_diff4 <= \$324 ;
+    q3_pre2 <= \$293 ;
   always @(posedge clk)
-    s_diff5 <= \$325 ;
+    q3_pre3 <= \$294 ;
   always @(posedge clk)
-    s_diff6 <= \$326 ;
+    q3_pre4 <= \$295 ;
   always @(posedge clk)
-    s_diff7 <= \$327 ;
+    q3_pre5 <= \$296 ;
   always @(posedge clk)
-    s_diff8 <= \$328 ;
+    q3_pre6 <= \$297 ;
   always @(posedge clk)
-    s_diff9 <= \$329 ;
+    q3_pre7 <= \$298 ;
   always @(posedge clk)
-    s_diff10 <= \$330 ;
+    q3_pre8 <= \$299 ;
   always @(posedge clk)
-    s_diff11 <= \$331 ;
+    q3_pre9 <= \$300 ;
   always @(posedge clk)
-    s_diff12 <= \$332 ;
+    q3_pre10 <= \$301 ;
   always @(posedge clk)
-    s_diff13 <= \$333 ;
+    q3_pre11 <= \$302 ;
   always @(posedge clk)
-    s_diff14 <= \$334 ;
+    q3_pre12 <= \$303 ;
   always @(posedge clk)
-    o <= \$335 ;
+    q3_pre13 <= \$304 ;
+  always @(posedge clk)
+    q3_pre14 <= \$305 ;
+  always @(posedge clk)
+    q4_pre0 <= \$306 ;
+  always @(posedge clk)
+    q4_pre1 <= \$307 ;
+  always @(posedge clk)
+    q4_pre2 <= \$308 ;
+  always @(posedge clk)
+    q4_pre3 <= \$309 ;
+  always @(posedge clk)
+    q4_pre4 <= \$310 ;
+  always @(posedge clk)
+    q4_pre5 <= \$311 ;
+  always @(posedge clk)
+    q4_pre6 <= \$312 ;
+  always @(posedge clk)
+    q4_pre7 <= \$313 ;
+  always @(posedge clk)
+    q4_pre8 <= \$314 ;
+  always @(posedge clk)
+    q4_pre9 <= \$315 ;
+  always @(posedge clk)
+    q4_pre10 <= \$316 ;
+  always @(posedge clk)
+    q4_pre11 <= \$317 ;
+  always @(posedge clk)
+    q4_pre12 <= \$318 ;
+  always @(posedge clk)
+    q4_pre13 <= \$319 ;
+  always @(posedge clk)
+    q4_pre14 <= \$320 ;
+  always @(posedge clk)
+    s_le <= \$321 ;
+  always @(posedge clk)
+    s_diff0 <= \$322 ;
+  always @(posedge clk)
+    s_diff1 <= \$323 ;
+  always @(posedge clk)
+    s_diff2 <= \$324 ;
+  always @(posedge clk)
+    s_diff3 <= \$325 ;
+  always @(posedge clk)
+    s_diff4 <= \$326 ;
+  always @(posedge clk)
+    s_diff5 <= \$327 ;
+  always @(posedge clk)
+    s_diff6 <= \$328 ;
+  always @(posedge clk)
+    s_diff7 <= \$329 ;
+  always @(posedge clk)
+    s_diff8 <= \$330 ;
+  always @(posedge clk)
+    s_diff9 <= \$331 ;
+  always @(posedge clk)
+    s_diff10 <= \$332 ;
+  always @(posedge clk)
+    s_diff11 <= \$333 ;
+  always @(posedge clk)
+    s_diff12 <= \$334 ;
+  always @(posedge clk)
+    s_diff13 <= \$335 ;
+  always @(posedge clk)
+    s_diff14 <= \$336 ;
+  always @(posedge clk)
+    o <= \$337 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$186  = q_word[43:0];
+          \$155  = q_word[43:0];
       4'h1:
-          \$186  = q_word[87:44];
+          \$155  = q_word[87:44];
       4'h2:
-          \$186  = q_word[131:88];
+          \$155  = q_word[131:88];
       4'h3:
-          \$186  = q_word[175:132];
+          \$155  = q_word[175:132];
       4'h4:
-          \$186  = q_word[219:176];
+          \$155  = q_word[219:176];
       4'h5:
-          \$186  = q_word[263:220];
+          \$155  = q_word[263:220];
       4'h6:
-          \$186  = q_word[307:264];
+          \$155  = q_word[307:264];
       4'h7:
-          \$186  = q_word[351:308];
+          \$155  = q_word[351:308];
       4'h8:
-          \$186  = q_word[395:352];
+          \$155  = q_word[395:352];
       4'h9:
-          \$186  = q_word[439:396];
+          \$155  = q_word[439:396];
       4'ha:
-          \$186  = q_word[483:440];
+          \$155  = q_word[483:440];
       4'hb:
-          \$186  = q_word[527:484];
+          \$155  = q_word[527:484];
       4'hc:
-          \$186  = q_word[571:528];
+          \$155  = q_word[571:528];
       4'hd:
-          \$186  = q_word[615:572];
+          \$155  = q_word[615:572];
       4'he:
-          \$186  = q_word[659:616];
+          \$155  = q_word[659:616];
       4'hf:
-          \$186  = q_word[703:660];
+          \$155  = q_word[703:660];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$266  = rd_data;
+    \$235  = rd_data;
     if (wr_en) begin
-      \$266  = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
+      \$235  = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
     end
     if (rst) begin
-      \$266  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$235  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$267 [191:0] = i;
-    \$267 [383:192] = taps[191:0];
-    \$267 [575:384] = taps[383:192];
-    if (\$185 ) begin
-      \$267 [575:528] = { 4'h0, \$186  };
+    \$236 [191:0] = i;
+    \$236 [383:192] = taps[191:0];
+    \$236 [575:384] = taps[383:192];
+    if (\$154 ) begin
+      \$236 [575:528] = { 4'h0, \$155  };
     end
     begin
       begin
-        \$267 [767:576] = taps[575:384];
-        \$267 [959:768] = taps[767:576];
-        \$267 [1151:960] = taps[959:768];
+        \$236 [767:576] = taps[575:384];
+        \$236 [959:768] = taps[767:576];
+        \$236 [1151:960] = taps[959:768];
+        \$236 [1343:1152] = taps[1151:960];
+        \$236 [1535:1344] = taps[1343:1152];
       end
     end
     if (rst) begin
-      \$267  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$236  = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$268  = rd_data;
+    \$237  = rd_data;
     if (rst) begin
-      \$268  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$237  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$269  = \$169 ;
+    \$238  = \$6 [0];
     if (rst) begin
-      \$269  = 1'h0;
+      \$238  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$270  = \$183 ;
+    \$239  = p_addr;
     if (rst) begin
-      \$270  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$271  = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
+    \$240  = q_addr;
     if (rst) begin
-      \$271  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$272  = q_w1;
+    \$241  = \$150 ;
     if (rst) begin
-      \$272  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$273  = q_word[43:0];
+    \$242  = \$152 ;
     if (rst) begin
-      \$273  = 44'h00000000000;
+      \$242  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$274  = q_word[87:44];
+    \$243  = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
     if (rst) begin
-      \$274  = 44'h00000000000;
+      \$243  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$275  = q_word[131:88];
+    \$244  = q_w1;
     if (rst) begin
-      \$275  = 44'h00000000000;
+      \$244  = 704'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$276  = q_word[175:132];
+    \$245  = q_word[43:0];
     if (rst) begin
-      \$276  = 44'h00000000000;
+      \$245  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$277  = q_word[219:176];
+    \$246  = q_word[87:44];
     if (rst) begin
-      \$277  = 44'h00000000000;
+      \$246  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$278  = q_word[263:220];
+    \$247  = q_word[131:88];
     if (rst) begin
-      \$278  = 44'h00000000000;
+      \$247  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$279  = q_word[307:264];
+    \$248  = q_word[175:132];
     if (rst) begin
-      \$279  = 44'h00000000000;
+      \$248  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$280  = q_word[351:308];
+    \$249  = q_word[219:176];
     if (rst) begin
-      \$280  = 44'h00000000000;
+      \$249  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$281  = q_word[395:352];
+    \$250  = q_word[263:220];
     if (rst) begin
-      \$281  = 44'h00000000000;
+      \$250  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$282  = q_word[439:396];
+    \$251  = q_word[307:264];
     if (rst) begin
-      \$282  = 44'h00000000000;
+      \$251  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$283  = q_word[483:440];
+    \$252  = q_word[351:308];
     if (rst) begin
-      \$283  = 44'h00000000000;
+      \$252  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$284  = q_word[527:484];
+    \$253  = q_word[395:352];
     if (rst) begin
-      \$284  = 44'h00000000000;
+      \$253  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$285  = q_word[571:528];
+    \$254  = q_word[439:396];
     if (rst) begin
-      \$285  = 44'h00000000000;
+      \$254  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$286  = q_word[615:572];
+    \$255  = q_word[483:440];
     if (rst) begin
-      \$286  = 44'h00000000000;
+      \$255  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$287  = q_word[659:616];
+    \$256  = q_word[527:484];
     if (rst) begin
-      \$287  = 44'h00000000000;
+      \$256  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$288  = q_word[703:660];
+    \$257  = q_word[571:528];
     if (rst) begin
-      \$288  = 44'h00000000000;
+      \$257  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$289  = { 4'h0, q_child0 };
+    \$258  = q_word[615:572];
+    if (rst) begin
+      \$258  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$259  = q_word[659:616];
+    if (rst) begin
+      \$259  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$260  = q_word[703:660];
+    if (rst) begin
+      \$260  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$261  = { 4'h0, q_child0 };
+    if (rst) begin
+      \$261  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$262  = { 3'h0, \$91  };
+    if (rst) begin
+      \$262  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$263  = { 4'h0, q_child2 };
+    if (rst) begin
+      \$263  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$264  = { 3'h0, \$92  };
+    if (rst) begin
+      \$264  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$265  = { 4'h0, q_child4 };
+    if (rst) begin
+      \$265  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$266  = { 3'h0, \$93  };
+    if (rst) begin
+      \$266  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$267  = { 4'h0, q_child6 };
+    if (rst) begin
+      \$267  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$268  = { 3'h0, \$94  };
+    if (rst) begin
+      \$268  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$269  = { 4'h0, q_child8 };
+    if (rst) begin
+      \$269  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$270  = { 3'h0, \$95  };
+    if (rst) begin
+      \$270  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$271  = { 4'h0, q_child10 };
+    if (rst) begin
+      \$271  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$272  = { 3'h0, \$96  };
+    if (rst) begin
+      \$272  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$273  = { 4'h0, q_child12 };
+    if (rst) begin
+      \$273  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$274  = { 3'h0, \$97  };
+    if (rst) begin
+      \$274  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$275  = { 4'h0, q_child14 };
+    if (rst) begin
+      \$275  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$276  = q1_pre0;
+    if (rst) begin
+      \$276  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$277  = q1_pre1;
+    if (rst) begin
+      \$277  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$278  = \$99 [47:0];
+    if (rst) begin
+      \$278  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$279  = \$100 [47:0];
+    if (rst) begin
+      \$279  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$280  = q1_pre4;
+    if (rst) begin
+      \$280  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$281  = q1_pre5;
+    if (rst) begin
+      \$281  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$282  = \$101 [47:0];
+    if (rst) begin
+      \$282  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$283  = \$102 [47:0];
+    if (rst) begin
+      \$283  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$284  = q1_pre8;
+    if (rst) begin
+      \$284  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$285  = q1_pre9;
+    if (rst) begin
+      \$285  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$286  = \$103 [47:0];
+    if (rst) begin
+      \$286  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$287  = \$104 [47:0];
+    if (rst) begin
+      \$287  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$288  = q1_pre12;
+    if (rst) begin
+      \$288  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$289  = q1_pre13;
     if (rst) begin
       \$289  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$290  = { 3'h0, \$97  };
+    \$290  = \$105 [47:0];
     if (rst) begin
       \$290  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$291  = \$105 [47:0];
+    \$291  = q2_pre0;
     if (rst) begin
       \$291  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$292  = \$106 [47:0];
+    \$292  = q2_pre1;
     if (rst) begin
       \$292  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$293  = { 4'h0, q_child4 };
+    \$293  = q2_pre2;
     if (rst) begin
       \$293  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$294  = { 3'h0, \$99  };
+    \$294  = q2_pre3;
     if (rst) begin
       \$294  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$295  = \$107 [47:0];
+    \$295  = \$106 [47:0];
     if (rst) begin
       \$295  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$296  = \$108 [47:0];
+    \$296  = \$107 [47:0];
     if (rst) begin
       \$296  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$297  = { 4'h0, q_child8 };
+    \$297  = \$108 [47:0];
     if (rst) begin
       \$297  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$298  = { 3'h0, \$101  };
+    \$298  = \$109 [47:0];
     if (rst) begin
       \$298  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$299  = \$109 [47:0];
+    \$299  = q2_pre8;
     if (rst) begin
       \$299  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$300  = \$110 [47:0];
+    \$300  = q2_pre9;
     if (rst) begin
       \$300  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$301  = { 4'h0, q_child12 };
+    \$301  = q2_pre10;
     if (rst) begin
       \$301  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$302  = { 3'h0, \$103  };
+    \$302  = q2_pre11;
     if (rst) begin
       \$302  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$303  = \$111 [47:0];
+    \$303  = \$110 [47:0];
     if (rst) begin
       \$303  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$304  = q1_pre0;
+    \$304  = \$111 [47:0];
     if (rst) begin
       \$304  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$305  = q1_pre1;
+    \$305  = \$112 [47:0];
     if (rst) begin
       \$305  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$306  = q1_pre2;
+    \$306  = q3_pre0;
     if (rst) begin
       \$306  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$307  = q1_pre3;
+    \$307  = q3_pre1;
     if (rst) begin
       \$307  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$308  = \$113 [47:0];
+    \$308  = q3_pre2;
     if (rst) begin
       \$308  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$309  = \$114 [47:0];
+    \$309  = q3_pre3;
     if (rst) begin
       \$309  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$310  = \$115 [47:0];
+    \$310  = q3_pre4;
     if (rst) begin
       \$310  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$311  = \$116 [47:0];
+    \$311  = q3_pre5;
     if (rst) begin
       \$311  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$312  = \$120 [47:0];
+    \$312  = q3_pre6;
     if (rst) begin
       \$312  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$313  = \$121 [47:0];
+    \$313  = q3_pre7;
     if (rst) begin
       \$313  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$314  = \$122 [47:0];
+    \$314  = \$113 [47:0];
     if (rst) begin
       \$314  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$315  = \$123 [47:0];
+    \$315  = \$114 [47:0];
     if (rst) begin
       \$315  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$316  = \$124 [47:0];
+    \$316  = \$115 [47:0];
     if (rst) begin
       \$316  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$317  = \$125 [47:0];
+    \$317  = \$116 [47:0];
     if (rst) begin
       \$317  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$318  = \$126 [47:0];
+    \$318  = \$117 [47:0];
     if (rst) begin
       \$318  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$319  = { \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187  };
+    \$319  = \$118 [47:0];
     if (rst) begin
-      \$319  = 15'h0000;
+      \$319  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$320  = c_diff0[43:0];
+    \$320  = \$119 [47:0];
     if (rst) begin
-      \$320  = 44'h00000000000;
+      \$320  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$321  = c_diff1[43:0];
+    \$321  = { \$170 , \$169 , \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156  };
     if (rst) begin
-      \$321  = 44'h00000000000;
+      \$321  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$322  = c_diff2[43:0];
+    \$322  = c_diff0[43:0];
     if (rst) begin
       \$322  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$323  = c_diff3[43:0];
+    \$323  = c_diff1[43:0];
     if (rst) begin
       \$323  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$324  = c_diff4[43:0];
+    \$324  = c_diff2[43:0];
     if (rst) begin
       \$324  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$325  = c_diff5[43:0];
+    \$325  = c_diff3[43:0];
     if (rst) begin
       \$325  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$326  = c_diff6[43:0];
+    \$326  = c_diff4[43:0];
     if (rst) begin
       \$326  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$327  = c_diff7[43:0];
+    \$327  = c_diff5[43:0];
     if (rst) begin
       \$327  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$328  = c_diff8[43:0];
+    \$328  = c_diff6[43:0];
     if (rst) begin
       \$328  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$329  = c_diff9[43:0];
+    \$329  = c_diff7[43:0];
     if (rst) begin
       \$329  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$330  = c_diff10[43:0];
+    \$330  = c_diff8[43:0];
     if (rst) begin
       \$330  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$331  = c_diff11[43:0];
+    \$331  = c_diff9[43:0];
     if (rst) begin
       \$331  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$332  = c_diff12[43:0];
+    \$332  = c_diff10[43:0];
     if (rst) begin
       \$332  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$333  = c_diff13[43:0];
+    \$333  = c_diff11[43:0];
     if (rst) begin
       \$333  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$334  = c_diff14[43:0];
+    \$334  = c_diff12[43:0];
     if (rst) begin
       \$334  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$335  = taps[1151:960];
-    if (taps[964]) begin
-      \$335 [30:15] = { taps[986:975], \$233 , \$225 , \$217 , \$209  };
-      \$335 [143:96] = { 4'h0, \$265  };
+    \$335  = c_diff13[43:0];
+    if (rst) begin
+      \$335  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$336  = c_diff14[43:0];
+    if (rst) begin
+      \$336  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$337  = taps[1535:1344];
+    if (taps[1348]) begin
+      \$337 [30:15] = { taps[1370:1359], \$202 , \$194 , \$186 , \$178  };
+      \$337 [143:96] = { 4'h0, \$234  };
     end
     if (rst) begin
-      \$335  = 192'h000000000000000000000000000000000000000000000000;
+      \$337  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign word = rd_data;
@@ -6639,37 +8025,36 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign rd_addr = \$6 [0];
   assign q_new = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
   assign wr_data = { \$88 [43:0], \$83 [43:0], \$78 [43:0], \$73 [43:0], \$68 [43:0], \$63 [43:0], \$58 [43:0], \$53 [43:0], \$48 [43:0], \$43 [43:0], \$38 [43:0], \$33 [43:0], \$28 [43:0], \$23 [43:0], \$18 [43:0], \$13 [43:0] };
-  assign q0_prefix1_1 = { 3'h0, \$97  };
-  assign q0_prefix1_3 = { 3'h0, \$98  };
-  assign q0_prefix1_5 = { 3'h0, \$99  };
-  assign q0_prefix1_7 = { 3'h0, \$100  };
-  assign q0_prefix1_9 = { 3'h0, \$101  };
-  assign q0_prefix1_11 = { 3'h0, \$102  };
-  assign q0_prefix1_13 = { 3'h0, \$103  };
-  assign q0_prefix1_15 = { 3'h0, \$104  };
-  assign q0_prefix2_2 = \$105 [47:0];
-  assign q0_prefix2_3 = \$106 [47:0];
-  assign q0_prefix2_6 = \$107 [47:0];
-  assign q0_prefix2_7 = \$108 [47:0];
-  assign q0_prefix2_10 = \$109 [47:0];
-  assign q0_prefix2_11 = \$110 [47:0];
-  assign q0_prefix2_14 = \$111 [47:0];
-  assign q0_prefix2_15 = \$112 [47:0];
-  assign q1_prefix4_4 = \$113 [47:0];
-  assign q1_prefix4_5 = \$114 [47:0];
-  assign q1_prefix4_6 = \$115 [47:0];
-  assign q1_prefix4_7 = \$116 [47:0];
-  assign q1_prefix4_12 = \$117 [47:0];
-  assign q1_prefix4_13 = \$118 [47:0];
-  assign q1_prefix4_14 = \$119 [47:0];
-  assign q1_prefix8_8 = \$120 [47:0];
-  assign q1_prefix8_9 = \$121 [47:0];
-  assign q1_prefix8_10 = \$122 [47:0];
-  assign q1_prefix8_11 = \$123 [47:0];
-  assign q1_prefix8_12 = \$124 [47:0];
-  assign q1_prefix8_13 = \$125 [47:0];
-  assign q1_prefix8_14 = \$126 [47:0];
-  assign s_onehot = { s_le[14], \$155 , \$153 , \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127  };
+  assign q0_prefix1_1 = { 3'h0, \$91  };
+  assign q0_prefix1_3 = { 3'h0, \$92  };
+  assign q0_prefix1_5 = { 3'h0, \$93  };
+  assign q0_prefix1_7 = { 3'h0, \$94  };
+  assign q0_prefix1_9 = { 3'h0, \$95  };
+  assign q0_prefix1_11 = { 3'h0, \$96  };
+  assign q0_prefix1_13 = { 3'h0, \$97  };
+  assign q0_prefix1_15 = { 3'h0, \$98  };
+  assign q1_prefix2_2 = \$99 [47:0];
+  assign q1_prefix2_3 = \$100 [47:0];
+  assign q1_prefix2_6 = \$101 [47:0];
+  assign q1_prefix2_7 = \$102 [47:0];
+  assign q1_prefix2_10 = \$103 [47:0];
+  assign q1_prefix2_11 = \$104 [47:0];
+  assign q1_prefix2_14 = \$105 [47:0];
+  assign q2_prefix4_4 = \$106 [47:0];
+  assign q2_prefix4_5 = \$107 [47:0];
+  assign q2_prefix4_6 = \$108 [47:0];
+  assign q2_prefix4_7 = \$109 [47:0];
+  assign q2_prefix4_12 = \$110 [47:0];
+  assign q2_prefix4_13 = \$111 [47:0];
+  assign q2_prefix4_14 = \$112 [47:0];
+  assign q3_prefix8_8 = \$113 [47:0];
+  assign q3_prefix8_9 = \$114 [47:0];
+  assign q3_prefix8_10 = \$115 [47:0];
+  assign q3_prefix8_11 = \$116 [47:0];
+  assign q3_prefix8_12 = \$117 [47:0];
+  assign q3_prefix8_13 = \$118 [47:0];
+  assign q3_prefix8_14 = \$119 [47:0];
+  assign s_onehot = { s_le[14], \$148 , \$146 , \$144 , \$142 , \$140 , \$138 , \$136 , \$134 , \$132 , \$130 , \$128 , \$126 , \$124 , \$122 , \$120  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -6788,6 +8173,40 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign \taps[5].delta  = taps[1055:1023];
   assign \taps[5].target  = taps[1103:1056];
   assign \taps[5].value  = taps[1151:1104];
+  assign \taps[6]  = taps[1343:1152];
+  assign \taps[6].valid  = taps[1152];
+  assign \taps[6].op  = taps[1155:1153];
+  assign \taps[6].sample  = taps[1156];
+  assign \taps[6].prng  = taps[1157];
+  assign \taps[6].write  = taps[1158];
+  assign \taps[6].read  = taps[1159];
+  assign \taps[6].debug  = taps[1160];
+  assign \taps[6].respond  = taps[1161];
+  assign \taps[6].empty  = taps[1162];
+  assign \taps[6].invalid  = taps[1163];
+  assign \taps[6].level  = taps[1166:1164];
+  assign \taps[6].index  = taps[1182:1167];
+  assign \taps[6].prio  = taps[1214:1183];
+  assign \taps[6].delta  = taps[1247:1215];
+  assign \taps[6].target  = taps[1295:1248];
+  assign \taps[6].value  = taps[1343:1296];
+  assign \taps[7]  = taps[1535:1344];
+  assign \taps[7].valid  = taps[1344];
+  assign \taps[7].op  = taps[1347:1345];
+  assign \taps[7].sample  = taps[1348];
+  assign \taps[7].prng  = taps[1349];
+  assign \taps[7].write  = taps[1350];
+  assign \taps[7].read  = taps[1351];
+  assign \taps[7].debug  = taps[1352];
+  assign \taps[7].respond  = taps[1353];
+  assign \taps[7].empty  = taps[1354];
+  assign \taps[7].invalid  = taps[1355];
+  assign \taps[7].level  = taps[1358:1356];
+  assign \taps[7].index  = taps[1374:1359];
+  assign \taps[7].prio  = taps[1406:1375];
+  assign \taps[7].delta  = taps[1439:1407];
+  assign \taps[7].target  = taps[1487:1440];
+  assign \taps[7].value  = taps[1535:1488];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -6822,21 +8241,11 @@ module \replay_accel_k16.core.tree.level1 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$74  = { 12'h000, taps[222:219] };
   assign \$79  = { 12'h000, taps[222:219] };
   assign \$84  = { 12'h000, taps[222:219] };
-  assign \$91  = { 4'h0, taps[222:211] };
-  assign \$92  = 16'h0000;
-  assign \$158  = { 4'h0, taps[222:211] };
-  assign \$159  = 16'h0000;
-  assign \$164  = { 4'h0, taps[30:19] };
-  assign \$165  = 16'h0000;
-  assign \$172  = { 4'h0, taps[414:403] };
-  assign \$173  = 16'h0000;
-  assign \$178  = { 4'h0, taps[30:19] };
-  assign \$179  = 16'h0000;
-  assign \$202  = \$129 ;
-  assign \$210  = \$131 ;
-  assign \$218  = \$135 ;
-  assign \$226  = \$143 ;
-  assign \$235  = \$234 ;
+  assign \$171  = \$122 ;
+  assign \$179  = \$124 ;
+  assign \$187  = \$128 ;
+  assign \$195  = \$136 ;
+  assign \$204  = \$203 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6849,11 +8258,11 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [40:0] \$100 ;
-  wire [40:0] \$101 ;
-  wire [40:0] \$102 ;
-  wire [40:0] \$103 ;
-  wire [40:0] \$104 ;
+  wire [44:0] \$100 ;
+  wire [44:0] \$101 ;
+  wire [44:0] \$102 ;
+  wire [44:0] \$103 ;
+  wire [44:0] \$104 ;
   wire [44:0] \$105 ;
   wire [44:0] \$106 ;
   wire [44:0] \$107 ;
@@ -6871,13 +8280,13 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire [44:0] \$118 ;
   wire [44:0] \$119 ;
   wire [32:0] \$12 ;
-  wire [44:0] \$120 ;
-  wire [44:0] \$121 ;
-  wire [44:0] \$122 ;
-  wire [44:0] \$123 ;
-  wire [44:0] \$124 ;
-  wire [44:0] \$125 ;
-  wire [44:0] \$126 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -6909,41 +8318,41 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$152 ;
   wire \$153 ;
   wire \$154 ;
-  wire \$155 ;
+  reg [39:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire [15:0] \$158 ;
-  wire [15:0] \$159 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [15:0] \$160 ;
-  wire [15:0] \$161 ;
+  wire \$160 ;
+  wire \$161 ;
   wire \$162 ;
   wire \$163 ;
-  wire [15:0] \$164 ;
-  wire [15:0] \$165 ;
-  wire [15:0] \$166 ;
-  wire [15:0] \$167 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [15:0] \$172 ;
-  wire [15:0] \$173 ;
-  wire [15:0] \$174 ;
-  wire [15:0] \$175 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
   wire \$176 ;
   wire \$177 ;
-  wire [15:0] \$178 ;
-  wire [15:0] \$179 ;
+  wire \$178 ;
+  wire \$179 ;
   wire [41:0] \$18 ;
-  wire [15:0] \$180 ;
-  wire [15:0] \$181 ;
+  wire \$180 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  reg [39:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -6963,99 +8372,99 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$200 ;
   wire \$201 ;
   wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire \$209 ;
+  wire [39:0] \$203 ;
+  wire [39:0] \$204 ;
+  wire [39:0] \$205 ;
+  wire [39:0] \$206 ;
+  wire [39:0] \$207 ;
+  wire [39:0] \$208 ;
+  wire [39:0] \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [39:0] \$210 ;
+  wire [39:0] \$211 ;
+  wire [39:0] \$212 ;
+  wire [39:0] \$213 ;
+  wire [39:0] \$214 ;
+  wire [39:0] \$215 ;
+  wire [39:0] \$216 ;
+  wire [39:0] \$217 ;
+  wire [39:0] \$218 ;
+  wire [39:0] \$219 ;
   wire [32:0] \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [39:0] \$220 ;
+  wire [39:0] \$221 ;
+  wire [39:0] \$222 ;
+  wire [39:0] \$223 ;
+  wire [39:0] \$224 ;
+  wire [39:0] \$225 ;
+  wire [39:0] \$226 ;
+  wire [39:0] \$227 ;
+  wire [39:0] \$228 ;
+  wire [39:0] \$229 ;
   wire [41:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [39:0] \$230 ;
+  wire [39:0] \$231 ;
+  wire [39:0] \$232 ;
+  wire [39:0] \$233 ;
   wire [39:0] \$234 ;
-  wire [39:0] \$235 ;
-  wire [39:0] \$236 ;
-  wire [39:0] \$237 ;
-  wire [39:0] \$238 ;
-  wire [39:0] \$239 ;
+  reg [1535:0] \$235 ;
+  reg [639:0] \$236 ;
+  reg [3:0] \$237 ;
+  reg [3:0] \$238 ;
+  reg [3:0] \$239 ;
   wire [15:0] \$24 ;
-  wire [39:0] \$240 ;
-  wire [39:0] \$241 ;
-  wire [39:0] \$242 ;
-  wire [39:0] \$243 ;
-  wire [39:0] \$244 ;
-  wire [39:0] \$245 ;
-  wire [39:0] \$246 ;
-  wire [39:0] \$247 ;
-  wire [39:0] \$248 ;
-  wire [39:0] \$249 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg [639:0] \$242 ;
+  reg [639:0] \$243 ;
+  reg [39:0] \$244 ;
+  reg [39:0] \$245 ;
+  reg [39:0] \$246 ;
+  reg [39:0] \$247 ;
+  reg [39:0] \$248 ;
+  reg [39:0] \$249 ;
   wire \$25 ;
-  wire [39:0] \$250 ;
-  wire [39:0] \$251 ;
-  wire [39:0] \$252 ;
-  wire [39:0] \$253 ;
-  wire [39:0] \$254 ;
-  wire [39:0] \$255 ;
-  wire [39:0] \$256 ;
-  wire [39:0] \$257 ;
-  wire [39:0] \$258 ;
-  wire [39:0] \$259 ;
+  reg [39:0] \$250 ;
+  reg [39:0] \$251 ;
+  reg [39:0] \$252 ;
+  reg [39:0] \$253 ;
+  reg [39:0] \$254 ;
+  reg [39:0] \$255 ;
+  reg [39:0] \$256 ;
+  reg [39:0] \$257 ;
+  reg [39:0] \$258 ;
+  reg [39:0] \$259 ;
   wire \$26 ;
-  wire [39:0] \$260 ;
-  wire [39:0] \$261 ;
-  wire [39:0] \$262 ;
-  wire [39:0] \$263 ;
-  wire [39:0] \$264 ;
-  wire [39:0] \$265 ;
-  reg [1151:0] \$266 ;
-  reg [639:0] \$267 ;
-  reg \$268 ;
-  reg \$269 ;
+  reg [43:0] \$260 ;
+  reg [43:0] \$261 ;
+  reg [43:0] \$262 ;
+  reg [43:0] \$263 ;
+  reg [43:0] \$264 ;
+  reg [43:0] \$265 ;
+  reg [43:0] \$266 ;
+  reg [43:0] \$267 ;
+  reg [43:0] \$268 ;
+  reg [43:0] \$269 ;
   wire [32:0] \$27 ;
-  reg [639:0] \$270 ;
-  reg [639:0] \$271 ;
-  reg [39:0] \$272 ;
-  reg [39:0] \$273 ;
-  reg [39:0] \$274 ;
-  reg [39:0] \$275 ;
-  reg [39:0] \$276 ;
-  reg [39:0] \$277 ;
-  reg [39:0] \$278 ;
-  reg [39:0] \$279 ;
+  reg [43:0] \$270 ;
+  reg [43:0] \$271 ;
+  reg [43:0] \$272 ;
+  reg [43:0] \$273 ;
+  reg [43:0] \$274 ;
+  reg [43:0] \$275 ;
+  reg [43:0] \$276 ;
+  reg [43:0] \$277 ;
+  reg [43:0] \$278 ;
+  reg [43:0] \$279 ;
   wire [41:0] \$28 ;
-  reg [39:0] \$280 ;
-  reg [39:0] \$281 ;
-  reg [39:0] \$282 ;
-  reg [39:0] \$283 ;
-  reg [39:0] \$284 ;
-  reg [39:0] \$285 ;
-  reg [39:0] \$286 ;
-  reg [39:0] \$287 ;
+  reg [43:0] \$280 ;
+  reg [43:0] \$281 ;
+  reg [43:0] \$282 ;
+  reg [43:0] \$283 ;
+  reg [43:0] \$284 ;
+  reg [43:0] \$285 ;
+  reg [43:0] \$286 ;
+  reg [43:0] \$287 ;
   reg [43:0] \$288 ;
   reg [43:0] \$289 ;
   wire [15:0] \$29 ;
@@ -7090,10 +8499,10 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   reg [43:0] \$315 ;
   reg [43:0] \$316 ;
   reg [43:0] \$317 ;
-  reg [14:0] \$318 ;
-  reg [39:0] \$319 ;
+  reg [43:0] \$318 ;
+  reg [43:0] \$319 ;
   wire [32:0] \$32 ;
-  reg [39:0] \$320 ;
+  reg [14:0] \$320 ;
   reg [39:0] \$321 ;
   reg [39:0] \$322 ;
   reg [39:0] \$323 ;
@@ -7108,7 +8517,9 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   reg [39:0] \$331 ;
   reg [39:0] \$332 ;
   reg [39:0] \$333 ;
-  reg [191:0] \$334 ;
+  reg [39:0] \$334 ;
+  reg [39:0] \$335 ;
+  reg [191:0] \$336 ;
   wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -7172,15 +8583,15 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
-  wire [15:0] \$91 ;
-  wire [15:0] \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [40:0] \$91 ;
+  wire [40:0] \$92 ;
+  wire [40:0] \$93 ;
+  wire [40:0] \$94 ;
+  wire [40:0] \$95 ;
+  wire [40:0] \$96 ;
   wire [40:0] \$97 ;
   wire [40:0] \$98 ;
-  wire [40:0] \$99 ;
+  wire [44:0] \$99 ;
   wire [44:0] c_diff0;
   wire [44:0] c_diff1;
   wire [44:0] c_diff10;
@@ -7252,7 +8663,9 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
+  reg [3:0] p_addr = 4'h0;
   reg [639:0] p_word = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg [3:0] q0_addr = 4'h0;
   wire [43:0] q0_prefix1_1;
   wire [43:0] q0_prefix1_11;
   wire [43:0] q0_prefix1_13;
@@ -7261,14 +8674,6 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire [43:0] q0_prefix1_5;
   wire [43:0] q0_prefix1_7;
   wire [43:0] q0_prefix1_9;
-  wire [43:0] q0_prefix2_10;
-  wire [43:0] q0_prefix2_11;
-  wire [43:0] q0_prefix2_14;
-  wire [43:0] q0_prefix2_15;
-  wire [43:0] q0_prefix2_2;
-  wire [43:0] q0_prefix2_3;
-  wire [43:0] q0_prefix2_6;
-  wire [43:0] q0_prefix2_7;
   reg [43:0] q1_pre0 = 44'h00000000000;
   reg [43:0] q1_pre1 = 44'h00000000000;
   reg [43:0] q1_pre10 = 44'h00000000000;
@@ -7284,20 +8689,13 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   reg [43:0] q1_pre7 = 44'h00000000000;
   reg [43:0] q1_pre8 = 44'h00000000000;
   reg [43:0] q1_pre9 = 44'h00000000000;
-  wire [43:0] q1_prefix4_12;
-  wire [43:0] q1_prefix4_13;
-  wire [43:0] q1_prefix4_14;
-  wire [43:0] q1_prefix4_4;
-  wire [43:0] q1_prefix4_5;
-  wire [43:0] q1_prefix4_6;
-  wire [43:0] q1_prefix4_7;
-  wire [43:0] q1_prefix8_10;
-  wire [43:0] q1_prefix8_11;
-  wire [43:0] q1_prefix8_12;
-  wire [43:0] q1_prefix8_13;
-  wire [43:0] q1_prefix8_14;
-  wire [43:0] q1_prefix8_8;
-  wire [43:0] q1_prefix8_9;
+  wire [43:0] q1_prefix2_10;
+  wire [43:0] q1_prefix2_11;
+  wire [43:0] q1_prefix2_14;
+  wire [43:0] q1_prefix2_2;
+  wire [43:0] q1_prefix2_3;
+  wire [43:0] q1_prefix2_6;
+  wire [43:0] q1_prefix2_7;
   reg [43:0] q2_pre0 = 44'h00000000000;
   reg [43:0] q2_pre1 = 44'h00000000000;
   reg [43:0] q2_pre10 = 44'h00000000000;
@@ -7313,6 +8711,51 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   reg [43:0] q2_pre7 = 44'h00000000000;
   reg [43:0] q2_pre8 = 44'h00000000000;
   reg [43:0] q2_pre9 = 44'h00000000000;
+  wire [43:0] q2_prefix4_12;
+  wire [43:0] q2_prefix4_13;
+  wire [43:0] q2_prefix4_14;
+  wire [43:0] q2_prefix4_4;
+  wire [43:0] q2_prefix4_5;
+  wire [43:0] q2_prefix4_6;
+  wire [43:0] q2_prefix4_7;
+  reg [43:0] q3_pre0 = 44'h00000000000;
+  reg [43:0] q3_pre1 = 44'h00000000000;
+  reg [43:0] q3_pre10 = 44'h00000000000;
+  reg [43:0] q3_pre11 = 44'h00000000000;
+  reg [43:0] q3_pre12 = 44'h00000000000;
+  reg [43:0] q3_pre13 = 44'h00000000000;
+  reg [43:0] q3_pre14 = 44'h00000000000;
+  reg [43:0] q3_pre2 = 44'h00000000000;
+  reg [43:0] q3_pre3 = 44'h00000000000;
+  reg [43:0] q3_pre4 = 44'h00000000000;
+  reg [43:0] q3_pre5 = 44'h00000000000;
+  reg [43:0] q3_pre6 = 44'h00000000000;
+  reg [43:0] q3_pre7 = 44'h00000000000;
+  reg [43:0] q3_pre8 = 44'h00000000000;
+  reg [43:0] q3_pre9 = 44'h00000000000;
+  wire [43:0] q3_prefix8_10;
+  wire [43:0] q3_prefix8_11;
+  wire [43:0] q3_prefix8_12;
+  wire [43:0] q3_prefix8_13;
+  wire [43:0] q3_prefix8_14;
+  wire [43:0] q3_prefix8_8;
+  wire [43:0] q3_prefix8_9;
+  reg [43:0] q4_pre0 = 44'h00000000000;
+  reg [43:0] q4_pre1 = 44'h00000000000;
+  reg [43:0] q4_pre10 = 44'h00000000000;
+  reg [43:0] q4_pre11 = 44'h00000000000;
+  reg [43:0] q4_pre12 = 44'h00000000000;
+  reg [43:0] q4_pre13 = 44'h00000000000;
+  reg [43:0] q4_pre14 = 44'h00000000000;
+  reg [43:0] q4_pre2 = 44'h00000000000;
+  reg [43:0] q4_pre3 = 44'h00000000000;
+  reg [43:0] q4_pre4 = 44'h00000000000;
+  reg [43:0] q4_pre5 = 44'h00000000000;
+  reg [43:0] q4_pre6 = 44'h00000000000;
+  reg [43:0] q4_pre7 = 44'h00000000000;
+  reg [43:0] q4_pre8 = 44'h00000000000;
+  reg [43:0] q4_pre9 = 44'h00000000000;
+  reg [3:0] q_addr = 4'h0;
   reg [39:0] q_child0 = 40'h0000000000;
   reg [39:0] q_child1 = 40'h0000000000;
   reg [39:0] q_child10 = 40'h0000000000;
@@ -7363,8 +8806,8 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [1151:0] taps;
-  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1535:0] taps;
+  reg [1535:0] taps = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -7521,6 +8964,58 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   wire \taps[5].valid ;
   wire [47:0] \taps[5].value ;
   wire \taps[5].write ;
+  wire [191:0] \taps[6] ;
+  wire \taps[6].debug ;
+  wire [32:0] \taps[6].delta ;
+  wire \taps[6].empty ;
+  wire [15:0] \taps[6].index ;
+  wire \taps[6].invalid ;
+  wire [2:0] \taps[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[6].op ;
+  wire [31:0] \taps[6].prio ;
+  wire \taps[6].prng ;
+  wire \taps[6].read ;
+  wire \taps[6].respond ;
+  wire \taps[6].sample ;
+  wire [47:0] \taps[6].target ;
+  wire \taps[6].valid ;
+  wire [47:0] \taps[6].value ;
+  wire \taps[6].write ;
+  wire [191:0] \taps[7] ;
+  wire \taps[7].debug ;
+  wire [32:0] \taps[7].delta ;
+  wire \taps[7].empty ;
+  wire [15:0] \taps[7].index ;
+  wire \taps[7].invalid ;
+  wire [2:0] \taps[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[7].op ;
+  wire [31:0] \taps[7].prio ;
+  wire \taps[7].prng ;
+  wire \taps[7].read ;
+  wire \taps[7].respond ;
+  wire \taps[7].sample ;
+  wire [47:0] \taps[7].target ;
+  wire \taps[7].valid ;
+  wire [47:0] \taps[7].value ;
+  wire \taps[7].write ;
   wire [3:0] wport__addr;
   wire [639:0] wport__data;
   wire wport__en;
@@ -7530,7 +9025,7 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   reg [639:0] mem [15:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
-  initial begin : rlk_zero_5
+  initial begin : rlk_zero_6
     integer i;
     for (i = 0; i <= 15; i = i + 1) mem[i] = 0;
   end
@@ -7616,857 +9111,1135 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$86  = taps[198] & \$85 ;
   assign \$87  = \$86  ? taps[287:255] : 33'h000000000;
   assign \$88  = $signed({ 1'h0, q_word[639:600] }) + $signed(\$87 );
-  assign \$89  = taps[206:204] == 2'h2;
-  assign \$90  = taps[200] & \$89 ;
-  assign \$93  = \$90  ? \$91  : \$92 ;
-  assign \$94  = taps[196] ? taps[222:207] : \$93 ;
-  assign wport__addr = sweep ? sweep_addr[3:0] : \$94 [3:0];
-  assign \$95  = sweep_addr < 5'h10;
-  assign \$96  = sweep & \$95 ;
-  assign wport__en = \$96  | taps[198];
-  assign \$97  = q_child0 + q_child1;
-  assign \$98  = q_child2 + q_child3;
-  assign \$99  = q_child4 + q_child5;
-  assign \$100  = q_child6 + q_child7;
-  assign \$101  = q_child8 + q_child9;
-  assign \$102  = q_child10 + q_child11;
-  assign \$103  = q_child12 + q_child13;
-  assign \$104  = q_child14 + q_child15;
-  assign \$105  = \$97  + q_child2;
-  assign \$106  = \$97  + \$98 ;
-  assign \$107  = \$99  + q_child6;
-  assign \$108  = \$99  + \$100 ;
-  assign \$109  = \$101  + q_child10;
-  assign \$110  = \$101  + \$102 ;
-  assign \$111  = \$103  + q_child14;
-  assign \$112  = \$103  + \$104 ;
-  assign \$113  = q1_pre3 + q1_pre4;
-  assign \$114  = q1_pre3 + q1_pre5;
-  assign \$115  = q1_pre3 + q1_pre6;
-  assign \$116  = q1_pre3 + q1_pre7;
-  assign \$117  = q1_pre11 + q1_pre12;
-  assign \$118  = q1_pre11 + q1_pre13;
-  assign \$119  = q1_pre11 + q1_pre14;
-  assign \$120  = \$116 [43:0] + q1_pre8;
-  assign \$121  = \$116 [43:0] + q1_pre9;
-  assign \$122  = \$116 [43:0] + q1_pre10;
-  assign \$123  = \$116 [43:0] + q1_pre11;
-  assign \$124  = \$116 [43:0] + \$117 [43:0];
-  assign \$125  = \$116 [43:0] + \$118 [43:0];
-  assign \$126  = \$116 [43:0] + \$119 [43:0];
-  assign c_diff0 = taps[907:864] - q2_pre0;
-  assign c_diff1 = taps[907:864] - q2_pre1;
-  assign c_diff2 = taps[907:864] - q2_pre2;
-  assign c_diff3 = taps[907:864] - q2_pre3;
-  assign c_diff4 = taps[907:864] - q2_pre4;
-  assign c_diff5 = taps[907:864] - q2_pre5;
-  assign c_diff6 = taps[907:864] - q2_pre6;
-  assign c_diff7 = taps[907:864] - q2_pre7;
-  assign c_diff8 = taps[907:864] - q2_pre8;
-  assign c_diff9 = taps[907:864] - q2_pre9;
-  assign c_diff10 = taps[907:864] - q2_pre10;
-  assign c_diff11 = taps[907:864] - q2_pre11;
-  assign c_diff12 = taps[907:864] - q2_pre12;
-  assign c_diff13 = taps[907:864] - q2_pre13;
-  assign c_diff14 = taps[907:864] - q2_pre14;
-  assign \$127  = ~ s_le[0];
-  assign \$128  = ~ s_le[1];
-  assign \$129  = s_le[0] & \$128 ;
-  assign \$130  = ~ s_le[2];
-  assign \$131  = s_le[1] & \$130 ;
-  assign \$132  = ~ s_le[3];
-  assign \$133  = s_le[2] & \$132 ;
-  assign \$134  = ~ s_le[4];
-  assign \$135  = s_le[3] & \$134 ;
-  assign \$136  = ~ s_le[5];
-  assign \$137  = s_le[4] & \$136 ;
-  assign \$138  = ~ s_le[6];
-  assign \$139  = s_le[5] & \$138 ;
-  assign \$140  = ~ s_le[7];
-  assign \$141  = s_le[6] & \$140 ;
-  assign \$142  = ~ s_le[8];
-  assign \$143  = s_le[7] & \$142 ;
-  assign \$144  = ~ s_le[9];
-  assign \$145  = s_le[8] & \$144 ;
-  assign \$146  = ~ s_le[10];
-  assign \$147  = s_le[9] & \$146 ;
-  assign \$148  = ~ s_le[11];
-  assign \$149  = s_le[10] & \$148 ;
-  assign \$150  = ~ s_le[12];
-  assign \$151  = s_le[11] & \$150 ;
-  assign \$152  = ~ s_le[13];
-  assign \$153  = s_le[12] & \$152 ;
-  assign \$154  = ~ s_le[14];
-  assign \$155  = s_le[13] & \$154 ;
-  assign \$156  = taps[206:204] == 2'h2;
-  assign \$157  = taps[200] & \$156 ;
-  assign \$160  = \$157  ? \$158  : \$159 ;
-  assign \$161  = taps[196] ? taps[222:207] : \$160 ;
-  assign \$162  = taps[14:12] == 2'h2;
-  assign \$163  = taps[8] & \$162 ;
-  assign \$166  = \$163  ? \$164  : \$165 ;
-  assign \$167  = taps[4] ? taps[30:15] : \$166 ;
-  assign \$168  = \$161 [3:0] == \$167 [3:0];
-  assign \$169  = taps[198] & \$168 ;
-  assign \$170  = taps[398:396] == 2'h2;
-  assign \$171  = taps[392] & \$170 ;
-  assign \$174  = \$171  ? \$172  : \$173 ;
-  assign \$175  = taps[388] ? taps[414:399] : \$174 ;
-  assign \$176  = taps[14:12] == 2'h2;
-  assign \$177  = taps[8] & \$176 ;
-  assign \$180  = \$177  ? \$178  : \$179 ;
-  assign \$181  = taps[4] ? taps[30:15] : \$180 ;
-  assign \$182  = \$175 [3:0] == \$181 [3:0];
-  assign \$183  = taps[390] & \$182 ;
-  assign \$184  = taps[206:204] == 2'h2;
-  assign \$185  = taps[200] & \$184 ;
-  assign \$187  = ~ c_diff0[44];
-  assign \$188  = ~ c_diff1[44];
-  assign \$189  = ~ c_diff2[44];
-  assign \$190  = ~ c_diff3[44];
-  assign \$191  = ~ c_diff4[44];
-  assign \$192  = ~ c_diff5[44];
-  assign \$193  = ~ c_diff6[44];
-  assign \$194  = ~ c_diff7[44];
-  assign \$195  = ~ c_diff8[44];
-  assign \$196  = ~ c_diff9[44];
-  assign \$197  = ~ c_diff10[44];
-  assign \$198  = ~ c_diff11[44];
-  assign \$199  = ~ c_diff12[44];
-  assign \$200  = ~ c_diff13[44];
-  assign \$201  = ~ c_diff14[44];
-  assign \$203  = \$202  | \$133 ;
-  assign \$204  = \$203  | \$137 ;
-  assign \$205  = \$204  | \$141 ;
-  assign \$206  = \$205  | \$145 ;
-  assign \$207  = \$206  | \$149 ;
-  assign \$208  = \$207  | \$153 ;
-  assign \$209  = \$208  | s_le[14];
-  assign \$211  = \$210  | \$133 ;
-  assign \$212  = \$211  | \$139 ;
-  assign \$213  = \$212  | \$141 ;
-  assign \$214  = \$213  | \$147 ;
-  assign \$215  = \$214  | \$149 ;
-  assign \$216  = \$215  | \$155 ;
-  assign \$217  = \$216  | s_le[14];
-  assign \$219  = \$218  | \$137 ;
-  assign \$220  = \$219  | \$139 ;
-  assign \$221  = \$220  | \$141 ;
-  assign \$222  = \$221  | \$151 ;
-  assign \$223  = \$222  | \$153 ;
-  assign \$224  = \$223  | \$155 ;
-  assign \$225  = \$224  | s_le[14];
-  assign \$227  = \$226  | \$145 ;
-  assign \$228  = \$227  | \$147 ;
-  assign \$229  = \$228  | \$149 ;
-  assign \$230  = \$229  | \$151 ;
-  assign \$231  = \$230  | \$153 ;
-  assign \$232  = \$231  | \$155 ;
-  assign \$233  = \$232  | s_le[14];
-  assign \$234  = s_le[0] ? 40'h0000000000 : taps[1095:1056];
-  assign \$236  = \$129  ? s_diff0 : 40'h0000000000;
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = \$131  ? s_diff1 : 40'h0000000000;
-  assign \$239  = \$237  | \$238 ;
-  assign \$240  = \$133  ? s_diff2 : 40'h0000000000;
-  assign \$241  = \$239  | \$240 ;
-  assign \$242  = \$135  ? s_diff3 : 40'h0000000000;
-  assign \$243  = \$241  | \$242 ;
-  assign \$244  = \$137  ? s_diff4 : 40'h0000000000;
-  assign \$245  = \$243  | \$244 ;
-  assign \$246  = \$139  ? s_diff5 : 40'h0000000000;
-  assign \$247  = \$245  | \$246 ;
-  assign \$248  = \$141  ? s_diff6 : 40'h0000000000;
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = \$143  ? s_diff7 : 40'h0000000000;
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = \$145  ? s_diff8 : 40'h0000000000;
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = \$147  ? s_diff9 : 40'h0000000000;
-  assign \$255  = \$253  | \$254 ;
-  assign \$256  = \$149  ? s_diff10 : 40'h0000000000;
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = \$151  ? s_diff11 : 40'h0000000000;
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = \$153  ? s_diff12 : 40'h0000000000;
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = \$155  ? s_diff13 : 40'h0000000000;
-  assign \$263  = \$261  | \$262 ;
-  assign \$264  = s_le[14] ? s_diff14 : 40'h0000000000;
-  assign \$265  = \$263  | \$264 ;
+  assign wport__addr = sweep ? sweep_addr[3:0] : q_addr;
+  assign \$89  = sweep_addr < 5'h10;
+  assign \$90  = sweep & \$89 ;
+  assign wport__en = \$90  | taps[198];
+  assign \$91  = q_child0 + q_child1;
+  assign \$92  = q_child2 + q_child3;
+  assign \$93  = q_child4 + q_child5;
+  assign \$94  = q_child6 + q_child7;
+  assign \$95  = q_child8 + q_child9;
+  assign \$96  = q_child10 + q_child11;
+  assign \$97  = q_child12 + q_child13;
+  assign \$98  = q_child14 + q_child15;
+  assign \$99  = q1_pre1 + q1_pre2;
+  assign \$100  = q1_pre1 + q1_pre3;
+  assign \$101  = q1_pre5 + q1_pre6;
+  assign \$102  = q1_pre5 + q1_pre7;
+  assign \$103  = q1_pre9 + q1_pre10;
+  assign \$104  = q1_pre9 + q1_pre11;
+  assign \$105  = q1_pre13 + q1_pre14;
+  assign \$106  = q2_pre3 + q2_pre4;
+  assign \$107  = q2_pre3 + q2_pre5;
+  assign \$108  = q2_pre3 + q2_pre6;
+  assign \$109  = q2_pre3 + q2_pre7;
+  assign \$110  = q2_pre11 + q2_pre12;
+  assign \$111  = q2_pre11 + q2_pre13;
+  assign \$112  = q2_pre11 + q2_pre14;
+  assign \$113  = q3_pre7 + q3_pre8;
+  assign \$114  = q3_pre7 + q3_pre9;
+  assign \$115  = q3_pre7 + q3_pre10;
+  assign \$116  = q3_pre7 + q3_pre11;
+  assign \$117  = q3_pre7 + q3_pre12;
+  assign \$118  = q3_pre7 + q3_pre13;
+  assign \$119  = q3_pre7 + q3_pre14;
+  assign c_diff0 = taps[1291:1248] - q4_pre0;
+  assign c_diff1 = taps[1291:1248] - q4_pre1;
+  assign c_diff2 = taps[1291:1248] - q4_pre2;
+  assign c_diff3 = taps[1291:1248] - q4_pre3;
+  assign c_diff4 = taps[1291:1248] - q4_pre4;
+  assign c_diff5 = taps[1291:1248] - q4_pre5;
+  assign c_diff6 = taps[1291:1248] - q4_pre6;
+  assign c_diff7 = taps[1291:1248] - q4_pre7;
+  assign c_diff8 = taps[1291:1248] - q4_pre8;
+  assign c_diff9 = taps[1291:1248] - q4_pre9;
+  assign c_diff10 = taps[1291:1248] - q4_pre10;
+  assign c_diff11 = taps[1291:1248] - q4_pre11;
+  assign c_diff12 = taps[1291:1248] - q4_pre12;
+  assign c_diff13 = taps[1291:1248] - q4_pre13;
+  assign c_diff14 = taps[1291:1248] - q4_pre14;
+  assign \$120  = ~ s_le[0];
+  assign \$121  = ~ s_le[1];
+  assign \$122  = s_le[0] & \$121 ;
+  assign \$123  = ~ s_le[2];
+  assign \$124  = s_le[1] & \$123 ;
+  assign \$125  = ~ s_le[3];
+  assign \$126  = s_le[2] & \$125 ;
+  assign \$127  = ~ s_le[4];
+  assign \$128  = s_le[3] & \$127 ;
+  assign \$129  = ~ s_le[5];
+  assign \$130  = s_le[4] & \$129 ;
+  assign \$131  = ~ s_le[6];
+  assign \$132  = s_le[5] & \$131 ;
+  assign \$133  = ~ s_le[7];
+  assign \$134  = s_le[6] & \$133 ;
+  assign \$135  = ~ s_le[8];
+  assign \$136  = s_le[7] & \$135 ;
+  assign \$137  = ~ s_le[9];
+  assign \$138  = s_le[8] & \$137 ;
+  assign \$139  = ~ s_le[10];
+  assign \$140  = s_le[9] & \$139 ;
+  assign \$141  = ~ s_le[11];
+  assign \$142  = s_le[10] & \$141 ;
+  assign \$143  = ~ s_le[12];
+  assign \$144  = s_le[11] & \$143 ;
+  assign \$145  = ~ s_le[13];
+  assign \$146  = s_le[12] & \$145 ;
+  assign \$147  = ~ s_le[14];
+  assign \$148  = s_le[13] & \$147 ;
+  assign \$149  = q_addr == p_addr;
+  assign \$150  = taps[198] & \$149 ;
+  assign \$151  = q0_addr == p_addr;
+  assign \$152  = taps[390] & \$151 ;
+  assign \$153  = taps[206:204] == 2'h2;
+  assign \$154  = taps[200] & \$153 ;
+  assign \$156  = ~ c_diff0[44];
+  assign \$157  = ~ c_diff1[44];
+  assign \$158  = ~ c_diff2[44];
+  assign \$159  = ~ c_diff3[44];
+  assign \$160  = ~ c_diff4[44];
+  assign \$161  = ~ c_diff5[44];
+  assign \$162  = ~ c_diff6[44];
+  assign \$163  = ~ c_diff7[44];
+  assign \$164  = ~ c_diff8[44];
+  assign \$165  = ~ c_diff9[44];
+  assign \$166  = ~ c_diff10[44];
+  assign \$167  = ~ c_diff11[44];
+  assign \$168  = ~ c_diff12[44];
+  assign \$169  = ~ c_diff13[44];
+  assign \$170  = ~ c_diff14[44];
+  assign \$172  = \$171  | \$126 ;
+  assign \$173  = \$172  | \$130 ;
+  assign \$174  = \$173  | \$134 ;
+  assign \$175  = \$174  | \$138 ;
+  assign \$176  = \$175  | \$142 ;
+  assign \$177  = \$176  | \$146 ;
+  assign \$178  = \$177  | s_le[14];
+  assign \$180  = \$179  | \$126 ;
+  assign \$181  = \$180  | \$132 ;
+  assign \$182  = \$181  | \$134 ;
+  assign \$183  = \$182  | \$140 ;
+  assign \$184  = \$183  | \$142 ;
+  assign \$185  = \$184  | \$148 ;
+  assign \$186  = \$185  | s_le[14];
+  assign \$188  = \$187  | \$130 ;
+  assign \$189  = \$188  | \$132 ;
+  assign \$190  = \$189  | \$134 ;
+  assign \$191  = \$190  | \$144 ;
+  assign \$192  = \$191  | \$146 ;
+  assign \$193  = \$192  | \$148 ;
+  assign \$194  = \$193  | s_le[14];
+  assign \$196  = \$195  | \$138 ;
+  assign \$197  = \$196  | \$140 ;
+  assign \$198  = \$197  | \$142 ;
+  assign \$199  = \$198  | \$144 ;
+  assign \$200  = \$199  | \$146 ;
+  assign \$201  = \$200  | \$148 ;
+  assign \$202  = \$201  | s_le[14];
+  assign \$203  = s_le[0] ? 40'h0000000000 : taps[1479:1440];
+  assign \$205  = \$122  ? s_diff0 : 40'h0000000000;
+  assign \$206  = \$204  | \$205 ;
+  assign \$207  = \$124  ? s_diff1 : 40'h0000000000;
+  assign \$208  = \$206  | \$207 ;
+  assign \$209  = \$126  ? s_diff2 : 40'h0000000000;
+  assign \$210  = \$208  | \$209 ;
+  assign \$211  = \$128  ? s_diff3 : 40'h0000000000;
+  assign \$212  = \$210  | \$211 ;
+  assign \$213  = \$130  ? s_diff4 : 40'h0000000000;
+  assign \$214  = \$212  | \$213 ;
+  assign \$215  = \$132  ? s_diff5 : 40'h0000000000;
+  assign \$216  = \$214  | \$215 ;
+  assign \$217  = \$134  ? s_diff6 : 40'h0000000000;
+  assign \$218  = \$216  | \$217 ;
+  assign \$219  = \$136  ? s_diff7 : 40'h0000000000;
+  assign \$220  = \$218  | \$219 ;
+  assign \$221  = \$138  ? s_diff8 : 40'h0000000000;
+  assign \$222  = \$220  | \$221 ;
+  assign \$223  = \$140  ? s_diff9 : 40'h0000000000;
+  assign \$224  = \$222  | \$223 ;
+  assign \$225  = \$142  ? s_diff10 : 40'h0000000000;
+  assign \$226  = \$224  | \$225 ;
+  assign \$227  = \$144  ? s_diff11 : 40'h0000000000;
+  assign \$228  = \$226  | \$227 ;
+  assign \$229  = \$146  ? s_diff12 : 40'h0000000000;
+  assign \$230  = \$228  | \$229 ;
+  assign \$231  = \$148  ? s_diff13 : 40'h0000000000;
+  assign \$232  = \$230  | \$231 ;
+  assign \$233  = s_le[14] ? s_diff14 : 40'h0000000000;
+  assign \$234  = \$232  | \$233 ;
   always @(posedge clk)
-    taps <= \$266 ;
+    taps <= \$235 ;
   always @(posedge clk)
-    p_word <= \$267 ;
+    p_word <= \$236 ;
   always @(posedge clk)
-    q_hit1 <= \$268 ;
+    p_addr <= \$237 ;
   always @(posedge clk)
-    q_hit2 <= \$269 ;
+    q_addr <= \$238 ;
   always @(posedge clk)
-    q_w1 <= \$270 ;
+    q0_addr <= \$239 ;
   always @(posedge clk)
-    q_w2 <= \$271 ;
+    q_hit1 <= \$240 ;
   always @(posedge clk)
-    q_child0 <= \$272 ;
+    q_hit2 <= \$241 ;
   always @(posedge clk)
-    q_child1 <= \$273 ;
+    q_w1 <= \$242 ;
   always @(posedge clk)
-    q_child2 <= \$274 ;
+    q_w2 <= \$243 ;
   always @(posedge clk)
-    q_child3 <= \$275 ;
+    q_child0 <= \$244 ;
   always @(posedge clk)
-    q_child4 <= \$276 ;
+    q_child1 <= \$245 ;
   always @(posedge clk)
-    q_child5 <= \$277 ;
+    q_child2 <= \$246 ;
   always @(posedge clk)
-    q_child6 <= \$278 ;
+    q_child3 <= \$247 ;
   always @(posedge clk)
-    q_child7 <= \$279 ;
+    q_child4 <= \$248 ;
   always @(posedge clk)
-    q_child8 <= \$280 ;
+    q_child5 <= \$249 ;
   always @(posedge clk)
-    q_child9 <= \$281 ;
+    q_child6 <= \$250 ;
   always @(posedge clk)
-    q_child10 <= \$282 ;
+    q_child7 <= \$251 ;
   always @(posedge clk)
-    q_child11 <= \$283 ;
+    q_child8 <= \$252 ;
   always @(posedge clk)
-    q_child12 <= \$284 ;
+    q_child9 <= \$253 ;
   always @(posedge clk)
-    q_child13 <= \$285 ;
+    q_child10 <= \$254 ;
   always @(posedge clk)
-    q_child14 <= \$286 ;
+    q_child11 <= \$255 ;
   always @(posedge clk)
-    q_child15 <= \$287 ;
+    q_child12 <= \$256 ;
   always @(posedge clk)
-    q1_pre0 <= \$288 ;
+    q_child13 <= \$257 ;
   always @(posedge clk)
-    q1_pre1 <= \$289 ;
+    q_child14 <= \$258 ;
   always @(posedge clk)
-    q1_pre2 <= \$290 ;
+    q_child15 <= \$259 ;
   always @(posedge clk)
-    q1_pre3 <= \$291 ;
+    q1_pre0 <= \$260 ;
   always @(posedge clk)
-    q1_pre4 <= \$292 ;
+    q1_pre1 <= \$261 ;
   always @(posedge clk)
-    q1_pre5 <= \$293 ;
+    q1_pre2 <= \$262 ;
   always @(posedge clk)
-    q1_pre6 <= \$294 ;
+    q1_pre3 <= \$263 ;
   always @(posedge clk)
-    q1_pre7 <= \$295 ;
+    q1_pre4 <= \$264 ;
   always @(posedge clk)
-    q1_pre8 <= \$296 ;
+    q1_pre5 <= \$265 ;
   always @(posedge clk)
-    q1_pre9 <= \$297 ;
+    q1_pre6 <= \$266 ;
   always @(posedge clk)
-    q1_pre10 <= \$298 ;
+    q1_pre7 <= \$267 ;
   always @(posedge clk)
-    q1_pre11 <= \$299 ;
+    q1_pre8 <= \$268 ;
   always @(posedge clk)
-    q1_pre12 <= \$300 ;
+    q1_pre9 <= \$269 ;
   always @(posedge clk)
-    q1_pre13 <= \$301 ;
+    q1_pre10 <= \$270 ;
   always @(posedge clk)
-    q1_pre14 <= \$302 ;
+    q1_pre11 <= \$271 ;
   always @(posedge clk)
-    q2_pre0 <= \$303 ;
+    q1_pre12 <= \$272 ;
   always @(posedge clk)
-    q2_pre1 <= \$304 ;
+    q1_pre13 <= \$273 ;
   always @(posedge clk)
-    q2_pre2 <= \$305 ;
+    q1_pre14 <= \$274 ;
   always @(posedge clk)
-    q2_pre3 <= \$306 ;
+    q2_pre0 <= \$275 ;
   always @(posedge clk)
-    q2_pre4 <= \$307 ;
+    q2_pre1 <= \$276 ;
   always @(posedge clk)
-    q2_pre5 <= \$308 ;
+    q2_pre2 <= \$277 ;
   always @(posedge clk)
-    q2_pre6 <= \$309 ;
+    q2_pre3 <= \$278 ;
   always @(posedge clk)
-    q2_pre7 <= \$310 ;
+    q2_pre4 <= \$279 ;
   always @(posedge clk)
-    q2_pre8 <= \$311 ;
+    q2_pre5 <= \$280 ;
   always @(posedge clk)
-    q2_pre9 <= \$312 ;
+    q2_pre6 <= \$281 ;
   always @(posedge clk)
-    q2_pre10 <= \$313 ;
+    q2_pre7 <= \$282 ;
   always @(posedge clk)
-    q2_pre11 <= \$314 ;
+    q2_pre8 <= \$283 ;
   always @(posedge clk)
-    q2_pre12 <= \$315 ;
+    q2_pre9 <= \$284 ;
   always @(posedge clk)
-    q2_pre13 <= \$316 ;
+    q2_pre10 <= \$285 ;
   always @(posedge clk)
-    q2_pre14 <= \$317 ;
+    q2_pre11 <= \$286 ;
   always @(posedge clk)
-    s_le <= \$318 ;
+    q2_pre12 <= \$287 ;
   always @(posedge clk)
-    s_diff0 <= \$319 ;
+    q2_pre13 <= \$288 ;
   always @(posedge clk)
-    s_diff1 <= \$320 ;
+    q2_pre14 <= \$289 ;
   always @(posedge clk)
-    s_diff2 <= \$321 ;
+    q3_pre0 <= \$290 ;
   always @(posedge clk)
-    s_diff3 <= \$322 ;
+    q3_pre1 <= \$291 ;
   always @(posedge clk)
-    s_diff4 <= \$323 ;
+    q3_pre2 <= \$292 ;
   always @(posedge clk)
-    s_diff5 <= \$324 ;
+    q3_pre3 <= \$293 ;
   always @(posedge clk)
-    s_diff6 <= \$325 ;
+    q3_pre4 <= \$294 ;
   always @(posedge clk)
-    s_diff7 <= \$326 ;
+    q3_pre5 <= \$295 ;
   always @(posedge clk)
-    s_diff8 <= \$327 ;
+    q3_pre6 <= \$296 ;
   always @(posedge clk)
-    s_diff9 <= \$328 ;
+    q3_pre7 <= \$297 ;
   always @(posedge clk)
-    s_diff10 <= \$329 ;
+    q3_pre8 <= \$298 ;
   always @(posedge clk)
-    s_diff11 <= \$330 ;
+    q3_pre9 <= \$299 ;
   always @(posedge clk)
-    s_diff12 <= \$331 ;
+    q3_pre10 <= \$300 ;
   always @(posedge clk)
-    s_diff13 <= \$332 ;
+    q3_pre11 <= \$301 ;
   always @(posedge clk)
-    s_diff14 <= \$333 ;
+    q3_pre12 <= \$302 ;
   always @(posedge clk)
-    o <= \$334 ;
+    q3_pre13 <= \$303 ;
+  always @(posedge clk)
+    q3_pre14 <= \$304 ;
+  always @(posedge clk)
+    q4_pre0 <= \$305 ;
+  always @(posedge clk)
+    q4_pre1 <= \$306 ;
+  always @(posedge clk)
+    q4_pre2 <= \$307 ;
+  always @(posedge clk)
+    q4_pre3 <= \$308 ;
+  always @(posedge clk)
+    q4_pre4 <= \$309 ;
+  always @(posedge clk)
+    q4_pre5 <= \$310 ;
+  always @(posedge clk)
+    q4_pre6 <= \$311 ;
+  always @(posedge clk)
+    q4_pre7 <= \$312 ;
+  always @(posedge clk)
+    q4_pre8 <= \$313 ;
+  always @(posedge clk)
+    q4_pre9 <= \$314 ;
+  always @(posedge clk)
+    q4_pre10 <= \$315 ;
+  always @(posedge clk)
+    q4_pre11 <= \$316 ;
+  always @(posedge clk)
+    q4_pre12 <= \$317 ;
+  always @(posedge clk)
+    q4_pre13 <= \$318 ;
+  always @(posedge clk)
+    q4_pre14 <= \$319 ;
+  always @(posedge clk)
+    s_le <= \$320 ;
+  always @(posedge clk)
+    s_diff0 <= \$321 ;
+  always @(posedge clk)
+    s_diff1 <= \$322 ;
+  always @(posedge clk)
+    s_diff2 <= \$323 ;
+  always @(posedge clk)
+    s_diff3 <= \$324 ;
+  always @(posedge clk)
+    s_diff4 <= \$325 ;
+  always @(posedge clk)
+    s_diff5 <= \$326 ;
+  always @(posedge clk)
+    s_diff6 <= \$327 ;
+  always @(posedge clk)
+    s_diff7 <= \$328 ;
+  always @(posedge clk)
+    s_diff8 <= \$329 ;
+  always @(posedge clk)
+    s_diff9 <= \$330 ;
+  always @(posedge clk)
+    s_diff10 <= \$331 ;
+  always @(posedge clk)
+    s_diff11 <= \$332 ;
+  always @(posedge clk)
+    s_diff12 <= \$333 ;
+  always @(posedge clk)
+    s_diff13 <= \$334 ;
+  always @(posedge clk)
+    s_diff14 <= \$335 ;
+  always @(posedge clk)
+    o <= \$336 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$186  = q_word[39:0];
+          \$155  = q_word[39:0];
       4'h1:
-          \$186  = q_word[79:40];
+          \$155  = q_word[79:40];
       4'h2:
-          \$186  = q_word[119:80];
+          \$155  = q_word[119:80];
       4'h3:
-          \$186  = q_word[159:120];
+          \$155  = q_word[159:120];
       4'h4:
-          \$186  = q_word[199:160];
+          \$155  = q_word[199:160];
       4'h5:
-          \$186  = q_word[239:200];
+          \$155  = q_word[239:200];
       4'h6:
-          \$186  = q_word[279:240];
+          \$155  = q_word[279:240];
       4'h7:
-          \$186  = q_word[319:280];
+          \$155  = q_word[319:280];
       4'h8:
-          \$186  = q_word[359:320];
+          \$155  = q_word[359:320];
       4'h9:
-          \$186  = q_word[399:360];
+          \$155  = q_word[399:360];
       4'ha:
-          \$186  = q_word[439:400];
+          \$155  = q_word[439:400];
       4'hb:
-          \$186  = q_word[479:440];
+          \$155  = q_word[479:440];
       4'hc:
-          \$186  = q_word[519:480];
+          \$155  = q_word[519:480];
       4'hd:
-          \$186  = q_word[559:520];
+          \$155  = q_word[559:520];
       4'he:
-          \$186  = q_word[599:560];
+          \$155  = q_word[599:560];
       4'hf:
-          \$186  = q_word[639:600];
+          \$155  = q_word[639:600];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$266 [191:0] = i;
-    \$266 [383:192] = taps[191:0];
-    \$266 [575:384] = taps[383:192];
-    if (\$185 ) begin
-      \$266 [575:528] = { 8'h00, \$186  };
+    \$235 [191:0] = i;
+    \$235 [383:192] = taps[191:0];
+    \$235 [575:384] = taps[383:192];
+    if (\$154 ) begin
+      \$235 [575:528] = { 8'h00, \$155  };
     end
     begin
       begin
-        \$266 [767:576] = taps[575:384];
-        \$266 [959:768] = taps[767:576];
-        \$266 [1151:960] = taps[959:768];
+        \$235 [767:576] = taps[575:384];
+        \$235 [959:768] = taps[767:576];
+        \$235 [1151:960] = taps[959:768];
+        \$235 [1343:1152] = taps[1151:960];
+        \$235 [1535:1344] = taps[1343:1152];
       end
     end
     if (rst) begin
-      \$266  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$235  = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$267  = rd_data;
+    \$236  = rd_data;
     if (rst) begin
-      \$267  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$236  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$268  = \$169 ;
+    \$237  = \$6 [3:0];
     if (rst) begin
-      \$268  = 1'h0;
+      \$237  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$269  = \$183 ;
+    \$238  = p_addr;
     if (rst) begin
-      \$269  = 1'h0;
+      \$238  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$270  = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
+    \$239  = q_addr;
     if (rst) begin
-      \$270  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$239  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$271  = q_w1;
+    \$240  = \$150 ;
     if (rst) begin
-      \$271  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$272  = q_word[39:0];
+    \$241  = \$152 ;
     if (rst) begin
-      \$272  = 40'h0000000000;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$273  = q_word[79:40];
+    \$242  = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
     if (rst) begin
-      \$273  = 40'h0000000000;
+      \$242  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$274  = q_word[119:80];
+    \$243  = q_w1;
     if (rst) begin
-      \$274  = 40'h0000000000;
+      \$243  = 640'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$275  = q_word[159:120];
+    \$244  = q_word[39:0];
     if (rst) begin
-      \$275  = 40'h0000000000;
+      \$244  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$276  = q_word[199:160];
+    \$245  = q_word[79:40];
     if (rst) begin
-      \$276  = 40'h0000000000;
+      \$245  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$277  = q_word[239:200];
+    \$246  = q_word[119:80];
     if (rst) begin
-      \$277  = 40'h0000000000;
+      \$246  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$278  = q_word[279:240];
+    \$247  = q_word[159:120];
     if (rst) begin
-      \$278  = 40'h0000000000;
+      \$247  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$279  = q_word[319:280];
+    \$248  = q_word[199:160];
     if (rst) begin
-      \$279  = 40'h0000000000;
+      \$248  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$280  = q_word[359:320];
+    \$249  = q_word[239:200];
     if (rst) begin
-      \$280  = 40'h0000000000;
+      \$249  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$281  = q_word[399:360];
+    \$250  = q_word[279:240];
     if (rst) begin
-      \$281  = 40'h0000000000;
+      \$250  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$282  = q_word[439:400];
+    \$251  = q_word[319:280];
     if (rst) begin
-      \$282  = 40'h0000000000;
+      \$251  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$283  = q_word[479:440];
+    \$252  = q_word[359:320];
     if (rst) begin
-      \$283  = 40'h0000000000;
+      \$252  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$284  = q_word[519:480];
+    \$253  = q_word[399:360];
     if (rst) begin
-      \$284  = 40'h0000000000;
+      \$253  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$285  = q_word[559:520];
+    \$254  = q_word[439:400];
     if (rst) begin
-      \$285  = 40'h0000000000;
+      \$254  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$286  = q_word[599:560];
+    \$255  = q_word[479:440];
     if (rst) begin
-      \$286  = 40'h0000000000;
+      \$255  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$287  = q_word[639:600];
+    \$256  = q_word[519:480];
     if (rst) begin
-      \$287  = 40'h0000000000;
+      \$256  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$288  = { 4'h0, q_child0 };
+    \$257  = q_word[559:520];
+    if (rst) begin
+      \$257  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$258  = q_word[599:560];
+    if (rst) begin
+      \$258  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$259  = q_word[639:600];
+    if (rst) begin
+      \$259  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$260  = { 4'h0, q_child0 };
+    if (rst) begin
+      \$260  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$261  = { 3'h0, \$91  };
+    if (rst) begin
+      \$261  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$262  = { 4'h0, q_child2 };
+    if (rst) begin
+      \$262  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$263  = { 3'h0, \$92  };
+    if (rst) begin
+      \$263  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$264  = { 4'h0, q_child4 };
+    if (rst) begin
+      \$264  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$265  = { 3'h0, \$93  };
+    if (rst) begin
+      \$265  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$266  = { 4'h0, q_child6 };
+    if (rst) begin
+      \$266  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$267  = { 3'h0, \$94  };
+    if (rst) begin
+      \$267  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$268  = { 4'h0, q_child8 };
+    if (rst) begin
+      \$268  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$269  = { 3'h0, \$95  };
+    if (rst) begin
+      \$269  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$270  = { 4'h0, q_child10 };
+    if (rst) begin
+      \$270  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$271  = { 3'h0, \$96  };
+    if (rst) begin
+      \$271  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$272  = { 4'h0, q_child12 };
+    if (rst) begin
+      \$272  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$273  = { 3'h0, \$97  };
+    if (rst) begin
+      \$273  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$274  = { 4'h0, q_child14 };
+    if (rst) begin
+      \$274  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$275  = q1_pre0;
+    if (rst) begin
+      \$275  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$276  = q1_pre1;
+    if (rst) begin
+      \$276  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$277  = \$99 [43:0];
+    if (rst) begin
+      \$277  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$278  = \$100 [43:0];
+    if (rst) begin
+      \$278  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$279  = q1_pre4;
+    if (rst) begin
+      \$279  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$280  = q1_pre5;
+    if (rst) begin
+      \$280  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$281  = \$101 [43:0];
+    if (rst) begin
+      \$281  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$282  = \$102 [43:0];
+    if (rst) begin
+      \$282  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$283  = q1_pre8;
+    if (rst) begin
+      \$283  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$284  = q1_pre9;
+    if (rst) begin
+      \$284  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$285  = \$103 [43:0];
+    if (rst) begin
+      \$285  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$286  = \$104 [43:0];
+    if (rst) begin
+      \$286  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$287  = q1_pre12;
+    if (rst) begin
+      \$287  = 44'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$288  = q1_pre13;
     if (rst) begin
       \$288  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$289  = { 3'h0, \$97  };
+    \$289  = \$105 [43:0];
     if (rst) begin
       \$289  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$290  = \$105 [43:0];
+    \$290  = q2_pre0;
     if (rst) begin
       \$290  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$291  = \$106 [43:0];
+    \$291  = q2_pre1;
     if (rst) begin
       \$291  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$292  = { 4'h0, q_child4 };
+    \$292  = q2_pre2;
     if (rst) begin
       \$292  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$293  = { 3'h0, \$99  };
+    \$293  = q2_pre3;
     if (rst) begin
       \$293  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$294  = \$107 [43:0];
+    \$294  = \$106 [43:0];
     if (rst) begin
       \$294  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$295  = \$108 [43:0];
+    \$295  = \$107 [43:0];
     if (rst) begin
       \$295  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$296  = { 4'h0, q_child8 };
+    \$296  = \$108 [43:0];
     if (rst) begin
       \$296  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$297  = { 3'h0, \$101  };
+    \$297  = \$109 [43:0];
     if (rst) begin
       \$297  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$298  = \$109 [43:0];
+    \$298  = q2_pre8;
     if (rst) begin
       \$298  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$299  = \$110 [43:0];
+    \$299  = q2_pre9;
     if (rst) begin
       \$299  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$300  = { 4'h0, q_child12 };
+    \$300  = q2_pre10;
     if (rst) begin
       \$300  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$301  = { 3'h0, \$103  };
+    \$301  = q2_pre11;
     if (rst) begin
       \$301  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$302  = \$111 [43:0];
+    \$302  = \$110 [43:0];
     if (rst) begin
       \$302  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$303  = q1_pre0;
+    \$303  = \$111 [43:0];
     if (rst) begin
       \$303  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$304  = q1_pre1;
+    \$304  = \$112 [43:0];
     if (rst) begin
       \$304  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$305  = q1_pre2;
+    \$305  = q3_pre0;
     if (rst) begin
       \$305  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$306  = q1_pre3;
+    \$306  = q3_pre1;
     if (rst) begin
       \$306  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$307  = \$113 [43:0];
+    \$307  = q3_pre2;
     if (rst) begin
       \$307  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$308  = \$114 [43:0];
+    \$308  = q3_pre3;
     if (rst) begin
       \$308  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$309  = \$115 [43:0];
+    \$309  = q3_pre4;
     if (rst) begin
       \$309  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$310  = \$116 [43:0];
+    \$310  = q3_pre5;
     if (rst) begin
       \$310  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$311  = \$120 [43:0];
+    \$311  = q3_pre6;
     if (rst) begin
       \$311  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$312  = \$121 [43:0];
+    \$312  = q3_pre7;
     if (rst) begin
       \$312  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$313  = \$122 [43:0];
+    \$313  = \$113 [43:0];
     if (rst) begin
       \$313  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$314  = \$123 [43:0];
+    \$314  = \$114 [43:0];
     if (rst) begin
       \$314  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$315  = \$124 [43:0];
+    \$315  = \$115 [43:0];
     if (rst) begin
       \$315  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$316  = \$125 [43:0];
+    \$316  = \$116 [43:0];
     if (rst) begin
       \$316  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$317  = \$126 [43:0];
+    \$317  = \$117 [43:0];
     if (rst) begin
       \$317  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$318  = { \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187  };
+    \$318  = \$118 [43:0];
     if (rst) begin
-      \$318  = 15'h0000;
+      \$318  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$319  = c_diff0[39:0];
+    \$319  = \$119 [43:0];
     if (rst) begin
-      \$319  = 40'h0000000000;
+      \$319  = 44'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$320  = c_diff1[39:0];
+    \$320  = { \$170 , \$169 , \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156  };
     if (rst) begin
-      \$320  = 40'h0000000000;
+      \$320  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$321  = c_diff2[39:0];
+    \$321  = c_diff0[39:0];
     if (rst) begin
       \$321  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$322  = c_diff3[39:0];
+    \$322  = c_diff1[39:0];
     if (rst) begin
       \$322  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$323  = c_diff4[39:0];
+    \$323  = c_diff2[39:0];
     if (rst) begin
       \$323  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$324  = c_diff5[39:0];
+    \$324  = c_diff3[39:0];
     if (rst) begin
       \$324  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$325  = c_diff6[39:0];
+    \$325  = c_diff4[39:0];
     if (rst) begin
       \$325  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$326  = c_diff7[39:0];
+    \$326  = c_diff5[39:0];
     if (rst) begin
       \$326  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$327  = c_diff8[39:0];
+    \$327  = c_diff6[39:0];
     if (rst) begin
       \$327  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$328  = c_diff9[39:0];
+    \$328  = c_diff7[39:0];
     if (rst) begin
       \$328  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$329  = c_diff10[39:0];
+    \$329  = c_diff8[39:0];
     if (rst) begin
       \$329  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$330  = c_diff11[39:0];
+    \$330  = c_diff9[39:0];
     if (rst) begin
       \$330  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$331  = c_diff12[39:0];
+    \$331  = c_diff10[39:0];
     if (rst) begin
       \$331  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$332  = c_diff13[39:0];
+    \$332  = c_diff11[39:0];
     if (rst) begin
       \$332  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$333  = c_diff14[39:0];
+    \$333  = c_diff12[39:0];
     if (rst) begin
       \$333  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$334  = taps[1151:960];
-    if (taps[964]) begin
-      \$334 [30:15] = { taps[986:975], \$233 , \$225 , \$217 , \$209  };
-      \$334 [143:96] = { 8'h00, \$265  };
+    \$334  = c_diff13[39:0];
+    if (rst) begin
+      \$334  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$335  = c_diff14[39:0];
+    if (rst) begin
+      \$335  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$336  = taps[1535:1344];
+    if (taps[1348]) begin
+      \$336 [30:15] = { taps[1370:1359], \$202 , \$194 , \$186 , \$178  };
+      \$336 [143:96] = { 8'h00, \$234  };
     end
     if (rst) begin
-      \$334  = 192'h000000000000000000000000000000000000000000000000;
+      \$336  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign wr_addr = wport__addr;
@@ -8478,37 +10251,36 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign rport__data = rd_data;
   assign r_addr = \$6 [3:0];
   assign q_new = { \$88 [39:0], \$83 [39:0], \$78 [39:0], \$73 [39:0], \$68 [39:0], \$63 [39:0], \$58 [39:0], \$53 [39:0], \$48 [39:0], \$43 [39:0], \$38 [39:0], \$33 [39:0], \$28 [39:0], \$23 [39:0], \$18 [39:0], \$13 [39:0] };
-  assign q0_prefix1_1 = { 3'h0, \$97  };
-  assign q0_prefix1_3 = { 3'h0, \$98  };
-  assign q0_prefix1_5 = { 3'h0, \$99  };
-  assign q0_prefix1_7 = { 3'h0, \$100  };
-  assign q0_prefix1_9 = { 3'h0, \$101  };
-  assign q0_prefix1_11 = { 3'h0, \$102  };
-  assign q0_prefix1_13 = { 3'h0, \$103  };
-  assign q0_prefix1_15 = { 3'h0, \$104  };
-  assign q0_prefix2_2 = \$105 [43:0];
-  assign q0_prefix2_3 = \$106 [43:0];
-  assign q0_prefix2_6 = \$107 [43:0];
-  assign q0_prefix2_7 = \$108 [43:0];
-  assign q0_prefix2_10 = \$109 [43:0];
-  assign q0_prefix2_11 = \$110 [43:0];
-  assign q0_prefix2_14 = \$111 [43:0];
-  assign q0_prefix2_15 = \$112 [43:0];
-  assign q1_prefix4_4 = \$113 [43:0];
-  assign q1_prefix4_5 = \$114 [43:0];
-  assign q1_prefix4_6 = \$115 [43:0];
-  assign q1_prefix4_7 = \$116 [43:0];
-  assign q1_prefix4_12 = \$117 [43:0];
-  assign q1_prefix4_13 = \$118 [43:0];
-  assign q1_prefix4_14 = \$119 [43:0];
-  assign q1_prefix8_8 = \$120 [43:0];
-  assign q1_prefix8_9 = \$121 [43:0];
-  assign q1_prefix8_10 = \$122 [43:0];
-  assign q1_prefix8_11 = \$123 [43:0];
-  assign q1_prefix8_12 = \$124 [43:0];
-  assign q1_prefix8_13 = \$125 [43:0];
-  assign q1_prefix8_14 = \$126 [43:0];
-  assign s_onehot = { s_le[14], \$155 , \$153 , \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127  };
+  assign q0_prefix1_1 = { 3'h0, \$91  };
+  assign q0_prefix1_3 = { 3'h0, \$92  };
+  assign q0_prefix1_5 = { 3'h0, \$93  };
+  assign q0_prefix1_7 = { 3'h0, \$94  };
+  assign q0_prefix1_9 = { 3'h0, \$95  };
+  assign q0_prefix1_11 = { 3'h0, \$96  };
+  assign q0_prefix1_13 = { 3'h0, \$97  };
+  assign q0_prefix1_15 = { 3'h0, \$98  };
+  assign q1_prefix2_2 = \$99 [43:0];
+  assign q1_prefix2_3 = \$100 [43:0];
+  assign q1_prefix2_6 = \$101 [43:0];
+  assign q1_prefix2_7 = \$102 [43:0];
+  assign q1_prefix2_10 = \$103 [43:0];
+  assign q1_prefix2_11 = \$104 [43:0];
+  assign q1_prefix2_14 = \$105 [43:0];
+  assign q2_prefix4_4 = \$106 [43:0];
+  assign q2_prefix4_5 = \$107 [43:0];
+  assign q2_prefix4_6 = \$108 [43:0];
+  assign q2_prefix4_7 = \$109 [43:0];
+  assign q2_prefix4_12 = \$110 [43:0];
+  assign q2_prefix4_13 = \$111 [43:0];
+  assign q2_prefix4_14 = \$112 [43:0];
+  assign q3_prefix8_8 = \$113 [43:0];
+  assign q3_prefix8_9 = \$114 [43:0];
+  assign q3_prefix8_10 = \$115 [43:0];
+  assign q3_prefix8_11 = \$116 [43:0];
+  assign q3_prefix8_12 = \$117 [43:0];
+  assign q3_prefix8_13 = \$118 [43:0];
+  assign q3_prefix8_14 = \$119 [43:0];
+  assign s_onehot = { s_le[14], \$148 , \$146 , \$144 , \$142 , \$140 , \$138 , \$136 , \$134 , \$132 , \$130 , \$128 , \$126 , \$124 , \$122 , \$120  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -8627,6 +10399,40 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign \taps[5].delta  = taps[1055:1023];
   assign \taps[5].target  = taps[1103:1056];
   assign \taps[5].value  = taps[1151:1104];
+  assign \taps[6]  = taps[1343:1152];
+  assign \taps[6].valid  = taps[1152];
+  assign \taps[6].op  = taps[1155:1153];
+  assign \taps[6].sample  = taps[1156];
+  assign \taps[6].prng  = taps[1157];
+  assign \taps[6].write  = taps[1158];
+  assign \taps[6].read  = taps[1159];
+  assign \taps[6].debug  = taps[1160];
+  assign \taps[6].respond  = taps[1161];
+  assign \taps[6].empty  = taps[1162];
+  assign \taps[6].invalid  = taps[1163];
+  assign \taps[6].level  = taps[1166:1164];
+  assign \taps[6].index  = taps[1182:1167];
+  assign \taps[6].prio  = taps[1214:1183];
+  assign \taps[6].delta  = taps[1247:1215];
+  assign \taps[6].target  = taps[1295:1248];
+  assign \taps[6].value  = taps[1343:1296];
+  assign \taps[7]  = taps[1535:1344];
+  assign \taps[7].valid  = taps[1344];
+  assign \taps[7].op  = taps[1347:1345];
+  assign \taps[7].sample  = taps[1348];
+  assign \taps[7].prng  = taps[1349];
+  assign \taps[7].write  = taps[1350];
+  assign \taps[7].read  = taps[1351];
+  assign \taps[7].debug  = taps[1352];
+  assign \taps[7].respond  = taps[1353];
+  assign \taps[7].empty  = taps[1354];
+  assign \taps[7].invalid  = taps[1355];
+  assign \taps[7].level  = taps[1358:1356];
+  assign \taps[7].index  = taps[1374:1359];
+  assign \taps[7].prio  = taps[1406:1375];
+  assign \taps[7].delta  = taps[1439:1407];
+  assign \taps[7].target  = taps[1487:1440];
+  assign \taps[7].value  = taps[1535:1488];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -8661,21 +10467,11 @@ module \replay_accel_k16.core.tree.level2 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$74  = { 8'h00, taps[222:215] };
   assign \$79  = { 8'h00, taps[222:215] };
   assign \$84  = { 8'h00, taps[222:215] };
-  assign \$91  = { 4'h0, taps[222:211] };
-  assign \$92  = { 12'h000, taps[222:219] };
-  assign \$158  = { 4'h0, taps[222:211] };
-  assign \$159  = { 12'h000, taps[222:219] };
-  assign \$164  = { 4'h0, taps[30:19] };
-  assign \$165  = { 12'h000, taps[30:27] };
-  assign \$172  = { 4'h0, taps[414:403] };
-  assign \$173  = { 12'h000, taps[414:411] };
-  assign \$178  = { 4'h0, taps[30:19] };
-  assign \$179  = { 12'h000, taps[30:27] };
-  assign \$202  = \$129 ;
-  assign \$210  = \$131 ;
-  assign \$218  = \$135 ;
-  assign \$226  = \$143 ;
-  assign \$235  = \$234 ;
+  assign \$171  = \$122 ;
+  assign \$179  = \$124 ;
+  assign \$187  = \$128 ;
+  assign \$195  = \$136 ;
+  assign \$204  = \$203 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -8688,11 +10484,11 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [36:0] \$100 ;
-  wire [36:0] \$101 ;
-  wire [36:0] \$102 ;
-  wire [36:0] \$103 ;
-  wire [36:0] \$104 ;
+  wire [40:0] \$100 ;
+  wire [40:0] \$101 ;
+  wire [40:0] \$102 ;
+  wire [40:0] \$103 ;
+  wire [40:0] \$104 ;
   wire [40:0] \$105 ;
   wire [40:0] \$106 ;
   wire [40:0] \$107 ;
@@ -8710,13 +10506,13 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire [40:0] \$118 ;
   wire [40:0] \$119 ;
   wire [32:0] \$12 ;
-  wire [40:0] \$120 ;
-  wire [40:0] \$121 ;
-  wire [40:0] \$122 ;
-  wire [40:0] \$123 ;
-  wire [40:0] \$124 ;
-  wire [40:0] \$125 ;
-  wire [40:0] \$126 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -8748,41 +10544,41 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$152 ;
   wire \$153 ;
   wire \$154 ;
-  wire \$155 ;
+  reg [35:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire [15:0] \$158 ;
-  wire [15:0] \$159 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
-  wire [15:0] \$160 ;
-  wire [15:0] \$161 ;
+  wire \$160 ;
+  wire \$161 ;
   wire \$162 ;
   wire \$163 ;
-  wire [15:0] \$164 ;
-  wire [15:0] \$165 ;
-  wire [15:0] \$166 ;
-  wire [15:0] \$167 ;
+  wire \$164 ;
+  wire \$165 ;
+  wire \$166 ;
+  wire \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire [32:0] \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [15:0] \$172 ;
-  wire [15:0] \$173 ;
-  wire [15:0] \$174 ;
-  wire [15:0] \$175 ;
+  wire \$172 ;
+  wire \$173 ;
+  wire \$174 ;
+  wire \$175 ;
   wire \$176 ;
   wire \$177 ;
-  wire [15:0] \$178 ;
-  wire [15:0] \$179 ;
+  wire \$178 ;
+  wire \$179 ;
   wire [37:0] \$18 ;
-  wire [15:0] \$180 ;
-  wire [15:0] \$181 ;
+  wire \$180 ;
+  wire \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  reg [35:0] \$186 ;
+  wire \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -8802,99 +10598,99 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$200 ;
   wire \$201 ;
   wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire \$209 ;
+  wire [35:0] \$203 ;
+  wire [35:0] \$204 ;
+  wire [35:0] \$205 ;
+  wire [35:0] \$206 ;
+  wire [35:0] \$207 ;
+  wire [35:0] \$208 ;
+  wire [35:0] \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  wire [35:0] \$210 ;
+  wire [35:0] \$211 ;
+  wire [35:0] \$212 ;
+  wire [35:0] \$213 ;
+  wire [35:0] \$214 ;
+  wire [35:0] \$215 ;
+  wire [35:0] \$216 ;
+  wire [35:0] \$217 ;
+  wire [35:0] \$218 ;
+  wire [35:0] \$219 ;
   wire [32:0] \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire [35:0] \$220 ;
+  wire [35:0] \$221 ;
+  wire [35:0] \$222 ;
+  wire [35:0] \$223 ;
+  wire [35:0] \$224 ;
+  wire [35:0] \$225 ;
+  wire [35:0] \$226 ;
+  wire [35:0] \$227 ;
+  wire [35:0] \$228 ;
+  wire [35:0] \$229 ;
   wire [37:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [35:0] \$230 ;
+  wire [35:0] \$231 ;
+  wire [35:0] \$232 ;
+  wire [35:0] \$233 ;
   wire [35:0] \$234 ;
-  wire [35:0] \$235 ;
-  wire [35:0] \$236 ;
-  wire [35:0] \$237 ;
-  wire [35:0] \$238 ;
-  wire [35:0] \$239 ;
+  reg [1535:0] \$235 ;
+  reg [575:0] \$236 ;
+  reg [7:0] \$237 ;
+  reg [7:0] \$238 ;
+  reg [7:0] \$239 ;
   wire [15:0] \$24 ;
-  wire [35:0] \$240 ;
-  wire [35:0] \$241 ;
-  wire [35:0] \$242 ;
-  wire [35:0] \$243 ;
-  wire [35:0] \$244 ;
-  wire [35:0] \$245 ;
-  wire [35:0] \$246 ;
-  wire [35:0] \$247 ;
-  wire [35:0] \$248 ;
-  wire [35:0] \$249 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg [575:0] \$242 ;
+  reg [575:0] \$243 ;
+  reg [35:0] \$244 ;
+  reg [35:0] \$245 ;
+  reg [35:0] \$246 ;
+  reg [35:0] \$247 ;
+  reg [35:0] \$248 ;
+  reg [35:0] \$249 ;
   wire \$25 ;
-  wire [35:0] \$250 ;
-  wire [35:0] \$251 ;
-  wire [35:0] \$252 ;
-  wire [35:0] \$253 ;
-  wire [35:0] \$254 ;
-  wire [35:0] \$255 ;
-  wire [35:0] \$256 ;
-  wire [35:0] \$257 ;
-  wire [35:0] \$258 ;
-  wire [35:0] \$259 ;
+  reg [35:0] \$250 ;
+  reg [35:0] \$251 ;
+  reg [35:0] \$252 ;
+  reg [35:0] \$253 ;
+  reg [35:0] \$254 ;
+  reg [35:0] \$255 ;
+  reg [35:0] \$256 ;
+  reg [35:0] \$257 ;
+  reg [35:0] \$258 ;
+  reg [35:0] \$259 ;
   wire \$26 ;
-  wire [35:0] \$260 ;
-  wire [35:0] \$261 ;
-  wire [35:0] \$262 ;
-  wire [35:0] \$263 ;
-  wire [35:0] \$264 ;
-  wire [35:0] \$265 ;
-  reg [1151:0] \$266 ;
-  reg [575:0] \$267 ;
-  reg \$268 ;
-  reg \$269 ;
+  reg [39:0] \$260 ;
+  reg [39:0] \$261 ;
+  reg [39:0] \$262 ;
+  reg [39:0] \$263 ;
+  reg [39:0] \$264 ;
+  reg [39:0] \$265 ;
+  reg [39:0] \$266 ;
+  reg [39:0] \$267 ;
+  reg [39:0] \$268 ;
+  reg [39:0] \$269 ;
   wire [32:0] \$27 ;
-  reg [575:0] \$270 ;
-  reg [575:0] \$271 ;
-  reg [35:0] \$272 ;
-  reg [35:0] \$273 ;
-  reg [35:0] \$274 ;
-  reg [35:0] \$275 ;
-  reg [35:0] \$276 ;
-  reg [35:0] \$277 ;
-  reg [35:0] \$278 ;
-  reg [35:0] \$279 ;
+  reg [39:0] \$270 ;
+  reg [39:0] \$271 ;
+  reg [39:0] \$272 ;
+  reg [39:0] \$273 ;
+  reg [39:0] \$274 ;
+  reg [39:0] \$275 ;
+  reg [39:0] \$276 ;
+  reg [39:0] \$277 ;
+  reg [39:0] \$278 ;
+  reg [39:0] \$279 ;
   wire [37:0] \$28 ;
-  reg [35:0] \$280 ;
-  reg [35:0] \$281 ;
-  reg [35:0] \$282 ;
-  reg [35:0] \$283 ;
-  reg [35:0] \$284 ;
-  reg [35:0] \$285 ;
-  reg [35:0] \$286 ;
-  reg [35:0] \$287 ;
+  reg [39:0] \$280 ;
+  reg [39:0] \$281 ;
+  reg [39:0] \$282 ;
+  reg [39:0] \$283 ;
+  reg [39:0] \$284 ;
+  reg [39:0] \$285 ;
+  reg [39:0] \$286 ;
+  reg [39:0] \$287 ;
   reg [39:0] \$288 ;
   reg [39:0] \$289 ;
   wire [15:0] \$29 ;
@@ -8929,10 +10725,10 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   reg [39:0] \$315 ;
   reg [39:0] \$316 ;
   reg [39:0] \$317 ;
-  reg [14:0] \$318 ;
-  reg [35:0] \$319 ;
+  reg [39:0] \$318 ;
+  reg [39:0] \$319 ;
   wire [32:0] \$32 ;
-  reg [35:0] \$320 ;
+  reg [14:0] \$320 ;
   reg [35:0] \$321 ;
   reg [35:0] \$322 ;
   reg [35:0] \$323 ;
@@ -8947,7 +10743,9 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   reg [35:0] \$331 ;
   reg [35:0] \$332 ;
   reg [35:0] \$333 ;
-  reg [191:0] \$334 ;
+  reg [35:0] \$334 ;
+  reg [35:0] \$335 ;
+  reg [191:0] \$336 ;
   wire [15:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
@@ -9011,15 +10809,15 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
-  wire [15:0] \$91 ;
-  wire [15:0] \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
-  wire \$95 ;
-  wire \$96 ;
+  wire [36:0] \$91 ;
+  wire [36:0] \$92 ;
+  wire [36:0] \$93 ;
+  wire [36:0] \$94 ;
+  wire [36:0] \$95 ;
+  wire [36:0] \$96 ;
   wire [36:0] \$97 ;
   wire [36:0] \$98 ;
-  wire [36:0] \$99 ;
+  wire [40:0] \$99 ;
   wire [40:0] c_diff0;
   wire [40:0] c_diff1;
   wire [40:0] c_diff10;
@@ -9091,7 +10889,9 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
+  reg [7:0] p_addr = 8'h00;
   reg [575:0] p_word = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg [7:0] q0_addr = 8'h00;
   wire [39:0] q0_prefix1_1;
   wire [39:0] q0_prefix1_11;
   wire [39:0] q0_prefix1_13;
@@ -9100,14 +10900,6 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire [39:0] q0_prefix1_5;
   wire [39:0] q0_prefix1_7;
   wire [39:0] q0_prefix1_9;
-  wire [39:0] q0_prefix2_10;
-  wire [39:0] q0_prefix2_11;
-  wire [39:0] q0_prefix2_14;
-  wire [39:0] q0_prefix2_15;
-  wire [39:0] q0_prefix2_2;
-  wire [39:0] q0_prefix2_3;
-  wire [39:0] q0_prefix2_6;
-  wire [39:0] q0_prefix2_7;
   reg [39:0] q1_pre0 = 40'h0000000000;
   reg [39:0] q1_pre1 = 40'h0000000000;
   reg [39:0] q1_pre10 = 40'h0000000000;
@@ -9123,20 +10915,13 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   reg [39:0] q1_pre7 = 40'h0000000000;
   reg [39:0] q1_pre8 = 40'h0000000000;
   reg [39:0] q1_pre9 = 40'h0000000000;
-  wire [39:0] q1_prefix4_12;
-  wire [39:0] q1_prefix4_13;
-  wire [39:0] q1_prefix4_14;
-  wire [39:0] q1_prefix4_4;
-  wire [39:0] q1_prefix4_5;
-  wire [39:0] q1_prefix4_6;
-  wire [39:0] q1_prefix4_7;
-  wire [39:0] q1_prefix8_10;
-  wire [39:0] q1_prefix8_11;
-  wire [39:0] q1_prefix8_12;
-  wire [39:0] q1_prefix8_13;
-  wire [39:0] q1_prefix8_14;
-  wire [39:0] q1_prefix8_8;
-  wire [39:0] q1_prefix8_9;
+  wire [39:0] q1_prefix2_10;
+  wire [39:0] q1_prefix2_11;
+  wire [39:0] q1_prefix2_14;
+  wire [39:0] q1_prefix2_2;
+  wire [39:0] q1_prefix2_3;
+  wire [39:0] q1_prefix2_6;
+  wire [39:0] q1_prefix2_7;
   reg [39:0] q2_pre0 = 40'h0000000000;
   reg [39:0] q2_pre1 = 40'h0000000000;
   reg [39:0] q2_pre10 = 40'h0000000000;
@@ -9152,6 +10937,51 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   reg [39:0] q2_pre7 = 40'h0000000000;
   reg [39:0] q2_pre8 = 40'h0000000000;
   reg [39:0] q2_pre9 = 40'h0000000000;
+  wire [39:0] q2_prefix4_12;
+  wire [39:0] q2_prefix4_13;
+  wire [39:0] q2_prefix4_14;
+  wire [39:0] q2_prefix4_4;
+  wire [39:0] q2_prefix4_5;
+  wire [39:0] q2_prefix4_6;
+  wire [39:0] q2_prefix4_7;
+  reg [39:0] q3_pre0 = 40'h0000000000;
+  reg [39:0] q3_pre1 = 40'h0000000000;
+  reg [39:0] q3_pre10 = 40'h0000000000;
+  reg [39:0] q3_pre11 = 40'h0000000000;
+  reg [39:0] q3_pre12 = 40'h0000000000;
+  reg [39:0] q3_pre13 = 40'h0000000000;
+  reg [39:0] q3_pre14 = 40'h0000000000;
+  reg [39:0] q3_pre2 = 40'h0000000000;
+  reg [39:0] q3_pre3 = 40'h0000000000;
+  reg [39:0] q3_pre4 = 40'h0000000000;
+  reg [39:0] q3_pre5 = 40'h0000000000;
+  reg [39:0] q3_pre6 = 40'h0000000000;
+  reg [39:0] q3_pre7 = 40'h0000000000;
+  reg [39:0] q3_pre8 = 40'h0000000000;
+  reg [39:0] q3_pre9 = 40'h0000000000;
+  wire [39:0] q3_prefix8_10;
+  wire [39:0] q3_prefix8_11;
+  wire [39:0] q3_prefix8_12;
+  wire [39:0] q3_prefix8_13;
+  wire [39:0] q3_prefix8_14;
+  wire [39:0] q3_prefix8_8;
+  wire [39:0] q3_prefix8_9;
+  reg [39:0] q4_pre0 = 40'h0000000000;
+  reg [39:0] q4_pre1 = 40'h0000000000;
+  reg [39:0] q4_pre10 = 40'h0000000000;
+  reg [39:0] q4_pre11 = 40'h0000000000;
+  reg [39:0] q4_pre12 = 40'h0000000000;
+  reg [39:0] q4_pre13 = 40'h0000000000;
+  reg [39:0] q4_pre14 = 40'h0000000000;
+  reg [39:0] q4_pre2 = 40'h0000000000;
+  reg [39:0] q4_pre3 = 40'h0000000000;
+  reg [39:0] q4_pre4 = 40'h0000000000;
+  reg [39:0] q4_pre5 = 40'h0000000000;
+  reg [39:0] q4_pre6 = 40'h0000000000;
+  reg [39:0] q4_pre7 = 40'h0000000000;
+  reg [39:0] q4_pre8 = 40'h0000000000;
+  reg [39:0] q4_pre9 = 40'h0000000000;
+  reg [7:0] q_addr = 8'h00;
   reg [35:0] q_child0 = 36'h000000000;
   reg [35:0] q_child1 = 36'h000000000;
   reg [35:0] q_child10 = 36'h000000000;
@@ -9202,8 +11032,8 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [1151:0] taps;
-  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1535:0] taps;
+  reg [1535:0] taps = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -9360,6 +11190,58 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   wire \taps[5].valid ;
   wire [47:0] \taps[5].value ;
   wire \taps[5].write ;
+  wire [191:0] \taps[6] ;
+  wire \taps[6].debug ;
+  wire [32:0] \taps[6].delta ;
+  wire \taps[6].empty ;
+  wire [15:0] \taps[6].index ;
+  wire \taps[6].invalid ;
+  wire [2:0] \taps[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[6].op ;
+  wire [31:0] \taps[6].prio ;
+  wire \taps[6].prng ;
+  wire \taps[6].read ;
+  wire \taps[6].respond ;
+  wire \taps[6].sample ;
+  wire [47:0] \taps[6].target ;
+  wire \taps[6].valid ;
+  wire [47:0] \taps[6].value ;
+  wire \taps[6].write ;
+  wire [191:0] \taps[7] ;
+  wire \taps[7].debug ;
+  wire [32:0] \taps[7].delta ;
+  wire \taps[7].empty ;
+  wire [15:0] \taps[7].index ;
+  wire \taps[7].invalid ;
+  wire [2:0] \taps[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[7].op ;
+  wire [31:0] \taps[7].prio ;
+  wire \taps[7].prng ;
+  wire \taps[7].read ;
+  wire \taps[7].respond ;
+  wire \taps[7].sample ;
+  wire [47:0] \taps[7].target ;
+  wire \taps[7].valid ;
+  wire [47:0] \taps[7].value ;
+  wire \taps[7].write ;
   wire [7:0] wport__addr;
   wire [575:0] wport__data;
   wire wport__en;
@@ -9369,7 +11251,7 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   reg [575:0] mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
-  initial begin : rlk_zero_6
+  initial begin : rlk_zero_7
     integer i;
     for (i = 0; i <= 255; i = i + 1) mem[i] = 0;
   end
@@ -9455,857 +11337,1135 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$86  = taps[198] & \$85 ;
   assign \$87  = \$86  ? taps[287:255] : 33'h000000000;
   assign \$88  = $signed({ 1'h0, q_word[575:540] }) + $signed(\$87 );
-  assign \$89  = taps[206:204] == 2'h3;
-  assign \$90  = taps[200] & \$89 ;
-  assign \$93  = \$90  ? \$91  : \$92 ;
-  assign \$94  = taps[196] ? taps[222:207] : \$93 ;
-  assign wport__addr = sweep ? sweep_addr[7:0] : \$94 [7:0];
-  assign \$95  = sweep_addr < 9'h100;
-  assign \$96  = sweep & \$95 ;
-  assign wport__en = \$96  | taps[198];
-  assign \$97  = q_child0 + q_child1;
-  assign \$98  = q_child2 + q_child3;
-  assign \$99  = q_child4 + q_child5;
-  assign \$100  = q_child6 + q_child7;
-  assign \$101  = q_child8 + q_child9;
-  assign \$102  = q_child10 + q_child11;
-  assign \$103  = q_child12 + q_child13;
-  assign \$104  = q_child14 + q_child15;
-  assign \$105  = \$97  + q_child2;
-  assign \$106  = \$97  + \$98 ;
-  assign \$107  = \$99  + q_child6;
-  assign \$108  = \$99  + \$100 ;
-  assign \$109  = \$101  + q_child10;
-  assign \$110  = \$101  + \$102 ;
-  assign \$111  = \$103  + q_child14;
-  assign \$112  = \$103  + \$104 ;
-  assign \$113  = q1_pre3 + q1_pre4;
-  assign \$114  = q1_pre3 + q1_pre5;
-  assign \$115  = q1_pre3 + q1_pre6;
-  assign \$116  = q1_pre3 + q1_pre7;
-  assign \$117  = q1_pre11 + q1_pre12;
-  assign \$118  = q1_pre11 + q1_pre13;
-  assign \$119  = q1_pre11 + q1_pre14;
-  assign \$120  = \$116 [39:0] + q1_pre8;
-  assign \$121  = \$116 [39:0] + q1_pre9;
-  assign \$122  = \$116 [39:0] + q1_pre10;
-  assign \$123  = \$116 [39:0] + q1_pre11;
-  assign \$124  = \$116 [39:0] + \$117 [39:0];
-  assign \$125  = \$116 [39:0] + \$118 [39:0];
-  assign \$126  = \$116 [39:0] + \$119 [39:0];
-  assign c_diff0 = taps[903:864] - q2_pre0;
-  assign c_diff1 = taps[903:864] - q2_pre1;
-  assign c_diff2 = taps[903:864] - q2_pre2;
-  assign c_diff3 = taps[903:864] - q2_pre3;
-  assign c_diff4 = taps[903:864] - q2_pre4;
-  assign c_diff5 = taps[903:864] - q2_pre5;
-  assign c_diff6 = taps[903:864] - q2_pre6;
-  assign c_diff7 = taps[903:864] - q2_pre7;
-  assign c_diff8 = taps[903:864] - q2_pre8;
-  assign c_diff9 = taps[903:864] - q2_pre9;
-  assign c_diff10 = taps[903:864] - q2_pre10;
-  assign c_diff11 = taps[903:864] - q2_pre11;
-  assign c_diff12 = taps[903:864] - q2_pre12;
-  assign c_diff13 = taps[903:864] - q2_pre13;
-  assign c_diff14 = taps[903:864] - q2_pre14;
-  assign \$127  = ~ s_le[0];
-  assign \$128  = ~ s_le[1];
-  assign \$129  = s_le[0] & \$128 ;
-  assign \$130  = ~ s_le[2];
-  assign \$131  = s_le[1] & \$130 ;
-  assign \$132  = ~ s_le[3];
-  assign \$133  = s_le[2] & \$132 ;
-  assign \$134  = ~ s_le[4];
-  assign \$135  = s_le[3] & \$134 ;
-  assign \$136  = ~ s_le[5];
-  assign \$137  = s_le[4] & \$136 ;
-  assign \$138  = ~ s_le[6];
-  assign \$139  = s_le[5] & \$138 ;
-  assign \$140  = ~ s_le[7];
-  assign \$141  = s_le[6] & \$140 ;
-  assign \$142  = ~ s_le[8];
-  assign \$143  = s_le[7] & \$142 ;
-  assign \$144  = ~ s_le[9];
-  assign \$145  = s_le[8] & \$144 ;
-  assign \$146  = ~ s_le[10];
-  assign \$147  = s_le[9] & \$146 ;
-  assign \$148  = ~ s_le[11];
-  assign \$149  = s_le[10] & \$148 ;
-  assign \$150  = ~ s_le[12];
-  assign \$151  = s_le[11] & \$150 ;
-  assign \$152  = ~ s_le[13];
-  assign \$153  = s_le[12] & \$152 ;
-  assign \$154  = ~ s_le[14];
-  assign \$155  = s_le[13] & \$154 ;
-  assign \$156  = taps[206:204] == 2'h3;
-  assign \$157  = taps[200] & \$156 ;
-  assign \$160  = \$157  ? \$158  : \$159 ;
-  assign \$161  = taps[196] ? taps[222:207] : \$160 ;
-  assign \$162  = taps[14:12] == 2'h3;
-  assign \$163  = taps[8] & \$162 ;
-  assign \$166  = \$163  ? \$164  : \$165 ;
-  assign \$167  = taps[4] ? taps[30:15] : \$166 ;
-  assign \$168  = \$161 [7:0] == \$167 [7:0];
-  assign \$169  = taps[198] & \$168 ;
-  assign \$170  = taps[398:396] == 2'h3;
-  assign \$171  = taps[392] & \$170 ;
-  assign \$174  = \$171  ? \$172  : \$173 ;
-  assign \$175  = taps[388] ? taps[414:399] : \$174 ;
-  assign \$176  = taps[14:12] == 2'h3;
-  assign \$177  = taps[8] & \$176 ;
-  assign \$180  = \$177  ? \$178  : \$179 ;
-  assign \$181  = taps[4] ? taps[30:15] : \$180 ;
-  assign \$182  = \$175 [7:0] == \$181 [7:0];
-  assign \$183  = taps[390] & \$182 ;
-  assign \$184  = taps[206:204] == 2'h3;
-  assign \$185  = taps[200] & \$184 ;
-  assign \$187  = ~ c_diff0[40];
-  assign \$188  = ~ c_diff1[40];
-  assign \$189  = ~ c_diff2[40];
-  assign \$190  = ~ c_diff3[40];
-  assign \$191  = ~ c_diff4[40];
-  assign \$192  = ~ c_diff5[40];
-  assign \$193  = ~ c_diff6[40];
-  assign \$194  = ~ c_diff7[40];
-  assign \$195  = ~ c_diff8[40];
-  assign \$196  = ~ c_diff9[40];
-  assign \$197  = ~ c_diff10[40];
-  assign \$198  = ~ c_diff11[40];
-  assign \$199  = ~ c_diff12[40];
-  assign \$200  = ~ c_diff13[40];
-  assign \$201  = ~ c_diff14[40];
-  assign \$203  = \$202  | \$133 ;
-  assign \$204  = \$203  | \$137 ;
-  assign \$205  = \$204  | \$141 ;
-  assign \$206  = \$205  | \$145 ;
-  assign \$207  = \$206  | \$149 ;
-  assign \$208  = \$207  | \$153 ;
-  assign \$209  = \$208  | s_le[14];
-  assign \$211  = \$210  | \$133 ;
-  assign \$212  = \$211  | \$139 ;
-  assign \$213  = \$212  | \$141 ;
-  assign \$214  = \$213  | \$147 ;
-  assign \$215  = \$214  | \$149 ;
-  assign \$216  = \$215  | \$155 ;
-  assign \$217  = \$216  | s_le[14];
-  assign \$219  = \$218  | \$137 ;
-  assign \$220  = \$219  | \$139 ;
-  assign \$221  = \$220  | \$141 ;
-  assign \$222  = \$221  | \$151 ;
-  assign \$223  = \$222  | \$153 ;
-  assign \$224  = \$223  | \$155 ;
-  assign \$225  = \$224  | s_le[14];
-  assign \$227  = \$226  | \$145 ;
-  assign \$228  = \$227  | \$147 ;
-  assign \$229  = \$228  | \$149 ;
-  assign \$230  = \$229  | \$151 ;
-  assign \$231  = \$230  | \$153 ;
-  assign \$232  = \$231  | \$155 ;
-  assign \$233  = \$232  | s_le[14];
-  assign \$234  = s_le[0] ? 36'h000000000 : taps[1091:1056];
-  assign \$236  = \$129  ? s_diff0 : 36'h000000000;
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = \$131  ? s_diff1 : 36'h000000000;
-  assign \$239  = \$237  | \$238 ;
-  assign \$240  = \$133  ? s_diff2 : 36'h000000000;
-  assign \$241  = \$239  | \$240 ;
-  assign \$242  = \$135  ? s_diff3 : 36'h000000000;
-  assign \$243  = \$241  | \$242 ;
-  assign \$244  = \$137  ? s_diff4 : 36'h000000000;
-  assign \$245  = \$243  | \$244 ;
-  assign \$246  = \$139  ? s_diff5 : 36'h000000000;
-  assign \$247  = \$245  | \$246 ;
-  assign \$248  = \$141  ? s_diff6 : 36'h000000000;
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = \$143  ? s_diff7 : 36'h000000000;
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = \$145  ? s_diff8 : 36'h000000000;
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = \$147  ? s_diff9 : 36'h000000000;
-  assign \$255  = \$253  | \$254 ;
-  assign \$256  = \$149  ? s_diff10 : 36'h000000000;
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = \$151  ? s_diff11 : 36'h000000000;
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = \$153  ? s_diff12 : 36'h000000000;
-  assign \$261  = \$259  | \$260 ;
-  assign \$262  = \$155  ? s_diff13 : 36'h000000000;
-  assign \$263  = \$261  | \$262 ;
-  assign \$264  = s_le[14] ? s_diff14 : 36'h000000000;
-  assign \$265  = \$263  | \$264 ;
+  assign wport__addr = sweep ? sweep_addr[7:0] : q_addr;
+  assign \$89  = sweep_addr < 9'h100;
+  assign \$90  = sweep & \$89 ;
+  assign wport__en = \$90  | taps[198];
+  assign \$91  = q_child0 + q_child1;
+  assign \$92  = q_child2 + q_child3;
+  assign \$93  = q_child4 + q_child5;
+  assign \$94  = q_child6 + q_child7;
+  assign \$95  = q_child8 + q_child9;
+  assign \$96  = q_child10 + q_child11;
+  assign \$97  = q_child12 + q_child13;
+  assign \$98  = q_child14 + q_child15;
+  assign \$99  = q1_pre1 + q1_pre2;
+  assign \$100  = q1_pre1 + q1_pre3;
+  assign \$101  = q1_pre5 + q1_pre6;
+  assign \$102  = q1_pre5 + q1_pre7;
+  assign \$103  = q1_pre9 + q1_pre10;
+  assign \$104  = q1_pre9 + q1_pre11;
+  assign \$105  = q1_pre13 + q1_pre14;
+  assign \$106  = q2_pre3 + q2_pre4;
+  assign \$107  = q2_pre3 + q2_pre5;
+  assign \$108  = q2_pre3 + q2_pre6;
+  assign \$109  = q2_pre3 + q2_pre7;
+  assign \$110  = q2_pre11 + q2_pre12;
+  assign \$111  = q2_pre11 + q2_pre13;
+  assign \$112  = q2_pre11 + q2_pre14;
+  assign \$113  = q3_pre7 + q3_pre8;
+  assign \$114  = q3_pre7 + q3_pre9;
+  assign \$115  = q3_pre7 + q3_pre10;
+  assign \$116  = q3_pre7 + q3_pre11;
+  assign \$117  = q3_pre7 + q3_pre12;
+  assign \$118  = q3_pre7 + q3_pre13;
+  assign \$119  = q3_pre7 + q3_pre14;
+  assign c_diff0 = taps[1287:1248] - q4_pre0;
+  assign c_diff1 = taps[1287:1248] - q4_pre1;
+  assign c_diff2 = taps[1287:1248] - q4_pre2;
+  assign c_diff3 = taps[1287:1248] - q4_pre3;
+  assign c_diff4 = taps[1287:1248] - q4_pre4;
+  assign c_diff5 = taps[1287:1248] - q4_pre5;
+  assign c_diff6 = taps[1287:1248] - q4_pre6;
+  assign c_diff7 = taps[1287:1248] - q4_pre7;
+  assign c_diff8 = taps[1287:1248] - q4_pre8;
+  assign c_diff9 = taps[1287:1248] - q4_pre9;
+  assign c_diff10 = taps[1287:1248] - q4_pre10;
+  assign c_diff11 = taps[1287:1248] - q4_pre11;
+  assign c_diff12 = taps[1287:1248] - q4_pre12;
+  assign c_diff13 = taps[1287:1248] - q4_pre13;
+  assign c_diff14 = taps[1287:1248] - q4_pre14;
+  assign \$120  = ~ s_le[0];
+  assign \$121  = ~ s_le[1];
+  assign \$122  = s_le[0] & \$121 ;
+  assign \$123  = ~ s_le[2];
+  assign \$124  = s_le[1] & \$123 ;
+  assign \$125  = ~ s_le[3];
+  assign \$126  = s_le[2] & \$125 ;
+  assign \$127  = ~ s_le[4];
+  assign \$128  = s_le[3] & \$127 ;
+  assign \$129  = ~ s_le[5];
+  assign \$130  = s_le[4] & \$129 ;
+  assign \$131  = ~ s_le[6];
+  assign \$132  = s_le[5] & \$131 ;
+  assign \$133  = ~ s_le[7];
+  assign \$134  = s_le[6] & \$133 ;
+  assign \$135  = ~ s_le[8];
+  assign \$136  = s_le[7] & \$135 ;
+  assign \$137  = ~ s_le[9];
+  assign \$138  = s_le[8] & \$137 ;
+  assign \$139  = ~ s_le[10];
+  assign \$140  = s_le[9] & \$139 ;
+  assign \$141  = ~ s_le[11];
+  assign \$142  = s_le[10] & \$141 ;
+  assign \$143  = ~ s_le[12];
+  assign \$144  = s_le[11] & \$143 ;
+  assign \$145  = ~ s_le[13];
+  assign \$146  = s_le[12] & \$145 ;
+  assign \$147  = ~ s_le[14];
+  assign \$148  = s_le[13] & \$147 ;
+  assign \$149  = q_addr == p_addr;
+  assign \$150  = taps[198] & \$149 ;
+  assign \$151  = q0_addr == p_addr;
+  assign \$152  = taps[390] & \$151 ;
+  assign \$153  = taps[206:204] == 2'h3;
+  assign \$154  = taps[200] & \$153 ;
+  assign \$156  = ~ c_diff0[40];
+  assign \$157  = ~ c_diff1[40];
+  assign \$158  = ~ c_diff2[40];
+  assign \$159  = ~ c_diff3[40];
+  assign \$160  = ~ c_diff4[40];
+  assign \$161  = ~ c_diff5[40];
+  assign \$162  = ~ c_diff6[40];
+  assign \$163  = ~ c_diff7[40];
+  assign \$164  = ~ c_diff8[40];
+  assign \$165  = ~ c_diff9[40];
+  assign \$166  = ~ c_diff10[40];
+  assign \$167  = ~ c_diff11[40];
+  assign \$168  = ~ c_diff12[40];
+  assign \$169  = ~ c_diff13[40];
+  assign \$170  = ~ c_diff14[40];
+  assign \$172  = \$171  | \$126 ;
+  assign \$173  = \$172  | \$130 ;
+  assign \$174  = \$173  | \$134 ;
+  assign \$175  = \$174  | \$138 ;
+  assign \$176  = \$175  | \$142 ;
+  assign \$177  = \$176  | \$146 ;
+  assign \$178  = \$177  | s_le[14];
+  assign \$180  = \$179  | \$126 ;
+  assign \$181  = \$180  | \$132 ;
+  assign \$182  = \$181  | \$134 ;
+  assign \$183  = \$182  | \$140 ;
+  assign \$184  = \$183  | \$142 ;
+  assign \$185  = \$184  | \$148 ;
+  assign \$186  = \$185  | s_le[14];
+  assign \$188  = \$187  | \$130 ;
+  assign \$189  = \$188  | \$132 ;
+  assign \$190  = \$189  | \$134 ;
+  assign \$191  = \$190  | \$144 ;
+  assign \$192  = \$191  | \$146 ;
+  assign \$193  = \$192  | \$148 ;
+  assign \$194  = \$193  | s_le[14];
+  assign \$196  = \$195  | \$138 ;
+  assign \$197  = \$196  | \$140 ;
+  assign \$198  = \$197  | \$142 ;
+  assign \$199  = \$198  | \$144 ;
+  assign \$200  = \$199  | \$146 ;
+  assign \$201  = \$200  | \$148 ;
+  assign \$202  = \$201  | s_le[14];
+  assign \$203  = s_le[0] ? 36'h000000000 : taps[1475:1440];
+  assign \$205  = \$122  ? s_diff0 : 36'h000000000;
+  assign \$206  = \$204  | \$205 ;
+  assign \$207  = \$124  ? s_diff1 : 36'h000000000;
+  assign \$208  = \$206  | \$207 ;
+  assign \$209  = \$126  ? s_diff2 : 36'h000000000;
+  assign \$210  = \$208  | \$209 ;
+  assign \$211  = \$128  ? s_diff3 : 36'h000000000;
+  assign \$212  = \$210  | \$211 ;
+  assign \$213  = \$130  ? s_diff4 : 36'h000000000;
+  assign \$214  = \$212  | \$213 ;
+  assign \$215  = \$132  ? s_diff5 : 36'h000000000;
+  assign \$216  = \$214  | \$215 ;
+  assign \$217  = \$134  ? s_diff6 : 36'h000000000;
+  assign \$218  = \$216  | \$217 ;
+  assign \$219  = \$136  ? s_diff7 : 36'h000000000;
+  assign \$220  = \$218  | \$219 ;
+  assign \$221  = \$138  ? s_diff8 : 36'h000000000;
+  assign \$222  = \$220  | \$221 ;
+  assign \$223  = \$140  ? s_diff9 : 36'h000000000;
+  assign \$224  = \$222  | \$223 ;
+  assign \$225  = \$142  ? s_diff10 : 36'h000000000;
+  assign \$226  = \$224  | \$225 ;
+  assign \$227  = \$144  ? s_diff11 : 36'h000000000;
+  assign \$228  = \$226  | \$227 ;
+  assign \$229  = \$146  ? s_diff12 : 36'h000000000;
+  assign \$230  = \$228  | \$229 ;
+  assign \$231  = \$148  ? s_diff13 : 36'h000000000;
+  assign \$232  = \$230  | \$231 ;
+  assign \$233  = s_le[14] ? s_diff14 : 36'h000000000;
+  assign \$234  = \$232  | \$233 ;
   always @(posedge clk)
-    taps <= \$266 ;
+    taps <= \$235 ;
   always @(posedge clk)
-    p_word <= \$267 ;
+    p_word <= \$236 ;
   always @(posedge clk)
-    q_hit1 <= \$268 ;
+    p_addr <= \$237 ;
   always @(posedge clk)
-    q_hit2 <= \$269 ;
+    q_addr <= \$238 ;
   always @(posedge clk)
-    q_w1 <= \$270 ;
+    q0_addr <= \$239 ;
   always @(posedge clk)
-    q_w2 <= \$271 ;
+    q_hit1 <= \$240 ;
   always @(posedge clk)
-    q_child0 <= \$272 ;
+    q_hit2 <= \$241 ;
   always @(posedge clk)
-    q_child1 <= \$273 ;
+    q_w1 <= \$242 ;
   always @(posedge clk)
-    q_child2 <= \$274 ;
+    q_w2 <= \$243 ;
   always @(posedge clk)
-    q_child3 <= \$275 ;
+    q_child0 <= \$244 ;
   always @(posedge clk)
-    q_child4 <= \$276 ;
+    q_child1 <= \$245 ;
   always @(posedge clk)
-    q_child5 <= \$277 ;
+    q_child2 <= \$246 ;
   always @(posedge clk)
-    q_child6 <= \$278 ;
+    q_child3 <= \$247 ;
   always @(posedge clk)
-    q_child7 <= \$279 ;
+    q_child4 <= \$248 ;
   always @(posedge clk)
-    q_child8 <= \$280 ;
+    q_child5 <= \$249 ;
   always @(posedge clk)
-    q_child9 <= \$281 ;
+    q_child6 <= \$250 ;
   always @(posedge clk)
-    q_child10 <= \$282 ;
+    q_child7 <= \$251 ;
   always @(posedge clk)
-    q_child11 <= \$283 ;
+    q_child8 <= \$252 ;
   always @(posedge clk)
-    q_child12 <= \$284 ;
+    q_child9 <= \$253 ;
   always @(posedge clk)
-    q_child13 <= \$285 ;
+    q_child10 <= \$254 ;
   always @(posedge clk)
-    q_child14 <= \$286 ;
+    q_child11 <= \$255 ;
   always @(posedge clk)
-    q_child15 <= \$287 ;
+    q_child12 <= \$256 ;
   always @(posedge clk)
-    q1_pre0 <= \$288 ;
+    q_child13 <= \$257 ;
   always @(posedge clk)
-    q1_pre1 <= \$289 ;
+    q_child14 <= \$258 ;
   always @(posedge clk)
-    q1_pre2 <= \$290 ;
+    q_child15 <= \$259 ;
   always @(posedge clk)
-    q1_pre3 <= \$291 ;
+    q1_pre0 <= \$260 ;
   always @(posedge clk)
-    q1_pre4 <= \$292 ;
+    q1_pre1 <= \$261 ;
   always @(posedge clk)
-    q1_pre5 <= \$293 ;
+    q1_pre2 <= \$262 ;
   always @(posedge clk)
-    q1_pre6 <= \$294 ;
+    q1_pre3 <= \$263 ;
   always @(posedge clk)
-    q1_pre7 <= \$295 ;
+    q1_pre4 <= \$264 ;
   always @(posedge clk)
-    q1_pre8 <= \$296 ;
+    q1_pre5 <= \$265 ;
   always @(posedge clk)
-    q1_pre9 <= \$297 ;
+    q1_pre6 <= \$266 ;
   always @(posedge clk)
-    q1_pre10 <= \$298 ;
+    q1_pre7 <= \$267 ;
   always @(posedge clk)
-    q1_pre11 <= \$299 ;
+    q1_pre8 <= \$268 ;
   always @(posedge clk)
-    q1_pre12 <= \$300 ;
+    q1_pre9 <= \$269 ;
   always @(posedge clk)
-    q1_pre13 <= \$301 ;
+    q1_pre10 <= \$270 ;
   always @(posedge clk)
-    q1_pre14 <= \$302 ;
+    q1_pre11 <= \$271 ;
   always @(posedge clk)
-    q2_pre0 <= \$303 ;
+    q1_pre12 <= \$272 ;
   always @(posedge clk)
-    q2_pre1 <= \$304 ;
+    q1_pre13 <= \$273 ;
   always @(posedge clk)
-    q2_pre2 <= \$305 ;
+    q1_pre14 <= \$274 ;
   always @(posedge clk)
-    q2_pre3 <= \$306 ;
+    q2_pre0 <= \$275 ;
   always @(posedge clk)
-    q2_pre4 <= \$307 ;
+    q2_pre1 <= \$276 ;
   always @(posedge clk)
-    q2_pre5 <= \$308 ;
+    q2_pre2 <= \$277 ;
   always @(posedge clk)
-    q2_pre6 <= \$309 ;
+    q2_pre3 <= \$278 ;
   always @(posedge clk)
-    q2_pre7 <= \$310 ;
+    q2_pre4 <= \$279 ;
   always @(posedge clk)
-    q2_pre8 <= \$311 ;
+    q2_pre5 <= \$280 ;
   always @(posedge clk)
-    q2_pre9 <= \$312 ;
+    q2_pre6 <= \$281 ;
   always @(posedge clk)
-    q2_pre10 <= \$313 ;
+    q2_pre7 <= \$282 ;
   always @(posedge clk)
-    q2_pre11 <= \$314 ;
+    q2_pre8 <= \$283 ;
   always @(posedge clk)
-    q2_pre12 <= \$315 ;
+    q2_pre9 <= \$284 ;
   always @(posedge clk)
-    q2_pre13 <= \$316 ;
+    q2_pre10 <= \$285 ;
   always @(posedge clk)
-    q2_pre14 <= \$317 ;
+    q2_pre11 <= \$286 ;
   always @(posedge clk)
-    s_le <= \$318 ;
+    q2_pre12 <= \$287 ;
   always @(posedge clk)
-    s_diff0 <= \$319 ;
+    q2_pre13 <= \$288 ;
   always @(posedge clk)
-    s_diff1 <= \$320 ;
+    q2_pre14 <= \$289 ;
   always @(posedge clk)
-    s_diff2 <= \$321 ;
+    q3_pre0 <= \$290 ;
   always @(posedge clk)
-    s_diff3 <= \$322 ;
+    q3_pre1 <= \$291 ;
   always @(posedge clk)
-    s_diff4 <= \$323 ;
+    q3_pre2 <= \$292 ;
   always @(posedge clk)
-    s_diff5 <= \$324 ;
+    q3_pre3 <= \$293 ;
   always @(posedge clk)
-    s_diff6 <= \$325 ;
+    q3_pre4 <= \$294 ;
   always @(posedge clk)
-    s_diff7 <= \$326 ;
+    q3_pre5 <= \$295 ;
   always @(posedge clk)
-    s_diff8 <= \$327 ;
+    q3_pre6 <= \$296 ;
   always @(posedge clk)
-    s_diff9 <= \$328 ;
+    q3_pre7 <= \$297 ;
   always @(posedge clk)
-    s_diff10 <= \$329 ;
+    q3_pre8 <= \$298 ;
   always @(posedge clk)
-    s_diff11 <= \$330 ;
+    q3_pre9 <= \$299 ;
   always @(posedge clk)
-    s_diff12 <= \$331 ;
+    q3_pre10 <= \$300 ;
   always @(posedge clk)
-    s_diff13 <= \$332 ;
+    q3_pre11 <= \$301 ;
   always @(posedge clk)
-    s_diff14 <= \$333 ;
+    q3_pre12 <= \$302 ;
   always @(posedge clk)
-    o <= \$334 ;
+    q3_pre13 <= \$303 ;
+  always @(posedge clk)
+    q3_pre14 <= \$304 ;
+  always @(posedge clk)
+    q4_pre0 <= \$305 ;
+  always @(posedge clk)
+    q4_pre1 <= \$306 ;
+  always @(posedge clk)
+    q4_pre2 <= \$307 ;
+  always @(posedge clk)
+    q4_pre3 <= \$308 ;
+  always @(posedge clk)
+    q4_pre4 <= \$309 ;
+  always @(posedge clk)
+    q4_pre5 <= \$310 ;
+  always @(posedge clk)
+    q4_pre6 <= \$311 ;
+  always @(posedge clk)
+    q4_pre7 <= \$312 ;
+  always @(posedge clk)
+    q4_pre8 <= \$313 ;
+  always @(posedge clk)
+    q4_pre9 <= \$314 ;
+  always @(posedge clk)
+    q4_pre10 <= \$315 ;
+  always @(posedge clk)
+    q4_pre11 <= \$316 ;
+  always @(posedge clk)
+    q4_pre12 <= \$317 ;
+  always @(posedge clk)
+    q4_pre13 <= \$318 ;
+  always @(posedge clk)
+    q4_pre14 <= \$319 ;
+  always @(posedge clk)
+    s_le <= \$320 ;
+  always @(posedge clk)
+    s_diff0 <= \$321 ;
+  always @(posedge clk)
+    s_diff1 <= \$322 ;
+  always @(posedge clk)
+    s_diff2 <= \$323 ;
+  always @(posedge clk)
+    s_diff3 <= \$324 ;
+  always @(posedge clk)
+    s_diff4 <= \$325 ;
+  always @(posedge clk)
+    s_diff5 <= \$326 ;
+  always @(posedge clk)
+    s_diff6 <= \$327 ;
+  always @(posedge clk)
+    s_diff7 <= \$328 ;
+  always @(posedge clk)
+    s_diff8 <= \$329 ;
+  always @(posedge clk)
+    s_diff9 <= \$330 ;
+  always @(posedge clk)
+    s_diff10 <= \$331 ;
+  always @(posedge clk)
+    s_diff11 <= \$332 ;
+  always @(posedge clk)
+    s_diff12 <= \$333 ;
+  always @(posedge clk)
+    s_diff13 <= \$334 ;
+  always @(posedge clk)
+    s_diff14 <= \$335 ;
+  always @(posedge clk)
+    o <= \$336 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$186  = q_word[35:0];
+          \$155  = q_word[35:0];
       4'h1:
-          \$186  = q_word[71:36];
+          \$155  = q_word[71:36];
       4'h2:
-          \$186  = q_word[107:72];
+          \$155  = q_word[107:72];
       4'h3:
-          \$186  = q_word[143:108];
+          \$155  = q_word[143:108];
       4'h4:
-          \$186  = q_word[179:144];
+          \$155  = q_word[179:144];
       4'h5:
-          \$186  = q_word[215:180];
+          \$155  = q_word[215:180];
       4'h6:
-          \$186  = q_word[251:216];
+          \$155  = q_word[251:216];
       4'h7:
-          \$186  = q_word[287:252];
+          \$155  = q_word[287:252];
       4'h8:
-          \$186  = q_word[323:288];
+          \$155  = q_word[323:288];
       4'h9:
-          \$186  = q_word[359:324];
+          \$155  = q_word[359:324];
       4'ha:
-          \$186  = q_word[395:360];
+          \$155  = q_word[395:360];
       4'hb:
-          \$186  = q_word[431:396];
+          \$155  = q_word[431:396];
       4'hc:
-          \$186  = q_word[467:432];
+          \$155  = q_word[467:432];
       4'hd:
-          \$186  = q_word[503:468];
+          \$155  = q_word[503:468];
       4'he:
-          \$186  = q_word[539:504];
+          \$155  = q_word[539:504];
       4'hf:
-          \$186  = q_word[575:540];
+          \$155  = q_word[575:540];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$266 [191:0] = i;
-    \$266 [383:192] = taps[191:0];
-    \$266 [575:384] = taps[383:192];
-    if (\$185 ) begin
-      \$266 [575:528] = { 12'h000, \$186  };
+    \$235 [191:0] = i;
+    \$235 [383:192] = taps[191:0];
+    \$235 [575:384] = taps[383:192];
+    if (\$154 ) begin
+      \$235 [575:528] = { 12'h000, \$155  };
     end
     begin
       begin
-        \$266 [767:576] = taps[575:384];
-        \$266 [959:768] = taps[767:576];
-        \$266 [1151:960] = taps[959:768];
+        \$235 [767:576] = taps[575:384];
+        \$235 [959:768] = taps[767:576];
+        \$235 [1151:960] = taps[959:768];
+        \$235 [1343:1152] = taps[1151:960];
+        \$235 [1535:1344] = taps[1343:1152];
       end
     end
     if (rst) begin
-      \$266  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$235  = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$267  = rd_data;
+    \$236  = rd_data;
     if (rst) begin
-      \$267  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$236  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$268  = \$169 ;
+    \$237  = \$6 [7:0];
     if (rst) begin
-      \$268  = 1'h0;
+      \$237  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$269  = \$183 ;
+    \$238  = p_addr;
     if (rst) begin
-      \$269  = 1'h0;
+      \$238  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$270  = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
+    \$239  = q_addr;
     if (rst) begin
-      \$270  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$239  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$271  = q_w1;
+    \$240  = \$150 ;
     if (rst) begin
-      \$271  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$272  = q_word[35:0];
+    \$241  = \$152 ;
     if (rst) begin
-      \$272  = 36'h000000000;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$273  = q_word[71:36];
+    \$242  = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
     if (rst) begin
-      \$273  = 36'h000000000;
+      \$242  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$274  = q_word[107:72];
+    \$243  = q_w1;
     if (rst) begin
-      \$274  = 36'h000000000;
+      \$243  = 576'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$275  = q_word[143:108];
+    \$244  = q_word[35:0];
     if (rst) begin
-      \$275  = 36'h000000000;
+      \$244  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$276  = q_word[179:144];
+    \$245  = q_word[71:36];
     if (rst) begin
-      \$276  = 36'h000000000;
+      \$245  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$277  = q_word[215:180];
+    \$246  = q_word[107:72];
     if (rst) begin
-      \$277  = 36'h000000000;
+      \$246  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$278  = q_word[251:216];
+    \$247  = q_word[143:108];
     if (rst) begin
-      \$278  = 36'h000000000;
+      \$247  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$279  = q_word[287:252];
+    \$248  = q_word[179:144];
     if (rst) begin
-      \$279  = 36'h000000000;
+      \$248  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$280  = q_word[323:288];
+    \$249  = q_word[215:180];
     if (rst) begin
-      \$280  = 36'h000000000;
+      \$249  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$281  = q_word[359:324];
+    \$250  = q_word[251:216];
     if (rst) begin
-      \$281  = 36'h000000000;
+      \$250  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$282  = q_word[395:360];
+    \$251  = q_word[287:252];
     if (rst) begin
-      \$282  = 36'h000000000;
+      \$251  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$283  = q_word[431:396];
+    \$252  = q_word[323:288];
     if (rst) begin
-      \$283  = 36'h000000000;
+      \$252  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$284  = q_word[467:432];
+    \$253  = q_word[359:324];
     if (rst) begin
-      \$284  = 36'h000000000;
+      \$253  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$285  = q_word[503:468];
+    \$254  = q_word[395:360];
     if (rst) begin
-      \$285  = 36'h000000000;
+      \$254  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$286  = q_word[539:504];
+    \$255  = q_word[431:396];
     if (rst) begin
-      \$286  = 36'h000000000;
+      \$255  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$287  = q_word[575:540];
+    \$256  = q_word[467:432];
     if (rst) begin
-      \$287  = 36'h000000000;
+      \$256  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$288  = { 4'h0, q_child0 };
+    \$257  = q_word[503:468];
+    if (rst) begin
+      \$257  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$258  = q_word[539:504];
+    if (rst) begin
+      \$258  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$259  = q_word[575:540];
+    if (rst) begin
+      \$259  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$260  = { 4'h0, q_child0 };
+    if (rst) begin
+      \$260  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$261  = { 3'h0, \$91  };
+    if (rst) begin
+      \$261  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$262  = { 4'h0, q_child2 };
+    if (rst) begin
+      \$262  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$263  = { 3'h0, \$92  };
+    if (rst) begin
+      \$263  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$264  = { 4'h0, q_child4 };
+    if (rst) begin
+      \$264  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$265  = { 3'h0, \$93  };
+    if (rst) begin
+      \$265  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$266  = { 4'h0, q_child6 };
+    if (rst) begin
+      \$266  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$267  = { 3'h0, \$94  };
+    if (rst) begin
+      \$267  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$268  = { 4'h0, q_child8 };
+    if (rst) begin
+      \$268  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$269  = { 3'h0, \$95  };
+    if (rst) begin
+      \$269  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$270  = { 4'h0, q_child10 };
+    if (rst) begin
+      \$270  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$271  = { 3'h0, \$96  };
+    if (rst) begin
+      \$271  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$272  = { 4'h0, q_child12 };
+    if (rst) begin
+      \$272  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$273  = { 3'h0, \$97  };
+    if (rst) begin
+      \$273  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$274  = { 4'h0, q_child14 };
+    if (rst) begin
+      \$274  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$275  = q1_pre0;
+    if (rst) begin
+      \$275  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$276  = q1_pre1;
+    if (rst) begin
+      \$276  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$277  = \$99 [39:0];
+    if (rst) begin
+      \$277  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$278  = \$100 [39:0];
+    if (rst) begin
+      \$278  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$279  = q1_pre4;
+    if (rst) begin
+      \$279  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$280  = q1_pre5;
+    if (rst) begin
+      \$280  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$281  = \$101 [39:0];
+    if (rst) begin
+      \$281  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$282  = \$102 [39:0];
+    if (rst) begin
+      \$282  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$283  = q1_pre8;
+    if (rst) begin
+      \$283  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$284  = q1_pre9;
+    if (rst) begin
+      \$284  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$285  = \$103 [39:0];
+    if (rst) begin
+      \$285  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$286  = \$104 [39:0];
+    if (rst) begin
+      \$286  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$287  = q1_pre12;
+    if (rst) begin
+      \$287  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$288  = q1_pre13;
     if (rst) begin
       \$288  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$289  = { 3'h0, \$97  };
+    \$289  = \$105 [39:0];
     if (rst) begin
       \$289  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$290  = \$105 [39:0];
+    \$290  = q2_pre0;
     if (rst) begin
       \$290  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$291  = \$106 [39:0];
+    \$291  = q2_pre1;
     if (rst) begin
       \$291  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$292  = { 4'h0, q_child4 };
+    \$292  = q2_pre2;
     if (rst) begin
       \$292  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$293  = { 3'h0, \$99  };
+    \$293  = q2_pre3;
     if (rst) begin
       \$293  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$294  = \$107 [39:0];
+    \$294  = \$106 [39:0];
     if (rst) begin
       \$294  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$295  = \$108 [39:0];
+    \$295  = \$107 [39:0];
     if (rst) begin
       \$295  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$296  = { 4'h0, q_child8 };
+    \$296  = \$108 [39:0];
     if (rst) begin
       \$296  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$297  = { 3'h0, \$101  };
+    \$297  = \$109 [39:0];
     if (rst) begin
       \$297  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$298  = \$109 [39:0];
+    \$298  = q2_pre8;
     if (rst) begin
       \$298  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$299  = \$110 [39:0];
+    \$299  = q2_pre9;
     if (rst) begin
       \$299  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$300  = { 4'h0, q_child12 };
+    \$300  = q2_pre10;
     if (rst) begin
       \$300  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$301  = { 3'h0, \$103  };
+    \$301  = q2_pre11;
     if (rst) begin
       \$301  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$302  = \$111 [39:0];
+    \$302  = \$110 [39:0];
     if (rst) begin
       \$302  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$303  = q1_pre0;
+    \$303  = \$111 [39:0];
     if (rst) begin
       \$303  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$304  = q1_pre1;
+    \$304  = \$112 [39:0];
     if (rst) begin
       \$304  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$305  = q1_pre2;
+    \$305  = q3_pre0;
     if (rst) begin
       \$305  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$306  = q1_pre3;
+    \$306  = q3_pre1;
     if (rst) begin
       \$306  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$307  = \$113 [39:0];
+    \$307  = q3_pre2;
     if (rst) begin
       \$307  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$308  = \$114 [39:0];
+    \$308  = q3_pre3;
     if (rst) begin
       \$308  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$309  = \$115 [39:0];
+    \$309  = q3_pre4;
     if (rst) begin
       \$309  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$310  = \$116 [39:0];
+    \$310  = q3_pre5;
     if (rst) begin
       \$310  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$311  = \$120 [39:0];
+    \$311  = q3_pre6;
     if (rst) begin
       \$311  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$312  = \$121 [39:0];
+    \$312  = q3_pre7;
     if (rst) begin
       \$312  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$313  = \$122 [39:0];
+    \$313  = \$113 [39:0];
     if (rst) begin
       \$313  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$314  = \$123 [39:0];
+    \$314  = \$114 [39:0];
     if (rst) begin
       \$314  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$315  = \$124 [39:0];
+    \$315  = \$115 [39:0];
     if (rst) begin
       \$315  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$316  = \$125 [39:0];
+    \$316  = \$116 [39:0];
     if (rst) begin
       \$316  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$317  = \$126 [39:0];
+    \$317  = \$117 [39:0];
     if (rst) begin
       \$317  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$318  = { \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195 , \$194 , \$193 , \$192 , \$191 , \$190 , \$189 , \$188 , \$187  };
+    \$318  = \$118 [39:0];
     if (rst) begin
-      \$318  = 15'h0000;
+      \$318  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$319  = c_diff0[35:0];
+    \$319  = \$119 [39:0];
     if (rst) begin
-      \$319  = 36'h000000000;
+      \$319  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$320  = c_diff1[35:0];
+    \$320  = { \$170 , \$169 , \$168 , \$167 , \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156  };
     if (rst) begin
-      \$320  = 36'h000000000;
+      \$320  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$321  = c_diff2[35:0];
+    \$321  = c_diff0[35:0];
     if (rst) begin
       \$321  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$322  = c_diff3[35:0];
+    \$322  = c_diff1[35:0];
     if (rst) begin
       \$322  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$323  = c_diff4[35:0];
+    \$323  = c_diff2[35:0];
     if (rst) begin
       \$323  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$324  = c_diff5[35:0];
+    \$324  = c_diff3[35:0];
     if (rst) begin
       \$324  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$325  = c_diff6[35:0];
+    \$325  = c_diff4[35:0];
     if (rst) begin
       \$325  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$326  = c_diff7[35:0];
+    \$326  = c_diff5[35:0];
     if (rst) begin
       \$326  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$327  = c_diff8[35:0];
+    \$327  = c_diff6[35:0];
     if (rst) begin
       \$327  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$328  = c_diff9[35:0];
+    \$328  = c_diff7[35:0];
     if (rst) begin
       \$328  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$329  = c_diff10[35:0];
+    \$329  = c_diff8[35:0];
     if (rst) begin
       \$329  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$330  = c_diff11[35:0];
+    \$330  = c_diff9[35:0];
     if (rst) begin
       \$330  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$331  = c_diff12[35:0];
+    \$331  = c_diff10[35:0];
     if (rst) begin
       \$331  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$332  = c_diff13[35:0];
+    \$332  = c_diff11[35:0];
     if (rst) begin
       \$332  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$333  = c_diff14[35:0];
+    \$333  = c_diff12[35:0];
     if (rst) begin
       \$333  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$334  = taps[1151:960];
-    if (taps[964]) begin
-      \$334 [30:15] = { taps[986:975], \$233 , \$225 , \$217 , \$209  };
-      \$334 [143:96] = { 12'h000, \$265  };
+    \$334  = c_diff13[35:0];
+    if (rst) begin
+      \$334  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$335  = c_diff14[35:0];
+    if (rst) begin
+      \$335  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$336  = taps[1535:1344];
+    if (taps[1348]) begin
+      \$336 [30:15] = { taps[1370:1359], \$202 , \$194 , \$186 , \$178  };
+      \$336 [143:96] = { 12'h000, \$234  };
     end
     if (rst) begin
-      \$334  = 192'h000000000000000000000000000000000000000000000000;
+      \$336  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign wr_addr = wport__addr;
@@ -10317,37 +12477,36 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign rport__data = rd_data;
   assign r_addr = \$6 [7:0];
   assign q_new = { \$88 [35:0], \$83 [35:0], \$78 [35:0], \$73 [35:0], \$68 [35:0], \$63 [35:0], \$58 [35:0], \$53 [35:0], \$48 [35:0], \$43 [35:0], \$38 [35:0], \$33 [35:0], \$28 [35:0], \$23 [35:0], \$18 [35:0], \$13 [35:0] };
-  assign q0_prefix1_1 = { 3'h0, \$97  };
-  assign q0_prefix1_3 = { 3'h0, \$98  };
-  assign q0_prefix1_5 = { 3'h0, \$99  };
-  assign q0_prefix1_7 = { 3'h0, \$100  };
-  assign q0_prefix1_9 = { 3'h0, \$101  };
-  assign q0_prefix1_11 = { 3'h0, \$102  };
-  assign q0_prefix1_13 = { 3'h0, \$103  };
-  assign q0_prefix1_15 = { 3'h0, \$104  };
-  assign q0_prefix2_2 = \$105 [39:0];
-  assign q0_prefix2_3 = \$106 [39:0];
-  assign q0_prefix2_6 = \$107 [39:0];
-  assign q0_prefix2_7 = \$108 [39:0];
-  assign q0_prefix2_10 = \$109 [39:0];
-  assign q0_prefix2_11 = \$110 [39:0];
-  assign q0_prefix2_14 = \$111 [39:0];
-  assign q0_prefix2_15 = \$112 [39:0];
-  assign q1_prefix4_4 = \$113 [39:0];
-  assign q1_prefix4_5 = \$114 [39:0];
-  assign q1_prefix4_6 = \$115 [39:0];
-  assign q1_prefix4_7 = \$116 [39:0];
-  assign q1_prefix4_12 = \$117 [39:0];
-  assign q1_prefix4_13 = \$118 [39:0];
-  assign q1_prefix4_14 = \$119 [39:0];
-  assign q1_prefix8_8 = \$120 [39:0];
-  assign q1_prefix8_9 = \$121 [39:0];
-  assign q1_prefix8_10 = \$122 [39:0];
-  assign q1_prefix8_11 = \$123 [39:0];
-  assign q1_prefix8_12 = \$124 [39:0];
-  assign q1_prefix8_13 = \$125 [39:0];
-  assign q1_prefix8_14 = \$126 [39:0];
-  assign s_onehot = { s_le[14], \$155 , \$153 , \$151 , \$149 , \$147 , \$145 , \$143 , \$141 , \$139 , \$137 , \$135 , \$133 , \$131 , \$129 , \$127  };
+  assign q0_prefix1_1 = { 3'h0, \$91  };
+  assign q0_prefix1_3 = { 3'h0, \$92  };
+  assign q0_prefix1_5 = { 3'h0, \$93  };
+  assign q0_prefix1_7 = { 3'h0, \$94  };
+  assign q0_prefix1_9 = { 3'h0, \$95  };
+  assign q0_prefix1_11 = { 3'h0, \$96  };
+  assign q0_prefix1_13 = { 3'h0, \$97  };
+  assign q0_prefix1_15 = { 3'h0, \$98  };
+  assign q1_prefix2_2 = \$99 [39:0];
+  assign q1_prefix2_3 = \$100 [39:0];
+  assign q1_prefix2_6 = \$101 [39:0];
+  assign q1_prefix2_7 = \$102 [39:0];
+  assign q1_prefix2_10 = \$103 [39:0];
+  assign q1_prefix2_11 = \$104 [39:0];
+  assign q1_prefix2_14 = \$105 [39:0];
+  assign q2_prefix4_4 = \$106 [39:0];
+  assign q2_prefix4_5 = \$107 [39:0];
+  assign q2_prefix4_6 = \$108 [39:0];
+  assign q2_prefix4_7 = \$109 [39:0];
+  assign q2_prefix4_12 = \$110 [39:0];
+  assign q2_prefix4_13 = \$111 [39:0];
+  assign q2_prefix4_14 = \$112 [39:0];
+  assign q3_prefix8_8 = \$113 [39:0];
+  assign q3_prefix8_9 = \$114 [39:0];
+  assign q3_prefix8_10 = \$115 [39:0];
+  assign q3_prefix8_11 = \$116 [39:0];
+  assign q3_prefix8_12 = \$117 [39:0];
+  assign q3_prefix8_13 = \$118 [39:0];
+  assign q3_prefix8_14 = \$119 [39:0];
+  assign s_onehot = { s_le[14], \$148 , \$146 , \$144 , \$142 , \$140 , \$138 , \$136 , \$134 , \$132 , \$130 , \$128 , \$126 , \$124 , \$122 , \$120  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -10466,6 +12625,40 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign \taps[5].delta  = taps[1055:1023];
   assign \taps[5].target  = taps[1103:1056];
   assign \taps[5].value  = taps[1151:1104];
+  assign \taps[6]  = taps[1343:1152];
+  assign \taps[6].valid  = taps[1152];
+  assign \taps[6].op  = taps[1155:1153];
+  assign \taps[6].sample  = taps[1156];
+  assign \taps[6].prng  = taps[1157];
+  assign \taps[6].write  = taps[1158];
+  assign \taps[6].read  = taps[1159];
+  assign \taps[6].debug  = taps[1160];
+  assign \taps[6].respond  = taps[1161];
+  assign \taps[6].empty  = taps[1162];
+  assign \taps[6].invalid  = taps[1163];
+  assign \taps[6].level  = taps[1166:1164];
+  assign \taps[6].index  = taps[1182:1167];
+  assign \taps[6].prio  = taps[1214:1183];
+  assign \taps[6].delta  = taps[1247:1215];
+  assign \taps[6].target  = taps[1295:1248];
+  assign \taps[6].value  = taps[1343:1296];
+  assign \taps[7]  = taps[1535:1344];
+  assign \taps[7].valid  = taps[1344];
+  assign \taps[7].op  = taps[1347:1345];
+  assign \taps[7].sample  = taps[1348];
+  assign \taps[7].prng  = taps[1349];
+  assign \taps[7].write  = taps[1350];
+  assign \taps[7].read  = taps[1351];
+  assign \taps[7].debug  = taps[1352];
+  assign \taps[7].respond  = taps[1353];
+  assign \taps[7].empty  = taps[1354];
+  assign \taps[7].invalid  = taps[1355];
+  assign \taps[7].level  = taps[1358:1356];
+  assign \taps[7].index  = taps[1374:1359];
+  assign \taps[7].prio  = taps[1406:1375];
+  assign \taps[7].delta  = taps[1439:1407];
+  assign \taps[7].target  = taps[1487:1440];
+  assign \taps[7].value  = taps[1535:1488];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -10500,21 +12693,11 @@ module \replay_accel_k16.core.tree.level3 (rst, sweep_addr, sweep, i, taps, o, c
   assign \$74  = { 4'h0, taps[222:211] };
   assign \$79  = { 4'h0, taps[222:211] };
   assign \$84  = { 4'h0, taps[222:211] };
-  assign \$91  = { 4'h0, taps[222:211] };
-  assign \$92  = { 8'h00, taps[222:215] };
-  assign \$158  = { 4'h0, taps[222:211] };
-  assign \$159  = { 8'h00, taps[222:215] };
-  assign \$164  = { 4'h0, taps[30:19] };
-  assign \$165  = { 8'h00, taps[30:23] };
-  assign \$172  = { 4'h0, taps[414:403] };
-  assign \$173  = { 8'h00, taps[414:407] };
-  assign \$178  = { 4'h0, taps[30:19] };
-  assign \$179  = { 8'h00, taps[30:23] };
-  assign \$202  = \$129 ;
-  assign \$210  = \$131 ;
-  assign \$218  = \$135 ;
-  assign \$226  = \$143 ;
-  assign \$235  = \$234 ;
+  assign \$171  = \$122 ;
+  assign \$179  = \$124 ;
+  assign \$187  = \$128 ;
+  assign \$195  = \$136 ;
+  assign \$204  = \$203 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -10562,7 +12745,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
+  wire [31:0] \$132 ;
   wire [31:0] \$133 ;
   wire [31:0] \$134 ;
   wire [31:0] \$135 ;
@@ -10632,13 +12815,13 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [31:0] \$193 ;
   wire [31:0] \$194 ;
   wire [31:0] \$195 ;
-  wire [31:0] \$196 ;
-  reg [1151:0] \$197 ;
-  reg [511:0] \$198 ;
-  reg [31:0] \$199 ;
+  reg [1535:0] \$196 ;
+  reg [511:0] \$197 ;
+  reg [11:0] \$198 ;
+  reg [11:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [31:0] \$200 ;
+  reg [11:0] \$200 ;
   reg [31:0] \$201 ;
   reg [31:0] \$202 ;
   reg [31:0] \$203 ;
@@ -10654,8 +12837,8 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [31:0] \$212 ;
   reg [31:0] \$213 ;
   reg [31:0] \$214 ;
-  reg [35:0] \$215 ;
-  reg [35:0] \$216 ;
+  reg [31:0] \$215 ;
+  reg [31:0] \$216 ;
   reg [35:0] \$217 ;
   reg [35:0] \$218 ;
   reg [35:0] \$219 ;
@@ -10671,8 +12854,8 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [35:0] \$228 ;
   reg [35:0] \$229 ;
   wire [15:0] \$23 ;
-  reg [31:0] \$230 ;
-  reg [31:0] \$231 ;
+  reg [35:0] \$230 ;
+  reg [35:0] \$231 ;
   reg [31:0] \$232 ;
   reg [31:0] \$233 ;
   reg [31:0] \$234 ;
@@ -10688,8 +12871,8 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [31:0] \$243 ;
   reg [31:0] \$244 ;
   reg [31:0] \$245 ;
-  reg [35:0] \$246 ;
-  reg [35:0] \$247 ;
+  reg [31:0] \$246 ;
+  reg [31:0] \$247 ;
   reg [35:0] \$248 ;
   reg [35:0] \$249 ;
   wire [32:0] \$25 ;
@@ -10705,8 +12888,8 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [35:0] \$259 ;
   wire [32:0] \$26 ;
   reg [35:0] \$260 ;
-  reg [31:0] \$261 ;
-  reg [31:0] \$262 ;
+  reg [35:0] \$261 ;
+  reg [35:0] \$262 ;
   reg [31:0] \$263 ;
   reg [31:0] \$264 ;
   reg [31:0] \$265 ;
@@ -10722,25 +12905,25 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [31:0] \$274 ;
   reg [31:0] \$275 ;
   reg [31:0] \$276 ;
-  reg [14:0] \$277 ;
+  reg [31:0] \$277 ;
   reg [31:0] \$278 ;
-  reg [31:0] \$279 ;
+  reg [35:0] \$279 ;
   wire [32:0] \$28 ;
-  reg [31:0] \$280 ;
-  reg [31:0] \$281 ;
-  reg [31:0] \$282 ;
-  reg [31:0] \$283 ;
-  reg [31:0] \$284 ;
-  reg [31:0] \$285 ;
-  reg [31:0] \$286 ;
-  reg [31:0] \$287 ;
-  reg [31:0] \$288 ;
-  reg [31:0] \$289 ;
+  reg [35:0] \$280 ;
+  reg [35:0] \$281 ;
+  reg [35:0] \$282 ;
+  reg [35:0] \$283 ;
+  reg [35:0] \$284 ;
+  reg [35:0] \$285 ;
+  reg [35:0] \$286 ;
+  reg [35:0] \$287 ;
+  reg [35:0] \$288 ;
+  reg [35:0] \$289 ;
   wire [32:0] \$29 ;
-  reg [31:0] \$290 ;
-  reg [31:0] \$291 ;
-  reg [31:0] \$292 ;
-  reg [31:0] \$293 ;
+  reg [35:0] \$290 ;
+  reg [35:0] \$291 ;
+  reg [35:0] \$292 ;
+  reg [35:0] \$293 ;
   reg [31:0] \$294 ;
   reg [31:0] \$295 ;
   reg [31:0] \$296 ;
@@ -10758,14 +12941,78 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [31:0] \$306 ;
   reg [31:0] \$307 ;
   reg [31:0] \$308 ;
-  reg [191:0] \$309 ;
+  reg [31:0] \$309 ;
   wire [32:0] \$31 ;
+  reg [35:0] \$310 ;
+  reg [35:0] \$311 ;
+  reg [35:0] \$312 ;
+  reg [35:0] \$313 ;
+  reg [35:0] \$314 ;
+  reg [35:0] \$315 ;
+  reg [35:0] \$316 ;
+  reg [35:0] \$317 ;
+  reg [35:0] \$318 ;
+  reg [35:0] \$319 ;
   wire [36:0] \$32 ;
+  reg [35:0] \$320 ;
+  reg [35:0] \$321 ;
+  reg [35:0] \$322 ;
+  reg [35:0] \$323 ;
+  reg [35:0] \$324 ;
+  reg [31:0] \$325 ;
+  reg [31:0] \$326 ;
+  reg [31:0] \$327 ;
+  reg [31:0] \$328 ;
+  reg [31:0] \$329 ;
   wire [36:0] \$33 ;
+  reg [31:0] \$330 ;
+  reg [31:0] \$331 ;
+  reg [31:0] \$332 ;
+  reg [31:0] \$333 ;
+  reg [31:0] \$334 ;
+  reg [31:0] \$335 ;
+  reg [31:0] \$336 ;
+  reg [31:0] \$337 ;
+  reg [31:0] \$338 ;
+  reg [31:0] \$339 ;
   wire [36:0] \$34 ;
+  reg [31:0] \$340 ;
+  reg [14:0] \$341 ;
+  reg [31:0] \$342 ;
+  reg [31:0] \$343 ;
+  reg [31:0] \$344 ;
+  reg [31:0] \$345 ;
+  reg [31:0] \$346 ;
+  reg [31:0] \$347 ;
+  reg [31:0] \$348 ;
+  reg [31:0] \$349 ;
   wire [36:0] \$35 ;
+  reg [31:0] \$350 ;
+  reg [31:0] \$351 ;
+  reg [31:0] \$352 ;
+  reg [31:0] \$353 ;
+  reg [31:0] \$354 ;
+  reg [31:0] \$355 ;
+  reg [31:0] \$356 ;
+  reg [31:0] \$357 ;
+  reg [31:0] \$358 ;
+  reg [31:0] \$359 ;
   wire [36:0] \$36 ;
+  reg [31:0] \$360 ;
+  reg [31:0] \$361 ;
+  reg [31:0] \$362 ;
+  reg [31:0] \$363 ;
+  reg [31:0] \$364 ;
+  reg [31:0] \$365 ;
+  reg [31:0] \$366 ;
+  reg [31:0] \$367 ;
+  reg [31:0] \$368 ;
+  reg [31:0] \$369 ;
   wire [36:0] \$37 ;
+  reg [31:0] \$370 ;
+  reg [31:0] \$371 ;
+  reg [31:0] \$372 ;
+  reg [191:0] \$373 ;
   wire [36:0] \$38 ;
   wire [36:0] \$39 ;
   wire [15:0] \$4 ;
@@ -10783,7 +13030,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [36:0] \$50 ;
   wire [36:0] \$51 ;
   wire [36:0] \$52 ;
-  wire [36:0] \$53 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
@@ -10817,8 +13064,8 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
-  wire \$84 ;
-  reg [31:0] \$85 ;
+  reg [31:0] \$84 ;
+  wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
@@ -10911,7 +13158,9 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \o.valid ;
   wire [47:0] \o.value ;
   wire \o.write ;
+  reg [11:0] p_addr = 12'h000;
   reg [511:0] p_word = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  reg [11:0] q0_addr = 12'h000;
   wire [35:0] q0_prefix1_1;
   wire [35:0] q0_prefix1_11;
   wire [35:0] q0_prefix1_13;
@@ -10920,14 +13169,6 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire [35:0] q0_prefix1_5;
   wire [35:0] q0_prefix1_7;
   wire [35:0] q0_prefix1_9;
-  wire [35:0] q0_prefix2_10;
-  wire [35:0] q0_prefix2_11;
-  wire [35:0] q0_prefix2_14;
-  wire [35:0] q0_prefix2_15;
-  wire [35:0] q0_prefix2_2;
-  wire [35:0] q0_prefix2_3;
-  wire [35:0] q0_prefix2_6;
-  wire [35:0] q0_prefix2_7;
   reg [31:0] q1_child0 = 32'd0;
   reg [31:0] q1_child1 = 32'd0;
   reg [31:0] q1_child10 = 32'd0;
@@ -10959,20 +13200,13 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [35:0] q1_pre7 = 36'h000000000;
   reg [35:0] q1_pre8 = 36'h000000000;
   reg [35:0] q1_pre9 = 36'h000000000;
-  wire [35:0] q1_prefix4_12;
-  wire [35:0] q1_prefix4_13;
-  wire [35:0] q1_prefix4_14;
-  wire [35:0] q1_prefix4_4;
-  wire [35:0] q1_prefix4_5;
-  wire [35:0] q1_prefix4_6;
-  wire [35:0] q1_prefix4_7;
-  wire [35:0] q1_prefix8_10;
-  wire [35:0] q1_prefix8_11;
-  wire [35:0] q1_prefix8_12;
-  wire [35:0] q1_prefix8_13;
-  wire [35:0] q1_prefix8_14;
-  wire [35:0] q1_prefix8_8;
-  wire [35:0] q1_prefix8_9;
+  wire [35:0] q1_prefix2_10;
+  wire [35:0] q1_prefix2_11;
+  wire [35:0] q1_prefix2_14;
+  wire [35:0] q1_prefix2_2;
+  wire [35:0] q1_prefix2_3;
+  wire [35:0] q1_prefix2_6;
+  wire [35:0] q1_prefix2_7;
   reg [31:0] q2_child0 = 32'd0;
   reg [31:0] q2_child1 = 32'd0;
   reg [31:0] q2_child10 = 32'd0;
@@ -11004,6 +13238,83 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [35:0] q2_pre7 = 36'h000000000;
   reg [35:0] q2_pre8 = 36'h000000000;
   reg [35:0] q2_pre9 = 36'h000000000;
+  wire [35:0] q2_prefix4_12;
+  wire [35:0] q2_prefix4_13;
+  wire [35:0] q2_prefix4_14;
+  wire [35:0] q2_prefix4_4;
+  wire [35:0] q2_prefix4_5;
+  wire [35:0] q2_prefix4_6;
+  wire [35:0] q2_prefix4_7;
+  reg [31:0] q3_child0 = 32'd0;
+  reg [31:0] q3_child1 = 32'd0;
+  reg [31:0] q3_child10 = 32'd0;
+  reg [31:0] q3_child11 = 32'd0;
+  reg [31:0] q3_child12 = 32'd0;
+  reg [31:0] q3_child13 = 32'd0;
+  reg [31:0] q3_child14 = 32'd0;
+  reg [31:0] q3_child15 = 32'd0;
+  reg [31:0] q3_child2 = 32'd0;
+  reg [31:0] q3_child3 = 32'd0;
+  reg [31:0] q3_child4 = 32'd0;
+  reg [31:0] q3_child5 = 32'd0;
+  reg [31:0] q3_child6 = 32'd0;
+  reg [31:0] q3_child7 = 32'd0;
+  reg [31:0] q3_child8 = 32'd0;
+  reg [31:0] q3_child9 = 32'd0;
+  reg [35:0] q3_pre0 = 36'h000000000;
+  reg [35:0] q3_pre1 = 36'h000000000;
+  reg [35:0] q3_pre10 = 36'h000000000;
+  reg [35:0] q3_pre11 = 36'h000000000;
+  reg [35:0] q3_pre12 = 36'h000000000;
+  reg [35:0] q3_pre13 = 36'h000000000;
+  reg [35:0] q3_pre14 = 36'h000000000;
+  reg [35:0] q3_pre2 = 36'h000000000;
+  reg [35:0] q3_pre3 = 36'h000000000;
+  reg [35:0] q3_pre4 = 36'h000000000;
+  reg [35:0] q3_pre5 = 36'h000000000;
+  reg [35:0] q3_pre6 = 36'h000000000;
+  reg [35:0] q3_pre7 = 36'h000000000;
+  reg [35:0] q3_pre8 = 36'h000000000;
+  reg [35:0] q3_pre9 = 36'h000000000;
+  wire [35:0] q3_prefix8_10;
+  wire [35:0] q3_prefix8_11;
+  wire [35:0] q3_prefix8_12;
+  wire [35:0] q3_prefix8_13;
+  wire [35:0] q3_prefix8_14;
+  wire [35:0] q3_prefix8_8;
+  wire [35:0] q3_prefix8_9;
+  reg [31:0] q4_child0 = 32'd0;
+  reg [31:0] q4_child1 = 32'd0;
+  reg [31:0] q4_child10 = 32'd0;
+  reg [31:0] q4_child11 = 32'd0;
+  reg [31:0] q4_child12 = 32'd0;
+  reg [31:0] q4_child13 = 32'd0;
+  reg [31:0] q4_child14 = 32'd0;
+  reg [31:0] q4_child15 = 32'd0;
+  reg [31:0] q4_child2 = 32'd0;
+  reg [31:0] q4_child3 = 32'd0;
+  reg [31:0] q4_child4 = 32'd0;
+  reg [31:0] q4_child5 = 32'd0;
+  reg [31:0] q4_child6 = 32'd0;
+  reg [31:0] q4_child7 = 32'd0;
+  reg [31:0] q4_child8 = 32'd0;
+  reg [31:0] q4_child9 = 32'd0;
+  reg [35:0] q4_pre0 = 36'h000000000;
+  reg [35:0] q4_pre1 = 36'h000000000;
+  reg [35:0] q4_pre10 = 36'h000000000;
+  reg [35:0] q4_pre11 = 36'h000000000;
+  reg [35:0] q4_pre12 = 36'h000000000;
+  reg [35:0] q4_pre13 = 36'h000000000;
+  reg [35:0] q4_pre14 = 36'h000000000;
+  reg [35:0] q4_pre2 = 36'h000000000;
+  reg [35:0] q4_pre3 = 36'h000000000;
+  reg [35:0] q4_pre4 = 36'h000000000;
+  reg [35:0] q4_pre5 = 36'h000000000;
+  reg [35:0] q4_pre6 = 36'h000000000;
+  reg [35:0] q4_pre7 = 36'h000000000;
+  reg [35:0] q4_pre8 = 36'h000000000;
+  reg [35:0] q4_pre9 = 36'h000000000;
+  reg [11:0] q_addr = 12'h000;
   reg [31:0] q_child0 = 32'd0;
   reg [31:0] q_child1 = 32'd0;
   reg [31:0] q_child10 = 32'd0;
@@ -11064,8 +13375,8 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire sweep;
   input [11:0] sweep_addr;
   wire [11:0] sweep_addr;
-  output [1151:0] taps;
-  reg [1151:0] taps = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+  output [1535:0] taps;
+  reg [1535:0] taps = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -11222,6 +13533,58 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   wire \taps[5].valid ;
   wire [47:0] \taps[5].value ;
   wire \taps[5].write ;
+  wire [191:0] \taps[6] ;
+  wire \taps[6].debug ;
+  wire [32:0] \taps[6].delta ;
+  wire \taps[6].empty ;
+  wire [15:0] \taps[6].index ;
+  wire \taps[6].invalid ;
+  wire [2:0] \taps[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[6].op ;
+  wire [31:0] \taps[6].prio ;
+  wire \taps[6].prng ;
+  wire \taps[6].read ;
+  wire \taps[6].respond ;
+  wire \taps[6].sample ;
+  wire [47:0] \taps[6].target ;
+  wire \taps[6].valid ;
+  wire [47:0] \taps[6].value ;
+  wire \taps[6].write ;
+  wire [191:0] \taps[7] ;
+  wire \taps[7].debug ;
+  wire [32:0] \taps[7].delta ;
+  wire \taps[7].empty ;
+  wire [15:0] \taps[7].index ;
+  wire \taps[7].invalid ;
+  wire [2:0] \taps[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps[7].op ;
+  wire [31:0] \taps[7].prio ;
+  wire \taps[7].prng ;
+  wire \taps[7].read ;
+  wire \taps[7].respond ;
+  wire \taps[7].sample ;
+  wire [47:0] \taps[7].target ;
+  wire \taps[7].valid ;
+  wire [47:0] \taps[7].value ;
+  wire \taps[7].write ;
   wire [11:0] wport__addr;
   wire [511:0] wport__data;
   wire [15:0] wport__en;
@@ -11231,7 +13594,7 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   reg [511:0] mem [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
-  initial begin : rlk_zero_7
+  initial begin : rlk_zero_8
     integer i;
     for (i = 0; i <= 4095; i = i + 1) mem[i] = 0;
   end
@@ -11310,1249 +13673,1835 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign \$29  = q_child10 + q_child11;
   assign \$30  = q_child12 + q_child13;
   assign \$31  = q_child14 + q_child15;
-  assign \$32  = \$24  + q_child2;
-  assign \$33  = \$24  + \$25 ;
-  assign \$34  = \$26  + q_child6;
-  assign \$35  = \$26  + \$27 ;
-  assign \$36  = \$28  + q_child10;
-  assign \$37  = \$28  + \$29 ;
-  assign \$38  = \$30  + q_child14;
-  assign \$39  = \$30  + \$31 ;
-  assign \$40  = q1_pre3 + q1_pre4;
-  assign \$41  = q1_pre3 + q1_pre5;
-  assign \$42  = q1_pre3 + q1_pre6;
-  assign \$43  = q1_pre3 + q1_pre7;
-  assign \$44  = q1_pre11 + q1_pre12;
-  assign \$45  = q1_pre11 + q1_pre13;
-  assign \$46  = q1_pre11 + q1_pre14;
-  assign \$47  = \$43 [35:0] + q1_pre8;
-  assign \$48  = \$43 [35:0] + q1_pre9;
-  assign \$49  = \$43 [35:0] + q1_pre10;
-  assign \$50  = \$43 [35:0] + q1_pre11;
-  assign \$51  = \$43 [35:0] + \$44 [35:0];
-  assign \$52  = \$43 [35:0] + \$45 [35:0];
-  assign \$53  = \$43 [35:0] + \$46 [35:0];
-  assign c_diff0 = taps[899:864] - q2_pre0;
-  assign c_diff1 = taps[899:864] - q2_pre1;
-  assign c_diff2 = taps[899:864] - q2_pre2;
-  assign c_diff3 = taps[899:864] - q2_pre3;
-  assign c_diff4 = taps[899:864] - q2_pre4;
-  assign c_diff5 = taps[899:864] - q2_pre5;
-  assign c_diff6 = taps[899:864] - q2_pre6;
-  assign c_diff7 = taps[899:864] - q2_pre7;
-  assign c_diff8 = taps[899:864] - q2_pre8;
-  assign c_diff9 = taps[899:864] - q2_pre9;
-  assign c_diff10 = taps[899:864] - q2_pre10;
-  assign c_diff11 = taps[899:864] - q2_pre11;
-  assign c_diff12 = taps[899:864] - q2_pre12;
-  assign c_diff13 = taps[899:864] - q2_pre13;
-  assign c_diff14 = taps[899:864] - q2_pre14;
-  assign \$54  = ~ s_le[0];
-  assign \$55  = ~ s_le[1];
-  assign \$56  = s_le[0] & \$55 ;
-  assign \$57  = ~ s_le[2];
-  assign \$58  = s_le[1] & \$57 ;
-  assign \$59  = ~ s_le[3];
-  assign \$60  = s_le[2] & \$59 ;
-  assign \$61  = ~ s_le[4];
-  assign \$62  = s_le[3] & \$61 ;
-  assign \$63  = ~ s_le[5];
-  assign \$64  = s_le[4] & \$63 ;
-  assign \$65  = ~ s_le[6];
-  assign \$66  = s_le[5] & \$65 ;
-  assign \$67  = ~ s_le[7];
-  assign \$68  = s_le[6] & \$67 ;
-  assign \$69  = ~ s_le[8];
-  assign \$70  = s_le[7] & \$69 ;
-  assign \$71  = ~ s_le[9];
-  assign \$72  = s_le[8] & \$71 ;
-  assign \$73  = ~ s_le[10];
-  assign \$74  = s_le[9] & \$73 ;
-  assign \$75  = ~ s_le[11];
-  assign \$76  = s_le[10] & \$75 ;
-  assign \$77  = ~ s_le[12];
-  assign \$78  = s_le[11] & \$77 ;
-  assign \$79  = ~ s_le[13];
-  assign \$80  = s_le[12] & \$79 ;
-  assign \$81  = ~ s_le[14];
-  assign \$82  = s_le[13] & \$81 ;
-  assign \$83  = taps[206:204] == 3'h4;
-  assign \$84  = taps[200] & \$83 ;
-  assign \$86  = ~ c_diff0[36];
-  assign \$87  = ~ c_diff1[36];
-  assign \$88  = ~ c_diff2[36];
-  assign \$89  = ~ c_diff3[36];
-  assign \$90  = ~ c_diff4[36];
-  assign \$91  = ~ c_diff5[36];
-  assign \$92  = ~ c_diff6[36];
-  assign \$93  = ~ c_diff7[36];
-  assign \$94  = ~ c_diff8[36];
-  assign \$95  = ~ c_diff9[36];
-  assign \$96  = ~ c_diff10[36];
-  assign \$97  = ~ c_diff11[36];
-  assign \$98  = ~ c_diff12[36];
-  assign \$99  = ~ c_diff13[36];
-  assign \$100  = ~ c_diff14[36];
-  assign \$102  = \$101  | \$60 ;
-  assign \$103  = \$102  | \$64 ;
-  assign \$104  = \$103  | \$68 ;
-  assign \$105  = \$104  | \$72 ;
-  assign \$106  = \$105  | \$76 ;
-  assign \$107  = \$106  | \$80 ;
-  assign \$108  = \$107  | s_le[14];
-  assign \$110  = \$109  | \$60 ;
-  assign \$111  = \$110  | \$66 ;
-  assign \$112  = \$111  | \$68 ;
-  assign \$113  = \$112  | \$74 ;
-  assign \$114  = \$113  | \$76 ;
-  assign \$115  = \$114  | \$82 ;
-  assign \$116  = \$115  | s_le[14];
-  assign \$118  = \$117  | \$64 ;
-  assign \$119  = \$118  | \$66 ;
-  assign \$120  = \$119  | \$68 ;
-  assign \$121  = \$120  | \$78 ;
-  assign \$122  = \$121  | \$80 ;
-  assign \$123  = \$122  | \$82 ;
-  assign \$124  = \$123  | s_le[14];
-  assign \$126  = \$125  | \$72 ;
-  assign \$127  = \$126  | \$74 ;
-  assign \$128  = \$127  | \$76 ;
-  assign \$129  = \$128  | \$78 ;
-  assign \$130  = \$129  | \$80 ;
-  assign \$131  = \$130  | \$82 ;
-  assign \$132  = \$131  | s_le[14];
-  assign \$133  = s_le[0] ? 32'd0 : taps[1087:1056];
-  assign \$135  = \$56  ? s_diff0 : 32'd0;
-  assign \$136  = \$134  | \$135 ;
-  assign \$137  = \$58  ? s_diff1 : 32'd0;
-  assign \$138  = \$136  | \$137 ;
-  assign \$139  = \$60  ? s_diff2 : 32'd0;
-  assign \$140  = \$138  | \$139 ;
-  assign \$141  = \$62  ? s_diff3 : 32'd0;
-  assign \$142  = \$140  | \$141 ;
-  assign \$143  = \$64  ? s_diff4 : 32'd0;
-  assign \$144  = \$142  | \$143 ;
-  assign \$145  = \$66  ? s_diff5 : 32'd0;
-  assign \$146  = \$144  | \$145 ;
-  assign \$147  = \$68  ? s_diff6 : 32'd0;
-  assign \$148  = \$146  | \$147 ;
-  assign \$149  = \$70  ? s_diff7 : 32'd0;
-  assign \$150  = \$148  | \$149 ;
-  assign \$151  = \$72  ? s_diff8 : 32'd0;
-  assign \$152  = \$150  | \$151 ;
-  assign \$153  = \$74  ? s_diff9 : 32'd0;
-  assign \$154  = \$152  | \$153 ;
-  assign \$155  = \$76  ? s_diff10 : 32'd0;
-  assign \$156  = \$154  | \$155 ;
-  assign \$157  = \$78  ? s_diff11 : 32'd0;
-  assign \$158  = \$156  | \$157 ;
-  assign \$159  = \$80  ? s_diff12 : 32'd0;
-  assign \$160  = \$158  | \$159 ;
-  assign \$161  = \$82  ? s_diff13 : 32'd0;
-  assign \$162  = \$160  | \$161 ;
-  assign \$163  = s_le[14] ? s_diff14 : 32'd0;
-  assign \$164  = \$162  | \$163 ;
-  assign \$165  = s_le[0] ? 32'd0 : s_child0;
-  assign \$167  = \$56  ? s_child1 : 32'd0;
-  assign \$168  = \$166  | \$167 ;
-  assign \$169  = \$58  ? s_child2 : 32'd0;
-  assign \$170  = \$168  | \$169 ;
-  assign \$171  = \$60  ? s_child3 : 32'd0;
-  assign \$172  = \$170  | \$171 ;
-  assign \$173  = \$62  ? s_child4 : 32'd0;
-  assign \$174  = \$172  | \$173 ;
-  assign \$175  = \$64  ? s_child5 : 32'd0;
-  assign \$176  = \$174  | \$175 ;
-  assign \$177  = \$66  ? s_child6 : 32'd0;
-  assign \$178  = \$176  | \$177 ;
-  assign \$179  = \$68  ? s_child7 : 32'd0;
-  assign \$180  = \$178  | \$179 ;
-  assign \$181  = \$70  ? s_child8 : 32'd0;
-  assign \$182  = \$180  | \$181 ;
-  assign \$183  = \$72  ? s_child9 : 32'd0;
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = \$74  ? s_child10 : 32'd0;
-  assign \$186  = \$184  | \$185 ;
-  assign \$187  = \$76  ? s_child11 : 32'd0;
-  assign \$188  = \$186  | \$187 ;
-  assign \$189  = \$78  ? s_child12 : 32'd0;
-  assign \$190  = \$188  | \$189 ;
-  assign \$191  = \$80  ? s_child13 : 32'd0;
-  assign \$192  = \$190  | \$191 ;
-  assign \$193  = \$82  ? s_child14 : 32'd0;
-  assign \$194  = \$192  | \$193 ;
-  assign \$195  = s_le[14] ? s_child15 : 32'd0;
-  assign \$196  = \$194  | \$195 ;
+  assign \$32  = q1_pre1 + q1_pre2;
+  assign \$33  = q1_pre1 + q1_pre3;
+  assign \$34  = q1_pre5 + q1_pre6;
+  assign \$35  = q1_pre5 + q1_pre7;
+  assign \$36  = q1_pre9 + q1_pre10;
+  assign \$37  = q1_pre9 + q1_pre11;
+  assign \$38  = q1_pre13 + q1_pre14;
+  assign \$39  = q2_pre3 + q2_pre4;
+  assign \$40  = q2_pre3 + q2_pre5;
+  assign \$41  = q2_pre3 + q2_pre6;
+  assign \$42  = q2_pre3 + q2_pre7;
+  assign \$43  = q2_pre11 + q2_pre12;
+  assign \$44  = q2_pre11 + q2_pre13;
+  assign \$45  = q2_pre11 + q2_pre14;
+  assign \$46  = q3_pre7 + q3_pre8;
+  assign \$47  = q3_pre7 + q3_pre9;
+  assign \$48  = q3_pre7 + q3_pre10;
+  assign \$49  = q3_pre7 + q3_pre11;
+  assign \$50  = q3_pre7 + q3_pre12;
+  assign \$51  = q3_pre7 + q3_pre13;
+  assign \$52  = q3_pre7 + q3_pre14;
+  assign c_diff0 = taps[1283:1248] - q4_pre0;
+  assign c_diff1 = taps[1283:1248] - q4_pre1;
+  assign c_diff2 = taps[1283:1248] - q4_pre2;
+  assign c_diff3 = taps[1283:1248] - q4_pre3;
+  assign c_diff4 = taps[1283:1248] - q4_pre4;
+  assign c_diff5 = taps[1283:1248] - q4_pre5;
+  assign c_diff6 = taps[1283:1248] - q4_pre6;
+  assign c_diff7 = taps[1283:1248] - q4_pre7;
+  assign c_diff8 = taps[1283:1248] - q4_pre8;
+  assign c_diff9 = taps[1283:1248] - q4_pre9;
+  assign c_diff10 = taps[1283:1248] - q4_pre10;
+  assign c_diff11 = taps[1283:1248] - q4_pre11;
+  assign c_diff12 = taps[1283:1248] - q4_pre12;
+  assign c_diff13 = taps[1283:1248] - q4_pre13;
+  assign c_diff14 = taps[1283:1248] - q4_pre14;
+  assign \$53  = ~ s_le[0];
+  assign \$54  = ~ s_le[1];
+  assign \$55  = s_le[0] & \$54 ;
+  assign \$56  = ~ s_le[2];
+  assign \$57  = s_le[1] & \$56 ;
+  assign \$58  = ~ s_le[3];
+  assign \$59  = s_le[2] & \$58 ;
+  assign \$60  = ~ s_le[4];
+  assign \$61  = s_le[3] & \$60 ;
+  assign \$62  = ~ s_le[5];
+  assign \$63  = s_le[4] & \$62 ;
+  assign \$64  = ~ s_le[6];
+  assign \$65  = s_le[5] & \$64 ;
+  assign \$66  = ~ s_le[7];
+  assign \$67  = s_le[6] & \$66 ;
+  assign \$68  = ~ s_le[8];
+  assign \$69  = s_le[7] & \$68 ;
+  assign \$70  = ~ s_le[9];
+  assign \$71  = s_le[8] & \$70 ;
+  assign \$72  = ~ s_le[10];
+  assign \$73  = s_le[9] & \$72 ;
+  assign \$74  = ~ s_le[11];
+  assign \$75  = s_le[10] & \$74 ;
+  assign \$76  = ~ s_le[12];
+  assign \$77  = s_le[11] & \$76 ;
+  assign \$78  = ~ s_le[13];
+  assign \$79  = s_le[12] & \$78 ;
+  assign \$80  = ~ s_le[14];
+  assign \$81  = s_le[13] & \$80 ;
+  assign \$82  = taps[206:204] == 3'h4;
+  assign \$83  = taps[200] & \$82 ;
+  assign \$85  = ~ c_diff0[36];
+  assign \$86  = ~ c_diff1[36];
+  assign \$87  = ~ c_diff2[36];
+  assign \$88  = ~ c_diff3[36];
+  assign \$89  = ~ c_diff4[36];
+  assign \$90  = ~ c_diff5[36];
+  assign \$91  = ~ c_diff6[36];
+  assign \$92  = ~ c_diff7[36];
+  assign \$93  = ~ c_diff8[36];
+  assign \$94  = ~ c_diff9[36];
+  assign \$95  = ~ c_diff10[36];
+  assign \$96  = ~ c_diff11[36];
+  assign \$97  = ~ c_diff12[36];
+  assign \$98  = ~ c_diff13[36];
+  assign \$99  = ~ c_diff14[36];
+  assign \$101  = \$100  | \$59 ;
+  assign \$102  = \$101  | \$63 ;
+  assign \$103  = \$102  | \$67 ;
+  assign \$104  = \$103  | \$71 ;
+  assign \$105  = \$104  | \$75 ;
+  assign \$106  = \$105  | \$79 ;
+  assign \$107  = \$106  | s_le[14];
+  assign \$109  = \$108  | \$59 ;
+  assign \$110  = \$109  | \$65 ;
+  assign \$111  = \$110  | \$67 ;
+  assign \$112  = \$111  | \$73 ;
+  assign \$113  = \$112  | \$75 ;
+  assign \$114  = \$113  | \$81 ;
+  assign \$115  = \$114  | s_le[14];
+  assign \$117  = \$116  | \$63 ;
+  assign \$118  = \$117  | \$65 ;
+  assign \$119  = \$118  | \$67 ;
+  assign \$120  = \$119  | \$77 ;
+  assign \$121  = \$120  | \$79 ;
+  assign \$122  = \$121  | \$81 ;
+  assign \$123  = \$122  | s_le[14];
+  assign \$125  = \$124  | \$71 ;
+  assign \$126  = \$125  | \$73 ;
+  assign \$127  = \$126  | \$75 ;
+  assign \$128  = \$127  | \$77 ;
+  assign \$129  = \$128  | \$79 ;
+  assign \$130  = \$129  | \$81 ;
+  assign \$131  = \$130  | s_le[14];
+  assign \$132  = s_le[0] ? 32'd0 : taps[1471:1440];
+  assign \$134  = \$55  ? s_diff0 : 32'd0;
+  assign \$135  = \$133  | \$134 ;
+  assign \$136  = \$57  ? s_diff1 : 32'd0;
+  assign \$137  = \$135  | \$136 ;
+  assign \$138  = \$59  ? s_diff2 : 32'd0;
+  assign \$139  = \$137  | \$138 ;
+  assign \$140  = \$61  ? s_diff3 : 32'd0;
+  assign \$141  = \$139  | \$140 ;
+  assign \$142  = \$63  ? s_diff4 : 32'd0;
+  assign \$143  = \$141  | \$142 ;
+  assign \$144  = \$65  ? s_diff5 : 32'd0;
+  assign \$145  = \$143  | \$144 ;
+  assign \$146  = \$67  ? s_diff6 : 32'd0;
+  assign \$147  = \$145  | \$146 ;
+  assign \$148  = \$69  ? s_diff7 : 32'd0;
+  assign \$149  = \$147  | \$148 ;
+  assign \$150  = \$71  ? s_diff8 : 32'd0;
+  assign \$151  = \$149  | \$150 ;
+  assign \$152  = \$73  ? s_diff9 : 32'd0;
+  assign \$153  = \$151  | \$152 ;
+  assign \$154  = \$75  ? s_diff10 : 32'd0;
+  assign \$155  = \$153  | \$154 ;
+  assign \$156  = \$77  ? s_diff11 : 32'd0;
+  assign \$157  = \$155  | \$156 ;
+  assign \$158  = \$79  ? s_diff12 : 32'd0;
+  assign \$159  = \$157  | \$158 ;
+  assign \$160  = \$81  ? s_diff13 : 32'd0;
+  assign \$161  = \$159  | \$160 ;
+  assign \$162  = s_le[14] ? s_diff14 : 32'd0;
+  assign \$163  = \$161  | \$162 ;
+  assign \$164  = s_le[0] ? 32'd0 : s_child0;
+  assign \$166  = \$55  ? s_child1 : 32'd0;
+  assign \$167  = \$165  | \$166 ;
+  assign \$168  = \$57  ? s_child2 : 32'd0;
+  assign \$169  = \$167  | \$168 ;
+  assign \$170  = \$59  ? s_child3 : 32'd0;
+  assign \$171  = \$169  | \$170 ;
+  assign \$172  = \$61  ? s_child4 : 32'd0;
+  assign \$173  = \$171  | \$172 ;
+  assign \$174  = \$63  ? s_child5 : 32'd0;
+  assign \$175  = \$173  | \$174 ;
+  assign \$176  = \$65  ? s_child6 : 32'd0;
+  assign \$177  = \$175  | \$176 ;
+  assign \$178  = \$67  ? s_child7 : 32'd0;
+  assign \$179  = \$177  | \$178 ;
+  assign \$180  = \$69  ? s_child8 : 32'd0;
+  assign \$181  = \$179  | \$180 ;
+  assign \$182  = \$71  ? s_child9 : 32'd0;
+  assign \$183  = \$181  | \$182 ;
+  assign \$184  = \$73  ? s_child10 : 32'd0;
+  assign \$185  = \$183  | \$184 ;
+  assign \$186  = \$75  ? s_child11 : 32'd0;
+  assign \$187  = \$185  | \$186 ;
+  assign \$188  = \$77  ? s_child12 : 32'd0;
+  assign \$189  = \$187  | \$188 ;
+  assign \$190  = \$79  ? s_child13 : 32'd0;
+  assign \$191  = \$189  | \$190 ;
+  assign \$192  = \$81  ? s_child14 : 32'd0;
+  assign \$193  = \$191  | \$192 ;
+  assign \$194  = s_le[14] ? s_child15 : 32'd0;
+  assign \$195  = \$193  | \$194 ;
   always @(posedge clk)
-    taps <= \$197 ;
+    taps <= \$196 ;
   always @(posedge clk)
-    p_word <= \$198 ;
+    p_word <= \$197 ;
   always @(posedge clk)
-    q_child0 <= \$199 ;
+    p_addr <= \$198 ;
   always @(posedge clk)
-    q_child1 <= \$200 ;
+    q_addr <= \$199 ;
   always @(posedge clk)
-    q_child2 <= \$201 ;
+    q0_addr <= \$200 ;
   always @(posedge clk)
-    q_child3 <= \$202 ;
+    q_child0 <= \$201 ;
   always @(posedge clk)
-    q_child4 <= \$203 ;
+    q_child1 <= \$202 ;
   always @(posedge clk)
-    q_child5 <= \$204 ;
+    q_child2 <= \$203 ;
   always @(posedge clk)
-    q_child6 <= \$205 ;
+    q_child3 <= \$204 ;
   always @(posedge clk)
-    q_child7 <= \$206 ;
+    q_child4 <= \$205 ;
   always @(posedge clk)
-    q_child8 <= \$207 ;
+    q_child5 <= \$206 ;
   always @(posedge clk)
-    q_child9 <= \$208 ;
+    q_child6 <= \$207 ;
   always @(posedge clk)
-    q_child10 <= \$209 ;
+    q_child7 <= \$208 ;
   always @(posedge clk)
-    q_child11 <= \$210 ;
+    q_child8 <= \$209 ;
   always @(posedge clk)
-    q_child12 <= \$211 ;
+    q_child9 <= \$210 ;
   always @(posedge clk)
-    q_child13 <= \$212 ;
+    q_child10 <= \$211 ;
   always @(posedge clk)
-    q_child14 <= \$213 ;
+    q_child11 <= \$212 ;
   always @(posedge clk)
-    q_child15 <= \$214 ;
+    q_child12 <= \$213 ;
   always @(posedge clk)
-    q1_pre0 <= \$215 ;
+    q_child13 <= \$214 ;
   always @(posedge clk)
-    q1_pre1 <= \$216 ;
+    q_child14 <= \$215 ;
   always @(posedge clk)
-    q1_pre2 <= \$217 ;
+    q_child15 <= \$216 ;
   always @(posedge clk)
-    q1_pre3 <= \$218 ;
+    q1_pre0 <= \$217 ;
   always @(posedge clk)
-    q1_pre4 <= \$219 ;
+    q1_pre1 <= \$218 ;
   always @(posedge clk)
-    q1_pre5 <= \$220 ;
+    q1_pre2 <= \$219 ;
   always @(posedge clk)
-    q1_pre6 <= \$221 ;
+    q1_pre3 <= \$220 ;
   always @(posedge clk)
-    q1_pre7 <= \$222 ;
+    q1_pre4 <= \$221 ;
   always @(posedge clk)
-    q1_pre8 <= \$223 ;
+    q1_pre5 <= \$222 ;
   always @(posedge clk)
-    q1_pre9 <= \$224 ;
+    q1_pre6 <= \$223 ;
   always @(posedge clk)
-    q1_pre10 <= \$225 ;
+    q1_pre7 <= \$224 ;
   always @(posedge clk)
-    q1_pre11 <= \$226 ;
+    q1_pre8 <= \$225 ;
   always @(posedge clk)
-    q1_pre12 <= \$227 ;
+    q1_pre9 <= \$226 ;
   always @(posedge clk)
-    q1_pre13 <= \$228 ;
+    q1_pre10 <= \$227 ;
   always @(posedge clk)
-    q1_pre14 <= \$229 ;
+    q1_pre11 <= \$228 ;
   always @(posedge clk)
-    q1_child0 <= \$230 ;
+    q1_pre12 <= \$229 ;
   always @(posedge clk)
-    q1_child1 <= \$231 ;
+    q1_pre13 <= \$230 ;
   always @(posedge clk)
-    q1_child2 <= \$232 ;
+    q1_pre14 <= \$231 ;
   always @(posedge clk)
-    q1_child3 <= \$233 ;
+    q1_child0 <= \$232 ;
   always @(posedge clk)
-    q1_child4 <= \$234 ;
+    q1_child1 <= \$233 ;
   always @(posedge clk)
-    q1_child5 <= \$235 ;
+    q1_child2 <= \$234 ;
   always @(posedge clk)
-    q1_child6 <= \$236 ;
+    q1_child3 <= \$235 ;
   always @(posedge clk)
-    q1_child7 <= \$237 ;
+    q1_child4 <= \$236 ;
   always @(posedge clk)
-    q1_child8 <= \$238 ;
+    q1_child5 <= \$237 ;
   always @(posedge clk)
-    q1_child9 <= \$239 ;
+    q1_child6 <= \$238 ;
   always @(posedge clk)
-    q1_child10 <= \$240 ;
+    q1_child7 <= \$239 ;
   always @(posedge clk)
-    q1_child11 <= \$241 ;
+    q1_child8 <= \$240 ;
   always @(posedge clk)
-    q1_child12 <= \$242 ;
+    q1_child9 <= \$241 ;
   always @(posedge clk)
-    q1_child13 <= \$243 ;
+    q1_child10 <= \$242 ;
   always @(posedge clk)
-    q1_child14 <= \$244 ;
+    q1_child11 <= \$243 ;
   always @(posedge clk)
-    q1_child15 <= \$245 ;
+    q1_child12 <= \$244 ;
   always @(posedge clk)
-    q2_pre0 <= \$246 ;
+    q1_child13 <= \$245 ;
   always @(posedge clk)
-    q2_pre1 <= \$247 ;
+    q1_child14 <= \$246 ;
   always @(posedge clk)
-    q2_pre2 <= \$248 ;
+    q1_child15 <= \$247 ;
   always @(posedge clk)
-    q2_pre3 <= \$249 ;
+    q2_pre0 <= \$248 ;
   always @(posedge clk)
-    q2_pre4 <= \$250 ;
+    q2_pre1 <= \$249 ;
   always @(posedge clk)
-    q2_pre5 <= \$251 ;
+    q2_pre2 <= \$250 ;
   always @(posedge clk)
-    q2_pre6 <= \$252 ;
+    q2_pre3 <= \$251 ;
   always @(posedge clk)
-    q2_pre7 <= \$253 ;
+    q2_pre4 <= \$252 ;
   always @(posedge clk)
-    q2_pre8 <= \$254 ;
+    q2_pre5 <= \$253 ;
   always @(posedge clk)
-    q2_pre9 <= \$255 ;
+    q2_pre6 <= \$254 ;
   always @(posedge clk)
-    q2_pre10 <= \$256 ;
+    q2_pre7 <= \$255 ;
   always @(posedge clk)
-    q2_pre11 <= \$257 ;
+    q2_pre8 <= \$256 ;
   always @(posedge clk)
-    q2_pre12 <= \$258 ;
+    q2_pre9 <= \$257 ;
   always @(posedge clk)
-    q2_pre13 <= \$259 ;
+    q2_pre10 <= \$258 ;
   always @(posedge clk)
-    q2_pre14 <= \$260 ;
+    q2_pre11 <= \$259 ;
   always @(posedge clk)
-    q2_child0 <= \$261 ;
+    q2_pre12 <= \$260 ;
   always @(posedge clk)
-    q2_child1 <= \$262 ;
+    q2_pre13 <= \$261 ;
   always @(posedge clk)
-    q2_child2 <= \$263 ;
+    q2_pre14 <= \$262 ;
   always @(posedge clk)
-    q2_child3 <= \$264 ;
+    q2_child0 <= \$263 ;
   always @(posedge clk)
-    q2_child4 <= \$265 ;
+    q2_child1 <= \$264 ;
   always @(posedge clk)
-    q2_child5 <= \$266 ;
+    q2_child2 <= \$265 ;
   always @(posedge clk)
-    q2_child6 <= \$267 ;
+    q2_child3 <= \$266 ;
   always @(posedge clk)
-    q2_child7 <= \$268 ;
+    q2_child4 <= \$267 ;
   always @(posedge clk)
-    q2_child8 <= \$269 ;
+    q2_child5 <= \$268 ;
   always @(posedge clk)
-    q2_child9 <= \$270 ;
+    q2_child6 <= \$269 ;
   always @(posedge clk)
-    q2_child10 <= \$271 ;
+    q2_child7 <= \$270 ;
   always @(posedge clk)
-    q2_child11 <= \$272 ;
+    q2_child8 <= \$271 ;
   always @(posedge clk)
-    q2_child12 <= \$273 ;
+    q2_child9 <= \$272 ;
   always @(posedge clk)
-    q2_child13 <= \$274 ;
+    q2_child10 <= \$273 ;
   always @(posedge clk)
-    q2_child14 <= \$275 ;
+    q2_child11 <= \$274 ;
   always @(posedge clk)
-    q2_child15 <= \$276 ;
+    q2_child12 <= \$275 ;
   always @(posedge clk)
-    s_le <= \$277 ;
+    q2_child13 <= \$276 ;
   always @(posedge clk)
-    s_diff0 <= \$278 ;
+    q2_child14 <= \$277 ;
   always @(posedge clk)
-    s_diff1 <= \$279 ;
+    q2_child15 <= \$278 ;
   always @(posedge clk)
-    s_diff2 <= \$280 ;
+    q3_pre0 <= \$279 ;
   always @(posedge clk)
-    s_diff3 <= \$281 ;
+    q3_pre1 <= \$280 ;
   always @(posedge clk)
-    s_diff4 <= \$282 ;
+    q3_pre2 <= \$281 ;
   always @(posedge clk)
-    s_diff5 <= \$283 ;
+    q3_pre3 <= \$282 ;
   always @(posedge clk)
-    s_diff6 <= \$284 ;
+    q3_pre4 <= \$283 ;
   always @(posedge clk)
-    s_diff7 <= \$285 ;
+    q3_pre5 <= \$284 ;
   always @(posedge clk)
-    s_diff8 <= \$286 ;
+    q3_pre6 <= \$285 ;
   always @(posedge clk)
-    s_diff9 <= \$287 ;
+    q3_pre7 <= \$286 ;
   always @(posedge clk)
-    s_diff10 <= \$288 ;
+    q3_pre8 <= \$287 ;
   always @(posedge clk)
-    s_diff11 <= \$289 ;
+    q3_pre9 <= \$288 ;
   always @(posedge clk)
-    s_diff12 <= \$290 ;
+    q3_pre10 <= \$289 ;
   always @(posedge clk)
-    s_diff13 <= \$291 ;
+    q3_pre11 <= \$290 ;
   always @(posedge clk)
-    s_diff14 <= \$292 ;
+    q3_pre12 <= \$291 ;
   always @(posedge clk)
-    s_child0 <= \$293 ;
+    q3_pre13 <= \$292 ;
   always @(posedge clk)
-    s_child1 <= \$294 ;
+    q3_pre14 <= \$293 ;
   always @(posedge clk)
-    s_child2 <= \$295 ;
+    q3_child0 <= \$294 ;
   always @(posedge clk)
-    s_child3 <= \$296 ;
+    q3_child1 <= \$295 ;
   always @(posedge clk)
-    s_child4 <= \$297 ;
+    q3_child2 <= \$296 ;
   always @(posedge clk)
-    s_child5 <= \$298 ;
+    q3_child3 <= \$297 ;
   always @(posedge clk)
-    s_child6 <= \$299 ;
+    q3_child4 <= \$298 ;
   always @(posedge clk)
-    s_child7 <= \$300 ;
+    q3_child5 <= \$299 ;
   always @(posedge clk)
-    s_child8 <= \$301 ;
+    q3_child6 <= \$300 ;
   always @(posedge clk)
-    s_child9 <= \$302 ;
+    q3_child7 <= \$301 ;
   always @(posedge clk)
-    s_child10 <= \$303 ;
+    q3_child8 <= \$302 ;
   always @(posedge clk)
-    s_child11 <= \$304 ;
+    q3_child9 <= \$303 ;
   always @(posedge clk)
-    s_child12 <= \$305 ;
+    q3_child10 <= \$304 ;
   always @(posedge clk)
-    s_child13 <= \$306 ;
+    q3_child11 <= \$305 ;
   always @(posedge clk)
-    s_child14 <= \$307 ;
+    q3_child12 <= \$306 ;
   always @(posedge clk)
-    s_child15 <= \$308 ;
+    q3_child13 <= \$307 ;
   always @(posedge clk)
-    o <= \$309 ;
+    q3_child14 <= \$308 ;
+  always @(posedge clk)
+    q3_child15 <= \$309 ;
+  always @(posedge clk)
+    q4_pre0 <= \$310 ;
+  always @(posedge clk)
+    q4_pre1 <= \$311 ;
+  always @(posedge clk)
+    q4_pre2 <= \$312 ;
+  always @(posedge clk)
+    q4_pre3 <= \$313 ;
+  always @(posedge clk)
+    q4_pre4 <= \$314 ;
+  always @(posedge clk)
+    q4_pre5 <= \$315 ;
+  always @(posedge clk)
+    q4_pre6 <= \$316 ;
+  always @(posedge clk)
+    q4_pre7 <= \$317 ;
+  always @(posedge clk)
+    q4_pre8 <= \$318 ;
+  always @(posedge clk)
+    q4_pre9 <= \$319 ;
+  always @(posedge clk)
+    q4_pre10 <= \$320 ;
+  always @(posedge clk)
+    q4_pre11 <= \$321 ;
+  always @(posedge clk)
+    q4_pre12 <= \$322 ;
+  always @(posedge clk)
+    q4_pre13 <= \$323 ;
+  always @(posedge clk)
+    q4_pre14 <= \$324 ;
+  always @(posedge clk)
+    q4_child0 <= \$325 ;
+  always @(posedge clk)
+    q4_child1 <= \$326 ;
+  always @(posedge clk)
+    q4_child2 <= \$327 ;
+  always @(posedge clk)
+    q4_child3 <= \$328 ;
+  always @(posedge clk)
+    q4_child4 <= \$329 ;
+  always @(posedge clk)
+    q4_child5 <= \$330 ;
+  always @(posedge clk)
+    q4_child6 <= \$331 ;
+  always @(posedge clk)
+    q4_child7 <= \$332 ;
+  always @(posedge clk)
+    q4_child8 <= \$333 ;
+  always @(posedge clk)
+    q4_child9 <= \$334 ;
+  always @(posedge clk)
+    q4_child10 <= \$335 ;
+  always @(posedge clk)
+    q4_child11 <= \$336 ;
+  always @(posedge clk)
+    q4_child12 <= \$337 ;
+  always @(posedge clk)
+    q4_child13 <= \$338 ;
+  always @(posedge clk)
+    q4_child14 <= \$339 ;
+  always @(posedge clk)
+    q4_child15 <= \$340 ;
+  always @(posedge clk)
+    s_le <= \$341 ;
+  always @(posedge clk)
+    s_diff0 <= \$342 ;
+  always @(posedge clk)
+    s_diff1 <= \$343 ;
+  always @(posedge clk)
+    s_diff2 <= \$344 ;
+  always @(posedge clk)
+    s_diff3 <= \$345 ;
+  always @(posedge clk)
+    s_diff4 <= \$346 ;
+  always @(posedge clk)
+    s_diff5 <= \$347 ;
+  always @(posedge clk)
+    s_diff6 <= \$348 ;
+  always @(posedge clk)
+    s_diff7 <= \$349 ;
+  always @(posedge clk)
+    s_diff8 <= \$350 ;
+  always @(posedge clk)
+    s_diff9 <= \$351 ;
+  always @(posedge clk)
+    s_diff10 <= \$352 ;
+  always @(posedge clk)
+    s_diff11 <= \$353 ;
+  always @(posedge clk)
+    s_diff12 <= \$354 ;
+  always @(posedge clk)
+    s_diff13 <= \$355 ;
+  always @(posedge clk)
+    s_diff14 <= \$356 ;
+  always @(posedge clk)
+    s_child0 <= \$357 ;
+  always @(posedge clk)
+    s_child1 <= \$358 ;
+  always @(posedge clk)
+    s_child2 <= \$359 ;
+  always @(posedge clk)
+    s_child3 <= \$360 ;
+  always @(posedge clk)
+    s_child4 <= \$361 ;
+  always @(posedge clk)
+    s_child5 <= \$362 ;
+  always @(posedge clk)
+    s_child6 <= \$363 ;
+  always @(posedge clk)
+    s_child7 <= \$364 ;
+  always @(posedge clk)
+    s_child8 <= \$365 ;
+  always @(posedge clk)
+    s_child9 <= \$366 ;
+  always @(posedge clk)
+    s_child10 <= \$367 ;
+  always @(posedge clk)
+    s_child11 <= \$368 ;
+  always @(posedge clk)
+    s_child12 <= \$369 ;
+  always @(posedge clk)
+    s_child13 <= \$370 ;
+  always @(posedge clk)
+    s_child14 <= \$371 ;
+  always @(posedge clk)
+    s_child15 <= \$372 ;
+  always @(posedge clk)
+    o <= \$373 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     (* full_case = 32'd1 *)
     casez (taps[210:207])
       4'h0:
-          \$85  = p_word[31:0];
+          \$84  = p_word[31:0];
       4'h1:
-          \$85  = p_word[63:32];
+          \$84  = p_word[63:32];
       4'h2:
-          \$85  = p_word[95:64];
+          \$84  = p_word[95:64];
       4'h3:
-          \$85  = p_word[127:96];
+          \$84  = p_word[127:96];
       4'h4:
-          \$85  = p_word[159:128];
+          \$84  = p_word[159:128];
       4'h5:
-          \$85  = p_word[191:160];
+          \$84  = p_word[191:160];
       4'h6:
-          \$85  = p_word[223:192];
+          \$84  = p_word[223:192];
       4'h7:
-          \$85  = p_word[255:224];
+          \$84  = p_word[255:224];
       4'h8:
-          \$85  = p_word[287:256];
+          \$84  = p_word[287:256];
       4'h9:
-          \$85  = p_word[319:288];
+          \$84  = p_word[319:288];
       4'ha:
-          \$85  = p_word[351:320];
+          \$84  = p_word[351:320];
       4'hb:
-          \$85  = p_word[383:352];
+          \$84  = p_word[383:352];
       4'hc:
-          \$85  = p_word[415:384];
+          \$84  = p_word[415:384];
       4'hd:
-          \$85  = p_word[447:416];
+          \$84  = p_word[447:416];
       4'he:
-          \$85  = p_word[479:448];
+          \$84  = p_word[479:448];
       4'hf:
-          \$85  = p_word[511:480];
+          \$84  = p_word[511:480];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$197 [191:0] = i;
-    \$197 [383:192] = taps[191:0];
-    \$197 [575:384] = taps[383:192];
-    if (\$84 ) begin
-      \$197 [575:528] = { 16'h0000, \$85  };
+    \$196 [191:0] = i;
+    \$196 [383:192] = taps[191:0];
+    \$196 [575:384] = taps[383:192];
+    if (\$83 ) begin
+      \$196 [575:528] = { 16'h0000, \$84  };
     end
     begin
       begin
-        \$197 [767:576] = taps[575:384];
-        \$197 [959:768] = taps[767:576];
-        \$197 [1151:960] = taps[959:768];
+        \$196 [767:576] = taps[575:384];
+        \$196 [959:768] = taps[767:576];
+        \$196 [1151:960] = taps[959:768];
+        \$196 [1343:1152] = taps[1151:960];
+        \$196 [1535:1344] = taps[1343:1152];
       end
     end
     if (rst) begin
-      \$197  = 1152'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$196  = 1536'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$198  = rd_data;
+    \$197  = rd_data;
     if (rst) begin
-      \$198  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$197  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$199  = p_word[31:0];
+    \$198  = \$6 [11:0];
     if (rst) begin
-      \$199  = 32'd0;
+      \$198  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$200  = p_word[63:32];
+    \$199  = p_addr;
     if (rst) begin
-      \$200  = 32'd0;
+      \$199  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$201  = p_word[95:64];
+    \$200  = q_addr;
+    if (rst) begin
+      \$200  = 12'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$201  = p_word[31:0];
     if (rst) begin
       \$201  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$202  = p_word[127:96];
+    \$202  = p_word[63:32];
     if (rst) begin
       \$202  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$203  = p_word[159:128];
+    \$203  = p_word[95:64];
     if (rst) begin
       \$203  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$204  = p_word[191:160];
+    \$204  = p_word[127:96];
     if (rst) begin
       \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$205  = p_word[223:192];
+    \$205  = p_word[159:128];
     if (rst) begin
       \$205  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$206  = p_word[255:224];
+    \$206  = p_word[191:160];
     if (rst) begin
       \$206  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$207  = p_word[287:256];
+    \$207  = p_word[223:192];
     if (rst) begin
       \$207  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$208  = p_word[319:288];
+    \$208  = p_word[255:224];
     if (rst) begin
       \$208  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$209  = p_word[351:320];
+    \$209  = p_word[287:256];
     if (rst) begin
       \$209  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$210  = p_word[383:352];
+    \$210  = p_word[319:288];
     if (rst) begin
       \$210  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$211  = p_word[415:384];
+    \$211  = p_word[351:320];
     if (rst) begin
       \$211  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$212  = p_word[447:416];
+    \$212  = p_word[383:352];
     if (rst) begin
       \$212  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$213  = p_word[479:448];
+    \$213  = p_word[415:384];
     if (rst) begin
       \$213  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$214  = p_word[511:480];
+    \$214  = p_word[447:416];
     if (rst) begin
       \$214  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$215  = { 4'h0, q_child0 };
+    \$215  = p_word[479:448];
     if (rst) begin
-      \$215  = 36'h000000000;
+      \$215  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$216  = { 3'h0, \$24  };
+    \$216  = p_word[511:480];
     if (rst) begin
-      \$216  = 36'h000000000;
+      \$216  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$217  = \$32 [35:0];
+    \$217  = { 4'h0, q_child0 };
     if (rst) begin
       \$217  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$218  = \$33 [35:0];
+    \$218  = { 3'h0, \$24  };
     if (rst) begin
       \$218  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$219  = { 4'h0, q_child4 };
+    \$219  = { 4'h0, q_child2 };
     if (rst) begin
       \$219  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$220  = { 3'h0, \$26  };
+    \$220  = { 3'h0, \$25  };
     if (rst) begin
       \$220  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$221  = \$34 [35:0];
+    \$221  = { 4'h0, q_child4 };
     if (rst) begin
       \$221  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$222  = \$35 [35:0];
+    \$222  = { 3'h0, \$26  };
     if (rst) begin
       \$222  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$223  = { 4'h0, q_child8 };
+    \$223  = { 4'h0, q_child6 };
     if (rst) begin
       \$223  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$224  = { 3'h0, \$28  };
+    \$224  = { 3'h0, \$27  };
     if (rst) begin
       \$224  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$225  = \$36 [35:0];
+    \$225  = { 4'h0, q_child8 };
     if (rst) begin
       \$225  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$226  = \$37 [35:0];
+    \$226  = { 3'h0, \$28  };
     if (rst) begin
       \$226  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$227  = { 4'h0, q_child12 };
+    \$227  = { 4'h0, q_child10 };
     if (rst) begin
       \$227  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$228  = { 3'h0, \$30  };
+    \$228  = { 3'h0, \$29  };
     if (rst) begin
       \$228  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$229  = \$38 [35:0];
+    \$229  = { 4'h0, q_child12 };
     if (rst) begin
       \$229  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$230  = q_child0;
+    \$230  = { 3'h0, \$30  };
     if (rst) begin
-      \$230  = 32'd0;
+      \$230  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$231  = q_child1;
+    \$231  = { 4'h0, q_child14 };
     if (rst) begin
-      \$231  = 32'd0;
+      \$231  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$232  = q_child2;
+    \$232  = q_child0;
     if (rst) begin
       \$232  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$233  = q_child3;
+    \$233  = q_child1;
     if (rst) begin
       \$233  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$234  = q_child4;
+    \$234  = q_child2;
     if (rst) begin
       \$234  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$235  = q_child5;
+    \$235  = q_child3;
     if (rst) begin
       \$235  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$236  = q_child6;
+    \$236  = q_child4;
     if (rst) begin
       \$236  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$237  = q_child7;
+    \$237  = q_child5;
     if (rst) begin
       \$237  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$238  = q_child8;
+    \$238  = q_child6;
     if (rst) begin
       \$238  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$239  = q_child9;
+    \$239  = q_child7;
     if (rst) begin
       \$239  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$240  = q_child10;
+    \$240  = q_child8;
     if (rst) begin
       \$240  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$241  = q_child11;
+    \$241  = q_child9;
     if (rst) begin
       \$241  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$242  = q_child12;
+    \$242  = q_child10;
     if (rst) begin
       \$242  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$243  = q_child13;
+    \$243  = q_child11;
     if (rst) begin
       \$243  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$244  = q_child14;
+    \$244  = q_child12;
     if (rst) begin
       \$244  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$245  = q_child15;
+    \$245  = q_child13;
     if (rst) begin
       \$245  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$246  = q1_pre0;
+    \$246  = q_child14;
     if (rst) begin
-      \$246  = 36'h000000000;
+      \$246  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$247  = q1_pre1;
+    \$247  = q_child15;
     if (rst) begin
-      \$247  = 36'h000000000;
+      \$247  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$248  = q1_pre2;
+    \$248  = q1_pre0;
     if (rst) begin
       \$248  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$249  = q1_pre3;
+    \$249  = q1_pre1;
     if (rst) begin
       \$249  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$250  = \$40 [35:0];
+    \$250  = \$32 [35:0];
     if (rst) begin
       \$250  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$251  = \$41 [35:0];
+    \$251  = \$33 [35:0];
     if (rst) begin
       \$251  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$252  = \$42 [35:0];
+    \$252  = q1_pre4;
     if (rst) begin
       \$252  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$253  = \$43 [35:0];
+    \$253  = q1_pre5;
     if (rst) begin
       \$253  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$254  = \$47 [35:0];
+    \$254  = \$34 [35:0];
     if (rst) begin
       \$254  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$255  = \$48 [35:0];
+    \$255  = \$35 [35:0];
     if (rst) begin
       \$255  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$256  = \$49 [35:0];
+    \$256  = q1_pre8;
     if (rst) begin
       \$256  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$257  = \$50 [35:0];
+    \$257  = q1_pre9;
     if (rst) begin
       \$257  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$258  = \$51 [35:0];
+    \$258  = \$36 [35:0];
     if (rst) begin
       \$258  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$259  = \$52 [35:0];
+    \$259  = \$37 [35:0];
     if (rst) begin
       \$259  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$260  = \$53 [35:0];
+    \$260  = q1_pre12;
     if (rst) begin
       \$260  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$261  = q1_child0;
+    \$261  = q1_pre13;
     if (rst) begin
-      \$261  = 32'd0;
+      \$261  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$262  = q1_child1;
+    \$262  = \$38 [35:0];
     if (rst) begin
-      \$262  = 32'd0;
+      \$262  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$263  = q1_child2;
+    \$263  = q1_child0;
     if (rst) begin
       \$263  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$264  = q1_child3;
+    \$264  = q1_child1;
     if (rst) begin
       \$264  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$265  = q1_child4;
+    \$265  = q1_child2;
     if (rst) begin
       \$265  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$266  = q1_child5;
+    \$266  = q1_child3;
     if (rst) begin
       \$266  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$267  = q1_child6;
+    \$267  = q1_child4;
     if (rst) begin
       \$267  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$268  = q1_child7;
+    \$268  = q1_child5;
     if (rst) begin
       \$268  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$269  = q1_child8;
+    \$269  = q1_child6;
     if (rst) begin
       \$269  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$270  = q1_child9;
+    \$270  = q1_child7;
     if (rst) begin
       \$270  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$271  = q1_child10;
+    \$271  = q1_child8;
     if (rst) begin
       \$271  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$272  = q1_child11;
+    \$272  = q1_child9;
     if (rst) begin
       \$272  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$273  = q1_child12;
+    \$273  = q1_child10;
     if (rst) begin
       \$273  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$274  = q1_child13;
+    \$274  = q1_child11;
     if (rst) begin
       \$274  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$275  = q1_child14;
+    \$275  = q1_child12;
     if (rst) begin
       \$275  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$276  = q1_child15;
+    \$276  = q1_child13;
     if (rst) begin
       \$276  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$277  = { \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86  };
+    \$277  = q1_child14;
     if (rst) begin
-      \$277  = 15'h0000;
+      \$277  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$278  = c_diff0[31:0];
+    \$278  = q1_child15;
     if (rst) begin
       \$278  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$279  = c_diff1[31:0];
+    \$279  = q2_pre0;
     if (rst) begin
-      \$279  = 32'd0;
+      \$279  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$280  = c_diff2[31:0];
+    \$280  = q2_pre1;
     if (rst) begin
-      \$280  = 32'd0;
+      \$280  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$281  = c_diff3[31:0];
+    \$281  = q2_pre2;
     if (rst) begin
-      \$281  = 32'd0;
+      \$281  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$282  = c_diff4[31:0];
+    \$282  = q2_pre3;
     if (rst) begin
-      \$282  = 32'd0;
+      \$282  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$283  = c_diff5[31:0];
+    \$283  = \$39 [35:0];
     if (rst) begin
-      \$283  = 32'd0;
+      \$283  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$284  = c_diff6[31:0];
+    \$284  = \$40 [35:0];
     if (rst) begin
-      \$284  = 32'd0;
+      \$284  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$285  = c_diff7[31:0];
+    \$285  = \$41 [35:0];
     if (rst) begin
-      \$285  = 32'd0;
+      \$285  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$286  = c_diff8[31:0];
+    \$286  = \$42 [35:0];
     if (rst) begin
-      \$286  = 32'd0;
+      \$286  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$287  = c_diff9[31:0];
+    \$287  = q2_pre8;
     if (rst) begin
-      \$287  = 32'd0;
+      \$287  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$288  = c_diff10[31:0];
+    \$288  = q2_pre9;
     if (rst) begin
-      \$288  = 32'd0;
+      \$288  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$289  = c_diff11[31:0];
+    \$289  = q2_pre10;
     if (rst) begin
-      \$289  = 32'd0;
+      \$289  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$290  = c_diff12[31:0];
+    \$290  = q2_pre11;
     if (rst) begin
-      \$290  = 32'd0;
+      \$290  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$291  = c_diff13[31:0];
+    \$291  = \$43 [35:0];
     if (rst) begin
-      \$291  = 32'd0;
+      \$291  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$292  = c_diff14[31:0];
+    \$292  = \$44 [35:0];
     if (rst) begin
-      \$292  = 32'd0;
+      \$292  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$293  = q2_child0;
+    \$293  = \$45 [35:0];
     if (rst) begin
-      \$293  = 32'd0;
+      \$293  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$294  = q2_child1;
+    \$294  = q2_child0;
     if (rst) begin
       \$294  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$295  = q2_child2;
+    \$295  = q2_child1;
     if (rst) begin
       \$295  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$296  = q2_child3;
+    \$296  = q2_child2;
     if (rst) begin
       \$296  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$297  = q2_child4;
+    \$297  = q2_child3;
     if (rst) begin
       \$297  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$298  = q2_child5;
+    \$298  = q2_child4;
     if (rst) begin
       \$298  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$299  = q2_child6;
+    \$299  = q2_child5;
     if (rst) begin
       \$299  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$300  = q2_child7;
+    \$300  = q2_child6;
     if (rst) begin
       \$300  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$301  = q2_child8;
+    \$301  = q2_child7;
     if (rst) begin
       \$301  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$302  = q2_child9;
+    \$302  = q2_child8;
     if (rst) begin
       \$302  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$303  = q2_child10;
+    \$303  = q2_child9;
     if (rst) begin
       \$303  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$304  = q2_child11;
+    \$304  = q2_child10;
     if (rst) begin
       \$304  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$305  = q2_child12;
+    \$305  = q2_child11;
     if (rst) begin
       \$305  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$306  = q2_child13;
+    \$306  = q2_child12;
     if (rst) begin
       \$306  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$307  = q2_child14;
+    \$307  = q2_child13;
     if (rst) begin
       \$307  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$308  = q2_child15;
+    \$308  = q2_child14;
     if (rst) begin
       \$308  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$309  = taps[1151:960];
-    if (taps[964]) begin
-      \$309 [30:15] = { taps[986:975], \$132 , \$124 , \$116 , \$108  };
-      \$309 [143:96] = { 16'h0000, \$164  };
-      \$309 [191:144] = { 16'h0000, \$196  };
+    \$309  = q2_child15;
+    if (rst) begin
+      \$309  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$310  = q3_pre0;
+    if (rst) begin
+      \$310  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$311  = q3_pre1;
+    if (rst) begin
+      \$311  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$312  = q3_pre2;
+    if (rst) begin
+      \$312  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$313  = q3_pre3;
+    if (rst) begin
+      \$313  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$314  = q3_pre4;
+    if (rst) begin
+      \$314  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$315  = q3_pre5;
+    if (rst) begin
+      \$315  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$316  = q3_pre6;
+    if (rst) begin
+      \$316  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$317  = q3_pre7;
+    if (rst) begin
+      \$317  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$318  = \$46 [35:0];
+    if (rst) begin
+      \$318  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$319  = \$47 [35:0];
+    if (rst) begin
+      \$319  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$320  = \$48 [35:0];
+    if (rst) begin
+      \$320  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$321  = \$49 [35:0];
+    if (rst) begin
+      \$321  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$322  = \$50 [35:0];
+    if (rst) begin
+      \$322  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$323  = \$51 [35:0];
+    if (rst) begin
+      \$323  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$324  = \$52 [35:0];
+    if (rst) begin
+      \$324  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$325  = q3_child0;
+    if (rst) begin
+      \$325  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$326  = q3_child1;
+    if (rst) begin
+      \$326  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$327  = q3_child2;
+    if (rst) begin
+      \$327  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$328  = q3_child3;
+    if (rst) begin
+      \$328  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$329  = q3_child4;
+    if (rst) begin
+      \$329  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$330  = q3_child5;
+    if (rst) begin
+      \$330  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$331  = q3_child6;
+    if (rst) begin
+      \$331  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$332  = q3_child7;
+    if (rst) begin
+      \$332  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$333  = q3_child8;
+    if (rst) begin
+      \$333  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$334  = q3_child9;
+    if (rst) begin
+      \$334  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$335  = q3_child10;
+    if (rst) begin
+      \$335  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$336  = q3_child11;
+    if (rst) begin
+      \$336  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$337  = q3_child12;
+    if (rst) begin
+      \$337  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$338  = q3_child13;
+    if (rst) begin
+      \$338  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$339  = q3_child14;
+    if (rst) begin
+      \$339  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$340  = q3_child15;
+    if (rst) begin
+      \$340  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$341  = { \$99 , \$98 , \$97 , \$96 , \$95 , \$94 , \$93 , \$92 , \$91 , \$90 , \$89 , \$88 , \$87 , \$86 , \$85  };
+    if (rst) begin
+      \$341  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$342  = c_diff0[31:0];
+    if (rst) begin
+      \$342  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$343  = c_diff1[31:0];
+    if (rst) begin
+      \$343  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$344  = c_diff2[31:0];
+    if (rst) begin
+      \$344  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$345  = c_diff3[31:0];
+    if (rst) begin
+      \$345  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$346  = c_diff4[31:0];
+    if (rst) begin
+      \$346  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$347  = c_diff5[31:0];
+    if (rst) begin
+      \$347  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$348  = c_diff6[31:0];
+    if (rst) begin
+      \$348  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$349  = c_diff7[31:0];
+    if (rst) begin
+      \$349  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$350  = c_diff8[31:0];
+    if (rst) begin
+      \$350  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$351  = c_diff9[31:0];
+    if (rst) begin
+      \$351  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$352  = c_diff10[31:0];
+    if (rst) begin
+      \$352  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$353  = c_diff11[31:0];
+    if (rst) begin
+      \$353  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$354  = c_diff12[31:0];
+    if (rst) begin
+      \$354  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$355  = c_diff13[31:0];
+    if (rst) begin
+      \$355  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$356  = c_diff14[31:0];
+    if (rst) begin
+      \$356  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$357  = q4_child0;
+    if (rst) begin
+      \$357  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$358  = q4_child1;
+    if (rst) begin
+      \$358  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$359  = q4_child2;
+    if (rst) begin
+      \$359  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$360  = q4_child3;
+    if (rst) begin
+      \$360  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$361  = q4_child4;
+    if (rst) begin
+      \$361  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$362  = q4_child5;
+    if (rst) begin
+      \$362  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$363  = q4_child6;
+    if (rst) begin
+      \$363  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$364  = q4_child7;
+    if (rst) begin
+      \$364  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$365  = q4_child8;
+    if (rst) begin
+      \$365  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$366  = q4_child9;
+    if (rst) begin
+      \$366  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$367  = q4_child10;
+    if (rst) begin
+      \$367  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$368  = q4_child11;
+    if (rst) begin
+      \$368  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$369  = q4_child12;
+    if (rst) begin
+      \$369  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$370  = q4_child13;
+    if (rst) begin
+      \$370  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$371  = q4_child14;
+    if (rst) begin
+      \$371  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$372  = q4_child15;
+    if (rst) begin
+      \$372  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$373  = taps[1535:1344];
+    if (taps[1348]) begin
+      \$373 [30:15] = { taps[1370:1359], \$131 , \$123 , \$115 , \$107  };
+      \$373 [143:96] = { 16'h0000, \$163  };
+      \$373 [191:144] = { 16'h0000, \$195  };
     end
     if (rst) begin
-      \$309  = 192'h000000000000000000000000000000000000000000000000;
+      \$373  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   assign lookup_addr = lport__addr;
@@ -12572,29 +15521,28 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign q0_prefix1_11 = { 3'h0, \$29  };
   assign q0_prefix1_13 = { 3'h0, \$30  };
   assign q0_prefix1_15 = { 3'h0, \$31  };
-  assign q0_prefix2_2 = \$32 [35:0];
-  assign q0_prefix2_3 = \$33 [35:0];
-  assign q0_prefix2_6 = \$34 [35:0];
-  assign q0_prefix2_7 = \$35 [35:0];
-  assign q0_prefix2_10 = \$36 [35:0];
-  assign q0_prefix2_11 = \$37 [35:0];
-  assign q0_prefix2_14 = \$38 [35:0];
-  assign q0_prefix2_15 = \$39 [35:0];
-  assign q1_prefix4_4 = \$40 [35:0];
-  assign q1_prefix4_5 = \$41 [35:0];
-  assign q1_prefix4_6 = \$42 [35:0];
-  assign q1_prefix4_7 = \$43 [35:0];
-  assign q1_prefix4_12 = \$44 [35:0];
-  assign q1_prefix4_13 = \$45 [35:0];
-  assign q1_prefix4_14 = \$46 [35:0];
-  assign q1_prefix8_8 = \$47 [35:0];
-  assign q1_prefix8_9 = \$48 [35:0];
-  assign q1_prefix8_10 = \$49 [35:0];
-  assign q1_prefix8_11 = \$50 [35:0];
-  assign q1_prefix8_12 = \$51 [35:0];
-  assign q1_prefix8_13 = \$52 [35:0];
-  assign q1_prefix8_14 = \$53 [35:0];
-  assign s_onehot = { s_le[14], \$82 , \$80 , \$78 , \$76 , \$74 , \$72 , \$70 , \$68 , \$66 , \$64 , \$62 , \$60 , \$58 , \$56 , \$54  };
+  assign q1_prefix2_2 = \$32 [35:0];
+  assign q1_prefix2_3 = \$33 [35:0];
+  assign q1_prefix2_6 = \$34 [35:0];
+  assign q1_prefix2_7 = \$35 [35:0];
+  assign q1_prefix2_10 = \$36 [35:0];
+  assign q1_prefix2_11 = \$37 [35:0];
+  assign q1_prefix2_14 = \$38 [35:0];
+  assign q2_prefix4_4 = \$39 [35:0];
+  assign q2_prefix4_5 = \$40 [35:0];
+  assign q2_prefix4_6 = \$41 [35:0];
+  assign q2_prefix4_7 = \$42 [35:0];
+  assign q2_prefix4_12 = \$43 [35:0];
+  assign q2_prefix4_13 = \$44 [35:0];
+  assign q2_prefix4_14 = \$45 [35:0];
+  assign q3_prefix8_8 = \$46 [35:0];
+  assign q3_prefix8_9 = \$47 [35:0];
+  assign q3_prefix8_10 = \$48 [35:0];
+  assign q3_prefix8_11 = \$49 [35:0];
+  assign q3_prefix8_12 = \$50 [35:0];
+  assign q3_prefix8_13 = \$51 [35:0];
+  assign q3_prefix8_14 = \$52 [35:0];
+  assign s_onehot = { s_le[14], \$81 , \$79 , \$77 , \$75 , \$73 , \$71 , \$69 , \$67 , \$65 , \$63 , \$61 , \$59 , \$57 , \$55 , \$53  };
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
   assign \i.sample  = i[4];
@@ -12713,6 +15661,40 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign \taps[5].delta  = taps[1055:1023];
   assign \taps[5].target  = taps[1103:1056];
   assign \taps[5].value  = taps[1151:1104];
+  assign \taps[6]  = taps[1343:1152];
+  assign \taps[6].valid  = taps[1152];
+  assign \taps[6].op  = taps[1155:1153];
+  assign \taps[6].sample  = taps[1156];
+  assign \taps[6].prng  = taps[1157];
+  assign \taps[6].write  = taps[1158];
+  assign \taps[6].read  = taps[1159];
+  assign \taps[6].debug  = taps[1160];
+  assign \taps[6].respond  = taps[1161];
+  assign \taps[6].empty  = taps[1162];
+  assign \taps[6].invalid  = taps[1163];
+  assign \taps[6].level  = taps[1166:1164];
+  assign \taps[6].index  = taps[1182:1167];
+  assign \taps[6].prio  = taps[1214:1183];
+  assign \taps[6].delta  = taps[1247:1215];
+  assign \taps[6].target  = taps[1295:1248];
+  assign \taps[6].value  = taps[1343:1296];
+  assign \taps[7]  = taps[1535:1344];
+  assign \taps[7].valid  = taps[1344];
+  assign \taps[7].op  = taps[1347:1345];
+  assign \taps[7].sample  = taps[1348];
+  assign \taps[7].prng  = taps[1349];
+  assign \taps[7].write  = taps[1350];
+  assign \taps[7].read  = taps[1351];
+  assign \taps[7].debug  = taps[1352];
+  assign \taps[7].respond  = taps[1353];
+  assign \taps[7].empty  = taps[1354];
+  assign \taps[7].invalid  = taps[1355];
+  assign \taps[7].level  = taps[1358:1356];
+  assign \taps[7].index  = taps[1374:1359];
+  assign \taps[7].prio  = taps[1406:1375];
+  assign \taps[7].delta  = taps[1439:1407];
+  assign \taps[7].target  = taps[1487:1440];
+  assign \taps[7].value  = taps[1535:1488];
   assign \o.valid  = o[0];
   assign \o.op  = o[3:1];
   assign \o.sample  = o[4];
@@ -12731,17 +15713,17 @@ module \replay_accel_k16.core.tree.level4 (rst, lport__addr, lookup_data, sweep_
   assign \o.value  = o[191:144];
   assign \$3  = { 4'h0, i[30:19] };
   assign \$4  = { 4'h0, i[30:19] };
-  assign \$101  = \$56 ;
-  assign \$109  = \$58 ;
-  assign \$117  = \$62 ;
-  assign \$125  = \$70 ;
-  assign \$134  = \$133 ;
-  assign \$166  = \$165 ;
+  assign \$100  = \$55 ;
+  assign \$108  = \$57 ;
+  assign \$116  = \$61 ;
+  assign \$124  = \$69 ;
+  assign \$133  = \$132 ;
+  assign \$165  = \$164 ;
   assign \$5  = \$4 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.core.tree.prng (rst, step, seed, load, word, clk);
+module \replay_accel_k16.core.tree.prng (rst, step, seed, load, ahead, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -12749,55 +15731,41 @@ module \replay_accel_k16.core.tree.prng (rst, step, seed, load, word, clk);
 `endif
 `endif
   wire \$1 ;
-  wire [31:0] \$10 ;
-  wire \$11 ;
-  wire [31:0] \$12 ;
-  wire [46:0] \$13 ;
-  wire [46:0] \$14 ;
-  wire [31:0] \$15 ;
-  wire [31:0] \$16 ;
-  wire \$17 ;
-  wire [31:0] \$18 ;
-  wire \$19 ;
+  wire [46:0] \$10 ;
+  wire [46:0] \$11 ;
+  wire [46:0] \$12 ;
+  wire [31:0] \$13 ;
+  wire [31:0] \$14 ;
+  wire [38:0] \$15 ;
+  wire [38:0] \$16 ;
+  wire [46:0] \$17 ;
+  wire [46:0] \$18 ;
+  wire [46:0] \$19 ;
   wire [31:0] \$2 ;
-  wire [31:0] \$20 ;
-  wire [46:0] \$21 ;
-  wire [46:0] \$22 ;
-  wire \$23 ;
-  wire [31:0] \$24 ;
-  wire \$25 ;
-  wire [31:0] \$26 ;
-  wire [46:0] \$27 ;
-  wire [46:0] \$28 ;
-  wire [31:0] \$29 ;
-  wire \$3 ;
-  wire [31:0] \$30 ;
-  wire [38:0] \$31 ;
-  wire [38:0] \$32 ;
-  wire [46:0] \$33 ;
-  wire [46:0] \$34 ;
-  wire [46:0] \$35 ;
-  wire [46:0] \$36 ;
-  wire [31:0] \$37 ;
-  wire [31:0] \$38 ;
-  wire [46:0] \$39 ;
-  wire [31:0] \$4 ;
-  wire [46:0] \$40 ;
-  wire [46:0] \$41 ;
-  wire [46:0] \$42 ;
-  wire [31:0] \$43 ;
-  wire [31:0] \$44 ;
-  wire [38:0] \$45 ;
-  wire [38:0] \$46 ;
-  reg [31:0] \$47 ;
-  reg [31:0] \$48 ;
-  wire \$5 ;
-  wire [31:0] \$6 ;
-  wire [46:0] \$7 ;
-  wire [46:0] \$8 ;
-  wire \$9 ;
-  (* init = 32'd1359758873 *)
-  wire [31:0] ahead;
+  wire [46:0] \$20 ;
+  wire [31:0] \$21 ;
+  wire [31:0] \$22 ;
+  wire [46:0] \$23 ;
+  wire [46:0] \$24 ;
+  wire [46:0] \$25 ;
+  wire [46:0] \$26 ;
+  wire [31:0] \$27 ;
+  wire [31:0] \$28 ;
+  wire [38:0] \$29 ;
+  wire [46:0] \$3 ;
+  wire [38:0] \$30 ;
+  reg [31:0] \$31 ;
+  reg [31:0] \$32 ;
+  reg [31:0] \$33 ;
+  reg [31:0] \$34 ;
+  wire [46:0] \$4 ;
+  wire [46:0] \$5 ;
+  wire [46:0] \$6 ;
+  wire [31:0] \$7 ;
+  wire [31:0] \$8 ;
+  wire [46:0] \$9 ;
+  output [31:0] ahead;
+  reg [31:0] ahead = 32'd1359758873;
   input clk;
   wire clk;
   input load;
@@ -12806,236 +15774,100 @@ module \replay_accel_k16.core.tree.prng (rst, step, seed, load, word, clk);
   wire rst;
   input [31:0] seed;
   wire [31:0] seed;
+  reg [31:0] seed_ahead = 32'd1359758873;
+  reg [31:0] seed_q = 32'd2654435769;
   reg [31:0] state = 32'd2654435769;
   input step;
   wire step;
-  output [31:0] word;
-  reg [31:0] word = 32'd1359758873;
+  (* init = 32'd1359758873 *)
+  wire [31:0] word;
   assign \$1  = ! seed;
   assign \$2  = \$1  ? 32'd2654435769 : seed;
-  assign \$3  = ! seed;
-  assign \$4  = \$3  ? 32'd2654435769 : seed;
-  assign \$5  = ! seed;
-  assign \$6  = \$5  ? 32'd2654435769 : seed;
-  assign \$8  = { 15'h0000, \$4  } ^ \$7 ;
-  assign \$9  = ! seed;
-  assign \$10  = \$9  ? 32'd2654435769 : seed;
-  assign \$11  = ! seed;
-  assign \$12  = \$11  ? 32'd2654435769 : seed;
-  assign \$14  = { 15'h0000, \$10  } ^ \$13 ;
-  assign \$16  = \$8 [31:0] ^ \$15 ;
-  assign \$17  = ! seed;
-  assign \$18  = \$17  ? 32'd2654435769 : seed;
-  assign \$19  = ! seed;
-  assign \$20  = \$19  ? 32'd2654435769 : seed;
-  assign \$22  = { 15'h0000, \$18  } ^ \$21 ;
-  assign \$23  = ! seed;
-  assign \$24  = \$23  ? 32'd2654435769 : seed;
-  assign \$25  = ! seed;
-  assign \$26  = \$25  ? 32'd2654435769 : seed;
-  assign \$28  = { 15'h0000, \$24  } ^ \$27 ;
-  assign \$30  = \$22 [31:0] ^ \$29 ;
-  assign \$32  = { 7'h00, \$16  } ^ \$31 ;
-  assign \$34  = { 15'h0000, word } ^ \$33 ;
-  assign \$36  = { 15'h0000, word } ^ \$35 ;
-  assign \$38  = \$34 [31:0] ^ \$37 ;
-  assign \$40  = { 15'h0000, word } ^ \$39 ;
-  assign \$42  = { 15'h0000, word } ^ \$41 ;
-  assign \$44  = \$40 [31:0] ^ \$43 ;
-  assign \$46  = { 7'h00, \$38  } ^ \$45 ;
+  assign \$4  = { 15'h0000, seed_q } ^ \$3 ;
+  assign \$6  = { 15'h0000, seed_q } ^ \$5 ;
+  assign \$8  = \$4 [31:0] ^ \$7 ;
+  assign \$10  = { 15'h0000, seed_q } ^ \$9 ;
+  assign \$12  = { 15'h0000, seed_q } ^ \$11 ;
+  assign \$14  = \$10 [31:0] ^ \$13 ;
+  assign \$16  = { 7'h00, \$8  } ^ \$15 ;
+  assign \$18  = { 15'h0000, ahead } ^ \$17 ;
+  assign \$20  = { 15'h0000, ahead } ^ \$19 ;
+  assign \$22  = \$18 [31:0] ^ \$21 ;
+  assign \$24  = { 15'h0000, ahead } ^ \$23 ;
+  assign \$26  = { 15'h0000, ahead } ^ \$25 ;
+  assign \$28  = \$24 [31:0] ^ \$27 ;
+  assign \$30  = { 7'h00, \$22  } ^ \$29 ;
   always @(posedge clk)
-    state <= \$47 ;
+    seed_q <= \$31 ;
   always @(posedge clk)
-    word <= \$48 ;
+    seed_ahead <= \$32 ;
+  always @(posedge clk)
+    state <= \$33 ;
+  always @(posedge clk)
+    ahead <= \$34 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$47  = state;
-    if (load) begin
-      \$47  = \$2 ;
-    end else if (step) begin
-      \$47  = word;
-    end
+    \$31  = \$2 ;
     if (rst) begin
-      \$47  = 32'd2654435769;
+      \$31  = 32'd2654435769;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$48  = word;
+    \$32  = \$16 [31:0];
+    if (rst) begin
+      \$32  = 32'd1359758873;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$33  = state;
     if (load) begin
-      \$48  = \$32 [31:0];
+      \$33  = seed_q;
     end else if (step) begin
-      \$48  = \$46 [31:0];
+      \$33  = ahead;
     end
     if (rst) begin
-      \$48  = 32'd1359758873;
-    end
-  end
-  assign ahead = word;
-  assign \$7  = { 2'h0, \$6 , 13'h0000 };
-  assign \$13  = { 2'h0, \$12 , 13'h0000 };
-  assign \$15  = { 17'h00000, \$14 [31:17] };
-  assign \$21  = { 2'h0, \$20 , 13'h0000 };
-  assign \$27  = { 2'h0, \$26 , 13'h0000 };
-  assign \$29  = { 17'h00000, \$28 [31:17] };
-  assign \$31  = { 2'h0, \$30 , 5'h00 };
-  assign \$33  = { 2'h0, word, 13'h0000 };
-  assign \$35  = { 2'h0, word, 13'h0000 };
-  assign \$37  = { 17'h00000, \$36 [31:17] };
-  assign \$39  = { 2'h0, word, 13'h0000 };
-  assign \$41  = { 2'h0, word, 13'h0000 };
-  assign \$43  = { 17'h00000, \$42 [31:17] };
-  assign \$45  = { 2'h0, \$44 , 5'h00 };
-endmodule
-
-(* generator = "Amaranth" *)
-module \replay_accel_k16.core.tree.rsp_fifo (rst, w_en, r_rdy, r_data, w_port__data, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
-`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
-`ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
-`endif
-`endif
-  wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire [6:0] \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire [6:0] \$18 ;
-  reg [5:0] \$19 ;
-  wire \$2 ;
-  reg [5:0] \$20 ;
-  reg [5:0] \$21 ;
-  wire [6:0] \$3 ;
-  wire [6:0] \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire [6:0] \$7 ;
-  wire [6:0] \$8 ;
-  wire \$9 ;
-  input clk;
-  wire clk;
-  (* init = 6'h00 *)
-  wire [5:0] consume;
-  reg [5:0] level = 6'h00;
-  (* init = 6'h00 *)
-  wire [5:0] produce;
-  output [68:0] r_data;
-  wire [68:0] r_data;
-  wire r_en;
-  (* init = 6'h00 *)
-  wire [5:0] r_level;
-  reg [5:0] r_port__addr = 6'h00;
-  wire [68:0] r_port__data;
-  output r_rdy;
-  wire r_rdy;
-  input rst;
-  wire rst;
-  wire [68:0] w_data;
-  input w_en;
-  wire w_en;
-  (* init = 6'h00 *)
-  wire [5:0] w_level;
-  reg [5:0] w_port__addr = 6'h00;
-  input [68:0] w_port__data;
-  wire [68:0] w_port__data;
-  wire w_port__en;
-  wire w_rdy;
-  reg [68:0] storage [35:0];
-`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
-`ifndef VERILATOR
-  initial begin : rlk_zero_8
-    integer i;
-    for (i = 0; i <= 35; i = i + 1) storage[i] = 0;
-  end
-`endif
-`endif
-  always @(posedge clk) begin
-    if (w_port__en)
-      storage[w_port__addr] <= w_port__data;
-  end
-  assign r_data = storage[r_port__addr];
-  assign w_rdy = level != 6'h24;
-  assign r_rdy = | level;
-  assign w_port__en = w_en & w_rdy;
-  assign \$1  = w_rdy & w_en;
-  assign \$2  = w_port__addr == 6'h23;
-  assign \$3  = w_port__addr + 1'h1;
-  assign \$4  = \$2  ? 7'h00 : \$3 ;
-  assign \$6  = r_port__addr == 6'h23;
-  assign \$7  = r_port__addr + 1'h1;
-  assign \$8  = \$6  ? 7'h00 : \$7 ;
-  assign \$9  = w_rdy & w_en;
-  assign \$11  = ~ \$10 ;
-  assign \$12  = \$9  & \$11 ;
-  assign \$13  = level + 1'h1;
-  assign \$15  = w_rdy & w_en;
-  assign \$16  = ~ \$15 ;
-  assign \$17  = \$14  & \$16 ;
-  assign \$18  = level - 1'h1;
-  always @(posedge clk)
-    w_port__addr <= \$19 ;
-  always @(posedge clk)
-    r_port__addr <= \$20 ;
-  always @(posedge clk)
-    level <= \$21 ;
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$19  = w_port__addr;
-    if (\$1 ) begin
-      \$19  = \$4 [5:0];
-    end
-    if (rst) begin
-      \$19  = 6'h00;
+      \$33  = 32'd2654435769;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$20  = r_port__addr;
-    if (\$5 ) begin
-      \$20  = \$8 [5:0];
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$34  = ahead;
+    if (load) begin
+      \$34  = seed_ahead;
+    end else if (step) begin
+      \$34  = \$30 [31:0];
     end
     if (rst) begin
-      \$20  = 6'h00;
+      \$34  = 32'd1359758873;
     end
   end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$21  = level;
-    if (\$12 ) begin
-      \$21  = \$13 [5:0];
-    end
-    if (\$17 ) begin
-      \$21  = \$18 [5:0];
-    end
-    if (rst) begin
-      \$21  = 6'h00;
-    end
-  end
-  assign w_level = level;
-  assign r_level = level;
-  assign produce = w_port__addr;
-  assign w_data = w_port__data;
-  assign consume = r_port__addr;
-  assign r_port__data = r_data;
-  assign r_en = 1'h1;
-  assign \$5  = r_rdy;
-  assign \$10  = r_rdy;
-  assign \$14  = r_rdy;
+  assign word = ahead;
+  assign \$3  = { 2'h0, seed_q, 13'h0000 };
+  assign \$5  = { 2'h0, seed_q, 13'h0000 };
+  assign \$7  = { 17'h00000, \$6 [31:17] };
+  assign \$9  = { 2'h0, seed_q, 13'h0000 };
+  assign \$11  = { 2'h0, seed_q, 13'h0000 };
+  assign \$13  = { 17'h00000, \$12 [31:17] };
+  assign \$15  = { 2'h0, \$14 , 5'h00 };
+  assign \$17  = { 2'h0, ahead, 13'h0000 };
+  assign \$19  = { 2'h0, ahead, 13'h0000 };
+  assign \$21  = { 17'h00000, \$20 [31:17] };
+  assign \$23  = { 2'h0, ahead, 13'h0000 };
+  assign \$25  = { 2'h0, ahead, 13'h0000 };
+  assign \$27  = { 17'h00000, \$26 [31:17] };
+  assign \$29  = { 2'h0, \$28 , 5'h00 };
 endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid
-, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2714$0 , \port$2716$0 , max_priority_lo, \port$2746$0 , status_empty
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2684$0 , \port$2686$0 , max_priority_lo, \port$2732$0 , status_empty
 , status_saturated, status_invalid_index, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
+  reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$9  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -13421,12 +16253,12 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2714$0 ;
-  wire [15:0] \port$2714$0 ;
-  input [16:0] \port$2716$0 ;
-  wire [16:0] \port$2716$0 ;
-  input [47:0] \port$2746$0 ;
-  wire [47:0] \port$2746$0 ;
+  input [15:0] \port$2684$0 ;
+  wire [15:0] \port$2684$0 ;
+  input [16:0] \port$2686$0 ;
+  wire [16:0] \port$2686$0 ;
+  input [47:0] \port$2732$0 ;
+  wire [47:0] \port$2732$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -13850,7 +16682,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   always @(posedge clk)
     wr_strb <= \$287 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     (* full_case = 32'd1 *)
     casez (s_axi_control_araddr[6:2])
       5'h00:
@@ -13900,7 +16732,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     endcase
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$238  = aw_got;
     if (commit) begin
       \$238  = 1'h0;
@@ -13913,7 +16745,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$239  = w_got;
     if (commit) begin
       \$239  = 1'h0;
@@ -13926,7 +16758,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$240  = bvalid;
     if (commit) begin
       \$240  = 1'h1;
@@ -13939,7 +16771,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$241  = s_axi_control_bresp;
     if (commit) begin
       \$241  = \$127 ;
@@ -13949,7 +16781,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$242  = aw_dec;
     if (\$131 ) begin
       \$242  = { \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , \$143 , \$142 , \$141 , \$140 , \$139 , \$138 , \$137 , \$136 , \$135 , \$134 , \$133 , \$132  };
@@ -13959,7 +16791,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$243  = aw_hit;
     if (\$131 ) begin
       \$243  = \$174 ;
@@ -13969,7 +16801,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$244  = w_data;
     if (\$178 ) begin
       \$244  = s_axi_control_wdata;
@@ -13979,7 +16811,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$245  = w_strb;
     if (\$178 ) begin
       \$245  = s_axi_control_wstrb;
@@ -13989,7 +16821,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$246  = w_bits;
     if (\$178 ) begin
       \$246  = \$179 ;
@@ -13999,7 +16831,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$247  = w_mask;
     if (\$178 ) begin
       \$247  = { s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3], s_axi_control_wstrb[3:2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2], s_axi_control_wstrb[2:1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1], s_axi_control_wstrb[1:0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0], s_axi_control_wstrb[0] };
@@ -14009,7 +16841,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$248  = rvalid;
     if (\$181 ) begin
       \$248  = 1'h0;
@@ -14022,7 +16854,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$249  = auto_status;
     if (auto_restart) begin
       \$249  = 1'h1;
@@ -14034,7 +16866,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$250  = ap_start;
     if (\$182 ) begin
       \$250  = 1'h1;
@@ -14048,49 +16880,49 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$251  = \$183 ;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$252  = ap_idle;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$253  = \$192 ;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$254  = \$197 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$255  = \$201 ;
     if (rst) begin
       \$255  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$256  = \$205 ;
     if (rst) begin
       \$256  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$257  = auto_restart;
     if (ctrl_we) begin
       \$257  = \$208 ;
@@ -14100,7 +16932,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$258  = gier_enable_q;
     if (gier_we) begin
       \$258  = \$211 ;
@@ -14110,7 +16942,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$259  = ip_ier_ap_done_q;
     if (ip_ier_we) begin
       \$259  = \$214 ;
@@ -14120,7 +16952,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$260  = ip_ier_ap_ready_q;
     if (ip_ier_we) begin
       \$260  = \$217 ;
@@ -14130,7 +16962,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$261  = op_code;
     if (op_we) begin
       \$261  = \$220 ;
@@ -14140,7 +16972,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$262  = op_prng;
     if (op_we) begin
       \$262  = \$223 ;
@@ -14150,7 +16982,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$263  = op_relaxed;
     if (op_we) begin
       \$263  = \$226 ;
@@ -14160,7 +16992,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$264  = batch_size;
     if (batch_size_we) begin
       \$264  = \$229 ;
@@ -14170,7 +17002,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$265  = update_size;
     if (update_size_we) begin
       \$265  = \$232 ;
@@ -14180,7 +17012,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$266  = seed;
     if (seed_we) begin
       \$266  = \$235 ;
@@ -14190,7 +17022,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$267  = s_axi_control_rdata;
     if (ar_hs) begin
       \$267  = r_value;
@@ -14200,7 +17032,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$268  = s_axi_control_rresp;
     if (ar_hs) begin
       \$268  = \$236 ;
@@ -14210,126 +17042,126 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$269  = op_we;
     if (rst) begin
       \$269  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$270  = batch_size_we;
     if (rst) begin
       \$270  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$271  = update_size_we;
     if (rst) begin
       \$271  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$272  = seed_we;
     if (rst) begin
       \$272  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$273  = status_we;
     if (rst) begin
       \$273  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$274  = cycles_we;
     if (rst) begin
       \$274  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$275  = response_cycles_we;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$276  = total_lo_we;
     if (rst) begin
       \$276  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$277  = total_hi_we;
     if (rst) begin
       \$277  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$278  = max_priority_lo_we;
     if (rst) begin
       \$278  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$279  = max_priority_hi_we;
     if (rst) begin
       \$279  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$280  = size_we;
     if (rst) begin
       \$280  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$281  = write_pointer_we;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$282  = hw_capacity_we;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$283  = hw_tree_we;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$284  = hw_format_we;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$285  = hw_max_batch_we;
     if (rst) begin
       \$285  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$286  = wr_data;
     if (\$237 ) begin
       \$286  = w_data;
@@ -14339,7 +17171,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
     \$287  = wr_strb;
     if (\$237 ) begin
       \$287  = w_strb;
@@ -14361,11 +17193,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign batch_size_q = batch_size;
   assign update_size_q = update_size;
   assign seed_q = seed;
-  assign total_lo = \port$2746$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2746$0 [47:32] };
+  assign total_lo = \port$2732$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2732$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2716$0  };
-  assign write_pointer = { 16'h0000, \port$2714$0  };
+  assign size = { 15'h0000, \port$2686$0  };
+  assign write_pointer = { 16'h0000, \port$2684$0  };
   assign \$49  = { 1'h0, ap_start };
   assign \$50  = { 30'h00000000, \$49  };
   assign \$51  = { ctrl_ap_done_q, 1'h0 };
@@ -14401,24 +17233,24 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$94  = \$93 ;
   assign \$95  = { 1'h0, response_cycles };
   assign \$96  = \$95 ;
-  assign \$97  = { 1'h0, \port$2746$0 [31:0] };
+  assign \$97  = { 1'h0, \port$2732$0 [31:0] };
   assign \$98  = \$97 ;
-  assign \$99  = { 17'h00000, \port$2746$0 [47:32] };
+  assign \$99  = { 17'h00000, \port$2732$0 [47:32] };
   assign \$100  = \$99 ;
   assign \$101  = { 1'h0, max_priority_lo };
   assign \$102  = \$101 ;
   assign \$103  = 33'h000000000;
   assign \$104  = \$103 ;
-  assign \$105  = { 16'h0000, \port$2716$0  };
+  assign \$105  = { 16'h0000, \port$2686$0  };
   assign \$106  = \$105 ;
-  assign \$107  = { 17'h00000, \port$2714$0  };
+  assign \$107  = { 17'h00000, \port$2684$0  };
   assign \$108  = \$107 ;
   assign \$109  = 33'h000010000;
   assign \$110  = \$109 ;
   assign \$111  = 9'h010;
   assign \$112  = { 23'h000000, \$111  };
   assign \$113  = 23'h000400;
-  assign \$115  = 39'h0000230000;
+  assign \$115  = 39'h00002e0000;
   assign \$117  = 9'h020;
   assign \$118  = { 23'h000000, \$117  };
   assign \$119  = 23'h001000;
@@ -14427,7 +17259,7 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$125  = 33'h000001000;
   assign \$126  = \$125 ;
   assign \$114  = 32'd1040;
-  assign \$116  = 39'h0000230410;
+  assign \$116  = 39'h00002e0410;
   assign \$120  = 32'd4128;
   assign \$122  = 39'h0000081020;
   assign \$124  = 39'h0020081020;
@@ -14435,11 +17267,11 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, \port$606$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
-  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+, mem_addr, mem_re, mem_we, \port$601$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
-  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$10  = 1'h1;
 `endif
 `endif
   wire \$1 ;
@@ -14679,8 +17511,8 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg [63:0] mem_wdata = 64'h0000000000000000;
   output [7:0] mem_we;
   wire [7:0] mem_we;
-  input [39:0] \port$606$0 ;
-  wire [39:0] \port$606$0 ;
+  input [39:0] \port$601$0 ;
+  wire [39:0] \port$601$0 ;
   reg rd_act = 1'h0;
   input rst;
   wire rst;
@@ -14922,9 +17754,9 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign \$158  = s_axi_mem_rvalid & s_axi_mem_rready;
   assign \$159  = ~ s_axi_mem_rvalid;
   assign \$160  = \$158  | \$159 ;
-  assign \$161  = m_ok ? { 24'h000000, \port$606$0  } : 64'h0000000000000000;
-  assign \$162  = m_ok ? { 24'h000000, \port$606$0  } : 64'h0000000000000000;
-  assign \$163  = m_ok ? { 24'h000000, \port$606$0  } : 64'h0000000000000000;
+  assign \$161  = m_ok ? { 24'h000000, \port$601$0  } : 64'h0000000000000000;
+  assign \$162  = m_ok ? { 24'h000000, \port$601$0  } : 64'h0000000000000000;
+  assign \$163  = m_ok ? { 24'h000000, \port$601$0  } : 64'h0000000000000000;
   always @(posedge clk)
     turn_w <= \$164 ;
   always @(posedge clk)
@@ -14998,7 +17830,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   always @(posedge clk)
     s_axi_mem_rvalid <= \$199 ;
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$164  = turn_w;
     if (\$39 ) begin
       if (\$42 ) begin
@@ -15023,7 +17855,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$165  = tr_id;
     if (\$49 ) begin
       \$165  = \$50 ;
@@ -15033,7 +17865,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$166  = addr;
     if (\$49 ) begin
       \$166  = \$51 ;
@@ -15049,7 +17881,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$167  = left;
     if (\$49 ) begin
       \$167  = \$52 ;
@@ -15065,7 +17897,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$168  = last;
     if (\$49 ) begin
       \$168  = \$54 ;
@@ -15081,7 +17913,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$169  = bad;
     if (\$49 ) begin
       \$169  = \$75 ;
@@ -15091,7 +17923,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$170  = incr;
     if (\$49 ) begin
       \$170  = \$78 ;
@@ -15101,7 +17933,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$171  = amask;
     if (\$49 ) begin
       \$171  = \$82 ;
@@ -15111,7 +17943,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$172  = wmask;
     if (\$49 ) begin
       \$172  = \$90 ;
@@ -15121,7 +17953,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$173  = wr_act;
     if (\$91 ) begin
       \$173  = 1'h1;
@@ -15136,7 +17968,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$174  = rd_act;
     if (\$92 ) begin
       \$174  = 1'h1;
@@ -15151,21 +17983,21 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$175  = \$93 ;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$176  = \$95 ;
     if (rst) begin
       \$176  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$177  = ws_addr;
     if (\$96 ) begin
       \$177  = addr[17:3];
@@ -15175,7 +18007,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$178  = mem_wdata;
     if (\$96 ) begin
       \$178  = s_axi_mem_wdata;
@@ -15185,7 +18017,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$179  = ws_strb;
     if (\$96 ) begin
       \$179  = s_axi_mem_wstrb;
@@ -15195,7 +18027,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$180  = ws_resp;
     if (\$96 ) begin
       \$180  = \$99 ;
@@ -15205,7 +18037,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$181  = bvalid;
     if (\$110 ) begin
       \$181  = 1'h0;
@@ -15220,7 +18052,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$182  = s_axi_mem_bid;
     if (ws_valid) begin
       if (ws_last) begin
@@ -15232,7 +18064,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$183  = s_axi_mem_bresp;
     if (ws_valid) begin
       if (ws_last) begin
@@ -15244,7 +18076,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$184  = b_acc;
     if (ws_valid) begin
       (* full_case = 32'd1 *)
@@ -15259,14 +18091,14 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$185  = \$129 ;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$186  = m_ok;
     if (\$140 ) begin
       \$186  = \$144 ;
@@ -15276,7 +18108,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$187  = m_resp;
     if (\$140 ) begin
       \$187  = \$148 ;
@@ -15286,7 +18118,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$188  = m_last;
     if (\$140 ) begin
       \$188  = last;
@@ -15296,7 +18128,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$189  = m_id;
     if (\$140 ) begin
       \$189  = tr_id;
@@ -15306,7 +18138,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$190  = s_axi_mem_rdata;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -15323,7 +18155,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$191  = s_axi_mem_rresp;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -15340,7 +18172,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$192  = s_axi_mem_rlast;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -15357,7 +18189,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$193  = s_axi_mem_rid;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -15374,7 +18206,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$194  = t_valid;
     if (\$160 ) begin
       if (t_valid) begin
@@ -15388,7 +18220,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$195  = t_data;
     if (\$160 ) begin
       if (t_valid) begin
@@ -15404,7 +18236,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$196  = t_resp;
     if (\$160 ) begin
       if (t_valid) begin
@@ -15420,7 +18252,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$197  = t_last;
     if (\$160 ) begin
       if (t_valid) begin
@@ -15436,7 +18268,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$198  = t_id;
     if (\$160 ) begin
       if (t_valid) begin
@@ -15452,7 +18284,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
     end
   end
   always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
     \$199  = s_axi_mem_rvalid;
     if (\$160 ) begin
       (* full_case = 32'd1 *)
@@ -15473,5 +18305,5 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign h_last = s_axi_mem_rlast;
   assign h_id = s_axi_mem_rid;
   assign ws_data = mem_wdata;
-  assign mem_rdata = { 24'h000000, \port$606$0  };
+  assign mem_rdata = { 24'h000000, \port$601$0  };
 endmodule

@@ -48,20 +48,24 @@ def _select(signals, index):
 
 #: Bits of the unsigned low part of a multiplier operand split for the DSP48E2 (18-bit signed B).
 _PART = 17
+#: The same on the 27-bit signed A port (the coefficient, up to 17 bits, on B).
+_WIDE_PART = 26
 
 
 class _Products:
     """``coef * x`` as partial products that each fit one DSP48E2 (27 x 18 signed): ``x``
-    (signed, up to 35 bits) split into an unsigned low part of 17 bits and a signed high part;
-    ``coef`` unsigned, up to 26 bits. ``terms`` are the products, combinational: register
-    them and sum them with :func:`_shifted` (so every DSP has registers on both sides)."""
+    (signed, up to 35 bits) split into an unsigned low part of ``part`` bits and a signed high
+    part. ``part`` 17 (:data:`_PART`, ``x`` on the 18-bit port): ``coef`` unsigned, up to 26
+    bits; 26 (:data:`_WIDE_PART`, ``x`` on the 27-bit port, its high part up to 18 bits):
+    ``coef`` up to 17 bits. ``terms`` are the products, combinational: register them and sum
+    them with :func:`_shifted` (so every DSP has registers on both sides)."""
 
-    def __init__(self, coef, x):
+    def __init__(self, coef, x, part=_PART):
         x = Value.cast(x)
-        if len(x) <= _PART + 1:
+        if len(x) <= part + 1:
             self.terms = [coef * x]
         else:
-            self.terms = [coef * x[:_PART], coef * x[_PART:].as_signed()]
+            self.terms = [coef * x[:part], coef * x[part:].as_signed()]
 
 
 def _signed(value):
@@ -70,9 +74,9 @@ def _signed(value):
     return value if value.shape().signed else Cat(value, Const(0, 1)).as_signed()
 
 
-def _shifted(terms):
+def _shifted(terms, part=_PART):
     """The partial products of :class:`_Products` at their weights, signed."""
-    return [_signed(t) << (_PART * j) for j, t in enumerate(terms)]
+    return [_signed(t) << (part * j) for j, t in enumerate(terms)]
 
 
 def _sum_shifted(terms):
@@ -82,9 +86,13 @@ def _sum_shifted(terms):
     return out
 
 
-def _add3(ops, shape):
+def _add3(ops, shape, cin=0, low=0):
     """Combinational: the sum of up to three signed operands in ``shape`` (wide enough for it)
-    with one carry chain: a carry-save layer, then one adder."""
+    with one carry chain: a carry-save layer, then one adder. ``cin`` (three operands only)
+    adds one more, in the carry vector's free bit 0. ``low``: the third operand's bits below
+    it are zero; the adder takes the first two's there directly (no carry-save layer)."""
+    assert (cin == 0 and low == 0) or len(ops) == 3
+    assert cin == 0 or low == 0
     if len(ops) == 1:
         return _signed(ops[0])
     if len(ops) == 2:
@@ -94,30 +102,36 @@ def _add3(ops, shape):
     # Sign-extend every operand to w bits; then s + c == x + y + z (mod 2^w).
     x, y, z = (Cat(o, o[-1].replicate(max(0, w - len(o))))[:w] for o in (x, y, z))
     s = x ^ y ^ z
-    c = Cat(Const(0, 1), ((x & y) | (x & z) | (y & z))[:w - 1])
+    c = ((x & y) | (x & z) | (y & z))[low:w - 1]
+    if low:
+        s, c = Cat(x[:low], s[low:]), Cat(y[:low], Const(0, 1), c)
+    else:
+        c = Cat(Const(cin, 1), c)
     return (s + c)[:w].as_signed()
 
 
 def _lut_product(m, a, b, name):
     """``a * b`` of two unsigned values without a multiplier (no DSP48E2): the partial products
-    ``b[i] ? a << i : 0`` summed by carry-save adders of three operands, two registered levels
-    (:data:`LUT_PRODUCT_STAGES`), then one adder. Combinational after those two registers:
-    register the result."""
+    ``b[i] ? a << i : 0`` summed in two registered levels (:data:`LUT_PRODUCT_STAGES`), then
+    one adder. The first level adds pairs (the partial products' AND gates share the adder's
+    LUTs) when the rest still fits, else triples; the second adds triples (carry-save).
+    Combinational after those two registers: register the result."""
     w = len(a) + len(b)
     shape = signed(w + 1)
     ops = [Mux(b[i], a, 0) << i for i in range(len(b))]
-    for level in range(LUT_PRODUCT_STAGES):
+    groups = [2, 3] if -(-len(ops) // 6) <= 3 else [3, 3]
+    for level, size in zip(range(LUT_PRODUCT_STAGES), groups):
         regs = []
-        for j in range(0, len(ops), 3):
-            r = Signal(shape, name=f"{name}_l{level}_{j // 3}")
-            m.d.sync += r.eq(_add3(ops[j:j + 3], shape))
+        for j in range(0, len(ops), size):
+            r = Signal(shape, name=f"{name}_l{level}_{j // size}")
+            m.d.sync += r.eq(_add3(ops[j:j + size], shape))
             regs.append(r)
         ops = regs
     assert len(ops) <= 3, "too many partial products for LUT_PRODUCT_STAGES"
     return _add3(ops, shape)[:w]
 
 
-#: Registered adder levels of :func:`_lut_product` (17 partial products -> 6 -> 2).
+#: Registered adder levels of :func:`_lut_product` (17 partial products -> 9 -> 3).
 LUT_PRODUCT_STAGES = 2
 
 
@@ -178,8 +192,10 @@ class GaeProcessingElement(wiring.Component):
         Clears ``overflow``.
 
     Latency is ``config.latency`` cycles (``k + 7`` interleaved or k = 1, ``k + 9 +
-    config.lookahead_levels`` lookahead with k > 1); throughput one element per cycle. ``i.ready`` is ``~o.valid | o.ready``: the
-    whole pipeline holds while the output is stalled, so no element is lost or reordered.
+    config.lookahead_levels`` lookahead with k > 1, one more with k = 2: its loop keeps A
+    before saturation, see :meth:`_loop2`); throughput one element per cycle. ``i.ready`` is
+    ``~o.valid | o.ready``: the whole pipeline holds while the output is stalled, so no element
+    is lost or reordered.
     """
 
     def __init__(self, config: GaePeConfig):
@@ -204,6 +220,68 @@ class GaeProcessingElement(wiring.Component):
     @property
     def latency(self) -> int:
         return self._config.latency
+
+    def _loop2(self, m, follow, pre_loop, before_loop, loop_in, g, p, acc_shape, en):
+        """The feedback loop in two registers (k = 2), with no saturation between its adder and
+        its registers: the loop keeps T, the rounded sum before saturation.
+
+        MUL (``loop_in``): the parts of ``P * T[:W]``, one DSP48E2 each, fed straight from the
+        flip-flops of ``a_early`` (T of the element's lane); in parallel, whether that T
+        saturates (a few top bits) and the element's sums for a saturated A, ``G + P*max``
+        and ``G + P*min`` (shifts, one adder each, rounded). ADD (``loop_mul``): G plus the
+        parts (carry-save, one adder), rounded; if A saturated, the sum for the bound instead
+        (one LUT after the adder, its select from flip-flops): T, into the lane's register and,
+        forwarded, into ``a_early``. Returns the stage holding the element's T one register
+        later, A (T saturated) and its overflow bit: one output stage more than k != 2.
+        """
+        cfg = self._config
+        W, Wc, cf, rnd = cfg.data_width, cfg.coef_width, cfg.coef_frac, cfg.rounding
+        dfmt = cfg.data_format
+        assert dfmt.signed and dfmt.max_raw == (1 << (W - 1)) - 1
+
+        def rounded(total):
+            if rnd == "half_even":
+                return rshift_round(total, cf, rnd)
+            return total[cf:].as_signed()   # the rounding constant is folded into G
+
+        tshape = signed(acc_shape.width - cf + (rnd == "half_even"))
+        lane_t = [Signal(tshape, name=f"t_lane{j}") for j in range(2)]
+        a_early = Signal(tshape, name="t_early")
+        # MUL: flags of the lane's T (as rtl_gen.fixed.saturate_fast), sums at the bounds.
+        sign, high = a_early[-1], a_early[W - 1:-1]
+        not_p = Cat(~p, Const(1, 1)).as_signed()                          # -P - 1
+        g_max = _add3([g, p << (W - 1), not_p], acc_shape, cin=1)        # G + P*(2^(W-1) - 1)
+        g_min = _add3([g, not_p << (W - 1), Const(1 << (W - 1), W)], acc_shape)   # G - P*2^(W-1)
+        hi, lo = ~sign & high.any(), sign & ~high.all()
+        # (Yosys 0.70 does not pack an adder after a multiplier into the DSP48E2's post-adder
+        # (P = A*B + C), so G stays a third operand of the loop's adder.) A split at 26 bits
+        # (as many DSPs as at 17 when W > 27) moves the bits where the loop's adder sees three
+        # operands up: a shorter carry chain after its carry-save layer.
+        part = _WIDE_PART if W > _WIDE_PART + 1 and Wc <= _PART else _PART
+        terms = _Products(p, a_early[:W].as_signed(), part).terms
+        # The next value of ``a_early`` (see ADD), its select registered here: the element in
+        # the loop forwards its T iff it has the lane of the element that will follow it in.
+        fwd = loop_in.valid & (loop_in.lane == pre_loop.lane)
+        last, rl = follow("loop_mul", loop_in, g=g, pp=terms, hi=hi, lo=lo,
+                          sel0=~fwd | hi, sel1=~fwd | lo,
+                          t_max=rounded(g_max), t_min=rounded(g_min))
+        # ADD: T, the saturated cases selected after the adder (one LUT).
+        pp = _shifted(rl["pp"], part)
+        t_sum = rounded(_add3([rl["g"]] + pp, acc_shape, low=part if len(pp) == 2 else 0))
+        t = Mux(rl["hi"], rl["t_max"], Mux(rl["lo"], rl["t_min"], t_sum))
+        for j in range(2):
+            with m.If(en & last.valid & (last.lane == j)):
+                m.d.sync += lane_t[j].eq(t)
+        with m.If(en):
+            # T of the lane of the element entering the loop at the next edge: a 4:1
+            # multiplexer (sel1, sel0) = forwarded T (0), T_max (1), T_min (2), the lane's (3).
+            m.d.sync += a_early.eq(Mux(rl["sel1"],
+                                       Mux(rl["sel0"], _select(lane_t, before_loop.lane),
+                                           rl["t_min"]),
+                                       Mux(rl["sel0"], rl["t_max"], t_sum)))
+        out, ro = follow("loop_out", last, t=t)
+        adv, adv_ovf = saturate_fast(m, ro["t"], dfmt, name="adv")
+        return out, adv, adv_ovf
 
     def elaborate(self, platform):
         cfg = self._config
@@ -323,7 +401,7 @@ class GaeProcessingElement(wiring.Component):
 
         # -- loop input: G (delta and the look-ahead terms, at coefficient scale), P -------------
         if steps == 1:
-            before_loop = s3
+            pre_loop, before_loop = s2, s3
             loop_in, loop_g, loop_p = s4, g_of(s4_delta), r4["p"]
         else:
             # Powers of gamma*lambda: a free-running chain, five registers a power (the product
@@ -366,55 +444,60 @@ class GaeProcessingElement(wiring.Component):
             # Adder tree: three operands an adder (carry-save), one level a stage.
             ops = [rh2["g"]] + [t for i in range(1, k) for t in _shifted(rh2[f"t{i}"])]
             last, level, p = h2, 0, rh2["p"]
+            before_loop = h1
             while len(ops) > 1:
                 level += 1
                 sums = {f"g{j}": _add3(ops[j:j + 3], acc_shape)
                         for j in range(0, len(ops), 3)}
-                before_loop = last
+                pre_loop, before_loop = before_loop, last
                 last, rt = follow(f"tree{level}", last, p=p, **sums)
                 ops, p = [rt[f"g{j}"] for j in range(0, len(sums) * 3, 3)], rt["p"]
             assert level == cfg.lookahead_levels
             loop_in, loop_g, loop_p = last, ops[0], p
 
         # -- the feedback loop: k registers ---------------------------------------------------
-        # Stages of one element: SEL (its lane's A) if k >= 4, MUL (P * A, one DSP a part),
-        # ADD (G + the parts, rounding), SAT (saturation, into the lane's A register). With
-        # fewer than four registers the stages share cycles: k = 3 MUL, ADD, SAT (SEL is done
-        # a cycle early, in parallel with SAT: ``a_early``, with the A being written forwarded);
-        # k = 2 SEL+MUL, ADD+SAT; k = 1 all in one.
-        lane_a = [Signal(dshape, name=f"a_lane{j}") for j in range(k)]
-        a_sel = _select(lane_a, loop_in.lane)
-        if k == 3:
-            a_early = Signal(dshape, name="a_early")
-            a_sel = a_early
-        last, lg, lp = loop_in, loop_g, loop_p
-        if k >= 4:
-            last, rl = follow("loop_sel", last, g=lg, p=lp, a=a_sel)
-            lg, lp, a_sel = rl["g"], rl["p"], rl["a"]
-        terms = _Products(lp, a_sel).terms
-        if k >= 2:
-            last, rl = follow("loop_mul", last, g=lg, pp=terms)
-            lg, terms = rl["g"], rl["pp"]
-        for j in range(max(0, k - 4)):
-            last, rl = follow(f"loop_dly{j}", last, g=lg, pp=terms)
-            lg, terms = rl["g"], rl["pp"]
-        total = _add3([lg] + _shifted(terms), acc_shape)
-        if rnd == "half_even":
-            total = rshift_round(total, cf, rnd)
+        if k == 2:
+            last, adv, adv_ovf = self._loop2(m, follow, pre_loop, before_loop, loop_in, loop_g,
+                                             loop_p, acc_shape, en)
         else:
-            total = total[cf:].as_signed()
-        if k >= 3:
-            last, rl = follow("loop_add", last, total=total)
-            total = rl["total"]
-        adv, adv_ovf = saturate_fast(m, total, dfmt, name="adv")
-        for j in range(k):
-            with m.If(en & last.valid & ((last.lane == j) if k > 1 else 1)):
-                m.d.sync += lane_a[j].eq(adv)
-        if k == 3:
-            # The A of the lane of the element entering the loop at the next edge.
-            with m.If(en):
-                m.d.sync += a_early.eq(Mux(last.valid & (last.lane == before_loop.lane), adv,
-                                           _select(lane_a, before_loop.lane)))
+            # Stages of one element: SEL (its lane's A) if k >= 4, MUL (P * A, one DSP a part),
+            # ADD (G + the parts, rounding), SAT (saturation, into the lane's A register). With
+            # fewer than four registers the stages share cycles: k = 3 MUL, ADD, SAT (SEL is
+            # done a cycle early, in parallel with SAT: ``a_early``, with the A being written
+            # forwarded); k = 1 all in one. (k = 2: :meth:`_loop2`.)
+            lane_a = [Signal(dshape, name=f"a_lane{j}") for j in range(k)]
+            a_sel = _select(lane_a, loop_in.lane)
+            if k == 3:
+                a_early = Signal(dshape, name="a_early")
+                a_sel = a_early
+            last, lg, lp = loop_in, loop_g, loop_p
+            if k >= 4:
+                last, rl = follow("loop_sel", last, g=lg, p=lp, a=a_sel)
+                lg, lp, a_sel = rl["g"], rl["p"], rl["a"]
+            terms = _Products(lp, a_sel).terms
+            if k >= 2:
+                last, rl = follow("loop_mul", last, g=lg, pp=terms)
+                lg, terms = rl["g"], rl["pp"]
+            for j in range(max(0, k - 4)):
+                last, rl = follow(f"loop_dly{j}", last, g=lg, pp=terms)
+                lg, terms = rl["g"], rl["pp"]
+            total = _add3([lg] + _shifted(terms), acc_shape)
+            if rnd == "half_even":
+                total = rshift_round(total, cf, rnd)
+            else:
+                total = total[cf:].as_signed()
+            if k >= 3:
+                last, rl = follow("loop_add", last, total=total)
+                total = rl["total"]
+            adv, adv_ovf = saturate_fast(m, total, dfmt, name="adv")
+            for j in range(k):
+                with m.If(en & last.valid & ((last.lane == j) if k > 1 else 1)):
+                    m.d.sync += lane_a[j].eq(adv)
+            if k == 3:
+                # The A of the lane of the element entering the loop at the next edge.
+                with m.If(en):
+                    m.d.sync += a_early.eq(Mux(last.valid & (last.lane == before_loop.lane), adv,
+                                               _select(lane_a, before_loop.lane)))
 
         # -- outputs: A, then RTG = A + V (sum, then saturation) ----------------------------------
         o1 = stage("o1")

@@ -12,7 +12,7 @@ from sw.learner.spec import (LEARNER_ERRORS, LEARNER_FLAGS, STATUS_FLAGS, SYNC_B
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .stages import STAGE_BLOCKS
-from .stages.buffers import LearnerBuffers, or_all, widen
+from .stages.buffers import LearnerBuffers, gt_const, or_all, widen
 from .stages.common import StageContext
 
 __all__ = ["LearnerCore", "FLAG_FIELDS"]
@@ -214,7 +214,7 @@ class LearnerCore(wiring.Component):
         with m.If(clear):
             m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), eta.eq(self.args.lr),
                          gamma.eq(self.args.gamma), loss_acc.eq(0), sync_now.eq(0)]
-            with m.If((self.args.batch_size == 0) | (self.args.batch_size > cfg.max_batch)):
+            with m.If(~self.args.batch_size.any() | gt_const(self.args.batch_size, cfg.max_batch)):
                 m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.ctrl.done.eq(1)]
             with m.Else():
                 m.d.sync += [err.eq(0), busy.eq(1)]

@@ -14,7 +14,7 @@ class ReplayAccelerator(AcceleratorShell):
 
     :class:`~rtl_gen.shell.accelerator.AcceleratorShell` around
     :class:`~rtl_gen.replay.core.ReplayCore`: a :class:`~rtl_gen.replay.sumtree.SumTree`
-    (one operation per cycle, latency ``L = level_latency * levels + 7``,
+    (one operation per cycle, latency ``L = level_latency * levels + 10``,
     :attr:`~sw.replay.spec.SumTreeConfig.latency`), five batch buffers
     (:data:`~sw.replay.spec.REGIONS`, one
     memory each, ``region_words`` deep, only their used bits wide) and a batch engine. Ports:

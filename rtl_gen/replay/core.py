@@ -1,7 +1,7 @@
 """The prioritized replay accelerator's core: the sum tree, its batch buffers and the batch
 engine."""
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -89,12 +89,14 @@ class ReplayCore(wiring.Component):
         h_word = Signal(max(1, rbits))
         m.d.comb += [h_region.eq(hmem.addr >> rbits), h_word.eq(hmem.addr[:rbits]
                                                                    if rbits else 0)]
-        h_region_q = Signal.like(h_region)
-        m.d.sync += h_region_q.eq(h_region)
+        # The region of a host read, registered one-hot: the read data is an AND-OR of the
+        # memories' outputs, no decode after them.
+        h_sel_q = Signal(len(REGIONS), name="h_sel_q")
+        m.d.sync += h_sel_q.eq(Cat(h_region == r for r in range(len(REGIONS))))
         rdata = 0
         for r, name in enumerate(REGIONS):
             bits = region_bits(cfg, name)
-            rdata = rdata | Mux(h_region_q == r, rports[name].data, 0)
+            rdata = rdata | Mux(h_sel_q[r], rports[name].data, 0)
             with m.If(~busy):
                 m.d.comb += [
                     rports[name].addr.eq(h_word),
@@ -119,22 +121,20 @@ class ReplayCore(wiring.Component):
         # Latched run: up to two phases (tree operation, count) issued one after the other.
         bw = max(cfg.batch_width, 1)
         ph_op = [Signal(SumTreeOp, name=f"ph{p}_op") for p in range(2)]
-        ph_n = [Signal(bw, name=f"ph{p}_n") for p in range(2)]
-        ph_last = [Signal(bw, name=f"ph{p}_last") for p in range(2)]     # ph_n - 1, registered
+        ph_last = [Signal(bw, name=f"ph{p}_last") for p in range(2)]     # count - 1
         phase = Signal()                        # the phase being issued
         issue_i = Signal(bw)                    # next element of the phase to read
         issuing = Signal()                      # elements left to read
-        n_rsp = Signal(bw)                      # output entries expected
+        two = Signal()                          # phase 1 follows phase 0
+        cur_last = Signal(bw)                   # ph_last of the phase being issued
+        rsp_last = Signal(bw)                   # output entries expected - 1
         rsp_j = Signal(bw)                      # output entries written
+        rsp_none = Signal(init=1)               # registered: no output entry left to write
         wait_tree = Signal()                    # RESET: end when the tree is idle again
         tail = Signal(range(TAIL + 1))
+        tail_zero = Signal(init=1)              # registered: tail == 0
 
         cur_op = Mux(phase, ph_op[1], ph_op[0])
-        def set_n(p, n):
-            return [ph_n[p].eq(n),
-                    ph_last[p].eq((n - 1) % (1 << bw) if isinstance(n, int) else n - 1)]
-
-        cur_last = Mux(phase, ph_last[1], ph_last[0])
 
         # Issue: buffer read (cycle 1), command register (cycle 2, valid until taken).
         c_valid = Signal()
@@ -150,8 +150,8 @@ class ReplayCore(wiring.Component):
             m.d.sync += issue_i.eq(issue_i + 1)
             with m.If(issue_i == cur_last):
                 m.d.sync += issue_i.eq(0)
-                with m.If(~phase & (ph_n[1] != 0)):
-                    m.d.sync += phase.eq(1)
+                with m.If(~phase & two):
+                    m.d.sync += [phase.eq(1), cur_last.eq(ph_last[1])]
                 with m.Else():
                     m.d.sync += issuing.eq(0)
         m.d.comb += [
@@ -164,9 +164,9 @@ class ReplayCore(wiring.Component):
         ]
         taken = tree.cmd.valid & tree.cmd.ready
         with m.If(taken):
-            m.d.sync += tail.eq(TAIL)
-        with m.Elif(tail != 0):
-            m.d.sync += tail.eq(tail - 1)
+            m.d.sync += [tail.eq(TAIL), tail_zero.eq(0)]
+        with m.Elif(~tail_zero):
+            m.d.sync += [tail.eq(tail - 1), tail_zero.eq(tail == 1)]
 
         # Responses: written to the output buffers in order.
         got = tree.rsp.valid & busy
@@ -179,15 +179,18 @@ class ReplayCore(wiring.Component):
                     wports[name].en.eq(Mux(got, (1 << (bits // 8)) - 1, 0)),
                 ]
         with m.If(got):
-            m.d.sync += [rsp_j.eq(rsp_j + 1), rsp_cycles.eq(cycles + 1)]
+            m.d.sync += [rsp_j.eq(rsp_j + 1), rsp_cycles.eq(cycles + 1),
+                         rsp_none.eq(rsp_j == rsp_last)]
 
-        # Arguments.
+        # Arguments. The run a start would launch is decoded from them and registered every
+        # cycle (the error code in two steps: the range checks, then the code): the host writes
+        # the arguments before AP_START, in writes of their own, which commit at most one every
+        # three cycles (:class:`~rtl_gen.shell.lite_csr.AxiLiteCsr`), so the plan is current when
+        # a start is seen, and the start only copies it.
         code = args.op_code
         batch = args.batch_size
         usize = args.update_size
         sample_op = Mux(args.op_prng, SumTreeOp.SAMPLE_PRNG, SumTreeOp.SAMPLE)
-        # The argument checks are registered: the host writes the arguments before AP_START,
-        # in writes of their own, so the flags are current when a start is seen.
         bad_batch, bad_usize, bad_code = Signal(), Signal(), Signal()
         m.d.sync += [
             bad_batch.eq((batch == 0) | (batch > cfg.max_batch)),
@@ -196,54 +199,71 @@ class ReplayCore(wiring.Component):
         ]
         b_n = batch[:bw]
         u_n = usize[:bw]
+        p_fail = Signal(2, name="plan_fail")
+        p_seed = Signal(name="plan_seed")
+        p_op = [Signal(SumTreeOp, name=f"plan_ph{p}_op") for p in range(2)]
+        p_last = [Signal(bw, name=f"plan_ph{p}_last") for p in range(2)]
+        p_rsp = Signal(name="plan_rsp")         # the run writes output entries (B of them)
+        p_two = Signal(name="plan_two")
+        p_rsp_last = Signal(bw, name="plan_rsp_last")
+        p_wait = Signal(name="plan_wait_tree")
+        fail = Signal(2)
+        with m.If(bad_code):
+            m.d.comb += fail.eq(REPLAY_ERRORS["op"])
+        with m.Elif((code != ReplayOp.RESET) & (code != ReplayOp.SEED) & bad_batch):
+            m.d.comb += fail.eq(REPLAY_ERRORS["batch_size"])
+        with m.Elif((code == ReplayOp.UPDATE_SAMPLE) & bad_usize):
+            m.d.comb += fail.eq(REPLAY_ERRORS["update_size"])
+
+        def plan_n(p, n):
+            return [p_last[p].eq((n - 1) % (1 << bw) if isinstance(n, int) else n - 1)]
+
+        m.d.sync += [p_fail.eq(fail), p_seed.eq(code == ReplayOp.SEED), p_rsp.eq(0),
+                     p_two.eq(0), p_wait.eq(0), *plan_n(0, b_n), *plan_n(1, 0),
+                     p_rsp_last.eq(b_n - 1)]
+        with m.Switch(code):
+            with m.Case(ReplayOp.SAMPLE):
+                m.d.sync += [p_op[0].eq(sample_op), p_rsp.eq(1)]
+            with m.Case(ReplayOp.UPDATE):
+                m.d.sync += p_op[0].eq(SumTreeOp.UPDATE)
+            with m.Case(ReplayOp.INSERT):
+                m.d.sync += [p_op[0].eq(SumTreeOp.INSERT), p_rsp.eq(1)]
+            with m.Case(ReplayOp.INSERT_MAX):
+                m.d.sync += [p_op[0].eq(SumTreeOp.INSERT_MAX), p_rsp.eq(1)]
+            with m.Case(ReplayOp.READ):
+                m.d.sync += [p_op[0].eq(SumTreeOp.READ), p_rsp.eq(1)]
+            with m.Case(ReplayOp.UPDATE_SAMPLE):
+                m.d.sync += [p_rsp.eq(1), p_two.eq(1)]
+                with m.If(args.op_relaxed):
+                    m.d.sync += [p_op[0].eq(sample_op), p_op[1].eq(SumTreeOp.UPDATE),
+                                 *plan_n(1, u_n)]
+                with m.Else():
+                    m.d.sync += [p_op[0].eq(SumTreeOp.UPDATE), *plan_n(0, u_n),
+                                 p_op[1].eq(sample_op), *plan_n(1, b_n)]
+            with m.Case(ReplayOp.RESET):
+                m.d.sync += [p_op[0].eq(SumTreeOp.RESET), *plan_n(0, 1), p_wait.eq(1)]
 
         with m.FSM(name="engine"):
             with m.State("IDLE"):
                 # (not in the cycle after an accept: AP_START falls only then)
                 with m.If(ctrl.start & ~ready):
                     m.d.sync += [ready.eq(1), cycles.eq(0), rsp_cycles.eq(0), error.eq(0),
-                                 phase.eq(0), issue_i.eq(0), rsp_j.eq(0), n_rsp.eq(0),
-                                 wait_tree.eq(0), *set_n(1, 0)]
+                                 phase.eq(0), issue_i.eq(0), rsp_j.eq(0)]
                     m.d.comb += tree.clear.eq(1)
-                    fail = Signal(2)
-                    with m.If(bad_code):
-                        m.d.comb += fail.eq(REPLAY_ERRORS["op"])
-                    with m.Elif((code != ReplayOp.RESET) & (code != ReplayOp.SEED) & bad_batch):
-                        m.d.comb += fail.eq(REPLAY_ERRORS["batch_size"])
-                    with m.Elif((code == ReplayOp.UPDATE_SAMPLE) & bad_usize):
-                        m.d.comb += fail.eq(REPLAY_ERRORS["update_size"])
-                    with m.If(fail != 0):
-                        m.d.sync += [error.eq(fail), done.eq(1)]
-                    with m.Elif(code == ReplayOp.SEED):
+                    with m.If(p_fail != 0):
+                        m.d.sync += [error.eq(p_fail), done.eq(1)]
+                    with m.Elif(p_seed):
                         m.d.sync += busy.eq(1)
                         m.next = "SEED"
                     with m.Else():
-                        m.d.sync += [busy.eq(1), issuing.eq(1), *set_n(0, b_n)]
+                        m.d.sync += [busy.eq(1), issuing.eq(1), rsp_none.eq(~p_rsp),
+                                     rsp_last.eq(p_rsp_last),
+                                     two.eq(p_two), cur_last.eq(p_last[0]),
+                                     wait_tree.eq(p_wait)]
+                        m.d.sync += [d.eq(v) for d, v in zip(ph_op + ph_last, p_op + p_last)]
                         m.next = "RUN"
-                        with m.Switch(code):
-                            with m.Case(ReplayOp.SAMPLE):
-                                m.d.sync += [ph_op[0].eq(sample_op), n_rsp.eq(b_n)]
-                            with m.Case(ReplayOp.UPDATE):
-                                m.d.sync += ph_op[0].eq(SumTreeOp.UPDATE)
-                            with m.Case(ReplayOp.INSERT):
-                                m.d.sync += [ph_op[0].eq(SumTreeOp.INSERT), n_rsp.eq(b_n)]
-                            with m.Case(ReplayOp.INSERT_MAX):
-                                m.d.sync += [ph_op[0].eq(SumTreeOp.INSERT_MAX), n_rsp.eq(b_n)]
-                            with m.Case(ReplayOp.READ):
-                                m.d.sync += [ph_op[0].eq(SumTreeOp.READ), n_rsp.eq(b_n)]
-                            with m.Case(ReplayOp.UPDATE_SAMPLE):
-                                m.d.sync += n_rsp.eq(b_n)
-                                with m.If(args.op_relaxed):
-                                    m.d.sync += [ph_op[0].eq(sample_op),
-                                                 ph_op[1].eq(SumTreeOp.UPDATE), *set_n(1, u_n)]
-                                with m.Else():
-                                    m.d.sync += [ph_op[0].eq(SumTreeOp.UPDATE), *set_n(0, u_n),
-                                                 ph_op[1].eq(sample_op), *set_n(1, b_n)]
-                            with m.Case(ReplayOp.RESET):
-                                m.d.sync += [ph_op[0].eq(SumTreeOp.RESET), *set_n(0, 1),
-                                             wait_tree.eq(1)]
             with m.State("RUN"):
-                finished = (~issuing & ~c_valid & (rsp_j == n_rsp) & (tail == 0)
+                finished = (~issuing & ~c_valid & rsp_none & tail_zero
                             & ~(wait_tree & tree.busy))
                 with m.If(finished):
                     m.d.sync += [busy.eq(0), done.eq(1)]

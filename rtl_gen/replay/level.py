@@ -61,7 +61,7 @@ class SumTreeLevel(wiring.Component):
     one write port (simple dual port); the leaf level one read-or-write port (stage R) and a
     read-only lookup port for :class:`SumTree`'s stage A (true dual port).
 
-    ``config.level_latency`` pipeline stages (7 at K = 16), one operation each, in the order
+    ``config.level_latency`` pipeline stages (9 at K = 16), one operation each, in the order
     the operations were issued:
 
     R (the record at ``i``)
@@ -81,7 +81,7 @@ class SumTreeLevel(wiring.Component):
         and the samples' arithmetic runs from that register on.
     Q1 .. Qn (``taps[2]`` .. ``taps[n + 1]``, ``n = config.prefix_stages``)
         Samples compute the prefix sums ``P_j = c_0 + ... + c_j`` of the ``fanout`` children in
-        parallel (:func:`prefix_sums`), two adder levels per stage, registered between them.
+        parallel (:func:`prefix_sums`), one adder level per stage, registered between them.
     C (``taps[n + 2]``)
         Samples compare all prefix sums with the remaining target ``t`` at once: ``d_j = t - P_j``
         for ``j < fanout - 1``, registered with their signs (``P_j <= t``).
@@ -236,6 +236,9 @@ class SumTreeLevel(wiring.Component):
         m.d.sync += p.eq(i)
         pw = Signal(k * w, name="p_word")
         m.d.sync += [pw.eq(rd_data), q.eq(p)]
+        # The group addresses of stages P, Q and the one after, registered from stage R's.
+        p_addr, q_addr, o_addr = (Signal(aw, name=f"{n}_addr") for n in ("p", "q", "q0"))
+        m.d.sync += [p_addr.eq(r_addr), q_addr.eq(p_addr), o_addr.eq(q_addr)]
 
         # -- Q: the word with the writes it missed; read-modify-write ---------------------------
         # The read (end of stage R) missed the writes of the two operations ahead, which write
@@ -251,8 +254,8 @@ class SumTreeLevel(wiring.Component):
             hit1, hit2 = Signal(name="q_hit1"), Signal(name="q_hit2")
             older = self.taps[2]
             m.d.sync += [
-                hit1.eq(q.write & (group_addr(q) == group_addr(p))),
-                hit2.eq(older.write & (group_addr(older) == group_addr(p))),
+                hit1.eq(q.write & (q_addr == p_addr)),
+                hit2.eq(older.write & (o_addr == p_addr)),
             ]
             word = Signal(k * w, name="q_word")
             m.d.comb += word.eq(Mux(self.sweep, 0, Mux(hit1, q_w1, Mux(hit2, q_w2, pw))))
@@ -266,7 +269,7 @@ class SumTreeLevel(wiring.Component):
                 for j, c in enumerate(children)))
             m.d.sync += [q_w1.eq(new_word), q_w2.eq(q_w1)]
             m.d.comb += [
-                wr_addr.eq(Mux(self.sweep, sweep_addr, group_addr(q))),
+                wr_addr.eq(Mux(self.sweep, sweep_addr, q_addr)),
                 wr_data.eq(new_word),
                 wr_en.eq(sweep_en | q.write),
             ]
@@ -280,12 +283,12 @@ class SumTreeLevel(wiring.Component):
             m.d.sync += q0.value.eq(Array(children)[q.index[:lk]] if k > 1 else children[0])
         q = q0
 
-        # -- Q: the prefix sums, two adder levels of Sklansky's network per stage -----------------
+        # -- Q: the prefix sums, one adder level of Sklansky's network per stage ------------------
         kept = [Value.cast(v) for v in vals] if leaf else []     # the leaf's values, carried
         span = 1
         for st in range(cfg.prefix_stages):
-            vals = prefix_sums(m, vals, wp, name=f"q{st}_prefix", spans=(span, 2 * span))
-            span *= 4
+            vals = prefix_sums(m, vals, wp, name=f"q{st}_prefix", spans=(span,))
+            span *= 2
             nxt = self.taps[3 + st]
             regs = [Signal(wp, name=f"q{st + 1}_pre{j}") for j in range(k - 1)]
             m.d.sync += nxt.eq(q)

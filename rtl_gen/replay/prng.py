@@ -30,14 +30,16 @@ class Xorshift32(wiring.Component):
     ``word`` is the *next* state: the word a sample uses when it raises ``step`` in the same
     cycle (:class:`sw.golden.sumtree.Xorshift32` uses the state after each step). It is kept
     in a register of its own, one step ahead of ``state`` (a step moves it to ``state`` and
-    steps it again; a load steps the seed), so that a user of ``word`` starts at a flip-flop. A seed of 0 (the fixed point of xorshift) loads
+    steps it again; a load takes the seed's registered step), so that a user of ``word``
+    starts at a flip-flop. A seed of 0 (the fixed point of xorshift) loads
     :data:`~sw.replay.spec.XORSHIFT32_ZERO_SEED`, which is also the reset state, so reset
     equals loading seed 0.
 
     Members
     -------
     seed : ``In(32)``
-        Seed to load.
+        Seed to load; it must have been stable for the two cycles before ``load`` (the load
+        takes it from two registers: the seed with 0 replaced, and its first step).
     load : ``In(1)``
         Load ``seed`` at the next clock edge; takes priority over ``step`` (that step is lost).
     step : ``In(1)``
@@ -60,10 +62,18 @@ class Xorshift32(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         word = Signal(PRNG_BITS, name="ahead", init=xorshift32(XORSHIFT32_ZERO_SEED))
+        # The load's two values, registered from ``seed`` (which is stable by then): the
+        # zero test and the step are not in the load's cycle.
+        seed_q = Signal(PRNG_BITS, name="seed_q", init=XORSHIFT32_ZERO_SEED)
+        seed_ahead = Signal(PRNG_BITS, name="seed_ahead",
+                            init=xorshift32(XORSHIFT32_ZERO_SEED))
+        m.d.sync += [
+            seed_q.eq(Mux(self.seed == 0, XORSHIFT32_ZERO_SEED, self.seed)),
+            seed_ahead.eq(xorshift32_step(seed_q)),
+        ]
         m.d.comb += self.word.eq(word)
         with m.If(self.load):
-            seed = Mux(self.seed == 0, XORSHIFT32_ZERO_SEED, self.seed)
-            m.d.sync += [self.state.eq(seed), word.eq(xorshift32_step(seed))]
+            m.d.sync += [self.state.eq(seed_q), word.eq(seed_ahead)]
         with m.Elif(self.step):
             m.d.sync += [self.state.eq(word), word.eq(xorshift32_step(word))]
         return m

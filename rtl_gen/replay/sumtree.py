@@ -2,8 +2,9 @@
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
 
 from sw.replay.spec import PRNG_BITS, SumTreeConfig
 
@@ -22,6 +23,13 @@ _RESPONDS_ORDERED = tuple(sorted(RESPONDS, key=lambda o: o.value))
 #: signed), so every partial product is one DSP with its output register.
 _MUL_A_CHUNK = 26
 _MUL_B_CHUNK = 17
+
+#: Terms (one per record in flight and per lane of the lookup) of one registered OR of the old
+#: leaf value's selection in stage B2: eight one-hot AND-OR terms are two LUT levels a bit.
+_OLD_GROUP = 8
+
+#: Bits of the root whose zero tests one registered flag ANDs (two LUT levels).
+_ZERO_GROUP = 4
 
 
 def _taps(level):
@@ -43,10 +51,12 @@ class SumTree(wiring.Component):
 
     Pipeline and ordering
     ---------------------
-    Every operation takes the same path through one in-order pipeline: ``A`` (command register),
-    ``B`` and ``B2`` (old leaf value), ``C`` (root), ``M`` (target product), then the
-    ``config.level_latency`` stages R, P, Q, Q1 .. Qn, S of each level from the root's children
-    down to the leaves, then the response queue. Samples and updates share it: there is no
+    Every operation takes the same path through one in-order pipeline: the input buffer (its
+    head is the register the accept decision is made from), ``A`` (command register), ``B``,
+    ``B2`` and ``B3`` (old leaf value and delta), ``C`` (root, partial products of the
+    target), ``M`` and ``M2`` (the target: rows of partial products, their sum), then the
+    ``config.level_latency`` stages R, P, Q, Q1 .. Qn, C, S of each level from the root's
+    children down to the leaves, then the response queue. Samples and updates share it: there is no
     separate sampler and updater pipeline to keep apart. A sample walks root -> leaves, reading
     one group per level. An update reads the old leaf value first (stage A's lookup port, stages
     B and B2), so it knows its change ``delta = new - old`` before it reaches the root and it
@@ -59,15 +69,17 @@ class SumTree(wiring.Component):
 
     * an operation issued after an update sees it (samples, reads, debug reads, and updates of
       the same leaf or of any ancestor, back to back: a level's stage Q forwards the words of
-      the two writes its read missed, and the old leaf value of stages B and B2 is forwarded
+      the two writes its read missed, and the old leaf value of stages B to B3 is forwarded
       from every write still in flight, youngest first);
     * an operation issued before an update does not see it.
 
     The pipeline never stalls: no operation waits for another, and the stages have no clock
-    enable. Responses go through a queue of :attr:`response_depth` entries, and a command that
-    responds is only accepted while the queue has room for its response counting those in
-    flight (``cmd.ready`` falls when ``rsp.ready`` has been low long enough; UPDATE is still
-    accepted). ``rsp.ready`` thus reaches only the queue and that counter, not the pipeline.
+    enable. ``cmd.ready`` is a register: the input buffer holds :attr:`input_depth` commands
+    and takes one per cycle while it is not full (and the tree is not being cleared). Responses
+    go through a queue of :attr:`response_depth` entries, and a command that responds only
+    leaves the buffer for stage A while the queue has room for its response counting those in
+    flight (an UPDATE behind it waits too; ``cmd.ready`` falls once the buffer is full).
+    ``rsp.ready`` thus reaches only the queue and that counter, not the pipeline.
 
     Samples compute ``t = (x_raw * root) >> target_bits`` from the root as stage C sees it and
     select a child per level with a parallel prefix compare (see
@@ -102,15 +114,16 @@ class SumTree(wiring.Component):
         order (UPDATE and RESET respond with nothing).
     seed : ``In(32)``, seed_load : ``In(1)``
         Load the PRNG seed (0 loads ``XORSHIFT32_ZERO_SEED``, also the reset state). The load
-        takes effect at the next edge; load while no ``SAMPLE_PRNG`` is in flight (``busy``
-        low) to fix which samples use the new sequence.
+        takes effect at the next edge, of a ``seed`` stable for the two cycles before; load
+        while no ``SAMPLE_PRNG`` is in flight (``busy`` low) to fix which samples use the new
+        sequence.
     clear : ``In(1)``
         Clear the three sticky flags (an event in the same cycle wins).
     empty, saturated, invalid : ``Out(1)``
         Sticky flags.
     busy : ``Out(1)``
-        An operation is in the pipeline (responses waiting in the queue do not count) or the
-        tree is being cleared.
+        An operation is in the input buffer or the pipeline (responses waiting in the queue do
+        not count) or the tree is being cleared.
     total : ``Out(root_width)``
         The root (sum of all priorities), as seen by the next operation in stage C.
     max_priority : ``Out(priority_width)``
@@ -118,7 +131,7 @@ class SumTree(wiring.Component):
     write_pointer : ``Out(index_width)``, size : ``Out(bits of capacity)``
         The slot the next INSERT writes and the number of slots inserted (at most capacity).
 
-    Latency is :attr:`latency` = ``level_latency * levels + 7`` cycles from a command's
+    Latency is :attr:`latency` = ``level_latency * levels + 10`` cycles from a command's
     transfer to its response's transfer (``rsp.ready`` high); throughput one operation per
     cycle of any kind and mix. ``B`` operations take ``B + latency`` cycles from the first
     command to the last response; ``B`` updates have left the pipeline (``busy`` low) after
@@ -153,12 +166,19 @@ class SumTree(wiring.Component):
     @property
     def latency(self) -> int:
         """Cycles from a command's transfer to its response's
-        (:attr:`~sw.replay.spec.SumTreeConfig.latency`, ``level_latency * levels + 7``)."""
+        (:attr:`~sw.replay.spec.SumTreeConfig.latency`, ``level_latency * levels + 10``)."""
         return self._config.latency
 
     @property
+    def input_depth(self) -> int:
+        """Commands the input buffer holds (2): ``cmd.ready`` is a register, low once both
+        entries wait."""
+        return 2
+
+    @property
     def response_depth(self) -> int:
-        """Entries of the response queue (``latency + 1``): enough for one response per cycle
+        """Responses the queue holds (``latency + 1``; its memory has the next power of two
+        entries, so its pointers wrap without a compare): enough for one response per cycle
         while ``rsp.ready`` stays high."""
         return self.latency + 1
 
@@ -180,8 +200,10 @@ class SumTree(wiring.Component):
         a = Signal(command_layout(cfg), name="a")
         b = Signal(rec, name="b")
         b2 = Signal(rec, name="b2")
+        b3 = Signal(rec, name="b3")
         c = Signal(rec, name="c")
         mr = Signal(rec, name="m")
+        m2 = Signal(rec, name="m2")
         r1 = Signal(rec, name="r1")
         out = leaf.o
         m.d.comb += levels[0].i.eq(r1)
@@ -197,47 +219,81 @@ class SumTree(wiring.Component):
         for lvl in levels:
             m.d.comb += [lvl.sweep.eq(sweeping), lvl.sweep_addr.eq(sweep_cnt)]
 
+        # -- input buffer: ``cmd.ready`` is a register (two entries, full rate) ---------------
+        # The command at the head (``s``) goes on to stage A when the tree takes it; the decision
+        # depends on its operation, so it is made here, from registers, and not in the
+        # producer's cycle.
+        s_valid, k_valid = Signal(), Signal()
+        s = Signal(command_layout(cfg), name="s")
+        k_cmd = Signal(command_layout(cfg), name="skid")
+        push = cmd.valid & cmd.ready
+        m.d.comb += cmd.ready.eq(~k_valid & ~sweeping)
+
         # -- handshakes: the pipeline never stalls; a response is only issued with room for it ----
-        rsp_fifo = SyncFIFO(width=len(rsp.payload.as_value()), depth=self.response_depth)
-        m.submodules.rsp_fifo = rsp_fifo
-        reserved = Signal(range(self.response_depth + 1))   # responses in flight or queued
+        depth = self.response_depth
+        reserved = Signal(range(depth + 1))     # responses of the stages after A, and queued
+        a_resp = Signal()                       # the command in stage A responds
         response = Signal(response_layout(cfg))
-        stages = [b, b2, c, mr, r1] + [r for lvl in levels for r in (*_taps(lvl), lvl.o)]
+        stages = [b, b2, b3, c, mr, m2, r1] + [r for lvl in levels for r in (*_taps(lvl), lvl.o)]
         # ``pipe_busy`` without an OR of every stage in the cycle it is used: the stages but
         # the last are what the stages hold one cycle later, so their OR is registered.
         pipe_busy = Signal()
         stages_busy = Signal()
         m.d.sync += stages_busy.eq(a_valid | Cat(r.valid for r in stages[:-1]).any())
         m.d.comb += pipe_busy.eq(a_valid | stages_busy)
-        is_reset = cmd.payload.op == SumTreeOp.RESET
-        needs_room = Cat(cmd.payload.op == o for o in _RESPONDS_ORDERED).any()
-        room = reserved < self.response_depth
+        is_reset = s.op == SumTreeOp.RESET
+        needs_room = Cat(s.op == o for o in _RESPONDS_ORDERED).any()
+        room = Mux(a_resp, reserved < depth - 1, reserved < depth)
+        accept = Signal()
         m.d.comb += [
-            cmd.ready.eq(~sweeping & ~(is_reset & pipe_busy) & (room | ~needs_room)),
-            self.busy.eq(pipe_busy | sweeping),
-            rsp_fifo.w_en.eq(out.valid & out.respond),
+            accept.eq(s_valid & ~sweeping & ~(is_reset & pipe_busy) & (room | ~needs_room)),
+            self.busy.eq(pipe_busy | sweeping | s_valid),
+        ]
+        with m.If(accept | ~s_valid):
+            with m.If(k_valid):
+                m.d.sync += [s.eq(k_cmd), s_valid.eq(1), k_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [s.eq(cmd.payload), s_valid.eq(push)]
+        with m.Elif(push):
+            m.d.sync += [k_cmd.eq(cmd.payload), k_valid.eq(1)]
+
+        # Response queue: the reservation guarantees room, so only the read side is checked.
+        qbits = max(1, ceil_log2(depth))
+        queue = Memory(shape=len(rsp.payload.as_value()), depth=1 << qbits, init=[])
+        m.submodules.rsp_queue = queue
+        q_wr = queue.write_port()
+        q_rd = queue.read_port(domain="comb")
+        q_wp, q_rp = Signal(qbits, name="q_wp"), Signal(qbits, name="q_rp")
+        q_rp1 = Signal(qbits, name="q_rp1", init=1)  # q_rp + 1
+        q_ne = Signal(name="q_nonempty")             # registered: rsp.valid
+        given = rsp.valid & rsp.ready
+        q_push = out.valid & out.respond
+        m.d.comb += [
             response.op.eq(out.op),
             response.index.eq(out.index),
             response.value.eq(out.value),
             response.empty.eq(out.empty),
             response.invalid.eq(out.invalid),
-            rsp_fifo.w_data.eq(response),
-            rsp.valid.eq(rsp_fifo.r_rdy),
-            rsp.payload.eq(rsp_fifo.r_data),
-            rsp_fifo.r_en.eq(rsp.ready),
+            q_wr.addr.eq(q_wp), q_wr.data.eq(response), q_wr.en.eq(q_push),
+            q_rd.addr.eq(q_rp),
+            rsp.valid.eq(q_ne),
+            rsp.payload.eq(q_rd.data),
         ]
-        accept = cmd.valid & cmd.ready
-        taken = accept & needs_room
-        given = rsp.valid & rsp.ready
-        with m.If(taken & ~given):
+        with m.If(q_push):
+            m.d.sync += [q_wp.eq(q_wp + 1), q_ne.eq(1)]
+        with m.Elif(given):
+            m.d.sync += q_ne.eq(q_rp1 != q_wp)
+        with m.If(given):
+            m.d.sync += [q_rp.eq(q_rp1), q_rp1.eq(q_rp1 + 1)]
+        with m.If(a_resp & ~given):
             m.d.sync += reserved.eq(reserved + 1)
-        with m.Elif(given & ~taken):
+        with m.Elif(given & ~a_resp):
             m.d.sync += reserved.eq(reserved - 1)
         a_insert = Signal()         # INSERT or INSERT_MAX in stage A, decoded a stage early
+        s_insert = (s.op == SumTreeOp.INSERT) | (s.op == SumTreeOp.INSERT_MAX)
         m.d.sync += [
-            a_valid.eq(accept & ~is_reset), a.eq(cmd.payload),
-            a_insert.eq((cmd.payload.op == SumTreeOp.INSERT)
-                        | (cmd.payload.op == SumTreeOp.INSERT_MAX)),
+            a_valid.eq(accept & ~is_reset), a.eq(s), a_insert.eq(s_insert),
+            a_resp.eq(accept & needs_room),
         ]
 
         # -- clearing sweep -----------------------------------------------------------------------
@@ -251,7 +307,7 @@ class SumTree(wiring.Component):
         op = a.op
         is_sample = a_valid & ((op == SumTreeOp.SAMPLE) | (op == SumTreeOp.SAMPLE_PRNG))
         is_update = a_valid & (op == SumTreeOp.UPDATE)
-        is_insert = a_valid & ((op == SumTreeOp.INSERT) | (op == SumTreeOp.INSERT_MAX))
+        is_insert = a_valid & a_insert
         is_read = a_valid & (op == SumTreeOp.READ)
         is_debug = a_valid & (op == SumTreeOp.DEBUG)
         responds = a_valid & Cat(op == o for o in _RESPONDS_ORDERED).any()
@@ -273,14 +329,20 @@ class SumTree(wiring.Component):
             max_raise.eq(b.write & (b.prio > max_reg)),
             max_now.eq(Mux(max_raise, b.prio, max_reg)),
         ]
+        # The leaf a write or read accesses (the write pointer for inserts), registered as the
+        # command enters stage A: the pointer then is the one stage A will see.
+        ptr_next = Signal.like(ptr)
+        m.d.comb += ptr_next.eq(Mux(is_insert, Mux(ptr == cap - 1, 0, ptr + 1), ptr))
+        hit_index = Signal(cfg.node_index_width, name="a_leaf")
+        m.d.sync += hit_index.eq(Mux(s_insert, ptr_next, s.index))
         new_value = Signal(wl)
         leaf_index = Signal(cfg.node_index_width)
         write = Signal()
         m.d.comb += [
             new_value.eq(Mux(op == SumTreeOp.INSERT_MAX, max_now, sat)),
-            leaf_index.eq(Mux(is_insert, ptr, Mux(is_sample, 0, a.index))),
+            leaf_index.eq(Mux(is_sample, 0, hit_index)),
             write.eq(is_insert | (is_update & ~leaf_bad)),
-            leaf.lookup_addr.eq(Mux(a_insert, ptr, a.index) >> lk),   # a sample's: unused
+            leaf.lookup_addr.eq(hit_index >> lk),   # a sample's: unused
         ]
         invalid_now = ((is_update | is_read) & leaf_bad) | (is_debug & debug_bad)
         m.d.sync += [
@@ -301,30 +363,24 @@ class SumTree(wiring.Component):
             b.target.eq(a.target),
             b.value.eq(Mux(is_insert, new_value, 0)),
         ]
+        m.d.sync += ptr.eq(ptr_next)
         with m.If(is_insert):
-            m.d.sync += [
-                ptr.eq(Mux(ptr == cap - 1, 0, ptr + 1)),
-                size.eq(Mux(size == cap, cap, size + 1)),
-            ]
+            m.d.sync += size.eq(Mux(size == cap, cap, size + 1))
         with m.If(max_raise):
             m.d.sync += max_reg.eq(b.prio)
 
-        # -- B, B2: old leaf value, forwarded from the writes in flight (youngest first) ---------
+        # -- B, B2, B3: old leaf value, forwarded from the writes in flight (youngest first) -----
         # The lookup (address in stage A, data in B) sees every leaf write up to the previous
-        # cycle's; the writes of the operations from stage B2 down to the leaf level's P stage
-        # (``taps``, youngest first) are not in it yet. Stage A compares the leaf with the
-        # records one stage younger (each moves on by one at the clock edge) and registers the
-        # hits; stage B picks the youngest hit, or the lookup if none, as one-hot selects;
-        # stage B2 selects, with the records moved on by one more (``taps2``).
-        taps = [b2, c, mr, r1]
+        # cycle's; the writes of the operations from stage B down to the leaf level's R stage
+        # (``ahead``, youngest first) are not in it yet. Stage A compares the leaf with them
+        # and registers the hits; stage B picks the youngest hit, or the lookup if none, as
+        # one-hot selects; stage B2 selects, with the records moved on by two (``taps2``), in
+        # groups whose ORs it registers; stage B3 ORs the groups and subtracts.
+        pipe = [b, b2, b3, c, mr, m2, r1]
         for lvl in levels[:-1]:
-            taps += [*_taps(lvl), lvl.o]
-        taps.append(leaf.taps[0])
-        ahead = [b] + taps[:-1]                 # in stage A's cycle, where ``taps`` will be
-        taps2 = taps[1:] + [leaf.taps[1]]       # in stage B2's cycle
-        # The leaf a write or read accesses (``leaf_index`` without the decode of a sample,
-        # whose old value is not used).
-        hit_index = Mux(a_insert, ptr, a.index)
+            pipe += [*_taps(lvl), lvl.o]
+        pipe += [leaf.taps[0], leaf.taps[1]]
+        ahead, taps, taps2 = pipe[:-2], pipe[1:-1], pipe[2:]
         hits = Signal(len(taps) + 1)            # stage B; the top bit: the lookup (always)
         lane = Signal(k)                        # stage B; one-hot: the lookup's lane
         m.d.sync += [
@@ -343,16 +399,33 @@ class SumTree(wiring.Component):
             looked.eq(leaf.lookup_data),
         ]
         lanes = [looked[j * wl:(j + 1) * wl] for j in range(k)]
+        terms = ([Mux(sel, r.prio, 0) for r, sel in zip(taps2, sel_tap)]
+                 + [Mux(sel, v, 0) for v, sel in zip(lanes, sel_lane)])
+        groups = [Signal(wl, name=f"b3_old{g}") for g in range(-(-len(terms) // _OLD_GROUP))]
+        m.d.sync += b3.eq(b2)
+        m.d.sync += [g.eq(_any_of(terms[i * _OLD_GROUP:(i + 1) * _OLD_GROUP], wl))
+                     for i, g in enumerate(groups)]
         old = Signal(wl)
-        c_old = Signal(wl)                      # stage C subtracts it
-        m.d.comb += old.eq(_any_of([Mux(sel, r.prio, 0) for r, sel in zip(taps2, sel_tap)]
-                                   + [Mux(sel, v, 0) for v, sel in zip(lanes, sel_lane)], wl))
-        m.d.sync += [c.eq(b2), c_old.eq(old)]
-        with m.If(b2.read):
+        c_delta = Signal(signed(wl + 1))        # stage C adds it to the root
+        m.d.comb += old.eq(_any_of(groups, wl))
+        m.d.sync += [c.eq(b3), c_delta.eq(b3.prio - old)]
+        with m.If(b3.read):
             m.d.sync += c.value.eq(old)
 
         # -- C: root, PRNG, partial products of the target ----------------------------------------
-        root_zero = root == 0
+        # ``root_zero`` comes from registers: whether the root will be zero is decided from the
+        # root and the delta without their carry chain (a + b = 0 modulo 2^n exactly when
+        # a_i ^ b_i = a_{i-1} | b_{i-1} for every bit i, with a_{-1} | b_{-1} = 0).
+        # The bit tests are ANDed in groups of _ZERO_GROUP bits, registered (one flag per
+        # group), and the flags ANDed where they are used.
+        d_ext = Signal(w0)
+        m.d.comb += d_ext.eq(c_delta)           # sign-extended (root + delta fits w0 bits)
+        carry_in = Cat(Const(0, 1), (root | d_ext)[:w0 - 1])
+        bit_ok = ~(root ^ d_ext ^ carry_in)
+        n_zg = -(-w0 // _ZERO_GROUP)
+        zero_groups = Signal(n_zg, name="root_zero_groups", init=(1 << n_zg) - 1)
+        root_zero = Signal()
+        m.d.comb += root_zero.eq(zero_groups.all())
         empty_now = c.sample & root_zero
         x = Signal(tb)
         m.d.comb += [
@@ -361,27 +434,34 @@ class SumTree(wiring.Component):
             prng.step.eq(c.sample & c.prng & ~root_zero),
             x.eq(Mux(c.prng, prng.word[PRNG_BITS - tb:], c.target[:tb])),
         ]
-        partials = []
+        rows = {}
         for xa, sa in _chunks(x, _MUL_B_CHUNK):
             for ra, sr in _chunks(root, _MUL_A_CHUNK):
                 pp = Signal(len(xa) + len(ra), name=f"pp_{sa}_{sr}")
-                partials.append((pp, sa + sr))
+                rows.setdefault(sa, []).append((pp, sr))
                 m.d.sync += pp.eq(xa * ra)
-        delta = Signal(signed(wl + 1))
-        m.d.comb += delta.eq(c.prio - c_old)
-        m.d.sync += [mr.eq(c), mr.delta.eq(delta)]
+        m.d.sync += [mr.eq(c), mr.delta.eq(c_delta)]
         with m.If(c.write):
-            m.d.sync += root.eq((root + delta)[:w0])
+            m.d.sync += [
+                root.eq((root + c_delta)[:w0]),
+                zero_groups.eq(Cat(bit_ok[g * _ZERO_GROUP:(g + 1) * _ZERO_GROUP].all()
+                                   for g in range(n_zg))),
+            ]
         with m.If(empty_now):
             m.d.sync += [mr.sample.eq(0), mr.empty.eq(1)]
         with m.If(c.debug & (c.level == 0)):
             m.d.sync += mr.value.eq(root)
 
-        # -- M: t = (x_raw * root) >> target_bits -------------------------------------------------
+        # -- M, M2: t = (x_raw * root) >> target_bits: the rows of partial products, their sum --
+        row_sums = []
+        for sa, parts in rows.items():
+            row = Signal(tb + w0, name=f"m_row{sa}")
+            m.d.sync += row.eq(sum(pp << sr for pp, sr in parts))
+            row_sums.append((row, sa))
         product = Signal(tb + w0)
-        m.d.comb += product.eq(sum(pp << s for pp, s in partials))
-        m.d.sync += r1.eq(mr)
-        with m.If(mr.sample):
+        m.d.comb += product.eq(sum(row << sa for row, sa in row_sums))
+        m.d.sync += [m2.eq(mr), r1.eq(m2)]
+        with m.If(m2.sample):
             m.d.sync += r1.target.eq(product[tb:])
 
         # -- sticky flags, RESET ------------------------------------------------------------------
@@ -395,7 +475,7 @@ class SumTree(wiring.Component):
             m.d.sync += self.invalid.eq(1)
         with m.If(accept & is_reset):
             m.d.sync += [
-                sweeping.eq(1), sweep_cnt.eq(0), root.eq(0), ptr.eq(0), size.eq(0),
-                max_reg.eq(cfg.one_raw),
+                sweeping.eq(1), sweep_cnt.eq(0), root.eq(0), zero_groups.eq((1 << n_zg) - 1),
+                ptr.eq(0), size.eq(0), max_reg.eq(cfg.one_raw),
             ]
         return m

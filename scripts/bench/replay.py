@@ -2,13 +2,10 @@
 of priorities.
 
 Accelerator: :class:`sw.replay.driver.ReplayDriver` ``sample(B, beta)`` (on-chip PRNG) and
-``update(indices, priorities)`` on the shipped Alveo kernel ``replay_kernel_k16`` (K = 16,
-2^16 leaves), host code timed against :class:`sw.driver.stub.InstantDevice`, the bytes through
-the PCIe model, the run's cycles (:func:`sw.replay.spec.run_cycles`) plus the window shell's
-copies. 2^20 leaves are not shipped (they need the URAM of a larger part, docs/replay.md):
-those rows take the same driver traffic (it depends on B only) and the cycle model of a
-K = 16 tree of 2^20 leaves, which is a configuration nobody has emitted, simulated or
-synthesized; the config column says so.
+``update(indices, priorities)`` on the shipped Alveo kernels ``replay_kernel_k16`` (K = 16,
+2^16 leaves) and ``replay_kernel_k16_1m`` (K = 16, 2^20 leaves), host code timed against
+:class:`sw.driver.stub.InstantDevice`, the bytes through the PCIe model, the run's cycles
+(:func:`sw.replay.spec.run_cycles`) plus the window shell's copies, at each module's clock.
 
 CPU baselines on a float64 tree of the same fan-out and size:
 
@@ -27,11 +24,11 @@ import numpy as np
 
 from bench.common import traffic_of
 
-MODULE = "replay_kernel_k16"
+#: The shipped Alveo kernels by their leaves: 2^16, and the 2^20 of PERF.md and the issue.
+MODULES = {1 << 16: "replay_kernel_k16", 1 << 20: "replay_kernel_k16_1m"}
+CAPACITIES = tuple(MODULES)
 BATCH = 256
 BETA = 0.4
-#: Leaves: the shipped 2^16 and the 2^20 of PERF.md (not shipped).
-CAPACITIES = (1 << 16, 1 << 20)
 
 
 def tree_layout(capacity, fanout):
@@ -183,17 +180,16 @@ def _baselines(env, capacity, fanout, rng):
     return sample, update
 
 
-def rows(quick: bool, env, capacities=None) -> list:
-    """Sample and update rows per capacity (the module docstring)."""
+def _accelerator(module, rng):
+    """The driver's sample and update of ``module`` on an instant stub, with its traffic."""
     from sw.driver import InstantDevice, ReplayDriver
     from sw.registry import shipped_config
-    from sw.replay.spec import ReplayOp, SumTreeConfig, region_base, run_cycles
+    from sw.replay.spec import region_base
 
-    _, kcfg = shipped_config(MODULE)
+    _, kcfg = shipped_config(module)
     acfg = kcfg.accel
-    dev = InstantDevice.for_kernel(MODULE, store=True)
+    dev = InstantDevice.for_kernel(module, store=True)
     drv = ReplayDriver(dev)
-    rng = np.random.default_rng(0)
     # What the stub answers: a full tree whose sampled leaves have priority 1 of a total
     # equal to the capacity (so the driver's weights are finite, as on a real tree).
     one = int(acfg.priority_format.quantize(1.0))
@@ -207,18 +203,27 @@ def rows(quick: bool, env, capacities=None) -> list:
     prio_u = rng.random(BATCH) + 0.01
     accel = {"sample": lambda: drv.sample(BATCH, BETA),
              "update": lambda: drv.update(idx_u, prio_u)}
-    traffic = {op: traffic_of(dev, fn) for op, fn in accel.items()}
+    return acfg, accel, {op: traffic_of(dev, fn) for op, fn in accel.items()}
+
+
+def rows(quick: bool, env, capacities=None) -> list:
+    """Sample and update rows per capacity (the module docstring)."""
+    from sw.replay.spec import ReplayOp, SumTreeConfig, run_cycles
+
+    rng = np.random.default_rng(0)
     ops = {"sample": ReplayOp.SAMPLE, "update": ReplayOp.UPDATE}
     out = []
     for cap in capacities or CAPACITIES:
+        # A capacity no module ships: the cycle model of that tree, the host and bus of the
+        # 2^16 kernel (the driver's traffic depends on B only), labelled so.
+        module = MODULES.get(cap, MODULES[1 << 16])
+        acfg, accel, traffic = _accelerator(module, rng)
         sample, update = _baselines(env, cap, acfg.fanout, rng)
-        shipped = cap == acfg.capacity
-        tree = acfg if shipped else SumTreeConfig(fanout=acfg.fanout, capacity=cap)
-        config = (f"{MODULE} (K={acfg.fanout}, 2^{cap.bit_length() - 1} leaves), Alveo"
-                  if shipped else
-                  f"NOT SHIPPED, cycle model only: K={acfg.fanout}, 2^{cap.bit_length() - 1} "
-                  f"leaves; host and bus of "
-                  f"{MODULE}, Alveo")
+        tree = acfg if cap == acfg.capacity else SumTreeConfig(fanout=acfg.fanout, capacity=cap)
+        config = (f"{module} (K={acfg.fanout}, 2^{cap.bit_length() - 1} leaves), Alveo"
+                  if tree is acfg else
+                  f"NOT SHIPPED, cycle model only: K={acfg.fanout}, "
+                  f"2^{cap.bit_length() - 1} leaves; host and bus of {module}, Alveo")
         for op, fns in (("sample", sample), ("update", update)):
             if not fns:
                 continue
@@ -226,7 +231,7 @@ def rows(quick: bool, env, capacities=None) -> list:
                                 desc=f"replay {op} 2^{cap.bit_length() - 1}")
             host = times.pop("host")
             out.append(env.kernel_row(
-                block="replay", module=MODULE, config=config,
+                block="replay", module=module, config=config,
                 shape=f"{op} B={BATCH}, N=2^{cap.bit_length() - 1}", baselines=times,
                 host_us=host, traffic=traffic[op],
                 run_cycles=run_cycles(tree, ops[op], BATCH)))

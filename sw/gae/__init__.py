@@ -1,5 +1,6 @@
 """Host side of the GAE accelerator: standardization and quantization of its inputs."""
 
+from .pipeline import GaeQuantizationPipeline
 from .quant import (
                     BITS_RANGE,
                     DEFAULT_MIN_STD,
@@ -8,7 +9,6 @@ from .quant import (
                     REWARD_NORMS,
                     REWARD_ROUNDINGS,
                     DynamicRewardStandardizer,
-                    GaeQuantizationPipeline,
                     RunningMeanStd,
                     UniformQuantizer,
                     block_standardize,

@@ -95,7 +95,7 @@ from .errors import (
 from .golden import quantize_coefs
 from .hwinfo import check_against, read_hw_config
 from .layout import region_base, unpack_rows, word_bytes
-from .quant import GaeQuantizationPipeline
+from .pipeline import GaeQuantizationPipeline
 from .spec import (
     GAE_CORE_ARGS,
     GaeCoreArgs,

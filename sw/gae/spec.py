@@ -137,12 +137,18 @@ class GaePeConfig(Config):
     POST_STAGES = 3
 
     @property
+    def post_stages(self) -> int:
+        """Pipeline registers after the feedback loop: :attr:`POST_STAGES`, one more with k = 2,
+        whose loop keeps A before saturation (the output saturates it a register later)."""
+        return self.POST_STAGES + (self.k == 2)
+
+    @property
     def latency(self) -> int:
         """Cycles from an input transfer to the output of that element (no stalls)."""
         # [masked powers and history; their products; the adder tree]; k loop registers
         # (the last is the lane's A register, read by the first output stage).
         extra = 2 + self.lookahead_levels if self.lookahead_steps > 1 else 0
-        return self.PRE_STAGES + extra + (self.k - 1) + self.POST_STAGES
+        return self.PRE_STAGES + extra + (self.k - 1) + self.post_stages
 
     @property
     def coef_settle(self) -> int:

@@ -235,23 +235,23 @@ class SumTreeConfig(Config):
 
     @property
     def prefix_stages(self) -> int:
-        """Pipeline stages of a node's prefix sums: two adder levels of the ``log2(fanout)``-deep
-        parallel prefix network per stage (``max(1, ceil(log2(fanout) / 2))``: 2 at K = 16)."""
-        return max(1, -(-self.log2_fanout // 2))
+        """Pipeline stages of a node's prefix sums: one adder level of the ``log2(fanout)``-deep
+        parallel prefix network per stage (``max(1, log2(fanout))``: 4 at K = 16)."""
+        return max(1, self.log2_fanout)
 
     @property
     def level_latency(self) -> int:
         """Cycles an operation spends in one level: ``prefix_stages + 5`` (the read, the
         registered group word, the forwarding and read-modify-write, the prefix sums, the
-        compare, the selection; 7 at K = 16)."""
+        compare, the selection; 9 at K = 16)."""
         return self.prefix_stages + 5
 
     @property
     def latency(self) -> int:
         """Cycles from a command's transfer into the tree to its response:
-        ``level_latency * levels + 7`` (seven for the command, old leaf value, root, target
-        and response registers; 35 at K = 16 with 4 levels)."""
-        return self.level_latency * self.levels + 7
+        ``level_latency * levels + 10`` (ten for the input buffer, command, old leaf value
+        (three), root, target (two) and response registers; 46 at K = 16 with 4 levels)."""
+        return self.level_latency * self.levels + 10
 
     # -- formats ----------------------------------------------------------------------------------
     @property
@@ -505,7 +505,7 @@ def run_cycles(config: SumTreeConfig, op, batch: int = 1, update_size: int = 1,
     if op == ReplayOp.SEED:
         return 2
     if op == ReplayOp.RESET:
-        return max(config.level_groups[-1] + 4, TAIL + 4)
+        return max(config.level_groups[-1] + 5, TAIL + 4)
     if op == ReplayOp.UPDATE:
         return batch + TAIL + 3
     if op == ReplayOp.UPDATE_SAMPLE:

@@ -202,7 +202,7 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
     the steps and run the batch at ``finish``)."""
     from sw.driver import GaeDriver
     from sw.gae.driver import read_hw_config
-    from sw.gae.quant import GaeQuantizationPipeline
+    from sw.gae.pipeline import GaeQuantizationPipeline
 
     from .devices import open_device
 

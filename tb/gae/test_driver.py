@@ -23,7 +23,7 @@ from sw.driver import (BusError, DequantOverflowWarning, GaeBusyError, GaeConfig
                        GaeDriver, GaeError, GaeOverflowWarning, GaeTimeoutError, GoldenDevice,
                        PeOverflowWarning, RequantOverflowWarning, StartRefusedWarning,
                        read_hw_config)
-from sw.gae.quant import GaeQuantizationPipeline
+from sw.gae.pipeline import GaeQuantizationPipeline
 from sw.gae.golden import gae_reference
 from sw.gae.spec import GaeCoreArgs
 from sw.gae.model import gae_core

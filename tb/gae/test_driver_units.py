@@ -15,7 +15,7 @@ from driver_util import rollout
 
 from sw.driver import GaeDriver, GaeOverflowWarning, GoldenDevice
 from sw.gae.golden import dones_from_episode_starts, gae_reference
-from sw.gae.quant import GaeQuantizationPipeline
+from sw.gae.pipeline import GaeQuantizationPipeline
 from sw.gae.spec import GaeCoreConfig
 
 HEPPO = {"n_pe": 8, "max_trajectories": 64, "capacity": 256}

@@ -188,6 +188,19 @@ def test_lookahead_k_changes_rounding_only():
         assert np.abs(adv - ref).max() <= 64
 
 
+
+def test_interleaved_equals_k1():
+    """The interleaved PE computes the k = 1 recurrence bit for bit (why k = 1 need not ship)."""
+    rng = np.random.default_rng(3)
+    base = GaePeConfig(k=1)
+    batch = quantized(batch_of(rng, 100, 6), base)
+    g, gl = quantize_coefs(0.99, 0.95, base)
+    ref = gae_fixed(*batch, g, gl, base)
+    for k in (2, 4, 8):
+        out = gae_fixed(*batch, g, gl, GaePeConfig(k=k, mode="interleaved"))
+        for a, b in zip(ref, out):
+            np.testing.assert_array_equal(a, b)
+
 # -- errors ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("params,match", [
     ({"k": 0}, r"k must be an integer in 1\.\.16, not 0"),

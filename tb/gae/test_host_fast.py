@@ -13,7 +13,7 @@ from driver_util import SMALL
 
 from sw.driver import GaeDriver, GoldenDevice
 from sw.gae import hostfast
-from sw.gae.quant import GaeQuantizationPipeline
+from sw.gae.pipeline import GaeQuantizationPipeline
 from sw.gae.spec import GaeCoreConfig
 
 pytestmark = pytest.mark.skipif(not hostfast.available(), reason="numba is not installed")

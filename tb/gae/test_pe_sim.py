@@ -85,7 +85,8 @@ def test_pe_matches_model_under_backpressure(mode, k, rounding):
     assert sticky == int(model.sticky_overflow)
 
 
-@pytest.mark.parametrize("mode,k", [("lookahead", 1), ("lookahead", 3), ("interleaved", 4)])
+@pytest.mark.parametrize("mode,k", [("lookahead", 1), ("lookahead", 2), ("lookahead", 3),
+                                    ("interleaved", 2), ("interleaved", 4)])
 def test_pe_latency_and_throughput(mode, k):
     cfg = GaePeConfig(data_width=12, data_frac=4, coef_width=8, k=k, mode=mode,
                       timestep_bits=5, trajectory_bits=3)
@@ -96,10 +97,11 @@ def test_pe_latency_and_throughput(mode, k):
     assert (np.diff(cin) == 1).all()
     assert (cout - cin == cfg.latency).all()
     assert cout[-1] - cin[0] + 1 == n + cfg.latency
-    # 5 registers before the loop, k in it, 3 after; lookahead k > 1: masked powers, products
-    # and the adder tree (3 operands an adder) before the loop.
+    # 5 registers before the loop, k in it, 3 after (4 with k = 2: A saturates a register
+    # after the loop); lookahead k > 1: masked powers, products and the adder tree (3 operands
+    # an adder) before the loop.
     assert cfg.latency == (k + 7 if mode == "interleaved" or k == 1
-                           else k + 9 + cfg.lookahead_levels)
+                           else k + 9 + cfg.lookahead_levels) + (k == 2)
 
 
 def test_pe_saturation_sets_sticky_flag():
@@ -113,6 +115,40 @@ def test_pe_saturation_sets_sticky_flag():
     out, _, _, sticky = simulate(cfg, stream, g, gl)
     assert out["overflow"].all() and sticky == 1
     assert (out["advantage"] == m).all()
+
+
+@pytest.mark.parametrize("mode,rounding", [("lookahead", "half_up"), ("lookahead", "half_even"),
+                                           ("lookahead", "floor"), ("interleaved", "half_up")])
+def test_pe_k2_loop_saturation_at_shipped_width(mode, rounding):
+    """k = 2 keeps A unsaturated in its loop and selects the saturated sums after the adder;
+    at 32-bit data the loop's product is split at 26 bits. Runs of large rewards of one sign
+    drive A to both bounds, with idles and back-pressure: bit-exact with the model."""
+    cfg = GaePeConfig(data_width=32, data_frac=16, coef_width=17, k=2, mode=mode,
+                      rounding=rounding, timestep_bits=6, trajectory_bits=3)
+    dfmt = cfg.data_format
+    rng = np.random.default_rng(77)
+    T, N = 24, 2
+    big = dfmt.max_raw * dfmt.ulp / 6
+    rewards = np.stack([rng.normal(big, big / 4, T), rng.normal(-big, big / 4, T)], axis=1)
+    rewards[T // 2:, :] = -rewards[T // 2:, :]      # cross from one bound to the other
+    values = rng.normal(0, big / 8, (T, N))
+    dones = np.zeros((T, N), bool)
+    dones[7, 0] = True
+    batch = (dfmt.quantize(rewards), dfmt.quantize(values), dones,
+             dfmt.quantize(rng.normal(0, big, N)))
+    stream = make_stream(*batch, cfg)[0]
+    small = random_stream(cfg, rng)
+    stream = {f: np.concatenate([stream[f], small[f]]) for f in stream}
+    g, gl = quantize_coefs(0.99, 0.97, cfg)
+    model = GaePeModel(cfg, g, gl)
+    expect = model.run(stream)
+    adv = expect["advantage"]
+    assert (adv == dfmt.max_raw).any() and (adv == dfmt.min_raw).any()
+    assert not expect["overflow"].all()
+    out, _, _, sticky = simulate(cfg, stream, g, gl, idle=0.3, stall=0.3, seed=3)
+    for f in out:
+        np.testing.assert_array_equal(out[f], expect[f], err_msg=f)
+    assert sticky == 1
 
 
 def test_pe_rejects_bad_config():

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from sw.driver import ClippingWarning, GaeDriver, GaeOverflowWarning, GoldenDevice
-from sw.gae.quant import DynamicRewardStandardizer, GaeQuantizationPipeline
+from sw.gae.pipeline import GaeQuantizationPipeline
+from sw.gae.quant import DynamicRewardStandardizer
 from sw.gae.spec import GaeCoreConfig
 
 from driver_util import rollout

@@ -231,7 +231,7 @@ def test_bad_pushes_are_refused_naming_the_argument():
 def test_block_standardized_rewards_stream_as_one_batch():
     """Block standardization needs the whole batch: every stream defers to the batch path at
     finish, and gives what ``compute`` gives on a twin driver, even after a first batch."""
-    from sw.gae.quant import GaeQuantizationPipeline
+    from sw.gae.pipeline import GaeQuantizationPipeline
 
     cfg = CONFIGS["n8"]
     rng = np.random.default_rng(7)

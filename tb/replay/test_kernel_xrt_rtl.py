@@ -1,7 +1,8 @@
 """XrtDevice + the unmodified ReplayDriver on the replay kernel's RTL (the window DMA shell).
 
-The replay accelerator of the driver tests (``tb/replay_session.py``: K = 4, N = 1000, batches up
-to 64) inside :class:`~rtl_gen.replay.kernel.ReplayKernel` with a 128-bit ``m_axi_gmem``,
+Two kernels: the replay accelerator of the driver tests (``tb/replay_session.py``: K = 4,
+N = 1000, batches up to 64) inside :class:`~rtl_gen.replay.kernel.ReplayKernel` with a 128-bit
+``m_axi_gmem``, and the shipped ``replay_kernel_k16_1m`` (K = 16, N = 2^20, 512-bit port),
 Verilated; ``pyxrt`` is the fake of :mod:`xrt_fake` (buffer in a cocotbext-axi ``AxiRam``,
 registers over AXI4-Lite). The driver tests' whole session -- inserts, samples,
 updates, fused runs, a refused run, reset, polling -- runs through
@@ -18,9 +19,17 @@ RTL = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_g
            target_bits=28, max_batch=64, gmem_data_width=128, max_burst=16)
 
 
+#: The shipped Alveo kernel of 2^20 leaves (sw.registry.SHIPPED): 5 levels, 512-bit m_axi.
+SHIPPED_1M = "replay_kernel_k16_1m"
+
+
 @pytest.mark.slow
-def test_replay_driver_through_xrt_device_on_kernel_rtl():
-    run_block("replay-kernel", RTL, __file__, seed=20261126)
+@pytest.mark.parametrize("name", ["small", SHIPPED_1M])
+def test_replay_driver_through_xrt_device_on_kernel_rtl(name):
+    from sw.registry import SHIPPED
+
+    params = RTL if name == "small" else next(p for m, _, p in SHIPPED if m == name)
+    run_block("replay-kernel", params, __file__, seed=20261126)
 
 
 try:

@@ -72,7 +72,7 @@ class TreeTB:
         dut.rst.value = 1
         await ClockCycles(dut.clk, 2)
         dut.rst.value = 0
-        await ClockCycles(dut.clk, 1)                 # the seed loads at this edge
+        await ClockCycles(dut.clk, 3)                 # the seed, stable for two cycles, loads
         dut.seed_load.value = 0
         while dut.busy.value:                         # the clearing sweep
             await FallingEdge(dut.busy)

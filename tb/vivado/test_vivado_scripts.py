@@ -87,7 +87,8 @@ def _options(args):
 def test_shipped_accelerators_found():
     assert "gae_accel_n8" in BD and "gae_accel_n64" in BD
     assert "replay_accel_k16" in BD                  # the prioritized replay accelerator
-    assert KERNELS == ["gae_kernel_n8", "learner_kernel_s4", "replay_kernel_k16"]
+    assert KERNELS == ["gae_kernel_n8", "learner_kernel_s4", "replay_kernel_k16",
+                       "replay_kernel_k16_1m"]
     assert not set(BD) & set(KERNELS)
     assert not any(a.startswith("gae_pe") for a in ACCELS)      # bare blocks have no CSR
 
@@ -756,7 +757,7 @@ def test_cli_hdl_layouts(tmp_path, capsys, layout):
     """``--hdl`` takes a directory of manifests, a tree of them, one module's directory, or a
     manifest file; bare blocks (no register map) are skipped."""
     src = tmp_path / "gen"
-    modules = ["gae_accel_n8", "gae_kernel_n8", "gae_pe_k1"]
+    modules = ["gae_accel_n8", "gae_kernel_n8", "gae_pe_k2"]
     if layout == "flat":            # python -m rtl_gen <block> --out gen, three times
         for m in modules:
             _copy_module(m, src)
@@ -802,8 +803,8 @@ def test_cli_real_generator_output(tmp_path):
 @pytest.mark.parametrize("case,message", [
     ("missing", "--hdl '{hdl}': no such file or directory"),
     ("empty", "--hdl '{hdl}': no accelerator found"),
-    ("block", "(gae_pe_k1: a block without a control interface)"),
-    ("block_manifest", "(gae_pe_k1: a block without a control interface)"),
+    ("block", "(gae_pe_k2: a block without a control interface)"),
+    ("block_manifest", "(gae_pe_k2: a block without a control interface)"),
     ("not_manifest", "--hdl '{hdl}' is not a manifest written by rtl_gen"),
     ("twice", "--hdl '{hdl}': module gae_accel_n8 is there twice"),
     ("bad_json", "gae_accel_n8.json: not valid JSON"),
@@ -815,9 +816,9 @@ def test_cli_hdl_nothing_found(tmp_path, capsys, case, message):
         hdl.mkdir()
         (hdl / "notes.json").write_text("{}")
     elif case == "block":
-        hdl = HDL / "gae_pe_k1"
+        hdl = HDL / "gae_pe_k2"
     elif case == "block_manifest":
-        hdl = HDL / "gae_pe_k1" / "gae_pe_k1.json"
+        hdl = HDL / "gae_pe_k2" / "gae_pe_k2.json"
     elif case == "not_manifest":
         hdl = HDL / "gae_accel_n8" / "gae_accel_n8_regs.json"
     elif case == "twice":
@@ -863,9 +864,9 @@ def test_cli_run_picks_the_only_accelerator(tmp_path, monkeypatch, capsys):
 def test_find_manifests_and_accelerators(tmp_path):
     assert V.find_accelerators(HDL) == ACCELS
     manifests = V.find_manifests(HDL)
-    assert set(ACCELS) < set(manifests) and "gae_pe_k1" in manifests
+    assert set(ACCELS) < set(manifests) and "gae_pe_k2" in manifests
     assert manifests["gae_accel_n8"] == HDL / "gae_accel_n8" / "gae_accel_n8.json"
-    assert V.find_accelerators(HDL / "gae_pe_k1") == []
+    assert V.find_accelerators(HDL / "gae_pe_k2") == []
     with pytest.raises(FileNotFoundError, match=r"^path '.*missing': no such file or dir"):
         V.find_manifests(tmp_path / "missing")
     with pytest.raises(ValueError, match=r"^path '.*_regs.json' is not a manifest"):
@@ -880,7 +881,7 @@ def test_accelerator_load_paths(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"^path '.*': no manifest gen.json in that "):
         V.Accelerator.load(_copy_module("gae_accel_n8", tmp_path / "gen"))
     with pytest.raises(ValueError, match="lists no register map"):
-        V.Accelerator.load(HDL / "gae_pe_k1")
+        V.Accelerator.load(HDL / "gae_pe_k2")
 
 
 def _fake_tool(bin_dir, name, log):

@@ -7,8 +7,8 @@ from amaranth.lib import memory
 from sw.learner.layout import regions
 from sw.learner.schedule import stages
 
-__all__ = ["ReadPort", "Buffer", "LearnerBuffers", "buffer_specs", "or_all", "lanes", "widen",
-           "block_addr", "block_row", "block_col", "chunk", "lane_mask", "split"]
+__all__ = ["ReadPort", "Buffer", "LearnerBuffers", "buffer_specs", "or_all", "select", "gt_const",
+           "lanes", "widen", "block_addr", "block_row", "block_col", "chunk", "lane_mask", "split"]
 
 
 # -- bit fields ----------------------------------------------------------------------------------
@@ -18,6 +18,28 @@ def or_all(values):
     for v in values:
         out = out | v
     return out
+
+
+def select(users):
+    """Combinational: the value of the user whose select is high, from ``(sel, value)`` pairs
+    whose selects are never high together: a priority mux that takes the first user's value
+    when no other user's select is high (its select is not used), later users first."""
+    out = users[0][1]
+    for sel, v in users[1:]:
+        out = Mux(sel, v, out)
+    return out
+
+
+def gt_const(x, c):
+    """Combinational: unsigned ``x > c`` for a constant c as an and-or of x's bits (from the
+    top bit down: a 1 where c has a 0 decides, a 0 where c has a 1 ends it), which logic
+    synthesis maps to a few LUT levels instead of a carry chain."""
+    if c < 0:
+        return Const(1, 1)
+    out = Const(0, 1)
+    for i in range(len(x)):                     # from the low bit up: out is x[:i] > c[:i]
+        out = (x[i] & out) if (c >> i) & 1 else (x[i] | out)
+    return out if c < (1 << len(x)) else Const(0, 1)
 
 
 def lanes(value, n, bits):
@@ -75,11 +97,12 @@ class ReadPort:
     """A memory read port shared by users that are never active in the same cycle.
 
     Each user adds its enable and address (:meth:`use`); :meth:`connect` drives the port with
-    the or of the enables and of the enabled addresses (combinational). Data arrives one cycle
-    after the enable (a synchronous read port). A user may select its address with a cheaper
-    signal than its enable (``sel``, high whenever the enable may be and never while another
-    user's is): the host's idle, not its address decode. A single user's address is not
-    muxed at all.
+    the or of the enables and a priority mux of the addresses (combinational, :func:`select`):
+    the first user's address is the default, so its enable -- a stage's slot logic, the
+    deepest -- never reaches the address. Data arrives one cycle after the enable (a
+    synchronous read port). A user may select its address with a cheaper signal than its
+    enable (``sel``, high whenever the enable may be and never while another user's is): the
+    host's idle, not its address decode. A single user's address is not muxed at all.
     """
 
     def __init__(self, port):
@@ -90,10 +113,13 @@ class ReadPort:
     def data(self):
         return self.port.data
 
-    def use(self, en, addr, sel=None):
+    def use(self, en, addr, sel=None, read=None):
         """Add a user reading ``addr`` while ``en`` (address selected by ``sel``, default
-        ``en``); returns the port's data."""
-        self.users.append((en, addr, en if sel is None else sel))
+        ``en``); returns the port's data. ``read`` (default ``en``) drives the port's enable
+        instead of ``en``: a stage that uses the data only the cycle after its own ``en`` may
+        read every cycle of a step (``ctx.busy``, a register), which keeps its slot logic off
+        the enable."""
+        self.users.append((en if read is None else read, addr, en if sel is None else sel))
         return self.port.data
 
     def connect(self, m):
@@ -101,10 +127,7 @@ class ReadPort:
             m.d.comb += self.port.en.eq(0)
             return
         w = len(self.port.addr)
-        if len(self.users) == 1:
-            addr = widen(self.users[0][1], w)
-        else:
-            addr = or_all(Mux(sel, addr, 0)[:w] for _, addr, sel in self.users)
+        addr = select([(sel, widen(addr, w)) for _, addr, sel in self.users])
         m.d.comb += [
             self.port.en.eq(or_all(en for en, _, _ in self.users)),
             self.port.addr.eq(addr),
@@ -186,11 +209,8 @@ class Buffer:
             return
         w = len(self.wp.addr)
         nen = len(self.wp.en)
-        if len(self.writers) == 1:
-            addr, data = widen(self.writers[0][1], w), self.writers[0][2]
-        else:
-            addr = or_all(Mux(sel, addr, 0)[:w] for _, addr, _, sel in self.writers)
-            data = or_all(Mux(sel, data, 0) for _, _, data, sel in self.writers)
+        addr = select([(sel, widen(addr, w)) for _, addr, _, sel in self.writers])
+        data = select([(sel, widen(data, self.word_bits)) for _, _, data, sel in self.writers])
         m.d.comb += [
             self.wp.en.eq(or_all(widen(en, nen) for en, _, _, _ in self.writers)),
             self.wp.addr.eq(addr),

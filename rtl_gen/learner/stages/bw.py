@@ -52,9 +52,10 @@ class BwStage(StageBlock):
         m.d.comb += kk.eq(k)
         en = loop["elem"]
         d_port = bufs.port(f"delta{l}", d, 0)
-        d_data = d_port.use(en, block_addr(loop["base"] + ob, kk >> sb, cfg.groups_pow2(n_out)))
+        d_data = d_port.use(en, block_addr(loop["base"] + ob, kk >> sb, cfg.groups_pow2(n_out)),
+                            read=ctx.busy)
         w_port = bufs.port(f"w{l}", d, 1)
-        w_data = w_port.use(en, block_addr(nbk, kk >> sb, cfg.groups_pow2(n_out)))
+        w_data = w_port.use(en, block_addr(nbk, kk >> sb, cfg.groups_pow2(n_out)), read=ctx.busy)
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         osub1 = Signal.like(osub, name=f"{nm}_osub1")
         nsub1 = Signal.like(nsub, name=f"{nm}_nsub1")
@@ -98,6 +99,7 @@ class BwStage(StageBlock):
         dbuf = bufs.get(f"delta{l - 1}", d)
         dbuf.write(dbuf.row_enable(onehot, r_lanes if C < S else None), r_addr,
                    Cat(*[v[:w] for v in vals]).replicate(S // C).replicate(S))
-        done, all_done = done_counter(m, ctx, st, r_v & r_last)
-        return StageStatus(done, all_done, flags=flags)
+        event = r_v & r_last
+        done, all_done = done_counter(m, ctx, st, event)
+        return StageStatus(done, all_done, flags=flags, event=event)
 

@@ -17,8 +17,8 @@ from ..tensor_unit import TensorUnit
 from .buffers import LearnerBuffers
 
 __all__ = ["StageContext", "StageStatus", "StageBlock", "hw_name", "tensor_unit",
-           "ItemCounter", "deps_ok", "deps_all", "done_counter", "gemm_loop", "writer_loop",
-           "feed"]
+           "ItemCounter", "lookahead_of", "deps_ready", "deps_all", "done_counter", "gemm_loop",
+           "writer_loop", "feed"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,8 @@ class StageStatus:
     tiles, in_last : Value or None
         WA: tiles finished in the item being written, and whether it is the step's last (WU
         follows them block by block, :func:`sw.learner.schedule.wu_block_need`).
+    event : Value(1) or None
+        The cycle ``done`` counts up (it shows the next cycle), for :func:`deps_ready`.
     """
     done: Value
     all: Value
@@ -78,6 +80,7 @@ class StageStatus:
     loss_terms: list = field(default_factory=list)
     tiles: Value = None
     in_last: Value = None
+    event: Value = None
 
 
 def hw_name(name):
@@ -169,19 +172,25 @@ class ItemCounter:
     the new ``rem`` at ``clear`` and :meth:`advance` (no arithmetic on ``rem`` in the cycle
     that uses them).
 
-    With ``lookahead`` each of them has a shadow register ``<name>_nx``, loaded every cycle
-    with its value for the next item (from ``rem``), which :meth:`advance` copies: no
-    arithmetic on ``rem`` in the cycle of the advance either. The shadow follows ``rem`` one
-    cycle later, so ``lookahead`` needs at least two cycles from ``clear`` to the first
-    advance and between advances (the GEMM loops with R >= 2: an item has R slots or beats or
-    more).
+    With ``lookahead`` (1 or 2) each of them has a shadow register ``<name>_nx``, loaded
+    every cycle with its value for the next item (from ``rem``), which :meth:`advance` copies:
+    no arithmetic on ``rem`` in the cycle of the advance either. With ``lookahead=2`` the
+    compares and differences of ``rem`` the shadows are made of are registers too
+    (``<name>_nlt<c>``, ``<name>_nsub<c>``, ``<name>_nrsub<c>``), so a shadow is a mux of
+    registers. The shadows follow ``rem`` ``lookahead`` cycles later, so they need at least
+    ``lookahead + 1`` cycles from ``clear`` to the first advance and between advances (the
+    GEMM loops: an item has R slots or beats or more; :func:`lookahead_of`).
     """
 
     def __init__(self, m, ctx, name, d, *, lookahead=False):
         cfg = ctx.config
         self._config = cfg
         self._m, self._ctx, self._d = m, ctx, d
-        self._lookahead = lookahead
+        if lookahead not in (False, True, 0, 1, 2):
+            raise ValueError(f"lookahead must be 0, 1 or 2, not {lookahead!r}")
+        self._lookahead = int(lookahead)
+        self._name = name
+        self._terms = {}
         self._derived = []
         per = cfg.sub_batch // cfg.array
         self.per = per
@@ -209,6 +218,22 @@ class ItemCounter:
             v, off = self.rem, cfg.sub_batch * cfg.dp
         return (lambda c: v < c + off), (lambda c: v - (c + off)), (lambda c: (c + off) - v)
 
+    def _next_registered(self):
+        """:meth:`_next` of the advance as registers loaded every cycle (one per kind and
+        constant, shared by the derived registers): ``lookahead=2``."""
+        nxt = dict(zip(("lt", "sub", "rsub"), self._next(False)))
+
+        def term(kind):
+            def get(c):
+                if (kind, c) not in self._terms:
+                    v = nxt[kind](c)
+                    reg = Signal(v.shape(), name=f"{self._name}_n{kind}{c}".replace("-", "m"))
+                    self._m.d.sync += reg.eq(v)
+                    self._terms[(kind, c)] = reg
+                return self._terms[(kind, c)]
+            return get
+        return term("lt"), term("sub"), term("rsub")
+
     def derived(self, name, shape, fn):
         """A register holding ``fn(lt, sub, rsub)`` (:meth:`_next`) of the item's ``rem``."""
         sig = Signal(shape, name=name)
@@ -217,7 +242,8 @@ class ItemCounter:
         nx = None
         if self._lookahead:
             nx = Signal(shape, name=f"{name}_nx")
-            self._m.d.sync += nx.eq(fn(*self._next(False)))
+            terms = self._next(False) if self._lookahead == 1 else self._next_registered()
+            self._m.d.sync += nx.eq(fn(*terms))
         self._derived.append((sig, fn, nx))
         return sig
 
@@ -247,17 +273,42 @@ class ItemCounter:
             [sig.eq(self._next_value(fn, nx)) for sig, fn, nx in self._derived]
 
 
-def deps_ok(producers, p):
-    """Combinational: every producer has finished item p.
+def lookahead_of(R):
+    """The :class:`ItemCounter` lookahead of a GEMM loop on an R-row unit: an item has at
+    least R slots (tiles of ``max(K, R)``) or R output beats, so R >= 4 allows 2, R = 2
+    allows 1."""
+    return 2 if R >= 4 else 1 if R >= 2 else 0
 
-    A consumer moves on to item p + 1 only after it started item p, which needed every
-    producer's ``done > p``: ``done >= p`` always holds, and ``done > p`` is ``done != p``
-    (an equality of registers, no carry chain).
+
+def deps_ready(m, ctx, name, producers, p, advance):
+    """Every producer has finished the consumer's item p (``done > p``): an and of registers.
+
+    Per producer, a register ``<name>_lead_<i>`` holds ``done - p`` and a flag
+    ``<name>_ok_<i>`` whether it is non-zero, both updated from the producer's ``event`` (its
+    ``done`` counts up) and the consumer's ``advance`` (p counts up; only while the flag is
+    high, since the item started): the flags are exactly ``done != p`` in every cycle, with
+    no compare of the two counters between them and the consumer's start. Both reset at
+    ``ctx.clear``. A producer without an ``event`` (a stub of a test harness) is compared
+    combinationally: ``done != p``, p the consumer's ``p`` (a consumer moves on to item
+    p + 1 only after it started item p, so ``done >= p`` always holds).
     """
-    ok = Const(1, 1)
-    for d in producers.values():
-        ok = ok & (d.done != p)
-    return ok
+    ok_all = Const(1, 1)
+    for i, d in enumerate(producers.values()):
+        if d.event is None:
+            ok_all = ok_all & (d.done != p)
+            continue
+        lead = Signal(13, name=f"{name}_lead_{i}")
+        ok = Signal(name=f"{name}_ok_{i}")
+        not_one = Signal(name=f"{name}_notone_{i}")      # lead != 1
+        m.d.comb += not_one.eq(lead != 1)
+        with m.If(ctx.clear):
+            m.d.sync += [lead.eq(0), ok.eq(0)]
+        with m.Elif(d.event & ~advance):
+            m.d.sync += [lead.eq(lead + 1), ok.eq(1)]
+        with m.Elif(~d.event & advance):
+            m.d.sync += [lead.eq(lead - 1), ok.eq(not_one)]
+        ok_all = ok_all & ok
+    return ok_all
 
 
 def deps_all(producers):
@@ -270,7 +321,8 @@ def deps_all(producers):
 
 def done_counter(m, ctx, stage, event):
     """Items finished (``event``: the write of an item's last result) and whether that is all
-    of them; both visible the cycle after the write. Returns ``(done, all)``."""
+    of them; both visible the cycle after the write. Returns ``(done, all)`` (the stage's
+    :class:`StageStatus` also shows ``event``)."""
     cfg = ctx.config
     name = hw_name(stage.name)
     done = Signal(13, name=f"{name}_done")
@@ -332,10 +384,9 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
     cfg = ctx.config
     S = cfg.array
     R = cfg.stage_array(stage.name)[0]
-    lr = R.bit_length() - 1
     name = hw_name(stage.name)
     busy = ctx.busy
-    items = ItemCounter(m, ctx, name, stage.pipe, lookahead=R >= 2)
+    items = ItemCounter(m, ctx, name, stage.pipe, lookahead=lookahead_of(R))
     p, base, gbase, cnt = items.p, items.base, items.gbase, items.cnt
     running = Signal(name=f"{name}_running")
     kmax = max(k_len, cfg.sub_batch, S) if k_runtime else max(k_len, R)
@@ -345,12 +396,14 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
     k = Signal(range(kmax + 1), name=f"{name}_k")
     bubble = Signal(name=f"{name}_bubble")
     if k_runtime:
-        # Registers of the item: the tile's last t (T - 1) and -pad (T - K bubbles), and k
-        # counted from -pad beside t (k = t - pad, bubble while negative).
-        tend = items.derived(f"{name}_tend", range(kmax + 1),
-                             lambda lt, sub, rsub: Const(R - 1) if R >= cfg.sub_batch else
-                             Mux(lt(R), R - 1, Mux(lt(cfg.sub_batch), sub(1),
-                                                   cfg.sub_batch - 1)))
+        # Registers of the item: the tile's last t (T - 1; R = 1 only, R >= 2 counts down to
+        # a registered flag instead) and -pad (T - K bubbles), and k counted from -pad beside
+        # t (k = t - pad, bubble while negative).
+        if R < 2:
+            tend = items.derived(f"{name}_tend", range(kmax + 1),
+                                 lambda lt, sub, rsub: Const(R - 1) if R >= cfg.sub_batch else
+                                 Mux(lt(R), R - 1, Mux(lt(cfg.sub_batch), sub(1),
+                                                       cfg.sub_batch - 1)))
         # -pad of the next item (r' - R below R): no negation after the subtract.
         mpad = items.derived(f"{name}_mpad", range(-R, 1),
                              lambda lt, sub, rsub: Mux(lt(R), sub(R), 0))
@@ -358,8 +411,9 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
         with m.If(ctx.clear):
             m.d.sync += kc.eq(Mux(items._next(True)[0](R), items._next(True)[1](R), 0))
         m.d.comb += [bubble.eq(kc < 0), k.eq(kc)]
-        t_last = t == tend
-        if R >= 2:
+        if R < 2:
+            t_last = t == tend
+        else:
             tpen = items.derived(f"{name}_tpen", range(kmax + 1),      # T - 2
                                  lambda lt, sub, rsub: Const(R - 2) if R >= cfg.sub_batch
                                  else Mux(lt(R), R - 2, Mux(lt(cfg.sub_batch), sub(2),
@@ -372,23 +426,20 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
         t_pen = t == pad + K - 2
     go = Signal(name=f"{name}_go")
     slot = Signal(name=f"{name}_slot")
+    advance = Signal(name=f"{name}_adv")         # the item's last slot: p moves on
     m.d.comb += [
-        go.eq(busy & ~running & items.more & deps_ok(producers, p)),
+        go.eq(busy & ~running & items.more & deps_ready(m, ctx, name, producers, p, advance)),
         slot.eq(go | running),
     ]
     n_last = n == middle - 1
-    if outer_runtime:
-        omax = items.derived(f"{name}_omax", range(max(outer, cfg.sub_batch // R) + 1),
-                             lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
-                                                       (cfg.sub_batch - 1) >> lr))
-        o_last = o == omax
-    else:
-        o_last = o == outer - 1
-    if R >= 2:                  # T >= R >= 2 slots a tile: registered flags (tend, omax unused)
+    if R < 2:
+        o_last = _outer_last(cfg, items, name, o, outer, outer_runtime, R)
+    else:                       # T >= R >= 2 slots a tile: registered flags
         o_pen, o_one = _outer_flags(cfg, items, name, o, outer, outer_runtime, R)
         t_last, n_last, o_last = nested_last(m, ctx, name, step=slot, inner_pen=t_pen, n=n,
                                              middle=middle, o=o, o_pen=o_pen, outer_one=o_one)
     item_last = t_last & n_last & o_last
+    m.d.comb += advance.eq(slot & item_last)
     with m.If(ctx.clear):
         m.d.sync += [running.eq(0), o.eq(0), n.eq(0), t.eq(0)]
     with m.Elif(slot):
@@ -422,21 +473,15 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
     ``base``, ``rem``, ``cnt``, ``i``, ``o``, ``n``, ``item_last``)."""
     cfg = ctx.config
     R = rows
-    items = ItemCounter(m, ctx, f"{name}_w", d, lookahead=R >= 2)
+    items = ItemCounter(m, ctx, f"{name}_w", d, lookahead=lookahead_of(R))
     i = Signal(range(R), name=f"{name}_wi")
     o = Signal(range(max(outer, cfg.sub_batch // R) + 1), name=f"{name}_wo")
     n = Signal(range(middle + 1), name=f"{name}_wn")
     i_last = i == R - 1
     n_last = n == middle - 1
-    lr = R.bit_length() - 1
-    if outer_runtime:
-        omax = items.derived(f"{name}_womax", range(max(outer, cfg.sub_batch // R) + 1),
-                             lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
-                                                       (cfg.sub_batch - 1) >> lr))
-        o_last = o == omax
-    else:
-        o_last = o == outer - 1
-    if R >= 2:                  # R >= 2 beats a row loop: registered flags (omax unused)
+    if R < 2:
+        o_last = _outer_last(cfg, items, f"{name}_w", o, outer, outer_runtime, R)
+    else:                       # R >= 2 beats a row loop: registered flags
         o_pen, o_one = _outer_flags(cfg, items, f"{name}_w", o, outer, outer_runtime, R)
         i_last, n_last, o_last = nested_last(m, ctx, f"{name}_w", step=beat,
                                              inner_pen=i == R - 2, n=n, middle=middle, o=o,
@@ -457,6 +502,18 @@ def writer_loop(m, ctx, name, d, *, rows, outer, middle, outer_runtime, beat):
                 m.d.sync += n.eq(n + 1)
     return {"p": items.p, "base": items.base, "rem": items.rem, "cnt": items.cnt, "i": i,
             "o": o, "n": n, "item_last": i_last & n_last & o_last}
+
+
+def _outer_last(cfg, items, name, o, outer, outer_runtime, R):
+    """Combinational (R = 1, no registered flags): o is the item's last outer tile, against
+    a register ``<name>_omax`` of the item if the outer count is a runtime one."""
+    if not outer_runtime:
+        return o == outer - 1
+    lr = R.bit_length() - 1
+    omax = items.derived(f"{name}_omax", range(max(outer, cfg.sub_batch // R) + 1),
+                         lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1) >> lr,
+                                                   (cfg.sub_batch - 1) >> lr))
+    return o == omax
 
 
 def _outer_flags(cfg, items, name, o, outer, outer_runtime, R):

@@ -70,10 +70,12 @@ class FwStage(StageBlock):
         x_port = bufs.port(src, d, 0)
         x_cg = Mux(bias, 0, kk >> sb)
         x_rg = (loop["gbase"] if src in bufs.shared else loop["base"]) + ob
-        x_data = x_port.use(en, block_addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
+        x_data = x_port.use(en, block_addr(x_rg, x_cg, cfg.groups_pow2(n_in)),
+                            read=ctx.busy)
         # B: row k%S of weight block (k/S, n/(S/C)), C of them.
         w_port = bufs.port(wname, d, 0)
-        w_data = w_port.use(en, block_addr(kk >> sb, nbk, cfg.groups_pow2(n_out)))
+        w_data = w_port.use(en, block_addr(kk >> sb, nbk, cfg.groups_pow2(n_out)),
+                            read=ctx.busy)
         # Metadata for the cycle the data arrives.
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         bias1 = Signal(name=f"{nm}_bias1")
@@ -122,6 +124,7 @@ class FwStage(StageBlock):
             mbuf = bufs.get(f"mask{l}", d)
             mdata = Cat(*[c > 0 for c in r_c]).replicate(S // C)
             mbuf.write(mbuf.row_enable(onehot, lanes), r_addr, mdata.replicate(S))
-        done, all_done = done_counter(m, ctx, st, r_v & r_last)
-        return StageStatus(done, all_done, flags=flags)
+        event = r_v & r_last
+        done, all_done = done_counter(m, ctx, st, event)
+        return StageStatus(done, all_done, flags=flags, event=event)
 

@@ -2,9 +2,9 @@
 
 from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
-from ...fixed import rshift_round, saturate
+from ...fixed import rshift_round, saturate_fast
 from .buffers import block_addr, block_row, or_all
-from .common import ItemCounter, StageBlock, StageStatus, deps_ok, done_counter, hw_name
+from .common import ItemCounter, StageBlock, StageStatus, deps_ready, done_counter, hw_name
 
 __all__ = ["LossStage"]
 
@@ -15,8 +15,8 @@ def _to_grad(m, x, num, name, frac=None):
     gfmt = num.grad_format
     frac = num.act_format.frac if frac is None else frac
     if gfmt.frac >= frac:
-        return saturate(m, x << (gfmt.frac - frac), gfmt, name=name)
-    return saturate(m, rshift_round(x, frac - gfmt.frac, gfmt.rounding), gfmt, name=name)
+        return saturate_fast(m, x << (gfmt.frac - frac), gfmt, name=name)
+    return saturate_fast(m, rshift_round(x, frac - gfmt.frac, gfmt.rounding), gfmt, name=name)
 
 
 class LossStage(StageBlock):
@@ -26,11 +26,12 @@ class LossStage(StageBlock):
     written 3 cycles after the slot. DQN: ``y = saturate(r + round(γ·(1-d)·max_a Q'))`` from
     ``tq`` (the target network's Q values), ``samples`` (reward, action, done, loss weight w)
     and γ, and ``δ[a] = w·(Q[a] - y)``, 0 for the actions not taken: a sample's
-    ``ceil(n_out/S)`` groups are read one per cycle (running max), then the target takes 5
-    register stages (γ product, rounding, saturation, difference and its product with w, δ)
-    and the sample's δ row is written one group per cycle. δ is the exact product converted to
-    the grad format with one rounding and saturation (w = 1.0: exactly ``Q[a] - y``), written
-    into ``delta<L-1>``; the loss sum takes ``(Q[a] - y)²`` without w.
+    ``ceil(n_out/S)`` groups are read one per cycle (running max; none with a single group),
+    then the target takes 5 register stages (γ product; rounding; saturation and, beside it,
+    the difference; its product with w; δ) and the sample's δ row is written one group per
+    cycle. δ is the exact product converted to the grad format with one rounding and
+    saturation (w = 1.0: exactly ``Q[a] - y``), written into ``delta<L-1>``; the loss sum
+    takes ``(Q[a] - y)²`` without w.
 
     An item (``cnt`` samples) is ``cnt · ceil(n_out/S)`` slots, one per cycle; it is counted
     in ``done`` :data:`~sw.learner.schedule.LOSS_TAIL` cycles after its last slot (DQN: plus
@@ -55,19 +56,22 @@ class LossStage(StageBlock):
         L = cfg.n_layers
         name, d = hw_name(st.name), st.pipe
         items = ItemCounter(m, ctx, name, d)
-        p, base, gbase, rem, cnt = items.p, items.base, items.gbase, items.rem, items.cnt
+        base, gbase = items.base, items.gbase
         running = Signal(name=f"{name}_running")
         s = Signal(range(cfg.sub_batch + 1), name=f"{name}_s")
         g = Signal(range(G + 1), name=f"{name}_g")
         go = Signal(name=f"{name}_go")
         slot = Signal(name=f"{name}_slot")
-        m.d.comb += [go.eq(ctx.busy & ~running & items.more & deps_ok(self.producers, p)),
+        advance = Signal(name=f"{name}_adv")     # the item's last slot: p moves on
+        ready = deps_ready(m, ctx, name, self.producers, items.p, advance)
+        m.d.comb += [go.eq(ctx.busy & ~running & items.more & ready),
                      slot.eq(go | running)]
         g_last = g == G - 1
         send = items.derived(f"{name}_send", range(cfg.sub_batch),
                              lambda lt, sub, rsub: Mux(lt(cfg.sub_batch), sub(1),
                                                        cfg.sub_batch - 1))
         s_last = s == send
+        m.d.comb += advance.eq(slot & g_last & s_last)
         with m.If(ctx.clear):
             m.d.sync += [running.eq(0), s.eq(0), g.eq(0)]
         with m.Elif(slot):
@@ -82,7 +86,7 @@ class LossStage(StageBlock):
         rg = base + (s >> sb)
         grg = gbase + (s >> sb)                            # shared inputs: the batch's rows
         addr = block_addr(rg, g, gq)
-        q_data = bufs.port("q", d, 0).use(slot, addr)
+        q_data = bufs.port("q", d, 0).use(slot, addr, read=ctx.busy)
         # Stage 1: the data arrives.
         v1 = Signal(name=f"{name}_v1")
         i1 = Signal(range(S), name=f"{name}_i1")
@@ -94,7 +98,9 @@ class LossStage(StageBlock):
         m.d.sync += [v1.eq(slot & ~ctx.clear), i1.eq(s[:sb]), g1.eq(g), first1.eq(g == 0),
                      last1.eq(g_last), end1.eq(g_last & s_last), rg1.eq(rg)]
         qrow = [x.as_signed() for x in block_row(q_data, i1, w, S)]
-        lvalid = [((g1 << sb) + j) < n_out for j in range(S)]
+        # Lanes of the group that hold outputs (constants with a single group).
+        lvalid = [((g1 << sb) + j) < n_out if G > 1 else Const(int(j < n_out), 1)
+                  for j in range(S)]
         dbuf = bufs.get(f"delta{L - 1}", d)
         f = {"slot": slot, "addr": addr, "grg": grg, "g": g, "v1": v1, "i1": i1, "g1": g1,
              "first1": first1, "last1": last1, "end1": end1, "rg1": rg1, "qrow": qrow,
@@ -114,7 +120,8 @@ class LossStage(StageBlock):
         dw = w + 2
         slot, grg, g, v1, i1, g1 = f["slot"], f["grg"], f["g"], f["v1"], f["i1"], f["g1"]
         end1, rg1, qrow, lvalid, dbuf = f["end1"], f["rg1"], f["qrow"], f["lvalid"], f["dbuf"]
-        y_data = bufs.port("targets", d, 0).use(slot, block_addr(grg, g, gq))
+        y_data = bufs.port("targets", d, 0).use(slot, block_addr(grg, g, gq),
+                                                  read=ctx.busy)
         yrow = [x.as_signed() for x in block_row(y_data, i1, w, S)]
         v2 = Signal(name=f"{name}_v2")
         end2 = Signal(name=f"{name}_end2")
@@ -140,8 +147,9 @@ class LossStage(StageBlock):
             total = total + diff[j] * diff[j]
         m.d.sync += [sq.eq(total), sq_v.eq(v2 & ~ctx.clear)]
         loss_terms.append(Mux(sq_v, sq, 0))
-        done, all_done = done_counter(m, self.ctx, self.stage, v2 & end2)
-        return StageStatus(done, all_done, flags=flags, loss_terms=loss_terms)
+        event = v2 & end2
+        done, all_done = done_counter(m, self.ctx, self.stage, event)
+        return StageStatus(done, all_done, flags=flags, loss_terms=loss_terms, event=event)
 
     def _dqn(self, m, f, flags, loss_terms):
         """y = r + γ·(1-d)·max Q', δ = Q[a] - y for one sample per cycle (after its groups)."""
@@ -157,8 +165,8 @@ class LossStage(StageBlock):
         slot, addr, grg, v1, i1, g1 = f["slot"], f["addr"], f["grg"], f["v1"], f["i1"], f["g1"]
         first1, last1, end1, rg1 = f["first1"], f["last1"], f["end1"], f["rg1"]
         qrow, lvalid, dbuf = f["qrow"], f["lvalid"], f["dbuf"]
-        t_data = bufs.port("tq", d, 0).use(slot, addr)
-        smp = bufs.port("samples", d, 0).use(slot, grg)
+        t_data = bufs.port("tq", d, 0).use(slot, addr, read=ctx.busy)
+        smp = bufs.port("samples", d, 0).use(slot, grg, read=ctx.busy)
         trow = [x.as_signed() for x in block_row(t_data, i1, w, S)]
         lwf = num.loss_weight_format
         lb = w + cfg.action_bits + 1 + lwf.width
@@ -167,9 +175,12 @@ class LossStage(StageBlock):
         a1 = lane[w:w + cfg.action_bits]
         d1 = lane[w + cfg.action_bits]
         wt1 = lane[w + cfg.action_bits + 1:]
-        # Max over the valid lanes of this group (a tree of compares: log2 S deep), then over
-        # groups.
-        level = [Mux(lvalid[j], trow[j], act.min_raw) for j in range(S)]
+        # Max over the valid lanes of this group (a tree of compares: log2 S deep; with one
+        # group only over its n_out lanes), then over groups.
+        if G > 1:
+            level = [Mux(lvalid[j], trow[j], act.min_raw) for j in range(S)]
+        else:
+            level = trow[:cfg.n_out]
         while len(level) > 1:
             nxt = []
             for j in range(0, len(level) - 1, 2):
@@ -178,13 +189,16 @@ class LossStage(StageBlock):
                 nxt.append(t)
             level = nxt + level[len(level) - len(level) % 2:]
         bmax = level[0]
-        run_max = Signal(signed(w), name=f"{name}_runmax")
-        run_qa = Signal(signed(w), name=f"{name}_runqa")
-        cur_max = Mux(first1, bmax, Mux(bmax > run_max, bmax, run_max))
-        hit = (a1 >> sb) == g1 if G > 1 else Const(1, 1)
-        cur_qa = Mux(hit, Cat(*qrow).word_select(a1[:sb], w).as_signed(), run_qa)
-        with m.If(v1):
-            m.d.sync += [run_max.eq(cur_max), run_qa.eq(cur_qa)]
+        qa1 = Cat(*qrow).word_select(a1[:sb], w).as_signed()
+        if G > 1:           # running max and Q[a] over the sample's groups
+            run_max = Signal(signed(w), name=f"{name}_runmax")
+            run_qa = Signal(signed(w), name=f"{name}_runqa")
+            cur_max = Mux(first1, bmax, Mux(bmax > run_max, bmax, run_max))
+            cur_qa = Mux((a1 >> sb) == g1, qa1, run_qa)
+            with m.If(v1):
+                m.d.sync += [run_max.eq(cur_max), run_qa.eq(cur_qa)]
+        else:               # one group: every slot is a sample's first and last
+            cur_max, cur_qa = bmax, qa1
         # Stage 2: one sample's inputs.
         v2 = Signal(name=f"{name}_v2")
         end2 = Signal(name=f"{name}_end2")
@@ -210,8 +224,8 @@ class LossStage(StageBlock):
         m.d.sync += [v3.eq(v2 & ~ctx.clear), end3.eq(end2),
                      prod3.eq(Mux(d2, 0, best2 * ctx.gamma)), qa3.eq(qa2), r3.eq(r2),
                      a3.eq(a2), i3.eq(i2), rg3.eq(rg2), wt3.eq(wt2)]
-        # Stages 4a-4c (one adder each): round(γ·max); y = saturate(r + ·); diff = Q[a] - y
-        # and its exact product with the loss weight (a DSP with the difference in front).
+        # Stages 4a-4c (one adder each): round(γ·max) (and Q[a] - r); y = saturate(r + ·)
+        # and beside it diff = Q[a] - y; diff's exact product with the loss weight.
         disc = rshift_round(prod3, cw - 1, act.rounding)
         ctl3 = {"v": v3, "end": end3, "qa": qa3, "a": a3, "i": i3, "rg": rg3, "wt": wt3}
 
@@ -222,13 +236,21 @@ class LossStage(StageBlock):
                 m.d.sync += out[key].eq(v & ~ctx.clear if key == "v" else v)
             return out
 
-        s4a = regs("4a", {**ctl3, "r": r3, "disc": disc})
-        y, yovf = saturate(m, s4a["r"] + s4a["disc"], act, name=f"{name}_y")
+        s4a = regs("4a", {**ctl3, "r": r3, "disc": disc, "qmr": qa3 - r3})
+        ysum = Signal(signed(max(w, len(disc)) + 1), name=f"{name}_ysum")
+        m.d.comb += ysum.eq(s4a["r"] + s4a["disc"])
+        y, yovf = saturate_fast(m, ysum, act, name=f"{name}_y")
         flags.append(("target", s4a["v"] & yovf))
-        s4b = regs("4b", {**{k: s4a[k] for k in ctl3}, "y": y})
-        diff4b = (s4b["qa"] - s4b["y"]).as_signed()
+        # Q[a] - y registered with y: Q[a] - r - round(γ·max) unless y saturated, then
+        # Q[a] minus the bound (three subtracts in parallel, no subtract after the clamp).
+        diff = Signal(signed(w + 1), name=f"{name}_diff")
+        m.d.comb += diff.eq(Mux(yovf, Mux(ysum[-1], s4a["qa"] - act.min_raw,
+                                          s4a["qa"] - act.max_raw),
+                                s4a["qmr"] - s4a["disc"]))
+        s4b = regs("4b", {**{k: s4a[k] for k in ctl3 if k != "qa"}, "diff": diff})
+        # ... and its exact product with the loss weight: a DSP between registers.
         s4 = regs("4c", {**{k: s4b[k] for k in ctl3 if k not in ("qa", "wt")},
-                         "diff": diff4b, "wdiff": diff4b * s4b["wt"]})
+                         "diff": s4b["diff"], "wdiff": s4b["diff"] * s4b["wt"]})
         v4, end4, diff4 = s4["v"], s4["end"], s4["diff"]
         a4, i4, rg4 = s4["a"], s4["i"], s4["rg"]
         # Stage 5: δ = round(w·diff), and the write sequencer (one group per cycle).
@@ -263,5 +285,6 @@ class LossStage(StageBlock):
         m.d.comb += onehot.eq(Mux(ws_v, 1 << ws_i, 0))
         dbuf.write(dbuf.row_enable(onehot), block_addr(ws_rg, ws_g, gq),
                    Cat(*[x[:w] for x in lanes]).replicate(S))
-        done, all_done = done_counter(m, ctx, self.stage, ws_v & ws_g_last & ws_end)
-        return StageStatus(done, all_done, flags=flags, loss_terms=loss_terms)
+        event = ws_v & ws_g_last & ws_end
+        done, all_done = done_counter(m, ctx, self.stage, event)
+        return StageStatus(done, all_done, flags=flags, loss_terms=loss_terms, event=event)

@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Cat, Mux, Signal, signed
 
-from ...fixed import saturate
+from ...fixed import saturate_fast
 from .buffers import block_addr, block_row, chunk, lane_mask, or_all, split
 from .common import (StageBlock, StageStatus, done_counter, feed, gemm_loop, hw_name,
                      tensor_unit, writer_loop)
@@ -60,9 +60,10 @@ class WaStage(StageBlock):
         x_rg = (loop["gbase"] if src in bufs.shared else loop["base"]) + (k >> sb)
         x_port = bufs.port(src, d, 1)
         x_cg = Mux((o << lr_) >= n_in, 0, ob)
-        x_data = x_port.use(en, block_addr(x_rg, x_cg, cfg.groups_pow2(n_in)))
+        x_data = x_port.use(en, block_addr(x_rg, x_cg, cfg.groups_pow2(n_in)),
+                            read=ctx.busy)
         d_port = bufs.port(f"delta{l}", d, 1 if l >= 1 else 0)
-        d_data = d_port.use(en, block_addr(rg, nbk, cfg.groups_pow2(n_out)))
+        d_data = d_port.use(en, block_addr(rg, nbk, cfg.groups_pow2(n_out)), read=ctx.busy)
         kl1 = Signal(range(S), name=f"{nm}_kl1")
         o1 = Signal.like(o, name=f"{nm}_o1")
         osub1 = Signal.like(osub, name=f"{nm}_osub1")
@@ -128,7 +129,7 @@ class WaStage(StageBlock):
         fmt = num.wgrad_format
         sums, ovfs = [], []
         for j in range(C):
-            s, o_ = saturate(m, q_old[j] + q_c[j], fmt, name=f"{nm}_sum{j}")
+            s, o_ = saturate_fast(m, q_old[j] + q_c[j], fmt, name=f"{nm}_sum{j}")
             sums.append(Mux(q_first, q_c[j], s))
             ovfs.append(~q_first & o_)
         flags.append(("wa", q_v & (q_ovf | or_all(ovfs))))
@@ -147,7 +148,8 @@ class WaStage(StageBlock):
         m.d.comb += onehot.eq(Mux(u_v, 1 << u_row, 0))
         gbuf.write(gbuf.row_enable(onehot, u_lanes if C < S else None), u_addr,
                    u_sum.replicate(S // C).replicate(S))
-        done, all_done = done_counter(m, ctx, st, u_v & u_last)
+        event = u_v & u_last
+        done, all_done = done_counter(m, ctx, st, event)
         # Tiles finished in the item being written, and whether it is the step's last: WU
         # starts on a gradient block once its last tile is written (schedule.wu_block_need).
         tiles = Signal(range(mt * ngo + 1), name=f"{nm}_tiles")
@@ -160,5 +162,6 @@ class WaStage(StageBlock):
                 m.d.sync += tiles.eq(0)
             with m.Elif(u_tend):
                 m.d.sync += tiles.eq(tiles + 1)
-        return StageStatus(done, all_done, flags=flags, tiles=tiles, in_last=in_last)
+        return StageStatus(done, all_done, flags=flags, tiles=tiles, in_last=in_last,
+                           event=event)
 

@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 from sw.learner.schedule import wu_block_need, wu_overlaps
 
-from ...fixed import rshift_round, saturate
+from ...fixed import rshift_round, saturate_fast
 from .buffers import block_addr, block_row, or_all, widen
 from .common import StageBlock, StageStatus, deps_all, hw_name
 
@@ -153,7 +153,7 @@ class WuStage(StageBlock):
             has = self.producers[f"wa{l}@{d}"].done != 0
             sums, ovfs = [], []
             for j in range(S):
-                sv, so = saturate(m, acc[j] + cur[f"g{d}"][j], fmt, name=f"{name}_red{d}_{j}")
+                sv, so = saturate_fast(m, acc[j] + cur[f"g{d}"][j], fmt, name=f"{name}_red{d}_{j}")
                 sums.append(Mux(has, sv, acc[j]))
                 ovfs.append(has & so)
             flags.append(("wa", cur["v"] & or_all(ovfs)))
@@ -186,7 +186,7 @@ class WuStage(StageBlock):
                            "d": [x - y for x, y in zip(s5["w"], s5["u"])]})
         news, ovfs = [], []
         for j in range(S):
-            nv, no = saturate(m, s6["d"][j], wfmt, name=f"{name}_new{j}")
+            nv, no = saturate_fast(m, s6["d"][j], wfmt, name=f"{name}_new{j}")
             news.append(nv)
             ovfs.append(no)
         s5 = regs(7 + dp, {**{k: s6[k] for k in ctl}, "w": news, "o": or_all(ovfs)})
